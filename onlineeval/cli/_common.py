@@ -1,0 +1,47 @@
+"""Shared pieces of the command-line tools: error reporting and output helpers.
+
+Every command is wrapped with :func:`guarded`, which turns a user-facing
+:class:`~onlineeval.errors.OnlineEvalError` into one line on stderr and exit code 2.
+Heavy imports stay inside command bodies so ``onlineeval --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import typer
+
+from onlineeval.errors import OnlineEvalError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+__all__ = ["guarded", "fail"]
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``error: message`` to stderr and return the exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def guarded(fn: Callable[P, R]) -> Callable[P, R]:
+    """Report :class:`OnlineEvalError` (and file-system errors) as one clear line, exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except OnlineEvalError as exc:
+            raise fail(str(exc), exc.exit_code) from None
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            name = getattr(exc, "filename", None) or ""
+            raise fail(f"{name}: {exc.strerror or exc}") from None
+        except KeyboardInterrupt:  # pragma: no cover - interactive only
+            typer.echo("interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper

@@ -1,0 +1,81 @@
+"""Errors that reach the user: each names where the problem is and what is allowed.
+
+The CLI turns every :class:`OnlineEvalError` into one clear message and exit code 2,
+never a traceback. Library code raises these (not ``assert``) for bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["OnlineEvalError", "InputError", "ConfigError", "format_key_path"]
+
+
+class OnlineEvalError(Exception):
+    """Base class of all user-facing errors (bad input, bad config)."""
+
+    exit_code = 2
+
+
+class InputError(OnlineEvalError, ValueError):
+    """A problem in an input file (or data frame), located by file and line.
+
+    Parameters
+    ----------
+    message:
+        What is wrong, in words a user can act on.
+    path:
+        The file (``None`` for in-memory input such as a DataFrame).
+    line:
+        1-based line number (or row number for a DataFrame), when known.
+    """
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}:{self.line}"
+        elif self.line is not None:
+            where = f"row {self.line}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+def format_key_path(path: Sequence[str | int]) -> str:
+    """Render a key path like ``("users", "click_model", "stop", 2)`` as ``users.click_model.stop[2]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+class ConfigError(OnlineEvalError, ValueError):
+    """A problem in a configuration, located by its key path.
+
+    ``ConfigError(("users", "click_model", "stop", 2), "must be in [0, 1], got 1.5")``
+    renders as ``users.click_model.stop[2]: must be in [0, 1], got 1.5``.
+    """
+
+    def __init__(
+        self, key_path: Sequence[str | int], message: str, source: str | None = None
+    ) -> None:
+        self.key_path = tuple(key_path)
+        self.message = message
+        self.source = source
+        super().__init__(str(self))
+
+    def prefixed(self, *prefix: str | int) -> ConfigError:
+        """The same error with ``prefix`` put in front of its key path."""
+        return ConfigError((*prefix, *self.key_path), self.message, self.source)
+
+    def __str__(self) -> str:
+        key = format_key_path(self.key_path)
+        head = f"{self.source}: " if self.source else ""
+        return f"{head}{key}: {self.message}" if key else f"{head}{self.message}"

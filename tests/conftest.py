@@ -1,0 +1,34 @@
+"""Shared test fixtures.
+
+Reference data lives outside the repository in ``../shared/data`` (see each folder's
+README there). Tests that need it use :func:`shared_data` and skip with a clear reason
+where it is absent (a user's fresh clone has no ``../shared``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    """The shared reference-data folder, or ``None`` when it is not there.
+
+    ``ONLINEEVAL_SHARED_DATA`` overrides the default ``<repo>/../shared/data``.
+    """
+    env = os.environ.get("ONLINEEVAL_SHARED_DATA")
+    path = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+    return path if path.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path to ``../shared/data``; skips the test when the folder is absent."""
+    path = shared_data_dir()
+    if path is None:
+        pytest.skip("reference data ../shared/data is not present (fresh clone without shared/)")
+    return path
