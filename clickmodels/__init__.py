@@ -1,0 +1,45 @@
+"""clickmodels: user models and click models for simulated online evaluation.
+
+Build a model from a spec, sample clicks for a batch of labelled result lists, and get
+exact examination / click probabilities and log-likelihoods::
+
+    import clickmodels
+    model = clickmodels.build({"name": "cascade", "preset": "navigational"})
+    out = model.sample(labels, rng)          # ClickSample(clicks, propensity, examined)
+    model.click_probabilities(labels)        # (n, k) exact marginal P(click)
+
+See :mod:`clickmodels.base` for the API contract and :mod:`clickmodels.kernels` for the
+numpy kernels the models (and estimation) share.
+"""
+
+from __future__ import annotations
+
+from clickmodels.base import (
+    ByGrade,
+    ByQueryDoc,
+    ClickModel,
+    ClickSample,
+    DocParam,
+    Impressions,
+    as_impressions,
+    available,
+    build,
+    impressions,
+    model_class,
+    register,
+)
+
+__all__ = [
+    "ByGrade",
+    "ByQueryDoc",
+    "ClickModel",
+    "ClickSample",
+    "DocParam",
+    "Impressions",
+    "as_impressions",
+    "available",
+    "build",
+    "impressions",
+    "model_class",
+    "register",
+]

@@ -1,0 +1,196 @@
+"""Numpy kernels over per-slot parameter arrays (no model objects, no validation).
+
+Every function takes arrays broadcastable to (n, k) (one row per impression, one column
+per rank, 0-based) and loops at most over the ``k`` ranks, never over impressions.
+Callers (the model classes, and estimation code) are responsible for validation and for
+setting empty slots to ``attract = 0`` and ``cont_skip = 1`` (an empty slot is passed over).
+
+Markov cascade chain
+--------------------
+The user examines rank 1; at an examined rank :math:`r` they click with probability
+:math:`a_r`, then examine rank :math:`r+1` with probability :math:`c^{1}_r` after a click or
+:math:`c^{0}_r` after no click; an unexamined rank ends the session. This one chain covers
+CM (:math:`c^1=0, c^0=1`), DCM (:math:`c^1=\\lambda_r, c^0=1`), CCM
+(:math:`c^0=\\tau_1, c^1=\\tau_2(1-\\alpha)+\\tau_3\\alpha`), DBN
+(:math:`c^1=\\gamma(1-\\sigma), c^0=\\gamma`), SDBN (:math:`\\gamma=1`) and every C/W/L user
+(:math:`c^1=c^0=C(r)`) (Chuklin, Markov & de Rijke 2015, *Click Models for Web Search*,
+ch. 3).
+
+.. math::
+    P(E_1) = 1,\\qquad P(E_{r+1}) = P(E_r)\\,\\bigl(a_r c^1_r + (1-a_r) c^0_r\\bigr),
+    \\qquad P(C_r) = P(E_r)\\,a_r .
+
+Sampling uses one uniform :math:`U` per slot: click iff :math:`U < a`; given a click
+:math:`U/a` is again uniform, given no click :math:`(U-a)/(1-a)` is, so the continuation is
+decided by the same draw: continue iff :math:`U < a c^1` or
+:math:`a \\le U < a + (1-a) c^0`. The first rank at which the user stops is found with an
+``argmax`` over the batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "chain_thresholds",
+    "chain_sample",
+    "chain_examination",
+    "chain_conditional",
+    "independent_sample",
+    "ubm_sample",
+    "ubm_probabilities",
+    "ubm_conditional",
+]
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+
+
+def chain_thresholds(
+    attract: ArrayLike, cont_click: ArrayLike, cont_skip: ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Thresholds ``(t1, t2, t3) = (a c1, a, a + (1 - a) c0)`` of the one-draw sampler."""
+    a = np.asarray(attract, dtype=np.float64)
+    c1 = np.asarray(cont_click, dtype=np.float64)
+    c0 = np.asarray(cont_skip, dtype=np.float64)
+    return a * c1, a, a + (1.0 - a) * c0
+
+
+def chain_sample_thresholds(
+    u: FloatArray, t1: ArrayLike, t2: ArrayLike, t3: ArrayLike
+) -> tuple[BoolArray, BoolArray]:
+    """Clicks and realised examination from uniforms ``u`` (n, k) and thresholds.
+
+    Returns
+    -------
+    clicks, examined:
+        (n, k) bool each.
+    """
+    n, k = u.shape
+    click = u < t2
+    stop = u >= t3
+    stop |= click & (u >= t1)
+    first = np.argmax(stop, axis=1)
+    first[~stop[np.arange(n), first]] = k
+    examined = np.arange(k)[None, :] <= first[:, None]
+    click &= examined
+    return click, examined
+
+
+def chain_sample(
+    attract: ArrayLike, cont_click: ArrayLike, cont_skip: ArrayLike, rng: np.random.Generator, shape: tuple[int, int]
+) -> tuple[BoolArray, BoolArray]:
+    """Sample the Markov cascade chain: ``(clicks, examined)``, each (n, k) bool.
+
+    Draws exactly ``rng.random(shape)`` (one uniform per slot).
+    """
+    t1, t2, t3 = chain_thresholds(attract, cont_click, cont_skip)
+    u = rng.random(shape)
+    return chain_sample_thresholds(u, t1, t2, t3)
+
+
+def chain_examination(attract: ArrayLike, cont_click: ArrayLike, cont_skip: ArrayLike, shape: tuple[int, int]) -> FloatArray:
+    """(n, k) exact examination probabilities of the chain (cumulative product)."""
+    a = np.broadcast_to(np.asarray(attract, dtype=np.float64), shape)
+    c1 = np.broadcast_to(np.asarray(cont_click, dtype=np.float64), shape)
+    c0 = np.broadcast_to(np.asarray(cont_skip, dtype=np.float64), shape)
+    step = a * c1 + (1.0 - a) * c0
+    exam = np.ones(shape, dtype=np.float64)
+    if shape[1] > 1:
+        np.cumprod(step[:, :-1], axis=1, out=exam[:, 1:])
+    return exam
+
+
+def chain_conditional(
+    attract: ArrayLike, cont_click: ArrayLike, cont_skip: ArrayLike, clicks: BoolArray
+) -> FloatArray:
+    """(n, k) :math:`P(C_r = 1 \\mid C_{<r})` of the chain given observed clicks.
+
+    Forward filtering of the examination state :math:`e_r = P(E_r = 1 \\mid C_{<r})`:
+
+    .. math::
+        e_1 = 1,\\quad
+        e_{r+1} = \\begin{cases} c^1_r & C_r = 1\\\\
+        c^0_r\\,\\dfrac{e_r (1-a_r)}{1 - e_r a_r} & C_r = 0 \\end{cases},\\quad
+        P(C_r = 1 \\mid C_{<r}) = e_r a_r .
+    """
+    shape = clicks.shape
+    a = np.broadcast_to(np.asarray(attract, dtype=np.float64), shape)
+    c1 = np.broadcast_to(np.asarray(cont_click, dtype=np.float64), shape)
+    c0 = np.broadcast_to(np.asarray(cont_skip, dtype=np.float64), shape)
+    n, k = shape
+    out = np.empty(shape, dtype=np.float64)
+    e = np.ones(n, dtype=np.float64)
+    for r in range(k):
+        p = e * a[:, r]
+        out[:, r] = p
+        denom = 1.0 - p
+        with np.errstate(invalid="ignore", divide="ignore"):
+            post_skip = np.where(denom > 0, e * (1.0 - a[:, r]) / np.where(denom > 0, denom, 1.0), 0.0)
+        e = np.where(clicks[:, r], c1[:, r], c0[:, r] * post_skip)
+    return out
+
+
+def independent_sample(p_click: ArrayLike, rng: np.random.Generator, shape: tuple[int, int]) -> BoolArray:
+    """Independent Bernoulli clicks with per-slot probabilities (PBM, CTR baselines)."""
+    return rng.random(shape) < np.asarray(p_click, dtype=np.float64)
+
+
+def ubm_sample(
+    attract: FloatArray, gamma: FloatArray, rng: np.random.Generator
+) -> tuple[BoolArray, BoolArray]:
+    """Sample UBM: ``(clicks, examined)``.
+
+    ``gamma[r, j]`` is the examination probability of rank ``r`` when the previous click
+    was at rank ``j - 1`` (``j = 0``: no click yet), for ``0 <= j <= r``. One uniform
+    per slot: examined iff :math:`U < \\gamma`, clicked iff :math:`U < \\gamma a`.
+    """
+    n, k = attract.shape
+    u = rng.random((n, k))
+    clicks = np.zeros((n, k), dtype=bool)
+    examined = np.zeros((n, k), dtype=bool)
+    last = np.zeros(n, dtype=np.intp)
+    for r in range(k):
+        g = gamma[r, last]
+        examined[:, r] = u[:, r] < g
+        c = u[:, r] < g * attract[:, r]
+        clicks[:, r] = c
+        last[c] = r + 1
+    return clicks, examined
+
+
+def ubm_probabilities(attract: FloatArray, gamma: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Exact UBM examination and click probabilities by dynamic programming.
+
+    With :math:`L_r(j)` the probability that the last click above rank :math:`r` is at
+    :math:`j` (0 = none):
+
+    .. math::
+        P(E_r) = \\sum_j L_r(j)\\gamma_{r j},\\quad P(C_r) = a_r P(E_r),\\quad
+        L_{r+1}(j) = L_r(j)(1 - a_r\\gamma_{rj}),\\ L_{r+1}(r+1) = P(C_r).
+    """
+    n, k = attract.shape
+    dist = np.zeros((n, k + 1), dtype=np.float64)
+    dist[:, 0] = 1.0
+    exam = np.empty((n, k), dtype=np.float64)
+    click = np.empty((n, k), dtype=np.float64)
+    for r in range(k):
+        g = gamma[r, : r + 1]
+        e = dist[:, : r + 1] @ g
+        exam[:, r] = e
+        click[:, r] = e * attract[:, r]
+        dist[:, : r + 1] *= 1.0 - attract[:, r : r + 1] * g[None, :]
+        dist[:, r + 1] = click[:, r]
+    return exam, click
+
+
+def ubm_conditional(attract: FloatArray, gamma: FloatArray, clicks: BoolArray) -> FloatArray:
+    """(n, k) :math:`P(C_r=1 \\mid C_{<r}) = a_r\\,\\gamma_{r, j(r)}` with :math:`j(r)` the last click above."""
+    n, k = attract.shape
+    out = np.empty((n, k), dtype=np.float64)
+    last = np.zeros(n, dtype=np.intp)
+    for r in range(k):
+        out[:, r] = attract[:, r] * gamma[r, last]
+        last[clicks[:, r]] = r + 1
+    return out
