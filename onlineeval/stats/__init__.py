@@ -1,0 +1,42 @@
+"""Statistics: online-experiment analysis (user-clustered), power, paired significance tests.
+
+* :mod:`onlineeval.stats.online` - per-user analysis of A/B tests and interleaving:
+  Welch t-test, delta-method ratio metrics, cluster bootstrap.
+* :mod:`onlineeval.stats.power` - analytic power / sample size, binomial bands.
+"""
+
+from __future__ import annotations
+
+from onlineeval.stats.online import (
+    Estimate,
+    cluster_bootstrap_ratio,
+    ratio_diff,
+    ratio_linearization,
+    ratio_mean,
+    welch_diff,
+)
+from onlineeval.stats.power import (
+    BinomialBand,
+    binomial_band,
+    mde_two_sample,
+    power_one_sample,
+    power_two_sample,
+    required_n_one_sample,
+    required_n_two_sample,
+)
+
+__all__ = [
+    "Estimate",
+    "welch_diff",
+    "ratio_mean",
+    "ratio_diff",
+    "ratio_linearization",
+    "cluster_bootstrap_ratio",
+    "power_two_sample",
+    "required_n_two_sample",
+    "mde_two_sample",
+    "power_one_sample",
+    "required_n_one_sample",
+    "BinomialBand",
+    "binomial_band",
+]
