@@ -1,0 +1,168 @@
+"""From replicate rows to the answers: power versus days, sample size, false positives.
+
+For each design and metric, at every daily checkpoint over the R replicates:
+
+- ``power``: share of replicates that reject H0 at ``alpha`` (two-sided) *and* estimate
+  the effect with the sign of the true effect; ``rejection_rate``: rejections either way;
+- ``analytic_power``: the normal-approximation power for the true effect and the mean
+  standard error at that checkpoint, :math:`\\Phi(|\\delta|/se - z_{1-\\alpha/2}) +
+  \\Phi(-|\\delta|/se - z_{1-\\alpha/2})`;
+- the mean estimate, its spread across replicates, the mean standard error, CI coverage
+  of the true value, users and impressions;
+- for A/A variants, the false-positive rate with its exact binomial 99% band around alpha.
+
+Sample size: the first day at which the simulated power reaches the target, and an
+analytic extrapolation :math:`N_{req} = N_D (se_D (z_{1-\\alpha/2} + z_{power}) / |\\delta|)^2`
+from the last checkpoint ``D`` (standard error proportional to :math:`1/\\sqrt{N}`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from onlineeval.stats import binomial_band, power_one_sample, required_n_one_sample
+
+from simulations.runner import Truth
+from simulations.world import World
+
+__all__ = ["analyse", "curves"]
+
+
+def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float) -> pd.DataFrame:
+    """Per (design, aa, metric, day) summary over replicates."""
+    out = []
+    for (design, aa, metric, day), g in rows.groupby(["design", "aa", "metric", "day"], sort=True):
+        t = 0.0 if aa else truth[(design, metric)].value
+        reject = g["pvalue"].to_numpy() < alpha
+        sign_ok = np.sign(g["estimate"].to_numpy()) == np.sign(t) if t != 0 else np.ones(len(g), bool)
+        se_mean = float(g["se"].mean())
+        # a standard error se is sd/sqrt(n) with sd = se and n = 1
+        analytic = float(power_one_sample(t, se_mean, 1, alpha)) if se_mean > 0 else float(t == 0) * alpha
+        r = len(g)
+        power = float(np.mean(reject & sign_ok))
+        out.append(
+            {
+                "design": design,
+                "aa": bool(aa),
+                "metric": metric,
+                "primary": bool(g["primary"].iloc[0]),
+                "day": int(day),
+                "replicates": r,
+                "true_effect": t,
+                "power": power,
+                "power_se": math.sqrt(max(power * (1 - power), 1e-12) / r),
+                "rejection_rate": float(reject.mean()),
+                "analytic_power": analytic,
+                "mean_estimate": float(g["estimate"].mean()),
+                "sd_estimate": float(g["estimate"].std(ddof=1)) if r > 1 else float("nan"),
+                "mean_se": se_mean,
+                "coverage": float(np.mean((g["ci_low"] <= t) & (t <= g["ci_high"]))),
+                "mean_users": float(g["n_users"].mean()),
+                "mean_impressions": float(g["n_impressions"].mean()),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _first_day(c: pd.DataFrame, column: str, target: float) -> int | None:
+    hit = c[c[column] >= target]
+    return int(hit["day"].iloc[0]) if len(hit) else None
+
+
+def analyse(
+    rows: pd.DataFrame,
+    truths: list[Truth],
+    world: World,
+    alpha: float,
+    target_power: float,
+    queries_per_day: int,
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The summary dictionary (as saved in ``summary.json``) and the curves table."""
+    truth = {(t.design, t.metric): t for t in truths}
+    table = curves(rows, truth, alpha)
+    designs: dict[str, Any] = {}
+    offline = world.offline
+    offline_rel = offline.delta("weighted") / offline.weighted["A"] if offline.weighted["A"] else float("nan")
+    for (design, metric), c in table[~table["aa"]].groupby(["design", "metric"], sort=False):
+        c = c.sort_values("day")
+        last = c.iloc[-1]
+        t = truth[(design, metric)]
+        n_req = float("inf")
+        if last["mean_se"] > 0:
+            # se_D = sd / sqrt(N_D) per impression: sd = se_D * sqrt(N_D)
+            sd = last["mean_se"] * math.sqrt(last["mean_impressions"])
+            n_req = float(required_n_one_sample(t.value, sd, alpha, target_power))
+        day_sim = _first_day(c, "power", target_power)
+        at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
+        r = int(last["replicates"])
+        bias = float(last["mean_estimate"] - t.value)
+        bias_se = float(math.hypot(last["sd_estimate"] / math.sqrt(r) if r > 1 else 0.0, t.se))
+        entry = {
+            "metric": metric,
+            "primary": bool(last["primary"]),
+            "true_effect": t.value,
+            "true_effect_se": t.se,
+            "truth_method": t.method,
+            "relative_effect": (t.value / t.baseline) if t.baseline else None,
+            "final_day": {k: _jsonable(last[k]) for k in ("day", "power", "power_se", "analytic_power",
+                                                            "mean_estimate", "sd_estimate", "mean_se",
+                                                            "coverage", "mean_users", "mean_impressions")},
+            "estimator_bias": bias,
+            "estimator_bias_se": bias_se,
+            "days_to_target_power": day_sim,
+            "analytic_days_to_target_power": _first_day(c, "analytic_power", target_power),
+            "impressions_at_target_power": None if at is None else float(at["mean_impressions"]),
+            "users_at_target_power": None if at is None else float(at["mean_users"]),
+            "analytic_required_impressions": n_req,
+            "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
+        }
+        if t.baseline:
+            entry["shrinkage_vs_offline"] = (t.value / t.baseline) / offline_rel if offline_rel else None
+        aa = table[(table["aa"]) & (table["design"] == design) & (table["metric"] == metric)].sort_values("day")
+        if len(aa):
+            r_aa = int(aa["replicates"].iloc[-1])
+            band = binomial_band(r_aa, alpha, 0.99)
+            fpr = float(aa["rejection_rate"].iloc[-1])
+            entry["aa"] = {
+                "false_positive_rate": fpr,
+                "replicates": r_aa,
+                "binomial_99_band": [band.lo_rate, band.hi_rate],
+                "within_band": band.contains(round(fpr * r_aa)),
+                "by_day": [float(x) for x in aa["rejection_rate"]],
+            }
+        designs.setdefault(design, {})[metric] = entry
+    # sample-size ratios between designs (primary metrics), relative to the first design
+    primaries = {d: next(e for e in m.values() if e["primary"]) for d, m in designs.items()}
+    ref_name = next(iter(primaries), None)
+    ratios = {}
+    if ref_name is not None:
+        ref = primaries[ref_name]["analytic_required_impressions"]
+        for d, e in primaries.items():
+            n = e["analytic_required_impressions"]
+            ratios[d] = (n / ref) if math.isfinite(n) and math.isfinite(ref) and ref > 0 else None
+    summary = {
+        "offline": {
+            "metric": offline.metric,
+            "A": {"uniform": offline.uniform["A"], "weighted": offline.weighted["A"]},
+            "B": {"uniform": offline.uniform["B"], "weighted": offline.weighted["B"]},
+            "delta": {"uniform": offline.delta("uniform"), "weighted": offline.delta("weighted")},
+            "relative_gain_weighted": offline_rel,
+            "by_segment": offline.by_segment,
+            "conventions": offline.conventions,
+        },
+        "designs": designs,
+        "required_impressions_ratio": {"reference": ref_name, "ratios": ratios},
+    }
+    return summary, table
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    return x

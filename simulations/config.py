@@ -1,0 +1,434 @@
+"""The validated configuration of a simulation run (``onlineeval simulate --config``).
+
+A YAML file is parsed, then validated into :class:`Config` before anything runs. Every
+problem (an unknown key, a wrong type, a probability outside [0, 1], a missing file, an
+impossible combination) becomes one :class:`~onlineeval.errors.ConfigError` naming the
+key path, e.g. ``users.click_model.stop[2]: must be in [0, 1], got 1.5``.
+
+The effective configuration (defaults filled in) is written next to the results by
+:func:`Config.effective`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from onlineeval.errors import ConfigError, format_key_path
+
+__all__ = [
+    "Config",
+    "SyntheticCollection",
+    "TrecCollection",
+    "RankerSpec",
+    "UsersConfig",
+    "TrafficConfig",
+    "DesignConfig",
+    "AnalysisConfig",
+    "load_config",
+    "config_from_mapping",
+]
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ----------------------------------------------------------------------------- collection
+class SyntheticCollection(_Strict):
+    """Synthetic queries with graded candidates and Zipf-like query frequencies."""
+
+    type: Literal["synthetic"] = "synthetic"
+    n_queries: PositiveInt = 2000
+    candidates: Annotated[int, Field(ge=2)] = 50
+    label_distribution: list[Probability] = Field(
+        default_factory=lambda: [0.60, 0.22, 0.11, 0.05, 0.02],
+        description="P(grade g) for g = 0..G-1; most candidates non-relevant, the top grade rare.",
+    )
+    zipf_exponent: Annotated[float, Field(ge=0.0, le=5.0)] = 1.0
+
+    @model_validator(mode="after")
+    def _check_distribution(self) -> SyntheticCollection:
+        dist = self.label_distribution
+        if len(dist) < 2:
+            raise ValueError("label_distribution needs at least 2 grades")
+        if not math.isclose(sum(dist), 1.0, abs_tol=1e-6):
+            raise ValueError(f"label_distribution must sum to 1, sums to {sum(dist):.6g}")
+        return self
+
+
+class TrecCollection(_Strict):
+    """Real judgments and real rankings: TREC qrels plus one TREC run per ranker."""
+
+    type: Literal["trec"]
+    qrels: Path
+    runs: dict[str, Path] = Field(description="ranker name (A, B) -> TREC run file")
+    frequencies: Path | None = Field(
+        None, description="optional TSV 'query<TAB>count'; default: Zipf over a seeded order"
+    )
+    zipf_exponent: Annotated[float, Field(ge=0.0, le=5.0)] = 1.0
+    ties: Literal["trec_eval", "input_order", "pessimistic", "optimistic"] = "trec_eval"
+
+
+Collection = Annotated[Union[SyntheticCollection, TrecCollection], Field(discriminator="type")]
+
+
+class RankerSpec(_Strict):
+    """A synthetic ranker: score = grade + noise * (shared and own Gaussian noise)."""
+
+    noise: Annotated[float, Field(ge=0.0)] = 1.0
+
+
+class RankersConfig(_Strict):
+    depth: Annotated[int, Field(ge=1, le=100)] = 10
+    noise_correlation: Probability = Field(
+        0.7, description="correlation of A's and B's score noise: how similar the rankings are"
+    )
+    A: RankerSpec = RankerSpec(noise=1.0)
+    B: RankerSpec = RankerSpec(noise=0.85)
+
+
+# ----------------------------------------------------------------------------- users and traffic
+class ActivityConfig(_Strict):
+    """Heavy-tailed user activity: each user's query rate is lognormal(0, sigma)."""
+
+    distribution: Literal["lognormal"] = "lognormal"
+    sigma: Annotated[float, Field(ge=0.0, le=4.0)] = 1.2
+
+
+class UserType(_Strict):
+    """A share of the user population that behaves by its own click model."""
+
+    name: Annotated[str, Field(min_length=1)]
+    share: Probability
+    click_model: dict[str, Any]
+
+
+class UsersConfig(_Strict):
+    """The user population.
+
+    Either one ``click_model`` for everybody, or ``types``: a mixture of user types (each
+    user belongs to one type for the whole experiment, so users differ persistently and
+    the user-level analysis matters).
+    """
+
+    population: PositiveInt = 20000
+    activity: ActivityConfig = ActivityConfig()
+    click_model: dict[str, Any] = Field(
+        default_factory=lambda: {"name": "cascade", "preset": "informational"}
+    )
+    types: list[UserType] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_types(self) -> UsersConfig:
+        if not self.types:
+            return self
+        if "click_model" in self.model_fields_set:
+            raise ValueError("give either 'click_model' or 'types', not both")
+        total = sum(t.share for t in self.types)
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            raise ValueError(f"the shares of 'types' must sum to 1, sum to {total:.6g}")
+        names = [t.name for t in self.types]
+        if len(set(names)) != len(names):
+            raise ValueError("user type names must be unique")
+        return self
+
+    def mixture(self) -> list[tuple[str, float, dict[str, Any]]]:
+        """``(name, share, click-model spec)`` of every user type (one type if no mixture)."""
+        if not self.types:
+            return [("all", 1.0, dict(self.click_model))]
+        return [(t.name, t.share, dict(t.click_model)) for t in self.types]
+
+
+class TrafficConfig(_Strict):
+    days: Annotated[int, Field(ge=1, le=366)] = 14
+    queries_per_day: PositiveInt = 10000
+    diurnal: list[Annotated[float, Field(ge=0.0)]] = Field(
+        default_factory=lambda: [
+            0.35, 0.25, 0.2, 0.2, 0.25, 0.4, 0.6, 0.85, 1.05, 1.2, 1.3, 1.35,
+            1.35, 1.3, 1.3, 1.3, 1.3, 1.3, 1.35, 1.4, 1.4, 1.25, 0.95, 0.6,
+        ],
+        description="relative arrival rate for each of the 24 hours (normalised to mean 1)",
+    )
+    weekly: list[Annotated[float, Field(ge=0.0)]] = Field(
+        default_factory=lambda: [1.0] * 7,
+        description="relative arrival rate for each day of the week (normalised to mean 1)",
+    )
+
+    @model_validator(mode="after")
+    def _check_profiles(self) -> TrafficConfig:
+        if len(self.diurnal) != 24:
+            raise ValueError(f"diurnal needs 24 hourly weights, got {len(self.diurnal)}")
+        if len(self.weekly) != 7:
+            raise ValueError(f"weekly needs 7 daily weights, got {len(self.weekly)}")
+        if sum(self.diurnal) <= 0 or sum(self.weekly) <= 0:
+            raise ValueError("diurnal and weekly weights must not all be 0")
+        return self
+
+
+# ----------------------------------------------------------------------------- designs
+AB_METRICS = ("clicks_per_query", "abandonment", "reciprocal_rank")
+
+
+class DesignConfig(_Strict):
+    """One experiment design; every design of a run sees the same traffic."""
+
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")]
+    type: Literal["ab", "interleaving"]
+    method: str | None = Field(None, description="interleaving method (registry name)")
+    options: dict[str, Any] = Field(default_factory=dict, description="interleaver options")
+    share_b: Probability = Field(0.5, description="A/B: share of users in arm B")
+    metric: Literal["clicks_per_query", "abandonment", "reciprocal_rank"] = Field(
+        "reciprocal_rank", description="A/B: the primary metric for power and sample size"
+    )
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> DesignConfig:
+        if self.type == "interleaving" and not self.method:
+            raise ValueError("an interleaving design needs 'method' (e.g. team_draft, balanced)")
+        if self.type == "ab" and self.method is not None:
+            raise ValueError("'method' applies to interleaving designs only")
+        if self.type == "ab" and not 0.0 < self.share_b < 1.0:
+            raise ValueError("share_b must be strictly between 0 and 1 for an A/B test")
+        return self
+
+
+class AnalysisConfig(_Strict):
+    alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+    power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
+    aa: bool = Field(True, description="also run each design as A/A (B replaced by A)")
+    truth_impressions: Annotated[int, Field(ge=1000)] = 400_000
+
+
+class Config(_Strict):
+    """A whole simulation run."""
+
+    seed: Annotated[int, Field(ge=0)] = 0
+    replicates: Annotated[int, Field(ge=1, le=100_000)] = 100
+    workers: Annotated[int, Field(ge=0)] = Field(0, description="processes; 0 = all cores")
+    output: Path = Path("results")
+    collection: Collection = SyntheticCollection()
+    rankers: RankersConfig = RankersConfig()
+    offline_metric: str = "nDCG@10"
+    users: UsersConfig = UsersConfig()
+    traffic: TrafficConfig = TrafficConfig()
+    designs: list[DesignConfig] = Field(
+        default_factory=lambda: [
+            DesignConfig(name="ab", type="ab"),
+            DesignConfig(name="team_draft", type="interleaving", method="team_draft"),
+            DesignConfig(name="balanced", type="interleaving", method="balanced"),
+        ],
+        min_length=1,
+    )
+    analysis: AnalysisConfig = AnalysisConfig()
+
+    @model_validator(mode="after")
+    def _check_designs(self) -> Config:
+        names = [d.name for d in self.designs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"design names must be unique; repeated: {', '.join(dupes)}")
+        if isinstance(self.collection, TrecCollection):
+            missing = [r for r in ("A", "B") if r not in self.collection.runs]
+            if missing:
+                raise ValueError(f"collection.runs needs a run for rankers A and B; missing {missing}")
+        return self
+
+    def effective(self) -> dict[str, Any]:
+        """The configuration with every default filled in (JSON-serialisable)."""
+        return self.model_dump(mode="json")
+
+
+# ----------------------------------------------------------------------------- loading
+def _allowed_keys(model: type[BaseModel], loc: Sequence[str | int]) -> list[str] | None:
+    """The field names allowed at ``loc`` (the parent of an unknown key), if resolvable."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if fields is None:
+            # a discriminated union tag (e.g. 'synthetic') appears in pydantic's loc
+            return None
+        if part not in fields:
+            for candidate in (SyntheticCollection, TrecCollection):
+                if part == candidate.model_fields["type"].default or (
+                    part == "trec" and candidate is TrecCollection
+                ):
+                    current = candidate
+                    break
+            else:
+                return None
+            continue
+        annotation = fields[part].annotation
+        current = _model_in(annotation)
+        if current is None:
+            return None
+    fields = getattr(current, "model_fields", None)
+    return sorted(fields) if fields else None
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _strip_tags(loc: Sequence[str | int]) -> tuple[str | int, ...]:
+    """Drop pydantic's union-member tags (``synthetic``, ``trec``) from an error location."""
+    return tuple(p for p in loc if p not in ("synthetic", "trec") or p == loc[0])
+
+
+def _first_error(exc: ValidationError, source: str | None) -> ConfigError:
+    errors = exc.errors()
+    err = errors[0]
+    loc = tuple(err["loc"])
+    path = _strip_tags(loc)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(Config, loc[:-1])
+        hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+        message = f"unknown key{hint}"
+    elif kind == "missing":
+        message = "required key is missing"
+    elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        message = f"{err['msg'].lower()}, got {err.get('input')!r}"
+    elif kind == "value_error":
+        message = str(err["msg"]).removeprefix("Value error, ")
+    else:
+        message = f"{err['msg']}, got {err.get('input')!r}"
+    more = len(errors) - 1
+    if more:
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return ConfigError(path, message, source)
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    """Make the collection's file paths relative to the config file's folder."""
+    coll = data.get("collection")
+    if not isinstance(coll, dict) or coll.get("type") != "trec":
+        return
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str) and not Path(value).is_absolute():
+            return str(base / value)
+        return value
+
+    for key in ("qrels", "frequencies"):
+        if key in coll:
+            coll[key] = fix(coll[key])
+    if isinstance(coll.get("runs"), dict):
+        coll["runs"] = {k: fix(v) for k, v in coll["runs"].items()}
+
+
+def config_from_mapping(data: Mapping[str, Any], source: str | None = None) -> Config:
+    """Validate a mapping into a :class:`Config`, including component specs and files.
+
+    Raises
+    ------
+    ConfigError
+        naming the key path of the first problem and what is allowed.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError((), f"the config must be a mapping of keys, got {type(data).__name__}", source)
+    try:
+        config = Config.model_validate(dict(data))
+    except ValidationError as exc:
+        raise _first_error(exc, source) from None
+    _check_components(config, source)
+    return config
+
+
+def _check_components(config: Config, source: str | None) -> None:
+    """Validate the parts whose schema lives in their own registries, and input files."""
+    import clickmodels
+    from onlineeval.interleaving import get_interleaver
+    from onlineeval.metrics import parse_metric
+
+    try:
+        parse_metric(config.offline_metric)
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(("offline_metric",), str(exc), source) from None
+    specs: list[tuple[tuple[str | int, ...], dict[str, Any]]] = [
+        (("users", "types", i, "click_model"), dict(t.click_model)) for i, t in enumerate(config.users.types)
+    ] or [(("users", "click_model"), dict(config.users.click_model))]
+    for key, spec in specs:
+        try:
+            clickmodels.build(spec)
+        except ConfigError as exc:
+            raise ConfigError((*key, *exc.key_path), exc.message, source) from None
+    for i, design in enumerate(config.designs):
+        if design.type != "interleaving":
+            continue
+        try:
+            get_interleaver(design.method or "", **design.options)
+        except ConfigError as exc:
+            path = ("designs", i, "method") if not exc.key_path else ("designs", i, "options", *exc.key_path)
+            raise ConfigError(path, exc.message, source) from None
+        except TypeError as exc:
+            raise ConfigError(("designs", i, "options"), str(exc), source) from None
+    coll = config.collection
+    if isinstance(coll, TrecCollection):
+        files: list[tuple[tuple[str | int, ...], Path | None]] = [
+            (("collection", "qrels"), coll.qrels),
+            (("collection", "frequencies"), coll.frequencies),
+        ]
+        files += [(("collection", "runs", name), path) for name, path in coll.runs.items()]
+        for key, path in files:
+            if path is not None and not path.is_file():
+                raise ConfigError(key, f"file not found: {path}", source)
+
+
+def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Config:
+    """Read, parse and validate a YAML config file.
+
+    Parameters
+    ----------
+    path:
+        The YAML file. Relative collection paths are taken relative to its folder.
+    overrides:
+        Dotted keys to set after reading, e.g. ``{"replicates": 50, "traffic.days": 7}``.
+    """
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise ConfigError((), "config file not found", source)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError((), f"not valid YAML: {problem}", where) from None
+    if data is None:
+        raise ConfigError((), "the config file is empty", source)
+    if not isinstance(data, dict):
+        raise ConfigError((), f"the config must be a mapping of keys, got {type(data).__name__}", source)
+    for dotted, value in (overrides or {}).items():
+        _set_dotted(data, dotted, value)
+    _resolve_paths(data, path.resolve().parent)
+    return config_from_mapping(data, source)
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value

@@ -1,0 +1,72 @@
+"""The A/B test: users split by a salted hash of their id, each arm shows one ranker.
+
+Metrics (each a ratio of per-user sums, analysed at the user level with the delta
+method, because the user and not the query is the randomisation unit):
+
+- ``clicks_per_query``: clicks / queries;
+- ``abandonment``: queries without a click / queries;
+- ``reciprocal_rank``: sum of 1/rank of the first click (0 without a click) / queries.
+
+Each estimate is the difference B - A of the two arms' ratios.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simulations.designs.base import Design, register_design
+from simulations.traffic import Batch
+
+__all__ = ["ABDesign", "hash_unit"]
+
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def hash_unit(ids: np.ndarray, salt: int) -> np.ndarray:
+    """Map integer ids to [0, 1) with the SplitMix64 finaliser of ``id ^ salt``.
+
+    A stable, well-mixed hash: the same user always lands in the same arm of one
+    experiment, and a different salt gives an independent split.
+    """
+    with np.errstate(over="ignore"):
+        z = np.asarray(ids, dtype=np.uint64) ^ np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
+        z = (z + np.uint64(0x9E3779B97F4A7C15)) & _MASK64
+        z = ((z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _MASK64
+        z = ((z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _MASK64
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+@register_design("ab")
+class ABDesign(Design):
+    accumulators = ("clicks", "abandoned", "rr")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        salt = int(self.rng.integers(0, 2**63))
+        self.in_b = hash_unit(np.arange(self.population), salt) < self.config.share_b
+
+    def _process(self, batch: Batch) -> None:
+        arm_b = self.in_b[batch.user]
+        ranking = np.where(arm_b[:, None], self.ranking_b[batch.query], self.ranking_a[batch.query])
+        clicks = self._clicks(batch, ranking)
+        n_clicks = clicks.sum(axis=1)
+        first = np.argmax(clicks, axis=1)
+        rr = np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0)
+        self._add("clicks", batch.user, n_clicks.astype(np.float64))
+        self._add("abandoned", batch.user, (n_clicks == 0).astype(np.float64))
+        self._add("rr", batch.user, rr)
+
+    def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
+        from onlineeval.stats import ratio_diff
+
+        b = self.in_b[users]
+        a = ~b
+        den = sums["impressions"]
+        out = {}
+        for metric, key in (("clicks_per_query", "clicks"), ("abandonment", "abandoned"), ("reciprocal_rank", "rr")):
+            out[metric] = ratio_diff(sums[key][a], den[a], sums[key][b], den[b], alpha=self.alpha)
+        primary = self.config.metric
+        return {primary: out[primary], **{k: v for k, v in out.items() if k != primary}}

@@ -1,0 +1,153 @@
+"""Experiment designs: the base class and the registry.
+
+A design consumes hourly batches of impressions (all designs of a run see the same
+batches), decides what each impression shows (an A/B arm, an interleaved list, ...),
+samples clicks with the run's click model, accumulates per-user sums and, at each daily
+checkpoint, returns its estimates. Adding a design is one file with a subclass that
+implements :meth:`Design._process` and :meth:`Design._estimates` and registers itself
+with :func:`register_design`.
+
+Analysis is at the user level: users, not impressions, are the randomisation and
+clustering unit, so every statistic is computed from per-user sums.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from simulations.config import DesignConfig
+from simulations.traffic import Batch
+from simulations.users import UserModels
+from simulations.world import World, shown_labels
+
+__all__ = ["Design", "CheckpointRow", "register_design", "design_class", "DESIGNS"]
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """One estimate of one design at one daily checkpoint of one replicate."""
+
+    design: str
+    aa: bool
+    day: int
+    metric: str
+    primary: bool
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    pvalue: float
+    n_users: int
+    n_impressions: int
+
+
+DESIGNS: dict[str, type[Design]] = {}
+
+
+def register_design(kind: str) -> Callable[[type[Design]], type[Design]]:
+    def deco(cls: type[Design]) -> type[Design]:
+        DESIGNS[kind] = cls
+        cls.kind = kind
+        return cls
+
+    return deco
+
+
+def design_class(kind: str) -> type[Design]:
+    try:
+        return DESIGNS[kind]
+    except KeyError:
+        raise KeyError(f"unknown design type {kind!r}; allowed: {', '.join(sorted(DESIGNS))}") from None
+
+
+class Design(ABC):
+    """Base class: per-user accumulators, checkpointing and the shared click step.
+
+    Parameters
+    ----------
+    config:
+        The design's config entry.
+    world:
+        The collection and rankers.
+    users:
+        The users' click models (:class:`simulations.users.UserModels`).
+    rng:
+        The design's own random stream in this replicate (interleaving coins, clicks).
+    population:
+        Number of users (user ids are ``0 .. population-1``).
+    alpha:
+        Significance level of the reported tests and confidence intervals.
+    aa:
+        Run as an A/A test: ranker B is replaced by ranker A.
+    """
+
+    kind: ClassVar[str] = ""
+    #: names of the per-user sums this design keeps
+    accumulators: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        config: DesignConfig,
+        world: World,
+        users: UserModels,
+        rng: np.random.Generator,
+        population: int,
+        alpha: float,
+        aa: bool = False,
+    ) -> None:
+        self.config = config
+        self.world = world
+        self.users = users
+        self.rng = rng
+        self.population = population
+        self.alpha = alpha
+        self.aa = aa
+        self.ranking_a = world.rankings["A"]
+        self.ranking_b = world.rankings["A"] if aa else world.rankings["B"]
+        self.sums = {name: np.zeros(population, dtype=np.float64) for name in ("impressions", *self.accumulators)}
+        self.rows: list[CheckpointRow] = []
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def process(self, batch: Batch) -> None:
+        if len(batch) == 0:
+            return
+        self._add("impressions", batch.user, None)
+        self._process(batch)
+
+    def _add(self, key: str, user: np.ndarray, weights: np.ndarray | None) -> None:
+        self.sums[key] += np.bincount(user, weights=weights, minlength=self.population)
+
+    def _clicks(self, batch: Batch, ranking: np.ndarray) -> np.ndarray:
+        labels = shown_labels(self.world.labels, batch.query, ranking)
+        return self.users.sample(labels, batch.user_type, self.rng)
+
+    def checkpoint(self, day: int) -> None:
+        active = self.sums["impressions"] > 0
+        n_users = int(active.sum())
+        n_impr = int(self.sums["impressions"].sum())
+        users = np.flatnonzero(active)
+        sums = {k: v[users] for k, v in self.sums.items()}
+        for i, (metric, est) in enumerate(self._estimates(users, sums).items()):
+            self.rows.append(
+                CheckpointRow(
+                    self.name, self.aa, day, metric, i == 0,
+                    float(est.estimate), float(est.se), float(est.ci_low), float(est.ci_high),
+                    float(est.pvalue), n_users, n_impr,
+                )
+            )
+
+    @abstractmethod
+    def _process(self, batch: Batch) -> None:
+        """Show, click and accumulate for one batch."""
+
+    @abstractmethod
+    def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
+        """Estimates from the per-user sums of the active ``users``; the primary metric first."""

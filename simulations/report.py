@@ -1,0 +1,218 @@
+"""Writing the results directory and the terminal summary.
+
+``<output>/``:
+
+- ``summary.json``: the answers (see :func:`simulations.analysis.analyse`), the
+  conventions every number was computed under, the ground truth, the seed, the package
+  version and the effective config;
+- ``config.effective.yaml``: the config with every default filled in;
+- ``replicates.csv``: one row per replicate x design x day x metric;
+- ``curves.csv``: per design x day summary over replicates (power, analytic power, ...);
+- ``power_vs_days.png`` and ``offline_vs_online.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from onlineeval import __version__
+
+if TYPE_CHECKING:
+    from simulations.job import SimulationResult
+
+__all__ = ["write_results", "terminal_summary", "conventions"]
+
+
+def conventions(result: SimulationResult) -> dict[str, Any]:
+    """Every convention the run's numbers depend on, stated explicitly."""
+    cfg = result.config
+    return {
+        "offline": result.world.offline.conventions,
+        "user_types": [{"name": n, "share": sh, "click_model": spec} for n, sh, spec in cfg.users.mixture()],
+        "seed": cfg.seed,
+        "seeding": "replicate r uses SeedSequence(seed).spawn(replicates)[r]; world uses SeedSequence((seed, 'world'))",
+        "randomisation_unit": "user (A/B arms by a salted SplitMix64 hash of the user id)",
+        "ab_effect": "difference B - A of ratio metrics (sum over users / sum over users), delta-method SE over users, two-sided z-test",
+        "interleaving_effect": "Delta_AB = (wins + ties/2)/(wins + losses + ties) - 1/2 with B as the candidate; "
+        "impressions without a click are not comparisons; delta-method SE clustered by user",
+        "power": "share of replicates with p < alpha and the estimate's sign equal to the true effect's",
+        "alpha": cfg.analysis.alpha,
+        "target_power": cfg.analysis.power,
+        "truth": "clicks_per_query exact from the click model; other metrics Monte Carlo (see true_effect_se)",
+        "query_segments": "head / torso / tail = queries making up the first 50% / next 30% / last 20% of traffic",
+    }
+
+
+def write_results(result: SimulationResult, fingerprint: str) -> None:
+    out = result.output
+    if out is None:
+        raise ValueError("write_results needs a result with an output directory")
+    out.mkdir(parents=True, exist_ok=True)
+    effective = result.config.effective()
+    (out / "config.effective.yaml").write_text(
+        f"# onlineeval {__version__}, effective config (defaults filled in)\n"
+        + yaml.safe_dump(effective, sort_keys=False),
+        encoding="utf-8",
+    )
+    result.rows.to_csv(out / "replicates.csv", index=False)
+    result.curves.to_csv(out / "curves.csv", index=False)
+    summary = {
+        "onlineeval_version": __version__,
+        "config_fingerprint": fingerprint,
+        "conventions": conventions(result),
+        "world": {
+            "queries": result.world.n_queries,
+            "depth": result.world.depth,
+            "grades": result.world.n_grades,
+            **{k: v for k, v in result.world.notes.items()},
+        },
+        "truth": [asdict(t) for t in result.truths],
+        **result.summary,
+        "config": effective,
+    }
+    (out / "summary.json").write_text(json.dumps(_clean(summary), indent=2), encoding="utf-8")
+    _plots(result, out)
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe: non-finite floats become null."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if hasattr(x, "item") and callable(x.item):
+        return _clean(x.item())
+    return x
+
+
+def _plots(result: SimulationResult, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cfg = result.config
+    curves = result.curves
+    prim = curves[curves["primary"]]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    ax = axes[0]
+    for name, c in prim[~prim["aa"]].groupby("design", sort=False):
+        c = c.sort_values("day")
+        line = ax.plot(c["day"], c["power"], marker="o", ms=3, label=f"{name} ({c['metric'].iloc[0]})")[0]
+        ax.fill_between(c["day"], c["power"] - 2 * c["power_se"], c["power"] + 2 * c["power_se"],
+                        color=line.get_color(), alpha=0.15)
+        ax.plot(c["day"], c["analytic_power"], ls="--", color=line.get_color(), lw=1)
+    ax.axhline(cfg.analysis.power, color="grey", lw=0.8, ls=":")
+    ax.set(xlabel="days", ylabel="power", ylim=(0, 1.02),
+           title=f"Power vs days (solid: simulated ±2 SE, dashed: analytic; alpha={cfg.analysis.alpha})")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    aa = prim[prim["aa"]]
+    for name, c in aa.groupby("design", sort=False):
+        c = c.sort_values("day")
+        ax.plot(c["day"], c["rejection_rate"], marker="o", ms=3, label=f"{name} A/A")
+    ax.axhline(cfg.analysis.alpha, color="grey", lw=0.8, ls=":")
+    ax.set(xlabel="days", ylabel="false-positive rate", title="A/A false-positive rate", ylim=(0, None))
+    if len(aa):
+        ax.legend(fontsize=8)
+    fig.savefig(out / "power_vs_days.png", dpi=110)
+    plt.close(fig)
+
+    # offline relative gain versus online relative effects (A/B metrics)
+    off = result.summary["offline"]
+    labels = [f"offline {off['metric']}\n(freq-weighted)", f"offline {off['metric']}\n(uniform)"]
+    values = [off["relative_gain_weighted"],
+              off["delta"]["uniform"] / off["A"]["uniform"] if off["A"]["uniform"] else float("nan")]
+    errors = [0.0, 0.0]
+    colors = ["#4c72b0", "#4c72b0"]
+    for design, metrics in result.summary["designs"].items():
+        for metric, e in metrics.items():
+            if e.get("relative_effect") is None:
+                continue
+            labels.append(f"{design}\n{metric}")
+            base = e["true_effect"] / e["relative_effect"] if e["relative_effect"] else float("nan")
+            values.append(e["final_day"]["mean_estimate"] / base)
+            errors.append(2 * (e["final_day"]["sd_estimate"] or 0.0) / abs(base))
+            colors.append("#dd8452")
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(labels)), 4.2), constrained_layout=True)
+    ax.bar(range(len(values)), [100 * v for v in values], yerr=[100 * e for e in errors], color=colors, capsize=3)
+    ax.axhline(0, color="black", lw=0.6)
+    ax.set_xticks(range(len(labels)), labels, fontsize=7)
+    ax.set(ylabel="relative change B vs A (%)",
+           title="Offline gain vs online effect (online: mean over replicates ± 2 SD at the last day)")
+    fig.savefig(out / "offline_vs_online.png", dpi=110)
+    plt.close(fig)
+
+
+def _fmt(x: float | None, spec: str = ".4f", signed: bool = False) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return format(x, ("+" if signed else "") + spec)
+
+
+def _count(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "not reached"
+    return f"{x:,.0f}"
+
+
+def terminal_summary(result: SimulationResult, source: str = "") -> str:
+    cfg = result.config
+    s = result.summary
+    off = s["offline"]
+    lines = [
+        f"onlineeval {__version__} simulate {source}".rstrip(),
+        f"  seed {cfg.seed}, {cfg.replicates} replicates x {cfg.traffic.days} days x "
+        f"~{cfg.traffic.queries_per_day:,} queries/day, {cfg.users.population:,} users",
+        *[f"  users{'' if n == 'all' else ' ' + n} ({sh:.0%}): click model {json.dumps(spec)}"
+          for n, sh, spec in cfg.users.mixture()],
+        "",
+        f"Offline {off['metric']}: A {off['A']['weighted']:.4f}  B {off['B']['weighted']:.4f}  "
+        f"delta {off['delta']['weighted']:+.4f} ({100 * off['relative_gain_weighted']:+.1f}%) frequency-weighted; "
+        f"uniform over queries: delta {off['delta']['uniform']:+.4f}",
+    ]
+    for seg, v in off["by_segment"].items():
+        lines.append(f"  {seg:5s} ({v['traffic_share']:.0%} of traffic, {v['queries']:.0f} queries): "
+                     f"delta {v['B'] - v['A']:+.4f}")
+    lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
+    header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {'shrink':>7s} "
+              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>13s} {'A/A FPR':>8s}")
+    lines.append(header)
+    for design, metrics in s["designs"].items():
+        for metric, e in metrics.items():
+            fd = e["final_day"]
+            rel = e.get("relative_effect")
+            shrink = e.get("shrinkage_vs_offline")
+            aa = e.get("aa")
+            fpr = "-" if aa is None else f"{aa['false_positive_rate']:.3f}{'' if aa['within_band'] else '!'}"
+            days = e["days_to_target_power"]
+            days_s = str(days) if days is not None else (
+                f"~{e['analytic_required_days']:.0f}*" if e["analytic_required_days"] is not None else "never")
+            lines.append(
+                f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.5f', True):>13s} "
+                f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
+                f"{_fmt(shrink, '.2f'):>7s} {fd['power']:>9.2f} {fd['analytic_power']:>8.2f} {days_s:>9s} "
+                f"{_count(e['analytic_required_impressions']):>13s} {fpr:>8s}"
+            )
+    ratios = s["required_impressions_ratio"]
+    if ratios["reference"]:
+        parts = [f"{d} {r:.3g}x" for d, r in ratios["ratios"].items() if r is not None and d != ratios["reference"]]
+        if parts:
+            lines.append(f"  impressions needed relative to {ratios['reference']}: " + ", ".join(parts))
+    lines += [
+        "",
+        "  true effect: population value (B - A; interleaving: Delta_AB, + favours B); shrink: online relative",
+        "  effect / offline relative gain; days->pwr: first day with simulated power >= target (* analytic",
+        "  extrapolation beyond the simulated days); impr. needed: analytic; '!' = A/A FPR outside its 99% band.",
+    ]
+    if result.output is not None:
+        lines.append(f"  results: {result.output}/summary.json, replicates.csv, curves.csv, power_vs_days.png")
+    return "\n".join(lines)

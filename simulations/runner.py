@@ -1,0 +1,224 @@
+"""Replicates: seeding, running one replicate, running many in parallel, ground truth.
+
+Seeding (results never depend on the number of workers or on the executor):
+
+- the world (collection, rankers) from ``SeedSequence((seed, WORLD))``;
+- replicate ``r`` from ``SeedSequence(seed).spawn(R)[r]``; inside it the traffic stream
+  and one stream per design (keyed by the design's name and whether it is the A/A
+  variant), so adding a design does not change the others' numbers;
+- the ground-truth Monte Carlo from ``SeedSequence((seed, TRUTH))``.
+
+Finished replicates are handed to a callback as soon as they complete, so a caller can
+write them out and an interrupted run loses no finished work.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from simulations.config import Config, DesignConfig
+from simulations.designs import Design, design_class
+from simulations.traffic import TrafficModel, run_traffic
+from simulations.users import UserModels
+from simulations.world import World, shown_labels
+
+__all__ = [
+    "DesignSpec",
+    "design_specs",
+    "run_replicate",
+    "run_replicates",
+    "replicate_seeds",
+    "world_seed",
+    "compute_truth",
+    "Truth",
+]
+
+_WORLD_TAG = 0x776F726C64  # "world"
+_TRUTH_TAG = 0x7472757468  # "truth"
+
+
+@dataclass(frozen=True)
+class DesignSpec:
+    """A design to run: its config and whether it is the A/A variant."""
+
+    config: DesignConfig
+    aa: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.config.name} (A/A)" if self.aa else self.config.name
+
+
+def design_specs(config: Config) -> list[DesignSpec]:
+    specs = [DesignSpec(d, False) for d in config.designs]
+    if config.analysis.aa:
+        specs += [DesignSpec(d, True) for d in config.designs]
+    return specs
+
+
+def world_seed(seed: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence((seed, _WORLD_TAG))
+
+
+def replicate_seeds(seed: int, replicates: int) -> list[np.random.SeedSequence]:
+    return np.random.SeedSequence(seed).spawn(replicates)
+
+
+def _child(parent: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(parent.entropy, spawn_key=(*parent.spawn_key, *key))
+
+
+def _design_key(spec: DesignSpec) -> tuple[int, int, int]:
+    return (1, zlib.crc32(spec.config.name.encode("utf-8")), int(spec.aa))
+
+
+def run_replicate(
+    config: Config,
+    world: World,
+    users: UserModels,
+    seq: np.random.SeedSequence,
+    index: int,
+) -> list[dict[str, Any]]:
+    """Run one replicate experiment; return one row per (design, day, metric)."""
+    traffic = TrafficModel(config.traffic, config.users, world.frequency, np.random.default_rng(_child(seq, 0)))
+    designs: list[Design] = []
+    for spec in design_specs(config):
+        cls = design_class(spec.config.type)
+        rng = np.random.default_rng(_child(seq, *_design_key(spec)))
+        designs.append(
+            cls(spec.config, world, users, rng, config.users.population, config.analysis.alpha, aa=spec.aa)
+        )
+
+    def on_day_end(day: int) -> None:
+        for design in designs:
+            design.checkpoint(day)
+
+    run_traffic(traffic, designs, on_day_end)
+    rows = []
+    for design in designs:
+        for row in design.rows:
+            rows.append({"replicate": index, **asdict(row)})
+    return rows
+
+
+# ---------------------------------------------------------------------------- parallel execution
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(config_data: dict[str, Any], world: World) -> None:
+    config = Config.model_validate(config_data)
+    _WORKER.update(config=config, world=world, users=UserModels.from_config(config.users))
+
+
+def _work(index: int, seq: np.random.SeedSequence) -> tuple[int, list[dict[str, Any]]]:
+    return index, run_replicate(_WORKER["config"], _WORKER["world"], _WORKER["users"], seq, index)
+
+
+def resolve_workers(requested: int) -> int:
+    return requested if requested > 0 else (os.cpu_count() or 1)
+
+
+def run_replicates(
+    config: Config,
+    world: World,
+    indices: Iterable[int] | None = None,
+    workers: int | None = None,
+    on_done: Callable[[int, list[dict[str, Any]]], None] | None = None,
+) -> dict[int, list[dict[str, Any]]]:
+    """Run replicates ``indices`` (default all), in ``workers`` processes (1 = in-process).
+
+    Returns ``{replicate: rows}``; ``on_done`` is called as each replicate finishes.
+    """
+    seqs = replicate_seeds(config.seed, config.replicates)
+    todo = list(range(config.replicates)) if indices is None else list(indices)
+    n_workers = min(resolve_workers(config.workers if workers is None else workers), max(len(todo), 1))
+    results: dict[int, list[dict[str, Any]]] = {}
+    if n_workers <= 1:
+        users = UserModels.from_config(config.users)
+        for i in todo:
+            results[i] = run_replicate(config, world, users, seqs[i], i)
+            if on_done is not None:
+                on_done(i, results[i])
+        return results
+    with ProcessPoolExecutor(
+        max_workers=n_workers, initializer=_init_worker, initargs=(config.effective(), world)
+    ) as pool:
+        futures = [pool.submit(_work, i, seqs[i]) for i in todo]
+        for fut in as_completed(futures):
+            i, rows = fut.result()
+            results[i] = rows
+            if on_done is not None:
+                on_done(i, rows)
+    return results
+
+
+# ---------------------------------------------------------------------------- ground truth
+@dataclass(frozen=True)
+class Truth:
+    """The population value of a design's metric (what an infinite experiment estimates)."""
+
+    design: str
+    metric: str
+    value: float
+    se: float  # Monte Carlo standard error; 0 for exact values
+    method: str
+    baseline: float | None = None  # value under ranker A, for relative effects
+
+
+def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth]:
+    """True effects of every (non-A/A) design under the query distribution.
+
+    ``clicks_per_query`` is exact (the click model's exact click probabilities, weighted
+    by query frequency); the other metrics are Monte Carlo estimates over
+    ``analysis.truth_impressions`` impressions per ranker, reported with their standard
+    error. A/A designs have a true effect of exactly 0.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence((config.seed, _TRUTH_TAG)))
+    n = config.analysis.truth_impressions
+    all_q = np.arange(world.n_queries)
+    out: list[Truth] = []
+
+    per_ranker: dict[str, dict[str, tuple[float, float]]] = {}
+    for name in ("A", "B"):
+        exact = users.click_probabilities(shown_labels(world.labels, all_q, world.rankings[name]))
+        cpq = float(np.dot(world.frequency, exact.sum(axis=1)))
+        q = rng.choice(world.n_queries, size=n, p=world.frequency)
+        types = users.draw_types(n, rng)
+        clicks = users.sample(shown_labels(world.labels, q, world.rankings[name][q]), types, rng)
+        n_clicks = clicks.sum(axis=1)
+        abandon = (n_clicks == 0).astype(np.float64)
+        rr = np.where(n_clicks > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
+        per_ranker[name] = {
+            "clicks_per_query": (cpq, 0.0),
+            "abandonment": (float(abandon.mean()), float(abandon.std(ddof=1) / np.sqrt(n))),
+            "reciprocal_rank": (float(rr.mean()), float(rr.std(ddof=1) / np.sqrt(n))),
+        }
+    for design in config.designs:
+        if design.type == "ab":
+            for metric in per_ranker["A"]:
+                (va, sa), (vb, sb) = per_ranker["A"][metric], per_ranker["B"][metric]
+                method = "exact" if metric == "clicks_per_query" else f"monte_carlo(n={n} per ranker)"
+                out.append(Truth(design.name, metric, vb - va, float(np.hypot(sa, sb)), method, va))
+        else:
+            from onlineeval.interleaving import get_interleaver
+
+            il = get_interleaver(design.method or "", **design.options)
+            q = rng.choice(world.n_queries, size=n, p=world.frequency)
+            shown = il.interleave([world.rankings["A"][q], world.rankings["B"][q]], rng, length=world.depth)
+            types = users.draw_types(n, rng)
+            clicks = users.sample(shown_labels(world.labels, q, np.asarray(shown.ranking)), types, rng)
+            num = np.asarray(il.outcome(shown, clicks), dtype=np.float64) / 2.0
+            den = clicks.any(axis=1).astype(np.float64)
+            value = num.sum() / den.sum()
+            # delta method for a ratio of means of iid impressions
+            resid = num - value * den
+            se = float(np.sqrt(np.mean(resid**2) / n) / den.mean())
+            out.append(Truth(design.name, "delta_ab", float(value), se, f"monte_carlo(n={n})", None))
+    return out

@@ -1,0 +1,246 @@
+"""The simulated world: queries with graded candidates, their frequencies, and rankers.
+
+The world is built once per run from the root seed and shared by every replicate and
+design; replicates differ in traffic and clicks only. Documents are identified by their
+per-query candidate index, so a ranking is a ``(n_queries, depth)`` int32 matrix of
+candidate indices (``-1`` = empty slot) and ``labels[q, ranking[q, r]]`` is the grade
+shown at rank ``r``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from simulations.config import Config, SyntheticCollection, TrecCollection
+
+__all__ = ["World", "OfflineSummary", "build_world", "SEGMENT_NAMES", "segment_queries"]
+
+SEGMENT_NAMES = ("head", "torso", "tail")
+#: cumulative traffic share at which the head ends and the torso ends
+SEGMENT_BOUNDS = (0.5, 0.8)
+
+
+@dataclass(frozen=True)
+class OfflineSummary:
+    """Offline metric of each ranker, per query and averaged two ways."""
+
+    metric: str
+    per_query: dict[str, np.ndarray]
+    uniform: dict[str, float]
+    weighted: dict[str, float]
+    by_segment: dict[str, dict[str, float]]
+    conventions: dict[str, str]
+
+    def delta(self, weighting: str = "weighted") -> float:
+        means = self.weighted if weighting == "weighted" else self.uniform
+        return means["B"] - means["A"]
+
+
+@dataclass(frozen=True)
+class World:
+    """Everything fixed across replicates."""
+
+    labels: np.ndarray  # (Q, m) int8, -1 = padding
+    rankings: dict[str, np.ndarray]  # ranker -> (Q, depth) int32 candidate index, -1 empty
+    frequency: np.ndarray  # (Q,) float64, sums to 1
+    segment: np.ndarray  # (Q,) int8 index into SEGMENT_NAMES
+    query_ids: tuple[str, ...]
+    n_grades: int
+    offline: OfflineSummary
+    notes: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def depth(self) -> int:
+        return int(next(iter(self.rankings.values())).shape[1])
+
+    def ranked_labels(self, ranker: str) -> np.ndarray:
+        """``(Q, depth)`` grades in rank order of ``ranker`` (``-1`` = empty slot)."""
+        return shown_labels(self.labels, np.arange(self.n_queries), self.rankings[ranker])
+
+
+def shown_labels(labels: np.ndarray, query: np.ndarray, ranking: np.ndarray) -> np.ndarray:
+    """Grades of the shown documents: ``labels[query[i], ranking[i, r]]``, ``-1`` where empty."""
+    out = labels[query[:, None], np.maximum(ranking, 0)]
+    return np.where(ranking >= 0, out, -1).astype(np.int8)
+
+
+def zipf_frequencies(n: int, exponent: float) -> np.ndarray:
+    """P(query of popularity rank i) proportional to ``1 / i**exponent``, i = 1..n."""
+    weights = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** exponent
+    return weights / weights.sum()
+
+
+def segment_queries(frequency: np.ndarray) -> np.ndarray:
+    """Head / torso / tail by cumulative traffic: the most frequent queries that make up
+    the first 50% of traffic are the head, the next 30% the torso, the rest the tail."""
+    order = np.argsort(-frequency, kind="stable")
+    cum = np.cumsum(frequency[order]) - frequency[order]  # traffic share before this query
+    seg_sorted = np.searchsorted(np.asarray(SEGMENT_BOUNDS), cum, side="right").astype(np.int8)
+    segment = np.empty_like(seg_sorted)
+    segment[order] = seg_sorted
+    return segment
+
+
+def _synthetic(config: Config, coll: SyntheticCollection, rng: np.random.Generator) -> World:
+    q, m = coll.n_queries, coll.candidates
+    depth = min(config.rankers.depth, m)
+    dist = np.asarray(coll.label_distribution, dtype=np.float64)
+    labels = rng.choice(len(dist), size=(q, m), p=dist / dist.sum()).astype(np.int8)
+    rho = config.rankers.noise_correlation
+    shared = rng.standard_normal((q, m))
+    rankings: dict[str, np.ndarray] = {}
+    for name in ("A", "B"):
+        spec = getattr(config.rankers, name)
+        own = rng.standard_normal((q, m))
+        score = labels + spec.noise * (np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * own)
+        # ties (only possible with noise 0) keep candidate order: stable sort
+        rankings[name] = np.argsort(-score, axis=1, kind="stable")[:, :depth].astype(np.int32)
+    # popularity is independent of the query's content: a seeded permutation
+    frequency = zipf_frequencies(q, coll.zipf_exponent)[rng.permutation(q)]
+    query_ids = tuple(f"q{i}" for i in range(q))
+    notes = {"collection": "synthetic", "candidates_per_query": m}
+    return _finish(config, labels, rankings, frequency, query_ids, len(dist), notes)
+
+
+def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> World:
+    from onlineeval.io import rank_run, read_qrels, read_run
+
+    qrels = read_qrels(coll.qrels)
+    runs = {name: read_run(coll.runs[name]) for name in ("A", "B")}
+    judged_queries = list(dict.fromkeys(qrels["query"].astype(str)))
+    qindex = {qid: i for i, qid in enumerate(judged_queries)}
+    depth = config.rankers.depth
+
+    # local document ids per query: judged documents first, then unjudged retrieved ones
+    docs: list[dict[str, int]] = [{} for _ in judged_queries]
+    grades: list[list[int]] = [[] for _ in judged_queries]
+    for qid, doc, grade in qrels[["query", "doc", "grade"]].itertuples(index=False):
+        i = qindex[str(qid)]
+        docs[i].setdefault(str(doc), len(docs[i]))
+        grades[i].append(max(int(grade), 0))  # negative grades count as non-relevant
+    n_judged = [len(g) for g in grades]
+
+    ranked_docs: dict[str, list[list[str]]] = {}
+    notes: dict[str, object] = {"collection": "trec", "qrels": str(coll.qrels)}
+    for name, run in runs.items():
+        per_query = rank_run(run, ties=coll.ties, depth=depth)
+        in_run = set(per_query)
+        notes[f"queries_only_in_run_{name}"] = len(in_run - set(qindex))
+        notes[f"queries_missing_from_run_{name}"] = len(set(qindex) - in_run)
+        ranked_docs[name] = [list(per_query.get(qid, [])) for qid in judged_queries]
+        unjudged = 0
+        shown = 0
+        for i, lst in enumerate(ranked_docs[name]):
+            for doc in lst:
+                shown += 1
+                if doc not in docs[i]:
+                    docs[i][doc] = len(docs[i])
+                    unjudged += 1
+        notes[f"unjudged_shown_{name}"] = unjudged
+        notes[f"shown_{name}"] = shown
+
+    q = len(judged_queries)
+    m = max(len(d) for d in docs)
+    labels = np.full((q, m), -1, dtype=np.int8)
+    for i in range(q):
+        labels[i, : n_judged[i]] = grades[i]
+        labels[i, n_judged[i] : len(docs[i])] = 0  # unjudged shown documents count as non-relevant
+    rankings = {}
+    for name, lists in ranked_docs.items():
+        mat = np.full((q, depth), -1, dtype=np.int32)
+        for i, lst in enumerate(lists):
+            mat[i, : len(lst)] = [docs[i][d] for d in lst]
+        rankings[name] = mat
+    if coll.frequencies is not None:
+        frequency = _read_frequencies(coll.frequencies, qindex)
+    else:
+        frequency = zipf_frequencies(q, coll.zipf_exponent)[rng.permutation(q)]
+    n_grades = int(labels.max()) + 1
+    # the judged-document grades only (unjudged documents are not part of the ideal ranking)
+    judged = np.where(np.arange(m)[None, :] < np.asarray(n_judged)[:, None], labels, -1)
+    return _finish(config, labels, rankings, frequency, tuple(judged_queries), max(n_grades, 2), notes, judged)
+
+
+def _read_frequencies(path: Path, qindex: dict[str, int]) -> np.ndarray:
+    from onlineeval.errors import InputError
+
+    counts = np.zeros(len(qindex), dtype=np.float64)
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.split()
+            if len(parts) != 2:
+                raise InputError(f"expected 'query count', got {len(parts)} columns", path, lineno)
+            try:
+                count = float(parts[1])
+            except ValueError:
+                raise InputError(f"count {parts[1]!r} is not a number", path, lineno) from None
+            if not np.isfinite(count) or count < 0:
+                raise InputError(f"count must be a non-negative number, got {parts[1]!r}", path, lineno)
+            if parts[0] in qindex:
+                counts[qindex[parts[0]]] += count
+    if counts.sum() <= 0:
+        raise InputError("no judged query has a positive count", path)
+    return counts / counts.sum()
+
+
+def _finish(
+    config: Config,
+    labels: np.ndarray,
+    rankings: dict[str, np.ndarray],
+    frequency: np.ndarray,
+    query_ids: tuple[str, ...],
+    n_grades: int,
+    notes: dict[str, object],
+    judged: np.ndarray | None = None,
+) -> World:
+    from onlineeval.metrics import parse_metric
+
+    metric = parse_metric(config.offline_metric)
+    segment = segment_queries(frequency)
+    judged = labels if judged is None else judged
+    all_q = np.arange(labels.shape[0])
+    per_query = {
+        name: np.asarray(metric.evaluate_labels(shown_labels(labels, all_q, r), judged), dtype=np.float64)
+        for name, r in rankings.items()
+    }
+    uniform = {k: float(np.mean(v)) for k, v in per_query.items()}
+    weighted = {k: float(np.dot(frequency, v)) for k, v in per_query.items()}
+    by_segment: dict[str, dict[str, float]] = {}
+    for s, seg_name in enumerate(SEGMENT_NAMES):
+        mask = segment == s
+        if not mask.any():
+            continue
+        w = frequency[mask] / frequency[mask].sum()
+        by_segment[seg_name] = {
+            "queries": float(mask.sum()),
+            "traffic_share": float(frequency[mask].sum()),
+            **{k: float(np.dot(w, v[mask])) for k, v in per_query.items()},
+        }
+    conventions = {
+        "metric": str(metric),
+        "weighting": "uniform over queries and weighted by query frequency",
+        "unjudged": "unjudged shown documents count as non-relevant (grade 0)",
+        "negative_grades": "count as grade 0",
+        "empty_queries": "metric default (see onlineeval.metrics)",
+    }
+    offline = OfflineSummary(str(metric), per_query, uniform, weighted, by_segment, conventions)
+    return World(labels, rankings, frequency, segment, query_ids, n_grades, offline, notes)
+
+
+def build_world(config: Config, seed_sequence: np.random.SeedSequence) -> World:
+    """Build the collection, the rankers and their offline metrics for ``config``."""
+    rng = np.random.default_rng(seed_sequence)
+    coll = config.collection
+    if isinstance(coll, SyntheticCollection):
+        return _synthetic(config, coll, rng)
+    return _trec(config, coll, rng)
