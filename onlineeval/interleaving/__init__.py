@@ -1,0 +1,43 @@
+"""Interleaving and multileaving: compare rankers from the clicks on one mixed list.
+
+One file per method, one registry::
+
+    from onlineeval.interleaving import get_interleaver
+    il = get_interleaver("team_draft")
+    res = il.interleave([ranking_a, ranking_b], rng)   # (n, k) matrices, -1 = empty
+    out = il.outcome(res, clicks)                      # +1 B wins, -1 A wins, 0 tie
+
+See :mod:`onlineeval.interleaving.base` for the array conventions.
+"""
+
+from __future__ import annotations
+
+from onlineeval.interleaving.base import (
+    Interleaver,
+    InterleavingResult,
+    SingleInterleaving,
+    rankings_from_scores,
+    stack_rankings,
+)
+from onlineeval.interleaving.registry import (
+    available_interleavers,
+    get_interleaver,
+    interleaver_class,
+    register_interleaver,
+)
+
+# importing the method modules registers them
+from onlineeval.interleaving import balanced as _balanced  # noqa: E402,F401
+from onlineeval.interleaving import team_draft as _team_draft  # noqa: E402,F401
+
+__all__ = [
+    "Interleaver",
+    "InterleavingResult",
+    "SingleInterleaving",
+    "available_interleavers",
+    "get_interleaver",
+    "interleaver_class",
+    "rankings_from_scores",
+    "register_interleaver",
+    "stack_rankings",
+]

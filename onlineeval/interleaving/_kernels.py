@@ -1,0 +1,76 @@
+"""Vectorised building blocks shared by several interleaving methods (private)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onlineeval.errors import ConfigError
+
+__all__ = ["shared_prefix_length", "mask_shared_prefix", "rank_in_lists", "first_occurrence", "check_bool",
+           "check_positive_float"]
+
+
+def check_bool(method: str, key: str, value: Any) -> bool:
+    """Validate a boolean option."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(("interleaver", key), f"{method}: must be true or false, got {value!r}")
+    return bool(value)
+
+
+def check_positive_float(method: str, key: str, value: Any, *, allow_zero: bool = False) -> float:
+    """Validate a positive (or non-negative) finite float option."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(("interleaver", key), f"{method}: must be a number, got {value!r}") from None
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero) or isinstance(value, bool):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(("interleaver", key), f"{method}: must be a finite number {bound}, got {value!r}")
+    return v
+
+
+def shared_prefix_length(rankings: NDArray[np.int32]) -> NDArray[np.intp]:
+    """Length of the top prefix shared by all ``m`` input rankings, per impression.
+
+    Parameters
+    ----------
+    rankings:
+        ``(m, n, K)`` stacked rankings.
+    """
+    agree = np.all(rankings == rankings[0], axis=0) & (rankings[0] >= 0)
+    return np.cumprod(agree, axis=1, dtype=np.int8).sum(axis=1, dtype=np.intp)
+
+
+def mask_shared_prefix(clicks: NDArray[np.bool_], rankings: NDArray[np.int32]) -> NDArray[np.bool_]:
+    """Clicks with those on the shared top prefix removed (the prefix is shown first, in order)."""
+    plen = shared_prefix_length(rankings)
+    pos = np.arange(clicks.shape[1])
+    return clicks & (pos[None, :] >= plen[:, None])
+
+
+def rank_in_lists(docs: NDArray[np.int32], rankings: NDArray[np.int32]) -> NDArray[np.intp]:
+    """0-based rank of each ``docs[r, j]`` in each ranker's list (first occurrence).
+
+    Returns ``(m, n, k)``; a document absent from list ``i`` (or an empty slot) gets
+    rank ``K`` (one past the end of the padded list).
+    """
+    m, n, K = rankings.shape
+    out = np.empty((m,) + docs.shape, dtype=np.intp)
+    for i in range(m):
+        eq = docs[:, :, None] == rankings[i][:, None, :]
+        eq &= docs[:, :, None] >= 0
+        found = eq.any(axis=2)
+        out[i] = np.where(found, eq.argmax(axis=2), K)
+    return out
+
+
+def first_occurrence(values: NDArray[np.int32]) -> NDArray[np.bool_]:
+    """``True`` where ``values[r, j] >= 0`` and does not occur earlier in row ``r``."""
+    w = values.shape[1]
+    eq = values[:, :, None] == values[:, None, :]
+    earlier = np.tri(w, w, -1, dtype=bool)  # [j, j'] true for j' < j
+    dup = (eq & earlier[None]).any(axis=2)
+    return ~dup & (values >= 0)
