@@ -1,0 +1,151 @@
+"""Estimation of click models from logs: closed-form MLE and EM, vectorised over sessions.
+
+Use :func:`fit_log` to get a typed record of fitted parameters (a
+:class:`~clickmodels.estimation.base.ClickModelFit`) for a model name, or
+:func:`fit` (what :meth:`clickmodels.ClickModel.fit` calls) to get a fitted
+:class:`~clickmodels.ClickModel` of the same class as a given model.
+
+==========  =====================================  ==========================
+name        model                                  method
+==========  =====================================  ==========================
+``gctr``    global CTR (= random click model)      closed form
+``rctr``    CTR by rank                            closed form
+``dctr``    CTR by (query, document)               closed form
+``cm``      cascade model                          closed form
+``dcm``     dependent click model                  closed form
+``sdbn``    simplified DBN                         closed form
+``pbm``     position-based model                   EM
+``ubm``     user browsing model                    EM
+``dbn``     dynamic Bayesian network model         EM
+``ccm``     click chain model                      EM
+==========  =====================================  ==========================
+
+Adding an estimator is one module: a fit record decorated with
+:func:`~clickmodels.estimation.base.register_fit` and a ``fit_<name>(log, ...)`` function
+listed in :data:`ESTIMATORS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from clickmodels.estimation.base import (
+    CONVENTIONS,
+    FIT_TYPES,
+    ClickModelFit,
+    EMOptions,
+    FitTrace,
+    PairTable,
+    fit_from_dict,
+    load_fit,
+)
+from clickmodels.estimation.cascade import CascadeFit, fit_cm
+from clickmodels.estimation.ccm import CCMFit, fit_ccm
+from clickmodels.estimation.ctr import DocCTRFit, GlobalCTRFit, RankCTRFit, fit_dctr, fit_gctr, fit_rctr
+from clickmodels.estimation.dbn import DBNFit, fit_dbn
+from clickmodels.estimation.dcm import DCMFit, fit_dcm
+from clickmodels.estimation.pbm import PBMFit, fit_pbm
+from clickmodels.estimation.sdbn import SDBNFit, fit_sdbn
+from clickmodels.estimation.ubm import UBMFit, fit_ubm
+from clickmodels.logs import ClickLog
+from onlineeval.errors import ConfigError
+
+__all__ = [
+    "ESTIMATORS",
+    "EM_MODELS",
+    "ALIASES",
+    "fit_log",
+    "fit",
+    "load_fit",
+    "fit_from_dict",
+    "ClickModelFit",
+    "FitTrace",
+    "PairTable",
+    "EMOptions",
+    "CONVENTIONS",
+    "FIT_TYPES",
+    "GlobalCTRFit",
+    "RankCTRFit",
+    "DocCTRFit",
+    "CascadeFit",
+    "DCMFit",
+    "SDBNFit",
+    "PBMFit",
+    "UBMFit",
+    "DBNFit",
+    "CCMFit",
+]
+
+ESTIMATORS: dict[str, Callable[..., ClickModelFit]] = {
+    "gctr": fit_gctr,
+    "rctr": fit_rctr,
+    "dctr": fit_dctr,
+    "cm": fit_cm,
+    "dcm": fit_dcm,
+    "sdbn": fit_sdbn,
+    "pbm": fit_pbm,
+    "ubm": fit_ubm,
+    "dbn": fit_dbn,
+    "ccm": fit_ccm,
+}
+EM_MODELS = frozenset({"pbm", "ubm", "dbn", "ccm"})
+ALIASES = {"random": "gctr", "rcm": "gctr", "cascade_model": "cm"}
+
+
+def canonical_name(name: str) -> str:
+    """The estimator name for ``name`` (aliases resolved); ``ConfigError`` if unknown."""
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in ESTIMATORS:
+        allowed = ", ".join([*ESTIMATORS, *ALIASES])
+        raise ConfigError(("model",), f"no estimator for click model {name!r}; allowed: {allowed}")
+    return key
+
+
+def fit_log(
+    name: str,
+    log: ClickLog,
+    *,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    pseudo: float | None = None,
+) -> ClickModelFit:
+    """Fit the click model ``name`` to ``log``.
+
+    Parameters
+    ----------
+    name:
+        One of :data:`ESTIMATORS` (or an alias such as ``random``).
+    log:
+        The training log (not modified).
+    max_iter, tol:
+        EM stopping rule (EM models only; defaults of :class:`EMOptions`).
+    pseudo:
+        Beta pseudo-count; default: :class:`EMOptions` for EM models, the estimator's
+        own default (0 for ``gctr``/``rctr``, 1 otherwise) for closed forms.
+    """
+    key = canonical_name(name)
+    if key in EM_MODELS:
+        base = EMOptions()
+        opt = EMOptions(
+            max_iter=base.max_iter if max_iter is None else max_iter,
+            tol=base.tol if tol is None else tol,
+            pseudo=base.pseudo if pseudo is None else pseudo,
+        )
+        return ESTIMATORS[key](log, opt)
+    if max_iter is not None or tol is not None:
+        raise ConfigError(("max_iter" if max_iter is not None else "tol",), f"{key} has a closed form; no EM options")
+    return ESTIMATORS[key](log) if pseudo is None else ESTIMATORS[key](log, pseudo=pseudo)
+
+
+def fit(model: Any, log: ClickLog, **options: Any) -> Any:
+    """Fit ``model`` (a :class:`clickmodels.ClickModel` or a name) to ``log``.
+
+    Returns a new model of the same class whose per-document parameters are
+    :class:`clickmodels.ByQueryDoc` tables keyed by the codes of ``log.query_vocab`` /
+    ``log.doc_vocab`` (so evaluate it on ``other.recode_like(log)``); ``model`` is not
+    touched. Options as in :func:`fit_log`.
+    """
+    name = model if isinstance(model, str) else getattr(model, "name", "")
+    result = fit_log(name, log, **options)
+    return result.to_model(log.query_vocab, log.doc_vocab)

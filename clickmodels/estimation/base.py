@@ -1,0 +1,463 @@
+"""Shared pieces of click-model estimation: fitted-parameter records and their contract.
+
+Every estimator takes a :class:`~clickmodels.logs.ClickLog` and returns a
+:class:`ClickModelFit`: a frozen record of the fitted parameters that can compute, for any
+log (the training log or a held-out one),
+
+* :meth:`ClickModelFit.click_probs` -- the marginal click probability
+  :math:`P(C_r = 1)` of every slot (exact, closed form or a forward recursion),
+* :meth:`ClickModelFit.conditional_click_probs` -- :math:`P(C_r = 1 \\mid C_{<r})`
+  given the observed clicks above,
+* :meth:`ClickModelFit.log_likelihood` -- :math:`\\log P(C_1, \\dots, C_k)` per session,
+  by the chain rule :math:`\\sum_r \\log P(C_r = c_r \\mid C_{<r})`.
+
+Per-(query, document) parameters are kept in :class:`PairTable` records keyed by the
+original ids, so a fit can be applied to another log or to simulated impressions;
+pairs the table has not seen get the table's ``default`` (the impression-weighted mean of
+the fitted values, see :meth:`PairTable.from_codes`).
+
+Conventions (also written into saved JSON): ranks are 0-based array indices (index 0 is
+rank 1); probabilities in log-likelihoods are clipped to ``[PROB_EPS, 1 - PROB_EPS]`` so a
+model that gives an observed event probability 0 (e.g. the cascade model on a session with
+two clicks) is charged ``log(PROB_EPS)`` instead of minus infinity.
+
+Estimates use pseudo-counts: a probability estimated from ``num`` successes in ``den``
+trials (or expected counts in EM) is :math:`(num + a)/(den + 2a)` with ``a = pseudo``,
+the posterior mean under a Beta(a, a) prior; ``pseudo=0`` gives the plain MLE.
+
+Reference: A. Chuklin, I. Markov, M. de Rijke, *Click Models for Web Search*, Morgan &
+Claypool, 2015 (chapters 3-4), cited as [CMR15] in the estimators.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from clickmodels.logs import ClickLog
+from onlineeval.errors import InputError
+
+__all__ = [
+    "PROB_EPS",
+    "FORMAT_VERSION",
+    "PairTable",
+    "FitTrace",
+    "ClickModelFit",
+    "EMOptions",
+    "smoothed",
+    "slot_values",
+    "bernoulli_log_likelihood",
+    "FIT_TYPES",
+    "register_fit",
+    "with_closed_form_trace",
+    "placeholder_trace",
+    "fit_from_dict",
+    "load_fit",
+    "CONVENTIONS",
+]
+
+PROB_EPS = 1e-10
+FORMAT_VERSION = 1
+
+
+def smoothed(num: np.ndarray | float, den: np.ndarray | float, pseudo: float) -> np.ndarray:
+    """Probability estimate with pseudo-counts.
+
+    .. math:: \\hat p = \\frac{num + a}{den + 2a}
+
+    with ``a = pseudo``; where ``den + 2a == 0`` the estimate is 0.5.
+    """
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
+    total = den + 2.0 * pseudo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(total > 0, (num + pseudo) / np.where(total > 0, total, 1.0), 0.5)
+    return np.clip(out, 0.0, 1.0)
+
+
+def _index_of(vocab_sorted: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Position of each id in the sorted vocabulary, ``-1`` where absent."""
+    if vocab_sorted.size == 0:
+        return np.full(ids.shape, -1, dtype=np.int64)
+    pos = np.searchsorted(vocab_sorted, ids)
+    pos = np.minimum(pos, vocab_sorted.size - 1)
+    return np.where(vocab_sorted[pos] == ids, pos, -1).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class PairTable:
+    """A fitted probability per (query, document) pair, with a fallback for unseen pairs.
+
+    Attributes
+    ----------
+    query, doc:
+        ``(m,)`` str, the original ids of each pair.
+    value:
+        ``(m,)`` float in [0, 1], the fitted parameter.
+    count:
+        ``(m,)`` float, the number of observations behind each value (impressions, or
+        clicks for satisfaction parameters).
+    default:
+        Value used for a pair not in the table.
+    """
+
+    query: np.ndarray
+    doc: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    default: float
+
+    def __post_init__(self) -> None:
+        m = self.value.shape
+        if self.query.shape != m or self.doc.shape != m or self.count.shape != m or len(m) != 1:
+            raise InputError("pair table columns query, doc, value, count must have one equal length")
+        if np.any(~np.isfinite(self.value)) or np.any((self.value < 0) | (self.value > 1)):
+            raise InputError("pair table values must be probabilities in [0, 1]")
+        if not 0.0 <= self.default <= 1.0:
+            raise InputError(f"pair table default must be in [0, 1], got {self.default}")
+
+    @classmethod
+    def from_codes(
+        cls, log: ClickLog, value: np.ndarray, count: np.ndarray, default: float | None = None
+    ) -> PairTable:
+        """Table for the pairs of ``log.pairs`` (value and count indexed by pair code).
+
+        ``default`` defaults to the count-weighted mean
+        :math:`\\sum_j v_j n_j / \\sum_j n_j` (0.5 when all counts are 0).
+        """
+        count = np.asarray(count, dtype=float)
+        value = np.asarray(value, dtype=float)
+        if default is None:
+            total = count.sum()
+            default = float(np.dot(value, count) / total) if total > 0 else 0.5
+        pairs = log.pairs
+        return cls(
+            query=log.query_vocab[pairs.query].astype(str),
+            doc=log.doc_vocab[pairs.doc].astype(str),
+            value=value.copy(),
+            count=count.copy(),
+            default=float(default),
+        )
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of pairs in the table."""
+        return int(self.value.shape[0])
+
+    def _index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        uq, qi = np.unique(self.query, return_inverse=True)
+        ud, di = np.unique(self.doc, return_inverse=True)
+        key = qi.astype(np.int64) * max(ud.size, 1) + di
+        order = np.argsort(key)
+        return uq, ud, key[order], order
+
+    def lookup(self, query_ids: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+        """Values for ``(n,)`` query ids and ``(n, k)`` document ids (any dtype, compared as str).
+
+        Unseen pairs get :attr:`default`.
+        """
+        q = np.asarray(query_ids).astype(str)
+        d = np.asarray(doc_ids).astype(str)
+        if d.ndim != 2 or q.shape != (d.shape[0],):
+            raise InputError(f"lookup needs (n,) queries and (n, k) documents, got {q.shape} and {d.shape}")
+        uq, ud, keys, order = self._index()
+        qi = _index_of(uq, q)[:, None]
+        di = _index_of(ud, d)
+        return self._finish(qi, di, ud.size, keys, order)
+
+    def for_log(self, log: ClickLog) -> np.ndarray:
+        """``(n, k)`` values for every slot of ``log`` (``0`` on empty slots)."""
+        uq, ud, keys, order = self._index()
+        qmap = _index_of(uq, log.query_vocab.astype(str))
+        dmap = _index_of(ud, log.doc_vocab.astype(str))
+        qi = qmap[log.query][:, None]
+        di = np.where(log.docs >= 0, dmap[np.maximum(log.docs, 0)], -1)
+        out = self._finish(qi, di, ud.size, keys, order)
+        return np.where(log.docs >= 0, out, 0.0)
+
+    def _finish(
+        self, qi: np.ndarray, di: np.ndarray, n_docs: int, keys: np.ndarray, order: np.ndarray
+    ) -> np.ndarray:
+        key = qi * max(n_docs, 1) + di
+        known = (qi >= 0) & (di >= 0)
+        out = np.full(np.broadcast(qi, di).shape, self.default, dtype=float)
+        if keys.size:
+            pos = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+            hit = known & (keys[pos] == key)
+            out[hit] = self.value[order[pos[hit]]]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready columns."""
+        return {
+            "default": self.default,
+            "query": self.query.tolist(),
+            "doc": self.doc.tolist(),
+            "value": self.value.tolist(),
+            "count": self.count.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str, source: str | None = None) -> PairTable:
+        """Inverse of :meth:`to_dict`; ``where`` names the key in messages."""
+        if not isinstance(data, dict):
+            raise InputError(f"{where}: expected an object with default, query, doc, value, count", source)
+        try:
+            return cls(
+                query=np.asarray(data["query"], dtype=str).reshape(-1),
+                doc=np.asarray(data["doc"], dtype=str).reshape(-1),
+                value=np.asarray(data["value"], dtype=float).reshape(-1),
+                count=np.asarray(data["count"], dtype=float).reshape(-1),
+                default=float(data["default"]),
+            )
+        except KeyError as exc:
+            raise InputError(f"{where}: missing key {exc.args[0]!r}", source) from None
+        except (TypeError, ValueError) as exc:
+            msg = exc.message if isinstance(exc, InputError) else str(exc)
+            raise InputError(f"{where}: {msg}", source) from None
+
+
+@dataclass(frozen=True)
+class FitTrace:
+    """How a fit went.
+
+    Attributes
+    ----------
+    method:
+        ``"closed_form"`` or ``"em"``.
+    iterations:
+        EM iterations run (0 for closed form).
+    log_likelihood:
+        Training log-likelihood (sum over sessions) after each iteration (one entry for
+        closed form).
+    converged:
+        Whether the relative change of the log-likelihood fell below the tolerance
+        (always true for closed form).
+    n_sessions:
+        Sessions in the training log.
+    """
+
+    method: str
+    iterations: int
+    log_likelihood: tuple[float, ...]
+    converged: bool
+    n_sessions: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "iterations": self.iterations,
+            "log_likelihood": list(self.log_likelihood),
+            "converged": self.converged,
+            "n_sessions": self.n_sessions,
+        }
+
+
+@dataclass(frozen=True)
+class EMOptions:
+    """Stopping rule and smoothing of EM estimators.
+
+    Attributes
+    ----------
+    max_iter:
+        Maximum number of EM iterations (default 200).
+    tol:
+        Stop when :math:`|LL_t - LL_{t-1}| \\le tol \\cdot |LL_{t-1}|` (default 1e-7).
+    pseudo:
+        Beta(a, a) pseudo-count ``a`` of every M-step (default 1.0; see :func:`smoothed`).
+    """
+
+    max_iter: int = 200
+    tol: float = 1e-7
+    pseudo: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_iter < 1:
+            raise InputError(f"max_iter must be >= 1, got {self.max_iter}")
+        if not self.tol >= 0:
+            raise InputError(f"tol must be >= 0, got {self.tol}")
+        if not self.pseudo >= 0:
+            raise InputError(f"pseudo must be >= 0, got {self.pseudo}")
+
+
+def slot_values(per_pair: np.ndarray, log: ClickLog, fill: float = 0.0) -> np.ndarray:
+    """Spread a per-pair-code array onto the ``(n, k)`` slots of ``log`` (``fill`` on empty)."""
+    codes = log.pairs.codes
+    return np.where(codes >= 0, per_pair[np.maximum(codes, 0)], fill)
+
+
+def bernoulli_log_likelihood(p: np.ndarray, clicks: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """``(n,)`` :math:`\\sum_r [c_r \\log p_r + (1-c_r)\\log(1-p_r)]` over shown slots.
+
+    ``p`` is clipped to ``[PROB_EPS, 1 - PROB_EPS]``.
+    """
+    q = np.clip(p, PROB_EPS, 1.0 - PROB_EPS)
+    terms = np.where(clicks, np.log(q), np.log1p(-q))
+    return np.where(shown, terms, 0.0).sum(axis=1)
+
+
+F = TypeVar("F", bound="ClickModelFit")
+
+FIT_TYPES: dict[str, type[ClickModelFit]] = {}
+
+
+def register_fit(cls: type[F]) -> type[F]:
+    """Class decorator: make a fit type loadable from JSON by its ``name``."""
+    FIT_TYPES[cls.name] = cls
+    return cls
+
+
+def _as_prob_array(value: Any, shape: tuple[int, ...] | None, where: str, source: str | None) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: expected numbers, got {value!r:.60}", source) from None
+    if shape is not None and arr.shape != shape:
+        raise InputError(f"{where}: expected shape {shape}, got {arr.shape}", source)
+    if np.any(~np.isfinite(arr)) or np.any((arr < 0) | (arr > 1)):
+        raise InputError(f"{where}: values must be probabilities in [0, 1]", source)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class ClickModelFit(ABC):
+    """Fitted parameters of one click model; subclasses add typed parameter fields.
+
+    Public methods validate the log once and call the private hooks
+    :meth:`_click_probs` and :meth:`_conditional_click_probs`.
+    """
+
+    name: ClassVar[str]
+    pair_fields: ClassVar[tuple[str, ...]] = ()
+    array_fields: ClassVar[tuple[str, ...]] = ()
+    float_fields: ClassVar[tuple[str, ...]] = ()
+
+    trace: FitTrace = field(kw_only=True)
+
+    def click_probs(self, log: ClickLog) -> np.ndarray:
+        """``(n, k)`` marginal :math:`P(C_r = 1)` per slot (0 on empty slots)."""
+        return np.where(log.shown, self._click_probs(log), 0.0)
+
+    def conditional_click_probs(self, log: ClickLog) -> np.ndarray:
+        """``(n, k)`` :math:`P(C_r = 1 \\mid C_1..C_{r-1})` given the observed clicks (0 on empty)."""
+        return np.where(log.shown, self._conditional_click_probs(log), 0.0)
+
+    def log_likelihood(self, log: ClickLog) -> np.ndarray:
+        """``(n,)`` :math:`\\log P(C_1, \\dots, C_k)` of each session's observed clicks.
+
+        .. math:: \\log P(C) = \\sum_r \\log P(C_r = c_r \\mid C_{<r} = c_{<r})
+        """
+        return bernoulli_log_likelihood(self.conditional_click_probs(log), log.clicks, log.shown)
+
+    @abstractmethod
+    def _click_probs(self, log: ClickLog) -> np.ndarray: ...
+
+    @abstractmethod
+    def _conditional_click_probs(self, log: ClickLog) -> np.ndarray: ...
+
+    # -- serialisation -------------------------------------------------------------------
+    def params_dict(self) -> dict[str, Any]:
+        """The parameters as JSON-ready values."""
+        out: dict[str, Any] = {}
+        for f in self.pair_fields:
+            out[f] = getattr(self, f).to_dict()
+        for f in self.array_fields:
+            out[f] = np.asarray(getattr(self, f)).tolist()
+        for f in self.float_fields:
+            out[f] = float(getattr(self, f))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON document: model name, format version, conventions, parameters, fit trace."""
+        return {
+            "model": self.name,
+            "format_version": FORMAT_VERSION,
+            "conventions": CONVENTIONS,
+            "params": self.params_dict(),
+            "fit": self.trace.to_dict(),
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_dict` as JSON to ``path``."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def _from_params(cls: type[F], params: Mapping[str, Any], trace: FitTrace, source: str | None) -> F:
+        kwargs: dict[str, Any] = {}
+        for f in (*cls.pair_fields, *cls.array_fields, *cls.float_fields):
+            if f not in params:
+                raise InputError(f"params.{f}: missing for model {cls.name!r}", source)
+        for f in cls.pair_fields:
+            kwargs[f] = PairTable.from_dict(params[f], f"params.{f}", source)
+        for f in cls.array_fields:
+            kwargs[f] = _as_prob_array(params[f], None, f"params.{f}", source)
+        for f in cls.float_fields:
+            kwargs[f] = float(_as_prob_array(params[f], (), f"params.{f}", source))
+        return cls(trace=trace, **kwargs)
+
+
+CONVENTIONS: dict[str, str] = {
+    "ranks": "array index r is rank r+1 (rank 1 first)",
+    "pair_tables": "columns query, doc, value, count (observations behind value); "
+    "'default' applies to (query, doc) pairs not in the table",
+    "ubm_examination": "examination[r][p+1] = P(E at rank index r | previous click at rank index p), "
+    "column 0 = no click above",
+    "dcm_continuation": "continuation[r] = P(examine rank index r+1 | click at rank index r)",
+    "probabilities": "all parameters are probabilities in [0, 1]",
+}
+
+
+def fit_from_dict(data: Any, source: str | None = None) -> ClickModelFit:
+    """Rebuild a fit from :meth:`ClickModelFit.to_dict` output (as read from JSON)."""
+    if not isinstance(data, dict):
+        raise InputError("a fitted-parameters file must hold a JSON object", source)
+    name = data.get("model")
+    if name not in FIT_TYPES:
+        raise InputError(f"model: unknown {name!r}; allowed: {', '.join(sorted(FIT_TYPES))}", source)
+    if data.get("format_version") != FORMAT_VERSION:
+        raise InputError(f"format_version: expected {FORMAT_VERSION}, got {data.get('format_version')!r}", source)
+    params = data.get("params")
+    if not isinstance(params, dict):
+        raise InputError("params: expected an object", source)
+    raw = data.get("fit", {})
+    try:
+        trace = FitTrace(
+            method=str(raw.get("method", "loaded")),
+            iterations=int(raw.get("iterations", 0)),
+            log_likelihood=tuple(float(x) for x in raw.get("log_likelihood", ())),
+            converged=bool(raw.get("converged", True)),
+            n_sessions=int(raw.get("n_sessions", 0)),
+        )
+    except (TypeError, ValueError, AttributeError):
+        raise InputError("fit: malformed fit trace", source) from None
+    return FIT_TYPES[name]._from_params(params, trace, source)
+
+
+def load_fit(path: str | Path) -> ClickModelFit:
+    """Read fitted parameters written by :meth:`ClickModelFit.save` (or the CLI)."""
+    src = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", src, exc.lineno) from None
+    return fit_from_dict(data, src)
+
+
+Estimator = Callable[..., ClickModelFit]
+
+
+def with_closed_form_trace(fit: F, log: ClickLog) -> F:
+    """Return a copy of ``fit`` whose trace records a closed-form fit and its training LL."""
+    ll = float(fit.log_likelihood(log).sum())
+    return replace(fit, trace=FitTrace("closed_form", 0, (ll,), True, log.n_sessions))
+
+
+def placeholder_trace(log: ClickLog) -> FitTrace:
+    """Trace used while a fit is being assembled (replaced before it is returned)."""
+    return FitTrace("closed_form", 0, (), True, log.n_sessions)

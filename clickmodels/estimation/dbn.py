@@ -1,0 +1,103 @@
+"""Dynamic Bayesian network model (DBN, Chapelle & Zhang 2009).
+
+At an examined slot the user clicks with probability :math:`\\alpha_{qd}`; after a click
+they are satisfied with probability :math:`\\sigma_{qd}` and stop; otherwise they go on to
+the next slot with probability :math:`\\gamma` (so :math:`c^0 = \\gamma`,
+:math:`c^1 = \\gamma(1-\\sigma_{qd})` in :mod:`clickmodels.estimation._cascade`).
+
+EM [CMR15, Sec. 4.3]. With :math:`l` the last click, the E-step gives (exactly, by the
+backward tail probabilities :math:`Q_r` of :func:`~clickmodels.estimation._cascade.cascade_posterior`)
+
+.. math::
+    P(A_r = 1 \\mid C) = \\begin{cases} c_r & r \\le l \\\\ \\alpha_r (1 - P(E_r=1 \\mid C)) & r > l\\end{cases},
+    \\qquad
+    P(S_l = 1 \\mid C) = \\frac{\\sigma_l}{\\sigma_l + (1-\\sigma_l)(1 - \\gamma + \\gamma Q_{l+1})}
+
+(clicks above ``l`` were not satisfying). The M-step sets :math:`\\alpha_{qd}` to the mean
+posterior attraction over the pair's impressions, :math:`\\sigma_{qd}` to the mean
+posterior satisfaction over its clicks and
+
+.. math::
+    \\gamma = \\frac{\\sum_{s} \\sum_{r<k_s} P(E_{r+1} = 1 \\mid C)}
+                   {\\sum_{s} \\sum_{r<k_s} P(E_r = 1, S_r = 0 \\mid C)}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from clickmodels.estimation._cascade import CascadeFamilyFit, cascade_posterior, prepare_slots
+from clickmodels.estimation._counts import pair_sum, ranks_grid
+from clickmodels.estimation._em import run_em
+from clickmodels.estimation.base import EMOptions, PairTable, register_fit, slot_values, smoothed
+from clickmodels.logs import ClickLog
+
+__all__ = ["DBNFit", "fit_dbn"]
+
+
+@register_fit
+@dataclass(frozen=True, eq=False)
+class DBNFit(CascadeFamilyFit):
+    """Fitted DBN: attractiveness and satisfaction per pair, continuation :math:`\\gamma`."""
+
+    name: ClassVar[str] = "dbn"
+    pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness", "satisfaction")
+    float_fields: ClassVar[tuple[str, ...]] = ("continuation",)
+
+    satisfaction: PairTable
+    continuation: float
+
+    def _continuation(self, log: ClickLog, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g = self.continuation
+        return np.full(1, g), g * (1.0 - self.satisfaction.for_log(log))
+
+
+def _has_next(log: ClickLog) -> np.ndarray:
+    """``(n, k)`` bool: slot is shown and the slot below it is shown too."""
+    nxt = np.zeros(log.docs.shape, dtype=bool)
+    nxt[:, :-1] = log.shown[:, 1:]
+    return nxt
+
+
+def fit_dbn(log: ClickLog, options: EMOptions | None = None) -> DBNFit:
+    """Fit DBN by EM (see the module docstring); ``options`` default :class:`EMOptions()`."""
+    opt = options or EMOptions()
+    clicks, shown = log.clicks, log.shown
+    last = log.last_click
+    rows = np.arange(log.n_sessions)
+    at_last = ranks_grid(log) == last[:, None]
+    above = ranks_grid(log) <= last[:, None]
+    views = pair_sum(log, 1.0)
+    n_clicks = pair_sum(log, clicks)
+    has_next = _has_next(log)
+
+    def step(state: tuple[np.ndarray, np.ndarray, float]) -> tuple[tuple[np.ndarray, np.ndarray, float], float]:
+        alpha, sigma, gamma = state
+        a = slot_values(alpha, log)
+        s = slot_values(sigma, log)
+        a, c0, c1 = prepare_slots(a, np.full(1, gamma), gamma * (1.0 - s), shown)
+        post = cascade_posterior(a, c0, c1, clicks, last)
+        exam = post.exam
+        post_a = np.where(above, clicks.astype(float), a * (1.0 - exam))
+        s_last = np.where(last >= 0, s[rows, np.maximum(last, 0)] / post.stop_norm, 0.0)
+        post_s = np.where(at_last, s_last[:, None], 0.0)
+        new_alpha = smoothed(pair_sum(log, post_a), views, opt.pseudo)
+        new_sigma = smoothed(pair_sum(log, post_s, clicks), n_clicks, opt.pseudo)
+        exam_next = np.zeros_like(exam)
+        exam_next[:, :-1] = exam[:, 1:]
+        num = np.where(has_next, exam_next, 0.0).sum()
+        den = np.where(has_next, exam - post_s, 0.0).sum()
+        new_gamma = float(smoothed(num, den, opt.pseudo))
+        return (new_alpha, new_sigma, new_gamma), float(post.log_lik.sum())
+
+    init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.pairs.n_pairs, 0.5), 0.5)
+    (alpha, sigma, gamma), trace = run_em(log, opt, init, step)
+    return DBNFit(
+        attractiveness=PairTable.from_codes(log, alpha, views),
+        satisfaction=PairTable.from_codes(log, sigma, n_clicks),
+        continuation=gamma,
+        trace=trace,
+    )

@@ -1,0 +1,65 @@
+"""Simplified DBN (SDBN): DBN with :math:`\\gamma = 1`; the user stops only when satisfied.
+
+Closed-form MLE [CMR15, Sec. 4.2, after Chapelle & Zhang 2009]: with :math:`\\gamma=1`
+every slot down to the last click :math:`l_s` is examined and the last click is the
+satisfying one, so
+
+.. math::
+    \\alpha_{qd} = \\frac{\\sum_{s,r \\le l_s} c^{(s)}_r \\mathbb{1}[(q,d)\\text{ at } r]}
+                       {|\\{s, r \\le l_s : (q,d)\\text{ at } r\\}|},\\qquad
+    \\sigma_{qd} = \\frac{|\\{s : (q,d) \\text{ is the last click of } s\\}|}
+                       {|\\{s, r : c^{(s)}_r = 1, (q,d)\\text{ at } r\\}|}
+
+(sessions without clicks examine every slot).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from clickmodels.estimation._cascade import CascadeFamilyFit
+from clickmodels.estimation._counts import pair_sum, ranks_grid
+from clickmodels.estimation.base import (
+    PairTable,
+    placeholder_trace,
+    register_fit,
+    smoothed,
+    with_closed_form_trace,
+)
+from clickmodels.logs import ClickLog
+
+__all__ = ["SDBNFit", "fit_sdbn"]
+
+
+@register_fit
+@dataclass(frozen=True, eq=False)
+class SDBNFit(CascadeFamilyFit):
+    """Fitted SDBN: attractiveness and satisfaction per (query, document)."""
+
+    name: ClassVar[str] = "sdbn"
+    pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness", "satisfaction")
+
+    satisfaction: PairTable
+
+    def _continuation(self, log: ClickLog, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.ones(1), 1.0 - self.satisfaction.for_log(log)
+
+
+def fit_sdbn(log: ClickLog, *, pseudo: float = 1.0) -> SDBNFit:
+    """Fit SDBN in closed form (``pseudo`` Beta pseudo-count, default 1)."""
+    last = log.last_click
+    limit = np.where(last >= 0, last, log.depth - 1)
+    examined = ranks_grid(log) <= limit[:, None]
+    views = pair_sum(log, 1.0, examined)
+    attr = smoothed(pair_sum(log, log.clicks, examined), views, pseudo)
+    n_clicks = pair_sum(log, log.clicks)
+    sat = smoothed(pair_sum(log, ranks_grid(log) == last[:, None]), n_clicks, pseudo)
+    fit = SDBNFit(
+        attractiveness=PairTable.from_codes(log, attr, views),
+        satisfaction=PairTable.from_codes(log, sat, n_clicks),
+        trace=placeholder_trace(log),
+    )
+    return with_closed_form_trace(fit, log)

@@ -1,0 +1,442 @@
+"""Click logs: a typed record of search sessions and readers for three text formats.
+
+A :class:`ClickLog` holds ``n`` sessions (one result page each) as numpy arrays with one
+row per session, in the layout of DESIGN.md "Data in flight": ``docs`` is ``(n, k)`` with
+``-1`` for empty slots (shorter result lists are padded at the end), ``clicks`` is ``(n, k)``
+bool. Queries and documents are stored as integer codes into the vocabularies
+``query_vocab`` / ``doc_vocab`` (the ids as they appear in the file, as strings).
+
+File formats
+------------
+``tsv`` (one session per line, tab-separated, UTF-8)::
+
+    # session<TAB>query<TAB>shown documents<TAB>clicked documents in click order
+    s1<TAB>q7<TAB>d3,d9,d1<TAB>d9,d3
+    s2<TAB>q7<TAB>d3,d9,d1<TAB>
+
+  * Lines starting with ``#`` and blank lines are skipped.
+  * Shown documents: comma-separated ids in display order (rank 1 first), no duplicates.
+  * Clicks: comma-separated ids of clicked documents in time order (may repeat a document);
+    the field may be empty or absent (no click). Every clicked id must be on the page.
+
+``jsonl`` (one JSON object per line)::
+
+    {"session": "s1", "query": "q7", "docs": ["d3", "d9", "d1"], "clicks": ["d9", "d3"]}
+
+  Same rules; ``session`` is optional (the line number is used), ids may be strings or
+  integers (stored as strings), ``clicks`` may be omitted.
+
+``yandex`` (the Yandex WSCD sample shipped with PyClick; see the README in
+``shared/data/clicklogs/yandex_wscd_pyclick_sample``): sessions separated by ``;`` or new
+lines, each ``<query>\\t<doc1>,...,<docK> : <click>, <click>, ...``, whitespace around
+separators irregular. As documented for that data, clicks on documents not on the page
+are ignored (their number is kept in :attr:`ClickLog.n_dropped_clicks`); session ids are
+``<line>:<index>``.
+
+Clicks are reduced to the per-slot indicator ``clicks`` (a document clicked twice counts
+once) and ``click_order``: the 1-based position in the click sequence of the first click
+on that slot, ``0`` where not clicked.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from onlineeval.errors import InputError
+
+__all__ = [
+    "ClickLog",
+    "PairIndex",
+    "LogFormat",
+    "read_click_log",
+    "read_tsv",
+    "read_jsonl",
+    "read_yandex",
+    "from_sessions",
+    "train_test_split",
+]
+
+LogFormat = Literal["tsv", "jsonl", "yandex"]
+
+
+@dataclass(frozen=True, eq=False)
+class PairIndex:
+    """The distinct (query, document) pairs of a log and a code for every slot.
+
+    Attributes
+    ----------
+    codes:
+        ``(n, k)`` int64, the pair code of each slot, ``-1`` for empty slots.
+    query:
+        ``(m,)`` query code of each pair (into the log's ``query_vocab``).
+    doc:
+        ``(m,)`` document code of each pair (into the log's ``doc_vocab``).
+    """
+
+    codes: np.ndarray
+    query: np.ndarray
+    doc: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of distinct pairs ``m``."""
+        return int(self.query.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class ClickLog:
+    """A batch of logged search sessions, one row per session (one result page).
+
+    Attributes
+    ----------
+    session_ids:
+        ``(n,)`` str, the session id of each row.
+    query:
+        ``(n,)`` int64 code into ``query_vocab``.
+    docs:
+        ``(n, k)`` int64 code into ``doc_vocab``; ``-1`` marks an empty slot (only at the
+        end of a row).
+    clicks:
+        ``(n, k)`` bool, whether the slot was clicked (at least once).
+    click_order:
+        ``(n, k)`` int16, 1-based position of the slot's first click in the session's click
+        sequence, ``0`` when not clicked.
+    query_vocab, doc_vocab:
+        ``(n_queries,)`` / ``(n_docs,)`` str arrays, the original ids.
+    source:
+        Where the log was read from (for messages), ``None`` for in-memory logs.
+    n_dropped_clicks:
+        Clicks ignored while reading (Yandex format: clicked id not on the page).
+    """
+
+    session_ids: np.ndarray
+    query: np.ndarray
+    docs: np.ndarray
+    clicks: np.ndarray
+    click_order: np.ndarray
+    query_vocab: np.ndarray
+    doc_vocab: np.ndarray
+    source: str | None = None
+    n_dropped_clicks: int = 0
+
+    def __post_init__(self) -> None:
+        n = self.query.shape[0]
+        if self.docs.ndim != 2 or self.docs.shape[0] != n:
+            raise InputError(f"docs must have shape (n, k) with n={n}, got {self.docs.shape}", self.source)
+        for name in ("clicks", "click_order"):
+            if getattr(self, name).shape != self.docs.shape:
+                raise InputError(
+                    f"{name} must have the shape of docs {self.docs.shape}, got {getattr(self, name).shape}",
+                    self.source,
+                )
+        if self.session_ids.shape != (n,):
+            raise InputError(f"session_ids must have shape ({n},)", self.source)
+        empty = self.docs < 0
+        if np.any(self.clicks & empty):
+            raise InputError("a click on an empty slot", self.source)
+        if self.docs.shape[1] > 1 and np.any(empty[:, :-1] & ~empty[:, 1:]):
+            raise InputError("empty slots must be at the end of a result list", self.source)
+        if n and (self.query.min() < 0 or self.query.max() >= len(self.query_vocab)):
+            raise InputError("query code outside the query vocabulary", self.source)
+        if self.docs.size and self.docs.max() >= len(self.doc_vocab):
+            raise InputError("document code outside the document vocabulary", self.source)
+
+    @property
+    def n_sessions(self) -> int:
+        """Number of sessions ``n``."""
+        return int(self.query.shape[0])
+
+    @property
+    def depth(self) -> int:
+        """Number of slots per row ``k``."""
+        return int(self.docs.shape[1])
+
+    @property
+    def shown(self) -> np.ndarray:
+        """``(n, k)`` bool, slots that hold a document."""
+        return self.docs >= 0
+
+    @cached_property
+    def last_click(self) -> np.ndarray:
+        """``(n,)`` int64, 0-based rank of the lowest clicked slot, ``-1`` without clicks."""
+        k = self.depth
+        rev = self.clicks[:, ::-1]
+        has = rev.any(axis=1)
+        return np.where(has, k - 1 - rev.argmax(axis=1), -1).astype(np.int64)
+
+    @cached_property
+    def first_click(self) -> np.ndarray:
+        """``(n,)`` int64, 0-based rank of the highest clicked slot, ``-1`` without clicks."""
+        has = self.clicks.any(axis=1)
+        return np.where(has, self.clicks.argmax(axis=1), -1).astype(np.int64)
+
+    @cached_property
+    def previous_click(self) -> np.ndarray:
+        """``(n, k)`` int64, 0-based rank of the closest click above each slot, ``-1`` if none."""
+        n, k = self.clicks.shape
+        ranks = np.where(self.clicks, np.arange(k)[None, :], -1)
+        running = np.maximum.accumulate(ranks, axis=1)
+        prev = np.full((n, k), -1, dtype=np.int64)
+        prev[:, 1:] = running[:, :-1]
+        return prev
+
+    @cached_property
+    def pairs(self) -> PairIndex:
+        """The (query, document) pair index of this log (computed once)."""
+        n_docs = max(len(self.doc_vocab), 1)
+        key = self.query[:, None].astype(np.int64) * n_docs + self.docs
+        shown = self.docs >= 0
+        uniq, inv = np.unique(key[shown], return_inverse=True)
+        codes = np.full(self.docs.shape, -1, dtype=np.int64)
+        codes[shown] = inv
+        return PairIndex(codes=codes, query=uniq // n_docs, doc=uniq % n_docs)
+
+    def take(self, rows: np.ndarray) -> ClickLog:
+        """A new log with the selected rows (indices or a boolean mask); vocabularies kept."""
+        rows = np.asarray(rows)
+        return ClickLog(
+            session_ids=self.session_ids[rows].copy(),
+            query=self.query[rows].copy(),
+            docs=self.docs[rows].copy(),
+            clicks=self.clicks[rows].copy(),
+            click_order=self.click_order[rows].copy(),
+            query_vocab=self.query_vocab,
+            doc_vocab=self.doc_vocab,
+            source=self.source,
+            n_dropped_clicks=0,
+        )
+
+    def query_ids(self) -> np.ndarray:
+        """``(n,)`` str, the original query id of each session."""
+        return self.query_vocab[self.query]
+
+    def doc_ids(self) -> np.ndarray:
+        """``(n, k)`` str, original document ids, ``""`` for empty slots."""
+        vocab = np.append(self.doc_vocab, "").astype(str)
+        return vocab[np.where(self.docs >= 0, self.docs, len(self.doc_vocab))]
+
+
+def from_sessions(
+    sessions: list[tuple[str, str, list[str], list[str]]],
+    *,
+    source: str | None = None,
+    lines: list[int] | None = None,
+    strict_clicks: bool = True,
+) -> ClickLog:
+    """Build a :class:`ClickLog` from ``(session, query, shown docs, clicked docs in order)``.
+
+    Parameters
+    ----------
+    sessions:
+        One tuple per session; ids are strings.
+    source, lines:
+        File name and the 1-based line of each session, used in error messages.
+    strict_clicks:
+        If true, a click on a document not on the page raises :class:`InputError`;
+        otherwise it is dropped and counted in ``n_dropped_clicks``.
+    """
+    n = len(sessions)
+    if n == 0:
+        raise InputError("the click log holds no session", source)
+    k = max(len(s[2]) for s in sessions)
+    if k == 0:
+        raise InputError("no session shows any document", source)
+    qmap: dict[str, int] = {}
+    dmap: dict[str, int] = {}
+    query = np.empty(n, dtype=np.int64)
+    docs = np.full((n, k), -1, dtype=np.int64)
+    order = np.zeros((n, k), dtype=np.int16)
+    sids: list[str] = []
+    dropped = 0
+    for i, (sid, q, shown, clicked) in enumerate(sessions):
+        line = None if lines is None else lines[i]
+        if not shown:
+            raise InputError("a session must show at least one document", source, line)
+        sids.append(sid)
+        query[i] = qmap.setdefault(q, len(qmap))
+        pos: dict[str, int] = {}
+        for r, d in enumerate(shown):
+            if d == "":
+                raise InputError(f"empty document id at rank {r + 1}", source, line)
+            if d in pos:
+                raise InputError(f"document {d!r} shown twice (ranks {pos[d] + 1} and {r + 1})", source, line)
+            pos[d] = r
+            docs[i, r] = dmap.setdefault(d, len(dmap))
+        t = 0
+        for d in clicked:
+            r = pos.get(d)
+            if r is None:
+                if strict_clicks:
+                    raise InputError(f"clicked document {d!r} is not among the shown documents", source, line)
+                dropped += 1
+                continue
+            t += 1
+            if order[i, r] == 0:
+                order[i, r] = min(t, np.iinfo(np.int16).max)
+    return ClickLog(
+        session_ids=np.asarray(sids, dtype=str),
+        query=query,
+        docs=docs,
+        clicks=order > 0,
+        click_order=order,
+        query_vocab=np.asarray(list(qmap), dtype=str),
+        doc_vocab=np.asarray(list(dmap), dtype=str),
+        source=source,
+        n_dropped_clicks=dropped,
+    )
+
+
+def _split_ids(text: str) -> list[str]:
+    text = text.strip()
+    return [t.strip() for t in text.split(",")] if text else []
+
+
+def read_tsv(path: str | Path) -> ClickLog:
+    """Read the documented TSV format (see the module docstring)."""
+    src = str(path)
+    sessions: list[tuple[str, str, list[str], list[str]]] = []
+    lines: list[int] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            text = raw.rstrip("\r\n")
+            if not text.strip() or text.lstrip().startswith("#"):
+                continue
+            parts = text.split("\t")
+            if len(parts) not in (3, 4):
+                raise InputError(
+                    f"expected 3 or 4 tab-separated fields (session, query, docs[, clicks]), got {len(parts)}",
+                    src,
+                    lineno,
+                )
+            sid, q = parts[0].strip(), parts[1].strip()
+            if not sid or not q:
+                raise InputError("session and query ids must not be empty", src, lineno)
+            shown = _split_ids(parts[2])
+            clicked = _split_ids(parts[3]) if len(parts) == 4 else []
+            if any(c == "" for c in clicked):
+                raise InputError("empty id in the click list", src, lineno)
+            sessions.append((sid, q, shown, clicked))
+            lines.append(lineno)
+    return from_sessions(sessions, source=src, lines=lines)
+
+
+def _json_id(value: object, what: str, src: str, lineno: int) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InputError(f"{what} must be a string or an integer, got {value!r}", src, lineno)
+    return str(value)
+
+
+def read_jsonl(path: str | Path) -> ClickLog:
+    """Read the documented JSON-lines format (see the module docstring)."""
+    src = str(path)
+    sessions: list[tuple[str, str, list[str], list[str]]] = []
+    lines: list[int] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", src, lineno) from None
+            if not isinstance(obj, dict):
+                raise InputError("each line must be a JSON object", src, lineno)
+            unknown = set(obj) - {"session", "query", "docs", "clicks"}
+            if unknown:
+                raise InputError(
+                    f"unknown key(s) {sorted(unknown)}; allowed: session, query, docs, clicks", src, lineno
+                )
+            if "query" not in obj or "docs" not in obj:
+                raise InputError("'query' and 'docs' are required", src, lineno)
+            docs = obj["docs"]
+            clicks = obj.get("clicks", [])
+            if not isinstance(docs, list) or not isinstance(clicks, list):
+                raise InputError("'docs' and 'clicks' must be lists", src, lineno)
+            sid = _json_id(obj.get("session", str(lineno)), "'session'", src, lineno)
+            q = _json_id(obj["query"], "'query'", src, lineno)
+            shown = [_json_id(d, "a document id", src, lineno) for d in docs]
+            clicked = [_json_id(d, "a clicked id", src, lineno) for d in clicks]
+            sessions.append((sid, q, shown, clicked))
+            lines.append(lineno)
+    return from_sessions(sessions, source=src, lines=lines)
+
+
+def read_yandex(path: str | Path) -> ClickLog:
+    """Read the Yandex WSCD / PyClick sample format (see the module docstring)."""
+    src = str(path)
+    sessions: list[tuple[str, str, list[str], list[str]]] = []
+    lines: list[int] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            for j, chunk in enumerate(raw.split(";")):
+                if not chunk.strip():
+                    continue
+                head, sep, clicks = chunk.partition(":")
+                if not sep:
+                    raise InputError(f"session {j + 1}: missing ':' between documents and clicks", src, lineno)
+                q, tab, docs = head.strip().partition("\t")
+                if not tab:
+                    parts = head.split(None, 1)
+                    if len(parts) != 2:
+                        raise InputError(f"session {j + 1}: expected '<query>\\t<docs>'", src, lineno)
+                    q, docs = parts
+                shown = _split_ids(docs)
+                clicked = _split_ids(clicks)
+                if not q.strip() or not shown or any(d == "" for d in shown + clicked):
+                    raise InputError(f"session {j + 1}: empty query, document or click id", src, lineno)
+                sessions.append((f"{lineno}:{j}", q.strip(), shown, clicked))
+                lines.append(lineno)
+    return from_sessions(sessions, source=src, lines=lines, strict_clicks=False)
+
+
+_READERS = {"tsv": read_tsv, "jsonl": read_jsonl, "yandex": read_yandex}
+
+
+def read_click_log(path: str | Path, format: LogFormat | None = None) -> ClickLog:
+    """Read a click log; ``format`` defaults from the suffix (``.tsv``, ``.jsonl``), else ``yandex``.
+
+    Raises
+    ------
+    InputError
+        Unknown format or malformed content (naming file and line).
+    """
+    if format is None:
+        suffix = Path(path).suffix.lower()
+        format = "tsv" if suffix == ".tsv" else "jsonl" if suffix in (".jsonl", ".json") else "yandex"
+    reader = _READERS.get(format)
+    if reader is None:
+        raise InputError(f"unknown click-log format {format!r}; allowed: {', '.join(_READERS)}", str(path))
+    return reader(path)
+
+
+def train_test_split(
+    log: ClickLog, test_fraction: float, rng: np.random.Generator
+) -> tuple[ClickLog, ClickLog]:
+    """Split sessions uniformly at random into a training and a test log.
+
+    Parameters
+    ----------
+    log:
+        The log to split (not modified).
+    test_fraction:
+        Share of sessions in the test log, in ``(0, 1)``; the test log gets
+        ``round(test_fraction * n)`` sessions.
+    rng:
+        Source of randomness.
+    """
+    if not 0.0 < test_fraction < 1.0:
+        raise InputError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    n = log.n_sessions
+    n_test = int(round(test_fraction * n))
+    if n_test == 0 or n_test == n:
+        raise InputError(f"cannot split {n} sessions with test_fraction={test_fraction}")
+    perm = rng.permutation(n)
+    test = np.zeros(n, dtype=bool)
+    test[perm[:n_test]] = True
+    return log.take(~test), log.take(test)
