@@ -28,6 +28,7 @@ from onlineeval.interleaving.registry import (
 
 # importing the method modules registers them
 from onlineeval.interleaving import balanced as _balanced  # noqa: E402,F401
+from onlineeval.interleaving import probabilistic as _probabilistic  # noqa: E402,F401
 from onlineeval.interleaving import team_draft as _team_draft  # noqa: E402,F401
 
 __all__ = [

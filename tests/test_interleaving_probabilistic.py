@@ -1,0 +1,191 @@
+"""Probabilistic interleaving / multileaving: exact marginalisation against brute-force enumeration."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from onlineeval.errors import ConfigError
+from onlineeval.interleaving import InterleavingResult, get_interleaver, stack_rankings
+
+
+# ----------------------------------------------------------------- independent brute force
+def weights(lst: list[int], docs: list[int], tau: int) -> dict[int, Fraction]:
+    rank = {}
+    for i, d in enumerate(lst):
+        rank.setdefault(d, i + 1)
+    return {d: Fraction(1, rank.get(d, len(lst) + 1) ** tau) for d in docs}
+
+
+def brute_force(lists: list[list[int]], shown: list[int], clicks: list[bool], tau: int = 3) -> dict[tuple[int, int], Fraction]:
+    """Exact P(i beats j) - P(j beats i) by enumerating every assignment of slots to rankers."""
+    docs = list(dict.fromkeys(d for lst in lists for d in lst))
+    w = [weights(lst, docs, tau) for lst in lists]
+    m, k = len(lists), len(shown)
+    total = Fraction(0)
+    acc = {(i, j): Fraction(0) for i in range(m) for j in range(m)}
+    for assign in itertools.product(range(m), repeat=k):
+        remaining = list(docs)
+        p = Fraction(1)
+        for slot, a in enumerate(assign):
+            d = shown[slot]
+            p *= w[a][d] / sum(w[a][x] for x in remaining)
+            remaining.remove(d)
+        total += p
+        credit = [sum(1 for s in range(k) if clicks[s] and assign[s] == i) for i in range(m)]
+        for i in range(m):
+            for j in range(m):
+                acc[(i, j)] += p * ((credit[i] > credit[j]) - (credit[i] < credit[j]))
+    return {key: v / total for key, v in acc.items()}
+
+
+def as_result(lists: list[list[int]], shown: list[int]) -> InterleavingResult:
+    width = max(len(lst) for lst in lists)
+    mats = [np.array([lst + [-1] * (width - len(lst))]) for lst in lists]
+    return InterleavingResult(np.array([shown], dtype=np.int32), np.zeros((1, len(shown)), dtype=np.int8),
+                              stack_rankings(mats, min_rankers=2))
+
+
+# ----------------------------------------------------------------- tests
+def test_options_validated() -> None:
+    with pytest.raises(ConfigError, match="tau"):
+        get_interleaver("probabilistic", tau=0)
+    with pytest.raises(ConfigError, match="tie_tolerance"):
+        get_interleaver("probabilistic", tie_tolerance=-1)
+    assert get_interleaver("probabilistic").tau == 3.0
+
+
+def test_outcome_equals_brute_force_on_small_lists_including_ties() -> None:
+    il = get_interleaver("probabilistic")
+    rng = np.random.default_rng(0)
+    cases = [
+        ([1, 2, 3, 4], [1, 2, 3, 4]),      # identical: every outcome is an exact tie
+        ([1, 2, 3, 4], [2, 1, 4, 3]),      # pairwise swaps: symmetric clicks tie exactly
+        ([1, 2, 3, 4], [4, 3, 2, 1]),
+        ([1, 2, 3], [4, 5, 6]),            # disjoint
+        ([1, 2, 3, 4, 5], [3, 1]),         # unequal lengths
+        ([1, 1, 2, 3], [2, 3, 1]),         # duplicate inside a list
+    ]
+    n_ties = 0
+    for a, b in cases:
+        res = il.interleave([np.array([a]), np.array([b + [-1] * (len(a) - len(b))])] if len(b) < len(a)
+                            else [np.array([a]), np.array([b])], rng)
+        shown = [int(d) for d in res.ranking[0] if d >= 0]
+        for pattern in itertools.product([False, True], repeat=len(shown)):
+            clicks = np.array([list(pattern) + [False] * (res.k - len(shown))])
+            exact = brute_force([a, b], shown, list(pattern))[(1, 0)]
+            got = il.expected_outcome(res, clicks)[0]
+            assert abs(got - float(exact)) < 1e-12
+            assert il.outcome(res, clicks)[0] == (exact > 0) - (exact < 0)
+            n_ties += exact == 0 and any(pattern)
+    assert n_ties > 10   # exact ties with clicks were exercised
+
+
+@pytest.mark.parametrize("k", [10, 16])
+def test_exact_for_long_lists_against_vectorised_enumeration(k: int) -> None:
+    """All 2^k assignments enumerated in numpy, probabilities from explicit remaining-set sums."""
+    rng = np.random.default_rng(k)
+    a = list(rng.permutation(k + 4)[:k])
+    b = list(rng.permutation(k + 4)[:k])
+    il = get_interleaver("probabilistic")
+    res = il.interleave([np.array([a]), np.array([b])], rng)
+    shown = [int(d) for d in res.ranking[0]]
+    docs = list(dict.fromkeys(a + b))
+    p = np.empty((2, k))
+    for i, lst in enumerate((a, b)):
+        w = {d: (lst.index(d) + 1 if d in lst else len(lst) + 1) ** -3.0 for d in docs}
+        remaining = set(docs)
+        for j, d in enumerate(shown):
+            p[i, j] = w[d] / sum(w[x] for x in remaining)
+            remaining.discard(d)
+    assign = (np.arange(2 ** k)[:, None] >> np.arange(k)[None, :]) & 1          # (2^k, k)
+    like = np.where(assign == 1, p[1], p[0]).prod(axis=1)
+    post = like / like.sum()
+    for _ in range(5):
+        clicks = rng.random(k) < 0.4
+        diff = (assign * clicks).sum(1) - ((1 - assign) * clicks).sum(1)
+        exact = float((post * np.sign(diff)).sum())
+        got = il.expected_outcome(res, clicks[None, :])[0]
+        assert abs(got - exact) < 1e-12
+
+
+def test_multileave_pairwise_equals_brute_force() -> None:
+    il = get_interleaver("probabilistic")
+    lists = [[1, 2, 3, 4], [4, 3, 2, 1], [2, 4, 1, 3]]
+    res = il.interleave([np.array([lst]) for lst in lists], np.random.default_rng(3))
+    shown = [int(d) for d in res.ranking[0]]
+    for pattern in [(True, False, True, False), (False, True, True, True), (True, True, True, True)]:
+        exact = brute_force(lists, shown, list(pattern))
+        got = il.expected_preferences(res, np.array([pattern]))[0]
+        for (i, j), v in exact.items():
+            assert abs(got[i, j] - float(v)) < 1e-12
+        credit = il.credit(res, np.array([pattern]))[0]
+        assert credit.sum() == pytest.approx(sum(pattern))
+
+
+def test_sampler_matches_exact_list_distribution() -> None:
+    a, b = [1, 2, 3], [3, 4, 1]
+    docs = [1, 2, 3, 4]
+    wa, wb = weights(a, docs, 3), weights(b, docs, 3)
+    exact: dict[tuple[int, ...], float] = {}
+    for perm in itertools.permutations(docs, 3):
+        total = Fraction(0)
+        for assign in itertools.product(range(2), repeat=3):
+            remaining, pr = list(docs), Fraction(1, 8)
+            for d, s in zip(perm, assign):
+                w = wa if s == 0 else wb
+                pr *= w[d] / sum(w[x] for x in remaining)
+                remaining.remove(d)
+            total += pr
+        exact[perm] = float(total)
+    n = 200_000
+    rng = np.random.default_rng(1)
+    res = get_interleaver("probabilistic").interleave([np.tile(a, (n, 1)), np.tile(b, (n, 1))], rng)
+    keys, counts = np.unique(res.ranking, axis=0, return_counts=True)
+    freq = {tuple(int(x) for x in key): c / n for key, c in zip(keys, counts)}
+    assert set(freq) <= set(exact)
+    for perm, p in exact.items():
+        assert abs(freq.get(perm, 0.0) - p) < 4 * np.sqrt(p * (1 - p) / n) + 1e-12
+
+
+def test_random_clicks_zero_expected_outcome() -> None:
+    rng = np.random.default_rng(4)
+    n, k = 100_000, 10
+    a = np.argsort(rng.random((n, 25)), axis=1)[:, :k].astype(np.int32)
+    b = np.sort(a, axis=1)
+    il = get_interleaver("probabilistic")
+    res = il.interleave([a, b], rng)
+    clicks = rng.random((n, k)) < 0.15
+    e = il.expected_outcome(res, clicks)
+    assert abs(e.mean()) < 4 * e.std(ddof=1) / np.sqrt(n)
+    o = il.outcome(res, clicks).astype(float)
+    assert abs(o.mean()) < 4 * o.std(ddof=1) / np.sqrt(n)
+
+
+def test_better_ranker_wins_and_identical_rankers_always_tie() -> None:
+    rng = np.random.default_rng(6)
+    n, k = 20_000, 10
+    rel = np.linspace(0.9, 0.0, 40)
+    b = np.sort(np.argsort(rng.random((n, 20)), axis=1)[:, :k], axis=1).astype(np.int32)
+    a = np.where(rng.random((n, k)) < 0.5, b + 20, b).astype(np.int32)
+    il = get_interleaver("probabilistic")
+    res = il.interleave([a, b], rng)
+    p = rel[res.ranking] * 0.7 ** np.arange(k)
+    clicks = rng.random((n, k)) < p
+    o = il.outcome(res, clicks).astype(float)
+    assert o.mean() > 4 * o.std(ddof=1) / np.sqrt(n)
+    same = il.interleave([a, a], rng)
+    assert (il.outcome(same, clicks) == 0).all()
+
+
+def test_structure_unequal_lengths_and_disjoint_lists() -> None:
+    rng = np.random.default_rng(9)
+    a = np.array([[1, 2, 3, -1, -1], [5, 6, 7, 8, 9]])
+    b = np.array([[4, 5, -1, -1, -1], [9, 8, 7, 6, 5]])
+    res = get_interleaver("probabilistic").interleave([a, b], rng, length=6)
+    row0 = res.ranking[0]
+    assert sorted(row0[row0 >= 0].tolist()) == [1, 2, 3, 4, 5] and row0[5] == -1
+    assert sorted(res.ranking[1][:5].tolist()) == [5, 6, 7, 8, 9]
