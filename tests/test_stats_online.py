@@ -211,9 +211,9 @@ def test_bootstrap_blocks_do_not_change_the_stream_contract(monkeypatch: pytest.
     import onlineeval.stats.online as online
 
     rng = np.random.default_rng(16)
-    _, _, num, den = _query_level(rng, 64)
+    _, _, num, den = _query_level(rng, 63)
     big = cluster_bootstrap_ratio(num, den, 300, np.random.default_rng(3))
-    monkeypatch.setattr(online, "_BOOT_BLOCK_CELLS", 64 * 7)  # blocks of 7 replicates
+    monkeypatch.setattr(online, "_BOOT_BLOCK_CELLS", 63 * 7)  # blocks of 7 replicates
     small = cluster_bootstrap_ratio(num, den, 300, np.random.default_rng(3))
     assert small == big
 

@@ -3,6 +3,8 @@
 * :mod:`onlineeval.stats.online` - per-user analysis of A/B tests and interleaving:
   Welch t-test, delta-method ratio metrics, cluster bootstrap.
 * :mod:`onlineeval.stats.power` - analytic power / sample size, binomial bands.
+* :mod:`onlineeval.stats.paired` - paired significance tests of offline evaluation
+  (randomisation test, bootstrap CIs, t-test, Holm) and segment analysis.
 """
 
 from __future__ import annotations
@@ -14,6 +16,25 @@ from onlineeval.stats.online import (
     ratio_linearization,
     ratio_mean,
     welch_diff,
+)
+from onlineeval.stats.paired import (
+    MISSING_SEGMENT,
+    BootstrapCI,
+    PairedResult,
+    QueryDiff,
+    RandomizationResult,
+    SegmentView,
+    by_segment,
+    compare_segments,
+    compare_systems,
+    holm,
+    iter_segments,
+    paired_bootstrap,
+    paired_t_test,
+    randomization_test,
+    read_segments,
+    results_to_frame,
+    worst_losses_to_frame,
 )
 from onlineeval.stats.power import (
     BinomialBand,
@@ -39,4 +60,21 @@ __all__ = [
     "required_n_one_sample",
     "BinomialBand",
     "binomial_band",
+    "RandomizationResult",
+    "BootstrapCI",
+    "QueryDiff",
+    "PairedResult",
+    "SegmentView",
+    "MISSING_SEGMENT",
+    "paired_t_test",
+    "randomization_test",
+    "paired_bootstrap",
+    "holm",
+    "compare_systems",
+    "results_to_frame",
+    "worst_losses_to_frame",
+    "read_segments",
+    "iter_segments",
+    "by_segment",
+    "compare_segments",
 ]
