@@ -59,6 +59,7 @@ __all__ = [
     "read_jsonl",
     "read_yandex",
     "from_sessions",
+    "from_arrays",
     "train_test_split",
 ]
 
@@ -212,6 +213,28 @@ class ClickLog:
             n_dropped_clicks=0,
         )
 
+    def recode_like(self, other: ClickLog) -> ClickLog:
+        """The same sessions with codes into ``other``'s vocabularies.
+
+        The new vocabularies start with ``other.query_vocab`` / ``other.doc_vocab`` (same
+        codes) followed by the ids only this log has, so tables keyed by ``other``'s codes
+        (e.g. a model fitted on ``other``) apply directly and unseen ids match nothing.
+        """
+        qmap, qvocab = _extend_vocab(other.query_vocab, self.query_vocab)
+        dmap, dvocab = _extend_vocab(other.doc_vocab, self.doc_vocab)
+        docs = np.where(self.docs >= 0, dmap[np.maximum(self.docs, 0)], -1)
+        return ClickLog(
+            session_ids=self.session_ids.copy(),
+            query=qmap[self.query],
+            docs=docs,
+            clicks=self.clicks.copy(),
+            click_order=self.click_order.copy(),
+            query_vocab=qvocab,
+            doc_vocab=dvocab,
+            source=self.source,
+            n_dropped_clicks=self.n_dropped_clicks,
+        )
+
     def query_ids(self) -> np.ndarray:
         """``(n,)`` str, the original query id of each session."""
         return self.query_vocab[self.query]
@@ -220,6 +243,65 @@ class ClickLog:
         """``(n, k)`` str, original document ids, ``""`` for empty slots."""
         vocab = np.append(self.doc_vocab, "").astype(str)
         return vocab[np.where(self.docs >= 0, self.docs, len(self.doc_vocab))]
+
+
+def from_arrays(
+    query: np.ndarray,
+    docs: np.ndarray,
+    clicks: np.ndarray,
+    *,
+    session_ids: np.ndarray | None = None,
+    query_vocab: np.ndarray | None = None,
+    doc_vocab: np.ndarray | None = None,
+) -> ClickLog:
+    """A :class:`ClickLog` from integer arrays (e.g. simulated clicks); inputs are copied.
+
+    Parameters
+    ----------
+    query:
+        ``(n,)`` non-negative query codes.
+    docs:
+        ``(n, k)`` non-negative document codes, ``-1`` for empty slots (at the end of rows).
+    clicks:
+        ``(n, k)`` bool (or 0/1). Click order is taken as top to bottom.
+    session_ids, query_vocab, doc_vocab:
+        Default to ``0..n-1`` and the codes themselves as strings.
+    """
+    q = np.array(query, dtype=np.int64).reshape(-1)
+    d = np.array(docs, dtype=np.int64)
+    c = np.asarray(clicks)
+    if d.ndim != 2 or c.shape != d.shape or q.shape != (d.shape[0],):
+        raise InputError(f"need query (n,), docs and clicks (n, k); got {q.shape}, {d.shape}, {c.shape}")
+    if c.dtype != np.bool_:
+        if not np.all((c == 0) | (c == 1)):
+            raise InputError("clicks must be bool or 0/1")
+    c = c.astype(bool)
+    if q.size and q.min() < 0 or d.size and d.min() < -1:
+        raise InputError("query codes must be >= 0 and document codes >= -1")
+    qv = np.arange(int(q.max()) + 1 if q.size else 0).astype(str) if query_vocab is None else np.asarray(query_vocab).astype(str)
+    dv = np.arange(int(d.max()) + 1 if d.size else 0).astype(str) if doc_vocab is None else np.asarray(doc_vocab).astype(str)
+    sid = np.arange(q.size).astype(str) if session_ids is None else np.asarray(session_ids).astype(str)
+    order = (np.cumsum(c, axis=1) * c).astype(np.int16)
+    return ClickLog(sid, q, d, c, order, qv, dv)
+
+
+def _extend_vocab(base: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Map ``ids`` into ``base`` extended by the ids it lacks; returns (map, new vocab)."""
+    base = base.astype(str)
+    ids = ids.astype(str)
+    order = np.argsort(base)
+    sorted_base = base[order]
+    if sorted_base.size:
+        pos = np.minimum(np.searchsorted(sorted_base, ids), sorted_base.size - 1)
+        found = sorted_base[pos] == ids
+        mapping = np.where(found, order[pos], -1)
+    else:
+        found = np.zeros(ids.shape, dtype=bool)
+        mapping = np.full(ids.shape, -1)
+    n_new = int((~found).sum())
+    mapping = mapping.astype(np.int64)
+    mapping[~found] = base.size + np.arange(n_new)
+    return mapping, np.concatenate([base, ids[~found]])
 
 
 def from_sessions(
@@ -244,9 +326,10 @@ def from_sessions(
     n = len(sessions)
     if n == 0:
         raise InputError("the click log holds no session", source)
+    for i, s in enumerate(sessions):
+        if not s[2]:
+            raise InputError("a session must show at least one document", source, None if lines is None else lines[i])
     k = max(len(s[2]) for s in sessions)
-    if k == 0:
-        raise InputError("no session shows any document", source)
     qmap: dict[str, int] = {}
     dmap: dict[str, int] = {}
     query = np.empty(n, dtype=np.int64)
@@ -256,8 +339,6 @@ def from_sessions(
     dropped = 0
     for i, (sid, q, shown, clicked) in enumerate(sessions):
         line = None if lines is None else lines[i]
-        if not shown:
-            raise InputError("a session must show at least one document", source, line)
         sids.append(sid)
         query[i] = qmap.setdefault(q, len(qmap))
         pos: dict[str, int] = {}

@@ -193,6 +193,20 @@ class PairTable:
             out[hit] = self.value[order[pos[hit]]]
         return out
 
+    def to_param(self, query_vocab: np.ndarray | None = None, doc_vocab: np.ndarray | None = None) -> Any:
+        """This table as a :class:`clickmodels.ByQueryDoc` over integer ids.
+
+        With vocabularies, a pair's ids become their positions in ``query_vocab`` /
+        ``doc_vocab`` (pairs with an id outside them are dropped); without, the ids must
+        be decimal integers (e.g. a collection's document numbers) and are parsed.
+        """
+        from clickmodels.base import ByQueryDoc
+
+        q = _to_int_ids(self.query, query_vocab, "query")
+        d = _to_int_ids(self.doc, doc_vocab, "doc")
+        keep = (q >= 0) & (d >= 0)
+        return ByQueryDoc(q[keep], d[keep], self.value[keep], default=self.default)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready columns."""
         return {
@@ -221,6 +235,23 @@ class PairTable:
         except (TypeError, ValueError) as exc:
             msg = exc.message if isinstance(exc, InputError) else str(exc)
             raise InputError(f"{where}: {msg}", source) from None
+
+
+def _to_int_ids(ids: np.ndarray, vocab: np.ndarray | None, what: str) -> np.ndarray:
+    if vocab is not None:
+        vocab = np.asarray(vocab).astype(str)
+        order = np.argsort(vocab)
+        return np.where((pos := _index_of(vocab[order], ids)) >= 0, order[np.maximum(pos, 0)], -1)
+    try:
+        out = np.array([int(x) for x in ids], dtype=np.int64)
+    except ValueError:
+        bad = next(x for x in ids if not x.strip().lstrip("-").isdigit())
+        raise InputError(
+            f"{what} id {bad!r} is not an integer; pass the vocabulary that maps ids to integer codes"
+        ) from None
+    if out.size and (out.min() < 0 or out.max() >= 2**31):
+        raise InputError(f"{what} ids must be integers in [0, 2**31)")
+    return out
 
 
 @dataclass(frozen=True)
@@ -354,6 +385,25 @@ class ClickModelFit(ABC):
         .. math:: \\log P(C) = \\sum_r \\log P(C_r = c_r \\mid C_{<r} = c_{<r})
         """
         return bernoulli_log_likelihood(self.conditional_click_probs(log), log.clicks, log.shown)
+
+    def to_model(self, query_vocab: np.ndarray | None = None, doc_vocab: np.ndarray | None = None) -> Any:
+        """The fitted parameters as a :class:`clickmodels.ClickModel` (``model_class(name)``).
+
+        Per-pair tables become :class:`clickmodels.ByQueryDoc` (see
+        :meth:`PairTable.to_param` for the id mapping).
+        """
+        from clickmodels.base import model_class
+
+        def conv(table: PairTable) -> Any:
+            return table.to_param(query_vocab, doc_vocab)
+
+        return model_class(self.name)(**self._model_kwargs(conv))
+
+    def _model_kwargs(self, conv: Callable[[PairTable], Any]) -> dict[str, Any]:
+        """Constructor arguments of the matching model class (fields of the same names)."""
+        out: dict[str, Any] = {f: conv(getattr(self, f)) for f in self.pair_fields}
+        out.update({f: getattr(self, f) for f in (*self.array_fields, *self.float_fields)})
+        return out
 
     @abstractmethod
     def _click_probs(self, log: ClickLog) -> np.ndarray: ...
