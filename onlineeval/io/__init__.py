@@ -1,0 +1,25 @@
+"""Input readers: TREC qrels and runs, LETOR / SVMlight, DataFrames; ranking under tie rules.
+
+Public functions
+----------------
+:func:`read_qrels` (``query, doc, grade``), :func:`read_run` (``query, doc, score``),
+:func:`qrels_from_frame`, :func:`run_from_frame`, :func:`read_letor`,
+:func:`rank_run` (padded :class:`RankedRun`), :func:`ranked_doc_lists`
+(``{query: [doc, ...]}``) and :func:`join_grades`.
+"""
+
+from __future__ import annotations
+
+from onlineeval.io.ranking import RankedRun, join_grades, rank_run, ranked_doc_lists
+from onlineeval.io.trec import qrels_from_frame, read_qrels, read_run, run_from_frame
+
+__all__ = [
+    "read_qrels",
+    "read_run",
+    "qrels_from_frame",
+    "run_from_frame",
+    "RankedRun",
+    "rank_run",
+    "ranked_doc_lists",
+    "join_grades",
+]

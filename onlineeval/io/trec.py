@@ -1,0 +1,239 @@
+"""TREC qrels and run files.
+
+qrels: ``query iteration doc grade`` (4 whitespace-separated columns; grades are
+integers and may be negative: trec_eval treats a negative grade as "pooled but not
+judged"). Runs: ``query Q0 doc rank score tag`` (6 columns; text after the sixth column is
+ignored, as trec_eval does); the rank column is ignored, scores decide. Lines whose first non-blank character is ``#`` are comments (a ``#``
+inside a document id is part of the id); blank lines are skipped.
+
+Malformed input raises :class:`~onlineeval.errors.InputError` naming the file, the line
+and the problem. Well-formed files are parsed by pandas' C reader; when that reader
+reports any problem the file is re-scanned line by line to locate it exactly.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from os import PathLike
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from onlineeval.errors import InputError
+
+__all__ = ["read_qrels", "read_run", "qrels_from_frame", "run_from_frame"]
+
+QRELS_COLUMNS = ("query", "doc", "grade")
+RUN_COLUMNS = ("query", "doc", "score")
+
+
+def _read_bytes(path: str | PathLike[str]) -> tuple[str, bytes]:
+    p = Path(path)
+    data = p.read_bytes()
+    if not data.strip():
+        raise InputError("the file is empty (no data lines)", str(p), None)
+    return str(p), data
+
+
+def _strip_comments(data: bytes) -> bytes:
+    if not (data.lstrip().startswith(b"#") or b"#" in data and _has_comment_line(data)):
+        return data
+    lines = data.split(b"\n")
+    return b"\n".join(line for line in lines if not line.lstrip().startswith(b"#"))
+
+
+def _has_comment_line(data: bytes) -> bool:
+    return any(line.lstrip().startswith(b"#") for line in data.split(b"\n") if b"#" in line)
+
+
+def _fast_table(data: bytes, ncols: int, dtypes: dict[int, object]) -> pd.DataFrame | None:
+    """Parse with the C reader; ``None`` on any irregularity (then scan line by line)."""
+    body = _strip_comments(data)
+    if not body.strip():
+        return None
+    try:
+        df = pd.read_csv(
+            io.BytesIO(body),
+            sep=r"\s+",
+            header=None,
+            dtype=dtypes,  # type: ignore[arg-type]
+            engine="c",
+            na_filter=False,
+            skip_blank_lines=True,
+        )
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
+        return None
+    if df.shape[1] != ncols:
+        return None
+    return df
+
+
+def _data_lines(path: str, data: bytes):
+    text = data.decode("utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        yield number, stripped.split()
+
+
+def _scan_qrels(path: str, data: bytes) -> None:
+    seen: set[tuple[str, str]] = set()
+    count = 0
+    for number, fields in _data_lines(path, data):
+        count += 1
+        if len(fields) != 4:
+            raise InputError(
+                f"expected 4 columns (query iteration doc grade), found {len(fields)}", path, number
+            )
+        try:
+            int(fields[3])
+        except ValueError:
+            raise InputError(f"grade must be an integer, got {fields[3]!r}", path, number) from None
+        key = (fields[0], fields[2])
+        if key in seen:
+            raise InputError(f"document {fields[2]!r} is judged twice for query {fields[0]!r}", path, number)
+        seen.add(key)
+    if count == 0:
+        raise InputError("the file has no data lines (only comments or blank lines)", path, None)
+
+
+def _scan_run(path: str, data: bytes) -> pd.DataFrame:
+    seen: set[tuple[str, str]] = set()
+    count = 0
+    rows: list[tuple[str, str, float]] = []
+    tag = ""
+    for number, fields in _data_lines(path, data):
+        count += 1
+        if len(fields) < 6:
+            raise InputError(
+                f"expected 6 columns (query Q0 doc rank score tag), found {len(fields)}", path, number
+            )
+        try:
+            score = float(fields[4])
+        except ValueError:
+            raise InputError(f"score must be a number, got {fields[4]!r}", path, number) from None
+        if not math.isfinite(score):
+            raise InputError(f"score must be finite, got {fields[4]!r}", path, number)
+        key = (fields[0], fields[2])
+        if key in seen:
+            raise InputError(f"document {fields[2]!r} appears twice for query {fields[0]!r}", path, number)
+        seen.add(key)
+        rows.append((fields[0], fields[2], score))
+        tag = tag or fields[5]
+    if count == 0:
+        raise InputError("the file has no data lines (only comments or blank lines)", path, None)
+    out = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+    out.attrs["run_id"] = tag
+    return out
+
+
+def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
+    """Read a TREC qrels file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``query`` (str), ``doc`` (str), ``grade`` (int64), in file order.
+
+    Raises
+    ------
+    onlineeval.errors.InputError
+        Empty file, a line without 4 columns, a non-integer grade, or a document judged
+        twice for one query; the message names the file and line.
+    """
+    name, data = _read_bytes(path)
+    df = _fast_table(data, 4, {0: str, 1: str, 2: str, 3: str})
+    grades = None
+    if df is not None:
+        try:
+            grades = df[3].astype(np.int64).to_numpy()
+        except (ValueError, OverflowError):
+            df = None
+    if df is None or grades is None:
+        _scan_qrels(name, data)
+        raise InputError("could not parse the file", name, None)  # pragma: no cover - scan raises
+    out = pd.DataFrame({"query": df[0].to_numpy(), "doc": df[2].to_numpy(), "grade": grades})
+    if out.duplicated(["query", "doc"]).any():
+        _scan_qrels(name, data)
+    out.attrs["path"] = name
+    return out
+
+
+def read_run(path: str | PathLike[str]) -> pd.DataFrame:
+    """Read a TREC run file (6 columns; the rank column is ignored, scores decide).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``query`` (str), ``doc`` (str), ``score`` (float64), in file order (which
+        the ``input_order`` tie rule keeps). ``attrs["run_id"]`` holds the tag of the first
+        line and ``attrs["path"]`` the file.
+
+    Raises
+    ------
+    onlineeval.errors.InputError
+        Empty file, a line with fewer than 6 columns, a non-numeric or non-finite score, or a
+        document listed twice for one query; the message names the file and line.
+    """
+    name, data = _read_bytes(path)
+    df = _fast_table(data, 6, {0: str, 1: str, 2: str, 3: str, 4: np.float64, 5: str})
+    if df is None or not np.isfinite(df[4].to_numpy()).all():
+        # irregular file: the line scan either raises a located error or parses it (a
+        # line may carry text after the sixth column, which trec_eval ignores too)
+        out = _scan_run(name, data)
+    else:
+        out = pd.DataFrame({"query": df[0].to_numpy(), "doc": df[2].to_numpy(), "score": df[4].to_numpy()})
+        out.attrs["run_id"] = str(df[5].iloc[0])
+        if out.duplicated(["query", "doc"]).any():
+            _scan_run(name, data)
+    out.attrs["path"] = name
+    return out
+
+
+def _check_frame(df: pd.DataFrame, columns: tuple[str, str, str], what: str) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise InputError(f"{what} must be a pandas DataFrame with columns {', '.join(columns)}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(f"{what} lacks column(s) {', '.join(missing)}; needs {', '.join(columns)}")
+    if len(df) == 0:
+        raise InputError(f"{what} has no rows")
+    out = pd.DataFrame({c: df[c].to_numpy() for c in columns})
+    out["query"] = out["query"].astype(str)
+    out["doc"] = out["doc"].astype(str)
+    dup = out.duplicated(["query", "doc"]).to_numpy()
+    if dup.any():
+        row = int(np.argmax(dup))
+        raise InputError(
+            f"document {out['doc'].iloc[row]!r} appears twice for query {out['query'].iloc[row]!r}",
+            None,
+            row + 1,
+        )
+    return out
+
+
+def qrels_from_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Validate a qrels DataFrame (columns query, doc, grade; integer grades)."""
+    out = _check_frame(df, QRELS_COLUMNS, "qrels")
+    g = pd.to_numeric(out["grade"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(g) | (g != np.round(g))
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise InputError(f"grade must be an integer, got {df['grade'].iloc[row]!r}", None, row + 1)
+    out["grade"] = g.astype(np.int64)
+    return out
+
+
+def run_from_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Validate a run DataFrame (columns query, doc, score; finite numeric scores)."""
+    out = _check_frame(df, RUN_COLUMNS, "run")
+    s = pd.to_numeric(out["score"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(s)
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise InputError(f"score must be a finite number, got {df['score'].iloc[row]!r}", None, row + 1)
+    out["score"] = s
+    return out

@@ -1,0 +1,196 @@
+"""Set- and cut-off-based binary metrics: P@k, Recall@k, R-Precision, Success@k, unjudged@k, counts.
+
+Relevance is binary: a grade of at least ``rel_min`` (trec_eval ``-l``). Missing slots
+below the cut-off count as non-relevant (P@k always divides by ``k``, as trec_eval does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from onlineeval.errors import ConfigError
+from onlineeval.metrics._kernels import cut, gather_rows, safe_div
+from onlineeval.metrics.additive import AdditiveMetric
+from onlineeval.metrics.base import (
+    CWL,
+    EMPTY,
+    NONPOOL,
+    UNJUDGED,
+    EvalContext,
+    LabelBatch,
+    Metric,
+    register,
+)
+
+__all__ = ["P", "Recall", "RPrec", "RPrecMult", "Success", "Unjudged", "NumRet", "NumRel", "NumRelRet"]
+
+
+@register
+@dataclass(frozen=True)
+class P(AdditiveMetric):
+    """Precision at ``k``.
+
+    .. math::
+
+        P@k = \\frac{1}{k} \\sum_{i=1}^{k} \\mathbb{1}[g_i \\ge \\mathrm{rel\\_min}]
+
+    Without ``k``: set precision, relevant retrieved / retrieved (trec_eval ``set_P``).
+    C/W/L (with ``k``): :math:`C(i) = 1` for :math:`i < k`, 0 at ``k``; :math:`W(i) = 1/k`.
+    """
+
+    name: ClassVar[str] = "P"
+    aliases: ClassVar[tuple[str, ...]] = ("Precision", "P_")
+
+    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        if self.k is None:
+            return safe_div(values.sum(axis=1), batch.num_ret())
+        return cut(values, self.k).sum(axis=1) / self.k
+
+    def _cwl(self, codes: np.ndarray, ctx: EvalContext) -> CWL:
+        if self.k is None:
+            raise TypeError("P without a cut-off (set precision) has no static C/W/L model; use P@k")
+        q, d = codes.shape
+        i = np.arange(1, d + 1)
+        cont = np.broadcast_to(np.where(i < self.k, 1.0, 0.0), (q, d)).copy()
+        weight = np.broadcast_to(np.where(i <= self.k, 1.0 / self.k, 0.0), (q, d)).copy()
+        last = np.broadcast_to(np.where(i == self.k, 1.0, 0.0), (q, d)).copy()
+        return CWL(cont, weight, last)
+
+
+@register
+@dataclass(frozen=True)
+class Recall(AdditiveMetric):
+    """Recall at ``k``: relevant documents in the top ``k`` over all relevant (R).
+
+    .. math::
+
+        \\mathrm{Recall}@k = \\frac{1}{R} \\sum_{i=1}^{k} \\mathbb{1}[g_i \\ge \\mathrm{rel\\_min}]
+
+    0 when ``R = 0``. Without ``k``: relevant retrieved / R (trec_eval ``set_recall``).
+    """
+
+    name: ClassVar[str] = "Recall"
+    aliases: ClassVar[tuple[str, ...]] = ("R@",)
+
+    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        return safe_div(cut(values, self.k).sum(axis=1), batch.num_rel(ctx.rel_min))
+
+
+def _precision_at(values: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Row-wise precision at a per-query depth (0 where depth is 0); slots beyond the list count 0."""
+    q, d = values.shape
+    csum = np.concatenate([np.zeros((q, 1)), np.cumsum(values, axis=1)], axis=1)
+    hits = gather_rows(csum, np.minimum(depth, d))
+    return safe_div(hits, depth)
+
+
+@register
+@dataclass(frozen=True)
+class RPrec(AdditiveMetric):
+    """R-Precision: precision at rank R, the number of relevant documents (trec_eval ``Rprec``).
+
+    .. math::
+
+        \\mathrm{RPrec} = \\frac{1}{R} \\sum_{i=1}^{R} \\mathbb{1}[g_i \\ge \\mathrm{rel\\_min}]
+    """
+
+    name: ClassVar[str] = "RPrec"
+    aliases: ClassVar[tuple[str, ...]] = ("R-Prec", "Rprec", "R-Precision")
+    cutoff: ClassVar[str] = "none"
+
+    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        return _precision_at(values, batch.num_rel(ctx.rel_min))
+
+
+@register
+@dataclass(frozen=True)
+class RPrecMult(AdditiveMetric):
+    """Precision at a multiple of R: rank :math:`\\lfloor m R + 0.9 \\rfloor` (trec_eval ``Rprec_mult``)."""
+
+    mult: float = 1.0
+    name: ClassVar[str] = "RPrecMult"
+    aliases: ClassVar[tuple[str, ...]] = ("Rprec_mult",)
+    cutoff: ClassVar[str] = "none"
+
+    def _validate(self) -> None:
+        if not self.mult > 0:
+            raise ConfigError(("metrics", "RPrecMult", "mult"), f"must be > 0, got {self.mult}")
+
+    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        depth = np.floor(self.mult * batch.num_rel(ctx.rel_min) + 0.9).astype(np.int64)
+        return _precision_at(values, depth)
+
+
+@register
+@dataclass(frozen=True)
+class Success(Metric):
+    """Success at ``k``: 1 when a relevant document is in the top ``k``, else 0."""
+
+    name: ClassVar[str] = "Success"
+    aliases: ClassVar[tuple[str, ...]] = ("S",)
+
+    def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        codes = batch.codes if self.k is None else cut(batch.codes, self.k, EMPTY)
+        return (codes >= ctx.rel_min).any(axis=1).astype(np.float64)
+
+
+@register
+@dataclass(frozen=True)
+class Unjudged(AdditiveMetric):
+    """Fraction of the top ``k`` that is retrieved but unjudged (trec_eval ``unj``).
+
+    Slots past the end of the list count as judged (trec_eval's rule).
+    """
+
+    name: ClassVar[str] = "Unjudged"
+    aliases: ClassVar[tuple[str, ...]] = ("unj", "unjudged")
+    cutoff: ClassVar[str] = "required"
+
+    def _doc_values(self, codes: np.ndarray, ctx: EvalContext) -> np.ndarray:
+        return ((codes == NONPOOL) | (codes == UNJUDGED)).astype(np.float64)
+
+    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        return cut(values, self.k).sum(axis=1) / self.k
+
+
+@register
+@dataclass(frozen=True)
+class NumRet(Metric):
+    """Number of retrieved documents (within the run depth)."""
+
+    name: ClassVar[str] = "NumRet"
+    aliases: ClassVar[tuple[str, ...]] = ("num_ret",)
+    cutoff: ClassVar[str] = "none"
+    tie_expectation: ClassVar[bool] = True
+
+    def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        return batch.num_ret().astype(np.float64)
+
+
+@register
+@dataclass(frozen=True)
+class NumRel(Metric):
+    """Number of judged relevant documents R (grade >= rel_min)."""
+
+    name: ClassVar[str] = "NumRel"
+    aliases: ClassVar[tuple[str, ...]] = ("num_rel",)
+    cutoff: ClassVar[str] = "none"
+    tie_expectation: ClassVar[bool] = True
+
+    def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        return batch.num_rel(ctx.rel_min).astype(np.float64)
+
+
+@register
+@dataclass(frozen=True)
+class NumRelRet(AdditiveMetric):
+    """Number of relevant retrieved documents (in the top ``k`` when given)."""
+
+    name: ClassVar[str] = "NumRelRet"
+    aliases: ClassVar[tuple[str, ...]] = ("num_rel_ret",)
+
+    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        return cut(values, self.k).sum(axis=1)
