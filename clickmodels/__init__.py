@@ -43,3 +43,11 @@ __all__ = [
     "model_class",
     "register",
 ]
+
+# Register the model families (each module registers its classes on import).
+from clickmodels import cascade, cwl, pbm  # noqa: E402,F401
+from clickmodels.cascade import CM, Cascade  # noqa: E402
+from clickmodels.cwl import RBPUser  # noqa: E402
+from clickmodels.pbm import PBM  # noqa: E402
+
+__all__ += ["CM", "Cascade", "PBM", "RBPUser"]

@@ -35,6 +35,8 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = [
     "chain_thresholds",
     "chain_sample",
+    "chain_sample_grades",
+    "chain_sample_thresholds",
     "chain_examination",
     "chain_conditional",
     "independent_sample",
@@ -69,11 +71,12 @@ def chain_sample_thresholds(
     """
     n, k = u.shape
     click = u < t2
-    stop = u >= t3
-    stop |= click & (u >= t1)
-    first = np.argmax(stop, axis=1)
-    first[~stop[np.arange(n), first]] = k
-    examined = np.arange(k)[None, :] <= first[:, None]
+    go = (~click | (u < t1)) & (click | (u < t3))
+    examined = np.empty((n, k), dtype=bool)
+    if k:
+        examined[:, 0] = True
+    for r in range(1, k):
+        np.logical_and(examined[:, r - 1], go[:, r - 1], out=examined[:, r])
     click &= examined
     return click, examined
 
@@ -83,11 +86,66 @@ def chain_sample(
 ) -> tuple[BoolArray, BoolArray]:
     """Sample the Markov cascade chain: ``(clicks, examined)``, each (n, k) bool.
 
-    Draws exactly ``rng.random(shape)`` (one uniform per slot).
+    Draws exactly ``rng.random((k, n))`` (one uniform per slot, rank-major), so it gives
+    the same clicks as :func:`chain_sample_grades` for the same generator state.
     """
     t1, t2, t3 = chain_thresholds(attract, cont_click, cont_skip)
-    u = rng.random(shape)
+    u = rng.random((shape[1], shape[0])).T
     return chain_sample_thresholds(u, t1, t2, t3)
+
+
+def chain_sample_grades(
+    labels: NDArray[np.integer], attract: FloatArray, cont_click: FloatArray, cont_skip: FloatArray,
+    rng: np.random.Generator,
+) -> tuple[BoolArray, BoolArray, FloatArray]:
+    """Fast path when every chain parameter depends on the grade only.
+
+    Parameters
+    ----------
+    labels:
+        (n, k) grades, ``-1`` for an empty slot.
+    attract, cont_click, cont_skip:
+        Tables of length ``G + 1`` indexed by grade; the last entry is used for empty
+        slots (label ``-1``) and must be ``attract = 0``, ``cont_skip = 1``.
+    rng:
+        Generator; draws exactly ``rng.random((k, n))``.
+
+    Returns
+    -------
+    clicks, examined, propensity:
+        (n, k) arrays (transposed views of rank-major work arrays). ``propensity`` is the
+        exact examination probability (0 in empty slots).
+    """
+    n, k = labels.shape
+    lab = labels.T.astype(np.intp, order="C")
+    t1, t2, t3 = chain_thresholds(attract, cont_click, cont_skip)
+    step = t1 + t3 - t2  # a c1 + (1 - a) c0
+    u = rng.random((k, n))
+    click = u < t2.take(lab)
+    if np.any(t1 > 0):
+        go = ~click | (u < t1.take(lab))  # continue after this rank
+    else:
+        go = ~click
+    if np.any(t3 < 1.0):
+        go &= click | (u < t3.take(lab))
+    # examined[r] = no stop at ranks < r (a loop over the k ranks, vectorized over n)
+    examined = np.empty((k, n), dtype=bool)
+    if k:
+        examined[0] = True
+    for r in range(1, k):
+        np.logical_and(examined[r - 1], go[r - 1], out=examined[r])
+    click &= examined
+    st = step.take(lab)
+    exam = np.empty((k, n), dtype=np.float64)
+    if k:
+        exam[0] = 1.0
+    for r in range(1, k):
+        np.multiply(exam[r - 1], st[r - 1], out=exam[r])
+    empty = lab < 0
+    if np.any(empty):
+        exam[empty] = 0.0
+        examined &= ~empty
+    return click.T, examined.T, exam.T
 
 
 def chain_examination(attract: ArrayLike, cont_click: ArrayLike, cont_skip: ArrayLike, shape: tuple[int, int]) -> FloatArray:
