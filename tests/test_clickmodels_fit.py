@@ -1,0 +1,248 @@
+"""Estimators (clickmodels.estimation): hand-computed closed forms, EM properties, and
+cross-checks of the fitted probabilities against the independent kernels of
+clickmodels.kernels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clickmodels import kernels
+from clickmodels.estimation import ESTIMATORS, EMOptions, fit_from_dict, fit_log, load_fit
+from clickmodels.estimation.base import smoothed
+from clickmodels.estimation.dbn import fit_dbn
+from clickmodels.estimation.pbm import fit_pbm
+from clickmodels.estimation.ubm import fit_ubm
+from clickmodels.logs import ClickLog, from_arrays
+from onlineeval.errors import ConfigError, InputError
+
+# one query, documents a=0, b=1, c=2
+TINY = from_arrays(
+    [0, 0, 0, 0],
+    [[0, 1, 2], [0, 1, 2], [1, 0, 2], [1, 0, 2]],
+    [[1, 0, 1], [0, 1, 0], [0, 0, 0], [1, 0, 0]],
+    doc_vocab=["a", "b", "c"],
+)
+
+
+def _table(fit, field: str = "attractiveness") -> dict[str, float]:
+    t = getattr(fit, field)
+    return dict(zip(t.doc.tolist(), t.value.tolist()))
+
+
+def test_ctr_baselines_by_hand() -> None:
+    assert fit_log("gctr", TINY).ctr == pytest.approx(4 / 12)
+    np.testing.assert_allclose(fit_log("rctr", TINY).ctr, [2 / 4, 1 / 4, 1 / 4])
+    dctr = _table(fit_log("dctr", TINY, pseudo=0.0))
+    assert dctr == pytest.approx({"a": 1 / 4, "b": 2 / 4, "c": 1 / 4})
+    # pseudo-counts: (clicks + 1) / (views + 2)
+    assert _table(fit_log("dctr", TINY)) == pytest.approx({"a": 2 / 6, "b": 3 / 6, "c": 2 / 6})
+
+
+def test_cascade_model_by_hand() -> None:
+    # examined down to the first click: s1 {a}, s2 {a, b}, s3 {b, a, c}, s4 {b}
+    cm = fit_log("cm", TINY, pseudo=0.0)
+    assert _table(cm) == pytest.approx({"a": 1 / 3, "b": 2 / 3, "c": 0.0})
+    assert dict(zip(cm.attractiveness.doc, cm.attractiveness.count)) == {"a": 3, "b": 3, "c": 1}
+
+
+def test_dcm_and_sdbn_by_hand() -> None:
+    # examined down to the last click: s1 {a, b, c}, s2 {a, b}, s3 all, s4 {b}
+    dcm = fit_log("dcm", TINY, pseudo=0.0)
+    assert _table(dcm) == pytest.approx({"a": 1 / 3, "b": 2 / 4, "c": 1 / 2})
+    # clicks at rank 1: s1, s4 (s4 last) -> 1 - 1/2; rank 2: s2 (last) -> 0; rank 3: s1 (last) -> 0
+    np.testing.assert_allclose(dcm.continuation, [1 / 2, 0.0, 0.0])
+    sdbn = fit_log("sdbn", TINY, pseudo=0.0)
+    assert _table(sdbn) == pytest.approx({"a": 1 / 3, "b": 2 / 4, "c": 1 / 2})
+    assert _table(sdbn, "satisfaction") == pytest.approx({"a": 0.0, "b": 1.0, "c": 1.0})
+    # SDBN session 1 by hand: a clicked & not satisfied, b skipped, c clicked (bottom)
+    p1 = (1 / 3) * 1.0 * (1 - 1 / 2) * (1 / 2)
+    assert sdbn.log_likelihood(TINY)[0] == pytest.approx(np.log(p1))
+
+
+def test_smoothed_is_beta_posterior_mean() -> None:
+    assert smoothed(3, 10, 1.0) == pytest.approx(4 / 12)
+    assert smoothed(0, 0, 0.0) == 0.5
+
+
+# ----------------------------------------------------------------------- simulation
+
+
+def _perm_log(n: int, n_docs: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, k) rankings: the top k of a uniform random permutation of n_docs documents."""
+    return np.argsort(rng.random((n, n_docs)), axis=1)[:, :k]
+
+
+def _sim_chain(alpha: np.ndarray, c1_doc: np.ndarray, c0: float, n: int, seed: int) -> ClickLog:
+    rng = np.random.default_rng(seed)
+    docs = _perm_log(n, alpha.size, 4, rng)
+    clicks, _ = kernels.chain_sample(alpha[docs], c1_doc[docs], np.full(docs.shape, c0), rng, docs.shape)
+    return from_arrays(np.zeros(n, dtype=int), docs, clicks)
+
+
+ALPHA = np.array([0.8, 0.6, 0.4, 0.25])
+SIGMA = np.array([0.7, 0.5, 0.3, 0.6])
+
+
+@pytest.fixture(scope="module")
+def dbn_log() -> ClickLog:
+    return _sim_chain(ALPHA, 0.8 * (1 - SIGMA), 0.8, 4000, seed=11)
+
+
+@pytest.mark.parametrize("name", ["pbm", "ubm", "dbn", "ccm"])
+def test_em_log_likelihood_never_decreases(name: str, dbn_log: ClickLog) -> None:
+    fit = fit_log(name, dbn_log, pseudo=0.0, tol=0.0, max_iter=60)
+    ll = np.array(fit.trace.log_likelihood)
+    assert fit.trace.iterations == 60 and not fit.trace.converged
+    assert np.all(np.diff(ll) >= -1e-7 * np.abs(ll[:-1]))
+    assert ll[-1] > ll[0]
+
+
+def test_em_stops_on_relative_tolerance(dbn_log: ClickLog) -> None:
+    fit = fit_pbm(dbn_log, EMOptions(tol=1e-4, max_iter=500))
+    ll = fit.trace.log_likelihood
+    assert fit.trace.converged and fit.trace.iterations == len(ll) < 500
+    assert abs(ll[-1] - ll[-2]) <= 1e-4 * abs(ll[-2])
+    assert abs(ll[-2] - ll[-3]) > 1e-4 * abs(ll[-3])
+
+
+def _chain_ll(alpha: np.ndarray, sigma: np.ndarray, gamma: float, log: ClickLog) -> float:
+    """DBN log-likelihood by the independent forward filter of clickmodels.kernels."""
+    a = alpha[log.docs]
+    p = kernels.chain_conditional(a, gamma * (1 - sigma[log.docs]), np.full(a.shape, gamma), log.clicks)
+    return float(np.where(log.clicks, np.log(p), np.log1p(-p)).sum())
+
+
+def test_dbn_em_reaches_a_local_maximum_of_the_kernel_likelihood(dbn_log: ClickLog) -> None:
+    fit = fit_dbn(dbn_log, EMOptions(pseudo=0.0, tol=1e-12, max_iter=3000))
+    order = np.argsort(fit.attractiveness.doc.astype(int))
+    alpha, sigma = fit.attractiveness.value[order], fit.satisfaction.value[order]
+    gamma = fit.continuation
+    best = _chain_ll(alpha, sigma, gamma, dbn_log)
+    assert best == pytest.approx(float(fit.log_likelihood(dbn_log).sum()), rel=1e-12)
+    h = 2e-3
+    for vec in ("alpha", "sigma", "gamma"):
+        for i in range(4 if vec != "gamma" else 1):
+            for sign in (-1, 1):
+                a, s, g = alpha.copy(), sigma.copy(), gamma
+                if vec == "alpha":
+                    a[i] += sign * h
+                elif vec == "sigma":
+                    s[i] += sign * h
+                else:
+                    g += sign * h
+                assert _chain_ll(a, s, g, dbn_log) < best + 1e-6, (vec, i, sign)
+
+
+def test_pbm_and_ubm_em_reach_local_maxima(dbn_log: ClickLog) -> None:
+    pbm = fit_pbm(dbn_log, EMOptions(pseudo=0.0, tol=1e-13, max_iter=5000))
+    order = np.argsort(pbm.attractiveness.doc.astype(int))
+    alpha, gamma = pbm.attractiveness.value[order], pbm.examination.copy()
+
+    def ll(a: np.ndarray, g: np.ndarray) -> float:
+        p = a[dbn_log.docs] * g[None, :]
+        return float(np.where(dbn_log.clicks, np.log(p), np.log1p(-p)).sum())
+
+    best = ll(alpha, gamma)
+    for i in range(4):
+        for sign in (-1, 1):
+            a, g = alpha.copy(), gamma.copy()
+            a[i] += sign * 1e-3
+            g[i] += sign * 1e-3 if g[i] + sign * 1e-3 <= 1 else 0.0
+            assert ll(a, gamma) < best + 1e-6 and ll(alpha, g) < best + 1e-6
+
+    ubm = fit_ubm(dbn_log, EMOptions(pseudo=0.0, tol=1e-13, max_iter=5000))
+    a = ubm.attractiveness.value[np.argsort(ubm.attractiveness.doc.astype(int))]
+
+    def ll_u(a: np.ndarray, g: np.ndarray) -> float:
+        p = kernels.ubm_conditional(a[dbn_log.docs], g, dbn_log.clicks)
+        return float(np.where(dbn_log.clicks, np.log(p), np.log1p(-p)).sum())
+
+    best = ll_u(a, ubm.examination)
+    assert best == pytest.approx(float(ubm.log_likelihood(dbn_log).sum()), rel=1e-12)
+    for r in range(4):
+        for j in range(r + 1):
+            g = ubm.examination.copy()
+            if g[r, j] + 1e-3 <= 1:
+                g[r, j] += 1e-3
+                assert ll_u(a, g) < best + 1e-6
+            g = ubm.examination.copy()
+            g[r, j] -= 1e-3
+            assert ll_u(a, g) < best + 1e-6
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_fitted_probabilities_match_the_kernels(name: str, dbn_log: ClickLog) -> None:
+    """Marginal and conditional click probabilities of every fit equal the independent
+    kernels fed with the fit's per-slot parameters; the chain rule gives the LL."""
+    fit = fit_log(name, dbn_log)
+    log = dbn_log
+    p, pc = fit.click_probs(log), fit.conditional_click_probs(log)
+    if name in ("cm", "dcm", "sdbn", "dbn", "ccm"):
+        a, c0, c1 = fit.slot_arrays(log)
+        want_c = kernels.chain_conditional(a, c1, c0, log.clicks)
+        want_p = kernels.chain_examination(a, c1, c0, a.shape) * a
+    elif name == "ubm":
+        a = fit.attractiveness.for_log(log)
+        want_p = kernels.ubm_probabilities(a, fit.examination)[1]
+        want_c = kernels.ubm_conditional(a, fit.examination, log.clicks)
+    else:
+        want_p = want_c = p
+        if name == "pbm":
+            want_p = want_c = fit.attractiveness.for_log(log) * fit.examination[None, :]
+    np.testing.assert_allclose(p, want_p, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(pc, want_c, rtol=1e-12, atol=1e-15)
+    q = np.clip(pc, 1e-10, 1 - 1e-10)
+    np.testing.assert_allclose(
+        fit.log_likelihood(log), np.where(log.clicks, np.log(q), np.log1p(-q)).sum(axis=1), rtol=1e-12
+    )
+    assert np.all((p >= 0) & (p <= 1)) and np.all((pc >= 0) & (pc <= 1))
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_fit_roundtrips_through_json(name: str, dbn_log: ClickLog, tmp_path: Path) -> None:
+    fit = fit_log(name, dbn_log, **({"max_iter": 5} if name in ("pbm", "ubm", "dbn", "ccm") else {}))
+    path = tmp_path / "p.json"
+    fit.save(path)
+    back = load_fit(path)
+    assert type(back) is type(fit) and back.trace == fit.trace
+    np.testing.assert_allclose(back.click_probs(dbn_log), fit.click_probs(dbn_log), rtol=1e-15)
+    np.testing.assert_allclose(back.log_likelihood(dbn_log), fit.log_likelihood(dbn_log), rtol=1e-15)
+
+
+def test_fit_leaves_log_untouched_and_is_deterministic(dbn_log: ClickLog) -> None:
+    before = (dbn_log.docs.copy(), dbn_log.clicks.copy())
+    a = fit_log("dbn", dbn_log, max_iter=20)
+    b = fit_log("dbn", dbn_log, max_iter=20)
+    np.testing.assert_array_equal(dbn_log.docs, before[0])
+    np.testing.assert_array_equal(dbn_log.clicks, before[1])
+    np.testing.assert_array_equal(a.attractiveness.value, b.attractiveness.value)
+
+
+def test_bad_options_and_params() -> None:
+    with pytest.raises(ConfigError, match="allowed: gctr"):
+        fit_log("nosuch", TINY)
+    with pytest.raises(ConfigError, match="closed form"):
+        fit_log("cm", TINY, max_iter=3)
+    with pytest.raises(InputError, match="max_iter"):
+        EMOptions(max_iter=0)
+    good = fit_log("pbm", TINY, max_iter=2).to_dict()
+    good["params"]["examination"] = [0.5, 1.5, 0.2]
+    with pytest.raises(InputError, match="params.examination: values must be probabilities"):
+        fit_from_dict(good)
+    good["params"].pop("examination")
+    with pytest.raises(InputError, match="params.examination: missing"):
+        fit_from_dict(good)
+    with pytest.raises(InputError, match="unknown 'xyz'"):
+        fit_from_dict({"model": "xyz"})
+
+
+def test_unseen_pairs_get_the_weighted_default() -> None:
+    fit = fit_log("dctr", TINY, pseudo=0.0)
+    assert fit.attractiveness.default == pytest.approx(4 / 12)  # impression-weighted mean
+    other = from_arrays([0, 1], [[0, 3], [0, 1]], [[0, 0], [0, 0]], query_vocab=["0", "q9"], doc_vocab=["a", "b", "c", "z"])
+    got = fit.attractiveness.for_log(other)
+    np.testing.assert_allclose(got, [[1 / 4, 4 / 12], [4 / 12, 4 / 12]])
+    np.testing.assert_allclose(fit.attractiveness.lookup(np.array(["0"]), np.array([["b", "zz"]])), [[2 / 4, 4 / 12]])
