@@ -28,8 +28,11 @@ from onlineeval.interleaving.registry import (
 
 # importing the method modules registers them
 from onlineeval.interleaving import balanced as _balanced  # noqa: E402,F401
+from onlineeval.interleaving import optimized as _optimized  # noqa: E402,F401
 from onlineeval.interleaving import probabilistic as _probabilistic  # noqa: E402,F401
+from onlineeval.interleaving import probabilistic_multileave as _probabilistic_multileave  # noqa: E402,F401
 from onlineeval.interleaving import team_draft as _team_draft  # noqa: E402,F401
+from onlineeval.interleaving import team_draft_multileave as _team_draft_multileave  # noqa: E402,F401
 
 __all__ = [
     "Interleaver",
