@@ -184,6 +184,9 @@ class Metric:
         Registry names (matched case-insensitively).
     cutoff:
         ``"optional"``, ``"required"`` or ``"none"``: whether ``@k`` applies.
+    empty_sensitive:
+        ``True`` (default) when a query without relevant documents follows the ``empty``
+        convention (1 or 0); ``False`` for counts and judgement-coverage metrics.
     shown_params:
         Parameters always written in the canonical name (``RBP(p=0.8)``), others only
         when they differ from the default.
@@ -199,6 +202,7 @@ class Metric:
     cutoff: ClassVar[str] = "optional"
     tie_expectation: ClassVar[bool] = False
     shown_params: ClassVar[tuple[str, ...]] = ()
+    empty_sensitive: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         label = type(self).name

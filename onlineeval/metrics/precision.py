@@ -146,6 +146,7 @@ class Unjudged(AdditiveMetric):
     """
 
     name: ClassVar[str] = "Unjudged"
+    empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("unj", "unjudged")
     cutoff: ClassVar[str] = "required"
 
@@ -162,6 +163,7 @@ class NumRet(Metric):
     """Number of retrieved documents (within the run depth)."""
 
     name: ClassVar[str] = "NumRet"
+    empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("num_ret",)
     cutoff: ClassVar[str] = "none"
     tie_expectation: ClassVar[bool] = True
@@ -176,6 +178,7 @@ class NumRel(Metric):
     """Number of judged relevant documents R (grade >= rel_min)."""
 
     name: ClassVar[str] = "NumRel"
+    empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("num_rel",)
     cutoff: ClassVar[str] = "none"
     tie_expectation: ClassVar[bool] = True
@@ -190,6 +193,7 @@ class NumRelRet(AdditiveMetric):
     """Number of relevant retrieved documents (in the top ``k`` when given)."""
 
     name: ClassVar[str] = "NumRelRet"
+    empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("num_rel_ret",)
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:

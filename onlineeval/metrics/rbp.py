@@ -37,7 +37,8 @@ class RBP(AdditiveMetric):
         RBP = (1 - p) \\sum_{i} r_i\\, p^{i-1}
 
     with binary :math:`r_i` (grade >= rel_min), or :math:`r_i = g_i / g_{\\max}` with
-    ``graded=True`` (``gmax`` the largest judged grade of the batch). C/W/L:
+    ``graded=True`` (:math:`g_{\\max}` the query's largest judged grade, at least 1,
+    as trec_eval's ``rbp`` does; that form ignores rel_min). C/W/L:
     :math:`C(i) = p`, :math:`W(i) = L(i) = (1-p) p^{i-1}`. An optional ``@k`` truncates
     the sum. The residual is :class:`RBPResidual`; :meth:`interval` gives both ends.
     """
@@ -54,8 +55,8 @@ class RBP(AdditiveMetric):
     def _values(self, codes: np.ndarray, judged: np.ndarray, ctx: EvalContext) -> np.ndarray:
         if not self.graded:
             return (codes >= ctx.rel_min).astype(np.float64)
-        top = max(1, int(judged.max(initial=0)))
-        return np.maximum(codes, 0) / float(top)
+        top = np.maximum(judged.max(axis=1, initial=0), 1).astype(np.float64)
+        return np.maximum(codes, 0) / top[:, None]
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         v = cut(values, self.k)
@@ -99,16 +100,21 @@ class RBPResidual(AdditiveMetric):
 
     with ``n`` the length of the ranked list (or ``k``). trec_eval's ``rbp_resid``
     (fixed p = 0.9) reports 0 when no retrieved document is unjudged, dropping
-    :math:`p^n`; this metric always includes it.
+    :math:`p^n`; ``form='trec_eval'`` reproduces that, the default ``'full'`` always
+    includes it.
     """
 
     p: float = 0.8
+    form: str = "full"
     name: ClassVar[str] = "RBPResidual"
+    empty_sensitive: ClassVar[bool] = False
     shown_params: ClassVar[tuple[str, ...]] = ("p",)
     aliases: ClassVar[tuple[str, ...]] = ("rbp_resid", "RBPResid")
 
     def _validate(self) -> None:
         _check_p(self.p, "RBPResidual")
+        if self.form not in ("full", "trec_eval"):
+            raise ConfigError(("metrics", "RBPResidual", "form"), f"must be 'full' or 'trec_eval', got {self.form!r}")
 
     def _doc_values(self, codes: np.ndarray, ctx: EvalContext) -> np.ndarray:
         return ((codes == NONPOOL) | (codes == UNJUDGED)).astype(np.float64)
@@ -117,7 +123,10 @@ class RBPResidual(AdditiveMetric):
         v = cut(values, self.k)
         w = (1.0 - self.p) * self.p ** np.arange(v.shape[1], dtype=np.float64)
         n = (cut(batch.codes, self.k, EMPTY) != EMPTY).sum(axis=1)
-        return (v * w).sum(axis=1) + self.p ** n.astype(np.float64)
+        resid = (v * w).sum(axis=1) + self.p ** n.astype(np.float64)
+        if self.form == "trec_eval":
+            resid = np.where(v.any(axis=1), resid, 0.0)
+        return resid
 
 
 RBPResid = RBPResidual

@@ -1,0 +1,217 @@
+"""Evaluate runs against qrels under named conventions, with counted / excluded / filled queries.
+
+:func:`evaluate_run` is the one place where the conventions meet the data:
+
+1. the run is read only for queries in the qrels (others are *ignored* and counted);
+2. each run row gets its label code (grade, not pooled, pooled-unjudged);
+3. documents are ranked by score under the tie rule and cut at the run depth;
+4. qrels queries absent from the run are an error, *filled* with an empty ranking
+   (trec_eval ``-c``: 0 for every relevance metric) or *dropped*;
+5. queries without a relevant document are *excluded*, count 1, or count with the
+   metric's own value for them (``empty="zero"``: 0 for every relevance-normalised
+   metric, as in trec_eval);
+6. every metric kernel runs once over the padded batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from onlineeval.conventions import Conventions
+from onlineeval.errors import InputError
+from onlineeval.io.ranking import join_grades, rank_run
+from onlineeval.metrics.base import EMPTY, EvalContext, LabelBatch, Metric, parse_metrics
+
+__all__ = ["QueryCounts", "RunEvaluation", "evaluate_run", "label_batch"]
+
+
+@dataclass(frozen=True)
+class QueryCounts:
+    """How many queries were counted in the means, and why the others were not.
+
+    Attributes
+    ----------
+    counted:
+        Queries averaged (the denominator of every mean).
+    excluded_empty:
+        Judged queries without a relevant document, excluded (``empty="exclude"``).
+    scored_empty:
+        Queries without a relevant document that were counted with 1 or 0.
+    filled_missing:
+        Qrels queries absent from the run, counted with an empty ranking (``missing="zero"``).
+    dropped_missing:
+        Qrels queries absent from the run, left out (``missing="drop"``).
+    ignored_unjudged:
+        Run queries with no qrels at all (never evaluated).
+    """
+
+    counted: int
+    excluded_empty: int
+    scored_empty: int
+    filled_missing: int
+    dropped_missing: int
+    ignored_unjudged: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: int(getattr(self, k)) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    """Per-query values of one run for several metrics, with the conventions used.
+
+    Attributes
+    ----------
+    queries:
+        ``(q,)`` query ids of the evaluated rows (sorted).
+    values:
+        ``{metric: (q,) float}``; NaN for a query excluded by the ``empty`` rule.
+    counted:
+        ``(q,)`` bool, the query enters the means.
+    """
+
+    run_id: str
+    queries: np.ndarray
+    values: dict[Metric, np.ndarray]
+    counted: np.ndarray
+    counts: QueryCounts
+    conventions: Conventions
+    metrics: tuple[Metric, ...] = field(default=())
+
+    def mean(self, metric: Metric | str) -> float:
+        """Mean over counted queries (NaN when none is counted)."""
+        m = _key(self, metric)
+        v = self.values[m][self.counted]
+        return float(v.mean()) if v.size else float("nan")
+
+    def per_query(self) -> pd.DataFrame:
+        """``query`` column plus one column per metric (counted queries only)."""
+        data = {"query": self.queries[self.counted]}
+        for m in self.metrics:
+            data[str(m)] = self.values[m][self.counted]
+        return pd.DataFrame(data)
+
+
+def _key(ev: RunEvaluation, metric: Metric | str) -> Metric:
+    if isinstance(metric, Metric):
+        return metric
+    return parse_metrics([metric])[0]
+
+
+def label_batch(
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    conventions: Conventions,
+) -> tuple[LabelBatch, np.ndarray, dict[str, int]]:
+    """Build the padded :class:`LabelBatch` of a run against qrels.
+
+    Returns the batch (one row per evaluated query), the query ids of its rows and raw
+    counts (``filled_missing``, ``dropped_missing``, ``ignored_unjudged``).
+    """
+    qrel_queries = pd.unique(qrels["query"].to_numpy())
+    judged_set = pd.Index(qrel_queries)
+    in_qrels = judged_set.get_indexer(run["query"].to_numpy()) >= 0
+    ignored = int(pd.Index(pd.unique(run["query"].to_numpy()[~in_qrels])).size)
+    run_j = run.loc[in_qrels] if not in_qrels.all() else run
+    run_j = run_j.reset_index(drop=True)
+    grades = join_grades(run_j, qrels)
+    ranked = rank_run(run_j, conventions.ties, grades, conventions.depth)
+    run_queries = ranked.queries
+    missing = np.setdiff1d(np.asarray(qrel_queries, dtype=object).astype(str), run_queries.astype(str))
+    if missing.size and conventions.missing == "error":
+        shown = ", ".join(missing[:5]) + (", ..." if missing.size > 5 else "")
+        raise InputError(
+            f"{missing.size} qrels queries are not in the run ({shown}); choose missing='zero' "
+            "(count them as 0, trec_eval -c) or missing='drop'",
+            run.attrs.get("path"),
+        )
+    codes = np.full(ranked.rows.shape, EMPTY, dtype=np.int64)
+    present = ranked.rows >= 0
+    codes[present] = grades[ranked.rows[present]]
+    groups = ranked.groups if conventions.ties == "expected" else None
+    queries = run_queries.astype(str)
+    filled = 0
+    if missing.size and conventions.missing == "zero":
+        filled = int(missing.size)
+        codes = np.concatenate([codes, np.full((filled, codes.shape[1]), EMPTY, dtype=np.int64)])
+        if groups is not None:
+            groups = np.concatenate([groups, np.full((filled, groups.shape[1]), -1, dtype=np.int64)])
+        queries = np.concatenate([queries, missing.astype(str)])
+        order = np.argsort(queries, kind="stable")
+        codes, queries = codes[order], queries[order]
+        if groups is not None:
+            groups = groups[order]
+    judged = _judged_matrix(qrels, queries)
+    counts = {
+        "filled_missing": filled,
+        "dropped_missing": int(missing.size) if conventions.missing == "drop" else 0,
+        "ignored_unjudged": ignored,
+    }
+    return LabelBatch(codes, judged, groups), queries.astype(object), counts
+
+
+def _judged_matrix(qrels: pd.DataFrame, queries: np.ndarray) -> np.ndarray:
+    """``(q, m)`` judged grades (>= 0) per query in ``queries`` order, sorted descending."""
+    g = qrels["grade"].to_numpy(dtype=np.int64)
+    qi = pd.Index(queries).get_indexer(qrels["query"].to_numpy())
+    keep = (qi >= 0) & (g >= 0)
+    qi, g = qi[keep], g[keep]
+    nq = len(queries)
+    order = np.lexsort((-g, qi))
+    qi, g = qi[order], g[order]
+    counts = np.bincount(qi, minlength=nq)
+    width = int(counts.max(initial=0))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pos = np.arange(qi.size) - starts[qi]
+    out = np.full((nq, max(width, 1)), -1, dtype=np.int64)
+    out[qi, pos] = g
+    return out
+
+
+def evaluate_run(
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    metrics: str | Iterable[str | Metric],
+    conventions: Conventions = Conventions(),
+    run_id: str | None = None,
+) -> RunEvaluation:
+    """Evaluate one run on the qrels under the given conventions.
+
+    Parameters
+    ----------
+    qrels, run:
+        Frames from :func:`onlineeval.io.read_qrels` / :func:`onlineeval.io.read_run`
+        (or validated with ``qrels_from_frame`` / ``run_from_frame``).
+    metrics:
+        Metric objects or names (``"nDCG@10,AP"``).
+    conventions:
+        Gain, empty and missing rules, tie rule, rel_min, depth.
+    """
+    ms: Sequence[Metric] = tuple(parse_metrics(metrics))
+    batch, queries, raw = label_batch(qrels, run, conventions)
+    ctx = EvalContext(int(conventions.rel_min), conventions.gain)
+    empty = batch.num_rel(ctx.rel_min) == 0
+    counted = np.ones(len(queries), dtype=bool)
+    if conventions.empty == "exclude":
+        counted &= ~empty
+    values: dict[Metric, np.ndarray] = {}
+    for m in ms:
+        v = m.compute(batch, ctx).copy()
+        if type(m).empty_sensitive and conventions.empty == "one":
+            v[empty] = 1.0
+        v[~counted] = np.nan
+        values[m] = v
+    counts = QueryCounts(
+        counted=int(counted.sum()),
+        excluded_empty=int((empty & ~counted).sum()),
+        scored_empty=int((empty & counted).sum()),
+        filled_missing=raw["filled_missing"],
+        dropped_missing=raw["dropped_missing"],
+        ignored_unjudged=raw["ignored_unjudged"],
+    )
+    rid = run_id or str(run.attrs.get("run_id", "run"))
+    return RunEvaluation(rid, queries, values, counted, counts, conventions, tuple(ms))
