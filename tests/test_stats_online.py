@@ -14,6 +14,9 @@ from onlineeval.stats import (
     binomial_band,
     cluster_bootstrap_ratio,
     ratio_diff,
+    ratio_diff_batch,
+    ratio_mean_batch,
+    welch_diff_batch,
     ratio_linearization,
     ratio_mean,
     welch_diff,
@@ -265,3 +268,56 @@ def test_estimate_record() -> None:
     with pytest.raises(AttributeError):
         est.estimate = 0.0  # type: ignore[misc]
     assert est.significant == (est.pvalue < est.alpha)
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+def test_batches_equal_row_by_row_results() -> None:
+    rng = np.random.default_rng(20)
+    num_a = rng.poisson(2.0, (4, 3, 120)).astype(float)
+    den_a = num_a + rng.poisson(3.0, num_a.shape)
+    num_b = rng.poisson(2.2, (3, 90)).astype(float)  # broadcasts against (4, 3)
+    den_b = num_b + rng.poisson(3.0, num_b.shape)
+    batch = ratio_diff_batch(num_a, den_a, num_b, den_b, alpha=0.1)
+    welch = welch_diff_batch(num_a, num_b, alpha=0.1)
+    ratio = ratio_mean_batch(num_a, den_a)
+    assert batch.shape == welch.shape == ratio.shape[:2] == (4, 3)
+    for i in range(4):
+        for j in range(3):
+            one = ratio_diff(num_a[i, j], den_a[i, j], num_b[j], den_b[j], alpha=0.1)
+            for name in ("estimate", "se", "ci_low", "ci_high", "pvalue", "statistic", "reference"):
+                assert getattr(batch[i, j], name) == pytest.approx(getattr(one, name), rel=1e-12)
+            ref = st.ttest_ind(num_b[j], num_a[i, j], equal_var=False)
+            assert welch[i, j].pvalue == pytest.approx(ref.pvalue, rel=1e-9)
+            assert welch[i, j].df == pytest.approx(ref.df, rel=1e-10)
+            assert ratio[i, j] == ratio_mean(num_a[i, j], den_a[i, j])
+    frame = batch.to_frame()
+    assert len(frame) == 12 and frame["pvalue"].iloc[5] == pytest.approx(batch[1, 2].pvalue)
+    with pytest.raises(IndexError):
+        batch[0]
+
+
+def test_batch_rows_without_denominator_are_nan() -> None:
+    """A checkpoint at which no user has a query yet gives NaN, not a number or an error."""
+    num = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 2.0]])
+    den = np.array([[0.0, 0.0, 0.0], [2.0, 1.0, 3.0]])
+    est = ratio_mean_batch(num, den)
+    assert np.isnan(est.estimate[0]) and np.isnan(est.pvalue[0]) and np.isnan(est.ci_low[0])
+    assert not est.significant[0]
+    assert est[1] == ratio_mean(num[1], den[1])
+    with pytest.raises(InputError, match="same shape"):
+        ratio_mean_batch(num, den[:, :2])
+
+
+def test_batched_aa_false_positive_rate_in_binomial_band() -> None:
+    """2,000 A/A data sets analysed in one batched call: rejections within the 99% band."""
+    rng = np.random.default_rng(21)
+    reps, users = 2000, 400
+    queries = 1 + rng.geometric(0.25, size=(reps, 2, users))
+    p_user = rng.beta(2, 5, size=(reps, 2, users))
+    clicks = rng.binomial(queries, p_user).astype(float)
+    est = ratio_diff_batch(clicks[:, 0], queries[:, 0], clicks[:, 1], queries[:, 1])
+    assert binomial_band(reps, 0.05).contains(int(est.significant.sum()))
+    welch = welch_diff_batch(clicks[:, 0] / queries[:, 0], clicks[:, 1] / queries[:, 1])
+    assert binomial_band(reps, 0.05).contains(int(welch.significant.sum()))

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from onlineeval.stats.online import (
     Estimate,
+    Estimates,
     cluster_bootstrap_ratio,
     ratio_diff,
+    ratio_diff_batch,
     ratio_linearization,
     ratio_mean,
+    ratio_mean_batch,
     welch_diff,
+    welch_diff_batch,
 )
 from onlineeval.stats.paired import (
     MISSING_SEGMENT,
@@ -48,7 +52,11 @@ from onlineeval.stats.power import (
 
 __all__ = [
     "Estimate",
+    "Estimates",
     "welch_diff",
+    "welch_diff_batch",
+    "ratio_mean_batch",
+    "ratio_diff_batch",
     "ratio_mean",
     "ratio_diff",
     "ratio_linearization",

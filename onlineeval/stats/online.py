@@ -26,15 +26,20 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as _sps
+from scipy import special as _spc
 
 from onlineeval.errors import InputError
 from onlineeval.stats._checks import as_values, check_alpha
 
 __all__ = [
     "Estimate",
+    "Estimates",
     "welch_diff",
+    "welch_diff_batch",
+    "ratio_mean_batch",
+    "ratio_diff_batch",
     "ratio_mean",
     "ratio_diff",
     "cluster_bootstrap_ratio",
@@ -72,7 +77,7 @@ class Estimate:
         The value under the null hypothesis.
     reference:
         For two-sample methods the control (A) value, so ``estimate / reference`` is the
-        relative change; for one-sample methods ``nan``.
+        relative change; ``None`` for one-sample methods.
     """
 
     estimate: float
@@ -86,7 +91,7 @@ class Estimate:
     method: str
     alpha: float
     null: float = 0.0
-    reference: float = math.nan
+    reference: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -98,19 +103,182 @@ class Estimate:
         return asdict(self)
 
 
-def _test_from_se(
-    est: float, se: float, null: float, alpha: float, df: float
-) -> tuple[float, float, float, float]:
-    """Statistic, p-value and interval of a t (finite ``df``) or z (``df = inf``) test."""
-    dist = _sps.norm if math.isinf(df) else _sps.t(df)
-    if se > 0.0:
-        stat = (est - null) / se
-        p = float(2.0 * dist.sf(abs(stat)))
-        q = float(dist.isf(alpha / 2.0))
-        return stat, min(p, 1.0), est - q * se, est + q * se
-    if est == null:
-        return 0.0, 1.0, est, est
-    return math.copysign(math.inf, est - null), 0.0, est, est
+@dataclass(frozen=True, slots=True)
+class Estimates:
+    """Many estimates at once: the batch counterpart of :class:`Estimate`.
+
+    Every array field has the batch shape (the leading shape of the inputs); ``method``,
+    ``alpha`` and ``null`` are shared. Rows whose ratio is undefined (denominators summing
+    to 0) hold NaN. ``est[i]`` (or ``est[i, j]``) gives one :class:`Estimate`.
+    """
+
+    estimate: NDArray[np.float64]
+    se: NDArray[np.float64]
+    ci_low: NDArray[np.float64]
+    ci_high: NDArray[np.float64]
+    pvalue: NDArray[np.float64]
+    n: NDArray[np.int64]
+    statistic: NDArray[np.float64]
+    df: NDArray[np.float64]
+    method: str
+    alpha: float
+    null: float
+    reference: NDArray[np.float64] | None
+
+    def __post_init__(self) -> None:
+        for name in ("estimate", "se", "ci_low", "ci_high", "pvalue", "statistic", "df"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.float64))
+        if self.reference is not None:
+            object.__setattr__(self, "reference", np.asarray(self.reference, dtype=np.float64))
+        object.__setattr__(self, "n", np.asarray(self.n, dtype=np.int64))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The batch shape."""
+        return tuple(self.estimate.shape)
+
+    @property
+    def significant(self) -> NDArray[np.bool_]:
+        """``pvalue < alpha`` (False where the p-value is NaN)."""
+        with np.errstate(invalid="ignore"):
+            return self.pvalue < self.alpha
+
+    def __getitem__(self, index: int | tuple[int, ...]) -> Estimate:
+        idx = index if isinstance(index, tuple) else (index,)
+        if len(idx) != len(self.shape):
+            raise IndexError(f"index {index!r} does not address one estimate of a batch of shape {self.shape}")
+        return Estimate(
+            float(self.estimate[idx]), float(self.se[idx]), float(self.ci_low[idx]), float(self.ci_high[idx]),
+            float(self.pvalue[idx]), int(self.n[idx]), float(self.statistic[idx]), float(self.df[idx]),
+            self.method, self.alpha, self.null,
+            None if self.reference is None else float(self.reference[idx]),
+        )  # fmt: skip
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per estimate (batch flattened in C order)."""
+        cols = ("estimate", "se", "ci_low", "ci_high", "pvalue", "n", "statistic", "df")
+        out = pd.DataFrame({c: np.ravel(getattr(self, c)) for c in cols})
+        if self.reference is not None:
+            out["reference"] = np.ravel(self.reference)
+        out["method"], out["alpha"], out["null"] = self.method, self.alpha, self.null
+        return out
+
+
+def _tests(
+    est: NDArray[np.float64],
+    se: NDArray[np.float64],
+    null: float,
+    alpha: float,
+    df: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Statistic, p-value and interval of t (finite ``df``) or z (``df = inf``) tests, elementwise.
+
+    ``se == 0`` follows the module convention; NaN estimates give NaN everywhere.
+    """
+    est, se, df = np.broadcast_arrays(est, se, df)
+    finite_df = np.isfinite(df)
+    safe_df = np.where(finite_df, df, 1.0)
+    pos = se > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = np.where(pos, (est - null) / np.where(pos, se, 1.0), 0.0)
+    p_t = 2.0 * _spc.stdtr(safe_df, -np.abs(stat))
+    p_z = 2.0 * _spc.ndtr(-np.abs(stat))
+    q = np.where(finite_df, -_spc.stdtrit(safe_df, alpha / 2.0), -_spc.ndtri(alpha / 2.0))
+    p = np.minimum(np.where(finite_df, p_t, p_z), 1.0)
+    same = est == null
+    stat = np.where(pos, stat, np.where(same, 0.0, np.copysign(np.inf, est - null)))
+    p = np.where(pos, p, np.where(same, 1.0, 0.0))
+    lo = np.where(pos, est - q * se, est)
+    hi = np.where(pos, est + q * se, est)
+    undefined = np.isnan(est) | np.isnan(se)
+    if undefined.any():
+        stat, p, lo, hi = (np.where(undefined, np.nan, a) for a in (stat, p, lo, hi))
+    return stat, p, lo, hi
+
+
+def _as_batch(x: ArrayLike, name: str, min_users: int = 2) -> NDArray[np.float64]:
+    """A float64 array with users on the last axis (copied; finite values only)."""
+    try:
+        arr = np.array(x, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise InputError(f"{name}: expected an array of numbers") from None
+    if arr.ndim == 0:
+        raise InputError(f"{name}: expected an array with users on the last axis, got a scalar")
+    if arr.shape[-1] < min_users:
+        raise InputError(f"{name}: needs at least {min_users} users on the last axis, got {arr.shape[-1]}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"{name}: value at index {where} is {arr[where]!r}; only finite numbers are allowed")
+    arr.flags.writeable = False
+    return arr
+
+
+def _batch_pairs(
+    num: ArrayLike, den: ArrayLike, arm: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    sfx = f"_{arm}" if arm else ""
+    x = _as_batch(num, f"num{sfx}")
+    y = _as_batch(den, f"den{sfx}")
+    if x.shape != y.shape:
+        raise InputError(f"num{sfx} and den{sfx} must have the same shape (one value per user); got {x.shape} and {y.shape}")
+    if (y < 0).any():
+        raise InputError(f"den{sfx}: denominators must be >= 0 (e.g. a count of queries)")
+    return x, y
+
+
+def _welch_kernel(
+    a: NDArray[np.float64], b: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Difference of means, its SE, Welch df and the mean of A over the last axis."""
+    na, nb = a.shape[-1], b.shape[-1]
+    ma, mb = a.mean(axis=-1), b.mean(axis=-1)
+    va, vb = a.var(axis=-1, ddof=1) / na, b.var(axis=-1, ddof=1) / nb
+    va, vb = np.broadcast_arrays(va, vb)
+    denom = va * va / (na - 1) + vb * vb / (nb - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(denom > 0, (va + vb) ** 2 / np.where(denom > 0, denom, 1.0), float(na + nb - 2))
+    return mb - ma, np.sqrt(va + vb), df, np.broadcast_to(ma, df.shape)
+
+
+def _delta_kernel(
+    x: NDArray[np.float64], y: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Ratio and delta-method variance over the last axis (ddof 1); NaN where sum(den) == 0."""
+    n = x.shape[-1]
+    sy = y.sum(axis=-1)
+    ok = sy > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(ok, x.sum(axis=-1) / np.where(ok, sy, 1.0), np.nan)
+        e = x - np.where(ok, r, 0.0)[..., None] * y  # mean exactly 0 up to rounding
+        e = e - e.mean(axis=-1, keepdims=True)
+        ybar = sy / n
+        var = np.where(ok, np.einsum("...i,...i->...", e, e) / ((n - 1) * n * np.where(ok, ybar, 1.0) ** 2), np.nan)
+    return r, var
+
+
+def _one(batch: Estimates) -> Estimate:
+    """The single estimate of a batch computed from 1-d inputs."""
+    return batch[()]
+
+
+def welch_diff_batch(x_a: ArrayLike, x_b: ArrayLike, alpha: float = 0.05, *, null: float = 0.0) -> Estimates:
+    """:func:`welch_diff` for many data sets at once.
+
+    ``x_a`` has shape ``(..., n_a)`` and ``x_b`` shape ``(..., n_b)`` (users on the last
+    axis, leading shapes broadcast), e.g. one row per replicate or checkpoint. Returns
+    :class:`Estimates` of the broadcast leading shape.
+    """
+    a = _as_batch(x_a, "x_a")
+    b = _as_batch(x_b, "x_b")
+    alpha = check_alpha(alpha)
+    try:
+        est, se, df, ref = _welch_kernel(a, b)
+    except ValueError:
+        raise InputError(f"x_a and x_b: leading shapes {a.shape[:-1]} and {b.shape[:-1]} do not broadcast") from None
+    stat, p, lo, hi = _tests(est, se, float(null), alpha, df)
+    n = np.full(est.shape, a.shape[-1] + b.shape[-1], dtype=np.int64)
+    return Estimates(est, se, lo, hi, p, n, stat, df, "welch", alpha, float(null), np.asarray(ref))
 
 
 def welch_diff(x_a: ArrayLike, x_b: ArrayLike, alpha: float = 0.05, *, null: float = 0.0) -> Estimate:
@@ -128,7 +296,8 @@ def welch_diff(x_a: ArrayLike, x_b: ArrayLike, alpha: float = 0.05, *, null: flo
     Returns
     -------
     Estimate
-        ``method="welch"``, ``df`` the Welch-Satterthwaite degrees of freedom.
+        ``method="welch"``, ``df`` the Welch-Satterthwaite degrees of freedom,
+        ``reference`` the mean of A.
 
     Notes
     -----
@@ -146,15 +315,7 @@ def welch_diff(x_a: ArrayLike, x_b: ArrayLike, alpha: float = 0.05, *, null: flo
     """
     a = as_values(x_a, "x_a", min_size=2)
     b = as_values(x_b, "x_b", min_size=2)
-    alpha = check_alpha(alpha)
-    na, nb = a.size, b.size
-    va, vb = a.var(ddof=1) / na, b.var(ddof=1) / nb
-    est = float(b.mean() - a.mean())
-    se = math.sqrt(va + vb)
-    denom = va * va / (na - 1) + vb * vb / (nb - 1)
-    df = float((va + vb) ** 2 / denom) if denom > 0 else float(na + nb - 2)
-    stat, p, lo, hi = _test_from_se(est, se, float(null), alpha, df)
-    return Estimate(est, se, lo, hi, p, na + nb, stat, df, "welch", alpha, float(null), float(a.mean()))
+    return _one(welch_diff_batch(a, b, alpha, null=null))
 
 
 def _pairs(num: ArrayLike, den: ArrayLike, arm: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -183,15 +344,21 @@ def ratio_linearization(num: ArrayLike, den: ArrayLike) -> tuple[float, NDArray[
     return r, (x - r * y) / y.mean()
 
 
-def _delta_var(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float]:
-    """Ratio and its delta-method variance (sample moments with ddof 1)."""
-    n = x.size
-    r = float(x.sum() / y.sum())
-    ybar = float(y.mean())
-    e = x - r * y  # mean exactly 0 up to rounding
-    e = e - e.mean()
-    var = float(e @ e) / ((n - 1) * n * ybar * ybar)
-    return r, var
+def ratio_mean_batch(num: ArrayLike, den: ArrayLike, alpha: float = 0.05, *, null: float = 0.0) -> Estimates:
+    """:func:`ratio_mean` for many data sets at once.
+
+    ``num`` and ``den`` have the same shape ``(..., n_users)``; users whose denominator is
+    0 (e.g. not yet seen at a checkpoint) count as clusters, which changes the variance
+    only by the factor :math:`n/(n-1)`. Rows whose denominators sum to 0 give NaN.
+    """
+    x, y = _batch_pairs(num, den, "")
+    alpha = check_alpha(alpha)
+    r, var = _delta_kernel(x, y)
+    se = np.sqrt(var)
+    df = np.full(r.shape, np.inf)
+    stat, p, lo, hi = _tests(r, se, float(null), alpha, df)
+    n = np.full(r.shape, x.shape[-1], dtype=np.int64)
+    return Estimates(r, se, lo, hi, p, n, stat, df, "delta", alpha, float(null), None)
 
 
 def ratio_mean(
@@ -235,11 +402,37 @@ def ratio_mean(
     mean of the query-level values.
     """
     x, y = _pairs(num, den, "")
+    return _one(ratio_mean_batch(x, y, alpha, null=null))
+
+
+def ratio_diff_batch(
+    num_a: ArrayLike,
+    den_a: ArrayLike,
+    num_b: ArrayLike,
+    den_b: ArrayLike,
+    alpha: float = 0.05,
+    *,
+    null: float = 0.0,
+) -> Estimates:
+    """:func:`ratio_diff` for many data sets at once.
+
+    Arrays of arm A have shape ``(..., n_a)``, of arm B ``(..., n_b)`` (leading shapes
+    broadcast), e.g. cumulative per-user sums at each daily checkpoint. Rows where an
+    arm's denominators sum to 0 give NaN.
+    """
+    xa, ya = _batch_pairs(num_a, den_a, "a")
+    xb, yb = _batch_pairs(num_b, den_b, "b")
     alpha = check_alpha(alpha)
-    r, var = _delta_var(x, y)
-    se = math.sqrt(var)
-    stat, p, lo, hi = _test_from_se(r, se, float(null), alpha, math.inf)
-    return Estimate(r, se, lo, hi, p, x.size, stat, math.inf, "delta", alpha, float(null))
+    ra, va = _delta_kernel(xa, ya)
+    rb, vb = _delta_kernel(xb, yb)
+    try:
+        est, se, ref = np.broadcast_arrays(rb - ra, np.sqrt(va + vb), ra)
+    except ValueError:
+        raise InputError(f"arms A and B: leading shapes {xa.shape[:-1]} and {xb.shape[:-1]} do not broadcast") from None
+    df = np.full(est.shape, np.inf)
+    stat, p, lo, hi = _tests(est, se, float(null), alpha, df)
+    n = np.full(est.shape, xa.shape[-1] + xb.shape[-1], dtype=np.int64)
+    return Estimates(est, se, lo, hi, p, n, stat, df, "delta", alpha, float(null), np.array(ref))
 
 
 def ratio_diff(
@@ -282,13 +475,7 @@ def ratio_diff(
     """
     xa, ya = _pairs(num_a, den_a, "a")
     xb, yb = _pairs(num_b, den_b, "b")
-    alpha = check_alpha(alpha)
-    ra, va = _delta_var(xa, ya)
-    rb, vb = _delta_var(xb, yb)
-    est = rb - ra
-    se = math.sqrt(va + vb)
-    stat, p, lo, hi = _test_from_se(est, se, float(null), alpha, math.inf)
-    return Estimate(est, se, lo, hi, p, xa.size + xb.size, stat, math.inf, "delta", alpha, float(null), ra)
+    return _one(ratio_diff_batch(xa, ya, xb, yb, alpha, null=null))
 
 
 #: Upper bound on the number of resampled indices held in memory at once.

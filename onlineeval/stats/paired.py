@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import special as _spc
-from scipy import stats as _sps
 
 from onlineeval.errors import InputError
 from onlineeval.stats._checks import as_values, check_alpha, check_level
@@ -189,8 +188,8 @@ def paired_t_test(diffs: ArrayLike, alpha: float = 0.05) -> Estimate:
     df = float(n - 1)
     if se > 0:
         stat = mean / se
-        p = min(1.0, float(2.0 * _sps.t.sf(abs(stat), df)))
-        q = float(_sps.t.isf(alpha / 2.0, df))
+        p = min(1.0, float(2.0 * _spc.stdtr(df, -abs(stat))))
+        q = float(-_spc.stdtrit(df, alpha / 2.0))
         lo, hi = mean - q * se, mean + q * se
     else:
         stat = 0.0 if mean == 0 else math.copysign(math.inf, mean)
