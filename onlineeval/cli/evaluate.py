@@ -1,9 +1,314 @@
-"""`onlineeval evaluate` (being built; see the issue tracker)."""
+"""``onlineeval evaluate``: offline metrics of one or more runs, conventions, paired tests.
+
+Example::
+
+    onlineeval evaluate --qrels qrels.txt --run A.txt --run B.txt --baseline A \\
+        --metrics "nDCG@10,ERR@10,RBP(p=0.8),AP" --preset trec_eval --format json
+
+Every output states the conventions and how many queries were counted, excluded
+(no relevant document), filled (judged but absent from the run) or ignored (no qrels).
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
 import typer
+
+from onlineeval.cli._common import guarded
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from onlineeval.metrics.evaluate import RunEvaluation
+
+FORMATS = ("table", "json", "csv")
+
+
+def _system_names(paths: list[Path]) -> list[str]:
+    stems = [p.stem for p in paths]
+    if len(set(stems)) == len(stems):
+        return stems
+    names = [str(p) for p in paths]
+    if len(set(names)) != len(names):
+        from onlineeval.errors import ConfigError
+
+        raise ConfigError(("run",), "the same run file is given twice")
+    return names
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe scalars (NaN -> None, numpy -> Python)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+@guarded
+def evaluate_cmd(
+    qrels: Annotated[Path, typer.Option("--qrels", "-q", help="TREC qrels file (query iter doc grade).")],
+    run: Annotated[list[Path], typer.Option("--run", "-r", help="TREC run file; repeat for several systems.")],
+    metrics: Annotated[
+        str, typer.Option("--metrics", "-m", help='Comma-separated metrics, e.g. "nDCG@10,ERR@10,RBP(p=0.8),AP".')
+    ] = "nDCG@10,AP,RR,P@10",
+    baseline: Annotated[
+        Optional[str], typer.Option("--baseline", "-b", help="System the others are compared with (file stem); default the first run.")
+    ] = None,
+    preset_name: Annotated[
+        str, typer.Option("--preset", help="Conventions preset: default, trec_eval, lightgbm or xgboost.")
+    ] = "default",
+    gain: Annotated[Optional[str], typer.Option("--gain", help="exponential, linear or a table '1=1,2=3'.")] = None,
+    ties: Annotated[
+        Optional[str],
+        typer.Option("--ties", help="docno_desc, input_order, pessimistic, optimistic or expected."),
+    ] = None,
+    empty: Annotated[
+        Optional[str], typer.Option("--empty", help="Queries without relevant documents: exclude, one or zero.")
+    ] = None,
+    missing: Annotated[
+        Optional[str], typer.Option("--missing", help="Qrels queries absent from a run: error, zero or drop.")
+    ] = None,
+    rel_min: Annotated[Optional[int], typer.Option("--rel-min", help="Smallest relevant grade for binary metrics.")] = None,
+    depth: Annotated[Optional[int], typer.Option("--depth", min=1, help="Read at most this many documents per query.")] = None,
+    per_query: Annotated[
+        Optional[Path], typer.Option("--per-query", help="Write per-query values (query,system,metric,value) to this CSV.")
+    ] = None,
+    with_per_query: Annotated[
+        bool, typer.Option("--with-per-query", help="Include per-query values in the JSON output.")
+    ] = False,
+    segments: Annotated[
+        Optional[Path], typer.Option("--segments", help="Per-query attribute TSV (header: query<TAB>attr...).")
+    ] = None,
+    output_format: Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the randomisation test and bootstrap.")] = 0,
+    permutations: Annotated[int, typer.Option("--permutations", min=1, help="Randomisation-test permutations.")] = 10_000,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=100, help="Bootstrap replicates.")] = 10_000,
+    alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level.")] = 0.05,
+) -> None:
+    """Offline metrics of runs under explicit conventions, with paired significance tests."""
+    import pandas as pd
+
+    from onlineeval.conventions import Gain, preset
+    from onlineeval.errors import ConfigError
+    from onlineeval.io import read_qrels, read_run
+    from onlineeval.metrics import parse_metrics
+    from onlineeval.metrics.evaluate import evaluate_run
+
+    if output_format not in FORMATS:
+        raise ConfigError(("format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
+    if not run:
+        raise ConfigError(("run",), "give at least one --run")
+    conv = preset(preset_name).with_(
+        gain=Gain.parse(gain) if gain is not None else None,
+        ties=ties,
+        empty=empty,
+        missing=missing,
+        rel_min=rel_min,
+        depth=depth,
+    )
+    ms = parse_metrics(metrics)
+    names = _system_names(run)
+    if baseline is None:
+        baseline = names[0]
+    elif baseline not in names:
+        raise ConfigError(("baseline",), f"{baseline!r} is not one of the runs ({', '.join(names)})")
+    q = read_qrels(qrels)
+    evals = [evaluate_run(q, read_run(path), ms, conv, run_id=name) for name, path in zip(names, run)]
+
+    long = _long_frame(evals)
+    if per_query is not None:
+        long.to_csv(per_query, index=False)
+    comparisons: list[Any] = []
+    common_queries = None
+    seg_frame = None
+    if len(evals) > 1:
+        from onlineeval.stats import compare_segments, compare_systems
+
+        long_c, common_queries = _common(long, len(evals))
+        options = dict(n_permutations=permutations, n_bootstrap=bootstrap, alpha=alpha)
+        comparisons = compare_systems(long_c, baseline, seed=seed, **options)
+        if segments is not None:
+            from onlineeval.stats import read_segments
+
+            seg_frame = read_segments(segments)
+            comparisons = comparisons + compare_segments(long_c, seg_frame, baseline, seed=seed, **options)
+    elif segments is not None:
+        from onlineeval.stats import read_segments
+
+        seg_frame = read_segments(segments)
+    seg_means = _segment_means(long, seg_frame) if seg_frame is not None else None
+
+    if output_format == "json":
+        typer.echo(json.dumps(_json(evals, conv, comparisons, common_queries, seg_means, with_per_query), indent=2))
+    elif output_format == "csv":
+        typer.echo(_csv(evals, comparisons, seg_means), nl=False)
+    else:
+        typer.echo(_table(evals, conv, comparisons, common_queries, seg_means, baseline))
+
+
+def _long_frame(evals: list[RunEvaluation]) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
+    parts = []
+    for ev in evals:
+        q = ev.queries[ev.counted].astype(str)
+        for m in ev.metrics:
+            parts.append(
+                pd.DataFrame({"query": q, "system": ev.run_id, "metric": str(m), "value": ev.values[m][ev.counted]})
+            )
+    if not parts:
+        return pd.DataFrame(columns=["query", "system", "metric", "value"])
+    out = pd.concat(parts, ignore_index=True)
+    out["value"] = out["value"].astype(np.float64)
+    return out
+
+
+def _common(long: pd.DataFrame, n_systems: int) -> tuple[pd.DataFrame, int]:
+    """Rows of queries that every system has (paired tests need aligned queries)."""
+    per_q = long.groupby(["metric", "query"])["system"].transform("nunique")
+    keep = long[per_q == n_systems]
+    return keep.reset_index(drop=True), int(keep["query"].nunique())
+
+
+def _segment_means(long: pd.DataFrame, seg: pd.DataFrame) -> pd.DataFrame:
+    from onlineeval.stats import by_segment
+
+    def table(f: pd.DataFrame) -> pd.DataFrame:
+        return f.groupby(["system", "metric"], sort=False)["value"].agg(["mean", "count"]).reset_index()
+
+    return by_segment(long, seg, table)
+
+
+def _json(evals, conv, comparisons, common_queries, seg_means, with_per_query: bool) -> dict[str, Any]:
+    from onlineeval.stats import results_to_frame, worst_losses_to_frame
+
+    systems = []
+    for ev in evals:
+        entry: dict[str, Any] = {"name": ev.run_id, "counts": ev.counts.as_dict(), "metrics": {}}
+        for m in ev.metrics:
+            rec: dict[str, Any] = {"mean": _clean(ev.mean(m)), "n": int(ev.counted.sum())}
+            if with_per_query:
+                rec["per_query"] = {
+                    str(q): _clean(float(v)) for q, v in zip(ev.queries[ev.counted], ev.values[m][ev.counted])
+                }
+            entry["metrics"][str(m)] = rec
+        systems.append(entry)
+    out: dict[str, Any] = {
+        "conventions": conv.describe(),
+        "metrics": [str(m) for m in evals[0].metrics],
+        "systems": systems,
+    }
+    if comparisons:
+        frame = results_to_frame(comparisons)
+        out["paired_queries"] = common_queries
+        out["comparisons"] = [{k: _clean(v) for k, v in row.items()} for row in frame.to_dict("records")]
+        worst = worst_losses_to_frame(comparisons)
+        out["worst_losses"] = [{k: _clean(v) for k, v in row.items()} for row in worst.to_dict("records")]
+    if seg_means is not None:
+        out["segment_means"] = [{k: _clean(v) for k, v in row.items()} for row in seg_means.to_dict("records")]
+    return out
+
+
+def _csv(evals, comparisons, seg_means) -> str:
+    import pandas as pd
+
+    from onlineeval.stats import results_to_frame
+
+    rows = []
+    for ev in evals:
+        for m in ev.metrics:
+            row = {"system": ev.run_id, "metric": str(m), "mean": ev.mean(m), "n": int(ev.counted.sum())}
+            row.update({f"queries_{k}": v for k, v in ev.counts.as_dict().items()})
+            rows.append(row)
+    means = pd.DataFrame(rows)
+    conv = evals[0].conventions.describe()
+    for k, v in conv.items():
+        means[f"convention_{k}"] = v
+    text = means.to_csv(index=False)
+    if comparisons:
+        text += "\n" + results_to_frame(comparisons).to_csv(index=False)
+    if seg_means is not None:
+        text += "\n" + seg_means.to_csv(index=False)
+    return text
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _table(evals, conv, comparisons, common_queries, seg_means, baseline: str) -> str:
+    lines = []
+    desc = conv.describe()
+    lines.append("conventions: " + ", ".join(f"{k}={v}" for k, v in desc.items()))
+    for ev in evals:
+        c = ev.counts
+        lines.append(
+            f"queries [{ev.run_id}]: counted {c.counted}, excluded (no relevant) {c.excluded_empty}, "
+            f"counted though empty {c.scored_empty}, filled (missing from run) {c.filled_missing}, "
+            f"dropped (missing) {c.dropped_missing}, ignored (not in qrels) {c.ignored_unjudged}"
+        )
+    metrics = [str(m) for m in evals[0].metrics]
+    width = max(8, *(len(ev.run_id) for ev in evals))
+    cols = [max(8, len(m)) for m in metrics]
+    lines.append("")
+    lines.append("system".ljust(width) + "  " + "  ".join(m.rjust(w) for m, w in zip(metrics, cols)))
+    for ev in evals:
+        vals = [_fmt(ev.mean(m)).rjust(w) for m, w in zip(ev.metrics, cols)]
+        lines.append(ev.run_id.ljust(width) + "  " + "  ".join(vals))
+    if comparisons:
+        lines.append("")
+        lines.append(
+            f"paired comparisons vs {baseline} ({common_queries} queries; randomisation test, "
+            "bootstrap CI, t-test; Holm over all comparisons):"
+        )
+        header = ["segment", "metric", "system", "n", "diff", "CI low", "CI high", "p_rand", "p_holm", "p_t", "W/L/T", "d"]
+        rows = []
+        for r in comparisons:
+            seg = "all" if r.segment_attribute is None else f"{r.segment_attribute}={r.segment_value}"
+            rows.append(
+                [
+                    seg,
+                    r.metric,
+                    r.system,
+                    str(r.n),
+                    _fmt(r.mean_diff),
+                    _fmt(r.ci_bca_low),
+                    _fmt(r.ci_bca_high),
+                    _fmt(r.p_randomization),
+                    _fmt(r.p_randomization_holm) + ("*" if r.significant else ""),
+                    _fmt(r.p_t),
+                    f"{r.wins}/{r.losses}/{r.ties}",
+                    _fmt(r.effect_size, 3),
+                ]
+            )
+        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+        for row in rows:
+            lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+        worst = [r for r in comparisons if r.segment_attribute is None and r.worst]
+        if worst:
+            lines.append("")
+            lines.append("worst per-query losses:")
+            for r in worst:
+                items = ", ".join(f"{w.query} ({_fmt(w.diff)})" for w in r.worst)
+                lines.append(f"  {r.metric} {r.system}: {items}")
+    if seg_means is not None and len(seg_means):
+        lines.append("")
+        lines.append("means per segment:")
+        for _, row in seg_means.iterrows():
+            lines.append(
+                f"  {row['segment_attribute']}={row['segment_value']} ({row['segment_queries']} queries) "
+                f"{row['system']} {row['metric']}: {_fmt(row['mean'])}"
+            )
+    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's command(s) to the main app."""
+    """Add the ``evaluate`` command to the main app."""
+    app.command("evaluate")(evaluate_cmd)
