@@ -35,7 +35,8 @@ __all__ = ["analyse", "curves"]
 def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float) -> pd.DataFrame:
     """Per (design, aa, metric, day) summary over replicates."""
     out = []
-    for (design, aa, metric, day), g in rows.groupby(["design", "aa", "metric", "day"], sort=True):
+    # sort=False keeps the run's order: designs as configured, each design's primary metric first
+    for (design, aa, metric, day), g in rows.groupby(["design", "aa", "metric", "day"], sort=False):
         t = 0.0 if aa else truth[(design, metric)].value
         reject = g["pvalue"].to_numpy() < alpha
         sign_ok = np.sign(g["estimate"].to_numpy()) == np.sign(t) if t != 0 else np.ones(len(g), bool)

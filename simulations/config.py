@@ -75,7 +75,9 @@ class TrecCollection(_Strict):
         None, description="optional TSV 'query<TAB>count'; default: Zipf over a seeded order"
     )
     zipf_exponent: Annotated[float, Field(ge=0.0, le=5.0)] = 1.0
-    ties: Literal["trec_eval", "input_order", "pessimistic", "optimistic"] = "trec_eval"
+    ties: Literal["docno_desc", "input_order", "pessimistic", "optimistic"] = Field(
+        "docno_desc", description="score-tie rule of the rankings (docno_desc = trec_eval's)"
+    )
 
 
 Collection = Annotated[Union[SyntheticCollection, TrecCollection], Field(discriminator="type")]
@@ -122,16 +124,23 @@ class UsersConfig(_Strict):
 
     population: PositiveInt = 20000
     activity: ActivityConfig = ActivityConfig()
-    click_model: dict[str, Any] = Field(
-        default_factory=lambda: {"name": "cascade", "preset": "informational"}
+    click_model: dict[str, Any] | None = Field(
+        None, description="default (without 'types'): {name: cascade, preset: informational}"
     )
     types: list[UserType] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_model(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("types") and data.get("click_model") is None:
+            data = {**data, "click_model": {"name": "cascade", "preset": "informational"}}
+        return data
 
     @model_validator(mode="after")
     def _check_types(self) -> UsersConfig:
         if not self.types:
             return self
-        if "click_model" in self.model_fields_set:
+        if self.click_model is not None:
             raise ValueError("give either 'click_model' or 'types', not both")
         total = sum(t.share for t in self.types)
         if not math.isclose(total, 1.0, abs_tol=1e-6):
@@ -144,7 +153,7 @@ class UsersConfig(_Strict):
     def mixture(self) -> list[tuple[str, float, dict[str, Any]]]:
         """``(name, share, click-model spec)`` of every user type (one type if no mixture)."""
         if not self.types:
-            return [("all", 1.0, dict(self.click_model))]
+            return [("all", 1.0, dict(self.click_model or {}))]
         return [(t.name, t.share, dict(t.click_model)) for t in self.types]
 
 
@@ -161,6 +170,9 @@ class TrafficConfig(_Strict):
     weekly: list[Annotated[float, Field(ge=0.0)]] = Field(
         default_factory=lambda: [1.0] * 7,
         description="relative arrival rate for each day of the week (normalised to mean 1)",
+    )
+    batch_hours: Literal[1, 2, 3, 4, 6, 8, 12, 24] = Field(
+        1, description="simulated hours per SimPy event (batch of impressions); divides a day"
     )
 
     @model_validator(mode="after")
@@ -354,7 +366,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str | None = None) -> C
 def _check_components(config: Config, source: str | None) -> None:
     """Validate the parts whose schema lives in their own registries, and input files."""
     import clickmodels
-    from onlineeval.interleaving import get_interleaver
+    from onlineeval.interleaving import available_interleavers, get_interleaver
     from onlineeval.metrics import parse_metric
 
     try:
@@ -363,7 +375,7 @@ def _check_components(config: Config, source: str | None) -> None:
         raise ConfigError(("offline_metric",), str(exc), source) from None
     specs: list[tuple[tuple[str | int, ...], dict[str, Any]]] = [
         (("users", "types", i, "click_model"), dict(t.click_model)) for i, t in enumerate(config.users.types)
-    ] or [(("users", "click_model"), dict(config.users.click_model))]
+    ] or [(("users", "click_model"), dict(config.users.click_model or {}))]
     for key, spec in specs:
         try:
             clickmodels.build(spec)
@@ -372,11 +384,17 @@ def _check_components(config: Config, source: str | None) -> None:
     for i, design in enumerate(config.designs):
         if design.type != "interleaving":
             continue
+        allowed = available_interleavers()
+        if design.method not in allowed:
+            raise ConfigError(
+                ("designs", i, "method"),
+                f"unknown interleaving method {design.method!r}; allowed: {', '.join(sorted(allowed))}",
+                source,
+            )
         try:
             get_interleaver(design.method or "", **design.options)
         except ConfigError as exc:
-            path = ("designs", i, "method") if not exc.key_path else ("designs", i, "options", *exc.key_path)
-            raise ConfigError(path, exc.message, source) from None
+            raise ConfigError(("designs", i, "options", *exc.key_path), exc.message, source) from None
         except TypeError as exc:
             raise ConfigError(("designs", i, "options"), str(exc), source) from None
     coll = config.collection

@@ -197,7 +197,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             days_s = str(days) if days is not None else (
                 f"~{e['analytic_required_days']:.0f}*" if e["analytic_required_days"] is not None else "never")
             lines.append(
-                f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.5f', True):>13s} "
+                f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.3g', True):>13s} "
                 f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
                 f"{_fmt(shrink, '.2f'):>7s} {fd['power']:>9.2f} {fd['analytic_power']:>8.2f} {days_s:>9s} "
                 f"{_count(e['analytic_required_impressions']):>13s} {fpr:>8s}"

@@ -112,8 +112,7 @@ def run_replicate(
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(config_data: dict[str, Any], world: World) -> None:
-    config = Config.model_validate(config_data)
+def _init_worker(config: Config, world: World) -> None:
     _WORKER.update(config=config, world=world, users=UserModels.from_config(config.users))
 
 
@@ -148,7 +147,7 @@ def run_replicates(
                 on_done(i, results[i])
         return results
     with ProcessPoolExecutor(
-        max_workers=n_workers, initializer=_init_worker, initargs=(config.effective(), world)
+        max_workers=n_workers, initializer=_init_worker, initargs=(config, world)
     ) as pool:
         futures = [pool.submit(_work, i, seqs[i]) for i in todo]
         for fut in as_completed(futures):

@@ -81,17 +81,21 @@ class TrafficModel:
             traffic.queries_per_day / 24.0 * (diurnal / diurnal.mean())[None, :] * (weekly / weekly.mean())[:, None]
         )  # (7, 24)
         self.days = traffic.days
+        self.batch_hours = traffic.batch_hours
 
     def expected_queries(self, hours: int) -> float:
         """Expected number of queries in the first ``hours`` hours."""
         rates = np.tile(self.hourly_rate.ravel(), hours // (7 * 24) + 1)[:hours]
         return float(rates.sum())
 
-    def batch(self, hour: int) -> Batch:
+    def batch(self, hour: int, hours: int = 1) -> Batch:
+        """The impressions of ``[hour, hour + hours)``: Poisson counts hour by hour."""
         rng = self.rng
-        rate = self.hourly_rate[(hour // 24) % 7, hour % 24]
-        n = int(rng.poisson(rate))
-        time = hour + np.sort(rng.random(n))
+        span = np.arange(hour, hour + hours)
+        counts = rng.poisson(self.hourly_rate[(span // 24) % 7, span % 24])
+        n = int(counts.sum())
+        time = np.repeat(span, counts) + rng.random(n)
+        time.sort()
         # searchsorted on the CDF: inverse-transform sampling, O(n log population)
         user = np.minimum(np.searchsorted(self.user_cdf, rng.random(n), side="right"), self.population - 1)
         query = np.minimum(
@@ -106,22 +110,24 @@ def run_traffic(
     consumers: Sequence[BatchConsumer],
     on_day_end: Callable[[int], None],
 ) -> simpy.Environment:
-    """Run the SimPy simulation: an hourly traffic process and a daily monitor.
+    """Run the SimPy simulation: a traffic process and a daily monitor.
 
     Time unit: one hour. At hour ``h`` the traffic process draws the batch of
-    ``[h, h + 1)`` and hands it to every consumer (all designs see the same batch), then
-    waits one hour. The monitor wakes at ``24 d`` (scheduled before the traffic event of
-    that instant, so it sees exactly the first ``24 d`` hours) and calls ``on_day_end(d)``.
+    ``[h, h + b)`` (``b = batch_hours``, a divisor of 24) and hands it to every consumer
+    (all designs see the same batch), then waits ``b`` hours. The monitor wakes at
+    ``24 d`` (scheduled before the traffic event of that instant, so it sees exactly the
+    first ``24 d`` hours) and calls ``on_day_end(d)``.
     """
     env = simpy.Environment()
     hours = model.days * 24
+    step = model.batch_hours
 
     def traffic(env: simpy.Environment):
-        for hour in range(hours):
-            batch = model.batch(hour)
+        for hour in range(0, hours, step):
+            batch = model.batch(hour, step)
             for consumer in consumers:
                 consumer.process(batch)
-            yield env.timeout(1)
+            yield env.timeout(step)
 
     def monitor(env: simpy.Environment):
         for day in range(1, model.days + 1):
@@ -130,5 +136,5 @@ def run_traffic(
 
     env.process(monitor(env))
     env.process(traffic(env))
-    env.run(until=hours + 1)
+    env.run(until=hours + step)
     return env

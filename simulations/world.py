@@ -110,7 +110,7 @@ def _synthetic(config: Config, coll: SyntheticCollection, rng: np.random.Generat
 
 
 def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> World:
-    from onlineeval.io import rank_run, read_qrels, read_run
+    from onlineeval.io import ranked_doc_lists, read_qrels, read_run
 
     qrels = read_qrels(coll.qrels)
     runs = {name: read_run(coll.runs[name]) for name in ("A", "B")}
@@ -128,9 +128,9 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
     n_judged = [len(g) for g in grades]
 
     ranked_docs: dict[str, list[list[str]]] = {}
-    notes: dict[str, object] = {"collection": "trec", "qrels": str(coll.qrels)}
+    notes: dict[str, object] = {"collection": "trec", "qrels": str(coll.qrels), "ties": coll.ties}
     for name, run in runs.items():
-        per_query = rank_run(run, ties=coll.ties, depth=depth)
+        per_query = {str(k): [str(d) for d in v] for k, v in ranked_doc_lists(run, coll.ties, qrels, depth).items()}
         in_run = set(per_query)
         notes[f"queries_only_in_run_{name}"] = len(in_run - set(qindex))
         notes[f"queries_missing_from_run_{name}"] = len(set(qindex) - in_run)

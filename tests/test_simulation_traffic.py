@@ -43,6 +43,19 @@ def test_checkpoints_see_exactly_the_days_hours():
         assert np.all(np.diff(b.time) >= 0)
 
 
+def test_multi_hour_batches_keep_daily_checkpoints_aligned():
+    model = make(days=2)
+    model.batch_hours = 6
+    rec = Recorder()
+    seen = {}
+    run_traffic(model, [rec], lambda day: seen.setdefault(day, len(rec.batches)))
+    assert seen == {1: 4, 2: 8}
+    assert [b.hour for b in rec.batches] == list(range(0, 48, 6))
+    for b in rec.batches:
+        assert np.all((b.time >= b.hour) & (b.time < b.hour + 6))
+        assert np.all(np.diff(b.time) >= 0)
+
+
 def test_daily_arrivals_match_the_poisson_rate_within_4se():
     days, qpd = 30, 3000
     model = make(days=days, qpd=qpd, weekly=[1.2, 1.0, 1.0, 1.0, 1.0, 0.9, 0.9])

@@ -1,0 +1,173 @@
+"""Designs and replicates: A/A false positives, power against the analytic formula,
+estimator bias against the ground truth, and reproducibility across workers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from onlineeval.stats import binomial_band
+from simulations.config import config_from_mapping
+from simulations.designs.ab import hash_unit
+from simulations.runner import compute_truth, run_replicates, world_seed
+from simulations.users import UserModels
+from simulations.world import build_world, segment_queries, shown_labels
+
+# users differ persistently (two types), so clustering by user matters for the tests
+MIXTURE = {
+    "population": 1500,
+    "activity": {"sigma": 1.5},
+    "types": [
+        {"name": "navigational", "share": 0.5, "click_model": {"name": "cascade", "preset": "navigational"}},
+        {"name": "informational", "share": 0.5, "click_model": {"name": "cascade", "preset": "informational"}},
+    ],
+}
+
+
+def small(**over):
+    base = {
+        "seed": 11,
+        "replicates": 20,
+        "workers": 1,
+        "collection": {"type": "synthetic", "n_queries": 300, "candidates": 20},
+        "rankers": {"depth": 10, "A": {"noise": 1.0}, "B": {"noise": 0.8}},
+        "users": MIXTURE,
+        "traffic": {"days": 2, "queries_per_day": 1500, "batch_hours": 24},
+        "designs": [
+            {"name": "ab", "type": "ab"},
+            {"name": "team_draft", "type": "interleaving", "method": "team_draft"},
+            {"name": "balanced", "type": "interleaving", "method": "balanced"},
+        ],
+    }
+    base.update(over)
+    return config_from_mapping(base)
+
+
+def run(cfg, workers=1):
+    world = build_world(cfg, world_seed(cfg.seed))
+    res = run_replicates(cfg, world, workers=workers)
+    return world, pd.DataFrame([r for i in sorted(res) for r in res[i]])
+
+
+def test_hash_split_is_uniform_and_salted():
+    u = hash_unit(np.arange(200_000), 12345)
+    assert u.min() >= 0 and u.max() < 1
+    counts = np.histogram(u, bins=20, range=(0, 1))[0]
+    assert sps.chisquare(counts).pvalue > 1e-4
+    share = np.mean(u < 0.3)
+    assert abs(share - 0.3) < 4 * np.sqrt(0.3 * 0.7 / u.size)
+    v = hash_unit(np.arange(200_000), 999)
+    both = np.mean((u < 0.5) & (v < 0.5))  # independent salts give independent splits
+    assert abs(both - 0.25) < 4 * np.sqrt(0.25 * 0.75 / u.size)
+    assert np.array_equal(hash_unit(np.arange(10), 5), hash_unit(np.arange(10), 5))
+
+
+def test_same_seed_same_results_whatever_the_number_of_workers():
+    cfg = small(replicates=4)
+    _, one = run(cfg, workers=1)
+    _, two = run(cfg, workers=2)
+    pd.testing.assert_frame_equal(one, two)
+    _, other = run(small(replicates=4, seed=12))
+    assert not np.allclose(one["estimate"], other["estimate"])
+
+
+def test_aa_false_positive_rate_within_binomial_band():
+    """>= 500 A/A replicates: rejections at alpha lie in the exact 99% binomial band."""
+    cfg = small(replicates=500)
+    _, rows = run(cfg)
+    last = rows[(rows["aa"]) & (rows["day"] == cfg.traffic.days)]
+    band = binomial_band(500, cfg.analysis.alpha, 0.99)
+    for (design, metric), g in last.groupby(["design", "metric"]):
+        assert len(g) == 500
+        rejections = int((g["pvalue"] < cfg.analysis.alpha).sum())
+        if design == "balanced":
+            # interleaving a list with itself: every click credits both teams alike, so
+            # every comparison is a tie and the A/A outcome is exactly 0 (documented)
+            assert rejections == 0 and np.all(g["estimate"] == 0.0)
+            continue
+        assert band.contains(rejections), (design, metric, rejections, band)
+
+
+def test_ab_power_matches_analytic_power_on_a_bernoulli_metric():
+    """Abandonment is Bernoulli per query; with one cascade user model its exact rate is
+    the frequency-weighted product of (1 - P(click | grade)) over the shown ranks."""
+    click = [0.02, 0.08, 0.15, 0.3, 0.5]
+    cfg = small(
+        replicates=400,
+        users={"population": 50_000, "activity": {"sigma": 0.0},
+               "click_model": {"name": "cascade", "click": click, "stop": [0.5] * 5}},
+        traffic={"days": 1, "queries_per_day": 6000, "batch_hours": 24},
+        designs=[{"name": "ab", "type": "ab", "metric": "abandonment"}],
+        analysis={"aa": False},
+        rankers={"depth": 10, "A": {"noise": 1.0}, "B": {"noise": 0.6}},
+    )
+    world, rows = run(cfg)
+    p = {}
+    for r in ("A", "B"):
+        shown = world.ranked_labels(r)
+        no_click = np.where(shown >= 0, 1 - np.asarray(click)[np.maximum(shown, 0)], 1.0).prod(axis=1)
+        p[r] = float(world.frequency @ no_click)
+    n = cfg.traffic.queries_per_day / 2  # per arm, in expectation
+    se = np.sqrt(p["A"] * (1 - p["A"]) / n + p["B"] * (1 - p["B"]) / n)
+    z = sps.norm.ppf(1 - cfg.analysis.alpha / 2)
+    delta = p["B"] - p["A"]
+    analytic = sps.norm.cdf(abs(delta) / se - z)  # rejections in the effect's direction
+    g = rows[rows["metric"] == "abandonment"]
+    simulated = np.mean((g["pvalue"] < cfg.analysis.alpha) & (np.sign(g["estimate"]) == np.sign(delta)))
+    assert 0.2 < analytic < 0.9  # the test has power to discriminate
+    assert abs(simulated - analytic) < 4 * np.sqrt(analytic * (1 - analytic) / len(g))
+    # the estimates are unbiased for the exact effect
+    assert abs(g["estimate"].mean() - delta) < 4 * g["estimate"].std(ddof=1) / np.sqrt(len(g))
+
+
+def test_estimates_are_unbiased_for_the_ground_truth():
+    cfg = small(replicates=150, analysis={"aa": False, "truth_impressions": 400_000})
+    world, rows = run(cfg)
+    truth = {(t.design, t.metric): t for t in compute_truth(cfg, world, UserModels.from_config(cfg.users))}
+    last = rows[rows["day"] == cfg.traffic.days]
+    for (design, metric), g in last.groupby(["design", "metric"]):
+        t = truth[(design, metric)]
+        se = np.hypot(g["estimate"].std(ddof=1) / np.sqrt(len(g)), t.se)
+        assert abs(g["estimate"].mean() - t.value) < 4 * se, (design, metric)
+        # the delta-method standard errors describe the spread across replicates
+        ratio = g["se"].mean() / g["estimate"].std(ddof=1)
+        assert 0.75 < ratio < 1.33, (design, metric, ratio)
+
+
+def test_truth_is_exact_or_within_its_standard_error():
+    cfg = small(users={"population": 100, "click_model": {"name": "cascade", "preset": "navigational"}},
+                analysis={"truth_impressions": 200_000})
+    world = build_world(cfg, world_seed(cfg.seed))
+    users = UserModels.from_config(cfg.users)
+    truths = {(t.design, t.metric): t for t in compute_truth(cfg, world, users)}
+    model = users.models[0]
+    vals = {}
+    for r in ("A", "B"):
+        shown = world.ranked_labels(r)
+        vals[r] = float(world.frequency @ np.asarray(model.click_probabilities(shown)).sum(axis=1))
+        # the cascade abandons exactly when no examined document attracts
+        attract = np.array([0.05, 0.3, 0.5, 0.7, 0.95])
+        vals[r + "_abandon"] = float(world.frequency @ np.where(shown >= 0, 1 - attract[np.maximum(shown, 0)], 1).prod(1))
+    t = truths[("ab", "clicks_per_query")]
+    assert t.method == "exact" and t.value == pytest.approx(vals["B"] - vals["A"], abs=1e-12)
+    t = truths[("ab", "abandonment")]
+    assert abs(t.value - (vals["B_abandon"] - vals["A_abandon"])) < 4 * t.se
+
+
+def test_world_segments_and_shown_labels():
+    freq = np.array([0.4, 0.05, 0.2, 0.1, 0.1, 0.15])
+    seg = segment_queries(freq)
+    # sorted: .4 (head), .2 (cum .4 -> head), .15 (cum .6 torso), .1 (.75 torso), .1 (.85 tail), .05 tail
+    assert seg.tolist() == [0, 2, 0, 1, 2, 1]
+    labels = np.array([[0, 3, 1], [2, 0, 4]], dtype=np.int8)
+    ranking = np.array([[1, 2, -1], [2, 0, 1]])
+    assert shown_labels(labels, np.array([0, 1]), ranking).tolist() == [[3, 1, -1], [4, 2, 0]]
+    cfg = small()
+    world = build_world(cfg, world_seed(cfg.seed))
+    assert world.frequency.sum() == pytest.approx(1.0)
+    assert world.offline.weighted["B"] > world.offline.weighted["A"]  # less noise, better ranking
+    # rankings are permutations of candidates, no duplicates within a list
+    r = world.rankings["A"]
+    assert all(len(set(row)) == len(row) for row in r.tolist())
