@@ -45,9 +45,18 @@ __all__ = [
 ]
 
 # Register the model families (each module registers its classes on import).
-from clickmodels import cascade, cwl, pbm  # noqa: E402,F401
+from clickmodels import baselines, cascade, ccm, cwl, dbn, dcm, pbm, ubm  # noqa: E402,F401
+from clickmodels.baselines import DocumentCTR, GlobalCTR, RandomClicks, RankCTR  # noqa: E402
 from clickmodels.cascade import CM, Cascade  # noqa: E402
-from clickmodels.cwl import RBPUser  # noqa: E402
+from clickmodels.ccm import CCM  # noqa: E402
+from clickmodels.cwl import MetricUser, RBPUser, closest_metrics, implied_cwl  # noqa: E402
+from clickmodels.dbn import DBN, SDBN  # noqa: E402
+from clickmodels.dcm import DCM  # noqa: E402
 from clickmodels.pbm import PBM  # noqa: E402
+from clickmodels.ubm import UBM  # noqa: E402
 
-__all__ += ["CM", "Cascade", "PBM", "RBPUser"]
+__all__ += [
+    "CCM", "CM", "Cascade", "DBN", "DCM", "DocumentCTR", "GlobalCTR", "MetricUser", "PBM", "RBPUser",
+    "closest_metrics", "implied_cwl",
+    "RandomClicks", "RankCTR", "SDBN", "UBM",
+]

@@ -440,6 +440,9 @@ class ClickModel(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: A spec that builds a representative instance (used by the conformance suite,
+    #: benchmarks and docs); every registered model must set one.
+    example_spec: ClassVar[Mapping[str, Any] | None] = None
 
     # ---- public API ---------------------------------------------------------------
 
@@ -499,6 +502,13 @@ class ClickModel(ABC):
         from clickmodels import estimation  # lazy: estimation imports the models
 
         return estimation.fit(self, log, **options)  # type: ignore[no-any-return]
+
+    @classmethod
+    def example(cls: type[M]) -> M:
+        """A representative instance built from :attr:`example_spec`."""
+        if cls.example_spec is None:
+            raise TypeError(f"{cls.__name__} has no example_spec")
+        return cls.from_spec(cls.example_spec)
 
     @classmethod
     @abstractmethod

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -173,6 +173,8 @@ class Cascade(ChainModel):
     stop: DocParam
     stop_mode: str = "after_click"
 
+    example_spec: ClassVar[Mapping[str, Any]] = {"name": "cascade", "preset": "navigational"}
+
     def __post_init__(self) -> None:
         if self.stop_mode not in STOP_MODES:
             raise ValueError(f"stop_mode must be one of {STOP_MODES}, got {self.stop_mode!r}")
@@ -214,6 +216,8 @@ class CM(ChainModel):
     """
 
     attractiveness: DocParam
+
+    example_spec: ClassVar[Mapping[str, Any]] = {"name": "cm", "click": [0.05, 0.3, 0.5, 0.7, 0.95]}
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> CM:

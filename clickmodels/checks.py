@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from clickmodels.base import ByGrade, ClickModel, Impressions, as_impressions
+from clickmodels.base import ByGrade, ByQueryDoc, ClickModel, Impressions, as_impressions
 
 __all__ = ["CheckFailed", "check_click_model", "click_model_checks", "default_batch", "perturbations"]
 
@@ -187,10 +187,20 @@ def check_monte_carlo(model: ClickModel, imp: Impressions, reps: int = 400, z: f
 
 
 def perturbations(model: ClickModel, delta: float = 0.15) -> Iterator[tuple[str, ClickModel]]:
-    """Models with one probability parameter moved by ``delta`` (kept inside [0, 1])."""
+    """Models with one probability parameter moved by ``delta`` (kept inside [0, 1]).
+
+    Covers :class:`ByGrade` and :class:`ByQueryDoc` tables, float fields and small float
+    arrays; a move the model rejects (e.g. a structurally zero UBM entry) is skipped.
+    """
 
     def moved(v: float) -> list[float]:
         return [x for x in (v - delta, v + delta) if 0.0 <= x <= 1.0]
+
+    def attempt(label: str, **change: Any) -> Iterator[tuple[str, ClickModel]]:
+        try:
+            yield label, replace(model, **change)
+        except ValueError:
+            return
 
     for f in fields(model):
         value = getattr(model, f.name)
@@ -199,17 +209,24 @@ def perturbations(model: ClickModel, delta: float = 0.15) -> Iterator[tuple[str,
                 for x in moved(v):
                     vals = list(value.values)
                     vals[g] = x
-                    yield f"{f.name}[{g}]={x:.3f}", replace(model, **{f.name: ByGrade(tuple(vals))})
+                    yield from attempt(f"{f.name}[{g}]={x:.3f}", **{f.name: ByGrade(tuple(vals))})
+        elif isinstance(value, ByQueryDoc):
+            for i, v in enumerate(value.values[:8]):
+                for x in moved(float(v)):
+                    vals = value.values.copy()
+                    vals[i] = x
+                    new = ByQueryDoc(value.query, value.doc, vals, value.default)
+                    yield from attempt(f"{f.name}[pair {i}]={x:.3f}", **{f.name: new})
         elif isinstance(value, float) and 0.0 <= value <= 1.0:
             for x in moved(value):
-                yield f"{f.name}={x:.3f}", replace(model, **{f.name: x})
-        elif isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size and value.size <= 12:
+                yield from attempt(f"{f.name}={x:.3f}", **{f.name: x})
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f" and 0 < value.size <= 100:
             flat = value.ravel()
             for i in range(flat.size):
                 for x in moved(float(flat[i])):
                     arr = flat.copy()
                     arr[i] = x
-                    yield f"{f.name}[{i}]={x:.3f}", replace(model, **{f.name: arr.reshape(value.shape)})
+                    yield from attempt(f"{f.name}[{i}]={x:.3f}", **{f.name: arr.reshape(value.shape)})
 
 
 def check_likelihood_maximised(model: ClickModel, imp: Impressions, reps: int = 600) -> None:

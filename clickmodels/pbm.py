@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -100,6 +100,8 @@ class PBM(IndependentModel):
 
     examination: NDArray[np.float64]
     attractiveness: DocParam
+
+    example_spec: ClassVar[Mapping[str, Any]] = {"name": "pbm", "preset": "ai2018"}
 
     def __post_init__(self) -> None:
         exam = frozen_array(self.examination)
