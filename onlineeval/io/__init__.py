@@ -10,11 +10,14 @@ Public functions
 
 from __future__ import annotations
 
+from onlineeval.io.letor import LetorData, read_letor
 from onlineeval.io.ranking import RankedRun, join_grades, rank_run, ranked_doc_lists
 from onlineeval.io.trec import qrels_from_frame, read_qrels, read_run, run_from_frame
 
 __all__ = [
     "read_qrels",
+    "read_letor",
+    "LetorData",
     "read_run",
     "qrels_from_frame",
     "run_from_frame",

@@ -1,0 +1,169 @@
+"""LETOR / SVMlight ranking files: ``label qid:Q f:v ... # docid``.
+
+Labels become qrels grades and each line a document of its query; the scores of a
+ranker come from a score file (one number per line, e.g. a LightGBM prediction file),
+an array, or one feature column. LightGBM-style files without ``qid:`` take their
+query boundaries from a ``.query`` file (one group size per line).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from os import PathLike
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from onlineeval.errors import InputError
+
+__all__ = ["LetorData", "read_letor"]
+
+_DOCID = re.compile(r"docid\s*=\s*(\S+)")
+
+
+class LetorData(NamedTuple):
+    """Qrels and (when scores are given) a run read from one LETOR file.
+
+    ``qrels`` has columns query, doc, grade; ``run`` has query, doc, score in file order
+    (``None`` without scores).
+    """
+
+    qrels: pd.DataFrame
+    run: pd.DataFrame | None
+
+
+def _read_scores(path: str, n: int) -> np.ndarray:
+    values: list[float] = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            v = float(text.split()[0])
+        except ValueError:
+            raise InputError(f"score must be a number, got {text.split()[0]!r}", path, number) from None
+        if not math.isfinite(v):
+            raise InputError(f"score must be finite, got {text!r}", path, number)
+        values.append(v)
+    if len(values) != n:
+        raise InputError(f"has {len(values)} scores but the LETOR file has {n} documents", path, None)
+    return np.asarray(values, dtype=np.float64)
+
+
+def _read_groups(path: str, n: int) -> np.ndarray:
+    sizes: list[int] = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            size = int(text)
+        except ValueError:
+            raise InputError(f"group size must be an integer, got {text!r}", path, number) from None
+        if size < 1:
+            raise InputError(f"group size must be positive, got {size}", path, number)
+        sizes.append(size)
+    if sum(sizes) != n:
+        raise InputError(f"group sizes add up to {sum(sizes)} but the LETOR file has {n} rows", path, None)
+    return np.repeat(np.arange(len(sizes)), sizes)
+
+
+def read_letor(
+    path: str | PathLike[str],
+    scores: str | PathLike[str] | Sequence[float] | np.ndarray | None = None,
+    score_feature: int | None = None,
+    query_file: str | PathLike[str] | None = None,
+) -> LetorData:
+    """Read a LETOR / SVMlight file (and optionally the scores of a ranker).
+
+    Parameters
+    ----------
+    path:
+        Lines ``label [qid:Q] idx:value ... [# docid = D ...]``; ``#`` lines are comments.
+    scores:
+        A score file (one number per line) or an array with one score per document.
+    score_feature:
+        Use feature ``score_feature`` as the score instead (missing -> 0, SVMlight's
+        sparse convention).
+    query_file:
+        Group sizes when the file has no ``qid:`` (LightGBM's ``.query`` files); queries
+        are then named ``"0"``, ``"1"``, ... in file order.
+
+    Document ids come from ``docid = D`` (LETOR 4.0) or the first token of the comment,
+    otherwise ``"L<line>"``.
+    """
+    name = str(path)
+    if scores is not None and score_feature is not None:
+        raise InputError("give scores or score_feature, not both", name, None)
+    labels: list[int] = []
+    qids: list[str | None] = []
+    docs: list[str] = []
+    feats: list[float] = []
+    feature_key = None if score_feature is None else f"{int(score_feature)}:"
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        body, _, comment = text.partition("#")
+        tokens = body.split()
+        try:
+            label_f = float(tokens[0])
+        except ValueError:
+            raise InputError(f"label must be an integer grade, got {tokens[0]!r}", name, number) from None
+        if label_f != round(label_f):
+            raise InputError(f"label must be an integer grade, got {tokens[0]!r}", name, number)
+        qid = None
+        value = 0.0
+        for tok in tokens[1:]:
+            key, sep, val = tok.partition(":")
+            if not sep or not key or not val:
+                raise InputError(f"expected idx:value or qid:Q, got {tok!r}", name, number)
+            if key == "qid":
+                qid = val
+            elif feature_key is not None and tok.startswith(feature_key):
+                try:
+                    value = float(val)
+                except ValueError:
+                    raise InputError(f"feature value must be a number, got {tok!r}", name, number) from None
+        if qid is None and query_file is None:
+            raise InputError("no qid:Q on the line (give query_file for LightGBM-style files)", name, number)
+        m = _DOCID.search(comment)
+        doc = m.group(1) if m else (comment.split()[0] if comment.split() else f"L{number}")
+        labels.append(int(label_f))
+        qids.append(qid)
+        docs.append(doc)
+        feats.append(value)
+    n = len(labels)
+    if n == 0:
+        raise InputError("the file has no data lines", name, None)
+    if query_file is not None:
+        groups = _read_groups(str(query_file), n)
+        queries = groups.astype(str).astype(object)
+    else:
+        queries = np.asarray(qids, dtype=object)
+    qrels = pd.DataFrame({"query": queries, "doc": np.asarray(docs, dtype=object), "grade": np.asarray(labels, dtype=np.int64)})
+    dup = qrels.duplicated(["query", "doc"]).to_numpy()
+    if dup.any():
+        i = int(np.argmax(dup))
+        raise InputError(f"document {docs[i]!r} appears twice for query {queries[i]!r}", name, None)
+    qrels.attrs["path"] = name
+    run = None
+    if scores is not None or score_feature is not None:
+        if score_feature is not None:
+            s = np.asarray(feats, dtype=np.float64)
+        elif isinstance(scores, (str, PathLike)):
+            s = _read_scores(str(scores), n)
+        else:
+            s = np.asarray(scores, dtype=np.float64)
+            if s.shape != (n,):
+                raise InputError(f"{s.size} scores given for {n} documents", name, None)
+            if not np.isfinite(s).all():
+                raise InputError("scores must be finite", name, None)
+        run = pd.DataFrame({"query": queries, "doc": qrels["doc"].to_numpy(), "score": s})
+        run.attrs["path"] = name
+        run.attrs["run_id"] = Path(name).stem
+    return LetorData(qrels, run)
