@@ -340,3 +340,28 @@ def test_segments_tables(tmp_path: Path) -> None:
     expected = df[(df.system == "B") & (df.metric == "AP") & (df["query"] >= "q015") & (df["query"] < "q035")]
     assert tail["value"].item() == pytest.approx(expected["value"].mean())
     assert tail["segment_queries"].item() == 20
+
+
+# ----------------------------------------------------------------------------- properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(hst.lists(hst.floats(0.0, 1.0), min_size=1, max_size=25))
+def test_holm_property_against_statsmodels(pvals: list[float]) -> None:
+    ours = holm(pvals)
+    np.testing.assert_array_equal(ours, multitest.multipletests(pvals, method="holm")[1])
+    assert (ours >= np.asarray(pvals)).all() and (ours <= 1).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(hst.lists(hst.integers(-6, 6), min_size=2, max_size=9))
+def test_randomization_exact_property(values: list[int]) -> None:
+    d = np.asarray(values, dtype=float) / 3.0
+    res = randomization_test(d, np.random.default_rng(0), 10_000)
+    assert res.exact
+    # exact integer counting is the reference here: scipy's float tolerance can split the
+    # atom of arrangements that tie the observed statistic (e.g. [1, 2, -1, -2] sums to 0)
+    assert res.pvalue == pytest.approx(_exact_p(np.asarray(values)), rel=1e-12)
