@@ -6,7 +6,7 @@ import numpy as np
 
 from clickmodels.logs import ClickLog
 
-__all__ = ["pair_sum", "rank_sum", "ranks_grid"]
+__all__ = ["pair_sum", "rank_sum", "ranks_grid", "compress"]
 
 
 def pair_sum(log: ClickLog, weights: np.ndarray | float, mask: np.ndarray | None = None) -> np.ndarray:
@@ -27,3 +27,16 @@ def rank_sum(log: ClickLog, weights: np.ndarray | float, mask: np.ndarray | None
 def ranks_grid(log: ClickLog) -> np.ndarray:
     """``(1, k)`` 0-based ranks, for broadcasting against ``(n, k)`` arrays."""
     return np.arange(log.depth)[None, :]
+
+
+def compress(log: ClickLog) -> tuple[ClickLog, np.ndarray]:
+    """Identical sessions merged: ``(log of distinct rows, (n_distinct,) multiplicities)``.
+
+    Rows are identical when they show the same (query, document) pairs at every rank and
+    have the same clicks; EM on the distinct rows weighted by their multiplicities is
+    exactly EM on the full log (the E-step of a row depends only on that row). The pair
+    codes of the result equal those of ``log`` (the same set of pairs occurs).
+    """
+    key = np.concatenate([log.pairs.codes, log.clicks.astype(np.int64)], axis=1)
+    _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+    return log.take(first), counts.astype(float)

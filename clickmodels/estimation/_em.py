@@ -6,14 +6,15 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from clickmodels.estimation.base import EMOptions, FitTrace
-from clickmodels.logs import ClickLog
 
 __all__ = ["run_em"]
 
 S = TypeVar("S")
 
 
-def run_em(log: ClickLog, options: EMOptions, state: S, step: Callable[[S], tuple[S, float]]) -> tuple[S, FitTrace]:
+def run_em(
+    n_sessions: int, options: EMOptions, state: S, step: Callable[[S], tuple[S, float]]
+) -> tuple[S, FitTrace]:
     """Iterate ``state, ll = step(state)`` until convergence or ``options.max_iter``.
 
     ``step`` runs one E-step at the current parameters (returning their training
@@ -29,4 +30,4 @@ def run_em(log: ClickLog, options: EMOptions, state: S, step: Callable[[S], tupl
         if len(lls) >= 2 and abs(lls[-1] - lls[-2]) <= options.tol * abs(lls[-2]):
             converged = True
             break
-    return state, FitTrace("em", len(lls), tuple(lls), converged, log.n_sessions)
+    return state, FitTrace("em", len(lls), tuple(lls), converged, n_sessions)

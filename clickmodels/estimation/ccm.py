@@ -32,7 +32,7 @@ from typing import ClassVar
 import numpy as np
 
 from clickmodels.estimation._cascade import CascadeFamilyFit, cascade_posterior, prepare_slots
-from clickmodels.estimation._counts import pair_sum, ranks_grid
+from clickmodels.estimation._counts import compress, pair_sum, ranks_grid
 from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import EMOptions, PairTable, register_fit, slot_values, smoothed
 from clickmodels.estimation.dbn import _has_next
@@ -59,14 +59,17 @@ class CCMFit(CascadeFamilyFit):
 def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
     """Fit CCM by EM (see the module docstring); ``options`` default :class:`EMOptions()`."""
     opt = options or EMOptions()
+    n_sessions = log.n_sessions
+    log, weight = compress(log)
+    w = weight[:, None]
     clicks, shown = log.clicks, log.shown
     last = log.last_click
     ranks = ranks_grid(log)
     above = ranks <= last[:, None]
     before = ranks < last[:, None]
     at_last = ranks == last[:, None]
-    views = pair_sum(log, 1.0)
-    n_clicks = pair_sum(log, clicks)
+    views = pair_sum(log, w)
+    n_clicks = pair_sum(log, clicks * w)
     has_next = _has_next(log)
     skip_next = has_next & ~clicks
     click_next = has_next & clicks
@@ -91,19 +94,19 @@ def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
         p_s0 = np.where(clicks, 1.0 - p_s1, 0.0)
 
         post_a = np.where(above, clicks.astype(float), a * (1.0 - exam))
-        num_a = pair_sum(log, post_a) + pair_sum(log, p_s1, clicks)
+        num_a = pair_sum(log, post_a * w) + pair_sum(log, p_s1 * w, clicks)
         new_alpha = smoothed(num_a, views + n_clicks, opt.pseudo)
         exam_next = np.zeros_like(exam)
         exam_next[:, :-1] = exam[:, 1:]
         new_tau = np.array(
             [
-                smoothed(np.where(skip_next, exam_next, 0.0).sum(), np.where(skip_next, exam, 0.0).sum(), opt.pseudo),
-                smoothed(np.where(click_next, on_s0, 0.0).sum(), np.where(click_next, p_s0, 0.0).sum(), opt.pseudo),
-                smoothed(np.where(click_next, on_s1, 0.0).sum(), np.where(click_next, p_s1, 0.0).sum(), opt.pseudo),
+                smoothed(np.where(skip_next, exam_next * w, 0.0).sum(), np.where(skip_next, exam * w, 0.0).sum(), opt.pseudo),
+                smoothed(np.where(click_next, on_s0 * w, 0.0).sum(), np.where(click_next, p_s0 * w, 0.0).sum(), opt.pseudo),
+                smoothed(np.where(click_next, on_s1 * w, 0.0).sum(), np.where(click_next, p_s1 * w, 0.0).sum(), opt.pseudo),
             ]
         )
-        return (new_alpha, new_tau), float(post.log_lik.sum())
+        return (new_alpha, new_tau), float(post.log_lik @ weight)
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.array([0.5, 0.5, 0.5]))
-    (alpha, tau), trace = run_em(log, opt, init, step)
+    (alpha, tau), trace = run_em(n_sessions, opt, init, step)
     return CCMFit(attractiveness=PairTable.from_codes(log, alpha, views + n_clicks), tau=tau, trace=trace)

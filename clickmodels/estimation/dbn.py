@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from clickmodels.estimation._cascade import CascadeFamilyFit, cascade_posterior, prepare_slots
-from clickmodels.estimation._counts import pair_sum, ranks_grid
+from clickmodels.estimation._counts import compress, pair_sum, ranks_grid
 from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import EMOptions, PairTable, register_fit, slot_values, smoothed
 from clickmodels.logs import ClickLog
@@ -65,13 +65,16 @@ def _has_next(log: ClickLog) -> np.ndarray:
 def fit_dbn(log: ClickLog, options: EMOptions | None = None) -> DBNFit:
     """Fit DBN by EM (see the module docstring); ``options`` default :class:`EMOptions()`."""
     opt = options or EMOptions()
+    n_sessions = log.n_sessions
+    log, weight = compress(log)
+    w = weight[:, None]
     clicks, shown = log.clicks, log.shown
     last = log.last_click
     rows = np.arange(log.n_sessions)
     at_last = ranks_grid(log) == last[:, None]
     above = ranks_grid(log) <= last[:, None]
-    views = pair_sum(log, 1.0)
-    n_clicks = pair_sum(log, clicks)
+    views = pair_sum(log, w)
+    n_clicks = pair_sum(log, clicks * w)
     has_next = _has_next(log)
 
     def step(state: tuple[np.ndarray, np.ndarray, float]) -> tuple[tuple[np.ndarray, np.ndarray, float], float]:
@@ -84,17 +87,17 @@ def fit_dbn(log: ClickLog, options: EMOptions | None = None) -> DBNFit:
         post_a = np.where(above, clicks.astype(float), a * (1.0 - exam))
         s_last = np.where(last >= 0, s[rows, np.maximum(last, 0)] / post.stop_norm, 0.0)
         post_s = np.where(at_last, s_last[:, None], 0.0)
-        new_alpha = smoothed(pair_sum(log, post_a), views, opt.pseudo)
-        new_sigma = smoothed(pair_sum(log, post_s, clicks), n_clicks, opt.pseudo)
+        new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
+        new_sigma = smoothed(pair_sum(log, post_s * w, clicks), n_clicks, opt.pseudo)
         exam_next = np.zeros_like(exam)
         exam_next[:, :-1] = exam[:, 1:]
-        num = np.where(has_next, exam_next, 0.0).sum()
-        den = np.where(has_next, exam - post_s, 0.0).sum()
+        num = np.where(has_next, exam_next * w, 0.0).sum()
+        den = np.where(has_next, (exam - post_s) * w, 0.0).sum()
         new_gamma = float(smoothed(num, den, opt.pseudo))
-        return (new_alpha, new_sigma, new_gamma), float(post.log_lik.sum())
+        return (new_alpha, new_sigma, new_gamma), float(post.log_lik @ weight)
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.pairs.n_pairs, 0.5), 0.5)
-    (alpha, sigma, gamma), trace = run_em(log, opt, init, step)
+    (alpha, sigma, gamma), trace = run_em(n_sessions, opt, init, step)
     return DBNFit(
         attractiveness=PairTable.from_codes(log, alpha, views),
         satisfaction=PairTable.from_codes(log, sigma, n_clicks),

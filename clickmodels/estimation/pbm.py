@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._counts import pair_sum, rank_sum
+from clickmodels.estimation._counts import compress, pair_sum, rank_sum
 from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import (
     ClickModelFit,
@@ -60,24 +60,27 @@ class PBMFit(ClickModelFit):
 def fit_pbm(log: ClickLog, options: EMOptions | None = None) -> PBMFit:
     """Fit PBM by EM (see the module docstring); ``options`` default :class:`EMOptions()`."""
     opt = options or EMOptions()
+    n_sessions = log.n_sessions
+    log, weight = compress(log)
+    w = weight[:, None]
     clicks, shown = log.clicks, log.shown
-    views = pair_sum(log, 1.0)
-    rank_views = rank_sum(log, 1.0)
+    views = pair_sum(log, w)
+    rank_views = rank_sum(log, w)
 
     def step(state: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], float]:
         alpha, gamma = state
         a = slot_values(alpha, log)
         g = gamma[None, :]
         p = a * g
-        ll = float(bernoulli_log_likelihood(p, clicks, shown).sum())
+        ll = float(bernoulli_log_likelihood(p, clicks, shown) @ weight)
         with np.errstate(invalid="ignore", divide="ignore"):
             skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
         post_a = np.where(clicks, 1.0, a * (1.0 - g) * skip)
         post_e = np.where(clicks, 1.0, g * (1.0 - a) * skip)
-        new_alpha = smoothed(pair_sum(log, post_a), views, opt.pseudo)
-        new_gamma = smoothed(rank_sum(log, post_e), rank_views, opt.pseudo)
+        new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
+        new_gamma = smoothed(rank_sum(log, post_e * w), rank_views, opt.pseudo)
         return (new_alpha, new_gamma), ll
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.depth, 0.5))
-    (alpha, gamma), trace = run_em(log, opt, init, step)
+    (alpha, gamma), trace = run_em(n_sessions, opt, init, step)
     return PBMFit(attractiveness=PairTable.from_codes(log, alpha, views), examination=gamma, trace=trace)

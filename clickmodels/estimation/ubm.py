@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._counts import pair_sum
+from clickmodels.estimation._counts import compress, pair_sum
 from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import (
     ClickModelFit,
@@ -82,28 +82,31 @@ class UBMFit(ClickModelFit):
 def fit_ubm(log: ClickLog, options: EMOptions | None = None) -> UBMFit:
     """Fit UBM by EM (see the module docstring); ``options`` default :class:`EMOptions()`."""
     opt = options or EMOptions()
+    n_sessions = log.n_sessions
+    log, weight = compress(log)
+    w = np.broadcast_to(weight[:, None], log.docs.shape)
     clicks, shown = log.clicks, log.shown
     k = log.depth
-    views = pair_sum(log, 1.0)
-    cell = np.arange(k)[None, :] * (k) + (log.previous_click + 1)
+    views = pair_sum(log, w)
+    cell = np.arange(k)[None, :] * k + (log.previous_click + 1)
     cell_sel = shown
-    cell_views = np.bincount(cell[cell_sel], minlength=k * k).astype(float)
+    cell_views = np.bincount(cell[cell_sel], weights=w[cell_sel], minlength=k * k)
 
     def step(state: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], float]:
         alpha, gamma = state
         a = slot_values(alpha, log)
         g = gamma.reshape(-1)[cell]
         p = a * g
-        ll = float(bernoulli_log_likelihood(p, clicks, shown).sum())
+        ll = float(bernoulli_log_likelihood(p, clicks, shown) @ weight)
         with np.errstate(invalid="ignore", divide="ignore"):
             skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
         post_a = np.where(clicks, 1.0, a * (1.0 - g) * skip)
         post_e = np.where(clicks, 1.0, g * (1.0 - a) * skip)
-        new_alpha = smoothed(pair_sum(log, post_a), views, opt.pseudo)
-        num = np.bincount(cell[cell_sel], weights=post_e[cell_sel], minlength=k * k)
+        new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
+        num = np.bincount(cell[cell_sel], weights=(post_e * w)[cell_sel], minlength=k * k)
         new_gamma = smoothed(num, cell_views, opt.pseudo).reshape(k, k)
         return (new_alpha, new_gamma), ll
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.full((k, k), 0.5))
-    (alpha, gamma), trace = run_em(log, opt, init, step)
+    (alpha, gamma), trace = run_em(n_sessions, opt, init, step)
     return UBMFit(attractiveness=PairTable.from_codes(log, alpha, views), examination=gamma, trace=trace)
