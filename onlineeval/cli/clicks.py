@@ -1,9 +1,127 @@
-"""`onlineeval clicks` (being built; see the issue tracker)."""
+"""`onlineeval clicks`: fit click models to logs and compare them on held-out sessions.
+
+``onlineeval clicks fit --log F --model ubm --out params.json`` writes the fitted
+parameters as JSON (model name, format version, conventions, parameters, fit trace);
+``onlineeval clicks evaluate --log F --models pbm,ubm,dbn [--test-log G]`` prints a table of
+log-likelihood, perplexity and conditional perplexity (lower perplexity is better).
+Log formats (``--format``): ``tsv``, ``jsonl`` (documented in :mod:`clickmodels.logs`)
+and ``yandex``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), else yandex.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
+
+from onlineeval.cli._common import guarded
+
+_FORMAT_HELP = "Log format: tsv, jsonl or yandex (default: from the suffix, else yandex)."
+
+
+def _read(path: Path, fmt: Optional[str]):  # type: ignore[no-untyped-def]
+    from clickmodels.logs import read_click_log
+
+    return read_click_log(path, fmt)  # type: ignore[arg-type]
+
+
+def _em_options(max_iter: Optional[int], tol: Optional[float], pseudo: Optional[float], name: str) -> dict:
+    from clickmodels.estimation import EM_MODELS, canonical_name
+
+    opts: dict = {"pseudo": pseudo} if pseudo is not None else {}
+    if canonical_name(name) in EM_MODELS:
+        if max_iter is not None:
+            opts["max_iter"] = max_iter
+        if tol is not None:
+            opts["tol"] = tol
+    return opts
+
+
+def fit_command(
+    log: Annotated[Path, typer.Option("--log", help="Click log to fit on.")],
+    model: Annotated[str, typer.Option("--model", help="Model: gctr, rctr, dctr, cm, dcm, sdbn, pbm, ubm, dbn, ccm.")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write the fitted parameters (JSON).")],
+    format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
+    max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum iterations (default 200).")] = None,
+    tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop (default 1e-7).")] = None,
+    pseudo: Annotated[Optional[float], typer.Option("--pseudo", help="Beta(a, a) pseudo-count of estimates.")] = None,
+) -> None:
+    """Fit one click model to a log and save its parameters as JSON."""
+    from clickmodels.estimation import fit_log
+
+    data = _read(log, format)
+    result = fit_log(model, data, **_em_options(max_iter, tol, pseudo, model))
+    result.save(out)
+    tr = result.trace
+    how = "closed form" if tr.method == "closed_form" else (
+        f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
+    )
+    typer.echo(
+        f"{result.name}: fitted on {data.n_sessions} sessions ({how}); "
+        f"train log-likelihood {tr.log_likelihood[-1]:.4f}; wrote {out}"
+    )
+
+
+def evaluate_command(
+    log: Annotated[Path, typer.Option("--log", help="Training click log.")],
+    models: Annotated[
+        str, typer.Option("--models", help="Comma-separated model names and/or fitted params .json files.")
+    ] = "rctr,pbm,ubm,dbn",
+    test_log: Annotated[
+        Optional[Path], typer.Option("--test-log", help="Held-out log (default: a random split of --log).")
+    ] = None,
+    test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share held out without --test-log.")] = 0.25,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random split.")] = 0,
+    format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
+    test_format: Annotated[Optional[str], typer.Option("--test-format", help="Format of --test-log (default: --format).")] = None,
+    max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum iterations.")] = None,
+    tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop.")] = None,
+    by_rank: Annotated[bool, typer.Option("--by-rank", help="Also print perplexity per rank.")] = False,
+    csv: Annotated[Optional[Path], typer.Option("--csv", help="Also write the full table as CSV.")] = None,
+) -> None:
+    """Fit models on a log and compare them on held-out sessions."""
+    import numpy as np
+    import pandas as pd
+
+    from clickmodels.estimation import fit_log, load_fit
+    from clickmodels.evaluation import compare
+    from clickmodels.logs import train_test_split
+    from onlineeval.errors import ConfigError
+
+    names = [m.strip() for m in models.split(",") if m.strip()]
+    if not names:
+        raise ConfigError(("models",), "give at least one model name")
+    train = _read(log, format)
+    if test_log is None:
+        train, test = train_test_split(train, test_fraction, np.random.default_rng(seed))
+    else:
+        test = _read(test_log, test_format or format)
+    fits = {}
+    for name in names:
+        if name.endswith(".json"):
+            fitted = load_fit(name)
+            fits[f"{fitted.name} ({Path(name).name})"] = fitted
+        else:
+            fits[name] = fit_log(name, train, **_em_options(max_iter, tol, None, name))
+    table = compare(fits, test)
+    if csv is not None:
+        table.to_csv(csv)
+    cols = ["log_likelihood", "perplexity", "conditional_perplexity"]
+    if by_rank:
+        cols += [c for c in table.columns if c.startswith("perplexity@")]
+    typer.echo(f"train: {train.n_sessions} sessions, test: {test.n_sessions} sessions")
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        typer.echo(table[cols].to_string(float_format=lambda v: f"{v:.4f}"))
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's command(s) to the main app."""
+    """Add the ``clicks`` sub-app (``fit``, ``evaluate``) to the main app."""
+    clicks = typer.Typer(
+        name="clicks",
+        help="Click models on logs: fit parameters, compare models on held-out sessions.",
+        no_args_is_help=True,
+    )
+    clicks.command("fit")(guarded(fit_command))
+    clicks.command("evaluate")(guarded(evaluate_command))
+    app.add_typer(clicks, name="clicks")

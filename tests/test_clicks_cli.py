@@ -1,0 +1,119 @@
+"""`onlineeval clicks fit|evaluate` through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from clickmodels.estimation import load_fit
+from clickmodels.logs import read_tsv
+from onlineeval.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def tsv_log(tmp_path: Path) -> Path:
+    """A small simulated TSV log: 2 queries, 3 docs each, PBM-like clicks."""
+    rng = np.random.default_rng(3)
+    lines = ["# session\tquery\tdocs\tclicks"]
+    attr = {"a": 0.7, "b": 0.4, "c": 0.2, "x": 0.5, "y": 0.3, "z": 0.1}
+    exam = [1.0, 0.6, 0.3]
+    for s in range(600):
+        q, docs = ("q1", ["a", "b", "c"]) if s % 2 else ("q2", ["x", "y", "z"])
+        docs = list(rng.permutation(docs))
+        clicked = [d for r, d in enumerate(docs) if rng.random() < attr[d] * exam[r]]
+        lines.append(f"s{s}\t{q}\t{','.join(docs)}\t{','.join(clicked)}")
+    path = tmp_path / "log.tsv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_help_lists_commands() -> None:
+    result = runner.invoke(app, ["clicks", "--help"])
+    assert result.exit_code == 0
+    assert "fit" in result.output and "evaluate" in result.output
+
+
+def test_fit_writes_loadable_params(tsv_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ubm.json"
+    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "ubm", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "ubm: fitted on 600 sessions (EM" in result.output and str(out) in result.output
+    data = json.loads(out.read_text())
+    assert data["model"] == "ubm" and data["format_version"] == 1
+    assert set(data["params"]) == {"attractiveness", "examination"}
+    assert "ranks" in data["conventions"] and data["fit"]["method"] == "em"
+    fit = load_fit(out)
+    log = read_tsv(tsv_log)
+    assert float(fit.log_likelihood(log).sum()) == pytest.approx(data["fit"]["log_likelihood"][-1], rel=1e-6)
+    # same options -> same parameters as the library call
+    from clickmodels.estimation import fit_log
+
+    direct = fit_log("ubm", log)
+    np.testing.assert_allclose(fit.examination, direct.examination)
+
+
+def test_fit_closed_form_and_em_options(tsv_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sdbn.json"
+    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "sdbn", "--out", str(out)])
+    assert result.exit_code == 0 and "closed form" in result.output
+    out2 = tmp_path / "dbn.json"
+    result = runner.invoke(
+        app, ["clicks", "fit", "--log", str(tsv_log), "--model", "dbn", "--out", str(out2), "--max-iter", "3"]
+    )
+    assert result.exit_code == 0 and "3 iterations" in result.output and "NOT converged" in result.output
+
+
+def test_evaluate_with_split_prints_table(tsv_log: Path, tmp_path: Path) -> None:
+    csv = tmp_path / "t.csv"
+    result = runner.invoke(
+        app,
+        ["clicks", "evaluate", "--log", str(tsv_log), "--models", "rctr,pbm,dbn", "--by-rank", "--csv", str(csv)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "train: 450 sessions, test: 150 sessions" in result.output
+    for token in ("rctr", "pbm", "dbn", "conditional_perplexity", "perplexity@3"):
+        assert token in result.output
+    table = pd.read_csv(csv, index_col=0)
+    assert list(table.index) == ["rctr", "pbm", "dbn"] and (table["n_sessions"] == 150).all()
+
+
+def test_evaluate_on_yandex_with_saved_params(shared_data: Path, tmp_path: Path) -> None:
+    folder = shared_data / "clicklogs" / "yandex_wscd_pyclick_sample"
+    out = tmp_path / "pbm.json"
+    fit = runner.invoke(
+        app, ["clicks", "fit", "--log", str(folder / "oneQueryTrain"), "--model", "pbm", "--out", str(out)]
+    )
+    assert fit.exit_code == 0, fit.output
+    result = runner.invoke(
+        app,
+        [
+            "clicks", "evaluate", "--log", str(folder / "oneQueryTrain"), "--test-log", str(folder / "oneQueryTest"),
+            "--format", "yandex", "--models", f"pbm,{out}",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.output.splitlines() if line.startswith("pbm")]
+    assert len(rows) == 2 and rows[0][-3:] == rows[1][-3:]  # refit == saved fit
+
+
+def test_errors_are_one_line_and_exit_2(tsv_log: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("s1\tq\ta,b\ta\ns2\tq\ta,b\tc\n")
+    result = runner.invoke(app, ["clicks", "fit", "--log", str(bad), "--model", "pbm", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert f"{bad}:2:" in result.output and "not among the shown" in result.output
+    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "nope", "--out", "o.json"])
+    assert result.exit_code == 2 and "allowed: gctr" in result.output
+    result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tmp_path / "missing.tsv")])
+    assert result.exit_code == 2 and "missing.tsv" in result.output
+    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "pbm", "--out", "o.json", "--format", "csv"])
+    assert result.exit_code == 2 and "allowed: tsv, jsonl, yandex" in result.output
+    result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--models", ","])
+    assert result.exit_code == 2 and "at least one model" in result.output
