@@ -27,7 +27,7 @@ import numpy as np
 from scipy.special import polygamma
 
 from onlineeval.errors import ConfigError
-from onlineeval.metrics._kernels import cwl_profile, reach_after
+from onlineeval.metrics._kernels import cwl_profile, reach_after, tie_average
 from onlineeval.metrics.base import CWL, EvalContext, LabelBatch, Metric, register
 
 __all__ = ["INSQ", "INST"]
@@ -74,11 +74,19 @@ class INSQ(_Adaptive):
     """
 
     name: ClassVar[str] = "INSQ"
+    tie_expectation: ClassVar[bool] = True  # weights do not depend on the gains
     shown_params: ClassVar[tuple[str, ...]] = ("T",)
     aliases: ClassVar[tuple[str, ...]] = ()
 
     def _offset(self, gains: np.ndarray) -> np.ndarray:
         return np.full(gains.shape, 2.0 * self.T)
+
+    def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        prof = self._cwl(batch.codes, ctx)
+        gains = self._cwl_gains(batch.codes, ctx)
+        if batch.groups is not None:
+            gains = tie_average(gains, batch.groups)
+        return (prof.weight * gains).sum(axis=1)
 
 
 @register
