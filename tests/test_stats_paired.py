@@ -294,7 +294,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_read_segments(tmp_path: Path) -> None:
-    seg = read_segments(_write(tmp_path, "# attributes\nquery\tbucket\ttype\nq001\thead\tnav\n\nq002\ttail\tinfo\n"))
+    seg = read_segments(_write(tmp_path, "# attributes\nQID\tbucket\ttype\nq001\thead\tnav\n\nq002\ttail\tinfo\n"))
     assert seg.index.tolist() == ["q001", "q002"] and seg.columns.tolist() == ["bucket", "type"]
     assert seg.loc["q002", "type"] == "info"
 
@@ -308,6 +308,7 @@ def test_read_segments(tmp_path: Path) -> None:
         ("query\tbucket\nq1\thead\nq2\n", "expected 2 tab-separated fields", 3),
         ("query\tbucket\nq1\thead\nq1\ttail\n", "listed twice \\(first on line 2\\)", 3),
         ("query\tbucket\tbucket\n", "repeats", 1),
+        ("q1\thead\nq2\ttail\n", "first column is 'query'", 1),
         ("query\tbucket\nq1\t\n", "empty value for attribute 'bucket'", 2),
     ],
 )

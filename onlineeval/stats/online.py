@@ -7,7 +7,10 @@ query are *ratio metrics* ``R = sum(num) / sum(den)`` over users, analysed with 
 method (Deng, Knoblich and Lu 2018) or a cluster bootstrap.
 
 All functions are vectorised over users (no Python loop over users or replicates) and
-never modify the caller's arrays.
+never modify the caller's arrays. Each scalar function (returning an :class:`Estimate`)
+has a ``*_batch`` twin that takes arrays with users on the last axis and any leading
+shape (replicates x daily checkpoints, say) and returns :class:`Estimates`; the scalar
+functions are the batch kernels applied to one row, so both give identical numbers.
 
 Conventions
 -----------

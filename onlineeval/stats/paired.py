@@ -64,6 +64,8 @@ _BLOCK_CELLS = 1 << 22
 #: observed one, so that mathematically tied arrangements are not lost to rounding.
 _TIE_RTOL = 1e-10
 _U64_MAX = np.iinfo(np.uint64).max
+#: Accepted names of the first (query id) column of a segment file.
+_QUERY_HEADERS = frozenset({"query", "qid", "query_id"})
 #: Segment value given to queries that are absent from the attribute file.
 MISSING_SEGMENT = "<missing>"
 
@@ -618,8 +620,8 @@ def worst_losses_to_frame(results: Sequence[PairedResult]) -> pd.DataFrame:
 def read_segments(path: str | Path) -> pd.DataFrame:
     """Read a per-query attribute file (tab-separated) for segment analysis.
 
-    Format: a header line ``query<TAB>attr1<TAB>attr2 ...`` (the first column holds the
-    query id whatever its name), then one line per query with a value for every
+    Format: a header line ``query<TAB>attr1<TAB>attr2 ...`` (first column named ``query``,
+    ``qid`` or ``query_id``, any case), then one line per query with a value for every
     attribute, e.g. ``q17<TAB>head<TAB>navigational``. Blank lines and lines starting
     with ``#`` are ignored. Values are kept as strings (bucket numeric attributes such as
     the number of candidates before writing the file).
@@ -632,8 +634,8 @@ def read_segments(path: str | Path) -> pd.DataFrame:
     Raises
     ------
     InputError
-        With file and line: an empty file, a header with fewer than 2 columns or repeated
-        or empty names, a row with the wrong number of fields, an empty query id or value,
+        With file and line: an empty file, a missing header (first column not named
+        ``query``), a header with fewer than 2 columns or repeated or empty names, a row with the wrong number of fields, an empty query id or value,
         a query listed twice, undecodable text.
     """
     p = str(path)
@@ -655,6 +657,12 @@ def read_segments(path: str | Path) -> pd.DataFrame:
             if len(parts) < 2:
                 raise InputError(
                     "header must be 'query<TAB>attribute[<TAB>attribute...]' (tab-separated, at least 2 columns)",
+                    p, lineno,
+                )  # fmt: skip
+            if parts[0].lower() not in _QUERY_HEADERS:
+                raise InputError(
+                    f"the first line must be a header whose first column is 'query' (or 'qid'), got {parts[0]!r}; "
+                    "expected 'query<TAB>attribute[<TAB>attribute...]'",
                     p, lineno,
                 )  # fmt: skip
             names = parts[1:]
