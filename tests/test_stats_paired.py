@@ -366,3 +366,14 @@ def test_randomization_exact_property(values: list[int]) -> None:
     # exact integer counting is the reference here: scipy's float tolerance can split the
     # atom of arrangements that tie the observed statistic (e.g. [1, 2, -1, -2] sums to 0)
     assert res.pvalue == pytest.approx(_exact_p(np.asarray(values)), rel=1e-12)
+
+
+def test_records_serialise_to_json() -> None:
+    import json
+
+    res = compare_systems(_frame(4), "A", seed=1, n_permutations=200, n_bootstrap=200)
+    text = json.dumps([r.to_dict() for r in res])
+    back = json.loads(text)
+    assert back[0]["worst"][0]["query"] == res[0].worst[0].query and back[0]["significant"] == res[0].significant
+    est = paired_t_test(np.array([0.1, 0.3, -0.2, 0.4]))
+    assert json.loads(json.dumps(est.to_dict()))["method"] == "paired-t"
