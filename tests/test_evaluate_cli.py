@@ -1,0 +1,173 @@
+"""``onlineeval evaluate`` end to end with typer's CliRunner."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from onlineeval.cli import app
+from onlineeval.conventions import preset
+from onlineeval.io import read_qrels, read_run
+from onlineeval.metrics.evaluate import evaluate_run
+
+runner = CliRunner()
+
+QRELS = """q1 0 a 2
+q1 0 b 1
+q1 0 c 0
+q2 0 a 1
+q2 0 d 0
+q3 0 e 0
+q4 0 f 1
+"""
+RUN_A = """q1 Q0 a 1 3.0 A
+q1 Q0 b 2 2.0 A
+q1 Q0 c 3 1.0 A
+q2 Q0 d 1 2.0 A
+q2 Q0 a 2 1.0 A
+q3 Q0 e 1 1.0 A
+q4 Q0 f 1 1.0 A
+q9 Q0 z 1 1.0 A
+"""
+RUN_B = """q1 Q0 c 1 3.0 B
+q1 Q0 b 2 2.0 B
+q1 Q0 a 3 1.0 B
+q2 Q0 a 1 2.0 B
+q2 Q0 d 2 1.0 B
+q3 Q0 e 1 1.0 B
+q4 Q0 g 1 1.0 B
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, text in [("qrels.txt", QRELS), ("A.txt", RUN_A), ("B.txt", RUN_B)]:
+        p = tmp_path / name
+        p.write_text(text)
+        out[name] = p
+    return out
+
+
+def invoke(*args: str):
+    return runner.invoke(app, ["evaluate", *args])
+
+
+def test_table_output_reports_conventions_counts_and_means(files) -> None:
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run", str(files["B.txt"]),
+                 "--metrics", "nDCG@10,AP,RR", "--permutations", "500", "--bootstrap", "500")
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "conventions: name=default, gain=exponential, empty=exclude, missing=error, ties=docno_desc" in out
+    # q3 has no relevant document: excluded; q9 is only in run A: ignored
+    assert "queries [A]: counted 3, excluded (no relevant) 1" in out
+    assert "ignored (not in qrels) 1" in out
+    assert "paired comparisons vs A" in out
+    ev = evaluate_run(read_qrels(files["qrels.txt"]), read_run(files["A.txt"]), ["AP"])
+    assert f"{ev.mean('AP'):.4f}" in out
+
+
+def test_json_output(files) -> None:
+    args = ["--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run", str(files["B.txt"]),
+            "--metrics", "nDCG@10,RBP(p=0.8),AP", "--format", "json", "--baseline", "A", "--preset", "trec_eval",
+            "--with-per-query", "--permutations", "300", "--bootstrap", "300", "--seed", "3"]
+    res = invoke(*args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["conventions"]["name"] == "trec_eval" and data["conventions"]["gain"] == "linear"
+    assert data["metrics"] == ["nDCG@10", "RBP(p=0.8)", "AP"]
+    sys_a = data["systems"][0]
+    assert sys_a["name"] == "A" and sys_a["counts"]["counted"] == 4 and sys_a["counts"]["scored_empty"] == 1
+    ev = evaluate_run(read_qrels(files["qrels.txt"]), read_run(files["A.txt"]), ["AP"], preset("trec_eval"))
+    assert sys_a["metrics"]["AP"]["mean"] == pytest.approx(ev.mean("AP"))
+    assert sys_a["metrics"]["AP"]["n"] == 4
+    assert set(sys_a["metrics"]["AP"]["per_query"]) == {"q1", "q2", "q3", "q4"}
+    comps = data["comparisons"]
+    assert {c["metric"] for c in comps} == {"nDCG@10", "RBP(p=0.8)", "AP"}
+    for c in comps:
+        assert c["system"] == "B" and c["baseline"] == "A" and 0 < c["p_randomization"] <= 1
+        assert c["p_randomization_holm"] >= c["p_randomization"]
+    # seeded: identical output
+    assert invoke(*args).output == res.output
+
+
+def test_csv_and_per_query_file(files, tmp_path: Path) -> None:
+    pq = tmp_path / "pq.csv"
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--metrics", "P@2,RR",
+                 "--format", "csv", "--per-query", str(pq), "--empty", "zero")
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(io.StringIO(res.output))
+    assert list(table["metric"]) == ["P@2", "RR"]
+    assert (table["queries_counted"] == 4).all() and (table["convention_empty"] == "zero").all()
+    per_query = pd.read_csv(pq)
+    assert list(per_query.columns) == ["query", "system", "metric", "value"]
+    assert len(per_query) == 8
+    rr = per_query[(per_query.metric == "RR")].set_index("query")["value"]
+    assert rr["q2"] == 0.5 and rr["q1"] == 1.0
+
+
+def test_segments(files, tmp_path: Path) -> None:
+    seg = tmp_path / "seg.tsv"
+    seg.write_text("query\tbucket\nq1\thead\nq2\thead\nq4\ttail\n")
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run", str(files["B.txt"]),
+                 "--metrics", "AP", "--segments", str(seg), "--format", "json",
+                 "--permutations", "100", "--bootstrap", "200")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    segs = {(c["segment_attribute"], c["segment_value"]) for c in data["comparisons"]}
+    assert ("bucket", "head") in segs and ("bucket", "tail") in segs
+    means = {(m["segment_value"], m["system"]): m["mean"] for m in data["segment_means"]}
+    assert ("head", "A") in means
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (["--metrics", "nDCG@x"], "cut-off"),
+        (["--metrics", "Foo"], "unknown metric"),
+        (["--baseline", "C"], "not one of the runs"),
+        (["--ties", "random"], "ties"),
+        (["--format", "xml"], "format"),
+        (["--preset", "nope"], "unknown preset"),
+        (["--gain", "expo"], "gain"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(files, extra: list[str], fragment: str) -> None:
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), *extra)
+    assert res.exit_code == 2
+    assert fragment in res.output and "Traceback" not in res.output
+
+
+def test_malformed_run_names_file_and_line(files, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("q1 Q0 a 1 3.0 X\nq1 Q0 b 2 oops X\n")
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(bad))
+    assert res.exit_code == 2
+    assert f"{bad}:2: score must be a number" in res.output
+
+
+def test_missing_queries_error_then_fill(files) -> None:
+    args = ["--qrels", str(files["qrels.txt"]), "--run", str(files["B.txt"]), "--metrics", "RR"]
+    # B answers every qrels query; drop q4 from it
+    text = files["B.txt"].read_text().replace("q4 Q0 g 1 1.0 B\n", "")
+    files["B.txt"].write_text(text)
+    res = invoke(*args)
+    assert res.exit_code == 2 and "not in the run (q4)" in res.output
+    res = invoke(*args, "--missing", "zero", "--format", "json")
+    assert res.exit_code == 0
+    counts = json.loads(res.output)["systems"][0]["counts"]
+    assert counts["filled_missing"] == 1
+
+
+def test_trec_eval_numbers_through_the_cli(shared_data: Path) -> None:
+    d = shared_data / "trec_eval"
+    res = invoke("--qrels", str(d / "qrels.test"), "--run", str(d / "results.test"), "--metrics", "AP,P@10,RPrec",
+                 "--preset", "trec_eval", "--format", "json")
+    assert res.exit_code == 0, res.output
+    means = {k: v["mean"] for k, v in json.loads(res.output)["systems"][0]["metrics"].items()}
+    assert round(means["AP"], 4) == 0.1785 and round(means["P@10"], 4) == 0.3000 and round(means["RPrec"], 4) == 0.2174
