@@ -33,8 +33,8 @@ def _table(fit, field: str = "attractiveness") -> dict[str, float]:
 
 
 def test_ctr_baselines_by_hand() -> None:
-    assert fit_log("gctr", TINY).ctr == pytest.approx(4 / 12)
-    np.testing.assert_allclose(fit_log("rctr", TINY).ctr, [2 / 4, 1 / 4, 1 / 4])
+    assert fit_log("gctr", TINY).p == pytest.approx(4 / 12)
+    np.testing.assert_allclose(fit_log("rctr", TINY).p, [2 / 4, 1 / 4, 1 / 4])
     dctr = _table(fit_log("dctr", TINY, pseudo=0.0))
     assert dctr == pytest.approx({"a": 1 / 4, "b": 2 / 4, "c": 1 / 4})
     # pseudo-counts: (clicks + 1) / (views + 2)
@@ -119,7 +119,7 @@ def test_dbn_em_reaches_a_local_maximum_of_the_kernel_likelihood(dbn_log: ClickL
     fit = fit_dbn(dbn_log, EMOptions(pseudo=0.0, tol=1e-12, max_iter=3000))
     order = np.argsort(fit.attractiveness.doc.astype(int))
     alpha, sigma = fit.attractiveness.value[order], fit.satisfaction.value[order]
-    gamma = fit.continuation
+    gamma = fit.gamma
     best = _chain_ll(alpha, sigma, gamma, dbn_log)
     assert best == pytest.approx(float(fit.log_likelihood(dbn_log).sum()), rel=1e-12)
     h = 2e-3
@@ -246,3 +246,48 @@ def test_unseen_pairs_get_the_weighted_default() -> None:
     got = fit.attractiveness.for_log(other)
     np.testing.assert_allclose(got, [[1 / 4, 4 / 12], [4 / 12, 4 / 12]])
     np.testing.assert_allclose(fit.attractiveness.lookup(np.array(["0"]), np.array([["b", "zz"]])), [[2 / 4, 4 / 12]])
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_fits_become_clickmodels_with_the_same_probabilities(name: str, dbn_log: ClickLog) -> None:
+    """fit.to_model() builds the registered clickmodels class; its own implementation
+    (clickmodels/<model>.py) gives the fit's probabilities and log-likelihood."""
+    import clickmodels
+    from clickmodels.estimation import fit
+
+    rec = fit_log(name, dbn_log, **({"max_iter": 30} if name in ("pbm", "ubm", "dbn", "ccm") else {}))
+    model = rec.to_model(dbn_log.query_vocab, dbn_log.doc_vocab)
+    assert type(model) is clickmodels.model_class(name)
+    imp = clickmodels.Impressions(query=dbn_log.query, docs=dbn_log.docs)
+    np.testing.assert_allclose(model.click_probabilities(imp), rec.click_probs(dbn_log), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        model.conditional_click_probabilities(imp, dbn_log.clicks), rec.conditional_click_probs(dbn_log),
+        rtol=1e-12, atol=1e-15,
+    )
+    ll = model.log_likelihood(imp, dbn_log.clicks)
+    finite = np.isfinite(ll)
+    # the fit clips probabilities to [1e-10, 1 - 1e-10]: at most 1e-10 per slot
+    np.testing.assert_allclose(ll[finite], rec.log_likelihood(dbn_log)[finite], atol=dbn_log.depth * 1e-10)
+    # ClickModel.fit: a new model of the same class, the original untouched
+    again = model.fit(dbn_log, **({"max_iter": 30} if name in ("pbm", "ubm", "dbn", "ccm") else {}))
+    assert type(again) is type(model) and again is not model
+    np.testing.assert_allclose(again.click_probabilities(imp), model.click_probabilities(imp), rtol=1e-12)
+    if name == "gctr":
+        rnd = fit(clickmodels.build({"name": "random", "p": 0.5}), dbn_log)
+        assert type(rnd).__name__ == "RandomClicks" and rnd.p == pytest.approx(rec.p)
+
+
+def test_load_model_with_integer_ids(dbn_log: ClickLog, tmp_path: Path) -> None:
+    from clickmodels import Impressions
+    from clickmodels.estimation import load_model
+
+    rec = fit_log("ubm", dbn_log, max_iter=10)
+    rec.save(tmp_path / "u.json")
+    model = load_model(tmp_path / "u.json")  # ids "0".."3" parse as integers
+    # doc vocab of dbn_log is "0".."3" with codes equal to the ids, query "0"
+    imp = Impressions(query=dbn_log.query, docs=dbn_log.docs)
+    np.testing.assert_allclose(model.click_probabilities(imp), rec.click_probs(dbn_log), rtol=1e-12)
+    named = from_arrays([0], [[0, 1]], [[0, 0]], doc_vocab=["a", "b"])
+    fit_log("dctr", named).save(tmp_path / "d.json")
+    with pytest.raises(InputError, match="not an integer"):
+        load_model(tmp_path / "d.json")

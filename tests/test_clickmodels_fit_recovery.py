@@ -86,7 +86,7 @@ def test_dbn_and_ccm_recovery_within_4_se(model: str) -> None:
         log = _chain_log(lambda d: gamma * (1 - SIGMA[d]), gamma, seed=2)
 
         def params(fit) -> np.ndarray:  # type: ignore[no-untyped-def]
-            return np.concatenate([_by_doc(fit.attractiveness), _by_doc(fit.satisfaction), [fit.continuation]])
+            return np.concatenate([_by_doc(fit.attractiveness), _by_doc(fit.satisfaction), [fit.gamma]])
 
         def ll(lg: ClickLog, th: np.ndarray) -> float:
             return _chain_ll(lg, th[:4], th[8] * (1 - th[4:8][lg.docs]), th[8])
@@ -96,7 +96,7 @@ def test_dbn_and_ccm_recovery_within_4_se(model: str) -> None:
         log = _chain_log(lambda d: tau[1] * (1 - ALPHA[d]) + tau[2] * ALPHA[d], tau[0], seed=3)
 
         def params(fit) -> np.ndarray:  # type: ignore[no-untyped-def]
-            return np.concatenate([_by_doc(fit.attractiveness), fit.tau])
+            return np.concatenate([_by_doc(fit.attractiveness), [fit.tau1, fit.tau2, fit.tau3]])
 
         def ll(lg: ClickLog, th: np.ndarray) -> float:
             a = th[:4][lg.docs]

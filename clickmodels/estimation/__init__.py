@@ -39,6 +39,7 @@ from clickmodels.estimation.base import (
     PairTable,
     fit_from_dict,
     load_fit,
+    load_model,
 )
 from clickmodels.estimation.cascade import CascadeFit, fit_cm
 from clickmodels.estimation.ccm import CCMFit, fit_ccm
@@ -58,7 +59,9 @@ __all__ = [
     "fit_log",
     "fit",
     "load_fit",
+    "load_model",
     "fit_from_dict",
+    "canonical_name",
     "ClickModelFit",
     "FitTrace",
     "PairTable",
@@ -146,6 +149,7 @@ def fit(model: Any, log: ClickLog, **options: Any) -> Any:
     ``log.doc_vocab`` (so evaluate it on ``other.recode_like(log)``); ``model`` is not
     touched. Options as in :func:`fit_log`.
     """
-    name = model if isinstance(model, str) else getattr(model, "name", "")
-    result = fit_log(name, log, **options)
-    return result.to_model(log.query_vocab, log.doc_vocab)
+    if isinstance(model, str):
+        return fit_log(model, log, **options).to_model(log.query_vocab, log.doc_vocab)
+    result = fit_log(getattr(model, "name", ""), log, **options)
+    return result.to_model(log.query_vocab, log.doc_vocab, cls=type(model))

@@ -59,6 +59,7 @@ __all__ = [
     "placeholder_trace",
     "fit_from_dict",
     "load_fit",
+    "load_model",
     "CONVENTIONS",
 ]
 
@@ -386,18 +387,28 @@ class ClickModelFit(ABC):
         """
         return bernoulli_log_likelihood(self.conditional_click_probs(log), log.clicks, log.shown)
 
-    def to_model(self, query_vocab: np.ndarray | None = None, doc_vocab: np.ndarray | None = None) -> Any:
-        """The fitted parameters as a :class:`clickmodels.ClickModel` (``model_class(name)``).
+    def to_model(
+        self, query_vocab: np.ndarray | None = None, doc_vocab: np.ndarray | None = None, cls: type | None = None
+    ) -> Any:
+        """The fitted parameters as a :class:`clickmodels.ClickModel`.
 
-        Per-pair tables become :class:`clickmodels.ByQueryDoc` (see
-        :meth:`PairTable.to_param` for the id mapping).
+        Parameters
+        ----------
+        query_vocab, doc_vocab:
+            Map the string ids of the pair tables to integer ids (positions in these
+            arrays, e.g. the training log's vocabularies); ``None``: the ids must be
+            decimal integers (see :meth:`PairTable.to_param`).
+        cls:
+            Model class to build (default ``clickmodels.model_class(self.name)``); its
+            constructor takes this fit's parameter fields by name.
         """
         from clickmodels.base import model_class
 
         def conv(table: PairTable) -> Any:
             return table.to_param(query_vocab, doc_vocab)
 
-        return model_class(self.name)(**self._model_kwargs(conv))
+        target = model_class(self.name) if cls is None else cls
+        return target(**self._model_kwargs(conv))
 
     def _model_kwargs(self, conv: Callable[[PairTable], Any]) -> dict[str, Any]:
         """Constructor arguments of the matching model class (fields of the same names)."""
@@ -487,6 +498,17 @@ def fit_from_dict(data: Any, source: str | None = None) -> ClickModelFit:
     except (TypeError, ValueError, AttributeError):
         raise InputError("fit: malformed fit trace", source) from None
     return FIT_TYPES[name]._from_params(params, trace, source)
+
+
+def load_model(
+    path: str | Path, query_vocab: np.ndarray | None = None, doc_vocab: np.ndarray | None = None
+) -> Any:
+    """A :class:`clickmodels.ClickModel` from a fitted-parameters JSON file.
+
+    ``load_fit(path).to_model(query_vocab, doc_vocab)``; without vocabularies the
+    query and document ids in the file must be integers (the simulator's ids).
+    """
+    return load_fit(path).to_model(query_vocab, doc_vocab)
 
 
 def load_fit(path: str | Path) -> ClickModelFit:

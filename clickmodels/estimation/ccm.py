@@ -44,15 +44,17 @@ __all__ = ["CCMFit", "fit_ccm"]
 @register_fit
 @dataclass(frozen=True, eq=False)
 class CCMFit(CascadeFamilyFit):
-    """Fitted CCM: attractiveness (= satisfaction) per pair and ``tau = (tau1, tau2, tau3)``."""
+    """Fitted CCM: attractiveness (= satisfaction) per pair and continuations ``tau1, tau2, tau3``."""
 
     name: ClassVar[str] = "ccm"
-    array_fields: ClassVar[tuple[str, ...]] = ("tau",)
+    float_fields: ClassVar[tuple[str, ...]] = ("tau1", "tau2", "tau3")
 
-    tau: np.ndarray
+    tau1: float
+    tau2: float
+    tau3: float
 
     def _continuation(self, log: ClickLog, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        t1, t2, t3 = (float(x) for x in self.tau)
+        t1, t2, t3 = self.tau1, self.tau2, self.tau3
         return np.full(1, t1), t2 * (1.0 - alpha) + t3 * alpha
 
 
@@ -109,4 +111,6 @@ def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.array([0.5, 0.5, 0.5]))
     (alpha, tau), trace = run_em(n_sessions, opt, init, step)
-    return CCMFit(attractiveness=PairTable.from_codes(log, alpha, views + n_clicks), tau=tau, trace=trace)
+    t1, t2, t3 = (float(x) for x in tau)
+    table = PairTable.from_codes(log, alpha, views + n_clicks)
+    return CCMFit(attractiveness=table, tau1=t1, tau2=t2, tau3=t3, trace=trace)

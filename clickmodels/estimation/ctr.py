@@ -42,30 +42,30 @@ class _IndependentClicks(ClickModelFit):
 @register_fit
 @dataclass(frozen=True, eq=False)
 class GlobalCTRFit(_IndependentClicks):
-    """GCTR / random click model: every shown slot is clicked with probability ``ctr``."""
+    """GCTR / random click model: every shown slot is clicked with probability ``p``."""
 
     name: ClassVar[str] = "gctr"
-    float_fields: ClassVar[tuple[str, ...]] = ("ctr",)
+    float_fields: ClassVar[tuple[str, ...]] = ("p",)
 
-    ctr: float
+    p: float
 
     def _click_probs(self, log: ClickLog) -> np.ndarray:
-        return np.full(log.docs.shape, self.ctr)
+        return np.full(log.docs.shape, self.p)
 
 
 @register_fit
 @dataclass(frozen=True, eq=False)
 class RankCTRFit(_IndependentClicks):
-    """RCTR: slot ``r`` is clicked with probability ``ctr[r]`` (ranks beyond the array: last value)."""
+    """RCTR: slot ``r`` is clicked with probability ``p[r]`` (ranks beyond the array: last value)."""
 
     name: ClassVar[str] = "rctr"
-    array_fields: ClassVar[tuple[str, ...]] = ("ctr",)
+    array_fields: ClassVar[tuple[str, ...]] = ("p",)
 
-    ctr: np.ndarray
+    p: np.ndarray
 
     def _click_probs(self, log: ClickLog) -> np.ndarray:
-        idx = np.minimum(np.arange(log.depth), self.ctr.shape[0] - 1)
-        return np.broadcast_to(self.ctr[idx][None, :], log.docs.shape).copy()
+        idx = np.minimum(np.arange(log.depth), self.p.shape[0] - 1)
+        return np.broadcast_to(self.p[idx][None, :], log.docs.shape).copy()
 
 
 @register_fit
@@ -87,13 +87,13 @@ def fit_gctr(log: ClickLog, *, pseudo: float = 0.0) -> GlobalCTRFit:
     num = float(log.clicks.sum())
     den = float(log.shown.sum())
     ctr = float(smoothed(num, den, pseudo))
-    return with_closed_form_trace(GlobalCTRFit(ctr=ctr, trace=placeholder_trace(log)), log)
+    return with_closed_form_trace(GlobalCTRFit(p=ctr, trace=placeholder_trace(log)), log)
 
 
 def fit_rctr(log: ClickLog, *, pseudo: float = 0.0) -> RankCTRFit:
     """Rank CTR (closed form; ``pseudo`` pseudo-counts, default 0 = MLE)."""
     ctr = smoothed(rank_sum(log, log.clicks), rank_sum(log, 1.0), pseudo)
-    return with_closed_form_trace(RankCTRFit(ctr=ctr, trace=placeholder_trace(log)), log)
+    return with_closed_form_trace(RankCTRFit(p=ctr, trace=placeholder_trace(log)), log)
 
 
 def fit_dctr(log: ClickLog, *, pseudo: float = 1.0) -> DocCTRFit:

@@ -41,17 +41,17 @@ __all__ = ["DBNFit", "fit_dbn"]
 @register_fit
 @dataclass(frozen=True, eq=False)
 class DBNFit(CascadeFamilyFit):
-    """Fitted DBN: attractiveness and satisfaction per pair, continuation :math:`\\gamma`."""
+    """Fitted DBN: attractiveness and satisfaction per pair, perseverance ``gamma`` (:math:`\\gamma`)."""
 
     name: ClassVar[str] = "dbn"
     pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness", "satisfaction")
-    float_fields: ClassVar[tuple[str, ...]] = ("continuation",)
+    float_fields: ClassVar[tuple[str, ...]] = ("gamma",)
 
     satisfaction: PairTable
-    continuation: float
+    gamma: float
 
     def _continuation(self, log: ClickLog, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        g = self.continuation
+        g = self.gamma
         return np.full(1, g), g * (1.0 - self.satisfaction.for_log(log))
 
 
@@ -101,6 +101,6 @@ def fit_dbn(log: ClickLog, options: EMOptions | None = None) -> DBNFit:
     return DBNFit(
         attractiveness=PairTable.from_codes(log, alpha, views),
         satisfaction=PairTable.from_codes(log, sigma, n_clicks),
-        continuation=gamma,
+        gamma=gamma,
         trace=trace,
     )

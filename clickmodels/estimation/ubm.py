@@ -36,7 +36,10 @@ __all__ = ["UBMFit", "fit_ubm"]
 @register_fit
 @dataclass(frozen=True, eq=False)
 class UBMFit(ClickModelFit):
-    """Fitted UBM: ``examination[r, p + 1]`` for rank index ``r`` and previous click ``p`` (-1: none)."""
+    """Fitted UBM: ``examination[r, p + 1]`` for rank index ``r`` and previous click ``p`` (-1: none).
+
+    Entries ``examination[r, j]`` with ``j > r`` cannot occur and are 0.
+    """
 
     name: ClassVar[str] = "ubm"
     pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness",)
@@ -104,9 +107,9 @@ def fit_ubm(log: ClickLog, options: EMOptions | None = None) -> UBMFit:
         post_e = np.where(clicks, 1.0, g * (1.0 - a) * skip)
         new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
         num = np.bincount(cell[cell_sel], weights=(post_e * w)[cell_sel], minlength=k * k)
-        new_gamma = smoothed(num, cell_views, opt.pseudo).reshape(k, k)
+        new_gamma = np.tril(smoothed(num, cell_views, opt.pseudo).reshape(k, k))  # unused j > r: 0
         return (new_alpha, new_gamma), ll
 
-    init = (np.full(log.pairs.n_pairs, 0.5), np.full((k, k), 0.5))
+    init = (np.full(log.pairs.n_pairs, 0.5), np.tril(np.full((k, k), 0.5)))
     (alpha, gamma), trace = run_em(n_sessions, opt, init, step)
     return UBMFit(attractiveness=PairTable.from_codes(log, alpha, views), examination=gamma, trace=trace)
