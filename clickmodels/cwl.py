@@ -189,6 +189,15 @@ class MetricUser(ChainModel):
         # W(1) = 1 / E[depth]; W(1) = 0 means the user never stops (no utility rate)
         return (scale * w1)[:, None] * gains
 
+    def utility_weights(self, batch: Impressions | ArrayLike, judged: ArrayLike | None = None) -> FloatArray:
+        """(n, k) per-rank utility ``u_i`` of an examination: :math:`U = \\sum_i P(E_i)\\, u_i`.
+
+        ``u_i = s W(1) r_i`` for C/W/L metrics and :math:`R_i / i` for ERR (see the class docstring).
+        """
+        imp = self._prepare(batch)
+        assert imp.labels is not None
+        return self._utility_terms(imp.labels, None if judged is None else np.asarray(judged))
+
     def expected_utility(self, batch: Impressions | ArrayLike, judged: ArrayLike | None = None) -> FloatArray:
         """(n,) exact expected utility (the metric's value, see the class docstring).
 
@@ -271,9 +280,14 @@ def default_candidates(depth: int) -> list[str]:
 
 
 def _window_weights(metric: Metric, labels: np.ndarray) -> FloatArray:
-    w = np.asarray(metric.cwl(labels).weight, dtype=np.float64)
-    total = w.sum(axis=1, keepdims=True)
-    return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+    """The metric's attention over the shown list: :math:`\\prod_{j<i} C(j)` normalised over
+    the window (proportional to :math:`W(i)`, and defined even when the user never stops)."""
+    cont = np.asarray(metric.cwl(labels).continuation, dtype=np.float64)
+    n, k = cont.shape
+    reach = np.ones((n, k))
+    if k > 1:
+        np.cumprod(cont[:, :-1], axis=1, out=reach[:, 1:])
+    return reach / reach.sum(axis=1, keepdims=True)
 
 
 def closest_metrics(

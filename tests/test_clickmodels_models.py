@@ -1,0 +1,222 @@
+"""Classic click models: hand-computed probabilities and likelihoods, stop semantics, specs."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import clickmodels
+from clickmodels import ByGrade, ByQueryDoc, Impressions
+from clickmodels.cascade import cascade_preset
+from onlineeval.errors import ConfigError, InputError
+
+CLICK = [0.1, 0.3, 0.5, 0.7, 0.9]
+LAB = np.array([[4, 0, 2]])  # attractiveness .9, .1, .5
+
+
+def test_dcm_hand_computed() -> None:
+    m = clickmodels.build({"name": "dcm", "click": CLICK, "continuation": [0.6, 0.5, 0.4]})
+    e2 = 0.9 * 0.6 + 0.1
+    e3 = e2 * (0.1 * 0.5 + 0.9)
+    np.testing.assert_allclose(m.click_probabilities(LAB)[0], [0.9, e2 * 0.1, e3 * 0.5], rtol=1e-14)
+    # clicks (1, 0, 1): click .9, continue .6, skip .9, (always continue), click .5
+    ll = m.log_likelihood(LAB, np.array([[1, 0, 1]]))
+    np.testing.assert_allclose(ll, [np.log(0.9 * 0.6 * 0.9 * 0.5)], rtol=1e-14)
+
+
+def test_dbn_and_sdbn_hand_computed() -> None:
+    sat = [0.0, 0.2, 0.4, 0.6, 0.8]
+    dbn = clickmodels.build({"name": "dbn", "click": CLICK, "satisfaction": sat, "gamma": 0.7})
+    e2 = 0.7 * (0.9 * (1 - 0.8) + 0.1)
+    e3 = e2 * 0.7 * (0.1 * (1 - 0.0) + 0.9)
+    np.testing.assert_allclose(dbn.click_probabilities(LAB)[0], [0.9, e2 * 0.1, e3 * 0.5], rtol=1e-14)
+    # no clicks at all: the user may have left at any point
+    # P = (1-.9) * [ (1-g) + g * ( (1-.1) * [ (1-g) + g * (1 - .5) ] ) ]
+    g = 0.7
+    want = 0.1 * ((1 - g) + g * 0.9 * ((1 - g) + g * 0.5))
+    np.testing.assert_allclose(np.exp(dbn.log_likelihood(LAB, np.zeros((1, 3)))), [want], rtol=1e-13)
+    sdbn = clickmodels.build({"name": "sdbn", "click": CLICK, "satisfaction": sat})
+    e2 = 0.9 * 0.2 + 0.1
+    np.testing.assert_allclose(sdbn.click_probabilities(LAB)[0], [0.9, e2 * 0.1, e2 * 0.5], rtol=1e-14)
+
+
+def test_ccm_hand_computed() -> None:
+    m = clickmodels.build({"name": "ccm", "click": CLICK, "tau1": 0.8, "tau2": 0.6, "tau3": 0.2})
+    c1 = 0.6 * (1 - 0.9) + 0.2 * 0.9
+    e2 = 0.9 * c1 + 0.1 * 0.8
+    c1b = 0.6 * (1 - 0.1) + 0.2 * 0.1
+    e3 = e2 * (0.1 * c1b + 0.9 * 0.8)
+    np.testing.assert_allclose(m.click_probabilities(LAB)[0], [0.9, e2 * 0.1, e3 * 0.5], rtol=1e-14)
+
+
+def test_ubm_hand_computed() -> None:
+    gamma = [[0.9], [0.5, 0.8], [0.3, 0.4, 0.7]]
+    m = clickmodels.build({"name": "ubm", "click": CLICK, "examination": gamma})
+    # rank 2: clicked at 1 (.9*.9) -> gamma[1][1] = .8; not (1-.81) -> gamma[1][0] = .5
+    p1 = 0.9 * 0.9
+    e2 = p1 * 0.8 + (1 - p1) * 0.5
+    # rank 3: last click at 2 (any), at 1 only, or none
+    p_c2_given_c1 = 0.8 * 0.1
+    p_c2_given_none = 0.5 * 0.1
+    last2 = p1 * p_c2_given_c1 + (1 - p1) * p_c2_given_none
+    last1 = p1 * (1 - p_c2_given_c1)
+    none = (1 - p1) * (1 - p_c2_given_none)
+    e3 = last2 * 0.7 + last1 * 0.4 + none * 0.3
+    np.testing.assert_allclose(m.examination_probabilities(LAB)[0], [0.9, e2, e3], rtol=1e-14)
+    np.testing.assert_allclose(m.click_probabilities(LAB)[0], [p1, e2 * 0.1, e3 * 0.5], rtol=1e-14)
+    ll = m.log_likelihood(LAB, np.array([[1, 0, 1]]))
+    np.testing.assert_allclose(ll, [np.log(p1 * (1 - 0.8 * 0.1) * 0.4 * 0.5)], rtol=1e-14)
+
+
+def test_pbm_and_baselines_hand_computed() -> None:
+    pbm = clickmodels.build({"name": "pbm", "examination": [1.0, 0.5, 0.25], "click": CLICK})
+    ll = pbm.log_likelihood(LAB, np.array([[1, 0, 0]]))
+    np.testing.assert_allclose(ll, [np.log(0.9 * (1 - 0.05) * (1 - 0.125))], rtol=1e-14)
+    rnd = clickmodels.build({"name": "random"})
+    np.testing.assert_allclose(rnd.click_probabilities(np.array([[0, 3, -1]])), [[0.5, 0.5, 0.0]])
+    rctr = clickmodels.build({"name": "rctr", "p": [0.4, 0.2, 0.1]})
+    np.testing.assert_allclose(rctr.click_probabilities(LAB), [[0.4, 0.2, 0.1]])
+    dctr = clickmodels.build({"name": "dctr", "click": CLICK})
+    np.testing.assert_allclose(dctr.click_probabilities(LAB), [[0.9, 0.1, 0.5]])
+    np.testing.assert_allclose(dctr.examination_probabilities(np.array([[1, -1]])), [[1.0, 0.0]])
+
+
+def _enumerated_clicks_per_impression(labels: list[int], click: tuple, stop: tuple, mode: str) -> float:
+    """Expected clicks by enumerating every (click, stop) path of the cascade user."""
+    total = 0.0
+    k = len(labels)
+    for clicks in itertools.product((0, 1), repeat=k):
+        for stops in itertools.product((0, 1), repeat=k):
+            p, alive = 1.0, True
+            for r, g in enumerate(labels):
+                if not alive:
+                    if clicks[r] or stops[r]:
+                        p = 0.0
+                    continue
+                c, s = clicks[r], stops[r]
+                p *= click[g] if c else 1 - click[g]
+                can_stop = c or mode == "every_rank"
+                if can_stop:
+                    p *= stop[g] if s else 1 - stop[g]
+                elif s:
+                    p = 0.0
+                alive = not s
+            total += p * sum(clicks)
+    return total
+
+
+@pytest.mark.parametrize("preset", ["navigational", "informational", "almost_random"])
+def test_stop_semantics_exact_clicks_per_impression(preset: str) -> None:
+    click, stop = cascade_preset(preset, 5)
+    labels = [0, 2, 1, 4, 0, 3]
+    after = clickmodels.build({"name": "cascade", "preset": preset})
+    every = clickmodels.build({"name": "cascade", "preset": preset, "stop_mode": "every_rank"})
+    a = after.click_probabilities(np.array([labels])).sum()
+    e = every.click_probabilities(np.array([labels])).sum()
+    assert a == pytest.approx(_enumerated_clicks_per_impression(labels, click, stop, "after_click"), rel=1e-12)
+    assert e == pytest.approx(_enumerated_clicks_per_impression(labels, click, stop, "every_rank"), rel=1e-12)
+    # stopping at every examined rank always yields fewer clicks (when stop > 0 for a skipped grade)
+    assert e < a
+
+
+def test_stop_semantics_changes_clicks_per_impression_substantially() -> None:
+    # top-10 lists from a web-like grade distribution: the semantics alone roughly halve CTR
+    rng = np.random.default_rng(0)
+    labels = rng.choice(5, size=(20000, 10), p=[0.5, 0.25, 0.15, 0.07, 0.03])
+    after = clickmodels.build({"name": "cascade", "preset": "navigational"})
+    every = clickmodels.build({"name": "cascade", "preset": "navigational", "stop_mode": "every_rank"})
+    a = after.click_probabilities(labels).sum(axis=1).mean()
+    e = every.click_probabilities(labels).sum(axis=1).mean()
+    assert a > 1.4 and e < 0.8  # exact values 1.49 and 0.76 for this draw
+    # Monte Carlo confirms both exact values
+    for model, exact in ((after, a), (every, e)):
+        out = model.sample(np.tile(labels, (5, 1)), np.random.default_rng(1)).clicks.sum(axis=1)
+        assert abs(out.mean() - exact) <= 4 * out.std(ddof=1) / np.sqrt(out.size)
+
+
+def test_conditional_probabilities_define_the_likelihood() -> None:
+    m = clickmodels.model_class("dbn").example()
+    labels = np.random.default_rng(2).integers(0, 5, size=(50, 8))
+    clicks = m.sample(labels, np.random.default_rng(3)).clicks
+    cond = m.conditional_click_probabilities(labels, clicks)
+    np.testing.assert_allclose(m.log_likelihood(labels, clicks), np.log(np.where(clicks, cond, 1 - cond)).sum(axis=1))
+    # before any click, the conditional equals the marginal at rank 1
+    np.testing.assert_allclose(cond[:, 0], m.click_probabilities(labels)[:, 0])
+
+
+def test_query_document_parameters_lookup() -> None:
+    alpha = ByQueryDoc(np.array([0, 0, 1]), np.array([10, 11, 10]), np.array([0.2, 0.4, 0.6]), default=0.05)
+    m = clickmodels.PBM(np.array([1.0, 0.5, 0.5]), alpha)
+    imp = Impressions(query=np.array([0, 1]), docs=np.array([[10, 11, 12], [10, 11, -1]]))
+    np.testing.assert_allclose(m.click_probabilities(imp), [[0.2, 0.2, 0.025], [0.6, 0.025, 0.0]])
+    with pytest.raises(InputError, match="query and docs"):
+        m.click_probabilities(np.array([[0, 1, 2]]))
+    with pytest.raises(ValueError, match="twice"):
+        ByQueryDoc(np.array([0, 0]), np.array([1, 1]), np.array([0.1, 0.2]))
+
+
+def test_fit_returns_new_model_of_same_class() -> None:
+    from clickmodels.logs import from_arrays
+
+    rng = np.random.default_rng(4)
+    n, k = 20000, 5
+    query = rng.integers(0, 3, size=n)
+    docs = np.stack([rng.permutation(8)[:k] for _ in range(3)])[query]
+    true = ByQueryDoc(np.repeat(np.arange(3), 8), np.tile(np.arange(8), 3), rng.uniform(0.1, 0.9, 24), default=0.5)
+    model = clickmodels.DocumentCTR(true)
+    clicks = model.sample(Impressions(query=query, docs=docs), rng).clicks
+    log = from_arrays(query, docs, clicks)
+    before = model.attractiveness.values.copy()
+    fitted = model.fit(log)
+    assert type(fitted) is type(model) and fitted is not model
+    np.testing.assert_array_equal(model.attractiveness.values, before)
+    # the fitted per-(query, doc) CTRs are close to the generating ones
+    imp = Impressions(query=query[:200], docs=docs[:200])
+    got = fitted.click_probabilities(imp)
+    want = model.click_probabilities(imp)
+    assert np.abs(got - want).max() < 0.05
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        ({"name": "dcm", "click": CLICK}, ("continuation",)),
+        ({"name": "dbn", "click": CLICK, "satisfaction": CLICK}, ("gamma",)),
+        ({"name": "dbn", "click": CLICK, "satisfaction": [0.1], "gamma": 0.5}, ("satisfaction",)),
+        ({"name": "ccm", "click": CLICK, "tau1": 0.5, "tau2": 2, "tau3": 0.1}, ("tau2",)),
+        ({"name": "ubm", "click": CLICK, "examination": [[0.9], [0.5]]}, ("examination", 1)),
+        ({"name": "ubm", "click": CLICK, "examination": [[0.9], [0.5, 1.5]]}, ("examination", 1, 1)),
+        ({"name": "ubm", "click": CLICK}, ("examination",)),
+        ({"name": "rctr", "p": []}, ("p",)),
+        ({"name": "random", "p": -0.1}, ("p",)),
+        ({"name": "gctr"}, ("p",)),
+        ({"name": "metric", "metric": "AP", "click": CLICK}, ("metric",)),
+        ({"name": "metric", "metric": "nope@3", "click": CLICK}, ("metric",)),
+    ],
+)
+def test_bad_specs(spec: dict, path: tuple) -> None:
+    with pytest.raises(ConfigError) as info:
+        clickmodels.build(spec)
+    assert info.value.key_path == path
+
+
+def test_depth_errors() -> None:
+    m = clickmodels.build({"name": "dcm", "click": CLICK, "continuation": [0.5, 0.5]})
+    with pytest.raises(InputError, match="covers 2 ranks"):
+        m.click_probabilities(np.zeros((1, 3), dtype=int))
+    u = clickmodels.build({"name": "ubm", "click": CLICK, "examination": [[0.9], [0.5, 0.6]]})
+    with pytest.raises(InputError, match="covers 2 ranks"):
+        u.click_probabilities(np.zeros((1, 3), dtype=int))
+    p = clickmodels.build({"name": "pbm", "preset": "ai2018"})
+    with pytest.raises(InputError, match="covers only 10 ranks"):
+        p.sample(np.zeros((1, 11), dtype=int), np.random.default_rng(0))
+
+
+def test_models_are_immutable_values() -> None:
+    m = clickmodels.build({"name": "pbm", "preset": "ai2018"})
+    with pytest.raises(ValueError):
+        m.examination[0] = 0.0
+    with pytest.raises(AttributeError):
+        m.attractiveness = ByGrade((0.5,))  # type: ignore[misc]
