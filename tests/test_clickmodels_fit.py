@@ -291,3 +291,50 @@ def test_load_model_with_integer_ids(dbn_log: ClickLog, tmp_path: Path) -> None:
     fit_log("dctr", named).save(tmp_path / "d.json")
     with pytest.raises(InputError, match="not an integer"):
         load_model(tmp_path / "d.json")
+
+
+def _naive_em(log: ClickLog, model: str, iters: int) -> tuple[dict, dict]:
+    """Reference: per-session, per-slot Python EM for PBM/UBM (Beta(1, 1) pseudo-counts)."""
+    alpha: dict = {}
+    gamma: dict = {}
+    for _ in range(iters):
+        an, ad, gn, gd = {}, {}, {}, {}
+        for i in range(log.n_sessions):
+            q, prev = int(log.query[i]), 0
+            for r in range(log.depth):
+                d = int(log.docs[i, r])
+                if d < 0:
+                    break
+                key = (r, prev if model == "ubm" else 0)
+                a, g = alpha.get((q, d), 0.5), gamma.get(key, 0.5)
+                if log.clicks[i, r]:
+                    pa = pe = 1.0
+                    prev = r + 1
+                else:
+                    pa, pe = a * (1 - g) / (1 - a * g), g * (1 - a) / (1 - a * g)
+                an[(q, d)] = an.get((q, d), 0.0) + pa
+                ad[(q, d)] = ad.get((q, d), 0.0) + 1
+                gn[key] = gn.get(key, 0.0) + pe
+                gd[key] = gd.get(key, 0.0) + 1
+        alpha = {k: (an[k] + 1) / (ad[k] + 2) for k in ad}
+        gamma = {k: (gn[k] + 1) / (gd[k] + 2) for k in gd}
+    return alpha, gamma
+
+
+@pytest.mark.parametrize("model", ["pbm", "ubm"])
+def test_vectorised_em_equals_per_session_reference(model: str) -> None:
+    rng = np.random.default_rng(8)
+    n = 300
+    docs = np.argsort(rng.random((n, 5)), axis=1)[:, :4]
+    docs[rng.random(n) < 0.2, 3] = -1  # some shorter lists
+    query = rng.integers(0, 2, n)
+    clicks = (rng.random(docs.shape) < 0.3) & (docs >= 0)
+    log = from_arrays(query, docs, clicks)
+    fitted = fit_log(model, log, max_iter=7, tol=0.0)
+    alpha, gamma = _naive_em(log, model, 7)
+    t = fitted.attractiveness
+    for q, d, v in zip(t.query, t.doc, t.value):
+        assert v == pytest.approx(alpha[(int(q), int(d))], rel=1e-12)
+    for (r, j), g in gamma.items():
+        got = fitted.examination[r] if model == "pbm" else fitted.examination[r, j]
+        assert got == pytest.approx(g, rel=1e-12)
