@@ -610,4 +610,60 @@ def build(spec: Mapping[str, Any]) -> ClickModel:
     name = spec["name"]
     if not isinstance(name, str):
         raise ConfigError(("name",), f"must be a string; available: {', '.join(available())}")
-    return model_class(name).from_spec(spec)
+    cls = model_class(name)
+    if "fitted" in spec:
+        return _build_fitted(cls, spec)
+    return cls.from_spec(spec)
+
+
+#: Spec keys that give a fitted model's per-document parameters by grade.
+_GRADE_KEYS = {"attractiveness": "click", "satisfaction": "satisfaction"}
+
+
+def _build_fitted(cls: type[ClickModel], spec: Mapping[str, Any]) -> ClickModel:
+    """A model whose structural parameters come from a fitted-parameters file.
+
+    ``{"name": "pbm", "fitted": "params.json", "click": [...]}``: the position bias
+    (examination, continuation, perseverance, ...) is the one fitted on click logs
+    (``onlineeval clicks fit --out params.json``); the per-document parameters, which the
+    file holds per logged (query, document) pair, are given by grade for simulation.
+    """
+    from dataclasses import fields as dc_fields
+
+    from clickmodels.estimation import load_fit
+
+    path = spec["fitted"]
+    if not isinstance(path, str):
+        raise ConfigError(("fitted",), f"must be the path of a fitted-parameters JSON file, got {path!r}")
+    try:
+        fit = load_fit(path)
+    except FileNotFoundError:
+        raise ConfigError(("fitted",), f"file not found: {path}") from None
+    except InputError as exc:
+        raise ConfigError(("fitted",), str(exc)) from None
+    if fit.name != cls.name:
+        raise ConfigError(("name",), f"the file {path} holds a fitted {fit.name!r} model, not {cls.name!r}")
+    pair_fields = tuple(getattr(fit, "pair_fields", ()))
+    allowed = ("fitted", *(_GRADE_KEYS.get(f, f) for f in pair_fields))
+    reader = SpecReader(spec, allowed)
+    kwargs: dict[str, Any] = {}
+    for f in pair_fields:
+        key = _GRADE_KEYS.get(f, f)
+        values = reader.vector(key, required=False)
+        if values is None:
+            raise ConfigError(
+                (key,),
+                f"is required with 'fitted': the file's {f} is per logged (query, document); "
+                "give it by grade for simulation (a list of probabilities)",
+            )
+        kwargs[f] = ByGrade(values)
+    for f in (*getattr(fit, "array_fields", ()), *getattr(fit, "float_fields", ())):
+        kwargs[f] = getattr(fit, f)
+    known = {f.name for f in dc_fields(cls)}
+    unknown = set(kwargs) - known
+    if unknown:
+        raise ConfigError(("fitted",), f"the file's parameters {sorted(unknown)} do not fit model {cls.name!r}")
+    try:
+        return cls(**kwargs)
+    except ValueError as exc:
+        raise ConfigError(("fitted",), str(exc)) from None

@@ -220,3 +220,33 @@ def test_models_are_immutable_values() -> None:
         m.examination[0] = 0.0
     with pytest.raises(AttributeError):
         m.attractiveness = ByGrade((0.5,))  # type: ignore[misc]
+
+
+def test_fitted_parameters_file_as_simulation_user(tmp_path) -> None:
+    from clickmodels.estimation import fit_log
+    from clickmodels.logs import from_arrays
+
+    rng = np.random.default_rng(6)
+    n, k = 20000, 4
+    query = rng.integers(0, 4, size=n)
+    docs = np.stack([rng.permutation(9)[:k] for _ in range(4)])[query]
+    true = clickmodels.build({"name": "dcm", "click": [0.2, 0.8], "continuation": [0.5, 0.6, 0.7, 0.8]})
+    clicks = true.sample(docs % 2, rng).clicks
+    fit = fit_log("dcm", from_arrays(query, docs, clicks))
+    path = tmp_path / "dcm.json"
+    fit.save(path)
+    model = clickmodels.build({"name": "dcm", "fitted": str(path), "click": [0.2, 0.8]})
+    assert isinstance(model, clickmodels.DCM)
+    np.testing.assert_array_equal(model.continuation, fit.continuation)
+    with pytest.raises(ConfigError) as info:
+        clickmodels.build({"name": "dcm", "fitted": str(path)})
+    assert info.value.key_path == ("click",)
+    with pytest.raises(ConfigError) as info:
+        clickmodels.build({"name": "pbm", "fitted": str(path), "click": [0.2, 0.8]})
+    assert info.value.key_path == ("name",)
+    with pytest.raises(ConfigError) as info:
+        clickmodels.build({"name": "dcm", "fitted": str(tmp_path / "missing.json"), "click": [0.2, 0.8]})
+    assert info.value.key_path == ("fitted",)
+    with pytest.raises(ConfigError) as info:
+        clickmodels.build({"name": "dcm", "fitted": str(path), "click": [0.2, 0.8], "stop": [0.1]})
+    assert info.value.key_path == ("stop",)
