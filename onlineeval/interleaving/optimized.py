@@ -190,6 +190,9 @@ class Optimized(Interleaver):
         depth = 1.0 / np.arange(1, length + 1)
         e = (cred * depth).sum(axis=2)                                                # (m, L)
         insens = ((e - e.mean(axis=0)) ** 2).sum(axis=0)
+        if n_lists == 1:
+            p1 = np.ones(1)
+            return OptimizedDistribution(mat, tm, p1, cons, float(np.abs(cons @ p1).max()) if cons.size else 0.0)
         a_eq = np.vstack([np.ones((1, n_lists)), cons])
         b_eq = np.concatenate([[1.0], np.zeros(cons.shape[0])])
         res = linprog(insens, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
