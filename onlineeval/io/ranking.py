@@ -55,6 +55,122 @@ def _descending_rank(values: np.ndarray) -> np.ndarray:
     return -codes.astype(np.int64)
 
 
+def _segment_sort(
+    qcodes: np.ndarray, scores: np.ndarray, nq: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row order by (query code, score descending), ties in input order, and sorted codes.
+
+    When the padded (queries x longest list) matrix is small, each query's list is sorted
+    on its own row (``argsort(axis=1)``), which is much faster than one global sort of all
+    rows; otherwise :func:`numpy.lexsort`.
+    """
+    n = qcodes.size
+    counts = np.bincount(qcodes, minlength=nq)
+    width = int(counts.max(initial=0))
+    if n == 0 or nq * width > 4 * n + 1024:
+        order = np.lexsort((-scores, qcodes))
+        return order, qcodes[order]
+    by_query = np.argsort(qcodes, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    qs = qcodes[by_query]
+    pos = np.arange(n) - starts[qs]
+    keys = np.full((nq, width), np.inf)
+    keys[qs, pos] = -scores[by_query]
+    rows = np.full((nq, width), -1, dtype=np.int64)
+    rows[qs, pos] = by_query
+    perm = np.argsort(keys, axis=1, kind="stable")
+    sorted_rows = np.take_along_axis(rows, perm, axis=1)
+    valid = np.arange(width)[None, :] < counts[:, None]
+    return sorted_rows[valid], np.repeat(np.arange(nq), counts)
+
+
+def _tie_order(
+    run: pd.DataFrame,
+    ties: str,
+    grades: np.ndarray | None,
+    qcodes: np.ndarray | None = None,
+    qnames: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row order (query, score descending, tie rule) plus sorted query codes, names, scores.
+
+    Documents are sorted by (query, -score) once; only rows inside a tie are then re-sorted
+    by the tie key, so an untied run never pays for comparing document ids.
+    """
+    if qcodes is None or qnames is None:
+        qcodes, qnames = pd.factorize(run["query"].to_numpy(), sort=True)
+    scores = run["score"].to_numpy(dtype=np.float64)
+    order, qs = _segment_sort(np.asarray(qcodes, dtype=np.int64), scores, len(qnames))
+    if ties != "input_order" and len(order) > 1:
+        ss = scores[order]
+        tied = (qs[1:] == qs[:-1]) & (ss[1:] == ss[:-1])
+        if tied.any():
+            in_tie = np.zeros(len(order), dtype=bool)
+            in_tie[1:] |= tied
+            in_tie[:-1] |= tied
+            idx = np.flatnonzero(in_tie)
+            rows = order[idx]
+            starts = np.ones(idx.size, dtype=bool)
+            starts[1:] = ~tied[idx[1:] - 1]
+            segment = np.cumsum(starts)
+            doc_key = _descending_rank(run["doc"].to_numpy()[rows])
+            if ties in ("pessimistic", "optimistic"):
+                g = np.asarray(grades, dtype=np.float64)[rows]
+                g = np.where(g < 0, -1.0, g)
+                perm = np.lexsort((doc_key, g if ties == "pessimistic" else -g, segment))
+            else:
+                perm = np.lexsort((doc_key, segment))
+            order[idx] = rows[perm]
+    return order, qs, np.asarray(qnames, dtype=object), scores[order]
+
+
+class _Layout(NamedTuple):
+    queries: np.ndarray
+    rows: np.ndarray
+    groups: np.ndarray
+    lengths: np.ndarray
+
+
+def _layout(
+    run: pd.DataFrame,
+    ties: str,
+    grades: np.ndarray | None,
+    depth: int | None,
+    qcodes: np.ndarray | None = None,
+    qnames: np.ndarray | None = None,
+) -> _Layout:
+    """Padded ``(q, d)`` row indices and tie groups of the ranked run (no object arrays)."""
+    if ties not in TIE_RULES:
+        raise ConfigError(("ties",), f"must be one of {', '.join(TIE_RULES)}; got {ties!r}")
+    if ties in ("pessimistic", "optimistic") and grades is None:
+        raise ConfigError(("ties",), f"the {ties} tie rule needs the grades of the run's documents")
+    for col in ("query", "doc", "score"):
+        if col not in run.columns:
+            raise InputError(f"run lacks column {col!r}; needs query, doc, score")
+    n = len(run)
+    order, qs, qnames, sorted_scores = _tie_order(run, ties, grades, qcodes, qnames)
+    nq = len(qnames)
+    counts = np.bincount(qs, minlength=nq)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    pos = np.arange(n) - starts[qs]
+    if depth is not None:
+        keep = pos < depth
+        lengths = np.minimum(counts, depth)
+    else:
+        keep = slice(None)
+        lengths = counts
+    width = int(lengths.max(initial=0))
+    qk, pk = qs[keep], pos[keep]
+    rows_mat = np.full((nq, width), -1, dtype=np.int64)
+    rows_mat[qk, pk] = order[keep]
+    new_group = np.ones(n, dtype=bool)
+    if n > 1:
+        new_group[1:] = (qs[1:] != qs[:-1]) | (sorted_scores[1:] != sorted_scores[:-1])
+    gid = np.cumsum(new_group) - 1
+    groups = np.full((nq, width), -1, dtype=np.int64)
+    groups[qk, pk] = gid[keep]
+    return _Layout(qnames, rows_mat, groups, lengths.astype(np.int64))
+
+
 def rank_run(
     run: pd.DataFrame,
     ties: str = "docno_desc",
@@ -80,51 +196,15 @@ def rank_run(
     depth:
         Keep at most this many documents per query (trec_eval ``-M``).
     """
-    if ties not in TIE_RULES:
-        raise ConfigError(("ties",), f"must be one of {', '.join(TIE_RULES)}; got {ties!r}")
-    for col in ("query", "doc", "score"):
-        if col not in run.columns:
-            raise InputError(f"run lacks column {col!r}; needs query, doc, score")
-    n = len(run)
-    qcodes, qnames = pd.factorize(run["query"].to_numpy(), sort=True)
-    scores = run["score"].to_numpy(dtype=np.float64)
+    lay = _layout(run, ties, grades, depth)
+    present = lay.rows >= 0
     docs = run["doc"].to_numpy()
-    if ties == "input_order":
-        key = np.arange(n)
-        keys: tuple[np.ndarray, ...] = (key, -scores, qcodes)
-    elif ties in ("docno_desc", "expected"):
-        keys = (_descending_rank(docs), -scores, qcodes)
-    else:
-        if grades is None:
-            raise ConfigError(("ties",), f"the {ties} tie rule needs the grades of the run's documents")
-        g = np.asarray(grades, dtype=np.float64)
-        g = np.where(g < 0, -1.0, g)
-        gkey = g if ties == "pessimistic" else -g
-        keys = (_descending_rank(docs), gkey, -scores, qcodes)
-    order = np.lexsort(keys)
-    qs = qcodes[order]
-    nq = len(qnames)
-    counts = np.bincount(qs, minlength=nq)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    pos = np.arange(n) - starts[qs]
-    keep = pos < depth if depth is not None else np.ones(n, dtype=bool)
-    lengths = np.minimum(counts, depth) if depth is not None else counts
-    width = int(lengths.max(initial=0))
-    qk, pk, ok = qs[keep], pos[keep], order[keep]
-    doc_mat = np.full((nq, width), None, dtype=object)
-    doc_mat[qk, pk] = docs[ok]
-    score_mat = np.full((nq, width), np.nan)
-    score_mat[qk, pk] = scores[ok]
-    row_mat = np.full((nq, width), -1, dtype=np.int64)
-    row_mat[qk, pk] = ok
-    sorted_scores = scores[order]
-    new_group = np.ones(n, dtype=bool)
-    if n > 1:
-        new_group[1:] = (qs[1:] != qs[:-1]) | (sorted_scores[1:] != sorted_scores[:-1])
-    gid = np.cumsum(new_group) - 1
-    group_mat = np.full((nq, width), -1, dtype=np.int64)
-    group_mat[qk, pk] = gid[keep]
-    return RankedRun(np.asarray(qnames, dtype=object), doc_mat, score_mat, lengths.astype(np.int64), group_mat, row_mat)
+    scores = run["score"].to_numpy(dtype=np.float64)
+    doc_mat = np.full(lay.rows.shape, None, dtype=object)
+    doc_mat[present] = docs[lay.rows[present]]
+    score_mat = np.full(lay.rows.shape, np.nan)
+    score_mat[present] = scores[lay.rows[present]]
+    return RankedRun(lay.queries, doc_mat, score_mat, lay.lengths, lay.groups, lay.rows)
 
 
 def ranked_doc_lists(
@@ -151,11 +231,22 @@ def ranked_doc_lists(
 def join_grades(run: pd.DataFrame, qrels: pd.DataFrame) -> np.ndarray:
     """``(n,)`` int64 grade of each run row: the qrels grade, ``-1`` when not in the qrels,
     and ``-2`` for a qrels entry with a negative grade (pooled but unjudged)."""
-    left = pd.DataFrame({"query": run["query"].to_numpy(), "doc": run["doc"].to_numpy()})
-    right = pd.DataFrame(
-        {"query": qrels["query"].to_numpy(), "doc": qrels["doc"].to_numpy(), "grade": qrels["grade"].to_numpy()}
-    )
-    merged = left.merge(right, on=["query", "doc"], how="left", sort=False)
-    g = merged["grade"].to_numpy(dtype=np.float64)
-    out = np.where(np.isnan(g), -1, np.where(g < 0, -2, g)).astype(np.int64)
-    return out
+    rq, qq, _ = _joint_codes(run["query"].to_numpy(), qrels["query"].to_numpy(), sort=False)
+    return _join_codes(rq, qq, run["doc"].to_numpy(), qrels["doc"].to_numpy(), qrels["grade"].to_numpy())
+
+
+def _joint_codes(a: np.ndarray, b: np.ndarray, sort: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes of ``a`` and ``b`` in one shared factorization (and the uniques)."""
+    codes, uniques = pd.factorize(np.concatenate([np.asarray(a, dtype=object), np.asarray(b, dtype=object)]), sort=sort)
+    return codes[: len(a)].astype(np.int64), codes[len(a) :].astype(np.int64), np.asarray(uniques, dtype=object)
+
+
+def _join_codes(
+    run_q: np.ndarray, qrels_q: np.ndarray, run_docs: np.ndarray, qrels_docs: np.ndarray, qrels_grades: np.ndarray
+) -> np.ndarray:
+    rd, qd, uniq = _joint_codes(run_docs, qrels_docs, sort=False)
+    nd = max(len(uniq), 1)
+    hit = pd.Index(qrels_q * nd + qd).get_indexer(run_q * nd + rd)
+    g = np.asarray(qrels_grades, dtype=np.int64)
+    out = np.where(hit >= 0, g[np.maximum(hit, 0)], -1)
+    return np.where((hit >= 0) & (out < 0), -2, out).astype(np.int64)

@@ -29,6 +29,14 @@ QRELS_COLUMNS = ("query", "doc", "grade")
 RUN_COLUMNS = ("query", "doc", "score")
 
 
+def _has_duplicate_pairs(queries: np.ndarray, docs: np.ndarray) -> bool:
+    """Whether some (query, doc) pair occurs twice (hashing two integer codes)."""
+    qc, _ = pd.factorize(queries)
+    dc, du = pd.factorize(docs)
+    key = qc.astype(np.int64) * max(len(du), 1) + dc
+    return not pd.Index(key).is_unique
+
+
 def _read_bytes(path: str | PathLike[str]) -> tuple[str, bytes]:
     p = Path(path)
     data = p.read_bytes()
@@ -156,7 +164,7 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
         _scan_qrels(name, data)
         raise InputError("could not parse the file", name, None)  # pragma: no cover - scan raises
     out = pd.DataFrame({"query": df[0].to_numpy(), "doc": df[2].to_numpy(), "grade": grades})
-    if out.duplicated(["query", "doc"]).any():
+    if _has_duplicate_pairs(out["query"].to_numpy(), out["doc"].to_numpy()):
         _scan_qrels(name, data)
     out.attrs["path"] = name
     return out
@@ -185,9 +193,10 @@ def read_run(path: str | PathLike[str]) -> pd.DataFrame:
         # line may carry text after the sixth column, which trec_eval ignores too)
         out = _scan_run(name, data)
     else:
-        out = pd.DataFrame({"query": df[0].to_numpy(), "doc": df[2].to_numpy(), "score": df[4].to_numpy()})
+        queries, docs = df[0].to_numpy(), df[2].to_numpy()
+        out = pd.DataFrame({"query": queries, "doc": docs, "score": df[4].to_numpy()})
         out.attrs["run_id"] = str(df[5].iloc[0])
-        if out.duplicated(["query", "doc"]).any():
+        if _has_duplicate_pairs(queries, docs):
             _scan_run(name, data)
     out.attrs["path"] = name
     return out

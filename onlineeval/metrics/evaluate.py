@@ -23,7 +23,7 @@ import pandas as pd
 
 from onlineeval.conventions import Conventions
 from onlineeval.errors import InputError
-from onlineeval.io.ranking import join_grades, rank_run
+from onlineeval.io.ranking import _join_codes, _joint_codes, _layout
 from onlineeval.metrics.base import EMPTY, EvalContext, LabelBatch, Metric, parse_metrics
 
 __all__ = ["QueryCounts", "RunEvaluation", "evaluate_run", "label_batch"]
@@ -112,15 +112,21 @@ def label_batch(
     Returns the batch (one row per evaluated query), the query ids of its rows and raw
     counts (``filled_missing``, ``dropped_missing``, ``ignored_unjudged``).
     """
-    qrel_queries = pd.unique(qrels["query"].to_numpy())
-    judged_set = pd.Index(qrel_queries)
-    in_qrels = judged_set.get_indexer(run["query"].to_numpy()) >= 0
-    ignored = int(pd.Index(pd.unique(run["query"].to_numpy()[~in_qrels])).size)
-    run_j = run.loc[in_qrels] if not in_qrels.all() else run
-    run_j = run_j.reset_index(drop=True)
-    grades = join_grades(run_j, qrels)
-    ranked = rank_run(run_j, conventions.ties, grades, conventions.depth)
+    run_q, qrels_q, qnames = _joint_codes(run["query"].to_numpy(), qrels["query"].to_numpy(), sort=True)
+    judged_q = np.zeros(len(qnames), dtype=bool)
+    judged_q[qrels_q] = True
+    in_qrels = judged_q[run_q]
+    ignored = int((np.bincount(run_q[~in_qrels], minlength=len(qnames)) > 0).sum())
+    run_j = run.loc[in_qrels].reset_index(drop=True) if not in_qrels.all() else run
+    rq = run_q[in_qrels] if not in_qrels.all() else run_q
+    grades = _join_codes(rq, qrels_q, run_j["doc"].to_numpy(), qrels["doc"].to_numpy(), qrels["grade"].to_numpy())
+    # compact query codes of the run (sorted order is kept)
+    present_q = np.bincount(rq, minlength=len(qnames)) > 0
+    used = np.flatnonzero(present_q)
+    compact = np.cumsum(present_q) - 1
+    ranked = _layout(run_j, conventions.ties, grades, conventions.depth, compact[rq], qnames[used])
     run_queries = ranked.queries
+    qrel_queries = qnames[judged_q]
     missing = np.setdiff1d(np.asarray(qrel_queries, dtype=object).astype(str), run_queries.astype(str))
     if missing.size and conventions.missing == "error":
         shown = ", ".join(missing[:5]) + (", ..." if missing.size > 5 else "")
