@@ -292,3 +292,42 @@ def test_balanced_documented_bias_under_random_clicks() -> None:
     clicks3[np.arange(n), rng.integers(0, 3, size=n)] = True
     out2 = td.outcome(res2, clicks3).astype(float)
     assert abs(out2.mean()) < 4 * out2.std(ddof=1) / np.sqrt(n)
+
+
+# ---------------------------------------------------------------- options every team asks about
+def test_length_longer_than_union_and_disjoint_lists() -> None:
+    il = get_interleaver("team_draft")
+    a = np.array([[1, 2, -1], [1, 2, 3]])
+    b = np.array([[2, 1, -1], [4, 5, 6]])
+    res = il.interleave([a, b], np.random.default_rng(0), length=7)
+    assert sorted(res.ranking[0][:2].tolist()) == [1, 2] and (res.ranking[0][2:] == -1).all()
+    assert (res.team[0][2:] == -1).all()
+    assert sorted(res.ranking[1][:6].tolist()) == [1, 2, 3, 4, 5, 6] and res.ranking[1][6] == -1
+
+
+def test_rankings_from_scores_breaks_ties_uniformly() -> None:
+    from onlineeval.interleaving import rankings_from_scores
+
+    scores = np.array([[0.5, 0.9, 0.5, np.nan]])
+    first = rankings_from_scores(scores, ties="first")
+    assert first.tolist() == [[1, 0, 2, -1]]
+    n = 20_000
+    rng = np.random.default_rng(0)
+    rk = rankings_from_scores(np.repeat(scores, n, axis=0), rng)
+    assert (rk[:, 0] == 1).all() and (rk[:, 3] == -1).all()
+    share = (rk[:, 1] == 0).mean()
+    assert abs(share - 0.5) < 4 * np.sqrt(0.25 / n)
+    ids = rankings_from_scores(scores, ties="first", doc_ids=np.array([10, 11, 12, 13]))
+    assert ids.tolist() == [[11, 10, 12, -1]]
+    with pytest.raises(ConfigError):
+        rankings_from_scores(scores, ties="random")
+    with pytest.raises(ConfigError):
+        rankings_from_scores(scores, rng, ties="middle")
+
+
+def test_single_impression_errors() -> None:
+    il = get_interleaver("team_draft")
+    with pytest.raises(InputError, match="empty"):
+        il.interleave_one([[], []], np.random.default_rng(0))
+    with pytest.raises(InputError, match="integer"):
+        il.interleave_one([["a"], [1]], np.random.default_rng(0))

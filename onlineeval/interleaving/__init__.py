@@ -7,7 +7,14 @@ One file per method, one registry::
     res = il.interleave([ranking_a, ranking_b], rng)   # (n, k) matrices, -1 = empty
     out = il.outcome(res, clicks)                      # +1 B wins, -1 A wins, 0 tie
 
-See :mod:`onlineeval.interleaving.base` for the array conventions.
+See :mod:`onlineeval.interleaving.base` for the array conventions,
+:mod:`~onlineeval.interleaving.analysis` for Delta_AB and its clustered tests,
+:mod:`~onlineeval.interleaving.validation` for the validation harness and
+:mod:`~onlineeval.interleaving.checks` for the conformance suite.
+
+Registered methods: ``balanced``, ``team_draft`` (also multileaving),
+``team_draft_multileave``, ``probabilistic`` (also multileaving),
+``probabilistic_multileave`` and ``optimized``.
 """
 
 from __future__ import annotations
@@ -26,6 +33,15 @@ from onlineeval.interleaving.registry import (
     register_interleaver,
 )
 
+from onlineeval.interleaving.analysis import (  # noqa: E402
+    DeltaEstimate,
+    PreferenceMatrix,
+    delta_ab,
+    delta_ab_test,
+    preference_matrix,
+    sign_test,
+)
+
 # importing the method modules registers them
 from onlineeval.interleaving import balanced as _balanced  # noqa: E402,F401
 from onlineeval.interleaving import optimized as _optimized  # noqa: E402,F401
@@ -35,6 +51,12 @@ from onlineeval.interleaving import team_draft as _team_draft  # noqa: E402,F401
 from onlineeval.interleaving import team_draft_multileave as _team_draft_multileave  # noqa: E402,F401
 
 __all__ = [
+    "DeltaEstimate",
+    "PreferenceMatrix",
+    "delta_ab",
+    "delta_ab_test",
+    "preference_matrix",
+    "sign_test",
     "Interleaver",
     "InterleavingResult",
     "SingleInterleaving",

@@ -326,9 +326,12 @@ class Interleaver(ABC):
                     clicked: Sequence[bool] | Sequence[int]) -> int:
         """Outcome of one impression: ``clicked`` is a boolean per shown slot, or the clicked document ids."""
         width = max(max((len(lst) for lst in lists), default=0), 1)
-        rk = np.full((len(lists), 1, width), -1, dtype=np.int32)
+        rk = np.full((len(lists), 1, width), -1, dtype=np.int64)
         for i, lst in enumerate(lists):
-            rk[i, 0, : len(lst)] = np.asarray(lst, dtype=np.int64)
+            try:
+                rk[i, 0, : len(lst)] = np.asarray(lst, dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                raise InputError(f"lists[{i}] must contain integer document ids") from None
         stacked = stack_rankings(rk, min_rankers=self.min_rankers, max_rankers=self.max_rankers)
         k = len(shown.ranking)
         res = InterleavingResult(np.asarray([shown.ranking], dtype=np.int32).reshape(1, k),

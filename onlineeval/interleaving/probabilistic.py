@@ -180,12 +180,14 @@ class Probabilistic(Interleaver):
             live = tot > 0
             if not live.any():
                 break
-            idx = (cum < (uniform[j] * tot)[:, None]).sum(axis=1)
+            # first index whose cumulative weight exceeds u * total (zero-weight entries are skipped)
+            idx = (cum <= (uniform[j] * tot)[:, None]).sum(axis=1)
             idx = np.minimum(idx, cum.shape[1] - 1)
-            # never land on an exhausted candidate through rounding at the boundary
-            bad = live & ~remaining[rows, idx]
+            # u * total rounded up to the total: take the last candidate with positive weight
+            bad = live & ~(probs[rows, idx] > 0)
             if bad.any():
-                idx[bad] = (probs[bad] > 0).cumsum(axis=1).argmax(axis=1)
+                pos = probs[bad] > 0
+                idx[bad] = pos.shape[1] - 1 - pos[:, ::-1].argmax(axis=1)
             doc = np.where(live, cat[rows, idx], -1)
             shown[:, j] = doc
             team[:, j] = np.where(live, a, -1)
