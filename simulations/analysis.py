@@ -29,7 +29,10 @@ from onlineeval.stats import binomial_band, power_one_sample, required_n_one_sam
 from simulations.runner import Truth
 from simulations.world import World
 
-__all__ = ["analyse", "curves"]
+__all__ = ["analyse", "curves", "IMPROVEMENT_SIGN"]
+
+#: +1 where a higher value of the online metric is an improvement, -1 where lower is
+IMPROVEMENT_SIGN = {"reciprocal_rank": 1, "clicks_per_query": 1, "abandonment": -1, "delta_ab": 1}
 
 
 def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float) -> pd.DataFrame:
@@ -122,7 +125,9 @@ def analyse(
             "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
         }
         if t.baseline:
-            entry["shrinkage_vs_offline"] = (t.value / t.baseline) / offline_rel if offline_rel else None
+            # online relative *improvement* (lower abandonment is better) / offline relative gain
+            improvement = IMPROVEMENT_SIGN.get(metric, 1) * t.value / t.baseline
+            entry["shrinkage_vs_offline"] = improvement / offline_rel if offline_rel else None
         aa = table[(table["aa"]) & (table["design"] == design) & (table["metric"] == metric)].sort_values("day")
         if len(aa):
             r_aa = int(aa["replicates"].iloc[-1])

@@ -217,7 +217,9 @@ class AnalysisConfig(_Strict):
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
     power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
     aa: bool = Field(True, description="also run each design as A/A (B replaced by A)")
-    truth_impressions: Annotated[int, Field(ge=1000)] = 400_000
+    truth_impressions: Annotated[int, Field(ge=1000)] = Field(
+        1_000_000, description="Monte Carlo impressions for the true interleaving preference"
+    )
 
 
 class Config(_Strict):

@@ -44,7 +44,10 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "power": "share of replicates with p < alpha and the estimate's sign equal to the true effect's",
         "alpha": cfg.analysis.alpha,
         "target_power": cfg.analysis.power,
-        "truth": "clicks_per_query exact from the click model; other metrics Monte Carlo (see true_effect_se)",
+        "truth": "A/B metrics exact from the click models (marginal and first-click probabilities); "
+        "interleaving preferences Monte Carlo (see true_effect_se)",
+        "shrinkage": "online relative improvement / offline relative gain (frequency-weighted); improvement = "
+        "higher reciprocal rank, higher clicks per query, lower abandonment",
         "query_segments": "head / torso / tail = queries making up the first 50% / next 30% / last 20% of traffic",
     }
 
@@ -98,6 +101,7 @@ def _plots(result: SimulationResult, out: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     cfg = result.config
     curves = result.curves
@@ -128,26 +132,39 @@ def _plots(result: SimulationResult, out: Path) -> None:
 
     # offline relative gain versus online relative effects (A/B metrics)
     off = result.summary["offline"]
-    labels = [f"offline {off['metric']}\n(freq-weighted)", f"offline {off['metric']}\n(uniform)"]
-    values = [off["relative_gain_weighted"],
-              off["delta"]["uniform"] / off["A"]["uniform"] if off["A"]["uniform"] else float("nan")]
-    errors = [0.0, 0.0]
-    colors = ["#4c72b0", "#4c72b0"]
+    names = [f"{off['metric']} (freq-weighted)", f"{off['metric']} (uniform)"]
+    gains = [off["relative_gain_weighted"],
+             off["delta"]["uniform"] / off["A"]["uniform"] if off["A"]["uniform"] else float("nan")]
+    for seg, v in off["by_segment"].items():
+        names.append(f"{off['metric']} {seg}")
+        gains.append((v["B"] - v["A"]) / v["A"] if v["A"] else float("nan"))
+    online = []  # (label, true relative effect, mean estimate, +-2 SD of one experiment)
     for design, metrics in result.summary["designs"].items():
         for metric, e in metrics.items():
-            if e.get("relative_effect") is None:
+            if not e.get("relative_effect"):
                 continue
-            labels.append(f"{design}\n{metric}")
-            base = e["true_effect"] / e["relative_effect"] if e["relative_effect"] else float("nan")
-            values.append(e["final_day"]["mean_estimate"] / base)
-            errors.append(2 * (e["final_day"]["sd_estimate"] or 0.0) / abs(base))
-            colors.append("#dd8452")
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(labels)), 4.2), constrained_layout=True)
-    ax.bar(range(len(values)), [100 * v for v in values], yerr=[100 * e for e in errors], color=colors, capsize=3)
-    ax.axhline(0, color="black", lw=0.6)
-    ax.set_xticks(range(len(labels)), labels, fontsize=7)
-    ax.set(ylabel="relative change B vs A (%)",
-           title="Offline gain vs online effect (online: mean over replicates ± 2 SD at the last day)")
+            base = e["true_effect"] / e["relative_effect"]
+            fd = e["final_day"]
+            online.append((f"{design}: {metric}", e["relative_effect"], fd["mean_estimate"] / base,
+                           2 * (fd["sd_estimate"] or 0.0) / abs(base)))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.5 * max(len(names), len(online)) + 2.2), constrained_layout=True)
+    ax = axes[0]
+    ax.barh(range(len(names)), [100 * g for g in gains], color="#4c72b0")
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0, color="black", lw=0.6)
+    ax.set(xlabel="relative gain B vs A (%)", title="Offline")
+    ax = axes[1]
+    if online:
+        y = np.arange(len(online))
+        ax.barh(y, [100 * o[1] for o in online], color="#dd8452", alpha=0.6, label="true effect")
+        ax.errorbar([100 * o[2] for o in online], y, xerr=[100 * o[3] for o in online], fmt="o", color="black",
+                    ms=4, capsize=3, label="one experiment: mean ±2 SD (last day)")
+        ax.set_yticks(y, [o[0] for o in online], fontsize=8)
+        ax.invert_yaxis()
+        ax.legend(fontsize=7)
+    ax.axvline(0, color="black", lw=0.6)
+    ax.set(xlabel="relative change B vs A (%)", title="Online (A/B metrics)")
     fig.savefig(out / "offline_vs_online.png", dpi=110)
     plt.close(fig)
 

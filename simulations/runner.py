@@ -42,6 +42,7 @@ __all__ = [
 
 _WORLD_TAG = 0x776F726C64  # "world"
 _TRUTH_TAG = 0x7472757468  # "truth"
+_TRUTH_CHUNK = 200_000
 
 
 @dataclass(frozen=True)
@@ -174,50 +175,46 @@ class Truth:
 def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth]:
     """True effects of every (non-A/A) design under the query distribution.
 
-    ``clicks_per_query`` is exact (the click model's exact click probabilities, weighted
-    by query frequency); the other metrics are Monte Carlo estimates over
-    ``analysis.truth_impressions`` impressions per ranker, reported with their standard
-    error. A/A designs have a true effect of exactly 0.
+    The A/B metrics are exact: clicks per query from the click models' exact click
+    probabilities, abandonment and the reciprocal rank of the first click from the exact
+    distribution of the first click's rank (:meth:`UserModels.first_click_distribution`),
+    each weighted by query frequency and user-type share. Interleaving preferences are
+    Monte Carlo estimates over ``analysis.truth_impressions`` impressions, reported with
+    their standard error. A/A designs have a true effect of exactly 0.
     """
-    rng = np.random.default_rng(np.random.SeedSequence((config.seed, _TRUTH_TAG)))
     n = config.analysis.truth_impressions
     all_q = np.arange(world.n_queries)
     out: list[Truth] = []
-
-    per_ranker: dict[str, dict[str, tuple[float, float]]] = {}
+    per_ranker: dict[str, dict[str, float]] = {}
     for name in ("A", "B"):
-        exact = users.click_probabilities(shown_labels(world.labels, all_q, world.rankings[name]))
-        cpq = float(np.dot(world.frequency, exact.sum(axis=1)))
-        q = rng.choice(world.n_queries, size=n, p=world.frequency)
-        types = users.draw_types(n, rng)
-        clicks = users.sample(shown_labels(world.labels, q, world.rankings[name][q]), types, rng)
-        n_clicks = clicks.sum(axis=1)
-        abandon = (n_clicks == 0).astype(np.float64)
-        rr = np.where(n_clicks > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
+        shown = shown_labels(world.labels, all_q, world.rankings[name])
+        first = users.first_click_distribution(shown)
+        rr = first[:, :-1] @ (1.0 / np.arange(1, shown.shape[1] + 1))
         per_ranker[name] = {
-            "clicks_per_query": (cpq, 0.0),
-            "abandonment": (float(abandon.mean()), float(abandon.std(ddof=1) / np.sqrt(n))),
-            "reciprocal_rank": (float(rr.mean()), float(rr.std(ddof=1) / np.sqrt(n))),
+            "clicks_per_query": float(world.frequency @ users.click_probabilities(shown).sum(axis=1)),
+            "abandonment": float(world.frequency @ first[:, -1]),
+            "reciprocal_rank": float(world.frequency @ rr),
         }
-    for design in config.designs:
+    for i, design in enumerate(config.designs):
         if design.type == "ab":
-            for metric in per_ranker["A"]:
-                (va, sa), (vb, sb) = per_ranker["A"][metric], per_ranker["B"][metric]
-                method = "exact" if metric == "clicks_per_query" else f"monte_carlo(n={n} per ranker)"
-                out.append(Truth(design.name, metric, vb - va, float(np.hypot(sa, sb)), method, va))
-        else:
-            from onlineeval.interleaving import get_interleaver
+            for metric, va in per_ranker["A"].items():
+                out.append(Truth(design.name, metric, per_ranker["B"][metric] - va, 0.0, "exact", va))
+            continue
+        from onlineeval.interleaving import get_interleaver
 
-            il = get_interleaver(design.method or "", **design.options)
-            q = rng.choice(world.n_queries, size=n, p=world.frequency)
+        il = get_interleaver(design.method or "", **design.options)
+        rng = np.random.default_rng(np.random.SeedSequence((config.seed, _TRUTH_TAG, i)))
+        num = np.empty(n)
+        den = np.empty(n)
+        for lo in range(0, n, _TRUTH_CHUNK):
+            m = min(_TRUTH_CHUNK, n - lo)
+            q = np.minimum(np.searchsorted(np.cumsum(world.frequency), rng.random(m), side="right"), world.n_queries - 1)
             shown = il.interleave([world.rankings["A"][q], world.rankings["B"][q]], rng, length=world.depth)
-            types = users.draw_types(n, rng)
-            clicks = users.sample(shown_labels(world.labels, q, np.asarray(shown.ranking)), types, rng)
-            num = np.asarray(il.outcome(shown, clicks), dtype=np.float64) / 2.0
-            den = clicks.any(axis=1).astype(np.float64)
-            value = num.sum() / den.sum()
-            # delta method for a ratio of means of iid impressions
-            resid = num - value * den
-            se = float(np.sqrt(np.mean(resid**2) / n) / den.mean())
-            out.append(Truth(design.name, "delta_ab", float(value), se, f"monte_carlo(n={n})", None))
+            clicks = users.sample(shown_labels(world.labels, q, np.asarray(shown.ranking)), users.draw_types(m, rng), rng)
+            num[lo : lo + m] = np.asarray(il.outcome(shown, clicks), dtype=np.float64) / 2.0
+            den[lo : lo + m] = clicks.any(axis=1)
+        value = num.sum() / den.sum()
+        # delta method for a ratio of means of iid impressions
+        se = float(np.sqrt(np.mean((num - value * den) ** 2) / n) / den.mean())
+        out.append(Truth(design.name, "delta_ab", float(value), se, f"monte_carlo(n={n})", None))
     return out

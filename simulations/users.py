@@ -63,6 +63,24 @@ class UserModels:
         """Exact marginal click probabilities, averaged over user types by share."""
         return sum(s * np.asarray(m.click_probabilities(labels)) for s, m in zip(self.shares, self.models))
 
+    def first_click_distribution(self, labels: np.ndarray) -> np.ndarray:
+        r"""Exact ``(n, k + 1)`` distribution of the first click's rank; the last column is
+        P(no click). Share-weighted over user types.
+
+        From the models' conditional click probabilities given no click above,
+        :math:`p_r = P(C_r = 1 \mid C_{<r} = 0)`: :math:`P(\text{first} = r) = p_r
+        \prod_{j<r} (1 - p_j)` and :math:`P(\text{none}) = \prod_r (1 - p_r)`.
+        """
+        no_clicks = np.zeros(labels.shape, dtype=bool)
+        out = np.zeros((labels.shape[0], labels.shape[1] + 1))
+        for share, model in zip(self.shares, self.models):
+            p = np.asarray(model.conditional_click_probabilities(labels, no_clicks), dtype=np.float64)
+            survive = np.cumprod(1.0 - p, axis=1)
+            before = np.concatenate([np.ones((p.shape[0], 1)), survive[:, :-1]], axis=1)
+            out[:, :-1] += share * p * before
+            out[:, -1] += share * survive[:, -1]
+        return out
+
     def draw_types(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Types of ``n`` users drawn by share."""
         if len(self.models) == 1:

@@ -1,0 +1,113 @@
+"""The main job end to end: CLI, results directory, resume after interruption, README command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import simulations.job as job
+from onlineeval.cli import app
+from simulations.config import config_from_mapping
+
+REPO = Path(__file__).resolve().parents[1]
+
+SMALL = {
+    "seed": 3,
+    "replicates": 6,
+    "workers": 1,
+    "collection": {"type": "synthetic", "n_queries": 200, "candidates": 15},
+    "users": {"population": 400},
+    "traffic": {"days": 3, "queries_per_day": 600, "batch_hours": 6},
+    "analysis": {"truth_impressions": 20000},
+}
+
+
+def test_cli_writes_the_results_directory(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(SMALL))
+    out = tmp_path / "res"
+    result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "--output", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    for name in ("summary.json", "config.effective.yaml", "replicates.csv", "curves.csv",
+                 "power_vs_days.png", "offline_vs_online.png"):
+        assert (out / name).is_file(), name
+    assert not (out / job.PARTIAL).exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["replicates"] == 6 and summary["conventions"]["seed"] == 3
+    assert summary["onlineeval_version"]
+    assert set(summary["designs"]) == {"ab", "team_draft", "balanced"}
+    e = summary["designs"]["team_draft"]["delta_ab"]
+    assert {"true_effect", "days_to_target_power", "analytic_required_impressions", "aa"} <= set(e)
+    rows = pd.read_csv(out / "replicates.csv")
+    # 6 replicates x 3 days x (ab: 3 metrics + 2 interleaving designs: 1) x (B and A/A)
+    assert len(rows) == 6 * 3 * 5 * 2
+    # the effective config reloads to the same config
+    eff = yaml.safe_load((out / "config.effective.yaml").read_text())
+    assert config_from_mapping(eff) == config_from_mapping({**SMALL, "output": str(out)})
+    # the terminal summary states the conventions it used
+    for text in ("Offline nDCG@10", "frequency-weighted", "click model", "seed 3", "A/A FPR"):
+        assert text in result.output
+
+
+def test_interrupted_run_resumes_without_losing_work(tmp_path, monkeypatch):
+    cfg = config_from_mapping(SMALL)
+    reference = job.simulate(cfg)  # in memory, uninterrupted
+    out = tmp_path / "res"
+    real = job.run_replicates
+
+    def interrupted(config, world, indices, workers, on_done):
+        def stop_after_two(i, rows, _seen=[]):
+            on_done(i, rows)
+            _seen.append(i)
+            if len(_seen) == 2:
+                raise KeyboardInterrupt
+
+        return real(config, world, indices, workers, stop_after_two)
+
+    monkeypatch.setattr(job, "run_replicates", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        job.simulate(cfg, out)
+    assert len((out / job.PARTIAL).read_text().splitlines()) == 3  # header + 2 replicates
+    monkeypatch.setattr(job, "run_replicates", real)
+    ran = []
+    resumed = job.simulate(cfg, out, log=ran.append)
+    assert any("resuming: 2 of 6" in m for m in ran)
+    pd.testing.assert_frame_equal(resumed.rows, reference.rows)
+    # a different config does not reuse the partial results
+    (out / job.PARTIAL).write_text(json.dumps({"fingerprint": "other"}) + "\n")
+    assert job._load_partial(out / job.PARTIAL, job.config_fingerprint(cfg)) == {}
+
+
+def test_bad_input_file_is_reported_with_file_and_line(tmp_path):
+    (tmp_path / "q").write_text("1 0 d1 1\n1 0 d2 x\n")
+    (tmp_path / "a").write_text("1 Q0 d1 1 1.0 x\n")
+    (tmp_path / "b").write_text("1 Q0 d1 1 1.0 x\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"collection": {"type": "trec", "qrels": "q", "runs": {"A": "a", "B": "b"}}}))
+    result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "o"), "-q"])
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'q'}:2" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_readme_command_runs_in_a_subprocess(tmp_path):
+    """`onlineeval simulate --config configs/ab.yaml` (fewer replicates to stay quick)."""
+    out = tmp_path / "ab"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "onlineeval.cli", "simulate", "--config", "configs/ab.yaml",
+         "--replicates", "4", "--output", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Online (alpha 0.05" in proc.stdout
+    assert "replicates [" in proc.stderr  # progress is shown
+    assert json.loads((out / "summary.json").read_text())["config"]["replicates"] == 4
