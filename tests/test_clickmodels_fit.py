@@ -91,9 +91,10 @@ def dbn_log() -> ClickLog:
     return _sim_chain(ALPHA, 0.8 * (1 - SIGMA), 0.8, 4000, seed=11)
 
 
-@pytest.mark.parametrize("name", ["pbm", "ubm", "dbn", "ccm"])
+@pytest.mark.parametrize("name", ["pbm", "ubm", "dbn", "ccm", "dcm:em", "sdbn:em"])
 def test_em_log_likelihood_never_decreases(name: str, dbn_log: ClickLog) -> None:
-    fit = fit_log(name, dbn_log, pseudo=0.0, tol=0.0, max_iter=25)
+    base, _, method = name.partition(":")
+    fit = fit_log(base, dbn_log, pseudo=0.0, tol=0.0, max_iter=25, method=method or None)
     ll = np.array(fit.trace.log_likelihood)
     assert fit.trace.iterations == 25 and not fit.trace.converged
     assert np.all(np.diff(ll) >= -1e-7 * np.abs(ll[:-1]))
@@ -226,6 +227,12 @@ def test_bad_options_and_params() -> None:
         fit_log("nosuch", TINY)
     with pytest.raises(ConfigError, match="closed form"):
         fit_log("cm", TINY, max_iter=3)
+    with pytest.raises(ConfigError, match="closed form only"):
+        fit_log("cm", TINY, method="em")
+    with pytest.raises(ConfigError, match="no closed form"):
+        fit_log("pbm", TINY, method="closed_form")
+    with pytest.raises(ConfigError, match="'closed_form' or 'em'"):
+        fit_log("dcm", TINY, method="mle")
     with pytest.raises(InputError, match="max_iter"):
         EMOptions(max_iter=0)
     good = fit_log("pbm", TINY, max_iter=2).to_dict()

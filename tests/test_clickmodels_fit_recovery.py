@@ -3,7 +3,8 @@ clickmodels.kernels) from known parameters; the error is within 4 standard error
 shrinks from 10^4 to 10^5 sessions.
 
 Standard errors: binomial for the closed-form cascade model; the observed Fisher
-information (numerical Hessian of the independent kernel log-likelihood) for DBN and CCM.
+information (numerical Hessian of the independent kernel log-likelihood) for DBN, CCM,
+and DCM / SDBN fitted with ``method="em"``.
 PBM and UBM identify only the products :math:`\\alpha\\gamma` (scaling one up and the
 other down gives the same clicks), so they are checked cell by cell on
 :math:`P(C = 1 \\mid d, r[, r'])` against 4 binomial standard errors of that cell's own
@@ -78,9 +79,33 @@ def test_cascade_model_recovery() -> None:
     assert errs[1] < errs[0]
 
 
-@pytest.mark.parametrize("model", ["dbn", "ccm"])
-def test_dbn_and_ccm_recovery_within_4_se(model: str) -> None:
-    if model == "dbn":
+@pytest.mark.parametrize("model", ["dbn", "ccm", "dcm", "sdbn"])
+def test_chain_model_recovery_within_4_se(model: str) -> None:
+    """DBN, CCM by EM; DCM and SDBN with ``method="em"`` (the exact MLE)."""
+    options = dict(EXACT)
+    if model == "dcm":
+        lam = np.array([0.6, 0.5, 0.4])
+        truth = np.concatenate([ALPHA, lam])
+        log = _chain_log(lambda d: np.broadcast_to(np.append(lam, 0.5)[None, :], d.shape), 1.0, seed=6)
+        options["method"] = "em"
+
+        def params(fit) -> np.ndarray:  # type: ignore[no-untyped-def]
+            # lambda at the last rank has no slot below it: not identified, not compared
+            return np.concatenate([_by_doc(fit.attractiveness), fit.continuation[:3]])
+
+        def ll(lg: ClickLog, th: np.ndarray) -> float:
+            return _chain_ll(lg, th[:4], np.broadcast_to(np.append(th[4:], 0.5)[None, :], lg.docs.shape), 1.0)
+    elif model == "sdbn":
+        truth = np.concatenate([ALPHA, SIGMA])
+        log = _chain_log(lambda d: 1 - SIGMA[d], 1.0, seed=7)
+        options["method"] = "em"
+
+        def params(fit) -> np.ndarray:  # type: ignore[no-untyped-def]
+            return np.concatenate([_by_doc(fit.attractiveness), _by_doc(fit.satisfaction)])
+
+        def ll(lg: ClickLog, th: np.ndarray) -> float:
+            return _chain_ll(lg, th[:4], 1 - th[4:8][lg.docs], 1.0)
+    elif model == "dbn":
         gamma = 0.8
         truth = np.concatenate([ALPHA, SIGMA, [gamma]])
         log = _chain_log(lambda d: gamma * (1 - SIGMA[d]), gamma, seed=2)
@@ -105,7 +130,7 @@ def test_dbn_and_ccm_recovery_within_4_se(model: str) -> None:
     errs = []
     for n in (N_SMALL, N_BIG):
         sub = log.take(np.arange(n))
-        fit = fit_log(model, sub, **EXACT)
+        fit = fit_log(model, sub, **options)
         assert fit.trace.converged
         est = params(fit)
         errs.append(_rmse(est, truth))

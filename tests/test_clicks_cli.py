@@ -68,20 +68,28 @@ def test_fit_closed_form_and_em_options(tsv_log: Path, tmp_path: Path) -> None:
         app, ["clicks", "fit", "--log", str(tsv_log), "--model", "dbn", "--out", str(out2), "--max-iter", "3"]
     )
     assert result.exit_code == 0 and "3 iterations" in result.output and "NOT converged" in result.output
+    result = runner.invoke(
+        app, ["clicks", "fit", "--log", str(tsv_log), "--model", "dcm", "--out", str(out2), "--method", "em"]
+    )
+    assert result.exit_code == 0 and "dcm: fitted on 600 sessions (EM" in result.output
+    result = runner.invoke(
+        app, ["clicks", "fit", "--log", str(tsv_log), "--model", "cm", "--out", str(out2), "--method", "em"]
+    )
+    assert result.exit_code == 2 and "closed form only" in result.output
 
 
 def test_evaluate_with_split_prints_table(tsv_log: Path, tmp_path: Path) -> None:
     csv = tmp_path / "t.csv"
     result = runner.invoke(
         app,
-        ["clicks", "evaluate", "--log", str(tsv_log), "--models", "rctr,pbm,dbn", "--by-rank", "--csv", str(csv)],
+        ["clicks", "evaluate", "--log", str(tsv_log), "--models", "rctr,pbm,dbn,sdbn:em", "--by-rank", "--csv", str(csv)],
     )
     assert result.exit_code == 0, result.output
     assert "train: 450 sessions, test: 150 sessions" in result.output
     for token in ("rctr", "pbm", "dbn", "conditional_perplexity", "perplexity@3"):
         assert token in result.output
     table = pd.read_csv(csv, index_col=0)
-    assert list(table.index) == ["rctr", "pbm", "dbn"] and (table["n_sessions"] == 150).all()
+    assert list(table.index) == ["rctr", "pbm", "dbn", "sdbn:em"] and (table["n_sessions"] == 150).all()
 
 
 def test_evaluate_on_yandex_with_saved_params(shared_data: Path, tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ name        model                                  method
 ``rctr``    CTR by rank                            closed form
 ``dctr``    CTR by (query, document)               closed form
 ``cm``      cascade model                          closed form
-``dcm``     dependent click model                  closed form
-``sdbn``    simplified DBN                         closed form
+``dcm``     dependent click model                  closed form (or EM)
+``sdbn``    simplified DBN                         closed form (or EM)
 ``pbm``     position-based model                   EM
 ``ubm``     user browsing model                    EM
 ``dbn``     dynamic Bayesian network model         EM
@@ -55,6 +55,7 @@ from onlineeval.errors import ConfigError
 __all__ = [
     "ESTIMATORS",
     "EM_MODELS",
+    "EM_OPTIONAL",
     "ALIASES",
     "fit_log",
     "fit",
@@ -93,6 +94,8 @@ ESTIMATORS: dict[str, Callable[..., ClickModelFit]] = {
     "ccm": fit_ccm,
 }
 EM_MODELS = frozenset({"pbm", "ubm", "dbn", "ccm"})
+#: closed form by default, exact MLE by EM with ``method="em"``
+EM_OPTIONAL = frozenset({"dcm", "sdbn"})
 ALIASES = {"random": "gctr", "rcm": "gctr", "cascade_model": "cm"}
 
 
@@ -109,6 +112,7 @@ def fit_log(
     name: str,
     log: ClickLog,
     *,
+    method: str | None = None,
     max_iter: int | None = None,
     tol: float | None = None,
     pseudo: float | None = None,
@@ -121,6 +125,10 @@ def fit_log(
         One of :data:`ESTIMATORS` (or an alias such as ``random``).
     log:
         The training log (not modified).
+    method:
+        ``"closed_form"`` or ``"em"``; default: EM for :data:`EM_MODELS`, the closed form
+        otherwise. ``dcm`` and ``sdbn`` accept both (the closed forms are the book's
+        approximations, EM gives the exact MLE).
     max_iter, tol:
         EM stopping rule (EM models only; defaults of :class:`EMOptions`).
     pseudo:
@@ -128,13 +136,22 @@ def fit_log(
         own default (0 for ``gctr``/``rctr``, 1 otherwise) for closed forms.
     """
     key = canonical_name(name)
-    if key in EM_MODELS:
+    if method not in (None, "closed_form", "em"):
+        raise ConfigError(("method",), f"must be 'closed_form' or 'em', got {method!r}")
+    use_em = key in EM_MODELS or method == "em"
+    if method == "em" and key not in EM_MODELS | EM_OPTIONAL:
+        raise ConfigError(("method",), f"{key} is fitted in closed form only")
+    if method == "closed_form" and key in EM_MODELS:
+        raise ConfigError(("method",), f"{key} has no closed form; it is fitted by EM")
+    if use_em:
         base = EMOptions()
         opt = EMOptions(
             max_iter=base.max_iter if max_iter is None else max_iter,
             tol=base.tol if tol is None else tol,
             pseudo=base.pseudo if pseudo is None else pseudo,
         )
+        if key in EM_OPTIONAL:
+            return ESTIMATORS[key](log, method="em", options=opt)
         return ESTIMATORS[key](log, opt)
     if max_iter is not None or tol is not None:
         raise ConfigError(("max_iter" if max_iter is not None else "tol",), f"{key} has a closed form; no EM options")

@@ -32,7 +32,7 @@ import numpy as np
 from clickmodels.estimation._cascade import CascadeFamilyFit, cascade_posterior, prepare_slots
 from clickmodels.estimation._counts import compress, pair_sum, ranks_grid
 from clickmodels.estimation._em import run_em
-from clickmodels.estimation.base import EMOptions, PairTable, register_fit, slot_values, smoothed
+from clickmodels.estimation.base import EMOptions, FitTrace, PairTable, register_fit, slot_values, smoothed
 from clickmodels.logs import ClickLog
 
 __all__ = ["DBNFit", "fit_dbn"]
@@ -64,7 +64,23 @@ def _has_next(log: ClickLog) -> np.ndarray:
 
 def fit_dbn(log: ClickLog, options: EMOptions | None = None) -> DBNFit:
     """Fit DBN by EM (see the module docstring); ``options`` default :class:`EMOptions()`."""
-    opt = options or EMOptions()
+    alpha, sigma, gamma, tables_log, views, n_clicks, trace = dbn_em(log, options or EMOptions(), None)
+    return DBNFit(
+        attractiveness=PairTable.from_codes(tables_log, alpha, views),
+        satisfaction=PairTable.from_codes(tables_log, sigma, n_clicks),
+        gamma=gamma,
+        trace=trace,
+    )
+
+
+def dbn_em(
+    log: ClickLog, opt: EMOptions, gamma_fixed: float | None
+) -> tuple[np.ndarray, np.ndarray, float, ClickLog, np.ndarray, np.ndarray, FitTrace]:
+    """The DBN EM loop; with ``gamma_fixed`` (SDBN: 1.0) :math:`\\gamma` is not updated.
+
+    Returns per-pair-code ``alpha``, ``sigma``, ``gamma``, the (compressed) log whose pair
+    codes index them, the weighted impression and click counts per pair, and the trace.
+    """
     n_sessions = log.n_sessions
     log, weight = compress(log)
     w = weight[:, None]
@@ -93,14 +109,9 @@ def fit_dbn(log: ClickLog, options: EMOptions | None = None) -> DBNFit:
         exam_next[:, :-1] = exam[:, 1:]
         num = np.where(has_next, exam_next * w, 0.0).sum()
         den = np.where(has_next, (exam - post_s) * w, 0.0).sum()
-        new_gamma = float(smoothed(num, den, opt.pseudo))
+        new_gamma = float(smoothed(num, den, opt.pseudo)) if gamma_fixed is None else gamma_fixed
         return (new_alpha, new_sigma, new_gamma), float(post.log_lik @ weight)
 
-    init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.pairs.n_pairs, 0.5), 0.5)
+    init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.pairs.n_pairs, 0.5), 0.5 if gamma_fixed is None else gamma_fixed)
     (alpha, sigma, gamma), trace = run_em(n_sessions, opt, init, step)
-    return DBNFit(
-        attractiveness=PairTable.from_codes(log, alpha, views),
-        satisfaction=PairTable.from_codes(log, sigma, n_clicks),
-        gamma=gamma,
-        trace=trace,
-    )
+    return alpha, sigma, gamma, log, views, n_clicks, trace

@@ -9,6 +9,13 @@ simplification; all slots of a session without clicks count as examined):
     \\alpha_{qd} = \\frac{\\sum_{s,r \\le l_s} c^{(s)}_r \\mathbb{1}[(q,d)\\text{ at } r]}
                        {|\\{s, r \\le l_s : (q,d)\\text{ at } r\\}|},\\qquad
     \\lambda_r = 1 - \\frac{|\\{s : l_s = r\\}|}{|\\{s : c^{(s)}_r = 1\\}|}
+
+Under the model a user who goes on after the last click may simply find nothing else to
+click, so these are approximations. ``method="em"`` gives the exact MLE by EM with the
+cascade-family posteriors: attraction as in DBN, and for a click at ``r`` with a shown
+slot below, the expected continuation is 1 above the last click and
+:math:`\\lambda_l Q_{l+1} / [(1-\\lambda_l) + \\lambda_l Q_{l+1}]` at it;
+:math:`\\lambda_r` is their mean over clicks at rank ``r``.
 """
 
 from __future__ import annotations
@@ -18,16 +25,20 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._cascade import CascadeFamilyFit
-from clickmodels.estimation._counts import pair_sum, rank_sum, ranks_grid
+from clickmodels.estimation._cascade import CascadeFamilyFit, cascade_posterior, prepare_slots
+from clickmodels.estimation._counts import compress, pair_sum, rank_sum, ranks_grid
+from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import (
+    EMOptions,
     PairTable,
     placeholder_trace,
     register_fit,
+    slot_values,
     smoothed,
     with_closed_form_trace,
 )
 from clickmodels.logs import ClickLog
+from onlineeval.errors import ConfigError
 
 __all__ = ["DCMFit", "fit_dcm"]
 
@@ -47,8 +58,24 @@ class DCMFit(CascadeFamilyFit):
         return np.ones(1), self.continuation[idx][None, :]
 
 
-def fit_dcm(log: ClickLog, *, pseudo: float = 1.0) -> DCMFit:
-    """Fit DCM in closed form (``pseudo`` Beta pseudo-count, default 1)."""
+def fit_dcm(
+    log: ClickLog, *, pseudo: float = 1.0, method: str = "closed_form", options: EMOptions | None = None
+) -> DCMFit:
+    """Fit DCM in closed form (default) or by EM (``method="em"``, exact MLE).
+
+    Parameters
+    ----------
+    pseudo:
+        Beta pseudo-count of the closed form (default 1).
+    method:
+        ``"closed_form"`` (default) or ``"em"``.
+    options:
+        EM options (default :class:`EMOptions()`; its ``pseudo`` applies to EM).
+    """
+    if method == "em":
+        return _fit_dcm_em(log, options or EMOptions())
+    if method != "closed_form":
+        raise ConfigError(("method",), f"must be 'closed_form' or 'em', got {method!r}")
     last = log.last_click
     limit = np.where(last >= 0, last, log.depth - 1)
     examined = ranks_grid(log) <= limit[:, None]
@@ -60,3 +87,35 @@ def fit_dcm(log: ClickLog, *, pseudo: float = 1.0) -> DCMFit:
     table = PairTable.from_codes(log, value, views)
     fit = DCMFit(attractiveness=table, continuation=lam, trace=placeholder_trace(log))
     return with_closed_form_trace(fit, log)
+
+
+def _fit_dcm_em(log: ClickLog, opt: EMOptions) -> DCMFit:
+    n_sessions = log.n_sessions
+    log, weight = compress(log)
+    w = weight[:, None]
+    clicks, shown = log.clicks, log.shown
+    last = log.last_click
+    ranks = ranks_grid(log)
+    above = ranks <= last[:, None]
+    before = ranks < last[:, None]
+    at_last = ranks == last[:, None]
+    views = pair_sum(log, w)
+    has_next = np.zeros(shown.shape, dtype=bool)
+    has_next[:, :-1] = shown[:, 1:]
+    click_next = clicks & has_next
+    click_den = rank_sum(log, click_next * w)
+
+    def step(state: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], float]:
+        alpha, lam = state
+        a, c0, c1 = prepare_slots(slot_values(alpha, log), np.ones(1), lam[None, :], shown)
+        post = cascade_posterior(a, c0, c1, clicks, last)
+        post_a = np.where(above, clicks.astype(float), a * (1.0 - post.exam))
+        on_last = c1 * post.after_last[:, None] / post.stop_norm[:, None]
+        cont = np.where(before, 1.0, np.where(at_last, on_last, 0.0))
+        new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
+        new_lam = smoothed(rank_sum(log, cont * w, click_next), click_den, opt.pseudo)
+        return (new_alpha, new_lam), float(post.log_lik @ weight)
+
+    init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.depth, 0.5))
+    (alpha, lam), trace = run_em(n_sessions, opt, init, step)
+    return DCMFit(attractiveness=PairTable.from_codes(log, alpha, views), continuation=lam, trace=trace)

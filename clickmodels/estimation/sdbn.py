@@ -10,7 +10,11 @@ satisfying one, so
     \\sigma_{qd} = \\frac{|\\{s : (q,d) \\text{ is the last click of } s\\}|}
                        {|\\{s, r : c^{(s)}_r = 1, (q,d)\\text{ at } r\\}|}
 
-(sessions without clicks examine every slot).
+(sessions without clicks examine every slot). This treats the last click as the
+satisfying one; under the model an unsatisfied user may also go on past the last click
+without clicking again, so these closed forms are an approximation [CMR15, Sec. 4.2].
+``method="em"`` gives the exact MLE instead: the DBN EM of :mod:`clickmodels.estimation.dbn`
+with :math:`\\gamma` fixed at 1.
 """
 
 from __future__ import annotations
@@ -23,13 +27,16 @@ import numpy as np
 from clickmodels.estimation._cascade import CascadeFamilyFit
 from clickmodels.estimation._counts import pair_sum, ranks_grid
 from clickmodels.estimation.base import (
+    EMOptions,
     PairTable,
     placeholder_trace,
     register_fit,
     smoothed,
     with_closed_form_trace,
 )
+from clickmodels.estimation.dbn import dbn_em
 from clickmodels.logs import ClickLog
+from onlineeval.errors import ConfigError
 
 __all__ = ["SDBNFit", "fit_sdbn"]
 
@@ -48,8 +55,29 @@ class SDBNFit(CascadeFamilyFit):
         return np.ones(1), 1.0 - self.satisfaction.for_log(log)
 
 
-def fit_sdbn(log: ClickLog, *, pseudo: float = 1.0) -> SDBNFit:
-    """Fit SDBN in closed form (``pseudo`` Beta pseudo-count, default 1)."""
+def fit_sdbn(
+    log: ClickLog, *, pseudo: float = 1.0, method: str = "closed_form", options: EMOptions | None = None
+) -> SDBNFit:
+    """Fit SDBN in closed form (default) or by EM (``method="em"``, exact MLE).
+
+    Parameters
+    ----------
+    pseudo:
+        Beta pseudo-count of the closed form (default 1).
+    method:
+        ``"closed_form"`` (default) or ``"em"``.
+    options:
+        EM options (default :class:`EMOptions()`; its ``pseudo`` applies to EM).
+    """
+    if method == "em":
+        alpha_e, sigma_e, _, tlog, views_e, clicks_e, trace = dbn_em(log, options or EMOptions(), 1.0)
+        return SDBNFit(
+            attractiveness=PairTable.from_codes(tlog, alpha_e, views_e),
+            satisfaction=PairTable.from_codes(tlog, sigma_e, clicks_e),
+            trace=trace,
+        )
+    if method != "closed_form":
+        raise ConfigError(("method",), f"must be 'closed_form' or 'em', got {method!r}")
     last = log.last_click
     limit = np.where(last >= 0, last, log.depth - 1)
     examined = ranks_grid(log) <= limit[:, None]

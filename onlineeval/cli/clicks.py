@@ -26,11 +26,15 @@ def _read(path: Path, fmt: Optional[str]):  # type: ignore[no-untyped-def]
     return read_click_log(path, fmt)  # type: ignore[arg-type]
 
 
-def _em_options(max_iter: Optional[int], tol: Optional[float], pseudo: Optional[float], name: str) -> dict:
+def _em_options(
+    max_iter: Optional[int], tol: Optional[float], pseudo: Optional[float], name: str, method: Optional[str] = None
+) -> dict:
     from clickmodels.estimation import EM_MODELS, canonical_name
 
     opts: dict = {"pseudo": pseudo} if pseudo is not None else {}
-    if canonical_name(name) in EM_MODELS:
+    if method is not None:
+        opts["method"] = method
+    if canonical_name(name) in EM_MODELS or method == "em":
         if max_iter is not None:
             opts["max_iter"] = max_iter
         if tol is not None:
@@ -46,12 +50,15 @@ def fit_command(
     max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum iterations (default 200).")] = None,
     tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop (default 1e-7).")] = None,
     pseudo: Annotated[Optional[float], typer.Option("--pseudo", help="Beta(a, a) pseudo-count of estimates.")] = None,
+    method: Annotated[
+        Optional[str], typer.Option("--method", help="closed_form or em (dcm, sdbn: both; default closed_form).")
+    ] = None,
 ) -> None:
     """Fit one click model to a log and save its parameters as JSON."""
     from clickmodels.estimation import fit_log
 
     data = _read(log, format)
-    result = fit_log(model, data, **_em_options(max_iter, tol, pseudo, model))
+    result = fit_log(model, data, **_em_options(max_iter, tol, pseudo, model, method))
     result.save(out)
     tr = result.trace
     how = "closed form" if tr.method == "closed_form" else (
@@ -66,7 +73,11 @@ def fit_command(
 def evaluate_command(
     log: Annotated[Path, typer.Option("--log", help="Training click log.")],
     models: Annotated[
-        str, typer.Option("--models", help="Comma-separated model names and/or fitted params .json files.")
+        str,
+        typer.Option(
+            "--models",
+            help="Comma-separated model names (name:em for the EM fit of dcm/sdbn) and/or fitted params .json files.",
+        ),
     ] = "rctr,pbm,ubm,dbn",
     test_log: Annotated[
         Optional[Path], typer.Option("--test-log", help="Held-out log (default: a random split of --log).")
@@ -103,7 +114,8 @@ def evaluate_command(
             fitted = load_fit(name)
             fits[f"{fitted.name} ({Path(name).name})"] = fitted
         else:
-            fits[name] = fit_log(name, train, **_em_options(max_iter, tol, None, name))
+            base, _, method = name.partition(":")
+            fits[name] = fit_log(base, train, **_em_options(max_iter, tol, None, base, method or None))
     table = compare(fits, test)
     if csv is not None:
         table.to_csv(csv)
