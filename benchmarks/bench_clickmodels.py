@@ -63,7 +63,7 @@ def main() -> None:
         {"name": "pbm", "preset": "ai2018"},
     ]
     extra = []
-    for name in ("dbn", "sdbn", "dcm", "ccm", "ubm", "random", "ctr"):
+    for name in ("dbn", "sdbn", "dcm", "ccm", "ubm", "random", "rctr", "dctr", "metric"):
         if name in clickmodels.available():
             extra.append(name)
     print(f"{'model':45s} {'M imp/s':>9s} {'x plain':>9s}")
@@ -72,14 +72,14 @@ def main() -> None:
         rate = best_rate(lambda m=model: m.sample(labels, rng), args.n)
         label = ",".join(f"{k}={v}" for k, v in spec.items() if k != "click")
         print(f"{label:45s} {rate / 1e6:9.2f} {rate / plain:9.0f}")
-    from clickmodels.checks import default_batch  # noqa: F401  (keeps the import surface honest)
-
     for name in extra:
-        cls = clickmodels.model_class(name)
-        example = getattr(cls, "example", None)
-        if example is None:
-            continue
-        model = example()
+        model = clickmodels.model_class(name).example()
+        if name == "ubm":  # the example covers 6 ranks: extend its last row to the batch depth
+            g = np.zeros((args.k, args.k))
+            for r in range(args.k):
+                src = model.examination[min(r, model.examination.shape[0] - 1)]
+                g[r, : r + 1] = np.resize(src[src > 0], r + 1)
+            model = clickmodels.UBM(model.attractiveness, g)
         rate = best_rate(lambda m=model: m.sample(labels, rng), args.n)
         print(f"{name + ' (example parameters)':45s} {rate / 1e6:9.2f} {rate / plain:9.0f}")
 

@@ -40,7 +40,16 @@ A model is an immutable (frozen) dataclass whose fields are its parameters. The 
 :class:`ClickModel` validates the input once in the public methods and then calls one small
 private hook per model (``_sample``, ``_click_probabilities``, ``_examination_probabilities``,
 ``_conditional_click_probabilities``). Adding a model is one file: subclass, implement the
-hooks, decorate with :func:`register`, implement ``from_spec`` for configs.
+hooks (cascade-family models only map a batch to chain arrays, ``_chain``), decorate with
+:func:`register`, implement ``from_spec`` for configs and set ``example_spec`` (the
+conformance suite :func:`clickmodels.checks.check_click_model` runs on it).
+
+Specs
+-----
+``build({"name": ..., ...})`` reads a model's parameters by grade (see each class), a
+``"preset"`` where the family has one (``clickmodels/presets/*.json``), or
+``{"name": "pbm", "fitted": "params.json", "click": [...]}``: structural parameters fitted
+on click logs (``onlineeval clicks fit``) with the per-document ones given by grade.
 
 Fitting contract (estimation lives in :mod:`clickmodels.estimation`)
 -------------------------------------------------------------------

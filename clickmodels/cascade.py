@@ -8,6 +8,7 @@ of :mod:`clickmodels.kernels`; sampling, exact probabilities and likelihoods fol
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
@@ -50,17 +51,18 @@ class Chain(NamedTuple):
 class ChainModel(ClickModel):
     """Base of Markov-cascade models; subclasses implement :meth:`_chain` only."""
 
+    @abstractmethod
     def _chain(self, imp: Impressions) -> Chain:
         """Per-slot chain arrays for the batch (validated already)."""
-        raise TypeError(f"{type(self).__name__} must implement _chain")  # pragma: no cover
 
-    def _grade_chain(self) -> Chain | None:
-        """Per-grade tables (length G + 1, last entry for empty slots) when every chain
-        parameter depends on the grade only, else ``None``; enables the fast sampler."""
+    def _grade_chain(self, k: int) -> Chain | None:
+        """Tables broadcastable to (k, G + 1) (rank, grade; last column for empty slots)
+        when every chain parameter depends on grade and rank only, else ``None``; enables
+        the fast sampler :func:`~clickmodels.kernels.chain_sample_grades`."""
         return None
 
     def _sample(self, imp: Impressions, rng: np.random.Generator) -> ClickSample:
-        tables = self._grade_chain() if imp.labels is not None and imp.docs is None else None
+        tables = self._grade_chain(imp.shape[1]) if imp.labels is not None and imp.docs is None else None
         if tables is not None:
             assert imp.labels is not None
             clicks, examined, exam = kernels.chain_sample_grades(imp.labels, *tables, rng)
@@ -192,7 +194,7 @@ class Cascade(ChainModel):
             return Chain(a, go, np.asarray(1.0))
         return Chain(a, go, _skip_fill(go, imp))
 
-    def _grade_chain(self) -> Chain | None:
+    def _grade_chain(self, k: int) -> Chain | None:
         if not (isinstance(self.attractiveness, ByGrade) and isinstance(self.stop, ByGrade)):
             return None
         a = self.attractiveness.table(0.0)
@@ -229,7 +231,7 @@ class CM(ChainModel):
     def _chain(self, imp: Impressions) -> Chain:
         return Chain(self.attractiveness.lookup(imp), np.asarray(0.0), np.asarray(1.0))
 
-    def _grade_chain(self) -> Chain | None:
+    def _grade_chain(self, k: int) -> Chain | None:
         if not isinstance(self.attractiveness, ByGrade):
             return None
         a = self.attractiveness.table(0.0)

@@ -57,7 +57,7 @@ class CCM(ChainModel):
         c1 = self.tau2 * (1.0 - a) + self.tau3 * a
         return Chain(a, c1, _skip_fill(np.full(imp.shape, self.tau1), imp))
 
-    def _grade_chain(self) -> Chain | None:
+    def _grade_chain(self, k: int) -> Chain | None:
         if not isinstance(self.attractiveness, ByGrade):
             return None
         a = self.attractiveness.table(0.0)

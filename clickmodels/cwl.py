@@ -73,7 +73,7 @@ class RBPUser(ChainModel):
         cont = _skip_fill(np.full(imp.shape, self.persistence), imp)
         return Chain(self.attractiveness.lookup(imp), cont, cont)
 
-    def _grade_chain(self) -> Chain | None:
+    def _grade_chain(self, k: int) -> Chain | None:
         if not isinstance(self.attractiveness, ByGrade):
             return None
         a = self.attractiveness.table(0.0)

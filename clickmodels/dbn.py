@@ -71,7 +71,7 @@ class DBN(ChainModel):
         c0 = _skip_fill(np.full(imp.shape, self.gamma), imp)
         return Chain(a, c1, c0)
 
-    def _grade_chain(self) -> Chain | None:
+    def _grade_chain(self, k: int) -> Chain | None:
         if not (isinstance(self.attractiveness, ByGrade) and isinstance(self.satisfaction, ByGrade)):
             return None
         a = self.attractiveness.table(0.0)
@@ -105,7 +105,7 @@ class SDBN(ChainModel):
     def _chain(self, imp: Impressions) -> Chain:
         return Chain(self.attractiveness.lookup(imp), 1.0 - self.satisfaction.lookup(imp), np.asarray(1.0))
 
-    def _grade_chain(self) -> Chain | None:
+    def _grade_chain(self, k: int) -> Chain | None:
         if not (isinstance(self.attractiveness, ByGrade) and isinstance(self.satisfaction, ByGrade)):
             return None
         a = self.attractiveness.table(0.0)

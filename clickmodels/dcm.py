@@ -67,3 +67,9 @@ class DCM(ChainModel):
     def _chain(self, imp: Impressions) -> Chain:
         k = imp.shape[1]
         return Chain(self.attractiveness.lookup(imp), self.continuation[None, :k], np.asarray(1.0))
+
+    def _grade_chain(self, k: int) -> Chain | None:
+        if not isinstance(self.attractiveness, ByGrade):
+            return None
+        a = self.attractiveness.table(0.0)
+        return Chain(a, self.continuation[:k, None], np.ones_like(a))

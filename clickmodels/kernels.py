@@ -95,20 +95,27 @@ def chain_sample(
 
 
 def chain_sample_grades(
-    labels: NDArray[np.integer], attract: FloatArray, cont_click: FloatArray, cont_skip: FloatArray,
+    labels: NDArray[np.integer],
+    attract: ArrayLike,
+    cont_click: ArrayLike,
+    cont_skip: ArrayLike,
     rng: np.random.Generator,
+    chunk: int = 16384,
 ) -> tuple[BoolArray, BoolArray, FloatArray]:
-    """Fast path when every chain parameter depends on the grade only.
+    """Fast path when every chain parameter depends on the grade (and rank) only.
 
     Parameters
     ----------
     labels:
         (n, k) grades, ``-1`` for an empty slot.
     attract, cont_click, cont_skip:
-        Tables of length ``G + 1`` indexed by grade; the last entry is used for empty
-        slots (label ``-1``) and must be ``attract = 0``, ``cont_skip = 1``.
+        Tables broadcastable to (k, G + 1): entry ``[r, g]`` for rank ``r`` and grade
+        ``g``; the last column is used for empty slots (label ``-1``) and must be
+        ``attract = 0``, ``cont_skip = 1``. A (G + 1,) table applies to every rank.
     rng:
-        Generator; draws exactly ``rng.random((k, n))``.
+        Generator; draws exactly ``rng.random((k, n))``, as :func:`chain_sample`.
+    chunk:
+        Impressions processed at a time (keeps the work arrays in cache).
 
     Returns
     -------
@@ -117,35 +124,45 @@ def chain_sample_grades(
         exact examination probability (0 in empty slots).
     """
     n, k = labels.shape
-    lab = labels.T.astype(np.intp, order="C")
-    t1, t2, t3 = chain_thresholds(attract, cont_click, cont_skip)
+    a = np.asarray(attract, dtype=np.float64)
+    width = a.shape[-1]
+    shape = (k, width)
+    t1, t2, t3 = (np.ascontiguousarray(np.broadcast_to(t, shape)).ravel() for t in chain_thresholds(attract, cont_click, cont_skip))
     step = t1 + t3 - t2  # a c1 + (1 - a) c0
-    u = rng.random((k, n))
-    click = u < t2.take(lab)
-    if np.any(t1 > 0):
-        go = ~click | (u < t1.take(lab))  # continue after this rank
-    else:
-        go = ~click
-    if np.any(t3 < 1.0):
-        go &= click | (u < t3.take(lab))
-    # examined[r] = no stop at ranks < r (a loop over the k ranks, vectorized over n)
+    use_t1 = bool(np.any(t1 > 0))
+    use_t3 = bool(np.any(t3 < 1.0))
+    offset = (np.arange(k, dtype=np.intp) * width)[:, None]
+    u_all = rng.random((k, n))
+    clicks = np.empty((k, n), dtype=bool)
     examined = np.empty((k, n), dtype=bool)
-    if k:
-        examined[0] = True
-    for r in range(1, k):
-        np.logical_and(examined[r - 1], go[r - 1], out=examined[r])
-    click &= examined
-    st = step.take(lab)
     exam = np.empty((k, n), dtype=np.float64)
-    if k:
-        exam[0] = 1.0
-    for r in range(1, k):
-        np.multiply(exam[r - 1], st[r - 1], out=exam[r])
-    empty = lab < 0
-    if np.any(empty):
-        exam[empty] = 0.0
-        examined &= ~empty
-    return click.T, examined.T, exam.T
+    lab_t = labels.T
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        grade = lab_t[:, lo:hi].astype(np.intp)
+        idx = grade % width + offset  # label -1 -> the empty column
+        u = u_all[:, lo:hi]
+        click = u < t2.take(idx)
+        go = ~click  # continue after this rank?
+        if use_t1:
+            go |= u < t1.take(idx)
+        if use_t3:
+            go &= click | (u < t3.take(idx))
+        ex = examined[:, lo:hi]
+        st = step.take(idx)
+        e = exam[:, lo:hi]
+        if k:
+            ex[0] = True
+            e[0] = 1.0
+        for r in range(1, k):
+            np.logical_and(ex[r - 1], go[r - 1], out=ex[r])
+            np.multiply(e[r - 1], st[r - 1], out=e[r])
+        np.logical_and(click, ex, out=clicks[:, lo:hi])
+        empty = grade < 0
+        if np.any(empty):
+            e[empty] = 0.0
+            ex &= ~empty
+    return clicks.T, examined.T, exam.T
 
 
 def chain_examination(attract: ArrayLike, cont_click: ArrayLike, cont_skip: ArrayLike, shape: tuple[int, int]) -> FloatArray:

@@ -6,6 +6,7 @@ clicked with probability :math:`e_r a_r`, independently of the other slots.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -35,9 +36,9 @@ __all__ = ["IndependentModel", "PBM", "noisy_grade_clicks"]
 class IndependentModel(ClickModel):
     """Base of models with independent slots; subclasses implement :meth:`_probs`."""
 
+    @abstractmethod
     def _probs(self, imp: Impressions) -> tuple[FloatArray, FloatArray]:
         """``(examination, attractiveness)`` broadcastable to (n, k), 0 in empty slots."""
-        raise TypeError(f"{type(self).__name__} must implement _probs")  # pragma: no cover
 
     def _sample(self, imp: Impressions, rng: np.random.Generator) -> ClickSample:
         e, a = self._probs(imp)

@@ -139,7 +139,8 @@ def test_exact_click_probabilities_match_monte_carlo_top10(spec: dict) -> None:
 def test_fast_path_equals_generic_path() -> None:
     rng = np.random.default_rng(3)
     labels = rng.integers(-1, 5, size=(500, 10))
-    for spec in SPECS[-6:]:
+    extra = [clickmodels.model_class(n).example_spec for n in ("dbn", "sdbn", "dcm", "ccm")]
+    for spec in [*SPECS[-6:], *extra]:
         model = clickmodels.build(spec)
         fast = model.sample(labels, np.random.default_rng(9))
         generic = model.sample(Impressions(labels=labels, docs=np.where(labels >= 0, 0, -1)), np.random.default_rng(9))
