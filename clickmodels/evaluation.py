@@ -73,9 +73,7 @@ class ModelOnLog:
     model: Any
 
     def _imp(self, log: ClickLog) -> Any:
-        from clickmodels.base import Impressions
-
-        return Impressions(query=log.query, docs=log.docs)
+        return log.impressions()
 
     def click_probs(self, log: ClickLog) -> np.ndarray:
         return np.asarray(self.model.click_probabilities(self._imp(log)), dtype=float)

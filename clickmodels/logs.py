@@ -44,7 +44,7 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -234,6 +234,16 @@ class ClickLog:
             source=self.source,
             n_dropped_clicks=self.n_dropped_clicks,
         )
+
+    def impressions(self) -> Any:
+        """The sessions as :class:`clickmodels.Impressions` (query and document codes).
+
+        Use with a model whose :class:`~clickmodels.ByQueryDoc` tables are keyed by this
+        log's codes (see :meth:`recode_like` and :func:`clickmodels.estimation.fit`).
+        """
+        from clickmodels.base import Impressions
+
+        return Impressions(query=self.query.copy(), docs=self.docs.copy())
 
     def query_ids(self) -> np.ndarray:
         """``(n,)`` str, the original query id of each session."""

@@ -345,3 +345,14 @@ def test_vectorised_em_equals_per_session_reference(model: str) -> None:
     for (r, j), g in gamma.items():
         got = fitted.examination[r] if model == "pbm" else fitted.examination[r, j]
         assert got == pytest.approx(g, rel=1e-12)
+
+
+def test_fits_pickle_and_log_gives_impressions(dbn_log: ClickLog) -> None:
+    import pickle
+
+    rec = fit_log("dbn", dbn_log, max_iter=5)
+    back = pickle.loads(pickle.dumps(rec))
+    np.testing.assert_array_equal(back.click_probs(dbn_log), rec.click_probs(dbn_log))
+    imp = dbn_log.impressions()
+    np.testing.assert_array_equal(imp.docs, dbn_log.docs)
+    np.testing.assert_array_equal(imp.query, dbn_log.query)
