@@ -165,3 +165,15 @@ def test_cli_pass_fail_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert res.exit_code == 0, res.output
     missing = runner.invoke(app, ["validate", "--log", str(tmp_path / "none.jsonl")])
     assert missing.exit_code == 2
+
+
+def test_candidate_exceptions_become_one_line_errors() -> None:
+    class Crashes:
+        def interleave(self, lists, rng):  # type: ignore[no-untyped-def]
+            raise ZeroDivisionError("boom")
+
+        def credit(self, shown, teams, clicks):  # type: ignore[no-untyped-def]
+            return 0
+
+    with pytest.raises(InputError, match="ZeroDivisionError: boom"):
+        validate_interleaver(_from_object("crash", Crashes()), "team_draft", n=200)

@@ -166,7 +166,10 @@ class Candidate:
     wants_lists: bool = field(default=False)
 
     def interleave(self, lists: list[list[int]], rng: np.random.Generator) -> tuple[list[int], list[int]]:
-        out = self.interleave_fn([list(x) for x in lists], rng)
+        try:
+            out = self.interleave_fn([list(x) for x in lists], rng)
+        except Exception as exc:  # noqa: BLE001 - user code: report it in one line
+            raise InputError(f"{self.name}: interleave({lists}) raised {type(exc).__name__}: {exc}") from None
         try:
             shown, teams = out
             return [int(d) for d in shown], [int(t) for t in teams]
@@ -175,10 +178,14 @@ class Candidate:
                 from None
 
     def outcome(self, lists: list[list[int]], shown: list[int], teams: list[int], clicks: list[bool]) -> int:
-        if self.wants_lists:
-            out = self.credit_fn(list(shown), list(teams), list(clicks), lists=[list(x) for x in lists])
-        else:
-            out = self.credit_fn(list(shown), list(teams), list(clicks))
+        try:
+            if self.wants_lists:
+                out = self.credit_fn(list(shown), list(teams), list(clicks), lists=[list(x) for x in lists])
+            else:
+                out = self.credit_fn(list(shown), list(teams), list(clicks))
+        except Exception as exc:  # noqa: BLE001 - user code: report it in one line
+            raise InputError(f"{self.name}: credit({shown}, {teams}, {clicks}) raised "
+                             f"{type(exc).__name__}: {exc}") from None
         if isinstance(out, (tuple, list, np.ndarray)) and len(out) == 2:
             val = float(out[1]) - float(out[0])
         else:
@@ -370,9 +377,11 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
     method:
         The method the candidate claims to implement (a registry name; two rankers).
     n:
-        Impressions per statistical check, split over the scenarios (default 24000:
-        4000 per equivalence scenario, enough to detect a 5 percentage-point shift of a
-        per-position proportion at ``alpha`` = 0.01 after Bonferroni with high power).
+        Impressions per statistical check, split over the scenarios (default 24000,
+        about 3400 per equivalence scenario: a shift of 7 percentage points in one
+        position's team share is detected with power about 0.98 at ``alpha`` = 0.01
+        after the Bonferroni correction over about 40 tests; ``n = 60000`` detects
+        4 points with power about 0.9).
     alpha:
         Level of every statistical check (default 0.01).
     seed:
