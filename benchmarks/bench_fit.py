@@ -17,7 +17,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 
 from clickmodels.estimation import EMOptions
 from clickmodels.estimation.pbm import fit_pbm

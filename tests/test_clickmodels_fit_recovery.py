@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from clickmodels import kernels
-from clickmodels.estimation import EMOptions, fit_log
+from clickmodels.estimation import fit_log
 from clickmodels.logs import ClickLog, from_arrays
 
 N_BIG, N_SMALL, K = 100_000, 10_000, 4
