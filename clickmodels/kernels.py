@@ -219,20 +219,21 @@ def ubm_sample(
 
     ``gamma[r, j]`` is the examination probability of rank ``r`` when the previous click
     was at rank ``j - 1`` (``j = 0``: no click yet), for ``0 <= j <= r``. One uniform
-    per slot: examined iff :math:`U < \\gamma`, clicked iff :math:`U < \\gamma a`.
+    per slot (``rng.random((k, n))``): examined iff :math:`U < \\gamma`, clicked iff
+    :math:`U < \\gamma a`.
     """
     n, k = attract.shape
-    u = rng.random((n, k))
-    clicks = np.zeros((n, k), dtype=bool)
-    examined = np.zeros((n, k), dtype=bool)
+    u = rng.random((k, n))
+    a_t = np.ascontiguousarray(attract.T)
+    clicks = np.empty((k, n), dtype=bool)
+    examined = np.empty((k, n), dtype=bool)
     last = np.zeros(n, dtype=np.intp)
     for r in range(k):
-        g = gamma[r, last]
-        examined[:, r] = u[:, r] < g
-        c = u[:, r] < g * attract[:, r]
-        clicks[:, r] = c
-        last[c] = r + 1
-    return clicks, examined
+        g = gamma[r].take(last)
+        np.less(u[r], g, out=examined[r])
+        np.less(u[r], g * a_t[r], out=clicks[r])
+        last[clicks[r]] = r + 1
+    return clicks.T, examined.T
 
 
 def ubm_probabilities(attract: FloatArray, gamma: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -246,18 +247,18 @@ def ubm_probabilities(attract: FloatArray, gamma: FloatArray) -> tuple[FloatArra
         L_{r+1}(j) = L_r(j)(1 - a_r\\gamma_{rj}),\\ L_{r+1}(r+1) = P(C_r).
     """
     n, k = attract.shape
-    dist = np.zeros((n, k + 1), dtype=np.float64)
-    dist[:, 0] = 1.0
-    exam = np.empty((n, k), dtype=np.float64)
-    click = np.empty((n, k), dtype=np.float64)
+    a_t = np.ascontiguousarray(attract.T)
+    dist = np.zeros((k + 1, n), dtype=np.float64)
+    dist[0] = 1.0
+    exam = np.empty((k, n), dtype=np.float64)
+    click = np.empty((k, n), dtype=np.float64)
     for r in range(k):
-        g = gamma[r, : r + 1]
-        e = dist[:, : r + 1] @ g
-        exam[:, r] = e
-        click[:, r] = e * attract[:, r]
-        dist[:, : r + 1] *= 1.0 - attract[:, r : r + 1] * g[None, :]
-        dist[:, r + 1] = click[:, r]
-    return exam, click
+        g = np.ascontiguousarray(gamma[r, : r + 1])
+        np.dot(g, dist[: r + 1], out=exam[r])
+        np.multiply(exam[r], a_t[r], out=click[r])
+        dist[: r + 1] *= 1.0 - g[:, None] * a_t[r][None, :]
+        dist[r + 1] = click[r]
+    return exam.T, click.T
 
 
 def ubm_conditional(attract: FloatArray, gamma: FloatArray, clicks: BoolArray) -> FloatArray:
