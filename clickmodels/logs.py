@@ -34,8 +34,8 @@ are ignored (their number is kept in :attr:`ClickLog.n_dropped_clicks`); session
 ``<line>:<index>``.
 
 Clicks are reduced to the per-slot indicator ``clicks`` (a document clicked twice counts
-once) and ``click_order``: the 1-based position in the click sequence of the first click
-on that slot, ``0`` where not clicked.
+once) and ``click_order``: the 1-based rank of the slot's first click among the
+session's distinct clicked slots (repeated clicks are dropped), ``0`` where not clicked.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ __all__ = [
     "read_tsv",
     "read_jsonl",
     "read_yandex",
+    "write_tsv",
+    "write_jsonl",
     "from_sessions",
     "from_arrays",
     "train_test_split",
@@ -106,8 +108,8 @@ class ClickLog:
     clicks:
         ``(n, k)`` bool, whether the slot was clicked (at least once).
     click_order:
-        ``(n, k)`` int16, 1-based position of the slot's first click in the session's click
-        sequence, ``0`` when not clicked.
+        ``(n, k)`` int16, 1-based rank of the slot's first click among the session's
+        distinct clicked slots, ``0`` when not clicked.
     query_vocab, doc_vocab:
         ``(n_queries,)`` / ``(n_docs,)`` str arrays, the original ids.
     source:
@@ -367,9 +369,9 @@ def from_sessions(
                     raise InputError(f"clicked document {d!r} is not among the shown documents", source, line)
                 dropped += 1
                 continue
-            t += 1
             if order[i, r] == 0:
-                order[i, r] = min(t, np.iinfo(np.int16).max)
+                t += 1
+                order[i, r] = t
     return ClickLog(
         session_ids=np.asarray(sids, dtype=str),
         query=query,
@@ -484,6 +486,41 @@ def read_yandex(path: str | Path) -> ClickLog:
                 sessions.append((f"{lineno}:{j}", q.strip(), shown, clicked))
                 lines.append(lineno)
     return from_sessions(sessions, source=src, lines=lines, strict_clicks=False)
+
+
+def _session_rows(log: ClickLog) -> list[tuple[str, str, list[str], list[str]]]:
+    """Per session: id, query id, shown ids, clicked ids in click order (first clicks)."""
+    docs = log.doc_ids()
+    queries = log.query_ids()
+    rows = []
+    for i in range(log.n_sessions):
+        shown = [d for d in docs[i].tolist() if d != ""]
+        order = log.click_order[i]
+        clicked = [docs[i, r] for r in np.argsort(order, kind="stable") if order[r] > 0]
+        rows.append((str(log.session_ids[i]), str(queries[i]), shown, [str(c) for c in clicked]))
+    return rows
+
+
+def _check_writable(values: list[str], what: str) -> None:
+    for v in values:
+        if any(ch in v for ch in ",\t\n\r") or v != v.strip() or not v:
+            raise InputError(f"{what} {v!r} cannot be written as TSV (empty, or contains a comma, tab or newline)")
+
+
+def write_tsv(log: ClickLog, path: str | Path) -> None:
+    """Write ``log`` in the documented TSV format (clicks: first click per slot, in order)."""
+    lines = ["# session\tquery\tdocs\tclicks"]
+    for sid, q, shown, clicked in _session_rows(log):
+        _check_writable([sid, q, *shown], "id")
+        lines.append(f"{sid}\t{q}\t{','.join(shown)}\t{','.join(clicked)}")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_jsonl(log: ClickLog, path: str | Path) -> None:
+    """Write ``log`` in the documented JSON-lines format."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for sid, q, shown, clicked in _session_rows(log):
+            fh.write(json.dumps({"session": sid, "query": q, "docs": shown, "clicks": clicked}) + "\n")
 
 
 _READERS = {"tsv": read_tsv, "jsonl": read_jsonl, "yandex": read_yandex}

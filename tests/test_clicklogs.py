@@ -192,3 +192,48 @@ def test_train_test_split_is_a_seeded_partition() -> None:
     np.testing.assert_array_equal(tr.session_ids, tr2.session_ids)
     with pytest.raises(InputError, match="test_fraction"):
         train_test_split(log, 1.0, np.random.default_rng(0))
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clickmodels.logs import from_sessions, write_jsonl, write_tsv
+
+_ID = st.text(alphabet="abcdefgh0123456789_-", min_size=1, max_size=4)
+
+
+@st.composite
+def _sessions(draw: st.DrawFn) -> list[tuple[str, str, list[str], list[str]]]:
+    n = draw(st.integers(1, 6))
+    out = []
+    for i in range(n):
+        docs = draw(st.lists(_ID, min_size=1, max_size=5, unique=True))
+        clicks = draw(st.lists(st.sampled_from(docs), max_size=4))
+        out.append((f"s{i}", draw(_ID), docs, clicks))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(_sessions())
+def test_write_read_round_trip(tmp_path_factory: pytest.TempPathFactory, sessions: list) -> None:  # type: ignore[type-arg]
+    log = from_sessions(sessions)
+    folder = tmp_path_factory.mktemp("rt")
+    write_tsv(log, folder / "l.tsv")
+    write_jsonl(log, folder / "l.jsonl")
+    for back in (read_tsv(folder / "l.tsv"), read_jsonl(folder / "l.jsonl")):
+        np.testing.assert_array_equal(back.doc_ids(), log.doc_ids())
+        np.testing.assert_array_equal(back.query_ids(), log.query_ids())
+        np.testing.assert_array_equal(back.clicks, log.clicks)
+        np.testing.assert_array_equal(back.click_order, log.click_order)
+        np.testing.assert_array_equal(back.session_ids, log.session_ids)
+    # the reduced click order: first clicks of distinct documents, ranked 1, 2, ...
+    for i, (_, _, docs, clicks) in enumerate(sessions):
+        for pos, d in enumerate(dict.fromkeys(clicks), start=1):
+            assert log.click_order[i, docs.index(d)] == pos
+        assert log.click_order[i].max(initial=0) == len(set(clicks))
+
+
+def test_writer_rejects_unwritable_ids(tmp_path: Path) -> None:
+    log = from_sessions([("s", "q", ["a,b"], [])])
+    with pytest.raises(InputError, match="comma"):
+        write_tsv(log, tmp_path / "x.tsv")
