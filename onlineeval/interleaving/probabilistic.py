@@ -23,8 +23,8 @@ list ``L``. Because the set of remaining documents at slot ``j`` is fixed by ``L
 
 independently per slot. The number of clicks credited to each ranker is then a sum of
 independent categorical variables, and ``P(B wins) - P(A wins)`` follows exactly from
-a dynamic programme over the click count difference (``O(c\\,k)`` per impression for
-``c`` clicks) instead of enumerating all ``m^k`` assignments. The sign of that
+a dynamic programme over the click-count difference (``O(k^2)`` per impression and
+ranker pair) instead of enumerating all ``m^k`` assignments. The sign of that
 expected outcome is the impression's outcome, with ``|E[o]| <= tie_tolerance``
 reported as a tie: exact ties (identical rankers, symmetric clicks) are not turned
 into wins by float rounding.
