@@ -356,3 +356,24 @@ def test_fits_pickle_and_log_gives_impressions(dbn_log: ClickLog) -> None:
     imp = dbn_log.impressions()
     np.testing.assert_array_equal(imp.docs, dbn_log.docs)
     np.testing.assert_array_equal(imp.query, dbn_log.query)
+
+
+def test_build_fitted_from_params_file(dbn_log: ClickLog, tmp_path: Path) -> None:
+    from clickmodels.estimation import build_fitted
+
+    path = tmp_path / "dbn.json"
+    fit_log("dbn", dbn_log, max_iter=10).save(path)
+    model = build_fitted({"name": "dbn", "params_file": str(path)})
+    assert type(model).__name__ == "DBN"
+    np.testing.assert_allclose(
+        model.click_probabilities(dbn_log.impressions()), load_fit(path).click_probs(dbn_log), rtol=1e-12
+    )
+    with pytest.raises(ConfigError, match="^name: 'ubm' does not match"):
+        build_fitted({"name": "ubm", "params_file": str(path)})
+    with pytest.raises(ConfigError, match="^params_file: .*missing.json"):
+        build_fitted({"name": "dbn", "params_file": str(tmp_path / "missing.json")})
+    with pytest.raises(ConfigError, match="^gamma: not allowed"):
+        build_fitted({"name": "dbn", "params_file": str(path), "gamma": 0.5})
+    (tmp_path / "bad.json").write_text("{\n  \"model\": \"dbn\",\n  oops\n}")
+    with pytest.raises(ConfigError, match="^params_file: .*bad.json:3: invalid JSON"):
+        build_fitted({"name": "dbn", "params_file": str(tmp_path / "bad.json")})

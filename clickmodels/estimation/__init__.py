@@ -27,7 +27,8 @@ listed in :data:`ESTIMATORS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from clickmodels.estimation.base import (
@@ -50,7 +51,7 @@ from clickmodels.estimation.pbm import PBMFit, fit_pbm
 from clickmodels.estimation.sdbn import SDBNFit, fit_sdbn
 from clickmodels.estimation.ubm import UBMFit, fit_ubm
 from clickmodels.logs import ClickLog
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, InputError
 
 __all__ = [
     "ESTIMATORS",
@@ -59,6 +60,7 @@ __all__ = [
     "ALIASES",
     "fit_log",
     "fit",
+    "build_fitted",
     "load_fit",
     "load_model",
     "fit_from_dict",
@@ -156,6 +158,32 @@ def fit_log(
     if max_iter is not None or tol is not None:
         raise ConfigError(("max_iter" if max_iter is not None else "tol",), f"{key} has a closed form; no EM options")
     return ESTIMATORS[key](log) if pseudo is None else ESTIMATORS[key](log, pseudo=pseudo)
+
+
+def build_fitted(spec: Mapping[str, Any]) -> Any:
+    """A :class:`clickmodels.ClickModel` from a spec naming a fitted-parameters file.
+
+    ``{"name": "ubm", "params_file": "params.json"}`` (as written by
+    ``onlineeval clicks fit``): the file's model must match ``name`` (aliases allowed);
+    its query and document ids must be integers (the simulator's ids). Errors are
+    :class:`~onlineeval.errors.ConfigError` with key paths ``name`` / ``params_file``.
+    """
+    for key in spec:
+        if key not in ("name", "params_file"):
+            raise ConfigError((str(key),), "not allowed together with 'params_file' (allowed: name, params_file)")
+    path = spec.get("params_file")
+    if not isinstance(path, (str, Path)):
+        raise ConfigError(("params_file",), f"must be a path to a JSON file, got {path!r}")
+    try:
+        result = load_fit(path)
+        name = spec.get("name", result.name)
+        if not isinstance(name, str) or canonical_name(name) != result.name:
+            raise ConfigError(("name",), f"{name!r} does not match the model {result.name!r} in {path}")
+        return result.to_model()
+    except InputError as exc:
+        raise ConfigError(("params_file",), str(exc)) from None
+    except OSError as exc:
+        raise ConfigError(("params_file",), f"{path}: {exc.strerror or exc}") from None
 
 
 def fit(model: Any, log: ClickLog, **options: Any) -> Any:
