@@ -98,6 +98,7 @@ __all__ = [
     "available",
     "model_class",
     "as_impressions",
+    "impressions",
     "frozen_array",
 ]
 
@@ -137,6 +138,15 @@ class Impressions:
     def __post_init__(self) -> None:
         if self.labels is None and self.docs is None:
             raise InputError("impressions need labels (n, k) or docs (n, k)")
+        for name in ("labels", "docs"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _int_matrix(value, name))
+        if self.query is not None:
+            q = np.asarray(self.query)
+            if q.ndim != 1 or (q.size and not np.issubdtype(q.dtype, np.integer)):
+                raise InputError(f"query must be a 1-d integer array, got shape {q.shape} dtype {q.dtype}")
+            object.__setattr__(self, "query", q)
         shapes = [a.shape for a in (self.labels, self.docs) if a is not None]
         if len(shapes) == 2 and shapes[0] != shapes[1]:
             raise InputError(f"labels {shapes[0]} and docs {shapes[1]} must have the same shape")
@@ -178,24 +188,21 @@ def _int_matrix(values: ArrayLike, name: str) -> NDArray[np.int64]:
 
 
 def as_impressions(batch: Impressions | ArrayLike) -> Impressions:
-    """Coerce a bare label matrix to :class:`Impressions` (checking its values)."""
+    """Coerce a bare label matrix to :class:`Impressions` (values are checked there)."""
     if isinstance(batch, Impressions):
         return batch
-    return Impressions(labels=_int_matrix(batch, "labels"))
+    return Impressions(labels=np.asarray(batch))
 
 
 def impressions(
     labels: ArrayLike | None = None, query: ArrayLike | None = None, docs: ArrayLike | None = None
 ) -> Impressions:
     """Build checked :class:`Impressions` from array-likes (labels, query ids, doc ids)."""
-    lab = None if labels is None else _int_matrix(labels, "labels")
-    doc = None if docs is None else _int_matrix(docs, "docs")
-    q = None
-    if query is not None:
-        q = np.asarray(query)
-        if q.ndim != 1 or (q.size and not np.issubdtype(q.dtype, np.integer)):
-            raise InputError(f"query must be a 1-d integer array, got shape {q.shape} dtype {q.dtype}")
-    return Impressions(labels=lab, query=q, docs=doc)
+    return Impressions(
+        labels=None if labels is None else np.asarray(labels),
+        query=None if query is None else np.asarray(query),
+        docs=None if docs is None else np.asarray(docs),
+    )
 
 
 class ClickSample(NamedTuple):
