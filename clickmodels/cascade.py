@@ -187,6 +187,19 @@ class Cascade(ChainModel):
         click, stop = _cascade_tables(reader)
         return cls(click, stop, reader.choice("stop_mode", STOP_MODES, "after_click"))
 
+    def fit(self, log: Any, **options: Any) -> Cascade:
+        """Fit to a click log: the ``after_click`` cascade is the SDBN, fitted as such.
+
+        ``every_rank`` stopping has no estimator (its stop after a skip is not
+        identifiable from clicks alone); it raises :class:`ConfigError`.
+        """
+        if self.stop_mode != "after_click":
+            raise ConfigError(("stop_mode",), "only the after_click cascade can be fitted (it is the SDBN)")
+        from clickmodels import estimation
+
+        sdbn = estimation.fit("sdbn", log, **options)
+        return Cascade(sdbn.attractiveness, sdbn.satisfaction, "after_click")
+
     def _chain(self, imp: Impressions) -> Chain:
         a = self.attractiveness.lookup(imp)
         go = 1.0 - self.stop.lookup(imp)

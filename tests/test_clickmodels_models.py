@@ -250,3 +250,22 @@ def test_fitted_parameters_file_as_simulation_user(tmp_path) -> None:
     with pytest.raises(ConfigError) as info:
         clickmodels.build({"name": "dcm", "fitted": str(path), "click": [0.2, 0.8], "stop": [0.1]})
     assert info.value.key_path == ("stop",)
+
+
+def test_cascade_fit_is_sdbn_fit() -> None:
+    from clickmodels.estimation import fit_log
+    from clickmodels.logs import from_arrays
+
+    rng = np.random.default_rng(8)
+    query = rng.integers(0, 3, size=5000)
+    docs = np.stack([rng.permutation(7)[:5] for _ in range(3)])[query]
+    model = clickmodels.build({"name": "cascade", "preset": "informational"})
+    clicks = model.sample(docs % 5, rng).clicks
+    log = from_arrays(query, docs, clicks)
+    fitted = model.fit(log)
+    assert isinstance(fitted, clickmodels.Cascade) and fitted.stop_mode == "after_click"
+    sdbn = fit_log("sdbn", log).to_model(log.query_vocab, log.doc_vocab)
+    imp = Impressions(query=query[:50], docs=docs[:50])
+    np.testing.assert_array_equal(fitted.click_probabilities(imp), sdbn.click_probabilities(imp))
+    with pytest.raises(ConfigError):
+        clickmodels.build({"name": "cascade", "preset": "informational", "stop_mode": "every_rank"}).fit(log)
