@@ -177,3 +177,26 @@ def test_candidate_exceptions_become_one_line_errors() -> None:
 
     with pytest.raises(InputError, match="ZeroDivisionError: boom"):
         validate_interleaver(_from_object("crash", Crashes()), "team_draft", n=200)
+
+
+def test_log_with_clicked_docs_and_probabilistic_method(tmp_path: Path) -> None:
+    il = get_interleaver("probabilistic")
+    rng = np.random.default_rng(5)
+    n = 1500
+    a = np.argsort(rng.random((n, 7)), axis=1)[:, :5]
+    b = np.argsort(rng.random((n, 7)), axis=1)[:, :5]
+    res = il.interleave([a, b], rng)
+    clicks = rng.random(res.ranking.shape) < 0.3
+    out = il.outcome(res, clicks)
+    p = tmp_path / "prob.jsonl"
+    with p.open("w") as fh:
+        for r in range(n):
+            fh.write(json.dumps({"rankings": [a[r].tolist(), b[r].tolist()], "shown": res.ranking[r].tolist(),
+                                 "teams": res.team[r].tolist(),
+                                 "clicked_docs": res.ranking[r][clicks[r]].tolist(),
+                                 "outcome": int(out[r])}) + "\n")
+    records = read_log(p)
+    assert records[0].clicks == tuple(clicks[0].tolist())
+    rep = validate_log(records, "probabilistic")
+    assert rep.passed, rep.format()
+    assert {c.name for c in rep.checks} == {"structure", "team_distribution", "credit_agreement"}
