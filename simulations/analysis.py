@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from onlineeval.stats import binomial_band, power_one_sample, required_n_one_sample
 
@@ -105,6 +106,7 @@ def analyse(
         r = int(last["replicates"])
         bias = float(last["mean_estimate"] - t.value)
         bias_se = float(math.hypot(last["sd_estimate"] / math.sqrt(r) if r > 1 else 0.0, t.se))
+        z = float(sps.norm.ppf(1 - alpha / 2))
         entry = {
             "metric": metric,
             "primary": bool(last["primary"]),
@@ -115,6 +117,9 @@ def analyse(
             "final_day": {k: _jsonable(last[k]) for k in ("day", "power", "power_se", "analytic_power",
                                                             "mean_estimate", "sd_estimate", "mean_se",
                                                             "coverage", "mean_users", "mean_impressions")},
+            # what one experiment of this length reports: mean estimate +- z * typical SE
+            "typical_ci_last_day": [float(last["mean_estimate"] - z * last["mean_se"]),
+                                    float(last["mean_estimate"] + z * last["mean_se"])],
             "estimator_bias": bias,
             "estimator_bias_se": bias_se,
             "days_to_target_power": day_sim,

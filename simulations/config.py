@@ -201,6 +201,11 @@ class DesignConfig(_Strict):
     metric: Literal["clicks_per_query", "abandonment", "reciprocal_rank"] = Field(
         "reciprocal_rank", description="A/B: the primary metric for power and sample size"
     )
+    test: Literal["delta", "welch"] = Field(
+        "delta",
+        description="A/B: 'delta' = ratio of per-user sums with the delta method (query-weighted); "
+        "'welch' = per-user means compared with Welch's t-test (user-weighted)",
+    )
 
     @model_validator(mode="after")
     def _check_kind(self) -> DesignConfig:
@@ -208,6 +213,8 @@ class DesignConfig(_Strict):
             raise ValueError("an interleaving design needs 'method' (e.g. team_draft, balanced)")
         if self.type == "ab" and self.method is not None:
             raise ValueError("'method' applies to interleaving designs only")
+        if self.type == "interleaving" and "test" in self.model_fields_set:
+            raise ValueError("'test' applies to A/B designs only (interleaving uses the delta method)")
         if self.type == "ab" and not 0.0 < self.share_b < 1.0:
             raise ValueError("share_b must be strictly between 0 and 1 for an A/B test")
         return self

@@ -196,6 +196,17 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         f"delta {off['delta']['weighted']:+.4f} ({100 * off['relative_gain_weighted']:+.1f}%) frequency-weighted; "
         f"uniform over queries: delta {off['delta']['uniform']:+.4f}",
     ]
+    notes = result.world.notes
+    if notes.get("collection") == "trec":
+        for r in ("A", "B"):
+            shown = int(notes.get(f"shown_{r}", 0))
+            unj = int(notes.get(f"unjudged_shown_{r}", 0))
+            lines.append(
+                f"  run {r}: {unj} of {shown} shown documents unjudged ({unj / max(shown, 1):.1%}, counted as "
+                f"non-relevant); {notes.get(f'queries_missing_from_run_{r}', 0)} judged queries missing from the "
+                f"run (shown an empty list); {notes.get(f'queries_only_in_run_{r}', 0)} run queries without "
+                f"judgments (left out); ties: {notes.get('ties')}"
+            )
     for seg, v in off["by_segment"].items():
         lines.append(f"  {seg:5s} ({v['traffic_share']:.0%} of traffic, {v['queries']:.0f} queries): "
                      f"delta {v['B'] - v['A']:+.4f}")

@@ -37,6 +37,7 @@ def small(**over):
         "traffic": {"days": 2, "queries_per_day": 1500, "batch_hours": 24},
         "designs": [
             {"name": "ab", "type": "ab"},
+            {"name": "ab_welch", "type": "ab", "test": "welch"},
             {"name": "team_draft", "type": "interleaving", "method": "team_draft"},
             {"name": "balanced", "type": "interleaving", "method": "balanced"},
         ],
@@ -128,6 +129,8 @@ def test_estimates_are_unbiased_for_the_ground_truth():
     truth = {(t.design, t.metric): t for t in compute_truth(cfg, world, UserModels.from_config(cfg.users))}
     last = rows[rows["day"] == cfg.traffic.days]
     for (design, metric), g in last.groupby(["design", "metric"]):
+        # user types are independent of activity here, so the user-weighted (Welch) and the
+        # query-weighted (delta) estimands coincide
         t = truth[(design, metric)]
         se = np.hypot(g["estimate"].std(ddof=1) / np.sqrt(len(g)), t.se)
         assert abs(g["estimate"].mean() - t.value) < 4 * se, (design, metric)
@@ -180,3 +183,25 @@ def test_world_segments_and_shown_labels():
     # rankings are permutations of candidates, no duplicates within a list
     r = world.rankings["A"]
     assert all(len(set(row)) == len(row) for row in r.tolist())
+
+
+def test_trec_world_uses_real_judgments_and_rankings(tmp_path):
+    (tmp_path / "qrels").write_text("q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\nq2 0 e1 1\nq2 0 e2 0\nq3 0 f1 3\n")
+    (tmp_path / "a.run").write_text("q1 Q0 d1 1 3.0 A\nq1 Q0 d9 2 2.0 A\nq1 Q0 d3 3 1.0 A\n"
+                                    "q2 Q0 e2 1 5 A\nq2 Q0 e1 2 4 A\nq4 Q0 z 1 1 A\n")
+    # q1: d3 and d1 tie at 3.0; trec_eval's rule (docno descending) puts d3 first
+    (tmp_path / "b.run").write_text("q1 Q0 d3 1 3.0 B\nq1 Q0 d1 2 3.0 B\nq2 Q0 e1 1 5 B\nq3 Q0 f1 1 1 B\n")
+    coll = {"type": "trec", "qrels": str(tmp_path / "qrels"),
+            "runs": {"A": str(tmp_path / "a.run"), "B": str(tmp_path / "b.run")}}
+    cfg = small(collection=coll, users={"population": 10})
+    world = build_world(cfg, world_seed(cfg.seed))
+    assert world.query_ids == ("q1", "q2", "q3")
+    d = 1 / np.log2(np.arange(2, 12))
+    ideal_q1 = 3 + d[1]  # grades 2, 1 at ranks 1, 2 (exponential gain)
+    expected_a = [(3 + 0 + d[2]) / ideal_q1, d[1], 0.0]  # d9 unjudged -> 0; q3 missing from A -> empty list
+    expected_b = [(1 + 3 * d[1]) / ideal_q1, 1.0, 1.0]
+    np.testing.assert_allclose(world.offline.per_query["A"], expected_a, rtol=1e-12)
+    np.testing.assert_allclose(world.offline.per_query["B"], expected_b, rtol=1e-12)
+    assert world.notes["unjudged_shown_A"] == 1 and world.notes["queries_only_in_run_A"] == 1
+    assert world.notes["queries_missing_from_run_A"] == 1
+    assert world.ranked_labels("B")[0, :3].tolist() == [1, 2, -1]

@@ -7,7 +7,9 @@ method, because the user and not the query is the randomisation unit):
 - ``abandonment``: queries without a click / queries;
 - ``reciprocal_rank``: sum of 1/rank of the first click (0 without a click) / queries.
 
-Each estimate is the difference B - A of the two arms' ratios.
+Each estimate is the difference B - A of the two arms' ratios (``test: delta``), or,
+with ``test: welch``, of the two arms' means of per-user ratios, compared with Welch's
+unequal-variance t-test (each user weighs the same, whatever their activity).
 """
 
 from __future__ import annotations
@@ -60,13 +62,17 @@ class ABDesign(Design):
         self._add("rr", batch.user, rr)
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
-        from onlineeval.stats import ratio_diff
+        from onlineeval.stats import ratio_diff, welch_diff
 
         b = self.in_b[users]
         a = ~b
         den = sums["impressions"]
         out = {}
         for metric, key in (("clicks_per_query", "clicks"), ("abandonment", "abandoned"), ("reciprocal_rank", "rr")):
-            out[metric] = ratio_diff(sums[key][a], den[a], sums[key][b], den[b], alpha=self.alpha)
+            if self.config.test == "welch":
+                per_user = sums[key] / den  # every active user has den >= 1
+                out[metric] = welch_diff(per_user[a], per_user[b], alpha=self.alpha)
+            else:
+                out[metric] = ratio_diff(sums[key][a], den[a], sums[key][b], den[b], alpha=self.alpha)
         primary = self.config.metric
         return {primary: out[primary], **{k: v for k, v in out.items() if k != primary}}
