@@ -331,3 +331,25 @@ def test_single_impression_errors() -> None:
         il.interleave_one([[], []], np.random.default_rng(0))
     with pytest.raises(InputError, match="integer"):
         il.interleave_one([["a"], [1]], np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("method", ["team_draft", "balanced", "probabilistic", "optimized"])
+def test_pareto_better_ranker_wins_with_the_cascade_click_model(method: str) -> None:
+    """B Pareto-dominates A (grade at every rank >= A's); the navigational cascade user prefers B."""
+    import clickmodels
+
+    user = clickmodels.build({"name": "cascade", "preset": "navigational"})
+    rng = np.random.default_rng(12)
+    top = np.repeat(np.arange(4, -1, -1), 8)             # documents 0..39, grade decreasing with the id
+    grade = np.concatenate([top, np.maximum(top - 2, 0)])  # document d + 40 is a worse twin of d
+    n, k, queries = 20_000, 8, 30
+    b_pool = np.sort(random_lists(rng, queries, k, 24), axis=1)
+    a_pool = np.where(rng.random((queries, k)) < 0.5, b_pool + 40, b_pool)
+    assert (grade[b_pool] >= grade[a_pool]).all()
+    q = rng.integers(0, queries, size=n)
+    il = get_interleaver(method)
+    res = il.interleave([a_pool[q], b_pool[q]], rng)
+    labels = np.where(res.ranking >= 0, grade[np.maximum(res.ranking, 0)], -1)
+    clicks = user.sample(labels, rng).clicks
+    out = il.outcome(res, clicks).astype(float)
+    assert out.mean() > 4 * out.std(ddof=1) / np.sqrt(n)
