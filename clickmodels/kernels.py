@@ -127,11 +127,16 @@ def chain_sample_grades(
     a = np.asarray(attract, dtype=np.float64)
     width = a.shape[-1]
     shape = (k, width)
-    t1, t2, t3 = (np.ascontiguousarray(np.broadcast_to(t, shape)).ravel() for t in chain_thresholds(attract, cont_click, cont_skip))
+
+    def flat(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        # empty-slot column first, so that grade g sits at column g + 1 and -1 at column 0
+        return np.roll(np.broadcast_to(t, shape), 1, axis=1).ravel()
+
+    t1, t2, t3 = (flat(t) for t in chain_thresholds(attract, cont_click, cont_skip))
     step = t1 + t3 - t2  # a c1 + (1 - a) c0
     use_t1 = bool(np.any(t1 > 0))
     use_t3 = bool(np.any(t3 < 1.0))
-    offset = (np.arange(k, dtype=np.intp) * width)[:, None]
+    offset = (np.arange(k, dtype=np.intp) * width + 1)[:, None]
     u_all = rng.random((k, n))
     clicks = np.empty((k, n), dtype=bool)
     examined = np.empty((k, n), dtype=bool)
@@ -139,8 +144,8 @@ def chain_sample_grades(
     lab_t = labels.T
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
-        grade = lab_t[:, lo:hi].astype(np.intp)
-        idx = grade % width + offset  # label -1 -> the empty column
+        grade = lab_t[:, lo:hi]
+        idx = grade + offset  # int64: rank r, grade g -> r * width + g + 1
         u = u_all[:, lo:hi]
         click = u < t2.take(idx)
         go = ~click  # continue after this rank?
