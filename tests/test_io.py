@@ -54,6 +54,7 @@ def test_read_run_text_after_sixth_column_is_ignored_like_trec_eval(tmp_path: Pa
     "text, line, fragment",
     [
         ("1 0 d1 1\n1 0 d2\n", 2, "expected 4 columns"),
+        ("1 0 d1 1\n1 0\n", 2, "expected 4 columns"),
         ("1 0 d1 1\n1 0 d2 1 extra\n", 2, "expected 4 columns"),
         ("1 0 d1 1\n1 0 d2 high\n", 2, "grade must be an integer"),
         ("1 0 d1 1\n1 0 d2 1.5\n", 2, "grade must be an integer"),
@@ -72,6 +73,8 @@ def test_qrels_errors_name_file_and_line(tmp_path: Path, text: str, line: int, f
     "text, line, fragment",
     [
         ("1 Q0 a 1 0.5 t\n1 Q0 b 2 t\n", 2, "expected 6 columns"),
+        ("1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4\n", 2, "expected 6 columns"),
+        ("1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4 t\n1 Q0 c\n", 3, "expected 6 columns"),
         ("1 Q0 a 1 0.5 t\n1 Q0 b 2 high t\n", 2, "score must be a number"),
         ("1 Q0 a 1 0.5 t\n1 Q0 b 2 nan t\n", 2, "finite"),
         ("1 Q0 a 1 0.5 t\n# x\n1 Q0 a 2 0.4 t\n", 3, "appears twice"),
@@ -221,3 +224,20 @@ def test_trec_files_from_shared_data(shared_data: Path) -> None:
     assert len(read_run(d / "results.trunc")) == 584
     rel = read_qrels(d / "qrels.rel_level")
     assert sorted(rel["grade"].unique().tolist()) == [-1, 0, 1, 2, 3, 4]
+
+
+def test_evaluate_run_rejects_duplicates_even_unchecked(tmp_path: Path) -> None:
+    from onlineeval.metrics.evaluate import evaluate_run
+
+    qrels = read_qrels(write(tmp_path, "q.txt", "1 0 a 1\n"))
+    run_file = write(tmp_path, "r.txt", "1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4 t\n1 Q0 a 3 0.3 t\n")
+    run = read_run(run_file, check_unique=False)
+    with pytest.raises(InputError, match="appears twice") as info:
+        evaluate_run(qrels, run, ["AP"])
+    assert info.value.line == 3 and info.value.path == str(run_file)
+    frame = pd.DataFrame({"query": ["1", "1"], "doc": ["a", "a"], "score": [1.0, 2.0]})
+    with pytest.raises(InputError, match=r"listed twice.*\(row 2\)"):
+        evaluate_run(qrels, frame, ["AP"])
+    dup_qrels = pd.DataFrame({"query": ["1", "1"], "doc": ["a", "a"], "grade": [1, 0]})
+    with pytest.raises(InputError, match="judged twice"):
+        evaluate_run(dup_qrels, run.iloc[:2], ["AP"])

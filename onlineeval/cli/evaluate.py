@@ -118,7 +118,7 @@ def evaluate_cmd(
     elif baseline not in names:
         raise ConfigError(("baseline",), f"{baseline!r} is not one of the runs ({', '.join(names)})")
     q = read_qrels(qrels)
-    evals = [evaluate_run(q, read_run(path), ms, conv, run_id=name) for name, path in zip(names, run)]
+    evals = [evaluate_run(q, read_run(path, check_unique=False), ms, conv, run_id=name) for name, path in zip(names, run)]
 
     long = _long_frame(evals)
     if per_query is not None:

@@ -235,6 +235,18 @@ def join_grades(run: pd.DataFrame, qrels: pd.DataFrame) -> np.ndarray:
     return _join_codes(rq, qq, run["doc"].to_numpy(), qrels["doc"].to_numpy(), qrels["grade"].to_numpy())
 
 
+def _duplicate_error(dup: np.ndarray, path: str | None, what: str, verb: str) -> None:
+    from onlineeval.io.trec import locate_qrels_problem, locate_run_problem
+
+    if path is not None:
+        try:
+            (locate_run_problem if what == "run" else locate_qrels_problem)(path)
+        except FileNotFoundError:
+            pass
+    row = int(np.argmax(dup))
+    raise InputError(f"a document is {verb} for one query in the {what} (row {row + 1})", path)
+
+
 def _joint_codes(a: np.ndarray, b: np.ndarray, sort: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of ``a`` and ``b`` in one shared factorization (and the uniques)."""
     codes, uniques = pd.factorize(np.concatenate([np.asarray(a, dtype=object), np.asarray(b, dtype=object)]), sort=sort)
@@ -242,11 +254,24 @@ def _joint_codes(a: np.ndarray, b: np.ndarray, sort: bool) -> tuple[np.ndarray, 
 
 
 def _join_codes(
-    run_q: np.ndarray, qrels_q: np.ndarray, run_docs: np.ndarray, qrels_docs: np.ndarray, qrels_grades: np.ndarray
+    run_q: np.ndarray,
+    qrels_q: np.ndarray,
+    run_docs: np.ndarray,
+    qrels_docs: np.ndarray,
+    qrels_grades: np.ndarray,
+    run_path: str | None = None,
+    qrels_path: str | None = None,
 ) -> np.ndarray:
+    """Grades of run rows from shared integer codes; also rejects repeated (query, doc) pairs."""
     rd, qd, uniq = _joint_codes(run_docs, qrels_docs, sort=False)
     nd = max(len(uniq), 1)
-    hit = pd.Index(qrels_q * nd + qd).get_indexer(run_q * nd + rd)
+    qrels_index = pd.Index(qrels_q * nd + qd)
+    if not qrels_index.is_unique:
+        _duplicate_error(qrels_index.duplicated(), qrels_path, "qrels", "judged twice")
+    run_index = pd.Index(run_q * nd + rd)
+    if not run_index.is_unique:
+        _duplicate_error(run_index.duplicated(), run_path, "run", "listed twice")
+    hit = qrels_index.get_indexer(run_index)
     g = np.asarray(qrels_grades, dtype=np.int64)
     out = np.where(hit >= 0, g[np.maximum(hit, 0)], -1)
     return np.where((hit >= 0) & (out < 0), -2, out).astype(np.int64)

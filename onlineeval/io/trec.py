@@ -29,6 +29,11 @@ QRELS_COLUMNS = ("query", "doc", "grade")
 RUN_COLUMNS = ("query", "doc", "score")
 
 
+def _obj(values: object) -> pd.Series:
+    """A string column kept as an object array (no per-value conversion)."""
+    return pd.Series(np.asarray(values, dtype=object), dtype=object, copy=False)
+
+
 def _has_duplicate_pairs(queries: np.ndarray, docs: np.ndarray) -> bool:
     """Whether some (query, doc) pair occurs twice (hashing two integer codes)."""
     qc, _ = pd.factorize(queries)
@@ -40,7 +45,7 @@ def _has_duplicate_pairs(queries: np.ndarray, docs: np.ndarray) -> bool:
 def _read_bytes(path: str | PathLike[str]) -> tuple[str, bytes]:
     p = Path(path)
     data = p.read_bytes()
-    if not data.strip():
+    if not data or data.isspace():
         raise InputError("the file is empty (no data lines)", str(p), None)
     return str(p), data
 
@@ -59,7 +64,7 @@ def _has_comment_line(data: bytes) -> bool:
 def _fast_table(data: bytes, ncols: int, dtypes: dict[int, object]) -> pd.DataFrame | None:
     """Parse with the C reader; ``None`` on any irregularity (then scan line by line)."""
     body = _strip_comments(data)
-    if not body.strip():
+    if not body or body.isspace():
         return None
     try:
         df = pd.read_csv(
@@ -108,6 +113,16 @@ def _scan_qrels(path: str, data: bytes) -> None:
         raise InputError("the file has no data lines (only comments or blank lines)", path, None)
 
 
+def locate_run_problem(path: str) -> None:
+    """Re-scan a run file and raise the located :class:`InputError` for its first problem."""
+    _scan_run(path, Path(path).read_bytes())
+
+
+def locate_qrels_problem(path: str) -> None:
+    """Re-scan a qrels file and raise the located :class:`InputError` for its first problem."""
+    _scan_qrels(path, Path(path).read_bytes())
+
+
 def _scan_run(path: str, data: bytes) -> pd.DataFrame:
     seen: set[tuple[str, str]] = set()
     count = 0
@@ -153,7 +168,7 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
         twice for one query; the message names the file and line.
     """
     name, data = _read_bytes(path)
-    df = _fast_table(data, 4, {0: str, 1: str, 2: str, 3: str})
+    df = _fast_table(data, 4, {0: object, 1: object, 2: object, 3: object})
     grades = None
     if df is not None:
         try:
@@ -163,15 +178,19 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
     if df is None or grades is None:
         _scan_qrels(name, data)
         raise InputError("could not parse the file", name, None)  # pragma: no cover - scan raises
-    out = pd.DataFrame({"query": df[0].to_numpy(), "doc": df[2].to_numpy(), "grade": grades})
+    out = pd.DataFrame({"query": _obj(df[0]), "doc": _obj(df[2]), "grade": grades})
     if _has_duplicate_pairs(out["query"].to_numpy(), out["doc"].to_numpy()):
         _scan_qrels(name, data)
     out.attrs["path"] = name
     return out
 
 
-def read_run(path: str | PathLike[str]) -> pd.DataFrame:
+def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFrame:
     """Read a TREC run file (6 columns; the rank column is ignored, scores decide).
+
+    ``check_unique=False`` skips the check for a document listed twice for one query;
+    :func:`onlineeval.metrics.evaluate.evaluate_run` repeats that check on its input
+    anyway (and then names the file and line), so a pipeline need not pay for it twice.
 
     Returns
     -------
@@ -187,16 +206,17 @@ def read_run(path: str | PathLike[str]) -> pd.DataFrame:
         document listed twice for one query; the message names the file and line.
     """
     name, data = _read_bytes(path)
-    df = _fast_table(data, 6, {0: str, 1: str, 2: str, 3: str, 4: np.float64, 5: str})
-    if df is None or not np.isfinite(df[4].to_numpy()).all():
+    df = _fast_table(data, 6, {0: object, 1: object, 2: object, 3: object, 4: np.float64, 5: object})
+    # a short line leaves its last fields empty: let the line scan report it
+    if df is None or not np.isfinite(df[4].to_numpy()).all() or (df[5].to_numpy() == "").any():
         # irregular file: the line scan either raises a located error or parses it (a
         # line may carry text after the sixth column, which trec_eval ignores too)
         out = _scan_run(name, data)
     else:
-        queries, docs = df[0].to_numpy(), df[2].to_numpy()
-        out = pd.DataFrame({"query": queries, "doc": docs, "score": df[4].to_numpy()})
+        queries, docs = df[0].to_numpy(dtype=object), df[2].to_numpy(dtype=object)
+        out = pd.DataFrame({"query": _obj(queries), "doc": _obj(docs), "score": df[4].to_numpy()})
         out.attrs["run_id"] = str(df[5].iloc[0])
-        if _has_duplicate_pairs(queries, docs):
+        if check_unique and _has_duplicate_pairs(queries, docs):
             _scan_run(name, data)
     out.attrs["path"] = name
     return out

@@ -119,7 +119,15 @@ def label_batch(
     ignored = int((np.bincount(run_q[~in_qrels], minlength=len(qnames)) > 0).sum())
     run_j = run.loc[in_qrels].reset_index(drop=True) if not in_qrels.all() else run
     rq = run_q[in_qrels] if not in_qrels.all() else run_q
-    grades = _join_codes(rq, qrels_q, run_j["doc"].to_numpy(), qrels["doc"].to_numpy(), qrels["grade"].to_numpy())
+    grades = _join_codes(
+        rq,
+        qrels_q,
+        run_j["doc"].to_numpy(),
+        qrels["doc"].to_numpy(),
+        qrels["grade"].to_numpy(),
+        run.attrs.get("path"),
+        qrels.attrs.get("path"),
+    )
     # compact query codes of the run (sorted order is kept)
     present_q = np.bincount(rq, minlength=len(qnames)) > 0
     used = np.flatnonzero(present_q)
