@@ -35,6 +35,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -151,7 +152,9 @@ class PairTable:
         """Number of pairs in the table."""
         return int(self.value.shape[0])
 
+    @cached_property
     def _index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Sorted query and document ids, sorted pair keys and their order (built once)."""
         uq, qi = np.unique(self.query, return_inverse=True)
         ud, di = np.unique(self.doc, return_inverse=True)
         key = qi.astype(np.int64) * max(ud.size, 1) + di
@@ -167,14 +170,14 @@ class PairTable:
         d = np.asarray(doc_ids).astype(str)
         if d.ndim != 2 or q.shape != (d.shape[0],):
             raise InputError(f"lookup needs (n,) queries and (n, k) documents, got {q.shape} and {d.shape}")
-        uq, ud, keys, order = self._index()
+        uq, ud, keys, order = self._index
         qi = _index_of(uq, q)[:, None]
         di = _index_of(ud, d)
         return self._finish(qi, di, ud.size, keys, order)
 
     def for_log(self, log: ClickLog) -> np.ndarray:
         """``(n, k)`` values for every slot of ``log`` (``0`` on empty slots)."""
-        uq, ud, keys, order = self._index()
+        uq, ud, keys, order = self._index
         qmap = _index_of(uq, log.query_vocab.astype(str))
         dmap = _index_of(ud, log.doc_vocab.astype(str))
         qi = qmap[log.query][:, None]
