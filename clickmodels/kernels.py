@@ -37,6 +37,8 @@ __all__ = [
     "chain_sample",
     "chain_sample_grades",
     "chain_sample_thresholds",
+    "blocked_uniforms",
+    "BLOCK",
     "chain_examination",
     "chain_conditional",
     "independent_sample",
@@ -47,6 +49,20 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
+
+
+#: Impressions per block of uniform draws (and per cache-sized chunk of work).
+BLOCK = 16384
+
+
+def blocked_uniforms(rng: np.random.Generator, k: int, n: int, block: int = BLOCK) -> FloatArray:
+    """(k, n) uniforms drawn block by block: ``rng.random((k, b))`` for each block of
+    ``b <= block`` impressions, left to right (the order every chain sampler uses)."""
+    out = np.empty((k, n), dtype=np.float64)
+    for lo in range(0, n, block):
+        hi = min(n, lo + block)
+        out[:, lo:hi] = rng.random((k, hi - lo))
+    return out
 
 
 def chain_thresholds(
@@ -86,11 +102,11 @@ def chain_sample(
 ) -> tuple[BoolArray, BoolArray]:
     """Sample the Markov cascade chain: ``(clicks, examined)``, each (n, k) bool.
 
-    Draws exactly ``rng.random((k, n))`` (one uniform per slot, rank-major), so it gives
-    the same clicks as :func:`chain_sample_grades` for the same generator state.
+    Draws one uniform per slot with :func:`blocked_uniforms`, so it gives the same clicks
+    as :func:`chain_sample_grades` for the same generator state.
     """
     t1, t2, t3 = chain_thresholds(attract, cont_click, cont_skip)
-    u = rng.random((shape[1], shape[0])).T
+    u = blocked_uniforms(rng, shape[1], shape[0]).T
     return chain_sample_thresholds(u, t1, t2, t3)
 
 
@@ -100,7 +116,7 @@ def chain_sample_grades(
     cont_click: ArrayLike,
     cont_skip: ArrayLike,
     rng: np.random.Generator,
-    chunk: int = 16384,
+    chunk: int | None = None,
 ) -> tuple[BoolArray, BoolArray, FloatArray]:
     """Fast path when every chain parameter depends on the grade (and rank) only.
 
@@ -113,9 +129,10 @@ def chain_sample_grades(
         ``g``; the last column is used for empty slots (label ``-1``) and must be
         ``attract = 0``, ``cont_skip = 1``. A (G + 1,) table applies to every rank.
     rng:
-        Generator; draws exactly ``rng.random((k, n))``, as :func:`chain_sample`.
+        Generator; draws the uniforms of :func:`blocked_uniforms`, as :func:`chain_sample`.
     chunk:
-        Impressions processed at a time (keeps the work arrays in cache).
+        Impressions processed at a time (keeps the work arrays in cache); must be
+        :data:`BLOCK` for the draws to match :func:`chain_sample`.
 
     Returns
     -------
@@ -137,7 +154,7 @@ def chain_sample_grades(
     use_t1 = bool(np.any(t1 > 0))
     use_t3 = bool(np.any(t3 < 1.0))
     offset = (np.arange(k, dtype=np.intp) * width + 1)[:, None]
-    u_all = rng.random((k, n))
+    chunk = BLOCK if chunk is None else chunk
     clicks = np.empty((k, n), dtype=bool)
     examined = np.empty((k, n), dtype=bool)
     exam = np.empty((k, n), dtype=np.float64)
@@ -146,7 +163,7 @@ def chain_sample_grades(
         hi = min(n, lo + chunk)
         grade = lab_t[:, lo:hi]
         idx = grade + offset  # int64: rank r, grade g -> r * width + g + 1
-        u = u_all[:, lo:hi]
+        u = rng.random((k, hi - lo))
         click = u < t2.take(idx)
         go = ~click  # continue after this rank?
         if use_t1:

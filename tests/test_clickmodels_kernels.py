@@ -16,25 +16,29 @@ from clickmodels.checks import check_likelihood_is_distribution
 probs = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
 
-def test_fast_sampler_chunks_equal_generic_sampler() -> None:
+def test_fast_sampler_blocks_equal_generic_sampler() -> None:
     rng = np.random.default_rng(0)
-    labels = rng.integers(-1, 4, size=(103, 7))
+    n, k = 2 * kernels.BLOCK + 103, 7  # three blocks, the last one partial
+    labels = rng.integers(-1, 4, size=(n, k)).astype(np.int8)
     a = np.array([0.1, 0.4, 0.7, 0.9, 0.0])
-    c1 = np.array([[0.3, 0.5, 0.2, 0.9, 0.1]]) * np.linspace(0.5, 1.0, 7)[:, None]  # (rank, grade)
+    c1 = np.array([[0.3, 0.5, 0.2, 0.9, 0.1]]) * np.linspace(0.5, 1.0, k)[:, None]  # (rank, grade)
     c0 = np.array([0.9, 0.8, 0.95, 0.7, 1.0])
-    fast = kernels.chain_sample_grades(labels, a, c1, c0, np.random.default_rng(5), chunk=10)
-    whole = kernels.chain_sample_grades(labels, a, c1, c0, np.random.default_rng(5))
+    fast = kernels.chain_sample_grades(labels, a, c1, c0, np.random.default_rng(5))
     # generic path on per-slot arrays
     idx = labels % 5
     A = a[idx]
-    C1 = c1[np.arange(7)[None, :], idx]
+    C1 = c1[np.arange(k)[None, :], idx]
     C0 = np.where(labels >= 0, c0[idx], 1.0)
     clicks, examined = kernels.chain_sample(A, C1, C0, np.random.default_rng(5), labels.shape)
-    for out in (fast, whole):
-        assert np.array_equal(out[0], clicks)
-        assert np.array_equal(out[1], examined & (labels >= 0))
-        exam = kernels.chain_examination(A, C1, C0, labels.shape)
-        np.testing.assert_allclose(out[2], np.where(labels >= 0, exam, 0.0), rtol=1e-12)
+    assert np.array_equal(fast[0], clicks)
+    assert np.array_equal(fast[1], examined & (labels >= 0))
+    exam = kernels.chain_examination(A, C1, C0, labels.shape)
+    np.testing.assert_allclose(fast[2], np.where(labels >= 0, exam, 0.0), rtol=1e-12)
+    # a small chunk draws small blocks: same clicks as the threshold sampler on those draws
+    small = kernels.chain_sample_grades(labels[:100], a, c1, c0, np.random.default_rng(6), chunk=9)
+    u = kernels.blocked_uniforms(np.random.default_rng(6), k, 100, block=9).T
+    ref = kernels.chain_sample_thresholds(u, *kernels.chain_thresholds(A[:100], C1[:100], C0[:100]))
+    assert np.array_equal(small[0], ref[0])
 
 
 def _enumerate_chain(a: np.ndarray, c1: np.ndarray, c0: np.ndarray) -> np.ndarray:
