@@ -49,6 +49,11 @@ class RandomClicks(IndependentModel):
         e = _ones(imp)
         return e, e * self.p
 
+    def _grade_tables(self, k: int, width: int) -> tuple[FloatArray, FloatArray] | None:
+        table = np.full(width, self.p)
+        table[-1] = 0.0
+        return np.ones(k), table
+
 
 @register("gctr")
 @dataclass(frozen=True, eq=False)
@@ -98,6 +103,11 @@ class RankCTR(IndependentModel):
         valid = imp.valid
         return _ones(imp), _rank_row(self.p, valid)
 
+    def _grade_tables(self, k: int, width: int) -> tuple[FloatArray, FloatArray] | None:
+        table = np.repeat(self.p[:k, None], width, axis=1)
+        table[:, -1] = 0.0
+        return np.ones(k), table
+
 
 @register("dctr")
 @dataclass(frozen=True, eq=False)
@@ -119,3 +129,8 @@ class DocumentCTR(IndependentModel):
 
     def _probs(self, imp: Impressions) -> tuple[FloatArray, FloatArray]:
         return _ones(imp), self.attractiveness.lookup(imp)
+
+    def _grade_tables(self, k: int, width: int) -> tuple[FloatArray, FloatArray] | None:
+        if not isinstance(self.attractiveness, ByGrade):
+            return None
+        return np.ones(k), self.attractiveness.table(0.0)

@@ -239,31 +239,46 @@ def perturbations(model: ClickModel, delta: float = 0.15) -> Iterator[tuple[str,
                     yield from attempt(f"{f.name}[{i}]={x:.3f}", **{f.name: arr.reshape(value.shape)})
 
 
-def check_likelihood_maximised(model: ClickModel, imp: Impressions, reps: int = 600) -> None:
-    """LL of data sampled from the model is higher at the generating parameters.
+def check_likelihood_maximised(model: ClickModel, imp: Impressions, reps: int = 600, z: float = 4.0) -> None:
+    """LL of data sampled from the model is highest at the generating parameters.
 
-    Only parameters the batch identifies are tested: a perturbation that leaves every
-    click probability of the batch unchanged (e.g. a grade that does not occur) is skipped.
-    The paired LL difference must be positive (its expectation is a KL divergence > 0).
+    For every one-parameter perturbation (:func:`perturbations`) the per-impression LL
+    difference ``LL(true) - LL(perturbed)`` on the same sampled clicks has a positive
+    expectation (a KL divergence). The check fails when some perturbation fits the data
+    significantly *better* (mean difference below ``-z`` SE), or when no perturbation fits
+    significantly worse (mean above ``z`` SE; the data would not identify the maximum).
+    Perturbations that leave every click probability of the batch unchanged (e.g. a grade
+    that does not occur) are skipped.
     """
     big = _tile(imp, reps)
     clicks = model.sample(big, np.random.default_rng(77)).clicks
     ll_true = model.log_likelihood(big, clicks)
-    base_pattern = model.log_likelihood(imp, model.sample(imp, np.random.default_rng(3)).clicks)
+    probe_clicks = model.sample(imp, np.random.default_rng(3)).clicks
+    base_pattern = model.log_likelihood(imp, probe_clicks)
+    decisive = 0
+    tested = 0
     for label, other in perturbations(model):
-        probe = other.log_likelihood(imp, model.sample(imp, np.random.default_rng(3)).clicks)
+        probe = other.log_likelihood(imp, probe_clicks)
         if np.allclose(probe, base_pattern) and np.allclose(
             other.click_probabilities(imp), model.click_probabilities(imp)
         ):
             continue
+        tested += 1
         with np.errstate(invalid="ignore"):  # -inf - -inf: a broken model, reported below
             diff = ll_true - other.log_likelihood(big, clicks)
-        if not diff.mean() > 0:
+        mean = float(diff.mean())
+        se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if np.all(np.isfinite(diff)) else 0.0
+        if not mean >= -z * se:
             raise _fail(
                 model,
                 "check_likelihood_maximised",
-                f"mean LL at generating parameters not above perturbed {label} (difference {diff.mean():.3g})",
+                f"mean LL at generating parameters not above perturbed {label} "
+                f"(difference {mean:.3g}, SE {se:.2g})",
             )
+        if mean > z * se:
+            decisive += 1
+    if tested and not decisive:
+        raise _fail(model, "check_likelihood_maximised", "no perturbation lowers the LL significantly")
 
 
 CHECKS: tuple[Check, ...] = (

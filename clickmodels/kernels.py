@@ -42,6 +42,7 @@ __all__ = [
     "chain_examination",
     "chain_conditional",
     "independent_sample",
+    "independent_sample_grades",
     "ubm_sample",
     "ubm_probabilities",
     "ubm_conditional",
@@ -227,6 +228,50 @@ def chain_conditional(
             post_skip = np.where(denom > 0, e * (1.0 - a[:, r]) / np.where(denom > 0, denom, 1.0), 0.0)
         e = np.where(clicks[:, r], c1[:, r], c0[:, r] * post_skip)
     return out
+
+
+def independent_sample_grades(
+    labels: NDArray[np.integer], exam: ArrayLike, attract: ArrayLike, rng: np.random.Generator, chunk: int | None = None
+) -> tuple[BoolArray, BoolArray, FloatArray]:
+    """Fast path of independent-click models whose parameters depend on rank and grade.
+
+    Parameters
+    ----------
+    labels:
+        (n, k) grades, ``-1`` for an empty slot.
+    exam:
+        (k,) examination probability by rank.
+    attract:
+        Table broadcastable to (k, G + 1), last column for empty slots (must be 0).
+    rng:
+        Generator; draws :func:`blocked_uniforms`. Examined iff :math:`U < e_r`, clicked
+        iff :math:`U < e_r a`.
+
+    Returns
+    -------
+    clicks, examined, propensity:
+        (n, k) arrays; ``propensity`` is :math:`e_r` (0 in empty slots).
+    """
+    n, k = labels.shape
+    e = np.asarray(exam, dtype=np.float64)[:k]
+    a = np.asarray(attract, dtype=np.float64)
+    width = a.shape[-1]
+    p = np.roll(np.broadcast_to(e[:, None] * a, (k, width)), 1, axis=1).ravel()
+    offset = (np.arange(k, dtype=np.intp) * width + 1)[:, None]
+    chunk = BLOCK if chunk is None else chunk
+    clicks = np.empty((k, n), dtype=bool)
+    examined = np.empty((k, n), dtype=bool)
+    lab_t = labels.T
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        grade = lab_t[:, lo:hi]
+        u = rng.random((k, hi - lo))
+        np.less(u, p.take(grade + offset), out=clicks[:, lo:hi])
+        ex = examined[:, lo:hi]
+        np.less(u, e[:, None], out=ex)
+        ex &= grade >= 0
+    prop = np.where(labels >= 0, e[None, :], 0.0)
+    return clicks.T, examined.T, prop
 
 
 def independent_sample(p_click: ArrayLike, rng: np.random.Generator, shape: tuple[int, int]) -> BoolArray:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from clickmodels import kernels
 from clickmodels import presets as _presets
 from clickmodels.base import (
     BoolArray,
@@ -40,10 +41,24 @@ class IndependentModel(ClickModel):
     def _probs(self, imp: Impressions) -> tuple[FloatArray, FloatArray]:
         """``(examination, attractiveness)`` broadcastable to (n, k), 0 in empty slots."""
 
+    def _grade_tables(self, k: int, width: int) -> tuple[FloatArray, FloatArray] | None:
+        """``(examination (k,), attractiveness table broadcastable to (k, W))`` when both
+        depend on rank and grade only, else ``None``. Columns are grades ``0..W-2`` and the
+        empty slot last (0); ``width`` is the least ``W`` the batch needs (top label + 2)."""
+        return None
+
     def _sample(self, imp: Impressions, rng: np.random.Generator) -> ClickSample:
+        tables = None
+        if imp.labels is not None and imp.docs is None:
+            top = int(imp.labels.max()) if imp.labels.size else -1
+            tables = self._grade_tables(imp.shape[1], top + 2)
+        if tables is not None:
+            assert imp.labels is not None
+            clicks, examined, prop = kernels.independent_sample_grades(imp.labels, *tables, rng)
+            return ClickSample(clicks, prop, examined)
         e, a = self._probs(imp)
         e = np.broadcast_to(e, imp.shape)
-        u = rng.random(imp.shape)
+        u = kernels.blocked_uniforms(rng, imp.shape[1], imp.shape[0]).T
         # one draw: examined iff u < e; given that, u / e is uniform, so clicked iff u < e a
         clicks = u < e * a
         examined = u < e
@@ -146,3 +161,8 @@ class PBM(IndependentModel):
 
     def _probs(self, imp: Impressions) -> tuple[FloatArray, FloatArray]:
         return _rank_row(self.examination, imp.valid), self.attractiveness.lookup(imp)
+
+    def _grade_tables(self, k: int, width: int) -> tuple[FloatArray, FloatArray] | None:
+        if not isinstance(self.attractiveness, ByGrade):
+            return None
+        return self.examination[:k], self.attractiveness.table(0.0)
