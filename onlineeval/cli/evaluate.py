@@ -117,7 +117,7 @@ def evaluate_cmd(
         baseline = names[0]
     elif baseline not in names:
         raise ConfigError(("baseline",), f"{baseline!r} is not one of the runs ({', '.join(names)})")
-    q = read_qrels(qrels)
+    q = read_qrels(qrels, check_unique=False)  # evaluate_run checks repeated pairs
     evals = [evaluate_run(q, read_run(path, check_unique=False), ms, conv, run_id=name) for name, path in zip(names, run)]
 
     long = _long_frame(evals)

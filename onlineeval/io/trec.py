@@ -61,7 +61,9 @@ def _has_comment_line(data: bytes) -> bool:
     return any(line.lstrip().startswith(b"#") for line in data.split(b"\n") if b"#" in line)
 
 
-def _fast_table(data: bytes, ncols: int, dtypes: dict[int, object]) -> pd.DataFrame | None:
+def _fast_table(
+    data: bytes, ncols: int, dtypes: dict[int, object], usecols: list[int] | None = None
+) -> pd.DataFrame | None:
     """Parse with the C reader; ``None`` on any irregularity (then scan line by line)."""
     body = _strip_comments(data)
     if not body or body.isspace():
@@ -75,10 +77,11 @@ def _fast_table(data: bytes, ncols: int, dtypes: dict[int, object]) -> pd.DataFr
             engine="c",
             na_filter=False,
             skip_blank_lines=True,
+            usecols=usecols,
         )
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
         return None
-    if df.shape[1] != ncols:
+    if df.shape[1] != (ncols if usecols is None else len(usecols)):
         return None
     return df
 
@@ -153,8 +156,11 @@ def _scan_run(path: str, data: bytes) -> pd.DataFrame:
     return out
 
 
-def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
+def read_qrels(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFrame:
     """Read a TREC qrels file.
+
+    ``check_unique=False`` skips the check for a document judged twice for one query
+    (:func:`onlineeval.metrics.evaluate.evaluate_run` repeats it on its input).
 
     Returns
     -------
@@ -168,18 +174,15 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
         twice for one query; the message names the file and line.
     """
     name, data = _read_bytes(path)
-    df = _fast_table(data, 4, {0: object, 1: object, 2: object, 3: object})
-    grades = None
-    if df is not None:
-        try:
-            grades = df[3].astype(np.int64).to_numpy()
-        except (ValueError, OverflowError):
-            df = None
-    if df is None or grades is None:
+    # a short line leaves the grade empty and fails the integer parse, a long one fails
+    # the C reader: both go to the line scan, which names the line
+    df = _fast_table(data, 4, {0: object, 1: object, 2: object, 3: np.int64})
+    if df is None:
         _scan_qrels(name, data)
         raise InputError("could not parse the file", name, None)  # pragma: no cover - scan raises
+    grades = df[3].to_numpy(dtype=np.int64)
     out = pd.DataFrame({"query": _obj(df[0]), "doc": _obj(df[2]), "grade": grades})
-    if _has_duplicate_pairs(out["query"].to_numpy(), out["doc"].to_numpy()):
+    if check_unique and _has_duplicate_pairs(out["query"].to_numpy(), out["doc"].to_numpy()):
         _scan_qrels(name, data)
     out.attrs["path"] = name
     return out
@@ -206,7 +209,9 @@ def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFra
         document listed twice for one query; the message names the file and line.
     """
     name, data = _read_bytes(path)
-    df = _fast_table(data, 6, {0: object, 1: object, 2: object, 3: object, 4: np.float64, 5: object})
+    # columns 2 and 4 (Q0, rank) are not needed; a line with too many fields still fails
+    # the C reader, and one with too few leaves column 6 empty
+    df = _fast_table(data, 6, {0: object, 2: object, 4: np.float64, 5: object}, usecols=[0, 2, 4, 5])
     # a short line leaves its last fields empty: let the line scan report it
     if df is None or not np.isfinite(df[4].to_numpy()).all() or (df[5].to_numpy() == "").any():
         # irregular file: the line scan either raises a located error or parses it (a
