@@ -8,6 +8,14 @@ exact examination / click probabilities and log-likelihoods::
     out = model.sample(labels, rng)          # ClickSample(clicks, propensity, examined)
     model.click_probabilities(labels)        # (n, k) exact marginal P(click)
 
+Registered models (``clickmodels.available()``): ``cascade`` (presets, stop modes), ``cm``,
+``dcm``, ``ccm``, ``dbn``, ``sdbn``, ``pbm`` (the ``ai2018`` preset with ``eta`` and
+``noise``), ``ubm``, the baselines ``random``, ``gctr``, ``rctr``, ``dctr``, the RBP user
+``rbp`` and ``metric`` (the user of any offline metric with a C/W/L profile).
+:func:`implied_cwl` and :func:`closest_metrics` go the other way, from a (fitted) click
+model to the C/W/L weights and the offline metrics its users behave like;
+:func:`clickmodels.checks.check_click_model` is the conformance suite.
+
 See :mod:`clickmodels.base` for the API contract and :mod:`clickmodels.kernels` for the
 numpy kernels the models (and estimation) share.
 """

@@ -217,6 +217,9 @@ class ClickSample(NamedTuple):
         impression (0 in empty slots); independent of the random draw.
     examined:
         (n, k) bool realised examination in this draw (the user's path).
+
+    The arrays may be transposed views of rank-major work arrays (Fortran order); use
+    ``np.ascontiguousarray`` where C order matters.
     """
 
     clicks: BoolArray
