@@ -291,7 +291,10 @@ def _window_weights(metric: Metric, labels: np.ndarray) -> FloatArray:
 
 
 def closest_metrics(
-    model: ClickModel, labels: ArrayLike, candidates: Sequence[str | Metric] | None = None
+    model: ClickModel,
+    batch: Impressions | ArrayLike,
+    candidates: Sequence[str | Metric] | None = None,
+    labels: ArrayLike | None = None,
 ) -> list[MetricMatch]:
     """Rank offline metrics by how closely their users match the model's attention.
 
@@ -303,16 +306,30 @@ def closest_metrics(
     Parameters
     ----------
     model:
-        Any click model.
-    labels:
-        (n, k) grades of representative lists (adaptive metrics such as RR depend on them).
+        Any click model, e.g. one fitted on logs.
+    batch:
+        Representative lists the model can score: a label matrix (n, k) or
+        :class:`~clickmodels.base.Impressions` (``query``/``docs`` for a fitted model).
     candidates:
         Metric names or objects with a C/W/L profile; default :func:`default_candidates`.
+    labels:
+        (n, k) grades for the adaptive metrics (RR, INST, INSQ), whose weights depend on
+        them; default the batch's labels, or no relevant document when it has none.
     """
-    lab = np.asarray(labels)
-    mine = implied_cwl(model, lab).weight
+    from clickmodels.base import as_impressions
+
+    imp = as_impressions(batch)
+    if labels is not None:
+        lab = np.asarray(labels)
+        if lab.shape != imp.shape:
+            raise InputError(f"labels must have the batch's shape {imp.shape}, got {lab.shape}")
+    elif imp.labels is not None:
+        lab = imp.labels
+    else:
+        lab = np.where(imp.valid, 0, -1)
+    mine = implied_cwl(model, imp).weight
     out = []
-    for cand in candidates if candidates is not None else default_candidates(lab.shape[1]):
+    for cand in candidates if candidates is not None else default_candidates(imp.shape[1]):
         metric = parse_metric(cand) if isinstance(cand, str) else cand
         if isinstance(metric, ERR) or not _metric_has_cwl(metric):
             raise ConfigError(("candidates",), f"{metric} has no static C/W/L weights to compare")

@@ -129,3 +129,19 @@ def test_closest_metrics() -> None:
     assert closest_metrics(p3, full)[0].metric == "P@3"
     rr = closest_metrics(_user("RR"), full, candidates=["RR", "P@1", parse_metric("RBP(p=0.5)")])
     assert rr[0].metric == "RR" and rr[0].distance < 1e-12
+
+
+def test_closest_metrics_of_a_model_fitted_per_query_document() -> None:
+    from clickmodels import ByQueryDoc, Impressions
+
+    rng = np.random.default_rng(3)
+    alpha = ByQueryDoc(np.repeat(np.arange(4), 20), np.tile(np.arange(20), 4), rng.uniform(0.1, 0.9, 80))
+    pbm = clickmodels.PBM(0.6 ** np.arange(10), alpha)
+    query = rng.integers(0, 4, size=30)
+    docs = np.stack([rng.permutation(20)[:10] for _ in range(30)])
+    imp = Impressions(query=query, docs=docs)
+    best = closest_metrics(pbm, imp)
+    assert best[0].metric == "RBP(p=0.6)" and best[0].distance < 1e-12
+    prof = implied_cwl(pbm, imp)
+    np.testing.assert_allclose(prof.continuation[:, :-1], 0.6, rtol=1e-12)
+    np.testing.assert_allclose(prof.continuation[:, -1], 0.0)  # the list ends (PBM has no continuation)
