@@ -65,7 +65,11 @@ def with_pytrec_eval(qrels_path: Path, run_path: Path) -> dict[str, float]:
 
 
 def with_ranx(qrels_path: Path, run_path: Path) -> dict[str, float]:
+    import warnings
+
     from ranx import Qrels, Run, evaluate
+
+    warnings.filterwarnings("ignore", module="ranx")
 
     qrels = Qrels.from_file(str(qrels_path), kind="trec")
     run = Run.from_file(str(run_path), kind="trec")
@@ -115,6 +119,8 @@ def main() -> None:
             with_ranx(qrels_path, run_path)  # numba compilation outside the timing
             t_rx, v_rx = timed(with_ranx, qrels_path, run_path, repeat=args.repeat)
             print(f"ranx       : {t_rx:7.3f} s  ratio onlineeval / ranx = {t_ours / t_rx:.3f}  (target < 1)")
+            for k in v_ours:
+                print(f"  {k:8s} ours {v_ours[k]:.6f}  ranx {v_rx[k]:.6f}")
 
 
 if __name__ == "__main__":

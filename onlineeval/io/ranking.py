@@ -56,7 +56,7 @@ def _descending_rank(values: np.ndarray) -> np.ndarray:
 
 
 def _segment_sort(
-    qcodes: np.ndarray, scores: np.ndarray, nq: int
+    qcodes: np.ndarray, scores: np.ndarray, nq: int, stable: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Row order by (query code, score descending), ties in input order, and sorted codes.
 
@@ -70,15 +70,25 @@ def _segment_sort(
     if n == 0 or nq * width > 4 * n + 1024:
         order = np.lexsort((-scores, qcodes))
         return order, qcodes[order]
-    by_query = np.argsort(qcodes, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    qs = qcodes[by_query]
-    pos = np.arange(n) - starts[qs]
+    change = np.flatnonzero(qcodes[1:] != qcodes[:-1]) + 1
+    if change.size == np.count_nonzero(counts) - 1:
+        # each query's rows are contiguous (the usual file layout): no sort needed
+        by_query = np.arange(n)
+        qs = qcodes
+        block_start = np.zeros(n, dtype=np.int64)
+        block_start[change] = change
+        pos = np.arange(n) - np.maximum.accumulate(block_start)
+    else:
+        by_query = np.argsort(qcodes, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        qs = qcodes[by_query]
+        pos = np.arange(n) - starts[qs]
     keys = np.full((nq, width), np.inf)
     keys[qs, pos] = -scores[by_query]
     rows = np.full((nq, width), -1, dtype=np.int64)
     rows[qs, pos] = by_query
-    perm = np.argsort(keys, axis=1, kind="stable")
+    # an unstable sort is enough when ties are re-sorted afterwards by their own rule
+    perm = np.argsort(keys, axis=1, kind="stable" if stable else None)
     sorted_rows = np.take_along_axis(rows, perm, axis=1)
     valid = np.arange(width)[None, :] < counts[:, None]
     return sorted_rows[valid], np.repeat(np.arange(nq), counts)
@@ -99,7 +109,7 @@ def _tie_order(
     if qcodes is None or qnames is None:
         qcodes, qnames = pd.factorize(run["query"].to_numpy(), sort=True)
     scores = run["score"].to_numpy(dtype=np.float64)
-    order, qs = _segment_sort(np.asarray(qcodes, dtype=np.int64), scores, len(qnames))
+    order, qs = _segment_sort(np.asarray(qcodes, dtype=np.int64), scores, len(qnames), stable=ties == "input_order")
     if ties != "input_order" and len(order) > 1:
         ss = scores[order]
         tied = (qs[1:] == qs[:-1]) & (ss[1:] == ss[:-1])

@@ -211,16 +211,16 @@ def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFra
     name, data = _read_bytes(path)
     # columns 2 and 4 (Q0, rank) are not needed; a line with too many fields still fails
     # the C reader, and one with too few leaves column 6 empty
-    df = _fast_table(data, 6, {0: object, 2: object, 4: np.float64, 5: object}, usecols=[0, 2, 4, 5])
+    df = _fast_table(data, 6, {0: object, 2: object, 4: np.float64, 5: "category"}, usecols=[0, 2, 4, 5])
     # a short line leaves its last fields empty: let the line scan report it
-    if df is None or not np.isfinite(df[4].to_numpy()).all() or (df[5].to_numpy() == "").any():
+    if df is None or not np.isfinite(df[4].to_numpy()).all() or "" in df[5].cat.categories:
         # irregular file: the line scan either raises a located error or parses it (a
         # line may carry text after the sixth column, which trec_eval ignores too)
         out = _scan_run(name, data)
     else:
         queries, docs = df[0].to_numpy(dtype=object), df[2].to_numpy(dtype=object)
         out = pd.DataFrame({"query": _obj(queries), "doc": _obj(docs), "score": df[4].to_numpy()})
-        out.attrs["run_id"] = str(df[5].iloc[0])
+        out.attrs["run_id"] = str(df[5].iloc[0])  # category column: cheap
         if check_unique and _has_duplicate_pairs(queries, docs):
             _scan_run(name, data)
     out.attrs["path"] = name

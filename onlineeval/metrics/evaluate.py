@@ -175,15 +175,15 @@ def _judged_matrix(qrels: pd.DataFrame, queries: np.ndarray) -> np.ndarray:
     keep = (qi >= 0) & (g >= 0)
     qi, g = qi[keep], g[keep]
     nq = len(queries)
-    order = np.lexsort((-g, qi))
-    qi, g = qi[order], g[order]
     counts = np.bincount(qi, minlength=nq)
-    width = int(counts.max(initial=0))
+    width = max(int(counts.max(initial=0)), 1)
+    order = np.argsort(qi, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    pos = np.arange(qi.size) - starts[qi]
-    out = np.full((nq, max(width, 1)), -1, dtype=np.int64)
-    out[qi, pos] = g
-    return out
+    qs = qi[order]
+    pos = np.arange(qi.size) - starts[qs]
+    out = np.full((nq, width), -1, dtype=np.int64)
+    out[qs, pos] = g[order]
+    return -np.sort(-out, axis=1)  # each row descending, -1 padding last
 
 
 def evaluate_run(
