@@ -29,7 +29,7 @@ from clickmodels.base import (
 )
 from clickmodels.cascade import Chain, ChainModel, _empty_one, _skip_fill
 from onlineeval.errors import ConfigError, InputError
-from onlineeval.metrics import CWL, ERR, Metric, parse_metric
+from onlineeval.metrics import CWL, DCG, ERR, INSQ, NDCG, RBP, Metric, P, parse_metric
 
 __all__ = ["RBPUser", "MetricUser", "MetricMatch", "implied_cwl", "closest_metrics", "default_candidates"]
 
@@ -79,6 +79,10 @@ class RBPUser(ChainModel):
         a = self.attractiveness.table(0.0)
         cont = np.full(a.shape, self.persistence)
         return Chain(a, cont, _empty_one(cont))
+
+
+#: Metrics whose C/W/L continuation depends on the rank only (fast sampling path).
+_RANK_ONLY = (RBP, P, DCG, NDCG, INSQ)
 
 
 def _metric_has_cwl(metric: Metric) -> bool:
@@ -171,6 +175,13 @@ class MetricUser(ChainModel):
         assert imp.labels is not None
         c = self.continuation(imp.labels)
         return Chain(self.attractiveness.lookup(imp), c, c)
+
+    def _grade_chain(self, k: int) -> Chain | None:
+        # metrics whose continuation depends on the rank only (not on the labels)
+        if not isinstance(self.attractiveness, ByGrade) or not isinstance(self.metric, _RANK_ONLY):
+            return None
+        cont = self.continuation(np.zeros((1, k), dtype=np.int64))[0][:, None]
+        return Chain(self.attractiveness.table(0.0), cont, cont)
 
     def _utility_terms(self, labels: np.ndarray, judged: np.ndarray | None) -> FloatArray:
         """(n, k) per-rank utility weights ``u_i`` with ``U = sum_i P(E_i) u_i``."""

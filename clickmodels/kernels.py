@@ -127,8 +127,10 @@ def chain_sample_grades(
         (n, k) grades, ``-1`` for an empty slot.
     attract, cont_click, cont_skip:
         Tables broadcastable to (k, G + 1): entry ``[r, g]`` for rank ``r`` and grade
-        ``g``; the last column is used for empty slots (label ``-1``) and must be
-        ``attract = 0``, ``cont_skip = 1``. A (G + 1,) table applies to every rank.
+        ``g``; the last column is used for empty slots (label ``-1``) and must have
+        ``attract = 0`` (``cont_skip = 1`` passes an empty slot over; a value below 1 lets
+        the user stop there, for models where an empty slot counts as a position).
+        A (G + 1,) table applies to every rank.
     rng:
         Generator; draws the uniforms of :func:`blocked_uniforms`, as :func:`chain_sample`.
     chunk:

@@ -140,6 +140,7 @@ def test_fast_path_equals_generic_path() -> None:
     rng = np.random.default_rng(3)
     labels = rng.integers(-1, 5, size=(500, 10))
     extra = [clickmodels.model_class(n).example_spec for n in ("dbn", "sdbn", "dcm", "ccm")]
+    extra += [{"name": "metric", "metric": m, "click": [0.1, 0.3, 0.5, 0.7, 0.9]} for m in ("RBP(p=0.7)", "P@4", "nDCG@5", "INSQ(T=2)")]
     for spec in [*SPECS[-6:], *extra]:
         model = clickmodels.build(spec)
         fast = model.sample(labels, np.random.default_rng(9))
