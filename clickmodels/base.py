@@ -107,6 +107,14 @@ BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
 
 
+def _restore_frozen(obj: object, state: dict[str, Any]) -> None:
+    """Unpickle into a frozen dataclass, keeping its arrays read-only."""
+    for key, value in state.items():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+        object.__setattr__(obj, key, value)
+
+
 def frozen_array(values: ArrayLike, dtype: Any = np.float64) -> NDArray[Any]:
     """A read-only copy of ``values`` (so a model's parameters cannot change by use)."""
     out = np.array(values, dtype=dtype, copy=True)
@@ -345,6 +353,9 @@ class ByQueryDoc(DocParam):
     def n_grades(self) -> None:
         return None
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _restore_frozen(self, state)
+
     def check(self, imp: Impressions, name: str) -> None:
         if imp.query is None or imp.docs is None:
             raise InputError(f"{name} is fitted per (query, document), so impressions need query and docs")
@@ -462,6 +473,9 @@ class ClickModel(ABC):
     #: A spec that builds a representative instance (used by the conformance suite,
     #: benchmarks and docs); every registered model must set one.
     example_spec: ClassVar[Mapping[str, Any] | None] = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _restore_frozen(self, state)
 
     # ---- public API ---------------------------------------------------------------
 

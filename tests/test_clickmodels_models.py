@@ -269,3 +269,16 @@ def test_cascade_fit_is_sdbn_fit() -> None:
     np.testing.assert_array_equal(fitted.click_probabilities(imp), sdbn.click_probabilities(imp))
     with pytest.raises(ConfigError):
         clickmodels.build({"name": "cascade", "preset": "informational", "stop_mode": "every_rank"}).fit(log)
+
+
+def test_parameters_stay_read_only_after_pickling() -> None:
+    import pickle
+
+    pbm = pickle.loads(pickle.dumps(clickmodels.build({"name": "pbm", "preset": "ai2018"})))
+    with pytest.raises(ValueError):
+        pbm.examination[0] = 0.0
+    table = ByQueryDoc(np.array([0]), np.array([1]), np.array([0.5]))
+    copy = pickle.loads(pickle.dumps(table))
+    with pytest.raises(ValueError):
+        copy.values[0] = 0.1
+    assert copy.lookup(Impressions(query=np.array([0]), docs=np.array([[1, 2]])))[0, 0] == 0.5
