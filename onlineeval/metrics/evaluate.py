@@ -112,7 +112,11 @@ def label_batch(
     Returns the batch (one row per evaluated query), the query ids of its rows and raw
     counts (``filled_missing``, ``dropped_missing``, ``ignored_unjudged``).
     """
-    run_q, qrels_q, qnames = _joint_codes(run["query"].to_numpy(), qrels["query"].to_numpy(), sort=True)
+    for frame, name, cols in ((qrels, "qrels", ("query", "doc", "grade")), (run, "run", ("query", "doc", "score"))):
+        lacking = [c for c in cols if c not in frame.columns]
+        if lacking:
+            raise InputError(f"{name} lacks column(s) {', '.join(lacking)}; needs {', '.join(cols)}")
+    run_q, qrels_q, qnames = _joint_codes(_ids(run["query"]), _ids(qrels["query"]), sort=True)
     judged_q = np.zeros(len(qnames), dtype=bool)
     judged_q[qrels_q] = True
     in_qrels = judged_q[run_q]
@@ -122,8 +126,8 @@ def label_batch(
     grades = _join_codes(
         rq,
         qrels_q,
-        run_j["doc"].to_numpy(),
-        qrels["doc"].to_numpy(),
+        _ids(run_j["doc"]),
+        _ids(qrels["doc"]),
         qrels["grade"].to_numpy(),
         run.attrs.get("path"),
         qrels.attrs.get("path"),
@@ -168,10 +172,18 @@ def label_batch(
     return LabelBatch(codes, judged, groups), queries.astype(object), counts
 
 
+def _ids(column: pd.Series) -> np.ndarray:
+    """Ids as an object array of str (numbers in a DataFrame compare as their text)."""
+    values = column.to_numpy()
+    if values.dtype == object and (values.size == 0 or isinstance(values[0], str)):
+        return values
+    return column.astype(str).to_numpy(dtype=object)
+
+
 def _judged_matrix(qrels: pd.DataFrame, queries: np.ndarray) -> np.ndarray:
     """``(q, m)`` judged grades (>= 0) per query in ``queries`` order, sorted descending."""
     g = qrels["grade"].to_numpy(dtype=np.int64)
-    qi = pd.Index(queries).get_indexer(qrels["query"].to_numpy())
+    qi = pd.Index(queries).get_indexer(_ids(qrels["query"]))
     keep = (qi >= 0) & (g >= 0)
     qi, g = qi[keep], g[keep]
     nq = len(queries)

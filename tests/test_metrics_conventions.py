@@ -1,0 +1,108 @@
+"""Conventions as named, recorded objects; the empty / missing rules and counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from onlineeval.conventions import EXPONENTIAL, LINEAR, PRESETS, Conventions, Gain, preset
+from onlineeval.errors import ConfigError, InputError
+from onlineeval.metrics.evaluate import evaluate_run
+
+QRELS = pd.DataFrame(
+    {
+        "query": ["1", "1", "2", "3", "4"],
+        "doc": ["a", "b", "a", "c", "z"],
+        "grade": [2, 0, 0, 1, 1],
+    }
+)
+RUN = pd.DataFrame(
+    {
+        "query": ["1", "1", "2", "4", "9"],
+        "doc": ["b", "a", "a", "z", "x"],
+        "score": [2.0, 1.0, 1.0, 1.0, 1.0],
+    }
+)
+
+
+def test_presets_are_named_and_recorded() -> None:
+    assert set(PRESETS) >= {"trec_eval", "lightgbm", "xgboost"}
+    t = preset("trec_eval")
+    assert t.describe() == {
+        "name": "trec_eval", "gain": "linear", "empty": "zero", "missing": "error",
+        "ties": "docno_desc", "rel_min": 1, "depth": None,
+    }
+    assert preset("lightgbm").ties == "input_order" and preset("lightgbm").empty == "one"
+    assert preset("xgboost").gain == EXPONENTIAL
+    changed = t.with_(missing="zero")
+    assert changed.name == "trec_eval+missing=zero" and changed.missing == "zero"
+    assert t.with_(missing=None) is t
+    with pytest.raises(ConfigError, match="unknown preset"):
+        preset("sklearn")
+
+
+@pytest.mark.parametrize(
+    "kwargs, key",
+    [({"ties": "random"}, "ties"), ({"empty": "skip"}, "empty"), ({"missing": "ignore"}, "missing"),
+     ({"rel_min": 1.5}, "rel_min"), ({"depth": 0}, "depth")],
+)
+def test_bad_conventions(kwargs, key) -> None:
+    with pytest.raises(ConfigError, match=key):
+        Conventions(**kwargs)
+
+
+def test_gain_functions() -> None:
+    g = np.array([-3, -1, 0, 1, 2, 3])
+    np.testing.assert_array_equal(EXPONENTIAL(g), [0, 0, 0, 1, 3, 7])
+    np.testing.assert_array_equal(LINEAR(g), [0, 0, 0, 1, 2, 3])
+    table = Gain.parse("0=0.5,2=9")
+    np.testing.assert_array_equal(table(g), [0, 0, 0.5, 1, 9, 3])  # unlisted grades keep their value
+    assert str(table) == "0=0.5,2=9" and Gain.parse(str(table)) == table
+    with pytest.raises(ConfigError, match="gain"):
+        Gain.parse("2=x")
+    with pytest.raises(ConfigError, match="distinct"):
+        Gain("table", ((1, 1.0), (1, 2.0)))
+
+
+def test_empty_rule_and_counts() -> None:
+    base = Conventions(missing="zero")
+    ex = evaluate_run(QRELS, RUN, ["AP", "NumRet"], base)  # exclude (default)
+    assert ex.counts.as_dict() == {
+        "counted": 3, "excluded_empty": 1, "scored_empty": 0,
+        "filled_missing": 1, "dropped_missing": 0, "ignored_unjudged": 1,
+    }
+    assert ex.mean("AP") == pytest.approx((0.5 + 0.0 + 1.0) / 3)  # q1 0.5, q3 filled 0, q4 1
+    one = evaluate_run(QRELS, RUN, ["AP", "NumRet"], base.with_(empty="one"))
+    assert one.counts.counted == 4 and one.counts.scored_empty == 1
+    assert one.mean("AP") == pytest.approx((0.5 + 1.0 + 0.0 + 1.0) / 4)
+    assert one.values[one.metrics[1]].tolist() == [2.0, 1.0, 0.0, 1.0]  # counts ignore the rule
+    zero = evaluate_run(QRELS, RUN, ["AP"], base.with_(empty="zero"))
+    assert zero.mean("AP") == pytest.approx((0.5 + 0.0 + 0.0 + 1.0) / 4)
+
+
+def test_missing_rules() -> None:
+    with pytest.raises(InputError, match=r"1 qrels queries are not in the run \(3\)"):
+        evaluate_run(QRELS, RUN, ["AP"])
+    drop = evaluate_run(QRELS, RUN, ["AP"], Conventions(missing="drop"))
+    assert drop.counts.dropped_missing == 1 and list(drop.queries) == ["1", "2", "4"]
+    per_query = drop.per_query()
+    assert list(per_query.columns) == ["query", "AP"] and list(per_query["query"]) == ["1", "4"]
+
+
+def test_rel_min_and_depth() -> None:
+    conv = Conventions(missing="drop", empty="zero")
+    assert evaluate_run(QRELS, RUN, ["RR"], conv.with_(rel_min=2)).values[
+        evaluate_run(QRELS, RUN, ["RR"], conv).metrics[0]
+    ].tolist() == [0.5, 0.0, 0.0]
+    shallow = evaluate_run(QRELS, RUN, ["RR", "NumRet"], conv.with_(depth=1))
+    assert shallow.values[shallow.metrics[0]].tolist() == [0.0, 0.0, 1.0]
+    assert shallow.values[shallow.metrics[1]].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_numeric_ids_in_frames_match_text_ids() -> None:
+    qrels = pd.DataFrame({"query": [1, 1], "doc": [10, 11], "grade": [1, 0]})
+    run = pd.DataFrame({"query": ["1", "1"], "doc": ["11", "10"], "score": [2.0, 1.0]})
+    assert evaluate_run(qrels, run, ["RR"]).mean("RR") == 0.5
+    with pytest.raises(InputError, match="lacks column"):
+        evaluate_run(qrels.drop(columns="grade"), run, ["RR"])
