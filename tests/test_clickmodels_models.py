@@ -282,3 +282,14 @@ def test_parameters_stay_read_only_after_pickling() -> None:
     with pytest.raises(ValueError):
         copy.values[0] = 0.1
     assert copy.lookup(Impressions(query=np.array([0]), docs=np.array([[1, 2]])))[0, 0] == 0.5
+
+
+@pytest.mark.parametrize("name", clickmodels.available())
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), (0, 0)])
+def test_empty_batches(name: str, shape: tuple[int, int]) -> None:
+    model = clickmodels.model_class(name).example()
+    labels = np.zeros(shape, dtype=int)
+    out = model.sample(labels, np.random.default_rng(0))
+    assert out.clicks.shape == out.propensity.shape == out.examined.shape == shape
+    assert model.click_probabilities(labels).shape == shape
+    np.testing.assert_array_equal(model.log_likelihood(labels, np.zeros(shape, dtype=bool)), np.zeros(shape[0]))
