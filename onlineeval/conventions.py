@@ -23,7 +23,9 @@ Tie rules (``Conventions.ties``)
     The exact expectation of the metric over all orders of the tied documents (each
     order equally likely). Exact for metrics that are a weighted sum over ranks of a
     per-document value (P, Recall, DCG, nDCG, RBP, unjudged@k, ...), see
-    :attr:`onlineeval.metrics.Metric.tie_expectation`; other metrics refuse it.
+    :attr:`onlineeval.metrics.Metric.tie_expectation`; RR, AP and Success use the
+    closed forms of McSherry and Najork (ECIR 2008); bpref, infAP, ERR and interpolated
+    precision refuse it.
 """
 
 from __future__ import annotations

@@ -116,11 +116,14 @@ def test_adding_a_relevant_document_never_lowers_recall(ranked, pos, k, extra_un
 
 # ------------------------------------------------------------------ exact expectation over ties
 
-TIE_METRICS = ["P@3", "Recall@2", "nDCG@3", "DCG@4", "RBP(p=0.6)", "RPrec", "NumRelRet@2", "INSQ(T=1)"]
+TIE_METRICS = [
+    "P@3", "Recall@2", "nDCG@3", "DCG@4", "RBP(p=0.6)", "RPrec", "NumRelRet@2", "INSQ(T=1)",
+    "RR", "RR@2", "AP", "AP@3", "Success@2", "Success@1",
+]
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=6))
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=7))
 def test_expected_ties_equal_the_mean_over_all_orders(rows) -> None:
     docs = [f"d{i}" for i in range(len(rows))]
     scores = [float(s) for s, _ in rows]
@@ -155,8 +158,9 @@ def test_expected_ties_refused_for_non_additive_metrics() -> None:
 
     qrels = pd.DataFrame({"query": ["q"], "doc": ["a"], "grade": [1]})
     run = pd.DataFrame({"query": ["q", "q"], "doc": ["a", "b"], "score": [1.0, 1.0]})
-    with pytest.raises(ConfigError, match="expectation over tie orders is not available for AP"):
-        evaluate_run(qrels, run, ["AP"], preset("trec_eval").with_(ties="expected"))
+    for name in ["bpref", "infAP", "ERR@5", "IPrec(recall=0.5)"]:
+        with pytest.raises(ConfigError, match="expectation over tie orders is not available"):
+            evaluate_run(qrels, run, [name], preset("trec_eval").with_(ties="expected"))
 
 
 def test_tie_rules_change_ndcg_as_in_the_issue() -> None:

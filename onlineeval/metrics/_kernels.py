@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from onlineeval.metrics.base import CWL, EMPTY
@@ -94,3 +96,60 @@ def cwl_profile(cont: np.ndarray, tail: np.ndarray) -> CWL:
 def reach_after(cont: np.ndarray) -> np.ndarray:
     """``(q,)`` :math:`\\prod_{j \\le d} C(j)`: probability of going past the window."""
     return np.prod(cont, axis=1)
+
+
+class TieStats(NamedTuple):
+    """Per-slot statistics of the score-tie group holding the slot (``(q, d)`` arrays).
+
+    ``size`` n and ``relevant`` r of the group, ``before`` the relevant documents in
+    earlier groups, ``offset`` the 1-based position of the slot inside its group.
+    """
+
+    size: np.ndarray
+    relevant: np.ndarray
+    before: np.ndarray
+    offset: np.ndarray
+
+
+def tie_stats(rel: np.ndarray, groups: np.ndarray) -> TieStats:
+    """:class:`TieStats` of a binary relevance array under row-wise contiguous tie groups."""
+    q, d = rel.shape
+    relf = rel.astype(np.float64)
+    g = groups.astype(np.int64)
+    g = np.where(g < 0, g.max(initial=0) + 1 + np.arange(d)[None, :], g)
+    g = g - g.min(axis=1, keepdims=True) if d else g
+    width = int(g.max(initial=0)) + 1
+    flat = (np.arange(q, dtype=np.int64)[:, None] * width + g).ravel()
+    size = np.bincount(flat, minlength=q * width)[flat].reshape(q, d).astype(np.float64)
+    relevant = np.bincount(flat, weights=relf.ravel(), minlength=q * width)[flat].reshape(q, d)
+    col = np.arange(d)[None, :]
+    start = np.ones((q, d), dtype=bool)
+    start[:, 1:] = g[:, 1:] != g[:, :-1]
+    first = np.maximum.accumulate(np.where(start, col, 0), axis=1)
+    excl = np.concatenate([np.zeros((q, 1)), np.cumsum(relf, axis=1)], axis=1)
+    before = np.take_along_axis(excl, first, axis=1)
+    return TieStats(size, relevant, before, (col - first + 1).astype(np.float64))
+
+
+def first_relevant_probability(stats: TieStats) -> np.ndarray:
+    """``(q, d)`` probability that the first relevant document sits at each slot.
+
+    Over uniformly random orders inside tie groups: 0 after a group with a relevant
+    document; inside the first such group (n documents, r relevant), offset j:
+
+    .. math::
+
+        P = \\frac{\\binom{n-j+1}{r}}{\\binom{n}{r}} \\cdot \\frac{r}{n-j+1}
+    """
+    from scipy.special import gammaln
+
+    n, r, j = stats.size, stats.relevant, stats.offset
+    a = n - j + 1
+
+    def log_comb(top: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return gammaln(top + 1) - gammaln(k + 1) - gammaln(np.maximum(top - k, 0) + 1)
+
+    ok = (stats.before == 0) & (r > 0) & (a >= r)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.exp(log_comb(a, r) - log_comb(n, r)) * r / a
+    return np.where(ok, p, 0.0)

@@ -12,7 +12,7 @@ from typing import ClassVar
 import numpy as np
 
 from onlineeval.errors import ConfigError
-from onlineeval.metrics._kernels import cut, gather_rows, safe_div
+from onlineeval.metrics._kernels import cut, first_relevant_probability, gather_rows, safe_div, tie_stats
 from onlineeval.metrics.additive import AdditiveMetric
 from onlineeval.metrics.base import (
     CWL,
@@ -131,8 +131,12 @@ class Success(Metric):
 
     name: ClassVar[str] = "Success"
     aliases: ClassVar[tuple[str, ...]] = ("S",)
+    tie_expectation: ClassVar[bool] = True
 
     def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        if batch.groups is not None:  # P(first relevant document within the top k)
+            p = first_relevant_probability(tie_stats(batch.codes >= ctx.rel_min, batch.groups))
+            return cut(p, self.k).sum(axis=1)
         codes = batch.codes if self.k is None else cut(batch.codes, self.k, EMPTY)
         return (codes >= ctx.rel_min).any(axis=1).astype(np.float64)
 

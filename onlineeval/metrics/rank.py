@@ -8,7 +8,16 @@ from typing import ClassVar
 import numpy as np
 
 from onlineeval.errors import ConfigError
-from onlineeval.metrics._kernels import cut, cwl_profile, gather_rows, ranks, reach_after, safe_div
+from onlineeval.metrics._kernels import (
+    cut,
+    cwl_profile,
+    first_relevant_probability,
+    gather_rows,
+    ranks,
+    reach_after,
+    safe_div,
+    tie_stats,
+)
 from onlineeval.metrics.base import CWL, EMPTY, UNJUDGED, EvalContext, LabelBatch, Metric, register
 
 __all__ = ["RR", "AP", "Bpref", "InfAP", "IPrec", "IPrecAvg"]
@@ -33,8 +42,14 @@ class RR(Metric):
 
     name: ClassVar[str] = "RR"
     aliases: ClassVar[tuple[str, ...]] = ("MRR", "recip_rank", "ReciprocalRank")
+    tie_expectation: ClassVar[bool] = True
 
     def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        if batch.groups is not None:
+            # E[RR] = sum_i P(first relevant at i) / i (see first_relevant_probability)
+            p = first_relevant_probability(tie_stats(batch.codes >= ctx.rel_min, batch.groups))
+            p = cut(p, self.k)
+            return (p / ranks(p.shape[1])).sum(axis=1)
         rel = cut(batch.codes, self.k, EMPTY) >= ctx.rel_min
         first = np.argmax(rel, axis=1)
         return np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0)
@@ -69,19 +84,41 @@ class AP(Metric):
     denominator: str = "R"
     name: ClassVar[str] = "AP"
     aliases: ClassVar[tuple[str, ...]] = ("MAP", "map_cut", "AveP")
+    tie_expectation: ClassVar[bool] = True
 
     def _validate(self) -> None:
         if self.denominator not in ("R", "min_r_k"):
             raise ConfigError(("metrics", "AP", "denominator"), f"must be 'R' or 'min_r_k', got {self.denominator!r}")
 
     def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
-        rel = (cut(batch.codes, self.k, EMPTY) >= ctx.rel_min).astype(np.float64)
-        prec = np.cumsum(rel, axis=1) / ranks(rel.shape[1])
-        num = (rel * prec).sum(axis=1)
+        if batch.groups is not None:
+            num = self._expected_numerator(batch, ctx)
+        else:
+            rel = (cut(batch.codes, self.k, EMPTY) >= ctx.rel_min).astype(np.float64)
+            prec = np.cumsum(rel, axis=1) / ranks(rel.shape[1])
+            num = (rel * prec).sum(axis=1)
         den = batch.num_rel(ctx.rel_min)
         if self.denominator == "min_r_k" and self.k is not None:
             den = np.minimum(den, self.k)
         return safe_div(num, den)
+
+    def _expected_numerator(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        """:math:`E[\sum_i r_i P@i]` over random orders inside tie groups.
+
+        For slot ``i`` at offset ``j`` of a group with ``n`` documents, ``r`` relevant and
+        ``b`` relevant documents in earlier groups (McSherry and Najork, ECIR 2008):
+
+        .. math::
+
+            E[r_i \cdot \#\mathrm{rel}_{\le i}] = \frac{r}{n}
+            \Bigl(b + 1 + (j - 1) \frac{r - 1}{n - 1}\Bigr)
+        """
+        st = tie_stats(batch.codes >= ctx.rel_min, batch.groups)
+        n, r, b, j = st.size, st.relevant, st.before, st.offset
+        pair = np.where(n > 1, (r - 1) / np.maximum(n - 1, 1), 0.0)
+        term = (r / n) * (b + 1 + (j - 1) * pair)
+        term = cut(term, self.k)
+        return (term / ranks(term.shape[1])).sum(axis=1)
 
 
 @register
