@@ -49,7 +49,10 @@ Specs
 ``build({"name": ..., ...})`` reads a model's parameters by grade (see each class), a
 ``"preset"`` where the family has one (``clickmodels/presets/*.json``), or
 ``{"name": "pbm", "fitted": "params.json", "click": [...]}``: structural parameters fitted
-on click logs (``onlineeval clicks fit``) with the per-document ones given by grade.
+on click logs (``onlineeval clicks fit``) with the per-document ones given by grade (for
+label-driven simulation), or ``{"name": "ubm", "params_file": "params.json"}``: the whole
+fitted model, per-(query, document) tables included
+(:func:`clickmodels.estimation.build_fitted`; batches then need ``query`` and ``docs``).
 
 Fitting contract (estimation lives in :mod:`clickmodels.estimation`)
 -------------------------------------------------------------------
@@ -643,6 +646,10 @@ def build(spec: Mapping[str, Any]) -> ClickModel:
     name = spec["name"]
     if not isinstance(name, str):
         raise ConfigError(("name",), f"must be a string; available: {', '.join(available())}")
+    if "params_file" in spec:  # a model fitted on logs, per-(query, doc) parameters and all
+        from clickmodels.estimation import build_fitted
+
+        return build_fitted(spec)  # type: ignore[no-any-return]
     cls = model_class(name)
     if "fitted" in spec:
         return _build_fitted(cls, spec)

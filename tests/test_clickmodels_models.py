@@ -293,3 +293,21 @@ def test_empty_batches(name: str, shape: tuple[int, int]) -> None:
     assert out.clicks.shape == out.propensity.shape == out.examined.shape == shape
     assert model.click_probabilities(labels).shape == shape
     np.testing.assert_array_equal(model.log_likelihood(labels, np.zeros(shape, dtype=bool)), np.zeros(shape[0]))
+
+
+def test_build_dispatches_params_file_to_the_fitted_model(tmp_path) -> None:
+    from clickmodels.estimation import fit_log
+    from clickmodels.logs import from_arrays
+
+    rng = np.random.default_rng(9)
+    query = rng.integers(0, 3, size=3000)
+    docs = np.stack([rng.permutation(6)[:4] for _ in range(3)])[query]
+    clicks = clickmodels.build({"name": "pbm", "examination": [1, 0.6, 0.4, 0.3], "click": [0.2, 0.8]}).sample(
+        docs % 2, rng
+    ).clicks
+    fit = fit_log("pbm", from_arrays(query, docs, clicks))
+    fit.save(tmp_path / "pbm.json")
+    model = clickmodels.build({"name": "pbm", "params_file": str(tmp_path / "pbm.json")})
+    assert isinstance(model, clickmodels.PBM) and isinstance(model.attractiveness, ByQueryDoc)
+    imp = Impressions(query=query[:5], docs=docs[:5])
+    assert model.click_probabilities(imp).shape == (5, 4)
