@@ -27,10 +27,11 @@ from scipy import stats as sps
 
 from onlineeval.stats import binomial_band, power_one_sample, required_n_one_sample
 
+from simulations.config import Config
 from simulations.runner import Truth
 from simulations.world import World
 
-__all__ = ["analyse", "curves", "IMPROVEMENT_SIGN"]
+__all__ = ["analyse", "curves", "expected_distinct_users", "IMPROVEMENT_SIGN"]
 
 #: +1 where a higher value of the online metric is an improvement, -1 where lower is
 IMPROVEMENT_SIGN = {"reciprocal_rank": 1, "clicks_per_query": 1, "abandonment": -1, "delta_ab": 1}
@@ -78,15 +79,31 @@ def _first_day(c: pd.DataFrame, column: str, target: float) -> int | None:
     return int(hit["day"].iloc[0]) if len(hit) else None
 
 
+def expected_distinct_users(impressions: float | np.ndarray, population: int, sigma: float) -> np.ndarray:
+    r"""Expected number of distinct users among ``impressions`` arrivals.
+
+    Each user's share of the traffic is :math:`a_u / \sum a` with lognormal activity
+    :math:`a_u = e^{\sigma Z_u}`; for a large population :math:`\sum a \approx
+    P e^{\sigma^2/2}`, and with Poisson arrivals a user is seen at least once with
+    probability :math:`1 - \exp(-N a_u / (P e^{\sigma^2/2}))`. The expectation over
+    :math:`Z` is taken by 80-point Gauss-Hermite quadrature.
+    """
+    x, w = np.polynomial.hermite_e.hermegauss(80)  # weight exp(-x^2/2)
+    w = w / w.sum()
+    n = np.asarray(impressions, dtype=np.float64)[..., None]
+    rate = n * np.exp(sigma * x - sigma**2 / 2) / population
+    return population * (w * -np.expm1(-rate)).sum(axis=-1)
+
+
 def analyse(
     rows: pd.DataFrame,
     truths: list[Truth],
     world: World,
-    alpha: float,
-    target_power: float,
-    queries_per_day: int,
+    config: Config,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The summary dictionary (as saved in ``summary.json``) and the curves table."""
+    alpha, target_power = config.analysis.alpha, config.analysis.power
+    queries_per_day = config.traffic.queries_per_day
     truth = {(t.design, t.metric): t for t in truths}
     table = curves(rows, truth, alpha)
     designs: dict[str, Any] = {}
@@ -128,6 +145,9 @@ def analyse(
             "users_at_target_power": None if at is None else float(at["mean_users"]),
             "analytic_required_impressions": n_req,
             "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
+            "analytic_required_users": float(
+                expected_distinct_users(n_req, config.users.population, config.users.activity.sigma)
+            ) if math.isfinite(n_req) else None,
         }
         if t.baseline:
             # online relative *improvement* (lower abandonment is better) / offline relative gain

@@ -96,6 +96,16 @@ class RankersConfig(_Strict):
     )
     A: RankerSpec = RankerSpec(noise=1.0)
     B: RankerSpec = RankerSpec(noise=0.85)
+    others: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")], RankerSpec] = Field(
+        default_factory=dict, description="more synthetic rankers by name, for multileaving designs"
+    )
+
+    @model_validator(mode="after")
+    def _check_names(self) -> RankersConfig:
+        clash = sorted({"A", "B"} & set(self.others))
+        if clash:
+            raise ValueError(f"rankers.others must not redefine {', '.join(clash)} (set rankers.A / rankers.B)")
+        return self
 
 
 # ----------------------------------------------------------------------------- users and traffic
@@ -201,10 +211,14 @@ class DesignConfig(_Strict):
     metric: Literal["clicks_per_query", "abandonment", "reciprocal_rank"] = Field(
         "reciprocal_rank", description="A/B: the primary metric for power and sample size"
     )
-    test: Literal["delta", "welch"] = Field(
-        "delta",
-        description="A/B: 'delta' = ratio of per-user sums with the delta method (query-weighted); "
+    test: Literal["delta", "welch"] | None = Field(
+        None,
+        description="A/B: 'delta' (default) = ratio of per-user sums with the delta method (query-weighted); "
         "'welch' = per-user means compared with Welch's t-test (user-weighted)",
+    )
+    rankers: list[str] = Field(
+        default_factory=lambda: ["A", "B"],
+        description="interleaving: the rankers to interleave (more than two = multileaving), baseline first",
     )
 
     @model_validator(mode="after")
@@ -213,10 +227,14 @@ class DesignConfig(_Strict):
             raise ValueError("an interleaving design needs 'method' (e.g. team_draft, balanced)")
         if self.type == "ab" and self.method is not None:
             raise ValueError("'method' applies to interleaving designs only")
-        if self.type == "interleaving" and "test" in self.model_fields_set:
+        if self.type == "interleaving" and self.test is not None:
             raise ValueError("'test' applies to A/B designs only (interleaving uses the delta method)")
         if self.type == "ab" and not 0.0 < self.share_b < 1.0:
             raise ValueError("share_b must be strictly between 0 and 1 for an A/B test")
+        if self.type == "ab" and self.rankers != ["A", "B"]:
+            raise ValueError("an A/B design compares rankers A and B; 'rankers' applies to interleaving designs")
+        if len(self.rankers) < 2 or len(set(self.rankers)) != len(self.rankers):
+            raise ValueError("'rankers' needs at least two distinct ranker names")
         return self
 
 
@@ -251,6 +269,14 @@ class Config(_Strict):
     )
     analysis: AnalysisConfig = AnalysisConfig()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_collection_type(cls, data: Any) -> Any:
+        coll = data.get("collection") if isinstance(data, dict) else None
+        if isinstance(coll, dict) and "type" not in coll:
+            data = {**data, "collection": {"type": "synthetic", **coll}}
+        return data
+
     @model_validator(mode="after")
     def _check_designs(self) -> Config:
         names = [d.name for d in self.designs]
@@ -261,7 +287,20 @@ class Config(_Strict):
             missing = [r for r in ("A", "B") if r not in self.collection.runs]
             if missing:
                 raise ValueError(f"collection.runs needs a run for rankers A and B; missing {missing}")
+        known = self.ranker_names()
+        for i, design in enumerate(self.designs):
+            unknown = [r for r in design.rankers if r not in known]
+            if unknown:
+                raise ValueError(
+                    f"designs[{i}].rankers: unknown ranker(s) {', '.join(unknown)}; defined: {', '.join(known)}"
+                )
         return self
+
+    def ranker_names(self) -> list[str]:
+        """Every ranker of the run: A, B, then the others (synthetic) or the other runs (trec)."""
+        if isinstance(self.collection, TrecCollection):
+            return ["A", "B", *[r for r in self.collection.runs if r not in ("A", "B")]]
+        return ["A", "B", *self.rankers.others]
 
     def effective(self) -> dict[str, Any]:
         """The configuration with every default filled in (JSON-serialisable)."""
@@ -401,11 +440,21 @@ def _check_components(config: Config, source: str | None) -> None:
                 source,
             )
         try:
-            get_interleaver(design.method or "", **design.options)
+            il = get_interleaver(design.method or "", **design.options)
         except ConfigError as exc:
             raise ConfigError(("designs", i, "options", *exc.key_path), exc.message, source) from None
         except TypeError as exc:
             raise ConfigError(("designs", i, "options"), str(exc), source) from None
+        m = len(design.rankers)
+        lo, hi = il.min_rankers, il.max_rankers
+        if m < lo or (hi is not None and m > hi):
+            allowed = f"{lo}" if hi == lo else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+            raise ConfigError(
+                ("designs", i, "rankers"),
+                f"{design.method} interleaves {allowed} rankers, got {m}"
+                + ("; use a multileaving method (e.g. team_draft_multileave)" if m > 2 else ""),
+                source,
+            )
     coll = config.collection
     if isinstance(coll, TrecCollection):
         files: list[tuple[tuple[str | int, ...], Path | None]] = [

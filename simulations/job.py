@@ -138,9 +138,7 @@ def simulate(
             partial_fh.close()
 
     rows = pd.DataFrame([row for i in sorted(done) for row in done[i]])
-    summary, curves = analyse(
-        rows, truths, world, config.analysis.alpha, config.analysis.power, config.traffic.queries_per_day
-    )
+    summary, curves = analyse(rows, truths, world, config)
     result = SimulationResult(config, world, truths, rows, curves, summary, output)
     if output is not None:
         from simulations.report import write_results

@@ -196,6 +196,11 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         f"delta {off['delta']['weighted']:+.4f} ({100 * off['relative_gain_weighted']:+.1f}%) frequency-weighted; "
         f"uniform over queries: delta {off['delta']['uniform']:+.4f}",
     ]
+    others = [r for r in result.world.offline.weighted if r not in ("A", "B")]
+    if others:
+        w, u = result.world.offline.weighted, result.world.offline.uniform
+        lines.append("  other rankers: " + ", ".join(
+            f"{r} {w[r]:.4f} (uniform {u[r]:.4f})" for r in others))
     notes = result.world.notes
     if notes.get("collection") == "trec":
         for r in ("A", "B"):
@@ -212,7 +217,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                      f"delta {v['B'] - v['A']:+.4f}")
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
     header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {'shrink':>7s} "
-              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>13s} {'A/A FPR':>8s}")
+              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>13s} {'users needed':>12s} "
+              f"{'A/A FPR':>8s}")
     lines.append(header)
     for design, metrics in s["designs"].items():
         for metric, e in metrics.items():
@@ -228,7 +234,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.3g', True):>13s} "
                 f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
                 f"{_fmt(shrink, '.2f'):>7s} {fd['power']:>9.2f} {fd['analytic_power']:>8.2f} {days_s:>9s} "
-                f"{_count(e['analytic_required_impressions']):>13s} {fpr:>8s}"
+                f"{_count(e['analytic_required_impressions']):>13s} {_count(e['analytic_required_users']):>12s} "
+                f"{fpr:>8s}"
             )
     ratios = s["required_impressions_ratio"]
     if ratios["reference"]:
@@ -239,7 +246,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "",
         "  true effect: population value (B - A; interleaving: Delta_AB, + favours B); shrink: online relative",
         "  effect / offline relative gain; days->pwr: first day with simulated power >= target (* analytic",
-        "  extrapolation beyond the simulated days); impr. needed: analytic; '!' = A/A FPR outside its 99% band.",
+        "  extrapolation beyond the simulated days); impr./users needed: analytic for the target power (users:",
+        "  expected distinct users among that many impressions); '!' = A/A FPR outside its 99% band.",
     ]
     if result.output is not None:
         lines.append(f"  results: {result.output}/summary.json, replicates.csv, curves.csv, power_vs_days.png")

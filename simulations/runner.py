@@ -195,26 +195,30 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
             "abandonment": float(world.frequency @ first[:, -1]),
             "reciprocal_rank": float(world.frequency @ rr),
         }
-    for i, design in enumerate(config.designs):
+    for design in config.designs:
         if design.type == "ab":
             for metric, va in per_ranker["A"].items():
                 out.append(Truth(design.name, metric, per_ranker["B"][metric] - va, 0.0, "exact", va))
             continue
-        from onlineeval.interleaving import get_interleaver
+        from simulations.designs.interleaving import pair_metrics, pair_outcomes, shared_interleaver
 
-        il = get_interleaver(design.method or "", **design.options)
-        rng = np.random.default_rng(np.random.SeedSequence((config.seed, _TRUTH_TAG, i)))
-        num = np.empty(n)
+        il = shared_interleaver(design.method or "", design.options)
+        lists = [world.rankings[r] for r in design.rankers]
+        pairs = pair_metrics(design.rankers)
+        rng = np.random.default_rng(np.random.SeedSequence((config.seed, _TRUTH_TAG, zlib.crc32(design.name.encode()))))
+        num = np.empty((n, len(pairs)))
         den = np.empty(n)
+        cdf = np.cumsum(world.frequency)
         for lo in range(0, n, _TRUTH_CHUNK):
             m = min(_TRUTH_CHUNK, n - lo)
-            q = np.minimum(np.searchsorted(np.cumsum(world.frequency), rng.random(m), side="right"), world.n_queries - 1)
-            shown = il.interleave([world.rankings["A"][q], world.rankings["B"][q]], rng, length=world.depth)
+            q = np.minimum(np.searchsorted(cdf, rng.random(m), side="right"), world.n_queries - 1)
+            shown = il.interleave([r[q] for r in lists], rng, length=world.depth)
             clicks = users.sample(shown_labels(world.labels, q, np.asarray(shown.ranking)), users.draw_types(m, rng), rng)
-            num[lo : lo + m] = np.asarray(il.outcome(shown, clicks), dtype=np.float64) / 2.0
+            num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0
             den[lo : lo + m] = clicks.any(axis=1)
-        value = num.sum() / den.sum()
-        # delta method for a ratio of means of iid impressions
-        se = float(np.sqrt(np.mean((num - value * den) ** 2) / n) / den.mean())
-        out.append(Truth(design.name, "delta_ab", float(value), se, f"monte_carlo(n={n})", None))
+        for p, (metric, _, _) in enumerate(pairs):
+            value = num[:, p].sum() / den.sum()
+            # delta method for a ratio of means of iid impressions
+            se = float(np.sqrt(np.mean((num[:, p] - value * den) ** 2) / n) / den.mean())
+            out.append(Truth(design.name, metric, float(value), se, f"monte_carlo(n={n})", None))
     return out

@@ -9,6 +9,7 @@ shown at rank ``r``.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,32 +89,40 @@ def segment_queries(frequency: np.ndarray) -> np.ndarray:
     return segment
 
 
-def _synthetic(config: Config, coll: SyntheticCollection, rng: np.random.Generator) -> World:
+def _synthetic(config: Config, coll: SyntheticCollection, seq: np.random.SeedSequence) -> World:
+    """Labels, frequencies and each ranker's noise come from their own child streams, so
+    adding a ranker changes nothing else."""
     q, m = coll.n_queries, coll.candidates
     depth = min(config.rankers.depth, m)
     dist = np.asarray(coll.label_distribution, dtype=np.float64)
-    labels = rng.choice(len(dist), size=(q, m), p=dist / dist.sum()).astype(np.int8)
+    labels_rng, freq_rng, shared_rng = (np.random.default_rng(_named(seq, k)) for k in ("labels", "freq", "shared"))
+    labels = labels_rng.choice(len(dist), size=(q, m), p=dist / dist.sum()).astype(np.int8)
     rho = config.rankers.noise_correlation
-    shared = rng.standard_normal((q, m))
+    shared = shared_rng.standard_normal((q, m))
     rankings: dict[str, np.ndarray] = {}
-    for name in ("A", "B"):
-        spec = getattr(config.rankers, name)
-        own = rng.standard_normal((q, m))
+    specs = {"A": config.rankers.A, "B": config.rankers.B, **config.rankers.others}
+    for name, spec in specs.items():
+        own = np.random.default_rng(_named(seq, "ranker:" + name)).standard_normal((q, m))
         score = labels + spec.noise * (np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * own)
         # ties (only possible with noise 0) keep candidate order: stable sort
         rankings[name] = np.argsort(-score, axis=1, kind="stable")[:, :depth].astype(np.int32)
     # popularity is independent of the query's content: a seeded permutation
-    frequency = zipf_frequencies(q, coll.zipf_exponent)[rng.permutation(q)]
+    frequency = zipf_frequencies(q, coll.zipf_exponent)[freq_rng.permutation(q)]
     query_ids = tuple(f"q{i}" for i in range(q))
     notes = {"collection": "synthetic", "candidates_per_query": m}
     return _finish(config, labels, rankings, frequency, query_ids, len(dist), notes)
+
+
+def _named(seq: np.random.SeedSequence, name: str) -> np.random.SeedSequence:
+    """A child stream of ``seq`` keyed by a name (stable across runs and Python versions)."""
+    return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, zlib.crc32(name.encode("utf-8"))))
 
 
 def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> World:
     from onlineeval.io import ranked_doc_lists, read_qrels, read_run
 
     qrels = read_qrels(coll.qrels)
-    runs = {name: read_run(coll.runs[name]) for name in ("A", "B")}
+    runs = {name: read_run(coll.runs[name]) for name in config.ranker_names()}
     judged_queries = list(dict.fromkeys(qrels["query"].astype(str)))
     qindex = {qid: i for i, qid in enumerate(judged_queries)}
     depth = config.rankers.depth
@@ -239,8 +248,7 @@ def _finish(
 
 def build_world(config: Config, seed_sequence: np.random.SeedSequence) -> World:
     """Build the collection, the rankers and their offline metrics for ``config``."""
-    rng = np.random.default_rng(seed_sequence)
     coll = config.collection
     if isinstance(coll, SyntheticCollection):
-        return _synthetic(config, coll, rng)
-    return _trec(config, coll, rng)
+        return _synthetic(config, coll, seed_sequence)
+    return _trec(config, coll, np.random.default_rng(seed_sequence))

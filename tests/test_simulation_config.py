@@ -63,6 +63,13 @@ def test_defaults_are_complete():
         ({"users": {"types": [{"name": "a", "share": 1.0, "click_model": {"name": "cascade", "preset": "nope"}}]}},
          "users.types[0].click_model.preset", "informational"),
         ({"traffic": {"diurnal": [1.0] * 23}}, "traffic", "24 hourly weights"),
+        ({"designs": [{"name": "m", "type": "interleaving", "method": "team_draft_multileave",
+                       "rankers": ["A", "B", "Z"]}]}, "", "unknown ranker(s) Z; defined: A, B"),
+        ({"rankers": {"others": {"C": {}}}, "designs": [{"name": "m", "type": "interleaving", "method": "balanced",
+                                                          "rankers": ["A", "B", "C"]}]},
+         "designs[0].rankers", "balanced interleaves 2 rankers, got 3; use a multileaving method"),
+        ({"designs": [{"name": "x", "type": "ab", "rankers": ["B", "A"]}]}, "designs[0]", "compares rankers A and B"),
+        ({"rankers": {"others": {"B": {}}}}, "rankers", "must not redefine B"),
     ],
 )
 def test_bad_configs_name_the_key(data, key, fragment):

@@ -32,7 +32,7 @@ def small(**over):
         "replicates": 20,
         "workers": 1,
         "collection": {"type": "synthetic", "n_queries": 300, "candidates": 20},
-        "rankers": {"depth": 10, "A": {"noise": 1.0}, "B": {"noise": 0.8}},
+        "rankers": {"depth": 10, "A": {"noise": 1.0}, "B": {"noise": 0.8}, "others": {"C": {"noise": 1.3}}},
         "users": MIXTURE,
         "traffic": {"days": 2, "queries_per_day": 1500, "batch_hours": 24},
         "designs": [
@@ -40,6 +40,7 @@ def small(**over):
             {"name": "ab_welch", "type": "ab", "test": "welch"},
             {"name": "team_draft", "type": "interleaving", "method": "team_draft"},
             {"name": "balanced", "type": "interleaving", "method": "balanced"},
+            {"name": "tdm", "type": "interleaving", "method": "team_draft_multileave", "rankers": ["A", "B", "C"]},
         ],
     }
     base.update(over)
@@ -193,7 +194,7 @@ def test_trec_world_uses_real_judgments_and_rankings(tmp_path):
     (tmp_path / "b.run").write_text("q1 Q0 d3 1 3.0 B\nq1 Q0 d1 2 3.0 B\nq2 Q0 e1 1 5 B\nq3 Q0 f1 1 1 B\n")
     coll = {"type": "trec", "qrels": str(tmp_path / "qrels"),
             "runs": {"A": str(tmp_path / "a.run"), "B": str(tmp_path / "b.run")}}
-    cfg = small(collection=coll, users={"population": 10})
+    cfg = small(collection=coll, users={"population": 10}, designs=[{"name": "ab", "type": "ab"}])
     world = build_world(cfg, world_seed(cfg.seed))
     assert world.query_ids == ("q1", "q2", "q3")
     d = 1 / np.log2(np.arange(2, 12))
@@ -205,3 +206,19 @@ def test_trec_world_uses_real_judgments_and_rankings(tmp_path):
     assert world.notes["unjudged_shown_A"] == 1 and world.notes["queries_only_in_run_A"] == 1
     assert world.notes["queries_missing_from_run_A"] == 1
     assert world.ranked_labels("B")[0, :3].tolist() == [1, 2, -1]
+
+
+def test_expected_distinct_users_matches_monte_carlo():
+    from simulations.analysis import expected_distinct_users
+
+    rng = np.random.default_rng(4)
+    pop, sigma, n = 5000, 1.2, 12000
+    seen = []
+    for _ in range(300):  # new population each time: the formula averages over populations
+        a = rng.lognormal(0, sigma, pop)
+        users = np.searchsorted(np.cumsum(a / a.sum()), rng.random(rng.poisson(n)))
+        seen.append(np.unique(users).size)
+    se = np.std(seen, ddof=1) / np.sqrt(len(seen))
+    assert abs(np.mean(seen) - expected_distinct_users(n, pop, sigma)) < 4 * se
+    assert expected_distinct_users(1e12, pop, sigma) == pytest.approx(pop)  # everybody, eventually
+    assert expected_distinct_users(10, pop, 0.0) == pytest.approx(pop * -np.expm1(-10 / pop))

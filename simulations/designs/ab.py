@@ -47,6 +47,8 @@ class ABDesign(Design):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.ranking_a = self.world.rankings["A"]
+        self.ranking_b = self.world.rankings["A" if self.aa else "B"]
         salt = int(self.rng.integers(0, 2**63))
         self.in_b = hash_unit(np.arange(self.population), salt) < self.config.share_b
 

@@ -107,8 +107,6 @@ class Design(ABC):
         self.population = population
         self.alpha = alpha
         self.aa = aa
-        self.ranking_a = world.rankings["A"]
-        self.ranking_b = world.rankings["A"] if aa else world.rankings["B"]
         self.sums = {name: np.zeros(population, dtype=np.float64) for name in ("impressions", *self.accumulators)}
         self.rows: list[CheckpointRow] = []
 

@@ -1,21 +1,28 @@
-"""Interleaving designs: every impression shows an interleaving of A's and B's lists.
+"""Interleaving and multileaving designs: every impression shows one list made from
+the rankers' lists (``rankers``, baseline first; two for interleaving, more for
+multileaving).
 
-Per impression the interleaver's outcome is +1 (B preferred), -1 (A preferred) or 0.
-Impressions without a click are not comparisons and are left out; with ``w``, ``l``,
-``t`` the wins, losses and ties of B over the impressions with at least one click,
+For a pair of rankers ``(i, j)`` an impression's outcome is +1 (``j`` preferred), -1
+(``i`` preferred) or 0. Impressions without a click are not comparisons and are left
+out; with ``w``, ``l``, ``t`` the wins, losses and ties of ``j`` over the impressions
+with at least one click,
 
 .. math::
 
-    \\Delta_{AB} = \\frac{w + t/2}{w + l + t} - \\frac12 = \\frac{(w - l)/2}{w + l + t},
+    \\Delta_{ji} = \\frac{w + t/2}{w + l + t} - \\frac12 = \\frac{(w - l)/2}{w + l + t},
 
-positive when B is preferred (Chapelle, Joachims, Radlinski, Yue 2012, with B as the
-candidate). The test is clustered by user: per user ``num = (w_u - l_u) / 2`` and
-``den = w_u + l_u + t_u``, and :math:`\\Delta_{AB} = \\sum num / \\sum den` with its
-delta-method standard error over users.
+positive when ``j`` is preferred (Chapelle, Joachims, Radlinski, Yue 2012; with two
+rankers this is :math:`\\Delta_{AB}` with B as the candidate, reported as ``delta_ab``).
+The test is clustered by user: per user ``num = (w_u - l_u) / 2`` and
+``den = w_u + l_u + t_u``, and :math:`\\Delta = \\sum num / \\sum den` with its
+delta-method standard error over users. A multileaving design reports every pair
+``delta_<j>_vs_<i>`` (its preference matrix), the first pair being its primary metric.
 """
 
 from __future__ import annotations
 
+import json
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -23,33 +30,68 @@ import numpy as np
 from simulations.designs.base import Design, register_design
 from simulations.traffic import Batch
 
-__all__ = ["InterleavingDesign"]
+__all__ = ["InterleavingDesign", "shared_interleaver", "pair_metrics", "pair_outcomes"]
+
+_INTERLEAVERS: dict[tuple[str, str], Any] = {}
+
+
+def shared_interleaver(method: str, options: dict[str, Any]) -> Any:
+    """One interleaver instance per (method, options) in this process, so state that only
+    depends on the input lists (optimized interleaving's solved distributions) is
+    computed once for all replicates a process runs. Random draws always come from the
+    generator passed to ``interleave``."""
+    from onlineeval.interleaving import get_interleaver
+
+    key = (method, json.dumps(options, sort_keys=True, default=str))
+    if key not in _INTERLEAVERS:
+        _INTERLEAVERS[key] = get_interleaver(method, **options)
+    return _INTERLEAVERS[key]
+
+
+def pair_metrics(rankers: list[str]) -> list[tuple[str, int, int]]:
+    """``(metric name, i, j)`` for every pair, ``j`` compared against ``i`` (baseline first)."""
+    if len(rankers) == 2:
+        return [("delta_ab", 0, 1)]
+    pairs = sorted(combinations(range(len(rankers)), 2), key=lambda p: (p[0] != 0, p[0], p[1]))
+    return [(f"delta_{rankers[j]}_vs_{rankers[i]}", i, j) for i, j in pairs]
+
+
+def pair_outcomes(interleaver: Any, shown: Any, clicks: np.ndarray, n_rankers: int) -> np.ndarray:
+    """``(n, pairs)`` outcomes (+1: the later ranker of the pair preferred), pairs as in
+    :func:`pair_metrics`."""
+    if n_rankers == 2:
+        return np.asarray(interleaver.outcome(shown, clicks), dtype=np.float64)[:, None]
+    prefs = np.asarray(interleaver.preferences(shown, clicks), dtype=np.float64)
+    pairs = sorted(combinations(range(n_rankers), 2), key=lambda p: (p[0] != 0, p[0], p[1]))
+    return np.stack([prefs[:, j, i] for i, j in pairs], axis=1)
 
 
 @register_design("interleaving")
 class InterleavingDesign(Design):
-    accumulators = ("num", "compared", "wins", "losses")
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from onlineeval.interleaving import get_interleaver
-
-        self.interleaver = get_interleaver(self.config.method or "", **self.config.options)
+        self.interleaver = shared_interleaver(self.config.method or "", self.config.options)
+        names = self.config.rankers
+        # A/A: every ranker replaced by the baseline
+        self.ranker_lists = [self.world.rankings[names[0] if self.aa else r] for r in names]
+        self.pairs = pair_metrics(names)
+        for metric, _, _ in self.pairs:
+            self.sums[f"num:{metric}"] = np.zeros(self.population)
+        self.sums["compared"] = np.zeros(self.population)
 
     def _process(self, batch: Batch) -> None:
         q = batch.query
-        shown = self.interleaver.interleave(
-            [self.ranking_a[q], self.ranking_b[q]], self.rng, length=self.ranking_a.shape[1]
-        )
+        shown = self.interleaver.interleave([r[q] for r in self.ranker_lists], self.rng, length=self.world.depth)
         clicks = self._clicks(batch, np.asarray(shown.ranking))
-        outcome = np.asarray(self.interleaver.outcome(shown, clicks), dtype=np.float64)
-        compared = clicks.any(axis=1).astype(np.float64)
-        self._add("num", batch.user, outcome / 2.0)
-        self._add("compared", batch.user, compared)
-        self._add("wins", batch.user, (outcome > 0).astype(np.float64))
-        self._add("losses", batch.user, (outcome < 0).astype(np.float64))
+        outcomes = pair_outcomes(self.interleaver, shown, clicks, len(self.ranker_lists))
+        for p, (metric, _, _) in enumerate(self.pairs):
+            self._add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
+        self._add("compared", batch.user, clicks.any(axis=1).astype(np.float64))
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
         from onlineeval.stats import ratio_mean
 
-        return {"delta_ab": ratio_mean(sums["num"], sums["compared"], alpha=self.alpha)}
+        return {
+            metric: ratio_mean(sums[f"num:{metric}"], sums["compared"], alpha=self.alpha)
+            for metric, _, _ in self.pairs
+        }
