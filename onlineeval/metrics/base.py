@@ -235,14 +235,12 @@ class Metric:
         Queries with no relevant judged document get the metric's *empty* value 0 (as in
         trec_eval); the evaluation layer then applies the ``empty`` convention.
         """
-        if batch.groups is not None:
-            if not self.tie_expectation:
-                raise ConfigError(
-                    ("ties",),
-                    f"the exact expectation over tie orders is not available for {self}; "
-                    "use docno_desc, input_order, pessimistic or optimistic",
-                )
-            return np.asarray(self._compute(batch, ctx), dtype=np.float64)
+        if batch.groups is not None and not self.tie_expectation:
+            raise ConfigError(
+                ("ties",),
+                f"the exact expectation over tie orders is not available for {self}; "
+                "use docno_desc, input_order, pessimistic or optimistic",
+            )
         return np.asarray(self._compute(batch, ctx), dtype=np.float64)
 
     def evaluate_labels(self, ranked: np.ndarray, judged: np.ndarray) -> np.ndarray:

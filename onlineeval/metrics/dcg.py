@@ -12,7 +12,6 @@ from onlineeval.errors import ConfigError
 from onlineeval.metrics._kernels import cut, cwl_profile, log2_discount, reach_after, safe_div
 from onlineeval.metrics.additive import AdditiveMetric
 from onlineeval.metrics.base import CWL, EvalContext, LabelBatch, _int_matrix, register
-from onlineeval.metrics.base import EMPTY
 
 __all__ = ["DCG", "NDCG"]
 

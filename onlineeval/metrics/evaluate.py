@@ -84,7 +84,7 @@ class RunEvaluation:
 
     def mean(self, metric: Metric | str) -> float:
         """Mean over counted queries (NaN when none is counted)."""
-        m = _key(self, metric)
+        m = metric if isinstance(metric, Metric) else parse_metrics([metric])[0]
         v = self.values[m][self.counted]
         return float(v.mean()) if v.size else float("nan")
 
@@ -94,12 +94,6 @@ class RunEvaluation:
         for m in self.metrics:
             data[str(m)] = self.values[m][self.counted]
         return pd.DataFrame(data)
-
-
-def _key(ev: RunEvaluation, metric: Metric | str) -> Metric:
-    if isinstance(metric, Metric):
-        return metric
-    return parse_metrics([metric])[0]
 
 
 def label_batch(

@@ -10,7 +10,7 @@ import numpy as np
 from onlineeval.errors import ConfigError
 from onlineeval.metrics._kernels import cut, cwl_profile, tie_average
 from onlineeval.metrics.additive import AdditiveMetric
-from onlineeval.metrics.base import CWL, EMPTY, NONPOOL, UNJUDGED, EvalContext, LabelBatch, Metric, register
+from onlineeval.metrics.base import CWL, EMPTY, NONPOOL, UNJUDGED, EvalContext, LabelBatch, register
 
 __all__ = ["RBP", "RBPResidual", "RBPInterval"]
 
