@@ -193,3 +193,21 @@ def test_edge_tie100_docno_descending(shared_data: Path) -> None:
 
 def test_gain_table_matches_trec_eval_parameters() -> None:
     assert str(Gain.parse("1=3,2=9,4=4.5")) == "1=3,2=9,4=4.5"
+
+
+def test_row_order_of_files_does_not_matter(shared_data: Path) -> None:
+    """Shuffled run and qrels lines (queries no longer in blocks) give the same values."""
+    d = shared_data / "trec_eval"
+    qrels, run = read_qrels(d / "qrels.test"), read_run(d / "results.test")
+    names = ["AP", "nDCG@10", "P@5", "RR", "bpref", "infAP", "IPrecAvg"]
+    ev = evaluate_run(qrels, run, names, TRE)
+    rng = np.random.default_rng(7)
+    shuffled = evaluate_run(
+        qrels.iloc[rng.permutation(len(qrels))].reset_index(drop=True),
+        run.iloc[rng.permutation(len(run))].reset_index(drop=True),
+        names,
+        TRE,
+    )
+    assert list(shuffled.queries) == list(ev.queries)
+    for m in ev.metrics:
+        np.testing.assert_array_equal(shuffled.values[m], ev.values[m])

@@ -263,6 +263,28 @@ def _joint_codes(a: np.ndarray, b: np.ndarray, sort: bool) -> tuple[np.ndarray, 
     return codes[: len(a)].astype(np.int64), codes[len(a) :].astype(np.int64), np.asarray(uniques, dtype=object)
 
 
+def _blocks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Heads of runs of equal consecutive values and the run index of every element."""
+    n = len(values)
+    if n == 0:
+        return values[:0], np.zeros(0, dtype=np.int64)
+    change = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    lengths = np.diff(np.append(starts, n))
+    return values[starts], np.repeat(np.arange(starts.size), lengths)
+
+
+def _joint_query_codes(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_joint_codes` (sorted) for query ids, hashing only one id per block of
+    consecutive equal ids (runs and qrels list each query's lines together)."""
+    a = np.asarray(a, dtype=object)
+    b = np.asarray(b, dtype=object)
+    heads_a, block_a = _blocks(a)
+    heads_b, block_b = _blocks(b)
+    ca, cb, uniques = _joint_codes(heads_a, heads_b, sort=True)
+    return ca[block_a], cb[block_b], uniques
+
+
 def _join_codes(
     run_q: np.ndarray,
     qrels_q: np.ndarray,

@@ -23,7 +23,7 @@ import pandas as pd
 
 from onlineeval.conventions import Conventions
 from onlineeval.errors import InputError
-from onlineeval.io.ranking import _join_codes, _joint_codes, _layout
+from onlineeval.io.ranking import _join_codes, _joint_query_codes, _layout
 from onlineeval.metrics.base import EMPTY, EvalContext, LabelBatch, Metric, parse_metrics
 
 __all__ = ["QueryCounts", "RunEvaluation", "evaluate_run", "label_batch"]
@@ -110,7 +110,7 @@ def label_batch(
         lacking = [c for c in cols if c not in frame.columns]
         if lacking:
             raise InputError(f"{name} lacks column(s) {', '.join(lacking)}; needs {', '.join(cols)}")
-    run_q, qrels_q, qnames = _joint_codes(_ids(run["query"]), _ids(qrels["query"]), sort=True)
+    run_q, qrels_q, qnames = _joint_query_codes(_ids(run["query"]), _ids(qrels["query"]))
     judged_q = np.zeros(len(qnames), dtype=bool)
     judged_q[qrels_q] = True
     in_qrels = judged_q[run_q]
