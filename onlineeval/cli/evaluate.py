@@ -23,7 +23,9 @@ from onlineeval.cli._common import guarded
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from onlineeval.conventions import Conventions
     from onlineeval.metrics.evaluate import RunEvaluation
+    from onlineeval.stats import PairedResult
 
 FORMATS = ("table", "json", "csv")
 
@@ -123,8 +125,8 @@ def evaluate_cmd(
     long = _long_frame(evals)
     if per_query is not None:
         long.to_csv(per_query, index=False)
-    comparisons: list[Any] = []
-    common_queries = None
+    comparisons: list[PairedResult] = []
+    common_queries: int | None = None
     seg_frame = None
     if len(evals) > 1:
         from onlineeval.stats import compare_segments, compare_systems
@@ -155,7 +157,7 @@ def _long_frame(evals: list[RunEvaluation]) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    parts = []
+    parts: list[pd.DataFrame] = []
     for ev in evals:
         q = ev.queries[ev.counted].astype(str)
         for m in ev.metrics:
@@ -185,7 +187,14 @@ def _segment_means(long: pd.DataFrame, seg: pd.DataFrame) -> pd.DataFrame:
     return by_segment(long, seg, table)
 
 
-def _json(evals, conv, comparisons, common_queries, seg_means, with_per_query: bool) -> dict[str, Any]:
+def _json(
+    evals: list[RunEvaluation],
+    conv: Conventions,
+    comparisons: list[PairedResult],
+    common_queries: int | None,
+    seg_means: pd.DataFrame | None,
+    with_per_query: bool,
+) -> dict[str, Any]:
     from onlineeval.stats import results_to_frame, worst_losses_to_frame
 
     systems = []
@@ -215,12 +224,12 @@ def _json(evals, conv, comparisons, common_queries, seg_means, with_per_query: b
     return out
 
 
-def _csv(evals, comparisons, seg_means) -> str:
+def _csv(evals: list[RunEvaluation], comparisons: list[PairedResult], seg_means: pd.DataFrame | None) -> str:
     import pandas as pd
 
     from onlineeval.stats import results_to_frame
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for ev in evals:
         for m in ev.metrics:
             row = {"system": ev.run_id, "metric": str(m), "mean": ev.mean(m), "n": int(ev.counted.sum())}
@@ -238,12 +247,19 @@ def _csv(evals, comparisons, seg_means) -> str:
     return text
 
 
-def _fmt(x: float, digits: int = 4) -> str:
+def _fmt(x: float | None, digits: int = 4) -> str:
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def _table(evals, conv, comparisons, common_queries, seg_means, baseline: str) -> str:
-    lines = []
+def _table(
+    evals: list[RunEvaluation],
+    conv: Conventions,
+    comparisons: list[PairedResult],
+    common_queries: int | None,
+    seg_means: pd.DataFrame | None,
+    baseline: str,
+) -> str:
+    lines: list[str] = []
     desc = conv.describe()
     lines.append("conventions: " + ", ".join(f"{k}={v}" for k, v in desc.items()))
     for ev in evals:
@@ -268,7 +284,7 @@ def _table(evals, conv, comparisons, common_queries, seg_means, baseline: str) -
             "bootstrap CI, t-test; Holm over all comparisons):"
         )
         header = ["segment", "metric", "system", "n", "diff", "CI low", "CI high", "p_rand", "p_holm", "p_t", "W/L/T", "d"]
-        rows = []
+        rows: list[list[str]] = []
         for r in comparisons:
             seg = "all" if r.segment_attribute is None else f"{r.segment_attribute}={r.segment_value}"
             rows.append(

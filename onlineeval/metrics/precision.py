@@ -42,7 +42,7 @@ class P(AdditiveMetric):
     """
 
     name: ClassVar[str] = "P"
-    aliases: ClassVar[tuple[str, ...]] = ("Precision", "P_")
+    aliases: ClassVar[tuple[str, ...]] = ("Precision",)
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         if self.k is None:
@@ -73,7 +73,7 @@ class Recall(AdditiveMetric):
     """
 
     name: ClassVar[str] = "Recall"
-    aliases: ClassVar[tuple[str, ...]] = ("R@",)
+    aliases: ClassVar[tuple[str, ...]] = ()
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         return safe_div(cut(values, self.k).sum(axis=1), batch.num_rel(ctx.rel_min))
