@@ -326,6 +326,14 @@ def test_bad_label_arrays() -> None:
         parse_metric("P@5").evaluate_labels(np.array([[0.5]]), np.array([[1]]))
 
 
+@pytest.mark.parametrize("shape_r, shape_j", [((3, 0), (3, 2)), ((0, 5), (0, 2)), ((2, 4), (2, 0))])
+def test_degenerate_shapes(shape_r: tuple[int, int], shape_j: tuple[int, int]) -> None:
+    for name, cls in REGISTRY.items():
+        m = parse_metric(name + ("@3" if cls.cutoff == "required" else ""))
+        out = m.evaluate_labels(np.zeros(shape_r, dtype=int), np.ones(shape_j, dtype=int))
+        assert out.shape == (shape_r[0],) and np.all(np.isfinite(out)), name
+
+
 def test_every_registered_metric_is_a_value_object() -> None:
     for name, cls in REGISTRY.items():
         assert issubclass(cls, Metric)

@@ -51,6 +51,8 @@ class RR(Metric):
             p = cut(p, self.k)
             return (p / ranks(p.shape[1])).sum(axis=1)
         rel = cut(batch.codes, self.k, EMPTY) >= ctx.rel_min
+        if rel.shape[1] == 0:
+            return np.zeros(rel.shape[0])
         first = np.argmax(rel, axis=1)
         return np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0)
 
@@ -201,20 +203,21 @@ def _iprec(batch: LabelBatch, ctx: EvalContext, levels: np.ndarray, k: int | Non
     rel = codes >= ctx.rel_min
     cum = np.cumsum(rel, axis=1)
     prec = cum / ranks(d)
+    if d == 0:
+        return np.zeros((q, len(levels)))
     present = codes != EMPTY
     last = np.where(present.any(axis=1), d - np.argmax(present[:, ::-1], axis=1), 0)
     prec = np.where(np.arange(d)[None, :] < last[:, None], prec, 0.0)
     suffix = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
-    found = cum[:, -1] if d else np.zeros(q, dtype=np.int64)
+    found = cum[:, -1]
     big_r = batch.num_rel(ctx.rel_min)
     need = np.floor(levels[None, :] * big_r[:, None] + 0.5).astype(np.int64)
     target = np.maximum(need, 1)
     ok = (target <= found[:, None]) & (found[:, None] > 0)
     out = np.zeros((q, len(levels)))
-    if d:
-        for c in range(len(levels)):
-            pos = np.argmax(cum >= target[:, c : c + 1], axis=1)
-            out[:, c] = np.where(ok[:, c], gather_rows(suffix, pos), 0.0)
+    for c in range(len(levels)):  # a loop over recall levels, not documents
+        pos = np.argmax(cum >= target[:, c : c + 1], axis=1)
+        out[:, c] = np.where(ok[:, c], gather_rows(suffix, pos), 0.0)
     return out
 
 
