@@ -106,3 +106,13 @@ def test_numeric_ids_in_frames_match_text_ids() -> None:
     assert evaluate_run(qrels, run, ["RR"]).mean("RR") == 0.5
     with pytest.raises(InputError, match="lacks column"):
         evaluate_run(qrels.drop(columns="grade"), run, ["RR"])
+
+
+def test_expected_ties_refuse_a_group_cut_by_the_depth() -> None:
+    qrels = pd.DataFrame({"query": ["q"], "doc": ["a"], "grade": [1]})
+    run = pd.DataFrame({"query": "q", "doc": ["a", "b", "c"], "score": [2.0, 1.0, 1.0]})
+    conv = Conventions(ties="expected")
+    assert evaluate_run(qrels, run, ["P@2"], conv.with_(depth=1)).mean("P@2") == 0.5
+    assert evaluate_run(qrels, run, ["P@2"], conv.with_(depth=3)).mean("P@2") == 0.5
+    with pytest.raises(ConfigError, match="cut in two"):
+        evaluate_run(qrels, run, ["P@2"], conv.with_(depth=2))

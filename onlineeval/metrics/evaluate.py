@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from onlineeval.conventions import Conventions
-from onlineeval.errors import InputError
+from onlineeval.errors import ConfigError, InputError
 from onlineeval.io.ranking import _join_codes, _joint_query_codes, _layout
 from onlineeval.metrics.base import EMPTY, EvalContext, LabelBatch, Metric, parse_metrics
 
@@ -130,7 +130,21 @@ def label_batch(
     present_q = np.bincount(rq, minlength=len(qnames)) > 0
     used = np.flatnonzero(present_q)
     compact = np.cumsum(present_q) - 1
-    ranked = _layout(run_j, conventions.ties, grades, conventions.depth, compact[rq], qnames[used])
+    depth = conventions.depth
+    if conventions.ties == "expected" and depth is not None:
+        # the expectation is over orders of the whole tie group; a group cut by the depth
+        # would need the orders of documents past the depth, so refuse that case
+        full = _layout(run_j, conventions.ties, grades, None, compact[rq], qnames[used])
+        if full.groups.shape[1] > depth:
+            cut_group = (full.groups[:, depth - 1] >= 0) & (full.groups[:, depth - 1] == full.groups[:, depth])
+            if cut_group.any():
+                q = full.queries[int(np.argmax(cut_group))]
+                raise ConfigError(
+                    ("ties",),
+                    f"with depth={depth} a group of tied scores is cut in two (query {q}); the "
+                    "'expected' tie rule needs whole groups: raise the depth or pick another rule",
+                )
+    ranked = _layout(run_j, conventions.ties, grades, depth, compact[rq], qnames[used])
     run_queries = ranked.queries
     qrel_queries = qnames[judged_q]
     missing = np.setdiff1d(np.asarray(qrel_queries, dtype=object).astype(str), run_queries.astype(str))
