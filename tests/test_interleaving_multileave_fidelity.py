@@ -144,6 +144,19 @@ def exact_experiment(lists: list[list[int]], k: int, attract: dict[int, Fraction
     return paper, binary
 
 
+def exact_realised_assignment(lists: list[list[int]], k: int, attract: dict[int, Fraction], stop: Fraction,
+                              i: int, j: int) -> Fraction:
+    """``E[sign(X_j - X_i)]`` with ``X`` counted on the assignment the process actually drew
+    (what team-draft-style credit would see)."""
+    out = Fraction(0)
+    for (shown, assign), p in exact_joint(lists, k).items():
+        for clicks, p_click in cascade_patterns(shown, attract, stop).items():
+            xi = sum(1 for s, c in enumerate(clicks) if c and assign[s] == i)
+            xj = sum(1 for s, c in enumerate(clicks) if c and assign[s] == j)
+            out += p * p_click * _sign(Fraction(xj - xi))
+    return out
+
+
 # ------------------------------------------------------------------ helpers
 def _batch(lists: list[list[int]], shown: list[tuple[int, ...]]) -> InterleavingResult:
     """Every row: the same input lists, one given shown list."""
@@ -203,7 +216,7 @@ def test_credit_and_pairwise_preferences_equal_brute_force(lists: list[list[int]
 
 def test_sampler_list_and_assignment_distribution_four_rankers() -> None:
     """Frequencies of shown lists and of slot-to-ranker assignments agree with exact P within 4 SE."""
-    k, n = 3, 200_000
+    k, n = 3, 100_000
     joint = exact_joint(FOUR, k)
     p_list = exact_lists(joint)
     p_assign: dict[tuple[int, ...], Fraction] = {}
@@ -270,7 +283,8 @@ def test_sign_outcome_reverses_where_the_expected_outcome_does_not() -> None:
 
 def test_end_to_end_sampled_experiment_matches_exact_expectation() -> None:
     """Sampler + cascade clicks + expected_preferences, averaged over impressions, within 4 SE of
-    the exact experiment value (clone example, three rankers)."""
+    the exact experiment value (clone example, three rankers), and of the outcome computed on
+    the team labels the sampler drew."""
     a, d = [0, 1, 2, 3], [2, 1, 3, 0]
     n = 100_000
     rng = np.random.default_rng(5)
@@ -281,3 +295,23 @@ def test_end_to_end_sampled_experiment_matches_exact_expectation() -> None:
     exact = -5474537659 / 103024823715
     assert abs(e.mean() - exact) <= 4 * e.std(ddof=1) / np.sqrt(n)
     assert e.mean() < 0
+    # the outcome on the drawn team labels has the same expectation (paired difference within 4 SE)
+    realised = np.sign((clicks & (res.team == 1)).sum(1) - (clicks & (res.team == 0)).sum(1))
+    diff = e - realised
+    assert abs(diff.mean()) <= 4 * diff.std(ddof=1) / np.sqrt(n)
+
+
+@pytest.mark.parametrize("lists,k,doc", [
+    ([[0, 1, 2], [1, 2, 0], [0, 2, 1]], 2, 2),
+    ([[0, 1, 2, 3], [2, 1, 3, 0], [0, 1, 2, 3]], 2, 1),
+    ([[0, 1, 2], [1, 2, 0]], 3, 2),
+])
+def test_expected_outcome_is_unbiased_for_the_realised_assignment_and_the_sign_is_not(
+        lists: list[list[int]], k: int, doc: int) -> None:
+    """Clicks depend on the list only, so ``E_{L,c}[E[o | L, c]] = E_{L,a,c}[o(a, c)]``: the
+    paper's marginalised outcome has the expectation of the outcome on the drawn assignment
+    (with less variance). The per-impression sign has not; this is why its average can
+    reverse when rankers are added while the expectation follows the realised assignments."""
+    paper, binary = exact_experiment(lists, k, {doc: Fraction(1)}, NAVIGATIONAL, 0, 1)
+    assert paper == exact_realised_assignment(lists, k, {doc: Fraction(1)}, NAVIGATIONAL, 0, 1)
+    assert binary != paper
