@@ -41,8 +41,8 @@ Two per-impression outcomes, and which one to aggregate:
 
   .. math::
 
-      E[o_{ii'} \mid L, c] = P(X_i > X_{i'} \mid L, c) - P(X_i < X_{i'} \mid L, c)
-      \in [-1, 1].
+      E[o_{ii'} \\mid L, c] = P(X_i > X_{i'} \\mid L, c) - P(X_i < X_{i'} \\mid L, c)
+      \\in [-1, 1].
 
   Clicks depend on the shown list only, so its mean over impressions has the expectation
   of the outcome computed on the assignment actually drawn, with less variance (a
@@ -50,9 +50,9 @@ Two per-impression outcomes, and which one to aggregate:
   (:func:`~onlineeval.interleaving.analysis.preference_matrix` accepts values in [-1, 1]).
 * :meth:`~onlineeval.interleaving.base.Interleaver.preferences` / ``outcome`` are its
   *sign* per impression (``|E| <= tie_tolerance`` a tie): the win / loss / tie outcome
-  that :math:`\Delta_{AB}` and the sign test count. The sign discards the margin, so its
+  that :math:`\\Delta_{AB}` and the sign test count. The sign discards the margin, so its
   mean is not unbiased for the realised-assignment outcome; with three or more rankers it
-  can prefer the other ranker of a pair than the expectation does. Exact example
+  can prefer a different ranker of a pair than the expectation does. Exact example
   (tests/test_interleaving_multileave_fidelity.py): documents 0-2, two slots, a
   navigational cascade user clicking document 2; A = [0, 1, 2], D = [1, 2, 0]. With A and
   D alone both outcomes prefer D (expectation 239989/1265040, sign 239459/1265040 per
