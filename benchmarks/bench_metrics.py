@@ -111,6 +111,34 @@ def main() -> None:
         print(f"ratio onlineeval / pytrec_eval = {t_ours / t_ref:.3f}  (target <= 0.5)")
         for k in v_ours:
             print(f"  {k:8s} ours {v_ours[k]:.6f}  pytrec_eval {v_ref[k]:.6f}")
+        # in memory: inputs already parsed on both sides (our frames vs pytrec_eval's dicts)
+        import pytrec_eval
+
+        from onlineeval.conventions import preset
+        from onlineeval.io import read_qrels, read_run
+        from onlineeval.metrics import LabelBatch, parse_metric
+        from onlineeval.metrics.evaluate import evaluate_run
+
+        qdf, rdf = read_qrels(qrels_path), read_run(run_path)
+        with open(qrels_path) as f:
+            qd = pytrec_eval.parse_qrel(f)
+        with open(run_path) as f:
+            rd = pytrec_eval.parse_run(f)
+        evaluator = pytrec_eval.RelevanceEvaluator(qd, {"ndcg_cut_10", "map", "recip_rank", "P_10"})
+        conv = preset("trec_eval").with_(missing="drop")
+        names = ["nDCG@10", "AP", "RR", "P@10"]
+        t_mem, _ = timed(evaluate_run, qdf, rdf, names, conv, repeat=args.repeat)
+        t_mem_ref, _ = timed(evaluator.evaluate, rd, repeat=args.repeat)
+        print(f"in memory  : onlineeval {t_mem:.3f} s, pytrec_eval {t_mem_ref:.3f} s, ratio {t_mem / t_mem_ref:.3f}")
+        # metric kernels alone on padded label arrays (the simulator's path)
+        rng = np.random.default_rng(1)
+        ranked = rng.integers(-1, 4, size=(args.queries, args.docs))
+        judged = rng.integers(-1, 4, size=(args.queries, 40))
+        batch = LabelBatch.from_labels(ranked, judged)
+        metrics = [parse_metric(n) for n in names]
+        t_k, _ = timed(lambda: [m.compute(batch) for m in metrics], repeat=args.repeat)
+        print(f"kernels    : {t_k:.3f} s for 4 metrics on ({args.queries} x {args.docs}) labels "
+              f"({4 * n / t_k / 1e6:.1f} M metric-docs/s)")
         try:
             import ranx  # noqa: F401
         except ImportError:
