@@ -171,3 +171,22 @@ def test_trec_eval_numbers_through_the_cli(shared_data: Path) -> None:
     assert res.exit_code == 0, res.output
     means = {k: v["mean"] for k, v in json.loads(res.output)["systems"][0]["metrics"].items()}
     assert round(means["AP"], 4) == 0.1785 and round(means["P@10"], 4) == 0.3000 and round(means["RPrec"], 4) == 0.2174
+
+
+def test_letor_input_with_score_files(tmp_path: Path) -> None:
+    letor = tmp_path / "test.txt"
+    letor.write_text("2 qid:1 1:0.1\n0 qid:1 1:0.2\n1 qid:2 1:0.3\n0 qid:2 1:0.4\n0 qid:3 1:0.5\n")
+    a = tmp_path / "a.pred"
+    a.write_text("0.9\n0.1\n0.2\n0.8\n0.5\n")
+    b = tmp_path / "b.pred"
+    b.write_text("0.5\n0.5\n0.5\n0.5\n0.5\n")  # all tied: input order decides under lightgbm
+    res = invoke("--letor", str(letor), "--scores", str(a), "--scores", str(b), "--metrics", "nDCG@1",
+                 "--preset", "lightgbm", "--format", "json", "--permutations", "100", "--bootstrap", "100")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    means = {s["name"]: s["metrics"]["nDCG@1"]["mean"] for s in data["systems"]}
+    # a: q1 right (1), q2 wrong (0), q3 all-zero labels -> 1; b: input order -> q1 1, q2 1, q3 1
+    assert means == {"a": pytest.approx(2 / 3), "b": pytest.approx(1.0)}
+    assert data["systems"][0]["counts"]["scored_empty"] == 1
+    bad = invoke("--letor", str(letor), "--run", str(a))
+    assert bad.exit_code == 2 and "--scores" in bad.output

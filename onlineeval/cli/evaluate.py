@@ -5,6 +5,9 @@ Example::
     onlineeval evaluate --qrels qrels.txt --run A.txt --run B.txt --baseline A \\
         --metrics "nDCG@10,ERR@10,RBP(p=0.8),AP" --preset trec_eval --format json
 
+LETOR input (LightGBM / XGBoost style): ``--letor test.txt --query-file test.query
+--scores model_a.pred --scores model_b.pred --preset lightgbm``.
+
 Every output states the conventions and how many queries were counted, excluded
 (no relevant document), filled (judged but absent from the run) or ignored (no qrels).
 """
@@ -53,8 +56,23 @@ def _clean(value: Any) -> Any:
 
 @guarded
 def evaluate_cmd(
-    qrels: Annotated[Path, typer.Option("--qrels", "-q", help="TREC qrels file (query iter doc grade).")],
-    run: Annotated[list[Path], typer.Option("--run", "-r", help="TREC run file; repeat for several systems.")],
+    qrels: Annotated[
+        Optional[Path], typer.Option("--qrels", "-q", help="TREC qrels file (query iter doc grade).")
+    ] = None,
+    run: Annotated[
+        Optional[list[Path]], typer.Option("--run", "-r", help="TREC run file; repeat for several systems.")
+    ] = None,
+    letor: Annotated[
+        Optional[Path],
+        typer.Option("--letor", help="LETOR/SVMlight file (label qid:Q ...) instead of --qrels; systems via --scores."),
+    ] = None,
+    scores: Annotated[
+        Optional[list[Path]],
+        typer.Option("--scores", help="Score file for --letor (one number per line); repeat for several systems."),
+    ] = None,
+    query_file: Annotated[
+        Optional[Path], typer.Option("--query-file", help="Group sizes for a LETOR file without qid: (LightGBM .query).")
+    ] = None,
     metrics: Annotated[
         str, typer.Option("--metrics", "-m", help='Comma-separated metrics, e.g. "nDCG@10,ERR@10,RBP(p=0.8),AP".')
     ] = "nDCG@10,AP,RR,P@10",
@@ -103,8 +121,13 @@ def evaluate_cmd(
 
     if output_format not in FORMATS:
         raise ConfigError(("format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
-    if not run:
-        raise ConfigError(("run",), "give at least one --run")
+    if (qrels is None) == (letor is None):
+        raise ConfigError(("qrels",), "give either --qrels with --run, or --letor with --scores")
+    if (qrels is not None and scores) or (letor is not None and run):
+        raise ConfigError(("run",), "--run goes with --qrels, --scores with --letor")
+    paths = list(run or []) if qrels is not None else list(scores or [])
+    if not paths:
+        raise ConfigError(("run",) if qrels is not None else ("scores",), "give at least one system")
     conv = preset(preset_name).with_(
         gain=Gain.parse(gain) if gain is not None else None,
         ties=ties,
@@ -114,13 +137,24 @@ def evaluate_cmd(
         depth=depth,
     )
     ms = parse_metrics(metrics)
-    names = _system_names(run)
+    names = _system_names(paths)
     if baseline is None:
         baseline = names[0]
     elif baseline not in names:
         raise ConfigError(("baseline",), f"{baseline!r} is not one of the runs ({', '.join(names)})")
-    q = read_qrels(qrels, check_unique=False)  # evaluate_run checks repeated pairs
-    evals = [evaluate_run(q, read_run(path, check_unique=False), ms, conv, run_id=name) for name, path in zip(names, run)]
+    runs: list[pd.DataFrame] = []
+    if qrels is not None:
+        q = read_qrels(qrels, check_unique=False)  # evaluate_run checks repeated pairs
+        runs = [read_run(path, check_unique=False) for path in paths]
+    elif letor is not None:
+        from onlineeval.io import read_letor
+
+        q = read_letor(letor, query_file=query_file).qrels
+        for path in paths:
+            frame = read_letor(letor, scores=path, query_file=query_file).run
+            if frame is not None:
+                runs.append(frame)
+    evals = [evaluate_run(q, r, ms, conv, run_id=name) for name, r in zip(names, runs)]
 
     long = _long_frame(evals)
     if per_query is not None:
