@@ -191,8 +191,9 @@ class Metric:
         Parameters always written in the canonical name (``RBP(p=0.8)``), others only
         when they differ from the default.
     tie_expectation:
-        ``True`` when the metric is a weighted sum over ranks of a per-document value,
-        so that its exact expectation over tie orders is computed in closed form.
+        ``True`` when the exact expectation over orders of tied documents has a closed
+        form here: weighted sums over ranks (:class:`AdditiveMetric`), RR, AP, Success.
+        The ``_compute`` hook then handles ``batch.groups``.
     """
 
     k: int | None = None

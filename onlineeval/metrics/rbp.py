@@ -83,6 +83,7 @@ class RBP(AdditiveMetric):
         return cwl_profile(cont, tail)
 
     def _cwl_gains(self, codes: np.ndarray, ctx: EvalContext) -> np.ndarray:
+        # graded=True scales by the largest grade in the shown list (no judged set here)
         values = self._values(codes, codes, ctx)
         if self.k is not None:
             values[:, self.k :] = 0.0
