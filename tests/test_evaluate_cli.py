@@ -87,6 +87,10 @@ def test_json_output(files) -> None:
     assert sys_a["metrics"]["AP"]["mean"] == pytest.approx(ev.mean("AP"))
     assert sys_a["metrics"]["AP"]["n"] == 4
     assert set(sys_a["metrics"]["AP"]["per_query"]) == {"q1", "q2", "q3", "q4"}
+    rbp = sys_a["metrics"]["RBP(p=0.8)"]
+    resid = evaluate_run(read_qrels(files["qrels.txt"]), read_run(files["A.txt"]), ["RBPResidual(p=0.8)"], preset("trec_eval"))
+    assert rbp["residual"] == pytest.approx(resid.mean("RBPResidual(p=0.8)"))
+    assert rbp["interval"] == [pytest.approx(rbp["mean"]), pytest.approx(rbp["mean"] + rbp["residual"])]
     comps = data["comparisons"]
     assert {c["metric"] for c in comps} == {"nDCG@10", "RBP(p=0.8)", "AP"}
     for c in comps:

@@ -155,6 +155,7 @@ def evaluate_cmd(
             if frame is not None:
                 runs.append(frame)
     evals = [evaluate_run(q, r, ms, conv, run_id=name) for name, r in zip(names, runs)]
+    residuals = _rbp_residuals(q, runs, names, ms, conv)
 
     long = _long_frame(evals)
     if per_query is not None:
@@ -180,11 +181,47 @@ def evaluate_cmd(
     seg_means = _segment_means(long, seg_frame) if seg_frame is not None else None
 
     if output_format == "json":
-        typer.echo(json.dumps(_json(evals, conv, comparisons, common_queries, seg_means, with_per_query), indent=2))
+        doc = _json(evals, conv, comparisons, common_queries, seg_means, with_per_query)
+        for entry in doc["systems"]:
+            for metric, rec in entry["metrics"].items():
+                if (entry["name"], metric) in residuals and rec["mean"] is not None:
+                    res = residuals[(entry["name"], metric)]
+                    rec["residual"] = _clean(res)
+                    rec["interval"] = [rec["mean"], _clean(rec["mean"] + res)]
+        typer.echo(json.dumps(doc, indent=2))
     elif output_format == "csv":
         typer.echo(_csv(evals, comparisons, seg_means), nl=False)
     else:
-        typer.echo(_table(evals, conv, comparisons, common_queries, seg_means, baseline))
+        text = _table(evals, conv, comparisons, common_queries, seg_means, baseline)
+        if residuals:
+            lines = ["", "RBP as an interval [RBP, RBP + residual] (unjudged and unseen documents):"]
+            for ev in evals:
+                for m in ev.metrics:
+                    if (ev.run_id, str(m)) in residuals:
+                        low = ev.mean(m)
+                        high = low + residuals[(ev.run_id, str(m))]
+                        lines.append(f"  {ev.run_id} {m}: [{_fmt(low)}, {_fmt(high)}]")
+            text += "\n" + "\n".join(lines)
+        typer.echo(text)
+
+
+def _rbp_residuals(
+    qrels: pd.DataFrame, runs: list[pd.DataFrame], names: list[str], ms: list[Any], conv: Conventions
+) -> dict[tuple[str, str], float]:
+    """Mean RBP residual per (system, RBP metric): RBP is reported as an interval."""
+    from onlineeval.metrics import RBP, RBPResidual
+    from onlineeval.metrics.evaluate import evaluate_run
+
+    rbps = [m for m in ms if isinstance(m, RBP)]
+    if not rbps:
+        return {}
+    out: dict[tuple[str, str], float] = {}
+    for name, r in zip(names, runs):
+        resid = [RBPResidual(k=m.k, p=m.p) for m in rbps]
+        ev = evaluate_run(qrels, r, resid, conv, run_id=name)
+        for m, res in zip(rbps, resid):
+            out[(name, str(m))] = ev.mean(res)
+    return out
 
 
 def _long_frame(evals: list[RunEvaluation]) -> pd.DataFrame:
