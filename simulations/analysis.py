@@ -158,11 +158,16 @@ def analyse(
             r_aa = int(aa["replicates"].iloc[-1])
             band = binomial_band(r_aa, alpha, 0.99)
             fpr = float(aa["rejection_rate"].iloc[-1])
+            last_aa = rows[(rows["aa"]) & (rows["design"] == design) & (rows["metric"] == metric)
+                           & (rows["day"] == aa["day"].iloc[-1])]
+            # e.g. balanced interleaving of a list with itself: every comparison is a tie
+            degenerate = bool(np.all(last_aa["estimate"] == 0) and np.all(last_aa["se"] == 0))
             entry["aa"] = {
                 "false_positive_rate": fpr,
                 "replicates": r_aa,
                 "binomial_99_band": [band.lo_rate, band.hi_rate],
-                "within_band": band.contains(round(fpr * r_aa)),
+                "degenerate": degenerate,
+                "within_band": None if degenerate else band.contains(round(fpr * r_aa)),
                 "by_day": [float(x) for x in aa["rejection_rate"]],
             }
         designs.setdefault(design, {})[metric] = entry

@@ -226,7 +226,12 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             rel = e.get("relative_effect")
             shrink = e.get("shrinkage_vs_offline")
             aa = e.get("aa")
-            fpr = "-" if aa is None else f"{aa['false_positive_rate']:.3f}{'' if aa['within_band'] else '!'}"
+            if aa is None:
+                fpr = "-"
+            elif aa["degenerate"]:
+                fpr = "0 (ties)"
+            else:
+                fpr = f"{aa['false_positive_rate']:.3f}{'' if aa['within_band'] else '!'}"
             days = e["days_to_target_power"]
             days_s = str(days) if days is not None else (
                 f"~{e['analytic_required_days']:.0f}*" if e["analytic_required_days"] is not None else "never")
@@ -247,7 +252,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  true effect: population value (B - A; interleaving: Delta_AB, + favours B); shrink: online relative",
         "  effect / offline relative gain; days->pwr: first day with simulated power >= target (* analytic",
         "  extrapolation beyond the simulated days); impr./users needed: analytic for the target power (users:",
-        "  expected distinct users among that many impressions); '!' = A/A FPR outside its 99% band.",
+        "  expected distinct users among that many impressions); '!' = A/A FPR outside its 99% band;",
+        "  '0 (ties)': with B replaced by A every comparison of this design is a tie, so A/A cannot reject.",
     ]
     if result.output is not None:
         lines.append(f"  results: {result.output}/summary.json, replicates.csv, curves.csv, power_vs_days.png")

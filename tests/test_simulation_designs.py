@@ -222,3 +222,24 @@ def test_expected_distinct_users_matches_monte_carlo():
     assert abs(np.mean(seen) - expected_distinct_users(n, pop, sigma)) < 4 * se
     assert expected_distinct_users(1e12, pop, sigma) == pytest.approx(pop)  # everybody, eventually
     assert expected_distinct_users(10, pop, 0.0) == pytest.approx(pop * -np.expm1(-10 / pop))
+
+
+def test_probabilistic_designs_use_the_expected_outcome():
+    """Probabilistic methods contribute the expectation over hidden assignments (the
+    papers' estimator), not its per-impression sign; other methods win / loss / tie."""
+    from onlineeval.interleaving import get_interleaver
+    from simulations.designs.interleaving import pair_metrics, pair_outcomes
+
+    rng = np.random.default_rng(0)
+    lists = [np.stack([rng.permutation(8)[:5] for _ in range(500)]) for _ in range(3)]
+    clicks = rng.random((500, 5)) < 0.3
+    pm = get_interleaver("probabilistic_multileave")
+    shown = pm.interleave(lists, rng, length=5)
+    out = pair_outcomes(pm, shown, clicks, 3)
+    exp = pm.expected_preferences(shown, clicks)
+    for p, (_, i, j) in enumerate(pair_metrics(["A", "B", "C"])):
+        np.testing.assert_array_equal(out[:, p], exp[:, j, i])
+    assert np.any((out != np.round(out)))  # real-valued expectations, not signs
+    td = get_interleaver("team_draft")
+    shown = td.interleave(lists[:2], rng, length=5)
+    np.testing.assert_array_equal(pair_outcomes(td, shown, clicks, 2)[:, 0], td.outcome(shown, clicks))

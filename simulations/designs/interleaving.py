@@ -3,7 +3,8 @@ the rankers' lists (``rankers``, baseline first; two for interleaving, more for
 multileaving).
 
 For a pair of rankers ``(i, j)`` an impression's outcome is +1 (``j`` preferred), -1
-(``i`` preferred) or 0. Impressions without a click are not comparisons and are left
+(``i`` preferred) or 0 (for probabilistic methods: its expectation over the hidden
+assignments, in [-1, 1]). Impressions without a click are not comparisons and are left
 out; with ``w``, ``l``, ``t`` the wins, losses and ties of ``j`` over the impressions
 with at least one click,
 
@@ -57,11 +58,23 @@ def pair_metrics(rankers: list[str]) -> list[tuple[str, int, int]]:
 
 
 def pair_outcomes(interleaver: Any, shown: Any, clicks: np.ndarray, n_rankers: int) -> np.ndarray:
-    """``(n, pairs)`` outcomes (+1: the later ranker of the pair preferred), pairs as in
-    :func:`pair_metrics`."""
-    if n_rankers == 2:
+    """``(n, pairs)`` outcomes in [-1, 1] (+1: the later ranker of the pair preferred),
+    pairs as in :func:`pair_metrics`.
+
+    Methods that marginalise over the hidden assignment of slots to rankers
+    (probabilistic interleaving and multileaving) contribute their *expected* outcome
+    given the shown list and the clicks, as the papers define it (Hofmann, Whiteson and
+    de Rijke 2011; Schuth et al. 2015); averaging the per-impression *sign* of that
+    expectation instead is a different, biased statistic (with several rankers it can
+    reverse a pair's preference). Other methods contribute win / loss / tie.
+    """
+    expected = getattr(interleaver, "expected_preferences", None)
+    if expected is not None:
+        prefs = np.asarray(expected(shown, clicks), dtype=np.float64)
+    elif n_rankers == 2:
         return np.asarray(interleaver.outcome(shown, clicks), dtype=np.float64)[:, None]
-    prefs = np.asarray(interleaver.preferences(shown, clicks), dtype=np.float64)
+    else:
+        prefs = np.asarray(interleaver.preferences(shown, clicks), dtype=np.float64)
     pairs = sorted(combinations(range(n_rankers), 2), key=lambda p: (p[0] != 0, p[0], p[1]))
     return np.stack([prefs[:, j, i] for i, j in pairs], axis=1)
 
