@@ -105,7 +105,7 @@ class AP(Metric):
         return safe_div(num, den)
 
     def _expected_numerator(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
-        """:math:`E[\sum_i r_i P@i]` over random orders inside tie groups.
+        r""":math:`E[\sum_i r_i P@i]` over random orders inside tie groups.
 
         For slot ``i`` at offset ``j`` of a group with ``n`` documents, ``r`` relevant and
         ``b`` relevant documents in earlier groups (McSherry and Najork, ECIR 2008):
