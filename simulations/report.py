@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from onlineeval import __version__
+from simulations.analysis import IMPROVEMENT_SIGN
 
 if TYPE_CHECKING:
     from simulations.job import SimulationResult
@@ -138,16 +139,19 @@ def _plots(result: SimulationResult, out: Path) -> None:
     for seg, v in off["by_segment"].items():
         names.append(f"{off['metric']} {seg}")
         gains.append((v["B"] - v["A"]) / v["A"] if v["A"] else float("nan"))
-    online = []  # (label, true relative effect, mean estimate, +-2 SD of one experiment)
+    online = []  # (label, true relative improvement, mean estimate, +-2 SD of one experiment)
     for design, metrics in result.summary["designs"].items():
         for metric, e in metrics.items():
             if not e.get("relative_effect"):
                 continue
+            sign = IMPROVEMENT_SIGN.get(metric, 1)
             base = e["true_effect"] / e["relative_effect"]
             fd = e["final_day"]
-            online.append((f"{design}: {metric}", e["relative_effect"], fd["mean_estimate"] / base,
+            online.append((f"{design}: {metric}" + (" (lower is better)" if sign < 0 else ""),
+                           sign * e["relative_effect"], sign * fd["mean_estimate"] / base,
                            2 * (fd["sd_estimate"] or 0.0) / abs(base)))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 0.5 * max(len(names), len(online)) + 2.2), constrained_layout=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.5 * max(len(names), len(online)) + 2.4),
+                             constrained_layout=True, sharex=True)
     ax = axes[0]
     ax.barh(range(len(names)), [100 * g for g in gains], color="#4c72b0")
     ax.set_yticks(range(len(names)), names, fontsize=8)
@@ -163,8 +167,13 @@ def _plots(result: SimulationResult, out: Path) -> None:
         ax.set_yticks(y, [o[0] for o in online], fontsize=8)
         ax.invert_yaxis()
         ax.legend(fontsize=7)
+    # the axis covers the point values; wide error bars run off it rather than hide them
+    points = [100 * g for g in gains if np.isfinite(g)] + [100 * v for o in online for v in o[1:3]] + [0.0]
+    lo, hi = min(points), max(points)
+    pad = 0.15 * (hi - lo or 1.0)
+    axes[1].set_xlim(lo - pad, hi + pad)
     ax.axvline(0, color="black", lw=0.6)
-    ax.set(xlabel="relative change B vs A (%)", title="Online (A/B metrics)")
+    ax.set(xlabel="relative improvement B vs A (%)", title="Online (A/B metrics)")
     fig.savefig(out / "offline_vs_online.png", dpi=110)
     plt.close(fig)
 

@@ -41,9 +41,7 @@ def simulate_cmd(
     if output is not None:
         overrides["output"] = str(output)
     cfg = load_config(config, overrides)
-    out = Path(cfg.output)
-    if not out.is_absolute() and output is None:
-        out = Path.cwd() / out
+    out = Path(cfg.output)  # relative paths are relative to the working directory
 
     def log(msg: str) -> None:
         if not quiet:
