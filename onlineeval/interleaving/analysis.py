@@ -40,6 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from onlineeval.errors import ConfigError, InputError
+from onlineeval.stats.online import ratio_mean, ratio_mean_batch
 
 __all__ = [
     "OutcomeCounts",
@@ -203,16 +204,6 @@ def cluster_bootstrap_delta(outcomes: ArrayLike, clusters: ArrayLike | None, rng
     return out
 
 
-def _delta_se(s: NDArray[np.float64], cnt: NDArray[np.float64]) -> tuple[float, float]:
-    g = s.size
-    total = cnt.sum()
-    mean = s.sum() / total
-    if g < 2:
-        return mean / 2.0, float("nan")
-    var = g / (g - 1) * np.sum((s - mean * cnt) ** 2) / total**2
-    return mean / 2.0, float(np.sqrt(var) / 2.0)
-
-
 def delta_ab_test(outcomes: ArrayLike, clusters: ArrayLike | None = None, *, alpha: float = 0.05,
                   method: Literal["delta", "bootstrap"] = "delta", n_boot: int = 2000,
                   rng: np.random.Generator | None = None) -> DeltaEstimate:
@@ -237,16 +228,17 @@ def delta_ab_test(outcomes: ArrayLike, clusters: ArrayLike | None = None, *, alp
     o = _outcomes(outcomes)
     cl = _clusters(clusters, o.size)
     s, cnt = _cluster_sums(o, cl)
-    delta, se = _delta_se(s, cnt)
     counts = outcome_counts(o)
     sign_p = sign_test(o)
+    # Delta_AB is a ratio of per-cluster sums: (sum of outcomes / 2) / (impressions)
+    est = ratio_mean(s / 2.0, cnt, alpha) if s.size >= 2 else None
+    delta = float(s.sum() / cnt.sum() / 2.0)
     if method == "delta":
-        z = stats.norm.ppf(1 - alpha / 2)
-        if se > 0:
-            p = float(2 * stats.norm.sf(abs(delta) / se))
-        else:
-            p = 1.0 if delta == 0 else 0.0
-        return DeltaEstimate(delta, se, delta - z * se, delta + z * se, p, sign_p, counts, s.size, alpha, "delta")
+        if est is None:
+            nan = float("nan")
+            return DeltaEstimate(delta, nan, nan, nan, nan, sign_p, counts, s.size, alpha, "delta")
+        return DeltaEstimate(delta, est.se, est.ci_low, est.ci_high, est.pvalue, sign_p, counts, s.size, alpha,
+                             "delta")
     if method == "bootstrap":
         if rng is None:
             raise ConfigError(("rng",), "the bootstrap needs an np.random.Generator")
@@ -287,22 +279,16 @@ def preference_matrix(preferences: ArrayLike, clusters: ArrayLike | None = None,
     cl = _clusters(clusters, n)
     g = int(cl.max()) + 1
     cnt = np.bincount(cl, minlength=g).astype(np.float64)
-    flat = pf.reshape(n, m * m)
-    s = np.zeros((g, m * m))
-    np.add.at(s, cl, flat)
-    total = cnt.sum()
-    mean = s.sum(axis=0) / total
-    delta = (mean / 2.0).reshape(m, m)
+    s = np.stack([np.bincount(cl, weights=col, minlength=g) for col in pf.reshape(n, m * m).T])  # (m*m, g)
+    delta = (s.sum(axis=1) / cnt.sum() / 2.0).reshape(m, m)
     if g >= 2:
-        var = g / (g - 1) * ((s - mean[None, :] * cnt[:, None]) ** 2).sum(axis=0) / total**2
-        se = (np.sqrt(var) / 2.0).reshape(m, m)
+        # every cell is a ratio of per-cluster sums, as in delta_ab_test
+        est = ratio_mean_batch(s / 2.0, np.broadcast_to(cnt, s.shape), alpha)
+        se, lo, hi, pval = (np.asarray(x).reshape(m, m) for x in (est.se, est.ci_low, est.ci_high, est.pvalue))
     else:
-        se = np.full((m, m), np.nan)
-    z = stats.norm.ppf(1 - alpha / 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pval = np.where(se > 0, 2 * stats.norm.sf(np.abs(delta) / se), np.where(delta == 0, 1.0, 0.0))
+        se = lo = hi = pval = np.full((m, m), np.nan)
     return PreferenceMatrix(
-        delta=delta, se=se, ci_low=delta - z * se, ci_high=delta + z * se, p_value=pval,
+        delta=delta, se=se, ci_low=lo, ci_high=hi, p_value=pval,
         wins=(p > 0).sum(axis=0).astype(np.int64), losses=(p < 0).sum(axis=0).astype(np.int64),
         ties=(p == 0).sum(axis=0).astype(np.int64), n_clusters=g, alpha=alpha,
     )
