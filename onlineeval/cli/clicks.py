@@ -122,9 +122,26 @@ def evaluate_command(
     cols = ["log_likelihood", "perplexity", "conditional_perplexity"]
     if by_rank:
         cols += [c for c in table.columns if c.startswith("perplexity@")]
-    typer.echo(f"train: {train.n_sessions} sessions, test: {test.n_sessions} sessions")
+    from clickmodels.estimation.base import PROB_EPS, EMOptions
+
+    split = f"held-out log {test_log}" if test_log is not None else (
+        f"random split of {log}, {test_fraction:.0%} of sessions held out (seed {seed})")
+    typer.echo(f"train: {train.n_sessions} sessions, test: {test.n_sessions} sessions ({split})")
+    typer.echo(
+        "conventions: log-likelihood = mean natural-log probability of a session's clicks; perplexity = "
+        "mean over ranks of 2^(-mean log2 likelihood of the click at that rank) from marginal click "
+        "probabilities, conditional perplexity the same given the clicks above; probabilities clipped to "
+        f"[{PROB_EPS:g}, 1 - {PROB_EPS:g}]; estimates smoothed with Beta(a, a) pseudo-counts "
+        f"(a = {EMOptions().pseudo:g} unless set); (query, document) pairs unseen in training get the "
+        "impression-weighted mean of the fitted values"
+    )
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         typer.echo(table[cols].to_string(float_format=lambda v: f"{v:.4f}"))
+    for label, fitted in fits.items():
+        trace = fitted.trace
+        if trace.iterations and not trace.converged:
+            typer.echo(f"warning: {label}: EM stopped after {trace.iterations} iterations without converging "
+                       "(raise --max-iter or --tol)", err=True)
 
 
 def register(app: typer.Typer) -> None:
