@@ -237,10 +237,13 @@ def _finish(
         }
     conventions = {
         "metric": str(metric),
+        "gain": "metric default: exponential 2^g - 1 for DCG-family metrics; a grade >= 1 is relevant",
+        "ties": "none: a ranking is a fixed list (trec collections: the collection's tie rule)",
         "weighting": "uniform over queries and weighted by query frequency",
         "unjudged": "unjudged shown documents count as non-relevant (grade 0)",
         "negative_grades": "count as grade 0",
-        "empty_queries": "metric default (see onlineeval.metrics)",
+        "empty_queries": "a query without relevant documents scores 0 and is counted",
+        "cutoff": f"the metric's own (depth of the shown lists: {next(iter(rankings.values())).shape[1]})",
     }
     offline = OfflineSummary(str(metric), per_query, uniform, weighted, by_segment, conventions)
     return World(labels, rankings, frequency, segment, query_ids, n_grades, offline, notes)
