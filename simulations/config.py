@@ -375,17 +375,32 @@ def _first_error(exc: ValidationError, source: str | None) -> ConfigError:
     return ConfigError(path, message, source)
 
 
+#: keys of a click-model spec that name files
+_MODEL_FILE_KEYS = ("fitted", "params_file")
+
+
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
-    """Make the collection's file paths relative to the config file's folder."""
-    coll = data.get("collection")
-    if not isinstance(coll, dict) or coll.get("type") != "trec":
-        return
+    """Make file paths in the config (collection files, fitted click-model parameters)
+    relative to the config file's folder."""
 
     def fix(value: Any) -> Any:
         if isinstance(value, str) and not Path(value).is_absolute():
             return str(base / value)
         return value
 
+    users = data.get("users")
+    if isinstance(users, dict):
+        specs = [users.get("click_model")] + [
+            t.get("click_model") for t in users.get("types") or [] if isinstance(t, dict)
+        ]
+        for spec in specs:
+            if isinstance(spec, dict):
+                for key in _MODEL_FILE_KEYS:
+                    if key in spec:
+                        spec[key] = fix(spec[key])
+    coll = data.get("collection")
+    if not isinstance(coll, dict) or coll.get("type") != "trec":
+        return
     for key in ("qrels", "frequencies"):
         if key in coll:
             coll[key] = fix(coll[key])

@@ -96,7 +96,7 @@ def simulate(
     say = log or (lambda _msg: None)
     world = build_world(config, world_seed(config.seed))
     users = UserModels.from_config(config.users)
-    users.check_grades(world.n_grades)
+    users.check_world(world.n_grades, world.ranked_labels("A")[:8])
     say(f"world: {world.n_queries} queries, rankers A and B at depth {world.depth}")
     truths = compute_truth(config, world, users)
 

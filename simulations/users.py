@@ -31,19 +31,24 @@ class UserModels:
         mixture = users.mixture()
         return cls([m[0] for m in mixture], [m[1] for m in mixture], [clickmodels.build(m[2]) for m in mixture])
 
-    def check_grades(self, n_grades: int) -> None:
-        """Refuse a collection whose grades exceed what a user type's click model knows."""
-        from onlineeval.errors import ConfigError
+    def check_world(self, n_grades: int, example: np.ndarray) -> None:
+        """Refuse a click model that cannot serve the collection: grades it does not know,
+        or lists longer than it has parameters for (``example``: some shown grade lists)."""
+        from onlineeval.errors import ConfigError, InputError
 
         for i, (name, model) in enumerate(zip(self.names, self.models)):
+            key = ("users", "click_model") if len(self.models) == 1 else ("users", "types", i, "click_model")
             known = getattr(model, "n_grades", None)
             if known is not None and n_grades > known:
-                key = ("users", "click_model") if len(self.models) == 1 else ("users", "types", i, "click_model")
                 raise ConfigError(
                     key,
                     f"the collection has grades 0..{n_grades - 1} but this click model "
                     f"({name}) defines {known} grades; give parameters for every grade",
                 )
+            try:
+                model.click_probabilities(example)
+            except InputError as exc:
+                raise ConfigError(key, f"cannot simulate this collection's lists: {exc.message}") from None
 
     def __len__(self) -> int:
         return len(self.models)

@@ -111,3 +111,38 @@ def test_readme_command_runs_in_a_subprocess(tmp_path):
     assert "Online (alpha 0.05" in proc.stdout
     assert "replicates [" in proc.stderr  # progress is shown
     assert json.loads((out / "summary.json").read_text())["config"]["replicates"] == 4
+
+
+def test_click_model_fitted_on_a_log_drives_a_simulation(tmp_path):
+    """clicks fit -> params JSON -> users.click_model {fitted: ...} (path relative to the config)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for s in range(3000):  # position-biased clicks on 10 documents per page
+        docs = rng.permutation(20)[:10]
+        clicked = [f"d{d}" for r, d in enumerate(docs) if rng.random() < 0.6 / (r + 1)]
+        lines.append(f"s{s}\tq{s % 7}\t{','.join(f'd{d}' for d in docs)}\t{','.join(clicked)}")
+    (tmp_path / "log.tsv").write_text("\n".join(lines) + "\n")
+    sub = tmp_path / "cfg"
+    sub.mkdir()
+    fit = CliRunner().invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--format", "tsv",
+                                   "--model", "pbm", "--out", str(sub / "pbm.json")])
+    assert fit.exit_code == 0, fit.output
+    cfg = sub / "c.yaml"
+    cfg.write_text(yaml.safe_dump({
+        **SMALL, "analysis": {"truth_impressions": 5000},
+        "users": {"population": 300, "click_model": {"name": "pbm", "fitted": "pbm.json",
+                                                    "click": [0.05, 0.2, 0.4, 0.7, 0.9]}},
+    }))
+    result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["conventions"]["user_types"][0]["click_model"]["fitted"] == str(sub / "pbm.json")
+    # a model fitted on shorter pages than the simulated lists is refused up front, by key
+    short = yaml.safe_load(cfg.read_text())
+    short["rankers"] = {"depth": 12}
+    cfg.write_text(yaml.safe_dump(short))
+    result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "out2"), "-q"])
+    assert result.exit_code == 2
+    assert "users.click_model: cannot simulate this collection's lists" in result.output
