@@ -4,6 +4,7 @@ clickmodels.kernels."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -174,32 +175,102 @@ def test_pbm_and_ubm_em_reach_local_maxima(dbn_log: ClickLog) -> None:
             assert ll_u(a, g) < best + 1e-6
 
 
+def _chain_joint(a: np.ndarray, c1: np.ndarray, c0: np.ndarray, clicks: tuple[int, ...]) -> float:
+    """P(click pattern) of one list under the cascade chain, by enumerating every
+    continue/stop path (reference; no recursion shared with the kernels)."""
+    k = len(a)
+    total = 0.0
+    for goes in itertools.product((0, 1), repeat=k):
+        p, alive = 1.0, True
+        for r in range(k):
+            if not alive:
+                if clicks[r] or goes[r]:
+                    p = 0.0
+                continue
+            p *= a[r] if clicks[r] else 1 - a[r]
+            c = c1[r] if clicks[r] else c0[r]
+            p *= c if goes[r] else 1 - c
+            alive = bool(goes[r])
+        total += p
+    return total
+
+
+def _ubm_joint(a: np.ndarray, gamma: np.ndarray, clicks: tuple[int, ...]) -> float:
+    p, last = 1.0, 0
+    for r, c in enumerate(clicks):
+        q = a[r] * gamma[r, last]
+        p *= q if c else 1 - q
+        last = r + 1 if c else last
+    return p
+
+
+def _reference_probs(name: str, fit, log: ClickLog) -> tuple[np.ndarray, np.ndarray]:
+    """Marginal and conditional click probabilities by summing the joint over all 2^k
+    click patterns, with each model's parameters mapped to per-slot values here (not by
+    the fit record's own hooks)."""
+    n, k = log.docs.shape
+    shown = log.shown
+    if name in ("gctr", "rctr", "dctr", "pbm"):
+        if name == "gctr":
+            p = np.full((n, k), fit.p)
+        elif name == "rctr":
+            p = np.broadcast_to(fit.p[:k], (n, k))
+        elif name == "dctr":
+            p = fit.attractiveness.for_log(log)
+        else:
+            p = fit.attractiveness.for_log(log) * fit.examination[None, :k]
+        p = np.where(shown, p, 0.0)
+        return p, p
+    a = np.where(shown, fit.attractiveness.for_log(log), 0.0)
+    one = np.ones((n, k))
+    if name == "cm":
+        c1, c0 = 0 * one, one
+    elif name == "dcm":
+        c1, c0 = np.broadcast_to(fit.continuation[:k], (n, k)), one
+    elif name == "sdbn":
+        c1, c0 = 1 - fit.satisfaction.for_log(log), one
+    elif name == "dbn":
+        c1, c0 = fit.gamma * (1 - fit.satisfaction.for_log(log)), fit.gamma * one
+    elif name == "ccm":
+        c1, c0 = fit.tau2 * (1 - a) + fit.tau3 * a, fit.tau1 * one
+    marg = np.zeros((n, k))
+    cond = np.zeros((n, k))
+    patterns = list(itertools.product((0, 1), repeat=k))
+    for i in range(n):
+        if name == "ubm":
+            joint = {c: _ubm_joint(a[i], fit.examination, c) for c in patterns}
+        else:
+            c1_i, c0_i = np.where(shown[i], c1[i], 1.0), np.where(shown[i], c0[i], 1.0)
+            joint = {c: _chain_joint(a[i], c1_i, c0_i, c) for c in patterns}
+        marg[i] = sum(pr * np.array(c) for c, pr in joint.items())
+        obs = tuple(int(x) for x in log.clicks[i])
+        for r in range(k):
+            prefix = [pr for c, pr in joint.items() if c[:r] == obs[:r]]
+            hit = [pr for c, pr in joint.items() if c[:r] == obs[:r] and c[r] == 1]
+            cond[i, r] = sum(hit) / sum(prefix) if sum(prefix) > 0 else 0.0
+    return np.where(shown, marg, 0.0), np.where(shown, cond, 0.0)
+
+
 @pytest.mark.parametrize("name", list(ESTIMATORS))
-def test_fitted_probabilities_match_the_kernels(name: str, dbn_log: ClickLog) -> None:
-    """Marginal and conditional click probabilities of every fit equal the independent
-    kernels fed with the fit's per-slot parameters; the chain rule gives the LL."""
-    fit = fit_log(name, dbn_log)
-    log = dbn_log
-    p, pc = fit.click_probs(log), fit.conditional_click_probs(log)
-    if name in ("cm", "dcm", "sdbn", "dbn", "ccm"):
-        a, c0, c1 = fit.slot_arrays(log)
-        want_c = kernels.chain_conditional(a, c1, c0, log.clicks)
-        want_p = kernels.chain_examination(a, c1, c0, a.shape) * a
-    elif name == "ubm":
-        a = fit.attractiveness.for_log(log)
-        want_p = kernels.ubm_probabilities(a, fit.examination)[1]
-        want_c = kernels.ubm_conditional(a, fit.examination, log.clicks)
-    else:
-        want_p = want_c = p
-        if name == "pbm":
-            want_p = want_c = fit.attractiveness.for_log(log) * fit.examination[None, :]
-    np.testing.assert_allclose(p, want_p, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(pc, want_c, rtol=1e-12, atol=1e-15)
-    q = np.clip(pc, 1e-10, 1 - 1e-10)
-    np.testing.assert_allclose(
-        fit.log_likelihood(log), np.where(log.clicks, np.log(q), np.log1p(-q)).sum(axis=1), rtol=1e-12
+def test_fitted_probabilities_match_enumeration(name: str, dbn_log: ClickLog) -> None:
+    """Marginal and conditional click probabilities of every fit record (which delegates to
+    clickmodels.kernels) equal a brute-force sum over all click patterns and hidden paths,
+    on full and on ragged lists; the chain rule gives the LL."""
+    fit = fit_log(name, dbn_log, **({"max_iter": 30} if name in ("pbm", "ubm", "dbn", "ccm") else {}))
+    sub = dbn_log.take(np.arange(40))
+    ragged = from_arrays(
+        [0, 0, 0, 0], [[0, 1, 2, -1], [3, 2, -1, -1], [1, 0, 3, 2], [2, -1, -1, -1]],
+        [[1, 0, 1, 0], [0, 1, 0, 0], [1, 1, 0, 1], [0, 0, 0, 0]],
     )
-    assert np.all((p >= 0) & (p <= 1)) and np.all((pc >= 0) & (pc <= 1))
+    for log in (sub, ragged):
+        p, pc = fit.click_probs(log), fit.conditional_click_probs(log)
+        want_p, want_c = _reference_probs(name, fit, log)
+        np.testing.assert_allclose(p, want_p, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(pc, want_c, rtol=1e-12, atol=1e-15)
+        q = np.clip(want_c, 1e-10, 1 - 1e-10)
+        ll = np.where(log.shown, np.where(log.clicks, np.log(q), np.log1p(-q)), 0.0).sum(axis=1)
+        np.testing.assert_allclose(fit.log_likelihood(log), ll, rtol=1e-12)
+        assert np.all((p >= 0) & (p <= 1)) and np.all((pc >= 0) & (pc <= 1))
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))

@@ -14,9 +14,14 @@ DBN     :math:`\\gamma`   :math:`\\gamma(1 - \\sigma_{qd})`
 CCM     :math:`\\tau_1`   :math:`\\tau_2 (1 - \\alpha_{qd}) + \\tau_3 \\alpha_{qd}`
 ======  ===============  ==================================================
 
-Given these per-slot arrays, the functions below compute exact marginal and conditional
-click probabilities and the posteriors that EM needs, looping over the ``k`` ranks and
-vectorised over sessions. Empty slots must carry ``alpha = 0`` and ``c0 = c1 = 1``.
+This is the Markov cascade chain of :mod:`clickmodels.kernels` (note the argument order
+there: ``attract, cont_click, cont_skip`` = ``alpha, c1, c0``); a fitted record's exact
+marginal and conditional click probabilities, and hence its log-likelihood, come from
+:func:`~clickmodels.kernels.chain_examination` and
+:func:`~clickmodels.kernels.chain_conditional`, the same kernels the simulator's models
+use. Only what EM needs beyond them lives here: the exact posteriors given the observed
+clicks (:func:`cascade_posterior`), looping over the ``k`` ranks and vectorised over
+sessions. Empty slots must carry ``alpha = 0`` and ``c0 = c1 = 1``.
 """
 
 from __future__ import annotations
@@ -27,13 +32,12 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
+from clickmodels import kernels
 from clickmodels.estimation.base import ClickModelFit, PairTable
 from clickmodels.logs import ClickLog
 
 __all__ = [
     "CascadeFamilyFit",
-    "cascade_click_probs",
-    "cascade_conditional_probs",
     "CascadePosterior",
     "cascade_posterior",
     "prepare_slots",
@@ -49,44 +53,6 @@ def prepare_slots(
         np.where(shown, np.broadcast_to(c0, shown.shape), 1.0),
         np.where(shown, np.broadcast_to(c1, shown.shape), 1.0),
     )
-
-
-def cascade_click_probs(alpha: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
-    """Marginal click probabilities.
-
-    .. math::
-        P(E_1)=1,\\quad P(C_r) = \\alpha_r P(E_r),\\quad
-        P(E_{r+1}) = P(E_r)\\,[\\alpha_r c^1_r + (1-\\alpha_r) c^0_r]
-    """
-    n, k = alpha.shape
-    out = np.empty((n, k))
-    e = np.ones(n)
-    for r in range(k):
-        out[:, r] = alpha[:, r] * e
-        e = e * (alpha[:, r] * c1[:, r] + (1.0 - alpha[:, r]) * c0[:, r])
-    return out
-
-
-def cascade_conditional_probs(
-    alpha: np.ndarray, c0: np.ndarray, c1: np.ndarray, clicks: np.ndarray
-) -> np.ndarray:
-    """:math:`P(C_r = 1 \\mid C_{<r})` by forward filtering of :math:`\\epsilon_r = P(E_r=1 \\mid C_{<r})`.
-
-    .. math::
-        \\epsilon_{r+1} = \\begin{cases} c^1_r & c_r = 1 \\\\
-        \\dfrac{\\epsilon_r (1-\\alpha_r) c^0_r}{1 - \\epsilon_r \\alpha_r} & c_r = 0\\end{cases}
-    """
-    n, k = alpha.shape
-    out = np.empty((n, k))
-    eps = np.ones(n)
-    for r in range(k):
-        a = alpha[:, r]
-        out[:, r] = a * eps
-        denom = 1.0 - eps * a
-        with np.errstate(invalid="ignore", divide="ignore"):
-            no_click = np.where(denom > 0, eps * (1.0 - a) * c0[:, r] / np.where(denom > 0, denom, 1.0), 0.0)
-        eps = np.where(clicks[:, r], c1[:, r], no_click)
-    return out
 
 
 class CascadePosterior(NamedTuple):
@@ -189,7 +155,9 @@ class CascadeFamilyFit(ClickModelFit):
         return prepare_slots(alpha, c0, c1, log.shown)
 
     def _click_probs(self, log: ClickLog) -> np.ndarray:
-        return cascade_click_probs(*self.slot_arrays(log))
+        alpha, c0, c1 = self.slot_arrays(log)
+        return kernels.chain_examination(alpha, c1, c0, alpha.shape) * alpha
 
     def _conditional_click_probs(self, log: ClickLog) -> np.ndarray:
-        return cascade_conditional_probs(*self.slot_arrays(log), log.clicks)
+        alpha, c0, c1 = self.slot_arrays(log)
+        return kernels.chain_conditional(alpha, c1, c0, log.clicks)

@@ -5,8 +5,10 @@
 with :math:`r'` the rank of the closest click above ``r`` (none: column 0). EM
 [CMR15, Sec. 4.3, after Dupret & Piwowarski 2008] uses the posteriors of PBM with
 :math:`\\gamma_r` replaced by :math:`\\gamma_{r, r'}`; :math:`r'` is observed, so the
-E-step is closed form. The marginal :math:`P(C_r = 1)` is computed exactly by a forward
-recursion over the distribution of the last click above ``r``.
+E-step is closed form. The fitted record's conditional and marginal click probabilities
+(the latter exact, by a forward recursion over the distribution of the last click above
+``r``) come from the UBM kernels of :mod:`clickmodels.kernels`, as for the simulator's
+:class:`clickmodels.UBM`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from clickmodels import kernels
 from clickmodels.estimation._counts import compress, pair_sum
 from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import (
@@ -56,30 +59,12 @@ class UBMFit(ClickModelFit):
         return self.examination[:k, :k]
 
     def _conditional_click_probs(self, log: ClickLog) -> np.ndarray:
-        gamma = self._gamma_for(log)
-        k = log.depth
-        g = gamma[np.arange(k)[None, :], log.previous_click + 1]
-        return self.attractiveness.for_log(log) * g
+        return kernels.ubm_conditional(self.attractiveness.for_log(log), self._gamma_for(log), log.clicks)
 
     def _click_probs(self, log: ClickLog) -> np.ndarray:
-        """Forward recursion over :math:`\\pi_p = P(\\text{last click above } r = p)`.
-
-        .. math::
-            P(C_r = 1) = \\sum_p \\pi_p\\,\\alpha_r\\gamma_{r,p},\\qquad
-            \\pi'_p = \\pi_p (1 - \\alpha_r\\gamma_{r,p}),\\ \\pi'_r = P(C_r = 1)
-        """
-        gamma = self._gamma_for(log)
-        a = self.attractiveness.for_log(log)
-        n, k = a.shape
-        pi = np.zeros((n, k + 1))
-        pi[:, 0] = 1.0
-        out = np.empty((n, k))
-        for r in range(k):
-            pc = pi[:, : r + 1] * (a[:, r : r + 1] * gamma[r, : r + 1][None, :])
-            out[:, r] = pc.sum(axis=1)
-            pi[:, : r + 1] -= pc
-            pi[:, r + 1] = out[:, r]
-        return out
+        """Exact marginals by :func:`clickmodels.kernels.ubm_probabilities` (a forward
+        recursion over the distribution of the last click above each rank)."""
+        return kernels.ubm_probabilities(self.attractiveness.for_log(log), self._gamma_for(log))[1]
 
 
 def fit_ubm(log: ClickLog, options: EMOptions | None = None) -> UBMFit:
