@@ -165,7 +165,8 @@ class Conventions:
     ties:
         Score-tie rule, see the module docstring. Default ``"docno_desc"``.
     rel_min:
-        Smallest grade counted as relevant by binary metrics (trec_eval ``-l``). Default 1.
+        Smallest grade counted as relevant by binary metrics (trec_eval ``-l``), at least 0
+        (0 counts judged non-relevant documents too; unjudged ones never). Default 1.
     depth:
         Read at most this many documents of each ranked list (trec_eval ``-M``);
         ``None`` reads all.
@@ -190,6 +191,9 @@ class Conventions:
                 raise ConfigError((key,), f"must be one of {', '.join(allowed)}; got {value!r}")
         if isinstance(self.rel_min, bool) or not isinstance(self.rel_min, (int, np.integer)):
             raise ConfigError(("rel_min",), f"must be an integer grade, got {self.rel_min!r}")
+        if self.rel_min < 0:
+            # codes below 0 mark unretrieved, unjudged and empty slots: they must never be relevant
+            raise ConfigError(("rel_min",), f"must be an integer grade >= 0, got {self.rel_min!r}")
         if self.depth is not None and (isinstance(self.depth, bool) or int(self.depth) < 1):
             raise ConfigError(("depth",), f"must be a positive integer or None, got {self.depth!r}")
 

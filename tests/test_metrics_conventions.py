@@ -45,7 +45,7 @@ def test_presets_are_named_and_recorded() -> None:
 @pytest.mark.parametrize(
     "kwargs, key",
     [({"ties": "random"}, "ties"), ({"empty": "skip"}, "empty"), ({"missing": "ignore"}, "missing"),
-     ({"rel_min": 1.5}, "rel_min"), ({"depth": 0}, "depth")],
+     ({"rel_min": 1.5}, "rel_min"), ({"rel_min": -1}, "rel_min"), ({"depth": 0}, "depth")],
 )
 def test_bad_conventions(kwargs, key) -> None:
     with pytest.raises(ConfigError, match=key):
@@ -88,6 +88,17 @@ def test_missing_rules() -> None:
     assert drop.counts.dropped_missing == 1 and list(drop.queries) == ["1", "2", "4"]
     per_query = drop.per_query()
     assert list(per_query.columns) == ["query", "AP"] and list(per_query["query"]) == ["1", "4"]
+
+
+def test_negative_rel_min_is_refused_not_counting_unjudged_slots() -> None:
+    """A threshold below 0 would make unretrieved (-1 padded) and unjudged slots relevant."""
+    with pytest.raises(ConfigError, match=r"rel_min.*>= 0"):
+        Conventions(rel_min=-1)
+    # rel_min = 0 (trec_eval -l0): judged grade-0 documents count, unjudged ones never do
+    qrels = pd.DataFrame({"query": ["q"] * 2, "doc": ["a", "b"], "grade": [0, 1]})
+    run = pd.DataFrame({"query": ["q"] * 3, "doc": ["x", "a", "b"], "score": [3.0, 2.0, 1.0]})
+    ev = evaluate_run(qrels, run, ["P@3", "NumRel"], Conventions(rel_min=0))
+    assert [float(v[0]) for v in ev.values.values()] == [2 / 3, 2.0]
 
 
 def test_rel_min_and_depth() -> None:
