@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from onlineeval.errors import ConfigError, format_key_path
+from onlineeval.errors import ConfigError
 
 __all__ = [
     "Config",

@@ -36,7 +36,7 @@ class UserModels:
         or lists longer than it has parameters for (``example``: some shown grade lists)."""
         from onlineeval.errors import ConfigError, InputError
 
-        for i, (name, model) in enumerate(zip(self.names, self.models)):
+        for i, (name, model) in enumerate(zip(self.names, self.models, strict=True)):
             key = ("users", "click_model") if len(self.models) == 1 else ("users", "types", i, "click_model")
             known = getattr(model, "n_grades", None)
             if known is not None and n_grades > known:
@@ -66,7 +66,7 @@ class UserModels:
 
     def click_probabilities(self, labels: np.ndarray) -> np.ndarray:
         """Exact marginal click probabilities, averaged over user types by share."""
-        return sum(s * np.asarray(m.click_probabilities(labels)) for s, m in zip(self.shares, self.models))
+        return sum(s * np.asarray(m.click_probabilities(labels)) for s, m in zip(self.shares, self.models, strict=True))
 
     def first_click_distribution(self, labels: np.ndarray) -> np.ndarray:
         r"""Exact ``(n, k + 1)`` distribution of the first click's rank; the last column is
@@ -78,7 +78,7 @@ class UserModels:
         """
         no_clicks = np.zeros(labels.shape, dtype=bool)
         out = np.zeros((labels.shape[0], labels.shape[1] + 1))
-        for share, model in zip(self.shares, self.models):
+        for share, model in zip(self.shares, self.models, strict=True):
             p = np.asarray(model.conditional_click_probabilities(labels, no_clicks), dtype=np.float64)
             survive = np.cumprod(1.0 - p, axis=1)
             before = np.concatenate([np.ones((p.shape[0], 1)), survive[:, :-1]], axis=1)

@@ -64,10 +64,12 @@ def test_interrupted_run_resumes_without_losing_work(tmp_path, monkeypatch):
     real = job.run_replicates
 
     def interrupted(config, world, indices, workers, on_done):
-        def stop_after_two(i, rows, _seen=[]):
+        seen = []
+
+        def stop_after_two(i, rows):
             on_done(i, rows)
-            _seen.append(i)
-            if len(_seen) == 2:
+            seen.append(i)
+            if len(seen) == 2:
                 raise KeyboardInterrupt
 
         return real(config, world, indices, workers, stop_after_two)
