@@ -194,3 +194,32 @@ def test_letor_input_with_score_files(tmp_path: Path) -> None:
     assert data["systems"][0]["counts"]["scored_empty"] == 1
     bad = invoke("--letor", str(letor), "--run", str(a))
     assert bad.exit_code == 2 and "--scores" in bad.output
+
+
+def test_every_csv_table_states_conventions_and_rbp_interval(files, tmp_path: Path) -> None:
+    seg = tmp_path / "seg.tsv"
+    seg.write_text("query\tbucket\nq1\thead\nq2\thead\nq4\ttail\n")
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run", str(files["B.txt"]),
+                 "--metrics", "AP,RBP(p=0.8)", "--segments", str(seg), "--format", "csv", "--preset", "trec_eval",
+                 "--permutations", "100", "--bootstrap", "200")
+    assert res.exit_code == 0, res.output
+    tables = [pd.read_csv(io.StringIO(block)) for block in res.output.strip().split("\n\n")]
+    assert len(tables) == 3  # means, comparisons, segment means
+    for table in tables:
+        assert (table["convention_name"] == "trec_eval").all() and (table["convention_gain"] == "linear").all()
+    means = tables[0].set_index(["system", "metric"])
+    resid = evaluate_run(read_qrels(files["qrels.txt"]), read_run(files["A.txt"]), ["RBPResidual(p=0.8)"],
+                         preset("trec_eval"))
+    row = means.loc[("A", "RBP(p=0.8)")]
+    assert row["residual"] == pytest.approx(resid.mean("RBPResidual(p=0.8)"))
+    assert (row["interval_low"], row["interval_high"]) == pytest.approx((row["mean"], row["mean"] + row["residual"]))
+    assert means.loc[("A", "AP")][["residual", "interval_low", "interval_high"]].isna().all()
+
+
+def test_table_names_the_interval_and_holm_family(files) -> None:
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run", str(files["B.txt"]),
+                 "--metrics", "AP", "--permutations", "100", "--bootstrap", "200")
+    assert res.exit_code == 0, res.output
+    assert "paired bootstrap BCa 95% CI" in res.output
+    assert "Holm-corrected within each segment table over systems x metrics" in res.output
+    assert "d_z" in res.output

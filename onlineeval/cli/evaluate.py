@@ -190,7 +190,7 @@ def evaluate_cmd(
                     rec["interval"] = [rec["mean"], _clean(rec["mean"] + res)]
         typer.echo(json.dumps(doc, indent=2))
     elif output_format == "csv":
-        typer.echo(_csv(evals, comparisons, seg_means), nl=False)
+        typer.echo(_csv(evals, conv, comparisons, seg_means, residuals), nl=False)
     else:
         text = _table(evals, conv, comparisons, common_queries, seg_means, baseline)
         if residuals:
@@ -295,26 +295,40 @@ def _json(
     return out
 
 
-def _csv(evals: list[RunEvaluation], comparisons: list[PairedResult], seg_means: pd.DataFrame | None) -> str:
+def _csv(
+    evals: list[RunEvaluation],
+    conv: Conventions,
+    comparisons: list[PairedResult],
+    seg_means: pd.DataFrame | None,
+    residuals: dict[tuple[str, str], float],
+) -> str:
+    """Up to three CSV tables separated by a blank line (means, comparisons, segment means),
+    each with one ``convention_*`` column per convention."""
     import pandas as pd
 
     from onlineeval.stats import results_to_frame
 
+    nan = float("nan")
     rows: list[dict[str, Any]] = []
     for ev in evals:
         for m in ev.metrics:
-            row = {"system": ev.run_id, "metric": str(m), "mean": ev.mean(m), "n": int(ev.counted.sum())}
+            mean = ev.mean(m)
+            res = residuals.get((ev.run_id, str(m)), nan)
+            row = {"system": ev.run_id, "metric": str(m), "mean": mean, "n": int(ev.counted.sum())}
+            row.update({"residual": res, "interval_low": mean if res == res else nan, "interval_high": mean + res})
             row.update({f"queries_{k}": v for k, v in ev.counts.as_dict().items()})
             rows.append(row)
-    means = pd.DataFrame(rows)
-    conv = evals[0].conventions.describe()
-    for k, v in conv.items():
-        means[f"convention_{k}"] = v
-    text = means.to_csv(index=False)
+
+    def with_conventions(frame: pd.DataFrame) -> str:
+        for k, v in conv.describe().items():
+            frame[f"convention_{k}"] = v
+        return frame.to_csv(index=False)
+
+    text = with_conventions(pd.DataFrame(rows))
     if comparisons:
-        text += "\n" + results_to_frame(comparisons).to_csv(index=False)
+        text += "\n" + with_conventions(results_to_frame(comparisons))
     if seg_means is not None:
-        text += "\n" + seg_means.to_csv(index=False)
+        text += "\n" + with_conventions(seg_means.copy())
     return text
 
 
@@ -350,11 +364,16 @@ def _table(
         lines.append(ev.run_id.ljust(width) + "  " + "  ".join(vals))
     if comparisons:
         lines.append("")
+        level = f"{100 * comparisons[0].ci_level:g}%"
         lines.append(
-            f"paired comparisons vs {baseline} ({common_queries} queries; randomisation test, "
-            "bootstrap CI, t-test; Holm over all comparisons):"
+            f"paired comparisons vs {baseline} ({common_queries} queries): diff = system - baseline; "
+            f"BCa low/high = paired bootstrap BCa {level} CI;\n"
+            "  p_rand = randomisation (sign-flip) test; p_holm = p_rand Holm-corrected within each segment "
+            f"table over systems x metrics (* = significant at alpha {comparisons[0].alpha:g});\n"
+            "  p_t = paired t-test; W/L/T = wins/losses/ties; d_z = mean diff / sd of diffs"
         )
-        header = ["segment", "metric", "system", "n", "diff", "CI low", "CI high", "p_rand", "p_holm", "p_t", "W/L/T", "d"]
+        header = ["segment", "metric", "system", "n", "diff", "BCa low", "BCa high", "p_rand", "p_holm", "p_t",
+                  "W/L/T", "d_z"]
         rows: list[list[str]] = []
         for r in comparisons:
             seg = "all" if r.segment_attribute is None else f"{r.segment_attribute}={r.segment_value}"
