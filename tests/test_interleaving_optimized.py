@@ -78,6 +78,57 @@ def test_random_clicks_zero_expected_credit_difference() -> None:
     assert o.mean() > 4 * o.std(ddof=1) / np.sqrt(n)
 
 
+@pytest.mark.parametrize("kind", ["inverse", "linear"])
+def test_random_clicks_zero_expected_outcome_while_the_sign_is_biased(kind: str) -> None:
+    """The issue's requirement: the per-impression outcome that is aggregated has mean 0 under random clicks.
+
+    The scaled credit difference (``expected_outcome``) meets it; the win/loss sign of the
+    same difference does not (documented in the module docstring).
+    """
+    rng = np.random.default_rng(11)
+    n, k = 100_000, 8
+    a = np.tile(np.arange(k), (n, 1))
+    b = np.tile(np.array([9, 8, 0, 1, 2, 3, 4, 5]), (n, 1))
+    il = get_interleaver("optimized", credit=kind)
+    res = il.interleave([a, b], rng)
+    clicks = rng.random((n, k)) < 0.3                                # document-blind user
+    e = il.expected_outcome(res, clicks)
+    assert abs(e.mean()) < 4 * e.std(ddof=1) / np.sqrt(n)
+    o = il.outcome(res, clicks).astype(float)
+    assert o.mean() < -10 * o.std(ddof=1) / np.sqrt(n)              # A "wins" on noise: the documented bias
+
+
+def test_expected_outcome_is_the_scaled_credit_difference() -> None:
+    """Recomputed by hand from the credit definition; bound M = shown documents (inverse), x longest list (linear)."""
+    lists = [[1, 2, 3, 4, 5], [6, 1, 2]]
+    shown = [6, 1, 2, 3, 4]
+    clicks = [True, False, True, False, True]
+    rows = [np.array([lists[0]]), np.array([lists[1] + [-1, -1]])]
+    for kind, bound in (("inverse", 5.0), ("linear", 25.0)):
+        il = get_interleaver("optimized", credit=kind)
+        res = il.interleave(rows, np.random.default_rng(0))
+        res = type(res)(np.array([shown], dtype=np.int32), np.zeros((1, 5), dtype=np.int8), res.rankings)
+        ca = sum(credit(d, lists[0], kind) for d, c in zip(shown, clicks) if c)
+        cb = sum(credit(d, lists[1], kind) for d, c in zip(shown, clicks) if c)
+        assert il.expected_outcome(res, np.array([clicks]))[0] == pytest.approx((cb - ca) / bound, abs=1e-12)
+        pref = il.expected_preferences(res, np.array([clicks]))[0]
+        assert pref[1, 0] == -pref[0, 1] and np.abs(pref).max() <= 1.0
+        assert np.sign(pref[1, 0]) == il.outcome(res, np.array([clicks]))[0]
+
+
+def test_expected_outcome_within_bounds_at_the_extremes() -> None:
+    """|o| <= 1 with every slot clicked on disjoint lists (the bound is reached as closely as the credit allows)."""
+    for kind in ("inverse", "linear"):
+        il = get_interleaver("optimized", credit=kind)
+        a = np.array([[1, 2, 3, 4]])
+        b = np.array([[5, 6, 7, 8]])
+        res = il.interleave([a, b], np.random.default_rng(2))
+        e = il.expected_outcome(res, np.ones((1, 4), dtype=bool))
+        assert abs(e[0]) <= 1.0
+    with pytest.raises(Exception, match="two rankers"):
+        il.expected_outcome(il.interleave([a, b, a], np.random.default_rng(0)), np.ones((1, 4), dtype=bool))
+
+
 def test_sampling_follows_the_distribution() -> None:
     il = get_interleaver("optimized")
     lists = [[1, 2, 3, 4], [2, 3, 4, 5]]

@@ -23,9 +23,36 @@ The programme is solved with ``scipy.optimize.linprog`` (HiGHS). When the
 constraints cannot all be met (rare; e.g. lists of unequal length) the distribution
 with the smallest total violation is used and :meth:`Optimized.distribution` reports it.
 
-The unbiasedness guarantee is on the credit scale: the expected credit difference
-``credit[:, 1] - credit[:, 0]`` is zero under document-independent clicks. The outcome
-is the sign of that difference (``|diff| <= tie_tolerance`` is a tie).
+Two per-impression outcomes, and which one is unbiased. The LP's guarantee is on the
+credit scale: the credit difference :math:`\\Delta_{ij} = c_i - c_j` has expectation
+zero under document-independent clicks (Radlinski & Craswell 2013, the constraint
+above). Its *sign* has no such guarantee; it can be strongly biased. Example (pinned
+in tests/test_interleaving_optimized.py): A = (0..7), B = (9, 8, 0, 1, ..., 5), every
+slot clicked with probability 0.3 independently of the document: the mean sign
+outcome is about -0.15 (A "wins" on noise, z of about -49 on 10^5 impressions) while
+the mean credit difference is zero.
+
+* :meth:`Optimized.expected_preferences` (``expected_outcome`` for two rankers) is the
+  per-impression outcome to average, as for probabilistic interleaving: the credit
+  difference scaled into [-1, 1] by its largest possible magnitude ``M`` for the
+  impression's input lists,
+
+  .. math::
+
+      o_{ij} = \\Delta_{ij} / M, \\qquad
+      M = \\begin{cases} s & \\text{inverse credit} \\\\ s \\cdot \\max_i |\\text{list}_i| & \\text{linear credit}
+      \\end{cases}
+
+  with ``s`` the number of shown documents (``M`` depends on the input lists only, so
+  ``E[o_ij] = E[Delta_ij] / M = 0`` under document-independent clicks). It equals the
+  expectation given (list, clicks) of the randomised win / loss / tie that lets ``j``
+  win with probability ``max(o, 0)``, ``i`` with ``max(-o, 0)``, so it plugs into
+  :math:`\\Delta_{AB}`; this is the outcome that meets the "zero expected outcome under
+  random clicks" requirement and the one the simulator aggregates.
+* ``outcome()`` / ``preferences()`` keep the int8 win / loss / tie contract shared by
+  every method: the sign of the credit difference (``|diff| <= tie_tolerance`` a tie),
+  what "the ranker with more credit wins" counts. It is biased under random clicks as
+  above; the validation harness reports that as documented behaviour.
 
 Solutions are cached per distinct input pair, so repeated queries cost one LP each.
 
@@ -43,7 +70,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import linprog
 
 from onlineeval.errors import ConfigError, InputError
@@ -242,6 +269,34 @@ class Optimized(Interleaver):
     def _credit(self, result: InterleavingResult, clicks: NDArray[np.bool_]) -> NDArray[np.float64]:
         cred = self._doc_credit(result.ranking, result.rankings)        # (m, n, k)
         return np.einsum("mnk,nk->nm", cred, clicks.astype(np.float64))
+
+    def credit_bound(self, result: InterleavingResult) -> NDArray[np.float64]:
+        """``(n,)`` largest possible ``|c_i - c_j|`` per impression, ``M`` in the module docstring.
+
+        Depends on the input lists only (number of shown documents ``s = min(k, |union|)``
+        and, for linear credit, the longest input list), never on the clicks.
+        """
+        shown = np.count_nonzero(result.ranking >= 0, axis=1).astype(np.float64)
+        bound = np.maximum(shown, 1.0)
+        if self.credit_kind == "linear":
+            bound = bound * np.maximum((result.rankings >= 0).sum(axis=2).max(axis=0), 1)
+        return bound
+
+    def expected_preferences(self, result: InterleavingResult, clicks: ArrayLike) -> NDArray[np.float64]:
+        """``(n, m, m)`` credit differences ``(c_i - c_j) / M`` in [-1, 1] (unbiased under random clicks).
+
+        See the module docstring: the per-impression outcome whose mean is zero when clicks
+        do not depend on the documents; :meth:`preferences` is its sign.
+        """
+        c = self.credit(result, clicks) / self.credit_bound(result)[:, None]
+        return c[:, :, None] - c[:, None, :]
+
+    def expected_outcome(self, result: InterleavingResult, clicks: ArrayLike) -> NDArray[np.float64]:
+        """``(n,)`` ``(c_B - c_A) / M`` for two rankers (see :meth:`expected_preferences`)."""
+        if result.m != 2:
+            raise InputError(f"expected_outcome() compares two rankers; this result has {result.m}, "
+                             "use expected_preferences()")
+        return self.expected_preferences(result, clicks)[:, 1, 0]
 
     def _preferences(self, result: InterleavingResult, clicks: NDArray[np.bool_]) -> NDArray[np.int8]:
         c = self._credit(result, clicks)
