@@ -125,3 +125,38 @@ def test_errors_are_one_line_and_exit_2(tsv_log: Path, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "allowed: tsv, jsonl, yandex" in result.output
     result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--models", ","])
     assert result.exit_code == 2 and "at least one model" in result.output
+
+
+def test_em_options_for_a_closed_form_fit_are_refused(tsv_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cm.json"
+    for opt in (["--max-iter", "3"], ["--tol", "1e-3"]):
+        result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "cm", "--out", str(out), *opt])
+        assert result.exit_code == 2, result.output
+        assert opt[0] in result.output and "closed form" in result.output and not out.exists()
+
+
+def test_unwritable_csv_is_one_line_exit_2(tsv_log: Path, tmp_path: Path) -> None:
+    target = tmp_path / "no_such_dir" / "t.csv"
+    result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--models", "rctr", "--csv", str(target)])
+    assert result.exit_code == 2, result.output
+    assert "--csv" in result.output and str(target) in result.output and "Traceback" not in result.output
+
+
+def test_printed_numbers_state_their_conventions(tsv_log: Path, tmp_path: Path) -> None:
+    """The smoothing stated per model is what the estimators use (gctr/rctr: plain MLE,
+    a = 0; the others Beta(1, 1)); the fit line says the LL is a natural-log sum."""
+    import inspect
+
+    from clickmodels.estimation import ESTIMATORS, EMOptions
+
+    result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--models", "gctr,rctr,dctr,pbm,sdbn:em"])
+    assert result.exit_code == 0, result.output
+    a0 = inspect.signature(ESTIMATORS["rctr"]).parameters["pseudo"].default
+    a1 = inspect.signature(ESTIMATORS["dctr"]).parameters["pseudo"].default
+    assert a0 == 0 and a1 == EMOptions().pseudo == 1
+    assert "a = 0 (plain MLE): gctr, rctr" in result.output
+    assert "a = 1: dctr, pbm, sdbn:em" in result.output
+    out = tmp_path / "p.json"
+    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "rctr", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "sum over 600 sessions, natural log" in result.output and "a = 0" in result.output

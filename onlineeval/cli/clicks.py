@@ -26,20 +26,58 @@ def _read(path: Path, fmt: Optional[str]):  # type: ignore[no-untyped-def]
     return read_click_log(path, fmt)  # type: ignore[arg-type]
 
 
-def _em_options(
-    max_iter: Optional[int], tol: Optional[float], pseudo: Optional[float], name: str, method: Optional[str] = None
-) -> dict:
+def _uses_em(name: str, method: Optional[str]) -> bool:
     from clickmodels.estimation import EM_MODELS, canonical_name
+
+    return canonical_name(name) in EM_MODELS or method == "em"
+
+
+def _em_options(
+    max_iter: Optional[int],
+    tol: Optional[float],
+    pseudo: Optional[float],
+    name: str,
+    method: Optional[str] = None,
+    strict: bool = False,
+) -> dict:
+    """Keyword options of ``fit_log``; with ``strict``, EM options for a closed-form fit
+    are an error naming the option (``evaluate`` applies them to its EM models only)."""
+    from onlineeval.errors import ConfigError
 
     opts: dict = {"pseudo": pseudo} if pseudo is not None else {}
     if method is not None:
         opts["method"] = method
-    if canonical_name(name) in EM_MODELS or method == "em":
+    if _uses_em(name, method):
         if max_iter is not None:
             opts["max_iter"] = max_iter
         if tol is not None:
             opts["tol"] = tol
+    elif strict:
+        for option, value in (("--max-iter", max_iter), ("--tol", tol)):
+            if value is not None:
+                raise ConfigError(
+                    (option,), f"{name} is fitted in closed form; EM options apply to pbm, ubm, dbn, ccm "
+                    "and to dcm, sdbn with --method em"
+                )
     return opts
+
+
+def _pseudo_count(name: str, method: Optional[str], pseudo: Optional[float]) -> float:
+    """The Beta(a, a) pseudo-count ``a`` the estimator of ``name`` uses (the option, else its default)."""
+    import inspect
+
+    from clickmodels.estimation import ESTIMATORS, EMOptions, canonical_name
+
+    if pseudo is not None:
+        return pseudo
+    if _uses_em(name, method):
+        return EMOptions().pseudo
+    return float(inspect.signature(ESTIMATORS[canonical_name(name)]).parameters["pseudo"].default)
+
+
+def _smoothing_text(groups: dict[float, list[str]]) -> str:
+    parts = [f"a = {a:g}{' (plain MLE)' if a == 0 else ''}: {', '.join(names)}" for a, names in sorted(groups.items())]
+    return "; ".join(parts)
 
 
 def fit_command(
@@ -58,15 +96,17 @@ def fit_command(
     from clickmodels.estimation import fit_log
 
     data = _read(log, format)
-    result = fit_log(model, data, **_em_options(max_iter, tol, pseudo, model, method))
+    result = fit_log(model, data, **_em_options(max_iter, tol, pseudo, model, method, strict=True))
     result.save(out)
     tr = result.trace
     how = "closed form" if tr.method == "closed_form" else (
         f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
     )
+    a = _pseudo_count(model, method, pseudo)
     typer.echo(
-        f"{result.name}: fitted on {data.n_sessions} sessions ({how}); "
-        f"train log-likelihood {tr.log_likelihood[-1]:.4f}; wrote {out}"
+        f"{result.name}: fitted on {data.n_sessions} sessions ({how}; Beta(a, a) smoothing, a = {a:g}); "
+        f"train log-likelihood {tr.log_likelihood[-1]:.4f} (sum over {data.n_sessions} sessions, natural log); "
+        f"wrote {out}"
     )
 
 
@@ -103,26 +143,36 @@ def evaluate_command(
     names = [m.strip() for m in models.split(",") if m.strip()]
     if not names:
         raise ConfigError(("models",), "give at least one model name")
+    if csv is not None and not csv.parent.is_dir():
+        raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
     train = _read(log, format)
     if test_log is None:
         train, test = train_test_split(train, test_fraction, np.random.default_rng(seed))
     else:
         test = _read(test_log, test_format or format)
     fits = {}
+    smoothing: dict[float, list[str]] = {}
+    loaded: list[str] = []
     for name in names:
         if name.endswith(".json"):
             fitted = load_fit(name)
-            fits[f"{fitted.name} ({Path(name).name})"] = fitted
+            label = f"{fitted.name} ({Path(name).name})"
+            fits[label] = fitted
+            loaded.append(label)
         else:
             base, _, method = name.partition(":")
             fits[name] = fit_log(base, train, **_em_options(max_iter, tol, None, base, method or None))
+            smoothing.setdefault(_pseudo_count(base, method or None, None), []).append(name)
     table = compare(fits, test)
     if csv is not None:
-        table.to_csv(csv)
+        try:
+            table.to_csv(csv)
+        except OSError as exc:
+            raise ConfigError(("--csv",), f"cannot write {csv}: {exc.strerror or exc}") from None
     cols = ["log_likelihood", "perplexity", "conditional_perplexity"]
     if by_rank:
         cols += [c for c in table.columns if c.startswith("perplexity@")]
-    from clickmodels.estimation.base import PROB_EPS, EMOptions
+    from clickmodels.estimation.base import PROB_EPS
 
     split = f"held-out log {test_log}" if test_log is not None else (
         f"random split of {log}, {test_fraction:.0%} of sessions held out (seed {seed})")
@@ -131,9 +181,10 @@ def evaluate_command(
         "conventions: log-likelihood = mean natural-log probability of a session's clicks; perplexity = "
         "mean over ranks of 2^(-mean log2 likelihood of the click at that rank) from marginal click "
         "probabilities, conditional perplexity the same given the clicks above; probabilities clipped to "
-        f"[{PROB_EPS:g}, 1 - {PROB_EPS:g}]; estimates smoothed with Beta(a, a) pseudo-counts "
-        f"(a = {EMOptions().pseudo:g} unless set); (query, document) pairs unseen in training get the "
-        "impression-weighted mean of the fitted values"
+        f"[{PROB_EPS:g}, 1 - {PROB_EPS:g}]; estimates smoothed with Beta(a, a) pseudo-counts, "
+        f"{_smoothing_text(smoothing) or 'none refitted'}"
+        f"{'; loaded as saved: ' + ', '.join(loaded) if loaded else ''}; (query, document) pairs unseen in "
+        "training get the impression-weighted mean of the fitted values"
     )
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         typer.echo(table[cols].to_string(float_format=lambda v: f"{v:.4f}"))
