@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lightgbm as lgb
 import numpy as np
 import pytest
 
 from onlineeval.conventions import preset
 from onlineeval.io import read_letor
 from onlineeval.metrics.evaluate import evaluate_run
-
-lgb = pytest.importorskip("lightgbm")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,8 +15,6 @@ from onlineeval.conventions import preset
 from onlineeval.metrics import LabelBatch, parse_metric
 from onlineeval.metrics.base import EvalContext
 from onlineeval.metrics.evaluate import evaluate_run
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 # trec_eval measure -> our metric (trec_eval preset: linear gain, docno-descending ties)
 SHARED = {
@@ -108,7 +107,7 @@ def test_adding_a_relevant_document_never_lowers_recall(ranked, pos, k, extra_un
     judged = grades + [1] * extra_unretrieved  # relevant documents not yet retrieved
     new = grades[: min(pos, len(grades))] + [1] + grades[min(pos, len(grades)) :]
     m = parse_metric(f"Recall@{k}")
-    pad = lambda x: np.array([x + [-1] * (14 - len(x))])  # noqa: E731
+    pad = lambda x: np.array([x + [-1] * (14 - len(x))])
     before = m.evaluate_labels(pad(grades), np.array([judged]))[0]
     after = m.evaluate_labels(pad(new), np.array([judged]))[0]
     assert after >= before - 1e-15

@@ -1,4 +1,4 @@
-"""The xgboost preset reproduces XGBoost's own ndcg@1/3/5 (XGBoost used only here, if installed)."""
+"""The xgboost preset reproduces XGBoost's own ndcg@1/3/5 (XGBoost used only here)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xgboost as xgb
 
 from onlineeval.conventions import preset
 from onlineeval.io import read_letor
 from onlineeval.metrics.evaluate import evaluate_run
-
-xgb = pytest.importorskip("xgboost")
 
 
 @pytest.mark.parametrize("split", ["train", "test"])

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats as st
+from statsmodels.stats import multitest
 
 from onlineeval.errors import InputError
 from onlineeval.stats import (
@@ -24,8 +25,6 @@ from onlineeval.stats import (
     results_to_frame,
     worst_losses_to_frame,
 )
-
-multitest = pytest.importorskip("statsmodels.stats.multitest")
 
 
 def _mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -120,7 +119,7 @@ def test_randomization_p_is_b_plus_one_over_B_plus_one() -> None:
 
 
 def test_randomization_blocks_are_one_stream(monkeypatch: pytest.MonkeyPatch) -> None:
-    import onlineeval.stats.paired as paired
+    from onlineeval.stats import paired
 
     d = np.random.default_rng(8).normal(0.1, 1, 50)
     one = randomization_test(d, np.random.default_rng(1), 3000)
@@ -345,8 +344,8 @@ def test_segments_tables(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- properties
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as hst  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 
 @settings(max_examples=60, deadline=None)
