@@ -361,12 +361,22 @@ class ByQueryDoc(DocParam):
 
     def check(self, imp: Impressions, name: str) -> None:
         if imp.query is None or imp.docs is None:
-            raise InputError(f"{name} is fitted per (query, document), so impressions need query and docs")
+            raise self._needs_ids(name)
+
+    @staticmethod
+    def _needs_ids(name: str) -> InputError:
+        return InputError(
+            f"{name} is fitted per (query, document), so impressions need query and docs; "
+            "for grade labels (as in a simulate config) build the model with "
+            "{'name': ..., 'fitted': 'params.json', 'click': [P(click) by grade]}, which keeps "
+            "the fitted structural parameters (examination, continuation, ...)"
+        )
 
     def lookup(self, imp: Impressions) -> FloatArray:
-        assert imp.query is not None and imp.docs is not None
-        docs = imp.docs
-        keys = _pair_keys(np.broadcast_to(imp.query[:, None], docs.shape), np.maximum(docs, 0))
+        docs, query = imp.docs, imp.query
+        if docs is None or query is None:
+            raise self._needs_ids("a (query, document) parameter")
+        keys = _pair_keys(np.broadcast_to(query[:, None], docs.shape), np.maximum(docs, 0))
         pos = np.searchsorted(self._keys, keys)
         pos_c = np.minimum(pos, max(self._keys.size - 1, 0))
         if self._keys.size:

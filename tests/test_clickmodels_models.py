@@ -311,3 +311,52 @@ def test_build_dispatches_params_file_to_the_fitted_model(tmp_path) -> None:
     assert isinstance(model, clickmodels.PBM) and isinstance(model.attractiveness, ByQueryDoc)
     imp = Impressions(query=query[:5], docs=docs[:5])
     assert model.click_probabilities(imp).shape == (5, 4)
+
+
+@pytest.mark.parametrize("name", ["gctr", "rctr", "dctr", "cm", "dcm", "sdbn", "pbm", "ubm", "dbn", "ccm"])
+def test_fitted_form_serves_the_simulator(name: str, tmp_path) -> None:
+    """Every fit, saved as the CLI does and built with the ``fitted`` form, works as the
+    simulator's user model: it is handed plain (n, k) int grade arrays (what simulations
+    passes to sample / click_probabilities / conditional_click_probabilities) and passes
+    the whole conformance suite on them; the fitted structural parameters are kept."""
+    from clickmodels.checks import check_click_model
+    from clickmodels.estimation import fit_log
+    from clickmodels.logs import from_arrays
+
+    rng = np.random.default_rng(12)
+    n, k = 3000, 10
+    query = rng.integers(0, 5, size=n)
+    docs = np.stack([rng.permutation(30)[:k] for _ in range(5)])[query]
+    truth = clickmodels.build({"name": "dbn", "click": [0.1, 0.4, 0.8], "satisfaction": [0.1, 0.5, 0.9], "gamma": 0.9})
+    clicks = truth.sample(docs % 3, rng).clicks
+    fit = fit_log(name, from_arrays(query, docs, clicks), **({"max_iter": 15} if name in ("pbm", "ubm", "dbn", "ccm") else {}))
+    path = tmp_path / f"{name}.json"
+    fit.save(path)
+    spec: dict = {"name": name, "fitted": str(path)}
+    if "attractiveness" in fit.pair_fields:
+        spec["click"] = [0.05, 0.2, 0.4, 0.7, 0.9]
+    if "satisfaction" in fit.pair_fields:
+        spec["satisfaction"] = [0.0, 0.1, 0.3, 0.5, 0.8]
+    model = clickmodels.build(spec)
+    for f in (*fit.array_fields, *fit.float_fields):
+        np.testing.assert_array_equal(getattr(model, f), getattr(fit, f))
+    labels = rng.integers(0, 5, size=(200, k))  # int64 grades, as the simulator's shown_labels
+    labels[:20, -3:] = -1
+    assert model.sample(labels, np.random.default_rng(0)).clicks.shape == (200, k)
+    p = model.click_probabilities(labels)
+    pc = model.conditional_click_probabilities(labels, np.zeros(labels.shape, dtype=bool))
+    assert p.shape == pc.shape == (200, k) and np.all(pc[:, 0] == p[:, 0])
+    check_click_model(model, clickmodels.Impressions(labels=labels[:48]))
+
+
+def test_params_file_model_cannot_serve_grade_labels_and_says_what_to_use(tmp_path) -> None:
+    """A params_file model keeps the per-(query, document) tables of the log; the simulator
+    hands over grade labels only, so it must refuse them and point to the 'fitted' form."""
+    from clickmodels.estimation import fit_log
+    from clickmodels.logs import from_arrays
+
+    fit = fit_log("pbm", from_arrays([0, 0], [[0, 1], [1, 0]], [[1, 0], [0, 0]]), max_iter=3)
+    fit.save(tmp_path / "pbm.json")
+    model = clickmodels.build({"name": "pbm", "params_file": str(tmp_path / "pbm.json")})
+    with pytest.raises(InputError, match="per \\(query, document\\).*'fitted'"):
+        model.click_probabilities(np.zeros((3, 2), dtype=int))
