@@ -203,7 +203,9 @@ def test_every_csv_table_states_conventions_and_rbp_interval(files, tmp_path: Pa
                  "--metrics", "AP,RBP(p=0.8)", "--segments", str(seg), "--format", "csv", "--preset", "trec_eval",
                  "--permutations", "100", "--bootstrap", "200")
     assert res.exit_code == 0, res.output
-    tables = [pd.read_csv(io.StringIO(block)) for block in res.output.strip().split("\n\n")]
+    tables = [pd.read_csv(io.StringIO(block)) for block in res.stdout.strip().split("\n\n")]
+    # q3 is counted (trec_eval: empty queries score 0) but has no attributes: said on stderr
+    assert "1 evaluated queries without attributes form the segment <missing>" in res.stderr
     assert len(tables) == 3  # means, comparisons, segment means
     for table in tables:
         assert (table["convention_name"] == "trec_eval").all() and (table["convention_gain"] == "linear").all()
@@ -223,3 +225,25 @@ def test_table_names_the_interval_and_holm_family(files) -> None:
     assert "paired bootstrap BCa 95% CI" in res.output
     assert "Holm-corrected within each segment table over systems x metrics" in res.output
     assert "d_z" in res.output
+
+
+def test_segments_that_match_no_evaluated_query_are_an_error(files, tmp_path: Path) -> None:
+    seg = tmp_path / "seg.tsv"
+    seg.write_text("query\tbucket\n301\thead\n302\ttail\n")  # ids of another collection
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run", str(files["B.txt"]),
+                 "--metrics", "AP", "--segments", str(seg), "--permutations", "100", "--bootstrap", "200")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"{seg}: none of its 2 queries is an evaluated query" in res.output
+
+
+def test_segments_partial_coverage_is_reported(files, tmp_path: Path) -> None:
+    seg = tmp_path / "seg.tsv"
+    seg.write_text("query\tbucket\nq1\thead\nq2\thead\nq77\ttail\n")
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--metrics", "AP",
+                 "--segments", str(seg), "--format", "json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    # evaluated queries q1, q2, q4 (q3 excluded: no relevant document); q77 is not evaluated
+    assert data["segments"] == {"file": str(seg), "attributes": ["bucket"], "queries_in_file": 3,
+                                "not_evaluated": 1, "evaluated_without_attributes": 1,
+                                "missing_value": "<missing>"}

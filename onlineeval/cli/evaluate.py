@@ -178,10 +178,13 @@ def evaluate_cmd(
         from onlineeval.stats import read_segments
 
         seg_frame = read_segments(segments)
+    coverage = _segment_coverage(segments, seg_frame, long) if segments is not None and seg_frame is not None else None
     seg_means = _segment_means(long, seg_frame) if seg_frame is not None else None
 
     if output_format == "json":
         doc = _json(evals, conv, comparisons, common_queries, seg_means, with_per_query)
+        if coverage is not None:
+            doc["segments"] = coverage
         for entry in doc["systems"]:
             for metric, rec in entry["metrics"].items():
                 if (entry["name"], metric) in residuals and rec["mean"] is not None:
@@ -191,8 +194,12 @@ def evaluate_cmd(
         typer.echo(json.dumps(doc, indent=2))
     elif output_format == "csv":
         typer.echo(_csv(evals, conv, comparisons, seg_means, residuals), nl=False)
+        if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
+            typer.echo("note: " + _coverage_text(coverage), err=True)
     else:
         text = _table(evals, conv, comparisons, common_queries, seg_means, baseline)
+        if coverage is not None:
+            text += "\n\n" + _coverage_text(coverage)
         if residuals:
             lines = ["", "RBP as an interval [RBP, RBP + residual] (unjudged and unseen documents):"]
             for ev in evals:
@@ -247,6 +254,45 @@ def _common(long: pd.DataFrame, n_systems: int) -> tuple[pd.DataFrame, int]:
     per_q = long.groupby(["metric", "query"])["system"].transform("nunique")
     keep = long[per_q == n_systems]
     return keep.reset_index(drop=True), int(keep["query"].nunique())
+
+
+def _segment_coverage(path: Path, seg: pd.DataFrame, long: pd.DataFrame) -> dict[str, Any]:
+    """How the attribute file's queries meet the evaluated (counted) queries.
+
+    Raises
+    ------
+    InputError
+        When no query of the file is evaluated (ids of another collection, a prefix
+        mismatch, ...): every segment would silently be ``<missing>``.
+    """
+    from onlineeval.errors import InputError
+    from onlineeval.stats import MISSING_SEGMENT
+
+    in_file = set(seg.index.astype(str))
+    evaluated = set(long["query"].astype(str))
+    both = in_file & evaluated
+    if evaluated and not both:
+        raise InputError(
+            f"none of its {len(in_file)} queries is an evaluated query (file ids e.g. {sorted(in_file)[0]!r}; "
+            f"evaluated ids e.g. {sorted(evaluated)[0]!r})",
+            str(path),
+        )
+    return {
+        "file": str(path),
+        "attributes": [str(c) for c in seg.columns],
+        "queries_in_file": len(in_file),
+        "not_evaluated": len(in_file - evaluated),
+        "evaluated_without_attributes": len(evaluated - in_file),
+        "missing_value": MISSING_SEGMENT,
+    }
+
+
+def _coverage_text(c: dict[str, Any]) -> str:
+    return (
+        f"segments from {c['file']} ({', '.join(c['attributes'])}): {c['queries_in_file']} queries in the file, "
+        f"{c['not_evaluated']} of them not evaluated; {c['evaluated_without_attributes']} evaluated queries "
+        f"without attributes form the segment {c['missing_value']}"
+    )
 
 
 def _segment_means(long: pd.DataFrame, seg: pd.DataFrame) -> pd.DataFrame:
