@@ -353,3 +353,22 @@ def test_pareto_better_ranker_wins_with_the_cascade_click_model(method: str) -> 
     clicks = user.sample(labels, rng).clicks
     out = il.outcome(res, clicks).astype(float)
     assert out.mean() > 4 * out.std(ddof=1) / np.sqrt(n)
+
+
+# ---------------------------------------------------------------- shared kernels against their plain definitions
+def test_kernels_against_plain_python() -> None:
+    from onlineeval.interleaving._kernels import first_occurrence, rank_in_lists
+
+    rng = np.random.default_rng(21)
+    n, k, big_k = 300, 7, 9
+    docs = rng.integers(-1, 12, size=(n, k)).astype(np.int32)          # repeats and empty slots
+    lists = rng.integers(-1, 12, size=(2, n, big_k)).astype(np.int32)
+    first = first_occurrence(docs)
+    ranks = rank_in_lists(docs, lists)
+    for r in range(n):
+        row = docs[r].tolist()
+        assert first[r].tolist() == [d >= 0 and d not in row[:j] for j, d in enumerate(row)]
+        for i in range(2):
+            lst = lists[i, r].tolist()
+            assert ranks[i, r].tolist() == [lst.index(d) if d >= 0 and d in lst else big_k for d in row]
+    assert rank_in_lists(docs, lists[:, :, :0]).shape == (2, n, k)

@@ -58,19 +58,26 @@ def rank_in_lists(docs: NDArray[np.int32], rankings: NDArray[np.int32]) -> NDArr
     rank ``K`` (one past the end of the padded list).
     """
     m, n, K = rankings.shape
-    out = np.empty((m,) + docs.shape, dtype=np.intp)
+    out = np.full((m,) + docs.shape, K, dtype=np.intp)
+    if K == 0:
+        return out
+    valid = docs[:, :, None] >= 0
     for i in range(m):
         eq = docs[:, :, None] == rankings[i][:, None, :]
-        eq &= docs[:, :, None] >= 0
-        found = eq.any(axis=2)
-        out[i] = np.where(found, eq.argmax(axis=2), K)
+        eq &= valid
+        idx = eq.argmax(axis=2)                                   # first match (0 when none)
+        found = np.take_along_axis(eq, idx[:, :, None], axis=2)[:, :, 0]
+        out[i] = np.where(found, idx, K)
     return out
 
 
 def first_occurrence(values: NDArray[np.int32]) -> NDArray[np.bool_]:
     """``True`` where ``values[r, j] >= 0`` and does not occur earlier in row ``r``."""
-    w = values.shape[1]
-    eq = values[:, :, None] == values[:, None, :]
-    earlier = np.tri(w, w, -1, dtype=bool)  # [j, j'] true for j' < j
-    dup = (eq & earlier[None]).any(axis=2)
-    return ~dup & (values >= 0)
+    # stable sort per row: among equal values the earliest column comes first, the rest are repeats
+    order = np.argsort(values, axis=1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=1)
+    repeat_sorted = np.zeros(values.shape, dtype=bool)
+    np.equal(ordered[:, 1:], ordered[:, :-1], out=repeat_sorted[:, 1:])
+    repeat = np.empty_like(repeat_sorted)
+    np.put_along_axis(repeat, order, repeat_sorted, axis=1)
+    return ~repeat & (values >= 0)
