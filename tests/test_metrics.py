@@ -341,3 +341,17 @@ def test_every_registered_metric_is_a_value_object() -> None:
         assert parse_metric(str(m)) == m
         out = m.evaluate_labels(GOLD_RANKED, GOLD_JUDGED)
         assert out.shape == (3,) and out.dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("AP,MAP", "'MAP' is AP again"),
+        ("nDCG@10, ndcg@10", "'ndcg@10' is nDCG@10 again"),
+        ("P@5,,AP", "empty item 2"),
+        ("P@5,", "empty item 2"),
+    ],
+)
+def test_parse_list_refuses_repeats_and_empty_items(text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment.replace("(", r"\(")):
+        parse_metrics(text)

@@ -385,7 +385,14 @@ def _parse_args(text: str, args: str) -> dict[str, Any]:
 
 
 def parse_metrics(names: str | Iterable[str | Metric]) -> list[Metric]:
-    """Parse a comma-separated list (commas inside parentheses are kept) or an iterable."""
+    """Parse a comma-separated list (commas inside parentheses are kept) or an iterable.
+
+    Raises
+    ------
+    ConfigError
+        For an empty item (``"P@5,,AP"``), an unparseable name, or a metric given twice
+        under any spelling (``"AP,MAP"``): each metric is one column of the results.
+    """
     if isinstance(names, str):
         parts: list[str] = []
         depth = 0
@@ -401,9 +408,20 @@ def parse_metrics(names: str | Iterable[str | Metric]) -> list[Metric]:
             else:
                 current += ch
         parts.append(current)
-        items: list[str | Metric] = [p.strip() for p in parts if p.strip()]
+        items: list[str | Metric] = [p.strip() for p in parts]
+        if len(items) > 1:
+            for i, item in enumerate(items, start=1):
+                if not item:
+                    raise ConfigError(("metrics",), f"empty item {i} in {names!r}; separate metric names by one comma")
+        items = [p for p in items if p]
     else:
         items = list(names)
     if not items:
         raise ConfigError(("metrics",), "no metric given")
-    return [parse_metric(x) if isinstance(x, str) else x for x in items]
+    out: list[Metric] = []
+    for x in items:
+        m = parse_metric(x) if isinstance(x, str) else x
+        if m in out:
+            raise ConfigError(("metrics",), f"{str(x)!r} is {m} again; give each metric once")
+        out.append(m)
+    return out
