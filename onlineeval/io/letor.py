@@ -103,6 +103,7 @@ def read_letor(
     qids: list[str | None] = []
     docs: list[str] = []
     feats: list[float] = []
+    line_numbers: list[int] = []
     feature_key = None if score_feature is None else f"{int(score_feature)}:"
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
         text = line.strip()
@@ -137,6 +138,7 @@ def read_letor(
         qids.append(qid)
         docs.append(doc)
         feats.append(value)
+        line_numbers.append(number)
     n = len(labels)
     if n == 0:
         raise InputError("the file has no data lines", name, None)
@@ -149,7 +151,12 @@ def read_letor(
     dup = qrels.duplicated(["query", "doc"]).to_numpy()
     if dup.any():
         i = int(np.argmax(dup))
-        raise InputError(f"document {docs[i]!r} appears twice for query {queries[i]!r}", name, None)
+        first = int(np.argmax((qrels["query"] == queries[i]).to_numpy() & (qrels["doc"] == docs[i]).to_numpy()))
+        raise InputError(
+            f"document {docs[i]!r} appears twice for query {queries[i]!r} (first on line {line_numbers[first]})",
+            name,
+            line_numbers[i],
+        )
     qrels.attrs["path"] = name
     run = None
     if scores is not None or score_feature is not None:
