@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from onlineeval import __version__
+from onlineeval.stats import binomial_band
 from simulations.analysis import IMPROVEMENT_SIGN
 
 if TYPE_CHECKING:
@@ -121,11 +122,15 @@ def _plots(result: SimulationResult, out: Path) -> None:
     ax.legend(fontsize=8)
     ax = axes[1]
     aa = prim[prim["aa"]]
+    if len(aa):
+        band = binomial_band(int(aa["replicates"].iloc[0]), cfg.analysis.alpha, 0.99)
+        ax.axhspan(band.lo_rate, band.hi_rate, color="grey", alpha=0.15, label="99% binomial band")
     for name, c in aa.groupby("design", sort=False):
         c = c.sort_values("day")
         ax.plot(c["day"], c["rejection_rate"], marker="o", ms=3, label=f"{name} A/A")
     ax.axhline(cfg.analysis.alpha, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="days", ylabel="false-positive rate", title="A/A false-positive rate", ylim=(0, None))
+    ax.set(xlabel="days", ylabel="false-positive rate", title="A/A false-positive rate (one band per day)",
+           ylim=(0, None))
     if len(aa):
         ax.legend(fontsize=8)
     fig.savefig(out / "power_vs_days.png", dpi=110)
