@@ -9,9 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_clickmodels_kernels import chain_joint  # the path-enumeration reference
 
 from clickmodels import kernels
-from clickmodels.estimation import ESTIMATORS, EMOptions, fit_from_dict, fit_log, load_fit
+from clickmodels.estimation import (
+    ESTIMATORS,
+    EMOptions,
+    fit_from_dict,
+    fit_log,
+    load_fit,
+)
 from clickmodels.estimation.base import smoothed
 from clickmodels.estimation.dbn import fit_dbn
 from clickmodels.estimation.pbm import fit_pbm
@@ -175,26 +182,6 @@ def test_pbm_and_ubm_em_reach_local_maxima(dbn_log: ClickLog) -> None:
             assert ll_u(a, g) < best + 1e-6
 
 
-def _chain_joint(a: np.ndarray, c1: np.ndarray, c0: np.ndarray, clicks: tuple[int, ...]) -> float:
-    """P(click pattern) of one list under the cascade chain, by enumerating every
-    continue/stop path (reference; no recursion shared with the kernels)."""
-    k = len(a)
-    total = 0.0
-    for goes in itertools.product((0, 1), repeat=k):
-        p, alive = 1.0, True
-        for r in range(k):
-            if not alive:
-                if clicks[r] or goes[r]:
-                    p = 0.0
-                continue
-            p *= a[r] if clicks[r] else 1 - a[r]
-            c = c1[r] if clicks[r] else c0[r]
-            p *= c if goes[r] else 1 - c
-            alive = bool(goes[r])
-        total += p
-    return total
-
-
 def _ubm_joint(a: np.ndarray, gamma: np.ndarray, clicks: tuple[int, ...]) -> float:
     p, last = 1.0, 0
     for r, c in enumerate(clicks):
@@ -241,7 +228,7 @@ def _reference_probs(name: str, fit, log: ClickLog) -> tuple[np.ndarray, np.ndar
             joint = {c: _ubm_joint(a[i], fit.examination, c) for c in patterns}
         else:
             c1_i, c0_i = np.where(shown[i], c1[i], 1.0), np.where(shown[i], c0[i], 1.0)
-            joint = {c: _chain_joint(a[i], c1_i, c0_i, c) for c in patterns}
+            joint = {c: chain_joint(a[i], c1_i, c0_i, c) for c in patterns}
         marg[i] = sum(pr * np.array(c) for c, pr in joint.items())
         obs = tuple(int(x) for x in log.clicks[i])
         for r in range(k):

@@ -41,24 +41,31 @@ def test_fast_sampler_blocks_equal_generic_sampler() -> None:
     assert np.array_equal(small[0], ref[0])
 
 
+def chain_joint(a: np.ndarray, c1: np.ndarray, c0: np.ndarray, clicks: tuple[int, ...]) -> float:
+    """P(click pattern) of one list under the cascade chain, by enumerating every
+    continue/stop path (reference; shares no recursion with the kernels; also used by
+    tests/test_clickmodels_fit.py for the fitted records)."""
+    k = len(a)
+    total = 0.0
+    for goes in itertools.product((0, 1), repeat=k):
+        p, alive = 1.0, True
+        for r in range(k):
+            if not alive:
+                if clicks[r] or goes[r]:
+                    p = 0.0
+                continue
+            p *= a[r] if clicks[r] else 1 - a[r]
+            c = c1[r] if clicks[r] else c0[r]
+            p *= c if goes[r] else 1 - c
+            alive = bool(goes[r])
+        total += p
+    return total
+
+
 def _enumerate_chain(a: np.ndarray, c1: np.ndarray, c0: np.ndarray) -> np.ndarray:
     """Marginal click probabilities of one list by enumerating every path (reference)."""
-    k = len(a)
-    out = np.zeros(k)
-    for clicks in itertools.product((0, 1), repeat=k):
-        for goes in itertools.product((0, 1), repeat=k):
-            p, alive = 1.0, True
-            for r in range(k):
-                if not alive:
-                    if clicks[r] or goes[r]:
-                        p = 0.0
-                    continue
-                p *= a[r] if clicks[r] else 1 - a[r]
-                c = c1[r] if clicks[r] else c0[r]
-                p *= c if goes[r] else 1 - c
-                alive = bool(goes[r])
-            out += p * np.array(clicks)
-    return out
+    patterns = itertools.product((0, 1), repeat=len(a))
+    return sum((chain_joint(a, c1, c0, c) * np.array(c) for c in patterns), np.zeros(len(a)))
 
 
 @settings(max_examples=40, deadline=None)

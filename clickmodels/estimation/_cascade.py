@@ -33,15 +33,99 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from clickmodels import kernels
-from clickmodels.estimation.base import ClickModelFit, PairTable
+from clickmodels.estimation._counts import compress, pair_sum, ranks_grid
+from clickmodels.estimation.base import ClickModelFit, PairTable, smoothed
 from clickmodels.logs import ClickLog
 
 __all__ = [
     "CascadeFamilyFit",
     "CascadePosterior",
+    "ChainEMData",
     "cascade_posterior",
+    "chain_em_data",
+    "attraction_through",
     "prepare_slots",
 ]
+
+
+def attraction_through(log: ClickLog, stop: np.ndarray, pseudo: float) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-form attractiveness when every slot down to ``stop`` counts as examined.
+
+    .. math::
+        \\alpha_{qd} = \\frac{\\sum_{s, r \\le f_s} c^{(s)}_r \\mathbb{1}[(q,d)\\text{ at } r]}
+                           {|\\{s, r \\le f_s : (q,d)\\text{ at } r\\}|}
+
+    with :math:`f_s` = ``stop[s]`` (the whole list where it is ``-1``): the first click for
+    CM, the last click for DCM and SDBN [CMR15, Sec. 4.2]. Returns the smoothed per-pair
+    values and the examined-impression counts.
+    """
+    limit = np.where(stop >= 0, stop, log.depth - 1)
+    examined = ranks_grid(log) <= limit[:, None]
+    views = pair_sum(log, 1.0, examined)
+    return smoothed(pair_sum(log, log.clicks, examined), views, pseudo), views
+
+
+class ChainEMData(NamedTuple):
+    """What the cascade-family EM loops (DCM, DBN, SDBN, CCM) precompute once.
+
+    Attributes
+    ----------
+    log:
+        The log with identical sessions merged (:func:`~clickmodels.estimation._counts.compress`).
+    weight:
+        ``(n,)`` multiplicity of each merged session; ``w`` is ``weight[:, None]``.
+    last:
+        ``(n,)`` 0-based rank of the last click (``-1``: none).
+    above, before, at_last:
+        ``(n, k)`` masks rank ``<=``, ``<`` and ``==`` the last click.
+    has_next:
+        ``(n, k)`` the slot and the slot below it are shown.
+    views, n_clicks:
+        ``(m,)`` weighted impressions and clicks per pair.
+    n_sessions:
+        Sessions of the original log.
+    """
+
+    log: ClickLog
+    weight: np.ndarray
+    w: np.ndarray
+    last: np.ndarray
+    above: np.ndarray
+    before: np.ndarray
+    at_last: np.ndarray
+    has_next: np.ndarray
+    views: np.ndarray
+    n_clicks: np.ndarray
+    n_sessions: int
+
+    def attraction(self, alpha: np.ndarray, post: CascadePosterior) -> np.ndarray:
+        """``(n, k)`` :math:`P(A_r = 1 \\mid C)`: the click itself down to the last click,
+        :math:`\\alpha_r (1 - P(E_r = 1 \\mid C))` below it."""
+        return np.where(self.above, self.log.clicks.astype(float), alpha * (1.0 - post.exam))
+
+
+def chain_em_data(log: ClickLog) -> ChainEMData:
+    """Merge identical sessions of ``log`` and precompute the masks and counts of :class:`ChainEMData`."""
+    n_sessions = log.n_sessions
+    log, weight = compress(log)
+    w = weight[:, None]
+    last = log.last_click
+    ranks = ranks_grid(log)
+    has_next = np.zeros(log.docs.shape, dtype=bool)
+    has_next[:, :-1] = log.shown[:, 1:]
+    return ChainEMData(
+        log=log,
+        weight=weight,
+        w=w,
+        last=last,
+        above=ranks <= last[:, None],
+        before=ranks < last[:, None],
+        at_last=ranks == last[:, None],
+        has_next=has_next,
+        views=pair_sum(log, w),
+        n_clicks=pair_sum(log, log.clicks * w),
+        n_sessions=n_sessions,
+    )
 
 
 def prepare_slots(

@@ -19,13 +19,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._cascade import CascadeFamilyFit
-from clickmodels.estimation._counts import pair_sum, ranks_grid
+from clickmodels.estimation._cascade import CascadeFamilyFit, attraction_through
 from clickmodels.estimation.base import (
     PairTable,
     placeholder_trace,
     register_fit,
-    smoothed,
     with_closed_form_trace,
 )
 from clickmodels.logs import ClickLog
@@ -46,11 +44,6 @@ class CascadeFit(CascadeFamilyFit):
 
 def fit_cm(log: ClickLog, *, pseudo: float = 1.0) -> CascadeFit:
     """Fit CM in closed form (``pseudo`` Beta pseudo-count, default 1)."""
-    first = log.first_click
-    limit = np.where(first >= 0, first, log.depth - 1)
-    examined = ranks_grid(log) <= limit[:, None]
-    is_first = ranks_grid(log) == first[:, None]
-    views = pair_sum(log, 1.0, examined)
-    value = smoothed(pair_sum(log, 1.0, is_first), views, pseudo)
+    value, views = attraction_through(log, log.first_click, pseudo)
     table = PairTable.from_codes(log, value, views)
     return with_closed_form_trace(CascadeFit(attractiveness=table, trace=placeholder_trace(log)), log)

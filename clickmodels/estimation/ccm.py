@@ -31,11 +31,21 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._cascade import CascadeFamilyFit, cascade_posterior, prepare_slots
-from clickmodels.estimation._counts import compress, pair_sum, ranks_grid
+from clickmodels.estimation._cascade import (
+    CascadeFamilyFit,
+    cascade_posterior,
+    chain_em_data,
+    prepare_slots,
+)
+from clickmodels.estimation._counts import pair_sum
 from clickmodels.estimation._em import run_em
-from clickmodels.estimation.base import EMOptions, PairTable, register_fit, slot_values, smoothed
-from clickmodels.estimation.dbn import _has_next
+from clickmodels.estimation.base import (
+    EMOptions,
+    PairTable,
+    register_fit,
+    slot_values,
+    smoothed,
+)
 from clickmodels.logs import ClickLog
 
 __all__ = ["CCMFit", "fit_ccm"]
@@ -61,20 +71,12 @@ class CCMFit(CascadeFamilyFit):
 def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
     """Fit CCM by EM (see the module docstring); ``options`` default :class:`EMOptions()`."""
     opt = options or EMOptions()
-    n_sessions = log.n_sessions
-    log, weight = compress(log)
-    w = weight[:, None]
+    d = chain_em_data(log)
+    log, w, last = d.log, d.w, d.last
     clicks, shown = log.clicks, log.shown
-    last = log.last_click
-    ranks = ranks_grid(log)
-    above = ranks <= last[:, None]
-    before = ranks < last[:, None]
-    at_last = ranks == last[:, None]
-    views = pair_sum(log, w)
-    n_clicks = pair_sum(log, clicks * w)
-    has_next = _has_next(log)
-    skip_next = has_next & ~clicks
-    click_next = has_next & clicks
+    before, at_last, views, n_clicks = d.before, d.at_last, d.views, d.n_clicks
+    skip_next = d.has_next & ~clicks
+    click_next = d.has_next & clicks
 
     def step(state: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], float]:
         alpha, tau = state
@@ -95,8 +97,7 @@ def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
         on_s0 = np.where(before & clicks, 1.0 - mid_s1, np.where(at_last, s0_on, 0.0))
         p_s0 = np.where(clicks, 1.0 - p_s1, 0.0)
 
-        post_a = np.where(above, clicks.astype(float), a * (1.0 - exam))
-        num_a = pair_sum(log, post_a * w) + pair_sum(log, p_s1 * w, clicks)
+        num_a = pair_sum(log, d.attraction(a, post) * w) + pair_sum(log, p_s1 * w, clicks)
         new_alpha = smoothed(num_a, views + n_clicks, opt.pseudo)
         exam_next = np.zeros_like(exam)
         exam_next[:, :-1] = exam[:, 1:]
@@ -107,10 +108,10 @@ def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
                 smoothed(np.where(click_next, on_s1 * w, 0.0).sum(), np.where(click_next, p_s1 * w, 0.0).sum(), opt.pseudo),
             ]
         )
-        return (new_alpha, new_tau), float(post.log_lik @ weight)
+        return (new_alpha, new_tau), float(post.log_lik @ d.weight)
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.array([0.5, 0.5, 0.5]))
-    (alpha, tau), trace = run_em(n_sessions, opt, init, step)
+    (alpha, tau), trace = run_em(d.n_sessions, opt, init, step)
     t1, t2, t3 = (float(x) for x in tau)
     table = PairTable.from_codes(log, alpha, views + n_clicks)
     return CCMFit(attractiveness=table, tau1=t1, tau2=t2, tau3=t3, trace=trace)

@@ -29,10 +29,22 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._cascade import CascadeFamilyFit, cascade_posterior, prepare_slots
-from clickmodels.estimation._counts import compress, pair_sum, ranks_grid
+from clickmodels.estimation._cascade import (
+    CascadeFamilyFit,
+    cascade_posterior,
+    chain_em_data,
+    prepare_slots,
+)
+from clickmodels.estimation._counts import pair_sum
 from clickmodels.estimation._em import run_em
-from clickmodels.estimation.base import EMOptions, FitTrace, PairTable, register_fit, slot_values, smoothed
+from clickmodels.estimation.base import (
+    EMOptions,
+    FitTrace,
+    PairTable,
+    register_fit,
+    slot_values,
+    smoothed,
+)
 from clickmodels.logs import ClickLog
 
 __all__ = ["DBNFit", "fit_dbn"]
@@ -55,13 +67,6 @@ class DBNFit(CascadeFamilyFit):
         return np.full(1, g), g * (1.0 - self.satisfaction.for_log(log))
 
 
-def _has_next(log: ClickLog) -> np.ndarray:
-    """``(n, k)`` bool: slot is shown and the slot below it is shown too."""
-    nxt = np.zeros(log.docs.shape, dtype=bool)
-    nxt[:, :-1] = log.shown[:, 1:]
-    return nxt
-
-
 def fit_dbn(log: ClickLog, options: EMOptions | None = None) -> DBNFit:
     """Fit DBN by EM (see the module docstring); ``options`` default :class:`EMOptions()`."""
     alpha, sigma, gamma, tables_log, views, n_clicks, trace = dbn_em(log, options or EMOptions(), None)
@@ -81,37 +86,29 @@ def dbn_em(
     Returns per-pair-code ``alpha``, ``sigma``, ``gamma``, the (compressed) log whose pair
     codes index them, the weighted impression and click counts per pair, and the trace.
     """
-    n_sessions = log.n_sessions
-    log, weight = compress(log)
-    w = weight[:, None]
-    clicks, shown = log.clicks, log.shown
-    last = log.last_click
+    d = chain_em_data(log)
+    log, w = d.log, d.w
+    clicks = log.clicks
     rows = np.arange(log.n_sessions)
-    at_last = ranks_grid(log) == last[:, None]
-    above = ranks_grid(log) <= last[:, None]
-    views = pair_sum(log, w)
-    n_clicks = pair_sum(log, clicks * w)
-    has_next = _has_next(log)
 
     def step(state: tuple[np.ndarray, np.ndarray, float]) -> tuple[tuple[np.ndarray, np.ndarray, float], float]:
         alpha, sigma, gamma = state
         a = slot_values(alpha, log)
         s = slot_values(sigma, log)
-        a, c0, c1 = prepare_slots(a, np.full(1, gamma), gamma * (1.0 - s), shown)
-        post = cascade_posterior(a, c0, c1, clicks, last)
+        a, c0, c1 = prepare_slots(a, np.full(1, gamma), gamma * (1.0 - s), log.shown)
+        post = cascade_posterior(a, c0, c1, clicks, d.last)
         exam = post.exam
-        post_a = np.where(above, clicks.astype(float), a * (1.0 - exam))
-        s_last = np.where(last >= 0, s[rows, np.maximum(last, 0)] / post.stop_norm, 0.0)
-        post_s = np.where(at_last, s_last[:, None], 0.0)
-        new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
-        new_sigma = smoothed(pair_sum(log, post_s * w, clicks), n_clicks, opt.pseudo)
+        s_last = np.where(d.last >= 0, s[rows, np.maximum(d.last, 0)] / post.stop_norm, 0.0)
+        post_s = np.where(d.at_last, s_last[:, None], 0.0)
+        new_alpha = smoothed(pair_sum(log, d.attraction(a, post) * w), d.views, opt.pseudo)
+        new_sigma = smoothed(pair_sum(log, post_s * w, clicks), d.n_clicks, opt.pseudo)
         exam_next = np.zeros_like(exam)
         exam_next[:, :-1] = exam[:, 1:]
-        num = np.where(has_next, exam_next * w, 0.0).sum()
-        den = np.where(has_next, (exam - post_s) * w, 0.0).sum()
+        num = np.where(d.has_next, exam_next * w, 0.0).sum()
+        den = np.where(d.has_next, (exam - post_s) * w, 0.0).sum()
         new_gamma = float(smoothed(num, den, opt.pseudo)) if gamma_fixed is None else gamma_fixed
-        return (new_alpha, new_sigma, new_gamma), float(post.log_lik @ weight)
+        return (new_alpha, new_sigma, new_gamma), float(post.log_lik @ d.weight)
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.pairs.n_pairs, 0.5), 0.5 if gamma_fixed is None else gamma_fixed)
-    (alpha, sigma, gamma), trace = run_em(n_sessions, opt, init, step)
-    return alpha, sigma, gamma, log, views, n_clicks, trace
+    (alpha, sigma, gamma), trace = run_em(d.n_sessions, opt, init, step)
+    return alpha, sigma, gamma, log, d.views, d.n_clicks, trace

@@ -25,8 +25,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._cascade import CascadeFamilyFit, cascade_posterior, prepare_slots
-from clickmodels.estimation._counts import compress, pair_sum, rank_sum, ranks_grid
+from clickmodels.estimation._cascade import (
+    CascadeFamilyFit,
+    attraction_through,
+    cascade_posterior,
+    chain_em_data,
+    prepare_slots,
+)
+from clickmodels.estimation._counts import pair_sum, rank_sum, ranks_grid
 from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import (
     EMOptions,
@@ -77,10 +83,7 @@ def fit_dcm(
     if method != "closed_form":
         raise ConfigError(("method",), f"must be 'closed_form' or 'em', got {method!r}")
     last = log.last_click
-    limit = np.where(last >= 0, last, log.depth - 1)
-    examined = ranks_grid(log) <= limit[:, None]
-    views = pair_sum(log, 1.0, examined)
-    value = smoothed(pair_sum(log, log.clicks, examined), views, pseudo)
+    value, views = attraction_through(log, last, pseudo)
     clicks_r = rank_sum(log, log.clicks)
     last_r = rank_sum(log, ranks_grid(log) == last[:, None])
     lam = smoothed(clicks_r - last_r, clicks_r, pseudo)
@@ -90,32 +93,21 @@ def fit_dcm(
 
 
 def _fit_dcm_em(log: ClickLog, opt: EMOptions) -> DCMFit:
-    n_sessions = log.n_sessions
-    log, weight = compress(log)
-    w = weight[:, None]
-    clicks, shown = log.clicks, log.shown
-    last = log.last_click
-    ranks = ranks_grid(log)
-    above = ranks <= last[:, None]
-    before = ranks < last[:, None]
-    at_last = ranks == last[:, None]
-    views = pair_sum(log, w)
-    has_next = np.zeros(shown.shape, dtype=bool)
-    has_next[:, :-1] = shown[:, 1:]
-    click_next = clicks & has_next
+    d = chain_em_data(log)
+    log, w = d.log, d.w
+    click_next = log.clicks & d.has_next
     click_den = rank_sum(log, click_next * w)
 
     def step(state: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], float]:
         alpha, lam = state
-        a, c0, c1 = prepare_slots(slot_values(alpha, log), np.ones(1), lam[None, :], shown)
-        post = cascade_posterior(a, c0, c1, clicks, last)
-        post_a = np.where(above, clicks.astype(float), a * (1.0 - post.exam))
+        a, c0, c1 = prepare_slots(slot_values(alpha, log), np.ones(1), lam[None, :], log.shown)
+        post = cascade_posterior(a, c0, c1, log.clicks, d.last)
         on_last = c1 * post.after_last[:, None] / post.stop_norm[:, None]
-        cont = np.where(before, 1.0, np.where(at_last, on_last, 0.0))
-        new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
+        cont = np.where(d.before, 1.0, np.where(d.at_last, on_last, 0.0))
+        new_alpha = smoothed(pair_sum(log, d.attraction(a, post) * w), d.views, opt.pseudo)
         new_lam = smoothed(rank_sum(log, cont * w, click_next), click_den, opt.pseudo)
-        return (new_alpha, new_lam), float(post.log_lik @ weight)
+        return (new_alpha, new_lam), float(post.log_lik @ d.weight)
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.depth, 0.5))
-    (alpha, lam), trace = run_em(n_sessions, opt, init, step)
-    return DCMFit(attractiveness=PairTable.from_codes(log, alpha, views), continuation=lam, trace=trace)
+    (alpha, lam), trace = run_em(d.n_sessions, opt, init, step)
+    return DCMFit(attractiveness=PairTable.from_codes(log, alpha, d.views), continuation=lam, trace=trace)

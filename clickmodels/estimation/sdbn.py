@@ -24,7 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._cascade import CascadeFamilyFit
+from clickmodels.estimation._cascade import CascadeFamilyFit, attraction_through
 from clickmodels.estimation._counts import pair_sum, ranks_grid
 from clickmodels.estimation.base import (
     EMOptions,
@@ -79,10 +79,7 @@ def fit_sdbn(
     if method != "closed_form":
         raise ConfigError(("method",), f"must be 'closed_form' or 'em', got {method!r}")
     last = log.last_click
-    limit = np.where(last >= 0, last, log.depth - 1)
-    examined = ranks_grid(log) <= limit[:, None]
-    views = pair_sum(log, 1.0, examined)
-    attr = smoothed(pair_sum(log, log.clicks, examined), views, pseudo)
+    attr, views = attraction_through(log, last, pseudo)
     n_clicks = pair_sum(log, log.clicks)
     sat = smoothed(pair_sum(log, ranks_grid(log) == last[:, None]), n_clicks, pseudo)
     fit = SDBNFit(
