@@ -247,3 +247,21 @@ def test_segments_partial_coverage_is_reported(files, tmp_path: Path) -> None:
     assert data["segments"] == {"file": str(seg), "attributes": ["bucket"], "queries_in_file": 3,
                                 "not_evaluated": 1, "evaluated_without_attributes": 1,
                                 "missing_value": "<missing>"}
+
+
+def test_letor_score_feature_column_as_a_system(tmp_path: Path) -> None:
+    letor = tmp_path / "test.txt"
+    # feature 2 ranks q1 right and q2 wrong; feature 1 is absent on some lines (sparse: 0)
+    letor.write_text("2 qid:1 2:0.9\n0 qid:1 1:0.7 2:0.1\n1 qid:2 2:0.2\n0 qid:2 1:0.4 2:0.8\n")
+    a = tmp_path / "a.pred"
+    a.write_text("0.9\n0.1\n0.8\n0.2\n")
+    res = invoke("--letor", str(letor), "--scores", str(a), "--score-feature", "2", "--score-feature", "1",
+                 "--metrics", "nDCG@1", "--preset", "lightgbm", "--format", "json",
+                 "--permutations", "100", "--bootstrap", "100")
+    assert res.exit_code == 0, res.output
+    means = {s["name"]: s["metrics"]["nDCG@1"]["mean"] for s in json.loads(res.stdout)["systems"]}
+    assert means == {"a": pytest.approx(1.0), "feature2": pytest.approx(0.5), "feature1": pytest.approx(0.0)}
+    bad = invoke("--letor", str(letor), "--score-feature", "-1")
+    assert bad.exit_code == 2 and "score-feature" in bad.output
+    bad = invoke("--qrels", str(letor), "--run", str(a), "--score-feature", "2")
+    assert bad.exit_code == 2 and "--score-feature goes with --letor" in bad.output

@@ -6,7 +6,8 @@ Example::
         --metrics "nDCG@10,ERR@10,RBP(p=0.8),AP" --preset trec_eval --format json
 
 LETOR input (LightGBM / XGBoost style): ``--letor test.txt --query-file test.query
---scores model_a.pred --scores model_b.pred --preset lightgbm``.
+--scores model_a.pred --scores model_b.pred --preset lightgbm``; ``--score-feature N`` makes
+feature column ``N`` of the LETOR file a system of its own (e.g. BM25 as a baseline).
 
 Every output states the conventions and how many queries were counted, excluded
 (no relevant document), filled (judged but absent from the run) or ignored (no qrels).
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
 
 import typer
 
@@ -69,6 +70,13 @@ def evaluate_cmd(
     scores: Annotated[
         Optional[list[Path]],
         typer.Option("--scores", help="Score file for --letor (one number per line); repeat for several systems."),
+    ] = None,
+    score_feature: Annotated[
+        Optional[list[int]],
+        typer.Option(
+            "--score-feature", min=0,
+            help="Use this feature column of the --letor file as a system's score (named feature<N>); repeatable.",
+        ),
     ] = None,
     query_file: Annotated[
         Optional[Path], typer.Option("--query-file", help="Group sizes for a LETOR file without qid: (LightGBM .query).")
@@ -125,8 +133,11 @@ def evaluate_cmd(
         raise ConfigError(("qrels",), "give either --qrels with --run, or --letor with --scores")
     if (qrels is not None and scores) or (letor is not None and run):
         raise ConfigError(("run",), "--run goes with --qrels, --scores with --letor")
+    if qrels is not None and score_feature:
+        raise ConfigError(("score-feature",), "--score-feature goes with --letor")
+    features = list(score_feature or [])
     paths = list(run or []) if qrels is not None else list(scores or [])
-    if not paths:
+    if not paths and not features:
         raise ConfigError(("run",) if qrels is not None else ("scores",), "give at least one system")
     conv = preset(preset_name).with_(
         gain=Gain.parse(gain) if gain is not None else None,
@@ -137,7 +148,9 @@ def evaluate_cmd(
         depth=depth,
     )
     ms = parse_metrics(metrics)
-    names = _system_names(paths)
+    names = _system_names(paths) + [f"feature{f}" for f in features]
+    if len(set(names)) != len(names):
+        raise ConfigError(("score-feature",), f"two systems share a name: {', '.join(names)}")
     if baseline is None:
         baseline = names[0]
     elif baseline not in names:
@@ -148,12 +161,17 @@ def evaluate_cmd(
         runs = [read_run(path, check_unique=False) for path in paths]
     elif letor is not None:
         from onlineeval.io import read_letor
+        from onlineeval.io.letor import read_scores
 
-        q = read_letor(letor, query_file=query_file).qrels
+        q = read_letor(letor, query_file=query_file).qrels  # the LETOR file is parsed once for score files
         for path in paths:
-            frame = read_letor(letor, scores=path, query_file=query_file).run
-            if frame is not None:
-                runs.append(frame)
+            frame = pd.DataFrame(
+                {"query": q["query"].to_numpy(), "doc": q["doc"].to_numpy(), "score": read_scores(path, len(q))}
+            )
+            frame.attrs["path"] = str(path)
+            runs.append(frame)
+        for f in features:
+            runs.append(cast("pd.DataFrame", read_letor(letor, score_feature=f, query_file=query_file).run))
     evals = [evaluate_run(q, r, ms, conv, run_id=name) for name, r in zip(names, runs)]
     residuals = _rbp_residuals(q, runs, names, ms, conv)
 

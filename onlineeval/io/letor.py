@@ -20,7 +20,7 @@ import pandas as pd
 
 from onlineeval.errors import InputError
 
-__all__ = ["LetorData", "read_letor"]
+__all__ = ["LetorData", "read_letor", "read_scores"]
 
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
 
@@ -36,7 +36,17 @@ class LetorData(NamedTuple):
     run: pd.DataFrame | None
 
 
-def _read_scores(path: str, n: int) -> np.ndarray:
+def read_scores(path: str | PathLike[str], n: int) -> np.ndarray:
+    """Read a score file (one number per line, e.g. a LightGBM prediction file) for the
+    ``n`` documents of a LETOR file, in file order.
+
+    Raises
+    ------
+    InputError
+        With file and line: a non-numeric or non-finite score; without a line: a count
+        other than ``n``.
+    """
+    path = str(path)
     values: list[float] = []
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
         text = line.strip()
@@ -163,7 +173,7 @@ def read_letor(
         if score_feature is not None:
             s = np.asarray(feats, dtype=np.float64)
         elif isinstance(scores, (str, PathLike)):
-            s = _read_scores(str(scores), n)
+            s = read_scores(scores, n)
         else:
             s = np.asarray(scores, dtype=np.float64)
             if s.shape != (n,):
