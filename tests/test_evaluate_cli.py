@@ -265,3 +265,10 @@ def test_letor_score_feature_column_as_a_system(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "score-feature" in bad.output
     bad = invoke("--qrels", str(letor), "--run", str(a), "--score-feature", "2")
     assert bad.exit_code == 2 and "--score-feature goes with --letor" in bad.output
+
+
+def test_per_query_into_a_missing_folder_is_one_clear_error(files, tmp_path: Path) -> None:
+    target = tmp_path / "no" / "such" / "pq.csv"
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--per-query", str(target))
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"per-query: the folder {target.parent} does not exist" in res.output

@@ -148,6 +148,8 @@ def evaluate_cmd(
         depth=depth,
     )
     ms = parse_metrics(metrics)
+    if per_query is not None and not per_query.parent.is_dir():
+        raise ConfigError(("per-query",), f"the folder {per_query.parent} does not exist")
     names = _system_names(paths) + [f"feature{f}" for f in features]
     if len(set(names)) != len(names):
         raise ConfigError(("score-feature",), f"two systems share a name: {', '.join(names)}")
