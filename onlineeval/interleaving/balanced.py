@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from onlineeval.interleaving._kernels import check_bool, first_occurrence, mask_shared_prefix, rank_in_lists
+from onlineeval.interleaving._kernels import check_bool, first_occurrence, mask_shared_prefix
 from onlineeval.interleaving.base import Interleaver, InterleavingResult
 from onlineeval.interleaving.registry import register_interleaver
 
@@ -89,15 +89,25 @@ class Balanced(Interleaver):
     def _credit(self, result: InterleavingResult, clicks: NDArray[np.bool_]) -> NDArray[np.float64]:
         if not self.prefix_credit:
             clicks = mask_shared_prefix(clicks, result.rankings)
-        n, k = result.ranking.shape
-        ranks = rank_in_lists(result.ranking, result.rankings)        # (2, n, k)
-        any_click = clicks.any(axis=1)
-        last = k - 1 - np.argmax(clicks[:, ::-1], axis=1)             # lowest clicked slot
-        rows = np.arange(n)
-        kappa = np.minimum(ranks[0, rows, last], ranks[1, rows, last])  # 0-based cut-off
+        n = result.n
+        K = result.rankings.shape[2]
         out = np.zeros((n, 2), dtype=np.float64)
+        row, slot = np.nonzero(clicks)                  # row-major: grouped by impression, slots ascending
+        if row.size == 0:
+            return out
+        docs = result.ranking[row, slot]
+        ranks = np.empty((2, row.size), dtype=np.intp)  # 0-based first-occurrence rank, K when absent
+        at = np.arange(row.size)
         for i in range(2):
-            inside = ranks[i] <= kappa[:, None]
-            out[:, i] = np.count_nonzero(clicks & inside, axis=1)
-        out[~any_click] = 0.0
+            eq = result.rankings[i][row] == docs[:, None]
+            idx = eq.argmax(axis=1)
+            ranks[i] = np.where(eq[at, idx], idx, K)
+        new_row = np.empty(row.size, dtype=bool)
+        new_row[0] = True
+        np.not_equal(row[1:], row[:-1], out=new_row[1:])
+        group = np.cumsum(new_row) - 1                  # index of the impression among the clicked ones
+        last = np.flatnonzero(np.append(new_row[1:], True))   # lowest clicked slot of each impression
+        kappa = np.minimum(ranks[0, last], ranks[1, last])[group]   # 0-based cut-off
+        for i in range(2):
+            out[:, i] = np.bincount(row, weights=(ranks[i] <= kappa), minlength=n)
         return out
