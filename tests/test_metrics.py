@@ -355,3 +355,25 @@ def test_every_registered_metric_is_a_value_object() -> None:
 def test_parse_list_refuses_repeats_and_empty_items(text: str, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment.replace("(", r"\(")):
         parse_metrics(text)
+
+
+def test_golden_set_from_document_ids_through_evaluate_run() -> None:
+    """The same worked example from qrels/run frames with the issue's document ids."""
+    import pandas as pd
+
+    from onlineeval.conventions import Conventions
+    from onlineeval.metrics.evaluate import evaluate_run
+
+    rankings = {
+        "A": ["d031", "d012", "d025", "d040", "d007"],
+        "B": ["d025", "d031", "d012", "d040", "d007"],
+        "C": ["d012", "d040", "d025", "d031", "d007"],
+    }
+    qrels = pd.DataFrame({"query": ["g", "g"], "doc": ["d025", "d031"], "grade": [2, 1]})
+    printed = {"Recall@5": (1.000, 1.000, 1.000), "P@5": (0.400, 0.400, 0.400), "RR": (1.000, 1.000, 0.333),
+               "AP": (0.833, 1.000, 0.417), "nDCG@5": (0.689, 1.000, 0.532)}
+    for i, docs in enumerate(rankings.values()):
+        run = pd.DataFrame({"query": "g", "doc": docs, "score": [5.0, 4.0, 3.0, 2.0, 1.0]})
+        ev = evaluate_run(qrels, run, list(printed), Conventions())  # exponential gain
+        for name, values in printed.items():
+            assert round(ev.mean(name), 3) == values[i], (name, i)
