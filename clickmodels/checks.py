@@ -164,19 +164,25 @@ def check_likelihood_is_distribution(model: ClickModel, imp: Impressions) -> Non
 
 
 def check_monte_carlo(model: ClickModel, imp: Impressions, reps: int = 400, z: float = 4.0) -> None:
-    """Exact marginal CTR and examination per rank agree with Monte Carlo.
+    """Exact click and examination probabilities agree with Monte Carlo, per rank and per slot.
 
-    Each of the :math:`m = 2k` comparisons (click and examination rate per rank) uses the
-    standard error :math:`\\sqrt{\\sum_i p_i(1-p_i)}/n`; the tolerance is ``z`` = 4 SE for
-    the family, Bonferroni-adjusted over the :math:`m` comparisons (so the chance of a false
-    failure is that of one 4-SE test, about 6e-5).
+    The batch is tiled ``reps`` times and sampled once.
+
+    * Per rank (:math:`2k` comparisons, click and examination rate averaged over the
+      batch): the standard error is :math:`\\sqrt{\\sum_i p_i(1-p_i)}/n` and the tolerance
+      ``z`` = 4 SE for each comparison.
+    * Per slot (every impression and rank of ``imp``, over its ``reps`` copies): the SE is
+      :math:`\\sqrt{p(1-p)/reps}`; with :math:`m = 2nk` comparisons the tolerance is the
+      Bonferroni-adjusted ``z`` (a family-wise false-failure chance of one 4-SE test, about
+      6e-5), and a slot with :math:`p \\in \\{0, 1\\}` must match exactly. This catches a
+      sampler that is right on average over the batch but wrong for individual impressions.
     """
     from scipy.stats import norm
 
     big = _tile(imp, reps)
     out = model.sample(big, np.random.default_rng(2024))
-    m = 2 * imp.shape[1]
-    zz = float(norm.isf(norm.sf(z) / m))
+    n0, k = imp.shape
+    z_slot = float(norm.isf(norm.sf(z) / max(2 * n0 * k, 1)))
     for what, exact, got in (
         ("click", model.click_probabilities(big), out.clicks),
         ("examination", model.examination_probabilities(big), out.examined),
@@ -185,14 +191,27 @@ def check_monte_carlo(model: ClickModel, imp: Impressions, reps: int = 400, z: f
         mean_exact = exact.mean(axis=0)
         se = np.sqrt((exact * (1.0 - exact)).sum(axis=0)) / n
         diff = np.abs(got.mean(axis=0) - mean_exact)
-        bad = diff > zz * se + 1e-12
+        bad = diff > z * se + 1e-12
         if np.any(bad):
             r = int(np.argmax(bad))
             raise _fail(
                 model,
                 "check_monte_carlo",
                 f"{what} rate at rank {r + 1}: Monte Carlo {got.mean(axis=0)[r]:.5f} vs exact "
-                f"{mean_exact[r]:.5f} (SE {se[r]:.2g}, tolerance {zz:.2f} SE)",
+                f"{mean_exact[r]:.5f} (SE {se[r]:.2g}, tolerance {z:.2f} SE)",
+            )
+        cell_exact = exact.reshape(reps, n0, k).mean(axis=0)
+        cell_got = got.reshape(reps, n0, k).mean(axis=0)
+        cell_se = np.sqrt(cell_exact * (1.0 - cell_exact) / reps)
+        bad = np.abs(cell_got - cell_exact) > z_slot * cell_se + 1e-12
+        if np.any(bad):
+            i, r = (int(x) for x in np.argwhere(bad)[0])
+            raise _fail(
+                model,
+                "check_monte_carlo",
+                f"{what} rate of impression {i} at rank {r + 1}: Monte Carlo {cell_got[i, r]:.5f} vs exact "
+                f"{cell_exact[i, r]:.5f} over {reps} copies (SE {cell_se[i, r]:.2g}, tolerance {z_slot:.2f} SE, "
+                f"Bonferroni over {2 * n0 * k} slots)",
             )
 
 

@@ -108,6 +108,17 @@ class _BiasedSampler(Cascade):
 
 
 @dataclass(frozen=True, eq=False)
+class _RowShuffledSampler(Cascade):
+    """Right click rate per rank on average over the batch, wrong per impression: every
+    row gets the clicks sampled for another row of the batch."""
+
+    def _sample(self, imp: Impressions, rng: np.random.Generator) -> ClickSample:
+        out = super()._sample(imp, rng)
+        perm = np.random.default_rng(1).permutation(imp.shape[0])
+        return ClickSample(out.clicks[perm], out.propensity, out.examined[perm] | out.clicks[perm])
+
+
+@dataclass(frozen=True, eq=False)
 class _ConstantLikelihood(Cascade):
     def _conditional_click_probabilities(self, imp: Impressions, clicks: np.ndarray) -> np.ndarray:
         return np.full(imp.shape, 0.5) * imp.valid
@@ -125,6 +136,7 @@ def _base() -> dict[str, Any]:
         (_GlobalRandom(**_base()), check_seed, "same seed"),
         (_Mutating(**_base(), counter=np.zeros(1)), check_unchanged_and_pickle, "changed by use"),
         (_BiasedSampler(**_base()), check_monte_carlo, "Monte Carlo"),
+        (_RowShuffledSampler(**_base()), check_monte_carlo, "impression"),
         (_ConstantLikelihood(**_base()), check_likelihood_is_distribution, "marginals"),
     ],
 )
