@@ -141,9 +141,7 @@ class Bpref(Metric):
     aliases: ClassVar[tuple[str, ...]] = ()
 
     def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
-        codes = cut(batch.codes, self.k, EMPTY)
-        rel = codes >= ctx.rel_min
-        nonrel = (codes >= 0) & ~rel
+        codes, rel, nonrel = _binary_judgements(batch, ctx, self.k)
         above = np.cumsum(nonrel, axis=1)  # at a relevant slot, equals the count above it
         big_r = batch.num_rel(ctx.rel_min)
         big_n = ((batch.judged >= 0) & (batch.judged < ctx.rel_min)).sum(axis=1)
@@ -175,9 +173,7 @@ class InfAP(Metric):
     aliases: ClassVar[tuple[str, ...]] = ()
 
     def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
-        codes = cut(batch.codes, self.k, EMPTY)
-        rel = codes >= ctx.rel_min
-        nonrel = (codes >= 0) & ~rel
+        codes, rel, nonrel = _binary_judgements(batch, ctx, self.k)
         unj = codes == UNJUDGED
         r = np.cumsum(rel, axis=1) - rel
         n = np.cumsum(nonrel, axis=1) - nonrel
@@ -189,6 +185,14 @@ class InfAP(Metric):
         )
         term = np.where(j == 0, 1.0, term)
         return safe_div((term * rel).sum(axis=1), batch.num_rel(ctx.rel_min))
+
+
+def _binary_judgements(batch: LabelBatch, ctx: EvalContext, k: int | None) -> tuple[np.ndarray, ...]:
+    """Codes cut at ``k`` and the masks of judged relevant and judged non-relevant slots
+    (unjudged, not pooled and empty slots are neither), as bpref and infAP read them."""
+    codes = cut(batch.codes, k, EMPTY)
+    rel = codes >= ctx.rel_min
+    return codes, rel, (codes >= 0) & ~rel
 
 
 def _iprec(batch: LabelBatch, ctx: EvalContext, levels: np.ndarray, k: int | None) -> np.ndarray:
