@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from clickmodels.estimation.base import PROB_EPS
+from clickmodels.estimation.base import PROB_EPS, bernoulli_log_likelihood
 from clickmodels.logs import ClickLog
 from onlineeval.errors import InputError
 
@@ -132,8 +132,13 @@ def perplexity_by_rank(p: np.ndarray, clicks: np.ndarray, shown: np.ndarray) -> 
 
 
 def log_likelihood(p_conditional: np.ndarray, clicks: np.ndarray, shown: np.ndarray) -> np.ndarray:
-    """``(n,)`` :math:`\\sum_r \\log P(C_r = c_r \\mid C_{<r})` (natural log) per session."""
-    return np.where(shown, _bits(p_conditional, clicks), 0.0).sum(axis=1) * np.log(2.0)
+    """``(n,)`` :math:`\\sum_r \\log P(C_r = c_r \\mid C_{<r})` (natural log) per session.
+
+    The same definition (and clipping) as a fitted record's
+    :meth:`~clickmodels.estimation.base.ClickModelFit.log_likelihood`:
+    :func:`~clickmodels.estimation.base.bernoulli_log_likelihood`.
+    """
+    return bernoulli_log_likelihood(p_conditional, clicks, shown)
 
 
 def evaluate(model: ClickPredictor | Any, log: ClickLog, label: str | None = None) -> Evaluation:

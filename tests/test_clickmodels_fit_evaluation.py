@@ -129,3 +129,15 @@ def test_clickmodel_adapter_gives_the_same_numbers(yandex: tuple[ClickLog, Click
     assert type(fitted) is type(model)
     imp = Impressions(query=test_rec.query, docs=test_rec.docs)
     np.testing.assert_allclose(fitted.click_probabilities(imp), model.click_probabilities(imp), rtol=1e-12)
+
+
+def test_evaluation_log_likelihood_is_the_fit_records_own() -> None:
+    """One definition of the session log-likelihood (clipping included): the evaluation's
+    equals the fitted record's, to the bit."""
+    rng = np.random.default_rng(2)
+    docs = np.argsort(rng.random((500, 6)), axis=1)[:, :4]
+    clicks = rng.random(docs.shape) < 0.3
+    log = from_arrays(np.zeros(500, dtype=int), docs, clicks)
+    for name in ("dbn", "ubm", "cm"):
+        rec = fit_log(name, log, **({"max_iter": 5} if name != "cm" else {}))
+        assert evaluate(rec, log).log_likelihood == float(rec.log_likelihood(log).mean())
