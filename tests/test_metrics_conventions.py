@@ -127,3 +127,35 @@ def test_expected_ties_refuse_a_group_cut_by_the_depth() -> None:
     assert evaluate_run(qrels, run, ["P@2"], conv.with_(depth=3)).mean("P@2") == 0.5
     with pytest.raises(ConfigError, match="cut in two"):
         evaluate_run(qrels, run, ["P@2"], conv.with_(depth=2))
+
+
+def test_err_scale_comes_from_the_qrels_not_from_the_queries_a_run_answers() -> None:
+    """ERR's gmax is the top grade of the qrels: a query ranked identically scores the same
+    in two runs even when one run drops the query that holds the top grade."""
+    qrels = pd.DataFrame({"query": ["q1", "q1", "q2"], "doc": ["a", "b", "c"], "grade": [1, 0, 3]})
+    both = pd.DataFrame({"query": ["q1", "q2"], "doc": ["a", "c"], "score": [1.0, 1.0]})
+    only_q1 = pd.DataFrame({"query": ["q1"], "doc": ["a"], "score": [1.0]})
+    conv = Conventions(missing="drop")
+    a = evaluate_run(qrels, both, ["ERR@5"], conv)
+    b = evaluate_run(qrels, only_q1, ["ERR@5"], conv)
+    r1 = (2**1 - 1) / 2**3  # R_i = (2^g - 1) / 2^gmax with gmax = 3 from the qrels
+    assert a.values[a.metrics[0]].tolist() == [r1, (2**3 - 1) / 2**3]
+    assert b.values[b.metrics[0]].tolist() == [r1]
+    # an explicit gmax still wins
+    c = evaluate_run(qrels, only_q1, ["ERR(gmax=4)@5"], conv)
+    assert c.values[c.metrics[0]].tolist() == [1 / 16]
+
+
+def test_untyped_frames_are_validated_by_evaluate_run() -> None:
+    """Raw DataFrames go through the frame validators: numeric text is read as numbers,
+    anything else is an InputError naming the row (never a numpy TypeError)."""
+    run = pd.DataFrame({"query": ["q1", "q1"], "doc": ["a", "b"], "score": [2.0, 1.0]})
+    text_grades = pd.DataFrame({"query": ["q1", "q1"], "doc": ["a", "b"], "grade": ["0", "2"]})
+    ev = evaluate_run(text_grades, run, ["RR", "ERR@2"])
+    assert [float(v[0]) for v in ev.values.values()] == [0.5, 0.5 * 3 / 4]
+    with pytest.raises(InputError, match="row 2: grade must be an integer, got 'x'"):
+        evaluate_run(pd.DataFrame({"query": ["q1", "q1"], "doc": ["a", "b"], "grade": [1, "x"]}), run, ["RR"])
+    with pytest.raises(InputError, match="row 1: score must be a finite number"):
+        evaluate_run(text_grades, run.assign(score=[np.nan, 1.0]), ["RR"])
+    with pytest.raises(InputError, match="row 2: score must be a finite number, got 'high'"):
+        evaluate_run(text_grades, run.assign(score=[1.0, "high"]), ["RR"])

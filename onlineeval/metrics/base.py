@@ -83,10 +83,13 @@ class CWL(NamedTuple):
 
 
 class EvalContext(NamedTuple):
-    """The conventions a metric kernel needs: relevance threshold and default gain."""
+    """The conventions a metric kernel needs: relevance threshold, default gain and the
+    top grade of the judgement scale (``None``: metrics that need it take the largest
+    grade of the batch)."""
 
     rel_min: int = 1
     gain: Gain = EXPONENTIAL
+    gmax: int | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,8 +37,10 @@ class ERR(Metric):
         ERR@k = \\sum_{i=1}^{k} \\frac{1}{i} R_i \\prod_{j<i} (1 - R_j), \\qquad
         R_i = \\frac{2^{g_i} - 1}{2^{g_{\\max}}}
 
-    ``gmax`` is the top grade of the scale; by default the largest judged grade in the
-    batch (at least 1). ERR is a cascade model, not a static C/W/L model: its utility is
+    ``gmax`` is the top grade of the scale; by default the top grade of the qrels
+    (:func:`onlineeval.metrics.evaluate.evaluate_run` passes it in the context, so a
+    query scores the same whichever queries a run answers), else the largest grade in
+    the batch (at least 1). ERR is a cascade model, not a static C/W/L model: its utility is
     paid on stopping, so :meth:`cwl` raises and :meth:`cascade` gives the user model.
     """
 
@@ -50,9 +52,11 @@ class ERR(Metric):
         if self.gmax is not None and (isinstance(self.gmax, bool) or not isinstance(self.gmax, int) or self.gmax < 1):
             raise ConfigError(("metrics", "ERR", "gmax"), f"must be a positive integer, got {self.gmax!r}")
 
-    def _top(self, judged: np.ndarray, codes: np.ndarray) -> int:
+    def _top(self, judged: np.ndarray, codes: np.ndarray, ctx_gmax: int | None = None) -> int:
         if self.gmax is not None:
             return self.gmax
+        if ctx_gmax is not None:
+            return max(1, int(ctx_gmax))
         return max(1, int(judged.max(initial=0)), int(codes.max(initial=0)))
 
     def _cascade(self, codes: np.ndarray, gmax: int) -> Cascade:
@@ -64,7 +68,7 @@ class ERR(Metric):
 
     def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         codes = cut(batch.codes, self.k, EMPTY)
-        c = self._cascade(codes, self._top(batch.judged, batch.codes))
+        c = self._cascade(codes, self._top(batch.judged, batch.codes, ctx.gmax))
         return (c.stop / ranks(codes.shape[1])).sum(axis=1)
 
     def cascade(self, ranked: np.ndarray, judged: np.ndarray | None = None) -> Cascade:

@@ -206,6 +206,26 @@ def _judged_matrix(qrels: pd.DataFrame, queries: np.ndarray) -> np.ndarray:
     return -np.sort(-out, axis=1)  # each row descending, -1 padding last
 
 
+def _typed(qrels: pd.DataFrame, run: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Frames whose grade / score columns are not already integer / finite numbers go
+    through :func:`onlineeval.io.qrels_from_frame` / :func:`onlineeval.io.run_from_frame`
+    (numeric text is converted; anything else is an :class:`InputError` naming the row).
+    Frames from the readers pass untouched (one dtype check and one ``isfinite``)."""
+    from onlineeval.io.trec import qrels_from_frame, run_from_frame
+
+    if "grade" in qrels.columns and qrels["grade"].to_numpy().dtype.kind not in "iu":
+        attrs = dict(qrels.attrs)
+        qrels = qrels_from_frame(qrels)
+        qrels.attrs.update(attrs)
+    if "score" in run.columns:
+        s = run["score"].to_numpy()
+        if s.dtype.kind not in "iuf" or (s.dtype.kind == "f" and not np.isfinite(s).all()):
+            attrs = dict(run.attrs)
+            run = run_from_frame(run)
+            run.attrs.update(attrs)
+    return qrels, run
+
+
 def evaluate_run(
     qrels: pd.DataFrame,
     run: pd.DataFrame,
@@ -226,8 +246,11 @@ def evaluate_run(
         Gain, empty and missing rules, tie rule, rel_min, depth.
     """
     ms: Sequence[Metric] = tuple(parse_metrics(metrics))
+    qrels, run = _typed(qrels, run)
     batch, queries, raw = label_batch(qrels, run, conventions)
-    ctx = EvalContext(int(conventions.rel_min), conventions.gain)
+    # the scale's top grade from the whole qrels (ERR): not from the queries this run answers
+    top = int(np.max(qrels["grade"].to_numpy(), initial=0)) if len(qrels) else 0
+    ctx = EvalContext(int(conventions.rel_min), conventions.gain, max(1, top))
     empty = batch.num_rel(ctx.rel_min) == 0
     counted = np.ones(len(queries), dtype=bool)
     if conventions.empty == "exclude":
