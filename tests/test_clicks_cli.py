@@ -160,3 +160,22 @@ def test_printed_numbers_state_their_conventions(tsv_log: Path, tmp_path: Path) 
     result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "rctr", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "sum over 600 sessions, natural log" in result.output and "a = 0" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["fit", "--model", "pbm", "--out", "o.json", "--max-iter", "0"], "--max-iter"),
+        (["fit", "--model", "pbm", "--out", "o.json", "--tol", "-1"], "--tol"),
+        (["fit", "--model", "dctr", "--out", "o.json", "--pseudo", "-0.5"], "--pseudo"),
+        (["evaluate", "--test-fraction", "1.5"], "--test-fraction"),
+        (["evaluate", "--models", "rctr,cm", "--max-iter", "5"], "--max-iter"),
+        (["evaluate", "--models", "rctr,nosuch"], "--models"),
+        (["evaluate", "--models", "pbm:xx"], "--models"),
+    ],
+)
+def test_bad_options_name_the_option_before_reading_the_log(args: list[str], option: str, tmp_path: Path) -> None:
+    missing = tmp_path / "not_read.tsv"  # options are checked first: the missing log is not reached
+    result = runner.invoke(app, ["clicks", args[0], "--log", str(missing), *args[1:]])
+    assert result.exit_code == 2, result.output
+    assert f"{option}:" in result.output and "not_read" not in result.output

@@ -26,6 +26,25 @@ def _read(path: Path, fmt: Optional[str]):  # type: ignore[no-untyped-def]
     return read_click_log(path, fmt)  # type: ignore[arg-type]
 
 
+def _check_options(
+    max_iter: Optional[int] = None,
+    tol: Optional[float] = None,
+    pseudo: Optional[float] = None,
+    test_fraction: Optional[float] = None,
+) -> None:
+    """Refuse bad numeric options up front (before any log is read), naming the option."""
+    from onlineeval.errors import ConfigError
+
+    if max_iter is not None and max_iter < 1:
+        raise ConfigError(("--max-iter",), f"must be an integer >= 1, got {max_iter}")
+    if tol is not None and not tol >= 0:
+        raise ConfigError(("--tol",), f"must be >= 0 (relative change of the training LL), got {tol}")
+    if pseudo is not None and not pseudo >= 0:
+        raise ConfigError(("--pseudo",), f"must be >= 0 (Beta(a, a) pseudo-count; 0 = plain MLE), got {pseudo}")
+    if test_fraction is not None and not 0 < test_fraction < 1:
+        raise ConfigError(("--test-fraction",), f"must be in (0, 1), got {test_fraction}")
+
+
 def _uses_em(name: str, method: Optional[str]) -> bool:
     from clickmodels.estimation import EM_MODELS, canonical_name
 
@@ -95,6 +114,8 @@ def fit_command(
     """Fit one click model to a log and save its parameters as JSON."""
     from clickmodels.estimation import fit_log
 
+    _check_options(max_iter, tol, pseudo)
+    _em_options(max_iter, tol, pseudo, model, method, strict=True)  # option errors before reading
     data = _read(log, format)
     result = fit_log(model, data, **_em_options(max_iter, tol, pseudo, model, method, strict=True))
     result.save(out)
@@ -135,14 +156,28 @@ def evaluate_command(
     import numpy as np
     import pandas as pd
 
-    from clickmodels.estimation import fit_log, load_fit
+    from clickmodels.estimation import canonical_name, fit_log, load_fit
     from clickmodels.evaluation import compare
     from clickmodels.logs import train_test_split
     from onlineeval.errors import ConfigError
 
     names = [m.strip() for m in models.split(",") if m.strip()]
     if not names:
-        raise ConfigError(("models",), "give at least one model name")
+        raise ConfigError(("--models",), "give at least one model name")
+    _check_options(max_iter, tol, None, test_fraction if test_log is None else None)
+    refit = [n.partition(":") for n in names if not n.endswith(".json")]
+    for base, _, method in refit:
+        try:
+            canonical_name(base)
+        except ConfigError as exc:
+            raise ConfigError(("--models",), exc.message) from None
+        if method not in ("", "em"):
+            raise ConfigError(("--models",), f"{base}:{method}: the only suffix is ':em' (EM fit of dcm, sdbn)")
+    if (max_iter is not None or tol is not None) and not any(_uses_em(b, m or None) for b, _, m in refit):
+        option = "--max-iter" if max_iter is not None else "--tol"
+        raise ConfigError(
+            (option,), "no model in --models is fitted by EM (pbm, ubm, dbn, ccm, dcm:em, sdbn:em); drop the option"
+        )
     if csv is not None and not csv.parent.is_dir():
         raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
     train = _read(log, format)
