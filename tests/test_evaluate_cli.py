@@ -272,3 +272,15 @@ def test_per_query_into_a_missing_folder_is_one_clear_error(files, tmp_path: Pat
     res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--per-query", str(target))
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert f"per-query: the folder {target.parent} does not exist" in res.output
+
+
+def test_err_scale_is_reported_in_every_format(files) -> None:
+    base = ["--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--metrics", "ERR@5,ERR(gmax=4)@5,AP"]
+    table = invoke(*base)
+    assert table.exit_code == 0, table.output
+    assert "ERR@5: gmax = 2 (top grade of the qrels)" in table.output
+    assert "ERR(gmax=4)@5: gmax" not in table.output  # stated in its name
+    data = json.loads(invoke(*base, "--format", "json").stdout)
+    assert data["err_gmax"] == {"ERR@5": 2}
+    csv = pd.read_csv(io.StringIO(invoke(*base, "--format", "csv").stdout)).set_index("metric")
+    assert csv.loc["ERR@5", "err_gmax"] == 2 and csv[["err_gmax"]].drop(index="ERR@5").isna().all().all()

@@ -176,6 +176,7 @@ def evaluate_cmd(
             runs.append(cast("pd.DataFrame", read_letor(letor, score_feature=f, query_file=query_file).run))
     evals = [evaluate_run(q, r, ms, conv, run_id=name) for name, r in zip(names, runs)]
     residuals = _rbp_residuals(q, runs, names, ms, conv)
+    err_gmax = _err_scales(q, ms)
 
     long = _long_frame(evals)
     if per_query is not None:
@@ -203,6 +204,8 @@ def evaluate_cmd(
 
     if output_format == "json":
         doc = _json(evals, conv, comparisons, common_queries, seg_means, with_per_query)
+        if err_gmax:
+            doc["err_gmax"] = err_gmax
         if coverage is not None:
             doc["segments"] = coverage
         for entry in doc["systems"]:
@@ -213,11 +216,15 @@ def evaluate_cmd(
                     rec["interval"] = [rec["mean"], _clean(rec["mean"] + res)]
         typer.echo(json.dumps(doc, indent=2))
     elif output_format == "csv":
-        typer.echo(_csv(evals, conv, comparisons, seg_means, residuals), nl=False)
+        typer.echo(_csv(evals, conv, comparisons, seg_means, residuals, err_gmax), nl=False)
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
             typer.echo("note: " + _coverage_text(coverage), err=True)
     else:
         text = _table(evals, conv, comparisons, common_queries, seg_means, baseline)
+        if err_gmax:
+            first, sep, rest = text.partition("\n")
+            notes = "\n".join(f"{m}: gmax = {g} (top grade of the qrels)" for m, g in err_gmax.items())
+            text = first + "\n" + notes + sep + rest
         if coverage is not None:
             text += "\n\n" + _coverage_text(coverage)
         if residuals:
@@ -249,6 +256,15 @@ def _rbp_residuals(
         for m, res in zip(rbps, resid):
             out[(name, str(m))] = ev.mean(res)
     return out
+
+
+def _err_scales(qrels: pd.DataFrame, ms: list[Any]) -> dict[str, int]:
+    """The ERR scale top (``gmax``) of each ERR metric that does not name one: the top
+    grade of the qrels, as :func:`onlineeval.metrics.evaluate.evaluate_run` uses it."""
+    from onlineeval.metrics import ERR
+
+    top = max(1, int(qrels["grade"].max())) if len(qrels) else 1
+    return {str(m): top for m in ms if isinstance(m, ERR) and m.gmax is None}
 
 
 def _long_frame(evals: list[RunEvaluation]) -> pd.DataFrame:
@@ -367,6 +383,7 @@ def _csv(
     comparisons: list[PairedResult],
     seg_means: pd.DataFrame | None,
     residuals: dict[tuple[str, str], float],
+    err_gmax: dict[str, int],
 ) -> str:
     """Up to three CSV tables separated by a blank line (means, comparisons, segment means),
     each with one ``convention_*`` column per convention."""
@@ -382,6 +399,7 @@ def _csv(
             res = residuals.get((ev.run_id, str(m)), nan)
             row = {"system": ev.run_id, "metric": str(m), "mean": mean, "n": int(ev.counted.sum())}
             row.update({"residual": res, "interval_low": mean if res == res else nan, "interval_high": mean + res})
+            row["err_gmax"] = err_gmax.get(str(m))
             row.update({f"queries_{k}": v for k, v in ev.counts.as_dict().items()})
             rows.append(row)
 
