@@ -200,3 +200,67 @@ def test_log_with_clicked_docs_and_probabilistic_method(tmp_path: Path) -> None:
     rep = validate_log(records, "probabilistic")
     assert rep.passed, rep.format()
     assert {c.name for c in rep.checks} == {"structure", "team_distribution", "credit_agreement"}
+
+
+_LINE = '{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [true,false]}\n'
+
+
+@pytest.mark.parametrize("bad, line, match", [
+    ('{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,7], "clicks": [1,0]}', 2, "'teams': 7 is out of range"),
+    ('{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [1,0], "outcome": NaN}', 2,
+     "finite number"),
+    ('{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [1,0], "outcome": 1e999}', 2,
+     "finite number"),
+    ('{"rankings": [[1,2],[2,1]], "shown": [3000000000000,2], "teams": [0,1], "clicks": [1,0]}', 2,
+     "out of range"),
+    ('{"rankings": [[1,-1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [1,0]}', 2, "out of range"),
+    ('{"rankings": [[1,2],[2,1]], "shown": [], "teams": [], "clicks": []}', 2, "'shown' is empty"),
+    ('{"rankings": [[],[]], "shown": [1], "teams": [0], "clicks": [true]}', 2, "every input ranking is empty"),
+    ('{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [2,0]}', 2, "booleans"),
+    ('{"rankings": [[1,2],[2,1],[1,3]], "shown": [1,2], "teams": [0,1], "clicks": [1,0]}', 2, "3 rankings"),
+])
+def test_malformed_log_lines_name_file_and_line(tmp_path: Path, bad: str, line: int, match: str) -> None:
+    p = tmp_path / "log.jsonl"
+    p.write_text(_LINE + bad + "\n")
+    with pytest.raises(InputError, match=match) as exc:
+        read_log(p)
+    assert str(exc.value).startswith(f"{p}:{line}:")
+
+
+def test_log_not_utf8_and_wrong_ranker_count(tmp_path: Path) -> None:
+    p = tmp_path / "log.jsonl"
+    p.write_bytes((_LINE * 2).encode() + b"\xff\xfe\n")
+    with pytest.raises(InputError, match="UTF-8") as exc:
+        read_log(p)
+    assert str(exc.value).startswith(f"{p}:3:")
+    p.write_text('{"rankings": [[1,2],[2,1],[1,3]], "shown": [1,2], "teams": [0,1], "clicks": [1,0], "outcome": 1}\n')
+    with pytest.raises(InputError, match="two-ranker"):
+        read_log(p)
+    p.write_text('{"rankings": [[1,2],[2,1],[1,3]], "shown": [1,2], "teams": [0,2], "clicks": [1,0]}\n')
+    with pytest.raises(InputError, match="'balanced' compares 2 rankers") as exc:
+        validate_log(read_log(p), "balanced", subject=str(p))
+    assert str(exc.value).startswith(f"{p}:1:")
+
+
+def test_invalid_team_labels_fail_the_checks_without_crashing() -> None:
+    class BadTeams:
+        def interleave(self, lists, rng):  # type: ignore[no-untyped-def]
+            return list(lists[0]), [7] * len(lists[0])
+
+        def credit(self, shown, teams, clicks):  # type: ignore[no-untyped-def]
+            return 0
+
+    rep = validate_interleaver(_from_object("bad-teams", BadTeams()), "team_draft", n=200)
+    failed = {c.name for c in rep.checks if c.failed}
+    assert {"structure", "prefix_balance"} <= failed
+
+
+def test_cli_file_path_conventions_and_method_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = CliRunner()
+    path = Path(__file__).parent / "broken_interleavers.py"
+    ok = runner.invoke(app, ["validate", "--interleaver", f"{path}:TeamDraft", "--n", "1500"])
+    assert ok.exit_code == 0, ok.output
+    assert "conventions: outcome > 0: B = lists[1] preferred" in ok.output
+    unknown = runner.invoke(app, ["validate", "--interleaver", f"{path}:TeamDraft", "--method", "x"])
+    assert unknown.exit_code == 2 and "--method: unknown interleaving method 'x'" in unknown.output
+    assert "Traceback" not in unknown.output

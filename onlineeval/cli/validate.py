@@ -69,7 +69,10 @@ def register(app: typer.Typer) -> None:
 
         if (interleaver is None) == (log is None):
             raise ConfigError(("validate",), "give exactly one of --interleaver or --log")
-        interleaver_class(method)   # unknown method: clear error listing the allowed names
+        try:
+            interleaver_class(method)
+        except ConfigError as exc:   # name the option the user typed, with the allowed names
+            raise ConfigError(("--method",), exc.message) from None
         options = _parse_options(option)
         if interleaver is not None:
             cwd = os.getcwd()

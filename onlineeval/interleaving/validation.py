@@ -136,6 +136,7 @@ class ValidationReport:
     method: str
     checks: tuple[CheckResult, ...]
     alpha: float
+    conventions: str = ""
 
     @property
     def passed(self) -> bool:
@@ -144,7 +145,10 @@ class ValidationReport:
 
     def format(self) -> str:
         """A readable plain-text report."""
-        lines = [f"validation of {self.subject} against onlineeval's {self.method!r} (alpha = {self.alpha:g})", ""]
+        lines = [f"validation of {self.subject} against onlineeval's {self.method!r} (alpha = {self.alpha:g})"]
+        if self.conventions:
+            lines.append("conventions: " + self.conventions)
+        lines.append("")
         width = max(len(c.name) for c in self.checks) if self.checks else 10
         lines.append(f"{'check':<{width}}  {'status':<10}  {'p-value':>9}  detail")
         for c in self.checks:
@@ -334,6 +338,8 @@ def _structure_violation(lists: Sequence[Sequence[int]], shown: Sequence[int], t
 def _prefix_violation(lists: Sequence[Sequence[int]], shown: Sequence[int], teams: Sequence[int]) -> str:
     counts = [0] * len(lists)
     for j, t in enumerate(teams):
+        if not 0 <= t < len(lists):
+            return f"team label {t} at position {j + 1} is not a ranker index"
         seen = set(shown[:j])
         if not all(any(d not in seen for d in lst) for lst in lists):
             break
@@ -542,7 +548,12 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                               f"win/loss/tie vs reference, {len(out_p)} chi-square tests, Bonferroni"))
 
     checks.extend(_documented(candidate, method, per, rng_c, rng_clk))
-    return ValidationReport(candidate.name, method, tuple(checks), alpha)
+    conventions = (f"outcome > 0: B = lists[1] preferred, < 0: A = lists[0], 0: tie; random-click user clicks "
+                   f"each shown slot independently with probability {click_prob:g}; {n} impressions per "
+                   f"statistical check, split over the scenarios; reference options {ref.options or 'default'}; "
+                   f"seed {seed}; exact checks print p = 1 (holds) or 0 (violated); chi-square p-values are "
+                   "Bonferroni-combined over positions x scenarios")
+    return ValidationReport(candidate.name, method, tuple(checks), alpha, conventions)
 
 
 def _documented(candidate: Candidate, method: str, n: int, rng: np.random.Generator,
@@ -591,22 +602,47 @@ class LogRecord:
     outcome: int | None
 
 
-def _int_list(value: Any, key: str, path: str, line: int) -> tuple[int, ...]:
+_ID_MAX = int(np.iinfo(np.int32).max)
+
+
+def _int_list(value: Any, key: str, path: str, line: int, *, low: int = 0, high: int = _ID_MAX) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise InputError(f"{key!r} must be a list of integers", path, line)
+    bad = next((v for v in value if not low <= v <= high), None)
+    if bad is not None:
+        raise InputError(f"{key!r}: {bad} is out of range; allowed {low}..{high}", path, line)
     return tuple(value)
 
 
 def read_log(path: str | Path) -> list[LogRecord]:
     """Read an impressions log (JSON lines) with ``rankings``, ``shown``, ``teams``, ``clicks`` [, ``outcome``].
 
-    ``clicks`` is either one boolean per shown slot or the list of clicked document ids
-    (key ``clicked_docs``).
+    Every line is one impression, a JSON object with:
+
+    * ``rankings``: the input rankings, a list of at least two lists of document ids
+      (integers in ``0..2^31-1``; ``rankings[0]`` is A, ``rankings[1]`` is B); every line
+      of a log has the same number of rankings;
+    * ``shown``: the shown list (non-empty), ``teams``: the ranker index credited for each
+      shown slot (``0..len(rankings)-1``);
+    * ``clicks``: one boolean (or 0 / 1) per shown slot, or ``clicked_docs``: the
+      clicked document ids;
+    * ``outcome`` (optional, two rankings only): the logged outcome, a finite number whose
+      sign says who won (``> 0``: B, ``< 0``: A, ``0``: tie).
+
+    Raises
+    ------
+    InputError
+        Naming the file and line of the first malformed impression.
     """
     p = str(path)
     records: list[LogRecord] = []
-    with open(p, encoding="utf-8") as fh:
-        for i, raw in enumerate(fh, start=1):
+    n_rankers: int | None = None
+    with open(p, "rb") as fh:
+        for i, raw_bytes in enumerate(fh, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError("not UTF-8 text (a JSON-lines log is expected)", p, i) from None
             if not raw.strip():
                 continue
             try:
@@ -621,13 +657,23 @@ def read_log(path: str | Path) -> list[LogRecord]:
             rk = obj["rankings"]
             if not isinstance(rk, list) or len(rk) < 2:
                 raise InputError("'rankings' must be a list of at least two rankings", p, i)
+            if n_rankers is None:
+                n_rankers = len(rk)
+            elif len(rk) != n_rankers:
+                raise InputError(f"{len(rk)} rankings where the earlier lines have {n_rankers}; "
+                                 "every impression of a log compares the same rankers", p, i)
             rankings = tuple(_int_list(r, "rankings[]", p, i) for r in rk)
+            if not any(rankings):
+                raise InputError("every input ranking is empty", p, i)
             shown = _int_list(obj["shown"], "shown", p, i)
-            teams = _int_list(obj["teams"], "teams", p, i)
+            if not shown:
+                raise InputError("'shown' is empty; log only impressions that showed documents", p, i)
+            teams = _int_list(obj["teams"], "teams", p, i, high=len(rk) - 1)
             if "clicks" in obj:
                 c = obj["clicks"]
-                if not isinstance(c, list) or len(c) != len(shown) or not all(isinstance(v, (bool, int)) for v in c):
-                    raise InputError("'clicks' must be a list of booleans, one per shown slot", p, i)
+                if not isinstance(c, list) or len(c) != len(shown) or \
+                        not all(isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)) for v in c):
+                    raise InputError("'clicks' must be a list of booleans (or 0 / 1), one per shown slot", p, i)
                 clicks = tuple(bool(v) for v in c)
             elif "clicked_docs" in obj:
                 docs = set(_int_list(obj["clicked_docs"], "clicked_docs", p, i))
@@ -635,8 +681,11 @@ def read_log(path: str | Path) -> list[LogRecord]:
             else:
                 raise InputError("missing key 'clicks' (or 'clicked_docs')", p, i)
             outcome = obj.get("outcome")
-            if outcome is not None and (isinstance(outcome, bool) or not isinstance(outcome, (int, float))):
-                raise InputError("'outcome' must be a number", p, i)
+            if outcome is not None:
+                if isinstance(outcome, bool) or not isinstance(outcome, (int, float)) or not np.isfinite(outcome):
+                    raise InputError("'outcome' must be a finite number (> 0: B won, < 0: A won, 0: tie)", p, i)
+                if len(rk) != 2:
+                    raise InputError(f"'outcome' is a two-ranker result but the line has {len(rk)} rankings", p, i)
             records.append(LogRecord(i, rankings, shown, teams, clicks,
                                      None if outcome is None else int(np.sign(outcome))))
     if not records:
@@ -650,6 +699,11 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
     if not records:
         raise InputError("no impressions to validate")
     ref = get_interleaver(method, **(options or {}))
+    m_log = len(records[0].rankings)
+    if m_log < ref.min_rankers or (ref.max_rankers is not None and m_log > ref.max_rankers):
+        allowed = f"{ref.min_rankers}" if ref.max_rankers == ref.min_rankers else f"at least {ref.min_rankers}"
+        raise InputError(f"{method!r} compares {allowed} rankers; the log's impressions have {m_log}",
+                         subject, records[0].line)
     rng = np.random.default_rng(seed)
     checks: list[CheckResult] = []
     total = viol = 0
@@ -703,4 +757,8 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
                              "logged outcomes differ from the reference credit", example))
     else:
         checks.append(CheckResult("credit_agreement", SKIPPED, None, "no 'outcome' in the log"))
-    return ValidationReport(subject, method, tuple(checks), alpha)
+    conventions = (f"{len(records)} logged impressions; outcome > 0: B = rankings[1] preferred, < 0: A = rankings[0], "
+                   f"0: tie; reference options {ref.options or 'default'}; seed {seed} for the reference draws; "
+                   "exact checks print p = 1 (holds) or 0 (violated); chi-square p-values are Bonferroni-combined "
+                   "over positions")
+    return ValidationReport(subject, method, tuple(checks), alpha, conventions)
