@@ -292,3 +292,21 @@ def test_err_scale_is_reported_in_every_format(files) -> None:
     assert data["err_gmax"] == {"ERR@5": 2}
     csv = pd.read_csv(io.StringIO(invoke(*base, "--format", "csv").stdout)).set_index("metric")
     assert csv.loc["ERR@5", "err_gmax"] == 2 and csv[["err_gmax"]].drop(index="ERR@5").isna().all().all()
+
+
+def test_no_query_counted_by_every_system_gives_no_comparison_not_an_error(tmp_path: Path) -> None:
+    q = tmp_path / "q.txt"
+    q.write_text("q1 0 a 0\nq2 0 b 0\n")  # no relevant document anywhere: all excluded
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("q1 Q0 a 1 1 r\nq2 Q0 b 1 1 r\n")
+    b.write_text("q1 Q0 b 1 1 r\nq2 Q0 a 1 1 r\n")
+    base = ["--qrels", str(q), "--run", str(a), "--run", str(b), "--metrics", "AP"]
+    table = invoke(*base)
+    assert table.exit_code == 0, table.output
+    assert "paired comparisons vs a: none (no query is counted for every system)" in table.output
+    assert "excluded (no relevant) 2" in table.output
+    data = json.loads(invoke(*base, "--format", "json").stdout)
+    assert data["paired_queries"] == 0 and data["comparisons"] == []
+    assert data["systems"][0]["metrics"]["AP"] == {"mean": None, "n": 0}
+    csv = invoke(*base, "--format", "csv")
+    assert csv.exit_code == 0 and "no query is counted for every system" in csv.stderr

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.stats import PairedResult
 
 FORMATS = ("table", "json", "csv")
+_NO_PAIRS = "none (no query is counted for every system)"
 
 
 def _system_names(paths: list[Path]) -> list[str]:
@@ -184,21 +185,19 @@ def evaluate_cmd(
     comparisons: list[PairedResult] = []
     common_queries: int | None = None
     seg_frame = None
+    if segments is not None:
+        from onlineeval.stats import read_segments
+
+        seg_frame = read_segments(segments)
     if len(evals) > 1:
         from onlineeval.stats import compare_segments, compare_systems
 
         long_c, common_queries = _common(long, len(evals))
-        options = dict(n_permutations=permutations, n_bootstrap=bootstrap, alpha=alpha)
-        comparisons = compare_systems(long_c, baseline, seed=seed, **options)
-        if segments is not None:
-            from onlineeval.stats import read_segments
-
-            seg_frame = read_segments(segments)
-            comparisons = comparisons + compare_segments(long_c, seg_frame, baseline, seed=seed, **options)
-    elif segments is not None:
-        from onlineeval.stats import read_segments
-
-        seg_frame = read_segments(segments)
+        if common_queries:  # else: no query is counted for every system, nothing to pair
+            options = dict(n_permutations=permutations, n_bootstrap=bootstrap, alpha=alpha)
+            comparisons = compare_systems(long_c, baseline, seed=seed, **options)
+            if seg_frame is not None:
+                comparisons = comparisons + compare_segments(long_c, seg_frame, baseline, seed=seed, **options)
     coverage = _segment_coverage(segments, seg_frame, long) if segments is not None and seg_frame is not None else None
     seg_means = _segment_means(long, seg_frame) if seg_frame is not None else None
 
@@ -217,6 +216,8 @@ def evaluate_cmd(
         typer.echo(json.dumps(doc, indent=2))
     elif output_format == "csv":
         typer.echo(_csv(evals, conv, comparisons, seg_means, residuals, err_gmax), nl=False)
+        if common_queries == 0:
+            typer.echo(f"note: {_NO_PAIRS}", err=True)
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
             typer.echo("note: " + _coverage_text(coverage), err=True)
     else:
@@ -366,9 +367,11 @@ def _json(
         "metrics": [str(m) for m in evals[0].metrics],
         "systems": systems,
     }
+    if common_queries is not None:
+        out["paired_queries"] = common_queries
+        out["comparisons"] = []
     if comparisons:
         frame = results_to_frame(comparisons)
-        out["paired_queries"] = common_queries
         out["comparisons"] = [{k: _clean(v) for k, v in row.items()} for row in frame.to_dict("records")]
         worst = worst_losses_to_frame(comparisons)
         out["worst_losses"] = [{k: _clean(v) for k, v in row.items()} for row in worst.to_dict("records")]
@@ -446,6 +449,9 @@ def _table(
     for ev in evals:
         vals = [_fmt(ev.mean(m)).rjust(w) for m, w in zip(ev.metrics, cols)]
         lines.append(ev.run_id.ljust(width) + "  " + "  ".join(vals))
+    if common_queries == 0:
+        lines.append("")
+        lines.append(f"paired comparisons vs {baseline}: {_NO_PAIRS}")
     if comparisons:
         lines.append("")
         level = f"{100 * comparisons[0].ci_level:g}%"
