@@ -41,6 +41,7 @@ session's distinct clicked slots (repeated clicks are dropped), ``0`` where not 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -390,32 +391,49 @@ def _split_ids(text: str) -> list[str]:
     return [t.strip() for t in text.split(",")] if text else []
 
 
+def _numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(1-based line number, line)`` of a UTF-8 text file; bytes that are not UTF-8 raise
+    :class:`InputError` naming the file and the line."""
+    src = str(path)
+    lineno = 0
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
+                    "click logs must be UTF-8",
+                    src,
+                    lineno,
+                ) from None
+
+
 def read_tsv(path: str | Path) -> ClickLog:
     """Read the documented TSV format (see the module docstring)."""
     src = str(path)
     sessions: list[tuple[str, str, list[str], list[str]]] = []
     lines: list[int] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            text = raw.rstrip("\r\n")
-            if not text.strip() or text.lstrip().startswith("#"):
-                continue
-            parts = text.split("\t")
-            if len(parts) not in (3, 4):
-                raise InputError(
-                    f"expected 3 or 4 tab-separated fields (session, query, docs[, clicks]), got {len(parts)}",
-                    src,
-                    lineno,
-                )
-            sid, q = parts[0].strip(), parts[1].strip()
-            if not sid or not q:
-                raise InputError("session and query ids must not be empty", src, lineno)
-            shown = _split_ids(parts[2])
-            clicked = _split_ids(parts[3]) if len(parts) == 4 else []
-            if any(c == "" for c in clicked):
-                raise InputError("empty id in the click list", src, lineno)
-            sessions.append((sid, q, shown, clicked))
-            lines.append(lineno)
+    for lineno, raw in _numbered_lines(path):
+        text = raw.rstrip("\r\n")
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        parts = text.split("\t")
+        if len(parts) not in (3, 4):
+            raise InputError(
+                f"expected 3 or 4 tab-separated fields (session, query, docs[, clicks]), got {len(parts)}",
+                src,
+                lineno,
+            )
+        sid, q = parts[0].strip(), parts[1].strip()
+        if not sid or not q:
+            raise InputError("session and query ids must not be empty", src, lineno)
+        shown = _split_ids(parts[2])
+        clicked = _split_ids(parts[3]) if len(parts) == 4 else []
+        if any(c == "" for c in clicked):
+            raise InputError("empty id in the click list", src, lineno)
+        sessions.append((sid, q, shown, clicked))
+        lines.append(lineno)
     return from_sessions(sessions, source=src, lines=lines)
 
 
@@ -430,33 +448,32 @@ def read_jsonl(path: str | Path) -> ClickLog:
     src = str(path)
     sessions: list[tuple[str, str, list[str], list[str]]] = []
     lines: list[int] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", src, lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", src, lineno)
-            unknown = set(obj) - {"session", "query", "docs", "clicks"}
-            if unknown:
-                raise InputError(
-                    f"unknown key(s) {sorted(unknown)}; allowed: session, query, docs, clicks", src, lineno
-                )
-            if "query" not in obj or "docs" not in obj:
-                raise InputError("'query' and 'docs' are required", src, lineno)
-            docs = obj["docs"]
-            clicks = obj.get("clicks", [])
-            if not isinstance(docs, list) or not isinstance(clicks, list):
-                raise InputError("'docs' and 'clicks' must be lists", src, lineno)
-            sid = _json_id(obj.get("session", str(lineno)), "'session'", src, lineno)
-            q = _json_id(obj["query"], "'query'", src, lineno)
-            shown = [_json_id(d, "a document id", src, lineno) for d in docs]
-            clicked = [_json_id(d, "a clicked id", src, lineno) for d in clicks]
-            sessions.append((sid, q, shown, clicked))
-            lines.append(lineno)
+    for lineno, raw in _numbered_lines(path):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", src, lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", src, lineno)
+        unknown = set(obj) - {"session", "query", "docs", "clicks"}
+        if unknown:
+            raise InputError(
+                f"unknown key(s) {sorted(unknown)}; allowed: session, query, docs, clicks", src, lineno
+            )
+        if "query" not in obj or "docs" not in obj:
+            raise InputError("'query' and 'docs' are required", src, lineno)
+        docs = obj["docs"]
+        clicks = obj.get("clicks", [])
+        if not isinstance(docs, list) or not isinstance(clicks, list):
+            raise InputError("'docs' and 'clicks' must be lists", src, lineno)
+        sid = _json_id(obj.get("session", str(lineno)), "'session'", src, lineno)
+        q = _json_id(obj["query"], "'query'", src, lineno)
+        shown = [_json_id(d, "a document id", src, lineno) for d in docs]
+        clicked = [_json_id(d, "a clicked id", src, lineno) for d in clicks]
+        sessions.append((sid, q, shown, clicked))
+        lines.append(lineno)
     return from_sessions(sessions, source=src, lines=lines)
 
 
@@ -465,26 +482,25 @@ def read_yandex(path: str | Path) -> ClickLog:
     src = str(path)
     sessions: list[tuple[str, str, list[str], list[str]]] = []
     lines: list[int] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            for j, chunk in enumerate(raw.split(";")):
-                if not chunk.strip():
-                    continue
-                head, sep, clicks = chunk.partition(":")
-                if not sep:
-                    raise InputError(f"session {j + 1}: missing ':' between documents and clicks", src, lineno)
-                q, tab, docs = head.strip().partition("\t")
-                if not tab:
-                    parts = head.split(None, 1)
-                    if len(parts) != 2:
-                        raise InputError(f"session {j + 1}: expected '<query>\\t<docs>'", src, lineno)
-                    q, docs = parts
-                shown = _split_ids(docs)
-                clicked = _split_ids(clicks)
-                if not q.strip() or not shown or any(d == "" for d in shown + clicked):
-                    raise InputError(f"session {j + 1}: empty query, document or click id", src, lineno)
-                sessions.append((f"{lineno}:{j}", q.strip(), shown, clicked))
-                lines.append(lineno)
+    for lineno, raw in _numbered_lines(path):
+        for j, chunk in enumerate(raw.split(";")):
+            if not chunk.strip():
+                continue
+            head, sep, clicks = chunk.partition(":")
+            if not sep:
+                raise InputError(f"session {j + 1}: missing ':' between documents and clicks", src, lineno)
+            q, tab, docs = head.strip().partition("\t")
+            if not tab:
+                parts = head.split(None, 1)
+                if len(parts) != 2:
+                    raise InputError(f"session {j + 1}: expected '<query>\\t<docs>'", src, lineno)
+                q, docs = parts
+            shown = _split_ids(docs)
+            clicked = _split_ids(clicks)
+            if not q.strip() or not shown or any(d == "" for d in shown + clicked):
+                raise InputError(f"session {j + 1}: empty query, document or click id", src, lineno)
+            sessions.append((f"{lineno}:{j}", q.strip(), shown, clicked))
+            lines.append(lineno)
     return from_sessions(sessions, source=src, lines=lines, strict_clicks=False)
 
 
@@ -537,10 +553,23 @@ def read_click_log(path: str | Path, format: LogFormat | None = None) -> ClickLo
     if format is None:
         suffix = Path(path).suffix.lower()
         format = "tsv" if suffix == ".tsv" else "jsonl" if suffix in (".jsonl", ".json") else "yandex"
+        inferred = True
+    else:
+        inferred = False
     reader = _READERS.get(format)
     if reader is None:
         raise InputError(f"unknown click-log format {format!r}; allowed: {', '.join(_READERS)}", str(path))
-    return reader(path)
+    try:
+        return reader(path)
+    except InputError as exc:
+        if not inferred or format != "yandex" or exc.line is None:
+            raise
+        raise InputError(
+            f"{exc.message} (read as 'yandex' because the name does not end in .tsv or .jsonl; "
+            "give the format: --format / format=tsv, jsonl or yandex)",
+            exc.path,
+            exc.line,
+        ) from None
 
 
 def train_test_split(

@@ -237,3 +237,20 @@ def test_writer_rejects_unwritable_ids(tmp_path: Path) -> None:
     log = from_sessions([("s", "q", ["a,b"], [])])
     with pytest.raises(InputError, match="comma"):
         write_tsv(log, tmp_path / "x.tsv")
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl", "yandex"])
+def test_non_utf8_bytes_name_file_and_line(tmp_path: Path, fmt: str) -> None:
+    good = {"tsv": "s1\tq\ta,b\ta\n", "jsonl": '{"query": "q", "docs": ["a"]}\n', "yandex": "q\t1,2 : 1 ;\n"}[fmt]
+    path = tmp_path / f"log.{fmt}"
+    path.write_bytes(good.encode() + b"\xf6\xff garbage\n")
+    with pytest.raises(InputError) as info:
+        read_click_log(path, fmt)  # type: ignore[arg-type]
+    assert info.value.path == str(path) and info.value.line == 2 and "UTF-8" in info.value.message
+
+
+def test_inferred_yandex_format_says_so_on_error(tmp_path: Path) -> None:
+    path = tmp_path / "log.csv"
+    path.write_text("s1\tq\ta,b\tb\n")
+    with pytest.raises(InputError, match="read as 'yandex'.*--format|format="):
+        read_click_log(path)
