@@ -107,8 +107,8 @@ _PREFIX_BALANCED = frozenset({"team_draft", "team_draft_multileave"})
 #: methods whose win/loss outcome is biased under random clicks by design (reported as documented)
 _RANDOM_CLICK_BIASED = {
     "balanced": "balanced interleaving is known to be biased under random clicks",
-    "optimized": "optimized interleaving is unbiased on the credit scale; the sign of the credit difference "
-                 "is not constrained",
+    "optimized": "optimized interleaving is unbiased on the credit scale (onlineeval's expected_outcome); "
+                 "the sign of the credit difference is not constrained",
 }
 
 
