@@ -12,7 +12,8 @@ is shown once; lists are filled to ``min(k, |union|)``; team labels are rankers 
 for methods that say so, hold the document); same seed gives the same result;
 inputs and clicks are not modified; credit / outcome / preferences agree with each
 other; no click means no preference; identical rankers give no preference under
-random clicks (within 4 standard errors); the method pickles; the single-impression
+random clicks (within 4 standard errors); the method pickles; a real-valued ``expected_preferences``
+(where a method has one) lies in [-1, 1] and has the sign of ``preferences``; the single-impression
 API agrees with the batch API; bad input raises ``InputError``; multileaving methods
 accept three rankers.
 """
@@ -173,6 +174,29 @@ def check_bad_input_raises(il: Interleaver) -> None:
     raise _fail(il, "clicks of the wrong shape must raise InputError")
 
 
+def check_expected_preferences(il: Interleaver) -> None:
+    """Methods with a real-valued per-impression outcome (``expected_preferences``): in [-1, 1],
+    antisymmetric, zero without clicks, and of the sign of ``preferences`` wherever that is not a tie."""
+    expected = getattr(il, "expected_preferences", None)
+    if expected is None:
+        return
+    rng = np.random.default_rng(8)
+    mats = _inputs(rng)
+    res = il.interleave(mats, rng)
+    clicks = rng.random(res.ranking.shape) < 0.3
+    e = np.asarray(expected(res, clicks))
+    if e.shape != (res.n, 2, 2) or not np.isfinite(e).all() or np.abs(e).max() > 1.0 + 1e-12:
+        raise _fail(il, f"expected_preferences must be finite ({res.n}, 2, 2) in [-1, 1]")
+    if not np.allclose(e, -e.transpose(0, 2, 1), rtol=0.0, atol=1e-15):
+        raise _fail(il, "expected_preferences must be antisymmetric")
+    pref = il.preferences(res, clicks)
+    decided = pref != 0
+    if not np.array_equal(np.sign(e[decided]), pref[decided]):
+        raise _fail(il, "expected_preferences has a different sign than preferences")
+    if np.abs(np.asarray(expected(res, np.zeros_like(clicks)))).max() > 0:
+        raise _fail(il, "no click must give expected preferences of zero")
+
+
 def check_multileaving(il: Interleaver) -> None:
     if il.max_rankers is not None and il.max_rankers < 3:
         return
@@ -197,6 +221,7 @@ _CHECKS: tuple[Callable[[Interleaver], None], ...] = (
     check_pickle_roundtrip,
     check_single_impression_api,
     check_bad_input_raises,
+    check_expected_preferences,
     check_multileaving,
 )
 
