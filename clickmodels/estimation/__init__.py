@@ -44,7 +44,14 @@ from clickmodels.estimation.base import (
 )
 from clickmodels.estimation.cascade import CascadeFit, fit_cm
 from clickmodels.estimation.ccm import CCMFit, fit_ccm
-from clickmodels.estimation.ctr import DocCTRFit, GlobalCTRFit, RankCTRFit, fit_dctr, fit_gctr, fit_rctr
+from clickmodels.estimation.ctr import (
+    DocCTRFit,
+    GlobalCTRFit,
+    RankCTRFit,
+    fit_dctr,
+    fit_gctr,
+    fit_rctr,
+)
 from clickmodels.estimation.dbn import DBNFit, fit_dbn
 from clickmodels.estimation.dcm import DCMFit, fit_dcm
 from clickmodels.estimation.pbm import PBMFit, fit_pbm

@@ -1,13 +1,15 @@
-"""The EM driver shared by PBM, UBM, DBN and CCM."""
+"""The EM driver shared by PBM, UBM, DBN and CCM, and the E-step shared by PBM and UBM."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TypeVar
 
-from clickmodels.estimation.base import EMOptions, FitTrace
+import numpy as np
 
-__all__ = ["run_em"]
+from clickmodels.estimation.base import EMOptions, FitTrace, bernoulli_log_likelihood
+
+__all__ = ["run_em", "examination_posteriors"]
 
 S = TypeVar("S")
 
@@ -31,3 +33,27 @@ def run_em(
             converged = True
             break
     return state, FitTrace("em", len(lls), tuple(lls), converged, n_sessions)
+
+
+def examination_posteriors(
+    a: np.ndarray, g: np.ndarray, clicks: np.ndarray, shown: np.ndarray, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """E-step of the examination hypothesis :math:`P(C = 1) = \\gamma\\alpha` (PBM; UBM with
+    :math:`\\gamma_{r, r'}`, whose previous click :math:`r'` is observed) [CMR15, Sec. 4.3].
+
+    A click implies :math:`A = E = 1`; a skipped slot has
+
+    .. math::
+        P(A = 1 \\mid C = 0) = \\frac{\\alpha(1-\\gamma)}{1-\\alpha\\gamma},\\qquad
+        P(E = 1 \\mid C = 0) = \\frac{\\gamma(1-\\alpha)}{1-\\alpha\\gamma}.
+
+    Returns ``(post_a, post_e, ll)``: the ``(n, k)`` posteriors and the training
+    log-likelihood at ``(a, g)`` weighted by the session multiplicities ``weight``.
+    """
+    p = a * g
+    ll = float(bernoulli_log_likelihood(p, clicks, shown) @ weight)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
+    post_a = np.where(clicks, 1.0, a * (1.0 - g) * skip)
+    post_e = np.where(clicks, 1.0, g * (1.0 - a) * skip)
+    return post_a, post_e, ll

@@ -22,12 +22,11 @@ from typing import ClassVar
 import numpy as np
 
 from clickmodels.estimation._counts import compress, pair_sum, rank_sum
-from clickmodels.estimation._em import run_em
+from clickmodels.estimation._em import examination_posteriors, run_em
 from clickmodels.estimation.base import (
     ClickModelFit,
     EMOptions,
     PairTable,
-    bernoulli_log_likelihood,
     register_fit,
     slot_values,
     smoothed,
@@ -71,12 +70,7 @@ def fit_pbm(log: ClickLog, options: EMOptions | None = None) -> PBMFit:
         alpha, gamma = state
         a = slot_values(alpha, log)
         g = gamma[None, :]
-        p = a * g
-        ll = float(bernoulli_log_likelihood(p, clicks, shown) @ weight)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
-        post_a = np.where(clicks, 1.0, a * (1.0 - g) * skip)
-        post_e = np.where(clicks, 1.0, g * (1.0 - a) * skip)
+        post_a, post_e, ll = examination_posteriors(a, g, clicks, shown, weight)
         new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
         new_gamma = smoothed(rank_sum(log, post_e * w), rank_views, opt.pseudo)
         return (new_alpha, new_gamma), ll

@@ -20,12 +20,11 @@ import numpy as np
 
 from clickmodels import kernels
 from clickmodels.estimation._counts import compress, pair_sum
-from clickmodels.estimation._em import run_em
+from clickmodels.estimation._em import examination_posteriors, run_em
 from clickmodels.estimation.base import (
     ClickModelFit,
     EMOptions,
     PairTable,
-    bernoulli_log_likelihood,
     register_fit,
     slot_values,
     smoothed,
@@ -84,12 +83,7 @@ def fit_ubm(log: ClickLog, options: EMOptions | None = None) -> UBMFit:
         alpha, gamma = state
         a = slot_values(alpha, log)
         g = gamma.reshape(-1)[cell]
-        p = a * g
-        ll = float(bernoulli_log_likelihood(p, clicks, shown) @ weight)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
-        post_a = np.where(clicks, 1.0, a * (1.0 - g) * skip)
-        post_e = np.where(clicks, 1.0, g * (1.0 - a) * skip)
+        post_a, post_e, ll = examination_posteriors(a, g, clicks, shown, weight)
         new_alpha = smoothed(pair_sum(log, post_a * w), views, opt.pseudo)
         num = np.bincount(cell[cell_sel], weights=(post_e * w)[cell_sel], minlength=k * k)
         new_gamma = np.tril(smoothed(num, cell_views, opt.pseudo).reshape(k, k))  # unused j > r: 0
