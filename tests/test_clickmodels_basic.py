@@ -202,3 +202,25 @@ def test_bad_labels_and_clicks_raise_input_error() -> None:
         model.log_likelihood(np.array([[0, -1]]), np.array([[False, True]]))
     with pytest.raises(InputError, match="integers"):
         model.click_probabilities(np.array([[0.5, 1.0]]))
+
+
+def test_preset_files_are_versioned_and_cite_a_source_for_every_entry() -> None:
+    import re
+
+    from clickmodels import presets
+
+    for family in presets.families():
+        data = presets.load(family)
+        assert data["family"] == family
+        assert re.fullmatch(r"\d+\.\d+", data["version"]), data["version"]
+        assert data["description"].strip()
+        sources = data["sources"]
+        assert sources and all(isinstance(v, str) and re.search(r"\(\d{4}\)", v) for v in sources.values())
+        for name, entry in data["presets"].items():
+            # cascade presets are cited per grade scale, the others per preset name
+            keys = list(entry) if family == "cascade" else [name]
+            for key in keys:
+                assert key in sources, (family, name, key)
+        # a fresh copy each call: a caller's mutation does not leak into the next build
+        data["presets"].clear()
+        assert presets.load(family)["presets"]
