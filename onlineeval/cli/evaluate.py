@@ -86,7 +86,7 @@ def evaluate_cmd(
         str, typer.Option("--metrics", "-m", help='Comma-separated metrics, e.g. "nDCG@10,ERR@10,RBP(p=0.8),AP".')
     ] = "nDCG@10,AP,RR,P@10",
     baseline: Annotated[
-        Optional[str], typer.Option("--baseline", "-b", help="System the others are compared with (file stem); default the first run.")
+        Optional[str], typer.Option("--baseline", "-b", help="System the others are compared with (file stem, or feature<N>); default the first system.")
     ] = None,
     preset_name: Annotated[
         str, typer.Option("--preset", help="Conventions preset: default, trec_eval, lightgbm or xgboost.")
