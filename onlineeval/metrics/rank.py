@@ -141,7 +141,7 @@ class Bpref(Metric):
     aliases: ClassVar[tuple[str, ...]] = ()
 
     def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
-        codes, rel, nonrel = _binary_judgements(batch, ctx, self.k)
+        _, rel, nonrel = _binary_judgements(batch, ctx, self.k)
         above = np.cumsum(nonrel, axis=1)  # at a relevant slot, equals the count above it
         big_r = batch.num_rel(ctx.rel_min)
         big_n = ((batch.judged >= 0) & (batch.judged < ctx.rel_min)).sum(axis=1)
