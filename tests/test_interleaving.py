@@ -256,8 +256,7 @@ def test_balanced_hand_worked() -> None:
     assert res.ranking[0][3] == 4
     # Joachims credit, shown 1 2 3 4 (A first): click on 2 only -> kappa = 1 (rank of 2 in B) -> h_A = 0, h_B = 1
     shown = np.array([[1, 2, 3, 4]], dtype=np.int32)
-    from onlineeval.interleaving import InterleavingResult
-    from onlineeval.interleaving import stack_rankings
+    from onlineeval.interleaving import InterleavingResult, stack_rankings
 
     r = InterleavingResult(shown, np.array([[0, 1, 1, 1]], dtype=np.int8), stack_rankings([a, b]))
     np.testing.assert_array_equal(il.credit(r, shown == 2)[0], [0, 1])

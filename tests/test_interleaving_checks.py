@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 
 from onlineeval.interleaving import available_interleavers, get_interleaver
-from onlineeval.interleaving.checks import ConformanceError, check_interleaver, iter_checks
+from onlineeval.interleaving.checks import (
+    ConformanceError,
+    check_interleaver,
+    iter_checks,
+)
 from onlineeval.interleaving.team_draft import TeamDraft
 
 CASES = [(name, check) for name in available_interleavers() for check, _ in iter_checks(get_interleaver(name))]

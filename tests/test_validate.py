@@ -23,7 +23,7 @@ from onlineeval.interleaving.validation import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-import broken_interleavers as bi  # noqa: E402
+import broken_interleavers as bi
 
 N_TD = 3000      # team-draft style candidates are cheap
 N_PROB = 1400    # the brute-force probabilistic candidates enumerate 2^k assignments per credit

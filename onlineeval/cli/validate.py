@@ -65,7 +65,12 @@ def register(app: typer.Typer) -> None:
 
         from onlineeval.errors import ConfigError
         from onlineeval.interleaving.registry import interleaver_class
-        from onlineeval.interleaving.validation import load_candidate, read_log, validate_interleaver, validate_log
+        from onlineeval.interleaving.validation import (
+            load_candidate,
+            read_log,
+            validate_interleaver,
+            validate_log,
+        )
 
         if (interleaver is None) == (log is None):
             raise ConfigError(("validate",), "give exactly one of --interleaver or --log")

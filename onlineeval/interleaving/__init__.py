@@ -19,6 +19,23 @@ Registered methods: ``balanced``, ``team_draft`` (also multileaving),
 
 from __future__ import annotations
 
+# importing the method modules registers them
+from onlineeval.interleaving import balanced as _balanced  # noqa: F401
+from onlineeval.interleaving import optimized as _optimized  # noqa: F401
+from onlineeval.interleaving import probabilistic as _probabilistic  # noqa: F401
+from onlineeval.interleaving import (
+    probabilistic_multileave as _probabilistic_multileave,  # noqa: F401
+)
+from onlineeval.interleaving import team_draft as _team_draft  # noqa: F401
+from onlineeval.interleaving import team_draft_multileave as _team_draft_multileave  # noqa: F401
+from onlineeval.interleaving.analysis import (
+    DeltaEstimate,
+    PreferenceMatrix,
+    delta_ab,
+    delta_ab_test,
+    preference_matrix,
+    sign_test,
+)
 from onlineeval.interleaving.base import (
     Interleaver,
     InterleavingResult,
@@ -33,37 +50,20 @@ from onlineeval.interleaving.registry import (
     register_interleaver,
 )
 
-from onlineeval.interleaving.analysis import (  # noqa: E402
-    DeltaEstimate,
-    PreferenceMatrix,
-    delta_ab,
-    delta_ab_test,
-    preference_matrix,
-    sign_test,
-)
-
-# importing the method modules registers them
-from onlineeval.interleaving import balanced as _balanced  # noqa: E402,F401
-from onlineeval.interleaving import optimized as _optimized  # noqa: E402,F401
-from onlineeval.interleaving import probabilistic as _probabilistic  # noqa: E402,F401
-from onlineeval.interleaving import probabilistic_multileave as _probabilistic_multileave  # noqa: E402,F401
-from onlineeval.interleaving import team_draft as _team_draft  # noqa: E402,F401
-from onlineeval.interleaving import team_draft_multileave as _team_draft_multileave  # noqa: E402,F401
-
 __all__ = [
     "DeltaEstimate",
-    "PreferenceMatrix",
-    "delta_ab",
-    "delta_ab_test",
-    "preference_matrix",
-    "sign_test",
     "Interleaver",
     "InterleavingResult",
+    "PreferenceMatrix",
     "SingleInterleaving",
     "available_interleavers",
+    "delta_ab",
+    "delta_ab_test",
     "get_interleaver",
     "interleaver_class",
+    "preference_matrix",
     "rankings_from_scores",
     "register_interleaver",
+    "sign_test",
     "stack_rankings",
 ]

@@ -9,8 +9,14 @@ from numpy.typing import NDArray
 
 from onlineeval.errors import ConfigError
 
-__all__ = ["shared_prefix_length", "mask_shared_prefix", "rank_in_lists", "first_occurrence", "check_bool",
-           "check_positive_float"]
+__all__ = [
+    "check_bool",
+    "check_positive_float",
+    "first_occurrence",
+    "mask_shared_prefix",
+    "rank_in_lists",
+    "shared_prefix_length",
+]
 
 
 def check_bool(method: str, key: str, value: Any) -> bool:

@@ -43,15 +43,15 @@ from onlineeval.errors import ConfigError, InputError
 from onlineeval.stats.online import ratio_mean, ratio_mean_batch
 
 __all__ = [
-    "OutcomeCounts",
     "DeltaEstimate",
+    "OutcomeCounts",
     "PreferenceMatrix",
-    "outcome_counts",
-    "delta_ab",
-    "sign_test",
-    "delta_ab_test",
     "cluster_bootstrap_delta",
+    "delta_ab",
+    "delta_ab_test",
+    "outcome_counts",
     "preference_matrix",
+    "sign_test",
 ]
 
 

@@ -32,11 +32,15 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from onlineeval.interleaving._kernels import check_bool, first_occurrence, mask_shared_prefix
+from onlineeval.interleaving._kernels import (
+    check_bool,
+    first_occurrence,
+    mask_shared_prefix,
+)
 from onlineeval.interleaving.base import Interleaver, InterleavingResult
 from onlineeval.interleaving.registry import register_interleaver
 
-__all__ = ["Balanced", "BALANCED_COUNTER_EXAMPLE"]
+__all__ = ["BALANCED_COUNTER_EXAMPLE", "Balanced"]
 
 #: ``(A, B, P(B wins))`` for one uniformly random click on the four shown documents.
 BALANCED_COUNTER_EXAMPLE: tuple[tuple[int, ...], tuple[int, ...], float] = ((1, 2, 3), (2, 3, 4), 0.75)

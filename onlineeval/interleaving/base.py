@@ -33,11 +33,11 @@ from numpy.typing import ArrayLike, NDArray
 from onlineeval.errors import ConfigError, InputError
 
 __all__ = [
+    "Interleaver",
     "InterleavingResult",
     "SingleInterleaving",
-    "Interleaver",
-    "stack_rankings",
     "rankings_from_scores",
+    "stack_rankings",
 ]
 
 _INT32_MAX = np.iinfo(np.int32).max

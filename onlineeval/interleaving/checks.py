@@ -29,7 +29,7 @@ from onlineeval.errors import InputError
 from onlineeval.interleaving.base import Interleaver, InterleavingResult
 from onlineeval.interleaving.registry import available_interleavers, get_interleaver
 
-__all__ = ["ConformanceError", "iter_checks", "check_interleaver", "TEAM_HOLDS_DOCUMENT"]
+__all__ = ["TEAM_HOLDS_DOCUMENT", "ConformanceError", "check_interleaver", "iter_checks"]
 
 #: methods whose team label names a ranker whose list holds the shown document
 TEAM_HOLDS_DOCUMENT = frozenset({"team_draft", "team_draft_multileave", "balanced", "optimized"})

@@ -88,11 +88,15 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from onlineeval.interleaving._kernels import check_positive_float, first_occurrence, rank_in_lists
+from onlineeval.interleaving._kernels import (
+    check_positive_float,
+    first_occurrence,
+    rank_in_lists,
+)
 from onlineeval.interleaving.base import Interleaver, InterleavingResult, _check_clicks
 from onlineeval.interleaving.registry import register_interleaver
 
-__all__ = ["Probabilistic", "softmax_weights", "slot_posteriors", "pairwise_win_difference"]
+__all__ = ["Probabilistic", "pairwise_win_difference", "slot_posteriors", "softmax_weights"]
 
 
 def _universe(rankings: NDArray[np.int32]) -> tuple[NDArray[np.int32], NDArray[np.bool_]]:

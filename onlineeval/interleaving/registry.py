@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from onlineeval.errors import ConfigError
 from onlineeval.interleaving.base import Interleaver
 
-__all__ = ["register_interleaver", "get_interleaver", "available_interleavers", "interleaver_class"]
+__all__ = ["available_interleavers", "get_interleaver", "interleaver_class", "register_interleaver"]
 
 _REGISTRY: dict[str, type[Interleaver]] = {}
 

@@ -61,18 +61,19 @@ from scipy import stats
 
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.interleaving.base import Interleaver, InterleavingResult, stack_rankings
+from onlineeval.interleaving.checks import TEAM_HOLDS_DOCUMENT
 from onlineeval.interleaving.registry import get_interleaver
 
 __all__ = [
-    "CheckResult",
-    "ValidationReport",
     "Candidate",
+    "CheckResult",
+    "LogRecord",
+    "ValidationReport",
     "load_candidate",
+    "read_log",
     "reference_candidate",
     "validate_interleaver",
     "validate_log",
-    "read_log",
-    "LogRecord",
 ]
 
 PASS, FAIL, DOCUMENTED, SKIPPED = "pass", "fail", "documented", "skipped"
@@ -101,8 +102,6 @@ BETTER_SCENARIOS: tuple[tuple[tuple[int, ...], tuple[int, ...], frozenset[int]],
 
 #: methods whose outcome on identical rankers is always a tie
 _AA_ALWAYS_TIE = frozenset({"balanced", "probabilistic", "probabilistic_multileave", "optimized"})
-#: methods whose team label names a list that holds the shown document
-_TEAM_HOLDS_DOC = frozenset({"team_draft", "team_draft_multileave", "balanced", "optimized"})
 _PREFIX_BALANCED = frozenset({"team_draft", "team_draft_multileave"})
 #: methods whose win/loss outcome is biased under random clicks by design (reported as documented)
 _RANDOM_CLICK_BIASED = {
@@ -287,7 +286,7 @@ def _sign_test(outcomes: np.ndarray, alternative: str = "two-sided") -> tuple[fl
     wins, losses = int((outcomes > 0).sum()), int((outcomes < 0).sum())
     ties = int(outcomes.size - wins - losses)
     if wins + losses == 0:
-        return (1.0 if alternative == "two-sided" else 1.0), wins, losses, ties
+        return 1.0, wins, losses, ties
     return float(stats.binomtest(wins, wins + losses, 0.5, alternative=alternative).pvalue), wins, losses, ties
 
 
@@ -312,6 +311,28 @@ def _exact(name: str, violations: int, total: int, what: str, example: str = "")
     if violations:
         return CheckResult(name, FAIL, 0.0, f"{violations}/{total} {what}" + (f"; e.g. {example}" if example else ""))
     return CheckResult(name, PASS, 1.0, f"0/{total} {what}")
+
+
+def _invariant_checks(method: str, items: Sequence[tuple[str, Sequence[Sequence[int]], Sequence[int], Sequence[int]]],
+                      unit: str) -> list[CheckResult]:
+    """``structure`` (and, for team-draft, ``prefix_balance``) over ``(label, lists, shown, teams)`` items."""
+    rules: list[tuple[str, Callable[[Sequence[Sequence[int]], Sequence[int], Sequence[int]], str], str]] = [
+        ("structure", lambda lists, shown, teams: _structure_violation(lists, shown, teams,
+                                                                       method in TEAM_HOLDS_DOCUMENT),
+         "violate the invariants")]
+    if method in _PREFIX_BALANCED:
+        rules.append(("prefix_balance", _prefix_violation, "have an unbalanced prefix"))
+    out = []
+    for name, rule, what in rules:
+        viol = 0
+        example = ""
+        for label, lists, shown, teams in items:
+            msg = rule(lists, shown, teams)
+            if msg:
+                viol += 1
+                example = example or f"{label}: {msg}"
+        out.append(_exact(name, viol, len(items), f"{unit} {what}", example))
+    return out
 
 
 # --------------------------------------------------------------------------- structural checks
@@ -414,30 +435,10 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
     ref_results = [_reference_batch(ref, sc, per, rng_r) for sc in EQUIVALENCE_SCENARIOS]
     ref_samples = [_rows(r) for r in ref_results]
 
-    # structure
-    total = viol = 0
-    example = ""
-    for sc, sample in zip(EQUIVALENCE_SCENARIOS, cand_samples):
-        for shown, teams in sample:
-            total += 1
-            msg = _structure_violation(sc, shown, teams, method in _TEAM_HOLDS_DOC)
-            if msg:
-                viol += 1
-                example = example or f"lists {[list(x) for x in sc]}: {msg}"
-    checks.append(_exact("structure", viol, total, "interleavings violate the invariants", example))
-
-    # prefix balance
-    if method in _PREFIX_BALANCED:
-        total = viol = 0
-        example = ""
-        for sc, sample in zip(EQUIVALENCE_SCENARIOS, cand_samples):
-            for shown, teams in sample:
-                total += 1
-                msg = _prefix_violation(sc, shown, teams)
-                if msg:
-                    viol += 1
-                    example = example or msg
-        checks.append(_exact("prefix_balance", viol, total, "lists have an unbalanced prefix", example))
+    # structure, prefix balance
+    checks.extend(_invariant_checks(method, [(f"lists {[list(x) for x in sc]}", sc, shown, teams)
+                                             for sc, sample in zip(EQUIVALENCE_SCENARIOS, cand_samples)
+                                             for shown, teams in sample], "interleavings"))
 
     # A/A
     aa_out = []
@@ -705,26 +706,8 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
         raise InputError(f"{method!r} compares {allowed} rankers; the log's impressions have {m_log}",
                          subject, records[0].line)
     rng = np.random.default_rng(seed)
-    checks: list[CheckResult] = []
-    total = viol = 0
-    example = ""
-    for rec in records:
-        total += 1
-        msg = _structure_violation(rec.rankings, rec.shown, rec.teams, method in _TEAM_HOLDS_DOC)
-        if msg:
-            viol += 1
-            example = example or f"line {rec.line}: {msg}"
-    checks.append(_exact("structure", viol, total, "impressions violate the invariants", example))
-    if method in _PREFIX_BALANCED:
-        total = viol = 0
-        example = ""
-        for rec in records:
-            total += 1
-            msg = _prefix_violation(rec.rankings, rec.shown, rec.teams)
-            if msg:
-                viol += 1
-                example = example or f"line {rec.line}: {msg}"
-        checks.append(_exact("prefix_balance", viol, total, "impressions have an unbalanced prefix", example))
+    checks = _invariant_checks(method, [(f"line {rec.line}", rec.rankings, rec.shown, rec.teams)
+                                        for rec in records], "impressions")
 
     # team distribution per position against the reference run on the same inputs
     m = len(records[0].rankings)
