@@ -689,6 +689,8 @@ def _build_fitted(cls: type[ClickModel], spec: Mapping[str, Any]) -> ClickModel:
         fit = load_fit(path)
     except FileNotFoundError:
         raise ConfigError(("fitted",), f"file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(("fitted",), f"{path}: {exc.strerror or exc}") from None
     except InputError as exc:
         raise ConfigError(("fitted",), str(exc)) from None
     if fit.name != cls.name:

@@ -360,3 +360,16 @@ def test_params_file_model_cannot_serve_grade_labels_and_says_what_to_use(tmp_pa
     model = clickmodels.build({"name": "pbm", "params_file": str(tmp_path / "pbm.json")})
     with pytest.raises(InputError, match="per \\(query, document\\).*'fitted'"):
         model.click_probabilities(np.zeros((3, 2), dtype=int))
+
+
+@pytest.mark.parametrize("form", ["fitted", "params_file"])
+def test_unreadable_fitted_files_are_config_errors(form: str, tmp_path) -> None:
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xf6\xff\x00")
+    for bad in (tmp_path, binary, tmp_path / "missing.json"):
+        spec = {"name": "pbm", form: str(bad)}
+        if form == "fitted":
+            spec["click"] = [0.1, 0.5]
+        with pytest.raises(ConfigError) as info:
+            clickmodels.build(spec)
+        assert info.value.key_path == (form,) and str(bad) in info.value.message

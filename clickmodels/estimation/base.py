@@ -521,6 +521,8 @@ def load_fit(path: str | Path) -> ClickModelFit:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", src, exc.lineno) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text; expected a fitted-parameters JSON file", src) from None
     return fit_from_dict(data, src)
 
 
