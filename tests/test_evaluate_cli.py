@@ -109,7 +109,8 @@ def test_csv_and_per_query_file(files, tmp_path: Path) -> None:
     assert list(table["metric"]) == ["P@2", "RR"]
     assert (table["queries_counted"] == 4).all() and (table["convention_empty"] == "zero").all()
     per_query = pd.read_csv(pq)
-    assert list(per_query.columns) == ["query", "system", "metric", "value"]
+    assert list(per_query.columns)[:4] == ["query", "system", "metric", "value"]
+    assert (per_query["convention_empty"] == "zero").all() and (per_query["convention_name"] == "default+empty=zero").all()
     assert len(per_query) == 8
     rr = per_query[(per_query.metric == "RR")].set_index("query")["value"]
     assert rr["q2"] == 0.5 and rr["q1"] == 1.0

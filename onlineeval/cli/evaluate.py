@@ -105,7 +105,7 @@ def evaluate_cmd(
     rel_min: Annotated[Optional[int], typer.Option("--rel-min", help="Smallest relevant grade for binary metrics.")] = None,
     depth: Annotated[Optional[int], typer.Option("--depth", min=1, help="Read at most this many documents per query.")] = None,
     per_query: Annotated[
-        Optional[Path], typer.Option("--per-query", help="Write per-query values (query,system,metric,value) to this CSV.")
+        Optional[Path], typer.Option("--per-query", help="Write per-query values (query,system,metric,value,convention_*) to this CSV.")
     ] = None,
     with_per_query: Annotated[
         bool, typer.Option("--with-per-query", help="Include per-query values in the JSON output.")
@@ -181,7 +181,7 @@ def evaluate_cmd(
 
     long = _long_frame(evals)
     if per_query is not None:
-        long.to_csv(per_query, index=False)
+        long.assign(**{f"convention_{k}": v for k, v in conv.describe().items()}).to_csv(per_query, index=False)
     comparisons: list[PairedResult] = []
     common_queries: int | None = None
     seg_frame = None
