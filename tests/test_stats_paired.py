@@ -376,3 +376,16 @@ def test_records_serialise_to_json() -> None:
     assert back[0]["worst"][0]["query"] == res[0].worst[0].query and back[0]["significant"] == res[0].significant
     est = paired_t_test(np.array([0.1, 0.3, -0.2, 0.4]))
     assert json.loads(json.dumps(est.to_dict()))["method"] == "paired-t"
+
+
+def test_constant_differences_have_zero_spread_despite_float_rounding() -> None:
+    """0.4 - 0.2 on every query: s_d is exactly 0 (not 1e-17 from rounding the mean), so
+    the documented s_d = 0 branch applies: t = inf, p = 0, d_z = inf."""
+    d = np.full(6, 0.4) - np.full(6, 0.2)
+    assert np.std(d, ddof=1) > 0  # the naive formula sees rounding noise here
+    t = paired_t_test(d)
+    assert (t.estimate, t.se, t.statistic, t.pvalue) == (d[0], 0.0, math.inf, 0.0)
+    rows = [{"query": f"q{i}", "system": s, "metric": "P@5", "value": v}
+            for i in range(6) for s, v in (("A", 0.2), ("B", 0.4))]
+    (r,) = compare_systems(pd.DataFrame(rows), "A", seed=0, n_permutations=100, n_bootstrap=100)
+    assert (r.sd_diff, r.effect_size, r.p_t) == (0.0, math.inf, 0.0)
