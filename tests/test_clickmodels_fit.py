@@ -435,3 +435,32 @@ def test_build_fitted_from_params_file(dbn_log: ClickLog, tmp_path: Path) -> Non
     (tmp_path / "bad.json").write_text("{\n  \"model\": \"dbn\",\n  oops\n}")
     with pytest.raises(ConfigError, match="^params_file: .*bad.json:3: invalid JSON"):
         build_fitted({"name": "dbn", "params_file": str(tmp_path / "bad.json")})
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fragment"),
+    [
+        ("ubm", [0.5, 0.3], "2-d array"),
+        ("ubm", [[0.5, 0.3], [0.2, 0.1]], "must be 0"),
+        ("ubm", [[0.5, 0.0, 0.0], [0.2, 0.1, 0.0]], "square"),
+        ("pbm", [[0.5, 0.3]], "1-d array"),
+        ("pbm", [], "non-empty"),
+    ],
+)
+def test_malformed_examination_in_a_params_file(name: str, value: list, fragment: str, tmp_path: Path) -> None:
+    """Shape errors are caught when the file is read (naming file and key), not at first use,
+    and reach a simulate config as ConfigError."""
+    import json
+
+    import clickmodels
+
+    data = fit_log(name, TINY, max_iter=2).to_dict()
+    data["params"]["examination"] = value
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=fragment) as info:
+        load_fit(path)
+    assert info.value.path == str(path) and "params.examination" in info.value.message
+    for form in ({"params_file": str(path)}, {"fitted": str(path), "click": [0.2, 0.8]}):
+        with pytest.raises(ConfigError, match=fragment):
+            clickmodels.build({"name": name, **form})

@@ -187,7 +187,9 @@ def build_fitted(spec: Mapping[str, Any]) -> Any:
         if not isinstance(name, str) or canonical_name(name) != result.name:
             raise ConfigError(("name",), f"{name!r} does not match the model {result.name!r} in {path}")
         return result.to_model()
-    except InputError as exc:
+    except ConfigError:
+        raise
+    except (InputError, ValueError) as exc:  # ValueError: the model class refuses the parameters
         raise ConfigError(("params_file",), str(exc)) from None
     except OSError as exc:
         raise ConfigError(("params_file",), f"{path}: {exc.strerror or exc}") from None

@@ -373,7 +373,21 @@ class ClickModelFit(ABC):
     array_fields: ClassVar[tuple[str, ...]] = ()
     float_fields: ClassVar[tuple[str, ...]] = ()
 
+    #: number of dimensions of each array field (default 1)
+    array_ndim: ClassVar[Mapping[str, int]] = {}
+
     trace: FitTrace = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        for f in self.array_fields:
+            arr = np.asarray(getattr(self, f))
+            ndim = self.array_ndim.get(f, 1)
+            if arr.ndim != ndim or arr.size == 0:
+                raise InputError(f"params.{f}: expected a non-empty {ndim}-d array, got shape {arr.shape}")
+        self._check()
+
+    def _check(self) -> None:
+        """Hook: further checks of the parameters (raise :class:`InputError`)."""
 
     def click_probs(self, log: ClickLog) -> np.ndarray:
         """``(n, k)`` marginal :math:`P(C_r = 1)` per slot (0 on empty slots)."""
@@ -463,7 +477,10 @@ class ClickModelFit(ABC):
             kwargs[f] = _as_prob_array(params[f], None, f"params.{f}", source)
         for f in cls.float_fields:
             kwargs[f] = float(_as_prob_array(params[f], (), f"params.{f}", source))
-        return cls(trace=trace, **kwargs)
+        try:
+            return cls(trace=trace, **kwargs)
+        except InputError as exc:
+            raise InputError(exc.message, source) from None
 
 
 CONVENTIONS: dict[str, str] = {

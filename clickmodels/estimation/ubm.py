@@ -14,6 +14,7 @@ E-step is closed form. The fitted record's conditional and marginal click probab
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -47,8 +48,17 @@ class UBMFit(ClickModelFit):
     pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness",)
     array_fields: ClassVar[tuple[str, ...]] = ("examination",)
 
+    array_ndim: ClassVar[Mapping[str, int]] = {"examination": 2}
+
     attractiveness: PairTable
     examination: np.ndarray
+
+    def _check(self) -> None:
+        g = self.examination
+        if g.shape[0] != g.shape[1]:
+            raise InputError(f"params.examination: expected a square (k, k) array, got shape {g.shape}")
+        if np.any(np.triu(g, 1) != 0):
+            raise InputError("params.examination: entries [r][j] with j > r cannot occur and must be 0")
 
     def _gamma_for(self, log: ClickLog) -> np.ndarray:
         k = log.depth
