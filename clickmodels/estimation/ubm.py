@@ -13,8 +13,8 @@ E-step is closed form. The fitted record's conditional and marginal click probab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
