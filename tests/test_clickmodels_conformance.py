@@ -160,3 +160,11 @@ def test_likelihood_check_detects_a_model_whose_likelihood_prefers_other_paramet
     model = _Shifted(**_base())
     with pytest.raises(CheckFailed, match="not above perturbed"):
         check_likelihood_maximised(model, default_batch(model))
+
+
+@pytest.mark.parametrize("metric", ["RBP(p=0.8)", "P@5", "RR", "DCG@10", "nDCG@10", "ERR", "INST(T=2)", "INSQ(T=1)"])
+def test_conformance_of_every_metric_user(metric: str) -> None:
+    """The registered 'metric' model is one class over many C/W/L profiles (rank-only,
+    adaptive, goal-sensitive): the whole suite runs on each, not only on its example."""
+    model = clickmodels.build({"name": "metric", "metric": metric, "click": [0.2, 0.4, 0.6, 0.8, 0.95]})
+    assert check_click_model(model) == [c.__name__ for c in CHECKS]
