@@ -464,3 +464,29 @@ def test_malformed_examination_in_a_params_file(name: str, value: list, fragment
     for form in ({"params_file": str(path)}, {"fitted": str(path), "click": [0.2, 0.8]}):
         with pytest.raises(ConfigError, match=fragment):
             clickmodels.build({"name": name, **form})
+
+
+def test_trace_records_smoothing_and_stopping_rule(tmp_path: Path) -> None:
+    """A params file says how its numbers were estimated: the pseudo-count (and the EM
+    stopping rule), as given or by default, and keeps them through JSON."""
+    import json
+
+    cases = {
+        "rctr": ({}, 0.0, None),
+        "dctr": ({"pseudo": 2.5}, 2.5, None),
+        "sdbn": ({}, 1.0, None),
+        "pbm": ({"max_iter": 4, "tol": 1e-3}, EMOptions().pseudo, (1e-3, 4)),
+        "dcm": ({"method": "em", "pseudo": 0.0, "max_iter": 3}, 0.0, (EMOptions().tol, 3)),
+    }
+    for name, (opts, pseudo, em) in cases.items():
+        rec = fit_log(name, TINY, **opts)
+        assert rec.trace.pseudo == pseudo, name
+        assert (rec.trace.tol, rec.trace.max_iter) == (em if em else (None, None)), name
+        path = tmp_path / f"{name}.json"
+        rec.save(path)
+        assert json.loads(path.read_text())["fit"]["pseudo"] == pseudo
+        assert load_fit(path).trace == rec.trace
+    # a file written without these keys still loads; the smoothing is then unknown
+    data = fit_log("rctr", TINY).to_dict()
+    del data["fit"]["pseudo"]
+    assert fit_from_dict(data).trace.pseudo is None

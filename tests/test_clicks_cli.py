@@ -160,6 +160,10 @@ def test_printed_numbers_state_their_conventions(tsv_log: Path, tmp_path: Path) 
     result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "rctr", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "sum over 600 sessions, natural log" in result.output and "a = 0" in result.output
+    # a saved fit is reported with the smoothing recorded in its file
+    result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--models", f"dctr,{out}"])
+    assert result.exit_code == 0, result.output
+    assert "a = 0 (plain MLE): rctr (p.json); a = 1: dctr" in result.output
 
 
 @pytest.mark.parametrize(

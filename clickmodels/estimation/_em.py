@@ -32,7 +32,11 @@ def run_em(
         if len(lls) >= 2 and abs(lls[-1] - lls[-2]) <= options.tol * abs(lls[-2]):
             converged = True
             break
-    return state, FitTrace("em", len(lls), tuple(lls), converged, n_sessions)
+    trace = FitTrace(
+        "em", len(lls), tuple(lls), converged, n_sessions,
+        pseudo=options.pseudo, tol=options.tol, max_iter=options.max_iter,
+    )
+    return state, trace
 
 
 def examination_posteriors(

@@ -276,6 +276,11 @@ class FitTrace:
         (always true for closed form).
     n_sessions:
         Sessions in the training log.
+    pseudo:
+        The Beta(a, a) pseudo-count ``a`` of the estimates (0: plain MLE); ``None`` when
+        unknown (a file written before it was recorded).
+    tol, max_iter:
+        EM stopping rule (``None`` for closed form).
     """
 
     method: str
@@ -283,15 +288,22 @@ class FitTrace:
     log_likelihood: tuple[float, ...]
     converged: bool
     n_sessions: int
+    pseudo: float | None = None
+    tol: float | None = None
+    max_iter: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "method": self.method,
             "iterations": self.iterations,
             "log_likelihood": list(self.log_likelihood),
             "converged": self.converged,
             "n_sessions": self.n_sessions,
         }
+        for key in ("pseudo", "tol", "max_iter"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
 
 
 @dataclass(frozen=True)
@@ -514,6 +526,9 @@ def fit_from_dict(data: Any, source: str | None = None) -> ClickModelFit:
             log_likelihood=tuple(float(x) for x in raw.get("log_likelihood", ())),
             converged=bool(raw.get("converged", True)),
             n_sessions=int(raw.get("n_sessions", 0)),
+            pseudo=None if raw.get("pseudo") is None else float(raw["pseudo"]),
+            tol=None if raw.get("tol") is None else float(raw["tol"]),
+            max_iter=None if raw.get("max_iter") is None else int(raw["max_iter"]),
         )
     except (TypeError, ValueError, AttributeError):
         raise InputError("fit: malformed fit trace", source) from None
@@ -546,10 +561,11 @@ def load_fit(path: str | Path) -> ClickModelFit:
 Estimator = Callable[..., ClickModelFit]
 
 
-def with_closed_form_trace(fit: F, log: ClickLog) -> F:
-    """Return a copy of ``fit`` whose trace records a closed-form fit and its training LL."""
+def with_closed_form_trace(fit: F, log: ClickLog, pseudo: float) -> F:
+    """Return a copy of ``fit`` whose trace records a closed-form fit with pseudo-count
+    ``pseudo`` and its training LL."""
     ll = float(fit.log_likelihood(log).sum())
-    return replace(fit, trace=FitTrace("closed_form", 0, (ll,), True, log.n_sessions))
+    return replace(fit, trace=FitTrace("closed_form", 0, (ll,), True, log.n_sessions, pseudo=float(pseudo)))
 
 
 def placeholder_trace(log: ClickLog) -> FitTrace:

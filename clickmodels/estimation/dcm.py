@@ -89,7 +89,7 @@ def fit_dcm(
     lam = smoothed(clicks_r - last_r, clicks_r, pseudo)
     table = PairTable.from_codes(log, value, views)
     fit = DCMFit(attractiveness=table, continuation=lam, trace=placeholder_trace(log))
-    return with_closed_form_trace(fit, log)
+    return with_closed_form_trace(fit, log, pseudo)
 
 
 def _fit_dcm_em(log: ClickLog, opt: EMOptions) -> DCMFit:

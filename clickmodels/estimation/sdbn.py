@@ -87,4 +87,4 @@ def fit_sdbn(
         satisfaction=PairTable.from_codes(log, sat, n_clicks),
         trace=placeholder_trace(log),
     )
-    return with_closed_form_trace(fit, log)
+    return with_closed_form_trace(fit, log, pseudo)

@@ -81,19 +81,6 @@ def _em_options(
     return opts
 
 
-def _pseudo_count(name: str, method: Optional[str], pseudo: Optional[float]) -> float:
-    """The Beta(a, a) pseudo-count ``a`` the estimator of ``name`` uses (the option, else its default)."""
-    import inspect
-
-    from clickmodels.estimation import ESTIMATORS, EMOptions, canonical_name
-
-    if pseudo is not None:
-        return pseudo
-    if _uses_em(name, method):
-        return EMOptions().pseudo
-    return float(inspect.signature(ESTIMATORS[canonical_name(name)]).parameters["pseudo"].default)
-
-
 def _smoothing_text(groups: dict[float, list[str]]) -> str:
     parts = [f"a = {a:g}{' (plain MLE)' if a == 0 else ''}: {', '.join(names)}" for a, names in sorted(groups.items())]
     return "; ".join(parts)
@@ -123,9 +110,8 @@ def fit_command(
     how = "closed form" if tr.method == "closed_form" else (
         f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
     )
-    a = _pseudo_count(model, method, pseudo)
     typer.echo(
-        f"{result.name}: fitted on {data.n_sessions} sessions ({how}; Beta(a, a) smoothing, a = {a:g}); "
+        f"{result.name}: fitted on {data.n_sessions} sessions ({how}; Beta(a, a) smoothing, a = {tr.pseudo:g}); "
         f"train log-likelihood {tr.log_likelihood[-1]:.4f} (sum over {data.n_sessions} sessions, natural log); "
         f"wrote {out}"
     )
@@ -186,18 +172,20 @@ def evaluate_command(
     else:
         test = _read(test_log, test_format or format)
     fits = {}
-    smoothing: dict[float, list[str]] = {}
-    loaded: list[str] = []
     for name in names:
         if name.endswith(".json"):
             fitted = load_fit(name)
-            label = f"{fitted.name} ({Path(name).name})"
-            fits[label] = fitted
-            loaded.append(label)
+            fits[f"{fitted.name} ({Path(name).name})"] = fitted
         else:
             base, _, method = name.partition(":")
             fits[name] = fit_log(base, train, **_em_options(max_iter, tol, None, base, method or None))
-            smoothing.setdefault(_pseudo_count(base, method or None, None), []).append(name)
+    smoothing: dict[float, list[str]] = {}
+    unrecorded = []
+    for label, fitted in fits.items():
+        if fitted.trace.pseudo is None:
+            unrecorded.append(label)
+        else:
+            smoothing.setdefault(fitted.trace.pseudo, []).append(label)
     table = compare(fits, test)
     if csv is not None:
         try:
@@ -217,8 +205,8 @@ def evaluate_command(
         "mean over ranks of 2^(-mean log2 likelihood of the click at that rank) from marginal click "
         "probabilities, conditional perplexity the same given the clicks above; probabilities clipped to "
         f"[{PROB_EPS:g}, 1 - {PROB_EPS:g}]; estimates smoothed with Beta(a, a) pseudo-counts, "
-        f"{_smoothing_text(smoothing) or 'none refitted'}"
-        f"{'; loaded as saved: ' + ', '.join(loaded) if loaded else ''}; (query, document) pairs unseen in "
+        f"{_smoothing_text(smoothing) or 'none recorded'}"
+        f"{'; not recorded in the file: ' + ', '.join(unrecorded) if unrecorded else ''}; (query, document) pairs unseen in "
         "training get the impression-weighted mean of the fitted values"
     )
     with pd.option_context("display.width", 200, "display.max_columns", 50):
