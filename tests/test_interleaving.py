@@ -404,3 +404,18 @@ def test_balanced_credit_against_the_definition() -> None:
         shown = res.ranking[r].tolist()
         c = [bool(x) and d >= 0 for x, d in zip(clicks[r], shown)]
         assert tuple(got[r]) == joachims_credit(la, lb, shown, c), r
+
+
+def test_team_draft_blocks_do_not_change_the_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    import onlineeval.interleaving.team_draft as td
+
+    rng = np.random.default_rng(23)
+    a = random_lists(rng, 1000, 6, 9)
+    b = random_lists(rng, 1000, 6, 9)
+    b[:100, 3:] = -1
+    il = get_interleaver("team_draft")
+    whole = il.interleave([a, b], np.random.default_rng(4))
+    monkeypatch.setattr(td, "BLOCK_ROWS", 97)
+    blocks = il.interleave([a, b], np.random.default_rng(4))
+    np.testing.assert_array_equal(whole.ranking, blocks.ranking)
+    np.testing.assert_array_equal(whole.team, blocks.team)

@@ -35,6 +35,9 @@ from onlineeval.interleaving.registry import register_interleaver
 
 __all__ = ["TeamDraft", "team_draft_interleave"]
 
+#: rows per block of the two-ranker draw (keeps the per-slot arrays in cache)
+BLOCK_ROWS = 32_768
+
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
 
@@ -56,27 +59,51 @@ def team_draft_interleave(rankings: NDArray[np.int32], rng: np.random.Generator,
         uniform key per (slot, ranker, impression) otherwise.
     length:
         Number of shown slots ``k``.
+
+    Notes
+    -----
+    With two rankers all coins are drawn first, then rows are processed in blocks of
+    :data:`BLOCK_ROWS` so the per-slot arrays stay in cache; rows are independent, so
+    the result does not depend on the block size.
     """
+    m, n, _ = rankings.shape
+    if m != 2:
+        return _team_draft_block(rankings, rng, length, None)
+    coins = rng.integers(0, 2, size=(length, n), dtype=np.int8).view(bool)
+    if n <= BLOCK_ROWS:
+        return _team_draft_block(rankings, rng, length, coins)
+    shown = np.empty((n, length), dtype=np.int32)
+    team = np.empty((n, length), dtype=np.int8)
+    for start in range(0, n, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, n)
+        shown[start:stop], team[start:stop] = _team_draft_block(rankings[:, start:stop], rng, length,
+                                                                coins[:, start:stop])
+    return shown, team
+
+
+def _team_draft_block(rankings: NDArray[np.int32], rng: np.random.Generator, length: int,
+                      coins: NDArray[np.bool_] | None) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+    """The draw on one block of rows (``coins``: the two-ranker coins, ``None`` for ``m > 2``)."""
     m, n, K = rankings.shape
     width = K + 1
     # flat per-ranker lists with one trailing -1, so a pointer never runs off the end
-    flat = np.full((m, n, width), -1, dtype=np.int32)
+    flat = np.empty((m, n, width), dtype=np.int32)    # written once (no fill-then-copy of a large array)
     flat[:, :, :K] = rankings
+    flat[:, :, K] = -1
     flat = flat.reshape(m, n * width)
     base = np.arange(n, dtype=np.intp) * width
     ptr = [base.copy() for _ in range(m)]            # flat index of each ranker's candidate
     cand = [flat[i, ptr[i]] for i in range(m)]       # next unused document (-1: exhausted)
-    shown = np.full((n, length), -1, dtype=np.int32)
+    shown = np.empty((n, length), dtype=np.int32)      # every column is written below
     sig = np.zeros(n, dtype=np.uint64)
-    team_t = np.full((length, n), -1, dtype=np.int8)
-    if m == 2:
-        coins = rng.integers(0, 2, size=(length, n), dtype=np.int8).view(bool)
+    team_t = np.empty((length, n), dtype=np.int8)
+    if coins is not None:
         lead = np.zeros(n, dtype=np.int32)           # picks(A) - picks(B)
     else:
         counts = np.zeros((m, n), dtype=np.int32)
         rows = np.arange(n)
     for j in range(length):
-        if m == 2:
+        if coins is not None:
             a0 = cand[0] >= 0
             a1 = cand[1] >= 0
             # B picks if A is out, or both are in and (B is behind, or level and the coin says B)
