@@ -106,37 +106,14 @@ def make_lists(rng: np.random.Generator, n: int, k: int, pool: int) -> tuple[np.
     return a, b
 
 
-def bench_team_draft(n: int, n_py: int) -> None:
-    rng = np.random.default_rng(0)
+def bench(label: str, method: str, n: int, n_py: int, plain_one: Callable[..., object], target: str,
+          seed: int) -> None:
+    """Batch API (interleave + outcome) against ``plain_one(a, b, k, clicks, rnd)`` per impression."""
+    rng = np.random.default_rng(seed)
     k = 10
     a, b = make_lists(rng, n, k, 20)
     clicks = rng.random((n, k)) < 0.1
-    il = get_interleaver("team_draft")
-
-    def vec() -> None:
-        res = il.interleave([a, b], rng)
-        il.credit(res, clicks)
-
-    la, lb, lc = a[:n_py].tolist(), b[:n_py].tolist(), clicks[:n_py].tolist()
-    rnd = random.Random(0)
-
-    def plain() -> None:
-        for x, y, c in zip(la, lb, lc):
-            _, team = py_team_draft(x, y, k, rnd)
-            py_team_draft_credit(team, c)
-
-    v = rate(vec, n)
-    p = rate(plain, n_py)
-    print(f"team_draft interleave+credit, k={k}: {v:>12,.0f} impressions/s  (plain Python {p:,.0f}/s, "
-          f"ratio {v / p:,.1f}x; target >= 1,000,000/s)")
-
-
-def bench_probabilistic(n: int, n_py: int) -> None:
-    rng = np.random.default_rng(1)
-    k = 10
-    a, b = make_lists(rng, n, k, 20)
-    clicks = rng.random((n, k)) < 0.1
-    il = get_interleaver("probabilistic")
+    il = get_interleaver(method)
 
     def vec() -> None:
         res = il.interleave([a, b], rng)
@@ -147,12 +124,42 @@ def bench_probabilistic(n: int, n_py: int) -> None:
 
     def plain() -> None:
         for x, y, c in zip(la, lb, lc):
-            py_probabilistic(x, y, k, c, rnd)
+            plain_one(x, y, k, c, rnd)
 
     v = rate(vec, n)
     p = rate(plain, n_py)
-    print(f"probabilistic interleave+exact outcome, k={k}: {v:>12,.0f} impressions/s  (plain Python {p:,.0f}/s, "
-          f"ratio {v / p:,.1f}x; target >= 50,000/s)")
+    print(f"{label}, k={k}: {v:>12,.0f} impressions/s  (plain Python {p:,.0f}/s, ratio {v / p:,.1f}x; "
+          f"target {target})")
+
+
+def plain_team_draft(a: list[int], b: list[int], k: int, clicks: list[bool], rnd: random.Random) -> int:
+    _, team = py_team_draft(a, b, k, rnd)
+    return py_team_draft_credit(team, clicks)
+
+
+def bench_per_call(methods: tuple[str, ...], batch: int = 1000, calls: int = 200) -> None:
+    """Cost of one interleave + outcome call on a batch of ``batch`` impressions (the simulator's call size),
+    against the same work done in one call of ``batch * calls`` impressions."""
+    rng = np.random.default_rng(2)
+    k = 10
+    a, b = make_lists(rng, batch * calls, k, 30)
+    clicks = rng.random((batch * calls, k)) < 0.1
+    for method in methods:
+        il = get_interleaver(method)
+
+        def small() -> None:
+            for s in range(0, batch * calls, batch):
+                res = il.interleave([a[s: s + batch], b[s: s + batch]], rng)
+                il.outcome(res, clicks[s: s + batch])
+
+        def large() -> None:
+            il.outcome(il.interleave([a, b], rng), clicks)
+
+        per_call = batch * calls / rate(small, batch * calls) / calls
+        per_imp_large = 1.0 / rate(large, batch * calls)
+        print(f"{method} interleave+outcome per call of {batch}: {per_call * 1e3:.2f} ms "
+              f"(one batch of {batch * calls:,}: {per_imp_large * batch * 1e3:.2f} ms per {batch}; "
+              f"ratio {per_call / (per_imp_large * batch):.2f})")
 
 
 def main() -> None:
@@ -160,11 +167,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000, help="impressions per vectorised batch")
     parser.add_argument("--n-py", type=int, default=20_000, help="impressions for the plain-Python baseline")
     args = parser.parse_args()
-    bench_team_draft(args.n, args.n_py)
-    from onlineeval.interleaving import available_interleavers
-
-    if "probabilistic" in available_interleavers():
-        bench_probabilistic(min(args.n, 200_000), min(args.n_py, 5_000))
+    bench("team_draft interleave+outcome (click credit per team, its sign)", "team_draft", args.n, args.n_py, plain_team_draft, ">= 1,000,000/s", 0)
+    bench("probabilistic interleave+exact outcome", "probabilistic", min(args.n, 200_000), min(args.n_py, 5_000),
+          py_probabilistic, ">= 50,000/s", 1)
+    bench_per_call(("team_draft", "balanced"))
 
 
 if __name__ == "__main__":
