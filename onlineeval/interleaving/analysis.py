@@ -7,7 +7,12 @@ Per impression an interleaver gives ``o in {-1, 0, +1}`` (``+1``: B preferred). 
 
     \\Delta_{AB} = \\frac{w + t/2}{w + l + t} - \\frac12 = \\frac{w - l}{2N} = \\tfrac12\\,\\bar o,
 
-positive when B is preferred (Chapelle et al. 2012). Impressions of one user (or one
+positive when B is preferred (Chapelle et al. 2012). Convention: ``N`` counts the
+impressions passed in. Chapelle et al. count only impressions with at least one click
+(an impression without a click is not a comparison), and so does the simulator; pass
+``outcomes[clicks.any(axis=1)]`` to follow them. Impressions without a click passed in
+count as ties and shrink :math:`\Delta_{AB}` toward 0 (its sign and z-statistic are
+unchanged up to the tie count). Impressions of one user (or one
 query) are not independent, so the standard error is clustered: with per-cluster sums
 ``s_c = \\sum o`` and counts ``n_c``, ``\\Delta = \\sum s_c / (2 \\sum n_c)`` is a ratio
 of cluster totals and its delta-method (linearisation) variance is
