@@ -490,3 +490,16 @@ def test_trace_records_smoothing_and_stopping_rule(tmp_path: Path) -> None:
     data = fit_log("rctr", TINY).to_dict()
     del data["fit"]["pseudo"]
     assert fit_from_dict(data).trace.pseudo is None
+
+
+@pytest.mark.parametrize("name", ["rctr", "dcm", "pbm", "ubm"])
+def test_a_log_deeper_than_the_fit_is_refused(name: str) -> None:
+    """Per-rank parameters exist only for the training depth; a deeper log is an error
+    (as for the model classes), not a silent extrapolation."""
+    shallow = from_arrays([0, 0], [[0, 1], [1, 0]], [[1, 0], [0, 1]])
+    deep = from_arrays([0], [[0, 1, 2]], [[0, 0, 1]])
+    rec = fit_log(name, shallow, **({"max_iter": 2} if name in ("pbm", "ubm") else {}))
+    for method in (rec.click_probs, rec.conditional_click_probs, rec.log_likelihood):
+        with pytest.raises(InputError, match="2 ranks"):
+            method(deep)
+    assert rec.click_probs(from_arrays([0], [[1, -1]], [[0, 0]])).shape == (1, 2)  # shorter lists are fine

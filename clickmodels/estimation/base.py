@@ -54,6 +54,7 @@ __all__ = [
     "smoothed",
     "slot_values",
     "bernoulli_log_likelihood",
+    "by_rank",
     "FIT_TYPES",
     "register_fit",
     "with_closed_form_trace",
@@ -337,6 +338,19 @@ def slot_values(per_pair: np.ndarray, log: ClickLog, fill: float = 0.0) -> np.nd
     """Spread a per-pair-code array onto the ``(n, k)`` slots of ``log`` (``fill`` on empty)."""
     codes = log.pairs.codes
     return np.where(codes >= 0, per_pair[np.maximum(codes, 0)], fill)
+
+
+def by_rank(values: np.ndarray, log: ClickLog, what: str) -> np.ndarray:
+    """``values[:k]`` for the ``k`` ranks of ``log``.
+
+    A fit holds a per-rank parameter only for the ranks of its training log; a deeper log
+    raises :class:`InputError` (as the model classes do) instead of extrapolating.
+    """
+    if values.shape[0] < log.depth:
+        raise InputError(
+            f"{what} was fitted for {values.shape[0]} ranks but the log has lists of {log.depth}", log.source
+        )
+    return values[: log.depth]
 
 
 def bernoulli_log_likelihood(p: np.ndarray, clicks: np.ndarray, shown: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from clickmodels.estimation._counts import pair_sum, rank_sum
 from clickmodels.estimation.base import (
     ClickModelFit,
     PairTable,
+    by_rank,
     placeholder_trace,
     register_fit,
     smoothed,
@@ -56,7 +57,7 @@ class GlobalCTRFit(_IndependentClicks):
 @register_fit
 @dataclass(frozen=True, eq=False)
 class RankCTRFit(_IndependentClicks):
-    """RCTR: slot ``r`` is clicked with probability ``p[r]`` (ranks beyond the array: last value)."""
+    """RCTR: slot ``r`` is clicked with probability ``p[r]`` (a log with more ranks is refused)."""
 
     name: ClassVar[str] = "rctr"
     array_fields: ClassVar[tuple[str, ...]] = ("p",)
@@ -64,8 +65,7 @@ class RankCTRFit(_IndependentClicks):
     p: np.ndarray
 
     def _click_probs(self, log: ClickLog) -> np.ndarray:
-        idx = np.minimum(np.arange(log.depth), self.p.shape[0] - 1)
-        return np.broadcast_to(self.p[idx][None, :], log.docs.shape).copy()
+        return np.broadcast_to(by_rank(self.p, log, "rctr p")[None, :], log.docs.shape).copy()
 
 
 @register_fit

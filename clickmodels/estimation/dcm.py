@@ -37,6 +37,7 @@ from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import (
     EMOptions,
     PairTable,
+    by_rank,
     placeholder_trace,
     register_fit,
     slot_values,
@@ -52,7 +53,7 @@ __all__ = ["DCMFit", "fit_dcm"]
 @register_fit
 @dataclass(frozen=True, eq=False)
 class DCMFit(CascadeFamilyFit):
-    """Fitted DCM: ``continuation[r]`` is :math:`\\lambda_r` (ranks beyond: last value)."""
+    """Fitted DCM: ``continuation[r]`` is :math:`\\lambda_r` (a log with more ranks is refused)."""
 
     name: ClassVar[str] = "dcm"
     array_fields: ClassVar[tuple[str, ...]] = ("continuation",)
@@ -60,8 +61,7 @@ class DCMFit(CascadeFamilyFit):
     continuation: np.ndarray
 
     def _continuation(self, log: ClickLog, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        idx = np.minimum(np.arange(log.depth), self.continuation.shape[0] - 1)
-        return np.ones(1), self.continuation[idx][None, :]
+        return np.ones(1), by_rank(self.continuation, log, "dcm continuation")[None, :]
 
 
 def fit_dcm(

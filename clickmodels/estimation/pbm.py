@@ -27,6 +27,7 @@ from clickmodels.estimation.base import (
     ClickModelFit,
     EMOptions,
     PairTable,
+    by_rank,
     register_fit,
     slot_values,
     smoothed,
@@ -39,7 +40,7 @@ __all__ = ["PBMFit", "fit_pbm"]
 @register_fit
 @dataclass(frozen=True, eq=False)
 class PBMFit(ClickModelFit):
-    """Fitted PBM: ``attractiveness`` per pair, ``examination[r]`` per rank (beyond: last value)."""
+    """Fitted PBM: ``attractiveness`` per pair, ``examination[r]`` per rank (a log with more ranks is refused)."""
 
     name: ClassVar[str] = "pbm"
     pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness",)
@@ -49,8 +50,7 @@ class PBMFit(ClickModelFit):
     examination: np.ndarray
 
     def _click_probs(self, log: ClickLog) -> np.ndarray:
-        idx = np.minimum(np.arange(log.depth), self.examination.shape[0] - 1)
-        return self.attractiveness.for_log(log) * self.examination[idx][None, :]
+        return self.attractiveness.for_log(log) * by_rank(self.examination, log, "pbm examination")[None, :]
 
     def _conditional_click_probs(self, log: ClickLog) -> np.ndarray:
         return self._click_probs(log)

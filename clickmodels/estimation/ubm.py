@@ -64,7 +64,7 @@ class UBMFit(ClickModelFit):
         k = log.depth
         have = self.examination.shape
         if len(have) != 2 or have[0] != have[1] or have[0] < k:
-            raise InputError(f"UBM examination of shape {have} cannot serve result lists of depth {k}")
+            raise InputError(f"ubm examination of shape {have} (fitted for {have[0]} ranks) cannot serve result lists of depth {k}")
         return self.examination[:k, :k]
 
     def _conditional_click_probs(self, log: ClickLog) -> np.ndarray:
