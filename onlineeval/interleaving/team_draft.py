@@ -86,14 +86,16 @@ def _team_draft_block(rankings: NDArray[np.int32], rng: np.random.Generator, len
     """The draw on one block of rows (``coins``: the two-ranker coins, ``None`` for ``m > 2``)."""
     m, n, K = rankings.shape
     width = K + 1
-    # flat per-ranker lists with one trailing -1, so a pointer never runs off the end
+    # one flat array of every ranker's lists, each row with a trailing -1 so a pointer never runs off
     flat = np.empty((m, n, width), dtype=np.int32)    # written once (no fill-then-copy of a large array)
     flat[:, :, :K] = rankings
     flat[:, :, K] = -1
-    flat = flat.reshape(m, n * width)
-    base = np.arange(n, dtype=np.intp) * width
-    ptr = [base.copy() for _ in range(m)]            # flat index of each ranker's candidate
-    cand = [flat[i, ptr[i]] for i in range(m)]       # next unused document (-1: exhausted)
+    flat = flat.reshape(-1)
+    # ptr[i, r]: flat index of ranker i's next unused document on row r; all rankers advance together
+    ptr = (np.arange(m, dtype=np.intp)[:, None] * (n * width) + np.arange(n, dtype=np.intp)[None, :] * width)
+    cand = flat[ptr]                                  # (m, n) next unused document (-1: exhausted)
+    ptr_flat = ptr.reshape(-1)                        # views for the (few) rows that skip shown documents
+    cand_flat = cand.reshape(-1)
     shown = np.empty((n, length), dtype=np.int32)      # every column is written below
     sig = np.zeros(n, dtype=np.uint64)
     team_t = np.empty((length, n), dtype=np.int8)
@@ -114,14 +116,13 @@ def _team_draft_block(rankings: NDArray[np.int32], rng: np.random.Generator, len
             lead -= ok & pick_b
             team_t[j] = np.where(ok, pick_b.view(np.int8), -1)
         else:
-            cm = np.stack(cand)
-            avail = cm >= 0
+            avail = cand >= 0
             c = np.where(avail, counts, np.iinfo(np.int32).max)
             elig = avail & (c == c.min(axis=0))
             keys = rng.random((m, n))
             keys[~elig] = -1.0
             pick = keys.argmax(axis=0)
-            doc = cm[pick, rows]
+            doc = cand[pick, rows]
             ok = doc >= 0
             counts[pick, rows] += ok
             team_t[j] = np.where(ok, pick, -1)
@@ -129,25 +130,25 @@ def _team_draft_block(rankings: NDArray[np.int32], rng: np.random.Generator, len
         # 64-bit signature of the shown set per row: a clear bit proves "not shown"
         bit = np.left_shift(_ONE, (doc & 63).astype(np.uint64))
         sig |= np.where(ok, bit, _ZERO)
-        # advance every ranker whose candidate was just shown, skipping shown documents
-        for i in range(m):
-            adv = (cand[i] == doc) & ok
-            ptr[i] += adv
-            nxt = flat[i, ptr[i]]
-            cand[i] = nxt
-            maybe = adv & (nxt >= 0) & ((np.right_shift(sig, (nxt & 63).astype(np.uint64)) & _ONE) != 0)
-            hit = np.flatnonzero(maybe)
-            while hit.size:
-                used = (shown[hit, : j + 1] == cand[i][hit, None]).any(axis=1)
-                hit = hit[used]
-                if not hit.size:
-                    break
-                p = ptr[i][hit] + 1
-                ptr[i][hit] = p
-                nxt = flat[i, p]
-                cand[i][hit] = nxt
-                maybe = (nxt >= 0) & ((np.right_shift(sig[hit], (nxt & 63).astype(np.uint64)) & _ONE) != 0)
-                hit = hit[maybe]
+        # advance every ranker whose candidate was just shown, then skip documents already shown
+        adv = (cand == doc) & ok
+        ptr += adv
+        np.take(flat, ptr, out=cand)
+        maybe = adv & (cand >= 0) & ((np.right_shift(sig, (cand & 63).astype(np.uint64)) & _ONE) != 0)
+        hit = np.flatnonzero(maybe)                   # indices into the (m * n) pointers
+        while hit.size:
+            row = hit % n
+            used = (shown[row, : j + 1] == cand_flat[hit, None]).any(axis=1)
+            hit = hit[used]
+            if not hit.size:
+                break
+            row = row[used]
+            p = ptr_flat[hit] + 1
+            ptr_flat[hit] = p
+            nxt = flat[p]
+            cand_flat[hit] = nxt
+            maybe = (nxt >= 0) & ((np.right_shift(sig[row], (nxt & 63).astype(np.uint64)) & _ONE) != 0)
+            hit = hit[maybe]
     return shown, np.ascontiguousarray(team_t.T)
 
 
