@@ -143,3 +143,19 @@ def test_evaluation_log_likelihood_is_the_fit_records_own() -> None:
     for name in ("dbn", "ubm", "cm"):
         rec = fit_log(name, log, **({"max_iter": 5} if name != "cm" else {}))
         assert evaluate(rec, log).log_likelihood == float(rec.log_likelihood(log).mean())
+
+
+def test_fit_records_and_model_classes_agree_to_the_bit_on_yandex(yandex: tuple[ClickLog, ClickLog]) -> None:
+    """Every fit record evaluated on the held-out Yandex log gives the same marginal and
+    conditional click probabilities, to the bit, as the simulator's model class built from
+    it (both go through clickmodels.kernels)."""
+    train, test = yandex
+    rec_test = test.recode_like(train)
+    imp = Impressions(query=rec_test.query, docs=rec_test.docs)
+    for name in ("gctr", "rctr", "dctr", "cm", "dcm", "sdbn", "pbm", "ubm", "dbn", "ccm"):
+        rec = fit_log(name, train, **({"max_iter": 5} if name in ("pbm", "ubm", "dbn", "ccm") else {}))
+        model = rec.to_model(train.query_vocab, train.doc_vocab)
+        np.testing.assert_array_equal(model.click_probabilities(imp), rec.click_probs(test), err_msg=name)
+        np.testing.assert_array_equal(
+            model.conditional_click_probabilities(imp, rec_test.clicks), rec.conditional_click_probs(test), err_msg=name
+        )
