@@ -45,6 +45,25 @@ def _check_options(
         raise ConfigError(("--test-fraction",), f"must be in (0, 1), got {test_fraction}")
 
 
+def _check_fit_options(model: str, method: Optional[str], out: Path) -> None:
+    """``--model``, ``--method`` and ``--out`` checked before the log is read and fitted."""
+    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL, canonical_name
+    from onlineeval.errors import ConfigError
+
+    try:
+        key = canonical_name(model)
+    except ConfigError as exc:
+        raise ConfigError(("--model",), exc.message) from None
+    if method not in (None, "closed_form", "em"):
+        raise ConfigError(("--method",), f"must be closed_form or em, got {method!r}")
+    if method == "em" and key not in EM_MODELS | EM_OPTIONAL:
+        raise ConfigError(("--method",), f"{key} is fitted in closed form only (em: pbm, ubm, dbn, ccm, dcm, sdbn)")
+    if method == "closed_form" and key in EM_MODELS:
+        raise ConfigError(("--method",), f"{key} has no closed form; it is fitted by EM")
+    if not out.parent.is_dir():
+        raise ConfigError(("--out",), f"cannot write {out}: directory {out.parent} does not exist")
+
+
 def _uses_em(name: str, method: Optional[str]) -> bool:
     from clickmodels.estimation import EM_MODELS, canonical_name
 
@@ -101,6 +120,7 @@ def fit_command(
     """Fit one click model to a log and save its parameters as JSON."""
     from clickmodels.estimation import fit_log
 
+    _check_fit_options(model, method, out)
     _check_options(max_iter, tol, pseudo)
     _em_options(max_iter, tol, pseudo, model, method, strict=True)  # option errors before reading
     data = _read(log, format)
