@@ -8,7 +8,9 @@ Correct ones (``TeamDraft``, ``Balanced``, ``Probabilistic``) must pass
 * ``TieCreditTeamDraft``: a tie with clicks is credited to B;
 * ``OffByOnePrefixTeamDraft``: the credit loop starts at slot 1, ignoring the top slot;
 * ``FloatTieProbabilistic``: brute-force marginalisation whose winner is decided with
-  ``>`` on floats, so exact ties become wins through rounding.
+  ``>`` on floats, so exact ties become wins through rounding;
+* ``UniformOptimized``: optimized interleaving's allowed lists drawn uniformly instead of
+  from the LP solution, so random clicks favour one ranker on the credit scale.
 
 They follow the protocol of :mod:`onlineeval.interleaving.validation`.
 """
@@ -171,3 +173,40 @@ class Probabilistic:
 
 class FloatTieProbabilistic(Probabilistic):
     tolerance = None
+
+
+class UniformOptimized:
+    """Optimized interleaving without its linear programme: uniform over the prefix-constrained lists.
+
+    Credit ``1/rank`` per ranker (Radlinski & Craswell 2013) returned as a pair; without the
+    LP's constraints the expected credit difference under random clicks is not zero.
+    """
+
+    def _allowed(self, lists: list[list[int]], k: int) -> list[tuple[list[int], list[int]]]:
+        out: list[tuple[list[int], list[int]]] = []
+        stack: list[tuple[list[int], list[int]]] = [([], [])]
+        while stack:
+            shown, teams = stack.pop()
+            tops: dict[int, int] = {}
+            if len(shown) < k:
+                for t, lst in enumerate(lists):
+                    top = next((d for d in lst if d not in shown), None)
+                    if top is not None:
+                        tops.setdefault(top, t)
+            if not tops:
+                out.append((shown, teams))
+            for d, t in tops.items():
+                stack.append((shown + [d], teams + [t]))
+        return out
+
+    def interleave(self, lists: list[list[int]], rng: np.random.Generator) -> tuple[list[int], list[int]]:
+        allowed = self._allowed(lists, max(len(x) for x in lists))
+        return allowed[int(rng.integers(0, len(allowed)))]
+
+    def credit(self, shown: list[int], teams: list[int], clicks: list[bool],
+               lists: list[list[int]]) -> tuple[float, float]:
+        def f(d: int, lst: list[int]) -> float:
+            return 1.0 / (lst.index(d) + 1 if d in lst else len(lst) + 1)
+
+        clicked = [d for d, c in zip(shown, clicks) if c]
+        return sum(f(d, lists[0]) for d in clicked), sum(f(d, lists[1]) for d in clicked)

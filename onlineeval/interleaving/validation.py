@@ -12,7 +12,9 @@ module with two functions)::
         outcome: a number whose sign says who wins (> 0: B = lists[1], < 0: A, 0: tie),
                  or a pair (credit_A, credit_B)
         methods whose credit needs the input rankings (probabilistic, optimized, balanced)
-        declare a ``lists`` keyword parameter and receive the input lists.
+        declare a ``lists`` keyword parameter and receive the input lists;
+        optimized interleaving returns the pair (credit_A, credit_B): its guarantee (zero
+        expected credit difference under random clicks) is checked on that scale.
 
 :func:`validate_interleaver` runs a battery of checks against onlineeval's reference
 implementation of the declared method, each with a p-value (exact checks report 1 when
@@ -32,6 +34,9 @@ Checks (``validate_interleaver``):
   float-tie bugs);
 * ``random_clicks_no_preference`` (fidelity, Hofmann et al. 2011): clicks independent
   of documents and positions give no preference (sign test);
+* ``random_clicks_zero_credit`` (optimized): clicks blind to the documents with probability
+  0.9 / rank give a mean credit difference of zero (one-sample t-test per scenario,
+  Bonferroni), Radlinski & Craswell's guarantee;
 * ``better_ranker_wins`` (fidelity): a ranker that puts the clicked documents higher
   wins (one-sided sign test);
 * ``team_distribution`` and ``document_distribution``: per position, the distribution of
@@ -103,6 +108,10 @@ BETTER_SCENARIOS: tuple[tuple[tuple[int, ...], tuple[int, ...], frozenset[int]],
 #: methods whose outcome on identical rankers is always a tie
 _AA_ALWAYS_TIE = frozenset({"balanced", "probabilistic", "probabilistic_multileave", "optimized"})
 _PREFIX_BALANCED = frozenset({"team_draft", "team_draft_multileave"})
+#: relative tolerance under which a returned pair (credit_A, credit_B) counts as a tie
+PAIR_TIE_TOLERANCE = 1e-9
+#: methods whose unbiasedness is on the credit scale: the candidate's credit pair is tested directly
+_CREDIT_SCALE = frozenset({"optimized"})
 #: methods whose win/loss outcome is biased under random clicks by design (reported as documented)
 _RANDOM_CLICK_BIASED = {
     "balanced": "balanced interleaving is known to be biased under random clicks",
@@ -181,6 +190,11 @@ class Candidate:
                 from None
 
     def outcome(self, lists: list[list[int]], shown: list[int], teams: list[int], clicks: list[bool]) -> int:
+        """The sign of :meth:`score`: ``+1`` B wins, ``-1`` A wins, ``0`` tie."""
+        return int(np.sign(self.score(lists, shown, teams, clicks)))
+
+    def score(self, lists: list[list[int]], shown: list[int], teams: list[int], clicks: list[bool]) -> float:
+        """What ``credit`` returned, as one number: ``credit_B - credit_A`` for a pair, else the number itself."""
         try:
             if self.wants_lists:
                 out = self.credit_fn(list(shown), list(teams), list(clicks), lists=[list(x) for x in lists])
@@ -190,14 +204,20 @@ class Candidate:
             raise InputError(f"{self.name}: credit({shown}, {teams}, {clicks}) raised "
                              f"{type(exc).__name__}: {exc}") from None
         if isinstance(out, (tuple, list, np.ndarray)) and len(out) == 2:
-            val = float(out[1]) - float(out[0])
+            ca, cb = float(out[0]), float(out[1])
+            val = cb - ca
+            # the harness takes this difference, so it owns its rounding: equal sums in another order tie
+            if abs(val) <= PAIR_TIE_TOLERANCE * max(1.0, abs(ca), abs(cb)):
+                val = 0.0
         else:
             try:
                 val = float(out)
             except (TypeError, ValueError):
                 raise InputError(f"{self.name}: credit() must return a number or (credit_A, credit_B), "
                                  f"got {out!r}") from None
-        return int(np.sign(val))
+        if not np.isfinite(val):
+            raise InputError(f"{self.name}: credit() returned a non-finite value {out!r}")
+        return val
 
 
 def _wants_lists(fn: Callable[..., Any]) -> bool:
@@ -265,9 +285,14 @@ def reference_candidate(method: str, **options: Any) -> Candidate:
         one = il.interleave_one(lists, rng)
         return list(one.ranking), list(one.team)
 
-    def credit(shown: list[int], teams: list[int], clicks: list[bool], lists: list[list[int]]) -> int:
+    def credit(shown: list[int], teams: list[int], clicks: list[bool],
+               lists: list[list[int]]) -> int | tuple[float, float]:
         res = _single_result(lists, shown, teams)
-        return int(il.outcome(res, np.asarray([clicks], dtype=bool).reshape(1, len(shown)))[0])
+        c = np.asarray([clicks], dtype=bool).reshape(1, len(shown))
+        if method in _CREDIT_SCALE:      # the credit pair, whose difference the method keeps unbiased
+            ca, cb = il.credit(res, c)[0]
+            return float(ca), float(cb)
+        return int(il.outcome(res, c)[0])
 
     return Candidate(f"onlineeval:{method}", interleave, credit, wants_lists=True)
 
@@ -474,6 +499,27 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                                   detail + "; " + _RANDOM_CLICK_BIASED[method]))
     else:
         checks.append(CheckResult("random_clicks_no_preference", PASS if p >= alpha else FAIL, p, detail))
+    if method in _CREDIT_SCALE:
+        # a document-blind user whose click probability falls with the position (0.9 / rank) exercises
+        # every depth constraint of the LP; one t-test per scenario, Bonferroni-combined
+        p_by_scenario = []
+        means = []
+        for sc in FIDELITY_SCENARIOS:
+            lists = [list(x) for x in sc]
+            vals = []
+            for _ in range(per_aa):
+                shown, teams = candidate.interleave(lists, rng_c)
+                clicks = (rng_clk.random(len(shown)) < 0.9 / np.arange(1, len(shown) + 1)).tolist()
+                vals.append(candidate.score(lists, shown, teams, clicks))
+            arr = np.asarray(vals)
+            means.append(arr.mean())
+            p_by_scenario.append((1.0 if arr.mean() == 0 else 0.0) if arr.std() == 0
+                                 else float(stats.ttest_1samp(arr, 0.0).pvalue))
+        p_c = _bonferroni(p_by_scenario)
+        checks.append(CheckResult("random_clicks_zero_credit", PASS if p_c >= alpha else FAIL, p_c,
+                                  "clicks with probability 0.9/rank, blind to documents: mean credit_B - credit_A "
+                                  + ", ".join(f"{x:+.4f}" for x in means) + f" ({len(means)} scenarios, "
+                                  f"{per_aa} each; t-tests, Bonferroni; credit() must return (credit_A, credit_B))"))
 
     # fidelity 2: the ranker that lifts the clicked documents wins
     better = []
