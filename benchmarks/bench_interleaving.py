@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from onlineeval.interleaving import get_interleaver
+from onlineeval.interleaving import Interleaver, get_interleaver
 
 
 # --------------------------------------------------------------- baselines (plain Python, one impression)
@@ -147,12 +147,12 @@ def bench_per_call(methods: tuple[str, ...], batch: int = 1000, calls: int = 200
     for method in methods:
         il = get_interleaver(method)
 
-        def small() -> None:
+        def small(il: Interleaver = il) -> None:
             for s in range(0, batch * calls, batch):
                 res = il.interleave([a[s: s + batch], b[s: s + batch]], rng)
                 il.outcome(res, clicks[s: s + batch])
 
-        def large() -> None:
+        def large(il: Interleaver = il) -> None:
             il.outcome(il.interleave([a, b], rng), clicks)
 
         per_call = batch * calls / rate(small, batch * calls) / calls

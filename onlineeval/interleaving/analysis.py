@@ -11,7 +11,7 @@ positive when B is preferred (Chapelle et al. 2012). Convention: ``N`` counts th
 impressions passed in. Chapelle et al. count only impressions with at least one click
 (an impression without a click is not a comparison), and so does the simulator; pass
 ``outcomes[clicks.any(axis=1)]`` to follow them. Impressions without a click passed in
-count as ties and shrink :math:`\Delta_{AB}` toward 0 (its sign is unchanged).
+count as ties and shrink :math:`\\Delta_{AB}` toward 0 (its sign is unchanged).
 Impressions of one user (or one query) are not independent, so the standard error is clustered: with per-cluster sums
 ``s_c = \\sum o`` and counts ``n_c``, ``\\Delta = \\sum s_c / (2 \\sum n_c)`` is a ratio
 of cluster totals and its delta-method (linearisation) variance is
