@@ -280,6 +280,13 @@ def test_balanced_documented_bias_under_random_clicks() -> None:
     clicks[np.arange(n), pos] = True
     out = il.outcome(res, clicks)
     assert set(np.unique(out)) <= {-1, 1}
+    # the documented 3/4 re-derived from Joachims' definition: both coin outcomes show 4 documents
+    shown_lists = [[1, 2, 3, 4], [2, 1, 3, 4]]
+    derived = np.mean([np.sign(np.subtract(*joachims_credit(list(a_list), list(b_list), s,
+                                                          [i == c for i in range(4)])[::-1])) > 0
+                       for s in shown_lists for c in range(4)])
+    assert derived == p_b == 0.75
+    assert {tuple(r) for r in res.ranking[:50].tolist()} == {tuple(x) for x in shown_lists}
     wins = (out == 1).mean()
     se = np.sqrt(p_b * (1 - p_b) / n)
     assert abs(wins - p_b) < 4 * se            # the documented bias: B wins 3/4 of the time
