@@ -441,9 +441,17 @@ def _check_components(config: Config, source: str | None) -> None:
     ] or [(("users", "click_model"), dict(config.users.click_model or {}))]
     for key, spec in specs:
         try:
-            clickmodels.build(spec)
+            model = clickmodels.build(spec)
         except ConfigError as exc:
             raise ConfigError((*key, *exc.key_path), exc.message, source) from None
+        if any(isinstance(p, clickmodels.ByQueryDoc) for p in model.doc_params().values()):
+            raise ConfigError(
+                (*key, "params_file"),
+                "a model with parameters per (query, document) of a click log cannot click on this "
+                "simulation's graded documents; use {name: ..., fitted: <params.json>, click: [...]} "
+                "(fitted position/continuation parameters, attractiveness by grade)",
+                source,
+            )
     for i, design in enumerate(config.designs):
         if design.type != "interleaving":
             continue

@@ -123,8 +123,8 @@ def test_click_model_fitted_on_a_log_drives_a_simulation(tmp_path):
     lines = []
     for s in range(3000):  # position-biased clicks on 10 documents per page
         docs = rng.permutation(20)[:10]
-        clicked = [f"d{d}" for r, d in enumerate(docs) if rng.random() < 0.6 / (r + 1)]
-        lines.append(f"s{s}\tq{s % 7}\t{','.join(f'd{d}' for d in docs)}\t{','.join(clicked)}")
+        clicked = [str(d) for r, d in enumerate(docs) if rng.random() < 0.6 / (r + 1)]
+        lines.append(f"s{s}\t{s % 7}\t{','.join(str(d) for d in docs)}\t{','.join(clicked)}")
     (tmp_path / "log.tsv").write_text("\n".join(lines) + "\n")
     sub = tmp_path / "cfg"
     sub.mkdir()
@@ -141,8 +141,16 @@ def test_click_model_fitted_on_a_log_drives_a_simulation(tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["conventions"]["user_types"][0]["click_model"]["fitted"] == str(sub / "pbm.json")
+    # the whole fitted model (per query-document tables) cannot click on graded documents
+    whole = yaml.safe_load(cfg.read_text())
+    whole["users"]["click_model"] = {"name": "pbm", "params_file": "pbm.json"}
+    cfg.write_text(yaml.safe_dump(whole))
+    result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "out3"), "-q"])
+    assert result.exit_code == 2
+    assert "users.click_model.params_file: a model with parameters per (query, document)" in result.output
     # a model fitted on shorter pages than the simulated lists is refused up front, by key
     short = yaml.safe_load(cfg.read_text())
+    short["users"]["click_model"] = {"name": "pbm", "fitted": "pbm.json", "click": [0.05, 0.2, 0.4, 0.7, 0.9]}
     short["rankers"] = {"depth": 12}
     cfg.write_text(yaml.safe_dump(short))
     result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "out2"), "-q"])
