@@ -195,3 +195,25 @@ def test_structure_unequal_lengths_and_disjoint_lists() -> None:
     row0 = res.ranking[0]
     assert sorted(row0[row0 >= 0].tolist()) == [1, 2, 3, 4, 5] and row0[5] == -1
     assert sorted(res.ranking[1][:5].tolist()) == [5, 6, 7, 8, 9]
+
+
+def test_prefix_credit_option_ignores_clicks_on_the_shared_prefix() -> None:
+    rng = np.random.default_rng(12)
+    n, k = 2000, 6
+    a = np.tile(np.array([5, 7, 1, 2, 3, 4]), (n, 1))
+    b = np.tile(np.array([5, 7, 4, 3, 2, 1]), (n, 1))          # shared prefix (5, 7)
+    b[: n // 2] = np.array([5, 1, 7, 4, 3, 2])                  # shared prefix (5,) only
+    on = get_interleaver("probabilistic")
+    off = get_interleaver("probabilistic", prefix_credit=False)
+    res = on.interleave([a, b], rng)
+    clicks = rng.random((n, k)) < 0.4
+    plen = np.where(np.arange(n) < n // 2, 1, 2)
+    below = clicks & (np.arange(k)[None, :] >= plen[:, None])     # the clicks left, by hand
+    np.testing.assert_allclose(off.credit(res, clicks), on.credit(res, below), rtol=0, atol=0)
+    np.testing.assert_allclose(off.expected_outcome(res, clicks), on.expected_outcome(res, below), rtol=0, atol=0)
+    np.testing.assert_array_equal(off.outcome(res, clicks), on.outcome(res, below))
+    assert (on.credit(res, clicks) != off.credit(res, clicks)).any()        # the option changes something
+    only_prefix = clicks & ~below
+    assert (off.outcome(res, only_prefix) == 0).all() and (off.credit(res, only_prefix) == 0).all()
+    with pytest.raises(ConfigError, match="prefix_credit"):
+        get_interleaver("probabilistic", prefix_credit="no")

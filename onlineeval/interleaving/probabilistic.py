@@ -89,8 +89,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from onlineeval.interleaving._kernels import (
+    check_bool,
     check_positive_float,
     first_occurrence,
+    mask_shared_prefix,
     rank_in_lists,
 )
 from onlineeval.interleaving.base import Interleaver, InterleavingResult, _check_clicks
@@ -188,19 +190,29 @@ class Probabilistic(Interleaver):
         Softmax temperature over ranks, ``P(d) \\propto r(d)^{-tau}``; default 3 (Hofmann et al. 2011).
     tie_tolerance:
         Expected outcomes with ``|P(win) - P(loss)| <= tie_tolerance`` are ties; default ``1e-9``.
+    prefix_credit:
+        If ``True`` (default, as in Hofmann et al. 2011) clicks on the top prefix that all
+        input lists share are marginalised like any other; if ``False`` they are ignored
+        (the prefix is shown whatever the draws; the clicks left are still blind to the
+        assignment, so fidelity is kept).
     """
 
     name = "probabilistic"
     min_rankers = 2
     max_rankers: int | None = None
 
-    def __init__(self, *, tau: float = 3.0, tie_tolerance: float = 1e-9) -> None:
+    def __init__(self, *, tau: float = 3.0, tie_tolerance: float = 1e-9, prefix_credit: bool = True) -> None:
         self.tau = check_positive_float(self.name, "tau", tau)
         self.tie_tolerance = check_positive_float(self.name, "tie_tolerance", tie_tolerance, allow_zero=True)
+        self.prefix_credit = check_bool(self.name, "prefix_credit", prefix_credit)
 
     @property
     def options(self) -> dict[str, object]:
-        return {"tau": self.tau, "tie_tolerance": self.tie_tolerance}
+        return {"tau": self.tau, "tie_tolerance": self.tie_tolerance, "prefix_credit": self.prefix_credit}
+
+    def _counted(self, result: InterleavingResult, clicks: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """The clicks that count: all, or those below the shared prefix (``prefix_credit=False``)."""
+        return clicks if self.prefix_credit else mask_shared_prefix(clicks, result.rankings)
 
     def _interleave(self, rankings: NDArray[np.int32], rng: np.random.Generator,
                     length: int) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
@@ -238,7 +250,7 @@ class Probabilistic(Interleaver):
 
     def _credit(self, result: InterleavingResult, clicks: NDArray[np.bool_]) -> NDArray[np.float64]:
         q = slot_posteriors(result, self.tau)                         # (n, k, m)
-        return np.einsum("nk,nkm->nm", clicks.astype(np.float64), q)
+        return np.einsum("nk,nkm->nm", self._counted(result, clicks).astype(np.float64), q)
 
     def expected_preferences(self, result: InterleavingResult, clicks: NDArray[np.bool_]) -> NDArray[np.float64]:
         """``(n, m, m)`` exact ``P(i beats j) - P(j beats i)`` marginalised over assignments.
@@ -246,7 +258,7 @@ class Probabilistic(Interleaver):
         This is the per-impression outcome of Hofmann et al. (2011) and Schuth et al. (2015)
         to average over impressions; :meth:`preferences` is its sign (see the module docstring).
         """
-        clicks = _check_clicks(result, clicks)
+        clicks = self._counted(result, _check_clicks(result, clicks))
         q = slot_posteriors(result, self.tau)
         m = result.m
         out = np.zeros((result.n, m, m), dtype=np.float64)
@@ -268,5 +280,5 @@ class Probabilistic(Interleaver):
 
     def _outcome(self, result: InterleavingResult, clicks: NDArray[np.bool_]) -> NDArray[np.int8]:
         q = slot_posteriors(result, self.tau)
-        e = pairwise_win_difference(q[:, :, 1], q[:, :, 0], clicks)
+        e = pairwise_win_difference(q[:, :, 1], q[:, :, 0], self._counted(result, clicks))
         return np.where(np.abs(e) <= self.tie_tolerance, 0, np.sign(e)).astype(np.int8)

@@ -32,6 +32,7 @@ __all__ = ["ProbabilisticMultileave"]
 
 @register_interleaver
 class ProbabilisticMultileave(Probabilistic):
-    """Probabilistic multileaving; options as :class:`Probabilistic` (``tau`` = 3, ``tie_tolerance`` = 1e-9)."""
+    """Probabilistic multileaving; options as :class:`Probabilistic` (``tau`` = 3, ``tie_tolerance`` = 1e-9,
+    ``prefix_credit`` = True)."""
 
     name = "probabilistic_multileave"
