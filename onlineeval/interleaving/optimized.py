@@ -54,6 +54,10 @@ the mean credit difference is zero.
   what "the ranker with more credit wins" counts. It is biased under random clicks as
   above; the validation harness reports that as documented behaviour.
 
+Shared top prefix: a document that every input list ranks at the same position gets the
+same credit from every ranker, so clicks on the shared prefix never change a credit
+difference, an outcome or a preference; no ``prefix_credit`` option is needed.
+
 Solutions are cached per distinct input pair, so repeated queries cost one LP each.
 
 References
