@@ -433,9 +433,9 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
         about 8600 per equivalence scenario: a shift of 4 percentage points in one
         position's team share is detected with power about 0.94 at ``alpha`` = 0.01
         after the Bonferroni correction over about 40 tests, 7 points with power above
-        0.999; ``n = 24000`` detects 7 points with power about 0.98). A candidate is
-        interleave() and credit() are each called about 3.5 n to 4.5 n times; lower ``n`` for slow
-        implementations.
+        0.999; ``n = 24000`` detects 7 points with power about 0.98). The candidate's
+        interleave() and credit() are each called about 3.5 n to 4.5 n times; lower ``n`` for
+        slow implementations.
     alpha:
         Level of every statistical check (default 0.01).
     seed:
