@@ -223,6 +223,7 @@ _LINE = '{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [
     ('{"rankings": [[1,2],[2,1]], "shown": [], "teams": [], "clicks": []}', 2, "'shown' is empty"),
     ('{"rankings": [[],[]], "shown": [1], "teams": [0], "clicks": [true]}', 2, "every input ranking is empty"),
     ('{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [2,0]}', 2, "booleans"),
+    ('{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0], "clicks": [1,0]}', 2, "one per shown slot"),
     ('{"rankings": [[1,2],[2,1],[1,3]], "shown": [1,2], "teams": [0,1], "clicks": [1,0]}', 2, "3 rankings"),
 ])
 def test_malformed_log_lines_name_file_and_line(tmp_path: Path, bad: str, line: int, match: str) -> None:

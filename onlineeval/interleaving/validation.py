@@ -718,6 +718,9 @@ def read_log(path: str | Path) -> list[LogRecord]:
             if not shown:
                 raise InputError("'shown' is empty; log only impressions that showed documents", p, i)
             teams = _int_list(obj["teams"], "teams", p, i, high=len(rk) - 1)
+            if len(teams) != len(shown):
+                raise InputError(f"'teams' has {len(teams)} labels for {len(shown)} shown documents; "
+                                 "one per shown slot", p, i)
             if "clicks" in obj:
                 c = obj["clicks"]
                 if not isinstance(c, list) or len(c) != len(shown) or \
