@@ -3,8 +3,8 @@ the rankers' lists (``rankers``, baseline first; two for interleaving, more for
 multileaving).
 
 For a pair of rankers ``(i, j)`` an impression's outcome is +1 (``j`` preferred), -1
-(``i`` preferred) or 0 (for probabilistic methods: its expectation over the hidden
-assignments, in [-1, 1]). Impressions without a click are not comparisons and are left
+(``i`` preferred) or 0 (for probabilistic and optimized methods: the expected outcome
+they define, in [-1, 1]; see :func:`pair_outcomes`). Impressions without a click are not comparisons and are left
 out; with ``w``, ``l``, ``t`` the wins, losses and ties of ``j`` over the impressions
 with at least one click,
 
@@ -61,12 +61,15 @@ def pair_outcomes(interleaver: Any, shown: Any, clicks: np.ndarray, n_rankers: i
     """``(n, pairs)`` outcomes in [-1, 1] (+1: the later ranker of the pair preferred),
     pairs as in :func:`pair_metrics`.
 
-    Methods that marginalise over the hidden assignment of slots to rankers
-    (probabilistic interleaving and multileaving) contribute their *expected* outcome
-    given the shown list and the clicks, as the papers define it (Hofmann, Whiteson and
-    de Rijke 2011; Schuth et al. 2015); averaging the per-impression *sign* of that
-    expectation instead is a different, biased statistic (with several rankers it can
-    reverse a pair's preference). Other methods contribute win / loss / tie.
+    Methods that define an expected outcome (``expected_preferences``) contribute it:
+    probabilistic interleaving and multileaving their expectation over the hidden
+    assignment of slots to rankers given the shown list and the clicks, as the papers
+    define it (Hofmann, Whiteson and de Rijke 2011; Schuth et al. 2015); optimized
+    interleaving its normalised credit difference, the quantity its LP makes unbiased
+    (Radlinski and Craswell 2013). Averaging per-impression *signs* instead is a
+    different statistic, biased for these methods (under random clicks for optimized;
+    with several rankers it can reverse a probabilistic-multileaving preference). Other
+    methods contribute win / loss / tie.
     """
     expected = getattr(interleaver, "expected_preferences", None)
     if expected is not None:
