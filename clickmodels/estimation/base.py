@@ -58,7 +58,7 @@ __all__ = [
     "FIT_TYPES",
     "register_fit",
     "with_closed_form_trace",
-    "placeholder_trace",
+    "interim_trace",
     "fit_from_dict",
     "load_fit",
     "load_model",
@@ -582,6 +582,6 @@ def with_closed_form_trace(fit: F, log: ClickLog, pseudo: float) -> F:
     return replace(fit, trace=FitTrace("closed_form", 0, (ll,), True, log.n_sessions, pseudo=float(pseudo)))
 
 
-def placeholder_trace(log: ClickLog) -> FitTrace:
+def interim_trace(log: ClickLog) -> FitTrace:
     """Trace used while a fit is being assembled (replaced before it is returned)."""
     return FitTrace("closed_form", 0, (), True, log.n_sessions)

@@ -22,7 +22,7 @@ import numpy as np
 from clickmodels.estimation._cascade import CascadeFamilyFit, attraction_through
 from clickmodels.estimation.base import (
     PairTable,
-    placeholder_trace,
+    interim_trace,
     register_fit,
     with_closed_form_trace,
 )
@@ -46,4 +46,4 @@ def fit_cm(log: ClickLog, *, pseudo: float = 1.0) -> CascadeFit:
     """Fit CM in closed form (``pseudo`` Beta pseudo-count, default 1)."""
     value, views = attraction_through(log, log.first_click, pseudo)
     table = PairTable.from_codes(log, value, views)
-    return with_closed_form_trace(CascadeFit(attractiveness=table, trace=placeholder_trace(log)), log, pseudo)
+    return with_closed_form_trace(CascadeFit(attractiveness=table, trace=interim_trace(log)), log, pseudo)

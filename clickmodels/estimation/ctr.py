@@ -25,7 +25,7 @@ from clickmodels.estimation.base import (
     ClickModelFit,
     PairTable,
     by_rank,
-    placeholder_trace,
+    interim_trace,
     register_fit,
     smoothed,
     with_closed_form_trace,
@@ -87,13 +87,13 @@ def fit_gctr(log: ClickLog, *, pseudo: float = 0.0) -> GlobalCTRFit:
     num = float(log.clicks.sum())
     den = float(log.shown.sum())
     ctr = float(smoothed(num, den, pseudo))
-    return with_closed_form_trace(GlobalCTRFit(p=ctr, trace=placeholder_trace(log)), log, pseudo)
+    return with_closed_form_trace(GlobalCTRFit(p=ctr, trace=interim_trace(log)), log, pseudo)
 
 
 def fit_rctr(log: ClickLog, *, pseudo: float = 0.0) -> RankCTRFit:
     """Rank CTR (closed form; ``pseudo`` pseudo-counts, default 0 = MLE)."""
     ctr = smoothed(rank_sum(log, log.clicks), rank_sum(log, 1.0), pseudo)
-    return with_closed_form_trace(RankCTRFit(p=ctr, trace=placeholder_trace(log)), log, pseudo)
+    return with_closed_form_trace(RankCTRFit(p=ctr, trace=interim_trace(log)), log, pseudo)
 
 
 def fit_dctr(log: ClickLog, *, pseudo: float = 1.0) -> DocCTRFit:
@@ -101,4 +101,4 @@ def fit_dctr(log: ClickLog, *, pseudo: float = 1.0) -> DocCTRFit:
     views = pair_sum(log, 1.0)
     value = smoothed(pair_sum(log, log.clicks), views, pseudo)
     table = PairTable.from_codes(log, value, views)
-    return with_closed_form_trace(DocCTRFit(attractiveness=table, trace=placeholder_trace(log)), log, pseudo)
+    return with_closed_form_trace(DocCTRFit(attractiveness=table, trace=interim_trace(log)), log, pseudo)

@@ -38,7 +38,7 @@ from clickmodels.estimation.base import (
     EMOptions,
     PairTable,
     by_rank,
-    placeholder_trace,
+    interim_trace,
     register_fit,
     slot_values,
     smoothed,
@@ -88,7 +88,7 @@ def fit_dcm(
     last_r = rank_sum(log, ranks_grid(log) == last[:, None])
     lam = smoothed(clicks_r - last_r, clicks_r, pseudo)
     table = PairTable.from_codes(log, value, views)
-    fit = DCMFit(attractiveness=table, continuation=lam, trace=placeholder_trace(log))
+    fit = DCMFit(attractiveness=table, continuation=lam, trace=interim_trace(log))
     return with_closed_form_trace(fit, log, pseudo)
 
 

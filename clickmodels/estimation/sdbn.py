@@ -29,7 +29,7 @@ from clickmodels.estimation._counts import pair_sum, ranks_grid
 from clickmodels.estimation.base import (
     EMOptions,
     PairTable,
-    placeholder_trace,
+    interim_trace,
     register_fit,
     smoothed,
     with_closed_form_trace,
@@ -85,6 +85,6 @@ def fit_sdbn(
     fit = SDBNFit(
         attractiveness=PairTable.from_codes(log, attr, views),
         satisfaction=PairTable.from_codes(log, sat, n_clicks),
-        trace=placeholder_trace(log),
+        trace=interim_trace(log),
     )
     return with_closed_form_trace(fit, log, pseudo)
