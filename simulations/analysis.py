@@ -62,6 +62,9 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
                 "power": power,
                 "power_se": math.sqrt(max(power * (1 - power), 1e-12) / r),
                 "rejection_rate": float(reject.mean()),
+                # replicates whose estimate was undefined at this checkpoint (too few users or
+                # comparisons yet); they count as not rejecting
+                "undefined": float(g["pvalue"].isna().mean()),
                 "analytic_power": analytic,
                 "mean_estimate": float(g["estimate"].mean()),
                 "sd_estimate": float(g["estimate"].std(ddof=1)) if r > 1 else float("nan"),
@@ -133,7 +136,8 @@ def analyse(
             "relative_effect": (t.value / t.baseline) if t.baseline else None,
             "final_day": {k: _jsonable(last[k]) for k in ("day", "power", "power_se", "analytic_power",
                                                             "mean_estimate", "sd_estimate", "mean_se",
-                                                            "coverage", "mean_users", "mean_impressions")},
+                                                            "coverage", "mean_users", "mean_impressions",
+                                                            "undefined")},
             # what one experiment of this length reports: mean estimate +- z * typical SE
             "typical_ci_last_day": [float(last["mean_estimate"] - z * last["mean_se"]),
                                     float(last["mean_estimate"] + z * last["mean_se"])],

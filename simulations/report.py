@@ -256,6 +256,11 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"{_count(e['analytic_required_impressions']):>13s} {_count(e['analytic_required_users']):>12s} "
                 f"{fpr:>8s}"
             )
+    undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
+                 for m, e in ms.items() if e["final_day"]["undefined"] > 0]
+    if undefined:
+        lines.append("  undefined on the last day in some replicates (too few users or comparisons; counted as "
+                     "not rejecting): " + ", ".join(undefined))
     ratios = s["required_impressions_ratio"]
     if ratios["reference"]:
         parts = [f"{d} {r:.3g}x" for d, r in ratios["ratios"].items() if r is not None and d != ratios["reference"]]

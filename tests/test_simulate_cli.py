@@ -156,3 +156,21 @@ def test_click_model_fitted_on_a_log_drives_a_simulation(tmp_path):
     result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "out2"), "-q"])
     assert result.exit_code == 2
     assert "users.click_model: cannot simulate this collection's lists" in result.output
+
+
+def test_too_little_traffic_gives_undefined_checkpoints_not_a_crash(tmp_path):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "replicates": 2, "workers": 1, "collection": {"n_queries": 20, "candidates": 10},
+        "users": {"population": 3}, "traffic": {"days": 1, "queries_per_day": 5, "batch_hours": 24},
+        "analysis": {"truth_impressions": 2000},
+    }))
+    result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "o"), "-q"])
+    assert result.exit_code == 0, result.output
+    rows = pd.read_csv(tmp_path / "o" / "replicates.csv")
+    ab = rows[rows["design"] == "ab"]
+    assert ab["pvalue"].isna().all()  # three users cannot fill two arms with two users each
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["designs"]["ab"]["reciprocal_rank"]["final_day"]["undefined"] == 1.0
+    assert summary["designs"]["ab"]["reciprocal_rank"]["final_day"]["power"] == 0.0
+    assert "undefined on the last day" in result.output

@@ -25,6 +25,9 @@ __all__ = ["ABDesign", "hash_unit"]
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
+#: metric -> the per-user sum it divides by the user's queries
+METRICS = {"clicks_per_query": "clicks", "abandonment": "abandoned", "reciprocal_rank": "rr"}
+
 
 def hash_unit(ids: np.ndarray, salt: int) -> np.ndarray:
     """Map integer ids to [0, 1) with the SplitMix64 finaliser of ``id ^ salt``.
@@ -63,6 +66,9 @@ class ABDesign(Design):
         self._add("abandoned", batch.user, (n_clicks == 0).astype(np.float64))
         self._add("rr", batch.user, rr)
 
+    def metric_names(self) -> list[str]:
+        return [self.config.metric, *[m for m in METRICS if m != self.config.metric]]
+
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
         from onlineeval.stats import ratio_diff, welch_diff
 
@@ -70,11 +76,10 @@ class ABDesign(Design):
         a = ~b
         den = sums["impressions"]
         out = {}
-        for metric, key in (("clicks_per_query", "clicks"), ("abandonment", "abandoned"), ("reciprocal_rank", "rr")):
+        for metric, key in METRICS.items():
             if self.config.test == "welch":
                 per_user = sums[key] / den  # every active user has den >= 1
                 out[metric] = welch_diff(per_user[a], per_user[b], alpha=self.alpha)
             else:
                 out[metric] = ratio_diff(sums[key][a], den[a], sums[key][b], den[b], alpha=self.alpha)
-        primary = self.config.metric
-        return {primary: out[primary], **{k: v for k, v in out.items() if k != primary}}
+        return {m: out[m] for m in self.metric_names()}

@@ -13,6 +13,7 @@ clustering unit, so every statistic is computed from per-user sums.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,12 +21,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from onlineeval.errors import InputError
 from simulations.config import DesignConfig
 from simulations.traffic import Batch
 from simulations.users import UserModels
 from simulations.world import World, shown_labels
 
 __all__ = ["Design", "CheckpointRow", "register_design", "design_class", "DESIGNS"]
+
+
+def _values(est: Any) -> tuple[float, float, float, float, float]:
+    return (float(est.estimate), float(est.se), float(est.ci_low), float(est.ci_high), float(est.pvalue))
 
 
 @dataclass(frozen=True)
@@ -133,14 +139,18 @@ class Design(ABC):
         n_impr = int(self.sums["impressions"].sum())
         users = np.flatnonzero(active)
         sums = {k: v[users] for k, v in self.sums.items()}
-        for i, (metric, est) in enumerate(self._estimates(users, sums).items()):
-            self.rows.append(
-                CheckpointRow(
-                    self.name, self.aa, day, metric, i == 0,
-                    float(est.estimate), float(est.se), float(est.ci_low), float(est.ci_high),
-                    float(est.pvalue), n_users, n_impr,
-                )
-            )
+        try:
+            estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
+        except InputError:
+            # too little data so far (e.g. fewer than two users in an arm, or no click yet):
+            # the checkpoint is undefined, recorded as NaN, and counts as "not rejected"
+            estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
+        for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
+            self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users, n_impr))
+
+    @abstractmethod
+    def metric_names(self) -> list[str]:
+        """The metrics this design reports, the primary one first."""
 
     @abstractmethod
     def _process(self, batch: Batch) -> None:

@@ -104,6 +104,9 @@ class InterleavingDesign(Design):
             self._add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
         self._add("compared", batch.user, clicks.any(axis=1).astype(np.float64))
 
+    def metric_names(self) -> list[str]:
+        return [metric for metric, _, _ in self.pairs]
+
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
         from onlineeval.stats import ratio_mean
 
