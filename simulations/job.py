@@ -19,7 +19,14 @@ import pandas as pd
 
 from simulations.analysis import analyse
 from simulations.config import Config
-from simulations.runner import Truth, compute_truth, resolve_workers, run_replicates, world_seed
+from simulations.runner import (
+    Truth,
+    compute_truth,
+    resolve_workers,
+    run_replicates,
+    truth_by_segment,
+    world_seed,
+)
 from simulations.users import UserModels
 from simulations.world import World, build_world
 
@@ -139,6 +146,7 @@ def simulate(
 
     rows = pd.DataFrame([row for i in sorted(done) for row in done[i]])
     summary, curves = analyse(rows, truths, world, config)
+    summary["truth_by_segment"] = truth_by_segment(world, users)
     result = SimulationResult(config, world, truths, rows, curves, summary, output)
     if output is not None:
         from simulations.report import write_results

@@ -226,9 +226,16 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"run (shown an empty list); {notes.get(f'queries_only_in_run_{r}', 0)} run queries without "
                 f"judgments (left out); ties: {notes.get('ties')}"
             )
+    ab_metric = next((d.metric for d in cfg.designs if d.type == "ab"), "reciprocal_rank")
+    seg_truth = s.get("truth_by_segment", {})
     for seg, v in off["by_segment"].items():
+        online = seg_truth.get(seg, {}).get(ab_metric)
+        tail = "" if online is None else (
+            f"; online {ab_metric} {online['delta']:+.5f} ({100 * online['delta'] / online['A']:+.1f}%, exact)"
+            if online["A"] else "")
         lines.append(f"  {seg:5s} ({v['traffic_share']:.0%} of traffic, {v['queries']:.0f} queries): "
-                     f"delta {v['B'] - v['A']:+.4f}")
+                     f"delta {v['B'] - v['A']:+.4f}"
+                     + (f" ({100 * (v['B'] - v['A']) / v['A']:+.1f}%)" if v["A"] else "") + tail)
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
     header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {'shrink':>7s} "
               f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>13s} {'users needed':>12s} "

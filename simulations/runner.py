@@ -37,6 +37,8 @@ __all__ = [
     "replicate_seeds",
     "world_seed",
     "compute_truth",
+    "exact_ab_metrics",
+    "truth_by_segment",
     "Truth",
 ]
 
@@ -172,6 +174,40 @@ class Truth:
     baseline: float | None = None  # value under ranker A, for relative effects
 
 
+def exact_ab_metrics(world: World, users: UserModels, ranker: str) -> dict[str, np.ndarray]:
+    """Per-query exact expectations of the A/B metrics when ``ranker``'s list is shown.
+
+    Clicks per query from the click models' exact click probabilities; abandonment and
+    the reciprocal rank of the first click from the exact distribution of the first
+    click's rank (:meth:`UserModels.first_click_distribution`); user types by share.
+    """
+    shown = world.ranked_labels(ranker)
+    first = users.first_click_distribution(shown)
+    return {
+        "clicks_per_query": users.click_probabilities(shown).sum(axis=1),
+        "abandonment": first[:, -1],
+        "reciprocal_rank": first[:, :-1] @ (1.0 / np.arange(1, shown.shape[1] + 1)),
+    }
+
+
+def truth_by_segment(world: World, users: UserModels) -> dict[str, dict[str, dict[str, float]]]:
+    """Exact A/B metrics of A and B and their difference within head, torso and tail."""
+    from simulations.world import SEGMENT_NAMES
+
+    per_query = {name: exact_ab_metrics(world, users, name) for name in ("A", "B")}
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for s, seg in enumerate(SEGMENT_NAMES):
+        mask = world.segment == s
+        if not mask.any():
+            continue
+        w = world.frequency[mask] / world.frequency[mask].sum()
+        out[seg] = {}
+        for metric in per_query["A"]:
+            a, b = float(w @ per_query["A"][metric][mask]), float(w @ per_query["B"][metric][mask])
+            out[seg][metric] = {"A": a, "B": b, "delta": b - a}
+    return out
+
+
 def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth]:
     """True effects of every (non-A/A) design under the query distribution.
 
@@ -183,18 +219,9 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
     their standard error. A/A designs have a true effect of exactly 0.
     """
     n = config.analysis.truth_impressions
-    all_q = np.arange(world.n_queries)
     out: list[Truth] = []
-    per_ranker: dict[str, dict[str, float]] = {}
-    for name in ("A", "B"):
-        shown = shown_labels(world.labels, all_q, world.rankings[name])
-        first = users.first_click_distribution(shown)
-        rr = first[:, :-1] @ (1.0 / np.arange(1, shown.shape[1] + 1))
-        per_ranker[name] = {
-            "clicks_per_query": float(world.frequency @ users.click_probabilities(shown).sum(axis=1)),
-            "abandonment": float(world.frequency @ first[:, -1]),
-            "reciprocal_rank": float(world.frequency @ rr),
-        }
+    per_query = {name: exact_ab_metrics(world, users, name) for name in ("A", "B")}
+    per_ranker = {name: {m: float(world.frequency @ v) for m, v in pq.items()} for name, pq in per_query.items()}
     for design in config.designs:
         if design.type == "ab":
             for metric, va in per_ranker["A"].items():

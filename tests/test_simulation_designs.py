@@ -243,3 +243,18 @@ def test_probabilistic_designs_use_the_expected_outcome():
     td = get_interleaver("team_draft")
     shown = td.interleave(lists[:2], rng, length=5)
     np.testing.assert_array_equal(pair_outcomes(td, shown, clicks, 2)[:, 0], td.outcome(shown, clicks))
+
+
+def test_segment_truths_add_up_to_the_overall_truth():
+    from simulations.runner import truth_by_segment
+    from simulations.world import SEGMENT_NAMES
+
+    cfg = small(analysis={"truth_impressions": 1000})
+    world = build_world(cfg, world_seed(cfg.seed))
+    users = UserModels.from_config(cfg.users)
+    overall = {(t.design, t.metric): t.value for t in compute_truth(cfg, world, users)}
+    by_seg = truth_by_segment(world, users)
+    for metric in ("clicks_per_query", "abandonment", "reciprocal_rank"):
+        total = sum(world.frequency[world.segment == s].sum() * by_seg[name][metric]["delta"]
+                    for s, name in enumerate(SEGMENT_NAMES) if name in by_seg)
+        assert total == pytest.approx(overall[("ab", metric)], abs=1e-12)
