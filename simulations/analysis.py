@@ -5,33 +5,35 @@ For each design and metric, at every daily checkpoint over the R replicates:
 - ``power``: share of replicates that reject H0 at ``alpha`` (two-sided) *and* estimate
   the effect with the sign of the true effect; ``rejection_rate``: rejections either way;
 - ``analytic_power``: the normal-approximation power for the true effect and the mean
-  standard error at that checkpoint, :math:`\\Phi(|\\delta|/se - z_{1-\\alpha/2}) +
-  \\Phi(-|\\delta|/se - z_{1-\\alpha/2})`;
+  standard error at that checkpoint, counted like ``power`` (rejections with the effect's
+  sign): :math:`\\Phi(|\\delta|/se - z_{1-\\alpha/2})`;
 - the mean estimate, its spread across replicates, the mean standard error, CI coverage
   of the true value, users and impressions;
 - for A/A variants, the false-positive rate with its exact binomial 99% band around alpha.
 
 Sample size: the first day at which the simulated power reaches the target, and an
-analytic extrapolation :math:`N_{req} = N_D (se_D (z_{1-\\alpha/2} + z_{power}) / |\\delta|)^2`
-from the last checkpoint ``D`` (standard error proportional to :math:`1/\\sqrt{N}`).
+analytic extrapolation from :math:`se^2(N) = a/N + b` fitted to the daily checkpoints
+(:class:`VarianceModel`; returning users give the standard error a floor ``b``):
+:math:`N_{req} = a / ((|\\delta| / (z_{1-\\alpha/2} + z_{power}))^2 - b)`, or "not
+reachable" when the floor is above the target.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from onlineeval.stats import binomial_band, power_one_sample, required_n_one_sample
+from onlineeval.stats import binomial_band
 
 from simulations.config import Config
 from simulations.runner import Truth
 from simulations.world import World
 
-__all__ = ["analyse", "curves", "expected_distinct_users", "IMPROVEMENT_SIGN"]
+__all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel", "IMPROVEMENT_SIGN"]
 
 #: +1 where a higher value of the online metric is an improvement, -1 where lower is
 IMPROVEMENT_SIGN = {"reciprocal_rank": 1, "clicks_per_query": 1, "abandonment": -1, "delta_ab": 1}
@@ -39,15 +41,22 @@ IMPROVEMENT_SIGN = {"reciprocal_rank": 1, "clicks_per_query": 1, "abandonment": 
 
 def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float) -> pd.DataFrame:
     """Per (design, aa, metric, day) summary over replicates."""
+    z = float(sps.norm.ppf(1 - alpha / 2))
     out = []
     # sort=False keeps the run's order: designs as configured, each design's primary metric first
     for (design, aa, metric, day), g in rows.groupby(["design", "aa", "metric", "day"], sort=False):
         t = 0.0 if aa else truth[(design, metric)].value
         reject = g["pvalue"].to_numpy() < alpha
+        defined = g["pvalue"].notna().to_numpy()
         sign_ok = np.sign(g["estimate"].to_numpy()) == np.sign(t) if t != 0 else np.ones(len(g), bool)
-        se_mean = float(g["se"].mean())
-        # a standard error se is sd/sqrt(n) with sd = se and n = 1
-        analytic = float(power_one_sample(t, se_mean, 1, alpha)) if se_mean > 0 else float(t == 0) * alpha
+        se_mean = float(g["se"].mean())  # over replicates where the estimate is defined
+        if t == 0:
+            analytic = float(alpha)  # A/A: the rejection rate either way
+        elif se_mean > 0:
+            # rejections with the effect's sign, as the simulated power counts them
+            analytic = float(sps.norm.cdf(abs(t) / se_mean - z))
+        else:
+            analytic = float("nan")
         r = len(g)
         power = float(np.mean(reject & sign_ok))
         out.append(
@@ -69,7 +78,8 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
                 "mean_estimate": float(g["estimate"].mean()),
                 "sd_estimate": float(g["estimate"].std(ddof=1)) if r > 1 else float("nan"),
                 "mean_se": se_mean,
-                "coverage": float(np.mean((g["ci_low"] <= t) & (t <= g["ci_high"]))),
+                "coverage": float(np.mean(((g["ci_low"] <= t) & (t <= g["ci_high"]))[defined])) if defined.any()
+                else float("nan"),
                 "mean_users": float(g["n_users"].mean()),
                 "mean_impressions": float(g["n_impressions"].mean()),
             }
@@ -98,6 +108,51 @@ def expected_distinct_users(impressions: float | np.ndarray, population: int, si
     return population * (w * -np.expm1(-rate)).sum(axis=-1)
 
 
+class VarianceModel(NamedTuple):
+    r""":math:`se^2(N) = a / N + b` fitted to the daily checkpoints (mean SE over replicates).
+
+    With a fixed population of returning users the standard error does not fall as
+    :math:`1/\sqrt{N}` for ever: user-level differences do not average out beyond the
+    population, so :math:`se^2` approaches a floor ``b``. Least squares of :math:`se^2` on
+    :math:`1/N` over the checkpoints; ``b`` is clamped at 0 (no floor detected) and ``a`` at
+    a positive value.
+    """
+
+    a: float
+    b: float
+    points: int
+
+    @property
+    def floor_se(self) -> float:
+        return math.sqrt(self.b)
+
+
+def variance_model(impressions: np.ndarray, se: np.ndarray) -> VarianceModel:
+    ok = np.isfinite(se) & (se > 0) & (impressions > 0)
+    n, v = impressions[ok], se[ok] ** 2
+    if n.size == 0:
+        return VarianceModel(float("nan"), float("nan"), 0)
+    x = 1.0 / n
+    if n.size >= 3 and np.ptp(x) > 0:
+        slope, intercept = np.polyfit(x, v, 1)
+        if slope > 0 and intercept >= 0:
+            return VarianceModel(float(slope), float(intercept), int(n.size))
+    # no usable floor: se^2 = a / N through the last checkpoint
+    return VarianceModel(float(v[-1] * n[-1]), 0.0, int(n.size))
+
+
+def required_impressions(fit: VarianceModel, effect: float, alpha: float, power: float) -> float:
+    r"""Impressions for ``power`` (rejections with the effect's sign) at two-sided ``alpha``:
+    the N with :math:`se(N) = |\delta| / (z_{1-\alpha/2} + z_{power})`; ``inf`` when the
+    variance floor is above that (the population cannot reach the power) or the effect is 0."""
+    if effect == 0 or not np.isfinite(fit.a):
+        return float("inf")
+    target = (abs(effect) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))) ** 2
+    if target <= fit.b:
+        return float("inf")
+    return float(fit.a / (target - fit.b))
+
+
 def analyse(
     rows: pd.DataFrame,
     truths: list[Truth],
@@ -116,11 +171,8 @@ def analyse(
         c = c.sort_values("day")
         last = c.iloc[-1]
         t = truth[(design, metric)]
-        n_req = float("inf")
-        if last["mean_se"] > 0:
-            # se_D = sd / sqrt(N_D) per impression: sd = se_D * sqrt(N_D)
-            sd = last["mean_se"] * math.sqrt(last["mean_impressions"])
-            n_req = float(required_n_one_sample(t.value, sd, alpha, target_power))
+        fit = variance_model(c["mean_impressions"].to_numpy(), c["mean_se"].to_numpy())
+        n_req = required_impressions(fit, t.value, alpha, target_power)
         day_sim = _first_day(c, "power", target_power)
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
         r = int(last["replicates"])
@@ -147,6 +199,7 @@ def analyse(
             "analytic_days_to_target_power": _first_day(c, "analytic_power", target_power),
             "impressions_at_target_power": None if at is None else float(at["mean_impressions"]),
             "users_at_target_power": None if at is None else float(at["mean_users"]),
+            "variance_model": fit._asdict(),
             "analytic_required_impressions": n_req,
             "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
             "analytic_required_users": float(

@@ -287,6 +287,11 @@ class Config(_Strict):
             missing = [r for r in ("A", "B") if r not in self.collection.runs]
             if missing:
                 raise ValueError(f"collection.runs needs a run for rankers A and B; missing {missing}")
+        if isinstance(self.collection, SyntheticCollection) and self.rankers.depth > self.collection.candidates:
+            raise ValueError(
+                f"rankers.depth ({self.rankers.depth}) exceeds collection.candidates "
+                f"({self.collection.candidates}): a list cannot show more documents than there are"
+            )
         known = self.ranker_names()
         for i, design in enumerate(self.designs):
             unknown = [r for r in design.rankers if r not in known]

@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from onlineeval.errors import ConfigError
+
 from simulations.analysis import analyse
 from simulations.config import Config
 from simulations.runner import (
@@ -111,6 +113,8 @@ def simulate(
     partial_fh = None
     fingerprint = config_fingerprint(config)
     if output is not None:
+        if output.exists() and not output.is_dir():
+            raise ConfigError(("output",), f"{output} exists and is not a directory; give a results directory")
         output.mkdir(parents=True, exist_ok=True)
         partial = output / PARTIAL
         if not fresh:
@@ -124,6 +128,9 @@ def simulate(
             partial_fh.write(json.dumps({"fingerprint": fingerprint}) + "\n")
             partial_fh.flush()
     total = config.replicates
+    todo = [i for i in range(total) if i not in done]
+    n_workers = resolve_workers(config.workers if workers is None else workers)
+    say(f"running {len(todo)} replicates on {min(n_workers, max(len(todo), 1))} worker(s)")
     if on_progress is not None:
         on_progress(len(done), total)
 
@@ -135,9 +142,6 @@ def simulate(
         if on_progress is not None:
             on_progress(len(done), total)
 
-    todo = [i for i in range(total) if i not in done]
-    n_workers = resolve_workers(config.workers if workers is None else workers)
-    say(f"running {len(todo)} replicates on {min(n_workers, max(len(todo), 1))} worker(s)")
     try:
         run_replicates(config, world, todo, n_workers, on_done)
     finally:

@@ -38,11 +38,19 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "offline": result.world.offline.conventions,
         "user_types": [{"name": n, "share": sh, "click_model": spec} for n, sh, spec in cfg.users.mixture()],
         "seed": cfg.seed,
-        "seeding": "replicate r uses SeedSequence(seed).spawn(replicates)[r]; world uses SeedSequence((seed, 'world'))",
+        "seeding": "replicate r uses SeedSequence(seed).spawn(replicates)[r] (traffic and each design get child "
+        "streams keyed by name); the world uses SeedSequence((seed, 0x776F726C64)), the truth (seed, 0x7472757468, ...)",
         "randomisation_unit": "user (A/B arms by a salted SplitMix64 hash of the user id)",
         "ab_effect": "difference B - A of ratio metrics (sum over users / sum over users), delta-method SE over users, two-sided z-test",
-        "interleaving_effect": "Delta_AB = (wins + ties/2)/(wins + losses + ties) - 1/2 with B as the candidate; "
-        "impressions without a click are not comparisons; delta-method SE clustered by user",
+        "interleaving_effect": {
+            d.name: _interleaving_convention(d.method or "") for d in cfg.designs if d.type == "interleaving"
+        },
+        "interleaving_note": "impressions without a click are not comparisons; Delta = sum over users of "
+        "outcome/2 / number of compared impressions, delta-method SE clustered by user; positive favours the "
+        "candidate (B, or the later ranker of a pair). Effects of different methods are on different scales: "
+        "compare their sample sizes, not their effects",
+        "sample_size": "se^2(N) = a/N + b fitted to the daily checkpoints (returning users give a floor b); "
+        "required N solves se(N) = |true effect| / (z_(1-alpha/2) + z_power); 'not reachable' when b is above that",
         "power": "share of replicates with p < alpha and the estimate's sign equal to the true effect's",
         "alpha": cfg.analysis.alpha,
         "target_power": cfg.analysis.power,
@@ -52,6 +60,17 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "higher reciprocal rank, higher clicks per query, lower abandonment",
         "query_segments": "head / torso / tail = queries making up the first 50% / next 30% / last 20% of traffic",
     }
+
+
+def _interleaving_convention(method: str) -> str:
+    """What one impression contributes to Delta for ``method``."""
+    if method.startswith("probabilistic"):
+        return ("expected outcome over the hidden assignment of slots to rankers given the shown list and the "
+                "clicks (Hofmann et al. 2011; Schuth et al. 2015), in [-1, 1]")
+    if method == "optimized":
+        return ("credit difference normalised by its largest possible value for the input lists, in [-1, 1] "
+                "(the quantity Radlinski & Craswell 2013's LP makes unbiased)")
+    return "win / loss / tie of the credited clicks: +1 / -1 / 0 (Delta = (wins + ties/2)/N - 1/2)"
 
 
 def write_results(result: SimulationResult, fingerprint: str) -> None:
@@ -191,7 +210,7 @@ def _fmt(x: float | None, spec: str = ".4f", signed: bool = False) -> str:
 
 def _count(x: float | None) -> str:
     if x is None or not math.isfinite(x):
-        return "not reached"
+        return "not reachable"
     return f"{x:,.0f}"
 
 
@@ -275,11 +294,15 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             lines.append(f"  impressions needed relative to {ratios['reference']}: " + ", ".join(parts))
     lines += [
         "",
-        "  true effect: population value (B - A; interleaving: Delta_AB, + favours B); shrink: online relative",
-        "  effect / offline relative gain; days->pwr: first day with simulated power >= target (* analytic",
-        "  extrapolation beyond the simulated days); impr./users needed: analytic for the target power (users:",
-        "  expected distinct users among that many impressions); '!' = A/A FPR outside its 99% band;",
-        "  '0 (ties)': with B replaced by A every comparison of this design is a tie, so A/A cannot reject.",
+        "  true effect: population value (B - A; interleaving: Delta_AB, + favours B; methods differ in scale,",
+        "  see summary.json conventions); rel: relative to A; shrink: online relative *improvement* (lower",
+        "  abandonment counts as better) / offline relative gain, unstable when the metric's base rate is tiny;",
+        "  power: share of replicates rejecting at alpha with the right sign, analytic: the same from the true",
+        "  effect and the mean SE; days->pwr: first day with simulated power >= target (* analytic, from",
+        "  se^2 = a/N + b fitted to the days, beyond the simulated days; never: the SE floor of this user",
+        "  population is above the target); impr./users needed: analytic for the target power (users: expected",
+        "  distinct users among that many impressions); '!' = A/A FPR outside its 99% band; '0 (ties)': with B",
+        "  replaced by A every comparison of this design is a tie, so A/A cannot reject.",
     ]
     if result.output is not None:
         lines.append(f"  results: {result.output}/summary.json, replicates.csv, curves.csv, power_vs_days.png")

@@ -154,6 +154,10 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
                     unjudged += 1
         notes[f"unjudged_shown_{name}"] = unjudged
         notes[f"shown_{name}"] = shown
+        if shown == 0:
+            from onlineeval.errors import InputError
+
+            raise InputError(f"run {name} shows no document for any query judged in {coll.qrels}", coll.runs[name])
 
     q = len(judged_queries)
     m = max(len(d) for d in docs)

@@ -174,3 +174,18 @@ def test_too_little_traffic_gives_undefined_checkpoints_not_a_crash(tmp_path):
     assert summary["designs"]["ab"]["reciprocal_rank"]["final_day"]["undefined"] == 1.0
     assert summary["designs"]["ab"]["reciprocal_rank"]["final_day"]["power"] == 0.0
     assert "undefined on the last day" in result.output
+
+
+def test_output_that_is_a_file_and_runs_without_judged_queries_are_refused(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(SMALL))
+    (tmp_path / "taken").write_text("x")
+    result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "taken"), "-q"])
+    assert result.exit_code == 2 and "output:" in result.output and "not a directory" in result.output
+    (tmp_path / "q").write_text("1 0 d1 1\n1 0 d2 0\n")
+    (tmp_path / "a").write_text("1 Q0 d1 1 1.0 x\n")
+    (tmp_path / "b").write_text("9 Q0 d1 1 1.0 x\n")  # a query nobody judged
+    cfg.write_text(yaml.safe_dump({**SMALL, "collection": {"type": "trec", "qrels": "q", "runs": {"A": "a", "B": "b"}}}))
+    result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "o"), "-q"])
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'b'}: run B shows no document for any query judged" in result.output

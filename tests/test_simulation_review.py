@@ -132,28 +132,36 @@ def test_power_fpr_and_band_recomputed_from_the_replicate_rows(result):
 
 
 def test_required_impressions_follow_the_normal_approximation(result):
+    """se^2(N) = a/N + b fitted by least squares to the daily checkpoints (returning users
+    give the standard error a floor b); N_req solves the directional power equation."""
     cfg = result.config
     alpha, target = cfg.analysis.alpha, cfg.analysis.power
     zc = sps.norm.isf(alpha / 2)
+    curves = result.curves
     for design, metrics in result.summary["designs"].items():
         for metric, e in metrics.items():
             d = e["true_effect"]
-            n_d = e["final_day"]["mean_impressions"]
-            se_d = e["final_day"]["mean_se"]
-            # power(n) = Phi(|d| sqrt(n) / sd - z) + Phi(-|d| sqrt(n) / sd - z), sd = se_D sqrt(N_D)
-            sd = se_d * math.sqrt(n_d)
+            c = curves[(curves.design == design) & (curves.metric == metric) & (~curves.aa)].sort_values("day")
+            x = 1.0 / c["mean_impressions"].to_numpy()
+            y = c["mean_se"].to_numpy() ** 2
+            (a, b), *_ = np.linalg.lstsq(np.column_stack([x, np.ones_like(x)]), y, rcond=None)
+            if not (a > 0 and b >= 0):  # no usable floor: through the last checkpoint
+                a, b = y[-1] / x[-1], 0.0
+            assert e["variance_model"]["a"] == pytest.approx(a, rel=1e-6)
+            assert e["variance_model"]["b"] == pytest.approx(b, rel=1e-6, abs=1e-15)
 
             def gap(n):
-                u = abs(d) * math.sqrt(n) / sd
-                return sps.norm.cdf(u - zc) + sps.norm.cdf(-u - zc) - target
+                return sps.norm.cdf(abs(d) / math.sqrt(a / n + b) - zc) - target
 
+            if b > 0 and gap(1e15) < 0:  # the floor is above the target: never
+                assert e["analytic_required_impressions"] is None or not math.isfinite(
+                    e["analytic_required_impressions"])
+                continue
             n_req = optimize.brentq(gap, 1e-9, 1e15, xtol=1e-9, rtol=1e-12)
             assert e["analytic_required_impressions"] == pytest.approx(n_req, rel=1e-6), (design, metric)
             assert e["analytic_required_days"] == pytest.approx(n_req / cfg.traffic.queries_per_day, rel=1e-6)
-            u = abs(d) / se_d
-            assert e["final_day"]["analytic_power"] == pytest.approx(
-                sps.norm.cdf(u - zc) + sps.norm.cdf(-u - zc), rel=1e-9
-            )
+            se_d = e["final_day"]["mean_se"]
+            assert e["final_day"]["analytic_power"] == pytest.approx(sps.norm.cdf(abs(d) / se_d - zc), rel=1e-9)
 
 
 def test_every_design_sees_the_same_traffic_and_streams_differ(result):

@@ -66,6 +66,10 @@ class ABDesign(Design):
         self._add("abandoned", batch.user, (n_clicks == 0).astype(np.float64))
         self._add("rr", batch.user, rr)
 
+    def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
+        in_b = int(self.in_b[users].sum())
+        return in_b >= 2 and users.size - in_b >= 2  # two users per arm for a variance
+
     def metric_names(self) -> list[str]:
         return [self.config.metric, *[m for m in METRICS if m != self.config.metric]]
 

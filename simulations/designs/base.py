@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from onlineeval.errors import InputError
 from simulations.config import DesignConfig
 from simulations.traffic import Batch
 from simulations.users import UserModels
@@ -139,14 +138,18 @@ class Design(ABC):
         n_impr = int(self.sums["impressions"].sum())
         users = np.flatnonzero(active)
         sums = {k: v[users] for k, v in self.sums.items()}
-        try:
+        if self._has_data(users, sums):
             estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
-        except InputError:
+        else:
             # too little data so far (e.g. fewer than two users in an arm, or no click yet):
             # the checkpoint is undefined, recorded as NaN, and counts as "not rejected"
             estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
         for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
             self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users, n_impr))
+
+    @abstractmethod
+    def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
+        """Whether the estimates are defined yet for the active ``users``."""
 
     @abstractmethod
     def metric_names(self) -> list[str]:

@@ -104,6 +104,9 @@ class InterleavingDesign(Design):
             self._add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
         self._add("compared", batch.user, clicks.any(axis=1).astype(np.float64))
 
+    def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
+        return users.size >= 2 and bool(sums["compared"].sum() > 0)
+
     def metric_names(self) -> list[str]:
         return [metric for metric, _, _ in self.pairs]
 
