@@ -257,7 +257,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                      + (f" ({100 * (v['B'] - v['A']) / v['A']:+.1f}%)" if v["A"] else "") + tail)
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
     header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {'shrink':>7s} "
-              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>13s} {'users needed':>12s} "
+              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>13s} {'users needed':>13s} "
               f"{'A/A FPR':>8s}")
     lines.append(header)
     for design, metrics in s["designs"].items():
@@ -279,7 +279,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.3g', True):>13s} "
                 f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
                 f"{_fmt(shrink, '.2f'):>7s} {fd['power']:>9.2f} {fd['analytic_power']:>8.2f} {days_s:>9s} "
-                f"{_count(e['analytic_required_impressions']):>13s} {_count(e['analytic_required_users']):>12s} "
+                f"{_count(e['analytic_required_impressions']):>13s} {_count(e['analytic_required_users']):>13s} "
                 f"{fpr:>8s}"
             )
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
