@@ -258,3 +258,22 @@ def test_segment_truths_add_up_to_the_overall_truth():
         total = sum(world.frequency[world.segment == s].sum() * by_seg[name][metric]["delta"]
                     for s, name in enumerate(SEGMENT_NAMES) if name in by_seg)
         assert total == pytest.approx(overall[("ab", metric)], abs=1e-12)
+
+
+def test_standard_error_floor_model_predicts_later_days():
+    """Returning users give the A/B standard error a floor: se^2(N) = a/N + b fitted to the
+    first week predicts the fourth week's standard error, where 1/sqrt(N) scaling does not."""
+    from simulations.analysis import variance_model
+
+    cfg = small(replicates=40, users={**MIXTURE, "population": 800, "activity": {"sigma": 1.2}},
+                traffic={"days": 28, "queries_per_day": 800, "batch_hours": 24},
+                designs=[{"name": "ab", "type": "ab"}], analysis={"aa": False})
+    _, rows = run(cfg)
+    g = rows[rows["metric"] == "reciprocal_rank"].groupby("day")[["se", "n_impressions"]].mean()
+    fit = variance_model(g["n_impressions"].to_numpy()[:7], g["se"].to_numpy()[:7])
+    n28, se28 = g["n_impressions"].iloc[-1], g["se"].iloc[-1]
+    floor_pred = np.sqrt(fit.a / n28 + fit.b)
+    naive_pred = g["se"].iloc[6] * np.sqrt(g["n_impressions"].iloc[6] / n28)
+    assert fit.b > 0
+    assert abs(floor_pred / se28 - 1) < 0.05
+    assert abs(naive_pred / se28 - 1) > 2 * abs(floor_pred / se28 - 1)
