@@ -201,6 +201,9 @@ def analyse(
             "users_at_target_power": None if at is None else float(at["mean_users"]),
             "variance_model": fit._asdict(),
             "analytic_required_impressions": n_req,
+            # N_req ~ 1/effect^2 near the target: the truth's Monte Carlo error carries over as
+            # a relative standard error of about 2 se(effect)/|effect| (0 for exact truths)
+            "analytic_required_impressions_rel_se": (2 * t.se / abs(t.value)) if t.value else None,
             "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
             "analytic_required_users": float(
                 expected_distinct_users(n_req, config.users.population, config.users.activity.sigma)
