@@ -19,8 +19,14 @@ import pandas as pd
 
 import onlineeval.stats  # noqa: F401  (import cost outside the timings)
 from simulations.config import load_config
-from simulations.designs import design_class
-from simulations.runner import _child, _design_key, design_specs, replicate_seeds, run_replicate, world_seed
+from simulations.runner import (
+    build_replicate,
+    design_specs,
+    replicate_rows,
+    replicate_seeds,
+    run_replicate,
+    world_seed,
+)
 from simulations.traffic import TrafficModel, run_traffic
 from simulations.users import UserModels
 from simulations.world import build_world
@@ -30,12 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def plain_loop_replicate(config, world, users, seq, index):
     """The work of :func:`run_replicate` without SimPy: a for-loop over batches."""
-    traffic = TrafficModel(config.traffic, config.users, world.frequency, np.random.default_rng(_child(seq, 0)))
-    designs = []
-    for spec in design_specs(config):
-        rng = np.random.default_rng(_child(seq, *_design_key(spec)))
-        designs.append(design_class(spec.config.type)(
-            spec.config, world, users, rng, config.users.population, config.analysis.alpha, aa=spec.aa))
+    traffic, designs = build_replicate(config, world, users, seq)
     step = traffic.batch_hours
     for hour in range(0, traffic.days * 24, step):
         batch = traffic.batch(hour, step)
@@ -44,7 +45,7 @@ def plain_loop_replicate(config, world, users, seq, index):
         if (hour + step) % 24 == 0:
             for d in designs:
                 d.checkpoint((hour + step) // 24)
-    return [{"replicate": index, **row.__dict__} for d in designs for row in d.rows]
+    return replicate_rows(designs, index)
 
 
 def main() -> None:

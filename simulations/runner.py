@@ -25,6 +25,7 @@ import numpy as np
 
 from simulations.config import Config, DesignConfig
 from simulations.designs import Design, design_class
+from simulations.sampling import child_seed, draw_from_cdf
 from simulations.traffic import TrafficModel, run_traffic
 from simulations.users import UserModels
 from simulations.world import World, shown_labels
@@ -54,10 +55,6 @@ class DesignSpec:
     config: DesignConfig
     aa: bool
 
-    @property
-    def label(self) -> str:
-        return f"{self.config.name} (A/A)" if self.aa else self.config.name
-
 
 def design_specs(config: Config) -> list[DesignSpec]:
     specs = [DesignSpec(d, False) for d in config.designs]
@@ -74,12 +71,25 @@ def replicate_seeds(seed: int, replicates: int) -> list[np.random.SeedSequence]:
     return np.random.SeedSequence(seed).spawn(replicates)
 
 
-def _child(parent: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence(parent.entropy, spawn_key=(*parent.spawn_key, *key))
+def build_replicate(
+    config: Config, world: World, users: UserModels, seq: np.random.SeedSequence
+) -> tuple[TrafficModel, list[Design]]:
+    """The traffic model and the designs of one replicate, each on its own child stream:
+    traffic on key ``(0,)``, a design on ``(1, name, aa)``."""
+    traffic = TrafficModel(config.traffic, config.users, world.frequency, np.random.default_rng(child_seed(seq, 0)))
+    designs: list[Design] = []
+    for spec in design_specs(config):
+        cls = design_class(spec.config.type)
+        rng = np.random.default_rng(child_seed(seq, 1, spec.config.name, int(spec.aa)))
+        designs.append(
+            cls(spec.config, world, users, rng, config.users.population, config.analysis.alpha, aa=spec.aa)
+        )
+    return traffic, designs
 
 
-def _design_key(spec: DesignSpec) -> tuple[int, int, int]:
-    return (1, zlib.crc32(spec.config.name.encode("utf-8")), int(spec.aa))
+def replicate_rows(designs: list[Design], index: int) -> list[dict[str, Any]]:
+    """The designs' checkpoint rows, tagged with the replicate index."""
+    return [{"replicate": index, **asdict(row)} for design in designs for row in design.rows]
 
 
 def run_replicate(
@@ -90,25 +100,14 @@ def run_replicate(
     index: int,
 ) -> list[dict[str, Any]]:
     """Run one replicate experiment; return one row per (design, day, metric)."""
-    traffic = TrafficModel(config.traffic, config.users, world.frequency, np.random.default_rng(_child(seq, 0)))
-    designs: list[Design] = []
-    for spec in design_specs(config):
-        cls = design_class(spec.config.type)
-        rng = np.random.default_rng(_child(seq, *_design_key(spec)))
-        designs.append(
-            cls(spec.config, world, users, rng, config.users.population, config.analysis.alpha, aa=spec.aa)
-        )
+    traffic, designs = build_replicate(config, world, users, seq)
 
     def on_day_end(day: int) -> None:
         for design in designs:
             design.checkpoint(day)
 
     run_traffic(traffic, designs, on_day_end)
-    rows = []
-    for design in designs:
-        for row in design.rows:
-            rows.append({"replicate": index, **asdict(row)})
-    return rows
+    return replicate_rows(designs, index)
 
 
 # ---------------------------------------------------------------------------- parallel execution
@@ -238,7 +237,7 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
         cdf = np.cumsum(world.frequency)
         for lo in range(0, n, _TRUTH_CHUNK):
             m = min(_TRUTH_CHUNK, n - lo)
-            q = np.minimum(np.searchsorted(cdf, rng.random(m), side="right"), world.n_queries - 1)
+            q = draw_from_cdf(cdf, rng.random(m))
             shown = il.interleave([r[q] for r in lists], rng, length=world.depth)
             clicks = users.sample(shown_labels(world.labels, q, np.asarray(shown.ranking)), users.draw_types(m, rng), rng)
             num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0

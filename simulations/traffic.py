@@ -21,6 +21,7 @@ import numpy as np
 import simpy
 
 from simulations.config import TrafficConfig, UsersConfig
+from simulations.sampling import draw_from_cdf
 
 __all__ = ["Batch", "TrafficModel", "BatchConsumer", "run_traffic"]
 
@@ -72,8 +73,7 @@ class TrafficModel:
         if shares.size == 1:
             self.user_type = np.zeros(users.population, dtype=np.int8)
         else:
-            draw = np.searchsorted(np.cumsum(shares), rng.random(users.population), side="right")
-            self.user_type = np.minimum(draw, shares.size - 1).astype(np.int8)
+            self.user_type = draw_from_cdf(np.cumsum(shares), rng.random(users.population)).astype(np.int8)
         self.query_cdf = np.cumsum(np.asarray(query_frequency, dtype=np.float64))
         diurnal = np.asarray(traffic.diurnal, dtype=np.float64)
         weekly = np.asarray(traffic.weekly, dtype=np.float64)
@@ -96,11 +96,9 @@ class TrafficModel:
         n = int(counts.sum())
         time = np.repeat(span, counts) + rng.random(n)
         time.sort()
-        # searchsorted on the CDF: inverse-transform sampling, O(n log population)
-        user = np.minimum(np.searchsorted(self.user_cdf, rng.random(n), side="right"), self.population - 1)
-        query = np.minimum(
-            np.searchsorted(self.query_cdf, rng.random(n), side="right"), self.query_cdf.size - 1
-        )
+        # inverse-transform sampling on the CDFs, O(n log population)
+        user = draw_from_cdf(self.user_cdf, rng.random(n))
+        query = draw_from_cdf(self.query_cdf, rng.random(n))
         user = user.astype(np.int64)
         return Batch(time, user, query.astype(np.int64), self.user_type[user], hour)
 

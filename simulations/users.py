@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from simulations.config import UsersConfig
+from simulations.sampling import draw_from_cdf
 
 __all__ = ["UserModels"]
 
@@ -50,9 +51,6 @@ class UserModels:
             except InputError as exc:
                 raise ConfigError(key, f"cannot simulate this collection's lists: {exc.message}") from None
 
-    def __len__(self) -> int:
-        return len(self.models)
-
     def sample(self, labels: np.ndarray, user_type: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Clicks ``(n, k)`` for shown ``labels``, each row by its user's type's model."""
         if len(self.models) == 1:
@@ -90,5 +88,4 @@ class UserModels:
         """Types of ``n`` users drawn by share."""
         if len(self.models) == 1:
             return np.zeros(n, dtype=np.int8)
-        cdf = np.cumsum(self.shares)
-        return np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), len(cdf) - 1).astype(np.int8)
+        return draw_from_cdf(np.cumsum(self.shares), rng.random(n)).astype(np.int8)

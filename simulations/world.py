@@ -9,13 +9,13 @@ shown at rank ``r``.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from simulations.config import Config, SyntheticCollection, TrecCollection
+from simulations.sampling import child_seed
 
 __all__ = ["World", "OfflineSummary", "build_world", "SEGMENT_NAMES", "segment_queries"]
 
@@ -95,14 +95,14 @@ def _synthetic(config: Config, coll: SyntheticCollection, seq: np.random.SeedSeq
     q, m = coll.n_queries, coll.candidates
     depth = min(config.rankers.depth, m)
     dist = np.asarray(coll.label_distribution, dtype=np.float64)
-    labels_rng, freq_rng, shared_rng = (np.random.default_rng(_named(seq, k)) for k in ("labels", "freq", "shared"))
+    labels_rng, freq_rng, shared_rng = (np.random.default_rng(child_seed(seq, k)) for k in ("labels", "freq", "shared"))
     labels = labels_rng.choice(len(dist), size=(q, m), p=dist / dist.sum()).astype(np.int8)
     rho = config.rankers.noise_correlation
     shared = shared_rng.standard_normal((q, m))
     rankings: dict[str, np.ndarray] = {}
     specs = {"A": config.rankers.A, "B": config.rankers.B, **config.rankers.others}
     for name, spec in specs.items():
-        own = np.random.default_rng(_named(seq, "ranker:" + name)).standard_normal((q, m))
+        own = np.random.default_rng(child_seed(seq, "ranker:" + name)).standard_normal((q, m))
         score = labels + spec.noise * (np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * own)
         # ties (only possible with noise 0) keep candidate order: stable sort
         rankings[name] = np.argsort(-score, axis=1, kind="stable")[:, :depth].astype(np.int32)
@@ -111,11 +111,6 @@ def _synthetic(config: Config, coll: SyntheticCollection, seq: np.random.SeedSeq
     query_ids = tuple(f"q{i}" for i in range(q))
     notes = {"collection": "synthetic", "candidates_per_query": m}
     return _finish(config, labels, rankings, frequency, query_ids, len(dist), notes)
-
-
-def _named(seq: np.random.SeedSequence, name: str) -> np.random.SeedSequence:
-    """A child stream of ``seq`` keyed by a name (stable across runs and Python versions)."""
-    return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, zlib.crc32(name.encode("utf-8"))))
 
 
 def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> World:
