@@ -1,0 +1,39 @@
+r"""Whole-list inverse propensity scoring (IPS; Horvitz and Thompson 1952).
+
+Each logged impression is reweighted by how much more (or less) likely the target is
+to show the *whole* logged list than the logging policy:
+
+.. math::
+
+    \hat V_{\mathrm{IPS}} = c_0 + \frac1n \sum_{i=1}^n
+        \frac{\pi(\mathbf s_i \mid q_i)}{\mu(\mathbf s_i \mid q_i)} \sum_j r_{ij}.
+
+Unbiased for *any* reward of the shown list (no click-model assumption) whenever the
+logger gives positive probability to every list the target can show (support); its
+variance grows with the number of possible lists, which is why the slot-level
+estimators exist. For a deterministic target the weight is ``1[s_i = target list] /
+p_list``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from onlineeval.estimators.base import Estimator, LoggedData, Reward, Target, Terms, register_estimator
+
+__all__ = ["IPS"]
+
+
+@register_estimator
+@dataclass(frozen=True)
+class IPS(Estimator):
+    name = "ips"
+    assumption = "none on clicks (any list reward); support: the logger can show every list the target shows"
+    needs = ("p_list",)
+    support_level = "list"
+
+    def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
+        w = target.propensities(data.query, data.shown).list / data.p_list
+        return Terms(num=w * reward.slot_rewards(data.clicks).sum(axis=1), weights=w)
