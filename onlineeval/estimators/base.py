@@ -460,7 +460,8 @@ class Estimator(ABC):
     Class attributes each subclass sets: ``name`` (registry key), ``assumption`` (the
     behaviour/reward assumption under which it is unbiased, printed next to its
     numbers), ``needs`` (the logging propensities it reads), ``rewards`` (the reward
-    kinds it supports), ``self_normalised``.
+    kinds it supports), ``self_normalised``, ``unbiased_under`` and ``biased_under``
+    (what the conformance suite checks).
     """
 
     name: ClassVar[str] = ""
@@ -468,6 +469,14 @@ class Estimator(ABC):
     needs: ClassVar[tuple[str, ...]] = ()
     rewards: ClassVar[tuple[str, ...]] = ("additive", "first_click")
     self_normalised: ClassVar[bool] = False
+    #: ``(click-model family, reward kind)`` pairs under which the estimator is unbiased
+    #: (self-normalised and fitted ones: consistent) given full support; families are
+    #: ``"pbm"`` (position-based, independent clicks), ``"cascade"`` (cascade model:
+    #: examine down to the first click, stop there), ``"dcm"`` (cascade that may continue
+    #: after a click), ``"any"`` (every click model); reward kinds as in :class:`Reward`.
+    unbiased_under: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: pairs under which the estimator is known to be biased (the suite shows the bias)
+    biased_under: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def estimate(
         self,

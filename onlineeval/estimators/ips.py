@@ -33,6 +33,7 @@ class IPS(Estimator):
     assumption = "none on clicks (any list reward); support: the logger can show every list the target shows"
     needs = ("p_list",)
     support_level = "list"
+    unbiased_under = (("any", "additive"), ("any", "first_click"))
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = target.propensities(data.query, data.shown).list / data.p_list

@@ -27,6 +27,7 @@ class SNIPS(Estimator):
     needs = ("p_list",)
     self_normalised = True
     support_level = "list"
+    unbiased_under = (("any", "additive"), ("any", "first_click"))
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = target.propensities(data.query, data.shown).list / data.p_list
