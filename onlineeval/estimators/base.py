@@ -478,6 +478,15 @@ class Estimator(ABC):
     #: pairs under which the estimator is known to be biased (the suite shows the bias)
     biased_under: ClassVar[tuple[tuple[str, str], ...]] = ()
 
+    @classmethod
+    def check_instances(cls, world: Any) -> list[Estimator]:
+        """The instances the conformance suite runs in ``world``
+        (:class:`onlineeval.estimators.checks.CheckWorld`: its click family, slots and, for
+        position-based worlds, the true examination probabilities). Default ``[cls()]``;
+        an estimator that needs known quantities (PBM-IPS's examination probabilities)
+        overrides this to build instances from ``world``."""
+        return [cls()]
+
     def estimate(
         self,
         data: LoggedData,
