@@ -1,0 +1,235 @@
+r"""PBM-IPS: the counterfactual learning-to-rank estimator under the position-based model
+(Wang, Bendersky, Metzler and Najork, SIGIR 2016; Joachims, Swaminathan and Schnabel,
+WSDM 2017), in its policy-aware form for top-``k`` lists (Oosterhuis and de Rijke,
+CIKM 2020).
+
+Estimand and assumption
+-----------------------
+Clicks follow the position-based model: a document ``d`` shown at slot ``j`` for query
+``q`` is clicked with probability :math:`\theta_j\alpha_{qd}`, independently of the other
+slots. The target (a deterministic ranker with list :math:`t_q`) then has the value of an
+*additive* reward :math:`R = c_0 + \sum_s w_s c_s`
+
+.. math::
+
+    V = c_0 + \mathbb E_q \sum_{s<k} w_s\,\theta_s\,\alpha_{q,t_q(s)}.
+
+A click on ``d`` is evidence of :math:`\alpha_{qd}` discounted by how often ``d`` was
+examined under the logger, :math:`\rho_{qd} = \sum_j \mu(d \text{ at } j \mid q)\,\theta_j`,
+so each click on a document the target shows at slot :math:`s = t^{-1}(d)` counts
+
+.. math::
+
+    \hat V = c_0 + \frac1n \sum_{i=1}^n \sum_{j:\,c_{ij}=1,\ d_{ij}\in t_{q_i}}
+        \frac{w_{s}\,\theta_{s}}{\rho_{q_i d_{ij}}}, \qquad s = t_{q_i}^{-1}(d_{ij}),
+
+and 0 for clicked documents the target does not show in its top ``k``. Two choices of
+:math:`\rho` (option ``click_propensity``):
+
+``"empirical"`` (default)
+    :math:`\hat\rho_{qd} = \frac1{n_q}\sum_{i: q_i = q}\theta_{\mathrm{slot}_i(d)}` (0
+    where ``d`` was not shown): the logger's position distribution replaced by its
+    frequency in the log. With a deterministic logger it is exactly :math:`\theta_j` of
+    the slot ``d`` always has, so the estimate is the classic
+    :math:`\sum w_s\theta_s/\theta_j` and exactly unbiased; with a randomised logger it
+    is a ratio of averages, consistent (bias :math:`O(1/n_q)`) whenever every document
+    the target shows has a positive probability of being shown somewhere in the logger's
+    top ``k`` (support level ``"any"``).
+``"logged"``
+    :math:`\rho = \theta_j` of the slot the click was logged at (Joachims et al. 2017's
+    weight :math:`\theta_s/\theta_j`): exactly unbiased when the logger shows every
+    document of the target's top ``k`` on *every* impression (in any order); when it
+    shows one only sometimes, the estimate is scaled down by that probability.
+
+Not defined for first-click rewards (the reciprocal rank or abandonment depend on the
+documents above, which PBM-IPS does not reweight). Under cascade clicks the examination
+of a slot depends on the documents above it, so the estimate is biased (declared).
+
+The examination probabilities :math:`\theta` are given (option ``examination``, only
+their ratios matter) or estimated from the log itself
+(:mod:`onlineeval.estimators.position_bias`, option ``estimate_with``); an estimated
+:math:`\hat\theta` makes the estimate consistent, not unbiased, and its error is not in
+the plug-in interval (use :func:`~onlineeval.estimators.position_bias.pipeline_bootstrap`).
+``Terms.notes`` records the examination used and whether it was estimated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onlineeval.errors import ConfigError, InputError
+from onlineeval.estimators.base import (
+    Estimator,
+    LoggedData,
+    Reward,
+    Target,
+    Terms,
+    register_estimator,
+)
+from onlineeval.estimators.position_bias import METHODS, _groups, estimate_examination
+
+__all__ = ["PBMIPS", "click_propensities", "target_slots"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+CLICK_PROPENSITIES = ("empirical", "logged")
+
+
+def target_slots(data: LoggedData, target: Target) -> IntArray:
+    """``(n, k)`` the slot at which ``target`` shows each logged document in its top ``k``
+    for the impression's query (``-1``: not in the target's top ``k``, or an empty slot)."""
+    rankings = getattr(target, "rankings", None)
+    if rankings is None:
+        raise InputError(f"pbm_ips needs a deterministic target with rankings(query); "
+                         f"{getattr(target, 'name', 'target')!r} has none", data.source)
+    uq, inv = np.unique(data.query, return_inverse=True)
+    inv = inv.reshape(-1)
+    k = data.k
+    t = np.asarray(rankings(uq), dtype=np.int64)
+    if t.ndim != 2 or t.shape[0] != uq.size:
+        raise InputError(f"target {getattr(target, 'name', 'target')!r}: rankings must be a (queries, k) matrix",
+                         data.source)
+    t = t[:, :k]
+    if t.shape[1] < k:
+        t = np.concatenate([t, np.full((t.shape[0], k - t.shape[1]), -1, dtype=np.int64)], axis=1)
+    tq, ts = np.nonzero(t >= 0)
+    docs, dcode = np.unique(np.concatenate([t[tq, ts], data.shown[data.valid]]), return_inverse=True)
+    dcode = dcode.reshape(-1)
+    n_docs = max(docs.size, 1)
+    tkey = tq * n_docs + dcode[: tq.size]
+    skey, first = np.unique(tkey, return_index=True)  # row-major order: the first slot of a repeated doc
+    sslot = ts[first]
+    out = np.full(data.shown.shape, -1, dtype=np.int64)
+    if skey.size == 0:
+        return out
+    rows, cols = np.nonzero(data.valid)
+    key = inv[rows] * n_docs + dcode[tq.size:]
+    pos = np.minimum(np.searchsorted(skey, key), skey.size - 1)
+    hit = skey[pos] == key
+    out[rows[hit], cols[hit]] = sslot[pos[hit]]
+    return out
+
+
+def click_propensities(data: LoggedData, theta: FloatArray, kind: str = "empirical") -> FloatArray:
+    r"""``(n, k)`` examination propensity :math:`\rho` of each shown slot (1 on empty slots).
+
+    ``"empirical"``: :math:`\hat\rho_{qd} = \frac1{n_q}\sum_{i:q_i=q}\theta_{\mathrm{slot}_i(d)}`;
+    ``"logged"``: :math:`\theta_j` of the slot itself (see the module docstring).
+    """
+    valid = data.valid
+    slot_theta = np.where(valid, np.asarray(theta, dtype=np.float64)[None, : data.k], 1.0)
+    if kind == "logged":
+        return slot_theta
+    if kind != "empirical":
+        raise ConfigError(("click_propensity",), f"must be one of {', '.join(CLICK_PROPENSITIES)}, got {kind!r}")
+    _, qinv, n_q = np.unique(data.query, return_inverse=True, return_counts=True)
+    qinv = qinv.reshape(-1)
+    rows, cols = np.nonzero(valid)
+    _, pair = _groups(np.stack([qinv[rows], data.shown[rows, cols]], axis=1))
+    total = np.bincount(pair, slot_theta[rows, cols])
+    out = np.ones(data.shown.shape)
+    out[rows, cols] = total[pair] / n_q[qinv[rows]]
+    return out
+
+
+@register_estimator
+@dataclass(frozen=True)
+class PBMIPS(Estimator):
+    """PBM-IPS (see the module docstring).
+
+    Parameters
+    ----------
+    examination:
+        ``k`` examination probabilities :math:`\\theta_0, \\dots, \\theta_{k-1}` (any
+        positive multiple: only ratios matter; longer tuples are cut to the log's ``k``),
+        or ``None`` (default) to estimate them from the log being evaluated.
+    estimate_with:
+        How to estimate them when ``examination`` is ``None``: ``"swap"``, ``"randtop"``,
+        ``"harvest"`` (each distinct list of a query as its own ranker), ``"em"`` or
+        ``"auto"`` (default; see
+        :func:`~onlineeval.estimators.position_bias.estimate_examination`).
+    click_propensity:
+        ``"empirical"`` (default) or ``"logged"`` (see the module docstring).
+    """
+
+    name = "pbm_ips"
+    assumption = (
+        "position-based clicks (examination depends on the slot only), additive rewards; support: every document "
+        "the target shows in its top k can be shown somewhere in the logger's top k"
+    )
+    needs = ()
+    rewards = ("additive",)
+    support_level = "any"
+    unbiased_under = (("pbm", "additive"),)
+    biased_under = (("cascade", "additive"),)
+
+    examination: tuple[float, ...] | None = None
+    estimate_with: str = "auto"
+    click_propensity: str = "empirical"
+
+    def __post_init__(self) -> None:
+        if self.examination is not None:
+            try:
+                theta = tuple(float(x) for x in np.asarray(self.examination, dtype=np.float64).reshape(-1))
+            except (TypeError, ValueError):
+                raise ConfigError(("estimator", "examination"), "must be a list of positive numbers") from None
+            if not theta or not all(math.isfinite(x) and x > 0 for x in theta):
+                raise ConfigError(("estimator", "examination"),
+                                  f"must be positive finite examination probabilities, got {list(theta)}")
+            object.__setattr__(self, "examination", theta)
+        if self.estimate_with not in ("auto", *METHODS):
+            raise ConfigError(("estimator", "estimate_with"),
+                              f"must be one of auto, {', '.join(METHODS)}; got {self.estimate_with!r}")
+        if self.click_propensity not in CLICK_PROPENSITIES:
+            raise ConfigError(("estimator", "click_propensity"),
+                              f"must be one of {', '.join(CLICK_PROPENSITIES)}; got {self.click_propensity!r}")
+
+    @classmethod
+    def check_instances(cls, world: Any) -> list[Estimator]:
+        """With the world's true examination probabilities when it has them (PBM worlds),
+        else estimated by ``harvest``/``swap`` (``"auto"``). No estimated-examination
+        instance is offered for PBM worlds: a plug-in :math:`\\hat\\theta` makes the
+        estimate consistent, not unbiased (tested in
+        ``tests/test_estimators_position_bias.py``)."""
+        exam = getattr(world, "examination", None)
+        if exam is not None:
+            k = int(getattr(world, "k", len(exam)))
+            return [cls(examination=tuple(float(x) for x in np.asarray(exam, dtype=np.float64)[:k]))]
+        return [cls()]
+
+    def resolve_examination(self, data: LoggedData) -> tuple[FloatArray, dict[str, Any]]:
+        """The ``(k,)`` examination used on ``data`` and the notes describing it."""
+        if self.examination is not None:
+            if len(self.examination) < data.k:
+                raise InputError(f"pbm_ips: {len(self.examination)} examination probabilities given, "
+                                 f"lists have {data.k} slots", data.source)
+            theta = np.asarray(self.examination[: data.k], dtype=np.float64)
+            return theta, {"examination": [float(x) for x in theta], "examination_estimated": False}
+        est = estimate_examination(data, self.estimate_with)
+        theta = np.asarray(est.examination, dtype=np.float64)
+        if not (np.isfinite(theta).all() and (theta > 0).all()):
+            raise InputError(
+                f"pbm_ips: the examination estimated by {est.method} is not positive at every slot "
+                f"({[float(x) for x in theta]}); pass known examination probabilities", data.source)
+        info = est.to_dict()
+        info.pop("examination")
+        return theta, {"examination": [float(x) for x in theta], "examination_estimated": True,
+                       "examination_method": est.method, "estimation": info}
+
+    def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
+        theta, notes = self.resolve_examination(data)
+        slots = target_slots(data, target)
+        rho = click_propensities(data, theta, self.click_propensity)
+        in_target = slots >= 0
+        s = np.maximum(slots, 0)
+        w = reward.position_weights(data.k)
+        ratio = np.where(in_target, theta[s] / rho, 0.0)
+        num = (data.clicks * ratio * w[s]).sum(axis=1)
+        notes["click_propensity"] = self.click_propensity
+        return Terms(num=num, weights=ratio, notes=notes)
