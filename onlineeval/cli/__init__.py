@@ -2,7 +2,8 @@
 
 Each area lives in its own module with a ``register(app)`` function:
 ``simulate`` (the main job), ``evaluate`` (offline metrics), ``validate``
-(interleaving implementations) and ``clicks`` (click models on logs).
+(interleaving implementations), ``clicks`` (click models on logs) and ``estimate``
+(off-policy estimates from logged impressions).
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ def _root(
 
 
 def _register_all() -> None:
-    from onlineeval.cli import clicks, evaluate, simulate, validate
+    from onlineeval.cli import clicks, estimate, evaluate, simulate, validate
 
-    for module in (simulate, evaluate, validate, clicks):
+    for module in (simulate, evaluate, validate, clicks, estimate):
         module.register(app)
 
 

@@ -1,0 +1,642 @@
+r"""Logged impressions (JSON lines) for off-policy estimation, and targets in their id space.
+
+One JSON object per line, one impression each::
+
+    {"query": "q7", "user": "u3", "user_type": 0, "shown": ["d3", "d9", "d1"], "clicks": ["d9"],
+     "propensities": {"list": 0.0167, "prefix": [0.2, 0.05, 0.0167], "item": [0.2, 0.2, 0.2]}}
+
+or, instead of ``propensities``, the logging policy and its scores of the candidates::
+
+    {"query": "q7", "shown": ["d3", "d9", "d1"], "clicks": [0, 1, 0],
+     "logger": {"policy": "plackett_luce", "temperature": 1.0, "scores": {"d3": 2.1, "d9": 1.4, ...}}}
+
+Fields
+------
+``query`` (string or integer, required)
+    The query id (matched against the query ids of TREC run files).
+``shown`` (list of strings, required)
+    Document ids in rank order, no repeats.
+``clicks`` (required)
+    The clicked document ids (a subset of ``shown``, in any order; a repeated click
+    counts once) or a 0/1 list aligned with ``shown``.
+``user`` (string or integer, optional)
+    The cluster of the intervals (the randomisation unit); an impression without one is
+    a cluster of its own.
+``user_type`` (integer >= 0, optional)
+    The user's behaviour type (adaptive estimators); on every line or on none.
+``propensities`` (object)
+    Logging probabilities of what was shown, each form optional but the same forms on
+    every line: ``list`` :math:`\mu(\mathbf s \mid q)` of the whole list, ``prefix``
+    :math:`\mu(s_{0..j} \mid q)` of its top ``j+1`` slots and ``item``
+    :math:`\mu(s_j \text{ at } j \mid q)` of each document at its slot; all in (0, 1],
+    ``prefix`` non-increasing, ``list`` equal to the last prefix and ``item[j] >=
+    prefix[j]`` with ``item[0] = prefix[0]`` (relative tolerance 1e-6).
+``logger`` (object)
+    ``policy`` (a name of :func:`simulations.policies.available_policies`), its options
+    (e.g. ``temperature``) and ``scores`` of the candidate documents (every shown
+    document among them); the propensities are computed with
+    :func:`simulations.policies.build_policy`. One logger per query: every impression of
+    a query carries the same spec and scores (give per-impression ``propensities``
+    otherwise).
+
+Other keys are ignored. Every problem raises :class:`~onlineeval.errors.InputError`
+naming the file and line. Query and document ids become integer indexes (sorted query
+ids; documents in order of first appearance) in a :class:`LoggedLog`, whose
+:meth:`LoggedLog.target` maps a ranker's lists (e.g. from a TREC run) into the same id
+space as an :class:`~onlineeval.estimators.DeterministicTarget` truncated, per query, to
+the length of the log's lists for that query.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onlineeval.errors import InputError
+from onlineeval.estimators.base import DeterministicTarget, LoggedData, Propensities
+
+__all__ = ["FORMS", "LogPolicy", "LoggedLog", "TargetMap", "UnseenSlot", "locate_run_lines", "read_logged"]
+
+#: JSON key of each propensity form -> the :class:`LoggedData` field it fills
+FORMS: dict[str, str] = {"list": "p_list", "prefix": "p_prefix", "item": "p_item"}
+#: relative tolerance of the consistency checks between propensity forms
+RTOL = 1e-6
+
+
+@dataclass(frozen=True)
+class UnseenSlot:
+    """A target slot whose document the log never shows (or cannot show) for its query."""
+
+    query: str
+    rank: int  # 1-based
+    doc: str
+
+
+@dataclass(frozen=True, eq=False)
+class TargetMap:
+    """A ranker mapped into a log's id space.
+
+    Attributes
+    ----------
+    target:
+        The :class:`DeterministicTarget` (one row per log query; ``-1`` pads short
+        lists and queries the ranker does not rank).
+    ranked:
+        ``(Q,)`` bool: whether the ranker has a list for each log query.
+    unseen:
+        Target slots (within the log's list length of their query) holding a document
+        the log never shows for that query (logger path: that is not a candidate).
+    unseen_query:
+        ``(Q,)`` bool: queries with at least one unseen slot.
+    """
+
+    target: DeterministicTarget
+    ranked: NDArray[np.bool_]
+    unseen: tuple[UnseenSlot, ...]
+    unseen_query: NDArray[np.bool_]
+
+
+@dataclass(frozen=True, eq=False)
+class LoggedLog:
+    """A read log: the :class:`LoggedData` and its id maps.
+
+    Attributes
+    ----------
+    data:
+        The impressions (query and document indexes as below).
+    queries:
+        Query id of each query index (sorted).
+    docs:
+        Document id of each document index.
+    lines:
+        ``(n,)`` 1-based line of each impression in the file.
+    query_k:
+        ``(Q,)`` length of the longest shown list of each query (the depth a target is
+        read to).
+    forms:
+        The propensity forms the log carries (``p_list``, ``p_prefix``, ``p_item``).
+    source:
+        ``"log"`` (propensities written in the file) or ``"logger:<policy>"``.
+    no_user:
+        Impressions without a ``user`` (each its own cluster).
+    short:
+        Impressions shorter than the longest list of their query.
+    seen:
+        Sorted codes ``query * len(docs) + doc`` of the documents the log can show per
+        query: shown somewhere in the log, plus the logger's candidates.
+    """
+
+    data: LoggedData
+    queries: tuple[str, ...]
+    docs: tuple[str, ...]
+    lines: NDArray[np.int64]
+    query_k: NDArray[np.int64]
+    forms: tuple[str, ...]
+    source: str
+    no_user: int
+    short: int
+    seen: NDArray[np.int64]
+
+    @property
+    def path(self) -> str | None:
+        return self.data.source
+
+    def target(self, lists: Mapping[str, Sequence[str]], name: str) -> TargetMap:
+        """Map ``{query id: [doc id, ...]}`` (rank order) into this log's id space.
+
+        Each log query's list is the ranker's top ``query_k[q]`` documents; documents the
+        log does not know get fresh indexes (so they never match a shown document) and are
+        reported in :attr:`TargetMap.unseen` when they fall in those top slots.
+        """
+        index = {d: i for i, d in enumerate(self.docs)}
+        nd = len(self.docs)
+        extra: dict[str, int] = {}
+        kmax = self.data.k
+        mat = np.full((len(self.queries), kmax), -1, dtype=np.int64)
+        ranked = np.zeros(len(self.queries), dtype=bool)
+        for qi, qid in enumerate(self.queries):  # a loop over distinct queries
+            docs = lists.get(qid)
+            if docs is None:
+                continue
+            ranked[qi] = True
+            top = list(docs[: int(self.query_k[qi])])
+            mat[qi, : len(top)] = [index.get(d, -2) for d in top]
+            for j, d in enumerate(top):
+                if mat[qi, j] == -2:
+                    mat[qi, j] = extra.setdefault(d, nd + len(extra))
+        valid = mat >= 0
+        in_log = valid & (mat < nd)
+        code = np.where(in_log, np.arange(len(self.queries))[:, None] * nd + mat, -1)
+        known = ~valid | (in_log & np.isin(code, self.seen))
+        bad = np.argwhere(~known)
+        back = {v: k for k, v in extra.items()}
+        unseen = tuple(
+            UnseenSlot(self.queries[q], int(j) + 1, self.docs[mat[q, j]] if mat[q, j] < nd else back[int(mat[q, j])])
+            for q, j in bad
+        )
+        return TargetMap(DeterministicTarget(mat, name), ranked, unseen, (~known).any(axis=1))
+
+
+# ---------------------------------------------------------------------------- reading
+_KEYS_PROP = frozenset(FORMS)
+
+
+def _is_number(x: Any) -> bool:
+    return (type(x) is float or type(x) is int) and math.isfinite(x)
+
+
+def _number_list(value: Any, what: str, length: int, path: str, line: int) -> list[float]:
+    if not isinstance(value, list):
+        raise InputError(f"{what} must be a list of {length} numbers, got {type(value).__name__}", path, line)
+    if len(value) != length:
+        raise InputError(f"{what} has {len(value)} values but shown has {length} documents", path, line)
+    for x in value:
+        if not _is_number(x):
+            raise InputError(f"{what} must hold finite numbers, got {x!r}", path, line)
+    return value
+
+
+def _id(value: Any, key: str, path: str, line: int) -> str:
+    if isinstance(value, str) and value:
+        return value
+    if type(value) is int:
+        return str(value)
+    raise InputError(f"{key!r} must be a non-empty string or an integer, got {value!r}", path, line)
+
+
+@dataclass
+class _Rows:
+    """Per-line values collected while reading (lists, turned into arrays at the end)."""
+
+    lines: list[int]
+    query: list[str]
+    user: list[str | None]
+    user_type: list[int | None]
+    shown: list[list[str]]
+    clicks: list[list[bool]]
+    p_list: list[float]
+    p_prefix: list[list[float]]
+    p_item: list[list[float]]
+    logger: list[tuple[dict[str, Any], dict[str, float]]]
+
+
+def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, Any]) -> None:
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object (one impression), got {type(obj).__name__}", path, line)
+    for key in ("query", "shown", "clicks"):
+        if key not in obj:
+            raise InputError(f"missing key {key!r} (every impression has query, shown, clicks and "
+                             "propensities or logger)", path, line)
+    query = _id(obj["query"], "query", path, line)
+    shown = obj["shown"]
+    if not isinstance(shown, list) or not shown or not all(isinstance(d, str) and d for d in shown):
+        raise InputError(f"'shown' must be a non-empty list of document id strings, got {shown!r}", path, line)
+    k = len(shown)
+    if len(set(shown)) != k:
+        dup = next(d for i, d in enumerate(shown) if d in shown[:i])
+        raise InputError(f"document {dup!r} is shown twice", path, line)
+    clicks = obj["clicks"]
+    if not isinstance(clicks, list):
+        raise InputError(f"'clicks' must be a list of clicked document ids or a 0/1 list, got {clicks!r}",
+                         path, line)
+    if clicks and all(isinstance(c, str) for c in clicks):
+        cset = set(clicks)
+        if not cset <= set(shown):
+            bad = next(c for c in clicks if c not in shown)
+            raise InputError(f"click on document {bad!r}, which is not shown", path, line)
+        flags = [d in cset for d in shown]
+    elif all(type(c) in (int, bool) and c in (0, 1) for c in clicks):
+        if clicks and len(clicks) != k:
+            raise InputError(f"'clicks' as a 0/1 list has {len(clicks)} values but shown has {k} documents",
+                             path, line)
+        flags = [bool(c) for c in clicks] if clicks else [False] * k
+    else:
+        raise InputError("'clicks' must be clicked document ids (strings) or a 0/1 list aligned with shown, "
+                         f"got {clicks!r}", path, line)
+    user = obj.get("user")
+    user = None if user is None else _id(user, "user", path, line)
+    utype = obj.get("user_type")
+    if utype is not None and (type(utype) is not int or utype < 0):
+        raise InputError(f"'user_type' must be an integer >= 0, got {utype!r}", path, line)
+    has_p, has_l = "propensities" in obj, "logger" in obj
+    if has_p == has_l:
+        raise InputError("give either 'propensities' or 'logger' (the logging policy), "
+                         + ("not both" if has_p else "found neither"), path, line)
+    if has_p:
+        props = obj["propensities"]
+        if not isinstance(props, dict) or not props:
+            raise InputError("'propensities' must be an object with some of list, prefix, item", path, line)
+        unknown = set(props) - _KEYS_PROP
+        if unknown:
+            raise InputError(f"unknown propensity form {min(unknown)!r}; allowed: list, prefix, item",
+                             path, line)
+        forms = tuple(f for f in FORMS if f in props)
+    else:
+        forms = ("logger",)
+    signature = (forms, utype is not None)
+    if "signature" not in first:
+        first.update(signature=signature, line=line)
+    elif first["signature"] != signature:
+        was_forms, was_type = first["signature"]
+        if was_forms != forms:
+            def name(f: tuple[str, ...]) -> str:
+                return "a logger" if f == ("logger",) else "propensities " + ", ".join(f)
+            raise InputError(f"carries {name(forms)} but line {first['line']} carries {name(was_forms)}; "
+                             "every line must carry the same", path, line)
+        raise InputError(f"'user_type' is {'given' if utype is not None else 'missing'} here but "
+                         f"{'given' if was_type else 'missing'} on line {first['line']}; give it on every "
+                         "line or on none", path, line)
+    if has_p:
+        if "list" in props:
+            p = props["list"]
+            if not _is_number(p):
+                raise InputError(f"propensities.list must be a finite number, got {p!r}", path, line)
+            rows.p_list.append(float(p))
+        if "prefix" in props:
+            rows.p_prefix.append(_number_list(props["prefix"], "propensities.prefix", k, path, line))
+        if "item" in props:
+            rows.p_item.append(_number_list(props["item"], "propensities.item", k, path, line))
+    else:
+        rows.logger.append(_logger_spec(obj["logger"], shown, path, line))
+    rows.lines.append(line)
+    rows.query.append(query)
+    rows.user.append(user)
+    rows.user_type.append(utype)
+    rows.shown.append(shown)
+    rows.clicks.append(flags)
+
+
+def _policy_names() -> tuple[str, ...]:
+    try:
+        from simulations.policies import available_policies
+    except ImportError:  # pragma: no cover - the policies package ships with onlineeval
+        return ()
+    return tuple(available_policies())
+
+
+def _logger_spec(spec: Any, shown: list[str], path: str, line: int) -> tuple[dict[str, Any], dict[str, float]]:
+    if not isinstance(spec, dict):
+        raise InputError(f"'logger' must be an object with policy, its options and scores, got {spec!r}", path, line)
+    if "policy" not in spec or "scores" not in spec:
+        raise InputError("'logger' needs 'policy' and 'scores' (the logging policy's score of each candidate)",
+                         path, line)
+    allowed = _policy_names()
+    if spec["policy"] not in allowed:
+        raise InputError(f"unknown logging policy {spec['policy']!r}; allowed: {', '.join(allowed) or 'none'}",
+                         path, line)
+    scores = spec["scores"]
+    if not isinstance(scores, dict) or not scores:
+        raise InputError("'logger.scores' must be a non-empty object {doc id: score}", path, line)
+    for d, s in scores.items():
+        if not _is_number(s):
+            raise InputError(f"logger.scores[{d!r}] must be a finite number, got {s!r}", path, line)
+    missing = [d for d in shown if d not in scores]
+    if missing:
+        raise InputError(f"shown document {missing[0]!r} is not among the logger's scored candidates", path, line)
+    options = {key: value for key, value in spec.items() if key != "scores"}
+    return options, scores
+
+
+def _decode(path: str, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column}); "
+                         "the log must be UTF-8 JSON lines", path, line) from None
+
+
+def read_logged(path: str | PathLike[str]) -> LoggedLog:
+    """Read a JSON-lines log of impressions (format in the module docstring).
+
+    Returns
+    -------
+    LoggedLog
+        The :class:`~onlineeval.estimators.LoggedData` (queries sorted by id, lists padded
+        with ``-1`` to the longest) and the id maps. Logger lines get the propensities of
+        their shown lists computed by the logging policy (all three forms) and
+        ``data.logger`` set, for the support diagnostics.
+
+    Raises
+    ------
+    onlineeval.errors.InputError
+        Naming the file and line: malformed JSON, missing keys, ``shown`` not a list of
+        distinct strings, clicks on documents not shown, propensities outside (0, 1] or
+        non-finite or of the wrong length, a prefix that increases, ``list`` different
+        from the last prefix, lines with different propensity forms, an unknown logging
+        policy, non-UTF-8 bytes, an empty log.
+    """
+    name = str(path)
+    raw = Path(path).read_bytes()
+    text = _decode(name, raw)
+    rows = _Rows([], [], [], [], [], [], [], [], [], [])
+    first: dict[str, Any] = {}
+    for number, line in enumerate(text.split("\n"), start=1):  # reading JSON is one call per line
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", name, number) from None
+        except RecursionError:
+            raise InputError("malformed JSON: nested too deeply", name, number) from None
+        _parse_line(obj, rows, name, number, first)
+    if not rows.lines:
+        raise InputError("the log is empty (no impressions)", name)
+    return _assemble(rows, name)
+
+
+def _padded(values: list[list[Any]], lengths: NDArray[np.int64], k: int, fill: Any, dtype: Any) -> NDArray[Any]:
+    flat = np.fromiter((x for row in values for x in row), dtype=dtype, count=int(lengths.sum()))
+    out = np.full((len(values), k), fill, dtype=dtype)
+    out[np.arange(k)[None, :] < lengths[:, None]] = flat
+    return out
+
+
+def _assemble(rows: _Rows, path: str) -> LoggedLog:
+    import pandas as pd
+
+    lines = np.asarray(rows.lines, dtype=np.int64)
+    n = lines.size
+    lengths = np.fromiter((len(s) for s in rows.shown), dtype=np.int64, count=n)
+    k = int(lengths.max())
+    valid = np.arange(k)[None, :] < lengths[:, None]
+
+    qcodes, queries = pd.factorize(np.asarray(rows.query, dtype=object), sort=True)
+    qcodes = qcodes.astype(np.int64)
+    flat_docs = np.fromiter((d for s in rows.shown for d in s), dtype=object, count=int(lengths.sum()))
+    dcodes, uniq = pd.factorize(flat_docs)
+    docs = [str(d) for d in uniq]
+    shown = np.full((n, k), -1, dtype=np.int64)
+    shown[valid] = dcodes
+    clicks = _padded(rows.clicks, lengths, k, False, bool)
+    query_k = np.zeros(len(queries), dtype=np.int64)
+    np.maximum.at(query_k, qcodes, lengths)
+
+    def fail(bad_rows: NDArray[np.bool_], message: str) -> None:
+        if bad_rows.any():
+            raise InputError(message, path, int(lines[int(np.argmax(bad_rows))]))
+
+    props: dict[str, Any] = {}
+    source = "log"
+    logger = None
+    cand_codes = np.zeros(0, dtype=np.int64)
+    if rows.logger:
+        logger, source = _logger_policy(rows, qcodes, query_k, docs, lines, path)  # extends docs by candidates
+        p = logger.propensities(qcodes, shown)
+        for form, values in (("list", p.list[:, None]), ("prefix", p.prefix), ("item", p.item)):
+            fail((np.where(valid[:, : values.shape[1]], values, 1.0) <= 0).any(axis=1),
+                 f"the logging policy gives the shown list probability 0 ({form} propensity); it cannot have "
+                 "shown it (check the policy, its options and the scores)")
+        props = {"p_list": p.list, "p_prefix": p.prefix, "p_item": p.item}
+        cand_codes = logger.candidate_codes()
+    else:
+        if rows.p_list:
+            p_list = np.asarray(rows.p_list, dtype=np.float64)
+            fail((p_list <= 0) | (p_list > 1), "propensities.list must be in (0, 1]")
+            props["p_list"] = p_list
+        for key, values in (("p_prefix", rows.p_prefix), ("p_item", rows.p_item)):
+            if values:
+                m = _padded(values, lengths, k, 1.0, np.float64)
+                form = key[2:]
+                fail(((m <= 0) | (m > 1)).any(axis=1), f"propensities.{form} must be in (0, 1]")
+                props[key] = m
+        pre, item, plist = props.get("p_prefix"), props.get("p_item"), props.get("p_list")
+        if pre is not None:
+            # empty slots leave the prefix probability unchanged (as the logging policies do)
+            last = pre[np.arange(n), lengths - 1]
+            pre = np.where(valid, pre, last[:, None])
+            props["p_prefix"] = pre
+            fail((pre[:, 1:] > pre[:, :-1] * (1 + RTOL)).any(axis=1),
+                 "propensities.prefix must be non-increasing (the top j+1 slots are a sub-event of the top j)")
+            if plist is not None:
+                fail(~np.isclose(plist, last, rtol=RTOL, atol=0.0),
+                     "propensities.list must equal the last prefix propensity (both are the whole list's)")
+            if item is not None:
+                fail(~np.isclose(item[:, 0], pre[:, 0], rtol=RTOL, atol=0.0),
+                     "propensities.item[0] must equal propensities.prefix[0] (both are the top document's)")
+                fail((pre > item * (1 + RTOL)).any(axis=1),
+                     "propensities.item[j] must be >= propensities.prefix[j] (a matching prefix puts the "
+                     "document at slot j)")
+
+    user = None
+    no_user = sum(u is None for u in rows.user)
+    if no_user < n:
+        labels = np.asarray([("u:" + u) if u is not None else f"#{i}" for i, u in enumerate(rows.user)], dtype=object)
+        user = pd.factorize(labels)[0].astype(np.int64)
+    user_type = None
+    if rows.user_type[0] is not None:
+        user_type = np.asarray(rows.user_type, dtype=np.int64)
+
+    nd = len(docs)
+    short = int((lengths < query_k[qcodes]).sum())
+    seen = np.unique(np.concatenate([(qcodes[:, None] * nd + shown)[valid], cand_codes]))
+    data = LoggedData(qcodes, shown, clicks, user=user, user_type=user_type, logger=logger, source=path, **props)
+    return LoggedLog(
+        data, tuple(str(q) for q in queries), tuple(docs), lines, query_k,
+        tuple(props), source, int(no_user), short, seen,
+    )
+
+
+# ------------------------------------------------------------------------ logger path
+class LogPolicy:
+    r"""The logging policies of a log in its (query index, document index) space.
+
+    Queries sharing a policy spec and a list length ``k`` share one
+    :mod:`simulations.policies` policy over a ``(queries, m + 1)`` score matrix: column
+    ``c < m`` is the query's ``c``-th scored candidate, ``-inf`` pads, and the last column
+    (always ``-inf``) stands for every document that is not a candidate of the query, so
+    the policy gives it probability 0. Slots past a group's ``k`` carry item propensity 1
+    and leave the prefix unchanged when empty; a document there has probability 0.
+    Implements :class:`onlineeval.estimators.PropensityModel` and ``shown_probability``.
+    """
+
+    def __init__(self, policies: list[Any], ks: list[int], cols: list[int], group: NDArray[np.int64],
+                 local: NDArray[np.int64], keys: NDArray[np.int64], values: NDArray[np.int64], nd: int) -> None:
+        self._policies = policies  # per group
+        self._ks = ks  # per group: the policy's k
+        self._cols = cols  # per group: columns of its score matrix (the last one = non-candidate)
+        self._group = group  # per query index
+        self._local = local  # per query index: its row in its group's score matrix
+        self._keys = keys  # sorted query * nd + doc of every candidate
+        self._values = values  # its candidate column
+        self._nd = nd
+
+    def candidate_codes(self) -> NDArray[np.int64]:
+        """Sorted ``query * len(docs) + doc`` of every (query, candidate) pair."""
+        return self._keys
+
+    def _columns(self, q: NDArray[np.int64], r: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Candidate columns of documents ``r`` (``-1`` stays empty; non-candidates -> -2)."""
+        code = q[:, None] * self._nd + np.where((r >= 0) & (r < self._nd), r, 0)
+        pos = np.searchsorted(self._keys, code)
+        pos = np.minimum(pos, max(self._keys.size - 1, 0))
+        hit = (self._keys[pos] == code) & (r >= 0) & (r < self._nd) if self._keys.size else np.zeros(r.shape, bool)
+        return np.where(r < 0, -1, np.where(hit, self._values[pos], -2))
+
+    def propensities(self, query: Any, rankings: Any) -> Propensities:
+        q = np.asarray(query, dtype=np.int64).reshape(-1)
+        r = np.asarray(rankings, dtype=np.int64)
+        n, width = r.shape
+        col = self._columns(q, r)
+        plist, pre, item = np.ones(n), np.ones((n, width)), np.ones((n, width))
+        groups = self._group[q]
+        for g in np.unique(groups):  # a loop over distinct policies
+            rows = np.flatnonzero(groups == g)
+            kg, last = self._ks[g], self._cols[g] - 1
+            c = np.where(col[rows] == -2, last, col[rows])
+            head = np.full((rows.size, kg), -1, dtype=np.int64)
+            w = min(kg, width)
+            head[:, :w] = c[:, :w]
+            p = self._policies[g].propensities(self._local[q[rows]], head)
+            tail = c[:, kg:]
+            tail_ok = np.cumprod(tail < 0, axis=1).astype(bool) if tail.size else tail.astype(bool)
+            pre_g = np.concatenate([p.prefix[:, :w], p.prefix[:, -1:] * tail_ok], axis=1)[:, :width]
+            item_g = np.concatenate([p.item[:, :w], (tail < 0).astype(np.float64)], axis=1)[:, :width]
+            pre[rows], item[rows], plist[rows] = pre_g, item_g, pre_g[:, -1]
+        return Propensities(plist, pre, item)
+
+    def shown_probability(self, query: Any, docs: Any) -> NDArray[np.float64]:
+        """``(n, w)`` probability that each document is shown anywhere in its query's top ``k``."""
+        q = np.asarray(query, dtype=np.int64).reshape(-1)
+        d = np.asarray(docs, dtype=np.int64)
+        n, width = d.shape
+        col = self._columns(q, d)
+        out = np.ones((n, width))
+        groups = self._group[q]
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            kg, last = self._ks[g], self._cols[g] - 1
+            c = np.where(col[rows] == -2, last, col[rows])
+            chunks = -(-width // kg)
+            padded = np.full((rows.size, chunks * kg), -1, dtype=np.int64)
+            padded[:, :width] = c
+            qq = np.repeat(self._local[q[rows]], chunks)
+            p = self._policies[g].shown_probability(qq, padded.reshape(rows.size * chunks, kg))
+            out[rows] = p.reshape(rows.size, chunks * kg)[:, :width]
+        return out
+
+
+def _logger_policy(
+    rows: _Rows,
+    qcodes: NDArray[np.int64],
+    query_k: NDArray[np.int64],
+    docs: list[str],
+    lines: NDArray[np.int64],
+    path: str,
+) -> tuple[LogPolicy, str]:
+    """Build the :class:`LogPolicy` of the logger lines; appends candidates never shown to ``docs``."""
+    from onlineeval.errors import ConfigError
+    from simulations.policies import build_policy
+
+    nq = int(query_k.size)
+    per_query: dict[int, tuple[int, str]] = {}  # query -> (first row, its logger as canonical JSON)
+    for i, (options, scores) in enumerate(rows.logger):
+        key = json.dumps([options, scores], sort_keys=True)
+        q = int(qcodes[i])
+        if q not in per_query:
+            per_query[q] = (i, key)
+        elif per_query[q][1] != key:
+            raise InputError(
+                f"the logger (spec or scores) differs from line {int(lines[per_query[q][0]])} for the same query "
+                f"{rows.query[i]!r}; the logger path needs one logging policy per query (give per-impression "
+                "'propensities' instead)", path, int(lines[i]))
+    index = {d: i for i, d in enumerate(docs)}
+    groups: dict[tuple[str, int], list[int]] = {}
+    for q in range(nq):  # a loop over distinct queries
+        options, scores = rows.logger[per_query[q][0]]
+        for d in scores:
+            if d not in index:
+                index[d] = len(docs)
+                docs.append(d)
+        groups.setdefault((json.dumps(options, sort_keys=True), int(query_k[q])), []).append(q)
+    nd = len(docs)
+    policies, ks, cols = [], [], []
+    group = np.zeros(nq, dtype=np.int64)
+    local = np.zeros(nq, dtype=np.int64)
+    keys: list[int] = []
+    values: list[int] = []
+    names = set()
+    for g, ((spec_text, k), members) in enumerate(groups.items()):
+        m = max(len(rows.logger[per_query[q][0]][1]) for q in members) + 1
+        mat = np.full((len(members), m), -np.inf)
+        for row, q in enumerate(members):
+            scores = rows.logger[per_query[q][0]][1]
+            mat[row, : len(scores)] = list(scores.values())
+            keys.extend(q * nd + index[d] for d in scores)
+            values.extend(range(len(scores)))
+            group[q], local[q] = g, row
+        spec = json.loads(spec_text)
+        names.add(str(spec["policy"]))
+        try:
+            policies.append(build_policy(spec, mat, k))
+        except (ConfigError, InputError, ValueError, TypeError) as exc:
+            raise InputError(f"logger: {exc}", path, int(lines[per_query[members[0]][0]])) from None
+        ks.append(k)
+        cols.append(m)
+    order = np.argsort(np.asarray(keys, dtype=np.int64), kind="stable")
+    policy = LogPolicy(policies, ks, cols, group, local, np.asarray(keys, dtype=np.int64)[order],
+                       np.asarray(values, dtype=np.int64)[order], nd)
+    return policy, "logger:" + ",".join(sorted(names))
+
+
+def locate_run_lines(path: str | PathLike[str], pairs: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """1-based line of each ``(query, doc)`` of ``pairs`` in a TREC run file (absent pairs left out)."""
+    text = Path(path).read_bytes().decode("utf-8", errors="replace")
+    out: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if len(fields) >= 3 and not fields[0].startswith("#"):
+            key = (fields[0], fields[2])
+            if key in pairs and key not in out:
+                out[key] = number
+    return out
