@@ -77,6 +77,9 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
                 "analytic_power": analytic,
                 "mean_estimate": float(g["estimate"].mean()),
                 "sd_estimate": float(g["estimate"].std(ddof=1)) if r > 1 else float("nan"),
+                # root mean squared error about the true effect (replicates with a defined estimate)
+                "rmse": float(np.sqrt(np.nanmean((g["estimate"].to_numpy() - t) ** 2))) if defined.any()
+                else float("nan"),
                 "mean_se": se_mean,
                 "coverage": float(np.mean(((g["ci_low"] <= t) & (t <= g["ci_high"]))[defined])) if defined.any()
                 else float("nan"),
@@ -163,6 +166,10 @@ def analyse(
     alpha, target_power = config.analysis.alpha, config.analysis.power
     queries_per_day = config.traffic.queries_per_day
     truth = {(t.design, t.metric): t for t in truths}
+    # counterfactual designs' side records (the logger's own metrics, support counts) are
+    # not estimates of the design's effect: reported apart (counterfactual_summary)
+    side = rows["metric"].astype(str).str.contains(":", regex=False) if len(rows) else pd.Series([], dtype=bool)
+    side_rows, rows = rows[side], rows[~side]
     table = curves(rows, truth, alpha)
     designs: dict[str, Any] = {}
     offline = world.offline
@@ -240,6 +247,7 @@ def analyse(
         for d, e in primaries.items():
             n = e["analytic_required_impressions"]
             ratios[d] = (n / ref) if math.isfinite(n) and math.isfinite(ref) and ref > 0 else None
+    counterfactual = counterfactual_summary(side_rows, table, truths, config, designs)
     summary = {
         "offline": {
             "metric": offline.metric,
@@ -253,7 +261,103 @@ def analyse(
         "designs": designs,
         "required_impressions_ratio": {"reference": ref_name, "ratios": ratios},
     }
+    if counterfactual:
+        summary["counterfactual"] = counterfactual
     return summary, table
+
+
+def counterfactual_summary(
+    side_rows: pd.DataFrame,
+    table: pd.DataFrame,
+    truths: list[Truth],
+    config: Config,
+    designs: dict[str, Any],
+) -> dict[str, Any]:
+    """Per counterfactual design: each estimator's assumption, error on the last day (bias
+    with its SE, SD, RMSE, interval coverage), RMSE by log size, support violations, and the
+    cost of logging (the logger's observed online metrics against ranker A's exact values)."""
+    from onlineeval.estimators import estimator_class
+
+    truth = {(t.design, t.metric): t for t in truths}
+    out: dict[str, Any] = {}
+    for design in config.designs:
+        if design.type != "counterfactual" or design.name not in designs:
+            continue
+        entries = designs[design.name]
+        mine = side_rows[(side_rows["design"] == design.name) & (~side_rows["aa"])]
+        last_day = int(mine["day"].max()) if len(mine) else None
+        last = mine[mine["day"] == last_day]
+        estimators: dict[str, Any] = {}
+        for spec in design.estimators:
+            e = entries.get(spec.label)
+            if e is None:
+                continue
+            cls = estimator_class(spec.name)
+            fd = e["final_day"]
+            c = table[(table["design"] == design.name) & (~table["aa"]) & (table["metric"] == spec.label)]
+            c = c.sort_values("day")
+            support = {}
+            for target in design.targets:
+                counts = last[last["metric"] == f"support:{spec.label}:{target}"]
+                if len(counts):
+                    mean_count = float(counts["estimate"].mean())
+                    n_impr = float(counts["n_impressions"].mean())
+                    support[target] = {"violations_mean": mean_count, "impressions_mean": n_impr,
+                                       "share": mean_count / n_impr if n_impr else None}
+            estimators[spec.label] = {
+                "estimator": spec.name,
+                "options": dict(spec.options),
+                "assumption": cls.assumption,
+                "needs": list(cls.needs),
+                "self_normalised": bool(cls.self_normalised),
+                "bias": e["estimator_bias"],
+                "bias_se": e["estimator_bias_se"],
+                "sd": fd["sd_estimate"],
+                "rmse": float(c["rmse"].iloc[-1]) if len(c) else None,
+                "coverage": fd["coverage"],
+                "mean_se": fd["mean_se"],
+                "undefined_share": fd["undefined"],
+                "support_violations": support,
+                "by_day": [
+                    {"day": int(r.day), "impressions": float(r.mean_impressions), "mean_estimate": float(r.mean_estimate),
+                     "sd": float(r.sd_estimate), "rmse": float(r.rmse), "coverage": float(r.coverage),
+                     "undefined": float(r.undefined)}
+                    for r in c.itertuples()
+                ],
+            }
+        cost: dict[str, Any] = {}
+        for metric in ("clicks_per_query", "abandonment", "reciprocal_rank"):
+            g = last[last["metric"] == f"logging:{metric}"]
+            ref = truth.get((design.name, f"logging:{metric}"))
+            if not len(g) or ref is None:
+                continue
+            obs = g["estimate"].to_numpy(dtype=np.float64)
+            r = obs.size
+            mean = float(obs.mean())
+            sd = float(obs.std(ddof=1)) if r > 1 else float("nan")
+            diff = mean - ref.value
+            cost[metric] = {
+                "logger_observed": mean,
+                "logger_observed_sd": sd,
+                "ranker_A_exact": ref.value,
+                "cost": diff,
+                "cost_se": sd / math.sqrt(r) if r > 1 else float("nan"),
+                "relative": diff / ref.value if ref.value else None,
+                "improvement_sign": IMPROVEMENT_SIGN.get(metric, 1),
+            }
+        t = truth.get((design.name, design.estimators[0].label))
+        out[design.name] = {
+            "metric": design.metric,
+            "targets": list(design.targets),
+            "logger": design.logger.model_dump() if design.logger is not None else None,
+            "true_effect": None if t is None else t.value,
+            "last_day": last_day,
+            "estimators": estimators,
+            "logging_cost": cost,
+            "whole_log_refit": "estimators fitting a model on the whole log are computed on the last day"
+            + (f" and every {design.refit_days} days" if design.refit_days else " only"),
+        }
+    return out
 
 
 def _jsonable(x: Any) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
 from onlineeval.errors import ConfigError
 
@@ -200,11 +200,62 @@ class TrafficConfig(_Strict):
 AB_METRICS = ("clicks_per_query", "abandonment", "reciprocal_rank")
 
 
+class LoggerConfig(BaseModel):
+    """Counterfactual designs: the logging policy that serves the traffic.
+
+    ``policy`` names a policy of :mod:`simulations.policies` that randomises over the full
+    candidate list of ``ranker`` (its scores); the other keys are the policy's options
+    (``temperature``, ``epsilon``, ``n``, ...), checked by the policy registry.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    policy: Annotated[str, Field(min_length=1)]
+    ranker: str = "A"
+
+    def options(self) -> dict[str, Any]:
+        """The policy's own options (every key but ``policy`` and ``ranker``)."""
+        return dict(self.model_extra or {})
+
+    def spec(self) -> dict[str, Any]:
+        """The spec handed to :func:`simulations.policies.build_policy`."""
+        return {"policy": self.policy, **self.options()}
+
+
+class EstimatorSpec(_Strict):
+    """One estimator of a counterfactual design: a registry name and its options."""
+
+    name: Annotated[str, Field(min_length=1)]
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_short_form(cls, data: Any) -> Any:
+        # "ips" or {name: clipped_ips, cap: 100}
+        if isinstance(data, str):
+            return {"name": data}
+        if isinstance(data, dict) and "options" not in data:
+            return {"name": data.get("name"), "options": {k: v for k, v in data.items() if k != "name"}}
+        return data
+
+    @property
+    def label(self) -> str:
+        """The row name: the registry name, with its options when they are given
+        (``clipped_ips(cap=100)``)."""
+        if not self.options:
+            return self.name
+        return f"{self.name}(" + ",".join(f"{k}={v}" for k, v in sorted(self.options.items())) + ")"
+
+
+#: keys of a design entry that only counterfactual designs use
+_COUNTERFACTUAL_KEYS = ("logger", "targets", "estimators", "bootstrap", "refit_days")
+
+
 class DesignConfig(_Strict):
     """One experiment design; every design of a run sees the same traffic."""
 
     name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")]
-    type: Literal["ab", "interleaving"]
+    type: Literal["ab", "interleaving", "counterfactual"]
     method: str | None = Field(None, description="interleaving method (registry name)")
     options: dict[str, Any] = Field(default_factory=dict, description="interleaver options")
     share_b: Probability = Field(0.5, description="A/B: share of users in arm B")
@@ -220,9 +271,47 @@ class DesignConfig(_Strict):
         default_factory=lambda: ["A", "B"],
         description="interleaving: the rankers to interleave (more than two = multileaving), baseline first",
     )
+    logger: LoggerConfig | None = Field(None, description="counterfactual: the logging policy")
+    targets: list[str] = Field(
+        default_factory=lambda: ["A", "B"],
+        description="counterfactual: the two rankers whose online values are estimated, baseline first",
+    )
+    estimators: list[EstimatorSpec] = Field(
+        default_factory=lambda: [EstimatorSpec(name="ips"), EstimatorSpec(name="snips")],
+        description="counterfactual: off-policy estimators (registry names, or {name: ..., <options>}); "
+        "the first is the primary metric",
+        min_length=1,
+    )
+    bootstrap: Annotated[int, Field(ge=0, le=100_000)] = Field(
+        0, description="counterfactual: cluster-bootstrap resamples for the last day's interval (0 = delta method)"
+    )
+    refit_days: Annotated[int, Field(ge=0, le=366)] = Field(
+        0,
+        description="counterfactual: estimators that fit a model on the whole log are recomputed every "
+        "refit_days days and on the last day (0 = on the last day only)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counterfactual_keys_only_there(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("type") in ("ab", "interleaving"):
+            used = [k for k in _COUNTERFACTUAL_KEYS if k in data]
+            if used:
+                raise ValueError(f"{', '.join(used)}: only for designs of type counterfactual")
+        return data
+
+    @model_serializer(mode="wrap")
+    def _drop_unused(self, handler: Any) -> Any:
+        data = handler(self)
+        if self.type != "counterfactual":  # A/B and interleaving designs keep their former form
+            for key in _COUNTERFACTUAL_KEYS:
+                data.pop(key, None)
+        return data
 
     @model_validator(mode="after")
     def _check_kind(self) -> DesignConfig:
+        if self.type == "counterfactual":
+            return self._check_counterfactual()
         if self.type == "interleaving" and not self.method:
             raise ValueError("an interleaving design needs 'method' (e.g. team_draft, balanced)")
         if self.type == "ab" and self.method is not None:
@@ -237,6 +326,35 @@ class DesignConfig(_Strict):
             raise ValueError("'rankers' needs at least two distinct ranker names")
         return self
 
+    def _check_counterfactual(self) -> DesignConfig:
+        if self.logger is None:
+            raise ValueError("a counterfactual design needs 'logger' (e.g. {policy: plackett_luce, ranker: A})")
+        if self.method is not None or self.test is not None:
+            raise ValueError("'method' and 'test' do not apply to counterfactual designs")
+        if len(self.targets) != 2 or self.targets[0] == self.targets[1]:
+            raise ValueError(f"'targets' needs two distinct rankers (baseline first), got {self.targets}")
+        if not self.estimators:
+            raise ValueError("'estimators' needs at least one estimator")
+        labels = [e.label for e in self.estimators]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"'estimators' lists the same estimator twice: {labels}")
+        return self
+
+
+class AssumptionSweep(_Strict):
+    """Vary one click-model parameter and show each counterfactual estimator's bias.
+
+    ``parameter`` is a path into the config's ``users`` section, e.g.
+    ``users.types[1].share`` (the other types' shares are rescaled to keep the sum 1) or
+    ``users.types[0].click_model.eta``; each value gets one direct log of
+    ``impressions`` impressions (no SimPy) and the exact truth.
+    """
+
+    parameter: Annotated[str, Field(pattern=r"^users(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])+$")]
+    values: list[float] = Field(min_length=1)
+    impressions: Annotated[int, Field(ge=1000, le=50_000_000)] = 200_000
+    design: str | None = Field(None, description="the counterfactual design to sweep (default: the first)")
+
 
 class AnalysisConfig(_Strict):
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
@@ -245,6 +363,16 @@ class AnalysisConfig(_Strict):
     truth_impressions: Annotated[int, Field(ge=1000)] = Field(
         1_000_000, description="Monte Carlo impressions for the true interleaving preference"
     )
+    assumption_sweep: AssumptionSweep | None = Field(
+        None, description="counterfactual designs: vary one click-model parameter, show each estimator's bias"
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_unused(self, handler: Any) -> Any:
+        data = handler(self)
+        if self.assumption_sweep is None:
+            data.pop("assumption_sweep", None)  # configs without a sweep keep their former form
+        return data
 
 
 class Config(_Strict):
@@ -292,8 +420,24 @@ class Config(_Strict):
                 f"rankers.depth ({self.rankers.depth}) exceeds collection.candidates "
                 f"({self.collection.candidates}): a list cannot show more documents than there are"
             )
+        sweep = self.analysis.assumption_sweep
+        if sweep is not None:
+            cf = [d.name for d in self.designs if d.type == "counterfactual"]
+            if not cf:
+                raise ValueError("analysis.assumption_sweep needs a design of type counterfactual")
+            if sweep.design is not None and sweep.design not in cf:
+                raise ValueError(f"analysis.assumption_sweep.design: {sweep.design!r} is not a counterfactual "
+                                 f"design; allowed: {', '.join(cf)}")
         known = self.ranker_names()
         for i, design in enumerate(self.designs):
+            if design.type == "counterfactual":
+                logger_ranker = [design.logger.ranker] if design.logger is not None else []
+                for key, names in (("targets", design.targets), ("logger.ranker", logger_ranker)):
+                    unknown = [r for r in names if r not in known]
+                    if unknown:
+                        raise ValueError(
+                            f"designs[{i}].{key}: unknown ranker(s) {', '.join(unknown)}; defined: {', '.join(known)}"
+                        )
             unknown = [r for r in design.rankers if r not in known]
             if unknown:
                 raise ValueError(
@@ -458,6 +602,9 @@ def _check_components(config: Config, source: str | None) -> None:
                 source,
             )
     for i, design in enumerate(config.designs):
+        if design.type == "counterfactual":
+            _check_counterfactual(config, i, source)
+            continue
         if design.type != "interleaving":
             continue
         allowed = available_interleavers()
@@ -493,6 +640,48 @@ def _check_components(config: Config, source: str | None) -> None:
         for key, path in files:
             if path is not None and not path.is_file():
                 raise ConfigError(key, f"file not found: {path}", source)
+
+
+def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
+    """Estimators registered, their options valid, each able to estimate the design's
+    metric; the logging policy known with valid options."""
+    import numpy as np
+
+    from onlineeval.estimators import available_estimators, estimator_class, get_estimator, get_reward
+    from simulations.policies import build_policy
+
+    design = config.designs[i]
+    reward = get_reward(design.metric, config.rankers.depth)
+    for j, spec in enumerate(design.estimators):
+        key: tuple[str | int, ...] = ("designs", i, "estimators", j)
+        if spec.name not in available_estimators():
+            raise ConfigError((*key, "name"), f"unknown estimator {spec.name!r}; allowed: "
+                              + ", ".join(available_estimators()), source)
+        try:
+            get_estimator(spec.name, **spec.options)
+        except ConfigError as exc:
+            raise ConfigError((*key, *exc.key_path[1:]), exc.message, source) from None
+        cls = estimator_class(spec.name)
+        if reward.kind not in cls.rewards:
+            able = [n for n in available_estimators() if reward.kind in estimator_class(n).rewards]
+            raise ConfigError(
+                (*key, "name"),
+                f"{spec.name} cannot estimate metric {design.metric!r} ({reward.kind} rewards; {spec.name} supports "
+                f"{', '.join(cls.rewards)} rewards only); estimators for {design.metric}: {', '.join(able)}",
+                source,
+            )
+    if design.logger is None:
+        return
+    # the policy's options are checked on a stand-in score table of the collection's shape
+    # (trec collections: 1000 candidates; the real table is checked again when the world is built)
+    coll = config.collection
+    m = coll.candidates if isinstance(coll, SyntheticCollection) else 1000
+    try:
+        build_policy(design.logger.spec(), np.zeros((1, m), dtype=np.float32), min(config.rankers.depth, m))
+    except ConfigError as exc:
+        path = exc.key_path[1:] if exc.key_path[:1] in (("logger",), ("policy",)) and len(exc.key_path) > 1 \
+            else exc.key_path
+        raise ConfigError(("designs", i, "logger", *path), exc.message, source) from None
 
 
 def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Config:

@@ -15,6 +15,7 @@ write them out and an interrupted run loses no finished work.
 from __future__ import annotations
 
 import os
+import signal
 import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -40,6 +41,7 @@ __all__ = [
     "compute_truth",
     "exact_ab_metrics",
     "truth_by_segment",
+    "counterfactual_truth",
     "Truth",
 ]
 
@@ -81,9 +83,10 @@ def build_replicate(
     for spec in design_specs(config):
         cls = design_class(spec.config.type)
         rng = np.random.default_rng(child_seed(seq, 1, spec.config.name, int(spec.aa)))
-        designs.append(
-            cls(spec.config, world, users, rng, config.users.population, config.analysis.alpha, aa=spec.aa)
-        )
+        design = cls(spec.config, world, users, rng, config.users.population, config.analysis.alpha, aa=spec.aa)
+        if hasattr(design, "last_day"):  # counterfactual: estimators fitted on the whole log run then
+            design.last_day = config.traffic.days
+        designs.append(design)
     return traffic, designs
 
 
@@ -115,6 +118,9 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(config: Config, world: World) -> None:
+    # the parent handles Ctrl-C and SIGTERM (cancels the queue and ends the workers); a worker
+    # interrupted on its own would only print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER.update(config=config, world=world, users=UserModels.from_config(config.users))
 
 
@@ -148,16 +154,34 @@ def run_replicates(
             if on_done is not None:
                 on_done(i, results[i])
         return results
-    with ProcessPoolExecutor(
-        max_workers=n_workers, initializer=_init_worker, initargs=(config, world)
-    ) as pool:
+    pool = ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker, initargs=(config, world))
+    try:
         futures = [pool.submit(_work, i, seqs[i]) for i in todo]
         for fut in as_completed(futures):
             i, rows = fut.result()
             results[i] = rows
             if on_done is not None:
                 on_done(i, rows)
+    except BaseException:
+        # interrupted (signal) or failed: cancel the queue and end the workers now instead of
+        # computing the remaining replicates; finished ones were already handed to on_done
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     return results
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel pending work and terminate the worker processes (none is left behind)."""
+    processes = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
 
 
 # ---------------------------------------------------------------------------- ground truth
@@ -207,6 +231,33 @@ def truth_by_segment(world: World, users: UserModels) -> dict[str, dict[str, dic
     return out
 
 
+def counterfactual_truth(
+    design: DesignConfig, world: World, users: UserModels, per_ranker: dict[str, dict[str, float]] | None = None
+) -> list[Truth]:
+    """Truths of a counterfactual design's rows: every estimator row estimates the exact
+    :math:`V(B) - V(A)` of the design's metric (the targets, baseline first); a
+    ``logging:<metric>`` row's reference is ranker A's exact value (the logger's cost is
+    its observed value minus that)."""
+    from onlineeval.errors import ConfigError
+    from simulations.designs.counterfactual import shared_policy
+
+    if design.logger is not None:
+        try:  # the logger on the real score table, before any replicate runs
+            shared_policy(design.logger, world)
+        except ConfigError as exc:
+            raise ConfigError(("designs", design.name, "logger", *exc.key_path), exc.message) from None
+    per_ranker = dict(per_ranker or {})
+    for name in dict.fromkeys(["A", *design.targets]):
+        if name not in per_ranker:
+            per_ranker[name] = {m: float(world.frequency @ v) for m, v in exact_ab_metrics(world, users, name).items()}
+    base, cand = design.targets
+    va, vb = per_ranker[base][design.metric], per_ranker[cand][design.metric]
+    out = [Truth(design.name, spec.label, vb - va, 0.0, "exact", va) for spec in design.estimators]
+    out += [Truth(design.name, f"logging:{m}", v, 0.0, "exact value of ranker A", None)
+            for m, v in per_ranker["A"].items()]
+    return out
+
+
 def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth]:
     """True effects of every (non-A/A) design under the query distribution.
 
@@ -225,6 +276,9 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
         if design.type == "ab":
             for metric, va in per_ranker["A"].items():
                 out.append(Truth(design.name, metric, per_ranker["B"][metric] - va, 0.0, "exact", va))
+            continue
+        if design.type == "counterfactual":
+            out += counterfactual_truth(design, world, users, per_ranker)
             continue
         from simulations.designs.interleaving import pair_metrics, pair_outcomes, shared_interleaver
 

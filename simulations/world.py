@@ -52,6 +52,11 @@ class World:
     n_grades: int
     offline: OfflineSummary
     notes: dict[str, object] = field(default_factory=dict)
+    #: ranker -> (Q, m) float32 score of every candidate (``-inf``: the ranker never shows it),
+    #: so a logging policy can randomise over a ranker's full candidate list; the ranking is
+    #: the candidates by descending score. Synthetic: grade + noise; trec: minus the rank in
+    #: the full run (candidates the run does not retrieve: ``-inf``).
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_queries(self) -> int:
@@ -100,17 +105,19 @@ def _synthetic(config: Config, coll: SyntheticCollection, seq: np.random.SeedSeq
     rho = config.rankers.noise_correlation
     shared = shared_rng.standard_normal((q, m))
     rankings: dict[str, np.ndarray] = {}
+    scores: dict[str, np.ndarray] = {}
     specs = {"A": config.rankers.A, "B": config.rankers.B, **config.rankers.others}
     for name, spec in specs.items():
         own = np.random.default_rng(child_seed(seq, "ranker:" + name)).standard_normal((q, m))
         score = labels + spec.noise * (np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * own)
         # ties (only possible with noise 0) keep candidate order: stable sort
         rankings[name] = np.argsort(-score, axis=1, kind="stable")[:, :depth].astype(np.int32)
+        scores[name] = score.astype(np.float32)
     # popularity is independent of the query's content: a seeded permutation
     frequency = zipf_frequencies(q, coll.zipf_exponent)[freq_rng.permutation(q)]
     query_ids = tuple(f"q{i}" for i in range(q))
     notes = {"collection": "synthetic", "candidates_per_query": m}
-    return _finish(config, labels, rankings, frequency, query_ids, len(dist), notes)
+    return _finish(config, labels, rankings, frequency, query_ids, len(dist), notes, scores=scores)
 
 
 def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> World:
@@ -166,6 +173,19 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
         for i, lst in enumerate(lists):
             mat[i, : len(lst)] = [docs[i][d] for d in lst]
         rankings[name] = mat
+    # scores for logging policies: minus the rank in the full run, over the candidates
+    # (judged, or shown by some ranker); candidates the run does not retrieve get -inf
+    scores: dict[str, np.ndarray] = {}
+    for name, run in runs.items():
+        full = {str(k): v for k, v in ranked_doc_lists(run, coll.ties, qrels, None).items()}
+        sc = np.full((q, m), -np.inf, dtype=np.float32)
+        for i, qid in enumerate(judged_queries):
+            local = docs[i]
+            for rank, doc in enumerate(full.get(qid, ())):
+                j = local.get(str(doc))
+                if j is not None:
+                    sc[i, j] = -float(rank)
+        scores[name] = sc
     if coll.frequencies is not None:
         frequency = _read_frequencies(coll.frequencies, qindex)
     else:
@@ -173,7 +193,8 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
     n_grades = int(labels.max()) + 1
     # the judged-document grades only (unjudged documents are not part of the ideal ranking)
     judged = np.where(np.arange(m)[None, :] < np.asarray(n_judged)[:, None], labels, -1)
-    return _finish(config, labels, rankings, frequency, tuple(judged_queries), max(n_grades, 2), notes, judged)
+    return _finish(config, labels, rankings, frequency, tuple(judged_queries), max(n_grades, 2), notes, judged,
+                   scores=scores)
 
 
 def _read_frequencies(path: Path, qindex: dict[str, int]) -> np.ndarray:
@@ -210,6 +231,7 @@ def _finish(
     n_grades: int,
     notes: dict[str, object],
     judged: np.ndarray | None = None,
+    scores: dict[str, np.ndarray] | None = None,
 ) -> World:
     from onlineeval.metrics import parse_metric
 
@@ -245,7 +267,7 @@ def _finish(
         "cutoff": f"the metric's own (depth of the shown lists: {next(iter(rankings.values())).shape[1]})",
     }
     offline = OfflineSummary(str(metric), per_query, uniform, weighted, by_segment, conventions)
-    return World(labels, rankings, frequency, segment, query_ids, n_grades, offline, notes)
+    return World(labels, rankings, frequency, segment, query_ids, n_grades, offline, notes, dict(scores or {}))
 
 
 def build_world(config: Config, seed_sequence: np.random.SeedSequence) -> World:

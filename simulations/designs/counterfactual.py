@@ -1,0 +1,356 @@
+r"""The counterfactual design: a randomised logging policy serves the traffic, and
+off-policy estimators read its log to compare two rankers that were never shown.
+
+Estimand: the difference of the two targets' online values (``targets``, baseline
+first; by default B and A) of the design's ``metric`` under the simulated users,
+
+.. math::
+
+    \Delta = V(B) - V(A), \qquad V(\pi) = \mathbb E_q\, \mathbb E[R \mid q, \pi(q)],
+
+the same quantity an A/B test of ``metric`` estimates, so the run's A/B test,
+interleaving and off-policy rows stand side by side on the same traffic (every design
+sees the same batches; the A/B and interleaving designs keep their own arms).
+
+Per impression the logger (:mod:`simulations.policies`, randomising over the full
+candidate list of ``logger.ranker``) draws the shown list, the users' click models click,
+and each estimator's per-impression terms :math:`(\mathrm{num}_i, \mathrm{den}_i)`
+(:meth:`onlineeval.estimators.Estimator.terms`) for each target are added to per-user
+sums. At a checkpoint the estimate of each estimator is the *paired* difference of the
+two ratio estimates from the same log,
+
+.. math::
+
+    \hat\Delta = \hat R_B - \hat R_A, \quad \hat R_t = \frac{\sum_u x_{tu}}{\sum_u y_{tu}},
+
+(the reward's constant offset cancels), with the delta-method standard error over users
+from the per-user influence values :math:`e_{tu} = (x_{tu} - \hat R_t y_{tu}) / \bar y_t`
+(:func:`onlineeval.stats.ratio_linearization`): :math:`\widehat{\mathrm{se}}^2 =
+\sum_u (d_u - \bar d)^2 / (n(n-1))` with :math:`d_u = e_{Bu} - e_{Au}`, a two-sided z-test
+and interval. Users are the clusters because they persist (Deng, Knoblich and Lu 2018).
+
+Cost: the per-impression work is one draw from the logger, the propensities of the
+shown list, the clicks and each estimator's terms for two targets on the new rows; a
+checkpoint costs :math:`O(\text{users})` per estimator. Estimators that fit a model on
+the whole log (their terms depend on the other impressions: ``dm``, ``dr``,
+``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` without given examination
+probabilities, or any estimator declaring ``whole_log = True``) are recomputed from the
+accumulated log on the last day and every ``refit_days`` days (rows of other days are
+undefined).
+
+A/A variant: both targets are the baseline, so the paired difference is identically 0
+at every checkpoint (no test can reject); the rows say so (estimate 0, SE 0) without
+computing it.
+
+Also recorded per checkpoint (not estimates of :math:`\Delta`; the analysis reports
+them apart): ``logging:<metric>``, the logger's own online metrics observed on the
+traffic it served (the cost of logging, against the production ranker A's exact value),
+and ``support:<estimator>:<target>``, the logged impressions whose query's target list
+has an event of logging probability 0 at the estimator's support level (such an
+estimator cannot evaluate that target there).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+from scipy import special as _spc
+
+from simulations.config import DesignConfig, LoggerConfig
+from simulations.designs.base import Design, register_design
+from simulations.traffic import Batch
+from simulations.world import World
+
+__all__ = [
+    "LOGGING_METRICS",
+    "WHOLE_LOG_ESTIMATORS",
+    "CounterfactualDesign",
+    "PairedEstimate",
+    "build_estimators",
+    "paired_difference",
+    "refits_on_whole_log",
+    "shared_policy",
+    "support_mask",
+]
+
+#: the logger's own online metrics recorded as ``logging:<metric>`` rows
+LOGGING_METRICS = ("clicks_per_query", "abandonment", "reciprocal_rank")
+#: estimators whose per-impression terms depend on the whole log (they fit a model on it)
+WHOLE_LOG_ESTIMATORS = ("dm", "dr", "cascade_dr", "adaptive_ips")
+
+
+class PairedEstimate:
+    """An estimate with its interval and two-sided z-test (what a checkpoint row holds)."""
+
+    __slots__ = ("ci_high", "ci_low", "estimate", "pvalue", "se")
+
+    def __init__(self, estimate: float, se: float, alpha: float) -> None:
+        self.estimate, self.se = float(estimate), float(se)
+        if not (math.isfinite(self.estimate) and math.isfinite(self.se)):
+            self.ci_low = self.ci_high = self.pvalue = math.nan
+            self.estimate = self.se = math.nan
+        elif self.se > 0:
+            z = float(-_spc.ndtri(alpha / 2.0))
+            self.ci_low, self.ci_high = self.estimate - z * self.se, self.estimate + z * self.se
+            self.pvalue = float(min(1.0, 2.0 * _spc.ndtr(-abs(self.estimate) / self.se)))
+        else:  # no spread: the interval is the point, the test rejects unless it is 0
+            self.ci_low = self.ci_high = self.estimate
+            self.pvalue = 1.0 if self.estimate == 0 else 0.0
+
+
+def paired_difference(
+    num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray, alpha: float
+) -> PairedEstimate:
+    r"""``R_B - R_A`` of two ratio estimates from the *same* users, with the delta-method
+    SE of the paired difference (see the module docstring). Undefined (NaN) with fewer
+    than two users or a denominator summing to 0."""
+    from onlineeval.stats import ratio_linearization
+
+    n = num_a.shape[0]
+    if n < 2 or not den_a.sum() > 0 or not den_b.sum() > 0:
+        return PairedEstimate(math.nan, math.nan, alpha)
+    if not (np.isfinite(num_a).all() and np.isfinite(num_b).all()):
+        return PairedEstimate(math.nan, math.nan, alpha)
+    r_a, e_a = ratio_linearization(num_a, den_a)
+    r_b, e_b = ratio_linearization(num_b, den_b)
+    d = e_b - e_a
+    d = d - d.mean()
+    return PairedEstimate(r_b - r_a, math.sqrt(float(d @ d) / (n * (n - 1))), alpha)
+
+
+# ------------------------------------------------------------------------------ shared objects
+_POLICIES: dict[tuple[str, int], Any] = {}
+
+
+def shared_policy(logger: LoggerConfig, world: World) -> Any:
+    """One logging policy per (spec, world) in this process; its random draws always
+    come from the generator passed to ``sample``."""
+    from simulations.policies import build_policy
+
+    key = (json.dumps({"ranker": logger.ranker, **logger.spec()}, sort_keys=True, default=str), id(world))
+    if key not in _POLICIES:
+        scores = world.scores.get(logger.ranker)
+        if scores is None:
+            raise KeyError(f"the world keeps no scores for ranker {logger.ranker!r}")
+        _POLICIES[key] = build_policy(logger.spec(), scores, world.depth)
+    return _POLICIES[key]
+
+
+def build_estimators(config: DesignConfig) -> list[tuple[str, Any]]:
+    """``(row name, estimator)`` for each configured estimator, the primary one first."""
+    from onlineeval.estimators import get_estimator
+
+    return [(spec.label, get_estimator(spec.name, **spec.options)) for spec in config.estimators]
+
+
+def refits_on_whole_log(estimator: Any) -> bool:
+    """Whether ``estimator``'s per-impression terms depend on the rest of the log (it fits
+    a model on it), so its per-user sums cannot be accumulated batch by batch."""
+    declared = getattr(type(estimator), "whole_log", None)
+    if isinstance(declared, bool):
+        return declared
+    if estimator.name in WHOLE_LOG_ESTIMATORS:
+        return True
+    # PBM-IPS estimates the examination probabilities from the log unless they are given
+    return estimator.name == "pbm_ips" and getattr(estimator, "examination", None) is None
+
+
+def support_mask(policy: Any, lists: np.ndarray, level: str) -> np.ndarray | None:
+    """``(Q,)`` bool: the query's target list has an event of logging probability 0 at
+    ``level`` (as :func:`onlineeval.estimators.base.support_violations` checks it);
+    ``None`` when the policy cannot say (level ``any`` without ``shown_probability``)."""
+    q = np.arange(lists.shape[0], dtype=np.int64)
+    t = np.asarray(lists, dtype=np.int64)
+    valid = t >= 0
+    if level == "any":
+        shown = getattr(policy, "shown_probability", None)
+        if shown is None:
+            return None
+        return (np.where(valid, np.asarray(shown(q, t)), 1.0) <= 0).any(axis=1)
+    p = policy.propensities(q, t)
+    if level == "list":
+        return np.asarray(p.list) <= 0
+    table = p.prefix if level == "prefix" else p.item
+    return (np.where(valid, np.asarray(table), 1.0) <= 0).any(axis=1)
+
+
+_SUPPORT: dict[tuple[int, str, str], np.ndarray | None] = {}
+
+
+def _shared_support(policy: Any, world: World, target: str, level: str) -> np.ndarray | None:
+    key = (id(policy), target, level)
+    if key not in _SUPPORT:
+        _SUPPORT[key] = support_mask(policy, world.rankings[target], level)
+    return _SUPPORT[key]
+
+
+# ------------------------------------------------------------------------------ the design
+@register_design("counterfactual")
+class CounterfactualDesign(Design):
+    """See the module docstring."""
+
+    accumulators = ("obs:clicks", "obs:abandoned", "obs:rr")
+
+    #: the replicate's last day (set by the runner): whole-log estimators are computed then
+    last_day: int | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from onlineeval.estimators import DeterministicTarget, get_reward
+
+        cfg = self.config
+        self.reward = get_reward(cfg.metric, self.world.depth)
+        self.estimators = build_estimators(cfg)
+        self.support_rows: list[tuple[str, str]] = []
+        self.violations: dict[tuple[str, str], int] = {}
+        self._log: list[dict[str, np.ndarray]] = []
+        if self.aa:
+            return  # the paired difference of a target with itself is 0: nothing to serve or log
+        self.policy = shared_policy(cfg.logger, self.world)  # type: ignore[arg-type]
+        self.target_names = list(cfg.targets)
+        self.targets = [DeterministicTarget(self.world.rankings[t], t) for t in self.target_names]
+        self.whole_log = {label: refits_on_whole_log(est) for label, est in self.estimators}
+        for label, est in self.estimators:
+            for t in self.target_names:
+                self.sums[f"num:{label}:{t}"] = np.zeros(self.population)
+                self.sums[f"den:{label}:{t}"] = np.zeros(self.population)
+                mask = _shared_support(self.policy, self.world, t, getattr(est, "support_level", "item"))
+                if mask is not None:
+                    self.support_rows.append((label, t))
+                    self.violations[(label, t)] = 0
+        self._masks = {
+            (label, t): _shared_support(self.policy, self.world, t, getattr(est, "support_level", "item"))
+            for label, est in self.estimators for t in self.target_names
+        }
+
+    # -------------------------------------------------------------------------- serving
+    def _logged(self, batch: Batch) -> Any:
+        from onlineeval.estimators import LoggedData
+
+        shown = np.asarray(self.policy.sample(batch.query, self.rng), dtype=np.int64)
+        clicks = self._clicks(batch, shown)
+        p = self.policy.propensities(batch.query, shown)
+        return LoggedData(batch.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
+                          user=batch.user, user_type=batch.user_type, logger=self.policy)
+
+    def _process(self, batch: Batch) -> None:
+        if self.aa:
+            return
+        data = self._logged(batch)
+        self._log.append({
+            "query": data.query, "shown": data.shown, "clicks": data.clicks, "user": batch.user,
+            "user_type": batch.user_type, "p_list": data.p_list, "p_prefix": data.p_prefix, "p_item": data.p_item,
+        })
+        n_clicks = data.clicks.sum(axis=1)
+        first = np.argmax(data.clicks, axis=1)
+        self._add("obs:clicks", batch.user, n_clicks.astype(np.float64))
+        self._add("obs:abandoned", batch.user, (n_clicks == 0).astype(np.float64))
+        self._add("obs:rr", batch.user, np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0))
+        for label, est in self.estimators:
+            for t, target in zip(self.target_names, self.targets, strict=True):
+                mask = self._masks[(label, t)]
+                if mask is not None:
+                    self.violations[(label, t)] += int(mask[batch.query].sum())
+                if self.whole_log[label]:
+                    continue
+                terms = est.terms(data, target, self.reward)
+                self._add(f"num:{label}:{t}", batch.user, terms.num)
+                self._add(f"den:{label}:{t}", batch.user, None if terms.den is None else terms.den)
+
+    def log(self) -> Any:
+        """The whole log so far as one :class:`onlineeval.estimators.LoggedData`."""
+        from onlineeval.estimators import LoggedData
+
+        if not self._log:
+            raise ValueError(f"design {self.name!r} has logged no impression yet")
+        if len(self._log) > 1:  # keep one chunk: concatenation cost amortised over checkpoints
+            self._log = [{k: np.concatenate([c[k] for c in self._log]) for k in self._log[0]}]
+        c = self._log[0]
+        return LoggedData(c["query"], c["shown"], c["clicks"], p_list=c["p_list"], p_prefix=c["p_prefix"],
+                          p_item=c["p_item"], user=c["user"], user_type=c["user_type"], logger=self.policy)
+
+    # -------------------------------------------------------------------------- checkpoint
+    def metric_names(self) -> list[str]:
+        names = [label for label, _ in self.estimators]
+        if self.aa:
+            return names
+        names += [f"logging:{m}" for m in LOGGING_METRICS]
+        return names + [f"support:{label}:{t}" for label, t in self.support_rows]
+
+    def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
+        return users.size >= 2
+
+    def checkpoint(self, day: int) -> None:
+        self._day = day
+        super().checkpoint(day)
+
+    def _due(self, day: int) -> bool:
+        every = self.config.refit_days
+        return day == self.last_day or (every > 0 and day % every == 0)
+
+    def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
+        from onlineeval.stats import ratio_mean
+
+        alpha = self.alpha
+        out: dict[str, Any] = {}
+        if self.aa:
+            return {label: PairedEstimate(0.0, 0.0, alpha) for label, _ in self.estimators}
+        day = getattr(self, "_day", None)
+        whole = None
+        for label, est in self.estimators:
+            if self.whole_log[label]:
+                if day is None or not self._due(day):
+                    out[label] = PairedEstimate(math.nan, math.nan, alpha)
+                    continue
+                whole = self.log() if whole is None else whole
+                x = self._whole_log_sums(est, whole, users)
+            else:
+                x = [sums[f"{part}:{label}:{t}"] for t in self.target_names for part in ("num", "den")]
+            out[label] = paired_difference(x[0], x[1], x[2], x[3], alpha)
+            if self.config.bootstrap and day is not None and day == self.last_day and math.isfinite(
+                    out[label].estimate):
+                out[label] = self._bootstrap(out[label], x)
+        den = sums["impressions"]
+        for metric, key in zip(LOGGING_METRICS, ("obs:clicks", "obs:abandoned", "obs:rr"), strict=True):
+            out[f"logging:{metric}"] = ratio_mean(sums[key], den, alpha=alpha)
+        for label, t in self.support_rows:
+            out[f"support:{label}:{t}"] = _Count(self.violations[(label, t)])
+        return out
+
+    def _whole_log_sums(self, est: Any, data: Any, users: np.ndarray) -> list[np.ndarray]:
+        out = []
+        for target in self.targets:
+            terms = est.terms(data, target, self.reward)
+            den = np.ones(data.n) if terms.den is None else terms.den
+            out += [np.bincount(data.user, terms.num, self.population)[users],
+                    np.bincount(data.user, den, self.population)[users]]
+        return out
+
+    def _bootstrap(self, est: PairedEstimate, x: list[np.ndarray]) -> PairedEstimate:
+        """Replace the interval by a cluster (user) bootstrap percentile interval."""
+        n, b = x[0].shape[0], self.config.bootstrap
+        stats = np.empty(b)
+        block = max(1, (1 << 22) // max(n, 1))
+        for lo in range(0, b, block):
+            m = min(block, b - lo)
+            counts = self.rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(np.float64)
+            s = counts @ np.stack(x, axis=1)  # (m, 4): num_a, den_a, num_b, den_b
+            with np.errstate(divide="ignore", invalid="ignore"):
+                stats[lo:lo + m] = s[:, 2] / s[:, 3] - s[:, 0] / s[:, 1]
+        stats = stats[np.isfinite(stats)]
+        if stats.size:
+            est.ci_low, est.ci_high = (float(v) for v in np.quantile(stats, [self.alpha / 2, 1 - self.alpha / 2]))
+        return est
+
+
+class _Count:
+    """A count recorded in a checkpoint row's ``estimate`` (no standard error)."""
+
+    __slots__ = ("ci_high", "ci_low", "estimate", "pvalue", "se")
+
+    def __init__(self, count: int) -> None:
+        self.estimate = float(count)
+        self.se = self.ci_low = self.ci_high = self.pvalue = math.nan
