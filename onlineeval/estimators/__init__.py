@@ -14,7 +14,11 @@ on every registered estimator. :func:`catalogue` lists each estimator's assumpti
 from __future__ import annotations
 
 # importing the estimator modules registers them
+from onlineeval.estimators import clipped_ips as _clipped_ips  # noqa: F401
+from onlineeval.estimators import iips as _iips  # noqa: F401
 from onlineeval.estimators import ips as _ips  # noqa: F401
+from onlineeval.estimators import pseudoinverse as _pseudoinverse  # noqa: F401
+from onlineeval.estimators import rips as _rips  # noqa: F401
 from onlineeval.estimators import snips as _snips  # noqa: F401
 from onlineeval.estimators.base import (
     REWARDS,
