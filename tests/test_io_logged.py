@@ -1,0 +1,257 @@
+"""The logged-impressions reader (onlineeval.io.logged): arrays, id maps, targets, and every
+refusal naming file and line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from onlineeval.errors import InputError
+from onlineeval.io.logged import read_logged
+
+P3 = {"list": 1 / 60, "prefix": [1 / 5, 1 / 20, 1 / 60], "item": [0.2, 0.2, 0.2]}
+
+
+def line(**kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"query": "q1", "shown": ["a", "b", "c"], "clicks": [], "propensities": dict(P3)}
+    base.update(kw)
+    return base
+
+
+def pp(**kw: Any) -> dict[str, Any]:
+    """A line whose propensities are P3 with some forms replaced."""
+    return line(propensities={**P3, **kw})
+
+
+def write(tmp_path: Path, records: list[Any], name: str = "log.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+def test_reads_arrays_and_id_maps(tmp_path: Path) -> None:
+    recs = [
+        line(query="q2", user="u1", shown=["a", "b", "c"], clicks=["b"]),
+        "",  # blank lines are skipped (line numbers keep counting)
+        line(query="q1", user="u2", shown=["c", "d"], clicks=[1, 0],
+             propensities={"list": 0.1, "prefix": [0.5, 0.1], "item": [0.5, 0.25]}),
+        line(query=7, shown=["d", "a", "b"], clicks=["b", "d", "b"]),
+    ]
+    log = read_logged(write(tmp_path, recs))
+    d = log.data
+    assert log.queries == ("7", "q1", "q2")  # sorted ids
+    assert log.docs == ("a", "b", "c", "d")  # first appearance
+    np.testing.assert_array_equal(d.query, [2, 1, 0])
+    np.testing.assert_array_equal(d.shown, [[0, 1, 2], [2, 3, -1], [3, 0, 1]])
+    np.testing.assert_array_equal(d.clicks, [[0, 1, 0], [1, 0, 0], [1, 0, 1]])
+    np.testing.assert_array_equal(log.lines, [1, 3, 4])
+    np.testing.assert_allclose(d.p_list, [1 / 60, 0.1, 1 / 60])
+    # an empty slot leaves the prefix probability unchanged and carries item propensity 1
+    np.testing.assert_allclose(d.p_prefix[1], [0.5, 0.1, 0.1])
+    np.testing.assert_allclose(d.p_item[1], [0.5, 0.25, 1.0])
+    # users u1, u2; the third line has none: a cluster of its own
+    assert len(set(d.user.tolist())) == 3 and log.no_user == 1
+    assert d.user_type is None
+    np.testing.assert_array_equal(log.query_k, [3, 2, 3])
+    assert log.short == 0 and log.forms == ("p_list", "p_prefix", "p_item") and log.source == "log"
+
+
+def test_partial_forms_user_type_and_short_lists(tmp_path: Path) -> None:
+    recs = [
+        line(user_type=1, propensities={"item": [0.2, 0.2, 0.2]}),
+        line(user_type=0, shown=["a", "b"], propensities={"item": [0.2, 0.2]}),
+    ]
+    log = read_logged(write(tmp_path, recs))
+    assert log.forms == ("p_item",) and log.data.p_list is None and log.data.p_prefix is None
+    np.testing.assert_array_equal(log.data.user_type, [1, 0])
+    assert log.data.user is None and log.short == 1
+
+
+def test_target_map_top_k_unseen_and_missing_queries(tmp_path: Path) -> None:
+    recs = [
+        line(query="q1", shown=["a", "b", "c"]),
+        line(query="q1", shown=["b", "d", "a"]),
+        line(query="q2", shown=["x", "y"], propensities={"list": 0.5, "prefix": [0.5, 0.5], "item": [0.5, 0.5]}),
+        line(query="q3", shown=["a", "y"], propensities={"list": 0.5, "prefix": [0.5, 0.5], "item": [0.5, 0.5]}),
+    ]
+    log = read_logged(write(tmp_path, recs))
+    tm = log.target({"q1": ["d", "c", "b", "zz"], "q2": ["x", "a", "y"], "other": ["a"]}, "B")
+    idx = {d: i for i, d in enumerate(log.docs)}
+    # q1: its top 3 (the log shows 3 there); q2: top 2, 'a' is never shown for q2 -> a fresh id
+    assert tm.target.lists.shape == (3, 3)
+    np.testing.assert_array_equal(tm.target.lists[0], [idx["d"], idx["c"], idx["b"]])
+    assert tm.target.lists[1, 0] == idx["x"] and tm.target.lists[1, 1] == idx["a"] and tm.target.lists[1, 2] == -1
+    np.testing.assert_array_equal(tm.target.lists[2], [-1, -1, -1])  # q3 is not ranked
+    np.testing.assert_array_equal(tm.ranked, [True, True, False])
+    # 'a' is a known document, but not one the log shows for q2; 'zz' is below q1's depth
+    assert [(u.query, u.rank, u.doc) for u in tm.unseen] == [("q2", 2, "a")]
+    np.testing.assert_array_equal(tm.unseen_query, [False, True, False])
+    tm2 = log.target({"q2": ["new", "x"]}, "C")
+    assert tm2.target.lists[1, 0] >= len(log.docs)  # unknown documents never equal a shown one
+    assert [(u.query, u.rank, u.doc) for u in tm2.unseen] == [("q2", 1, "new")]
+
+
+BAD_LINES: list[tuple[str, Any, str]] = [
+    ("json", '{"query": "q1", "shown": ["a"', "malformed JSON"),
+    ("not_object", "[1, 2]", "expected a JSON object"),
+    ("missing_query", {"shown": ["a"], "clicks": [], "propensities": {"list": 1}}, "missing key 'query'"),
+    ("missing_clicks", {"query": "q", "shown": ["a"], "propensities": {"list": 1}}, "missing key 'clicks'"),
+    ("neither", {"query": "q", "shown": ["a"], "clicks": []}, "found neither"),
+    ("both", line(logger={"policy": "randtop", "scores": {"a": 1}}), "not both"),
+    ("query_type", line(query=[1]), "'query' must be"),
+    ("shown_strings", line(shown=["a", 3, "c"]), "'shown' must be a non-empty list of document id strings"),
+    ("shown_empty", line(shown=[]), "'shown' must be a non-empty list"),
+    ("shown_not_list", line(shown="a b c"), "'shown' must be"),
+    ("duplicate", line(shown=["a", "b", "a"]), "document 'a' is shown twice"),
+    ("click_not_shown", line(clicks=["z"]), "click on document 'z', which is not shown"),
+    ("click_flags_length", line(clicks=[0, 1]), "has 2 values but shown has 3"),
+    ("click_mixed", line(clicks=["a", 1]), "'clicks' must be"),
+    ("click_value", line(clicks=[0, 2, 0]), "'clicks' must be"),
+    ("list_zero", pp(list=0.0), "propensities.list must be in (0, 1]"),
+    ("list_big", pp(list=1.5), "propensities.list must be in (0, 1]"),
+    ("list_nan", pp(list=float("nan")), "propensities.list must be a finite number"),
+    ("list_bool", pp(list=True), "propensities.list must be a finite number"),
+    ("prefix_inf", pp(prefix=[0.2, float("inf"), 0.1]), "finite numbers"),
+    ("prefix_len", pp(prefix=[0.2, 0.1]), "has 2 values but shown has 3"),
+    ("item_len", pp(item=[0.2, 0.2, 0.2, 0.2]), "has 4 values but shown has 3"),
+    ("item_range", pp(item=[0.2, -0.1, 0.2]), "propensities.item must be in (0, 1]"),
+    ("item_not_list", pp(item=0.2), "propensities.item must be a list of 3 numbers"),
+    ("prefix_up", pp(prefix=[0.2, 0.3, 1 / 60]), "prefix must be non-increasing"),
+    ("list_vs_prefix", pp(list=0.05), "must equal the last prefix"),
+    ("item_vs_prefix", pp(list=0.05, prefix=[0.2, 0.1, 0.05], item=[0.2, 0.05, 0.2]), "must be >= "),
+    ("item0", pp(list=0.05, prefix=[0.2, 0.1, 0.05], item=[0.3, 0.2, 0.2]), "item[0] must equal"),
+    ("form_unknown", line(propensities={"list": 0.1, "lst": 0.1}), "unknown propensity form 'lst'"),
+    ("form_empty", line(propensities={}), "'propensities' must be an object"),
+    ("user_type", line(user_type=-1), "'user_type' must be an integer >= 0"),
+    ("user_bad", line(user=1.5), "'user' must be"),
+]
+
+
+@pytest.mark.parametrize("case, bad, message", BAD_LINES, ids=[c[0] for c in BAD_LINES])
+def test_bad_line_names_file_and_line(tmp_path: Path, case: str, bad: Any, message: str) -> None:
+    path = write(tmp_path, [line(), line(query="q2"), bad])
+    with pytest.raises(InputError) as err:
+        read_logged(path)
+    assert message in err.value.message, err.value.message
+    assert err.value.path == str(path) and err.value.line == 3
+    assert str(err.value).startswith(f"{path}:3: ")
+
+
+def test_inconsistent_lines(tmp_path: Path) -> None:
+    path = write(tmp_path, [line(), line(propensities={"list": 1 / 60})])
+    with pytest.raises(InputError, match=r":2: carries propensities list but line 1 carries propensities list, "
+                                         r"prefix, item; every line must carry the same"):
+        read_logged(path)
+    path = write(tmp_path, [line(user_type=0), line()])
+    with pytest.raises(InputError, match=r":2: 'user_type' is missing here but given on line 1"):
+        read_logged(path)
+
+
+def test_unknown_logging_policy_lists_the_allowed(tmp_path: Path) -> None:
+    path = write(tmp_path, [{"query": "q", "shown": ["a"], "clicks": [], "logger": {"policy": "nope", "scores": {"a": 1}}}])
+    with pytest.raises(InputError, match=r":1: unknown logging policy 'nope'; allowed: "):
+        read_logged(path)
+    try:
+        from simulations.policies import available_policies
+    except ImportError:
+        return
+    with pytest.raises(InputError, match=", ".join(available_policies())):
+        read_logged(path)
+
+
+def test_non_utf8_and_empty(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    good = json.dumps(line()).encode()
+    path.write_bytes(good + b"\n" + good + b"\n" + b'{"query": "q\xff1"}\n')
+    with pytest.raises(InputError) as err:
+        read_logged(path)
+    assert err.value.line == 3 and "not valid UTF-8 (byte 0xff at column 13)" in err.value.message
+    for text in ("", "\n  \n"):
+        path.write_text(text)
+        with pytest.raises(InputError, match="the log is empty"):
+            read_logged(path)
+
+
+# ------------------------------------------------------------------------ logger path
+def _build_policy() -> Any:
+    try:
+        from simulations.policies import build_policy
+    except ImportError:
+        pytest.skip("simulations.policies.build_policy is not available yet")
+    return build_policy
+
+
+def test_logger_propensities_match_enumeration(tmp_path: Path) -> None:
+    """RandTop-5 over 5 candidates shows a uniformly random ordered 3 of them: every list
+    has probability 1/60, prefixes 1/5, 1/20, 1/60, items 1/5 (by enumeration of the 120
+    permutations); a second query with 4 candidates and k = 2: 1/12, 1/4, 1/4."""
+    _build_policy()
+    rng = np.random.default_rng(0)
+    cands = {"q1": ["a", "b", "c", "d", "e"], "q2": ["v", "w", "x", "y"]}
+    scores = {q: {d: float(5 - i) for i, d in enumerate(c)} for q, c in cands.items()}
+    recs = []
+    for i in range(40):
+        q = "q1" if i % 2 else "q2"
+        k = 3 if q == "q1" else 2
+        shown = list(rng.permutation(cands[q])[:k])
+        recs.append({"query": q, "shown": shown, "clicks": [],
+                     "logger": {"policy": "randtop", "n": len(cands[q]), "scores": scores[q]}})
+    log = read_logged(write(tmp_path, recs))
+    assert log.source == "logger:randtop" and log.forms == ("p_list", "p_prefix", "p_item")
+
+    def enumerate_probs(c: list[str], shown: list[str]) -> tuple[float, list[float], list[float]]:
+        perms = list(itertools.permutations(c))
+        pre = [sum(p[: j + 1] == tuple(shown[: j + 1]) for p in perms) / len(perms) for j in range(len(shown))]
+        item = [sum(p[j] == shown[j] for p in perms) / len(perms) for j in range(len(shown))]
+        return pre[-1], pre, item
+
+    d = log.data
+    for i, rec in enumerate(recs):
+        plist, pre, item = enumerate_probs(cands[rec["query"]], rec["shown"])
+        k = len(rec["shown"])
+        assert d.p_list[i] == pytest.approx(plist, rel=1e-12)
+        np.testing.assert_allclose(d.p_prefix[i, :k], pre, rtol=1e-12)
+        np.testing.assert_allclose(d.p_item[i, :k], item, rtol=1e-12)
+    # the logger as a PropensityModel in the log's id space: a non-candidate has probability 0
+    idx = {doc: i for i, doc in enumerate(log.docs)}
+    q1 = log.queries.index("q1")
+    p = d.logger.propensities(np.array([q1, q1]), np.array([[idx["a"], idx["b"], idx["c"]],
+                                                            [idx["a"], idx["v"], idx["c"]]]))
+    np.testing.assert_allclose(p.list, [1 / 60, 0.0])
+    np.testing.assert_allclose(p.item[1], [0.2, 0.0, 0.2])
+    np.testing.assert_allclose(p.prefix[1], [0.2, 0.0, 0.0])
+    # shown anywhere in the top 3 of 5: 3/5
+    np.testing.assert_allclose(d.logger.shown_probability(np.array([q1]), np.array([[idx["e"], idx["v"], -1]])),
+                               [[0.6, 0.0, 1.0]])
+
+
+def test_logger_refusals(tmp_path: Path) -> None:
+    _build_policy()
+    sc = {"a": 2.0, "b": 1.0, "c": 0.5}
+    base = {"query": "q1", "shown": ["a", "b"], "clicks": []}
+    cases = [
+        ({"policy": "randtop", "n": 3, "scores": {"a": 1.0}}, "shown document 'b' is not among the logger's"),
+        ({"policy": "randtop", "scores": {"a": 1.0, "b": "x"}}, "logger.scores['b'] must be a finite number"),
+        ({"policy": "randtop", "n": 3, "bogus": 1, "scores": sc}, "logger: "),
+        ({"scores": sc}, "'logger' needs 'policy' and 'scores'"),
+    ]
+    for spec, message in cases:
+        path = write(tmp_path, [base | {"logger": {"policy": "randtop", "n": 3, "scores": sc}}, base | {"logger": spec}]
+                     if "bogus" not in spec else [base | {"logger": spec}])
+        with pytest.raises(InputError) as err:
+            read_logged(path)
+        assert message in err.value.message and err.value.line in (1, 2), err.value
+    # another logger for the same query
+    path = write(tmp_path, [base | {"logger": {"policy": "randtop", "n": 3, "scores": sc}},
+                            base | {"logger": {"policy": "randtop", "n": 2, "scores": sc}}])
+    with pytest.raises(InputError, match=r":2: the logger \(spec or scores\) differs from line 1"):
+        read_logged(path)
+    # a deterministic logger cannot have shown a list other than its own ranking
+    path = write(tmp_path, [base | {"shown": ["b", "a"], "logger": {"policy": "deterministic", "scores": sc}}])
+    with pytest.raises(InputError, match=r":1: the logging policy gives the shown list probability 0"):
+        read_logged(path)
