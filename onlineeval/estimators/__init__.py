@@ -14,7 +14,11 @@ on every registered estimator. :func:`catalogue` lists each estimator's assumpti
 from __future__ import annotations
 
 # importing the estimator modules registers them
+from onlineeval.estimators import adaptive_ips as _adaptive_ips  # noqa: F401
+from onlineeval.estimators import cascade_dr as _cascade_dr  # noqa: F401
 from onlineeval.estimators import clipped_ips as _clipped_ips  # noqa: F401
+from onlineeval.estimators import dm as _dm  # noqa: F401
+from onlineeval.estimators import dr as _dr  # noqa: F401
 from onlineeval.estimators import iips as _iips  # noqa: F401
 from onlineeval.estimators import ips as _ips  # noqa: F401
 from onlineeval.estimators import pseudoinverse as _pseudoinverse  # noqa: F401

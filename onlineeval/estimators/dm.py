@@ -1,0 +1,277 @@
+r"""The direct method (DM): a click model fitted on the log predicts the target's reward.
+
+Estimand: the target's online value :math:`V(\pi)` of a per-slot reward (see
+:mod:`onlineeval.estimators.base`). The *reward model* is a click model from
+:mod:`clickmodels` fitted by MLE / EM on the log itself (query, shown list, clicks) or
+given ready-made. For every logged impression the model's expected reward of the
+*target's* list for that query is averaged:
+
+.. math::
+
+    \hat V_{\mathrm{DM}} = c_0 + \frac1n \sum_{i=1}^n \sum_{j=0}^{k-1} \hat q_j(q_i, \mathbf t(q_i)),
+
+with :math:`\mathbf t(q)` the target's list and the model's expected slot rewards
+
+.. math::
+
+    \hat q_j(q, \mathbf t) = w_j\, \hat P(C_j = 1 \mid q, \mathbf t)
+        \quad\text{(additive)}, \qquad
+    \hat q_j(q, \mathbf t) = w_j\, \hat h_j \prod_{l<j} (1 - \hat h_l),\ \
+    \hat h_j = \hat P(C_j = 1 \mid C_{<j} = 0, q, \mathbf t) \quad\text{(first click)}.
+
+The first-click form is exact for every click model: the first click is at ``j`` iff
+no slot above is clicked and ``j`` is, and the chain rule over the conditional click
+probabilities given no click above gives that probability.
+
+Assumption: the click model is right (its family holds and its parameters are the
+truth); a fitted model is consistent when its family holds and every target document
+was shown often enough for its query (documents never logged for a query get the
+fitted model's default for unseen pairs; their number is reported in the
+diagnostics' notes). The interval is a CLT interval over impressions (users when the
+log has them) *given the fitted model*: it does not include the model's fitting error.
+
+Targets must be deterministic rankers (``target.rankings``); lists longer than the
+logged ``k`` slots are cut to ``k``, shorter ones padded with empty slots.
+
+This module also holds :class:`ClickModelEstimator`, the shared base of the
+model-based estimators (:mod:`~onlineeval.estimators.dr`,
+:mod:`~onlineeval.estimators.cascade_dr`): model options, fitting (optionally
+cross-fitted over ``folds``) and the expected slot rewards.
+
+References
+----------
+M. Dudík, J. Langford, L. Li, "Doubly robust policy evaluation and learning", ICML 2011
+(the direct method as the regression baseline). A. Chuklin, I. Markov, M. de Rijke,
+*Click Models for Web Search*, 2015 (the click models and their estimation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from onlineeval.errors import ConfigError, InputError
+from onlineeval.estimators.base import (
+    Estimator,
+    FloatArray,
+    IntArray,
+    LoggedData,
+    Reward,
+    Target,
+    Terms,
+    register_estimator,
+)
+
+__all__ = ["FITTABLE", "ClickModelEstimator", "DirectMethod", "expected_slot_rewards", "target_lists"]
+
+#: Click-model names the estimators fit on the log (``cascade`` is an alias of ``cm``).
+FITTABLE: tuple[str, ...] = ("pbm", "ubm", "dbn", "sdbn", "cm", "cascade", "dcm", "ccm", "dctr", "rctr", "gctr")
+_ALIAS = {"cascade": "cm"}
+
+
+def expected_slot_rewards(model: Any, query: IntArray, lists: IntArray, reward: Reward) -> FloatArray:
+    r"""``(n, k)`` the model's expected per-slot rewards :math:`\hat q_j` of ``lists`` for ``query``.
+
+    ``model`` is any object with ``click_probabilities(Impressions)`` and
+    ``conditional_click_probabilities(Impressions, clicks)`` (a :class:`clickmodels.ClickModel`);
+    empty slots (``-1``) give 0. See the module docstring for the formulas.
+    """
+    from clickmodels.base import (
+        Impressions,  # lazy: the core does not import clickmodels
+    )
+
+    docs = np.asarray(lists, dtype=np.int64)
+    n, k = docs.shape
+    if n == 0:
+        return np.zeros((0, k))
+    imp = Impressions(query=np.asarray(query, dtype=np.int64), docs=docs)
+    w = reward.position_weights(k)
+    if reward.kind == "additive":
+        p = np.asarray(model.click_probabilities(imp), dtype=np.float64)
+    else:
+        h = np.asarray(model.conditional_click_probabilities(imp, np.zeros((n, k), dtype=bool)), dtype=np.float64)
+        survive = np.cumprod(1.0 - h, axis=1)
+        above = np.concatenate([np.ones((n, 1)), survive[:, :-1]], axis=1)
+        p = h * above
+    if p.shape != (n, k) or not np.all(np.isfinite(p)):
+        raise InputError(f"reward model {type(model).__name__}: click probabilities of shape {p.shape} "
+                         f"(expected {(n, k)}) or not finite")
+    return np.where(docs >= 0, p, 0.0) * w[None, :]
+
+
+def target_lists(target: Target, query: IntArray, k: int) -> IntArray:
+    """The deterministic target's lists for ``query``, cut or padded (``-1``) to ``k`` slots.
+
+    Raises :class:`InputError` when the target has no ``rankings`` or is not deterministic
+    (its own lists must have probability 1).
+    """
+    if not hasattr(target, "rankings"):
+        raise InputError(f"target {getattr(target, 'name', 'target')!r} gives no rankings; model-based "
+                         "estimators need a deterministic ranker")
+    t = np.asarray(target.rankings(query), dtype=np.int64)
+    if t.ndim != 2 or t.shape[0] != np.asarray(query).shape[0]:
+        raise InputError(f"target {getattr(target, 'name', 'target')!r}: rankings of shape {t.shape} for "
+                         f"{np.asarray(query).shape[0]} queries")
+    if t.shape[1] < k:
+        t = np.concatenate([t, np.full((t.shape[0], k - t.shape[1]), -1, dtype=np.int64)], axis=1)
+    t = t[:, :k]
+    p = target.propensities(np.asarray(query, dtype=np.int64), t).list
+    if np.any(np.asarray(p) < 1.0 - 1e-9):
+        raise InputError(f"target {getattr(target, 'name', 'target')!r} is not deterministic (its own lists have "
+                         "probability < 1); model-based estimators need a deterministic ranker")
+    return t
+
+
+def _fold_ids(data: LoggedData, folds: int) -> IntArray:
+    """Fold of each impression: by user (clusters stay whole) when the log has users."""
+    if data.user is None:
+        return np.arange(data.n, dtype=np.int64) % folds
+    _, inv = np.unique(data.user, return_inverse=True)
+    return inv.astype(np.int64) % folds
+
+
+@dataclass(frozen=True)
+class ClickModelEstimator(Estimator):
+    """Shared base of the estimators with a click-model reward model (not registered).
+
+    Parameters
+    ----------
+    model:
+        A click-model name fitted on the log by :mod:`clickmodels.estimation` (one of
+        :data:`FITTABLE`; ``cascade`` = ``cm``), or a ready model object (duck-typed:
+        ``click_probabilities`` and ``conditional_click_probabilities`` on
+        ``clickmodels.Impressions(query=..., docs=...)`` with the log's integer ids).
+    method, max_iter, tol, pseudo:
+        Fitting options passed to :func:`clickmodels.estimation.fit_log` (``None``:
+        its defaults). Only with a model name.
+    folds:
+        ``1``: fit on the whole log. ``F > 1``: cross-fitting, the predictions for the
+        impressions of fold ``f`` come from a model fitted on the other folds (folds by
+        user when the log has users, else by row), so the model never sees the clicks it
+        is used to correct. Only with a model name.
+    """
+
+    model: Any = "pbm"
+    method: str | None = None
+    max_iter: int | None = None
+    tol: float | None = None
+    pseudo: float | None = None
+    folds: int = 1
+
+    #: names allowed for ``model`` (subclasses may restrict)
+    allowed_models: ClassVar[tuple[str, ...]] = FITTABLE
+
+    def __post_init__(self) -> None:
+        if isinstance(self.model, str):
+            if self.model.lower() not in self.allowed_models:
+                raise ConfigError(("estimator", "model"), f"{self.name}: unknown click model {self.model!r}; "
+                                  f"allowed: {', '.join(self.allowed_models)} (or a fitted model object)")
+        else:
+            for meth in ("click_probabilities", "conditional_click_probabilities"):
+                if not callable(getattr(self.model, meth, None)):
+                    raise ConfigError(("estimator", "model"), f"{self.name}: a model object needs a {meth} method "
+                                      f"(a clickmodels.ClickModel), got {type(self.model).__name__}")
+            given = [k for k in ("method", "max_iter", "tol", "pseudo") if getattr(self, k) is not None]
+            if given or self.folds != 1:
+                raise ConfigError(("estimator", (given or ["folds"])[0]),
+                                  f"{self.name}: fitting options only apply when the model is given by name")
+        if isinstance(self.folds, bool) or not isinstance(self.folds, (int, np.integer)) or self.folds < 1:
+            raise ConfigError(("estimator", "folds"), f"must be an integer >= 1, got {self.folds!r}")
+        if self.method not in (None, "closed_form", "em"):
+            raise ConfigError(("estimator", "method"), f"must be 'closed_form' or 'em', got {self.method!r}")
+
+    # ---- the reward model ---------------------------------------------------------------
+    @property
+    def model_name(self) -> str:
+        return _ALIAS.get(self.model.lower(), self.model.lower()) if isinstance(self.model, str) \
+            else type(self.model).__name__
+
+    def fit_model(self, data: LoggedData) -> Any:
+        """The click model fitted on ``data`` (or the given model object)."""
+        if not isinstance(self.model, str):
+            return self.model
+        from clickmodels.estimation import fit  # lazy
+        from clickmodels.logs import from_arrays
+
+        if data.query.size and data.query.min() < 0:
+            raise InputError("model-based estimators need query indices >= 0", data.source)
+        log = from_arrays(data.query, data.shown, data.clicks)
+        opts = {k: getattr(self, k) for k in ("method", "max_iter", "tol", "pseudo") if getattr(self, k) is not None}
+        try:
+            return fit(self.model_name, log, **opts)
+        except ConfigError as exc:
+            raise ConfigError(("estimator", *exc.key_path), f"{self.name}: {exc.message}") from None
+
+    def predictions(
+        self, data: LoggedData, target: Target, reward: Reward, *, logged: bool = False
+    ) -> tuple[FloatArray, FloatArray | None, IntArray]:
+        """Expected slot rewards of the target's list ``(n, k)`` and, with ``logged``, of
+        the logged list ``(n, k)``, each impression's from its fold's model; and the
+        target lists ``(n, k)``."""
+        uq, inv = np.unique(data.query, return_inverse=True)
+        t_uq = target_lists(target, uq, data.k)
+        t_rows = t_uq[inv]
+        q_t = np.zeros((data.n, data.k))
+        q_s = np.zeros((data.n, data.k)) if logged else None
+        if self.folds == 1:
+            parts = [(np.ones(data.n, dtype=bool), self.fit_model(data))]
+        else:
+            fold = _fold_ids(data, self.folds)
+            if np.unique(fold).size < self.folds:
+                raise InputError(f"{self.name}: {self.folds} folds need at least {self.folds} users/impressions",
+                                 data.source)
+            parts = [(fold == f, self.fit_model(data.take(fold != f))) for f in range(self.folds)]
+        for rows, mdl in parts:
+            qs = np.unique(inv[rows])
+            per_q = np.zeros((uq.size, data.k))
+            per_q[qs] = expected_slot_rewards(mdl, uq[qs], t_uq[qs], reward)
+            q_t[rows] = per_q[inv[rows]]
+            if q_s is not None:
+                q_s[rows] = expected_slot_rewards(mdl, data.query[rows], data.shown[rows], reward)
+        return q_t, q_s, t_rows
+
+    @staticmethod
+    def unseen_notes(data: LoggedData, t_rows: IntArray) -> dict[str, Any]:
+        """How many target (query, document) pairs were never shown for that query in the log."""
+        valid_t = t_rows >= 0
+        seen = np.unique(_keys(data.query[:, None], data.shown)[data.valid])
+        tk = _keys(data.query[:, None], t_rows)
+        hit = np.zeros(tk.shape, dtype=bool)
+        if seen.size:
+            pos = np.minimum(np.searchsorted(seen, tk), seen.size - 1)
+            hit = seen[pos] == tk
+        unseen = valid_t & ~hit
+        pairs = np.unique(tk[valid_t])
+        return {
+            "target_pairs": int(pairs.size),
+            "unseen_target_pairs": int(np.unique(tk[unseen]).size),
+            "unseen_slot_share": float(unseen.sum() / valid_t.sum()) if valid_t.any() else math.nan,
+        }
+
+
+def _keys(query: IntArray, docs: IntArray) -> IntArray:
+    q = np.broadcast_to(np.asarray(query, dtype=np.int64), np.shape(docs))
+    return (q << 32) | (np.asarray(docs, dtype=np.int64) & 0xFFFFFFFF)
+
+
+@register_estimator
+@dataclass(frozen=True)
+class DirectMethod(ClickModelEstimator):
+    """The direct method: the mean of the reward model's expected reward of the target's
+    list (see the module docstring). Options as in :class:`ClickModelEstimator`
+    (default: a PBM fitted by EM on the log)."""
+
+    name = "dm"
+    assumption = "the click model is right (fitted: its family holds; consistent); deterministic target"
+    needs = ()
+    support_level = "any"
+    unbiased_under = (("pbm", "additive"), ("pbm", "first_click"))
+    biased_under = (("cascade", "additive"), ("cascade", "first_click"))
+
+    def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
+        q_t, _, t_rows = self.predictions(data, target, reward)
+        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, t_rows)}
+        return Terms(num=q_t.sum(axis=1), weights=None, notes=notes)
