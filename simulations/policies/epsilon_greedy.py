@@ -1,0 +1,70 @@
+r"""Epsilon-greedy over rankings: with probability :math:`\varepsilon` a uniformly random
+permutation of the base ranking's top ``n`` (positions after ``n`` keep the base
+order), otherwise the base ranking; the top ``k`` slots are shown.
+
+It is the mixture :math:`(1-\varepsilon)\,\text{deterministic} + \varepsilon\,
+\text{RandTop-}n`, so every probability is closed form:
+
+.. math::
+
+    P(E) = (1 - \varepsilon)\, 1[E \text{ holds for the base list}]
+         + \varepsilon\, P_{\text{RandTop-}n}(E)
+
+(see :mod:`simulations.policies.randtop`). The base list keeps probability at least
+:math:`1 - \varepsilon`; every other list in the support has probability
+:math:`\varepsilon / (n_e)_{\min(k, n_e)}` with :math:`n_e = \min(n, c)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from simulations.policies.base import SpecReader, register_policy
+from simulations.policies.deterministic import DeterministicPolicy
+from simulations.policies.mixture import MixturePolicy
+from simulations.policies.randtop import RandTopPolicy
+
+__all__ = ["EpsilonGreedyPolicy"]
+
+
+@register_policy
+class EpsilonGreedyPolicy(MixturePolicy):
+    """Epsilon-greedy (spec ``{"policy": "epsilon_greedy", "epsilon": 0.1, "n": 10}``;
+    ``epsilon`` in [0, 1] defaults to 0.1, ``n`` (2..m) defaults to ``k``)."""
+
+    name = "epsilon_greedy"
+
+    def __init__(self, scores: Any, k: int, epsilon: float = 0.1, n: int | None = None) -> None:
+        det = DeterministicPolicy(scores, k)
+        rt = RandTopPolicy(det.scores, k, n)
+        self.epsilon = float(epsilon)
+        self.n = rt.n
+        if self.epsilon <= 0.0:
+            super().__init__([det], [1.0])
+        elif self.epsilon >= 1.0:
+            super().__init__([rt], [1.0])
+        else:
+            super().__init__([det, rt], [1.0 - self.epsilon, self.epsilon])
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int,
+                  path: Sequence[str | int] = ()) -> EpsilonGreedyPolicy:
+        rd = SpecReader(spec, path)
+        s = rd.scores(scores)
+        m = int(np.shape(s)[1]) if np.ndim(s) == 2 else 0
+        eps = rd.number("epsilon", 0.1, low=0.0, high=1.0)
+        n = rd.integer("n", k, low=2, high=max(m, 2))
+        rd.finish()
+        return cls(s, k, eps, n)
+
+    def describe(self) -> str:
+        return (f"epsilon_greedy: with probability {self.epsilon:g} the top {self.n} of the base ranking shuffled "
+                f"uniformly, else the base ranking; top {self.k} shown")
+
+    def conventions(self) -> dict[str, Any]:
+        conv = super().conventions()
+        conv.pop("components", None)
+        return {**conv, "epsilon": self.epsilon, "n": self.n, "mixing": "(1 - epsilon) deterministic + epsilon randtop"}

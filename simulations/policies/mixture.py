@@ -1,0 +1,176 @@
+r"""A mixture of logging policies: each impression picks component :math:`c` with
+probability :math:`w_c`, then that component's list.
+
+Intervention harvesting (Agarwal, Zaitsev, Wang, Li, Najork and Joachims 2019,
+"Estimating position bias without intrusive interventions", WSDM) logs several rankers'
+deterministic lists (say A and B, each with its own scores) on comparable traffic; the
+pooled log is a draw from this mixture. Every probability of an event mixes linearly,
+
+.. math::
+
+    P_{\mathrm{mix}}(E) = \sum_c w_c\, P_c(E),
+
+for the whole list, each prefix, each item-position event, each pair and the shown
+probabilities. Components may have different candidate sets; an empty slot then has
+the probability of the components that leave it empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from onlineeval.errors import ConfigError
+from onlineeval.estimators.base import Propensities
+from simulations.policies.base import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    LoggingPolicy,
+    SpecReader,
+    policy_class,
+    register_policy,
+)
+
+__all__ = ["MixturePolicy"]
+
+
+@register_policy
+class MixturePolicy(LoggingPolicy):
+    """A weighted mixture of component policies.
+
+    Spec: ``{"policy": "mixture", "components": [{"policy": "deterministic", "scores": "A",
+    "weight": 0.5}, {"policy": "deterministic", "scores": "B", "weight": 0.5}]}`` (with
+    ``scores`` a mapping of named score matrices; ``weight`` defaults to equal weights
+    when no component gives one; weights must be positive and sum to 1).
+
+    Parameters
+    ----------
+    components:
+        Policies with the same number of queries, candidate columns and slots ``k``.
+    weights:
+        ``(C,)`` positive mixture weights summing to 1.
+    """
+
+    name = "mixture"
+
+    def __init__(self, components: Sequence[LoggingPolicy], weights: ArrayLike) -> None:
+        comps = list(components)
+        if not comps:
+            raise ConfigError(("components",), "a mixture needs at least one component")
+        w = np.array(weights, dtype=np.float64).reshape(-1)
+        if w.size != len(comps) or not np.all(np.isfinite(w)) or np.any(w <= 0) or abs(w.sum() - 1.0) > 1e-9:
+            raise ConfigError(("weights",), f"need {len(comps)} positive weights summing to 1, got {w.tolist()}")
+        first = comps[0]
+        for i, c in enumerate(comps):
+            if (c.Q, c.m, c.k) != (first.Q, first.m, first.k):
+                raise ConfigError(("components", i), f"has (queries, candidates, k) = {(c.Q, c.m, c.k)}, the first "
+                                  f"component {(first.Q, first.m, first.k)}; all must agree")
+        super().__init__(np.max(np.stack([c.scores for c in comps]), axis=0), first.k)
+        self.components = tuple(comps)
+        self.weights = w
+        self.weights.setflags(write=False)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int, path: Sequence[str | int] = ()) -> MixturePolicy:
+        rd = SpecReader(spec, path)
+        items = rd.raw("components")
+        rd.finish()
+        if not isinstance(items, Sequence) or isinstance(items, (str, bytes)) or len(items) == 0:
+            raise ConfigError((*path, "components"), "must be a non-empty list of policy specs with optional 'weight'")
+        comps, weights = [], []
+        for i, item in enumerate(items):
+            sub = (*path, "components", i)
+            if not isinstance(item, Mapping):
+                raise ConfigError(sub, f"must be a policy spec mapping, got {type(item).__name__}")
+            weights.append(item.get("weight"))
+            inner = {key: v for key, v in item.items() if key != "weight"}
+            comps.append(policy_class(inner.get("policy"), sub).from_spec(inner, scores, k, sub))
+        if all(w is None for w in weights):
+            weights = [1.0 / len(comps)] * len(comps)
+        for i, w in enumerate(weights):
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w > 0) or not np.isfinite(w):
+                raise ConfigError((*path, "components", i, "weight"), f"must be a positive number (all components "
+                                  f"give one, or none for equal weights), got {w!r}")
+        if abs(sum(weights) - 1.0) > 1e-9:
+            raise ConfigError((*path, "components"), f"weights must sum to 1, got {sum(weights):g}")
+        return cls(comps, weights)
+
+    def describe(self) -> str:
+        parts = "; ".join(f"{w:g} x [{c.describe()}]" for w, c in zip(self.weights, self.components))
+        return f"mixture (intervention harvesting, Agarwal et al. 2019): {parts}"
+
+    def conventions(self) -> dict[str, Any]:
+        conv = super().conventions()
+        conv["components"] = [{"weight": float(w), **c.conventions()} for w, c in zip(self.weights, self.components)]
+        if any(c.may_be_monte_carlo for c in self.components):
+            conv["item"] = "mixture of the components' item probabilities (see components: some may be Monte Carlo)"
+        conv["mixing"] = "every probability is sum_c w_c P_c"
+        return conv
+
+    @property
+    def may_be_monte_carlo(self) -> bool:  # type: ignore[override]
+        return any(c.may_be_monte_carlo for c in self.components)
+
+    def with_mc_seed(self, seed: int) -> MixturePolicy:
+        if not self.may_be_monte_carlo:
+            return self
+        kids = np.random.SeedSequence(seed).generate_state(len(self.components), dtype=np.uint32)
+        return MixturePolicy([c.with_mc_seed(int(s)) for c, s in zip(self.components, kids)], self.weights)
+
+    # public methods mix the components' own (each validates against its own candidates)
+    def propensities(self, query: ArrayLike, rankings: ArrayLike) -> Propensities:
+        q = self._queries(query)
+        r = self._lists(q, rankings)
+        lst, pre, item = np.zeros(q.size), np.zeros((q.size, self.k)), np.zeros((q.size, self.k))
+        for w, c in zip(self.weights, self.components):
+            p = c.propensities(q, r)
+            lst += w * p.list
+            pre += w * p.prefix
+            item += w * p.item
+        return Propensities(lst, pre, item)
+
+    def shown_probability(self, query: ArrayLike, docs: ArrayLike) -> FloatArray:
+        q = self._queries(query)
+        d = self._lists(q, docs, "docs")
+        return sum(w * c.shown_probability(q, d) for w, c in zip(self.weights, self.components))
+
+    def marginals_exact(self, query: ArrayLike) -> BoolArray:
+        q = self._queries(query)
+        out = np.ones(q.size, dtype=bool)
+        for c in self.components:
+            out &= c.marginals_exact(q)
+        return out
+
+    def marginal_se(self, query: ArrayLike) -> FloatArray:
+        q = self._queries(query)
+        var = sum(w * w * np.square(c.marginal_se(q)) for w, c in zip(self.weights, self.components))
+        return np.sqrt(var)
+
+    def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
+        pick = rng.choice(len(self.components), size=q.size, p=self.weights)
+        out = np.full((q.size, self.k), -1, dtype=np.int64)
+        for i, c in enumerate(self.components):
+            rows = np.flatnonzero(pick == i)
+            if rows.size:
+                out[rows] = c.sample(q[rows], rng)
+        return out
+
+    def _marginals(self, uq: IntArray) -> FloatArray:
+        return sum(w * c.item_position_marginals(uq) for w, c in zip(self.weights, self.components))
+
+    def _pairs(self, q: int) -> FloatArray:
+        return sum(w * c.pair_marginals(q) for w, c in zip(self.weights, self.components))
+
+    # the list-level hooks are not used: propensities() and shown_probability() mix the components
+    def _prefix(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
+        return self.propensities(q, r).prefix
+
+    def _item(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
+        return self.propensities(q, r).item
+
+    def _shown(self, q: IntArray, d: IntArray, valid: BoolArray) -> FloatArray:
+        return self.shown_probability(q, d)

@@ -1,0 +1,424 @@
+r"""Plackett-Luce over the scores (Plackett 1975; Luce 1959): a softmax draw without
+replacement, slot by slot.
+
+With logits :math:`\ell_d = s_d / \tau` (temperature :math:`\tau > 0`) over the query's
+candidates :math:`C`, the top ``k`` list :math:`(d_0, \dots, d_{k-1})` has
+
+.. math::
+
+    p_{\mathrm{prefix}, j} = \prod_{i=0}^{j}
+        \frac{e^{\ell_{d_i}}}{\sum_{d \in C \setminus \{d_0, \dots, d_{i-1}\}} e^{\ell_d}},
+
+computed in log space (log-sum-exp over the remaining candidates at each slot), so it is
+exact even when the scores differ by thousands. Sampling uses the Gumbel top-k trick
+(the ``k`` largest :math:`\ell_d + G_d`, :math:`G_d` i.i.d. standard Gumbel, in order,
+are a Plackett-Luce draw; Yellott 1977, Kool et al. 2019), vectorised over impressions.
+
+Item-position marginals :math:`M_{dj} = P(\text{slot } j \text{ shows } d)` have no
+closed form. They are computed exactly by a dynamic programme over the *set* of
+documents placed above (the order above does not matter for what comes next):
+
+.. math::
+
+    P_{s+1}(S \cup \{x\}) \mathrel{+}= P_s(S)\, \rho_S(x), \quad
+    \rho_S(x) = \frac{e^{\ell_x}}{\sum_{d \notin S} e^{\ell_d}}, \qquad
+    M_{x s} = \sum_{|S| = s} P_s(S)\, \rho_S(x),
+
+over :math:`\sum_{s < k} \binom{c}{s}` states (``dp_max_states``, default 50,000; e.g.
+all of ``c = 20, k = 6``; ``c = 100, k = 3``). Pair marginals start the same programme
+from the joint event "slot ``j`` shows ``a``" (one column per ``a``) and are exact up to
+``pair_max_states`` (default 20,000) states; above it :meth:`pair_marginals` raises a
+:class:`ConfigError`.
+
+Above ``dp_max_states`` the marginals are a seeded Monte Carlo estimate: ``mc_samples``
+(default 2,000) Gumbel top-k prefixes are drawn per query (seed from ``mc_seed`` and the
+query index, so a query's estimate does not depend on the batch) and each contributes
+the *conditional* probabilities given its sampled prefix,
+
+.. math::
+
+    \hat M_{x s} = \frac1R \sum_{t=1}^{R} 1[x \notin S_t]\, \rho_{S_t}(x),
+
+an unbiased (Rao-Blackwellised) estimate whose standard error is the sample SD over
+:math:`\sqrt R` (slot 0 is exact). It can be 0 for a document that is in every sampled
+prefix: raise ``mc_samples`` then. :meth:`marginals_exact`, :meth:`marginal_se`,
+:meth:`item_se` and :meth:`conventions` say which queries are Monte Carlo;
+:func:`simulations.policies.mc_error.marginal_error_effect` tells what that error does to
+an estimate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import sparse
+
+from onlineeval.errors import ConfigError
+from simulations.policies.base import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    LoggingPolicy,
+    MarginalTable,
+    SpecReader,
+    register_policy,
+)
+
+__all__ = ["PlackettLucePolicy", "dp_states"]
+
+
+def dp_states(c: int, k: int) -> int:
+    """Number of states of the subset DP for ``c`` candidates and ``k`` slots:
+    :math:`\\sum_{s < \\min(k, c)} \\binom{c}{s}`."""
+    return sum(math.comb(c, s) for s in range(min(k, c)))
+
+
+@dataclass(frozen=True)
+class _Level:
+    """Subsets of size ``s`` of ``range(c)`` in colex order and the transitions to size ``s+1``."""
+
+    combos: IntArray  # (N_s, s)
+    notin: BoolArray  # (N_s, c)
+    src: IntArray  # (E,) subset index
+    add: IntArray  # (E,) added candidate
+    dst: IntArray  # (E,) index of src + add at level s+1
+
+
+@lru_cache(maxsize=16)
+def _levels(c: int, kk: int) -> tuple[_Level, ...]:
+    """Subset levels ``0..kk-1`` (colex rank :math:`\\sum_i \\binom{a_i}{i+1}` = position)."""
+    binom = np.array([[math.comb(n, r) for r in range(kk + 2)] for n in range(c + 1)], dtype=np.int64)
+    out = []
+    for s in range(kk):
+        tuples = list(itertools.combinations(range(c), s))
+        combos = np.array(tuples, dtype=np.int64).reshape(len(tuples), s)
+        rank = binom[combos, np.arange(1, s + 1)[None, :]].sum(axis=1) if s else np.zeros(1, dtype=np.int64)
+        combos = combos[np.argsort(rank)]
+        n_s = combos.shape[0]
+        notin = np.ones((n_s, c), dtype=bool)
+        if s:
+            notin[np.repeat(np.arange(n_s), s), combos.ravel()] = False
+        src, add = np.nonzero(notin)
+        if s + 1 < kk:
+            a = combos[src]  # (E, s)
+            less = a < add[:, None]
+            i = np.arange(s)[None, :]
+            part = np.where(less, binom[a, i + 1], binom[a, i + 2]).sum(axis=1) if s else np.zeros(src.size, np.int64)
+            dst = part + binom[add, less.sum(axis=1) + 1]
+        else:
+            dst = np.zeros(0, dtype=np.int64)
+        for arr in (combos, notin, src, add, dst):
+            arr.setflags(write=False)
+        out.append(_Level(combos, notin, src, add, dst))
+    return tuple(out)
+
+
+def _masked_lse(logits: FloatArray, avail: BoolArray) -> FloatArray:
+    """Row-wise log-sum-exp of ``logits`` over ``avail`` (``-inf`` for an empty row)."""
+    lm = np.where(avail, logits, -np.inf)
+    mx = lm.max(axis=-1)
+    safe = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.exp(lm - safe[..., None]).sum(axis=-1))
+
+
+def _remaining_lse(logits: FloatArray, avail: BoolArray, e: FloatArray, top: FloatArray) -> FloatArray:
+    """:func:`_masked_lse` computed fast as ``top + log(sum(e * avail))`` with
+    ``e = exp(logits - top)``, falling back to the exact masked log-sum-exp on the rows
+    whose remaining mass is so small (< 1e-200) that the fast form would lose precision."""
+    mass = np.einsum("...m,...m->...", e, avail)
+    out = np.empty(mass.shape)
+    ok = mass > 1e-200
+    with np.errstate(divide="ignore"):
+        out[ok] = top[ok] + np.log(mass[ok])
+    if not ok.all():
+        out[~ok] = _masked_lse(logits[~ok], avail[~ok])
+    return out
+
+
+def _rho(logits: FloatArray, notin: BoolArray) -> FloatArray:
+    """``(N, c)``: :math:`\\rho_S(x)` for each subset row (0 for ``x`` in ``S``)."""
+    lse = _masked_lse(logits[None, :], notin)
+    with np.errstate(invalid="ignore"):
+        return np.exp(np.where(notin, logits[None, :] - lse[:, None], -np.inf))
+
+
+@register_policy
+class PlackettLucePolicy(LoggingPolicy):
+    """Plackett-Luce over ``scores / temperature`` (spec ``{"policy": "plackett_luce",
+    "temperature": 1.0}``; options ``dp_max_states`` (50,000), ``pair_max_states``
+    (20,000), ``mc_samples`` (2,000), ``mc_seed`` (0); see the module docstring)."""
+
+    name = "plackett_luce"
+    may_be_monte_carlo = True
+
+    def __init__(self, scores: Any, k: int, temperature: float = 1.0, *, dp_max_states: int = 50_000,
+                 pair_max_states: int = 20_000, mc_samples: int = 2_000, mc_seed: int = 0) -> None:
+        super().__init__(scores, k)
+        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+            raise ConfigError(("temperature",), f"must be a finite number > 0, got {temperature!r}")
+        if mc_samples < 2:
+            raise ConfigError(("mc_samples",), f"must be an integer >= 2, got {mc_samples!r}")
+        self.temperature = float(temperature)
+        self.dp_max_states = int(dp_max_states)
+        self.pair_max_states = int(pair_max_states)
+        self.mc_samples = int(mc_samples)
+        self.mc_seed = int(mc_seed)
+        self.logits: FloatArray = self.scores / self.temperature
+        self.logits.setflags(write=False)
+        self._tables: dict[int, MarginalTable] = {}
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int,
+                  path: Sequence[str | int] = ()) -> PlackettLucePolicy:
+        rd = SpecReader(spec, path)
+        s = rd.scores(scores)
+        t = rd.number("temperature", 1.0, low=0.0, low_open=True)
+        dp = rd.integer("dp_max_states", 50_000, low=0)
+        pair = rd.integer("pair_max_states", 20_000, low=0)
+        mc = rd.integer("mc_samples", 2_000, low=2)
+        seed = rd.integer("mc_seed", 0, low=0)
+        rd.finish()
+        return cls(s, k, t, dp_max_states=dp, pair_max_states=pair, mc_samples=mc, mc_seed=seed)
+
+    def with_mc_seed(self, seed: int) -> PlackettLucePolicy:
+        out = PlackettLucePolicy(self.scores, self.k, self.temperature, dp_max_states=self.dp_max_states,
+                                 pair_max_states=self.pair_max_states, mc_samples=self.mc_samples, mc_seed=int(seed))
+        out._tables.update({q: t for q, t in self._tables.items() if t.exact})
+        return out
+
+    def describe(self) -> str:
+        return (f"plackett_luce: softmax draws without replacement over scores / {self.temperature:g}, top {self.k} "
+                "shown (Plackett 1975; Gumbel top-k sampling)")
+
+    def conventions(self) -> dict[str, Any]:
+        return {
+            **super().conventions(),
+            "temperature": self.temperature,
+            "list": "exact: product of softmax ratios over the remaining candidates (log space)",
+            "prefix": "exact: product of softmax ratios over the remaining candidates (log space)",
+            "item": (f"exact by a subset dynamic programme when sum_(s<k) C(c, s) <= {self.dp_max_states} states "
+                     f"(c = the query's candidates), else Monte Carlo: {self.mc_samples} Gumbel top-k prefixes per "
+                     f"query, Rao-Blackwellised, seed ({self.mc_seed}, query index); standard errors from "
+                     "marginal_se / item_se, exactness from marginals_exact"),
+            "shown_probability": "sum over slots of the item marginals (same exactness)",
+            "pair_marginals": f"exact by a dynamic programme up to {self.pair_max_states} states, else an error",
+            "dp_max_states": self.dp_max_states,
+            "pair_max_states": self.pair_max_states,
+            "mc_samples": self.mc_samples,
+            "mc_seed": self.mc_seed,
+        }
+
+    # ------------------------------------------------------------------ sampling and lists
+    def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
+        g = self.logits[q] + rng.gumbel(size=(q.size, self.m))
+        if self.k < self.m:
+            top = np.argpartition(-g, self.k - 1, axis=1)[:, : self.k]
+        else:
+            top = np.broadcast_to(np.arange(self.m), g.shape)
+        rows = np.arange(q.size)[:, None]
+        gt = g[rows, top]
+        o = np.argsort(-gt, axis=1, kind="stable")
+        top, gt = top[rows, o], gt[rows, o]
+        return np.where(np.isfinite(gt), top, -1).astype(np.int64)
+
+    def _prefix(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
+        logits = self.logits[q]
+        avail = np.isfinite(logits)
+        rows = np.arange(q.size)
+        top = np.where(avail.any(axis=1), np.max(np.where(avail, logits, -np.inf), axis=1), 0.0)
+        e = np.exp(logits - top[:, None])
+        logp = np.zeros(q.size)
+        out = np.empty((q.size, self.k))
+        for j in range(self.k):
+            d = r[:, j]
+            has = d >= 0
+            dd = np.maximum(d, 0)
+            num = np.where(has & avail[rows, dd], logits[rows, dd], -np.inf)
+            lse = _remaining_lse(logits, avail, e, top)
+            step = np.where(has, num - np.where(np.isfinite(lse), lse, 0.0), 0.0)
+            logp = logp + step
+            out[:, j] = np.exp(logp)
+            avail[rows[has], dd[has]] = False
+        return out
+
+    # ------------------------------------------------------------------ marginals
+    def _exact_q(self, q: int) -> bool:
+        return dp_states(int(self.n_candidates[q]), self.k) <= self.dp_max_states
+
+    def table(self, query_one: int) -> MarginalTable:
+        """Item-position marginals of one query with standard errors (cached)."""
+        q = self._query_one(query_one)
+        if q not in self._tables:
+            self._tables[q] = self._dp_table(q) if self._exact_q(q) else self._mc_table(q)
+        return self._tables[q]
+
+    def _cand(self, q: int) -> tuple[IntArray, FloatArray]:
+        cand = np.flatnonzero(np.isfinite(self.logits[q]))
+        return cand, np.asarray(self.logits[q, cand], dtype=np.float64)
+
+    def _embed(self, cand: IntArray, marg: FloatArray, se: FloatArray, shown_se: FloatArray, exact: bool,
+               method: str) -> MarginalTable:
+        kk = marg.shape[1]
+        mean = np.zeros((self.m, self.k))
+        s = np.zeros((self.m, self.k))
+        mean[cand, :kk] = marg
+        s[cand, :kk] = se
+        shown = mean.sum(axis=1)
+        sh_se = np.zeros(self.m)
+        sh_se[cand] = shown_se
+        for a in (mean, s, shown, sh_se):
+            a.setflags(write=False)
+        return MarginalTable(mean, s, shown, sh_se, exact, method)
+
+    def _dp_table(self, q: int) -> MarginalTable:
+        cand, lg = self._cand(q)
+        c = cand.size
+        kk = min(self.k, c)
+        marg = np.zeros((c, kk))
+        if kk:
+            levels = _levels(c, kk)
+            p = np.ones(1)
+            for s, lev in enumerate(levels):
+                rho = _rho(lg, lev.notin)
+                marg[:, s] = p @ rho
+                if s + 1 < kk:
+                    p = np.bincount(lev.dst, weights=p[lev.src] * rho[lev.src, lev.add],
+                                    minlength=levels[s + 1].combos.shape[0])
+        zeros = np.zeros((c, kk))
+        return self._embed(cand, marg, zeros, np.zeros(c), True, "exact subset dynamic programme")
+
+    def _mc_table(self, q: int) -> MarginalTable:
+        cand, lg = self._cand(q)
+        c = cand.size
+        kk = min(self.k, c)
+        R = self.mc_samples
+        rng = np.random.default_rng(np.random.SeedSequence([self.mc_seed, q]))
+        g = lg[None, :] + rng.gumbel(size=(R, c))
+        prefix = np.argsort(-g, axis=1)[:, : max(kk - 1, 0)]
+        avail = np.ones((R, c), dtype=bool)
+        rows = np.arange(R)
+        marg = np.zeros((c, kk))
+        se = np.zeros((c, kk))
+        total = np.zeros((R, c))
+        lgr = np.broadcast_to(lg, (R, c))
+        top = np.full(R, lg.max())
+        e = np.broadcast_to(np.exp(lg - lg.max()), (R, c))
+        for s in range(kk):
+            lse = _remaining_lse(lgr, avail, e, top)
+            # (R, c) conditional P(x at slot s | sampled prefix), log space (exact for extreme scores)
+            cond = np.exp(np.where(avail, lgr - lse[:, None], -np.inf))
+            mean = cond.mean(axis=0)
+            marg[:, s] = mean
+            se[:, s] = np.sqrt(np.maximum(np.square(cond).mean(axis=0) - mean**2, 0.0) * R / (R - 1) / R)
+            total += cond
+            if s + 1 < kk:
+                avail[rows, prefix[:, s]] = False
+        shown_se = total.std(axis=0, ddof=1) / math.sqrt(R)
+        return self._embed(cand, marg, se, shown_se, False,
+                           f"Monte Carlo, {R} Rao-Blackwellised Gumbel top-k prefixes, seed ({self.mc_seed}, {q})")
+
+    def _stack(self, uq: IntArray, what: str) -> FloatArray:
+        return np.stack([getattr(self.table(int(u)), what) for u in uq]) if uq.size else \
+            np.zeros((0, self.m, self.k) if what in ("mean", "se") else (0, self.m))
+
+    def _marginals(self, uq: IntArray) -> FloatArray:
+        return self._stack(uq, "mean")
+
+    def _grouped(self, q: IntArray, fill: Any) -> None:
+        """Call ``fill(rows, table)`` once per distinct query."""
+        uq, inv = np.unique(q, return_inverse=True)
+        order = np.argsort(inv, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(inv, minlength=uq.size))])
+        for i, u in enumerate(uq):
+            fill(order[bounds[i]: bounds[i + 1]], self.table(int(u)))
+
+    def _item(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
+        out = np.zeros((q.size, self.k))
+        j = np.arange(self.k)[None, :]
+        rr = np.maximum(r, 0)
+
+        def fill(rows: IntArray, t: MarginalTable) -> None:
+            out[rows] = t.mean[rr[rows], j]
+
+        self._grouped(q, fill)
+        return out
+
+    def _shown(self, q: IntArray, d: IntArray, valid: BoolArray) -> FloatArray:
+        out = np.zeros(d.shape)
+        dd = np.maximum(d, 0)
+
+        def fill(rows: IntArray, t: MarginalTable) -> None:
+            out[rows] = t.shown[dd[rows]]
+
+        self._grouped(q, fill)
+        return out
+
+    def marginals_exact(self, query: ArrayLike) -> BoolArray:
+        q = self._queries(query)
+        uq, inv = np.unique(q, return_inverse=True)
+        return np.array([self._exact_q(int(u)) for u in uq], dtype=bool)[inv] if q.size else np.ones(0, bool)
+
+    def marginal_se(self, query: ArrayLike) -> FloatArray:
+        q = self._queries(query)
+        uq, inv = np.unique(q, return_inverse=True)
+        return self._stack(uq, "se")[inv]
+
+    def shown_se(self, query: ArrayLike, docs: ArrayLike) -> FloatArray:
+        """``(n, k)`` standard errors of :meth:`shown_probability` (0 where exact)."""
+        q = self._queries(query)
+        d = self._lists(q, docs, "docs")
+        out = np.zeros(d.shape)
+        dd = np.maximum(d, 0)
+
+        def fill(rows: IntArray, t: MarginalTable) -> None:
+            out[rows] = np.where(d[rows] >= 0, t.shown_se[dd[rows]], 0.0)
+
+        self._grouped(q, fill)
+        return out
+
+    # ------------------------------------------------------------------ pairs
+    def _pairs(self, q: int) -> FloatArray:
+        cand, lg = self._cand(q)
+        c = cand.size
+        kk = min(self.k, c)
+        states = dp_states(c, self.k)
+        if states > self.pair_max_states:
+            raise ConfigError(("pair_max_states",), f"Plackett-Luce pair marginals are exact only up to "
+                              f"{self.pair_max_states} DP states; query {q} has {c} candidates and k = {self.k}, "
+                              f"{states} states (raise pair_max_states, or use a policy with closed-form pairs)")
+        out = np.zeros((self.k, self.m, self.k, self.m))
+        if kk == 0:
+            return out
+        levels = _levels(c, kk)
+        rhos = [_rho(lg, lev.notin) for lev in levels]
+        trans = []
+        for s in range(kk - 1):
+            lev = levels[s]
+            trans.append(sparse.csr_matrix((rhos[s][lev.src, lev.add], (lev.dst, lev.src)),
+                                           shape=(levels[s + 1].combos.shape[0], lev.combos.shape[0])))
+        joint = np.zeros((kk, c, kk, c))
+        p = np.ones(1)
+        for j in range(kk):
+            lev = levels[j]
+            joint[j, :, j, :] = np.diag(p @ rhos[j])
+            if j + 1 < kk:
+                # z[T, a]: P(top j+1 set = T and slot j shows a)
+                z = sparse.coo_matrix((p[lev.src] * rhos[j][lev.src, lev.add], (lev.dst, lev.add)),
+                                      shape=(levels[j + 1].combos.shape[0], c)).toarray()
+                for s in range(j + 1, kk):
+                    pair = z.T @ rhos[s]  # [a, b] = P(slot j shows a, slot s shows b)
+                    joint[j, :, s, :] = pair
+                    joint[s, :, j, :] = pair.T
+                    if s + 1 < kk:
+                        z = trans[s] @ z
+                p = trans[j] @ p
+        out[np.ix_(np.arange(kk), cand, np.arange(kk), cand)] = joint
+        return out
