@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["OnlineEvalError", "InputError", "ConfigError", "format_key_path"]
+__all__ = ["OnlineEvalError", "InputError", "ConfigError", "OutputError", "format_key_path"]
 
 
 class OnlineEvalError(Exception):
@@ -79,3 +79,16 @@ class ConfigError(OnlineEvalError, ValueError):
         key = format_key_path(self.key_path)
         head = f"{self.source}: " if self.source else ""
         return f"{head}{key}: {self.message}" if key else f"{head}{self.message}"
+
+
+class OutputError(OnlineEvalError):
+    """A result could not be written (read-only folder, full disk, folder in use), or an
+    input could not be read; names the path and says what was kept."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        self.message = message
+        self.path = path
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message

@@ -1,23 +1,41 @@
 """The main job: config -> world -> replicates -> analysis -> results directory.
 
 Finished replicates are appended to ``<output>/replicates.partial.jsonl`` as they
-complete. If a run is interrupted, running the same config again resumes from there
-(the file's header holds a fingerprint of the effective config; a different config
-starts afresh). The partial file is removed once the results are written.
+complete, one self-checking record per line (the record carries the SHA-256 of its own
+content, so a line cut short by a kill or a full disk is recognised and dropped, and the
+file is repaired before anything is appended). If a run is interrupted, running the same
+config again resumes from there. The file's header holds the fingerprint of everything
+that determines a replicate's numbers: the effective config (without ``output``,
+``workers`` and ``replicates``: replicate ``r`` uses the ``r``-th spawned seed whatever
+the number of replicates, so a changed ``--replicates`` keeps the finished ones it needs)
+and the contents of every input file the config names (qrels, runs, query frequencies,
+fitted click models). A different fingerprint discards the partial file, and says so.
+The partial file is removed once the results are written.
+
+One run at a time per results folder: the folder is locked (``.onlineeval.lock``, an
+``fcntl`` lock held for the run's lifetime, released by the OS if the process dies); a
+second run into it stops with an error naming the folder and the running process.
+SIGINT and SIGTERM stop the run promptly: pending replicates are cancelled, worker
+processes are ended, finished replicates stay in the partial file, and the exit code is
+130 or 143.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
-from collections.abc import Callable
+import os
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, OnlineEvalError, OutputError
 
 from simulations.analysis import analyse
 from simulations.config import Config
@@ -32,9 +50,12 @@ from simulations.runner import (
 from simulations.users import UserModels
 from simulations.world import World, build_world
 
-__all__ = ["SimulationResult", "simulate", "config_fingerprint"]
+__all__ = ["SimulationResult", "simulate", "config_fingerprint", "input_files", "Interrupted"]
 
 PARTIAL = "replicates.partial.jsonl"
+LOCK = ".onlineeval.lock"
+#: version of the partial-file record format (records without a checksum are not trusted)
+_PARTIAL_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -48,32 +69,169 @@ class SimulationResult:
     output: Path | None
 
 
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; ``exit_code`` is 128 + the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        # args stay (signum,): SimPy re-raises an exception as type(exc)(*exc.args)
+        super().__init__(int(signum))
+        self.signum = int(signum)
+        self.exit_code = 128 + self.signum
+
+    def __str__(self) -> str:
+        return f"stopped by {signal.Signals(self.signum).name}"
+
+
+def input_files(config: Config) -> list[tuple[str, Path]]:
+    """``(key path, file)`` of every input file the config names: the collection's qrels,
+    runs and frequency file, and fitted click-model parameters."""
+    out: list[tuple[str, Path]] = []
+    coll = config.effective().get("collection", {})
+    for key in ("qrels", "frequencies"):
+        if coll.get(key):
+            out.append((f"collection.{key}", Path(coll[key])))
+    for name, path in sorted((coll.get("runs") or {}).items()):
+        out.append((f"collection.runs.{name}", Path(path)))
+    users = config.effective().get("users", {})
+    specs = [("users.click_model", users.get("click_model"))]
+    specs += [(f"users.types[{i}].click_model", t.get("click_model")) for i, t in enumerate(users.get("types") or [])]
+    for key, spec in specs:
+        if isinstance(spec, dict):
+            for fk in ("fitted", "params_file"):
+                if spec.get(fk):
+                    out.append((f"{key}.{fk}", Path(spec[fk])))
+    return out
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise OutputError(f"cannot read input file: {exc.strerror or exc}", str(path)) from None
+    return h.hexdigest()
+
+
 def config_fingerprint(config: Config) -> str:
-    """Hash of everything that determines the numbers (not the output folder or workers)."""
+    """Hash of everything that determines a replicate's numbers: the effective config
+    (not the output folder, the workers or the number of replicates) and the contents of
+    every input file it names (:func:`input_files`)."""
     data = config.effective()
-    data.pop("output", None)
-    data.pop("workers", None)
+    for key in ("output", "workers", "replicates"):
+        data.pop(key, None)
+    data["input_file_sha256"] = {key: _file_digest(path) for key, path in input_files(config)}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _load_partial(path: Path, fingerprint: str) -> dict[int, list[dict[str, Any]]]:
+def _record(index: int, rows: list[dict[str, Any]]) -> str:
+    body = json.dumps({"replicate": index, "rows": rows})  # key order kept: it is the CSV column order
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    return json.dumps({"sha256": digest, "record": body}) + "\n"
+
+
+def _parse_record(line: str) -> tuple[int, list[dict[str, Any]]] | None:
+    """A record's (replicate, rows), or ``None`` for a torn or altered line."""
+    if not line.endswith("\n"):
+        return None
+    try:
+        outer = json.loads(line)
+        body = outer["record"]
+        if hashlib.sha256(body.encode()).hexdigest() != outer["sha256"]:
+            return None
+        item = json.loads(body)
+        return int(item["replicate"]), list(item["rows"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _load_partial(path: Path, fingerprint: str, say: Callable[[str], None]) -> dict[int, list[dict[str, Any]]]:
+    """Finished replicates of an earlier run with the same fingerprint; rewrites the file
+    without torn or invalid records so that appending continues after the last good one."""
     if not path.is_file():
         return {}
     done: dict[int, list[dict[str, Any]]] = {}
-    with open(path, encoding="utf-8") as fh:
-        try:
-            header = json.loads(fh.readline() or "{}")
-        except json.JSONDecodeError:
-            return {}
-        if header.get("fingerprint") != fingerprint:
-            return {}
-        for line in fh:
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:  # a line cut short by an interruption
-                break
-            done[int(item["replicate"])] = item["rows"]
+    dropped = 0
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        lines = fh.readlines()
+    try:
+        header = json.loads(lines[0]) if lines else {}
+    except json.JSONDecodeError:
+        header = {}
+    if not isinstance(header, dict) or header.get("format") != _PARTIAL_FORMAT or header.get("fingerprint") != fingerprint:
+        old = header.get("fingerprint") if isinstance(header, dict) else None
+        say(
+            f"warning: discarding {max(len(lines) - 1, 0)} finished replicate record(s) in {path}: they were computed "
+            + ("by an older onlineeval" if isinstance(header, dict) and header.get("format") != _PARTIAL_FORMAT
+               and old is not None else f"for a different config or different input files (fingerprint {old})")
+        )
+        return {}
+    for line in lines[1:]:
+        parsed = _parse_record(line)
+        if parsed is None:
+            dropped += 1
+            continue
+        done[parsed[0]] = parsed[1]
+    if dropped:
+        say(f"warning: {path}: dropped {dropped} torn or damaged record(s) (an interrupted write); they are recomputed")
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(lines[0] if lines[0].endswith("\n") else lines[0] + "\n")
+            for index in sorted(done):
+                out.write(_record(index, done[index]))
+        os.replace(tmp, path)
     return done
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` for the block (one run per results folder)."""
+    import fcntl
+
+    path = folder / LOCK
+    fh = open(path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise OutputError(
+                f"results folder is in use by another onlineeval run (pid {holder}); wait for it to finish "
+                "or choose another --output", str(folder)
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Turn SIGTERM (and SIGINT) into :class:`Interrupted` in the main thread."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise Interrupted(signum)
+
+    try:
+        previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave signal handling to the caller
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _write_error(exc: OSError, path: Path, kept: str) -> OutputError:
+    reason = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+    return OutputError(f"cannot write: {reason}; {kept}", str(getattr(exc, "filename", None) or path))
 
 
 def simulate(
@@ -103,33 +261,69 @@ def simulate(
         Receives one-line progress messages.
     """
     say = log or (lambda _msg: None)
+    n_workers = resolve_workers(config.workers if workers is None else workers)
+    if output is None:
+        with _signals_interrupt():
+            world, users, truths = _prepare(config, say)
+            done: dict[int, list[dict[str, Any]]] = {}
+            _run(config, world, done, n_workers, None, on_progress, say)
+        return _finish(config, world, users, truths, done, None, "")
+    if output.exists() and not output.is_dir():
+        raise ConfigError(("output",), f"{output} exists and is not a directory; give a results directory")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _write_error(exc, output, "nothing was run") from None
+    with _folder_lock(output), _signals_interrupt():
+        fingerprint = config_fingerprint(config)
+        world, users, truths = _prepare(config, say)
+        partial = output / PARTIAL
+        total = config.replicates
+        done = {} if fresh else _load_partial(partial, fingerprint, say)
+        kept = {i: r for i, r in done.items() if i < total}
+        if kept:
+            extra = f" ({len(done) - len(kept)} more kept for a larger --replicates)" if len(done) > len(kept) else ""
+            say(f"resuming: {len(kept)} of {total} replicates already finished in {partial}{extra}")
+        try:
+            if done:
+                partial_fh = open(partial, "a", encoding="utf-8")
+            else:
+                partial_fh = open(partial, "w", encoding="utf-8")
+                partial_fh.write(json.dumps({"fingerprint": fingerprint, "format": _PARTIAL_FORMAT}) + "\n")
+                partial_fh.flush()
+        except OSError as exc:
+            raise _write_error(exc, partial, "nothing was run") from None
+        try:
+            _run(config, world, kept, n_workers, partial_fh, on_progress, say)
+        finally:
+            with contextlib.suppress(OSError):
+                partial_fh.close()
+        result = _finish(config, world, users, truths, kept, output, fingerprint)
+        partial.unlink(missing_ok=True)
+    return result
+
+
+def _prepare(config: Config, say: Callable[[str], None]) -> tuple[World, UserModels, list[Truth]]:
+    """The world, the users' click models and the ground truth (fixed across replicates)."""
     world = build_world(config, world_seed(config.seed))
     users = UserModels.from_config(config.users)
     users.check_world(world.n_grades, world.ranked_labels("A")[:8])
     say(f"world: {world.n_queries} queries, rankers A and B at depth {world.depth}")
-    truths = compute_truth(config, world, users)
+    return world, users, compute_truth(config, world, users)
 
-    done: dict[int, list[dict[str, Any]]] = {}
-    partial_fh = None
-    fingerprint = config_fingerprint(config)
-    if output is not None:
-        if output.exists() and not output.is_dir():
-            raise ConfigError(("output",), f"{output} exists and is not a directory; give a results directory")
-        output.mkdir(parents=True, exist_ok=True)
-        partial = output / PARTIAL
-        if not fresh:
-            done = _load_partial(partial, fingerprint)
-            done = {i: r for i, r in done.items() if i < config.replicates}
-        if done:
-            say(f"resuming: {len(done)} of {config.replicates} replicates already finished in {partial}")
-            partial_fh = open(partial, "a", encoding="utf-8")
-        else:
-            partial_fh = open(partial, "w", encoding="utf-8")
-            partial_fh.write(json.dumps({"fingerprint": fingerprint}) + "\n")
-            partial_fh.flush()
+
+def _run(
+    config: Config,
+    world: World,
+    done: dict[int, list[dict[str, Any]]],
+    n_workers: int,
+    partial_fh: IO[str] | None,
+    on_progress: Callable[[int, int], None] | None,
+    say: Callable[[str], None],
+) -> None:
+    """Run the replicates not in ``done``, appending each finished one to ``partial_fh``."""
     total = config.replicates
     todo = [i for i in range(total) if i not in done]
-    n_workers = resolve_workers(config.workers if workers is None else workers)
     say(f"running {len(todo)} replicates on {min(n_workers, max(len(todo), 1))} worker(s)")
     if on_progress is not None:
         on_progress(len(done), total)
@@ -137,17 +331,30 @@ def simulate(
     def on_done(index: int, rows: list[dict[str, Any]]) -> None:
         done[index] = rows
         if partial_fh is not None:
-            partial_fh.write(json.dumps({"replicate": index, "rows": rows}) + "\n")
-            partial_fh.flush()
+            try:
+                partial_fh.write(_record(index, rows))
+                partial_fh.flush()
+            except OSError as exc:
+                raise _write_error(
+                    exc, Path(partial_fh.name),
+                    f"the replicates finished before this one are kept in {partial_fh.name}; free space "
+                    "and run again to resume",
+                ) from None
         if on_progress is not None:
             on_progress(len(done), total)
 
-    try:
-        run_replicates(config, world, todo, n_workers, on_done)
-    finally:
-        if partial_fh is not None:
-            partial_fh.close()
+    run_replicates(config, world, todo, n_workers, on_done)
 
+
+def _finish(
+    config: Config,
+    world: World,
+    users: UserModels,
+    truths: list[Truth],
+    done: dict[int, list[dict[str, Any]]],
+    output: Path | None,
+    fingerprint: str,
+) -> SimulationResult:
     rows = pd.DataFrame([row for i in sorted(done) for row in done[i]])
     summary, curves = analyse(rows, truths, world, config)
     summary["truth_by_segment"] = truth_by_segment(world, users)
@@ -155,6 +362,8 @@ def simulate(
     if output is not None:
         from simulations.report import write_results
 
-        write_results(result, fingerprint)
-        (output / PARTIAL).unlink(missing_ok=True)
+        try:
+            write_results(result, fingerprint)
+        except OSError as exc:
+            raise _write_error(exc, output, f"the finished replicates are kept in {output / PARTIAL}") from None
     return result

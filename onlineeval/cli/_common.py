@@ -40,8 +40,10 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
         except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
             name = getattr(exc, "filename", None) or ""
             raise fail(f"{name}: {exc.strerror or exc}") from None
-        except KeyboardInterrupt:  # pragma: no cover - interactive only
-            typer.echo("interrupted", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as exc:
+            # Ctrl-C: 130; a run stopped by SIGTERM raises a KeyboardInterrupt carrying 143
+            code = int(getattr(exc, "exit_code", 130))
+            typer.echo(f"interrupted ({exc or 'SIGINT'}); finished work is kept", err=True)
+            sys.exit(code)
 
     return wrapper

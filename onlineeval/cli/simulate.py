@@ -44,7 +44,7 @@ def simulate_cmd(
     out = Path(cfg.output)  # relative paths are relative to the working directory
 
     def log(msg: str) -> None:
-        if not quiet:
+        if not quiet or msg.startswith(("warning:", "resuming:")):  # what happened to earlier results always shows
             typer.echo(msg, err=True)
 
     progress = None if quiet else _Progress()
