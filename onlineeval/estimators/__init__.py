@@ -21,6 +21,7 @@ from onlineeval.estimators import dm as _dm  # noqa: F401
 from onlineeval.estimators import dr as _dr  # noqa: F401
 from onlineeval.estimators import iips as _iips  # noqa: F401
 from onlineeval.estimators import ips as _ips  # noqa: F401
+from onlineeval.estimators import pbm_ips as _pbm_ips  # noqa: F401
 from onlineeval.estimators import pseudoinverse as _pseudoinverse  # noqa: F401
 from onlineeval.estimators import rips as _rips  # noqa: F401
 from onlineeval.estimators import snips as _snips  # noqa: F401
@@ -43,8 +44,26 @@ from onlineeval.estimators.base import (
     get_reward,
     register_estimator,
 )
+from onlineeval.estimators.position_bias import (
+    PipelineInterval,
+    PositionBiasEstimate,
+    estimate_em,
+    estimate_examination,
+    estimate_harvest,
+    estimate_randtop,
+    estimate_swap,
+    pipeline_bootstrap,
+)
 
 __all__ = [
+    "PipelineInterval",
+    "PositionBiasEstimate",
+    "estimate_em",
+    "estimate_examination",
+    "estimate_harvest",
+    "estimate_randtop",
+    "estimate_swap",
+    "pipeline_bootstrap",
     "REWARDS",
     "DeterministicTarget",
     "Diagnostics",
