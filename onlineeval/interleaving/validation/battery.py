@@ -1,0 +1,531 @@
+"""The battery: a candidate's draws and credits checked against onlineeval's reference implementation.
+
+Two rankers (interleaving) or three and more (multileaving: every pair ``j > i``, value
+``pref[j, i]``, "ranker j beats ranker i"). Each statistical check pools the scenarios
+and combines its tests (pairs, positions, scenarios, click models) with Bonferroni.
+
+* ``structure``, ``prefix_balance`` (team-draft): exact invariants of every draw
+  (:mod:`~onlineeval.interleaving.validation.invariants`);
+* ``aa_no_preference``: identical rankers, clicks blind to the documents: sign test
+  per pair; for methods whose A/A outcome is always a tie, any win or loss is an exact
+  violation (a float-tie or tie-credit bug);
+* ``random_clicks_no_preference``: different rankers, each shown slot clicked with
+  probability ``click_prob``: sign test per pair. ``DOCUMENTED`` where the method's sign
+  is not unbiased (balanced, probabilistic, optimized; see
+  :mod:`~onlineeval.interleaving.validation.methods`);
+* ``random_clicks_zero_expected_outcome`` (probabilistic) / ``random_clicks_zero_credit``
+  (optimized): the method's own guarantee on its own scale, a one-sample t-test of
+  the mean value per scenario, pair and click model (``click_prob`` per slot, and
+  ``0.9 / rank``);
+* ``better_ranker_wins``: a ranker that lifts the clicked documents wins (one-sided
+  sign test on the win / loss scale, one-sided t-test on a real-valued scale); the
+  statistic is the largest p-value over the pairs (every pair must reject);
+* ``team_distribution``, ``document_distribution``: per position, chi-square tests of
+  homogeneity of the candidate's and the reference's team labels and documents;
+* ``credit_agreement``: the candidate's value equals the reference's on identical
+  ``(shown, teams, clicks)``, on the method's scale (exact);
+* ``outcome_distribution``: end to end, the win / loss / tie distribution of every pair
+  agrees with the reference (chi-square);
+* ``documented: ...`` (two rankers): the method's known counter-example, measured.
+
+Size and power (defaults ``n = 60000``, ``alpha = 0.01``): the random-click checks see
+``n`` impressions per click model (``n / 3`` per scenario); a 1% bias in the mean
+outcome (0.01 on a sign whose standard deviation is at most 1, or on an expected
+outcome whose standard deviation is about 0.6) has ``z >= 0.01 * sqrt(20000) / 1 = 1.41``
+per scenario and ``2.45`` pooled; the equivalence checks see ``n / 7`` impressions per
+scenario, so a 4-point shift in one position's team share is detected with power about
+0.94 after the Bonferroni correction over about 40 positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from onlineeval.errors import ConfigError
+from onlineeval.interleaving.registry import get_interleaver
+from onlineeval.interleaving.validation.candidates import (
+    CREDIT,
+    EXPECTED,
+    SIGN,
+    BatchCandidate,
+    Candidate,
+    Sample,
+    pad_lists,
+)
+from onlineeval.interleaving.validation.invariants import (
+    prefix_violations,
+    structure_violations,
+    union_sizes,
+)
+from onlineeval.interleaving.validation.methods import MethodSpec, method_spec
+from onlineeval.interleaving.validation.report import (
+    DOCUMENTED,
+    PENDING,
+    CheckResult,
+    ValidationReport,
+    finalize,
+)
+from onlineeval.interleaving.validation.stattests import (
+    bonferroni,
+    exact_check,
+    homogeneity,
+    sign_test,
+    t_test,
+)
+
+__all__ = ["validate_interleaver"]
+
+Lists = tuple[tuple[int, ...], ...]
+
+#: input pairs for the structure and equivalence checks (duplicates, shared prefix, disjoint, unequal lengths)
+EQUIVALENCE_SCENARIOS: tuple[Lists, ...] = (
+    ((1, 2, 3, 4, 5, 6), (2, 1, 4, 3, 6, 5)),
+    ((1, 2, 3, 4, 5, 6), (6, 5, 4, 3, 2, 1)),
+    ((1, 2, 3, 4, 5, 6), (7, 1, 8, 2, 9, 3)),
+    ((1, 2, 3, 4, 5, 6), (1, 2, 6, 5, 4, 3)),
+    ((1, 2, 3, 4, 5, 6), (7, 8, 9, 10, 11, 12)),
+    ((1, 2, 3, 4), (2, 3, 4, 5, 6, 7)),
+    ((1, 2, 3, 4, 5), (1, 2, 3, 5, 4)),       # long shared prefix: many exact ties
+)
+#: equal-length pairs for the fidelity checks
+FIDELITY_SCENARIOS: tuple[Lists, ...] = (
+    ((1, 2, 3, 4, 5, 6), (6, 5, 4, 3, 2, 1)),
+    ((1, 2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 7)),
+    ((1, 2, 3, 4, 5, 6), (7, 1, 8, 2, 9, 3)),
+)
+#: (lists, relevant documents): each later list lifts the relevant documents higher
+BETTER_SCENARIOS: tuple[tuple[Lists, frozenset[int]], ...] = (
+    (((1, 2, 3, 4, 5, 6, 7, 8), (5, 7, 1, 2, 3, 4, 6, 8)), frozenset({5, 7})),
+    (((1, 2, 3, 4, 5, 6), (3, 1, 2, 4, 5, 6)), frozenset({3})),
+)
+
+#: multileaving: three and four rankers (shared prefixes, unequal lengths, disjoint lists)
+ML_EQUIVALENCE_SCENARIOS: tuple[Lists, ...] = (
+    ((1, 2, 3, 4, 5, 6), (2, 1, 4, 3, 6, 5), (6, 5, 4, 3, 2, 1)),
+    ((1, 2, 3, 4, 5, 6), (7, 1, 8, 2, 9, 3), (1, 2, 6, 5, 4, 3)),
+    ((1, 2, 3, 4), (2, 3, 4, 5, 6, 7), (8, 9, 10, 11)),
+    ((1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 6, 5), (1, 2, 5, 3, 4, 6), (6, 5, 4, 3, 2, 1)),
+)
+ML_FIDELITY_SCENARIOS: tuple[Lists, ...] = (
+    ((1, 2, 3, 4, 5, 6), (6, 5, 4, 3, 2, 1), (2, 3, 4, 5, 6, 7)),
+    ((1, 2, 3, 4, 5, 6), (7, 1, 8, 2, 9, 3), (3, 6, 9, 1, 4, 7), (5, 4, 6, 3, 7, 2)),
+)
+ML_BETTER_SCENARIOS: tuple[tuple[Lists, frozenset[int]], ...] = (
+    (((1, 2, 3, 4, 5, 6, 7, 8), (5, 1, 2, 3, 4, 6, 7, 8), (5, 7, 1, 2, 3, 4, 6, 8)), frozenset({5, 7})),
+)
+
+#: at most this many impressions per scenario are credited by both candidate and reference (exact check)
+CREDIT_AGREEMENT_ROWS = 1000
+#: absolute tolerance of the credit agreement on real-valued scales
+VALUE_TOLERANCE = 1e-9
+#: probability that the user of ``better_ranker_wins`` clicks a relevant shown document
+BETTER_CLICK_PROB = 0.7
+
+
+def _pairs(m: int) -> list[tuple[int, int]]:
+    """``(j, i)`` with ``j > i``: the value ``pref[j, i]`` says ranker ``j`` beats ranker ``i``."""
+    return [(j, i) for i in range(m) for j in range(i + 1, m)]
+
+
+def _pair_name(m: int, j: int, i: int) -> str:
+    return "B over A" if m == 2 else f"ranker {j} over ranker {i}"
+
+
+def _clicks(sample: Sample, prob: NDArray[np.float64] | float, rng: np.random.Generator) -> NDArray[np.bool_]:
+    k = sample.shown.shape[1]
+    p = np.broadcast_to(np.asarray(prob, dtype=np.float64), (k,)) if np.ndim(prob) else prob
+    return (rng.random(sample.shown.shape) < p) & (sample.shown >= 0)
+
+
+def _position_clicks(k: int) -> NDArray[np.float64]:
+    return 0.9 / np.arange(1, k + 1)
+
+
+def _pooled(values: Sequence[NDArray[np.float64]]) -> dict[tuple[int, int], NDArray[np.float64]]:
+    """Per pair ``(j, i)``, the values ``pref[:, j, i]`` pooled over the scenarios that have both rankers."""
+    out: dict[tuple[int, int], list[NDArray[np.float64]]] = {}
+    for v in values:
+        for j, i in _pairs(v.shape[1]):
+            out.setdefault((j, i), []).append(v[:, j, i])
+    return {key: np.concatenate(parts) for key, parts in out.items()}
+
+
+def _value_test(v: NDArray[np.float64], scale: str, alternative: str = "two-sided") -> float:
+    if scale == SIGN:
+        return sign_test(np.sign(v), alternative)[0]
+    return t_test(v, alternative)
+
+
+def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n: int = 60_000,
+                         alpha: float = 0.01, seed: int = 0, options: dict[str, Any] | None = None,
+                         click_prob: float = 0.3) -> ValidationReport:
+    """Run the battery on ``candidate`` against onlineeval's ``method``.
+
+    Parameters
+    ----------
+    candidate:
+        From :func:`~onlineeval.interleaving.validation.load_candidate` or
+        :func:`~onlineeval.interleaving.validation.reference_candidate`.
+    method:
+        The method the candidate claims to implement (a registry name);
+        ``team_draft_multileave`` and ``probabilistic_multileave`` run the multileaving
+        battery (three and four rankers).
+    n:
+        Impressions per statistical check, split over the scenarios (default 60000: a
+        1% bias in the mean random-click outcome gives ``z`` of about 2.45, a 4-point
+        shift of one position's team share is detected with power about 0.94 after
+        Bonferroni; see the module docstring). A per-impression candidate's
+        interleave() is called about ``4 n`` to ``6 n`` times; lower ``n`` for slow
+        implementations.
+    alpha:
+        Level of every statistical check (default 0.01).
+    seed:
+        Seed of all randomness (candidate and reference use independent streams).
+    options:
+        Options of the reference method.
+    click_prob:
+        Per-slot click probability of the document-blind user (default 0.3).
+
+    Raises
+    ------
+    ConfigError
+        For ``alpha`` outside (0, 1), ``n < 100``, ``click_prob`` outside (0, 1), an
+        unknown method or option.
+    """
+    if not 0 < alpha < 1:
+        raise ConfigError(("alpha",), f"must be in (0, 1), got {alpha!r}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 100:
+        raise ConfigError(("n",), f"must be an integer of at least 100, got {n!r}")
+    if not 0 < click_prob < 1:
+        raise ConfigError(("click_prob",), f"must be in (0, 1), got {click_prob!r}")
+    spec = method_spec(method)
+    ref_il = get_interleaver(method, **(options or {}))
+    ref = BatchCandidate(f"onlineeval:{method}", ref_il)
+    seeds = np.random.SeedSequence(seed).spawn(4)
+    rng_c, rng_r, rng_clk, rng_x = (np.random.default_rng(s) for s in seeds)
+    if spec.multileave:
+        equiv, fidelity, better = ML_EQUIVALENCE_SCENARIOS, ML_FIDELITY_SCENARIOS, ML_BETTER_SCENARIOS
+    else:
+        equiv, fidelity, better = EQUIVALENCE_SCENARIOS, FIDELITY_SCENARIOS, BETTER_SCENARIOS
+    checks: list[CheckResult] = []
+    per = max(50, n // len(equiv))
+    per_fid = max(50, n // len(fidelity))
+
+    cand = [candidate.sample(sc, per, rng_c) for sc in equiv]
+    refs = [ref.sample(sc, per, rng_r) for sc in equiv]
+    checks.extend(_invariants(spec, equiv, cand))
+    checks.append(_aa(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
+    checks.extend(_random_clicks(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
+    checks.append(_better(candidate, spec, better, max(50, n // (4 * len(better))), alpha, rng_c, rng_clk))
+    checks.extend(_distributions(equiv, cand, refs, alpha))
+    checks.append(_credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
+    checks.append(_outcome_distribution(candidate, ref, spec, equiv, cand, refs, click_prob, alpha, rng_clk, rng_x))
+    if not spec.multileave:
+        checks.extend(_documented(candidate, spec, per, rng_c, rng_clk))
+    mode = "multileaving" if spec.multileave else "interleaving"
+    return ValidationReport(candidate.name, method, finalize(checks, alpha), alpha,
+                            conventions(spec, n=n, click_prob=click_prob, seed=seed, options=ref_il.options),
+                            mode)
+
+
+def conventions(spec: MethodSpec, *, n: int, click_prob: float, seed: int,
+                options: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The report's conventions: what every number means."""
+    if spec.multileave:
+        outcome = ("pref[j][i] > 0: ranker j (lists[j]) beats ranker i; every pair j > i is tested, "
+                   "p-values Bonferroni-combined over pairs")
+    else:
+        outcome = "> 0: B = lists[1] preferred, < 0: A = lists[0], 0: tie"
+    scale = {SIGN: "win/loss/tie (the sign credit() returns)",
+             EXPECTED: "expected outcome P(B wins) - P(A wins) over the hidden assignments, in [-1, 1] "
+                       "(credit() returns it; its sign is the outcome)",
+             CREDIT: "credit difference credit_B - credit_A (credit() returns the credits)"}[spec.scale]
+    out = [
+        ("outcome", outcome),
+        ("scale", f"{spec.name}: {scale}"),
+        ("random clicks", f"each shown slot clicked independently with probability {click_prob:g}, blind to "
+                          "the documents" + ("; the zero-mean check adds 0.9 / rank" if spec.zero_mean_check
+                                             else "")),
+        ("fidelity scale", _fidelity_text(spec)),
+        ("size", (f"{n} impressions per statistical check, split over the scenarios; seed {seed}; "
+                 f"reference options {options or 'default'}")),
+        ("statistics", ("the statistic column names each value: a test's p-value (Bonferroni-combined over "
+                        "the positions, pairs, scenarios and click models it lists) fails when below the level; "
+                        "better_ranker_wins must reject (fails unless its largest p is below the level); exact "
+                        "checks print violations/total and fail on any violation")),
+        ("documented", "DOCUMENTED rows measure a known property of the method and never fail the run"),
+    ]
+    return tuple(out)
+
+
+def _fidelity_text(spec: MethodSpec) -> str:
+    if spec.scale == SIGN and spec.sign_bias is None:
+        return "the win/loss sign is unbiased under random clicks: random_clicks_no_preference is a sign test"
+    if spec.zero_mean_check:
+        return (f"the guarantee is on the {spec.scale} scale: {spec.zero_mean_check} tests its mean is zero; "
+                "the sign test (random_clicks_no_preference) is reported as DOCUMENTED: " + str(spec.sign_bias))
+    return f"no unbiased scale: random_clicks_no_preference is DOCUMENTED ({spec.sign_bias})"
+
+
+# ----------------------------------------------------------------------------- checks
+def _invariants(spec: MethodSpec, scenarios: Sequence[Lists], samples: Sequence[Sample]) -> list[CheckResult]:
+    struct: list[str] = []
+    prefix: list[str] = []
+    for sc, s in zip(scenarios, samples):
+        rk = pad_lists(sc, s.n)
+        page = np.full(s.n, min(max(len(x) for x in sc), int(union_sizes(rk[:, :1])[0])))
+        label = f"lists {[list(x) for x in sc]}"
+        struct += [f"{label}: {msg}" if msg else "" for msg in
+                   structure_violations(rk, s.shown, s.teams, page, spec.team_holds_doc, s.bad_length)]
+        if spec.prefix_balanced:
+            prefix += [f"{label}: {msg}" if msg else "" for msg in prefix_violations(rk, s.shown, s.teams)]
+    out = [_exact_from("structure", struct, "interleavings violate the invariants")]
+    if spec.prefix_balanced:
+        out.append(_exact_from("prefix_balance", prefix, "interleavings have an unbalanced prefix"))
+    return out
+
+
+def _exact_from(name: str, messages: Sequence[str], what: str) -> CheckResult:
+    bad = [m for m in messages if m]
+    return exact_check(name, len(bad), len(messages), what, bad[0] if bad else "")
+
+
+def _values(candidate: Candidate, spec: MethodSpec, lists: Lists, sample: Sample,
+            clicks: NDArray[np.bool_]) -> NDArray[np.float64]:
+    return candidate.values(lists, sample.shown, sample.teams, clicks, spec.scale)
+
+
+def _aa(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[Lists], per: int, click_prob: float,
+        alpha: float, rng: np.random.Generator, rng_clk: np.random.Generator) -> CheckResult:
+    m = max(len(sc) for sc in scenarios)
+    vals = []
+    for sc in scenarios:
+        lists = (sc[0],) * len(sc)
+        s = candidate.sample(lists, per, rng)
+        vals.append(_values(candidate, spec, lists, s, _clicks(s, click_prob, rng_clk)))
+    if spec.aa_always_tie:
+        decided = np.concatenate([(np.sign(v) != 0).any(axis=(1, 2)) for v in vals])
+        return exact_check("aa_no_preference", int(decided.sum()), int(decided.size),
+                           f"impressions of identical rankers are not a tie (every impression must tie under "
+                           f"{spec.name}; a float-comparison or tie-credit bug?)")
+    pvals, parts, counts = [], [], {"wins": 0, "losses": 0, "ties": 0}
+    for (j, i), v in _pooled(vals).items():
+        p, c = sign_test(np.sign(v))
+        pvals.append(p)
+        counts = {k: counts[k] + c[k] for k in counts}
+        parts.append(f"{_pair_name(m, j, i)}: wins {c['wins']}, losses {c['losses']}, ties {c['ties']}")
+    pb = bonferroni(pvals)
+    stat = "sign test p-value" + (f", Bonferroni over {len(pvals)} pairs" if len(pvals) > 1 else "")
+    return CheckResult("aa_no_preference", PENDING, stat, pb,
+                       "identical rankers, random clicks: " + "; ".join(parts), counts=counts, rule="null")
+
+
+def _random_clicks(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[Lists], per: int,
+                   click_prob: float, alpha: float, rng: np.random.Generator,
+                   rng_clk: np.random.Generator) -> list[CheckResult]:
+    m = max(len(sc) for sc in scenarios)
+    uniform: list[NDArray[np.float64]] = []
+    for sc in scenarios:
+        s = candidate.sample(sc, per, rng)
+        uniform.append(_values(candidate, spec, sc, s, _clicks(s, click_prob, rng_clk)))
+    pvals, parts, counts = [], [], {"wins": 0, "losses": 0, "ties": 0}
+    for (j, i), v in _pooled(uniform).items():
+        p, c = sign_test(np.sign(v))
+        pvals.append(p)
+        counts = {k: counts[k] + c[k] for k in counts}
+        share = (c["wins"] - c["losses"]) / max(1, v.size)
+        parts.append(f"{_pair_name(m, j, i)}: wins {c['wins']}, losses {c['losses']}, ties {c['ties']} "
+                     f"(mean sign {share:+.4f})")
+    pb = bonferroni(pvals)
+    stat = "sign test p-value" + (f", Bonferroni over {len(pvals)} pairs" if len(pvals) > 1 else "")
+    detail = f"random clicks (p = {click_prob:g} per slot): " + "; ".join(parts)
+    out = []
+    if spec.sign_bias is None:
+        out.append(CheckResult("random_clicks_no_preference", PENDING, stat, pb, detail, counts=counts,
+                               rule="null"))
+    else:
+        out.append(CheckResult("random_clicks_no_preference", DOCUMENTED, stat, pb,
+                               detail + "; " + spec.sign_bias, counts=counts, rule="documented"))
+    if spec.zero_mean_check:
+        tests: list[float] = []
+        means: list[str] = []
+        by_model = [(f"p = {click_prob:g}", uniform)]
+        pos_vals = []
+        for sc in scenarios:
+            s = candidate.sample(sc, per, rng)
+            pos_vals.append(_values(candidate, spec, sc, s, _clicks(s, _position_clicks(s.shown.shape[1]), rng_clk)))
+        by_model.append(("0.9/rank", pos_vals))
+        worst = ("", 1.0)
+        for model, per_scenario in by_model:
+            for si, vals in enumerate(per_scenario):
+                for j, i in _pairs(vals.shape[1]):
+                    x = vals[:, j, i]
+                    p = t_test(x)
+                    tests.append(p)
+                    if p < worst[1]:
+                        worst = ((f"scenario {si + 1}, {model}, {_pair_name(m, j, i)}: mean {float(x.mean()):+.5f} "
+                                 f"(SE {float(x.std(ddof=1)) / np.sqrt(x.size):.5f})"), p)
+            pooled = _pooled(per_scenario)
+            for (j, i), x in pooled.items():           # the scenarios together: most power for a common bias
+                p = t_test(x)
+                tests.append(p)
+                if p < worst[1]:
+                    worst = (f"all scenarios, {model}, {_pair_name(m, j, i)}: mean {float(x.mean()):+.5f} "
+                             f"(SE {float(x.std(ddof=1)) / np.sqrt(x.size):.5f})", p)
+            means.append(f"{model}: mean " + ", ".join(f"{float(x.mean()):+.5f}" for x in pooled.values()))
+        pz = bonferroni(tests)
+        what = "credit_B - credit_A" if spec.scale == CREDIT else "P(B wins) - P(A wins)"
+        if m > 2:
+            what = "pairwise " + spec.scale
+        out.append(CheckResult(
+            spec.zero_mean_check, PENDING,
+            f"t-test p-value, Bonferroni over {len(tests)}", pz,
+            f"clicks blind to the documents; {what} per impression, " + "; ".join(means)
+            + f" ({len(scenarios)} scenarios x {per} impressions per click model); smallest p: {worst[0]}",
+            counts={"impressions": int(sum(len(x) for _, xs in by_model for x in xs)), "tests": len(tests)},
+            rule="null"))
+    return out
+
+
+def _better(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[tuple[Lists, frozenset[int]]], per: int,
+            alpha: float, rng: np.random.Generator, rng_clk: np.random.Generator) -> CheckResult:
+    m = len(scenarios[0][0])
+    vals = []
+    for lists, relevant in scenarios:
+        s = candidate.sample(lists, per, rng)
+        rel = np.isin(s.shown, np.asarray(sorted(relevant)))
+        clicks = rel & (rng_clk.random(s.shown.shape) < BETTER_CLICK_PROB)
+        vals.append(_values(candidate, spec, lists, s, clicks))
+    v = np.concatenate(vals)
+    pvals, parts = [], []
+    counts = {"wins": 0, "losses": 0, "ties": 0}
+    for j, i in _pairs(m):
+        p = _value_test(v[:, j, i], spec.scale, "greater")
+        _, c = sign_test(np.sign(v[:, j, i]))
+        counts = {k: counts[k] + c[k] for k in counts}
+        pvals.append(p)
+        extra = "" if spec.scale == SIGN else f", mean {spec.scale} {float(v[:, j, i].mean()):+.4f}"
+        parts.append(f"{_pair_name(m, j, i)}: wins {c['wins']}, losses {c['losses']}, ties {c['ties']}{extra}")
+    pmax = max(pvals)
+    test = "sign test" if spec.scale == SIGN else "t-test"
+    stat = f"one-sided {test} p-value" + (f" (largest of {len(pvals)} pairs)" if len(pvals) > 1 else "")
+    lead = ("B lifts the clicked documents" if m == 2
+            else "each later ranker lifts the clicked documents higher")
+    return CheckResult("better_ranker_wins", PENDING, stat, pmax,
+                       f"{lead}: " + "; ".join(parts) + " (passes when p < level)", counts=counts, rule="power")
+
+
+def _column(a: NDArray[np.int64], j: int) -> NDArray[np.int64]:
+    return a[:, j] if j < a.shape[1] else np.full(a.shape[0], -1, dtype=np.int64)
+
+
+def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Sequence[Sample],
+                   alpha: float) -> list[CheckResult]:
+    team_p: list[float] = []
+    doc_p: list[float] = []
+    worst_team = worst_doc = ("", 1.0)
+    for sc, cs, rs in zip(scenarios, cand, refs):
+        k = max(cs.shown.shape[1], rs.shown.shape[1])
+        for j in range(k):
+            ct, rt = _column(cs.teams, j), _column(rs.teams, j)
+            pt = homogeneity(ct, rt)
+            team_p.append(pt)
+            if pt < worst_team[1]:
+                share = ", ".join(f"team {t}: {np.mean(ct == t):.3f} vs {np.mean(rt == t):.3f}"
+                                  for t in range(len(sc)))
+                worst_team = (f"lists {[list(x) for x in sc]} position {j + 1}: candidate vs reference {share}", pt)
+            pd_ = homogeneity(_column(cs.shown, j), _column(rs.shown, j))
+            doc_p.append(pd_)
+            if pd_ < worst_doc[1]:
+                worst_doc = (f"lists {[list(x) for x in sc]} position {j + 1}", pd_)
+    out = []
+    for name, pv, worst in (("team_distribution", team_p, worst_team), ("document_distribution", doc_p, worst_doc)):
+        pb = bonferroni(pv)
+        det = f"per position, candidate vs reference, {len(pv)} positions x scenarios"
+        if worst[0] and pb < alpha:
+            det += f"; worst: {worst[0]}"
+        out.append(CheckResult(name, PENDING,
+                               f"chi-square p-value, Bonferroni over {len(pv)}", pb, det,
+                               counts={"candidate": int(sum(s.n for s in cand)),
+                                       "reference": int(sum(s.n for s in refs))}, rule="null"))
+    return out
+
+
+def _credit_agreement(candidate: Candidate, ref: BatchCandidate, spec: MethodSpec, scenarios: Sequence[Lists],
+                      refs: Sequence[Sample], click_prob: float, rng: np.random.Generator) -> CheckResult:
+    total = viol = 0
+    example = ""
+    for sc, rs in zip(scenarios, refs):
+        rows = min(rs.n, CREDIT_AGREEMENT_ROWS)
+        s = Sample(rs.shown[:rows], rs.teams[:rows], rs.bad_length[:rows])
+        clicks = _clicks(s, click_prob, rng)
+        want = ref.values(sc, s.shown, s.teams, clicks, spec.scale)
+        got = candidate.values(sc, s.shown, s.teams, clicks, spec.scale)
+        bad = (np.sign(got) != np.sign(want)).any(axis=(1, 2))
+        if spec.scale != SIGN:
+            bad |= (np.abs(got - want) > VALUE_TOLERANCE * np.maximum(1.0, np.abs(want))).any(axis=(1, 2))
+        total += rows
+        viol += int(bad.sum())
+        if bad.any() and not example:
+            r = int(np.flatnonzero(bad)[0])
+            keep = s.shown[r] >= 0
+            m = len(sc)
+            pair = [(j, i) for j, i in _pairs(m) if got[r, j, i] != want[r, j, i]] or _pairs(m)
+            j, i = pair[0]
+            example = (f"lists {[list(x) for x in sc]}, shown {s.shown[r][keep].tolist()}, teams "
+                       f"{s.teams[r][keep].tolist()}, clicks {clicks[r][keep].astype(int).tolist()}: "
+                       f"{_pair_name(m, j, i)} candidate {got[r, j, i]:+.6g}, reference {want[r, j, i]:+.6g}")
+    hint = {SIGN: "outcomes (signs)", EXPECTED: "expected outcomes (credit() must return P(B wins) - P(A wins), "
+            "not its sign)", CREDIT: "credit differences (credit() must return the credits per ranker)"}
+    return exact_check("credit_agreement", viol, total, f"{hint[spec.scale]} differ from the reference on the "
+                       "same input", example)
+
+
+def _outcome_distribution(candidate: Candidate, ref: BatchCandidate, spec: MethodSpec, scenarios: Sequence[Lists],
+                          cand: Sequence[Sample], refs: Sequence[Sample], click_prob: float, alpha: float,
+                          rng_clk: np.random.Generator, rng_x: np.random.Generator) -> CheckResult:
+    pvals = []
+    for sc, cs, rs in zip(scenarios, cand, refs):
+        cv = np.sign(candidate.values(sc, cs.shown, cs.teams, _clicks(cs, click_prob, rng_clk), spec.scale))
+        rv = np.sign(ref.values(sc, rs.shown, rs.teams, _clicks(rs, click_prob, rng_x), spec.scale))
+        for j, i in _pairs(len(sc)):
+            pvals.append(homogeneity(cv[:, j, i].astype(np.int64), rv[:, j, i].astype(np.int64)))
+    pb = bonferroni(pvals)
+    return CheckResult("outcome_distribution", PENDING,
+                       f"chi-square p-value, Bonferroni over {len(pvals)}", pb,
+                       "win/loss/tie of every pair, candidate vs reference end to end (random clicks)", rule="null")
+
+
+def _documented(candidate: Candidate, spec: MethodSpec, n: int, rng: np.random.Generator,
+                rng_clk: np.random.Generator) -> list[CheckResult]:
+    """Known counter-examples of the declared method, measured on the candidate."""
+    out: list[CheckResult] = []
+    lists: Lists = ((1, 2, 3), (2, 3, 4))
+    if spec.name == "balanced":
+        s = candidate.sample(lists, n, rng)
+        shown_n = (s.shown >= 0).sum(axis=1)
+        ok = shown_n > 0
+        pos = (rng_clk.random(s.n) * np.maximum(shown_n, 1)).astype(np.int64)
+        clicks = (np.arange(s.shown.shape[1])[None, :] == pos[:, None]) & ok[:, None]
+        o = np.sign(_values(candidate, spec, lists, s, clicks)[:, 1, 0])[ok]
+        wins = int((o > 0).sum())
+        p = float(stats.binomtest(wins, o.size, 2 / 3).pvalue) if o.size else 1.0
+        out.append(CheckResult("documented: balanced bias", DOCUMENTED, "binomial test p-value (B share = 2/3)", p,
+                               f"A=(1,2,3), B=(2,3,4), one uniformly random click: B wins "
+                               f"{wins / max(o.size, 1):.3f} of impressions (2/3 on the three shown documents; "
+                               "3/4 when k = 4)", counts={"wins": wins, "total": int(o.size)},
+                               rule="documented"))
+    if spec.prefix_balanced:
+        s = candidate.sample(lists, n, rng)
+        o = np.sign(_values(candidate, spec, lists, s, s.shown == 3)[:, 1, 0])
+        p, c = sign_test(o)
+        out.append(CheckResult("documented: team-draft fidelity", DOCUMENTED, "sign test p-value", p,
+                               f"A=(1,2,3), B=(2,3,4), only document 3 clicked (B ranks it higher): mean outcome "
+                               f"{o.mean():+.3f} (expected 0: team-draft cannot see this difference)", counts=c,
+                               rule="documented"))
+    return out

@@ -1,0 +1,249 @@
+"""Production logs: read JSON-lines impressions and check them against the reference method.
+
+The page a log shows may be shorter than the input rankings (top 10 of 20): the shown
+length is the page length. Structure is checked against it (documents from the input
+lists, no duplicates, valid team labels, and for team-draft a balanced prefix), and the
+reference is run on the same inputs with the same page length before the team labels
+are compared position by position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from onlineeval.errors import InputError
+from onlineeval.interleaving.registry import get_interleaver
+from onlineeval.interleaving.validation.candidates import BatchCandidate
+from onlineeval.interleaving.validation.invariants import (
+    prefix_violations,
+    structure_violations,
+)
+from onlineeval.interleaving.validation.methods import method_spec
+from onlineeval.interleaving.validation.report import (
+    PENDING,
+    SKIPPED,
+    CheckResult,
+    ValidationReport,
+    finalize,
+)
+from onlineeval.interleaving.validation.stattests import (
+    bonferroni,
+    exact_check,
+    homogeneity,
+)
+
+__all__ = ["LogRecord", "read_log", "validate_log"]
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One logged impression (``line``: its 1-based line in the log)."""
+
+    line: int
+    rankings: tuple[tuple[int, ...], ...]
+    shown: tuple[int, ...]
+    teams: tuple[int, ...]
+    clicks: tuple[bool, ...]
+    outcome: int | None
+
+
+_ID_MAX = int(np.iinfo(np.int32).max)
+
+
+def _int_list(value: Any, key: str, path: str, line: int, *, low: int = 0, high: int = _ID_MAX) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise InputError(f"{key!r} must be a list of integers", path, line)
+    bad = next((v for v in value if not low <= v <= high), None)
+    if bad is not None:
+        raise InputError(f"{key!r}: {bad} is out of range; allowed {low}..{high}", path, line)
+    return tuple(value)
+
+
+def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None) -> LogRecord:
+    if not isinstance(obj, dict):
+        raise InputError("each line must be a JSON object", p, i)
+    for key in ("rankings", "shown", "teams"):
+        if key not in obj:
+            raise InputError(f"missing key {key!r} (need rankings, shown, teams, clicks)", p, i)
+    rk = obj["rankings"]
+    if not isinstance(rk, list) or len(rk) < 2:
+        raise InputError("'rankings' must be a list of at least two rankings", p, i)
+    if n_rankers is not None and len(rk) != n_rankers:
+        raise InputError(f"{len(rk)} rankings where the earlier lines have {n_rankers}; "
+                         "every impression of a log compares the same rankers", p, i)
+    rankings = tuple(_int_list(r, "rankings[]", p, i) for r in rk)
+    if not any(rankings):
+        raise InputError("every input ranking is empty", p, i)
+    shown = _int_list(obj["shown"], "shown", p, i)
+    if not shown:
+        raise InputError("'shown' is empty; log only impressions that showed documents", p, i)
+    teams = _int_list(obj["teams"], "teams", p, i, high=len(rk) - 1)
+    if len(teams) != len(shown):
+        raise InputError(f"'teams' has {len(teams)} labels for {len(shown)} shown documents; "
+                         "one per shown slot", p, i)
+    if "clicks" in obj:
+        c = obj["clicks"]
+        if not isinstance(c, list) or len(c) != len(shown) or \
+                not all(isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)) for v in c):
+            raise InputError("'clicks' must be a list of booleans (or 0 / 1), one per shown slot", p, i)
+        clicks = tuple(bool(v) for v in c)
+    elif "clicked_docs" in obj:
+        docs = set(_int_list(obj["clicked_docs"], "clicked_docs", p, i))
+        clicks = tuple(d in docs for d in shown)
+    else:
+        raise InputError("missing key 'clicks' (or 'clicked_docs')", p, i)
+    outcome = obj.get("outcome")
+    if outcome is not None:
+        if isinstance(outcome, bool) or not isinstance(outcome, (int, float)) or not np.isfinite(outcome):
+            raise InputError("'outcome' must be a finite number (> 0: B won, < 0: A won, 0: tie)", p, i)
+        if len(rk) != 2:
+            raise InputError(f"'outcome' is a two-ranker result but the line has {len(rk)} rankings", p, i)
+    return LogRecord(i, rankings, shown, teams, clicks, None if outcome is None else int(np.sign(outcome)))
+
+
+def read_log(path: str | Path) -> list[LogRecord]:
+    """Read an impressions log (JSON lines) with ``rankings``, ``shown``, ``teams``, ``clicks`` [, ``outcome``].
+
+    Every line is one impression, a JSON object with:
+
+    * ``rankings``: the input rankings, a list of at least two lists of document ids
+      (integers in ``0..2^31-1``; ``rankings[0]`` is A, ``rankings[1]`` is B); every line
+      of a log has the same number of rankings;
+    * ``shown``: the shown list (non-empty; it may be shorter than the rankings: the page
+      length is the shown length), ``teams``: the ranker index credited for each shown
+      slot (``0..len(rankings)-1``);
+    * ``clicks``: one boolean (or 0 / 1) per shown slot, or ``clicked_docs``: the
+      clicked document ids;
+    * ``outcome`` (optional, two rankings only): the logged outcome, a finite number whose
+      sign says who won (``> 0``: B, ``< 0``: A, ``0``: tie).
+
+    Raises
+    ------
+    InputError
+        Naming the file and line of the first malformed impression.
+    """
+    p = str(path)
+    records: list[LogRecord] = []
+    n_rankers: int | None = None
+    with open(p, "rb") as fh:
+        for i, raw_bytes in enumerate(fh, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError("not UTF-8 text (a JSON-lines log is expected)", p, i) from None
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not valid JSON ({exc.msg})", p, i) from None
+            rec = _parse_line(obj, p, i, n_rankers)
+            n_rankers = len(rec.rankings)
+            records.append(rec)
+    if not records:
+        raise InputError("the log holds no impressions", p)
+    return records
+
+
+def _arrays(records: Sequence[LogRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(m, n, K)`` rankings, ``(n, k)`` shown, teams (``-1`` padded) and clicks of the records."""
+    m = len(records[0].rankings)
+    n = len(records)
+    width = max(max(len(r) for r in rec.rankings) for rec in records)
+    k = max(len(rec.shown) for rec in records)
+    rk = np.full((m, n, max(width, 1)), -1, dtype=np.int64)
+    shown = np.full((n, k), -1, dtype=np.int64)
+    teams = np.full((n, k), -1, dtype=np.int64)
+    clicks = np.zeros((n, k), dtype=bool)
+    for r, rec in enumerate(records):
+        for i, lst in enumerate(rec.rankings):
+            rk[i, r, : len(lst)] = lst
+        shown[r, : len(rec.shown)] = rec.shown
+        teams[r, : len(rec.teams)] = rec.teams
+        clicks[r, : len(rec.clicks)] = rec.clicks
+    return rk, shown, teams, clicks
+
+
+def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, alpha: float = 0.01,
+                 seed: int = 0, options: dict[str, Any] | None = None, subject: str = "log") -> ValidationReport:
+    """Check logged impressions: structure, prefix balance, team distribution against the reference, outcomes.
+
+    The page length of an impression is its shown length; the reference is run on the
+    logged inputs with that page length (impressions grouped by page length).
+    """
+    if not records:
+        raise InputError("no impressions to validate")
+    spec = method_spec(method)
+    ref_il = get_interleaver(method, **(options or {}))
+    m = len(records[0].rankings)
+    if m < ref_il.min_rankers or (ref_il.max_rankers is not None and m > ref_il.max_rankers):
+        allowed = f"{ref_il.min_rankers}" if ref_il.max_rankers == ref_il.min_rankers \
+            else f"at least {ref_il.min_rankers}"
+        raise InputError(f"{method!r} compares {allowed} rankers; the log's impressions have {m}",
+                         subject, records[0].line)
+    rng = np.random.default_rng(seed)
+    rk, shown, teams, clicks = _arrays(records)
+    page = np.asarray([len(rec.shown) for rec in records])
+    lines = [rec.line for rec in records]
+    struct = structure_violations(rk, shown, teams, page, spec.team_holds_doc)
+    checks = [_exact_lines("structure", struct, lines, "impressions violate the invariants")]
+    if spec.prefix_balanced:
+        checks.append(_exact_lines("prefix_balance", prefix_violations(rk, shown, teams), lines,
+                                   "impressions have an unbalanced prefix"))
+
+    # team label per position against the reference on the same inputs and page lengths
+    ref_team = np.full(teams.shape, -1, dtype=np.int64)
+    for length in np.unique(page):
+        rows = np.flatnonzero(page == length)
+        res = ref_il.interleave(list(rk[:, rows]), rng, length=int(length))
+        ref_team[rows, : int(length)] = res.team
+    pvals = [homogeneity(teams[page > j, j], ref_team[page > j, j]) for j in range(teams.shape[1])]
+    pb = bonferroni(pvals)
+    checks.append(CheckResult("team_distribution", PENDING,
+                              f"chi-square p-value, Bonferroni over {len(pvals)}", pb,
+                              "team label per position vs the reference on the logged inputs and page lengths",
+                              counts={"impressions": len(records), "positions": len(pvals)}, rule="null"))
+
+    # logged outcomes against the reference credit
+    idx = np.asarray([r for r, rec in enumerate(records) if rec.outcome is not None], dtype=np.int64)
+    if idx.size:
+        ref = BatchCandidate(f"onlineeval:{method}", ref_il)
+        ok = np.asarray([not struct[r] for r in idx], dtype=bool)   # credit is defined on well-formed lists only
+        use = idx[ok]
+        exp = np.zeros(idx.size, dtype=np.int64)
+        if use.size:
+            vals = ref.values_on(rk[:, use], shown[use], teams[use], clicks[use], spec.scale)
+            exp[ok] = np.sign(vals[:, 1, 0]).astype(np.int64)
+        logged = np.asarray([records[r].outcome for r in idx], dtype=np.int64)
+        bad = ok & (exp != logged)
+        example = ""
+        if bad.any():
+            b = int(np.flatnonzero(bad)[0])
+            example = f"line {records[int(idx[b])].line}: logged {int(logged[b]):+d}, reference {int(exp[b]):+d}"
+        checks.append(exact_check("credit_agreement", int(bad.sum()), int(ok.sum()),
+                                  "logged outcomes differ from the reference credit (structurally valid "
+                                  "impressions)", example))
+    else:
+        checks.append(CheckResult("credit_agreement", SKIPPED, "violations/total", None,
+                                  "no 'outcome' in the log", rule="skipped"))
+    conv = (
+        ("outcome", "> 0: B = rankings[1] preferred, < 0: A = rankings[0], 0: tie"),
+        ("size", (f"{len(records)} logged impressions; page lengths {int(page.min())}..{int(page.max())} "
+                 f"(the page length of an impression is its shown length); reference options "
+                 f"{ref_il.options or 'default'}; seed {seed} for the reference draws")),
+        ("statistics", ("exact checks print violations/total and fail on any violation; chi-square p-values are "
+                       "Bonferroni-combined over positions and fail when p < alpha")),
+    )
+    return ValidationReport(subject, method, finalize(checks, alpha), alpha, conv, "log")
+
+
+def _exact_lines(name: str, messages: Sequence[str], lines: Sequence[int], what: str) -> CheckResult:
+    bad = [(line, msg) for line, msg in zip(lines, messages) if msg]
+    example = f"line {bad[0][0]}: {bad[0][1]}" if bad else ""
+    return exact_check(name, len(bad), len(messages), what, example)
