@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from onlineeval.errors import ConfigError
 from simulations.policies.base import (
     POLICIES,
@@ -79,6 +81,10 @@ def build_policy(spec: Mapping[str, Any] | str, scores: Any, k: int,
     if not isinstance(spec, Mapping):
         raise ConfigError(tuple(path), f"a policy spec must be a mapping with a 'policy' key, got {type(spec).__name__}")
     cls = policy_class(spec.get("policy"), path)
+    for matrix in (scores.values() if isinstance(scores, Mapping) else (scores,)):
+        m = np.shape(matrix)[1] if np.ndim(matrix) == 2 else None
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 or (m is not None and k > m):
+            raise ConfigError(("k",), f"must be an integer in 1..{m} (the number of candidate columns), got {k!r}")
     try:
         return cls.from_spec(spec, scores, k, tuple(path))  # type: ignore[attr-defined, no-any-return]
     except ConfigError as exc:

@@ -315,9 +315,12 @@ class PlackettLucePolicy(LoggingPolicy):
             lse = _remaining_lse(lgr, avail, e, top)
             # (R, c) conditional P(x at slot s | sampled prefix), log space (exact for extreme scores)
             cond = np.exp(np.where(avail, lgr - lse[:, None], -np.inf))
-            mean = cond.mean(axis=0)
-            marg[:, s] = mean
-            se[:, s] = np.sqrt(np.maximum(np.square(cond).mean(axis=0) - mean**2, 0.0) * R / (R - 1) / R)
+            if s == 0:  # the first slot is the softmax itself: exact
+                marg[:, 0] = cond[0]
+            else:
+                mean = cond.mean(axis=0)
+                marg[:, s] = mean
+                se[:, s] = np.sqrt(np.square(cond - mean[None, :]).sum(axis=0) / (R - 1) / R)
             total += cond
             if s + 1 < kk:
                 avail[rows, prefix[:, s]] = False
