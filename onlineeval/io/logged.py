@@ -189,6 +189,9 @@ class LoggedLog:
 _KEYS_PROP = frozenset(FORMS)
 
 
+_NUMBER_TYPES = frozenset((int, float))
+
+
 def _is_number(x: Any) -> bool:
     return (type(x) is float or type(x) is int) and math.isfinite(x)
 
@@ -198,9 +201,9 @@ def _number_list(value: Any, what: str, length: int, path: str, line: int) -> li
         raise InputError(f"{what} must be a list of {length} numbers, got {type(value).__name__}", path, line)
     if len(value) != length:
         raise InputError(f"{what} has {len(value)} values but shown has {length} documents", path, line)
-    for x in value:
-        if not _is_number(x):
-            raise InputError(f"{what} must hold finite numbers, got {x!r}", path, line)
+    if not all(type(x) in _NUMBER_TYPES for x in value):  # finiteness is checked on the whole array
+        bad = next(x for x in value if type(x) not in _NUMBER_TYPES)
+        raise InputError(f"{what} must hold finite numbers, got {bad!r}", path, line)
     return value
 
 
@@ -448,6 +451,7 @@ def _assemble(rows: _Rows, path: str) -> LoggedLog:
             if values:
                 m = _padded(values, lengths, k, 1.0, np.float64)
                 form = key[2:]
+                fail((~np.isfinite(m)).any(axis=1), f"propensities.{form} must hold finite numbers")
                 fail(((m <= 0) | (m > 1)).any(axis=1), f"propensities.{form} must be in (0, 1]")
                 props[key] = m
         pre, item, plist = props.get("p_prefix"), props.get("p_item"), props.get("p_list")

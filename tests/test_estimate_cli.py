@@ -1,0 +1,435 @@
+"""`onlineeval estimate` through typer's CliRunner: numbers equal the library call on the
+same data, paired differences equal an independent delta-method computation, JSON keys,
+every refusal as one line with file:line and exit 2, and a simulated round trip whose IPS
+estimate lands within 4 standard errors of the exact truth."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from onlineeval.cli import app
+from onlineeval.estimators import (
+    DeterministicTarget,
+    LoggedData,
+    available_estimators,
+    get_estimator,
+    get_reward,
+)
+
+runner = CliRunner()
+
+K = 3
+M = 5  # candidates per query
+EXAM = np.array([1.0, 0.6, 0.3])  # PBM examination by slot
+
+
+@dataclass
+class Sim:
+    """A simulated log (uniformly random ordered K of M candidates) and its arrays."""
+
+    query: np.ndarray  # (n,) query number
+    user: np.ndarray  # (n,) user number (first appearances in increasing order)
+    shown: np.ndarray  # (n, K) candidate number
+    clicks: np.ndarray  # (n, K) bool
+    attract: np.ndarray  # (Q, m) attractiveness
+    m: int = M
+    k: int = K
+
+    def doc(self, q: int, c: int) -> str:
+        return f"q{q}d{c}"
+
+
+def simulate(n: int, n_queries: int, n_users: int, seed: int, m: int = M, k: int = K) -> Sim:
+    rng = np.random.default_rng(seed)
+    attract = rng.uniform(0.05, 0.9, size=(n_queries, m))
+    query = rng.integers(0, n_queries, n)
+    user = np.concatenate([np.arange(min(n, n_users)), rng.integers(0, n_users, max(0, n - n_users))])
+    shown = np.argsort(rng.random((n, m)), axis=1)[:, :k]  # a uniformly random ordered k of m
+    clicks = rng.random((n, k)) < EXAM[None, :k] * attract[query[:, None], shown]
+    return Sim(query, user, shown, clicks, attract, m, k)
+
+
+def uniform_propensities(m: int, k: int) -> dict[str, Any]:
+    """A uniformly random ordered k of m: prefix j has probability 1 / (m (m-1) ... (m-j)),
+    each document 1/m at its slot."""
+    prefix = [float(1 / np.prod(np.arange(m - j, m + 1))) for j in range(k)]
+    return {"list": prefix[-1], "prefix": prefix, "item": [1 / m] * k}
+
+
+def write_log(sim: Sim, path: Path, forms: tuple[str, ...] = ("list", "prefix", "item"), logger: bool = False,
+              users: bool = True) -> Path:
+    props = uniform_propensities(sim.m, sim.k)
+    assert sim.m != 5 or sim.k != 3 or props == {"list": 1 / 60, "prefix": [1 / 5, 1 / 20, 1 / 60], "item": [0.2] * 3}
+    lines = []
+    for i in range(sim.query.size):
+        q = int(sim.query[i])
+        shown = [sim.doc(q, int(c)) for c in sim.shown[i]]
+        rec: dict[str, Any] = {"query": f"q{q}", "shown": shown}
+        if users:
+            rec["user"] = f"u{int(sim.user[i])}"
+        rec["clicks"] = [d for d, c in zip(shown, sim.clicks[i]) if c] if i % 2 else sim.clicks[i].astype(int).tolist()
+        if logger:
+            rec["logger"] = {"policy": "randtop", "n": sim.m,
+                             "scores": {sim.doc(q, c): float(sim.m - c) for c in range(sim.m)}}
+        else:
+            rec["propensities"] = {f: props[f] for f in forms}
+        lines.append(json.dumps(rec))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_run(path: Path, lists: dict[int, list[int]], tag: str) -> Path:
+    """A TREC run ranking candidate numbers of each query (scores descending)."""
+    rows = [f"q{q} Q0 q{q}d{c} {r + 1} {10 - r} {tag}" for q, cs in lists.items() for r, c in enumerate(cs)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def lib_data(sim: Sim, users: bool = True) -> LoggedData:
+    """The same log built directly (sorted query ids; own document numbering q * M + c)."""
+    ids = sorted({f"q{q}" for q in sim.query})
+    qidx = np.array([ids.index(f"q{q}") for q in sim.query])
+    n = sim.query.size
+    return LoggedData(
+        qidx, sim.query[:, None] * M + sim.shown, sim.clicks,
+        p_list=np.full(n, 1 / 60), p_prefix=np.tile([1 / 5, 1 / 20, 1 / 60], (n, 1)), p_item=np.full((n, K), 0.2),
+        user=sim.user if users else None,
+    )
+
+
+def lib_target(sim: Sim, lists: dict[int, list[int]], name: str) -> DeterministicTarget:
+    ids = sorted({int(q) for q in sim.query}, key=lambda q: f"q{q}")
+    return DeterministicTarget(np.array([[q * M + c for c in lists[q][:K]] for q in ids]), name)
+
+
+def invoke(*args: str) -> Any:
+    return runner.invoke(app, ["estimate", *args])
+
+
+def json_out(*args: str) -> dict[str, Any]:
+    result = invoke(*args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("estimate")
+    sim = simulate(3000, 4, 300, seed=11)
+    best = {q: list(np.argsort(-sim.attract[q])) for q in range(4)}
+    worst = {q: list(np.argsort(sim.attract[q])) for q in range(4)}
+    return {
+        "sim": sim, "tmp": tmp, "best": best, "worst": worst,
+        "log": write_log(sim, tmp / "log.jsonl"),
+        "B": write_run(tmp / "B.run", best, "B"),
+        "A": write_run(tmp / "A.run", worst, "A"),
+    }
+
+
+def some_estimators() -> list[str]:
+    """IPS and SNIPS, plus the slot-level estimators when they are registered."""
+    return [e for e in ("ips", "snips", "iips", "rips", "snrips") if e in available_estimators()]
+
+
+# ------------------------------------------------------------------------ numbers
+@pytest.mark.parametrize("metric", ["clicks_per_query", "reciprocal_rank", "abandonment"])
+def test_numbers_equal_the_library_call(world: dict[str, Any], metric: str) -> None:
+    names = some_estimators()
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", ",".join(names),
+                   "--metric", metric, "--bootstrap", "200", "--seed", "5", "--alpha", "0.1")
+    data = lib_data(world["sim"])
+    target = lib_target(world["sim"], world["best"], "B")
+    reward = get_reward(metric, K)
+    assert [r["estimator"] for r in doc["results"]] == names
+    for r in doc["results"]:
+        rng = np.random.default_rng([5, zlib.crc32(r["estimator"].encode()), zlib.crc32(b"B")])
+        lib = get_estimator(r["estimator"]).estimate(data, target, reward, alpha=0.1, n_boot=200, rng=rng)
+        for key, value in (("estimate", lib.value), ("se", lib.se), ("ci_low", lib.ci_low), ("ci_high", lib.ci_high),
+                           ("boot_low", lib.boot_low), ("boot_high", lib.boot_high)):
+            assert r[key] == pytest.approx(value, rel=1e-12, abs=1e-15), (r["estimator"], key)
+        assert r["n"] == 3000 and r["clusters"] == 300 == lib.clusters
+        d, ld = r["diagnostics"], lib.diagnostics
+        for key in ("ess", "max_weight", "top1_share", "zero_weight_share"):
+            assert d[key] == pytest.approx(getattr(ld, key), rel=1e-12), (r["estimator"], key)
+        # no logging policy in the log: support counts documents never shown (none here)
+        assert d["support_violations"] == 0 and d["support_checked"] == 3000
+
+
+def test_difference_equals_independent_delta_method(world: dict[str, Any]) -> None:
+    """Against the delta method written with the full 4 x 4 covariance of the per-user sums
+    (x_B, y_B, x_A, y_A) and the gradient of R_B - R_A; the paired bootstrap against a
+    resampling loop written here."""
+    names = some_estimators()
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+                   "--estimator", ",".join(names), "--metric", "reciprocal_rank", "--bootstrap", "300", "--seed", "3")
+    sim = world["sim"]
+    data = lib_data(sim)
+    tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
+    reward = get_reward("reciprocal_rank", K)
+    assert [(r["estimator"], r["target"], r["baseline"]) for r in doc["differences"]] == [(e, "B", "A") for e in names]
+    assert [r["target"] for r in doc["results"]] == ["B"] * len(names) + ["A"] * len(names)
+    for r in doc["differences"]:
+        est = get_estimator(r["estimator"])
+        cols = []
+        for t in (tb, ta):
+            terms = est.terms(data, t, reward)
+            den = np.ones(data.n) if terms.den is None else terms.den
+            cols += [np.bincount(sim.user, terms.num), np.bincount(sim.user, den)]
+        z = np.column_stack(cols)  # (G, 4)
+        g = z.shape[0]
+        mean = z.mean(axis=0)
+        rb, ra = mean[0] / mean[1], mean[2] / mean[3]
+        grad = np.array([1 / mean[1], -rb / mean[1], -1 / mean[3], ra / mean[3]])
+        se = float(np.sqrt(grad @ np.cov(z, rowvar=False, ddof=1) @ grad / g))
+        assert r["estimate"] == pytest.approx(rb - ra, rel=1e-12)
+        assert r["se"] == pytest.approx(se, rel=1e-9)
+        assert r["ci_high"] - r["ci_low"] == pytest.approx(2 * 1.959963984540054 * se, rel=1e-9)
+        # the two estimates printed above it differ by the same amount (same impressions)
+        vals = {x["target"]: x["estimate"] for x in doc["results"] if x["estimator"] == r["estimator"]}
+        assert vals["B"] - vals["A"] == pytest.approx(r["estimate"], rel=1e-12)
+        rng = np.random.default_rng([3, zlib.crc32(r["estimator"].encode()), zlib.crc32(b"B"), zlib.crc32(b"A")])
+        idx = rng.integers(0, g, size=(300, g))
+        reps = [z[i, 0].sum() / z[i, 1].sum() - z[i, 2].sum() / z[i, 3].sum() for i in idx]
+        lo, hi = np.quantile(reps, [0.025, 0.975])
+        assert (r["boot_low"], r["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
+
+
+def test_same_ranker_as_baseline_gives_zero(world: dict[str, Any]) -> None:
+    b2 = write_run(world["tmp"] / "B2.run", world["best"], "B2")
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(b2),
+                   "--estimator", "ips", "--bootstrap", "100")
+    (r,) = doc["differences"]
+    assert (r["estimate"], r["se"], r["ci_low"], r["ci_high"], r["boot_low"], r["boot_high"]) == (0.0,) * 6
+    assert r["pvalue"] == 1.0
+
+
+def test_json_keys_and_table(world: dict[str, Any]) -> None:
+    args = ["--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+            "--estimator", "ips,snips", "--metric", "abandonment", "--seed", "9"]
+    doc = json_out(*args)
+    assert set(doc) == {"log", "metric", "estimators", "assumptions", "results", "differences", "warnings",
+                        "conventions"}
+    assert doc["log"] == {"path": str(world["log"]), "impressions": 3000, "queries": 4, "clusters": 300, "k": 3,
+                          "propensities": ["p_list", "p_prefix", "p_item"], "propensity_source": "log"}
+    assert set(doc["results"][0]) == {"estimator", "target", "estimate", "se", "ci_low", "ci_high", "boot_low",
+                                      "boot_high", "n", "clusters", "assumption", "diagnostics", "warnings", "error"}
+    assert set(doc["results"][0]["diagnostics"]) == {"ess", "max_weight", "top1_share", "zero_weight_share",
+                                                     "support_violations", "support_checked", "notes"}
+    assert set(doc["differences"][0]) == {"estimator", "target", "baseline", "estimate", "se", "ci_low", "ci_high",
+                                          "pvalue", "boot_low", "boot_high", "n", "clusters"}
+    assert doc["results"][0]["boot_low"] is None  # no bootstrap asked: null, not NaN
+    conv = doc["conventions"]
+    for key in ("metric", "reward", "alpha", "cluster_unit", "propensity_source", "ties", "seed", "bootstrap"):
+        assert key in conv
+    assert conv["metric"] == "abandonment" and conv["reward"].startswith("abandonment: 1 + sum_j")
+    assert conv["seed"] == 9 and conv["cluster_unit"] == "user" and conv["ties"].startswith("docno_desc")
+    assert doc["assumptions"]["ips"] == get_estimator("ips").assumption
+    assert doc["estimators"]["snips"]["needs"] == ["p_list"]
+    table = invoke(*args)
+    assert table.exit_code == 0, table.output
+    for text in ("estimator", "ips", "snips", "differences target - baseline", "assumptions", "conventions:",
+                 "cluster_unit: user", "propensity_source: the log (p_list, p_prefix, p_item)", "seed: 9"):
+        assert text in table.stdout, text
+    est = f"{doc['results'][0]['estimate']:.4f}"
+    assert est in table.stdout
+
+
+def test_options_reach_the_estimator(world: dict[str, Any]) -> None:
+    if "clipped_ips" not in available_estimators():
+        pytest.skip("clipped_ips is not registered")
+    from dataclasses import fields
+
+    from onlineeval.estimators import estimator_class
+
+    opts = [f.name for f in fields(estimator_class("clipped_ips"))]
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", "clipped_ips",
+                   "--option", f"clipped_ips.{opts[0]}=10")
+    lib = get_estimator("clipped_ips", **{opts[0]: 10}).estimate(
+        lib_data(world["sim"]), lib_target(world["sim"], world["best"], "B"))
+    assert doc["estimators"]["clipped_ips"]["options"] == {opts[0]: 10}
+    assert doc["results"][0]["estimate"] == pytest.approx(lib.value, rel=1e-12)
+
+
+def test_no_users_clusters_are_impressions(world: dict[str, Any]) -> None:
+    sim = world["sim"]
+    log = write_log(sim, world["tmp"] / "nouser.jsonl", users=False)
+    doc = json_out("--log", str(log), "--target", str(world["B"]), "--estimator", "ips")
+    lib = get_estimator("ips").estimate(lib_data(sim, users=False), lib_target(sim, world["best"], "B"))
+    r = doc["results"][0]
+    assert r["clusters"] == 3000 and r["se"] == pytest.approx(lib.se, rel=1e-12)
+    assert doc["conventions"]["cluster_unit"].startswith("impression")
+
+
+def test_queries_missing_from_a_run_are_left_out_with_a_warning(world: dict[str, Any]) -> None:
+    part = write_run(world["tmp"] / "P.run", {q: world["best"][q] for q in (0, 1)}, "P")
+    doc = json_out("--log", str(world["log"]), "--target", str(part), "--estimator", "ips")
+    sim = world["sim"]
+    keep = np.isin(sim.query, [0, 1])
+    data = lib_data(sim).take(keep)
+    lib = get_estimator("ips").estimate(data, lib_target(sim, world["best"], "P"))
+    assert doc["results"][0]["n"] == int(keep.sum())
+    assert doc["results"][0]["estimate"] == pytest.approx(lib.value, rel=1e-12)
+    assert any("2 of 4 log queries are not in" in w for w in doc["warnings"])
+
+
+# ------------------------------------------------------------------------ refusals
+def one_line_error(result: Any, *needles: str) -> str:
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in result.output, result.output
+    for needle in needles:
+        assert needle in err, (needle, err)
+    return err
+
+
+def test_bad_log_lines_exit_2_with_file_and_line(world: dict[str, Any], tmp_path: Path) -> None:
+    good = world["log"].read_text().splitlines()[:2]
+    cases = [
+        ('{"query": "q1", "shown": ["a"]', "malformed JSON"),
+        ('{"query": "q0", "clicks": [], "propensities": {"list": 0.5}}', "missing key 'shown'"),
+        ('{"query": "q0", "shown": ["a", 1], "clicks": [], "propensities": {"list": 0.5}}', "list of document id"),
+        ('{"query": "q0", "shown": ["a", "a"], "clicks": [], "propensities": {"list": 0.5}}', "shown twice"),
+        (('{"query": "q0", "shown": ["a", "b", "c"], "clicks": ["x"], '
+         '"propensities": {"list": 0.0167, "prefix": [0.2, 0.05, 0.0167], "item": [0.2, 0.2, 0.2]}}'), "not shown"),
+        (('{"query": "q0", "shown": ["a", "b", "c"], "clicks": [], '
+         '"propensities": {"list": 0.0, "prefix": [0.2, 0.05, 0.0167], "item": [0.2, 0.2, 0.2]}}'), "(0, 1]"),
+        (('{"query": "q0", "shown": ["a", "b", "c"], "clicks": [], '
+         '"propensities": {"list": 0.01, "prefix": [0.2, 0.05, 0.0167], "item": [0.2, 0.2, 0.2]}}'), "last prefix"),
+        (('{"query": "q0", "shown": ["a", "b", "c"], "clicks": [], '
+         '"propensities": {"list": 0.0167, "prefix": [0.2, 0.5, 0.0167], "item": [0.2, 0.2, 0.2]}}'), "non-increasing"),
+        (('{"query": "q0", "shown": ["a", "b", "c"], "clicks": [], '
+         '"propensities": {"list": 0.0167, "prefix": [0.2, 0.05], "item": [0.2, 0.2, 0.2]}}'), "has 2 values"),
+        ('{"query": "q0", "shown": ["a"], "clicks": [], "logger": {"policy": "nope", "scores": {"a": 1}}}',
+         "a logger but line 1"),
+    ]
+    for bad, needle in cases:
+        path = tmp_path / "bad.jsonl"
+        path.write_text("\n".join([*good, bad]) + "\n", encoding="utf-8")
+        one_line_error(invoke("--log", str(path), "--target", str(world["B"]), "--estimator", "ips"),
+                       f"{path}:3: ", needle)
+    path.write_bytes(("\n".join(good) + "\n").encode() + b'{"query": "\xe9"}\n')
+    one_line_error(invoke("--log", str(path), "--target", str(world["B"]), "--estimator", "ips"),
+                   f"{path}:3: not valid UTF-8")
+    path.write_text("\n\n")
+    one_line_error(invoke("--log", str(path), "--target", str(world["B"]), "--estimator", "ips"),
+                   f"{path}: the log is empty")
+    one_line_error(invoke("--log", str(tmp_path / "missing.jsonl"), "--target", str(world["B"]), "--estimator", "ips"),
+                   "missing.jsonl")
+    path.write_text('{"query": "q0", "shown": ["a"], "clicks": [], "logger": {"policy": "nope", "scores": {"a": 1}}}\n')
+    one_line_error(invoke("--log", str(path), "--target", str(world["B"]), "--estimator", "ips"),
+                   f"{path}:1: unknown logging policy 'nope'; allowed: ")
+
+
+def test_option_errors(world: dict[str, Any]) -> None:
+    base = ["--log", str(world["log"]), "--target", str(world["B"])]
+    allowed = ", ".join(available_estimators())
+    one_line_error(invoke(*base, "--estimator", "ips,nope"), "--estimator: unknown estimator 'nope'; allowed: "
+                   + allowed)
+    one_line_error(invoke(*base, "--estimator", "ips,ips"), "named twice")
+    one_line_error(invoke(*base, "--estimator", "ips", "--metric", "ndcg"), "--metric: unknown metric 'ndcg'")
+    one_line_error(invoke(*base, "--estimator", "ips", "--bootstrap", "50"), "--bootstrap: must be 0")
+    one_line_error(invoke(*base, "--estimator", "ips", "--alpha", "1.5"), "--alpha: must be in (0, 1)")
+    one_line_error(invoke(*base, "--estimator", "ips", "--format", "xml"), "--format: must be one of table, json")
+    one_line_error(invoke(*base, "--estimator", "ips", "--ties", "optimistic"), "--ties: must be one of")
+    one_line_error(invoke(*base, "--estimator", "ips", "--option", "ips"), "expected estimator.key=value")
+    one_line_error(invoke(*base, "--estimator", "ips", "--option", "snips.x=1"), "'snips' is not one of the estimators")
+    one_line_error(invoke(*base, "--estimator", "ips", "--option", "ips.bogus=1"), "--option.bogus: unknown option")
+    one_line_error(invoke(*base, "--estimator", "ips", "--baseline", str(world["B"])), "given twice")
+
+
+def test_estimator_needing_missing_propensities(world: dict[str, Any]) -> None:
+    log = write_log(world["sim"], world["tmp"] / "item_only.jsonl", forms=("item",))
+    err = one_line_error(invoke("--log", str(log), "--target", str(world["B"]), "--estimator", "snips,ips"),
+                         f"{log}: estimator 'snips' needs p_list; the log carries p_item; estimators that could run "
+                         "on it: ")
+    runnable = err.rsplit("could run on it: ", 1)[1].split(", ")
+    from onlineeval.estimators import estimator_class
+
+    assert runnable == [e for e in available_estimators() if set(estimator_class(e).needs) <= {"p_item"}]
+    assert "ips" not in runnable and "snips" not in runnable
+
+
+def test_unseen_documents_error_names_run_line_or_count_as_violations(world: dict[str, Any]) -> None:
+    sim, tmp = world["sim"], world["tmp"]
+    lists = {q: list(world["best"][q]) for q in range(4)}
+    run = tmp / "U.run"
+    write_run(run, lists, "U")
+    text = run.read_text().splitlines()
+    # query q2 ranks a document the log never shows for it (line 12 = q2's 2nd document)
+    assert text[11].startswith("q2 Q0 ")
+    text[11] = text[11].replace(text[11].split()[2], "zz")
+    run.write_text("\n".join(text) + "\n")
+    err = one_line_error(invoke("--log", str(world["log"]), "--target", str(run), "--estimator", "ips"),
+                         f"{run}:12: the target ranks document 'zz' at rank 2 for query 'q2', which the log never "
+                         "shows", "--allow-unseen")
+    assert "(1 such slots in 1 queries" in err
+    doc = json_out("--log", str(world["log"]), "--target", str(run), "--estimator", "ips,snips", "--allow-unseen")
+    n_q2 = int((sim.query == 2).sum())
+    for r in doc["results"]:
+        assert r["diagnostics"]["support_violations"] == n_q2 and r["diagnostics"]["support_checked"] == 3000
+        assert any(w.startswith(f"support violated on {n_q2} of 3000 impressions") for w in r["warnings"])
+    assert any("ranks 1 documents the log never shows" in w and f"{n_q2} impressions" in w for w in doc["warnings"])
+
+
+def test_run_errors(world: dict[str, Any]) -> None:
+    tmp = world["tmp"]
+    other = write_run(tmp / "O.run", {9: [0, 1, 2]}, "O")
+    one_line_error(invoke("--log", str(world["log"]), "--target", str(other), "--estimator", "ips"),
+                   f"{other}: no query in common with the log")
+    bad = tmp / "bad.run"
+    bad.write_text("q0 Q0 q0d1 1 3.0 X\nq0 Q0 q0d2 2 abc X\n")
+    one_line_error(invoke("--log", str(world["log"]), "--target", str(bad), "--estimator", "ips"), f"{bad}:2: ")
+
+
+# ------------------------------------------------------------------------ round trip
+def truth(attract: np.ndarray, lists: dict[int, list[int]], weights: np.ndarray, metric: str, k: int) -> float:
+    """Exact value under PBM clicks for uniformly drawn queries (the simulator's), by formula:
+    clicks sum_j e_j a_j; reciprocal rank sum_j e_j a_j / (j + 1) prod_{i<j} (1 - e_i a_i)."""
+    vals = []
+    for q, cs in lists.items():
+        c = EXAM[:k] * attract[q, cs[:k]]
+        if metric == "clicks_per_query":
+            vals.append(c.sum())
+        else:
+            none_above = np.concatenate([[1.0], np.cumprod(1 - c)[:-1]])
+            vals.append((c * none_above / np.arange(1, k + 1)).sum())
+    return float(np.dot(weights, vals))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("logger", [False, True], ids=["propensities", "logger"])
+def test_round_trip_ips_within_4_se_of_truth(tmp_path: Path, logger: bool) -> None:
+    """A uniformly random logger over 4 documents showing 2 (list propensity 1/12), PBM
+    clicks: IPS (any reward), and the slot-level estimators where registered and unbiased
+    (IIPS for clicks, RIPS for both), within 4 SE of the exact value; the band is narrow
+    enough that the reversed ranker's value lies outside it."""
+    if logger:
+        try:
+            from simulations.policies import build_policy  # noqa: F401
+        except ImportError:
+            pytest.skip("simulations.policies.build_policy is not available yet")
+    sim = simulate(20000, 3, 2000, seed=2026, m=4, k=2)
+    log = write_log(sim, tmp_path / "rt.jsonl", logger=logger)
+    lists = {q: [int(c) for c in np.argsort(-sim.attract[q])] for q in range(3)}  # most attractive first
+    run = write_run(tmp_path / "T.run", lists, "T")
+    extra = {"clicks_per_query": ["iips", "rips"], "reciprocal_rank": ["rips"]}
+    for metric in ("clicks_per_query", "reciprocal_rank"):
+        names = ["ips"] + [e for e in extra[metric] if e in available_estimators()]
+        doc = json_out("--log", str(log), "--target", str(run), "--estimator", ",".join(names), "--metric", metric)
+        exact = truth(sim.attract, lists, np.full(3, 1 / 3), metric, 2)
+        reversed_value = truth(sim.attract, {q: c[::-1] for q, c in lists.items()}, np.full(3, 1 / 3), metric, 2)
+        for r in doc["results"]:
+            assert abs(r["estimate"] - exact) <= 4 * r["se"], (metric, r["estimator"], r["estimate"], exact, r["se"])
+            assert abs(reversed_value - exact) > 8 * r["se"], (metric, r["estimator"], r["se"])  # the check has power
+            if logger:
+                assert r["diagnostics"]["support_violations"] == 0 and r["diagnostics"]["support_checked"] == 20000
+        if logger:
+            assert doc["log"]["propensity_source"] == "logger:randtop"
