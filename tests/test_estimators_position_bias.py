@@ -24,6 +24,7 @@ from onlineeval.estimators import (
     Propensities,
     Reward,
     available_estimators,
+    get_reward,
 )
 from onlineeval.estimators.pbm_ips import PBMIPS, click_propensities, target_slots
 from onlineeval.estimators.position_bias import (
@@ -95,7 +96,8 @@ def enumerated_log(k: int, clicks_of, logger=logger_lists) -> tuple[LoggedData, 
 
 def exact_expectation(est: PBMIPS, data: LoggedData, prob: np.ndarray, reward: Reward | str) -> float:
     """E[V_hat] of a one-impression log: every row is scored as its own log."""
-    vals = np.array([est.estimate(data.take([i]), TARGET, reward).value for i in range(data.n)])
+    rw = get_reward(reward, data.k) if isinstance(reward, str) else reward
+    vals = np.array([rw.offset + est.terms(data.take([i]), TARGET, rw).num[0] for i in range(data.n)])
     assert math.isclose(prob.sum(), 1.0, rel_tol=1e-12)
     return float(prob @ vals)
 
@@ -279,8 +281,9 @@ def test_target_slots_and_notes():
 
 def test_check_instances_use_the_worlds_examination():
     world = SimpleNamespace(family="pbm", k=2, examination=np.array([0.8, 0.4, 0.2]))
-    (inst,) = PBMIPS.check_instances(world)
+    inst, estimated = PBMIPS.check_instances(world)
     assert inst.examination == (0.8, 0.4)
+    assert estimated.examination is None and estimated.estimate_with == "harvest"
     (other,) = PBMIPS.check_instances(SimpleNamespace(family="cascade", k=3, examination=None))
     assert other.examination is None and other.estimate_with == "auto"
 
@@ -351,6 +354,29 @@ def test_randtop_recovers_examination():
     alpha = world(2)
     rng = np.random.default_rng(12)
     replicate_check([estimate_randtop(randtop_log(rng, alpha, 6000)) for _ in range(20)])
+
+
+def test_randtop_top_n_only_identifies_the_shuffled_slots():
+    alpha = world(2)
+    rng = np.random.default_rng(22)
+    n = 3000
+    shown = np.tile(np.arange(K), (n, 1))
+    flip = rng.random(n) < 0.5  # RandTop-2: the top two shuffled, the rest fixed
+    shown[flip, 0], shown[flip, 1] = 1, 0
+    data = pbm_log(rng, alpha, shown, rng.integers(0, N_Q, n))
+    top2 = estimate_randtop(data, n_top=2)
+    assert np.isnan(top2.examination[2:]).all()
+    clicks = data.clicks.sum(axis=0)
+    assert top2.examination[1] == pytest.approx(clicks[1] / clicks[0], rel=1e-12)
+    full = randtop_log(rng, alpha, 3000)
+    clicks = full.clicks.sum(axis=0)
+    assert estimate_randtop(full).examination[3] == pytest.approx(clicks[3] / clicks[0], rel=1e-12)
+    with pytest.raises(ConfigError, match="n_top"):
+        estimate_randtop(full, n_top=K + 1)
+    # an examination estimated as 0 at a slot is refused by PBM-IPS, not used
+    no_slot3 = LoggedData(full.query, full.shown, full.clicks & (np.arange(K) < 3))
+    with pytest.raises(InputError, match="not positive"):
+        PBMIPS(estimate_with="randtop").estimate(no_slot3, DeterministicTarget(np.tile(np.arange(K), (N_Q, 1))))
 
 
 def test_harvest_recovers_examination_from_deterministic_rankers():
@@ -436,17 +462,17 @@ def test_pipeline_interval_is_wider_than_the_plug_in_one_on_a_small_log():
     target = DeterministicTarget(np.tile(np.arange(K)[::-1], (N_Q, 1)))
     theta_hat = estimate_swap(data).examination
     plug = PBMIPS(examination=tuple(theta_hat)).estimate(data, target)
-    pipe = pipeline_bootstrap(data, target, "clicks_per_query", "swap", 300, np.random.default_rng(5))
+    pipe = pipeline_bootstrap(data, target, "clicks_per_query", "swap", 200, np.random.default_rng(5))
     assert pipe.value == pytest.approx(plug.value, rel=1e-12)
-    assert pipe.n_failed == 0 and pipe.replicates.size == 300
+    assert pipe.n_failed == 0 and pipe.replicates.size == 200
     # the plug-in intervals (CLT and cluster bootstrap with theta_hat held fixed) ignore the
     # error of theta_hat; the pipeline interval carries it
-    plug_boot = PBMIPS(examination=tuple(theta_hat)).estimate(data, target, n_boot=300, rng=np.random.default_rng(5))
+    plug_boot = PBMIPS(examination=tuple(theta_hat)).estimate(data, target, n_boot=200, rng=np.random.default_rng(5))
     width = pipe.ci_high - pipe.ci_low
     assert width > plug.ci_high - plug.ci_low, (pipe, plug)
     assert width > plug_boot.boot_high - plug_boot.boot_low, (pipe, plug_boot)
     # same seed, same interval
-    again = pipeline_bootstrap(data, target, "clicks_per_query", "swap", 300, np.random.default_rng(5))
+    again = pipeline_bootstrap(data, target, "clicks_per_query", "swap", 200, np.random.default_rng(5))
     assert (again.ci_low, again.ci_high) == (pipe.ci_low, pipe.ci_high)
 
 

@@ -192,15 +192,15 @@ class PBMIPS(Estimator):
 
     @classmethod
     def check_instances(cls, world: Any) -> list[Estimator]:
-        """With the world's true examination probabilities when it has them (PBM worlds),
-        else estimated by ``harvest``/``swap`` (``"auto"``). No estimated-examination
-        instance is offered for PBM worlds: a plug-in :math:`\\hat\\theta` makes the
-        estimate consistent, not unbiased (tested in
-        ``tests/test_estimators_position_bias.py``)."""
+        """In a world with known examination probabilities (PBM): one instance with them and
+        one that estimates them from the log by ``harvest`` (consistent, not unbiased; at
+        the suite's size, 24 logs of 2,500 impressions, its bias is far below 4 SE).
+        Otherwise one instance estimating them (``"auto"``)."""
         exam = getattr(world, "examination", None)
         if exam is not None:
             k = int(getattr(world, "k", len(exam)))
-            return [cls(examination=tuple(float(x) for x in np.asarray(exam, dtype=np.float64)[:k]))]
+            known = cls(examination=tuple(float(x) for x in np.asarray(exam, dtype=np.float64)[:k]))
+            return [known, cls(estimate_with="harvest")]
         return [cls()]
 
     def resolve_examination(self, data: LoggedData) -> tuple[FloatArray, dict[str, Any]]:

@@ -65,7 +65,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import ConfigError, InputError
-from onlineeval.estimators.base import LoggedData, Reward, Target
+from onlineeval.estimators.base import LoggedData, Reward, Target, get_reward
 
 __all__ = [
     "METHODS",
@@ -651,7 +651,8 @@ def pipeline_bootstrap(
     def value(d: LoggedData, theta: FloatArray) -> float:
         est = PBMIPS(examination=tuple(float(x) for x in theta), click_propensity=click_propensity)
         t = est.terms(d, target, reward)
-        return float(est._reward(reward, d.k).offset + t.num.mean())
+        offset = (get_reward(reward, d.k) if isinstance(reward, str) else reward).offset
+        return float(offset + t.num.mean())
 
     all_rows = np.arange(data.n)
     theta_full = theta_of(data, all_rows)
