@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
 from onlineeval.errors import ConfigError
+from simulations.yaml_safe import excerpt
 
 __all__ = [
     "Config",
@@ -513,11 +513,11 @@ def _first_error(exc: ValidationError, source: str | None) -> ConfigError:
     elif kind == "missing":
         message = "required key is missing"
     elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        message = f"{err['msg'].lower()}, got {err.get('input')!r}"
+        message = f"{err['msg'].lower()}, got {excerpt(err.get('input'))}"
     elif kind == "value_error":
-        message = str(err["msg"]).removeprefix("Value error, ")
+        message = str(err["msg"]).removeprefix("Value error, ")[:300]
     else:
-        message = f"{err['msg']}, got {err.get('input')!r}"
+        message = f"{err['msg']}, got {excerpt(err.get('input'))}"
     more = len(errors) - 1
     if more:
         message += f" (and {more} more problem{'s' if more > 1 else ''})"
@@ -698,13 +698,9 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
     source = str(path)
     if not path.is_file():
         raise ConfigError((), "config file not found", source)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError((), f"not valid YAML: {problem}", where) from None
+    from simulations.yaml_safe import load_yaml
+
+    data = load_yaml(path)  # bounded size, depth and aliases; no duplicate keys; UTF-8 with file:line
     if data is None:
         raise ConfigError((), "the config file is empty", source)
     if not isinstance(data, dict):
