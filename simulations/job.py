@@ -146,7 +146,9 @@ def _parse_record(line: str) -> tuple[int, list[dict[str, Any]]] | None:
         return None
 
 
-def _load_partial(path: Path, fingerprint: str, say: Callable[[str], None]) -> dict[int, list[dict[str, Any]]]:
+def _load_partial(
+    path: Path, fingerprint: str, say: Callable[[str], None] = lambda _msg: None
+) -> dict[int, list[dict[str, Any]]]:
     """Finished replicates of an earlier run with the same fingerprint; rewrites the file
     without torn or invalid records so that appending continues after the last good one."""
     if not path.is_file():
