@@ -135,6 +135,38 @@ def test_logged_weights_are_scaled_by_the_showing_probability_when_the_logger_sh
     assert abs(got - truth) > 0.05
 
 
+class EnumeratedLogger:
+    """The test's logger with its item-position marginals M[q, d, j] (document ids index d)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.m = 1 + max(max(v) for v in DOCS.values())
+        self.M = np.zeros((2, self.m, k))
+        for q in range(2):
+            for lst, p in logger_lists(q, k):
+                for j, d in enumerate(lst):
+                    self.M[q, d, j] += p
+
+    def item_position_marginals(self, query: np.ndarray) -> np.ndarray:
+        return self.M[np.asarray(query)]
+
+
+def test_logger_propensity_exactly_unbiased_when_the_logger_shows_a_subset():
+    # k = 2 of 3 documents: rho_qd = sum_j M_qdj theta_j (policy-aware) is exactly unbiased
+    data, prob = enumerated_log(2, lambda lst: pbm_click_vectors(lst, THETA))
+    data = LoggedData(data.query, data.shown, data.clicks, logger=EnumeratedLogger(2))
+    reward = Reward("w", "additive", WEIGHTS[:2])
+    est = PBMIPS(examination=tuple(THETA[:2]), click_propensity="logger")
+    terms = est.terms(data, TARGET, reward)  # rows are independent under 'logger'
+    assert float(prob @ terms.num) == pytest.approx(pbm_truth(TARGET.lists[:, :2], WEIGHTS[:2]), rel=1e-12)
+    # its weight: theta_s / sum_j M_qdj theta_j, e.g. doc 12 of query 0 (target slot 0)
+    row = int(np.flatnonzero((data.query == 0) & (data.shown[:, 1] == 12))[0])
+    m12 = data.logger.M[0, 12]
+    assert terms.weights[row, 1] == pytest.approx(THETA[0] / (m12 @ THETA[:2]))
+    with pytest.raises(InputError, match="item_position_marginals"):
+        est.estimate(LoggedData(data.query, data.shown, data.clicks), TARGET)
+
+
 def test_empirical_propensity_is_consistent_when_the_logger_shows_a_subset():
     # k = 2 of 3: the policy-aware (empirical) propensity recovers V; seeded replicates,
     # mean within 4 SE of the PBM formula
@@ -281,7 +313,7 @@ def test_target_slots_and_notes():
 
 def test_check_instances_use_the_worlds_examination():
     world = SimpleNamespace(family="pbm", k=2, examination=np.array([0.8, 0.4, 0.2]))
-    inst, estimated = PBMIPS.check_instances(world)
+    inst, estimated = PBMIPS.check_instances(world)  # no logger in this world: no 'logger' instance
     assert inst.examination == (0.8, 0.4)
     assert estimated.examination is None and estimated.estimate_with == "harvest"
     (other,) = PBMIPS.check_instances(SimpleNamespace(family="cascade", k=3, examination=None))

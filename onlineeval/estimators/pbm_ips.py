@@ -35,6 +35,12 @@ and 0 for clicked documents the target does not show in its top ``k``. Two choic
     is a ratio of averages, consistent (bias :math:`O(1/n_q)`) whenever every document
     the target shows has a positive probability of being shown somewhere in the logger's
     top ``k`` (support level ``"any"``).
+``"logger"``
+    The exact :math:`\rho_{qd} = \sum_j M_{qdj}\theta_j` from the logging policy's
+    item-position marginals :math:`M_{qdj} = P(\text{slot } j \text{ shows } d \mid q)`
+    (``data.logger.item_position_marginals(query) -> (n, m, k)``, document ids
+    ``0..m-1``, as the policies of :mod:`simulations.policies` give): exactly unbiased
+    under support level ``"any"`` (Oosterhuis and de Rijke 2020).
 ``"logged"``
     :math:`\rho = \theta_j` of the slot the click was logged at (Joachims et al. 2017's
     weight :math:`\theta_s/\theta_j`): exactly unbiased when the logger shows every
@@ -78,7 +84,7 @@ __all__ = ["PBMIPS", "click_propensities", "target_slots"]
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-CLICK_PROPENSITIES = ("empirical", "logged")
+CLICK_PROPENSITIES = ("empirical", "logger", "logged")
 
 
 def target_slots(data: LoggedData, target: Target) -> IntArray:
@@ -120,12 +126,16 @@ def click_propensities(data: LoggedData, theta: FloatArray, kind: str = "empiric
     r"""``(n, k)`` examination propensity :math:`\rho` of each shown slot (1 on empty slots).
 
     ``"empirical"``: :math:`\hat\rho_{qd} = \frac1{n_q}\sum_{i:q_i=q}\theta_{\mathrm{slot}_i(d)}`;
-    ``"logged"``: :math:`\theta_j` of the slot itself (see the module docstring).
+    ``"logger"``: :math:`\rho_{qd} = \sum_j M_{qdj}\theta_j` from ``data.logger``'s
+    item-position marginals; ``"logged"``: :math:`\theta_j` of the slot itself (see the
+    module docstring).
     """
     valid = data.valid
     slot_theta = np.where(valid, np.asarray(theta, dtype=np.float64)[None, : data.k], 1.0)
     if kind == "logged":
         return slot_theta
+    if kind == "logger":
+        return _logger_propensities(data, np.asarray(theta, dtype=np.float64)[: data.k])
     if kind != "empirical":
         raise ConfigError(("click_propensity",), f"must be one of {', '.join(CLICK_PROPENSITIES)}, got {kind!r}")
     _, qinv, n_q = np.unique(data.query, return_inverse=True, return_counts=True)
@@ -136,6 +146,28 @@ def click_propensities(data: LoggedData, theta: FloatArray, kind: str = "empiric
     out = np.ones(data.shown.shape)
     out[rows, cols] = total[pair] / n_q[qinv[rows]]
     return out
+
+
+def _logger_propensities(data: LoggedData, theta: FloatArray) -> FloatArray:
+    marginals = getattr(data.logger, "item_position_marginals", None)
+    if marginals is None:
+        raise InputError("pbm_ips with click_propensity 'logger' needs the logging policy (data.logger) with "
+                         "item_position_marginals(query); use 'empirical' for a log without one", data.source)
+    uq, inv = np.unique(data.query, return_inverse=True)
+    m_all = np.asarray(marginals(uq), dtype=np.float64)
+    if m_all.ndim != 3 or m_all.shape[0] != uq.size or m_all.shape[2] < data.k:
+        raise InputError(f"item_position_marginals: expected ({uq.size}, m, >= {data.k}), got {m_all.shape}",
+                         data.source)
+    rho_qd = m_all[:, :, : data.k] @ theta  # (queries, m)
+    valid = data.valid
+    inside = valid & (data.shown < rho_qd.shape[1])
+    rho = np.where(inside, rho_qd[inv.reshape(-1)[:, None], np.where(inside, data.shown, 0)], 0.0)
+    bad = valid & ~(rho > 0)
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        raise InputError(f"pbm_ips: the logger's marginals give logged document {int(data.shown[i, j])} of query "
+                         f"{int(data.query[i])} probability 0 of being shown (impression {i})", data.source)
+    return np.where(valid, rho, 1.0)
 
 
 @register_estimator
@@ -155,7 +187,7 @@ class PBMIPS(Estimator):
         ``"auto"`` (default; see
         :func:`~onlineeval.estimators.position_bias.estimate_examination`).
     click_propensity:
-        ``"empirical"`` (default) or ``"logged"`` (see the module docstring).
+        ``"empirical"`` (default), ``"logger"`` or ``"logged"`` (see the module docstring).
     """
 
     name = "pbm_ips"
@@ -192,15 +224,19 @@ class PBMIPS(Estimator):
 
     @classmethod
     def check_instances(cls, world: Any) -> list[Estimator]:
-        """In a world with known examination probabilities (PBM): one instance with them and
+        """In a world with known examination probabilities (PBM): one instance with them,
         one that estimates them from the log by ``harvest`` (consistent, not unbiased; at
-        the suite's size, 24 logs of 2,500 impressions, its bias is far below 4 SE).
-        Otherwise one instance estimating them (``"auto"``)."""
+        the suite's size, 24 logs of 2,500 impressions, its bias is far below 4 SE) and,
+        when the world's logger gives item-position marginals, one with the exact
+        ``"logger"`` propensities. Otherwise one instance estimating them (``"auto"``)."""
         exam = getattr(world, "examination", None)
         if exam is not None:
             k = int(getattr(world, "k", len(exam)))
-            known = cls(examination=tuple(float(x) for x in np.asarray(exam, dtype=np.float64)[:k]))
-            return [known, cls(estimate_with="harvest")]
+            theta = tuple(float(x) for x in np.asarray(exam, dtype=np.float64)[:k])
+            out: list[Estimator] = [cls(examination=theta), cls(estimate_with="harvest")]
+            if hasattr(getattr(world, "logger", None), "item_position_marginals"):
+                out.append(cls(examination=theta, click_propensity="logger"))
+            return out
         return [cls()]
 
     def resolve_examination(self, data: LoggedData) -> tuple[FloatArray, dict[str, Any]]:
