@@ -201,11 +201,11 @@ class AdaptiveIPS(Estimator):
 
     def choose(
         self, types: np.ndarray, terms: Mapping[str, np.ndarray]
-    ) -> tuple[dict[int, str], dict[str, dict[str, float]]]:
+    ) -> tuple[dict[int, str], dict[str, dict[str, float | None]]]:
         """The behaviour of least estimated MSE per type (module docstring) and the MSEs."""
         n = types.size
         mapping: dict[int, str] = {}
-        report: dict[str, dict[str, float]] = {}
+        report: dict[str, dict[str, float | None]] = {}
         ref = terms[self.reference]
         for t in np.unique(types).tolist():
             rows = types == t
@@ -222,5 +222,5 @@ class AdaptiveIPS(Estimator):
                 scores[b] = share * share * (bias2 + var_x)
             best = min(BEHAVIOURS, key=lambda b: (scores[b], BEHAVIOURS.index(b)))
             mapping[int(t)] = best
-            report[str(int(t))] = scores
+            report[str(int(t))] = {b: (v if np.isfinite(v) else None) for b, v in scores.items()}  # JSON-able
         return mapping, report

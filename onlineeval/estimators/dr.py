@@ -53,12 +53,13 @@ off-policy evaluation for ranking policies under the cascade behavior model", WS
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from onlineeval.errors import InputError
 from onlineeval.estimators.base import (
+    Estimator,
     LoggedData,
     Reward,
     Target,
@@ -91,6 +92,13 @@ class DR(ClickModelEstimator):
     unbiased_under = (("pbm", "additive"),)
     biased_under = (("cascade", "additive"),)
     allowed_models: ClassVar[tuple[str, ...]] = INDEPENDENT_MODELS
+
+    @classmethod
+    def check_instances(cls, world: Any) -> list[Estimator]:
+        """Per-(query, document) CTR as the reward model (closed form, fast): with right item
+        weights the model terms cancel in expectation for every independent model, so the
+        expectation (unbiased under PBM, IIPS's bias under cascade users) is the same."""
+        return [cls(model="dctr")]
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         q_t, q_s, t_rows = self.predictions(data, target, reward, logged=True)
@@ -127,6 +135,11 @@ class ListDR(ClickModelEstimator):
     needs = ("p_list",)
     support_level = "list"
     unbiased_under = (("any", "additive"), ("any", "first_click"))
+
+    @classmethod
+    def check_instances(cls, world: Any) -> list[Estimator]:
+        """A cascade model fitted in closed form (unbiasedness holds for every model)."""
+        return [cls(model="cm")]
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         q_t, q_s, t_rows = self.predictions(data, target, reward, logged=True)
