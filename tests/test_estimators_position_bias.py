@@ -558,3 +558,30 @@ def test_row_grouping_matches_numpy_unique_rows():
         ref, inv = np.unique(x, axis=0, return_inverse=True)
         np.testing.assert_array_equal(uniq, ref)
         np.testing.assert_array_equal(code, inv.reshape(-1))
+
+
+def test_with_the_simulators_logging_policies():
+    # logs served by simulations.policies (swap, RandTop-n, Plackett-Luce): the examination
+    # ratios and the target's PBM value recovered within 4 SE of seeded replicates
+    policies = pytest.importorskip("simulations.policies")
+    alpha = world(10)
+    scores = 3.0 * alpha
+    swap = policies.build_policy("swap", scores, K)
+    randtop = policies.build_policy("randtop", scores, K)
+    pl = policies.build_policy({"policy": "plackett_luce", "temperature": 0.5}, scores, K)
+    target = DeterministicTarget(np.argsort(-alpha, axis=1)[:, :K][:, ::-1].copy())
+    truth = swap_truth(alpha, target)
+    rng = np.random.default_rng(23)
+    th_swap, th_rt, v_logger, v_emp = [], [], [], []
+    for _ in range(12):
+        q = rng.integers(0, N_Q, 4000)
+        th_swap.append(estimate_swap(pbm_log(rng, alpha, swap.sample(q, rng), q)).examination)
+        th_rt.append(estimate_randtop(pbm_log(rng, alpha, randtop.sample(q, rng), q)).examination)
+        data = pbm_log(rng, alpha, pl.sample(q, rng), q, logger=pl)
+        v_logger.append(PBMIPS(examination=tuple(RATIOS), click_propensity="logger").estimate(data, target).value)
+        v_emp.append(PBMIPS(examination=tuple(RATIOS)).estimate(data, target).value)
+    for th in (np.array(th_swap), np.array(th_rt)):
+        se = th.std(axis=0, ddof=1) / math.sqrt(th.shape[0])
+        assert (np.abs(th.mean(axis=0) - RATIOS)[1:] <= 4 * se[1:]).all(), (th.mean(axis=0), se)
+    for v in (np.array(v_logger), np.array(v_emp)):
+        assert abs(v.mean() - truth) <= 4 * v.std(ddof=1) / math.sqrt(v.size), (v.mean(), truth)
