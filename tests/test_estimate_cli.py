@@ -409,8 +409,9 @@ def truth(attract: np.ndarray, lists: dict[int, list[int]], weights: np.ndarray,
 def test_round_trip_ips_within_4_se_of_truth(tmp_path: Path, logger: bool) -> None:
     """A uniformly random logger over 4 documents showing 2 (list propensity 1/12), PBM
     clicks: IPS (any reward), and the slot-level estimators where registered and unbiased
-    (IIPS for clicks, RIPS for both), within 4 SE of the exact value; the band is narrow
-    enough that the reversed ranker's value lies outside it."""
+    (IIPS and, given the logger, the pseudoinverse for clicks; RIPS for both), within 4 SE
+    of the exact value; the band is narrow enough that the reversed ranker's value lies
+    outside it."""
     if logger:
         try:
             from simulations.policies import build_policy  # noqa: F401
@@ -420,7 +421,7 @@ def test_round_trip_ips_within_4_se_of_truth(tmp_path: Path, logger: bool) -> No
     log = write_log(sim, tmp_path / "rt.jsonl", logger=logger)
     lists = {q: [int(c) for c in np.argsort(-sim.attract[q])] for q in range(3)}  # most attractive first
     run = write_run(tmp_path / "T.run", lists, "T")
-    extra = {"clicks_per_query": ["iips", "rips"], "reciprocal_rank": ["rips"]}
+    extra = {"clicks_per_query": ["iips", "rips"] + (["pseudoinverse"] if logger else []), "reciprocal_rank": ["rips"]}
     for metric in ("clicks_per_query", "reciprocal_rank"):
         names = ["ips"] + [e for e in extra[metric] if e in available_estimators()]
         doc = json_out("--log", str(log), "--target", str(run), "--estimator", ",".join(names), "--metric", metric)

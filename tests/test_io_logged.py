@@ -45,9 +45,9 @@ def test_reads_arrays_and_id_maps(tmp_path: Path) -> None:
     log = read_logged(write(tmp_path, recs))
     d = log.data
     assert log.queries == ("7", "q1", "q2")  # sorted ids
-    assert log.docs == ("a", "b", "c", "d")  # first appearance
+    assert log.docs == (("d", "a", "b"), ("c", "d"), ("a", "b", "c"))  # per query, first appearance
     np.testing.assert_array_equal(d.query, [2, 1, 0])
-    np.testing.assert_array_equal(d.shown, [[0, 1, 2], [2, 3, -1], [3, 0, 1]])
+    np.testing.assert_array_equal(d.shown, [[0, 1, 2], [0, 1, -1], [0, 1, 2]])
     np.testing.assert_array_equal(d.clicks, [[0, 1, 0], [1, 0, 0], [1, 0, 1]])
     np.testing.assert_array_equal(log.lines, [1, 3, 4])
     np.testing.assert_allclose(d.p_list, [1 / 60, 0.1, 1 / 60])
@@ -80,20 +80,20 @@ def test_target_map_top_k_unseen_and_missing_queries(tmp_path: Path) -> None:
         line(query="q3", shown=["a", "y"], propensities={"list": 0.5, "prefix": [0.5, 0.5], "item": [0.5, 0.5]}),
     ]
     log = read_logged(write(tmp_path, recs))
+    assert log.docs == (("a", "b", "c", "d"), ("x", "y"), ("a", "y"))
+    np.testing.assert_array_equal(log.data.shown, [[0, 1, 2], [1, 3, 0], [0, 1, -1], [0, 1, -1]])
     tm = log.target({"q1": ["d", "c", "b", "zz"], "q2": ["x", "a", "y"], "other": ["a"]}, "B")
-    idx = {d: i for i, d in enumerate(log.docs)}
-    # q1: its top 3 (the log shows 3 there); q2: top 2, 'a' is never shown for q2 -> a fresh id
+    # q1: its top 3 (the log shows 3 there); q2: top 2, 'a' is never shown for q2 -> a fresh index 2
     assert tm.target.lists.shape == (3, 3)
-    np.testing.assert_array_equal(tm.target.lists[0], [idx["d"], idx["c"], idx["b"]])
-    assert tm.target.lists[1, 0] == idx["x"] and tm.target.lists[1, 1] == idx["a"] and tm.target.lists[1, 2] == -1
-    np.testing.assert_array_equal(tm.target.lists[2], [-1, -1, -1])  # q3 is not ranked
+    np.testing.assert_array_equal(tm.target.lists, [[3, 2, 1], [0, 2, -1], [-1, -1, -1]])  # q3 is not ranked
     np.testing.assert_array_equal(tm.ranked, [True, True, False])
     # 'a' is a known document, but not one the log shows for q2; 'zz' is below q1's depth
     assert [(u.query, u.rank, u.doc) for u in tm.unseen] == [("q2", 2, "a")]
     np.testing.assert_array_equal(tm.unseen_query, [False, True, False])
-    tm2 = log.target({"q2": ["new", "x"]}, "C")
-    assert tm2.target.lists[1, 0] >= len(log.docs)  # unknown documents never equal a shown one
-    assert [(u.query, u.rank, u.doc) for u in tm2.unseen] == [("q2", 1, "new")]
+    tm2 = log.target({"q2": ["new", "other", "x"], "q1": ["zz", "a", "yy"]}, "C")
+    np.testing.assert_array_equal(tm2.target.lists[:2], [[4, 0, 5], [2, 3, -1]])  # fresh, distinct indexes
+    assert [(u.query, u.rank, u.doc) for u in tm2.unseen] == [("q1", 1, "zz"), ("q1", 3, "yy"), ("q2", 1, "new"),
+                                                              ("q2", 2, "other")]
 
 
 BAD_LINES: list[tuple[str, Any, str]] = [
@@ -217,14 +217,24 @@ def test_logger_propensities_match_enumeration(tmp_path: Path) -> None:
         assert d.p_list[i] == pytest.approx(plist, rel=1e-12)
         np.testing.assert_allclose(d.p_prefix[i, :k], pre, rtol=1e-12)
         np.testing.assert_allclose(d.p_item[i, :k], item, rtol=1e-12)
-    # the logger as a PropensityModel in the log's id space: a non-candidate has probability 0
-    idx = {doc: i for i, doc in enumerate(log.docs)}
+    # documents are the logger's candidate columns
+    assert log.docs == (tuple(cands["q1"]), tuple(cands["q2"]))
+    for i, rec in enumerate(recs):
+        assert [cands[rec["query"]][c] for c in d.shown[i, : len(rec["shown"])]] == rec["shown"]
+    # the logger as a PropensityModel in the log's id space: a non-candidate (index >= 5) has probability 0
+    idx = {doc: i for i, doc in enumerate(cands["q1"]) } | {"v": 7}
     q1 = log.queries.index("q1")
     p = d.logger.propensities(np.array([q1, q1]), np.array([[idx["a"], idx["b"], idx["c"]],
                                                             [idx["a"], idx["v"], idx["c"]]]))
     np.testing.assert_allclose(p.list, [1 / 60, 0.0])
     np.testing.assert_allclose(p.item[1], [0.2, 0.0, 0.2])
     np.testing.assert_allclose(p.prefix[1], [0.2, 0.0, 0.0])
+    # marginals by enumeration: each candidate 1/5 at each slot; two slots 1/20 for distinct documents
+    np.testing.assert_allclose(d.logger.item_position_marginals(np.array([q1]))[0, :5, :3], np.full((5, 3), 0.2))
+    pairs = d.logger.pair_marginals(q1)[:3, :5, :3, :5]
+    j, a, l, b = np.meshgrid(*(np.arange(x) for x in pairs.shape), indexing="ij")
+    expected = np.where(j == l, np.where(a == b, 0.2, 0.0), np.where(a == b, 0.0, 1 / 20))
+    np.testing.assert_allclose(pairs, expected, atol=1e-12)
     # shown anywhere in the top 3 of 5: 3/5
     np.testing.assert_allclose(d.logger.shown_probability(np.array([q1]), np.array([[idx["e"], idx["v"], -1]])),
                                [[0.6, 0.0, 1.0]])

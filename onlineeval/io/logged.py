@@ -40,11 +40,17 @@ Fields
     otherwise).
 
 Other keys are ignored. Every problem raises :class:`~onlineeval.errors.InputError`
-naming the file and line. Query and document ids become integer indexes (sorted query
-ids; documents in order of first appearance) in a :class:`LoggedLog`, whose
-:meth:`LoggedLog.target` maps a ranker's lists (e.g. from a TREC run) into the same id
-space as an :class:`~onlineeval.estimators.DeterministicTarget` truncated, per query, to
-the length of the log's lists for that query.
+naming the file and line.
+
+Ids become integer indexes in a :class:`LoggedLog`: queries in sorted order, documents
+*per query*, as in the simulator (:mod:`simulations.policies`): with a logger, a
+document's index is its column among the logger's scored candidates of the query (so the
+policy's marginals, e.g. the pseudoinverse estimator's pair marginals, line up with the
+shown lists); with written propensities, its order of first appearance among the
+query's shown documents. :meth:`LoggedLog.target` maps a ranker's lists (e.g. from a TREC
+run) into the same space as an :class:`~onlineeval.estimators.DeterministicTarget`,
+truncated per query to the length of the log's lists for that query; a document the log
+does not know for the query gets a fresh index of its own.
 """
 
 from __future__ import annotations
@@ -115,7 +121,9 @@ class LoggedLog:
     queries:
         Query id of each query index (sorted).
     docs:
-        Document id of each document index.
+        Per query index, the document id of each of its document indexes: the logger's
+        candidates in score-column order, or the shown documents in order of first
+        appearance.
     lines:
         ``(n,)`` 1-based line of each impression in the file.
     query_k:
@@ -129,21 +137,17 @@ class LoggedLog:
         Impressions without a ``user`` (each its own cluster).
     short:
         Impressions shorter than the longest list of their query.
-    seen:
-        Sorted codes ``query * len(docs) + doc`` of the documents the log can show per
-        query: shown somewhere in the log, plus the logger's candidates.
     """
 
     data: LoggedData
     queries: tuple[str, ...]
-    docs: tuple[str, ...]
+    docs: tuple[tuple[str, ...], ...]
     lines: NDArray[np.int64]
     query_k: NDArray[np.int64]
     forms: tuple[str, ...]
     source: str
     no_user: int
     short: int
-    seen: NDArray[np.int64]
 
     @property
     def path(self) -> str | None:
@@ -156,33 +160,27 @@ class LoggedLog:
         log does not know get fresh indexes (so they never match a shown document) and are
         reported in :attr:`TargetMap.unseen` when they fall in those top slots.
         """
-        index = {d: i for i, d in enumerate(self.docs)}
-        nd = len(self.docs)
-        extra: dict[str, int] = {}
         kmax = self.data.k
         mat = np.full((len(self.queries), kmax), -1, dtype=np.int64)
         ranked = np.zeros(len(self.queries), dtype=bool)
+        unseen: list[UnseenSlot] = []
+        unseen_query = np.zeros(len(self.queries), dtype=bool)
         for qi, qid in enumerate(self.queries):  # a loop over distinct queries
             docs = lists.get(qid)
             if docs is None:
                 continue
             ranked[qi] = True
-            top = list(docs[: int(self.query_k[qi])])
-            mat[qi, : len(top)] = [index.get(d, -2) for d in top]
-            for j, d in enumerate(top):
-                if mat[qi, j] == -2:
-                    mat[qi, j] = extra.setdefault(d, nd + len(extra))
-        valid = mat >= 0
-        in_log = valid & (mat < nd)
-        code = np.where(in_log, np.arange(len(self.queries))[:, None] * nd + mat, -1)
-        known = ~valid | (in_log & np.isin(code, self.seen))
-        bad = np.argwhere(~known)
-        back = {v: k for k, v in extra.items()}
-        unseen = tuple(
-            UnseenSlot(self.queries[q], int(j) + 1, self.docs[mat[q, j]] if mat[q, j] < nd else back[int(mat[q, j])])
-            for q, j in bad
-        )
-        return TargetMap(DeterministicTarget(mat, name), ranked, unseen, (~known).any(axis=1))
+            known = self.docs[qi]
+            index = {d: i for i, d in enumerate(known)}
+            extra: dict[str, int] = {}
+            for j, d in enumerate(list(docs[: int(self.query_k[qi])])):
+                if d in index:
+                    mat[qi, j] = index[d]
+                else:
+                    mat[qi, j] = extra.setdefault(d, len(known) + len(extra))
+                    unseen.append(UnseenSlot(qid, j + 1, str(d)))
+                    unseen_query[qi] = True
+        return TargetMap(DeterministicTarget(mat, name), ranked, tuple(unseen), unseen_query)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -417,10 +415,19 @@ def _assemble(rows: _Rows, path: str) -> LoggedLog:
     qcodes, queries = pd.factorize(np.asarray(rows.query, dtype=object), sort=True)
     qcodes = qcodes.astype(np.int64)
     flat_docs = np.fromiter((d for s in rows.shown for d in s), dtype=object, count=int(lengths.sum()))
-    dcodes, uniq = pd.factorize(flat_docs)
-    docs = [str(d) for d in uniq]
+    flat_q = np.repeat(qcodes, lengths)
+    # (query, document) pairs in order of first appearance, numbered within their query
+    dcodes, duniq = pd.factorize(flat_docs)
+    pcodes, puniq = pd.factorize(flat_q * max(len(duniq), 1) + dcodes)
+    pair_q = np.asarray(puniq, dtype=np.int64) // max(len(duniq), 1)
+    pair_doc = np.asarray(duniq, dtype=object)[np.asarray(puniq, dtype=np.int64) % max(len(duniq), 1)]
+    order = np.argsort(pair_q, kind="stable")
+    sorted_q = pair_q[order]
+    local = np.empty(order.size, dtype=np.int64)
+    local[order] = np.arange(order.size) - np.searchsorted(sorted_q, sorted_q, side="left")
+    bounds = np.searchsorted(sorted_q, np.arange(len(queries) + 1))
+    docs = [[str(d) for d in pair_doc[order[bounds[q]:bounds[q + 1]]]] for q in range(len(queries))]
     shown = np.full((n, k), -1, dtype=np.int64)
-    shown[valid] = dcodes
     clicks = _padded(rows.clicks, lengths, k, False, bool)
     query_k = np.zeros(len(queries), dtype=np.int64)
     np.maximum.at(query_k, qcodes, lengths)
@@ -432,17 +439,21 @@ def _assemble(rows: _Rows, path: str) -> LoggedLog:
     props: dict[str, Any] = {}
     source = "log"
     logger = None
-    cand_codes = np.zeros(0, dtype=np.int64)
     if rows.logger:
-        logger, source = _logger_policy(rows, qcodes, query_k, docs, lines, path)  # extends docs by candidates
+        # documents are the logger's candidate columns of their query
+        logger, source, docs = _logger_policy(rows, qcodes, query_k, lines, path)
+        column = [{d: c for c, d in enumerate(cands)} for cands in docs]
+        pair_col = np.fromiter((column[q][d] for q, d in zip(pair_q, pair_doc)), dtype=np.int64,
+                               count=pair_q.size)  # a loop over distinct (query, document) pairs
+        shown[valid] = pair_col[pcodes]
         p = logger.propensities(qcodes, shown)
         for form, values in (("list", p.list[:, None]), ("prefix", p.prefix), ("item", p.item)):
             fail((np.where(valid[:, : values.shape[1]], values, 1.0) <= 0).any(axis=1),
                  f"the logging policy gives the shown list probability 0 ({form} propensity); it cannot have "
                  "shown it (check the policy, its options and the scores)")
         props = {"p_list": p.list, "p_prefix": p.prefix, "p_item": p.item}
-        cand_codes = logger.candidate_codes()
     else:
+        shown[valid] = local[pcodes]
         if rows.p_list:
             p_list = np.asarray(rows.p_list, dtype=np.float64)
             fail((p_list <= 0) | (p_list > 1), "propensities.list must be in (0, 1]")
@@ -481,71 +492,66 @@ def _assemble(rows: _Rows, path: str) -> LoggedLog:
     if rows.user_type[0] is not None:
         user_type = np.asarray(rows.user_type, dtype=np.int64)
 
-    nd = len(docs)
     short = int((lengths < query_k[qcodes]).sum())
-    seen = np.unique(np.concatenate([(qcodes[:, None] * nd + shown)[valid], cand_codes]))
     data = LoggedData(qcodes, shown, clicks, user=user, user_type=user_type, logger=logger, source=path, **props)
     return LoggedLog(
-        data, tuple(str(q) for q in queries), tuple(docs), lines, query_k,
-        tuple(props), source, int(no_user), short, seen,
+        data, tuple(str(q) for q in queries), tuple(tuple(d) for d in docs), lines, query_k,
+        tuple(props), source, int(no_user), short,
     )
 
 
 # ------------------------------------------------------------------------ logger path
 class LogPolicy:
-    r"""The logging policies of a log in its (query index, document index) space.
+    r"""The logging policies of a log in its (query index, per-query document index) space.
 
     Queries sharing a policy spec and a list length ``k`` share one
     :mod:`simulations.policies` policy over a ``(queries, m + 1)`` score matrix: column
-    ``c < m`` is the query's ``c``-th scored candidate, ``-inf`` pads, and the last column
-    (always ``-inf``) stands for every document that is not a candidate of the query, so
-    the policy gives it probability 0. Slots past a group's ``k`` carry item propensity 1
-    and leave the prefix unchanged when empty; a document there has probability 0.
-    Implements :class:`onlineeval.estimators.PropensityModel` and ``shown_probability``.
+    ``c < m`` is the query's ``c``-th scored candidate (its document index), ``-inf`` pads,
+    and the last column (always ``-inf``) stands for every larger document index (documents
+    a target ranks that are not candidates), so the policy gives them probability 0. Slots
+    past a group's ``k`` carry item propensity 1 and leave the prefix unchanged when empty;
+    a document there has probability 0. Implements
+    :class:`onlineeval.estimators.PropensityModel`, ``shown_probability``,
+    ``item_position_marginals`` and ``pair_marginals``.
     """
 
     def __init__(self, policies: list[Any], ks: list[int], cols: list[int], group: NDArray[np.int64],
-                 local: NDArray[np.int64], keys: NDArray[np.int64], values: NDArray[np.int64], nd: int) -> None:
+                 local: NDArray[np.int64]) -> None:
         self._policies = policies  # per group
         self._ks = ks  # per group: the policy's k
         self._cols = cols  # per group: columns of its score matrix (the last one = non-candidate)
         self._group = group  # per query index
         self._local = local  # per query index: its row in its group's score matrix
-        self._keys = keys  # sorted query * nd + doc of every candidate
-        self._values = values  # its candidate column
-        self._nd = nd
 
-    def candidate_codes(self) -> NDArray[np.int64]:
-        """Sorted ``query * len(docs) + doc`` of every (query, candidate) pair."""
-        return self._keys
+    @property
+    def policies(self) -> tuple[Any, ...]:
+        """The :mod:`simulations.policies` policy of each group of queries."""
+        return tuple(self._policies)
 
-    def _columns(self, q: NDArray[np.int64], r: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Candidate columns of documents ``r`` (``-1`` stays empty; non-candidates -> -2)."""
-        code = q[:, None] * self._nd + np.where((r >= 0) & (r < self._nd), r, 0)
-        pos = np.searchsorted(self._keys, code)
-        pos = np.minimum(pos, max(self._keys.size - 1, 0))
-        hit = (self._keys[pos] == code) & (r >= 0) & (r < self._nd) if self._keys.size else np.zeros(r.shape, bool)
-        return np.where(r < 0, -1, np.where(hit, self._values[pos], -2))
+    def _columns(self, g: int, r: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
+        """Group ``g``'s columns of documents ``r``, ``(rows, k_g)`` (``-1`` empty); slots past
+        ``k_g`` are dropped (the caller handles them)."""
+        kg, last = self._ks[g], self._cols[g] - 1
+        c = np.where(r >= last, last, r)
+        head = np.full((r.shape[0], kg), -1, dtype=np.int64)
+        w = min(kg, r.shape[1])
+        head[:, :w] = c[:, :w]
+        return head, w
 
     def propensities(self, query: Any, rankings: Any) -> Propensities:
         q = np.asarray(query, dtype=np.int64).reshape(-1)
         r = np.asarray(rankings, dtype=np.int64)
         n, width = r.shape
-        col = self._columns(q, r)
         plist, pre, item = np.ones(n), np.ones((n, width)), np.ones((n, width))
         groups = self._group[q]
         for g in np.unique(groups):  # a loop over distinct policies
             rows = np.flatnonzero(groups == g)
-            kg, last = self._ks[g], self._cols[g] - 1
-            c = np.where(col[rows] == -2, last, col[rows])
-            head = np.full((rows.size, kg), -1, dtype=np.int64)
-            w = min(kg, width)
-            head[:, :w] = c[:, :w]
+            head, w = self._columns(int(g), r[rows])
             p = self._policies[g].propensities(self._local[q[rows]], head)
-            tail = c[:, kg:]
-            tail_ok = np.cumprod(tail < 0, axis=1).astype(bool) if tail.size else tail.astype(bool)
-            pre_g = np.concatenate([p.prefix[:, :w], p.prefix[:, -1:] * tail_ok], axis=1)[:, :width]
-            item_g = np.concatenate([p.item[:, :w], (tail < 0).astype(np.float64)], axis=1)[:, :width]
+            tail = r[rows, self._ks[g]:]
+            tail_ok = np.cumprod(tail < 0, axis=1).astype(bool)
+            pre_g = np.concatenate([p.prefix[:, :w], p.prefix[:, -1:] * tail_ok], axis=1)
+            item_g = np.concatenate([p.item[:, :w], (tail < 0).astype(np.float64)], axis=1)
             pre[rows], item[rows], plist[rows] = pre_g, item_g, pre_g[:, -1]
         return Propensities(plist, pre, item)
 
@@ -554,13 +560,12 @@ class LogPolicy:
         q = np.asarray(query, dtype=np.int64).reshape(-1)
         d = np.asarray(docs, dtype=np.int64)
         n, width = d.shape
-        col = self._columns(q, d)
         out = np.ones((n, width))
         groups = self._group[q]
         for g in np.unique(groups):
             rows = np.flatnonzero(groups == g)
             kg, last = self._ks[g], self._cols[g] - 1
-            c = np.where(col[rows] == -2, last, col[rows])
+            c = np.where(d[rows] >= last, last, d[rows])
             chunks = -(-width // kg)
             padded = np.full((rows.size, chunks * kg), -1, dtype=np.int64)
             padded[:, :width] = c
@@ -569,16 +574,31 @@ class LogPolicy:
             out[rows] = p.reshape(rows.size, chunks * kg)[:, :width]
         return out
 
+    def item_position_marginals(self, query: Any) -> NDArray[np.float64]:
+        """``(n, m, k)`` P(slot ``j`` shows document ``d``), zero-padded to the widest group."""
+        q = np.asarray(query, dtype=np.int64).reshape(-1)
+        groups = self._group[q]
+        out = np.zeros((q.size, max(self._cols), max(self._ks)))
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            mg = np.asarray(self._policies[g].item_position_marginals(self._local[q[rows]]))
+            out[rows, : mg.shape[1], : mg.shape[2]] = mg
+        return out
+
+    def pair_marginals(self, query_one: int) -> NDArray[np.float64]:
+        """``(k, m, k, m)`` P(slot ``j`` shows ``a`` and slot ``l`` shows ``b``) of one query."""
+        g = int(self._group[int(query_one)])
+        return np.asarray(self._policies[g].pair_marginals(int(self._local[int(query_one)])))
+
 
 def _logger_policy(
     rows: _Rows,
     qcodes: NDArray[np.int64],
     query_k: NDArray[np.int64],
-    docs: list[str],
     lines: NDArray[np.int64],
     path: str,
-) -> tuple[LogPolicy, str]:
-    """Build the :class:`LogPolicy` of the logger lines; appends candidates never shown to ``docs``."""
+) -> tuple[LogPolicy, str, list[list[str]]]:
+    """The :class:`LogPolicy` of the logger lines and each query's candidates (column order)."""
     from onlineeval.errors import ConfigError
     from simulations.policies import build_policy
 
@@ -594,21 +614,13 @@ def _logger_policy(
                 f"the logger (spec or scores) differs from line {int(lines[per_query[q][0]])} for the same query "
                 f"{rows.query[i]!r}; the logger path needs one logging policy per query (give per-impression "
                 "'propensities' instead)", path, int(lines[i]))
-    index = {d: i for i, d in enumerate(docs)}
     groups: dict[tuple[str, int], list[int]] = {}
     for q in range(nq):  # a loop over distinct queries
-        options, scores = rows.logger[per_query[q][0]]
-        for d in scores:
-            if d not in index:
-                index[d] = len(docs)
-                docs.append(d)
+        options = rows.logger[per_query[q][0]][0]
         groups.setdefault((json.dumps(options, sort_keys=True), int(query_k[q])), []).append(q)
-    nd = len(docs)
     policies, ks, cols = [], [], []
     group = np.zeros(nq, dtype=np.int64)
     local = np.zeros(nq, dtype=np.int64)
-    keys: list[int] = []
-    values: list[int] = []
     names = set()
     for g, ((spec_text, k), members) in enumerate(groups.items()):
         m = max(len(rows.logger[per_query[q][0]][1]) for q in members) + 1
@@ -616,8 +628,6 @@ def _logger_policy(
         for row, q in enumerate(members):
             scores = rows.logger[per_query[q][0]][1]
             mat[row, : len(scores)] = list(scores.values())
-            keys.extend(q * nd + index[d] for d in scores)
-            values.extend(range(len(scores)))
             group[q], local[q] = g, row
         spec = json.loads(spec_text)
         names.add(str(spec["policy"]))
@@ -627,10 +637,8 @@ def _logger_policy(
             raise InputError(f"logger: {exc}", path, int(lines[per_query[members[0]][0]])) from None
         ks.append(k)
         cols.append(m)
-    order = np.argsort(np.asarray(keys, dtype=np.int64), kind="stable")
-    policy = LogPolicy(policies, ks, cols, group, local, np.asarray(keys, dtype=np.int64)[order],
-                       np.asarray(values, dtype=np.int64)[order], nd)
-    return policy, "logger:" + ",".join(sorted(names))
+    docs = [list(rows.logger[per_query[q][0]][1]) for q in range(nq)]
+    return LogPolicy(policies, ks, cols, group, local), "logger:" + ",".join(sorted(names)), docs
 
 
 def locate_run_lines(path: str | PathLike[str], pairs: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
