@@ -23,7 +23,7 @@ so each click on a document the target shows at slot :math:`s = t^{-1}(d)` count
     \hat V = c_0 + \frac1n \sum_{i=1}^n \sum_{j:\,c_{ij}=1,\ d_{ij}\in t_{q_i}}
         \frac{w_{s}\,\theta_{s}}{\rho_{q_i d_{ij}}}, \qquad s = t_{q_i}^{-1}(d_{ij}),
 
-and 0 for clicked documents the target does not show in its top ``k``. Two choices of
+and 0 for clicked documents the target does not show in its top ``k``. Three choices of
 :math:`\rho` (option ``click_propensity``):
 
 ``"empirical"`` (default)
@@ -31,7 +31,8 @@ and 0 for clicked documents the target does not show in its top ``k``. Two choic
     where ``d`` was not shown): the logger's position distribution replaced by its
     frequency in the log. With a deterministic logger it is exactly :math:`\theta_j` of
     the slot ``d`` always has, so the estimate is the classic
-    :math:`\sum w_s\theta_s/\theta_j` and exactly unbiased; with a randomised logger it
+    :math:`\sum w_s\theta_s/\theta_j`, exactly unbiased for the documents the logger
+    shows (a target document it never shows is a support violation and adds nothing); with a randomised logger it
     is a ratio of averages, consistent (bias :math:`O(1/n_q)`) whenever every document
     the target shows has a positive probability of being shown somewhere in the logger's
     top ``k`` (support level ``"any"``).
