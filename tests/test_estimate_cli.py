@@ -227,7 +227,8 @@ def test_json_keys_and_table(world: dict[str, Any]) -> None:
                                           "pvalue", "boot_low", "boot_high", "n", "clusters"}
     assert doc["results"][0]["boot_low"] is None  # no bootstrap asked: null, not NaN
     conv = doc["conventions"]
-    for key in ("metric", "reward", "alpha", "cluster_unit", "propensity_source", "ties", "seed", "bootstrap"):
+    for key in ("metric", "reward", "alpha", "cluster_unit", "propensity_source", "logging_policy", "ties", "seed",
+                "bootstrap", "bootstrap_interval", "target_depth", "support", "interval"):
         assert key in conv
     assert conv["metric"] == "abandonment" and conv["reward"].startswith("abandonment: 1 + sum_j")
     assert conv["seed"] == 9 and conv["cluster_unit"] == "user" and conv["ties"].startswith("docno_desc")
@@ -377,6 +378,18 @@ def test_unseen_documents_error_names_run_line_or_count_as_violations(world: dic
         assert r["diagnostics"]["support_violations"] == n_q2 and r["diagnostics"]["support_checked"] == 3000
         assert any(w.startswith(f"support violated on {n_q2} of 3000 impressions") for w in r["warnings"])
     assert any("ranks 1 documents the log never shows" in w and f"{n_q2} impressions" in w for w in doc["warnings"])
+
+
+def test_all_zero_weights_are_flagged(world: dict[str, Any]) -> None:
+    """A target that ranks, first for every query, a document the log never shows: no
+    logged list agrees with it, IPS is 0 with standard error 0, and the output says why."""
+    lists = {q: [c + 100 for c in world["best"][q]] for q in range(4)}
+    run = write_run(world["tmp"] / "Z.run", lists, "Z")
+    doc = json_out("--log", str(world["log"]), "--target", str(run), "--estimator", "ips", "--allow-unseen")
+    (r,) = doc["results"]
+    assert r["estimate"] == 0.0 and r["se"] == 0.0 and r["diagnostics"]["zero_weight_share"] == 1.0
+    assert r["diagnostics"]["support_violations"] == 3000
+    assert any(w.startswith("every weight is 0") for w in r["warnings"])
 
 
 def test_run_errors(world: dict[str, Any]) -> None:

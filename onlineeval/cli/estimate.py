@@ -295,6 +295,9 @@ def _one_estimate(
            if k not in ("diagnostics", "reward", "alpha")}
     out["diagnostics"] = asdict(diag)
     out["warnings"] = diag.warnings()
+    if diag.zero_weight_share == 1.0:
+        out["warnings"].append("every weight is 0: no logged impression agrees with the target where this estimator "
+                               "needs it, so the estimate (and its zero standard error) says nothing about the target")
     out["error"] = None
     return out
 
@@ -424,7 +427,7 @@ def estimate_cmd(
 
     from onlineeval.errors import ConfigError
     from onlineeval.estimators import catalogue, get_estimator, get_reward
-    from onlineeval.io.logged import read_logged
+    from onlineeval.io.logged import LogPolicy, read_logged
 
     if output_format not in FORMATS:
         raise ConfigError(("--format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
@@ -502,6 +505,10 @@ def estimate_cmd(
                 except InputError as exc:
                     differences.append({"estimator": est.name, "target": tmap.target.name,
                                         "baseline": base.target.name, "estimate": None, "error": exc.message})
+    mc = lg.data.logger.monte_carlo_queries() if isinstance(lg.data.logger, LogPolicy) else 0
+    if mc:
+        warnings.append(f"the item propensities of {mc} queries are Monte Carlo estimates of the logging policy "
+                        "(above its exact budget), not exact values; item-level estimators carry that error")
     if lg.short:
         warnings.append(f"{lg.short} impressions show fewer documents than the longest list of their query; a "
                         "target list (read to that longest length) never equals them")
@@ -522,6 +529,8 @@ def estimate_cmd(
         "cluster_unit": unit,
         "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
                               f"{lg.source} (propensities computed from the logged scores)"),
+        "logging_policy": ("; ".join(lg.data.logger.describe()) if isinstance(lg.data.logger, LogPolicy) else
+                           "not given (propensities written in the log)"),
         "ties": f"{ties} (runs ranked by score; ties broken by "
                 + ("document id descending, as trec_eval)" if ties == "docno_desc" else "file order)"),
         "target_depth": "a target's list for a query is its top k, k = the longest list the log shows for it",

@@ -528,6 +528,19 @@ class LogPolicy:
         """The :mod:`simulations.policies` policy of each group of queries."""
         return tuple(self._policies)
 
+    def describe(self) -> list[str]:
+        """One line per distinct policy (the policies' own descriptions)."""
+        return sorted({str(p.describe()) for p in self._policies})
+
+    def monte_carlo_queries(self) -> int:
+        """Log queries whose item propensities are Monte Carlo estimates (Plackett-Luce
+        above its exact budget), not exact values."""
+        count = 0
+        for g, p in enumerate(self._policies):
+            rows = self._local[self._group == g]
+            count += int(np.count_nonzero(~np.asarray(p.marginals_exact(rows), dtype=bool)))
+        return count
+
     def _columns(self, g: int, r: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
         """Group ``g``'s columns of documents ``r``, ``(rows, k_g)`` (``-1`` empty); slots past
         ``k_g`` are dropped (the caller handles them)."""
