@@ -101,7 +101,8 @@ class AdaptiveIPS(Estimator):
     ----------
     behaviours:
         ``None`` (default): chosen per user type by estimated MSE; a behaviour name for
-        all impressions; or a mapping ``{user_type: behaviour}``.
+        all impressions; or a mapping ``{user_type: behaviour}`` (integer types; digit
+        strings such as JSON keys are read as integers).
     reference:
         The estimate the data-driven choice measures bias against: ``"standard"``
         (default, whole-list IPS, unbiased under any behaviour) or ``"cascade"`` (RIPS,
@@ -126,8 +127,11 @@ class AdaptiveIPS(Estimator):
         if isinstance(b, Mapping):
             items = []
             for key, value in b.items():
+                if isinstance(key, str) and key.strip().isdigit():  # JSON object keys are strings
+                    key = int(key)
                 if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
-                    raise ConfigError(("estimator", "behaviours", str(key)), "user types must be integers")
+                    raise ConfigError(("estimator", "behaviours", str(key)),
+                                      "user types must be integers >= 0 (the log's user_type)")
                 items.append((int(key), _check_behaviour(value, ("estimator", "behaviours", int(key)))))
             if not items:
                 raise ConfigError(("estimator", "behaviours"), "must map at least one user type to a behaviour")
