@@ -87,7 +87,8 @@ def reward_value(reward_name: str, c: np.ndarray) -> float:
     return float(get_reward(reward_name, K).value(c[None, :])[0])
 
 
-def truth(family: str, reward_name: str, types: dict[int, str] | None = None, p_type: np.ndarray | None = None) -> float:
+def truth(family: str, reward_name: str, types: dict[int, str] | None = None,
+          p_type: np.ndarray | None = None) -> float:
     """The target's exact value: sum over queries and click vectors of its list."""
     fams = [(1.0, family)] if types is None else [(p_type[t], f) for t, f in types.items()]
     total = 0.0

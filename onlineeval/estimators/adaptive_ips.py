@@ -4,13 +4,12 @@ Users differ in how they read a ranking, so the right importance weight differs 
 user. A *behaviour* says which slots' documents slot ``j``'s reward depends on, and so
 which logging propensity its weight divides by:
 
-==============  ============================  =================================  ===========
-behaviour       slot j's reward depends on    weight :math:`w_{ij}`              propensity
-==============  ============================  =================================  ===========
-``independent`` the document at ``j``          :math:`\pi(s_{ij}@j)/\mu(s_{ij}@j)`  ``p_item``
-``cascade``     the documents at ``0..j``      :math:`\pi(\mathbf s_{i,0:j})/\mu(\cdot)`  ``p_prefix``
-``standard``    the whole list                 :math:`\pi(\mathbf s_i)/\mu(\mathbf s_i)`  ``p_list``
-==============  ============================  =================================  ===========
+- ``independent``: slot ``j``'s reward depends on the document at ``j`` only; item
+  weight :math:`w_{ij} = \pi(s_{ij} \text{ at } j)/\mu(s_{ij} \text{ at } j)` (``p_item``);
+- ``cascade``: on the documents at ``0..j``; prefix weight
+  :math:`w_{ij} = \pi(\mathbf s_{i,0:j})/\mu(\mathbf s_{i,0:j})` (``p_prefix``);
+- ``standard``: on the whole list; list weight
+  :math:`w_{ij} = \pi(\mathbf s_i)/\mu(\mathbf s_i)` for every slot (``p_list``).
 
 With the user context :math:`u_i` (``data.user_type``, the simulator's user mixture)
 and a behaviour :math:`c(u)` per context,
@@ -22,7 +21,7 @@ and a behaviour :math:`c(u)` per context,
 
 It is unbiased whenever each context's true behaviour is *covered* by its chosen one
 (independent is covered by cascade and standard, cascade by standard), given support;
-the coarser the chosen behaviour, the higher the variance (item < prefix < list
+the coarser the chosen behaviour, the higher the variance as a rule (item < prefix < list
 weights). The standard behaviour is always unbiased.
 
 Choosing the behaviours
