@@ -17,7 +17,9 @@ File formats
   * Lines starting with ``#`` and blank lines are skipped.
   * Shown documents: comma-separated ids in display order (rank 1 first), no duplicates.
   * Clicks: comma-separated ids of clicked documents in time order (may repeat a document);
-    the field may be empty or absent (no click). Every clicked id must be on the page.
+    the field may be empty (no click) but not absent: a line with three fields is refused,
+    so a truncated line is never read as a session without clicks. Every clicked id must be
+    on the page. A byte-order mark at the start of the file is ignored (in every format).
 
 ``jsonl`` (one JSON object per line)::
 
@@ -399,7 +401,7 @@ def _numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
-                yield lineno, raw.decode("utf-8")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(
                     f"not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
@@ -407,6 +409,8 @@ def _numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                     src,
                     lineno,
                 ) from None
+            # a byte-order mark is accepted alike in every format
+            yield lineno, (text.removeprefix("\ufeff") if lineno == 1 else text)
 
 
 def read_tsv(path: str | Path) -> ClickLog:
@@ -419,9 +423,10 @@ def read_tsv(path: str | Path) -> ClickLog:
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         parts = text.split("\t")
-        if len(parts) not in (3, 4):
+        if len(parts) != 4:
             raise InputError(
-                f"expected 3 or 4 tab-separated fields (session, query, docs[, clicks]), got {len(parts)}",
+                f"expected 4 tab-separated fields (session, query, docs, clicks), got {len(parts)}; a session "
+                "without clicks ends with a tab and an empty clicks field",
                 src,
                 lineno,
             )
@@ -429,7 +434,7 @@ def read_tsv(path: str | Path) -> ClickLog:
         if not sid or not q:
             raise InputError("session and query ids must not be empty", src, lineno)
         shown = _split_ids(parts[2])
-        clicked = _split_ids(parts[3]) if len(parts) == 4 else []
+        clicked = _split_ids(parts[3])
         if any(c == "" for c in clicked):
             raise InputError("empty id in the click list", src, lineno)
         sessions.append((sid, q, shown, clicked))
@@ -455,6 +460,8 @@ def read_jsonl(path: str | Path) -> ClickLog:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", src, lineno) from None
+        except RecursionError:
+            raise InputError("JSON nested too deeply; a line is one flat object", src, lineno) from None
         if not isinstance(obj, dict):
             raise InputError("each line must be a JSON object", src, lineno)
         unknown = set(obj) - {"session", "query", "docs", "clicks"}

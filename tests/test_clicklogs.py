@@ -23,7 +23,7 @@ TSV = (
     "s1\tq1\td1,d2,d3\td2,d1,d2\n"
     "\n"
     "s2\tq2\td3,d1\t\n"
-    "s3\tq1\td2,d1,d3\n"
+    "s3\tq1\td2,d1,d3\t\n"
 )
 
 
@@ -72,11 +72,12 @@ def test_integer_ids_in_jsonl_become_strings(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "line", "fragment"),
     [
-        ("s1\tq1\n", 1, "3 or 4 tab-separated"),
-        ("s1\tq1\td1\n# c\ns2\tq1\td1,d1\n", 3, "shown twice"),
+        ("s1\tq1\n", 1, "expected 4 tab-separated"),
+        ("s1\tq1\td1\n", 1, "empty clicks field"),  # a missing clicks column is not read as no click
+        ("s1\tq1\td1\t\n# c\ns2\tq1\td1,d1\t\n", 3, "shown twice"),
         ("s1\tq1\td1,d2\td9\n", 1, "not among the shown"),
-        ("s1\t\td1\n", 1, "must not be empty"),
-        ("s1\tq1\td1,,d2\n", 1, "empty document id"),
+        ("s1\t\td1\t\n", 1, "must not be empty"),
+        ("s1\tq1\td1,,d2\t\n", 1, "empty document id"),
     ],
 )
 def test_tsv_errors_name_file_and_line(tmp_path: Path, text: str, line: int, fragment: str) -> None:
@@ -254,3 +255,17 @@ def test_inferred_yandex_format_says_so_on_error(tmp_path: Path) -> None:
     path.write_text("s1\tq\ta,b\tb\n")
     with pytest.raises(InputError, match="read as 'yandex'.*--format|format="):
         read_click_log(path)
+
+
+def test_bom_and_deep_nesting_alike_in_every_format(tmp_path: Path) -> None:
+    """A byte-order mark is accepted by TSV and JSONL alike; deeply nested JSON is one
+    located error, not a RecursionError."""
+    tsv = read_tsv(_write(tmp_path, "b.tsv", "\ufeffs1\tq\ta,b\ta\n"))
+    jsonl = read_jsonl(_write(tmp_path, "b.jsonl", '\ufeff{"session": "s1", "query": "q", "docs": ["a", "b"], '
+                                                  '"clicks": ["a"]}\n'))
+    assert tsv.session_ids.tolist() == jsonl.session_ids.tolist() == ["s1"]
+    assert tsv.clicks.tolist() == jsonl.clicks.tolist() == [[True, False]]
+    deep = '{"query": "q", "docs": ' + "[" * 100000 + "]" * 100000 + "}\n"
+    with pytest.raises(InputError, match="nested too deeply") as info:
+        read_jsonl(_write(tmp_path, "d.jsonl", deep))
+    assert info.value.line == 1

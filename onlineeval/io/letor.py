@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from onlineeval.errors import InputError
+from onlineeval.io.text import text_lines
 
 __all__ = ["LetorData", "read_letor", "read_scores"]
 
@@ -48,7 +49,7 @@ def read_scores(path: str | PathLike[str], n: int) -> np.ndarray:
     """
     path = str(path)
     values: list[float] = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for number, line in text_lines(path):
         text = line.strip()
         if not text:
             continue
@@ -66,7 +67,7 @@ def read_scores(path: str | PathLike[str], n: int) -> np.ndarray:
 
 def _read_groups(path: str, n: int) -> np.ndarray:
     sizes: list[int] = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for number, line in text_lines(path):
         text = line.strip()
         if not text:
             continue
@@ -114,8 +115,12 @@ def read_letor(
     docs: list[str] = []
     feats: list[float] = []
     line_numbers: list[int] = []
+    if score_feature is not None and (isinstance(score_feature, bool) or int(score_feature) < 1):
+        raise InputError(f"score_feature must be a feature index >= 1, got {score_feature!r}", name, None)
     feature_key = None if score_feature is None else f"{int(score_feature)}:"
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    max_feature = 0
+    feature_seen = False
+    for number, line in text_lines(path):
         text = line.strip()
         if not text or text.startswith("#"):
             continue
@@ -125,7 +130,7 @@ def read_letor(
             label_f = float(tokens[0])
         except ValueError:
             raise InputError(f"label must be an integer grade, got {tokens[0]!r}", name, number) from None
-        if label_f != round(label_f):
+        if not math.isfinite(label_f) or abs(label_f) > 2**31 or label_f != round(label_f):
             raise InputError(f"label must be an integer grade, got {tokens[0]!r}", name, number)
         qid = None
         value = 0.0
@@ -135,7 +140,11 @@ def read_letor(
                 raise InputError(f"expected idx:value or qid:Q, got {tok!r}", name, number)
             if key == "qid":
                 qid = val
-            elif feature_key is not None and tok.startswith(feature_key):
+                continue
+            if key.isdigit():
+                max_feature = max(max_feature, int(key))
+            if feature_key is not None and tok.startswith(feature_key):
+                feature_seen = True
                 try:
                     value = float(val)
                 except ValueError:
@@ -152,6 +161,11 @@ def read_letor(
     n = len(labels)
     if n == 0:
         raise InputError("the file has no data lines", name, None)
+    if feature_key is not None and not feature_seen:
+        raise InputError(
+            f"score feature {score_feature} occurs on no line (the file's features go up to {max_feature}); "
+            "scoring by it would give every document 0", name, None,
+        )
     if query_file is not None:
         groups = _read_groups(str(query_file), n)
         queries = groups.astype(str).astype(object)

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from onlineeval.errors import InputError
+from onlineeval.io.text import text_lines
 
 __all__ = ["read_qrels", "read_run", "qrels_from_frame", "run_from_frame"]
 
@@ -40,6 +41,10 @@ def _has_duplicate_pairs(queries: np.ndarray, docs: np.ndarray) -> bool:
     dc, du = pd.factorize(docs)
     key = qc.astype(np.int64) * max(len(du), 1) + dc
     return not pd.Index(key).is_unique
+
+
+#: grades are stored as int64; a grade beyond +-2**31 is a broken file, not a judgment
+_GRADE_MIN, _GRADE_MAX = -(2**31), 2**31 - 1
 
 
 def _read_bytes(path: str | PathLike[str]) -> tuple[str, bytes]:
@@ -87,8 +92,8 @@ def _fast_table(
 
 
 def _data_lines(path: str, data: bytes):
-    text = data.decode("utf-8", errors="replace")
-    for number, line in enumerate(text.splitlines(), start=1):
+    """``(line number, fields)`` of the data lines (strict UTF-8, no NUL: :func:`text_lines`)."""
+    for number, line in text_lines(path, data):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -105,9 +110,11 @@ def _scan_qrels(path: str, data: bytes) -> None:
                 f"expected 4 columns (query iteration doc grade), found {len(fields)}", path, number
             )
         try:
-            int(fields[3])
+            grade = int(fields[3])
         except ValueError:
             raise InputError(f"grade must be an integer, got {fields[3]!r}", path, number) from None
+        if not _GRADE_MIN <= grade <= _GRADE_MAX:
+            raise InputError(f"grade {fields[3]} is out of range [{_GRADE_MIN}, {_GRADE_MAX}]", path, number)
         key = (fields[0], fields[2])
         if key in seen:
             raise InputError(f"document {fields[2]!r} is judged twice for query {fields[0]!r}", path, number)
@@ -176,7 +183,9 @@ def read_qrels(path: str | PathLike[str], check_unique: bool = True) -> pd.DataF
     name, data = _read_bytes(path)
     # a short line leaves the grade empty and fails the integer parse, a long one fails
     # the C reader: both go to the line scan, which names the line
-    df = _fast_table(data, 4, {0: object, 1: object, 2: object, 3: np.int64})
+    df = None if b"\x00" in data else _fast_table(data, 4, {0: object, 1: object, 2: object, 3: np.int64})
+    if df is not None and len(df) and not ((df[3] >= _GRADE_MIN) & (df[3] <= _GRADE_MAX)).all():
+        df = None
     if df is None:
         _scan_qrels(name, data)
         raise InputError("could not parse the file", name, None)  # pragma: no cover - scan raises
@@ -211,7 +220,9 @@ def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFra
     name, data = _read_bytes(path)
     # columns 2 and 4 (Q0, rank) are not needed; a line with too many fields still fails
     # the C reader, and one with too few leaves column 6 empty
-    df = _fast_table(data, 6, {0: object, 2: object, 4: np.float64, 5: "category"}, usecols=[0, 2, 4, 5])
+    df = None if b"\x00" in data else _fast_table(
+        data, 6, {0: object, 2: object, 4: np.float64, 5: "category"}, usecols=[0, 2, 4, 5]
+    )
     # a short line leaves its last fields empty: let the line scan report it
     if df is None or not np.isfinite(df[4].to_numpy()).all() or "" in df[5].cat.categories:
         # irregular file: the line scan either raises a located error or parses it (a

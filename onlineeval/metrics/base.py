@@ -316,6 +316,10 @@ def _fmt(value: Any) -> str:
 _NAME_RE = re.compile(r"^\s*(?P<name>[A-Za-z0-9_][A-Za-z0-9_\-]*)\s*(?P<args>\(.*\))?\s*(?:@\s*(?P<k>[^\s]+))?\s*$")
 
 
+#: largest cut-off ``@k`` a metric name may ask for (trec_eval's deepest default is 1000)
+MAX_CUTOFF = 10_000
+
+
 def parse_metric(name: str) -> Metric:
     """Parse a metric name such as ``"nDCG@10"``, ``"RBP(p=0.8)"`` or ``"AP(denominator='min_r_k')@5"``.
 
@@ -351,6 +355,9 @@ def parse_metric(name: str) -> Metric:
             k = int(m.group("k"))
         except ValueError:
             raise ConfigError(("metrics", name), f"cut-off must be an integer, got {m.group('k')!r}") from None
+        if k > MAX_CUTOFF:
+            # the kernels work on (queries, k) arrays: an absurd cut-off would exhaust memory
+            raise ConfigError(("metrics", name), f"cut-off must be at most {MAX_CUTOFF:,}, got {m.group('k')}")
         kwargs["k"] = k
     for key, value in list(kwargs.items()):
         if key == "k":
