@@ -270,6 +270,13 @@ def test_plackett_luce_extreme_scores_stay_exact() -> None:
     np.testing.assert_allclose(p.list, [0.5, 0.5, 0.0], atol=1e-300)
     np.testing.assert_allclose(p.prefix[:2], [[1.0, 0.5], [1.0, 0.5]])
     np.testing.assert_allclose(pol.item_position_marginals([0])[0], [[1, 0], [0, 0.5], [0, 0.5]])
+    # remaining mass 1e-13 of the total after the first slot: a naive "total minus placed" loses
+    # every digit there; the policy recomputes such rows in log space
+    pol = build_policy("plackett_luce", np.array([[30.0, 0.0, 1.0, -np.inf]]), 3)
+    z = math.exp(30) + 1 + math.e
+    p = pol.propensities([0, 0], [[0, 1, 2], [0, 2, 1]])
+    a, b = math.exp(30) / z / (1 + math.e), math.exp(30) / z * math.e / (1 + math.e)
+    np.testing.assert_allclose(p.prefix, [[math.exp(30) / z, a, a], [math.exp(30) / z, b, b]], rtol=1e-13)
     mc = build_policy({"policy": "plackett_luce", "dp_max_states": 0}, np.array([[1000.0, 0.0, 0.0]]), 2)
     np.testing.assert_allclose(mc.item_position_marginals([0])[0], [[1, 0], [0, 0.5], [0, 0.5]])
 

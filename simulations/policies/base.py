@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -254,9 +254,13 @@ class LoggingPolicy(ABC):
         should_be_empty = j >= c[:, None]
         empty_ok = (r == EMPTY) & should_be_empty
         good = np.where(should_be_empty, r == EMPTY, ranks >= 0)
-        if self.k > 1:
-            same = (r[:, :, None] == r[:, None, :]) & (r[:, :, None] >= 0)
-            repeat = (np.tril(np.ones((self.k, self.k), dtype=bool), -1)[None] & same).any(axis=2)
+        if self.k > 1:  # a repeat: the same document in an earlier slot (stable sort keeps slot order)
+            o = np.argsort(r, axis=1, kind="stable")
+            rs = np.take_along_axis(r, o, axis=1)
+            dup = np.zeros(r.shape, dtype=bool)
+            dup[:, 1:] = (rs[:, 1:] == rs[:, :-1]) & (rs[:, 1:] >= 0)
+            repeat = np.zeros(r.shape, dtype=bool)
+            np.put_along_axis(repeat, o, dup, axis=1)
             good &= ~repeat
         ok_prefix = np.cumprod(good, axis=1).astype(bool)
         return ranks, ok_prefix, empty_ok
@@ -317,6 +321,11 @@ class LoggingPolicy(ABC):
         r = self._lists(q, rankings)
         se = self.marginal_se(q)
         return np.where(r >= 0, se[np.arange(q.size)[:, None], np.maximum(r, 0), np.arange(self.k)[None, :]], 0.0)
+
+    def shown_se(self, query: ArrayLike, docs: ArrayLike) -> FloatArray:
+        """``(n, k)`` standard errors of :meth:`shown_probability` (0 where exact)."""
+        q = self._queries(query)
+        return np.zeros(self._lists(q, docs, "docs").shape)
 
     def with_mc_seed(self, seed: int) -> LoggingPolicy:
         """The same policy whose Monte Carlo marginals use ``seed`` (itself when all exact)."""
@@ -494,14 +503,6 @@ def shuffle_top(c_top: IntArray, k: int, rng: np.random.Generator) -> IntArray:
     return ranks
 
 
-def falling(n: IntArray | int, j: IntArray | int) -> Any:
-    """Falling factorial :math:`n (n-1) \\cdots (n-j+1)` (float)."""
-    from scipy.special import poch
-
-    n_ = np.asarray(n, dtype=np.float64)
-    return poch(n_ - np.asarray(j, dtype=np.float64) + 1.0, np.asarray(j, dtype=np.float64))
-
-
 # ------------------------------------------------------------------------------ registry
 POLICIES: dict[str, type[LoggingPolicy]] = {}
 P = TypeVar("P", bound=type[LoggingPolicy])
@@ -514,7 +515,7 @@ def register_policy(cls: P) -> P:
     if cls.name in POLICIES and POLICIES[cls.name] is not cls:
         raise ValueError(f"policy name {cls.name!r} is already registered by {POLICIES[cls.name].__name__}")
     if not callable(getattr(cls, "from_spec", None)):
-        raise ValueError(f"{cls.__name__} has no from_spec classmethod")
+        raise TypeError(f"{cls.__name__} has no from_spec classmethod")
     POLICIES[cls.name] = cls
     return cls
 
@@ -544,5 +545,3 @@ class MarginalTable:
     exact: bool
     method: str
 
-
-Builder = Callable[[Mapping[str, Any], Any, int, tuple[str | int, ...]], LoggingPolicy]

@@ -150,6 +150,11 @@ class MixturePolicy(LoggingPolicy):
         var = sum(w * w * np.square(c.marginal_se(q)) for w, c in zip(self.weights, self.components))
         return np.sqrt(var)
 
+    def shown_se(self, query: ArrayLike, docs: ArrayLike) -> FloatArray:
+        q = self._queries(query)
+        d = self._lists(q, docs, "docs")
+        return np.sqrt(sum(w * w * np.square(c.shown_se(q, d)) for w, c in zip(self.weights, self.components)))
+
     def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
         pick = rng.choice(len(self.components), size=q.size, p=self.weights)
         out = np.full((q.size, self.k), -1, dtype=np.int64)

@@ -129,20 +129,6 @@ def _masked_lse(logits: FloatArray, avail: BoolArray) -> FloatArray:
         return safe + np.log(np.exp(lm - safe[..., None]).sum(axis=-1))
 
 
-def _remaining_lse(logits: FloatArray, avail: BoolArray, e: FloatArray, top: FloatArray) -> FloatArray:
-    """:func:`_masked_lse` computed fast as ``top + log(sum(e * avail))`` with
-    ``e = exp(logits - top)``, falling back to the exact masked log-sum-exp on the rows
-    whose remaining mass is so small (< 1e-200) that the fast form would lose precision."""
-    mass = np.einsum("...m,...m->...", e, avail)
-    out = np.empty(mass.shape)
-    ok = mass > 1e-200
-    with np.errstate(divide="ignore"):
-        out[ok] = top[ok] + np.log(mass[ok])
-    if not ok.all():
-        out[~ok] = _masked_lse(logits[~ok], avail[~ok])
-    return out
-
-
 def _rho(logits: FloatArray, notin: BoolArray) -> FloatArray:
     """``(N, c)``: :math:`\\rho_S(x)` for each subset row (0 for ``x`` in ``S``)."""
     lse = _masked_lse(logits[None, :], notin)
@@ -230,11 +216,34 @@ class PlackettLucePolicy(LoggingPolicy):
         return np.where(np.isfinite(gt), top, -1).astype(np.int64)
 
     def _prefix(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
+        """Products of softmax ratios. Fast path: the remaining mass is the query's total
+        minus the weights already placed (``O(n k)`` after one ``exp`` per candidate); rows
+        where that subtraction could lose more than ~1e-9 relative precision (remaining mass
+        below 1e-6 of the total, or underflowed weights) are recomputed exactly in log space."""
+        uq, inv = np.unique(q, return_inverse=True)
+        lg_u = self.logits[uq]
+        fin = np.isfinite(lg_u)
+        top_u = np.where(fin.any(axis=1), np.max(np.where(fin, lg_u, -np.inf), axis=1), 0.0)
+        e_u = np.where(fin, np.exp(np.where(fin, lg_u - top_u[:, None], 0.0)), 0.0)
+        total = e_u.sum(axis=1)[inv]
+        ok = ranks >= 0  # a candidate (repeats are zeroed by the caller's validity mask)
+        w = np.where(ok, e_u[inv[:, None], np.maximum(r, 0)], 0.0)
+        before = np.cumsum(w, axis=1) - w
+        rem = total[:, None] - before
+        pos = rem > 0
+        step = np.where(ok & pos, w / np.where(pos, rem, 1.0), np.where(r < 0, 1.0, 0.0))
+        out = np.cumprod(step, axis=1)
+        risky = ((rem < 1e-6 * total[:, None]) & (r >= 0)).any(axis=1) | ((w == 0) & ok).any(axis=1)
+        if risky.any():
+            idx = np.flatnonzero(risky)
+            out[idx] = self._prefix_logspace(q[idx], r[idx])
+        return out
+
+    def _prefix_logspace(self, q: IntArray, r: IntArray) -> FloatArray:
+        """Exact prefix probabilities with a masked log-sum-exp per slot (``O(n m k)``)."""
         logits = self.logits[q]
         avail = np.isfinite(logits)
         rows = np.arange(q.size)
-        top = np.where(avail.any(axis=1), np.max(np.where(avail, logits, -np.inf), axis=1), 0.0)
-        e = np.exp(logits - top[:, None])
         logp = np.zeros(q.size)
         out = np.empty((q.size, self.k))
         for j in range(self.k):
@@ -242,7 +251,7 @@ class PlackettLucePolicy(LoggingPolicy):
             has = d >= 0
             dd = np.maximum(d, 0)
             num = np.where(has & avail[rows, dd], logits[rows, dd], -np.inf)
-            lse = _remaining_lse(logits, avail, e, top)
+            lse = _masked_lse(logits, avail)
             step = np.where(has, num - np.where(np.isfinite(lse), lse, 0.0), 0.0)
             logp = logp + step
             out[:, j] = np.exp(logp)
@@ -302,28 +311,37 @@ class PlackettLucePolicy(LoggingPolicy):
         R = self.mc_samples
         rng = np.random.default_rng(np.random.SeedSequence([self.mc_seed, q]))
         g = lg[None, :] + rng.gumbel(size=(R, c))
-        prefix = np.argsort(-g, axis=1)[:, : max(kk - 1, 0)]
-        avail = np.ones((R, c), dtype=bool)
+        npre = max(kk - 1, 0)
+        if 0 < npre < c:
+            part = np.argpartition(-g, npre - 1, axis=1)[:, :npre]
+            prefix = np.take_along_axis(part, np.argsort(-np.take_along_axis(g, part, axis=1), axis=1), axis=1)
+        else:
+            prefix = np.argsort(-g, axis=1)[:, :npre]
         rows = np.arange(R)
         marg = np.zeros((c, kk))
         se = np.zeros((c, kk))
         total = np.zeros((R, c))
+        e = np.exp(lg - lg.max())
+        # fast path in exp space unless some weight is (nearly) underflowed: then log space
+        fast = bool(e.min() > 1e-290)
+        avail = np.ones((R, c))
         lgr = np.broadcast_to(lg, (R, c))
-        top = np.full(R, lg.max())
-        e = np.broadcast_to(np.exp(lg - lg.max()), (R, c))
         for s in range(kk):
-            lse = _remaining_lse(lgr, avail, e, top)
-            # (R, c) conditional P(x at slot s | sampled prefix), log space (exact for extreme scores)
-            cond = np.exp(np.where(avail, lgr - lse[:, None], -np.inf))
+            if fast:  # (R, c) conditional P(x at slot s | sampled prefix) = e_x / remaining mass
+                cond = avail * (e[None, :] / (avail @ e)[:, None])
+            else:
+                lse = _masked_lse(lgr, avail > 0)
+                cond = np.exp(np.where(avail > 0, lgr - lse[:, None], -np.inf))
             if s == 0:  # the first slot is the softmax itself: exact
                 marg[:, 0] = cond[0]
             else:
                 mean = cond.mean(axis=0)
                 marg[:, s] = mean
-                se[:, s] = np.sqrt(np.square(cond - mean[None, :]).sum(axis=0) / (R - 1) / R)
+                ss = np.einsum("rc,rc->c", cond, cond) - R * mean**2
+                se[:, s] = np.sqrt(np.maximum(ss, 0.0) / (R - 1) / R)
             total += cond
             if s + 1 < kk:
-                avail[rows, prefix[:, s]] = False
+                avail[rows, prefix[:, s]] = 0.0
         shown_se = total.std(axis=0, ddof=1) / math.sqrt(R)
         return self._embed(cand, marg, se, shown_se, False,
                            f"Monte Carlo, {R} Rao-Blackwellised Gumbel top-k prefixes, seed ({self.mc_seed}, {q})")
