@@ -410,6 +410,10 @@ def test_model_options_are_checked():
         DirectMethod(method="newton")
     with pytest.raises(ConfigError, match="no closed form"):
         DirectMethod(model="pbm", method="closed_form").terms(ENUM["pbm"].data, TARGET, "clicks_per_query")
+    assert DirectMethod(model="cascade").model_name == "cm"  # the cascade model's fitted form
+    log = ENUM["cascade"].data
+    fitted = DirectMethod(model="cascade").terms(log, TARGET, "reciprocal_rank")
+    assert fitted.notes["model"] == "cm" and fitted.notes["unseen_target_pairs"] == 0
 
 
 def test_model_based_estimators_need_a_deterministic_target():
