@@ -490,10 +490,11 @@ def replicate(est, family, reward, n, reps, seed, p_type=None):
     return vals.mean(), vals.std(ddof=1) / np.sqrt(reps), np.array(ses), vals
 
 
-#: Fitting tolerance for consistent fitted models: EM's stopping rule and the Beta(1, 1)
-#: pseudo-counts shrink each attractiveness by about 1/(number of impressions of the pair)
-#: ~ 1/2000 here, and PBM's EM stops at a relative log-likelihood change of its tol; both
-#: move a value summed over 3 slots by far less than 0.003.
+#: Fitting tolerance for consistent fitted models: the spread over independent logs holds
+#: the fitting noise, but not a systematic fitting bias. EM stops at a relative
+#: log-likelihood change of 1e-7 and shrinks with Beta(1, 1) pseudo-counts; measured on
+#: one 400k-impression log, pseudo 1 vs 0 moves the PBM-DM value by 3e-5 and tol 1e-7 vs
+#: 1e-12 (2000 iterations) by 3e-4, so 0.003 bounds these effects with room to spare.
 FIT_TOL = 0.003
 
 
