@@ -390,6 +390,18 @@ def test_all_zero_weights_are_flagged(world: dict[str, Any]) -> None:
     assert r["estimate"] == 0.0 and r["se"] == 0.0 and r["diagnostics"]["zero_weight_share"] == 1.0
     assert r["diagnostics"]["support_violations"] == 3000
     assert any(w.startswith("every weight is 0") for w in r["warnings"])
+    # SNIPS is undefined there (0/0): reported per result and per difference, the rest still runs
+    args = ["--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(run), "--estimator",
+            "ips,snips", "--allow-unseen"]
+    doc = json_out(*args)
+    by = {(x["estimator"], x["target"]): x for x in doc["results"]}
+    assert by[("snips", "Z")]["estimate"] is None and "undefined" in by[("snips", "Z")]["error"]
+    assert by[("snips", "B")]["estimate"] is not None and by[("ips", "Z")]["estimate"] == 0.0
+    diffs = {x["estimator"]: x for x in doc["differences"]}
+    assert diffs["snips"]["estimate"] is None and "undefined for 'Z'" in diffs["snips"]["error"]
+    assert diffs["ips"]["estimate"] == pytest.approx(by[("ips", "B")]["estimate"], rel=1e-12)
+    table = invoke(*args)
+    assert table.exit_code == 0 and "undefined" in table.stdout
 
 
 def test_run_errors(world: dict[str, Any]) -> None:
