@@ -121,8 +121,9 @@ def load_yaml(path: str | Path) -> Any:
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError((), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", f"{source}:{line}") from None
     text = text.removeprefix("\ufeff")
-    loader = _Loader(text, source)
+    loader = None
     try:
+        loader = _Loader(text, source)  # the reader refuses control characters here
         node = loader.get_single_node()
         if node is None:
             return None
@@ -134,10 +135,16 @@ def load_yaml(path: str | Path) -> Any:
         raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if mark is None and isinstance(exc, yaml.reader.ReaderError):
+            line = text[: exc.position].count("\n") + 1
+            where = f"{source}:{line}"
+            problem = f"control character {exc.character!r} is not allowed"
+        else:
+            where = f"{source}:{mark.line + 1}" if mark is not None else source
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError((), f"not valid YAML: {excerpt(problem, 160)[1:-1]}", where) from None
     except RecursionError:
         raise ConfigError((), "nested too deeply; refused", source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

@@ -84,10 +84,10 @@ def _fast_table(
             skip_blank_lines=True,
             usecols=usecols,
         )
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
-        return None
-    if df.shape[1] != (ncols if usecols is None else len(usecols)):
-        return None
+    except Exception:  # noqa: BLE001 - any irregularity (e.g. pandas' KeyError on a short first line):
+        return None  # the line scan then names the file and line
+    if list(df.columns) != (list(range(ncols)) if usecols is None else list(usecols)):
+        return None  # fewer columns than expected (e.g. a short first line)
     return df
 
 
