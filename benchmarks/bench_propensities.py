@@ -62,6 +62,26 @@ def _naive_pl_list(logits: np.ndarray, lists: np.ndarray) -> np.ndarray:
     return out
 
 
+def _bench_one(spec: dict, scores: object, q: np.ndarray, uq: np.ndarray, k: int) -> None:
+    pol = build_policy(spec, scores, k)
+    t_sample = _timed(lambda: pol.sample(q, np.random.default_rng(1)))
+    shown = pol.sample(q, np.random.default_rng(1))
+    t0 = time.perf_counter()
+    pol.propensities(q, shown)
+    t_cold = time.perf_counter() - t0
+    t_warm = _timed(lambda: pol.propensities(q, shown))
+    t_shown = _timed(lambda: pol.shown_probability(q, shown))
+    t_marg = _timed(lambda: pol.item_position_marginals(uq))
+    if spec["policy"] == "plackett_luce":
+        a = scores if isinstance(scores, np.ndarray) else np.asarray(scores)
+        small = build_policy(spec, a[:1, :12], 5)
+        pair = f"{_timed(lambda: small.pair_marginals(0)) * 1e3:7.1f}ms*"
+    else:
+        pair = f"{_timed(lambda: pol.pair_marginals(0)) * 1e3:7.1f}ms "
+    print(f"{spec['policy']:<16s} {t_sample * 1e3:7.1f}ms {t_cold * 1e3:8.1f}ms {t_warm * 1e3:8.1f}ms "
+          f"{t_warm / t_sample:8.1f}x {t_shown * 1e3:6.1f}ms {t_marg * 1e3:9.1f}ms {pair:>10s}")
+
+
 def main(Q: int = 200, m: int = 100, k: int = 10, n: int = 100_000) -> None:
     rng = np.random.default_rng(0)
     a = rng.normal(size=(Q, m))
@@ -74,25 +94,7 @@ def main(Q: int = 200, m: int = 100, k: int = 10, n: int = 100_000) -> None:
     print(f"{'policy':<16s} {'sample':>9s} {'prop cold':>10s} {'prop warm':>10s} {'warm/smp':>9s} {'shown':>8s} "
           f"{'marg(200q)':>11s} {'pairs(1q)':>10s}")
     for spec in SPECS:
-        scores = {"A": a, "B": b} if spec["policy"] == "mixture" else a
-        pol = build_policy(spec, scores, k)
-        t_sample = _timed(lambda: pol.sample(q, np.random.default_rng(1)))
-        shown = pol.sample(q, np.random.default_rng(1))
-        t0 = time.perf_counter()
-        pol.propensities(q, shown)
-        t_cold = time.perf_counter() - t0
-        t_warm = _timed(lambda: pol.propensities(q, shown))
-        t_shown = _timed(lambda: pol.shown_probability(q, shown))
-        t_marg = _timed(lambda: pol.item_position_marginals(uq))
-        if spec["policy"] == "plackett_luce":
-            small = build_policy(spec, a[:1, :12], 5)
-            t_pair = _timed(lambda: small.pair_marginals(0))
-            pair = f"{t_pair * 1e3:7.1f}ms*"
-        else:
-            t_pair = _timed(lambda: pol.pair_marginals(0))
-            pair = f"{t_pair * 1e3:7.1f}ms "
-        print(f"{spec['policy']:<16s} {t_sample * 1e3:7.1f}ms {t_cold * 1e3:8.1f}ms {t_warm * 1e3:8.1f}ms "
-              f"{t_warm / t_sample:8.1f}x {t_shown * 1e3:6.1f}ms {t_marg * 1e3:9.1f}ms {pair:>10s}")
+        _bench_one(spec, {"A": a, "B": b} if spec["policy"] == "mixture" else a, q, uq, k)
     print("  * Plackett-Luce pair marginals on 12 candidates, k = 5 (exact DP, 793 states); at 90 candidates, "
           "k = 10 they are above the DP budget and refused")
     pl = build_policy({"policy": "plackett_luce"}, a, k)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.estimators.base import DeterministicTarget, PropensityModel, Reward
@@ -524,3 +525,74 @@ def test_marginal_error_effect_is_zero_when_exact_or_list_level() -> None:
     eff = marginal_error_effect(mc, q, shown, clicks, target, rng, estimator=IPS(), draws=5,
                                 reward=Reward("clicks", "additive"))
     assert eff.sd == 0.0 and eff.exact_share == 0.0
+
+
+# --------------------------------------------------------------------------- at scale (no enumeration possible)
+BIG_SPECS = [
+    {"policy": "deterministic"},
+    {"policy": "plackett_luce", "temperature": 0.7},
+    {"policy": "epsilon_greedy", "epsilon": 0.2, "n": 10},
+    {"policy": "randtop", "n": 12},
+    {"policy": "swap", "K": 10},
+    {"policy": "randpair", "n": 10},
+]
+
+
+@pytest.mark.parametrize("spec", BIG_SPECS, ids=_spec_id)
+def test_item_frequencies_match_marginals_at_100_candidates(spec: dict) -> None:
+    """100 columns (90 candidates), k = 10: slot-document frequencies of 20,000 draws
+    within z SE of the item marginals, z Bonferroni-corrected over the ~900 cells for a
+    family-wise false-alarm rate of 0.001 (about 4.9; cells expected < 10 times pooled
+    per slot; for Monte Carlo marginals their own SE is added), and the marginals are consistent:
+    each slot sums to 1, the shown probability is their sum over slots, and each filled
+    slot's pair marginals sum to the marginals."""
+    rng = np.random.default_rng(8)
+    s = rng.normal(size=(2, 100))
+    s[:, 90:] = NEG
+    k, n = 10, 20_000
+    pol = build_policy(spec, s, k)
+    q = np.ones(n, dtype=np.int64)
+    shown = pol.sample(q, np.random.default_rng(12))
+    marg = pol.item_position_marginals([1])[0]
+    mse = pol.marginal_se([1])[0]
+    np.testing.assert_allclose(marg.sum(axis=0), 1.0, atol=1e-12)
+    docs = np.tile(np.arange(k), (10, 1)) + 10 * np.arange(10)[:, None]
+    np.testing.assert_allclose(pol.shown_probability(np.ones(10, dtype=int), docs), marg.sum(axis=1)[docs],
+                               atol=1e-12)
+    z = float(norm.isf(0.001 / (2 * 90 * k)))
+    for j in range(k):
+        freq = np.bincount(shown[:, j], minlength=100) / n
+        p = marg[:, j]
+        rare = p * n < 10
+        f_cell = np.append(freq[~rare], freq[rare].sum())
+        p_cell = np.append(p[~rare], p[rare].sum())
+        se_mc = np.append(mse[~rare, j], np.sqrt(np.square(mse[rare, j]).sum()))
+        se = np.sqrt(p_cell * (1 - p_cell) / n + se_mc**2)
+        assert np.all(np.abs(f_cell - p_cell) <= z * se + 1e-12), (j, np.max(np.abs(f_cell - p_cell) / (se + 1e-15)))
+    if spec["policy"] != "plackett_luce":  # PL pairs at 90 candidates are above the DP budget
+        pairs = pol.pair_marginals(1)
+        np.testing.assert_allclose(pairs.sum(axis=3)[:, :, 3], marg.T, atol=1e-12)
+        np.testing.assert_allclose(pairs.sum(axis=(1, 3)), 1.0, atol=1e-12)
+    else:
+        assert not pol.marginals_exact([1])[0]
+    got = pol.propensities(q[:500], shown[:500])
+    np.testing.assert_array_equal(got.list, got.prefix[:, -1])
+    assert (got.list > 0).all() and (got.item > 0).all()
+
+
+def test_logger_support_check_in_the_estimators() -> None:
+    """The estimators' support check reads a policy as the logger: a target that shows
+    a document outside RandTop-3's top 3 violates item and 'any' support."""
+    from onlineeval.estimators.base import LoggedData, support_violations
+
+    pol = build_policy({"policy": "randtop", "n": 3}, SCORES, 3)
+    q = np.array([0, 1, 0])
+    shown = pol.sample(q, np.random.default_rng(0))
+    p = pol.propensities(q, shown)
+    data = LoggedData(q, shown, np.zeros_like(shown, dtype=bool), p_list=p.list, p_prefix=p.prefix,
+                      p_item=p.item, logger=pol)
+    inside = DeterministicTarget(np.array([[5, 1, 3], [0, 5, 1], [2, 5, 0], [1, 5, -1]]))
+    outside = DeterministicTarget(np.array([[4, 1, 3], [0, 5, 1], [2, 5, 0], [1, 5, -1]]))  # doc 4: base rank 4
+    assert support_violations(data, inside, "item") == (0, 3)
+    assert support_violations(data, outside, "item") == (2, 3)
+    assert support_violations(data, outside, "any") == (2, 3)

@@ -78,9 +78,11 @@ class MarginalErrorEffect:
 
 def _item_ips(policy: LoggingPolicy, query: Any, shown: Any, clicks: Any, target: Target,
               reward: Reward) -> tuple[float, float]:
-    p_item = policy.propensities(query, shown).item
-    pi = target.propensities(query, shown).item
+    uq, inv = np.unique(query, return_inverse=True)
+    marg = policy.item_position_marginals(uq)  # (U, m, k): the item propensities of every shown entry
     valid = shown >= 0
+    p_item = marg[inv[:, None], np.maximum(shown, 0), np.arange(shown.shape[1])[None, :]]
+    pi = target.propensities(query, shown).item
     if np.any(valid & (p_item <= 0)):
         raise InputError("item-level IPS: a shown document has item propensity 0 under the logging policy "
                          "(a Monte Carlo marginal of 0: raise mc_samples)")
