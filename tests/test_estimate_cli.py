@@ -404,6 +404,31 @@ def test_all_zero_weights_are_flagged(world: dict[str, Any]) -> None:
     assert table.exit_code == 0 and "undefined" in table.stdout
 
 
+def test_failed_bootstrap_keeps_the_estimate(tmp_path: Path) -> None:
+    """Only one of five users ever sees the target's list: SNIPS is defined, but most
+    bootstrap resamples have no weight; the CLT numbers stay, the bootstrap is reported
+    missing with the reason."""
+    recs = []
+    for i in range(10):
+        user = i % 5
+        shown = ["a", "b"] if user == 0 else ["b", "a"]
+        recs.append(json.dumps({"query": "q", "user": f"u{user}", "shown": shown, "clicks": [i % 2, 0],
+                                "propensities": {"list": 0.5}}))
+    log = tmp_path / "few.jsonl"
+    log.write_text("\n".join(recs) + "\n")
+    run = tmp_path / "T.run"
+    run.write_text("q Q0 a 1 2 T\nq Q0 b 2 1 T\n")
+    base = tmp_path / "S.run"
+    base.write_text("q Q0 a 1 2 S\nq Q0 b 2 1 S\n")
+    doc = json_out("--log", str(log), "--target", str(run), "--baseline", str(base), "--estimator", "snips",
+                   "--bootstrap", "200")
+    r = doc["results"][0]
+    assert r["estimate"] == pytest.approx(0.5) and r["boot_low"] is None
+    assert any(w.startswith("no bootstrap interval: cluster bootstrap") for w in r["warnings"])
+    assert doc["differences"][0]["estimate"] == 0.0
+    assert any("snips T - S: no bootstrap interval: paired cluster bootstrap" in w for w in doc["warnings"])
+
+
 def test_run_errors(world: dict[str, Any]) -> None:
     tmp = world["tmp"]
     other = write_run(tmp / "O.run", {9: [0, 1, 2]}, "O")

@@ -281,12 +281,19 @@ def _one_estimate(
     from onlineeval.errors import InputError
 
     name = tmap.target.name
+    extra: list[str] = []
     try:
         res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot,
                            rng=boot_rng(seed, est.name, name) if n_boot else None)
     except InputError as exc:
-        return {"estimator": est.name, "target": name, "estimate": None, "error": exc.message,
-                "assumption": est.assumption, "warnings": [f"undefined: {exc.message}"]}
+        try:  # is it the bootstrap alone that fails (too few clusters with weight)?
+            res = est.estimate(data, tmap.target, reward, alpha=alpha) if n_boot else None
+        except InputError:
+            res = None
+        if res is None:
+            return {"estimator": est.name, "target": name, "estimate": None, "error": exc.message,
+                    "assumption": est.assumption, "warnings": [f"undefined: {exc.message}"]}
+        extra.append(f"no bootstrap interval: {exc.message}")
     diag = res.diagnostics
     if diag.support_violations is None:  # no logging policy: count documents the log never shows
         count, checked = _support_count(log, tmap, rows)
@@ -294,7 +301,7 @@ def _one_estimate(
     out = {("estimate" if k == "value" else k): v for k, v in asdict(res).items()
            if k not in ("diagnostics", "reward", "alpha")}
     out["diagnostics"] = asdict(diag)
-    out["warnings"] = diag.warnings()
+    out["warnings"] = diag.warnings() + extra
     if diag.zero_weight_share == 1.0:
         out["warnings"].append("every weight is 0: no logged impression agrees with the target where this estimator "
                                "needs it, so the estimate (and its zero standard error) says nothing about the target")
@@ -499,12 +506,22 @@ def estimate_cmd(
             sub = data if rows.size == data.n else data.take(rows)
             for est in estimators:
                 rng = boot_rng(seed, est.name, tmap.target.name, base.target.name) if bootstrap else None
+                pair = f"{est.name} {tmap.target.name} - {base.target.name}"
                 try:
                     differences.append(paired_difference(est, sub, tmap.target, base.target, reward, alpha,
                                                          bootstrap, rng))
                 except InputError as exc:
-                    differences.append({"estimator": est.name, "target": tmap.target.name,
-                                        "baseline": base.target.name, "estimate": None, "error": exc.message})
+                    try:  # is it the bootstrap alone that fails?
+                        diff = paired_difference(est, sub, tmap.target, base.target, reward, alpha) if bootstrap \
+                            else None
+                    except InputError:
+                        diff = None
+                    if diff is None:
+                        differences.append({"estimator": est.name, "target": tmap.target.name,
+                                            "baseline": base.target.name, "estimate": None, "error": exc.message})
+                    else:
+                        differences.append(diff)
+                        warnings.append(f"{pair}: no bootstrap interval: {exc.message}")
     mc = lg.data.logger.monte_carlo_queries() if isinstance(lg.data.logger, LogPolicy) else 0
     if mc:
         warnings.append(f"the item propensities of {mc} queries are Monte Carlo estimates of the logging policy "
