@@ -135,7 +135,7 @@ def test_segments(files, tmp_path: Path) -> None:
     [
         (["--metrics", "nDCG@x"], "cut-off"),
         (["--metrics", "Foo"], "unknown metric"),
-        (["--baseline", "C"], "not one of the runs"),
+        (["--baseline", "C"], "not one of the systems"),
         (["--ties", "random"], "ties"),
         (["--format", "xml"], "format"),
         (["--preset", "nope"], "unknown preset"),

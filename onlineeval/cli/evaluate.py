@@ -36,15 +36,38 @@ _NO_PAIRS = "none (no query is counted for every system)"
 
 
 def _system_names(paths: list[Path]) -> list[str]:
-    stems = [p.stem for p in paths]
-    if len(set(stems)) == len(stems):
-        return stems
-    names = [str(p) for p in paths]
-    if len(set(names)) != len(names):
-        from onlineeval.errors import ConfigError
+    """A short unique name per run file: the stem (``bm25`` for ``runs/bm25.txt``), else
+    the file name (``results.test``, ``results.trunc``), else the shortest distinguishing
+    tail of the path (``a/run.txt``, ``b/run.txt``)."""
+    from onlineeval.errors import ConfigError
 
+    resolved = [p.resolve() for p in paths]
+    if len(set(resolved)) != len(resolved):
         raise ConfigError(("run",), "the same run file is given twice")
-    return names
+    for candidate in ([p.stem for p in paths], [p.name for p in paths]):
+        if len(set(candidate)) == len(candidate):
+            return candidate
+    depth = 2
+    while True:
+        names = ["/".join(r.parts[-depth:]) for r in resolved]
+        if len(set(names)) == len(names):
+            return names
+        depth += 1
+
+
+def _resolve_baseline(baseline: str, names: list[str], paths: list[Path]) -> str:
+    """The system named ``baseline``: its short name, or the path or stem it was given by."""
+    from onlineeval.errors import ConfigError
+
+    if baseline in names:
+        return baseline
+    by_path = {str(p): n for p, n in zip(paths, names)} | {str(p.resolve()): n for p, n in zip(paths, names)}
+    if baseline in by_path:
+        return by_path[baseline]
+    stems = [n for p, n in zip(paths, names) if p.stem == baseline or p.name == baseline]
+    if len(stems) == 1:
+        return stems[0]
+    raise ConfigError(("baseline",), f"{baseline!r} is not one of the systems ({', '.join(names)})")
 
 
 def _clean(value: Any) -> Any:
@@ -154,10 +177,7 @@ def evaluate_cmd(
     names = _system_names(paths) + [f"feature{f}" for f in features]
     if len(set(names)) != len(names):
         raise ConfigError(("score-feature",), f"two systems share a name: {', '.join(names)}")
-    if baseline is None:
-        baseline = names[0]
-    elif baseline not in names:
-        raise ConfigError(("baseline",), f"{baseline!r} is not one of the runs ({', '.join(names)})")
+    baseline = names[0] if baseline is None else _resolve_baseline(baseline, names, paths)
     runs: list[pd.DataFrame] = []
     if qrels is not None:
         q = read_qrels(qrels, check_unique=False)  # evaluate_run checks repeated pairs

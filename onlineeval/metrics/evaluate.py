@@ -151,8 +151,8 @@ def label_batch(
     if missing.size and conventions.missing == "error":
         shown = ", ".join(missing[:5]) + (", ..." if missing.size > 5 else "")
         raise InputError(
-            f"{missing.size} qrels queries are not in the run ({shown}); choose missing='zero' "
-            "(count them as 0, trec_eval -c) or missing='drop'",
+            f"{missing.size} qrels queries are not in the run ({shown}); choose --missing zero "
+            "(count them as 0, as trec_eval -c does) or --missing drop (in Python: missing='zero' or 'drop')",
             run.attrs.get("path"),
         )
     codes = np.full(ranked.rows.shape, EMPTY, dtype=np.int64)
