@@ -450,8 +450,14 @@ def test_describe_and_conventions(spec: dict) -> None:
     assert conv["policy"] == spec["policy"] and conv["k"] == 3
     assert spec["policy"] in pol.describe()
     import json
+    import pickle
 
     json.dumps(conv)
+    # pickles (process executors ship policies to workers) and gives the same numbers after
+    lists = pol.sample(np.arange(4), np.random.default_rng(3))
+    back = pickle.loads(pickle.dumps(pol))
+    np.testing.assert_array_equal(back.propensities(np.arange(4), lists).prefix,
+                                  pol.propensities(np.arange(4), lists).prefix)
 
 
 # --------------------------------------------------------------------------- Monte Carlo error effect

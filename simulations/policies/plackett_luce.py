@@ -105,15 +105,15 @@ def _levels(c: int, kk: int) -> tuple[_Level, ...]:
         notin = np.ones((n_s, c), dtype=bool)
         if s:
             notin[np.repeat(np.arange(n_s), s), combos.ravel()] = False
-        src, add = np.nonzero(notin)
-        if s + 1 < kk:
+        if s + 1 < kk:  # transitions S -> S + {x} (none out of the last level)
+            src, add = np.nonzero(notin)
             a = combos[src]  # (E, s)
             less = a < add[:, None]
             i = np.arange(s)[None, :]
             part = np.where(less, binom[a, i + 1], binom[a, i + 2]).sum(axis=1) if s else np.zeros(src.size, np.int64)
             dst = part + binom[add, less.sum(axis=1) + 1]
         else:
-            dst = np.zeros(0, dtype=np.int64)
+            src = add = dst = np.zeros(0, dtype=np.int64)
         for arr in (combos, notin, src, add, dst):
             arr.setflags(write=False)
         out.append(_Level(combos, notin, src, add, dst))
@@ -296,11 +296,15 @@ class PlackettLucePolicy(LoggingPolicy):
             levels = _levels(c, kk)
             p = np.ones(1)
             for s, lev in enumerate(levels):
-                rho = _rho(lg, lev.notin)
-                marg[:, s] = p @ rho
                 if s + 1 < kk:
+                    rho = _rho(lg, lev.notin)
+                    marg[:, s] = p @ rho
                     p = np.bincount(lev.dst, weights=p[lev.src] * rho[lev.src, lev.add],
                                     minlength=levels[s + 1].combos.shape[0])
+                else:  # the largest level: in chunks of about 2M cells to bound memory
+                    step = max(1, (1 << 21) // c)
+                    for a in range(0, lev.notin.shape[0], step):
+                        marg[:, s] += p[a: a + step] @ _rho(lg, lev.notin[a: a + step])
         zeros = np.zeros((c, kk))
         return self._embed(cand, marg, zeros, np.zeros(c), True, "exact subset dynamic programme")
 
