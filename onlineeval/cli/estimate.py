@@ -465,7 +465,9 @@ def estimate_cmd(
     reward = get_reward(metric, 1)  # kind check before the log is read
     _check_rewards(estimators, reward)
 
-    lg = read_logged(log)
+    import simulations.policies
+
+    lg = read_logged(log, policies=simulations.policies)
     data = lg.data
     reward = get_reward(metric, data.k)
     _check_needs(lg, estimators)

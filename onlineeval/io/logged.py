@@ -35,7 +35,9 @@ Fields
     ``policy`` (a name of :func:`simulations.policies.available_policies`), its options
     (e.g. ``temperature``) and ``scores`` of the candidate documents (every shown
     document among them); the propensities are computed with
-    :func:`simulations.policies.build_policy`. One logger per query: every impression of
+    :func:`simulations.policies.build_policy` (the caller passes the policies package:
+    ``read_logged(path, policies=simulations.policies)``, so this core module does not
+    import the simulator). One logger per query: every impression of
     a query carries the same spec and scores (give per-impression ``propensities``
     otherwise).
 
@@ -55,7 +57,6 @@ does not know for the query gets a fresh index of its own.
 
 from __future__ import annotations
 
-import functools
 import gc
 import itertools
 import json
@@ -314,7 +315,10 @@ def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, An
         if "item" in props:
             rows.p_item.append(_number_list(props["item"], "propensities.item", k, path, line))
     else:
-        rows.logger.append(_logger_spec(obj["logger"], shown, path, line))
+        if first["policies"] is None:
+            raise InputError("this log names its logging policy ('logger'); reading it needs the policies "
+                             "package: read_logged(path, policies=simulations.policies)", path, line)
+        rows.logger.append(_logger_spec(obj["logger"], shown, path, line, first["allowed"]))
     rows.lines.append(line)
     rows.query.append(query)
     rows.user.append(user)
@@ -323,22 +327,13 @@ def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, An
     rows.clicks.append(flags)
 
 
-@functools.lru_cache(maxsize=1)
-def _policy_names() -> tuple[str, ...]:
-    try:
-        from simulations.policies import available_policies
-    except ImportError:  # pragma: no cover - the policies package ships with onlineeval
-        return ()
-    return tuple(available_policies())
-
-
-def _logger_spec(spec: Any, shown: list[str], path: str, line: int) -> tuple[dict[str, Any], dict[str, float]]:
+def _logger_spec(spec: Any, shown: list[str], path: str, line: int,
+                 allowed: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, float]]:
     if not isinstance(spec, dict):
         raise InputError(f"'logger' must be an object with policy, its options and scores, got {spec!r}", path, line)
     if "policy" not in spec or "scores" not in spec:
         raise InputError("'logger' needs 'policy' and 'scores' (the logging policy's score of each candidate)",
                          path, line)
-    allowed = _policy_names()
     if spec["policy"] not in allowed:
         raise InputError(f"unknown logging policy {spec['policy']!r}; allowed: {', '.join(allowed) or 'none'}",
                          path, line)
@@ -366,8 +361,17 @@ def _decode(path: str, raw: bytes) -> str:
                          "the log must be UTF-8 JSON lines", path, line) from None
 
 
-def read_logged(path: str | PathLike[str]) -> LoggedLog:
+def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
     """Read a JSON-lines log of impressions (format in the module docstring).
+
+    Parameters
+    ----------
+    path:
+        The log file.
+    policies:
+        The logging-policy package for logs with ``logger`` lines: anything with
+        ``available_policies()`` and ``build_policy(spec, scores, k)``, i.e.
+        :mod:`simulations.policies` (``None``: such a log is refused).
 
     Returns
     -------
@@ -390,7 +394,8 @@ def read_logged(path: str | PathLike[str]) -> LoggedLog:
     raw = Path(path).read_bytes()
     text = _decode(name, raw)
     rows = _Rows([], [], [], [], [], [], [], [], [], [])
-    first: dict[str, Any] = {}
+    first: dict[str, Any] = {"policies": policies,
+                             "allowed": tuple(policies.available_policies()) if policies is not None else ()}
     # the parsed lines are kept until the arrays are built: pausing the cyclic garbage
     # collector meanwhile spares it rescanning them (reading 100,000 lines: ~2x faster)
     was_enabled = gc.isenabled()
@@ -411,7 +416,7 @@ def read_logged(path: str | PathLike[str]) -> LoggedLog:
             gc.enable()
     if not rows.lines:
         raise InputError("the log is empty (no impressions)", name)
-    return _assemble(rows, name)
+    return _assemble(rows, name, policies)
 
 
 def _padded(values: list[list[Any]], lengths: NDArray[np.int64], k: int, fill: Any, dtype: Any) -> NDArray[Any]:
@@ -421,7 +426,7 @@ def _padded(values: list[list[Any]], lengths: NDArray[np.int64], k: int, fill: A
     return out
 
 
-def _assemble(rows: _Rows, path: str) -> LoggedLog:
+def _assemble(rows: _Rows, path: str, policies: Any) -> LoggedLog:
     import pandas as pd
 
     lines = np.asarray(rows.lines, dtype=np.int64)
@@ -459,7 +464,7 @@ def _assemble(rows: _Rows, path: str) -> LoggedLog:
     logger = None
     if rows.logger:
         # documents are the logger's candidate columns of their query
-        logger, source, docs = _logger_policy(rows, qcodes, query_k, lines, path)
+        logger, source, docs = _logger_policy(rows, qcodes, query_k, lines, path, policies.build_policy)
         column = [{d: c for c, d in enumerate(cands)} for cands in docs]
         pair_col = np.fromiter((column[q][d] for q, d in zip(pair_q, pair_doc)), dtype=np.int64,
                                count=pair_q.size)  # a loop over distinct (query, document) pairs
@@ -628,11 +633,10 @@ def _logger_policy(
     query_k: NDArray[np.int64],
     lines: NDArray[np.int64],
     path: str,
+    build_policy: Any,
 ) -> tuple[LogPolicy, str, list[list[str]]]:
     """The :class:`LogPolicy` of the logger lines and each query's candidates (column order)."""
     from onlineeval.errors import ConfigError
-    from simulations.policies import build_policy
-
     nq = int(query_k.size)
     per_query: dict[int, tuple[int, str]] = {}  # query -> (first row, its logger as canonical JSON)
     for i, (options, scores) in enumerate(rows.logger):
