@@ -163,6 +163,17 @@ def test_unknown_logging_policy_lists_the_allowed(tmp_path: Path) -> None:
         read_logged(path)
 
 
+def test_bom_and_crlf_read_alike(tmp_path: Path) -> None:
+    recs = [line(clicks=["b"]), line(query="q2", user="u1")]
+    plain = read_logged(write(tmp_path, recs))
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(json.dumps(r) for r in recs).encode() + b"\r\n")
+    other = read_logged(path)
+    for name in ("query", "shown", "clicks", "p_list", "p_prefix", "p_item", "user"):
+        np.testing.assert_array_equal(getattr(plain.data, name), getattr(other.data, name))
+    assert other.queries == plain.queries and other.docs == plain.docs
+
+
 def test_non_utf8_and_empty(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     good = json.dumps(line()).encode()

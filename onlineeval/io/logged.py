@@ -353,7 +353,7 @@ def _logger_spec(spec: Any, shown: list[str], path: str, line: int,
 
 def _decode(path: str, raw: bytes) -> str:
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")  # a leading byte-order mark is dropped
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
