@@ -40,7 +40,9 @@ the *conditional* probabilities given its sampled prefix,
     \hat M_{x s} = \frac1R \sum_{t=1}^{R} 1[x \notin S_t]\, \rho_{S_t}(x),
 
 an unbiased (Rao-Blackwellised) estimate whose standard error is the sample SD over
-:math:`\sqrt R` (slot 0 is exact). It can be 0 for a document that is in every sampled
+:math:`\sqrt R` (slot 0 is exact). Its sums need only the ``k - 1`` placed documents of
+each sample (``O(R k)`` after the ``O(R c)`` Gumbel draws; about 0.25 s per query at
+1,000 candidates, k = 10). It can be 0 for a document that is in every sampled
 prefix: raise ``mc_samples`` then. :meth:`marginals_exact`, :meth:`marginal_se`,
 :meth:`item_se` and :meth:`conventions` say which queries are Monte Carlo;
 :func:`simulations.policies.mc_error.marginal_error_effect` tells what that error does to
@@ -134,6 +136,95 @@ def _rho(logits: FloatArray, notin: BoolArray) -> FloatArray:
     lse = _masked_lse(logits[None, :], notin)
     with np.errstate(invalid="ignore"):
         return np.exp(np.where(notin, logits[None, :] - lse[:, None], -np.inf))
+
+
+def _rb_moments_direct(lg: FloatArray, prefix: IntArray, kk: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+    r"""Rao-Blackwellised marginals from sampled prefixes, computed cell by cell.
+
+    ``prefix`` ``(R, kk-1)`` holds ordered sampled prefixes; for each sample and slot
+    ``s`` the conditional :math:`1[x \notin S]\, \rho_S(x)` of every candidate is formed
+    (``O(R c k)``; log space when some weight underflows). Returns the ``(c, kk)`` means,
+    their standard errors and the ``(c,)`` standard errors of the shown probabilities.
+    """
+    R, c = prefix.shape[0], lg.size
+    rows = np.arange(R)
+    marg = np.zeros((c, kk))
+    se = np.zeros((c, kk))
+    total = np.zeros((R, c))
+    e = np.exp(lg - lg.max())
+    fast = bool(e.min() > 1e-290)  # exp space unless some weight is (nearly) underflowed
+    avail = np.ones((R, c))
+    lgr = np.broadcast_to(lg, (R, c))
+    for s in range(kk):
+        if fast:  # (R, c) conditional P(x at slot s | sampled prefix) = e_x / remaining mass
+            cond = avail * (e[None, :] / (avail @ e)[:, None])
+        else:
+            lse = _masked_lse(lgr, avail > 0)
+            cond = np.exp(np.where(avail > 0, lgr - lse[:, None], -np.inf))
+        if s == 0:  # the first slot is the softmax itself: exact
+            marg[:, 0] = cond[0]
+        else:
+            mean = cond.mean(axis=0)
+            marg[:, s] = mean
+            ss = np.einsum("rc,rc->c", cond, cond) - R * mean**2
+            se[:, s] = np.sqrt(np.maximum(ss, 0.0) / (R - 1) / R)
+        total += cond
+        if s + 1 < kk:
+            avail[rows, prefix[:, s]] = 0.0
+    return marg, se, total.std(axis=0, ddof=1) / math.sqrt(R)
+
+
+def _rb_moments_fast(lg: FloatArray, prefix: IntArray, kk: int) -> tuple[FloatArray, FloatArray, FloatArray] | None:
+    r"""The same moments as :func:`_rb_moments_direct` in ``O(R k + c k)`` (given the prefixes).
+
+    With weights :math:`e_x` and a sample's remaining mass :math:`\mathrm{rem}_{rs}` at
+    slot ``s`` (total minus the placed weights), the conditional is
+    :math:`e_x / \mathrm{rem}_{rs}` unless ``x`` is in the sample's prefix, so
+
+    .. math::
+
+        \sum_r \mathrm{cond}_{rsx} = e_x \Bigl(\sum_r \mathrm{rem}_{rs}^{-1}
+            - \sum_{r:\ x \in S_{rs}} \mathrm{rem}_{rs}^{-1}\Bigr),
+
+    the second sum running over only ``s`` placed documents per sample (likewise for the
+    squares and for the shown totals, where a document placed at slot ``t`` of sample
+    ``r`` contributes :math:`e_x \sum_{s \le t} \mathrm{rem}_{rs}^{-1}`). ``None`` when the
+    subtraction could lose precision (a remaining mass below 1e-6 of the total) or a
+    weight underflows: the caller then uses the direct form.
+    """
+    R, c = prefix.shape[0], lg.size
+    e = np.exp(lg - lg.max())
+    if not e.min() > 1e-290:
+        return None
+    total = e.sum()
+    w = e[prefix]  # (R, kk-1)
+    before = np.zeros((R, kk))
+    if kk > 1:
+        before[:, 1:] = np.cumsum(w, axis=1)
+    rem = total - before
+    if not (rem >= 1e-6 * total).all():
+        return None
+    inv = 1.0 / rem
+    inv2 = inv * inv
+    marg = np.zeros((c, kk))
+    se = np.zeros((c, kk))
+    marg[:, 0] = e / total
+    for s in range(1, kk):
+        placed = prefix[:, :s].ravel()
+        b1 = np.bincount(placed, weights=np.repeat(inv[:, s], s), minlength=c)
+        b2 = np.bincount(placed, weights=np.repeat(inv2[:, s], s), minlength=c)
+        mean = e * (inv[:, s].sum() - b1) / R
+        ss = e * e * (inv2[:, s].sum() - b2) - R * mean**2
+        marg[:, s] = mean
+        se[:, s] = np.sqrt(np.maximum(ss, 0.0) / (R - 1) / R)
+    # shown totals: H_r for documents never placed, G_r(t) = sum_{s <= t} inv_rs for one placed at slot t
+    h = inv.sum(axis=1)
+    gcum = np.cumsum(inv, axis=1)[:, : kk - 1]
+    corr = np.bincount(prefix.ravel(), weights=(h[:, None] ** 2 - gcum**2).ravel(), minlength=c)
+    s2 = e * e * ((h**2).sum() - corr)
+    shown = marg.sum(axis=1)
+    shown_se = np.sqrt(np.maximum(s2 - R * shown**2, 0.0) / (R - 1) / R)
+    return marg, se, shown_se
 
 
 @register_policy
@@ -321,32 +412,10 @@ class PlackettLucePolicy(LoggingPolicy):
             prefix = np.take_along_axis(part, np.argsort(-np.take_along_axis(g, part, axis=1), axis=1), axis=1)
         else:
             prefix = np.argsort(-g, axis=1)[:, :npre]
-        rows = np.arange(R)
-        marg = np.zeros((c, kk))
-        se = np.zeros((c, kk))
-        total = np.zeros((R, c))
-        e = np.exp(lg - lg.max())
-        # fast path in exp space unless some weight is (nearly) underflowed: then log space
-        fast = bool(e.min() > 1e-290)
-        avail = np.ones((R, c))
-        lgr = np.broadcast_to(lg, (R, c))
-        for s in range(kk):
-            if fast:  # (R, c) conditional P(x at slot s | sampled prefix) = e_x / remaining mass
-                cond = avail * (e[None, :] / (avail @ e)[:, None])
-            else:
-                lse = _masked_lse(lgr, avail > 0)
-                cond = np.exp(np.where(avail > 0, lgr - lse[:, None], -np.inf))
-            if s == 0:  # the first slot is the softmax itself: exact
-                marg[:, 0] = cond[0]
-            else:
-                mean = cond.mean(axis=0)
-                marg[:, s] = mean
-                ss = np.einsum("rc,rc->c", cond, cond) - R * mean**2
-                se[:, s] = np.sqrt(np.maximum(ss, 0.0) / (R - 1) / R)
-            total += cond
-            if s + 1 < kk:
-                avail[rows, prefix[:, s]] = 0.0
-        shown_se = total.std(axis=0, ddof=1) / math.sqrt(R)
+        moments = _rb_moments_fast(lg, prefix, kk)
+        if moments is None:
+            moments = _rb_moments_direct(lg, prefix, kk)
+        marg, se, shown_se = moments
         return self._embed(cand, marg, se, shown_se, False,
                            f"Monte Carlo, {R} Rao-Blackwellised Gumbel top-k prefixes, seed ({self.mc_seed}, {q})")
 
