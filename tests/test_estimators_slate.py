@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -40,9 +40,10 @@ class EnumLogger:
     ``lists[l]`` (all k-permutations of m candidates). Every propensity is a sum over the
     table, so nothing here relies on a closed form."""
 
-    def __init__(self, m: int, k: int, prob: np.ndarray) -> None:
+    def __init__(self, m: int, k: int, prob: np.ndarray, replacement: bool = False) -> None:
         self.m, self.k = m, k
-        self.lists = np.array(list(itertools.permutations(range(m), k)), dtype=np.int64)
+        every = itertools.product(range(m), repeat=k) if replacement else itertools.permutations(range(m), k)
+        self.lists = np.array(list(every), dtype=np.int64)
         prob = np.asarray(prob, dtype=np.float64)
         if prob.shape[1] != len(self.lists) or not np.allclose(prob.sum(axis=1), 1.0):
             raise ValueError("bad probability table")
@@ -145,13 +146,19 @@ class World:
     lam: np.ndarray  # (k,) DCM continuation after a click
     q_prob: np.ndarray  # (Q,)
     target: DeterministicTarget
+    _tables: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def k(self) -> int:
         return self.logger.k
 
     def click_table(self, family: str) -> np.ndarray:
-        """(Q, L, 2^k) P(click vector | query, list)."""
+        """(Q, L, 2^k) P(click vector | query, list), computed once per family."""
+        if family not in self._tables:
+            self._tables[family] = self._click_table(family)
+        return self._tables[family]
+
+    def _click_table(self, family: str) -> np.ndarray:
         cv = click_vectors(self.k)
         lists = self.logger.lists
         out = np.zeros((len(self.q_prob), len(lists), len(cv)))
@@ -306,11 +313,10 @@ def test_rips_slot_weights_shape_and_slot_expectations(world: World) -> None:
 
 # ----------------------------------------------------------------------------------- SN-RIPS
 @pytest.mark.parametrize("family", ["pbm", "cascade", "dcm"])
-@pytest.mark.parametrize("kind", ["additive", "first_click"])
-def test_snrips_is_consistent_exactly(world: World, family: str, kind: str) -> None:
+def test_snrips_is_consistent_exactly(world: World, family: str) -> None:
     """Population limit sum E[num] / sum E[den] is the truth, with E[den] = 1 (optional stopping)."""
     log, prob = world.full_log(family)
-    for reward in rewards_of(kind, world.k):
+    for reward in rewards_of("first_click", world.k):
         t = SNRIPS().terms(log, world.target, reward)
         assert prob @ t.den == pytest.approx(1.0, abs=1e-12)
         limit = reward.offset + (prob @ t.num) / (prob @ t.den)
@@ -318,41 +324,48 @@ def test_snrips_is_consistent_exactly(world: World, family: str, kind: str) -> N
 
 
 def test_snrips_stays_in_the_reward_range() -> None:
+    """Each term is its normaliser times the realised reward, so the estimate is a weighted
+    mean of the observed rewards, also on logs whose propensities agree with no policy."""
     w = make_world(4, 3, 5)
     rng = np.random.default_rng(7)
     k = w.k
-    signed = Reward("signed", "additive", np.array([1.0, -0.5, 0.25]))
+    rewards = [get_reward("reciprocal_rank", k), get_reward("abandonment", k),
+               Reward("signed_first", "first_click", np.array([1.0, -0.5, 0.25]))]
     for trial in range(300):
-        family = ("pbm", "cascade", "dcm")[trial % 3]
-        log = w.sample(family, int(rng.integers(2, 12)), rng)
-        for reward, lo, hi in [
-            (get_reward("clicks_per_query", k), 0.0, k),
-            (get_reward("reciprocal_rank", k), 0.0, 1.0),
-            (get_reward("abandonment", k), 0.0, 1.0),
-            (signed, -1.75, 1.75),
-        ]:
+        log = w.sample(("pbm", "cascade", "dcm")[trial % 3], int(rng.integers(2, 12)), rng)
+        if trial % 2:  # wild propensities, unrelated to the logger
+            prefix = np.cumprod(10.0 ** rng.uniform(-2, 0, log.shown.shape), axis=1)
+            log = LoggedData(log.query, log.shown, log.clicks, p_prefix=prefix)
+        for reward in rewards:
             t = SNRIPS().terms(log, w.target, reward)
-            if t.den.sum() <= 0:
-                continue
-            v = reward.offset + t.num.sum() / t.den.sum()
-            assert lo - 1e-12 <= v <= hi + 1e-12, (reward.name, v)
-            if reward.kind == "first_click":
-                # each term is its normaliser times the realised reward: a weighted mean of rewards
-                r = reward.value(log.clicks) - reward.offset
-                assert np.allclose(t.num, t.den * r, rtol=1e-12, atol=1e-12)
+            r = reward.value(log.clicks) - reward.offset
+            assert np.allclose(t.num, t.den * r, rtol=1e-12, atol=1e-12)
+            if t.den.sum() > 0:
+                v = reward.offset + t.num.sum() / t.den.sum()
+                used = t.den > 0
+                assert reward.offset + r[used].min() - 1e-12 <= v <= reward.offset + r[used].max() + 1e-12
+
+
+def test_snrips_refuses_additive_rewards() -> None:
+    w = make_world(4, 3, 5)
+    log = w.sample("pbm", 20, np.random.default_rng(1))
+    with pytest.raises(ConfigError, match="first_click"):
+        SNRIPS().estimate(log, w.target, "clicks_per_query")
 
 
 def test_short_lists_carry_the_list_weight() -> None:
     logger = EnumLogger.uniform(3, 2, 1)
     shown = np.array([[0, -1], [1, 2]])
     p_prefix = np.array([[1 / 3, 1.0], [1 / 3, 1 / 6]])
-    log = LoggedData(np.zeros(2, dtype=np.int64), shown, np.array([[1, 0], [0, 1]], dtype=bool),
+    log = LoggedData(np.zeros(2, dtype=np.int64), shown, np.array([[0, 0], [0, 1]], dtype=bool),
                      p_prefix=p_prefix, logger=logger)
     target = DeterministicTarget(np.array([[0, -1]]))
-    t = SNRIPS().terms(log, target, "clicks_per_query")
+    t = SNRIPS().terms(log, target, "reciprocal_rank")
     assert t.weights.tolist() == [[3.0, 0.0], [0.0, 0.0]]
-    assert t.den.tolist() == [3.0, 0.0]  # the empty slot carries slot 0's weight
-    assert t.num.tolist() == [3.0, 0.0]
+    assert t.den.tolist() == [3.0, 0.0]  # row 0 has no click: its empty last slot carries slot 0's weight
+    assert t.num.tolist() == [0.0, 0.0]
+    clicked = LoggedData(log.query, shown, np.array([[1, 0], [0, 1]], dtype=bool), p_prefix=p_prefix)
+    assert RIPS().terms(clicked, target, "clicks_per_query").num.tolist() == [3.0, 0.0]
 
 
 # ------------------------------------------------------------------------------ clipped IPS
@@ -420,6 +433,18 @@ def test_pi_uniform_closed_form(m: int, k: int) -> None:
         assert t.notes["queries_outside_range"] == 0
 
 
+def test_pi_independent_uniform_slots_closed_form() -> None:
+    """Slots drawn independently and uniformly (repetition allowed): PI's weight is m N - k + 1."""
+    for m, k in [(3, 2), (4, 3), (3, 3)]:
+        logger = EnumLogger(m, k, np.full((1, m**k), float(m) ** -k), replacement=True)
+        lists = logger.lists
+        target = DeterministicTarget(np.array([[(j + 1) % m for j in range(k)]]))
+        log = LoggedData(np.zeros(len(lists), dtype=np.int64), lists, np.zeros(lists.shape, bool), logger=logger)
+        t = PseudoInverse().terms(log, target, "clicks_per_query")
+        agree = (lists == target.lists[0][None, :]).sum(axis=1)
+        assert np.allclose(t.weights, m * agree - k + 1, atol=1e-9)
+
+
 def test_independent_slot_formula_is_biased_without_replacement() -> None:
     """m N - k + 1 (the independent-slots weight) is not PI's weight without replacement: m = k = 2."""
     phi = np.array([[0.7, 0.2], [0.1, 0.4]])  # phi[j, a]
@@ -461,6 +486,9 @@ def test_pi_reports_target_outside_the_range() -> None:
     assert t.notes["queries_outside_range"] == 1 and t.notes["max_range_residual"] > 0.1
     t_ok = PseudoInverse().terms(log, DeterministicTarget(np.array([[0, 3]])), "clicks_per_query")
     assert t_ok.notes["queries_outside_range"] == 0
+    # a target document the logger does not know (id 7 of 4 candidates)
+    t_far = PseudoInverse().terms(log, DeterministicTarget(np.array([[0, 7]])), "clicks_per_query")
+    assert t_far.notes["queries_outside_range"] == 1 and t_far.notes["queries_target_outside_candidates"] == 1
 
 
 # ------------------------------------------------------------------------------ Monte Carlo
@@ -488,7 +516,8 @@ def test_estimate_end_to_end_diagnostics() -> None:
     w = make_world(4, 3, 21)
     log = w.sample("pbm", 500, np.random.default_rng(9))
     for name, opts in [("iips", {}), ("rips", {}), ("snrips", {}), ("pseudoinverse", {}), ("clipped_ips", {"cap": 3})]:
-        res = get_estimator(name, **opts).estimate(log, w.target, "clicks_per_query")
+        est = get_estimator(name, **opts)
+        res = est.estimate(log, w.target, "clicks_per_query" if "additive" in est.rewards else "reciprocal_rank")
         assert res.diagnostics.support_violations == 0 and math.isfinite(res.value)
         assert res.assumption == estimator_class(name).assumption
 
@@ -501,7 +530,7 @@ def test_missing_propensities_are_input_errors() -> None:
     for est, what in [(ClippedIPS(cap=2.0), "p_list"), (IIPS(), "p_item"), (RIPS(), "p_prefix"),
                       (SNRIPS(), "p_prefix")]:
         with pytest.raises(InputError, match=what):
-            est.estimate(bare, w.target)
+            est.estimate(bare, w.target, "reciprocal_rank")
 
 
 def test_pi_needs_the_logging_policy() -> None:

@@ -26,8 +26,10 @@ PI replaces :math:`\phi_q` by :math:`\Gamma_\mu^{+} \mathbf 1_{\mathbf s_i} R_i`
 every target list positive probability. ``Gamma`` is always singular for lists without
 repeated documents (each slot's indicators sum to one), hence the pseudoinverse. The
 notes report ``max_range_residual`` :math:`\max_q \|\Gamma\Gamma^{+}\mathbf q_\pi -
-\mathbf q_\pi\|_\infty` and ``queries_outside_range`` (residual above ``1e-8``): where it is
-not zero, PI is biased for that query even under linearity.
+\mathbf q_\pi\|_\infty` and ``queries_outside_range`` (residual above ``1e-8``, or a target list
+holding a document outside the logger's candidates, counted in
+``queries_target_outside_candidates``): where it is not zero, PI is biased for that query
+even under linearity.
 
 Linearity holds for additive rewards under the position-based model
 (:math:`\phi_q(j, a) = v_j \theta_j \alpha_q(a)`). It fails for the cascade and dependent
@@ -89,7 +91,7 @@ RANGE_TOLERANCE = 1e-8
 def _pair_marginals(logger: Any, query: int, k: int, source: str | None) -> FloatArray:
     try:
         g = np.asarray(logger.pair_marginals(int(query)), dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
         raise InputError(f"pseudoinverse: the logger's pair_marginals({query}) failed: {exc}", source) from None
     if g.ndim != 4 or g.shape[0] != g.shape[2] or g.shape[1] != g.shape[3] or g.shape[1] == 0:
         raise InputError(f"pseudoinverse: pair_marginals({query}) must have shape (k, m, k, m), got {g.shape}",
@@ -184,11 +186,16 @@ class PseudoInverse(Estimator):
         uq, inv = np.unique(data.query, return_inverse=True)
         per_query: list[FloatArray] = []
         resid = np.zeros(uq.size)
+        rankings = getattr(target, "rankings", None)
+        foreign = 0  # queries whose target list holds documents outside the logger's candidates
         for u, query in enumerate(uq):
             gamma = _pair_marginals(logger, int(query), k, data.source)
             m = gamma.shape[1]
             q = _target_q(target, int(query), k, m)
             w, resid[u] = pi_slot_weights(gamma, q, self.rcond)
+            if rankings is not None and (np.asarray(rankings(np.array([query])))[0, :k] >= m).any():
+                foreign += 1
+                resid[u] = max(resid[u], 1.0)  # the target's indicator of that document is not represented
             per_query.append(w)
         width = max(w.shape[1] for w in per_query)
         table = np.zeros((uq.size, k, width + 1))  # column `width` stays 0: empty slots and padding
@@ -211,6 +218,7 @@ class PseudoInverse(Estimator):
         notes = {
             "max_range_residual": float(resid.max()),
             "queries_outside_range": int(np.count_nonzero(resid > RANGE_TOLERANCE)),
+            "queries_target_outside_candidates": foreign,
             "negative_weight_share": float(np.mean(weight < 0)),
         }
         return Terms(num=weight * r, weights=weight, notes=notes)

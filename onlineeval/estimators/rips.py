@@ -31,23 +31,27 @@ It is biased when behaviour at a slot depends on documents below it (a user who 
 the whole page before choosing). Variance is between IIPS (item weights) and whole-list
 IPS: the weight of slot ``j`` is a list weight of the top ``j + 1`` only.
 
-Self-normalised variant (``snrips``)
-------------------------------------
-:math:`\hat V = c_0 + \sum_i \sum_j w_{ij} r_{ij} / \sum_i \bar w_i`, with a normaliser
-:math:`\bar w_i` of expectation 1 under the same assumption, chosen so that the estimate
-stays inside the reward's range (consistent, bias :math:`O(1/n)`):
+Self-normalised variant (``snrips``, first-click rewards)
+---------------------------------------------------------
+.. math::
 
-* additive rewards with position weights :math:`v_j`: :math:`\bar w_i = \sum_j |v_j|
-  w_{ij} / \sum_j |v_j|`. Since :math:`\sum_{v_j<0} v_j w_{ij} \le \sum_j v_j c_{ij} w_{ij}
-  \le \sum_{v_j>0} v_j w_{ij}`, for position weights of one sign the estimate minus
-  :math:`c_0` lies in the range of the list reward (:math:`[0, \sum_j v_j]` for
-  non-negative weights), and with mixed signs in :math:`[-\sum_j|v_j|, \sum_j|v_j|]`.
-* first-click rewards: :math:`\bar w_i = w_{i\tau_i}`, the prefix weight at the first
-  click (the last slot when nothing is clicked). :math:`\tau` is a stopping time of the
-  top-down scan and :math:`w_{ij}` a likelihood-ratio martingale in ``j`` under the
-  assumption above, so :math:`\mathbb E[w_{\tau}] = 1` (optional stopping); the term is
-  :math:`w_{i\tau_i} v_{\tau_i}` when a click happened, so the estimate is a weighted mean
-  of realised rewards and lies in :math:`[\min(0, v), \max(0, v)]`, the reward's range.
+    \hat V_{\mathrm{SNRIPS}} = c_0 + \frac{\sum_i \sum_j w_{ij} r_{ij}}{\sum_i w_{i\tau_i}},
+
+with :math:`\tau_i` the slot of the first click (the last slot when nothing is clicked).
+Under the assumption above :math:`\tau` is a stopping time of the top-down scan and
+:math:`w_{ij}` a likelihood-ratio martingale in ``j`` under the logger (the clicks at
+slots :math:`\le j` say nothing about the document at ``j + 1`` beyond the prefix), so
+:math:`\mathbb E[w_{\tau}] = 1` by optional stopping and the estimator is consistent
+(bias :math:`O(1/n)`). A first-click reward lives at :math:`\tau` alone, so each term is
+:math:`w_{i\tau_i} (R_i - c_0)`: the estimate is a weighted mean of the realised rewards
+and stays within their range.
+
+It is offered for first-click rewards only. A self-normalised estimate within the range
+of the observed rewards must be a weighted mean of them (a one-impression log forces
+:math:`\mathrm{num}_i = \mathrm{den}_i (R_i - c_0)`), and for additive rewards, where
+clicks may follow at any later slot, the weight at a stopping time that comes after every
+click is the whole-list weight, which makes it SNIPS. For additive rewards use ``rips`` or
+``snips``.
 
 Slots after the end of a short list carry the weight of the whole list (the prefix
 beyond the list is the list).
@@ -119,20 +123,18 @@ class RIPS(Estimator):
 @dataclass(frozen=True)
 class SNRIPS(RIPS):
     name = "snrips"
-    assumption = RIPS.assumption + "; self-normalised (bias O(1/n)), stays within the reward's range"
+    assumption = (
+        "no look-ahead (PBM, cascade, DCM and other top-down click models); first-click rewards; "
+        "self-normalised by the prefix weight at the first click (bias O(1/n)), a weighted mean of observed rewards"
+    )
+    rewards = ("first_click",)
     self_normalised = True
+    unbiased_under = tuple((f, "first_click") for f in _FAMILIES)
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = prefix_weights(data, target)
         shown_w = np.where(data.valid, w, 0.0)
         num = (shown_w * reward.slot_rewards(data.clicks)).sum(axis=1)
-        if reward.kind == "first_click":
-            f = first_click(data.clicks)
-            clicked = f.any(axis=1)
-            tau = np.where(clicked, f.argmax(axis=1), data.k - 1)
-            den = w[np.arange(data.n), tau]
-        else:
-            v = np.abs(reward.position_weights(data.k))
-            v = v / v.sum() if v.sum() > 0 else np.full(data.k, 1.0 / data.k)
-            den = w @ v
-        return Terms(num=num, den=den, weights=shown_w)
+        f = first_click(data.clicks)
+        tau = np.where(f.any(axis=1), f.argmax(axis=1), data.k - 1)
+        return Terms(num=num, den=w[np.arange(data.n), tau], weights=shown_w)
