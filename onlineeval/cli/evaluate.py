@@ -136,7 +136,21 @@ def evaluate_cmd(
     segments: Annotated[
         Optional[Path], typer.Option("--segments", help="Per-query attribute TSV (header: query<TAB>attr...).")
     ] = None,
-    output_format: Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f",
+            help="table, json or csv (one long table: system, query or 'all', metric, value, n, residual, "
+            "convention_*).",
+        ),
+    ] = "table",
+    comparisons_file: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--comparisons",
+            help="Write the paired comparisons (one row per segment x metric x system) to this CSV; any --format.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the randomisation test and bootstrap.")] = 0,
     permutations: Annotated[int, typer.Option("--permutations", min=1, help="Randomisation-test permutations.")] = 10_000,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=100, help="Bootstrap replicates.")] = 10_000,
@@ -172,8 +186,9 @@ def evaluate_cmd(
         depth=depth,
     )
     ms = parse_metrics(metrics)
-    if per_query is not None and not per_query.parent.is_dir():
-        raise ConfigError(("per-query",), f"the folder {per_query.parent} does not exist")
+    for option, target in (("per-query", per_query), ("comparisons", comparisons_file)):
+        if target is not None and not target.parent.is_dir():
+            raise ConfigError((option,), f"the folder {target.parent} does not exist")
     names = _system_names(paths) + [f"feature{f}" for f in features]
     if len(set(names)) != len(names):
         raise ConfigError(("score-feature",), f"two systems share a name: {', '.join(names)}")
@@ -196,7 +211,8 @@ def evaluate_cmd(
         for f in features:
             runs.append(cast("pd.DataFrame", read_letor(letor, score_feature=f, query_file=query_file).run))
     evals = [evaluate_run(q, r, ms, conv, run_id=name) for name, r in zip(names, runs)]
-    residuals = _rbp_residuals(q, runs, names, ms, conv)
+    residual_values = _rbp_residuals(q, runs, names, ms, conv)
+    residuals = {key: float(v.mean()) if len(v) else math.nan for key, v in residual_values.items()}
     err_gmax = _err_scales(q, ms)
 
     long = _long_frame(evals)
@@ -209,11 +225,14 @@ def evaluate_cmd(
         from onlineeval.stats import read_segments
 
         seg_frame = read_segments(segments)
+    # the csv stream is one table: comparisons are computed only where they are written
+    want_comparisons = output_format != "csv" or comparisons_file is not None
     if len(evals) > 1:
-        from onlineeval.stats import compare_segments, compare_systems
-
         long_c, common_queries = _common(long, len(evals))
-        if common_queries:  # else: no query is counted for every system, nothing to pair
+        if common_queries and want_comparisons:
+            # (no query counted for every system: nothing to pair)
+            from onlineeval.stats import compare_segments, compare_systems
+
             options = dict(n_permutations=permutations, n_bootstrap=bootstrap, alpha=alpha)
             comparisons = compare_systems(long_c, baseline, seed=seed, **options)
             if seg_frame is not None:
@@ -221,6 +240,8 @@ def evaluate_cmd(
     coverage = _segment_coverage(segments, seg_frame, long) if segments is not None and seg_frame is not None else None
     seg_means = _segment_means(long, seg_frame) if seg_frame is not None else None
 
+    if comparisons_file is not None:
+        _comparisons_frame(comparisons, conv).to_csv(comparisons_file, index=False)
     if output_format == "json":
         doc = _json(evals, conv, comparisons, common_queries, seg_means, with_per_query)
         if err_gmax:
@@ -235,9 +256,12 @@ def evaluate_cmd(
                     rec["interval"] = [rec["mean"], _clean(rec["mean"] + res)]
         typer.echo(json.dumps(doc, indent=2))
     elif output_format == "csv":
-        typer.echo(_csv(evals, conv, comparisons, seg_means, residuals, err_gmax), nl=False)
+        tidy = _tidy(evals, conv, seg_means, residual_values, err_gmax, with_per_query)
+        typer.echo(tidy.to_csv(index=False), nl=False)
         if common_queries == 0:
             typer.echo(f"note: {_NO_PAIRS}", err=True)
+        elif len(evals) > 1 and comparisons_file is None:
+            typer.echo("note: paired comparisons are not in the csv table; write them with --comparisons FILE", err=True)
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
             typer.echo("note: " + _coverage_text(coverage), err=True)
     else:
@@ -262,20 +286,24 @@ def evaluate_cmd(
 
 def _rbp_residuals(
     qrels: pd.DataFrame, runs: list[pd.DataFrame], names: list[str], ms: list[Any], conv: Conventions
-) -> dict[tuple[str, str], float]:
-    """Mean RBP residual per (system, RBP metric): RBP is reported as an interval."""
+) -> dict[tuple[str, str], pd.Series]:
+    """Per-query RBP residuals (counted queries, indexed by query id) per (system, RBP
+    metric): RBP is reported as an interval [RBP, RBP + residual]."""
+    import pandas as pd
+
     from onlineeval.metrics import RBP, RBPResidual
     from onlineeval.metrics.evaluate import evaluate_run
 
     rbps = [m for m in ms if isinstance(m, RBP)]
     if not rbps:
         return {}
-    out: dict[tuple[str, str], float] = {}
+    out: dict[tuple[str, str], pd.Series] = {}
     for name, r in zip(names, runs):
         resid = [RBPResidual(k=m.k, p=m.p) for m in rbps]
         ev = evaluate_run(qrels, r, resid, conv, run_id=name)
+        queries = ev.queries[ev.counted].astype(str)
         for m, res in zip(rbps, resid):
-            out[(name, str(m))] = ev.mean(res)
+            out[(name, str(m))] = pd.Series(ev.values[res][ev.counted], index=queries, dtype="float64")
     return out
 
 
@@ -400,43 +428,83 @@ def _json(
     return out
 
 
-def _csv(
-    evals: list[RunEvaluation],
-    conv: Conventions,
-    comparisons: list[PairedResult],
-    seg_means: pd.DataFrame | None,
-    residuals: dict[tuple[str, str], float],
-    err_gmax: dict[str, int],
-) -> str:
-    """Up to three CSV tables separated by a blank line (means, comparisons, segment means),
-    each with one ``convention_*`` column per convention."""
+def _with_conventions(frame: pd.DataFrame, conv: Conventions) -> pd.DataFrame:
+    for k, v in conv.describe().items():
+        frame[f"convention_{k}"] = v
+    return frame
+
+
+def _comparisons_frame(comparisons: list[PairedResult], conv: Conventions) -> pd.DataFrame:
+    """The paired comparisons (``--comparisons FILE``), one ``convention_*`` column per convention."""
     import pandas as pd
 
-    from onlineeval.stats import results_to_frame
-
-    nan = float("nan")
-    rows: list[dict[str, Any]] = []
-    for ev in evals:
-        for m in ev.metrics:
-            mean = ev.mean(m)
-            res = residuals.get((ev.run_id, str(m)), nan)
-            row = {"system": ev.run_id, "metric": str(m), "mean": mean, "n": int(ev.counted.sum())}
-            row.update({"residual": res, "interval_low": mean if res == res else nan, "interval_high": mean + res})
-            row["err_gmax"] = err_gmax.get(str(m))
-            row.update({f"queries_{k}": v for k, v in ev.counts.as_dict().items()})
-            rows.append(row)
-
-    def with_conventions(frame: pd.DataFrame) -> str:
-        for k, v in conv.describe().items():
-            frame[f"convention_{k}"] = v
-        return frame.to_csv(index=False)
-
-    text = with_conventions(pd.DataFrame(rows))
     if comparisons:
-        text += "\n" + with_conventions(results_to_frame(comparisons))
-    if seg_means is not None:
-        text += "\n" + with_conventions(seg_means.copy())
-    return text
+        from onlineeval.stats import results_to_frame
+
+        frame = results_to_frame(comparisons)
+    else:
+        frame = pd.DataFrame(columns=["segment_attribute", "segment_value", "metric", "system", "baseline", "n"])
+    return _with_conventions(frame, conv)
+
+
+#: columns of the ``--format csv`` table, in order (then ``queries_*`` and ``convention_*``)
+TIDY_COLUMNS = ("system", "query", "metric", "value", "n", "residual", "err_gmax")
+
+
+def _tidy(
+    evals: list[RunEvaluation],
+    conv: Conventions,
+    seg_means: pd.DataFrame | None,
+    residuals: dict[tuple[str, str], pd.Series],
+    err_gmax: dict[str, int],
+    with_per_query: bool,
+) -> pd.DataFrame:
+    """One long table: per system and metric the mean (``query`` = ``all``), each segment's
+    mean (``query`` = ``segment:<attr>=<value>``) and, with ``--with-per-query``, every
+    counted query's value; ``n`` is the number of queries in the value. ``residual`` is the
+    RBP residual (the value is the lower end of [RBP, RBP + residual]), ``err_gmax`` the
+    ERR scale top taken from the qrels, ``queries_*`` the query counts (on ``all`` rows)."""
+    import numpy as np
+    import pandas as pd
+
+    parts: list[pd.DataFrame] = []
+    for ev in evals:
+        n_counted = int(ev.counted.sum())
+        counts = {f"queries_{k}": v for k, v in ev.counts.as_dict().items()}
+        queries = ev.queries[ev.counted].astype(str)
+        for m in ev.metrics:
+            key = (ev.run_id, str(m))
+            res = residuals.get(key)
+            row = {"system": ev.run_id, "query": "all", "metric": str(m), "value": ev.mean(m), "n": n_counted}
+            row["residual"] = float(res.mean()) if res is not None and len(res) else math.nan
+            parts.append(pd.DataFrame([row | counts]))
+            if with_per_query and len(queries):
+                pq = pd.DataFrame(
+                    {"system": ev.run_id, "query": queries, "metric": str(m),
+                     "value": ev.values[m][ev.counted].astype(np.float64), "n": 1}
+                )
+                pq["residual"] = res.reindex(queries).to_numpy() if res is not None else math.nan
+                parts.append(pq)
+    if seg_means is not None and len(seg_means):
+        seg = pd.DataFrame(
+            {
+                "system": seg_means["system"].to_numpy(),
+                "query": [f"segment:{a}={v}" for a, v in zip(seg_means["segment_attribute"], seg_means["segment_value"])],
+                "metric": seg_means["metric"].to_numpy(),
+                "value": seg_means["mean"].to_numpy(dtype=np.float64),
+                "n": seg_means["count"].to_numpy(dtype=np.int64),
+            }
+        )
+        seg["residual"] = math.nan  # the RBP residual is reported for the whole set of queries
+        parts.append(seg)
+    frame = pd.concat(parts, ignore_index=True)
+    frame["err_gmax"] = frame["metric"].map(err_gmax).astype("Int64")
+    frame["n"] = frame["n"].astype("Int64")
+    for col in frame.columns:
+        if col.startswith("queries_"):
+            frame[col] = frame[col].astype("Int64")
+    rest = [c for c in frame.columns if c not in TIDY_COLUMNS]
+    return _with_conventions(frame[[*TIDY_COLUMNS, *rest]].copy(), conv)
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
