@@ -585,3 +585,33 @@ def test_with_the_simulators_logging_policies():
         assert (np.abs(th.mean(axis=0) - RATIOS)[1:] <= 4 * se[1:]).all(), (th.mean(axis=0), se)
     for v in (np.array(v_logger), np.array(v_emp)):
         assert abs(v.mean() - truth) <= 4 * v.std(ddof=1) / math.sqrt(v.size), (v.mean(), truth)
+
+
+def test_target_slots_against_a_loop():
+    rng = np.random.default_rng(24)
+    lists = rng.integers(-1, 12, (7, 5))
+    lists[2, :] = [3, 3, 4, -1, -1]  # a repeated document keeps its first slot
+    target = DeterministicTarget(lists)
+    q = rng.integers(0, 7, 60)
+    shown = np.array([rng.permutation(14)[:4] for _ in q]) - 1
+    shown = np.sort(shown, axis=1)[:, ::-1]  # empty slots (-1) trail
+    data = LoggedData(q, shown, np.zeros(shown.shape, bool))
+    got = target_slots(data, target)
+    for i in range(q.size):  # reference: a plain loop
+        for j in range(4):
+            d, row = shown[i, j], list(lists[q[i], :4])
+            want = row.index(d) if d >= 0 and d in row else -1
+            assert got[i, j] == want
+
+
+def test_harvest_count_em_matches_clickmodels_pbm_fit_on_the_same_likelihood():
+    # on a RandTop log every (query, document) pair is seen at several slots, so harvesting's
+    # count-level EM and clickmodels' impression-level PBM EM maximise the same likelihood
+    alpha = world(11)
+    data = randtop_log(np.random.default_rng(25), alpha, 3000)
+    h = estimate_harvest(data, tol=1e-12, max_iter=20000)
+    e = estimate_em(data, tol=1e-12, max_iter=3000)
+    # same start (all 0.5), same posteriors per cell as per impression: the same iterates
+    np.testing.assert_allclose(h.examination, e.examination, rtol=1e-9)
+    assert h.iterations == e.iterations and h.converged and e.converged
+    assert h.n_interventions == e.n_interventions == N_Q * K

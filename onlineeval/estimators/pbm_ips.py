@@ -106,20 +106,15 @@ def target_slots(data: LoggedData, target: Target) -> IntArray:
     if t.shape[1] < k:
         t = np.concatenate([t, np.full((t.shape[0], k - t.shape[1]), -1, dtype=np.int64)], axis=1)
     tq, ts = np.nonzero(t >= 0)
-    docs, dcode = np.unique(np.concatenate([t[tq, ts], data.shown[data.valid]]), return_inverse=True)
-    dcode = dcode.reshape(-1)
-    n_docs = max(docs.size, 1)
-    tkey = tq * n_docs + dcode[: tq.size]
-    skey, first = np.unique(tkey, return_index=True)  # row-major order: the first slot of a repeated doc
-    sslot = ts[first]
-    out = np.full(data.shown.shape, -1, dtype=np.int64)
-    if skey.size == 0:
-        return out
     rows, cols = np.nonzero(data.valid)
-    key = inv[rows] * n_docs + dcode[tq.size:]
-    pos = np.minimum(np.searchsorted(skey, key), skey.size - 1)
-    hit = skey[pos] == key
-    out[rows[hit], cols[hit]] = sslot[pos[hit]]
+    # codes of (query, document) over the target's and the log's pairs together
+    _, code = _groups(np.stack([np.concatenate([tq, inv[rows]]),
+                                np.concatenate([t[tq, ts], data.shown[rows, cols]])], axis=1))
+    slot_of = np.full(int(code.max()) + 1 if code.size else 0, k, dtype=np.int64)
+    np.minimum.at(slot_of, code[: tq.size], ts)  # a repeated target document keeps its first slot
+    slot_of[slot_of == k] = -1
+    out = np.full(data.shown.shape, -1, dtype=np.int64)
+    out[rows, cols] = slot_of[code[tq.size:]]
     return out
 
 
