@@ -194,7 +194,7 @@ def analyse(
             "truth_method": t.method,
             "relative_effect": (t.value / t.baseline) if t.baseline else None,
             "final_day": {k: _jsonable(last[k]) for k in ("day", "power", "power_se", "analytic_power",
-                                                            "mean_estimate", "sd_estimate", "mean_se",
+                                                            "mean_estimate", "sd_estimate", "rmse", "mean_se",
                                                             "coverage", "mean_users", "mean_impressions",
                                                             "undefined")},
             # what one experiment of this length reports: mean estimate +- z * typical SE
@@ -263,6 +263,10 @@ def analyse(
     }
     if counterfactual:
         summary["counterfactual"] = counterfactual
+    if config.analysis.assumption_sweep is not None:
+        from simulations.designs.counterfactual import assumption_sweep
+
+        summary["assumption_sweep"] = assumption_sweep(config, world)
     return summary, table
 
 

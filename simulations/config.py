@@ -218,8 +218,17 @@ class LoggerConfig(BaseModel):
         return dict(self.model_extra or {})
 
     def spec(self) -> dict[str, Any]:
-        """The spec handed to :func:`simulations.policies.build_policy`."""
-        return {"policy": self.policy, **self.options()}
+        """The spec handed to :func:`simulations.policies.build_policy` with the run's score
+        tables by ranker name: the policy (a mixture: each component) uses ``ranker``'s
+        scores unless it names others with ``scores``."""
+        spec: dict[str, Any] = {"policy": self.policy, **self.options()}
+        if self.policy == "mixture" and isinstance(spec.get("components"), list):
+            spec["components"] = [
+                {"scores": self.ranker, **c} if isinstance(c, dict) else c for c in spec["components"]
+            ]
+        elif self.policy != "mixture":
+            spec.setdefault("scores", self.ranker)
+        return spec
 
 
 class EstimatorSpec(_Strict):
@@ -601,6 +610,21 @@ def _check_components(config: Config, source: str | None) -> None:
                 "(fitted position/continuation parameters, attractiveness by grade)",
                 source,
             )
+    sweep = config.analysis.assumption_sweep
+    if sweep is not None:
+        key = ("analysis", "assumption_sweep")
+        path = sweep_path(sweep.parameter)
+        for j, value in enumerate(sweep.values):
+            try:
+                data = swept_mapping(config.effective(), path, value)
+            except KeyError as exc:
+                raise ConfigError((*key, "parameter"), f"{exc.args[0]} is not a key of this config", source) from None
+            except TypeError as exc:
+                raise ConfigError((*key, "parameter"), str(exc), source) from None
+            try:
+                config_from_mapping(data)
+            except ConfigError as exc:
+                raise ConfigError((*key, "values", j), f"{sweep.parameter} = {value}: {exc}", source) from None
     for i, design in enumerate(config.designs):
         if design.type == "counterfactual":
             _check_counterfactual(config, i, source)
@@ -676,12 +700,62 @@ def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
     # (trec collections: 1000 candidates; the real table is checked again when the world is built)
     coll = config.collection
     m = coll.candidates if isinstance(coll, SyntheticCollection) else 1000
+    stand_in = dict.fromkeys(config.ranker_names(), np.zeros((1, m), dtype=np.float32))
     try:
-        build_policy(design.logger.spec(), np.zeros((1, m), dtype=np.float32), min(config.rankers.depth, m))
+        build_policy(design.logger.spec(), stand_in, min(config.rankers.depth, m), path=("designs", i, "logger"))
     except ConfigError as exc:
-        path = exc.key_path[1:] if exc.key_path[:1] in (("logger",), ("policy",)) and len(exc.key_path) > 1 \
-            else exc.key_path
-        raise ConfigError(("designs", i, "logger", *path), exc.message, source) from None
+        raise ConfigError(exc.key_path, exc.message, source) from None
+
+
+def sweep_path(parameter: str) -> tuple[str | int, ...]:
+    """``"users.types[1].share"`` -> ``("users", "types", 1, "share")``."""
+    import re
+
+    return tuple(int(tok[1:-1]) if tok.startswith("[") else tok.lstrip(".")
+                 for tok in re.findall(r"\.?[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", parameter))
+
+
+def swept_mapping(data: Mapping[str, Any], path: Sequence[str | int], value: float) -> dict[str, Any]:
+    """A deep copy of the config mapping ``data`` with ``path`` set to ``value``.
+
+    Setting a user type's ``share`` rescales the other types' shares proportionally so
+    they still sum to 1 (equal parts when they were all 0); the copy has no
+    ``analysis.assumption_sweep``. Raises ``KeyError`` naming the
+    first part of ``path`` that does not exist, ``TypeError`` when it is not a number.
+    """
+    import copy
+
+    out = copy.deepcopy(dict(data))
+    if isinstance(out.get("analysis"), dict):
+        out["analysis"].pop("assumption_sweep", None)  # a point of the sweep is not a sweep
+    node: Any = out
+    for depth, part in enumerate(path[:-1]):
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            raise KeyError(format_path(path[: depth + 1])) from None
+    last = path[-1]
+    try:
+        old = node[last]
+    except (KeyError, IndexError, TypeError):
+        raise KeyError(format_path(path)) from None
+    if isinstance(old, bool) or not isinstance(old, (int, float)):
+        raise TypeError(f"{format_path(path)} is {old!r}, not a number")
+    node[last] = value
+    if tuple(path[:2]) == ("users", "types") and len(path) == 4 and last == "share":
+        types = out["users"]["types"]
+        others = [i for i in range(len(types)) if i != path[2]]
+        rest = sum(float(types[i]["share"]) for i in others)
+        for i in others:
+            types[i]["share"] = ((1.0 - value) * float(types[i]["share"]) / rest if rest > 0
+                                 else (1.0 - value) / len(others))
+    return out
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    from onlineeval.errors import format_key_path
+
+    return format_key_path(tuple(path))
 
 
 def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Config:

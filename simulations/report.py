@@ -8,7 +8,9 @@
 - ``config.effective.yaml``: the config with every default filled in;
 - ``replicates.csv``: one row per replicate x design x day x metric;
 - ``curves.csv``: per design x day summary over replicates (power, analytic power, ...);
-- ``power_vs_days.png`` and ``offline_vs_online.png``.
+- ``power_vs_days.png`` and ``offline_vs_online.png``;
+- with counterfactual designs ``counterfactual_rmse.png`` (RMSE against log size per
+  estimator) and, with ``analysis.assumption_sweep``, ``assumption_sweep.png``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,33 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "shrinkage": "online relative improvement / offline relative gain (frequency-weighted); improvement = "
         "higher reciprocal rank, higher clicks per query, lower abandonment",
         "query_segments": "head / torso / tail = queries making up the first 50% / next 30% / last 20% of traffic",
+        **_counterfactual_conventions(result),
+    }
+
+
+def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
+    designs = [d for d in result.config.designs if d.type == "counterfactual"]
+    if not designs:
+        return {}
+    from onlineeval.estimators import catalogue
+
+    cat = catalogue()
+    return {
+        "counterfactual_effect": "per estimator: V(B) - V(A) of the design's metric, the difference of the two "
+        "targets' ratio estimates from the same log (sum of per-impression terms over users / sum of "
+        "denominators), delta-method SE of the paired difference from per-user influence values, two-sided "
+        "z-test; with bootstrap > 0 the last day's interval is a cluster (user) bootstrap percentile interval",
+        "counterfactual_truth": "exact V(B) - V(A) from the click models (as the A/B truth)",
+        "counterfactual_cost": "per impression: one logger draw, the shown list's propensities, clicks, and each "
+        "incremental estimator's terms for two targets; a checkpoint is O(users) per estimator; estimators that "
+        "fit a model on the whole log are recomputed on the last day (and every refit_days days)",
+        "counterfactual_aa": "A/A: both targets are the baseline, so the paired difference is identically 0 "
+        "(reported as estimate 0, SE 0: cannot reject)",
+        "counterfactual_logging_cost": "the logger's online metrics observed on the traffic it served (mean over "
+        "replicates on the last day) against ranker A's exact values",
+        "estimator_catalogue": {
+            spec.name: cat.get(spec.name, {}) for d in designs for spec in d.estimators
+        },
     }
 
 
@@ -200,6 +229,39 @@ def _plots(result: SimulationResult, out: Path) -> None:
     ax.set(xlabel="relative improvement B vs A (%)", title="Online (A/B metrics)")
     fig.savefig(out / "offline_vs_online.png", dpi=110)
     plt.close(fig)
+    _counterfactual_plots(result, out)
+
+
+def _counterfactual_plots(result: SimulationResult, out: Path) -> None:
+    """``counterfactual_rmse.png``: RMSE against log size per estimator (daily checkpoints);
+    ``assumption_sweep.png``: each estimator's bias +-2 SE across the swept parameter."""
+    import matplotlib.pyplot as plt
+
+    cf = result.summary.get("counterfactual") or {}
+    if cf:
+        fig, axes = plt.subplots(1, len(cf), figsize=(6.5 * len(cf), 4.5), constrained_layout=True, squeeze=False)
+        for ax, (name, d) in zip(axes[0], cf.items(), strict=True):
+            for label, e in d["estimators"].items():
+                pts = [(b["impressions"], b["rmse"]) for b in e["by_day"] if b["rmse"] == b["rmse"]]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", ms=3, label=label)
+            ax.set(xlabel="logged impressions", ylabel=f"RMSE of V(B) - V(A) ({d['metric']})", xscale="log",
+                   yscale="log", title=f"{name}: error against log size")
+            ax.legend(fontsize=7)
+        fig.savefig(out / "counterfactual_rmse.png", dpi=110)
+        plt.close(fig)
+    sweep = result.summary.get("assumption_sweep")
+    if sweep:
+        fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
+        x = sweep["values"]
+        for label, e in sweep["estimators"].items():
+            ax.errorbar(x, e["bias"], yerr=[2 * v for v in e["se"]], marker="o", ms=3, capsize=3, label=label)
+        ax.axhline(0, color="black", lw=0.6)
+        ax.set(xlabel=sweep["parameter"], ylabel=f"bias of V(B) - V(A) ({sweep['metric']}), +-2 SE",
+               title=f"Assumption sweep ({sweep['impressions']:,} impressions per value)")
+        ax.legend(fontsize=7)
+        fig.savefig(out / "assumption_sweep.png", dpi=110)
+        plt.close(fig)
 
 
 def _fmt(x: float | None, spec: str = ".4f", signed: bool = False) -> str:
@@ -304,6 +366,67 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  distinct users among that many impressions); '!' = A/A FPR outside its 99% band; '0 (ties)': with B",
         "  replaced by A every comparison of this design is a tie, so A/A cannot reject.",
     ]
+    lines += _counterfactual_lines(result)
     if result.output is not None:
         lines.append(f"  results: {result.output}/summary.json, replicates.csv, curves.csv, power_vs_days.png")
     return "\n".join(lines)
+
+
+def _counterfactual_lines(result: SimulationResult) -> list[str]:
+    """Estimation error of every design's effect (A/B, interleaving and off-policy rows in
+    one table), the estimator catalogue with support violations, the cost of logging and
+    the assumption sweep."""
+    s = result.summary
+    cf = s.get("counterfactual")
+    if not cf:
+        return []
+    lines = ["", "Estimation error on the last day (every design; bias = mean estimate - true effect, +-: its SE; "
+             "coverage: share of replicates whose CI holds the truth):",
+             f"  {'design':14s} {'metric':22s} {'true effect':>12s} {'bias':>10s} {'+-':>8s} {'SD':>9s} "
+             f"{'RMSE':>9s} {'coverage':>8s} {'power@end':>9s} {'impr. needed':>13s}"]
+    for design, metrics in s["designs"].items():
+        for metric, e in metrics.items():
+            fd = e["final_day"]
+            rmse = fd.get("rmse")
+            lines.append(
+                f"  {design if e['primary'] else '':14s} {metric[:22]:22s} {_fmt(e['true_effect'], '.3g', True):>12s} "
+                f"{_fmt(e['estimator_bias'], '.2e', True):>10s} {_fmt(e['estimator_bias_se'], '.1e'):>8s} "
+                f"{_fmt(fd['sd_estimate'], '.2e'):>9s} {_fmt(rmse, '.2e'):>9s} {_fmt(fd['coverage'], '.2f'):>8s} "
+                f"{fd['power']:>9.2f} {_count(e['analytic_required_impressions']):>13s}"
+            )
+    for name, d in cf.items():
+        logger = dict(d["logger"] or {})
+        lines += ["", f"Counterfactual design {name}: logger {json.dumps(logger)}; metric {d['metric']}, "
+                  f"V({d['targets'][1]}) - V({d['targets'][0]}) = {_fmt(d['true_effect'], '.4g', True)} (exact)"]
+        lines.append(f"  {'estimator':22s} {'bias':>10s} {'+-':>8s} {'RMSE':>9s} {'undef.':>6s} "
+                     f"{'support violated (impr.)':>26s}  assumption")
+        for label, e in d["estimators"].items():
+            sv = e["support_violations"]
+            support = ", ".join(f"{t} {v['violations_mean']:,.0f} ({v['share']:.0%})" for t, v in sv.items()
+                                if v["share"] is not None) or "-"
+            flag = ""
+            if any(v["violations_mean"] > 0 for v in sv.values()):
+                bad = [t for t, v in sv.items() if v["violations_mean"] > 0]
+                flag = f"  [cannot evaluate {', '.join(bad)} where its logging probability is 0]"
+            lines.append(f"  {label[:22]:22s} {_fmt(e['bias'], '.2e', True):>10s} {_fmt(e['bias_se'], '.1e'):>8s} "
+                         f"{_fmt(e['rmse'], '.2e'):>9s} {_fmt(e['undefined_share'], '.0%'):>6s} {support:>26s}  "
+                         f"{e['assumption']}{flag}")
+        lines.append(f"  ({d['whole_log_refit']}; support: mean impressions per replicate on the last day whose "
+                     "target list has an event of logging probability 0 at the estimator's level)")
+        cost = d["logging_cost"]
+        if cost:
+            lines.append("  cost of logging (the logger's own metrics on the traffic it served vs ranker A, exact): "
+                         + "; ".join(f"{m} {c['logger_observed']:.4f} vs {c['ranker_A_exact']:.4f} "
+                                     f"({_fmt(100 * c['relative'], '.1f', True) if c['relative'] is not None else '-'}%"
+                                     f"{', lower is better' if c['improvement_sign'] < 0 else ''})"
+                                     for m, c in cost.items()))
+    sweep = s.get("assumption_sweep")
+    if sweep:
+        lines += ["", f"Assumption sweep ({sweep['design']}, {sweep['metric']}): bias +- SE of each estimator as "
+                  f"{sweep['parameter']} moves ({sweep['impressions']:,} logged impressions per value, exact truth)"]
+        lines.append(f"  {'estimator':22s} " + " ".join(f"{v:>19g}" for v in sweep["values"]))
+        lines.append(f"  {'truth':22s} " + " ".join(f"{t:>+19.4f}" for t in sweep["truth"]))
+        for label, e in sweep["estimators"].items():
+            cells = [f"{_fmt(b, '.4f', True)} +- {_fmt(se, '.4f')}" for b, se in zip(e["bias"], e["se"], strict=True)]
+            lines.append(f"  {label[:22]:22s} " + " ".join(f"{c:>19s}" for c in cells))
+    return lines
