@@ -98,7 +98,7 @@ def _perm_law(spec: dict, row_a: np.ndarray, k: int, row_b: np.ndarray | None = 
     if name == "deterministic":
         add(base, 1.0)
     elif name in ("randtop", "epsilon_greedy"):
-        ne = min(spec.get("n", k), c)
+        ne = min(spec.get("n", max(k, 2)), c)
         eps = spec.get("epsilon", 0.1) if name == "epsilon_greedy" else 1.0
         if eps < 1:
             add(base, 1.0 - eps)
@@ -112,7 +112,7 @@ def _perm_law(spec: dict, row_a: np.ndarray, k: int, row_b: np.ndarray | None = 
             perm[0], perm[J] = perm[J], perm[0]
             add(perm, 1.0 / ke)
     elif name == "randpair":
-        ne = min(spec.get("n", k), c)
+        ne = min(spec.get("n", max(k, 2)), c)
         pairs = list(itertools.combinations(range(ne), 2))
         if not pairs:
             add(base, 1.0)
@@ -192,7 +192,7 @@ def _policy(spec: dict, k: int):
 # --------------------------------------------------------------------------- exactness
 @pytest.mark.parametrize("spec", SPECS, ids=_spec_id)
 def test_propensities_equal_enumeration(spec: dict) -> None:
-    for k in range(2, M + 1):
+    for k in range(1, M + 1):
         pol = _policy(spec, k)
         assert isinstance(pol, PropensityModel)
         for q in range(SCORES.shape[0]):

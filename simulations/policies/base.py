@@ -162,6 +162,13 @@ def _scores_matrix(scores: ArrayLike) -> FloatArray:
     return s
 
 
+def int_option(name: str, value: Any, low: int, high: int) -> int:
+    """A policy constructor's integer option, checked (``ConfigError`` naming ``name``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= int(value) <= high:
+        raise ConfigError((name,), f"must be an integer in {low}..{high}, got {value!r}")
+    return int(value)
+
+
 def _frozen(a: NDArray[Any]) -> NDArray[Any]:
     a.setflags(write=False)
     return a

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from onlineeval.errors import ConfigError
 from simulations.policies.base import SpecReader, register_policy
 from simulations.policies.deterministic import DeterministicPolicy
 from simulations.policies.mixture import MixturePolicy
@@ -33,11 +34,13 @@ __all__ = ["EpsilonGreedyPolicy"]
 @register_policy
 class EpsilonGreedyPolicy(MixturePolicy):
     """Epsilon-greedy (spec ``{"policy": "epsilon_greedy", "epsilon": 0.1, "n": 10}``;
-    ``epsilon`` in [0, 1] defaults to 0.1, ``n`` (2..m) defaults to ``k``)."""
+    ``epsilon`` in [0, 1] defaults to 0.1, ``n`` (2..m) defaults to ``max(k, 2)``)."""
 
     name = "epsilon_greedy"
 
     def __init__(self, scores: Any, k: int, epsilon: float = 0.1, n: int | None = None) -> None:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0.0 <= epsilon <= 1.0:
+            raise ConfigError(("epsilon",), f"must be a number in [0, 1], got {epsilon!r}")
         det = DeterministicPolicy(scores, k)
         rt = RandTopPolicy(det.scores, k, n)
         self.epsilon = float(epsilon)
@@ -56,7 +59,7 @@ class EpsilonGreedyPolicy(MixturePolicy):
         s = rd.scores(scores)
         m = int(np.shape(s)[1]) if np.ndim(s) == 2 else 0
         eps = rd.number("epsilon", 0.1, low=0.0, high=1.0)
-        n = rd.integer("n", k, low=2, high=max(m, 2))
+        n = rd.integer("n", max(k, 2), low=2, high=max(m, 2))
         rd.finish()
         return cls(s, k, eps, n)
 

@@ -33,6 +33,7 @@ from simulations.policies.base import (
     RankPolicy,
     SpecReader,
     identity_ranks,
+    int_option,
     register_policy,
 )
 
@@ -42,13 +43,13 @@ __all__ = ["RandPairPolicy"]
 @register_policy
 class RandPairPolicy(RankPolicy):
     """Swap a uniformly random pair of positions in the top ``n`` (spec
-    ``{"policy": "randpair", "n": 10}``; ``n`` defaults to ``k``, ``2 <= n <= m``)."""
+    ``{"policy": "randpair", "n": 10}``; ``n`` defaults to ``max(k, 2)``, ``2 <= n <= m``)."""
 
     name = "randpair"
 
     def __init__(self, scores: Any, k: int, n: int | None = None) -> None:
         super().__init__(scores, k)
-        self.n = self.k if n is None else int(n)
+        self.n = int_option("n", max(self.k, 2) if n is None else n, 2, max(self.m, 2))
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int,
@@ -56,7 +57,7 @@ class RandPairPolicy(RankPolicy):
         rd = SpecReader(spec, path)
         s = rd.scores(scores)
         m = int(np.shape(s)[1]) if np.ndim(s) == 2 else 0
-        n = rd.integer("n", k, low=2, high=max(m, 2))
+        n = rd.integer("n", max(k, 2), low=2, high=max(m, 2))
         rd.finish()
         return cls(s, k, n)
 

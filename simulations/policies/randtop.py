@@ -32,6 +32,7 @@ from simulations.policies.base import (
     IntArray,
     RankPolicy,
     SpecReader,
+    int_option,
     register_policy,
     shuffle_top,
 )
@@ -41,7 +42,7 @@ __all__ = ["RandTopPolicy"]
 
 @register_policy
 class RandTopPolicy(RankPolicy):
-    """RandTop-n (spec ``{"policy": "randtop", "n": 10}``; ``n`` defaults to ``k``).
+    """RandTop-n (spec ``{"policy": "randtop", "n": 10}``; ``n`` defaults to ``max(k, 2)``).
 
     Parameters
     ----------
@@ -56,7 +57,7 @@ class RandTopPolicy(RankPolicy):
 
     def __init__(self, scores: Any, k: int, n: int | None = None) -> None:
         super().__init__(scores, k)
-        self.n = self.k if n is None else int(n)
+        self.n = int_option("n", max(self.k, 2) if n is None else n, 2, max(self.m, 2))
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int,
@@ -64,7 +65,7 @@ class RandTopPolicy(RankPolicy):
         rd = SpecReader(spec, path)
         s = rd.scores(scores)
         m = int(np.shape(s)[1]) if np.ndim(s) == 2 else 0
-        n = rd.integer("n", k, low=2, high=max(m, 2))
+        n = rd.integer("n", max(k, 2), low=2, high=max(m, 2))
         rd.finish()
         return cls(s, k, n)
 

@@ -30,6 +30,7 @@ from simulations.policies.base import (
     RankPolicy,
     SpecReader,
     identity_ranks,
+    int_option,
     register_policy,
 )
 
@@ -46,7 +47,7 @@ class SwapPolicy(RankPolicy):
 
     def __init__(self, scores: Any, k: int, K: int | None = None) -> None:
         super().__init__(scores, k)
-        self.K = self.k if K is None else int(K)
+        self.K = int_option("K", self.k if K is None else K, 1, max(self.m, 1))
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int, path: Sequence[str | int] = ()) -> SwapPolicy:
