@@ -1,14 +1,18 @@
 """Per-impression interleavers written the way teams write them, for the validation harness tests.
 
-Correct ones (``TeamDraft``, ``Balanced``, ``Probabilistic``) must pass
+Correct ones (``TeamDraft``, ``Balanced``, ``Probabilistic``, ``TeamDraftMultileave``) must pass
 ``onlineeval validate``; each broken one carries one classic bug and must fail:
 
 * ``BiasedCoinTeamDraft``: the coin favours A (60/40);
 * ``NoAlternationTeamDraft``: a fresh coin per slot instead of alternating teams;
 * ``TieCreditTeamDraft``: a tie with clicks is credited to B;
 * ``OffByOnePrefixTeamDraft``: the credit loop starts at slot 1, ignoring the top slot;
-* ``FloatTieProbabilistic``: brute-force marginalisation whose winner is decided with
-  ``>`` on floats, so exact ties become wins through rounding;
+* ``FloatTieProbabilistic``: brute-force marginalisation without a tie tolerance, so
+  exact ties become wins or losses through rounding;
+* ``SlightlyBiasedProbabilistic`` (batch API): the per-slot ranker coin picks B with
+  probability 0.51, a 1% bias in the expected outcome under random clicks;
+* ``FixedOrderTeamDraftMultileave``: team-draft multileaving whose rankers always pick in
+  the order 0, 1, 2 in every round (``TeamDraftMultileave`` is the correct one);
 * ``UniformOptimized``: optimized interleaving's allowed lists drawn uniformly instead of
   from the LP solution, so random clicks favour one ranker on the credit scale.
 
@@ -20,6 +24,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+
+from onlineeval.interleaving.probabilistic import Probabilistic as Probabilistic_
 
 
 class TeamDraft:
@@ -121,7 +127,8 @@ class Balanced:
 
 
 class Probabilistic:
-    """Probabilistic interleaving, outcome by brute-force enumeration with a tie tolerance."""
+    """Probabilistic interleaving; credit() returns the expected outcome P(B wins) - P(A wins) over the
+    assignments, by brute-force enumeration, with a tie tolerance."""
 
     tau = 3.0
     tolerance: float | None = 1e-9
@@ -167,8 +174,8 @@ class Probabilistic:
                 p_loss += p
         diff = (p_win - p_loss) / total
         if self.tolerance is None:
-            return int(p_win > p_loss) - int(p_loss > p_win)
-        return 0 if abs(diff) <= self.tolerance else int(np.sign(diff))
+            return diff
+        return 0.0 if abs(diff) <= self.tolerance else diff
 
 
 class FloatTieProbabilistic(Probabilistic):
@@ -210,3 +217,66 @@ class UniformOptimized:
 
         clicked = [d for d, c in zip(shown, clicks) if c]
         return sum(f(d, lists[0]) for d in clicked), sum(f(d, lists[1]) for d in clicked)
+
+
+class _BiasedCoin:
+    """Wraps a Generator so that ``integers(0, 2, ...)`` draws 1 with probability ``p_one``."""
+
+    def __init__(self, rng: np.random.Generator, p_one: float) -> None:
+        self._rng = rng
+        self._p_one = p_one
+
+    def integers(self, low: int, high: int, size: tuple[int, ...], dtype: type = np.int64) -> np.ndarray:
+        if (low, high) != (0, 2):
+            return self._rng.integers(low, high, size=size, dtype=dtype)
+        return (self._rng.random(size) < self._p_one).astype(dtype)
+
+    def random(self, size: tuple[int, ...]) -> np.ndarray:
+        return self._rng.random(size)
+
+
+class SlightlyBiasedProbabilistic(Probabilistic_):
+    """onlineeval's batch probabilistic interleaver whose per-slot ranker coin picks B with probability 0.51.
+
+    The credit still assumes a fair coin, so under random clicks the expected outcome has a
+    mean of about +0.02 (measured in tests/test_validate_fidelity.py): a 1-2% bias.
+    """
+
+    p_b = 0.51
+
+    def _interleave(self, rankings, rng, length):  # type: ignore[no-untyped-def]
+        return super()._interleave(rankings, _BiasedCoin(rng, self.p_b), length)
+
+
+class TeamDraftMultileave:
+    """Team-draft multileaving (Schuth et al. 2014): each round the rankers pick in a random order."""
+
+    def _order(self, m: int, rng: np.random.Generator) -> list[int]:
+        return [int(i) for i in rng.permutation(m)]
+
+    def interleave(self, lists: list[list[int]], rng: np.random.Generator) -> tuple[list[int], list[int]]:
+        k = max(len(x) for x in lists)
+        shown: list[int] = []
+        teams: list[int] = []
+        while len(shown) < k:
+            progressed = False
+            for t in self._order(len(lists), rng):
+                rest = [d for d in lists[t] if d not in shown]
+                if rest and len(shown) < k:
+                    shown.append(rest[0])
+                    teams.append(t)
+                    progressed = True
+            if not progressed:
+                break
+        return shown, teams
+
+    def credit(self, shown: list[int], teams: list[int], clicks: list[bool], lists: list[list[int]]) -> list[int]:
+        out = [0] * len(lists)
+        for t, c in zip(teams, clicks):
+            out[t] += int(c)
+        return out
+
+
+class FixedOrderTeamDraftMultileave(TeamDraftMultileave):
+    def _order(self, m: int, rng: np.random.Generator) -> list[int]:
+        return list(range(m))

@@ -87,7 +87,10 @@ def prefix_violations(rankings: NDArray[np.int64], shown: NDArray[np.int64], tea
     """Per row, ``""`` when every prefix is team-balanced while all lists have unshown documents."""
     m, n, _ = rankings.shape
     shown.shape[1]
-    inl = _in_lists(rankings, shown)                                  # (m, n, k)
+    k = shown.shape[1]
+    earlier = np.tril(np.ones((k, k), dtype=bool), -1)                # [j, j']: j' < j
+    repeat = ((shown[:, :, None] == shown[:, None, :]) & earlier[None]).any(axis=2)
+    inl = _in_lists(rankings, shown) & ~repeat[None]                  # (m, n, k), a repeated document once
     shown_before = np.cumsum(inl, axis=2) - inl                       # list-i documents among slots < j
     unused = shown_before < distinct_lengths(rankings)[:, :, None]    # list i has an unshown document at slot j
     active = np.cumprod(unused.all(axis=0), axis=1).astype(bool)      # (n, k) up to the first exhausted list
