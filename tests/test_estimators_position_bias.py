@@ -615,3 +615,4 @@ def test_harvest_count_em_matches_clickmodels_pbm_fit_on_the_same_likelihood():
     np.testing.assert_allclose(h.examination, e.examination, rtol=1e-9)
     assert h.iterations == e.iterations and h.converged and e.converged
     assert h.n_interventions == e.n_interventions == N_Q * K
+

@@ -636,6 +636,14 @@ def pipeline_bootstrap(
     max_failed:
         Largest share of resamples whose estimation may fail (default 0.05) before an
         :class:`InputError` says the log is too small for this interval.
+
+    Notes
+    -----
+    What is tested (``tests/test_estimators_position_bias.py``): on a 1,500-impression
+    swap log (30 queries, 4 slots) the interval is wider than both plug-in intervals
+    (about 1.2 times the CLT one); over 24 seeded logs of 800 impressions the 95%
+    interval covered the exact value 22 times (the test only asks for at least the
+    0.1% binomial quantile at 95%). Nothing more about its coverage is claimed.
     """
     from onlineeval.estimators.pbm_ips import PBMIPS
 
