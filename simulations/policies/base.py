@@ -30,6 +30,16 @@ leaves the prefix probability unchanged. Marginals are
 :math:`P_{j a l b} = P(\text{slot } j \text{ shows } a,\ \text{slot } l \text{ shows } b)`
 (with :math:`P_{jaj b} = \delta_{ab} M_{aj}`).
 
+API (every policy)
+------------------
+``sample(query, rng)`` draws ``(n, k)`` lists; ``propensities(query, rankings)`` gives
+list, prefix and item probabilities of *any* lists; ``shown_probability(query, docs)``,
+``item_position_marginals(query)`` ``(n, m, k)`` and ``pair_marginals(query_one)``
+``(k, m, k, m)``; ``describe()`` and ``conventions()`` say what they are. Where item
+marginals are Monte Carlo (Plackett-Luce above its DP budget) ``marginals_exact(query)``
+is False and ``marginal_se``, ``item_se`` and ``shown_se`` give their standard errors
+(0 where exact); ``with_mc_seed(seed)`` gives an independent re-draw.
+
 *Rank policies* (deterministic, epsilon-greedy, RandTop-n, swap, RandPair) randomise
 only the *positions* of the base ranking: slot :math:`j` shows the document of base rank
 :math:`\sigma(j)` for a random permutation :math:`\sigma` whose law depends on the query
