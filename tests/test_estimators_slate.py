@@ -491,6 +491,42 @@ def test_pi_reports_target_outside_the_range() -> None:
     assert t_far.notes["queries_outside_range"] == 1 and t_far.notes["queries_target_outside_candidates"] == 1
 
 
+def test_pi_weights_are_cached_per_logger_and_target() -> None:
+    w = make_world(4, 2, 3)
+    log, _ = w.full_log("pbm")
+    first = PseudoInverse().terms(log, w.target, "clicks_per_query").weights
+    calls = []
+
+    class Counting(EnumLogger):
+        def pair_marginals(self, query: int) -> np.ndarray:
+            calls.append(query)
+            return super().pair_marginals(query)
+
+    counting = Counting(4, 2, w.logger.prob)
+    again = LoggedData(log.query, log.shown, log.clicks, logger=counting)
+    for _ in range(3):
+        assert np.array_equal(PseudoInverse().terms(again, w.target, "clicks_per_query").weights, first)
+    assert sorted(calls) == [0, 1]  # once per query, not per call
+    other = DeterministicTarget(w.target.lists[:, ::-1].copy())
+    assert not np.allclose(PseudoInverse().terms(again, other, "clicks_per_query").weights, first)
+    assert sorted(calls) == [0, 0, 1, 1]
+
+
+def test_pi_with_the_simulator_plackett_luce_policy() -> None:
+    """The simulator's logging policy gives the same PI weights as the brute-force table."""
+    policies = pytest.importorskip("simulations.policies")
+    scores = np.random.default_rng(8).normal(size=(2, 5))
+    policy = policies.build_policy({"policy": "plackett_luce"}, scores, 3)
+    w = make_world(5, 3, 11)
+    w = World(EnumLogger.plackett_luce(5, 3, scores), w.attract, w.theta, w.lam, w.q_prob, w.target)
+    log, prob = w.full_log("pbm")
+    sim_log = LoggedData(log.query, log.shown, log.clicks, logger=policy)
+    a = PseudoInverse().terms(log, w.target, "clicks_per_query")
+    b = PseudoInverse().terms(sim_log, w.target, "clicks_per_query")
+    assert np.allclose(a.weights, b.weights, atol=1e-9)
+    assert prob @ b.num == pytest.approx(w.truth("pbm", get_reward("clicks_per_query", 3)), abs=1e-10)
+
+
 # ------------------------------------------------------------------------------ Monte Carlo
 MC_CASES = [
     (ClippedIPS(cap=6.0), "cascade", "reciprocal_rank"),

@@ -55,7 +55,8 @@ offer ``pair_marginals(query_index) -> (k, m, k, m)`` array of :math:`P(s_j = a,
 (documents are the query's candidate indices ``0..m-1``; empty slots have no indicator).
 The target's :math:`\mathbf q_\pi` is read from its item propensities. The cost is one
 symmetric eigendecomposition of size :math:`km'` per distinct query (``m'``: candidates the
-logger ever shows), then one gather per impression.
+logger ever shows), kept for later calls with the same logger and target objects (both are
+treated as immutable), then one gather per impression.
 
 Reference
 ---------
@@ -66,6 +67,7 @@ Zitouni, I. (2017). Off-policy evaluation for slate recommendation. *NeurIPS 201
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,6 +144,22 @@ def pi_slot_weights(gamma: FloatArray, q: FloatArray, rcond: float) -> tuple[Flo
     return out.reshape(k, m), resid
 
 
+#: logger -> target -> (query, k, rcond) -> weights; loggers and targets are immutable by
+#: contract, and entries go when either is garbage-collected
+_CACHE: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, dict[tuple[int, int, float], Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _cache_for(logger: Any, target: Any) -> dict[tuple[int, int, float], Any] | None:
+    """The weight cache of a (logger, target) pair; ``None`` when either cannot be weakly referenced."""
+    try:
+        per_logger = _CACHE.setdefault(logger, weakref.WeakKeyDictionary())
+        return per_logger.setdefault(target, {})
+    except TypeError:
+        return None
+
+
 @register_estimator
 @dataclass(frozen=True)
 class PseudoInverse(Estimator):
@@ -173,6 +191,19 @@ class PseudoInverse(Estimator):
             raise ConfigError(("estimator", "rcond"), f"must be a number in [0, 1), got {r!r}")
         object.__setattr__(self, "rcond", float(r))
 
+    def _query_weights(self, logger: Any, target: Target, query: int, k: int,
+                       source: str | None) -> tuple[FloatArray, float, bool]:
+        """``(Gamma^+ q as (k, m), range residual, target outside the candidates)`` of one query."""
+        gamma = _pair_marginals(logger, query, k, source)
+        m = gamma.shape[1]
+        w, resid = pi_slot_weights(gamma, _target_q(target, query, k, m), self.rcond)
+        rankings = getattr(target, "rankings", None)
+        foreign = rankings is not None and bool((np.asarray(rankings(np.array([query])))[0, :k] >= m).any())
+        if foreign:
+            resid = max(resid, 1.0)  # the target's indicator of that document is not represented
+        w.setflags(write=False)
+        return w, resid, foreign
+
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         logger = data.logger
         if logger is None or not callable(getattr(logger, "pair_marginals", None)):
@@ -186,17 +217,17 @@ class PseudoInverse(Estimator):
         uq, inv = np.unique(data.query, return_inverse=True)
         per_query: list[FloatArray] = []
         resid = np.zeros(uq.size)
-        rankings = getattr(target, "rankings", None)
-        foreign = 0  # queries whose target list holds documents outside the logger's candidates
+        foreign = np.zeros(uq.size, dtype=bool)  # target list holds documents outside the logger's candidates
+        cache = _cache_for(logger, target)
         for u, query in enumerate(uq):
-            gamma = _pair_marginals(logger, int(query), k, data.source)
-            m = gamma.shape[1]
-            q = _target_q(target, int(query), k, m)
-            w, resid[u] = pi_slot_weights(gamma, q, self.rcond)
-            if rankings is not None and (np.asarray(rankings(np.array([query])))[0, :k] >= m).any():
-                foreign += 1
-                resid[u] = max(resid[u], 1.0)  # the target's indicator of that document is not represented
-            per_query.append(w)
+            key = (int(query), k, self.rcond)
+            hit = cache.get(key) if cache is not None else None
+            if hit is None:
+                hit = self._query_weights(logger, target, int(query), k, data.source)
+                if cache is not None:
+                    cache[key] = hit
+            per_query.append(hit[0])
+            resid[u], foreign[u] = hit[1], hit[2]
         width = max(w.shape[1] for w in per_query)
         table = np.zeros((uq.size, k, width + 1))  # column `width` stays 0: empty slots and padding
         m_of = np.empty(uq.size, dtype=np.int64)
@@ -218,7 +249,7 @@ class PseudoInverse(Estimator):
         notes = {
             "max_range_residual": float(resid.max()),
             "queries_outside_range": int(np.count_nonzero(resid > RANGE_TOLERANCE)),
-            "queries_target_outside_candidates": foreign,
+            "queries_target_outside_candidates": int(np.count_nonzero(foreign)),
             "negative_weight_share": float(np.mean(weight < 0)),
         }
         return Terms(num=weight * r, weights=weight, notes=notes)
