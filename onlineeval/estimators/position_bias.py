@@ -299,12 +299,12 @@ def estimate_randtop(data: LoggedData, n_top: int | None = None) -> PositionBias
 
 
 # --------------------------------------------------------------- pairs at several slots
-def _pair_positions(data: LoggedData) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+def _pair_positions(data: LoggedData) -> tuple[IntArray, IntArray, IntArray, int]:
     """Valid slots flattened: (pair index, slot, impression row, number of pairs)."""
     rows, slots = np.nonzero(data.valid)
     key = np.stack([data.query[rows], data.shown[rows, slots]], axis=1)
     _, pair = _groups(key)
-    return pair, slots.astype(np.int64), rows.astype(np.int64), np.asarray(int(pair.max()) + 1 if pair.size else 0)
+    return pair, slots.astype(np.int64), rows.astype(np.int64), int(pair.max()) + 1 if pair.size else 0
 
 
 def _connected(k: int, pair: IntArray, slot: IntArray, multi: NDArray[np.bool_]) -> list[int]:
@@ -407,8 +407,7 @@ def estimate_harvest(
             raise InputError(f"ranker: expected ({data.n},) integers (one ranker id per impression), got "
                              f"shape {rk.shape} dtype {rk.dtype}", data.source)
         rk = rk.astype(np.int64)
-    pair, slot, rows, m_arr = _pair_positions(data)
-    m = int(m_arr)
+    pair, slot, rows, m = _pair_positions(data)
     multi = _multi_slot_pairs(pair, slot, m, k)
     # two or more rankers per pair: the smallest and largest ranker id differ
     r_min = np.full(m, np.iinfo(np.int64).max, dtype=np.int64)
@@ -490,8 +489,8 @@ def estimate_em(
     from clickmodels.logs import from_arrays
 
     k = data.k
-    pair, slot, _, m_arr = _pair_positions(data)
-    multi = _multi_slot_pairs(pair, slot, int(m_arr), k)
+    pair, slot, _, m = _pair_positions(data)
+    multi = _multi_slot_pairs(pair, slot, m, k)
     _require_identified("em", k, pair, slot, multi, data.source,
                         "a deterministic logger shows each document at one slot per query")
     _, qcode = np.unique(data.query, return_inverse=True)
