@@ -380,14 +380,25 @@ def test_sampling_frequencies_match_exact_probabilities(spec: dict) -> None:
         assert np.all(np.abs(freq - p_cell) <= 4 * se + 1e-12), (qq, freq, p_cell)
 
 
-@pytest.mark.parametrize("name", ["deterministic", "plackett_luce", "epsilon_greedy", "randtop", "swap", "randpair"])
-def test_same_seed_same_output(name: str) -> None:
-    pol = build_policy({"policy": name}, SCORES, 3)
+@pytest.mark.parametrize("spec", SPECS, ids=_spec_id)
+def test_same_seed_same_output(spec: dict) -> None:
+    scores = _scores_for(spec)
+    before = {key: v.copy() for key, v in scores.items()} if isinstance(scores, dict) else scores.copy()
+    pol = _policy(spec, 3)
     q = np.array([0, 1, 2, 3, 0, 1] * 50)
     a = pol.sample(q, np.random.default_rng(7))
     b = pol.sample(q, np.random.default_rng(7))
     np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(pol.scores, SCORES)  # the caller's data untouched
+    c = pol.sample(q, np.random.default_rng(8))
+    assert spec["policy"] == "deterministic" or not np.array_equal(a, c)
+    lists = a.copy()
+    pol.propensities(q, lists)
+    np.testing.assert_array_equal(lists, a)  # the caller's data untouched
+    if isinstance(scores, dict):
+        for key in scores:
+            np.testing.assert_array_equal(scores[key], before[key])
+    else:
+        np.testing.assert_array_equal(scores, before)
 
 
 def test_monte_carlo_marginals_do_not_depend_on_the_batch() -> None:
