@@ -286,6 +286,21 @@ def test_exactly_unbiased_where_declared(world: World, cls: type, family: str, k
         assert exp == pytest.approx(world.truth(family, reward), abs=1e-12, rel=0), (cls.name, family, reward.name)
 
 
+@pytest.mark.parametrize(("cls", "family", "kind"), UNBIASED, ids=lambda x: getattr(x, "name", x))
+def test_exactly_unbiased_for_a_stochastic_target(cls: type, family: str, kind: str) -> None:
+    """A Plackett-Luce target (no rankings, only propensities): V = sum_s pi(s) V(s)."""
+    w = make_world(4, 3, 31)
+    target = EnumLogger.plackett_luce(4, 3, np.random.default_rng(32).normal(0, 1.5, (2, 4)))
+    table = w.click_table(family)
+    cv = click_vectors(w.k)
+    log, prob = w.full_log(family)
+    for reward in rewards_of(kind, w.k):
+        truth = reward.offset + sum(w.q_prob[q] * target.prob[q] @ (table[q] @ reward.slot_rewards(cv).sum(1))
+                                    for q in range(2))
+        t = cls().terms(log, target, reward)
+        assert reward.offset + prob @ t.num == pytest.approx(truth, abs=1e-12), (cls.name, family, reward.name)
+
+
 @pytest.mark.parametrize(("cls", "family", "kind"), BIASED, ids=lambda x: getattr(x, "name", x))
 def test_biased_where_declared(world: World, cls: type, family: str, kind: str) -> None:
     for reward in rewards_of(kind, world.k):

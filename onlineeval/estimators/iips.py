@@ -48,6 +48,9 @@ __all__ = ["IIPS"]
 @register_estimator
 @dataclass(frozen=True)
 class IIPS(Estimator):
+    """Item-position IPS: slot rewards weighted by ``pi(doc at j) / p_item`` (no options);
+    ``Terms.weights`` are the ``(n, k)`` slot weights."""
+
     name = "iips"
     assumption = (
         "item-position independence: a slot's expected reward depends only on the document at that slot "

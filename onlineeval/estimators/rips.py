@@ -103,6 +103,9 @@ def prefix_weights(data: LoggedData, target: Target) -> FloatArray:
 @register_estimator
 @dataclass(frozen=True)
 class RIPS(Estimator):
+    """Reward-interaction IPS: slot rewards weighted by the prefix ratio ``pi(top j+1) / p_prefix``
+    (no options); ``Terms.weights`` are the ``(n, k)`` slot weights."""
+
     name = "rips"
     assumption = (
         "no look-ahead: a slot's expected reward depends only on the documents at and above it "
@@ -122,6 +125,9 @@ class RIPS(Estimator):
 @register_estimator
 @dataclass(frozen=True)
 class SNRIPS(RIPS):
+    """Self-normalised RIPS for first-click rewards: normalised by the prefix weight at the
+    first click (the last slot without a click); see the module docstring."""
+
     name = "snrips"
     assumption = (
         "no look-ahead (PBM, cascade, DCM and other top-down click models); first-click rewards; "
