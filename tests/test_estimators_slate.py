@@ -595,6 +595,25 @@ def test_pi_needs_the_logging_policy() -> None:
         PseudoInverse().estimate(no_pairs, w.target)
 
 
+def test_pi_passes_the_loggers_own_errors_and_wraps_others() -> None:
+    class Refusing(EnumLogger):
+        def pair_marginals(self, query: int) -> np.ndarray:
+            raise ConfigError(("pair_max_states",), "too many states")
+
+    class Broken(EnumLogger):
+        def pair_marginals(self, query: int) -> np.ndarray:
+            return np.ones((2, 3))
+
+    base = EnumLogger.uniform(3, 2, 1)
+    target = DeterministicTarget(np.array([[0, 1]]))
+    log = LoggedData([0], [[0, 1]], [[False, True]], logger=Refusing(3, 2, base.prob))
+    with pytest.raises(ConfigError, match="pair_max_states: too many states"):
+        PseudoInverse().estimate(log, target)
+    log = LoggedData([0], [[0, 1]], [[False, True]], logger=Broken(3, 2, base.prob))
+    with pytest.raises(InputError, match=r"must have shape \(k, m, k, m\), got \(2, 3\)"):
+        PseudoInverse().estimate(log, target)
+
+
 def test_pi_refuses_documents_outside_the_candidates() -> None:
     logger = EnumLogger.uniform(3, 2, 1)
     log = LoggedData([0], [[0, 5]], [[False, True]], logger=logger)

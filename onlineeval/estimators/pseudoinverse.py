@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, OnlineEvalError
 from onlineeval.estimators.base import (
     Estimator,
     FloatArray,
@@ -94,6 +94,8 @@ def _pair_marginals(logger: Any, query: int, k: int, source: str | None) -> Floa
     try:
         g = np.asarray(logger.pair_marginals(int(query)), dtype=np.float64)
     except (TypeError, ValueError, IndexError, KeyError) as exc:
+        if isinstance(exc, OnlineEvalError):
+            raise  # the logger's own located error (e.g. pair marginals it cannot give exactly)
         raise InputError(f"pseudoinverse: the logger's pair_marginals({query}) failed: {exc}", source) from None
     if g.ndim != 4 or g.shape[0] != g.shape[2] or g.shape[1] != g.shape[3] or g.shape[1] == 0:
         raise InputError(f"pseudoinverse: pair_marginals({query}) must have shape (k, m, k, m), got {g.shape}",
