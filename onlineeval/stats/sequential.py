@@ -1,0 +1,789 @@
+r"""Sequential tests: what daily peeking costs, and tests that may be looked at every day.
+
+Estimand and assumption
+-----------------------
+Every test here is about one difference :math:`\Delta` (``B - A``, or an interleaving
+preference) estimated at looks :math:`k = 1, \dots, K` (e.g. daily checkpoints) by
+:math:`\hat\Delta_k` with standard error :math:`\mathrm{se}_k`. The z-statistics
+:math:`Z_k = \hat\Delta_k/\mathrm{se}_k` are assumed to behave like a Brownian motion observed at
+the information :math:`I_k = \mathrm{se}_k^{-2}` (the canonical joint distribution of
+Jennison and Turnbull 2000, *Group Sequential Methods with Applications to Clinical
+Trials*, sec. 3.1):
+
+.. math::
+
+    Z_k \sim N(\theta\sqrt{I_k}, 1),\qquad
+    \operatorname{Cov}(Z_j, Z_k) = \sqrt{I_j/I_k}\quad(j \le k),
+
+which holds asymptotically for cumulative means and delta-method ratios of independent
+users. Information is reported as fractions :math:`t_k = I_k/I_K` of the planned maximum, and
+the drift :math:`\delta = \theta\sqrt{I_K}` is the expected z-statistic at the horizon.
+
+Three families
+--------------
+* **Naive peeking** (:func:`peeking_test`, :func:`peeking_boundaries`): reject at the first
+  look with a fixed-horizon p-value below ``alpha``. Its false-positive rate grows with the
+  number of looks (:func:`peeking_fpr`, exact by numerical integration).
+* **Always-valid tests** from the normal mixture martingale: the mixture sequential
+  probability ratio test (mSPRT, Johari, Pekelis and Walsh 2017, "Always valid inference",
+  arXiv:1512.04922; Johari et al. 2022, *Operations Research* 70:1806-1821) with always-valid
+  p-values (:func:`msprt`), and its dual, the two-sided normal-mixture confidence sequence
+  (Howard, Ramdas, McAuliffe and Sekhon 2021, *Ann. Statist.* 49:1055-1080, eq. (14); used
+  with an estimated standard error it is the asymptotic confidence sequence of Waudby-Smith,
+  Arbour, Sinha, Kennedy and Ramdas 2023, "Time-uniform central limit theory and asymptotic
+  confidence sequences", arXiv:2103.06476, Thm. 2.2 — the one GrowthBook uses)
+  (:func:`confidence_sequence`). Both are valid at any data-dependent stopping time
+  (Ville's inequality), asymptotically when the standard error is estimated.
+* **Group-sequential boundaries** (:func:`spending_boundaries`, :func:`classic_boundaries`,
+  :func:`group_sequential_test`): the Lan and DeMets (1983, *Biometrika* 70:659-663) alpha
+  spending functions of O'Brien-Fleming and Pocock type, and the classic constant designs of
+  Pocock (1977) and O'Brien and Fleming (1979). Boundaries, crossing probabilities, power and
+  sample-size inflation are computed by recursive numerical integration of the joint density
+  above (Armitage, McPherson and Rowe 1969; Jennison and Turnbull 2000, ch. 19) with
+  Simpson's rule on an adaptive grid.
+
+All data-level functions take arrays with **looks on the last axis** and any leading shape
+(replicates, designs, ...), and never modify the caller's arrays. This module imports only
+numpy and the standard library (no scipy), so the power calculator that uses it starts fast.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from onlineeval.errors import InputError
+
+__all__ = [
+    "SPENDING_FUNCTIONS",
+    "Boundaries",
+    "Crossing",
+    "SequentialResult",
+    "classic_boundaries",
+    "confidence_sequence",
+    "crossing_probabilities",
+    "drift_for_power",
+    "equal_fractions",
+    "group_sequential_test",
+    "inflation_factor",
+    "mixture_boundaries",
+    "mixture_tau",
+    "msprt",
+    "peeking_boundaries",
+    "peeking_fpr",
+    "peeking_test",
+    "spending",
+    "spending_boundaries",
+]
+
+SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
+_ALTERNATIVES = ("two-sided", "larger", "smaller")
+_STD = NormalDist()
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_SF = np.frompyfunc(lambda x: 0.5 * math.erfc(x * _INV_SQRT2), 1, 1)
+_TAIL_SDS = 12.0  # the grid covers +-12 sd around the mean of S_k (mass outside < 1e-32)
+
+
+# ----------------------------------------------------------------------------- small numerics
+
+
+def _sf(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Upper normal tail ``1 - Phi(x)`` elementwise, accurate far into the tail (via erfc)."""
+    return np.asarray(_SF(np.asarray(x, dtype=np.float64)), dtype=np.float64)
+
+
+def _z(q: float) -> float:
+    """Standard normal quantile ``Phi^{-1}(q)``."""
+    return _STD.inv_cdf(q)
+
+
+def _root_increasing(f: Callable[[float], float], target: float, lo: float, hi: float, tol: float = 1e-11) -> float:
+    """``x`` in ``[lo, hi]`` with ``f(x) = target`` for increasing ``f`` (Illinois regula falsi)."""
+    flo, fhi = f(lo) - target, f(hi) - target
+    if flo >= 0:
+        return lo
+    if fhi <= 0:
+        return hi
+    side = 0
+    for _ in range(200):
+        x = (lo * fhi - hi * flo) / (fhi - flo)
+        fx = f(x) - target
+        if abs(fx) <= tol * abs(target) or hi - lo < 1e-13:
+            return x
+        if fx < 0:
+            lo, flo = x, fx
+            if side == -1:
+                fhi /= 2.0
+            side = -1
+        else:
+            hi, fhi = x, fx
+            if side == 1:
+                flo /= 2.0
+            side = 1
+    return 0.5 * (lo + hi)
+
+
+def _check_alpha(alpha: float) -> float:
+    a = float(alpha)
+    if not 0.0 < a < 1.0:
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
+    return a
+
+
+def _check_alternative(alternative: str) -> str:
+    if alternative not in _ALTERNATIVES:
+        raise InputError(f"alternative must be one of {', '.join(_ALTERNATIVES)}; got {alternative!r}")
+    return alternative
+
+
+def _check_fractions(fractions: ArrayLike) -> NDArray[np.float64]:
+    try:
+        t = np.array(fractions, dtype=np.float64, copy=True).ravel()
+    except (TypeError, ValueError):
+        raise InputError("fractions: expected a sequence of information fractions") from None
+    if t.size == 0:
+        raise InputError("fractions: needs at least one look")
+    if not np.isfinite(t).all() or (t <= 0).any() or (t > 1.0 + 1e-12).any():
+        raise InputError(f"fractions: information fractions must lie in (0, 1]; got {t.tolist()}")
+    if (np.diff(t) <= 0).any():
+        raise InputError(f"fractions: information fractions must be strictly increasing; got {t.tolist()}")
+    t.flags.writeable = False
+    return t
+
+
+def equal_fractions(n_looks: int) -> NDArray[np.float64]:
+    """Information fractions ``k/K`` of ``K`` equally spaced looks (e.g. daily looks, steady traffic)."""
+    k = int(n_looks)
+    if k != n_looks or k < 1:
+        raise InputError(f"looks must be a positive integer, got {n_looks!r}")
+    return np.arange(1, k + 1, dtype=np.float64) / k
+
+
+# ----------------------------------------------------------------------------- boundaries
+
+
+@dataclass(frozen=True)
+class Boundaries:
+    r"""Critical values of a sequential design on the z scale, one per look.
+
+    Attributes
+    ----------
+    fractions:
+        Information fractions :math:`t_k` of the looks (increasing, the last usually 1).
+    upper, lower:
+        Reject :math:`H_0` at the first look with :math:`Z_k \ge` ``upper[k]`` or
+        :math:`Z_k \le` ``lower[k]`` (``inf`` / ``-inf`` where a side never rejects).
+    alpha:
+        Nominal level of the design.
+    alternative:
+        ``"two-sided"``, ``"larger"`` or ``"smaller"``.
+    kind:
+        ``"obrien_fleming"``, ``"pocock"`` (spending), ``"classic_obrien_fleming"``,
+        ``"classic_pocock"``, ``"msprt"`` or ``"peeking"``.
+    """
+
+    fractions: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    lower: NDArray[np.float64]
+    alpha: float
+    alternative: str
+    kind: str
+
+    @property
+    def n_looks(self) -> int:
+        """Number of looks ``K``."""
+        return int(self.fractions.size)
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain-Python dict (JSON-ready; infinite boundaries as ``None``)."""
+
+        def vals(a: NDArray[np.float64]) -> list[float | None]:
+            return [float(v) if np.isfinite(v) else None for v in a]
+
+        return {
+            "kind": self.kind,
+            "alpha": self.alpha,
+            "alternative": self.alternative,
+            "fractions": [float(v) for v in self.fractions],
+            "upper": vals(self.upper),
+            "lower": vals(self.lower),
+        }
+
+
+def _sided(b: NDArray[np.float64], alternative: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(upper, lower) from the magnitudes ``b`` of the rejecting side(s)."""
+    inf = np.full(b.shape, np.inf)
+    if alternative == "two-sided":
+        return b, -b
+    if alternative == "larger":
+        return b, -inf
+    return inf, -b
+
+
+def spending(kind: str, fractions: ArrayLike, alpha: float) -> NDArray[np.float64]:
+    r"""Cumulative type-I error :math:`\alpha(t)` spent by information fraction ``t``.
+
+    Lan and DeMets (1983) spending functions:
+
+    .. math::
+
+        \alpha_{OF}(t) = 2 - 2\,\Phi\!\left(\frac{z_{1-\alpha/2}}{\sqrt t}\right),\qquad
+        \alpha_{P}(t) = \alpha \log\bigl(1 + (e - 1)\,t\bigr),
+
+    both equal to :math:`\alpha` at :math:`t = 1` (``kind`` ``"obrien_fleming"`` or
+    ``"pocock"``). ``alpha`` is the total level of the design (two-sided or one-sided).
+    """
+    if kind not in SPENDING_FUNCTIONS:
+        raise InputError(f"spending: kind must be one of {', '.join(SPENDING_FUNCTIONS)}; got {kind!r}")
+    a = _check_alpha(alpha)
+    t = np.minimum(np.asarray(fractions, dtype=np.float64), 1.0)
+    if kind == "obrien_fleming":
+        return 2.0 * _sf(_z(1.0 - a / 2.0) / np.sqrt(t))
+    return a * np.log1p((math.e - 1.0) * t)
+
+
+class _Recursion:
+    r"""Recursive numerical integration of the sub-densities of :math:`S_k = Z_k\sqrt{t_k}`.
+
+    :math:`S` is a Brownian motion with drift :math:`\delta` in information time ``t``. Between
+    looks the density of paths still running is propagated by the normal transition kernel
+    (Armitage, McPherson and Rowe 1969; Jennison and Turnbull 2000, sec. 19.2), integrated
+    with composite Simpson's rule on a grid over the continuation interval, truncated at
+    ``+-12`` standard deviations of :math:`S_k` around its mean. The grid step is at most
+    1/6 of the standard deviation of the next increment (at least 201 points).
+    """
+
+    def __init__(self, fractions: NDArray[np.float64], drift: float, grid: int = 6) -> None:
+        self.t = fractions
+        self.drift = float(drift)
+        self.per_sd = int(grid)
+        self.k = 0
+        self.s: NDArray[np.float64] | None = None  # grid of S_{k-1}
+        self.g: NDArray[np.float64] | None = None  # Simpson-weighted sub-density at the grid
+
+    def _increment(self) -> tuple[float, float]:
+        k = self.k
+        d = self.t[k] - (self.t[k - 1] if k > 0 else 0.0)
+        return self.drift * d, math.sqrt(d)
+
+    def exit(self, upper: float, lower: float) -> tuple[float, float]:
+        """Probabilities of continuing to look ``k`` and then exiting above / below there."""
+        sq = math.sqrt(self.t[self.k])
+        bu, bl = upper * sq, lower * sq
+        mu, sd = self._increment()
+        if self.k == 0:
+            return float(_sf(np.asarray((bu - mu) / sd))), float(_sf(np.asarray((mu - bl) / sd)))
+        if self.g is None or self.s is None or self.g.size == 0:
+            return 0.0, 0.0
+        up = float(self.g @ _sf((bu - self.s - mu) / sd)) if np.isfinite(bu) else 0.0
+        lo = float(self.g @ _sf((self.s + mu - bl) / sd)) if np.isfinite(bl) else 0.0
+        return up, lo
+
+    def advance(self, upper: float, lower: float) -> None:
+        """Condition on continuing at look ``k`` and move to look ``k + 1``."""
+        k = self.k
+        sq = math.sqrt(self.t[k])
+        mean, sdk = self.drift * self.t[k], sq
+        a = max(lower * sq, mean - _TAIL_SDS * sdk)
+        b = min(upper * sq, mean + _TAIL_SDS * sdk)
+        mu, sd = self._increment()
+        if k + 1 < self.t.size:
+            next_sd = math.sqrt(self.t[k + 1] - self.t[k])
+        else:
+            next_sd = sd
+        if not a < b or (self.g is not None and self.g.size == 0):
+            self.s, self.g = np.empty(0), np.empty(0)
+            self.k += 1
+            return
+        m = max(201, math.ceil((b - a) / next_sd * self.per_sd))
+        m += 1 - m % 2  # odd number of points for Simpson's rule
+        s = np.linspace(a, b, m)
+        h = (b - a) / (m - 1)
+        w = np.full(m, 2.0)
+        w[1::2] = 4.0
+        w[0] = w[-1] = 1.0
+        w *= h / 3.0
+        if k == 0:
+            dens = np.exp(-0.5 * ((s - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
+        else:
+            prev_s, prev_g = self.s if self.s is not None else s, self.g if self.g is not None else s
+            kern = np.exp(-0.5 * ((s[:, None] - prev_s[None, :] - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
+            dens = kern @ prev_g
+        self.s, self.g = s, w * dens
+        self.k += 1
+
+
+@dataclass(frozen=True)
+class Crossing:
+    r"""Per-look probabilities of stopping a sequential design (at a given drift).
+
+    ``upper[k]`` (``lower[k]``) is the probability of continuing to look ``k`` and crossing
+    the upper (lower) boundary there. ``drift`` is :math:`\delta = E[Z]` at information 1.
+    """
+
+    fractions: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    lower: NDArray[np.float64]
+    drift: float
+
+    @property
+    def reject(self) -> float:
+        """Probability of rejecting :math:`H_0` at some look (either side)."""
+        return float(self.upper.sum() + self.lower.sum())
+
+    @property
+    def by_look(self) -> NDArray[np.float64]:
+        """Cumulative probability of having rejected by each look."""
+        return np.cumsum(self.upper + self.lower)
+
+    @property
+    def expected_fraction(self) -> float:
+        r"""Expected information at stopping, as a fraction of the maximum:
+        :math:`\sum_k t_k P(\text{stop at } k) + t_K P(\text{no stop})`."""
+        stop = self.upper + self.lower
+        return float((self.fractions * stop).sum() + self.fractions[-1] * (1.0 - stop.sum()))
+
+
+def crossing_probabilities(boundaries: Boundaries, drift: float = 0.0) -> Crossing:
+    r"""Exact (numerically integrated) probabilities of crossing each boundary at each look.
+
+    Parameters
+    ----------
+    boundaries:
+        A sequential design (any :class:`Boundaries`).
+    drift:
+        :math:`\delta = \theta\sqrt{I_K}`, the expected z-statistic at information fraction 1
+        (0 under :math:`H_0`). Default 0.
+
+    Notes
+    -----
+    With :math:`S_k = Z_k\sqrt{t_k}` a Brownian motion with drift :math:`\delta`, the
+    sub-density of paths that have not stopped before look :math:`k` is
+
+    .. math::
+
+        f_1(s) = \tfrac{1}{\sqrt{t_1}}\,\phi\!\left(\tfrac{s - \delta t_1}{\sqrt{t_1}}\right),\qquad
+        f_k(s) = \int_{C_{k-1}} f_{k-1}(u)\,\tfrac{1}{\sqrt{\Delta_k}}
+            \phi\!\left(\tfrac{s - u - \delta\Delta_k}{\sqrt{\Delta_k}}\right) du,
+
+    with :math:`\Delta_k = t_k - t_{k-1}` and :math:`C_k` the continuation interval
+    :math:`(l_k\sqrt{t_k}, u_k\sqrt{t_k})`; the crossing probabilities integrate the normal tails
+    against :math:`f_{k-1}` (Jennison and Turnbull 2000, ch. 19).
+    """
+    rec = _Recursion(boundaries.fractions, float(drift))
+    up = np.zeros(boundaries.n_looks)
+    lo = np.zeros(boundaries.n_looks)
+    for k in range(boundaries.n_looks):
+        up[k], lo[k] = rec.exit(float(boundaries.upper[k]), float(boundaries.lower[k]))
+        if k + 1 < boundaries.n_looks:
+            rec.advance(float(boundaries.upper[k]), float(boundaries.lower[k]))
+    return Crossing(boundaries.fractions, up, lo, float(drift))
+
+
+def spending_boundaries(
+    fractions: ArrayLike,
+    alpha: float = 0.05,
+    kind: str = "obrien_fleming",
+    alternative: str = "two-sided",
+) -> Boundaries:
+    r"""Group-sequential boundaries from a Lan-DeMets alpha spending function.
+
+    Parameters
+    ----------
+    fractions:
+        Information fractions of the looks, increasing in (0, 1] (they need not be equally
+        spaced; with a final fraction below 1 the design stops early having spent
+        :math:`\alpha(t_K) < \alpha`).
+    alpha:
+        Total level: for ``alternative="two-sided"`` each boundary spends ``alpha/2`` with
+        the spending function at level ``alpha/2`` (symmetric bounds as in Reboussin, DeMets,
+        Kim and Lan 2000, *Controlled Clinical Trials* 21:190-207, and R's ``ldbounds``); the
+        one-sided level otherwise. Default 0.05.
+    kind:
+        ``"obrien_fleming"`` (default) or ``"pocock"``; see :func:`spending`.
+    alternative:
+        ``"two-sided"`` (default, symmetric boundaries), ``"larger"`` or ``"smaller"``
+        (one-sided, no futility boundary).
+
+    Returns
+    -------
+    Boundaries
+        ``b_k`` solving, look by look,
+
+        .. math::
+
+            P_0(\text{continue to } k,\ \text{cross at } k) = \alpha(t_k) - \alpha(t_{k-1}),
+
+        by numerical integration (:func:`crossing_probabilities`) and root finding; a look
+        with nothing to spend gets ``inf``.
+    """
+    t = _check_fractions(fractions)
+    a = _check_alpha(alpha)
+    alternative = _check_alternative(alternative)
+    cum = 2.0 * spending(kind, t, a / 2.0) if alternative == "two-sided" else spending(kind, t, a)
+    incr = np.diff(np.concatenate([[0.0], cum]))
+    rec = _Recursion(t, 0.0)
+    b = np.empty(t.size)
+    for k in range(t.size):
+        target = float(incr[k])
+
+        def spent(x: float) -> float:
+            u, lo = _sided(np.asarray([x]), alternative)
+            pu, pl = rec.exit(float(u[0]), float(lo[0]))
+            return -(pu + pl)  # decreasing in x, so negate
+
+        if target <= 1e-300:
+            b[k] = np.inf
+        else:
+            b[k] = _root_increasing(spent, -target, 0.0, 40.0, tol=1e-12)
+        u, lo = _sided(b[k : k + 1], alternative)
+        if k + 1 < t.size:
+            rec.advance(float(u[0]), float(lo[0]))
+    upper, lower = _sided(b, alternative)
+    return Boundaries(t, upper, lower, a, alternative, kind)
+
+
+def classic_boundaries(
+    fractions: ArrayLike,
+    alpha: float = 0.05,
+    kind: str = "obrien_fleming",
+    alternative: str = "two-sided",
+) -> Boundaries:
+    r"""The classic constant designs of Pocock (1977) and O'Brien and Fleming (1979).
+
+    Boundaries :math:`b_k = c` (``kind="pocock"``) or :math:`b_k = c\sqrt{t_K/t_k}`
+    (``kind="obrien_fleming"``), with the constant :math:`c` solving
+    :math:`P_0(\text{reject at some look}) = \alpha` by numerical integration (Jennison and
+    Turnbull 2000, Tables 2.1 and 2.3 list :math:`c` for equally spaced looks, e.g.
+    :math:`C_P(5, 0.05) = 2.413`, :math:`C_B(5, 0.05) = 2.040`). Parameters as in
+    :func:`spending_boundaries`.
+    """
+    t = _check_fractions(fractions)
+    a = _check_alpha(alpha)
+    alternative = _check_alternative(alternative)
+    if kind not in ("obrien_fleming", "pocock"):
+        raise InputError(f"classic_boundaries: kind must be obrien_fleming or pocock; got {kind!r}")
+    shape = np.sqrt(t[-1] / t) if kind == "obrien_fleming" else np.ones(t.size)
+
+    def level(c: float) -> float:
+        u, lo = _sided(c * shape, alternative)
+        return -crossing_probabilities(Boundaries(t, u, lo, a, alternative, kind), 0.0).reject
+
+    one = _z(1.0 - a / 2.0) if alternative == "two-sided" else _z(1.0 - a)
+    c = _root_increasing(level, -a, one * 0.5, one + 5.0, tol=1e-12)
+    upper, lower = _sided(c * shape, alternative)
+    return Boundaries(t, upper, lower, a, alternative, "classic_" + kind)
+
+
+def peeking_boundaries(fractions: ArrayLike, alpha: float = 0.05, alternative: str = "two-sided") -> Boundaries:
+    """The naive rule: the fixed-horizon critical value :math:`z_{1-\\alpha/2}` (or :math:`z_{1-\\alpha}`) at every look."""
+    t = _check_fractions(fractions)
+    a = _check_alpha(alpha)
+    alternative = _check_alternative(alternative)
+    c = _z(1.0 - a / 2.0) if alternative == "two-sided" else _z(1.0 - a)
+    upper, lower = _sided(np.full(t.size, c), alternative)
+    return Boundaries(t, upper, lower, a, alternative, "peeking")
+
+
+def peeking_fpr(fractions: ArrayLike, alpha: float = 0.05, alternative: str = "two-sided") -> NDArray[np.float64]:
+    r"""False-positive rate of naive peeking, by look: :math:`P_0(\exists j \le k: |Z_j| \ge z_{1-\alpha/2})`.
+
+    Exact up to the numerical integration (about 1e-9); e.g. 5 equally spaced looks at
+    ``alpha = 0.05`` give 0.142 (Armitage, McPherson and Rowe 1969, Table 2).
+    """
+    return crossing_probabilities(peeking_boundaries(fractions, alpha, alternative), 0.0).by_look
+
+
+def _mixture_x(alpha: float) -> float:
+    """Fixed point of :math:`x = 2\\log(1/\\alpha) + \\log(1 + x)`."""
+    two_l = -2.0 * math.log(alpha)
+    x = two_l
+    for _ in range(200):
+        nx = two_l + math.log1p(x)
+        if abs(nx - x) < 1e-15 * nx:
+            return nx
+        x = nx
+    return x
+
+
+def mixture_tau(se_horizon: ArrayLike, alpha: float = 0.05) -> NDArray[np.float64]:
+    r"""Mixture scale :math:`\tau` that makes the mSPRT / confidence sequence tightest at a planned horizon.
+
+    The normal-mixture boundary on :math:`|\hat\Delta|` at standard error :math:`s` is
+    :math:`\sqrt{2 s^2 (1 + s^2/\tau^2) \log(\sqrt{1+\tau^2/s^2}/\alpha)}`; writing
+    :math:`x = \tau^2/s^2`, it is smallest when :math:`x = 2\log(1/\alpha) + \log(1+x)`,
+    solved here by fixed-point iteration (the one-step value
+    :math:`-2\log\alpha + \log(1 - 2\log\alpha)` is the approximation of Howard et al. 2021,
+    sec. 3.5, and Waudby-Smith et al. 2023, eq. (10)). Returns
+    :math:`\tau = s_H\sqrt{x}` for the standard error :math:`s_H` expected at the horizon.
+    Any :math:`\tau > 0` gives a valid test; this choice only tunes where it is most powerful.
+    """
+    a = _check_alpha(alpha)
+    s = np.asarray(se_horizon, dtype=np.float64)
+    if not np.isfinite(s).all() or (s <= 0).any():
+        raise InputError("se_horizon: the standard error expected at the horizon must be finite and > 0")
+    return s * math.sqrt(_mixture_x(a))
+
+
+def mixture_boundaries(fractions: ArrayLike, alpha: float = 0.05) -> Boundaries:
+    r"""The mSPRT / confidence-sequence rejection region on the z scale at given looks.
+
+    With :math:`\tau` from :func:`mixture_tau` at information fraction 1 (so
+    :math:`\tau^2/\mathrm{se}_k^2 = x\,t_k`), :math:`\Lambda_k \ge 1/\alpha` is
+
+    .. math:: |Z_k| \ge \sqrt{\left(1 + \frac{1}{x t_k}\right)\bigl(2\log(1/\alpha) + \log(1 + x t_k)\bigr)}.
+
+    Two-sided only. Used by the power calculator; with finitely many looks the design's
+    type-I error is below ``alpha`` (Ville's inequality holds for continuous monitoring).
+    """
+    t = _check_fractions(fractions)
+    a = _check_alpha(alpha)
+    x = _mixture_x(a) * t
+    b = np.sqrt((1.0 + 1.0 / x) * (-2.0 * math.log(a) + np.log1p(x)))
+    return Boundaries(t, b, -b, a, "two-sided", "msprt")
+
+
+def _reject_prob(boundaries: Boundaries, drift: float) -> float:
+    return crossing_probabilities(boundaries, drift).reject
+
+
+def drift_for_power(boundaries: Boundaries, power: float = 0.8) -> float:
+    r"""The drift :math:`\delta = \theta\sqrt{I_K}` at which the design rejects with probability ``power``.
+
+    For ``alternative="smaller"`` the returned drift is negative. Solved by root finding on
+    :func:`crossing_probabilities`.
+    """
+    pw = float(power)
+    if not boundaries.alpha < pw < 1.0:
+        raise InputError(f"power must be in (alpha, 1) = ({boundaries.alpha}, 1); got {power!r}")
+    sign = -1.0 if boundaries.alternative == "smaller" else 1.0
+    d = _root_increasing(lambda x: _reject_prob(boundaries, sign * x), pw, 0.0, 40.0, tol=1e-10)
+    return sign * d
+
+
+def inflation_factor(boundaries: Boundaries, power: float = 0.8) -> float:
+    r"""Maximum sample size of the sequential design relative to the fixed-horizon test.
+
+    .. math:: R = \left(\frac{\delta^*_{\text{seq}}}{\delta^*_{\text{fixed}}}\right)^2,
+
+    where :math:`\delta^*` is the drift reaching ``power`` (Jennison and Turnbull 2000, sec.
+    2.3, Tables 2.2 and 2.4: e.g. :math:`R_P(5, 0.05, 0.2) = 1.229` and :math:`R_B(5, 0.05, 0.2) = 1.028` for the
+    classic designs).
+    The fixed test is the same design with one look at :math:`t = 1`.
+    """
+    fixed = peeking_boundaries([1.0], boundaries.alpha, boundaries.alternative)
+    return (drift_for_power(boundaries, power) / drift_for_power(fixed, power)) ** 2
+
+
+# ----------------------------------------------------------------------------- data-level tests
+
+
+@dataclass(frozen=True)
+class SequentialResult:
+    """Outcome of a sequential test on data with looks on the last axis.
+
+    Attributes
+    ----------
+    reject:
+        Shape ``(...)``: :math:`H_0` rejected at some look.
+    stop_look:
+        Shape ``(...)``: 0-based index of the first rejecting look, ``-1`` if none.
+    rejected_by_look:
+        Shape ``(..., K)``: rejected at or before each look (the A/A false-positive rate by
+        day is its mean over replicates).
+    pvalue:
+        Shape ``(..., K)``: always-valid p-values (:func:`msprt`), the fixed-horizon
+        p-values given (:func:`peeking_test`), or ``None`` (group-sequential tests).
+    ci_low, ci_high:
+        Shape ``(..., K)``: the confidence sequence (:func:`msprt`, :func:`confidence_sequence`)
+        or ``None``.
+    method:
+        ``"msprt"``, ``"confidence_sequence"``, ``"peeking"`` or the boundaries' kind.
+    alpha:
+        The level.
+    """
+
+    reject: NDArray[np.bool_]
+    stop_look: NDArray[np.int64]
+    rejected_by_look: NDArray[np.bool_]
+    pvalue: NDArray[np.float64] | None
+    ci_low: NDArray[np.float64] | None
+    ci_high: NDArray[np.float64] | None
+    method: str
+    alpha: float
+
+
+def _first(cross: NDArray[np.bool_]) -> tuple[NDArray[np.bool_], NDArray[np.int64], NDArray[np.bool_]]:
+    by = np.logical_or.accumulate(cross, axis=-1)
+    reject = by[..., -1]
+    stop = np.where(reject, np.argmax(cross, axis=-1), -1).astype(np.int64)
+    return reject, stop, by
+
+
+def _as_looks(x: ArrayLike, name: str, *, allow_nan: bool = True) -> NDArray[np.float64]:
+    try:
+        arr = np.array(x, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise InputError(f"{name}: expected an array of numbers with looks on the last axis") from None
+    if arr.ndim == 0:
+        raise InputError(f"{name}: expected an array with looks on the last axis, got a scalar")
+    bad = np.isinf(arr) if allow_nan else ~np.isfinite(arr)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"{name}: value at index {where} is {arr[where]!r}; only finite numbers are allowed")
+    return arr
+
+
+def _estimates(estimate: ArrayLike, se: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    est = _as_looks(estimate, "estimate")
+    s = _as_looks(se, "se")
+    if (s < 0).any():
+        raise InputError("se: standard errors must be >= 0")
+    try:
+        est, s = np.broadcast_arrays(est, s)
+    except ValueError:
+        raise InputError(f"estimate and se: shapes {est.shape} and {s.shape} do not broadcast") from None
+    return est, s
+
+
+def _mixture(
+    estimate: ArrayLike, se: ArrayLike, tau: ArrayLike, alpha: float, null: float, method: str
+) -> SequentialResult:
+    a = _check_alpha(alpha)
+    est, s = _estimates(estimate, se)
+    tau_arr = np.asarray(tau, dtype=np.float64)
+    if not np.isfinite(tau_arr).all() or (tau_arr <= 0).any():
+        raise InputError("tau: the mixture scale must be finite and > 0 (see mixture_tau)")
+    if tau_arr.ndim > 0:
+        tau_arr = tau_arr[..., None]  # one tau per leading row, shared by its looks
+    tau2 = tau_arr**2
+    v = s * s
+    d = est - float(null)
+    pos = v > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        vv = np.where(pos, v, 1.0)
+        log_lr = 0.5 * np.log(vv / (vv + tau2)) + tau2 * d * d / (2.0 * vv * (vv + tau2))
+        log_lr = np.where(pos, log_lr, np.where(d == 0, 0.0, np.inf))
+        p_now = np.minimum(1.0, np.exp(-log_lr))
+        half = np.sqrt(2.0 * vv * (vv + tau2) / tau2 * (0.5 * np.log((vv + tau2) / vv) - math.log(a)))
+        half = np.where(pos, half, 0.0)
+    nan = np.isnan(d) | np.isnan(v)
+    p_now = np.where(nan, np.nan, p_now)
+    pvalue = np.fmin.accumulate(p_now, axis=-1)
+    lo = np.fmax.accumulate(np.where(nan, np.nan, est - half), axis=-1)
+    hi = np.fmin.accumulate(np.where(nan, np.nan, est + half), axis=-1)
+    with np.errstate(invalid="ignore"):
+        cross = p_now <= a
+    reject, stop, by = _first(cross)
+    return SequentialResult(reject, stop, by, pvalue, lo, hi, method, a)
+
+
+def msprt(
+    estimate: ArrayLike, se: ArrayLike, *, tau: ArrayLike, alpha: float = 0.05, null: float = 0.0
+) -> SequentialResult:
+    r"""Mixture sequential probability ratio test with always-valid p-values.
+
+    Parameters
+    ----------
+    estimate, se:
+        Estimates :math:`\hat\Delta_k` and standard errors at each look, looks on the last
+        axis (e.g. ``Estimates.estimate`` and ``Estimates.se`` of shape (replicates, days)).
+        NaN marks a look where the estimate is undefined (it neither rejects nor updates).
+    tau:
+        Standard deviation of the normal mixing distribution of the effect, on the scale of
+        ``estimate``: a scalar, or one value per leading row (shape ``estimate.shape[:-1]``).
+        :func:`mixture_tau` gives the value tightest at a planned horizon.
+    alpha:
+        Level. Default 0.05.
+    null:
+        :math:`\Delta_0`. Default 0.
+
+    Returns
+    -------
+    SequentialResult
+        ``pvalue`` are the always-valid p-values, ``ci_low``/``ci_high`` the confidence
+        sequence (identical to :func:`confidence_sequence`), ``reject`` when some
+        :math:`p_k \le \alpha`.
+
+    Notes
+    -----
+    Mixing the likelihood ratio of :math:`\hat\Delta_k \sim N(\Delta, s_k^2)` against
+    :math:`\Delta_0` over :math:`\Delta \sim N(\Delta_0, \tau^2)` (Johari et al. 2017, eq. (11))
+    gives
+
+    .. math::
+
+        \Lambda_k = \sqrt{\frac{s_k^2}{s_k^2 + \tau^2}}
+            \exp\!\left(\frac{\tau^2 (\hat\Delta_k - \Delta_0)^2}{2 s_k^2 (s_k^2 + \tau^2)}\right),
+        \qquad p_k = \min\bigl(1, p_{k-1}, 1/\Lambda_k\bigr),
+
+    a non-negative martingale under :math:`H_0`, so
+    :math:`P_0(\exists k: p_k \le \alpha) \le \alpha` by Ville's inequality for any number of
+    looks; with estimated :math:`s_k` this holds asymptotically (Waudby-Smith et al. 2023).
+    ``se == 0`` gives :math:`p = 1` if the estimate equals the null and 0 otherwise.
+    """
+    return _mixture(estimate, se, tau, alpha, null, "msprt")
+
+
+def confidence_sequence(
+    estimate: ArrayLike, se: ArrayLike, *, tau: ArrayLike, alpha: float = 0.05, null: float = 0.0
+) -> SequentialResult:
+    r"""Two-sided normal-mixture confidence sequence (running intersection) and its test.
+
+    The interval at look :math:`k` is
+
+    .. math::
+
+        \hat\Delta_k \pm \sqrt{2 s_k^2\left(1 + \frac{s_k^2}{\tau^2}\right)
+            \log\frac{\sqrt{1 + \tau^2/s_k^2}}{\alpha}}
+
+    (Howard et al. 2021, eq. (14), two-sided normal mixture; in the parametrisation of
+    Waudby-Smith et al. 2023, Thm. 2.2, :math:`\rho^2 = \tau^2/\hat\sigma^2`), intersected
+    with all earlier ones; it covers :math:`\Delta` at all looks simultaneously with
+    probability at least :math:`1 - \alpha` (asymptotically with estimated :math:`s_k`).
+    It is the inversion of :func:`msprt`: :math:`\Delta_0` leaves the sequence exactly when
+    the always-valid p-value drops to :math:`\le\alpha`, so ``reject`` is identical.
+    Parameters as in :func:`msprt`.
+    """
+    return _mixture(estimate, se, tau, alpha, null, "confidence_sequence")
+
+
+def group_sequential_test(statistic: ArrayLike, boundaries: Boundaries) -> SequentialResult:
+    r"""Apply group-sequential boundaries to z-statistics, looks on the last axis.
+
+    ``statistic[..., k]`` is :math:`Z_k = (\hat\Delta_k - \Delta_0)/\mathrm{se}_k` at the look
+    with information fraction ``boundaries.fractions[k]`` (the last axis must have
+    ``boundaries.n_looks`` entries). Rejects at the first look with :math:`Z_k \ge u_k` or
+    :math:`Z_k \le l_k`; NaN statistics never reject.
+    """
+    z = _as_looks(statistic, "statistic")
+    if z.shape[-1] != boundaries.n_looks:
+        raise InputError(
+            f"statistic: the last axis has {z.shape[-1]} looks but the boundaries have {boundaries.n_looks}"
+        )
+    with np.errstate(invalid="ignore"):
+        cross = (z >= boundaries.upper) | (z <= boundaries.lower)
+    reject, stop, by = _first(cross)
+    return SequentialResult(reject, stop, by, None, None, None, boundaries.kind, boundaries.alpha)
+
+
+def peeking_test(pvalues: ArrayLike, alpha: float = 0.05) -> SequentialResult:
+    """The naive rule: reject at the first look whose fixed-horizon p-value is below ``alpha``.
+
+    ``pvalues`` has looks on the last axis (NaN never rejects). Its false-positive rate is
+    inflated (:func:`peeking_fpr`); report it next to the fixed-horizon rate, do not use it.
+    """
+    a = _check_alpha(alpha)
+    p = _as_looks(pvalues, "pvalues")
+    if ((p < 0) | (p > 1)).any():
+        raise InputError("pvalues: p-values must lie in [0, 1]")
+    with np.errstate(invalid="ignore"):
+        cross = p < a
+    reject, stop, by = _first(cross)
+    return SequentialResult(reject, stop, by, p, None, None, "peeking", a)
+
