@@ -177,15 +177,23 @@ def evaluate_cmd(
     paths = list(run or []) if qrels is not None else list(scores or [])
     if not paths and not features:
         raise ConfigError(("run",) if qrels is not None else ("scores",), "give at least one system")
-    conv = preset(preset_name).with_(
+    from onlineeval.metrics.names import common_rel_min, resolve_metric_list
+
+    metric_names, translations = resolve_metric_list(metrics)
+    base_conv = preset(preset_name)
+    asked_rel = common_rel_min(
+        translations, len(metric_names), rel_min if rel_min is not None else base_conv.rel_min, rel_min is not None
+    )
+    conv = base_conv.with_(
         gain=Gain.parse(gain) if gain is not None else None,
         ties=ties,
         empty=empty,
         missing=missing,
-        rel_min=rel_min,
+        rel_min=rel_min if rel_min is not None or asked_rel == base_conv.rel_min else asked_rel,
         depth=depth,
     )
-    ms = parse_metrics(metrics)
+    ms = parse_metrics(metric_names)
+    names_note = "names: " + "; ".join(t.describe() for t in translations) if translations else ""
     for option, target in (("per-query", per_query), ("comparisons", comparisons_file)):
         if target is not None and not target.parent.is_dir():
             raise ConfigError((option,), f"the folder {target.parent} does not exist")
@@ -246,6 +254,11 @@ def evaluate_cmd(
         doc = _json(evals, conv, comparisons, common_queries, seg_means, with_per_query)
         if err_gmax:
             doc["err_gmax"] = err_gmax
+        if translations:
+            doc["names"] = [
+                {"given": t.given, "metrics": list(t.metrics), "source": t.source, "rel_min": t.rel_min}
+                for t in translations
+            ]
         if coverage is not None:
             doc["segments"] = coverage
         for entry in doc["systems"]:
@@ -258,6 +271,8 @@ def evaluate_cmd(
     elif output_format == "csv":
         tidy = _tidy(evals, conv, seg_means, residual_values, err_gmax, with_per_query)
         typer.echo(tidy.to_csv(index=False), nl=False)
+        if names_note:
+            typer.echo(f"note: {names_note}", err=True)
         if common_queries == 0:
             typer.echo(f"note: {_NO_PAIRS}", err=True)
         elif len(evals) > 1 and comparisons_file is None:
@@ -266,6 +281,9 @@ def evaluate_cmd(
             typer.echo("note: " + _coverage_text(coverage), err=True)
     else:
         text = _table(evals, conv, comparisons, common_queries, seg_means, baseline)
+        if names_note:
+            first, sep, rest = text.partition("\n")
+            text = first + "\n" + names_note + sep + rest
         if err_gmax:
             first, sep, rest = text.partition("\n")
             notes = "\n".join(f"{m}: gmax = {g} (top grade of the qrels)" for m, g in err_gmax.items())

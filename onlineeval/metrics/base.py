@@ -320,17 +320,44 @@ _NAME_RE = re.compile(r"^\s*(?P<name>[A-Za-z0-9_][A-Za-z0-9_\-]*)\s*(?P<args>\(.
 MAX_CUTOFF = 10_000
 
 
-def parse_metric(name: str) -> Metric:
+def parse_metric(name: str, translate_names: bool = True) -> Metric:
     """Parse a metric name such as ``"nDCG@10"``, ``"RBP(p=0.8)"`` or ``"AP(denominator='min_r_k')@5"``.
 
     Parameters are keyword literals (numbers, strings, booleans); they are read with
-    :func:`ast.literal_eval`, never evaluated as code.
+    :func:`ast.literal_eval`, never evaluated as code. With ``translate_names`` a name
+    that is not ours but a trec_eval or ir_measures measure name (``P_10``,
+    ``ndcg_cut_10``, ``R@100``, ``IPrec@0.5``) is translated, see
+    :mod:`onlineeval.metrics.names`.
 
     Raises
     ------
     onlineeval.errors.ConfigError
-        Unknown metric, unknown parameter, a non-literal value or a bad cut-off.
+        Unknown metric, unknown parameter, a non-literal value or a bad cut-off; a
+        foreign name that stands for several metrics (``P.5,10``: use
+        :func:`parse_metrics`) or carries a relevance threshold (``P(rel=2)@10``: the
+        threshold is the ``rel_min`` convention).
     """
+    try:
+        return _parse_own(name)
+    except ConfigError as exc:
+        if not translate_names or not isinstance(name, str):
+            raise
+        from onlineeval.metrics.names import translate_instead
+
+        found = translate_instead(name, exc)
+    if found.rel_min is not None:
+        raise ConfigError(
+            ("metrics", name),
+            f"carries the relevance threshold {found.rel_min}, which is the rel_min convention of a whole "
+            f"evaluation here: write {found.metrics[0]} and set rel_min={found.rel_min} (--rel-min {found.rel_min})",
+        )
+    if len(found.metrics) != 1:
+        raise ConfigError(("metrics", name), f"stands for {len(found.metrics)} metrics; use parse_metrics")
+    return _parse_own(found.metrics[0])
+
+
+def _parse_own(name: str) -> Metric:
+    """:func:`parse_metric` for our own names only."""
     if isinstance(name, Metric):
         return name
     if not isinstance(name, str):
@@ -341,7 +368,11 @@ def parse_metric(name: str) -> Metric:
     cls = _LOOKUP.get(m.group("name").lower())
     if cls is None:
         known = ", ".join(sorted(REGISTRY))
-        raise ConfigError(("metrics", name), f"unknown metric {m.group('name')!r}; known: {known}")
+        raise ConfigError(
+            ("metrics", name),
+            f"unknown metric {m.group('name')!r}; known: {known} (trec_eval and ir_measures names such as P_10 "
+            "or R@100 are translated; `onlineeval metrics` lists every name)",
+        )
     kwargs: dict[str, Any] = {}
     if m.group("args"):
         kwargs = _parse_args(name, m.group("args"))
@@ -404,21 +435,9 @@ def parse_metrics(names: str | Iterable[str | Metric]) -> list[Metric]:
         under any spelling (``"AP,MAP"``): each metric is one column of the results.
     """
     if isinstance(names, str):
-        parts: list[str] = []
-        depth = 0
-        current = ""
-        for ch in names:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-            if ch == "," and depth == 0:
-                parts.append(current)
-                current = ""
-            else:
-                current += ch
-        parts.append(current)
-        items: list[str | Metric] = [p.strip() for p in parts]
+        from onlineeval.metrics.names import split_metric_list
+
+        items: list[str | Metric] = [p.strip() for p in split_metric_list(names)]
         if len(items) > 1:
             for i, item in enumerate(items, start=1):
                 if not item:
@@ -430,8 +449,27 @@ def parse_metrics(names: str | Iterable[str | Metric]) -> list[Metric]:
         raise ConfigError(("metrics",), "no metric given")
     out: list[Metric] = []
     for x in items:
-        m = parse_metric(x) if isinstance(x, str) else x
-        if m in out:
-            raise ConfigError(("metrics",), f"{str(x)!r} is {m} again; give each metric once")
-        out.append(m)
+        for m in _parse_family(x) if isinstance(x, str) else [x]:
+            if m in out:
+                raise ConfigError(("metrics",), f"{str(x)!r} is {m} again; give each metric once")
+            out.append(m)
     return out
+
+
+def _parse_family(name: str) -> list[Metric]:
+    """One name, or a trec_eval family such as ``P.5,10`` that stands for several metrics."""
+    try:
+        return [_parse_own(name)]
+    except ConfigError as exc:
+        from onlineeval.metrics.names import translate_instead
+
+        found = translate_instead(name, exc)
+        if found.rel_min is not None or len(found.metrics) == 1:
+            return [parse_metric(name)]  # its own message for a threshold; the metric otherwise
+        return [_parse_own(n) for n in found.metrics]
+
+
+def is_own_name(name: str) -> bool:
+    """``True`` when the name (before any parameters or cut-off) is one of our metric names."""
+    m = _NAME_RE.match(name)
+    return m is not None and m.group("name").lower() in _LOOKUP

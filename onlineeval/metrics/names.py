@@ -1,0 +1,380 @@
+"""Measure names of trec_eval and ir_measures translated to onlineeval metrics.
+
+Users bring the names of the tools they know. This module maps them to the metric they
+denote here, so that ``--metrics P_10,ndcg_cut_10,map`` and ``--metrics "P@10,nDCG@10,AP"``
+evaluate the same thing, and says which translation happened (:class:`Translation`).
+
+trec_eval (``trec_eval -m``, pytrec_eval)
+    Printed names ``P_10``, ``ndcg_cut_10``, ``map_cut_100``, ``recall_100``,
+    ``success_10``, ``iprec_at_recall_0.50``, ``Rprec_mult_0.20``, ``set_P`` and
+    measure families with parameters ``P.5,10`` (two metrics), ``ndcg_cut.10,20``,
+    ``iprec_at_recall.0.1,0.5``, ``11pt_avg.0.25,0.5`` (one metric over those levels),
+    ``ndcg.1=3,2=9`` (nDCG with that gain table). ``map``, ``recip_rank``, ``Rprec``,
+    ``bpref``, ``infAP``, ``11pt_avg``, ``ndcg`` and ``num_*`` are aliases of our metrics.
+    Under the ``trec_eval`` conventions preset each translated metric equals the trec_eval
+    measure (checked against pytrec_eval in ``tests/test_metric_names.py``).
+ir_measures
+    ``nDCG@10``, ``P@10``, ``AP@100``, ``RR``, ``ERR@10``, ``RBP(p=0.8)``, ``Success@10``
+    are our own spellings. ``R@100`` is Recall@100, ``IPrec@0.5`` is interpolated
+    precision at recall 0.5 (the ``@`` is a recall level there), ``Rprec``, ``Bpref``,
+    ``NumRet``, ``NumRel``, ``NumRelRet``, ``SetP`` and ``SetR`` their trec_eval forms.
+    ``rel=r`` (``P(rel=2)@10``) is the relevance threshold, which onlineeval holds in one
+    convention for the whole evaluation (``rel_min``): :attr:`Translation.rel_min`
+    carries it and the caller applies it (``onlineeval evaluate`` does when every metric
+    agrees, and refuses a mix). ``Judged@k`` (share of the top ``k`` that is judged,
+    denominator ``k``) is ``P@k`` with ``rel_min = 0``: slots holding an unjudged document
+    or nothing have codes below 0.
+
+References
+----------
+C. Buckley et al. trec_eval, https://github.com/usnistgov/trec_eval (measure names).
+S. MacAvaney, C. Macdonald, I. Ounis. "Streamlining Evaluation with ir-measures". ECIR 2022.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from onlineeval.errors import ConfigError
+
+__all__ = ["Translation", "common_rel_min", "external_names", "resolve_metric_list", "split_metric_list", "translate"]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One measure name as written and the onlineeval metric names it stands for.
+
+    Attributes
+    ----------
+    given:
+        The name as the user wrote it (``P_10``, ``P.5,10``, ``P(rel=2)@10``).
+    metrics:
+        Our canonical names (``("P@10",)``; a trec_eval family can give several).
+    source:
+        ``"trec_eval"``, ``"ir_measures"`` or ``"alias"``.
+    rel_min:
+        The relevance threshold the name carries (ir_measures ``rel=``, ``Judged``),
+        ``None`` when it carries none.
+    """
+
+    given: str
+    metrics: tuple[str, ...]
+    source: str
+    rel_min: int | None = None
+
+    def describe(self) -> str:
+        """``P_10 -> P@10 (trec_eval name)``; with ``rel_min = 2`` when the name carries it."""
+        kind = "alias" if self.source == "alias" else f"{self.source} name"
+        extra = f"; relevance threshold rel_min = {self.rel_min}" if self.rel_min is not None else ""
+        return f"{self.given} -> {', '.join(self.metrics)} ({kind}{extra})"
+
+
+# ------------------------------------------------------------------------- trec_eval
+
+#: trec_eval measures without parameters (printed names)
+_TREC_FIXED: dict[str, str] = {
+    "map": "AP",
+    "Rprec": "RPrec",
+    "bpref": "bpref",
+    "recip_rank": "RR",
+    "infAP": "infAP",
+    "11pt_avg": "IPrecAvg",
+    "ndcg": "nDCG",
+    "num_ret": "NumRet",
+    "num_rel": "NumRel",
+    "num_rel_ret": "NumRelRet",
+    "set_P": "P",
+    "set_recall": "Recall",
+}
+
+#: trec_eval families with one numeric parameter per metric: name -> (template, integer parameter)
+_TREC_FAMILIES: dict[str, tuple[str, bool]] = {
+    "P": ("P@{}", True),
+    "recall": ("Recall@{}", True),
+    "success": ("Success@{}", True),
+    "ndcg_cut": ("nDCG@{}", True),
+    "map_cut": ("AP@{}", True),
+    "iprec_at_recall": ("IPrec(recall={})", False),
+    "Rprec_mult": ("RPrecMult(mult={})", False),
+}
+
+#: trec_eval measures that exist but have no counterpart here, with the reason
+_TREC_REFUSED: dict[str, str] = {
+    "gm_map": "gm_map is the geometric mean of AP over queries; onlineeval reports arithmetic means "
+    "(per-query values: AP, e.g. in --per-query)",
+    "gm_bpref": "gm_bpref is a geometric mean over queries; onlineeval reports arithmetic means (per-query: bpref)",
+}
+
+# trec_eval spellings that are also aliases of our metrics (reported as trec_eval names)
+_TREC_ALIASES = frozenset({"map", "Rprec", "recip_rank", "11pt_avg", "ndcg", "num_ret", "num_rel", "num_rel_ret",
+                           "map_cut", "ndcg_cut", "iprec_at_recall", "Rprec_mult"})
+
+_NUMBER = r"-?(?:\d+\.?\d*|\.\d+)"
+_PRINTED = re.compile(rf"^(?P<family>[A-Za-z][A-Za-z_]*?)_(?P<param>{_NUMBER})$")
+_DOTTED = re.compile(r"^(?P<family>[A-Za-z0-9][A-Za-z0-9_]*)\.(?P<params>.+)$")
+_LIST_CONTINUATION = re.compile(rf"^\s*{_NUMBER}(?:\s*=\s*{_NUMBER})?\s*$")
+
+
+def _number(text: str, integer: bool, given: str) -> str:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(("metrics", given), f"parameter {text!r} is not a number") from None
+    if integer:
+        if value != int(value) or value < 1:
+            raise ConfigError(("metrics", given), f"cut-off {text!r} must be a positive integer")
+        return str(int(value))
+    return f"{value:g}"
+
+
+def _trec_eval(name: str) -> Translation | None:
+    if name in _TREC_REFUSED:
+        raise ConfigError(("metrics", name), _TREC_REFUSED[name])
+    if name in _TREC_FIXED:
+        return Translation(name, (_TREC_FIXED[name],), "trec_eval")
+    m = _PRINTED.match(name)
+    if m and m.group("family") in _TREC_FAMILIES:
+        template, integer = _TREC_FAMILIES[m.group("family")]
+        return Translation(name, (template.format(_number(m.group("param"), integer, name)),), "trec_eval")
+    m = _DOTTED.match(name)
+    if m is None:
+        return None
+    family, params = m.group("family"), m.group("params")
+    values = [p.strip() for p in params.split(",")]
+    if family in _TREC_FAMILIES:
+        template, integer = _TREC_FAMILIES[family]
+        return Translation(name, tuple(template.format(_number(v, integer, name)) for v in values), "trec_eval")
+    if family == "11pt_avg":
+        levels = tuple(float(_number(v, False, name)) for v in values)
+        return Translation(name, (f"IPrecAvg(levels={levels!r})",), "trec_eval")
+    if family == "ndcg":
+        for v in values:
+            if not re.match(rf"^\d+={_NUMBER}$", v):
+                raise ConfigError(("metrics", name), "ndcg parameters are a gain table such as ndcg.1=3,2=9")
+        return Translation(name, (f"nDCG(gain={','.join(values)!r})",), "trec_eval")
+    if family in _TREC_FIXED or family in _TREC_REFUSED:
+        raise ConfigError(("metrics", name), f"trec_eval's {family} takes no parameters here")
+    return None
+
+
+# ---------------------------------------------------------------------------- ir_measures
+
+#: ir_measures measure -> (our metric, parameters kept as ours)
+_IRM: dict[str, tuple[str, tuple[str, ...]]] = {
+    "nDCG": ("nDCG", ()),
+    "P": ("P", ()),
+    "AP": ("AP", ()),
+    "R": ("Recall", ()),
+    "RR": ("RR", ()),
+    "ERR": ("ERR", ()),
+    "RBP": ("RBP", ("p",)),
+    "Success": ("Success", ()),
+    "Rprec": ("RPrec", ()),
+    "Bpref": ("bpref", ()),
+    "infAP": ("infAP", ()),
+    "NumRet": ("NumRet", ()),
+    "NumRel": ("NumRel", ()),
+    "NumRelRet": ("NumRelRet", ()),
+    "SetP": ("P", ()),
+    "SetR": ("Recall", ()),
+    "IPrec": ("IPrec", ()),
+    "Judged": ("P", ()),
+}
+
+_IRM_RE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]*)\s*(?P<args>\(.*\))?\s*(?:@\s*(?P<at>[^\s]+))?$")
+
+
+def _ir_measures(name: str) -> Translation | None:
+    m = _IRM_RE.match(name)
+    if m is None or m.group("name") not in _IRM:
+        return None
+    measure = m.group("name")
+    ours, kept = _IRM[measure]
+    args: dict[str, object] = {}
+    if m.group("args"):
+        from onlineeval.metrics.base import _parse_args
+
+        args = _parse_args(name, m.group("args"))
+    rel = args.pop("rel", None)
+    if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int)):
+        raise ConfigError(("metrics", name), f"rel must be an integer grade, got {rel!r}")
+    if measure == "Judged":
+        if rel is not None:
+            raise ConfigError(("metrics", name), "Judged takes no rel parameter")
+        rel = 0
+    unknown = [k for k in args if k not in kept]
+    if unknown:
+        allowed = ", ".join(("rel", *kept))
+        raise ConfigError(
+            ("metrics", name),
+            f"the ir_measures parameter {unknown[0]!r} of {measure} has no counterpart here; allowed: {allowed}",
+        )
+    params = ",".join(f"{k}={v!r}" for k, v in args.items())
+    at = m.group("at")
+    if measure == "IPrec":
+        if at is None:
+            raise ConfigError(("metrics", name), "IPrec needs a recall level, e.g. IPrec@0.5")
+        params = ",".join(p for p in (params, f"recall={_number(at, False, name)}") if p)
+        suffix = ""
+    else:
+        suffix = f"@{at}" if at is not None else ""
+    text = ours + (f"({params})" if params else "") + suffix
+    return Translation(name, (text,), "ir_measures", int(rel) if rel is not None else None)
+
+
+# -------------------------------------------------------------------------------- public
+
+
+def translate(name: str) -> Translation | None:
+    """The translation of a trec_eval or ir_measures measure name, ``None`` if it is neither.
+
+    Call it for names our own parser does not accept (our names win: ``nDCG@10`` is
+    ours, and ir_measures' ``nDCG@10`` is the same metric).
+
+    Raises
+    ------
+    ConfigError
+        For a known foreign measure with bad parameters or without a counterpart here
+        (``gm_map``).
+    """
+    text = name.strip()
+    return _trec_eval(text) or _ir_measures(text)
+
+
+def translate_instead(name: str, own_error: ConfigError) -> Translation:
+    """The translation of a name our parser refused with ``own_error``, else ``own_error``.
+
+    A name whose head is one of our metrics (``RBP(q=0.5)``) keeps our parser's message
+    when no translation applies either."""
+    try:
+        found = translate(name)
+    except ConfigError:
+        from onlineeval.metrics.base import is_own_name
+
+        if is_own_name(name) and not re.search(r"[(,]\s*rel\s*=", name):
+            raise own_error from None  # our metric with a bad parameter, not an ir_measures threshold
+        raise
+    if found is None:
+        raise own_error
+    return found
+
+
+def split_metric_list(text: str) -> list[str]:
+    """Split a comma-separated metric list; commas inside parentheses and in trec_eval
+    parameter lists (``P.5,10``, ``ndcg.1=3,2=9``) stay with their metric."""
+    parts: list[str] = []
+    depth = 0
+    current = ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    out: list[str] = []
+    for part in parts:
+        if out and _LIST_CONTINUATION.match(part) and _DOTTED.match(out[-1].strip()):
+            out[-1] = out[-1] + "," + part.strip()
+        else:
+            out.append(part)
+    return out
+
+
+def resolve_metric_list(text: str) -> tuple[list[str], list[Translation]]:
+    """Our metric names for a comma-separated list of names in any spelling, and the
+    translations made (aliases included, e.g. ``recip_rank -> RR``).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`onlineeval.metrics.parse_metric` for a name no tool knows.
+    """
+    from onlineeval.metrics.base import parse_metric
+
+    names: list[str] = []
+    done: list[Translation] = []
+    for item in split_metric_list(text):
+        given = item.strip()
+        if not given:
+            names.append(item)  # parse_metrics reports the empty item with its position
+            continue
+        try:
+            metric = parse_metric(given, translate_names=False)
+        except ConfigError as exc:
+            found = translate_instead(given, exc)
+            names.extend(found.metrics)
+            done.append(found)
+            continue
+        names.append(str(metric))
+        if str(metric) != given:
+            done.append(Translation(given, (str(metric),), "trec_eval" if given in _TREC_ALIASES else "alias"))
+    return names, done
+
+
+def common_rel_min(translations: list[Translation], n_metrics: int, rel_min: int, fixed: bool = False) -> int:
+    """The relevance threshold of an evaluation whose names may carry ``rel=``.
+
+    Parameters
+    ----------
+    translations:
+        From :func:`resolve_metric_list`.
+    n_metrics:
+        How many metrics the list has in all.
+    rel_min:
+        The threshold of the conventions (preset or ``--rel-min``).
+    fixed:
+        ``True`` when the user set ``rel_min`` explicitly (``--rel-min``): a name asking
+        for another threshold is then an error.
+
+    Returns
+    -------
+    int
+        ``rel_min`` when no name asks for another one; the asked threshold when every
+        metric asks for the same one.
+
+    Raises
+    ------
+    ConfigError
+        When names ask for different thresholds, or some metrics ask for one and others
+        do not: one evaluation has one threshold, so that would silently change the others.
+    """
+    asked = [t for t in translations if t.rel_min is not None and t.rel_min != rel_min]
+    if not asked:
+        return rel_min
+    levels = {t.rel_min for t in translations if t.rel_min is not None}
+    carrying = sum(len(t.metrics) for t in translations if t.rel_min is not None)
+    first = asked[0]
+    if fixed:
+        raise ConfigError(
+            ("metrics", first.given), f"asks for the relevance threshold {first.rel_min}, but --rel-min is {rel_min}"
+        )
+    if len(levels) == 1 and carrying == n_metrics:
+        return int(first.rel_min)  # type: ignore[arg-type]
+    raise ConfigError(
+        ("metrics", first.given),
+        f"asks for the relevance threshold {first.rel_min}, but the evaluation's threshold (rel_min) is {rel_min} "
+        "and applies to every metric; give every metric the same rel= (or --rel-min), or evaluate it separately",
+    )
+
+
+def external_names(metric_name: str) -> dict[str, list[str]]:
+    """The trec_eval and ir_measures spellings that translate to the registered metric
+    ``metric_name`` (as listed by ``onlineeval metrics``)."""
+    trec = [k for k, v in _TREC_FIXED.items() if v.split("(")[0].split("@")[0] == metric_name]
+    for family, (template, integer) in _TREC_FAMILIES.items():
+        if template.split("(")[0].split("@")[0] == metric_name:
+            arg = "k" if integer else "x"
+            trec += [f"{family}_<{arg}>", f"{family}.<{arg}>[,<{arg}>...]"]
+    if metric_name == "IPrecAvg":
+        trec.append("11pt_avg.<level>[,<level>...]")
+    if metric_name == "nDCG":
+        trec.append("ndcg.<grade>=<gain>[,...]")
+    special = {"IPrec": "IPrec@<recall>", "Judged": "Judged@<k> (P@<k> with rel_min 0)"}
+    irm = [special.get(measure, measure) for measure, (ours, _) in _IRM.items() if ours == metric_name]
+    return {"trec_eval": trec, "ir_measures": irm}
