@@ -233,3 +233,37 @@ def test_interpolated_precision_names_equal_trec_eval_10(collection: tuple[Path,
         ours = dict(zip(map(str, ev.queries), ev.values[parse_metric(name)]))
         for qid, value in per_query.items():
             assert abs(ours[qid] - value) <= 0.5e-4 + 1e-9, (name, qid)  # printed to 4 decimals
+
+
+# ------------------------------------------------------------------- onlineeval metrics
+
+
+def test_metrics_command_lists_every_metric_and_every_listed_name_parses_to_it() -> None:
+    from onlineeval.metrics import REGISTRY
+
+    res = runner.invoke(app, ["metrics", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    records = json.loads(res.stdout)
+    assert [r["name"] for r in records] == sorted(REGISTRY, key=str.lower)
+    fill = {"<k>": "10", "<x>": "0.5", "<recall>": "0.5", "<level>": "0.5"}
+    for r in records:
+        cls = REGISTRY[r["name"]]
+        import dataclasses
+
+        fields = {f.name: f.default for f in dataclasses.fields(cls) if f.name != "k"}
+        assert {p["name"]: p["default"] for p in r["parameters"]} == {
+            k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+        assert type(parse_metric(r["example"])) is cls
+        for alias in r["aliases"]:
+            assert type(parse_metric(alias + ("@10" if cls.cutoff == "required" else ""))) is cls
+        for name in r["trec_eval"] + r["ir_measures"]:
+            spelled = name.split(" (")[0]
+            for key, value in fill.items():
+                spelled = spelled.replace(key, value)
+            spelled = spelled.replace("[,0.5...]", ",0.7").replace("[,10...]", ",20").replace("[,...]", "")
+            spelled = spelled.replace("<grade>=<gain>", "1=3")
+            ours, _ = resolve_metric_list(spelled)
+            assert ours and all(type(parse_metric(m)) is cls for m in ours), (r["name"], name, spelled)
+    table = runner.invoke(app, ["metrics"])
+    assert table.exit_code == 0 and "P_<k>, P.<k>[,<k>...]" in table.stdout and "``" not in table.stdout
+    assert runner.invoke(app, ["metrics", "--format", "yaml"]).exit_code == 2

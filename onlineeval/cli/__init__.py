@@ -1,7 +1,8 @@
 """The ``onlineeval`` command: one sub-command (or sub-app) per area.
 
 Each area lives in its own module with a ``register(app)`` function:
-``simulate`` (the main job), ``evaluate`` (offline metrics), ``validate``
+``simulate`` (the main job), ``evaluate`` (offline metrics), ``metrics`` (the metric
+names), ``validate``
 (interleaving implementations), ``clicks`` (click models on logs) and ``estimate``
 (off-policy estimates from logged impressions).
 """
@@ -37,9 +38,9 @@ def _root(
 
 
 def _register_all() -> None:
-    from onlineeval.cli import clicks, estimate, evaluate, simulate, validate
+    from onlineeval.cli import clicks, estimate, evaluate, metrics, simulate, validate
 
-    for module in (simulate, evaluate, validate, clicks, estimate):
+    for module in (simulate, evaluate, metrics, validate, clicks, estimate):
         module.register(app)
 
 

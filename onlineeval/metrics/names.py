@@ -180,6 +180,8 @@ _IRM: dict[str, tuple[str, tuple[str, ...]]] = {
     "SetR": ("Recall", ()),
     "IPrec": ("IPrec", ()),
     "Judged": ("P", ()),
+    "INSQ": ("INSQ", ("T",)),
+    "INST": ("INST", ("T",)),
 }
 
 _IRM_RE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]*)\s*(?P<args>\(.*\))?\s*(?:@\s*(?P<at>[^\s]+))?$")
