@@ -290,3 +290,39 @@ def test_check_world_is_the_same_object_and_read_only() -> None:
         check_world("pbm").attraction[0, 0] = 0.5
     with pytest.raises(InputError, match="unknown world family"):
         check_world("ubm")
+
+
+def test_benchmark_logger_matches_enumeration() -> None:
+    """The benchmark's closed-form half-randomised logger equals epsilon-greedy (0.5) by enumeration."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from onlineeval.estimators.checks import epsilon_greedy_policy
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_estimators.py"
+    spec = importlib.util.spec_from_file_location("bench_estimators", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # dataclasses look their module up while the class is built
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.modules.pop(spec.name, None)
+    production = np.array([[2, 0, 4], [1, 3, 0]])
+    closed = bench.HalfRandomisedLogger(production, 5)
+    exact = epsilon_greedy_policy(production, 5, 0.5)
+    lists = np.concatenate([exact.lists, np.array([[0, 0, 1], [2, 0, 7], [-1, 0, 1]])])
+    for q in range(2):
+        query = np.full(lists.shape[0], q)
+        a, b = closed.propensities(query, lists), exact.propensities(query, lists)
+        np.testing.assert_allclose(a.list, b.list, atol=1e-15)
+        valid = lists >= 0
+        np.testing.assert_allclose(a.prefix[valid], b.prefix[valid], atol=1e-15)
+        np.testing.assert_allclose(a.item[valid], b.item[valid], atol=1e-15)
+        np.testing.assert_allclose(closed.pair_marginals(q), exact.pair_marginals(q), atol=1e-15)
+        np.testing.assert_allclose(closed.item_position_marginals(np.array([q])),
+                                   exact.item_position_marginals(np.array([q])), atol=1e-15)
+        docs = np.array([[0, 1, 2, 3, 4, 9]])
+        np.testing.assert_allclose(closed.shown_probability(np.array([q]), docs),
+                                   exact.shown_probability(np.array([q]), docs), atol=1e-15)
