@@ -12,12 +12,11 @@ from typer.testing import CliRunner
 
 from onlineeval.cli import app
 from onlineeval.errors import ConfigError, InputError
-from onlineeval.interleaving import available_interleavers, get_interleaver
+from onlineeval.interleaving import get_interleaver
 from onlineeval.interleaving.validation import (
     _from_object,
     load_candidate,
     read_log,
-    reference_candidate,
     validate_interleaver,
     validate_log,
 )

@@ -17,7 +17,10 @@ from typer.testing import CliRunner
 from onlineeval.cli import app
 from onlineeval.interleaving import get_interleaver
 from onlineeval.interleaving.validation import read_log, validate_log
-from onlineeval.interleaving.validation.invariants import prefix_violations, structure_violations
+from onlineeval.interleaving.validation.invariants import (
+    prefix_violations,
+    structure_violations,
+)
 
 
 def write_log(path: Path, method: str, n: int, width: int, page: int, seed: int, *, queries: int | None = None,

@@ -3,7 +3,8 @@
 * sign test: wins against losses, ties dropped (exact binomial test, ``p = 1/2``);
 * one-sample t-test of a mean against zero (real-valued outcomes: expected outcome,
   credit difference), with a degenerate sample (zero variance) handled exactly;
-* chi-square test of homogeneity of two samples of categories;
+* chi-square test of homogeneity of two samples of categories (categories seen fewer
+  than :data:`RARE_CATEGORY` times pooled);
 * Bonferroni combination ``min(1, m * min p)`` of ``m`` p-values.
 """
 
@@ -17,7 +18,11 @@ from scipy import stats
 
 from onlineeval.interleaving.validation.report import FAIL, PASS, CheckResult
 
-__all__ = ["bonferroni", "exact_check", "homogeneity", "sign_test", "t_test"]
+__all__ = ["RARE_CATEGORY", "bonferroni", "exact_check", "homogeneity", "sign_test", "t_test"]
+
+#: categories seen fewer times than this in both samples together are pooled into one
+#: before the chi-square test (expected counts of about 5 per sample and cell)
+RARE_CATEGORY = 10
 
 
 def sign_test(outcomes: NDArray[np.floating] | NDArray[np.integer],
@@ -54,6 +59,11 @@ def homogeneity(a: NDArray[np.integer], b: NDArray[np.integer]) -> float:
     table = np.zeros((2, cats.size))
     table[0] = np.bincount(inv[: a.size], minlength=cats.size)
     table[1] = np.bincount(inv[a.size:], minlength=cats.size)
+    rare = table.sum(axis=0) < RARE_CATEGORY
+    if rare.sum() > 1:        # pool sparse categories so the chi-square approximation holds
+        table = np.column_stack([table[:, ~rare], table[:, rare].sum(axis=1)])
+    if table.shape[1] < 2:
+        return 1.0
     return float(stats.chi2_contingency(table, correction=False)[1])
 
 

@@ -1,0 +1,52 @@
+"""The battery's tests against independent computations: exact binomial sums, calibration under the null."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pytest
+
+from onlineeval.interleaving.validation.stattests import bonferroni, homogeneity, sign_test, t_test
+
+
+def test_sign_test_is_the_exact_binomial_test() -> None:
+    outcomes = np.array([1] * 14 + [-1] * 4 + [0] * 9)
+    p, counts = sign_test(outcomes)
+    assert counts == {"wins": 14, "losses": 4, "ties": 9}
+    n = 18
+    tail = sum(comb(n, k) for k in range(14, n + 1)) / 2 ** n          # P(X >= 14), symmetric two-sided
+    assert p == pytest.approx(2 * tail, rel=1e-12)
+    p1, _ = sign_test(outcomes, "greater")
+    assert p1 == pytest.approx(tail, rel=1e-12)
+    assert sign_test(np.zeros(5))[0] == 1.0
+
+
+def test_t_test_degenerate_samples() -> None:
+    assert t_test(np.zeros(10)) == 1.0
+    assert t_test(np.full(10, 0.5)) == 0.0
+    assert t_test(np.full(10, 0.5), "greater") == 0.0
+    assert t_test(np.full(10, -0.5), "greater") == 1.0
+    x = np.array([0.1, -0.2, 0.3, 0.05, -0.1])
+    se = x.std(ddof=1) / np.sqrt(x.size)
+    from scipy import stats
+
+    assert t_test(x) == pytest.approx(2 * stats.t.sf(abs(x.mean() / se), x.size - 1), rel=1e-12)
+
+
+def test_homogeneity_with_sparse_categories_holds_its_level() -> None:
+    """Two samples from one distribution with 50 rare categories: rejection rate at 0.05 within 4 SE."""
+    rng = np.random.default_rng(0)
+    p = np.r_[0.5, 0.3, 0.15, np.full(50, 0.05 / 50)]
+    reps = 1000
+    pv = np.array([homogeneity(rng.choice(p.size, 2000, p=p), rng.choice(p.size, 2000, p=p)) for _ in range(reps)])
+    rate = float((pv < 0.05).mean())
+    assert abs(rate - 0.05) <= 4 * np.sqrt(0.05 * 0.95 / reps), rate
+    # and it sees a real difference
+    q = np.r_[0.40, 0.40, 0.15, np.full(50, 0.05 / 50)]
+    assert homogeneity(rng.choice(p.size, 5000, p=p), rng.choice(q.size, 5000, p=q)) < 1e-6
+
+
+def test_bonferroni() -> None:
+    assert bonferroni([0.2, 0.01, 0.5]) == pytest.approx(0.03)
+    assert bonferroni([0.6, 0.7]) == 1.0 and bonferroni([]) == 1.0
