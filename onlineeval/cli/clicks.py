@@ -1,5 +1,9 @@
 """`onlineeval clicks`: fit click models to logs and compare them on held-out sessions.
 
+Models (:data:`FIT_MODELS`, the one list help, errors and the README use): gctr (= random,
+rcm), rctr, dctr, cm (= cascade, cascade_model), dcm, sdbn, pbm, ubm, dbn, ccm; the
+``simulate`` names rbp and metric have no estimator.
+
 ``onlineeval clicks fit --log F --model ubm --out params.json`` writes the fitted
 parameters as JSON (model name, format version, conventions, parameters, fit trace);
 ``onlineeval clicks evaluate --log F --models pbm,ubm,dbn [--test-log G]`` prints a table of
@@ -18,6 +22,59 @@ import typer
 from onlineeval.cli._common import guarded
 
 _FORMAT_HELP = "Log format: tsv, jsonl or yandex (default: from the suffix, else yandex)."
+
+#: The one list of click models ``clicks fit`` / ``clicks evaluate`` fit: estimator name ->
+#: (what it is, the other names accepted for it: clickmodels' aliases and the ``simulate``
+#: model names that denote the same model). Help, errors and the README list come from it;
+#: ``tests/test_clicks_names.py`` checks it against ``clickmodels.estimation.ESTIMATORS``,
+#: ``ALIASES`` and ``clickmodels.available()``.
+FIT_MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gctr": ("global CTR, the random click model", ("random", "rcm")),
+    "rctr": ("CTR by rank", ()),
+    "dctr": ("CTR by (query, document)", ()),
+    "cm": ("cascade model: the user stops after the first click", ("cascade", "cascade_model")),
+    "dcm": ("dependent click model: continues after a click with probability lambda_r", ()),
+    "sdbn": ("simplified DBN", ()),
+    "pbm": ("position-based model", ()),
+    "ubm": ("user browsing model", ()),
+    "dbn": ("dynamic Bayesian network model", ()),
+    "ccm": ("click chain model", ()),
+}
+
+#: ``simulate`` click models without an estimator, and why
+NOT_FITTED: dict[str, str] = {
+    "rbp": "the RBP user's persistence p is a setting, not fitted; fit pbm for position bias",
+    "metric": "a metric-derived user's C/W/L weights come from the metric, not from a log",
+}
+
+#: the list as help and errors print it
+MODEL_LIST = ", ".join(f"{k}" + (f" (= {', '.join(a)})" if a else "") for k, (_, a) in FIT_MODELS.items())
+
+
+def fit_name(name: str, option: str) -> str:
+    """The estimator for a model name (estimator name, alias or ``simulate`` name).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``option``, with the list of names, for a name without an estimator.
+    """
+    from onlineeval.errors import ConfigError
+
+    key = name.strip().lower()
+    for estimator, (_, others) in FIT_MODELS.items():
+        if key == estimator or key in others:
+            return estimator
+    why = f" ({NOT_FITTED[key]})" if key in NOT_FITTED else ""  # simulate-only models say why
+    raise ConfigError((option,), f"no estimator for click model {name!r}{why}; allowed: {MODEL_LIST}")
+
+
+def _translation_note(name: str) -> str:
+    """``cascade -> cm (cascade model: ...)`` when a name other than the estimator's was given."""
+    key = fit_name(name, "--model")
+    if name.strip().lower() == key:
+        return ""
+    return f"{name} -> {key} ({FIT_MODELS[key][0]})"
 
 
 def _read(path: Path, fmt: Optional[str]):  # type: ignore[no-untyped-def]
@@ -47,13 +104,10 @@ def _check_options(
 
 def _check_fit_options(model: str, method: Optional[str], out: Path) -> None:
     """``--model``, ``--method`` and ``--out`` checked before the log is read and fitted."""
-    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL, canonical_name
+    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
     from onlineeval.errors import ConfigError
 
-    try:
-        key = canonical_name(model)
-    except ConfigError as exc:
-        raise ConfigError(("--model",), exc.message) from None
+    key = fit_name(model, "--model")
     if method not in (None, "closed_form", "em"):
         raise ConfigError(("--method",), f"must be closed_form or em, got {method!r}")
     if method == "em" and key not in EM_MODELS | EM_OPTIONAL:
@@ -65,9 +119,9 @@ def _check_fit_options(model: str, method: Optional[str], out: Path) -> None:
 
 
 def _uses_em(name: str, method: Optional[str]) -> bool:
-    from clickmodels.estimation import EM_MODELS, canonical_name
+    from clickmodels.estimation import EM_MODELS
 
-    return canonical_name(name) in EM_MODELS or method == "em"
+    return fit_name(name, "--model") in EM_MODELS or method == "em"
 
 
 def _em_options(
@@ -107,7 +161,7 @@ def _smoothing_text(groups: dict[float, list[str]]) -> str:
 
 def fit_command(
     log: Annotated[Path, typer.Option("--log", help="Click log to fit on.")],
-    model: Annotated[str, typer.Option("--model", help="Model: gctr, rctr, dctr, cm, dcm, sdbn, pbm, ubm, dbn, ccm.")],
+    model: Annotated[str, typer.Option("--model", help=f"Model: {MODEL_LIST}.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the fitted parameters (JSON).")],
     format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
     max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum iterations (default 200).")] = None,
@@ -124,8 +178,11 @@ def fit_command(
     _check_options(max_iter, tol, pseudo)
     _em_options(max_iter, tol, pseudo, model, method, strict=True)  # option errors before reading
     data = _read(log, format)
-    result = fit_log(model, data, **_em_options(max_iter, tol, pseudo, model, method, strict=True))
+    note = _translation_note(model)
+    result = fit_log(fit_name(model, "--model"), data, **_em_options(max_iter, tol, pseudo, model, method, strict=True))
     result.save(out)
+    if note:
+        typer.echo(f"model: {note}")
     tr = result.trace
     how = "closed form" if tr.method == "closed_form" else (
         f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
@@ -143,7 +200,8 @@ def evaluate_command(
         str,
         typer.Option(
             "--models",
-            help="Comma-separated model names (name:em for the EM fit of dcm/sdbn) and/or fitted params .json files.",
+            help=f"Comma-separated models ({MODEL_LIST}; name:em for the EM fit of dcm/sdbn) and/or fitted "
+            "params .json files.",
         ),
     ] = "rctr,pbm,ubm,dbn",
     test_log: Annotated[
@@ -162,7 +220,7 @@ def evaluate_command(
     import numpy as np
     import pandas as pd
 
-    from clickmodels.estimation import canonical_name, fit_log, load_fit
+    from clickmodels.estimation import fit_log, load_fit
     from clickmodels.evaluation import compare
     from clickmodels.logs import train_test_split
     from onlineeval.errors import ConfigError
@@ -173,10 +231,7 @@ def evaluate_command(
     _check_options(max_iter, tol, None, test_fraction if test_log is None else None)
     refit = [n.partition(":") for n in names if not n.endswith(".json")]
     for base, _, method in refit:
-        try:
-            canonical_name(base)
-        except ConfigError as exc:
-            raise ConfigError(("--models",), exc.message) from None
+        fit_name(base, "--models")
         if method not in ("", "em"):
             raise ConfigError(("--models",), f"{base}:{method}: the only suffix is ':em' (EM fit of dcm, sdbn)")
     if (max_iter is not None or tol is not None) and not any(_uses_em(b, m or None) for b, _, m in refit):
@@ -198,7 +253,7 @@ def evaluate_command(
             fits[f"{fitted.name} ({Path(name).name})"] = fitted
         else:
             base, _, method = name.partition(":")
-            fits[name] = fit_log(base, train, **_em_options(max_iter, tol, None, base, method or None))
+            fits[name] = fit_log(fit_name(base, "--models"), train, **_em_options(max_iter, tol, None, base, method or None))
     smoothing: dict[float, list[str]] = {}
     unrecorded = []
     for label, fitted in fits.items():
@@ -220,6 +275,9 @@ def evaluate_command(
     split = f"held-out log {test_log}" if test_log is not None else (
         f"random split of {log}, {test_fraction:.0%} of sessions held out (seed {seed})")
     typer.echo(f"train: {train.n_sessions} sessions, test: {test.n_sessions} sessions ({split})")
+    notes = [_translation_note(b) for b, _, _ in refit]
+    if any(notes):
+        typer.echo("models: " + "; ".join(n for n in notes if n))
     typer.echo(
         "conventions: log-likelihood = mean natural-log probability of a session's clicks; perplexity = "
         "mean over ranks of 2^(-mean log2 likelihood of the click at that rank) from marginal click "
