@@ -134,15 +134,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
 
 
-def some_estimators() -> list[str]:
-    """IPS and SNIPS, plus the slot-level estimators when they are registered."""
-    return [e for e in ("ips", "snips", "iips", "rips", "snrips") if e in available_estimators()]
+def some_estimators(metric: str = "reciprocal_rank") -> list[str]:
+    """IPS and SNIPS, plus the slot-level estimators when they are registered, each only where
+    it can estimate ``metric`` (snrips: first-click rewards only)."""
+    from onlineeval.estimators import estimator_class
+
+    kind = get_reward(metric, K).kind
+    return [e for e in ("ips", "snips", "iips", "rips", "snrips")
+            if e in available_estimators() and kind in estimator_class(e).rewards]
 
 
 # ------------------------------------------------------------------------ numbers
 @pytest.mark.parametrize("metric", ["clicks_per_query", "reciprocal_rank", "abandonment"])
 def test_numbers_equal_the_library_call(world: dict[str, Any], metric: str) -> None:
-    names = some_estimators()
+    names = some_estimators(metric)
     doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", ",".join(names),
                    "--metric", metric, "--bootstrap", "200", "--seed", "5", "--alpha", "0.1")
     data = lib_data(world["sim"])
