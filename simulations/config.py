@@ -610,21 +610,6 @@ def _check_components(config: Config, source: str | None) -> None:
                 "(fitted position/continuation parameters, attractiveness by grade)",
                 source,
             )
-    sweep = config.analysis.assumption_sweep
-    if sweep is not None:
-        key = ("analysis", "assumption_sweep")
-        path = sweep_path(sweep.parameter)
-        for j, value in enumerate(sweep.values):
-            try:
-                data = swept_mapping(config.effective(), path, value)
-            except KeyError as exc:
-                raise ConfigError((*key, "parameter"), f"{exc.args[0]} is not a key of this config", source) from None
-            except TypeError as exc:
-                raise ConfigError((*key, "parameter"), str(exc), source) from None
-            try:
-                config_from_mapping(data)
-            except ConfigError as exc:
-                raise ConfigError((*key, "values", j), f"{sweep.parameter} = {value}: {exc}", source) from None
     for i, design in enumerate(config.designs):
         if design.type == "counterfactual":
             _check_counterfactual(config, i, source)
@@ -664,6 +649,22 @@ def _check_components(config: Config, source: str | None) -> None:
         for key, path in files:
             if path is not None and not path.is_file():
                 raise ConfigError(key, f"file not found: {path}", source)
+
+    sweep = config.analysis.assumption_sweep
+    if sweep is not None:
+        key = ("analysis", "assumption_sweep")
+        path = sweep_path(sweep.parameter)
+        for j, value in enumerate(sweep.values):
+            try:
+                data = swept_mapping(config.effective(), path, value)
+            except KeyError as exc:
+                raise ConfigError((*key, "parameter"), f"{exc.args[0]} is not a key of this config", source) from None
+            except TypeError as exc:
+                raise ConfigError((*key, "parameter"), str(exc), source) from None
+            try:
+                config_from_mapping(data)
+            except ConfigError as exc:
+                raise ConfigError((*key, "values", j), f"{sweep.parameter} = {value}: {exc}", source) from None
 
 
 def _check_counterfactual(config: Config, i: int, source: str | None) -> None:

@@ -184,6 +184,31 @@ def _shared_support(policy: Any, world: World, target: str, level: str) -> np.nd
     return _SUPPORT[key]
 
 
+class _BatchTarget:
+    """A deterministic target that remembers the propensities of the last lists asked for,
+    so the estimators of one batch share one computation (the same query and shown arrays
+    are passed to every estimator)."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.name = target.name
+        # the arrays themselves are held, so an identity match cannot be a recycled id
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._value: Any = None
+
+    def rankings(self, query: np.ndarray) -> np.ndarray:
+        return self.target.rankings(query)
+
+    def propensities(self, query: np.ndarray, rankings: np.ndarray) -> Any:
+        if self._arrays is None or self._arrays[0] is not query or self._arrays[1] is not rankings:
+            self._value = self.target.propensities(query, rankings)
+            self._arrays = (query, rankings)
+        return self._value
+
+    def forget(self) -> None:
+        self._arrays = self._value = None
+
+
 # ------------------------------------------------------------------------------ the design
 @register_design("counterfactual")
 class CounterfactualDesign(Design):
@@ -208,7 +233,7 @@ class CounterfactualDesign(Design):
             return  # the paired difference of a target with itself is 0: nothing to serve or log
         self.policy = shared_policy(cfg.logger, self.world)  # type: ignore[arg-type]
         self.target_names = list(cfg.targets)
-        self.targets = [DeterministicTarget(self.world.rankings[t], t) for t in self.target_names]
+        self.targets = [_BatchTarget(DeterministicTarget(self.world.rankings[t], t)) for t in self.target_names]
         self.whole_log = {label: refits_on_whole_log(est) for label, est in self.estimators}
         for label, est in self.estimators:
             for t in self.target_names:
@@ -246,6 +271,8 @@ class CounterfactualDesign(Design):
         self._add("obs:clicks", batch.user, n_clicks.astype(np.float64))
         self._add("obs:abandoned", batch.user, (n_clicks == 0).astype(np.float64))
         self._add("obs:rr", batch.user, np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0))
+        for target in self.targets:
+            target.forget()  # the cache holds one batch (keyed by the arrays' identity)
         for label, est in self.estimators:
             for t, target in zip(self.target_names, self.targets, strict=True):
                 mask = self._masks[(label, t)]
@@ -320,7 +347,8 @@ class CounterfactualDesign(Design):
     def _whole_log_sums(self, est: Any, data: Any, users: np.ndarray) -> list[np.ndarray]:
         out = []
         for target in self.targets:
-            terms = est.terms(data, target, self.reward)
+            target.forget()
+            terms = est.terms(data, target.target, self.reward)
             den = np.ones(data.n) if terms.den is None else terms.den
             out += [np.bincount(data.user, terms.num, self.population)[users],
                     np.bincount(data.user, den, self.population)[users]]

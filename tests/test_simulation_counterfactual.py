@@ -1,0 +1,345 @@
+"""The counterfactual design of ``onlineeval simulate``: config checks, exact truths,
+(un)biasedness of the estimators where their assumptions hold or break, reproducibility,
+the assumption sweep and the report.
+
+Expected values come from independent code: truths from a plain per-query loop over the
+click models' definitions (PBM: examination x attractiveness; cascade: examine top-down,
+stop after a click with the grade's stop probability), support violations from comparing
+the rankers' lists, the paired standard error from the spread of repeated estimates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from onlineeval.errors import ConfigError
+from simulations.config import config_from_mapping
+
+pytest.importorskip("simulations.policies")
+
+EXAM = [0.9, 0.7, 0.5, 0.35, 0.25]
+ATTR = [0.05, 0.2, 0.4, 0.7, 0.95]
+PBM = {"name": "pbm", "examination": EXAM, "click": ATTR}
+# the navigational cascade preset (Oosterhuis & de Rijke 2018, Table 1)
+NAV_CLICK = [0.05, 0.3, 0.5, 0.7, 0.95]
+NAV_STOP = [0.2, 0.3, 0.5, 0.7, 0.9]
+CASCADE = {"name": "cascade", "preset": "navigational"}
+# 70% around A, 30% around B: every list of either ranker has a usable probability
+LOGGER = {
+    "policy": "mixture",
+    "components": [
+        {"policy": "epsilon_greedy", "epsilon": 0.2, "n": 12, "weight": 0.7},
+        {"policy": "epsilon_greedy", "epsilon": 0.2, "n": 12, "scores": "B", "weight": 0.3},
+    ],
+}
+
+
+def _config(*, types=None, estimators=("ips", "rips", "iips"), metric="clicks_per_query", logger=None,
+            replicates=16, days=2, designs=None, analysis=None, **design_extra):
+    types = types or [{"name": "pbm", "share": 1.0, "click_model": PBM}]
+    cf = {"name": "cf", "type": "counterfactual", "metric": metric, "logger": logger or LOGGER,
+          "estimators": list(estimators), **design_extra}
+    return config_from_mapping({
+        "seed": 11,
+        "replicates": replicates,
+        "workers": 1,
+        "collection": {"n_queries": 150, "candidates": 12},
+        "rankers": {"depth": 5, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.3}},
+        "offline_metric": "nDCG@5",
+        "users": {"population": 1500, "activity": {"sigma": 0.5}, "types": types},
+        "traffic": {"days": days, "queries_per_day": 3000, "batch_hours": 24},
+        "designs": designs if designs is not None else [cf],
+        "analysis": {"aa": False, "truth_impressions": 10_000, **(analysis or {})},
+    })
+
+
+def _run(config, workers=1, output=None):
+    from simulations.job import simulate
+
+    return simulate(config, output=output, workers=workers)
+
+
+# ------------------------------------------------------------------------------ config
+@pytest.mark.parametrize(
+    ("change", "key", "needle"),
+    [
+        ({"estimators": ["ips", "no_such"]}, "designs[0].estimators[1].name", "allowed: "),
+        ({"estimators": [{"name": "ips", "cap": 3}]}, "designs[0].estimators[0].cap", "unknown option"),
+        ({"logger": {"policy": "nope"}}, "designs[0].logger.policy", "allowed: "),
+        ({"logger": {"policy": "epsilon_greedy", "epsilon": 2}}, "designs[0].logger.epsilon", "[0, 1]"),
+        ({"logger": {"policy": "deterministic", "ranker": "Z"}}, "designs[0]", "unknown ranker"),
+        ({"targets": ["A", "A"]}, "designs[0]", "two distinct"),
+        ({"targets": ["A", "C"]}, "designs[0]", "unknown ranker"),
+        ({"logger": None}, "designs[0]", "needs 'logger'"),
+        ({"estimators": []}, "designs[0].estimators", ""),
+    ],
+)
+def test_config_refuses_bad_counterfactual_designs(change, key, needle):
+    base = {"name": "cf", "type": "counterfactual", "logger": {"policy": "epsilon_greedy"}, "estimators": ["ips"]}
+    design = {k: v for k, v in {**base, **change}.items() if v is not None}
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping({"designs": [design]})
+    text = str(err.value)
+    assert text.startswith(key) or key in text, text
+    assert needle in text
+
+
+def test_config_refuses_an_estimator_that_cannot_estimate_the_metric():
+    from onlineeval.estimators import available_estimators, estimator_class
+
+    first_click_unable = [n for n in available_estimators() if "first_click" not in estimator_class(n).rewards]
+    if not first_click_unable:
+        pytest.skip("every registered estimator supports first-click rewards")
+    name = first_click_unable[0]
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping({"designs": [{"name": "cf", "type": "counterfactual", "metric": "reciprocal_rank",
+                                          "logger": {"policy": "epsilon_greedy"}, "estimators": ["ips", name]}]})
+    assert "designs[0].estimators[1].name" in str(err.value)
+    assert "cannot estimate metric 'reciprocal_rank'" in str(err.value)
+    assert "ips" in str(err.value).split("estimators for reciprocal_rank:")[1]
+
+
+def test_counterfactual_keys_are_refused_on_other_designs_and_absent_from_their_effective_config():
+    with pytest.raises(ConfigError, match="only for designs of type counterfactual"):
+        config_from_mapping({"designs": [{"name": "ab", "type": "ab", "estimators": ["ips"]}]})
+    eff = config_from_mapping({"designs": [{"name": "ab", "type": "ab"}]}).effective()
+    assert "estimators" not in eff["designs"][0] and "assumption_sweep" not in eff["analysis"]
+
+
+def test_assumption_sweep_config_errors():
+    cf = {"name": "cf", "type": "counterfactual", "logger": {"policy": "epsilon_greedy"}, "estimators": ["ips"]}
+    users = {"types": [{"name": "a", "share": 0.5, "click_model": PBM}, {"name": "b", "share": 0.5,
+                                                                        "click_model": CASCADE}]}
+    with pytest.raises(ConfigError, match=r"analysis.assumption_sweep.parameter: users.types\[5\] is not a key"):
+        config_from_mapping({"users": users, "designs": [cf], "analysis": {
+            "assumption_sweep": {"parameter": "users.types[5].share", "values": [0.5]}}})
+    with pytest.raises(ConfigError, match=r"analysis.assumption_sweep.values\[1\]: users.types\[1\].share = 1.5"):
+        config_from_mapping({"users": users, "designs": [cf], "analysis": {
+            "assumption_sweep": {"parameter": "users.types[1].share", "values": [0.5, 1.5]}}})
+    with pytest.raises(ConfigError, match="needs a design of type counterfactual"):
+        config_from_mapping({"users": users, "analysis": {
+            "assumption_sweep": {"parameter": "users.types[1].share", "values": [0.5]}}})
+
+
+def test_swept_share_rescales_the_other_types():
+    from simulations.config import sweep_path, swept_mapping
+
+    data = {"users": {"types": [{"share": 0.2}, {"share": 0.3}, {"share": 0.5}]}, "analysis": {"assumption_sweep": 1}}
+    out = swept_mapping(data, sweep_path("users.types[1].share"), 0.65)
+    shares = [t["share"] for t in out["users"]["types"]]
+    assert shares == pytest.approx([0.35 * 0.2 / 0.7, 0.65, 0.35 * 0.5 / 0.7])
+    assert "assumption_sweep" not in out["analysis"] and data["users"]["types"][1]["share"] == 0.3
+
+
+# ------------------------------------------------------------------------------ truth
+def _pbm_query(grades):
+    clicks = sum(e * ATTR[g] for e, g in zip(EXAM, grades, strict=False))
+    rr, none_before = 0.0, 1.0
+    for r, (e, g) in enumerate(zip(EXAM, grades, strict=False)):
+        p = e * ATTR[g]
+        rr += none_before * p / (r + 1)
+        none_before *= 1 - p
+    return clicks, rr
+
+
+def _cascade_query(grades):
+    clicks, rr, examined, none_before = 0.0, 0.0, 1.0, 1.0
+    for r, g in enumerate(grades):
+        clicks += examined * NAV_CLICK[g]
+        rr += none_before * NAV_CLICK[g] / (r + 1)
+        none_before *= 1 - NAV_CLICK[g]  # no click so far: every rank above was examined
+        examined *= 1 - NAV_CLICK[g] * NAV_STOP[g]
+    return clicks, rr
+
+
+@pytest.mark.parametrize("metric", ["clicks_per_query", "reciprocal_rank"])
+def test_truth_equals_a_per_query_computation(metric):
+    from simulations.runner import compute_truth, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    cfg = _config(types=[{"name": "pbm", "share": 0.3, "click_model": PBM},
+                         {"name": "nav", "share": 0.7, "click_model": CASCADE}],
+                  estimators=("ips", "rips"), metric=metric)
+    world = build_world(cfg, world_seed(cfg.seed))
+    truths = {t.metric: t for t in compute_truth(cfg, world, UserModels.from_config(cfg.users))}
+    col = 0 if metric == "clicks_per_query" else 1
+    value = {}
+    for r in ("A", "B"):
+        total = 0.0
+        for q in range(world.n_queries):  # a plain loop over queries
+            grades = [int(world.labels[q, d]) for d in world.rankings[r][q]]
+            total += world.frequency[q] * (0.3 * _pbm_query(grades)[col] + 0.7 * _cascade_query(grades)[col])
+        value[r] = total
+    for label in ("ips", "rips"):
+        assert truths[label].value == pytest.approx(value["B"] - value["A"], abs=1e-12)
+        assert truths[label].baseline == pytest.approx(value["A"], abs=1e-12)
+
+
+# ------------------------------------------------------------------------------ estimates
+@pytest.fixture(scope="module")
+def pbm_run():
+    return _run(_config(replicates=24, estimators=("ips", "rips", "iips", "adaptive_ips")))
+
+
+@pytest.fixture(scope="module")
+def cascade_run():
+    return _run(_config(replicates=24, days=3, types=[{"name": "nav", "share": 1.0, "click_model": CASCADE}],
+                        estimators=("ips", "rips", "iips")))
+
+
+def _bias(result, label):
+    e = result.summary["counterfactual"]["cf"]["estimators"][label]
+    return e["bias"], e["bias_se"]
+
+
+@pytest.mark.parametrize("label", ["ips", "rips", "iips", "adaptive_ips"])
+def test_unbiased_where_the_assumption_holds(pbm_run, label):
+    # PBM users and an additive reward: every estimator here is unbiased (adaptive IPS consistent)
+    bias, se = _bias(pbm_run, label)
+    assert se > 0 and abs(bias) <= 4 * se, (label, bias, se)
+
+
+def test_iips_biased_under_cascade_users_while_rips_and_ips_are_not(cascade_run):
+    bias, se = _bias(cascade_run, "iips")
+    assert abs(bias) > 4 * se, (bias, se)
+    for label in ("rips", "ips"):
+        b, s = _bias(cascade_run, label)
+        assert abs(b) <= 4 * s, (label, b, s)
+
+
+def test_standard_errors_match_the_spread_of_the_estimates(pbm_run):
+    # SD over R replicates has relative sampling error about 1/sqrt(2(R-1)); allow 4 of them
+    r = pbm_run.summary["counterfactual"]["cf"]["estimators"]["rips"]
+    tol = 4 / math.sqrt(2 * (24 - 1))
+    assert abs(r["mean_se"] / r["sd"] - 1) <= tol, (r["mean_se"], r["sd"])
+
+
+def test_paired_difference_se_matches_monte_carlo_spread():
+    from simulations.designs.counterfactual import paired_difference
+
+    rng = np.random.default_rng(3)
+    est, ses = [], []
+    for _ in range(1500):
+        n = 120
+        den = rng.poisson(3.0, n).astype(float) + 1
+        common = rng.normal(0, 1, n)  # users differ persistently: the two estimates are correlated
+        na = den * (0.5 + 0.3 * common) + rng.normal(0, 1, n)
+        nb = den * (0.6 + 0.3 * common) + rng.normal(0, 1, n)
+        e = paired_difference(na, den, nb, den, 0.05)
+        est.append(e.estimate)
+        ses.append(e.se)
+    sd = float(np.std(est, ddof=1))
+    assert abs(np.mean(ses) / sd - 1) <= 4 / math.sqrt(2 * 1499) + 0.02  # + O(1/n) bias of the delta method
+    assert abs(np.mean(est) - 0.1) <= 4 * sd / math.sqrt(1500)
+
+
+def test_paired_difference_is_undefined_without_data():
+    from simulations.designs.counterfactual import paired_difference
+
+    e = paired_difference(np.zeros(3), np.zeros(3), np.ones(3), np.ones(3), 0.05)
+    assert math.isnan(e.estimate) and math.isnan(e.pvalue)
+
+
+def test_truth_rows_and_logging_rows(pbm_run):
+    truths = {t.metric: t for t in pbm_run.truths}
+    assert truths["ips"].value == truths["rips"].value
+    cost = pbm_run.summary["counterfactual"]["cf"]["logging_cost"]["clicks_per_query"]
+    # ranker A's exact clicks per query = sum over queries of freq x sum_r e_r a(g_r)
+    w = pbm_run.world
+    exact_a = sum(w.frequency[q] * _pbm_query([int(w.labels[q, d]) for d in w.rankings["A"][q]])[0]
+                  for q in range(w.n_queries))
+    assert cost["ranker_A_exact"] == pytest.approx(exact_a, abs=1e-12)
+    assert cost["cost"] == pytest.approx(cost["logger_observed"] - exact_a)
+
+
+def test_deterministic_logger_counts_the_impressions_ips_cannot_evaluate():
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.traffic import run_traffic
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    cfg = _config(logger={"policy": "deterministic"}, estimators=("ips", "iips"))
+    world = build_world(cfg, world_seed(cfg.seed))
+    traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0])
+    run_traffic(traffic, designs, lambda day: [d.checkpoint(day) for d in designs])
+    design = designs[0]
+    q = design.log().query
+    differs = (world.rankings["A"] != world.rankings["B"]).any(axis=1)  # list-level support of B
+    item_differs = (world.rankings["A"] != world.rankings["B"])  # item-level: any slot differs
+    assert design.violations[("ips", "B")] == int(differs[q].sum()) > 0
+    assert design.violations[("iips", "B")] == int(item_differs.any(axis=1)[q].sum())
+    assert design.violations[("ips", "A")] == 0
+    rows = pd.DataFrame([r.__dict__ for r in design.rows])
+    last = rows[rows["day"] == rows["day"].max()].set_index("metric")
+    assert last.loc["support:ips:B", "estimate"] == design.violations[("ips", "B")]
+
+
+# ------------------------------------------------------------------------------ reproducibility
+def test_numbers_do_not_depend_on_workers():
+    cfg = _config(replicates=4, estimators=("snips", "adaptive_ips"), bootstrap=20,
+                  types=[{"name": "pbm", "share": 0.5, "click_model": PBM},
+                         {"name": "nav", "share": 0.5, "click_model": CASCADE}])
+    one = _run(cfg, workers=1).rows.sort_values(["replicate", "design", "aa", "day", "metric"]).reset_index(drop=True)
+    two = _run(cfg, workers=2).rows.sort_values(["replicate", "design", "aa", "day", "metric"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(one, two)
+    # the whole-log estimator is computed on the last day only; the bootstrap widens nothing else
+    ada = one[one["metric"] == "adaptive_ips"]
+    assert ada[ada["day"] < 2]["estimate"].isna().all() and ada[ada["day"] == 2]["estimate"].notna().all()
+
+
+# ------------------------------------------------------------------------------ sweep and report
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory):
+    cfg = config_from_mapping({
+        **_config(replicates=3, estimators=("rips", "iips")).effective(),
+        "designs": [
+            {"name": "ab", "type": "ab", "metric": "clicks_per_query"},
+            {"name": "td", "type": "interleaving", "method": "team_draft"},
+            {"name": "cf", "type": "counterfactual", "metric": "clicks_per_query", "logger": LOGGER,
+             "estimators": ["rips", "iips"]},
+        ],
+        "users": {"population": 1500, "activity": {"sigma": 0.5},
+                  "types": [{"name": "pbm", "share": 0.5, "click_model": PBM},
+                            {"name": "nav", "share": 0.5, "click_model": CASCADE}]},
+        "analysis": {"aa": True, "truth_impressions": 10_000, "assumption_sweep": {
+            "parameter": "users.types[1].share", "values": [0.0, 1.0], "impressions": 250_000}},
+        "output": str(tmp_path_factory.mktemp("cf")),
+    })
+    return _run(cfg, output=cfg.output)
+
+
+def test_assumption_sweep_iips_unbiased_at_the_pbm_end_and_biased_at_the_cascade_end(sweep_run):
+    s = sweep_run.summary["assumption_sweep"]
+    assert s["values"] == [0.0, 1.0] and s["parameter"] == "users.types[1].share"
+    iips = s["estimators"]["iips"]
+    assert abs(iips["bias"][0]) <= 4 * iips["se"][0], iips
+    assert abs(iips["bias"][1]) > 4 * iips["se"][1], iips
+    rips = s["estimators"]["rips"]
+    assert all(abs(b) <= 4 * se for b, se in zip(rips["bias"], rips["se"], strict=True)), rips
+
+
+def test_report_contains_the_counterfactual_rows(sweep_run):
+    import json
+
+    from simulations.report import terminal_summary
+
+    text = terminal_summary(sweep_run)
+    for needle in ("Estimation error on the last day", "Counterfactual design cf", "cost of logging",
+                   "Assumption sweep (cf, clicks_per_query)", "no look-ahead", "item-position independence"):
+        assert needle in text, needle
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith(("ab ", "td ", "cf "))]
+    assert {ln.split()[0] for ln in lines} >= {"ab", "td", "cf"}
+    out = sweep_run.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["counterfactual"]["cf"]["estimators"]) == {"rips", "iips"}
+    assert summary["designs"]["cf"]["rips"]["primary"] is True
+    assert "counterfactual_effect" in summary["conventions"]
+    assert (out / "counterfactual_rmse.png").stat().st_size > 0 and (out / "assumption_sweep.png").stat().st_size > 0
+    # the A/A variant of a counterfactual design is the difference of a target with itself: exactly 0
+    aa = sweep_run.rows[(sweep_run.rows["design"] == "cf") & sweep_run.rows["aa"]]
+    assert (aa["estimate"] == 0).all() and (aa["se"] == 0).all()
