@@ -30,14 +30,14 @@ Checks (each raises :class:`CheckFailed` naming the estimator and what broke):
 - ``unbiased[family/kind]`` for every pair of ``cls.unbiased_under`` (``"any"``: the PBM
   and cascade worlds): over :data:`REPLICATES` seeded logs, the mean estimate lies within
   4 standard errors (:math:`\mathrm{sd}/\sqrt R`) of the exact value, for two targets and
-  two rewards of the kind;
+  two rewards of the kind (estimators that fit a model: the kind's main reward only);
 - ``biased[family/kind]`` for every pair of ``cls.biased_under``: the bias is visible,
   :math:`|\text{mean} - V| > 4\,\mathrm{SE}`, for at least one target with the kind's
   main reward (``clicks_per_query``, ``reciprocal_rank``);
 - ``order_invariance``: permuting the log's rows gives the same estimate and CLT interval
   (to :math:`10^{-12}` relative);
 - ``self_normalised_bounds`` (``cls.self_normalised`` only): on adversarial logs (wild
-  propensities, random clicks) the estimate lies in ``offset + [min, max]`` of the
+  propensities, random clicks, or at most one click per impression) the estimate lies in ``offset + [min, max]`` of the
   per-impression reward sums;
 - ``bootstrap_seed``: the same seed gives the same bootstrap interval;
 - ``clt_interval``: the CLT interval contains the estimate and the SE is finite;
@@ -79,6 +79,7 @@ from onlineeval.estimators.base import (
     Propensities,
     Reward,
     estimator_class,
+    first_click,
     get_reward,
 )
 
@@ -733,8 +734,9 @@ def check_order_invariance(cls: type[Estimator]) -> None:
                             f"{getattr(b, attr)!r} when the rows are permuted")
 
 
-def _adversarial_log(world: CheckWorld, rng: np.random.Generator, n: int = 60) -> LoggedData:
-    """Target lists in half the rows, random propensities spanning six decades, random clicks."""
+def _adversarial_log(world: CheckWorld, rng: np.random.Generator, n: int = 60, single: bool = False) -> LoggedData:
+    """Target lists in half the rows, random propensities spanning six decades, random clicks
+    (``single``: at most one click per impression, as under the cascade model)."""
     base = sample_log(world, n, rng)
     shown = np.array(base.shown)
     half = rng.random(n) < 0.5
@@ -743,6 +745,8 @@ def _adversarial_log(world: CheckWorld, rng: np.random.Generator, n: int = 60) -
     prefix = np.cumprod(10.0 ** rng.uniform(-2.0, 0.0, size=(n, k)), axis=1)
     item = 10.0 ** rng.uniform(-3.0, 0.0, size=(n, k))
     clicks = rng.random((n, k)) < 0.5
+    if single:
+        clicks = first_click(clicks).astype(bool)
     return LoggedData(base.query, shown, clicks, p_list=prefix[:, -1].copy(), p_prefix=prefix, p_item=item,
                       user=base.user, user_type=base.user_type, logger=world.logger, source="adversarial log")
 
@@ -759,7 +763,7 @@ def check_self_normalised_bounds(cls: type[Estimator]) -> None:
         rewards.append(Reward("signed", "additive", np.array([1.0, -2.0, 0.5])))
     rng = np.random.default_rng(17)
     for trial in range(8):
-        log = _adversarial_log(world, rng)
+        log = _adversarial_log(world, rng, single=trial % 2 == 1)
         for rw in rewards:
             sums = rw.slot_rewards(log.clicks).sum(axis=1)
             lo, hi = rw.offset + sums.min(), rw.offset + sums.max()
