@@ -343,3 +343,65 @@ def test_report_contains_the_counterfactual_rows(sweep_run):
     # the A/A variant of a counterfactual design is the difference of a target with itself: exactly 0
     aa = sweep_run.rows[(sweep_run.rows["design"] == "cf") & sweep_run.rows["aa"]]
     assert (aa["estimate"] == 0).all() and (aa["se"] == 0).all()
+
+
+# ------------------------------------------------------------------------------ world scores
+def test_synthetic_scores_order_is_the_ranking():
+    from simulations.runner import world_seed
+    from simulations.world import build_world
+
+    cfg = _config()
+    world = build_world(cfg, world_seed(cfg.seed))
+    for r in ("A", "B"):
+        s = world.scores[r]
+        assert s.dtype == np.float32 and s.shape == world.labels.shape
+        np.testing.assert_array_equal(np.argsort(-s, axis=1, kind="stable")[:, :world.depth], world.rankings[r])
+
+
+def test_trec_scores_are_minus_the_run_rank_and_minus_inf_where_not_retrieved(tmp_path):
+    from simulations.runner import world_seed
+    from simulations.world import build_world
+
+    (tmp_path / "q").write_text("1 0 d1 2\n1 0 d2 1\n1 0 d3 0\n1 0 d9 1\n2 0 e1 1\n2 0 e2 0\n")
+    # run A retrieves d9 only beyond the shown depth (rank 4); run B never retrieves d9
+    (tmp_path / "a").write_text("".join(f"1 Q0 {d} {i + 1} {10 - i} A\n" for i, d in enumerate(["d2", "d1", "x1", "d9"]))
+                                + "2 Q0 e2 1 5 A\n2 Q0 e1 2 4 A\n")
+    (tmp_path / "b").write_text("1 Q0 d1 1 9 B\n1 Q0 d3 2 8 B\n1 Q0 d2 3 7 B\n2 Q0 e1 1 5 B\n")
+    cfg = config_from_mapping({
+        "collection": {"type": "trec", "qrels": str(tmp_path / "q"),
+                       "runs": {"A": str(tmp_path / "a"), "B": str(tmp_path / "b")}},
+        "rankers": {"depth": 3}, "offline_metric": "nDCG@3",
+        "users": {"click_model": {"name": "cascade", "preset": "navigational", "grades": 3}},
+    })
+    world = build_world(cfg, world_seed(0))
+    qi = {q: i for i, q in enumerate(world.query_ids)}
+    for name, run in (("A", {"1": ["d2", "d1", "x1", "d9"], "2": ["e2", "e1"]}), ("B", {"1": ["d1", "d3", "d2"],
+                                                                                          "2": ["e1"]})):
+        s = world.scores[name]
+        for q, docs in run.items():
+            i = qi[q]
+            shown = [int(d) for d in world.rankings[name][i] if d >= 0]
+            # the shown list is the run's top 3, scored 0, -1, -2
+            assert [float(s[i, d]) for d in shown] == [-float(r) for r in range(len(shown))]
+            # every retrieved document here is a candidate (judged, or shown: x1); the rest -inf
+            assert int(np.isfinite(s[i]).sum()) == len(docs)
+    # d9 is judged, retrieved by A at rank 4 (score -3), not by B (-inf)
+    i = qi["1"]
+    finite_a = sorted(float(v) for v in world.scores["A"][i] if np.isfinite(v))
+    assert finite_a == [-3.0, -2.0, -1.0, 0.0]
+    assert sorted(float(v) for v in world.scores["B"][i] if np.isfinite(v)) == [-2.0, -1.0, 0.0]
+
+
+def test_distinct_propensities_equal_the_policy_row_by_row():
+    from simulations.designs.counterfactual import distinct_propensities
+    from simulations.policies import build_policy
+
+    rng = np.random.default_rng(5)
+    scores = {"A": rng.normal(size=(30, 8)), "B": rng.normal(size=(30, 8))}
+    policy = build_policy({**LOGGER, "components": [{**c, "n": 8, "scores": c.get("scores", "A")}
+                                                    for c in LOGGER["components"]]}, scores, 4)
+    q = rng.integers(0, 3, 2000)  # three queries: many repeated lists
+    shown = np.asarray(policy.sample(q, rng))
+    fast, slow = distinct_propensities(policy, q, shown, 8), policy.propensities(q, shown)
+    for name in ("list", "prefix", "item"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))

@@ -70,6 +70,7 @@ __all__ = [
     "CounterfactualDesign",
     "PairedEstimate",
     "build_estimators",
+    "distinct_propensities",
     "paired_difference",
     "refits_on_whole_log",
     "shared_policy",
@@ -174,6 +175,28 @@ def support_mask(policy: Any, lists: np.ndarray, level: str) -> np.ndarray | Non
     return (np.where(valid, np.asarray(table), 1.0) <= 0).any(axis=1)
 
 
+def distinct_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m: int) -> Any:
+    """``policy.propensities(query, shown)`` computed once per distinct (query, list) of
+    the batch (head queries repeat their lists) and expanded to every row; the rows are
+    keyed by one integer ``((q (m+1) + s_0 + 1) (m+1) + s_1 + 1) ...`` when that fits in
+    63 bits, else computed row by row as given. Propensities are a function of the query
+    and the list, so the result is the same either way."""
+    from onlineeval.estimators import Propensities
+
+    n, k = shown.shape
+    base = m + 1
+    if n < 64 or (int(query.max()) + 1) * float(base) ** k >= 2.0**62:
+        return policy.propensities(query, shown)
+    key = query.astype(np.int64)
+    for j in range(k):
+        key = key * base + (shown[:, j] + 1)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    if first.size > 0.8 * n:  # few repeats: not worth the gather
+        return policy.propensities(query, shown)
+    p = policy.propensities(query[first], shown[first])
+    return Propensities(np.asarray(p.list)[inv], np.asarray(p.prefix)[inv], np.asarray(p.item)[inv])
+
+
 _SUPPORT: dict[tuple[int, str, str], np.ndarray | None] = {}
 
 
@@ -254,7 +277,7 @@ class CounterfactualDesign(Design):
 
         shown = np.asarray(self.policy.sample(batch.query, self.rng), dtype=np.int64)
         clicks = self._clicks(batch, shown)
-        p = self.policy.propensities(batch.query, shown)
+        p = distinct_propensities(self.policy, batch.query, shown, self.world.labels.shape[1])
         return LoggedData(batch.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
                           user=batch.user, user_type=batch.user_type, logger=self.policy)
 
@@ -402,7 +425,7 @@ def direct_log(world: World, users: Any, policy: Any, n: int, rng: np.random.Gen
         types = users.draw_types(m, rng)
         shown = np.asarray(policy.sample(q, rng), dtype=np.int64)
         clicks = users.sample(shown_labels(world.labels, q, shown), types, rng)
-        p = policy.propensities(q, shown)
+        p = distinct_propensities(policy, q, shown, world.labels.shape[1])
         for key, v in zip(parts, (q, shown, clicks, types, p.list, p.prefix, p.item), strict=True):
             parts[key].append(np.asarray(v))
     c = {k: np.concatenate(v) for k, v in parts.items()}
