@@ -157,10 +157,13 @@ def evaluate_cmd(
     alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level.")] = 0.05,
 ) -> None:
     """Offline metrics of runs under explicit conventions, with paired significance tests."""
+    from onlineeval.errors import ConfigError
+
+    if output_format not in FORMATS:  # before the imports: a typo costs no start-up
+        raise ConfigError(("format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
     import pandas as pd
 
     from onlineeval.conventions import Gain, preset
-    from onlineeval.errors import ConfigError
     from onlineeval.io import read_qrels, read_run
     from onlineeval.metrics import parse_metrics
     from onlineeval.metrics.evaluate import evaluate_run

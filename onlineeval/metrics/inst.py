@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import polygamma
 
 from onlineeval.errors import ConfigError
 from onlineeval.metrics._kernels import cwl_profile, reach_after, tie_average
@@ -34,6 +33,8 @@ __all__ = ["INSQ", "INST"]
 
 
 def _tail(past: np.ndarray, d: int, a: np.ndarray) -> np.ndarray:
+    from scipy.special import polygamma  # imported here: scipy costs a quarter second at start-up
+
     x = d + a
     return past * x**2 * polygamma(1, x)
 
