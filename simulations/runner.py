@@ -266,7 +266,9 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
     distribution of the first click's rank (:meth:`UserModels.first_click_distribution`),
     each weighted by query frequency and user-type share. Interleaving preferences are
     Monte Carlo estimates over ``analysis.truth_impressions`` impressions, reported with
-    their standard error. A/A designs have a true effect of exactly 0.
+    their standard error. Counterfactual designs: every estimator row has the exact
+    ``V(B) - V(A)`` of the design's metric (:func:`counterfactual_truth`). A/A designs
+    have a true effect of exactly 0.
     """
     n = config.analysis.truth_impressions
     out: list[Truth] = []
