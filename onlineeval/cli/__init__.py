@@ -3,8 +3,8 @@
 Each area lives in its own module with a ``register(app)`` function:
 ``simulate`` (the main job), ``evaluate`` (offline metrics), ``metrics`` (the metric
 names), ``validate``
-(interleaving implementations), ``clicks`` (click models on logs) and ``estimate``
-(off-policy estimates from logged impressions).
+(interleaving implementations), ``clicks`` (click models on logs), ``estimate``
+(off-policy estimates from logged impressions) and ``power`` (sample size without simulating).
 """
 
 from __future__ import annotations
@@ -38,9 +38,17 @@ def _root(
 
 
 def _register_all() -> None:
-    from onlineeval.cli import clicks, estimate, evaluate, metrics, simulate, validate
+    from onlineeval.cli import (
+        clicks,
+        estimate,
+        evaluate,
+        metrics,
+        power,
+        simulate,
+        validate,
+    )
 
-    for module in (simulate, evaluate, metrics, validate, clicks, estimate):
+    for module in (simulate, evaluate, metrics, validate, clicks, estimate, power):
         module.register(app)
 
 

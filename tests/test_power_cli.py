@@ -1,0 +1,251 @@
+"""``onlineeval power`` against statsmodels (NormalIndPower, power_proportions_2indep), the delta-method
+SE of the data, and Monte Carlo of the sequential designs (4 SE); errors are one clear line."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from onlineeval.cli import app
+from onlineeval.stats import sequential as sq
+from onlineeval.stats.online import ratio_mean
+from onlineeval.stats.power import required_n_two_sample
+
+smp = pytest.importorskip("statsmodels.stats.power")
+spr = pytest.importorskip("statsmodels.stats.proportion")
+
+runner = CliRunner()
+
+
+def run_json(*args: str) -> dict:
+    res = runner.invoke(app, ["power", *args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def run_error(*args: str) -> str:
+    res = runner.invoke(app, ["power", *args])
+    assert res.exit_code == 2, res.output
+    return res.output
+
+
+# ----------------------------------------------------------------------------- proportions
+
+
+def test_issue_example_57756_per_arm_is_statsmodels_normalindpower_with_cohens_h() -> None:
+    doc = run_json("proportion", "--baseline", "0.10", "--target", "0.105")
+    es = spr.proportion_effectsize(0.105, 0.10)
+    ref = smp.NormalIndPower().solve_power(effect_size=es, alpha=0.05, power=0.8, ratio=1.0)
+    assert math.ceil(ref) == 57_756
+    assert doc["required"]["users_per_arm"] == {"A": 57_756, "B": 57_756}
+    assert doc["required"]["unrounded_total"] / 2 == pytest.approx(ref, rel=1e-9)
+    text = runner.invoke(app, ["power", "proportion", "--baseline", "0.10", "--target", "0.105"]).output
+    assert "A 57,756, B 57,756" in text
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "larger", "smaller"])
+@pytest.mark.parametrize("share_b", [0.5, 0.3])
+def test_arcsine_size_power_and_mde_match_statsmodels(alternative: str, share_b: float) -> None:
+    base, target = 0.2, (0.212 if alternative != "smaller" else 0.188)
+    args = ["proportion", "--baseline", str(base), "--target", str(target), "--alternative", alternative]
+    args += ["--share-b", str(share_b), "--users", "40000"]
+    doc = run_json(*args)
+    es = spr.proportion_effectsize(target, base)
+    ratio = share_b / (1 - share_b)  # statsmodels: nobs1 = A (control), nobs2 = ratio * nobs1 = B
+    n_a = smp.NormalIndPower().solve_power(effect_size=es, alpha=0.05, power=0.8, ratio=ratio, alternative=alternative)
+    assert doc["required"]["unrounded_total"] * (1 - share_b) == pytest.approx(n_a, rel=1e-8)
+    assert doc["required"]["users_per_arm"]["A"] == math.ceil(n_a)
+    pw = smp.NormalIndPower().power(es, 40000 * (1 - share_b), 0.05, ratio=ratio, alternative=alternative)
+    assert doc["at_size"]["power"] == pytest.approx(pw, rel=1e-9)
+    mde = doc["at_size"]["mde_absolute"]
+    es_mde = spr.proportion_effectsize(base + mde, base)
+    assert smp.NormalIndPower().power(es_mde, 40000 * (1 - share_b), 0.05, ratio=ratio, alternative=alternative) == (
+        pytest.approx(0.8, abs=1e-8)
+    )
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "larger"])
+def test_pooled_method_matches_statsmodels_power_proportions_2indep(alternative: str) -> None:
+    doc = run_json("proportion", "--baseline", "0.10", "--target", "0.105", "--method", "pooled",
+                   "--alternative", alternative, "--users", "100000", "--share-b", "0.4")  # fmt: skip
+    n = doc["required"]["unrounded_total"]
+    # statsmodels: nobs1 is the arm with p1 = prop2 + diff (our B), nobs2 = ratio * nobs1 (our A)
+    pw = spr.power_proportions_2indep(0.005, 0.10, 0.4 * n, ratio=0.6 / 0.4, alpha=0.05, alternative=alternative,
+                                      return_results=False)  # fmt: skip
+    assert pw == pytest.approx(0.8, abs=1e-9)
+    at = spr.power_proportions_2indep(0.005, 0.10, 40000, ratio=1.5, alternative=alternative, return_results=False)
+    assert doc["at_size"]["power"] == pytest.approx(at, rel=1e-9)
+    if alternative == "two-sided":
+        eq = run_json("proportion", "--baseline", "0.10", "--target", "0.105", "--method", "pooled")
+        ref = spr.samplesize_proportions_2indep_onetail(0.005, 0.10, 0.8, alpha=0.05, alternative="two-sided")
+        assert eq["required"]["users_per_arm"]["A"] == math.ceil(ref) == 57_763
+
+
+def test_unpooled_method_matches_normalindpower_with_the_unpooled_sd() -> None:
+    doc = run_json("proportion", "--baseline", "0.10", "--target", "0.105", "--method", "unpooled")
+    sd = math.sqrt((0.1 * 0.9 + 0.105 * 0.895) / 2)
+    ref = smp.NormalIndPower().solve_power(effect_size=0.005 / sd, alpha=0.05, power=0.8)
+    assert doc["required"]["users_per_arm"]["A"] == math.ceil(ref) == 57_760
+
+
+def test_relative_mde_and_peeking_rate() -> None:
+    a = run_json("proportion", "--baseline", "0.10", "--relative-mde", "0.05", "--looks", "5")
+    b = run_json("proportion", "--baseline", "0.10", "--mde", "0.005")
+    assert a["required"] == b["required"]
+    assert a["peeking_false_positive_rate"] == pytest.approx(float(sq.peeking_fpr(sq.equal_fractions(5))[-1]), rel=1e-12)
+    assert a["peeking_false_positive_rate"] == pytest.approx(0.1417, abs=5e-4)
+
+
+# ----------------------------------------------------------------------------- ratio metric
+
+
+def _users_csv(tmp_path: Path, n: int = 4000) -> tuple[Path, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(9)
+    q = rng.poisson(rng.gamma(2.0, 2.0, n)) + 1
+    c = rng.binomial(q, rng.beta(2.0, 6.0, n))
+    path = tmp_path / "users.csv"
+    path.write_text("user,clicks,queries\n" + "".join(f"u{i},{c[i]},{q[i]}\n" for i in range(n)), encoding="utf-8")
+    return path, c.astype(float), q.astype(float)
+
+
+def test_ratio_from_csv_uses_the_delta_method_variance_of_the_data(tmp_path: Path) -> None:
+    path, c, q = _users_csv(tmp_path)
+    doc = run_json("ratio", "--csv", str(path), "--num-col", "clicks", "--den-col", "queries", "--relative-mde", "0.03",
+                   "--users", "50000")  # fmt: skip
+    est = ratio_mean(c, q)
+    sigma_e = est.se * math.sqrt(c.size)  # per-user sd of the linearised ratio, independently from stats.online
+    assert doc["sd_linearized"] == pytest.approx(sigma_e, rel=1e-9)
+    assert doc["ratio"] == pytest.approx(c.sum() / q.sum(), rel=1e-12)
+    effect = 0.03 * doc["ratio"]
+    n_total = required_n_two_sample(effect, sigma_e, 0.05, 0.8)
+    assert doc["required"]["unrounded_total"] == pytest.approx(float(n_total), rel=1e-8)
+    ref = smp.NormalIndPower().solve_power(effect_size=effect / sigma_e, alpha=0.05, power=0.8)
+    assert doc["required"]["users_per_arm"]["A"] == math.ceil(ref)
+    assert doc["required"]["impressions_per_arm"]["A"] == pytest.approx(math.ceil(ref) * q.mean())
+    pw = smp.NormalIndPower().power(doc["at_size"]["mde_absolute"] / sigma_e, 25000, 0.05)
+    assert pw == pytest.approx(0.8, abs=1e-9)
+    # the same answer from the five moments
+    cov = np.cov(c, q, ddof=1)
+    mx, my, vx, vy, cxy = (repr(float(v)) for v in (c.mean(), q.mean(), cov[0, 0], cov[1, 1], cov[0, 1]))
+    mom = run_json("ratio", "--num-mean", mx, "--num-var", vx, "--den-mean", my, "--den-var", vy, "--cov", cxy,
+                   "--relative-mde", "0.03")  # fmt: skip
+    assert mom["required"]["users_per_arm"] == doc["required"]["users_per_arm"]
+
+
+def test_csv_errors_name_file_and_line(tmp_path: Path) -> None:
+    path, _, _ = _users_csv(tmp_path, 5)
+    out = run_error("ratio", "--csv", str(path), "--num-col", "click", "--den-col", "queries", "--mde", "0.01")
+    assert "no column 'click'" in out and f"{path}:1" in out
+    bad = tmp_path / "bad.csv"
+    bad.write_text("clicks,queries\n1,3\n2,x\n", encoding="utf-8")
+    out = run_error("ratio", "--csv", str(bad), "--num-col", "clicks", "--den-col", "queries", "--mde", "0.01")
+    assert f"{bad}:3" in out and "expected numbers" in out
+    assert "Traceback" not in out
+
+
+# ----------------------------------------------------------------------------- interleaving
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "larger"])
+def test_interleaving_is_statsmodels_one_sample(alternative: str) -> None:
+    doc = run_json("interleaving", "--delta", "0.02", "--sd", "0.8", "--alternative", alternative, "--users", "5000",
+                   "--impressions-per-user", "3")  # fmt: skip
+    ref = smp.NormalIndPower().solve_power(effect_size=0.02 / 0.8, alpha=0.05, power=0.8, ratio=0, alternative=alternative)
+    assert doc["required"]["users_total"] == math.ceil(ref)
+    assert doc["required"]["impressions_total"] == 3 * math.ceil(ref)
+    pw = smp.NormalIndPower().power(0.02 / 0.8, 5000, 0.05, ratio=0, alternative=alternative)
+    assert doc["at_size"]["power"] == pytest.approx(pw, rel=1e-9)
+    by_variance = run_json("interleaving", "--delta", "0.02", "--variance", "0.64")
+    assert by_variance["required"] == run_json("interleaving", "--delta", "0.02", "--sd", "0.8")["required"]
+
+
+# ----------------------------------------------------------------------------- sequential designs
+
+
+@pytest.mark.parametrize("design", ["obrien_fleming", "pocock", "msprt"])
+def test_sequential_size_is_inflated_and_reaches_the_power_by_monte_carlo(design: str) -> None:
+    looks = 5
+    fixed = run_json("interleaving", "--delta", "0.03", "--sd", "1.0")
+    doc = run_json("interleaving", "--delta", "0.03", "--sd", "1.0", "--sequential", design, "--looks", str(looks))
+    infl = doc["design"]["inflation_factor"]
+    n_fixed = fixed["required"]["users_total"]
+    assert doc["required"]["users_total"] >= n_fixed
+    assert doc["required"]["users_total"] == pytest.approx(infl * n_fixed, rel=2e-4)
+    b = {"obrien_fleming": lambda: sq.spending_boundaries(sq.equal_fractions(looks), 0.05, "obrien_fleming"),
+         "pocock": lambda: sq.spending_boundaries(sq.equal_fractions(looks), 0.05, "pocock"),
+         "msprt": lambda: sq.mixture_boundaries(sq.equal_fractions(looks), 0.05)}[design]()  # fmt: skip
+    np.testing.assert_allclose(doc["design"]["upper"], b.upper, rtol=1e-12)
+    # Monte Carlo: per-user preferences N(0.03, 1), users arriving evenly over the looks, at the required size
+    rng = np.random.default_rng(17)
+    n = doc["required"]["users_total"]
+    reps = 4000
+    per_look = np.diff(np.round(np.linspace(0, n, looks + 1)).astype(int))
+    sums = np.zeros(reps)
+    z = np.empty((reps, looks))
+    seen = 0
+    for k, m in enumerate(per_look):
+        sums += rng.normal(0.03 * m, math.sqrt(m), size=reps)  # the sum of m users' preferences (sd 1)
+        seen += m
+        z[:, k] = sums / math.sqrt(seen)
+    res = sq.group_sequential_test(z, b)
+    rate = res.reject.mean()
+    assert abs(rate - 0.8) <= 4 * math.sqrt(0.8 * 0.2 / reps)
+    # expected users under the effect
+    stop = np.where(res.reject, res.stop_look, looks - 1)
+    mean_users = np.cumsum(per_look)[stop].mean()
+    sd_users = np.cumsum(per_look)[stop].std(ddof=1)
+    assert abs(mean_users - doc["required"]["expected_users_alternative"]) <= 4 * sd_users / math.sqrt(reps) + n / 1000
+
+
+# ----------------------------------------------------------------------------- errors and speed
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["proportion", "--baseline", "0.1", "--target", "0.105", "--alpha", "1.5"], "--alpha: must be in (0, 1)"),
+        (["proportion", "--baseline", "0.1", "--target", "0.105", "--sequential", "pocock"], "--looks"),
+        (["proportion", "--baseline", "0.1", "--target", "0.105", "--sequential", "msprt", "--looks", "3",
+          "--alternative", "larger"], "two-sided"),
+        (["proportion", "--baseline", "0.1", "--target", "0.105", "--mde", "0.01"], "give one of"),
+        (["proportion", "--baseline", "1.1", "--mde", "0.01"], "--baseline"),
+        (["proportion", "--baseline", "0.1"], "give the effect"),
+        (["proportion", "--baseline", "0.1", "--mde", "0.01", "--method", "exact"], "--method"),
+        (["ratio", "--num-mean", "1", "--mde", "0.01"], "missing"),
+        (["interleaving", "--delta", "0.1"], "exactly one of --sd and --variance"),
+        (["proportion", "--baseline", "0.1", "--mde", "0.01", "--format", "yaml"], "--format"),
+    ],
+)
+def test_bad_options_give_one_line(args: list[str], needle: str) -> None:
+    out = run_error(*args)
+    assert needle in out and out.startswith("error: ") and out.count("\n") == 1
+
+
+def test_effect_in_the_untested_direction_needs_no_users() -> None:
+    doc = run_json("proportion", "--baseline", "0.1", "--mde", "-0.01", "--alternative", "larger")
+    assert doc["required"]["users_total"] is None
+
+
+def test_answers_fast_without_scipy_or_pandas() -> None:
+    code = (
+        "import sys, time; t = time.perf_counter(); from onlineeval.cli import app; "
+        "from typer.testing import CliRunner; r = CliRunner().invoke(app, ['power', 'proportion', '--baseline', '0.1', "
+        "'--target', '0.105', '--sequential', 'obrien_fleming', '--looks', '14', '--users', '100000']); "
+        "assert r.exit_code == 0, r.output; "
+        "print(time.perf_counter() - t, 'scipy' in sys.modules, 'pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[1:] == ["False", "False"]
+    assert float(out[0]) < 5.0  # generous for loaded CI machines; typically ~0.3 s including imports
+    t = time.perf_counter()
+    run_json("proportion", "--baseline", "0.1", "--target", "0.105", "--method", "pooled", "--sequential", "msprt",
+             "--looks", "14", "--users", "100000")  # fmt: skip
+    assert time.perf_counter() - t < 3.0
