@@ -45,6 +45,7 @@ from onlineeval.estimators import (
     Propensities,
     available_estimators,
     estimator_class,
+    get_reward,
 )
 from onlineeval.estimators.checks import CheckWorld, sample_log
 
@@ -171,15 +172,19 @@ def main() -> None:
     for name in names:
         cls = estimator_class(name)
         est = cls.check_instances(world)[0]
+        reward = args.reward
+        if get_reward(reward, log.k).kind not in cls.rewards:
+            reward = "reciprocal_rank" if "first_click" in cls.rewards else "clicks_per_query"
         try:
-            t_est, res = best_of(lambda e=est: e.estimate(log, target, args.reward), args.repeat)
-            t_terms, _ = best_of(lambda e=est: e.terms(log, target, args.reward), args.repeat)
+            t_est, res = best_of(lambda e=est, rw=reward: e.estimate(log, target, rw), args.repeat)
+            t_terms, _ = best_of(lambda e=est, rw=reward: e.terms(log, target, rw), args.repeat)
             value = res.value
         except (OnlineEvalError, ValueError, MemoryError) as exc:  # report and go on: a benchmark, not a test
             print(f"{name:<14} failed: {type(exc).__name__}: {exc}")
             continue
         totals["model" if name in MODEL_BASED else "weighting"] += t_est
-        print(f"{name:<14}{t_est:>12.3f}{t_terms:>10.3f}{log.n / t_est:>14,.0f}{t_est / base:>12.0f}  {value:.4f}")
+        note = "" if reward == args.reward else f" ({reward}: the estimator supports no other)"
+        print(f"{name:<14}{t_est:>12.3f}{t_terms:>10.3f}{log.n / t_est:>14,.0f}{t_est / base:>12.0f}  {value:.4f}{note}")
     print(f"total, reweighting estimators: {totals['weighting']:.2f} s; model-based ({', '.join(MODEL_BASED)}): "
           f"{totals['model']:.2f} s")
 
