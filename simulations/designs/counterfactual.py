@@ -32,15 +32,16 @@ and interval. Users are the clusters because they persist (Deng, Knoblich and Lu
 Cost: the per-impression work is one draw from the logger, the propensities of the
 distinct (query, list) pairs of the batch (:func:`distinct_propensities`), the clicks
 and each estimator's terms for two targets on the new rows; a checkpoint costs
-:math:`O(\text{users})` per estimator. Measured on ``configs/counterfactual.yaml``
-(one core, same batches, best of 5; the machine was shared, so ranges): team-draft
-0.5-1.2 us per impression; this design 2.6-4.5 us, of which the logger's propensities
-(a two-component mixture of epsilon-greedy policies) 1.7-1.8 us, its sampling 0.3 us,
-the clicks 0.1-0.3 us and each estimator's terms 0.14-0.25 us for both targets; with an
-epsilon-greedy logger and one estimator (RIPS) 1.8 us against team-draft's 0.65 us. The
-design's own bookkeeping (log, per-user sums, support counts) is under 0.1 us; the rest
-is the policy's and the estimators' arithmetic, so the cost grows with the number of
-estimators. Checkpoints: 0.02 us per impression (7 days of 4,000 impressions). Estimators that fit a model on
+:math:`O(\text{users})` per estimator. Measured on ``configs/counterfactual.yaml`` (one
+core, the same batches for every design, 3 replicates after a warm-up): team-draft
+0.55 us per impression (0.51 serving, 0.04 checkpoints); this design 3.0 us (1.9
+serving: the logger's propensities, a mixture of two epsilon-greedy policies, about
+1.0, its sampling 0.3, clicks 0.1-0.2, each estimator's terms 0.14-0.25 for both
+targets; 1.1 checkpoints, 0.7 of it the whole-log adaptive IPS on the last day). With an
+epsilon-greedy logger and one estimator (RIPS): 1.15 us serving against team-draft's 0.49
+in the same measurement (logger propensities 0.7, sampling 0.2, clicks 0.13, RIPS 0.22). The design's own bookkeeping (log, per-user sums, support counts) is
+under 0.1 us; the rest is the policy's and the estimators' arithmetic, so the cost grows
+with the number of estimators. Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` without given examination
 probabilities, or any estimator declaring ``whole_log = True``) are recomputed from the
