@@ -44,7 +44,7 @@ def test_chisquare_aa_rate_and_power_on_a_broken_split() -> None:
 
 def test_impressions_clustered_test_holds_its_level_where_the_naive_one_does_not() -> None:
     rng = np.random.default_rng(2)
-    reps, users = 4000, 3000
+    reps, users = 3000, 2000
     imp = rng.negative_binomial(0.5, 0.05, size=(reps, users)).astype(float)  # heavy users
     in_b = rng.random((reps, users)) < 0.5
     imp_a, imp_b = np.where(in_b, 0.0, imp), np.where(in_b, imp, 0.0)  # zero-impression users change nothing
