@@ -299,3 +299,13 @@ def test_bad_input_is_refused_clearly() -> None:
         sq.drift_for_power(sq.peeking_boundaries([1.0]), 0.01)
     with pytest.raises(InputError, match="se_horizon"):
         sq.mixture_tau(0.0)
+
+
+def test_many_looks_with_tiny_early_spending() -> None:
+    # 100 looks: the first O'Brien-Fleming increment is ~1e-110; its boundary has the closed form
+    # Phi^{-1}(1 - alpha(t_1)/2) per side, and every increment is spent exactly
+    f = sq.equal_fractions(100)
+    b = sq.spending_boundaries(f, 0.05, "obrien_fleming")
+    first = 2 * sq.spending("obrien_fleming", f[:1], 0.025)[0]
+    assert b.upper[0] == pytest.approx(-st.norm.ppf(first / 2), rel=1e-10)
+    np.testing.assert_allclose(sq.crossing_probabilities(b).by_look, 2 * sq.spending("obrien_fleming", f, 0.025), rtol=1e-8)

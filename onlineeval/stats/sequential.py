@@ -113,7 +113,7 @@ def _root_increasing(f: Callable[[float], float], target: float, lo: float, hi: 
     for _ in range(200):
         x = (lo * fhi - hi * flo) / (fhi - flo)
         fx = f(x) - target
-        if abs(fx) <= tol * abs(target) or hi - lo < 1e-13:
+        if abs(fx) <= tol * max(abs(target), 1.0) or hi - lo < 1e-13:
             return x
         if fx < 0:
             lo, flo = x, fx
@@ -432,15 +432,19 @@ def spending_boundaries(
     for k in range(t.size):
         target = float(incr[k])
 
-        def spent(x: float) -> float:
+        def log_spent(x: float) -> float:
             u, lo = _sided(np.asarray([x]), alternative)
             pu, pl = rec.exit(float(u[0]), float(lo[0]))
-            return -(pu + pl)  # decreasing in x, so negate
+            return -math.log(max(pu + pl, 1e-320))  # increasing in x
 
         if target <= 1e-300:
             b[k] = np.inf
         else:
-            b[k] = _root_increasing(spent, -target, 0.0, 40.0, tol=1e-12)
+            # the exit probability at look k is at most the unconditional tail sides * (1 - Phi(x)),
+            # so the boundary lies in [0, Phi^{-1}(1 - target/sides)]; solved on the log scale
+            sides = 2.0 if alternative == "two-sided" else 1.0
+            hi = -_z(target / sides) if target / sides < 0.5 else 1.0
+            b[k] = _root_increasing(log_spent, -math.log(target), 0.0, hi, tol=1e-13)
         u, lo = _sided(b[k : k + 1], alternative)
         if k + 1 < t.size:
             rec.advance(float(u[0]), float(lo[0]))
