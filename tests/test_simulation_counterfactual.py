@@ -405,3 +405,17 @@ def test_distinct_propensities_equal_the_policy_row_by_row():
     fast, slow = distinct_propensities(policy, q, shown, 8), policy.propensities(q, shown)
     for name in ("list", "prefix", "item"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
+
+
+def test_bootstrap_interval_agrees_with_the_delta_method():
+    # the percentile interval of a cluster bootstrap of a smooth statistic has about the width
+    # of the delta-method interval (both estimate the same sampling distribution); 400
+    # resamples give the width to within about 10%
+    cfg = _config(replicates=2, estimators=("rips",), bootstrap=400)
+    rows = _run(cfg).rows
+    last = rows[(rows["metric"] == "rips") & (rows["day"] == 2)]
+    delta_width = 2 * 1.959964 * last["se"].to_numpy()
+    boot_width = (last["ci_high"] - last["ci_low"]).to_numpy()
+    assert np.all(np.abs(boot_width / delta_width - 1) < 0.2), (boot_width, delta_width)
+    first = rows[(rows["metric"] == "rips") & (rows["day"] == 1)]
+    np.testing.assert_allclose(first["ci_high"] - first["ci_low"], 2 * 1.959964 * first["se"], rtol=1e-6)
