@@ -191,3 +191,15 @@ def test_bad_input_is_refused() -> None:
     with pytest.raises(InputError, match=">= 0"):
         z = np.ones(5)
         cuped_ratio(z, z, z, z, z, -z, z, z)
+
+
+def test_collinear_covariates_fall_back_to_one() -> None:
+    # pre value = the activity indicator: the two covariates coincide; the estimate is OLS on one of them
+    rng = np.random.default_rng(6)
+    active = rng.random((2, 400)) < 0.6
+    y = rng.normal(size=(2, 400)) + active
+    x = active.astype(float)
+    res = cuped_mean(y[0], x[0], y[1], x[1], pre_active_a=active[0], pre_active_b=active[1])
+    fit = _ols_arm(y[0], x[0], y[1], x[1])  # the same regression with the single covariate
+    assert float(res.adjusted.estimate) == pytest.approx(fit.params[1], rel=1e-10)
+    assert float(res.theta[1]) == 0.0

@@ -106,42 +106,61 @@ def _wmean(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return x.mean(axis=-1)
 
 
+def _dot(u: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.einsum("...i,...i->...", u, v)
+
+
+def _centre(v: NDArray[np.float64]) -> NDArray[np.float64]:
+    return v - v.mean(axis=-1, keepdims=True)
+
+
 def _adjust(
     ya: NDArray[np.float64],
-    xa: NDArray[np.float64],
+    x1a: NDArray[np.float64],
+    x2a: NDArray[np.float64] | None,
     yb: NDArray[np.float64],
-    xb: NDArray[np.float64],
+    x1b: NDArray[np.float64],
+    x2b: NDArray[np.float64] | None,
     diff: NDArray[np.float64],
-    xdiff: NDArray[np.float64],
+    xdiff1: NDArray[np.float64],
+    xdiff2: NDArray[np.float64] | None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Pooled within-arm theta, adjusted difference, adjusted and unadjusted variances.
 
-    ``y*`` have shape ``(..., n)``, ``x*`` shape ``(..., n, 2)``; ``diff`` is the unadjusted
-    difference and ``xdiff`` (``(..., 2)``) the arm difference of the covariates' estimators.
+    Arrays have users on the last axis; ``x2*`` (the activity indicator) may be ``None``.
+    ``diff`` is the unadjusted difference, ``xdiff*`` the arm differences of the covariates'
+    estimators. The 2 x 2 normal equations are solved in closed form; a covariate without
+    within-arm variance, or collinear with the other, drops out (theta 0 for it).
     """
-    yca = ya - ya.mean(axis=-1, keepdims=True)
-    ycb = yb - yb.mean(axis=-1, keepdims=True)
-    xca = xa - xa.mean(axis=-2, keepdims=True)
-    xcb = xb - xb.mean(axis=-2, keepdims=True)
-    sxx = np.einsum("...ip,...iq->...pq", xca, xca) + np.einsum("...ip,...iq->...pq", xcb, xcb)
-    sxy = np.einsum("...ip,...i->...p", xca, yca) + np.einsum("...ip,...i->...p", xcb, ycb)
-    # scale the columns so that the pseudo-inverse's relative cut-off treats both covariates alike
-    scale = np.sqrt(np.einsum("...pp->...p", sxx))
-    safe = np.where(scale > 0, scale, 1.0)
-    norm = sxx / (safe[..., :, None] * safe[..., None, :])
-    theta = np.einsum("...pq,...q->...p", np.linalg.pinv(norm, rcond=1e-10), sxy / safe) / safe
-    theta = np.where(scale > 0, theta, 0.0)
-    est = diff - np.einsum("...p,...p->...", theta, xdiff)
-    ra = yca - np.einsum("...ip,...p->...i", xca, theta)
-    rb = ycb - np.einsum("...ip,...p->...i", xcb, theta)
+    yca, ycb = _centre(ya), _centre(yb)
+    x1ca, x1cb = _centre(x1a), _centre(x1b)
+    a = _dot(x1ca, x1ca) + _dot(x1cb, x1cb)
+    s1 = _dot(x1ca, yca) + _dot(x1cb, ycb)
+    safe_a = np.where(a > 0, a, 1.0)
+    if x2a is None or x2b is None or xdiff2 is None:
+        theta1 = np.where(a > 0, s1 / safe_a, 0.0)
+        theta2 = np.zeros_like(theta1)
+        ra = yca - theta1[..., None] * x1ca
+        rb = ycb - theta1[..., None] * x1cb
+        est = diff - theta1 * xdiff1
+    else:
+        x2ca, x2cb = _centre(x2a), _centre(x2b)
+        d = _dot(x2ca, x2ca) + _dot(x2cb, x2cb)
+        b = _dot(x1ca, x2ca) + _dot(x1cb, x2cb)
+        s2 = _dot(x2ca, yca) + _dot(x2cb, ycb)
+        det = a * d - b * b
+        full = (a > 0) & (d > 0) & (det > 1e-10 * a * d)
+        safe_det = np.where(full, det, 1.0)
+        safe_d = np.where(d > 0, d, 1.0)
+        theta1 = np.where(full, (d * s1 - b * s2) / safe_det, np.where(a > 0, s1 / safe_a, 0.0))
+        theta2 = np.where(full, (a * s2 - b * s1) / safe_det, np.where((a <= 0) & (d > 0), s2 / safe_d, 0.0))
+        ra = yca - theta1[..., None] * x1ca - theta2[..., None] * x2ca
+        rb = ycb - theta1[..., None] * x1cb - theta2[..., None] * x2cb
+        est = diff - theta1 * xdiff1 - theta2 * xdiff2
     na, nb = ya.shape[-1], yb.shape[-1]
-    var_adj = np.einsum("...i,...i->...", ra, ra) / ((na - 1) * na) + np.einsum("...i,...i->...", rb, rb) / (
-        (nb - 1) * nb
-    )
-    var_raw = np.einsum("...i,...i->...", yca, yca) / ((na - 1) * na) + np.einsum("...i,...i->...", ycb, ycb) / (
-        (nb - 1) * nb
-    )
-    return theta, est, var_adj, var_raw
+    var_adj = _dot(ra, ra) / ((na - 1) * na) + _dot(rb, rb) / ((nb - 1) * nb)
+    var_raw = _dot(yca, yca) / ((na - 1) * na) + _dot(ycb, ycb) / ((nb - 1) * nb)
+    return np.stack([theta1, theta2], axis=-1), est, var_adj, var_raw
 
 
 def _result(
@@ -229,14 +248,19 @@ def cuped_mean(
     yb = np.broadcast_to(yb, (*lead, yb.shape[-1]))
     xa = np.broadcast_to(xa, ya.shape)
     xb = np.broadcast_to(xb, yb.shape)
-    ma = _active(pre_active_a, ya.shape, "pre_active_a")
-    mb = _active(pre_active_b, yb.shape, "pre_active_b")
-    ca = np.stack([np.where(ma, xa, 0.0), ma.astype(np.float64)], axis=-1)
-    cb = np.stack([np.where(mb, xb, 0.0), mb.astype(np.float64)], axis=-1)
     diff = _wmean(yb) - _wmean(ya)
-    xdiff = cb.mean(axis=-2) - ca.mean(axis=-2)
-    theta, est, var_adj, var_raw = _adjust(ya, ca, yb, cb, diff, xdiff)
-    missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
+    if pre_active_a is None and pre_active_b is None:  # everyone has a pre-period value: no indicator
+        theta, est, var_adj, var_raw = _adjust(ya, xa, None, yb, xb, None, diff, _wmean(xb) - _wmean(xa), None)
+        missing = np.zeros(diff.shape, dtype=np.int64)
+    else:
+        ma = _active(pre_active_a, ya.shape, "pre_active_a")
+        mb = _active(pre_active_b, yb.shape, "pre_active_b")
+        x1a, x1b = np.where(ma, xa, 0.0), np.where(mb, xb, 0.0)
+        x2a, x2b = ma.astype(np.float64), mb.astype(np.float64)
+        theta, est, var_adj, var_raw = _adjust(
+            ya, x1a, x2a, yb, x1b, x2b, diff, _wmean(x1b) - _wmean(x1a), _wmean(x2b) - _wmean(x2a)
+        )
+        missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
     n = ya.shape[-1] + yb.shape[-1]
     return _result(theta, est, var_adj, diff, var_raw, _wmean(ya), n, missing, alpha, float(null), "cuped", "welch-z")
 
@@ -325,12 +349,10 @@ def cuped_ratio(
     pb, fb = _influence(arrays["pre_num_b"], arrays["pre_den_b"])
     ma = arrays["pre_den_a"] > 0
     mb = arrays["pre_den_b"] > 0
-    ca = np.stack([fa, ma.astype(np.float64)], axis=-1)
-    cb = np.stack([fb, mb.astype(np.float64)], axis=-1)
+    x2a, x2b = ma.astype(np.float64), mb.astype(np.float64)
     pre_diff = np.where(np.isnan(pa) | np.isnan(pb), 0.0, pb - pa)
-    xdiff = np.stack([pre_diff, mb.mean(axis=-1) - ma.mean(axis=-1)], axis=-1)
     diff = rb - ra
-    theta, est, var_adj, var_raw = _adjust(ea, ca, eb, cb, diff, xdiff)
+    theta, est, var_adj, var_raw = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, _wmean(x2b) - _wmean(x2a))
     undefined = np.isnan(diff)
     est, var_adj, var_raw = (np.where(undefined, np.nan, v) for v in (est, var_adj, var_raw))
     missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
