@@ -380,10 +380,10 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
     cf = s.get("counterfactual")
     if not cf:
         return []
-    lines = ["", "Estimation error on the last day (every design; bias = mean estimate - true effect, +-: its SE; "
-             "coverage: share of replicates whose CI holds the truth):",
-             f"  {'design':14s} {'metric':22s} {'true effect':>12s} {'bias':>10s} {'+-':>8s} {'SD':>9s} "
-             f"{'RMSE':>9s} {'coverage':>8s} {'power@end':>9s} {'impr. needed':>13s}"]
+    lines = ["", ("Estimation error on the last day (every design; bias = mean estimate - true effect, +-: its SE; "
+                  "coverage: share of replicates whose CI holds the truth):"),
+             (f"  {'design':14s} {'metric':22s} {'true effect':>12s} {'bias':>10s} {'+-':>8s} {'SD':>9s} "
+              f"{'RMSE':>9s} {'coverage':>8s} {'power@end':>9s} {'impr. needed':>13s}")]
     for design, metrics in s["designs"].items():
         for metric, e in metrics.items():
             fd = e["final_day"]
@@ -396,8 +396,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
             )
     for name, d in cf.items():
         logger = dict(d["logger"] or {})
-        lines += ["", f"Counterfactual design {name}: logger {json.dumps(logger)}; metric {d['metric']}, "
-                  f"V({d['targets'][1]}) - V({d['targets'][0]}) = {_fmt(d['true_effect'], '.4g', True)} (exact)"]
+        lines += ["", (f"Counterfactual design {name}: logger {json.dumps(logger)}; metric {d['metric']}, "
+                       f"V({d['targets'][1]}) - V({d['targets'][0]}) = {_fmt(d['true_effect'], '.4g', True)} (exact)")]
         lines.append(f"  {'estimator':22s} {'bias':>10s} {'+-':>8s} {'RMSE':>9s} {'undef.':>6s} "
                      f"{'support violated (impr.)':>26s}  assumption")
         for label, e in d["estimators"].items():
@@ -412,7 +412,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
                          f"{_fmt(e['rmse'], '.2e'):>9s} {_fmt(e['undefined_share'], '.0%'):>6s} {support:>26s}  "
                          f"{e['assumption']}{flag}")
         lines.append(f"  ({d['whole_log_refit']}; support: mean impressions per replicate on the last day whose "
-                     "target list has an event of logging probability 0 at the estimator's level)")
+                     "target list has an event of logging probability 0 at the estimator's level; A/A: both targets "
+                     "are A, the paired difference is identically 0, shown as '0 (ties)')")
         cost = d["logging_cost"]
         if cost:
             lines.append("  cost of logging (the logger's own metrics on the traffic it served vs ranker A, exact): "
@@ -422,8 +423,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
                                      for m, c in cost.items()))
     sweep = s.get("assumption_sweep")
     if sweep:
-        lines += ["", f"Assumption sweep ({sweep['design']}, {sweep['metric']}): bias +- SE of each estimator as "
-                  f"{sweep['parameter']} moves ({sweep['impressions']:,} logged impressions per value, exact truth)"]
+        lines += ["", (f"Assumption sweep ({sweep['design']}, {sweep['metric']}): bias +- SE of each estimator as "
+                       f"{sweep['parameter']} moves ({sweep['impressions']:,} logged impressions per value, exact truth)")]
         lines.append(f"  {'estimator':22s} " + " ".join(f"{v:>19g}" for v in sweep["values"]))
         lines.append(f"  {'truth':22s} " + " ".join(f"{t:>+19.4f}" for t in sweep["truth"]))
         for label, e in sweep["estimators"].items():

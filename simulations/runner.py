@@ -232,7 +232,11 @@ def truth_by_segment(world: World, users: UserModels) -> dict[str, dict[str, dic
 
 
 def counterfactual_truth(
-    design: DesignConfig, world: World, users: UserModels, per_ranker: dict[str, dict[str, float]] | None = None
+    design: DesignConfig,
+    world: World,
+    users: UserModels,
+    per_ranker: dict[str, dict[str, float]] | None = None,
+    index: int | None = None,
 ) -> list[Truth]:
     """Truths of a counterfactual design's rows: every estimator row estimates the exact
     :math:`V(B) - V(A)` of the design's metric (the targets, baseline first); a
@@ -245,7 +249,8 @@ def counterfactual_truth(
         try:  # the logger on the real score table, before any replicate runs
             shared_policy(design.logger, world)
         except ConfigError as exc:
-            raise ConfigError(("designs", design.name, "logger", *exc.key_path), exc.message) from None
+            where = ("designs", design.name if index is None else index, "logger")
+            raise ConfigError((*where, *exc.key_path), exc.message) from None
     per_ranker = dict(per_ranker or {})
     for name in dict.fromkeys(["A", *design.targets]):
         if name not in per_ranker:
@@ -280,7 +285,7 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
                 out.append(Truth(design.name, metric, per_ranker["B"][metric] - va, 0.0, "exact", va))
             continue
         if design.type == "counterfactual":
-            out += counterfactual_truth(design, world, users, per_ranker)
+            out += counterfactual_truth(design, world, users, per_ranker, config.designs.index(design))
             continue
         from simulations.designs.interleaving import pair_metrics, pair_outcomes, shared_interleaver
 

@@ -42,9 +42,10 @@ epsilon-greedy logger and one estimator (RIPS): 1.15 us serving against team-dra
 in the same measurement (logger propensities 0.7, sampling 0.2, clicks 0.13, RIPS 0.22). The design's own bookkeeping (log, per-user sums, support counts) is
 under 0.1 us; the rest is the policy's and the estimators' arithmetic, so the cost grows
 with the number of estimators. Estimators that fit a model on
-the whole log (their terms depend on the other impressions: ``dm``, ``dr``,
-``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` without given examination
-probabilities, or any estimator declaring ``whole_log = True``) are recomputed from the
+the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
+``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination
+probabilities and ``click_propensity`` other than ``empirical``, or any estimator
+declaring ``whole_log = True``) are recomputed from the
 accumulated log on the last day and every ``refit_days`` days (rows of other days are
 undefined).
 
@@ -90,7 +91,7 @@ __all__ = [
 #: the logger's own online metrics recorded as ``logging:<metric>`` rows
 LOGGING_METRICS = ("clicks_per_query", "abandonment", "reciprocal_rank")
 #: estimators whose per-impression terms depend on the whole log (they fit a model on it)
-WHOLE_LOG_ESTIMATORS = ("dm", "dr", "cascade_dr", "adaptive_ips")
+WHOLE_LOG_ESTIMATORS = ("dm", "dr", "dr_list", "cascade_dr", "adaptive_ips")
 
 
 class PairedEstimate:
@@ -172,8 +173,11 @@ def refits_on_whole_log(estimator: Any) -> bool:
         return declared
     if estimator.name in WHOLE_LOG_ESTIMATORS:
         return True
-    # PBM-IPS estimates the examination probabilities from the log unless they are given
-    return estimator.name == "pbm_ips" and getattr(estimator, "examination", None) is None
+    # PBM-IPS estimates the examination probabilities from the log unless they are given,
+    # and its default empirical click propensity is a per-query average over the log
+    return estimator.name == "pbm_ips" and (
+        getattr(estimator, "examination", None) is None or getattr(estimator, "click_propensity", "") == "empirical"
+    )
 
 
 def support_mask(policy: Any, lists: np.ndarray, level: str) -> np.ndarray | None:
