@@ -249,3 +249,9 @@ def test_answers_fast_without_scipy_or_pandas() -> None:
     run_json("proportion", "--baseline", "0.1", "--target", "0.105", "--method", "pooled", "--sequential", "msprt",
              "--looks", "14", "--users", "100000")  # fmt: skip
     assert time.perf_counter() - t < 3.0
+
+
+def test_confidence_sequence_is_the_msprt_design() -> None:
+    a = run_json("interleaving", "--delta", "0.03", "--sd", "1.0", "--sequential", "msprt", "--looks", "7")
+    b = run_json("interleaving", "--delta", "0.03", "--sd", "1.0", "--sequential", "confidence_sequence", "--looks", "7")
+    assert a["required"] == b["required"] and a["design"] == b["design"]

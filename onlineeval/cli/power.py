@@ -41,8 +41,8 @@ boundaries at drift :math:`\delta` (:func:`onlineeval.stats.sequential.crossing_
 one look gives the usual :math:`\Phi(\delta - z c) + \Phi(-\delta - z c)`). The required size
 solves :math:`\delta = \delta^*`, :math:`N = (\delta^* s_1/w)^2`; users per arm are
 :math:`\lceil (1-s)N\rceil` and :math:`\lceil sN\rceil`. Sequential designs: ``msprt`` (the
-always-valid mixture test with :math:`\tau` tuned to the maximum size, two-sided only; the
-confidence sequence has the same boundaries), ``obrien_fleming`` and ``pocock`` (Lan-DeMets
+always-valid mixture test with :math:`\tau` tuned to the maximum size, two-sided only;
+``confidence_sequence`` is accepted as a synonym, the confidence sequence having the same boundaries), ``obrien_fleming`` and ``pocock`` (Lan-DeMets
 spending); their maximum size is the fixed size times the inflation factor, and the expected
 size under the alternative and the null are reported too.
 
@@ -65,7 +65,7 @@ import typer
 from onlineeval.cli._common import guarded
 from onlineeval.errors import ConfigError, InputError
 
-SEQUENTIAL = ("none", "msprt", "obrien_fleming", "pocock")
+SEQUENTIAL = ("none", "msprt", "confidence_sequence", "obrien_fleming", "pocock")
 ALTERNATIVES = ("two-sided", "larger", "smaller")
 PROPORTION_METHODS = ("arcsine", "pooled", "unpooled")
 FORMATS = ("text", "json")
@@ -108,7 +108,7 @@ def check_settings(st: Settings) -> Settings:
         raise ConfigError(("--looks",), f"must be a positive integer, got {st.looks}")
     if st.sequential != "none" and st.looks is None:
         raise ConfigError(("--looks",), f"--sequential {st.sequential} needs the number of looks, e.g. --looks 14")
-    if st.sequential == "msprt" and st.alternative != "two-sided":
+    if st.sequential in ("msprt", "confidence_sequence") and st.alternative != "two-sided":
         raise ConfigError(("--alternative",), "the msprt (normal-mixture) design is two-sided; use two-sided or a spending design")
     return st
 
@@ -120,7 +120,7 @@ def design(st: Settings) -> Any:
     if st.sequential == "none":
         return sq.peeking_boundaries([1.0], st.alpha, st.alternative)
     fractions = sq.equal_fractions(st.looks or 1)
-    if st.sequential == "msprt":
+    if st.sequential in ("msprt", "confidence_sequence"):  # the same rejection region (the CS is the mSPRT's dual)
         return sq.mixture_boundaries(fractions, st.alpha)
     return sq.spending_boundaries(fractions, st.alpha, st.sequential, st.alternative)
 
@@ -494,7 +494,9 @@ _Share = Annotated[float, typer.Option("--share-b", help="Share of users allocat
 _Users = Annotated[
     int | None, typer.Option("--users", min=2, help="Total users (both arms): report power and MDE at this size.")
 ]
-_Seq = Annotated[str, typer.Option("--sequential", help="none, msprt, obrien_fleming or pocock.")]
+_Seq = Annotated[
+    str, typer.Option("--sequential", help="none, msprt (= confidence_sequence), obrien_fleming or pocock.")
+]
 _Looks = Annotated[int | None, typer.Option("--looks", help="Equally spaced looks (e.g. days) of a sequential design.")]
 _Format = Annotated[str, typer.Option("--format", "-f", help="text or json.")]
 _Mde = Annotated[float | None, typer.Option("--mde", help="Absolute effect B - A.")]

@@ -311,7 +311,9 @@ class _Recursion:
         if k == 0:
             dens = np.exp(-0.5 * ((s - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
         else:
-            prev_s, prev_g = self.s if self.s is not None else s, self.g if self.g is not None else s
+            prev_s, prev_g = self.s, self.g
+            if prev_s is None or prev_g is None:  # look 0 always sets the grid
+                raise RuntimeError("sequential recursion: no grid after look 0")
             kern = np.exp(-0.5 * ((s[:, None] - prev_s[None, :] - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
             dens = kern @ prev_g
         self.s, self.g = s, w * dens
