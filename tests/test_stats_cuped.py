@@ -203,3 +203,18 @@ def test_collinear_covariates_fall_back_to_one() -> None:
     fit = _ols_arm(y[0], x[0], y[1], x[1])  # the same regression with the single covariate
     assert float(res.adjusted.estimate) == pytest.approx(fit.params[1], rel=1e-10)
     assert float(res.theta[1]) == 0.0
+
+
+def test_aa_false_positive_rate_of_the_adjusted_tests() -> None:
+    rng = np.random.default_rng(12)
+    reps, n = 3000, 800
+    x = rng.gamma(2.0, 1.0, size=(2, reps, n))
+    y = 0.8 * x + rng.normal(size=(2, reps, n))
+    active = rng.random((2, reps, n)) < 0.8
+    res = cuped_mean(y[0], x[0], y[1], x[1], pre_active_a=active[0], pre_active_b=active[1])
+    band = 4 * math.sqrt(0.05 * 0.95 / reps)
+    assert abs(res.adjusted.significant.mean() - 0.05) <= band
+    ca, qa, cpa, qpa = _ratio_users(rng, (reps, n), 0.0)
+    cb, qb, cpb, qpb = _ratio_users(rng, (reps, n), 0.0)
+    rr = cuped_ratio(ca, qa, cb, qb, cpa, qpa, cpb, qpb)
+    assert abs(rr.adjusted.significant.mean() - 0.05) <= band

@@ -309,3 +309,17 @@ def test_many_looks_with_tiny_early_spending() -> None:
     first = 2 * sq.spending("obrien_fleming", f[:1], 0.025)[0]
     assert b.upper[0] == pytest.approx(-st.norm.ppf(first / 2), rel=1e-10)
     np.testing.assert_allclose(sq.crossing_probabilities(b).by_look, 2 * sq.spending("obrien_fleming", f, 0.025), rtol=1e-8)
+
+
+def test_msprt_valid_under_per_batch_monitoring() -> None:
+    # 500 looks (e.g. hourly batches): the estimate of a mean with known unit variance after t units
+    rng = np.random.default_rng(99)
+    reps, looks = 20_000, 500
+    n = np.arange(1, looks + 1) * 20.0
+    sums = np.cumsum(rng.normal(0.0, math.sqrt(20.0), size=(reps, looks)), axis=1)
+    est, se = sums / n, 1.0 / np.sqrt(n)
+    res = sq.msprt(est, se, tau=float(sq.mixture_tau(se[-1])), alpha=0.05)
+    assert at_most_4se(float(res.reject.mean()), 0.05, reps)
+    # while peeking at the same 500 looks rejects far more often than alpha
+    p = 2 * st.norm.sf(np.abs(est / se))
+    assert sq.peeking_test(p, 0.05).reject.mean() > 0.3
