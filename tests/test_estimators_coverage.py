@@ -15,7 +15,7 @@ interval fails with probability below 1% and the seeds are fixed.
 
 With uniform random logging (about 80 target lists per log of 5,000) the delta-method
 interval of ``snips`` covered 459/500 (below the band: the Wald interval of a mean of ~80
-skewed values); the logger here gives about 850 per log, where the CLT applies.
+skewed values); the logger here gives about 850 per log of 4,000, where the CLT applies.
 - the cluster-bootstrap percentile interval of ``snips``.
 """
 
@@ -79,7 +79,7 @@ def test_cluster_bootstrap_coverage() -> None:
     rng = np.random.default_rng(77)
     covered = 0
     for log in _logs("cascade", replicates, 3000, seed=55):
-        e = est.estimate(log, target, "reciprocal_rank", n_boot=300, rng=rng)
+        e = est.estimate(log, target, "reciprocal_rank", n_boot=200, rng=rng)
         covered += int(e.boot_low <= truth <= e.boot_high)
     lo, hi = _band(replicates)
     assert lo <= covered <= hi, f"bootstrap: {covered}/{replicates} cover {truth:.4f}, band [{lo}, {hi}]"
