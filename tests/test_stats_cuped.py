@@ -182,8 +182,10 @@ def test_no_pre_data_at_all_gives_the_unadjusted_estimate_and_batches_agree() ->
 
 
 def test_bad_input_is_refused() -> None:
-    with pytest.raises(InputError, match="same shape"):
+    with pytest.raises(InputError, match="one value per user"):
         cuped_mean(np.zeros(5), np.zeros(4), np.zeros(5), np.zeros(5))
+    with pytest.raises(InputError, match="do not broadcast"):
+        cuped_mean(np.zeros((3, 5)), np.zeros((2, 5)), np.zeros(5), np.zeros(5))
     with pytest.raises(InputError, match="boolean"):
         cuped_mean(np.zeros(5), np.zeros(5), np.zeros(5), np.zeros(5), pre_active_a=np.ones(5))
     with pytest.raises(InputError, match="only finite"):
@@ -218,3 +220,15 @@ def test_aa_false_positive_rate_of_the_adjusted_tests() -> None:
     cb, qb, cpb, qpb = _ratio_users(rng, (reps, n), 0.0)
     rr = cuped_ratio(ca, qa, cb, qb, cpa, qpa, cpb, qpb)
     assert abs(rr.adjusted.significant.mean() - 0.05) <= band
+
+
+def test_pre_period_broadcasts_over_daily_checkpoints() -> None:
+    rng = np.random.default_rng(13)
+    reps, days, n = 3, 4, 60
+    x = rng.normal(size=(2, reps, n))
+    y = rng.normal(size=(2, reps, days, n)) + x[:, :, None, :]
+    res = cuped_mean(y[0], x[0][:, None, :], y[1], x[1][:, None, :])
+    assert res.adjusted.shape == (reps, days)
+    one = cuped_mean(y[0, 2, 1], x[0, 2], y[1, 2, 1], x[1, 2])
+    assert float(res.adjusted.estimate[2, 1]) == pytest.approx(float(one.adjusted.estimate), rel=1e-12)
+    assert float(res.adjusted.se[2, 1]) == pytest.approx(float(one.adjusted.se), rel=1e-12)

@@ -97,9 +97,11 @@ def _active(mask: ArrayLike | None, shape: tuple[int, ...], name: str) -> NDArra
         raise InputError(f"{name}: shape {m.shape} does not match the users' shape {shape}") from None
 
 
-def _same_shape(a: NDArray[np.float64], b: NDArray[np.float64], names: str) -> None:
-    if a.shape != b.shape:
-        raise InputError(f"{names} must have the same shape (one value per user); got {a.shape} and {b.shape}")
+def _same_users(a: NDArray[np.float64], b: NDArray[np.float64], names: str) -> None:
+    if a.shape[-1] != b.shape[-1]:
+        raise InputError(
+            f"{names} must have one value per user (the same last axis); got {a.shape[-1]} and {b.shape[-1]} users"
+        )
 
 
 def _wmean(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -214,7 +216,9 @@ def cuped_mean(
     y_a, y_b:
         Per-user metric in the experiment, shape ``(..., n_a)`` and ``(..., n_b)``.
     x_a, x_b:
-        The same users' pre-period values, same shapes as ``y_a`` / ``y_b``.
+        The same users' pre-period values: the same users on the last axis; leading shapes
+        broadcast (e.g. ``(replicates, n)`` against ``y`` of shape ``(replicates, days, n)``
+        needs ``x[:, None, :]``).
     pre_active_a, pre_active_b:
         Boolean masks (broadcast to the users' shape): True where the user had pre-period
         activity. Users with False get pre value 0 and the indicator covariate (module
@@ -241,13 +245,11 @@ def cuped_mean(
     alpha = check_alpha(alpha)
     ya, yb = _as_batch(y_a, "y_a"), _as_batch(y_b, "y_b")
     xa, xb = _as_batch(x_a, "x_a"), _as_batch(x_b, "x_b")
-    _same_shape(ya, xa, "y_a and x_a")
-    _same_shape(yb, xb, "y_b and x_b")
-    lead = _leading(ya, yb)
-    ya = np.broadcast_to(ya, (*lead, ya.shape[-1]))
-    yb = np.broadcast_to(yb, (*lead, yb.shape[-1]))
-    xa = np.broadcast_to(xa, ya.shape)
-    xb = np.broadcast_to(xb, yb.shape)
+    _same_users(ya, xa, "y_a and x_a")
+    _same_users(yb, xb, "y_b and x_b")
+    lead = _leading(ya, yb, xa, xb)
+    ya, xa = (np.broadcast_to(v, (*lead, v.shape[-1])) for v in (ya, xa))
+    yb, xb = (np.broadcast_to(v, (*lead, v.shape[-1])) for v in (yb, xb))
     diff = _wmean(yb) - _wmean(ya)
     if pre_active_a is None and pre_active_b is None:  # everyone has a pre-period value: no indicator
         theta, est, var_adj, var_raw = _adjust(ya, xa, None, yb, xb, None, diff, _wmean(xb) - _wmean(xa), None)
@@ -299,8 +301,9 @@ def cuped_ratio(
         Per-user numerators and denominators in the experiment (e.g. clicks and queries),
         shape ``(..., n_a)`` / ``(..., n_b)``; denominators >= 0.
     pre_num_a, pre_den_a, pre_num_b, pre_den_b:
-        The same users' pre-period numerators and denominators. A user with
-        ``pre_den == 0`` has no pre-period activity (indicator covariate, module notes).
+        The same users' pre-period numerators and denominators (same users on the last axis,
+        leading shapes broadcast). A user with ``pre_den == 0`` has no pre-period activity
+        (indicator covariate, module notes).
     alpha:
         Two-sided level. Default 0.05.
     null:
@@ -339,8 +342,8 @@ def cuped_ratio(
     for arm in ("a", "b"):
         base = arrays[f"num_{arm}"]
         for other in (f"den_{arm}", f"pre_num_{arm}", f"pre_den_{arm}"):
-            _same_shape(base, arrays[other], f"num_{arm} and {other}")
-    lead = _leading(arrays["num_a"], arrays["num_b"])
+            _same_users(base, arrays[other], f"num_{arm} and {other}")
+    lead = _leading(*arrays.values())
     for name, arr in arrays.items():
         arrays[name] = np.broadcast_to(arr, (*lead, arr.shape[-1]))
     ra, ea = _influence(arrays["num_a"], arrays["den_a"])
