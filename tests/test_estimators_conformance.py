@@ -133,6 +133,9 @@ def test_uniform_policy_hand_formulas() -> None:
     assert p.prefix[2, 1] == 0.0  # a repeated document is never shown
     assert p.prefix[3, 2] == 1.0 and p.item[3, 2] == 1.0  # empty slots carry 1
     np.testing.assert_allclose(pol.shown_probability(np.array([0]), np.array([[0, 4, 7]])), [[0.6, 0.6, 0.0]])
+    # lists longer than k: a fourth document is never shown, an empty fourth slot is allowed
+    longer = pol.propensities(np.array([0, 0]), np.array([[0, 1, 2, -1], [0, 1, 2, 3]]))
+    np.testing.assert_allclose(longer.list, [1 / 60, 0.0], atol=1e-15)
 
 
 def test_plackett_luce_brute_force() -> None:

@@ -235,7 +235,7 @@ class EnumeratedPolicy:
             prefix[:, j] = np.where(valid[:, j], p, 1.0)
             item[:, j] = np.where(valid[:, j], np.where(inside[:, j], self._item[q, j, d], 0.0), 1.0)
         # the policy always shows k documents: a list with an empty slot has probability 0
-        full = valid[:, : min(kk, self.k)].all(axis=1) & (kk >= self.k)
+        full = valid[:, : min(kk, self.k)].all(axis=1) & (kk >= self.k) & ~valid[:, self.k :].any(axis=1)
         plist = np.where(full, prefix[:, min(kk, self.k) - 1], 0.0)
         return Propensities(plist, prefix, item)
 
