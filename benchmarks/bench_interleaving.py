@@ -49,6 +49,26 @@ def py_team_draft_credit(team: list[int], clicks: list[bool]) -> int:
     return (cb > ca) - (cb < ca)
 
 
+def py_balanced(a: list[int], b: list[int], k: int, clicks: list[bool], rnd: random.Random) -> int:
+    """Balanced interleave (Joachims 2003) + its outcome, per impression, plain Python."""
+    lead, follow = (a, b) if rnd.random() < 0.5 else (b, a)
+    shown: list[int] = []
+    seen: set[int] = set()
+    for i in range(max(len(a), len(b))):
+        for lst in (lead, follow):
+            if i < len(lst) and lst[i] not in seen and len(shown) < k:
+                shown.append(lst[i])
+                seen.add(lst[i])
+    clicked = [d for d, c in zip(shown, clicks) if c]
+    if not clicked:
+        return 0
+    last = clicked[-1]
+    kappa = min(a.index(last) if last in a else len(a), b.index(last) if last in b else len(b))
+    ha = sum(1 for d in clicked if d in a[: kappa + 1])
+    hb = sum(1 for d in clicked if d in b[: kappa + 1])
+    return (hb > ha) - (hb < ha)
+
+
 def py_probabilistic(a: list[int], b: list[int], k: int, clicks: list[bool], rnd: random.Random,
                      tau: float = 3.0) -> float:
     """Probabilistic interleave + marginalised outcome, per impression, plain Python (DP over clicks)."""
@@ -168,6 +188,8 @@ def main() -> None:
     parser.add_argument("--n-py", type=int, default=20_000, help="impressions for the plain-Python baseline")
     args = parser.parse_args()
     bench("team_draft interleave+outcome (click credit per team, its sign)", "team_draft", args.n, args.n_py, plain_team_draft, ">= 1,000,000/s", 0)
+    bench("balanced interleave+outcome (Joachims 2003)", "balanced", args.n, args.n_py, py_balanced,
+          "team_draft's rate", 3)
     bench("probabilistic interleave+exact outcome", "probabilistic", min(args.n, 200_000), min(args.n_py, 5_000),
           py_probabilistic, ">= 50,000/s", 1)
     bench_per_call(("team_draft", "balanced"))
