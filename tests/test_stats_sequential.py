@@ -323,3 +323,27 @@ def test_msprt_valid_under_per_batch_monitoring() -> None:
     # while peeking at the same 500 looks rejects far more often than alpha
     p = 2 * st.norm.sf(np.abs(est / se))
     assert sq.peeking_test(p, 0.05).reject.mean() > 0.3
+
+
+def test_sequential_test_dispatches_to_each_design() -> None:
+    rng = np.random.default_rng(21)
+    reps, looks = 2000, 6
+    f = sq.equal_fractions(looks)
+    z = brownian_z(rng, f, reps, drift=1.5)
+    se = np.broadcast_to(1.0 / np.sqrt(f * 400.0), z.shape)
+    est = z * se
+    fixed = sq.sequential_test(est, se, "none")
+    np.testing.assert_array_equal(fixed.reject, np.abs(z[:, -1]) >= st.norm.ppf(0.975))
+    assert np.all(fixed.stop_look[fixed.reject] == looks - 1)
+    peek = sq.sequential_test(est, se, "peeking")
+    np.testing.assert_array_equal(peek.reject, (np.abs(z) >= st.norm.ppf(0.975)).any(axis=1))
+    for kind in ("obrien_fleming", "pocock"):
+        got = sq.sequential_test(est, se, kind)
+        want = sq.group_sequential_test(z, sq.spending_boundaries(f, 0.05, kind))
+        np.testing.assert_array_equal(got.stop_look, want.stop_look)
+    tau = float(sq.mixture_tau(se[0, -1]))
+    np.testing.assert_array_equal(sq.sequential_test(est, se, "msprt", tau=tau).pvalue, sq.msprt(est, se, tau=tau).pvalue)
+    with pytest.raises(InputError, match="needs tau"):
+        sq.sequential_test(est, se, "confidence_sequence")
+    with pytest.raises(InputError, match="design"):
+        sq.sequential_test(est, se, "bayes")

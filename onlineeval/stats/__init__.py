@@ -87,6 +87,7 @@ if TYPE_CHECKING:
         peeking_boundaries,
         peeking_fpr,
         peeking_test,
+        sequential_test,
         spending_boundaries,
     )
     from onlineeval.stats.srm import (
@@ -146,6 +147,7 @@ _EXPORTS: dict[str, str] = {
     "confidence_sequence": "sequential",
     "group_sequential_test": "sequential",
     "peeking_test": "sequential",
+    "sequential_test": "sequential",
     "equal_fractions": "sequential",
     "CupedResult": "cuped",
     "cuped_mean": "cuped",
@@ -212,6 +214,7 @@ __all__ = [
     "required_n_one_sample",
     "required_n_two_sample",
     "results_to_frame",
+    "sequential_test",
     "spending_boundaries",
     "srm_chisquare",
     "srm_impressions",

@@ -60,6 +60,7 @@ from numpy.typing import ArrayLike, NDArray
 from onlineeval.errors import InputError
 
 __all__ = [
+    "SEQUENTIAL_DESIGNS",
     "SPENDING_FUNCTIONS",
     "Boundaries",
     "Crossing",
@@ -77,11 +78,13 @@ __all__ = [
     "peeking_boundaries",
     "peeking_fpr",
     "peeking_test",
+    "sequential_test",
     "spending",
     "spending_boundaries",
 ]
 
 SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
+SEQUENTIAL_DESIGNS = ("none", "peeking", "msprt", "confidence_sequence", "obrien_fleming", "pocock")
 _ALTERNATIVES = ("two-sided", "larger", "smaller")
 _STD = NormalDist()
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
@@ -793,3 +796,71 @@ def peeking_test(pvalues: ArrayLike, alpha: float = 0.05) -> SequentialResult:
     reject, stop, by = _first(cross)
     return SequentialResult(reject, stop, by, p, None, None, "peeking", a)
 
+
+
+def sequential_test(
+    estimate: ArrayLike,
+    se: ArrayLike,
+    design: str,
+    *,
+    alpha: float = 0.05,
+    null: float = 0.0,
+    tau: ArrayLike | None = None,
+    fractions: ArrayLike | None = None,
+) -> SequentialResult:
+    r"""One entry point for every design, on estimates and standard errors with looks on the last axis.
+
+    Parameters
+    ----------
+    estimate, se:
+        :math:`\hat\Delta_k` and :math:`\mathrm{se}_k`, shape ``(..., K)`` (e.g. replicates x days).
+    design:
+        ``"none"`` (the fixed-horizon two-sided z-test at the last look only), ``"peeking"``
+        (the same test at every look, stop at the first rejection), ``"msprt"``,
+        ``"confidence_sequence"`` (both need ``tau``), ``"obrien_fleming"`` or ``"pocock"``
+        (Lan-DeMets spending boundaries at ``fractions``).
+    alpha:
+        Two-sided level. Default 0.05.
+    null:
+        :math:`\Delta_0`. Default 0.
+    tau:
+        Mixture scale for ``msprt`` / ``confidence_sequence`` (see :func:`mixture_tau`; choose it
+        from the planned horizon, not from the data being tested).
+    fractions:
+        Information fractions of the looks for the spending designs; default ``k/K``
+        (equally spaced). With unequal traffic use the planned :math:`\mathrm{se}_K^2/\mathrm{se}_k^2`.
+
+    Returns
+    -------
+    SequentialResult
+        For ``"none"``, ``stop_look`` is ``K - 1`` when the final test rejects.
+    """
+    if design not in SEQUENTIAL_DESIGNS:
+        raise InputError(f"design must be one of {', '.join(SEQUENTIAL_DESIGNS)}; got {design!r}")
+    a = _check_alpha(alpha)
+    if design in ("msprt", "confidence_sequence"):
+        if tau is None:
+            raise InputError(f"design {design}: needs tau, the mixture scale (e.g. mixture_tau(planned_se, alpha))")
+        fn = msprt if design == "msprt" else confidence_sequence
+        return fn(estimate, se, tau=tau, alpha=a, null=null)
+    est, s = _estimates(estimate, se)
+    d = est - float(null)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(s > 0, d / np.where(s > 0, s, 1.0), np.where(d == 0, 0.0, np.copysign(np.inf, d)))
+    z = np.where(np.isnan(d) | np.isnan(s), np.nan, z)
+    k = z.shape[-1]
+    if design == "peeking":
+        p = np.minimum(1.0, 2.0 * _sf(np.abs(z)))
+        return peeking_test(np.where(np.isnan(z), np.nan, p), a)
+    if design == "none":
+        crit = _z(1.0 - a / 2.0)
+        with np.errstate(invalid="ignore"):
+            last = np.abs(z[..., -1]) >= crit
+        cross = np.zeros(z.shape, dtype=bool)
+        cross[..., -1] = last
+        reject, stop, by = _first(cross)
+        return SequentialResult(reject, stop, by, None, None, None, "fixed", a)
+    t = equal_fractions(k) if fractions is None else _check_fractions(fractions)
+    if t.size != k:
+        raise InputError(f"fractions: {t.size} fractions for {k} looks")
+    return group_sequential_test(z, spending_boundaries(t, a, design))
