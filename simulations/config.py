@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_serializer, model_validator
 
 from onlineeval.errors import ConfigError
 from simulations.yaml_safe import excerpt
@@ -35,11 +35,13 @@ __all__ = [
 ]
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
-PositiveInt = Annotated[int, Field(gt=0)]
+#: integers are strict: ``true`` or ``2.5`` for a count is an error, not 1 or 2
+PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # no unknown keys; no .inf / .nan where a number is expected (a random ranker, nan power)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # ----------------------------------------------------------------------------- collection
@@ -48,7 +50,7 @@ class SyntheticCollection(_Strict):
 
     type: Literal["synthetic"] = "synthetic"
     n_queries: PositiveInt = 2000
-    candidates: Annotated[int, Field(ge=2)] = 50
+    candidates: Annotated[int, Strict(), Field(ge=2)] = 50
     label_distribution: list[Probability] = Field(
         default_factory=lambda: [0.60, 0.22, 0.11, 0.05, 0.02],
         description="P(grade g) for g = 0..G-1; most candidates non-relevant, the top grade rare.",
@@ -90,7 +92,7 @@ class RankerSpec(_Strict):
 
 
 class RankersConfig(_Strict):
-    depth: Annotated[int, Field(ge=1, le=100)] = 10
+    depth: Annotated[int, Strict(), Field(ge=1, le=100)] = 10
     noise_correlation: Probability = Field(
         0.7, description="correlation of A's and B's score noise: how similar the rankings are"
     )
@@ -156,8 +158,10 @@ class UsersConfig(_Strict):
         if not math.isclose(total, 1.0, abs_tol=1e-6):
             raise ValueError(f"the shares of 'types' must sum to 1, sum to {total:.6g}")
         names = [t.name for t in self.types]
-        if len(set(names)) != len(names):
-            raise ValueError("user type names must be unique")
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"types[{i}].name: {name!r} is already the name of types[{names.index(name)}]; "
+                                 "user type names must be unique")
         return self
 
     def mixture(self) -> list[tuple[str, float, dict[str, Any]]]:
@@ -168,16 +172,16 @@ class UsersConfig(_Strict):
 
 
 class TrafficConfig(_Strict):
-    days: Annotated[int, Field(ge=1, le=366)] = 14
-    queries_per_day: PositiveInt = 10000
-    diurnal: list[Annotated[float, Field(ge=0.0)]] = Field(
+    days: Annotated[int, Strict(), Field(ge=1, le=366)] = 14
+    queries_per_day: Annotated[int, Strict(), Field(gt=0, le=1_000_000_000)] = 10000
+    diurnal: list[Annotated[float, Field(ge=0.0, le=1e6)]] = Field(
         default_factory=lambda: [
             0.35, 0.25, 0.2, 0.2, 0.25, 0.4, 0.6, 0.85, 1.05, 1.2, 1.3, 1.35,
             1.35, 1.3, 1.3, 1.3, 1.3, 1.3, 1.35, 1.4, 1.4, 1.25, 0.95, 0.6,
         ],
         description="relative arrival rate for each of the 24 hours (normalised to mean 1)",
     )
-    weekly: list[Annotated[float, Field(ge=0.0)]] = Field(
+    weekly: list[Annotated[float, Field(ge=0.0, le=1e6)]] = Field(
         default_factory=lambda: [1.0] * 7,
         description="relative arrival rate for each day of the week (normalised to mean 1)",
     )
@@ -291,10 +295,10 @@ class DesignConfig(_Strict):
         "the first is the primary metric",
         min_length=1,
     )
-    bootstrap: Annotated[int, Field(ge=0, le=100_000)] = Field(
+    bootstrap: Annotated[int, Strict(), Field(ge=0, le=100_000)] = Field(
         0, description="counterfactual: cluster-bootstrap resamples for the last day's interval (0 = delta method)"
     )
-    refit_days: Annotated[int, Field(ge=0, le=366)] = Field(
+    refit_days: Annotated[int, Strict(), Field(ge=0, le=366)] = Field(
         0,
         description="counterfactual: estimators that fit a model on the whole log are recomputed every "
         "refit_days days and on the last day (0 = on the last day only)",
@@ -361,7 +365,7 @@ class AssumptionSweep(_Strict):
 
     parameter: Annotated[str, Field(pattern=r"^users(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])+$")]
     values: list[float] = Field(min_length=1)
-    impressions: Annotated[int, Field(ge=1000, le=50_000_000)] = 200_000
+    impressions: Annotated[int, Strict(), Field(ge=1000, le=50_000_000)] = 200_000
     design: str | None = Field(None, description="the counterfactual design to sweep (default: the first)")
 
 
@@ -369,7 +373,7 @@ class AnalysisConfig(_Strict):
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
     power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
     aa: bool = Field(True, description="also run each design as A/A (B replaced by A)")
-    truth_impressions: Annotated[int, Field(ge=1000)] = Field(
+    truth_impressions: Annotated[int, Strict(), Field(ge=1000, le=1_000_000_000)] = Field(
         1_000_000, description="Monte Carlo impressions for the true interleaving preference"
     )
     assumption_sweep: AssumptionSweep | None = Field(
@@ -387,9 +391,9 @@ class AnalysisConfig(_Strict):
 class Config(_Strict):
     """A whole simulation run."""
 
-    seed: Annotated[int, Field(ge=0)] = 0
-    replicates: Annotated[int, Field(ge=1, le=100_000)] = 100
-    workers: Annotated[int, Field(ge=0)] = Field(0, description="processes; 0 = all cores")
+    seed: Annotated[int, Strict(), Field(ge=0)] = 0
+    replicates: Annotated[int, Strict(), Field(ge=1, le=100_000)] = 100
+    workers: Annotated[int, Strict(), Field(ge=0)] = Field(0, description="processes; 0 = all cores")
     output: Path = Path("results")
     collection: Collection = SyntheticCollection()
     rankers: RankersConfig = RankersConfig()
@@ -417,9 +421,13 @@ class Config(_Strict):
     @model_validator(mode="after")
     def _check_designs(self) -> Config:
         names = [d.name for d in self.designs]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"design names must be unique; repeated: {', '.join(dupes)}")
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                # the message carries the key path (a model-level check has no location of its own)
+                raise ValueError(
+                    f"designs[{i}].name: {name!r} is already the name of designs[{names.index(name)}]; "
+                    "design names must be unique"
+                )
         if isinstance(self.collection, TrecCollection):
             missing = [r for r in ("A", "B") if r not in self.collection.runs]
             if missing:
@@ -665,6 +673,9 @@ def _check_components(config: Config, source: str | None) -> None:
                 config_from_mapping(data)
             except ConfigError as exc:
                 raise ConfigError((*key, "values", j), f"{sweep.parameter} = {value}: {exc}", source) from None
+    from simulations.resources import check_memory
+
+    check_memory(config, source)  # before anything is allocated: refuse what cannot fit
 
 
 def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
@@ -742,7 +753,8 @@ def swept_mapping(data: Mapping[str, Any], path: Sequence[str | int], value: flo
         raise KeyError(format_path(path)) from None
     if isinstance(old, bool) or not isinstance(old, (int, float)):
         raise TypeError(f"{format_path(path)} is {old!r}, not a number")
-    node[last] = value
+    # an integer setting swept over whole numbers stays an integer (config integers are strict)
+    node[last] = int(value) if isinstance(old, int) and float(value).is_integer() else value
     if tuple(path[:2]) == ("users", "types") and len(path) == 4 and last == "share":
         types = out["users"]["types"]
         others = [i for i in range(len(types)) if i != path[2]]

@@ -20,6 +20,8 @@ from simulations.sampling import child_seed
 __all__ = ["World", "OfflineSummary", "build_world", "SEGMENT_NAMES", "segment_queries"]
 
 SEGMENT_NAMES = ("head", "torso", "tail")
+#: grades are stored as int8 (a larger grade would wrap around silently)
+_MAX_GRADE = 127
 #: cumulative traffic share at which the head ends and the torso ends
 SEGMENT_BOUNDS = (0.5, 0.8)
 
@@ -124,6 +126,15 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
     from onlineeval.io import ranked_doc_lists, read_qrels, read_run
 
     qrels = read_qrels(coll.qrels)
+    too_high = qrels["grade"].to_numpy() > _MAX_GRADE
+    if too_high.any():
+        from onlineeval.errors import InputError
+
+        row = qrels.iloc[int(too_high.argmax())]
+        raise InputError(
+            f"grade {row['grade']} (query {row['query']}, document {row['doc']}) is above {_MAX_GRADE}, the "
+            "largest grade the simulator's click models take; map the grades to 0..G-1", str(coll.qrels)
+        )
     runs = {name: read_run(coll.runs[name]) for name in config.ranker_names()}
     judged_queries = list(dict.fromkeys(qrels["query"].astype(str)))
     qindex = {qid: i for i, qid in enumerate(judged_queries)}

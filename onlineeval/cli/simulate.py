@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional, TextIO
 
 import typer
 
 from onlineeval.cli._common import guarded
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.progress import TaskID
 
 
 @guarded
@@ -26,7 +30,9 @@ def simulate_cmd(
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Ignore finished replicates of an interrupted run of the same config.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bar (default: a bar with ETA on stderr).")
+    ] = False,
 ) -> None:
     """Simulate A and B online: power versus days, required sample size, A/A false positives."""
     from simulations.config import load_config
@@ -57,38 +63,72 @@ def simulate_cmd(
 
 
 class _Progress:
-    """A one-line progress bar on stderr (plain text when stderr is not a terminal)."""
+    """Progress of the replicates on stderr, drawn by rich: a live bar with elapsed time and
+    ETA on a terminal; plain lines (at most one every 5 s, and the last) otherwise, e.g.
+    ``replicates [######------------------------] 4/20  12s elapsed, ETA 48s``.
 
-    def __init__(self) -> None:
+    The ETA is rich's estimate from the recent rate of finished replicates (replicates
+    resumed from an interrupted run count as done from the start, not in the rate)."""
+
+    PLAIN_EVERY = 5.0  # seconds between plain lines
+
+    def __init__(self, stream: TextIO | None = None, clock: Callable[[], float] | None = None) -> None:
         import sys
         import time
 
-        self._stream = sys.stderr
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._stream = stream if stream is not None else sys.stderr
         self._tty = self._stream.isatty()
-        self._start = time.monotonic()
-        self._last = -1.0
-        self._time = time.monotonic
+        self._time = clock if clock is not None else time.monotonic
+        self._last = -float("inf")
+        self._progress = Progress(
+            TextColumn("replicates"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("elapsed"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(file=self._stream),
+            get_time=self._time,
+            disable=not self._tty,  # off a terminal rich only keeps the counts and the rate
+        )
+        self._task: TaskID | None = None
 
     def update(self, done: int, total: int) -> None:
+        if self._task is None:
+            self._progress.start()
+            self._task = self._progress.add_task("replicates", total=total, completed=done)
+        else:
+            self._progress.update(self._task, completed=done, total=total)
+        if self._tty:
+            return
         now = self._time()
-        if done < total and now - self._last < (0.2 if self._tty else 5.0):
+        if done < total and now - self._last < self.PLAIN_EVERY:
             return
         self._last = now
-        elapsed = now - self._start
+        task = self._progress.tasks[0]
         width = 30
         filled = int(width * done / max(total, 1))
-        bar = "#" * filled + "-" * (width - filled)
-        msg = f"replicates [{bar}] {done}/{total}  {elapsed:5.0f}s"
-        if self._tty:
-            self._stream.write("\r" + msg)
-        else:
-            self._stream.write(msg + "\n")
+        eta = task.time_remaining
+        eta_text = "done" if done >= total else ("unknown" if eta is None else f"{eta:.0f}s")
+        self._stream.write(
+            f"replicates [{'#' * filled}{'-' * (width - filled)}] {done}/{total}  "
+            f"{task.elapsed or 0.0:.0f}s elapsed, ETA {eta_text}\n"
+        )
         self._stream.flush()
 
     def close(self) -> None:
-        if self._tty:
-            self._stream.write("\n")
-            self._stream.flush()
+        self._progress.stop()
 
 
 def register(app: typer.Typer) -> None:
