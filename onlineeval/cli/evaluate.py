@@ -11,6 +11,10 @@ feature column ``N`` of the LETOR file a system of its own (e.g. BM25 as a basel
 
 Every output states the conventions and how many queries were counted, excluded
 (no relevant document), filled (judged but absent from the run) or ignored (no qrels).
+``--format csv`` is one long table (system, query or ``all`` or ``segment:<attr>=<value>``,
+metric, value, n, residual, err_gmax, queries_*, convention_*); the paired comparisons
+go to ``--comparisons FILE``. Metric names of trec_eval and ir_measures are translated
+(:mod:`onlineeval.metrics.names`) and each translation is reported.
 """
 
 from __future__ import annotations
@@ -131,7 +135,7 @@ def evaluate_cmd(
         Optional[Path], typer.Option("--per-query", help="Write per-query values (query,system,metric,value,convention_*) to this CSV.")
     ] = None,
     with_per_query: Annotated[
-        bool, typer.Option("--with-per-query", help="Include per-query values in the JSON output.")
+        bool, typer.Option("--with-per-query", help="Include per-query values in the JSON output and the csv table.")
     ] = False,
     segments: Annotated[
         Optional[Path], typer.Option("--segments", help="Per-query attribute TSV (header: query<TAB>attr...).")
