@@ -65,7 +65,7 @@ def write_files(folder: Path, n_queries: int, n_docs: int, seed: int = 0) -> tup
 
 def _time(cmd: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    done = subprocess.run(cmd, capture_output=True, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr.decode()[-2000:]}")

@@ -33,7 +33,8 @@ __all__ = ["INSQ", "INST"]
 
 
 def _tail(past: np.ndarray, d: int, a: np.ndarray) -> np.ndarray:
-    from scipy.special import polygamma  # imported here: scipy costs a quarter second at start-up
+    # imported here, not at module level: scipy costs a quarter second of every start-up
+    from scipy.special import polygamma
 
     x = d + a
     return past * x**2 * polygamma(1, x)
