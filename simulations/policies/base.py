@@ -70,6 +70,7 @@ __all__ = [
     "available_policies",
     "policy_class",
     "register_policy",
+    "repeated_entries",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -260,27 +261,33 @@ class LoggingPolicy(ABC):
             raise InputError(f"{name}: document ids must be -1 (empty) or in 0..{self.m - 1} (candidate columns)")
         return r
 
-    def _ranks(self, q: IntArray, r: IntArray) -> tuple[IntArray, BoolArray, BoolArray]:
+    def _ranks(self, q: IntArray, r: IntArray, repeat: BoolArray | None = None
+               ) -> tuple[IntArray, BoolArray, BoolArray]:
         """Base ranks of shown docs (``-1`` empty, ``-2`` non-candidate), the validity of
         each prefix (a possible shape: no repeat, no non-candidate, empty exactly at
-        ``j >= c``) and the legitimately empty slots."""
-        c = self.n_candidates[q]
+        ``j >= c``) and the legitimately empty slots. ``repeat`` is
+        :func:`repeated_entries` of ``r`` when the caller has it (it does not depend on the
+        policy)."""
+        c = self.n_candidates[q][:, None]
         j = np.arange(self.k)[None, :]
-        ranks = np.where(r >= 0, self.rank_of[q[:, None], np.maximum(r, 0)], EMPTY)
-        ranks = np.where((r >= 0) & (ranks < 0), INVALID, ranks)
-        should_be_empty = j >= c[:, None]
-        empty_ok = (r == EMPTY) & should_be_empty
-        good = np.where(should_be_empty, r == EMPTY, ranks >= 0)
-        if self.k > 1:  # a repeat: the same document in an earlier slot (stable sort keeps slot order)
-            o = np.argsort(r, axis=1, kind="stable")
-            rs = np.take_along_axis(r, o, axis=1)
-            dup = np.zeros(r.shape, dtype=bool)
-            dup[:, 1:] = (rs[:, 1:] == rs[:, :-1]) & (rs[:, 1:] >= 0)
-            repeat = np.zeros(r.shape, dtype=bool)
-            np.put_along_axis(repeat, o, dup, axis=1)
-            good &= ~repeat
-        ok_prefix = np.cumprod(good, axis=1).astype(bool)
+        shown = r >= 0
+        looked = self.rank_of[q[:, None], np.maximum(r, 0)]
+        ranks = np.where(shown, np.where(looked < 0, INVALID, looked), EMPTY)
+        should_be_empty = j >= c
+        is_empty = ~shown
+        empty_ok = is_empty & should_be_empty
+        good = np.where(should_be_empty, is_empty, ranks >= 0)
+        if self.k > 1:
+            good &= ~(repeated_entries(r) if repeat is None else repeat)
+        ok_prefix = np.logical_and.accumulate(good, axis=1)
         return ranks, ok_prefix, empty_ok
+
+    def _checked_propensities(self, q: IntArray, r: IntArray, repeat: BoolArray | None = None) -> Propensities:
+        """:meth:`propensities` of validated queries and lists."""
+        ranks, ok_prefix, empty_ok = self._ranks(q, r, repeat)
+        prefix = self._prefix(q, r, ranks) * ok_prefix
+        item = np.where(empty_ok, 1.0, np.where(ranks >= 0, self._item(q, r, ranks), 0.0))
+        return Propensities(prefix[:, -1].copy(), prefix, item)
 
     # ------------------------------------------------------------------ public API
     def sample(self, query: ArrayLike, rng: np.random.Generator) -> IntArray:
@@ -297,10 +304,7 @@ class LoggingPolicy(ABC):
         :meth:`marginals_exact` says so (Plackett-Luce above its DP budget)."""
         q = self._queries(query)
         r = self._lists(q, rankings)
-        ranks, ok_prefix, empty_ok = self._ranks(q, r)
-        prefix = self._prefix(q, r, ranks) * ok_prefix
-        item = np.where(empty_ok, 1.0, np.where(ranks >= 0, self._item(q, r, ranks), 0.0))
-        return Propensities(prefix[:, -1].copy(), prefix, item)
+        return self._checked_propensities(q, r)
 
     def shown_probability(self, query: ArrayLike, docs: ArrayLike) -> FloatArray:
         """``(n, k)`` probability that each document of ``docs`` is shown anywhere in the top
@@ -470,10 +474,25 @@ class RankPolicy(LoggingPolicy):
         out = np.where(j < c[:, None], raw, np.where(c[:, None] > 0, full[:, None], 1.0))
         return out
 
+    def _all_tables(self) -> tuple[FloatArray, IntArray]:
+        """:meth:`_padded_tables` of every query, built once: ``(U, m+1, k)`` and ``(Q,)``."""
+        cached = getattr(self, "_all_tables_cache", None)
+        if cached is None:
+            uc, inv = np.unique(self.n_candidates, return_inverse=True)
+            tab = np.zeros((uc.size, self.m + 1, self.k))
+            for i, c in enumerate(uc):
+                if c > 0:  # a query without candidates has only zeros (its table is empty)
+                    tab[i, : int(c)] = self._marg_table(int(c))
+            cached = (_frozen(tab), _frozen(inv.astype(np.int64).reshape(-1)))
+            self._all_tables_cache = cached
+        return cached
+
     def _item(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
-        tab, inv = self._padded_tables(self.n_candidates[q])
+        tab, inv_all = self._all_tables()
         rr = np.where(ranks >= 0, ranks, self.m)
-        return tab[inv[:, None], rr, np.arange(self.k)[None, :]]
+        if tab.shape[0] == 1:  # every query has the same candidate count
+            return tab[0, rr, np.arange(self.k)[None, :]]
+        return tab[inv_all[q][:, None], rr, np.arange(self.k)[None, :]]
 
     def _marginals(self, uq: IntArray) -> FloatArray:
         tab, inv = self._padded_tables(self.n_candidates[uq])
@@ -497,6 +516,20 @@ class RankPolicy(LoggingPolicy):
 
 
 # ------------------------------------------------------------------------------ helpers
+def repeated_entries(r: IntArray) -> BoolArray:
+    """``(n, k)`` True where a document id ``>= 0`` already appears in an earlier slot of
+    its row (one comparison per pair of slots; ``k`` is small)."""
+    n, k = r.shape
+    out = np.zeros((n, k), dtype=bool)
+    for j in range(1, k):
+        col = r[:, j]
+        hit = r[:, 0] == col
+        for i in range(1, j):
+            hit |= r[:, i] == col
+        out[:, j] = hit & (col >= 0)
+    return out
+
+
 def identity_ranks(n: int, k: int) -> IntArray:
     """``(n, k)`` the base ranks ``0..k-1`` in every row."""
     return np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy()

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from onlineeval.errors import ConfigError
-from simulations.policies.base import SpecReader, register_policy
+from onlineeval.estimators.base import Propensities
+from simulations.policies.base import BoolArray, IntArray, SpecReader, register_policy
 from simulations.policies.deterministic import DeterministicPolicy
-from simulations.policies.mixture import MixturePolicy
+from simulations.policies.mixture import MixturePolicy, mix_propensities
 from simulations.policies.randtop import RandTopPolicy
 
 __all__ = ["EpsilonGreedyPolicy"]
@@ -71,3 +72,19 @@ class EpsilonGreedyPolicy(MixturePolicy):
         conv = super().conventions()
         conv.pop("components", None)
         return {**conv, "epsilon": self.epsilon, "n": self.n, "mixing": "(1 - epsilon) deterministic + epsilon randtop"}
+
+    def _checked_propensities(self, q: IntArray, r: IntArray, repeat: BoolArray | None = None) -> Propensities:
+        """Both components rank by the same scores: the base ranks and the validity of the
+        lists are computed once and each component's hooks applied to them (the same
+        numbers as mixing the components' own propensities)."""
+        if len(self.components) == 1:
+            return self.components[0]._checked_propensities(q, r, repeat)
+        det = self.components[0]
+        ranks, ok_prefix, empty_ok = det._ranks(q, r, repeat)
+        known = ranks >= 0
+        parts = []
+        for c in self.components:
+            prefix = c._prefix(q, r, ranks) * ok_prefix
+            item = np.where(empty_ok, 1.0, np.where(known, c._item(q, r, ranks), 0.0))
+            parts.append(Propensities(prefix[:, -1].copy(), prefix, item))
+        return mix_propensities(self.weights, parts)

@@ -33,9 +33,21 @@ from simulations.policies.base import (
     SpecReader,
     policy_class,
     register_policy,
+    repeated_entries,
 )
 
-__all__ = ["MixturePolicy"]
+__all__ = ["MixturePolicy", "mix_propensities"]
+
+
+def mix_propensities(weights: Sequence[float], parts: Sequence[Propensities]) -> Propensities:
+    """:math:`\\sum_c w_c P_c` of the list, prefix and item probabilities, summed in component
+    order (the first term is ``w_0 P_0`` itself: ``0 + x`` is ``x``)."""
+    lst, pre, item = weights[0] * parts[0].list, weights[0] * parts[0].prefix, weights[0] * parts[0].item
+    for w, p in zip(weights[1:], parts[1:]):
+        lst += w * p.list
+        pre += w * p.prefix
+        item += w * p.item
+    return Propensities(lst, pre, item)
 
 
 @register_policy
@@ -125,13 +137,12 @@ class MixturePolicy(LoggingPolicy):
     def propensities(self, query: ArrayLike, rankings: ArrayLike) -> Propensities:
         q = self._queries(query)
         r = self._lists(q, rankings)
-        lst, pre, item = np.zeros(q.size), np.zeros((q.size, self.k)), np.zeros((q.size, self.k))
-        for w, c in zip(self.weights, self.components):
-            p = c.propensities(q, r)
-            lst += w * p.list
-            pre += w * p.prefix
-            item += w * p.item
-        return Propensities(lst, pre, item)
+        return self._checked_propensities(q, r)
+
+    def _checked_propensities(self, q: IntArray, r: IntArray, repeat: BoolArray | None = None) -> Propensities:
+        if repeat is None and self.k > 1:  # the repeated entries of r: the same for every component
+            repeat = repeated_entries(r)
+        return mix_propensities(self.weights, [c._checked_propensities(q, r, repeat) for c in self.components])
 
     def shown_probability(self, query: ArrayLike, docs: ArrayLike) -> FloatArray:
         q = self._queries(query)
@@ -161,7 +172,7 @@ class MixturePolicy(LoggingPolicy):
         for i, c in enumerate(self.components):
             rows = np.flatnonzero(pick == i)
             if rows.size:
-                out[rows] = c.sample(q[rows], rng)
+                out[rows] = c._sample(q[rows], rng)  # q is validated (the same draws as c.sample)
         return out
 
     def _marginals(self, uq: IntArray) -> FloatArray:

@@ -1,0 +1,172 @@
+"""Benchmark: the counterfactual design's cost per impression against team-draft's.
+
+Runs replicates of ``configs/counterfactual.yaml`` in a plain loop over the same
+batches (as :mod:`benchmarks.bench_simulation` does without SimPy) and times each
+design's ``process`` (serving: draw, clicks, propensities, estimator terms) and
+``checkpoint`` (estimates) separately. Team-draft interleaving runs in the same loop on
+the same batches, so the two are measured under the same machine load. Variants of the
+counterfactual design (the configured six estimators, each estimator alone, an
+epsilon-greedy logger with one estimator) run side by side; the A/A designs are left out
+(the counterfactual A/A design does no work).
+
+Then the serving step of the configured design is split into its parts on recorded
+batches: logger sampling, logger propensities, clicks, target propensities, and each
+estimator's terms for both targets.
+
+    python benchmarks/bench_counterfactual.py [--replicates 3] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import onlineeval.stats  # noqa: F401  (import cost outside the timings)
+from simulations.config import config_from_mapping, load_config
+from simulations.designs.counterfactual import _BatchTarget, distinct_propensities
+from simulations.runner import build_replicate, replicate_seeds, world_seed
+from simulations.users import UserModels
+from simulations.world import build_world
+
+REPO = Path(__file__).resolve().parents[1]
+EPSILON_GREEDY = {"policy": "epsilon_greedy", "ranker": "A", "epsilon": 0.2, "n": 20}
+
+
+def variant_config(base: dict[str, Any], variants: dict[str, dict[str, Any]]) -> Any:
+    """The config with the team-draft design and one counterfactual design per variant."""
+    mapping = copy.deepcopy(base)
+    designs = mapping["designs"]
+    td = next(d for d in designs if d["type"] == "interleaving" and d.get("method") == "team_draft")
+    cf = next(d for d in designs if d["type"] == "counterfactual")
+    out = [td]
+    for name, change in variants.items():
+        d = copy.deepcopy(cf)
+        d.update(copy.deepcopy(change))
+        d["name"] = name
+        out.append(d)
+    mapping["designs"] = out
+    mapping["analysis"]["aa"] = False
+    mapping["analysis"]["assumption_sweep"] = None
+    return config_from_mapping(mapping)
+
+
+def timed_replicate(cfg: Any, world: Any, users: Any, seq: Any, totals: dict[tuple[str, str], float]) -> None:
+    traffic, designs = build_replicate(cfg, world, users, seq)
+    step = traffic.batch_hours
+    clock = time.perf_counter
+    for hour in range(0, traffic.days * 24, step):
+        batch = traffic.batch(hour, step)
+        for d in designs:
+            t0 = clock()
+            d.process(batch)
+            totals[(d.name, "serving")] += clock() - t0
+        if (hour + step) % 24 == 0:
+            for d in designs:
+                t0 = clock()
+                d.checkpoint((hour + step) // 24)
+                totals[(d.name, "checkpoints")] += clock() - t0
+
+
+def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) -> dict[str, float]:
+    """Seconds per impression of each part of the configured design's serving step."""
+    traffic_batches = []
+    for seq in seqs:
+        traffic, designs = build_replicate(cfg, world, users, seq)
+        design = next(d for d in designs if d.name == "counterfactual")
+        for hour in range(0, traffic.days * 24, traffic.batch_hours):
+            traffic_batches.append(traffic.batch(hour, traffic.batch_hours))
+    from onlineeval.estimators import LoggedData
+
+    policy, reward, m = design.policy, design.reward, world.labels.shape[1]
+    n_total = sum(len(b) for b in traffic_batches)
+    best: dict[str, float] = defaultdict(lambda: float("inf"))
+    clock = time.perf_counter
+    for _ in range(rounds):
+        parts: dict[str, float] = defaultdict(float)
+        rng = np.random.default_rng(0)
+        for b in traffic_batches:
+            t0 = clock()
+            shown = policy.sample(b.query, rng)
+            t1 = clock()
+            p = distinct_propensities(policy, b.query, shown, m)
+            t2 = clock()
+            clicks = design._clicks(b, shown)
+            t3 = clock()
+            data = LoggedData(b.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
+                              user=b.user, user_type=b.user_type, logger=policy)
+            targets = [_BatchTarget(t.target) for t in design.targets]
+            t4 = clock()
+            for t in targets:
+                t.propensities(data.query, data.shown)
+            t5 = clock()
+            parts["logger sampling"] += t1 - t0
+            parts["logger propensities"] += t2 - t1
+            parts["clicks"] += t3 - t2
+            parts["target propensities (shared)"] += t5 - t4
+            for label, est in design.estimators:
+                if design.whole_log[label]:
+                    continue
+                t6 = clock()
+                for t in targets:
+                    est.terms(data, t, reward)
+                parts[f"terms: {label} (both targets)"] += clock() - t6
+        for key, v in parts.items():
+            best[key] = min(best[key], v / n_total)
+    return dict(best)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default=str(REPO / "configs" / "counterfactual.yaml"))
+    parser.add_argument("--replicates", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="timing rounds (best of)")
+    args = parser.parse_args()
+    base = load_config(args.config)
+    world = build_world(base, world_seed(base.seed))
+    users = UserModels.from_config(base.users)
+    seqs = replicate_seeds(base.seed, args.replicates)
+    mapping = base.effective()
+    cf = next(d for d in mapping["designs"] if d["type"] == "counterfactual")
+    variants: dict[str, dict[str, Any]] = {"counterfactual": {}}
+    for spec in cf["estimators"]:
+        variants[f"only_{spec['name']}"] = {"estimators": [spec]}
+    variants["eps_greedy_rips"] = {"logger": EPSILON_GREEDY, "estimators": [{"name": "rips", "options": {}}]}
+    variants["eps_greedy_ips"] = {"logger": EPSILON_GREEDY, "estimators": [{"name": "ips", "options": {}}]}
+    cfg = variant_config(mapping, variants)
+    td_name = next(d.name for d in cfg.designs if d.type == "interleaving")
+
+    timed_replicate(cfg, world, users, seqs[0], defaultdict(float))  # warm-up (imports, caches)
+    best: dict[tuple[str, str], float] = defaultdict(lambda: float("inf"))
+    for _ in range(args.rounds):
+        totals: dict[tuple[str, str], float] = defaultdict(float)
+        for seq in seqs:
+            timed_replicate(cfg, world, users, seq, totals)
+        for key, v in totals.items():
+            best[key] = min(best[key], v)
+    n_impr = cfg.traffic.days * cfg.traffic.queries_per_day * args.replicates
+
+    def us(name: str, part: str) -> float:
+        return 1e6 * best[(name, part)] / n_impr
+
+    td_total = us(td_name, "serving") + us(td_name, "checkpoints")
+    print(f"config: {args.config}; {args.replicates} replicates x {cfg.traffic.days} days x "
+          f"{cfg.traffic.queries_per_day} queries, batch every {cfg.traffic.batch_hours} h; best of {args.rounds} "
+          "rounds; one process, all designs on the same batches")
+    print(f"{'design':<28}{'serving':>10}{'checkpts':>10}{'total':>10}{'/ team-draft':>14}  (us per impression)")
+    for d in cfg.designs:
+        s, c = us(d.name, "serving"), us(d.name, "checkpoints")
+        print(f"{d.name:<28}{s:10.3f}{c:10.3f}{s + c:10.3f}{(s + c) / td_total:14.2f}")
+    print("\nserving step of the configured design, split on recorded batches (us per impression):")
+    cfg_one = variant_config(mapping, {"counterfactual": {}})
+    for key, v in breakdown(cfg_one, world, users, seqs, args.rounds).items():
+        print(f"  {key:<40}{1e6 * v:8.3f}")
+
+
+if __name__ == "__main__":
+    main()
