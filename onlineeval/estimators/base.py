@@ -51,6 +51,7 @@ Conventions
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -259,6 +260,21 @@ class LoggedData:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _matrix(value, name, np.int64, (n,)))
+
+    @functools.cached_property
+    def user_groups(self) -> tuple[IntArray, int]:
+        """``(index of each impression's cluster, number of clusters)``; computed once per log
+        (every estimate of the log reuses it)."""
+        if self.user is None:
+            return np.arange(self.n, dtype=np.int64), self.n
+        _, inv = np.unique(self.user, return_inverse=True)
+        return inv.astype(np.int64, copy=False), int(inv.max()) + 1
+
+    @functools.cached_property
+    def query_groups(self) -> tuple[IntArray, IntArray]:
+        """``(distinct queries, index of each impression's query among them)``, computed once."""
+        uq, inv = np.unique(self.query, return_inverse=True)
+        return uq, inv.astype(np.int64, copy=False)
 
     @property
     def n(self) -> int:
@@ -557,8 +573,7 @@ class Estimator(ABC):
         den = np.ones(data.n) if terms.den is None else terms.den
         if data.user is None:
             return terms.num, den, data.n
-        _, inv = np.unique(data.user, return_inverse=True)
-        g = int(inv.max()) + 1
+        inv, g = data.user_groups
         return np.bincount(inv, terms.num, g), np.bincount(inv, den, g), g
 
     def diagnostics(self, data: LoggedData, target: Target, terms: Terms) -> Diagnostics:
@@ -572,7 +587,17 @@ class Estimator(ABC):
                 ess = float(s * s / s2) if s2 > 0 else 0.0
                 mx = float(flat.max())
                 k = max(1, int(math.ceil(0.01 * flat.size)))
-                top = float(np.partition(flat, flat.size - k)[flat.size - k:].sum() / s) if s > 0 else math.nan
+                # the largest 1% of the weights: only positive weights can be among them with a
+                # positive share (most slot weights of a deterministic target are 0), so partition those
+                pos = flat[flat > 0]
+                if s <= 0:
+                    top = math.nan
+                elif pos.size >= k:
+                    top = float(np.partition(pos, pos.size - k)[pos.size - k:].sum() / s)
+                else:  # fewer positive weights than 1%: the rest of the top 1% are zeros, then negatives
+                    rest = k - pos.size - int(np.count_nonzero(flat == 0))
+                    neg = np.sort(flat[flat < 0])[-rest:].sum() if rest > 0 else 0.0
+                    top = float((pos.sum() + neg) / s)
             row = w if w.ndim == 1 else np.where(data.valid, w, 0.0).sum(axis=1)
             zero = float(np.mean(row == 0))
         violations, checked = support_violations(data, target, self.support_level)
@@ -592,7 +617,7 @@ def support_violations(data: LoggedData, target: Target, level: str) -> tuple[in
     an event of logging probability 0 at ``level``; ``(None, 0)`` without a logger."""
     if data.logger is None or not hasattr(target, "rankings"):
         return None, 0
-    uq, inv = np.unique(data.query, return_inverse=True)
+    uq, inv = data.query_groups
     t = np.asarray(target.rankings(uq), dtype=np.int64)[:, : data.k]
     p = data.logger.propensities(uq, t)
     valid = t >= 0
