@@ -143,3 +143,150 @@ def test_policy_propensities_and_samples_equal_the_old_code(spec, k):
         assert np.array_equal(a, b)
     seed = int(rng.integers(1 << 30))
     assert np.array_equal(policy.sample(q, np.random.default_rng(seed)), _old_sample(policy, q, np.random.default_rng(seed)))
+
+
+# ------------------------------------------------------------------ adaptive IPS
+def _old_adaptive_terms(est, data, target, reward):
+    """The previous ``AdaptiveIPS._terms``: (3, n, k) stacks indexed by each row's choice."""
+    from onlineeval.estimators.adaptive_ips import BEHAVIOURS
+
+    weights = est.slot_weights(data, target)
+    r = reward.slot_rewards(data.clicks)
+    terms = {b: (w * r).sum(axis=1) for b, w in weights.items()}
+    if isinstance(est.behaviours, str):
+        choice = np.full(data.n, BEHAVIOURS.index(est.behaviours))
+    else:
+        types = est._types(data)
+        mapping = est.choose(types, terms)[0] if est.behaviours is None else dict(est.behaviours)
+        uniq, inv = np.unique(types, return_inverse=True)
+        choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq])[inv]
+    stacked_w = np.stack([weights[b] for b in BEHAVIOURS])
+    stacked_t = np.stack([terms[b] for b in BEHAVIOURS])
+    rows = np.arange(data.n)
+    return stacked_t[choice, rows], stacked_w[choice, rows]
+
+
+def _random_log(seed: int, n: int = 3000, k: int = 4, m: int = 8, n_queries: int = 40, types: bool = True):
+    from onlineeval.estimators import DeterministicTarget, LoggedData
+
+    rng = np.random.default_rng(seed)
+    scores = {"A": _scores(rng, n_queries, m), "B": _scores(rng, n_queries, m)}
+    policy = build_policy({"policy": "mixture", "components": [
+        {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 5, "scores": "A", "weight": 0.7},
+        {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 5, "scores": "B", "weight": 0.3}]}, scores, k)
+    q = rng.integers(0, n_queries, size=n)
+    shown = policy.sample(q, rng)
+    clicks = (rng.random((n, k)) < 0.3) & (shown >= 0)
+    p = policy.propensities(q, shown)
+    data = LoggedData(q, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
+                      user=rng.integers(0, 300, size=n), user_type=rng.integers(0, 3, size=n) if types else None,
+                      logger=policy)
+    target_lists = np.stack([DeterministicPolicyLists(scores[key], k) for key in ("A", "B")])
+    return data, [DeterministicTarget(target_lists[0], "A"), DeterministicTarget(target_lists[1], "B")]
+
+
+def DeterministicPolicyLists(scores: np.ndarray, k: int) -> np.ndarray:
+    """The base top-k lists of a score matrix (-1 where a query has fewer candidates)."""
+    return build_policy({"policy": "deterministic"}, scores, k).order[:, :k].copy()
+
+
+@pytest.mark.parametrize("behaviours", [None, "independent", "cascade", "standard",
+                                        {0: "independent", 1: "cascade", 2: "standard"},
+                                        {0: "cascade", 1: "cascade", 2: "cascade"}])
+@pytest.mark.parametrize("metric", ["clicks_per_query", "reciprocal_rank"])
+def test_adaptive_ips_terms_equal_the_old_code(behaviours, metric):
+    from onlineeval.estimators import get_estimator, get_reward
+
+    for seed, types in ((1, True), (2, True), (3, False)):
+        if isinstance(behaviours, dict) and not types:
+            continue
+        data, targets = _random_log(seed, types=types)
+        reward = get_reward(metric, data.k)
+        est = get_estimator("adaptive_ips", behaviours=behaviours)
+        for target in targets:
+            new = est.terms(data, target, reward)
+            num, w = _old_adaptive_terms(est, data, target, reward)
+            assert np.array_equal(new.num, num)
+            assert np.array_equal(new.weights, w)
+
+
+# ------------------------------------------------------------------ the design's shared per-batch objects
+def test_batch_target_and_reward_equal_the_plain_ones():
+    from onlineeval.estimators import get_estimator, get_reward
+    from simulations.designs.counterfactual import _BatchReward, _BatchTarget
+
+    data, targets = _random_log(5)
+    for target in targets:
+        fast = _BatchTarget(target).propensities(data.query, data.shown)
+        slow = target.propensities(data.query, data.shown)
+        for a, b in zip((fast.list, fast.prefix, fast.item), (slow.list, slow.prefix, slow.item)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    for metric in ("clicks_per_query", "reciprocal_rank", "abandonment"):
+        plain = get_reward(metric, data.k)
+        cached = _BatchReward(plain)
+        assert np.array_equal(cached.slot_rewards(data.clicks), plain.slot_rewards(data.clicks))
+        assert cached.slot_rewards(data.clicks) is cached.slot_rewards(data.clicks)  # computed once per batch
+        with pytest.raises(ValueError):
+            cached.slot_rewards(data.clicks)[0, 0] = 5.0  # read-only: no estimator changes what the next reads
+        assert np.array_equal(cached.value(data.clicks), plain.value(data.clicks))
+        assert (cached.kind, cached.offset, cached.name) == (plain.kind, plain.offset, plain.name)
+        for name in ("ips", "snips", "rips", "iips", "adaptive_ips", "clipped_ips"):
+            est = get_estimator(name, **({"cap": 3.0} if name == "clipped_ips" else {}))
+            if plain.kind not in est.rewards:
+                continue
+            for target in targets:
+                a = est.terms(data, _BatchTarget(target), cached)
+                b = est.terms(data, target, plain)
+                assert np.array_equal(a.num, b.num), name
+                assert (a.den is None) == (b.den is None) and (a.den is None or np.array_equal(a.den, b.den))
+
+
+def test_design_sums_equal_the_plain_estimators_on_its_own_log():
+    """One replicate of a small counterfactual design: its logged propensities are the old
+    code's, and its per-user sums of each batch-accumulated estimator equal the plain
+    estimators' terms on the whole log (uncached target and reward), within 1e-12."""
+    from onlineeval.estimators import DeterministicTarget, get_reward
+    from simulations.config import config_from_mapping
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    cfg = config_from_mapping({
+        "seed": 3, "replicates": 1, "workers": 1,
+        "collection": {"n_queries": 120, "candidates": 10},
+        "rankers": {"depth": 4, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.5}},
+        "offline_metric": "nDCG@4",
+        "users": {"population": 400, "activity": {"sigma": 0.5}, "types": [
+            {"name": "pbm", "share": 0.5, "click_model": {"name": "pbm", "preset": "ai2018"}},
+            {"name": "cascade", "share": 0.5, "click_model": {"name": "cascade", "preset": "navigational"}}]},
+        "traffic": {"days": 2, "queries_per_day": 2000, "batch_hours": 12},
+        "designs": [{"name": "cf", "type": "counterfactual", "metric": "clicks_per_query",
+                     "logger": {"policy": "mixture", "components": [
+                         {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 8, "weight": 0.7},
+                         {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 8, "scores": "B", "weight": 0.3}]},
+                     "estimators": ["snips", "ips", "rips", "iips", "adaptive_ips", {"name": "clipped_ips", "cap": 5}]}],
+        "analysis": {"aa": False, "truth_impressions": 1000},
+    })
+    world = build_world(cfg, world_seed(cfg.seed))
+    traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0])
+    (design,) = designs
+    for hour in range(0, traffic.days * 24, traffic.batch_hours):
+        design.process(traffic.batch(hour, traffic.batch_hours))
+    log = design.log()
+    old = _old_propensities(design.policy, log.query, log.shown)
+    assert np.array_equal(log.p_list, old.list) and np.array_equal(log.p_prefix, old.prefix)
+    assert np.array_equal(log.p_item, old.item)
+    reward = get_reward("clicks_per_query", world.depth)
+    checked = 0
+    for label, est in design.estimators:
+        if design.whole_log[label]:
+            continue
+        for t in design.target_names:
+            terms = est.terms(log, DeterministicTarget(world.rankings[t], t), reward)
+            den = np.ones(log.n) if terms.den is None else terms.den
+            np.testing.assert_allclose(design.sums[f"num:{label}:{t}"], np.bincount(log.user, terms.num, 400),
+                                       rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(design.sums[f"den:{label}:{t}"], np.bincount(log.user, den, 400),
+                                       rtol=1e-12, atol=1e-12)
+            checked += 1
+    assert checked == 10

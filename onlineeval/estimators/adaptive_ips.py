@@ -173,7 +173,7 @@ class AdaptiveIPS(Estimator):
         terms = {b: (w * r).sum(axis=1) for b, w in weights.items()}
         notes: dict[str, Any] = {}
         if isinstance(self.behaviours, str):
-            choice = np.full(data.n, BEHAVIOURS.index(self.behaviours))
+            choice = np.array([BEHAVIOURS.index(self.behaviours)])
             notes["behaviours"] = self.behaviours
         else:
             types = self._types(data)
@@ -187,12 +187,18 @@ class AdaptiveIPS(Estimator):
                     raise InputError(f"adaptive_ips: user types {missing} have no behaviour in 'behaviours' (mapped: "
                                      f"{sorted(mapping)}); allowed behaviours: {', '.join(BEHAVIOURS)}", data.source)
             uniq, inv = np.unique(types, return_inverse=True)
-            choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq])[inv]
+            choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq], dtype=np.int64)
             notes["behaviours"] = {str(int(t)): mapping[int(t)] for t in uniq}
-        stacked_w = np.stack([weights[b] for b in BEHAVIOURS])  # (3, n, k)
-        stacked_t = np.stack([terms[b] for b in BEHAVIOURS])  # (3, n)
-        rows = np.arange(data.n)
-        return Terms(num=stacked_t[choice, rows], weights=stacked_w[choice, rows], notes=notes)
+            if np.unique(choice).size > 1:  # behaviours differ by type: pick each row's
+                per_row = choice[inv]
+                num = np.where(per_row == 0, terms["independent"],
+                               np.where(per_row == 1, terms["cascade"], terms["standard"]))
+                rw = per_row[:, None]
+                w = np.where(rw == 0, weights["independent"], np.where(rw == 1, weights["cascade"], weights["standard"]))
+                return Terms(num=num, weights=w, notes=notes)
+            choice = choice[:1]
+        b = BEHAVIOURS[int(choice[0])]  # one behaviour for every row
+        return Terms(num=terms[b], weights=weights[b], notes=notes)
 
     def _types(self, data: LoggedData) -> np.ndarray:
         if data.user_type is not None:

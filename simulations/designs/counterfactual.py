@@ -251,12 +251,53 @@ class _BatchTarget:
 
     def propensities(self, query: np.ndarray, rankings: np.ndarray) -> Any:
         if self._arrays is None or self._arrays[0] is not query or self._arrays[1] is not rankings:
-            self._value = self.target.propensities(query, rankings)
+            self._value = self._indicators(query, rankings)
             self._arrays = (query, rankings)
         return self._value
 
+    def _indicators(self, query: np.ndarray, rankings: np.ndarray) -> Any:
+        """``DeterministicTarget.propensities`` (the same arithmetic) without its query
+        check when the log's queries are the world's (valid by construction)."""
+        from onlineeval.estimators import Propensities
+
+        lists = self.target.lists
+        r = rankings
+        if not (query.dtype == np.int64 and r.dtype == np.int64 and r.ndim == 2 and lists.shape[1] == r.shape[1]
+                and query.size and 0 <= query.min() and query.max() < lists.shape[0]):
+            return self.target.propensities(query, rankings)
+        same = lists[query] == r
+        prefix = np.logical_and.accumulate(same, axis=1).astype(np.float64)
+        return Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
+
     def forget(self) -> None:
         self._arrays = self._value = None
+
+
+class _BatchReward:
+    """The design's reward with ``slot_rewards`` remembered for the last clicks array (the
+    estimators of one batch pass the same ``data.clicks``); read-only, so no estimator
+    can change what the next one reads. Everything else is the wrapped reward's."""
+
+    def __init__(self, reward: Any) -> None:
+        self.reward = reward
+        self._clicks: np.ndarray | None = None
+        self._value: np.ndarray | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.reward, name)
+
+    def slot_rewards(self, clicks: Any) -> np.ndarray:
+        if self._clicks is not clicks or self._value is None:
+            value = self.reward.slot_rewards(clicks)
+            value.setflags(write=False)
+            self._clicks, self._value = clicks, value
+        return self._value
+
+    def value(self, clicks: Any) -> np.ndarray:
+        return self.reward.offset + self.slot_rewards(clicks).sum(axis=1)
+
+    def forget(self) -> None:
+        self._clicks = self._value = None
 
 
 # ------------------------------------------------------------------------------ the design
@@ -284,6 +325,7 @@ class CounterfactualDesign(Design):
         self.policy = shared_policy(cfg.logger, self.world)  # type: ignore[arg-type]
         self.target_names = list(cfg.targets)
         self.targets = [_BatchTarget(DeterministicTarget(self.world.rankings[t], t)) for t in self.target_names]
+        self._batch_reward = _BatchReward(self.reward)
         self.whole_log = {label: refits_on_whole_log(est) for label, est in self.estimators}
         for label, est in self.estimators:
             for t in self.target_names:
@@ -323,6 +365,7 @@ class CounterfactualDesign(Design):
         self._add("obs:rr", batch.user, np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0))
         for target in self.targets:
             target.forget()  # the cache holds one batch (keyed by the arrays' identity)
+        self._batch_reward.forget()
         for label, est in self.estimators:
             for t, target in zip(self.target_names, self.targets, strict=True):
                 mask = self._masks[(label, t)]
@@ -330,7 +373,7 @@ class CounterfactualDesign(Design):
                     self.violations[(label, t)] += int(mask[batch.query].sum())
                 if self.whole_log[label]:
                     continue
-                terms = est.terms(data, target, self.reward)
+                terms = est.terms(data, target, self._batch_reward)
                 self._add(f"num:{label}:{t}", batch.user, terms.num)
                 self._add(f"den:{label}:{t}", batch.user, None if terms.den is None else terms.den)
 
