@@ -30,10 +30,14 @@ from scipy import stats as sps
 from onlineeval.stats import binomial_band
 
 from simulations.config import Config
-from simulations.runner import Truth
+from simulations.runner import NULL_PREFIX, Truth
 from simulations.world import World
 
-__all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel", "IMPROVEMENT_SIGN"]
+__all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel",
+           "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE"]
+
+#: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
+NULL_BIAS_SE = 4.0
 
 #: +1 where a higher value of the online metric is an improvement, -1 where lower is
 IMPROVEMENT_SIGN = {"reciprocal_rank": 1, "clicks_per_query": 1, "abandonment": -1, "delta_ab": 1}
@@ -156,6 +160,48 @@ def required_impressions(fit: VarianceModel, effect: float, alpha: float, power:
     return float(fit.a / (target - fit.b))
 
 
+def null_rejection_rate(bias: float | np.ndarray, se: float | np.ndarray, alpha: float) -> np.ndarray:
+    r"""Probability that a two-sided z-test at ``alpha`` rejects when the estimator's
+    expectation is ``bias`` (the true effect being 0) and its standard error ``se``:
+    :math:`\Phi(b/se - z_{1-\alpha/2}) + \Phi(-b/se - z_{1-\alpha/2})` (``alpha`` at ``b = 0``)."""
+    z = float(sps.norm.ppf(1 - alpha / 2))
+    ratio = np.asarray(bias, dtype=np.float64) / np.asarray(se, dtype=np.float64)
+    return sps.norm.cdf(ratio - z) + sps.norm.cdf(-ratio - z)
+
+
+def null_check(null: Truth, c: pd.DataFrame, alpha: float, replicates: int) -> dict[str, Any]:
+    """An interleaving design's behaviour under the null user (clicks independent of
+    relevance, every true effect 0; :func:`simulations.runner.null_interleaving_truth`).
+
+    ``delta`` +- ``se``: the expected Delta under the null (Monte Carlo). ``rejection_rate``
+    by day: the analytic rate at which the design's test rejects with that bias and the
+    design's mean SE of the day (:func:`null_rejection_rate`; no null replicates are run),
+    ``rejection_rate_low`` the same for the smallest bias within 2 SE of the estimate.
+    ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` SEs from 0, or even the
+    low rejection rate on the last day is above the exact binomial 99% band of ``alpha``
+    over ``replicates`` replicates (where an A/A rate would be flagged)."""
+    se_days = c["mean_se"].to_numpy(dtype=np.float64)
+    band = binomial_band(replicates, alpha, 0.99)
+    low_bias = max(abs(null.value) - 2 * null.se, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = null_rejection_rate(null.value, se_days, alpha)
+        rate_low = null_rejection_rate(low_bias, se_days, alpha)
+    z = abs(null.value) / null.se if null.se > 0 else (math.inf if null.value else 0.0)
+    last_low = float(rate_low[-1]) if rate_low.size else float("nan")
+    return {
+        "delta": null.value,
+        "se": null.se,
+        "z": z,
+        "method": null.method,
+        "rejection_rate": [float(x) for x in rate],
+        "rejection_rate_low": [float(x) for x in rate_low],
+        "rejection_rate_method": "analytic: two-sided z-test with the null Delta as the estimator's mean and the "
+        "design's mean SE of each day (no null replicates)",
+        "binomial_99_band": [band.lo_rate, band.hi_rate],
+        "biased": bool(z > NULL_BIAS_SE or (np.isfinite(last_low) and last_low > band.hi_rate)),
+    }
+
+
 def analyse(
     rows: pd.DataFrame,
     truths: list[Truth],
@@ -216,6 +262,23 @@ def analyse(
                 expected_distinct_users(n_req, config.users.population, config.users.activity.sigma)
             ) if math.isfinite(n_req) else None,
         }
+        if abs(t.value) <= 2 * t.se:
+            # the truth is 0 or within its Monte Carlo error of 0 (e.g. identical rankers): no effect
+            # to detect, so no sample size is given
+            entry["detectable"] = False
+            for key in ("analytic_required_impressions", "analytic_required_impressions_rel_se",
+                        "analytic_required_days", "analytic_required_users"):
+                entry[key] = None
+        else:
+            entry["detectable"] = True
+        se_last = float(last["mean_se"])
+        # (|effect| / SE)^2 on the last day: the information one experiment of the simulated
+        # length has about the effect; ratios between designs on the same traffic are their
+        # relative efficiency per impression at that traffic
+        entry["information_last_day"] = (t.value / se_last) ** 2 if se_last > 0 and np.isfinite(se_last) else None
+        null = truth.get((design, NULL_PREFIX + metric))
+        if null is not None:
+            entry["null"] = null_check(null, c, alpha, r)
         if t.baseline:
             # online relative *improvement* (lower abandonment is better) / offline relative gain
             improvement = IMPROVEMENT_SIGN.get(metric, 1) * t.value / t.baseline
@@ -241,12 +304,20 @@ def analyse(
     # sample-size ratios between designs (primary metrics), relative to the first design
     primaries = {d: next(e for e in m.values() if e["primary"]) for d, m in designs.items()}
     ref_name = next(iter(primaries), None)
-    ratios = {}
+    ratios: dict[str, float | None] = {}
+    efficiency: dict[str, float | None] = {}
+    biased: dict[str, float] = {}
     if ref_name is not None:
         ref = primaries[ref_name]["analytic_required_impressions"]
+        ref_info = primaries[ref_name].get("information_last_day")
         for d, e in primaries.items():
             n = e["analytic_required_impressions"]
-            ratios[d] = (n / ref) if math.isfinite(n) and math.isfinite(ref) and ref > 0 else None
+            ok = n is not None and ref is not None and math.isfinite(n) and math.isfinite(ref) and ref > 0
+            ratios[d] = (n / ref) if ok else None
+            info = e.get("information_last_day")
+            efficiency[d] = (info / ref_info) if info is not None and ref_info else None
+            if e.get("null", {}).get("biased"):
+                biased[d] = e["null"]["delta"]
     counterfactual = counterfactual_summary(side_rows, table, truths, config, designs)
     summary = {
         "offline": {
@@ -259,7 +330,18 @@ def analyse(
             "conventions": offline.conventions,
         },
         "designs": designs,
-        "required_impressions_ratio": {"reference": ref_name, "ratios": ratios},
+        "required_impressions_ratio": {
+            "reference": ref_name,
+            # impressions each design needs for the target power / the reference's
+            "ratios": ratios,
+            # (|effect| / SE)^2 of each design / the reference's on the last simulated day:
+            # how many times more informative an impression is at the simulated traffic
+            "equal_traffic_efficiency": efficiency,
+            # designs whose null check finds a bias (their ratios are not comparisons of
+            # sensitivity): the null-user Delta
+            "biased": biased,
+            "last_day": config.traffic.days,
+        },
     }
     if counterfactual:
         summary["counterfactual"] = counterfactual

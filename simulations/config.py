@@ -264,6 +264,14 @@ class EstimatorSpec(_Strict):
 _COUNTERFACTUAL_KEYS = ("logger", "targets", "estimators", "bootstrap", "refit_days")
 
 
+#: keys of a design entry its type does not use (left out of the effective config)
+_UNUSED_KEYS = {
+    "ab": ("method", "options", "rankers", *_COUNTERFACTUAL_KEYS),
+    "interleaving": ("share_b", "metric", "test", *_COUNTERFACTUAL_KEYS),
+    "counterfactual": ("method", "options", "share_b", "test", "rankers"),
+}
+
+
 class DesignConfig(_Strict):
     """One experiment design; every design of a run sees the same traffic."""
 
@@ -313,12 +321,20 @@ class DesignConfig(_Strict):
                 raise ValueError(f"{', '.join(used)}: only for designs of type counterfactual")
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _ab_test_default(cls, data: Any) -> Any:
+        # an A/B design's test is 'delta' unless given (the effective config says which)
+        if isinstance(data, dict) and data.get("type") == "ab" and data.get("test") is None:
+            data = {**data, "test": "delta"}
+        return data
+
     @model_serializer(mode="wrap")
     def _drop_unused(self, handler: Any) -> Any:
+        # the effective config of a design holds the keys its type uses, nothing else
         data = handler(self)
-        if self.type != "counterfactual":  # A/B and interleaving designs keep their former form
-            for key in _COUNTERFACTUAL_KEYS:
-                data.pop(key, None)
+        for key in _UNUSED_KEYS.get(self.type, ()):
+            data.pop(key, None)
         return data
 
     @model_validator(mode="after")

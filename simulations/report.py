@@ -43,7 +43,7 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "seeding": "replicate r uses SeedSequence(seed).spawn(replicates)[r] (traffic and each design get child "
         "streams keyed by name); the world uses SeedSequence((seed, 0x776F726C64)), the truth (seed, 0x7472757468, ...)",
         "randomisation_unit": "user (A/B arms by a salted SplitMix64 hash of the user id)",
-        "ab_effect": "difference B - A of ratio metrics (sum over users / sum over users), delta-method SE over users, two-sided z-test",
+        "ab_effect": {d.name: _ab_convention(d.test) for d in cfg.designs if d.type == "ab"},
         "interleaving_effect": {
             d.name: _interleaving_convention(d.method or "") for d in cfg.designs if d.type == "interleaving"
         },
@@ -56,8 +56,22 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "power": "share of replicates with p < alpha and the estimate's sign equal to the true effect's",
         "alpha": cfg.analysis.alpha,
         "target_power": cfg.analysis.power,
-        "truth": "A/B metrics exact from the click models (marginal and first-click probabilities); "
-        "interleaving preferences Monte Carlo (see true_effect_se)",
+        "truth": "A/B metrics exact from the click models (marginal and first-click probabilities), weighted by "
+        "query frequency (test: delta) or as per-user means with users weighted equally (test: welch: each user's "
+        "expected ratio is their type's per-query expectation, so the exact value is the share-weighted mean over "
+        "types; equal to the delta value in this simulator, whose user types do not depend on activity); "
+        "interleaving preferences Monte Carlo (see true_effect_se); 'no detectable effect' when an interleaving "
+        "truth is within 2 of its Monte Carlo SEs of 0",
+        "null_check": "interleaving designs: expected Delta under a null user who clicks like the configured users on "
+        "ranker A's list for an independently drawn query (clicks independent of relevance, every true effect 0), "
+        "Monte Carlo over analysis.truth_impressions impressions; rejection rate by day analytic from that Delta "
+        "and the design's mean SE of the day (no null replicates are run); biased = null Delta more than 4 Monte "
+        "Carlo SEs from 0 or a last-day null rejection rate (for the bias less 2 SE) above the 99% binomial band. "
+        "A biased design's sample size and ratios are not sensitivities",
+        "efficiency": "equal_traffic_efficiency = ((|effect| / mean SE)^2 of the design) / (the reference's) on the "
+        "last simulated day: the ratio of the designs' information per impression at the simulated traffic. "
+        "ratios = required impressions for the target power / the reference's: larger when the reference's SE "
+        "has a floor from returning users (se^2 = a/N + b)",
         "shrinkage": "online relative improvement / offline relative gain (frequency-weighted); improvement = "
         "higher reciprocal rank, higher clicks per query, lower abandonment",
         "query_segments": "head / torso / tail = queries making up the first 50% / next 30% / last 20% of traffic",
@@ -89,6 +103,15 @@ def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
             spec.name: cat.get(spec.name, {}) for d in designs for spec in d.estimators
         },
     }
+
+
+def _ab_convention(test: str | None) -> str:
+    """What an A/B design's estimate is, by its ``test``."""
+    if test == "welch":
+        return ("difference B - A of the arms' means of per-user ratios (each user's sum / their queries; users "
+                "weighted equally), Welch's unequal-variance t-test, two-sided")
+    return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
+            "delta-method SE over users, two-sided z-test")
 
 
 def _interleaving_convention(method: str) -> str:
@@ -146,45 +169,122 @@ def _clean(x: Any) -> Any:
     return x
 
 
+def _plotted_series(result: SimulationResult) -> list[tuple[str, str]]:
+    """``(design, metric)`` of the power curves: an A/B design's primary metric, every pair of
+    an interleaving or multileaving design, a counterfactual design's primary estimator."""
+    curves = result.curves
+    kinds = {d.name: d.type for d in result.config.designs}
+    out = []
+    for (design, metric), c in curves[~curves["aa"]].groupby(["design", "metric"], sort=False):
+        if kinds.get(design) == "interleaving" or bool(c["primary"].iloc[0]):
+            out.append((str(design), str(metric)))
+    return out
+
+
 def _plots(result: SimulationResult, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     cfg = result.config
     curves = result.curves
-    prim = curves[curves["primary"]]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    series = _plotted_series(result)
+    designs = list(dict.fromkeys(d for d, _ in series))
+    styles = ["-", "--", "-.", ":"]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    metric_colour: dict[str, str] = {}
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), constrained_layout=True)
     ax = axes[0]
-    for name, c in prim[~prim["aa"]].groupby("design", sort=False):
-        c = c.sort_values("day")
-        line = ax.plot(c["day"], c["power"], marker="o", ms=3, label=f"{name} ({c['metric'].iloc[0]})")[0]
-        ax.fill_between(c["day"], c["power"] - 2 * c["power_se"], c["power"] + 2 * c["power_se"],
-                        color=line.get_color(), alpha=0.15)
-        ax.plot(c["day"], c["analytic_power"], ls="--", color=line.get_color(), lw=1)
+    for k, (name, metric) in enumerate(series):
+        c = curves[(curves["design"] == name) & (curves["metric"] == metric) & (~curves["aa"])].sort_values("day")
+        multi = sum(1 for d, _ in series if d == name) > 1
+        colour = metric_colour.setdefault(metric, colours[len(metric_colour) % len(colours)]) if multi \
+            else colours[k % len(colours)]
+        biased = bool((result.summary["designs"].get(name, {}).get(metric, {}).get("null") or {}).get("biased"))
+        label = f"{name}: {metric}" + (" [biased]" if biased else "")
+        ax.plot(c["day"], c["power"], marker="o", ms=3, color=colour, ls=styles[designs.index(name) % len(styles)],
+                label=label)
+        if len(series) <= 4:  # more bands than that hide the lines
+            ax.fill_between(c["day"], c["power"] - 2 * c["power_se"], c["power"] + 2 * c["power_se"],
+                            color=colour, alpha=0.12)
     ax.axhline(cfg.analysis.power, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="days", ylabel="power", ylim=(0, 1.02),
-           title=f"Power vs days (solid: simulated ±2 SE, dashed: analytic; alpha={cfg.analysis.alpha})")
-    ax.legend(fontsize=8)
+    ax.set(xlabel="days", ylabel="power (simulated" + (", ±2 SE band)" if len(series) <= 4 else ")"), ylim=(0, 1.02),
+           title=f"Power vs days, every design and pair (alpha={cfg.analysis.alpha})")
+    ax.legend(fontsize=7, ncol=2 if len(series) > 8 else 1)
     ax = axes[1]
+    prim = curves[curves["primary"]]
     aa = prim[prim["aa"]]
     if len(aa):
         band = binomial_band(int(aa["replicates"].iloc[0]), cfg.analysis.alpha, 0.99)
-        ax.axhspan(band.lo_rate, band.hi_rate, color="grey", alpha=0.15, label="99% binomial band")
-    for name, c in aa.groupby("design", sort=False):
+        ax.axhspan(band.lo_rate, band.hi_rate, color="grey", alpha=0.15, label="99% binomial band of alpha")
+    top = 0.1
+    for k, (name, c) in enumerate(aa.groupby("design", sort=False)):
         c = c.sort_values("day")
-        ax.plot(c["day"], c["rejection_rate"], marker="o", ms=3, label=f"{name} A/A")
+        line = ax.plot(c["day"], c["rejection_rate"], marker="o", ms=3, color=colours[k % len(colours)],
+                       label=f"{name} A/A (simulated)")[0]
+        top = max(top, float(c["rejection_rate"].max()))
+        metric = str(c["metric"].iloc[0])
+        null = result.summary["designs"].get(name, {}).get(metric, {}).get("null")
+        if null:
+            ax.plot(c["day"], null["rejection_rate"], ls="--", color=line.get_color(),
+                    label=f"{name} null user (analytic, Delta {null['delta']:+.4f}"
+                    + (", biased)" if null["biased"] else ")"))
+            top = max(top, max(null["rejection_rate"]))
     ax.axhline(cfg.analysis.alpha, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="days", ylabel="false-positive rate", title="A/A false-positive rate (one band per day)",
-           ylim=(0, None))
+    ax.set(xlabel="days", ylabel="rejection rate when no ranker is better",
+           title="No better ranker: A/A and null user (clicks ignore relevance)",
+           ylim=(0, min(1.02, 1.1 * top)))
     if len(aa):
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     fig.savefig(out / "power_vs_days.png", dpi=110)
     plt.close(fig)
+    _offline_online_plot(result, out)
+    _counterfactual_plots(result, out)
 
-    # offline relative gain versus online relative effects (A/B metrics)
+
+def _online_points(result: SimulationResult) -> list[dict[str, Any]]:
+    """Every design's statistics in standard errors of one experiment of the simulated length:
+    the true effect / the last day's mean SE, the replicates' mean and spread on that scale,
+    improvements positive (lower abandonment counts as better)."""
+    points = []
+    for design, metrics in result.summary["designs"].items():
+        for metric, e in metrics.items():
+            fd = e["final_day"]
+            se = fd.get("mean_se")
+            if not se or not math.isfinite(se) or se <= 0:
+                continue
+            sign = IMPROVEMENT_SIGN.get(metric, 1)
+            rel = e.get("relative_effect")
+            base = (e["true_effect"] / rel) if rel else None
+            label = f"{design}: {metric}"
+            if rel is not None:
+                label += f" ({100 * sign * rel:+.1f}%"
+                if base is not None and metric == "abandonment" and abs(base) < 0.01:
+                    label += f" of a tiny {100 * abs(base):.2g}% base rate"
+                label += ")"
+            if sign < 0:
+                label += " [lower is better]"
+            null = e.get("null")
+            points.append({
+                "label": label,
+                "true": sign * e["true_effect"] / se,
+                "mean": sign * fd["mean_estimate"] / se,
+                "spread": 2 * (fd["sd_estimate"] or 0.0) / se,
+                "null": (null["delta"] / se) if null else None,
+                "biased": bool(null and null["biased"]),
+            })
+    return points
+
+
+def _offline_online_plot(result: SimulationResult, out: Path) -> None:
+    """``offline_vs_online.png``: offline relative gains (%), and every online statistic in
+    SE units of one experiment of the simulated length (comparable across metrics and designs)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from scipy import stats as sps
+
+    cfg = result.config
     off = result.summary["offline"]
     names = [f"{off['metric']} (freq-weighted)", f"{off['metric']} (uniform)"]
     gains = [off["relative_gain_weighted"],
@@ -192,44 +292,47 @@ def _plots(result: SimulationResult, out: Path) -> None:
     for seg, v in off["by_segment"].items():
         names.append(f"{off['metric']} {seg}")
         gains.append((v["B"] - v["A"]) / v["A"] if v["A"] else float("nan"))
-    online = []  # (label, true relative improvement, mean estimate, +-2 SD of one experiment)
-    for design, metrics in result.summary["designs"].items():
-        for metric, e in metrics.items():
-            if not e.get("relative_effect"):
-                continue
-            sign = IMPROVEMENT_SIGN.get(metric, 1)
-            base = e["true_effect"] / e["relative_effect"]
-            fd = e["final_day"]
-            online.append((f"{design}: {metric}" + (" (lower is better)" if sign < 0 else ""),
-                           sign * e["relative_effect"], sign * fd["mean_estimate"] / base,
-                           2 * (fd["sd_estimate"] or 0.0) / abs(base)))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 0.5 * max(len(names), len(online)) + 2.4),
-                             constrained_layout=True, sharex=True)
+    weighted = result.world.offline.weighted
+    for r in weighted:
+        if r not in ("A", "B"):
+            names.append(f"{off['metric']} {r} vs A (freq-weighted)")
+            gains.append((weighted[r] - weighted["A"]) / weighted["A"] if weighted["A"] else float("nan"))
+    online = _online_points(result)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 0.42 * max(len(names), len(online)) + 2.6),
+                             constrained_layout=True, gridspec_kw={"width_ratios": [1, 1.6]})
     ax = axes[0]
     ax.barh(range(len(names)), [100 * g for g in gains], color="#4c72b0")
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.invert_yaxis()
     ax.axvline(0, color="black", lw=0.6)
-    ax.set(xlabel="relative gain B vs A (%)", title="Offline")
+    ax.set(xlabel="relative gain vs A (%)", title="Offline")
     ax = axes[1]
+    days = cfg.traffic.days
+    z_target = float(sps.norm.ppf(1 - cfg.analysis.alpha / 2) + sps.norm.ppf(cfg.analysis.power))
     if online:
         y = np.arange(len(online))
-        ax.barh(y, [100 * o[1] for o in online], color="#dd8452", alpha=0.6, label="true effect")
-        ax.errorbar([100 * o[2] for o in online], y, xerr=[100 * o[3] for o in online], fmt="o", color="black",
-                    ms=4, capsize=3, label="one experiment: mean ±2 SD (last day)")
-        ax.set_yticks(y, [o[0] for o in online], fontsize=8)
+        ax.barh(y, [o["true"] for o in online], color=["#c44e52" if o["biased"] else "#dd8452" for o in online],
+                alpha=0.6, label="true effect / SE")
+        ax.errorbar([o["mean"] for o in online], y, xerr=[o["spread"] for o in online], fmt="o", color="black",
+                    ms=4, capsize=3, label="replicates: mean estimate ±2 SD, in SE")
+        nulls = [(o["null"], i) for i, o in enumerate(online) if o["null"] is not None]
+        if nulls:
+            ax.plot([v for v, _ in nulls], [i for _, i in nulls], "x", color="#c44e52", ms=8, mew=2,
+                    label="null user's Delta / SE (bias; 0 if unbiased)")
+        ax.set_yticks(y, [o["label"] + (" [biased]" if o["biased"] else "") for o in online], fontsize=8)
         ax.invert_yaxis()
-        ax.legend(fontsize=7)
-    # the axis covers the point values; wide error bars run off it rather than hide them
-    points = [100 * g for g in gains if np.isfinite(g)] + [100 * v for o in online for v in o[1:3]] + [0.0]
-    lo, hi = min(points), max(points)
-    pad = 0.15 * (hi - lo or 1.0)
-    axes[1].set_xlim(lo - pad, hi + pad)
+        for sgn in (-1, 1):
+            ax.axvline(sgn * z_target, color="grey", lw=0.8, ls=":")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    else:
+        ax.text(0.5, 0.5, "no online statistic with a standard error", ha="center", va="center",
+                transform=ax.transAxes)
     ax.axvline(0, color="black", lw=0.6)
-    ax.set(xlabel="relative improvement B vs A (%)", title="Online (A/B metrics)")
+    ax.set(xlabel=f"effect / SE after {days} days (improvement > 0; dotted: ±{z_target:.2f} = "
+                  f"{cfg.analysis.power:.0%} power)",
+           title="Online: every statistic on one scale (effect / SE, last day)")
     fig.savefig(out / "offline_vs_online.png", dpi=110)
     plt.close(fig)
-    _counterfactual_plots(result, out)
 
 
 def _counterfactual_plots(result: SimulationResult, out: Path) -> None:
@@ -312,15 +415,18 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     for seg, v in off["by_segment"].items():
         online = seg_truth.get(seg, {}).get(ab_metric)
         tail = "" if online is None else (
-            f"; online {ab_metric} {online['delta']:+.5f} ({100 * online['delta'] / online['A']:+.1f}%, exact)"
-            if online["A"] else "")
-        lines.append(f"  {seg:5s} ({v['traffic_share']:.0%} of traffic, {v['queries']:.0f} queries): "
+            f"; online {ab_metric} {online['delta']:+.5f} ("
+            + (f"{100 * online['delta'] / online['A']:+.1f}%" if online["A"] else f"no relative change: A's {ab_metric} "
+               "is 0 here") + ", exact)")
+        n_q = round(v["queries"])
+        lines.append(f"  {seg:5s} ({v['traffic_share']:.0%} of traffic, {n_q} {'query' if n_q == 1 else 'queries'}): "
                      f"delta {v['B'] - v['A']:+.4f}"
-                     + (f" ({100 * (v['B'] - v['A']) / v['A']:+.1f}%)" if v["A"] else "") + tail)
+                     + (f" ({100 * (v['B'] - v['A']) / v['A']:+.1f}%)" if v["A"] else
+                        f" (no relative change: A's {off['metric']} is 0 here)") + tail)
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
     header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {'shrink':>7s} "
-              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>13s} {'users needed':>13s} "
-              f"{'A/A FPR':>8s}")
+              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>19s} {'users needed':>13s} "
+              f"{'A/A FPR':>8s} {'null Delta':>10s}")
     lines.append(header)
     for design, metrics in s["designs"].items():
         for metric, e in metrics.items():
@@ -334,26 +440,34 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 fpr = "0 (ties)"
             else:
                 fpr = f"{aa['false_positive_rate']:.3f}{'' if aa['within_band'] else '!'}"
+            null = e.get("null")
+            biased = bool(null and null["biased"])
+            null_s = "-" if null is None else _fmt(null["delta"], ".5f", True) + ("!" if biased else "")
             days = e["days_to_target_power"]
             days_s = str(days) if days is not None else (
                 f"~{e['analytic_required_days']:.0f}*" if e["analytic_required_days"] is not None else "never")
+            if not e.get("detectable", True):
+                impr_s, users_s = "no detectable effect", "-"
+            else:
+                impr_s = _count(e["analytic_required_impressions"])
+                users_s = _count(e["analytic_required_users"])
+                if biased:
+                    impr_s, users_s = f"{impr_s} biased", f"{users_s}!"
             lines.append(
                 f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.3g', True):>13s} "
                 f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
                 f"{_fmt(shrink, '.2f'):>7s} {fd['power']:>9.2f} {fd['analytic_power']:>8.2f} {days_s:>9s} "
-                f"{_count(e['analytic_required_impressions']):>13s} {_count(e['analytic_required_users']):>13s} "
-                f"{fpr:>8s}"
+                f"{impr_s:>19s} {users_s:>13s} {fpr:>8s} {null_s:>10s}"
             )
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
                  for m, e in ms.items() if e["final_day"]["undefined"] > 0]
     if undefined:
         lines.append("  undefined on the last day in some replicates (too few users or comparisons; counted as "
                      "not rejecting): " + ", ".join(undefined))
-    ratios = s["required_impressions_ratio"]
-    if ratios["reference"]:
-        parts = [f"{d} {r:.3g}x" for d, r in ratios["ratios"].items() if r is not None and d != ratios["reference"]]
-        if parts:
-            lines.append(f"  impressions needed relative to {ratios['reference']}: " + ", ".join(parts))
+    lines += _null_lines(result)
+    ref_design = next((d for d in cfg.designs if d.name == s["required_impressions_ratio"]["reference"]), None)
+    lines += _ratio_lines(s["required_impressions_ratio"], cfg.analysis.power,
+                          ref_design is not None and ref_design.type == "ab")
     lines += [
         "",
         "  true effect: population value (B - A; interleaving: Delta_AB, + favours B; methods differ in scale,",
@@ -363,13 +477,85 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  effect and the mean SE; days->pwr: first day with simulated power >= target (* analytic, from",
         "  se^2 = a/N + b fitted to the days, beyond the simulated days; never: the SE floor of this user",
         "  population is above the target); impr./users needed: analytic for the target power (users: expected",
-        "  distinct users among that many impressions); '!' = A/A FPR outside its 99% band; '0 (ties)': with B",
-        "  replaced by A every comparison of this design is a tie, so A/A cannot reject.",
+        "  distinct users among that many impressions); 'no detectable effect': the interleaving truth is within",
+        "  2 Monte Carlo SEs of 0; '!' = A/A FPR outside its 99% band; '0 (ties)': with B replaced by A every",
+        "  comparison of this design is a tie, so A/A cannot reject; null Delta: expected Delta when clicks do not",
+        "  depend on relevance (every true effect 0), '!' and 'biased' = the design is biased on these rankers:",
+        "  its power and sample size measure its bias as much as the effect and are not sensitivities.",
     ]
     lines += _counterfactual_lines(result)
     if result.output is not None:
-        lines.append(f"  results: {result.output}/summary.json, replicates.csv, curves.csv, power_vs_days.png")
+        lines.append(f"  results in {result.output}: " + ", ".join(written_files(result)))
     return "\n".join(lines)
+
+
+def written_files(result: SimulationResult) -> list[str]:
+    """The files :func:`write_results` writes into the results directory, in order."""
+    files = ["summary.json", "config.effective.yaml", "replicates.csv", "curves.csv", "power_vs_days.png",
+             "offline_vs_online.png"]
+    if result.summary.get("counterfactual"):
+        files.append("counterfactual_rmse.png")
+    if result.summary.get("assumption_sweep"):
+        files.append("assumption_sweep.png")
+    return files
+
+
+def _null_lines(result: SimulationResult) -> list[str]:
+    """The null check of every interleaving design next to its A/A rate."""
+    s = result.summary
+    rows = [(d, m, e) for d, ms in s["designs"].items() for m, e in ms.items() if e.get("null")]
+    if not rows:
+        return []
+    days = result.config.traffic.days
+    band = rows[0][2]["null"]["binomial_99_band"]
+    lines = ["", "Null check (clicks that do not depend on relevance: the users' clicks on ranker A's list for "
+                 "another query,",
+             "  so every true effect is 0; null Delta by Monte Carlo, rejection rates analytic from it and each day's "
+             f"SE; 99% band of alpha {band[0]:.3f}-{band[1]:.3f}):",
+             (f"  {'design':14s} {'metric':18s} {'null Delta':>10s} {'+- SE':>8s} {'z':>6s} {'rejects day 1':>13s} "
+              f"{f'day {days}':>7s} {'A/A FPR':>8s}  verdict")]
+    for design, metric, e in rows:
+        n = e["null"]
+        aa = e.get("aa")
+        fpr = "-" if aa is None else ("0 (ties)" if aa["degenerate"] else f"{aa['false_positive_rate']:.3f}")
+        favours = "B" if n["delta"] > 0 else "A"
+        verdict = (f"BIASED (favours {favours if metric == 'delta_ab' else 'the ' + ('later' if n['delta'] > 0 else 'earlier') + ' ranker'} "
+                   "when no ranker is better)") if n["biased"] else "no bias detected"
+        rate = n["rejection_rate"]
+        lines.append(f"  {design:14s} {metric:18s} {_fmt(n['delta'], '.5f', True):>10s} {_fmt(n['se'], '.5f'):>8s} "
+                     f"{_fmt(n['z'], '.1f'):>6s} {_fmt(rate[0] if rate else None, '.3f'):>13s} "
+                     f"{_fmt(rate[-1] if rate else None, '.3f'):>7s} {fpr:>8s}  {verdict}")
+    return lines
+
+
+def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool) -> list[str]:
+    """Efficiency at equal traffic and the ratio of required impressions, biased designs marked."""
+    ref = ratios.get("reference")
+    if not ref:
+        return []
+    biased = ratios.get("biased", {})
+    eff, need = [], []
+    for d in ratios["ratios"]:
+        if d == ref:
+            continue
+        mark = f"biased (null Delta {biased[d]:+.4f})" if d in biased else None
+        e, r = ratios.get("equal_traffic_efficiency", {}).get(d), ratios["ratios"][d]
+        if e is not None:
+            eff.append(f"{d} {mark}" if mark else f"{d} {e:.3g}x")
+        if r is not None:
+            need.append(f"{d} {mark}" if mark else f"{d} {r:.3g}x ({1 / r:.3g}x fewer)" if r < 1 else f"{d} {r:.3g}x")
+    lines = []
+    if eff:
+        lines.append(f"  information per impression at equal traffic ((effect/SE)^2 on day {ratios.get('last_day')}) "
+                     f"relative to {ref}: " + ", ".join(eff))
+    if need:
+        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need))
+    if eff and need and ref_is_ab:
+        lines += [f"  (the first is the efficiency over the simulated days; the second holds at the target power only: "
+                  f"{ref}'s SE",
+                  "  has a floor from returning users, se^2 = a/N + b, so near the target its required impressions "
+                  "grow faster than 1/N)"]
+    return lines
 
 
 def _counterfactual_lines(result: SimulationResult) -> list[str]:

@@ -40,6 +40,8 @@ __all__ = [
     "world_seed",
     "compute_truth",
     "exact_ab_metrics",
+    "per_user_mean_metrics",
+    "null_interleaving_truth",
     "truth_by_segment",
     "counterfactual_truth",
     "Truth",
@@ -204,7 +206,38 @@ def exact_ab_metrics(world: World, users: UserModels, ranker: str) -> dict[str, 
     the reciprocal rank of the first click from the exact distribution of the first
     click's rank (:meth:`UserModels.first_click_distribution`); user types by share.
     """
+    return exact_ab_metrics_of(users, world.ranked_labels(ranker))
+
+
+def per_user_mean_metrics(world: World, users: UserModels, ranker: str) -> dict[str, float]:
+    r"""Exact expectations of the A/B metrics as per-user means (``test: welch``): every
+    user weighs the same, whatever their activity.
+
+    A user of type :math:`t` issues queries drawn from the query frequencies :math:`f_q`,
+    so the expectation of their per-user ratio :math:`\sum_i m_i / n_u` is, for any number
+    of queries :math:`n_u \ge 1`, the type's per-query expectation
+    :math:`\mu_t = \sum_q f_q\, E_t[m \mid q]`. Types are drawn by share independently of
+    activity and of the A/B split, so the expected mean over the users of an arm is
+
+    .. math::
+
+        \mu^{user} = \sum_t s_t \mu_t .
+
+    (Exact, no Monte Carlo. The query-weighted ratio of the delta design,
+    :math:`\sum_u \sum_i m_i / \sum_u n_u`, has the same limit *here* because types do not
+    depend on activity; a population whose heavy users behave differently would separate them.)
+    """
     shown = world.ranked_labels(ranker)
+    out: dict[str, float] = {}
+    for share, name, model in zip(users.shares, users.names, users.models, strict=True):
+        one = UserModels([name], [1.0], [model])
+        for metric, per_query in exact_ab_metrics_of(one, shown).items():
+            out[metric] = out.get(metric, 0.0) + float(share) * float(world.frequency @ per_query)
+    return out
+
+
+def exact_ab_metrics_of(users: UserModels, shown: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`exact_ab_metrics` for given shown grades ``(Q, k)``."""
     first = users.first_click_distribution(shown)
     return {
         "clicks_per_query": users.click_probabilities(shown).sum(axis=1),
@@ -263,49 +296,102 @@ def counterfactual_truth(
     return out
 
 
+#: prefix of the metric name of a design's null-user truth (``null:delta_ab``)
+NULL_PREFIX = "null:"
+
+
 def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth]:
     """True effects of every (non-A/A) design under the query distribution.
 
     The A/B metrics are exact: clicks per query from the click models' exact click
     probabilities, abandonment and the reciprocal rank of the first click from the exact
     distribution of the first click's rank (:meth:`UserModels.first_click_distribution`),
-    each weighted by query frequency and user-type share. Interleaving preferences are
-    Monte Carlo estimates over ``analysis.truth_impressions`` impressions, reported with
-    their standard error. Counterfactual designs: every estimator row has the exact
+    each weighted by query frequency and user-type share; ``test: welch`` designs estimate
+    per-user means (users weighted equally) and get that estimand's exact value
+    (:func:`per_user_mean_metrics`). Interleaving preferences are Monte Carlo estimates
+    over ``analysis.truth_impressions`` impressions, reported with their standard error,
+    and every interleaving design also gets its expected Delta under a *null user* whose
+    clicks do not depend on relevance (metric ``null:<pair>``, :func:`null_interleaving_truth`):
+    every true effect is then exactly 0, so a value beyond its Monte Carlo error is the
+    method's bias. Counterfactual designs: every estimator row has the exact
     ``V(B) - V(A)`` of the design's metric (:func:`counterfactual_truth`). A/A designs
     have a true effect of exactly 0.
     """
-    n = config.analysis.truth_impressions
     out: list[Truth] = []
     per_query = {name: exact_ab_metrics(world, users, name) for name in ("A", "B")}
     per_ranker = {name: {m: float(world.frequency @ v) for m, v in pq.items()} for name, pq in per_query.items()}
+    per_user: dict[str, dict[str, float]] = {}
     for design in config.designs:
         if design.type == "ab":
+            if design.test == "welch":
+                per_user = per_user or {r: per_user_mean_metrics(world, users, r) for r in ("A", "B")}
+                for metric, va in per_user["A"].items():
+                    out.append(Truth(design.name, metric, per_user["B"][metric] - va, 0.0,
+                                     "exact (per-user means, users weighted equally)", va))
+                continue
             for metric, va in per_ranker["A"].items():
                 out.append(Truth(design.name, metric, per_ranker["B"][metric] - va, 0.0, "exact", va))
             continue
         if design.type == "counterfactual":
             out += counterfactual_truth(design, world, users, per_ranker, config.designs.index(design))
             continue
-        from simulations.designs.interleaving import pair_metrics, pair_outcomes, shared_interleaver
+        out += _interleaving_truth(config, design, world, users, null=False)
+        out += null_interleaving_truth(config, design, world, users)
+    return out
 
-        il = shared_interleaver(design.method or "", design.options)
-        lists = [world.rankings[r] for r in design.rankers]
-        pairs = pair_metrics(design.rankers)
-        rng = np.random.default_rng(np.random.SeedSequence((config.seed, _TRUTH_TAG, zlib.crc32(design.name.encode()))))
-        num = np.empty((n, len(pairs)))
-        den = np.empty(n)
-        cdf = np.cumsum(world.frequency)
-        for lo in range(0, n, _TRUTH_CHUNK):
-            m = min(_TRUTH_CHUNK, n - lo)
-            q = draw_from_cdf(cdf, rng.random(m))
-            shown = il.interleave([r[q] for r in lists], rng, length=world.depth)
-            clicks = users.sample(shown_labels(world.labels, q, np.asarray(shown.ranking)), users.draw_types(m, rng), rng)
-            num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0
-            den[lo : lo + m] = clicks.any(axis=1)
-        for p, (metric, _, _) in enumerate(pairs):
-            value = num[:, p].sum() / den.sum()
-            # delta method for a ratio of means of iid impressions
-            se = float(np.sqrt(np.mean((num[:, p] - value * den) ** 2) / n) / den.mean())
+
+def null_interleaving_truth(config: Config, design: DesignConfig, world: World, users: UserModels) -> list[Truth]:
+    """Expected Delta of an interleaving design's pairs under a null user (metric ``null:<pair>``).
+
+    The null user clicks like the config's users on ranker A's list for *another* query,
+    drawn independently by frequency: each impression's clicks are those of the click
+    model on the grades of that independent list, so they follow the users' position and
+    click rates but do not depend on which documents are shown. Every true effect is then
+    exactly 0 and the expected Delta of an unbiased method is 0; a Monte Carlo value
+    beyond its standard error (``analysis.truth_impressions`` impressions, delta method
+    for a ratio of means) is the method's bias on these rankers (Hofmann, Whiteson and
+    de Rijke 2011 show balanced interleaving's).
+    """
+    return _interleaving_truth(config, design, world, users, null=True)
+
+
+def _interleaving_truth(
+    config: Config, design: DesignConfig, world: World, users: UserModels, null: bool
+) -> list[Truth]:
+    from simulations.designs.interleaving import pair_metrics, pair_outcomes, shared_interleaver
+
+    n = config.analysis.truth_impressions
+    il = shared_interleaver(design.method or "", design.options)
+    lists = [world.rankings[r] for r in design.rankers]
+    pairs = pair_metrics(design.rankers)
+    key: tuple[int, ...] = (config.seed, _TRUTH_TAG, zlib.crc32(design.name.encode()))
+    if null:
+        key += (zlib.crc32(b"null"),)
+    rng = np.random.default_rng(np.random.SeedSequence(key))
+    num = np.empty((n, len(pairs)))
+    den = np.empty(n)
+    cdf = np.cumsum(world.frequency)
+    null_labels = world.ranked_labels("A") if null else None
+    for lo in range(0, n, _TRUTH_CHUNK):
+        m = min(_TRUTH_CHUNK, n - lo)
+        q = draw_from_cdf(cdf, rng.random(m))
+        shown = il.interleave([r[q] for r in lists], rng, length=world.depth)
+        if null_labels is not None:
+            ranking = np.asarray(shown.ranking)  # slots the interleaved list leaves empty stay empty
+            labels = np.where(ranking >= 0, null_labels[draw_from_cdf(cdf, rng.random(m))], -1).astype(np.int8)
+        else:
+            labels = shown_labels(world.labels, q, np.asarray(shown.ranking))
+        clicks = users.sample(labels, users.draw_types(m, rng), rng)
+        num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0
+        den[lo : lo + m] = clicks.any(axis=1)
+    out = []
+    for p, (metric, _, _) in enumerate(pairs):
+        value = num[:, p].sum() / den.sum()
+        # delta method for a ratio of means of iid impressions
+        se = float(np.sqrt(np.mean((num[:, p] - value * den) ** 2) / n) / den.mean())
+        if null:
+            out.append(Truth(design.name, NULL_PREFIX + metric, float(value), se,
+                             f"monte_carlo(n={n}), null user: clicks on ranker A's list for an independent query", None))
+        else:
             out.append(Truth(design.name, metric, float(value), se, f"monte_carlo(n={n})", None))
     return out
