@@ -87,3 +87,14 @@ def test_simulate_name_cascade_fits_the_cascade_model_and_says_so(cascade_log: P
     assert "models: cascade -> cm (cascade model: the user stops after the first click); random -> gctr" in res.output
     rows = {line.split()[0]: line.split()[1:] for line in res.output.splitlines() if line.startswith(("cascade", "cm "))}
     assert rows["cascade"] == rows["cm"]
+
+
+def test_em_model_lists_in_messages_come_from_the_estimators() -> None:
+    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
+    from onlineeval.cli.clicks import _em_lists
+
+    always, optional = _em_lists()
+    assert set(always.split(", ")) == set(EM_MODELS) and set(optional.split(", ")) == set(EM_OPTIONAL)
+    res = runner.invoke(app, ["clicks", "fit", "--log", "x.tsv", "--model", "cascade", "--out", "o.json",
+                              "--method", "em"])
+    assert res.exit_code == 2 and f"cm is fitted in closed form only (em: {always}, {optional})" in res.output

@@ -69,6 +69,13 @@ def fit_name(name: str, option: str) -> str:
     raise ConfigError((option,), f"no estimator for click model {name!r}{why}; allowed: {MODEL_LIST}")
 
 
+def _em_lists() -> tuple[str, str]:
+    """The models fitted by EM (always, and with ``--method em``), in :data:`FIT_MODELS` order."""
+    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
+
+    return (", ".join(k for k in FIT_MODELS if k in EM_MODELS), ", ".join(k for k in FIT_MODELS if k in EM_OPTIONAL))
+
+
 def _translation_note(name: str) -> str:
     """``cascade -> cm (cascade model: ...)`` when a name other than the estimator's was given."""
     key = fit_name(name, "--model")
@@ -111,7 +118,8 @@ def _check_fit_options(model: str, method: Optional[str], out: Path) -> None:
     if method not in (None, "closed_form", "em"):
         raise ConfigError(("--method",), f"must be closed_form or em, got {method!r}")
     if method == "em" and key not in EM_MODELS | EM_OPTIONAL:
-        raise ConfigError(("--method",), f"{key} is fitted in closed form only (em: pbm, ubm, dbn, ccm, dcm, sdbn)")
+        always, optional = _em_lists()
+        raise ConfigError(("--method",), f"{key} is fitted in closed form only (em: {always}, {optional})")
     if method == "closed_form" and key in EM_MODELS:
         raise ConfigError(("--method",), f"{key} has no closed form; it is fitted by EM")
     if not out.parent.is_dir():
@@ -148,8 +156,8 @@ def _em_options(
         for option, value in (("--max-iter", max_iter), ("--tol", tol)):
             if value is not None:
                 raise ConfigError(
-                    (option,), f"{name} is fitted in closed form; EM options apply to pbm, ubm, dbn, ccm "
-                    "and to dcm, sdbn with --method em"
+                    (option,), f"{name} is fitted in closed form; EM options apply to {_em_lists()[0]} "
+                    f"and to {_em_lists()[1]} with --method em"
                 )
     return opts
 
@@ -237,7 +245,8 @@ def evaluate_command(
     if (max_iter is not None or tol is not None) and not any(_uses_em(b, m or None) for b, _, m in refit):
         option = "--max-iter" if max_iter is not None else "--tol"
         raise ConfigError(
-            (option,), "no model in --models is fitted by EM (pbm, ubm, dbn, ccm, dcm:em, sdbn:em); drop the option"
+            (option,), f"no model in --models is fitted by EM ({_em_lists()[0]}, "
+            f"{', '.join(m + ':em' for m in _em_lists()[1].split(', '))}); drop the option"
         )
     if csv is not None and not csv.parent.is_dir():
         raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
