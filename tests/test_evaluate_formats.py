@@ -114,3 +114,14 @@ def test_comparisons_file_for_a_single_system_is_a_header(files, tmp_path: Path)
     bad = runner.invoke(app, ["evaluate", "--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]),
                               "--comparisons", str(tmp_path / "no" / "cmp.csv")])
     assert bad.exit_code == 2 and "comparisons: the folder" in bad.output
+
+
+def test_a_query_named_like_a_summary_row_is_refused_in_the_per_query_csv(tmp_path: Path) -> None:
+    qrels, run_file = tmp_path / "q.txt", tmp_path / "r.txt"
+    qrels.write_text("all 0 a 1\nq2 0 b 1\n")
+    run_file.write_text("all Q0 a 1 1 r\nq2 Q0 b 1 1 r\n")
+    base = ["evaluate", "--qrels", str(qrels), "--run", str(run_file), "--format", "csv"]
+    res = runner.invoke(app, [*base, "--with-per-query"])
+    assert res.exit_code == 2 and "query id 'all' reads as a summary row" in res.output
+    res = runner.invoke(app, base)  # without per-query rows there is nothing to confuse
+    assert res.exit_code == 0 and pd.read_csv(io.StringIO(res.stdout))["query"].tolist() == ["all"] * 4

@@ -497,6 +497,16 @@ def _tidy(
         n_counted = int(ev.counted.sum())
         counts = {f"queries_{k}": v for k, v in ev.counts.as_dict().items()}
         queries = ev.queries[ev.counted].astype(str)
+        if with_per_query:
+            clash = [q for q in queries if q == "all" or q.startswith("segment:")]
+            if clash:
+                from onlineeval.errors import ConfigError
+
+                raise ConfigError(
+                    ("with-per-query",),
+                    f"query id {str(clash[0])!r} reads as a summary row of the csv table (all, segment:...); "
+                    "write per-query values with --per-query FILE or use --format json",
+                )
         for m in ev.metrics:
             key = (ev.run_id, str(m))
             res = residuals.get(key)
