@@ -9,13 +9,21 @@ For each design and metric, at every daily checkpoint over the R replicates:
   sign): :math:`\\Phi(|\\delta|/se - z_{1-\\alpha/2})`;
 - the mean estimate, its spread across replicates, the mean standard error, CI coverage
   of the true value, users and impressions;
-- for A/A variants, the false-positive rate with its exact binomial 99% band around alpha.
+- for A/A variants, the false-positive rate with its exact binomial 99% band around alpha;
+- for interleaving designs, the null check (:func:`null_check`): the expected Delta when
+  clicks do not depend on relevance (every true effect 0) with its Monte Carlo SE, the
+  analytic rejection rate it causes day by day, and whether the design is biased;
+- ``detectable``: false when the true effect is 0 or within 2 Monte Carlo SEs of 0 (no
+  required size is given then).
 
 Sample size: the first day at which the simulated power reaches the target, and an
 analytic extrapolation from :math:`se^2(N) = a/N + b` fitted to the daily checkpoints
 (:class:`VarianceModel`; returning users give the standard error a floor ``b``):
 :math:`N_{req} = a / ((|\\delta| / (z_{1-\\alpha/2} + z_{power}))^2 - b)`, or "not
-reachable" when the floor is above the target.
+reachable" when the floor is above the target. Between designs: the ratio of required
+impressions to the first design's, and the efficiency at equal traffic, the ratio of
+:math:`(\\delta / se)^2` on the last simulated day (the two differ when the reference's
+standard error has a floor); biased designs are listed apart.
 """
 
 from __future__ import annotations

@@ -452,7 +452,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 impr_s = _count(e["analytic_required_impressions"])
                 users_s = _count(e["analytic_required_users"])
                 if biased:
-                    impr_s, users_s = f"{impr_s} biased", f"{users_s}!"
+                    impr_s, users_s, days_s = f"{impr_s} biased", f"{users_s}!", f"{days_s}!"
             lines.append(
                 f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.3g', True):>13s} "
                 f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
@@ -508,10 +508,10 @@ def _null_lines(result: SimulationResult) -> list[str]:
         return []
     days = result.config.traffic.days
     band = rows[0][2]["null"]["binomial_99_band"]
-    lines = ["", "Null check (clicks that do not depend on relevance: the users' clicks on ranker A's list for "
-                 "another query,",
-             "  so every true effect is 0; null Delta by Monte Carlo, rejection rates analytic from it and each day's "
-             f"SE; 99% band of alpha {band[0]:.3f}-{band[1]:.3f}):",
+    lines = ["", ("Null check (clicks that do not depend on relevance: the users' clicks on ranker A's list for "
+                  "another query,"),
+             ("  so every true effect is 0; null Delta by Monte Carlo, rejection rates analytic from it and each "
+              f"day's SE; 99% band of alpha {band[0]:.3f}-{band[1]:.3f}):"),
              (f"  {'design':14s} {'metric':18s} {'null Delta':>10s} {'+- SE':>8s} {'z':>6s} {'rejects day 1':>13s} "
               f"{f'day {days}':>7s} {'A/A FPR':>8s}  verdict")]
     for design, metric, e in rows:
@@ -551,10 +551,10 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool) -> list[
     if need:
         lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need))
     if eff and need and ref_is_ab:
-        lines += [f"  (the first is the efficiency over the simulated days; the second holds at the target power only: "
-                  f"{ref}'s SE",
-                  "  has a floor from returning users, se^2 = a/N + b, so near the target its required impressions "
-                  "grow faster than 1/N)"]
+        lines += [(f"  (the first is the efficiency over the simulated days; the second holds at the target power "
+                   f"only: {ref}'s SE"),
+                  ("  has a floor from returning users, se^2 = a/N + b, so near the target its required impressions "
+                   "grow faster than 1/N)")]
     return lines
 
 

@@ -15,7 +15,12 @@ from scipy import stats as sps
 
 from simulations.analysis import NULL_BIAS_SE, null_rejection_rate
 from simulations.config import config_from_mapping
-from simulations.runner import NULL_PREFIX, compute_truth, null_interleaving_truth, world_seed
+from simulations.runner import (
+    NULL_PREFIX,
+    compute_truth,
+    null_interleaving_truth,
+    world_seed,
+)
 from simulations.users import UserModels
 from simulations.world import build_world
 
@@ -86,7 +91,7 @@ def test_balanced_null_delta_equals_the_exact_enumeration(world):
     """Exact expected Delta of balanced interleaving under the null user: every click vector
     of 10 slots (1,024), its probability a frequency- and share-weighted mixture of the
     cascade on ranker A's list for an independent query, the outcome by Joachims' credit."""
-    cfg, w, _users, nulls = world
+    _cfg, w, _users, nulls = world
     k = w.depth
     bits = ((np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1).astype(bool)
     p_vec = np.zeros(len(bits))
@@ -123,7 +128,7 @@ def test_balanced_bias_is_detected_and_team_draft_is_not(world):
 
 
 def test_compute_truth_adds_one_null_row_per_pair_without_changing_the_design_truth(world):
-    cfg, w, users, nulls = world
+    _cfg, _w, users, _nulls = world
     small = _config(analysis={"truth_impressions": 20_000},
                     designs=[{"name": "m", "type": "interleaving", "method": "team_draft_multileave",
                               "rankers": ["A", "B", "C"]},
