@@ -171,6 +171,10 @@ def evaluate_cmd(
     from onlineeval.io import read_qrels, read_run
     from onlineeval.metrics import parse_metrics
     from onlineeval.metrics.evaluate import evaluate_run
+    from onlineeval.metrics.tables import common_queries as _common
+    from onlineeval.metrics.tables import err_scales as _err_scales
+    from onlineeval.metrics.tables import long_frame as _long_frame
+    from onlineeval.metrics.tables import rbp_residuals as _rbp_residuals
 
     if output_format not in FORMATS:
         raise ConfigError(("format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
@@ -307,63 +311,6 @@ def evaluate_cmd(
                         lines.append(f"  {ev.run_id} {m}: [{_fmt(low)}, {_fmt(high)}]")
             text += "\n" + "\n".join(lines)
         typer.echo(text)
-
-
-def _rbp_residuals(
-    qrels: pd.DataFrame, runs: list[pd.DataFrame], names: list[str], ms: list[Any], conv: Conventions
-) -> dict[tuple[str, str], pd.Series]:
-    """Per-query RBP residuals (counted queries, indexed by query id) per (system, RBP
-    metric): RBP is reported as an interval [RBP, RBP + residual]."""
-    import pandas as pd
-
-    from onlineeval.metrics import RBP, RBPResidual
-    from onlineeval.metrics.evaluate import evaluate_run
-
-    rbps = [m for m in ms if isinstance(m, RBP)]
-    if not rbps:
-        return {}
-    out: dict[tuple[str, str], pd.Series] = {}
-    for name, r in zip(names, runs):
-        resid = [RBPResidual(k=m.k, p=m.p) for m in rbps]
-        ev = evaluate_run(qrels, r, resid, conv, run_id=name)
-        queries = ev.queries[ev.counted].astype(str)
-        for m, res in zip(rbps, resid):
-            out[(name, str(m))] = pd.Series(ev.values[res][ev.counted], index=queries, dtype="float64")
-    return out
-
-
-def _err_scales(qrels: pd.DataFrame, ms: list[Any]) -> dict[str, int]:
-    """The ERR scale top (``gmax``) of each ERR metric that does not name one: the top
-    grade of the qrels, as :func:`onlineeval.metrics.evaluate.evaluate_run` uses it."""
-    from onlineeval.metrics import ERR
-
-    top = max(1, int(qrels["grade"].max())) if len(qrels) else 1
-    return {str(m): top for m in ms if isinstance(m, ERR) and m.gmax is None}
-
-
-def _long_frame(evals: list[RunEvaluation]) -> pd.DataFrame:
-    import numpy as np
-    import pandas as pd
-
-    parts: list[pd.DataFrame] = []
-    for ev in evals:
-        q = ev.queries[ev.counted].astype(str)
-        for m in ev.metrics:
-            parts.append(
-                pd.DataFrame({"query": q, "system": ev.run_id, "metric": str(m), "value": ev.values[m][ev.counted]})
-            )
-    if not parts:
-        return pd.DataFrame(columns=["query", "system", "metric", "value"])
-    out = pd.concat(parts, ignore_index=True)
-    out["value"] = out["value"].astype(np.float64)
-    return out
-
-
-def _common(long: pd.DataFrame, n_systems: int) -> tuple[pd.DataFrame, int]:
-    """Rows of queries that every system has (paired tests need aligned queries)."""
-    per_q = long.groupby(["metric", "query"])["system"].transform("nunique")
-    keep = long[per_q == n_systems]
-    return keep.reset_index(drop=True), int(keep["query"].nunique())
 
 
 def _segment_coverage(path: Path, seg: pd.DataFrame, long: pd.DataFrame) -> dict[str, Any]:
