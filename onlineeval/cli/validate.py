@@ -12,6 +12,11 @@ Prints one row per check naming its statistic (a test's p-value, or violations/t
 exact checks), or with ``--format json`` one JSON document (checks, conventions, verdict,
 exit-code semantics). Exit code 0 when every check passes, 1 when a check fails, 2 for
 bad input.
+
+A candidate that raises, calls ``sys.exit`` / ``os._exit``, returns malformed output or
+takes longer than ``--timeout`` seconds in one call fails the run (exit 1, with a report
+naming the call); the same at import is an error naming the module (exit 2). The
+command never exits 0 without printing a report.
 """
 
 from __future__ import annotations
@@ -74,6 +79,10 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
         fmt: Annotated[str, typer.Option(
             "--format", "-f", help="Output: 'text' (a table) or 'json' (one document for CI gates).")] = "text",
+        timeout: Annotated[float, typer.Option(
+            "--timeout", help="Seconds one call of the candidate (its import, interleave, credit, or one batch "
+                              "call) may take before it fails the run (candidate_timeout); 0: no limit. "
+                              "POSIX only (SIGALRM).")] = 10.0,
     ) -> None:
         """Run the interleaving validation battery and print a report naming every statistic."""
         import os
@@ -82,6 +91,9 @@ def register(app: typer.Typer) -> None:
         from onlineeval.errors import ConfigError
         from onlineeval.interleaving.registry import interleaver_class
         from onlineeval.interleaving.validation import (
+            CandidateError,
+            check_seed,
+            check_timeout,
             load_candidate,
             method_spec,
             read_log,
@@ -100,20 +112,27 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(("--method",), exc.message) from None
         options = _parse_options(option)
         try:
+            check_seed(seed)
+            limit = check_timeout(timeout)
             if interleaver is not None:
                 cwd = os.getcwd()
                 if cwd not in sys.path:
                     sys.path.insert(0, cwd)
-                candidate = load_candidate(interleaver)
-                report = validate_interleaver(candidate, method, n=n, alpha=alpha, seed=seed, options=options)
+                candidate = load_candidate(interleaver, timeout=limit)
+                report = validate_interleaver(candidate, method, n=n, alpha=alpha, seed=seed, options=options,
+                                              timeout=limit)
             elif log is not None:
                 records = read_log(log)
                 report = validate_log(records, method, alpha=alpha, seed=seed, options=options, subject=str(log))
             else:  # pragma: no cover - excluded by the exactly-one check
                 raise ConfigError(("validate",), "give exactly one of --interleaver or --log")
+        except CandidateError as exc:   # the candidate failed a call: a failed validation with its report
+            if exc.report is None:  # pragma: no cover - the battery always attaches one
+                raise
+            report = exc.report
         except ConfigError as exc:   # spell the option as the command line does (--n, --alpha, --option tau=...)
             head = exc.key_path[0] if exc.key_path else ""
-            if head in ("n", "alpha"):
+            if head in ("n", "alpha", "seed", "timeout"):
                 raise ConfigError((f"--{head}",), exc.message) from None
             if head == "interleaver" and len(exc.key_path) > 1:
                 raise ConfigError(("--option",), f"{exc.key_path[1]}: {exc.message}") from None

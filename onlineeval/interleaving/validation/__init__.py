@@ -16,6 +16,8 @@ Modules:
   batch :class:`~onlineeval.interleaving.base.Interleaver` as a candidate, loading by name;
 * :mod:`~onlineeval.interleaving.validation.methods`: which scale carries each method's
   guarantee (win/loss/tie, expected outcome, credit difference);
+* :mod:`~onlineeval.interleaving.validation.guard`: calling candidate code (exceptions,
+  exits, per-call timeout, malformed output become named failures);
 * :mod:`~onlineeval.interleaving.validation.battery`: the checks and their sizes;
 * :mod:`~onlineeval.interleaving.validation.invariants`: exact structural invariants;
 * :mod:`~onlineeval.interleaving.validation.logs`: reading and checking logs;
@@ -25,7 +27,7 @@ Modules:
 
 from __future__ import annotations
 
-from onlineeval.interleaving.validation.battery import validate_interleaver
+from onlineeval.interleaving.validation.battery import MAX_N, validate_interleaver
 from onlineeval.interleaving.validation.candidates import (
     BatchCandidate,
     Candidate,
@@ -33,6 +35,13 @@ from onlineeval.interleaving.validation.candidates import (
     _from_object,
     load_candidate,
     reference_candidate,
+)
+from onlineeval.interleaving.validation.guard import (
+    DEFAULT_TIMEOUT,
+    CandidateError,
+    Watchdog,
+    check_seed,
+    check_timeout,
 )
 from onlineeval.interleaving.validation.logs import LogRecord, read_log, validate_log
 from onlineeval.interleaving.validation.methods import (
@@ -47,16 +56,22 @@ from onlineeval.interleaving.validation.report import (
 )
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "EXIT_CODES",
+    "MAX_N",
     "MULTILEAVING_METHODS",
     "BatchCandidate",
     "Candidate",
+    "CandidateError",
     "CheckResult",
     "LogRecord",
     "MethodSpec",
     "ProtocolCandidate",
     "ValidationReport",
+    "Watchdog",
     "_from_object",
+    "check_seed",
+    "check_timeout",
     "load_candidate",
     "method_spec",
     "read_log",

@@ -63,6 +63,13 @@ from onlineeval.interleaving.validation.candidates import (
     Sample,
     pad_lists,
 )
+from onlineeval.interleaving.validation.guard import (
+    DEFAULT_TIMEOUT,
+    CandidateError,
+    check_seed,
+    check_timeout,
+    watchdog,
+)
 from onlineeval.interleaving.validation.invariants import (
     prefix_violations,
     structure_violations,
@@ -71,7 +78,9 @@ from onlineeval.interleaving.validation.invariants import (
 from onlineeval.interleaving.validation.methods import MethodSpec, method_spec
 from onlineeval.interleaving.validation.report import (
     DOCUMENTED,
+    FAIL,
     PENDING,
+    SKIPPED,
     CheckResult,
     ValidationReport,
     finalize,
@@ -84,7 +93,7 @@ from onlineeval.interleaving.validation.stattests import (
     t_test,
 )
 
-__all__ = ["validate_interleaver"]
+__all__ = ["MAX_N", "validate_interleaver"]
 
 Lists = tuple[tuple[int, ...], ...]
 
@@ -125,6 +134,8 @@ ML_BETTER_SCENARIOS: tuple[tuple[Lists, frozenset[int]], ...] = (
     (((1, 2, 3, 4, 5, 6, 7, 8), (5, 1, 2, 3, 4, 6, 7, 8), (5, 7, 1, 2, 3, 4, 6, 8)), frozenset({5, 7})),
 )
 
+#: largest ``n`` (impressions per statistical check): bounds the memory of the samples
+MAX_N = 10_000_000
 #: at most this many impressions per scenario are credited by both candidate and reference (exact check)
 CREDIT_AGREEMENT_ROWS = 1000
 #: absolute tolerance of the credit agreement on real-valued scales
@@ -169,7 +180,7 @@ def _value_test(v: NDArray[np.float64], scale: str, alternative: str = "two-side
 
 def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n: int = 60_000,
                          alpha: float = 0.01, seed: int = 0, options: dict[str, Any] | None = None,
-                         click_prob: float = 0.3) -> ValidationReport:
+                         click_prob: float = 0.3, timeout: float | None = DEFAULT_TIMEOUT) -> ValidationReport:
     """Run the battery on ``candidate`` against onlineeval's ``method``.
 
     Parameters
@@ -197,22 +208,32 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
         Options of the reference method.
     click_prob:
         Per-slot click probability of the document-blind user (default 0.3).
+    timeout:
+        Seconds one candidate call may take (default 10; ``None`` or 0: no limit). POSIX
+        main thread only; see :mod:`~onlineeval.interleaving.validation.guard`.
 
     Raises
     ------
     ConfigError
-        For ``alpha`` outside (0, 1), ``n < 100``, ``click_prob`` outside (0, 1), an
-        unknown method or option.
+        For ``alpha`` outside (0, 1), ``n`` outside ``100..10^7``, a negative ``seed``,
+        ``click_prob`` outside (0, 1), a negative ``timeout``, an unknown method or option.
+    CandidateError
+        When a candidate call raises, exits, times out or returns malformed output; its
+        ``report`` holds the checks completed before, the failing row
+        (``candidate_exception``, ``candidate_exit``, ``candidate_timeout`` or
+        ``candidate_output``) and the checks not run (exit code 1).
     """
-    if not 0 < alpha < 1:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise ConfigError(("alpha",), f"must be in (0, 1), got {alpha!r}")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 100:
-        raise ConfigError(("n",), f"must be an integer of at least 100, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 100 <= n <= MAX_N:
+        raise ConfigError(("n",), f"must be an integer of at least 100 and at most {MAX_N:,}, got {n!r}")
+    check_seed(seed)
     if not 0 < click_prob < 1:
         raise ConfigError(("click_prob",), f"must be in (0, 1), got {click_prob!r}")
+    timeout = check_timeout(timeout)
     spec = method_spec(method)
     ref_il = get_interleaver(method, **(options or {}))
-    ref = BatchCandidate(f"onlineeval:{method}", ref_il)
+    ref = BatchCandidate(f"onlineeval:{method}", ref_il, trusted=True)
     seeds = np.random.SeedSequence(seed).spawn(4)
     rng_c, rng_r, rng_clk, rng_x = (np.random.default_rng(s) for s in seeds)
     if spec.multileave:
@@ -222,26 +243,63 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
     checks: list[CheckResult] = []
     per = max(50, n // len(equiv))
     per_fid = max(50, n // len(fidelity))
-
-    cand = [candidate.sample(sc, per, rng_c) for sc in equiv]
-    refs = [ref.sample(sc, per, rng_r) for sc in equiv]
-    checks.extend(_invariants(spec, equiv, cand))
-    checks.append(_aa(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
-    checks.extend(_random_clicks(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
-    checks.append(_better(candidate, spec, better, max(50, n // (4 * len(better))), alpha, rng_c, rng_clk))
-    checks.extend(_distributions(equiv, cand, refs, alpha))
-    checks.append(_credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
-    checks.append(_outcome_distribution(candidate, ref, spec, equiv, cand, refs, click_prob, alpha, rng_clk, rng_x))
-    if not spec.multileave:
-        checks.extend(_documented(candidate, spec, per, rng_c, rng_clk))
     mode = "multileaving" if spec.multileave else "interleaving"
-    return ValidationReport(candidate.name, method, finalize(checks, alpha), alpha,
-                            conventions(spec, n=n, click_prob=click_prob, seed=seed, options=ref_il.options),
-                            mode)
+    conv = conventions(spec, n=n, click_prob=click_prob, seed=seed, options=ref_il.options, timeout=timeout)
+    stages = _stage_names(spec)
+    stage = 0
+    try:
+        with watchdog(timeout):
+            cand = [candidate.sample(sc, per, rng_c) for sc in equiv]
+            refs = [ref.sample(sc, per, rng_r) for sc in equiv]
+            checks.extend(_invariants(spec, equiv, cand))
+            stage += 1
+            checks.append(_aa(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
+            stage += 1
+            checks.extend(_random_clicks(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
+            stage += 1
+            checks.append(_better(candidate, spec, better, max(50, n // (4 * len(better))), alpha, rng_c, rng_clk))
+            stage += 1
+            checks.extend(_distributions(equiv, cand, refs, alpha))
+            stage += 1
+            checks.append(_credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
+            stage += 1
+            checks.append(_outcome_distribution(candidate, ref, spec, equiv, cand, refs, click_prob, alpha, rng_clk,
+                                                rng_x))
+            stage += 1
+            if not spec.multileave:
+                checks.extend(_documented(candidate, spec, per, rng_c, rng_clk))
+    except CandidateError as exc:
+        exc.report = ValidationReport(candidate.name, method, _failed(checks, exc, stages, stage, alpha), alpha,
+                                      conv, mode)
+        raise
+    return ValidationReport(candidate.name, method, finalize(checks, alpha), alpha, conv, mode)
+
+
+def _stage_names(spec: MethodSpec) -> list[tuple[str, ...]]:
+    """The check names of each stage of the battery, in order."""
+    rc = ("random_clicks_no_preference",) + ((spec.zero_mean_check,) if spec.zero_mean_check else ())
+    documented: tuple[str, ...] = ()
+    if not spec.multileave:
+        documented = (("documented: balanced bias",) if spec.name == "balanced" else ()) + \
+            (("documented: team-draft fidelity",) if spec.prefix_balanced else ())
+    return [("structure",) + (("prefix_balance",) if spec.prefix_balanced else ()), ("aa_no_preference",), rc,
+            ("better_ranker_wins",), ("team_distribution", "document_distribution"), ("credit_agreement",),
+            ("outcome_distribution",), documented]
+
+
+def _failed(checks: list[CheckResult], exc: CandidateError, stages: list[tuple[str, ...]], stage: int,
+            alpha: float) -> tuple[CheckResult, ...]:
+    """The report rows of a run stopped by a failed candidate call: checks done, the failure, checks not run."""
+    during = ", ".join(stages[stage]) if stage < len(stages) and stages[stage] else "the battery"
+    row = CheckResult(exc.check, FAIL, "failed call", None, f"during {during}: {exc.call} {exc.detail}",
+                      rule="exact")
+    skipped = [CheckResult(name, SKIPPED, "not run", None, f"not run: the candidate failed ({exc.check})",
+                           rule="skipped") for names in stages[stage:] for name in names]
+    return finalize(checks, alpha) + (row,) + tuple(skipped)
 
 
 def conventions(spec: MethodSpec, *, n: int, click_prob: float, seed: int,
-                options: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+                options: dict[str, Any], timeout: float | None = None) -> tuple[tuple[str, str], ...]:
     """The report's conventions: what every number means."""
     if spec.multileave:
         outcome = ("pref[j][i] > 0: ranker j (lists[j]) beats ranker i; every pair j > i is tested, "
@@ -266,6 +324,11 @@ def conventions(spec: MethodSpec, *, n: int, click_prob: float, seed: int,
                         "better_ranker_wins must reject (fails unless its largest p is below the level); exact "
                         "checks print violations/total and fail on any violation")),
         ("documented", "DOCUMENTED rows measure a known property of the method and never fail the run"),
+        ("candidate calls", ("an exception, sys.exit / os._exit, malformed output (non-integer document ids or "
+                             "team labels, non-real or non-finite credit)"
+                             + (f" or a call taking longer than {timeout:g} s" if timeout else " (calls not timed)")
+                             + " fails the run (candidate_exception / candidate_exit / candidate_output / "
+                               "candidate_timeout, exit code 1)")),
     ]
     return tuple(out)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import numbers
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -44,9 +45,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError
 from onlineeval.interleaving.base import Interleaver, InterleavingResult
 from onlineeval.interleaving.registry import get_interleaver
+from onlineeval.interleaving.validation.guard import (
+    DEFAULT_TIMEOUT,
+    CandidateError,
+    call_candidate,
+    short,
+    watchdog,
+)
 
 __all__ = ["BatchCandidate", "Candidate", "Sample", "load_candidate", "reference_candidate"]
 
@@ -97,6 +105,103 @@ def _pairwise(values: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.where(np.abs(diff) <= PAIR_TIE_TOLERANCE * scale, 0.0, diff)
 
 
+#: largest document id a candidate may return (ids are stored as int64)
+MAX_DOCUMENT_ID = int(np.iinfo(np.int64).max)
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int or (isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)))
+
+
+def _is_real(v: Any) -> bool:
+    return (type(v) is float or type(v) is int
+            or (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))))
+
+
+def _int_sequence(name: str, call: str, seq: Any, what: str, low: int, high: int, limit: int) -> list[int]:
+    if isinstance(seq, np.ndarray):
+        if seq.ndim != 1:
+            raise CandidateError("output", name, call, f"returned {what}s as a {seq.ndim}-d array; one list expected")
+        seq = seq.tolist()
+    if not isinstance(seq, (list, tuple)):
+        raise CandidateError("output", name, call, f"returned {short(seq)} as the {what}s; a list of integers "
+                             "expected")
+    if len(seq) > limit:
+        raise CandidateError("output", name, call, f"returned {len(seq)} {what}s for input lists of {limit} "
+                             "documents in all")
+    for j, v in enumerate(seq):
+        if not _is_int(v):
+            raise CandidateError("output", name, call, f"returned {what} {short(v, 60)} ({type(v).__name__}) at "
+                                 f"slot {j + 1}; {what}s must be integers (int or numpy integer; bool and float "
+                                 "are refused, even when integral-valued)")
+        if not low <= v <= high:
+            raise CandidateError("output", name, call, f"returned {what} {v} at slot {j + 1}; allowed {low}..{high}")
+    return [int(v) for v in seq]
+
+
+def check_interleave_output(name: str, call: str, out: Any, limit: int) -> tuple[list[int], list[int]]:
+    """``(shown, teams)`` of one ``interleave`` call, or a :class:`CandidateError` naming the offending value.
+
+    Document ids must be integers in ``0..2^63-1`` and team labels integers (``int`` or a
+    numpy integer; ``bool`` and ``float`` are refused, even integral-valued: a float id
+    truncated to an int could pass checks the candidate fails); neither list may be longer
+    than the input lists together (``limit``). Whether the labels name a ranker, and the
+    documents come from the lists, is the ``structure`` check's business.
+    """
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise CandidateError("output", name, call, f"returned {short(out)}; interleave() must return "
+                             "(shown, teams), two lists of integers")
+    shown = _int_sequence(name, call, out[0], "document id", 0, MAX_DOCUMENT_ID, limit)
+    teams = _int_sequence(name, call, out[1], "team label", -MAX_DOCUMENT_ID - 1, MAX_DOCUMENT_ID, limit)
+    return shown, teams
+
+
+def check_credit_output(name: str, call: str, out: Any, allowed: str) -> NDArray[np.float64]:
+    """The value of one ``credit`` call as a float array, or a :class:`CandidateError`.
+
+    A real number, or a sequence (or nested sequence, or numpy array) of real numbers:
+    ``int``, ``float`` or numpy numbers; strings, ``None``, ``bool``, complex numbers, NaN
+    and infinities are refused (``"1"`` is not silently read as 1).
+    """
+    def bad(detail: str) -> CandidateError:
+        return CandidateError("output", name, call, f"returned {short(out)}: {detail}; credit() must return "
+                              f"{allowed}")
+
+    if isinstance(out, np.ndarray):
+        if out.dtype.kind not in "iuf":
+            raise bad(f"an array of dtype {out.dtype}")
+        arr = out.astype(np.float64)
+    elif _is_real(out):
+        try:
+            arr = np.asarray(float(out))
+        except OverflowError:
+            raise bad("a number too large for a float") from None
+    elif isinstance(out, (list, tuple)):
+        flat: list[Any] = []
+        for v in out:
+            if isinstance(v, (list, tuple, np.ndarray)):
+                items = v.tolist() if isinstance(v, np.ndarray) else list(v)
+                if any(isinstance(x, (list, tuple)) for x in items):
+                    raise bad("nested more than two levels")
+                flat.extend(items)
+            else:
+                flat.append(v)
+        wrong = [v for v in flat if not _is_real(v)]
+        if wrong:
+            raise bad(f"{short(wrong[0], 60)} ({type(wrong[0]).__name__}) is not a real number")
+        try:
+            arr = np.asarray(out, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise bad("ragged rows") from None
+        except OverflowError:
+            raise bad("a number too large for a float") from None
+    else:
+        raise bad(f"a {type(out).__name__}, not a number")
+    if not np.isfinite(arr).all():
+        raise bad("not finite (NaN or infinity)")
+    return arr
+
+
 class Candidate(ABC):
     """An implementation under test.
 
@@ -127,18 +232,10 @@ class ProtocolCandidate(Candidate):
         self.wants_lists = wants_lists
 
     def interleave(self, lists: Sequence[Sequence[int]], rng: np.random.Generator) -> tuple[list[int], list[int]]:
-        """One call of the candidate's ``interleave``, its output checked to be two lists of ints."""
-        try:
-            out = self.interleave_fn([list(x) for x in lists], rng)
-        except Exception as exc:  # noqa: BLE001 - user code: report it in one line
-            raise InputError(f"{self.name}: interleave({[list(x) for x in lists]}) raised "
-                             f"{type(exc).__name__}: {exc}") from None
-        try:
-            shown, teams = out
-            return [int(d) for d in shown], [int(t) for t in teams]
-        except (TypeError, ValueError):
-            raise InputError(f"{self.name}: interleave() must return (shown, teams) lists of ints, got {out!r}") \
-                from None
+        """One call of the candidate's ``interleave``, its output checked (:func:`check_interleave_output`)."""
+        call = f"interleave({[list(x) for x in lists]})"
+        out = call_candidate(self.name, call, self.interleave_fn, [list(x) for x in lists], rng)
+        return check_interleave_output(self.name, call, out, sum(len(x) for x in lists))
 
     def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> Sample:
         rows = [self.interleave(lists, rng) for _ in range(n)]
@@ -157,21 +254,15 @@ class ProtocolCandidate(Candidate):
                clicks: list[bool]) -> NDArray[np.float64]:
         """One call of the candidate's ``credit``, as an ``(m, m)`` preference matrix."""
         m = len(lists)
-        try:
-            if self.wants_lists:
-                out = self.credit_fn(list(shown), list(teams), list(clicks), lists=[list(x) for x in lists])
-            else:
-                out = self.credit_fn(list(shown), list(teams), list(clicks))
-        except Exception as exc:  # noqa: BLE001 - user code: report it in one line
-            raise InputError(f"{self.name}: credit({shown}, {teams}, {clicks}) raised "
-                             f"{type(exc).__name__}: {exc}") from None
-        allowed = (f"a number (two rankers), {m} credits (one per ranker) or an {m} x {m} preference matrix")
-        try:
-            arr = np.asarray(out, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(f"{self.name}: credit() must return {allowed}, got {out!r}") from None
-        if not np.isfinite(arr).all():
-            raise InputError(f"{self.name}: credit() returned a non-finite value {out!r}")
+        call = f"credit({shown}, {teams}, {clicks})"
+        if self.wants_lists:
+            out = call_candidate(self.name, call, self.credit_fn, list(shown), list(teams), list(clicks),
+                                 lists=[list(x) for x in lists])
+        else:
+            out = call_candidate(self.name, call, self.credit_fn, list(shown), list(teams), list(clicks))
+        allowed = (f"a number (two rankers), {m} credits (one per ranker) or an {m} x {m} preference matrix "
+                   "(real numbers)")
+        arr = check_credit_output(self.name, call, out, allowed)
         if arr.ndim == 0 and m == 2:
             v = float(arr)
             return np.array([[0.0, -v], [v, 0.0]])
@@ -179,7 +270,7 @@ class ProtocolCandidate(Candidate):
             return _pairwise(arr[None, :])[0]
         if arr.shape == (m, m):
             return arr
-        raise InputError(f"{self.name}: credit() must return {allowed}, got {out!r}")
+        raise CandidateError("output", self.name, call, f"returned {short(out)}; credit() must return {allowed}")
 
     def values(self, lists: Sequence[Sequence[int]], shown: NDArray[np.int64], teams: NDArray[np.int64],
                clicks: NDArray[np.bool_], scale: str) -> NDArray[np.float64]:
@@ -195,14 +286,41 @@ class ProtocolCandidate(Candidate):
 class BatchCandidate(Candidate):
     """An :class:`~onlineeval.interleaving.base.Interleaver` run on whole batches."""
 
-    def __init__(self, name: str, interleaver: Interleaver) -> None:
+    def __init__(self, name: str, interleaver: Interleaver, trusted: bool = False) -> None:
         self.name = name
         self.interleaver = interleaver
+        self.trusted = trusted
+
+    def _call(self, call: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """A batch call: onlineeval's own reference directly, a candidate's under the watchdog."""
+        if self.trusted:
+            return fn(*args)
+        return call_candidate(self.name, call, fn, *args)
+
+    def _checked(self, call: str, value: Any, kinds: str, what: str) -> NDArray[Any]:
+        """An array the batch API returned, refused unless its dtype kind is in ``kinds`` and it is finite."""
+        arr = value if isinstance(value, np.ndarray) else None
+        if self.trusted and arr is not None:
+            return arr
+        if arr is None or arr.dtype.kind not in kinds:
+            got = f"dtype {arr.dtype}" if arr is not None else type(value).__name__
+            raise CandidateError("output", self.name, call, f"returned {what} of {got}; "
+                                 + ("integers" if kinds == "iu" else "real numbers") + " expected")
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise CandidateError("output", self.name, call, f"returned {what} with NaN or infinite values")
+        return arr
 
     def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> Sample:
-        res = self.interleaver.interleave(list(pad_lists(lists, n)), rng)
-        shown = res.ranking.astype(np.int64)
-        teams = np.where(shown >= 0, res.team.astype(np.int64), -1)
+        call = f"interleave() on {n} impressions of {[list(x) for x in lists]}"
+        res = self._call(call, self.interleaver.interleave, list(pad_lists(lists, n)), rng)
+        if not isinstance(res, InterleavingResult):
+            raise CandidateError("output", self.name, call, f"returned {short(res)}; an InterleavingResult expected")
+        shown = self._checked(call, res.ranking, "iu", "a ranking").astype(np.int64)
+        team = self._checked(call, res.team, "iu", "team labels").astype(np.int64)
+        if shown.ndim != 2 or shown.shape[0] != n or team.shape != shown.shape:
+            raise CandidateError("output", self.name, call, f"returned a ranking of shape {shown.shape} and team "
+                                 f"labels of shape {team.shape}; ({n}, k) expected")
+        teams = np.where(shown >= 0, team, -1)
         return Sample(shown, teams, np.zeros(n, dtype=bool))
 
     def result(self, rankings: NDArray[np.int64], shown: NDArray[np.int64],
@@ -216,13 +334,28 @@ class BatchCandidate(Candidate):
         il = self.interleaver
         res = self.result(rankings, shown, teams)
         c = clicks & (shown >= 0)
+        n, m = shown.shape[0], rankings.shape[0]
         if scale == EXPECTED and hasattr(il, "expected_preferences"):
             # within the method's tie tolerance the value is a tie, so its sign is the method's outcome
-            e = np.asarray(il.expected_preferences(res, c), dtype=np.float64)
-            return np.where(np.abs(e) <= float(getattr(il, "tie_tolerance", 0.0)), 0.0, e)
-        if scale == CREDIT:
-            return _pairwise(np.asarray(il.credit(res, c), dtype=np.float64))
-        return il.preferences(res, c).astype(np.float64)
+            call = f"expected_preferences() on {n} impressions"
+            e = self._checked(call, self._call(call, il.expected_preferences, res, c), "iuf", "preferences")
+            e = e.astype(np.float64)
+            out = np.where(np.abs(e) <= float(getattr(il, "tie_tolerance", 0.0)), 0.0, e)
+        elif scale == CREDIT:
+            call = f"credit() on {n} impressions"
+            cr = self._checked(call, self._call(call, il.credit, res, c), "iuf", "credits").astype(np.float64)
+            if cr.shape != (n, m):
+                raise CandidateError("output", self.name, call, f"returned credits of shape {cr.shape}; ({n}, {m}) "
+                                     "expected")
+            return _pairwise(cr)
+        else:
+            call = f"preferences() on {n} impressions"
+            out = self._checked(call, self._call(call, il.preferences, res, c), "iuf", "preferences")
+            out = out.astype(np.float64)
+        if out.shape != (n, m, m):
+            raise CandidateError("output", self.name, call, f"returned preferences of shape {out.shape}; "
+                                 f"({n}, {m}, {m}) expected")
+        return out
 
     def values(self, lists: Sequence[Sequence[int]], shown: NDArray[np.int64], teams: NDArray[np.int64],
                clicks: NDArray[np.bool_], scale: str) -> NDArray[np.float64]:
@@ -250,50 +383,71 @@ def _from_object(name: str, obj: Any) -> Candidate:
     return ProtocolCandidate(name, interleave, credit, _wants_lists(credit))
 
 
-def load_candidate(spec: str) -> Candidate:
+def _importer(module_part: str) -> Callable[[], Any]:
+    """A function that imports ``module_part`` (a module name or a ``.py`` file) and returns the module."""
+    if not module_part.endswith(".py"):
+        return lambda: importlib.import_module(module_part)
+    path = Path(module_part)
+    if not path.is_file():
+        raise ConfigError(("interleaver",), f"file {module_part!r} not found")
+    mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+    if mod_spec is None or mod_spec.loader is None:
+        raise ConfigError(("interleaver",), f"cannot load {module_part!r}")
+    loader = mod_spec.loader
+    module = importlib.util.module_from_spec(mod_spec)
+
+    def run() -> Any:
+        sys.modules.setdefault(path.stem, module)
+        loader.exec_module(module)
+        return module
+
+    return run
+
+
+def load_candidate(spec: str, timeout: float | None = DEFAULT_TIMEOUT) -> Candidate:
     """Load ``package.module:Name`` (a class, built without arguments, or an object) or ``package.module``.
 
     ``path/to/file.py:Name`` loads a file that is not on the import path. A subclass of
     :class:`~onlineeval.interleaving.base.Interleaver` (e.g.
     ``onlineeval.interleaving.team_draft:TeamDraft``) is run through the batch API.
+
+    The import and the constructor run under a :class:`~onlineeval.interleaving.validation.guard.Watchdog`
+    (``timeout`` seconds each, default 10; ``None`` for no limit): an exception, ``sys.exit``
+    or ``os._exit`` there, or a hang, is a :class:`~onlineeval.errors.ConfigError` naming the
+    module (exit code 2: nothing was validated).
     """
     module_part, _, attr = spec.partition(":")
     if not module_part:
         raise ConfigError(("interleaver",), f"expected 'package.module:Name', got {spec!r}")
-    try:
-        if module_part.endswith(".py"):
-            path = Path(module_part)
-            if not path.is_file():
-                raise ConfigError(("interleaver",), f"file {module_part!r} not found")
-            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
-            if mod_spec is None or mod_spec.loader is None:
-                raise ConfigError(("interleaver",), f"cannot load {module_part!r}")
-            module = importlib.util.module_from_spec(mod_spec)
-            sys.modules.setdefault(path.stem, module)
-            mod_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_part)
-    except ConfigError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any import failure of user code is reported as one line
-        raise ConfigError(("interleaver",), f"cannot import {module_part!r}: {type(exc).__name__}: {exc}") from None
-    if not attr:
-        return _from_object(spec, module)
-    obj = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(("interleaver",), f"{module_part!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if inspect.isclass(obj):
-        if inspect.isabstract(obj):
-            raise ConfigError(("interleaver",), f"{spec} is abstract; name a concrete class")
+    with watchdog(timeout):
         try:
-            obj = obj()
-        except Exception as exc:  # noqa: BLE001
-            raise ConfigError(("interleaver",), f"cannot construct {spec} without arguments: {exc}") from None
+            module = call_candidate(spec, f"import {module_part!r}", _importer(module_part))
+        except CandidateError as exc:
+            if exc.kind == "exception":
+                raise ConfigError(("interleaver",), f"cannot import {module_part!r}: "
+                                  f"{exc.detail.removeprefix('raised ')}") from None
+            raise ConfigError(("interleaver",), f"cannot import {module_part!r}: the candidate {exc.detail} while "
+                              "being imported") from None
+        if not attr:
+            return _from_object(spec, module)
+        obj = module
+        for part in attr.split("."):
+            if not hasattr(obj, part):
+                raise ConfigError(("interleaver",), f"{module_part!r} has no attribute {attr!r}")
+            obj = getattr(obj, part)
+        if inspect.isclass(obj):
+            if inspect.isabstract(obj):
+                raise ConfigError(("interleaver",), f"{spec} is abstract; name a concrete class")
+            try:
+                obj = call_candidate(spec, f"{attr}()", obj)
+            except CandidateError as exc:
+                detail = exc.detail.removeprefix("raised ") if exc.kind == "exception" else \
+                    f"the constructor {exc.detail}"
+                raise ConfigError(("interleaver",), f"cannot construct {spec} without arguments: {detail}") \
+                    from None
     return _from_object(spec, obj)
 
 
 def reference_candidate(method: str, **options: Any) -> Candidate:
     """onlineeval's own implementation of ``method`` as a (batch) candidate."""
-    return BatchCandidate(f"onlineeval:{method}", get_interleaver(method, **options))
+    return BatchCandidate(f"onlineeval:{method}", get_interleaver(method, **options), trusted=True)

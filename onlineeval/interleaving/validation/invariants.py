@@ -17,10 +17,51 @@ from numpy.typing import NDArray
 __all__ = ["distinct_lengths", "prefix_violations", "structure_violations"]
 
 
+#: above this many ``m * n * k * K`` comparisons :func:`_in_lists` switches from broadcasting to sorting
+BROADCAST_CELLS = 4_000_000
+
+
 def _in_lists(rankings: NDArray[np.int64], shown: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """``(m, n, k)``: does list ``i`` of the row hold the shown document."""
-    hit = (rankings[:, :, None, :] == shown[None, :, :, None]) & (shown[None, :, :, None] >= 0)
-    return hit.any(axis=3)
+    """``(m, n, k)``: does list ``i`` of the row hold the shown document.
+
+    Small batches broadcast (``m * n * k * K`` booleans); large ones (long rankings, long
+    pages) use sorted membership on ``(row, document)`` keys, linear memory in the input.
+    """
+    m, n, K = rankings.shape
+    k = shown.shape[1]
+    if m * n * k * K <= BROADCAST_CELLS:
+        hit = (rankings[:, :, None, :] == shown[None, :, :, None]) & (shown[None, :, :, None] >= 0)
+        return hit.any(axis=3)
+    return _in_lists_sorted(rankings, shown)
+
+
+def _in_lists_sorted(rankings: NDArray[np.int64], shown: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """:func:`_in_lists` by sorted membership: documents compacted to ``0..U-1``, keys ``row * U + doc``."""
+    m, n, K = rankings.shape
+    k = shown.shape[1]
+    out = np.zeros((m, n, k), dtype=bool)
+    if not n or not k:
+        return out
+    _, inv = np.unique(np.concatenate([rankings.ravel(), shown.ravel()]), return_inverse=True)
+    inv = inv.astype(np.int64).ravel()
+    u = int(inv.max()) + 1
+    row = np.arange(n, dtype=np.int64)[:, None] * u
+    skey = row + inv[m * n * K:].reshape(n, k)
+    rk = inv[: m * n * K].reshape(m, n, K)
+    for i in range(m):
+        out[i] = np.isin(skey, (row + rk[i])[rankings[i] >= 0])
+    return out & (shown >= 0)[None]
+
+
+def repeated_slots(shown: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """``(n, k)``: the slot repeats a document shown earlier in its row (linear memory, a stable sort)."""
+    order = np.argsort(shown, axis=1, kind="stable")
+    s = np.take_along_axis(shown, order, axis=1)
+    dup = np.zeros(shown.shape, dtype=bool)
+    dup[:, 1:] = s[:, 1:] == s[:, :-1]
+    out = np.zeros(shown.shape, dtype=bool)
+    np.put_along_axis(out, order, dup, axis=1)
+    return out
 
 
 def distinct_lengths(rankings: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -86,10 +127,7 @@ def _holds_message(shown: NDArray[np.int64], teams: NDArray[np.int64], bad: NDAr
 def prefix_violations(rankings: NDArray[np.int64], shown: NDArray[np.int64], teams: NDArray[np.int64]) -> list[str]:
     """Per row, ``""`` when every prefix is team-balanced while all lists have unshown documents."""
     m, n, _ = rankings.shape
-    shown.shape[1]
-    k = shown.shape[1]
-    earlier = np.tril(np.ones((k, k), dtype=bool), -1)                # [j, j']: j' < j
-    repeat = ((shown[:, :, None] == shown[:, None, :]) & earlier[None]).any(axis=2)
+    repeat = repeated_slots(shown)                                  # (n, k) a document shown earlier in the row
     inl = _in_lists(rankings, shown) & ~repeat[None]                  # (m, n, k), a repeated document once
     shown_before = np.cumsum(inl, axis=2) - inl                       # list-i documents among slots < j
     unused = shown_before < distinct_lengths(rankings)[:, :, None]    # list i has an unshown document at slot j

@@ -10,16 +10,18 @@ are compared position by position.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from onlineeval.errors import InputError
 from onlineeval.interleaving.registry import get_interleaver
 from onlineeval.interleaving.validation.candidates import BatchCandidate
+from onlineeval.interleaving.validation.guard import check_seed
 from onlineeval.interleaving.validation.invariants import (
     prefix_violations,
     structure_violations,
@@ -55,8 +57,21 @@ class LogRecord:
 
 _ID_MAX = int(np.iinfo(np.int32).max)
 
+#: longest input ranking (and shown list) of one logged impression: bounds the memory and time per impression
+#: (the reference implementations take time quadratic in the ranking length)
+MAX_RANKING_LENGTH = 1_000
+#: most rankings in one impression
+MAX_RANKERS = 64
+#: longest line of a log, bytes (a longer line is refused before it is parsed)
+MAX_LINE_BYTES = 4 * 1024 * 1024
+#: cells (``rows x (m K + k)``) of one chunk of impressions checked together: bounds the memory of a check
+CHUNK_CELLS = 2_000_000
+
 
 def _int_list(value: Any, key: str, path: str, line: int, *, low: int = 0, high: int = _ID_MAX) -> tuple[int, ...]:
+    if isinstance(value, list) and len(value) > MAX_RANKING_LENGTH:
+        raise InputError(f"{key!r} holds {len(value)} entries; at most {MAX_RANKING_LENGTH:,} per impression",
+                         path, line)
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise InputError(f"{key!r} must be a list of integers", path, line)
     bad = next((v for v in value if not low <= v <= high), None)
@@ -74,6 +89,8 @@ def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None) -> LogRecord:
     rk = obj["rankings"]
     if not isinstance(rk, list) or len(rk) < 2:
         raise InputError("'rankings' must be a list of at least two rankings", p, i)
+    if len(rk) > MAX_RANKERS:
+        raise InputError(f"{len(rk)} rankings; at most {MAX_RANKERS} per impression", p, i)
     if n_rankers is not None and len(rk) != n_rankers:
         raise InputError(f"{len(rk)} rankings where the earlier lines have {n_rankers}; "
                          "every impression of a log compares the same rankers", p, i)
@@ -123,6 +140,11 @@ def read_log(path: str | Path) -> list[LogRecord]:
     * ``outcome`` (optional, two rankings only): the logged outcome, a finite number whose
       sign says who won (``> 0``: B, ``< 0``: A, ``0``: tie).
 
+    Limits per impression (so memory and time per impression are bounded): at most
+    :data:`MAX_RANKERS` (64) rankings of at most :data:`MAX_RANKING_LENGTH` (1,000)
+    documents, a shown list of at most 1,000, a line of at most :data:`MAX_LINE_BYTES`
+    (4 MiB, refused before parsing); JSON nested too deeply for the parser is refused too.
+
     Raises
     ------
     InputError
@@ -132,7 +154,15 @@ def read_log(path: str | Path) -> list[LogRecord]:
     records: list[LogRecord] = []
     n_rankers: int | None = None
     with open(p, "rb") as fh:
-        for i, raw_bytes in enumerate(fh, start=1):
+        i = 0
+        while True:
+            raw_bytes = fh.readline(MAX_LINE_BYTES + 1)
+            if not raw_bytes:
+                break
+            i += 1
+            if len(raw_bytes) > MAX_LINE_BYTES:
+                raise InputError(f"line longer than {MAX_LINE_BYTES:,} bytes; one impression per line, at most "
+                                 f"{MAX_RANKING_LENGTH:,} documents per ranking", p, i)
             try:
                 raw = raw_bytes.decode("utf-8")
             except UnicodeDecodeError:
@@ -143,6 +173,11 @@ def read_log(path: str | Path) -> list[LogRecord]:
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise InputError(f"not valid JSON ({exc.msg})", p, i) from None
+            except RecursionError:
+                raise InputError("JSON nested too deeply (an impression is one flat object of lists)", p, i) \
+                    from None
+            except ValueError as exc:   # e.g. an integer of more than 4300 digits
+                raise InputError(f"not valid JSON ({str(exc)[:120]})", p, i) from None
             rec = _parse_line(obj, p, i, n_rankers)
             n_rankers = len(rec.rankings)
             records.append(rec)
@@ -175,10 +210,13 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
     """Check logged impressions: structure, prefix balance, team distribution against the reference, outcomes.
 
     The page length of an impression is its shown length; the reference is run on the
-    logged inputs with that page length (impressions grouped by page length).
+    logged inputs with that page length (impressions grouped by page length). Impressions
+    are checked in consecutive chunks of at most :data:`CHUNK_CELLS` padded cells, so memory
+    is bounded per chunk whatever the widths in the rest of the log.
     """
     if not records:
         raise InputError("no impressions to validate")
+    check_seed(seed)
     spec = method_spec(method)
     ref_il = get_interleaver(method, **(options or {}))
     m = len(records[0].rankings)
@@ -188,45 +226,74 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
         raise InputError(f"{method!r} compares {allowed} rankers; the log's impressions have {m}",
                          subject, records[0].line)
     rng = np.random.default_rng(seed)
-    rk, shown, teams, clicks = _arrays(records)
     page = np.asarray([len(rec.shown) for rec in records])
     lines = [rec.line for rec in records]
-    struct = structure_violations(rk, shown, teams, page, spec.team_holds_doc)
+    struct: list[str] = []
+    prefix: list[str] = []
+    slots_pos, slots_log, slots_ref = [], [], []        # per shown slot: position, logged and reference team
+    out_line: list[int] = []
+    out_logged: list[int] = []
+    out_ref: list[int] = []
+    out_ok: list[bool] = []
+    ref = BatchCandidate(f"onlineeval:{method}", ref_il, trusted=True)
+    for chunk in _chunks(records, m):
+        recs = [records[r] for r in chunk]
+        rk, shown, teams, clicks = _arrays(recs)
+        pg = page[chunk]
+        bad = structure_violations(rk, shown, teams, pg, spec.team_holds_doc)
+        struct += bad
+        if spec.prefix_balanced:
+            prefix += prefix_violations(rk, shown, teams)
+        # the reference's team labels on the same inputs and page lengths
+        ref_team = np.full(teams.shape, -1, dtype=np.int64)
+        for length in np.unique(pg):
+            rows = np.flatnonzero(pg == length)
+            res = ref_il.interleave(list(rk[:, rows]), rng, length=int(length))
+            ref_team[rows, : int(length)] = res.team
+        on_page = np.arange(teams.shape[1])[None, :] < pg[:, None]
+        slots_pos.append(np.nonzero(on_page)[1])
+        slots_log.append(teams[on_page])
+        slots_ref.append(ref_team[on_page])
+        # logged outcomes against the reference credit (defined on well-formed impressions only)
+        idx = np.asarray([r for r, rec in enumerate(recs) if rec.outcome is not None], dtype=np.int64)
+        if idx.size:
+            ok = np.asarray([not bad[r] for r in idx], dtype=bool)
+            use = idx[ok]
+            exp = np.zeros(idx.size, dtype=np.int64)
+            if use.size:
+                vals = ref.values_on(rk[:, use], shown[use], teams[use], clicks[use], spec.scale)
+                exp[ok] = np.sign(vals[:, 1, 0]).astype(np.int64)
+            out_line += [recs[int(r)].line for r in idx]
+            out_logged += [int(recs[int(r)].outcome or 0) for r in idx]
+            out_ref += exp.tolist()
+            out_ok += ok.tolist()
     checks = [_exact_lines("structure", struct, lines, "impressions violate the invariants")]
     if spec.prefix_balanced:
-        checks.append(_exact_lines("prefix_balance", prefix_violations(rk, shown, teams), lines,
-                                   "impressions have an unbalanced prefix"))
+        checks.append(_exact_lines("prefix_balance", prefix, lines, "impressions have an unbalanced prefix"))
 
-    # team label per position against the reference on the same inputs and page lengths
-    ref_team = np.full(teams.shape, -1, dtype=np.int64)
-    for length in np.unique(page):
-        rows = np.flatnonzero(page == length)
-        res = ref_il.interleave(list(rk[:, rows]), rng, length=int(length))
-        ref_team[rows, : int(length)] = res.team
-    pvals = [homogeneity(teams[page > j, j], ref_team[page > j, j]) for j in range(teams.shape[1])]
+    # team label per position against the reference
+    pos = np.concatenate(slots_pos)
+    order = np.argsort(pos, kind="stable")
+    cuts = np.cumsum(np.bincount(pos, minlength=int(page.max())))[:-1]
+    per_log = np.split(np.concatenate(slots_log)[order], cuts)
+    per_ref = np.split(np.concatenate(slots_ref)[order], cuts)
+    pvals = [homogeneity(a, b) for a, b in zip(per_log, per_ref)]
     pb = bonferroni(pvals)
     checks.append(CheckResult("team_distribution", PENDING,
                               f"chi-square p-value, Bonferroni over {len(pvals)}", pb,
                               "team label per position vs the reference on the logged inputs and page lengths",
                               counts={"impressions": len(records), "positions": len(pvals)}, rule="null"))
 
-    # logged outcomes against the reference credit
-    idx = np.asarray([r for r, rec in enumerate(records) if rec.outcome is not None], dtype=np.int64)
-    if idx.size:
-        ref = BatchCandidate(f"onlineeval:{method}", ref_il)
-        ok = np.asarray([not struct[r] for r in idx], dtype=bool)   # credit is defined on well-formed lists only
-        use = idx[ok]
-        exp = np.zeros(idx.size, dtype=np.int64)
-        if use.size:
-            vals = ref.values_on(rk[:, use], shown[use], teams[use], clicks[use], spec.scale)
-            exp[ok] = np.sign(vals[:, 1, 0]).astype(np.int64)
-        logged = np.asarray([records[r].outcome for r in idx], dtype=np.int64)
-        bad = ok & (exp != logged)
+    if out_line:
+        ok_a = np.asarray(out_ok, dtype=bool)
+        logged = np.asarray(out_logged, dtype=np.int64)
+        exp_a = np.asarray(out_ref, dtype=np.int64)
+        wrong = ok_a & (exp_a != logged)
         example = ""
-        if bad.any():
-            b = int(np.flatnonzero(bad)[0])
-            example = f"line {records[int(idx[b])].line}: logged {int(logged[b]):+d}, reference {int(exp[b]):+d}"
-        checks.append(exact_check("credit_agreement", int(bad.sum()), int(ok.sum()),
+        if wrong.any():
+            b = int(np.flatnonzero(wrong)[0])
+            example = f"line {out_line[b]}: logged {int(logged[b]):+d}, reference {int(exp_a[b]):+d}"
+        checks.append(exact_check("credit_agreement", int(wrong.sum()), int(ok_a.sum()),
                                   "logged outcomes differ from the reference credit (structurally valid "
                                   "impressions)", example))
     else:
@@ -241,6 +308,20 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
                        "Bonferroni-combined over positions and fail when p < alpha")),
     )
     return ValidationReport(subject, method, finalize(checks, alpha), alpha, conv, "log")
+
+
+def _chunks(records: Sequence[LogRecord], m: int) -> Iterator[NDArray[np.int64]]:
+    """Consecutive runs of record indices whose padded arrays hold at most :data:`CHUNK_CELLS` cells."""
+    start = rows = width = k = 0
+    for r, rec in enumerate(records):
+        w = max(width, max(len(x) for x in rec.rankings), 1)
+        kk = max(k, len(rec.shown))
+        if rows and (rows + 1) * (m * w + kk) > CHUNK_CELLS:
+            yield np.arange(start, r)
+            start, rows = r, 0
+            w, kk = max(max(len(x) for x in rec.rankings), 1), len(rec.shown)
+        width, k, rows = w, kk, rows + 1
+    yield np.arange(start, len(records))
 
 
 def _exact_lines(name: str, messages: Sequence[str], lines: Sequence[int], what: str) -> CheckResult:
