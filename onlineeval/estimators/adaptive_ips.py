@@ -167,46 +167,62 @@ class AdaptiveIPS(Estimator):
         lst = np.where(valid, (np.asarray(p.list, dtype=np.float64) / data.p_list)[:, None], 0.0)
         return {"independent": item, "cascade": prefix, "standard": lst}
 
-    def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        weights = self.slot_weights(data, target)
-        r = reward.slot_rewards(data.clicks)
-        terms = {b: (w * r).sum(axis=1) for b, w in weights.items()}
+    def behaviour_terms(self, data: LoggedData, target: Target, reward: Reward) -> dict[str, np.ndarray]:
+        """``(n,)`` per-impression terms :math:`T^{(b)}_i = \\sum_j w^{(b)}_{ij} r_{ij}` of each
+        behaviour. Each row's terms depend on that row alone, so a log's terms are the
+        concatenation of its parts' (a simulation accumulates them batch by batch and
+        applies :meth:`select` to the whole log at the end)."""
+        return self._behaviour_terms(self.slot_weights(data, target), reward.slot_rewards(data.clicks))
+
+    @staticmethod
+    def _behaviour_terms(weights: Mapping[str, np.ndarray], r: np.ndarray) -> dict[str, np.ndarray]:
+        return {b: (w * r).sum(axis=1) for b, w in weights.items()}
+
+    def select(self, types: np.ndarray | None, terms: Mapping[str, np.ndarray],
+               source: str | None = None) -> tuple[str | np.ndarray, dict[str, Any]]:
+        """The behaviour of each row: one name for every row, or an ``(n,)`` index into
+        :data:`BEHAVIOURS` when the types' behaviours differ; and the notes (the chosen
+        behaviours, the estimated MSEs of the data-driven choice). ``types`` is the log's
+        ``user_type`` (``None``: unknown)."""
         notes: dict[str, Any] = {}
         if isinstance(self.behaviours, str):
-            choice = np.array([BEHAVIOURS.index(self.behaviours)])
             notes["behaviours"] = self.behaviours
-        else:
-            types = self._types(data)
-            if self.behaviours is None:
-                mapping, mse = self.choose(types, terms)
-                notes["estimated_mse"] = mse
-            else:
-                mapping = dict(self.behaviours)
-                missing = sorted(set(np.unique(types).tolist()) - set(mapping))
-                if missing:
-                    raise InputError(f"adaptive_ips: user types {missing} have no behaviour in 'behaviours' (mapped: "
-                                     f"{sorted(mapping)}); allowed behaviours: {', '.join(BEHAVIOURS)}", data.source)
-            uniq, inv = np.unique(types, return_inverse=True)
-            choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq], dtype=np.int64)
-            notes["behaviours"] = {str(int(t)): mapping[int(t)] for t in uniq}
-            if np.unique(choice).size > 1:  # behaviours differ by type: pick each row's
-                per_row = choice[inv]
-                num = np.where(per_row == 0, terms["independent"],
-                               np.where(per_row == 1, terms["cascade"], terms["standard"]))
-                rw = per_row[:, None]
-                w = np.where(rw == 0, weights["independent"], np.where(rw == 1, weights["cascade"], weights["standard"]))
-                return Terms(num=num, weights=w, notes=notes)
-            choice = choice[:1]
-        b = BEHAVIOURS[int(choice[0])]  # one behaviour for every row
-        return Terms(num=terms[b], weights=weights[b], notes=notes)
-
-    def _types(self, data: LoggedData) -> np.ndarray:
-        if data.user_type is not None:
-            return data.user_type
+            return self.behaviours, notes
+        if types is None:
+            if self.behaviours is not None:
+                raise InputError("adaptive_ips: a per-type mapping needs the log's user_type (the log has none); give "
+                                 f"one behaviour for all impressions instead ({', '.join(BEHAVIOURS)})", source)
+            types = np.zeros(next(iter(terms.values())).shape[0], dtype=np.int64)  # one context: the whole log
         if self.behaviours is None:
-            return np.zeros(data.n, dtype=np.int64)  # one context: the whole log
-        raise InputError("adaptive_ips: a per-type mapping needs the log's user_type (the log has none); give one "
-                         f"behaviour for all impressions instead ({', '.join(BEHAVIOURS)})", data.source)
+            mapping, mse = self.choose(types, terms)
+            notes["estimated_mse"] = mse
+        else:
+            mapping = dict(self.behaviours)
+            missing = sorted(set(np.unique(types).tolist()) - set(mapping))
+            if missing:
+                raise InputError(f"adaptive_ips: user types {missing} have no behaviour in 'behaviours' (mapped: "
+                                 f"{sorted(mapping)}); allowed behaviours: {', '.join(BEHAVIOURS)}", source)
+        uniq, inv = np.unique(types, return_inverse=True)
+        notes["behaviours"] = {str(int(t)): mapping[int(t)] for t in uniq}
+        choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq], dtype=np.int64)
+        if np.unique(choice).size > 1:
+            return choice[inv].reshape(-1), notes
+        return BEHAVIOURS[int(choice[0])], notes
+
+    @staticmethod
+    def pick(choice: str | np.ndarray, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Each row's value of its behaviour (``choice`` from :meth:`select`): the
+        behaviour's array itself when one behaviour serves every row."""
+        if isinstance(choice, str):
+            return values[choice]
+        c = choice if values["independent"].ndim == 1 else choice[:, None]
+        return np.where(c == 0, values["independent"], np.where(c == 1, values["cascade"], values["standard"]))
+
+    def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
+        weights = self.slot_weights(data, target)
+        terms = self._behaviour_terms(weights, reward.slot_rewards(data.clicks))
+        choice, notes = self.select(data.user_type, terms, data.source)
+        return Terms(num=self.pick(choice, terms), weights=self.pick(choice, weights), notes=notes)
 
     def choose(
         self, types: np.ndarray, terms: Mapping[str, np.ndarray]

@@ -72,6 +72,7 @@ from scipy import special as _spc
 
 from simulations.config import DesignConfig, LoggerConfig
 from simulations.designs.base import Design, register_design
+from simulations.policies.base import running_and
 from simulations.traffic import Batch
 from simulations.world import World
 
@@ -180,6 +181,12 @@ def refits_on_whole_log(estimator: Any) -> bool:
     )
 
 
+def _row_separable(estimator: Any) -> bool:
+    """Whether a whole-log estimator splits into per-row statistics (``behaviour_terms``)
+    and a whole-log step on them (``select`` and ``pick``), as adaptive IPS does."""
+    return all(callable(getattr(estimator, name, None)) for name in ("behaviour_terms", "select", "pick"))
+
+
 def support_mask(policy: Any, lists: np.ndarray, level: str) -> np.ndarray | None:
     """``(Q,)`` bool: the query's target list has an event of logging probability 0 at
     ``level`` (as :func:`onlineeval.estimators.base.support_violations` checks it);
@@ -221,6 +228,54 @@ def distinct_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m: 
     return Propensities(np.asarray(p.list)[inv], np.asarray(p.prefix)[inv], np.asarray(p.item)[inv])
 
 
+def known_list_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m: int,
+                            known: list[tuple[np.ndarray, Any]], match: list[np.ndarray] | None = None) -> Any:
+    """``policy.propensities(query, shown)`` with the rows that show a known list looked up.
+
+    ``known`` holds ``(lists, p)``: ``(Q, k)`` lists, one per query (the rankers' top
+    ``k``, which an epsilon-greedy or mixture logger around them shows most of the time),
+    and their propensities ``p`` computed once for all queries. A row whose list equals
+    its query's known list takes that row of ``p``; the others are computed
+    (:func:`distinct_propensities`). Propensities are a function of the query and the
+    list, so the numbers are the same. ``match[i]`` may give the ``(n,)`` rows whose list
+    is ``lists_i[query]`` when the caller has them."""
+    from onlineeval.estimators import Propensities
+
+    n, k = shown.shape
+    which = np.full(n, -1, dtype=np.int64)
+    for i, (lists, _) in enumerate(known):
+        eq = match[i] if match is not None else (lists[query] == shown).all(axis=1)
+        which[(which < 0) & eq] = i
+    rest = np.flatnonzero(which < 0)
+    if rest.size == n:
+        return distinct_propensities(policy, query, shown, m)
+    p_list, p_prefix, p_item = np.empty(n), np.empty((n, k)), np.empty((n, k))
+    for i, (_, p) in enumerate(known):
+        rows = np.flatnonzero(which == i)
+        if rows.size:
+            qi = query[rows]
+            p_list[rows], p_prefix[rows], p_item[rows] = p.list[qi], p.prefix[qi], p.item[qi]
+    if rest.size:
+        p = distinct_propensities(policy, query[rest], shown[rest], m)
+        p_list[rest], p_prefix[rest], p_item[rest] = p.list, p.prefix, p.item
+    return Propensities(p_list, p_prefix, p_item)
+
+
+#: (id(policy), id(world), target) -> (policy, world, (lists, propensities)); entries hold what they are keyed by
+_KNOWN: dict[tuple[int, int, str], tuple[Any, World, tuple[np.ndarray, Any]]] = {}
+
+
+def _shared_known(policy: Any, world: World, target: str) -> tuple[np.ndarray, Any]:
+    """The ranker ``target``'s top-``k`` lists and their logging propensities, all queries."""
+    key = (id(policy), id(world), target)
+    entry = _KNOWN.get(key)
+    if entry is None or entry[0] is not policy or entry[1] is not world:
+        lists = np.asarray(world.rankings[target], dtype=np.int64)
+        entry = (policy, world, (lists, policy.propensities(np.arange(lists.shape[0]), lists)))
+        _remember(_KNOWN, key, entry)
+    return entry[2]
+
+
 #: (id(policy), id(world), target, level) -> (policy, world, mask); entries hold what they are keyed by
 _SUPPORT: dict[tuple[int, int, str, str], tuple[Any, World, np.ndarray | None]] = {}
 
@@ -255,6 +310,16 @@ class _BatchTarget:
             self._arrays = (query, rankings)
         return self._value
 
+    def prime(self, query: np.ndarray, rankings: np.ndarray, same: np.ndarray, run: np.ndarray) -> None:
+        """Remember the propensities of ``rankings`` from ``same = lists[query] == rankings``
+        and its running AND over the slots ``run`` (the caller computed them once for the
+        logging propensities too)."""
+        from onlineeval.estimators import Propensities
+
+        prefix = run.astype(np.float64)
+        self._value = Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
+        self._arrays = (query, rankings)
+
     def _indicators(self, query: np.ndarray, rankings: np.ndarray) -> Any:
         """``DeterministicTarget.propensities`` (the same arithmetic) without its query
         check when the log's queries are the world's (valid by construction)."""
@@ -266,7 +331,7 @@ class _BatchTarget:
                 and query.size and 0 <= query.min() and query.max() < lists.shape[0]):
             return self.target.propensities(query, rankings)
         same = lists[query] == r
-        prefix = np.logical_and.accumulate(same, axis=1).astype(np.float64)
+        prefix = running_and(same).astype(np.float64)
         return Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
 
     def forget(self) -> None:
@@ -326,7 +391,19 @@ class CounterfactualDesign(Design):
         self.target_names = list(cfg.targets)
         self.targets = [_BatchTarget(DeterministicTarget(self.world.rankings[t], t)) for t in self.target_names]
         self._batch_reward = _BatchReward(self.reward)
+        # the targets' lists with their logging propensities for every query (looked up for
+        # the rows that show them); None when a target list does not fit the logger's slots
+        self._known: list[tuple[np.ndarray, Any]] | None = None
+        if all(np.shape(self.world.rankings[t])[1] == self.policy.k for t in self.target_names):
+            self._known = [_shared_known(self.policy, self.world, t) for t in self.target_names]
         self.whole_log = {label: refits_on_whole_log(est) for label, est in self.estimators}
+        # whole-log estimators whose per-row statistics do not depend on the rest of the log
+        # (adaptive IPS: each behaviour's terms; only the choice among them is whole-log):
+        # the statistics are kept batch by batch and combined at a due checkpoint
+        self._row_stats: dict[tuple[str, str], list[dict[str, np.ndarray]]] = {
+            (label, t): [] for label, est in self.estimators if self.whole_log[label] and _row_separable(est)
+            for t in self.target_names
+        }
         for label, est in self.estimators:
             for t in self.target_names:
                 self.sums[f"num:{label}:{t}"] = np.zeros(self.population)
@@ -346,9 +423,22 @@ class CounterfactualDesign(Design):
 
         shown = np.asarray(self.policy.sample(batch.query, self.rng), dtype=np.int64)
         clicks = self._clicks(batch, shown)
-        p = distinct_propensities(self.policy, batch.query, shown, self.world.labels.shape[1])
-        return LoggedData(batch.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
+        m = self.world.labels.shape[1]
+        if self._known is None:
+            p = distinct_propensities(self.policy, batch.query, shown, m)
+            same = runs = None
+        else:
+            same = [lists[batch.query] == shown for lists, _ in self._known]
+            runs = [running_and(eq) for eq in same]
+            p = known_list_propensities(self.policy, batch.query, shown, m, self._known, [r[:, -1] for r in runs])
+        data = LoggedData(batch.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
                           user=batch.user, user_type=batch.user_type, logger=self.policy)
+        for target in self.targets:
+            target.forget()  # the cache holds one batch (keyed by the arrays' identity)
+        if same is not None and runs is not None:  # the targets' lists are the known lists: indicators at hand
+            for target, eq, run in zip(self.targets, same, runs, strict=True):
+                target.prime(data.query, data.shown, eq, run)
+        return data
 
     def _process(self, batch: Batch) -> None:
         if self.aa:
@@ -363,8 +453,6 @@ class CounterfactualDesign(Design):
         self._add("obs:clicks", batch.user, n_clicks.astype(np.float64))
         self._add("obs:abandoned", batch.user, (n_clicks == 0).astype(np.float64))
         self._add("obs:rr", batch.user, np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0))
-        for target in self.targets:
-            target.forget()  # the cache holds one batch (keyed by the arrays' identity)
         self._batch_reward.forget()
         for label, est in self.estimators:
             for t, target in zip(self.target_names, self.targets, strict=True):
@@ -372,6 +460,9 @@ class CounterfactualDesign(Design):
                 if mask is not None:
                     self.violations[(label, t)] += int(mask[batch.query].sum())
                 if self.whole_log[label]:
+                    if (label, t) in self._row_stats:
+                        data.require(*est.needs, estimator=est.name)
+                        self._row_stats[(label, t)].append(est.behaviour_terms(data, target, self._batch_reward))
                     continue
                 terms = est.terms(data, target, self._batch_reward)
                 self._add(f"num:{label}:{t}", batch.user, terms.num)
@@ -423,7 +514,10 @@ class CounterfactualDesign(Design):
                     out[label] = PairedEstimate(math.nan, math.nan, alpha)
                     continue
                 whole = self.log() if whole is None else whole
-                x = self._whole_log_sums(est, whole, users)
+                if (label, self.target_names[0]) in self._row_stats:
+                    x = self._row_stat_sums(label, est, whole, users)
+                else:
+                    x = self._whole_log_sums(est, whole, users)
             else:
                 x = [sums[f"{part}:{label}:{t}"] for t in self.target_names for part in ("num", "den")]
             out[label] = paired_difference(x[0], x[1], x[2], x[3], alpha)
@@ -445,6 +539,21 @@ class CounterfactualDesign(Design):
             den = np.ones(data.n) if terms.den is None else terms.den
             out += [np.bincount(data.user, terms.num, self.population)[users],
                     np.bincount(data.user, den, self.population)[users]]
+        return out
+
+    def _row_stat_sums(self, label: str, est: Any, data: Any, users: np.ndarray) -> list[np.ndarray]:
+        """:meth:`_whole_log_sums` from the per-row statistics kept batch by batch (the
+        same rows in the same order as the whole log, so the same numbers)."""
+        out = []
+        for t in self.target_names:
+            parts = self._row_stats[(label, t)]
+            if len(parts) > 1:  # one chunk: concatenation cost amortised over checkpoints
+                parts[:] = [{b: np.concatenate([p[b] for p in parts]) for b in parts[0]}]
+            stats = parts[0]
+            choice, _ = est.select(data.user_type, stats, data.source)
+            num = est.pick(choice, stats)
+            out += [np.bincount(data.user, num, self.population)[users],
+                    np.bincount(data.user, np.ones(data.n), self.population)[users]]
         return out
 
     def _bootstrap(self, est: PairedEstimate, x: list[np.ndarray]) -> PairedEstimate:

@@ -46,6 +46,10 @@ class DeterministicPolicy(RankPolicy):
     def describe(self) -> str:
         return f"deterministic: the base ranking's top {self.k} (no randomisation)"
 
+    def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
+        # the base ranking's top k; ``order`` is already -1 past the candidates
+        return self.order[q, : self.k]
+
     def _sample_ranks(self, c: IntArray, rng: np.random.Generator) -> IntArray:
         return identity_ranks(c.size, self.k)
 

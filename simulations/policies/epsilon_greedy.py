@@ -24,7 +24,13 @@ import numpy as np
 
 from onlineeval.errors import ConfigError
 from onlineeval.estimators.base import Propensities
-from simulations.policies.base import BoolArray, IntArray, SpecReader, register_policy
+from simulations.policies.base import (
+    BoolArray,
+    IntArray,
+    SpecReader,
+    register_policy,
+    repeated_by_slot,
+)
 from simulations.policies.deterministic import DeterministicPolicy
 from simulations.policies.mixture import MixturePolicy, mix_propensities
 from simulations.policies.randtop import RandTopPolicy
@@ -80,6 +86,8 @@ class EpsilonGreedyPolicy(MixturePolicy):
         if len(self.components) == 1:
             return self.components[0]._checked_propensities(q, r, repeat)
         det = self.components[0]
+        if self._full:
+            return self._full_propensities(q, r, repeat)
         ranks, ok_prefix, empty_ok = det._ranks(q, r, repeat)
         known = ranks >= 0
         parts = []
@@ -88,3 +96,60 @@ class EpsilonGreedyPolicy(MixturePolicy):
             item = np.where(empty_ok, 1.0, np.where(known, c._item(q, r, ranks), 0.0))
             parts.append(Propensities(prefix[:, -1].copy(), prefix, item))
         return mix_propensities(self.weights, parts)
+
+    @property
+    def _full(self) -> bool:
+        """Every query has at least ``k`` candidates (no empty slot is possible)."""
+        return bool(self.Q) and int(self.n_candidates.min()) >= self.k
+
+    def _full_propensities(self, q: IntArray, r: IntArray, repeat: BoolArray | None) -> Propensities:
+        r"""The same numbers as the general path when every query fills the ``k`` slots:
+        with base ranks :math:`\rho_j` of the list and :math:`n_e = \min(n, c)`,
+
+        .. math::
+
+            p^{\mathrm{det}}_{\mathrm{prefix}, j} = \prod_{i \le j} 1[\rho_i = i], \qquad
+            p^{\mathrm{rt}}_{\mathrm{prefix}, j} = \prod_{i \le j}
+                \begin{cases} 1[\rho_i < n_e] / (n_e - i) & i < n_e \\ 1[\rho_i = i] & \text{else,}\end{cases}
+
+        each times the validity of the prefix, mixed :math:`(1-\varepsilon)\,\mathrm{det}
+        + \varepsilon\,\mathrm{rt}`; item probabilities from the components' rank tables.
+        Written out once for both components (no empty-slot cases), which is what makes
+        it cheaper."""
+        det, rt = self.components
+        k, m = self.k, self.m
+        # slots-first (k, n) layout: per-query rows and per-slot columns broadcast along the
+        # long axis, and the running products are loops over the k rows
+        r_t = np.ascontiguousarray(r.T)
+        looked = self.rank_of.ravel().take(q * m + np.maximum(r_t, 0))  # rank_of[q, r]
+        known = (r_t >= 0) & (looked >= 0)
+        if k == 1:
+            ok = known
+        else:
+            ok = known & ~(repeated_by_slot(r_t) if repeat is None else np.ascontiguousarray(repeat.T))
+            for j in range(1, k):
+                ok[j] &= ok[j - 1]
+        rk = np.where(known, looked, 0)  # the hooks' ranks: 0 where unknown (those prefixes are invalid)
+        jj = np.arange(k)[:, None]
+        at_base = rk == jj
+        run = at_base.copy()
+        for j in range(1, k):
+            run[j] &= run[j - 1]
+        p_det = run.astype(np.float64) * ok
+        ne = np.minimum(rt.n, self.n_candidates[q])
+        inside = np.where(rk < ne, 1.0 / np.maximum(ne - jj, 1), 0.0)
+        p_rt = np.where(jj < ne, inside, at_base.astype(np.float64))
+        for j in range(1, k):
+            p_rt[j] *= p_rt[j - 1]
+        p_rt *= ok
+        rr = np.where(known, looked, m)
+        items = []
+        for c in (det, rt):
+            tab, inv = c._all_tables()
+            items.append(tab[0].ravel().take(rr * k + jj) if tab.shape[0] == 1 else tab[inv[q][None, :], rr, jj])
+        w0, w1 = self.weights
+        pre = w0 * p_det
+        pre += w1 * p_rt
+        item = w0 * items[0]
+        item += w1 * items[1]
+        return Propensities(pre[-1].copy(), np.ascontiguousarray(pre.T), np.ascontiguousarray(item.T))
