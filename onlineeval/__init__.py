@@ -11,4 +11,44 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__"]
+#: the Python API (:mod:`onlineeval.api`), resolved lazily (PEP 562) so ``import onlineeval`` stays cheap
+_API = (
+    "evaluate",
+    "simulate",
+    "fit_clicks",
+    "evaluate_clicks",
+    "sample_clicks",
+    "validate",
+    "assert_valid_interleaver",
+    "estimate",
+    "Evaluation",
+    "Simulation",
+    "Estimates",
+)
+
+__all__ = [  # noqa: RUF022 - the version first, then the API as listed in _API
+    "__version__",
+    "evaluate",
+    "simulate",
+    "fit_clicks",
+    "evaluate_clicks",
+    "sample_clicks",
+    "validate",
+    "assert_valid_interleaver",
+    "estimate",
+    "Evaluation",
+    "Simulation",
+    "Estimates",
+]
+
+
+def __getattr__(name: str) -> object:
+    if name in _API:
+        from onlineeval import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'onlineeval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

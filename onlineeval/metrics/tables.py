@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.conventions import Conventions
     from onlineeval.metrics.evaluate import RunEvaluation
 
-__all__ = ["long_frame", "common_queries", "rbp_residuals", "err_scales"]
+__all__ = ["common_queries", "err_scales", "long_frame", "rbp_residuals"]
 
 
 def long_frame(evals: list[RunEvaluation]) -> pd.DataFrame:
