@@ -830,7 +830,7 @@ class Estimates:
     Attributes
     ----------
     results:
-        One row per estimator and target: ``estimator, target, estimate, se, ci_low,
+        One row per estimator and target (the baseline included): ``estimator, target, estimate, se, ci_low,
         ci_high, ...`` (the fields of ``onlineeval estimate --format json``'s results, the
         diagnostics flattened with a ``diag_`` prefix) and ``error`` when undefined.
     differences:
@@ -859,8 +859,12 @@ _PROPENSITY_COLUMNS = {"p_list": "list", "p_prefix": "prefix", "p_item": "item"}
 
 def _plain(value: Any) -> Any:
     """numpy scalars and arrays as Python values (the JSON reader's types)."""
-    if hasattr(value, "tolist"):
+    if hasattr(value, "tolist"):  # numpy arrays and scalars (np.str_, np.float64, ...)
         return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
     return value
 
 
@@ -893,7 +897,10 @@ def _logged(log: Any, policies: Any) -> Any:
             raise InputError(exc.message, None, exc.line) from None
     if not rows.lines:
         raise InputError("the log is empty (no impressions)")
-    return _assemble(rows, "DataFrame", policies)
+    try:
+        return _assemble(rows, "DataFrame", policies)
+    except InputError as exc:  # row numbers of the frame, not a file
+        raise InputError(exc.message, None, exc.line) from None
 
 
 def _target_lists(run: Any, ties: str, name: str) -> dict[str, list[str]]:
@@ -1005,9 +1012,7 @@ def estimate(
         maps[name] = tmap
     warnings: list[str] = []
     results = []
-    for name, tmap in maps.items():
-        if baseline is not None and name == baseline[0]:
-            continue
+    for name, tmap in maps.items():  # the baseline's own estimates too, as the CLI prints them
         rows = np.flatnonzero(tmap.ranked[data.query])
         if rows.size < data.n:
             warnings.append(f"{name}: {int((~tmap.ranked).sum())} of {len(lg.queries)} log queries are not ranked; "

@@ -1,0 +1,365 @@
+"""The Python API (:mod:`onlineeval.api`) against the CLI and the file readers.
+
+References: the CLI's own JSON output on the same inputs (``onlineeval evaluate``, ``simulate``,
+``clicks evaluate``, ``validate``, ``estimate``), trec_eval's printed values for the bundled
+test files, and direct computations (brute-force IPS on a hand-made log).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import onlineeval
+from onlineeval import api
+from onlineeval.cli import app
+from onlineeval.errors import ConfigError, InputError
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+SMALL = {
+    "seed": 3,
+    "replicates": 4,
+    "workers": 1,
+    "collection": {"type": "synthetic", "n_queries": 200, "candidates": 15},
+    "users": {"population": 400},
+    "traffic": {"days": 3, "queries_per_day": 500, "batch_hours": 6},
+    "analysis": {"truth_impressions": 20000},
+}
+
+QRELS = "q1 0 a 2\nq1 0 b 0\nq1 0 c 1\nq2 0 d 1\nq2 0 e 0\nq3 0 f 0\n"
+RUN_A = "q1 Q0 a 1 3.0 A\nq1 Q0 b 2 2.0 A\nq1 Q0 c 3 1.0 A\nq2 Q0 e 1 2.0 A\nq2 Q0 d 2 2.0 A\nq3 Q0 f 1 1 A\n"
+RUN_B = "q1 Q0 c 1 3.0 B\nq1 Q0 a 2 2.0 B\nq2 Q0 d 1 5.0 B\nq2 Q0 x 2 4.0 B\nq3 Q0 f 1 1 B\n"
+
+
+def cli_json(*args: str) -> dict:
+    res = runner.invoke(app, [*args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, text in (("qrels.txt", QRELS), ("A.txt", RUN_A), ("B.txt", RUN_B)):
+        out[name] = tmp_path / name
+        out[name].write_text(text)
+    return out
+
+
+def assert_same_as_cli(res: api.Evaluation, doc: dict) -> None:
+    """Means, counts and every paired comparison field equal the CLI's JSON."""
+    assert res.conventions.describe() == doc["conventions"]
+    for entry in doc["systems"]:
+        for metric, rec in entry["metrics"].items():
+            ours = res.mean(entry["name"], metric)
+            assert (rec["mean"] is None and np.isnan(ours)) or ours == rec["mean"], (entry["name"], metric)
+        counts = res.aggregate[res.aggregate["system"] == entry["name"]].iloc[0]
+        for k, v in entry["counts"].items():
+            assert counts[f"queries_{k}"] == v
+    frame = res.comparisons_frame()
+    assert len(frame) == len(doc.get("comparisons", []))
+    for ours, theirs in zip(frame.to_dict("records"), doc.get("comparisons", [])):
+        for k, v in theirs.items():
+            x = ours[k]
+            if v is None:
+                assert x is None or (isinstance(x, float) and np.isnan(x)), k
+            else:
+                assert x == v, k
+
+
+def test_evaluate_same_numbers_as_the_cli_on_the_trec_eval_files(shared_data: Path) -> None:
+    d = shared_data / "trec_eval"
+    metrics = "AP,P@10,RPrec,nDCG@10,RBP(p=0.8),ERR@20,bpref"
+    for preset in ("trec_eval", "default"):
+        doc = cli_json("evaluate", "--qrels", str(d / "qrels.test"), "--run", str(d / "results.test"),
+                       "--run", str(d / "results.trunc"), "--metrics", metrics, "--preset", preset,
+                       "--missing", "zero", "--permutations", "500", "--bootstrap", "500", "--seed", "4")
+        res = onlineeval.evaluate(d / "qrels.test", [d / "results.test", d / "results.trunc"], metrics,
+                                  preset=preset, missing="zero", permutations=500, bootstrap=500, seed=4)
+        assert res.systems == ["results.test", "results.trunc"]  # the CLI's names for these files
+        assert_same_as_cli(res, doc)
+        for entry in doc["systems"]:  # RBP's residual as the CLI reports it
+            assert res.aggregate.set_index(["system", "metric"]).loc[(entry["name"], "RBP(p=0.8)"), "residual"] == \
+                entry["metrics"]["RBP(p=0.8)"]["residual"]
+    # and trec_eval's own printed values
+    printed = {}
+    for line in (d / "out.test").read_text().splitlines():
+        name, qid, value = line.split()
+        if qid == "all" and name in ("map", "P_10", "Rprec"):
+            printed[name] = float(value)
+    res = onlineeval.evaluate(d / "qrels.test", d / "results.test", "map,P_10,Rprec", preset="trec_eval")
+    assert res.systems == ["results"]  # one file: its stem, as the CLI names it
+    assert [str(t.given) for t in res.translations] == ["map", "P_10", "Rprec"]
+    for ours, theirs in (("AP", "map"), ("P@10", "P_10"), ("RPrec", "Rprec")):
+        assert abs(res.mean("results", ours) - printed[theirs]) <= 0.5e-4
+
+
+def frames_from_files(files: dict[str, Path]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """ir_measures-style frames built by splitting the text files by hand (not with onlineeval's readers)."""
+    q = pd.DataFrame([ln.split() for ln in QRELS.splitlines()], columns=["query_id", "it", "doc_id", "relevance"])
+    q["relevance"] = q["relevance"].astype(int)
+    runs = {}
+    for name, text in (("A", RUN_A), ("B", RUN_B)):
+        r = pd.DataFrame([ln.split() for ln in text.splitlines()],
+                         columns=["query_id", "Q0", "doc_id", "rank", "score", "tag"])
+        r["score"] = r["score"].astype(float)
+        runs[name] = r[["query_id", "doc_id", "score"]]
+    return q[["query_id", "doc_id", "relevance"]], runs
+
+
+@pytest.mark.parametrize("preset", ["trec_eval", "default", "lightgbm"])
+def test_ir_measures_and_pytrec_eval_inputs_equal_the_file_readers(files, preset) -> None:
+    metrics = "nDCG@10,AP,RR,P@2,ERR@10,RBP(p=0.5)"
+    opts = dict(preset=preset, permutations=300, bootstrap=300, missing="zero")
+    from_files = onlineeval.evaluate(files["qrels.txt"], {"A": files["A.txt"], "B": files["B.txt"]}, metrics, **opts)
+    qf, runs = frames_from_files(files)
+    from_frames = onlineeval.evaluate(qf, runs, metrics, **opts)
+    qd = {q: dict(zip(g["doc_id"], g["relevance"])) for q, g in qf.groupby("query_id", sort=False)}
+    rd = {n: {q: dict(zip(g["doc_id"], g["score"])) for q, g in r.groupby("query_id", sort=False)}
+          for n, r in runs.items()}
+    from_dicts = onlineeval.evaluate(qd, rd, metrics, **opts)
+    for other in (from_frames, from_dicts):
+        pd.testing.assert_frame_equal(other.aggregate, from_files.aggregate)
+        pd.testing.assert_frame_equal(other.per_query.reset_index(drop=True),
+                                      from_files.per_query.reset_index(drop=True))
+        pd.testing.assert_frame_equal(other.comparisons_frame(), from_files.comparisons_frame())
+    # the CLI on the same files
+    doc = cli_json("evaluate", "--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run",
+                   str(files["B.txt"]), "--metrics", metrics, "--preset", preset, "--missing", "zero",
+                   "--permutations", "300", "--bootstrap", "300")
+    assert_same_as_cli(from_files, doc)
+
+
+def test_evaluate_single_run_and_the_tie_rule_follows_row_order() -> None:
+    qrels = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "relevance": [0, 1]})
+    run = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0, 1.0]})
+    res = onlineeval.evaluate(qrels, run, "RR", ties="input_order")
+    assert res.systems == ["run"] and res.comparisons == () and res.paired_queries is None
+    assert res.mean("run", "RR") == 0.5  # a first, as given
+    assert onlineeval.evaluate(qrels, run.iloc[::-1], "RR", ties="input_order").mean("run", "RR") == 1.0
+    assert onlineeval.evaluate(qrels, run, "RR", preset="trec_eval").mean("run", "RR") == 1.0  # docno desc
+
+
+def test_evaluate_typed_errors(files) -> None:
+    with pytest.raises(ConfigError, match="ties"):
+        onlineeval.evaluate(files["qrels.txt"], files["A.txt"], "AP", ties="random")
+    with pytest.raises(ConfigError, match="baseline"):
+        onlineeval.evaluate(files["qrels.txt"], {"A": files["A.txt"]}, "AP", baseline="Z")
+    with pytest.raises(ConfigError):
+        onlineeval.evaluate(files["qrels.txt"], files["A.txt"], "nDCG@ten")
+    bad = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0, float("inf")]})
+    with pytest.raises(InputError) as err:
+        onlineeval.evaluate(files["qrels.txt"], {"X": bad}, "AP")
+    assert err.value.line == 2 and "run 'X'" in str(err.value) and "row 2" in str(err.value)
+    files["A.txt"].write_text(RUN_A + "q4 Q0 z 1 one A\n")
+    with pytest.raises(InputError) as err:
+        onlineeval.evaluate(files["qrels.txt"], files["A.txt"], "AP")
+    assert err.value.path == str(files["A.txt"]) and err.value.line == 7
+    with pytest.raises(InputError, match="pytrec_eval"):
+        onlineeval.evaluate({"q1": ["a"]}, files["A.txt"], "AP")
+
+
+def test_simulate_same_numbers_as_the_cli_and_writes_only_when_asked(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(SMALL | {"replicates": 50}))
+    out = tmp_path / "cli"
+    res = runner.invoke(app, ["simulate", "--config", str(cfg), "--output", str(out), "--quiet", "--replicates", "4"])
+    assert res.exit_code == 0, res.output
+    cli_summary = json.loads((out / "summary.json").read_text())
+    cli_rows = pd.read_csv(out / "replicates.csv")
+    sim = onlineeval.simulate(cfg, replicates=4)
+    assert sim.output is None and sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "cli"]
+    by_dict = onlineeval.simulate(SMALL)
+    by_config = onlineeval.simulate(sim.config)
+    for other in (by_dict, by_config):
+        pd.testing.assert_frame_equal(other.rows, sim.rows)
+    for design, metrics in cli_summary["designs"].items():
+        for metric, entry in metrics.items():
+            ours = sim.summary["designs"][design][metric]
+            assert ours["true_effect"] == pytest.approx(entry["true_effect"], rel=1e-12, abs=1e-15)
+            assert ours["final_day"]["power"] == entry["final_day"]["power"]
+            assert ours["final_day"]["mean_estimate"] == pytest.approx(entry["final_day"]["mean_estimate"], rel=1e-9)
+    assert len(cli_rows) == len(sim.rows)
+    np.testing.assert_allclose(cli_rows["estimate"].to_numpy(), sim.rows["estimate"].to_numpy(), rtol=1e-9)
+    table = sim.designs()
+    ab = table[(table["design"] == "ab") & (table["metric"] == "reciprocal_rank")].iloc[0]
+    assert ab["shrinkage"] == cli_summary["designs"]["ab"]["reciprocal_rank"]["shrinkage_vs_offline"]
+    assert set(sim.shrinkage["design"]) == {"ab"}
+    fig = sim.power_figure()
+    assert len(fig.axes) == 1 and len(fig.axes[0].lines) >= 2 * len(sim.config.designs)
+    written = onlineeval.simulate(SMALL, output=tmp_path / "api", traffic__days=2)
+    assert (tmp_path / "api" / "summary.json").is_file() and written.config.traffic.days == 2
+    assert "Online" in sim.text()
+
+
+def test_simulate_errors_name_the_key_path(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        onlineeval.simulate(SMALL, overrides={"traffic.days": 0})
+    assert err.value.key_path[:2] == ("traffic", "days")
+    with pytest.raises(ConfigError, match="config file not found"):
+        onlineeval.simulate(tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError):
+        onlineeval.simulate(42)  # type: ignore[arg-type]
+
+
+def sessions_frame(n: int = 600, seed: int = 5) -> pd.DataFrame:
+    """Sessions from a known PBM (examination 0.9, 0.6, 0.3; attractiveness by document)."""
+    rng = np.random.default_rng(seed)
+    docs = ["a", "b", "c", "d"]
+    attract = {"a": 0.8, "b": 0.5, "c": 0.3, "d": 0.1}
+    rows = []
+    for i in range(n):
+        shown = list(rng.permutation(docs)[:3])
+        clicked = [d for d, e in zip(shown, (0.9, 0.6, 0.3)) if rng.random() < e * attract[d]]
+        rows.append({"session": f"s{i}", "query": "q" if i % 2 else "r", "docs": shown, "clicks": clicked})
+    return pd.DataFrame(rows)
+
+
+def test_clicks_on_a_frame_equal_the_file_and_the_cli(tmp_path: Path) -> None:
+    frame = sessions_frame()
+    path = tmp_path / "log.tsv"
+    path.write_text("".join(f"{r.session}\t{r.query}\t{','.join(r.docs)}\t{','.join(r.clicks)}\n"
+                            for r in frame.itertuples()))
+    fit_frame = onlineeval.fit_clicks(frame, "pbm")
+    fit_file = onlineeval.fit_clicks(path, "pbm")
+    np.testing.assert_array_equal(fit_frame.examination, fit_file.examination)
+    # 0/1 clicks aligned with docs and comma strings read the same
+    alt = frame.assign(clicks=[[int(d in c) for d in s] for s, c in zip(frame["docs"], frame["clicks"])],
+                       docs=[",".join(s) for s in frame["docs"]])
+    np.testing.assert_array_equal(onlineeval.fit_clicks(alt, "pbm").examination, fit_file.examination)
+    table = onlineeval.evaluate_clicks(frame, "rctr,pbm", seed=2)
+    csv = tmp_path / "t.csv"
+    res = runner.invoke(app, ["clicks", "evaluate", "--log", str(path), "--models", "rctr,pbm", "--seed", "2",
+                              "--csv", str(csv)])
+    assert res.exit_code == 0, res.output
+    cli = pd.read_csv(csv, index_col=0)
+    np.testing.assert_allclose(table[cli.columns].to_numpy(dtype=float), cli.to_numpy(dtype=float), rtol=1e-12)
+    with pytest.raises(InputError) as err:
+        onlineeval.fit_clicks(frame.assign(clicks=[["zz"]] + list(frame["clicks"][1:])), "pbm")
+    assert err.value.line == 1 and "row 1" in str(err.value)
+    with pytest.raises(ConfigError, match="rbp"):
+        onlineeval.fit_clicks(frame, "rbp")
+
+
+def test_sample_clicks_matches_the_model_and_is_reproducible() -> None:
+    labels = np.tile([[4, 0, 2, 1, 0]], (40_000, 1))
+    spec = {"name": "cascade", "preset": "informational"}
+    s1 = onlineeval.sample_clicks(spec, labels, np.random.default_rng(1))
+    s2 = onlineeval.sample_clicks(spec, labels, np.random.default_rng(1))
+    np.testing.assert_array_equal(s1.clicks, s2.clicks)
+    import clickmodels
+
+    p = clickmodels.build(spec).click_probabilities(labels[:1])[0]
+    se = np.sqrt(p * (1 - p) / labels.shape[0])
+    assert np.all(np.abs(s1.clicks.mean(axis=0) - p) <= 4 * se + 1e-12)
+
+
+class SwappedTeams:
+    """A broken team-draft: credits the clicks to the wrong team."""
+
+    def interleave(self, lists, rng):
+        from onlineeval.interleaving import get_interleaver
+
+        out = get_interleaver("team_draft").interleave(np.asarray(lists)[None, ...], rng)
+        return out.shown[0].tolist(), out.teams[0].tolist()
+
+    def credit(self, shown, teams, clicks):
+        a = sum(1 for t, c in zip(teams, clicks) if c and t == 1)
+        b = sum(1 for t, c in zip(teams, clicks) if c and t == 0)
+        return (a > b) - (a < b)
+
+
+def test_validate_and_the_pytest_helper() -> None:
+    report = onlineeval.validate("onlineeval.interleaving.team_draft:TeamDraft", "team_draft", n=2000, seed=1)
+    assert report.passed and report.exit_code == 0
+    res = runner.invoke(app, ["validate", "--interleaver", "onlineeval.interleaving.team_draft:TeamDraft",
+                              "--method", "team_draft", "--n", "2000", "--seed", "1", "--format", "json"])
+    assert res.exit_code == 0
+    assert json.loads(res.stdout) == json.loads(report.to_json())
+    assert onlineeval.assert_valid_interleaver("onlineeval.interleaving.team_draft:TeamDraft", n=2000).passed
+    with pytest.raises(pytest.fail.Exception) as err:
+        onlineeval.assert_valid_interleaver(SwappedTeams(), "team_draft", n=2000, seed=1)
+    text = str(err.value)
+    bad = onlineeval.validate(SwappedTeams(), "team_draft", n=2000, seed=1)
+    assert not bad.passed and bad.format() in text
+    with pytest.raises(ConfigError):
+        onlineeval.validate(SwappedTeams(), "no_such_method", n=2000)
+
+
+def logged_frame(n: int = 4000, seed: int = 3) -> tuple[pd.DataFrame, dict[str, dict[str, list[str]]]]:
+    """Uniformly random ordered pairs of 3 documents per query (list propensity 1/6)."""
+    rng = np.random.default_rng(seed)
+    docs = {"q1": ["a", "b", "c"], "q2": ["d", "e", "f"]}
+    attract = {"a": 0.7, "b": 0.3, "c": 0.1, "d": 0.5, "e": 0.4, "f": 0.2}
+    rows = []
+    for i in range(n):
+        q = "q1" if rng.random() < 0.6 else "q2"
+        shown = list(rng.permutation(docs[q])[:2])
+        clicks = [int(rng.random() < attract[d] * e) for d, e in zip(shown, (1.0, 0.5))]
+        rows.append({"query": q, "user": f"u{i % 500}", "shown": shown, "clicks": clicks,
+                     "p_list": 1 / 6, "p_prefix": [1 / 3, 1 / 6], "p_item": [1 / 3, 1 / 3]})
+    targets = {"B": {"q1": ["a", "b"], "q2": ["d", "e"]}, "C": {"q1": ["c", "b"], "q2": ["f", "e"]}}
+    return pd.DataFrame(rows), targets
+
+
+def test_estimate_frame_equals_the_file_the_cli_and_brute_force(tmp_path: Path) -> None:
+    frame, targets = logged_frame()
+    path = tmp_path / "log.jsonl"
+    with path.open("w") as fh:
+        for r in frame.to_dict("records"):
+            clicks = r["clicks"]
+            fh.write(json.dumps({"query": r["query"], "user": r["user"], "shown": r["shown"], "clicks": clicks,
+                                 "propensities": {"list": r["p_list"], "prefix": r["p_prefix"],
+                                                  "item": r["p_item"]}}) + "\n")
+    runs = {}
+    for name, lists in targets.items():
+        runs[name] = tmp_path / f"{name}.run"
+        runs[name].write_text("".join(f"{q} Q0 {d} {i + 1} {10 - i} {name}\n" for q, ds in lists.items()
+                                      for i, d in enumerate(ds)))
+    est_frame = onlineeval.estimate(frame, {"B": targets["B"]}, "ips,snips", baseline=("C", targets["C"]))
+    est_file = onlineeval.estimate(path, {"B": runs["B"]}, ["ips", "snips"], baseline=("C", runs["C"]))
+    pd.testing.assert_frame_equal(est_frame.results.drop(columns=["warnings"]),
+                                  est_file.results.drop(columns=["warnings"]))
+    pd.testing.assert_frame_equal(est_frame.differences, est_file.differences)
+    doc = cli_json("estimate", "--log", str(path), "--target", str(runs["B"]), "--baseline", str(runs["C"]),
+                   "--estimator", "ips,snips")
+    assert len(doc["results"]) == len(est_frame.results) == 4
+    for r in doc["results"]:
+        assert est_frame.value(r["estimator"], r["target"]) == pytest.approx(r["estimate"], rel=1e-12)
+        se = est_frame.results.set_index(["estimator", "target"]).loc[(r["estimator"], r["target"]), "se"]
+        assert se == pytest.approx(r["se"], rel=1e-12)
+    for ours, theirs in zip(est_frame.differences.to_dict("records"), doc["differences"]):
+        assert ours["estimate"] == pytest.approx(theirs["estimate"], rel=1e-12)
+    # brute force: IPS = mean over impressions of 1{shown == target list} / p_list x clicks
+    for name in ("B", "C"):
+        match = np.array([s == targets[name][q] for q, s in zip(frame["query"], frame["shown"])])
+        brute = float(np.mean(match * np.array([sum(c) for c in frame["clicks"]]) * 6.0))
+        assert est_frame.value("ips", name) == pytest.approx(brute, rel=1e-12)
+    with pytest.raises(InputError) as err:
+        onlineeval.estimate(frame.assign(p_list=[2.0] + [1 / 6] * (len(frame) - 1)), targets, "ips")
+    assert err.value.line == 1 and err.value.path is None
+    with pytest.raises(ConfigError, match="metric"):
+        onlineeval.estimate(frame, targets, "ips", metric="ctr")
+
+
+def test_import_is_cheap() -> None:
+    code = ("import sys, onlineeval, onlineeval.api; "
+            "print(sorted(m for m in ('scipy.stats', 'matplotlib', 'simpy', 'pandas', 'typer', 'simulations') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.strip() == "[]", out.stdout
+    # and the lazy attribute resolves to the API
+    assert onlineeval.evaluate is api.evaluate and "simulate" in dir(onlineeval)
+    with pytest.raises(AttributeError):
+        onlineeval.no_such_function  # noqa: B018
