@@ -298,8 +298,80 @@ def test_design_sums_equal_the_plain_estimators_on_its_own_log():
     # batch equal the old whole-log recomputation exactly
     users = np.flatnonzero(design.sums["impressions"] > 0)
     est = dict(design.estimators)["adaptive_ips"]
-    kept = design._row_stat_sums("adaptive_ips", est, log, users)
+    kept = design._row_stat_sums("adaptive_ips", est, users, design.sums["impressions"][users])
     again = design._whole_log_sums(est, log, users)
     assert len(kept) == len(again) == 4
     for a, b in zip(kept, again):
         assert np.array_equal(a, b)
+
+
+def test_logging_rows_in_one_batch_equal_ratio_mean_row_by_row():
+    """The design computes its three ``logging:`` rows with one ``ratio_mean_batch`` call;
+    each equals :func:`onlineeval.stats.ratio_mean` of that metric alone, exactly."""
+    from onlineeval.stats import ratio_mean
+    from onlineeval.stats.online import ratio_mean_batch
+
+    rng = np.random.default_rng(8)
+    for n in (2, 3, 17, 1000, 6000):
+        den = rng.integers(1, 30, size=n).astype(np.float64)
+        nums = [rng.poisson(0.5 * den).astype(np.float64), (rng.random(n) < 0.3) * den, rng.random(n) * den]
+        batch = ratio_mean_batch(np.stack(nums), np.broadcast_to(den, (3, n)), alpha=0.05)
+        for i, x in enumerate(nums):
+            single = ratio_mean(x, den, alpha=0.05)
+            for field in ("estimate", "se", "ci_low", "ci_high", "pvalue", "n", "method"):
+                assert getattr(batch[i], field) == getattr(single, field), (n, i, field)
+
+
+# ------------------------------------------------------------------ slot-by-slot reductions
+@pytest.mark.parametrize("k", list(range(1, 13)))
+def test_row_sum_equals_numpy_sum(k):
+    """``row_sum`` adds short rows left to right, as numpy does (exactly equal), and calls
+    numpy's own sum from 8 slots on."""
+    from onlineeval.estimators.ips import row_sum
+
+    rng = np.random.default_rng(k)
+    x = rng.random((20_000, k)) * rng.choice([1e-8, 1e-3, 1.0, 1e3, -1.0], size=(20_000, k))
+    x[rng.random(x.shape) < 0.3] = 0.0
+    x[rng.random(x.shape) < 0.05] = -0.0
+    assert np.array_equal(row_sum(x), x.sum(axis=1))
+    assert np.array_equal(row_sum(x[:, ::-1]), x[:, ::-1].sum(axis=1))  # not contiguous
+
+
+# ------------------------------------------------------------------ estimators' terms (the old formulas)
+def _old_terms(name, data, target, reward, cap=3.0):
+    """The previous ``_terms`` of each estimator: numpy's ``.sum(axis=1)`` over slots."""
+    p = target.propensities(data.query, data.shown)
+    r = reward.slot_rewards(data.clicks)
+    if name in ("ips", "snips", "clipped_ips"):
+        w = p.list / data.p_list
+        if name == "clipped_ips":
+            w = w - np.maximum(w - cap, 0.0)
+        return w * r.sum(axis=1)
+    if name == "iips":
+        return (np.where(data.valid, p.item / data.p_item, 0.0) * r).sum(axis=1)
+    # rips
+    valid = data.valid
+    w = np.where(valid, p.prefix / data.p_prefix, 0.0)
+    n_shown = valid.sum(axis=1)
+    carried = np.where(n_shown > 0, w[np.arange(data.n), np.maximum(n_shown - 1, 0)], 1.0)
+    w = np.where(valid, w, carried[:, None])
+    return (np.where(valid, w, 0.0) * r).sum(axis=1)
+
+
+@pytest.mark.parametrize("k", [3, 4, 9])
+def test_estimator_terms_equal_the_old_formulas(k):
+    from onlineeval.estimators import get_estimator, get_reward
+    from simulations.designs.counterfactual import _BatchReward, _BatchTarget
+
+    data, targets = _random_log(11 + k, k=k, m=12)
+    for metric in ("clicks_per_query", "reciprocal_rank", "abandonment"):
+        plain = get_reward(metric, k)
+        for name in ("ips", "snips", "clipped_ips", "iips", "rips"):
+            est = get_estimator(name, **({"cap": 3.0} if name == "clipped_ips" else {}))
+            if plain.kind not in est.rewards:
+                continue
+            for target in targets:
+                old = _old_terms(name, data, target, plain)
+                assert np.array_equal(est.terms(data, target, plain).num, old), (name, metric)
+                cached = _BatchReward(plain)
+                assert np.array_equal(est.terms(data, _BatchTarget(target), cached).num, old), (name, metric)

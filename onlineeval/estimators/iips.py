@@ -41,6 +41,7 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
+from onlineeval.estimators.ips import row_sum
 
 __all__ = ["IIPS"]
 
@@ -65,4 +66,4 @@ class IIPS(Estimator):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         pi_item = target.propensities(data.query, data.shown).item
         w = np.where(data.valid, pi_item / data.p_item, 0.0)
-        return Terms(num=(w * reward.slot_rewards(data.clicks)).sum(axis=1), weights=w)
+        return Terms(num=row_sum(w * reward.slot_rewards(data.clicks)), weights=w)

@@ -82,6 +82,7 @@ from onlineeval.estimators.base import (
     first_click,
     register_estimator,
 )
+from onlineeval.estimators.ips import row_sum
 
 __all__ = ["RIPS", "SNRIPS", "prefix_weights"]
 
@@ -94,7 +95,9 @@ def prefix_weights(data: LoggedData, target: Target) -> FloatArray:
     pi_prefix = target.propensities(data.query, data.shown).prefix
     valid = data.valid
     w = np.where(valid, pi_prefix / data.p_prefix, 0.0)
-    n_shown = valid.sum(axis=1)
+    n_shown = valid[:, 0].astype(np.int64)  # valid.sum(axis=1), slot by slot
+    for j in range(1, valid.shape[1]):
+        n_shown += valid[:, j]
     last = np.maximum(n_shown - 1, 0)
     carried = np.where(n_shown > 0, w[np.arange(data.n), last], 1.0)
     return np.where(valid, w, carried[:, None])
@@ -119,7 +122,7 @@ class RIPS(Estimator):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = prefix_weights(data, target)
         shown_w = np.where(data.valid, w, 0.0)
-        return Terms(num=(shown_w * reward.slot_rewards(data.clicks)).sum(axis=1), weights=shown_w)
+        return Terms(num=row_sum(shown_w * reward.slot_rewards(data.clicks)), weights=shown_w)
 
 
 @register_estimator
@@ -140,7 +143,7 @@ class SNRIPS(RIPS):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = prefix_weights(data, target)
         shown_w = np.where(data.valid, w, 0.0)
-        num = (shown_w * reward.slot_rewards(data.clicks)).sum(axis=1)
+        num = row_sum(shown_w * reward.slot_rewards(data.clicks))
         f = first_click(data.clicks)
         tau = np.where(f.any(axis=1), f.argmax(axis=1), data.k - 1)
         return Terms(num=num, den=w[np.arange(data.n), tau], weights=shown_w)

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onlineeval.estimators.base import Estimator, LoggedData, Reward, Target, Terms, register_estimator
+from onlineeval.estimators.base import (
+    Estimator,
+    LoggedData,
+    Reward,
+    Target,
+    Terms,
+    register_estimator,
+)
+from onlineeval.estimators.ips import list_rewards
 
 __all__ = ["SNIPS"]
 
@@ -31,4 +39,4 @@ class SNIPS(Estimator):
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = target.propensities(data.query, data.shown).list / data.p_list
-        return Terms(num=w * reward.slot_rewards(data.clicks).sum(axis=1), den=w, weights=w)
+        return Terms(num=w * list_rewards(reward, data.clicks), den=w, weights=w)

@@ -181,6 +181,14 @@ def refits_on_whole_log(estimator: Any) -> bool:
     )
 
 
+def _one_chunk(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The batches' arrays concatenated, kept as one chunk (the concatenation cost is
+    amortised over the checkpoints)."""
+    if len(parts) > 1:
+        parts[:] = [{key: np.concatenate([p[key] for p in parts]) for key in parts[0]}]
+    return parts[0]
+
+
 def _row_separable(estimator: Any) -> bool:
     """Whether a whole-log estimator splits into per-row statistics (``behaviour_terms``)
     and a whole-log step on them (``select`` and ``pick``), as adaptive IPS does."""
@@ -347,6 +355,7 @@ class _BatchReward:
         self.reward = reward
         self._clicks: np.ndarray | None = None
         self._value: np.ndarray | None = None
+        self._sums: np.ndarray | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.reward, name)
@@ -355,14 +364,24 @@ class _BatchReward:
         if self._clicks is not clicks or self._value is None:
             value = self.reward.slot_rewards(clicks)
             value.setflags(write=False)
-            self._clicks, self._value = clicks, value
+            self._clicks, self._value, self._sums = clicks, value, None
         return self._value
 
+    def list_rewards(self, clicks: Any) -> np.ndarray:
+        """``slot_rewards(clicks).sum(axis=1)``, remembered like the slot rewards."""
+        from onlineeval.estimators.ips import row_sum
+
+        value = self.slot_rewards(clicks)
+        if self._sums is None:
+            self._sums = row_sum(value)
+            self._sums.setflags(write=False)
+        return self._sums
+
     def value(self, clicks: Any) -> np.ndarray:
-        return self.reward.offset + self.slot_rewards(clicks).sum(axis=1)
+        return self.reward.offset + self.list_rewards(clicks)
 
     def forget(self) -> None:
-        self._clicks = self._value = None
+        self._clicks = self._value = self._sums = None
 
 
 # ------------------------------------------------------------------------------ the design
@@ -404,6 +423,7 @@ class CounterfactualDesign(Design):
             (label, t): [] for label, est in self.estimators if self.whole_log[label] and _row_separable(est)
             for t in self.target_names
         }
+        self._row_meta: list[dict[str, np.ndarray]] = []  # the rows' users and user types, batch by batch
         for label, est in self.estimators:
             for t in self.target_names:
                 self.sums[f"num:{label}:{t}"] = np.zeros(self.population)
@@ -448,12 +468,16 @@ class CounterfactualDesign(Design):
             "query": data.query, "shown": data.shown, "clicks": data.clicks, "user": batch.user,
             "user_type": batch.user_type, "p_list": data.p_list, "p_prefix": data.p_prefix, "p_item": data.p_item,
         })
-        n_clicks = data.clicks.sum(axis=1)
+        n_clicks = data.clicks[:, 0].astype(np.int64)  # clicks.sum(axis=1), slot by slot
+        for j in range(1, data.k):
+            n_clicks += data.clicks[:, j]
         first = np.argmax(data.clicks, axis=1)
         self._add("obs:clicks", batch.user, n_clicks.astype(np.float64))
         self._add("obs:abandoned", batch.user, (n_clicks == 0).astype(np.float64))
         self._add("obs:rr", batch.user, np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0))
         self._batch_reward.forget()
+        if self._row_stats:
+            self._row_meta.append({"user": data.user, "user_type": data.user_type})
         for label, est in self.estimators:
             for t, target in zip(self.target_names, self.targets, strict=True):
                 mask = self._masks[(label, t)]
@@ -500,7 +524,7 @@ class CounterfactualDesign(Design):
         return day == self.last_day or (every > 0 and day % every == 0)
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
-        from onlineeval.stats import ratio_mean
+        from onlineeval.stats.online import ratio_mean_batch
 
         alpha = self.alpha
         out: dict[str, Any] = {}
@@ -513,10 +537,10 @@ class CounterfactualDesign(Design):
                 if day is None or not self._due(day):
                     out[label] = PairedEstimate(math.nan, math.nan, alpha)
                     continue
-                whole = self.log() if whole is None else whole
                 if (label, self.target_names[0]) in self._row_stats:
-                    x = self._row_stat_sums(label, est, whole, users)
+                    x = self._row_stat_sums(label, est, users, sums["impressions"])
                 else:
+                    whole = self.log() if whole is None else whole
                     x = self._whole_log_sums(est, whole, users)
             else:
                 x = [sums[f"{part}:{label}:{t}"] for t in self.target_names for part in ("num", "den")]
@@ -524,9 +548,11 @@ class CounterfactualDesign(Design):
             if self.config.bootstrap and day is not None and day == self.last_day and math.isfinite(
                     out[label].estimate):
                 out[label] = self._bootstrap(out[label], x)
-        den = sums["impressions"]
-        for metric, key in zip(LOGGING_METRICS, ("obs:clicks", "obs:abandoned", "obs:rr"), strict=True):
-            out[f"logging:{metric}"] = ratio_mean(sums[key], den, alpha=alpha)
+        # the logger's three metrics in one batch (the same kernel row by row as ratio_mean)
+        num = np.stack([sums[key] for key in ("obs:clicks", "obs:abandoned", "obs:rr")])
+        logging = ratio_mean_batch(num, np.broadcast_to(sums["impressions"], num.shape), alpha=alpha)
+        for i, metric in enumerate(LOGGING_METRICS):
+            out[f"logging:{metric}"] = logging[i]
         for label, t in self.support_rows:
             out[f"support:{label}:{t}"] = _Count(self.violations[(label, t)])
         return out
@@ -541,19 +567,16 @@ class CounterfactualDesign(Design):
                     np.bincount(data.user, den, self.population)[users]]
         return out
 
-    def _row_stat_sums(self, label: str, est: Any, data: Any, users: np.ndarray) -> list[np.ndarray]:
+    def _row_stat_sums(self, label: str, est: Any, users: np.ndarray, impressions: np.ndarray) -> list[np.ndarray]:
         """:meth:`_whole_log_sums` from the per-row statistics kept batch by batch (the
-        same rows in the same order as the whole log, so the same numbers)."""
+        same rows in the same order as the whole log, so the same numbers); the
+        denominators are the users' impression counts."""
+        meta = _one_chunk(self._row_meta)
         out = []
         for t in self.target_names:
-            parts = self._row_stats[(label, t)]
-            if len(parts) > 1:  # one chunk: concatenation cost amortised over checkpoints
-                parts[:] = [{b: np.concatenate([p[b] for p in parts]) for b in parts[0]}]
-            stats = parts[0]
-            choice, _ = est.select(data.user_type, stats, data.source)
-            num = est.pick(choice, stats)
-            out += [np.bincount(data.user, num, self.population)[users],
-                    np.bincount(data.user, np.ones(data.n), self.population)[users]]
+            stats = _one_chunk(self._row_stats[(label, t)])
+            choice, _ = est.select(meta["user_type"], stats)
+            out += [np.bincount(meta["user"], est.pick(choice, stats), self.population)[users], impressions]
         return out
 
     def _bootstrap(self, est: PairedEstimate, x: list[np.ndarray]) -> PairedEstimate:
