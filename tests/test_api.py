@@ -120,7 +120,7 @@ def frames_from_files(files: dict[str, Path]) -> tuple[pd.DataFrame, dict[str, p
 @pytest.mark.parametrize("preset", ["trec_eval", "default", "lightgbm"])
 def test_ir_measures_and_pytrec_eval_inputs_equal_the_file_readers(files, preset) -> None:
     metrics = "nDCG@10,AP,RR,P@2,ERR@10,RBP(p=0.5)"
-    opts = dict(preset=preset, permutations=300, bootstrap=300, missing="zero")
+    opts = {"preset": preset, "permutations": 300, "bootstrap": 300, "missing": "zero"}
     from_files = onlineeval.evaluate(files["qrels.txt"], {"A": files["A.txt"], "B": files["B.txt"]}, metrics, **opts)
     qf, runs = frames_from_files(files)
     from_frames = onlineeval.evaluate(qf, runs, metrics, **opts)
