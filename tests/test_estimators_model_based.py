@@ -547,3 +547,14 @@ def test_data_driven_adaptive_ips_picks_covering_behaviours():
     assert mse["1"]["independent"] > mse["1"][chosen["1"]]
     assert mse["0"]["independent"] < min(mse["0"]["cascade"], mse["0"]["standard"])
     assert abs(out.value - truth("", "clicks_per_query", {0: "pbm", 1: "cascade"}, P_TYPE)) <= 4 * out.se
+
+
+@pytest.mark.slow
+def test_fitted_pbm_dm_linearised_se_matches_the_spread_over_logs():
+    # the plug-in SE given the fitted model left out the relevances' fitting error; the
+    # linearised terms carry it (SD of an SD from 12 values: about 1/sqrt(22) = 21%)
+    _, _, ses, vals = replicate(DirectMethod(), "pbm", "clicks_per_query", 20000, 12, 41)
+    assert abs(vals.std(ddof=1) / ses.mean() - 1) < 4 / np.sqrt(2 * 11), (vals.std(ddof=1), ses.mean())
+    fixed_model = DirectMethod(model=DirectMethod().fit_model(sample_log("pbm", 20000, np.random.default_rng(41))))
+    plug_in = fixed_model.estimate(sample_log("pbm", 20000, np.random.default_rng(42)), TARGET, "clicks_per_query")
+    assert plug_in.se < 0.5 * vals.std(ddof=1)  # what the interval showed before

@@ -420,7 +420,8 @@ class Diagnostics:
     held by the largest 1% of weights; ``zero_weight_share``: share of impressions whose
     weights are all 0 (the log says nothing about the target there);
     ``support_violations``: impressions where the target shows something the logger
-    could never show (``None``: unknown, no logger given); ``notes``: the estimator's own.
+    could never show (``None``: unknown, no logger given); ``notes``: the estimator's own
+    (a list of strings under ``notes["warnings"]`` is passed on by :meth:`warnings`).
     """
 
     ess: float
@@ -440,6 +441,9 @@ class Diagnostics:
             )
         if self.ess < 100 and self.ess == self.ess:
             out.append(f"effective sample size {self.ess:.1f} (< 100): the interval is unreliable")
+        extra = self.notes.get("warnings")
+        if isinstance(extra, (list, tuple)):
+            out.extend(str(w) for w in extra)
         return out
 
 
