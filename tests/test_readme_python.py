@@ -1,0 +1,46 @@
+"""The "## Python" section's code blocks run, in order, in one namespace (docs that run).
+
+The section is read from README.md when it has a "## Python" section, else from the draft
+``../notes/readme_python.md`` next to the repository; the test skips when neither exists.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DRAFT = REPO.parent / "notes" / "readme_python.md"
+
+
+def python_section() -> tuple[str, str] | None:
+    """(source name, text of the ``## Python`` section up to the next ``## `` heading)."""
+    readme = REPO / "README.md"
+    for path in (readme, DRAFT):
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        match = re.search(r"^## Python[^\n]*\n(.*?)(?=^## |\Z)", text, flags=re.MULTILINE | re.DOTALL)
+        if match:
+            return str(path), match.group(1)
+    return None
+
+
+def code_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def test_python_section_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    found = python_section()
+    if found is None:
+        pytest.skip("no '## Python' section in README.md and no draft ../notes/readme_python.md")
+    source, text = found
+    blocks = code_blocks(text)
+    assert len(blocks) >= 5, f"{source}: the Python section lost its examples"
+    monkeypatch.chdir(tmp_path)  # examples that write files write here
+    namespace: dict[str, object] = {"__name__": "readme_python"}
+    for i, block in enumerate(blocks, start=1):
+        code = compile(block, f"{source} python block {i}", "exec")
+        exec(code, namespace)  # noqa: S102 - running the documentation is the point
