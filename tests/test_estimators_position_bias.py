@@ -616,3 +616,22 @@ def test_harvest_count_em_matches_clickmodels_pbm_fit_on_the_same_likelihood():
     assert h.iterations == e.iterations and h.converged and e.converged
     assert h.n_interventions == e.n_interventions == N_Q * K
 
+
+
+def test_empirical_propensity_exact_bias_is_the_never_shown_mass():
+    # every two-impression log of query 0 under the k = 2 of 3 logger, PBM clicks: the
+    # empirical propensity is exact for pairs the log shows and counts 0 for the others,
+    #   E[V_hat] = V - sum_s theta_s alpha_{t(s)} (1 - p_{t(s)})^2,  p_d = P(d is shown)
+    rows = [(lst, p_l * p_c, c) for lst, p_l in logger_lists(0, 2) for c, p_c in pbm_click_vectors(lst, THETA)]
+    est = PBMIPS(examination=tuple(THETA[:2]), click_propensity="empirical")
+    target = DeterministicTarget(TARGET.lists[:, :2], "B")
+    mean = 0.0
+    for (l1, p1, c1), (l2, p2, c2) in itertools.product(rows, rows):
+        data = LoggedData(np.zeros(2, dtype=np.int64), np.array([l1, l2]), np.array([c1, c2]))
+        mean += p1 * p2 * float(est.terms(data, target, "clicks_per_query").num.mean())
+    shown = {d: sum(p for lst, p in logger_lists(0, 2) if d in lst) for d in DOCS[0]}
+    t = TARGET.lists[0, :2]
+    value = sum(THETA[s] * ALPHA[int(d)] for s, d in enumerate(t))
+    bias = -sum(THETA[s] * ALPHA[int(d)] * (1 - shown[int(d)]) ** 2 for s, d in enumerate(t))
+    assert bias < -1e-3  # the logger leaves target documents out
+    assert mean == pytest.approx(value + bias, rel=1e-12)
