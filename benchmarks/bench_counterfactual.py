@@ -13,7 +13,7 @@ Then the serving step of the configured design is split into its parts on record
 batches: logger sampling, logger propensities, clicks, target propensities, and each
 estimator's terms for both targets.
 
-    python benchmarks/bench_counterfactual.py [--replicates 3] [--rounds 3]
+    python benchmarks/bench_counterfactual.py [--replicates 3] [--rounds 5] [--no-split]
 """
 
 from __future__ import annotations
@@ -29,13 +29,6 @@ import numpy as np
 
 import onlineeval.stats  # noqa: F401  (import cost outside the timings)
 from simulations.config import config_from_mapping, load_config
-from simulations.designs.counterfactual import (
-    _BatchReward,
-    _BatchTarget,
-    distinct_propensities,
-    known_list_propensities,
-)
-from simulations.policies.base import running_and
 from simulations.runner import build_replicate, replicate_seeds, world_seed
 from simulations.users import UserModels
 from simulations.world import build_world
@@ -89,6 +82,14 @@ def timed_replicate(cfg: Any, world: Any, users: Any, seq: Any, tag: int,
 
 def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) -> dict[str, float]:
     """Seconds per impression of each part of the configured design's serving step."""
+    from simulations.designs.counterfactual import (
+        _BatchReward,
+        _BatchTarget,
+        distinct_propensities,
+        known_list_propensities,
+    )
+    from simulations.policies.base import running_and
+
     traffic_batches = []
     for seq in seqs:
         traffic, designs = build_replicate(cfg, world, users, seq)
@@ -155,6 +156,7 @@ def main() -> None:
     parser.add_argument("--config", default=str(REPO / "configs" / "counterfactual.yaml"))
     parser.add_argument("--replicates", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds (the best of each batch is kept)")
+    parser.add_argument("--no-split", action="store_true", help="skip the split of the serving step")
     args = parser.parse_args()
     base = load_config(args.config)
     world = build_world(base, world_seed(base.seed))
@@ -191,6 +193,8 @@ def main() -> None:
     for d in cfg.designs:
         s, c = us(d.name, "serving"), us(d.name, "checkpoints")
         print(f"{d.name:<28}{s:10.3f}{c:10.3f}{s + c:10.3f}{(s + c) / td_total:14.2f}")
+    if args.no_split:
+        return
     print("\nserving step of the configured design, split on recorded batches (us per impression):")
     cfg_one = variant_config(mapping, {"counterfactual": {}})
     for key, v in breakdown(cfg_one, world, users, seqs, args.rounds).items():

@@ -375,3 +375,21 @@ def test_estimator_terms_equal_the_old_formulas(k):
                 assert np.array_equal(est.terms(data, target, plain).num, old), (name, metric)
                 cached = _BatchReward(plain)
                 assert np.array_equal(est.terms(data, _BatchTarget(target), cached).num, old), (name, metric)
+
+
+def test_adaptive_ips_rows_of_unusual_type_codes_equal_the_old_code():
+    """Type codes outside a small lookup table (negative, large) take the sorted path."""
+    import dataclasses
+
+    from onlineeval.estimators import get_estimator, get_reward
+
+    data, targets = _random_log(21)
+    codes = np.array([-3, 5, 100_000])[data.user_type]
+    data = dataclasses.replace(data, user_type=codes)
+    reward = get_reward("clicks_per_query", data.k)
+    for behaviours in ({-3: "independent", 5: "cascade", 100_000: "standard"}, None):
+        est = get_estimator("adaptive_ips", behaviours=behaviours)
+        for target in targets:
+            num, w = _old_adaptive_terms(est, data, target, reward)
+            new = est.terms(data, target, reward)
+            assert np.array_equal(new.num, num) and np.array_equal(new.weights, w)

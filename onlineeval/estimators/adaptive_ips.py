@@ -203,12 +203,16 @@ class AdaptiveIPS(Estimator):
             if missing:
                 raise InputError(f"adaptive_ips: user types {missing} have no behaviour in 'behaviours' (mapped: "
                                  f"{sorted(mapping)}); allowed behaviours: {', '.join(BEHAVIOURS)}", source)
-        uniq, inv = np.unique(types, return_inverse=True)
+        uniq = np.unique(types)
         notes["behaviours"] = {str(int(t)): mapping[int(t)] for t in uniq}
         choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq], dtype=np.int64)
-        if np.unique(choice).size > 1:
-            return choice[inv].reshape(-1), notes
-        return BEHAVIOURS[int(choice[0])], notes
+        if np.unique(choice).size == 1:
+            return BEHAVIOURS[int(choice[0])], notes
+        if uniq[0] >= 0 and uniq[-1] < 1 << 16:  # small type codes: a lookup table instead of a sort
+            table = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
+            table[uniq] = choice
+            return table[types], notes
+        return choice[np.searchsorted(uniq, types)], notes
 
     @staticmethod
     def pick(choice: str | np.ndarray, values: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -234,13 +238,14 @@ class AdaptiveIPS(Estimator):
         report: dict[str, dict[str, float | None]] = {}
         ref = terms[self.reference]
         for t in np.unique(types).tolist():
-            rows = types == t
-            n_u = int(rows.sum())
+            rows = np.flatnonzero(types == t)
+            n_u = int(rows.size)
             share = n_u / n
+            ref_u = ref[rows]
             scores: dict[str, float] = {}
             for b in BEHAVIOURS:
-                x = terms[b][rows]
-                d = x - ref[rows]
+                x = ref_u if b == self.reference else terms[b][rows]
+                d = x - ref_u
                 var_x = float(x.var(ddof=1)) / n_u if n_u > 1 else np.inf
                 var_d = float(d.var(ddof=1)) / n_u if n_u > 1 else np.inf
                 bias2 = max(0.0, float(d.mean()) ** 2 - var_d) if np.isfinite(var_d) else 0.0

@@ -29,25 +29,29 @@ from the per-user influence values :math:`e_{tu} = (x_{tu} - \hat R_t y_{tu}) / 
 \sum_u (d_u - \bar d)^2 / (n(n-1))` with :math:`d_u = e_{Bu} - e_{Au}`, a two-sided z-test
 and interval. Users are the clusters because they persist (Deng, Knoblich and Lu 2018).
 
-Cost: the per-impression work is one draw from the logger, the propensities of the
-distinct (query, list) pairs of the batch (:func:`distinct_propensities`), the clicks
-and each estimator's terms for two targets on the new rows; a checkpoint costs
-:math:`O(\text{users})` per estimator. Measured on ``configs/counterfactual.yaml`` (one
-core, the same batches for every design, 3 replicates after a warm-up): team-draft
-0.55 us per impression (0.51 serving, 0.04 checkpoints); this design 3.0 us (1.9
-serving: the logger's propensities, a mixture of two epsilon-greedy policies, about
-1.0, its sampling 0.3, clicks 0.1-0.2, each estimator's terms 0.14-0.25 for both
-targets; 1.1 checkpoints, 0.7 of it the whole-log adaptive IPS on the last day). With an
-epsilon-greedy logger and one estimator (RIPS): 1.15 us serving against team-draft's 0.49
-in the same measurement (logger propensities 0.7, sampling 0.2, clicks 0.13, RIPS 0.22). The design's own bookkeeping (log, per-user sums, support counts) is
-under 0.1 us; the rest is the policy's and the estimators' arithmetic, so the cost grows
-with the number of estimators. Estimators that fit a model on
+Cost: the per-impression work is one draw from the logger, the logging propensities (rows
+that show a target's list take them from a per-query table computed once; the others are
+computed once per distinct (query, list) of the batch, :func:`known_list_propensities`),
+the clicks and each estimator's terms for two targets on the new rows (the targets'
+indicators and the slot rewards are computed once per batch and shared); a checkpoint
+costs :math:`O(\text{users})` per estimator. Measured with
+``benchmarks/bench_counterfactual.py`` on ``configs/counterfactual.yaml`` (CPU time of one
+process, the same batches for every design, 3 replicates, each batch's best of 5 rounds):
+team-draft 0.64 us per impression; this design 1.57 (1.12 serving: the logger's sampling
+0.29, its propensities 0.29, clicks 0.19, terms 0.005-0.08 per estimator for both
+targets; 0.45 checkpoints, 0.12 of them adaptive IPS's whole-log choice), 2.5 times
+team-draft (4.9 before the fast paths). With one estimator 0.94-1.12 (1.5-1.8 times), with
+an epsilon-greedy logger and IPS 0.81 (1.3 times). The rest is the policy's sampling and
+propensities, the clicks, and per-batch numpy overhead (4,000 impressions a batch).
+Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination
 probabilities and ``click_propensity`` other than ``empirical``, or any estimator
 declaring ``whole_log = True``) are recomputed from the
 accumulated log on the last day and every ``refit_days`` days (rows of other days are
-undefined).
+undefined). Adaptive IPS keeps its three behaviours' per-row terms batch by batch (each
+row's terms depend on that row alone) and only makes its whole-log choice among them
+there, with the same numbers as recomputing it on the whole log.
 
 A/A variant: both targets are the baseline, so the paired difference is identically 0
 at every checkpoint (no test can reject); the rows say so (estimate 0, SE 0) without
@@ -83,6 +87,7 @@ __all__ = [
     "PairedEstimate",
     "build_estimators",
     "distinct_propensities",
+    "known_list_propensities",
     "paired_difference",
     "refits_on_whole_log",
     "shared_policy",
