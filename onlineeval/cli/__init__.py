@@ -9,35 +9,32 @@ names), ``validate``
 
 from __future__ import annotations
 
-import typer
+import sys
+from typing import TYPE_CHECKING, Any
 
-from onlineeval import __version__
+if TYPE_CHECKING:  # pragma: no cover
+    import typer
 
-app = typer.Typer(
-    name="onlineeval",
-    help="Online-evaluation simulator and interleaving toolkit for rankers.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+__all__ = ["app", "main"]
+
+_APP: typer.Typer | None = None
 
 
 def _version_callback(value: bool) -> None:
+    import typer
+
+    from onlineeval import __version__
+
     if value:
         typer.echo(f"onlineeval {__version__}")
         raise typer.Exit()
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """Online-evaluation simulator and interleaving toolkit for rankers."""
+def _build_app() -> typer.Typer:
+    """The typer app with every area registered (built on first use: ``evaluate``'s direct
+    path in :func:`main` never needs it)."""
+    import typer
 
-
-def _register_all() -> None:
     from onlineeval.cli import (
         clicks,
         estimate,
@@ -48,16 +45,47 @@ def _register_all() -> None:
         validate,
     )
 
+    app = typer.Typer(
+        name="onlineeval",
+        help="Online-evaluation simulator and interleaving toolkit for rankers.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+        ),
+    ) -> None:
+        """Online-evaluation simulator and interleaving toolkit for rankers."""
+
     for module in (simulate, evaluate, metrics, validate, clicks, estimate, power):
         module.register(app)
+    return app
 
 
-_register_all()
+def __getattr__(name: str) -> Any:
+    global _APP
+    if name == "app":
+        if _APP is None:
+            _APP = _build_app()
+        return _APP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
 
+    ``onlineeval evaluate`` with plain options (the common case) is parsed directly and
+    skips building the whole typer app (its per-option validators import pydantic);
+    anything else (``--help``, an unknown or malformed option) goes through typer.
+    """
+    argv = sys.argv[1:]
+    if argv[:1] == ["evaluate"]:
+        from onlineeval.cli.evaluate import run_direct
 
-__all__ = ["app", "main"]
+        if run_direct(argv[1:]):
+            return
+    __getattr__("app")()

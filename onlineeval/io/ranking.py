@@ -297,13 +297,30 @@ def _join_codes(
     """Grades of run rows from shared integer codes; also rejects repeated (query, doc) pairs."""
     rd, qd, uniq = _joint_codes(run_docs, qrels_docs, sort=False)
     nd = max(len(uniq), 1)
-    qrels_index = pd.Index(qrels_q * nd + qd)
-    if not qrels_index.is_unique:
-        _duplicate_error(qrels_index.duplicated(), qrels_path, "qrels", "judged twice")
-    run_index = pd.Index(run_q * nd + rd)
-    if not run_index.is_unique:
-        _duplicate_error(run_index.duplicated(), run_path, "run", "listed twice")
-    hit = qrels_index.get_indexer(run_index)
+    qrels_key = qrels_q * nd + qd
+    run_key = run_q * nd + rd
+    # sort-merge on integer keys: files list each query's lines together, so the keys are
+    # nearly sorted already and a stable (run-aware) sort beats hashing millions of keys
+    q_order, q_sorted = _sorted_keys(qrels_key)
+    if q_sorted.size > 1 and (q_sorted[1:] == q_sorted[:-1]).any():
+        _duplicate_error(pd.Index(qrels_key).duplicated(), qrels_path, "qrels", "judged twice")
+    r_order, r_sorted = _sorted_keys(run_key)
+    if r_sorted.size > 1 and (r_sorted[1:] == r_sorted[:-1]).any():
+        _duplicate_error(pd.Index(run_key).duplicated(), run_path, "run", "listed twice")
     g = np.asarray(qrels_grades, dtype=np.int64)
-    out = np.where(hit >= 0, g[np.maximum(hit, 0)], -1)
-    return np.where((hit >= 0) & (out < 0), -2, out).astype(np.int64)
+    out = np.full(run_key.size, -1, dtype=np.int64)
+    if q_sorted.size and r_sorted.size:
+        pos = np.minimum(np.searchsorted(q_sorted, r_sorted), q_sorted.size - 1)
+        found = q_sorted[pos] == r_sorted
+        grade = g[q_order[pos[found]]]
+        out[r_order[found]] = np.where(grade < 0, -2, grade)
+    return out
+
+
+def _sorted_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Stable sorting order of ``keys`` and the sorted keys (no sort when already sorted)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    if keys.size < 2 or bool((keys[1:] >= keys[:-1]).all()):
+        return np.arange(keys.size), keys
+    order = np.argsort(keys, kind="stable")
+    return order, keys[order]
