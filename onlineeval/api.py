@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -237,6 +237,15 @@ class Evaluation:
     def mean(self, system: str, metric: str) -> float:
         """The mean of ``metric`` for ``system`` over its counted queries."""
         rows = self.aggregate[(self.aggregate["system"] == system) & (self.aggregate["metric"] == metric)]
+        if rows.empty and metric not in self.metrics:  # a trec_eval / ir_measures name: its translation
+            from onlineeval.metrics.names import resolve_metric_list
+
+            try:
+                names, _ = resolve_metric_list(metric)
+            except ConfigError:
+                names = []
+            if len(names) == 1:
+                rows = self.aggregate[(self.aggregate["system"] == system) & (self.aggregate["metric"] == names[0])]
         if rows.empty:
             raise ConfigError(("metric",), f"no value for system {system!r} and metric {metric!r}; systems: "
                               f"{', '.join(self.systems)}; metrics: {', '.join(self.metrics)}")
@@ -494,6 +503,8 @@ def simulate(
     output: PathLike | None = None,
     workers: int | None = None,
     fresh: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    log: Callable[[str], None] | None = None,
     **key_path_overrides: Any,
 ) -> Simulation:
     """Run the online simulation of ``onlineeval simulate``; in memory unless ``output`` is given.
@@ -514,6 +525,9 @@ def simulate(
         depend on it.
     fresh:
         With ``output``: ignore finished replicates of an interrupted run into it.
+    on_progress, log:
+        Called with (finished replicates, total) as replicates finish, and with one-line
+        progress messages (the CLI's progress bar and stderr lines come from these).
     **key_path_overrides:
         Top-level keys (``replicates=20``, ``seed=3``) or key paths with ``__`` for the dot
         (``traffic__days=7``).
@@ -550,7 +564,7 @@ def simulate(
         raise ConfigError((), f"config must be a path, a mapping or a simulations.config.Config, got "
                           f"{type(config).__name__}")
     out = None if output is None else Path(output)
-    return Simulation(run_job(cfg, out, workers, fresh))
+    return Simulation(run_job(cfg, out, workers, fresh, on_progress, log))
 
 
 # --------------------------------------------------------------------------- clicks

@@ -99,6 +99,7 @@ def test_evaluate_same_numbers_as_the_cli_on_the_trec_eval_files(shared_data: Pa
             printed[name] = float(value)
     res = onlineeval.evaluate(d / "qrels.test", d / "results.test", "map,P_10,Rprec", preset="trec_eval")
     assert res.systems == ["results"]  # one file: its stem, as the CLI names it
+    assert res.mean("results", "map") == res.mean("results", "AP")  # trec_eval's name reads too
     assert [str(t.given) for t in res.translations] == ["map", "P_10", "Rprec"]
     for ours, theirs in (("AP", "map"), ("P@10", "P_10"), ("RPrec", "Rprec")):
         assert abs(res.mean("results", ours) - printed[theirs]) <= 0.5e-4
@@ -180,7 +181,9 @@ def test_simulate_same_numbers_as_the_cli_and_writes_only_when_asked(tmp_path: P
     cli_rows = pd.read_csv(out / "replicates.csv")
     sim = onlineeval.simulate(cfg, replicates=4)
     assert sim.output is None and sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "cli"]
-    by_dict = onlineeval.simulate(SMALL)
+    seen: list[tuple[int, int]] = []
+    by_dict = onlineeval.simulate(SMALL, on_progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (4, 4)
     pd.testing.assert_frame_equal(by_dict.rows, sim.rows)
     for design, metrics in cli_summary["designs"].items():
         for metric, entry in metrics.items():
