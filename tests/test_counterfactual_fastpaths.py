@@ -74,10 +74,39 @@ def _old_mixture_sample(policy, q, rng):
     return out
 
 
+def _old_shuffle_top(c_top, k, rng):
+    n = c_top.size
+    width = int(c_top.max()) if n else 0
+    ranks = np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy()
+    if width < 2:
+        return ranks
+    keys = rng.random((n, width))
+    col = np.arange(width)[None, :]
+    keys = np.where(col < c_top[:, None], keys, 1.0 + col)
+    perm = np.argsort(keys, axis=1, kind="stable")
+    kk = min(k, width)
+    ranks[:, :kk] = perm[:, :kk]
+    return ranks
+
+
+def _old_rank_sample(policy, q, ranks):
+    c = policy.n_candidates[q]
+    j = np.arange(policy.k)[None, :]
+    shown = ranks < c[:, None]
+    docs = policy.order[q[:, None], np.where(shown, ranks, 0)]
+    return np.where((j < c[:, None]) & shown, docs, EMPTY).astype(np.int64)
+
+
 def _old_sample(policy, q, rng):
+    from simulations.policies import DeterministicPolicy, RandTopPolicy
+
     if isinstance(policy, MixturePolicy):
         return _old_mixture_sample(policy, q, rng)
-    return policy._sample(q, rng)
+    if isinstance(policy, RandTopPolicy):
+        return _old_rank_sample(policy, q, _old_shuffle_top(policy._n_eff(policy.n_candidates[q]), policy.k, rng))
+    if isinstance(policy, DeterministicPolicy):
+        return _old_rank_sample(policy, q, np.broadcast_to(np.arange(policy.k), (q.size, policy.k)))
+    return policy._sample(q, rng)  # unchanged
 
 
 # ------------------------------------------------------------------ random inputs

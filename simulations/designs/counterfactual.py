@@ -248,8 +248,8 @@ def known_list_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m
     ``known`` holds ``(lists, p)``: ``(Q, k)`` lists, one per query (the rankers' top
     ``k``, which an epsilon-greedy or mixture logger around them shows most of the time),
     and their propensities ``p`` computed once for all queries. A row whose list equals
-    its query's known list takes that row of ``p``; the others are computed
-    (:func:`distinct_propensities`). Propensities are a function of the query and the
+    its query's known list takes that row of ``p``; the others are computed by the policy
+    (they are mostly randomised lists, rarely repeated). Propensities are a function of the query and the
     list, so the numbers are the same. ``match[i]`` may give the ``(n,)`` rows whose list
     is ``lists_i[query]`` when the caller has them."""
     from onlineeval.estimators import Propensities
@@ -268,8 +268,8 @@ def known_list_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m
         if rows.size:
             qi = query[rows]
             p_list[rows], p_prefix[rows], p_item[rows] = p.list[qi], p.prefix[qi], p.item[qi]
-    if rest.size:
-        p = distinct_propensities(policy, query[rest], shown[rest], m)
+    if rest.size:  # mostly randomised lists, rarely repeated: no de-duplication
+        p = policy.propensities(query[rest], shown[rest])
         p_list[rest], p_prefix[rest], p_item[rest] = p.list, p.prefix, p.item
     return Propensities(p_list, p_prefix, p_item)
 

@@ -572,8 +572,9 @@ def shuffle_top(c_top: IntArray, k: int, rng: np.random.Generator) -> IntArray:
     if width < 2:
         return ranks
     keys = rng.random((n, width))
-    col = np.arange(width)[None, :]
-    keys = np.where(col < c_top[:, None], keys, 1.0 + col)  # positions past c_top stay in order, after the shuffled
+    if int(c_top.min()) < width:
+        col = np.arange(width)[None, :]
+        keys = np.where(col < c_top[:, None], keys, 1.0 + col)  # positions past c_top stay in order, after the shuffled
     perm = np.argsort(keys, axis=1, kind="stable")
     kk = min(k, width)
     ranks[:, :kk] = perm[:, :kk]

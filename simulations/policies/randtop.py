@@ -82,6 +82,13 @@ class RandTopPolicy(RankPolicy):
     def _sample_ranks(self, c: IntArray, rng: np.random.Generator) -> IntArray:
         return shuffle_top(self._n_eff(c), self.k, rng)
 
+    def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
+        # the base ranking at the drawn ranks: a rank past the candidates is only drawn at a
+        # slot past them (the top n_e <= c are shuffled, the rest keep their places), and
+        # ``order`` is -1 there, so no mask is needed (the same lists as RankPolicy._sample)
+        ranks = self._sample_ranks(self.n_candidates[q], rng)
+        return self.order.ravel().take(q[:, None] * self.m + ranks)
+
     def _prefix_ranks(self, ranks: IntArray, c: IntArray) -> FloatArray:
         ne = self._n_eff(c)[:, None]
         j = np.arange(self.k)[None, :]
