@@ -852,11 +852,15 @@ class Estimates:
         paired on the same impressions.
     warnings:
         What the CLI prints as warnings.
+    conventions:
+        The metric and its reward, the level, the cluster unit, where the propensities come
+        from, the tie rule of the runs and the bootstrap (keys of the CLI's ``conventions``).
     """
 
     results: pd.DataFrame
     differences: pd.DataFrame
     warnings: tuple[str, ...]
+    conventions: Mapping[str, Any] = field(default_factory=dict)
 
     def value(self, estimator: str, target: str) -> float:
         """The estimate of ``target`` by ``estimator``."""
@@ -938,13 +942,13 @@ def estimate(
     seed: int = 0,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     ties: str = "docno_desc",
+    allow_unseen: bool = False,
 ) -> Estimates:
     """Off-policy estimates of targets' online metric from a logged click log, as ``onlineeval estimate``.
 
     Estimates :math:`V(\\pi) = \\mathbb E_q\\,\\mathbb E_{\\mathbf s\\sim\\pi(q)}\\,\\mathbb E[R \\mid q,
     \\mathbf s]` for each target ranker with each estimator (:mod:`onlineeval.estimators`),
-    under the estimator's stated assumption; targets ranking a document the log never
-    shows for a query are refused (the CLI's default).
+    under the estimator's stated assumption.
 
     Parameters
     ----------
@@ -966,6 +970,9 @@ def estimate(
     alpha, bootstrap, seed, options, ties:
         Interval level, cluster-bootstrap replicates (0 or >= 100) and their seed,
         ``{estimator: {option: value}}``, the score-tie rule of the runs.
+    allow_unseen:
+        Targets may rank documents the log never shows for a query (counted as support
+        violations, with a warning); default: refused with an :class:`InputError`.
 
     Returns
     -------
@@ -1015,16 +1022,20 @@ def estimate(
             raise ConfigError(("baseline",), f"{baseline[0]!r} is also a target")
         all_targets[baseline[0]] = baseline[1]
     maps = {}
+    warnings: list[str] = []
     for name, run in all_targets.items():
         tmap = lg.target(_target_lists(run, ties, name), name)
         if not tmap.ranked.any():
             raise InputError(f"target {name!r}: no query in common with the log (log ids e.g. {lg.queries[0]!r})")
-        if tmap.unseen:
+        if tmap.unseen and allow_unseen:
+            warnings.append(f"{name}: ranks {len(tmap.unseen)} documents the log never shows for their query "
+                            f"({len({u.query for u in tmap.unseen})} queries): counted as support violations, "
+                            "the estimates are biased there")
+        elif tmap.unseen:
             u = tmap.unseen[0]
             raise InputError(f"target {name!r} ranks document {u.doc!r} at rank {u.rank} for query {u.query!r}, "
                              "which the log never shows for that query; the estimators have no data there")
         maps[name] = tmap
-    warnings: list[str] = []
     results = []
     for name, tmap in maps.items():  # the baseline's own estimates too, as the CLI prints them
         rows = np.flatnonzero(tmap.ranked[data.query])
@@ -1055,4 +1066,22 @@ def estimate(
         row |= {f"diag_{k}": v for k, v in (r.get("diagnostics") or {}).items()}
         row["warnings"] = tuple(r.get("warnings") or ())
         flat.append(row)
-    return Estimates(pd.DataFrame(flat), pd.DataFrame(differences), tuple(warnings))
+    if data.user is None:
+        unit = "impression (the log has no user ids)"
+    elif lg.no_user:
+        unit = f"user ({lg.no_user} impressions without a user are clusters of their own)"
+    else:
+        unit = "user"
+    conventions = {
+        "metric": metric,
+        "reward": reward.describe(),
+        "alpha": alpha,
+        "interval": "estimate +- z_(1-alpha/2) x se, se by the delta method over clusters",
+        "cluster_unit": unit,
+        "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
+                              f"{lg.source} (propensities computed from the logged scores)"),
+        "ties": ties,
+        "bootstrap": bootstrap,
+        "seed": seed,
+    }
+    return Estimates(pd.DataFrame(flat), pd.DataFrame(differences), tuple(warnings), conventions)

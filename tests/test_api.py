@@ -343,6 +343,8 @@ def test_estimate_frame_equals_the_file_the_cli_and_brute_force(tmp_path: Path) 
         assert est_frame.value(r["estimator"], r["target"]) == pytest.approx(r["estimate"], rel=1e-12)
         se = est_frame.results.set_index(["estimator", "target"]).loc[(r["estimator"], r["target"]), "se"]
         assert se == pytest.approx(r["se"], rel=1e-12)
+    for key in ("metric", "reward", "alpha", "interval", "cluster_unit", "propensity_source", "bootstrap", "seed"):
+        assert est_frame.conventions[key] == doc["conventions"][key], key
     for ours, theirs in zip(est_frame.differences.to_dict("records"), doc["differences"]):
         assert ours["estimate"] == pytest.approx(theirs["estimate"], rel=1e-12)
     # brute force: IPS = mean over impressions of 1{shown == target list} / p_list x clicks
@@ -355,6 +357,12 @@ def test_estimate_frame_equals_the_file_the_cli_and_brute_force(tmp_path: Path) 
     assert err.value.line == 1 and err.value.path is None
     with pytest.raises(ConfigError, match="metric"):
         onlineeval.estimate(frame, targets, "ips", metric="ctr")
+    unseen = {"D": {"q1": ["a", "zz"], "q2": ["d", "e"]}}
+    with pytest.raises(InputError, match="never shows"):
+        onlineeval.estimate(frame, unseen, "ips")
+    allowed = onlineeval.estimate(frame, unseen, "ips", allow_unseen=True)
+    assert any("support violations" in w for w in allowed.warnings)
+    assert allowed.results["diag_support_violations"].iloc[0] > 0
 
 
 def test_import_is_cheap() -> None:
