@@ -149,7 +149,11 @@ def _target_pairs(data: LoggedData, target: Target) -> tuple[IntArray, IntArray,
 def target_slots(data: LoggedData, target: Target) -> IntArray:
     """``(n, k)`` the slot at which ``target`` shows each logged document in its top ``k``
     for the impression's query (``-1``: not in the target's top ``k``, or an empty slot)."""
-    _, _, code_t, code_log = _target_pairs(data, target)
+    return _slots_from_pairs(data, _target_pairs(data, target))
+
+
+def _slots_from_pairs(data: LoggedData, pairs: tuple[IntArray, IntArray, IntArray, IntArray]) -> IntArray:
+    _, _, code_t, code_log = pairs
     k = data.k
     n_codes = int(max(code_t.max(initial=-1), code_log.max(initial=-1))) + 1
     slot_of = np.full(n_codes, k, dtype=np.int64)
@@ -166,7 +170,11 @@ def target_pair_shows(data: LoggedData, target: Target) -> IntArray:
     """``(n, k)`` how often the log shows (anywhere in its top ``k``) the document the
     target puts at each slot, for the impression's query (``-1`` on the target's empty
     slots). A 0 is a (query, document) pair the ``"empirical"`` propensity counts as 0."""
-    inv, _, code_t, code_log = _target_pairs(data, target)
+    return _shows_from_pairs(_target_pairs(data, target))
+
+
+def _shows_from_pairs(pairs: tuple[IntArray, IntArray, IntArray, IntArray]) -> IntArray:
+    inv, _, code_t, code_log = pairs
     n_codes = int(max(code_t.max(initial=-1), code_log.max(initial=-1))) + 1
     shows = np.bincount(code_log, minlength=n_codes)
     per_q = np.where(code_t >= 0, shows[np.maximum(code_t, 0)], -1)
@@ -329,7 +337,8 @@ class PBMIPS(Estimator):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         theta, notes = self.resolve_examination(data)
         kind = resolve_click_propensity(data, self.click_propensity)
-        slots = target_slots(data, target)
+        pairs = _target_pairs(data, target)
+        slots = _slots_from_pairs(data, pairs)
         rho = click_propensities(data, theta, kind)
         in_target = slots >= 0
         s = np.maximum(slots, 0)
@@ -337,11 +346,11 @@ class PBMIPS(Estimator):
         ratio = np.where(in_target, theta[s] / rho, 0.0)
         num = (data.clicks * ratio * w[s]).sum(axis=1)
         notes["click_propensity"] = kind
-        notes.update(self._condition_notes(data, target, theta, w, kind, in_target, num))
+        notes.update(self._condition_notes(data, _shows_from_pairs(pairs), theta, w, kind, in_target, num))
         return Terms(num=num, weights=ratio, notes=notes)
 
     @staticmethod
-    def _condition_notes(data: LoggedData, target: Target, theta: FloatArray, w: FloatArray, kind: str,
+    def _condition_notes(data: LoggedData, shows: IntArray, theta: FloatArray, w: FloatArray, kind: str,
                          in_target: NDArray[np.bool_], num: FloatArray) -> dict[str, Any]:
         r"""How far the log is from the conditions of the chosen propensity (see the module
         docstring), and warnings where they fail.
@@ -354,7 +363,6 @@ class PBMIPS(Estimator):
         the share of the target's examination mass on pairs shown fewer than
         :data:`RARE_SHOWS` times. ``target_slots_not_logged_share`` (``"logged"``): share of
         the target's slots whose document the impression did not show."""
-        shows = target_pair_shows(data, target)
         has = shows >= 0
         mass = np.where(has, (w * theta / theta.max())[None, :], 0.0)
         total = float(mass.sum())
