@@ -177,37 +177,60 @@ def null_rejection_rate(bias: float | np.ndarray, se: float | np.ndarray, alpha:
     return sps.norm.cdf(ratio - z) + sps.norm.cdf(-ratio - z)
 
 
-def null_check(null: Truth, c: pd.DataFrame, alpha: float, replicates: int) -> dict[str, Any]:
+def null_check(
+    null: Truth, c: pd.DataFrame, alpha: float, replicates: int, null_rows: pd.DataFrame | None = None
+) -> dict[str, Any]:
     """An interleaving design's behaviour under the null user (clicks independent of
     relevance, every true effect 0; :func:`simulations.runner.null_interleaving_truth`).
 
-    ``delta`` +- ``se``: the expected Delta under the null (Monte Carlo). ``rejection_rate``
-    by day: the analytic rate at which the design's test rejects with that bias and the
-    design's mean SE of the day (:func:`null_rejection_rate`; no null replicates are run),
-    ``rejection_rate_low`` the same for the smallest bias within 2 SE of the estimate.
-    ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` SEs from 0, or even the
-    low rejection rate on the last day is above the exact binomial 99% band of ``alpha``
-    over ``replicates`` replicates (where an A/A rate would be flagged)."""
+    ``delta`` +- ``se``: the expected Delta under the null (Monte Carlo over the truth's
+    impressions). ``rejection_rate`` by day: the share of the design's null replicates
+    (``null_rows``: the design run on the same traffic with the null user) rejecting at
+    ``alpha`` (an undefined estimate does not reject), with the exact binomial 99% band of
+    ``alpha``; ``rejection_rate_analytic``: the rate a two-sided z-test has with the null
+    Delta as its mean and the design's mean SE of the day (:func:`null_rejection_rate`).
+    ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` Monte Carlo SEs from 0, or
+    the last day's simulated null rejection rate is above the band (without null replicates:
+    the analytic rate for the smallest bias within 2 SE of the estimate)."""
     se_days = c["mean_se"].to_numpy(dtype=np.float64)
-    band = binomial_band(replicates, alpha, 0.99)
     low_bias = max(abs(null.value) - 2 * null.se, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = null_rejection_rate(null.value, se_days, alpha)
-        rate_low = null_rejection_rate(low_bias, se_days, alpha)
+        analytic = null_rejection_rate(null.value, se_days, alpha)
+        analytic_low = null_rejection_rate(low_bias, se_days, alpha)
     z = abs(null.value) / null.se if null.se > 0 else (math.inf if null.value else 0.0)
-    last_low = float(rate_low[-1]) if rate_low.size else float("nan")
-    return {
+    out: dict[str, Any] = {
         "delta": null.value,
         "se": null.se,
         "z": z,
         "method": null.method,
-        "rejection_rate": [float(x) for x in rate],
-        "rejection_rate_low": [float(x) for x in rate_low],
-        "rejection_rate_method": "analytic: two-sided z-test with the null Delta as the estimator's mean and the "
-        "design's mean SE of each day (no null replicates)",
-        "binomial_99_band": [band.lo_rate, band.hi_rate],
-        "biased": bool(z > NULL_BIAS_SE or (np.isfinite(last_low) and last_low > band.hi_rate)),
+        "rejection_rate_analytic": [float(x) for x in analytic],
     }
+    if null_rows is not None and len(null_rows):
+        by_day = null_rows.groupby("day", sort=True)
+        rates = by_day["pvalue"].apply(lambda p: float(np.mean(p.to_numpy(dtype=np.float64) < alpha)))
+        r_null = int(by_day.size().iloc[-1])
+        last = null_rows[null_rows["day"] == null_rows["day"].max()]["estimate"].to_numpy(dtype=np.float64)
+        last = last[np.isfinite(last)]
+        band = binomial_band(r_null, alpha, 0.99)
+        over = float(rates.iloc[-1]) > band.hi_rate
+        out.update({
+            "rejection_rate": [float(x) for x in rates],
+            "rejection_rate_method": f"simulated: share of {r_null} null replicates rejecting at alpha",
+            "replicates": r_null,
+            "mean_estimate_last_day": float(last.mean()) if last.size else None,
+            "mean_estimate_last_day_se": float(last.std(ddof=1) / math.sqrt(last.size)) if last.size > 1 else None,
+        })
+    else:
+        band = binomial_band(replicates, alpha, 0.99)
+        over = bool(analytic_low.size and analytic_low[-1] > band.hi_rate)
+        out.update({
+            "rejection_rate": [float(x) for x in analytic],
+            "rejection_rate_method": "analytic: two-sided z-test with the null Delta as the estimator's mean and "
+            "the design's mean SE of each day (no null replicates)",
+        })
+    out["binomial_99_band"] = [band.lo_rate, band.hi_rate]
+    out["biased"] = bool(z > NULL_BIAS_SE or over)
+    return out
 
 
 def analyse(
@@ -286,7 +309,8 @@ def analyse(
         entry["information_last_day"] = (t.value / se_last) ** 2 if se_last > 0 and np.isfinite(se_last) else None
         null = truth.get((design, NULL_PREFIX + metric))
         if null is not None:
-            entry["null"] = null_check(null, c, alpha, r)
+            null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
+            entry["null"] = null_check(null, c, alpha, r, null_rows)
         if t.baseline:
             # online relative *improvement* (lower abandonment is better) / offline relative gain
             improvement = IMPROVEMENT_SIGN.get(metric, 1) * t.value / t.baseline

@@ -50,7 +50,7 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "interleaving_note": "impressions without a click are not comparisons; Delta = sum over users of "
         "outcome/2 / number of compared impressions, delta-method SE clustered by user; positive favours the "
         "candidate (B, or the later ranker of a pair). Effects of different methods are on different scales: "
-        "compare their sample sizes, not their effects",
+        "compare their sample sizes, not their effects (and only for designs the null check finds unbiased)",
         "sample_size": "se^2(N) = a/N + b fitted to the daily checkpoints (returning users give a floor b); "
         "required N solves se(N) = |true effect| / (z_(1-alpha/2) + z_power); 'not reachable' when b is above that",
         "power": "share of replicates with p < alpha and the estimate's sign equal to the true effect's",
@@ -64,10 +64,11 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "truth is within 2 of its Monte Carlo SEs of 0",
         "null_check": "interleaving designs: expected Delta under a null user who clicks like the configured users on "
         "ranker A's list for an independently drawn query (clicks independent of relevance, every true effect 0), "
-        "Monte Carlo over analysis.truth_impressions impressions; rejection rate by day analytic from that Delta "
-        "and the design's mean SE of the day (no null replicates are run); biased = null Delta more than 4 Monte "
-        "Carlo SEs from 0 or a last-day null rejection rate (for the bias less 2 SE) above the 99% binomial band. "
-        "A biased design's sample size and ratios are not sensitivities",
+        "Monte Carlo over analysis.truth_impressions impressions; rejection rate by day: the share of the "
+        "design's null replicates (the design run with the null user on every replicate's traffic, rows "
+        "null:<pair>) rejecting at alpha, next to the analytic rate from the null Delta and the design's mean SE; "
+        "biased = null Delta more than 4 Monte Carlo SEs from 0 or a last-day null rejection rate above the 99% "
+        "binomial band. A biased design's sample size and ratios are not sensitivities",
         "efficiency": "equal_traffic_efficiency = ((|effect| / mean SE)^2 of the design) / (the reference's) on the "
         "last simulated day: the ratio of the designs' information per impression at the simulated traffic. "
         "ratios = required impressions for the target power / the reference's: larger when the reference's SE "
@@ -227,8 +228,9 @@ def _plots(result: SimulationResult, out: Path) -> None:
         metric = str(c["metric"].iloc[0])
         null = result.summary["designs"].get(name, {}).get(metric, {}).get("null")
         if null:
-            ax.plot(c["day"], null["rejection_rate"], ls="--", color=line.get_color(),
-                    label=f"{name} null user (analytic, Delta {null['delta']:+.4f}"
+            how = "simulated" if "replicates" in null else "analytic"
+            ax.plot(c["day"], null["rejection_rate"], ls="--", marker="x", ms=4, color=line.get_color(),
+                    label=f"{name} null user ({how}; Delta {null['delta']:+.4f}"
                     + (", biased)" if null["biased"] else ")"))
             top = max(top, max(null["rejection_rate"]))
     ax.axhline(cfg.analysis.alpha, color="grey", lw=0.8, ls=":")
@@ -510,10 +512,11 @@ def _null_lines(result: SimulationResult) -> list[str]:
     band = rows[0][2]["null"]["binomial_99_band"]
     lines = ["", ("Null check (clicks that do not depend on relevance: the users' clicks on ranker A's list for "
                   "another query,"),
-             ("  so every true effect is 0; null Delta by Monte Carlo, rejection rates analytic from it and each "
-              f"day's SE; 99% band of alpha {band[0]:.3f}-{band[1]:.3f}):"),
+             ("  so every true effect is 0; null Delta by Monte Carlo; rejects: share of the null replicates "
+              f"rejecting (99% band of alpha {band[0]:.3f}-{band[1]:.3f}), analytic: from the null Delta and the "
+              "day's SE):"),
              (f"  {'design':14s} {'metric':18s} {'null Delta':>10s} {'+- SE':>8s} {'z':>6s} {'rejects day 1':>13s} "
-              f"{f'day {days}':>7s} {'A/A FPR':>8s}  verdict")]
+              f"{f'day {days}':>7s} {'analytic':>8s} {'A/A FPR':>8s}  verdict")]
     for design, metric, e in rows:
         n = e["null"]
         aa = e.get("aa")
@@ -521,10 +524,12 @@ def _null_lines(result: SimulationResult) -> list[str]:
         favours = "B" if n["delta"] > 0 else "A"
         verdict = (f"BIASED (favours {favours if metric == 'delta_ab' else 'the ' + ('later' if n['delta'] > 0 else 'earlier') + ' ranker'} "
                    "when no ranker is better)") if n["biased"] else "no bias detected"
-        rate = n["rejection_rate"]
+        rate, analytic = n["rejection_rate"], n["rejection_rate_analytic"]
+        simulated = "replicates" in n
         lines.append(f"  {design:14s} {metric:18s} {_fmt(n['delta'], '.5f', True):>10s} {_fmt(n['se'], '.5f'):>8s} "
-                     f"{_fmt(n['z'], '.1f'):>6s} {_fmt(rate[0] if rate else None, '.3f'):>13s} "
-                     f"{_fmt(rate[-1] if rate else None, '.3f'):>7s} {fpr:>8s}  {verdict}")
+                     f"{_fmt(n['z'], '.1f'):>6s} {_fmt(rate[0] if rate and simulated else None, '.3f'):>13s} "
+                     f"{_fmt(rate[-1] if rate and simulated else None, '.3f'):>7s} "
+                     f"{_fmt(analytic[-1] if analytic else None, '.3f'):>8s} {fpr:>8s}  {verdict}")
     return lines
 
 

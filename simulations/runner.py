@@ -26,6 +26,7 @@ import numpy as np
 
 from simulations.config import Config, DesignConfig
 from simulations.designs import Design, design_class
+from simulations.designs.interleaving import NULL_PREFIX
 from simulations.sampling import child_seed, draw_from_cdf
 from simulations.traffic import TrafficModel, run_traffic
 from simulations.users import UserModels
@@ -58,12 +59,16 @@ class DesignSpec:
 
     config: DesignConfig
     aa: bool
+    null: bool = False  # an interleaving design's null variant (clicks independent of relevance)
 
 
 def design_specs(config: Config) -> list[DesignSpec]:
+    """The designs, their A/A variants (``analysis.aa``) and every interleaving design's null
+    variant (rows ``null:<pair>``: the real rankers, clicks that ignore relevance)."""
     specs = [DesignSpec(d, False) for d in config.designs]
     if config.analysis.aa:
         specs += [DesignSpec(d, True) for d in config.designs]
+    specs += [DesignSpec(d, False, True) for d in config.designs if d.type == "interleaving"]
     return specs
 
 
@@ -79,13 +84,15 @@ def build_replicate(
     config: Config, world: World, users: UserModels, seq: np.random.SeedSequence
 ) -> tuple[TrafficModel, list[Design]]:
     """The traffic model and the designs of one replicate, each on its own child stream:
-    traffic on key ``(0,)``, a design on ``(1, name, aa)``."""
+    traffic on key ``(0,)``, a design on ``(1, name, aa)`` (its null variant ``(1, name, 2)``)."""
     traffic = TrafficModel(config.traffic, config.users, world.frequency, np.random.default_rng(child_seed(seq, 0)))
     designs: list[Design] = []
     for spec in design_specs(config):
         cls = design_class(spec.config.type)
-        rng = np.random.default_rng(child_seed(seq, 1, spec.config.name, int(spec.aa)))
+        rng = np.random.default_rng(child_seed(seq, 1, spec.config.name, 2 if spec.null else int(spec.aa)))
         design = cls(spec.config, world, users, rng, config.users.population, config.analysis.alpha, aa=spec.aa)
+        if spec.null:
+            design.use_null_user()
         if hasattr(design, "last_day"):  # counterfactual: estimators fitted on the whole log run then
             design.last_day = config.traffic.days
         designs.append(design)
@@ -296,8 +303,6 @@ def counterfactual_truth(
     return out
 
 
-#: prefix of the metric name of a design's null-user truth (``null:delta_ab``)
-NULL_PREFIX = "null:"
 
 
 def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth]:

@@ -47,8 +47,10 @@ def test_cli_writes_the_results_directory(tmp_path):
     e = summary["designs"]["team_draft"]["delta_ab"]
     assert {"true_effect", "days_to_target_power", "analytic_required_impressions", "aa"} <= set(e)
     rows = pd.read_csv(out / "replicates.csv")
-    # 6 replicates x 3 days x (ab: 3 metrics + 2 interleaving designs: 1) x (B and A/A)
-    assert len(rows) == 6 * 3 * 5 * 2
+    # 6 replicates x 3 days x ((ab: 3 metrics + 2 interleaving designs: 1) x (B and A/A)
+    # + each interleaving design's null variant: 1)
+    assert len(rows) == 6 * 3 * (5 * 2 + 2)
+    assert (rows["metric"] == "null:delta_ab").sum() == 6 * 3 * 2
     # the effective config reloads to the same config
     eff = yaml.safe_load((out / "config.effective.yaml").read_text())
     assert config_from_mapping(eff) == config_from_mapping({**SMALL, "output": str(out)})

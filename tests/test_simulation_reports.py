@@ -130,7 +130,14 @@ def test_null_rates_and_efficiency_recomputed_from_the_curves(run):
         if "null" in e:
             b = e["null"]["delta"]
             expected = sps.norm.cdf(b / c["mean_se"] - z) + sps.norm.cdf(-b / c["mean_se"] - z)
-            np.testing.assert_allclose(e["null"]["rejection_rate"], expected, rtol=1e-10)
+            np.testing.assert_allclose(e["null"]["rejection_rate_analytic"], expected, rtol=1e-10)
+            rows = result.rows[(result.rows.design == design) & (result.rows.metric == "null:" + e["metric"])]
+            by_day = rows.groupby("day")["pvalue"].apply(lambda p: np.mean(p < cfg.analysis.alpha))
+            assert len(rows) == cfg.replicates * cfg.traffic.days
+            np.testing.assert_allclose(e["null"]["rejection_rate"], by_day.to_numpy(), rtol=1e-12)
+            # the null replicates estimate what the null truth says they estimate
+            last = rows[rows.day == cfg.traffic.days].estimate.to_numpy()
+            assert abs(last.mean() - b) <= 4 * math.hypot(last.std(ddof=1) / math.sqrt(last.size), e["null"]["se"])
     eff = s["required_impressions_ratio"]["equal_traffic_efficiency"]
     for design, value in info.items():
         assert eff[design] == pytest.approx(value / info["ab"], rel=1e-10)

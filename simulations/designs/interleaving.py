@@ -31,7 +31,11 @@ import numpy as np
 from simulations.designs.base import Design, register_design
 from simulations.traffic import Batch
 
-__all__ = ["InterleavingDesign", "shared_interleaver", "pair_metrics", "pair_outcomes"]
+__all__ = ["NULL_PREFIX", "InterleavingDesign", "shared_interleaver", "pair_metrics", "pair_outcomes"]
+
+#: prefix of a pair's metric under the null user (``null:delta_ab``): its truth, and the
+#: rows of a design's null variant
+NULL_PREFIX = "null:"
 
 _INTERLEAVERS: dict[tuple[str, str], Any] = {}
 
@@ -94,11 +98,28 @@ class InterleavingDesign(Design):
         for metric, _, _ in self.pairs:
             self.sums[f"num:{metric}"] = np.zeros(self.population)
         self.sums["compared"] = np.zeros(self.population)
+        self.null_labels: np.ndarray | None = None
+
+    def use_null_user(self) -> None:
+        """Run as the design's null variant: the real rankers, but every impression's clicks
+        are the user's clicks on ranker A's list for another query drawn by frequency (clicks
+        that do not depend on the shown documents, so every true effect is 0); its rows are
+        named ``null:<pair>``. Draws come from the design's own stream."""
+        self.null_labels = self.world.ranked_labels("A")
+        self.query_cdf = np.cumsum(self.world.frequency)
 
     def _process(self, batch: Batch) -> None:
         q = batch.query
         shown = self.interleaver.interleave([r[q] for r in self.ranker_lists], self.rng, length=self.world.depth)
-        clicks = self._clicks(batch, np.asarray(shown.ranking))
+        ranking = np.asarray(shown.ranking)
+        if self.null_labels is None:
+            clicks = self._clicks(batch, ranking)
+        else:
+            from simulations.sampling import draw_from_cdf
+
+            other = draw_from_cdf(self.query_cdf, self.rng.random(len(batch)))
+            labels = np.where(ranking >= 0, self.null_labels[other], -1).astype(np.int8)
+            clicks = self.users.sample(labels, batch.user_type, self.rng)
         outcomes = pair_outcomes(self.interleaver, shown, clicks, len(self.ranker_lists))
         for p, (metric, _, _) in enumerate(self.pairs):
             self._add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
@@ -108,12 +129,13 @@ class InterleavingDesign(Design):
         return users.size >= 2 and bool(sums["compared"].sum() > 0)
 
     def metric_names(self) -> list[str]:
-        return [metric for metric, _, _ in self.pairs]
+        prefix = "" if self.null_labels is None else NULL_PREFIX
+        return [prefix + metric for metric, _, _ in self.pairs]
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
         from onlineeval.stats import ratio_mean
 
         return {
-            metric: ratio_mean(sums[f"num:{metric}"], sums["compared"], alpha=self.alpha)
-            for metric, _, _ in self.pairs
+            name: ratio_mean(sums[f"num:{metric}"], sums["compared"], alpha=self.alpha)
+            for name, (metric, _, _) in zip(self.metric_names(), self.pairs, strict=True)
         }
