@@ -213,6 +213,10 @@ class Evaluation:
         trec_eval / ir_measures names that were translated (``P_10 -> P@10``).
     runs:
         The :class:`~onlineeval.metrics.evaluate.RunEvaluation` of each system.
+    segment_means:
+        With ``segments``: ``segment_attribute, segment_value, segment_queries, system,
+        metric, mean, count`` per segment (queries without attributes form ``<missing>``);
+        the comparisons then hold one row per segment too.
     """
 
     per_query: pd.DataFrame
@@ -223,6 +227,7 @@ class Evaluation:
     paired_queries: int | None
     translations: tuple[Translation, ...]
     runs: Mapping[str, RunEvaluation] = field(repr=False)
+    segment_means: pd.DataFrame | None = None
 
     @property
     def systems(self) -> list[str]:
@@ -286,6 +291,7 @@ def evaluate(
     permutations: int = 10_000,
     bootstrap: int = 10_000,
     alpha: float = 0.05,
+    segments: pd.DataFrame | PathLike | None = None,
 ) -> Evaluation:
     """Offline metrics of runs on qrels under explicit conventions, with paired comparisons.
 
@@ -318,6 +324,10 @@ def evaluate(
         The system the others are compared with (default: the first).
     seed, permutations, bootstrap, alpha:
         Seed of the randomisation test and bootstrap, their sizes, and the level.
+    segments:
+        Per-query attributes for segment analysis (``--segments``): a DataFrame with a
+        ``query`` / ``query_id`` / ``qid`` column (or indexed by query id) and one column
+        per attribute, or the CLI's tab-separated file.
 
     Returns
     -------
@@ -357,6 +367,7 @@ def evaluate(
     residuals = rbp_residuals(q, frames, names, ms, conv)
     gmax = err_scales(q, ms)
     long = long_frame(evals)
+    seg = None if segments is None else _segments(segments, set(long["query"]))
     comparisons: list[PairedResult] = []
     paired: int | None = None
     if len(evals) > 1:
@@ -366,6 +377,20 @@ def evaluate(
 
             comparisons = compare_systems(long_c, baseline, seed=seed, n_permutations=permutations,
                                           n_bootstrap=bootstrap, alpha=alpha)
+            if seg is not None:
+                from onlineeval.stats import compare_segments
+
+                comparisons = comparisons + compare_segments(long_c, seg, baseline, seed=seed,
+                                                             n_permutations=permutations, n_bootstrap=bootstrap,
+                                                             alpha=alpha)
+    seg_means = None
+    if seg is not None:
+        from onlineeval.stats import by_segment
+
+        def table(f: pd.DataFrame) -> pd.DataFrame:
+            return f.groupby(["system", "metric"], sort=False)["value"].agg(["mean", "count"]).reset_index()
+
+        seg_means = by_segment(long, seg, table)
     rows = []
     for ev in evals:
         counts = {f"queries_{k}": v for k, v in ev.counts.as_dict().items()}
@@ -379,7 +404,46 @@ def evaluate(
     aggregate["err_gmax"] = aggregate["err_gmax"].astype("Int64")
     per_query = long[["system", "query", "metric", "value"]].copy()
     return Evaluation(per_query, aggregate, conv, tuple(comparisons), baseline, paired, tuple(translations),
-                      dict(zip(names, evals)))
+                      dict(zip(names, evals)), seg_means)
+
+
+def _segments(segments: Any, evaluated: set[str]) -> pd.DataFrame:
+    """Per-query attributes indexed by query id (strings), as :func:`onlineeval.stats.read_segments` gives them.
+
+    Raises
+    ------
+    InputError
+        A frame without a query column, a query twice (its row), or no evaluated query
+        among its queries (ids of another collection would all be ``<missing>``).
+    """
+    import pandas as pd
+
+    from onlineeval.stats import read_segments
+
+    where = None
+    if _is_path(segments):
+        where = str(segments)
+        seg = read_segments(segments)
+    elif isinstance(segments, pd.DataFrame):
+        cols = {str(c).lower(): c for c in segments.columns}
+        key = next((cols[k] for k in ("query", "query_id", "qid") if k in cols), None)
+        frame = segments.set_index(key) if key is not None else segments
+        if key is None and frame.index.name is None:
+            raise InputError("segments: needs a query column (query, query_id or qid) or an index of query ids")
+        seg = frame.astype(str)
+        seg.index = seg.index.astype(str).rename("query")
+        dup = seg.index.duplicated()
+        if dup.any():
+            row = int(dup.argmax())
+            raise InputError(f"segments: query {seg.index[row]!r} is listed twice", None, row + 1)
+        if seg.shape[1] == 0:
+            raise InputError("segments: no attribute column")
+    else:
+        raise InputError(f"segments: expected a DataFrame or a file path, got {type(segments).__name__}")
+    if evaluated and not evaluated & set(seg.index):
+        raise InputError(f"none of its {len(seg)} queries is an evaluated query (ids e.g. {min(seg.index)!r}; "
+                         f"evaluated ids e.g. {min(evaluated)!r})", where)
+    return seg
 
 
 # ------------------------------------------------------------------------- simulate

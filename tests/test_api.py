@@ -141,6 +141,29 @@ def test_ir_measures_and_pytrec_eval_inputs_equal_the_file_readers(files, preset
     assert_same_as_cli(from_files, doc)
 
 
+def test_evaluate_segments_same_as_the_cli(files, tmp_path: Path) -> None:
+    seg_file = tmp_path / "attrs.tsv"
+    seg_file.write_text("query\tkind\nq1\thead\nq2\ttail\nq3\ttail\n")
+    opts = {"permutations": 300, "bootstrap": 300, "missing": "zero"}
+    runs = {"A": files["A.txt"], "B": files["B.txt"]}
+    by_file = onlineeval.evaluate(files["qrels.txt"], runs, "AP,RR", segments=seg_file, **opts)
+    frame = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "kind": ["head", "tail", "tail"]})
+    by_frame = onlineeval.evaluate(files["qrels.txt"], runs, "AP,RR", segments=frame, **opts)
+    pd.testing.assert_frame_equal(by_file.comparisons_frame(), by_frame.comparisons_frame())
+    pd.testing.assert_frame_equal(by_file.segment_means, by_frame.segment_means)
+    doc = cli_json("evaluate", "--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run",
+                   str(files["B.txt"]), "--metrics", "AP,RR", "--missing", "zero", "--segments", str(seg_file),
+                   "--permutations", "300", "--bootstrap", "300")
+    assert_same_as_cli(by_file, doc)
+    assert len(doc["comparisons"]) > 2  # the segment rows are there
+    ours = by_file.segment_means.to_dict("records")
+    assert len(ours) == len(doc["segment_means"])
+    for a, b in zip(ours, doc["segment_means"]):
+        assert {k: a[k] for k in b} == b
+    with pytest.raises(InputError, match="evaluated"):
+        onlineeval.evaluate(files["qrels.txt"], runs, "AP", segments=frame.assign(query_id=["x", "y", "z"]), **opts)
+
+
 def test_evaluate_single_run_and_the_tie_rule_follows_row_order() -> None:
     qrels = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "relevance": [0, 1]})
     run = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0, 1.0]})
