@@ -10,7 +10,7 @@ standard errors from the CLT (one log) or from the spread of seeded replicates.
 
 Regressions of the bias found with the design's assumption sweep: on 400,000 impressions
 the default PBM-IPS estimated the examination from about 50 incidental swap pairs per slot
-(z = 7 to 8, up to 29 on other seeds), and the direct method fitted its PBM with
+(z = 8; 3 to 43 on eight other seeds), and the direct method fitted its PBM with
 Beta(1, 1) pseudo-counts (bias +0.007 on a difference of 0.023).
 """
 

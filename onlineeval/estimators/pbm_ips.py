@@ -81,7 +81,7 @@ log with its logger), exactly; with ``"empirical"``, up to the never-shown mass 
 with estimated examination, consistent only. On the 400,000-impression direct log of
 ``configs/counterfactual.yaml`` with PBM users, the former default (``"auto"``
 examination picking ``swap`` from about 50 incidental swap pairs per slot, each list seen
-about once) was 7 to 8 standard errors off; ``auto`` now needs swap pairs to hold half
+about once) was 8 standard errors off (3 to 43 on eight other seeds); ``auto`` now needs swap pairs to hold half
 the log and otherwise harvests (``tests/test_estimators_at_scale.py``).
 """
 

@@ -533,7 +533,7 @@ def estimate_examination(
     holds a few incidental swap pairs, seen about once each: on the 400,000-impression log
     of ``configs/counterfactual.yaml`` 195 pairs (about 50 per slot) covered 0.1% of the
     impressions, and the swap estimate from them was off by up to 74% (slot 3: 1.23 for
-    0.71), which biased PBM-IPS by 7 standard errors; harvesting uses every impression
+    0.71), which biased PBM-IPS by 8 standard errors (3 to 43 on eight other seeds); harvesting uses every impression
     and was within 2% there. ``randtop`` is never picked automatically (a uniform
     shuffle cannot be told from other randomisation by looking at the lists); ``em`` is
     not either (it is the same likelihood as ``harvest`` over all pairs, slower).
