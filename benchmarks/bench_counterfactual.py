@@ -114,7 +114,8 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
             else:  # as the design does: the rows showing a target's list are looked up
                 same = [lists[b.query] == shown for lists, _ in design._known]
                 runs = [running_and(eq) for eq in same]
-                p = known_list_propensities(policy, b.query, shown, m, design._known, [r[:, -1] for r in runs])
+                p = known_list_propensities(policy, b.query, shown, m, design._known, [r[:, -1] for r in runs],
+                                            design._known_table)
             t2 = clock()
             clicks = design._clicks(b, shown)
             t3 = clock()

@@ -422,3 +422,27 @@ def test_adaptive_ips_rows_of_unusual_type_codes_equal_the_old_code():
             num, w = _old_adaptive_terms(est, data, target, reward)
             new = est.terms(data, target, reward)
             assert np.array_equal(new.num, num) and np.array_equal(new.weights, w)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+def test_known_list_lookup_equals_the_policy(share):
+    """Rows showing a known list (a target's top k) take the precomputed propensities; the
+    result equals the policy's own propensities row by row, whatever the share of such rows."""
+    from simulations.designs.counterfactual import known_list_propensities, stack_known
+
+    data, targets = _random_log(31)
+    policy, k = data.logger, data.k
+    rng = np.random.default_rng(int(share * 10))
+    q = data.query
+    shown = data.shown.copy()
+    pick = rng.random(q.size)
+    use_a, use_b = pick < share * 0.7, (pick >= share * 0.7) & (pick < share)
+    shown[use_a] = targets[0].lists[q[use_a]]
+    shown[use_b] = targets[1].lists[q[use_b]]
+    known = [(t.lists, policy.propensities(np.arange(t.lists.shape[0]), t.lists)) for t in targets]
+    ref = _old_propensities(policy, q, shown)
+    for match, table in ((None, None), ([(t.lists[q] == shown).all(axis=1) for t in targets], stack_known(known))):
+        got = known_list_propensities(policy, q, shown, policy.m, known, match, table)
+        assert np.array_equal(got.list, ref.list)
+        assert np.array_equal(got.prefix, ref.prefix) and np.array_equal(got.item, ref.item)
+        assert got.prefix.shape == (q.size, k)

@@ -91,6 +91,7 @@ __all__ = [
     "paired_difference",
     "refits_on_whole_log",
     "shared_policy",
+    "stack_known",
     "support_mask",
 ]
 
@@ -242,36 +243,42 @@ def distinct_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m: 
 
 
 def known_list_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m: int,
-                            known: list[tuple[np.ndarray, Any]], match: list[np.ndarray] | None = None) -> Any:
+                            known: list[tuple[np.ndarray, Any]], match: list[np.ndarray] | None = None,
+                            table: Any = None) -> Any:
     """``policy.propensities(query, shown)`` with the rows that show a known list looked up.
 
     ``known`` holds ``(lists, p)``: ``(Q, k)`` lists, one per query (the rankers' top
     ``k``, which an epsilon-greedy or mixture logger around them shows most of the time),
     and their propensities ``p`` computed once for all queries. A row whose list equals
     its query's known list takes that row of ``p``; the others are computed by the policy
-    (they are mostly randomised lists, rarely repeated). Propensities are a function of the query and the
-    list, so the numbers are the same. ``match[i]`` may give the ``(n,)`` rows whose list
-    is ``lists_i[query]`` when the caller has them."""
+    (they are mostly randomised lists, rarely repeated). Propensities are a function of
+    the query and the list, so the numbers are the same. ``match[i]`` may give the
+    ``(n,)`` rows whose list is ``lists_i[query]``, and ``table`` the known propensities
+    stacked (:func:`stack_known`), when the caller has them."""
     from onlineeval.estimators import Propensities
 
-    n, k = shown.shape
-    which = np.full(n, -1, dtype=np.int64)
-    for i, (lists, _) in enumerate(known):
-        eq = match[i] if match is not None else (lists[query] == shown).all(axis=1)
-        which[(which < 0) & eq] = i
+    n_queries = known[0][0].shape[0]
+    which = np.full(query.shape[0], -1, dtype=np.int64)
+    for i in range(len(known) - 1, -1, -1):  # the first known list a row shows wins
+        eq = match[i] if match is not None else (known[i][0][query] == shown).all(axis=1)
+        which = np.where(eq, i, which)
     rest = np.flatnonzero(which < 0)
-    if rest.size == n:
-        return distinct_propensities(policy, query, shown, m)
-    p_list, p_prefix, p_item = np.empty(n), np.empty((n, k)), np.empty((n, k))
-    for i, (_, p) in enumerate(known):
-        rows = np.flatnonzero(which == i)
-        if rows.size:
-            qi = query[rows]
-            p_list[rows], p_prefix[rows], p_item[rows] = p.list[qi], p.prefix[qi], p.item[qi]
+    if rest.size == query.shape[0]:
+        return policy.propensities(query, shown)
+    t = stack_known(known) if table is None else table
+    rows = np.maximum(which, 0) * n_queries + query  # the row of the stacked table (rest: overwritten)
+    p_list, p_prefix, p_item = t.list[rows], t.prefix[rows], t.item[rows]
     if rest.size:  # mostly randomised lists, rarely repeated: no de-duplication
         p = policy.propensities(query[rest], shown[rest])
         p_list[rest], p_prefix[rest], p_item[rest] = p.list, p.prefix, p.item
     return Propensities(p_list, p_prefix, p_item)
+
+
+def stack_known(known: list[tuple[np.ndarray, Any]]) -> Any:
+    """The known lists' propensities stacked: row ``i Q + q`` is list ``i`` of query ``q``."""
+    from onlineeval.estimators import Propensities
+
+    return Propensities(*(np.concatenate([np.asarray(getattr(p, f)) for _, p in known]) for f in ("list", "prefix", "item")))
 
 
 #: (id(policy), id(world), target) -> (policy, world, (lists, propensities)); entries hold what they are keyed by
@@ -420,6 +427,7 @@ class CounterfactualDesign(Design):
         self._known: list[tuple[np.ndarray, Any]] | None = None
         if all(np.shape(self.world.rankings[t])[1] == self.policy.k for t in self.target_names):
             self._known = [_shared_known(self.policy, self.world, t) for t in self.target_names]
+            self._known_table = stack_known(self._known)
         self.whole_log = {label: refits_on_whole_log(est) for label, est in self.estimators}
         # whole-log estimators whose per-row statistics do not depend on the rest of the log
         # (adaptive IPS: each behaviour's terms; only the choice among them is whole-log):
@@ -455,7 +463,8 @@ class CounterfactualDesign(Design):
         else:
             same = [lists[batch.query] == shown for lists, _ in self._known]
             runs = [running_and(eq) for eq in same]
-            p = known_list_propensities(self.policy, batch.query, shown, m, self._known, [r[:, -1] for r in runs])
+            p = known_list_propensities(self.policy, batch.query, shown, m, self._known, [r[:, -1] for r in runs],
+                                        self._known_table)
         data = LoggedData(batch.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
                           user=batch.user, user_type=batch.user_type, logger=self.policy)
         for target in self.targets:
