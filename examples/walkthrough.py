@@ -8,7 +8,7 @@ Step 1 evaluates two rankers offline on qrels given as pandas DataFrames (ir_mea
 columns; a dict of dicts or TREC files work the same way) and compares them paired per
 query. Step 2 simulates the online experiment of a config in memory (nothing is written
 but the plot). Step 3 reads how much of the offline gain survives online (the shrinkage),
-step 4 draws power versus days. Every number comes from the same code as the CLI
+step 4 draws power versus days and the shrinkage. Every number comes from the same code as the CLI
 (``onlineeval evaluate``, ``onlineeval simulate``).
 """
 
@@ -68,10 +68,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     # 4. power versus days, simulated and analytic
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fig = sim.power_figure()
-    fig.savefig(out / "power_vs_days.png", dpi=100)
-    print(f"plot: {out / 'power_vs_days.png'}")
-    return {"offline": offline, "simulation": sim, "plot": out / "power_vs_days.png"}
+    sim.power_figure().savefig(out / "power_vs_days.png", dpi=100)
+    sim.shrinkage_figure().savefig(out / "shrinkage.png", dpi=100)  # offline gain next to the online effects
+    print(f"plots: {out / 'power_vs_days.png'}, {out / 'shrinkage.png'}")
+    return {"offline": offline, "simulation": sim, "plot": out / "power_vs_days.png", "shrinkage": out / "shrinkage.png"}
 
 
 if __name__ == "__main__":

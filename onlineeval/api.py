@@ -553,6 +553,30 @@ class Simulation:
         ax.legend(loc="lower right", fontsize="small")
         return fig
 
+    def shrinkage_figure(self) -> Figure:
+        """The offline relative gain (frequency-weighted) next to each A/B metric's online relative
+        effect (B - A) / A, labelled with its shrinkage; a new figure (not shown, not saved)."""
+        from matplotlib.figure import Figure
+
+        off = self.summary["offline"]
+        labels = [f"offline {off['metric']} (freq-weighted)"]
+        values = [100 * off["relative_gain_weighted"]]
+        notes = [""]
+        for row in self.shrinkage.itertuples():
+            labels.append(f"online {row.design}: {row.metric}")
+            values.append(100 * row.relative_effect)
+            notes.append(f"shrink {row.shrinkage:.2f}")
+        fig = Figure(figsize=(7, 0.5 * len(labels) + 1.5), constrained_layout=True)
+        ax = fig.add_subplot()
+        y = list(range(len(labels)))[::-1]
+        ax.barh(y, values, color=["grey"] + ["C0"] * (len(values) - 1))
+        for yi, v, note in zip(y, values, notes):
+            ax.annotate(note, (v, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
+        ax.set_yticks(y, labels)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlabel("relative difference B vs A (%)")
+        return fig
+
     def text(self, source: str = "") -> str:
         """The terminal report of ``onlineeval simulate``."""
         from simulations.report import terminal_summary

@@ -220,6 +220,9 @@ def test_simulate_same_numbers_as_the_cli_and_writes_only_when_asked(tmp_path: P
     ab = table[(table["design"] == "ab") & (table["metric"] == "reciprocal_rank")].iloc[0]
     assert ab["shrinkage"] == cli_summary["designs"]["ab"]["reciprocal_rank"]["shrinkage_vs_offline"]
     assert set(sim.shrinkage["design"]) == {"ab"}
+    bars = sim.shrinkage_figure().axes[0].patches
+    assert [b.get_width() for b in bars] == pytest.approx(
+        [100 * sim.summary["offline"]["relative_gain_weighted"]] + list(100 * sim.shrinkage["relative_effect"]))
     fig = sim.power_figure()
     assert len(fig.axes) == 1 and len(fig.axes[0].lines) >= 2 * len(sim.config.designs)
     written = onlineeval.simulate(sim.config, output=tmp_path / "api", traffic__days=2)  # a Config, overridden

@@ -34,7 +34,8 @@ def test_walkthrough_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[st
     walk = load_walkthrough()
     out = walk.main(["--config", str(cfg), "--replicates", "3", "--out", str(tmp_path / "walk")])
     printed = capsys.readouterr().out
-    assert out["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for key in ("plot", "shrinkage"):
+        assert out[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     offline, sim = out["offline"], out["simulation"]
     # the paired difference is the mean of the per-query differences (computed here from the per-query table)
     pq = offline.per_query[offline.per_query["metric"] == "nDCG@10"].pivot(index="query", columns="system",
