@@ -259,3 +259,23 @@ def test_full_disk_is_a_clear_error_and_keeps_partial(tmp_path: Path, monkeypatc
         job.simulate(config, out, workers=1)
     assert "kept in" in str(info.value)
     assert _records(out) == 2
+
+
+def test_read_only_file_system_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A results folder that cannot be created or written (EROFS; root ignores permission bits,
+    so the failure is injected): one OutputError naming the path, no traceback."""
+    import errno
+
+    from onlineeval.errors import OutputError
+    from simulations import job
+    from simulations.config import load_config
+
+    config = load_config(_write_config(tmp_path, replicates=2))
+
+    def read_only(self: Path, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    with pytest.raises(OutputError, match="Read-only file system") as info:
+        job.simulate(config, tmp_path / "new" / "out", workers=1)
+    assert "nothing was run" in str(info.value)
