@@ -125,7 +125,11 @@ def _frame(table: Any, kind: str, value: str, name: str) -> pd.DataFrame:
         return qrels_from_frame(frame) if kind == "qrels" else run_from_frame(frame)
     except InputError as exc:
         message = exc.message if name == kind else f"{name}: {exc.message}"
-        raise InputError(message, exc.path, exc.line) from None
+        line = exc.line
+        if isinstance(table, Mapping) and line is not None:  # a dict has no rows: name the entry
+            message += f" (query {frame['query'].iloc[line - 1]!r}, document {frame['doc'].iloc[line - 1]!r})"
+            line = None
+        raise InputError(message, exc.path, line) from None
 
 
 def _is_single_table(x: Any) -> bool:
@@ -308,7 +312,8 @@ def evaluate(
     runs:
         One run (a DataFrame with ``query_id, doc_id, score`` or ``query, doc, score``; a
         dict ``{query_id: {doc_id: score}}``; a TREC run file), a dict ``{name: run}``, or
-        a list of run files (named as the CLI names them: the file stem).
+        a list of run files (named as the CLI names them: the file stem). One run that is
+        not a file is named ``run``; a list of in-memory runs ``run1, run2, ...``.
     metrics:
         Comma-separated names or a list (``"nDCG@10,ERR@10,RBP(p=0.8),AP"``; trec_eval and
         ir_measures names are translated and listed in ``translations``).

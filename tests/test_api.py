@@ -189,6 +189,9 @@ def test_evaluate_typed_errors(files) -> None:
     with pytest.raises(InputError) as err:
         onlineeval.evaluate(files["qrels.txt"], files["A.txt"], "AP")
     assert err.value.path == str(files["A.txt"]) and err.value.line == 7
+    with pytest.raises(InputError) as err:
+        onlineeval.evaluate(files["qrels.txt"], {"q1": {"a": 1.0, "b": float("nan")}}, "AP")
+    assert err.value.line is None and "query 'q1', document 'b'" in str(err.value)
     with pytest.raises(InputError, match="pytrec_eval"):
         onlineeval.evaluate({"q1": ["a"]}, files["A.txt"], "AP")
 
