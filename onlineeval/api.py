@@ -776,7 +776,8 @@ def evaluate_clicks(
     sessions:
         Training sessions (see :func:`fit_clicks`).
     models:
-        Model names (``name:em`` for the EM fit of dcm / sdbn), or ``{label: fitted model}``.
+        Model names (``name:em`` for the EM fit of dcm / sdbn) and fitted-parameter ``.json``
+        files (labelled ``model (file name)`` as by the CLI), or ``{label: fitted model}``.
     test:
         Held-out sessions; default a random split of ``sessions`` with ``test_fraction``
         held out, drawn with ``numpy.random.default_rng(seed)`` (the CLI's split).
@@ -809,6 +810,12 @@ def evaluate_clicks(
             raise ConfigError(("models",), "give at least one model name")
         fits = {}
         for name in names:
+            if str(name).endswith(".json"):  # parameters saved by fit_clicks(...).save / clicks fit --out
+                from clickmodels.estimation import load_fit
+
+                fitted = load_fit(name)
+                fits[f"{fitted.name} ({Path(name).name})"] = fitted
+                continue
             base, _, method = name.partition(":")
             if method not in ("", "em"):
                 raise ConfigError(("models",), f"{name}: the only suffix is ':em' (EM fit of dcm, sdbn)")

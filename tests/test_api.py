@@ -278,6 +278,10 @@ def test_clicks_on_a_frame_equal_the_file_and_the_cli(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     cli = pd.read_csv(csv, index_col=0)
     np.testing.assert_allclose(table[cli.columns].to_numpy(dtype=float), cli.to_numpy(dtype=float), rtol=1e-12)
+    fit_frame.save(tmp_path / "pbm.json")
+    saved = onlineeval.evaluate_clicks(frame, [str(tmp_path / "pbm.json")], test=frame)
+    direct = onlineeval.evaluate_clicks(frame, {"pbm (pbm.json)": fit_frame}, test=frame)
+    pd.testing.assert_frame_equal(saved, direct)
     with pytest.raises(InputError) as err:
         onlineeval.fit_clicks(frame.assign(clicks=[["zz"]] + list(frame["clicks"][1:])), "pbm")
     assert err.value.line == 1 and "row 1" in str(err.value)
