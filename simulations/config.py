@@ -389,6 +389,11 @@ class AnalysisConfig(_Strict):
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
     power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
     aa: bool = Field(True, description="also run each design as A/A (B replaced by A)")
+    null: bool = Field(
+        True,
+        description="also run each interleaving design with a null user (clicks that ignore relevance) for its "
+        "null rejection rate; false: the rate is analytic from the null Delta (the truth's Monte Carlo)",
+    )
     truth_impressions: Annotated[int, Strict(), Field(ge=1000, le=1_000_000_000)] = Field(
         1_000_000, description="Monte Carlo impressions for the true interleaving preference"
     )

@@ -64,11 +64,12 @@ class DesignSpec:
 
 def design_specs(config: Config) -> list[DesignSpec]:
     """The designs, their A/A variants (``analysis.aa``) and every interleaving design's null
-    variant (rows ``null:<pair>``: the real rankers, clicks that ignore relevance)."""
+    variant (``analysis.null``; rows ``null:<pair>``: the real rankers, clicks that ignore relevance)."""
     specs = [DesignSpec(d, False) for d in config.designs]
     if config.analysis.aa:
         specs += [DesignSpec(d, True) for d in config.designs]
-    specs += [DesignSpec(d, False, True) for d in config.designs if d.type == "interleaving"]
+    if config.analysis.null:
+        specs += [DesignSpec(d, False, True) for d in config.designs if d.type == "interleaving"]
     return specs
 
 

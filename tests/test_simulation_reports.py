@@ -182,10 +182,13 @@ def test_no_detectable_effect_instead_of_a_size(tmp_path):
     """Identical rankers: every truth is 0 (exactly for A/B and balanced, Monte Carlo noise
     for team-draft): no required size is given where |truth| <= 2 SE."""
     cfg = _config(rankers={"depth": 10, "noise_correlation": 1.0, "A": {"noise": 1.0}, "B": {"noise": 1.0}},
-                  replicates=4, analysis={"truth_impressions": 20_000}, traffic={"days": 2, "queries_per_day": 400,
-                                                                                 "batch_hours": 24})
+                  replicates=4, analysis={"truth_impressions": 20_000, "null": False},
+                  traffic={"days": 2, "queries_per_day": 400, "batch_hours": 24})
     result = simulate(cfg, output=None, workers=1)
     text = terminal_summary(result)
+    assert not result.rows["metric"].str.startswith("null:").any()  # analysis.null: false
+    null = result.summary["designs"]["team_draft"]["delta_ab"]["null"]
+    assert null["rejection_rate"] == null["rejection_rate_analytic"] and "replicates" not in null
     for design, metrics in result.summary["designs"].items():
         for metric, e in metrics.items():
             undetectable = abs(e["true_effect"]) <= 2 * e["true_effect_se"]

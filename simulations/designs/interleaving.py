@@ -18,6 +18,12 @@ The test is clustered by user: per user ``num = (w_u - l_u) / 2`` and
 ``den = w_u + l_u + t_u``, and :math:`\\Delta = \\sum num / \\sum den` with its
 delta-method standard error over users. A multileaving design reports every pair
 ``delta_<j>_vs_<i>`` (its preference matrix), the first pair being its primary metric.
+
+Every interleaving design also runs as a *null variant* (:meth:`InterleavingDesign.use_null_user`):
+the same rankers and traffic, but clicks that do not depend on the shown documents, so
+every true effect is 0; its rows ``null:<pair>`` measure the method's bias and the false
+positives it causes on these rankers (balanced interleaving is biased: Hofmann, Whiteson
+and de Rijke 2011).
 """
 
 from __future__ import annotations
