@@ -133,11 +133,22 @@ def paired_difference(
         return PairedEstimate(math.nan, math.nan, alpha)
     if not (np.isfinite(num_a).all() and np.isfinite(num_b).all()):
         return PairedEstimate(math.nan, math.nan, alpha)
-    r_a, e_a = ratio_linearization(num_a, den_a)
-    r_b, e_b = ratio_linearization(num_b, den_b)
+    r_a, e_a = _linearization(num_a, den_a, ratio_linearization)
+    r_b, e_b = _linearization(num_b, den_b, ratio_linearization)
     d = e_b - e_a
     d = d - d.mean()
     return PairedEstimate(r_b - r_a, math.sqrt(float(d @ d) / (n * (n - 1))), alpha)
+
+
+def _linearization(num: np.ndarray, den: np.ndarray, checked: Any) -> tuple[float, np.ndarray]:
+    """``ratio_linearization(num, den)`` (the same expressions) without its input copies
+    when the inputs are plain float vectors (``num`` is checked finite by the caller);
+    anything else goes to ``checked``, which raises its errors."""
+    if (num.dtype == np.float64 and den.dtype == np.float64 and num.ndim == den.ndim == 1
+            and num.size == den.size and num.size >= 2 and np.isfinite(den).all() and not (den < 0).any()):
+        r = float(num.sum() / den.sum())
+        return r, (num - r * den) / den.mean()
+    return checked(num, den)  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------------------------------------ shared objects
