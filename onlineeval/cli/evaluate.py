@@ -691,8 +691,34 @@ def run_direct(args: list[str]) -> bool:
     params = direct_params(args)
     if params is None:
         return False
+    _keep_freed_memory()
     try:
         evaluate_cmd(**params)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     return True
+
+
+def _keep_freed_memory() -> None:
+    """Let glibc's allocator keep freed memory for reuse (this process only).
+
+    Reading and ranking millions of rows allocate and free many arrays of tens of MB; by
+    default glibc returns each to the system (``munmap`` / heap trimming) and the next one
+    is page-faulted in afresh, which costs more system time than the numpy work itself
+    (about 3.5 of 9 CPU seconds at 10M rows). Larger mmap and trim thresholds keep that
+    memory in the process (peak memory about 10% higher). No effect on any result; a C
+    library without ``mallopt`` (not glibc) is left alone.
+    """
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    # M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD
+    for option, value in ((-1, 2**31 - 1), (-2, 1 << 30), (-3, 1 << 30)):
+        mallopt(option, value)
