@@ -30,19 +30,19 @@ from the per-user influence values :math:`e_{tu} = (x_{tu} - \hat R_t y_{tu}) / 
 and interval. Users are the clusters because they persist (Deng, Knoblich and Lu 2018).
 
 Cost: the per-impression work is one draw from the logger, the logging propensities (rows
-that show a target's list take them from a per-query table computed once; the others are
-computed once per distinct (query, list) of the batch, :func:`known_list_propensities`),
+that show a target's list take them from a per-query table computed once, the others are
+computed by the policy, :func:`known_list_propensities`),
 the clicks and each estimator's terms for two targets on the new rows (the targets'
 indicators and the slot rewards are computed once per batch and shared); a checkpoint
 costs :math:`O(\text{users})` per estimator. Measured with
 ``benchmarks/bench_counterfactual.py`` on ``configs/counterfactual.yaml`` (CPU time of one
 process, the same batches for every design, 3 replicates, each batch's best of 5 rounds):
-team-draft 0.64 us per impression; this design 1.57 (1.12 serving: the logger's sampling
-0.29, its propensities 0.29, clicks 0.19, terms 0.005-0.08 per estimator for both
-targets; 0.45 checkpoints, 0.12 of them adaptive IPS's whole-log choice), 2.5 times
-team-draft (4.9 before the fast paths). With one estimator 0.94-1.12 (1.5-1.8 times), with
-an epsilon-greedy logger and IPS 0.81 (1.3 times). The rest is the policy's sampling and
-propensities, the clicks, and per-batch numpy overhead (4,000 impressions a batch).
+team-draft 0.60 us per impression; this design 1.42 (1.01 serving: the logger's sampling
+0.21, its propensities 0.20, clicks 0.16, terms 0.005-0.08 per estimator for both
+targets; 0.41 checkpoints, 0.12 of them adaptive IPS's whole-log choice), 2.4 times
+team-draft (4.9 before the fast paths). With one estimator 0.81-0.98 (1.35-1.6 times), with
+an epsilon-greedy logger and IPS 0.69 (1.14 times). What remains is mostly the policy's
+sampling and propensities, the clicks, and numpy's per-call overhead on batches of 4,000.
 Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination
