@@ -449,7 +449,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             days_s = str(days) if days is not None else (
                 f"~{e['analytic_required_days']:.0f}*" if e["analytic_required_days"] is not None else "never")
             if not e.get("detectable", True):
-                impr_s, users_s = "no detectable effect", "-"
+                impr_s, users_s, days_s = "no detectable effect", "-", "-"
             else:
                 impr_s = _count(e["analytic_required_impressions"])
                 users_s = _count(e["analytic_required_users"])
