@@ -2,8 +2,9 @@
 
 References are the previous implementations, kept verbatim below (``_old_*``): the
 sort-merge join of run rows to qrels (``_join_codes``) must return the same labels and
-raise the same errors as the hash-index join, and evaluations must agree to the bit,
-per query, on trec_eval's test data and on random synthetic files. The direct
+raise the same errors as the hash-index join, and evaluations must agree to the bit, per
+query, with those through the old join and the old judged-grade matrix, on trec_eval's
+test data and on random synthetic files. The direct
 ``evaluate`` argument parser must hand :func:`evaluate_cmd` exactly what typer would.
 """
 
@@ -45,6 +46,23 @@ def _old_join_codes(run_q, qrels_q, run_docs, qrels_docs, qrels_grades, run_path
     g = np.asarray(qrels_grades, dtype=np.int64)
     out = np.where(hit >= 0, g[np.maximum(hit, 0)], -1)
     return np.where((hit >= 0) & (out < 0), -2, out).astype(np.int64)
+
+
+def _old_judged_matrix(qrels, queries, *_unused):
+    g = qrels["grade"].to_numpy(dtype=np.int64)
+    qi = pd.Index(queries).get_indexer(evaluate_module._ids(qrels["query"]))
+    keep = (qi >= 0) & (g >= 0)
+    qi, g = qi[keep], g[keep]
+    nq = len(queries)
+    counts = np.bincount(qi, minlength=nq)
+    width = max(int(counts.max(initial=0)), 1)
+    order = np.argsort(qi, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    qs = qi[order]
+    pos = np.arange(qi.size) - starts[qs]
+    out = np.full((nq, width), -1, dtype=np.int64)
+    out[qs, pos] = g[order]
+    return -np.sort(-out, axis=1)
 
 
 def _outcome(fn, *args):
@@ -93,6 +111,7 @@ def _both(qrels: pd.DataFrame, run: pd.DataFrame, conv, monkeypatch) -> tuple:
     new = evaluate_run(qrels, run, metrics, conv)
     with monkeypatch.context() as m:
         m.setattr(evaluate_module, "_join_codes", _old_join_codes)
+        m.setattr(evaluate_module, "_judged_matrix", _old_judged_matrix)
         old = evaluate_run(qrels, run, metrics, conv)
     return old, new
 

@@ -171,7 +171,7 @@ def label_batch(
         codes, queries = codes[order], queries[order]
         if groups is not None:
             groups = groups[order]
-    judged = _judged_matrix(qrels, queries)
+    judged = _judged_matrix(qrels, queries, qrels_q, qnames)
     counts = {
         "filled_missing": filled,
         "dropped_missing": int(missing.size) if conventions.missing == "drop" else 0,
@@ -188,16 +188,27 @@ def _ids(column: pd.Series) -> np.ndarray:
     return column.astype(str).to_numpy(dtype=object)
 
 
-def _judged_matrix(qrels: pd.DataFrame, queries: np.ndarray) -> np.ndarray:
-    """``(q, m)`` judged grades (>= 0) per query in ``queries`` order, sorted descending."""
+def _judged_matrix(
+    qrels: pd.DataFrame, queries: np.ndarray, qrels_q: np.ndarray | None = None, qnames: np.ndarray | None = None
+) -> np.ndarray:
+    """``(q, m)`` judged grades (>= 0) per query in ``queries`` order, sorted descending.
+
+    ``qrels_q`` (the code of each qrels row in ``qnames``) spares hashing every qrels row's
+    query id: only the distinct names are looked up in ``queries``.
+    """
     g = qrels["grade"].to_numpy(dtype=np.int64)
-    qi = pd.Index(queries).get_indexer(_ids(qrels["query"]))
+    if qrels_q is not None and qnames is not None:
+        # position of each distinct name in ``queries`` (-1 when absent), then one gather
+        qi = pd.Index(queries).get_indexer(np.asarray(qnames, dtype=object))[qrels_q]
+    else:
+        qi = pd.Index(queries).get_indexer(_ids(qrels["query"]))
     keep = (qi >= 0) & (g >= 0)
     qi, g = qi[keep], g[keep]
     nq = len(queries)
     counts = np.bincount(qi, minlength=nq)
     width = max(int(counts.max(initial=0)), 1)
-    order = np.argsort(qi, kind="stable")
+    # qrels list each query's lines together, usually in sorted order: then no sort is needed
+    order = np.arange(qi.size) if bool((qi[1:] >= qi[:-1]).all()) else np.argsort(qi, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     qs = qi[order]
     pos = np.arange(qi.size) - starts[qs]
