@@ -1,0 +1,280 @@
+"""Execution backends for sweeps: where chunks of replicates run.
+
+A task is one chunk of replicates of one sweep point, :class:`Task` ``(point, config,
+indices)``. A backend runs tasks and hands each finished chunk, ``[(replicate, rows), ...]``,
+to a callback in the calling thread. Two backends share that interface:
+
+- :class:`LocalExecutor` (the default): ``workers`` local processes
+  (:class:`concurrent.futures.ProcessPoolExecutor`); ``workers=1`` runs in-process. No
+  server, no port.
+- :class:`DaskExecutor`: a Dask distributed cluster, given by a scheduler address
+  (``tcp://host:8786``) or ``local:N`` (a :class:`distributed.LocalCluster` of ``N``
+  single-threaded worker processes on this machine). Scheduling, transport and retries
+  are Dask's; this module only submits tasks.
+
+Numbers never depend on the backend, the number of workers or the chunking: replicate
+``r`` of a point always runs :func:`simulations.runner.run_replicate` with
+``SeedSequence(point seed).spawn(R)[r]`` on the point's world, built from
+``SeedSequence((point seed, WORLD))``; a task's position in a queue plays no part.
+
+Worlds travel once per worker, not once per task: the local backend keeps a per-process
+cache keyed by the point's fingerprint (a worker builds a point's world, which is a pure
+function of the config, the first time it gets one of its chunks); the Dask backend
+scatters the world built by the client to every worker (``broadcast=True``) and passes
+the resulting future to the point's tasks, so workers need the installed package but not
+the collection files.
+"""
+
+from __future__ import annotations
+
+import signal
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+from onlineeval.errors import ConfigError
+from simulations.config import Config
+from simulations.runner import replicate_seeds, resolve_workers, run_replicate
+from simulations.users import UserModels
+from simulations.world import World, build_world
+
+__all__ = [
+    "ChunkRows",
+    "DaskExecutor",
+    "Executor",
+    "LocalExecutor",
+    "Task",
+    "make_executor",
+    "parse_scheduler",
+    "run_chunk",
+]
+
+#: a finished chunk: ``[(replicate index, rows of that replicate), ...]``
+ChunkRows = list[tuple[int, list[dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One chunk of replicates of one sweep point.
+
+    ``point`` is the point's fingerprint (:func:`simulations.job.config_fingerprint`),
+    which keys the point's world on the workers."""
+
+    point: str
+    config: Config
+    indices: tuple[int, ...]
+
+
+def run_chunk(config: Config, world: World, indices: Sequence[int]) -> ChunkRows:
+    """Run replicates ``indices`` of ``config`` on ``world`` (seeded by replicate index only)."""
+    users = UserModels.from_config(config.users)
+    seqs = replicate_seeds(config.seed, max(indices) + 1) if indices else []
+    return [(i, run_replicate(config, world, users, seqs[i], i)) for i in indices]
+
+
+class Executor(ABC):
+    """Runs tasks; ``on_done(task, rows)`` is called in the caller's thread as each finishes."""
+
+    name: str = "executor"
+
+    @abstractmethod
+    def run(
+        self,
+        tasks: Sequence[Task],
+        worlds: Mapping[str, World],
+        on_done: Callable[[Task, ChunkRows], None],
+    ) -> None:
+        """Run every task; ``worlds`` maps a point's fingerprint to its world (built by the caller)."""
+
+    @property
+    @abstractmethod
+    def workers(self) -> int:
+        """How many tasks can run at once."""
+
+    def close(self) -> None:
+        """Release workers and connections (idempotent)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------ local processes
+_WORLDS: dict[str, World] = {}
+_WORLD_CACHE_SIZE = 2  # points whose worlds a worker process keeps
+
+
+def _init_local_worker() -> None:
+    # the parent handles Ctrl-C / SIGTERM (it cancels the queue and ends the workers)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _local_chunk(point: str, config: Config, indices: tuple[int, ...]) -> ChunkRows:
+    world = _WORLDS.get(point)
+    if world is None:
+        from simulations.runner import world_seed
+
+        world = build_world(config, world_seed(config.seed))
+        while len(_WORLDS) >= _WORLD_CACHE_SIZE:
+            _WORLDS.pop(next(iter(_WORLDS)))
+        _WORLDS[point] = world
+    return run_chunk(config, world, indices)
+
+
+class LocalExecutor(Executor):
+    """``workers`` local processes (0 = all cores; 1 = in this process)."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 0) -> None:
+        self._workers = resolve_workers(workers)
+        self._pool: ProcessPoolExecutor | None = None
+
+    @property
+    def workers(self) -> int:
+        return self._workers
+
+    def run(
+        self,
+        tasks: Sequence[Task],
+        worlds: Mapping[str, World],
+        on_done: Callable[[Task, ChunkRows], None],
+    ) -> None:
+        if self._workers <= 1 or len(tasks) <= 1:
+            for task in tasks:
+                on_done(task, run_chunk(task.config, worlds[task.point], task.indices))
+            return
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self._workers, initializer=_init_local_worker)
+        pool = self._pool
+        try:
+            futures = {pool.submit(_local_chunk, t.point, t.config, t.indices): t for t in tasks}
+            for fut in as_completed(futures):
+                on_done(futures[fut], fut.result())
+        except BaseException:
+            from simulations.runner import _stop_pool
+
+            self._pool = None
+            _stop_pool(pool)  # cancel the queue, end the worker processes now
+            raise
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+# ------------------------------------------------------------------------------ Dask distributed
+def parse_scheduler(spec: str) -> tuple[str, int | None]:
+    """``"local:N"`` -> ``("local", N)``; an address (``tcp://host:8786``) -> ``(address, None)``.
+
+    Raises
+    ------
+    ConfigError
+        at ``executor.address`` for a malformed ``local:N`` or an empty address.
+    """
+    spec = spec.strip()
+    if spec.startswith("local"):
+        _, _, n = spec.partition(":")
+        if not n.isdigit() or int(n) < 1:
+            raise ConfigError(("executor", "address"), f"'local:N' needs a whole number of workers N >= 1, got {spec!r}")
+        return "local", int(n)
+    if not spec:
+        raise ConfigError(("executor", "address"), "empty scheduler address; give tcp://host:port or local:N")
+    return spec, None
+
+
+class DaskExecutor(Executor):
+    """Tasks on a Dask distributed cluster: ``address`` is a scheduler (``tcp://host:8786``)
+    or ``local:N`` (a LocalCluster of N single-threaded worker processes, no dashboard)."""
+
+    name = "dask"
+
+    def __init__(self, address: str) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:  # pragma: no cover - dask[distributed] is a dependency
+            raise ConfigError(("executor", "type"), "the dask executor needs 'dask[distributed]' installed") from None
+        target, n = parse_scheduler(address)
+        self.address = address
+        self._cluster: Any = None
+        if n is not None:
+            self._cluster = LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+            )
+            self._client = Client(self._cluster)
+        else:
+            try:
+                self._client = Client(target, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise ConfigError(("executor", "address"), f"cannot reach the Dask scheduler {target}: {exc}") from None
+
+    @property
+    def workers(self) -> int:
+        info = self._client.scheduler_info()
+        return max(1, sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values()))
+
+    def run(
+        self,
+        tasks: Sequence[Task],
+        worlds: Mapping[str, World],
+        on_done: Callable[[Task, ChunkRows], None],
+    ) -> None:
+        from distributed import as_completed as dask_completed
+
+        client = self._client
+        order = list(dict.fromkeys(t.point for t in tasks))
+        # one copy of each point's world per worker, however many tasks use it
+        shipped = {p: client.scatter(worlds[p], broadcast=True, hash=False) for p in order}
+        remaining = {p: sum(1 for t in tasks if t.point == p) for p in order}
+        futures = {}
+        for task in tasks:
+            fut = client.submit(
+                run_chunk, task.config, shipped[task.point], task.indices,
+                pure=False, priority=-order.index(task.point),  # earlier points finish first
+            )
+            futures[fut] = task
+        try:
+            for fut in dask_completed(list(futures)):
+                task = futures.pop(fut)
+                on_done(task, fut.result())
+                remaining[task.point] -= 1
+                if remaining[task.point] == 0:
+                    shipped.pop(task.point).release()  # the workers may drop this world now
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+
+    def close(self) -> None:
+        client, self._client = getattr(self, "_client", None), None
+        if client is not None:
+            client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+
+def make_executor(scheduler: str | None = None, workers: int | None = None,
+                  spec: Mapping[str, Any] | None = None) -> Executor:
+    """The backend for a sweep: ``scheduler`` (``--scheduler``) wins, then the sweep
+    config's ``executor: {type: local|dask, workers: N, address: ...}``; the default is
+    :class:`LocalExecutor` with ``workers`` processes (0 = all cores)."""
+    if scheduler:
+        return DaskExecutor(scheduler)
+    spec = dict(spec or {})
+    kind = spec.get("type", "local")
+    if kind == "dask":
+        address = spec.get("address")
+        if not isinstance(address, str):
+            raise ConfigError(("executor", "address"), "executor type dask needs an address: tcp://host:port or local:N")
+        return DaskExecutor(address)
+    if kind != "local":
+        raise ConfigError(("executor", "type"), f"unknown executor {kind!r}; allowed: local, dask")
+    n = workers if workers is not None else spec.get("workers", 0)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ConfigError(("executor", "workers"), f"must be a whole number >= 0 (0 = all cores), got {n!r}")
+    return LocalExecutor(n)

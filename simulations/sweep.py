@@ -1,0 +1,578 @@
+"""Sweeps: one simulate config run at many points (a grid of key paths, or a list of points).
+
+A sweep config names a base simulate config (a path, relative to the sweep file, or an
+inline mapping) and its points, either a grid (every combination, first axis slowest)::
+
+    base: ab.yaml
+    grid:
+      rankers.B.noise: [0.80, 0.90]
+      users.click_model.preset: [navigational, informational]
+
+or a list of overrides (``points: [{rankers.B.noise: 0.8}, {traffic.queries_per_day: 3000}]``).
+Key paths are dotted with list indices in brackets (``users.types[0].share``). Optional:
+``output`` (the sweep's folder), ``replicates`` and ``seed`` (set on every point),
+``chunk`` (replicates per task; default ``ceil(R / 4)``), ``executor`` (``{type: local,
+workers: N}`` or ``{type: dask, address: tcp://host:8786 | local:N}``; see
+:mod:`simulations.executors`) and ``plot_x`` (the axis of the plot; default the first
+numeric one).
+
+Every point is validated before anything runs; an invalid one is a
+:class:`~onlineeval.errors.ConfigError` at ``grid.<axis>`` (or ``points[j].<axis>``)
+naming the value and the key path of the problem inside the point's config.
+
+Each point is an ordinary simulate run (:func:`simulations.job.simulate`'s format) into
+``<output>/points/point-NNN``, with its own fingerprint and partial file, so an
+interrupted sweep resumes: finished points (``summary.json`` with the point's fingerprint
+and replicates, no partial file) are read back, and unfinished ones keep the replicates in
+their partial file. The whole sweep is one list of tasks (point, chunk of replicates) for
+the executor; a point's results are written as soon as its last chunk is in.
+
+Output: ``points.csv`` (one row per point and design: the design's primary metric; also
+``points.parquet`` when pyarrow is installed), ``summary.json`` (the axes, the points with
+their overrides, folders and fingerprints, and the rows) and ``effect.png`` (each design's
+true online effect and mean estimate against one swept axis).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TextIO
+
+import pandas as pd
+
+from onlineeval.errors import ConfigError
+from simulations.config import Config, config_from_mapping, format_path, sweep_path
+from simulations.executors import ChunkRows, Executor, Task, make_executor
+from simulations.world import World
+
+__all__ = ["SweepConfig", "SweepPoint", "SweepResult", "load_sweep", "run_sweep", "sweep_from_mapping"]
+
+_SWEEP_KEYS = ("base", "grid", "points", "output", "replicates", "seed", "chunk", "executor", "plot_x")
+_EXECUTOR_KEYS = ("type", "workers", "address")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point: its index, its overrides (key path -> value) and its validated config."""
+
+    index: int
+    overrides: dict[str, Any]
+    config: Config
+
+    @property
+    def folder_name(self) -> str:
+        return f"point-{self.index:03d}"
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    axes: list[str]
+    points: list[SweepPoint]
+    output: Path
+    chunk: int | None = None
+    executor: dict[str, Any] = field(default_factory=dict)
+    plot_x: str | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    sweep: SweepConfig
+    rows: pd.DataFrame  # one row per point and design
+    output: Path
+    computed: list[int]  # points computed by this run (the others were finished before)
+
+
+# ------------------------------------------------------------------------------ config
+def _set_path(data: dict[str, Any], path: Sequence[str | int], value: Any) -> None:
+    """Set ``path`` in the nested mapping ``data``; missing mapping keys are created, list
+    indices must exist. Raises ``KeyError`` naming the first part that cannot be reached."""
+    node: Any = data
+    for depth, part in enumerate(path[:-1]):
+        if isinstance(part, int):
+            if not isinstance(node, list) or not -len(node) <= part < len(node):
+                raise KeyError(format_path(path[: depth + 1]))
+            node = node[part]
+        else:
+            if not isinstance(node, dict):
+                raise KeyError(format_path(path[: depth + 1]))
+            if not isinstance(node.get(part), (dict, list)):
+                node[part] = {}
+            node = node[part]
+    last = path[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or not -len(node) <= last < len(node):
+            raise KeyError(format_path(path))
+    elif not isinstance(node, dict):
+        raise KeyError(format_path(path))
+    node[last] = value
+
+
+def _axis_path(axis: Any, where: tuple[str | int, ...], source: str | None) -> tuple[str | int, ...]:
+    if not isinstance(axis, str) or not axis.strip():
+        raise ConfigError(where, f"an axis must be a dotted key path such as rankers.B.noise, got {axis!r}", source)
+    path = sweep_path(axis)
+    if format_path(path) != axis.strip():
+        raise ConfigError(where, f"{axis!r} is not a key path (dotted names, list indices in brackets: "
+                          "users.types[0].share)", source)
+    return path
+
+
+def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, source: str | None = None) -> SweepConfig:
+    """Validate a sweep mapping and every one of its points (nothing is run).
+
+    Raises
+    ------
+    ConfigError
+        at the sweep key (``grid.<axis>``, ``points[j].<axis>``, ``base``, ...) with the
+        value and the key path of the problem in the point's config.
+    """
+    import copy
+
+    base_dir = base_dir or Path.cwd()
+    if not isinstance(data, Mapping):
+        raise ConfigError((), f"the sweep config must be a mapping, got {type(data).__name__}", source)
+    unknown = [k for k in data if k not in _SWEEP_KEYS]
+    if unknown:
+        raise ConfigError((str(unknown[0]),), f"unknown key; allowed keys: {', '.join(_SWEEP_KEYS)}", source)
+    base = data.get("base")
+    base_source = source
+    if isinstance(base, str):
+        from simulations.config import _resolve_paths
+        from simulations.yaml_safe import load_yaml
+
+        base_file = Path(base) if Path(base).is_absolute() else base_dir / base
+        if not base_file.is_file():
+            raise ConfigError(("base",), f"config file not found: {base_file}", source)
+        base_map = load_yaml(base_file)
+        if not isinstance(base_map, dict):
+            raise ConfigError(("base",), f"{base_file} must hold a mapping of keys", source)
+        _resolve_paths(base_map, base_file.resolve().parent)
+        base_source = str(base_file)
+    elif isinstance(base, Mapping):
+        from simulations.config import _resolve_paths
+
+        base_map = copy.deepcopy(dict(base))
+        _resolve_paths(base_map, base_dir.resolve())
+    else:
+        raise ConfigError(("base",), "required: a simulate config file (path) or an inline mapping", source)
+    for key in ("replicates", "seed"):
+        if key in data:
+            base_map[key] = data[key]
+    base_map.pop("output", None)
+
+    grid, listed = data.get("grid"), data.get("points")
+    if (grid is None) == (listed is None):
+        raise ConfigError(("grid",), "give exactly one of 'grid' (axis: [values]) and 'points' (a list of overrides)",
+                          source)
+    specs: list[tuple[dict[str, Any], dict[str, tuple[str | int, ...]]]] = []  # overrides, where each came from
+    if grid is not None:
+        if not isinstance(grid, Mapping) or not grid:
+            raise ConfigError(("grid",), "must map key paths to lists of values", source)
+        axes = list(grid)
+        for axis in axes:
+            _axis_path(axis, ("grid", str(axis)), source)
+            values = grid[axis]
+            if not isinstance(values, list) or not values:
+                raise ConfigError(("grid", axis), f"must be a non-empty list of values, got {values!r}", source)
+        for combo in itertools.product(*(grid[a] for a in axes)):
+            specs.append((dict(zip(axes, combo)), {a: ("grid", a) for a in axes}))
+    else:
+        if not isinstance(listed, list) or not listed:
+            raise ConfigError(("points",), "must be a non-empty list of overrides (key path: value)", source)
+        axes = []
+        for j, item in enumerate(listed):
+            if not isinstance(item, Mapping) or not item:
+                raise ConfigError(("points", j), f"must be a mapping of key paths to values, got {item!r}", source)
+            for axis in item:
+                _axis_path(axis, ("points", j, str(axis)), source)
+                if axis not in axes:
+                    axes.append(axis)
+            specs.append((dict(item), {a: ("points", j, a) for a in item}))
+
+    points: list[SweepPoint] = []
+    for index, (overrides, where) in enumerate(specs):
+        point_map = copy.deepcopy(base_map)
+        for axis, value in overrides.items():
+            try:
+                _set_path(point_map, sweep_path(axis), copy.deepcopy(value))
+            except KeyError as exc:
+                raise ConfigError(where[axis], f"{axis} = {value!r}: {exc.args[0]} is not a key of the base config",
+                                  source) from None
+        try:
+            config = config_from_mapping(point_map, base_source)
+        except ConfigError as exc:
+            axis = _blame_axis(overrides, exc)
+            others = ", ".join(f"{a} = {v!r}" for a, v in overrides.items() if a != axis)
+            raise ConfigError(
+                where[axis],
+                f"{axis} = {overrides[axis]!r} makes {format_path(exc.key_path) or 'the config'} invalid: "
+                f"{exc.message} (point {index}{'; with ' + others if others else ''})",
+                source,
+            ) from None
+        points.append(SweepPoint(index, overrides, config))
+
+    chunk = data.get("chunk")
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise ConfigError(("chunk",), f"must be a whole number of replicates >= 1, got {chunk!r}", source)
+    executor = data.get("executor") or {}
+    if not isinstance(executor, Mapping):
+        raise ConfigError(("executor",), "must be a mapping: {type: local, workers: N} or {type: dask, address: ...}",
+                          source)
+    for key in executor:
+        if key not in _EXECUTOR_KEYS:
+            raise ConfigError(("executor", str(key)), f"unknown key; allowed keys: {', '.join(_EXECUTOR_KEYS)}", source)
+    plot_x = data.get("plot_x")
+    if plot_x is not None and plot_x not in axes:
+        raise ConfigError(("plot_x",), f"{plot_x!r} is not an axis of this sweep; axes: {', '.join(axes)}", source)
+    out = Path(data.get("output") or "results/sweep")
+    return SweepConfig(axes, points, out, chunk, dict(executor), plot_x, source)
+
+
+def _blame_axis(overrides: Mapping[str, Any], exc: ConfigError) -> str:
+    """The axis whose key path is a prefix of the error's path (or lies under it); else the first."""
+    err = exc.key_path
+    for axis in overrides:
+        path = sweep_path(axis)
+        n = min(len(path), len(err))
+        if n and tuple(path[:n]) == tuple(err[:n]):
+            return axis
+    return next(iter(overrides))
+
+
+def load_sweep(path: str | Path, output: str | Path | None = None) -> SweepConfig:
+    """Read and validate a sweep YAML file (``output`` overrides its ``output``)."""
+    from simulations.yaml_safe import load_yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError((), "sweep config file not found", str(path))
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError((), "the sweep config must be a mapping of keys", str(path))
+    if output is not None:
+        data["output"] = str(output)
+    return sweep_from_mapping(data, path.resolve().parent, str(path))
+
+
+# ------------------------------------------------------------------------------ progress
+class SweepProgress:
+    """Progress across the whole sweep on a stream: points done, replicates done, ETA (from
+    the rate of replicates computed by this run), at most one line every ``every`` seconds."""
+
+    def __init__(self, points: int, replicates: int, stream: TextIO | None = None, every: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        import sys
+
+        self.points, self.replicates = points, replicates
+        self.points_done = self.replicates_done = self._start_reps = 0
+        self._stream = stream if stream is not None else sys.stderr
+        self._every, self._clock = every, clock
+        self._t0 = clock()
+        self._last = -math.inf
+
+    def start(self, points_done: int, replicates_done: int) -> None:
+        self.points_done, self.replicates_done, self._start_reps = points_done, replicates_done, replicates_done
+        self._t0 = self._clock()
+        self.show(force=True)
+
+    def add(self, replicates: int = 0, points: int = 0) -> None:
+        self.replicates_done += replicates
+        self.points_done += points
+        self.show(force=self.points_done >= self.points)
+
+    def eta(self) -> float | None:
+        ran = self.replicates_done - self._start_reps
+        if ran <= 0:
+            return None
+        return (self._clock() - self._t0) / ran * (self.replicates - self.replicates_done)
+
+    def show(self, force: bool = False) -> None:
+        now = self._clock()
+        if not force and now - self._last < self._every:
+            return
+        self._last = now
+        eta = self.eta()
+        eta_text = "done" if self.replicates_done >= self.replicates else ("unknown" if eta is None else f"{eta:.0f}s")
+        self._stream.write(
+            f"sweep: points {self.points_done}/{self.points}, replicates {self.replicates_done}/{self.replicates}, "
+            f"{now - self._t0:.0f}s elapsed, ETA {eta_text}\n"
+        )
+        self._stream.flush()
+
+
+# ------------------------------------------------------------------------------ running
+def _finished(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any] | None:
+    """The point's summary when its results folder is complete for this fingerprint."""
+    from simulations.job import PARTIAL
+
+    path = folder / "summary.json"
+    if not path.is_file() or (folder / PARTIAL).exists():
+        return None
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if summary.get("config_fingerprint") != fingerprint or summary.get("config", {}).get("replicates") != replicates:
+        return None
+    return summary
+
+
+@dataclass
+class _Open:
+    """A point being computed: its world, truths, finished replicates and partial file."""
+
+    point: SweepPoint
+    folder: Path
+    fingerprint: str
+    world: World
+    users: Any
+    truths: list[Any]
+    done: dict[int, list[dict[str, Any]]]
+    fh: IO[str]
+
+
+def run_sweep(
+    sweep: SweepConfig,
+    executor: Executor | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    fresh: bool = False,
+    progress: SweepProgress | bool = False,
+    log: Callable[[str], None] | None = None,
+) -> SweepResult:
+    """Run (or resume) a sweep and write its folder.
+
+    Parameters
+    ----------
+    sweep:
+        The validated sweep (:func:`load_sweep`).
+    executor:
+        A backend to use (kept open); default one from ``scheduler``, ``workers`` and the
+        sweep's ``executor`` (:func:`simulations.executors.make_executor`), closed at the end.
+    fresh:
+        Recompute every point (ignore finished points and partial files).
+    progress:
+        ``True`` for progress lines on stderr, or a :class:`SweepProgress`.
+    """
+    from simulations.job import (
+        _PARTIAL_FORMAT,
+        PARTIAL,
+        _finish,
+        _folder_lock,
+        _load_partial,
+        _prepare,
+        _signals_interrupt,
+        _write_error,
+        config_fingerprint,
+    )
+
+    say = log or (lambda _msg: None)
+    root = sweep.output
+    try:
+        (root / "points").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _write_error(exc, root, "nothing was run") from None
+    summaries: dict[int, dict[str, Any]] = {}
+    computed: list[int] = []
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_folder_lock(root))
+        stack.enter_context(_signals_interrupt())
+        open_points: dict[str, _Open] = {}
+        tasks: list[Task] = []
+        total_reps = sum(p.config.replicates for p in sweep.points)
+        reps_done = 0
+        for point in sweep.points:
+            folder = root / "points" / point.folder_name
+            folder.mkdir(exist_ok=True)
+            config = point.config.model_copy(update={"output": folder})
+            fp = config_fingerprint(config)
+            old = None if fresh else _finished(folder, fp, config.replicates)
+            if old is not None:
+                summaries[point.index] = old
+                reps_done += config.replicates
+                continue
+            if fp in open_points:
+                raise ConfigError(("points",), f"points {open_points[fp].point.index} and {point.index} are the same "
+                                  "simulation (same fingerprint); remove one")
+            stack.enter_context(_folder_lock(folder))
+            partial = folder / PARTIAL
+            done = {} if fresh else _load_partial(partial, fp, say)
+            done = {i: r for i, r in done.items() if i < config.replicates}
+            try:
+                if done:
+                    fh = open(partial, "a", encoding="utf-8")
+                else:
+                    fh = open(partial, "w", encoding="utf-8")
+                    fh.write(json.dumps({"fingerprint": fp, "format": _PARTIAL_FORMAT}) + "\n")
+                    fh.flush()
+            except OSError as exc:
+                raise _write_error(exc, partial, "nothing was run for this point") from None
+            stack.callback(fh.close)
+            say(f"point {point.index} ({_label(point)}): preparing the world and the truth")
+            world, users, truths = _prepare(config, lambda _m: None)
+            reps_done += len(done)
+            open_points[fp] = _Open(point, folder, fp, world, users, truths, done, fh)
+            todo = [i for i in range(config.replicates) if i not in done]
+            size = sweep.chunk or max(1, math.ceil(config.replicates / 4))
+            tasks += [Task(fp, config, tuple(todo[k:k + size])) for k in range(0, len(todo), size)]
+        meter = progress if isinstance(progress, SweepProgress) else (
+            SweepProgress(len(sweep.points), total_reps) if progress else None)
+        if meter is not None:
+            meter.start(len(summaries), reps_done)
+
+        def close_point(op: _Open) -> None:
+            result = _finish(op.point.config.model_copy(update={"output": op.folder}), op.world, op.users, op.truths,
+                             op.done, op.folder, op.fingerprint)
+            del result
+            op.fh.close()
+            (op.folder / PARTIAL).unlink(missing_ok=True)
+            summaries[op.point.index] = json.loads((op.folder / "summary.json").read_text(encoding="utf-8"))
+            computed.append(op.point.index)
+            del open_points[op.fingerprint]
+
+        for op in [op for op in open_points.values() if len(op.done) >= op.point.config.replicates]:
+            close_point(op)  # every replicate was in the partial file
+            if meter is not None:
+                meter.add(points=1)
+
+        def on_done(task: Task, chunk: ChunkRows) -> None:
+            op = open_points[task.point]
+            for i, rows in chunk:
+                op.done[i] = rows
+                try:
+                    from simulations.job import _record
+
+                    op.fh.write(_record(i, rows))
+                except OSError as exc:
+                    raise _write_error(exc, op.folder / PARTIAL, "finished replicates are kept; run again to resume")
+            op.fh.flush()
+            finished = len(op.done) >= op.point.config.replicates
+            if finished:
+                close_point(op)
+            if meter is not None:
+                meter.add(replicates=len(chunk), points=int(finished))
+
+        if tasks:
+            worlds = {fp: op.world for fp, op in open_points.items()}
+            own = executor is None
+            ex = executor if executor is not None else make_executor(scheduler, workers, sweep.executor)
+            try:
+                say(f"running {len(tasks)} task(s) of {len(open_points)} point(s) on {ex.name} ({ex.workers} worker(s))")
+                ex.run(tasks, worlds, on_done)
+            finally:
+                if own:
+                    ex.close()
+        rows = _rows(sweep, summaries)
+        _write_outputs(sweep, rows, root)
+    return SweepResult(sweep, rows, root, sorted(computed))
+
+
+def _label(point: SweepPoint) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.overrides.items())
+
+
+#: per-design columns of points.csv (from each point's summary.json, the design's primary metric)
+_COLUMNS = (
+    ("true_effect", ("true_effect",)),
+    ("true_effect_se", ("true_effect_se",)),
+    ("truth_method", ("truth_method",)),
+    ("shrinkage_vs_offline", ("shrinkage_vs_offline",)),
+    ("power_last_day", ("final_day", "power")),
+    ("power_se", ("final_day", "power_se")),
+    ("mean_estimate", ("final_day", "mean_estimate")),
+    ("sd_estimate", ("final_day", "sd_estimate")),
+    ("coverage", ("final_day", "coverage")),
+    ("mean_impressions", ("final_day", "mean_impressions")),
+    ("days_to_target_power", ("days_to_target_power",)),
+    ("analytic_required_days", ("analytic_required_days",)),
+    ("analytic_required_impressions", ("analytic_required_impressions",)),
+    ("aa_false_positive_rate", ("aa", "false_positive_rate")),
+)
+
+
+def _get(d: Any, path: Sequence[str]) -> Any:
+    for k in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def _rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per point and design: the axes' values, the offline delta and the design's
+    primary metric's truth and simulated results."""
+    out = []
+    for point in sweep.points:
+        s = summaries[point.index]
+        offline = _get(s, ("offline", "delta", "weighted"))
+        for design, metrics in (s.get("designs") or {}).items():
+            if not isinstance(metrics, dict) or not metrics:
+                continue
+            name = next((m for m, v in metrics.items() if isinstance(v, dict) and v.get("primary")), next(iter(metrics)))
+            m = metrics[name]
+            row: dict[str, Any] = {"point": point.index, "folder": f"points/{point.folder_name}"}
+            row.update({a: point.overrides.get(a) for a in sweep.axes})
+            row.update(design=design, metric=name, replicates=_get(s, ("config", "replicates")),
+                       offline_delta=offline)
+            row.update({col: _get(m, path) for col, path in _COLUMNS})
+            row["fingerprint"] = s.get("config_fingerprint")
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def _write_outputs(sweep: SweepConfig, rows: pd.DataFrame, root: Path) -> None:
+    from simulations.report import _clean
+
+    rows.to_csv(root / "points.csv", index=False)
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        (root / "points.parquet").unlink(missing_ok=True)
+    else:
+        rows.to_parquet(root / "points.parquet", index=False)
+    summary = {
+        "axes": sweep.axes,
+        "points": [{"point": p.index, "folder": f"points/{p.folder_name}", "overrides": p.overrides}
+                   for p in sweep.points],
+        "rows": rows.to_dict(orient="records"),
+    }
+    (root / "summary.json").write_text(json.dumps(_clean(summary), indent=2), encoding="utf-8")
+    _plot(sweep, rows, root / "effect.png")
+
+
+def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
+    """Each design's true effect (line) and mean estimate (markers) against the plot axis;
+    one line per design and combination of the other axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = sweep.plot_x
+    if x is None:
+        numeric = [a for a in sweep.axes if pd.to_numeric(rows[a], errors="coerce").notna().all()]
+        x = numeric[0] if numeric else sweep.axes[0]
+    others = [a for a in sweep.axes if a != x]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, group in rows.groupby(["design", *others], sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join([str(key[0])] + [f"{a}={v}" for a, v in zip(others, key[1:])])
+        g = group.sort_values(x) if pd.to_numeric(group[x], errors="coerce").notna().all() else group
+        xs = g[x].astype(str) if not pd.to_numeric(g[x], errors="coerce").notna().all() else g[x]
+        line, = ax.plot(xs, g["true_effect"], "-", label=label)
+        ax.plot(xs, g["mean_estimate"], "o", color=line.get_color())
+    ax.axhline(0.0, color="grey", lw=0.5)
+    ax.set_xlabel(x)
+    ax.set_ylabel("online effect (primary metric): line truth, dots mean estimate")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
