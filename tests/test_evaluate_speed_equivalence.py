@@ -3,7 +3,7 @@
 References are the previous implementations, kept verbatim below (``_old_*``): the
 sort-merge join of run rows to qrels (``_join_codes``) must return the same labels and
 raise the same errors as the hash-index join, and evaluations must agree to the bit, per
-query, with those through the old join and the old judged-grade matrix, on trec_eval's
+query, with those through the old join, judged-grade matrix and per-query sort, on trec_eval's
 test data and on random synthetic files. The direct
 ``evaluate`` argument parser must hand :func:`evaluate_cmd` exactly what typer would.
 """
@@ -65,6 +65,61 @@ def _old_judged_matrix(qrels, queries, *_unused):
     return -np.sort(-out, axis=1)
 
 
+def _old_segment_sort(qcodes, scores, nq, stable=True):
+    n = qcodes.size
+    counts = np.bincount(qcodes, minlength=nq)
+    width = int(counts.max(initial=0))
+    if n == 0 or nq * width > 4 * n + 1024:
+        order = np.lexsort((-scores, qcodes))
+        return order, qcodes[order]
+    change = np.flatnonzero(qcodes[1:] != qcodes[:-1]) + 1
+    if change.size == np.count_nonzero(counts) - 1:
+        by_query = np.arange(n)
+        qs = qcodes
+        block_start = np.zeros(n, dtype=np.int64)
+        block_start[change] = change
+        pos = np.arange(n) - np.maximum.accumulate(block_start)
+    else:
+        by_query = np.argsort(qcodes, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        qs = qcodes[by_query]
+        pos = np.arange(n) - starts[qs]
+    keys = np.full((nq, width), np.inf)
+    keys[qs, pos] = -scores[by_query]
+    rows = np.full((nq, width), -1, dtype=np.int64)
+    rows[qs, pos] = by_query
+    perm = np.argsort(keys, axis=1, kind="stable" if stable else None)
+    sorted_rows = np.take_along_axis(rows, perm, axis=1)
+    valid = np.arange(width)[None, :] < counts[:, None]
+    return sorted_rows[valid], np.repeat(np.arange(nq), counts)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_segment_sort_equals_old(seed: int) -> None:
+    """Equal-length contiguous lists (the new block path) and every other layout."""
+    rng = np.random.default_rng(seed)
+    nq, width = int(rng.integers(1, 12)), int(rng.integers(1, 15))
+    layout = seed % 3
+    if layout == 0:  # contiguous, equally long, blocks in shuffled query order, some codes unused
+        codes = rng.choice(nq + 3, size=nq, replace=False)
+        qcodes = np.repeat(codes, width)
+        n_codes = nq + 3
+    elif layout == 1:  # contiguous, unequal lengths
+        qcodes = np.repeat(rng.permutation(nq), rng.integers(1, width + 1, nq))
+        n_codes = nq
+    else:  # interleaved
+        qcodes = rng.integers(0, nq, nq * width)
+        n_codes = nq
+    qcodes = qcodes.astype(np.int64)
+    scores = np.round(rng.normal(size=qcodes.size), 1)  # ties
+    for stable in (True, False):
+        old = _old_segment_sort(qcodes, scores, n_codes, stable)
+        new = ranking._segment_sort(qcodes, scores, n_codes, stable)
+        for a, b in zip(old, new):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+
+
 def _outcome(fn, *args):
     try:
         return "ok", fn(*args)
@@ -112,6 +167,7 @@ def _both(qrels: pd.DataFrame, run: pd.DataFrame, conv, monkeypatch) -> tuple:
     with monkeypatch.context() as m:
         m.setattr(evaluate_module, "_join_codes", _old_join_codes)
         m.setattr(evaluate_module, "_judged_matrix", _old_judged_matrix)
+        m.setattr(ranking, "_segment_sort", _old_segment_sort)
         old = evaluate_run(qrels, run, metrics, conv)
     return old, new
 

@@ -71,7 +71,16 @@ def _segment_sort(
         order = np.lexsort((-scores, qcodes))
         return order, qcodes[order]
     change = np.flatnonzero(qcodes[1:] != qcodes[:-1]) + 1
-    if change.size == np.count_nonzero(counts) - 1:
+    present = np.count_nonzero(counts)
+    if change.size == present - 1 and present * width == n:
+        # each query's rows are contiguous and every list is equally long (e.g. 1000 documents
+        # a query): sort the blocks in place, then put them in query order (no padded copy)
+        block_q = qcodes[::width]
+        perm = np.argsort(-scores.reshape(present, width), axis=1, kind="stable" if stable else None)
+        perm += (np.arange(present, dtype=np.int64) * width)[:, None]
+        by_q = np.argsort(block_q, kind="stable")
+        return perm[by_q].ravel(), np.repeat(block_q[by_q], width)
+    if change.size == present - 1:
         # each query's rows are contiguous (the usual file layout): no sort needed
         by_query = np.arange(n)
         qs = qcodes
