@@ -111,6 +111,15 @@ def test_numpy_integer_ids_and_array_credits_are_accepted() -> None:
     assert rep.passed, rep.format()
 
 
+def test_an_array_of_shown_and_teams_is_accepted() -> None:
+    class Stacked(bi.TeamDraft):
+        def interleave(self, lists, rng):  # type: ignore[no-untyped-def]
+            return np.array(super().interleave(lists, rng), dtype=np.int64)
+
+    rep = validate_interleaver(_from_object("stacked", Stacked()), "team_draft", n=1500, seed=2)
+    assert rep.passed, rep.format()
+
+
 class _Credit(bi.TeamDraft):
     def __init__(self, value: object) -> None:
         self.value = value

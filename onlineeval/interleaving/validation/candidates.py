@@ -148,6 +148,8 @@ def check_interleave_output(name: str, call: str, out: Any, limit: int) -> tuple
     than the input lists together (``limit``). Whether the labels name a ranker, and the
     documents come from the lists, is the ``structure`` check's business.
     """
+    if isinstance(out, np.ndarray) and out.ndim == 2 and out.shape[0] == 2:
+        out = (out[0], out[1])
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CandidateError("output", name, call, f"returned {short(out)}; interleave() must return "
                              "(shown, teams), two lists of integers")

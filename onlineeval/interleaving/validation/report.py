@@ -23,7 +23,8 @@ PENDING = "PENDING"
 #: what the exit code of ``onlineeval validate`` means
 EXIT_CODES: dict[int, str] = {
     0: "every check passed (DOCUMENTED and SKIPPED rows never fail a run)",
-    1: "at least one check failed",
+    1: ("at least one check failed (a candidate call that raised, called sys.exit / os._exit, timed out or "
+        "returned malformed output fails the run)"),
     2: "bad input (unknown method or option, unreadable candidate, malformed log line); no report",
 }
 
