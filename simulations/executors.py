@@ -32,7 +32,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from onlineeval.errors import ConfigError
 from simulations.config import Config
@@ -96,7 +96,7 @@ class Executor(ABC):
     def close(self) -> None:
         """Release workers and connections (idempotent)."""
 
-    def __enter__(self) -> Executor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_exc: object) -> None:

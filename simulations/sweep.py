@@ -408,9 +408,9 @@ def run_sweep(
             done = {i: r for i, r in done.items() if i < config.replicates}
             try:
                 if done:
-                    fh = open(partial, "a", encoding="utf-8")
+                    fh = open(partial, "a", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)
                 else:
-                    fh = open(partial, "w", encoding="utf-8")
+                    fh = open(partial, "w", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)
                     fh.write(json.dumps({"fingerprint": fp, "format": _PARTIAL_FORMAT}) + "\n")
                     fh.flush()
             except OSError as exc:

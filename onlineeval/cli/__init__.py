@@ -42,6 +42,7 @@ def _build_app() -> typer.Typer:
         metrics,
         power,
         simulate,
+        sweep,
         validate,
     )
 
@@ -61,7 +62,7 @@ def _build_app() -> typer.Typer:
     ) -> None:
         """Online-evaluation simulator and interleaving toolkit for rankers."""
 
-    for module in (simulate, evaluate, metrics, validate, clicks, estimate, power):
+    for module in (simulate, evaluate, metrics, validate, clicks, estimate, power, sweep):
         module.register(app)
     return app
 

@@ -1,0 +1,51 @@
+"""``onlineeval sweep --config configs/sweep.yaml``: one simulate config at many points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from onlineeval.cli._common import guarded
+
+
+@guarded
+def sweep_cmd(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Sweep YAML: base config plus grid or points.")],
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Sweep folder (default: the sweep config's 'output').")
+    ] = None,
+    scheduler: Annotated[
+        Optional[str],
+        typer.Option("--scheduler", help="Run on Dask: a scheduler address (tcp://host:8786) or local:N (a "
+                     "LocalCluster of N workers). Default: local processes."),
+    ] = None,
+    workers: Annotated[
+        Optional[int], typer.Option("--workers", "-w", min=0, help="Local processes (0 = all cores); numbers do not "
+                                    "depend on it.")
+    ] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every point (ignore finished work).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
+) -> None:
+    """Run a simulate config at every point of a grid or list; resume an interrupted sweep."""
+    from simulations.sweep import load_sweep, run_sweep
+
+    sweep = load_sweep(config, output)
+
+    def log(msg: str) -> None:
+        if not quiet or msg.startswith(("warning:", "resuming:")):
+            typer.echo(msg, err=True)
+
+    result = run_sweep(sweep, workers=workers, scheduler=scheduler, fresh=fresh, progress=not quiet, log=log)
+    rows = result.rows
+    cols = ["point", *sweep.axes, "design", "metric", "offline_delta", "true_effect", "power_last_day",
+            "analytic_required_days"]
+    typer.echo(rows[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    reused = len(sweep.points) - len(result.computed)
+    typer.echo(f"\n{len(sweep.points)} points ({len(result.computed)} computed, {reused} finished before); "
+               f"results in {result.output} (points.csv, summary.json, effect.png, points/)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep_cmd)
