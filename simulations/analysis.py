@@ -293,6 +293,10 @@ def analyse(
                 expected_distinct_users(n_req, config.users.population, config.users.activity.sigma)
             ) if math.isfinite(n_req) else None,
         }
+        # an estimator whose replicates miss the truth by more than NULL_BIAS_SE standard errors
+        # (e.g. IIPS under cascade users, clipped IPS): its power and sample size measure its bias
+        # as much as the effect, so the report marks them instead of presenting them as sensitivity
+        entry["biased_estimate"] = bool(r > 1 and bias_se > 0 and abs(bias) > NULL_BIAS_SE * bias_se)
         if abs(t.value) <= 2 * t.se:
             # the truth is 0 or within its Monte Carlo error of 0 (e.g. identical rankers): no effect
             # to detect, so no sample size is given
@@ -350,6 +354,8 @@ def analyse(
             efficiency[d] = (info / ref_info) if info is not None and ref_info else None
             if e.get("null", {}).get("biased"):
                 biased[d] = e["null"]["delta"]
+            elif e.get("biased_estimate"):
+                biased[d] = {"bias": e["estimator_bias"], "se": e["estimator_bias_se"]}
     counterfactual = counterfactual_summary(side_rows, table, truths, config, designs)
     summary = {
         "offline": {

@@ -202,7 +202,8 @@ def _plots(result: SimulationResult, out: Path) -> None:
         multi = sum(1 for d, _ in series if d == name) > 1
         colour = metric_colour.setdefault(metric, colours[len(metric_colour) % len(colours)]) if multi \
             else colours[k % len(colours)]
-        biased = bool((result.summary["designs"].get(name, {}).get(metric, {}).get("null") or {}).get("biased"))
+        entry = result.summary["designs"].get(name, {}).get(metric, {})
+        biased = bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
         label = f"{name}: {metric}" + (" [biased]" if biased else "")
         ax.plot(c["day"], c["power"], marker="o", ms=3, color=colour, ls=styles[designs.index(name) % len(styles)],
                 label=label)
@@ -443,8 +444,9 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             else:
                 fpr = f"{aa['false_positive_rate']:.3f}{'' if aa['within_band'] else '!'}"
             null = e.get("null")
-            biased = bool(null and null["biased"])
-            null_s = "-" if null is None else _fmt(null["delta"], ".5f", True) + ("!" if biased else "")
+            null_biased = bool(null and null["biased"])
+            biased = null_biased or bool(e.get("biased_estimate"))
+            null_s = "-" if null is None else _fmt(null["delta"], ".5f", True) + ("!" if null_biased else "")
             days = e["days_to_target_power"]
             days_s = str(days) if days is not None else (
                 f"~{e['analytic_required_days']:.0f}*" if e["analytic_required_days"] is not None else "never")
@@ -482,7 +484,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  distinct users among that many impressions); 'no detectable effect': the interleaving truth is within",
         "  2 Monte Carlo SEs of 0; '!' = A/A FPR outside its 99% band; '0 (ties)': with B replaced by A every",
         "  comparison of this design is a tie, so A/A cannot reject; null Delta: expected Delta when clicks do not",
-        "  depend on relevance (every true effect 0), '!' and 'biased' = the design is biased on these rankers:",
+        "  depend on relevance (every true effect 0), '!' and 'biased' = the design is biased on these rankers",
+        "  (or, for any estimate, its mean over replicates misses the exact truth by more than 4 SE):",
         "  its power and sample size measure its bias as much as the effect and are not sensitivities.",
     ]
     lines += _counterfactual_lines(result)
@@ -543,7 +546,9 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool) -> list[
     for d in ratios["ratios"]:
         if d == ref:
             continue
-        mark = f"biased (null Delta {biased[d]:+.4f})" if d in biased else None
+        b = biased.get(d)
+        mark = None if b is None else (f"biased (bias {b['bias']:+.3g} +- {b['se']:.2g} against the truth)"
+                                       if isinstance(b, dict) else f"biased (null Delta {b:+.4f})")
         e, r = ratios.get("equal_traffic_efficiency", {}).get(d), ratios["ratios"][d]
         if e is not None:
             eff.append(f"{d} {mark}" if mark else f"{d} {e:.3g}x")
