@@ -406,6 +406,9 @@ def run_sweep(
             partial = folder / PARTIAL
             done = {} if fresh else _load_partial(partial, fp, say)
             done = {i: r for i, r in done.items() if i < config.replicates}
+            if done:
+                say(f"resuming: point {point.index}: {len(done)} of {config.replicates} replicates already finished "
+                    f"in {partial}")
             try:
                 if done:
                     fh = open(partial, "a", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)

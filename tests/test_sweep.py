@@ -139,6 +139,7 @@ def test_resume_inside_a_point_from_its_partial_file(reference: Path, tmp_path: 
     assert result.computed == [0]
     assert (out / "points.csv").read_bytes() == (reference / "points.csv").read_bytes()
     assert len(pd.read_csv(folder / "replicates.csv")) == len(rows)
+    assert any(m.startswith("resuming: point 0: 2 of 4 replicates") for m in log)
 
 
 def test_grid_is_every_combination(tmp_path: Path) -> None:
