@@ -574,7 +574,7 @@ def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
         ax.plot(xs, g["mean_estimate"], "o", color=line.get_color())
     ax.axhline(0.0, color="grey", lw=0.5)
     ax.set_xlabel(x)
-    ax.set_ylabel("online effect (primary metric): line truth, dots mean estimate")
+    ax.set_ylabel("online effect, primary metric\n(line: truth, dots: mean estimate)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
