@@ -197,8 +197,9 @@ class DaskExecutor(Executor):
     def __init__(self, address: str) -> None:
         try:
             from distributed import Client, LocalCluster
-        except ImportError:  # pragma: no cover - dask[distributed] is a dependency
-            raise ConfigError(("executor", "type"), "the dask executor needs 'dask[distributed]' installed") from None
+        except ImportError:  # pragma: no cover - installed with the test extra
+            raise ConfigError(("executor", "type"), "the dask executor needs Dask distributed: "
+                              "pip install 'onlineeval[dask]'") from None
         target, n = parse_scheduler(address)
         self.address = address
         self._cluster: Any = None
