@@ -383,6 +383,10 @@ def analyse(
     }
     if counterfactual:
         summary["counterfactual"] = counterfactual
+    from simulations.sequential import monitoring_summary
+
+    # daily monitoring: peeking's false-positive rate and two always-valid rules (primary metrics)
+    summary["monitoring"] = monitoring_summary(rows, designs, alpha)
     if config.analysis.assumption_sweep is not None:
         from simulations.designs.counterfactual import assumption_sweep
 

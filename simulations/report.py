@@ -488,6 +488,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  (or, for any estimate, its mean over replicates misses the exact truth by more than 4 SE):",
         "  its power and sample size measure its bias as much as the effect and are not sensitivities.",
     ]
+    lines += _monitoring_lines(result)
     lines += _counterfactual_lines(result)
     if result.output is not None:
         lines.append(f"  results in {result.output}: " + ", ".join(written_files(result)))
@@ -626,4 +627,34 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
         for label, e in sweep["estimators"].items():
             cells = [f"{_fmt(b, '.4f', True)} +- {_fmt(se, '.4f')}" for b, se in zip(e["bias"], e["se"], strict=True)]
             lines.append(f"  {label[:22]:22s} " + " ".join(f"{c:>19s}" for c in cells))
+    return lines
+
+
+def _monitoring_lines(result: SimulationResult) -> list[str]:
+    """What daily monitoring does to each design's primary metric (see simulations.sequential)."""
+    mon = result.summary.get("monitoring") or {}
+    if not mon:
+        return []
+    first = next(iter(mon.values()))
+    band = first["rules"]["fixed"].get("aa_binomial_99_band")
+    lines = ["", f"Daily monitoring ({first['days']} looks, primary metrics; A/A: share of replicates that ever reject"
+             + (f", 99% band of alpha {band[0]:.3f}-{band[1]:.3f}" if band else "") + "; power with the right sign;"
+             " day: mean day of the decision):"]
+    lines.append(f"  {'design':14s} {'metric':18s} " + "  ".join(f"{r:>24s}" for r in
+                                                            ("fixed horizon", "peeking (p<alpha daily)",
+                                                             "mSPRT (always valid)", "O'Brien-Fleming")))
+    for design, e in mon.items():
+        cells = []
+        for rule in ("fixed", "peeking", "msprt", "obrien_fleming"):
+            r = e["rules"][rule]
+            if r.get("aa_degenerate"):
+                aa = "0 (ties)"
+            elif "aa_false_positive_rate" in r:
+                aa = f"{r['aa_false_positive_rate']:.3f}" + ("" if r["aa_within_band_or_below"] else "!")
+            else:
+                aa = "-"
+            cells.append(f"A/A {aa:>8s} pw {r['power']:.2f} d {r['mean_decision_day']:4.1f}")
+        lines.append(f"  {design:14s} {e['metric']:18s} " + "  ".join(f"{c:>24s}" for c in cells))
+    lines.append("  ('!' = A/A rate above its band; mSPRT's mixture scale and O'Brien-Fleming's information "
+                 "fractions are planned from the mean SEs by day; see summary.json 'monitoring')")
     return lines
