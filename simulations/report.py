@@ -654,7 +654,11 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
             else:
                 aa = "-"
             cells.append(f"A/A {aa:>8s} pw {r['power']:.2f} d {r['mean_decision_day']:4.1f}")
-        lines.append(f"  {design:14s} {e['metric']:18s} " + "  ".join(f"{c:>24s}" for c in cells))
-    lines.append("  ('!' = A/A rate above its band; mSPRT's mixture scale and O'Brien-Fleming's information "
-                 "fractions are planned from the mean SEs by day; see summary.json 'monitoring')")
+        d = result.summary["designs"].get(design, {}).get(e["metric"], {})
+        biased = bool((d.get("null") or {}).get("biased")) or bool(d.get("biased_estimate"))
+        metric = e["metric"] + (" [biased]" if biased else "")
+        lines.append(f"  {design:14s} {metric:18s} " + "  ".join(f"{c:>24s}" for c in cells))
+    lines.append("  ('!' = A/A rate above its band; [biased]: see the null check, its power is not a sensitivity; "
+                 "mSPRT's mixture scale and O'Brien-Fleming's")
+    lines.append("  information fractions are planned from the mean SEs by day; see summary.json 'monitoring')")
     return lines
