@@ -429,8 +429,9 @@ class RankPolicy(LoggingPolicy):
 
     def _rank_support(self, c: int) -> tuple[IntArray, FloatArray]:
         """``(S, k)`` base ranks per slot of each permutation with positive probability
-        (``-1`` at slots ``>= c``) and their ``(S,)`` probabilities."""
-        raise NotImplementedError
+        (``-1`` at slots ``>= c``) and their ``(S,)`` probabilities. A policy implements this
+        hook or overrides :meth:`_rank_pairs` itself (every registered policy does one)."""
+        raise TypeError(f"{type(self).__name__} defines neither _rank_support nor _rank_pairs")
 
     def _rank_pairs(self, c: int) -> FloatArray:
         """``(k, c, k, c)`` pair marginals over ranks (default: summed over the support)."""
