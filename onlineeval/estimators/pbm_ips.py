@@ -323,7 +323,12 @@ class PBMIPS(Estimator):
                                  f"lists have {data.k} slots", data.source)
             theta = np.asarray(self.examination[: data.k], dtype=np.float64)
             return theta, {"examination": [float(x) for x in theta], "examination_estimated": False}
-        est = estimate_examination(data, self.estimate_with)
+        # estimated once per log and method (every target, and the two sides of a difference,
+        # read the same log): kept on the log object, which never changes
+        cache = data.__dict__.setdefault("_examination_cache", {})
+        if self.estimate_with not in cache:
+            cache[self.estimate_with] = estimate_examination(data, self.estimate_with)
+        est = cache[self.estimate_with]
         theta = np.asarray(est.examination, dtype=np.float64)
         if not (np.isfinite(theta).all() and (theta > 0).all()):
             raise InputError(
