@@ -120,6 +120,9 @@ class AdaptiveIPS(Estimator):
         ("pbm", "additive"),
         ("cascade", "additive"), ("cascade", "first_click"),
         ("dcm", "additive"), ("dcm", "first_click"),
+        # the estimator's own setting: PBM users (type 0) and cascade users (type 1) mixed,
+        # each type's behaviour covered by its own mapping (see check_instances)
+        ("mixture", "additive"),
     )
 
     def __post_init__(self) -> None:
@@ -148,8 +151,14 @@ class AdaptiveIPS(Estimator):
     def check_instances(cls, world: Any) -> list[Estimator]:
         """A fixed behaviour covering the world's click family: independent for
         position-based worlds (additive rewards are declared unbiased there), cascade for
-        cascade and DCM worlds."""
-        return [cls(behaviours="independent" if getattr(world, "family", "") == "pbm" else "cascade")]
+        cascade and DCM worlds, and per user type in the mixture world (independent for its
+        PBM users, cascade for its cascade users)."""
+        family = getattr(world, "family", "")
+        if family == "mixture":
+            # the check worlds' mixture: user type 0 clicks by the PBM, type 1 by the cascade
+            types = tuple(getattr(world, "type_families", ()) or ("pbm", "cascade"))
+            return [cls(behaviours={t: ("independent" if f == "pbm" else "cascade") for t, f in enumerate(types)})]
+        return [cls(behaviours="independent" if family == "pbm" else "cascade")]
 
     @property
     def support_level(self) -> str:  # type: ignore[override]
