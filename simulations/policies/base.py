@@ -67,6 +67,7 @@ __all__ = [
     "LoggingPolicy",
     "RankPolicy",
     "SpecReader",
+    "TopNRankPolicy",
     "available_policies",
     "policy_class",
     "register_policy",
@@ -520,6 +521,32 @@ class RankPolicy(LoggingPolicy):
 
 
 # ------------------------------------------------------------------------------ helpers
+class TopNRankPolicy(RankPolicy):
+    """A rank policy randomising within the base ranking's top ``n`` (RandTop-n, RandPair):
+    the option ``n`` (default ``max(k, 2)``, ``2 <= n <= m``), its spec reading and
+    conventions; a query with fewer candidates randomises all of them (``_n_eff``)."""
+
+    def __init__(self, scores: Any, k: int, n: int | None = None) -> None:
+        super().__init__(scores, k)
+        self.n = int_option("n", max(self.k, 2) if n is None else n, 2, max(self.m, 2))
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int,
+                  path: Sequence[str | int] = ()) -> TopNRankPolicy:
+        rd = SpecReader(spec, path)
+        s = rd.scores(scores)
+        m = int(np.shape(s)[1]) if np.ndim(s) == 2 else 0
+        n = rd.integer("n", max(k, 2), low=2, high=max(m, 2))
+        rd.finish()
+        return cls(s, k, n)
+
+    def conventions(self) -> dict[str, Any]:
+        return {**super().conventions(), "n": self.n}
+
+    def _n_eff(self, c: Any) -> Any:
+        return np.minimum(self.n, c)
+
+
 def repeated_entries(r: IntArray) -> BoolArray:
     """``(n, k)`` True where a document id ``>= 0`` already appears in an earlier slot of
     its row (one comparison per pair of slots, on the slots-first layout: numpy's

@@ -22,18 +22,13 @@ both :math:`< n_e`. Pair marginals sum the :math:`P` equally likely swaps.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 import numpy as np
 
 from simulations.policies.base import (
     FloatArray,
     IntArray,
-    RankPolicy,
-    SpecReader,
+    TopNRankPolicy,
     identity_ranks,
-    int_option,
     register_policy,
 )
 
@@ -41,35 +36,15 @@ __all__ = ["RandPairPolicy"]
 
 
 @register_policy
-class RandPairPolicy(RankPolicy):
+class RandPairPolicy(TopNRankPolicy):
     """Swap a uniformly random pair of positions in the top ``n`` (spec
     ``{"policy": "randpair", "n": 10}``; ``n`` defaults to ``max(k, 2)``, ``2 <= n <= m``)."""
 
     name = "randpair"
 
-    def __init__(self, scores: Any, k: int, n: int | None = None) -> None:
-        super().__init__(scores, k)
-        self.n = int_option("n", max(self.k, 2) if n is None else n, 2, max(self.m, 2))
-
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int,
-                  path: Sequence[str | int] = ()) -> RandPairPolicy:
-        rd = SpecReader(spec, path)
-        s = rd.scores(scores)
-        m = int(np.shape(s)[1]) if np.ndim(s) == 2 else 0
-        n = rd.integer("n", max(k, 2), low=2, high=max(m, 2))
-        rd.finish()
-        return cls(s, k, n)
-
     def describe(self) -> str:
         return f"randpair: a uniformly random pair of positions in the top {self.n} swapped, top {self.k} shown " \
                "(Wang et al. 2018)"
-
-    def conventions(self) -> dict[str, Any]:
-        return {**super().conventions(), "n": self.n}
-
-    def _n_eff(self, c: Any) -> Any:
-        return np.minimum(self.n, c)
 
     def _sample_ranks(self, c: IntArray, rng: np.random.Generator) -> IntArray:
         ne = self._n_eff(c)

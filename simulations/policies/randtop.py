@@ -22,17 +22,12 @@ product of the marginals.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 import numpy as np
 
 from simulations.policies.base import (
     FloatArray,
     IntArray,
-    RankPolicy,
-    SpecReader,
-    int_option,
+    TopNRankPolicy,
     register_policy,
     shuffle_top,
 )
@@ -41,7 +36,7 @@ __all__ = ["RandTopPolicy"]
 
 
 @register_policy
-class RandTopPolicy(RankPolicy):
+class RandTopPolicy(TopNRankPolicy):
     """RandTop-n (spec ``{"policy": "randtop", "n": 10}``; ``n`` defaults to ``max(k, 2)``).
 
     Parameters
@@ -55,29 +50,9 @@ class RandTopPolicy(RankPolicy):
 
     name = "randtop"
 
-    def __init__(self, scores: Any, k: int, n: int | None = None) -> None:
-        super().__init__(scores, k)
-        self.n = int_option("n", max(self.k, 2) if n is None else n, 2, max(self.m, 2))
-
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int,
-                  path: Sequence[str | int] = ()) -> RandTopPolicy:
-        rd = SpecReader(spec, path)
-        s = rd.scores(scores)
-        m = int(np.shape(s)[1]) if np.ndim(s) == 2 else 0
-        n = rd.integer("n", max(k, 2), low=2, high=max(m, 2))
-        rd.finish()
-        return cls(s, k, n)
-
     def describe(self) -> str:
         return f"randtop: the top {self.n} of the base ranking shuffled uniformly, top {self.k} shown " \
                "(Joachims et al. 2017; Wang et al. 2016)"
-
-    def conventions(self) -> dict[str, Any]:
-        return {**super().conventions(), "n": self.n}
-
-    def _n_eff(self, c: IntArray | int) -> Any:
-        return np.minimum(self.n, c)
 
     def _sample_ranks(self, c: IntArray, rng: np.random.Generator) -> IntArray:
         return shuffle_top(self._n_eff(c), self.k, rng)
