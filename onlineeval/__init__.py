@@ -26,20 +26,7 @@ _API = (
     "Estimates",
 )
 
-__all__ = [  # noqa: RUF022 - the version first, then the API as listed in _API
-    "__version__",
-    "evaluate",
-    "simulate",
-    "fit_clicks",
-    "evaluate_clicks",
-    "sample_clicks",
-    "validate",
-    "assert_valid_interleaver",
-    "estimate",
-    "Evaluation",
-    "Simulation",
-    "Estimates",
-]
+__all__ = ["__version__", *_API]  # the version, then the API as listed in _API
 
 
 def __getattr__(name: str) -> object:
