@@ -1089,6 +1089,7 @@ def estimate(
         _check_rewards,
         _one_estimate,
         boot_rng,
+        estimate_conventions,
         paired_difference,
         parse_estimators,
     )
@@ -1166,22 +1167,5 @@ def estimate(
         row |= {f"diag_{k}": v for k, v in (r.get("diagnostics") or {}).items()}
         row["warnings"] = tuple(r.get("warnings") or ())
         flat.append(row)
-    if data.user is None:
-        unit = "impression (the log has no user ids)"
-    elif lg.no_user:
-        unit = f"user ({lg.no_user} impressions without a user are clusters of their own)"
-    else:
-        unit = "user"
-    conventions = {
-        "metric": metric,
-        "reward": reward.describe(),
-        "alpha": alpha,
-        "interval": "estimate +- z_(1-alpha/2) x se, se by the delta method over clusters",
-        "cluster_unit": unit,
-        "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
-                              f"{lg.source} (propensities computed from the logged scores)"),
-        "ties": ties,
-        "bootstrap": bootstrap,
-        "seed": seed,
-    }
+    conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed)
     return Estimates(pd.DataFrame(flat), pd.DataFrame(differences), tuple(warnings), conventions)

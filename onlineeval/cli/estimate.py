@@ -404,6 +404,45 @@ def _table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: float, ties: str,
+                         bootstrap: int, seed: int) -> dict[str, Any]:
+    """The conventions every estimate of a log is computed under (printed by the CLI, returned
+    by :func:`onlineeval.api.estimate`): metric and reward, interval, cluster unit,
+    propensity source, logging policy, tie rule, target depth, support, bootstrap, seed."""
+    from onlineeval.io.logged import LogPolicy
+
+    data = lg.data
+    if data.user is None:
+        unit = "impression (the log has no user ids)"
+    elif lg.no_user:
+        unit = f"user ({lg.no_user} impressions without a user are clusters of their own)"
+    else:
+        unit = "user"
+    conventions = {
+        "metric": metric,
+        "reward": reward.describe(),
+        "alpha": alpha,
+        "interval": "estimate +- z_(1-alpha/2) x se, se by the delta method over clusters",
+        "cluster_unit": unit,
+        "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
+                              f"{lg.source} (propensities computed from the logged scores)"),
+        "logging_policy": ("; ".join(lg.data.logger.describe()) if isinstance(lg.data.logger, LogPolicy) else
+                           "not given (propensities written in the log)"),
+        "ties": f"{ties} (runs ranked by score; ties broken by "
+                + ("document id descending, as trec_eval)" if ties == "docno_desc" else "file order)"),
+        "target_depth": "a target's list for a query is its top k, k = the longest list the log shows for it",
+        "support": ("target lists the logging policy gives probability 0" if lg.source != "log" else
+                    "impressions whose target list holds a document the log never shows for the query "
+                    "(a lower bound: the log carries no logging policy)"),
+        "bootstrap": bootstrap,
+        "bootstrap_interval": ("none" if not bootstrap else
+                               f"{bootstrap} cluster resamples, percentile; generator numpy default_rng([seed, "
+                               "crc32(estimator), crc32(target)(, crc32(baseline))])"),
+        "seed": seed,
+    }
+    return conventions
+
+
 # --------------------------------------------------------------------------- command
 @guarded
 def estimate_cmd(
@@ -534,34 +573,7 @@ def estimate_cmd(
 
     cat = catalogue()
     n_clusters = data.n if data.user is None else int(np.unique(data.user).size)
-    if data.user is None:
-        unit = "impression (the log has no user ids)"
-    elif lg.no_user:
-        unit = f"user ({lg.no_user} impressions without a user are clusters of their own)"
-    else:
-        unit = "user"
-    conventions = {
-        "metric": metric,
-        "reward": reward.describe(),
-        "alpha": alpha,
-        "interval": "estimate +- z_(1-alpha/2) x se, se by the delta method over clusters",
-        "cluster_unit": unit,
-        "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
-                              f"{lg.source} (propensities computed from the logged scores)"),
-        "logging_policy": ("; ".join(lg.data.logger.describe()) if isinstance(lg.data.logger, LogPolicy) else
-                           "not given (propensities written in the log)"),
-        "ties": f"{ties} (runs ranked by score; ties broken by "
-                + ("document id descending, as trec_eval)" if ties == "docno_desc" else "file order)"),
-        "target_depth": "a target's list for a query is its top k, k = the longest list the log shows for it",
-        "support": ("target lists the logging policy gives probability 0" if lg.source != "log" else
-                    "impressions whose target list holds a document the log never shows for the query "
-                    "(a lower bound: the log carries no logging policy)"),
-        "bootstrap": bootstrap,
-        "bootstrap_interval": ("none" if not bootstrap else
-                               f"{bootstrap} cluster resamples, percentile; generator numpy default_rng([seed, "
-                               "crc32(estimator), crc32(target)(, crc32(baseline))])"),
-        "seed": seed,
-    }
+    conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed)
     doc = {
         "log": {"path": str(log), "impressions": data.n, "queries": len(lg.queries), "clusters": n_clusters,
                 "k": data.k, "propensities": list(lg.forms), "propensity_source": lg.source},
