@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -990,35 +990,26 @@ def _logged(log: Any, policies: Any) -> Any:
     """A :class:`onlineeval.io.logged.LoggedLog` from a DataFrame of impressions or a JSON-lines file."""
     import pandas as pd
 
-    from onlineeval.io.logged import _assemble, _parse_line, _Rows, read_logged
+    from onlineeval.io.logged import logged_from_records, read_logged
 
     if _is_path(log):
         return read_logged(log, policies=policies)
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"log: expected a DataFrame (query, shown, clicks, p_list / p_prefix / p_item or "
                          f"propensities or logger) or a JSON-lines file; got {type(log).__name__}")
-    unknown_p = [c for c in _PROPENSITY_COLUMNS if c in log.columns]
-    rows = _Rows([], [], [], [], [], [], [], [], [], [])
-    first: dict[str, Any] = {"policies": policies,
-                             "allowed": tuple(policies.available_policies()) if policies is not None else ()}
-    records = log.to_dict("records")
-    for number, rec in enumerate(records, start=1):
-        obj: dict[str, Any] = {}
-        for col in _LOG_COLUMNS:
-            if col in rec and not (isinstance(rec[col], float) and math.isnan(rec[col])) and rec[col] is not None:
-                obj[col] = _plain(rec[col])
-        if unknown_p:
-            obj["propensities"] = {_PROPENSITY_COLUMNS[c]: _plain(rec[c]) for c in unknown_p}
-        try:
-            _parse_line(obj, rows, "log", number, first)
-        except InputError as exc:
-            raise InputError(exc.message, None, exc.line) from None
-    if not rows.lines:
-        raise InputError("the log is empty (no impressions)")
-    try:
-        return _assemble(rows, "DataFrame", policies)
-    except InputError as exc:  # row numbers of the frame, not a file
-        raise InputError(exc.message, None, exc.line) from None
+    p_columns = [c for c in _PROPENSITY_COLUMNS if c in log.columns]
+
+    def records() -> Iterator[dict[str, Any]]:
+        for rec in log.to_dict("records"):
+            obj: dict[str, Any] = {}
+            for col in _LOG_COLUMNS:
+                if col in rec and not (isinstance(rec[col], float) and math.isnan(rec[col])) and rec[col] is not None:
+                    obj[col] = _plain(rec[col])
+            if p_columns:
+                obj["propensities"] = {_PROPENSITY_COLUMNS[c]: _plain(rec[c]) for c in p_columns}
+            yield obj
+
+    return logged_from_records(records(), policies, "DataFrame")
 
 
 def _target_lists(run: Any, ties: str, name: str) -> dict[str, list[str]]:
@@ -1078,22 +1069,19 @@ def estimate(
     -------
     Estimates
     """
-    import numpy as np
     import pandas as pd
 
     import simulations.policies
-    from onlineeval.cli.estimate import (
+    from onlineeval.estimators import get_estimator, get_reward
+    from onlineeval.estimators.log_estimates import (
         METRICS,
         TIES,
-        _check_needs,
-        _check_rewards,
-        _one_estimate,
-        boot_rng,
+        check_needs,
+        check_rewards,
         estimate_conventions,
-        paired_difference,
+        estimate_targets,
         parse_estimators,
     )
-    from onlineeval.estimators import get_estimator, get_reward
 
     if metric not in METRICS:
         raise ConfigError(("metric",), f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
@@ -1105,67 +1093,38 @@ def estimate(
         raise ConfigError(("ties",), f"must be one of {', '.join(TIES)}; got {ties!r}")
     if not targets:
         raise ConfigError(("targets",), "give at least one target")
-    names = parse_estimators(estimators if isinstance(estimators, str) else ",".join(estimators))
+    names = parse_estimators(estimators if isinstance(estimators, str) else ",".join(estimators), key="estimators")
     opts = {k: dict(v) for k, v in (options or {}).items()}
     unknown = [k for k in opts if k not in names]
     if unknown:
         raise ConfigError(("options", unknown[0]), f"is not one of the estimators ({', '.join(names)})")
     ests = [get_estimator(n, **opts.get(n, {})) for n in names]
-    reward = get_reward(metric, 1)
-    _check_rewards(ests, reward)
+    check_rewards(ests, get_reward(metric, 1), key="metric")
     lg = _logged(log, simulations.policies)
-    data = lg.data
-    reward = get_reward(metric, data.k)
-    _check_needs(lg, ests)
-    all_targets = dict(targets)
-    if baseline is not None:
-        if baseline[0] in all_targets:
-            raise ConfigError(("baseline",), f"{baseline[0]!r} is also a target")
-        all_targets[baseline[0]] = baseline[1]
+    reward = get_reward(metric, lg.data.k)
+    check_needs(lg, ests)
+    if baseline is not None and baseline[0] in targets:
+        raise ConfigError(("baseline",), f"{baseline[0]!r} is also a target")
     maps = {}
-    warnings: list[str] = []
-    for name, run in all_targets.items():
+    for name, run in [*targets.items(), *([baseline] if baseline is not None else [])]:
         tmap = lg.target(_target_lists(run, ties, name), name)
         if not tmap.ranked.any():
             raise InputError(f"target {name!r}: no query in common with the log (log ids e.g. {lg.queries[0]!r})")
-        if tmap.unseen and allow_unseen:
-            warnings.append(f"{name}: ranks {len(tmap.unseen)} documents the log never shows for their query "
-                            f"({len({u.query for u in tmap.unseen})} queries): counted as support violations, "
-                            "the estimates are biased there")
-        elif tmap.unseen:
+        if tmap.unseen and not allow_unseen:
             u = tmap.unseen[0]
             raise InputError(f"target {name!r} ranks document {u.doc!r} at rank {u.rank} for query {u.query!r}, "
-                             "which the log never shows for that query; the estimators have no data there")
+                             "which the log never shows for that query; the estimators have no data there "
+                             "(allow_unseen=True counts such slots as support violations)")
         maps[name] = tmap
-    results = []
-    for name, tmap in maps.items():  # the baseline's own estimates too, as the CLI prints them
-        rows = np.flatnonzero(tmap.ranked[data.query])
-        if rows.size < data.n:
-            warnings.append(f"{name}: {int((~tmap.ranked).sum())} of {len(lg.queries)} log queries are not ranked; "
-                            f"their {data.n - rows.size} impressions are left out of its estimates")
-        sub = data if rows.size == data.n else data.take(rows)
-        for est in ests:
-            results.append(_one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed))
-    differences = []
-    if baseline is not None:
-        base = maps[baseline[0]]
-        for name, tmap in maps.items():
-            if name == baseline[0]:
-                continue
-            rows = np.flatnonzero((tmap.ranked & base.ranked)[data.query])
-            if rows.size == 0:
-                warnings.append(f"{name} - {baseline[0]}: no query ranked by both")
-                continue
-            sub = data if rows.size == data.n else data.take(rows)
-            for est in ests:
-                rng = boot_rng(seed, est.name, name, baseline[0]) if bootstrap else None
-                differences.append(paired_difference(est, sub, tmap.target, base.target, reward, alpha,
-                                                     bootstrap, rng))
+    base = maps.pop(baseline[0]) if baseline is not None else None
+    out = estimate_targets(lg, list(maps.values()), ests, reward, alpha=alpha, bootstrap=bootstrap, seed=seed,
+                           baseline=base, sources={name: f"target {name!r}" for name in [*maps, *(
+                               [baseline[0]] if baseline is not None else [])]})
     flat = []
-    for r in results:
+    for r in out.results:
         row = {k: v for k, v in r.items() if k not in ("diagnostics", "warnings")}
         row |= {f"diag_{k}": v for k, v in (r.get("diagnostics") or {}).items()}
         row["warnings"] = tuple(r.get("warnings") or ())
         flat.append(row)
     conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed)
-    return Estimates(pd.DataFrame(flat), pd.DataFrame(differences), tuple(warnings), conventions)
+    return Estimates(pd.DataFrame(flat), pd.DataFrame(out.differences), tuple(out.warnings), conventions)

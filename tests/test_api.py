@@ -398,6 +398,29 @@ def test_estimate_frame_equals_the_file_the_cli_and_brute_force(tmp_path: Path) 
     assert allowed.results["diag_support_violations"].iloc[0] > 0
 
 
+def test_estimate_warns_as_the_cli_does(tmp_path: Path) -> None:
+    """The API and the CLI share one computation: the same warnings about short lists and unranked
+    queries (the API's name a target where the CLI names its run file)."""
+    frame, targets = logged_frame(n=600, seed=5)
+    frame.at[0, "shown"], frame.at[0, "clicks"] = frame.at[0, "shown"][:1], frame.at[0, "clicks"][:1]
+    frame.at[0, "p_prefix"], frame.at[0, "p_item"] = [1 / 3], [1 / 3]
+    frame.at[0, "p_list"] = 1 / 3
+    path = tmp_path / "log.jsonl"
+    with path.open("w") as fh:
+        for r in frame.to_dict("records"):
+            fh.write(json.dumps({"query": r["query"], "user": r["user"], "shown": r["shown"], "clicks": r["clicks"],
+                                 "propensities": {"list": r["p_list"], "prefix": r["p_prefix"],
+                                                  "item": r["p_item"]}}) + "\n")
+    only_q1 = {"q1": targets["B"]["q1"]}
+    run = tmp_path / "B.run"
+    run.write_text("".join(f"q1 Q0 {d} {i + 1} {10 - i} B\n" for i, d in enumerate(only_q1["q1"])))
+    api_warnings = onlineeval.estimate(frame, {"B": only_q1}, "ips").warnings
+    doc = cli_json("estimate", "--log", str(path), "--target", str(run), "--estimator", "ips")
+    assert [w.replace(str(run), "target 'B'") for w in doc["warnings"]] == list(api_warnings)
+    assert any("fewer documents" in w for w in api_warnings)
+    assert any("log queries are not in target 'B'" in w for w in api_warnings)
+
+
 def test_import_is_cheap() -> None:
     code = ("import sys, onlineeval, onlineeval.api; "
             "print(sorted(m for m in ('scipy.stats', 'matplotlib', 'simpy', 'pandas', 'typer', 'simulations') "

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import math
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -47,34 +46,13 @@ import typer
 from onlineeval.cli._common import guarded
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
 
-    from onlineeval.estimators import Estimator, LoggedData, Reward, Target
     from onlineeval.io.logged import LoggedLog, TargetMap
 
 FORMATS = ("table", "json")
-TIES = ("docno_desc", "input_order")
-METRICS = ("clicks_per_query", "reciprocal_rank", "abandonment")
 
 
 # ------------------------------------------------------------------------------ options
-def parse_estimators(text: str) -> list[str]:
-    """Names of ``--estimator a,b`` (known, distinct), or a ``ConfigError`` listing the allowed."""
-    from onlineeval.errors import ConfigError
-    from onlineeval.estimators import available_estimators
-
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    if not names:
-        raise ConfigError(("--estimator",), "give at least one estimator; allowed: " + ", ".join(available_estimators()))
-    for name in names:
-        if name not in available_estimators():
-            raise ConfigError(("--estimator",), f"unknown estimator {name!r}; allowed: "
-                              + ", ".join(available_estimators()))
-    if len(set(names)) != len(names):
-        raise ConfigError(("--estimator",), "an estimator is named twice")
-    return names
-
-
 def parse_options(option: list[str] | None, names: list[str]) -> dict[str, dict[str, Any]]:
     """``--option estimator.key=value`` (value parsed as YAML) -> ``{estimator: {key: value}}``."""
     import yaml
@@ -109,35 +87,6 @@ def _target_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def _check_needs(log: LoggedLog, estimators: list[Estimator]) -> None:
-    """Every estimator finds the propensities it reads (else name them and what could run)."""
-    from onlineeval.errors import InputError
-    from onlineeval.estimators import available_estimators, estimator_class
-
-    def runnable() -> list[str]:
-        return [n for n in available_estimators() if all(getattr(log.data, f, None) is not None
-                                                          for f in estimator_class(n).needs)]
-
-    for est in estimators:
-        missing = [f for f in est.needs if getattr(log.data, f, None) is None]
-        if missing:
-            have = ", ".join(log.forms) or "no propensities"
-            raise InputError(
-                f"estimator {est.name!r} needs {', '.join(missing)}; the log carries {have}; estimators that "
-                f"could run on it: {', '.join(runnable()) or 'none'}", log.path)
-
-
-def _check_rewards(estimators: list[Estimator], reward: Reward) -> None:
-    from onlineeval.errors import ConfigError
-    from onlineeval.estimators import available_estimators, estimator_class
-
-    for est in estimators:
-        if reward.kind not in est.rewards:
-            ok = [n for n in available_estimators() if reward.kind in estimator_class(n).rewards]
-            raise ConfigError(("--metric",), f"estimator {est.name!r} cannot estimate {reward.name} "
-                              f"({reward.kind} rewards); estimators that can: {', '.join(ok)}")
-
-
 def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: bool) -> TargetMap:
     """A TREC run as a target in the log's id space (errors name the run file and line)."""
     from onlineeval.errors import InputError
@@ -165,150 +114,6 @@ def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: 
 
 
 # --------------------------------------------------------------------------- numbers
-def _cluster_sums(data: LoggedData, num: np.ndarray, den: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    import numpy as np
-
-    if data.user is None:
-        return num, den
-    _, inv = np.unique(data.user, return_inverse=True)
-    g = int(inv.max()) + 1
-    return np.bincount(inv, num, g), np.bincount(inv, den, g)
-
-
-def boot_rng(seed: int, *names: str) -> np.random.Generator:
-    """The bootstrap generator of one (estimator, target[, baseline]): ``default_rng([seed,
-    crc32(name), ...])``, so a result does not depend on what else the command computes."""
-    import numpy as np
-
-    return np.random.default_rng([seed, *(zlib.crc32(n.encode("utf-8")) for n in names)])
-
-
-def paired_difference(
-    estimator: Estimator,
-    data: LoggedData,
-    target: Target,
-    baseline: Target,
-    reward: Reward,
-    alpha: float = 0.05,
-    n_boot: int = 0,
-    rng: np.random.Generator | None = None,
-) -> dict[str, Any]:
-    r"""``estimator``'s estimate for ``target`` minus that for ``baseline`` on the same log.
-
-    Standard error from the per-cluster influence values (module docstring), normal
-    interval and two-sided p-value of :math:`\Delta = 0`; with ``n_boot`` >= 100 a paired
-    cluster-bootstrap percentile interval (clusters resampled once for both estimates).
-
-    Raises
-    ------
-    InputError
-        When either estimate is undefined (no positive weight) or a bootstrap resample
-        gives one of them no positive weight.
-    """
-    import numpy as np
-    from scipy.stats import norm
-
-    from onlineeval.errors import InputError
-    from onlineeval.stats import ratio_linearization
-
-    sums = []
-    for t in (target, baseline):
-        terms = estimator.terms(data, t, reward)
-        den = np.ones(data.n) if terms.den is None else np.asarray(terms.den, dtype=np.float64)
-        x, y = _cluster_sums(data, np.asarray(terms.num, dtype=np.float64), den)
-        if not (np.isfinite(x).all() and np.isfinite(y).all()) or y.sum() <= 0:
-            raise InputError(f"estimator {estimator.name!r}: undefined for {getattr(t, 'name', 'target')!r} "
-                             "(no positive weight)", data.source)
-        sums.append((x, y))
-    (xt, yt), (xb, yb) = sums
-    g = xt.size
-    if g >= 2:
-        rt, et = ratio_linearization(xt, yt)
-        rb, eb = ratio_linearization(xb, yb)
-        d = et - eb
-        se = float(math.sqrt(np.sum((d - d.mean()) ** 2) / (g * (g - 1))))
-    else:
-        rt, rb, se = float(xt.sum() / yt.sum()), float(xb.sum() / yb.sum()), math.nan
-    diff = rt - rb
-    z = float(norm.ppf(1 - alpha / 2))
-    if se > 0:
-        p = float(2 * norm.sf(abs(diff) / se))
-    else:
-        p = math.nan if math.isnan(se) else (1.0 if diff == 0 else 0.0)
-    blo = bhi = math.nan
-    if n_boot:
-        if rng is None:
-            raise ValueError("n_boot > 0 needs rng")
-        reps = np.empty(n_boot)
-        block = max(1, min(n_boot, (1 << 22) // g))
-        for start in range(0, n_boot, block):
-            stop = min(start + block, n_boot)
-            idx = rng.integers(0, g, size=(stop - start, g))
-            st, sb = yt[idx].sum(axis=1), yb[idx].sum(axis=1)
-            if (st <= 0).any() or (sb <= 0).any():
-                raise InputError("paired cluster bootstrap: a resample gives an estimate no positive weight; "
-                                 "too few clusters with weight for a bootstrap", data.source)
-            reps[start:stop] = xt[idx].sum(axis=1) / st - xb[idx].sum(axis=1) / sb
-        blo, bhi = (float(v) for v in np.quantile(reps, [alpha / 2, 1 - alpha / 2]))
-    return {
-        "estimator": estimator.name,
-        "target": getattr(target, "name", "target"),
-        "baseline": getattr(baseline, "name", "baseline"),
-        "estimate": diff,
-        "se": se,
-        "ci_low": diff - z * se,
-        "ci_high": diff + z * se,
-        "pvalue": p,
-        "boot_low": blo,
-        "boot_high": bhi,
-        "n": data.n,
-        "clusters": g,
-    }
-
-
-def _support_count(log: LoggedLog, tmap: TargetMap, rows: np.ndarray) -> tuple[int, int]:
-    """Impressions (of ``rows``) whose query's target list holds a document the log never shows."""
-    q = log.data.query[rows]
-    return int(tmap.unseen_query[q].sum()), int(q.size)
-
-
-def _one_estimate(
-    est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
-    alpha: float, n_boot: int, seed: int,
-) -> dict[str, Any]:
-    from dataclasses import asdict, replace
-
-    from onlineeval.errors import InputError
-
-    name = tmap.target.name
-    extra: list[str] = []
-    try:
-        res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot,
-                           rng=boot_rng(seed, est.name, name) if n_boot else None)
-    except InputError as exc:
-        try:  # is it the bootstrap alone that fails (too few clusters with weight)?
-            res = est.estimate(data, tmap.target, reward, alpha=alpha) if n_boot else None
-        except InputError:
-            res = None
-        if res is None:
-            return {"estimator": est.name, "target": name, "estimate": None, "error": exc.message,
-                    "assumption": est.assumption, "warnings": [f"undefined: {exc.message}"]}
-        extra.append(f"no bootstrap interval: {exc.message}")
-    diag = res.diagnostics
-    if diag.support_violations is None:  # no logging policy: count documents the log never shows
-        count, checked = _support_count(log, tmap, rows)
-        diag = replace(diag, support_violations=count, support_checked=checked)
-    out = {("estimate" if k == "value" else k): v for k, v in asdict(res).items()
-           if k not in ("diagnostics", "reward", "alpha")}
-    out["diagnostics"] = asdict(diag)
-    out["warnings"] = diag.warnings() + extra
-    if diag.zero_weight_share == 1.0:
-        out["warnings"].append("every weight is 0: no logged impression agrees with the target where this estimator "
-                               "needs it, so the estimate (and its zero standard error) says nothing about the target")
-    out["error"] = None
-    return out
-
-
 # --------------------------------------------------------------------------- output
 def _clean(value: Any) -> Any:
     """JSON-safe values (NaN -> None, numpy -> Python), recursively."""
@@ -404,45 +209,6 @@ def _table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: float, ties: str,
-                         bootstrap: int, seed: int) -> dict[str, Any]:
-    """The conventions every estimate of a log is computed under (printed by the CLI, returned
-    by :func:`onlineeval.api.estimate`): metric and reward, interval, cluster unit,
-    propensity source, logging policy, tie rule, target depth, support, bootstrap, seed."""
-    from onlineeval.io.logged import LogPolicy
-
-    data = lg.data
-    if data.user is None:
-        unit = "impression (the log has no user ids)"
-    elif lg.no_user:
-        unit = f"user ({lg.no_user} impressions without a user are clusters of their own)"
-    else:
-        unit = "user"
-    conventions = {
-        "metric": metric,
-        "reward": reward.describe(),
-        "alpha": alpha,
-        "interval": "estimate +- z_(1-alpha/2) x se, se by the delta method over clusters",
-        "cluster_unit": unit,
-        "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
-                              f"{lg.source} (propensities computed from the logged scores)"),
-        "logging_policy": ("; ".join(lg.data.logger.describe()) if isinstance(lg.data.logger, LogPolicy) else
-                           "not given (propensities written in the log)"),
-        "ties": f"{ties} (runs ranked by score; ties broken by "
-                + ("document id descending, as trec_eval)" if ties == "docno_desc" else "file order)"),
-        "target_depth": "a target's list for a query is its top k, k = the longest list the log shows for it",
-        "support": ("target lists the logging policy gives probability 0" if lg.source != "log" else
-                    "impressions whose target list holds a document the log never shows for the query "
-                    "(a lower bound: the log carries no logging policy)"),
-        "bootstrap": bootstrap,
-        "bootstrap_interval": ("none" if not bootstrap else
-                               f"{bootstrap} cluster resamples, percentile; generator numpy default_rng([seed, "
-                               "crc32(estimator), crc32(target)(, crc32(baseline))])"),
-        "seed": seed,
-    }
-    return conventions
-
-
 # --------------------------------------------------------------------------- command
 @guarded
 def estimate_cmd(
@@ -473,7 +239,16 @@ def estimate_cmd(
 
     from onlineeval.errors import ConfigError
     from onlineeval.estimators import catalogue, get_estimator, get_reward
-    from onlineeval.io.logged import LogPolicy, read_logged
+    from onlineeval.estimators.log_estimates import (
+        METRICS,
+        TIES,
+        check_needs,
+        check_rewards,
+        estimate_conventions,
+        estimate_targets,
+        parse_estimators,
+    )
+    from onlineeval.io.logged import read_logged
 
     if output_format not in FORMATS:
         raise ConfigError(("--format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
@@ -502,74 +277,22 @@ def estimate_cmd(
     if len(set(labels)) != len(labels):
         raise ConfigError(("--baseline",), "the baseline is also given as a target")
     reward = get_reward(metric, 1)  # kind check before the log is read
-    _check_rewards(estimators, reward)
+    check_rewards(estimators, reward)
 
     import simulations.policies
 
     lg = read_logged(log, policies=simulations.policies)
     data = lg.data
     reward = get_reward(metric, data.k)
-    _check_needs(lg, estimators)
+    check_needs(lg, estimators)
     maps = [load_target(p, n, lg, ties, allow_unseen) for p, n in zip(all_paths, labels)]
 
-    warnings: list[str] = []
-    results: list[dict[str, Any]] = []
-    rows_of: dict[str, np.ndarray] = {}
-    for tmap, path in zip(maps, all_paths):
-        rows = np.flatnonzero(tmap.ranked[data.query])
-        rows_of[tmap.target.name] = rows
-        if rows.size < data.n:
-            missing = int((~tmap.ranked).sum())
-            warnings.append(
-                f"{tmap.target.name}: {missing} of {len(lg.queries)} log queries are not in {path}; their "
-                f"{data.n - rows.size} impressions are left out of its estimates")
-        if tmap.unseen:
-            count, _ = _support_count(lg, tmap, rows)
-            warnings.append(
-                f"{tmap.target.name}: ranks {len(tmap.unseen)} documents the log never shows for their query "
-                f"({len({u.query for u in tmap.unseen})} queries, {count} impressions): counted as support "
-                "violations, the estimates are biased there")
-        sub = data if rows.size == data.n else data.take(rows)
-        for est in estimators:
-            results.append(_one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed))
-
-    differences: list[dict[str, Any]] = []
-    if baseline is not None:
-        from onlineeval.errors import InputError
-
-        base = maps[-1]
-        for tmap in maps[:-1]:
-            both = tmap.ranked & base.ranked
-            rows = np.flatnonzero(both[data.query])
-            if rows.size == 0:
-                warnings.append(f"{tmap.target.name} - {base.target.name}: no query ranked by both")
-                continue
-            sub = data if rows.size == data.n else data.take(rows)
-            for est in estimators:
-                rng = boot_rng(seed, est.name, tmap.target.name, base.target.name) if bootstrap else None
-                pair = f"{est.name} {tmap.target.name} - {base.target.name}"
-                try:
-                    differences.append(paired_difference(est, sub, tmap.target, base.target, reward, alpha,
-                                                         bootstrap, rng))
-                except InputError as exc:
-                    try:  # is it the bootstrap alone that fails?
-                        diff = paired_difference(est, sub, tmap.target, base.target, reward, alpha) if bootstrap \
-                            else None
-                    except InputError:
-                        diff = None
-                    if diff is None:
-                        differences.append({"estimator": est.name, "target": tmap.target.name,
-                                            "baseline": base.target.name, "estimate": None, "error": exc.message})
-                    else:
-                        differences.append(diff)
-                        warnings.append(f"{pair}: no bootstrap interval: {exc.message}")
-    mc = lg.data.logger.monte_carlo_queries() if isinstance(lg.data.logger, LogPolicy) else 0
-    if mc:
-        warnings.append(f"the item propensities of {mc} queries are Monte Carlo estimates of the logging policy "
-                        "(above its exact budget), not exact values; item-level estimators carry that error")
-    if lg.short:
-        warnings.append(f"{lg.short} impressions show fewer documents than the longest list of their query; a "
-                        "target list (read to that longest length) never equals them")
+    labelled = dict(zip(labels, all_paths))
+    base = maps[-1] if baseline is not None else None
+    out = estimate_targets(lg, maps[:-1] if base is not None else maps, estimators, reward, alpha=alpha,
+                           bootstrap=bootstrap, seed=seed, baseline=base,
+                           sources={name: str(path) for name, path in labelled.items()})
+    results, differences, warnings = out.results, out.differences, out.warnings
 
     cat = catalogue()
     n_clusters = data.n if data.user is None else int(np.unique(data.user).size)

@@ -61,7 +61,7 @@ import gc
 import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -417,6 +417,26 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
     if not rows.lines:
         raise InputError("the log is empty (no impressions)", name)
     return _assemble(rows, name, policies)
+
+
+def logged_from_records(records: Iterable[Mapping[str, Any]], policies: Any = None, name: str = "records") -> LoggedLog:
+    """A log from impression records already parsed (the JSON objects of :func:`read_logged`'s lines).
+
+    The same checks and errors as :func:`read_logged`, with ``line`` the record's 1-based
+    position and no file (``name`` only labels the log). Used by :func:`onlineeval.api.estimate`
+    for a DataFrame of impressions.
+    """
+    rows = _Rows([], [], [], [], [], [], [], [], [], [])
+    first: dict[str, Any] = {"policies": policies,
+                             "allowed": tuple(policies.available_policies()) if policies is not None else ()}
+    try:
+        for number, obj in enumerate(records, start=1):
+            _parse_line(obj, rows, name, number, first)
+        if not rows.lines:
+            raise InputError("the log is empty (no impressions)")
+        return _assemble(rows, name, policies)
+    except InputError as exc:  # records have positions, not a file
+        raise InputError(exc.message, None, exc.line) from None
 
 
 def _padded(values: list[list[Any]], lengths: NDArray[np.int64], k: int, fill: Any, dtype: Any) -> NDArray[Any]:

@@ -1,0 +1,392 @@
+r"""Estimates of targets from a read log: the one computation behind ``onlineeval estimate`` and
+:func:`onlineeval.api.estimate`.
+
+Both read a log (:mod:`onlineeval.io.logged`), map each target ranker into its id space
+(:class:`onlineeval.io.logged.TargetMap`) and then call :func:`estimate_targets`, so the CLI and
+the API print the same numbers, warnings and conventions. For each estimator and target it
+estimates
+
+.. math::
+
+    V(\pi) = \mathbb E_q\,\mathbb E_{\mathbf s\sim\pi(q)}\,\mathbb E[R \mid q, \mathbf s]
+
+with its CLT interval (delta method over clusters: users, or impressions without user ids), an
+optional cluster bootstrap interval and the weight diagnostics; with a baseline also each target
+minus the baseline on the same impressions (:func:`paired_difference`: the delta method of
+Deng, Knoblich and Lu 2018 for two ratios on the same clusters).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from onlineeval.estimators.base import Estimator, LoggedData, Reward, Target
+    from onlineeval.io.logged import LoggedLog, TargetMap
+
+#: Online metrics a log's estimates can be of (the reward of each impression).
+METRICS = ("clicks_per_query", "reciprocal_rank", "abandonment")
+#: Score-tie rules for ranking a target run.
+TIES = ("docno_desc", "input_order")
+
+
+def parse_estimators(text: str, key: str = "--estimator") -> list[str]:
+    """Names of ``a,b`` (known, distinct), or a ``ConfigError`` at ``key`` listing the allowed."""
+    from onlineeval.errors import ConfigError
+    from onlineeval.estimators import available_estimators
+
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise ConfigError((key,), "give at least one estimator; allowed: " + ", ".join(available_estimators()))
+    for name in names:
+        if name not in available_estimators():
+            raise ConfigError((key,), f"unknown estimator {name!r}; allowed: "
+                              + ", ".join(available_estimators()))
+    if len(set(names)) != len(names):
+        raise ConfigError((key,), "an estimator is named twice")
+    return names
+
+
+
+def check_needs(log: LoggedLog, estimators: list[Estimator]) -> None:
+    """Every estimator finds the propensities it reads (else name them and what could run)."""
+    from onlineeval.errors import InputError
+    from onlineeval.estimators import available_estimators, estimator_class
+
+    def runnable() -> list[str]:
+        return [n for n in available_estimators() if all(getattr(log.data, f, None) is not None
+                                                          for f in estimator_class(n).needs)]
+
+    for est in estimators:
+        missing = [f for f in est.needs if getattr(log.data, f, None) is None]
+        if missing:
+            have = ", ".join(log.forms) or "no propensities"
+            raise InputError(
+                f"estimator {est.name!r} needs {', '.join(missing)}; the log carries {have}; estimators that "
+                f"could run on it: {', '.join(runnable()) or 'none'}", log.path)
+
+
+def check_rewards(estimators: list[Estimator], reward: Reward, key: str = "--metric") -> None:
+    """Every estimator can estimate the reward's kind (else a ``ConfigError`` at ``key``)."""
+    from onlineeval.errors import ConfigError
+    from onlineeval.estimators import available_estimators, estimator_class
+
+    for est in estimators:
+        if reward.kind not in est.rewards:
+            ok = [n for n in available_estimators() if reward.kind in estimator_class(n).rewards]
+            raise ConfigError((key,), f"estimator {est.name!r} cannot estimate {reward.name} "
+                              f"({reward.kind} rewards); estimators that can: {', '.join(ok)}")
+
+
+
+def _cluster_sums(data: LoggedData, num: np.ndarray, den: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    if data.user is None:
+        return num, den
+    _, inv = np.unique(data.user, return_inverse=True)
+    g = int(inv.max()) + 1
+    return np.bincount(inv, num, g), np.bincount(inv, den, g)
+
+
+def boot_rng(seed: int, *names: str) -> np.random.Generator:
+    """The bootstrap generator of one (estimator, target[, baseline]): ``default_rng([seed,
+    crc32(name), ...])``, so a result does not depend on what else the command computes."""
+    import numpy as np
+
+    return np.random.default_rng([seed, *(zlib.crc32(n.encode("utf-8")) for n in names)])
+
+
+def paired_difference(
+    estimator: Estimator,
+    data: LoggedData,
+    target: Target,
+    baseline: Target,
+    reward: Reward,
+    alpha: float = 0.05,
+    n_boot: int = 0,
+    rng: np.random.Generator | None = None,
+) -> dict[str, Any]:
+    r"""``estimator``'s estimate for ``target`` minus that for ``baseline`` on the same log.
+
+    Standard error from the per-cluster influence values (module docstring), normal
+    interval and two-sided p-value of :math:`\Delta = 0`; with ``n_boot`` >= 100 a paired
+    cluster-bootstrap percentile interval (clusters resampled once for both estimates).
+
+    Raises
+    ------
+    InputError
+        When either estimate is undefined (no positive weight) or a bootstrap resample
+        gives one of them no positive weight.
+    """
+    import numpy as np
+    from scipy.stats import norm
+
+    from onlineeval.errors import InputError
+    from onlineeval.stats import ratio_linearization
+
+    sums = []
+    for t in (target, baseline):
+        terms = estimator.terms(data, t, reward)
+        den = np.ones(data.n) if terms.den is None else np.asarray(terms.den, dtype=np.float64)
+        x, y = _cluster_sums(data, np.asarray(terms.num, dtype=np.float64), den)
+        if not (np.isfinite(x).all() and np.isfinite(y).all()) or y.sum() <= 0:
+            raise InputError(f"estimator {estimator.name!r}: undefined for {getattr(t, 'name', 'target')!r} "
+                             "(no positive weight)", data.source)
+        sums.append((x, y))
+    (xt, yt), (xb, yb) = sums
+    g = xt.size
+    if g >= 2:
+        rt, et = ratio_linearization(xt, yt)
+        rb, eb = ratio_linearization(xb, yb)
+        d = et - eb
+        se = float(math.sqrt(np.sum((d - d.mean()) ** 2) / (g * (g - 1))))
+    else:
+        rt, rb, se = float(xt.sum() / yt.sum()), float(xb.sum() / yb.sum()), math.nan
+    diff = rt - rb
+    z = float(norm.ppf(1 - alpha / 2))
+    if se > 0:
+        p = float(2 * norm.sf(abs(diff) / se))
+    else:
+        p = math.nan if math.isnan(se) else (1.0 if diff == 0 else 0.0)
+    blo = bhi = math.nan
+    if n_boot:
+        if rng is None:
+            raise ValueError("n_boot > 0 needs rng")
+        reps = np.empty(n_boot)
+        block = max(1, min(n_boot, (1 << 22) // g))
+        for start in range(0, n_boot, block):
+            stop = min(start + block, n_boot)
+            idx = rng.integers(0, g, size=(stop - start, g))
+            st, sb = yt[idx].sum(axis=1), yb[idx].sum(axis=1)
+            if (st <= 0).any() or (sb <= 0).any():
+                raise InputError("paired cluster bootstrap: a resample gives an estimate no positive weight; "
+                                 "too few clusters with weight for a bootstrap", data.source)
+            reps[start:stop] = xt[idx].sum(axis=1) / st - xb[idx].sum(axis=1) / sb
+        blo, bhi = (float(v) for v in np.quantile(reps, [alpha / 2, 1 - alpha / 2]))
+    return {
+        "estimator": estimator.name,
+        "target": getattr(target, "name", "target"),
+        "baseline": getattr(baseline, "name", "baseline"),
+        "estimate": diff,
+        "se": se,
+        "ci_low": diff - z * se,
+        "ci_high": diff + z * se,
+        "pvalue": p,
+        "boot_low": blo,
+        "boot_high": bhi,
+        "n": data.n,
+        "clusters": g,
+    }
+
+
+def support_count(log: LoggedLog, tmap: TargetMap, rows: np.ndarray) -> tuple[int, int]:
+    """Impressions (of ``rows``) whose query's target list holds a document the log never shows."""
+    q = log.data.query[rows]
+    return int(tmap.unseen_query[q].sum()), int(q.size)
+
+
+def one_estimate(
+    est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
+    alpha: float, n_boot: int, seed: int,
+) -> dict[str, Any]:
+    from dataclasses import asdict, replace
+
+    from onlineeval.errors import InputError
+
+    name = tmap.target.name
+    extra: list[str] = []
+    try:
+        res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot,
+                           rng=boot_rng(seed, est.name, name) if n_boot else None)
+    except InputError as exc:
+        try:  # is it the bootstrap alone that fails (too few clusters with weight)?
+            res = est.estimate(data, tmap.target, reward, alpha=alpha) if n_boot else None
+        except InputError:
+            res = None
+        if res is None:
+            return {"estimator": est.name, "target": name, "estimate": None, "error": exc.message,
+                    "assumption": est.assumption, "warnings": [f"undefined: {exc.message}"]}
+        extra.append(f"no bootstrap interval: {exc.message}")
+    diag = res.diagnostics
+    if diag.support_violations is None:  # no logging policy: count documents the log never shows
+        count, checked = support_count(log, tmap, rows)
+        diag = replace(diag, support_violations=count, support_checked=checked)
+    out = {("estimate" if k == "value" else k): v for k, v in asdict(res).items()
+           if k not in ("diagnostics", "reward", "alpha")}
+    out["diagnostics"] = asdict(diag)
+    out["warnings"] = diag.warnings() + extra
+    if diag.zero_weight_share == 1.0:
+        out["warnings"].append("every weight is 0: no logged impression agrees with the target where this estimator "
+                               "needs it, so the estimate (and its zero standard error) says nothing about the target")
+    out["error"] = None
+    return out
+
+
+
+def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: float, ties: str,
+                         bootstrap: int, seed: int) -> dict[str, Any]:
+    """The conventions every estimate of a log is computed under (printed by the CLI, returned
+    by :func:`onlineeval.api.estimate`): metric and reward, interval, cluster unit,
+    propensity source, logging policy, tie rule, target depth, support, bootstrap, seed."""
+    from onlineeval.io.logged import LogPolicy
+
+    data = lg.data
+    if data.user is None:
+        unit = "impression (the log has no user ids)"
+    elif lg.no_user:
+        unit = f"user ({lg.no_user} impressions without a user are clusters of their own)"
+    else:
+        unit = "user"
+    conventions = {
+        "metric": metric,
+        "reward": reward.describe(),
+        "alpha": alpha,
+        "interval": "estimate +- z_(1-alpha/2) x se, se by the delta method over clusters",
+        "cluster_unit": unit,
+        "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
+                              f"{lg.source} (propensities computed from the logged scores)"),
+        "logging_policy": ("; ".join(lg.data.logger.describe()) if isinstance(lg.data.logger, LogPolicy) else
+                           "not given (propensities written in the log)"),
+        "ties": f"{ties} (runs ranked by score; ties broken by "
+                + ("document id descending, as trec_eval)" if ties == "docno_desc" else "file order)"),
+        "target_depth": "a target's list for a query is its top k, k = the longest list the log shows for it",
+        "support": ("target lists the logging policy gives probability 0" if lg.source != "log" else
+                    "impressions whose target list holds a document the log never shows for the query "
+                    "(a lower bound: the log carries no logging policy)"),
+        "bootstrap": bootstrap,
+        "bootstrap_interval": ("none" if not bootstrap else
+                               f"{bootstrap} cluster resamples, percentile; generator numpy default_rng([seed, "
+                               "crc32(estimator), crc32(target)(, crc32(baseline))])"),
+        "seed": seed,
+    }
+    return conventions
+
+
+@dataclass(frozen=True)
+class LogEstimates:
+    """What :func:`estimate_targets` computes.
+
+    Attributes
+    ----------
+    results:
+        One dict per estimator and target (baseline included): ``estimator, target, estimate,
+        se, ci_low, ci_high, ...``, ``diagnostics``, ``warnings`` and ``error`` (``None``, or
+        why the estimate is undefined).
+    differences:
+        With a baseline, one dict per estimator and target: the target minus the baseline.
+    warnings:
+        Warnings about the log and the targets (the estimates' own are in their rows).
+    """
+
+    results: list[dict[str, Any]]
+    differences: list[dict[str, Any]]
+    warnings: list[str]
+
+
+def estimate_targets(
+    lg: LoggedLog,
+    maps: list[TargetMap],
+    estimators: list[Estimator],
+    reward: Reward,
+    *,
+    alpha: float = 0.05,
+    bootstrap: int = 0,
+    seed: int = 0,
+    baseline: TargetMap | None = None,
+    sources: dict[str, str] | None = None,
+) -> LogEstimates:
+    """Every estimator's estimate of every target (and the baseline), and each target minus the baseline.
+
+    Parameters
+    ----------
+    lg:
+        The read log.
+    maps:
+        The targets in the log's id space (the baseline not among them).
+    estimators, reward:
+        Constructed estimators (checked with :func:`check_needs` and :func:`check_rewards`)
+        and the reward of the metric at the log's depth.
+    alpha, bootstrap, seed:
+        Interval level; cluster-bootstrap replicates (0 = none) and the seed of their
+        generators (:func:`boot_rng`).
+    baseline:
+        Each target minus it, paired on the impressions of queries both rank.
+    sources:
+        ``{target name: where it comes from}`` for the warnings (a run file's path);
+        default "the target".
+
+    Returns
+    -------
+    LogEstimates
+        Undefined estimates are rows with an ``error``, not exceptions; a bootstrap that fails
+        alone leaves the CLT interval and a warning.
+    """
+    import numpy as np
+
+    from onlineeval.errors import InputError
+    from onlineeval.io.logged import LogPolicy
+
+    data = lg.data
+    sources = sources or {}
+    warnings: list[str] = []
+    results: list[dict[str, Any]] = []
+    everyone = list(maps) + ([baseline] if baseline is not None else [])
+    for tmap in everyone:
+        name = tmap.target.name
+        rows = np.flatnonzero(tmap.ranked[data.query])
+        if rows.size < data.n:
+            missing = int((~tmap.ranked).sum())
+            warnings.append(
+                f"{name}: {missing} of {len(lg.queries)} log queries are not in {sources.get(name, 'the target')}; "
+                f"their {data.n - rows.size} impressions are left out of its estimates")
+        if tmap.unseen:
+            count, _ = support_count(lg, tmap, rows)
+            warnings.append(
+                f"{name}: ranks {len(tmap.unseen)} documents the log never shows for their query "
+                f"({len({u.query for u in tmap.unseen})} queries, {count} impressions): counted as support "
+                "violations, the estimates are biased there")
+        sub = data if rows.size == data.n else data.take(rows)
+        for est in estimators:
+            results.append(one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed))
+
+    differences: list[dict[str, Any]] = []
+    if baseline is not None:
+        base = baseline
+        for tmap in maps:
+            rows = np.flatnonzero((tmap.ranked & base.ranked)[data.query])
+            if rows.size == 0:
+                warnings.append(f"{tmap.target.name} - {base.target.name}: no query ranked by both")
+                continue
+            sub = data if rows.size == data.n else data.take(rows)
+            for est in estimators:
+                rng = boot_rng(seed, est.name, tmap.target.name, base.target.name) if bootstrap else None
+                pair = f"{est.name} {tmap.target.name} - {base.target.name}"
+                try:
+                    differences.append(paired_difference(est, sub, tmap.target, base.target, reward, alpha,
+                                                         bootstrap, rng))
+                except InputError as exc:
+                    try:  # is it the bootstrap alone that fails?
+                        diff = (paired_difference(est, sub, tmap.target, base.target, reward, alpha)
+                                if bootstrap else None)
+                    except InputError:
+                        diff = None
+                    if diff is None:
+                        differences.append({"estimator": est.name, "target": tmap.target.name,
+                                            "baseline": base.target.name, "estimate": None, "error": exc.message})
+                    else:
+                        differences.append(diff)
+                        warnings.append(f"{pair}: no bootstrap interval: {exc.message}")
+    mc = data.logger.monte_carlo_queries() if isinstance(data.logger, LogPolicy) else 0
+    if mc:
+        warnings.append(f"the item propensities of {mc} queries are Monte Carlo estimates of the logging policy "
+                        "(above its exact budget), not exact values; item-level estimators carry that error")
+    if lg.short:
+        warnings.append(f"{lg.short} impressions show fewer documents than the longest list of their query; a "
+                        "target list (read to that longest length) never equals them")
+    return LogEstimates(results, differences, warnings)
