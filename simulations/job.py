@@ -50,12 +50,29 @@ from simulations.runner import (
 from simulations.users import UserModels
 from simulations.world import World, build_world
 
-__all__ = ["SimulationResult", "simulate", "config_fingerprint", "input_files", "Interrupted"]
+__all__ = [
+    "PARTIAL",
+    "PARTIAL_FORMAT",
+    "Interrupted",
+    "SimulationResult",
+    "config_fingerprint",
+    "finish",
+    "folder_lock",
+    "input_files",
+    "load_partial",
+    "parse_partial_record",
+    "partial_record",
+    "prepare",
+    "prepare_world",
+    "signals_interrupt",
+    "simulate",
+    "write_error",
+]
 
 PARTIAL = "replicates.partial.jsonl"
 LOCK = ".onlineeval.lock"
 #: version of the partial-file record format (records without a checksum are not trusted)
-_PARTIAL_FORMAT = 2
+PARTIAL_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -125,13 +142,14 @@ def config_fingerprint(config: Config) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _record(index: int, rows: list[dict[str, Any]]) -> str:
+def partial_record(index: int, rows: list[dict[str, Any]]) -> str:
+    """One line of the partial file: replicate ``index``'s rows with the SHA-256 of their JSON."""
     body = json.dumps({"replicate": index, "rows": rows})  # key order kept: it is the CSV column order
     digest = hashlib.sha256(body.encode()).hexdigest()
     return json.dumps({"sha256": digest, "record": body}) + "\n"
 
 
-def _parse_record(line: str) -> tuple[int, list[dict[str, Any]]] | None:
+def parse_partial_record(line: str) -> tuple[int, list[dict[str, Any]]] | None:
     """A record's (replicate, rows), or ``None`` for a torn or altered line."""
     if not line.endswith("\n"):
         return None
@@ -146,7 +164,7 @@ def _parse_record(line: str) -> tuple[int, list[dict[str, Any]]] | None:
         return None
 
 
-def _load_partial(
+def load_partial(
     path: Path, fingerprint: str, say: Callable[[str], None] = lambda _msg: None
 ) -> dict[int, list[dict[str, Any]]]:
     """Finished replicates of an earlier run with the same fingerprint; rewrites the file
@@ -161,16 +179,16 @@ def _load_partial(
         header = json.loads(lines[0]) if lines else {}
     except json.JSONDecodeError:
         header = {}
-    if not isinstance(header, dict) or header.get("format") != _PARTIAL_FORMAT or header.get("fingerprint") != fingerprint:
+    if not isinstance(header, dict) or header.get("format") != PARTIAL_FORMAT or header.get("fingerprint") != fingerprint:
         old = header.get("fingerprint") if isinstance(header, dict) else None
         say(
             f"warning: discarding {max(len(lines) - 1, 0)} finished replicate record(s) in {path}: they were computed "
-            + ("by an older onlineeval" if isinstance(header, dict) and header.get("format") != _PARTIAL_FORMAT
+            + ("by an older onlineeval" if isinstance(header, dict) and header.get("format") != PARTIAL_FORMAT
                and old is not None else f"for a different config or different input files (fingerprint {old})")
         )
         return {}
     for line in lines[1:]:
-        parsed = _parse_record(line)
+        parsed = parse_partial_record(line)
         if parsed is None:
             dropped += 1
             continue
@@ -181,13 +199,13 @@ def _load_partial(
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(lines[0] if lines[0].endswith("\n") else lines[0] + "\n")
             for index in sorted(done):
-                out.write(_record(index, done[index]))
+                out.write(partial_record(index, done[index]))
         os.replace(tmp, path)
     return done
 
 
 @contextlib.contextmanager
-def _folder_lock(folder: Path) -> Iterator[None]:
+def folder_lock(folder: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``folder`` for the block (one run per results folder)."""
     import fcntl
 
@@ -213,7 +231,7 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _signals_interrupt() -> Iterator[None]:
+def signals_interrupt() -> Iterator[None]:
     """Turn SIGTERM (and SIGINT) into :class:`Interrupted` in the main thread."""
 
     def handler(signum: int, _frame: Any) -> None:
@@ -231,7 +249,8 @@ def _signals_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def _write_error(exc: OSError, path: Path, kept: str) -> OutputError:
+def write_error(exc: OSError, path: Path, kept: str) -> OutputError:
+    """A failed write as one clear :class:`OutputError` (a full disk says so; ``kept`` says what is kept)."""
     reason = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
     return OutputError(f"cannot write: {reason}; {kept}", str(getattr(exc, "filename", None) or path))
 
@@ -265,23 +284,23 @@ def simulate(
     say = log or (lambda _msg: None)
     n_workers = resolve_workers(config.workers if workers is None else workers)
     if output is None:
-        with _signals_interrupt():
-            world, users, truths = _prepare(config, say)
+        with signals_interrupt():
+            world, users, truths = prepare(config, say)
             done: dict[int, list[dict[str, Any]]] = {}
             _run(config, world, done, n_workers, None, on_progress, say)
-        return _finish(config, world, users, truths, done, None, "")
+        return finish(config, world, users, truths, done, None, "")
     if output.exists() and not output.is_dir():
         raise ConfigError(("output",), f"{output} exists and is not a directory; give a results directory")
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _write_error(exc, output, "nothing was run") from None
-    with _folder_lock(output), _signals_interrupt():
+        raise write_error(exc, output, "nothing was run") from None
+    with folder_lock(output), signals_interrupt():
         fingerprint = config_fingerprint(config)
-        world, users, truths = _prepare(config, say)
+        world, users, truths = prepare(config, say)
         partial = output / PARTIAL
         total = config.replicates
-        done = {} if fresh else _load_partial(partial, fingerprint, say)
+        done = {} if fresh else load_partial(partial, fingerprint, say)
         kept = {i: r for i, r in done.items() if i < total}
         if kept:
             extra = f" ({len(done) - len(kept)} more kept for a larger --replicates)" if len(done) > len(kept) else ""
@@ -291,26 +310,34 @@ def simulate(
                 partial_fh = open(partial, "a", encoding="utf-8")
             else:
                 partial_fh = open(partial, "w", encoding="utf-8")
-                partial_fh.write(json.dumps({"fingerprint": fingerprint, "format": _PARTIAL_FORMAT}) + "\n")
+                partial_fh.write(json.dumps({"fingerprint": fingerprint, "format": PARTIAL_FORMAT}) + "\n")
                 partial_fh.flush()
         except OSError as exc:
-            raise _write_error(exc, partial, "nothing was run") from None
+            raise write_error(exc, partial, "nothing was run") from None
         try:
             _run(config, world, kept, n_workers, partial_fh, on_progress, say)
         finally:
             with contextlib.suppress(OSError):
                 partial_fh.close()
-        result = _finish(config, world, users, truths, kept, output, fingerprint)
+        result = finish(config, world, users, truths, kept, output, fingerprint)
         partial.unlink(missing_ok=True)
     return result
 
 
-def _prepare(config: Config, say: Callable[[str], None]) -> tuple[World, UserModels, list[Truth]]:
-    """The world, the users' click models and the ground truth (fixed across replicates)."""
+def prepare_world(config: Config, say: Callable[[str], None] = lambda _msg: None) -> tuple[World, UserModels]:
+    """The world (from the config's world seed) and the users' click models, checked
+    against each other (the click models take the world's grades)."""
     world = build_world(config, world_seed(config.seed))
     users = UserModels.from_config(config.users)
     users.check_world(world.n_grades, world.ranked_labels("A")[:8])
     say(f"world: {world.n_queries} queries, rankers A and B at depth {world.depth}")
+    return world, users
+
+
+def prepare(config: Config, say: Callable[[str], None] = lambda _msg: None) -> tuple[World, UserModels, list[Truth]]:
+    """The world, the users' click models and the ground truth (fixed across replicates):
+    :func:`prepare_world` then :func:`simulations.runner.compute_truth`."""
+    world, users = prepare_world(config, say)
     return world, users, compute_truth(config, world, users)
 
 
@@ -334,10 +361,10 @@ def _run(
         done[index] = rows
         if partial_fh is not None:
             try:
-                partial_fh.write(_record(index, rows))
+                partial_fh.write(partial_record(index, rows))
                 partial_fh.flush()
             except OSError as exc:
-                raise _write_error(
+                raise write_error(
                     exc, Path(partial_fh.name),
                     f"the replicates finished before this one are kept in {partial_fh.name}; free space "
                     "and run again to resume",
@@ -348,7 +375,7 @@ def _run(
     run_replicates(config, world, todo, n_workers, on_done)
 
 
-def _finish(
+def finish(
     config: Config,
     world: World,
     users: UserModels,
@@ -357,6 +384,8 @@ def _finish(
     output: Path | None,
     fingerprint: str,
 ) -> SimulationResult:
+    """Analyse the finished replicates ``done`` (replicate -> rows) against the truths and
+    write the results folder when ``output`` is given (``fingerprint`` goes in summary.json)."""
     rows = pd.DataFrame([row for i in sorted(done) for row in done[i]])
     summary, curves = analyse(rows, truths, world, config)
     summary["truth_by_segment"] = truth_by_segment(world, users)
@@ -367,5 +396,17 @@ def _finish(
         try:
             write_results(result, fingerprint)
         except OSError as exc:
-            raise _write_error(exc, output, f"the finished replicates are kept in {output / PARTIAL}") from None
+            raise write_error(exc, output, f"the finished replicates are kept in {output / PARTIAL}") from None
     return result
+
+
+# the earlier private names of the helpers above (kept for callers written against them)
+_PARTIAL_FORMAT = PARTIAL_FORMAT
+_record = partial_record
+_parse_record = parse_partial_record
+_load_partial = load_partial
+_folder_lock = folder_lock
+_signals_interrupt = signals_interrupt
+_write_error = write_error
+_prepare = prepare
+_finish = finish

@@ -243,7 +243,7 @@ def test_full_disk_is_a_clear_error_and_keeps_partial(tmp_path: Path, monkeypatc
 
     config = load_config(_write_config(tmp_path, replicates=4))
     out = tmp_path / "out"
-    real_record = job._record
+    real_record = job.partial_record
     calls = {"n": 0}
 
     def failing_record(index: int, rows: list) -> str:
@@ -252,7 +252,7 @@ def test_full_disk_is_a_clear_error_and_keeps_partial(tmp_path: Path, monkeypatc
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_record(index, rows)
 
-    monkeypatch.setattr(job, "_record", failing_record)
+    monkeypatch.setattr(job, "partial_record", failing_record)
     from onlineeval.errors import OutputError
 
     with pytest.raises(OutputError, match="disk is full") as info:
