@@ -16,7 +16,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from onlineeval.errors import ConfigError
 from simulations.yaml_safe import excerpt
@@ -29,6 +38,7 @@ __all__ = [
     "UsersConfig",
     "TrafficConfig",
     "DesignConfig",
+    "DesignAnalysis",
     "AnalysisConfig",
     "load_config",
     "config_from_mapping",
@@ -272,6 +282,67 @@ _UNUSED_KEYS = {
 }
 
 
+# ----------------------------------------------------------------------------- per-design analysis
+#: the sequential tests a design's decision can use (onlineeval.stats.sequential.sequential_test)
+SEQUENTIAL_RULES = ("none", "msprt", "confidence_sequence", "obrien_fleming", "pocock")
+
+
+class DesignAnalysis(_Strict):
+    """How one design's experiment is analysed: the sequential test its decision uses, how
+    often it is looked at, and the correction across its several tests.
+
+    ``sequential``: ``none`` (fixed horizon: one test on the last day), ``msprt`` (mixture
+    SPRT, always-valid p-values), ``confidence_sequence`` (its dual, the same decisions),
+    ``obrien_fleming`` or ``pocock`` (Lan-DeMets alpha spending of that family).
+    ``tau``: the mSPRT / confidence sequence's mixing distribution N(0, tau^2) of the effect, on
+    the scale of the design's primary metric (default: planned from the mean standard error at
+    the horizon, :func:`onlineeval.stats.sequential.mixture_tau`). ``looks``: the look
+    schedule, a number K of looks equally spaced in time or a list of days (default: every
+    monitoring look). ``monitoring``: ``daily`` (a look at the end of each day) or ``batch``
+    (after every batch of ``traffic.batch_hours`` hours; A/B and interleaving designs).
+    ``multiple``: ``holm`` or ``bh`` across an A/B design's metrics or a multileaving design's
+    pairs, at the fixed horizon (default ``none``).
+    """
+
+    sequential: Literal["none", "msprt", "confidence_sequence", "obrien_fleming", "pocock"] = "none"
+    tau: Annotated[float, Field(gt=0.0)] | None = Field(
+        None, description="msprt / confidence_sequence: mixing sd (N(0, tau^2)); default: planned from the horizon SE"
+    )
+    looks: int | list[int] | None = Field(
+        None, description="look schedule: K equally spaced looks or a list of days; default: every monitoring look"
+    )
+    monitoring: Literal["daily", "batch"] = "daily"
+    multiple: Literal["none", "holm", "bh"] = "none"
+
+    @field_validator("looks", mode="before")
+    @classmethod
+    def _looks_form(cls, value: Any) -> Any:
+        def whole(x: Any) -> bool:
+            return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+        if value is None or whole(value) or (isinstance(value, list) and all(whole(x) for x in value)):
+            return value
+        raise ValueError(f"must be a positive integer (the number of equally spaced looks) or a list of positive "
+                         f"integers (the days of the looks), got {excerpt(value)}")
+
+    @model_validator(mode="after")
+    def _check_parameters(self) -> DesignAnalysis:
+        if self.tau is not None and self.sequential not in ("msprt", "confidence_sequence"):
+            raise ValueError(f"tau: only for sequential msprt or confidence_sequence (sequential is {self.sequential})")
+        if self.looks is not None and self.sequential == "none":
+            raise ValueError("looks: a look schedule needs a sequential test (msprt, confidence_sequence, "
+                             "obrien_fleming, pocock); sequential none tests once, on the last day")
+        if isinstance(self.looks, list):
+            if not self.looks:
+                raise ValueError("looks: an empty list of days")
+            if any(b <= a for a, b in zip(self.looks, self.looks[1:])):
+                raise ValueError(f"looks: the days must be strictly increasing, got {self.looks}")
+        return self
+
+    def is_default(self) -> bool:
+        return self == DesignAnalysis()
+
+
 class DesignConfig(_Strict):
     """One experiment design; every design of a run sees the same traffic."""
 
@@ -311,6 +382,10 @@ class DesignConfig(_Strict):
         description="counterfactual: estimators that fit a model on the whole log are recomputed every "
         "refit_days days and on the last day (0 = on the last day only)",
     )
+    analysis: DesignAnalysis = Field(
+        default_factory=DesignAnalysis,
+        description="sequential test, monitoring (daily or per batch) and multiple-comparison correction",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -335,6 +410,8 @@ class DesignConfig(_Strict):
         data = handler(self)
         for key in _UNUSED_KEYS.get(self.type, ()):
             data.pop(key, None)
+        if self.analysis.is_default():
+            data.pop("analysis", None)  # designs without one keep their former effective config
         return data
 
     @model_validator(mode="after")
@@ -640,6 +717,7 @@ def _check_components(config: Config, source: str | None) -> None:
                 source,
             )
     for i, design in enumerate(config.designs):
+        _check_design_analysis(config, i, source)
         if design.type == "counterfactual":
             _check_counterfactual(config, i, source)
             continue
@@ -697,6 +775,28 @@ def _check_components(config: Config, source: str | None) -> None:
     from simulations.resources import check_memory
 
     check_memory(config, source)  # before anything is allocated: refuse what cannot fit
+
+
+def _check_design_analysis(config: Config, i: int, source: str | None) -> None:
+    """A design's ``analysis`` block against the traffic: looks within the days, batch
+    monitoring and multiple comparisons only where the design type has them."""
+    design = config.designs[i]
+    an = design.analysis
+    key: tuple[str | int, ...] = ("designs", i, "analysis")
+    days = config.traffic.days
+    per_day = 24 // config.traffic.batch_hours if an.monitoring == "batch" else 1
+    if design.type == "counterfactual":
+        for name, value in (("monitoring", an.monitoring), ("multiple", an.multiple)):
+            if value != DesignAnalysis.model_fields[name].default:
+                raise ConfigError((*key, name), f"{value!r} applies to designs of type ab and interleaving; "
+                                  "a counterfactual design allows only the default "
+                                  f"{DesignAnalysis.model_fields[name].default!r}", source)
+    if isinstance(an.looks, int) and an.looks > days * per_day:
+        raise ConfigError((*key, "looks"), f"{an.looks} looks, but {an.monitoring} monitoring over {days} days "
+                          f"has {days * per_day}; allowed: 1 to {days * per_day}", source)
+    if isinstance(an.looks, list) and an.looks[-1] > days:
+        raise ConfigError((*key, "looks"), f"day {an.looks[-1]} is after the last day of traffic.days = {days}; "
+                          f"allowed: days 1 to {days}", source)
 
 
 def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
