@@ -14,6 +14,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 #: the Python API (:mod:`onlineeval.api`), resolved lazily (PEP 562) so ``import onlineeval`` stays cheap
 _API = (
     "evaluate",
+    "evaluate_letor",
     "simulate",
     "fit_clicks",
     "evaluate_clicks",

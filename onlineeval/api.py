@@ -73,6 +73,7 @@ __all__ = [
     "estimate",
     "evaluate",
     "evaluate_clicks",
+    "evaluate_letor",
     "fit_clicks",
     "sample_clicks",
     "simulate",
@@ -412,6 +413,82 @@ def evaluate(
                       dict(zip(names, evals)), seg_means)
 
 
+def evaluate_letor(
+    letor: PathLike,
+    scores: Mapping[str, PathLike | Sequence[float]] | Sequence[PathLike] = (),
+    metrics: str | Sequence[str] = "nDCG@10,AP,RR,P@10",
+    *,
+    features: Sequence[int] = (),
+    query_file: PathLike | None = None,
+    preset: str = "lightgbm",
+    **options: Any,
+) -> Evaluation:
+    """Offline metrics of rankers' scores on a LETOR / SVMlight file, as ``onlineeval evaluate --letor``.
+
+    The labels of ``letor`` are the qrels (one query per ``qid:``, or per group of
+    ``query_file``); each system scores the file's lines in order.
+
+    Parameters
+    ----------
+    letor:
+        ``label [qid:Q] idx:value ... [# docid = D]`` lines (:func:`onlineeval.io.read_letor`).
+    scores:
+        ``{name: score file or array}`` (one number per LETOR line), or a list of score
+        files named as the CLI names them (the file stem).
+    metrics:
+        As :func:`evaluate`.
+    features:
+        Feature columns used as systems of their own, named ``feature<N>`` (e.g. BM25 as a
+        baseline); sparse lines without the feature score 0.
+    query_file:
+        Group sizes for a file without ``qid:`` (LightGBM's ``.query``).
+    preset:
+        Conventions preset; ``lightgbm`` by default (ties in input order, as the learners
+        that write these files evaluate them). Pass ``"default"`` for onlineeval's own.
+    options:
+        Every other keyword of :func:`evaluate` (``gain``, ``ties``, ``baseline``, ``seed``, ...).
+
+    Returns
+    -------
+    Evaluation
+    """
+    import numpy as np
+    import pandas as pd
+
+    from onlineeval.io import read_letor
+    from onlineeval.io.letor import read_scores
+
+    if isinstance(scores, Mapping):
+        named: dict[str, Any] = {str(k): v for k, v in scores.items()}
+    else:
+        paths = [Path(p) for p in scores]
+        named = dict(zip(_named_runs(paths), paths)) if paths else {}
+    for f in features:
+        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 1:
+            raise ConfigError(("features",), f"feature columns are integers >= 1, got {f!r}")
+        if f"feature{f}" in named:
+            raise ConfigError(("features",), f"two systems share the name feature{f}")
+    if not named and not features:
+        raise ConfigError(("scores",), "give at least one score file (or array) or a feature column")
+    data = read_letor(letor, query_file=query_file)
+    qrels = data.qrels
+    runs: dict[str, pd.DataFrame] = {}
+    for name, value in named.items():
+        if _is_path(value):
+            s = read_scores(value, len(qrels))
+        else:
+            s = np.asarray(value, dtype=np.float64)
+            if s.shape != (len(qrels),):
+                raise InputError(f"scores {name!r}: {s.size} values for {len(qrels)} LETOR lines", str(letor))
+            if not np.isfinite(s).all():
+                raise InputError(f"scores {name!r}: value {int(np.argmax(~np.isfinite(s))) + 1} is not finite",
+                                 str(letor))
+        runs[name] = pd.DataFrame({"query": qrels["query"].to_numpy(), "doc": qrels["doc"].to_numpy(), "score": s})
+    for f in features:
+        runs[f"feature{f}"] = read_letor(letor, score_feature=int(f), query_file=query_file).run
+    return evaluate(qrels, runs, metrics, preset=preset, **options)
+
+
 def _segments(segments: Any, evaluated: set[str]) -> pd.DataFrame:
     """Per-query attributes indexed by query id (strings), as :func:`onlineeval.stats.read_segments` gives them.
 
@@ -538,9 +615,19 @@ class Simulation:
         d = self.designs()
         return d[d["shrinkage"].notna()][["design", "metric", "relative_effect", "shrinkage"]].reset_index(drop=True)
 
+    def figures(self) -> dict[str, Figure]:
+        """The report's figures, by the name of the PNG ``onlineeval simulate`` writes for each
+        (``power_vs_days``, ``offline_vs_online``, with counterfactual designs
+        ``counterfactual_rmse`` and ``assumption_sweep``): new figures, not shown, not saved
+        (:mod:`simulations.plots`)."""
+        from simulations.plots import figures
+
+        return figures(self.result)
+
     def power_figure(self) -> Figure:
-        """Power versus days of every design's primary metric: simulated (solid, with +-1 SE)
-        and analytic (dashed), with the target power; a new figure (not shown, not saved)."""
+        """A compact power-versus-days panel of every design's primary metric: simulated (solid,
+        with +-1 SE) and analytic (dashed), with the target power; a new figure (not shown, not
+        saved). The report's own figures are :meth:`figures`."""
         from matplotlib.figure import Figure
 
         c = self.curves

@@ -18,19 +18,16 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from onlineeval import __version__
-from onlineeval.stats import binomial_band
-from simulations.analysis import IMPROVEMENT_SIGN
 
 if TYPE_CHECKING:
     from simulations.job import SimulationResult
 
-__all__ = ["write_results", "terminal_summary", "conventions"]
+__all__ = ["conventions", "terminal_summary", "write_results"]
 
 
 def conventions(result: SimulationResult) -> dict[str, Any]:
@@ -154,7 +151,10 @@ def write_results(result: SimulationResult, fingerprint: str) -> None:
         "config": effective,
     }
     (out / "summary.json").write_text(json.dumps(_clean(summary), indent=2), encoding="utf-8")
-    _plots(result, out)
+    from simulations.plots import figures
+
+    for name, fig in figures(result).items():
+        fig.savefig(out / f"{name}.png", dpi=110)
 
 
 def _clean(x: Any) -> Any:
@@ -168,206 +168,6 @@ def _clean(x: Any) -> Any:
     if hasattr(x, "item") and callable(x.item):
         return _clean(x.item())
     return x
-
-
-def _plotted_series(result: SimulationResult) -> list[tuple[str, str]]:
-    """``(design, metric)`` of the power curves: an A/B design's primary metric, every pair of
-    an interleaving or multileaving design, a counterfactual design's primary estimator."""
-    curves = result.curves
-    kinds = {d.name: d.type for d in result.config.designs}
-    out = []
-    for (design, metric), c in curves[~curves["aa"]].groupby(["design", "metric"], sort=False):
-        if kinds.get(design) == "interleaving" or bool(c["primary"].iloc[0]):
-            out.append((str(design), str(metric)))
-    return out
-
-
-def _plots(result: SimulationResult, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cfg = result.config
-    curves = result.curves
-    series = _plotted_series(result)
-    designs = list(dict.fromkeys(d for d, _ in series))
-    styles = ["-", "--", "-.", ":"]
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    metric_colour: dict[str, str] = {}
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5), constrained_layout=True)
-    ax = axes[0]
-    for k, (name, metric) in enumerate(series):
-        c = curves[(curves["design"] == name) & (curves["metric"] == metric) & (~curves["aa"])].sort_values("day")
-        multi = sum(1 for d, _ in series if d == name) > 1
-        colour = metric_colour.setdefault(metric, colours[len(metric_colour) % len(colours)]) if multi \
-            else colours[k % len(colours)]
-        entry = result.summary["designs"].get(name, {}).get(metric, {})
-        biased = bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
-        label = f"{name}: {metric}" + (" [biased]" if biased else "")
-        ax.plot(c["day"], c["power"], marker="o", ms=3, color=colour, ls=styles[designs.index(name) % len(styles)],
-                label=label)
-        if len(series) <= 4:  # more bands than that hide the lines
-            ax.fill_between(c["day"], c["power"] - 2 * c["power_se"], c["power"] + 2 * c["power_se"],
-                            color=colour, alpha=0.12)
-    ax.axhline(cfg.analysis.power, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="days", ylabel="power (simulated" + (", ±2 SE band)" if len(series) <= 4 else ")"), ylim=(0, 1.02),
-           title=f"Power vs days, every design and pair (alpha={cfg.analysis.alpha})")
-    ax.legend(fontsize=7, ncol=2 if len(series) > 8 else 1)
-    ax = axes[1]
-    prim = curves[curves["primary"]]
-    aa = prim[prim["aa"]]
-    if len(aa):
-        band = binomial_band(int(aa["replicates"].iloc[0]), cfg.analysis.alpha, 0.99)
-        ax.axhspan(band.lo_rate, band.hi_rate, color="grey", alpha=0.15, label="99% binomial band of alpha")
-    top = 0.1
-    for k, (name, c) in enumerate(aa.groupby("design", sort=False)):
-        c = c.sort_values("day")
-        line = ax.plot(c["day"], c["rejection_rate"], marker="o", ms=3, color=colours[k % len(colours)],
-                       label=f"{name} A/A (simulated)")[0]
-        top = max(top, float(c["rejection_rate"].max()))
-        metric = str(c["metric"].iloc[0])
-        null = result.summary["designs"].get(name, {}).get(metric, {}).get("null")
-        if null:
-            how = "simulated" if "replicates" in null else "analytic"
-            ax.plot(c["day"], null["rejection_rate"], ls="--", marker="x", ms=4, color=line.get_color(),
-                    label=f"{name} null user ({how}; Delta {null['delta']:+.4f}"
-                    + (", biased)" if null["biased"] else ")"))
-            top = max(top, max(null["rejection_rate"]))
-    ax.axhline(cfg.analysis.alpha, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="days", ylabel="rejection rate when no ranker is better",
-           title="No better ranker: A/A and null user (clicks ignore relevance)",
-           ylim=(0, min(1.02, 1.1 * top)))
-    if len(aa):
-        ax.legend(fontsize=7)
-    fig.savefig(out / "power_vs_days.png", dpi=110)
-    plt.close(fig)
-    _offline_online_plot(result, out)
-    _counterfactual_plots(result, out)
-
-
-def _online_points(result: SimulationResult) -> list[dict[str, Any]]:
-    """Every design's statistics in standard errors of one experiment of the simulated length:
-    the true effect / the last day's mean SE, the replicates' mean and spread on that scale,
-    improvements positive (lower abandonment counts as better)."""
-    points = []
-    for design, metrics in result.summary["designs"].items():
-        for metric, e in metrics.items():
-            fd = e["final_day"]
-            se = fd.get("mean_se")
-            if not se or not math.isfinite(se) or se <= 0:
-                continue
-            sign = IMPROVEMENT_SIGN.get(metric, 1)
-            rel = e.get("relative_effect")
-            base = (e["true_effect"] / rel) if rel else None
-            label = f"{design}: {metric}"
-            if rel is not None:
-                label += f" ({100 * sign * rel:+.1f}%"
-                if base is not None and metric == "abandonment" and abs(base) < 0.01:
-                    label += f" of a tiny {100 * abs(base):.2g}% base rate"
-                label += ")"
-            if sign < 0:
-                label += " [lower is better]"
-            null = e.get("null")
-            points.append({
-                "label": label,
-                "true": sign * e["true_effect"] / se,
-                "mean": sign * fd["mean_estimate"] / se,
-                "spread": 2 * (fd["sd_estimate"] or 0.0) / se,
-                "null": (null["delta"] / se) if null else None,
-                "biased": bool(null and null["biased"]),
-            })
-    return points
-
-
-def _offline_online_plot(result: SimulationResult, out: Path) -> None:
-    """``offline_vs_online.png``: offline relative gains (%), and every online statistic in
-    SE units of one experiment of the simulated length (comparable across metrics and designs)."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from scipy import stats as sps
-
-    cfg = result.config
-    off = result.summary["offline"]
-    names = [f"{off['metric']} (freq-weighted)", f"{off['metric']} (uniform)"]
-    gains = [off["relative_gain_weighted"],
-             off["delta"]["uniform"] / off["A"]["uniform"] if off["A"]["uniform"] else float("nan")]
-    for seg, v in off["by_segment"].items():
-        names.append(f"{off['metric']} {seg}")
-        gains.append((v["B"] - v["A"]) / v["A"] if v["A"] else float("nan"))
-    weighted = result.world.offline.weighted
-    for r in weighted:
-        if r not in ("A", "B"):
-            names.append(f"{off['metric']} {r} vs A (freq-weighted)")
-            gains.append((weighted[r] - weighted["A"]) / weighted["A"] if weighted["A"] else float("nan"))
-    online = _online_points(result)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 0.42 * max(len(names), len(online)) + 2.6),
-                             constrained_layout=True, gridspec_kw={"width_ratios": [1, 1.6]})
-    ax = axes[0]
-    ax.barh(range(len(names)), [100 * g for g in gains], color="#4c72b0")
-    ax.set_yticks(range(len(names)), names, fontsize=8)
-    ax.invert_yaxis()
-    ax.axvline(0, color="black", lw=0.6)
-    ax.set(xlabel="relative gain vs A (%)", title="Offline")
-    ax = axes[1]
-    days = cfg.traffic.days
-    z_target = float(sps.norm.ppf(1 - cfg.analysis.alpha / 2) + sps.norm.ppf(cfg.analysis.power))
-    if online:
-        y = np.arange(len(online))
-        ax.barh(y, [o["true"] for o in online], color=["#c44e52" if o["biased"] else "#dd8452" for o in online],
-                alpha=0.6, label="true effect / SE")
-        ax.errorbar([o["mean"] for o in online], y, xerr=[o["spread"] for o in online], fmt="o", color="black",
-                    ms=4, capsize=3, label="replicates: mean estimate ±2 SD, in SE")
-        nulls = [(o["null"], i) for i, o in enumerate(online) if o["null"] is not None]
-        if nulls:
-            ax.plot([v for v, _ in nulls], [i for _, i in nulls], "x", color="#c44e52", ms=8, mew=2,
-                    label="null user's Delta / SE (bias; 0 if unbiased)")
-        ax.set_yticks(y, [o["label"] + (" [biased]" if o["biased"] else "") for o in online], fontsize=8)
-        ax.invert_yaxis()
-        for sgn in (-1, 1):
-            ax.axvline(sgn * z_target, color="grey", lw=0.8, ls=":")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    else:
-        ax.text(0.5, 0.5, "no online statistic with a standard error", ha="center", va="center",
-                transform=ax.transAxes)
-    ax.axvline(0, color="black", lw=0.6)
-    ax.set(xlabel=f"effect / SE after {days} days (improvement > 0; dotted: ±{z_target:.2f} = "
-                  f"{cfg.analysis.power:.0%} power)",
-           title="Online: every statistic on one scale (effect / SE, last day)")
-    fig.savefig(out / "offline_vs_online.png", dpi=110)
-    plt.close(fig)
-
-
-def _counterfactual_plots(result: SimulationResult, out: Path) -> None:
-    """``counterfactual_rmse.png``: RMSE against log size per estimator (daily checkpoints);
-    ``assumption_sweep.png``: each estimator's bias +-2 SE across the swept parameter."""
-    import matplotlib.pyplot as plt
-
-    cf = result.summary.get("counterfactual") or {}
-    if cf:
-        fig, axes = plt.subplots(1, len(cf), figsize=(6.5 * len(cf), 4.5), constrained_layout=True, squeeze=False)
-        for ax, (name, d) in zip(axes[0], cf.items(), strict=True):
-            for label, e in d["estimators"].items():
-                pts = [(b["impressions"], b["rmse"]) for b in e["by_day"] if b["rmse"] == b["rmse"]]
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), marker="o", ms=3, label=label)
-            ax.set(xlabel="logged impressions", ylabel=f"RMSE of V(B) - V(A) ({d['metric']})", xscale="log",
-                   yscale="log", title=f"{name}: error against log size")
-            ax.legend(fontsize=7)
-        fig.savefig(out / "counterfactual_rmse.png", dpi=110)
-        plt.close(fig)
-    sweep = result.summary.get("assumption_sweep")
-    if sweep:
-        fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
-        x = sweep["values"]
-        for label, e in sweep["estimators"].items():
-            ax.errorbar(x, e["bias"], yerr=[2 * v for v in e["se"]], marker="o", ms=3, capsize=3, label=label)
-        ax.axhline(0, color="black", lw=0.6)
-        ax.set(xlabel=sweep["parameter"], ylabel=f"bias of V(B) - V(A) ({sweep['metric']}), +-2 SE",
-               title=f"Assumption sweep ({sweep['impressions']:,} impressions per value)")
-        ax.legend(fontsize=7)
-        fig.savefig(out / "assumption_sweep.png", dpi=110)
-        plt.close(fig)
 
 
 def _fmt(x: float | None, spec: str = ".4f", signed: bool = False) -> str:

@@ -226,6 +226,12 @@ def test_simulate_same_numbers_as_the_cli_and_writes_only_when_asked(tmp_path: P
     bars = sim.shrinkage_figure().axes[0].patches
     assert [b.get_width() for b in bars] == pytest.approx(
         [100 * sim.summary["offline"]["relative_gain_weighted"]] + list(100 * sim.shrinkage["relative_effect"]))
+    figs = sim.figures()  # the report's figures, one per PNG the CLI wrote
+    assert set(figs) == {p.stem for p in out.glob("*.png")}
+    for name, f in figs.items():
+        f.savefig(tmp_path / f"{name}.png", dpi=110)
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [a.get_title() for a in figs["power_vs_days"].axes][0].startswith("Power vs days")
     fig = sim.power_figure()
     assert len(fig.axes) == 1 and len(fig.axes[0].lines) >= 2 * len(sim.config.designs)
     written = onlineeval.simulate(sim.config, output=tmp_path / "api", traffic__days=2)  # a Config, overridden
@@ -419,6 +425,33 @@ def test_estimate_warns_as_the_cli_does(tmp_path: Path) -> None:
     assert [w.replace(str(run), "target 'B'") for w in doc["warnings"]] == list(api_warnings)
     assert any("fewer documents" in w for w in api_warnings)
     assert any("log queries are not in target 'B'" in w for w in api_warnings)
+
+
+def test_evaluate_letor_equals_the_cli(tmp_path: Path) -> None:
+    """LETOR input through the API: score files, an array and a feature column give the numbers
+    of ``onlineeval evaluate --letor``, worked out by hand for nDCG@1."""
+    letor = tmp_path / "test.txt"
+    # feature 2 ranks q1 right and q2 wrong; feature 1 is absent on some lines (sparse: 0)
+    letor.write_text("2 qid:1 2:0.9\n0 qid:1 1:0.7 2:0.1\n1 qid:2 2:0.2\n0 qid:2 1:0.4 2:0.8\n")
+    a = tmp_path / "a.pred"
+    a.write_text("0.9\n0.1\n0.8\n0.2\n")
+    ours = onlineeval.evaluate_letor(letor, [a], "nDCG@1,AP", features=[2, 1], permutations=100, bootstrap=100)
+    doc = cli_json("evaluate", "--letor", str(letor), "--scores", str(a), "--score-feature", "2",
+                   "--score-feature", "1", "--metrics", "nDCG@1,AP", "--preset", "lightgbm",
+                   "--permutations", "100", "--bootstrap", "100")
+    for s in doc["systems"]:
+        for metric, m in s["metrics"].items():
+            assert ours.mean(s["name"], metric) == pytest.approx(m["mean"], rel=1e-12)
+    assert {s: ours.mean(s, "nDCG@1") for s in ours.systems} == {"a": 1.0, "feature2": 0.5, "feature1": 0.0}
+    assert ours.conventions.name == "lightgbm"
+    by_array = onlineeval.evaluate_letor(letor, {"a": [0.9, 0.1, 0.8, 0.2]}, "nDCG@1,AP")
+    pd.testing.assert_frame_equal(by_array.aggregate, onlineeval.evaluate_letor(letor, [a], "nDCG@1,AP").aggregate)
+    with pytest.raises(InputError, match="3 values for 4 LETOR lines"):
+        onlineeval.evaluate_letor(letor, {"a": [0.9, 0.1, 0.8]})
+    with pytest.raises(ConfigError, match="features"):
+        onlineeval.evaluate_letor(letor, features=[0])
+    with pytest.raises(ConfigError, match="scores"):
+        onlineeval.evaluate_letor(letor)
 
 
 def test_import_is_cheap() -> None:

@@ -20,7 +20,8 @@ from scipy import stats as sps
 
 from simulations.config import config_from_mapping
 from simulations.job import simulate
-from simulations.report import _plotted_series, terminal_summary, written_files
+from simulations.plots import plotted_series as _plotted_series
+from simulations.report import terminal_summary, written_files
 
 matplotlib.use("Agg")
 
