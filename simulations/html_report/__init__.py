@@ -1,0 +1,64 @@
+"""Self-contained HTML reports of a simulate results folder and of a sweep folder.
+
+``report.html`` is one file: the plots are embedded as base64 PNG ``data:`` URIs, the
+stylesheet is inline, and there is no script, font, link or other external resource, so
+it opens from disk in any browser with no server. It is a view of what the run already
+wrote (``summary.json``, the CSV tables, ``config.effective.yaml``, the PNG plots) and
+computes no numbers of its own; every table says under which conventions its numbers
+were computed, and designs or estimates found biased keep their "biased" mark.
+
+Simulate (:func:`write_simulate_report`), answer first: days, users and impressions per
+design at the target power with the shrinkage of the offline gain; power versus days; the
+offline-to-online shrinkage; A/A calibration, the null (bias) check and daily monitoring;
+counterfactual estimators when present; the conventions and the effective config.
+
+Sweep (:func:`write_sweep_report`): the same answer per point and design, the shrinkage
+study (the sweep summary's ``shrinkage`` key when present) and its plots, the effect
+plot, A/A calibration and the null check per point, the conventions and the points'
+configs.
+
+All text is escaped with :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simulations.html_report.page import page
+from simulations.html_report.simulate import header, load_summary, simulate_sections
+
+__all__ = ["REPORT_NAME", "simulate_report", "sweep_report", "write_simulate_report", "write_sweep_report"]
+
+REPORT_NAME = "report.html"
+
+
+def simulate_report(folder: str | Path) -> str:
+    """The HTML report of a simulate results folder (``summary.json`` and the files next to it)."""
+    folder = Path(folder)
+    summary = load_summary(folder)
+    title = f"onlineeval {summary.get('onlineeval_version', '')} simulate report".replace("  ", " ")
+    return page(title, header(folder, summary, title), simulate_sections(folder, summary))
+
+
+def sweep_report(folder: str | Path) -> str:
+    """The HTML report of a sweep folder (its ``summary.json``, plots and points' folders)."""
+    from simulations.html_report.sweep import sweep_header, sweep_sections
+
+    folder = Path(folder)
+    summary = load_summary(folder)
+    title = "onlineeval sweep report"
+    return page(title, sweep_header(folder, summary, title), sweep_sections(folder, summary))
+
+
+def write_simulate_report(folder: str | Path) -> Path:
+    """Write ``<folder>/report.html`` for a simulate results folder; returns its path."""
+    path = Path(folder) / REPORT_NAME
+    path.write_text(simulate_report(folder), encoding="utf-8")
+    return path
+
+
+def write_sweep_report(folder: str | Path) -> Path:
+    """Write ``<folder>/report.html`` for a sweep folder; returns its path."""
+    path = Path(folder) / REPORT_NAME
+    path.write_text(sweep_report(folder), encoding="utf-8")
+    return path

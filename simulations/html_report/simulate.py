@@ -1,0 +1,436 @@
+"""The HTML report of one ``onlineeval simulate`` results folder.
+
+A view of what :func:`simulations.report.write_results` wrote (``summary.json``,
+``curves.csv``, ``config.effective.yaml``, the PNG plots): it formats those numbers and
+computes none of its own. Sections, answer first: the answer (days, users and impressions
+per design at the target power, shrinkage of the offline gain), power versus days, the
+offline-to-online shrinkage, A/A calibration and the null (bias) check with daily
+monitoring, the counterfactual estimators when present, the conventions every number was
+computed under and the effective config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from simulations.html_report.page import (
+    Html,
+    biased_mark,
+    count,
+    esc,
+    fmt,
+    image,
+    join,
+    note,
+    read_json,
+    table,
+    tag,
+    tree,
+)
+
+__all__ = ["answer_rows", "is_biased", "simulate_sections"]
+
+#: top-level keys of summary.json rendered by their own section (any other key is shown
+#: under "Other results", so a new result is never silently left out)
+KNOWN_KEYS = frozenset({
+    "onlineeval_version", "config_fingerprint", "conventions", "world", "truth", "offline", "designs",
+    "required_impressions_ratio", "monitoring", "truth_by_segment", "config", "counterfactual",
+    "assumption_sweep",
+})
+
+
+def is_biased(entry: dict[str, Any]) -> bool:
+    """The null check or the exact truth finds this estimate biased (as the terminal summary)."""
+    return bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
+
+
+def _days(e: dict[str, Any]) -> str:
+    days = e.get("days_to_target_power")
+    if days is not None:
+        return str(days)
+    if e.get("analytic_required_days") is not None:
+        return f"~{e['analytic_required_days']:.0f}*"
+    return "never"
+
+
+def _aa(e: dict[str, Any]) -> Html:
+    aa = e.get("aa")
+    if aa is None:
+        return esc("-")
+    if aa.get("degenerate"):
+        return esc("0 (ties)")
+    rate = esc(fmt(aa.get("false_positive_rate"), ".3f"))
+    return rate if aa.get("within_band") else join([rate, tag("span", " outside band", cls="flag")])
+
+
+def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | None]]:
+    """One row per design and metric of the answer table, and the rows' classes."""
+    rows: list[list[Any]] = []
+    classes: list[str | None] = []
+    for design, metrics in (summary.get("designs") or {}).items():
+        for metric, e in metrics.items():
+            fd = e.get("final_day") or {}
+            biased = is_biased(e)
+            rel = e.get("relative_effect")
+            null = e.get("null")
+            if not e.get("detectable", True):
+                days: Any = "-"
+                impr: Any = "no detectable effect"
+                users: Any = "-"
+            else:
+                days = _days(e)
+                impr = count(e.get("analytic_required_impressions"))
+                users = count(e.get("analytic_required_users"))
+                if biased:
+                    impr, users, days = (join([v, " ", biased_mark()]) for v in (impr, users, days))
+            name: Any = join([design, " ", biased_mark()]) if biased else design
+            null_s: Any = "-" if null is None else fmt(null.get("delta"), ".5f", True)
+            if null is not None and null.get("biased"):
+                null_s = join([null_s, " ", biased_mark()])
+            rows.append([
+                name, metric, fmt(e.get("true_effect"), ".3g", True),
+                (fmt(100 * rel, ".1f", True) + "%") if isinstance(rel, (int, float)) else "-",
+                fmt(e.get("shrinkage_vs_offline"), ".2f"),
+                fmt(fd.get("power"), ".2f"), fmt(fd.get("analytic_power"), ".2f"), days, impr, users,
+                _aa(e), null_s,
+            ])
+            classes.append("primary" if e.get("primary") else "secondary")
+    return rows, classes
+
+
+def _ratios(summary: dict[str, Any]) -> list[Html]:
+    r = summary.get("required_impressions_ratio") or {}
+    ref = r.get("reference")
+    if not ref:
+        return []
+    biased = r.get("biased") or {}
+    target = (summary.get("conventions") or {}).get("target_power")
+    items = []
+    for d, need in (r.get("ratios") or {}).items():
+        if d == ref:
+            continue
+        eff = (r.get("equal_traffic_efficiency") or {}).get(d)
+        if d in biased:
+            b = biased[d]
+            why = (f"bias {fmt(b.get('bias'), '.3g', True)} +- {fmt(b.get('se'), '.2g')} against the truth"
+                   if isinstance(b, dict) else f"null Delta {fmt(b, '.4f', True)}")
+            items.append(tag("li", d, ": ", biased_mark(), f" ({why}): its ratios are not sensitivities"))
+            continue
+        text = f"{d}: information per impression {fmt(eff, '.3g')}x {ref}'s"
+        if isinstance(need, (int, float)):
+            text += (f"; impressions needed for {fmt(100 * target, '.0f')}% power " if target else "; impressions "
+                     "needed ") + f"{fmt(need, '.3g')}x {ref}'s" + (f" ({fmt(1 / need, '.3g')}x fewer)"
+                                                                  if 0 < need < 1 else "")
+        items.append(tag("li", text))
+    if not items:
+        return []
+    return [tag("p", f"Relative to {ref} (last simulated day {r.get('last_day')}):", cls="lead"), tag("ul", *items)]
+
+
+def _offline_line(summary: dict[str, Any]) -> Html:
+    off = summary.get("offline") or {}
+    if not off:
+        return esc("")
+    a, b, d = off.get("A") or {}, off.get("B") or {}, off.get("delta") or {}
+    rel = off.get("relative_gain_weighted")
+    return tag(
+        "p",
+        tag("strong", f"Offline {off.get('metric')}: "),
+        f"A {fmt(a.get('weighted'))}, B {fmt(b.get('weighted'))}, delta {fmt(d.get('weighted'), '.4f', True)}"
+        + (f" ({fmt(100 * rel, '.1f', True)}%)" if isinstance(rel, (int, float)) else "")
+        + f" frequency-weighted; uniform over queries: delta {fmt(d.get('uniform'), '.4f', True)}",
+        cls="lead",
+    )
+
+
+ANSWER_HEADER = ["design", "metric", "true effect", "rel.", "shrinkage", "power at end", "analytic power",
+                 "days to target power", "impressions needed", "users needed", "A/A FPR", "null Delta"]
+
+
+def answer_section(summary: dict[str, Any]) -> Html:
+    conv = summary.get("conventions") or {}
+    alpha, target = conv.get("alpha"), conv.get("target_power")
+    rows, classes = answer_rows(summary)
+    header = list(ANSWER_HEADER)
+    if isinstance(target, (int, float)):
+        header[header.index("days to target power")] = f"days to {fmt(100 * target, '.0f')}% power"
+    caption = (f"Per design: days, users and impressions for {fmt(100 * target, '.0f')}% power at alpha "
+               f"{fmt(alpha, 'g')}" if isinstance(target, (int, float)) else "Per design")
+    legend = [
+        [("true effect: population value of the design's statistic, B - A (interleaving: Delta_AB, + favours B; "
+         "methods differ in scale: compare their sample sizes); rel.: relative to A; shrinkage: online relative "
+         "improvement / offline relative gain (frequency-weighted; lower abandonment counts as better; unstable "
+         "when the metric's base rate is tiny).")],
+        [("power at end: share of replicates rejecting at alpha with the sign of the true effect on the last day; "
+         "analytic: the same from the true effect and the mean SE.")],
+        [("days to target power: first simulated day with power >= target; ~N*: analytic, from se^2 = a/N + b "
+         "fitted to the daily checkpoints, beyond the simulated days; never / not reachable: the SE floor of this "
+         "user population is above what the target needs. impressions / users needed: analytic for the target "
+         "power (users: expected distinct users).")],
+        [("A/A FPR: rejection rate with B replaced by A ('outside band': outside its 99% binomial band; '0 (ties)': "
+         "every comparison is a tie, so A/A cannot reject). null Delta: expected Delta when clicks do not depend on "
+         "relevance (every true effect 0).")],
+        [biased_mark(), (": the null check (or, for any estimate, the exact truth: mean more than 4 SE away) finds "
+         "it biased on these rankers; its power and sample size measure its bias as much as the effect and are not "
+         "sensitivities.")],
+    ]
+    body: list[Any] = [
+        _offline_line(summary),
+        table(header, rows, cls="answer", row_classes=classes, caption=caption, id_="answer-table",
+              text_columns=(0, 1)),
+        *_ratios(summary),
+        tag("ul", *(tag("li", *item) for item in legend), cls="legend"),
+        note("Conventions: power - ", conv.get("power", "-"), "; sample size - ", conv.get("sample_size", "-"),
+             "; truth - ", conv.get("truth", "-")),
+    ]
+    return join(body)
+
+
+def _power_table(folder: Path, summary: dict[str, Any]) -> Html:
+    """Simulated power by day of every primary metric and every interleaving pair (curves.csv)."""
+    import pandas as pd
+
+    path = folder / "curves.csv"
+    try:
+        curves = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        return note(f"curves.csv could not be read ({exc}); the plot above has the same numbers")
+    need = {"design", "metric", "aa", "primary", "day", "power"}
+    if not need <= set(curves.columns):
+        return note("curves.csv lacks the columns " + ", ".join(sorted(need - set(curves.columns))))
+    kinds = {d.get("name"): d.get("type") for d in (summary.get("config") or {}).get("designs") or []}
+    real = curves[~curves["aa"].astype(bool)]
+    days = sorted(real["day"].unique().tolist())
+    rows, classes = [], []
+    for (design, metric), c in real.groupby(["design", "metric"], sort=False):
+        if not (kinds.get(design) == "interleaving" or bool(c["primary"].iloc[0])):
+            continue
+        by_day = dict(zip(c["day"].tolist(), c["power"].tolist(), strict=True))
+        entry = (summary.get("designs") or {}).get(design, {}).get(metric, {})
+        label: Any = join([f"{design}: {metric} ", biased_mark()]) if is_biased(entry) else f"{design}: {metric}"
+        rows.append([label, *(fmt(by_day.get(d), ".2f") for d in days)])
+        classes.append(None)
+    return table(["design: metric", *(f"day {d}" for d in days)], rows, row_classes=classes,
+                 caption="Simulated power by day (share of replicates rejecting with the right sign)")
+
+
+def power_section(folder: Path, summary: dict[str, Any]) -> Html:
+    conv = summary.get("conventions") or {}
+    return join([
+        image(folder / "power_vs_days.png", "power versus days for every design; A/A and null-user rejection rates",
+              "Left: simulated power by day (band: +-2 SE), dotted line: the target power. Right: rejection rate when "
+              "no ranker is better (A/A and the null user), grey band: the 99% binomial band of alpha."),
+        _power_table(folder, summary),
+        note("Power: ", conv.get("power", "-"), f"; alpha {fmt(conv.get('alpha'), 'g')}."),
+    ])
+
+
+def shrinkage_section(folder: Path, summary: dict[str, Any]) -> Html:
+    off = summary.get("offline") or {}
+    seg = off.get("by_segment") or {}
+    online = summary.get("truth_by_segment") or {}
+    metrics = list(dict.fromkeys(m for s in online.values() for m in s))
+    rows = []
+    for name, v in seg.items():
+        a, b = v.get("A"), v.get("B")
+        d = (b - a) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+        rel = (d / a) if d is not None and a else None
+        rows.append([name, fmt(100 * v["traffic_share"], ".0f") + "%" if isinstance(v.get("traffic_share"), float)
+                     else "-", count(v.get("queries")), fmt(a), fmt(b), fmt(d, ".4f", True),
+                     (fmt(100 * rel, ".1f", True) + "%") if rel is not None else "-",
+                     *(fmt((online.get(name, {}).get(m) or {}).get("delta"), ".5f", True) for m in metrics)])
+    parts: list[Any] = [
+        image(folder / "offline_vs_online.png", "offline relative gains and every online statistic in SE units",
+              "Left: offline relative gains of B over A. Right: every online statistic in standard errors of one "
+              "experiment of the simulated length (true effect / SE, replicates' mean +-2 SD; x: the null user's "
+              "Delta / SE)."),
+    ]
+    if rows:
+        parts.append(table(
+            ["segment", "traffic", "queries", f"offline A ({off.get('metric')})", "offline B", "delta", "rel.",
+             *(f"online {m} B - A (exact)" for m in metrics)], rows,
+            caption="Offline and online differences by query segment", text_columns=(0,)))
+    conv = summary.get("conventions") or {}
+    parts.append(note("Shrinkage: ", conv.get("shrinkage", "-"), ". Segments: ", conv.get("query_segments", "-"),
+                      ". Offline: ", tree(conv.get("offline") or {})))
+    return join(parts)
+
+
+def calibration_section(summary: dict[str, Any]) -> Html:
+    """A/A false-positive rates, the null check of interleaving designs and daily monitoring."""
+    conv = summary.get("conventions") or {}
+    rows, null_rows = [], []
+    for design, metrics in (summary.get("designs") or {}).items():
+        for metric, e in metrics.items():
+            aa = e.get("aa")
+            if aa is not None:
+                band = aa.get("binomial_99_band") or [None, None]
+                within = "ties: cannot reject" if aa.get("degenerate") else (
+                    "yes" if aa.get("within_band") else tag("span", "no", cls="flag"))
+                rows.append([design, metric, fmt(aa.get("false_positive_rate"), ".3f"), str(aa.get("replicates")),
+                             f"{fmt(band[0], '.3f')} - {fmt(band[1], '.3f')}", within])
+            n = e.get("null")
+            if n:
+                rate, analytic = n.get("rejection_rate") or [], n.get("rejection_rate_analytic") or []
+                simulated = "replicates" in n
+                verdict: Any = join([biased_mark("BIASED"), " (prefers the "
+                                     + ("candidate" if (n.get("delta") or 0) > 0 else "baseline")
+                                     + " when no ranker is better)"]) if n.get("biased") else "no bias detected"
+                null_rows.append([design, metric, fmt(n.get("delta"), ".5f", True), fmt(n.get("se"), ".5f"),
+                                  fmt(n.get("z"), ".1f"), fmt(rate[0] if rate and simulated else None, ".3f"),
+                                  fmt(rate[-1] if rate and simulated else None, ".3f"),
+                                  fmt(analytic[-1] if analytic else None, ".3f"), verdict])
+    parts: list[Any] = []
+    if rows:
+        parts.append(table(["design", "metric", "A/A FPR (last day)", "replicates", "99% binomial band of alpha",
+                            "within band"], rows, caption="A/A calibration (B replaced by A)", text_columns=(0, 1, 5)))
+    else:
+        parts.append(note("No A/A runs in this simulation (analysis.aa: false)."))
+    if null_rows:
+        parts.append(table(["design", "metric", "null Delta", "+- SE", "z", "rejects day 1", "rejects last day",
+                            "analytic last day", "verdict"], null_rows,
+                           caption="Null check: clicks that do not depend on relevance (every true effect 0)",
+                           text_columns=(0, 1, 8)))
+        parts.append(note("Null check: ", conv.get("null_check", "-")))
+    parts.append(_monitoring(summary))
+    return join(parts)
+
+
+_RULES = (("fixed", "fixed horizon"), ("peeking", "peeking (p < alpha daily)"), ("msprt", "mSPRT (always valid)"),
+          ("obrien_fleming", "O'Brien-Fleming"))
+
+
+def _monitoring(summary: dict[str, Any]) -> Html:
+    mon = summary.get("monitoring") or {}
+    if not mon:
+        return esc("")
+    rows = []
+    for design, e in mon.items():
+        entry = (summary.get("designs") or {}).get(design, {}).get(e.get("metric"), {})
+        metric: Any = join([e.get("metric"), " ", biased_mark()]) if is_biased(entry) else e.get("metric")
+        cells: list[Any] = [design, metric]
+        for rule, _ in _RULES:
+            r = (e.get("rules") or {}).get(rule) or {}
+            if r.get("aa_degenerate"):
+                aa: Any = "0 (ties)"
+            elif "aa_false_positive_rate" in r:
+                aa = fmt(r["aa_false_positive_rate"], ".3f")
+                if not r.get("aa_within_band_or_below"):
+                    aa = join([aa, " ", tag("span", "above band", cls="flag")])
+            else:
+                aa = "-"
+            cells.append(join([aa, f" / {fmt(r.get('power'), '.2f')} / {fmt(r.get('mean_decision_day'), '.1f')}"]))
+        rows.append(cells)
+    days = next(iter(mon.values())).get("days")
+    return join([
+        table(["design", "metric", *(f"{label}: A/A / power / day" for _, label in _RULES)], rows,
+              caption=f"Daily monitoring ({days} looks, primary metrics)", text_columns=(0, 1)),
+        note("A/A: share of A/A replicates that ever reject under the rule; power: rejections with the right sign; "
+             "day: mean day of the decision (the last day when none). mSPRT's mixture scale and O'Brien-Fleming's "
+             "information fractions are planned from the mean SEs by day."),
+    ])
+
+
+def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None:
+    cf = summary.get("counterfactual") or {}
+    sweep = summary.get("assumption_sweep")
+    if not cf and not sweep:
+        return None
+    parts: list[Any] = []
+    for name, d in cf.items():
+        rows = []
+        for label, e in (d.get("estimators") or {}).items():
+            rows.append([label, fmt(e.get("bias"), ".2e", True), fmt(e.get("bias_se"), ".1e"), fmt(e.get("rmse"), ".2e"),
+                         fmt(e.get("undefined_share"), ".0%"), e.get("assumption", "-")])
+        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "undefined", "assumption"], rows, text_columns=(0, 5),
+                           caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
+                                   f"V({(d.get('targets') or ['A'])[0]}) of {d.get('metric')}, exact truth "
+                                   f"{fmt(d.get('true_effect'), '.4g', True)}"))
+    if cf:
+        parts.append(image(folder / "counterfactual_rmse.png", "RMSE against log size per estimator",
+                           "RMSE of each estimator against the number of logged impressions (daily checkpoints)."))
+    if sweep:
+        parts.append(image(folder / "assumption_sweep.png", "bias of each estimator across the swept assumption",
+                           f"Bias +-2 SE of each estimator as {sweep.get('parameter')} moves."))
+    conv = summary.get("conventions") or {}
+    parts.append(note("Counterfactual effect: ", conv.get("counterfactual_effect", "-")))
+    return join(parts)
+
+
+def conventions_section(summary: dict[str, Any]) -> Html:
+    truth = summary.get("truth") or []
+    rows = [[t.get("design"), t.get("metric"), fmt(t.get("value"), ".6g", True),
+             fmt(t.get("se"), ".2g"), t.get("method")] for t in truth if isinstance(t, dict)]
+    parts: list[Any] = [tree(summary.get("conventions") or {})]
+    if rows:
+        parts.append(table(["design", "metric", "true value", "SE", "method"], rows, caption="Ground truth",
+                           text_columns=(0, 1, 4)))
+    world = summary.get("world") or {}
+    if world:
+        parts.append(tag("p", tag("strong", "World: "), ", ".join(f"{k} {v}" for k, v in world.items())))
+    return join(parts)
+
+
+def config_section(folder: Path, summary: dict[str, Any]) -> Html:
+    path = folder / "config.effective.yaml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        import yaml
+
+        text = yaml.safe_dump(summary.get("config") or {}, sort_keys=False)
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html")
+    return join([
+        tag("p", f"onlineeval {summary.get('onlineeval_version', '?')}, config fingerprint "
+                 f"{summary.get('config_fingerprint', '?')}; the config with every default filled in "
+                 "(config.effective.yaml):"),
+        tag("pre", text),
+        note("Files in the results folder: " + ", ".join(files)),
+    ])
+
+
+def header(folder: Path, summary: dict[str, Any], title: str) -> Html:
+    cfg = summary.get("config") or {}
+    traffic, users = cfg.get("traffic") or {}, cfg.get("users") or {}
+    conv = summary.get("conventions") or {}
+    mix = "; ".join(f"{u.get('name')} ({fmt(100 * u['share'], '.0f')}%)"
+                    for u in conv.get("user_types") or [] if isinstance(u.get("share"), (int, float)))
+    parts = [
+        (f"seed {cfg.get('seed')}, {cfg.get('replicates')} replicates x {traffic.get('days')} days x "
+        f"~{count(traffic.get('queries_per_day'))} queries/day, {count(users.get('population'))} users"),
+    ]
+    if mix:
+        parts.append(f"user types: {mix}")
+    return join([tag("h1", title), *(tag("p", p) for p in parts),
+                 tag("p", f"results folder: {folder}", cls="note")])
+
+
+def other_section(summary: dict[str, Any]) -> Html | None:
+    other = {k: v for k, v in summary.items() if k not in KNOWN_KEYS}
+    return tree(other) if other else None
+
+
+def simulate_sections(folder: Path, summary: dict[str, Any]) -> list[tuple[str, str, Html]]:
+    """The report's sections ``(id, title, body)``, answer first."""
+    sections = [
+        ("answer", "The answer", answer_section(summary)),
+        ("power", "Power versus days", power_section(folder, summary)),
+        ("shrinkage", "Offline to online: shrinkage", shrinkage_section(folder, summary)),
+        ("calibration", "A/A calibration and the null (bias) check", calibration_section(summary)),
+    ]
+    cf = counterfactual_section(folder, summary)
+    if cf is not None:
+        sections.append(("counterfactual", "Counterfactual estimators", cf))
+    other = other_section(summary)
+    if other is not None:
+        sections.append(("other", "Other results", other))
+    sections += [
+        ("conventions", "Conventions", conventions_section(summary)),
+        ("config", "Effective config", config_section(folder, summary)),
+    ]
+    return sections
+
+
+def load_summary(folder: Path) -> dict[str, Any]:
+    return read_json(folder / "summary.json")

@@ -1,0 +1,316 @@
+"""The HTML report of one ``onlineeval sweep`` folder.
+
+A view of what :func:`simulations.sweep.run_sweep` wrote: the sweep's ``summary.json``
+(axes, points, one row per point and design, and the ``shrinkage`` study when present),
+its PNG plots, and each point's own results folder (``summary.json`` for the users
+needed, the A/A and null checks and the biased marks; ``curves.csv`` for power by day;
+``config.effective.yaml``). It computes no numbers of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from simulations.html_report.page import (
+    Html,
+    biased_mark,
+    breakable,
+    count,
+    fmt,
+    image,
+    join,
+    note,
+    read_json,
+    table,
+    tag,
+    tree,
+)
+from simulations.html_report.simulate import is_biased
+
+__all__ = ["point_summaries", "sweep_header", "sweep_sections"]
+
+#: plots of the sweep folder shown in their own place (any other PNG is a shrinkage plot)
+EFFECT_PLOT = "effect.png"
+
+
+def point_summaries(folder: Path, summary: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """Each point's own ``summary.json`` (points whose file is missing or unreadable are left out)."""
+    out: dict[int, dict[str, Any]] = {}
+    for p in summary.get("points") or []:
+        try:
+            out[int(p["point"])] = read_json(folder / str(p["folder"]) / "summary.json")
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def _entry(points: Mapping[int, Mapping[str, Any]], row: Mapping[str, Any]) -> dict[str, Any]:
+    s = points.get(int(row.get("point", -1))) or {}
+    return ((s.get("designs") or {}).get(row.get("design")) or {}).get(row.get("metric")) or {}
+
+
+def _axis_value(v: Any) -> str:
+    return fmt(v, "g") if isinstance(v, float) else ("-" if v is None else str(v))
+
+
+def _days(row: Mapping[str, Any]) -> str:
+    if row.get("days_to_target_power") is not None:
+        return _axis_value(row["days_to_target_power"])
+    if row.get("analytic_required_days") is not None:
+        return f"~{row['analytic_required_days']:.0f}*"
+    return "never"
+
+
+def _target(points: Mapping[int, Mapping[str, Any]]) -> tuple[Any, Any]:
+    for s in points.values():
+        conv = s.get("conventions") or {}
+        return conv.get("target_power"), conv.get("alpha")
+    return None, None
+
+
+def point_reports(folder: Path, summary: Mapping[str, Any]) -> dict[int, str]:
+    """Relative links to the points' own report.html files that exist."""
+    out = {}
+    for p in summary.get("points") or []:
+        rel = f"{p.get('folder')}/report.html"
+        if (folder / rel).is_file():
+            out[int(p["point"])] = rel
+    return out
+
+
+def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]],
+                reports: Mapping[int, str] | None = None) -> list[list[Any]]:
+    """One row per point and design (the design's primary metric), biased ones marked; the
+    point number links to the point's own report when it has one."""
+    axes = list(summary.get("axes") or [])
+    out = []
+    for row in summary.get("rows") or []:
+        e = _entry(points, row)
+        biased = is_biased(e)
+        te, te_se = row.get("true_effect"), row.get("true_effect_se")
+        truth = fmt(te, ".3g", True) + (f" +- {fmt(te_se, '.1g')}" if isinstance(te_se, float) and te_se > 0 else "")
+        days: Any = _days(row)
+        impr: Any = count(row.get("analytic_required_impressions"))
+        users: Any = count(e.get("analytic_required_users")) if e else "-"
+        if e and not e.get("detectable", True):
+            days, impr, users = "-", "no detectable effect", "-"
+        elif biased:
+            days, impr, users = (join([v, " ", biased_mark()]) for v in (days, impr, users))
+        design: Any = join([row.get("design"), " ", biased_mark()]) if biased else row.get("design")
+        point = row.get("point")
+        link = (reports or {}).get(point) if isinstance(point, int) else None
+        out.append([
+            tag("a", str(point), href=link) if link else str(point), *(_axis_value(row.get(a)) for a in axes), design, row.get("metric"),
+            fmt(row.get("offline_delta"), ".4f", True), truth, fmt(row.get("shrinkage_vs_offline"), ".2f"),
+            fmt(row.get("power_last_day"), ".2f"), days, impr, users,
+            fmt(row.get("aa_false_positive_rate"), ".3f"),
+        ])
+    return out
+
+
+def _shrinkage_headline(shrink: Any) -> list[Html]:
+    """The study's headline numbers: scalar entries of the ``shrinkage`` mapping (per design
+    when nested one level), shown as they are; the whole study is in its own section."""
+    if not isinstance(shrink, Mapping) or not shrink:
+        return []
+    return [tag("p", tag("strong", "Shrinkage study: "), "offline gain against the online effect across the "
+                "points; the fitted relation, sign agreement and Kendall's tau per design are in ",
+                tag("a", "the shrinkage section", href="#shrinkage"), ".", cls="lead")]
+
+
+def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]],
+                   reports: Mapping[int, str] | None = None) -> Html:
+    target, alpha = _target(points)
+    axes = list(summary.get("axes") or [])
+    days_head = f"days to {fmt(100 * target, '.0f')}% power" if isinstance(target, (int, float)) else "days to target"
+    header = ["point", *(breakable(a) for a in axes), "design", "metric", "offline delta", "true effect", "shrinkage", "power at end",
+              days_head, "impressions needed", "users needed", "A/A FPR"]
+    caption = "Per point and design (the design's primary metric)" + (
+        f": days, users and impressions for {fmt(100 * target, '.0f')}% power at alpha {fmt(alpha, 'g')}"
+        if isinstance(target, (int, float)) else "")
+    parts: list[Any] = [
+        table(header, answer_rows(summary, points, reports), cls="answer", caption=caption, id_="answer-table",
+              text_columns=(0, *range(1, len(axes) + 3))),
+        *_shrinkage_headline(summary.get("shrinkage")),
+        tag("ul",
+            tag("li", "offline delta: B - A of the offline metric, frequency-weighted; true effect: population value "
+                      "of the design's statistic, B - A (+- its Monte Carlo SE for interleaving; methods differ in "
+                      "scale); shrinkage: online relative improvement / offline relative gain."),
+            tag("li", "power at end: share of the point's replicates rejecting at alpha with the right sign on the "
+                      "last day; days: first simulated day with power >= target, ~N*: analytic (se^2 = a/N + b "
+                      "fitted to the daily checkpoints), never / not reachable: the SE floor is above the target; "
+                      "impressions and users needed: analytic for the target power."),
+            tag("li", "A/A FPR: rejection rate with B replaced by A; ", biased_mark(),
+                ": the point's null check (or the exact truth) finds the design biased there; its power and sample "
+                "size are not sensitivities. Each point's folder has its own report.html with every metric "
+                "(linked from the point number)."),
+            cls="legend"),
+    ]
+    return join(parts)
+
+
+def shrinkage_section(folder: Path, summary: Mapping[str, Any]) -> Html:
+    shrink = summary.get("shrinkage")
+    plots = sorted(p for p in folder.glob("*.png") if p.name != EFFECT_PLOT)
+    parts: list[Any] = []
+    if isinstance(shrink, Mapping) and shrink:
+        conv = shrink.get("conventions")
+        rest = {k: v for k, v in shrink.items() if k != "conventions"}
+        parts.append(tree(rest))
+        if conv:
+            parts.append(tag("h3", "Conventions of the shrinkage study"))
+            parts.append(tree(conv))
+    elif shrink is None:
+        parts.append(note("This sweep's summary.json has no shrinkage study."))
+    else:
+        parts.append(tree(shrink))
+    for p in plots:
+        parts.append(image(p, f"shrinkage study plot {p.stem}", p.name))
+    return join(parts)
+
+
+def effect_section(folder: Path, summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
+    return join([
+        image(folder / EFFECT_PLOT, "true online effect and mean estimate per design against the swept axis",
+              "Each design's true online effect (line) and mean estimate (dots) of its primary metric against the "
+              "plotted axis; one line per design and combination of the other axes."),
+        _power_table(folder, summary),
+    ])
+
+
+def _power_table(folder: Path, summary: Mapping[str, Any]) -> Html:
+    """Simulated power by day per point and design (primary metric), from each point's curves.csv."""
+    import pandas as pd
+
+    rows: list[list[Any]] = []
+    days_all: list[int] = []
+    series: list[tuple[str, Any, dict[Any, float]]] = []
+    for p in summary.get("points") or []:
+        try:
+            curves = pd.read_csv(folder / str(p["folder"]) / "curves.csv")
+            c = curves[(~curves["aa"].astype(bool)) & curves["primary"].astype(bool)]
+        except (OSError, ValueError, KeyError):
+            continue
+        for design, g in c.groupby("design", sort=False):
+            by_day = dict(zip(g["day"].tolist(), g["power"].tolist(), strict=True))
+            days_all += list(by_day)
+            series.append((str(p.get("point")), design, by_day))
+    if not series:
+        return note("No point's curves.csv could be read.")
+    days = sorted(set(days_all))
+    for point, design, by_day in series:
+        rows.append([point, design, *(fmt(by_day.get(d), ".2f") for d in days)])
+    return table(["point", "design", *(f"day {d}" for d in days)], rows, text_columns=(0, 1),
+                 caption="Power versus days: simulated power by day (primary metrics; share of replicates rejecting "
+                         "at alpha with the right sign)")
+
+
+def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
+    rows: list[list[Any]] = []
+    for row in summary.get("rows") or []:
+        e = _entry(points, row)
+        aa, n = e.get("aa"), e.get("null")
+        if aa is None and not n:
+            continue
+        band = (aa or {}).get("binomial_99_band") or [None, None]
+        if aa is None:
+            within: Any = "-"
+        elif aa.get("degenerate"):
+            within = "ties: cannot reject"
+        else:
+            within = "yes" if aa.get("within_band") else tag("span", "no", cls="flag")
+        verdict: Any = "-"
+        if n:
+            verdict = join([biased_mark("BIASED"), (" (null Delta "
+                            f"{fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})")]) if n.get("biased") \
+                else f"no bias detected (null Delta {fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})"
+        elif e.get("biased_estimate"):
+            verdict = join([biased_mark("BIASED"), " (mean estimate misses the exact truth by more than 4 SE)"])
+        rows.append([str(row.get("point")), row.get("design"), row.get("metric"),
+                     fmt((aa or {}).get("false_positive_rate"), ".3f"), f"{fmt(band[0], '.3f')} - {fmt(band[1], '.3f')}",
+                     within, verdict])
+    if not rows:
+        return note("No A/A runs or null checks in this sweep (analysis.aa and analysis.null off, or the points' "
+                    "summary.json files are missing).")
+    conv = next(iter(points.values()), {}).get("conventions") or {}
+    return join([
+        table(["point", "design", "metric", "A/A FPR", "99% binomial band of alpha", "within band", "null check"],
+              rows, caption="A/A calibration and the null (bias) check per point", text_columns=(0, 1, 2, 5, 6)),
+        note("Null check: ", conv.get("null_check", "-")),
+    ])
+
+
+def _differing(points: Mapping[int, Mapping[str, Any]], key: str) -> list[str]:
+    """Entries of ``key`` (a mapping in each point's summary) that are not the same at every point."""
+    values = [s.get(key) or {} for s in points.values()]
+    names = list(dict.fromkeys(k for v in values for k in v))
+    return [k for k in names if len({json.dumps(v.get(k), sort_keys=True, default=str) for v in values}) > 1]
+
+
+def conventions_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
+    if not points:
+        return note("No point's summary.json could be read.")
+    first = min(points)
+    differ = _differing(points, "conventions")
+    return join([
+        note(f"The conventions of point {first}; "
+             + (("entries that differ between points: " + ", ".join(differ) + " (see each point's report.html)")
+                if differ else "the same at every point") + "."),
+        tree(points[first].get("conventions") or {}),
+    ])
+
+
+def config_section(folder: Path, summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
+    axes = list(summary.get("axes") or [])
+    rows = []
+    for p in summary.get("points") or []:
+        over = p.get("overrides") or {}
+        s = points.get(int(p.get("point", -1))) or {}
+        rows.append([str(p.get("point")), *(_axis_value(over.get(a)) for a in axes), p.get("folder"),
+                     s.get("config_fingerprint", "-")])
+    parts: list[Any] = [table(["point", *axes, "folder", "fingerprint"], rows, caption="Points and their overrides",
+                              text_columns=range(len(axes) + 3))]
+    if points:
+        first = min(points)
+        entry = next((p for p in summary.get("points") or [] if p.get("point") == first), None)
+        text = None
+        if entry is not None:
+            try:
+                text = (folder / str(entry["folder"]) / "config.effective.yaml").read_text(encoding="utf-8")
+            except OSError:
+                text = None
+        if text is not None:
+            parts += [tag("p", f"Effective config of point {first} (every default filled in; the other points "
+                               "differ only by their overrides above):"), tag("pre", text)]
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html")
+    parts.append(note("Files in the sweep folder: " + ", ".join(files) + "; one results folder per point in points/."))
+    return join(parts)
+
+
+def sweep_header(folder: Path, summary: Mapping[str, Any], title: str) -> Html:
+    points = summary.get("points") or []
+    axes = list(summary.get("axes") or [])
+    values = {a: list(dict.fromkeys(_axis_value((p.get("overrides") or {}).get(a)) for p in points)) for a in axes}
+    reps = sorted({r.get("replicates") for r in summary.get("rows") or [] if r.get("replicates") is not None})
+    designs = list(dict.fromkeys(str(r.get("design")) for r in summary.get("rows") or []))
+    lines = [f"{len(points)} points" + (f", {', '.join(map(str, reps))} replicates per point" if reps else "")
+             + (f"; designs: {', '.join(designs)}" if designs else "")]
+    lines += [f"{a}: {', '.join(v)}" for a, v in values.items()]
+    return join([tag("h1", title), *(tag("p", line) for line in lines),
+                 tag("p", f"sweep folder: {folder}", cls="note")])
+
+
+def sweep_sections(folder: Path, summary: Mapping[str, Any]) -> list[tuple[str, str, Html]]:
+    """The sweep report's sections ``(id, title, body)``, answer first."""
+    points = point_summaries(folder, summary)
+    return [
+        ("answer", "The answer", answer_section(summary, points, point_reports(folder, summary))),
+        ("power", "Effect and power across the sweep", effect_section(folder, summary, points)),
+        ("shrinkage", "Offline to online: the shrinkage study", shrinkage_section(folder, summary)),
+        ("calibration", "A/A calibration and the null (bias) check", calibration_section(summary, points)),
+        ("conventions", "Conventions", conventions_section(summary, points)),
+        ("config", "Points and config", config_section(folder, summary, points)),
+    ]
