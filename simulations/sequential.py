@@ -17,6 +17,14 @@ rate under daily monitoring, with its exact 99% binomial band around alpha; on t
 pair, power counts rejections whose estimate has the sign of the true effect, and the
 mean day of the decision (days to decision, the last day when no decision) is compared
 with the fixed horizon's.
+
+Each design's own sequential test (``designs[i].analysis``: ``sequential``, ``tau``, ``looks``,
+``monitoring``) is evaluated the same way by :func:`sequential_summary`: its decision, A/A
+rate against the band, power, mean day of the decision, the days it saves against the fixed
+horizon at the simulated length, and, planned for the target power, the expected days to a
+decision against the fixed horizon's required days. With ``monitoring: batch`` its looks
+are taken after every batch of impressions (:class:`BatchLooks`, rows ``batch:<metric>``
+whose ``day`` column holds the look number: look ``k`` ends at hour ``k * batch_hours``).
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["MONITORING", "monitoring_summary"]
+__all__ = ["BATCH_PREFIX", "MONITORING", "BatchLooks", "batch_looks", "monitoring_summary", "sequential_lines",
+           "sequential_summary"]
 
 MONITORING = ("fixed", "peeking", "msprt", "obrien_fleming")
 
@@ -105,3 +114,302 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
             continue
         out[design] = entry
     return out
+
+
+# ----------------------------------------------------------------------------- per-batch looks
+
+#: metric prefix of the per-batch look rows (a side record: the main analysis leaves them out)
+BATCH_PREFIX = "batch:"
+
+
+class BatchLooks:
+    """A traffic consumer that records, after every batch, the primary estimate of each design
+    whose ``analysis.monitoring`` is ``batch`` (A/B and interleaving designs, not their null
+    variants).
+
+    It must come after the designs in the consumer list (every design has then processed the
+    batch). Look ``k`` (1-based, counting empty batches too) is recorded as a row with
+    ``metric = "batch:<primary metric>"`` and ``day = k``; it ends at hour ``k * batch_hours``.
+    An undefined estimate (too few users so far) is recorded as NaN, as at a daily checkpoint.
+    """
+
+    def __init__(self, designs: list[Any]) -> None:
+        self.designs = designs
+        self.look = 0
+
+    def __len__(self) -> int:
+        return len(self.designs)
+
+    def process(self, batch: Any) -> None:
+        from simulations.designs.base import CheckpointRow
+
+        self.look += 1
+        for design in self.designs:
+            active = design.sums["impressions"] > 0
+            users = np.flatnonzero(active)
+            sums = {k: v[users] for k, v in design.sums.items()}
+            metric = design.metric_names()[0]
+            if design._has_data(users, sums):
+                est = next(iter(design._estimates(users, sums).values()))
+                vals = (float(est.estimate), float(est.se), float(est.ci_low), float(est.ci_high), float(est.pvalue))
+            else:
+                vals = (math.nan,) * 5
+            design.rows.append(CheckpointRow(design.name, design.aa, self.look, BATCH_PREFIX + metric, True, *vals,
+                                             int(users.size), int(design.sums["impressions"].sum())))
+
+
+def batch_looks(designs: list[Any]) -> list[BatchLooks]:
+    """The consumer to append after ``designs`` (empty when no design monitors per batch)."""
+    mine = [d for d in designs if d.config.analysis.monitoring == "batch" and d.config.type in ("ab", "interleaving")
+            and getattr(d, "null_labels", None) is None]
+    return [BatchLooks(mine)] if mine else []
+
+
+# ----------------------------------------------------------------------------- each design's own test
+
+
+def _planned_fractions(mean_se: np.ndarray) -> np.ndarray:
+    """Information fractions ``se_K^2 / se_k^2`` of the planned (mean) SEs, made strictly
+    increasing (a later look never has less information) and ending at 1."""
+    t = np.clip(mean_se[-1] ** 2 / mean_se**2, 1e-9, 1.0)
+    t = np.maximum.accumulate(t)
+    t[-1] = 1.0
+    for k in range(t.size - 2, -1, -1):  # ties (a flat SE) become slightly increasing
+        t[k] = min(t[k], t[k + 1] * (1.0 - 1e-9))
+    return t
+
+
+def _schedule(looks: int | list[int] | None, n_looks: int, per_day: int) -> np.ndarray:
+    """0-based indices of the scheduled looks among ``n_looks`` monitoring looks."""
+    if looks is None:
+        return np.arange(n_looks)
+    if isinstance(looks, int):
+        k = min(looks, n_looks)
+        return np.unique(np.round(np.arange(1, k + 1) * n_looks / k).astype(int) - 1)
+    idx = np.asarray(looks, dtype=int) * per_day - 1
+    return idx[idx < n_looks]
+
+
+def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.ndarray, rule: str, alpha: float,
+                 tau: float, fractions: np.ndarray, day_of_look: np.ndarray, truth: float) -> dict[str, Any]:
+    """Power, decisions and A/A rate of one rule on (replicates, looks) series."""
+    from onlineeval.stats import binomial_band
+    from onlineeval.stats.sequential import sequential_test
+
+    def run(e: np.ndarray, s: np.ndarray) -> Any:
+        kind = "none" if rule == "fixed" else rule
+        return sequential_test(e, s, kind, alpha=alpha, tau=tau if kind in ("msprt", "confidence_sequence") else None,
+                               fractions=fractions if kind in ("obrien_fleming", "pocock") else None)
+
+    k = est.shape[1]
+    res = run(est, se)
+    at = np.clip(res.stop_look, 0, k - 1)
+    first = np.take_along_axis(est, at[:, None], axis=1)[:, 0]
+    right = res.reject & (np.sign(first) == np.sign(truth)) if truth != 0 else res.reject
+    day = np.where(res.reject, day_of_look[at], day_of_look[-1])
+    rec: dict[str, Any] = {
+        "power": float(np.mean(right)),
+        "decided_right_sign": float(np.mean(right)),
+        "decided_wrong_sign": float(np.mean(res.reject & ~right)),
+        "no_decision": float(np.mean(~res.reject)),
+        "mean_decision_day": float(np.mean(day)),
+        "median_decision_day": float(np.median(day)),
+        "replicates": int(est.shape[0]),
+    }
+    if aa_est.size:
+        aa = run(aa_est, aa_se)
+        r = int(aa.reject.size)
+        band = binomial_band(r, alpha, 0.99)
+        fpr = float(np.mean(aa.reject))
+        degenerate = bool(np.all(np.nan_to_num(aa_est) == 0) and np.all(np.nan_to_num(aa_se) == 0))
+        rec.update({
+            "aa_false_positive_rate": fpr,
+            "aa_replicates": r,
+            "aa_binomial_99_band": [band.lo_rate, band.hi_rate],
+            "aa_within_band_or_below": None if degenerate else bool(int(aa.reject.sum()) <= band.hi),
+            "aa_degenerate": degenerate,
+        })
+    return rec
+
+
+def _mixture_region(fractions: np.ndarray, alpha: float, x: float) -> Any:
+    """The mSPRT's rejection region on the z scale at the looks, for ``x = tau^2 / se_K^2``."""
+    from onlineeval.stats.sequential import Boundaries
+
+    xt = x * fractions
+    b = np.sqrt((1.0 + 1.0 / xt) * (-2.0 * math.log(alpha) + np.log1p(xt)))
+    return Boundaries(fractions, b, -b, alpha, "two-sided", "msprt")
+
+
+def _planned(rule: str, fractions: np.ndarray, alpha: float, power: float, x: float, fit: dict[str, float],
+             effect: float, queries_per_day: float) -> dict[str, Any] | None:
+    r"""Planned for the target power: the fixed horizon's required days against the sequential
+    design's maximum and expected days (under the effect and under H0).
+
+    The sequential design needs :math:`R` times the fixed horizon's information
+    :math:`I^* = ((z_{1-\alpha/2} + z_{power})/\delta)^2` (:math:`R` its inflation factor at the
+    design's fractions) and stops on average at the expected fraction :math:`E[t]` of it;
+    information is turned into impressions with the design's variance model
+    :math:`se^2 = a/N + b`, :math:`N(I) = a / (1/I - b)`, and into days by the daily traffic.
+    """
+    from onlineeval.stats.sequential import (
+        crossing_probabilities,
+        drift_for_power,
+        peeking_boundaries,
+        spending_boundaries,
+    )
+
+    a, b = fit.get("a"), fit.get("b")
+    if not effect or a is None or b is None or not math.isfinite(a) or a <= 0:
+        return None
+    bounds = (_mixture_region(fractions, alpha, x) if rule in ("msprt", "confidence_sequence")
+              else spending_boundaries(fractions, alpha, rule))
+    d_seq = drift_for_power(bounds, power)
+    d_fix = drift_for_power(peeking_boundaries([1.0], alpha), power)
+    info_fixed = (d_fix / effect) ** 2
+    inflation = (d_seq / d_fix) ** 2
+
+    def days(info: float) -> float | None:
+        inv = 1.0 / info - b
+        return None if inv <= 0 else a / inv / queries_per_day
+
+    e_alt = crossing_probabilities(bounds, d_seq).expected_fraction
+    e_null = crossing_probabilities(bounds, 0.0).expected_fraction
+    out = {
+        "inflation_factor": inflation,
+        "expected_fraction_effect": e_alt,
+        "expected_fraction_null": e_null,
+        "fixed_days": days(info_fixed),
+        "max_days": days(inflation * info_fixed),
+        "expected_days_effect": days(e_alt * inflation * info_fixed),
+        "expected_days_null": days(e_null * inflation * info_fixed),
+    }
+    f, e = out["fixed_days"], out["expected_days_effect"]
+    out["days_saved_effect"] = None if f is None or e is None else f - e
+    return out
+
+
+def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dict[str, Any], config: Any
+                       ) -> dict[str, Any]:
+    """Each design's configured sequential test (``designs[i].analysis``) on its primary metric.
+
+    Per design: ``rule``, ``monitoring``, the looks (``look_days``: the day each look ends,
+    fractional for per-batch looks), ``tau`` (mixture designs) or ``fractions`` (spending
+    designs, planned from the mean SE by look), and ``rules``: ``fixed`` (one test at the
+    last look), ``peeking`` (the fixed test at every scheduled look) and the configured rule,
+    each with power, decision shares, mean day of the decision and the A/A rate against its
+    exact 99% binomial band. ``decision``: the configured rule's record with
+    ``days_saved_vs_fixed`` (fixed horizon day minus the mean decision day at the simulated
+    length; negative = costs days), ``power_vs_fixed`` and ``planned`` (see :func:`_planned`).
+    """
+    from onlineeval.stats.sequential import mixture_tau
+
+    alpha, target = config.analysis.alpha, config.analysis.power
+    out: dict[str, Any] = {}
+    for dc in config.designs:
+        an = dc.analysis
+        metrics = designs.get(dc.name)
+        if metrics is None:
+            continue
+        metric = next((m for m, e in metrics.items() if e["primary"]), None)
+        if metric is None:
+            continue
+        batch = an.monitoring == "batch"
+        per_day = 24 // config.traffic.batch_hours if batch else 1
+        src = side_rows if batch else rows
+        name = BATCH_PREFIX + metric if batch else metric
+        mine = src[(src["design"] == dc.name) & (src["metric"] == name)]
+        est, se = _series(mine, aa=False)
+        if est.size == 0:
+            continue
+        aa_est, aa_se = _series(mine, aa=True)
+        n_looks = est.shape[1]
+        day_of_look = np.arange(1, n_looks + 1) / per_day
+        idx = _schedule(an.looks, n_looks, per_day)
+        mean_se = np.nanmean(np.where(se > 0, se, np.nan), axis=0) if np.isfinite(se).any() else np.full(n_looks, np.nan)
+        idx = idx[np.isfinite(mean_se[idx])] if np.isfinite(mean_se[idx]).any() else idx[:0]
+        if idx.size == 0 or idx[-1] != n_looks - 1:
+            # no look with a defined SE on average, or the horizon itself undefined: nothing to plan from
+            out[dc.name] = {"metric": metric, "rule": an.sequential, "monitoring": an.monitoring,
+                            "note": "the design's standard error is undefined at the horizon; no sequential analysis"}
+            continue
+        est, se, day_of_look, planned_se = est[:, idx], se[:, idx], day_of_look[idx], mean_se[idx]
+        if aa_est.size:
+            aa_est, aa_se = aa_est[:, idx], aa_se[:, idx]
+        fractions = _planned_fractions(planned_se)
+        tau = float(an.tau) if an.tau is not None else float(mixture_tau(planned_se[-1], alpha))
+        truth = float(metrics[metric]["true_effect"])
+        rules = ["fixed", "peeking"] + ([an.sequential] if an.sequential != "none" else [])
+        entry: dict[str, Any] = {
+            "metric": metric,
+            "rule": an.sequential,
+            "monitoring": an.monitoring,
+            "looks": int(idx.size),
+            "look_days": [float(d) for d in day_of_look],
+            "tau": tau if an.sequential in ("msprt", "confidence_sequence") else None,
+            "tau_source": None if an.sequential not in ("msprt", "confidence_sequence") else (
+                "config" if an.tau is not None else "planned: mixture_tau(mean SE at the horizon, alpha)"),
+            "fractions": [float(t) for t in fractions],
+            "rules": {r: _rule_record(est, se, aa_est, aa_se, r, alpha, tau, fractions, day_of_look, truth)
+                      for r in rules},
+        }
+        fixed = entry["rules"]["fixed"]
+        decision = dict(entry["rules"][rules[-1] if an.sequential != "none" else "fixed"])
+        decision["rule"] = an.sequential
+        decision["days_saved_vs_fixed"] = fixed["mean_decision_day"] - decision["mean_decision_day"]
+        decision["power_vs_fixed"] = decision["power"] - fixed["power"]
+        if an.sequential != "none" and metrics[metric].get("detectable", True):
+            x = tau**2 / planned_se[-1] ** 2
+            decision["planned"] = _planned(an.sequential, fractions, alpha, target, x,
+                                           metrics[metric].get("variance_model") or {}, truth,
+                                           float(config.traffic.queries_per_day))
+        entry["decision"] = decision
+        out[dc.name] = entry
+    return out
+
+
+def _fmt_days(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.1f}"
+
+
+def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
+    """The terminal block of :func:`sequential_summary`: each design's decision rule next to the
+    fixed horizon, with the days it saves (or costs)."""
+    seq = {d: e for d, e in (summary.get("sequential") or {}).items() if "decision" in e}
+    if not any(e["rule"] != "none" or e["monitoring"] != "daily" for e in seq.values()):
+        return []
+    lines = ["", ("Sequential decisions (designs[i].analysis on the primary metric; A/A: share of replicates that ever "
+                  "reject, '!' above its 99% band; power: rejections with the right sign; day: mean day of the "
+                  "decision, the last day when none):"),
+             (f"  {'design':14s} {'rule':26s} {'looks':>12s} {'A/A FPR':>8s} {'power':>6s} {'day':>5s}   "
+              "against the fixed horizon")]
+    for design, e in seq.items():
+        d = e["decision"]
+        fixed = e["rules"]["fixed"]
+        rule = e["rule"] + (f" (tau {e['tau']:.3g})" if e.get("tau") is not None else "")
+        looks = f"{e['looks']} " + ("daily" if e["monitoring"] == "daily" else f"per {batch_hours} h")
+        if d.get("aa_degenerate"):
+            aa = "0 (ties)"
+        elif "aa_false_positive_rate" in d:
+            aa = f"{d['aa_false_positive_rate']:.3f}" + ("" if d["aa_within_band_or_below"] else "!")
+        else:
+            aa = "-"
+        saved = d["days_saved_vs_fixed"]
+        verdict = (f"{'saves' if saved >= 0 else 'costs'} {abs(saved):.1f} days (fixed: day "
+                   f"{_fmt_days(fixed['mean_decision_day'])}, power {fixed['power']:.2f}; power "
+                   f"{d['power_vs_fixed']:+.2f})")
+        plan = d.get("planned")
+        if plan and plan.get("fixed_days") is not None and plan.get("expected_days_effect") is not None:
+            ds = plan["days_saved_effect"]
+            verdict += (f"; planned for the target power: {_fmt_days(plan['expected_days_effect'])} days expected "
+                        f"(max {_fmt_days(plan['max_days'])}, {_fmt_days(plan['expected_days_null'])} under H0) vs "
+                        f"{_fmt_days(plan['fixed_days'])} fixed: {'saves' if ds >= 0 else 'costs'} {abs(ds):.1f}")
+        elif e["rule"] != "none":
+            verdict += "; planned for the target power: not reachable with this population"
+        lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>8s} {d['power']:>6.2f} "
+                     f"{d['mean_decision_day']:>5.1f}   {verdict}")
+    lines.append("  (tau planned from the mean SE at the horizon unless set; spending boundaries at the information "
+                 "fractions of the mean SEs by look; planned: the")
+    lines.append("  inflation factor and expected information at stopping of the design's boundaries, turned into days "
+                 "with the variance model se^2 = a/N + b; see summary.json 'sequential')")
+    return lines

@@ -1,0 +1,146 @@
+"""Multiple comparisons in the simulate report: Holm and Benjamini-Hochberg across a design's tests.
+
+An A/B design reports several metrics and a multileaving design one preference per pair of
+rankers: several tests of one experiment. Reading each at ``alpha`` lets the chance of *some*
+false positive grow with their number. With ``designs[i].analysis.multiple: holm | bh`` the
+design's tests at the fixed horizon (the last day's p-values) form one family per replicate
+and are adjusted with :func:`onlineeval.stats.multiple.adjust_pvalues`: Holm (1979) controls
+the family-wise error rate under any dependence (the pairs of a multileaving matrix share
+impressions, so they are dependent), Benjamini-Hochberg (1995) the false discovery rate
+(for independent or positively dependent tests).
+
+Reported per design (:func:`multiple_summary`), raw next to adjusted:
+
+- per test: the share of replicates rejecting (real pair: with the sign of the true effect,
+  as ``power``; A/A: either way);
+- the family: under A/A (every hypothesis true) the family-wise false-positive rate, the
+  share of replicates with at least one rejection, against the exact 99% binomial band of
+  ``alpha``; on the real pair the share of replicates with at least one rejection and the mean
+  false discovery proportion (a rejection is false when the test's truth is not detectable,
+  i.e. within 2 Monte Carlo SEs of 0, or when its estimate has the wrong sign).
+
+Raw decisions are ``p < alpha`` (as everywhere in the report); adjusted decisions are
+``adjusted p <= alpha``, the procedures' own rule. A test undefined in a replicate (NaN
+p-value: too few users or comparisons) is left out of that replicate's family.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["family_pvalues", "multiple_lines", "multiple_summary"]
+
+
+def family_pvalues(rows: pd.DataFrame, design: str, aa: bool, metrics: list[str]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(replicates, tests) p-values and estimates of ``metrics`` on the design's last day."""
+    sub = rows[(rows["design"] == design) & (rows["aa"] == aa) & (rows["metric"].isin(metrics))]
+    if not len(sub):
+        return np.empty((0, len(metrics))), np.empty((0, len(metrics)))
+    last = sub[sub["day"] == sub["day"].max()]
+    p = last.pivot_table(index="replicate", columns="metric", values="pvalue", aggfunc="first", dropna=False)
+    e = last.pivot_table(index="replicate", columns="metric", values="estimate", aggfunc="first", dropna=False)
+    p = p.reindex(columns=metrics)
+    e = e.reindex(columns=metrics)
+    return p.to_numpy(dtype=float), e.to_numpy(dtype=float)
+
+
+def _fdp(reject: np.ndarray, right: np.ndarray) -> float:
+    """Mean over replicates of false rejections / max(rejections, 1)."""
+    false = (reject & ~right).sum(axis=1)
+    return float(np.mean(false / np.maximum(reject.sum(axis=1), 1)))
+
+
+def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any) -> dict[str, Any]:
+    """Raw and Holm / Benjamini-Hochberg adjusted decisions of every design with
+    ``analysis.multiple`` other than ``none`` (see the module docstring for the keys)."""
+    from onlineeval.stats import binomial_band
+    from onlineeval.stats.multiple import reject_adjusted
+
+    alpha = config.analysis.alpha
+    out: dict[str, Any] = {}
+    for dc in config.designs:
+        method = dc.analysis.multiple
+        entries = designs.get(dc.name)
+        if method == "none" or not entries:
+            continue
+        metrics = list(entries)
+        p, est = family_pvalues(rows, dc.name, False, metrics)
+        if p.size == 0:
+            continue
+        truth = np.array([entries[m]["true_effect"] for m in metrics], dtype=float)
+        real_null = np.array([not entries[m].get("detectable", True) or entries[m]["true_effect"] == 0
+                              for m in metrics])
+        with np.errstate(invalid="ignore"):
+            raw = p < alpha
+        adj = reject_adjusted(np.where(np.isfinite(p), p, np.nan), alpha, method)
+        right = (np.sign(est) == np.sign(truth)) & ~real_null
+
+        entry: dict[str, Any] = {
+            "method": method,
+            "family": metrics,
+            "tests": len(metrics),
+            "horizon_day": int(rows[rows["design"] == dc.name]["day"].max()),
+            "replicates": int(p.shape[0]),
+            "per_test": {
+                m: {"power_raw": float(np.mean(raw[:, j] & right[:, j])),
+                    "power_adjusted": float(np.mean(adj[:, j] & right[:, j])),
+                    "rejection_rate_raw": float(np.mean(raw[:, j])),
+                    "rejection_rate_adjusted": float(np.mean(adj[:, j]))}
+                for j, m in enumerate(metrics)
+            },
+            "any_rejection_raw": float(np.mean(raw.any(axis=1))),
+            "any_rejection_adjusted": float(np.mean(adj.any(axis=1))),
+            "false_discovery_proportion_raw": _fdp(raw, right),
+            "false_discovery_proportion_adjusted": _fdp(adj, right),
+        }
+        aa_p, aa_est = family_pvalues(rows, dc.name, True, metrics)
+        if aa_p.size:
+            with np.errstate(invalid="ignore"):
+                aa_raw = aa_p < alpha
+            aa_adj = reject_adjusted(np.where(np.isfinite(aa_p), aa_p, np.nan), alpha, method)
+            r = int(aa_p.shape[0])
+            band = binomial_band(r, alpha, 0.99)
+            degenerate = bool(np.all(np.nan_to_num(aa_est) == 0))
+            fw_raw, fw_adj = int(aa_raw.any(axis=1).sum()), int(aa_adj.any(axis=1).sum())
+            entry["aa"] = {
+                "replicates": r,
+                "family_wise_rate_raw": fw_raw / r,
+                "family_wise_rate_adjusted": fw_adj / r,
+                "binomial_99_band": [band.lo_rate, band.hi_rate],
+                "raw_within_band_or_below": None if degenerate else bool(fw_raw <= band.hi),
+                "adjusted_within_band_or_below": None if degenerate else bool(fw_adj <= band.hi),
+                "degenerate": degenerate,
+                "per_test_raw": {m: float(np.mean(aa_raw[:, j])) for j, m in enumerate(metrics)},
+                "per_test_adjusted": {m: float(np.mean(aa_adj[:, j])) for j, m in enumerate(metrics)},
+            }
+        out[dc.name] = entry
+    return out
+
+
+def multiple_lines(summary: dict[str, Any]) -> list[str]:
+    """The terminal block of :func:`multiple_summary`."""
+    mult = summary.get("multiple") or {}
+    if not mult:
+        return []
+    lines = ["", ("Multiple comparisons (designs[i].analysis.multiple: the last day's tests of a design as one family; "
+                  "raw p < alpha -> adjusted; '!' above the 99% band of alpha):")]
+    for design, e in mult.items():
+        aa = e.get("aa")
+        if aa is None:
+            fw = "-"
+        elif aa["degenerate"]:
+            fw = "0 (ties)"
+        else:
+            fw = (f"{aa['family_wise_rate_raw']:.3f}{'' if aa['raw_within_band_or_below'] else '!'} -> "
+                  f"{aa['family_wise_rate_adjusted']:.3f}{'' if aa['adjusted_within_band_or_below'] else '!'} "
+                  f"(band {aa['binomial_99_band'][0]:.3f}-{aa['binomial_99_band'][1]:.3f})")
+        lines.append(f"  {design:14s} {e['method']} over {e['tests']} tests: A/A family-wise rate {fw}; any rejection "
+                     f"{e['any_rejection_raw']:.2f} -> {e['any_rejection_adjusted']:.2f}; false discovery proportion "
+                     f"{e['false_discovery_proportion_raw']:.3f} -> {e['false_discovery_proportion_adjusted']:.3f}")
+        lines.append("  " + " " * 14 + " power raw -> adjusted: " + ", ".join(
+            f"{m} {t['power_raw']:.2f} -> {t['power_adjusted']:.2f}" for m, t in e["per_test"].items()))
+    return lines
