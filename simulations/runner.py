@@ -119,7 +119,10 @@ def run_replicate(
         for design in designs:
             design.checkpoint(day)
 
-    run_traffic(traffic, designs, on_day_end)
+    from simulations.sequential import batch_looks
+
+    # designs monitored per batch (analysis.monitoring: batch) also record a look after every batch
+    run_traffic(traffic, [*designs, *batch_looks(designs)], on_day_end)
     return replicate_rows(designs, index)
 
 
