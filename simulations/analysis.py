@@ -387,6 +387,13 @@ def analyse(
 
     # daily monitoring: peeking's false-positive rate and two always-valid rules (primary metrics)
     summary["monitoring"] = monitoring_summary(rows, designs, alpha)
+    # each design's own sequential test (designs[i].analysis; daily or per-batch looks) and its
+    # multiple-comparison correction across its metrics / pairs
+    from simulations.multiple import multiple_summary
+    from simulations.sequential import sequential_summary
+
+    summary["sequential"] = sequential_summary(rows, side_rows, designs, config)
+    summary["multiple"] = multiple_summary(rows, designs, config)
     if config.analysis.assumption_sweep is not None:
         from simulations.designs.counterfactual import assumption_sweep
 
