@@ -73,6 +73,18 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "shrinkage": "online relative improvement / offline relative gain (frequency-weighted); improvement = "
         "higher reciprocal rank, higher clicks per query, lower abandonment",
         "query_segments": "head / torso / tail = queries making up the first 50% / next 30% / last 20% of traffic",
+        "sequential_decisions": "per design (designs[i].analysis.sequential, primary metric): the configured test "
+        "at its looks (daily checkpoints, or after every batch of traffic.batch_hours hours with monitoring: batch; "
+        "a look schedule picks K equally spaced looks or the listed days); msprt / confidence_sequence with mixing "
+        "N(0, tau^2), tau planned from the mean SE at the horizon unless set; obrien_fleming / pocock: Lan-DeMets "
+        "spending at the information fractions of the mean SEs by look; decision day = the day of the first "
+        "rejecting look, the last day when none; days saved = the fixed horizon's day - the mean decision day at the "
+        "simulated length; planned: for the target power, via the boundaries' inflation factor and expected "
+        "information at stopping and the variance model se^2 = a/N + b",
+        "multiple_comparisons": "per design (designs[i].analysis.multiple): the last day's tests of an A/B design's "
+        "metrics or an interleaving design's pairs as one family per replicate; raw decision p < alpha, adjusted: "
+        "Holm (family-wise error) or Benjamini-Hochberg (false discovery rate) adjusted p <= alpha; undefined tests "
+        "left out of the family; A/A family-wise rate = share of A/A replicates with any rejection",
         **_counterfactual_conventions(result),
     }
 
@@ -289,6 +301,11 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  its power and sample size measure its bias as much as the effect and are not sensitivities.",
     ]
     lines += _monitoring_lines(result)
+    from simulations.multiple import multiple_lines
+    from simulations.sequential import sequential_lines
+
+    lines += sequential_lines(result.summary, cfg.traffic.batch_hours)
+    lines += multiple_lines(result.summary)
     lines += _counterfactual_lines(result)
     if result.output is not None:
         lines.append(f"  results in {result.output}: " + ", ".join(written_files(result)))
