@@ -1,8 +1,10 @@
 """Execution backends for sweeps: where chunks of replicates run.
 
 A task is one chunk of replicates of one sweep point, :class:`Task` ``(point, config,
-indices)``. A backend runs tasks and hands each finished chunk, ``[(replicate, rows), ...]``,
-to a callback in the calling thread. Two backends share that interface:
+indices)``, or the point's ground truth (``kind="truth"``: the exact A/B effects and the
+Monte Carlo interleaving preferences, seconds of work per point that would otherwise run
+serially in the client). A backend runs tasks and hands each result (a finished chunk,
+``[(replicate, rows), ...]``, or the truths) to a callback in the calling thread. Two backends share that interface:
 
 - :class:`LocalExecutor` (the default): ``workers`` local processes
   (:class:`concurrent.futures.ProcessPoolExecutor`); ``workers=1`` runs in-process. No
@@ -15,7 +17,8 @@ to a callback in the calling thread. Two backends share that interface:
 Numbers never depend on the backend, the number of workers or the chunking: replicate
 ``r`` of a point always runs :func:`simulations.runner.run_replicate` with
 ``SeedSequence(point seed).spawn(R)[r]`` on the point's world, built from
-``SeedSequence((point seed, WORLD))``; a task's position in a queue plays no part.
+``SeedSequence((point seed, WORLD))``, and the truth's Monte Carlo part is seeded from the
+point's seed and the design's name; a task's position in a queue plays no part.
 
 Worlds travel once per worker, not once per task: the local backend keeps a per-process
 cache keyed by the point's fingerprint (a worker builds a point's world, which is a pure
@@ -36,35 +39,55 @@ from typing import Any, Self
 
 from onlineeval.errors import ConfigError
 from simulations.config import Config
-from simulations.runner import replicate_seeds, resolve_workers, run_replicate
+from simulations.runner import (
+    Truth,
+    compute_truth,
+    replicate_seeds,
+    resolve_workers,
+    run_replicate,
+)
 from simulations.users import UserModels
 from simulations.world import World, build_world
 
 __all__ = [
+    "REPLICATES",
+    "TRUTH",
     "ChunkRows",
     "DaskExecutor",
     "Executor",
     "LocalExecutor",
     "Task",
+    "TaskResult",
     "make_executor",
     "parse_scheduler",
     "run_chunk",
+    "run_task",
+    "run_truth",
 ]
 
 #: a finished chunk: ``[(replicate index, rows of that replicate), ...]``
 ChunkRows = list[tuple[int, list[dict[str, Any]]]]
+#: what a task returns: a chunk's rows, or the point's truths
+TaskResult = ChunkRows | list[Truth]
+
+
+#: the kinds of task: a chunk of replicates, or a point's ground truth
+REPLICATES, TRUTH = "replicates", "truth"
 
 
 @dataclass(frozen=True)
 class Task:
-    """One chunk of replicates of one sweep point.
+    """One chunk of replicates of one sweep point, or the point's ground truth.
 
     ``point`` is the point's fingerprint (:func:`simulations.job.config_fingerprint`),
-    which keys the point's world on the workers."""
+    which keys the point's world on the workers. ``kind`` is ``"replicates"`` (run
+    replicates ``indices``) or ``"truth"`` (the exact and Monte Carlo true effects of
+    :func:`simulations.runner.compute_truth`; ``indices`` empty)."""
 
     point: str
     config: Config
     indices: tuple[int, ...]
+    kind: str = REPLICATES
 
 
 def run_chunk(config: Config, world: World, indices: Sequence[int]) -> ChunkRows:
@@ -72,6 +95,21 @@ def run_chunk(config: Config, world: World, indices: Sequence[int]) -> ChunkRows
     users = UserModels.from_config(config.users)
     seqs = replicate_seeds(config.seed, max(indices) + 1) if indices else []
     return [(i, run_replicate(config, world, users, seqs[i], i)) for i in indices]
+
+
+def run_truth(config: Config, world: World) -> list[Truth]:
+    """The point's ground truth on ``world`` (its Monte Carlo parts seeded from the config's
+    seed and the design's name, so it is the same wherever it runs)."""
+    return compute_truth(config, world, UserModels.from_config(config.users))
+
+
+def run_task(config: Config, world: World, indices: tuple[int, ...], kind: str = REPLICATES) -> TaskResult:
+    """Run one task: :func:`run_chunk` or :func:`run_truth`."""
+    if kind == TRUTH:
+        return run_truth(config, world)
+    if kind == REPLICATES:
+        return run_chunk(config, world, indices)
+    raise ValueError(f"unknown task kind {kind!r}; allowed: {REPLICATES}, {TRUTH}")
 
 
 class Executor(ABC):
@@ -84,9 +122,10 @@ class Executor(ABC):
         self,
         tasks: Sequence[Task],
         worlds: Mapping[str, World],
-        on_done: Callable[[Task, ChunkRows], None],
+        on_done: Callable[[Task, TaskResult], None],
     ) -> None:
-        """Run every task; ``worlds`` maps a point's fingerprint to its world (built by the caller)."""
+        """Run every task (in the given order of priority); ``worlds`` maps a point's
+        fingerprint to its world (built by the caller)."""
 
     @property
     @abstractmethod
@@ -113,7 +152,7 @@ def _init_local_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _local_chunk(point: str, config: Config, indices: tuple[int, ...]) -> ChunkRows:
+def _local_task(point: str, config: Config, indices: tuple[int, ...], kind: str) -> TaskResult:
     world = _WORLDS.get(point)
     if world is None:
         from simulations.runner import world_seed
@@ -122,7 +161,7 @@ def _local_chunk(point: str, config: Config, indices: tuple[int, ...]) -> ChunkR
         while len(_WORLDS) >= _WORLD_CACHE_SIZE:
             _WORLDS.pop(next(iter(_WORLDS)))
         _WORLDS[point] = world
-    return run_chunk(config, world, indices)
+    return run_task(config, world, indices, kind)
 
 
 class LocalExecutor(Executor):
@@ -142,17 +181,17 @@ class LocalExecutor(Executor):
         self,
         tasks: Sequence[Task],
         worlds: Mapping[str, World],
-        on_done: Callable[[Task, ChunkRows], None],
+        on_done: Callable[[Task, TaskResult], None],
     ) -> None:
         if self._workers <= 1 or len(tasks) <= 1:
             for task in tasks:
-                on_done(task, run_chunk(task.config, worlds[task.point], task.indices))
+                on_done(task, run_task(task.config, worlds[task.point], task.indices, task.kind))
             return
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=self._workers, initializer=_init_local_worker)
         pool = self._pool
         try:
-            futures = {pool.submit(_local_chunk, t.point, t.config, t.indices): t for t in tasks}
+            futures = {pool.submit(_local_task, t.point, t.config, t.indices, t.kind): t for t in tasks}
             for fut in as_completed(futures):
                 on_done(futures[fut], fut.result())
         except BaseException:
@@ -223,7 +262,7 @@ class DaskExecutor(Executor):
         self,
         tasks: Sequence[Task],
         worlds: Mapping[str, World],
-        on_done: Callable[[Task, ChunkRows], None],
+        on_done: Callable[[Task, TaskResult], None],
     ) -> None:
         from distributed import as_completed as dask_completed
 
@@ -235,7 +274,7 @@ class DaskExecutor(Executor):
         futures = {}
         for task in tasks:
             fut = client.submit(
-                run_chunk, task.config, shipped[task.point], task.indices,
+                run_task, task.config, shipped[task.point], task.indices, task.kind,
                 pure=False, priority=-order.index(task.point),  # earlier points finish first
             )
             futures[fut] = task

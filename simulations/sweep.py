@@ -49,26 +49,42 @@ import pandas as pd
 
 from onlineeval.errors import ConfigError
 from simulations.config import Config, config_from_mapping, format_path, sweep_path
-from simulations.executors import ChunkRows, Executor, Task, make_executor
+from simulations.executors import (
+    TRUTH,
+    ChunkRows,
+    Executor,
+    Task,
+    TaskResult,
+    make_executor,
+)
+from simulations.sweep_outputs import write_outputs
 from simulations.world import World
 
 __all__ = ["SweepConfig", "SweepPoint", "SweepResult", "load_sweep", "run_sweep", "sweep_from_mapping"]
 
-_SWEEP_KEYS = ("base", "grid", "points", "output", "replicates", "seed", "chunk", "executor", "plot_x")
+_SWEEP_KEYS = ("base", "grid", "points", "output", "replicates", "seed", "chunk", "executor", "plot_x",
+               "shrinkage_by")
+_FOLDER_KEYS = ("folder", "pattern")
 _EXECUTOR_KEYS = ("type", "workers", "address")
 
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One point: its index, its overrides (key path -> value) and its validated config."""
+    """One point: its index, its overrides (key path -> value), its validated config and
+    the labels its values are shown with (a file axis shows the file's name)."""
 
     index: int
     overrides: dict[str, Any]
     config: Config
+    labels: dict[str, Any] = field(default_factory=dict)
 
     @property
     def folder_name(self) -> str:
         return f"point-{self.index:03d}"
+
+    def label(self, axis: str) -> Any:
+        """How the point's value of ``axis`` is shown (``None`` when the point does not set it)."""
+        return self.labels.get(axis, self.overrides.get(axis))
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,7 @@ class SweepConfig:
     executor: dict[str, Any] = field(default_factory=dict)
     plot_x: str | None = None
     source: str | None = None
+    shrinkage_by: list[str] = field(default_factory=list)  # axes splitting the shrinkage study into groups
 
 
 @dataclass(frozen=True)
@@ -88,6 +105,7 @@ class SweepResult:
     rows: pd.DataFrame  # one row per point and design
     output: Path
     computed: list[int]  # points computed by this run (the others were finished before)
+    shrinkage: dict[str, Any] = field(default_factory=dict)  # simulations.shrinkage.shrinkage_study
 
 
 # ------------------------------------------------------------------------------ config
@@ -173,16 +191,23 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
         raise ConfigError(("grid",), "give exactly one of 'grid' (axis: [values]) and 'points' (a list of overrides)",
                           source)
     specs: list[tuple[dict[str, Any], dict[str, tuple[str | int, ...]]]] = []  # overrides, where each came from
+    labels_of: dict[str, dict[str, str]] = {}  # file axes: value (path) -> label (file name)
     if grid is not None:
         if not isinstance(grid, Mapping) or not grid:
             raise ConfigError(("grid",), "must map key paths to lists of values", source)
         axes = list(grid)
+        values_of: dict[str, list[Any]] = {}
         for axis in axes:
             _axis_path(axis, ("grid", str(axis)), source)
             values = grid[axis]
-            if not isinstance(values, list) or not values:
-                raise ConfigError(("grid", axis), f"must be a non-empty list of values, got {values!r}", source)
-        for combo in itertools.product(*(grid[a] for a in axes)):
+            if isinstance(values, Mapping):
+                values, shown = _folder_values(axis, values, base_map, base_dir, source)
+                labels_of[axis] = shown
+            elif not isinstance(values, list) or not values:
+                raise ConfigError(("grid", axis), f"must be a non-empty list of values or a folder of files "
+                                  f"({{folder: path, pattern: '*'}}), got {values!r}", source)
+            values_of[axis] = values
+        for combo in itertools.product(*(values_of[a] for a in axes)):
             specs.append((dict(zip(axes, combo)), {a: ("grid", a) for a in axes}))
     else:
         if not isinstance(listed, list) or not listed:
@@ -217,7 +242,10 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
                 f"{exc.message} (point {index}{'; with ' + others if others else ''})",
                 source,
             ) from None
-        points.append(SweepPoint(index, overrides, config))
+        labels = {a: labels_of[a][v] for a, v in overrides.items() if a in labels_of}
+        points.append(SweepPoint(index, overrides, config, labels))
+    for axis, shown in labels_of.items():
+        _check_run_files(axis, sorted({p.overrides[axis] for p in points}), shown, points, source)
 
     chunk = data.get("chunk")
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
@@ -232,8 +260,85 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
     plot_x = data.get("plot_x")
     if plot_x is not None and plot_x not in axes:
         raise ConfigError(("plot_x",), f"{plot_x!r} is not an axis of this sweep; axes: {', '.join(axes)}", source)
+    by = data.get("shrinkage_by") or []
+    if isinstance(by, str):
+        by = [by]
+    if not isinstance(by, list) or any(a not in axes for a in by):
+        raise ConfigError(("shrinkage_by",), f"must list axes of this sweep (the shrinkage study is split by their "
+                          f"values), got {data.get('shrinkage_by')!r}; axes: {', '.join(axes)}", source)
     out = Path(data.get("output") or "results/sweep")
-    return SweepConfig(axes, points, out, chunk, dict(executor), plot_x, source)
+    return SweepConfig(axes, points, out, chunk, dict(executor), plot_x, source, list(by))
+
+
+def _folder_values(
+    axis: str, spec: Mapping[str, Any], base_map: Mapping[str, Any], base_dir: Path, source: str | None
+) -> tuple[list[str], dict[str, str]]:
+    """A file axis, ``{folder: path, pattern: glob}``: every regular, non-hidden file of the
+    folder matching ``pattern`` (default ``*``), sorted by name, as an absolute path; the
+    files the base config already names under the same mapping (e.g. the baseline run
+    ``collection.runs.A`` for the axis ``collection.runs.B``) are left out. Returns the
+    values and their labels (path -> file name)."""
+    where = ("grid", axis)
+    unknown = [k for k in spec if k not in _FOLDER_KEYS]
+    if unknown:
+        raise ConfigError((*where, str(unknown[0])), f"unknown key of a folder axis; allowed keys: "
+                          f"{', '.join(_FOLDER_KEYS)}", source)
+    folder, pattern = spec.get("folder"), spec.get("pattern", "*")
+    if not isinstance(folder, str) or not folder.strip():
+        raise ConfigError((*where, "folder"), f"a folder axis needs a folder (a path), got {folder!r}", source)
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise ConfigError((*where, "pattern"), f"must be a file-name pattern such as '*.run', got {pattern!r}", source)
+    path = Path(folder) if Path(folder).is_absolute() else base_dir / folder
+    if not path.is_dir():
+        raise ConfigError((*where, "folder"), f"{axis}: folder not found: {path}", source)
+    siblings: set[Path] = set()
+    parent = sweep_path(axis)[:-1]
+    node: Any = base_map
+    for part in parent:
+        node = node.get(part) if isinstance(node, dict) and isinstance(part, str) else None
+    if isinstance(node, dict):
+        siblings = {Path(v).resolve() for k, v in node.items() if isinstance(v, str) and k != sweep_path(axis)[-1]}
+    files = sorted(p for p in path.glob(pattern) if p.is_file() and not p.name.startswith("."))
+    skipped = [p for p in files if p.resolve() in siblings]
+    files = [p for p in files if p.resolve() not in siblings]
+    if not files:
+        left = f" (left out {', '.join(p.name for p in skipped)}: the base config's own)" if skipped else ""
+        raise ConfigError((*where, "folder"), f"{axis}: no files matching {pattern!r} in {path}{left}", source)
+    values = [str(p.resolve()) for p in files]
+    return values, {v: p.name for v, p in zip(values, files)}
+
+
+def _check_run_files(
+    axis: str, values: list[str], labels: Mapping[str, str], points: list[SweepPoint], source: str | None
+) -> None:
+    """Read every run file of a ``collection.runs.<name>`` file axis before anything runs:
+    a malformed file, or one that retrieves no query of the qrels, is a ConfigError at
+    ``grid.<axis>`` naming the file and the line."""
+    from onlineeval.errors import InputError
+    from onlineeval.io import read_qrels, read_run
+    from simulations.config import TrecCollection
+
+    path = sweep_path(axis)
+    if len(path) != 3 or path[:2] != ("collection", "runs"):
+        return
+    judged: dict[str, set[str]] = {}
+    for value in values:
+        point = next(p for p in points if p.overrides.get(axis) == value)
+        coll = point.config.collection
+        if not isinstance(coll, TrecCollection):
+            raise ConfigError(("grid", axis), f"{axis}: a runs folder needs a trec collection; the base config's "
+                              f"collection.type is {coll.type!r}", source)
+        try:
+            key = str(coll.qrels)
+            if key not in judged:
+                judged[key] = set(read_qrels(coll.qrels)["query"].astype(str))
+            run = read_run(value)
+        except InputError as exc:
+            raise ConfigError(("grid", axis), f"{axis} = {labels[value]!r} (point {point.index}): {exc}",
+                              source) from None
+        if not set(run["query"].astype(str)) & judged[key]:
+            raise ConfigError(("grid", axis), f"{axis} = {labels[value]!r} (point {point.index}): {value} retrieves "
+                              f"no query judged in {coll.qrels}", source)
 
 
 def _blame_axis(overrides: Mapping[str, Any], exc: ConfigError) -> str:
@@ -327,16 +432,21 @@ def _finished(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any]
 
 @dataclass
 class _Open:
-    """A point being computed: its world, truths, finished replicates and partial file."""
+    """A point being computed: its world, truths (``None`` until its truth task is in),
+    finished replicates and partial file."""
 
     point: SweepPoint
     folder: Path
     fingerprint: str
     world: World
     users: Any
-    truths: list[Any]
+    truths: list[Any] | None
     done: dict[int, list[dict[str, Any]]]
     fh: IO[str]
+
+    @property
+    def complete(self) -> bool:
+        return self.truths is not None and len(self.done) >= self.point.config.replicates
 
 
 def run_sweep(
@@ -349,6 +459,12 @@ def run_sweep(
     log: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run (or resume) a sweep and write its folder.
+
+    The client builds each unfinished point's world (cheap: it is also what Dask
+    scatters) and hands the executor one task per point for its ground truth, then the
+    point's chunks of replicates; a point's results are written when its truth and its
+    last chunk are in. Then the shrinkage study across the points
+    (:func:`simulations.shrinkage.shrinkage_study`) and the sweep's tables and plots.
 
     Parameters
     ----------
@@ -363,15 +479,16 @@ def run_sweep(
         ``True`` for progress lines on stderr, or a :class:`SweepProgress`.
     """
     from simulations.job import (
-        _PARTIAL_FORMAT,
         PARTIAL,
-        _finish,
-        _folder_lock,
-        _load_partial,
-        _prepare,
-        _signals_interrupt,
-        _write_error,
+        PARTIAL_FORMAT,
         config_fingerprint,
+        finish,
+        folder_lock,
+        load_partial,
+        partial_record,
+        prepare_world,
+        signals_interrupt,
+        write_error,
     )
 
     say = log or (lambda _msg: None)
@@ -379,21 +496,23 @@ def run_sweep(
     try:
         (root / "points").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _write_error(exc, root, "nothing was run") from None
+        raise write_error(exc, root, "nothing was run") from None
     summaries: dict[int, dict[str, Any]] = {}
     computed: list[int] = []
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_folder_lock(root))
-        stack.enter_context(_signals_interrupt())
+        stack.enter_context(folder_lock(root))
+        stack.enter_context(signals_interrupt())
         open_points: dict[str, _Open] = {}
         tasks: list[Task] = []
         total_reps = sum(p.config.replicates for p in sweep.points)
         reps_done = 0
+        fingerprints: dict[int, str] = {}
         for point in sweep.points:
             folder = root / "points" / point.folder_name
             folder.mkdir(exist_ok=True)
             config = point.config.model_copy(update={"output": folder})
             fp = config_fingerprint(config)
+            fingerprints[point.index] = fp
             old = None if fresh else _finished(folder, fp, config.replicates)
             if old is not None:
                 summaries[point.index] = old
@@ -402,9 +521,9 @@ def run_sweep(
             if fp in open_points:
                 raise ConfigError(("points",), f"points {open_points[fp].point.index} and {point.index} are the same "
                                   "simulation (same fingerprint); remove one")
-            stack.enter_context(_folder_lock(folder))
+            stack.enter_context(folder_lock(folder))
             partial = folder / PARTIAL
-            done = {} if fresh else _load_partial(partial, fp, say)
+            done = {} if fresh else load_partial(partial, fp, say)
             done = {i: r for i, r in done.items() if i < config.replicates}
             if done:
                 say(f"resuming: point {point.index}: {len(done)} of {config.replicates} replicates already finished "
@@ -414,17 +533,18 @@ def run_sweep(
                     fh = open(partial, "a", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)
                 else:
                     fh = open(partial, "w", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)
-                    fh.write(json.dumps({"fingerprint": fp, "format": _PARTIAL_FORMAT}) + "\n")
+                    fh.write(json.dumps({"fingerprint": fp, "format": PARTIAL_FORMAT}) + "\n")
                     fh.flush()
             except OSError as exc:
-                raise _write_error(exc, partial, "nothing was run for this point") from None
+                raise write_error(exc, partial, "nothing was run for this point") from None
             stack.callback(fh.close)
-            say(f"point {point.index} ({_label(point)}): preparing the world and the truth")
-            world, users, truths = _prepare(config, lambda _m: None)
+            say(f"point {point.index} ({_label(point)}): preparing the world")
+            world, users = prepare_world(config)
             reps_done += len(done)
-            open_points[fp] = _Open(point, folder, fp, world, users, truths, done, fh)
+            open_points[fp] = _Open(point, folder, fp, world, users, None, done, fh)
             todo = [i for i in range(config.replicates) if i not in done]
             size = sweep.chunk or max(1, math.ceil(config.replicates / 4))
+            tasks.append(Task(fp, config, (), TRUTH))  # first: a point closes only when its truth is in
             tasks += [Task(fp, config, tuple(todo[k:k + size])) for k in range(0, len(todo), size)]
         meter = progress if isinstance(progress, SweepProgress) else (
             SweepProgress(len(sweep.points), total_reps) if progress else None)
@@ -432,35 +552,33 @@ def run_sweep(
             meter.start(len(summaries), reps_done)
 
         def close_point(op: _Open) -> None:
-            result = _finish(op.point.config.model_copy(update={"output": op.folder}), op.world, op.users, op.truths,
-                             op.done, op.folder, op.fingerprint)
-            del result
+            finish(op.point.config.model_copy(update={"output": op.folder}), op.world, op.users,
+                   op.truths or [], op.done, op.folder, op.fingerprint)
             op.fh.close()
             (op.folder / PARTIAL).unlink(missing_ok=True)
             summaries[op.point.index] = json.loads((op.folder / "summary.json").read_text(encoding="utf-8"))
             computed.append(op.point.index)
             del open_points[op.fingerprint]
 
-        for op in [op for op in open_points.values() if len(op.done) >= op.point.config.replicates]:
-            close_point(op)  # every replicate was in the partial file
-            if meter is not None:
-                meter.add(points=1)
-
-        def on_done(task: Task, chunk: ChunkRows) -> None:
+        def on_done(task: Task, result: TaskResult) -> None:
             op = open_points[task.point]
-            for i, rows in chunk:
-                op.done[i] = rows
-                try:
-                    from simulations.job import _record
-
-                    op.fh.write(_record(i, rows))
-                except OSError as exc:
-                    raise _write_error(exc, op.folder / PARTIAL, "finished replicates are kept; run again to resume")
-            op.fh.flush()
-            finished = len(op.done) >= op.point.config.replicates
+            chunk: ChunkRows = []
+            if task.kind == TRUTH:
+                op.truths = list(result)
+            else:
+                chunk = result  # type: ignore[assignment]
+                for i, rows in chunk:
+                    op.done[i] = rows
+                    try:
+                        op.fh.write(partial_record(i, rows))
+                    except OSError as exc:
+                        raise write_error(exc, op.folder / PARTIAL,
+                                          "finished replicates are kept; run again to resume") from None
+                op.fh.flush()
+            finished = op.complete
             if finished:
                 close_point(op)
-            if meter is not None:
+            if meter is not None and (chunk or finished):
                 meter.add(replicates=len(chunk), points=int(finished))
 
         if tasks:
@@ -473,109 +591,9 @@ def run_sweep(
             finally:
                 if own:
                     ex.close()
-        rows = _rows(sweep, summaries)
-        _write_outputs(sweep, rows, root)
-    return SweepResult(sweep, rows, root, sorted(computed))
+        rows, study = write_outputs(sweep, summaries, root, fingerprints)
+    return SweepResult(sweep, rows, root, sorted(computed), study)
 
 
 def _label(point: SweepPoint) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.overrides.items())
-
-
-#: per-design columns of points.csv (from each point's summary.json, the design's primary metric)
-_COLUMNS = (
-    ("true_effect", ("true_effect",)),
-    ("true_effect_se", ("true_effect_se",)),
-    ("truth_method", ("truth_method",)),
-    ("shrinkage_vs_offline", ("shrinkage_vs_offline",)),
-    ("power_last_day", ("final_day", "power")),
-    ("power_se", ("final_day", "power_se")),
-    ("mean_estimate", ("final_day", "mean_estimate")),
-    ("sd_estimate", ("final_day", "sd_estimate")),
-    ("coverage", ("final_day", "coverage")),
-    ("mean_impressions", ("final_day", "mean_impressions")),
-    ("days_to_target_power", ("days_to_target_power",)),
-    ("analytic_required_days", ("analytic_required_days",)),
-    ("analytic_required_impressions", ("analytic_required_impressions",)),
-    ("aa_false_positive_rate", ("aa", "false_positive_rate")),
-)
-
-
-def _get(d: Any, path: Sequence[str]) -> Any:
-    for k in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(k)
-    return d
-
-
-def _rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per point and design: the axes' values, the offline delta and the design's
-    primary metric's truth and simulated results."""
-    out = []
-    for point in sweep.points:
-        s = summaries[point.index]
-        offline = _get(s, ("offline", "delta", "weighted"))
-        for design, metrics in (s.get("designs") or {}).items():
-            if not isinstance(metrics, dict) or not metrics:
-                continue
-            name = next((m for m, v in metrics.items() if isinstance(v, dict) and v.get("primary")), next(iter(metrics)))
-            m = metrics[name]
-            row: dict[str, Any] = {"point": point.index, "folder": f"points/{point.folder_name}"}
-            row.update({a: point.overrides.get(a) for a in sweep.axes})
-            row.update(design=design, metric=name, replicates=_get(s, ("config", "replicates")),
-                       offline_delta=offline)
-            row.update({col: _get(m, path) for col, path in _COLUMNS})
-            row["fingerprint"] = s.get("config_fingerprint")
-            out.append(row)
-    return pd.DataFrame(out)
-
-
-def _write_outputs(sweep: SweepConfig, rows: pd.DataFrame, root: Path) -> None:
-    from simulations.report import _clean
-
-    rows.to_csv(root / "points.csv", index=False)
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        (root / "points.parquet").unlink(missing_ok=True)
-    else:
-        rows.to_parquet(root / "points.parquet", index=False)
-    summary = {
-        "axes": sweep.axes,
-        "points": [{"point": p.index, "folder": f"points/{p.folder_name}", "overrides": p.overrides}
-                   for p in sweep.points],
-        "rows": rows.to_dict(orient="records"),
-    }
-    (root / "summary.json").write_text(json.dumps(_clean(summary), indent=2), encoding="utf-8")
-    _plot(sweep, rows, root / "effect.png")
-
-
-def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
-    """Each design's true effect (line) and mean estimate (markers) against the plot axis;
-    one line per design and combination of the other axes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    x = sweep.plot_x
-    if x is None:
-        numeric = [a for a in sweep.axes if pd.to_numeric(rows[a], errors="coerce").notna().all()]
-        x = numeric[0] if numeric else sweep.axes[0]
-    others = [a for a in sweep.axes if a != x]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for key, group in rows.groupby(["design", *others], sort=False, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        label = ", ".join([str(key[0])] + [f"{a}={v}" for a, v in zip(others, key[1:])])
-        g = group.sort_values(x) if pd.to_numeric(group[x], errors="coerce").notna().all() else group
-        xs = g[x].astype(str) if not pd.to_numeric(g[x], errors="coerce").notna().all() else g[x]
-        line, = ax.plot(xs, g["true_effect"], "-", label=label)
-        ax.plot(xs, g["mean_estimate"], "o", color=line.get_color())
-    ax.axhline(0.0, color="grey", lw=0.5)
-    ax.set_xlabel(x)
-    ax.set_ylabel("online effect, primary metric\n(line: truth, dots: mean estimate)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -67,11 +67,12 @@ def test_local_cluster_is_bit_identical_and_ships_worlds_once(cluster: DaskExecu
     for i in range(3):
         name = f"points/point-00{i}/replicates.csv"
         assert (tmp_path / "dask" / name).read_bytes() == (ref / name).read_bytes()
-    # one scatter per point, broadcast to every worker; 4 tasks per point (chunk 1), each
-    # given the scattered future, never the world itself
+    # one scatter per point, broadcast to every worker; per point one truth task and 4
+    # replicate tasks (chunk 1), each given the scattered future, never the world itself
     assert len(scattered) == 3 and all(kw.get("broadcast") is True for _, kw in scattered)
     assert holders == [2, 2, 2]
-    assert len(submitted) == 12
+    assert len(submitted) == 15
+    assert sorted(args[3] for args in submitted) == ["replicates"] * 12 + ["truth"] * 3
     futures = {id(f) for f, _ in scattered}
     assert all(isinstance(args[1], distributed.Future) and id(args[1]) in futures for args in submitted)
 

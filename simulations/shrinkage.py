@@ -1,0 +1,668 @@
+r"""The offline-to-online shrinkage study across the points of a sweep.
+
+Every point of a sweep is a pair of rankers (A, B) with an exact offline delta
+:math:`x = M(B) - M(A)` of the offline metric (weighted by query frequency) and a true
+online effect :math:`y` per design and metric: exact for the A/B metrics, a Monte Carlo
+estimate with standard error :math:`s` for interleaving. Online effects are taken in the
+*improvement* direction (the sign of metrics where lower is better, abandonment, is
+flipped), so a positive :math:`y` always means that users are better off with B. Across
+the points, per group of points (the sweep's ``shrinkage_by`` axes, e.g. the click
+model: the relation differs between navigational and informational users) and per
+design and metric, the study gives:
+
+- **the relation** :math:`y = \beta x` (through the origin: identical rankers have no
+  effect) and :math:`y = \alpha + \beta x` (a check that :math:`\alpha` is 0), fitted by
+  weighted least squares with weights :math:`1 / (\tau^2 + s_i^2)`, where :math:`s_i` is
+  the truth's Monte Carlo error (0 for exact truths) and :math:`\tau^2` is the scatter of
+  the pairs around the line, estimated by the Paule-Mandel equation
+  :math:`\sum_i w_i r_i^2 = n - p` (Paule and Mandel 1982; the meta-regression form
+  of DerSimonian and Kacker 2007). The offline deltas are exact (computed from the
+  judgments), so only the response carries measurement error and this weighting is the
+  errors-in-variables treatment that applies. The coefficients' covariance is
+  :math:`\max(1, q) (X^\top W X)^{-1}` with :math:`q = \sum_i w_i r_i^2 / (n - p)` and the
+  confidence intervals use Student's t with :math:`n - p` degrees of freedom (the
+  modified Knapp-Hartung interval, Knapp and Hartung 2003; Roever, Knapp and Friede 2015).
+  With exact truths this is ordinary least squares and its usual t interval. A
+  prediction for an offline gain :math:`x_0`: :math:`\hat y = x_0 \hat\beta`, a
+  confidence interval for the mean online effect of pairs with that offline gain, and a
+  prediction interval for one new pair (adding :math:`\hat\tau^2`).
+- **sign agreement**: how often the true online effect has the other sign than the
+  offline delta (a truth within 2 Monte Carlo SEs of 0 is "undetermined"), and how often
+  the online test at the point's D days would rank the pair the other way: the share of
+  the simulated experiments whose estimate has the opposite sign, and whose result is
+  significant in the opposite direction (two-sided test at the point's alpha), with the
+  normal-theory values :math:`\Phi(-\mathrm{sgn}(x) y / se_D)` and
+  :math:`\Phi(-\mathrm{sgn}(x) y / se_D - z_{1-\alpha/2})` from the design's variance model.
+- **Kendall's tau-b** between the offline and the online orderings of the group's
+  systems (each distinct B against the common baseline), with the Monte Carlo spread of
+  tau when the truth is Monte Carlo (tau recomputed on truths redrawn from
+  :math:`N(y_i, s_i^2)`), and the tau of one experiment of D days (each simulated
+  replicate's estimates of the systems, per traffic level; mean and SD over replicates).
+  Schuth et al. (2015) and Chapelle et al. (2012) report these for interleaving against
+  judgments.
+- **the MDE curve**: the smallest offline gain an experiment of D days detects with the
+  configured power at the configured alpha (two-sided),
+  :math:`x_{min}(D) = (z_{1-\alpha/2} + z_{power})\, se(D) / \hat\beta` with
+  :math:`se(D)^2 = a / (D \cdot \text{queries per day}) + b`, the design's variance model
+  of :func:`simulations.analysis.variance_model` (median of ``a`` and ``b`` over the
+  group's points at that traffic); its interval is that of :math:`\hat\beta` carried
+  over (:math:`x_{min}` at the ends of the slope's confidence interval; ``null`` for
+  "unbounded" when the interval reaches 0).
+
+Structure of ``summary.json["shrinkage"]`` (what :func:`shrinkage_study` returns; every
+float may be ``null`` where it is undefined)::
+
+    {
+      "conventions": {<name>: <sentence>, ...},    # offline, online, fit, ci, sign, tau, mde
+      "offline_metric": "nDCG@10",
+      "level": 0.95,                               # confidence level of every interval
+      "by": ["users.click_model.preset"],          # axes splitting the points into groups
+      "groups": [
+        {
+          "key": {"users.click_model.preset": "navigational"},
+          "label": "users.click_model.preset=navigational",   # "all points" without 'by'
+          "points": [0, 2, 4, ...],                # sweep point indices of the group
+          "relations": [                           # one per design and metric
+            {
+              "design": "ab", "metric": "reciprocal_rank", "primary": true,
+              "improvement_sign": 1,               # -1: online values were sign-flipped
+              "truth": "exact" | "monte_carlo",
+              "n_points": 10, "n_systems": 5,      # points; distinct (x, y) pairs fitted
+              "systems": [{"points": [0, 1], "offline_delta": x, "online_effect": y,
+                           "online_effect_se": s, "sign": "agree"|"disagree"|"undetermined"|"zero"}],
+              "through_origin": {"slope": b, "slope_se": se, "slope_ci": [lo, hi],
+                                 "tau2": t2, "df": n - 1, "q": q} | null,   # null: too few systems
+              "with_intercept": {"slope": .., "slope_se": .., "slope_ci": [..],
+                                 "intercept": .., "intercept_se": .., "intercept_ci": [..],
+                                 "tau2": .., "df": n - 2, "q": ..} | null,
+              "predictions": [{"offline_gain": x0, "online_effect": y0, "ci": [lo, hi],
+                               "prediction_interval": [lo, hi]}],   # through the origin
+              "sentence": "an offline gain of +0.020 nDCG@10 predicts ...",
+              "sign_agreement": {
+                "truth": {"agree": k, "disagree": m, "undetermined": u, "zero_offline": z,
+                          "share_disagree": m / (k + m) | null},
+                "decision": [{"point": i, "days": D, "replicates": R,
+                              "share_opposite_sign": .., "share_opposite_sign_se": ..,
+                              "share_significant_opposite": .., "share_significant_same": ..,
+                              "analytic_opposite_sign": .., "analytic_significant_opposite": ..}],
+                "decision_mean": {"share_opposite_sign": .., "share_significant_opposite": ..,
+                                  "share_significant_same": .., "analytic_opposite_sign": ..,
+                                  "analytic_significant_opposite": ..}
+              },
+              "kendall_tau": {"truth": tau, "n_systems": n, "truth_mc_sd": sd | null,
+                              "experiment": [{"queries_per_day": q, "days": D, "replicates": R,
+                                              "mean": .., "sd": .., "n_systems": n}]}
+            }
+          ],
+          "mde": [                                 # one per design, primary metric, traffic
+            {"design": "ab", "metric": "reciprocal_rank", "queries_per_day": 1000,
+             "alpha": 0.05, "power": 0.8, "variance_model": {"a": .., "b": ..},
+             "slope": b, "slope_ci": [lo, hi], "simulated_days": 7,
+             "days": [1, 2, ...], "online_mde": [...], "offline_mde": [...],
+             "offline_mde_low": [...], "offline_mde_high": [...],   # null entries: unbounded
+             "offline_mde_at_simulated_days": .., "note": null | "why there is no curve"}
+          ]
+        }
+      ],
+      "plots": {"relation": "shrinkage.png", "mde": "mde.png"}
+    }
+
+``points.csv`` gets, on each point's primary-metric row: ``shrinkage_group``,
+``online_improvement`` (the signed true effect), ``predicted_online`` (the group's
+through-origin relation at the point's offline delta), ``truth_sign`` (agree, disagree,
+undetermined, zero), ``share_opposite_sign``, ``share_significant_opposite`` and
+``offline_mde_at_days`` (the offline MDE at the point's own days and traffic).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.stats as sps
+
+__all__ = [
+    "RelationFit",
+    "fit_relation",
+    "format_shrinkage",
+    "kendall_tau_b",
+    "mde_offline",
+    "paule_mandel_tau2",
+    "point_columns",
+    "shrinkage_study",
+]
+
+#: a truth within this many Monte Carlo SEs of 0 has an undetermined sign
+UNDETERMINED_SE = 2.0
+#: Monte Carlo redraws of the truths for the spread of Kendall's tau
+TAU_DRAWS = 2000
+_TAU_SEED = 20261201
+
+
+# ------------------------------------------------------------------------------ statistics
+def kendall_tau_b(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    r"""Kendall's tau-b of two orderings (ties in either count as neither concordant nor discordant).
+
+    :math:`\tau_b = (C - D) / \sqrt{(n_0 - T_x)(n_0 - T_y)}` with :math:`n_0 = n(n-1)/2`,
+    :math:`C, D` the concordant and discordant pairs and :math:`T_x, T_y` the pairs tied in
+    ``x`` and in ``y`` (Kendall 1945). ``nan`` when either ordering is constant or ``n < 2``.
+    """
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"x and y must be 1-d of the same length, got shapes {a.shape} and {b.shape}")
+    n = a.size
+    if n < 2:
+        return float("nan")
+    i, j = np.triu_indices(n, 1)
+    sa, sb = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
+    n0 = n * (n - 1) / 2
+    tx, ty = float(np.sum(sa == 0)), float(np.sum(sb == 0))
+    denom = math.sqrt((n0 - tx) * (n0 - ty))
+    return float(np.sum(sa * sb) / denom) if denom > 0 else float("nan")
+
+
+def _wls(design: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Weighted least squares: coefficients, (X'WX)^-1 and the weighted residual sum of squares."""
+    xtwx = design.T @ (w[:, None] * design)
+    inv = np.linalg.inv(xtwx)
+    coef = inv @ (design.T @ (w * y))
+    r = y - design @ coef
+    return coef, inv, float(np.sum(w * r * r))
+
+
+def paule_mandel_tau2(design: np.ndarray, y: np.ndarray, s: np.ndarray) -> float:
+    r"""The between-point variance :math:`\tau^2 \ge 0` solving
+    :math:`Q(\tau^2) = \sum_i w_i (y_i - x_i^\top \hat\beta_w)^2 = n - p`,
+    :math:`w_i = 1 / (\tau^2 + s_i^2)` (Paule and Mandel 1982): 0 when the known errors
+    already explain the scatter (:math:`Q(0) \le n - p`). With every :math:`s_i = 0` it is
+    the ordinary residual variance :math:`RSS / (n - p)`. :math:`Q` decreases in
+    :math:`\tau^2`, so the root is bracketed and found by bisection to relative 1e-12."""
+    n, p = design.shape
+    df = n - p
+    if df < 1:
+        raise ValueError(f"{n} points cannot fit {p} coefficients with a residual degree of freedom")
+    s2 = np.asarray(s, dtype=np.float64) ** 2
+    if not np.any(s2 > 0):
+        _, _, rss = _wls(design, y, np.ones(n))
+        return rss / df
+    exact = s2 == 0
+    if not exact.any():
+        _, _, q0 = _wls(design, y, 1.0 / s2)
+        if q0 <= df:
+            return 0.0
+        lo = 0.0
+    else:  # some exact points: tau^2 > 0 is needed for finite weights
+        lo = 1e-12 * max(float(np.var(y)), float(s2.max()), 1e-300)
+
+    def q(t2: float) -> float:
+        return _wls(design, y, 1.0 / (t2 + s2))[2] - df
+
+    hi = max(float(np.var(y)) * n, float(s2.max()), 1e-300)
+    while q(hi) > 0:
+        hi *= 4.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if q(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class RelationFit:
+    """A fitted relation ``online = coef . [1?, offline]`` (see the module docstring)."""
+
+    intercept: bool
+    coef: tuple[float, ...]  # (slope,) or (intercept, slope)
+    cov: tuple[tuple[float, ...], ...]
+    tau2: float
+    df: int
+    q: float  # weighted residual sum of squares / df at the fitted tau^2
+    level: float
+
+    @property
+    def slope(self) -> float:
+        return self.coef[-1]
+
+    def _t(self) -> float:
+        return float(sps.t.ppf(0.5 + self.level / 2, self.df))
+
+    def ci(self, k: int) -> tuple[float, float]:
+        se = math.sqrt(self.cov[k][k])
+        return self.coef[k] - self._t() * se, self.coef[k] + self._t() * se
+
+    def predict(self, x0: float) -> dict[str, Any]:
+        """Mean online effect at offline gain ``x0`` with its confidence interval, and the
+        prediction interval for one new pair (adds ``tau2``)."""
+        v = np.array([1.0, x0] if self.intercept else [x0])
+        mean = float(v @ np.array(self.coef))
+        se = math.sqrt(max(float(v @ np.array(self.cov) @ v), 0.0))
+        t = self._t()
+        pse = math.sqrt(se * se + self.tau2)
+        return {"offline_gain": x0, "online_effect": mean, "ci": [mean - t * se, mean + t * se],
+                "prediction_interval": [mean - t * pse, mean + t * pse]}
+
+    def as_dict(self) -> dict[str, Any]:
+        k = len(self.coef) - 1
+        out: dict[str, Any] = {"slope": self.slope, "slope_se": math.sqrt(self.cov[k][k]),
+                               "slope_ci": list(self.ci(k))}
+        if self.intercept:
+            out.update(intercept=self.coef[0], intercept_se=math.sqrt(self.cov[0][0]), intercept_ci=list(self.ci(0)))
+        out.update(tau2=self.tau2, df=self.df, q=self.q)
+        return out
+
+
+def fit_relation(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    s: Sequence[float] | np.ndarray | None = None,
+    intercept: bool = False,
+    level: float = 0.95,
+) -> RelationFit | None:
+    r"""Fit ``y = beta x`` (or ``alpha + beta x``) with known response errors ``s``.
+
+    Weighted least squares with :math:`w_i = 1/(\hat\tau^2 + s_i^2)`, :math:`\hat\tau^2`
+    from :func:`paule_mandel_tau2`; covariance :math:`\max(1, q)(X^\top W X)^{-1}` and
+    Student-t intervals on :math:`n - p` degrees of freedom. ``None`` when there are not
+    more points than coefficients or the offline deltas do not vary (the slope is not
+    identified).
+    """
+    xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    ss = np.zeros_like(ys) if s is None else np.asarray(s, dtype=np.float64)
+    design = np.column_stack([np.ones_like(xs), xs]) if intercept else xs[:, None]
+    n, p = design.shape
+    if n <= p or (intercept and np.ptp(xs) == 0) or (not intercept and not np.any(xs != 0)):
+        return None
+    tau2 = paule_mandel_tau2(design, ys, ss)
+    s2 = ss**2
+    w = 1.0 / (tau2 + s2) if (tau2 > 0 or np.all(s2 > 0)) else np.ones(n)
+    coef, inv, wrss = _wls(design, ys, w)
+    q = wrss / (n - p)
+    if tau2 == 0 and not np.any(s2 > 0):  # an exact fit of exact truths: no scatter at all
+        cov = inv * 0.0
+    else:
+        cov = inv * max(1.0, q)
+    return RelationFit(intercept, tuple(float(c) for c in coef), tuple(tuple(float(v) for v in row) for row in cov),
+                       float(tau2), int(n - p), float(q), level)
+
+
+def mde_offline(se: np.ndarray | float, slope: float, alpha: float, power: float) -> np.ndarray:
+    r"""Offline gain whose predicted online effect :math:`\hat\beta x` an experiment with
+    standard error ``se`` detects with ``power`` at two-sided ``alpha``:
+    :math:`(z_{1-\alpha/2} + z_{power})\, se / \hat\beta`; ``nan`` for a slope <= 0."""
+    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+    se = np.asarray(se, dtype=np.float64)
+    if not slope > 0:
+        return np.full_like(se, np.nan)
+    return z * se / slope
+
+
+# ------------------------------------------------------------------------------ the study
+CONVENTIONS = {
+    "offline": "offline delta = M(B) - M(A) of the offline metric, weighted by query frequency (exact, from the "
+               "judgments)",
+    "online": "true online effect of B against A in the improvement direction (the sign of metrics where lower is "
+              "better, abandonment, is flipped): exact for A/B metrics, Monte Carlo with its SE for interleaving",
+    "fit": "weighted least squares, weights 1/(tau^2 + SE^2) with tau^2 by Paule-Mandel; covariance "
+           "max(1, q) (X'WX)^-1, Student-t intervals on n - p df (modified Knapp-Hartung); exact truths: ordinary "
+           "least squares; systems are the distinct (offline, online) pairs of a group",
+    "ci": "confidence intervals for the mean online effect at an offline gain; prediction intervals for one new "
+          "pair (add tau^2)",
+    "sign": "truth: sign of the online effect against the sign of the offline delta (undetermined within 2 MC "
+            "SEs of 0); decision: share of simulated experiments of the point's days whose estimate has the other "
+            "sign / is significant the other way (two-sided, the point's alpha), and the normal-theory values",
+    "tau": "Kendall's tau-b between the offline and online orderings of a group's systems (all against one "
+           "baseline A); experiment: tau of one simulated experiment's estimates, mean and SD over replicates",
+    "mde": "smallest offline gain detectable with the configured power at two-sided alpha in D days: "
+           "(z_{1-alpha/2} + z_power) se(D) / slope, se(D)^2 = a / (D * queries per day) + b (median variance "
+           "model of the group's points at that traffic), slope through the origin; its interval from the slope's",
+}
+
+
+def _group_label(key: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in key.items()) if key else "all points"
+
+
+def _nice(v: float) -> float:
+    """Two significant digits."""
+    if v == 0 or not math.isfinite(v):
+        return v
+    return float(f"{v:.2g}")
+
+
+def _sign_of(x: float, y: float, s: float) -> str:
+    if x == 0:
+        return "zero"
+    if s > 0 and abs(y) <= UNDETERMINED_SE * s:
+        return "undetermined"
+    if y == 0:
+        return "undetermined"
+    return "agree" if (x > 0) == (y > 0) else "disagree"
+
+
+def _systems(obs: pd.DataFrame) -> pd.DataFrame:
+    """Distinct (offline, online, se) triples (points that differ only in traffic share a truth)."""
+    g = obs.groupby(["offline_delta", "online_effect", "online_effect_se"], sort=False)["point"]
+    out = g.apply(lambda p: sorted(int(v) for v in p)).reset_index().rename(columns={"point": "points"})
+    return out
+
+
+def _decision(obs: pd.DataFrame, estimates: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for row in obs.itertuples(index=False):
+        est = estimates[(estimates["point"] == row.point) & (estimates["design"] == row.design)
+                        & (estimates["metric"] == row.metric)]
+        sx = np.sign(row.offline_delta)
+        entry: dict[str, Any] = {"point": int(row.point), "days": int(row.days), "replicates": len(est)}
+        signed = est["estimate"].to_numpy() * row.improvement_sign
+        sig = est["pvalue"].to_numpy() < row.alpha
+        if len(est) and sx != 0:
+            opp = np.sign(signed) == -sx
+            share = float(opp.mean())
+            entry.update(share_opposite_sign=share,
+                         share_opposite_sign_se=math.sqrt(share * (1 - share) / len(est)),
+                         share_significant_opposite=float((opp & sig).mean()),
+                         share_significant_same=float(((np.sign(signed) == sx) & sig).mean()))
+        else:
+            entry.update(share_opposite_sign=None, share_opposite_sign_se=None, share_significant_opposite=None,
+                         share_significant_same=None)
+        se = math.sqrt(row.var_a / row.impressions + row.var_b) if row.impressions > 0 and row.var_a > 0 else math.nan
+        if sx != 0 and se > 0 and math.isfinite(se):
+            zs = sx * row.online_effect / se
+            z = float(sps.norm.ppf(1 - row.alpha / 2))
+            entry.update(analytic_opposite_sign=float(sps.norm.cdf(-zs)),
+                         analytic_significant_opposite=float(sps.norm.cdf(-zs - z)))
+        else:
+            entry.update(analytic_opposite_sign=None, analytic_significant_opposite=None)
+        out.append(entry)
+    return out
+
+
+def _mean_of(entries: list[dict[str, Any]], key: str) -> float | None:
+    vals = [e[key] for e in entries if e.get(key) is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def _tau_block(obs: pd.DataFrame, systems: pd.DataFrame, estimates: pd.DataFrame) -> dict[str, Any]:
+    x, y, s = (systems[c].to_numpy(dtype=np.float64) for c in ("offline_delta", "online_effect", "online_effect_se"))
+    out: dict[str, Any] = {"truth": kendall_tau_b(x, y) if len(x) >= 2 else None, "n_systems": len(x),
+                           "truth_mc_sd": None, "experiment": []}
+    if len(x) >= 2 and np.any(s > 0):
+        rng = np.random.default_rng(_TAU_SEED)
+        draws = y[None, :] + s[None, :] * rng.standard_normal((TAU_DRAWS, len(y)))
+        taus = np.array([kendall_tau_b(x, d) for d in draws])
+        out["truth_mc_sd"] = float(np.nanstd(taus, ddof=1))
+    for (qpd, days), sub in obs.groupby(["queries_per_day", "days"], sort=True):
+        sub = sub.drop_duplicates(["offline_delta", "online_effect", "online_effect_se"])
+        if len(sub) < 2:
+            continue
+        est = estimates[estimates["point"].isin(sub["point"]) & (estimates["design"] == sub["design"].iloc[0])
+                        & (estimates["metric"] == sub["metric"].iloc[0])]
+        table = est.pivot_table(index="replicate", columns="point", values="estimate", aggfunc="first")
+        table = table.reindex(columns=list(sub["point"])).dropna()
+        if table.empty:
+            continue
+        sign = float(sub["improvement_sign"].iloc[0])
+        xs = sub["offline_delta"].to_numpy(dtype=np.float64)
+        taus = np.array([kendall_tau_b(xs, sign * r) for r in table.to_numpy()])
+        out["experiment"].append({"queries_per_day": float(qpd), "days": int(days), "replicates": len(table),
+                                  "mean": float(np.nanmean(taus)),
+                                  "sd": float(np.nanstd(taus, ddof=1)) if len(taus) > 1 else None,
+                                  "n_systems": len(sub)})
+    return out
+
+
+def _sentence(pred: dict[str, Any], metric: str, offline_metric: str, level: float) -> str:
+    lo, hi = pred["ci"]
+    plo, phi = pred["prediction_interval"]
+    return (f"an offline gain of {pred['offline_gain']:+.3g} {offline_metric} predicts an online effect of "
+            f"{pred['online_effect']:+.3g} {metric} [{level:.0%} CI {lo:+.3g}, {hi:+.3g}; one new pair "
+            f"{plo:+.3g} to {phi:+.3g}]")
+
+
+def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, level: float) -> dict[str, Any]:
+    first = obs.iloc[0]
+    systems = _systems(obs)
+    x, y, s = (systems[c].to_numpy(dtype=np.float64) for c in ("offline_delta", "online_effect", "online_effect_se"))
+    origin = fit_relation(x, y, s, intercept=False, level=level)
+    both = fit_relation(x, y, s, intercept=True, level=level)
+    signs = [_sign_of(a, b, c) for a, b, c in zip(x, y, s)]
+    counts = {k: signs.count(k) for k in ("agree", "disagree", "undetermined", "zero")}
+    decided = counts["agree"] + counts["disagree"]
+    predictions: list[dict[str, Any]] = []
+    sentence = None
+    gains = np.abs(x[x != 0])
+    if origin is not None and gains.size:
+        picks = sorted({_nice(float(v)) for v in np.quantile(gains, [0.25, 0.5, 1.0])})
+        predictions = [origin.predict(v) for v in picks]
+        median = origin.predict(_nice(float(np.median(gains))))
+        sentence = _sentence(median, str(first["metric"]), offline_metric, level)
+    decision = _decision(obs, estimates)
+    return {
+        "design": str(first["design"]), "metric": str(first["metric"]), "primary": bool(first["primary"]),
+        "improvement_sign": int(first["improvement_sign"]),
+        "truth": "monte_carlo" if np.any(s > 0) else "exact",
+        "n_points": len(obs), "n_systems": len(systems),
+        "systems": [{"points": list(p), "offline_delta": float(a), "online_effect": float(b),
+                     "online_effect_se": float(c), "sign": g}
+                    for p, a, b, c, g in zip(systems["points"], x, y, s, signs)],
+        "through_origin": origin.as_dict() if origin is not None else None,
+        "with_intercept": both.as_dict() if both is not None else None,
+        "predictions": predictions,
+        "sentence": sentence,
+        "sign_agreement": {
+            "truth": {"agree": counts["agree"], "disagree": counts["disagree"],
+                      "undetermined": counts["undetermined"], "zero_offline": counts["zero"],
+                      "share_disagree": counts["disagree"] / decided if decided else None},
+            "decision": decision,
+            "decision_mean": {k: _mean_of(decision, k) for k in (
+                "share_opposite_sign", "share_significant_opposite", "share_significant_same",
+                "analytic_opposite_sign", "analytic_significant_opposite")},
+        },
+        "kendall_tau": _tau_block(obs, systems, estimates),
+    }
+
+
+def _mde_curves(obs: pd.DataFrame, relation: dict[str, Any], level: float) -> list[dict[str, Any]]:
+    out = []
+    fit = relation["through_origin"]
+    for qpd, sub in obs.groupby("queries_per_day", sort=True):
+        ok = sub[np.isfinite(sub["var_a"]) & (sub["var_a"] > 0)]
+        alpha, power = float(sub["alpha"].iloc[0]), float(sub["power"].iloc[0])
+        sim_days = int(sub["days"].max())
+        days = list(range(1, max(2 * sim_days, 14) + 1))
+        entry: dict[str, Any] = {"design": relation["design"], "metric": relation["metric"],
+                                 "queries_per_day": float(qpd), "alpha": alpha, "power": power,
+                                 "variance_model": None, "slope": None, "slope_ci": None,
+                                 "simulated_days": sim_days, "days": days, "online_mde": [], "offline_mde": [],
+                                 "offline_mde_low": [], "offline_mde_high": [], "offline_mde_at_simulated_days": None,
+                                 "note": None}
+        if ok.empty:
+            entry["note"] = "no variance model (no finite standard errors)"
+            out.append(entry)
+            continue
+        a, b = float(ok["var_a"].median()), float(ok["var_b"].median())
+        se = np.sqrt(a / (np.array(days, dtype=np.float64) * float(qpd)) + b)
+        z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+        entry.update(variance_model={"a": a, "b": b}, online_mde=[float(v) for v in z * se])
+        if fit is None:
+            entry["note"] = "no fitted relation (too few systems)"
+        elif not fit["slope"] > 0:
+            entry.update(slope=fit["slope"], slope_ci=fit["slope_ci"],
+                         note="the online effect does not grow with the offline gain (slope <= 0)")
+        else:
+            lo, hi = fit["slope_ci"]
+            mid = mde_offline(se, fit["slope"], alpha, power)
+            entry.update(
+                slope=fit["slope"], slope_ci=fit["slope_ci"], offline_mde=[float(v) for v in mid],
+                offline_mde_low=[float(v) for v in mde_offline(se, hi, alpha, power)],
+                offline_mde_high=[float(v) for v in mde_offline(se, lo, alpha, power)] if lo > 0 else [None] * len(days),
+            )
+            at = mde_offline(np.sqrt(a / (sim_days * float(qpd)) + b), fit["slope"], alpha, power)
+            entry["offline_mde_at_simulated_days"] = float(at)
+        out.append(entry)
+    return out
+
+
+#: columns of the observations table :func:`shrinkage_study` reads (one row per point, design, metric)
+OBSERVATION_COLUMNS = (
+    "point", "design", "metric", "primary", "improvement_sign", "offline_delta", "online_effect",
+    "online_effect_se", "queries_per_day", "days", "impressions", "alpha", "power", "var_a", "var_b",
+)
+
+
+def shrinkage_study(
+    obs: pd.DataFrame,
+    estimates: pd.DataFrame,
+    groups: Mapping[int, Mapping[str, Any]],
+    by: Sequence[str],
+    offline_metric: str,
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """The study (structure in the module docstring).
+
+    Parameters
+    ----------
+    obs:
+        One row per point, design and metric with :data:`OBSERVATION_COLUMNS`
+        (``online_effect`` already in the improvement direction; ``var_a``, ``var_b`` the
+        design's variance model; ``impressions`` the mean impressions on the last day).
+    estimates:
+        The simulated experiments' last-day results: ``point, design, metric, replicate,
+        estimate`` (as simulated, not sign-flipped) ``, pvalue``.
+    groups:
+        Point index -> its group key (the values of the ``by`` axes).
+    """
+    missing = [c for c in OBSERVATION_COLUMNS if c not in obs.columns]
+    if missing:
+        raise ValueError(f"observations lack columns {missing}")
+    obs = obs.copy()
+    obs["_group"] = [_group_label(groups[int(p)]) for p in obs["point"]]
+    out_groups = []
+    for label, g in obs.groupby("_group", sort=False):
+        key = dict(groups[int(g["point"].iloc[0])])
+        relations, mdes = [], []
+        for (_design, _metric), sub in g.groupby(["design", "metric"], sort=False):
+            rel = _relation(sub.drop(columns="_group"), estimates, offline_metric, level)
+            relations.append(rel)
+            if rel["primary"]:
+                mdes += _mde_curves(sub, rel, level)
+        out_groups.append({"key": key, "label": label, "points": sorted({int(p) for p in g["point"]}),
+                           "relations": relations, "mde": mdes})
+    return {"conventions": dict(CONVENTIONS), "offline_metric": offline_metric, "level": level, "by": list(by),
+            "groups": out_groups, "plots": {"relation": "shrinkage.png", "mde": "mde.png"}}
+
+
+def point_columns(study: Mapping[str, Any], obs: pd.DataFrame) -> pd.DataFrame:
+    """Per point and primary design metric: the study's columns for ``points.csv``
+    (``point, design, shrinkage_group, online_improvement, predicted_online, truth_sign,
+    share_opposite_sign, share_significant_opposite, offline_mde_at_days``)."""
+    rows = []
+    for group in study["groups"]:
+        for rel in group["relations"]:
+            if not rel["primary"]:
+                continue
+            fit = rel["through_origin"]
+            sign = {p: sysm["sign"] for sysm in rel["systems"] for p in sysm["points"]}
+            decision = {d["point"]: d for d in rel["sign_agreement"]["decision"]}
+            for point in sorted(decision):
+                o = obs[(obs["point"] == point) & (obs["design"] == rel["design"]) & (obs["metric"] == rel["metric"])]
+                r = o.iloc[0]
+                mde = None
+                if fit is not None and fit["slope"] > 0 and r["var_a"] > 0:
+                    se = math.sqrt(r["var_a"] / (r["days"] * r["queries_per_day"]) + r["var_b"])
+                    mde = float(mde_offline(se, fit["slope"], float(r["alpha"]), float(r["power"])))
+                rows.append({
+                    "point": point, "design": rel["design"], "shrinkage_group": group["label"],
+                    "online_improvement": float(r["online_effect"]),
+                    "predicted_online": fit["slope"] * float(r["offline_delta"]) if fit is not None else None,
+                    "truth_sign": sign.get(point),
+                    "share_opposite_sign": decision[point]["share_opposite_sign"],
+                    "share_significant_opposite": decision[point]["share_significant_opposite"],
+                    "offline_mde_at_days": mde,
+                })
+    return pd.DataFrame(rows, columns=["point", "design", "shrinkage_group", "online_improvement",
+                                       "predicted_online", "truth_sign", "share_opposite_sign",
+                                       "share_significant_opposite", "offline_mde_at_days"])
+
+
+# ------------------------------------------------------------------------------ terminal view
+# (the plots are in simulations.shrinkage_plots)
+def _fmt(v: float | None, spec: str = ".3g") -> str:
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
+
+
+def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str:
+    """The terminal text: per group and design the relation (the sentence, the slope with
+    and without intercept), sign agreement, Kendall's tau, then the MDE table."""
+    level = study["level"]
+    lines = [(f"shrinkage: offline {study['offline_metric']} delta -> true online effect (improvement direction); "
+              f"weighted least squares (Paule-Mandel tau^2, modified Knapp-Hartung {level:.0%} CIs); systems = the "
+              "distinct pairs of a group")]
+    for group in study["groups"]:
+        lines.append(f"[{group['label']}]")
+        for rel in group["relations"]:
+            if primary_only and not rel["primary"]:
+                continue
+            name = f"{rel['design']}/{rel['metric']}"
+            fit, both = rel["through_origin"], rel["with_intercept"]
+            truth = "exact truth" if rel["truth"] == "exact" else "Monte Carlo truth"
+            if fit is None:
+                lines.append(f"  {name}: {rel['n_systems']} system(s): too few to fit a relation")
+            else:
+                lo, hi = fit["slope_ci"]
+                text = (f"  {name} ({rel['n_systems']} systems, {truth}): slope {fit['slope']:.3g} [{lo:.3g}, {hi:.3g}]"
+                        f", scatter tau {math.sqrt(fit['tau2']):.2g}")
+                if both is not None:
+                    ilo, ihi = both["intercept_ci"]
+                    text += f"; with intercept: slope {both['slope']:.3g}, intercept {both['intercept']:+.2g} " \
+                            f"[{ilo:+.2g}, {ihi:+.2g}]"
+                lines.append(text)
+                if rel["sentence"]:
+                    lines.append(f"    {rel['sentence']}")
+            t = rel["sign_agreement"]["truth"]
+            share = t["share_disagree"]
+            lines.append(f"    sign: the true online effect disagrees with the offline delta for {t['disagree']} of "
+                         f"{t['agree'] + t['disagree']} systems ({_fmt(share, '.0%')})"
+                         + (f", {t['undetermined']} within MC error of 0" if t["undetermined"] else "")
+                         + (f", {t['zero_offline']} with no offline delta" if t["zero_offline"] else ""))
+            d = rel["sign_agreement"]["decision_mean"]
+            days = sorted({e["days"] for e in rel["sign_agreement"]["decision"]})
+            lines.append(f"    one experiment of {'/'.join(map(str, days))} day(s) ranks the pair the other way in "
+                         f"{_fmt(d['share_opposite_sign'], '.1%')} of runs (normal theory "
+                         f"{_fmt(d['analytic_opposite_sign'], '.1%')}), significantly so in "
+                         f"{_fmt(d['share_significant_opposite'], '.1%')} (mean over the group's points)")
+            k = rel["kendall_tau"]
+            text = f"    Kendall tau, offline vs true online order: {_fmt(k['truth'], '.2f')}"
+            if k["truth_mc_sd"] is not None:
+                text += f" (MC sd {k['truth_mc_sd']:.2f})"
+            for e in k["experiment"]:
+                text += (f"; one experiment of {e['days']} d at {e['queries_per_day']:g} queries/day: "
+                         f"{e['mean']:.2f} +- {_fmt(e['sd'], '.2f')}")
+            lines.append(text)
+    mdes = [(g["label"], m) for g in study["groups"] for m in g["mde"]]
+    if mdes:
+        first = mdes[0][1]
+        show = [d for d in (1, 3, 7, 14, 28) if d <= len(first["days"])]
+        lines.append(f"MDE: smallest offline {study['offline_metric']} gain detectable with power {first['power']:g} "
+                     f"at alpha {first['alpha']:g} (two-sided) in D days, through the fitted slope "
+                     f"[interval from the slope's {level:.0%} CI]")
+        head = f"  {'group':<34} {'design':<14} {'queries/day':>11}" + "".join(f" {f'{d} d':>9}" for d in show)
+        lines.append(head)
+        for label, m in mdes:
+            cells = []
+            for d in show:
+                v = m["offline_mde"][d - 1] if m["offline_mde"] else None
+                cells.append(f" {_fmt(v, '.3g'):>9}")
+            text = f"  {label[:34]:<34} {m['design'][:14]:<14} {m['queries_per_day']:>11g}" + "".join(cells)
+            if m["note"]:
+                text += f"  ({m['note']})"
+            lines.append(text)
+    return "\n".join(lines)

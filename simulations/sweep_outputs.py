@@ -1,0 +1,211 @@
+"""A sweep's outputs, from its points' ``summary.json`` and ``replicates.csv``.
+
+- ``points.csv`` and ``points.parquet`` (the same table): one row per point and design,
+  the design's primary metric: the axes' values, the offline delta, the truth and the
+  simulated results, and the shrinkage study's per-point columns
+  (:func:`simulations.shrinkage.point_columns`);
+- ``summary.json``: the axes, the points (overrides, folders, fingerprints), the sweep's
+  fingerprint (over every point's, so over every input file's contents), the rows, and
+  the shrinkage study under ``"shrinkage"`` (structure in :mod:`simulations.shrinkage`);
+- ``effect.png`` (each design's true effect and mean estimate against one axis),
+  ``shrinkage.png`` (offline delta against true online effect with the fitted relation)
+  and ``mde.png`` (the smallest detectable offline gain against days).
+
+Nothing here computes a number of its own beyond reading and arranging: the study is
+:func:`simulations.shrinkage.shrinkage_study`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from simulations.sweep import SweepConfig
+
+__all__ = ["observations", "point_rows", "sweep_fingerprint", "write_outputs"]
+
+#: per-design columns of points.csv (from each point's summary.json, the design's primary metric)
+_COLUMNS = (
+    ("true_effect", ("true_effect",)),
+    ("true_effect_se", ("true_effect_se",)),
+    ("truth_method", ("truth_method",)),
+    ("shrinkage_vs_offline", ("shrinkage_vs_offline",)),
+    ("power_last_day", ("final_day", "power")),
+    ("power_se", ("final_day", "power_se")),
+    ("mean_estimate", ("final_day", "mean_estimate")),
+    ("sd_estimate", ("final_day", "sd_estimate")),
+    ("coverage", ("final_day", "coverage")),
+    ("mean_impressions", ("final_day", "mean_impressions")),
+    ("days_to_target_power", ("days_to_target_power",)),
+    ("analytic_required_days", ("analytic_required_days",)),
+    ("analytic_required_impressions", ("analytic_required_impressions",)),
+    ("aa_false_positive_rate", ("aa", "false_positive_rate")),
+)
+
+
+def _get(d: Any, path: Sequence[str]) -> Any:
+    for k in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def _metrics(summary: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(design, metric, entry) of every estimated metric of a point's summary, in order."""
+    out = []
+    for design, metrics in (summary.get("designs") or {}).items():
+        if not isinstance(metrics, dict):
+            continue
+        for name, entry in metrics.items():
+            if isinstance(entry, dict) and entry.get("true_effect") is not None:
+                out.append((design, name, entry))
+    return out
+
+
+def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per point and design: the axes' values (a file axis shows the file's name),
+    the offline delta and the design's primary metric's truth and simulated results."""
+    out = []
+    for point in sweep.points:
+        s = summaries[point.index]
+        offline = _get(s, ("offline", "delta", "weighted"))
+        for design, metrics in (s.get("designs") or {}).items():
+            if not isinstance(metrics, dict) or not metrics:
+                continue
+            name = next((m for m, v in metrics.items() if isinstance(v, dict) and v.get("primary")), next(iter(metrics)))
+            m = metrics[name]
+            row: dict[str, Any] = {"point": point.index, "folder": f"points/{point.folder_name}"}
+            row.update({a: point.label(a) for a in sweep.axes})
+            row.update(design=design, metric=name, replicates=_get(s, ("config", "replicates")),
+                       offline_delta=offline)
+            row.update({col: _get(m, path) for col, path in _COLUMNS})
+            row["fingerprint"] = s.get("config_fingerprint")
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def observations(
+    sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]], root: Path
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The shrinkage study's inputs: one row per point, design and metric
+    (:data:`simulations.shrinkage.OBSERVATION_COLUMNS`), and the simulated experiments'
+    last-day estimates and p-values (from each point's ``replicates.csv``)."""
+    from simulations.analysis import IMPROVEMENT_SIGN
+
+    obs, est = [], []
+    for point in sweep.points:
+        s = summaries[point.index]
+        traffic, analysis = _get(s, ("config", "traffic")) or {}, _get(s, ("config", "analysis")) or {}
+        kept = set()
+        for design, metric, entry in _metrics(s):
+            sign = IMPROVEMENT_SIGN.get(metric, 1)
+            vm = entry.get("variance_model") or {}
+            final = entry.get("final_day") or {}
+            obs.append({
+                "point": point.index, "design": design, "metric": metric, "primary": bool(entry.get("primary")),
+                "improvement_sign": sign, "offline_delta": float(_get(s, ("offline", "delta", "weighted"))),
+                "online_effect": sign * float(entry["true_effect"]),
+                "online_effect_se": float(entry.get("true_effect_se") or 0.0),
+                "queries_per_day": float(traffic.get("queries_per_day", float("nan"))),
+                "days": int(final.get("day") or traffic.get("days") or 0),
+                "impressions": float(final.get("mean_impressions") or 0.0),
+                "alpha": float(analysis.get("alpha", 0.05)), "power": float(analysis.get("power", 0.8)),
+                "var_a": float(vm["a"]) if vm.get("a") is not None else float("nan"),
+                "var_b": float(vm["b"]) if vm.get("b") is not None else 0.0,
+            })
+            kept.add((design, metric))
+        path = root / "points" / point.folder_name / "replicates.csv"
+        if kept and path.is_file():
+            reps = pd.read_csv(path, usecols=["replicate", "design", "aa", "day", "metric", "estimate", "pvalue"])
+            reps = reps[~reps["aa"].astype(bool)]
+            reps = reps[[(d, m) in kept for d, m in zip(reps["design"], reps["metric"])]]
+            last = reps.groupby(["design", "metric"])["day"].transform("max")
+            reps = reps[reps["day"] == last].drop(columns=["aa", "day"])
+            reps.insert(0, "point", point.index)
+            est.append(reps)
+    estimates = pd.concat(est, ignore_index=True) if est else pd.DataFrame(
+        columns=["point", "replicate", "design", "metric", "estimate", "pvalue"])
+    return pd.DataFrame(obs), estimates
+
+
+def sweep_fingerprint(fingerprints: Mapping[int, str]) -> str:
+    """SHA-256 over the points' fingerprints (each covers its config and its input files' contents)."""
+    body = json.dumps([[int(k), fingerprints[k]] for k in sorted(fingerprints)])
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def write_outputs(
+    sweep: SweepConfig,
+    summaries: Mapping[int, Mapping[str, Any]],
+    root: Path,
+    fingerprints: Mapping[int, str],
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Write the sweep's tables, summary and plots; return the rows and the shrinkage study."""
+    from simulations.report import _clean
+    from simulations.shrinkage import point_columns, shrinkage_study
+    from simulations.shrinkage_plots import plot_mde, plot_relation
+
+    rows = point_rows(sweep, summaries)
+    obs, estimates = observations(sweep, summaries, root)
+    groups = {p.index: {a: p.label(a) for a in sweep.shrinkage_by} for p in sweep.points}
+    offline_metric = str(_get(summaries[sweep.points[0].index], ("offline", "metric")) or "offline metric")
+    study = shrinkage_study(obs, estimates, groups, sweep.shrinkage_by, offline_metric)
+    extra = point_columns(study, obs)
+    if len(rows):
+        rows = rows.merge(extra, on=["point", "design"], how="left", validate="one_to_one")
+    rows.to_csv(root / "points.csv", index=False)
+    rows.to_parquet(root / "points.parquet", index=False)
+    summary = {
+        "axes": sweep.axes,
+        "shrinkage_by": list(sweep.shrinkage_by),
+        "sweep_fingerprint": sweep_fingerprint(fingerprints),
+        "points": [{"point": p.index, "folder": f"points/{p.folder_name}", "overrides": p.overrides,
+                    "labels": {a: p.label(a) for a in p.overrides}, "fingerprint": fingerprints.get(p.index)}
+                   for p in sweep.points],
+        "rows": rows.to_dict(orient="records"),
+        "shrinkage": study,
+    }
+    (root / "summary.json").write_text(json.dumps(_clean(summary), indent=2), encoding="utf-8")
+    _plot(sweep, rows, root / "effect.png")
+    plot_relation(study, root / "shrinkage.png")
+    plot_mde(study, root / "mde.png")
+    return rows, study
+
+
+def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
+    """Each design's true effect (line) and mean estimate (markers) against the plot axis;
+    one line per design and combination of the other axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = sweep.plot_x
+    if x is None:
+        numeric = [a for a in sweep.axes if pd.to_numeric(rows[a], errors="coerce").notna().all()]
+        x = numeric[0] if numeric else sweep.axes[0]
+    others = [a for a in sweep.axes if a != x]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, group in rows.groupby(["design", *others], sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join([str(key[0])] + [f"{a}={v}" for a, v in zip(others, key[1:])])
+        numeric_x = pd.to_numeric(group[x], errors="coerce").notna().all()
+        g = group.sort_values(x) if numeric_x else group
+        xs = g[x] if numeric_x else g[x].astype(str)
+        line, = ax.plot(xs, g["true_effect"], "-", label=label)
+        ax.plot(xs, g["mean_estimate"], "o", color=line.get_color())
+    ax.axhline(0.0, color="grey", lw=0.5)
+    ax.set_xlabel(x)
+    ax.set_ylabel("online effect, primary metric\n(line: truth, dots: mean estimate)")
+    if not rows.empty:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
