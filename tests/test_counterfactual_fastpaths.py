@@ -317,10 +317,9 @@ def test_design_sums_equal_the_plain_estimators_on_its_own_log():
         for t in design.target_names:
             terms = est.terms(log, DeterministicTarget(world.rankings[t], t), reward)
             den = np.ones(log.n) if terms.den is None else terms.den
-            np.testing.assert_allclose(design.sums[f"num:{label}:{t}"], np.bincount(log.user, terms.num, 400),
-                                       rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(design.sums[f"den:{label}:{t}"], np.bincount(log.user, den, 400),
-                                       rtol=1e-12, atol=1e-12)
+            num_u, den_u = design.per_user_sums(label, t)
+            np.testing.assert_allclose(num_u, np.bincount(log.user, terms.num, 400), rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(den_u, np.bincount(log.user, den, 400), rtol=1e-12, atol=1e-12)
             checked += 1
     assert checked == 10
     # adaptive IPS (a whole-log estimator): its sums from the per-row statistics kept batch by
@@ -335,20 +334,27 @@ def test_design_sums_equal_the_plain_estimators_on_its_own_log():
 
 
 def test_logging_rows_in_one_batch_equal_ratio_mean_row_by_row():
-    """The design computes its three ``logging:`` rows with one ``ratio_mean_batch`` call;
-    each equals :func:`onlineeval.stats.ratio_mean` of that metric alone, exactly."""
+    """The design computes its three ``logging:`` rows together (``ratio_means``: the
+    kernel of ``ratio_mean_batch`` without its copies, and the z-test of ``PairedEstimate``);
+    each equals :func:`onlineeval.stats.ratio_mean` of that metric alone, exactly (also a
+    metric that is 0 for every user: SE 0, and one with every value equal)."""
     from onlineeval.stats import ratio_mean
     from onlineeval.stats.online import ratio_mean_batch
+    from simulations.designs.counterfactual.paired import ratio_means
 
     rng = np.random.default_rng(8)
     for n in (2, 3, 17, 1000, 6000):
         den = rng.integers(1, 30, size=n).astype(np.float64)
         nums = [rng.poisson(0.5 * den).astype(np.float64), (rng.random(n) < 0.3) * den, rng.random(n) * den]
-        batch = ratio_mean_batch(np.stack(nums), np.broadcast_to(den, (3, n)), alpha=0.05)
+        nums += [np.zeros(n), 0.5 * den]
+        batch = ratio_mean_batch(np.stack(nums), np.broadcast_to(den, (5, n)), alpha=0.05)
+        ours = ratio_means(np.stack(nums), den, 0.05)
         for i, x in enumerate(nums):
             single = ratio_mean(x, den, alpha=0.05)
             for field in ("estimate", "se", "ci_low", "ci_high", "pvalue", "n", "method"):
                 assert getattr(batch[i], field) == getattr(single, field), (n, i, field)
+            for field in ("estimate", "se", "ci_low", "ci_high", "pvalue"):
+                assert getattr(ours[i], field) == getattr(single, field), (n, i, field)
 
 
 # ------------------------------------------------------------------ slot-by-slot reductions
@@ -483,3 +489,46 @@ def test_paired_difference_equals_the_old_code():
     bad[3] = -1.0  # a negative denominator is still refused, as before
     with pytest.raises(InputError):
         paired_difference(num_a, den_a, num_b, bad, 0.05)
+
+
+def _same_estimate(a, b) -> bool:
+    fields = ("estimate", "se", "ci_low", "ci_high", "pvalue")
+    return all(getattr(a, f) == getattr(b, f) or (getattr(a, f) != getattr(a, f) and getattr(b, f) != getattr(b, f))
+               for f in fields)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 1000, 2369, 6000])
+def test_paired_differences_of_rows_equal_paired_difference_of_each_row(n):
+    """The checkpoint's batched paired differences (one row per estimator) equal the old
+    paired difference of each row exactly: ordinary rows, all-ones denominators, an
+    all-zero denominator (undefined), a non-finite numerator (undefined)."""
+    from simulations.designs.counterfactual.paired import paired_differences
+
+    rng = np.random.default_rng(n)
+    e = 6
+    den_a = rng.integers(0, 9, size=(e, n)).astype(float)
+    den_a[:, 0] = 1.0
+    den_b = rng.random((e, n)) * 3
+    num_a, num_b = rng.normal(size=(e, n)) * den_a, rng.normal(size=(e, n)) * 1e3 ** rng.random((e, n))
+    den_a[1] = den_b[1] = np.ones(n)
+    den_a[2] = 0.0
+    num_b[3, n // 2] = np.inf
+    got = paired_differences(num_a, den_a, num_b, den_b, 0.05)
+    assert len(got) == e
+    for i in range(e):
+        assert _same_estimate(got[i], _old_paired_difference(num_a[i], den_a[i], num_b[i], den_b[i], 0.05)), i
+    if n >= 2:
+        assert np.isnan(got[2].estimate) and np.isnan(got[3].estimate)
+        assert np.isfinite(got[0].estimate) and got[0].se > 0
+
+
+def test_paired_differences_refuse_a_negative_denominator_like_paired_difference():
+    from onlineeval.errors import InputError
+    from simulations.designs.counterfactual.paired import paired_differences
+
+    rng = np.random.default_rng(2)
+    den = rng.random((2, 40)) + 0.1
+    bad = den.copy()
+    bad[1, 5] = -1.0
+    with pytest.raises(InputError):
+        paired_differences(rng.normal(size=(2, 40)), den, rng.normal(size=(2, 40)), bad, 0.05)

@@ -72,8 +72,13 @@ from typing import Any
 
 import numpy as np
 
-from simulations.designs.base import Design, register_design
-from simulations.designs.counterfactual.paired import PairedEstimate, paired_difference
+from simulations.designs.base import CheckpointRow, Design, _values, register_design
+from simulations.designs.counterfactual.paired import (
+    PairedEstimate,
+    paired_difference,
+    paired_differences,
+    ratio_means,
+)
 from simulations.designs.counterfactual.serving import (
     _BatchReward,
     _BatchTarget,
@@ -115,7 +120,6 @@ class CounterfactualDesign(Design):
         self.reward = get_reward(cfg.metric, self.world.depth)
         self.estimators = build_estimators(cfg)
         self.support_rows: list[tuple[str, str]] = []
-        self.violations: dict[tuple[str, str], int] = {}
         self._log: list[dict[str, np.ndarray]] = []
         if self.aa:
             return  # the paired difference of a target with itself is 0: nothing to serve or log
@@ -138,18 +142,55 @@ class CounterfactualDesign(Design):
             for t in self.target_names
         }
         self._row_meta: list[dict[str, np.ndarray]] = []  # the rows' users and user types, batch by batch
+        self._masks: dict[tuple[str, str], np.ndarray | None] = {}
         for label, est in self.estimators:
             for t in self.target_names:
-                self.sums[f"num:{label}:{t}"] = np.zeros(self.population)
-                self.sums[f"den:{label}:{t}"] = np.zeros(self.population)
                 mask = _shared_support(self.policy, self.world, t, getattr(est, "support_level", "item"))
+                self._masks[(label, t)] = mask
                 if mask is not None:
                     self.support_rows.append((label, t))
-                    self.violations[(label, t)] = 0
-        self._masks = {
-            (label, t): _shared_support(self.policy, self.world, t, getattr(est, "support_level", "item"))
-            for label, est in self.estimators for t in self.target_names
-        }
+        # impressions per query (support violations are counted from them at a checkpoint:
+        # the impressions whose query's target list the logger cannot show, exact integers)
+        self._query_count = np.zeros(self.world.labels.shape[0], dtype=np.int64)
+        self._init_sums()
+
+    def _init_sums(self) -> None:
+        """The per-user sums as rows of one ``(V, population)`` matrix, ``self.sums[key]`` a
+        view of its row (so a checkpoint gathers the active users of every row at once):
+        impressions, the logger's three observed metrics, then each accumulated
+        estimator's numerator per target. Denominators: a self-normalised estimator's
+        have rows too; an estimator whose terms have no denominator (all ones) reads the
+        impression counts instead (:attr:`_unit_den`); one that returns one only
+        sometimes gets a separate array (:meth:`_add_den`)."""
+        keys = ["impressions", *self.accumulators]
+        self._unit_den: set[str] = set()
+        for label, est in self.estimators:
+            if self.whole_log[label]:
+                continue
+            keys += [f"num:{label}:{t}" for t in self.target_names]
+            if getattr(est, "self_normalised", False):
+                keys += [f"den:{label}:{t}" for t in self.target_names]
+        self._rows = {key: i for i, key in enumerate(keys)}
+        self._acc = np.zeros((len(keys), self.population))
+        self.sums = {key: self._acc[i] for key, i in self._rows.items()}
+
+    def _add_den(self, key: str, user: np.ndarray, den: np.ndarray | None) -> None:
+        """Add a batch's denominators (``None``: all ones) to ``key``; all-ones denominators
+        are the impression counts, which are kept anyway, until the first array comes."""
+        if den is None:
+            if key in self._unit_den:
+                return
+            if key not in self.sums:  # the first batch: the impression counts stand in
+                self._unit_den.add(key)
+                return
+            self._add(key, user, None)
+            return
+        if key in self._unit_den:  # all ones so far: the impressions before this batch, exactly
+            self._unit_den.discard(key)
+            self.sums[key] = self.sums["impressions"] - np.bincount(user, minlength=self.population)
+        elif key not in self.sums:
+            self.sums[key] = np.zeros(self.population)
+        self._add(key, user, den)
 
     # -------------------------------------------------------------------------- serving
     def _logged(self, batch: Batch) -> Any:
@@ -193,11 +234,9 @@ class CounterfactualDesign(Design):
         self._batch_reward.forget()
         if self._row_stats:
             self._row_meta.append({"user": data.user, "user_type": data.user_type})
+        self._query_count += np.bincount(batch.query, minlength=self._query_count.size)
         for label, est in self.estimators:
             for t, target in zip(self.target_names, self.targets, strict=True):
-                mask = self._masks[(label, t)]
-                if mask is not None:
-                    self.violations[(label, t)] += int(mask[batch.query].sum())
                 if self.whole_log[label]:
                     if (label, t) in self._row_stats:
                         data.require(*est.needs, estimator=est.name)
@@ -205,7 +244,13 @@ class CounterfactualDesign(Design):
                     continue
                 terms = est.terms(data, target, self._batch_reward)
                 self._add(f"num:{label}:{t}", batch.user, terms.num)
-                self._add(f"den:{label}:{t}", batch.user, None if terms.den is None else terms.den)
+                self._add_den(f"den:{label}:{t}", batch.user, terms.den)
+
+    @property
+    def violations(self) -> dict[tuple[str, str], int]:
+        """Per (estimator, target) with a support mask: the impressions so far whose query's
+        target list has an event of logging probability 0 at the estimator's support level."""
+        return {key: int(self._masks[key] @ self._query_count) for key in self.support_rows}  # type: ignore[operator]
 
     def log(self) -> Any:
         """The whole log so far as one :class:`onlineeval.estimators.LoggedData`."""
@@ -231,21 +276,62 @@ class CounterfactualDesign(Design):
         return users.size >= 2
 
     def checkpoint(self, day: int) -> None:
+        """:meth:`Design.checkpoint` with the active users of every per-user sum gathered in
+        one step (the rows of the sums matrix) and the accumulated estimators' paired
+        differences computed together (:func:`paired_differences`: the same numbers)."""
         self._day = day
-        super().checkpoint(day)
+        if self.aa:
+            super().checkpoint(day)
+            return
+        impressions = self.sums["impressions"]
+        active = impressions > 0
+        users = np.flatnonzero(active)
+        gathered = self._acc.take(users, axis=1)
+        sums = {key: gathered[i] for key, i in self._rows.items()}
+        for key, v in self.sums.items():  # denominators kept apart (an estimator's occasional den)
+            if key not in sums:
+                sums[key] = v[users]
+        if self._has_data(users, sums):
+            estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
+        else:
+            estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
+        n_users, n_impr = int(users.size), int(impressions.sum())
+        for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
+            self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users, n_impr))
 
     def _due(self, day: int) -> bool:
         every = self.config.refit_days
         return day == self.last_day or (every > 0 and day % every == 0)
 
-    def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
-        from onlineeval.stats.online import ratio_mean_batch
+    def per_user_sums(self, label: str, target: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(num, den)``: the per-user sums of an accumulated estimator's terms for
+        ``target`` so far (all users; ``den`` the impression counts when its terms have no
+        denominator)."""
+        full = self._sum_rows(label, self.sums)
+        i = 2 * self.target_names.index(target)
+        return full[i], full[i + 1]
 
+    def _sum_rows(self, label: str, sums: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """``[num_A, den_A, num_B, den_B]`` of an accumulated estimator (all-ones
+        denominators: the impression counts)."""
+        out = []
+        for t in self.target_names:
+            den = f"den:{label}:{t}"
+            out += [sums[f"num:{label}:{t}"], sums["impressions"] if den in self._unit_den else sums[den]]
+        return out
+
+    def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
         alpha = self.alpha
-        out: dict[str, Any] = {}
         if self.aa:
             return {label: PairedEstimate(0.0, 0.0, alpha) for label, _ in self.estimators}
         day = getattr(self, "_day", None)
+        last = self.config.bootstrap and day is not None and day == self.last_day
+        # the accumulated estimators together, each row its own paired difference
+        acc = [label for label, _ in self.estimators if not self.whole_log[label]]
+        x_of = {label: self._sum_rows(label, sums) for label in acc}
+        paired = dict(zip(acc, paired_differences(*(np.stack([x_of[label][i] for label in acc]) for i in range(4)),
+                                                 alpha), strict=True)) if acc else {}
+        out: dict[str, Any] = {}
         whole = None
         for label, est in self.estimators:
             if self.whole_log[label]:
@@ -257,19 +343,19 @@ class CounterfactualDesign(Design):
                 else:
                     whole = self.log() if whole is None else whole
                     x = self._whole_log_sums(est, whole, users)
+                out[label] = paired_difference(x[0], x[1], x[2], x[3], alpha)
             else:
-                x = [sums[f"{part}:{label}:{t}"] for t in self.target_names for part in ("num", "den")]
-            out[label] = paired_difference(x[0], x[1], x[2], x[3], alpha)
-            if self.config.bootstrap and day is not None and day == self.last_day and math.isfinite(
-                    out[label].estimate):
+                x = x_of[label]
+                out[label] = paired[label]
+            if last and math.isfinite(out[label].estimate):
                 out[label] = self._bootstrap(out[label], x)
-        # the logger's three metrics in one batch (the same kernel row by row as ratio_mean)
-        num = np.stack([sums[key] for key in ("obs:clicks", "obs:abandoned", "obs:rr")])
-        logging = ratio_mean_batch(num, np.broadcast_to(sums["impressions"], num.shape), alpha=alpha)
-        for i, metric in enumerate(LOGGING_METRICS):
-            out[f"logging:{metric}"] = logging[i]
+        # the logger's three metrics (ratio_mean's kernel and test, row by row the same numbers)
+        obs = np.stack([sums[key] for key in ("obs:clicks", "obs:abandoned", "obs:rr")])
+        for metric, est_ in zip(LOGGING_METRICS, ratio_means(obs, sums["impressions"], alpha), strict=True):
+            out[f"logging:{metric}"] = est_
+        violations = self.violations
         for label, t in self.support_rows:
-            out[f"support:{label}:{t}"] = _Count(self.violations[(label, t)])
+            out[f"support:{label}:{t}"] = _Count(violations[(label, t)])
         return out
 
     def _whole_log_sums(self, est: Any, data: Any, users: np.ndarray) -> list[np.ndarray]:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import special as _spc
 
-__all__ = ["PairedEstimate", "paired_difference"]
+__all__ = ["PairedEstimate", "paired_difference", "paired_differences", "ratio_means"]
 
 
 class PairedEstimate:
@@ -70,3 +70,61 @@ def _linearization(num: np.ndarray, den: np.ndarray, checked: Any) -> tuple[floa
         return r, (num - r * den) / den.mean()
     return checked(num, den)  # type: ignore[no-any-return]
 
+
+
+def paired_differences(num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray,
+                       alpha: float) -> list[PairedEstimate]:
+    """:func:`paired_difference` of each row of ``(E, n)`` matrices (one row per estimator,
+    users on the last axis), with the same numbers: the sums and means of a row of a
+    C-contiguous matrix are numpy's pairwise sums of that row (tested), every other step is
+    elementwise, and each row's ``d @ d`` is its own dot product. Rows whose inputs the fast
+    path does not take (a non-finite or negative denominator) go to :func:`paired_difference`."""
+    arrays = [np.ascontiguousarray(a, dtype=np.float64) for a in (num_a, den_a, num_b, den_b)]
+    if any(a.ndim != 2 or a.shape != arrays[0].shape for a in arrays):
+        raise ValueError("paired_differences: four (E, n) matrices of one shape expected")
+    na, da, nb, db = arrays
+    e, n = na.shape
+    if n < 2 or e == 0:
+        return [PairedEstimate(math.nan, math.nan, alpha) for _ in range(e)]
+    sa, sb = da.sum(axis=1), db.sum(axis=1)
+    finite = np.isfinite(na).all(axis=1) & np.isfinite(nb).all(axis=1)
+    fast = finite & (sa > 0) & (sb > 0)
+    for d in (da, db):
+        fast &= np.isfinite(d).all(axis=1) & ~(d < 0).any(axis=1)
+    out: list[PairedEstimate | None] = [None] * e
+    rows = np.flatnonzero(fast)
+    if rows.size:
+        whole = rows.size == e  # no row left out: no gather
+        pick = (lambda a: a) if whole else (lambda a: a[rows])
+        ea = _rows_linearized(pick(na), pick(da), sa if whole else sa[rows])
+        eb = _rows_linearized(pick(nb), pick(db), sb if whole else sb[rows])
+        d = eb[1] - ea[1]
+        d -= d.mean(axis=1, keepdims=True)
+        for i, row in enumerate(rows.tolist()):
+            out[row] = PairedEstimate(eb[0][i] - ea[0][i], math.sqrt(float(d[i] @ d[i]) / (n * (n - 1))), alpha)
+    for row in range(e):
+        if out[row] is None:  # undefined, or inputs only the checked path handles (its errors)
+            out[row] = paired_difference(na[row], da[row], nb[row], db[row], alpha)
+    return out  # type: ignore[return-value]
+
+
+def _rows_linearized(num: np.ndarray, den: np.ndarray, den_sum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row by row ``r = num.sum() / den.sum()`` and ``(num - r den) / den.mean()`` (the
+    expressions of :func:`_linearization`, elementwise on rows)."""
+    r = num.sum(axis=1) / den_sum
+    return r, (num - r[:, None] * den) / den.mean(axis=1)[:, None]
+
+
+def ratio_means(num: np.ndarray, den: np.ndarray, alpha: float) -> list[PairedEstimate]:
+    """:func:`onlineeval.stats.ratio_mean` of each row of ``num`` ``(E, n)`` over the common
+    denominators ``den`` ``(n,)`` (finite, non-negative: per-user sums the design keeps):
+    the same kernel (:func:`onlineeval.stats.online._delta_kernel`, so the same ratio and
+    variance) and the same z-test and interval (``PairedEstimate`` computes them as
+    ``ratio_mean``'s test does for an infinite df), without its input copies and checks."""
+    from onlineeval.stats.online import _delta_kernel
+
+    x = np.ascontiguousarray(num, dtype=np.float64)
+    y = np.array(np.broadcast_to(den, x.shape), dtype=np.float64)
+    r, var = _delta_kernel(x, y)
+    se = np.sqrt(var)
+    return [PairedEstimate(r[i], se[i], alpha) for i in range(x.shape[0])]
