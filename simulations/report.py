@@ -11,6 +11,8 @@
 - ``power_vs_days.png`` and ``offline_vs_online.png``;
 - with counterfactual designs ``counterfactual_rmse.png`` (RMSE against log size per
   estimator) and, with ``analysis.assumption_sweep``, ``assumption_sweep.png``.
+- ``report.html``: one self-contained page (plots embedded) of all of the above, opens from
+  disk (:mod:`simulations.html_report`).
 """
 
 from __future__ import annotations
@@ -167,6 +169,9 @@ def write_results(result: SimulationResult, fingerprint: str) -> None:
 
     for name, fig in figures(result).items():
         fig.savefig(out / f"{name}.png", dpi=110)
+    from simulations.html_report import write_simulate_report
+
+    write_simulate_report(out)  # report.html: a self-contained view of the files above
 
 
 def _clean(x: Any) -> Any:
@@ -320,6 +325,7 @@ def written_files(result: SimulationResult) -> list[str]:
         files.append("counterfactual_rmse.png")
     if result.summary.get("assumption_sweep"):
         files.append("assumption_sweep.png")
+    files.append("report.html")
     return files
 
 
