@@ -10,6 +10,8 @@
 - ``effect.png`` (each design's true effect and mean estimate against one axis),
   ``shrinkage.png`` (offline delta against true online effect with the fitted relation)
   and ``mde.png`` (the smallest detectable offline gain against days).
+- ``report.html``: one self-contained page of all of the above (plots embedded; opens from
+  disk; :mod:`simulations.html_report`), linking each point's own ``report.html``.
 
 Nothing here computes a number of its own beyond reading and arranging: the study is
 :func:`simulations.shrinkage.shrinkage_study`.
@@ -176,6 +178,9 @@ def write_outputs(
     _plot(sweep, rows, root / "effect.png")
     plot_relation(study, root / "shrinkage.png")
     plot_mde(study, root / "mde.png")
+    from simulations.html_report import write_sweep_report
+
+    write_sweep_report(root)  # report.html: a self-contained view of the files above and the points'
     return rows, study
 
 
