@@ -213,6 +213,9 @@ dt { font-weight: 600; font-size: 12.5px; margin-top: 4px; }
 dd { margin: 0 0 0 18px; font-size: 12.5px; }
 pre { background: #f4f6f8; border: 1px solid #dde3e9; padding: 8px; font-size: 12px; overflow-x: auto; }
 .scroll { overflow-x: auto; }
+details { margin: 8px 0; }
+summary { cursor: pointer; color: #1f5fa8; }
+ul.sentences { margin: 4px 0 10px; padding-left: 18px; font-size: 14px; }
 """
 
 

@@ -380,7 +380,8 @@ def config_section(folder: Path, summary: dict[str, Any]) -> Html:
         import yaml
 
         text = yaml.safe_dump(summary.get("config") or {}, sort_keys=False)
-    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html")
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html"
+                   and not p.name.startswith(".") and not p.name.endswith(".partial.jsonl"))
     return join([
         tag("p", f"onlineeval {summary.get('onlineeval_version', '?')}, config fingerprint "
                  f"{summary.get('config_fingerprint', '?')}; the config with every default filled in "

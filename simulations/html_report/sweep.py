@@ -19,6 +19,7 @@ from simulations.html_report.page import (
     biased_mark,
     breakable,
     count,
+    esc,
     fmt,
     image,
     join,
@@ -111,14 +112,74 @@ def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, An
     return out
 
 
-def _shrinkage_headline(shrink: Any) -> list[Html]:
-    """The study's headline numbers: scalar entries of the ``shrinkage`` mapping (per design
-    when nested one level), shown as they are; the whole study is in its own section."""
-    if not isinstance(shrink, Mapping) or not shrink:
+def _ci(ci: Any, spec: str = ".3g") -> str:
+    if isinstance(ci, (list, tuple)) and len(ci) == 2:
+        return f"[{fmt(ci[0], spec, True)}, {fmt(ci[1], spec, True)}]"
+    return "-"
+
+
+def _relations(shrink: Mapping[str, Any], primary_only: bool) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    out = []
+    for g in shrink.get("groups") or []:
+        for r in g.get("relations") or []:
+            if isinstance(r, Mapping) and (r.get("primary") or not primary_only):
+                out.append((g, r))
+    return out
+
+
+def _mde_at_days(group: Mapping[str, Any], relation: Mapping[str, Any]) -> str:
+    """The offline MDE at the simulated days of the group's MDE entries for this design
+    (one value per traffic level)."""
+    vals = []
+    for m in group.get("mde") or []:
+        if m.get("design") == relation.get("design") and m.get("metric") == relation.get("metric"):
+            v = m.get("offline_mde_at_simulated_days")
+            vals.append(f"{fmt(v, '.3g', True) if v is not None else 'unbounded'} ({count(m.get('queries_per_day'))}/day, "
+                        f"{m.get('simulated_days')} d)")
+    return "; ".join(vals) or "-"
+
+
+def shrinkage_headline(shrink: Any) -> list[Html]:
+    """The study's answer (primary metrics): the relation in a sentence, the slope, how often
+    the online sign disagrees with the offline one, Kendall's tau and the offline MDE."""
+    if not isinstance(shrink, Mapping) or not shrink.get("groups"):
         return []
-    return [tag("p", tag("strong", "Shrinkage study: "), "offline gain against the online effect across the "
-                "points; the fitted relation, sign agreement and Kendall's tau per design are in ",
-                tag("a", "the shrinkage section", href="#shrinkage"), ".", cls="lead")]
+    level = shrink.get("level")
+    pct = f"{fmt(100 * level, '.0f')}% " if isinstance(level, (int, float)) else ""
+    rows, sentences = [], []
+    for g, r in _relations(shrink, primary_only=True):
+        fit = r.get("through_origin") or {}
+        sign = r.get("sign_agreement") or {}
+        truth, dec = sign.get("truth") or {}, sign.get("decision_mean") or {}
+        tau = r.get("kendall_tau") or {}
+        exp = [f"{fmt(e.get('mean'), '.2f')} +- {fmt(e.get('sd'), '.2f')}" for e in tau.get("experiment") or []]
+        rows.append([
+            g.get("label", "-"), r.get("design"), r.get("metric"), str(r.get("n_systems", "-")),
+            f"{fmt(fit.get('slope'), '.3g')} {_ci(fit.get('slope_ci'))}" if fit else "too few systems",
+            f"{truth.get('disagree', '-')} of {int(truth.get('agree') or 0) + int(truth.get('disagree') or 0)}",
+            f"{fmt(dec.get('share_opposite_sign'), '.2f')} / {fmt(dec.get('analytic_opposite_sign'), '.2f')}",
+            fmt(tau.get("truth"), ".2f") + (f" +- {fmt(tau['truth_mc_sd'], '.2f')}" if tau.get("truth_mc_sd") else ""),
+            "; ".join(exp) or "-", _mde_at_days(g, r),
+        ])
+        if r.get("sentence"):
+            sentences.append(tag("li", f"{g.get('label')}: {r.get('design')} ({r.get('metric')}): {r['sentence']}"))
+    if not rows:
+        return []
+    return [
+        table(["group", "design", "metric", "systems", f"slope (online per offline unit) {pct}CI",
+               "true sign disagrees", "experiments with the other sign (sim. / analytic)", "Kendall tau (truth)",
+               "Kendall tau (one experiment)", f"offline MDE ({shrink.get('offline_metric', 'offline')})"], rows,
+              cls="answer", id_="shrinkage-headline", text_columns=(0, 1, 2, 9),
+              caption=f"Offline to online across the points (shrinkage study, primary metrics; {pct}intervals)"),
+        tag("ul", *sentences, cls="sentences") if sentences else esc(""),
+        note("slope: online effect (improvement direction) per unit of offline delta, fitted through the origin; "
+             "true sign disagrees: systems whose true online effect has the other sign than their offline delta; "
+             "experiments with the other sign: share of the simulated experiments (the point's days) whose estimate "
+             "has the other sign, simulated / normal theory, mean over the group's points; Kendall tau: offline "
+             "against online order of the group's systems, for the truth and for one experiment (mean +- SD over "
+             "replicates); offline MDE: the smallest offline gain detectable with the target power in the simulated "
+             "days. Conventions in full: ", tag("a", "the shrinkage study", href="#shrinkage"), "."),
+    ]
 
 
 def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]],
@@ -132,9 +193,9 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
         f": days, users and impressions for {fmt(100 * target, '.0f')}% power at alpha {fmt(alpha, 'g')}"
         if isinstance(target, (int, float)) else "")
     parts: list[Any] = [
+        *shrinkage_headline(summary.get("shrinkage")),
         table(header, answer_rows(summary, points, reports), cls="answer", caption=caption, id_="answer-table",
               text_columns=(0, *range(1, len(axes) + 3))),
-        *_shrinkage_headline(summary.get("shrinkage")),
         tag("ul",
             tag("li", "offline delta: B - A of the offline metric, frequency-weighted; true effect: population value "
                       "of the design's statistic, B - A (+- its Monte Carlo SE for interleaving; methods differ in "
@@ -153,23 +214,62 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
 
 
 def shrinkage_section(folder: Path, summary: Mapping[str, Any]) -> Html:
+    """Every relation of the study (all metrics), the MDE curves, the study's plots and
+    conventions, and the whole study as it is in summary.json."""
     shrink = summary.get("shrinkage")
-    plots = sorted(p for p in folder.glob("*.png") if p.name != EFFECT_PLOT)
+    named = [str(v) for v in ((shrink or {}).get("plots") or {}).values()] if isinstance(shrink, Mapping) else []
+    others = sorted(p.name for p in folder.glob("*.png") if p.name not in (EFFECT_PLOT, *named))
     parts: list[Any] = []
-    if isinstance(shrink, Mapping) and shrink:
-        conv = shrink.get("conventions")
-        rest = {k: v for k, v in shrink.items() if k != "conventions"}
-        parts.append(tree(rest))
-        if conv:
-            parts.append(tag("h3", "Conventions of the shrinkage study"))
-            parts.append(tree(conv))
-    elif shrink is None:
+    if not isinstance(shrink, Mapping):
         parts.append(note("This sweep's summary.json has no shrinkage study."))
     else:
-        parts.append(tree(shrink))
-    for p in plots:
-        parts.append(image(p, f"shrinkage study plot {p.stem}", p.name))
+        for name in named:
+            parts.append(image(folder / name, f"shrinkage study: {name}", name))
+        rows = []
+        for g, r in _relations(shrink, primary_only=False):
+            fit, icpt = r.get("through_origin") or {}, r.get("with_intercept") or {}
+            truth = (r.get("sign_agreement") or {}).get("truth") or {}
+            rows.append([
+                g.get("label", "-"), r.get("design"), r.get("metric"), r.get("truth", "-"),
+                str(r.get("n_points", "-")), str(r.get("n_systems", "-")),
+                f"{fmt(fit.get('slope'), '.3g')} +- {fmt(fit.get('slope_se'), '.2g')} {_ci(fit.get('slope_ci'))}"
+                if fit else "-",
+                f"{fmt(icpt.get('intercept'), '.2g', True)} {_ci(icpt.get('intercept_ci'), '.2g')}" if icpt else "-",
+                fmt(fit.get("tau2"), ".2g") if fit else "-",
+                fmt(truth.get("share_disagree"), ".2f"),
+                fmt((r.get("kendall_tau") or {}).get("truth"), ".2f"),
+            ])
+        if rows:
+            parts.append(table(["group", "design", "metric", "truth", "points", "systems", "slope +- SE [CI]",
+                                "intercept [CI]", "tau^2", "share of true signs disagreeing", "Kendall tau (truth)"],
+                               rows, caption="Every relation (through the origin; the intercept from the fit with one)",
+                               text_columns=(0, 1, 2, 3), id_="shrinkage-relations"))
+        parts.append(_mde_table(shrink))
+        if shrink.get("conventions"):
+            parts += [tag("h3", "Conventions of the shrinkage study"), tree(shrink["conventions"])]
+        parts.append(tag("details", tag("summary", "All numbers of the study (summary.json \"shrinkage\")"),
+                         tree({k: v for k, v in shrink.items() if k != "conventions"})))
+    for name in others:
+        parts.append(image(folder / name, f"sweep plot {name}", name))
     return join(parts)
+
+
+def _mde_table(shrink: Mapping[str, Any]) -> Html:
+    rows, days_all = [], []
+    entries = [(g, m) for g in shrink.get("groups") or [] for m in g.get("mde") or [] if isinstance(m, Mapping)]
+    for _, m in entries:
+        days_all += list(m.get("days") or [])
+    days = sorted(set(days_all))
+    for g, m in entries:
+        by_day = dict(zip(m.get("days") or [], m.get("offline_mde") or [], strict=False))
+        rows.append([g.get("label", "-"), m.get("design"), m.get("metric"), count(m.get("queries_per_day")),
+                     *(fmt(by_day[d], ".3g") if by_day.get(d) is not None else ("unbounded" if d in by_day else "-")
+                       for d in days), m.get("note") or ""])
+    if not rows:
+        return esc("")
+    return table(["group", "design", "metric", "queries/day", *(f"{d} d" for d in days), "note"], rows,
+                 caption=f"Minimum detectable offline gain ({shrink.get('offline_metric', 'offline metric')}) by days "
+                         "of experiment", text_columns=(0, 1, 2, len(days) + 4))
 
 
 def effect_section(folder: Path, summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
@@ -285,7 +385,10 @@ def config_section(folder: Path, summary: Mapping[str, Any], points: Mapping[int
         if text is not None:
             parts += [tag("p", f"Effective config of point {first} (every default filled in; the other points "
                                "differ only by their overrides above):"), tag("pre", text)]
-    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html")
+    if summary.get("sweep_fingerprint"):
+        parts.append(note(f"Sweep fingerprint {summary['sweep_fingerprint']}."))
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html"
+                   and not p.name.startswith(".") and not p.name.endswith(".partial.jsonl"))
     parts.append(note("Files in the sweep folder: " + ", ".join(files) + "; one results folder per point in points/."))
     return join(parts)
 
@@ -299,6 +402,8 @@ def sweep_header(folder: Path, summary: Mapping[str, Any], title: str) -> Html:
     lines = [f"{len(points)} points" + (f", {', '.join(map(str, reps))} replicates per point" if reps else "")
              + (f"; designs: {', '.join(designs)}" if designs else "")]
     lines += [f"{a}: {', '.join(v)}" for a, v in values.items()]
+    if summary.get("shrinkage_by"):
+        lines.append("shrinkage study per group of: " + ", ".join(map(str, summary["shrinkage_by"])))
     return join([tag("h1", title), *(tag("p", line) for line in lines),
                  tag("p", f"sweep folder: {folder}", cls="note")])
 

@@ -1,0 +1,601 @@
+"""The self-contained HTML reports (``report.html``) of a simulate run and of a sweep.
+
+Without a browser: the page parses with :mod:`html.parser` with balanced tags, names no
+external resource (every image a ``data:`` URI whose bytes are the results folder's PNG),
+escapes what it reads, keeps the biased marks, and its answer table holds the numbers of
+``summary.json`` (the independent reference: the run's own summary, formatted here again).
+
+In a real browser (Debian's ``chromium``, headless): the page loads from a ``file://`` URL
+with no console message, no failed load, no script error and every image decoded (read
+over the DevTools protocol on a pipe, ``--remote-debugging-pipe``: no library needed),
+and a screenshot of its first screen (1280 x 900) shows the answer table. The browser
+tests skip when ``/usr/bin/chromium`` is absent, unless ``ONLINEEVAL_REQUIRE_BROWSER=1``
+(set by ``.ci/run``), where a missing browser fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from onlineeval.errors import InputError
+from simulations.config import config_from_mapping
+from simulations.html_report import (
+    REPORT_NAME,
+    simulate_report,
+    sweep_report,
+    write_simulate_report,
+    write_sweep_report,
+)
+from simulations.job import simulate
+from simulations.sweep import run_sweep, sweep_from_mapping
+
+CHROMIUM = Path("/usr/bin/chromium")
+REQUIRE_BROWSER = os.environ.get("ONLINEEVAL_REQUIRE_BROWSER") == "1"
+WIDTH, HEIGHT = 1280, 900
+ANSWER_HEADER_RGB = (0x1F, 0x5F, 0xA8)  # table.answer th background in page.py's stylesheet
+
+SHARES = {"navigational": 0.6, "informational": 0.4}
+SIM: dict[str, Any] = {
+    "seed": 5,
+    "replicates": 8,
+    "workers": 1,
+    "collection": {"type": "synthetic", "n_queries": 200, "candidates": 25},
+    "rankers": {"depth": 10, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.7}},
+    "users": {"population": 800, "activity": {"sigma": 1.0}, "types": [
+        {"name": n, "share": s, "click_model": {"name": "cascade", "preset": n}} for n, s in SHARES.items()]},
+    "traffic": {"days": 3, "queries_per_day": 800, "batch_hours": 24},
+    "designs": [
+        {"name": "ab", "type": "ab", "metric": "reciprocal_rank"},
+        {"name": "team_draft", "type": "interleaving", "method": "team_draft"},
+        {"name": "balanced", "type": "interleaving", "method": "balanced"},
+    ],
+    "analysis": {"truth_impressions": 200_000},
+}
+SWEEP_BASE: dict[str, Any] = {
+    "seed": 11,
+    "replicates": 4,
+    "workers": 1,
+    "collection": {"type": "synthetic", "n_queries": 60, "candidates": 12},
+    "rankers": {"depth": 5, "A": {"noise": 1.0}, "B": {"noise": 0.8}},
+    "users": {"population": 300, "click_model": {"name": "cascade", "preset": "navigational"}},
+    "traffic": {"days": 2, "queries_per_day": 300, "batch_hours": 12},
+    "designs": [
+        {"name": "ab", "type": "ab", "metric": "reciprocal_rank"},
+        {"name": "td", "type": "interleaving", "method": "team_draft"},
+    ],
+    "analysis": {"truth_impressions": 5000},
+}
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real simulate results folder (three designs, A/A and the null check on)."""
+    out = tmp_path_factory.mktemp("sim") / "ab"
+    simulate(config_from_mapping(SIM), output=out, workers=1)  # writes report.html
+    return out
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real sweep folder: three points (B's noise), each point with its own report."""
+    out = tmp_path_factory.mktemp("sweep") / "sw"
+    grid = {"rankers.B.noise": [0.6, 0.75, 0.9]}
+    run_sweep(sweep_from_mapping({"base": SWEEP_BASE, "grid": grid, "output": str(out)}), workers=1)
+    return out
+
+
+def test_report_is_written_by_default(sim: Path, sweep: Path) -> None:
+    """simulate and sweep write report.html with their other results; writing it again from
+    the folder gives the same page."""
+    for folder, again in ((sim, simulate_report), (sweep, sweep_report)):
+        assert (folder / REPORT_NAME).read_text(encoding="utf-8") == again(folder)
+    for p in (sweep / "points").iterdir():
+        assert (p / REPORT_NAME).read_text(encoding="utf-8") == simulate_report(p)
+
+
+# ------------------------------------------------------------------ parsing helpers
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class Page(HTMLParser):
+    """Tags, attributes, ids, balance errors, section texts and table cells of a page."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.sections: list[str] = []
+        self.section_text: dict[str, list[str]] = {}
+        self.tables: dict[str, list[list[str]]] = {}
+        self._section: str | None = None
+        self._table: list[str] = []  # ids of open tables ("" for none)
+        self._cell: list[str] | None = None
+        self._row: list[str] | None = None
+        self.pre: list[str] = []
+        self._in_pre = False
+        self.feed(text)
+        self.close()
+        if self.stack:
+            self.errors.append(f"unclosed at the end: {self.stack}")
+
+    def handle_starttag(self, t: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.append((t, a))
+        if t == "section":
+            self._section = a.get("id") or ""
+            self.sections.append(self._section)
+            self.section_text[self._section] = []
+        if t == "table":
+            self._table.append(a.get("id") or "")
+            self.tables.setdefault(a.get("id") or "", [])
+        if t == "tr":
+            self._row = []
+        if t in ("td", "th"):
+            self._cell = []
+        if t == "pre":
+            self._in_pre = True
+            self.pre.append("")
+        if t not in VOID:
+            self.stack.append(t)
+
+    def handle_startendtag(self, t: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((t, dict(attrs)))
+
+    def handle_endtag(self, t: str) -> None:
+        if t in VOID:
+            return
+        if not self.stack or self.stack[-1] != t:
+            self.errors.append(f"</{t}> closes {self.stack[-1] if self.stack else 'nothing'}")
+            return
+        self.stack.pop()
+        if t in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        if t == "tr" and self._row is not None and self._table:
+            self.tables[self._table[-1]].append(self._row)
+            self._row = None
+        if t == "table":
+            self._table.pop()
+        if t == "pre":
+            self._in_pre = False
+        if t == "section":
+            self._section = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._section is not None:
+            self.section_text[self._section].append(data)
+        if self._in_pre:
+            self.pre[-1] += data
+
+    def text(self, section: str) -> str:
+        return " ".join(" ".join(self.section_text.get(section, [])).split())
+
+
+def parse(path: Path) -> Page:
+    return Page(path.read_text(encoding="utf-8"))
+
+
+def assert_self_contained(page: Page, folder: Path) -> int:
+    """No external resource: images are data: PNGs equal to a PNG of ``folder`` (or, for a
+    sweep, one of its points), links are in-page or relative to an existing file; no script,
+    link, iframe, object, event handler or CSS url(). Returns the number of images."""
+    raw = (folder / REPORT_NAME).read_text(encoding="utf-8")
+    assert "url(" not in raw and "@import" not in raw
+    pngs = {p.read_bytes() for p in folder.rglob("*.png")}
+    images = 0
+    for t, a in page.tags:
+        assert t not in ("script", "link", "iframe", "object", "embed", "base"), f"<{t}> in a self-contained page"
+        for k, v in a.items():
+            v = v or ""
+            assert not v.lower().startswith(("http:", "https:", "//", "ftp:")), f"external {k}={v[:80]}"
+            assert not k.startswith("on"), f"event handler attribute {k}"
+        if t == "img":
+            src = a.get("src") or ""
+            assert src.startswith("data:image/png;base64,"), src[:60]
+            data = base64.b64decode(src.split(",", 1)[1], validate=True)
+            assert data in pngs, "an embedded image is not one of the folder's plots"
+            images += 1
+        if t == "a":
+            href = a.get("href") or ""
+            assert href.startswith("#") or not (":" in href.split("/")[0]), href
+            if not href.startswith("#"):
+                assert (folder / href).is_file(), f"relative link {href} to a missing file"
+            else:
+                assert href[1:] in page.sections, f"link to a missing section {href}"
+    return images
+
+
+# ------------------------------------------------------------------ structure, no browser
+def test_simulate_report_structure_and_self_contained(sim: Path) -> None:
+    assert (sim / REPORT_NAME).read_text(encoding="utf-8").startswith("<!DOCTYPE html>\n<html lang=\"en\">")
+    page = parse(sim / REPORT_NAME)
+    assert page.errors == []
+    assert page.sections[:4] == ["answer", "power", "shrinkage", "calibration"]
+    assert page.sections[-2:] == ["conventions", "config"]
+    ids = [a["id"] for _, a in page.tags if a.get("id")]
+    assert len(ids) == len(set(ids))
+    assert [t for t, _ in page.tags].count("title") == 1
+    written = {p.name for p in sim.glob("*.png")}
+    assert {"power_vs_days.png", "offline_vs_online.png"} <= written
+    assert assert_self_contained(page, sim) == len(written)
+
+
+def _answer_expected(summary: dict[str, Any]) -> list[tuple[str, str, str, str, str, bool]]:
+    """(design, metric, true effect, impressions, users, biased) from summary.json, formatted here."""
+    out = []
+    for design, metrics in summary["designs"].items():
+        for metric, e in metrics.items():
+            biased = bool((e.get("null") or {}).get("biased")) or bool(e.get("biased_estimate"))
+            impr = e["analytic_required_impressions"]
+            users = e["analytic_required_users"]
+            out.append((design, metric, f"{e['true_effect']:+.3g}",
+                        "not reachable" if impr is None else f"{impr:,.0f}",
+                        "not reachable" if users is None else f"{users:,.0f}", biased))
+    return out
+
+
+def test_simulate_answer_table_holds_summary_numbers(sim: Path) -> None:
+    summary = json.loads((sim / "summary.json").read_text())
+    page = parse(sim / REPORT_NAME)
+    header, *rows = page.tables["answer-table"]
+    assert header[:3] == ["design", "metric", "true effect"]
+    assert "days to 80% power" in header and "impressions needed" in header and "users needed" in header
+    expected = _answer_expected(summary)
+    assert len(rows) == len(expected)
+    col = {h: k for k, h in enumerate(header)}
+    for row, (design, metric, effect, impr, users, biased) in zip(rows, expected, strict=True):
+        assert row[0].split()[0] == design and row[1] == metric and row[2] == effect
+        assert row[col["impressions needed"]].split(" biased")[0] == impr
+        assert row[col["users needed"]].split(" biased")[0] == users
+        assert ("biased" in row[0]) == biased
+    assert page.sections[0] == "answer"  # the answer comes first
+    conv = summary["conventions"]
+    answer = page.text("answer")
+    for key in ("power", "sample_size", "truth"):  # the numbers keep their conventions text
+        assert " ".join(conv[key].split()) in answer
+
+
+def _copy_with(folder: Path, tmp: Path, edit: Any) -> Path:
+    dst = tmp / folder.name
+    shutil.copytree(folder, dst)
+    summary = json.loads((dst / "summary.json").read_text())
+    edit(summary, dst)
+    (dst / "summary.json").write_text(json.dumps(summary))
+    return dst
+
+
+def test_biased_designs_keep_their_mark(sim: Path, tmp_path: Path) -> None:
+    """A design the null check finds biased is marked in the answer, the power table and the
+    monitoring table, and its sample size is never bare; an unbiased one is not marked."""
+    def mark(summary: dict[str, Any], _dst: Path) -> None:
+        summary["designs"]["balanced"]["delta_ab"]["null"]["biased"] = True
+        summary["designs"]["team_draft"]["delta_ab"]["null"]["biased"] = False
+
+    page = parse(write_simulate_report(_copy_with(sim, tmp_path, mark)))
+    header, *rows = page.tables["answer-table"]
+    col = {h: k for k, h in enumerate(header)}
+    by_design = {r[0].split()[0]: r for r in rows if r[1] == "delta_ab"}
+    for cell in ("design", "days to 80% power", "impressions needed", "users needed", "null Delta"):
+        assert by_design["balanced"][col[cell]].endswith("biased"), cell
+        assert "biased" not in by_design["team_draft"][col[cell]], cell
+    assert "BIASED" in page.text("calibration")
+    assert "balanced: delta_ab biased" in page.text("power")
+
+
+def test_text_is_escaped(sim: Path, tmp_path: Path) -> None:
+    """Names and config text from the folder cannot inject markup."""
+    evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+    def inject(summary: dict[str, Any], dst: Path) -> None:
+        summary["designs"][evil] = summary["designs"].pop("team_draft")
+        summary["conventions"]["power"] = evil
+        (dst / "config.effective.yaml").write_text(f"note: '{evil}'\n")
+
+    out = write_simulate_report(_copy_with(sim, tmp_path, inject))
+    text = out.read_text()
+    assert "<script" not in text and "<img src=x" not in text and "onerror=alert(1)>" not in text
+    page = parse(out)
+    assert page.errors == []
+    assert evil in page.text("answer")  # shown as text
+    assert evil in page.pre[0]
+    assert_self_contained(page, out.parent)
+
+
+def test_effective_config_and_conventions(sim: Path) -> None:
+    page = parse(sim / REPORT_NAME)
+    assert page.pre[0] == (sim / "config.effective.yaml").read_text()
+    assert yaml.safe_load(page.pre[0])["seed"] == SIM["seed"]
+    summary = json.loads((sim / "summary.json").read_text())
+    text = page.text("conventions")
+    for key, value in summary["conventions"].items():
+        assert key in text
+        if isinstance(value, str):
+            assert " ".join(value.split()) in text
+
+
+def test_unknown_results_are_shown_not_dropped(sim: Path, tmp_path: Path) -> None:
+    def add(summary: dict[str, Any], _dst: Path) -> None:
+        summary["decomposition"] = {"depth": {"factor": 0.75}, "note": "A & B"}
+
+    page = parse(write_simulate_report(_copy_with(sim, tmp_path, add)))
+    assert "other" in page.sections
+    assert "decomposition" in page.text("other") and "0.75" in page.text("other") and "A & B" in page.text("other")
+
+
+def test_missing_summary_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="summary.json"):
+        simulate_report(tmp_path)
+    (tmp_path / "summary.json").write_text("[1, 2]")
+    with pytest.raises(InputError, match="JSON object"):
+        simulate_report(tmp_path)
+    (tmp_path / "summary.json").write_text("{")
+    with pytest.raises(InputError, match="not valid JSON"):
+        simulate_report(tmp_path)
+
+
+def test_sweep_report_structure(sweep: Path) -> None:
+    summary = json.loads((sweep / "summary.json").read_text())
+    page = parse(sweep / REPORT_NAME)
+    assert page.errors == []
+    assert page.sections == ["answer", "power", "shrinkage", "calibration", "conventions", "config"]
+    assert assert_self_contained(page, sweep) == len(list(sweep.glob("*.png")))
+    header, *rows = page.tables["answer-table"]
+    assert header[:2] == ["point", "rankers.B.noise"]
+    assert len(rows) == len(summary["rows"])
+    col = {h: k for k, h in enumerate(header)}
+    for row, r in zip(rows, summary["rows"], strict=True):
+        assert row[0] == str(r["point"]) and row[col["design"]].split()[0] == r["design"]
+        assert row[col["true effect"]].split(" +- ")[0] == f"{r['true_effect']:+.3g}"
+        assert row[col["impressions needed"]].split(" biased")[0] == (
+            "not reachable" if r["analytic_required_impressions"] is None else f"{r['analytic_required_impressions']:,.0f}")
+    links = [a["href"] for t, a in page.tags if t == "a" and not (a.get("href") or "#").startswith("#")]
+    assert sorted(set(links)) == [f"points/point-00{i}/report.html" for i in range(3)]
+    study = summary["shrinkage"]
+    _check_study(page, study)
+    for name in study["plots"].values():
+        assert f"shrinkage study: {name}" in [a.get("alt") for t, a in page.tags if t == "img"]
+
+
+def _check_study(page: Page, study: dict[str, Any]) -> None:
+    """The headline table has one row per group and primary relation with its slope and CI;
+    every relation's sentence is in the answer; every relation is in the shrinkage section."""
+    header, *rows = page.tables["shrinkage-headline"]
+    col = {h: k for k, h in enumerate(header)}
+    slope_col = next(k for h, k in col.items() if h.startswith("slope"))
+    primary = [(g, r) for g in study["groups"] for r in g["relations"] if r["primary"]]
+    assert len(rows) == len(primary)
+    for row, (g, r) in zip(rows, primary, strict=True):
+        assert row[:3] == [g["label"], r["design"], r["metric"]]
+        fit = r["through_origin"]
+        lo, hi = fit["slope_ci"]
+        assert row[slope_col] == f"{fit['slope']:.3g} [{lo:+.3g}, {hi:+.3g}]"
+        assert r["sentence"] in page.text("answer")
+    header, *rows = page.tables["shrinkage-relations"]
+    every = [(g, r) for g in study["groups"] for r in g["relations"]]
+    assert [row[:3] for row in rows] == [[g["label"], r["design"], r["metric"]] for g, r in every]
+
+
+def test_sweep_without_a_shrinkage_study_says_so(sweep: Path, tmp_path: Path) -> None:
+    """A sweep folder written before the study existed (no "shrinkage" key) still renders;
+    unknown keys inside the study are kept in its full listing, escaped."""
+    def drop(summary: dict[str, Any], _dst: Path) -> None:
+        del summary["shrinkage"]
+
+    page = parse(write_sweep_report(_copy_with(sweep, tmp_path, drop)))
+    assert page.errors == [] and "no shrinkage study" in page.text("shrinkage")
+    assert "shrinkage-headline" not in page.tables
+
+    def extra(summary: dict[str, Any], _dst: Path) -> None:
+        summary["shrinkage"]["new_result"] = {"x<y>": 0.125}
+
+    page = parse(write_sweep_report(_copy_with(sweep, tmp_path / "b", extra)))
+    assert "new_result x<y> 0.125" in page.text("shrinkage")
+
+
+# ------------------------------------------------------------------ real browser
+def _browser() -> Path:
+    if CHROMIUM.is_file():
+        return CHROMIUM
+    if REQUIRE_BROWSER:
+        pytest.fail(f"ONLINEEVAL_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)")
+    pytest.skip(f"headless browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium); "
+                "CI installs it (.ci/run)")
+
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--hide-scrollbars", f"--window-size={WIDTH},{HEIGHT}"]
+
+
+def screenshot(page: Path, png: Path) -> None:
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([str(_browser()), *FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}",
+                        page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+
+
+_MOVE_FDS_AND_EXEC = """
+import os, sys
+a, b = os.dup(int(sys.argv[1])), os.dup(int(sys.argv[2]))
+os.dup2(a, 3)
+os.dup2(b, 4)
+os.set_inheritable(3, True)
+os.set_inheritable(4, True)
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+
+
+class DevTools:
+    """The browser driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``:
+    JSON messages separated by NUL bytes on file descriptors 3 and 4); no websocket library."""
+
+    def __init__(self) -> None:
+        self.profile = tempfile.mkdtemp()
+        to_r, self.to_w = os.pipe()
+        self.from_r, from_w = os.pipe()
+
+        # the protocol wants the pipe on descriptors 3 (commands in) and 4 (replies out): a tiny
+        # Python stub moves them there (copies first, so the two cannot clobber each other) and execs
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _MOVE_FDS_AND_EXEC, str(to_r), str(from_w), str(_browser()), *FLAGS,
+             f"--user-data-dir={self.profile}", "--remote-debugging-pipe", "about:blank"],
+            pass_fds=(to_r, from_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_r)
+        os.close(from_w)
+        self.buf = b""
+        self.next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    def _read(self, until: Any, timeout: float) -> dict[str, Any] | None:
+        end = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                msg = json.loads(raw)
+                if until(msg):
+                    return msg
+                self.events.append(msg)
+            ready, _, _ = select.select([self.from_r], [], [], max(0.0, end - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(self.from_r, 1 << 20)
+            if not chunk:
+                raise RuntimeError("the browser closed the DevTools pipe")
+            self.buf += chunk
+
+    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> dict[str, Any]:
+        self.next_id += 1
+        msg: dict[str, Any] = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.to_w, json.dumps(msg).encode() + b"\0")
+        i = self.next_id
+        reply = self._read(lambda m: m.get("id") == i, 60)
+        assert reply is not None, f"no reply to {method}"
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    def load(self, url: str) -> tuple[list[str], dict[str, Any]]:
+        """Load ``url`` in a new tab: (every console message, script error, error log entry and
+        failed load, as text; the page's state read after the load)."""
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        s = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Runtime", "Log", "Page", "Network"):
+            self.call(f"{domain}.enable", session=s)
+        self.events.clear()
+        self.call("Page.navigate", {"url": url}, session=s)
+        loaded = self._read(lambda m: m.get("method") == "Page.loadEventFired" and m.get("sessionId") == s, 60)
+        assert loaded is not None, "the page never finished loading"
+        state = json.loads(self.call("Runtime.evaluate", {"returnByValue": True, "awaitPromise": True, "expression": """
+            Promise.all([...document.images].map(i => i.decode().then(() => true, () => false))).then(ok => {
+              const t = document.querySelector('table.answer');
+              const r = t ? t.getBoundingClientRect() : null;
+              return JSON.stringify({title: document.title, images: ok, sections: document.querySelectorAll('section').length,
+                answer: r && {top: r.top, bottom: r.bottom, left: r.left, right: r.right, rows: t.rows.length},
+                scrollWidth: document.documentElement.scrollWidth});
+            })"""}, session=s)["result"]["value"])
+        self._read(lambda m: False, 0.3)  # late messages
+        problems = []
+        for e in self.events:
+            p, m = e.get("params") or {}, e.get("method")
+            if m == "Runtime.consoleAPICalled":
+                problems.append(f"console.{p.get('type')}: {[a.get('value') for a in p.get('args', [])]}")
+            elif m == "Runtime.exceptionThrown":
+                problems.append(f"exception: {p.get('exceptionDetails', {}).get('text')}")
+            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") in ("error", "warning"):
+                problems.append(f"log {p['entry']['level']}: {p['entry'].get('text')} {p['entry'].get('url', '')}")
+            elif m == "Network.loadingFailed":
+                problems.append(f"failed load: {p.get('errorText')}")
+            elif m == "Network.requestWillBeSent":
+                u = p.get("request", {}).get("url", "")
+                if not u.startswith(("file:", "data:", "about:")):
+                    problems.append(f"network request to {u}")
+        self.call("Target.closeTarget", {"targetId": target})
+        return problems, state
+
+    def close(self) -> None:
+        try:
+            self.call("Browser.close")
+            self.proc.wait(timeout=20)
+        except (AssertionError, RuntimeError, OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait(timeout=20)
+        finally:
+            os.close(self.to_w)
+            os.close(self.from_r)
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def test_reports_render_in_headless_chromium_without_errors(sim: Path, sweep: Path, tmp_path: Path) -> None:
+    """Both reports load from disk with no console message, script error, error log entry,
+    failed or network load; every image decodes; the answer table is on the first screen
+    and nothing is wider than the window. A broken page is caught by the same check."""
+    _browser()
+    broken = tmp_path / "broken.html"
+    broken.write_text('<!DOCTYPE html><html><head><meta charset="utf-8"><title>b</title></head><body>'
+                      '<script>console.error("oops")</script><img src="missing.png"></body></html>')
+    dt = DevTools()
+    try:
+        problems, _ = dt.load(broken.as_uri())
+        assert any("oops" in p for p in problems) and any("ERR_FILE_NOT_FOUND" in p for p in problems), problems
+        for folder, sections in ((sim, 6), (sweep, 6)):
+            problems, state = dt.load((folder / REPORT_NAME).resolve().as_uri())
+            assert problems == [], problems
+            assert state["title"].startswith("onlineeval")
+            assert state["images"] and all(state["images"]), state["images"]
+            assert state["sections"] >= sections
+            answer = state["answer"]
+            assert answer is not None and answer["rows"] >= 3
+            assert 0 <= answer["top"] < HEIGHT / 2, answer  # the answer starts in the top half of the first screen
+            assert answer["right"] <= WIDTH and state["scrollWidth"] <= WIDTH, state
+    finally:
+        dt.close()
+
+
+def _first_screen(png: Path) -> Any:
+    from PIL import Image
+
+    with Image.open(png) as im:
+        assert im.size == (WIDTH, HEIGHT)
+        return im.convert("RGB")
+
+
+def test_first_screen_shows_the_answer(sim: Path, sweep: Path, tmp_path: Path) -> None:
+    """Screenshots of the first screen (1280 x 900): not blank, and the answer table's header
+    row (its own colour) is drawn in the top half, across most of the width."""
+    import numpy as np
+
+    for name, folder in (("sim", sim), ("sweep", sweep)):
+        png = tmp_path / f"{name}.png"
+        screenshot(folder / REPORT_NAME, png)
+        px = np.asarray(_first_screen(png), dtype=np.int16)
+        assert px.std() > 20, "blank screenshot"
+        header = np.all(np.abs(px - np.array(ANSWER_HEADER_RGB)) <= 3, axis=2)
+        rows = np.nonzero(header.sum(axis=1) > WIDTH * 0.4)[0]
+        assert rows.size >= 15, f"{name}: no answer-table header row on the first screen"
+        assert rows.min() < HEIGHT / 2, f"{name}: the answer table starts below the top half"
+        body = px[rows.max() + 2: rows.max() + 120]
+        assert body.std() > 20, f"{name}: the answer table's rows are not drawn under its header"
+    # the check fails on a page without the answer
+    blank = tmp_path / "blank.html"
+    blank.write_text('<!DOCTYPE html><html><head><meta charset="utf-8"><title>x</title></head><body><h1>x</h1></body>'
+                     '</html>')
+    screenshot(blank, tmp_path / "blank.png")
+    px = np.asarray(_first_screen(tmp_path / "blank.png"), dtype=np.int16)
+    assert not np.any(np.all(np.abs(px - np.array(ANSWER_HEADER_RGB)) <= 3, axis=2).sum(axis=1) > WIDTH * 0.4)
