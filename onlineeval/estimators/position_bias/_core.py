@@ -1,0 +1,235 @@
+"""What every position-bias estimator shares: the result record, row grouping, the
+(query, document, slot) cells of a log, and the identification checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onlineeval.errors import ConfigError, InputError
+from onlineeval.estimators.base import LoggedData
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: ``fn(g) -> (n,)``: the influence terms of a scale-free function of the examination
+Linearisation = Callable[[FloatArray], FloatArray]
+
+
+@dataclass(frozen=True)
+class PositionBiasEstimate:
+    r"""Estimated relative examination probabilities and what they rest on.
+
+    Attributes
+    ----------
+    examination:
+        ``(k,)`` :math:`\hat\theta_j / \hat\theta_0` (so ``examination[0] == 1``).
+    method:
+        ``swap``, ``randtop``, ``harvest`` or ``em``.
+    n_interventions:
+        swap: pairs of lists that differ by one swap; randtop: queries shown in at least
+        two orders; harvest and em: (query, document) pairs shown at two or more slots.
+    n_impressions:
+        Impressions the estimate used.
+    clicks_used:
+        ``(k,)`` clicks per slot the estimate used (the evidence behind each entry).
+    iterations, converged, log_likelihood:
+        EM methods only (``None`` otherwise): iterations run, whether the relative change
+        of the log-likelihood fell below the tolerance, and the final log-likelihood.
+    relevance:
+        ``em`` only: ``"pair"`` (one relevance per (query, document)) or ``"features"``
+        (a logistic regression on the log's features); ``None`` otherwise.
+    coefficients:
+        ``"features"`` only: the fitted regression coefficients :math:`\hat\beta`.
+    linearisation:
+        ``fn(g) -> (n,)`` (``None`` when not computed): for the gradient ``g`` (``(k,)``)
+        of a smooth function :math:`f` of the examination that depends on its ratios only,
+        the per-impression influence terms :math:`\psi_i = g^\top \mathrm{IF}_i` of the
+        estimate, so that :math:`f(\hat\theta) - f(\theta) \approx \frac1n\sum_i\psi_i`
+        (mean 0; see :mod:`onlineeval.estimators.position_bias.influence`).
+    """
+
+    examination: FloatArray
+    method: str
+    n_interventions: int
+    n_impressions: int
+    clicks_used: FloatArray
+    iterations: int | None = None
+    converged: bool | None = None
+    log_likelihood: float | None = None
+    relevance: str | None = None
+    coefficients: FloatArray | None = None
+    linearisation: Linearisation | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "examination": [float(x) for x in self.examination],
+            "method": self.method,
+            "n_interventions": self.n_interventions,
+            "n_impressions": self.n_impressions,
+            "clicks_used": [float(x) for x in self.clicks_used],
+            "iterations": self.iterations,
+            "converged": self.converged,
+            "log_likelihood": self.log_likelihood,
+        }
+        if self.relevance is not None:
+            out["relevance"] = self.relevance
+        if self.coefficients is not None:
+            out["coefficients"] = [float(x) for x in self.coefficients]
+        return out
+
+
+# ------------------------------------------------------------------------------ helpers
+def _groups(keys: NDArray[Any]) -> tuple[NDArray[Any], IntArray]:
+    """Distinct rows of a 2-d integer key matrix (sorted) and the group index of every row.
+
+    Columns are folded into one mixed-radix integer code (compacted when it would
+    overflow), then ranked by a presence table (dense codes) or one ``np.unique``: much
+    faster than ``np.unique(axis=0)``, which sorts
+    rows as structured records. Group order is the lexicographic order of the rows."""
+    keys = np.asarray(keys, dtype=np.int64)
+    code = np.zeros(keys.shape[0], dtype=np.int64)
+    radix = 1
+    for col in range(keys.shape[1]):  # loop over columns (slots), not rows
+        column = keys[:, col]
+        lo = int(column.min()) if column.size else 0
+        span = int(column.max()) - lo + 1 if column.size else 1
+        if span > 2**31:  # sparse huge ids: dense codes first
+            _, column = np.unique(column, return_inverse=True)
+            column, lo = column.reshape(-1), 0
+            span = int(column.max()) + 1
+        if radix * span >= 2**62:  # compact before the mixed-radix code could overflow
+            _, code = np.unique(code, return_inverse=True)
+            code = code.reshape(-1)
+            radix = int(code.max()) + 1
+        code = code * span + (column - lo)
+        radix *= span
+    if radix <= max(4 * code.size, 1 << 20):  # dense range: rank by a presence table, no sort
+        present = np.zeros(radix, dtype=bool)
+        present[code] = True
+        code = (np.cumsum(present) - 1)[code]
+    else:
+        _, code = np.unique(code, return_inverse=True)
+        code = code.reshape(-1)
+    first = np.zeros(int(code.max()) + 1 if code.size else 0, dtype=np.int64)
+    first[code[::-1]] = np.arange(code.size - 1, -1, -1)
+    return keys[first], code
+
+
+def _finish(num: FloatArray, den: FloatArray, method: str, what: str, source: str | None) -> FloatArray:
+    """``num / den`` normalised to slot 0, with an error naming slots without evidence."""
+    missing = [j for j in range(num.size) if not (den[j] > 0 and num[0] > 0)]
+    if missing:
+        raise InputError(
+            f"position bias ({method}): no {what} for slot(s) {', '.join(str(j + 1) for j in missing)} "
+            "(1-based); the examination there is not identified from this log",
+            source,
+        )
+    theta = (num / den) / (num[0] / den[0])
+    theta[0] = 1.0
+    return theta
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 1:
+        raise ConfigError((name,), f"must be a positive integer, got {value!r}")
+    return int(value)
+
+
+# --------------------------------------------------------------- pairs at several slots
+def _pair_positions(data: LoggedData) -> tuple[IntArray, IntArray, IntArray, int]:
+    """Valid slots flattened: (pair index, slot, impression row, number of pairs), pairs
+    coded in (query, document) order; computed once per log (cached on it)."""
+    cache = data.__dict__.setdefault("_position_bias_cache", {})
+    if "pairs" not in cache:
+        rows, slots = np.nonzero(data.valid)
+        key = np.stack([data.query[rows], data.shown[rows, slots]], axis=1)
+        _, pair = _groups(key)
+        cache["pairs"] = (pair, slots.astype(np.int64), rows.astype(np.int64),
+                          int(pair.max()) + 1 if pair.size else 0)
+    return cache["pairs"]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Cells:
+    """A log aggregated by distinct (pair, slot): the sufficient statistics of PBM EM.
+
+    ``pair``, ``slot``: ``(c,)`` the cells; ``views``, ``clicks``: impressions and clicks
+    of each; ``of_position``: ``(v,)`` the cell of every flattened position it was built
+    from (to map per-cell quantities back to impressions)."""
+
+    pair: IntArray
+    slot: IntArray
+    views: FloatArray
+    clicks: FloatArray
+    of_position: IntArray
+
+
+def _cells(pair: IntArray, slot: IntArray, clicked: NDArray[Any], k: int) -> Cells:
+    """Aggregate flattened positions (pair, slot, clicked) into distinct (pair, slot) cells."""
+    code = pair * k + slot
+    n_codes = (int(pair.max()) + 1) * k if pair.size else 0
+    if n_codes <= max(4 * code.size, 1 << 22):  # dense code range: a presence table, no sort
+        present = np.zeros(n_codes, dtype=bool)
+        present[code] = True
+        codes = np.flatnonzero(present)
+        inv = (np.cumsum(present) - 1)[code]
+    else:
+        codes, inv = np.unique(code, return_inverse=True)
+        inv = inv.reshape(-1)
+    views = np.bincount(inv, minlength=codes.size).astype(np.float64)
+    clicks = np.bincount(inv, np.asarray(clicked, dtype=np.float64), codes.size)
+    return Cells(codes // k, codes % k, views, clicks, inv.astype(np.int64))
+
+
+def _connected(k: int, pair: IntArray, slot: IntArray, multi: NDArray[np.bool_]) -> list[int]:
+    """Slots not linked to slot 0 through pairs seen at several slots (1-based)."""
+    sel = multi[pair]
+    p, s = pair[sel], slot[sel]
+    first = np.full(int(multi.size), k, dtype=np.int64)
+    np.minimum.at(first, p, s)
+    edges, _ = _groups(np.stack([first[p], s], axis=1))
+    parent = list(range(k))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:  # at most k * k distinct edges
+        ra, rb = root(int(a)), root(int(b))
+        if ra != rb:
+            parent[rb] = ra
+    return [j + 1 for j in range(k) if root(j) != root(0)]
+
+
+def _multi_slot_pairs(pair: IntArray, slot: IntArray, n_pairs: int, k: int) -> NDArray[np.bool_]:
+    """``(n_pairs,)`` whether each pair occurs at two or more distinct slots (``pair``,
+    ``slot`` may be positions or distinct cells)."""
+    first = np.full(n_pairs, k, dtype=np.int64)
+    last = np.full(n_pairs, -1, dtype=np.int64)
+    np.minimum.at(first, pair, slot)
+    np.maximum.at(last, pair, slot)
+    return last > first
+
+
+def _require_identified(method: str, k: int, pair: IntArray, slot: IntArray, multi: NDArray[np.bool_],
+                        source: str | None, hint: str) -> None:
+    if not multi.any():
+        raise InputError(
+            f"position bias ({method}): no (query, document) pair was shown at two different slots, so the "
+            f"examination probabilities are not identified from this log ({hint})",
+            source,
+        )
+    cut = _connected(k, pair, slot, multi)
+    if cut:
+        raise InputError(
+            f"position bias ({method}): slot(s) {', '.join(map(str, cut))} (1-based) are not linked to slot 1 "
+            f"by any (query, document) pair shown at several slots ({hint})",
+            source,
+        )
