@@ -223,6 +223,10 @@ class LoggedData:
         propensities of the *target's* lists, for support diagnostics.
     source:
         Where the log came from (file name), for messages.
+    features:
+        ``(n, k, p)`` float feature vectors :math:`x_{qd}` of the shown documents (one per
+        (query, document); empty slots ignored), for regression EM's relevance model
+        (:func:`onlineeval.estimators.position_bias.estimate_em`); ``None``: no features.
     """
 
     query: IntArray
@@ -235,6 +239,7 @@ class LoggedData:
     user_type: IntArray | None = None
     logger: PropensityModel | None = None
     source: str | None = None
+    features: FloatArray | None = None
 
     def __post_init__(self) -> None:
         shown = _matrix(self.shown, "shown", np.int64)
@@ -260,6 +265,13 @@ class LoggedData:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _matrix(value, name, np.int64, (n,)))
+        if self.features is not None:
+            feats = _matrix(self.features, "features", np.float64)
+            if feats.ndim != 3 or feats.shape[:2] != (n, k):
+                raise InputError(f"features: expected shape ({n}, {k}, p), got {feats.shape}", self.source)
+            if not np.isfinite(feats[shown >= 0]).all():
+                raise InputError("features: must be finite on shown slots", self.source)
+            object.__setattr__(self, "features", feats)
 
     @functools.cached_property
     def user_groups(self) -> tuple[IntArray, int]:
@@ -293,7 +305,7 @@ class LoggedData:
         idx = np.asarray(rows)
         opt = {
             name: (None if getattr(self, name) is None else getattr(self, name)[idx])
-            for name in ("p_list", "p_prefix", "p_item", "user", "user_type")
+            for name in ("p_list", "p_prefix", "p_item", "user", "user_type", "features")
         }
         return LoggedData(self.query[idx], self.shown[idx], self.clicks[idx], logger=self.logger,
                           source=self.source, **opt)
