@@ -10,7 +10,8 @@ Public functions
 
 from __future__ import annotations
 
-from onlineeval.io.letor import LetorData, read_letor
+from typing import Any
+
 from onlineeval.io.ranking import RankedRun, join_grades, rank_run, ranked_doc_lists
 from onlineeval.io.trec import qrels_from_frame, read_qrels, read_run, run_from_frame
 
@@ -26,3 +27,13 @@ __all__ = [
     "ranked_doc_lists",
     "join_grades",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The LETOR reader on first use (it imports pandas; the byte-level TREC reader of
+    :mod:`onlineeval.io.trec_bytes` and ``onlineeval evaluate`` on TREC files do not)."""
+    if name in ("LetorData", "read_letor"):
+        from onlineeval.io import letor
+
+        return getattr(letor, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

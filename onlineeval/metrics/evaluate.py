@@ -17,14 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from onlineeval.conventions import Conventions
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.io.ranking import _join_codes, _joint_query_codes, _layout
 from onlineeval.metrics.base import EMPTY, EvalContext, LabelBatch, Metric, parse_metrics
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["QueryCounts", "RunEvaluation", "evaluate_run", "label_batch"]
 
@@ -90,6 +93,8 @@ class RunEvaluation:
 
     def per_query(self) -> pd.DataFrame:
         """``query`` column plus one column per metric (counted queries only)."""
+        import pandas as pd
+
         data = {"query": self.queries[self.counted]}
         for m in self.metrics:
             data[str(m)] = self.values[m][self.counted]
@@ -196,6 +201,8 @@ def _judged_matrix(
     ``qrels_q`` (the code of each qrels row in ``qnames``) spares hashing every qrels row's
     query id: only the distinct names are looked up in ``queries``.
     """
+    import pandas as pd
+
     g = qrels["grade"].to_numpy(dtype=np.int64)
     if qrels_q is not None and qnames is not None:
         # position of each distinct name in ``queries`` (-1 when absent), then one gather
@@ -261,6 +268,21 @@ def evaluate_run(
     batch, queries, raw = label_batch(qrels, run, conventions)
     # the scale's top grade from the whole qrels (ERR): not from the queries this run answers
     top = int(np.max(qrels["grade"].to_numpy(), initial=0)) if len(qrels) else 0
+    return finish_evaluation(batch, queries, raw, ms, conventions, top, run_id or str(run.attrs.get("run_id", "run")))
+
+
+def finish_evaluation(
+    batch: LabelBatch,
+    queries: np.ndarray,
+    raw: dict[str, int],
+    ms: Sequence[Metric],
+    conventions: Conventions,
+    top: int,
+    run_id: str,
+) -> RunEvaluation:
+    """The metrics of a label batch under the empty rule, with the query counts
+    (shared by :func:`evaluate_run` and :func:`onlineeval.metrics.batch.evaluate_coded`);
+    ``top`` is the qrels' top grade (ERR's scale)."""
     ctx = EvalContext(int(conventions.rel_min), conventions.gain, max(1, top))
     empty = batch.num_rel(ctx.rel_min) == 0
     counted = np.ones(len(queries), dtype=bool)
@@ -281,5 +303,4 @@ def evaluate_run(
         dropped_missing=raw["dropped_missing"],
         ignored_unjudged=raw["ignored_unjudged"],
     )
-    rid = run_id or str(run.attrs.get("run_id", "run"))
-    return RunEvaluation(rid, queries, values, counted, counts, conventions, tuple(ms))
+    return RunEvaluation(run_id, queries, values, counted, counts, conventions, tuple(ms))
