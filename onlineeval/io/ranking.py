@@ -7,13 +7,16 @@ ranked lists come back as padded ``(queries x depth)`` arrays.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from onlineeval.conventions import TIE_RULES
 from onlineeval.errors import ConfigError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["RankedRun", "rank_run", "ranked_doc_lists"]
 
@@ -51,6 +54,8 @@ class RankedRun(NamedTuple):
 
 def _descending_rank(values: np.ndarray) -> np.ndarray:
     """Integer keys that sort ``values`` (strings) in descending byte order."""
+    import pandas as pd
+
     codes, _ = pd.factorize(values, sort=True)
     return -codes.astype(np.int64)
 
@@ -104,21 +109,20 @@ def _segment_sort(
 
 
 def _tie_order(
-    run: pd.DataFrame,
+    scores: np.ndarray,
+    doc_key: Callable[[np.ndarray], np.ndarray],
     ties: str,
     grades: np.ndarray | None,
-    qcodes: np.ndarray | None = None,
-    qnames: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Row order (query, score descending, tie rule) plus sorted query codes, names, scores.
+    qcodes: np.ndarray,
+    nq: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row order (query, score descending, tie rule) plus sorted query codes and scores.
 
     Documents are sorted by (query, -score) once; only rows inside a tie are then re-sorted
-    by the tie key, so an untied run never pays for comparing document ids.
+    by the tie key (``doc_key(rows)``: integers ordering those rows' documents by id,
+    descending), so an untied run never pays for comparing document ids.
     """
-    if qcodes is None or qnames is None:
-        qcodes, qnames = pd.factorize(run["query"].to_numpy(), sort=True)
-    scores = run["score"].to_numpy(dtype=np.float64)
-    order, qs = _segment_sort(np.asarray(qcodes, dtype=np.int64), scores, len(qnames), stable=ties == "input_order")
+    order, qs = _segment_sort(np.asarray(qcodes, dtype=np.int64), scores, nq, stable=ties == "input_order")
     if ties != "input_order" and len(order) > 1:
         ss = scores[order]
         tied = (qs[1:] == qs[:-1]) & (ss[1:] == ss[:-1])
@@ -131,15 +135,15 @@ def _tie_order(
             starts = np.ones(idx.size, dtype=bool)
             starts[1:] = ~tied[idx[1:] - 1]
             segment = np.cumsum(starts)
-            doc_key = _descending_rank(run["doc"].to_numpy()[rows])
+            key = doc_key(rows)
             if ties in ("pessimistic", "optimistic"):
                 g = np.asarray(grades, dtype=np.float64)[rows]
                 g = np.where(g < 0, -1.0, g)
-                perm = np.lexsort((doc_key, g if ties == "pessimistic" else -g, segment))
+                perm = np.lexsort((key, g if ties == "pessimistic" else -g, segment))
             else:
-                perm = np.lexsort((doc_key, segment))
+                perm = np.lexsort((key, segment))
             order[idx] = rows[perm]
-    return order, qs, np.asarray(qnames, dtype=object), scores[order]
+    return order, qs, scores[order]
 
 
 class _Layout(NamedTuple):
@@ -147,6 +151,13 @@ class _Layout(NamedTuple):
     rows: np.ndarray
     groups: np.ndarray
     lengths: np.ndarray
+
+
+def _check_ties(ties: str, grades: np.ndarray | None) -> None:
+    if ties not in TIE_RULES:
+        raise ConfigError(("ties",), f"must be one of {', '.join(TIE_RULES)}; got {ties!r}")
+    if ties in ("pessimistic", "optimistic") and grades is None:
+        raise ConfigError(("ties",), f"the {ties} tie rule needs the grades of the run's documents")
 
 
 def _layout(
@@ -158,16 +169,41 @@ def _layout(
     qnames: np.ndarray | None = None,
 ) -> _Layout:
     """Padded ``(q, d)`` row indices and tie groups of the ranked run (no object arrays)."""
-    if ties not in TIE_RULES:
-        raise ConfigError(("ties",), f"must be one of {', '.join(TIE_RULES)}; got {ties!r}")
-    if ties in ("pessimistic", "optimistic") and grades is None:
-        raise ConfigError(("ties",), f"the {ties} tie rule needs the grades of the run's documents")
+    _check_ties(ties, grades)
     for col in ("query", "doc", "score"):
         if col not in run.columns:
             raise InputError(f"run lacks column {col!r}; needs query, doc, score")
-    n = len(run)
-    order, qs, qnames, sorted_scores = _tie_order(run, ties, grades, qcodes, qnames)
+    if qcodes is None or qnames is None:
+        import pandas as pd
+
+        qcodes, qnames = pd.factorize(run["query"].to_numpy(), sort=True)
+    docs = run["doc"].to_numpy()
+    return layout_arrays(
+        run["score"].to_numpy(dtype=np.float64),
+        lambda rows: _descending_rank(docs[rows]),
+        ties,
+        grades,
+        depth,
+        np.asarray(qcodes, dtype=np.int64),
+        np.asarray(qnames, dtype=object),
+    )
+
+
+def layout_arrays(
+    scores: np.ndarray,
+    doc_key: Callable[[np.ndarray], np.ndarray],
+    ties: str,
+    grades: np.ndarray | None,
+    depth: int | None,
+    qcodes: np.ndarray,
+    qnames: np.ndarray,
+) -> _Layout:
+    """:func:`_layout` on arrays: ``scores`` and query codes (into ``qnames``) per row, and
+    ``doc_key(rows)``, integers ordering the documents of ``rows`` by id, descending."""
+    _check_ties(ties, grades)
+    n = scores.size
     nq = len(qnames)
+    order, qs, sorted_scores = _tie_order(scores, doc_key, ties, grades, qcodes, nq)
     counts = np.bincount(qs, minlength=nq)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     pos = np.arange(n) - starts[qs]
@@ -268,6 +304,8 @@ def _duplicate_error(dup: np.ndarray, path: str | None, what: str, verb: str) ->
 
 def _joint_codes(a: np.ndarray, b: np.ndarray, sort: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of ``a`` and ``b`` in one shared factorization (and the uniques)."""
+    import pandas as pd
+
     codes, uniques = pd.factorize(np.concatenate([np.asarray(a, dtype=object), np.asarray(b, dtype=object)]), sort=sort)
     return codes[: len(a)].astype(np.int64), codes[len(a) :].astype(np.int64), np.asarray(uniques, dtype=object)
 
@@ -312,9 +350,13 @@ def _join_codes(
     # nearly sorted already and a stable (run-aware) sort beats hashing millions of keys
     q_order, q_sorted = _sorted_keys(qrels_key)
     if q_sorted.size > 1 and (q_sorted[1:] == q_sorted[:-1]).any():
+        import pandas as pd
+
         _duplicate_error(pd.Index(qrels_key).duplicated(), qrels_path, "qrels", "judged twice")
     r_order, r_sorted = _sorted_keys(run_key)
     if r_sorted.size > 1 and (r_sorted[1:] == r_sorted[:-1]).any():
+        import pandas as pd
+
         _duplicate_error(pd.Index(run_key).duplicated(), run_path, "run", "listed twice")
     g = np.asarray(qrels_grades, dtype=np.int64)
     out = np.full(run_key.size, -1, dtype=np.int64)

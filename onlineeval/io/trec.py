@@ -17,12 +17,15 @@ import io
 import math
 from os import PathLike
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from onlineeval.errors import InputError
 from onlineeval.io.text import text_lines
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["read_qrels", "read_run", "qrels_from_frame", "run_from_frame"]
 
@@ -32,11 +35,15 @@ RUN_COLUMNS = ("query", "doc", "score")
 
 def _obj(values: object) -> pd.Series:
     """A string column kept as an object array (no per-value conversion)."""
+    import pandas as pd
+
     return pd.Series(np.asarray(values, dtype=object), dtype=object, copy=False)
 
 
 def _has_duplicate_pairs(queries: np.ndarray, docs: np.ndarray) -> bool:
     """Whether some (query, doc) pair occurs twice (hashing two integer codes)."""
+    import pandas as pd
+
     qc, _ = pd.factorize(queries)
     dc, du = pd.factorize(docs)
     key = qc.astype(np.int64) * max(len(du), 1) + dc
@@ -70,6 +77,8 @@ def _fast_table(
     data: bytes, ncols: int, dtypes: dict[int, object], usecols: list[int] | None = None
 ) -> pd.DataFrame | None:
     """Parse with the C reader; ``None`` on any irregularity (then scan line by line)."""
+    import pandas as pd
+
     body = _strip_comments(data)
     if not body or body.isspace():
         return None
@@ -134,6 +143,8 @@ def locate_qrels_problem(path: str) -> None:
 
 
 def _scan_run(path: str, data: bytes) -> pd.DataFrame:
+    import pandas as pd
+
     seen: set[tuple[str, str]] = set()
     count = 0
     rows: list[tuple[str, str, float]] = []
@@ -180,6 +191,8 @@ def read_qrels(path: str | PathLike[str], check_unique: bool = True) -> pd.DataF
         Empty file, a line without 4 columns, a non-integer grade, or a document judged
         twice for one query; the message names the file and line.
     """
+    import pandas as pd
+
     name, data = _read_bytes(path)
     # a short line leaves the grade empty and fails the integer parse, a long one fails
     # the C reader: both go to the line scan, which names the line
@@ -217,6 +230,8 @@ def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFra
         Empty file, a line with fewer than 6 columns, a non-numeric or non-finite score, or a
         document listed twice for one query; the message names the file and line.
     """
+    import pandas as pd
+
     name, data = _read_bytes(path)
     # columns 2 and 4 (Q0, rank) are not needed; a line with too many fields still fails
     # the C reader, and one with too few leaves column 6 empty
@@ -239,6 +254,8 @@ def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFra
 
 
 def _check_frame(df: pd.DataFrame, columns: tuple[str, str, str], what: str) -> pd.DataFrame:
+    import pandas as pd
+
     if not isinstance(df, pd.DataFrame):
         raise InputError(f"{what} must be a pandas DataFrame with columns {', '.join(columns)}")
     missing = [c for c in columns if c not in df.columns]
@@ -262,6 +279,8 @@ def _check_frame(df: pd.DataFrame, columns: tuple[str, str, str], what: str) -> 
 
 def qrels_from_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Validate a qrels DataFrame (columns query, doc, grade; integer grades)."""
+    import pandas as pd
+
     out = _check_frame(df, QRELS_COLUMNS, "qrels")
     g = pd.to_numeric(out["grade"], errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(g) | (g != np.round(g))
@@ -274,6 +293,8 @@ def qrels_from_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 def run_from_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Validate a run DataFrame (columns query, doc, score; finite numeric scores)."""
+    import pandas as pd
+
     out = _check_frame(df, RUN_COLUMNS, "run")
     s = pd.to_numeric(out["score"], errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(s)

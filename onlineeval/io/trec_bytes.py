@@ -1,0 +1,373 @@
+"""A byte-level reader of TREC qrels and run files that returns ids as integer words.
+
+:func:`scan_qrels` and :func:`scan_run` read the file as bytes and split it with numpy,
+without a Python string per line: every id becomes a row of big-endian ``uint64`` words
+(its ASCII bytes, zero-padded), so ids compare, sort and hash as integers, and only the
+distinct query ids are ever decoded. They take the files that every TREC tool writes:
+
+* ASCII text, fields separated by exactly one space or tab, one line per entry
+  (``\\n`` line ends; the last one may be missing), no blank or comment lines, no ``"``;
+* qrels: 4 fields, the grade an integer ``-?[0-9]{1,9}``;
+* runs: 6 fields, the score a decimal ``-?D+(.D+)?([eE][+-]?D{1,3})?`` with at most 15
+  digits and a decimal exponent within +-22 once the fraction is counted in.
+
+Such a score is parsed exactly: an integer mantissa below ``10**15`` is a float64 exactly,
+and so are ``10**0 .. 10**22``; one multiplication or division is correctly rounded
+(Clinger's fast path, W. D. Clinger, "How to read floating point numbers accurately",
+PLDI 1990), so the value equals Python's ``float(text)`` and pandas' (which takes the same
+path for these inputs). Any other file, including every malformed one, makes them return
+``None``: the caller then reads it with :func:`onlineeval.io.read_qrels` /
+:func:`onlineeval.io.read_run`, which accept the rest of the format and name the file,
+line and problem of a malformed file. So the two readers agree by construction on what
+is accepted and on every error message; tests check that they give identical values.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["ByteIds", "CodedQrels", "CodedRun", "scan_qrels", "scan_run"]
+
+#: longest id (bytes) and numeric field the byte reader takes; longer ones go to the general reader
+MAX_ID_BYTES = 256
+MAX_NUMBER_BYTES = 32
+#: exact powers of ten as float64 (10**22 is the largest one that is exact)
+_POW10 = np.array([float(f"1e{k}") for k in range(23)])
+#: bytes per chunk: the arrays of one chunk stay in the processor's cache
+CHUNK_BYTES = 1 << 20
+_PAD = MAX_NUMBER_BYTES  # zero bytes after the data: a load at any field start stays inside
+
+
+@dataclass(frozen=True)
+class ByteIds:
+    """Ids as ``(n, k)`` uint64 words: the id's bytes big-endian, zero-padded.
+
+    Word rows compare (lexicographically, word by word) exactly as the ids compare as
+    strings, since ASCII ids hold no zero byte; equal rows are equal ids.
+    """
+
+    words: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.words.shape[0])
+
+    def decode(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The ids (of ``rows``, default all) as an object array of ``str``."""
+        w = self.words if rows is None else self.words[rows]
+        raw = np.ascontiguousarray(w.astype(">u8")).view(f"S{8 * w.shape[1]}").ravel()
+        return np.array([b.decode("ascii") for b in raw.tolist()], dtype=object)
+
+
+@dataclass(frozen=True)
+class CodedQrels:
+    """A qrels file read by :func:`scan_qrels`: ``query``, ``doc`` ids and ``grade`` per line."""
+
+    path: str
+    query: ByteIds
+    doc: ByteIds
+    grade: np.ndarray
+
+
+@dataclass(frozen=True)
+class CodedRun:
+    """A run file read by :func:`scan_run`: ids and ``score`` per line, tag of the first line."""
+
+    path: str
+    query: ByteIds
+    doc: ByteIds
+    score: np.ndarray
+    run_id: str
+
+
+def _read_padded(path: str | PathLike[str]) -> tuple[bytearray, np.ndarray, int]:
+    """The file's bytes followed by :data:`_PAD` zero bytes (one read, no copy), as a
+    bytearray and a uint8 array over it, and the file's size (-1: it changed while read)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        raw = bytearray(size + _PAD)
+        got = f.readinto(memoryview(raw)[:size])
+    return raw, np.frombuffer(raw, dtype=np.uint8), size if got == size else -1
+
+
+def _chunks(raw: bytearray, size: int) -> list[tuple[int, int]]:
+    """Byte ranges of about :data:`CHUNK_BYTES` each, every one ending after a newline
+    (the last one at the end of the file): arrays of a chunk stay in the processor's cache."""
+    out = []
+    a = 0
+    while a < size:
+        b = min(a + CHUNK_BYTES, size)
+        if b < size:
+            nl = raw.find(b"\n", b - 1)
+            b = size if nl < 0 else nl + 1
+        out.append((a, b))
+        a = b
+    return out
+
+
+def _fields(
+    raw: bytearray, buf: np.ndarray, a: int, b: int, ncols: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The lines of bytes ``[a, b)`` (which end with a newline or the file): start and end
+    of each line ``(n,)``, start and end (exclusive) of each of its ``ncols - 1`` separators
+    (runs of spaces and tabs) ``(n, ncols - 1)``, all absolute offsets; ``None`` when the
+    bytes are not in the byte reader's format (see the module docstring)."""
+    data = buf[a:b]
+    if data.max() >= 128 or raw.find(b"#", a, b) >= 0 or raw.find(b'"', a, b) >= 0:
+        return None
+    nl = np.flatnonzero(data == 10)
+    has_tab = raw.find(b"\t", a, b) >= 0
+    n_tab = int(np.count_nonzero(data == 9)) if has_tab else 0
+    if int(np.count_nonzero(data < 32)) != nl.size + n_tab:
+        return None  # another control byte (\r, \f, ...)
+    sp = np.flatnonzero((data == 32) | (data == 9) if has_tab else data == 32)
+    if data[-1] != 10:
+        nl = np.append(nl, data.size)
+    n = nl.size
+    if sp.size == (ncols - 1) * n:
+        sep_start = sp.reshape(n, ncols - 1)
+        sep_end = sep_start + 1
+    else:  # runs of several spaces / tabs between fields
+        if sp.size == 0:
+            return None
+        head = np.ones(sp.size, dtype=bool)
+        head[1:] = sp[1:] != sp[:-1] + 1
+        if int(np.count_nonzero(head)) != (ncols - 1) * n:
+            return None
+        sep_start = sp[head].reshape(n, ncols - 1)
+        tail = np.ones(sp.size, dtype=bool)
+        tail[:-1] = head[1:]
+        sep_end = (sp[tail] + 1).reshape(n, ncols - 1)
+    starts = np.empty(n, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = nl[:-1] + 1
+    # every field non-empty, so each line holds exactly its ncols - 1 separators
+    if not (sep_start[:, 0] > starts).all() or not (nl > sep_end[:, -1]).all():
+        return None
+    for j in range(ncols - 2):
+        if not (sep_start[:, j + 1] > sep_end[:, j]).all():
+            return None
+    return starts + a, nl + a, sep_start + a, sep_end + a
+
+
+def _ids(buf: np.ndarray, size: int, start: np.ndarray, end: np.ndarray) -> ByteIds | None:
+    """The bytes ``[start, end)`` of each row as zero-padded big-endian uint64 words."""
+    length = end - start
+    longest = int(length.max(initial=1))
+    if longest > MAX_ID_BYTES:
+        return None
+    k = (longest + 7) // 8
+    # element i of this view is the 8 bytes at offset i, read big-endian
+    loads = np.ndarray((size + 1,), dtype=">u8", buffer=buf, offset=0, strides=(1,))
+    words = np.empty((start.size, k), dtype=np.uint64)
+    for j in range(k):
+        at = start + 8 * j
+        w = loads[np.minimum(at, size)].astype(np.uint64)
+        rest = length - 8 * j
+        if j == k - 1 or not (rest >= 8).all():
+            drop = (8 * np.clip(8 - rest, 0, 7)).astype(np.uint64)
+            w >>= drop
+            w <<= drop
+            w[rest <= 0] = 0
+        words[:, j] = w
+    return ByteIds(words)
+
+
+def _columns(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(W, n)`` bytes of each field by position (byte ``j`` of every field in row ``j``;
+    past a field's end, whatever follows it) and the field lengths."""
+    length = end - start
+    width = int(length.max(initial=1))
+    if width > MAX_NUMBER_BYTES:
+        return None
+    view = np.lib.stride_tricks.as_strided(buf, shape=(buf.size - width + 1, width), strides=(1, 1))
+    return np.ascontiguousarray(view[start].T), length
+
+
+def _plain_number(cols: np.ndarray, length: np.ndarray, allow_dot: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Digits, sign and fraction of numbers ``-?D+(.D+)?`` (``-?D+`` without ``allow_dot``):
+    the integer of all digits, the number of fraction digits, the sign; ``None`` when a
+    number is written otherwise or has more than 15 digits. One pass over the positions."""
+    n = length.size
+    neg = cols[0] == 45
+    mantissa = np.zeros(n, dtype=np.int64)
+    n_digits = np.zeros(n, dtype=np.int64)
+    frac = np.zeros(n, dtype=np.int64)
+    dot = np.zeros(n, dtype=bool)
+    bad = np.zeros(n, dtype=bool)
+    for j in range(cols.shape[0]):
+        col = cols[j] * (length > j)  # 0 past the field's end
+        digit = col - np.uint8(48)
+        is_digit = digit < 10
+        is_dot = col == 46
+        other = ~is_digit & (col != 0)
+        if allow_dot:
+            other &= ~is_dot
+            bad |= is_dot & (dot | (n_digits == 0))  # a second dot, or no digit before it
+            dot |= is_dot
+            frac += is_digit & dot
+        if j == 0:
+            other &= ~neg
+        bad |= other
+        mantissa = np.where(is_digit, mantissa * 10 + digit, mantissa)
+        n_digits += is_digit
+    bad |= (n_digits == 0) | (n_digits > 15) | (dot & (frac == 0))
+    if bad.any():
+        return None
+    return mantissa, frac, neg
+
+
+def _parse_grades(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """Integer grades ``-?[0-9]{1,9}``, or ``None`` when one is written otherwise."""
+    got = _columns(buf, start, end)
+    parsed = None if got is None or got[0].shape[0] > 10 else _plain_number(*got, allow_dot=False)
+    if parsed is None:
+        return None
+    value, _, neg = parsed
+    if (value >= 10**9).any():
+        return None
+    return np.where(neg, -value, value)
+
+
+def _parse_scores(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """Scores in the module docstring's grammar, exactly as ``float(text)``; ``None``
+    when one is written otherwise (or needs more than Clinger's fast path)."""
+    got = _columns(buf, start, end)
+    if got is None:
+        return None
+    cols, length = got
+    if ((cols | np.uint8(32)) == 101).any():  # an e or E somewhere (maybe past a field's end)
+        return _parse_exp_scores(cols.T, length)
+    parsed = _plain_number(cols, length, allow_dot=True)
+    if parsed is None:
+        return None
+    mantissa, frac, neg = parsed
+    value = mantissa.astype(np.float64) / _POW10[frac]
+    return np.where(neg, -value, value)
+
+
+def _parse_exp_scores(win: np.ndarray, length: np.ndarray) -> np.ndarray | None:
+    """:func:`_parse_scores` for fields that may carry an exponent (``1.5e-05``)."""
+    pos = np.arange(win.shape[1])
+    inside = pos[None, :] < length[:, None]
+    win = np.where(inside, win, np.uint8(0))
+    n = win.shape[0]
+    digit = win - np.uint8(48)
+    is_digit = digit < 10
+    is_dot = win == 46
+    is_exp = (win | np.uint8(32)) == 101  # e or E
+    is_sign = (win == 45) | (win == 43)
+    if not (is_digit | is_dot | is_exp | is_sign | ~inside).all():
+        return None
+    neg = win[:, 0] == 45
+    n_exp = np.count_nonzero(is_exp, axis=1)
+    n_dot = np.count_nonzero(is_dot, axis=1)
+    if (n_exp > 1).any() or (n_dot > 1).any():
+        return None
+    e_pos = np.where(n_exp > 0, np.argmax(is_exp, axis=1), length)
+    dot_pos = np.where(n_dot > 0, np.argmax(is_dot, axis=1), e_pos)
+    # signs only at the start ('-') or right after the exponent mark
+    sign_ok = (pos[None, :] == e_pos[:, None] + 1) | ((pos[None, :] == 0) & (win == 45))
+    if (is_sign & ~sign_ok).any():
+        return None
+    int_digits = dot_pos - neg
+    frac_digits = np.where(n_dot > 0, e_pos - dot_pos - 1, 0)
+    after = np.minimum(e_pos + 1, win.shape[1] - 1)
+    has_exp_sign = (n_exp > 0) & is_sign[np.arange(n), after]
+    exp_digits = np.where(n_exp > 0, length - e_pos - 1 - has_exp_sign, 0)
+    if not (
+        (int_digits >= 1).all()
+        and (dot_pos <= e_pos).all()
+        and ((n_dot == 0) | (frac_digits >= 1)).all()
+        and ((n_exp == 0) | ((exp_digits >= 1) & (exp_digits <= 3))).all()
+        and (int_digits + frac_digits <= 15).all()
+    ):
+        return None
+    mantissa = _digits_value(digit, is_digit & (pos[None, :] < e_pos[:, None]))
+    e_val = _digits_value(digit, is_digit & (pos[None, :] > e_pos[:, None]))
+    e_neg = has_exp_sign & (win[np.arange(n), after] == 45)
+    power = np.where(e_neg, -e_val, e_val) - frac_digits
+    if (np.abs(power) > 22).any():
+        return None
+    m = mantissa.astype(np.float64)
+    value = np.where(power >= 0, m * _POW10[np.clip(power, 0, 22)], m / _POW10[np.clip(-power, 0, 22)])
+    return np.where(neg, -value, value)
+
+
+def _digits_value(digit: np.ndarray, take: np.ndarray) -> np.ndarray:
+    """Integer value of the ``(n, W)`` digits where ``take`` (Horner's rule over the columns)."""
+    value = np.zeros(digit.shape[0], dtype=np.int64)
+    for j in range(digit.shape[1]):
+        value = np.where(take[:, j], value * 10 + digit[:, j], value)
+    return value
+
+
+def _join_ids(parts: list[ByteIds]) -> ByteIds:
+    """The chunks' ids in one array (narrower chunks padded with zero words)."""
+    k = max(p.words.shape[1] for p in parts)
+    n = sum(len(p) for p in parts)
+    words = np.zeros((n, k), dtype=np.uint64)
+    at = 0
+    for p in parts:
+        words[at : at + len(p), : p.words.shape[1]] = p.words
+        at += len(p)
+    return ByteIds(words)
+
+
+def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, list[ByteIds], list[ByteIds], list[np.ndarray], str] | None:
+    """Query ids, doc ids and the last column's numbers (grades or scores) per chunk,
+    with the tag (field 6) of the first line of a run."""
+    raw, buf, size = _read_padded(path)
+    if size <= 0:
+        return None
+    queries: list[ByteIds] = []
+    docs: list[ByteIds] = []
+    values: list[np.ndarray] = []
+    tag = ""
+    for a, b in _chunks(raw, size):
+        got = _fields(raw, buf, a, b, ncols)
+        if got is None:
+            return None
+        starts, ends, sep_start, sep_end = got
+        query = _ids(buf, size, starts, sep_start[:, 0])
+        doc = _ids(buf, size, sep_end[:, 1], sep_start[:, 2])
+        if ncols == 4:
+            value = _parse_grades(buf, sep_end[:, 2], ends)
+        else:
+            value = _parse_scores(buf, sep_end[:, 3], sep_start[:, 4])
+            if a == 0:
+                tag = bytes(buf[int(sep_end[0, 4]) : int(ends[0])]).decode("ascii")
+        if query is None or doc is None or value is None:
+            return None
+        queries.append(query)
+        docs.append(doc)
+        values.append(value)
+    return str(Path(path)), queries, docs, values, tag
+
+
+def scan_qrels(path: str | PathLike[str]) -> CodedQrels | None:
+    """Read a qrels file (``query iteration doc grade``) in the byte reader's format.
+
+    Returns ``None`` (read it with :func:`onlineeval.io.read_qrels`) for any other file.
+    """
+    got = _scan(path, 4)
+    if got is None:
+        return None
+    name, queries, docs, values, _ = got
+    return CodedQrels(name, _join_ids(queries), _join_ids(docs), np.concatenate(values))
+
+
+def scan_run(path: str | PathLike[str]) -> CodedRun | None:
+    """Read a run file (``query Q0 doc rank score tag``) in the byte reader's format.
+
+    Returns ``None`` (read it with :func:`onlineeval.io.read_run`) for any other file.
+    """
+    got = _scan(path, 6)
+    if got is None:
+        return None
+    name, queries, docs, values, tag = got
+    return CodedRun(name, _join_ids(queries), _join_ids(docs), np.concatenate(values), tag)

@@ -1,0 +1,296 @@
+"""Evaluate a run read by the byte-level reader, on integer-coded ids, without pandas.
+
+:func:`evaluate_coded` is :func:`onlineeval.metrics.evaluate.evaluate_run` for a
+:class:`~onlineeval.io.trec_bytes.CodedRun` and :class:`~onlineeval.io.trec_bytes.CodedQrels`:
+the same steps under the same conventions (see that module), on ids held as integer words:
+
+* query ids get joint sorted codes from their blocks of consecutive equal ids (files list
+  each query's lines together, so only one id per block is compared and sorted);
+* each run row finds its qrels grade through an open-addressing hash table of the qrels'
+  (query code, doc id) pairs, built and probed with vectorised numpy; every match is then
+  checked on the full ids, so a hash collision cannot give a wrong grade;
+* ranking is :func:`onlineeval.io.ranking.layout_arrays` (the same code as the pandas path),
+  ties between documents broken on the doc ids' words (their byte order).
+
+It returns ``None`` where the pandas path would raise an error located in a file (a
+(query, doc) pair twice in the qrels or in the run) or where two distinct ids hash alike:
+the caller then evaluates through the pandas path, which reports it (or, for a collision,
+computes the same result). Every other outcome, including the configuration errors and
+the missing-queries error, is the pandas path's, word for word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from onlineeval.conventions import Conventions
+from onlineeval.errors import ConfigError, InputError
+from onlineeval.io.ranking import layout_arrays
+from onlineeval.io.trec_bytes import ByteIds, CodedQrels, CodedRun
+from onlineeval.metrics.base import EMPTY, LabelBatch, Metric, parse_metrics
+from onlineeval.metrics.evaluate import RunEvaluation, finish_evaluation
+
+__all__ = ["evaluate_coded", "label_batch_coded"]
+
+_U = np.uint64
+#: multipliers of splitmix64's finaliser (S. Vigna), a well-mixing 64-bit hash
+_M1, _M2, _GOLDEN = _U(0xBF58476D1CE4E5B9), _U(0x94D049BB133111EB), _U(0x9E3779B97F4A7C15)
+
+
+def _lex_order(words: np.ndarray) -> np.ndarray:
+    """Row order of ``(n, k)`` words sorted lexicographically (first word first)."""
+    if words.shape[1] == 1:
+        return np.argsort(words[:, 0], kind="stable")
+    return np.lexsort(words.T[::-1])
+
+
+def _block_heads(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First row of each block of consecutive equal rows, and each row's block index."""
+    n = words.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    change[1:] = (words[1:] != words[:-1]).any(axis=1)
+    heads = np.flatnonzero(change)
+    return heads, np.cumsum(change) - 1
+
+
+def _pad_words(a: np.ndarray, k: int) -> np.ndarray:
+    if a.shape[1] == k:
+        return a
+    out = np.zeros((a.shape[0], k), dtype=np.uint64)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+def joint_query_codes(run: ByteIds, qrels: ByteIds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes of the run's and the qrels' query ids in one sorted factorisation, and the
+    distinct ids (``str``, sorted) they index."""
+    k = max(run.words.shape[1], qrels.words.shape[1])
+    heads_r, block_r = _block_heads(run.words)
+    heads_q, block_q = _block_heads(qrels.words)
+    heads = np.concatenate([_pad_words(run.words[heads_r], k), _pad_words(qrels.words[heads_q], k)])
+    order = _lex_order(heads)
+    ordered = heads[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    code = np.empty(len(order), dtype=np.int64)
+    code[order] = np.cumsum(new) - 1
+    names = ByteIds(ordered[new]).decode()
+    return code[: heads_r.size][block_r], code[heads_r.size :][block_q], names
+
+
+def _hash(qcodes: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """64-bit hash of each (query code, id words) row."""
+    with np.errstate(over="ignore"):
+        h = qcodes.astype(np.uint64) * _GOLDEN
+        for j in range(words.shape[1]):
+            h ^= words[:, j]
+            h ^= h >> _U(30)
+            h *= _M1
+            h ^= h >> _U(27)
+            h *= _M2
+            h ^= h >> _U(31)
+    return h
+
+
+class _Table:
+    """Open-addressing (linear probing) hash table of distinct 64-bit keys -> row."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        self.keys = keys
+        self.bits = max(10, int(np.ceil(np.log2(max(2 * keys.size, 1)))))
+        self.mask = (1 << self.bits) - 1
+        self.slots = np.full(1 << self.bits, -1, dtype=np.int64)
+        self.repeated = False  # two equal keys (a repeated pair or a hash collision)
+        idx = np.arange(keys.size, dtype=np.int64)
+        pos = self._home(keys)
+        while idx.size:
+            occupant = self.slots[pos]
+            taken = occupant >= 0
+            if (self.keys[occupant[taken]] == keys[idx[taken]]).any():
+                self.repeated = True
+                return
+            free = ~taken
+            self.slots[pos[free]] = idx[free]  # of several claims of one slot the last one wins
+            lost = np.zeros(idx.size, dtype=bool)
+            lost[free] = self.slots[pos[free]] != idx[free]
+            pos[taken] = (pos[taken] + 1) & self.mask
+            again = taken | lost  # the losers look at the winner next round (equal key?)
+            idx, pos = idx[again], pos[again]
+
+    def _home(self, keys: np.ndarray) -> np.ndarray:
+        return (keys >> _U(64 - self.bits)).astype(np.int64)
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """Row of each key in the table, ``-1`` when absent."""
+        out = np.full(keys.size, -1, dtype=np.int64)
+        idx = np.arange(keys.size, dtype=np.int64)
+        pos = self._home(keys)
+        while idx.size:
+            occupant = self.slots[pos]
+            filled = occupant >= 0
+            hit = filled.copy()
+            hit[filled] = self.keys[occupant[filled]] == keys[idx[filled]]
+            out[idx[hit]] = occupant[hit]
+            again = filled & ~hit
+            idx, pos = idx[again], (pos[again] + 1) & self.mask
+        return out
+
+
+def _join(
+    run_q: np.ndarray, run_docs: np.ndarray, qrels_q: np.ndarray, qrels_docs: np.ndarray, grades: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Grade code of each run row (qrels grade, ``-2`` for a negative one, ``-1`` not in the
+    qrels) and the rows' hash keys, or ``None`` when a (query, doc) pair repeats in the
+    qrels or two distinct pairs hash alike."""
+    k = max(run_docs.shape[1], qrels_docs.shape[1])
+    run_docs, qrels_docs = _pad_words(run_docs, k), _pad_words(qrels_docs, k)
+    table = _Table(_hash(qrels_q, qrels_docs))
+    if table.repeated:
+        return None
+    run_keys = _hash(run_q, run_docs)
+    row = table.find(run_keys)
+    hit = np.flatnonzero(row >= 0)
+    match = row[hit]
+    if not ((qrels_q[match] == run_q[hit]).all() and (qrels_docs[match] == run_docs[hit]).all()):
+        return None  # a hash collision of distinct pairs
+    out = np.full(run_q.size, -1, dtype=np.int64)
+    g = grades[match]
+    out[hit] = np.where(g < 0, -2, g)
+    return out, run_keys
+
+
+def _repeats_in_rows(rows: np.ndarray, keys: np.ndarray) -> bool:
+    """Whether some ``(q, d)`` row of ``rows`` (``-1`` padding) holds two equal keys."""
+    if rows.size == 0:
+        return False
+    valid = rows >= 0
+    mat = np.where(valid, keys[np.maximum(rows, 0)], _U(2**64 - 1))
+    mat.sort(axis=1)
+    # padding sorts last (a key equal to the filler is interchangeable with it)
+    same = (mat[:, 1:] == mat[:, :-1]) & valid[:, 1:]
+    return bool(same.any())
+
+
+def _doc_key(words: np.ndarray):  # noqa: ANN202 - a closure for layout_arrays
+    def key(rows: np.ndarray) -> np.ndarray:
+        w = words[rows]
+        order = _lex_order(w)
+        ordered = w[order]
+        new = np.ones(len(rows), dtype=bool)
+        new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+        rank = np.empty(len(rows), dtype=np.int64)
+        rank[order] = np.cumsum(new) - 1
+        return -rank  # descending id order
+
+    return key
+
+
+def label_batch_coded(
+    qrels: CodedQrels, run: CodedRun, conventions: Conventions
+) -> tuple[LabelBatch, np.ndarray, dict[str, int]] | None:
+    """:func:`onlineeval.metrics.evaluate.label_batch` for byte-read files (``None``: see
+    the module docstring)."""
+    run_q, qrels_q, qnames = joint_query_codes(run.query, qrels.query)
+    judged_q = np.zeros(len(qnames), dtype=bool)
+    judged_q[qrels_q] = True
+    in_qrels = judged_q[run_q]
+    ignored = int((np.bincount(run_q[~in_qrels], minlength=len(qnames)) > 0).sum())
+    if in_qrels.all():
+        rq, docs, scores = run_q, run.doc.words, run.score
+    else:
+        rq, docs, scores = run_q[in_qrels], run.doc.words[in_qrels], run.score[in_qrels]
+    joined = _join(rq, docs, qrels_q, qrels.doc.words, qrels.grade)
+    if joined is None:
+        return None
+    grades, run_keys = joined
+    present_q = np.bincount(rq, minlength=len(qnames)) > 0
+    used = np.flatnonzero(present_q)
+    compact = np.cumsum(present_q) - 1
+    full = layout_arrays(scores, _doc_key(docs), conventions.ties, grades, None, compact[rq], qnames[used])
+    if _repeats_in_rows(full.rows, run_keys):
+        return None  # a document listed twice for a query: the pandas path names the line
+    depth = conventions.depth
+    if conventions.ties == "expected" and depth is not None and full.groups.shape[1] > depth:
+        cut_group = (full.groups[:, depth - 1] >= 0) & (full.groups[:, depth - 1] == full.groups[:, depth])
+        if cut_group.any():
+            q = full.queries[int(np.argmax(cut_group))]
+            raise ConfigError(
+                ("ties",),
+                f"with depth={depth} a group of tied scores is cut in two (query {q}); the "
+                "'expected' tie rule needs whole groups: raise the depth or pick another rule",
+            )
+    rows, groups = full.rows, full.groups
+    if depth is not None and rows.shape[1] > depth:
+        rows, groups = rows[:, :depth], groups[:, :depth]
+    missing = np.flatnonzero(judged_q & ~present_q)  # codes, in sorted name order
+    if missing.size and conventions.missing == "error":
+        shown = ", ".join(qnames[missing[:5]]) + (", ..." if missing.size > 5 else "")
+        raise InputError(
+            f"{missing.size} qrels queries are not in the run ({shown}); choose --missing zero "
+            "(count them as 0, as trec_eval -c does) or --missing drop (in Python: missing='zero' or 'drop')",
+            run.path,
+        )
+    codes = np.full(rows.shape, EMPTY, dtype=np.int64)
+    present = rows >= 0
+    codes[present] = grades[rows[present]]
+    keep_groups = conventions.ties == "expected"
+    filled = 0
+    evaluated = used
+    if missing.size and conventions.missing == "zero":
+        filled = int(missing.size)
+        evaluated = np.concatenate([used, missing])
+        order = np.argsort(evaluated, kind="stable")
+        evaluated = evaluated[order]
+        codes = np.concatenate([codes, np.full((filled, codes.shape[1]), EMPTY, dtype=np.int64)])[order]
+        groups = np.concatenate([groups, np.full((filled, groups.shape[1]), -1, dtype=np.int64)])[order]
+    judged = _judged_matrix(qrels_q, qrels.grade, evaluated, len(qnames))
+    counts = {
+        "filled_missing": filled,
+        "dropped_missing": int(missing.size) if conventions.missing == "drop" else 0,
+        "ignored_unjudged": ignored,
+    }
+    return LabelBatch(codes, judged, groups if keep_groups else None), qnames[evaluated], counts
+
+
+def _judged_matrix(qrels_q: np.ndarray, grades: np.ndarray, evaluated: np.ndarray, n_codes: int) -> np.ndarray:
+    """``(q, m)`` judged grades (>= 0) of each evaluated query code, sorted descending."""
+    row_of = np.full(n_codes, -1, dtype=np.int64)
+    row_of[evaluated] = np.arange(evaluated.size)
+    qi = row_of[qrels_q]
+    g = np.asarray(grades, dtype=np.int64)
+    keep = (qi >= 0) & (g >= 0)
+    qi, g = qi[keep], g[keep]
+    nq = evaluated.size
+    counts = np.bincount(qi, minlength=nq)
+    width = max(int(counts.max(initial=0)), 1)
+    order = np.arange(qi.size) if bool((qi[1:] >= qi[:-1]).all()) else np.argsort(qi, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    qs = qi[order]
+    pos = np.arange(qi.size) - starts[qs]
+    out = np.full((nq, width), -1, dtype=np.int64)
+    out[qs, pos] = g[order]
+    return -np.sort(-out, axis=1)
+
+
+def evaluate_coded(
+    qrels: CodedQrels,
+    run: CodedRun,
+    metrics: str | Iterable[str | Metric],
+    conventions: Conventions,
+    run_id: str | None = None,
+) -> RunEvaluation | None:
+    """:func:`onlineeval.metrics.evaluate.evaluate_run` for byte-read files; ``None`` when the
+    pandas path must take over (a repeated pair, to be reported with its line; a hash
+    collision). Same values, counts and errors as that function on the same files."""
+    ms: Sequence[Metric] = tuple(parse_metrics(metrics))
+    got = label_batch_coded(qrels, run, conventions)
+    if got is None:
+        return None
+    batch, queries, raw = got
+    top = int(np.max(qrels.grade, initial=0))
+    return finish_evaluation(batch, queries, raw, ms, conventions, top, run_id or run.run_id)
