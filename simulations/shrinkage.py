@@ -77,7 +77,8 @@ float may be ``null`` where it is undefined)::
                                  "tau2": .., "df": n - 2, "q": ..} | null,
               "predictions": [{"offline_gain": x0, "online_effect": y0, "ci": [lo, hi],
                                "prediction_interval": [lo, hi]}],   # through the origin
-              "sentence": "an offline gain of +0.020 nDCG@10 predicts ...",
+              "sentence": "an offline gain of +0.020 nDCG@10 predicts ...",   # through the origin
+              "sentence_with_intercept": null | "...",   # when the intercept's CI excludes 0
               "sign_agreement": {
                 "truth": {"agree": k, "disagree": m, "undetermined": u, "zero_offline": z,
                           "share_disagree": m / (k + m) | null},
@@ -437,13 +438,18 @@ def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, l
     counts = {k: signs.count(k) for k in ("agree", "disagree", "undetermined", "zero")}
     decided = counts["agree"] + counts["disagree"]
     predictions: list[dict[str, Any]] = []
-    sentence = None
+    sentence = sentence_intercept = None
     gains = np.abs(x[x != 0])
     if origin is not None and gains.size:
         picks = sorted({_nice(float(v)) for v in np.quantile(gains, [0.25, 0.5, 1.0])})
         predictions = [origin.predict(v) for v in picks]
         median = origin.predict(_nice(float(np.median(gains))))
         sentence = _sentence(median, str(first["metric"]), offline_metric, level)
+        if both is not None:
+            lo, hi = both.ci(0)
+            if lo > 0 or hi < 0:
+                sentence_intercept = _sentence(both.predict(median["offline_gain"]), str(first["metric"]),
+                                               offline_metric, level)
     decision = _decision(obs, estimates)
     return {
         "design": str(first["design"]), "metric": str(first["metric"]), "primary": bool(first["primary"]),
@@ -457,6 +463,8 @@ def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, l
         "with_intercept": both.as_dict() if both is not None else None,
         "predictions": predictions,
         "sentence": sentence,
+        # set when the intercept's CI excludes 0 (the relation does not pass through the origin)
+        "sentence_with_intercept": sentence_intercept,
         "sign_agreement": {
             "truth": {"agree": counts["agree"], "disagree": counts["disagree"],
                       "undetermined": counts["undetermined"], "zero_offline": counts["zero"],
@@ -627,6 +635,9 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
                 lines.append(text)
                 if rel["sentence"]:
                     lines.append(f"    {rel['sentence']}")
+                if rel["sentence_with_intercept"]:
+                    lines.append("    the intercept's CI excludes 0 (the relation does not pass through the origin); "
+                                 f"with the intercept: {rel['sentence_with_intercept']}")
             t = rel["sign_agreement"]["truth"]
             share = t["share_disagree"]
             lines.append(f"    sign: the true online effect disagrees with the offline delta for {t['disagree']} of "
@@ -647,21 +658,21 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
                 text += (f"; one experiment of {e['days']} d at {e['queries_per_day']:g} queries/day: "
                          f"{e['mean']:.2f} +- {_fmt(e['sd'], '.2f')}")
             lines.append(text)
-    mdes = [(g["label"], m) for g in study["groups"] for m in g["mde"]]
+    mdes = [(", ".join(str(v) for v in g["key"].values()) or g["label"], m) for g in study["groups"] for m in g["mde"]]
     if mdes:
         first = mdes[0][1]
         show = [d for d in (1, 3, 7, 14, 28) if d <= len(first["days"])]
         lines.append(f"MDE: smallest offline {study['offline_metric']} gain detectable with power {first['power']:g} "
                      f"at alpha {first['alpha']:g} (two-sided) in D days, through the fitted slope "
                      f"[interval from the slope's {level:.0%} CI]")
-        head = f"  {'group':<34} {'design':<14} {'queries/day':>11}" + "".join(f" {f'{d} d':>9}" for d in show)
+        head = f"  {'group':<24} {'design':<14} {'queries/day':>11}" + "".join(f" {f'{d} d':>9}" for d in show)
         lines.append(head)
         for label, m in mdes:
             cells = []
             for d in show:
                 v = m["offline_mde"][d - 1] if m["offline_mde"] else None
                 cells.append(f" {_fmt(v, '.3g'):>9}")
-            text = f"  {label[:34]:<34} {m['design'][:14]:<14} {m['queries_per_day']:>11g}" + "".join(cells)
+            text = f"  {label[:24]:<24} {m['design'][:14]:<14} {m['queries_per_day']:>11g}" + "".join(cells)
             if m["note"]:
                 text += f"  ({m['note']})"
             lines.append(text)

@@ -162,6 +162,10 @@ def write_outputs(
     extra = point_columns(study, obs)
     if len(rows):
         rows = rows.merge(extra, on=["point", "design"], how="left", validate="one_to_one")
+    for col in rows.columns[rows.dtypes == object]:
+        values = rows[col].dropna()
+        if len(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            rows[col] = rows[col].astype(float)  # None -> NaN: one numeric column in CSV and Parquet alike
     rows.to_csv(root / "points.csv", index=False)
     rows.to_parquet(root / "points.parquet", index=False)
     summary = {

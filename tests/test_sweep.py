@@ -215,3 +215,88 @@ def test_progress_lines() -> None:
         "sweep: points 2/4, replicates 20/40, 10s elapsed, ETA 20s",
         "sweep: points 4/4, replicates 40/40, 30s elapsed, ETA done",
     ]
+
+
+def test_shrinkage_study_in_the_outputs(reference: Path) -> None:
+    """summary.json carries the study; its slope is statsmodels' OLS of the points.csv
+    columns (exact A/B truths); points.parquet holds the same table as points.csv."""
+    sm = pytest.importorskip("statsmodels.api", reason="statsmodels is a test dependency")
+    rows = pd.read_csv(reference / "points.csv")
+    parquet = pd.read_parquet(reference / "points.parquet")
+    pd.testing.assert_frame_equal(parquet.astype(object).where(parquet.notna(), None),
+                                  rows.astype(object).where(rows.notna(), None))
+    study = json.loads((reference / "summary.json").read_text())["shrinkage"]
+    assert study["by"] == [] and [g["label"] for g in study["groups"]] == ["all points"]
+    rel = {r["design"] + "/" + r["metric"]: r for r in study["groups"][0]["relations"]}
+    assert set(rel) == {"ab/reciprocal_rank", "ab/clicks_per_query", "ab/abandonment", "td/delta_ab"}
+    ab = rows[rows["design"] == "ab"].drop_duplicates(["offline_delta", "online_improvement"])
+    ols = sm.OLS(ab["online_improvement"].to_numpy(), ab[["offline_delta"]].to_numpy()).fit()
+    fit = rel["ab/reciprocal_rank"]["through_origin"]
+    assert fit["slope"] == pytest.approx(ols.params[0], rel=1e-9)
+    assert fit["slope_ci"] == pytest.approx(list(ols.conf_int()[0]), rel=1e-7)
+    assert rows["predicted_online"].to_numpy() == pytest.approx(
+        [rel[f"{d}/{m}"]["through_origin"]["slope"] * x for d, m, x in
+         zip(rows["design"], rows["metric"], rows["offline_delta"])], rel=1e-12)
+    # abandonment is "lower is better": its online values are sign-flipped
+    assert rel["ab/abandonment"]["improvement_sign"] == -1
+    assert rel["td/delta_ab"]["truth"] == "monte_carlo"
+    assert {m["design"] for m in study["groups"][0]["mde"]} == {"ab", "td"}
+    for name in ("shrinkage.png", "mde.png"):
+        assert (reference / name).stat().st_size > 1000
+
+
+def test_truth_is_a_task_not_client_work(
+    reference: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client builds worlds only; each point's truth runs once, as an executor task."""
+    from simulations import executors, job
+
+    def no_truth_here(*_a: Any, **_k: Any) -> None:
+        raise AssertionError("the sweep's client computed a truth")
+
+    calls: list[int] = []
+    real = executors.run_truth
+
+    def counted(config: Any, world: Any) -> Any:
+        calls.append(1)
+        return real(config, world)
+
+    monkeypatch.setattr(job, "compute_truth", no_truth_here)
+    monkeypatch.setattr(executors, "run_truth", counted)
+    out = tmp_path / "t"
+    run_sweep(sweep_from_mapping({"base": BASE, "points": POINTS[::2], "replicates": 1, "output": str(out)}),
+              workers=1)
+    assert len(calls) == 2
+    # the same truth as the reference's (whose replicates differ in number, not in truth)
+    got = pd.read_csv(out / "points.csv").set_index(["point", "design"])
+    ref = pd.read_csv(reference / "points.csv").set_index(["point", "design"])
+    assert got.loc[(1, "td"), "true_effect"] == ref.loc[(2, "td"), "true_effect"]
+    assert got.loc[(0, "ab"), "true_effect"] == ref.loc[(0, "ab"), "true_effect"]
+
+
+def test_cli_prints_relation_sign_agreement_and_mde(reference: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    out = tmp_path / "done"
+    shutil.copytree(reference, out)  # every point finished: the CLI reads them back
+    cfg = tmp_path / "sweep.yaml"
+    cfg.write_text(json.dumps({"base": BASE, "points": POINTS, "output": str(out)}))
+    res = CliRunner().invoke(app, ["sweep", "--config", str(cfg), "--quiet"])
+    assert res.exit_code == 0, res.output
+    for needle in ("shrinkage: offline nDCG@10 delta -> true online effect", "predicts an online effect of",
+                   "sign: the true online effect disagrees", "Kendall tau", "MDE: smallest offline nDCG@10 gain",
+                   "3 points (0 computed, 3 finished before)"):
+        assert needle in res.output, res.output
+    assert (out / "points.csv").read_bytes() == (reference / "points.csv").read_bytes()
+
+
+def test_shrinkage_by_must_name_axes(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        sweep_from_mapping({"base": BASE, "output": str(tmp_path), "grid": {"rankers.B.noise": [0.8]},
+                            "shrinkage_by": ["users.click_model.preset"]})
+    assert info.value.key_path == ("shrinkage_by",) and "axes: rankers.B.noise" in info.value.message
+    sweep = sweep_from_mapping({"base": BASE, "output": str(tmp_path), "shrinkage_by": "users.click_model.preset",
+                                "grid": {"rankers.B.noise": [0.8], "users.click_model.preset": ["navigational"]}})
+    assert sweep.shrinkage_by == ["users.click_model.preset"]

@@ -29,6 +29,7 @@ def sweep_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
 ) -> None:
     """Run a simulate config at every point of a grid or list; resume an interrupted sweep."""
+    from simulations.shrinkage import format_shrinkage
     from simulations.sweep import load_sweep, run_sweep
 
     sweep = load_sweep(config, output)
@@ -42,9 +43,15 @@ def sweep_cmd(
     cols = ["point", *sweep.axes, "design", "metric", "offline_delta", "true_effect", "power_last_day",
             "analytic_required_days"]
     typer.echo(rows[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    typer.echo("(offline_delta: B - A of the offline metric, weighted by query frequency; true_effect: the design's "
+               "primary metric, B - A, exact for A/B, Monte Carlo for interleaving; power at two-sided alpha on the "
+               "last simulated day)")
+    typer.echo("")
+    typer.echo(format_shrinkage(result.shrinkage))
     reused = len(sweep.points) - len(result.computed)
     typer.echo(f"\n{len(sweep.points)} points ({len(result.computed)} computed, {reused} finished before); "
-               f"results in {result.output} (points.csv, summary.json, effect.png, points/)")
+               f"results in {result.output} (points.csv, points.parquet, summary.json, effect.png, shrinkage.png, "
+               "mde.png, points/)")
 
 
 def register(app: typer.Typer) -> None:
