@@ -47,8 +47,13 @@ class DeterministicPolicy(RankPolicy):
         return f"deterministic: the base ranking's top {self.k} (no randomisation)"
 
     def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
-        # the base ranking's top k; ``order`` is already -1 past the candidates
-        return self.order[q, : self.k]
+        # the base ranking's top k; ``order`` is already -1 past the candidates (rows of one
+        # contiguous (Q, k) table taken along the first axis: the same as order[q, :k])
+        top = getattr(self, "_top_k", None)
+        if top is None:
+            top = self._top_k = np.ascontiguousarray(self.order[:, : self.k])
+            top.setflags(write=False)
+        return top.take(q, axis=0)
 
     def _sample_ranks(self, c: IntArray, rng: np.random.Generator) -> IntArray:
         return identity_ranks(c.size, self.k)

@@ -166,14 +166,38 @@ class MixturePolicy(LoggingPolicy):
         d = self._lists(q, docs, "docs")
         return np.sqrt(sum(w * w * np.square(c.shown_se(q, d)) for w, c in zip(self.weights, self.components)))
 
+    def _pick(self, n: int, rng: np.random.Generator) -> IntArray:
+        """``(n,)`` component of each impression: ``rng.choice(len(components), size=n,
+        p=weights)`` computed as ``Generator.choice`` does it (the same uniform draws and the
+        same normalised cumulative weights, searched from the right; tested equal, draws
+        and generator state), without its per-call checks of ``p``."""
+        cdf = getattr(self, "_cdf", None)
+        if cdf is None:
+            cdf = self.weights.cumsum()
+            cdf /= cdf[-1]
+            cdf.setflags(write=False)
+            self._cdf = cdf
+        return cdf.searchsorted(rng.random(n), side="right")
+
     def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
-        pick = rng.choice(len(self.components), size=q.size, p=self.weights)
         out = np.full((q.size, self.k), -1, dtype=np.int64)
-        for i, c in enumerate(self.components):
-            rows = np.flatnonzero(pick == i)
-            if rows.size:
-                out[rows] = c._sample(q[rows], rng)  # q is validated (the same draws as c.sample)
+        self._sample_into(q, np.arange(q.size), rng, out)
         return out
+
+    def _sample_into(self, q: IntArray, rows: IntArray, rng: np.random.Generator, out: IntArray) -> None:
+        """Draw the lists of impressions ``rows`` into ``out[rows]``: the component of each
+        row, then each component's rows in component order (a nested plain mixture, such
+        as epsilon-greedy, in place, so its leaves write straight into ``out``). The draws
+        and their order are those of sampling each component's rows on their own."""
+        pick = self._pick(rows.size, rng)
+        for i, c in enumerate(self.components):
+            sub = rows[pick == i]
+            if not sub.size:
+                continue
+            if type(c)._sample is MixturePolicy._sample:
+                c._sample_into(q, sub, rng, out)  # type: ignore[attr-defined]
+            else:
+                out[sub] = c._sample(q[sub], rng)  # q is validated (the same draws as c.sample)
 
     def _marginals(self, uq: IntArray) -> FloatArray:
         return sum(w * c.item_position_marginals(uq) for w, c in zip(self.weights, self.components))

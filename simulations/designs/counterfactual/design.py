@@ -92,6 +92,7 @@ from simulations.designs.counterfactual.serving import (
     refits_on_whole_log,
     shared_policy,
     stack_known,
+    trusted_log,
 )
 from simulations.policies.base import running_and
 from simulations.traffic import Batch
@@ -194,7 +195,6 @@ class CounterfactualDesign(Design):
 
     # -------------------------------------------------------------------------- serving
     def _logged(self, batch: Batch) -> Any:
-        from onlineeval.estimators import LoggedData
 
         shown = np.asarray(self.policy.sample(batch.query, self.rng), dtype=np.int64)
         clicks = self._clicks(batch, shown)
@@ -207,8 +207,7 @@ class CounterfactualDesign(Design):
             runs = [running_and(eq) for eq in same]
             p = known_list_propensities(self.policy, batch.query, shown, m, self._known, [r[:, -1] for r in runs],
                                         self._known_table)
-        data = LoggedData(batch.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
-                          user=batch.user, user_type=batch.user_type, logger=self.policy)
+        data = trusted_log(batch.query, shown, clicks, p, batch.user, batch.user_type, self.policy)
         for target in self.targets:
             target.forget()  # the cache holds one batch (keyed by the arrays' identity)
         if same is not None and runs is not None:  # the targets' lists are the known lists: indicators at hand
