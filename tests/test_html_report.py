@@ -16,6 +16,7 @@ tests skip when ``/usr/bin/chromium`` is absent, unless ``ONLINEEVAL_REQUIRE_BRO
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import select
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -59,8 +61,9 @@ SIM: dict[str, Any] = {
         {"name": n, "share": s, "click_model": {"name": "cascade", "preset": n}} for n, s in SHARES.items()]},
     "traffic": {"days": 3, "queries_per_day": 800, "batch_hours": 24},
     "designs": [
-        {"name": "ab", "type": "ab", "metric": "reciprocal_rank"},
-        {"name": "team_draft", "type": "interleaving", "method": "team_draft"},
+        {"name": "ab", "type": "ab", "metric": "reciprocal_rank", "analysis": {"multiple": "holm"}},
+        {"name": "team_draft", "type": "interleaving", "method": "team_draft",
+         "analysis": {"sequential": "obrien_fleming"}},
         {"name": "balanced", "type": "interleaving", "method": "balanced"},
     ],
     "analysis": {"truth_impressions": 200_000},
@@ -81,21 +84,35 @@ SWEEP_BASE: dict[str, Any] = {
 }
 
 
+def _built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Any]) -> Path:
+    """``build(folder)`` once per test run, shared by the pytest-xdist workers (their common
+    base temp folder, a lock file); the tests only read the folder (they copy it to edit)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder, done = root / f"html_report_{name}", root / f"html_report_{name}.done"
+    with open(root / f"html_report_{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real simulate results folder (three designs, A/A and the null check on)."""
-    out = tmp_path_factory.mktemp("sim") / "ab"
-    simulate(config_from_mapping(SIM), output=out, workers=1)  # writes report.html
-    return out
+    return _built_once(tmp_path_factory, "sim",
+                       lambda out: simulate(config_from_mapping(SIM), output=out, workers=1))  # writes report.html
 
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real sweep folder: three points (B's noise), each point with its own report."""
-    out = tmp_path_factory.mktemp("sweep") / "sw"
     grid = {"rankers.B.noise": [0.6, 0.75, 0.9]}
-    run_sweep(sweep_from_mapping({"base": SWEEP_BASE, "grid": grid, "output": str(out)}), workers=1)
-    return out
+    return _built_once(tmp_path_factory, "sweep", lambda out: run_sweep(
+        sweep_from_mapping({"base": SWEEP_BASE, "grid": grid, "output": str(out)}), workers=1))
 
 
 def test_report_is_written_by_default(sim: Path, sweep: Path) -> None:
@@ -314,20 +331,32 @@ def test_text_is_escaped(sim: Path, tmp_path: Path) -> None:
     page = parse(out)
     assert page.errors == []
     assert evil in page.text("answer")  # shown as text
-    assert evil in page.pre[0]
+    assert evil in page.pre[-1]
     assert_self_contained(page, out.parent)
 
 
 def test_effective_config_and_conventions(sim: Path) -> None:
     page = parse(sim / REPORT_NAME)
-    assert page.pre[0] == (sim / "config.effective.yaml").read_text()
-    assert yaml.safe_load(page.pre[0])["seed"] == SIM["seed"]
+    assert page.pre[-1] == (sim / "config.effective.yaml").read_text()
+    assert yaml.safe_load(page.pre[-1])["seed"] == SIM["seed"]
     summary = json.loads((sim / "summary.json").read_text())
     text = page.text("conventions")
     for key, value in summary["conventions"].items():
         assert key in text
         if isinstance(value, str):
             assert " ".join(value.split()) in text
+
+
+def test_sequential_and_multiple_blocks_as_the_terminal_prints_them(sim: Path) -> None:
+    from simulations.multiple import multiple_lines
+    from simulations.sequential import sequential_lines
+
+    summary = json.loads((sim / "summary.json").read_text())
+    page = parse(sim / REPORT_NAME)
+    for lines in (sequential_lines(summary, SIM["traffic"]["batch_hours"]), multiple_lines(summary)):
+        assert lines  # the config asks for O'Brien-Fleming on team_draft and Holm on ab's metrics
+        assert "\n".join(ln for ln in lines if ln.strip()) in page.pre
+    assert "obrien_fleming" in page.text("calibration") and "holm over 3 tests" in page.text("calibration")
 
 
 def test_unknown_results_are_shown_not_dropped(sim: Path, tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ __all__ = ["answer_rows", "is_biased", "simulate_sections"]
 KNOWN_KEYS = frozenset({
     "onlineeval_version", "config_fingerprint", "conventions", "world", "truth", "offline", "designs",
     "required_impressions_ratio", "monitoring", "truth_by_segment", "config", "counterfactual",
-    "assumption_sweep",
+    "assumption_sweep", "sequential", "multiple",
 })
 
 
@@ -253,7 +253,8 @@ def shrinkage_section(folder: Path, summary: dict[str, Any]) -> Html:
             caption="Offline and online differences by query segment", text_columns=(0,)))
     conv = summary.get("conventions") or {}
     parts.append(note("Shrinkage: ", conv.get("shrinkage", "-"), ". Segments: ", conv.get("query_segments", "-"),
-                      ". Offline: ", tree(conv.get("offline") or {})))
+                      ". The offline metric's conventions (gain, ties, cut-off, unjudged documents) are under ",
+                      tag("a", "Conventions", href="#conventions"), "."))
     return join(parts)
 
 
@@ -294,6 +295,29 @@ def calibration_section(summary: dict[str, Any]) -> Html:
                            text_columns=(0, 1, 8)))
         parts.append(note("Null check: ", conv.get("null_check", "-")))
     parts.append(_monitoring(summary))
+    parts.append(_decision_blocks(summary))
+    return join(parts)
+
+
+def _decision_blocks(summary: dict[str, Any]) -> Html:
+    """Each design's own sequential rule and the multiple-comparison corrections, as the
+    terminal summary prints them (their own formatters, from the same summary.json)."""
+    from simulations.multiple import multiple_lines
+    from simulations.sequential import sequential_lines
+
+    batch_hours = ((summary.get("config") or {}).get("traffic") or {}).get("batch_hours", 24)
+    parts: list[Any] = []
+    for key, title, lines in (("sequential", "Sequential decisions", sequential_lines),
+                              ("multiple", "Multiple comparisons", multiple_lines)):
+        if not summary.get(key):
+            continue
+        try:
+            text = lines(summary, batch_hours) if key == "sequential" else lines(summary)
+        except (KeyError, TypeError, ValueError):  # a newer summary than its formatter: show it as it is
+            parts += [tag("h3", title), tree(summary[key])]
+            continue
+        if text:
+            parts += [tag("h3", title), tag("pre", "\n".join(line for line in text if line.strip()))]
     return join(parts)
 
 
