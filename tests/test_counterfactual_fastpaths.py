@@ -180,6 +180,40 @@ def test_policy_propensities_and_samples_equal_the_old_code(spec, k, padding):
     assert g_new.bit_generator.state == g_old.bit_generator.state  # the same draws, no more, no fewer
 
 
+@pytest.mark.parametrize("components", [
+    [(0.2, 6, "A", 0.8), (0.2, 6, "B", 0.2)],
+    [(0.5, 3, "A", 1.0)],
+    [(0.1, 7, "A", 0.5), (0.9, 4, "B", 0.3), (0.4, 2, "C", 0.2)],
+])
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_stacked_epsilon_greedy_mixture_equals_the_old_code(components, k):
+    """A mixture of epsilon-greedy loggers that fill the slots is computed for all its
+    components at once (``StackedEpsilonGreedy``); its propensities equal the old code's
+    exactly on sampled lists (the all-valid shortcut) and on lists with repeats,
+    non-candidates and empty slots, also when a component lacks a candidate the others
+    have and when ``n`` is below the candidate count (ranks outside the shuffled top)."""
+    from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+
+    rng = np.random.default_rng(k + 10 * len(components))
+    m = 7
+    scores = {name: _scores(rng, 30, m, padding=False) for name in ("A", "B", "C")}
+    scores["C"][:, 6] = NEG  # C has one candidate fewer (still at least k)
+    spec = {"policy": "mixture", "components": [
+        {"policy": "epsilon_greedy", "epsilon": e, "n": n, "scores": s, "weight": w} for e, n, s, w in components]}
+    policy = build_policy(spec, scores, k)
+    assert isinstance(policy._stacked(), StackedEpsilonGreedy)
+    q = rng.integers(0, 30, size=800)
+    for r in (policy.sample(q, rng), _lists(rng, policy, q)):
+        new, old = policy.propensities(q, r), _old_propensities(policy, q, r)
+        for a, b in zip((new.list, new.prefix, new.item), (old.list, old.prefix, old.item)):
+            assert a.shape == b.shape and np.array_equal(a, b)
+    padded = {name: _scores(rng, 30, m, padding=True) for name in ("A", "B")}
+    other = build_policy({"policy": "mixture", "components": [
+        {"policy": "epsilon_greedy", "epsilon": 0.2, "scores": "A"}, {"policy": "epsilon_greedy", "scores": "B"}]},
+        padded, 3)
+    assert other._stacked() is None  # some query has fewer than k candidates: the general path
+
+
 @pytest.mark.parametrize("weights", [[1.0], [0.8, 0.2], [0.2, 0.8], [0.5, 0.5], [0.1, 0.2, 0.3, 0.4],
                                      [1e-9, 1.0 - 1e-9], [1 / 3, 1 / 3, 1 / 3]])
 def test_mixture_pick_is_generator_choice(weights):

@@ -140,9 +140,22 @@ class MixturePolicy(LoggingPolicy):
         return self._checked_propensities(q, r)
 
     def _checked_propensities(self, q: IntArray, r: IntArray, repeat: BoolArray | None = None) -> Propensities:
+        stacked = self._stacked()
+        if stacked is not None:  # epsilon-greedy components: all at once (the same numbers)
+            return stacked(q, r, repeat)  # type: ignore[no-any-return]
         if repeat is None and self.k > 1:  # the repeated entries of r: the same for every component
             repeat = repeated_entries(r)
         return mix_propensities(self.weights, [c._checked_propensities(q, r, repeat) for c in self.components])
+
+    def _stacked(self) -> Any:
+        """:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` of the
+        components when they all are epsilon-greedy policies filling the slots, else None
+        (decided once)."""
+        if not hasattr(self, "_stacked_kernel"):
+            from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+
+            self._stacked_kernel = StackedEpsilonGreedy.build(self.components, self.weights)
+        return self._stacked_kernel
 
     def shown_probability(self, query: ArrayLike, docs: ArrayLike) -> FloatArray:
         q = self._queries(query)
