@@ -94,25 +94,30 @@ class CascadeDR(ClickModelEstimator):
         return [cls(model="cm")]
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        q_t, _, t_rows = self.predictions(data, target, reward)
+        pred = self.predictions(data, target, reward)
+        # Q_j of the target's list, once per (fold, query): the model's expected reward of slots >= j
+        big_q = np.cumsum(pred.q_uq[:, :, ::-1], axis=2)[:, :, ::-1]
         num, w = cascade_dr_terms(
             np.asarray(target.propensities(data.query, data.shown).prefix, dtype=np.float64),
-            data.p_prefix, data.valid, reward.slot_rewards(data.clicks), q_t,
+            data.p_prefix, data.valid, reward.slot_rewards(data.clicks),
+            big_q[0][pred.qinv] if pred.fold is None else big_q[pred.fold, pred.qinv],
         )
-        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, t_rows)}
+        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}
         return Terms(num=num, weights=w, notes=notes)
 
 
 def cascade_dr_terms(
-    target_prefix: np.ndarray, logged_prefix: np.ndarray, valid: np.ndarray, r: np.ndarray, q_t: np.ndarray
+    target_prefix: np.ndarray, logged_prefix: np.ndarray, valid: np.ndarray, r: np.ndarray, big_q: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-impression Cascade-DR numerators and the prefix weights ``(n, k)``.
 
-    ``q_t`` holds the model's expected slot rewards of the target's list; ``Q_j`` is its
-    sum over slots ``>= j``. Empty slots have weight 0 and reward 0.
+    ``big_q`` holds :math:`\\hat Q_j`, the model's expected reward of the target's list
+    over slots ``>= j``. Empty slots have weight 0 and reward 0. The numerator is
+    :math:`\\sum_j w_{1:j}(r_j - \\hat Q_j) + w_{1:j-1}\\hat Q_j
+    = \\sum_j w_{1:j} r_j + \\hat Q_0 + \\sum_{j \\ge 1} w_{1:j-1}\\hat Q_j - \\sum_j w_{1:j}\\hat Q_j`.
     """
     w = np.where(valid, target_prefix / logged_prefix, 0.0)
-    w_above = np.concatenate([np.ones((w.shape[0], 1)), w[:, :-1]], axis=1)
-    big_q = np.cumsum(q_t[:, ::-1], axis=1)[:, ::-1]
-    num = (w * (r - big_q) + w_above * big_q).sum(axis=1)
+    num = (w * (r - big_q)).sum(axis=1) + big_q[:, 0]
+    if w.shape[1] > 1:
+        num += (w[:, :-1] * big_q[:, 1:]).sum(axis=1)
     return num, w

@@ -66,6 +66,7 @@ import numpy as np
 
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.estimators.base import (
+    BoolArray,
     Estimator,
     FloatArray,
     IntArray,
@@ -99,18 +100,31 @@ def expected_slot_rewards(model: Any, query: IntArray, lists: IntArray, reward: 
     if n == 0:
         return np.zeros((0, k))
     imp = Impressions(query=np.asarray(query, dtype=np.int64), docs=docs)
-    w = reward.position_weights(k)
     if reward.kind == "additive":
         p = np.asarray(model.click_probabilities(imp), dtype=np.float64)
     else:
-        h = np.asarray(model.conditional_click_probabilities(imp, np.zeros((n, k), dtype=bool)), dtype=np.float64)
-        survive = np.cumprod(1.0 - h, axis=1)
+        p = np.asarray(model.conditional_click_probabilities(imp, np.zeros((n, k), dtype=bool)), dtype=np.float64)
+    return slot_rewards_from(p, docs >= 0, reward, type(model).__name__)
+
+
+def slot_rewards_from(p: FloatArray, valid: BoolArray, reward: Reward, who: str) -> FloatArray:
+    r"""Expected slot rewards from a model's click probabilities ``p`` ``(n, k)``: the
+    marginals :math:`\hat P(C_j = 1)` for additive rewards, the click probabilities given
+    no click above :math:`\hat h_j` for first-click rewards (see the module docstring);
+    0 where ``valid`` is false. Returns a new array (``p`` is not modified)."""
+    n, k = valid.shape
+    if reward.kind != "additive" and p.shape == (n, k):
+        survive = np.cumprod(1.0 - p, axis=1)
         above = np.concatenate([np.ones((n, 1)), survive[:, :-1]], axis=1)
-        p = h * above
+        p = p * above
     if p.shape != (n, k) or not np.all(np.isfinite(p)):
-        raise InputError(f"reward model {type(model).__name__}: click probabilities of shape {p.shape} "
+        raise InputError(f"reward model {who}: click probabilities of shape {p.shape} "
                          f"(expected {(n, k)}) or not finite")
-    return np.where(docs >= 0, p, 0.0) * w[None, :]
+    w = reward.position_weights(k)
+    out = np.where(valid, p, 0.0)
+    if np.any(w != 1.0):
+        out *= w[None, :]
+    return out
 
 
 def target_lists(target: Target, query: IntArray, k: int) -> IntArray:
@@ -142,6 +156,46 @@ def _fold_ids(data: LoggedData, folds: int) -> IntArray:
         return np.arange(data.n, dtype=np.int64) % folds
     _, inv = np.unique(data.user, return_inverse=True)
     return inv.astype(np.int64) % folds
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """The reward model's predictions for one log and target.
+
+    Attributes
+    ----------
+    qinv:
+        ``(n,)`` each impression's index among the log's distinct queries.
+    t_uq:
+        ``(U, k)`` the target's list for each distinct query (cut or padded to ``k``).
+    q_uq:
+        ``(F, U, k)`` expected slot rewards of those lists under the model of each fold
+        (``F = 1`` without cross-fitting): computed once per (query, target list).
+    fold:
+        ``(n,)`` each impression's fold, ``None`` without cross-fitting.
+    q_s:
+        ``(n, k)`` expected slot rewards of the logged lists (when asked for), each
+        impression's from its fold's model.
+    """
+
+    qinv: IntArray
+    t_uq: IntArray
+    q_uq: FloatArray
+    fold: IntArray | None
+    q_s: FloatArray | None
+
+    def target_rows(self) -> FloatArray:
+        """``(n, k)`` expected slot rewards of the target's list of each impression."""
+        return self.q_uq[0][self.qinv] if self.fold is None else self.q_uq[self.fold, self.qinv]
+
+    def target_sums(self) -> FloatArray:
+        """``(n,)`` expected reward of the target's list of each impression (the DM term)."""
+        sums = self.q_uq.sum(axis=2)
+        return sums[0][self.qinv] if self.fold is None else sums[self.fold, self.qinv]
+
+    def t_rows(self) -> IntArray:
+        """``(n, k)`` the target's list of each impression."""
+        return self.t_uq[self.qinv]
 
 
 @dataclass(frozen=True)
@@ -207,95 +261,145 @@ class ClickModelEstimator(Estimator):
         return _ALIAS.get(self.model.lower(), self.model.lower()) if isinstance(self.model, str) \
             else type(self.model).__name__
 
-    def fit_model(self, data: LoggedData) -> Any:
-        """The click model fitted on ``data`` (or the given model object)."""
+    @property
+    def aggregated(self) -> bool:
+        """Whether the model is fitted from aggregated counts
+        (:mod:`onlineeval.estimators.model_fit`): a named model of
+        :data:`~onlineeval.estimators.model_fit.FAST_MODELS` with options its fit takes
+        (anything else goes to :mod:`clickmodels.estimation`, which also reports bad options)."""
+        from onlineeval.estimators.model_fit import FAST_MODELS
+
+        if not isinstance(self.model, str) or self.model_name not in FAST_MODELS:
+            return False
+        if self.model_name in ("pbm", "ubm"):
+            return self.method in (None, "em")
+        return self.method in (None, "closed_form") and self.max_iter is None and self.tol is None
+
+    def fitted(self, data: LoggedData) -> Any:
+        """The reward model for ``data``: an :class:`~onlineeval.estimators.model_fit.AggregatedFit`
+        (cached per log and options), a fitted :class:`clickmodels.ClickModel`, or the given model."""
         if not isinstance(self.model, str):
             return self.model
+        if data.query.size and data.query.min() < 0:
+            raise InputError("model-based estimators need query indices >= 0", data.source)
+        opts = {k: getattr(self, k) for k in ("method", "max_iter", "tol", "pseudo") if getattr(self, k) is not None}
+        opts.setdefault("pseudo", 0.0)  # the maximum likelihood (see the class docstring)
+        if self.aggregated:
+            from onlineeval.estimators.model_fit import aggregated_fit, check_fittable
+
+            check_fittable(data)
+            return aggregated_fit(data, self.model_name, pseudo=float(opts["pseudo"]), max_iter=self.max_iter,
+                                  tol=self.tol)
         from clickmodels.estimation import fit  # lazy
         from clickmodels.logs import from_arrays
 
-        if data.query.size and data.query.min() < 0:
-            raise InputError("model-based estimators need query indices >= 0", data.source)
         log = from_arrays(data.query, data.shown, data.clicks)
-        opts = {k: getattr(self, k) for k in ("method", "max_iter", "tol", "pseudo") if getattr(self, k) is not None}
-        opts.setdefault("pseudo", 0.0)  # the maximum likelihood (see the class docstring)
         try:
             return fit(self.model_name, log, **opts)
         except ConfigError as exc:
             raise ConfigError(("estimator", *exc.key_path), f"{self.name}: {exc.message}") from None
 
-    def predictions(
-        self, data: LoggedData, target: Target, reward: Reward, *, logged: bool = False, fitted: Any = None
-    ) -> tuple[FloatArray, FloatArray | None, IntArray]:
-        """Expected slot rewards of the target's list ``(n, k)`` and, with ``logged``, of
-        the logged list ``(n, k)``, each impression's from its fold's model; and the
-        target lists ``(n, k)``. ``fitted``: the model already fitted on ``data`` (one
-        fold only)."""
-        uq, inv = np.unique(data.query, return_inverse=True)
+    def fit_model(self, data: LoggedData) -> Any:
+        """The click model fitted on ``data`` (or the given model object): the
+        :class:`clickmodels.ClickModel` :func:`clickmodels.estimation.fit` returns."""
+        return _as_model(self.fitted(data))
+
+    def predictions(self, data: LoggedData, target: Target, reward: Reward, *,
+                    logged: bool | IntArray = False) -> Predictions:
+        """The model's expected slot rewards of the target's list per distinct query (and
+        fold) and, with ``logged``, of the logged lists (``True``: every impression; an
+        index array: those impressions only, in that order); see :class:`Predictions`."""
+        from onlineeval.estimators.model_fit import AggregatedFit, logged_probabilities
+
+        uq, inv = data.query_groups
         t_uq = target_lists(target, uq, data.k)
-        t_rows = t_uq[inv]
-        q_t = np.zeros((data.n, data.k))
-        q_s = np.zeros((data.n, data.k)) if logged else None
         if self.folds == 1:
-            parts = [(np.ones(data.n, dtype=bool), self.fit_model(data) if fitted is None else fitted)]
+            fold = None
+            parts = [self.fitted(data)]
         else:
             fold = _fold_ids(data, self.folds)
             if np.unique(fold).size < self.folds:
                 raise InputError(f"{self.name}: {self.folds} folds need at least {self.folds} users/impressions",
                                  data.source)
-            parts = [(fold == f, self.fit_model(data.take(fold != f))) for f in range(self.folds)]
-        for rows, mdl in parts:
-            qs = np.unique(inv[rows])
-            per_q = np.zeros((uq.size, data.k))
-            per_q[qs] = expected_slot_rewards(mdl, uq[qs], t_uq[qs], reward)
-            q_t[rows] = per_q[inv[rows]]
-            if q_s is not None:
-                q_s[rows] = expected_slot_rewards(mdl, data.query[rows], data.shown[rows], reward)
-        return q_t, q_s, t_rows
+            parts = [self.fitted(data.take(fold != f)) for f in range(self.folds)]
+        q_uq = np.stack([expected_slot_rewards(_as_model(mdl), uq, t_uq, reward) for mdl in parts])
+        q_s = None
+        if logged is not False:
+            want = None if logged is True else np.asarray(logged, dtype=np.int64)
+            q_s = np.zeros((data.n if want is None else want.size, data.k))
+            for f, mdl in enumerate(parts):
+                if fold is None:
+                    pos, rows = None, want
+                else:
+                    pos = np.flatnonzero(fold == f) if want is None else np.flatnonzero(fold[want] == f)
+                    rows = pos if want is None else want[pos]
+                p = logged_probabilities(mdl, data, rows, reward) if isinstance(mdl, AggregatedFit) else None
+                docs = data.shown if rows is None else data.shown[rows]
+                if p is None:
+                    part = expected_slot_rewards(_as_model(mdl), data.query if rows is None else data.query[rows],
+                                                 docs, reward)
+                else:
+                    part = slot_rewards_from(p, docs >= 0, reward, mdl.name)
+                if pos is None:
+                    q_s = part
+                else:
+                    q_s[pos] = part
+        return Predictions(inv, t_uq, q_uq, fold, q_s)
 
     @staticmethod
-    def unseen_notes(data: LoggedData, t_rows: IntArray) -> dict[str, Any]:
-        """How many target (query, document) pairs were never shown for that query in the log."""
-        valid_t = t_rows >= 0
-        seen = np.unique(_keys(data.query[:, None], data.shown)[data.valid])
-        tk = _keys(data.query[:, None], t_rows)
-        hit = np.zeros(tk.shape, dtype=bool)
-        if seen.size:
-            pos = np.minimum(np.searchsorted(seen, tk), seen.size - 1)
-            hit = seen[pos] == tk
-        unseen = valid_t & ~hit
-        pairs = np.unique(tk[valid_t])
+    def unseen_notes(data: LoggedData, t_uq: IntArray) -> dict[str, Any]:
+        """How many target (query, document) pairs were never shown for that query in the
+        log (``t_uq``: the target's list per distinct query of ``data``), and the share of
+        the target's slots over impressions that hold one."""
+        from onlineeval.estimators.model_fit import pair_index
+
+        idx = pair_index(data)
+        valid_t = t_uq >= 0
+        codes = idx.lookup(np.arange(idx.uq.size), t_uq)
+        unseen = valid_t & (codes < 0)
+        weight = idx.n_q[:, None]
+        total = int((weight * valid_t).sum())
         return {
-            "target_pairs": int(pairs.size),
-            "unseen_target_pairs": int(np.unique(tk[unseen]).size),
-            "unseen_slot_share": float(unseen.sum() / valid_t.sum()) if valid_t.any() else math.nan,
+            "target_pairs": _distinct_pairs(t_uq, valid_t),
+            "unseen_target_pairs": _distinct_pairs(t_uq, unseen),
+            "unseen_slot_share": float(int((weight * unseen).sum()) / total) if total else math.nan,
         }
+
+
+def _as_model(fitted: Any) -> Any:
+    """The click-model object behind a :meth:`ClickModelEstimator.fitted` result."""
+    from onlineeval.estimators.model_fit import AggregatedFit
+
+    return fitted.model if isinstance(fitted, AggregatedFit) else fitted
+
+
+def _distinct_pairs(t_uq: IntArray, mask: BoolArray) -> int:
+    """Distinct (query, document) pairs among the ``mask``-ed slots of ``t_uq`` (one row per query)."""
+    rows, cols = np.nonzero(mask)
+    if rows.size == 0:
+        return 0
+    return int(np.unique(np.stack([rows, t_uq[rows, cols]], axis=1), axis=0).shape[0])
 
 
 #: a target (query, document) pair the log shows fewer times than this is "rare"
 RARE_SHOWS = 10
 
 
-def _rare_notes(data: LoggedData, t_rows: IntArray) -> dict[str, Any]:
+def _rare_notes(data: LoggedData, t_uq: IntArray) -> dict[str, Any]:
     """Share of the target's slots (over impressions) whose (query, document) pair the
     log shows fewer than :data:`RARE_SHOWS` times: there a fitted model's relevance rests
     on a handful of impressions."""
-    keys = _keys(data.query[:, None], data.shown)[data.valid]
-    seen, counts = np.unique(keys, return_counts=True)
-    valid_t = t_rows >= 0
-    tk = _keys(data.query[:, None], t_rows)
-    shows = np.zeros(tk.shape, dtype=np.int64)
-    if seen.size:
-        pos = np.minimum(np.searchsorted(seen, tk), seen.size - 1)
-        shows = np.where(seen[pos] == tk, counts[pos], 0)
+    from onlineeval.estimators.model_fit import pair_index
+
+    idx = pair_index(data)
+    valid_t = t_uq >= 0
+    codes = idx.lookup(np.arange(idx.uq.size), t_uq)
+    shows = np.where(codes >= 0, idx.shows[np.maximum(codes, 0)], 0)
     rare = valid_t & (shows < RARE_SHOWS)
+    weight = idx.n_q[:, None]
+    total = int((weight * valid_t).sum())
     return {"rare_shows": RARE_SHOWS,
-            "rare_slot_share": float(rare.sum() / valid_t.sum()) if valid_t.any() else math.nan}
-
-
-def _keys(query: IntArray, docs: IntArray) -> IntArray:
-    q = np.broadcast_to(np.asarray(query, dtype=np.int64), np.shape(docs))
-    return (q << 32) | (np.asarray(docs, dtype=np.int64) & 0xFFFFFFFF)
+            "rare_slot_share": float(int((weight * rare).sum()) / total) if total else math.nan}
 
 
 @register_estimator
@@ -318,13 +422,12 @@ class DirectMethod(ClickModelEstimator):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         linearise = (self.model_name == "pbm" and isinstance(self.model, str) and self.folds == 1
                      and reward.kind == "additive")
-        mdl = self.fit_model(data) if linearise else None
-        q_t, _, t_rows = self.predictions(data, target, reward, fitted=mdl)
+        pred = self.predictions(data, target, reward)
         notes: dict[str, Any] = {"model": self.model_name, "folds": int(self.folds),
-                                 **self.unseen_notes(data, t_rows), **_rare_notes(data, t_rows)}
-        num = q_t.sum(axis=1)
+                                 **self.unseen_notes(data, pred.t_uq), **_rare_notes(data, pred.t_uq)}
+        num = pred.target_sums()
         if linearise:
-            corr = _pbm_correction(mdl, data, target, reward)
+            corr = _pbm_correction(self.fit_model(data), data, target, reward)
             notes["correction_mean"] = float(corr.mean())
             num = num + corr - corr.mean()
             notes["se"] = ("linearised: includes the fitted relevances' error (the examination treated as known), "
@@ -354,15 +457,34 @@ def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) 
     (the PBM-IPS weight with the empirical propensity times the model's residual).
     Its mean is 0 at the moment estimate and near 0 at the MLE (recorded as
     ``notes["correction_mean"]`` and removed, so the value stays the model's); it
-    adds the variance of the fitted relevances to the CLT interval."""
-    from clickmodels.base import Impressions  # lazy
-    from onlineeval.estimators.pbm_ips import click_propensities, target_slots
+    adds the variance of the fitted relevances to the CLT interval.
 
-    theta = np.asarray(mdl.examination, dtype=np.float64)[: data.k]
-    p = np.asarray(mdl.click_probabilities(Impressions(query=data.query, docs=data.shown)), dtype=np.float64)
-    rho = click_propensities(data, theta, "empirical")
-    slots = target_slots(data, target)
-    s = np.maximum(slots, 0)
-    w = reward.position_weights(data.k)
-    ratio = np.where(slots >= 0, w[s] * theta[s] / rho, 0.0)
-    return (ratio * np.where(data.valid, data.clicks - p, 0.0)).sum(axis=1)
+    ``mdl`` is a PBM (``examination`` and an ``attractiveness`` table). Every factor but
+    the click and the slot's examination depends on the (query, document) pair only, so
+    they are computed once per pair of the log; one O(n k) pass gathers them.
+    """
+    from clickmodels.base import Impressions  # lazy
+    from onlineeval.estimators.model_fit import cells, pair_index
+
+    idx = pair_index(data)
+    k, m = data.k, idx.n_pairs
+    theta = np.asarray(mdl.examination, dtype=np.float64)[:k]
+    cl = cells(data, "rank")
+    exam_mass = np.bincount(cl.pair, cl.shows * theta[cl.exam], minlength=m)  # E_qd
+    rho = exam_mass / idx.n_q[idx.qi]
+    alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.query, docs=idx.doc[:, None])),
+                       dtype=np.float64)[:, 0]
+    # the target's slot of each pair (a repeated target document keeps its first slot)
+    t_uq = target_lists(target, idx.uq, k)
+    t_code = idx.lookup(np.arange(idx.uq.size), t_uq)
+    slot_of = np.full(m, k, dtype=np.int64)
+    tq, ts = np.nonzero(t_code >= 0)
+    np.minimum.at(slot_of, t_code[tq, ts], ts)
+    s = np.minimum(slot_of, k - 1)
+    w = reward.position_weights(k)
+    ratio = np.where(slot_of < k, w[s] * theta[s] / rho, 0.0)
+    # sum_j ratio (c_ij - theta_j alpha): the clicked slots' ratios minus the model's part
+    rows, cols = np.nonzero(data.clicks)
+    clicked = np.bincount(rows, ratio[idx.code[rows, cols]], minlength=data.n)
+    expected = np.append(ratio * alpha, 0.0)[idx.code] @ theta  # code -1 (empty slot): the appended 0
+    return clicked - expected

@@ -101,23 +101,25 @@ class DR(ClickModelEstimator):
         return [cls(model="dctr")]
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        q_t, q_s, t_rows = self.predictions(data, target, reward, logged=True)
+        pred = self.predictions(data, target, reward, logged=True)
+        q_s = pred.q_s
         assert q_s is not None  # requested with logged=True (not input validation)
         p_t = np.asarray(target.propensities(data.query, data.shown).item, dtype=np.float64)
-        valid = data.valid
-        w = np.where(valid, p_t / data.p_item, 0.0)
-        used = (w > 0) & (data.shown == t_rows)
-        gap = np.abs(q_s - q_t)[used]
-        if gap.size and gap.max() > 1e-9:
-            raise InputError(
-                f"dr: the reward model ({self.model_name}) predicts slot rewards that depend on more than the "
-                f"slot's document (differences up to {gap.max():.3g} for the same document and slot); item-weight "
-                "DR needs an independent-click model (pbm, dctr, rctr, gctr); use dr_list or cascade_dr",
-                data.source,
-            )
+        w = np.where(data.valid, p_t / data.p_item, 0.0)
+        if not self.aggregated:  # a model object (fitted independent models are so by construction)
+            used = (w > 0) & (data.shown == pred.t_rows())
+            gap = np.abs(q_s - pred.target_rows())[used]
+            if gap.size and gap.max() > 1e-9:
+                raise InputError(
+                    f"dr: the reward model ({self.model_name}) predicts slot rewards that depend on more than the "
+                    f"slot's document (differences up to {gap.max():.3g} for the same document and slot); "
+                    "item-weight DR needs an independent-click model (pbm, dctr, rctr, gctr); use dr_list or "
+                    "cascade_dr",
+                    data.source,
+                )
         r = reward.slot_rewards(data.clicks)
-        num = (q_t + w * (r - q_s)).sum(axis=1)
-        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, t_rows)}
+        num = pred.target_sums() + (w * (r - q_s)).sum(axis=1)
+        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}
         return Terms(num=num, weights=w, notes=notes)
 
 
@@ -142,10 +144,14 @@ class ListDR(ClickModelEstimator):
         return [cls(model="cm")]
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        q_t, q_s, t_rows = self.predictions(data, target, reward, logged=True)
-        assert q_s is not None  # requested with logged=True (not input validation)
         w = np.asarray(target.propensities(data.query, data.shown).list, dtype=np.float64) / data.p_list
-        r = reward.slot_rewards(data.clicks).sum(axis=1)
-        num = q_t.sum(axis=1) + w * (r - q_s.sum(axis=1))
-        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, t_rows)}
+        # the logged lists' model rewards matter only where the weight is not 0 (a deterministic
+        # target: where the logged list is the target's)
+        rows = np.flatnonzero(w)
+        pred = self.predictions(data, target, reward, logged=rows)
+        assert pred.q_s is not None  # requested with logged=rows (not input validation)
+        r = reward.slot_rewards(data.clicks[rows]).sum(axis=1)
+        num = pred.target_sums()
+        num[rows] += w[rows] * (r - pred.q_s.sum(axis=1))
+        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}
         return Terms(num=num, weights=w, notes=notes)

@@ -1,0 +1,421 @@
+r"""Click-model fits for the model-based estimators, from counts aggregated over the log.
+
+The direct method and the doubly robust estimators (:mod:`~onlineeval.estimators.dm`,
+:mod:`~onlineeval.estimators.dr`, :mod:`~onlineeval.estimators.cascade_dr`) fit a click
+model on the log. :mod:`clickmodels.estimation` fits from a :class:`clickmodels.logs.ClickLog`
+and runs every EM iteration over every slot of every (distinct) session. Here the log is
+aggregated once into its *sufficient statistics* and the fit runs on those:
+
+==========  =====================================================  =========================
+model       sufficient statistics                                  fit
+==========  =====================================================  =========================
+``pbm``     shows :math:`N` and clicks :math:`C` per (pair, rank)   EM, O(cells) per iteration
+``ubm``     :math:`N, C` per (pair, rank, rank of the click above)  EM, O(cells) per iteration
+``cm``      shows and clicks per pair down to the first click      closed form
+``dcm``     the same down to the last click; clicks and last       closed form
+            clicks per rank
+``dctr``    shows and clicks per pair                              closed form
+``rctr``    shows and clicks per rank                              closed form
+``gctr``    shown slots and clicks                                 closed form
+==========  =====================================================  =========================
+
+(a *pair* is a (query, document) pair of the log; *cells* are the distinct keys with at
+least one show). The E-step of the examination hypothesis (PBM, UBM) depends on a slot
+only through its pair, its examination index (rank; rank and previous click) and its
+click, so summing the posteriors of a cell's :math:`C` clicked and :math:`N - C` skipped
+slots gives exactly the per-slot sums of :mod:`clickmodels.estimation` (and the same
+log-likelihood, :math:`\sum C\log p + (N - C)\log(1-p)`): the same iterations, the same
+stopping rule (:func:`clickmodels.estimation._em.run_em`), the same parameters up to
+floating-point summation order. The closed forms are the same ratios of the same counts.
+
+Cost: one O(n k) pass to index the pairs and count (no sort when the (query, document)
+grid is small enough for a lookup table, else one sort of the slot keys), then O(cells)
+per EM iteration, against O(n k) per iteration before. The fitted model is returned as
+the :class:`clickmodels.ClickModel` that :func:`clickmodels.estimation.fit` would return
+(same class, same parameter tables, same default for unseen pairs); DCM by EM, DBN,
+SDBN and CCM (whose E-steps depend on whole sessions) are fitted by
+:mod:`clickmodels.estimation` as before.
+
+The per-log pair index and the fits are cached on the log object (one fit per log and
+options, shared by every target and estimator of the log).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from onlineeval.errors import InputError
+from onlineeval.estimators.base import FloatArray, IntArray, LoggedData, Reward
+
+__all__ = ["FAST_MODELS", "AggregatedFit", "PairIndex", "aggregated_fit", "check_fittable", "logged_probabilities",
+           "pair_index"]
+
+#: models fitted here from aggregated counts (the rest by :mod:`clickmodels.estimation`)
+FAST_MODELS: tuple[str, ...] = ("pbm", "ubm", "cm", "dcm", "dctr", "rctr", "gctr")
+#: closed-form models among them (EM options do not apply)
+_CLOSED_FORM = ("cm", "dcm", "dctr", "rctr", "gctr")
+#: the largest (distinct queries x document id range) grid indexed by a lookup table
+_DENSE_LIMIT = 1 << 24
+
+
+@dataclass(frozen=True, eq=False)
+class PairIndex:
+    """The (query, document) pairs of a log.
+
+    Attributes
+    ----------
+    qi, doc:
+        ``(m,)`` each pair's query (index into ``uq``) and document id, sorted by (query, document).
+    width:
+        One more than the largest document id of the log (pair keys are ``qi * width + doc``).
+    code:
+        ``(n, k)`` pair code of every slot (``-1``: empty).
+    shows:
+        ``(m,)`` slots showing each pair.
+    uq, qinv, n_q:
+        Distinct queries (sorted), each impression's index among them, impressions per query.
+    all_valid:
+        Whether every slot of the log shows a document.
+    """
+
+    qi: IntArray
+    doc: IntArray
+    width: int
+    code: IntArray
+    shows: IntArray
+    uq: IntArray
+    qinv: IntArray
+    n_q: IntArray
+    all_valid: bool
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.qi.shape[0])
+
+    @property
+    def query(self) -> IntArray:
+        """``(m,)`` each pair's query id."""
+        return self.uq[self.qi]
+
+    def lookup(self, qi: IntArray, docs: IntArray) -> IntArray:
+        """Pair codes of ``docs`` ``(r, k)`` for the query indices ``qi`` ``(r,)`` (``-1``:
+        empty, or a pair the log never shows)."""
+        d = np.asarray(docs, dtype=np.int64)
+        keys = self.qi * self.width + self.doc
+        inside = (d >= 0) & (d < self.width)
+        want = np.asarray(qi, dtype=np.int64)[:, None] * self.width + np.where(inside, d, 0)
+        if keys.size == 0:
+            return np.full(d.shape, -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+        return np.where(inside & (keys[pos] == want), pos, -1)
+
+
+def pair_keys(query: IntArray, doc: IntArray) -> IntArray:
+    """``query << 32 | doc`` for ids in ``[0, 2**31)``: sorted like (query, doc)."""
+    return (np.asarray(query, dtype=np.int64) << 32) | np.asarray(doc, dtype=np.int64)
+
+
+def check_fittable(data: LoggedData) -> None:
+    """Raise :class:`InputError` on what :func:`clickmodels.logs.from_arrays` and
+    :class:`clickmodels.logs.ClickLog` refuse: query ids below 0, document ids below ``-1``,
+    ids from ``2**31``, an empty slot above a shown one."""
+    idx = pair_index(data)
+    if idx.uq[0] < 0 or idx.uq[-1] >= 2**31 or idx.width > 2**31:
+        raise InputError("a fitted click model needs query ids in 0 .. 2**31 - 1 and document ids below 2**31",
+                         data.source)
+    if not idx.all_valid:
+        shown = data.shown
+        if shown.min() < -1:
+            raise InputError("model-based estimators need document ids >= -1 (-1: empty slot)", data.source)
+        valid = shown >= 0
+        if shown.shape[1] > 1 and np.any(~valid[:, :-1] & valid[:, 1:]):
+            raise InputError("empty slots must be at the end of a result list", data.source)
+
+
+def pair_index(data: LoggedData) -> PairIndex:
+    """The pair index of ``data`` (computed once per log; see :class:`PairIndex`).
+
+    One O(n k) pass: a lookup table over the (distinct query, document id) grid when it
+    has at most ``max(n k, 2**24)`` cells, else one sort of the slot keys.
+    """
+    cache = data.__dict__.setdefault("_model_fit_cache", {})
+    if "index" in cache:
+        return cache["index"]  # type: ignore[no-any-return]
+    shown = data.shown
+    valid = shown >= 0
+    all_valid = bool(valid.all())
+    uq, qinv = data.query_groups
+    n_q = np.bincount(qinv, minlength=uq.size)
+    width = max(int(shown.max()) + 1, 1)
+    if width >= 2**62 // max(uq.size, 1):
+        raise InputError(f"document ids up to {width - 1} are too large to index", data.source)
+    if uq.size * width <= max(_DENSE_LIMIT, data.n * data.k):
+        cell = qinv[:, None] * width + np.maximum(shown, 0)
+        counts = np.bincount(cell.ravel() if all_valid else cell[valid], minlength=uq.size * width)
+        present = np.flatnonzero(counts)
+        lut = np.full(uq.size * width, -1, dtype=np.int64)
+        lut[present] = np.arange(present.size)
+        code = lut[cell]
+        if not all_valid:
+            code[~valid] = -1
+        shows = counts[present]
+    else:  # a large grid: one sort of the slot keys
+        keys = qinv[:, None] * width + shown
+        present, inv, shows = np.unique(keys[valid], return_inverse=True, return_counts=True)
+        code = np.full(shown.shape, -1, dtype=np.int64)
+        code[valid] = inv.reshape(-1)
+    qi, doc = np.divmod(present, width)
+    out = PairIndex(qi.astype(np.int64), doc.astype(np.int64), width, code, shows.astype(np.int64), uq,
+                    qinv, n_q, all_valid)
+    cache["index"] = out
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class AggregatedFit:
+    """A click model fitted from aggregated counts (see the module docstring).
+
+    Attributes
+    ----------
+    name:
+        The model (one of :data:`FAST_MODELS`).
+    query, doc:
+        ``(m,)`` the training log's pairs (sorted).
+    attraction:
+        ``(m,)`` per-pair attractiveness (``None`` for ``rctr``, ``gctr``).
+    default:
+        The value for pairs the training log never shows (the impression-weighted mean,
+        as :meth:`clickmodels.estimation.PairTable.from_codes`).
+    params:
+        The model's other parameters by constructor name (``examination``,
+        ``continuation``, ``p``).
+    trace:
+        The :class:`clickmodels.estimation.FitTrace` (EM: iterations, log-likelihoods).
+    """
+
+    name: str
+    query: IntArray
+    doc: IntArray
+    attraction: FloatArray | None
+    default: float
+    params: dict[str, Any]
+    trace: Any
+
+    @functools.cached_property
+    def model(self) -> Any:
+        """The fitted :class:`clickmodels.ClickModel` (the class and tables
+        :func:`clickmodels.estimation.fit` returns for this model name; built once)."""
+        from clickmodels.base import ByQueryDoc, model_class
+
+        kwargs = dict(self.params)
+        if self.attraction is not None:
+            kwargs["attractiveness"] = ByQueryDoc(self.query, self.doc, self.attraction, default=self.default)
+        return model_class(self.name)(**kwargs)
+
+    def values_for(self, index: PairIndex) -> FloatArray:
+        """``(index.n_pairs,)`` this fit's attractiveness of each pair of ``index`` (the
+        default where the training log never showed it)."""
+        assert self.attraction is not None  # only called for models with a pair table (not input validation)
+        query = index.query
+        if index.n_pairs == self.query.size and np.array_equal(query, self.query) and np.array_equal(index.doc, self.doc):
+            return self.attraction
+        own = pair_keys(self.query, self.doc)
+        want = pair_keys(query, index.doc)
+        if own.size == 0:
+            return np.full(want.shape, self.default)
+        pos = np.minimum(np.searchsorted(own, want), own.size - 1)
+        return np.where(own[pos] == want, self.attraction[pos], self.default)
+
+
+def aggregated_fit(data: LoggedData, name: str, *, pseudo: float, max_iter: int | None = None,
+                   tol: float | None = None) -> AggregatedFit:
+    """Fit click model ``name`` (one of :data:`FAST_MODELS`) to ``data`` from aggregated
+    counts, with the options of :func:`clickmodels.estimation.fit_log` (``max_iter`` and
+    ``tol`` for the EM models only). Cached per log and options."""
+    if name not in FAST_MODELS:
+        raise ValueError(f"no aggregated fit for {name!r}")  # internal: callers check FAST_MODELS
+    cache = data.__dict__.setdefault("_model_fit_cache", {})
+    key = ("fit", name, float(pseudo), max_iter, tol)
+    if key not in cache:
+        idx = pair_index(data)
+        if name in ("pbm", "ubm"):
+            cache[key] = _fit_examination_em(data, idx, name, pseudo, max_iter, tol)
+        else:
+            cache[key] = _fit_closed_form(data, idx, name, pseudo)
+    return cache[key]  # type: ignore[no-any-return]
+
+
+def _default(value: FloatArray, count: FloatArray) -> float:
+    total = count.sum()
+    return float(np.dot(value, count) / total) if total > 0 else 0.5
+
+
+@dataclass(frozen=True, eq=False)
+class Cells:
+    """Shows and clicks per (pair, examination index) cell with at least one show.
+
+    ``pair``, ``exam``: ``(c,)`` each cell's pair code and examination index (rank for
+    PBM, ``rank * k + previous click + 1`` for UBM), sorted by (pair, index); ``shows``,
+    ``clicks``: ``(c,)`` float counts."""
+
+    pair: IntArray
+    exam: IntArray
+    shows: FloatArray
+    clicks: FloatArray
+
+
+def cells(data: LoggedData, kind: str = "rank") -> Cells:
+    """The (pair, rank) cells (``kind="rank"``) or the (pair, rank, previous click) cells
+    (``"previous_click"``) of ``data``; one O(n k) pass, cached per log."""
+    cache = data.__dict__.setdefault("_model_fit_cache", {})
+    if ("cells", kind) in cache:
+        return cache[("cells", kind)]  # type: ignore[no-any-return]
+    idx = pair_index(data)
+    k, m = data.k, idx.n_pairs
+    valid = idx.code >= 0
+    if kind == "rank":
+        n_exam = k
+        cell = idx.code * k + np.arange(k)[None, :]
+    else:
+        n_exam = k * k
+        ranks = np.where(data.clicks, np.arange(k)[None, :], -1)
+        prev = np.full(data.shown.shape, -1, dtype=np.int64)
+        if k > 1:
+            prev[:, 1:] = np.maximum.accumulate(ranks, axis=1)[:, :-1]
+        cell = idx.code * n_exam + (np.arange(k)[None, :] * k + prev + 1)
+    shown_cells = cell.ravel() if bool(valid.all()) else cell[valid]
+    clicked_cells = cell[data.clicks]
+    if m * n_exam <= max(_DENSE_LIMIT, 2 * shown_cells.size):
+        shows = np.bincount(shown_cells, minlength=m * n_exam)
+        nz = np.flatnonzero(shows)
+        n_cell, c_cell = shows[nz], np.bincount(clicked_cells, minlength=m * n_exam)[nz]
+    else:  # a sparse grid: sort the slot keys
+        nz, n_cell = np.unique(shown_cells, return_counts=True)
+        c_cell = np.bincount(np.searchsorted(nz, clicked_cells), minlength=nz.size)
+    pair, exam = np.divmod(nz, n_exam)
+    out = Cells(pair, exam, n_cell.astype(np.float64), c_cell.astype(np.float64))
+    cache[("cells", kind)] = out
+    return out
+
+
+def _fit_examination_em(data: LoggedData, idx: PairIndex, name: str, pseudo: float,
+                        max_iter: int | None, tol: float | None) -> AggregatedFit:
+    r"""PBM / UBM by EM over (pair, examination index) cells.
+
+    Per cell with :math:`C` clicks of :math:`N` shows at :math:`p = \alpha\gamma`, the
+    E-step of :func:`clickmodels.estimation._em.examination_posteriors` summed over the
+    cell's slots is :math:`C + (N - C)\,(\alpha - p)/(1 - p)` expected attractions and
+    :math:`C + (N - C)\,(\gamma - p)/(1 - p)` expected examinations
+    (:math:`\alpha(1-\gamma) = \alpha - p`; a cell with :math:`p = 1`, i.e.
+    :math:`\alpha = \gamma = 1`, adds :math:`C` to both, as there). Each iteration
+    works in preallocated buffers: O(cells) time, no allocation of that size."""
+    from clickmodels.estimation._em import run_em
+    from clickmodels.estimation.base import PROB_EPS, EMOptions, smoothed
+
+    base = EMOptions()
+    opt = EMOptions(max_iter=base.max_iter if max_iter is None else max_iter,
+                    tol=base.tol if tol is None else tol, pseudo=pseudo)
+    k, m = data.k, idx.n_pairs
+    n_exam = k if name == "pbm" else k * k
+    cl = cells(data, "rank" if name == "pbm" else "previous_click")
+    c_cell, skip_cell = cl.clicks, cl.shows - cl.clicks
+    views = np.bincount(cl.pair, cl.shows, minlength=m)
+    exam_views = np.bincount(cl.exam, cl.shows, minlength=n_exam)
+    a, g, p, t, u = (np.empty(cl.pair.size) for _ in range(5))
+
+    def step(state: tuple[FloatArray, FloatArray]) -> tuple[tuple[FloatArray, FloatArray], float]:
+        alpha, gamma = state
+        np.take(alpha, cl.pair, out=a)
+        np.take(gamma.reshape(-1), cl.exam, out=g)
+        np.multiply(a, g, out=p)
+        np.clip(p, PROB_EPS, 1.0 - PROB_EPS, out=t)
+        np.log(t, out=u)
+        ll = float(c_cell @ u)
+        np.negative(t, out=t)
+        np.log1p(t, out=t)
+        ll += float(skip_cell @ t)
+        # (N - C) / (1 - p); p = 1 only where alpha = gamma = 1, where alpha - p = gamma - p = 0
+        np.subtract(1.0, p, out=t)
+        np.maximum(t, 1e-300, out=t)
+        np.divide(skip_cell, t, out=t)
+        np.subtract(a, p, out=u)
+        np.multiply(u, t, out=u)
+        np.add(u, c_cell, out=u)
+        new_alpha = smoothed(np.bincount(cl.pair, u, minlength=m), views, opt.pseudo)
+        np.subtract(g, p, out=u)
+        np.multiply(u, t, out=u)
+        np.add(u, c_cell, out=u)
+        new_gamma = smoothed(np.bincount(cl.exam, u, minlength=n_exam), exam_views, opt.pseudo)
+        if name == "ubm":
+            new_gamma = np.tril(new_gamma.reshape(k, k))  # unused j > r: 0
+        return (new_alpha, new_gamma), ll
+
+    init_gamma = np.full(k, 0.5) if name == "pbm" else np.tril(np.full((k, k), 0.5))
+    (alpha, gamma), trace = run_em(data.n, opt, (np.full(m, 0.5), init_gamma), step)
+    return AggregatedFit(name, idx.query, idx.doc, alpha, _default(alpha, views), {"examination": gamma}, trace)
+
+
+def _fit_closed_form(data: LoggedData, idx: PairIndex, name: str, pseudo: float) -> AggregatedFit:
+    """CM, DCM, DCTR, RCTR, GCTR: the closed forms of :mod:`clickmodels.estimation`."""
+    from clickmodels.estimation.base import FitTrace, smoothed
+
+    trace = FitTrace("closed_form", 0, (), True, data.n, pseudo=float(pseudo))
+    k, m = data.k, idx.n_pairs
+    valid, clicks = idx.code >= 0, data.clicks
+    if name == "gctr":
+        p = float(smoothed(float(clicks.sum()), float(valid.sum()), pseudo))
+        return AggregatedFit(name, idx.query, idx.doc, None, math.nan, {"p": p}, trace)
+    if name == "rctr":
+        p = smoothed(clicks.sum(axis=0).astype(np.float64), valid.sum(axis=0).astype(np.float64), pseudo)
+        return AggregatedFit(name, idx.query, idx.doc, None, math.nan, {"p": p}, trace)
+    if name == "dctr":
+        views = idx.shows.astype(np.float64)
+        value = smoothed(np.bincount(idx.code[clicks], minlength=m).astype(np.float64), views, pseudo)
+        return AggregatedFit(name, idx.query, idx.doc, value, _default(value, views), {}, trace)
+    # cm / dcm: every slot down to the first (cm) / last (dcm) click counts as examined
+    has = clicks.any(axis=1)
+    if name == "cm":
+        stop = np.where(has, clicks.argmax(axis=1), k - 1)
+    else:
+        stop = np.where(has, k - 1 - clicks[:, ::-1].argmax(axis=1), k - 1)
+    examined = valid & (np.arange(k)[None, :] <= stop[:, None])
+    views = np.bincount(idx.code[examined], minlength=m).astype(np.float64)
+    value = smoothed(np.bincount(idx.code[examined & clicks], minlength=m).astype(np.float64), views, pseudo)
+    params: dict[str, Any] = {}
+    if name == "dcm":
+        clicks_r = clicks.sum(axis=0).astype(np.float64)
+        last_r = np.bincount(stop[has], minlength=k).astype(np.float64)
+        params["continuation"] = smoothed(clicks_r - last_r, clicks_r, pseudo)
+    return AggregatedFit(name, idx.query, idx.doc, value, _default(value, views), params, trace)
+
+
+def logged_probabilities(fit: AggregatedFit, data: LoggedData, rows: IntArray | None, reward: Reward) -> FloatArray | None:
+    r"""``(r, k)`` the fitted model's probabilities behind the expected slot rewards of the
+    *logged* lists of ``rows`` (all rows for ``None``): the marginal click probability
+    (additive rewards) or the click probability given no click above (first click), as
+    :func:`~onlineeval.estimators.dm.expected_slot_rewards` asks the model, computed from
+    the pair codes (no table lookups). ``None`` for a model without this shortcut (UBM)."""
+    if fit.name == "ubm":
+        return None
+    from clickmodels import kernels
+
+    idx = pair_index(data)
+    code = idx.code if rows is None else idx.code[rows]
+    k = data.k
+    if fit.name in ("gctr", "rctr"):
+        p = np.broadcast_to(np.asarray(fit.params["p"], dtype=np.float64).reshape(-1)[:k], code.shape)
+        return p if idx.all_valid else np.where(code >= 0, p, 0.0)
+    alpha = np.append(fit.values_for(idx), 0.0)[code]  # code -1 (empty slot): the appended 0
+    if fit.name == "dctr":
+        return alpha
+    if fit.name == "pbm":
+        return alpha * np.asarray(fit.params["examination"])[None, :k]
+    c1 = np.asarray(0.0) if fit.name == "cm" else np.asarray(fit.params["continuation"])[None, :k]
+    if reward.kind == "additive":
+        return kernels.chain_examination(alpha, c1, np.asarray(1.0), alpha.shape) * alpha
+    return kernels.chain_conditional(alpha, c1, np.asarray(1.0), np.zeros(alpha.shape, dtype=bool))
