@@ -9,28 +9,42 @@ inline mapping) and its points, either a grid (every combination, first axis slo
       users.click_model.preset: [navigational, informational]
 
 or a list of overrides (``points: [{rankers.B.noise: 0.8}, {traffic.queries_per_day: 3000}]``).
-Key paths are dotted with list indices in brackets (``users.types[0].share``). Optional:
-``output`` (the sweep's folder), ``replicates`` and ``seed`` (set on every point),
-``chunk`` (replicates per task; default ``ceil(R / 4)``), ``executor`` (``{type: local,
-workers: N}`` or ``{type: dask, address: tcp://host:8786 | local:N}``; see
-:mod:`simulations.executors`) and ``plot_x`` (the axis of the plot; default the first
-numeric one).
+Key paths are dotted with list indices in brackets (``users.types[0].share``).
+
+A grid axis may also be a folder of files, ``{folder: path, pattern: '*'}`` (relative to
+the sweep file): every regular, non-hidden file matching the pattern, sorted by name, is
+one value. For a TREC collection, ``collection.runs.B: {folder: runs/}`` makes every run in
+the folder a candidate B against the base config's baseline ``collection.runs.A`` (the
+baseline's own file is left out when it lies in the folder): a track's submitted runs as
+the "many candidate rankers". Every run file is read before anything runs.
+
+Optional: ``output`` (the sweep's folder), ``replicates`` and ``seed`` (set on every
+point), ``chunk`` (replicates per task; default ``ceil(R / 4)``), ``executor`` (``{type:
+local, workers: N}`` or ``{type: dask, address: tcp://host:8786 | local:N}``; see
+:mod:`simulations.executors`), ``plot_x`` (the axis of the effect plot; default the first
+numeric one) and ``shrinkage_by`` (axes whose values split the shrinkage study into
+groups, e.g. the click model: default one group of all points).
 
 Every point is validated before anything runs; an invalid one is a
 :class:`~onlineeval.errors.ConfigError` at ``grid.<axis>`` (or ``points[j].<axis>``)
 naming the value and the key path of the problem inside the point's config.
 
 Each point is an ordinary simulate run (:func:`simulations.job.simulate`'s format) into
-``<output>/points/point-NNN``, with its own fingerprint and partial file, so an
-interrupted sweep resumes: finished points (``summary.json`` with the point's fingerprint
-and replicates, no partial file) are read back, and unfinished ones keep the replicates in
-their partial file. The whole sweep is one list of tasks (point, chunk of replicates) for
-the executor; a point's results are written as soon as its last chunk is in.
+``<output>/points/point-NNN``, with its own fingerprint (over its config and the contents
+of every input file it names: qrels, both runs, ...) and partial file, so an interrupted
+sweep resumes: finished points (``summary.json`` with the point's fingerprint and
+replicates, no partial file) are read back, and unfinished ones keep the replicates in
+their partial file. The whole sweep is one list of tasks for the executor: per point its
+ground truth, then its chunks of replicates; the client only builds the worlds (cheap,
+and what Dask ships to the workers) and writes a point's results as soon as its truth and
+its last chunk are in.
 
-Output: ``points.csv`` (one row per point and design: the design's primary metric; also
-``points.parquet`` when pyarrow is installed), ``summary.json`` (the axes, the points with
-their overrides, folders and fingerprints, and the rows) and ``effect.png`` (each design's
-true online effect and mean estimate against one swept axis).
+Output (:mod:`simulations.sweep_outputs`): ``points.csv`` and ``points.parquet`` (one row
+per point and design: the design's primary metric and the shrinkage study's per-point
+columns), ``summary.json`` (the axes, the points with their overrides, labels, folders and
+fingerprints, the sweep's fingerprint, the rows and the shrinkage study under
+``"shrinkage"``, :mod:`simulations.shrinkage`), ``effect.png``, ``shrinkage.png`` and
+``mde.png``.
 """
 
 from __future__ import annotations
