@@ -16,6 +16,7 @@ _API = (
     "evaluate",
     "evaluate_letor",
     "simulate",
+    "sweep",
     "fit_clicks",
     "evaluate_clicks",
     "sample_clicks",
@@ -24,6 +25,7 @@ _API = (
     "estimate",
     "Evaluation",
     "Simulation",
+    "Sweep",
     "Estimates",
 )
 

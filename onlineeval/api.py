@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.stats import PairedResult
     from simulations.config import Config
     from simulations.job import SimulationResult
+    from simulations.sweep import SweepResult
 
 __all__ = [
     "ConfigError",
@@ -69,6 +70,7 @@ __all__ = [
     "Evaluation",
     "InputError",
     "Simulation",
+    "Sweep",
     "assert_valid_interleaver",
     "estimate",
     "evaluate",
@@ -77,6 +79,7 @@ __all__ = [
     "fit_clicks",
     "sample_clicks",
     "simulate",
+    "sweep",
     "validate",
 ]
 
@@ -745,6 +748,128 @@ def simulate(
                           f"{type(config).__name__}")
     out = None if output is None else Path(output)
     return Simulation(run_job(cfg, out, workers, fresh, on_progress, log))
+
+
+# ---------------------------------------------------------------------------- sweeps
+@dataclass(frozen=True)
+class Sweep:
+    """A finished sweep (:func:`sweep`): one row per point and design, and the shrinkage study.
+
+    Attributes
+    ----------
+    result:
+        :class:`simulations.sweep.SweepResult` (the validated sweep, rows, output folder,
+        the points this call computed, the study).
+    kept:
+        Whether the sweep folder was asked for (``output``); otherwise it lived in a
+        temporary folder, now removed, and :attr:`output` is ``None``.
+    """
+
+    result: SweepResult
+    kept: bool = True
+
+    @property
+    def points(self) -> pd.DataFrame:
+        """One row per point and design: the point's axis values, the design's primary metric,
+        offline delta, true effect, power, required days and the shrinkage columns
+        (``points.csv``)."""
+        return self.result.rows
+
+    @property
+    def shrinkage(self) -> dict[str, Any]:
+        """The shrinkage study across the points (``summary.json['shrinkage']``; structure in
+        :mod:`simulations.shrinkage`)."""
+        return self.result.shrinkage
+
+    @property
+    def axes(self) -> list[str]:
+        """The swept key paths."""
+        return list(self.result.sweep.axes)
+
+    @property
+    def output(self) -> Path | None:
+        """The sweep folder, when kept."""
+        return self.result.output if self.kept else None
+
+    def text(self) -> str:
+        """The study as ``onlineeval sweep`` prints it: relation, sign agreement, Kendall's tau,
+        the offline MDE."""
+        from simulations.shrinkage import format_shrinkage
+
+        return format_shrinkage(self.result.shrinkage)
+
+
+def sweep(
+    config: PathLike | Mapping[str, Any],
+    *,
+    output: PathLike | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    fresh: bool = False,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> Sweep:
+    """Run (or resume) a sweep of simulations, as ``onlineeval sweep``.
+
+    Parameters
+    ----------
+    config:
+        A sweep YAML file or a mapping of the same keys (``base``, ``grid`` or ``points``,
+        ``replicates``, ``seed``, ``chunk``, ``executor``, ``shrinkage_by``, ...); relative
+        paths in a mapping are relative to the working directory.
+    output:
+        The sweep folder to write (per-point results, ``points.csv``/``.parquet``,
+        ``summary.json``, plots, ``report.html``), where an interrupted sweep resumes.
+        ``None``: the config's ``output`` for a file that names one; otherwise a
+        temporary folder, removed when the sweep is done.
+    workers, scheduler:
+        Local processes (0 = all cores), or a Dask scheduler (``tcp://host:8786`` or
+        ``local:N``); the numbers depend on neither.
+    fresh:
+        Recompute every point (ignore finished work in ``output``).
+    progress, log:
+        Progress lines on stderr; a callback for one-line messages.
+
+    Returns
+    -------
+    Sweep
+
+    Raises
+    ------
+    ConfigError
+        At the sweep key (``grid.<axis>``, ``points[j].<axis>``, ...) with the key path of
+        the problem in the point's config; every point is validated before anything runs.
+    """
+    import shutil
+    import tempfile
+
+    from simulations.sweep import load_sweep, run_sweep, sweep_from_mapping
+
+    temp: str | None = None
+    if _is_path(config):
+        text = Path(config)
+        if output is None:
+            from simulations.yaml_safe import load_yaml
+
+            if text.is_file() and isinstance(data := load_yaml(text), dict) and not data.get("output"):
+                temp = tempfile.mkdtemp(prefix="onlineeval-sweep-")
+        spec = load_sweep(text, output if temp is None else temp)
+    elif isinstance(config, Mapping):
+        data = copy.deepcopy(dict(config))
+        if output is not None:
+            data["output"] = str(output)
+        elif not data.get("output"):
+            temp = tempfile.mkdtemp(prefix="onlineeval-sweep-")
+            data["output"] = temp
+        spec = sweep_from_mapping(data, Path.cwd(), "sweep")
+    else:
+        raise ConfigError((), f"config must be a path or a mapping, got {type(config).__name__}")
+    try:
+        result = run_sweep(spec, workers=workers, scheduler=scheduler, fresh=fresh, progress=progress, log=log)
+    finally:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+    return Sweep(result, kept=temp is None)
 
 
 # --------------------------------------------------------------------------- clicks

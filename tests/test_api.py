@@ -454,6 +454,41 @@ def test_evaluate_letor_equals_the_cli(tmp_path: Path) -> None:
         onlineeval.evaluate_letor(letor)
 
 
+SWEEP_BASE = {
+    "seed": 11, "replicates": 4, "workers": 1,
+    "collection": {"type": "synthetic", "n_queries": 60, "candidates": 12},
+    "rankers": {"depth": 5, "A": {"noise": 1.0}, "B": {"noise": 0.8}},
+    "users": {"population": 300, "click_model": {"name": "cascade", "preset": "navigational"}},
+    "traffic": {"days": 2, "queries_per_day": 300, "batch_hours": 12},
+    "designs": [{"name": "ab", "type": "ab", "metric": "reciprocal_rank"}],
+    "analysis": {"aa": False},
+}
+
+
+def test_sweep_same_numbers_as_the_cli_and_writes_only_when_asked(tmp_path: Path, monkeypatch) -> None:
+    spec = {"base": SWEEP_BASE, "grid": {"rankers.B.noise": [0.7, 0.85, 1.0]}}
+    cfg = tmp_path / "sweep.yaml"
+    cfg.write_text(yaml.safe_dump({**spec, "output": str(tmp_path / "cli")}))
+    res = runner.invoke(app, ["sweep", "--config", str(cfg), "--quiet"])
+    assert res.exit_code == 0, res.output
+    kept = onlineeval.sweep(spec, output=tmp_path / "api")
+    assert kept.output == tmp_path / "api" and kept.axes == ["rankers.B.noise"]
+    assert (tmp_path / "api" / "points.csv").read_bytes() == (tmp_path / "cli" / "points.csv").read_bytes()
+    assert kept.text() in res.output  # the study as the CLI prints it
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    memory = onlineeval.sweep(spec)
+    assert memory.output is None and list((tmp_path / "tmp").iterdir()) == []  # the temporary folder is gone
+    pd.testing.assert_frame_equal(memory.points, kept.points)
+    assert memory.shrinkage == kept.shrinkage and len(memory.points) == 3
+    with pytest.raises(ConfigError) as err:
+        onlineeval.sweep({"base": SWEEP_BASE, "grid": {"rankers.B.noise": [0.7, -1]}})
+    assert "rankers.B.noise" in str(err.value)
+
+
 def test_import_is_cheap() -> None:
     code = ("import sys, onlineeval, onlineeval.api; "
             "print(sorted(m for m in ('scipy.stats', 'matplotlib', 'simpy', 'pandas', 'typer', 'simulations') "
