@@ -359,6 +359,33 @@ def test_sequential_and_multiple_blocks_as_the_terminal_prints_them(sim: Path) -
     assert "obrien_fleming" in page.text("calibration") and "holm over 3 tests" in page.text("calibration")
 
 
+def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: Path) -> None:
+    """A counterfactual block: one row per estimator with its bias, the biased estimate marked
+    (as the main table marks it), and its plots embedded."""
+    def add(summary: dict[str, Any], dst: Path) -> None:
+        summary["designs"]["cf"] = {
+            "snips": {**summary["designs"]["ab"]["reciprocal_rank"], "biased_estimate": False},
+            "clipped_ips(cap=5)": {**summary["designs"]["ab"]["reciprocal_rank"], "primary": False,
+                                   "biased_estimate": True}}
+        summary["counterfactual"] = {"cf": {
+            "metric": "clicks_per_query", "targets": ["A", "B"], "true_effect": 0.0184,
+            "estimators": {"snips": {"bias": -3.26e-3, "bias_se": 1.4e-2, "rmse": 3.12e-2, "undefined_share": 0.0,
+                                     "assumption": "none on clicks"},
+                           "clipped_ips(cap=5)": {"bias": -0.211, "bias_se": 1.0e-2, "rmse": 0.212,
+                                                  "undefined_share": 0.0, "assumption": "biased by clipping <w>"}}}}
+        shutil.copy(dst / "power_vs_days.png", dst / "counterfactual_rmse.png")
+
+    page = parse(write_simulate_report(_copy_with(sim, tmp_path, add)))
+    assert "counterfactual" in page.sections and page.errors == []
+    rows = [r for t, rs in page.tables.items() if t == "" for r in rs if r and r[0].startswith(("snips", "clipped"))]
+    assert rows == [["snips", "-3.26e-03", "1.4e-02", "3.12e-02", "0%", "none on clicks"],
+                    ["clipped_ips(cap=5) biased", "-2.11e-01", "1.0e-02", "2.12e-01", "0%", "biased by clipping <w>"]]
+    _, *answer = page.tables["answer-table"]
+    marked = {r[1]: r[0].endswith("biased") for r in answer if r[0].startswith("cf")}
+    assert marked == {"snips": False, "clipped_ips(cap=5)": True}
+    assert "RMSE of each estimator" in page.text("counterfactual")
+
+
 def test_unknown_results_are_shown_not_dropped(sim: Path, tmp_path: Path) -> None:
     def add(summary: dict[str, Any], _dst: Path) -> None:
         summary["decomposition"] = {"depth": {"factor": 0.75}, "note": "A & B"}

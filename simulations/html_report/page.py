@@ -65,16 +65,20 @@ def count(x: Any) -> str:
 
 def table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, cls: str | None = None,
           row_classes: Sequence[str | None] | None = None, caption: Any = None, id_: str | None = None,
-          text_columns: Iterable[int] = (0,)) -> Html:
+          text_columns: Iterable[int] = (0,), wrap_columns: Iterable[int] = ()) -> Html:
     """A table in a horizontally scrolling box (a wide table never widens the page); every
     cell escaped (or :class:`Html`). Columns in ``text_columns`` are left-aligned, the
-    others (numbers) right-aligned."""
-    text = set(text_columns)
-    head = tag("thead", tag("tr", *(tag("th", h, cls="text" if j in text else None) for j, h in enumerate(header))))
+    others (numbers) right-aligned; cells of ``wrap_columns`` (long text) wrap."""
+    text, wrap = set(text_columns), set(wrap_columns)
+
+    def cell_class(j: int) -> str | None:
+        return " ".join(c for c, on in (("text", j in text or j in wrap), ("wrap", j in wrap)) if on) or None
+
+    head = tag("thead", tag("tr", *(tag("th", h, cls=cell_class(j)) for j, h in enumerate(header))))
     body = []
     for k, row in enumerate(rows):
         rc = row_classes[k] if row_classes is not None and k < len(row_classes) else None
-        body.append(tag("tr", *(tag("td", c, cls="text" if j in text else None) for j, c in enumerate(row)), cls=rc))
+        body.append(tag("tr", *(tag("td", c, cls=cell_class(j)) for j, c in enumerate(row)), cls=rc))
     parts: list[Any] = [tag("caption", caption)] if caption is not None else []
     return tag("div", tag("table", *parts, head, tag("tbody", *body), cls=cls, id=id_), cls="scroll")
 
@@ -194,6 +198,7 @@ caption { text-align: left; font-weight: 600; padding: 2px 0 4px; }
 th, td { border: 1px solid #c9d2dc; padding: 3px 6px; text-align: right; white-space: nowrap; }
 th { background: #dbe8f5; font-weight: 600; white-space: normal; vertical-align: bottom; }
 td.text, th.text { text-align: left; }
+td.wrap { white-space: normal; min-width: 320px; }
 tr.secondary td { color: #5c6670; }
 tr.primary td { font-weight: 600; }
 table.answer th { background: #1f5fa8; color: #ffffff; }

@@ -364,10 +364,13 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
     parts: list[Any] = []
     for name, d in cf.items():
         rows = []
+        entries = (summary.get("designs") or {}).get(name) or {}
         for label, e in (d.get("estimators") or {}).items():
-            rows.append([label, fmt(e.get("bias"), ".2e", True), fmt(e.get("bias_se"), ".1e"), fmt(e.get("rmse"), ".2e"),
+            shown: Any = join([label, " ", biased_mark()]) if is_biased(entries.get(label) or {}) else label
+            rows.append([shown, fmt(e.get("bias"), ".2e", True), fmt(e.get("bias_se"), ".1e"), fmt(e.get("rmse"), ".2e"),
                          fmt(e.get("undefined_share"), ".0%"), e.get("assumption", "-")])
-        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "undefined", "assumption"], rows, text_columns=(0, 5),
+        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "undefined", "assumption"], rows, text_columns=(0,),
+                           wrap_columns=(5,),
                            caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
                                    f"V({(d.get('targets') or ['A'])[0]}) of {d.get('metric')}, exact truth "
                                    f"{fmt(d.get('true_effect'), '.4g', True)}"))

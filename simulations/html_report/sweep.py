@@ -338,7 +338,8 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
     conv = next(iter(points.values()), {}).get("conventions") or {}
     return join([
         table(["point", "design", "metric", "A/A FPR", "99% binomial band of alpha", "within band", "null check"],
-              rows, caption="A/A calibration and the null (bias) check per point", text_columns=(0, 1, 2, 5, 6)),
+              rows, caption="A/A calibration and the null (bias) check per point", text_columns=(0, 1, 2, 5),
+              wrap_columns=(6,)),
         note("Null check: ", conv.get("null_check", "-")),
     ])
 
