@@ -277,9 +277,13 @@ def _planned(rule: str, fractions: np.ndarray, alpha: float, power: float, x: fl
     The sequential design needs :math:`R` times the fixed horizon's information
     :math:`I^* = ((z_{1-\alpha/2} + z_{power})/\delta)^2` (as the main table plans it; :math:`R` the
     inflation factor of the design's boundaries at its fractions, from exact two-sided crossing
-    probabilities; mixture designs at the simulated ratio :math:`x = \tau^2/se_K^2`) and stops on average at the expected fraction :math:`E[t]` of it;
-    information is turned into impressions with the design's variance model
-    :math:`se^2 = a/N + b`, :math:`N(I) = a / (1/I - b)`, and into days by the daily traffic.
+    probabilities; mixture designs at the simulated ratio :math:`x = \tau^2/se_K^2`), its looks
+    at the information fractions :math:`t_k I_{max}`. Information is turned into impressions with
+    the design's variance model :math:`se^2 = a/N + b`, :math:`N(I) = a / (1/I - b)`, and into days
+    by the daily traffic; the expected days are
+    :math:`\sum_k P(\text{stop at } k)\,\text{days}(t_k I_{max}) + P(\text{no stop})\,\text{days}(I_{max})`
+    with the exact crossing probabilities under the effect (drift at the target power) and under
+    H0. ``None`` where the information is beyond the floor ``b`` (not reachable with the population).
     """
     from onlineeval.stats.sequential import (
         crossing_probabilities,
@@ -303,16 +307,28 @@ def _planned(rule: str, fractions: np.ndarray, alpha: float, power: float, x: fl
         inv = 1.0 / info - b
         return None if inv <= 0 else a / inv / queries_per_day
 
-    e_alt = crossing_probabilities(bounds, d_seq).expected_fraction
-    e_null = crossing_probabilities(bounds, 0.0).expected_fraction
+    max_info = inflation * info_fixed
+    max_days = days(max_info)
+
+    def expected_days(drift: float) -> tuple[float, float | None]:
+        # E[days] = sum_k P(stop at look k) days(t_k I_max) + P(no stop) days(I_max)
+        cross = crossing_probabilities(bounds, drift)
+        stop = cross.upper + cross.lower
+        if max_days is None:
+            return cross.expected_fraction, None
+        at = np.array([days(t * max_info) for t in fractions], dtype=float)
+        return cross.expected_fraction, float((stop * at).sum() + (1.0 - stop.sum()) * max_days)
+
+    e_alt, days_alt = expected_days(d_seq)
+    e_null, days_null = expected_days(0.0)
     out = {
         "inflation_factor": inflation,
         "expected_fraction_effect": e_alt,
         "expected_fraction_null": e_null,
         "fixed_days": days(info_fixed),
-        "max_days": days(inflation * info_fixed),
-        "expected_days_effect": days(e_alt * inflation * info_fixed),
-        "expected_days_null": days(e_null * inflation * info_fixed),
+        "max_days": max_days,
+        "expected_days_effect": days_alt,
+        "expected_days_null": days_null,
     }
     f, e = out["fixed_days"], out["expected_days_effect"]
     out["days_saved_effect"] = None if f is None or e is None else f - e
@@ -405,8 +421,9 @@ def _fmt_days(x: float | None) -> str:
 def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
     """The terminal block of :func:`sequential_summary`: each design's decision rule next to the
     fixed horizon, with the days it saves (or costs)."""
-    seq = {d: e for d, e in (summary.get("sequential") or {}).items() if "decision" in e}
-    if not any(e["rule"] != "none" or e["monitoring"] != "daily" for e in seq.values()):
+    seq = {d: e for d, e in (summary.get("sequential") or {}).items()
+           if "decision" in e and (e["rule"] != "none" or e["monitoring"] != "daily")}
+    if not seq:
         return []
     lines = ["", ("Sequential decisions (designs[i].analysis on the primary metric; A/A: share of replicates that ever "
                   "reject, '!' above its 99% band; power: rejections with the right sign; day: mean day of the "
@@ -434,6 +451,10 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
             verdict += (f"; planned for the target power: {_fmt_days(plan['expected_days_effect'])} days expected "
                         f"(max {_fmt_days(plan['max_days'])}, {_fmt_days(plan['expected_days_null'])} under H0) vs "
                         f"{_fmt_days(plan['fixed_days'])} fixed: {'saves' if ds >= 0 else 'costs'} {abs(ds):.1f}")
+        elif plan and plan.get("fixed_days") is not None:
+            verdict += (f"; planned for the target power: fixed horizon {_fmt_days(plan['fixed_days'])} days, the "
+                        f"sequential maximum ({plan['inflation_factor']:.2f}x the information) beyond this "
+                        "population's SE floor")
         elif e["rule"] != "none":
             verdict += "; planned for the target power: not reachable with this population"
         lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>8s} {d['power']:>6.2f} "
