@@ -239,3 +239,18 @@ def test_config_batch_looks_count_and_effective_config() -> None:
     with pytest.raises(ConfigError, match=r"designs\[0\].analysis.looks: 9 looks, but batch monitoring"):
         config_from_mapping({"traffic": {"days": 2, "batch_hours": 6}, "designs": [
             {"name": "ab", "type": "ab", "analysis": {"sequential": "pocock", "monitoring": "batch", "looks": 9}}]})
+
+
+def test_batch_looks_of_welch_and_interleaving_designs_equal_their_daily_checkpoints() -> None:
+    batch = {"sequential": "pocock", "monitoring": "batch"}
+    cfg = {**AB, "replicates": 2, "traffic": {"days": 2, "queries_per_day": 300, "batch_hours": BATCH_HOURS},
+           "analysis": {"truth_impressions": 2000, "null": True}, "designs": [
+        {"name": "welch", "type": "ab", "test": "welch", "metric": "reciprocal_rank", "analysis": batch},
+        {"name": "td", "type": "interleaving", "method": "team_draft", "analysis": batch}]}
+    rows = simulate(config_from_mapping(cfg), workers=1).rows
+    for design, metric in (("welch", "reciprocal_rank"), ("td", "delta_ab")):
+        for column in ("estimate", "se", "pvalue"):
+            looks = pivot(rows, design, BATCH_PREFIX + metric, False, column)
+            np.testing.assert_array_equal(looks[:, PER_DAY - 1::PER_DAY], pivot(rows, design, metric, False, column))
+    # the null variant of an interleaving design records no batch looks
+    assert not rows["metric"].str.startswith(BATCH_PREFIX + "null:").any()
