@@ -367,17 +367,10 @@ def test_batch_target_and_reward_equal_the_plain_ones():
                 assert (a.den is None) == (b.den is None) and (a.den is None or np.array_equal(a.den, b.den))
 
 
-def test_design_sums_equal_the_plain_estimators_on_its_own_log():
-    """One replicate of a small counterfactual design: its logged propensities are the old
-    code's, and its per-user sums of each batch-accumulated estimator equal the plain
-    estimators' terms on the whole log (uncached target and reward), within 1e-12."""
-    from onlineeval.estimators import DeterministicTarget, get_reward
+def _small_design_config(estimators: list) -> object:
     from simulations.config import config_from_mapping
-    from simulations.runner import build_replicate, replicate_seeds, world_seed
-    from simulations.users import UserModels
-    from simulations.world import build_world
 
-    cfg = config_from_mapping({
+    return config_from_mapping({
         "seed": 3, "replicates": 1, "workers": 1,
         "collection": {"n_queries": 120, "candidates": 10},
         "rankers": {"depth": 4, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.5}},
@@ -390,9 +383,49 @@ def test_design_sums_equal_the_plain_estimators_on_its_own_log():
                      "logger": {"policy": "mixture", "components": [
                          {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 8, "weight": 0.7},
                          {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 8, "scores": "B", "weight": 0.3}]},
-                     "estimators": ["snips", "ips", "rips", "iips", "adaptive_ips", {"name": "clipped_ips", "cap": 5}]}],
+                     "estimators": estimators}],
         "analysis": {"aa": False, "truth_impressions": 1000},
     })
+
+
+def test_denominator_rows_of_all_ones_and_arrays_in_any_order():
+    """The design's denominator rows: all-ones terms (``den is None``) add the batch's
+    impression counts, arrays add themselves, in any order of the two over batches; each
+    row equals the plain per-user sum of its batches' denominators."""
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    cfg = _small_design_config(["ips", "snips"])
+    world = build_world(cfg, world_seed(cfg.seed))
+    (design,) = build_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0])[1]
+    rng = np.random.default_rng(1)
+    keys = [f"den:{label}:{t}" for label in ("ips", "snips") for t in design.target_names]
+    patterns = [[None, None, None], [None, "a", None], ["a", None, "a"], ["a", "a", "a"]]
+    want = {key: np.zeros(design.population) for key in keys}
+    for b in range(3):
+        user = rng.integers(0, design.population, size=500)
+        design._counts = np.bincount(user, minlength=design.population)
+        dens = {}
+        for key, pattern in zip(keys, patterns, strict=True):
+            den = None if pattern[b] is None else rng.random(500)
+            dens[key] = den
+            want[key] += np.bincount(user, np.ones(500) if den is None else den, design.population)
+        design._add_dens(user, dens)
+    for key in keys:
+        np.testing.assert_allclose(design.sums[key], want[key], rtol=1e-12, atol=0)
+
+
+def test_design_sums_equal_the_plain_estimators_on_its_own_log():
+    """One replicate of a small counterfactual design: its logged propensities are the old
+    code's, and its per-user sums of each batch-accumulated estimator equal the plain
+    estimators' terms on the whole log (uncached target and reward), within 1e-12."""
+    from onlineeval.estimators import DeterministicTarget, get_reward
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    cfg = _small_design_config(["snips", "ips", "rips", "iips", "adaptive_ips", {"name": "clipped_ips", "cap": 5}])
     world = build_world(cfg, world_seed(cfg.seed))
     traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0])
     (design,) = designs

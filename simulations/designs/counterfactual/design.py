@@ -157,41 +157,57 @@ class CounterfactualDesign(Design):
 
     def _init_sums(self) -> None:
         """The per-user sums as rows of one ``(V, population)`` matrix, ``self.sums[key]`` a
-        view of its row (so a checkpoint gathers the active users of every row at once):
-        impressions, the logger's three observed metrics, then each accumulated
-        estimator's numerator per target. Denominators: a self-normalised estimator's
-        have rows too; an estimator whose terms have no denominator (all ones) reads the
-        impression counts instead (:attr:`_unit_den`); one that returns one only
-        sometimes gets a separate array (:meth:`_add_den`)."""
+        view of its row: impressions, the logger's three observed metrics, then four
+        blocks of one row per accumulated estimator (numerators for the first target,
+        for the second, denominators for the first, for the second), so a checkpoint
+        gathers the active users once and reads each block as a contiguous matrix. An
+        estimator whose terms have no denominator (all ones) gets the batch's impression
+        counts added to its denominator rows (one addition for all such rows; the same
+        numbers as counting them one by one)."""
+        self._acc_labels = [label for label, _ in self.estimators if not self.whole_log[label]]
         keys = ["impressions", *self.accumulators]
-        self._unit_den: set[str] = set()
-        for label, est in self.estimators:
-            if self.whole_log[label]:
-                continue
-            keys += [f"num:{label}:{t}" for t in self.target_names]
-            if getattr(est, "self_normalised", False):
-                keys += [f"den:{label}:{t}" for t in self.target_names]
+        self._block = len(keys)  # the first row of the estimators' blocks
+        for part in ("num", "den"):
+            for t in self.target_names:
+                keys += [f"{part}:{label}:{t}" for label in self._acc_labels]
         self._rows = {key: i for i, key in enumerate(keys)}
         self._acc = np.zeros((len(keys), self.population))
         self.sums = {key: self._acc[i] for key, i in self._rows.items()}
+        self._unit_rows: list[int] = []  # denominator rows of all-ones terms (decided at the first batch)
+        self._decided: set[str] = set()
 
-    def _add_den(self, key: str, user: np.ndarray, den: np.ndarray | None) -> None:
-        """Add a batch's denominators (``None``: all ones) to ``key``; all-ones denominators
-        are the impression counts, which are kept anyway, until the first array comes."""
-        if den is None:
-            if key in self._unit_den:
-                return
-            if key not in self.sums:  # the first batch: the impression counts stand in
-                self._unit_den.add(key)
-                return
-            self._add(key, user, None)
+    def process(self, batch: Batch) -> None:
+        """:meth:`Design.process` with the batch's impression counts kept for the
+        denominators of all-ones terms."""
+        if len(batch) == 0:
             return
-        if key in self._unit_den:  # all ones so far: the impressions before this batch, exactly
-            self._unit_den.discard(key)
-            self.sums[key] = self.sums["impressions"] - np.bincount(user, minlength=self.population)
-        elif key not in self.sums:
-            self.sums[key] = np.zeros(self.population)
-        self._add(key, user, den)
+        counts = np.bincount(batch.user, minlength=self.population)
+        self.sums["impressions"] += counts
+        self._counts = counts
+        self._process(batch)
+
+    def _add_dens(self, user: np.ndarray, dens: dict[str, np.ndarray | None]) -> None:
+        """Add a batch's denominators to their rows (after :meth:`process` set the batch's
+        impression counts); ``None`` means all ones, i.e. the batch's impression counts,
+        added for all such rows at once. A row is all ones from its first batch on until
+        an array comes (then it keeps its counts and adds arrays); a ``None`` for a row
+        that had an array is added as counts on its own. The same numbers as counting
+        each row by itself."""
+        for key, den in dens.items():
+            row = self._rows[key]
+            if key not in self._decided:  # the first batch decides whether the row is all ones
+                self._decided.add(key)
+                if den is None:
+                    self._unit_rows.append(row)
+            if den is None:
+                if row not in self._unit_rows:  # an array came first: add the counts now
+                    self._acc[row] += self._counts
+                continue
+            if row in self._unit_rows:  # all ones so far, an array now: the counted row stays
+                self._unit_rows.remove(row)
+            self._add(key, user, den)
+        if self._unit_rows:
+            self._acc[self._unit_rows] += self._counts
 
     # -------------------------------------------------------------------------- serving
     def _logged(self, batch: Batch) -> Any:
@@ -234,6 +250,7 @@ class CounterfactualDesign(Design):
         if self._row_stats:
             self._row_meta.append({"user": data.user, "user_type": data.user_type})
         self._query_count += np.bincount(batch.query, minlength=self._query_count.size)
+        dens: dict[str, np.ndarray | None] = {}
         for label, est in self.estimators:
             for t, target in zip(self.target_names, self.targets, strict=True):
                 if self.whole_log[label]:
@@ -243,7 +260,8 @@ class CounterfactualDesign(Design):
                     continue
                 terms = est.terms(data, target, self._batch_reward)
                 self._add(f"num:{label}:{t}", batch.user, terms.num)
-                self._add_den(f"den:{label}:{t}", batch.user, terms.den)
+                dens[f"den:{label}:{t}"] = terms.den
+        self._add_dens(batch.user, dens)
 
     @property
     def violations(self) -> dict[tuple[str, str], int]:
@@ -285,11 +303,8 @@ class CounterfactualDesign(Design):
         impressions = self.sums["impressions"]
         active = impressions > 0
         users = np.flatnonzero(active)
-        gathered = self._acc.take(users, axis=1)
+        gathered = self._gathered = self._acc.take(users, axis=1)
         sums = {key: gathered[i] for key, i in self._rows.items()}
-        for key, v in self.sums.items():  # denominators kept apart (an estimator's occasional den)
-            if key not in sums:
-                sums[key] = v[users]
         if self._has_data(users, sums):
             estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
         else:
@@ -306,18 +321,7 @@ class CounterfactualDesign(Design):
         """``(num, den)``: the per-user sums of an accumulated estimator's terms for
         ``target`` so far (all users; ``den`` the impression counts when its terms have no
         denominator)."""
-        full = self._sum_rows(label, self.sums)
-        i = 2 * self.target_names.index(target)
-        return full[i], full[i + 1]
-
-    def _sum_rows(self, label: str, sums: dict[str, np.ndarray]) -> list[np.ndarray]:
-        """``[num_A, den_A, num_B, den_B]`` of an accumulated estimator (all-ones
-        denominators: the impression counts)."""
-        out = []
-        for t in self.target_names:
-            den = f"den:{label}:{t}"
-            out += [sums[f"num:{label}:{t}"], sums["impressions"] if den in self._unit_den else sums[den]]
-        return out
+        return self.sums[f"num:{label}:{target}"], self.sums[f"den:{label}:{target}"]
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
         alpha = self.alpha
@@ -325,11 +329,17 @@ class CounterfactualDesign(Design):
             return {label: PairedEstimate(0.0, 0.0, alpha) for label, _ in self.estimators}
         day = getattr(self, "_day", None)
         last = self.config.bootstrap and day is not None and day == self.last_day
-        # the accumulated estimators together, each row its own paired difference
-        acc = [label for label, _ in self.estimators if not self.whole_log[label]]
-        x_of = {label: self._sum_rows(label, sums) for label in acc}
-        paired = dict(zip(acc, paired_differences(*(np.stack([x_of[label][i] for label in acc]) for i in range(4)),
-                                                 alpha), strict=True)) if acc else {}
+        # the accumulated estimators together, each row its own paired difference: the four
+        # blocks of the gathered sums (numerators A, B, denominators A, B) as they are
+        e = len(self._acc_labels)
+        x_of: dict[str, list[np.ndarray]] = {}
+        paired: dict[str, PairedEstimate] = {}
+        if e:
+            g = self._gathered
+            lo = self._block
+            num_a, num_b, den_a, den_b = (g[lo + i * e: lo + (i + 1) * e] for i in range(4))
+            paired = dict(zip(self._acc_labels, paired_differences(num_a, den_a, num_b, den_b, alpha), strict=True))
+            x_of = {label: [num_a[i], den_a[i], num_b[i], den_b[i]] for i, label in enumerate(self._acc_labels)}
         out: dict[str, Any] = {}
         whole = None
         for label, est in self.estimators:
