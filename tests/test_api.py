@@ -242,6 +242,33 @@ def test_simulate_same_numbers_as_the_cli_and_writes_only_when_asked(tmp_path: P
     assert "Online" in sim.text()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ab", "counterfactual"])
+def test_bundled_configs_same_numbers_through_the_api_and_the_cli(name: str, tmp_path: Path) -> None:
+    """The bundled configs (2 days, 2 replicates: the same world, users, designs and truths)."""
+    data = yaml.safe_load((REPO / "configs" / f"{name}.yaml").read_text())
+    data.update(replicates=2, workers=1)
+    data["traffic"]["days"] = 2
+    data.pop("output", None)
+    cfg = tmp_path / f"{name}.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    res = runner.invoke(app, ["simulate", "--config", str(cfg), "--output", str(tmp_path / "cli"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    cli = json.loads((tmp_path / "cli" / "summary.json").read_text())
+    sim = onlineeval.simulate(cfg)
+    ours = json.loads(json.dumps(sim.summary, default=float))
+    assert ours["designs"].keys() == cli["designs"].keys()
+    for design, metrics in cli["designs"].items():
+        for metric, entry in metrics.items():
+            mine = ours["designs"][design][metric]
+            assert mine["true_effect"] == pytest.approx(entry["true_effect"], rel=1e-12, abs=1e-15)
+            assert mine["final_day"]["mean_estimate"] == pytest.approx(entry["final_day"]["mean_estimate"],
+                                                                       rel=1e-12, abs=1e-15)
+            assert mine["final_day"]["power"] == entry["final_day"]["power"]
+    rows = pd.read_csv(tmp_path / "cli" / "replicates.csv")
+    np.testing.assert_allclose(rows["estimate"].to_numpy(), sim.rows["estimate"].to_numpy(), rtol=1e-12)
+
+
 def test_simulate_errors_name_the_key_path(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         onlineeval.simulate(SMALL, overrides={"traffic.days": 0})
