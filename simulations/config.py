@@ -283,10 +283,6 @@ _UNUSED_KEYS = {
 
 
 # ----------------------------------------------------------------------------- per-design analysis
-#: the sequential tests a design's decision can use (onlineeval.stats.sequential.sequential_test)
-SEQUENTIAL_RULES = ("none", "msprt", "confidence_sequence", "obrien_fleming", "pocock")
-
-
 class DesignAnalysis(_Strict):
     """How one design's experiment is analysed: the sequential test its decision uses, how
     often it is looked at, and the correction across its several tests.
