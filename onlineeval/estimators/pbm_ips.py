@@ -160,13 +160,41 @@ def _target_pairs(data: LoggedData, target: Target) -> tuple[IntArray, IntArray,
     if t.shape[1] < k:
         t = np.concatenate([t, np.full((t.shape[0], k - t.shape[1]), -1, dtype=np.int64)], axis=1)
     tq, ts = np.nonzero(t >= 0)
-    rows, cols = np.nonzero(data.valid)
+    rows, cols = _valid_positions(data)
+    t_docs = t[tq, ts]
+    log_docs = data.shown.reshape(-1) if rows.size == data.shown.size else data.shown[rows, cols]
+    lo = int(min(t_docs.min(initial=0), log_docs.min(initial=0)))
+    span = int(max(t_docs.max(initial=0), log_docs.max(initial=0))) - lo + 1
+    if uq.size * span <= max(4 * (log_docs.size + t_docs.size), 1 << 22):
+        # dense (query, document) range: rank the codes by a presence table (the order of _groups)
+        raw_t = tq * span + (t_docs - lo)
+        raw_log = inv[rows] * span + (log_docs - lo)
+        present = np.zeros(uq.size * span, dtype=bool)
+        present[raw_t] = True
+        present[raw_log] = True
+        rank = np.cumsum(present) - 1
+        code_t = np.full(t.shape, -1, dtype=np.int64)
+        code_t[tq, ts] = rank[raw_t]
+        return inv, t, code_t, rank[raw_log]
     # codes of (query, document) over the target's and the log's pairs together
-    _, code = _groups(np.stack([np.concatenate([tq, inv[rows]]),
-                                np.concatenate([t[tq, ts], data.shown[rows, cols]])], axis=1))
+    _, code = _groups(np.stack([np.concatenate([tq, inv[rows]]), np.concatenate([t_docs, log_docs])], axis=1))
     code_t = np.full(t.shape, -1, dtype=np.int64)
     code_t[tq, ts] = code[: tq.size]
     return inv, t, code_t, code[tq.size:]
+
+
+def _valid_positions(data: LoggedData) -> tuple[IntArray, IntArray]:
+    """``np.nonzero(data.valid)``, computed once per log (cached on it)."""
+    cache = data.__dict__.setdefault("_pbm_ips_cache", {})
+    if "valid" not in cache:
+        valid = data.valid
+        if valid.all():
+            n, k = valid.shape
+            cache["valid"] = (np.repeat(np.arange(n, dtype=np.int64), k), np.tile(np.arange(k, dtype=np.int64), n))
+        else:
+            rows, cols = np.nonzero(valid)
+            cache["valid"] = (rows.astype(np.int64), cols.astype(np.int64))
+    return cache["valid"]  # type: ignore[no-any-return]
 
 
 def target_slots(data: LoggedData, target: Target) -> IntArray:
@@ -183,8 +211,10 @@ def _slots_from_pairs(data: LoggedData, pairs: tuple[IntArray, IntArray, IntArra
     tq, ts = np.nonzero(code_t >= 0)
     np.minimum.at(slot_of, code_t[tq, ts], ts)  # a repeated target document keeps its first slot
     slot_of[slot_of == k] = -1
+    if code_log.size == data.shown.size:  # every slot shown
+        return slot_of[code_log].reshape(data.shown.shape)
     out = np.full(data.shown.shape, -1, dtype=np.int64)
-    rows, cols = np.nonzero(data.valid)
+    rows, cols = _valid_positions(data)
     out[rows, cols] = slot_of[code_log]
     return out
 
@@ -276,6 +306,23 @@ def click_propensities(data: LoggedData, theta: FloatArray, kind: str = "empiric
     total = np.bincount(pair, slot_theta[rows, cols])
     out = np.ones(data.shown.shape)
     out[rows, cols] = total[pair] / n_q[qinv[rows]]
+    return out
+
+
+def _empirical_rho(data: LoggedData, theta: FloatArray,
+                   pairs: tuple[IntArray, IntArray, IntArray, IntArray]) -> FloatArray:
+    """The ``"empirical"`` propensities of :func:`click_propensities` from the pair codes of
+    :func:`_target_pairs` (no second grouping of the log)."""
+    inv, _, _, code_log = pairs
+    rows, cols = _valid_positions(data)
+    th = np.asarray(theta, dtype=np.float64)[: data.k]
+    n_q = np.bincount(inv).astype(np.float64)
+    total = np.bincount(code_log, th[cols])
+    per_pos = total[code_log] / n_q[inv[rows]]
+    if per_pos.size == data.shown.size:
+        return per_pos.reshape(data.shown.shape)
+    out = np.ones(data.shown.shape)
+    out[rows, cols] = per_pos
     return out
 
 
@@ -418,7 +465,7 @@ class PBMIPS(Estimator):
         kind = resolve_click_propensity(data, self.click_propensity)
         pairs = _target_pairs(data, target)
         slots = _slots_from_pairs(data, pairs)
-        rho = click_propensities(data, theta, kind)
+        rho = _empirical_rho(data, theta, pairs) if kind == "empirical" else click_propensities(data, theta, kind)
         in_target = slots >= 0
         s = np.maximum(slots, 0)
         w = reward.position_weights(data.k)
