@@ -84,72 +84,95 @@ def timed_replicate(cfg: Any, world: Any, users: Any, seq: Any, tag: int,
 
 
 def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) -> dict[str, float]:
-    """Seconds per impression of each part of the configured design's serving step."""
+    """Seconds per impression of each part of the configured design's serving step, as the
+    design does it (:meth:`CounterfactualDesign._logged` and ``_process``), and of its
+    checkpoints (the days before the last and the last day, when the whole-log
+    estimators are computed). ``design bookkeeping`` is the rest of the design's own
+    ``process`` (per-user sums of the terms, observed metrics, query counts): its time on
+    the same batches minus the parts."""
     from simulations.designs.counterfactual import (
         _BatchReward,
         _BatchTarget,
         distinct_propensities,
         known_list_propensities,
     )
+    from simulations.designs.counterfactual.serving import trusted_log
     from simulations.policies.base import running_and
 
-    traffic_batches = []
+    replicates = []
     for seq in seqs:
         traffic, designs = build_replicate(cfg, world, users, seq)
         design = next(d for d in designs if d.name == "counterfactual")
-        for hour in range(0, traffic.days * 24, traffic.batch_hours):
-            traffic_batches.append(traffic.batch(hour, traffic.batch_hours))
-    from onlineeval.estimators import LoggedData
-
+        batches = [traffic.batch(hour, traffic.batch_hours) for hour in range(0, traffic.days * 24, traffic.batch_hours)]
+        replicates.append((seq, batches))
     policy, reward, m = design.policy, design.reward, world.labels.shape[1]
-    n_total = sum(len(b) for b in traffic_batches)
+    n_total = sum(len(b) for _, batches in replicates for b in batches)
     best: dict[str, float] = defaultdict(lambda: float("inf"))
     clock = time.process_time  # CPU time of this process: steadier than wall time on a busy machine
     for _ in range(rounds):
         parts: dict[str, float] = defaultdict(float)
         rng = np.random.default_rng(0)
-        for b in traffic_batches:
-            t0 = clock()
-            shown = policy.sample(b.query, rng)
-            t1 = clock()
-            if design._known is None:
-                p = distinct_propensities(policy, b.query, shown, m)
-            else:  # as the design does: the rows showing a target's list are looked up
-                same = [lists[b.query] == shown for lists, _ in design._known]
-                runs = [running_and(eq) for eq in same]
-                p = known_list_propensities(policy, b.query, shown, m, design._known, [r[:, -1] for r in runs],
-                                            design._known_table)
-            t2 = clock()
-            clicks = design._clicks(b, shown)
-            t3 = clock()
-            data = LoggedData(b.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
-                              user=b.user, user_type=b.user_type, logger=policy)
-            t4 = clock()
-            targets = [_BatchTarget(t.target) for t in design.targets]
-            if design._known is None:
-                for t in targets:
-                    t.propensities(data.query, data.shown)
-            else:
-                for t, eq, run in zip(targets, same, runs, strict=True):
-                    t.prime(data.query, data.shown, eq, run)
-            t5 = clock()
-            parts["logger sampling"] += t1 - t0
-            parts["logger propensities"] += t2 - t1
-            parts["clicks"] += t3 - t2
-            parts["log record (LoggedData checks)"] += t4 - t3
-            parts["target propensities (shared)"] += t5 - t4
-            batch_reward = _BatchReward(reward)
-            for label, est in design.estimators:
-                kept = (label, design.target_names[0]) in design._row_stats
-                if design.whole_log[label] and not kept:
-                    continue
+        for seq, batches in replicates:
+            fresh = next(d for d in build_replicate(cfg, world, users, seq)[1] if d.name == "counterfactual")
+            step = cfg.traffic.batch_hours
+            for i, b in enumerate(batches):
+                t0 = clock()
+                fresh.process(b)
+                parts["(the design's whole process)"] += clock() - t0
+                if ((i + 1) * step) % 24 == 0:
+                    day = (i + 1) * step // 24
+                    t0 = clock()
+                    fresh.checkpoint(day)
+                    key = "checkpoint: last day (whole-log)" if day == cfg.traffic.days else "checkpoints: other days"
+                    parts[key] += clock() - t0
+            for b in batches:
+                t0 = clock()
+                shown = policy.sample(b.query, rng)
+                t1 = clock()
+                same = runs = None
+                if design._known is not None:  # as the design does: the rows showing a target's list
+                    same = [lists[b.query] == shown for lists, _ in design._known]
+                    runs = [running_and(eq) for eq in same]
+                t2 = clock()
+                if design._known is None:
+                    p = distinct_propensities(policy, b.query, shown, m)
+                else:
+                    p = known_list_propensities(policy, b.query, shown, m, design._known, [r[:, -1] for r in runs],
+                                                design._known_table)
+                t3 = clock()
+                clicks = design._clicks(b, shown)
+                t4 = clock()
+                data = trusted_log(b.query, shown, clicks, p, b.user, b.user_type, policy)
+                t5 = clock()
+                targets = [_BatchTarget(t.target) for t in design.targets]
+                if same is None or runs is None:
+                    for t in targets:
+                        t.propensities(data.query, data.shown)
+                else:
+                    for t, eq, run in zip(targets, same, runs, strict=True):
+                        t.prime(data.query, data.shown, eq, run)
                 t6 = clock()
-                for t in targets:
-                    if kept:  # a whole-log estimator's per-row statistics, kept batch by batch
-                        est.behaviour_terms(data, t, batch_reward)
-                    else:
-                        est.terms(data, t, batch_reward)
-                parts[f"terms: {label} (both targets)"] += clock() - t6
+                parts["logger sampling"] += t1 - t0
+                parts["target-list match (logger + targets)"] += t2 - t1
+                parts["logger propensities"] += t3 - t2
+                parts["clicks"] += t4 - t3
+                parts["log record"] += t5 - t4
+                parts["target indicators (shared)"] += t6 - t5
+                batch_reward = _BatchReward(reward)
+                for label, est in design.estimators:
+                    kept = (label, design.target_names[0]) in design._row_stats
+                    if design.whole_log[label] and not kept:
+                        continue
+                    t7 = clock()
+                    for t in targets:
+                        if kept:  # a whole-log estimator's per-row statistics, kept batch by batch
+                            est.behaviour_terms(data, t, batch_reward)
+                        else:
+                            est.terms(data, t, batch_reward)
+                    parts[f"terms: {label} (both targets)"] += clock() - t7
+        whole = parts.pop("(the design's whole process)")
+        served = sum(v for key, v in parts.items() if not key.startswith("checkpoint"))
+        parts["design bookkeeping (rest of process)"] = max(whole - served, 0.0)
         for key, v in parts.items():
             best[key] = min(best[key], v / n_total)
     return dict(best)
@@ -199,10 +222,14 @@ def main() -> None:
         print(f"{d.name:<28}{s:10.3f}{c:10.3f}{s + c:10.3f}{(s + c) / td_total:14.2f}")
     if args.no_split:
         return
-    print("\nserving step of the configured design, split on recorded batches (us per impression):")
+    print("\nthe configured design split on recorded batches (us per impression, each part's best round):")
     cfg_one = variant_config(mapping, {"counterfactual": {}})
-    for key, v in breakdown(cfg_one, world, users, seqs, args.rounds).items():
-        print(f"  {key:<40}{1e6 * v:8.3f}")
+    split = breakdown(cfg_one, world, users, seqs, args.rounds)
+    serving = {key: v for key, v in split.items() if not key.startswith("checkpoint")}
+    for key, v in [*serving.items(), *((key, v) for key, v in split.items() if key not in serving)]:
+        print(f"  {key:<44}{1e6 * v:8.3f}")
+    td = us(td_name, "serving") + us(td_name, "checkpoints")
+    print(f"  {'sum of the parts':<44}{1e6 * sum(split.values()):8.3f}   (team-draft in the same run: {td:.3f})")
 
 
 if __name__ == "__main__":

@@ -207,7 +207,9 @@ class CounterfactualDesign(Design):
                 self._unit_rows.remove(row)
             self._add(key, user, den)
         if self._unit_rows:
-            self._acc[self._unit_rows] += self._counts
+            counts = self._counts.astype(np.float64)  # exact integers, as the int counts would be added
+            for row in self._unit_rows:
+                self._acc[row] += counts
 
     # -------------------------------------------------------------------------- serving
     def _logged(self, batch: Batch) -> Any:
