@@ -524,6 +524,11 @@ def test_pi_weights_are_cached_per_logger_and_target() -> None:
     assert sorted(calls) == [0, 1]  # once per query, not per call
     other = DeterministicTarget(w.target.lists[:, ::-1].copy())
     assert not np.allclose(PseudoInverse().terms(again, other, "clicks_per_query").weights, first)
+    assert sorted(calls) == [0, 1]  # Gamma's decomposition is the logger's: shared by every target
+    # a new logger object (equal content) is asked again
+    fresh = Counting(4, 2, w.logger.prob)
+    assert np.array_equal(PseudoInverse().terms(LoggedData(log.query, log.shown, log.clicks, logger=fresh), w.target,
+                                                "clicks_per_query").weights, first)
     assert sorted(calls) == [0, 0, 1, 1]
 
 

@@ -77,7 +77,7 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.ips import row_sum
+from onlineeval.estimators.derived import row_sum
 
 __all__ = ["BEHAVIOURS", "AdaptiveIPS"]
 
@@ -168,21 +168,25 @@ class AdaptiveIPS(Estimator):
         return _LEVEL[max(used, key=BEHAVIOURS.index)]
 
     # ------------------------------------------------------------------------------
-    def slot_weights(self, data: LoggedData, target: Target) -> dict[str, np.ndarray]:
-        """``(n, k)`` slot weights of each behaviour (list weights repeated over slots)."""
-        p = target.propensities(data.query, data.shown)
-        valid = data.valid
-        item = np.where(valid, np.asarray(p.item, dtype=np.float64) / data.p_item, 0.0)
-        prefix = np.where(valid, np.asarray(p.prefix, dtype=np.float64) / data.p_prefix, 0.0)
-        lst = np.where(valid, (np.asarray(p.list, dtype=np.float64) / data.p_list)[:, None], 0.0)
-        return {"independent": item, "cascade": prefix, "standard": lst}
+    def slot_weights(self, data: LoggedData, target: Target,
+                     behaviours: tuple[str, ...] = BEHAVIOURS) -> dict[str, np.ndarray]:
+        """``(n, k)`` slot weights of each behaviour of ``behaviours`` (default: all; list
+        weights repeated over slots); read-only, computed once per log and target."""
+        out = {}
+        for b in behaviours:
+            if b == "standard":
+                out[b] = data.cached(("weights", "list_per_slot"), lambda: np.where(
+                    data.valid, data.importance_weights(target, "list")[:, None], 0.0), target=target)
+            else:
+                out[b] = data.importance_weights(target, "item" if b == "independent" else "prefix")
+        return out
 
     def behaviour_terms(self, data: LoggedData, target: Target, reward: Reward) -> dict[str, np.ndarray]:
         """``(n,)`` per-impression terms :math:`T^{(b)}_i = \\sum_j w^{(b)}_{ij} r_{ij}` of each
         behaviour. Each row's terms depend on that row alone, so a log's terms are the
         concatenation of its parts' (a simulation accumulates them batch by batch and
         applies :meth:`select` to the whole log at the end)."""
-        return self._behaviour_terms(self.slot_weights(data, target), reward.slot_rewards(data.clicks))
+        return self._behaviour_terms(self.slot_weights(data, target), data.slot_rewards(reward))
 
     @staticmethod
     def _behaviour_terms(weights: Mapping[str, np.ndarray], r: np.ndarray) -> dict[str, np.ndarray]:
@@ -233,8 +237,10 @@ class AdaptiveIPS(Estimator):
         return np.where(c == 0, values["independent"], np.where(c == 1, values["cascade"], values["standard"]))
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        weights = self.slot_weights(data, target)
-        terms = self._behaviour_terms(weights, reward.slot_rewards(data.clicks))
+        # one behaviour for every row: its weights and terms alone
+        names = (self.behaviours,) if isinstance(self.behaviours, str) else BEHAVIOURS
+        weights = self.slot_weights(data, target, names)
+        terms = self._behaviour_terms(weights, data.slot_rewards(reward))
         choice, notes = self.select(data.user_type, terms, data.source)
         return Terms(num=self.pick(choice, terms), weights=self.pick(choice, weights), notes=notes)
 

@@ -62,25 +62,35 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import ConfigError, InputError
+from onlineeval.estimators.derived import (  # noqa: F401
+    LogCache,
+    _top_k_sum,
+    is_frozen,
+    row_sum,
+    weight_statistics,
+)
+from onlineeval.estimators.rewards import REWARDS, Reward, first_click, get_reward
 
 __all__ = [
-    "LoggedData",
-    "Reward",
     "REWARDS",
-    "get_reward",
-    "Target",
     "DeterministicTarget",
-    "PropensityModel",
-    "Propensities",
-    "Terms",
     "Diagnostics",
-    "OffPolicyEstimate",
     "Estimator",
-    "register_estimator",
+    "LoggedData",
+    "OffPolicyEstimate",
+    "Propensities",
+    "PropensityModel",
+    "Reward",
+    "Target",
+    "Terms",
     "available_estimators",
     "estimator_class",
-    "get_estimator",
     "first_click",
+    "get_estimator",
+    "get_reward",
+    "register_estimator",
+    "support_violations",
+    "weight_statistics",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -88,102 +98,21 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
-# ------------------------------------------------------------------------------ rewards
-def first_click(clicks: NDArray[np.bool_]) -> FloatArray:
-    """``(n, k)`` float indicator of the first clicked slot of each impression."""
-    c = np.asarray(clicks, dtype=bool)
-    before = np.cumsum(c, axis=1) - c  # clicks strictly above slot j
-    return (c & (before == 0)).astype(np.float64)
-
-
-@dataclass(frozen=True, eq=False)
-class Reward:
-    r"""An online metric as ``offset + sum_j slot_rewards(clicks)[:, j]``.
-
-    Attributes
-    ----------
-    name:
-        ``clicks_per_query``, ``reciprocal_rank``, ``abandonment`` or a user-given name.
-    kind:
-        ``"additive"``: :math:`r_j = w_j c_j` (each slot's reward depends on its own click
-        only); ``"first_click"``: :math:`r_j = w_j f_j` with :math:`f_j` the first-click
-        indicator (depends on the clicks above ``j``, so on the documents above it).
-    weights:
-        ``(k,)`` position weights :math:`w_j`, or ``None`` for all ones (any ``k``).
-    offset:
-        The constant :math:`c_0`.
-    """
-
-    name: str
-    kind: str = "additive"
-    weights: FloatArray | None = None
-    offset: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("additive", "first_click"):
-            raise ConfigError(("reward", "kind"), f"must be 'additive' or 'first_click', got {self.kind!r}")
-        if self.weights is not None:
-            w = np.array(self.weights, dtype=np.float64, copy=True)
-            if w.ndim != 1 or not np.all(np.isfinite(w)):
-                raise ConfigError(("reward", "weights"), "must be a 1-d array of finite numbers")
-            w.setflags(write=False)
-            object.__setattr__(self, "weights", w)
-
-    def position_weights(self, k: int) -> FloatArray:
-        """``(k,)`` weights for lists of ``k`` slots."""
-        if self.weights is None:
-            return np.ones(k)
-        if self.weights.size < k:
-            raise InputError(f"reward {self.name!r} has {self.weights.size} position weights, lists have {k} slots")
-        return np.asarray(self.weights[:k], dtype=np.float64)
-
-    def slot_rewards(self, clicks: ArrayLike) -> FloatArray:
-        """``(n, k)`` per-slot rewards of observed clicks (empty slots give 0)."""
-        c = np.asarray(clicks, dtype=bool)
-        w = self.position_weights(c.shape[1])
-        base = c.astype(np.float64) if self.kind == "additive" else first_click(c)
-        return base * w[None, :]
-
-    def value(self, clicks: ArrayLike) -> FloatArray:
-        """``(n,)`` the metric of each impression: ``offset + slot_rewards.sum(1)``."""
-        return self.offset + self.slot_rewards(clicks).sum(axis=1)
-
-    @property
-    def bounds_per_slot(self) -> tuple[float, float]:
-        """Range of one slot's reward (for the SN-bounded checks)."""
-        w = np.asarray(self.weights) if self.weights is not None else np.ones(1)
-        return float(min(0.0, w.min())), float(max(0.0, w.max()))
-
-    def describe(self) -> str:
-        w = "1" if self.weights is None else "w_j (" + ", ".join(f"{x:g}" for x in self.weights[:4]) + ", ...)"
-        base = "c_j" if self.kind == "additive" else "f_j (first click)"
-        off = f"{self.offset:g} + " if self.offset else ""
-        return f"{self.name}: {off}sum_j {w} * {base}"
-
-
-REWARDS: dict[str, Callable[[int], Reward]] = {
-    "clicks_per_query": lambda k: Reward("clicks_per_query", "additive"),
-    "reciprocal_rank": lambda k: Reward("reciprocal_rank", "first_click", 1.0 / np.arange(1, k + 1)),
-    "abandonment": lambda k: Reward("abandonment", "first_click", -np.ones(k), offset=1.0),
-}
-
-
-def get_reward(name: str, k: int) -> Reward:
-    """The built-in reward ``name`` for lists of ``k`` slots (``ConfigError`` listing the names)."""
-    if name not in REWARDS:
-        raise ConfigError(("reward",), f"unknown reward {name!r}; allowed: {', '.join(REWARDS)}")
-    return REWARDS[name](k)
-
-
 # --------------------------------------------------------------------------------- logs
 def _matrix(x: Any, name: str, dtype: Any, shape: tuple[int, ...] | None = None) -> NDArray[Any]:
-    try:
-        arr = np.array(x, dtype=dtype, copy=True)
-    except (TypeError, ValueError, OverflowError):
-        raise InputError(f"{name}: expected numbers of dtype {np.dtype(dtype).name}") from None
+    """``x`` as a read-only array of ``dtype``: a private copy, unless ``x`` already is an
+    array of that dtype no one can write (:func:`~onlineeval.estimators.derived.is_frozen`,
+    e.g. another log's array), which is kept as it is."""
+    if is_frozen(x) and x.dtype == np.dtype(dtype):
+        arr = x
+    else:
+        try:
+            arr = np.array(x, dtype=dtype, copy=True)
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(f"{name}: expected numbers of dtype {np.dtype(dtype).name}") from None
+        arr.setflags(write=False)
     if shape is not None and arr.shape != shape:
         raise InputError(f"{name}: expected shape {shape}, got {arr.shape}")
-    arr.setflags(write=False)
     return arr
 
 
@@ -191,8 +120,9 @@ def _propensity(x: Any, name: str, shape: tuple[int, ...]) -> FloatArray | None:
     if x is None:
         return None
     arr = _matrix(x, name, np.float64, shape)
-    bad = ~np.isfinite(arr) | (arr <= 0.0) | (arr > 1.0 + 1e-12)
-    if bad.any():
+    # two reductions decide the common case (a NaN makes min() NaN, which fails the test)
+    if arr.size and not (arr.min() > 0.0 and arr.max() <= 1.0 + 1e-12):
+        bad = ~np.isfinite(arr) | (arr <= 0.0) | (arr > 1.0 + 1e-12)
         idx = np.argwhere(bad)[0]
         raise InputError(f"{name}: propensities must be in (0, 1], found {arr[tuple(idx)]!r} at impression {int(idx[0])}")
     return arr
@@ -251,9 +181,8 @@ class LoggedData:
         clicks = np.asarray(self.clicks)
         if clicks.shape != (n, k):
             raise InputError(f"clicks: expected shape {(n, k)}, got {clicks.shape}", self.source)
-        if clicks.dtype != bool:
-            if not np.all(np.isin(clicks, (0, 1))):
-                raise InputError("clicks: must be 0/1 or bool", self.source)
+        if clicks.dtype != bool and not np.all(np.isin(clicks, (0, 1))):
+            raise InputError("clicks: must be 0/1 or bool", self.source)
         clicks = _matrix(clicks, "clicks", bool, (n, k))
         if (clicks & (shown < 0)).any():
             raise InputError("clicks on empty slots", self.source)
@@ -279,14 +208,13 @@ class LoggedData:
         (every estimate of the log reuses it)."""
         if self.user is None:
             return np.arange(self.n, dtype=np.int64), self.n
-        _, inv = np.unique(self.user, return_inverse=True)
-        return inv.astype(np.int64, copy=False), int(inv.max()) + 1
+        uniq, inv = _unique_inverse(self.user)
+        return inv, int(uniq.size)
 
     @functools.cached_property
     def query_groups(self) -> tuple[IntArray, IntArray]:
         """``(distinct queries, index of each impression's query among them)``, computed once."""
-        uq, inv = np.unique(self.query, return_inverse=True)
-        return uq, inv.astype(np.int64, copy=False)
+        return _unique_inverse(self.query)
 
     @property
     def n(self) -> int:
@@ -296,18 +224,125 @@ class LoggedData:
     def k(self) -> int:
         return int(self.shown.shape[1])
 
-    @property
+    @functools.cached_property
     def valid(self) -> BoolArray:
-        return self.shown >= 0
+        """``(n, k)`` read-only: ``shown >= 0`` (computed once)."""
+        v = self.shown >= 0
+        v.setflags(write=False)
+        return v
+
+    @functools.cached_property
+    def all_valid(self) -> bool:
+        """True when no slot of the log is empty."""
+        return bool(self.valid.all())
+
+    # ------------------------------------------------------------------ derived arrays
+    @functools.cached_property
+    def _cache(self) -> LogCache:
+        return LogCache()
+
+    def cached(self, key: Any, compute: Callable[[], Any], *, target: Any = None) -> Any:
+        """``compute()``, computed once per log (per log and ``target`` when given) and kept.
+
+        Estimators share what they derive from a log through it: the target's propensities
+        and importance weights (:meth:`target_propensities`, :meth:`importance_weights`),
+        slot and list rewards (:meth:`slot_rewards`, :meth:`list_rewards`), the first-click
+        indicators (:meth:`first_clicks`). ``key`` is any hashable naming the quantity and
+        everything it depends on besides the log (and the target); targets are told apart by
+        identity, and only the :data:`~onlineeval.estimators.derived.CACHED_TARGETS` most
+        recently used targets keep their entries. Arrays in the result are made read-only
+        (``compute`` must return fresh arrays it does not keep). Valid because a log, its
+        targets and rewards are immutable.
+        """
+        return self._cache.get(key, compute, target)
+
+    def clear_cache(self) -> None:
+        """Drop every kept derived array (:meth:`cached`), e.g. to free memory."""
+        self._cache.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # derived arrays are not pickled (they are recomputed on demand)
+        return {key: value for key, value in self.__dict__.items() if key != "_cache"}
+
+    def target_propensities(self, target: Target) -> Propensities:
+        """``target.propensities(query, shown)`` of the logged lists as float arrays, asked
+        once per log and target (read-only views; the target's own arrays are not changed)."""
+        def compute() -> Propensities:
+            p = target.propensities(self.query, self.shown)
+            return Propensities(*(_readonly_float(x) for x in (p.list, p.prefix, p.item)))
+        return self.cached("propensities", compute, target=target)  # type: ignore[no-any-return]
+
+    def importance_weights(self, target: Target, level: str) -> FloatArray:
+        r"""The importance weights of ``target`` against the logging propensities, computed
+        once per log, target and level (read-only):
+
+        - ``"list"``: ``(n,)`` :math:`\pi(\mathbf s_i)/\mu(\mathbf s_i)` (``p_list``);
+        - ``"item"``: ``(n, k)`` :math:`\pi(s_{ij} \text{ at } j)/\mu(\cdot)` (``p_item``),
+          0 at empty slots;
+        - ``"prefix"``: ``(n, k)`` :math:`\pi(\mathbf s_{i,0..j})/\mu(\cdot)` (``p_prefix``),
+          0 at empty slots;
+        - ``"prefix_carried"``: the prefix weights with empty slots carrying the weight of the
+          last shown slot (the whole list); the ``"prefix"`` array itself when no slot is empty.
+
+        The log must carry the propensity (:meth:`require`).
+        """
+        if level == "list":
+            return self.cached(("weights", "list"),  # type: ignore[no-any-return]
+                               lambda: self.target_propensities(target).list / self.p_list, target=target)
+        if level == "item":
+            return self.cached(("weights", "item"),  # type: ignore[no-any-return]
+                               lambda: np.where(self.valid, self.target_propensities(target).item / self.p_item, 0.0),
+                               target=target)
+        if level == "prefix":
+            return self.cached(("weights", "prefix"),  # type: ignore[no-any-return]
+                               lambda: np.where(self.valid, self.target_propensities(target).prefix / self.p_prefix,
+                                                0.0), target=target)
+        if level == "prefix_carried":
+            w = self.importance_weights(target, "prefix")
+            if self.all_valid:
+                return w
+            return self.cached(("weights", "prefix_carried"), lambda: _carry_last(w, self.valid),  # type: ignore
+                               target=target)
+        raise ValueError(f"unknown weight level {level!r}; allowed: list, item, prefix, prefix_carried")
+
+    def slot_rewards(self, reward: Reward) -> FloatArray:
+        """``reward.slot_rewards(clicks)``, computed once per log and reward definition
+        (read-only; a reward of another type than :class:`Reward` is asked every time)."""
+        key = _reward_key(reward)
+        if key is None:
+            return reward.slot_rewards(self.clicks)
+        return self.cached(("slot_rewards", *key), lambda: reward.slot_rewards(self.clicks))  # type: ignore
+
+    def list_rewards(self, reward: Reward) -> FloatArray:
+        r"""``(n,)`` the list reward :math:`\sum_j r_{ij}` of each impression (the reward's own
+        ``list_rewards`` when it keeps one, as the simulation's per-batch reward does), the
+        row sums of :meth:`slot_rewards`; computed once per log and reward definition."""
+        own = getattr(reward, "list_rewards", None)
+        if callable(own):
+            return own(self.clicks)  # type: ignore[no-any-return]
+        key = _reward_key(reward)
+        if key is None:
+            return row_sum(reward.slot_rewards(self.clicks))
+        return self.cached(("list_rewards", *key), lambda: row_sum(self.slot_rewards(reward)))  # type: ignore
+
+    def first_clicks(self) -> FloatArray:
+        """``(n, k)`` :func:`first_click` of the log's clicks (computed once, read-only)."""
+        return self.cached("first_click", lambda: first_click(self.clicks))  # type: ignore[no-any-return]
 
     def take(self, rows: ArrayLike) -> LoggedData:
         """The sub-log of ``rows`` (an index array or boolean mask), same logger."""
         idx = np.asarray(rows)
-        opt = {
-            name: (None if getattr(self, name) is None else getattr(self, name)[idx])
-            for name in ("p_list", "p_prefix", "p_item", "user", "user_type", "features")
-        }
-        return LoggedData(self.query[idx], self.shown[idx], self.clicks[idx], logger=self.logger,
+
+        def part(x: NDArray[Any] | None) -> NDArray[Any] | None:
+            if x is None:
+                return None
+            out = x[idx]
+            if not np.may_share_memory(out, x):  # a fresh copy: made read-only, the new log keeps it
+                out.setflags(write=False)
+            return out
+
+        opt = {name: part(getattr(self, name)) for name in ("p_list", "p_prefix", "p_item", "user", "user_type", "features")}
+        return LoggedData(part(self.query), part(self.shown), part(self.clicks), logger=self.logger,
                           source=self.source, **opt)
 
     def require(self, *names: str, estimator: str = "") -> None:
@@ -317,6 +352,44 @@ class LoggedData:
             who = f"estimator {estimator!r} " if estimator else ""
             raise InputError(f"{who}needs logging propensities {', '.join(missing)}; the log does not carry them",
                              self.source)
+
+
+def _unique_inverse(x: IntArray) -> tuple[IntArray, IntArray]:
+    """``np.unique(x, return_inverse=True)`` of int ids (the same arrays), by counting when the
+    ids are non-negative and at most a few times as many as the values (no sort)."""
+    if x.size and 0 <= int(x.min()) and int(x.max()) < 4 * x.size + 1024:
+        present = np.bincount(x) > 0
+        uniq = np.flatnonzero(present)
+        code = np.cumsum(present) - 1
+        return uniq.astype(np.int64, copy=False), code[x].astype(np.int64, copy=False)
+    uniq, inv = np.unique(x, return_inverse=True)
+    return uniq, inv.reshape(-1).astype(np.int64, copy=False)
+
+
+def _readonly_float(x: ArrayLike) -> FloatArray:
+    """A read-only float64 view of ``x`` (a copy only when ``x`` is not float64)."""
+    v = np.asarray(x, dtype=np.float64).view()
+    v.setflags(write=False)
+    return v
+
+
+def _carry_last(w: FloatArray, valid: BoolArray) -> FloatArray:
+    """``w`` with each row's empty slots carrying the row's last shown slot's value (1 for a
+    row with no shown slot)."""
+    n_shown = valid[:, 0].astype(np.int64)  # valid.sum(axis=1), slot by slot
+    for j in range(1, valid.shape[1]):
+        n_shown += valid[:, j]
+    last = np.maximum(n_shown - 1, 0)
+    carried = np.where(n_shown > 0, w[np.arange(w.shape[0]), last], 1.0)
+    return np.where(valid, w, carried[:, None])
+
+
+def _reward_key(reward: Any) -> tuple[Any, ...] | None:
+    """What a :class:`Reward`'s slot rewards depend on (its kind and weights); ``None`` for
+    other reward types, whose results are not kept."""
+    if type(reward) is not Reward:
+        return None
+    return (reward.kind, None if reward.weights is None else reward.weights.tobytes())
 
 
 # ------------------------------------------------------------------------- propensities
@@ -396,7 +469,10 @@ class DeterministicTarget:
             t = np.concatenate([t, np.full((t.shape[0], k - t.shape[1]), -1, dtype=np.int64)], axis=1)
         same = t[:, :k] == r
         item = same.astype(np.float64)
-        prefix = np.cumprod(same, axis=1).astype(np.float64)
+        run = same.copy()  # running AND over the slots (np.cumprod's 0/1 values), slot by slot
+        for j in range(1, k):
+            run[:, j] &= run[:, j - 1]
+        prefix = run.astype(np.float64)
         return Propensities(prefix[:, -1].copy(), prefix, item)
 
 
@@ -586,36 +662,28 @@ class Estimator(ABC):
 
     @staticmethod
     def _cluster_sums(data: LoggedData, terms: Terms) -> tuple[FloatArray, FloatArray, int]:
-        den = np.ones(data.n) if terms.den is None else terms.den
         if data.user is None:
-            return terms.num, den, data.n
+            return terms.num, (np.ones(data.n) if terms.den is None else terms.den), data.n
         inv, g = data.user_groups
-        return np.bincount(inv, terms.num, g), np.bincount(inv, den, g), g
+        if terms.den is None:  # each cluster's impression count, the same for every estimate of the log
+            den_u = data.cached("cluster_sizes", lambda: np.bincount(inv, np.ones(data.n), g))
+        else:
+            den_u = np.bincount(inv, terms.den, g)
+        return np.bincount(inv, terms.num, g), den_u, g
 
     def diagnostics(self, data: LoggedData, target: Target, terms: Terms) -> Diagnostics:
         """Weight diagnostics and support violations (see :class:`Diagnostics`)."""
         ess = mx = top = zero = math.nan
         if terms.weights is not None:
             w = np.asarray(terms.weights, dtype=np.float64)
-            flat = w[data.valid] if w.ndim == 2 else w
-            if flat.size:
-                s, s2 = flat.sum(), np.square(flat).sum()
-                ess = float(s * s / s2) if s2 > 0 else 0.0
-                mx = float(flat.max())
-                k = max(1, int(math.ceil(0.01 * flat.size)))
-                # the largest 1% of the weights: only positive weights can be among them with a
-                # positive share (most slot weights of a deterministic target are 0), so partition those
-                pos = flat[flat > 0]
-                if s <= 0:
-                    top = math.nan
-                elif pos.size >= k:
-                    top = float(_top_k_sum(pos, k) / s)
-                else:  # fewer positive weights than 1%: the rest of the top 1% are zeros, then negatives
-                    rest = k - pos.size - int(np.count_nonzero(flat == 0))
-                    neg = np.sort(flat[flat < 0])[-rest:].sum() if rest > 0 else 0.0
-                    top = float((pos.sum() + neg) / s)
-            row = w if w.ndim == 1 else np.where(data.valid, w, 0.0).sum(axis=1)
-            zero = float(np.mean(row == 0))
+            if is_frozen(w):  # a log's own weight array (shared by estimators): its statistics once
+                key = ("weight_stats", id(w))
+                hit = data.cached(key, lambda: (w, weight_statistics(w, data.valid, data.all_valid)), target=target)
+                if hit[0] is not w:  # cannot happen while the entry holds w; recomputed for safety
+                    hit = (w, weight_statistics(w, data.valid, data.all_valid))
+                ess, mx, top, zero = hit[1]
+            else:
+                ess, mx, top, zero = weight_statistics(w, data.valid, data.all_valid)
         violations, checked = support_violations(data, target, self.support_level)
         return Diagnostics(ess, mx, top, zero, violations, checked, dict(terms.notes))
 
@@ -628,40 +696,16 @@ class Estimator(ABC):
         """Per-impression terms for validated ``data`` and a supported ``reward``."""
 
 
-def _top_k_sum(values: FloatArray, k: int) -> float:
-    """Exact sum of the ``k`` largest ``values`` in linear time.
-
-    ``np.partition`` of millions of slot weights can take a second (introselect meets its bad
-    cases on such data), so for large inputs the ``k``-th largest value is bracketed between
-    two values ``a <= t < b`` of an evenly spaced subsample by counting (a bisection over the
-    sorted subsample); the sum is every value ``>= b`` plus the largest of the few values in
-    ``[a, b)``.
-    """
-    n = values.size
-    if n <= 400_000:
-        return float(np.partition(values, n - k)[n - k:].sum())
-    sample = np.unique(values[:: max(1, n // 100_000)])
-    lo, hi = 0, sample.size  # invariant: count(values >= sample[lo]) >= k (lo = 0: the minimum); hi: < k
-    if np.count_nonzero(values >= sample[0]) < k:  # cannot happen (sample[0] >= min), kept for safety
-        return float(np.partition(values, n - k)[n - k:].sum())
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if np.count_nonzero(values >= sample[mid]) >= k:
-            lo = mid
-        else:
-            hi = mid
-    a = sample[lo]
-    above = values[values >= sample[hi]] if hi < sample.size else values[:0]
-    between = values[(values >= a) & ((values < sample[hi]) if hi < sample.size else True)]
-    need = k - above.size  # 1 <= need <= between.size
-    return float(above.sum() + np.partition(between, between.size - need)[between.size - need:].sum())
-
-
 def support_violations(data: LoggedData, target: Target, level: str) -> tuple[int | None, int]:
     """Impressions (distinct queries weighted by their count) where the target's list has
     an event of logging probability 0 at ``level``; ``(None, 0)`` without a logger."""
     if data.logger is None or not hasattr(target, "rankings"):
         return None, 0
+    return data.cached(("support_violations", level),  # type: ignore[no-any-return]
+                       lambda: _support_violations(data, target, level), target=target)
+
+
+def _support_violations(data: LoggedData, target: Target, level: str) -> tuple[int | None, int]:
     uq, inv = data.query_groups
     t = np.asarray(target.rankings(uq), dtype=np.int64)[:, : data.k]
     p = data.logger.propensities(uq, t)

@@ -57,7 +57,6 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.ips import list_rewards
 
 __all__ = ["ClippedIPS"]
 
@@ -111,8 +110,8 @@ class ClippedIPS(Estimator):
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         cap = float(self.cap) if self.cap is not None else math.inf  # never None after __post_init__
-        w = target.propensities(data.query, data.shown).list / data.p_list
-        r = list_rewards(reward, data.clicks)
+        w = data.importance_weights(target, "list")
+        r = data.list_rewards(reward)
         excess = np.maximum(w - cap, 0.0)
         wc = w - excess
         total = float(w.sum())

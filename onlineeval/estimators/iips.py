@@ -31,8 +31,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from onlineeval.estimators.base import (
     Estimator,
     LoggedData,
@@ -41,7 +39,7 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.ips import row_sum
+from onlineeval.estimators.derived import row_sum
 
 __all__ = ["IIPS"]
 
@@ -64,6 +62,5 @@ class IIPS(Estimator):
                     ("dcm", "additive"), ("dcm", "first_click"))
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        pi_item = target.propensities(data.query, data.shown).item
-        w = np.where(data.valid, pi_item / data.p_item, 0.0)
-        return Terms(num=row_sum(w * reward.slot_rewards(data.clicks)), weights=w)
+        w = data.importance_weights(target, "item")
+        return Terms(num=row_sum(w * data.slot_rewards(reward)), weights=w)

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from onlineeval.estimators.base import (
     BoolArray,
     Estimator,
@@ -31,21 +29,9 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
+from onlineeval.estimators.derived import row_sum
 
 __all__ = ["IPS", "list_rewards", "row_sum"]
-
-
-def row_sum(x: FloatArray) -> FloatArray:
-    """``x.sum(axis=1)`` of an ``(n, k)`` float matrix. Rows of fewer than 8 slots are
-    added slot by slot, left to right, which is how numpy adds such short rows (the same
-    numbers, tested), without numpy's per-row overhead on a short last axis."""
-    k = x.shape[1]
-    if k == 0 or k >= 8:
-        return x.sum(axis=1)
-    out = np.array(x[:, 0], dtype=np.float64, copy=True)
-    for j in range(1, k):
-        out += x[:, j]
-    return out
 
 
 def list_rewards(reward: Reward, clicks: BoolArray) -> FloatArray:
@@ -65,5 +51,5 @@ class IPS(Estimator):
     unbiased_under = (("any", "additive"), ("any", "first_click"))
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        w = target.propensities(data.query, data.shown).list / data.p_list
-        return Terms(num=w * list_rewards(reward, data.clicks), weights=w)
+        w = data.importance_weights(target, "list")
+        return Terms(num=w * data.list_rewards(reward), weights=w)

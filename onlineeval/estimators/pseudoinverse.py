@@ -53,10 +53,19 @@ it gives the target's list weight 3 and the other list -1, expectation
 Needs the logging policy itself, not only recorded propensities: ``data.logger`` must
 offer ``pair_marginals(query_index) -> (k, m, k, m)`` array of :math:`P(s_j = a, s_l = b)`
 (documents are the query's candidate indices ``0..m-1``; empty slots have no indicator).
-The target's :math:`\mathbf q_\pi` is read from its item propensities. The cost is one
-symmetric eigendecomposition of size :math:`km'` per distinct query (``m'``: candidates the
-logger ever shows), kept for later calls with the same logger and target objects (both are
-treated as immutable), then one gather per impression.
+The target's :math:`\mathbf q_\pi` is read from its item propensities.
+
+Cost. :math:`\Gamma_\mu(q)` is asked once per distinct query and logger. Queries whose
+:math:`\Gamma` are the same matrix up to a relabelling of the candidates (the randomised
+part of epsilon-greedy, RandTop-n or swap logging does not depend on which documents the
+production ranker put where) share one symmetric eigendecomposition of size :math:`km'`
+(``m'``: candidates the logger ever shows): the candidates are put in a canonical order
+(sorted by their item-position marginals, the diagonal of :math:`\Gamma`), and a query
+whose relabelled :math:`\Gamma` equals, element for element, one already decomposed
+reuses it; otherwise (e.g. Plackett-Luce, whose :math:`\Gamma` depends on the scores) it
+gets its own. Decompositions (up to :data:`STORE_BYTES` per logger) and each query's
+weights per target are kept for later calls with the same logger and target objects
+(both are treated as immutable); then one gather per impression.
 
 Reference
 ---------
@@ -77,6 +86,7 @@ from onlineeval.errors import ConfigError, InputError, OnlineEvalError
 from onlineeval.estimators.base import (
     Estimator,
     FloatArray,
+    IntArray,
     LoggedData,
     Reward,
     Target,
@@ -88,9 +98,15 @@ __all__ = ["PseudoInverse", "pi_slot_weights"]
 
 #: residual above which a target's q is reported as outside the range of Gamma
 RANGE_TOLERANCE = 1e-8
+#: memory kept per logger for decompositions of Gamma shared across calls and targets
+STORE_BYTES = 64 * 2**20
+#: distinct queries handled together (target marginals and weights of a class batched)
+_CHUNK = 256
 
 
-def _pair_marginals(logger: Any, query: int, k: int, source: str | None) -> FloatArray:
+def _raw_pair_marginals(logger: Any, query: int, k: int, source: str | None) -> FloatArray:
+    """The logger's ``(k, m, k, m)`` pair marginals of ``query`` (first ``k`` slots), shape
+    checked; the values are checked by :func:`_check_values`."""
     try:
         g = np.asarray(logger.pair_marginals(int(query)), dtype=np.float64)
     except (TypeError, ValueError, IndexError, KeyError) as exc:
@@ -103,9 +119,18 @@ def _pair_marginals(logger: Any, query: int, k: int, source: str | None) -> Floa
     if g.shape[0] < k:
         raise InputError(f"pseudoinverse: the logger's pair marginals cover {g.shape[0]} slots, the log has {k}",
                          source)
+    return g if g.shape[0] == k else g[:k, :, :k, :]
+
+
+def _check_values(g: FloatArray, query: int, source: str | None) -> None:
     if not np.all(np.isfinite(g)) or g.min() < -1e-12 or g.max() > 1 + 1e-12:
         raise InputError(f"pseudoinverse: pair_marginals({query}) must be probabilities in [0, 1]", source)
-    return g[:k, :, :k, :]
+
+
+def _pair_marginals(logger: Any, query: int, k: int, source: str | None) -> FloatArray:
+    g = _raw_pair_marginals(logger, query, k, source)
+    _check_values(g, query, source)
+    return g
 
 
 def _target_q(target: Target, query: int, k: int, m: int) -> FloatArray:
@@ -144,6 +169,130 @@ def pi_slot_weights(gamma: FloatArray, q: FloatArray, rcond: float) -> tuple[Flo
         out[live] = inv @ qv[live]
     resid = float(np.abs(g @ out - qv).max()) if qv.size else 0.0
     return out.reshape(k, m), resid
+
+
+def _targets_q(target: Target, queries: IntArray, k: int, m: int) -> FloatArray:
+    """``(len(queries), k, m)``: :func:`_target_q` of each query (``m`` candidates each), from
+    one call of the target's propensities."""
+    a = np.arange(m)
+    lists = (a[:, None] + np.arange(k)[None, :]) % m  # lists[a, j] = (a + j) mod m
+    if k > m:
+        lists = np.where(np.arange(k)[None, :] < m, lists, -1)
+    nq = queries.size
+    item = np.asarray(target.propensities(np.repeat(queries, m), np.tile(lists, (nq, 1))).item, dtype=np.float64)
+    item = item.reshape(nq, m, k)
+    q = np.zeros((nq, k, m))
+    for j in range(min(k, m)):
+        q[:, j, lists[:, j]] = item[:, :, j]
+    return q
+
+
+class _Class:
+    """One Gamma up to a relabelling of the candidates, decomposed in the frame of the first
+    query that had it (``perm``: that query's candidates in canonical order), exactly as
+    :func:`pi_slot_weights` does; ``gamma`` is the matrix in canonical order (for matching)."""
+
+    __slots__ = ("g", "gamma", "inv", "lam", "live", "nbytes", "perm", "vec")
+
+    def __init__(self, own: FloatArray, perm: IntArray) -> None:
+        k, m = own.shape[:2]
+        g = own.reshape(k * m, k * m)
+        self.g = 0.5 * (g + g.T)
+        self.gamma = np.take(np.take(own, perm, axis=1), perm, axis=3)
+        self.perm = perm
+        self.live = np.flatnonzero(np.diag(self.g) > 0)
+        if self.live.size:
+            self.lam, self.vec = np.linalg.eigh(self.g[np.ix_(self.live, self.live)])
+        else:
+            self.lam, self.vec = np.zeros(0), np.zeros((0, 0))
+        self.inv: dict[float, FloatArray] = {}
+        self.nbytes = self.gamma.nbytes + self.g.nbytes + self.vec.nbytes
+
+    def solve(self, q: FloatArray, perm: IntArray, rcond: float) -> tuple[FloatArray, float]:
+        """``(Gamma^+ q as (k, m), ||Gamma Gamma^+ q - q||_inf)`` for the target marginals ``q``
+        of a query whose candidates in canonical order are ``perm``; eigenvalues below
+        ``rcond`` times the largest count as zero."""
+        k, m = q.shape
+        same = perm is self.perm or np.array_equal(perm, self.perm)
+        qv = q.reshape(-1)
+        if not same:  # the query's candidate perm[c] is this frame's candidate self.perm[c]
+            qf = np.empty((k, m))
+            qf[:, self.perm] = q[:, perm]
+            qv = qf.reshape(-1)
+        out = np.zeros(k * m)
+        if self.live.size:
+            inv = self.inv.get(rcond)
+            if inv is None:
+                lam, vec = self.lam, self.vec
+                keep = lam > rcond * max(float(lam.max()), 0.0)
+                inv = self.inv[rcond] = (vec[:, keep] / lam[keep]) @ vec[:, keep].T
+                self.nbytes += inv.nbytes
+            out[self.live] = inv @ qv[self.live]
+        resid = float(np.abs(self.g @ out - qv).max()) if qv.size else 0.0
+        w = out.reshape(k, m)
+        if not same:
+            back = np.empty((k, m))
+            back[:, perm] = w[:, self.perm]
+            w = back
+        return w, resid
+
+
+class _ClassStore:
+    """The decompositions of a logger's Gamma, found by the canonical relabelling of the
+    candidates (see the module docstring), and each query's class; bounded by
+    :data:`STORE_BYTES` (beyond it, new classes serve the current call only)."""
+
+    def __init__(self) -> None:
+        self.by_print: dict[tuple[int, int, bytes], list[_Class]] = {}
+        self.queries: dict[tuple[int, int], tuple[_Class, IntArray]] = {}
+        self.nbytes = 0
+
+    def lookup(self, logger: Any, query: int, k: int, source: str | None,
+               local: dict[tuple[int, int, bytes], list[_Class]]) -> tuple[_Class, IntArray]:
+        """``(class, perm)`` of ``query``: its Gamma with candidates ``perm`` (canonical order)
+        equals the class's; asks the logger for Gamma once per query."""
+        hit = self.queries.get((query, k))
+        if hit is not None:
+            return hit
+        gamma = _raw_pair_marginals(logger, query, k, source)
+        m = gamma.shape[1]
+        profile = np.einsum("jaja->ja", gamma)  # (k, m) item-position marginals (the diagonal)
+        perm = np.lexsort(profile[::-1])  # candidates by their marginal at slot 0, then 1, ... (stable)
+        key = (k, m, np.ascontiguousarray(profile[:, perm]).tobytes())
+        canon = None
+        for persist, pool in ((True, self.by_print.get(key, ())), (False, local.get(key, ()))):
+            for cls in pool:
+                if canon is None:
+                    canon = np.take(np.take(gamma, perm, axis=1), perm, axis=3)
+                if np.array_equal(canon, cls.gamma):  # the same matrix, element for element
+                    if persist:
+                        self._remember(query, k, cls, perm)
+                    return cls, perm
+        _check_values(gamma, query, source)
+        cls = _Class(gamma, perm)
+        if self.nbytes + cls.nbytes <= STORE_BYTES:
+            self.nbytes += cls.nbytes
+            self.by_print.setdefault(key, []).append(cls)
+            self._remember(query, k, cls, perm)
+        else:
+            local.setdefault(key, []).append(cls)
+        return cls, perm
+
+    def _remember(self, query: int, k: int, cls: _Class, perm: IntArray) -> None:
+        if self.nbytes + perm.nbytes <= STORE_BYTES:
+            self.nbytes += perm.nbytes
+            self.queries[(query, k)] = (cls, perm)
+
+
+#: logger -> its decompositions (entries go when the logger is garbage-collected)
+_STORES: weakref.WeakKeyDictionary[Any, _ClassStore] = weakref.WeakKeyDictionary()
+
+
+def _store_for(logger: Any) -> _ClassStore:
+    try:
+        return _STORES.setdefault(logger, _ClassStore())
+    except TypeError:  # a logger that cannot be weakly referenced: a store for this call only
+        return _ClassStore()
 
 
 #: logger -> target -> (query, k, rcond) -> weights; loggers and targets are immutable by
@@ -193,18 +342,33 @@ class PseudoInverse(Estimator):
             raise ConfigError(("estimator", "rcond"), f"must be a number in [0, 1), got {r!r}")
         object.__setattr__(self, "rcond", float(r))
 
-    def _query_weights(self, logger: Any, target: Target, query: int, k: int,
-                       source: str | None) -> tuple[FloatArray, float, bool]:
-        """``(Gamma^+ q as (k, m), range residual, target outside the candidates)`` of one query."""
-        gamma = _pair_marginals(logger, query, k, source)
-        m = gamma.shape[1]
-        w, resid = pi_slot_weights(gamma, _target_q(target, query, k, m), self.rcond)
+    def _queries_weights(self, logger: Any, target: Target, queries: IntArray, k: int,
+                         source: str | None) -> list[tuple[FloatArray, float, bool]]:
+        """``(Gamma^+ q as (k, m), range residual, target outside the candidates)`` of each query."""
+        store = _store_for(logger)
+        out: list[tuple[FloatArray, float, bool]] = []
         rankings = getattr(target, "rankings", None)
-        foreign = rankings is not None and bool((np.asarray(rankings(np.array([query])))[0, :k] >= m).any())
-        if foreign:
-            resid = max(resid, 1.0)  # the target's indicator of that document is not represented
-        w.setflags(write=False)
-        return w, resid, foreign
+        for start in range(0, queries.size, _CHUNK):
+            chunk = queries[start: start + _CHUNK]
+            local: dict[tuple[int, int, bytes], list[_Class]] = {}
+            found = [store.lookup(logger, int(q), k, source, local) for q in chunk]
+            m_of = np.array([f[0].gamma.shape[1] for f in found], dtype=np.int64)
+            foreign = np.zeros(chunk.size, dtype=bool)
+            if rankings is not None:
+                foreign = (np.asarray(rankings(chunk))[:, :k] >= m_of[:, None]).any(axis=1)
+            result: list[Any] = [None] * chunk.size
+            for m in np.unique(m_of).tolist():
+                rows = np.flatnonzero(m_of == m)
+                q_all = _targets_q(target, chunk[rows], k, m)  # (rows, k, m)
+                for r, i in enumerate(rows.tolist()):
+                    cls, perm = found[i]
+                    w, res = cls.solve(q_all[r], perm, self.rcond)
+                    w.setflags(write=False)
+                    if foreign[i]:
+                        res = max(res, 1.0)  # the target's indicator of that document is not represented
+                    result[i] = (w, res, bool(foreign[i]))
+            out.extend(result)
+        return out
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         logger = data.logger
@@ -216,26 +380,23 @@ class PseudoInverse(Estimator):
                 data.source,
             )
         k = data.k
-        uq, inv = np.unique(data.query, return_inverse=True)
-        per_query: list[FloatArray] = []
-        resid = np.zeros(uq.size)
-        foreign = np.zeros(uq.size, dtype=bool)  # target list holds documents outside the logger's candidates
+        uq, inv = data.query_groups
         cache = _cache_for(logger, target)
-        for u, query in enumerate(uq):
-            key = (int(query), k, self.rcond)
-            hit = cache.get(key) if cache is not None else None
-            if hit is None:
-                hit = self._query_weights(logger, target, int(query), k, data.source)
+        hits: list[Any] = [cache.get((int(q), k, self.rcond)) if cache is not None else None for q in uq]
+        todo = np.array([u for u, h in enumerate(hits) if h is None], dtype=np.int64)
+        if todo.size:
+            for u, hit in zip(todo.tolist(), self._queries_weights(logger, target, uq[todo], k, data.source)):
+                hits[u] = hit
                 if cache is not None:
-                    cache[key] = hit
-            per_query.append(hit[0])
-            resid[u], foreign[u] = hit[1], hit[2]
-        width = max(w.shape[1] for w in per_query)
+                    cache[(int(uq[u]), k, self.rcond)] = hit
+        resid = np.array([h[1] for h in hits])
+        foreign = np.array([h[2] for h in hits], dtype=bool)  # target list holds documents outside the candidates
+        width = max(h[0].shape[1] for h in hits)
         table = np.zeros((uq.size, k, width + 1))  # column `width` stays 0: empty slots and padding
         m_of = np.empty(uq.size, dtype=np.int64)
-        for u, w in enumerate(per_query):
-            table[u, :, : w.shape[1]] = w
-            m_of[u] = w.shape[1]
+        for u, h in enumerate(hits):
+            table[u, :, : h[0].shape[1]] = h[0]
+            m_of[u] = h[0].shape[1]
         shown = data.shown
         outside = shown >= m_of[inv][:, None]
         if outside.any():
@@ -245,9 +406,11 @@ class PseudoInverse(Estimator):
                 f"logger's {int(m_of[inv[i]])} candidates of query {int(data.query[i])}",
                 data.source,
             )
-        col = np.where(shown >= 0, shown, width)
-        weight = table[inv[:, None], np.arange(k)[None, :], col].sum(axis=1)
-        r = reward.slot_rewards(data.clicks).sum(axis=1)
+        # flat index of (query, slot, document) in the table; empty slots read the zero column
+        col = np.where(shown >= 0, shown, width) if not data.all_valid else shown
+        idx = (inv[:, None] * k + np.arange(k)[None, :]) * (width + 1) + col
+        weight = table.reshape(-1).take(idx).sum(axis=1)
+        r = data.list_rewards(reward)
         notes = {
             "max_range_residual": float(resid.max()),
             "queries_outside_range": int(np.count_nonzero(resid > RANGE_TOLERANCE)),

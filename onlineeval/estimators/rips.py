@@ -75,14 +75,14 @@ import numpy as np
 from onlineeval.estimators.base import (
     Estimator,
     FloatArray,
+    IntArray,
     LoggedData,
     Reward,
     Target,
     Terms,
-    first_click,
     register_estimator,
 )
-from onlineeval.estimators.ips import row_sum
+from onlineeval.estimators.derived import row_sum
 
 __all__ = ["RIPS", "SNRIPS", "prefix_weights"]
 
@@ -91,16 +91,9 @@ _FAMILIES = ("pbm", "cascade", "dcm")
 
 def prefix_weights(data: LoggedData, target: Target) -> FloatArray:
     """``(n, k)`` prefix weights :math:`\\pi(s_{0..j})/\\mu(s_{0..j})`, with empty slots
-    carrying the weight of the last shown slot (the whole list)."""
-    pi_prefix = target.propensities(data.query, data.shown).prefix
-    valid = data.valid
-    w = np.where(valid, pi_prefix / data.p_prefix, 0.0)
-    n_shown = valid[:, 0].astype(np.int64)  # valid.sum(axis=1), slot by slot
-    for j in range(1, valid.shape[1]):
-        n_shown += valid[:, j]
-    last = np.maximum(n_shown - 1, 0)
-    carried = np.where(n_shown > 0, w[np.arange(data.n), last], 1.0)
-    return np.where(valid, w, carried[:, None])
+    carrying the weight of the last shown slot (the whole list); read-only, computed once
+    per log and target (:meth:`LoggedData.importance_weights` ``"prefix_carried"``)."""
+    return data.importance_weights(target, "prefix_carried")
 
 
 @register_estimator
@@ -120,9 +113,8 @@ class RIPS(Estimator):
     biased_under = ()
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        w = prefix_weights(data, target)
-        shown_w = np.where(data.valid, w, 0.0)
-        return Terms(num=row_sum(shown_w * reward.slot_rewards(data.clicks)), weights=shown_w)
+        shown_w = data.importance_weights(target, "prefix")  # the carried weights, 0 at empty slots
+        return Terms(num=row_sum(shown_w * data.slot_rewards(reward)), weights=shown_w)
 
 
 @register_estimator
@@ -142,8 +134,13 @@ class SNRIPS(RIPS):
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = prefix_weights(data, target)
-        shown_w = np.where(data.valid, w, 0.0)
-        num = row_sum(shown_w * reward.slot_rewards(data.clicks))
-        f = first_click(data.clicks)
-        tau = np.where(f.any(axis=1), f.argmax(axis=1), data.k - 1)
+        shown_w = data.importance_weights(target, "prefix")  # w, 0 at empty slots
+        num = row_sum(shown_w * data.slot_rewards(reward))
+        tau = data.cached("first_click_slot", lambda: _first_click_slot(data))
         return Terms(num=num, den=w[np.arange(data.n), tau], weights=shown_w)
+
+
+def _first_click_slot(data: LoggedData) -> IntArray:
+    """``(n,)`` the slot of each impression's first click, the last slot when nothing is clicked."""
+    c = data.clicks
+    return np.where(c.any(axis=1), c.argmax(axis=1), data.k - 1)

@@ -22,7 +22,6 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.ips import list_rewards
 
 __all__ = ["SNIPS"]
 
@@ -38,5 +37,5 @@ class SNIPS(Estimator):
     unbiased_under = (("any", "additive"), ("any", "first_click"))
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        w = target.propensities(data.query, data.shown).list / data.p_list
-        return Terms(num=w * list_rewards(reward, data.clicks), den=w, weights=w)
+        w = data.importance_weights(target, "list")
+        return Terms(num=w * data.list_rewards(reward), den=w, weights=w)

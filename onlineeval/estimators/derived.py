@@ -1,0 +1,176 @@
+"""Derived arrays of a log, computed once and shared by every estimate of the log.
+
+A :class:`~onlineeval.estimators.base.LoggedData` is immutable (its arrays are read-only
+and not shared with writable arrays), and targets and rewards are immutable by contract,
+so anything computed from a log (and a target, and a reward) can be kept on the log:
+the target's propensities of the logged lists and the importance weights built from them,
+the slot rewards of the clicks, the first-click indicators, the weight diagnostics of a
+cached weight array. :class:`LogCache` holds them; ``LoggedData.cached`` is its entry
+point (see there). Every array it hands out is read-only, so no estimator can change what
+the next one reads.
+
+Memory: the entries of a target are kept for the :data:`CACHED_TARGETS` most recently
+used targets of a log (a log's weights take several ``(n, k)`` float arrays per target);
+``LoggedData.clear_cache`` drops everything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["CACHED_TARGETS", "LogCache", "freeze", "is_frozen", "row_sum", "weight_statistics"]
+
+T = TypeVar("T")
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+
+#: how many targets' entries one log keeps (least recently used dropped first); two keep
+#: both targets of a difference estimate
+CACHED_TARGETS = 2
+
+
+def row_sum(x: FloatArray) -> FloatArray:
+    """``x.sum(axis=1)`` of an ``(n, k)`` float matrix. Rows of fewer than 8 slots are
+    added slot by slot, left to right, which is how numpy adds such short rows (the same
+    numbers, tested), without numpy's per-row overhead on a short last axis."""
+    k = x.shape[1]
+    if k == 0 or k >= 8:
+        return x.sum(axis=1)
+    out = np.array(x[:, 0], dtype=np.float64, copy=True)
+    for j in range(1, k):
+        out += x[:, j]
+    return out
+
+
+def is_frozen(arr: Any) -> bool:
+    """True when ``arr`` is a plain ndarray that no one can write through numpy: it and every
+    array it is a view of are read-only, and the chain ends at an array owning its memory
+    (not a foreign buffer such as a writable ``bytearray`` or memory map)."""
+    if type(arr) is not np.ndarray:
+        return False
+    a: Any = arr
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        if a.base is None:
+            return True
+        a = a.base
+    return False
+
+
+def freeze(value: T) -> T:
+    """``value`` with its arrays made read-only (an array, or the array fields of a frozen
+    dataclass such as ``Propensities``, or a tuple of them); returned for chaining."""
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+    elif isinstance(value, tuple):
+        for v in value:
+            freeze(v)
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            v = getattr(value, name)
+            if isinstance(v, np.ndarray):
+                v.setflags(write=False)
+    return value
+
+
+class LogCache:
+    """Entries of one log: plain ones (the log alone, or the log and a reward) and, per
+    target, the target's (a bounded least-recently-used set of targets, compared by
+    identity: a target is held while its entries are)."""
+
+    __slots__ = ("plain", "targets")
+
+    def __init__(self) -> None:
+        self.plain: dict[Hashable, Any] = {}
+        self.targets: OrderedDict[int, tuple[Any, dict[Hashable, Any]]] = OrderedDict()
+
+    def section(self, target: Any) -> dict[Hashable, Any]:
+        if target is None:
+            return self.plain
+        key = id(target)
+        entry = self.targets.get(key)
+        if entry is None or entry[0] is not target:
+            entry = (target, {})
+            self.targets[key] = entry
+            while len(self.targets) > CACHED_TARGETS:
+                self.targets.popitem(last=False)
+        else:
+            self.targets.move_to_end(key)
+        return entry[1]
+
+    def get(self, key: Hashable, compute: Callable[[], T], target: Any = None) -> T:
+        sec = self.section(target)
+        if key in sec:
+            return sec[key]  # type: ignore[no-any-return]
+        value = freeze(compute())
+        # the section may have been evicted by a nested call for another target: fetch again
+        self.section(target)[key] = value
+        return value
+
+    def clear(self) -> None:
+        self.plain.clear()
+        self.targets.clear()
+
+
+def weight_statistics(w: FloatArray, valid: BoolArray, all_valid: bool | None = None) -> tuple[float, ...]:
+    """``(ess, max_weight, top1_share, zero_weight_share)`` of :class:`Diagnostics` for list
+    weights ``(n,)`` or slot weights ``(n, k)`` (only the slots where ``valid``)."""
+    ess = mx = top = math.nan
+    if all_valid is None:
+        all_valid = bool(valid.all())
+    flat = (w.reshape(-1) if all_valid else w[valid]) if w.ndim == 2 else w
+    if flat.size:
+        s, s2 = flat.sum(), np.square(flat).sum()
+        ess = float(s * s / s2) if s2 > 0 else 0.0
+        mx = float(flat.max())
+        k = max(1, math.ceil(0.01 * flat.size))
+        # the largest 1% of the weights: only positive weights can be among them with a
+        # positive share (most slot weights of a deterministic target are 0), so partition those
+        pos = flat[flat > 0]
+        if s <= 0:
+            top = math.nan
+        elif pos.size >= k:
+            top = float(_top_k_sum(pos, k) / s)
+        else:  # fewer positive weights than 1%: the rest of the top 1% are zeros, then negatives
+            rest = k - pos.size - int(np.count_nonzero(flat == 0))
+            neg = np.sort(flat[flat < 0])[-rest:].sum() if rest > 0 else 0.0
+            top = float((pos.sum() + neg) / s)
+    row = w if w.ndim == 1 else (w.sum(axis=1) if all_valid else np.where(valid, w, 0.0).sum(axis=1))
+    zero = float(np.mean(row == 0))
+    return ess, mx, top, zero
+
+
+def _top_k_sum(values: FloatArray, k: int) -> float:
+    """Exact sum of the ``k`` largest ``values`` in linear time.
+
+    ``np.partition`` of millions of slot weights can take a second (introselect meets its bad
+    cases on such data), so for large inputs the ``k``-th largest value is bracketed between
+    two values ``a <= t < b`` of an evenly spaced subsample by counting (a bisection over the
+    sorted subsample); the sum is every value ``>= b`` plus the largest of the few values in
+    ``[a, b)``.
+    """
+    n = values.size
+    if n <= 400_000:
+        return float(np.partition(values, n - k)[n - k:].sum())
+    sample = np.unique(values[:: max(1, n // 100_000)])
+    lo, hi = 0, sample.size  # invariant: count(values >= sample[lo]) >= k (lo = 0: the minimum); hi: < k
+    if np.count_nonzero(values >= sample[0]) < k:  # cannot happen (sample[0] >= min), kept for safety
+        return float(np.partition(values, n - k)[n - k:].sum())
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if np.count_nonzero(values >= sample[mid]) >= k:
+            lo = mid
+        else:
+            hi = mid
+    a = sample[lo]
+    above = values[values >= sample[hi]] if hi < sample.size else values[:0]
+    between = values[(values >= a) & ((values < sample[hi]) if hi < sample.size else True)]
+    need = k - above.size  # 1 <= need <= between.size
+    return float(above.sum() + np.partition(between, between.size - need)[between.size - need:].sum())
