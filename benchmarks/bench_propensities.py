@@ -38,6 +38,11 @@ SPECS = [
     {"policy": "mixture", "components": [
         {"policy": "deterministic", "scores": "A", "weight": 0.5},
         {"policy": "deterministic", "scores": "B", "weight": 0.5}]},
+    # intervention harvesting around two rankers (the counterfactual config's logger form):
+    # the epsilon-greedy components are computed together (StackedEpsilonGreedy)
+    {"policy": "mixture", "components": [
+        {"policy": "epsilon_greedy", "epsilon": 0.2, "n": 10, "scores": "A", "weight": 0.8},
+        {"policy": "epsilon_greedy", "epsilon": 0.2, "n": 10, "scores": "B", "weight": 0.2}]},
 ]
 
 
@@ -79,7 +84,10 @@ def _bench_one(spec: dict, scores: object, q: np.ndarray, uq: np.ndarray, k: int
         pair = f"{_timed(lambda: small.pair_marginals(0)) * 1e3:7.1f}ms*"
     else:
         pair = f"{_timed(lambda: pol.pair_marginals(0)) * 1e3:7.1f}ms "
-    print(f"{spec['policy']:<16s} {t_sample * 1e3:7.1f}ms {t_cold * 1e3:8.1f}ms {t_warm * 1e3:8.1f}ms "
+    name = spec["policy"]
+    if name == "mixture":
+        name = "mixture " + "+".join(sorted({c["policy"][:3] for c in spec["components"]}))
+    print(f"{name:<16s} {t_sample * 1e3:7.1f}ms {t_cold * 1e3:8.1f}ms {t_warm * 1e3:8.1f}ms "
           f"{t_warm / t_sample:8.1f}x {t_shown * 1e3:6.1f}ms {t_marg * 1e3:9.1f}ms {pair:>10s}")
 
 
