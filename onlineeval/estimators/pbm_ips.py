@@ -124,6 +124,7 @@ from onlineeval.estimators.position_bias import (
     _groups,
     estimate_examination,
 )
+from onlineeval.estimators.position_bias._core import log_cache
 
 __all__ = ["EXAMINATION_ERRORS", "PBMIPS", "RARE_SHOWS", "click_propensities", "target_pair_shows", "target_slots",
            "value_gradient"]
@@ -185,7 +186,7 @@ def _target_pairs(data: LoggedData, target: Target) -> tuple[IntArray, IntArray,
 
 def _valid_positions(data: LoggedData) -> tuple[IntArray, IntArray]:
     """``np.nonzero(data.valid)``, computed once per log (cached on it)."""
-    cache = data.__dict__.setdefault("_pbm_ips_cache", {})
+    cache = log_cache(data, "pbm_ips")
     if "valid" not in cache:
         valid = data.valid
         if valid.all():
@@ -455,7 +456,7 @@ class PBMIPS(Estimator):
         """The examination estimated from ``data`` by ``estimate_with``: estimated once per log
         and method (every target, and the two sides of a difference, read the same log), kept
         on the log object, which never changes."""
-        cache = data.__dict__.setdefault("_examination_cache", {})
+        cache = log_cache(data, "examination")
         if self.estimate_with not in cache:
             cache[self.estimate_with] = estimate_examination(data, self.estimate_with)
         return cache[self.estimate_with]  # type: ignore[no-any-return]

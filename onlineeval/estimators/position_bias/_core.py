@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,14 @@ IntArray = NDArray[np.int64]
 
 #: ``fn(g) -> (n,)``: the influence terms of a scale-free function of the examination
 Linearisation = Callable[[FloatArray], FloatArray]
+
+_LOG_CACHES: weakref.WeakKeyDictionary[LoggedData, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def log_cache(data: LoggedData, section: str) -> dict[str, Any]:
+    """A per-log dictionary for derived arrays (``section`` names the user), held outside
+    the log object (so a pickled log carries none of it) and dropped with the log."""
+    return _LOG_CACHES.setdefault(data, {}).setdefault(section, {})
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,7 @@ def _positive_int(value: Any, name: str) -> int:
 def _pair_positions(data: LoggedData) -> tuple[IntArray, IntArray, IntArray, int]:
     """Valid slots flattened: (pair index, slot, impression row, number of pairs), pairs
     coded in (query, document) order; computed once per log (cached on it)."""
-    cache = data.__dict__.setdefault("_position_bias_cache", {})
+    cache = log_cache(data, "position_bias")
     if "pairs" not in cache:
         rows, slots = np.nonzero(data.valid)
         key = np.stack([data.query[rows], data.shown[rows, slots]], axis=1)

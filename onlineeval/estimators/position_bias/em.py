@@ -27,6 +27,7 @@ from onlineeval.estimators.position_bias._core import (
     _multi_slot_pairs,
     _pair_positions,
     _require_identified,
+    log_cache,
 )
 from onlineeval.estimators.position_bias.influence import (
     features_linearisation,
@@ -78,7 +79,7 @@ def _pbm_em(cells: Cells, n_pairs: int, k: int, n_sessions: int, *, pseudo: floa
 def _log_cells(data: LoggedData) -> tuple[IntArray, IntArray, IntArray, int, Cells]:
     """The log's flattened positions (pair, slot, row, number of pairs) and its cells,
     computed once per log."""
-    cache = data.__dict__.setdefault("_position_bias_cache", {})
+    cache = log_cache(data, "position_bias")
     pair, slot, rows, m = _pair_positions(data)
     if "cells" not in cache:
         cache["cells"] = _cells(pair, slot, data.clicks[rows, slot], data.k)
@@ -129,7 +130,7 @@ def estimate_harvest(
     """
     k = data.k
     if ranker is None:
-        cache = data.__dict__.setdefault("_position_bias_cache", {})
+        cache = log_cache(data, "position_bias")
         if "list_ranker" not in cache:
             cache["list_ranker"] = _groups(np.concatenate([data.query[:, None], data.shown], axis=1))[1]
         rk = cache["list_ranker"]
