@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,12 +262,15 @@ class Cells:
 
     ``pair``, ``exam``: ``(c,)`` each cell's pair code and examination index (rank for
     PBM, ``rank * k + previous click + 1`` for UBM), sorted by (pair, index); ``shows``,
-    ``clicks``: ``(c,)`` float counts."""
+    ``clicks``: ``(c,)`` float counts. ``grid``: for the (pair, rank) cells, the same
+    counts as dense ``(m, k)`` arrays (shows, clicks) when at least half of that grid has
+    shows, else ``None``."""
 
     pair: IntArray
     exam: IntArray
     shows: FloatArray
     clicks: FloatArray
+    grid: tuple[FloatArray, FloatArray] | None = None
 
 
 def cells(data: LoggedData, kind: str = "rank") -> Cells:
@@ -290,15 +294,19 @@ def cells(data: LoggedData, kind: str = "rank") -> Cells:
         cell = idx.code * n_exam + (np.arange(k)[None, :] * k + prev + 1)
     shown_cells = cell.ravel() if bool(valid.all()) else cell[valid]
     clicked_cells = cell[data.clicks]
+    grid = None
     if m * n_exam <= max(_DENSE_LIMIT, 2 * shown_cells.size):
         shows = np.bincount(shown_cells, minlength=m * n_exam)
+        clicks = np.bincount(clicked_cells, minlength=m * n_exam)
         nz = np.flatnonzero(shows)
-        n_cell, c_cell = shows[nz], np.bincount(clicked_cells, minlength=m * n_exam)[nz]
+        n_cell, c_cell = shows[nz], clicks[nz]
+        if kind == "rank" and 2 * nz.size >= shows.size:
+            grid = (shows.reshape(m, n_exam).astype(np.float64), clicks.reshape(m, n_exam).astype(np.float64))
     else:  # a sparse grid: sort the slot keys
         nz, n_cell = np.unique(shown_cells, return_counts=True)
         c_cell = np.bincount(np.searchsorted(nz, clicked_cells), minlength=nz.size)
     pair, exam = np.divmod(nz, n_exam)
-    out = Cells(pair, exam, n_cell.astype(np.float64), c_cell.astype(np.float64))
+    out = Cells(pair, exam, n_cell.astype(np.float64), c_cell.astype(np.float64), grid)
     cache[("cells", kind)] = out
     return out
 
@@ -315,7 +323,7 @@ def _fit_examination_em(data: LoggedData, idx: PairIndex, name: str, pseudo: flo
     :math:`\alpha = \gamma = 1`, adds :math:`C` to both, as there). Each iteration
     works in preallocated buffers: O(cells) time, no allocation of that size."""
     from clickmodels.estimation._em import run_em
-    from clickmodels.estimation.base import PROB_EPS, EMOptions, smoothed
+    from clickmodels.estimation.base import EMOptions
 
     base = EMOptions()
     opt = EMOptions(max_iter=base.max_iter if max_iter is None else max_iter,
@@ -323,9 +331,27 @@ def _fit_examination_em(data: LoggedData, idx: PairIndex, name: str, pseudo: flo
     k, m = data.k, idx.n_pairs
     n_exam = k if name == "pbm" else k * k
     cl = cells(data, "rank" if name == "pbm" else "previous_click")
-    c_cell, skip_cell = cl.clicks, cl.shows - cl.clicks
     views = np.bincount(cl.pair, cl.shows, minlength=m)
     exam_views = np.bincount(cl.exam, cl.shows, minlength=n_exam)
+    if name == "pbm" and cl.grid is not None:
+        step = _dense_step(cl.grid, views, exam_views, opt.pseudo)
+    else:
+        step = _sparse_step(cl, views, exam_views, opt.pseudo, k if name == "ubm" else 0)
+    init_gamma = np.full(k, 0.5) if name == "pbm" else np.tril(np.full((k, k), 0.5))
+    (alpha, gamma), trace = run_em(data.n, opt, (np.full(m, 0.5), init_gamma), step)
+    return AggregatedFit(name, idx.query, idx.doc, alpha, _default(alpha, views), {"examination": gamma}, trace)
+
+
+Step = Callable[[tuple[FloatArray, FloatArray]], tuple[tuple[FloatArray, FloatArray], float]]
+
+
+def _sparse_step(cl: Cells, views: FloatArray, exam_views: FloatArray, pseudo: float, ubm_k: int) -> Step:
+    """One EM iteration over the listed cells (``ubm_k``: UBM's ``k``, its examination a
+    lower-triangular ``(k, k)`` table; 0 for PBM)."""
+    from clickmodels.estimation.base import PROB_EPS, smoothed
+
+    m, n_exam = views.size, exam_views.size
+    c_cell, skip_cell = cl.clicks, cl.shows - cl.clicks
     a, g, p, t, u = (np.empty(cl.pair.size) for _ in range(5))
 
     def step(state: tuple[FloatArray, FloatArray]) -> tuple[tuple[FloatArray, FloatArray], float]:
@@ -346,18 +372,56 @@ def _fit_examination_em(data: LoggedData, idx: PairIndex, name: str, pseudo: flo
         np.subtract(a, p, out=u)
         np.multiply(u, t, out=u)
         np.add(u, c_cell, out=u)
-        new_alpha = smoothed(np.bincount(cl.pair, u, minlength=m), views, opt.pseudo)
+        new_alpha = smoothed(np.bincount(cl.pair, u, minlength=m), views, pseudo)
         np.subtract(g, p, out=u)
         np.multiply(u, t, out=u)
         np.add(u, c_cell, out=u)
-        new_gamma = smoothed(np.bincount(cl.exam, u, minlength=n_exam), exam_views, opt.pseudo)
-        if name == "ubm":
-            new_gamma = np.tril(new_gamma.reshape(k, k))  # unused j > r: 0
+        new_gamma = smoothed(np.bincount(cl.exam, u, minlength=n_exam), exam_views, pseudo)
+        if ubm_k:
+            new_gamma = np.tril(new_gamma.reshape(ubm_k, ubm_k))  # unused j > r: 0
         return (new_alpha, new_gamma), ll
 
-    init_gamma = np.full(k, 0.5) if name == "pbm" else np.tril(np.full((k, k), 0.5))
-    (alpha, gamma), trace = run_em(data.n, opt, (np.full(m, 0.5), init_gamma), step)
-    return AggregatedFit(name, idx.query, idx.doc, alpha, _default(alpha, views), {"examination": gamma}, trace)
+    return step
+
+
+def _dense_step(grid: tuple[FloatArray, FloatArray], views: FloatArray, exam_views: FloatArray,
+                pseudo: float) -> Step:
+    """One PBM EM iteration over the dense ``(m, k)`` (pair, rank) grid (cells without
+    shows add 0 everywhere): broadcasting instead of gathers, matrix-vector products
+    instead of grouped sums."""
+    from clickmodels.estimation.base import PROB_EPS, smoothed
+
+    shows, c_cell = grid
+    skip_cell = shows - c_cell
+    m, k = shows.shape
+    p, t, u = (np.empty((m, k)) for _ in range(3))
+    ones_k, ones_m = np.ones(k), np.ones(m)
+    c_flat, skip_flat, t_flat, u_flat = c_cell.ravel(), skip_cell.ravel(), t.ravel(), u.ravel()
+
+    def step(state: tuple[FloatArray, FloatArray]) -> tuple[tuple[FloatArray, FloatArray], float]:
+        alpha, gamma = state
+        a, g = alpha[:, None], gamma[None, :]
+        np.multiply(a, g, out=p)
+        np.clip(p, PROB_EPS, 1.0 - PROB_EPS, out=t)
+        np.log(t, out=u)
+        ll = float(c_flat @ u_flat)
+        np.negative(t, out=t)
+        np.log1p(t, out=t)
+        ll += float(skip_flat @ t_flat)
+        np.subtract(1.0, p, out=t)
+        np.maximum(t, 1e-300, out=t)
+        np.divide(skip_cell, t, out=t)
+        np.subtract(a, p, out=u)
+        np.multiply(u, t, out=u)
+        np.add(u, c_cell, out=u)
+        new_alpha = smoothed(u @ ones_k, views, pseudo)
+        np.subtract(g, p, out=u)
+        np.multiply(u, t, out=u)
+        np.add(u, c_cell, out=u)
+        new_gamma = smoothed(ones_m @ u, exam_views, pseudo)
+        return (new_alpha, new_gamma), ll
+
+    return step
 
 
 def _fit_closed_form(data: LoggedData, idx: PairIndex, name: str, pseudo: float) -> AggregatedFit:

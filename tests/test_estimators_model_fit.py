@@ -1,0 +1,261 @@
+"""Aggregated click-model fits of the model-based estimators (onlineeval.estimators.model_fit).
+
+References, independent of the aggregation:
+
+* the fits of :mod:`clickmodels.estimation` on the same log (the per-slot EM and closed
+  forms the estimators used before), parameter by parameter;
+* the estimators' former path: the model fitted by :mod:`clickmodels.estimation` and its
+  predictions for every impression's lists (``aggregated`` switched off);
+* brute force over impressions (Python loops) for the linearised PBM terms, the pair
+  index and the unseen / rare target-pair notes.
+
+Tolerance: both EM implementations run the same iterations in exact arithmetic; they
+differ by floating-point summation order only. EM stops when the relative change of the
+log-likelihood is at most ``tol`` (1e-7), so a difference that could move the stopping
+iteration (or any estimate) by more than that resolution fails: the iteration counts must
+be equal, the log-likelihood traces within ``tol`` relative, and every estimate, SE and
+interval end within ``tol`` relative (closed forms: 1e-12).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+
+from clickmodels.estimation import EMOptions, fit_log
+from clickmodels.logs import from_arrays
+from onlineeval.errors import InputError
+from onlineeval.estimators import DeterministicTarget, LoggedData, get_estimator, get_reward
+from onlineeval.estimators.checks import check_world, sample_log
+from onlineeval.estimators.dm import RARE_SHOWS, ClickModelEstimator, DirectMethod, _pbm_correction
+from onlineeval.estimators.model_fit import FAST_MODELS, aggregated_fit, cells, pair_index
+
+EM_TOL = EMOptions().tol
+CLOSED_TOL = 1e-12
+
+
+def ragged_log(n: int, seed: int, n_docs: int = 12, k: int = 5, queries: int = 6, doc_scale: int = 1) -> LoggedData:
+    """A log with trailing empty slots, documents shown at several ranks, PBM-like clicks
+    and exact uniform propensities (every list of distinct documents equally likely)."""
+    rng = np.random.default_rng(seed)
+    q = rng.integers(0, queries, size=n)
+    shown = np.argsort(rng.random((n, n_docs)), axis=1)[:, :k] * doc_scale
+    depth = rng.integers(2, k + 1, size=n)  # some lists shorter than k
+    shown = np.where(np.arange(k)[None, :] < depth[:, None], shown, -1)
+    attract = rng.uniform(0.05, 0.9, size=(queries, n_docs))
+    a = np.where(shown >= 0, attract[q[:, None], np.maximum(shown, 0) // doc_scale], 0.0)
+    clicks = (rng.random((n, k)) < a / np.arange(1, k + 1)[None, :]) & (shown >= 0)
+    prefix = np.where(shown >= 0, np.cumprod(1.0 / (n_docs - np.arange(k)))[None, :], 1.0)
+    prefix = np.where(shown >= 0, prefix, prefix[np.arange(n), np.maximum(depth - 1, 0)][:, None])
+    p_list = prefix[:, -1].copy()
+    item = np.where(shown >= 0, 1.0 / n_docs, 1.0)
+    return LoggedData(q, shown, clicks, p_list=p_list, p_prefix=prefix, p_item=item,
+                      user=rng.integers(0, n // 2, size=n), source="ragged")
+
+
+def ragged_target(queries: int = 6, k: int = 5, doc_scale: int = 1) -> DeterministicTarget:
+    lists = np.array([[(3 * qq + j) % 12 for j in range(k)] for qq in range(queries)]) * doc_scale
+    lists[1, 3:] = -1  # a short target list
+    return DeterministicTarget(lists, "T")
+
+
+def old_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch the aggregated fits off: clickmodels.estimation fits, per-impression predictions."""
+    monkeypatch.setattr(ClickModelEstimator, "aggregated", property(lambda self: False))
+
+
+def _logs() -> dict[str, LoggedData]:
+    return {
+        "pbm": sample_log(check_world("pbm"), 3000, np.random.default_rng(5)),
+        "dcm": sample_log(check_world("dcm"), 3000, np.random.default_rng(6), users=False),
+        "ragged": ragged_log(3000, 7),
+    }
+
+
+LOGS = _logs()
+
+
+# ------------------------------------------------------------------------------ the fits
+@pytest.mark.parametrize("log_name", ["pbm", "ragged"])
+@pytest.mark.parametrize("name", FAST_MODELS)
+@pytest.mark.parametrize("pseudo", [0.0, 1.0])
+def test_aggregated_fit_equals_the_clickmodels_fit(log_name, name, pseudo):
+    data = LOGS[log_name]
+    ours = aggregated_fit(data, name, pseudo=pseudo)
+    log = from_arrays(data.query, data.shown, data.clicks)
+    ref = fit_log(name, log, pseudo=pseudo)
+    em = name in ("pbm", "ubm")
+    tol = EM_TOL if em else CLOSED_TOL
+    if em:  # the same iterations and log-likelihoods
+        assert ours.trace.iterations == ref.trace.iterations
+        np.testing.assert_allclose(ours.trace.log_likelihood, ref.trace.log_likelihood, rtol=EM_TOL)
+    mdl = ours.model
+    assert type(mdl) is type(ref.to_model(log.query_vocab, log.doc_vocab))
+    if ours.attraction is not None:
+        table = ref.attractiveness
+        got = dict(zip(zip(ours.query.tolist(), ours.doc.tolist()), ours.attraction.tolist()))
+        want = dict(zip(zip(table.query.astype(int).tolist(), table.doc.astype(int).tolist()), table.value.tolist()))
+        assert got.keys() == want.keys()
+        np.testing.assert_allclose([got[key] for key in want], list(want.values()), rtol=tol, atol=tol)
+        assert ours.default == pytest.approx(table.default, rel=tol, abs=tol)
+    for key, value in ours.params.items():
+        np.testing.assert_allclose(value, getattr(ref, key), rtol=tol, atol=tol)
+
+
+def test_dense_and_listed_cells_give_the_same_pbm_fit():
+    # few shows per (pair, rank): less than half of the (pair, rank) grid is filled, so EM
+    # runs over the listed cells; the filled check-world log runs on the dense grid
+    sparse = ragged_log(120, 8, n_docs=60, k=5, queries=3)
+    assert cells(sparse).grid is None and cells(LOGS["pbm"]).grid is not None
+    for data in (sparse, LOGS["pbm"]):
+        ours = aggregated_fit(data, "pbm", pseudo=0.0)
+        ref = fit_log("pbm", from_arrays(data.query, data.shown, data.clicks), pseudo=0.0)
+        assert ours.trace.iterations == ref.trace.iterations
+        np.testing.assert_allclose(ours.params["examination"], ref.examination, rtol=EM_TOL)
+
+
+def test_pair_index_against_counting_and_both_code_paths():
+    for scale in (1, 2**27):  # compact ids: lookup table; ids up to 2**31: one sort of the keys
+        data = ragged_log(500, 9, doc_scale=scale)
+        idx = pair_index(data)
+        counts = Counter((int(q), int(d)) for q, row in zip(data.query, data.shown) for d in row if d >= 0)
+        assert idx.n_pairs == len(counts)
+        for i in range(data.n):
+            for j in range(data.k):
+                d = int(data.shown[i, j])
+                c = int(idx.code[i, j])
+                assert (c == -1) if d < 0 else (int(idx.query[c]), int(idx.doc[c])) == (int(data.query[i]), d)
+        assert {(int(q), int(d)): int(s) for q, d, s in zip(idx.query, idx.doc, idx.shows)} == dict(counts)
+        assert list(zip(idx.query.tolist(), idx.doc.tolist())) == sorted(counts)
+
+
+# ------------------------------------------------------------------------------ estimates
+CASES = [
+    ("dm", {}, "clicks_per_query"),
+    ("dm", {}, "reciprocal_rank"),
+    ("dm", {"model": "cm"}, "reciprocal_rank"),
+    ("dm", {"model": "ubm"}, "clicks_per_query"),
+    ("dm", {"pseudo": 1.0}, "clicks_per_query"),
+    ("dm", {"folds": 2}, "clicks_per_query"),
+    ("dr", {}, "clicks_per_query"),
+    ("dr", {"model": "rctr", "folds": 2}, "clicks_per_query"),
+    ("dr_list", {"model": "dcm"}, "reciprocal_rank"),
+    ("dr_list", {"model": "gctr"}, "clicks_per_query"),
+    ("dr_list", {"folds": 3}, "clicks_per_query"),
+    ("cascade_dr", {"model": "cm"}, "abandonment"),
+    ("cascade_dr", {"model": "dcm", "folds": 2}, "clicks_per_query"),
+    ("cascade_dr", {"model": "dctr"}, "reciprocal_rank"),
+]
+
+
+def _targets(log_name: str) -> list:
+    return [ragged_target()] if log_name == "ragged" else list(check_world(log_name).targets[:2])
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_estimates_equal_the_former_path(case, monkeypatch):
+    name, opts, reward = CASES[case]
+    new, old = [], []
+    for log_name, data in LOGS.items():
+        for target in _targets(log_name):
+            new.append(get_estimator(name, **opts).estimate(data, target, reward))
+    with monkeypatch.context() as mp:
+        old_path(mp)
+        for log_name, data in LOGS.items():
+            fresh = data.take(np.arange(data.n))  # no cached fits
+            for target in _targets(log_name):
+                old.append(get_estimator(name, **opts).estimate(fresh, target, reward))
+    for a, b in zip(new, old):
+        for field in ("value", "se", "ci_low", "ci_high"):
+            assert getattr(a, field) == pytest.approx(getattr(b, field), rel=EM_TOL, abs=EM_TOL * 1e-3), field
+        assert a.diagnostics.notes.keys() == b.diagnostics.notes.keys()
+        for key, value in a.diagnostics.notes.items():
+            if isinstance(value, float) and not math.isnan(value):
+                assert value == pytest.approx(b.diagnostics.notes[key], rel=EM_TOL, abs=EM_TOL * 1e-3), key
+            else:
+                assert value == b.diagnostics.notes[key] or (value != value and b.diagnostics.notes[key] != b.diagnostics.notes[key])
+
+
+def brute_force_correction(mdl, data: LoggedData, target: DeterministicTarget, weights: np.ndarray) -> np.ndarray:
+    """The linearised PBM terms of the dm docstring, one impression and slot at a time."""
+    theta = np.asarray(mdl.examination)
+    n_q = Counter(int(q) for q in data.query)
+    mass: dict[tuple[int, int], float] = defaultdict(float)
+    for q, row in zip(data.query, data.shown):
+        for j, d in enumerate(row):
+            if d >= 0:
+                mass[(int(q), int(d))] += theta[j]
+    from clickmodels.base import Impressions
+
+    alpha = mdl.attractiveness.lookup(Impressions(query=data.query, docs=np.maximum(data.shown, 0)))
+    out = np.zeros(data.n)
+    for i in range(data.n):
+        q = int(data.query[i])
+        t = [int(x) for x in target.lists[q][: data.k]]
+        for j, d in enumerate(data.shown[i]):
+            if d < 0 or int(d) not in t:
+                continue
+            s = t.index(int(d))
+            out[i] += weights[s] * theta[s] * n_q[q] / mass[(q, int(d))] * (data.clicks[i, j] - theta[j] * alpha[i, j])
+    return out
+
+
+@pytest.mark.parametrize("log_name", ["pbm", "ragged"])
+def test_linearised_pbm_terms_against_brute_force(log_name):
+    data = LOGS[log_name].take(np.arange(1500))
+    target = _targets(log_name)[0]
+    mdl = DirectMethod().fit_model(data)
+    for reward in ("clicks_per_query", "dcg"):
+        rw = get_reward("clicks_per_query", data.k) if reward == "clicks_per_query" else \
+            get_reward("clicks_per_query", data.k).__class__("dcg", "additive", 1.0 / np.log2(np.arange(2, data.k + 2)))
+        got = _pbm_correction(mdl, data, target, rw)
+        want = brute_force_correction(mdl, data, target, rw.position_weights(data.k))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_unseen_and_rare_notes_against_counting():
+    data = LOGS["ragged"]
+    keep = ~((data.query == 0) & (data.shown == 3).any(axis=1))  # document 3 never shown for query 0
+    data = data.take(np.flatnonzero(keep)[:700])
+    target = ragged_target()
+    notes = DirectMethod().terms(data, target, "clicks_per_query").notes
+    shows = Counter((int(q), int(d)) for q, row in zip(data.query, data.shown) for d in row if d >= 0)
+    slots = [(int(q), int(d)) for q in data.query for d in target.lists[q] if d >= 0]
+    pairs = set(slots)
+    assert notes["target_pairs"] == len(pairs)
+    assert notes["unseen_target_pairs"] == sum(1 for p in pairs if shows[p] == 0) >= 1
+    assert notes["unseen_slot_share"] == sum(shows[p] == 0 for p in slots) / len(slots)
+    assert notes["rare_slot_share"] == sum(shows[p] < RARE_SHOWS for p in slots) / len(slots)
+
+
+# ------------------------------------------------------------------------------ caching, errors
+def test_one_fit_per_log_and_options():
+    data = LOGS["pbm"].take(np.arange(2000))
+    first = DirectMethod().fitted(data)
+    assert get_estimator("dr").fitted(data) is first  # same model, same options: reused
+    assert DirectMethod(pseudo=1.0).fitted(data) is not first
+    target = check_world("pbm").targets[0]
+    a = DirectMethod().estimate(data, target)
+    b = DirectMethod().estimate(data.take(np.arange(data.n)), target)  # a new log object: fitted afresh
+    assert a.value == b.value and a.se == b.se
+
+
+def test_logs_a_click_model_cannot_be_fitted_on_are_refused():
+    base = LOGS["ragged"].take(np.arange(50))
+    gap = base.shown.copy()
+    gap[0, :] = [1, -1, 2, 3, 4]
+    bad = [
+        (LoggedData(base.query, gap, base.clicks & (gap >= 0), p_list=base.p_list), "at the end"),
+        (LoggedData(base.query - 1, base.shown, base.clicks, p_list=base.p_list), ">= 0"),
+        (LoggedData(base.query, np.where(base.shown >= 0, base.shown + 2**31, -1), base.clicks,
+                    p_list=base.p_list), "below 2\\*\\*31"),
+    ]
+    for data, match in bad:
+        for model in ("cm", "pbm"):
+            with pytest.raises(InputError, match=match):
+                DirectMethod(model=model).fit_model(data)
+    with pytest.raises(InputError, match="at the end"):
+        DirectMethod(model="cm").terms(bad[0][0], ragged_target(), "clicks_per_query")
