@@ -215,7 +215,7 @@ def test_stacked_epsilon_greedy_mixture_equals_the_old_code(components, k):
 
 
 @pytest.mark.parametrize("weights", [[1.0], [0.8, 0.2], [0.2, 0.8], [0.5, 0.5], [0.1, 0.2, 0.3, 0.4],
-                                     [1e-9, 1.0 - 1e-9], [1 / 3, 1 / 3, 1 / 3]])
+                                     [1e-9, 1.0 - 1e-9], [1 / 3, 1 / 3, 1 / 3], [0.1] * 10])
 def test_mixture_pick_is_generator_choice(weights):
     """The mixture's component draw equals ``rng.choice(C, size=n, p=weights)``: the same
     indices and the same generator state afterwards, for several sizes and seeds."""

@@ -190,7 +190,15 @@ class MixturePolicy(LoggingPolicy):
             cdf /= cdf[-1]
             cdf.setflags(write=False)
             self._cdf = cdf
-        return cdf.searchsorted(rng.random(n), side="right")
+        u = rng.random(n)
+        if cdf.size > 8:
+            return cdf.searchsorted(u, side="right")
+        # searchsorted from the right counts the cumulative weights <= u; the last is exactly
+        # 1.0 (a number divided by itself) and u < 1, so it never counts
+        pick = (u >= cdf[0]).astype(np.int64)
+        for j in range(1, cdf.size - 1):
+            pick += u >= cdf[j]
+        return pick
 
     def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
         out = np.full((q.size, self.k), -1, dtype=np.int64)
