@@ -596,16 +596,17 @@ def shuffle_top(c_top: IntArray, k: int, rng: np.random.Generator) -> IntArray:
     sorted; one uniform draw per row and shuffled position)."""
     n = c_top.size
     width = int(c_top.max()) if n else 0
-    ranks = identity_ranks(n, k)
     if width < 2:
-        return ranks
+        return identity_ranks(n, k)
     keys = rng.random((n, width))
     if int(c_top.min()) < width:
         col = np.arange(width)[None, :]
         keys = np.where(col < c_top[:, None], keys, 1.0 + col)  # positions past c_top stay in order, after the shuffled
     perm = np.argsort(keys, axis=1, kind="stable")
-    kk = min(k, width)
-    ranks[:, :kk] = perm[:, :kk]
+    if width >= k:  # every slot comes from the permutation
+        return perm[:, :k]
+    ranks = identity_ranks(n, k)
+    ranks[:, :width] = perm
     return ranks
 
 
