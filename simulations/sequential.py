@@ -460,7 +460,8 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
         lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>8s} {d['power']:>6.2f} "
                      f"{d['mean_decision_day']:>5.1f}   {verdict}")
     lines.append("  (tau planned from the mean SE at the horizon unless set; spending boundaries at the information "
-                 "fractions of the mean SEs by look; planned: the")
-    lines.append("  inflation factor and expected information at stopping of the design's boundaries, turned into days "
-                 "with the variance model se^2 = a/N + b; see summary.json 'sequential')")
+                 "fractions of the mean SEs by look; planned: the fixed")
+    lines.append("  horizon and the design sized for the target power (its inflation factor), expected days from its exact "
+                 "stopping probabilities by look,")
+    lines.append("  information turned into days with the variance model se^2 = a/N + b; see summary.json 'sequential')")
     return lines
