@@ -60,7 +60,8 @@ class ByteIds:
         """The ids (of ``rows``, default all) as an object array of ``str``."""
         w = self.words if rows is None else self.words[rows]
         raw = np.ascontiguousarray(w.astype(">u8")).view(f"S{8 * w.shape[1]}").ravel()
-        return np.array([b.decode("ascii") for b in raw.tolist()], dtype=object)
+        # ASCII bytes (no zero byte inside an id): numpy's bytes -> str cast is exact here
+        return raw.astype(f"U{8 * w.shape[1]}").astype(object)
 
 
 @dataclass(frozen=True)
@@ -191,32 +192,29 @@ def _columns(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nd
 def _plain_number(cols: np.ndarray, length: np.ndarray, allow_dot: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Digits, sign and fraction of numbers ``-?D+(.D+)?`` (``-?D+`` without ``allow_dot``):
     the integer of all digits, the number of fraction digits, the sign; ``None`` when a
-    number is written otherwise or has more than 15 digits. One pass over the positions."""
+    number is written otherwise or has more than 15 digits. One pass over the positions;
+    a field is valid when its digits, its dot and its leading minus make up its length
+    (digits before the dot: ``n_digits - frac``, so ``-.5`` and ``5.`` are refused)."""
     n = length.size
+    cols = cols * (np.arange(cols.shape[0])[:, None] < length)  # 0 past each field's end
     neg = cols[0] == 45
     mantissa = np.zeros(n, dtype=np.int64)
     n_digits = np.zeros(n, dtype=np.int64)
+    n_dots = np.zeros(n, dtype=np.int64)
     frac = np.zeros(n, dtype=np.int64)
-    dot = np.zeros(n, dtype=bool)
-    bad = np.zeros(n, dtype=bool)
     for j in range(cols.shape[0]):
-        col = cols[j] * (length > j)  # 0 past the field's end
-        digit = col - np.uint8(48)
+        digit = cols[j] - np.uint8(48)
         is_digit = digit < 10
-        is_dot = col == 46
-        other = ~is_digit & (col != 0)
         if allow_dot:
-            other &= ~is_dot
-            bad |= is_dot & (dot | (n_digits == 0))  # a second dot, or no digit before it
-            dot |= is_dot
-            frac += is_digit & dot
-        if j == 0:
-            other &= ~neg
-        bad |= other
+            n_dots += cols[j] == 46
+            frac += is_digit & (n_dots > 0)
         mantissa = np.where(is_digit, mantissa * 10 + digit, mantissa)
         n_digits += is_digit
-    bad |= (n_digits == 0) | (n_digits > 15) | (dot & (frac == 0))
-    if bad.any():
+    int_digits = n_digits - frac
+    ok = (n_digits + n_dots + neg == length) & (int_digits >= 1) & (n_digits <= 15)
+    if allow_dot:
+        ok &= (n_dots == 0) | ((n_dots == 1) & (frac >= 1))
+    if not ok.all():
         return None
     return mantissa, frac, neg
 

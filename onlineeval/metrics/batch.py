@@ -6,14 +6,14 @@ the same steps under the same conventions (see that module), on ids held as inte
 
 * query ids get joint sorted codes from their blocks of consecutive equal ids (files list
   each query's lines together, so only one id per block is compared and sorted);
-* each run row finds its qrels grade through an open-addressing hash table of the qrels'
-  (query code, doc id) pairs, built and probed with vectorised numpy; every match is then
-  checked on the full ids, so a hash collision cannot give a wrong grade;
+* each run row finds its qrels grade by a binary search of its 64-bit (query, doc hash) key
+  among the sorted qrels keys; every match is then checked on the full ids, so a hash
+  collision cannot give a wrong grade;
 * ranking is :func:`onlineeval.io.ranking.layout_arrays` (the same code as the pandas path),
   ties between documents broken on the doc ids' words (their byte order).
 
 It returns ``None`` where the pandas path would raise an error located in a file (a
-(query, doc) pair twice in the qrels or in the run) or where two distinct ids hash alike:
+(query, doc) pair twice in the qrels or in the run) or where two distinct (query, doc) pairs share a key:
 the caller then evaluates through the pandas path, which reports it (or, for a collision,
 computes the same result). Every other outcome, including the configuration errors and
 the missing-queries error, is the pandas path's, word for word.
@@ -21,7 +21,7 @@ the missing-queries error, is the pandas path's, word for word.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -36,7 +36,7 @@ __all__ = ["evaluate_coded", "label_batch_coded"]
 
 _U = np.uint64
 #: multipliers of splitmix64's finaliser (S. Vigna), a well-mixing 64-bit hash
-_M1, _M2, _GOLDEN = _U(0xBF58476D1CE4E5B9), _U(0x94D049BB133111EB), _U(0x9E3779B97F4A7C15)
+_M1, _M2, _GOLDEN = _U(0xBF58476D1CE4E5B9), _U(0x94D049BB133111EB), 0x9E3779B97F4A7C15
 
 
 def _lex_order(words: np.ndarray) -> np.ndarray:
@@ -83,10 +83,10 @@ def joint_query_codes(run: ByteIds, qrels: ByteIds) -> tuple[np.ndarray, np.ndar
     return code[: heads_r.size][block_r], code[heads_r.size :][block_q], names
 
 
-def _hash(qcodes: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """64-bit hash of each (query code, id words) row."""
+def _hash(words: np.ndarray) -> np.ndarray:
+    """64-bit hash of each row of id words."""
     with np.errstate(over="ignore"):
-        h = qcodes.astype(np.uint64) * _GOLDEN
+        h = np.full(words.shape[0], _GOLDEN, dtype=np.uint64)
         for j in range(words.shape[1]):
             h ^= words[:, j]
             h ^= h >> _U(30)
@@ -97,68 +97,49 @@ def _hash(qcodes: np.ndarray, words: np.ndarray) -> np.ndarray:
     return h
 
 
-class _Table:
-    """Open-addressing (linear probing) hash table of distinct 64-bit keys -> row."""
-
-    def __init__(self, keys: np.ndarray) -> None:
-        self.keys = keys
-        self.bits = max(10, int(np.ceil(np.log2(max(2 * keys.size, 1)))))
-        self.mask = (1 << self.bits) - 1
-        self.slots = np.full(1 << self.bits, -1, dtype=np.int64)
-        self.repeated = False  # two equal keys (a repeated pair or a hash collision)
-        idx = np.arange(keys.size, dtype=np.int64)
-        pos = self._home(keys)
-        while idx.size:
-            occupant = self.slots[pos]
-            taken = occupant >= 0
-            if (self.keys[occupant[taken]] == keys[idx[taken]]).any():
-                self.repeated = True
-                return
-            free = ~taken
-            self.slots[pos[free]] = idx[free]  # of several claims of one slot the last one wins
-            lost = np.zeros(idx.size, dtype=bool)
-            lost[free] = self.slots[pos[free]] != idx[free]
-            pos[taken] = (pos[taken] + 1) & self.mask
-            again = taken | lost  # the losers look at the winner next round (equal key?)
-            idx, pos = idx[again], pos[again]
-
-    def _home(self, keys: np.ndarray) -> np.ndarray:
-        return (keys >> _U(64 - self.bits)).astype(np.int64)
-
-    def find(self, keys: np.ndarray) -> np.ndarray:
-        """Row of each key in the table, ``-1`` when absent."""
-        out = np.full(keys.size, -1, dtype=np.int64)
-        idx = np.arange(keys.size, dtype=np.int64)
-        pos = self._home(keys)
-        while idx.size:
-            occupant = self.slots[pos]
-            filled = occupant >= 0
-            hit = filled.copy()
-            hit[filled] = self.keys[occupant[filled]] == keys[idx[filled]]
-            out[idx[hit]] = occupant[hit]
-            again = filled & ~hit
-            idx, pos = idx[again], (pos[again] + 1) & self.mask
-        return out
-
-
 def _join(
     run_q: np.ndarray, run_docs: np.ndarray, qrels_q: np.ndarray, qrels_docs: np.ndarray, grades: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Grade code of each run row (qrels grade, ``-2`` for a negative one, ``-1`` not in the
-    qrels) and the rows' hash keys, or ``None`` when a (query, doc) pair repeats in the
-    qrels or two distinct pairs hash alike."""
+    qrels) and the rows' 64-bit (query, doc) keys, or ``None`` when a (query, doc) pair
+    repeats in the qrels or two distinct pairs share a key.
+
+    A key is the query's rank of first appearance in the run (high bits) and the doc id's
+    hash (low bits): the run's keys are then nearly sorted (files list each query's lines
+    together), so the binary searches into the sorted qrels keys stay in cache. Every match
+    is checked on the full ids."""
     k = max(run_docs.shape[1], qrels_docs.shape[1])
     run_docs, qrels_docs = _pad_words(run_docs, k), _pad_words(qrels_docs, k)
-    table = _Table(_hash(qrels_q, qrels_docs))
-    if table.repeated:
+    n_codes = int(max(qrels_q.max(initial=-1), run_q.max(initial=-1))) + 1
+    q_bits = max(1, (n_codes - 1).bit_length())
+    if q_bits > 40:  # (more than 2**40 queries: leave it to the pandas path)
         return None
-    run_keys = _hash(run_q, run_docs)
-    row = table.find(run_keys)
-    hit = np.flatnonzero(row >= 0)
-    match = row[hit]
-    if not ((qrels_q[match] == run_q[hit]).all() and (qrels_docs[match] == run_docs[hit]).all()):
-        return None  # a hash collision of distinct pairs
+    # rank of each query code by first appearance in the run (qrels-only queries after)
+    change = np.ones(run_q.size, dtype=bool)
+    change[1:] = run_q[1:] != run_q[:-1]
+    block_codes = run_q[change]
+    _, first_block = np.unique(block_codes, return_index=True)
+    firsts = block_codes[np.sort(first_block)]
+    rank = np.full(n_codes, -1, dtype=np.int64)
+    rank[firsts] = np.arange(firsts.size)
+    rest = rank < 0
+    rank[rest] = firsts.size + np.arange(int(rest.sum()))
+    shift = _U(64 - q_bits)
+    run_keys = (rank[run_q].astype(np.uint64) << shift) | (_hash(run_docs) >> _U(q_bits))
+    qrels_keys = (rank[qrels_q].astype(np.uint64) << shift) | (_hash(qrels_docs) >> _U(q_bits))
+    order = np.argsort(qrels_keys, kind="stable")
+    ordered = qrels_keys[order]
+    if ordered.size > 1 and bool((ordered[1:] == ordered[:-1]).any()):
+        return None
     out = np.full(run_q.size, -1, dtype=np.int64)
+    if ordered.size == 0 or run_q.size == 0:
+        return out, run_keys
+    pos = np.searchsorted(ordered, run_keys)
+    np.minimum(pos, ordered.size - 1, out=pos)
+    hit = np.flatnonzero(ordered[pos] == run_keys)
+    match = order[pos[hit]]
+    if not ((qrels_q[match] == run_q[hit]).all() and (qrels_docs[match] == run_docs[hit]).all()):
+        return None  # two distinct pairs share a key
     g = grades[match]
     out[hit] = np.where(g < 0, -2, g)
     return out, run_keys
@@ -176,7 +157,7 @@ def _repeats_in_rows(rows: np.ndarray, keys: np.ndarray) -> bool:
     return bool(same.any())
 
 
-def _doc_key(words: np.ndarray):  # noqa: ANN202 - a closure for layout_arrays
+def _doc_key(words: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     def key(rows: np.ndarray) -> np.ndarray:
         w = words[rows]
         order = _lex_order(w)
