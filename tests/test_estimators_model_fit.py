@@ -27,7 +27,7 @@ import pytest
 
 from clickmodels.estimation import EMOptions, fit_log
 from clickmodels.logs import from_arrays
-from onlineeval.errors import InputError
+from onlineeval.errors import ConfigError, InputError
 from onlineeval.estimators import (
     DeterministicTarget,
     LoggedData,
@@ -277,3 +277,15 @@ def test_logs_a_click_model_cannot_be_fitted_on_are_refused():
                 DirectMethod(model=model).fit_model(data)
     with pytest.raises(InputError, match="at the end"):
         DirectMethod(model="cm").terms(bad[0][0], ragged_target(), "clicks_per_query")
+
+
+def test_fitting_options_out_of_range_are_config_errors():
+    # a negative or NaN pseudo-count used to give the closed forms a silently wrong number
+    # (dm with cm and pseudo -0.5: reciprocal rank 0.91 on a log whose fit with pseudo 0 gives 0.4)
+    for opts in ({"model": "cm", "pseudo": -0.5}, {"model": "dctr", "pseudo": float("nan")},
+                 {"pseudo": -1.0}, {"max_iter": 0}, {"max_iter": 2.5}, {"tol": float("nan")}, {"tol": -1e-3},
+                 {"pseudo": True}):
+        for name in ("dm", "dr_list", "cascade_dr"):
+            with pytest.raises(ConfigError, match=next(iter(k for k in opts if k != "model"))):
+                get_estimator(name, **opts)
+    assert get_estimator("dm", model="cm", pseudo=0).pseudo == 0  # the boundary is allowed

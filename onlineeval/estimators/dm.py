@@ -265,6 +265,16 @@ class ClickModelEstimator(Estimator):
             raise ConfigError(("estimator", "folds"), f"must be an integer >= 1, got {self.folds!r}")
         if self.method not in (None, "closed_form", "em"):
             raise ConfigError(("estimator", "method"), f"must be 'closed_form' or 'em', got {self.method!r}")
+        # a negative or NaN pseudo-count gave the closed forms silently wrong relevances (clipped ratios)
+        for key, low, kinds in (("pseudo", 0.0, (int, float, np.integer, np.floating)),
+                                ("tol", 0.0, (int, float, np.integer, np.floating)),
+                                ("max_iter", 1, (int, np.integer))):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or value < low:
+                what = "an integer" if key == "max_iter" else "a finite number"
+                raise ConfigError(("estimator", key), f"{self.name}: must be {what} >= {low}, got {value!r}")
 
     # ---- the reward model ---------------------------------------------------------------
     @property
