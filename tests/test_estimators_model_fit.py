@@ -280,8 +280,8 @@ def test_logs_a_click_model_cannot_be_fitted_on_are_refused():
 
 
 def test_fitting_options_out_of_range_are_config_errors():
-    # a negative or NaN pseudo-count used to give the closed forms a silently wrong number
-    # (dm with cm and pseudo -0.5: reciprocal rank 0.91 on a log whose fit with pseudo 0 gives 0.4)
+    # a negative or NaN pseudo-count used to give the closed forms a silently wrong number (dm with
+    # dctr on 300 impressions of the PBM check world: 1.077 with pseudo 0, 1.020 with -2, 1.5 with NaN)
     for opts in ({"model": "cm", "pseudo": -0.5}, {"model": "dctr", "pseudo": float("nan")},
                  {"pseudo": -1.0}, {"max_iter": 0}, {"max_iter": 2.5}, {"tol": float("nan")}, {"tol": -1e-3},
                  {"pseudo": True}):
