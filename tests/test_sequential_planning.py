@@ -90,3 +90,51 @@ def test_counterfactual_designs_refuse_batch_monitoring_and_multiple() -> None:
             config_from_mapping({"designs": [{**cf, "analysis": {key: value}}]})
     cfg = config_from_mapping({"designs": [{**cf, "analysis": {"sequential": "pocock", "looks": 3}}]})
     assert cfg.designs[0].analysis.looks == 3
+
+
+def _bh_step_up(p: np.ndarray, alpha: float) -> np.ndarray:
+    """Benjamini-Hochberg by its definition: reject the k smallest, k the largest i with p_(i) <= i alpha / m."""
+    out = np.zeros(p.shape, dtype=bool)
+    for r, row in enumerate(p):
+        ok = np.flatnonzero(np.isfinite(row))
+        order = ok[np.argsort(row[ok], kind="stable")]
+        passing = [i for i in range(order.size) if row[order[i]] <= (i + 1) * alpha / order.size]
+        if passing:
+            out[r, order[: passing[-1] + 1]] = True
+    return out
+
+
+def test_multiple_summary_bh_against_the_step_up_definition() -> None:
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from simulations.multiple import multiple_summary
+
+    rng = np.random.default_rng(8)
+    reps, metrics = 200, ["m1", "m2", "m3", "m4"]
+    records = []
+    for aa in (False, True):
+        p = rng.beta(0.3 if not aa else 1.0, 1.0, (reps, len(metrics)))
+        p[rng.random(p.shape) < 0.05] = np.nan  # undefined tests leave the family
+        for r in range(reps):
+            for j, m in enumerate(metrics):
+                for day in (1, 2):
+                    records.append({"replicate": r, "design": "x", "aa": aa, "metric": m, "day": day,
+                                    "pvalue": p[r, j] if day == 2 else 0.5, "estimate": 1.0})
+    rows = pd.DataFrame(records)
+    designs = {"x": {m: {"true_effect": 1.0, "detectable": True, "primary": m == "m1"} for m in metrics}}
+    config = SimpleNamespace(analysis=SimpleNamespace(alpha=ALPHA),
+                             designs=[SimpleNamespace(name="x", analysis=SimpleNamespace(multiple="bh"))])
+    out = multiple_summary(rows, designs, config)["x"]
+    for aa in (False, True):
+        last = rows[(rows["aa"] == aa) & (rows["day"] == 2)].pivot(index="replicate", columns="metric", values="pvalue")
+        p = last[metrics].to_numpy()
+        ref = _bh_step_up(p, ALPHA)
+        if aa:
+            assert out["aa"]["family_wise_rate_adjusted"] == pytest.approx(ref.any(axis=1).mean())
+            assert out["aa"]["family_wise_rate_raw"] == pytest.approx((p < ALPHA).any(axis=1).mean())
+        else:
+            for j, m in enumerate(metrics):
+                assert out["per_test"][m]["rejection_rate_adjusted"] == pytest.approx(ref[:, j].mean())
+    assert out["method"] == "bh" and out["horizon_day"] == 2 and out["tests"] == 4
