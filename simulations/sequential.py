@@ -142,6 +142,7 @@ class BatchLooks:
         return len(self.designs)
 
     def process(self, batch: Any) -> None:
+        from simulations.designs.ab import METRICS as AB_SUMS
         from simulations.designs.base import CheckpointRow
 
         self.look += 1
@@ -149,7 +150,7 @@ class BatchLooks:
             users = np.flatnonzero(design.sums["impressions"] > 0)
             metric = design.metric_names()[0]
             if design.kind == "ab":
-                keep = ("impressions", _AB_SUM[design.config.metric])
+                keep = ("impressions", AB_SUMS[design.config.metric])
                 sums = {k: design.sums[k][users] for k in keep}
             else:
                 sums = {k: v[users] for k, v in design.sums.items()}
@@ -162,10 +163,6 @@ class BatchLooks:
                                              int(users.size), int(design.sums["impressions"].sum())))
 
 
-#: an A/B design's primary metric -> the per-user sum it divides by the user's queries
-_AB_SUM = {"clicks_per_query": "clicks", "abandonment": "abandoned", "reciprocal_rank": "rr"}
-
-
 def _primary_estimate(design: Any, users: np.ndarray, sums: dict[str, np.ndarray]) -> Any:
     """The design's primary estimate from the active users' sums. A/B designs compute their
     primary metric only (as :class:`simulations.designs.ab.ABDesign` does: ``test: delta`` the
@@ -175,8 +172,9 @@ def _primary_estimate(design: Any, users: np.ndarray, sums: dict[str, np.ndarray
     if design.kind != "ab":
         return next(iter(design._estimates(users, sums).values()))
     from onlineeval.stats import ratio_diff, welch_diff
+    from simulations.designs.ab import METRICS as AB_SUMS
 
-    key = _AB_SUM[design.config.metric]
+    key = AB_SUMS[design.config.metric]
     b = design.in_b[users]
     a = ~b
     den = sums["impressions"]
