@@ -20,6 +20,9 @@ path for these inputs). Any other file, including every malformed one, makes the
 :func:`onlineeval.io.read_run`, which accept the rest of the format and name the file,
 line and problem of a malformed file. So the two readers agree by construction on what
 is accepted and on every error message; tests check that they give identical values.
+A (query, doc) pair listed twice is not looked for here (as with ``check_unique=False``):
+:func:`onlineeval.metrics.batch.evaluate_coded` finds it and hands over to the pandas path,
+which names its line.
 """
 
 from __future__ import annotations
