@@ -90,13 +90,13 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
     estimators are computed). ``design bookkeeping`` is the rest of the design's own
     ``process`` (per-user sums of the terms, observed metrics, query counts): its time on
     the same batches minus the parts."""
+    from onlineeval.estimators import LoggedData
     from simulations.designs.counterfactual import (
         _BatchReward,
         _BatchTarget,
         distinct_propensities,
         known_list_propensities,
     )
-    from simulations.designs.counterfactual.serving import trusted_log
     from simulations.policies.base import running_and
 
     replicates = []
@@ -142,7 +142,11 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
                 t3 = clock()
                 clicks = design._clicks(b, shown)
                 t4 = clock()
-                data = trusted_log(b.query, shown, clicks, p, b.user, b.user_type, policy)
+                for own in (shown, clicks, p.list, p.prefix, p.item):  # as the design: its own arrays frozen
+                    if own.base is None:
+                        own.setflags(write=False)
+                data = LoggedData(b.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
+                                  user=b.user, user_type=b.user_type, logger=policy)
                 t5 = clock()
                 targets = [_BatchTarget(t.target) for t in design.targets]
                 if same is None or runs is None:

@@ -230,47 +230,6 @@ def test_mixture_pick_is_generator_choice(weights):
             assert a.bit_generator.state == b.bit_generator.state
 
 
-def test_trusted_log_equals_the_checked_log_and_refuses_what_the_constructor_refuses():
-    """The design's batch log built without copies has the same fields (values and dtypes)
-    as ``LoggedData``'s constructor gives, read-only; anything outside what the design makes
-    (a zero propensity, an empty slot with a click, float queries) goes through the
-    constructor and its errors."""
-    import dataclasses
-
-    from onlineeval.errors import InputError
-    from onlineeval.estimators import LoggedData
-    from simulations.designs.counterfactual.serving import trusted_log
-
-    rng = np.random.default_rng(5)
-    policy = build_policy({"policy": "epsilon_greedy", "epsilon": 0.3, "n": 5}, rng.normal(size=(20, 8)), 4)
-    q = rng.integers(0, 20, size=300)
-    shown = policy.sample(q, rng)
-    clicks = rng.random(shown.shape) < 0.3
-    p = policy.propensities(q, shown)
-    user, types = rng.integers(0, 50, size=300), rng.integers(0, 2, size=300).astype(np.int8)
-    got = trusted_log(q, shown, clicks, p, user, types, policy)
-    want = LoggedData(q, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item, user=user,
-                      user_type=types, logger=policy)
-    for f in dataclasses.fields(LoggedData):
-        a, b = getattr(got, f.name), getattr(want, f.name)
-        if isinstance(b, np.ndarray):
-            assert a.dtype == b.dtype and np.array_equal(a, b) and not a.flags.writeable, f.name
-        else:
-            assert a is b, f.name
-    assert got.user_groups[1] == want.user_groups[1]
-    bad = type(p)(p.list.copy(), p.prefix.copy(), p.item.copy())
-    bad.item[3, 1] = 0.0
-    with pytest.raises(InputError, match="p_item"):
-        trusted_log(q, shown, clicks, bad, user, types, policy)
-    empty = shown.copy()
-    empty[0, -1] = -1
-    clicked = clicks.copy()
-    clicked[0, -1] = True
-    with pytest.raises(InputError, match="empty"):
-        trusted_log(q, empty, clicked, p, user, types, policy)
-    assert trusted_log(q.astype(float), shown, clicks, p, user, types, policy).query.dtype == np.int64
-
-
 # ------------------------------------------------------------------ adaptive IPS
 def _old_adaptive_terms(est, data, target, reward):
     """The previous ``AdaptiveIPS._terms``: (3, n, k) stacks indexed by each row's choice."""

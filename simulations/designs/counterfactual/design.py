@@ -92,7 +92,6 @@ from simulations.designs.counterfactual.serving import (
     refits_on_whole_log,
     shared_policy,
     stack_known,
-    trusted_log,
 )
 from simulations.policies.base import running_and
 from simulations.traffic import Batch
@@ -213,6 +212,7 @@ class CounterfactualDesign(Design):
 
     # -------------------------------------------------------------------------- serving
     def _logged(self, batch: Batch) -> Any:
+        from onlineeval.estimators import LoggedData
 
         shown = np.asarray(self.policy.sample(batch.query, self.rng), dtype=np.int64)
         clicks = self._clicks(batch, shown)
@@ -225,7 +225,11 @@ class CounterfactualDesign(Design):
             runs = [running_and(eq) for eq in same]
             p = known_list_propensities(self.policy, batch.query, shown, m, self._known, [r[:, -1] for r in runs],
                                         self._known_table)
-        data = trusted_log(batch.query, shown, clicks, p, batch.user, batch.user_type, self.policy)
+        for own in (shown, clicks, p.list, p.prefix, p.item):
+            if isinstance(own, np.ndarray) and own.base is None:  # this batch's own arrays: made read-only,
+                own.setflags(write=False)  # the log keeps them without a copy (LoggedData keeps frozen arrays)
+        data = LoggedData(batch.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
+                          user=batch.user, user_type=batch.user_type, logger=self.policy)
         for target in self.targets:
             target.forget()  # the cache holds one batch (keyed by the arrays' identity)
         if same is not None and runs is not None:  # the targets' lists are the known lists: indicators at hand

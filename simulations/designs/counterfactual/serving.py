@@ -22,7 +22,6 @@ __all__ = [
     "shared_policy",
     "stack_known",
     "support_mask",
-    "trusted_log",
 ]
 
 #: estimators whose per-impression terms depend on the whole log (they fit a model on it)
@@ -162,49 +161,6 @@ def known_list_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m
         p = policy.propensities(query[rest], shown[rest])
         p_list[rest], p_prefix[rest], p_item[rest] = p.list, p.prefix, p.item
     return Propensities(p_list, p_prefix, p_item)
-
-
-def trusted_log(query: np.ndarray, shown: np.ndarray, clicks: np.ndarray, p: Any, user: np.ndarray,
-                user_type: np.ndarray, logger: Any) -> Any:
-    """The batch's :class:`onlineeval.estimators.LoggedData` without the constructor's
-    copies: the design made these arrays (int64 queries, users and lists without empty
-    slots, bool clicks, float64 propensities), so only the propensities are checked in
-    ``(0, 1]`` (a minimum and a maximum each); read-only views are stored, as the
-    constructor stores read-only copies. Anything else (another dtype or shape, an empty
-    slot, a propensity outside ``(0, 1]``) goes through the constructor and its errors."""
-    import dataclasses
-
-    from onlineeval.estimators import LoggedData
-
-    n = query.shape[0]
-    if isinstance(user_type, np.ndarray) and user_type.dtype.kind in "iu" and user_type.dtype != np.int64:
-        user_type = user_type.astype(np.int64)  # the constructor's conversion (the traffic's types are int8)
-    arrays = {"query": query, "shown": shown, "clicks": clicks, "p_list": p.list, "p_prefix": p.prefix,
-              "p_item": p.item, "user": user, "user_type": user_type}
-    kinds = {"query": np.int64, "shown": np.int64, "clicks": np.bool_, "p_list": np.float64, "p_prefix": np.float64,
-             "p_item": np.float64, "user": np.int64, "user_type": np.int64}
-    trusted = n > 0 and shown.ndim == 2 and shown.shape[1] > 0 and all(
-        isinstance(a, np.ndarray) and a.dtype == kinds[key] and a.shape == ((n,) if a.ndim == 1 else shown.shape)
-        and a.ndim == (2 if key in ("shown", "clicks", "p_prefix", "p_item") else 1)
-        for key, a in arrays.items())
-    if trusted:
-        trusted = int(shown.min()) >= 0 and all(
-            float(a.min()) > 0.0 and float(a.max()) <= 1.0 + 1e-12 for a in (p.list, p.prefix, p.item))
-    if not trusted:
-        return LoggedData(query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item, user=user,
-                          user_type=user_type, logger=logger)
-    log = object.__new__(LoggedData)
-    given = {**arrays, "logger": logger}
-    for f in dataclasses.fields(LoggedData):
-        if f.name in given:
-            value = given[f.name]
-            if isinstance(value, np.ndarray):
-                value = value.view()
-                value.setflags(write=False)
-        else:
-            value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        object.__setattr__(log, f.name, value)
-    return log
 
 
 def stack_known(known: list[tuple[np.ndarray, Any]]) -> Any:
