@@ -84,6 +84,8 @@ __all__ = ["BEHAVIOURS", "AdaptiveIPS"]
 #: behaviours from finest (lowest variance) to coarsest (least assumption)
 BEHAVIOURS: tuple[str, ...] = ("independent", "cascade", "standard")
 _LEVEL = {"independent": "item", "cascade": "prefix", "standard": "list"}
+#: each behaviour's slot weights (LoggedData.importance_weights levels)
+_WEIGHTS = {"independent": "item", "cascade": "prefix", "standard": "list_slots"}
 
 
 def _check_behaviour(value: Any, path: tuple[str | int, ...]) -> str:
@@ -172,14 +174,7 @@ class AdaptiveIPS(Estimator):
                      behaviours: tuple[str, ...] = BEHAVIOURS) -> dict[str, np.ndarray]:
         """``(n, k)`` slot weights of each behaviour of ``behaviours`` (default: all; list
         weights repeated over slots); read-only, computed once per log and target."""
-        out = {}
-        for b in behaviours:
-            if b == "standard":
-                out[b] = data.cached(("weights", "list_per_slot"), lambda: np.where(
-                    data.valid, data.importance_weights(target, "list")[:, None], 0.0), target=target)
-            else:
-                out[b] = data.importance_weights(target, "item" if b == "independent" else "prefix")
-        return out
+        return {b: data.importance_weights(target, _WEIGHTS[b]) for b in behaviours}
 
     def behaviour_terms(self, data: LoggedData, target: Target, reward: Reward) -> dict[str, np.ndarray]:
         """``(n,)`` per-impression terms :math:`T^{(b)}_i = \\sum_j w^{(b)}_{ij} r_{ij}` of each
@@ -240,7 +235,7 @@ class AdaptiveIPS(Estimator):
         # one behaviour for every row: its weights and terms alone
         names = (self.behaviours,) if isinstance(self.behaviours, str) else BEHAVIOURS
         weights = self.slot_weights(data, target, names)
-        terms = self._behaviour_terms(weights, data.slot_rewards(reward))
+        terms = {b: data.slot_weighted_rewards(target, _WEIGHTS[b], reward) for b in names}
         choice, notes = self.select(data.user_type, terms, data.source)
         return Terms(num=self.pick(choice, terms), weights=self.pick(choice, weights), notes=notes)
 

@@ -281,6 +281,7 @@ class LoggedData:
           0 at empty slots;
         - ``"prefix"``: ``(n, k)`` :math:`\pi(\mathbf s_{i,0..j})/\mu(\cdot)` (``p_prefix``),
           0 at empty slots;
+        - ``"list_slots"``: ``(n, k)`` the list weight at every shown slot, 0 at empty slots;
         - ``"prefix_carried"``: the prefix weights with empty slots carrying the weight of the
           last shown slot (the whole list); the ``"prefix"`` array itself when no slot is empty.
 
@@ -291,19 +292,38 @@ class LoggedData:
                                lambda: self.target_propensities(target).list / self.p_list, target=target)
         if level == "item":
             return self.cached(("weights", "item"),  # type: ignore[no-any-return]
-                               lambda: np.where(self.valid, self.target_propensities(target).item / self.p_item, 0.0),
+                               lambda: self._on_shown(self.target_propensities(target).item / self.p_item),
                                target=target)
         if level == "prefix":
             return self.cached(("weights", "prefix"),  # type: ignore[no-any-return]
-                               lambda: np.where(self.valid, self.target_propensities(target).prefix / self.p_prefix,
-                                                0.0), target=target)
+                               lambda: self._on_shown(self.target_propensities(target).prefix / self.p_prefix),
+                               target=target)
+        if level == "list_slots":
+            return self.cached(("weights", "list_slots"),  # type: ignore[no-any-return]
+                               lambda: np.where(self.valid, self.importance_weights(target, "list")[:, None], 0.0),
+                               target=target)
         if level == "prefix_carried":
             w = self.importance_weights(target, "prefix")
             if self.all_valid:
                 return w
             return self.cached(("weights", "prefix_carried"), lambda: _carry_last(w, self.valid),  # type: ignore
                                target=target)
-        raise ValueError(f"unknown weight level {level!r}; allowed: list, item, prefix, prefix_carried")
+        raise ValueError(f"unknown weight level {level!r}; allowed: list, item, prefix, list_slots, prefix_carried")
+
+    def _on_shown(self, x: FloatArray) -> FloatArray:
+        """``x`` at shown slots, 0 at empty ones (``x`` itself when no slot is empty)."""
+        return x if self.all_valid else np.where(self.valid, x, 0.0)
+
+    def slot_weighted_rewards(self, target: Target, level: str, reward: Reward) -> FloatArray:
+        r"""``(n,)`` :math:`\sum_j w_{ij} r_{ij}` with the slot weights of ``level``
+        (``"item"``, ``"prefix"`` or ``"list_slots"``, see :meth:`importance_weights`) and
+        :meth:`slot_rewards`, computed once per log, target, level and reward definition."""
+        def compute() -> FloatArray:
+            return row_sum(self.importance_weights(target, level) * self.slot_rewards(reward))
+        key = _reward_key(reward)
+        if key is None:
+            return compute()
+        return self.cached(("slot_weighted_rewards", level, *key), compute, target=target)  # type: ignore
 
     def slot_rewards(self, reward: Reward) -> FloatArray:
         """``reward.slot_rewards(clicks)``, computed once per log and reward definition

@@ -131,14 +131,15 @@ def weight_statistics(w: FloatArray, valid: BoolArray, all_valid: bool | None = 
         ess = float(s * s / s2) if s2 > 0 else 0.0
         mx = float(flat.max())
         k = max(1, math.ceil(0.01 * flat.size))
-        # the largest 1% of the weights: only positive weights can be among them with a
-        # positive share (most slot weights of a deterministic target are 0), so partition those
-        pos = flat[flat > 0]
+        # the largest 1% of the weights; when fewer than 1% are positive (most slot weights of a
+        # deterministic target are 0), the positive ones, then zeros, then the largest negatives
+        n_pos = int(np.count_nonzero(flat > 0)) if s > 0 else 0
         if s <= 0:
             top = math.nan
-        elif pos.size >= k:
-            top = float(_top_k_sum(pos, k) / s)
-        else:  # fewer positive weights than 1%: the rest of the top 1% are zeros, then negatives
+        elif n_pos >= k:
+            top = float(_top_k_sum(flat, k) / s)
+        else:
+            pos = flat[flat > 0]
             rest = k - pos.size - int(np.count_nonzero(flat == 0))
             neg = np.sort(flat[flat < 0])[-rest:].sum() if rest > 0 else 0.0
             top = float((pos.sum() + neg) / s)
@@ -151,26 +152,43 @@ def _top_k_sum(values: FloatArray, k: int) -> float:
     """Exact sum of the ``k`` largest ``values`` in linear time.
 
     ``np.partition`` of millions of slot weights can take a second (introselect meets its bad
-    cases on such data), so for large inputs the ``k``-th largest value is bracketed between
-    two values ``a <= t < b`` of an evenly spaced subsample by counting (a bisection over the
-    sorted subsample); the sum is every value ``>= b`` plus the largest of the few values in
-    ``[a, b)``.
+    cases on such data), so for large inputs the ``k``-th largest value ``t`` is bracketed
+    between two values ``a <= t < b`` of a sorted, evenly spaced subsample by counting: the
+    bracket starts around the subsample's own ``1 - k/n`` quantile (a few standard errors of
+    that quantile either side, so two counts usually settle it) and widens until the counts
+    confirm it. The sum is every value ``>= b`` plus the largest of the few values in ``[a, b)``
+    (partitioned).
     """
     n = values.size
     if n <= 400_000:
         return float(np.partition(values, n - k)[n - k:].sum())
-    sample = np.unique(values[:: max(1, n // 100_000)])
-    lo, hi = 0, sample.size  # invariant: count(values >= sample[lo]) >= k (lo = 0: the minimum); hi: < k
-    if np.count_nonzero(values >= sample[0]) < k:  # cannot happen (sample[0] >= min), kept for safety
-        return float(np.partition(values, n - k)[n - k:].sum())
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if np.count_nonzero(values >= sample[mid]) >= k:
-            lo = mid
-        else:
-            hi = mid
-    a = sample[lo]
-    above = values[values >= sample[hi]] if hi < sample.size else values[:0]
-    between = values[(values >= a) & ((values < sample[hi]) if hi < sample.size else True)]
+    sample = np.sort(values[:: max(1, n // 100_000)])
+    size = sample.size
+    centre = size - k * size / n  # where t sits in the sorted subsample
+    width = 4.0 * math.sqrt(k * size / n) + 8.0
+    lo = max(0, math.floor(centre - width))
+    at_a = values >= sample[lo]
+    while np.count_nonzero(at_a) < k:  # a must have at least k values at or above it
+        if lo == 0:  # cannot happen (every subsample value is a value), kept for safety
+            return float(np.partition(values, n - k)[n - k:].sum())
+        width *= 2  # wider, and below the current value (ties)
+        lo = max(0, min(math.floor(centre - width), int(np.searchsorted(sample, sample[lo], "left")) - 1))
+        at_a = values >= sample[lo]
+    hi = min(size, math.ceil(centre + width))
+    while hi < size:  # b must have fewer than k values at or above it
+        at_b = values >= sample[hi]
+        if np.count_nonzero(at_b) < k:
+            break
+        at_a = at_b  # a valid a, closer to t
+        width *= 2  # wider, and above the current value (ties)
+        hi = min(size, max(math.ceil(centre + width), int(np.searchsorted(sample, sample[hi], "right"))))
+    cand = values[at_a]  # a few times k values: the top k and the bracket
+    if hi < size:
+        upper = cand >= sample[hi]
+        above, between = cand[upper], cand[~upper]
+    else:
+        above, between = cand[:0], cand
     need = k - above.size  # 1 <= need <= between.size
+    if between.min() == between.max():  # all tied (e.g. few distinct weights): the same numbers, no partition
+        return float(above.sum() + np.full(need, between[0]).sum())
     return float(above.sum() + np.partition(between, between.size - need)[between.size - need:].sum())

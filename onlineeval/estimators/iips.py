@@ -39,7 +39,6 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.derived import row_sum
 
 __all__ = ["IIPS"]
 
@@ -63,4 +62,4 @@ class IIPS(Estimator):
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = data.importance_weights(target, "item")
-        return Terms(num=row_sum(w * data.slot_rewards(reward)), weights=w)
+        return Terms(num=data.slot_weighted_rewards(target, "item", reward), weights=w)

@@ -187,10 +187,26 @@ def _targets_q(target: Target, queries: IntArray, k: int, m: int) -> FloatArray:
     return q
 
 
+def _relabelled(gamma: FloatArray, perm: IntArray,
+                buffers: dict[tuple[int, ...], tuple[FloatArray, ...]] | None = None) -> FloatArray:
+    """``gamma[j, perm[a], l, perm[b]]`` laid out as ``[l, b, j, a]`` (two takes along a middle
+    axis, which copy whole rows, and one transposed copy; into ``buffers`` when given)."""
+    k, m = gamma.shape[:2]
+    if buffers is None:
+        bufs = (np.empty((k, m, k, m)), np.empty((k, m, k, m)), np.empty((k, m, k, m)))
+    else:
+        bufs = buffers.get((k, m)) or buffers.setdefault((k, m), tuple(np.empty((k, m, k, m)) for _ in range(3)))
+    np.take(gamma, perm, axis=1, out=bufs[0], mode="clip")
+    np.copyto(bufs[1], bufs[0].transpose(2, 3, 0, 1))
+    np.take(bufs[1], perm, axis=1, out=bufs[2], mode="clip")
+    return bufs[2]
+
+
 class _Class:
     """One Gamma up to a relabelling of the candidates, decomposed in the frame of the first
     query that had it (``perm``: that query's candidates in canonical order), exactly as
-    :func:`pi_slot_weights` does; ``gamma`` is the matrix in canonical order (for matching)."""
+    :func:`pi_slot_weights` does; ``gamma`` is the matrix in canonical order (for matching,
+    laid out by :func:`_relabelled`)."""
 
     __slots__ = ("g", "gamma", "inv", "lam", "live", "nbytes", "perm", "vec")
 
@@ -198,7 +214,7 @@ class _Class:
         k, m = own.shape[:2]
         g = own.reshape(k * m, k * m)
         self.g = 0.5 * (g + g.T)
-        self.gamma = np.take(np.take(own, perm, axis=1), perm, axis=3)
+        self.gamma = _relabelled(own, perm).copy()
         self.perm = perm
         self.live = np.flatnonzero(np.diag(self.g) > 0)
         if self.live.size:
@@ -246,6 +262,7 @@ class _ClassStore:
         self.by_print: dict[tuple[int, int, bytes], list[_Class]] = {}
         self.queries: dict[tuple[int, int], tuple[_Class, IntArray]] = {}
         self.nbytes = 0
+        self.buffers: dict[tuple[int, ...], tuple[FloatArray, ...]] = {}
 
     def lookup(self, logger: Any, query: int, k: int, source: str | None,
                local: dict[tuple[int, int, bytes], list[_Class]]) -> tuple[_Class, IntArray]:
@@ -263,7 +280,7 @@ class _ClassStore:
         for persist, pool in ((True, self.by_print.get(key, ())), (False, local.get(key, ()))):
             for cls in pool:
                 if canon is None:
-                    canon = np.take(np.take(gamma, perm, axis=1), perm, axis=3)
+                    canon = _relabelled(gamma, perm, self.buffers)
                 if np.array_equal(canon, cls.gamma):  # the same matrix, element for element
                     if persist:
                         self._remember(query, k, cls, perm)
@@ -407,8 +424,9 @@ class PseudoInverse(Estimator):
                 data.source,
             )
         # flat index of (query, slot, document) in the table; empty slots read the zero column
-        col = np.where(shown >= 0, shown, width) if not data.all_valid else shown
-        idx = (inv[:, None] * k + np.arange(k)[None, :]) * (width + 1) + col
+        idx = np.where(shown >= 0, shown, width) if not data.all_valid else shown.copy()
+        idx += (inv * (k * (width + 1)))[:, None]
+        idx += np.arange(0, k * (width + 1), width + 1)[None, :]
         weight = table.reshape(-1).take(idx).sum(axis=1)
         r = data.list_rewards(reward)
         notes = {

@@ -82,7 +82,6 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.derived import row_sum
 
 __all__ = ["RIPS", "SNRIPS", "prefix_weights"]
 
@@ -114,7 +113,7 @@ class RIPS(Estimator):
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         shown_w = data.importance_weights(target, "prefix")  # the carried weights, 0 at empty slots
-        return Terms(num=row_sum(shown_w * data.slot_rewards(reward)), weights=shown_w)
+        return Terms(num=data.slot_weighted_rewards(target, "prefix", reward), weights=shown_w)
 
 
 @register_estimator
@@ -135,7 +134,7 @@ class SNRIPS(RIPS):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = prefix_weights(data, target)
         shown_w = data.importance_weights(target, "prefix")  # w, 0 at empty slots
-        num = row_sum(shown_w * data.slot_rewards(reward))
+        num = data.slot_weighted_rewards(target, "prefix", reward)
         tau = data.cached("first_click_slot", lambda: _first_click_slot(data))
         return Terms(num=num, den=w[np.arange(data.n), tau], weights=shown_w)
 
