@@ -7,15 +7,21 @@ wrote (``summary.json``, the CSV tables, ``config.effective.yaml``, the PNG plot
 computes no numbers of its own; every table says under which conventions its numbers
 were computed, and designs or estimates found biased keep their "biased" mark.
 
-Simulate (:func:`write_simulate_report`), answer first: days, users and impressions per
-design at the target power with the shrinkage of the offline gain; power versus days; the
-offline-to-online shrinkage; A/A calibration, the null (bias) check and daily monitoring;
-counterfactual estimators when present; the conventions and the effective config.
+Simulate (:func:`write_simulate_report`, called by :func:`simulations.report.write_results`),
+answer first: days, users and impressions per design at the target power with the
+shrinkage of the offline gain; power versus days; the offline-to-online comparison by
+query segment; A/A calibration, the null (bias) check, daily monitoring and the designs'
+own sequential or multiple-comparison decisions; counterfactual estimators when present;
+any other key of ``summary.json`` as it is (nothing is dropped); the conventions and the
+effective config.
 
-Sweep (:func:`write_sweep_report`): the same answer per point and design, the shrinkage
-study (the sweep summary's ``shrinkage`` key when present) and its plots, the effect
-plot, A/A calibration and the null check per point, the conventions and the points'
-configs.
+Sweep (:func:`write_sweep_report`, called when a sweep writes its outputs): the shrinkage
+study first (the sweep summary's ``shrinkage`` key when present, structure in
+:mod:`simulations.shrinkage`: per group and primary design the relation in a sentence,
+the slope and its interval, sign disagreement, Kendall's tau and the offline MDE), then
+days, users and impressions per point and design (each point linking its own report),
+the effect plot and power by day, every relation, the MDE table and the study's plots,
+A/A calibration and the null check per point, the conventions and the points' configs.
 
 All text is escaped with :func:`html.escape`.
 """

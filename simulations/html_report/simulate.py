@@ -5,8 +5,10 @@ A view of what :func:`simulations.report.write_results` wrote (``summary.json``,
 computes none of its own. Sections, answer first: the answer (days, users and impressions
 per design at the target power, shrinkage of the offline gain), power versus days, the
 offline-to-online shrinkage, A/A calibration and the null (bias) check with daily
-monitoring, the counterfactual estimators when present, the conventions every number was
-computed under and the effective config.
+monitoring and the designs' own sequential and multiple-comparison decisions (their
+terminal text, from :mod:`simulations.sequential` and :mod:`simulations.multiple`), the
+counterfactual estimators when present, any other result as it is, the conventions every
+number was computed under and the effective config.
 """
 
 from __future__ import annotations
