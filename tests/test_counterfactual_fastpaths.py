@@ -582,15 +582,17 @@ def _same_estimate(a, b) -> bool:
                for f in fields)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("n", [1, 2, 3, 17, 1000, 2369, 6000])
 def test_paired_differences_of_rows_equal_paired_difference_of_each_row(n):
     """The checkpoint's batched paired differences (one row per estimator) equal the old
     paired difference of each row exactly: ordinary rows, all-ones denominators, an
-    all-zero denominator (undefined), a non-finite numerator (undefined)."""
+    all-zero denominator (undefined), a non-finite numerator (undefined), a NaN
+    denominator, finite terms whose sum overflows."""
     from simulations.designs.counterfactual.paired import paired_differences
 
     rng = np.random.default_rng(n)
-    e = 6
+    e = 8
     den_a = rng.integers(0, 9, size=(e, n)).astype(float)
     den_a[:, 0] = 1.0
     den_b = rng.random((e, n)) * 3
@@ -598,6 +600,8 @@ def test_paired_differences_of_rows_equal_paired_difference_of_each_row(n):
     den_a[1] = den_b[1] = np.ones(n)
     den_a[2] = 0.0
     num_b[3, n // 2] = np.inf
+    den_b[4, n // 2] = np.nan  # a NaN denominator: undefined, as before
+    num_a[5, :] = 1e308  # every term finite, the sum overflows: the checked path, as before
     got = paired_differences(num_a, den_a, num_b, den_b, 0.05)
     assert len(got) == e
     for i in range(e):

@@ -86,33 +86,35 @@ def paired_differences(num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, 
     e, n = na.shape
     if n < 2 or e == 0:
         return [PairedEstimate(math.nan, math.nan, alpha) for _ in range(e)]
-    sa, sb = da.sum(axis=1), db.sum(axis=1)
-    finite = np.isfinite(na).all(axis=1) & np.isfinite(nb).all(axis=1)
-    fast = finite & (sa > 0) & (sb > 0)
-    for d in (da, db):
-        fast &= np.isfinite(d).all(axis=1) & ~(d < 0).any(axis=1)
+    # the sums the estimates need decide the fast rows too: a finite sum has only finite
+    # terms (a NaN or an infinity makes the sum non-finite), a minimum >= 0 no negative one
+    xa, xb, sa, sb = na.sum(axis=1), nb.sum(axis=1), da.sum(axis=1), db.sum(axis=1)
+    fast = np.isfinite(xa) & np.isfinite(xb) & np.isfinite(sa) & np.isfinite(sb) & (sa > 0) & (sb > 0)
+    fast &= (da.min(axis=1) >= 0) & (db.min(axis=1) >= 0)
     out: list[PairedEstimate | None] = [None] * e
     rows = np.flatnonzero(fast)
     if rows.size:
         whole = rows.size == e  # no row left out: no gather
         pick = (lambda a: a) if whole else (lambda a: a[rows])
-        ea = _rows_linearized(pick(na), pick(da), sa if whole else sa[rows])
-        eb = _rows_linearized(pick(nb), pick(db), sb if whole else sb[rows])
-        d = eb[1] - ea[1]
+        ra, ea = _rows_linearized(pick(na), pick(da), pick(xa), pick(sa), n)
+        rb, eb = _rows_linearized(pick(nb), pick(db), pick(xb), pick(sb), n)
+        d = eb - ea
         d -= d.mean(axis=1, keepdims=True)
         for i, row in enumerate(rows.tolist()):
-            out[row] = PairedEstimate(eb[0][i] - ea[0][i], math.sqrt(float(d[i] @ d[i]) / (n * (n - 1))), alpha)
+            out[row] = PairedEstimate(rb[i] - ra[i], math.sqrt(float(d[i] @ d[i]) / (n * (n - 1))), alpha)
     for row in range(e):
         if out[row] is None:  # undefined, or inputs only the checked path handles (its errors)
             out[row] = paired_difference(na[row], da[row], nb[row], db[row], alpha)
     return out  # type: ignore[return-value]
 
 
-def _rows_linearized(num: np.ndarray, den: np.ndarray, den_sum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _rows_linearized(num: np.ndarray, den: np.ndarray, num_sum: np.ndarray, den_sum: np.ndarray,
+                     n: int) -> tuple[np.ndarray, np.ndarray]:
     """Row by row ``r = num.sum() / den.sum()`` and ``(num - r den) / den.mean()`` (the
-    expressions of :func:`_linearization`, elementwise on rows)."""
-    r = num.sum(axis=1) / den_sum
-    return r, (num - r[:, None] * den) / den.mean(axis=1)[:, None]
+    expressions of :func:`_linearization`, elementwise on rows; ``den.mean()`` is numpy's
+    ``den.sum() / n``, the same division)."""
+    r = num_sum / den_sum
+    return r, (num - r[:, None] * den) / (den_sum / n)[:, None]
 
 
 def ratio_means(num: np.ndarray, den: np.ndarray, alpha: float) -> list[PairedEstimate]:
