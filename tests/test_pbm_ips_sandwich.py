@@ -18,7 +18,6 @@ from onlineeval.errors import ConfigError
 from onlineeval.estimators import DeterministicTarget, LoggedData, get_reward
 from onlineeval.estimators.pbm_ips import (
     PBMIPS,
-    _slots_from_pairs,
     _target_pairs,
     click_propensities,
     value_gradient,
@@ -95,8 +94,13 @@ def test_value_gradient_matches_finite_differences(kind):
         return float(PBMIPS(examination=tuple(th), click_propensity=kind).terms(data, TARGET, rw).num.mean())
 
     pairs = _target_pairs(data, TARGET)
-    slots = _slots_from_pairs(data, pairs)
-    grad = value_gradient(data, theta, kind, slots, click_propensities(data, theta, kind), w, pairs)
+    rho_pair = None
+    if kind != "logged":  # the per-pair propensity, read off the public per-slot one
+        rho = click_propensities(data, theta, kind)
+        rho_pair = np.zeros(pairs.n_codes)
+        rows, cols = np.nonzero(data.valid)
+        rho_pair[pairs.codes_at(data, rows, cols)] = rho[rows, cols]
+    grad = value_gradient(data, theta, kind, w, pairs, rho_pair)
     h = 1e-6
     fd = np.array([(value(theta + h * e) - value(theta - h * e)) / (2 * h) for e in np.eye(K)])
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-9)

@@ -63,3 +63,69 @@ def test_fast_empirical_propensity_equals_the_public_one():
     np.testing.assert_allclose(_empirical_rho(data, theta, _target_pairs(data, target)),
                                click_propensities(data, theta, "empirical"), rtol=1e-13)
     assert np.isfinite(est.estimate(data, target).value)
+
+
+class UniformMarginals:
+    """Item-position marginals varying with query, document and slot (all positive)."""
+
+    def item_position_marginals(self, query: np.ndarray) -> np.ndarray:
+        q = np.asarray(query, dtype=np.float64)
+        d = np.arange(100, dtype=np.float64)
+        j = np.arange(K, dtype=np.float64)
+        return 0.002 + 0.001 * ((q[:, None, None] + 3 * d[None, :, None] + 7 * j[None, None, :]) % 5)
+
+
+@pytest.mark.parametrize(("kind", "doc_scale"), [("empirical", 13), ("empirical", 10**12), ("logged", 13),
+                                                 ("logged", 10**12), ("logger", 13)])
+def test_pbm_ips_terms_equal_the_plain_formula(kind, doc_scale):
+    # num_i = sum_j c_ij w_s theta_s / rho_ij over clicked slots whose document the target
+    # shows at s, with rho from click_propensities (its own grouping) and s from a dict;
+    # doc_scale 10**12: pair codes by the sorted-groups fallback instead of the dense range
+    data = production_log(5, 3000)
+    if doc_scale != 13:
+        shown = np.where(data.shown >= 0, data.shown * doc_scale, -1)
+        data = LoggedData(data.query, shown, data.clicks)
+    if kind == "logger":
+        data = LoggedData(data.query, data.shown, data.clicks, logger=UniformMarginals())
+    rng = np.random.default_rng(6)
+    uq = np.unique(data.query)
+    docs = np.unique(data.shown[data.valid])
+    lists = np.full((int(uq.max()) + 1, K), -1, dtype=np.int64)
+    lists[uq] = rng.choice(np.append(docs, [-5]), (uq.size, K))  # some never-logged documents too
+    lists[uq[::7], K - 1] = -1
+    target = DeterministicTarget(lists, "B")
+    theta = THETA / THETA[0]
+    w = np.array([1.0, 0.6, 0.3, 0.1])
+    from onlineeval.estimators import Reward
+
+    terms = PBMIPS(examination=tuple(theta), click_propensity=kind).terms(data, target, Reward("w", "additive", w))
+    rho = click_propensities(data, theta, kind)
+    want_num = np.zeros(data.n)
+    want_w = np.zeros(data.shown.shape)
+    for i in range(data.n):
+        row = list(lists[data.query[i]])
+        for j in range(K):
+            d = data.shown[i, j]
+            if d >= 0 and d in row:
+                s = row.index(d)
+                want_w[i, j] = theta[s] / rho[i, j]
+                want_num[i] += data.clicks[i, j] * w[s] * theta[s] / rho[i, j]
+    np.testing.assert_allclose(terms.num, want_num, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(terms.weights, want_w, rtol=1e-12, atol=1e-15)
+
+
+def test_logger_propensity_zero_for_a_logged_document_is_an_error():
+    from onlineeval.errors import InputError
+
+    class Zero(UniformMarginals):
+        def item_position_marginals(self, query: np.ndarray) -> np.ndarray:
+            m = super().item_position_marginals(query)
+            m[:, 18, :] = 0.0  # document 18 = 1 * 13 + 5 is logged
+            return m
+
+    base = production_log(5, 500)
+    data = LoggedData(base.query, base.shown, base.clicks, logger=Zero())
+    i, j = (int(x) for x in np.argwhere(data.shown == 18)[0])
+    target = DeterministicTarget(np.tile(np.array([5, 18, 31, 44]), (40 * 1000 + 8, 1)), "B")
+    with pytest.raises(InputError, match=f"document 18 of query {int(data.query[i])} probability 0.*impression {i}\\)"):
+        PBMIPS(examination=tuple(THETA), click_propensity="logger").estimate(data, target)

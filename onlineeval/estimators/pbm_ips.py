@@ -140,18 +140,82 @@ EXAMINATION_ERRORS = ("sandwich", "ignore")
 RARE_SHOWS = 10
 
 
-def _target_pairs(data: LoggedData, target: Target) -> tuple[IntArray, IntArray, IntArray, IntArray]:
-    """The target's lists per distinct logged query and a common code of (query, document)
-    pairs: ``(inv, t, code_t, code_log)`` with ``inv`` the ``(n,)`` distinct-query index of
-    each impression, ``t`` the ``(queries, k)`` target lists (``-1``: empty), ``code_t`` the
-    ``(queries, k)`` pair codes of ``t`` (``-1`` on empty slots) and ``code_log`` the pair
-    codes of the log's valid slots (``np.nonzero(data.valid)`` order)."""
+@dataclass(frozen=True, eq=False)
+class _Pairs:
+    """The (query, document) pairs of a log and a target under one code.
+
+    ``inv``: ``(n,)`` distinct-query index of each impression; ``t``: ``(queries, k)`` the
+    target lists (``-1``: empty); ``code_t``: ``(queries, k)`` pair codes of ``t`` (``-1`` on
+    empty slots); ``code_log``: pair codes of the log's valid slots (``np.nonzero(data.valid)``
+    order; with every slot valid, the ``(n, k)`` code matrix flattened); ``n_codes``: the code
+    range; ``pair_query``, ``pair_doc``: ``(n_codes,)`` the distinct-query index and the
+    document of each code."""
+
+    inv: IntArray
+    t: IntArray
+    code_t: IntArray
+    code_log: IntArray
+    n_codes: int
+    pair_query: IntArray
+    pair_doc: IntArray
+
+    def code_matrix(self, data: LoggedData) -> IntArray | None:
+        """``(n, k)`` codes when every slot is valid (a view), else ``None``."""
+        return self.code_log.reshape(data.shown.shape) if self.code_log.size == data.shown.size else None
+
+    def slot_counts(self, data: LoggedData) -> FloatArray:
+        """``(n_codes, k)`` how often the log shows each pair at each slot (computed once)."""
+        cache = self.__dict__.get("_slot_counts")
+        if cache is None:
+            k, nc = data.k, self.n_codes
+            mat = self.code_matrix(data)
+            if mat is not None:  # one pass per column, no (pair, slot) code array
+                cache = np.stack([np.bincount(mat[:, j], minlength=nc) for j in range(k)], axis=1).astype(np.float64)
+            else:
+                _, cols = _valid_positions(data)
+                cache = np.bincount(self.code_log * k + cols, minlength=nc * k).reshape(nc, k).astype(np.float64)
+            self.__dict__["_slot_counts"] = cache
+        return cache  # type: ignore[no-any-return]
+
+    def slot_of(self, k: int) -> IntArray:
+        """``(n_codes,)`` the target's slot of each pair (its first, if repeated; ``-1``: not in
+        the target's top ``k``)."""
+        slot_of = np.full(self.n_codes, k, dtype=np.int64)
+        tq, ts = np.nonzero(self.code_t >= 0)
+        np.minimum.at(slot_of, self.code_t[tq, ts], ts)
+        slot_of[slot_of == k] = -1
+        return slot_of
+
+    def codes_at(self, data: LoggedData, rows: IntArray, cols: IntArray) -> IntArray:
+        """The pair codes of the valid slots ``(rows, cols)``."""
+        mat = self.code_matrix(data)
+        if mat is not None:
+            return mat[rows, cols]
+        out = np.full(data.shown.shape, -1, dtype=np.int64)
+        vr, vc = _valid_positions(data)
+        out[vr, vc] = self.code_log
+        return out[rows, cols]
+
+    def per_position(self, data: LoggedData, per_code: NDArray[Any], empty: Any) -> NDArray[Any]:
+        """``(n, k)`` ``per_code`` at each logged slot's pair, ``empty`` on empty slots."""
+        mat = self.code_matrix(data)
+        if mat is not None:
+            return per_code[mat]
+        out = np.full(data.shown.shape, empty, dtype=per_code.dtype)
+        rows, cols = _valid_positions(data)
+        out[rows, cols] = per_code[self.code_log]
+        return out
+
+
+def _target_pairs(data: LoggedData, target: Target) -> _Pairs:
+    """The pairs of ``data`` and ``target`` under one code (see :class:`_Pairs`): raw
+    ``query * span + document`` codes when that range is small (no sort, no ranking), else
+    the ranks of :func:`~onlineeval.estimators.position_bias._groups`."""
     rankings = getattr(target, "rankings", None)
     if rankings is None:
         raise InputError(f"pbm_ips needs a deterministic target with rankings(query); "
                          f"{getattr(target, 'name', 'target')!r} has none", data.source)
-    uq, inv = np.unique(data.query, return_inverse=True)
-    inv = inv.reshape(-1)
+    uq, inv = data.query_groups
     k = data.k
     t = np.asarray(rankings(uq), dtype=np.int64)
     if t.ndim != 2 or t.shape[0] != uq.size:
@@ -161,31 +225,39 @@ def _target_pairs(data: LoggedData, target: Target) -> tuple[IntArray, IntArray,
     if t.shape[1] < k:
         t = np.concatenate([t, np.full((t.shape[0], k - t.shape[1]), -1, dtype=np.int64)], axis=1)
     tq, ts = np.nonzero(t >= 0)
-    rows, cols = _valid_positions(data)
     t_docs = t[tq, ts]
-    log_docs = data.shown.reshape(-1) if rows.size == data.shown.size else data.shown[rows, cols]
+    all_valid = _all_valid(data)
+    rows, cols = (None, None) if all_valid else _valid_positions(data)
+    log_docs = data.shown if all_valid else data.shown[rows, cols]
     lo = int(min(t_docs.min(initial=0), log_docs.min(initial=0)))
     span = int(max(t_docs.max(initial=0), log_docs.max(initial=0))) - lo + 1
-    if uq.size * span <= max(4 * (log_docs.size + t_docs.size), 1 << 22):
-        # dense (query, document) range: rank the codes by a presence table (the order of _groups)
-        raw_t = tq * span + (t_docs - lo)
-        raw_log = inv[rows] * span + (log_docs - lo)
-        present = np.zeros(uq.size * span, dtype=bool)
-        present[raw_t] = True
-        present[raw_log] = True
-        rank = np.cumsum(present) - 1
-        code_t = np.full(t.shape, -1, dtype=np.int64)
-        code_t[tq, ts] = rank[raw_t]
-        return inv, t, code_t, rank[raw_log]
-    # codes of (query, document) over the target's and the log's pairs together
-    _, code = _groups(np.stack([np.concatenate([tq, inv[rows]]), np.concatenate([t_docs, log_docs])], axis=1))
     code_t = np.full(t.shape, -1, dtype=np.int64)
+    if uq.size * span <= max(data.shown.size // 2, 1 << 22):
+        # dense (query, document) range: the raw code is the pair id
+        base = np.arange(uq.size, dtype=np.int64) * span - lo
+        code_log = (base[inv][:, None] + data.shown).reshape(-1) if all_valid else base[inv[rows]] + log_docs
+        code_t[tq, ts] = base[tq] + t_docs
+        n_codes = uq.size * span
+        return _Pairs(inv, t, code_t, code_log, n_codes, np.repeat(np.arange(uq.size, dtype=np.int64), span),
+                      np.tile(np.arange(lo, lo + span, dtype=np.int64), uq.size))
+    # codes of (query, document) over the target's and the log's pairs together
+    q_all = np.concatenate([tq, np.repeat(inv, k) if all_valid else inv[rows]])
+    keys, code = _groups(np.stack([q_all, np.concatenate([t_docs, log_docs.reshape(-1)])], axis=1))
     code_t[tq, ts] = code[: tq.size]
-    return inv, t, code_t, code[tq.size:]
+    return _Pairs(inv, t, code_t, code[tq.size:], int(keys.shape[0]), keys[:, 0].astype(np.int64),
+                  keys[:, 1].astype(np.int64))
+
+
+def _all_valid(data: LoggedData) -> bool:
+    """Whether every slot of the log shows a document (computed once per log)."""
+    cache = log_cache(data, "pbm_ips")
+    if "all_valid" not in cache:
+        cache["all_valid"] = bool((data.shown >= 0).all())
+    return cache["all_valid"]  # type: ignore[no-any-return]
 
 
 def _valid_positions(data: LoggedData) -> tuple[IntArray, IntArray]:
-    """``np.nonzero(data.valid)``, computed once per log (cached on it)."""
+    """``np.nonzero(data.valid)``, computed once per log (cached)."""
     cache = log_cache(data, "pbm_ips")
     if "valid" not in cache:
         valid = data.valid
@@ -204,39 +276,27 @@ def target_slots(data: LoggedData, target: Target) -> IntArray:
     return _slots_from_pairs(data, _target_pairs(data, target))
 
 
-def _slots_from_pairs(data: LoggedData, pairs: tuple[IntArray, IntArray, IntArray, IntArray]) -> IntArray:
-    _, _, code_t, code_log = pairs
-    k = data.k
-    n_codes = int(max(code_t.max(initial=-1), code_log.max(initial=-1))) + 1
-    slot_of = np.full(n_codes, k, dtype=np.int64)
-    tq, ts = np.nonzero(code_t >= 0)
-    np.minimum.at(slot_of, code_t[tq, ts], ts)  # a repeated target document keeps its first slot
-    slot_of[slot_of == k] = -1
-    if code_log.size == data.shown.size:  # every slot shown
-        return slot_of[code_log].reshape(data.shown.shape)
-    out = np.full(data.shown.shape, -1, dtype=np.int64)
-    rows, cols = _valid_positions(data)
-    out[rows, cols] = slot_of[code_log]
-    return out
+def _slots_from_pairs(data: LoggedData, pairs: _Pairs) -> IntArray:
+    return pairs.per_position(data, pairs.slot_of(data.k), -1)
 
 
 def target_pair_shows(data: LoggedData, target: Target) -> IntArray:
     """``(n, k)`` how often the log shows (anywhere in its top ``k``) the document the
     target puts at each slot, for the impression's query (``-1`` on the target's empty
     slots). A 0 is a (query, document) pair the ``"empirical"`` propensity counts as 0."""
-    return _shows_from_pairs(_target_pairs(data, target))
+    pairs = _target_pairs(data, target)
+    return _query_shows(data, pairs)[pairs.inv]
 
 
-def _shows_from_pairs(pairs: tuple[IntArray, IntArray, IntArray, IntArray]) -> IntArray:
-    inv, _, code_t, code_log = pairs
-    n_codes = int(max(code_t.max(initial=-1), code_log.max(initial=-1))) + 1
-    shows = np.bincount(code_log, minlength=n_codes)
-    per_q = np.where(code_t >= 0, shows[np.maximum(code_t, 0)], -1)
-    return per_q[inv]
+def _query_shows(data: LoggedData, pairs: _Pairs) -> IntArray:
+    """``(queries, k)`` how often the log shows the target's document at each slot (``-1``:
+    empty target slot)."""
+    shows = pairs.slot_counts(data).sum(axis=1)
+    return np.where(pairs.code_t >= 0, shows[np.maximum(pairs.code_t, 0)], -1).astype(np.int64)
 
 
-def value_gradient(data: LoggedData, theta: FloatArray, kind: str, slots: IntArray, rho: FloatArray,
-                   w: FloatArray, pairs: tuple[IntArray, IntArray, IntArray, IntArray]) -> FloatArray:
+def value_gradient(data: LoggedData, theta: FloatArray, kind: str, w: FloatArray, pairs: _Pairs,
+                   rho_pair: FloatArray | None = None) -> FloatArray:
     r"""``(k,)`` :math:`\partial\hat V/\partial\theta_l` of the PBM-IPS value at ``theta``.
 
     With :math:`\rho = F^\top\theta` linear in :math:`\theta` (``"empirical"``:
@@ -249,11 +309,22 @@ def value_gradient(data: LoggedData, theta: FloatArray, kind: str, slots: IntArr
         \frac{\partial\hat V}{\partial\theta_l} = \frac1n\sum_{i, j:\,c_{ij}=1}
             w_s\Big(\frac{[s = l]}{\rho_{ij}} - \frac{\theta_s F_{ij,l}}{\rho_{ij}^2}\Big),
 
-    which satisfies :math:`\nabla\hat V\cdot\theta = 0` (the value depends on ratios only)."""
+    which satisfies :math:`\nabla\hat V\cdot\theta = 0` (the value depends on ratios only).
+    ``pairs``: the codes of :func:`_target_pairs`; ``rho_pair``: the per-pair propensities
+    (``"empirical"``, ``"logger"``). Reads only the clicked slots."""
     k = data.k
-    rows, cols = np.nonzero(data.clicks & (slots >= 0))
-    s = slots[rows, cols]
-    r = rho[rows, cols]
+    theta = np.asarray(theta, dtype=np.float64)[:k]
+    rows, cols = np.nonzero(data.clicks)
+    code = pairs.codes_at(data, rows, cols)
+    s = pairs.slot_of(k)[code]
+    keep = s >= 0
+    rows, cols, code, s = rows[keep], cols[keep], code[keep], s[keep]
+    if kind == "logged":
+        r = theta[cols]
+    else:
+        if rho_pair is None:
+            raise ValueError(f"value_gradient: kind {kind!r} needs rho_pair")
+        r = rho_pair[code]
     grad = np.bincount(s, w[s] / r, k)
     coef = w[s] * theta[s] / (r * r)
     if kind == "logged":
@@ -263,14 +334,8 @@ def value_gradient(data: LoggedData, theta: FloatArray, kind: str, slots: IntArr
         m_all = np.asarray(data.logger.item_position_marginals(uq), dtype=np.float64)  # type: ignore[union-attr]
         grad -= coef @ m_all[inv[rows], data.shown[rows, cols], :k]
     else:
-        inv, _, code_t, code_log = pairs
-        vr, vc = np.nonzero(data.valid)
-        n_codes = int(max(code_t.max(initial=-1), code_log.max(initial=-1))) + 1
-        counts = np.bincount(code_log * k + vc, minlength=n_codes * k).reshape(n_codes, k).astype(np.float64)
-        code_of = np.full(data.shown.shape, -1, dtype=np.int64)
-        code_of[vr, vc] = code_log
-        n_q = np.bincount(inv)
-        grad -= (coef / n_q[inv[rows]]) @ counts[code_of[rows, cols]]
+        n_q = np.bincount(pairs.inv, minlength=int(pairs.t.shape[0])).astype(np.float64)
+        grad -= (coef / n_q[pairs.inv[rows]]) @ pairs.slot_counts(data)[code]
     return grad / data.n
 
 
@@ -310,21 +375,41 @@ def click_propensities(data: LoggedData, theta: FloatArray, kind: str = "empiric
     return out
 
 
-def _empirical_rho(data: LoggedData, theta: FloatArray,
-                   pairs: tuple[IntArray, IntArray, IntArray, IntArray]) -> FloatArray:
+def _rho_pairs(data: LoggedData, theta: FloatArray, pairs: _Pairs) -> FloatArray:
+    r"""``(n_codes,)`` the ``"empirical"`` propensity of every pair:
+    :math:`\frac1{n_q}\sum_j N_{qdj}\theta_j` (0 for pairs the log never shows)."""
+    n_q = np.bincount(pairs.inv, minlength=int(pairs.t.shape[0])).astype(np.float64)
+    total = np.einsum("cj,j->c", pairs.slot_counts(data), np.asarray(theta, dtype=np.float64)[: data.k])
+    return total / n_q[pairs.pair_query]
+
+
+def _empirical_rho(data: LoggedData, theta: FloatArray, pairs: _Pairs) -> FloatArray:
     """The ``"empirical"`` propensities of :func:`click_propensities` from the pair codes of
     :func:`_target_pairs` (no second grouping of the log)."""
-    inv, _, _, code_log = pairs
-    rows, cols = _valid_positions(data)
-    th = np.asarray(theta, dtype=np.float64)[: data.k]
-    n_q = np.bincount(inv).astype(np.float64)
-    total = np.bincount(code_log, th[cols])
-    per_pos = total[code_log] / n_q[inv[rows]]
-    if per_pos.size == data.shown.size:
-        return per_pos.reshape(data.shown.shape)
-    out = np.ones(data.shown.shape)
-    out[rows, cols] = per_pos
-    return out
+    return pairs.per_position(data, _rho_pairs(data, theta, pairs), 1.0)
+
+
+def _logger_rho_pairs(data: LoggedData, theta: FloatArray, pairs: _Pairs) -> FloatArray:
+    """``(n_codes,)`` the ``"logger"`` propensity :math:`\\sum_j M_{qdj}\\theta_j` of every pair
+    (errors as :func:`click_propensities`)."""
+    marginals = getattr(data.logger, "item_position_marginals", None)
+    if marginals is None:
+        raise InputError("pbm_ips with click_propensity 'logger' needs the logging policy (data.logger) with "
+                         "item_position_marginals(query); use 'empirical' for a log without one", data.source)
+    uq, _ = data.query_groups
+    m_all = np.asarray(marginals(uq), dtype=np.float64)
+    if m_all.ndim != 3 or m_all.shape[0] != uq.size or m_all.shape[2] < data.k:
+        raise InputError(f"item_position_marginals: expected ({uq.size}, m, >= {data.k}), got {m_all.shape}",
+                         data.source)
+    rho_qd = np.einsum("qmj,j->qm", m_all[:, :, : data.k], np.asarray(theta, dtype=np.float64)[: data.k])
+    inside = (pairs.pair_doc >= 0) & (pairs.pair_doc < rho_qd.shape[1])
+    rho = np.where(inside, rho_qd[pairs.pair_query, np.where(inside, pairs.pair_doc, 0)], 0.0)
+    bad = (pairs.slot_counts(data).sum(axis=1) > 0) & ~(rho > 0)
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(pairs.per_position(data, bad, False))[0])
+        raise InputError(f"pbm_ips: the logger's marginals give logged document {int(data.shown[i, j])} of query "
+                         f"{int(data.query[i])} probability 0 of being shown (impression {i})", data.source)
+    return rho
 
 
 def _logger_propensities(data: LoggedData, theta: FloatArray) -> FloatArray:
@@ -465,17 +550,30 @@ class PBMIPS(Estimator):
         theta, notes = self.resolve_examination(data)
         kind = resolve_click_propensity(data, self.click_propensity)
         pairs = _target_pairs(data, target)
-        slots = _slots_from_pairs(data, pairs)
-        rho = _empirical_rho(data, theta, pairs) if kind == "empirical" else click_propensities(data, theta, kind)
-        in_target = slots >= 0
-        s = np.maximum(slots, 0)
         w = reward.position_weights(data.k)
-        ratio = np.where(in_target, theta[s] / rho, 0.0)
-        num = (data.clicks * ratio * w[s]).sum(axis=1)
+        slot_of = pairs.slot_of(data.k)
+        sandwich = self.examination is None and self.examination_error == "sandwich"
+        slots = None
+        if kind in ("empirical", "logger"):
+            # every factor of a slot's weight is a function of its (query, document) pair: computed
+            # per pair, then read once per logged slot
+            rho_pair = _rho_pairs(data, theta, pairs) if kind == "empirical" else _logger_rho_pairs(data, theta, pairs)
+            s_pair = np.maximum(slot_of, 0)
+            use = (slot_of >= 0) & (rho_pair > 0)
+            ratio_pair = np.where(use, theta[s_pair] / np.where(use, rho_pair, 1.0), 0.0)
+            ratio = pairs.per_position(data, ratio_pair, 0.0)
+            num = (data.clicks * pairs.per_position(data, ratio_pair * w[s_pair], 0.0)).sum(axis=1)
+        else:
+            rho_pair = None
+            slots = pairs.per_position(data, slot_of, -1)
+            rho = click_propensities(data, theta, kind)
+            s = np.maximum(slots, 0)
+            ratio = np.where(slots >= 0, theta[s] / rho, 0.0)
+            num = (data.clicks * ratio * w[s]).sum(axis=1)
         notes["click_propensity"] = kind
         if self.examination is not None:
             notes["variance"] = "plug-in: the PBM-IPS terms with the given examination (no estimation error)"
-        elif self.examination_error == "ignore":
+        elif not sandwich:
             notes["variance"] = ("plug-in: the PBM-IPS terms with the estimated examination treated as known "
                                  "(its estimation error ignored; examination_error 'ignore')")
         else:
@@ -483,17 +581,17 @@ class PBMIPS(Estimator):
             if est.linearisation is None:
                 raise InputError(f"pbm_ips: the examination estimate ({est.method}) carries no linearisation; "
                                  "use examination_error 'ignore' or pipeline_bootstrap", data.source)
-            grad = value_gradient(data, theta, kind, slots, rho, w, pairs)
+            grad = value_gradient(data, theta, kind, w, pairs, rho_pair)
             num = num + est.linearisation(grad)
             notes["variance"] = (f"sandwich: the PBM-IPS terms plus the linearised examination estimate "
                                  f"({est.method}; stacked estimating equations, clustered like the terms)")
             notes["value_gradient"] = [float(x) for x in grad]
-        notes.update(self._condition_notes(data, _shows_from_pairs(pairs), theta, w, kind, in_target, num))
+        notes.update(self._condition_notes(data, pairs, theta, w, kind, slots, num))
         return Terms(num=num, weights=ratio, notes=notes)
 
     @staticmethod
-    def _condition_notes(data: LoggedData, shows: IntArray, theta: FloatArray, w: FloatArray, kind: str,
-                         in_target: NDArray[np.bool_], num: FloatArray) -> dict[str, Any]:
+    def _condition_notes(data: LoggedData, pairs: _Pairs, theta: FloatArray, w: FloatArray, kind: str,
+                         slots: IntArray | None, num: FloatArray) -> dict[str, Any]:
         r"""How far the log is from the conditions of the chosen propensity (see the module
         docstring), and warnings where they fail.
 
@@ -504,17 +602,20 @@ class PBMIPS(Estimator):
         probability is at most :math:`\theta_s/\max\theta`). ``target_mass_rare_share``:
         the share of the target's examination mass on pairs shown fewer than
         :data:`RARE_SHOWS` times. ``target_slots_not_logged_share`` (``"logged"``): share of
-        the target's slots whose document the impression did not show."""
+        the target's slots whose document the impression did not show. Sums over impressions
+        are taken per distinct query, weighted by its impressions."""
+        shows = _query_shows(data, pairs)  # (queries, k)
+        n_q = np.bincount(pairs.inv, minlength=int(shows.shape[0])).astype(np.float64)
         has = shows >= 0
         mass = np.where(has, (w * theta / theta.max())[None, :], 0.0)
-        total = float(mass.sum())
+        total = float(n_q @ mass.sum(axis=1))
         n = max(data.n, 1)
-        unseen = float((mass * (shows == 0)).sum()) / n
+        unseen = float(n_q @ (mass * (shows == 0)).sum(axis=1)) / n
         out: dict[str, Any] = {
             "target_mass_unseen": unseen,
             "target_mass_unseen_share": unseen * n / total if total > 0 else 0.0,
-            "target_mass_rare_share": float((mass * (has & (shows < RARE_SHOWS))).sum()) / total if total > 0
-            else 0.0,
+            "target_mass_rare_share": float(n_q @ (mass * (has & (shows < RARE_SHOWS))).sum(axis=1)) / total
+            if total > 0 else 0.0,
             "rare_shows": RARE_SHOWS,
         }
         warnings: list[str] = []
@@ -526,9 +627,9 @@ class PBMIPS(Estimator):
                 f"may be too low by up to {unseen:.3g} (standard error {se:.3g}); {out['target_mass_rare_share']:.1%} "
                 f"is on pairs shown fewer than {RARE_SHOWS} times. Use click_propensity 'logger' (exact) with the "
                 "logging policy, or a longer log")
-        if kind == "logged":
-            n_target = int(has.sum())
-            missing = (n_target - int(in_target.sum())) / n_target if n_target else 0.0
+        if kind == "logged" and slots is not None:
+            n_target = int(n_q @ has.sum(axis=1))
+            missing = (n_target - int(np.count_nonzero(slots >= 0))) / n_target if n_target else 0.0
             out["target_slots_not_logged_share"] = missing
             if missing > 0:
                 warnings.append(

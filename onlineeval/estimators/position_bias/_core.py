@@ -152,14 +152,33 @@ def _positive_int(value: Any, name: str) -> int:
 # --------------------------------------------------------------- pairs at several slots
 def _pair_positions(data: LoggedData) -> tuple[IntArray, IntArray, IntArray, int]:
     """Valid slots flattened: (pair index, slot, impression row, number of pairs), pairs
-    coded in (query, document) order; computed once per log (cached on it)."""
+    coded in (query, document) order; computed once per log (cached).
+
+    When the (distinct query, document) range is small the code is the raw
+    ``query_index * span + document`` (no sort; codes no position uses stay empty, and
+    every count over them is 0), else the rank of the pair among the log's pairs."""
     cache = log_cache(data, "position_bias")
     if "pairs" not in cache:
-        rows, slots = np.nonzero(data.valid)
-        key = np.stack([data.query[rows], data.shown[rows, slots]], axis=1)
-        _, pair = _groups(key)
-        cache["pairs"] = (pair, slots.astype(np.int64), rows.astype(np.int64),
-                          int(pair.max()) + 1 if pair.size else 0)
+        n, k = data.shown.shape
+        all_valid = bool((data.shown >= 0).all())
+        if all_valid:
+            rows = np.repeat(np.arange(n, dtype=np.int64), k)
+            slots = np.tile(np.arange(k, dtype=np.int64), n)
+            docs = data.shown.reshape(-1)
+        else:
+            rows, slots = (x.astype(np.int64) for x in np.nonzero(data.valid))
+            docs = data.shown[rows, slots]
+        uq, qinv = data.query_groups
+        lo = int(docs.min()) if docs.size else 0
+        span = int(docs.max()) - lo + 1 if docs.size else 1
+        if uq.size * span <= max(docs.size // 2, 1 << 22):
+            base = np.arange(uq.size, dtype=np.int64) * span - lo
+            pair = (base[qinv][:, None] + data.shown).reshape(-1) if all_valid else base[qinv[rows]] + docs
+            m = int(uq.size * span)
+        else:
+            _, pair = _groups(np.stack([qinv[rows], docs], axis=1))
+            m = int(pair.max()) + 1 if pair.size else 0
+        cache["pairs"] = (pair, slots, rows, m)
     return cache["pairs"]  # type: ignore[no-any-return]
 
 

@@ -94,14 +94,21 @@ def pair_linearisation(cells: Cells, alpha: FloatArray, theta: FloatArray, rows:
     inv_w = np.divide(1.0, big_w, out=np.zeros(n_pairs), where=big_w > 1e-150)  # no overflow on denormals
     root = csr_matrix((w * np.sqrt(inv_w[cp]), (cp, cs)), shape=(n_pairs, k))
     s_tilde = np.diag(np.bincount(cs, w, k)) - (root.T @ root).toarray()
-    r = np.where(ok[cell_of], (clicked - pp[cell_of]) / (1.0 - pp[cell_of]), 0.0)
+    # the residual r = (c - p) / (1 - p) of a position is per cell: 1 for a click, -p / (1 - p) for
+    # a skip (0 on boundary pairs); so psi_i = n [sum_positions b_cell + sum_clicked (a - b)_cell]
+    r_skip = np.where(ok, -pp / (1.0 - pp), 0.0)
+    r_click = ok.astype(np.float64)
+    hit = np.flatnonzero(clicked)
+    hit_rows, hit_cells = rows[hit], cell_of[hit]
 
     def linearisation(grad: FloatArray) -> FloatArray:
         g = np.asarray(grad, dtype=np.float64)[:k]
         h_bar = np.concatenate([[0.0], _solve(s_tilde[1:, 1:], (theta * g)[1:])])
         h_pair = np.bincount(cp, w * h_bar[cs], n_pairs) * inv_w
         coef = h_bar[cs] - h_pair[cp]
-        psi = n * np.bincount(rows, r * coef[cell_of], n)
+        skip, click = r_skip * coef, r_click * coef
+        psi = np.bincount(rows, skip[cell_of], n) + np.bincount(hit_rows, (click - skip)[hit_cells], n)
+        psi *= n
         return psi - psi.mean()
 
     return linearisation
