@@ -131,7 +131,7 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
                 t1 = clock()
                 same = runs = None
                 if design._known is not None:  # as the design does: the rows showing a target's list
-                    same = [lists[b.query] == shown for lists, _ in design._known]
+                    same = [lists.take(b.query, axis=0) == shown for lists, _ in design._known]
                     runs = [running_and(eq) for eq in same]
                 t2 = clock()
                 if design._known is None:

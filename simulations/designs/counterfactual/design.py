@@ -221,7 +221,7 @@ class CounterfactualDesign(Design):
             p = distinct_propensities(self.policy, batch.query, shown, m)
             same = runs = None
         else:
-            same = [lists[batch.query] == shown for lists, _ in self._known]
+            same = [lists.take(batch.query, axis=0) == shown for lists, _ in self._known]  # rows of lists[q]
             runs = [running_and(eq) for eq in same]
             p = known_list_propensities(self.policy, batch.query, shown, m, self._known, [r[:, -1] for r in runs],
                                         self._known_table)

@@ -239,7 +239,7 @@ class _BatchTarget:
         if not (query.dtype == np.int64 and r.dtype == np.int64 and r.ndim == 2 and lists.shape[1] == r.shape[1]
                 and query.size and 0 <= query.min() and query.max() < lists.shape[0]):
             return self.target.propensities(query, rankings)
-        same = lists[query] == r
+        same = lists.take(query, axis=0) == r  # lists[query], rows taken
         prefix = running_and(same).astype(np.float64)
         return Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
 
