@@ -237,13 +237,7 @@ class _Class:
             qv = qf.reshape(-1)
         out = np.zeros(k * m)
         if self.live.size:
-            inv = self.inv.get(rcond)
-            if inv is None:
-                lam, vec = self.lam, self.vec
-                keep = lam > rcond * max(float(lam.max()), 0.0)
-                inv = self.inv[rcond] = (vec[:, keep] / lam[keep]) @ vec[:, keep].T
-                self.nbytes += inv.nbytes
-            out[self.live] = inv @ qv[self.live]
+            out[self.live] = self._inverse(rcond) @ qv[self.live]
         resid = float(np.abs(self.g @ out - qv).max()) if qv.size else 0.0
         w = out.reshape(k, m)
         if not same:
@@ -251,6 +245,29 @@ class _Class:
             back[:, perm] = w[:, self.perm]
             w = back
         return w, resid
+
+    def solve_many(self, q: FloatArray, perms: IntArray, rcond: float) -> tuple[FloatArray, FloatArray]:
+        """:meth:`solve` for several queries at once: ``q`` ``(r, k, m)``, ``perms`` ``(r, m)``;
+        one matrix product for all (the same numbers up to rounding)."""
+        r, k, m = q.shape
+        frame_pos = np.argsort(self.perm)  # frame_pos[d]: canonical position of this frame's candidate d
+        qf = np.take_along_axis(q, perms[:, frame_pos][:, None, :], axis=2).reshape(r, k * m)
+        out = np.zeros((r, k * m))
+        if self.live.size:
+            out[:, self.live] = qf[:, self.live] @ self._inverse(rcond).T
+        resid = np.abs(out @ self.g - qf).max(axis=1) if k * m else np.zeros(r)  # g is symmetric
+        back = self.perm[np.argsort(perms, axis=1)]  # the frame's candidate of each query candidate
+        return np.take_along_axis(out.reshape(r, k, m), back[:, None, :], axis=2), resid
+
+    def _inverse(self, rcond: float) -> FloatArray:
+        """The pseudoinverse of the live block, eigenvalues below ``rcond`` times the largest dropped."""
+        inv = self.inv.get(rcond)
+        if inv is None:
+            lam, vec = self.lam, self.vec
+            keep = lam > rcond * max(float(lam.max()), 0.0)
+            inv = self.inv[rcond] = (vec[:, keep] / lam[keep]) @ vec[:, keep].T
+            self.nbytes += inv.nbytes
+        return inv
 
 
 class _ClassStore:
@@ -377,13 +394,23 @@ class PseudoInverse(Estimator):
             for m in np.unique(m_of).tolist():
                 rows = np.flatnonzero(m_of == m)
                 q_all = _targets_q(target, chunk[rows], k, m)  # (rows, k, m)
+                members: dict[int, list[int]] = {}  # rows of q_all by class
                 for r, i in enumerate(rows.tolist()):
-                    cls, perm = found[i]
-                    w, res = cls.solve(q_all[r], perm, self.rcond)
-                    w.setflags(write=False)
-                    if foreign[i]:
-                        res = max(res, 1.0)  # the target's indicator of that document is not represented
-                    result[i] = (w, res, bool(foreign[i]))
+                    members.setdefault(id(found[i][0]), []).append(r)
+                for group in members.values():
+                    cls = found[rows[group[0]]][0]
+                    if len(group) == 1:  # one query: exactly pi_slot_weights' arithmetic
+                        w1, res1 = cls.solve(q_all[group[0]], found[rows[group[0]]][1], self.rcond)
+                        ws, res = w1[None], np.array([res1])
+                    else:
+                        perms = np.stack([found[rows[r]][1] for r in group])
+                        ws, res = cls.solve_many(q_all[group], perms, self.rcond)
+                    for r, w, rs in zip(group, ws, res.tolist()):
+                        i = int(rows[r])
+                        w.setflags(write=False)
+                        if foreign[i]:
+                            rs = max(rs, 1.0)  # the target's indicator of that document is not represented
+                        result[i] = (w, rs, bool(foreign[i]))
             out.extend(result)
         return out
 
