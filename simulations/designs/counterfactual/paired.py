@@ -126,7 +126,14 @@ def ratio_means(num: np.ndarray, den: np.ndarray, alpha: float) -> list[PairedEs
     from onlineeval.stats.online import _delta_kernel
 
     x = np.ascontiguousarray(num, dtype=np.float64)
-    y = np.array(np.broadcast_to(den, x.shape), dtype=np.float64)
+    d = np.asarray(den, dtype=np.float64)
+    if d.ndim == 1 and d.size and float(d.min()) >= 0 and float(d.sum()) < 2.0**53 and np.array_equal(d, np.floor(d)):
+        # counts (the design's impressions): every sum of them is exact in any order, so
+        # the rows laid out one after another give ratio_mean_batch's numbers (its copy of
+        # a broadcast denominator is column-major, slow to sum along the users)
+        y = np.broadcast_to(d, x.shape).copy()
+    else:
+        y = np.array(np.broadcast_to(den, x.shape), dtype=np.float64)  # ratio_mean_batch's own copy
     r, var = _delta_kernel(x, y)
     se = np.sqrt(var)
     return [PairedEstimate(r[i], se[i], alpha) for i in range(x.shape[0])]
