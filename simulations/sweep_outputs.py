@@ -134,7 +134,9 @@ def observations(
             est.append(reps)
     estimates = pd.concat(est, ignore_index=True) if est else pd.DataFrame(
         columns=["point", "replicate", "design", "metric", "estimate", "pvalue"])
-    return pd.DataFrame(obs), estimates
+    from simulations.shrinkage import OBSERVATION_COLUMNS
+
+    return pd.DataFrame(obs, columns=list(OBSERVATION_COLUMNS)), estimates
 
 
 def sweep_fingerprint(fingerprints: Mapping[int, str]) -> str:
@@ -160,8 +162,11 @@ def write_outputs(
     offline_metric = str(_get(summaries[sweep.points[0].index], ("offline", "metric")) or "offline metric")
     study = shrinkage_study(obs, estimates, groups, sweep.shrinkage_by, offline_metric)
     extra = point_columns(study, obs)
-    if len(rows):
+    if len(rows) and len(extra):
         rows = rows.merge(extra, on=["point", "design"], how="left", validate="one_to_one")
+    else:
+        for col in extra.columns.drop(["point", "design"]):
+            rows[col] = None
     for col in rows.columns[rows.dtypes == object]:
         values = rows[col].dropna()
         if len(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
