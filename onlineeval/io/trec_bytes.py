@@ -319,35 +319,41 @@ def _join_ids(parts: list[ByteIds]) -> ByteIds:
     return ByteIds(words)
 
 
+def _scan_chunk(
+    raw: bytearray, buf: np.ndarray, size: int, a: int, b: int, ncols: int
+) -> tuple[ByteIds, ByteIds, np.ndarray, str] | None:
+    """Query ids, doc ids, the numbers (grades or scores) and the first line's tag (field 6
+    of a run) of the lines in bytes ``[a, b)``; ``None`` outside the reader's format."""
+    got = _fields(raw, buf, a, b, ncols)
+    if got is None:
+        return None
+    starts, ends, sep_start, sep_end = got
+    query = _ids(buf, size, starts, sep_start[:, 0])
+    doc = _ids(buf, size, sep_end[:, 1], sep_start[:, 2])
+    tag = ""
+    if ncols == 4:
+        value = _parse_grades(buf, sep_end[:, 2], ends)
+    else:
+        value = _parse_scores(buf, sep_end[:, 3], sep_start[:, 4])
+        tag = bytes(buf[int(sep_end[0, 4]) : int(ends[0])]).decode("ascii")
+    if query is None or doc is None or value is None:
+        return None
+    return query, doc, value, tag
+
+
 def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, list[ByteIds], list[ByteIds], list[np.ndarray], str] | None:
     """Query ids, doc ids and the last column's numbers (grades or scores) per chunk,
     with the tag (field 6) of the first line of a run."""
     raw, buf, size = _read_padded(path)
     if size <= 0:
         return None
-    queries: list[ByteIds] = []
-    docs: list[ByteIds] = []
-    values: list[np.ndarray] = []
-    tag = ""
+    parts = []
     for a, b in _chunks(raw, size):
-        got = _fields(raw, buf, a, b, ncols)
-        if got is None:
+        part = _scan_chunk(raw, buf, size, a, b, ncols)
+        if part is None:
             return None
-        starts, ends, sep_start, sep_end = got
-        query = _ids(buf, size, starts, sep_start[:, 0])
-        doc = _ids(buf, size, sep_end[:, 1], sep_start[:, 2])
-        if ncols == 4:
-            value = _parse_grades(buf, sep_end[:, 2], ends)
-        else:
-            value = _parse_scores(buf, sep_end[:, 3], sep_start[:, 4])
-            if a == 0:
-                tag = bytes(buf[int(sep_end[0, 4]) : int(ends[0])]).decode("ascii")
-        if query is None or doc is None or value is None:
-            return None
-        queries.append(query)
-        docs.append(doc)
-        values.append(value)
-    return str(Path(path)), queries, docs, values, tag
+        parts.append(part)
+    return str(Path(path)), [p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts], parts[0][3]
 
 
 def scan_qrels(path: str | PathLike[str]) -> CodedQrels | None:
