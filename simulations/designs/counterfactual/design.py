@@ -31,18 +31,25 @@ and interval. Users are the clusters because they persist (Deng, Knoblich and Lu
 
 Cost: the per-impression work is one draw from the logger, the logging propensities (rows
 that show a target's list take them from a per-query table computed once, the others are
-computed by the policy, :func:`known_list_propensities`),
-the clicks and each estimator's terms for two targets on the new rows (the targets'
-indicators and the slot rewards are computed once per batch and shared); a checkpoint
-costs :math:`O(\text{users})` per estimator. Measured with
+computed by the policy, :func:`known_list_propensities`; a mixture of epsilon-greedy
+loggers computes all its components at once), the clicks and each estimator's terms for
+two targets on the new rows (the targets' indicators, the slot rewards and, through
+:class:`~onlineeval.estimators.LoggedData`'s cache, the importance weights are computed
+once per batch and shared); the per-user sums are rows of one matrix. A checkpoint gathers
+the active users of every sum once and computes the accumulated estimators' paired
+differences together, :math:`O(\text{users})` per estimator. Measured with
 ``benchmarks/bench_counterfactual.py`` on ``configs/counterfactual.yaml`` (CPU time of one
-process, the same batches for every design, 3 replicates, each batch's best of 5 rounds):
-team-draft 0.60 us per impression; this design 1.42 (1.01 serving: the logger's sampling
-0.21, its propensities 0.20, clicks 0.16, terms 0.005-0.08 per estimator for both
-targets; 0.41 checkpoints, 0.12 of them adaptive IPS's whole-log choice), 2.4 times
-team-draft (4.9 before the fast paths). With one estimator 0.81-0.98 (1.35-1.6 times), with
-an epsilon-greedy logger and IPS 0.69 (1.14 times). What remains is mostly the policy's
-sampling and propensities, the clicks, and numpy's per-call overhead on batches of 4,000.
+process on a busy 2-core machine, the same batches for every design, 3 replicates, each
+batch's best of 5 rounds; team-draft 0.68 us per impression in the same run): this design
+1.17 us, 1.7 times team-draft (2.3 before this round, 4.9 before the first fast paths).
+Its parts: the logger's sampling 0.17, its propensities 0.13 (plus 0.03 matching the
+target lists, shared with the target indicators), clicks 0.20 (the same click models as
+team-draft's), terms 0.005-0.054 per estimator for both targets (0.18 for the six), the
+design's own sums 0.08-0.11, checkpoints 0.15 on the days before the last and 0.15 on the
+last day (adaptive IPS's whole-log choice among its behaviours). With one estimator
+0.98-1.03 times team-draft (adaptive IPS alone 1.33), with an epsilon-greedy logger and
+IPS 0.89. What remains is the draw itself (uniform keys sorted per randomised row), the
+clicks, and numpy's per-call overhead on batches of 4,000.
 Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination
