@@ -140,11 +140,15 @@ def _keep_freed_memory() -> None:
     """Let glibc's allocator keep freed memory for reuse (this process only).
 
     Reading and ranking millions of rows allocate and free many arrays of tens of MB; by
-    default glibc returns each to the system (``munmap`` / heap trimming) and the next one
-    is page-faulted in afresh, which costs more system time than the numpy work itself
-    (about 3.5 of 9 CPU seconds at 10M rows). Larger mmap and trim thresholds keep that
-    memory in the process (peak memory about 10% higher). No effect on any result; a C
-    library without ``mallopt`` (not glibc) is left alone.
+    default glibc gives each back to the system (``munmap`` / heap trimming) and the next
+    one is page-faulted in afresh, which costs more system time than the numpy work. Larger
+    mmap and trim thresholds keep that memory in the process until it exits. Measured on
+    the whole ``evaluate`` process at 100k queries x 100 documents (10M run lines, paired
+    runs): system time 3.4 s -> 1.4 s, CPU time x0.73, wall time x0.75, peak memory +1%.
+    Safe because it is set only here, on the direct command-line path, in a short-lived
+    process that exits when the command ends (never by the library, whose host process
+    may live long); it changes no result. A C library without ``mallopt`` (not glibc) is
+    left alone.
     """
     import ctypes
     import sys

@@ -53,7 +53,10 @@ def _block_heads(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     change = np.zeros(n, dtype=bool)
     change[0] = True
-    change[1:] = (words[1:] != words[:-1]).any(axis=1)
+    if words.shape[1] == 1:
+        change[1:] = words[1:, 0] != words[:-1, 0]
+    else:
+        change[1:] = (words[1:] != words[:-1]).any(axis=1)
     heads = np.flatnonzero(change)
     return heads, np.cumsum(change) - 1
 
