@@ -246,8 +246,8 @@ class LoggedData:
 
         Estimators share what they derive from a log through it: the target's propensities
         and importance weights (:meth:`target_propensities`, :meth:`importance_weights`),
-        slot and list rewards (:meth:`slot_rewards`, :meth:`list_rewards`), the first-click
-        indicators (:meth:`first_clicks`). ``key`` is any hashable naming the quantity and
+        slot and list rewards (:meth:`slot_rewards`, :meth:`list_rewards`), their products
+        (:meth:`slot_weighted_rewards`). ``key`` is any hashable naming the quantity and
         everything it depends on besides the log (and the target); targets are told apart by
         identity, and only the :data:`~onlineeval.estimators.derived.CACHED_TARGETS` most
         recently used targets keep their entries. Arrays in the result are made read-only
@@ -287,17 +287,8 @@ class LoggedData:
 
         The log must carry the propensity (:meth:`require`).
         """
-        if level == "list":
-            return self.cached(("weights", "list"),  # type: ignore[no-any-return]
-                               lambda: self.target_propensities(target).list / self.p_list, target=target)
-        if level == "item":
-            return self.cached(("weights", "item"),  # type: ignore[no-any-return]
-                               lambda: self._on_shown(self.target_propensities(target).item / self.p_item),
-                               target=target)
-        if level == "prefix":
-            return self.cached(("weights", "prefix"),  # type: ignore[no-any-return]
-                               lambda: self._on_shown(self.target_propensities(target).prefix / self.p_prefix),
-                               target=target)
+        if level in ("list", "item", "prefix"):
+            return self._base_weights(target, level)
         if level == "list_slots":
             return self.cached(("weights", "list_slots"),  # type: ignore[no-any-return]
                                lambda: np.where(self.valid, self.importance_weights(target, "list")[:, None], 0.0),
@@ -309,6 +300,23 @@ class LoggedData:
             return self.cached(("weights", "prefix_carried"), lambda: _carry_last(w, self.valid),  # type: ignore
                                target=target)
         raise ValueError(f"unknown weight level {level!r}; allowed: list, item, prefix, list_slots, prefix_carried")
+
+    def _base_weights(self, target: Target, level: str) -> FloatArray:
+        def compute() -> FloatArray:
+            p = self.target_propensities(target)
+            if level == "list":
+                return p.list / self.p_list
+            if level == "item":
+                return self._on_shown(p.item / self.p_item)
+            return self._on_shown(p.prefix / self.p_prefix)
+        w = self.cached(("weights", level), compute, target=target)
+        # the target's propensities are kept only until every weight the log allows is derived
+        sec = self._cache.section(target)
+        if "propensities" in sec and all(("weights", lv) in sec for lv, p in
+                                         (("list", self.p_list), ("item", self.p_item), ("prefix", self.p_prefix))
+                                         if p is not None):
+            del sec["propensities"]
+        return w  # type: ignore[no-any-return]
 
     def _on_shown(self, x: FloatArray) -> FloatArray:
         """``x`` at shown slots, 0 at empty ones (``x`` itself when no slot is empty)."""
@@ -344,10 +352,6 @@ class LoggedData:
         if key is None:
             return row_sum(reward.slot_rewards(self.clicks))
         return self.cached(("list_rewards", *key), lambda: row_sum(self.slot_rewards(reward)))  # type: ignore
-
-    def first_clicks(self) -> FloatArray:
-        """``(n, k)`` :func:`first_click` of the log's clicks (computed once, read-only)."""
-        return self.cached("first_click", lambda: first_click(self.clicks))  # type: ignore[no-any-return]
 
     def take(self, rows: ArrayLike) -> LoggedData:
         """The sub-log of ``rows`` (an index array or boolean mask), same logger."""

@@ -65,7 +65,12 @@ whose relabelled :math:`\Gamma` equals, element for element, one already decompo
 reuses it; otherwise (e.g. Plackett-Luce, whose :math:`\Gamma` depends on the scores) it
 gets its own. Decompositions (up to :data:`STORE_BYTES` per logger) and each query's
 weights per target are kept for later calls with the same logger and target objects
-(both are treated as immutable); then one gather per impression.
+(both are treated as immutable); then one gather per impression. A query with a
+:math:`\Gamma` of its own gets exactly the numbers of one decomposition per query
+(:func:`pi_slot_weights`); queries sharing one get them up to rounding (relative
+differences near :math:`10^{-14}`), so where a weight is 0 mathematically its sign and
+whether it is exactly 0 are rounding, as they always were (the ``negative_weight_share``
+note and the ``zero_weight_share`` diagnostic count such weights as they come out).
 
 Reference
 ---------
