@@ -27,6 +27,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one core, as the target is stated
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,9 +97,11 @@ def build_log(n: int, queries: int, m: int = 20, k: int = 10, seed: int = 0) -> 
 
 
 def cold(data: LoggedData) -> LoggedData:
-    """``data`` without its cached pair index, fits and query/user groups."""
-    for key in ("_model_fit_cache", "query_groups", "user_groups"):
-        data.__dict__.pop(key, None)
+    """``data`` without anything cached on it (pair index, fits, query/user groups, any
+    estimator's per-log cache): every timed estimate starts from a new log."""
+    keep = {f.name for f in dataclasses.fields(data)}
+    for key in [k for k in data.__dict__ if k not in keep]:
+        del data.__dict__[key]
     return data
 
 

@@ -104,27 +104,24 @@ class CascadeDR(ClickModelEstimator):
         pred = self.predictions(data, target, reward)
         # Q_j of the target's list, once per (fold, query): the model's expected reward of slots >= j
         big_q = np.cumsum(pred.q_uq[:, :, ::-1], axis=2)[:, :, ::-1]
-        num, w = cascade_dr_terms(
-            np.asarray(target.propensities(data.query, data.shown).prefix, dtype=np.float64),
-            data.p_prefix, data.valid, reward.slot_rewards(data.clicks),
-            big_q[0][pred.qinv] if pred.fold is None else big_q[pred.fold, pred.qinv],
-        )
+        w = data.importance_weights(target, "prefix")  # 0 at empty slots
+        num = cascade_dr_terms(w, data.slot_rewards(reward),
+                               big_q[0][pred.qinv] if pred.fold is None else big_q[pred.fold, pred.qinv])
         notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}
         return Terms(num=num, weights=w, notes=notes)
 
 
-def cascade_dr_terms(
-    target_prefix: np.ndarray, logged_prefix: np.ndarray, valid: np.ndarray, r: np.ndarray, big_q: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-impression Cascade-DR numerators and the prefix weights ``(n, k)``.
+def cascade_dr_terms(w: np.ndarray, r: np.ndarray, big_q: np.ndarray) -> np.ndarray:
+    """Per-impression Cascade-DR numerators from the prefix weights ``w`` ``(n, k)`` (0 at
+    empty slots), the slot rewards ``r`` and :math:`\\hat Q_j` ``big_q`` (the model's
+    expected reward of the target's list over slots ``>= j``):
 
-    ``big_q`` holds :math:`\\hat Q_j`, the model's expected reward of the target's list
-    over slots ``>= j``. Empty slots have weight 0 and reward 0. The numerator is
-    :math:`\\sum_j w_{1:j}(r_j - \\hat Q_j) + w_{1:j-1}\\hat Q_j
-    = \\sum_j w_{1:j} r_j + \\hat Q_0 + \\sum_{j \\ge 1} w_{1:j-1}\\hat Q_j - \\sum_j w_{1:j}\\hat Q_j`.
+    .. math::
+
+        \\sum_j w_{1:j}(r_j - \\hat Q_j) + w_{1:j-1}\\hat Q_j
+        = \\hat Q_0 + \\sum_j w_{1:j}(r_j - \\hat Q_j) + \\sum_{j \\ge 1} w_{1:j-1}\\hat Q_j.
     """
-    w = np.where(valid, target_prefix / logged_prefix, 0.0)
     num = (w * (r - big_q)).sum(axis=1) + big_q[:, 0]
     if w.shape[1] > 1:
         num += (w[:, :-1] * big_q[:, 1:]).sum(axis=1)
-    return num, w
+    return num

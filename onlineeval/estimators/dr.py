@@ -112,8 +112,7 @@ class DR(ClickModelEstimator):
         pred = self.predictions(data, target, reward, logged=True)
         q_s = pred.q_s
         assert q_s is not None  # requested with logged=True (not input validation)
-        p_t = np.asarray(target.propensities(data.query, data.shown).item, dtype=np.float64)
-        w = np.where(data.valid, p_t / data.p_item, 0.0)
+        w = data.importance_weights(target, "item")  # shared with the log's other estimates of the target
         if not self.aggregated:  # a model object (fitted independent models are so by construction)
             used = (w > 0) & (data.shown == pred.t_rows())
             gap = np.abs(q_s - pred.target_rows())[used]
@@ -125,8 +124,7 @@ class DR(ClickModelEstimator):
                     "cascade_dr",
                     data.source,
                 )
-        r = reward.slot_rewards(data.clicks)
-        num = pred.target_sums() + (w * (r - q_s)).sum(axis=1)
+        num = pred.target_sums() + (w * (data.slot_rewards(reward) - q_s)).sum(axis=1)
         notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}
         return Terms(num=num, weights=w, notes=notes)
 
@@ -152,13 +150,13 @@ class ListDR(ClickModelEstimator):
         return [cls(model="cm")]
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
-        w = np.asarray(target.propensities(data.query, data.shown).list, dtype=np.float64) / data.p_list
+        w = data.importance_weights(target, "list")
         # the logged lists' model rewards matter only where the weight is not 0 (a deterministic
         # target: where the logged list is the target's)
         rows = np.flatnonzero(w)
         pred = self.predictions(data, target, reward, logged=rows)
         assert pred.q_s is not None  # requested with logged=rows (not input validation)
-        r = reward.slot_rewards(data.clicks[rows]).sum(axis=1)
+        r = data.slot_rewards(reward)[rows].sum(axis=1)
         num = pred.target_sums()
         num[rows] += w[rows] * (r - pred.q_s.sum(axis=1))
         notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}

@@ -36,8 +36,9 @@ the :class:`clickmodels.ClickModel` that :func:`clickmodels.estimation.fit` woul
 SDBN and CCM (whose E-steps depend on whole sessions) are fitted by
 :mod:`clickmodels.estimation` as before.
 
-The per-log pair index and the fits are cached on the log object (one fit per log and
-options, shared by every target and estimator of the log).
+The per-log pair index, counts and fits are kept in the log's cache
+(:meth:`~onlineeval.estimators.base.LoggedData.cached`: one fit per log and options,
+shared by every target and estimator of the log).
 """
 
 from __future__ import annotations
@@ -144,9 +145,10 @@ def pair_index(data: LoggedData) -> PairIndex:
     One O(n k) pass: a lookup table over the (distinct query, document id) grid when it
     has at most ``max(n k, 2**24)`` cells, else one sort of the slot keys.
     """
-    cache = data.__dict__.setdefault("_model_fit_cache", {})
-    if "index" in cache:
-        return cache["index"]  # type: ignore[no-any-return]
+    return data.cached(("model_fit", "pair_index"), lambda: _build_index(data))  # type: ignore[no-any-return]
+
+
+def _build_index(data: LoggedData) -> PairIndex:
     shown = data.shown
     valid = shown >= 0
     all_valid = bool(valid.all())
@@ -171,10 +173,8 @@ def pair_index(data: LoggedData) -> PairIndex:
         code = np.full(shown.shape, -1, dtype=np.int64)
         code[valid] = inv.reshape(-1)
     qi, doc = np.divmod(present, width)
-    out = PairIndex(qi.astype(np.int64), doc.astype(np.int64), width, code, shows.astype(np.int64), uq,
-                    qinv, n_q, all_valid)
-    cache["index"] = out
-    return out
+    return PairIndex(qi.astype(np.int64), doc.astype(np.int64), width, code, shows.astype(np.int64), uq,
+                     qinv, n_q, all_valid)
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,15 +240,13 @@ def aggregated_fit(data: LoggedData, name: str, *, pseudo: float, max_iter: int 
     ``tol`` for the EM models only). Cached per log and options."""
     if name not in FAST_MODELS:
         raise ValueError(f"no aggregated fit for {name!r}")  # internal: callers check FAST_MODELS
-    cache = data.__dict__.setdefault("_model_fit_cache", {})
-    key = ("fit", name, float(pseudo), max_iter, tol)
-    if key not in cache:
+    def compute() -> AggregatedFit:
         idx = pair_index(data)
         if name in ("pbm", "ubm"):
-            cache[key] = _fit_examination_em(data, idx, name, pseudo, max_iter, tol)
-        else:
-            cache[key] = _fit_closed_form(data, idx, name, pseudo)
-    return cache[key]  # type: ignore[no-any-return]
+            return _fit_examination_em(data, idx, name, pseudo, max_iter, tol)
+        return _fit_closed_form(data, idx, name, pseudo)
+
+    return data.cached(("model_fit", "fit", name, float(pseudo), max_iter, tol), compute)  # type: ignore
 
 
 def _default(value: FloatArray, count: FloatArray) -> float:
@@ -276,9 +274,10 @@ class Cells:
 def cells(data: LoggedData, kind: str = "rank") -> Cells:
     """The (pair, rank) cells (``kind="rank"``) or the (pair, rank, previous click) cells
     (``"previous_click"``) of ``data``; one O(n k) pass, cached per log."""
-    cache = data.__dict__.setdefault("_model_fit_cache", {})
-    if ("cells", kind) in cache:
-        return cache[("cells", kind)]  # type: ignore[no-any-return]
+    return data.cached(("model_fit", "cells", kind), lambda: _count_cells(data, kind))  # type: ignore
+
+
+def _count_cells(data: LoggedData, kind: str) -> Cells:
     idx = pair_index(data)
     k, m = data.k, idx.n_pairs
     valid = idx.code >= 0
@@ -306,9 +305,7 @@ def cells(data: LoggedData, kind: str = "rank") -> Cells:
         nz, n_cell = np.unique(shown_cells, return_counts=True)
         c_cell = np.bincount(np.searchsorted(nz, clicked_cells), minlength=nz.size)
     pair, exam = np.divmod(nz, n_exam)
-    out = Cells(pair, exam, n_cell.astype(np.float64), c_cell.astype(np.float64), grid)
-    cache[("cells", kind)] = out
-    return out
+    return Cells(pair, exam, n_cell.astype(np.float64), c_cell.astype(np.float64), grid)
 
 
 def _fit_examination_em(data: LoggedData, idx: PairIndex, name: str, pseudo: float,
