@@ -274,14 +274,18 @@ def main() -> None:
     print(f"{'estimator':<14}{'estimate s':>12}{'(cpu)':>8}{'slates/s':>14}  value   (the fastest run's split)")
     for name, wall, cpu, value in rows:
         print(f"{name:<14}{wall:>12.3f}{cpu:>8.2f}{log.n / wall:>14,.0f}  {value:.4f}")
-    per_m = t_all.wall * 1e6 / log.n
-    print(f"sum, {len(family)} estimators: {t_all.wall:.2f} s wall ({t_all.cpu:.2f} s CPU) on {log.n:,} impressions "
-          f"= {per_m:.2f} s per 10^6 impressions, {per_m / TARGET_SECONDS:.2f} x the target (about "
-          f"{TARGET_SECONDS:.0f} s per 10^6 on one core)")
-    print(f"throughput: {log.n / t_all.wall:,.0f} slates/s for all {len(family)} estimates of each slate; "
-          f"{log.n * len(family) / t_all.wall:,.0f} slate-estimates/s; Open Bandit Pipeline's RIPS about "
-          f"{OBP_RIPS_SLATES_PER_S:,} slates/s (quoted in issue 8, not measured here): "
-          f"{log.n / t_all.wall / OBP_RIPS_SLATES_PER_S:.0f} x for the whole family")
+    wall_m, cpu_m = t_all.wall * 1e6 / log.n, t_all.cpu * 1e6 / log.n
+    print(f"sum, {len(family)} estimators: {t_all.wall:.2f} s wall, {t_all.cpu:.2f} s CPU on {log.n:,} impressions "
+          f"= {wall_m:.2f} s wall, {cpu_m:.2f} s CPU per 10^6 impressions; target about {TARGET_SECONDS:.0f} s per "
+          f"10^6 on one core: {wall_m / TARGET_SECONDS:.2f} x (wall), {cpu_m / TARGET_SECONDS:.2f} x (CPU)")
+    for label, seconds in (("wall", t_all.wall), ("CPU", t_all.cpu)):
+        print(f"throughput ({label}): {log.n / seconds:,.0f} slates/s with all {len(family)} estimates of each slate "
+              f"({log.n * len(family) / seconds:,.0f} slate-estimates/s); Open Bandit Pipeline's RIPS about "
+              f"{OBP_RIPS_SLATES_PER_S:,} slates/s for one estimate (quoted in issue 8, not measured here): "
+              f"{log.n / seconds / OBP_RIPS_SLATES_PER_S:.1f} x with the whole family")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"load average {load:.1f} on {os.cpu_count()} cores: wall times count only on a quiet machine; CPU "
+          "seconds are this process's own (memory contention from other work still inflates them)")
 
 
 if __name__ == "__main__":

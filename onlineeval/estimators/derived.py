@@ -157,7 +157,8 @@ def _top_k_sum(values: FloatArray, k: int) -> float:
     bracket starts around the subsample's own ``1 - k/n`` quantile (a few standard errors of
     that quantile either side, so two counts usually settle it) and widens until the counts
     confirm it. The sum is every value ``>= b`` plus the largest of the few values in ``[a, b)``
-    (partitioned).
+    (partitioned); when ``a`` is a tied value that is itself the ``k``-th largest, every
+    value above it plus the missing copies of it.
     """
     n = values.size
     if n <= 400_000:
@@ -179,9 +180,15 @@ def _top_k_sum(values: FloatArray, k: int) -> float:
         at_b = values >= sample[hi]
         if np.count_nonzero(at_b) < k:
             break
-        at_a = at_b  # a valid a, closer to t
+        at_a, lo = at_b, hi  # a valid a, closer to t
         width *= 2  # wider, and above the current value (ties)
         hi = min(size, max(math.ceil(centre + width), int(np.searchsorted(sample, sample[hi], "right"))))
+    a = sample[lo]
+    if lo + 1 < size and sample[lo + 1] == a:  # a tied value (few distinct weights): is it the k-th largest?
+        over = values > a
+        n_over = int(np.count_nonzero(over))
+        if n_over < k:  # yes: everything above it, then k - n_over copies of it
+            return float(values[over].sum() + np.full(k - n_over, a).sum())
     cand = values[at_a]  # a few times k values: the top k and the bracket
     if hi < size:
         upper = cand >= sample[hi]

@@ -28,16 +28,20 @@ FloatArray = NDArray[np.float64]
 # ------------------------------------------------------------------------------ rewards
 def first_click(clicks: NDArray[np.bool_]) -> FloatArray:
     """``(n, k)`` float indicator of the first clicked slot of each impression."""
-    c = np.asarray(clicks, dtype=bool)
+    return _first_click(np.asarray(clicks, dtype=bool)).astype(np.float64)
+
+
+def _first_click(c: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """:func:`first_click` as booleans."""
     if c.ndim != 2:
         before = np.cumsum(c, axis=1) - c  # clicks strictly above slot j
-        return (c & (before == 0)).astype(np.float64)
+        return c & (before == 0)  # type: ignore[no-any-return]
     first = np.zeros(c.shape, dtype=bool)
     seen = np.zeros(c.shape[0], dtype=bool)  # a click strictly above slot j (slot by slot: no per-row overhead)
     for j in range(c.shape[1]):
         np.greater(c[:, j], seen, out=first[:, j])
         seen |= c[:, j]
-    return first.astype(np.float64)
+    return first
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,10 +89,10 @@ class Reward:
         """``(n, k)`` per-slot rewards of observed clicks (empty slots give 0)."""
         c = np.asarray(clicks, dtype=bool)
         w = self.position_weights(c.shape[1])
-        base = c.astype(np.float64) if self.kind == "additive" else first_click(c)
+        base = c if self.kind == "additive" else _first_click(c)
         if self.weights is None:  # all ones: multiplying by 1.0 changes no number
-            return base
-        return base * w[None, :]
+            return base.astype(np.float64)
+        return base * w[None, :]  # the booleans as 0.0 / 1.0 times the weights
 
     def value(self, clicks: ArrayLike) -> FloatArray:
         """``(n,)`` the metric of each impression: ``offset + slot_rewards.sum(1)``."""
