@@ -380,3 +380,24 @@ def test_coded_evaluation_agrees_with_pytrec_eval(tmp_path: Path) -> None:
         got = dict(zip(ev.queries, ev.values[m]))
         for q, values in ref.items():
             assert got[q] == pytest.approx(values[names[str(m)]], abs=1e-12), (m, q)
+
+
+@pytest.mark.parametrize("chunk", [64, 200, 4096])
+@pytest.mark.parametrize("final_newline", [True, False])
+def test_chunked_and_memory_mapped_reading_reads_alike(
+    tmp_path: Path, monkeypatch, chunk: int, final_newline: bool
+) -> None:
+    """Small chunks send these files through the memory-mapped path (several chunks, the
+    last one copied with padding, a tiny last chunk merged into the one before)."""
+    from onlineeval.io import trec_bytes
+
+    monkeypatch.setattr(trec_bytes, "CHUNK_BYTES", chunk)
+    qp, rp = _write_random(tmp_path, 21, id_len=13)
+    for path in (qp, rp):
+        text = path.read_text()
+        path.write_text(text if final_newline else text.rstrip("\n"))
+    assert _check_file(qp)[0] and _check_file(rp)[1]
+    # a last line shorter than the padding after a long one
+    short = tmp_path / "short"
+    short.write_text("q1 Q0 " + "d" * 200 + " 1 0.5 t\nq Q0 d 1 1 t" + ("\n" if final_newline else ""))
+    assert _check_file(short)[1]

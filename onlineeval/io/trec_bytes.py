@@ -27,12 +27,16 @@ which names its line.
 
 from __future__ import annotations
 
+import mmap
 import os
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
 import numpy as np
+
+#: the file's bytes: a bytearray (small files, with zero padding) or a read-only memory map
+Buffer = bytearray | mmap.mmap
 
 __all__ = ["ByteIds", "CodedQrels", "CodedRun", "scan_qrels", "scan_run"]
 
@@ -88,17 +92,7 @@ class CodedRun:
     run_id: str
 
 
-def _read_padded(path: str | PathLike[str]) -> tuple[bytearray, np.ndarray, int]:
-    """The file's bytes followed by :data:`_PAD` zero bytes (one read, no copy), as a
-    bytearray and a uint8 array over it, and the file's size (-1: it changed while read)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        raw = bytearray(size + _PAD)
-        got = f.readinto(memoryview(raw)[:size])
-    return raw, np.frombuffer(raw, dtype=np.uint8), size if got == size else -1
-
-
-def _chunks(raw: bytearray, size: int) -> list[tuple[int, int]]:
+def _chunks(raw: Buffer, size: int) -> list[tuple[int, int]]:
     """Byte ranges of about :data:`CHUNK_BYTES` each, every one ending after a newline
     (the last one at the end of the file): arrays of a chunk stay in the processor's cache."""
     out = []
@@ -114,7 +108,7 @@ def _chunks(raw: bytearray, size: int) -> list[tuple[int, int]]:
 
 
 def _fields(
-    raw: bytearray, buf: np.ndarray, a: int, b: int, ncols: int
+    raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """The lines of bytes ``[a, b)`` (which end with a newline or the file): start and end
     of each line ``(n,)``, start and end (exclusive) of each of its ``ncols - 1`` separators
@@ -158,19 +152,21 @@ def _fields(
     return starts + a, nl + a, sep_start + a, sep_end + a
 
 
-def _ids(buf: np.ndarray, size: int, start: np.ndarray, end: np.ndarray) -> ByteIds | None:
-    """The bytes ``[start, end)`` of each row as zero-padded big-endian uint64 words."""
+def _ids(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> ByteIds | None:
+    """The bytes ``[start, end)`` of each row as zero-padded big-endian uint64 words (8-byte
+    loads: ``buf`` holds at least 8 bytes after every field)."""
     length = end - start
     longest = int(length.max(initial=1))
     if longest > MAX_ID_BYTES:
         return None
     k = (longest + 7) // 8
     # element i of this view is the 8 bytes at offset i, read big-endian
-    loads = np.ndarray((size + 1,), dtype=">u8", buffer=buf, offset=0, strides=(1,))
+    last = buf.size - 8
+    loads = np.ndarray((last + 1,), dtype=">u8", buffer=buf, offset=0, strides=(1,))
     words = np.empty((start.size, k), dtype=np.uint64)
     for j in range(k):
         at = start + 8 * j
-        w = loads[np.minimum(at, size)].astype(np.uint64)
+        w = loads[np.minimum(at, last)].astype(np.uint64)
         rest = length - 8 * j
         if j == k - 1 or not (rest >= 8).all():
             drop = (8 * np.clip(8 - rest, 0, 7)).astype(np.uint64)
@@ -319,17 +315,15 @@ def _join_ids(parts: list[ByteIds]) -> ByteIds:
     return ByteIds(words)
 
 
-def _scan_chunk(
-    raw: bytearray, buf: np.ndarray, size: int, a: int, b: int, ncols: int
-) -> tuple[ByteIds, ByteIds, np.ndarray, str] | None:
+def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int) -> tuple[ByteIds, ByteIds, np.ndarray, str] | None:
     """Query ids, doc ids, the numbers (grades or scores) and the first line's tag (field 6
     of a run) of the lines in bytes ``[a, b)``; ``None`` outside the reader's format."""
     got = _fields(raw, buf, a, b, ncols)
     if got is None:
         return None
     starts, ends, sep_start, sep_end = got
-    query = _ids(buf, size, starts, sep_start[:, 0])
-    doc = _ids(buf, size, sep_end[:, 1], sep_start[:, 2])
+    query = _ids(buf, starts, sep_start[:, 0])
+    doc = _ids(buf, sep_end[:, 1], sep_start[:, 2])
     tag = ""
     if ncols == 4:
         value = _parse_grades(buf, sep_end[:, 2], ends)
@@ -343,13 +337,35 @@ def _scan_chunk(
 
 def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, list[ByteIds], list[ByteIds], list[np.ndarray], str] | None:
     """Query ids, doc ids and the last column's numbers (grades or scores) per chunk,
-    with the tag (field 6) of the first line of a run."""
-    raw, buf, size = _read_padded(path)
-    if size <= 0:
-        return None
+    with the tag (field 6) of the first line of a run.
+
+    A large file is memory-mapped (no copy); its last chunk is copied with :data:`_PAD`
+    zero bytes after it, so that the loads past a field's start never leave the buffer
+    (every other chunk has the last chunk, at least ``2 * _PAD`` bytes, after it).
+    """
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= 0:
+            return None
+        if size < 4 * CHUNK_BYTES:
+            raw: Buffer = bytearray(size + _PAD)
+            if f.readinto(memoryview(raw)[:size]) != size:
+                return None  # the file changed while read: leave it to the general reader
+            view = memoryview(raw)
+        else:
+            raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            view = memoryview(raw)
+    buf = np.frombuffer(view, dtype=np.uint8)
+    chunks = _chunks(raw, size)
+    if len(chunks) > 1 and chunks[-1][1] - chunks[-1][0] < 2 * _PAD:
+        chunks[-2:] = [(chunks[-2][0], size)]
     parts = []
-    for a, b in _chunks(raw, size):
-        part = _scan_chunk(raw, buf, size, a, b, ncols)
+    for i, (a, b) in enumerate(chunks):
+        if i == len(chunks) - 1 and isinstance(raw, mmap.mmap):
+            tail = bytearray(raw[a:b]) + bytearray(_PAD)
+            part = _scan_chunk(tail, np.frombuffer(tail, dtype=np.uint8), 0, b - a, ncols)
+        else:
+            part = _scan_chunk(raw, buf, a, b, ncols)
         if part is None:
             return None
         parts.append(part)
