@@ -118,22 +118,28 @@ def expected_slot_rewards(model: Any, query: IntArray, lists: IntArray, reward: 
     return slot_rewards_from(p, docs >= 0, reward, type(model).__name__)
 
 
-def slot_rewards_from(p: FloatArray, valid: BoolArray, reward: Reward, who: str) -> FloatArray:
+def slot_rewards_from(p: FloatArray, valid: BoolArray | None, reward: Reward, who: str, *,
+                      check: bool = True) -> FloatArray:
     r"""Expected slot rewards from a model's click probabilities ``p`` ``(n, k)``: the
     marginals :math:`\hat P(C_j = 1)` for additive rewards, the click probabilities given
     no click above :math:`\hat h_j` for first-click rewards (see the module docstring);
-    0 where ``valid`` is false. Returns a new array (``p`` is not modified)."""
-    n, k = valid.shape
+    0 where ``valid`` is false (``None``: ``p`` is 0 at empty slots already). ``check``:
+    refuse a wrong shape or non-finite values (a model object's output). Returns a new
+    array (``p`` is not modified)."""
+    n, k = p.shape if valid is None else valid.shape
     if reward.kind != "additive" and p.shape == (n, k):
         survive = np.cumprod(1.0 - p, axis=1)
         above = np.concatenate([np.ones((n, 1)), survive[:, :-1]], axis=1)
         p = p * above
-    if p.shape != (n, k) or not np.all(np.isfinite(p)):
+    if check and (p.shape != (n, k) or not np.all(np.isfinite(p))):
         raise InputError(f"reward model {who}: click probabilities of shape {p.shape} "
                          f"(expected {(n, k)}) or not finite")
     w = reward.position_weights(k)
+    weighted = bool(np.any(w != 1.0))
+    if valid is None:
+        return p * w[None, :] if weighted else np.array(p, dtype=np.float64)
     out = np.where(valid, p, 0.0)
-    if np.any(w != 1.0):
+    if weighted:
         out *= w[None, :]
     return out
 
@@ -359,8 +365,8 @@ class ClickModelEstimator(Estimator):
                 if p is None:
                     part = expected_slot_rewards(_as_model(mdl), data.query if rows is None else data.query[rows],
                                                  docs, reward)
-                else:
-                    part = slot_rewards_from(p, docs >= 0, reward, mdl.name)
+                else:  # a fitted model's probabilities: finite, 0 at empty slots
+                    part = slot_rewards_from(p, None, reward, mdl.name, check=False)
                 if pos is None:
                     q_s = part
                 else:
@@ -507,5 +513,6 @@ def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) 
     # sum_j ratio (c_ij - theta_j alpha): the clicked slots' ratios minus the model's part
     rows, cols = np.nonzero(data.clicks)
     clicked = np.bincount(rows, ratio[idx.code[rows, cols]], minlength=data.n)
-    expected = np.append(ratio * alpha, 0.0)[idx.code] @ theta  # code -1 (empty slot): the appended 0
+    # code -1 (empty slot): the appended 0; einsum, not a (threaded) BLAS product
+    expected = np.einsum("ij,j->i", np.append(ratio * alpha, 0.0)[idx.code], theta)
     return clicked - expected

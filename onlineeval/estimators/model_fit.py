@@ -251,7 +251,7 @@ def aggregated_fit(data: LoggedData, name: str, *, pseudo: float, max_iter: int 
 
 def _default(value: FloatArray, count: FloatArray) -> float:
     total = count.sum()
-    return float(np.dot(value, count) / total) if total > 0 else 0.5
+    return float(np.einsum("i,i->", value, count) / total) if total > 0 else 0.5
 
 
 @dataclass(frozen=True, eq=False)
@@ -358,10 +358,10 @@ def _sparse_step(cl: Cells, views: FloatArray, exam_views: FloatArray, pseudo: f
         np.multiply(a, g, out=p)
         np.clip(p, PROB_EPS, 1.0 - PROB_EPS, out=t)
         np.log(t, out=u)
-        ll = float(c_cell @ u)
+        ll = float(np.einsum("i,i->", c_cell, u))  # not a BLAS dot (see _dense_step)
         np.negative(t, out=t)
         np.log1p(t, out=t)
-        ll += float(skip_cell @ t)
+        ll += float(np.einsum("i,i->", skip_cell, t))
         # (N - C) / (1 - p); p = 1 only where alpha = gamma = 1, where alpha - p = gamma - p = 0
         np.subtract(1.0, p, out=t)
         np.maximum(t, 1e-300, out=t)
@@ -383,39 +383,39 @@ def _sparse_step(cl: Cells, views: FloatArray, exam_views: FloatArray, pseudo: f
 
 def _dense_step(grid: tuple[FloatArray, FloatArray], views: FloatArray, exam_views: FloatArray,
                 pseudo: float) -> Step:
-    """One PBM EM iteration over the dense ``(m, k)`` (pair, rank) grid (cells without
-    shows add 0 everywhere): broadcasting instead of gathers, matrix-vector products
-    instead of grouped sums."""
+    """One PBM EM iteration over the dense (pair, rank) grid, held rank-major as ``(k, m)``
+    arrays (cells without shows add 0 everywhere): broadcasting instead of gathers, sums
+    along contiguous axes instead of grouped sums (no BLAS call: a threaded BLAS dot or
+    matrix-vector product costs more than the whole iteration on a busy machine)."""
     from clickmodels.estimation.base import PROB_EPS, smoothed
 
-    shows, c_cell = grid
+    shows, c_cell = (np.ascontiguousarray(x.T) for x in grid)
     skip_cell = shows - c_cell
-    m, k = shows.shape
-    p, t, u = (np.empty((m, k)) for _ in range(3))
-    ones_k, ones_m = np.ones(k), np.ones(m)
-    c_flat, skip_flat, t_flat, u_flat = c_cell.ravel(), skip_cell.ravel(), t.ravel(), u.ravel()
+    k, m = shows.shape
+    p, t, u = (np.empty((k, m)) for _ in range(3))
 
     def step(state: tuple[FloatArray, FloatArray]) -> tuple[tuple[FloatArray, FloatArray], float]:
         alpha, gamma = state
-        a, g = alpha[:, None], gamma[None, :]
-        np.multiply(a, g, out=p)
+        a, g = alpha[None, :], gamma[:, None]
+        np.multiply(g, a, out=p)
         np.clip(p, PROB_EPS, 1.0 - PROB_EPS, out=t)
         np.log(t, out=u)
-        ll = float(c_flat @ u_flat)
+        ll = float(np.einsum("ij,ij->", c_cell, u))
         np.negative(t, out=t)
         np.log1p(t, out=t)
-        ll += float(skip_flat @ t_flat)
+        ll += float(np.einsum("ij,ij->", skip_cell, t))
+        # (N - C) / (1 - p); p = 1 only where alpha = gamma = 1, where alpha - p = gamma - p = 0
         np.subtract(1.0, p, out=t)
         np.maximum(t, 1e-300, out=t)
         np.divide(skip_cell, t, out=t)
         np.subtract(a, p, out=u)
         np.multiply(u, t, out=u)
         np.add(u, c_cell, out=u)
-        new_alpha = smoothed(u @ ones_k, views, pseudo)
+        new_alpha = smoothed(u.sum(axis=0), views, pseudo)
         np.subtract(g, p, out=u)
         np.multiply(u, t, out=u)
         np.add(u, c_cell, out=u)
-        new_gamma = smoothed(ones_m @ u, exam_views, pseudo)
+        new_gamma = smoothed(u.sum(axis=1), exam_views, pseudo)
         return (new_alpha, new_gamma), ll
 
     return step
