@@ -29,7 +29,7 @@ from onlineeval.estimators import (
     get_estimator,
     get_reward,
 )
-from onlineeval.estimators.base import _unique_inverse, first_click
+from onlineeval.estimators.base import _unique_inverse, first_click, weight_statistics
 from onlineeval.estimators.checks import check_world, plackett_luce_policy, sample_log
 from onlineeval.estimators.derived import CACHED_TARGETS, is_frozen
 from onlineeval.estimators.pseudoinverse import (
@@ -324,3 +324,30 @@ def test_small_helpers_equal_numpy() -> None:
     same = lists[q] == r
     assert np.array_equal(p.prefix, np.cumprod(same, axis=1).astype(float))
     assert np.array_equal(p.item, same.astype(float)) and np.array_equal(p.list, p.prefix[:, -1])
+
+
+@pytest.mark.parametrize("kind", ["nonnegative", "mixed", "ties", "list"])
+@pytest.mark.parametrize("empty", [False, True])
+def test_weight_statistics_equal_their_definitions(kind: str, empty: bool) -> None:
+    """ESS, largest weight, top-1% share and zero-row share of slot (and list) weights against
+    the definitions (full sort, row sums), with all-zero rows and, optionally, empty slots;
+    large enough (5 x 10^5 slots) for the linear-time top-1% path."""
+    rng = np.random.default_rng(len(kind) + empty)
+    n, k = 50_000, 10
+    w = {"nonnegative": rng.exponential(size=(n, k)) * (rng.random((n, k)) < 0.4),
+         "mixed": rng.normal(size=(n, k)),
+         "ties": rng.choice([0.0, 1.9, 40.0], size=(n, k), p=[0.5, 0.45, 0.05]),
+         "list": rng.exponential(size=(n, k))}[kind]
+    w[rng.random(n) < 0.1] = 0.0  # rows of zeros
+    shown = np.tile(np.arange(k), (n, 1))
+    if empty:
+        short = rng.random(n) < 0.2
+        shown[short, 7:] = -1
+        w[short, 7:] = 0.0
+    if kind == "list":
+        w = w[:, 0].copy()
+    log = LoggedData(np.zeros(n, dtype=np.int64), shown, np.zeros((n, k), dtype=bool))
+    got = weight_statistics(w, log.valid, log.all_valid)
+    want = ref_diagnostics(log, w)
+    for g, r in zip(got, want):
+        assert close(g, r, 1e-12), (got, want)

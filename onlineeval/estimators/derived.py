@@ -143,8 +143,12 @@ def weight_statistics(w: FloatArray, valid: BoolArray, all_valid: bool | None = 
             rest = k - pos.size - int(np.count_nonzero(flat == 0))
             neg = np.sort(flat[flat < 0])[-rest:].sum() if rest > 0 else 0.0
             top = float((pos.sum() + neg) / s)
-    row = w if w.ndim == 1 else (w.sum(axis=1) if all_valid else np.where(valid, w, 0.0).sum(axis=1))
-    zero = float(np.mean(row == 0))
+    if w.ndim == 1:
+        zero = float(np.mean(w == 0))
+    elif all_valid and flat.size and flat.min() >= 0:  # no negative weight: a row adds to 0 iff it is all 0,
+        zero = float(np.mean(w @ np.ones(w.shape[1]) == 0))  # which a matrix-vector product tells as well
+    else:
+        zero = float(np.mean((w.sum(axis=1) if all_valid else np.where(valid, w, 0.0).sum(axis=1)) == 0))
     return ess, mx, top, zero
 
 
