@@ -401,3 +401,23 @@ def test_chunked_and_memory_mapped_reading_reads_alike(
     short = tmp_path / "short"
     short.write_text("q1 Q0 " + "d" * 200 + " 1 0.5 t\nq Q0 d 1 1 t" + ("\n" if final_newline else ""))
     assert _check_file(short)[1]
+
+
+@SETTINGS
+@given(
+    st.lists(st.floats(-1e9, 1e9, allow_nan=False, allow_infinity=False), min_size=1, max_size=40),
+    st.integers(1, 6),
+    st.sampled_from([" ", "\t", "\t  "]),
+)
+def test_fixed_decimal_scores_parse_exactly(tmp_path: Path, values: list, decimals: int, sep: str) -> None:
+    """Scores written as printf's %.Nf (one dot column: the right-aligned fast path)."""
+    texts = [f"{v:.{decimals}f}" for v in values]
+    path = tmp_path / "run"
+    path.write_text("".join(f"q{i % 4} Q0 d{i} {i}{sep}{t} run\n" for i, t in enumerate(texts)))
+    coded = scan_run(path)
+    if max(sum(c.isdigit() for c in t) for t in texts) > 15:
+        return  # more digits than the exact fast path takes
+    assert coded is not None
+    expected = np.array([float(t) for t in texts])
+    assert np.array_equal(coded.score.view(np.int64), expected.view(np.int64))
+    assert _same_run(coded, read_run(path))

@@ -230,9 +230,47 @@ def _parse_grades(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nda
     return np.where(neg, -value, value)
 
 
+def _fixed_decimals(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """:func:`_parse_scores` for fields ``-?D+.D{F}`` with the same ``F`` on every line (as
+    printf's ``%.Nf`` writes them): the fields right-aligned, so the dot is in one column
+    for all and the digits are read by Horner's rule without a test per position. ``None``
+    when the fields are written otherwise (then the general parser decides)."""
+    length = end - start
+    width = int(length.max(initial=1))
+    n = start.size
+    if n == 0 or width > 17 or int(end.min()) < width:
+        return None
+    first = bytes(buf[int(start[0]) : int(end[0])])
+    frac = len(first) - 1 - first.find(b".")
+    if first.find(b".") < 0 or frac < 1:
+        return None
+    view = np.lib.stride_tricks.as_strided(buf, shape=(buf.size - width + 1, width), strides=(1, 1))
+    cols = np.ascontiguousarray(view[end - width].T)  # (W, n): row W - 1 holds each field's last byte
+    dot = width - 1 - frac
+    lead = width - length  # the row of each field's first byte
+    neg = cols[lead, np.arange(n)] == 45
+    # digits before the dot (the sign and the bytes before the field are not), and at most 15 in all
+    if not ((cols[dot] == 46).all() and (dot - lead - neg >= 1).all() and (length - 1 - neg <= 15).all()):
+        return None
+    digit = np.where(np.arange(width)[:, None] >= lead[None, :], cols, np.uint8(48)) - np.uint8(48)
+    digit[lead[neg], np.flatnonzero(neg)] = 0
+    if not ((digit[:dot] < 10).all() and (digit[dot + 1 :] < 10).all()):
+        return None
+    mantissa = np.zeros(n, dtype=np.int64)
+    for j in range(width):
+        if j != dot:
+            mantissa *= 10
+            mantissa += digit[j]
+    value = mantissa.astype(np.float64) / _POW10[frac]
+    return np.where(neg, -value, value)
+
+
 def _parse_scores(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
     """Scores in the module docstring's grammar, exactly as ``float(text)``; ``None``
     when one is written otherwise (or needs more than Clinger's fast path)."""
+    fixed = _fixed_decimals(buf, start, end)
+    if fixed is not None:
+        return fixed
     got = _columns(buf, start, end)
     if got is None:
         return None
