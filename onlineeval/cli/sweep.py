@@ -51,7 +51,7 @@ def sweep_cmd(
     reused = len(sweep.points) - len(result.computed)
     typer.echo(f"\n{len(sweep.points)} points ({len(result.computed)} computed, {reused} finished before); "
                f"results in {result.output} (points.csv, points.parquet, summary.json, effect.png, shrinkage.png, "
-               "mde.png, points/)")
+               "mde.png, report.html, points/)")
 
 
 def register(app: typer.Typer) -> None:
