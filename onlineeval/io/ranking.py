@@ -197,9 +197,12 @@ def layout_arrays(
     depth: int | None,
     qcodes: np.ndarray,
     qnames: np.ndarray,
+    with_groups: bool = True,
 ) -> _Layout:
     """:func:`_layout` on arrays: ``scores`` and query codes (into ``qnames``) per row, and
-    ``doc_key(rows)``, integers ordering the documents of ``rows`` by id, descending."""
+    ``doc_key(rows)``, integers ordering the documents of ``rows`` by id, descending.
+    ``with_groups=False`` leaves the tie groups out (``groups`` is then ``-1`` everywhere,
+    shape ``(q, 0)``): only the ``expected`` tie rule needs them."""
     _check_ties(ties, grades)
     n = scores.size
     nq = len(qnames)
@@ -217,6 +220,8 @@ def layout_arrays(
     qk, pk = qs[keep], pos[keep]
     rows_mat = np.full((nq, width), -1, dtype=np.int64)
     rows_mat[qk, pk] = order[keep]
+    if not with_groups:
+        return _Layout(qnames, rows_mat, np.full((nq, 0), -1, dtype=np.int64), lengths.astype(np.int64))
     new_group = np.ones(n, dtype=bool)
     if n > 1:
         new_group[1:] = (qs[1:] != qs[:-1]) | (sorted_scores[1:] != sorted_scores[:-1])

@@ -47,7 +47,7 @@ def _lex_order(words: np.ndarray) -> np.ndarray:
 
 
 def _block_heads(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First row of each block of consecutive equal rows, and each row's block index."""
+    """First row of each block of consecutive equal rows, and each block's length."""
     n = words.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -58,7 +58,7 @@ def _block_heads(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
         change[1:] = (words[1:] != words[:-1]).any(axis=1)
     heads = np.flatnonzero(change)
-    return heads, np.cumsum(change) - 1
+    return heads, np.diff(np.append(heads, n))
 
 
 def _pad_words(a: np.ndarray, k: int) -> np.ndarray:
@@ -73,8 +73,8 @@ def joint_query_codes(run: ByteIds, qrels: ByteIds) -> tuple[np.ndarray, np.ndar
     """Codes of the run's and the qrels' query ids in one sorted factorisation, and the
     distinct ids (``str``, sorted) they index."""
     k = max(run.words.shape[1], qrels.words.shape[1])
-    heads_r, block_r = _block_heads(run.words)
-    heads_q, block_q = _block_heads(qrels.words)
+    heads_r, size_r = _block_heads(run.words)
+    heads_q, size_q = _block_heads(qrels.words)
     heads = np.concatenate([_pad_words(run.words[heads_r], k), _pad_words(qrels.words[heads_q], k)])
     order = _lex_order(heads)
     ordered = heads[order]
@@ -83,7 +83,7 @@ def joint_query_codes(run: ByteIds, qrels: ByteIds) -> tuple[np.ndarray, np.ndar
     code = np.empty(len(order), dtype=np.int64)
     code[order] = np.cumsum(new) - 1
     names = ByteIds(ordered[new]).decode()
-    return code[: heads_r.size][block_r], code[heads_r.size :][block_q], names
+    return np.repeat(code[: heads_r.size], size_r), np.repeat(code[heads_r.size :], size_q), names
 
 
 def _hash(words: np.ndarray) -> np.ndarray:
@@ -195,7 +195,10 @@ def label_batch_coded(
     present_q = np.bincount(rq, minlength=len(qnames)) > 0
     used = np.flatnonzero(present_q)
     compact = np.cumsum(present_q) - 1
-    full = layout_arrays(scores, _doc_key(docs), conventions.ties, grades, None, compact[rq], qnames[used])
+    keep_groups = conventions.ties == "expected"
+    full = layout_arrays(
+        scores, _doc_key(docs), conventions.ties, grades, None, compact[rq], qnames[used], with_groups=keep_groups
+    )
     if _repeats_in_rows(full.rows, run_keys):
         return None  # a document listed twice for a query: the pandas path names the line
     depth = conventions.depth
@@ -222,7 +225,6 @@ def label_batch_coded(
     codes = np.full(rows.shape, EMPTY, dtype=np.int64)
     present = rows >= 0
     codes[present] = grades[rows[present]]
-    keep_groups = conventions.ties == "expected"
     filled = 0
     evaluated = used
     if missing.size and conventions.missing == "zero":
@@ -231,7 +233,8 @@ def label_batch_coded(
         order = np.argsort(evaluated, kind="stable")
         evaluated = evaluated[order]
         codes = np.concatenate([codes, np.full((filled, codes.shape[1]), EMPTY, dtype=np.int64)])[order]
-        groups = np.concatenate([groups, np.full((filled, groups.shape[1]), -1, dtype=np.int64)])[order]
+        if keep_groups:
+            groups = np.concatenate([groups, np.full((filled, groups.shape[1]), -1, dtype=np.int64)])[order]
     judged = _judged_matrix(qrels_q, qrels.grade, evaluated, len(qnames))
     counts = {
         "filled_missing": filled,
