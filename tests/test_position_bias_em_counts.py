@@ -129,3 +129,15 @@ def test_logger_propensity_zero_for_a_logged_document_is_an_error():
     target = DeterministicTarget(np.tile(np.array([5, 18, 31, 44]), (40 * 1000 + 8, 1)), "B")
     with pytest.raises(InputError, match=f"document 18 of query {int(data.query[i])} probability 0.*impression {i}\\)"):
         PBMIPS(examination=tuple(THETA), click_propensity="logger").estimate(data, target)
+
+
+def test_log_and_estimate_pickle_after_an_estimate_with_estimated_examination():
+    import pickle
+
+    data = production_log(6, 800)
+    target = DeterministicTarget(np.tile(np.array([5, 18, 31, 44]), (40 * 1000 + 8, 1)), "B")
+    first = PBMIPS(estimate_with="em").estimate(data, target)
+    again = pickle.loads(pickle.dumps(data))  # the per-log caches are not on the log
+    assert PBMIPS(estimate_with="em").estimate(again, target).value == first.value
+    est = pickle.loads(pickle.dumps(estimate_em(data)))
+    assert est.linearisation is None and est.examination[0] == 1.0

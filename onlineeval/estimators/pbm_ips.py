@@ -256,6 +256,14 @@ def _all_valid(data: LoggedData) -> bool:
     return cache["all_valid"]  # type: ignore[no-any-return]
 
 
+def _clicked_positions(data: LoggedData) -> tuple[IntArray, IntArray]:
+    """``np.nonzero(data.clicks)``, computed once per log (cached)."""
+    cache = log_cache(data, "pbm_ips")
+    if "clicked" not in cache:
+        cache["clicked"] = np.nonzero(data.clicks)
+    return cache["clicked"]  # type: ignore[no-any-return]
+
+
 def _valid_positions(data: LoggedData) -> tuple[IntArray, IntArray]:
     """``np.nonzero(data.valid)``, computed once per log (cached)."""
     cache = log_cache(data, "pbm_ips")
@@ -314,7 +322,7 @@ def value_gradient(data: LoggedData, theta: FloatArray, kind: str, w: FloatArray
     (``"empirical"``, ``"logger"``). Reads only the clicked slots."""
     k = data.k
     theta = np.asarray(theta, dtype=np.float64)[:k]
-    rows, cols = np.nonzero(data.clicks)
+    rows, cols = _clicked_positions(data)
     code = pairs.codes_at(data, rows, cols)
     s = pairs.slot_of(k)[code]
     keep = s >= 0
@@ -562,7 +570,9 @@ class PBMIPS(Estimator):
             use = (slot_of >= 0) & (rho_pair > 0)
             ratio_pair = np.where(use, theta[s_pair] / np.where(use, rho_pair, 1.0), 0.0)
             ratio = pairs.per_position(data, ratio_pair, 0.0)
-            num = (data.clicks * pairs.per_position(data, ratio_pair * w[s_pair], 0.0)).sum(axis=1)
+            # the numerator adds the clicked slots only (clicks are sparse)
+            c_rows, c_cols = _clicked_positions(data)
+            num = np.bincount(c_rows, (ratio_pair * w[s_pair])[pairs.codes_at(data, c_rows, c_cols)], data.n)
         else:
             rho_pair = None
             slots = pairs.per_position(data, slot_of, -1)

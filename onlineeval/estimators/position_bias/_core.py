@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +74,13 @@ class PositionBiasEstimate:
     relevance: str | None = None
     coefficients: FloatArray | None = None
     linearisation: Linearisation | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the linearisation (a closure over the log's arrays)."""
+        return {**self.__dict__, "linearisation": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -187,31 +195,58 @@ class Cells:
     """A log aggregated by distinct (pair, slot): the sufficient statistics of PBM EM.
 
     ``pair``, ``slot``: ``(c,)`` the cells; ``views``, ``clicks``: impressions and clicks
-    of each; ``of_position``: ``(v,)`` the cell of every flattened position it was built
-    from (to map per-cell quantities back to impressions)."""
+    of each; ``position_code``, ``rank``: the ``(v,)`` code of every flattened position the
+    cells were built from and the ``(codes,)`` cell of each code (``None`` when not kept),
+    so that :attr:`of_position` maps per-cell quantities back to impressions."""
 
     pair: IntArray
     slot: IntArray
     views: FloatArray
     clicks: FloatArray
-    of_position: IntArray
+    position_code: IntArray | None = field(default=None, repr=False)
+    rank: IntArray | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def of_position(self) -> IntArray:
+        """``(v,)`` the cell of every flattened position (computed when first asked)."""
+        if self.position_code is None or self.rank is None:
+            raise ValueError("these cells keep no positions")
+        return self.rank[self.position_code]
 
 
 def _cells(pair: IntArray, slot: IntArray, clicked: NDArray[Any], k: int) -> Cells:
-    """Aggregate flattened positions (pair, slot, clicked) into distinct (pair, slot) cells."""
+    """Aggregate flattened positions (pair, slot, clicked) into distinct (pair, slot) cells
+    (in code order). A dense code range is counted directly (no sort, no per-position
+    ranking)."""
     code = pair * k + slot
     n_codes = (int(pair.max()) + 1) * k if pair.size else 0
-    if n_codes <= max(4 * code.size, 1 << 22):  # dense code range: a presence table, no sort
-        present = np.zeros(n_codes, dtype=bool)
-        present[code] = True
+    hit = np.asarray(clicked, dtype=bool)
+    if n_codes <= max(4 * code.size, 1 << 22):
+        views_all = np.bincount(code, minlength=n_codes)
+        present = views_all > 0
         codes = np.flatnonzero(present)
-        inv = (np.cumsum(present) - 1)[code]
-    else:
-        codes, inv = np.unique(code, return_inverse=True)
-        inv = inv.reshape(-1)
+        views = views_all[codes].astype(np.float64)
+        clicks = np.bincount(code[hit], minlength=n_codes)[codes].astype(np.float64)
+        return Cells(codes // k, codes % k, views, clicks, code, np.cumsum(present) - 1)
+    codes, inv = np.unique(code, return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
     views = np.bincount(inv, minlength=codes.size).astype(np.float64)
-    clicks = np.bincount(inv, np.asarray(clicked, dtype=np.float64), codes.size)
-    return Cells(codes // k, codes % k, views, clicks, inv.astype(np.int64))
+    clicks = np.bincount(inv[hit], minlength=codes.size).astype(np.float64)
+    return Cells(codes // k, codes % k, views, clicks, inv, np.arange(codes.size, dtype=np.int64))
+
+
+class LazyLinearisation:
+    """A linearisation built when first called (the estimate of a log may never need it)."""
+
+    def __init__(self, build: Callable[[], Linearisation]) -> None:
+        self._build: Callable[[], Linearisation] | None = build
+        self._fn: Linearisation | None = None
+
+    def __call__(self, grad: FloatArray) -> FloatArray:
+        if self._fn is None:
+            assert self._build is not None
+            self._fn, self._build = self._build(), None
+        return self._fn(grad)
 
 
 def _connected(k: int, pair: IntArray, slot: IntArray, multi: NDArray[np.bool_]) -> list[int]:

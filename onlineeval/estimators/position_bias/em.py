@@ -21,6 +21,8 @@ from onlineeval.estimators.position_bias._core import (
     Cells,
     FloatArray,
     IntArray,
+    LazyLinearisation,
+    Linearisation,
     PositionBiasEstimate,
     _cells,
     _groups,
@@ -82,7 +84,8 @@ def _log_cells(data: LoggedData) -> tuple[IntArray, IntArray, IntArray, int, Cel
     cache = log_cache(data, "position_bias")
     pair, slot, rows, m = _pair_positions(data)
     if "cells" not in cache:
-        cache["cells"] = _cells(pair, slot, data.clicks[rows, slot], data.k)
+        clicked = data.clicks.reshape(-1) if pair.size == data.clicks.size else data.clicks[rows, slot]
+        cache["cells"] = _cells(pair, slot, clicked, data.k)
     return pair, slot, rows, m, cache["cells"]
 
 
@@ -153,18 +156,20 @@ def estimate_harvest(
                         "harvesting needs documents that different rankers put at different slots")
     keep = multi[cells.pair]
     code = np.cumsum(multi) - 1  # interventional pairs renumbered 0..
-    sub = Cells(code[cells.pair[keep]], cells.slot[keep], cells.views[keep], cells.clicks[keep],
-                np.empty(0, dtype=np.int64))
+    sub = Cells(code[cells.pair[keep]], cells.slot[keep], cells.views[keep], cells.clicks[keep])
     n_keep = int(multi.sum())
     alpha, theta, trace = _pbm_em(sub, n_keep, k, int(sub.views.sum()), pseudo=0.0, max_iter=max_iter, tol=tol)
     if not theta[0] > 0:
         raise InputError("position bias (harvest): no click at slot 1 on any interventional pair", data.source)
-    # positions of interventional pairs, mapped to the kept cells
-    kept_cell = np.cumsum(keep) - 1
-    pos = keep[cells.of_position]
-    lin = pair_linearisation(sub, alpha * theta[0], theta / theta[0], rows[pos], data.clicks[rows[pos], slot[pos]],
-                             kept_cell[cells.of_position[pos]], data.n)
-    n_used = int(np.count_nonzero(np.bincount(rows[pos], minlength=data.n)))
+    def build() -> Linearisation:
+        # positions of interventional pairs, mapped to the kept cells
+        kept_cell = np.cumsum(keep) - 1
+        pos = keep[cells.of_position]
+        return pair_linearisation(sub, alpha * theta[0], theta / theta[0], rows[pos],
+                                  data.clicks[rows[pos], slot[pos]], kept_cell[cells.of_position[pos]], data.n)
+
+    lin = LazyLinearisation(build)
+    n_used = int(np.count_nonzero(np.bincount(rows[multi[pair]], minlength=data.n)))
     return PositionBiasEstimate(
         theta / theta[0], "harvest", n_keep, n_used, np.bincount(sub.slot, sub.clicks, k),
         trace.iterations, trace.converged, trace.log_likelihood[-1], linearisation=lin,
@@ -340,7 +345,7 @@ def estimate_em(
         relevance = "features" if getattr(data, "features", None) is not None else "pair"
     k = data.k
     _, slot, rows, m, cells = _log_cells(data)
-    clicked = data.clicks[rows, slot]
+    clicked = data.clicks.reshape(-1) if rows.size == data.clicks.size else data.clicks[rows, slot]
     if relevance == "pair":
         multi = _multi_slot_pairs(cells.pair, cells.slot, m, k)
         _require_identified("em", k, cells.pair, cells.slot, multi, data.source,
@@ -349,8 +354,8 @@ def estimate_em(
         if not gamma[0] > 0:
             raise InputError("position bias (em): the fitted examination of slot 1 is 0 (no clicks there)",
                              data.source)
-        lin = pair_linearisation(cells, alpha * gamma[0], gamma / gamma[0], rows, clicked, cells.of_position,
-                                 data.n)
+        lin = LazyLinearisation(lambda: pair_linearisation(cells, alpha * gamma[0], gamma / gamma[0], rows, clicked,
+                                                           cells.of_position, data.n))
         return PositionBiasEstimate(
             gamma / gamma[0], "em", int(multi.sum()), data.n, data.clicks.sum(axis=0).astype(np.float64),
             trace.iterations, trace.converged, trace.log_likelihood[-1], relevance="pair", linearisation=lin,
@@ -364,7 +369,8 @@ def estimate_em(
         raise InputError(f"position bias (em, features): no click at slot(s) {', '.join(map(str, missing))} "
                          "(1-based); their examination is not identified from this log", data.source)
     beta, theta, trace = _regression_em(cells, x, k, data.n, max_iter=max_iter, tol=tol)
-    lin = features_linearisation(cells, x, beta, theta, rows, clicked, cells.of_position, data.n)
+    lin = LazyLinearisation(lambda: features_linearisation(cells, x, beta, theta, rows, clicked, cells.of_position,
+                                                           data.n))
     n_multi = int(_multi_slot_pairs(cells.pair, cells.slot, m, k).sum())
     return PositionBiasEstimate(
         theta / theta[0], "em", n_multi, data.n, slot_clicks, trace.iterations, trace.converged,
