@@ -98,6 +98,14 @@ with estimated examination, consistent only. On the 400,000-impression direct lo
 examination picking ``swap`` from about 50 incidental swap pairs per slot, each list seen
 about once) was 8 standard errors off (3 to 43 on eight other seeds); ``auto`` now needs swap pairs to hold half
 the log and otherwise harvests (``tests/test_estimators_at_scale.py``).
+
+Cost: under ``"empirical"`` and ``"logger"`` every factor of a slot's weight depends on
+its (query, document) pair only, so it is computed once per pair and read once per
+logged slot; the numerator adds the clicked slots only. On the 10^6-impression top-10
+log of ``benchmarks/bench_estimators.py`` (1,000 queries, 20 candidates) one estimate
+took 0.25 s of CPU with given examination and 0.9-1.3 s with ``estimate_with="em"``
+(sandwich included), against 2.5 s and 47 s before (per-impression EM), on a shared
+2-core machine (measured in a separate run per version at about the same load).
 """
 
 from __future__ import annotations

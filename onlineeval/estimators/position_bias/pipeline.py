@@ -50,7 +50,8 @@ def estimate_examination(
     0.71), which biased PBM-IPS by 8 standard errors (3 to 43 on eight other seeds); harvesting uses every impression
     and was within 2% there. ``randtop`` is never picked automatically (a uniform
     shuffle cannot be told from other randomisation by looking at the lists); ``em`` is
-    not either (it is the same likelihood as ``harvest`` over all pairs, slower).
+    not either (without features it is the likelihood of ``harvest`` over all pairs, including
+    those one ranker moved, whose relevance may differ between the rankers' traffic).
     ``ranker`` goes to ``harvest``, ``n_top`` to ``randtop``.
     """
     if method == "swap":
