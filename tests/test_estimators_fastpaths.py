@@ -170,7 +170,8 @@ def sim_log(seed: int, users: bool, policy: str = "epsilon_greedy"):
 
 
 CASES = [("ips", {}), ("snips", {}), ("clipped_ips", {"cap": 3.0}), ("iips", {}), ("rips", {}), ("snrips", {}),
-         ("adaptive_ips", {"behaviours": "cascade"}), ("adaptive_ips", {"behaviours": {0: "independent", 1: "standard"}}),
+         ("adaptive_ips", {"behaviours": "cascade"}),
+         ("adaptive_ips", {"behaviours": {0: "independent", 1: "standard"}}),
          ("pseudoinverse", {})]
 
 

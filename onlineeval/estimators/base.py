@@ -124,7 +124,8 @@ def _propensity(x: Any, name: str, shape: tuple[int, ...]) -> FloatArray | None:
     if arr.size and not (arr.min() > 0.0 and arr.max() <= 1.0 + 1e-12):
         bad = ~np.isfinite(arr) | (arr <= 0.0) | (arr > 1.0 + 1e-12)
         idx = np.argwhere(bad)[0]
-        raise InputError(f"{name}: propensities must be in (0, 1], found {arr[tuple(idx)]!r} at impression {int(idx[0])}")
+        raise InputError(f"{name}: propensities must be in (0, 1], found {arr[tuple(idx)]!r} at impression "
+                         f"{int(idx[0])}")
     return arr
 
 
@@ -157,6 +158,14 @@ class LoggedData:
         ``(n, k, p)`` float feature vectors :math:`x_{qd}` of the shown documents (one per
         (query, document); empty slots ignored), for regression EM's relevance model
         (:func:`onlineeval.estimators.position_bias.estimate_em`); ``None``: no features.
+
+    Notes
+    -----
+    The arrays are read-only private copies (arrays that are already read-only and own their
+    memory, such as another log's, are kept without a copy), so a log never changes, and
+    what estimators derive from it is computed once and shared by every estimate of the log
+    (:meth:`cached`, :meth:`importance_weights`, :meth:`slot_rewards`; see
+    :mod:`onlineeval.estimators.derived`).
     """
 
     query: IntArray
@@ -365,7 +374,8 @@ class LoggedData:
                 out.setflags(write=False)
             return out
 
-        opt = {name: part(getattr(self, name)) for name in ("p_list", "p_prefix", "p_item", "user", "user_type", "features")}
+        opt = {name: part(getattr(self, name))
+               for name in ("p_list", "p_prefix", "p_item", "user", "user_type", "features")}
         return LoggedData(part(self.query), part(self.shown), part(self.clicks), logger=self.logger,
                           source=self.source, **opt)
 
