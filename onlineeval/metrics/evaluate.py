@@ -209,9 +209,15 @@ def _judged_matrix(
         qi = pd.Index(queries).get_indexer(np.asarray(qnames, dtype=object))[qrels_q]
     else:
         qi = pd.Index(queries).get_indexer(_ids(qrels["query"]))
+    return judged_rows(qi, g, len(queries))
+
+
+def judged_rows(qi: np.ndarray, g: np.ndarray, nq: int) -> np.ndarray:
+    """``(nq, m)`` judged grades (>= 0) from each qrels row's row index ``qi`` (``-1``: not
+    evaluated) and grade ``g``, each row sorted descending with ``-1`` padding (shared by
+    :func:`label_batch` and :func:`onlineeval.metrics.batch.label_batch_coded`)."""
     keep = (qi >= 0) & (g >= 0)
     qi, g = qi[keep], g[keep]
-    nq = len(queries)
     counts = np.bincount(qi, minlength=nq)
     width = max(int(counts.max(initial=0)), 1)
     # qrels list each query's lines together, usually in sorted order: then no sort is needed
