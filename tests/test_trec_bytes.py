@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_readers_fuzz import (
+    _mutate,  # the same byte mutations as the other readers' fuzz test
+)
 
 from onlineeval.conventions import preset
 from onlineeval.errors import InputError
@@ -197,18 +200,6 @@ def _mutations() -> st.SearchStrategy[tuple[str, int, bytes]]:
                          b"99999999999999999999", b"\xef\xbb\xbf", b"1e5", b".", b"-", b"\x0b", b"\x7f"]),
     )
     return st.tuples(st.sampled_from(["insert", "delete", "replace"]), st.integers(0, 10_000), junk)
-
-
-def _mutate(data: bytes, ops: list[tuple[str, int, bytes]]) -> bytes:
-    for op, pos, junk in ops:
-        pos = pos % (len(data) + 1)
-        if op == "insert":
-            data = data[:pos] + junk + data[pos:]
-        elif op == "delete":
-            data = data[:pos] + data[pos + len(junk):]
-        else:
-            data = data[:pos] + junk + data[pos + len(junk):]
-    return data
 
 
 QRELS = "1 0 d1 1\n1 0 d2 0\n2 0 d3 2\n2 0 d4 -1\n"

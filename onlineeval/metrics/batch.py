@@ -30,7 +30,7 @@ from onlineeval.errors import ConfigError, InputError
 from onlineeval.io.ranking import layout_arrays
 from onlineeval.io.trec_bytes import ByteIds, CodedQrels, CodedRun
 from onlineeval.metrics.base import EMPTY, LabelBatch, Metric, parse_metrics
-from onlineeval.metrics.evaluate import RunEvaluation, finish_evaluation
+from onlineeval.metrics.evaluate import RunEvaluation, finish_evaluation, judged_rows
 
 __all__ = ["evaluate_coded", "label_batch_coded"]
 
@@ -248,20 +248,7 @@ def _judged_matrix(qrels_q: np.ndarray, grades: np.ndarray, evaluated: np.ndarra
     """``(q, m)`` judged grades (>= 0) of each evaluated query code, sorted descending."""
     row_of = np.full(n_codes, -1, dtype=np.int64)
     row_of[evaluated] = np.arange(evaluated.size)
-    qi = row_of[qrels_q]
-    g = np.asarray(grades, dtype=np.int64)
-    keep = (qi >= 0) & (g >= 0)
-    qi, g = qi[keep], g[keep]
-    nq = evaluated.size
-    counts = np.bincount(qi, minlength=nq)
-    width = max(int(counts.max(initial=0)), 1)
-    order = np.arange(qi.size) if bool((qi[1:] >= qi[:-1]).all()) else np.argsort(qi, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    qs = qi[order]
-    pos = np.arange(qi.size) - starts[qs]
-    out = np.full((nq, width), -1, dtype=np.int64)
-    out[qs, pos] = g[order]
-    return -np.sort(-out, axis=1)
+    return judged_rows(row_of[qrels_q], np.asarray(grades, dtype=np.int64), evaluated.size)
 
 
 def evaluate_coded(
