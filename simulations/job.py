@@ -389,6 +389,11 @@ def finish(
     rows = pd.DataFrame([row for i in sorted(done) for row in done[i]])
     summary, curves = analyse(rows, truths, world, config)
     summary["truth_by_segment"] = truth_by_segment(world, users)
+    if any(d.type == "ab" for d in config.designs):
+        from simulations.decomposition import decomposition_summary
+
+        # the shrinkage of the pair split into its causes, on the exact A/B truth
+        summary["decomposition"] = decomposition_summary(world, users, config.offline_metric)
     result = SimulationResult(config, world, truths, rows, curves, summary, output)
     if output is not None:
         from simulations.report import write_results
