@@ -305,6 +305,9 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  (or, for any estimate, its mean over replicates misses the exact truth by more than 4 SE):",
         "  its power and sample size measure its bias as much as the effect and are not sensitivities.",
     ]
+    from simulations.decomposition import decomposition_lines
+
+    lines += decomposition_lines(s)
     lines += _monitoring_lines(result)
     from simulations.multiple import multiple_lines
     from simulations.sequential import sequential_lines
