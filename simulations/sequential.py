@@ -42,6 +42,14 @@ __all__ = ["BATCH_PREFIX", "MONITORING", "BatchLooks", "batch_looks", "monitorin
 MONITORING = ("fixed", "peeking", "msprt", "obrien_fleming")
 
 
+def _mean_positive(se: np.ndarray) -> np.ndarray:
+    """Mean over replicates of the positive finite SEs at each look (NaN where there is none)."""
+    ok = np.isfinite(se) & (se > 0)
+    n = ok.sum(axis=0)
+    total = np.where(ok, se, 0.0).sum(axis=0)
+    return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
 def _series(rows: pd.DataFrame, aa: bool) -> tuple[np.ndarray, np.ndarray]:
     """(replicates, days) estimate and SE matrices (NaN where undefined)."""
     sub = rows[rows["aa"] == aa]
@@ -75,7 +83,7 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
         if est.size == 0 or est.shape[1] < 2:
             continue
         days = est.shape[1]
-        mean_se = np.nanmean(np.where(se > 0, se, np.nan), axis=0)
+        mean_se = _mean_positive(se)
         if not np.all(np.isfinite(mean_se)):
             continue
         tau = float(mixture_tau(mean_se[-1], alpha))
@@ -370,7 +378,7 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
         n_looks = est.shape[1]
         day_of_look = np.arange(1, n_looks + 1) / per_day
         idx = _schedule(an.looks, n_looks, per_day)
-        mean_se = np.nanmean(np.where(se > 0, se, np.nan), axis=0) if np.isfinite(se).any() else np.full(n_looks, np.nan)
+        mean_se = _mean_positive(se)
         idx = idx[np.isfinite(mean_se[idx])] if np.isfinite(mean_se[idx]).any() else idx[:0]
         if idx.size == 0 or idx[-1] != n_looks - 1:
             # no look with a defined SE on average, or the horizon itself undefined: nothing to plan from
