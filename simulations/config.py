@@ -39,6 +39,9 @@ __all__ = [
     "TrafficConfig",
     "DesignConfig",
     "DesignAnalysis",
+    "CupedOptions",
+    "SrmOptions",
+    "SrmInject",
     "AnalysisConfig",
     "load_config",
     "config_from_mapping",
@@ -283,6 +286,31 @@ _UNUSED_KEYS = {
 
 
 # ----------------------------------------------------------------------------- per-design analysis
+class CupedOptions(_Strict):
+    """``analysis.cuped`` of an A/B design: a pre-period of ``pre_days`` days before the
+    experiment (the same users, every user served ranker A) whose per-user metric is the
+    CUPED covariate (:mod:`simulations.cuped`)."""
+
+    pre_days: Annotated[int, Strict(), Field(ge=1, le=366)]
+
+
+class SrmInject(_Strict):
+    """A deliberately broken split: a fraction ``share`` of the users of type ``user_type``
+    that the hash assigns to the other arm are moved to ``arm`` (:mod:`simulations.srm`)."""
+
+    user_type: str
+    arm: Literal["A", "B"] = "B"
+    share: Annotated[float, Field(gt=0.0, le=1.0)]
+
+
+class SrmOptions(_Strict):
+    """``analysis.srm`` of an A/B design: the flagging threshold of the sample-ratio-mismatch
+    checks (default 0.001) and an optional injected broken split."""
+
+    alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.001
+    inject: SrmInject | None = None
+
+
 class DesignAnalysis(_Strict):
     """How one design's experiment is analysed: the sequential test its decision uses, how
     often it is looked at, and the correction across its several tests.
@@ -297,7 +325,10 @@ class DesignAnalysis(_Strict):
     monitoring look). ``monitoring``: ``daily`` (a look at the end of each day) or ``batch``
     (after every batch of ``traffic.batch_hours`` hours; A/B and interleaving designs).
     ``multiple``: ``holm`` or ``bh`` across an A/B design's metrics or a multileaving design's
-    pairs, at the fixed horizon (default ``none``).
+    pairs, at the fixed horizon (default ``none``). ``cuped`` (type ab): ``{pre_days: N}``, a
+    pre-period whose per-user metric is the CUPED covariate (default none). ``srm`` (type ab):
+    ``{alpha: 0.001, inject: {user_type, arm: B, share}}``, the SRM checks' threshold and an
+    optional injected broken split.
     """
 
     sequential: Literal["none", "msprt", "confidence_sequence", "obrien_fleming", "pocock"] = "none"
@@ -309,6 +340,12 @@ class DesignAnalysis(_Strict):
     )
     monitoring: Literal["daily", "batch"] = "daily"
     multiple: Literal["none", "holm", "bh"] = "none"
+    cuped: CupedOptions | None = Field(
+        None, description="ab: a pre-period {pre_days: N} whose per-user metric is the CUPED covariate"
+    )
+    srm: SrmOptions = Field(
+        default_factory=SrmOptions, description="ab: SRM flagging threshold and an optional injected broken split"
+    )
 
     @field_validator("looks", mode="before")
     @classmethod
@@ -787,6 +824,16 @@ def _check_design_analysis(config: Config, i: int, source: str | None) -> None:
                 raise ConfigError((*key, name), f"{value!r} applies to designs of type ab and interleaving; "
                                   "a counterfactual design allows only the default "
                                   f"{DesignAnalysis.model_fields[name].default!r}", source)
+    if design.type != "ab":
+        for name, value in (("cuped", an.cuped), ("srm", an.srm)):
+            if value != DesignAnalysis.model_fields[name].get_default(call_default_factory=True):
+                raise ConfigError((*key, name), "applies to designs of type ab only; a design of type "
+                                  f"{design.type} allows only the default (no pre-period, no injected split)", source)
+    if an.srm.inject is not None:
+        types = [name for name, _, _ in config.users.mixture()]
+        if an.srm.inject.user_type not in types:
+            raise ConfigError((*key, "srm", "inject", "user_type"), f"unknown user type "
+                              f"{an.srm.inject.user_type!r}; allowed: {', '.join(types)} (users.types)", source)
     if isinstance(an.looks, int) and an.looks > days * per_day:
         raise ConfigError((*key, "looks"), f"{an.looks} looks, but {an.monitoring} monitoring over {days} days "
                           f"has {days * per_day}; allowed: 1 to {days * per_day}", source)
