@@ -54,8 +54,8 @@ online model ``W6`` (all types by share, frequency-weighted), and
 - ``attractiveness``: every type clicks an examined document with the normalised gain;
 - ``examination``: every chain type continues after a skip with the metric's :math:`C(r)`
   and after a click with :math:`C(r)\,c^1_r/c^0_r` (its extra stopping after a click kept
-  as a ratio); an independent-click type examines rank :math:`r` with the metric user's
-  :math:`P(E_r) = \prod_{j<r} C(j)`;
+  as a ratio); an independent-click type becomes the metric's chain user with its own
+  attractiveness (independent examination is part of its examination);
 - ``satisfaction``: every chain type has ``cont_click := cont_skip``;
 - ``mixture``: the dominant type only (that is ``W5``).
 
@@ -63,16 +63,31 @@ If the causes acted multiplicatively and independently, :math:`f_2 \prod_c \phi_
 scale factor times the one-at-a-time factors) would equal the total :math:`G_6/G_0`; the
 ``residual`` :math:`(G_6/G_0) / (f_2 \prod_c \phi_c)` measures their interactions. It is
 *not* close to 1 on the bundled configs: on ``configs/ab.yaml`` (navigational and
-informational cascade users, nDCG@10) the residual is about 2.6 for ``reciprocal_rank`` and
-0.37 for ``abandonment``, and ``clicks_per_query`` changes sign (B gets *fewer* clicks: its
+informational cascade users, nDCG@10) the residual is 2.65 for ``reciprocal_rank`` and
+0.365 for ``abandonment``, and ``clicks_per_query`` changes sign (B gets *fewer* clicks: its
 better results satisfy navigational users sooner), so no multiplicative split exists; on
-``configs/counterfactual.yaml`` (PBM and cascade users, nDCG@5) it is 1.2 to 2.2. The causes
-interact strongly (e.g. the non-dominant type's stopping after a click counts under
-``mixture`` in the sequential order and under ``satisfaction`` one at a time), so read the
-sequential factors as *one* attribution and the one-at-a-time factors as a second; a stage
-whose improvement has the other sign than the offline gain is listed in ``sign_changes``
-(a factor below 0 there means "reverses the effect", not a shrinkage).
-Only the sequential product is checked against a tolerance (1e-12, on both bundled configs).
+``configs/counterfactual.yaml`` (PBM and cascade users, nDCG@5) it is 2.18, 1.25 and 0.561.
+The causes interact strongly (e.g. the non-dominant type's stopping after a click counts
+under ``mixture`` in the sequential order and under ``satisfaction`` one at a time). A
+stage or variant whose improvement has the other sign than the offline gain is listed in
+``sign_changes`` (a factor below 0 there means "reverses the effect", not a shrinkage).
+
+Order-averaged factors
+----------------------
+Every variant is a subset :math:`S` of the five online causes switched on (the others off
+as above; ``mixture`` off = the dominant type; :math:`G(\emptyset)` is the metric's own user
+under uniform weights, :math:`G(N) = G_6`). The order-averaged factor of a cause is
+:math:`e^{\varphi_c}` with :math:`\varphi_c` the Shapley value (Shapley 1953) of
+:math:`\log G` (:func:`order_averaged_factors`): its log factor averaged over all
+:math:`5! = 120` orders of switching the causes on, so no order is privileged and the
+interactions are shared evenly. With the uniform-weights scale factor
+:math:`G(\emptyset)/G_0` they multiply back to :math:`G_6/G_0` -- again by construction
+(efficiency of the Shapley value), and only when every :math:`G(S)` has the sign of
+:math:`G_6` (otherwise ``None`` with the reason).
+
+Tolerances: the sequential and order-averaged products equal the total to 1e-12
+(floating point; both by construction), checked on both bundled configs; for the
+one-at-a-time product no tolerance holds (the residuals above), so none is claimed.
 
 Which click models decompose
 ----------------------------
@@ -116,12 +131,14 @@ a ``not decomposable for <model>: <why>`` reason, never computed wrongly.
     ``one_at_a_time``: ``{cause: {"factor", "without", "reason"}}`` (``without`` is
     :math:`G_6^{(-c)}`; ``reason`` says why a factor is ``None``); ``scale_factor``
     (:math:`f_2`); ``one_at_a_time_product`` (:math:`f_2 \prod_c \phi_c`); ``residual``;
-    ``sign_changes``: the stages (and ``-<cause>`` variants) whose improvement has the
+    ``order_averaged``: ``{"factors": {cause: factor} | None, "scale_uniform", "product",
+    "reason"}``; ``sign_changes``: the stages (and ``-<cause>`` variants) whose improvement has the
     opposite sign of ``W0``'s.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -153,6 +170,7 @@ __all__ = [
     "gain_table",
     "metric_user",
     "online_metrics",
+    "order_averaged_factors",
     "user_form",
 ]
 
@@ -297,14 +315,17 @@ def metric_user(metric_name: str, n_grades: int) -> MetricUser:
 # --------------------------------------------------------------------------- the decomposition
 @dataclass(frozen=True)
 class Decomposition:
-    """The exact values of every stage and switched-off variant for rankers A and B.
+    """The exact values of every stage and variant for rankers A and B.
 
-    ``values[key][ranker]`` is a dict metric -> weighted value; keys are the stages
-    ``W0``..``W6`` (offline stages have the offline metric under every online metric's
-    name) and ``-<cause>`` for W6 with one cause switched off (missing when impossible,
-    with ``reasons[cause]``).
+    ``states[S][ranker][metric]``: the online model with the causes in ``S`` (a frozenset
+    of :data:`CAUSES`) switched on and the others off (see the module docstring), weighted
+    by query frequency when ``"frequency"`` is in ``S``, else uniformly; a state that cannot
+    be built is missing and ``reasons`` says why. ``values[key]`` are the named stages
+    ``W0``..``W6`` (``W0``/``W1`` hold the offline metric under every online metric's name)
+    and ``-<cause>`` (W6 with that cause off).
     """
 
+    states: dict[frozenset[str], dict[str, dict[str, float]]]
     values: dict[str, dict[str, dict[str, float]]]
     reasons: dict[str, str]
     dominant: str
@@ -316,26 +337,34 @@ def _weighted(per_query: dict[str, np.ndarray], w: np.ndarray) -> dict[str, floa
     return {m: float(w @ v) for m, v in per_query.items()}
 
 
-def _without_examination(user: User, cont: np.ndarray) -> User:
-    """``user`` examining as the metric's user (continuation ``cont``), see the module docstring."""
+def _switch(user: User, on: frozenset[str], gain: np.ndarray, cont: np.ndarray) -> User:
+    """``user`` with attractiveness, examination and satisfaction switched off unless in ``on``."""
+    a = user.attract if "attractiveness" in on else gain
     if isinstance(user, Independent):
-        reach = kernels.chain_examination(np.zeros(cont.shape), cont, cont, cont.shape)
-        return Independent(reach, user.attract)
-    a, c1, c0 = user
-    needs = (a > 0) & (c1 > 0)  # a click happens and the user may go on: c1 / c0 must exist
-    if np.any(needs & (c0 <= 0)):
-        raise NotDecomposable("the dominant type stops surely after a skip but may go on after a click: its stopping "
-                              "after a click is not a ratio c1/c0 of the examination")
-    keep = np.divide(c1, c0, out=np.zeros_like(c1), where=c0 > 0)
-    new_c1 = cont * keep
-    if np.any(new_c1 > 1.0 + 1e-12):
-        raise NotDecomposable("the click model goes on more often after a click than after a skip (c1 > c0, e.g. "
-                              "CCM with tau2 > tau1): with the metric's examination c1 would exceed 1")
-    return Chain(a, np.minimum(new_c1, 1.0), cont)
+        # without its examination an independent-click user examines like the metric's user (a chain)
+        return Independent(user.exam, a) if "examination" in on else Chain(a, cont, cont)
+    c1, c0 = user.cont_click, user.cont_skip
+    if "examination" not in on:
+        if "satisfaction" in on:
+            # the stop after a click kept as the ratio c1 / c0 on top of the metric's continuation
+            needs = (user.attract > 0) & (c1 > 0)
+            if np.any(needs & (c0 <= 0)):
+                raise NotDecomposable("a user type stops surely after a skip but may go on after a click: its "
+                                      "stopping after a click is not a ratio c1/c0 of the examination")
+            c1 = cont * np.divide(c1, c0, out=np.zeros_like(c1), where=c0 > 0)
+            if np.any(c1 > 1.0 + 1e-12):
+                raise NotDecomposable("a user type goes on more often after a click than after a skip (c1 > c0, "
+                                      "e.g. CCM with tau2 > tau1): with the metric's examination c1 would exceed 1")
+            c1 = np.minimum(c1, 1.0)
+        c0 = cont
+    if "satisfaction" not in on:
+        c1 = c0
+    return Chain(a, c1, c0)
 
 
 def decompose(world: World, users: UserModels, offline_metric: str) -> Decomposition:
-    """Every stage of the decomposition for rankers A and B of ``world`` (module docstring).
+    """Every stage and variant of the decomposition for rankers A and B of ``world``
+    (module docstring): the offline stages and the online model for every subset of causes.
 
     Raises
     ------
@@ -347,48 +376,46 @@ def decompose(world: World, users: UserModels, offline_metric: str) -> Decomposi
     d = int(np.argmax(users.shares))
     muser = metric_user(offline_metric, world.n_grades)
     off = world.offline
-    f = world.frequency
-    uniform = np.full(world.n_queries, 1.0 / world.n_queries)
-    values: dict[str, dict[str, dict[str, float]]] = {}
+    weights = {True: world.frequency, False: np.full(world.n_queries, 1.0 / world.n_queries)}
+    subsets = [frozenset(c) for n in range(len(CAUSES) + 1) for c in itertools.combinations(CAUSES, n)]
+    states: dict[frozenset[str], dict[str, dict[str, float]]] = {}
     reasons: dict[str, str] = {}
     forms: list[str] = []
     for ranker in ("A", "B"):
         labels = world.ranked_labels(ranker)
         shape = labels.shape
-        g_arr = muser._chain(muser._prepare(labels))
-        cont = np.array(np.broadcast_to(g_arr.cont_skip, shape), dtype=np.float64)
-        gain = np.array(np.broadcast_to(g_arr.attract, shape), dtype=np.float64)
+        own = muser._chain(muser._prepare(labels))
+        cont = np.array(np.broadcast_to(own.cont_skip, shape), dtype=np.float64)
+        gain = np.array(np.broadcast_to(own.attract, shape), dtype=np.float64)
         types = [user_form(m, labels) for m in users.models]
         forms = ["independent" if isinstance(t, Independent) else "chain" for t in types]
-        dom = types[d]
-        row: dict[str, dict[str, float]] = {}
-        row["W0"] = {m: off.uniform[ranker] for m in ONLINE_METRICS}
-        row["W1"] = {m: off.weighted[ranker] for m in ONLINE_METRICS}
-        row["W2"] = _weighted(online_metrics(Chain(gain, cont, cont), shape), f)
-        row["W3"] = _weighted(online_metrics(Chain(dom.attract, cont, cont), shape), f)
-        no_sat = [t if isinstance(t, Independent) else Chain(t.attract, t.cont_skip, t.cont_skip) for t in types]
-        row["W4"] = _weighted(online_metrics(no_sat[d], shape), f)
-        row["W5"] = _weighted(online_metrics(dom, shape), f)
-        full = _mixture(list(zip(users.shares, types, strict=True)), shape)
-        row["W6"] = _weighted(full, f)
-        # one cause off at a time, from W6
-        row["-frequency"] = _weighted(full, uniform)
-        gain_users = [Independent(t.exam, gain) if isinstance(t, Independent) else Chain(gain, t.cont_click, t.cont_skip)
-                      for t in types]
-        row["-attractiveness"] = _weighted(_mixture(list(zip(users.shares, gain_users, strict=True)), shape), f)
-        try:
-            exam_users = [_without_examination(t, cont) for t in types]
-        except NotDecomposable as exc:
-            reasons["examination"] = exc.reason
-        else:
-            row["-examination"] = _weighted(_mixture(list(zip(users.shares, exam_users, strict=True)), shape), f)
-        row["-satisfaction"] = _weighted(_mixture(list(zip(users.shares, no_sat, strict=True)), shape), f)
-        row["-mixture"] = row["W5"]
-        for key, v in row.items():
-            values.setdefault(key, {})[ranker] = v
+        per_query: dict[frozenset[str], dict[str, np.ndarray]] = {}
+        for on in subsets:
+            body = on - {"frequency"}
+            if body in per_query:
+                states.setdefault(on, {})[ranker] = _weighted(per_query[body], weights["frequency" in on])
+                continue
+            parts = list(zip(users.shares, types, strict=True)) if "mixture" in on else [(1.0, types[d])]
+            try:
+                switched = [(share, _switch(t, on, gain, cont)) for share, t in parts]
+            except NotDecomposable as exc:
+                reasons[",".join(sorted(on))] = exc.reason
+                continue
+            per_query[body] = _mixture(switched, shape)
+            states.setdefault(on, {})[ranker] = _weighted(per_query[body], weights["frequency" in on])
+    everything = frozenset(CAUSES)
+    stage_sets = {"W2": {"frequency"}, "W3": {"frequency", "attractiveness"},
+                  "W4": {"frequency", "attractiveness", "examination"},
+                  "W5": {"frequency", "attractiveness", "examination", "satisfaction"}, "W6": everything}
+    values = {
+        "W0": {r: {m: off.uniform[r] for m in ONLINE_METRICS} for r in ("A", "B")},
+        "W1": {r: {m: off.weighted[r] for m in ONLINE_METRICS} for r in ("A", "B")},
+        **{k: states[frozenset(s)] for k, s in stage_sets.items() if frozenset(s) in states},
+        **{"-" + c: states[everything - {c}] for c in CAUSES if everything - {c} in states},
+    }
     type_info = tuple({"name": n, "share": float(s), "model": _model_name(m), "form": form}
                       for n, s, m, form in zip(names, users.shares, users.models, forms, strict=True))
-    return Decomposition(values, reasons, names[d], type_info, str(muser.metric))
+    return Decomposition(states, values, reasons, names[d], type_info, str(muser.metric))
 
 
 def _relative(values: dict[str, dict[str, float]], metric: str, sign: int) -> float | None:
@@ -400,6 +427,39 @@ def _ratio(x: float | None, y: float | None) -> float | None:
     return x / y if x is not None and y else None
 
 
+def order_averaged_factors(g: dict[frozenset[str], float | None]) -> dict[str, float] | str:
+    r"""Shapley factors :math:`\exp \varphi_c` of ``log G`` over the subsets of :data:`CAUSES`.
+
+    .. math::
+
+        \varphi_c = \sum_{S \subseteq N \setminus \{c\}} \frac{|S|!\,(n - |S| - 1)!}{n!}
+        \bigl(\log |G(S \cup \{c\})| - \log |G(S)|\bigr),
+
+    the log factor of cause :math:`c` averaged over the :math:`n!` orders of switching the
+    causes on (Shapley 1953); :math:`\sum_c \varphi_c = \log G(N) - \log G(\emptyset)`.
+    Returns the reason instead when some :math:`G(S)` is missing, zero or of another sign
+    than :math:`G(N)` (then no multiplicative split exists).
+    """
+    n = len(CAUSES)
+    full = g.get(frozenset(CAUSES))
+    if any(g.get(frozenset(s)) is None for k in range(n + 1) for s in itertools.combinations(CAUSES, k)):
+        return "some variant has no value (no improvement to divide by, or a model that cannot be switched)"
+    assert full is not None
+    if any((v or 0.0) * full <= 0 for v in g.values()):
+        return "the improvement changes sign (or is 0) between variants: no multiplicative split"
+    out: dict[str, float] = {}
+    for c in CAUSES:
+        rest = [x for x in CAUSES if x != c]
+        phi = 0.0
+        for k in range(n):
+            weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
+            for s in itertools.combinations(rest, k):
+                base = frozenset(s)
+                phi += weight * (math.log(abs(g[base | {c}])) - math.log(abs(g[base])))  # type: ignore[arg-type]
+        out[c] = math.exp(phi)
+    return out
+
+
 def decomposition_summary(world: World, users: UserModels, offline_metric: str) -> dict[str, Any]:
     """The ``decomposition`` entry of ``summary.json`` (structure in the module docstring)."""
     conventions = {
@@ -407,55 +467,68 @@ def decomposition_summary(world: World, users: UserModels, offline_metric: str) 
         "relative_improvement": "G = sign * (V(B) - V(A)) / V(A); sign +1 offline, IMPROVEMENT_SIGN online "
                                 "(-1 for abandonment)",
         "gain": "click probability of the metric's own user = the metric's gain of the grade / the top grade's gain",
-        "weighting": "query frequency (W1 onwards); W0 and the 'frequency' one-at-a-time variant: uniform",
+        "weighting": "query frequency (W1 onwards); W0 and a variant with 'frequency' off: uniform",
         "sequential": "f_i = G_i / G_(i-1); their product is G6 / G0 by construction (telescoping); the order matters",
         "one_at_a_time": "phi_c = G6 / G6 with cause c switched off alone; residual = (G6 / G0) / (f_scale * prod phi)",
+        "order_averaged": "exp of the Shapley value of log G over the 5 online causes (every order of switching them "
+                          "on weighs the same); G6 / G0 = scale_uniform * prod by construction",
         "exact": "exact expectations (no Monte Carlo); W6 is the exact A/B truth of the report",
     }
     try:
         dec = decompose(world, users, offline_metric)
     except NotDecomposable as exc:
         return {"status": "not_decomposable", "reason": exc.reason, "conventions": conventions}
-    conventions["dominant_type"] = f"{dec.dominant}: the type with the largest share (W3 to W5)"
+    conventions["dominant_type"] = f"{dec.dominant}: the type with the largest share (W3 to W5, 'mixture' off)"
     metrics: dict[str, Any] = {}
     for metric in ONLINE_METRICS:
         sign = IMPROVEMENT_SIGN.get(metric, 1)
-        g = {key: _relative(dec.values[key], metric, 1 if key in ("W0", "W1") else sign) for key, _, _ in STAGES}
+        g = {key: _relative(dec.values[key], metric, 1 if key in ("W0", "W1") else sign)
+             for key in dec.values}
+        seq_keys = [k for k, _, _ in STAGES]
         sequential = [
-            {"cause": cause, "from": STAGES[i - 1][0], "to": key, "factor": _ratio(g[key], g[STAGES[i - 1][0]])}
+            {"cause": cause, "from": seq_keys[i - 1], "to": key, "factor": _ratio(g.get(key), g.get(seq_keys[i - 1]))}
             for i, (key, cause, _) in enumerate(STAGES) if i
         ]
         factors = [s["factor"] for s in sequential]
         product = math.prod(factors) if all(x is not None for x in factors) else None
         oat: dict[str, Any] = {}
         for cause in CAUSES:
-            key = "-" + cause
-            if key not in dec.values:
-                oat[cause] = {"factor": None, "without": None, "reason": dec.reasons[cause]}
-                continue
-            without = _relative(dec.values[key], metric, sign)
-            factor = _ratio(g["W6"], without)
-            oat[cause] = {"factor": factor, "without": without,
-                          "reason": None if factor is not None else "no improvement with this cause switched off"}
+            without = g.get("-" + cause)
+            factor = _ratio(g.get("W6"), without)
+            reason = None
+            if "-" + cause not in dec.values:
+                reason = next(iter(dec.reasons.values()), "cannot be switched off")
+            elif factor is None:
+                reason = "no improvement with this cause switched off"
+            oat[cause] = {"factor": factor, "without": without, "reason": reason}
         scale = sequential[1]["factor"]
         phis = [o["factor"] for o in oat.values()]
         oat_product = scale * math.prod(phis) if scale is not None and all(p is not None for p in phis) else None
-        total = _ratio(g["W6"], g["W0"])
-        residual = _ratio(total, oat_product)
+        total = _ratio(g.get("W6"), g["W0"])
+        g_states = {s: _relative(v, metric, sign) for s, v in dec.states.items()}
+        shapley = order_averaged_factors(g_states)
+        scale_uniform = _ratio(g_states.get(frozenset()), g["W0"])
+        averaged: dict[str, Any] = {"scale_uniform": scale_uniform, "reason": None, "factors": None, "product": None}
+        if isinstance(shapley, str):
+            averaged["reason"] = shapley
+        else:
+            averaged["factors"] = shapley
+            averaged["product"] = None if scale_uniform is None else scale_uniform * math.prod(shapley.values())
         metrics[metric] = {
             "improvement_sign": sign,
             "stages": {key: {"A": dec.values[key]["A"][metric], "B": dec.values[key]["B"][metric],
-                             "relative_improvement": g[key]} for key, _, _ in STAGES},
+                             "relative_improvement": g[key]} for key in seq_keys if key in dec.values},
             "sequential": sequential,
             "total": total,
             "product_sequential": product,
-            "shrinkage_vs_offline": _ratio(g["W6"], g["W1"]),
+            "shrinkage_vs_offline": _ratio(g.get("W6"), g["W1"]),
             "one_at_a_time": oat,
             "scale_factor": scale,
             "one_at_a_time_product": oat_product,
-            "residual": residual,
-            "sign_changes": [k for k, v in [*g.items(), *((f"-{c}", o["without"]) for c, o in oat.items())]
-                             if v is not None and g["W0"] is not None and v * g["W0"] < 0],
+            "residual": _ratio(total, oat_product),
+            "order_averaged": averaged,
+            "sign_changes": [k for k in [*seq_keys, *("-" + c for c in CAUSES)]
+                             if g.get(k) is not None and g["W0"] is not None and g[k] * g["W0"] < 0],
         }
     return {
         "status": "ok",
@@ -470,7 +543,16 @@ def decomposition_summary(world: World, users: UserModels, offline_metric: str) 
 
 # --------------------------------------------------------------------------- terminal report
 def _x(v: float | None) -> str:
-    return "-" if v is None else f"x{v:.3g}"
+    return "-" if v is None else f"{v:.3g}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:+.2f}%"
+
+
+_LABELS = {"frequency": "query frequency (head/torso/tail)", "scale": "scale: utility -> online metric",
+           "attractiveness": "attractiveness vs the metric's gain", "examination": "depth and examination",
+           "satisfaction": "satisfaction and stopping", "mixture": "user-type mixture"}
 
 
 def decomposition_lines(summary: dict[str, Any]) -> list[str]:
@@ -478,47 +560,52 @@ def decomposition_lines(summary: dict[str, Any]) -> list[str]:
     dec = summary.get("decomposition")
     if not dec:
         return []
-    head = "Why the online effect shrinks (exact, no Monte Carlo; relative improvement of B over A):"
+    head = "Why the online effect shrinks (exact, no Monte Carlo; relative improvement G of B over A, factors x):"
     if dec["status"] != "ok":
         return ["", head, f"  {dec['reason']}"]
     metrics = dec["metrics"]
     names = list(metrics)
-    width = 24
-    lines = ["", head, f"  {'':44s}" + "".join(f"{m:>{width}s}" for m in names)]
-    w0 = "".join(f"{_pct(metrics[m]['stages']['W0']['relative_improvement']):>{width}s}" for m in names)
-    lines.append(f"  {'offline ' + dec['conventions']['offline_metric'] + ', uniform (W0)':44s}{w0}")
-    labels = {"frequency": "query frequency (head/torso/tail)", "scale": "scale: utility -> online metric",
-              "attractiveness": "attractiveness vs the metric's gain", "examination": "depth and examination",
-              "satisfaction": "satisfaction and stopping", "mixture": "user-type mixture"}
+    cell, width = 8, 26
+    lines = ["", head, f"  {'':42s}" + "".join(f"{m:^{width}s}" for m in names),
+             f"  {'':42s}" + "".join(f"{'seq':>{cell}s}{'alone':>{cell}s}{'avg':>{cell}s}  " for _ in names)]
+
+    def row(label: str, cells: list[str]) -> str:
+        return f"  {label:42s}" + "".join(f"{c:>{width - 2}s}  " for c in cells)
+
+    lines.append(row(f"offline {dec['conventions']['offline_metric']}, uniform (W0)",
+                     [_pct(metrics[m]["stages"]["W0"]["relative_improvement"]) for m in names]))
     for i, (key, cause, _) in enumerate(STAGES[1:]):
         assert cause is not None
-        cells = ""
+        cells = []
         for m in names:
             e = metrics[m]
             seq = e["sequential"][i]["factor"]
-            oat = e["one_at_a_time"].get(cause, {}).get("factor") if cause != "scale" else seq
-            cells += f"{_x(seq) + ' (' + _x(oat) + ')':>{width}s}"
-        lines.append(f"  {labels[cause] + ' (' + key + ')':44s}{cells}")
-    w6 = "".join(f"{_pct(metrics[m]['stages']['W6']['relative_improvement']):>{width}s}" for m in names)
-    lines.append(f"  {'online, exact truth (W6)':44s}{w6}")
-    tot = "".join(f"{_x(metrics[m]['total']) + ' (' + _x(metrics[m]['one_at_a_time_product']) + ')':>{width}s}"
-                  for m in names)
-    lines.append(f"  {'total G6/G0 (scale x one-at-a-time)':44s}{tot}")
-    res = "".join(f"{_x(metrics[m]['residual']):>{width}s}" for m in names)
-    lines.append(f"  {'residual (interactions)':44s}{res}")
-    flips = {m: metrics[m]["sign_changes"] for m in names if metrics[m]["sign_changes"]}
-    lines += [f"  {m}: the effect has the opposite sign at {', '.join(v)} (a factor < 0 reverses it; no "
-              "multiplicative split)" for m, v in flips.items()]
-    reasons = {c: o["reason"] for m in names for c, o in metrics[m]["one_at_a_time"].items() if o["reason"]}
-    lines += [f"  one at a time, {c}: {r}" for c, r in reasons.items()]
+            avg = e["order_averaged"]
+            if cause == "scale":
+                alone, mean = seq, avg["scale_uniform"]
+            else:
+                alone = e["one_at_a_time"][cause]["factor"]
+                mean = None if avg["factors"] is None else avg["factors"][cause]
+            cells.append(f"{_x(seq):>{cell}s}{_x(alone):>{cell}s}{_x(mean):>{cell}s}")
+        lines.append(f"  {_LABELS[cause] + ' (' + key + ')':42s}" + "".join(f"{c}  " for c in cells))
+    lines.append(row("online, exact truth (W6)", [_pct(metrics[m]["stages"]["W6"]["relative_improvement"])
+                                                  for m in names]))
+    cells = [f"{_x(metrics[m]['total']):>{cell}s}{_x(metrics[m]['one_at_a_time_product']):>{cell}s}"
+             f"{_x(metrics[m]['order_averaged']['product']):>{cell}s}" for m in names]
+    lines.append(f"  {'total G6/G0, products':42s}" + "".join(f"{c}  " for c in cells))
+    lines.append(row("residual of 'alone' (interactions)", [_x(metrics[m]["residual"]) for m in names]))
+    for m in names:
+        e = metrics[m]
+        if e["sign_changes"]:
+            lines.append(f"  {m}: the improvement has the other sign at {', '.join(e['sign_changes'])} (a factor < 0 "
+                         "reverses the effect; no multiplicative split)")
+        reasons = {c: o["reason"] for c, o in e["one_at_a_time"].items() if o["reason"]}
+        lines += [f"  {m}, {c} alone: {r}" for c, r in reasons.items()]
     lines += [
-        (f"  x f: sequential factor G_i/G_(i-1), switching the causes on in this order (dominant type: "
-         f"{dec['dominant_type']});"),
-        "  their product is the total by construction; (x phi): the cause switched off alone from the exact online",
-        "  truth, phi = G6 / G6 without it; residual = total / (scale x prod phi): far from 1 = the causes interact.",
+        (f"  seq: G_i/G_(i-1), causes switched on in this order (dominant type {dec['dominant_type']} until the "
+         "mixture), product = total by construction;"),
+        "  alone: G6 / G6 with only this cause switched off (scale: as seq), product x scale vs total = interactions;",
+        "  avg: averaged over every order of switching the online causes on (Shapley), scale at uniform weights,",
+        "  product = total by construction. See summary.json 'decomposition' for the stages' values.",
     ]
     return lines
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:+.2f}%"
