@@ -412,3 +412,19 @@ def test_fixed_decimal_scores_parse_exactly(tmp_path: Path, values: list, decima
     expected = np.array([float(t) for t in texts])
     assert np.array_equal(coded.score.view(np.int64), expected.view(np.int64))
     assert _same_run(coded, read_run(path))
+
+
+def test_the_first_problem_is_reported_as_before(tmp_path: Path) -> None:
+    """A malformed first run and a missing second one: the first run's located error (the
+    byte reader stops at the first file it leaves to the general reader)."""
+    qp, rp = _write_random(tmp_path, 15)
+    bad = tmp_path / "bad_run"
+    bad.write_text(rp.read_text() + "q1 Q0 dx 1 not-a-number run\n")
+    missing = tmp_path / "missing_run"
+    done = subprocess.run(
+        [sys.executable, "-m", "onlineeval.cli", "evaluate", "--qrels", str(qp), "--run", str(bad), "--run",
+         str(missing), "--missing", "zero"],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2
+    assert "score must be a number, got 'not-a-number'" in done.stderr and str(bad) in done.stderr, done.stderr

@@ -30,7 +30,6 @@ from onlineeval.cli._common import guarded
 
 if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.conventions import Conventions
-    from onlineeval.io.trec_bytes import CodedRun
     from onlineeval.metrics.base import Metric
     from onlineeval.metrics.evaluate import RunEvaluation
     from onlineeval.stats import PairedResult
@@ -214,12 +213,17 @@ def _evaluate_coded(
     from onlineeval.metrics.batch import evaluate_coded
 
     q = scan_qrels(qrels)
-    runs = [scan_run(path) for path in paths] if q is not None else []
-    if q is None or any(r is None for r in runs):
+    if q is None:
         return None
+    runs = []
+    for path in paths:  # in order, stopping at the first file the byte reader leaves: the
+        r = scan_run(path)  # pandas path then reports the first problem, as it always did
+        if r is None:
+            return None
+        runs.append(r)
     evals = []
     for name, r in zip(names, runs):
-        ev = evaluate_coded(q, cast("CodedRun", r), ms, conv, run_id=name)
+        ev = evaluate_coded(q, r, ms, conv, run_id=name)
         if ev is None:
             return None
         evals.append(ev)
@@ -230,7 +234,7 @@ def _evaluate_coded(
 
         for name, r in zip(names, runs):
             resid = [RBPResidual(k=m.k, p=m.p) for m in rbps]
-            ev = cast("RunEvaluation", evaluate_coded(q, cast("CodedRun", r), resid, conv, run_id=name))
+            ev = cast("RunEvaluation", evaluate_coded(q, r, resid, conv, run_id=name))
             queries = ev.queries[ev.counted].astype(str)
             for m, res in zip(rbps, resid):
                 residual_values[(name, str(m))] = pd.Series(ev.values[res][ev.counted], index=queries, dtype="float64")
