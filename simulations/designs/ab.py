@@ -54,8 +54,16 @@ class ABDesign(Design):
         self.ranking_b = self.world.rankings["A" if self.aa else "B"]
         salt = int(self.rng.integers(0, 2**63))
         self.in_b = hash_unit(np.arange(self.population), salt) < self.config.share_b
+        from simulations.srm import Injection
+
+        # analysis.srm.inject: a deliberately broken split (None normally)
+        self.injection = Injection.from_design(self, salt)
+        # analysis.cuped: the replicate's pre-period, set by simulations.cuped.attach_pre_periods
+        self.pre_period = None
 
     def _process(self, batch: Batch) -> None:
+        if self.injection is not None:
+            self.injection.apply(self.in_b, batch)
         arm_b = self.in_b[batch.user]
         ranking = np.where(arm_b[:, None], self.ranking_b[batch.query], self.ranking_a[batch.query])
         clicks = self._clicks(batch, ranking)
@@ -65,6 +73,16 @@ class ABDesign(Design):
         self._add("clicks", batch.user, n_clicks.astype(np.float64))
         self._add("abandoned", batch.user, (n_clicks == 0).astype(np.float64))
         self._add("rr", batch.user, rr)
+
+    def checkpoint(self, day: int) -> None:
+        """The estimates, then the SRM checks (``srm:`` rows) and, with a pre-period, the CUPED
+        estimates (``cuped:`` rows; :mod:`simulations.srm`, :mod:`simulations.cuped`)."""
+        from simulations.cuped import cuped_rows
+        from simulations.srm import srm_rows
+
+        super().checkpoint(day)
+        self.rows += srm_rows(self, day)
+        self.rows += cuped_rows(self, day)
 
     def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
         in_b = int(self.in_b[users].sum())

@@ -1,0 +1,361 @@
+r"""CUPED in the simulator: a pre-period before the experiment and the adjusted A/B estimates.
+
+Pre-period
+----------
+An A/B design with ``analysis.cuped: {pre_days: N}`` gets, in every replicate, ``N`` simulated
+days *before* the experiment (hours ``-24 N .. -1``, with the same diurnal and weekly pattern):
+the same users (the replicate's activities and user types), the same traffic model and click
+models, and every impression served ranker A (both future arms see A). Each user's per-user
+sums there (queries, clicks, abandoned queries, reciprocal ranks) are the covariate of CUPED /
+regression adjustment (Deng, Xu, Kohavi and Walker 2013) of the same user's experiment metric.
+
+The pre-period is drawn from its own child stream of the replicate's SeedSequence (key
+``(3, "pre_period", N)``; the traffic is on ``(0,)`` and the designs on ``(1, ...)``), so the
+experiment's traffic, clicks and unadjusted estimates are bit-identical with and without it.
+Designs with the same ``pre_days`` share one pre-period per replicate (it is the same history).
+
+Estimates (side rows of each daily checkpoint)
+----------------------------------------------
+For the users active in the experiment so far:
+
+- ``cuped:<metric>``: the CUPED estimate of ``B - A`` with its standard error, normal CI and
+  p-value (:func:`onlineeval.stats.cuped.cuped_ratio`, delta method, for ``test: delta``;
+  :func:`onlineeval.stats.cuped.cuped_mean` of per-user ratios for ``test: welch``);
+- ``cuped_R:<metric>``: ``estimate`` = :math:`R`, the multiple correlation of the experiment
+  value with the covariates (pre-period value and the indicator of pre-period activity),
+  pooled within arms; ``n_users`` = the active users *with* pre-period activity;
+- ``cuped_rho:<metric>``: ``estimate`` = :math:`\rho`, the pooled within-arm correlation of the
+  experiment value with the pre-period value alone (0 for users without pre-period activity).
+
+Conventions: for ``test: delta`` the values correlated are the per-user delta-method influence
+values of the arm's ratio, :math:`e_i = (x_i - \hat R_j y_i)/\bar y_j` (experiment) and
+:math:`f_i` (the same with the pre-period sums and the arm's pre-period ratio); for
+``test: welch`` the per-user ratios. **Users without pre-period activity** (no query in the
+pre-period) get pre value 0 and the indicator covariate "has pre-period activity" (the stats
+module's convention), so they are adjusted by their group mean.
+
+With the optimal coefficient the adjusted variance is :math:`(1 - R^2)` times the unadjusted
+(:math:`1 - \rho^2` with one covariate); :func:`cuped_summary` checks this against the
+variance across replicates and checks that the adjusted estimate is unbiased for the exact
+truth (which CUPED does not change).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulations.sampling import child_seed
+from simulations.world import shown_labels
+
+__all__ = [
+    "CUPED_PREFIX",
+    "RHO_PREFIX",
+    "R_PREFIX",
+    "PrePeriod",
+    "attach_pre_periods",
+    "cuped_lines",
+    "cuped_rows",
+    "cuped_summary",
+    "pooled_correlations",
+    "simulate_pre_period",
+]
+
+CUPED_PREFIX = "cuped:"
+R_PREFIX = "cuped_R:"
+RHO_PREFIX = "cuped_rho:"
+_PRE_KEY = 3
+#: the metric sums of an A/B design (as simulations.designs.ab.METRICS) kept for the pre-period
+_SUMS = ("clicks", "abandoned", "rr")
+#: Monte Carlo standard errors allowed between the replicate reduction and R^2, and for the bias
+CHECK_SE = 4.0
+_BOOTSTRAP = 2000
+
+
+@dataclass(frozen=True)
+class PrePeriod:
+    """Per-user sums of a replicate's pre-period (every user served ranker A).
+
+    Attributes
+    ----------
+    days:
+        Length of the pre-period.
+    sums:
+        ``impressions``, ``clicks``, ``abandoned``, ``rr``: arrays of shape ``(population,)``.
+    """
+
+    days: int
+    sums: dict[str, np.ndarray]
+
+
+def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np.random.Generator) -> PrePeriod:
+    """Simulate ``days`` days before hour 0 with ranker A for everyone.
+
+    ``traffic`` (:class:`simulations.traffic.TrafficModel`) supplies the users' activities and
+    types and the arrival model; a shallow copy draws the arrivals from ``rng``, which also
+    samples the clicks, so the replicate's own traffic stream is not touched.
+    """
+    model = copy.copy(traffic)
+    model.rng = rng
+    population = traffic.population
+    sums = {k: np.zeros(population, dtype=np.float64) for k in ("impressions", *_SUMS)}
+    ranking_a = world.rankings["A"]
+    step = traffic.batch_hours
+    for hour in range(-24 * days, 0, step):
+        batch = model.batch(hour, step)
+        if len(batch) == 0:
+            continue
+        clicks = users.sample(shown_labels(world.labels, batch.query, ranking_a[batch.query]), batch.user_type, rng)
+        n_clicks = clicks.sum(axis=1)
+        rr = np.where(n_clicks > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
+        for key, w in (("impressions", None), ("clicks", n_clicks.astype(np.float64)),
+                       ("abandoned", (n_clicks == 0).astype(np.float64)), ("rr", rr)):
+            sums[key] += np.bincount(batch.user, weights=w, minlength=population)
+    return PrePeriod(days, sums)
+
+
+def attach_pre_periods(traffic: Any, designs: list[Any], seq: np.random.SeedSequence) -> None:
+    """Give every A/B design with ``analysis.cuped`` its replicate's pre-period (attribute
+    ``pre_period``), one simulation per distinct ``pre_days`` on key ``(3, "pre_period", N)``."""
+    done: dict[int, PrePeriod] = {}
+    for design in designs:
+        opts = getattr(design.config.analysis, "cuped", None)
+        if design.kind != "ab" or opts is None:
+            continue
+        n = opts.pre_days
+        if n not in done:
+            rng = np.random.default_rng(child_seed(seq, _PRE_KEY, "pre_period", n))
+            done[n] = simulate_pre_period(traffic, design.world, design.users, n, rng)
+        design.pre_period = done[n]
+
+
+# ----------------------------------------------------------------------------- per checkpoint
+def pooled_correlations(
+    y: np.ndarray, x: np.ndarray, active: np.ndarray, in_b: np.ndarray
+) -> tuple[float, float]:
+    r"""``(R, rho)`` pooled within the arms.
+
+    ``rho``: correlation of ``y`` with ``x`` after centring each within its arm.
+    ``R``: multiple correlation of ``y`` with ``(x, active)`` (``active`` the 0/1 indicator of
+    pre-period activity), :math:`R^2 = s^\top S^{+} s / S_{yy}` from the pooled within-arm
+    cross-products (a constant or collinear covariate drops out through the pseudo-inverse).
+    """
+    cols = np.stack([y, x, active.astype(np.float64)], axis=1)
+    centred = np.empty_like(cols)
+    for arm in (in_b, ~in_b):
+        centred[arm] = cols[arm] - cols[arm].mean(axis=0)
+    s = centred.T @ centred
+    syy = s[0, 0]
+    if not syy > 0:
+        return math.nan, math.nan
+    rho = s[0, 1] / math.sqrt(syy * s[1, 1]) if s[1, 1] > 0 else 0.0
+    r2 = float(s[0, 1:] @ np.linalg.pinv(s[1:, 1:]) @ s[1:, 0]) / syy
+    return math.sqrt(min(max(r2, 0.0), 1.0)), float(rho)
+
+
+def _influence(num: np.ndarray, den: np.ndarray, in_b: np.ndarray) -> np.ndarray:
+    """Per-user delta-method influence values of each arm's ratio (0 where an arm has no denominator)."""
+    out = np.zeros_like(num)
+    for arm in (in_b, ~in_b):
+        sy = den[arm].sum()
+        if sy > 0:
+            out[arm] = (num[arm] - num[arm].sum() / sy * den[arm]) / (sy / arm.sum())
+    return out
+
+
+def cuped_rows(design: Any, day: int) -> list[Any]:
+    """The ``cuped:``, ``cuped_R:`` and ``cuped_rho:`` rows of ``design`` at checkpoint ``day``
+    (none when it has no pre-period); NaN where the estimates are not defined yet."""
+    pre: PrePeriod | None = getattr(design, "pre_period", None)
+    if pre is None:
+        return []
+    from onlineeval.stats.cuped import cuped_mean, cuped_ratio
+    from simulations.designs.ab import METRICS
+    from simulations.designs.base import CheckpointRow
+
+    users = np.flatnonzero(design.sums["impressions"] > 0)
+    sums = {k: v[users] for k, v in design.sums.items()}
+    n_users, n_impr = int(users.size), int(design.sums["impressions"].sum())
+    pre_den = pre.sums["impressions"][users]
+    active = pre_den > 0
+    n_pre = int(active.sum())
+    defined = design._has_data(users, sums)
+    rows = []
+    for metric in design.metric_names():
+        key = METRICS[metric]
+        primary = metric == design.metric_names()[0]
+        nan5 = (math.nan,) * 5
+        if not defined:
+            vals, r, rho = nan5, math.nan, math.nan
+        else:
+            b = design.in_b[users]
+            a = ~b
+            den, num = sums["impressions"], sums[key]
+            pnum = pre.sums[key][users]
+            if design.config.test == "welch":
+                y = num / den
+                x = np.where(active, pnum / np.where(active, pre_den, 1.0), 0.0)
+                res = cuped_mean(y[a], x[a], y[b], x[b], pre_active_a=active[a], pre_active_b=active[b],
+                                 alpha=design.alpha)
+            else:
+                res = cuped_ratio(num[a], den[a], num[b], den[b], pnum[a], pre_den[a], pnum[b], pre_den[b],
+                                  alpha=design.alpha)
+                y, x = _influence(num, den, b), _influence(pnum, pre_den, b)
+            e = res.adjusted
+            vals = (float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue))
+            r, rho = pooled_correlations(y, x, active, b)
+        rows.append(CheckpointRow(design.name, design.aa, day, CUPED_PREFIX + metric, primary, *vals, n_users, n_impr))
+        rows.append(CheckpointRow(design.name, design.aa, day, R_PREFIX + metric, False, r, *nan5[:4], n_pre, n_impr))
+        rows.append(CheckpointRow(design.name, design.aa, day, RHO_PREFIX + metric, False, rho, *nan5[:4], n_users,
+                                  n_impr))
+    return rows
+
+
+# ----------------------------------------------------------------------------- summary
+def _last(rows: pd.DataFrame, design: str, aa: bool, metric: str) -> pd.DataFrame:
+    sub = rows[(rows["design"] == design) & (rows["aa"] == aa) & (rows["metric"] == metric)]
+    if not len(sub):
+        return sub
+    return sub[sub["day"] == sub["day"].max()].sort_values("replicate")
+
+
+def _reduction_check(u: np.ndarray, v: np.ndarray, r2: np.ndarray, seed: int) -> dict[str, float]:
+    """Replicate variance reduction ``1 - var(v)/var(u)`` (paired replicates), the mean R^2, and
+    the bootstrap SE over replicates of each and of their difference."""
+    def stats(idx: np.ndarray) -> np.ndarray:
+        vu = u[idx].var(axis=-1, ddof=1)
+        vv = v[idx].var(axis=-1, ddof=1)
+        red = 1.0 - vv / vu
+        return np.stack([red, r2[idx].mean(axis=-1), red - r2[idx].mean(axis=-1)])
+
+    point = stats(np.arange(u.size)[None, :])[:, 0]
+    rng = np.random.default_rng(seed)
+    boot = stats(rng.integers(0, u.size, size=(_BOOTSTRAP, u.size)))
+    se = boot.std(axis=1, ddof=1)
+    return {"replicates": float(point[0]), "replicates_se": float(se[0]), "theoretical_R2": float(point[1]),
+            "theoretical_R2_se": float(se[1]), "difference": float(point[2]), "difference_se": float(se[2])}
+
+
+def cuped_summary(
+    rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dict[str, Any], truths: dict[tuple[str, str], Any],
+    config: Any,
+) -> dict[str, Any]:
+    """Per A/B design with a pre-period and per metric, on the last day: the variance reduction
+    across replicates (``1 - var_adj / var_unadj`` with its bootstrap SE over replicates) and
+    within replicates (``1 - mean se_adj^2 / mean se^2``), the mean :math:`\\rho` and :math:`R`,
+    the theoretical reduction :math:`R^2` (= :math:`\\rho^2` with one covariate) and the check
+    that the two agree within 4 SE, the adjusted estimator's bias against the exact truth
+    (within 4 SE), its A/A rate, and the required impressions / days / users with CUPED."""
+    from onlineeval.stats import binomial_band
+    from simulations.analysis import (
+        expected_distinct_users,
+        required_impressions,
+        variance_model,
+    )
+
+    alpha, target = config.analysis.alpha, config.analysis.power
+    out: dict[str, Any] = {}
+    for design in config.designs:
+        if design.type != "ab" or design.analysis.cuped is None or design.name not in designs:
+            continue
+        entry: dict[str, Any] = {"pre_days": design.analysis.cuped.pre_days, "metrics": {}}
+        for metric, main in designs[design.name].items():
+            plain = _last(rows, design.name, False, metric)
+            adj = _last(side_rows, design.name, False, CUPED_PREFIX + metric)
+            rr = _last(side_rows, design.name, False, R_PREFIX + metric)
+            rho = _last(side_rows, design.name, False, RHO_PREFIX + metric)
+            ok = (np.isfinite(plain["estimate"].to_numpy()) & np.isfinite(adj["estimate"].to_numpy())
+                  & np.isfinite(rr["estimate"].to_numpy()))
+            n = int(ok.sum())
+            if n < 3:
+                continue
+            u, v = plain["estimate"].to_numpy()[ok], adj["estimate"].to_numpy()[ok]
+            r = rr["estimate"].to_numpy()[ok]
+            truth = truths[(design.name, metric)].value
+            seed = zlib.crc32(f"{config.seed}:{design.name}:{metric}".encode())
+            red = _reduction_check(u, v, r**2, seed)
+            se_u, se_v = plain["se"].to_numpy()[ok], adj["se"].to_numpy()[ok]
+            bias, bias_se = float(v.mean() - truth), float(v.std(ddof=1) / math.sqrt(n))
+            m: dict[str, Any] = {
+                "replicates": n,
+                "day": int(adj["day"].iloc[0]),
+                "true_effect": truth,
+                "unadjusted": {"mean_estimate": float(u.mean()), "sd_estimate": float(u.std(ddof=1)),
+                               "mean_se": float(se_u.mean())},
+                "adjusted": {"mean_estimate": float(v.mean()), "sd_estimate": float(v.std(ddof=1)),
+                             "mean_se": float(se_v.mean())},
+                "rho": float(np.nanmean(rho["estimate"].to_numpy()[ok])),
+                "R": float(r.mean()),
+                "users_with_pre_period": float(rr["n_users"].to_numpy()[ok].mean() / plain["n_users"].to_numpy()[ok]
+                                               .mean()),
+                "variance_reduction": {
+                    "replicates": red["replicates"],
+                    "replicates_se": red["replicates_se"],
+                    "within_replicate": float(1.0 - np.mean(se_v**2) / np.mean(se_u**2)),
+                    "theoretical_R2": red["theoretical_R2"],
+                    "theoretical_R2_se": red["theoretical_R2_se"],
+                    "difference_se": red["difference_se"],
+                    "matches": bool(abs(red["difference"]) <= CHECK_SE * red["difference_se"]),
+                },
+                "bias": bias,
+                "bias_se": bias_se,
+                "unbiased": bool(abs(bias) <= CHECK_SE * bias_se),
+            }
+            days = side_rows[(side_rows["design"] == design.name) & (~side_rows["aa"])
+                             & (side_rows["metric"] == CUPED_PREFIX + metric)]
+            by_day = days.groupby("day").agg(se=("se", "mean"), imp=("n_impressions", "mean")).sort_index()
+            fit = variance_model(by_day["imp"].to_numpy(), by_day["se"].to_numpy())
+            n_req = required_impressions(fit, truth, alpha, target) if main.get("detectable", True) else math.inf
+            finite = math.isfinite(n_req)
+            m["required"] = {
+                "impressions": n_req if finite else None,
+                "days": n_req / config.traffic.queries_per_day if finite else None,
+                "users": float(expected_distinct_users(n_req, config.users.population, config.users.activity.sigma))
+                if finite else None,
+                "unadjusted_impressions": main.get("analytic_required_impressions"),
+                "unadjusted_days": main.get("analytic_required_days"),
+                "unadjusted_users": main.get("analytic_required_users"),
+            }
+            aa = _last(side_rows, design.name, True, CUPED_PREFIX + metric)
+            p = aa["pvalue"].to_numpy() if len(aa) else np.array([])
+            if p.size:
+                band = binomial_band(p.size, alpha, 0.99)
+                k = int(np.sum(p < alpha))
+                m["aa"] = {"false_positive_rate": k / p.size, "replicates": int(p.size),
+                           "binomial_99_band": [band.lo_rate, band.hi_rate], "within_band": band.contains(k)}
+            entry["metrics"][metric] = m
+        out[design.name] = entry
+    return out
+
+
+def cuped_lines(summary: dict[str, Any]) -> list[str]:
+    """The terminal block of :func:`cuped_summary`."""
+    cup = summary.get("cuped") or {}
+    if not cup:
+        return []
+    lines = ["", ("CUPED (pre-period: the same users on ranker A; covariate = each user's pre-period metric, delta-"
+                  "method influence values for ratios; users without pre-period activity: value 0 + an indicator; "
+                  "last day; reduction = 1 - var_adj/var_unadj across replicates +- bootstrap SE, within = 1 - "
+                  "mean se_adj^2/se^2, R^2 = theory (rho: pre value alone); bias vs the exact truth; '!' = beyond 4 SE):"),
+             (f"  {'design':10s} {'metric':17s} {'pre':>4s} {'with pre':>8s} {'rho':>6s} {'R^2':>6s} "
+              f"{'reduction':>15s} {'within':>7s} {'bias/SE':>8s} {'A/A':>6s}  days needed (unadjusted)")]
+    for design, e in cup.items():
+        for metric, m in e["metrics"].items():
+            vr = m["variance_reduction"]
+            red = f"{vr['replicates']:.3f}+-{vr['replicates_se']:.3f}" + ("" if vr["matches"] else "!")
+            z = m["bias"] / m["bias_se"] if m["bias_se"] > 0 else 0.0
+            aa = m.get("aa")
+            aa_s = "-" if aa is None else f"{aa['false_positive_rate']:.3f}" + ("" if aa["within_band"] else "!")
+            req = m["required"]
+            days = "not reachable" if req["days"] is None else f"{req['days']:.1f}"
+            base = "-" if req["unadjusted_days"] is None else f"{req['unadjusted_days']:.1f}"
+            lines.append(f"  {design:10s} {metric:17s} {e['pre_days']:>3d}d {m['users_with_pre_period']:>8.2f} "
+                         f"{m['rho']:>6.3f} {vr['theoretical_R2']:>6.3f} {red:>15s} {vr['within_replicate']:>7.3f} "
+                         f"{z:>7.1f}{'' if m['unbiased'] else '!'} {aa_s:>6s}  {days} ({base})")
+    return lines

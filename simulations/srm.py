@@ -1,0 +1,188 @@
+r"""Sample ratio mismatch in the simulator: the checks on every A/B design and an injected broken split.
+
+Checks (side rows of every daily checkpoint of every A/B design, its A/A variant included)
+----------------------------------------------------------------------------------------
+With the active users so far and the planned share :math:`\pi_B` = ``share_b``:
+
+- ``srm:users``: Pearson's :math:`\chi^2` of the users per arm against
+  :math:`(1 - \pi_B, \pi_B)` (:func:`onlineeval.stats.srm.srm_chisquare`);
+- ``srm:impressions``: the impression split, clustered by user (the randomisation test
+  :func:`onlineeval.stats.srm.srm_impressions`: impressions are not independent units);
+- ``srm:impressions_naive``: Pearson's :math:`\chi^2` of the impressions per arm as if they
+  were independent (what a naive dashboard computes; it fires too often with heavy users).
+
+In each row ``estimate`` is the observed share of arm B (users or impressions) and ``pvalue``
+the test's p-value; the other statistics are NaN. A replicate is *flagged* when
+``pvalue < analysis.srm.alpha`` (default 0.001, Fabijan et al. 2019). The summary gives the
+share of replicates flagged on the last day with its exact 99% binomial band around the SRM
+alpha (what a correct split gives), and the share flagged on any day.
+
+Injected broken split
+---------------------
+``analysis.srm.inject: {user_type: T, arm: B, share: s}`` moves a fraction ``s`` of the users of
+type ``T`` that the hash puts in the other arm into ``arm`` (chosen by a second hash of the
+user id with a salt derived from the split's, so the design's random stream and everyone
+else's assignment are unchanged; a user keeps their arm for the whole experiment). Because
+a user type behaves differently, the arms then differ in who is in them, and the estimate is
+biased against the exact truth (which the injection does not change): the summary reports
+that bias per metric with its Monte Carlo SE next to the share of replicates flagged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SRM_CHECKS", "SRM_PREFIX", "Injection", "srm_lines", "srm_rows", "srm_summary"]
+
+SRM_PREFIX = "srm:"
+SRM_CHECKS = ("users", "impressions", "impressions_naive")
+_INJECT_SALT = 0x5EED5A17
+
+
+class Injection:
+    """The broken split of one A/B design: applied to its per-user arm vector batch by batch.
+
+    Parameters
+    ----------
+    type_index:
+        Index of the moved user type (``batch.user_type`` code).
+    to_b:
+        True to move users into B, False into A.
+    share:
+        Fraction of the type's users in the other arm that are moved.
+    salt:
+        The split's salt; the selection hashes the user id with ``salt ^ 0x5EED5A17``.
+    population:
+        Number of users.
+    """
+
+    def __init__(self, type_index: int, to_b: bool, share: float, salt: int, population: int) -> None:
+        from simulations.designs.ab import hash_unit
+
+        self.type_index = int(type_index)
+        self.to_b = bool(to_b)
+        self.selected = hash_unit(np.arange(population), salt ^ _INJECT_SALT) < share
+
+    @classmethod
+    def from_design(cls, design: Any, salt: int) -> Injection | None:
+        """The injection configured in ``design.config.analysis.srm.inject`` (None without one)."""
+        inj = design.config.analysis.srm.inject
+        if inj is None:
+            return None
+        names = list(design.users.names)
+        return cls(names.index(inj.user_type), inj.arm == "B", inj.share, salt, design.population)
+
+    def apply(self, in_b: np.ndarray, batch: Any) -> None:
+        """Move the batch's selected users of the type (in place; idempotent per user)."""
+        users = batch.user[(batch.user_type == self.type_index) & self.selected[batch.user]]
+        in_b[users] = self.to_b
+
+
+def srm_rows(design: Any, day: int) -> list[Any]:
+    """The ``srm:`` rows of an A/B design at checkpoint ``day``."""
+    from onlineeval.stats.srm import srm_chisquare, srm_impressions
+    from simulations.designs.base import CheckpointRow
+
+    imp = design.sums["impressions"]
+    users = np.flatnonzero(imp > 0)
+    b = design.in_b[users]
+    m = imp[users]
+    pb = design.config.share_b
+    alpha = design.config.analysis.srm.alpha
+    n_users, n_impr = int(users.size), int(imp.sum())
+    tests = {
+        "users": srm_chisquare([users.size - int(b.sum()), int(b.sum())], [1 - pb, pb], alpha=alpha),
+        "impressions": srm_impressions(m[~b], m[b], pb, alpha=alpha),
+        "impressions_naive": srm_chisquare([m[~b].sum(), m[b].sum()], [1 - pb, pb], alpha=alpha),
+    }
+    rows = []
+    for name in SRM_CHECKS:
+        res = tests[name]
+        share = float(res.observed_share[..., 1])
+        rows.append(CheckpointRow(design.name, design.aa, day, SRM_PREFIX + name, False, share, math.nan, math.nan,
+                                  math.nan, float(res.pvalue), n_users, n_impr))
+    return rows
+
+
+def srm_summary(side_rows: pd.DataFrame, designs: dict[str, Any], config: Any) -> dict[str, Any]:
+    """Per A/B design and variant (``experiment``, ``aa``) and check: the share of replicates
+    flagged on the last day with its exact 99% binomial band under a correct split, the share
+    flagged on any day, the mean observed share of B; with an injected split, the bias of
+    every metric's estimate against the exact truth (from the main table)."""
+    from onlineeval.stats import binomial_band
+
+    out: dict[str, Any] = {}
+    for design in config.designs:
+        if design.type != "ab":
+            continue
+        srm = design.analysis.srm
+        entry: dict[str, Any] = {"alpha": srm.alpha, "planned_share_b": design.share_b,
+                                 "inject": None if srm.inject is None else srm.inject.model_dump()}
+        mine = side_rows[side_rows["design"] == design.name]
+        for aa in (False, True):
+            variant: dict[str, Any] = {}
+            for check in SRM_CHECKS:
+                sub = mine[(mine["aa"] == aa) & (mine["metric"] == SRM_PREFIX + check)]
+                if not len(sub):
+                    continue
+                last = sub[sub["day"] == sub["day"].max()]
+                p = last["pvalue"].to_numpy()
+                k = int(np.sum(p < srm.alpha))
+                band = binomial_band(p.size, srm.alpha, 0.99)
+                ever = sub.groupby("replicate")["pvalue"].min().to_numpy() < srm.alpha
+                variant[check] = {
+                    "replicates": int(p.size),
+                    "flagged_last_day": k / p.size,
+                    "binomial_99_band": [band.lo_rate, band.hi_rate],
+                    "within_band": band.contains(k),
+                    "flagged_any_day": float(ever.mean()),
+                    "mean_share_b": float(last["estimate"].mean()),
+                }
+            if variant:
+                entry["aa" if aa else "experiment"] = variant
+        if srm.inject is not None and design.name in designs:
+            entry["effect_on_estimates"] = {
+                metric: {"mean_estimate": e["final_day"]["mean_estimate"], "true_effect": e["true_effect"],
+                         "bias": e["estimator_bias"], "bias_se": e["estimator_bias_se"],
+                         "biased": e.get("biased_estimate", False)}
+                for metric, e in designs[design.name].items()
+            }
+        out[design.name] = entry
+    return out
+
+
+def srm_lines(summary: dict[str, Any]) -> list[str]:
+    """The terminal block of :func:`srm_summary`."""
+    srm = summary.get("srm") or {}
+    if not srm:
+        return []
+    lines = ["", ("Sample ratio mismatch (share of replicates flagged at p < the SRM alpha on the last day, '!' = outside "
+                  "its 99% binomial band under a correct split; impressions: clustered by user, naive: as independent "
+                  "units; any day: flagged at some daily look):"),
+             f"  {'design':12s} {'variant':10s} {'users':>14s} {'impressions':>14s} {'naive impr.':>14s}  B share"]
+    for design, e in srm.items():
+        for variant in ("experiment", "aa"):
+            v = e.get(variant)
+            if not v:
+                continue
+            cells = []
+            for check in SRM_CHECKS:
+                c = v.get(check)
+                cells.append("-" if c is None else f"{c['flagged_last_day']:.3f}{'' if c['within_band'] else '!'}"
+                             f" ({c['flagged_any_day']:.2f})")
+            share = v.get("users", {}).get("mean_share_b", math.nan)
+            lines.append(f"  {design:12s} {variant:10s} {cells[0]:>14s} {cells[1]:>14s} {cells[2]:>14s}  "
+                         f"{share:.4f} (planned {e['planned_share_b']:g}, alpha {e['alpha']:g})")
+        inj = e.get("inject")
+        if inj:
+            lines.append(f"    injected: {inj['share']:.0%} of the {inj['user_type']} users of the other arm moved to "
+                         f"{inj['arm']}; effect on the estimates (mean - exact truth, Monte Carlo SE):")
+            for metric, x in e.get("effect_on_estimates", {}).items():
+                z = x["bias"] / x["bias_se"] if x["bias_se"] else math.nan
+                lines.append(f"      {metric:17s} bias {x['bias']:+.5f} (SE {x['bias_se']:.5f}, {z:+.1f} SE"
+                             f"{', biased' if x['biased'] else ''}; truth {x['true_effect']:+.5f})")
+    return lines
