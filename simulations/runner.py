@@ -97,6 +97,10 @@ def build_replicate(
         if hasattr(design, "last_day"):  # counterfactual: estimators fitted on the whole log run then
             design.last_day = config.traffic.days
         designs.append(design)
+    from simulations.cuped import attach_pre_periods
+
+    # analysis.cuped: the pre-period of A/B designs, on its own child stream (3, "pre_period", days)
+    attach_pre_periods(traffic, designs, seq)
     return traffic, designs
 
 
