@@ -394,6 +394,16 @@ def analyse(
 
     summary["sequential"] = sequential_summary(rows, side_rows, designs, config)
     summary["multiple"] = multiple_summary(rows, designs, config)
+    # A/B designs: SRM checks of the split (side rows srm:*) and, with a pre-period, CUPED (cuped:*)
+    from simulations.cuped import cuped_summary
+    from simulations.srm import srm_summary
+
+    srm = srm_summary(side_rows, designs, config)
+    if srm:
+        summary["srm"] = srm
+    cuped = cuped_summary(rows, side_rows, designs, truth, config)
+    if cuped:
+        summary["cuped"] = cuped
     if config.analysis.assumption_sweep is not None:
         from simulations.designs.counterfactual import assumption_sweep
 
