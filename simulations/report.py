@@ -314,6 +314,11 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
 
     lines += sequential_lines(result.summary, cfg.traffic.batch_hours)
     lines += multiple_lines(result.summary)
+    from simulations.cuped import cuped_lines
+    from simulations.srm import srm_lines
+
+    lines += srm_lines(result.summary)
+    lines += cuped_lines(result.summary)
     lines += _counterfactual_lines(result)
     if result.output is not None:
         lines.append(f"  results in {result.output}: " + ", ".join(written_files(result)))
