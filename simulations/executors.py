@@ -1,10 +1,11 @@
-"""Execution backends for sweeps: where chunks of replicates run.
+"""Execution backends for sweeps: where the tasks (ground truths, chunks of replicates) run.
 
 A task is one chunk of replicates of one sweep point, :class:`Task` ``(point, config,
 indices)``, or the point's ground truth (``kind="truth"``: the exact A/B effects and the
 Monte Carlo interleaving preferences, seconds of work per point that would otherwise run
 serially in the client). A backend runs tasks and hands each result (a finished chunk,
-``[(replicate, rows), ...]``, or the truths) to a callback in the calling thread. Two backends share that interface:
+``[(replicate, rows), ...]``, or the truths) to a callback in the calling thread. Two
+backends share that interface:
 
 - :class:`LocalExecutor` (the default): ``workers`` local processes
   (:class:`concurrent.futures.ProcessPoolExecutor`); ``workers=1`` runs in-process. No
@@ -113,7 +114,7 @@ def run_task(config: Config, world: World, indices: tuple[int, ...], kind: str =
 
 
 class Executor(ABC):
-    """Runs tasks; ``on_done(task, rows)`` is called in the caller's thread as each finishes."""
+    """Runs tasks; ``on_done(task, result)`` is called in the caller's thread as each finishes."""
 
     name: str = "executor"
 

@@ -399,7 +399,8 @@ def _tau_block(obs: pd.DataFrame, systems: pd.DataFrame, estimates: pd.DataFrame
         rng = np.random.default_rng(_TAU_SEED)
         draws = y[None, :] + s[None, :] * rng.standard_normal((TAU_DRAWS, len(y)))
         taus = np.array([kendall_tau_b(x, d) for d in draws])
-        out["truth_mc_sd"] = float(np.nanstd(taus, ddof=1))
+        taus = taus[np.isfinite(taus)]
+        out["truth_mc_sd"] = float(taus.std(ddof=1)) if taus.size > 1 else None
     for (qpd, days), sub in obs.groupby(["queries_per_day", "days"], sort=True):
         sub = sub.drop_duplicates(["offline_delta", "online_effect", "online_effect_se"])
         if len(sub) < 2:
@@ -413,9 +414,10 @@ def _tau_block(obs: pd.DataFrame, systems: pd.DataFrame, estimates: pd.DataFrame
         sign = float(sub["improvement_sign"].iloc[0])
         xs = sub["offline_delta"].to_numpy(dtype=np.float64)
         taus = np.array([kendall_tau_b(xs, sign * r) for r in table.to_numpy()])
+        taus = taus[np.isfinite(taus)]  # tau is undefined for an experiment whose estimates are all equal
         out["experiment"].append({"queries_per_day": float(qpd), "days": int(days), "replicates": len(table),
-                                  "mean": float(np.nanmean(taus)),
-                                  "sd": float(np.nanstd(taus, ddof=1)) if len(taus) > 1 else None,
+                                  "mean": float(taus.mean()) if taus.size else None,
+                                  "sd": float(taus.std(ddof=1)) if taus.size > 1 else None,
                                   "n_systems": len(sub)})
     return out
 
@@ -511,7 +513,8 @@ def _mde_curves(obs: pd.DataFrame, relation: dict[str, Any], level: float) -> li
             entry.update(
                 slope=fit["slope"], slope_ci=fit["slope_ci"], offline_mde=[float(v) for v in mid],
                 offline_mde_low=[float(v) for v in mde_offline(se, hi, alpha, power)],
-                offline_mde_high=[float(v) for v in mde_offline(se, lo, alpha, power)] if lo > 0 else [None] * len(days),
+                offline_mde_high=([float(v) for v in mde_offline(se, lo, alpha, power)] if lo > 0
+                                  else [None] * len(days)),
             )
             at = mde_offline(np.sqrt(a / (sim_days * float(qpd)) + b), fit["slope"], alpha, power)
             entry["offline_mde_at_simulated_days"] = float(at)
@@ -656,7 +659,7 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
                 text += f" (MC sd {k['truth_mc_sd']:.2f})"
             for e in k["experiment"]:
                 text += (f"; one experiment of {e['days']} d at {e['queries_per_day']:g} queries/day: "
-                         f"{e['mean']:.2f} +- {_fmt(e['sd'], '.2f')}")
+                         f"{_fmt(e['mean'], '.2f')} +- {_fmt(e['sd'], '.2f')}")
             lines.append(text)
     mdes = [(", ".join(str(v) for v in g["key"].values()) or g["label"], m) for g in study["groups"] for m in g["mde"]]
     if mdes:

@@ -600,7 +600,8 @@ def run_sweep(
             own = executor is None
             ex = executor if executor is not None else make_executor(scheduler, workers, sweep.executor)
             try:
-                say(f"running {len(tasks)} task(s) of {len(open_points)} point(s) on {ex.name} ({ex.workers} worker(s))")
+                say(f"running {len(tasks)} task(s) of {len(open_points)} point(s) on {ex.name} "
+                    f"({ex.workers} worker(s))")
                 ex.run(tasks, worlds, on_done)
             finally:
                 if own:

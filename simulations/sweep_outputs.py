@@ -81,7 +81,8 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
         for design, metrics in (s.get("designs") or {}).items():
             if not isinstance(metrics, dict) or not metrics:
                 continue
-            name = next((m for m, v in metrics.items() if isinstance(v, dict) and v.get("primary")), next(iter(metrics)))
+            primary = (m for m, v in metrics.items() if isinstance(v, dict) and v.get("primary"))
+            name = next(primary, next(iter(metrics)))
             m = metrics[name]
             row: dict[str, Any] = {"point": point.index, "folder": f"points/{point.folder_name}"}
             row.update({a: point.label(a) for a in sweep.axes})

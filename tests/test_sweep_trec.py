@@ -41,7 +41,8 @@ def _collection(root: Path, n_queries: int = 8, docs: int = 12) -> None:
         with open(path, "w") as fh:
             for q in range(n_queries):
                 scores = grades[q] + noise * r.standard_normal(docs)
-                fh.writelines(f"q{q} Q0 d{d} {rank + 1} {scores[d]:.6f} run{seed}\n" for rank, d in enumerate(np.argsort(-scores)))
+                order = np.argsort(-scores)
+                fh.writelines(f"q{q} Q0 d{d} {rank + 1} {scores[d]:.6f} run{seed}\n" for rank, d in enumerate(order))
 
     write_run(runs / "base.run", 2.0, 1)
     for i, noise in enumerate((0.5, 1.0, 3.0)):
