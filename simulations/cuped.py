@@ -231,13 +231,15 @@ def _reduction_check(u: np.ndarray, v: np.ndarray, r2: np.ndarray, seed: int) ->
     def stats(idx: np.ndarray) -> np.ndarray:
         vu = u[idx].var(axis=-1, ddof=1)
         vv = v[idx].var(axis=-1, ddof=1)
-        red = 1.0 - vv / vu
+        with np.errstate(divide="ignore", invalid="ignore"):  # a resample of one repeated value: NaN, dropped
+            red = np.where(vu > 0, 1.0 - vv / np.where(vu > 0, vu, 1.0), np.nan)
         return np.stack([red, r2[idx].mean(axis=-1), red - r2[idx].mean(axis=-1)])
 
     point = stats(np.arange(u.size)[None, :])[:, 0]
     rng = np.random.default_rng(seed)
     boot = stats(rng.integers(0, u.size, size=(_BOOTSTRAP, u.size)))
-    se = boot.std(axis=1, ddof=1)
+    boot = boot[:, np.isfinite(boot).all(axis=0)]
+    se = boot.std(axis=1, ddof=1) if boot.shape[1] > 1 else np.full(3, np.nan)
     return {"replicates": float(point[0]), "replicates_se": float(se[0]), "theoretical_R2": float(point[1]),
             "theoretical_R2_se": float(se[1]), "difference": float(point[2]), "difference_se": float(se[2])}
 
