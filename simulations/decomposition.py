@@ -51,7 +51,9 @@ online model ``W6`` (all types by share, frequency-weighted), and
 :math:`\phi_c = G_6 / G_6^{(-c)}`:
 
 - ``frequency``: queries weighted uniformly;
-- ``attractiveness``: every type clicks an examined document with the normalised gain;
+- ``attractiveness``: every type clicks an examined document with the normalised gain
+  (continuations that depend on the attractiveness, as CCM's after a click, keep the
+  model's own values);
 - ``examination``: every chain type continues after a skip with the metric's :math:`C(r)`
   and after a click with :math:`C(r)\,c^1_r/c^0_r` (its extra stopping after a click kept
   as a ratio); an independent-click type becomes the metric's chain user with its own
@@ -132,8 +134,8 @@ a ``not decomposable for <model>: <why>`` reason, never computed wrongly.
     :math:`G_6^{(-c)}`; ``reason`` says why a factor is ``None``); ``scale_factor``
     (:math:`f_2`); ``one_at_a_time_product`` (:math:`f_2 \prod_c \phi_c`); ``residual``;
     ``order_averaged``: ``{"factors": {cause: factor} | None, "scale_uniform", "product",
-    "reason"}``; ``sign_changes``: the stages (and ``-<cause>`` variants) whose improvement has the
-    opposite sign of ``W0``'s.
+    "reason"}``; ``sign_changes``: the stages (and ``-<cause>`` variants) whose improvement
+    has the opposite sign of ``W0``'s.
 """
 
 from __future__ import annotations
