@@ -1,17 +1,31 @@
-"""Benchmark: the cost of SimPy in a simulation run, and replicate throughput.
+"""Benchmark: replicate throughput, the cost of SimPy, and the ratio against the kernels.
 
 Runs the same replicates of ``configs/ab.yaml`` twice in this process: once driven by
-SimPy (:func:`simulations.traffic.run_traffic`, one event per batch plus a daily
-monitor) and once by a plain Python loop over the same batches and checkpoints. Both
-give identical numbers; the ratio of their times is the SimPy overhead (target: < 5%).
+SimPy (:func:`simulations.runner.run_replicate`, one event per batch plus a daily
+monitor) and once by a plain Python loop over the same batches, per-batch looks
+(:class:`simulations.sequential.BatchLooks`, ``analysis.monitoring: batch``) and daily
+checkpoints. Both give identical rows (checked); the ratio of their times is the SimPy
+overhead (target: < 5%).
 
-    python benchmarks/bench_simulation.py [--replicates 4] [--config configs/ab.yaml]
+Throughput is counted in *impression-designs*: one impression processed by one design
+(A/A variants and null variants included), per second on one core (everything here runs
+in this one process and is timed in CPU time of this process, ``time.process_time``, so other
+load on a shared machine does not count). In the same run it measures the two kernels a replicate is made of,
+on the world's own lists and the config's users, so the ratios are machine-independent:
+
+- click sampling alone (:meth:`simulations.users.UserModels.sample` on shown grades);
+- team-draft interleave + outcome alone (``onlineeval.interleaving``).
+
+Target (issue 12, "Speed of one point"): at least 3M impression-designs/s per core.
+
+    python benchmarks/bench_simulation.py [--replicates 4] [--config configs/ab.yaml] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,25 +41,60 @@ from simulations.runner import (
     run_replicate,
     world_seed,
 )
+from simulations.sequential import batch_looks
 from simulations.traffic import TrafficModel, run_traffic
 from simulations.users import UserModels
-from simulations.world import build_world
+from simulations.world import build_world, shown_labels
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def plain_loop_replicate(config, world, users, seq, index):
-    """The work of :func:`run_replicate` without SimPy: a for-loop over batches."""
+    """The work of :func:`run_replicate` without SimPy: a for-loop over batches, then the
+    per-batch looks, then (at the end of a day) the daily checkpoints, in SimPy's order."""
     traffic, designs = build_replicate(config, world, users, seq)
+    consumers = [*designs, *batch_looks(designs)]
     step = traffic.batch_hours
     for hour in range(0, traffic.days * 24, step):
         batch = traffic.batch(hour, step)
-        for d in designs:
-            d.process(batch)
+        for c in consumers:
+            c.process(batch)
         if (hour + step) % 24 == 0:
             for d in designs:
                 d.checkpoint((hour + step) // 24)
     return replicate_rows(designs, index)
+
+
+def best_time(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm-up
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+def kernel_rates(world, users, batch: int, repeat: int) -> tuple[float, float]:
+    """Impressions/s of click sampling alone and of team-draft interleave + outcome alone,
+    on ``batch`` impressions of the world's queries (by frequency) and the config's users."""
+    from onlineeval.interleaving import get_interleaver
+
+    rng = np.random.default_rng(1)
+    q = np.minimum(np.searchsorted(np.cumsum(world.frequency), rng.random(batch), side="right"), world.n_queries - 1)
+    types = users.draw_types(batch, rng)
+    labels = shown_labels(world.labels, q, world.rankings["A"][q])
+    t_clicks = best_time(lambda: users.sample(labels, types, rng), repeat)
+    td = get_interleaver("team_draft")
+    lists = [world.rankings["A"][q], world.rankings["B"][q]]
+    clicks = users.sample(labels, types, rng)
+
+    def team_draft() -> None:
+        shown = td.interleave(lists, rng, length=world.depth)
+        td.outcome(shown, clicks)
+
+    t_td = best_time(team_draft, repeat)
+    return batch / t_clicks, batch / t_td
 
 
 def main() -> None:
@@ -60,9 +109,9 @@ def main() -> None:
     seqs = replicate_seeds(cfg.seed, args.replicates)
 
     def timed(fn):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         rows = [r for i, s in enumerate(seqs) for r in fn(cfg, world, users, s, i)]
-        return time.perf_counter() - t0, rows
+        return time.process_time() - t0, rows
 
     timed(run_replicate)  # warm up
     best_simpy = best_plain = float("inf")
@@ -74,22 +123,36 @@ def main() -> None:
     # SimPy's own cost: the same schedule of events with nothing to do in them
     empty = TrafficModel(cfg.traffic, cfg.users, world.frequency, np.random.default_rng(0))
     empty.batch = lambda hour, hours=1: None  # type: ignore[method-assign]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for _ in range(50):
         run_traffic(empty, [], lambda day: None)
-    t_events = (time.perf_counter() - t0) / 50
-    impressions = cfg.traffic.days * cfg.traffic.queries_per_day * len(design_specs(cfg))
+    t_events = (time.process_time() - t0) / 50
+    n_designs = len(design_specs(cfg))
+    batch = cfg.traffic.queries_per_day * cfg.traffic.batch_hours // 24  # expected impressions per batch
+    clicks_rate, td_rate = kernel_rates(world, users, max(batch, 1000), repeat=5 * args.rounds)
+    big_clicks, big_td = kernel_rates(world, users, 200_000, repeat=args.rounds)
+    impressions = cfg.traffic.days * cfg.traffic.queries_per_day * n_designs  # expected, per replicate
+    rate = impressions * args.replicates / best_simpy
     overhead = best_simpy / best_plain - 1
     print(f"config: {args.config} ({cfg.traffic.days} days, {cfg.traffic.queries_per_day} queries/day, "
-          f"batch every {cfg.traffic.batch_hours} h, {len(design_specs(cfg))} designs incl. A/A)")
-    print(f"replicates timed: {args.replicates}, best of {args.rounds} rounds")
+          f"batch every {cfg.traffic.batch_hours} h = ~{batch} impressions, {n_designs} designs incl. A/A and null)")
+    print(f"replicates timed: {args.replicates}, best of {args.rounds} rounds, one process (one core)")
+    print("convention: impression-designs = expected impressions x designs (days x queries/day x designs)")
     print(f"SimPy-driven : {best_simpy / args.replicates:8.3f} s per replicate "
-          f"({impressions * args.replicates / best_simpy:,.0f} impression-designs/s)")
+          f"= {rate / 1e6:6.2f} M impression-designs/s per core (target >= 3)")
     print(f"plain loop   : {best_plain / args.replicates:8.3f} s per replicate")
     print(f"ratio SimPy / plain loop: {best_simpy / best_plain:.3f}  (overhead {100 * overhead:+.1f}%; target < 5%)")
     print(f"SimPy events alone: {1e3 * t_events:.2f} ms per replicate = "
           f"{100 * t_events / (best_simpy / args.replicates):.2f}% of a replicate (target < 5%)")
-    print("identical results: yes")
+    print(f"kernels on batches of {max(batch, 1000)} impressions of this world (same run):")
+    print(f"  click sampling alone      : {clicks_rate / 1e6:6.2f} M impressions/s; "
+          f"replicate / clicks = {rate / clicks_rate:.3f}")
+    print(f"  team-draft interleave+outcome: {td_rate / 1e6:6.2f} M impressions/s; "
+          f"replicate / team-draft = {rate / td_rate:.3f}")
+    print(f"  on batches of 200000 (the kernels' large-batch rates): clicks {big_clicks / 1e6:.2f} M/s "
+          f"(replicate / clicks = {rate / big_clicks:.3f}), team-draft {big_td / 1e6:.2f} M/s "
+          f"(replicate / team-draft = {rate / big_td:.3f})")
+    print("identical results (SimPy vs plain loop): yes")
 
 
 if __name__ == "__main__":
