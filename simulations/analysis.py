@@ -28,6 +28,7 @@ standard error has a floor); biased designs are listed apart.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -46,6 +47,40 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
+
+#: two-sided false-alarm probability of the bias flag: that of NULL_BIAS_SE normal standard errors
+NULL_BIAS_P = 2 * 0.5 * math.erfc(NULL_BIAS_SE / math.sqrt(2))
+
+
+def estimate_is_biased(bias: float, sd: float, replicates: int, truth_se: float = 0.0,
+                       p: float = NULL_BIAS_P) -> bool:
+    r"""Whether replicates' mean estimate misses the truth beyond chance: a two-sided t-test of
+    ``bias = mean - truth`` at level ``p`` (by default that of 4 normal standard errors,
+    6.3e-5).
+
+    The standard error :math:`s = \sqrt{sd^2/R + se_T^2}` combines the replicates' spread
+    (``sd``, ``R`` replicates) and the truth's Monte Carlo error (0 for exact truths); the
+    test uses Student's t with the Welch–Satterthwaite degrees of freedom
+    :math:`\nu = s^4 / ((sd^2/R)^2/(R-1))` (the truth's error counts as known), so a handful
+    of replicates, whose ``sd`` is itself uncertain, does not flag an unbiased design: at
+    ``R = 2`` the 4-SE rule would fire in 16% of unbiased cases, the t quantile in ``p``.
+    """
+    if replicates < 2 or not (sd >= 0) or not math.isfinite(bias):
+        return False
+    v_rep = sd * sd / replicates
+    s2 = v_rep + truth_se * truth_se
+    if s2 <= 0:  # no spread to judge by
+        return False
+    df = math.inf if v_rep == 0 else s2 * s2 / (v_rep * v_rep / (replicates - 1))
+    return bool(abs(bias) / math.sqrt(s2) > _t_quantile(1 - p / 2, df))
+
+
+@functools.lru_cache(maxsize=256)
+def _t_quantile(q: float, df: float) -> float:
+    from scipy import stats as sps
+
+    return float(sps.t.ppf(q, df))
+
 
 #: +1 where a higher value of the online metric is an improvement, -1 where lower is
 IMPROVEMENT_SIGN = {"reciprocal_rank": 1, "clicks_per_query": 1, "abandonment": -1, "delta_ab": 1}
@@ -296,7 +331,7 @@ def analyse(
         # an estimator whose replicates miss the truth by more than NULL_BIAS_SE standard errors
         # (e.g. IIPS under cascade users, clipped IPS): its power and sample size measure its bias
         # as much as the effect, so the report marks them instead of presenting them as sensitivity
-        entry["biased_estimate"] = bool(r > 1 and bias_se > 0 and abs(bias) > NULL_BIAS_SE * bias_se)
+        entry["biased_estimate"] = estimate_is_biased(bias, float(last["sd_estimate"]), r, t.se)
         if abs(t.value) <= 2 * t.se:
             # the truth is 0 or within its Monte Carlo error of 0 (e.g. identical rankers): no effect
             # to detect, so no sample size is given

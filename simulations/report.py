@@ -302,7 +302,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  2 Monte Carlo SEs of 0; '!' = A/A FPR outside its 99% band; '0 (ties)': with B replaced by A every",
         "  comparison of this design is a tie, so A/A cannot reject; null Delta: expected Delta when clicks do not",
         "  depend on relevance (every true effect 0), '!' and 'biased' = the design is biased on these rankers",
-        "  (or, for any estimate, its mean over replicates misses the exact truth by more than 4 SE):",
+        "  (or, for any estimate, its mean over replicates misses the exact truth beyond chance: a t-test at the",
+        "  level of 4 normal SEs, p < 6.3e-5, on the replicates' SD and the truth's Monte Carlo error):",
         "  its power and sample size measure its bias as much as the effect and are not sensitivities.",
     ]
     from simulations.decomposition import decomposition_lines

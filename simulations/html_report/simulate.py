@@ -173,7 +173,7 @@ def answer_section(summary: dict[str, Any]) -> Html:
         [("A/A FPR: rejection rate with B replaced by A ('outside band': outside its 99% binomial band; '0 (ties)': "
          "every comparison is a tie, so A/A cannot reject). null Delta: expected Delta when clicks do not depend on "
          "relevance (every true effect 0).")],
-        [biased_mark(), (": the null check (or, for any estimate, the exact truth: mean more than 4 SE away) finds "
+        [biased_mark(), (": the null check (or, for any estimate, the exact truth: the mean misses it beyond chance, a t-test at the level of 4 normal SEs) finds "
          "it biased on these rankers; its power and sample size measure its bias as much as the effect and are not "
          "sensitivities.")],
     ]

@@ -328,7 +328,7 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
                             f"{fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})")]) if n.get("biased") \
                 else f"no bias detected (null Delta {fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})"
         elif e.get("biased_estimate"):
-            verdict = join([biased_mark("BIASED"), " (mean estimate misses the exact truth by more than 4 SE)"])
+            verdict = join([biased_mark("BIASED"), " (mean estimate misses the exact truth beyond chance: t-test at the level of 4 normal SEs)"])
         rows.append([str(row.get("point")), row.get("design"), row.get("metric"),
                      fmt((aa or {}).get("false_positive_rate"), ".3f"), f"{fmt(band[0], '.3f')} - {fmt(band[1], '.3f')}",
                      within, verdict])
