@@ -337,8 +337,14 @@ class ClickModelEstimator(Estimator):
         """The model's expected slot rewards of the target's list per distinct query (and
         fold) and, with ``logged``, of the logged lists (``True``: every impression; an
         index array: those impressions only, in that order); see :class:`Predictions`."""
-        from onlineeval.estimators.model_fit import AggregatedFit, logged_probabilities
+        from onlineeval.estimators.model_fit import (
+            AggregatedFit,
+            check_fittable,
+            logged_probabilities,
+        )
 
+        if self.aggregated and self.folds > 1:
+            check_fittable(data)  # the folds' fits are mapped onto the whole log's pairs
         uq, inv = data.query_groups
         t_uq = target_lists(target, uq, data.k)
         if self.folds == 1:
