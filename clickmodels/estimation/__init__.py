@@ -125,6 +125,7 @@ def fit_log(
     max_iter: int | None = None,
     tol: float | None = None,
     pseudo: float | None = None,
+    on_iteration: Callable[[int, int, float, float | None], None] | None = None,
 ) -> ClickModelFit:
     """Fit the click model ``name`` to ``log``.
 
@@ -143,6 +144,9 @@ def fit_log(
     pseudo:
         Beta pseudo-count; default: :class:`EMOptions` for EM models, the estimator's
         own default (0 for ``gctr``/``rctr``, 1 otherwise) for closed forms.
+    on_iteration:
+        EM only: called after every iteration with ``(iteration, max_iter,
+        log_likelihood, relative_change)`` (progress of a long fit); ignored by closed forms.
     """
     key = canonical_name(name)
     if method not in (None, "closed_form", "em"):
@@ -158,6 +162,7 @@ def fit_log(
             max_iter=base.max_iter if max_iter is None else max_iter,
             tol=base.tol if tol is None else tol,
             pseudo=base.pseudo if pseudo is None else pseudo,
+            on_iteration=on_iteration,
         )
         if key in EM_OPTIONAL:
             return ESTIMATORS[key](log, method="em", options=opt)

@@ -26,9 +26,12 @@ def run_em(
     """
     lls: list[float] = []
     converged = False
-    for _ in range(options.max_iter):
+    for it in range(1, options.max_iter + 1):
         state, ll = step(state)
         lls.append(ll)
+        change = abs(lls[-1] - lls[-2]) / abs(lls[-2]) if len(lls) >= 2 and lls[-2] != 0 else None
+        if options.on_iteration is not None:
+            options.on_iteration(it, options.max_iter, ll, change)
         if len(lls) >= 2 and abs(lls[-1] - lls[-2]) <= options.tol * abs(lls[-2]):
             converged = True
             break

@@ -319,11 +319,17 @@ class EMOptions:
         Stop when :math:`|LL_t - LL_{t-1}| \\le tol \\cdot |LL_{t-1}|` (default 1e-7).
     pseudo:
         Beta(a, a) pseudo-count ``a`` of every M-step (default 1.0; see :func:`smoothed`).
+    on_iteration:
+        Called after every iteration with ``(iteration, max_iter, log_likelihood,
+        relative_change)`` (``relative_change`` is ``None`` after the first): a progress
+        display for long fits. Not part of the options' identity (not compared, not saved).
     """
 
     max_iter: int = 200
     tol: float = 1e-7
     pseudo: float = 1.0
+    on_iteration: Callable[[int, int, float, float | None], None] | None = field(
+        default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_iter < 1:

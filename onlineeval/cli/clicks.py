@@ -14,8 +14,9 @@ and ``yandex``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -139,9 +140,12 @@ def _em_options(
     name: str,
     method: Optional[str] = None,
     strict: bool = False,
+    progress: bool = False,
 ) -> dict:
     """Keyword options of ``fit_log``; with ``strict``, EM options for a closed-form fit
-    are an error naming the option (``evaluate`` applies them to its EM models only)."""
+    are an error naming the option (``evaluate`` applies them to its EM models only);
+    with ``progress``, an EM fit reports its iterations on stderr (:class:`FitProgress`)."""
+    from clickmodels.estimation.base import EMOptions
     from onlineeval.errors import ConfigError
 
     opts: dict = {"pseudo": pseudo} if pseudo is not None else {}
@@ -152,6 +156,8 @@ def _em_options(
             opts["max_iter"] = max_iter
         if tol is not None:
             opts["tol"] = tol
+        if progress:
+            opts["on_iteration"] = FitProgress(name, EMOptions().tol if tol is None else tol)
     elif strict:
         for option, value in (("--max-iter", max_iter), ("--tol", tol)):
             if value is not None:
@@ -160,6 +166,46 @@ def _em_options(
                     f"and to {_em_lists()[1]} with --method em"
                 )
     return opts
+
+
+class FitProgress:
+    """EM progress of one fit on stderr: on a terminal one line rewritten in place, otherwise a
+    line at most every ``every`` seconds and the last, e.g. ``fitting dbn: EM iteration
+    37/200, log-likelihood -123456.7891, relative change 3.2e-06 (stops below 1e-07), 12s``.
+
+    A fit that needs fewer than ``every`` seconds prints nothing off a terminal."""
+
+    def __init__(self, label: str, tol: float, stream: Any = None, every: float = 5.0,
+                 clock: Callable[[], float] | None = None) -> None:
+        import sys
+        import time
+
+        self.label, self.tol = label, tol
+        self._stream = stream if stream is not None else sys.stderr
+        self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
+        self._clock = clock if clock is not None else time.monotonic
+        self._t0 = self._clock()
+        self._last = self._t0
+        self._every = every
+        self._shown = False
+
+    def __call__(self, iteration: int, max_iter: int, ll: float, change: float | None) -> None:
+        now = self._clock()
+        last = iteration >= max_iter or (change is not None and change <= self.tol)
+        if not self._tty and not last and now - self._last < self._every:
+            return
+        if not self._tty and last and not self._shown:
+            return  # a short fit: nothing to report
+        self._last = now
+        rel = "-" if change is None else f"{change:.1e}"
+        text = (f"fitting {self.label}: EM iteration {iteration}/{max_iter}, log-likelihood {ll:.4f}, relative "
+                f"change {rel} (stops below {self.tol:g}), {now - self._t0:.0f}s")
+        if self._tty:
+            self._stream.write("\r" + text + ("\n" if last else ""))
+        else:
+            self._stream.write(text + "\n")
+        self._stream.flush()
+        self._shown = True
 
 
 def _smoothing_text(groups: dict[float, list[str]]) -> str:
@@ -178,6 +224,7 @@ def fit_command(
     method: Annotated[
         Optional[str], typer.Option("--method", help="closed_form or em (dcm, sdbn: both; default closed_form).")
     ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No EM progress on stderr.")] = False,
 ) -> None:
     """Fit one click model to a log and save its parameters as JSON."""
     from clickmodels.estimation import fit_log
@@ -187,7 +234,8 @@ def fit_command(
     _em_options(max_iter, tol, pseudo, model, method, strict=True)  # option errors before reading
     data = _read(log, format)
     note = _translation_note(model)
-    result = fit_log(fit_name(model, "--model"), data, **_em_options(max_iter, tol, pseudo, model, method, strict=True))
+    result = fit_log(fit_name(model, "--model"), data,
+                     **_em_options(max_iter, tol, pseudo, model, method, strict=True, progress=not quiet))
     result.save(out)
     if note:
         typer.echo(f"model: {note}")
@@ -223,6 +271,7 @@ def evaluate_command(
     tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop.")] = None,
     by_rank: Annotated[bool, typer.Option("--by-rank", help="Also print perplexity per rank.")] = False,
     csv: Annotated[Optional[Path], typer.Option("--csv", help="Also write the full table as CSV.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No EM progress on stderr.")] = False,
 ) -> None:
     """Fit models on a log and compare them on held-out sessions."""
     import numpy as np
@@ -262,7 +311,8 @@ def evaluate_command(
             fits[f"{fitted.name} ({Path(name).name})"] = fitted
         else:
             base, _, method = name.partition(":")
-            fits[name] = fit_log(fit_name(base, "--models"), train, **_em_options(max_iter, tol, None, base, method or None))
+            fits[name] = fit_log(fit_name(base, "--models"), train,
+                                 **_em_options(max_iter, tol, None, base, method or None, progress=not quiet))
     smoothing: dict[float, list[str]] = {}
     unrecorded = []
     for label, fitted in fits.items():
