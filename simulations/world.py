@@ -17,7 +17,7 @@ import numpy as np
 from simulations.config import Config, SyntheticCollection, TrecCollection
 from simulations.sampling import child_seed
 
-__all__ = ["World", "OfflineSummary", "build_world", "SEGMENT_NAMES", "segment_queries"]
+__all__ = ["SEGMENT_NAMES", "OfflineSummary", "World", "build_world", "segment_queries"]
 
 SEGMENT_NAMES = ("head", "torso", "tail")
 #: grades are stored as int8 (a larger grade would wrap around silently)
@@ -96,25 +96,42 @@ def segment_queries(frequency: np.ndarray) -> np.ndarray:
     return segment
 
 
+#: cells (queries x candidates) of one chunk of the synthetic world's noise and scores
+_CHUNK_CELLS = 1 << 18
+
+
 def _synthetic(config: Config, coll: SyntheticCollection, seq: np.random.SeedSequence) -> World:
     """Labels, frequencies and each ranker's noise come from their own child streams, so
-    adding a ranker changes nothing else."""
+    adding a ranker changes nothing else.
+
+    Memory: the ``(Q, m)`` grades (int8) and every ranker's scores (float32) are kept; the
+    float64 noise, the float64 scores and their sort are made a chunk of queries at a time
+    (:data:`_CHUNK_CELLS` cells). Every stream is consumed in row order, so the result does
+    not depend on the chunk size (a generator's draws of ``(a, m)`` then ``(b, m)`` are its
+    draw of ``(a + b, m)``).
+    """
     q, m = coll.n_queries, coll.candidates
     depth = min(config.rankers.depth, m)
     dist = np.asarray(coll.label_distribution, dtype=np.float64)
     labels_rng, freq_rng, shared_rng = (np.random.default_rng(child_seed(seq, k)) for k in ("labels", "freq", "shared"))
-    labels = labels_rng.choice(len(dist), size=(q, m), p=dist / dist.sum()).astype(np.int8)
     rho = config.rankers.noise_correlation
-    shared = shared_rng.standard_normal((q, m))
-    rankings: dict[str, np.ndarray] = {}
-    scores: dict[str, np.ndarray] = {}
     specs = {"A": config.rankers.A, "B": config.rankers.B, **config.rankers.others}
-    for name, spec in specs.items():
-        own = np.random.default_rng(child_seed(seq, "ranker:" + name)).standard_normal((q, m))
-        score = labels + spec.noise * (np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * own)
-        # ties (only possible with noise 0) keep candidate order: stable sort
-        rankings[name] = np.argsort(-score, axis=1, kind="stable")[:, :depth].astype(np.int32)
-        scores[name] = score.astype(np.float32)
+    own_rngs = {name: np.random.default_rng(child_seed(seq, "ranker:" + name)) for name in specs}
+    labels = np.empty((q, m), dtype=np.int8)
+    rankings = {name: np.empty((q, depth), dtype=np.int32) for name in specs}
+    scores = {name: np.empty((q, m), dtype=np.float32) for name in specs}
+    rows = max(1, _CHUNK_CELLS // max(m, 1))
+    for lo in range(0, q, rows):
+        hi = min(lo + rows, q)
+        lab = labels_rng.choice(len(dist), size=(hi - lo, m), p=dist / dist.sum()).astype(np.int8)
+        labels[lo:hi] = lab
+        shared = shared_rng.standard_normal((hi - lo, m))
+        for name, spec in specs.items():
+            own = own_rngs[name].standard_normal((hi - lo, m))
+            score = lab + spec.noise * (np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * own)
+            # ties (only possible with noise 0) keep candidate order: stable sort
+            rankings[name][lo:hi] = np.argsort(-score, axis=1, kind="stable")[:, :depth]
+            scores[name][lo:hi] = score
     # popularity is independent of the query's content: a seeded permutation
     frequency = zipf_frequencies(q, coll.zipf_exponent)[freq_rng.permutation(q)]
     query_ids = tuple(f"q{i}" for i in range(q))
