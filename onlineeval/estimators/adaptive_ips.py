@@ -77,7 +77,7 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.derived import row_sum
+from onlineeval.estimators.derived import weighted_row_sum
 
 __all__ = ["BEHAVIOURS", "AdaptiveIPS"]
 
@@ -185,7 +185,7 @@ class AdaptiveIPS(Estimator):
 
     @staticmethod
     def _behaviour_terms(weights: Mapping[str, np.ndarray], r: np.ndarray) -> dict[str, np.ndarray]:
-        return {b: row_sum(w * r) for b, w in weights.items()}
+        return {b: weighted_row_sum(w, r) for b, w in weights.items()}
 
     def select(self, types: np.ndarray | None, terms: Mapping[str, np.ndarray],
                source: str | None = None) -> tuple[str | np.ndarray, dict[str, Any]]:

@@ -63,11 +63,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.estimators.derived import (  # noqa: F401
+    BLOCK_VALUES,
     LogCache,
     _top_k_sum,
     is_frozen,
     row_sum,
     weight_statistics,
+    weighted_row_sum,
 )
 from onlineeval.estimators.rewards import REWARDS, Reward, first_click, get_reward
 
@@ -312,19 +314,26 @@ class LoggedData:
 
     def _base_weights(self, target: Target, level: str) -> FloatArray:
         def compute() -> FloatArray:
-            p = self.target_propensities(target)
+            num: Any
+            if type(target) is DeterministicTarget:
+                # its propensities are 0 or 1: kept as booleans (True / p is 1.0 / p, the same number)
+                same, run = self.cached("indicators", lambda: target.indicators(self.query, self.shown),
+                                        target=target)
+                num = run[:, -1] if level == "list" else (same if level == "item" else run)
+            else:
+                p = self.target_propensities(target)
+                num = p.list if level == "list" else (p.item if level == "item" else p.prefix)
             if level == "list":
-                return p.list / self.p_list
-            if level == "item":
-                return self._on_shown(p.item / self.p_item)
-            return self._on_shown(p.prefix / self.p_prefix)
+                return np.divide(num, self.p_list)
+            return self._on_shown(np.divide(num, self.p_item if level == "item" else self.p_prefix))
         w = self.cached(("weights", level), compute, target=target)
         # the target's propensities are kept only until every weight the log allows is derived
         sec = self._cache.section(target)
-        if "propensities" in sec and all(("weights", lv) in sec for lv, p in
-                                         (("list", self.p_list), ("item", self.p_item), ("prefix", self.p_prefix))
-                                         if p is not None):
-            del sec["propensities"]
+        if ("propensities" in sec or "indicators" in sec) and all(
+                ("weights", lv) in sec for lv, p in (("list", self.p_list), ("item", self.p_item),
+                                                     ("prefix", self.p_prefix)) if p is not None):
+            sec.pop("propensities", None)
+            sec.pop("indicators", None)
         return w  # type: ignore[no-any-return]
 
     def _on_shown(self, x: FloatArray) -> FloatArray:
@@ -336,7 +345,7 @@ class LoggedData:
         (``"item"``, ``"prefix"`` or ``"list_slots"``, see :meth:`importance_weights`) and
         :meth:`slot_rewards`, computed once per log, target, level and reward definition."""
         def compute() -> FloatArray:
-            return row_sum(self.importance_weights(target, level) * self.slot_rewards(reward))
+            return weighted_row_sum(self.importance_weights(target, level), self.slot_rewards(reward))
         key = _reward_key(reward)
         if key is None:
             return compute()
@@ -491,23 +500,49 @@ class DeterministicTarget:
 
     def rankings(self, query: IntArray) -> IntArray:
         q = np.asarray(query, dtype=np.int64)
-        if q.size and (q.min() < 0 or q.max() >= self.lists.shape[0]):
-            raise InputError(f"target {self.name!r}: query index outside 0..{self.lists.shape[0] - 1}")
+        self._check_queries(q)
         return self.lists[q]
 
+    def _check_queries(self, q: IntArray) -> None:
+        if q.size and (q.min() < 0 or q.max() >= self.lists.shape[0]):
+            raise InputError(f"target {self.name!r}: query index outside 0..{self.lists.shape[0] - 1}")
+
     def propensities(self, query: IntArray, rankings: IntArray) -> Propensities:
-        r = np.asarray(rankings, dtype=np.int64)
-        t = self.rankings(query)
-        k = r.shape[1]
-        if t.shape[1] < k:
-            t = np.concatenate([t, np.full((t.shape[0], k - t.shape[1]), -1, dtype=np.int64)], axis=1)
-        same = t[:, :k] == r
-        item = same.astype(np.float64)
-        run = same.copy()  # running AND over the slots (np.cumprod's 0/1 values), slot by slot
-        for j in range(1, k):
-            run[:, j] &= run[:, j - 1]
+        same, run = self.indicators(query, rankings)
         prefix = run.astype(np.float64)
-        return Propensities(prefix[:, -1].copy(), prefix, item)
+        return Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
+
+    def indicators(self, query: IntArray, rankings: IntArray) -> tuple[BoolArray, BoolArray]:
+        """``(same, run)``, ``(n, k)`` booleans: the target's list agrees with ``rankings`` at slot
+        ``j`` (its item propensity, 0 or 1), and at every slot ``0..j`` (its prefix propensity);
+        the list propensity is ``run[:, -1]``. Empty slots (-1) agree with empty slots. One
+        query per row is compared block by block of rows (no ``(n, k)`` copy of the lists)."""
+        r = np.asarray(rankings, dtype=np.int64)
+        q = np.asarray(query, dtype=np.int64)
+        k = r.shape[1]
+        lists = self.lists
+        if lists.shape[1] < k:
+            lists = np.concatenate([lists, np.full((lists.shape[0], k - lists.shape[1]), -1, dtype=np.int64)], axis=1)
+        self._check_queries(q)
+        if q.ndim != 1 or q.shape[0] != r.shape[0]:  # numpy's broadcasting, as it always was
+            same = lists[q][:, :k] == r
+            run = same.copy()  # running AND over the slots (np.cumprod's 0/1 values), slot by slot
+            for j in range(1, k):
+                run[:, j] &= run[:, j - 1]
+            return same, run
+        lists = lists[:, :k]
+        n = r.shape[0]
+        same = np.empty((n, k), dtype=bool)
+        run = np.empty((n, k), dtype=bool)
+        rows = max(256, BLOCK_VALUES // max(k, 1))
+        for s in range(0, n, rows):
+            e = min(n, s + rows)
+            np.equal(lists[q[s:e]], r[s:e], out=same[s:e])
+            blk = run[s:e]
+            np.copyto(blk, same[s:e])
+            for j in range(1, k):  # running AND over the slots, slot by slot
+                blk[:, j] &= blk[:, j - 1]
+        return same, run
 
 
 # ------------------------------------------------------------------------------ results
