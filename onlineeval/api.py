@@ -532,19 +532,6 @@ def _segments(segments: Any, evaluated: set[str]) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------- simulate
-def _set_key(data: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
-    node = data
-    for i, part in enumerate(parts[:-1]):
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        if not isinstance(child, dict):
-            raise ConfigError(tuple(parts[: i + 1]), f"is not a mapping, cannot set {key!r}")
-        node = child
-    node[parts[-1]] = value
-
-
 @dataclass(frozen=True)
 class Simulation:
     """A finished simulation: :class:`simulations.job.SimulationResult` with its tables as
@@ -699,7 +686,8 @@ def simulate(
         keys (relative paths relative to the working directory) or a validated
         :class:`simulations.config.Config`.
     overrides:
-        Dotted key paths to set, e.g. ``{"traffic.days": 7, "users.population": 500}``.
+        Key paths to set, dotted with list indices in brackets, e.g. ``{"traffic.days": 7,
+        "designs[0].analysis.sequential": "msprt"}`` (as ``onlineeval simulate --set``).
     output:
         Results directory to write (``summary.json``, CSVs, plots) as the CLI does;
         ``None`` writes nothing. Relative to the working directory.
@@ -724,7 +712,7 @@ def simulate(
     ConfigError
         Naming the key path of the first problem (e.g. ``traffic.days: ...``).
     """
-    from simulations.config import Config, config_from_mapping, load_config
+    from simulations.config import Config, config_from_mapping, load_config, set_key_path
     from simulations.job import simulate as run_job
 
     sets = dict(overrides or {})
@@ -734,12 +722,12 @@ def simulate(
         if sets:
             data = cfg.model_dump()
             for key, value in sets.items():
-                _set_key(data, key, value)
+                set_key_path(data, key, value)
             cfg = config_from_mapping(data)
     elif isinstance(config, Mapping):
         data = copy.deepcopy(dict(config))
         for key, value in sets.items():
-            _set_key(data, key, value)
+            set_key_path(data, key, value)
         cfg = config_from_mapping(data)
     elif _is_path(config):
         cfg = load_config(Path(config), sets)

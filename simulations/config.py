@@ -957,18 +957,45 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
     if not isinstance(data, dict):
         raise ConfigError((), f"the config must be a mapping of keys, got {type(data).__name__}", source)
     for dotted, value in (overrides or {}).items():
-        _set_dotted(data, dotted, value)
+        set_key_path(data, dotted, value, source)
     _resolve_paths(data, path.resolve().parent)
     return config_from_mapping(data, source)
 
 
-def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = data
-    for part in parts[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
-        node = child
-    node[parts[-1]] = value
+def set_path(data: dict[str, Any], path: Sequence[str | int], value: Any) -> None:
+    """Set ``path`` in the nested mapping ``data``; missing mapping keys are created, list
+    indices must exist. Raises ``KeyError`` naming the first part that cannot be reached."""
+    node: Any = data
+    for depth, part in enumerate(path[:-1]):
+        if isinstance(part, int):
+            if not isinstance(node, list) or not -len(node) <= part < len(node):
+                raise KeyError(format_path(path[: depth + 1]))
+            node = node[part]
+        else:
+            if not isinstance(node, dict):
+                raise KeyError(format_path(path[: depth + 1]))
+            if not isinstance(node.get(part), (dict, list)):
+                node[part] = {}
+            node = node[part]
+    last = path[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or not -len(node) <= last < len(node):
+            raise KeyError(format_path(path))
+    elif not isinstance(node, dict):
+        raise KeyError(format_path(path))
+    node[last] = value
+
+
+def set_key_path(data: dict[str, Any], key: str, value: Any, source: str | None = None) -> None:
+    """Set the key path ``key`` of a config mapping: dotted names with list indices in brackets
+    (``traffic.days``, ``designs[0].analysis.sequential``). Missing mapping keys are created;
+    a list index must exist. Raises :class:`ConfigError` naming the key path."""
+    path = sweep_path(key) if isinstance(key, str) else ()
+    if not path or format_path(path) != key.strip():
+        raise ConfigError((), f"{key!r} is not a key path (dotted names, list indices in brackets: "
+                          "designs[0].analysis.sequential)", source)
+    try:
+        set_path(data, path, value)
+    except KeyError as exc:
+        raise ConfigError(path, f"cannot set {key}: {exc.args[0]} does not exist in the config (a list index "
+                          "must exist)", source) from None

@@ -62,7 +62,7 @@ from typing import IO, Any, TextIO
 import pandas as pd
 
 from onlineeval.errors import ConfigError
-from simulations.config import Config, config_from_mapping, format_path, sweep_path
+from simulations.config import Config, config_from_mapping, format_path, set_path, sweep_path
 from simulations.executors import (
     TRUTH,
     ChunkRows,
@@ -123,30 +123,6 @@ class SweepResult:
 
 
 # ------------------------------------------------------------------------------ config
-def _set_path(data: dict[str, Any], path: Sequence[str | int], value: Any) -> None:
-    """Set ``path`` in the nested mapping ``data``; missing mapping keys are created, list
-    indices must exist. Raises ``KeyError`` naming the first part that cannot be reached."""
-    node: Any = data
-    for depth, part in enumerate(path[:-1]):
-        if isinstance(part, int):
-            if not isinstance(node, list) or not -len(node) <= part < len(node):
-                raise KeyError(format_path(path[: depth + 1]))
-            node = node[part]
-        else:
-            if not isinstance(node, dict):
-                raise KeyError(format_path(path[: depth + 1]))
-            if not isinstance(node.get(part), (dict, list)):
-                node[part] = {}
-            node = node[part]
-    last = path[-1]
-    if isinstance(last, int):
-        if not isinstance(node, list) or not -len(node) <= last < len(node):
-            raise KeyError(format_path(path))
-    elif not isinstance(node, dict):
-        raise KeyError(format_path(path))
-    node[last] = value
-
-
 def _axis_path(axis: Any, where: tuple[str | int, ...], source: str | None) -> tuple[str | int, ...]:
     if not isinstance(axis, str) or not axis.strip():
         raise ConfigError(where, f"an axis must be a dotted key path such as rankers.B.noise, got {axis!r}", source)
@@ -241,7 +217,7 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
         point_map = copy.deepcopy(base_map)
         for axis, value in overrides.items():
             try:
-                _set_path(point_map, sweep_path(axis), copy.deepcopy(value))
+                set_path(point_map, sweep_path(axis), copy.deepcopy(value))
             except KeyError as exc:
                 raise ConfigError(where[axis], f"{axis} = {value!r}: {exc.args[0]} is not a key of the base config",
                                   source) from None

@@ -16,7 +16,7 @@ import yaml
 
 from onlineeval.errors import ConfigError
 
-__all__ = ["load_yaml", "excerpt", "MAX_BYTES", "MAX_DEPTH", "MAX_ALIASES"]
+__all__ = ["load_yaml", "load_yaml_text", "excerpt", "MAX_BYTES", "MAX_DEPTH", "MAX_ALIASES"]
 
 #: a config larger than this is not a config
 MAX_BYTES = 1 << 20
@@ -120,6 +120,14 @@ def load_yaml(path: str | Path) -> Any:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError((), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", f"{source}:{line}") from None
+    return load_yaml_text(text, source)
+
+
+def load_yaml_text(text: str, source: str) -> Any:
+    """Parse the YAML document ``text`` with the limits above; errors name ``source`` (a file
+    with the line, or e.g. the command-line option the text came from)."""
+    if len(text.encode("utf-8")) > MAX_BYTES:
+        raise ConfigError((), f"the YAML text is more than {MAX_BYTES:,} bytes; refused", source)
     text = text.removeprefix("\ufeff")
     loader = None
     try:

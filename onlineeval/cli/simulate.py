@@ -33,20 +33,28 @@ def simulate_cmd(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar (default: a bar with ETA on stderr).")
     ] = False,
+    set_: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Override a config key (repeatable): a key path with list indices in brackets and a YAML value, "
+            "e.g. --set traffic.days=7 --set 'designs[0].analysis={sequential: msprt}'.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate A and B online: power versus days, required sample size, A/A false positives."""
-    from simulations.config import load_config
     from simulations.job import simulate
     from simulations.report import terminal_summary
 
-    overrides: dict[str, object] = {}
+    overrides: dict[str, object] = parse_sets(set_ or [])
     if replicates is not None:
         overrides["replicates"] = replicates
     if seed is not None:
         overrides["seed"] = seed
     if output is not None:
         overrides["output"] = str(output)
-    cfg = load_config(config, overrides)
+    cfg = _load(config, overrides, set(parse_sets(set_ or [])))
     out = Path(cfg.output)  # relative paths are relative to the working directory
 
     def log(msg: str) -> None:
@@ -60,6 +68,44 @@ def simulate_cmd(
         if progress is not None:
             progress.close()
     typer.echo(terminal_summary(result, str(config)))
+
+
+def _load(config: Path, overrides: dict[str, object], set_keys: set[str]):  # noqa: ANN202
+    """``load_config`` with the overrides; an error at (or inside) a key given by ``--set`` says so."""
+    from onlineeval.errors import ConfigError, format_key_path
+    from simulations.config import load_config, sweep_path
+
+    try:
+        return load_config(config, overrides)
+    except ConfigError as exc:
+        for key in set_keys:
+            path = sweep_path(key)
+            if path and exc.key_path[: len(path)] == path:
+                raise ConfigError(exc.key_path, f"{exc.message} (given by --set {key}, not the file)", exc.source) \
+                    from None
+            if exc.key_path and path[: len(exc.key_path)] == exc.key_path and format_key_path(exc.key_path):
+                raise ConfigError(exc.key_path, f"{exc.message} (after --set {key})", exc.source) from None
+        raise
+
+
+def parse_sets(items: list[str]) -> dict[str, object]:
+    """``--set KEY=VALUE`` options as key path -> value; the value is YAML (``7``, ``msprt``,
+    ``[7, 14]``, ``{pre_days: 7}``), read with the config's limits. A later ``--set`` of the same
+    key wins. Raises :class:`ConfigError` naming the option."""
+    from onlineeval.errors import ConfigError
+    from simulations.yaml_safe import load_yaml_text
+
+    sets: dict[str, object] = {}
+    for item in items:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError((), f"--set {item!r}: expected KEY=VALUE, e.g. --set traffic.days=7")
+        value = load_yaml_text(text, f"--set {key.strip()}") if text.strip() else None
+        if value is None:
+            raise ConfigError((), f"--set {item!r}: the value is empty (YAML null); give a value, e.g. "
+                              f"--set {key.strip()}=7")
+        sets[key.strip()] = value
+    return sets
 
 
 class _Progress:
