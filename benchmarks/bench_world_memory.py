@@ -4,16 +4,18 @@ Each measurement runs in its own subprocess (so one's peak cannot hide the other
 bundled ``configs/ab.yaml`` with the collection enlarged to ``--queries`` x ``--candidates``
 (default 200k x 100, the size issue 12 quotes: 1.4 GB before). Two paths, in the same run:
 
-- ``current``: :func:`simulations.world.build_world` as it is (noise, scores and sorts made
-  a chunk of queries at a time; float32 scores kept);
+- ``current``: :func:`simulations.world.build_world` as it is (noise, scores and sorts, and
+  the offline metrics, made a chunk of queries at a time; float32 scores kept);
 - ``dense``: the former set-up, kept here as the baseline: every ranker's ``(Q, m)`` float64
-  noise, shared noise and scores at once, then :func:`simulations.world._finish`.
+  noise, shared noise and scores at once, then :func:`simulations.world._finish` with the
+  offline metric of all queries in one call per ranker.
 
-Both must give bit-identical grades, rankings and scores (a SHA-256 digest of the arrays is
-compared). Printed per path: the peak of numpy/Python allocations during the set-up
-(``tracemalloc``, which numpy reports to), and the process's peak resident set size
-(``resource.getrusage``, ``ru_maxrss``: includes the interpreter and imports, measured
-before the set-up too). Target: current peak at most a third of the dense one.
+Both must give bit-identical grades, rankings, scores, frequencies and per-query offline
+metrics (a SHA-256 digest of the arrays is compared). Printed per path: the peak of
+numpy/Python allocations during the set-up (``tracemalloc``, which numpy reports to), and
+the process's peak resident set size (``resource.getrusage``, ``ru_maxrss``: includes the
+interpreter and imports, measured before the set-up too). Target: current peak at most a
+third of the dense one.
 
     python benchmarks/bench_world_memory.py [--queries 200000] [--candidates 100]
 """
@@ -35,10 +37,23 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 
 
+def dense_offline(metric, labels, rankings, judged):
+    """The former offline metrics of ``_finish``: one call over all queries per ranker."""
+    from simulations.world import shown_labels
+
+    all_q = np.arange(labels.shape[0])
+    return {name: np.asarray(metric.evaluate_labels(shown_labels(labels, all_q, r), judged), dtype=np.float64)
+            for name, r in rankings.items()}
+
+
 def dense_world(config, seq):
-    """The former ``_synthetic`` set-up: whole ``(Q, m)`` float64 arrays per ranker."""
+    """The former set-up: whole ``(Q, m)`` float64 arrays per ranker, then ``_finish`` with the
+    offline metrics of all queries in one call."""
+    import simulations.world as W
     from simulations.sampling import child_seed
     from simulations.world import _finish, zipf_frequencies
+
+    W._offline_per_query = dense_offline  # this subprocess only measures the former set-up
 
     coll = config.collection
     q, m = coll.n_queries, coll.candidates
@@ -80,6 +95,8 @@ def child(path: str, queries: int, candidates: int) -> None:
     for name in sorted(world.rankings):
         digest.update(world.rankings[name].tobytes())
         digest.update(world.scores[name].tobytes())
+        digest.update(world.offline.per_query[name].tobytes())
+    digest.update(world.frequency.tobytes())
     print(json.dumps({"tracemalloc_peak": peak, "rss_before_kb": rss_before, "rss_peak_kb": rss_peak,
                       "seconds": seconds, "digest": digest.hexdigest()}))
 
@@ -112,7 +129,7 @@ def main() -> None:
            / (out["dense"]["rss_peak_kb"] - out["dense"]["rss_before_kb"]))
     print(f"current / dense: tracemalloc peak {ratio:.3f}, RSS growth during set-up {rss:.3f} (target <= 0.333)")
     same = out["current"]["digest"] == out["dense"]["digest"]
-    print(f"bit-identical grades, rankings and scores: {'yes' if same else 'NO'}")
+    print(f"bit-identical grades, rankings, scores, frequencies and offline metrics: {'yes' if same else 'NO'}")
     if not same:
         raise SystemExit(1)
 

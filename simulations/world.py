@@ -250,6 +250,35 @@ def _read_frequencies(path: Path, qindex: dict[str, int]) -> np.ndarray:
     return counts / counts.sum()
 
 
+def _offline_per_query(metric, labels: np.ndarray, rankings: dict[str, np.ndarray],
+                       judged: np.ndarray) -> dict[str, np.ndarray]:
+    """``metric`` of every query under each ranker, a chunk of queries at a time.
+
+    The metric widens the ``(Q, m)`` judged grades to int64 and sorts them (several ``(Q, m)``
+    int64 arrays at once: 8 bytes a cell each, against 1 for the int8 grades), so one call over
+    the whole collection needs several times the memory of the world itself; chunks of
+    :data:`_CHUNK_CELLS` judged cells bound that. The values are those of one call over all
+    queries (:meth:`onlineeval.metrics.Metric.evaluate_labels`): the one convention that looks
+    at the whole batch, the top grade of ERR's gain scale, is taken from all queries (judged
+    and shown grades) and passed to every chunk (tests/test_world_memory.py compares every
+    registered metric with one call).
+    """
+    from onlineeval.metrics.base import EvalContext, LabelBatch
+
+    q = judged.shape[0]
+    rows = max(1, _CHUNK_CELLS // max(judged.shape[1], 1))
+    all_q = np.arange(q)
+    shown = {name: shown_labels(labels, all_q, r) for name, r in rankings.items()}  # (Q, depth) int8
+    top_judged = int(judged.max(initial=0))
+    ctx = {name: EvalContext(gmax=max(1, top_judged, int(s.max(initial=0)))) for name, s in shown.items()}
+    out = {name: np.empty(q, dtype=np.float64) for name in rankings}
+    for lo in range(0, max(q, 1), rows):
+        hi = min(lo + rows, q)
+        for name, s in shown.items():
+            out[name][lo:hi] = metric.compute(LabelBatch.from_labels(s[lo:hi], judged[lo:hi]), ctx[name])
+    return out
+
+
 def _finish(
     config: Config,
     labels: np.ndarray,
@@ -266,11 +295,7 @@ def _finish(
     metric = parse_metric(config.offline_metric)
     segment = segment_queries(frequency)
     judged = labels if judged is None else judged
-    all_q = np.arange(labels.shape[0])
-    per_query = {
-        name: np.asarray(metric.evaluate_labels(shown_labels(labels, all_q, r), judged), dtype=np.float64)
-        for name, r in rankings.items()
-    }
+    per_query = _offline_per_query(metric, labels, rankings, judged)
     uniform = {k: float(np.mean(v)) for k, v in per_query.items()}
     weighted = {k: float(np.dot(frequency, v)) for k, v in per_query.items()}
     by_segment: dict[str, dict[str, float]] = {}
