@@ -300,3 +300,30 @@ def test_shrinkage_by_must_name_axes(tmp_path: Path) -> None:
     sweep = sweep_from_mapping({"base": BASE, "output": str(tmp_path), "shrinkage_by": "users.click_model.preset",
                                 "grid": {"rankers.B.noise": [0.8], "users.click_model.preset": ["navigational"]}})
     assert sweep.shrinkage_by == ["users.click_model.preset"]
+
+
+def test_progress_bars_on_a_terminal() -> None:
+    """On a terminal the progress is rich's live bars (points and replicates, elapsed, ETA),
+    stopped when the sweep ends (the cursor is shown again)."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    now = [0.0]
+    stream = Terminal()
+    p = SweepProgress(points=2, replicates=40, stream=stream, clock=lambda: now[0])
+    p.start(points_done=0, replicates_done=0)
+    now[0] = 10.0
+    p.add(replicates=10)
+    assert p._bars is not None
+    bars = p._bars
+    assert [t.completed for t in bars.tasks] == [0, 10]
+    assert bars.tasks[1].fields["eta"] == "ETA 30s"  # 10 replicates in 10 s, 30 left
+    now[0] = 40.0
+    p.add(replicates=30, points=2)
+    assert p._bars is None and not bars.live.is_started
+    text = stream.getvalue()
+    assert "sweep points" in text and "40/40" in text and "ETA done" in text
+    assert "sweep: points" not in text  # no plain lines on a terminal
+    p.close()  # idempotent
