@@ -97,13 +97,15 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
         distinct_propensities,
         known_list_propensities,
     )
+    from simulations.designs.counterfactual.fused import stack_propensities, stacked_indicators
     from simulations.policies.base import running_and
 
     replicates = []
     for seq in seqs:
         traffic, designs = build_replicate(cfg, world, users, seq)
         design = next(d for d in designs if d.name == "counterfactual")
-        batches = [traffic.batch(hour, traffic.batch_hours) for hour in range(0, traffic.days * 24, traffic.batch_hours)]
+        step = traffic.batch_hours
+        batches = [traffic.batch(hour, step) for hour in range(0, traffic.days * 24, step)]
         replicates.append((seq, batches))
     policy, reward, m = design.policy, design.reward, world.labels.shape[1]
     n_total = sum(len(b) for _, batches in replicates for b in batches)
@@ -155,6 +157,10 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
                 else:
                     for t, eq, run in zip(targets, same, runs, strict=True):
                         t.prime(data.query, data.shown, eq, run)
+                target_p = None
+                if design._fused is not None:  # the stacked indicators the fused terms read
+                    target_p = (stacked_indicators(same, runs) if same is not None and runs is not None else
+                                stack_propensities([t.propensities(data.query, data.shown) for t in targets]))
                 t6 = clock()
                 parts["logger sampling"] += t1 - t0
                 parts["target-list match (logger + targets)"] += t2 - t1
@@ -163,9 +169,17 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
                 parts["log record"] += t5 - t4
                 parts["target indicators (shared)"] += t6 - t5
                 batch_reward = _BatchReward(reward)
+                behaviours: dict[str, Any] = {}
+                if design._fused is not None:
+                    t7 = clock()
+                    _, behaviours = design._fused.compute(data, target_p, batch_reward)
+                    names = [*design._fused.fused, *(f"{label} behaviours" for label in behaviours)]
+                    parts[f"terms: fused, both targets ({', '.join(names)})"] += clock() - t7
                 for label, est in design.estimators:
                     kept = (label, design.target_names[0]) in design._row_stats
-                    if design.whole_log[label] and not kept:
+                    if (design.whole_log[label] and not kept) or label in behaviours:
+                        continue
+                    if design._fused is not None and label in design._fused.fused:
                         continue
                     t7 = clock()
                     for t in targets:

@@ -80,6 +80,7 @@ from typing import Any
 import numpy as np
 
 from simulations.designs.base import CheckpointRow, Design, _values, register_design
+from simulations.designs.counterfactual.fused import FusedTerms, stack_propensities, stacked_indicators
 from simulations.designs.counterfactual.paired import (
     PairedEstimate,
     paired_difference,
@@ -149,6 +150,10 @@ class CounterfactualDesign(Design):
             for t in self.target_names
         }
         self._row_meta: list[dict[str, np.ndarray]] = []  # the rows' users and user types, batch by batch
+        # the IPS family's terms for both targets at once (the same numbers as their terms)
+        self._fused = FusedTerms.build(self.estimators, self.reward, self.whole_log,
+                                       {label for label, _ in self._row_stats})
+        self._target_p: Any = None  # the targets' propensities of the batch's lists, stacked (fused terms)
         self._masks: dict[tuple[str, str], np.ndarray | None] = {}
         for label, est in self.estimators:
             for t in self.target_names:
@@ -242,6 +247,9 @@ class CounterfactualDesign(Design):
         if same is not None and runs is not None:  # the targets' lists are the known lists: indicators at hand
             for target, eq, run in zip(self.targets, same, runs, strict=True):
                 target.prime(data.query, data.shown, eq, run)
+        if self._fused is not None:
+            self._target_p = (stacked_indicators(same, runs) if same is not None and runs is not None else
+                              stack_propensities([t.propensities(data.query, data.shown) for t in self.targets]))
         return data
 
     def _process(self, batch: Batch) -> None:
@@ -265,17 +273,29 @@ class CounterfactualDesign(Design):
             # the whole-log choice's np.unique over them is several times faster)
             self._row_meta.append({"user": data.user, "user_type": batch.user_type})
         self._query_count += np.bincount(batch.query, minlength=self._query_count.size)
+        fused: dict[str, Any] = {}
+        behaviours: dict[str, Any] = {}
+        if self._fused is not None:
+            fused, behaviours = self._fused.compute(data, self._target_p, self._batch_reward)
         dens: dict[str, np.ndarray | None] = {}
         for label, est in self.estimators:
-            for t, target in zip(self.target_names, self.targets, strict=True):
+            for i, (t, target) in enumerate(zip(self.target_names, self.targets, strict=True)):
                 if self.whole_log[label]:
                     if (label, t) in self._row_stats:
+                        if label in behaviours:  # the same arrays as behaviour_terms
+                            self._row_stats[(label, t)].append({b: v[i] for b, v in behaviours[label].items()})
+                            continue
                         data.require(*est.needs, estimator=est.name)
                         self._row_stats[(label, t)].append(est.behaviour_terms(data, target, self._batch_reward))
                     continue
-                terms = est.terms(data, target, self._batch_reward)
-                self._add(f"num:{label}:{t}", batch.user, terms.num)
-                dens[f"den:{label}:{t}"] = terms.den
+                if label in fused:  # the same numbers as est.terms
+                    num, den = fused[label]
+                    num, den = num[i], (None if den is None else den[i])
+                else:
+                    terms = est.terms(data, target, self._batch_reward)
+                    num, den = terms.num, terms.den
+                self._add(f"num:{label}:{t}", batch.user, num)
+                dens[f"den:{label}:{t}"] = den
         self._add_dens(batch.user, dens)
 
     @property
@@ -326,7 +346,8 @@ class CounterfactualDesign(Design):
             estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
         n_users, n_impr = int(users.size), int(impressions.sum())
         for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
-            self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users, n_impr))
+            self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users,
+                                           n_impr))
 
     def _due(self, day: int) -> bool:
         every = self.config.refit_days

@@ -167,7 +167,8 @@ def stack_known(known: list[tuple[np.ndarray, Any]]) -> Any:
     """The known lists' propensities stacked: row ``i Q + q`` is list ``i`` of query ``q``."""
     from onlineeval.estimators import Propensities
 
-    return Propensities(*(np.concatenate([np.asarray(getattr(p, f)) for _, p in known]) for f in ("list", "prefix", "item")))
+    return Propensities(*(np.concatenate([np.asarray(getattr(p, f)) for _, p in known])
+                          for f in ("list", "prefix", "item")))
 
 
 #: (id(policy), id(world), target) -> (policy, world, (lists, propensities)); entries hold what they are keyed by
@@ -209,6 +210,7 @@ class _BatchTarget:
         # the arrays themselves are held, so an identity match cannot be a recycled id
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
         self._value: Any = None
+        self._primed: tuple[np.ndarray, np.ndarray] | None = None
 
     def rankings(self, query: np.ndarray) -> np.ndarray:
         return self.target.rankings(query)
@@ -216,17 +218,22 @@ class _BatchTarget:
     def propensities(self, query: np.ndarray, rankings: np.ndarray) -> Any:
         if self._arrays is None or self._arrays[0] is not query or self._arrays[1] is not rankings:
             self._value = self._indicators(query, rankings)
-            self._arrays = (query, rankings)
+            self._arrays, self._primed = (query, rankings), None
+        elif self._value is None and self._primed is not None:  # primed: made on first use
+            from onlineeval.estimators import Propensities
+
+            same, run = self._primed
+            prefix = run.astype(np.float64)
+            self._value = Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
         return self._value
 
     def prime(self, query: np.ndarray, rankings: np.ndarray, same: np.ndarray, run: np.ndarray) -> None:
         """Remember the propensities of ``rankings`` from ``same = lists[query] == rankings``
         and its running AND over the slots ``run`` (the caller computed them once for the
-        logging propensities too)."""
-        from onlineeval.estimators import Propensities
-
-        prefix = run.astype(np.float64)
-        self._value = Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
+        logging propensities too); the float arrays are made when first asked for (the
+        design's fused terms do not ask)."""
+        self._value = None
+        self._primed = (same, run)
         self._arrays = (query, rankings)
 
     def _indicators(self, query: np.ndarray, rankings: np.ndarray) -> Any:
@@ -244,7 +251,7 @@ class _BatchTarget:
         return Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
 
     def forget(self) -> None:
-        self._arrays = self._value = None
+        self._arrays = self._value = self._primed = None
 
 
 class _BatchReward:
