@@ -63,9 +63,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.estimators.derived import (  # noqa: F401
-    BLOCK_VALUES,
     LogCache,
     _top_k_sum,
+    block_rows,
     is_frozen,
     row_sum,
     weight_statistics,
@@ -534,7 +534,7 @@ class DeterministicTarget:
         n = r.shape[0]
         same = np.empty((n, k), dtype=bool)
         run = np.empty((n, k), dtype=bool)
-        rows = max(256, BLOCK_VALUES // max(k, 1))
+        rows = block_rows(k)
         for s in range(0, n, rows):
             e = min(n, s + rows)
             np.equal(lists[q[s:e]], r[s:e], out=same[s:e])

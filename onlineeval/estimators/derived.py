@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["CACHED_TARGETS", "LogCache", "freeze", "is_frozen", "row_sum", "weight_statistics",
-           "weighted_row_sum"]
+__all__ = ["BLOCK_VALUES", "CACHED_TARGETS", "LogCache", "add_rows", "block_rows", "freeze", "is_frozen", "row_sum",
+           "weight_statistics", "weighted_row_sum"]
 
 T = TypeVar("T")
 FloatArray = NDArray[np.float64]
@@ -43,15 +43,19 @@ BLOCK_VALUES = 1 << 16
 _PAIRWISE_MAX = 128
 
 
-def _add_rows(x: FloatArray, out: FloatArray, acc: FloatArray) -> None:
+def add_rows(x: FloatArray, out: FloatArray, acc: FloatArray) -> None:
     """``out[:] = x.sum(axis=1)`` for a block ``x`` of ``k <= 128`` float64 slots, in the order of
     numpy's pairwise summation of a short row (which it uses for every row of an ``(n, k)``
     reduction over the last axis): fewer than 8 values left to right; else 8 accumulators
     (slot ``c`` plus slots ``c + 8, c + 16, ...`` of the whole groups of 8), added as
     ``((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))``, then the remaining ``k mod 8`` slots one by one.
     Numpy starts each row from its identity, so a row of ``-0.0`` adds to ``+0.0`` here too.
-    Column by column, so no per-row overhead; ``acc`` is ``(8, >= rows)`` scratch."""
+    Column by column, so no per-row overhead; ``acc`` is ``(8, >= rows)`` scratch. Rows of more
+    than 128 slots (numpy splits them further) are left to numpy."""
     b, k = x.shape
+    if k > _PAIRWISE_MAX or k == 0:
+        x.sum(axis=1, out=out)
+        return
     if k < 8:
         np.copyto(out, x[:, 0])
         for j in range(1, k):
@@ -84,25 +88,26 @@ def _add_rows(x: FloatArray, out: FloatArray, acc: FloatArray) -> None:
     out += 0.0  # numpy starts a row's sum from its identity +0.0: a row of -0.0 adds to +0.0
 
 
-def _block_rows(k: int) -> int:
+def block_rows(k: int) -> int:
+    """Rows of ``k`` slots per block of the blockwise kernels."""
     return max(256, BLOCK_VALUES // max(k, 1))
 
 
 def row_sum(x: FloatArray) -> FloatArray:
     """``x.sum(axis=1)`` of an ``(n, k)`` float matrix, the same numbers (tested bit for bit):
     for float64 rows of up to 128 slots the sums are made in numpy's own order
-    (:func:`_add_rows`) slot by slot over blocks of rows that stay in the CPU cache, which
+    (:func:`add_rows`) slot by slot over blocks of rows that stay in the CPU cache, which
     avoids numpy's per-row overhead on a short last axis (about 2.5x faster for ``k = 10``);
     other inputs go to numpy."""
     n, k = x.shape
     if k == 0 or k > _PAIRWISE_MAX or x.dtype != np.float64:
         return x.sum(axis=1)
     out = np.empty(n)
-    rows = _block_rows(k)
+    rows = block_rows(k)
     acc = np.empty((8, min(rows, n)))
     for s in range(0, n, rows):
         e = min(n, s + rows)
-        _add_rows(x[s:e], out[s:e], acc)
+        add_rows(x[s:e], out[s:e], acc)
     return out
 
 
@@ -114,14 +119,14 @@ def weighted_row_sum(w: FloatArray, r: FloatArray) -> FloatArray:
     if r.shape != w.shape or k == 0 or k > _PAIRWISE_MAX or w.dtype != np.float64 or r.dtype != np.float64:
         return row_sum(w * r)
     out = np.empty(n)
-    rows = _block_rows(k)
+    rows = block_rows(k)
     tmp = np.empty((min(rows, n), k))
     acc = np.empty((8, min(rows, n)))
     for s in range(0, n, rows):
         e = min(n, s + rows)
         t = tmp[: e - s]
         np.multiply(w[s:e], r[s:e], out=t)
-        _add_rows(t, out[s:e], acc)
+        add_rows(t, out[s:e], acc)
     return out
 
 
@@ -203,14 +208,14 @@ def weight_statistics(w: FloatArray, valid: BoolArray, all_valid: bool | None = 
     if all_valid is None:
         all_valid = bool(valid.all())
     flat = (w.reshape(-1) if all_valid else w[valid]) if w.ndim == 2 else w
+    lo = math.nan
     if flat.size:
-        s, s2 = flat.sum(), np.square(flat).sum()
+        s, s2, mx, lo, n_pos = _moments(flat)
         ess = float(s * s / s2) if s2 > 0 else 0.0
-        mx = float(flat.max())
         k = max(1, math.ceil(0.01 * flat.size))
         # the largest 1% of the weights; when fewer than 1% are positive (most slot weights of a
         # deterministic target are 0), the positive ones, then zeros, then the largest negatives
-        n_pos = int(np.count_nonzero(flat > 0)) if s > 0 else 0
+        n_pos = n_pos if s > 0 else 0
         if s <= 0:
             top = math.nan
         elif n_pos >= k:
@@ -222,11 +227,50 @@ def weight_statistics(w: FloatArray, valid: BoolArray, all_valid: bool | None = 
             top = float((pos.sum() + neg) / s)
     if w.ndim == 1:
         zero = float(np.mean(w == 0))
-    elif all_valid and flat.size and flat.min() >= 0:  # no negative weight: a row adds to 0 iff it is all 0,
+    elif all_valid and flat.size and lo >= 0:  # no negative weight: a row adds to 0 iff it is all 0,
         zero = float(np.mean(w @ np.ones(w.shape[1]) == 0))  # which a matrix-vector product tells as well
     else:
         zero = float(np.mean((w.sum(axis=1) if all_valid else np.where(valid, w, 0.0).sum(axis=1)) == 0))
     return ess, mx, top, zero
+
+
+def _moments(flat: FloatArray) -> tuple[float, float, float, float, int]:
+    """``(sum, sum of squares, max, min, count of positives)`` of a 1-d float array, the sums
+    exactly as ``flat.sum()`` and ``np.square(flat).sum()`` give them (tested bit for bit).
+
+    Numpy adds a contiguous float64 array by pairwise summation: halves (the first rounded down
+    to a multiple of 8) added recursively, blocks of up to 128 values with 8 accumulators. A
+    contiguous array is split here the same way down to parts of at most :data:`BLOCK_VALUES`
+    values, and each part is summed by numpy, so the sums are the same numbers; every statistic
+    of a part is taken while it is in the CPU's cache (one pass over memory, and no temporary
+    array of squares). Other arrays (not contiguous, not float64) are left to numpy."""
+    if flat.dtype != np.float64 or not flat.flags.c_contiguous or flat.size <= BLOCK_VALUES:
+        return (float(flat.sum()), float(np.square(flat).sum()), float(flat.max()), float(flat.min()),
+                int(np.count_nonzero(flat > 0)))
+    buf = np.empty(BLOCK_VALUES)
+    pos = np.empty(BLOCK_VALUES, dtype=bool)
+    maxima: list[float] = []
+    minima: list[float] = []
+    n_pos = 0
+
+    def visit(part: FloatArray) -> tuple[Any, Any]:
+        nonlocal n_pos
+        size = part.size
+        if size > BLOCK_VALUES:  # numpy's split: half, rounded down to a multiple of 8
+            half = size // 2
+            half -= half % 8
+            a, a2 = visit(part[:half])
+            b, b2 = visit(part[half:])
+            return a + b, a2 + b2
+        sq = buf[:size]
+        np.square(part, out=sq)
+        maxima.append(part.max())
+        minima.append(part.min())
+        n_pos += int(np.count_nonzero(np.greater(part, 0.0, out=pos[:size])))
+        return part.sum(), sq.sum()
+
+    total, total2 = visit(flat)
+    return float(total), float(total2), float(np.max(maxima)), float(np.min(minima)), n_pos
 
 
 def _top_k_sum(values: FloatArray, k: int) -> float:

@@ -98,6 +98,7 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
+from onlineeval.estimators.derived import add_rows, block_rows
 
 __all__ = ["PseudoInverse", "pi_slot_weights"]
 
@@ -447,19 +448,38 @@ class PseudoInverse(Estimator):
             table[u, :, : h[0].shape[1]] = h[0]
             m_of[u] = h[0].shape[1]
         shown = data.shown
-        outside = shown >= m_of[inv][:, None]
-        if outside.any():
-            i, j = np.argwhere(outside)[0]
-            raise InputError(
-                f"pseudoinverse: impression {int(i)} shows document {int(shown[i, j])} at slot {int(j)}, outside the "
-                f"logger's {int(m_of[inv[i]])} candidates of query {int(data.query[i])}",
-                data.source,
-            )
-        # flat index of (query, slot, document) in the table; empty slots read the zero column
-        idx = np.where(shown >= 0, shown, width) if not data.all_valid else shown.copy()
-        idx += (inv * (k * (width + 1)))[:, None]
-        idx += np.arange(0, k * (width + 1), width + 1)[None, :]
-        weight = table.reshape(-1).take(idx).sum(axis=1)
+        n = data.n
+        # every shown document among its query's candidates: one maximum decides the common case
+        if int(shown.max()) >= int(m_of.min()):
+            outside = shown >= m_of[inv][:, None]
+            if outside.any():
+                i, j = np.argwhere(outside)[0]
+                raise InputError(
+                    f"pseudoinverse: impression {int(i)} shows document {int(shown[i, j])} at slot {int(j)}, outside "
+                    f"the logger's {int(m_of[inv[i]])} candidates of query {int(data.query[i])}",
+                    data.source,
+                )
+        # weight_i = sum_j table[query of i, j, shown[i, j]] (empty slots read the zero column), gathered
+        # and added (numpy's order, as .sum(axis=1)) block by block of rows: no (n, k) index or value array
+        stride = k * (width + 1)
+        cols = np.arange(0, stride, width + 1)
+        flat = table.reshape(-1)
+        weight = np.empty(n)
+        rows = block_rows(k)
+        ibuf = np.empty((min(rows, n), k), dtype=np.int64)
+        fbuf = np.empty((min(rows, n), k))
+        acc = np.empty((8, min(rows, n)))
+        valid = data.all_valid
+        for s in range(0, n, rows):
+            e = min(n, s + rows)
+            idx, vals = ibuf[: e - s], fbuf[: e - s]
+            if valid:
+                np.add(shown[s:e], cols, out=idx)
+            else:
+                np.add(np.where(shown[s:e] >= 0, shown[s:e], width), cols, out=idx)
+            idx += (inv[s:e] * stride)[:, None]
+            np.take(flat, idx, out=vals, mode="clip")  # every index is in range (checked above)
+            add_rows(vals, weight[s:e], acc)
         r = data.list_rewards(reward)
         notes = {
             "max_range_residual": float(resid.max()),
