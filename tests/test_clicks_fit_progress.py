@@ -70,7 +70,7 @@ def test_a_short_fit_prints_nothing_off_a_terminal() -> None:
     assert out.getvalue() == ""
 
 
-def test_terminal_rewrites_one_line() -> None:
+def test_terminal_shows_a_live_bar_until_em_stops() -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True
@@ -78,9 +78,14 @@ def test_terminal_rewrites_one_line() -> None:
     clock, out = Clock(), Tty()
     show = FitProgress("ubm", 1e-7, stream=out, clock=clock)
     for it in range(1, 4):
-        show(it, 3, -10.0, None if it == 1 else 0.5)
+        clock.t = float(it)
+        show(it, 200, -10.0 - it, None if it == 1 else (0.5 if it < 3 else 1e-9))
+        if it < 3:
+            assert show._bar is not None and show._bar.tasks[0].completed == it
+    assert show._bar is None  # converged: the live bar is stopped
     text = out.getvalue()
-    assert text.count("\r") == 3 and text.endswith("\n") and text.count("\n") == 1
+    assert "fitting ubm" in text and "3/200" in text and "LL -13.0000 change 1.0e-09" in text
+    assert "ETA <=" in text and "…" not in text  # fits 80 columns
 
 
 def test_cli_quiet_and_short_fits_keep_stderr_clean(tmp_path) -> None:

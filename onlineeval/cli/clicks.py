@@ -169,11 +169,15 @@ def _em_options(
 
 
 class FitProgress:
-    """EM progress of one fit on stderr: on a terminal one line rewritten in place, otherwise a
-    line at most every ``every`` seconds and the last, e.g. ``fitting dbn: EM iteration
-    37/200, log-likelihood -123456.7891, relative change 3.2e-06 (stops below 1e-07), 12s``.
+    """EM progress of one fit on stderr.
 
-    A fit that needs fewer than ``every`` seconds prints nothing off a terminal."""
+    On a terminal, rich's live bar over the iteration budget (``max_iter``) with the
+    log-likelihood, its relative change (EM stops once it is below ``tol``), elapsed time and
+    ``ETA <=`` the time left at the current rate if EM ran to ``max_iter`` (an upper bound: it
+    stops earlier once it converges). Off a terminal, a line at most every ``every`` seconds and the last,
+    e.g. ``fitting dbn: EM iteration 37/200, log-likelihood -123456.7891, relative change
+    3.2e-06 (stops below 1e-07), 12s``; a fit shorter than ``every`` seconds prints nothing.
+    """
 
     def __init__(self, label: str, tol: float, stream: Any = None, every: float = 5.0,
                  clock: Callable[[], float] | None = None) -> None:
@@ -188,24 +192,54 @@ class FitProgress:
         self._last = self._t0
         self._every = every
         self._shown = False
+        self._bar: Any = None
+
+    def _text(self, iteration: int, max_iter: int, ll: float, change: float | None) -> str:
+        rel = "-" if change is None else f"{change:.1e}"
+        return (f"EM iteration {iteration}/{max_iter}, log-likelihood {ll:.4f}, relative change {rel} "
+                f"(stops below {self.tol:g})")
 
     def __call__(self, iteration: int, max_iter: int, ll: float, change: float | None) -> None:
         now = self._clock()
         last = iteration >= max_iter or (change is not None and change <= self.tol)
-        if not self._tty and not last and now - self._last < self._every:
+        if self._tty:
+            self._live(iteration, max_iter, ll, change, last)
             return
-        if not self._tty and last and not self._shown:
+        if not last and now - self._last < self._every:
+            return
+        if last and not self._shown:
             return  # a short fit: nothing to report
         self._last = now
-        rel = "-" if change is None else f"{change:.1e}"
-        text = (f"fitting {self.label}: EM iteration {iteration}/{max_iter}, log-likelihood {ll:.4f}, relative "
-                f"change {rel} (stops below {self.tol:g}), {now - self._t0:.0f}s")
-        if self._tty:
-            self._stream.write("\r" + text + ("\n" if last else ""))
-        else:
-            self._stream.write(text + "\n")
+        self._stream.write(f"fitting {self.label}: {self._text(iteration, max_iter, ll, change)}, "
+                           f"{now - self._t0:.0f}s\n")
         self._stream.flush()
         self._shown = True
+
+    def _live(self, iteration: int, max_iter: int, ll: float, change: float | None, last: bool) -> None:
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn(f"fitting {self.label}"), BarColumn(bar_width=10), MofNCompleteColumn(),
+                TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA <="), TimeRemainingColumn(),
+                console=Console(file=self._stream), get_time=self._clock,
+            )
+            self._bar.add_task("em", total=max_iter, completed=0, info="")
+            self._bar.start()
+        task = self._bar.task_ids[0]
+        rel = "-" if change is None else f"{change:.1e}"
+        self._bar.update(task, completed=iteration, total=max_iter, info=f"LL {ll:.4f} change {rel}")
+        if last:
+            self._bar.stop()
+            self._bar = None
 
 
 def _smoothing_text(groups: dict[float, list[str]]) -> str:
