@@ -24,6 +24,7 @@ class UserModels:
         self.names = tuple(names)
         self.shares = np.asarray(shares, dtype=np.float64)
         self.models = tuple(models)
+        self._chains: dict[int, _GradeChains | None] = {}  # list length k -> the fast sampler's tables
 
     @classmethod
     def from_config(cls, users: UsersConfig) -> UserModels:
@@ -52,7 +53,23 @@ class UserModels:
                 raise ConfigError(key, f"cannot simulate this collection's lists: {exc.message}") from None
 
     def sample(self, labels: np.ndarray, user_type: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Clicks ``(n, k)`` for shown ``labels``, each row by its user's type's model."""
+        """Clicks ``(n, k)`` for shown ``labels``, each row by its user's type's model.
+
+        When every type's model is a Markov-cascade chain given by grade and rank (cascade, DCM, CCM,
+        DBN, SDBN, C/W/L users: :func:`clickmodels.kernels.chain_sample_grades`), all types are
+        sampled in one pass (:class:`_GradeChains`): the same uniforms drawn in the same order as the
+        models' own samplers and the same comparisons, so the same clicks (tested), without each
+        model call's validation and table set-up. Otherwise (or on labels outside the models' grades,
+        so that their error is raised) each type's model samples its rows.
+        """
+        k = labels.shape[1] if labels.ndim == 2 else -1
+        if k not in self._chains:
+            self._chains[k] = _GradeChains.build(self.models, k) if k >= 0 else None
+        chains = self._chains[k]
+        if chains is not None and labels.size and chains.accepts(labels):
+            by_type = chains.types(user_type, labels.shape[0])
+            if by_type is not None:
+                return chains.sample(labels, by_type, rng)
         if len(self.models) == 1:
             return np.asarray(self.models[0].sample(labels, rng).clicks, dtype=bool)
         clicks = np.zeros(labels.shape, dtype=bool)
@@ -89,3 +106,96 @@ class UserModels:
         if len(self.models) == 1:
             return np.zeros(n, dtype=np.int8)
         return draw_from_cdf(np.cumsum(self.shares), rng.random(n)).astype(np.int8)
+
+
+class _GradeChains:
+    """The chain tables of every type's model, stacked for one gather (see :meth:`UserModels.sample`).
+
+    Model ``t``'s thresholds ``(t1, t2, t3)`` are laid out as in
+    :func:`clickmodels.kernels.chain_sample_grades` (rank ``r``, grade ``g`` at ``r * width + g + 1``,
+    empty slots at column 0), one block of ``k * width`` entries per type. Uniforms: ``rng.random((k, b))``
+    per block of ``b <= BLOCK`` rows of each type in turn (:func:`clickmodels.kernels.blocked_uniforms`),
+    which is what each model's ``sample`` on its type's rows draws.
+    """
+
+    def __init__(self, t1: np.ndarray, t2: np.ndarray, t3: np.ndarray, k: int, width: int, grades: int) -> None:
+        self.t1, self.t2, self.t3 = t1, t2, t3
+        self.k, self.width, self.grades = k, width, grades
+        self.use_t1 = bool(np.any(t1 > 0))
+        self.use_t3 = bool(np.any(t3 < 1.0))
+        self.offset = (np.arange(k, dtype=np.intp) * width + 1)[:, None]
+
+    @classmethod
+    def build(cls, models: Sequence[Any], k: int) -> _GradeChains | None:
+        from clickmodels import kernels
+        from clickmodels.cascade import ChainModel
+
+        tables = []
+        for model in models:
+            if not isinstance(model, ChainModel) or type(model)._sample is not ChainModel._sample:
+                return None
+            chain = model._grade_chain(k)
+            if chain is None:
+                return None
+            tables.append(chain)
+        widths = {np.asarray(c.attract).shape[-1] for c in tables}
+        if len(widths) != 1:
+            return None
+        width = widths.pop()
+        flats: list[list[np.ndarray]] = [[], [], []]
+        for chain in tables:
+            # exactly the tables chain_sample_grades builds (same arithmetic, same layout)
+            for i, t in enumerate(kernels.chain_thresholds(chain.attract, chain.cont_click, chain.cont_skip)):
+                flats[i].append(np.roll(np.broadcast_to(t, (k, width)), 1, axis=1).ravel())
+        t1, t2, t3 = (np.concatenate(f) for f in flats)
+        return cls(t1, t2, t3, k, width, width - 1)
+
+    def accepts(self, labels: np.ndarray) -> bool:
+        """Labels the models take without error (grades ``0 .. G-1``, ``-1`` empty), integer dtype."""
+        if not np.issubdtype(labels.dtype, np.integer) or labels.ndim != 2:
+            return False
+        return bool(labels.min() >= -1 and labels.max() < self.grades)
+
+    def types(self, user_type: np.ndarray, n: int) -> list[np.ndarray] | None:
+        """The rows of each type, or ``None`` if some row has no known type (the models' own path
+        then leaves it without clicks)."""
+        n_types = self.t2.size // (self.k * self.width)
+        if n_types == 1:
+            return []
+        by_type = [np.flatnonzero(user_type == t) for t in range(n_types)]
+        return by_type if sum(r.size for r in by_type) == n else None
+
+    def sample(self, labels: np.ndarray, by_type: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        """Clicks of ``labels`` whose rows are ``by_type`` (:meth:`types`): type by type, block by block
+        of :data:`clickmodels.kernels.BLOCK` rows (a model's own sampler draws its uniforms per block)."""
+        from clickmodels.kernels import BLOCK
+
+        n, k = labels.shape
+        if not by_type and n <= BLOCK:
+            return np.ascontiguousarray(self._block(labels.T, rng, 0).T)
+        out = np.empty((n, k), dtype=bool)
+        for t, rows in enumerate(by_type or [None]):
+            size = n if rows is None else rows.size
+            for lo in range(0, size, BLOCK):
+                hi = min(size, lo + BLOCK)
+                part = slice(lo, hi) if rows is None else rows[lo:hi]
+                out[part] = self._block(labels[part].T, rng, t).T
+        return out
+
+    def _block(self, grade: np.ndarray, rng: np.random.Generator, t: int) -> np.ndarray:
+        """Rank-major ``(k, b)`` clicks of ``b`` rows of type ``t`` (grades ``(k, b)``), drawing ``rng.random((k, b))``."""
+        k, b = grade.shape
+        idx = np.ascontiguousarray(grade, dtype=np.intp)  # rank-major (k, b) in memory too
+        idx += self.offset + t * k * self.width
+        u = rng.random((k, b))
+        click = u < self.t2.take(idx)
+        go = ~click
+        if self.use_t1:
+            go |= u < self.t1.take(idx)
+        if self.use_t3:
+            go &= click | (u < self.t3.take(idx))
+        # examined at rank r: the user went on after every rank above
+        if k > 1:
+            np.logical_and.accumulate(go[:-1], axis=0, out=go[:-1])
+            click[1:] &= go[:-1]
+        return click
