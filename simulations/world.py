@@ -152,7 +152,13 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
             f"grade {row['grade']} (query {row['query']}, document {row['doc']}) is above {_MAX_GRADE}, the "
             "largest grade the simulator's click models take; map the grades to 0..G-1", str(coll.qrels)
         )
-    runs = {name: read_run(coll.runs[name]) for name in config.ranker_names()}
+    # each run is ranked once, over all its documents: the shown list is the first ``depth`` of
+    # that ranking (a cut-off only truncates it); the run's table is dropped once ranked
+    full_lists: dict[str, dict[str, list[str]]] = {}
+    for name in config.ranker_names():
+        run = read_run(coll.runs[name])
+        full_lists[name] = {str(k): v for k, v in ranked_doc_lists(run, coll.ties, qrels, None).items()}
+        del run
     judged_queries = list(dict.fromkeys(qrels["query"].astype(str)))
     qindex = {qid: i for i, qid in enumerate(judged_queries)}
     depth = config.rankers.depth
@@ -168,12 +174,11 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
 
     ranked_docs: dict[str, list[list[str]]] = {}
     notes: dict[str, object] = {"collection": "trec", "qrels": str(coll.qrels), "ties": coll.ties}
-    for name, run in runs.items():
-        per_query = {str(k): [str(d) for d in v] for k, v in ranked_doc_lists(run, coll.ties, qrels, depth).items()}
-        in_run = set(per_query)
+    for name, full in full_lists.items():
+        in_run = set(full)
         notes[f"queries_only_in_run_{name}"] = len(in_run - set(qindex))
         notes[f"queries_missing_from_run_{name}"] = len(set(qindex) - in_run)
-        ranked_docs[name] = [list(per_query.get(qid, [])) for qid in judged_queries]
+        ranked_docs[name] = [[str(d) for d in full.get(qid, ())[:depth]] for qid in judged_queries]
         unjudged = 0
         shown = 0
         for i, lst in enumerate(ranked_docs[name]):
@@ -204,8 +209,7 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
     # scores for logging policies: minus the rank in the full run, over the candidates
     # (judged, or shown by some ranker); candidates the run does not retrieve get -inf
     scores: dict[str, np.ndarray] = {}
-    for name, run in runs.items():
-        full = {str(k): v for k, v in ranked_doc_lists(run, coll.ties, qrels, None).items()}
+    for name, full in full_lists.items():
         sc = np.full((q, m), -np.inf, dtype=np.float32)
         for i, qid in enumerate(judged_queries):
             local = docs[i]

@@ -123,3 +123,111 @@ def test_offline_metrics_in_chunks_equal_one_call(monkeypatch, metric):
         world = W._finish(config, labels, rankings, frequency, tuple(map(str, range(q))), 4, {})
         ref = _dense_offline(metric, labels, rankings, frequency)
         assert world.offline.per_query["A"].tobytes() == ref["A"].tobytes()
+
+
+# --- TREC collections -------------------------------------------------------------------------
+
+
+def _former_trec(config):
+    """The former ``_trec`` (reference): every run read first and ranked twice, at the depth and
+    in full; returns labels, rankings, scores, judged grades and notes."""
+    from onlineeval.io import ranked_doc_lists, read_qrels, read_run
+
+    coll = config.collection
+    qrels = read_qrels(coll.qrels)
+    runs = {name: read_run(coll.runs[name]) for name in config.ranker_names()}
+    judged_queries = list(dict.fromkeys(qrels["query"].astype(str)))
+    qindex = {qid: i for i, qid in enumerate(judged_queries)}
+    depth = config.rankers.depth
+    docs = [{} for _ in judged_queries]
+    grades = [[] for _ in judged_queries]
+    for qid, doc, grade in qrels[["query", "doc", "grade"]].itertuples(index=False):
+        i = qindex[str(qid)]
+        docs[i].setdefault(str(doc), len(docs[i]))
+        grades[i].append(max(int(grade), 0))
+    n_judged = [len(g) for g in grades]
+    ranked_docs = {}
+    notes = {"collection": "trec", "qrels": str(coll.qrels), "ties": coll.ties}
+    for name, run in runs.items():
+        per_query = {str(k): [str(d) for d in v] for k, v in ranked_doc_lists(run, coll.ties, qrels, depth).items()}
+        in_run = set(per_query)
+        notes[f"queries_only_in_run_{name}"] = len(in_run - set(qindex))
+        notes[f"queries_missing_from_run_{name}"] = len(set(qindex) - in_run)
+        ranked_docs[name] = [list(per_query.get(qid, [])) for qid in judged_queries]
+        unjudged = shown = 0
+        for i, lst in enumerate(ranked_docs[name]):
+            for doc in lst:
+                shown += 1
+                if doc not in docs[i]:
+                    docs[i][doc] = len(docs[i])
+                    unjudged += 1
+        notes[f"unjudged_shown_{name}"] = unjudged
+        notes[f"shown_{name}"] = shown
+    q, m = len(judged_queries), max(len(d) for d in docs)
+    labels = np.full((q, m), -1, dtype=np.int8)
+    for i in range(q):
+        labels[i, : n_judged[i]] = grades[i]
+        labels[i, n_judged[i] : len(docs[i])] = 0
+    rankings = {}
+    for name, lists in ranked_docs.items():
+        mat = np.full((q, depth), -1, dtype=np.int32)
+        for i, lst in enumerate(lists):
+            mat[i, : len(lst)] = [docs[i][d] for d in lst]
+        rankings[name] = mat
+    scores = {}
+    for name, run in runs.items():
+        full = {str(k): v for k, v in ranked_doc_lists(run, coll.ties, qrels, None).items()}
+        sc = np.full((q, m), -np.inf, dtype=np.float32)
+        for i, qid in enumerate(judged_queries):
+            for rank, doc in enumerate(full.get(qid, ())):
+                j = docs[i].get(str(doc))
+                if j is not None:
+                    sc[i, j] = -float(rank)
+        scores[name] = sc
+    judged = np.where(np.arange(m)[None, :] < np.asarray(n_judged)[:, None], labels, -1)
+    return labels, rankings, scores, judged, notes, tuple(judged_queries)
+
+
+def _write_trec(tmp_path, seed=3):
+    """Qrels and two runs: score ties (rounded scores), unjudged retrieved documents, negative
+    grades, queries judged but not retrieved and retrieved but not judged, and grade scales that
+    differ between queries (ERR's top grade is the collection's)."""
+    rng = np.random.default_rng(seed)
+    with open(tmp_path / "qrels", "w") as fh:
+        for q in range(40):
+            top = 1 if q < 20 else 3
+            for d in rng.choice(60, size=int(rng.integers(1, 25)), replace=False):
+                fh.write(f"q{q} 0 d{d} {int(rng.integers(-1, top + 1))}\n")
+    for name, missing in (("A", 5), ("B", 7)):
+        with open(tmp_path / f"run{name}", "w") as fh:
+            for q in [*range(40), 41, 42]:
+                if q % missing == 0:
+                    continue
+                n = int(rng.integers(1, 40))
+                for r, d in enumerate(rng.choice(80, size=n, replace=False)):
+                    fh.write(f"q{q} Q0 d{d} {r + 1} {round(float(rng.standard_normal()), 1)} {name}\n")
+
+
+@pytest.mark.parametrize("ties", ["docno_desc", "input_order", "pessimistic", "optimistic"])
+@pytest.mark.parametrize("metric", ["ERR@10", "nDCG@5"])
+def test_trec_world_equals_the_former_set_up(tmp_path, monkeypatch, ties, metric):
+    _write_trec(tmp_path)
+    config = load_config(REPO / "configs" / "ab.yaml", {
+        "collection": {"type": "trec", "qrels": str(tmp_path / "qrels"), "ties": ties,
+                       "runs": {"A": str(tmp_path / "runA"), "B": str(tmp_path / "runB")}},
+        "offline_metric": metric, "rankers": {"depth": 10}})
+    labels, rankings, scores, judged, notes, query_ids = _former_trec(config)
+    assert len(np.unique(judged.max(axis=1))) > 2  # grade scales differ between queries
+    for cells in (1, 90, 1 << 18):
+        monkeypatch.setattr(W, "_CHUNK_CELLS", cells)
+        world = W.build_world(config, world_seed(config.seed))
+        assert world.query_ids == query_ids and world.notes == notes
+        assert world.labels.dtype == np.int8 and np.array_equal(world.labels, labels)
+        assert sorted(world.rankings) == sorted(world.scores) == ["A", "B"]
+        for name in rankings:
+            assert np.array_equal(world.rankings[name], rankings[name])
+            assert world.scores[name].dtype == np.float32
+            assert world.scores[name].tobytes() == scores[name].tobytes()
+        ref = _dense_offline(metric, labels, rankings, world.frequency, judged)
+        for name in ref:
+            assert world.offline.per_query[name].tobytes() == ref[name].tobytes()
