@@ -59,16 +59,23 @@ def test_draw_table_matches_the_interleaver(method, length, same):
         q = np.random.default_rng(seed + 100).integers(0, a.shape[0], n)
         g1, g2 = np.random.default_rng(seed), np.random.default_rng(seed)
         ref = interleaver.interleave([a[q], b[q]], g1, length=length)
-        got, grades = table.draw(q, g2)
+        got, grades, key = table.draw(q, g2)
         np.testing.assert_array_equal(got.ranking, ref.ranking)
         np.testing.assert_array_equal(got.team, ref.team)
         np.testing.assert_array_equal(got.rankings, ref.rankings)
         assert got.ranking.dtype == ref.ranking.dtype and got.team.dtype == ref.team.dtype
         np.testing.assert_array_equal(grades, shown_labels(labels, q, ref.ranking))
         assert g1.bit_generator.state == g2.bit_generator.state  # the same draws were made
-        # and so the same outcomes whatever the clicks
-        clicks = np.random.default_rng(seed).random(ref.ranking.shape) < 0.3
-        np.testing.assert_array_equal(interleaver.outcome(got, clicks), interleaver.outcome(ref, clicks))
+        # and so the same outcomes whatever the clicks; balanced's outcome from the table's ranks too
+        for rate in (0.05, 0.3, 0.9):  # clicks on empty slots included (the interleaver ignores them)
+            clicks = np.random.default_rng(seed).random(ref.ranking.shape) < rate
+            expected = interleaver.outcome(ref, clicks)
+            np.testing.assert_array_equal(interleaver.outcome(got, clicks), expected)
+            if method == "balanced":
+                fast = table.balanced_outcome(key, got.ranking, clicks)
+                assert fast.dtype == expected.dtype
+                np.testing.assert_array_equal(fast, expected)
+                assert n < 100 or same or 0 < np.count_nonzero(fast) < n
 
 
 def test_draw_table_only_for_two_ranker_table_methods_and_cached():

@@ -111,15 +111,21 @@ class DrawTable:
         self.shown = np.ascontiguousarray(shown, dtype=np.int32)
         self.team = np.ascontiguousarray(team, dtype=np.int8)
         self.grades = shown_labels(labels, query, self.shown)
+        self.ranks: np.ndarray | None = None
+        if method == "balanced":
+            from onlineeval.interleaving._kernels import rank_in_lists
+
+            # (2, rows, length) first-occurrence rank of each shown document in A and in B (K if absent)
+            self.ranks = rank_in_lists(self.shown, lists).astype(np.int16 if width < 2**15 else np.intp)
 
     @staticmethod
     def nbytes(method: str, n_queries: int, length: int) -> int:
         combos = 2 if method == "balanced" else 2 ** ((length + 1) // 2)
         return n_queries * combos * length * 6  # int32 documents, int8 teams, int8 grades
 
-    def draw(self, query: np.ndarray, rng: np.random.Generator) -> tuple[Any, np.ndarray]:
-        """``(InterleavingResult, shown grades)`` of a batch of queries, drawing the interleaver's coins
-        from ``rng`` exactly as :meth:`Interleaver.interleave` does."""
+    def draw(self, query: np.ndarray, rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
+        """``(InterleavingResult, shown grades, table rows)`` of a batch of queries, drawing the
+        interleaver's coins from ``rng`` exactly as :meth:`Interleaver.interleave` does."""
         from onlineeval.interleaving.base import InterleavingResult
 
         n = query.shape[0]
@@ -135,7 +141,23 @@ class DrawTable:
         key += query * self.combos
         result = InterleavingResult(self.shown.take(key, axis=0), self.team.take(key, axis=0),
                                     self.stacked.take(query, axis=1))
-        return result, self.grades.take(key, axis=0)
+        return result, self.grades.take(key, axis=0), key
+
+    def balanced_outcome(self, key: np.ndarray, ranking: np.ndarray, clicks: np.ndarray) -> np.ndarray:
+        """Balanced interleaving's ``(n,)`` outcome (``prefix_credit`` on) from the table's ranks of the
+        shown documents: ``kappa`` is the smaller rank in A and B of the lowest clicked slot, and each
+        list's credit the clicks on documents it ranks at ``kappa`` or above (the definition of
+        :class:`onlineeval.interleaving.Balanced`, computed on whole rows; tested equal)."""
+        assert self.ranks is not None
+        c = clicks & (ranking >= 0)  # as the interleaver's click check
+        n, k = c.shape
+        rank_a, rank_b = self.ranks[0].take(key, axis=0), self.ranks[1].take(key, axis=0)
+        last = (k - 1) - np.argmax(c[:, ::-1], axis=1)  # lowest clicked slot (any slot when none)
+        rows = np.arange(n)
+        kappa = np.minimum(rank_a[rows, last], rank_b[rows, last])[:, None]
+        h_a = np.count_nonzero(c & (rank_a <= kappa), axis=1)
+        h_b = np.count_nonzero(c & (rank_b <= kappa), axis=1)
+        return np.sign(h_b - h_a).astype(np.int8)  # no click: 0 - 0
 
 
 def draw_table(interleaver: Any, lists: list[np.ndarray], labels: np.ndarray, length: int) -> DrawTable | None:
@@ -220,9 +242,9 @@ class InterleavingDesign(Design):
 
     def _process(self, batch: Batch) -> None:
         q = batch.query
-        grades = None
+        grades = key = None
         if self.table is not None:
-            shown, grades = self.table.draw(q, self.rng)
+            shown, grades, key = self.table.draw(q, self.rng)
         else:
             shown = self.interleaver.interleave([r[q] for r in self.ranker_lists], self.rng, length=self.world.depth)
         ranking = np.asarray(shown.ranking)
@@ -237,7 +259,10 @@ class InterleavingDesign(Design):
             other = draw_from_cdf(self.query_cdf, self.rng.random(len(batch)))
             labels = np.where(ranking >= 0, self.null_labels[other], -1).astype(np.int8)
             clicks = self.users.sample(labels, batch.user_type, self.rng)
-        outcomes = pair_outcomes(self.interleaver, shown, clicks, len(self.ranker_lists))
+        if key is not None and self.table.ranks is not None and self.interleaver.prefix_credit:
+            outcomes = self.table.balanced_outcome(key, ranking, clicks)[:, None].astype(np.float64)
+        else:
+            outcomes = pair_outcomes(self.interleaver, shown, clicks, len(self.ranker_lists))
         for p, (metric, _, _) in enumerate(self.pairs):
             self._add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
         self._add("compared", batch.user, clicks.any(axis=1).astype(np.float64))
