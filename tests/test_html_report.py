@@ -61,7 +61,8 @@ SIM: dict[str, Any] = {
         {"name": n, "share": s, "click_model": {"name": "cascade", "preset": n}} for n, s in SHARES.items()]},
     "traffic": {"days": 3, "queries_per_day": 800, "batch_hours": 24},
     "designs": [
-        {"name": "ab", "type": "ab", "metric": "reciprocal_rank", "analysis": {"multiple": "holm"}},
+        {"name": "ab", "type": "ab", "metric": "reciprocal_rank",
+         "analysis": {"multiple": "holm", "cuped": {"pre_days": 2}, "srm": {}}},
         {"name": "team_draft", "type": "interleaving", "method": "team_draft",
          "analysis": {"sequential": "obrien_fleming"}},
         {"name": "balanced", "type": "interleaving", "method": "balanced"},
@@ -359,6 +360,29 @@ def test_sequential_and_multiple_blocks_as_the_terminal_prints_them(sim: Path) -
     assert "obrien_fleming" in page.text("calibration") and "holm over 3 tests" in page.text("calibration")
 
 
+def test_decomposition_srm_and_cuped_blocks_as_the_terminal_prints_them(sim: Path, tmp_path: Path) -> None:
+    from simulations.cuped import cuped_lines
+    from simulations.decomposition import decomposition_lines
+    from simulations.srm import srm_lines
+
+    summary = json.loads((sim / "summary.json").read_text())
+    page = parse(sim / REPORT_NAME)
+    for key, lines in (("decomposition", decomposition_lines), ("srm", srm_lines), ("cuped", cuped_lines)):
+        body = [ln for ln in lines(summary) if ln.strip()]
+        assert len(body) > 2, key  # the config has an A/B design with a pre-period and SRM checks
+        assert "\n".join(body[1:]) in page.pre, key
+    assert "Why the online effect shrinks" in page.text("shrinkage")
+    assert "Sample ratio mismatch" in page.text("checks") and "CUPED" in page.text("checks")
+    assert "other" not in page.sections  # none of them is left to the raw tree
+
+    def drop(summary: dict[str, Any], _dst: Path) -> None:
+        for key in ("srm", "cuped"):
+            summary.pop(key)
+
+    page = parse(write_simulate_report(_copy_with(sim, tmp_path, drop)))
+    assert "checks" not in page.sections  # no section without the blocks
+
+
 def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: Path) -> None:
     """A counterfactual block: one row per estimator with its bias, the biased estimate marked
     (as the main table marks it), and its plots embedded."""
@@ -388,11 +412,11 @@ def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: P
 
 def test_unknown_results_are_shown_not_dropped(sim: Path, tmp_path: Path) -> None:
     def add(summary: dict[str, Any], _dst: Path) -> None:
-        summary["decomposition"] = {"depth": {"factor": 0.75}, "note": "A & B"}
+        summary["future_block"] = {"depth": {"factor": 0.75}, "note": "A & B"}
 
     page = parse(write_simulate_report(_copy_with(sim, tmp_path, add)))
     assert "other" in page.sections
-    assert "decomposition" in page.text("other") and "0.75" in page.text("other") and "A & B" in page.text("other")
+    assert "future_block" in page.text("other") and "0.75" in page.text("other") and "A & B" in page.text("other")
 
 
 def test_missing_summary_is_a_clear_error(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ __all__ = ["answer_rows", "is_biased", "simulate_sections"]
 KNOWN_KEYS = frozenset({
     "onlineeval_version", "config_fingerprint", "conventions", "world", "truth", "offline", "designs",
     "required_impressions_ratio", "monitoring", "truth_by_segment", "config", "counterfactual",
-    "assumption_sweep", "sequential", "multiple",
+    "assumption_sweep", "sequential", "multiple", "decomposition", "cuped", "srm",
 })
 
 
@@ -253,6 +253,7 @@ def shrinkage_section(folder: Path, summary: dict[str, Any]) -> Html:
             ["segment", "traffic", "queries", f"offline A ({off.get('metric')})", "offline B", "delta", "rel.",
              *(f"online {m} B - A (exact)" for m in metrics)], rows,
             caption="Offline and online differences by query segment", text_columns=(0,)))
+    parts.append(_terminal_block(summary, "decomposition", "Why the online effect shrinks"))
     conv = summary.get("conventions") or {}
     parts.append(note("Shrinkage: ", conv.get("shrinkage", "-"), ". Segments: ", conv.get("query_segments", "-"),
                       ". The offline metric's conventions (gain, ties, cut-off, unjudged documents) are under ",
@@ -321,6 +322,40 @@ def _decision_blocks(summary: dict[str, Any]) -> Html:
         if text:
             parts += [tag("h3", title), tag("pre", "\n".join(line for line in text if line.strip()))]
     return join(parts)
+
+
+_BLOCK_FORMATTERS = {
+    "decomposition": ("simulations.decomposition", "decomposition_lines"),
+    "srm": ("simulations.srm", "srm_lines"),
+    "cuped": ("simulations.cuped", "cuped_lines"),
+}
+
+
+def _terminal_block(summary: dict[str, Any], key: str, title: str) -> Html:
+    """The summary's ``key`` block as the terminal summary prints it (its own formatter, from
+    the same summary.json; its first line, the heading, becomes ``title``); empty when absent."""
+    import importlib
+
+    if not summary.get(key):
+        return join([])
+    module, name = _BLOCK_FORMATTERS[key]
+    try:
+        lines = getattr(importlib.import_module(module), name)(summary)
+    except (KeyError, TypeError, ValueError):  # a newer summary than its formatter: show it as it is
+        return join([tag("h3", title), tree(summary[key])])
+    body = [ln for ln in lines if ln.strip()]
+    if not body:
+        return join([])
+    head, rest = body[0], body[1:]
+    return join([tag("h3", title), tag("p", head, cls="note"), tag("pre", "\n".join(rest))])
+
+
+def checks_section(summary: dict[str, Any]) -> Html | None:
+    """Sample ratio mismatch checks and CUPED variance reduction of the A/B designs (when configured)."""
+    if not summary.get("srm") and not summary.get("cuped"):
+        return None
+    return join([_terminal_block(summary, "srm", "Sample ratio mismatch"),
+                 _terminal_block(summary, "cuped", "CUPED: variance reduction from a pre-period")])
 
 
 _RULES = (("fixed", "fixed horizon"), ("peeking", "peeking (p < alpha daily)"), ("msprt", "mSPRT (always valid)"),
@@ -449,6 +484,9 @@ def simulate_sections(folder: Path, summary: dict[str, Any]) -> list[tuple[str, 
         ("shrinkage", "Offline to online: shrinkage", shrinkage_section(folder, summary)),
         ("calibration", "A/A calibration and the null (bias) check", calibration_section(summary)),
     ]
+    checks = checks_section(summary)
+    if checks is not None:
+        sections.append(("checks", "Split checks and CUPED", checks))
     cf = counterfactual_section(folder, summary)
     if cf is not None:
         sections.append(("counterfactual", "Counterfactual estimators", cf))
