@@ -98,7 +98,6 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
         known_list_propensities,
     )
     from simulations.designs.counterfactual.fused import stack_propensities, stacked_indicators
-    from simulations.policies.base import running_and
 
     replicates = []
     for seq in seqs:
@@ -133,8 +132,10 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
                 t1 = clock()
                 same = runs = None
                 if design._known is not None:  # as the design does: the rows showing a target's list
-                    same = [lists.take(b.query, axis=0) == shown for lists, _ in design._known]
-                    runs = [running_and(eq) for eq in same]
+                    same = design._known_lists.take(b.query, axis=1) == shown
+                    runs = same.copy()
+                    for j in range(1, runs.shape[2]):
+                        runs[:, :, j] &= runs[:, :, j - 1]
                 t2 = clock()
                 if design._known is None:
                     p = distinct_propensities(policy, b.query, shown, m)

@@ -101,7 +101,6 @@ from simulations.designs.counterfactual.serving import (
     shared_policy,
     stack_known,
 )
-from simulations.policies.base import running_and
 from simulations.traffic import Batch
 
 __all__ = ["LOGGING_METRICS", "CounterfactualDesign"]
@@ -141,6 +140,7 @@ class CounterfactualDesign(Design):
         if all(np.shape(self.world.rankings[t])[1] == self.policy.k for t in self.target_names):
             self._known = [_shared_known(self.policy, self.world, t) for t in self.target_names]
             self._known_table = stack_known(self._known)
+            self._known_lists = np.stack([lists for lists, _ in self._known])  # (T, Q, k)
         self.whole_log = {label: refits_on_whole_log(est) for label, est in self.estimators}
         # whole-log estimators whose per-row statistics do not depend on the rest of the log
         # (adaptive IPS: each behaviour's terms; only the choice among them is whole-log):
@@ -233,8 +233,11 @@ class CounterfactualDesign(Design):
             p = distinct_propensities(self.policy, batch.query, shown, m)
             same = runs = None
         else:
-            same = [lists.take(batch.query, axis=0) == shown for lists, _ in self._known]  # rows of lists[q]
-            runs = [running_and(eq) for eq in same]
+            # rows of lists[q] for both targets at once, and the running AND over the slots
+            same = self._known_lists.take(batch.query, axis=1) == shown
+            runs = same.copy()
+            for j in range(1, runs.shape[2]):
+                runs[:, :, j] &= runs[:, :, j - 1]
             p = known_list_propensities(self.policy, batch.query, shown, m, self._known, [r[:, -1] for r in runs],
                                         self._known_table)
         for own in (shown, clicks, p.list, p.prefix, p.item):
@@ -302,7 +305,14 @@ class CounterfactualDesign(Design):
     def violations(self) -> dict[tuple[str, str], int]:
         """Per (estimator, target) with a support mask: the impressions so far whose query's
         target list has an event of logging probability 0 at the estimator's support level."""
-        return {key: int(self._masks[key] @ self._query_count) for key in self.support_rows}  # type: ignore[operator]
+        counted: dict[int, int] = {}  # estimators of one support level share their target's mask: counted once
+        out: dict[tuple[str, str], int] = {}
+        for key in self.support_rows:
+            mask = self._masks[key]
+            if id(mask) not in counted:
+                counted[id(mask)] = int(mask @ self._query_count)  # type: ignore[operator]
+            out[key] = counted[id(mask)]
+        return out
 
     def log(self) -> Any:
         """The whole log so far as one :class:`onlineeval.estimators.LoggedData`."""

@@ -132,15 +132,16 @@ class FusedTerms:
         return terms, behaviours
 
 
-def stacked_indicators(same: list[np.ndarray], runs: list[np.ndarray]) -> Any:
+def stacked_indicators(same: Any, runs: Any) -> Any:
     """The deterministic targets' propensities of a batch's lists, stacked ``(T, ...)``:
     ``same[t]`` is ``lists_t[query] == shown`` and ``runs[t]`` its running AND over the
     slots (what :meth:`onlineeval.estimators.DeterministicTarget.propensities` computes:
-    the prefix indicators as float, the list indicator its last slot, the item indicators)."""
+    the prefix indicators as float, the list indicator its last slot, the item indicators);
+    ``(T, n, k)`` bool arrays or lists of ``(n, k)`` ones."""
     from onlineeval.estimators import Propensities
 
-    prefix = np.stack(runs).astype(np.float64)
-    return Propensities(prefix[:, :, -1], prefix, np.stack(same).astype(np.float64))
+    prefix = np.asarray(runs).astype(np.float64)
+    return Propensities(prefix[:, :, -1], prefix, np.asarray(same).astype(np.float64))
 
 
 def stack_propensities(parts: list[Any]) -> Any:

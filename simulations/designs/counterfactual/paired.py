@@ -21,6 +21,10 @@ from scipy import special as _spc
 __all__ = ["PairedEstimate", "paired_difference", "paired_differences", "ratio_means"]
 
 
+#: the two-sided normal quantile of each significance level asked for (the same float each time)
+_Z: dict[float, float] = {}
+
+
 class PairedEstimate:
     """An estimate with its interval and two-sided z-test (what a checkpoint row holds)."""
 
@@ -32,7 +36,9 @@ class PairedEstimate:
             self.ci_low = self.ci_high = self.pvalue = math.nan
             self.estimate = self.se = math.nan
         elif self.se > 0:
-            z = float(-_spc.ndtri(alpha / 2.0))
+            z = _Z.get(alpha)
+            if z is None:
+                z = _Z[alpha] = float(-_spc.ndtri(alpha / 2.0))
             self.ci_low, self.ci_high = self.estimate - z * self.se, self.estimate + z * self.se
             self.pvalue = float(min(1.0, 2.0 * _spc.ndtr(-abs(self.estimate) / self.se)))
         else:  # no spread: the interval is the point, the test rejects unless it is 0
