@@ -46,11 +46,11 @@ def lists_with_edge_cases(rng: np.random.Generator, n_queries: int = 400, depth:
 
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
-@pytest.mark.parametrize("length", [10, 7, 1, 4])
+@pytest.mark.parametrize("length", [10, 7, 1, 4, 18])  # 18: 9 coins, keys over two bytes
 @pytest.mark.parametrize("same", [False, True])
 def test_draw_table_matches_the_interleaver(method, length, same):
     rng = np.random.default_rng(3)
-    a, b, labels = lists_with_edge_cases(rng)
+    a, b, labels = lists_with_edge_cases(rng, depth=max(10, length + 2), docs=max(14, length + 6))
     if same:
         b = a
     interleaver = get_interleaver(method)

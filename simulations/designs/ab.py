@@ -52,6 +52,10 @@ class ABDesign(Design):
         super().__init__(*args, **kwargs)
         self.ranking_a = self.world.rankings["A"]
         self.ranking_b = self.world.rankings["A" if self.aa else "B"]
+        # (Q, depth) grades of each arm's list: a batch's shown grades are rows of these
+        # (equal to shown_labels of the shown ranking, element by element)
+        self.grades_a = self.world.ranked_labels("A")
+        self.grades_b = self.grades_a if self.aa else self.world.ranked_labels("B")
         salt = int(self.rng.integers(0, 2**63))
         self.in_b = hash_unit(np.arange(self.population), salt) < self.config.share_b
         from simulations.srm import Injection
@@ -65,8 +69,9 @@ class ABDesign(Design):
         if self.injection is not None:
             self.injection.apply(self.in_b, batch)
         arm_b = self.in_b[batch.user]
-        ranking = np.where(arm_b[:, None], self.ranking_b[batch.query], self.ranking_a[batch.query])
-        clicks = self._clicks(batch, ranking)
+        q = batch.query
+        labels = np.where(arm_b[:, None], self.grades_b.take(q, axis=0), self.grades_a.take(q, axis=0))
+        clicks = self.users.sample(labels, batch.user_type, self.rng)
         n_clicks = clicks.sum(axis=1)
         first = np.argmax(clicks, axis=1)
         rr = np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0)

@@ -135,9 +135,10 @@ class DrawTable:
         else:
             # team_draft_interleave with two rankers: one coin per (slot, impression), all drawn first
             coins = rng.integers(0, 2, size=(self.length, n), dtype=np.int8)
-            key = coins[0].astype(np.intp)
-            for i in range(1, self.half):
-                key |= coins[2 * i].astype(np.intp) << i
+            packed = np.packbits(coins[0::2], axis=0, bitorder="little")  # bit i of key = coin of slot 2i
+            key = packed[0].astype(np.intp)
+            for byte in range(1, packed.shape[0]):
+                key |= packed[byte].astype(np.intp) << (8 * byte)
         key += query * self.combos
         result = InterleavingResult(self.shown.take(key, axis=0), self.team.take(key, axis=0),
                                     self.stacked.take(query, axis=1))
