@@ -18,7 +18,7 @@ on the world's own lists and the config's users, so the ratios are machine-indep
 
 Target (issue 12, "Speed of one point"): at least 3M impression-designs/s per core.
 
-    python benchmarks/bench_simulation.py [--replicates 4] [--config configs/ab.yaml] [--rounds 3]
+    python benchmarks/bench_simulation.py [--replicates 4] [--config configs/ab.yaml] [--rounds 3] [--breakdown]
 """
 
 from __future__ import annotations
@@ -65,6 +65,39 @@ def plain_loop_replicate(config, world, users, seq, index):
     return replicate_rows(designs, index)
 
 
+def breakdown(config, world, users, seqs) -> dict[str, float]:
+    """CPU seconds per replicate of each part of :func:`plain_loop_replicate` (traffic, each design's
+    batch step, the per-batch looks, the daily checkpoints by design kind): the profile of what remains."""
+    from collections import Counter
+
+    spent: Counter[str] = Counter()
+    clock = time.process_time
+    for seq in seqs:
+        traffic, designs = build_replicate(config, world, users, seq)
+        looks = batch_looks(designs)
+        names = [f"{d.name}{' (A/A)' if d.aa else ''}{' (null)' if getattr(d, 'null_labels', None) is not None else ''}"
+                 for d in designs]
+        step = traffic.batch_hours
+        for hour in range(0, traffic.days * 24, step):
+            t0 = clock()
+            batch = traffic.batch(hour, step)
+            spent["traffic (batches of users, queries)"] += clock() - t0
+            for name, d in zip(names, designs, strict=True):
+                t0 = clock()
+                d.process(batch)
+                spent[f"batch step: {name}"] += clock() - t0
+            for c in looks:
+                t0 = clock()
+                c.process(batch)
+                spent["per-batch looks"] += clock() - t0
+            if (hour + step) % 24 == 0:
+                for d in designs:
+                    t0 = clock()
+                    d.checkpoint((hour + step) // 24)
+                    spent[f"daily checkpoints: {d.kind}"] += clock() - t0
+    return {k: v / len(seqs) for k, v in spent.items()}
+
+
 def best_time(fn: Callable[[], object], repeat: int) -> float:
     fn()  # warm-up
     best = float("inf")
@@ -102,6 +135,7 @@ def main() -> None:
     parser.add_argument("--config", default=str(REPO / "configs" / "ab.yaml"))
     parser.add_argument("--replicates", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3, help="alternating timing rounds (best of)")
+    parser.add_argument("--breakdown", action="store_true", help="also print CPU time per part of a replicate")
     args = parser.parse_args()
     cfg = load_config(args.config)
     world = build_world(cfg, world_seed(cfg.seed))
@@ -153,6 +187,12 @@ def main() -> None:
           f"(replicate / clicks = {rate / big_clicks:.3f}), team-draft {big_td / 1e6:.2f} M/s "
           f"(replicate / team-draft = {rate / big_td:.3f})")
     print("identical results (SimPy vs plain loop): yes")
+    if args.breakdown:
+        parts = breakdown(cfg, world, users, seqs)
+        total = sum(parts.values())
+        print(f"breakdown (plain loop, CPU time per replicate, total {total:.3f} s):")
+        for name, sec in sorted(parts.items(), key=lambda kv: -kv[1]):
+            print(f"  {name:48s} {1e3 * sec:8.1f} ms  {100 * sec / total:5.1f}%")
 
 
 if __name__ == "__main__":
