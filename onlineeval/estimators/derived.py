@@ -12,6 +12,17 @@ the next one reads.
 Memory: the entries of a target are kept for the :data:`CACHED_TARGETS` most recently
 used targets of a log (a log's weights take several ``(n, k)`` float arrays per target);
 ``LoggedData.clear_cache`` drops everything.
+
+Blockwise kernels. Sums over the slots of each row (:func:`row_sum`, :func:`weighted_row_sum`,
+the pseudoinverse's gather) are made slot by slot over blocks of about :data:`BLOCK_VALUES`
+values, in numpy's own pairwise order (:func:`add_rows`), and the weight diagnostics' sums
+over parts of numpy's own pairwise split of the whole array (:func:`_moments`): the same
+bits as ``.sum(axis=1)`` and ``.sum()`` (tested against numpy and the previous code), with
+no ``(n, k)`` temporary. Measured on 10^6 x 10 float64 values (loaded 2-core machine, best
+of 7): ``(w * r).sum(axis=1)`` 41 ms, :func:`weighted_row_sum` 15 ms; ``x.sum(axis=1)``
+26 ms, :func:`row_sum` 11 ms. Fresh ``(n, k)`` temporaries cost more than their arithmetic:
+every one is new memory whose pages the kernel must fault in and zero (seen as system CPU
+time, which grows with the process's footprint and the machine's load).
 """
 
 from __future__ import annotations
