@@ -14,7 +14,8 @@ Both must give bit-identical grades, rankings, scores, frequencies and per-query
 metrics (a SHA-256 digest of the arrays is compared). Printed per path: the peak of
 numpy/Python allocations during the set-up (``tracemalloc``, which numpy reports to), and
 the process's peak resident set size (``resource.getrusage``, ``ru_maxrss``: includes the
-interpreter and imports, measured before the set-up too). Target: current peak at most a
+interpreter and imports, measured before the set-up too), and the set-up's wall and CPU
+seconds (slowed by tracemalloc; noisy on a shared machine). Target: current peak at most a
 third of the dense one.
 
     python benchmarks/bench_world_memory.py [--queries 200000] [--candidates 100]
@@ -85,9 +86,9 @@ def child(path: str, queries: int, candidates: int) -> None:
                                                      "collection.candidates": candidates})
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     world = (build_world if path == "current" else dense_world)(cfg, world_seed(cfg.seed))
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -98,7 +99,7 @@ def child(path: str, queries: int, candidates: int) -> None:
         digest.update(world.offline.per_query[name].tobytes())
     digest.update(world.frequency.tobytes())
     print(json.dumps({"tracemalloc_peak": peak, "rss_before_kb": rss_before, "rss_peak_kb": rss_peak,
-                      "seconds": seconds, "digest": digest.hexdigest()}))
+                      "seconds": seconds, "cpu": cpu, "digest": digest.hexdigest()}))
 
 
 def main() -> None:
@@ -123,7 +124,7 @@ def main() -> None:
         r = out[path]
         print(f"  {path:8s}: tracemalloc peak {r['tracemalloc_peak'] / 2**20:8.1f} MB; peak RSS "
               f"{r['rss_peak_kb'] / 1024:8.1f} MB (before set-up {r['rss_before_kb'] / 1024:.1f} MB); "
-              f"{r['seconds']:.2f} s wall")
+              f"{r['seconds']:.2f} s wall, {r['cpu']:.2f} s CPU (under tracemalloc)")
     ratio = out["current"]["tracemalloc_peak"] / out["dense"]["tracemalloc_peak"]
     rss = ((out["current"]["rss_peak_kb"] - out["current"]["rss_before_kb"])
            / (out["dense"]["rss_peak_kb"] - out["dense"]["rss_before_kb"]))
