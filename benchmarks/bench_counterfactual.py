@@ -10,8 +10,9 @@ epsilon-greedy logger with one estimator) run side by side; the A/A designs and 
 team-draft null variant are left out (the counterfactual A/A design does no work).
 
 Then the serving step of the configured design is split into its parts on recorded
-batches: logger sampling, logger propensities, clicks, target propensities, and each
-estimator's terms for both targets.
+batches: logger sampling, logger propensities, clicks, target propensities, the fused
+terms of the IPS family for both targets (``simulations/designs/counterfactual/fused.py``)
+and any other estimator's terms for both targets.
 
     python benchmarks/bench_counterfactual.py [--replicates 3] [--rounds 5] [--no-split]
 """

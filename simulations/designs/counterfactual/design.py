@@ -32,24 +32,33 @@ and interval. Users are the clusters because they persist (Deng, Knoblich and Lu
 Cost: the per-impression work is one draw from the logger, the logging propensities (rows
 that show a target's list take them from a per-query table computed once, the others are
 computed by the policy, :func:`known_list_propensities`; a mixture of epsilon-greedy
-loggers computes all its components at once), the clicks and each estimator's terms for
-two targets on the new rows (the targets' indicators, the slot rewards and, through
-:class:`~onlineeval.estimators.LoggedData`'s cache, the importance weights are computed
-once per batch and shared); the per-user sums are rows of one matrix. A checkpoint gathers
-the active users of every sum once and computes the accumulated estimators' paired
-differences together, :math:`O(\text{users})` per estimator. Measured with
-``benchmarks/bench_counterfactual.py`` on ``configs/counterfactual.yaml`` (CPU time of one
-process on a busy 2-core machine, the same batches for every design, 3 replicates, each
-batch's best of 5 rounds; team-draft 0.68 us per impression in the same run): this design
-1.17 us, 1.7 times team-draft (2.3 before this round, 4.9 before the first fast paths).
-Its parts: the logger's sampling 0.17, its propensities 0.13 (plus 0.03 matching the
-target lists, shared with the target indicators), clicks 0.20 (the same click models as
-team-draft's), terms 0.005-0.054 per estimator for both targets (0.18 for the six), the
-design's own sums 0.08-0.11, checkpoints 0.15 on the days before the last and 0.15 on the
-last day (adaptive IPS's whole-log choice among its behaviours). With one estimator
-0.98-1.03 times team-draft (adaptive IPS alone 1.33), with an epsilon-greedy logger and
-IPS 0.89. What remains is the draw itself (uniform keys sorted per randomised row), the
-clicks, and numpy's per-call overhead on batches of 4,000.
+loggers computes all its components at once), the clicks and the estimators' terms for
+two targets on the new rows: the IPS family's (``ips``, ``snips``, ``clipped_ips``,
+``rips``, ``iips`` and adaptive IPS's behaviours) for both targets at once on stacked
+arrays, their shared weights and slot sums computed once
+(:class:`~simulations.designs.counterfactual.fused.FusedTerms`, the same numbers as each
+estimator's ``terms``), any other estimator's through its ``terms`` (the targets'
+indicators and the slot rewards computed once per batch and shared); the per-user sums are
+rows of one matrix. A checkpoint gathers the active users of every sum once and computes
+the accumulated estimators' paired differences together, :math:`O(\text{users})` per
+estimator. Measured with ``benchmarks/bench_counterfactual.py`` on
+``configs/counterfactual.yaml`` (CPU time of one process on a 2-core machine at load 7-9,
+the same batches for every design, 3 replicates, each batch's best of 5 rounds; two runs
+alternated with the previous code): this design 1.42-1.46 us per impression (1.65-1.71
+before the fused terms), 2.6 times team-draft (0.55 us in the same runs, since its draws
+became table lookups; 3.0 times before the fused terms). Its parts: the logger's sampling
+0.21, its propensities 0.17 (plus 0.03 matching the target lists, shared with the target
+indicators), clicks 0.26 (the same click models as team-draft's), the six estimators'
+terms for both targets 0.13 (0.29 estimator by estimator), the design's own sums and
+bookkeeping 0.05-0.10, checkpoints 0.20 on the days before the last and 0.14 on the last
+day (adaptive IPS's whole-log choice among its behaviours, ``AdaptiveIPS.select``: about
+0.1). With one estimator 1.8 times team-draft (IPS alone 0.99 us, adaptive IPS alone 2.1
+times), with an epsilon-greedy logger and IPS 1.6. What remains is the draw itself
+(uniform keys sorted per randomised row), the propensities of the randomised lists, the
+clicks, the checkpoints' passes over the users (a few per estimator and target) and
+numpy's per-call overhead on batches of 4,000: the draw, the propensities and the clicks
+alone cost more than team-draft's whole table-lookup design, so the design cannot match
+it.
 Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination

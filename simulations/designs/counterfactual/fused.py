@@ -23,9 +23,10 @@ Only these classes themselves are fused (a subclass may change the arithmetic), 
 for rewards they support; every other estimator goes through its ``terms``.
 
 Measured (``benchmarks/bench_counterfactual.py``, the six estimators of
-``configs/counterfactual.yaml``): the terms of both targets cost about a quarter of what
-the estimators' own ``terms`` cost one by one (numpy's per-call overhead on batches of
-4,000 impressions dominated).
+``configs/counterfactual.yaml``, batches of 4,000 impressions, a loaded 2-core machine):
+0.13 us per impression for the six estimators' terms of both targets, against 0.29 for
+their own ``terms`` called one by one (numpy's per-call overhead dominated, and each
+estimator recomputed its slot products).
 """
 
 from __future__ import annotations
