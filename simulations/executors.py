@@ -27,12 +27,24 @@ function of the config, the first time it gets one of its chunks); the Dask back
 scatters the world built by the client to every worker (``broadcast=True``) and passes
 the resulting future to the point's tasks, so workers need the installed package but not
 the collection files.
+
+A ``local:N`` cluster is started with :data:`LOCAL_CLUSTER_CONFIG` (Dask configuration
+keys, set only for that cluster): with Dask's defaults the same sweep took 1.29 times the
+local processes' time on 2 cores, mostly because Dask's nannies start workers with
+``MALLOC_TRIM_THRESHOLD_=65536`` (any explicit value turns glibc's dynamic mmap threshold
+off, so every numpy temporary above 128 KiB is a fresh ``mmap``, faulted in page by page:
+a point's truth task cost 2.3 times the CPU time of the same task in a local process) and
+because periodic event-loop work (a 20 ms health tick in the scheduler, each nanny and
+each worker, the workers' 10 ms statistical profiler, 500 ms system monitors, 100 ms
+memory monitors) took about 14% of one core on an idle cluster of 2 workers
+(``benchmarks/bench_sweep_dask.py``; README, "Running a sweep on a Dask cluster").
 """
 
 from __future__ import annotations
 
 import signal
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -51,6 +63,7 @@ from simulations.users import UserModels
 from simulations.world import World, build_world
 
 __all__ = [
+    "LOCAL_CLUSTER_CONFIG",
     "REPLICATES",
     "TRUTH",
     "ChunkRows",
@@ -221,16 +234,42 @@ def parse_scheduler(spec: str) -> tuple[str, int | None]:
     if spec.startswith("local"):
         _, _, n = spec.partition(":")
         if not n.isdigit() or int(n) < 1:
-            raise ConfigError(("executor", "address"), f"'local:N' needs a whole number of workers N >= 1, got {spec!r}")
+            raise ConfigError(("executor", "address"),
+                              f"'local:N' needs a whole number of workers N >= 1, got {spec!r}")
         return "local", int(n)
     if not spec:
         raise ConfigError(("executor", "address"), "empty scheduler address; give tcp://host:port or local:N")
     return spec, None
 
 
+#: Dask configuration of the LocalCluster that ``local:N`` starts (a cluster given by its
+#: address keeps its own; see the README for the workers' side). Measured on 2 cores with
+#: 2 workers (CPU time, so that the machine's other load does not blur it): each entry
+#: costs CPU that the local processes do not spend.
+LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
+    # None = not set in the workers' environment (Dask's default, 65536, made a truth task
+    # fault in 10-20 times more pages and take 2.3 times the CPU time; a chunk of
+    # replicates 1.1-1.25 times)
+    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+    # the statistical profiler samples the running task's stack every 10 ms (3-4% of a core
+    # per worker, plus the task thread's lost GIL time)
+    "distributed.worker.profile.enabled": False,
+    # event-loop health checks every 20 ms in the scheduler, each nanny and each worker (the
+    # largest idle cost: 2.5% of a core in the client process, 2% in the workers); only the
+    # blocked-loop warnings use them
+    "distributed.admin.tick.interval": "1s",
+    # the servers' CPU / memory / network samples (dashboard and heartbeat metrics)
+    "distributed.admin.system-monitor.interval": "5s",
+    # the nannies' and workers' memory checks (limits still enforced, within 1 s)
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
 class DaskExecutor(Executor):
     """Tasks on a Dask distributed cluster: ``address`` is a scheduler (``tcp://host:8786``)
-    or ``local:N`` (a LocalCluster of N single-threaded worker processes, no dashboard)."""
+    or ``local:N`` (a LocalCluster of N single-threaded worker processes, no dashboard,
+    with :data:`LOCAL_CLUSTER_CONFIG`). The workers import the package when the executor
+    starts (a clear error if they cannot), not during the first tasks of a sweep."""
 
     name = "dask"
 
@@ -244,15 +283,31 @@ class DaskExecutor(Executor):
         self.address = address
         self._cluster: Any = None
         if n is not None:
-            self._cluster = LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-            )
+            import dask
+
+            with dask.config.set(LOCAL_CLUSTER_CONFIG):  # read when the scheduler and nannies are created
+                self._cluster = LocalCluster(
+                    n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+                )
             self._client = Client(self._cluster)
         else:
             try:
                 self._client = Client(target, timeout="20s")
             except (OSError, TimeoutError) as exc:
                 raise ConfigError(("executor", "address"), f"cannot reach the Dask scheduler {target}: {exc}") from None
+        self._warm_workers()
+
+    def _warm_workers(self) -> None:
+        """Import the task code on every worker now (1.4 to 2.5 s per worker process on 2
+        cores), so that it is part of the cluster's start, not of the first tasks."""
+        import importlib
+
+        try:
+            self._client.run(importlib.import_module, __name__)
+        except ImportError as exc:
+            self.close()
+            raise ConfigError(("executor", "address"), f"the Dask workers at {self.address} cannot import "
+                              f"{__name__} ({exc}); install the same onlineeval version on every worker") from None
 
     @property
     def workers(self) -> int:
@@ -268,18 +323,21 @@ class DaskExecutor(Executor):
         from distributed import as_completed as dask_completed
 
         client = self._client
-        order = list(dict.fromkeys(t.point for t in tasks))
-        # one copy of each point's world per worker, however many tasks use it
-        shipped = {p: client.scatter(worlds[p], broadcast=True, hash=False) for p in order}
-        remaining = {p: sum(1 for t in tasks if t.point == p) for p in order}
+        rank = {p: k for k, p in enumerate(dict.fromkeys(t.point for t in tasks))}
+        remaining = Counter(t.point for t in tasks)
+        shipped: dict[str, Any] = {}
         futures = {}
-        for task in tasks:
-            fut = client.submit(
-                run_task, task.config, shipped[task.point], task.indices, task.kind,
-                pure=False, priority=-order.index(task.point),  # earlier points finish first
-            )
-            futures[fut] = task
         try:
+            for task in tasks:
+                if task.point not in shipped:
+                    # one copy of each point's world per worker, however many tasks use it; scattered
+                    # just before the point's tasks, so the first tasks run while later worlds travel
+                    shipped[task.point] = client.scatter(worlds[task.point], broadcast=True, hash=False)
+                fut = client.submit(
+                    run_task, task.config, shipped[task.point], task.indices, task.kind,
+                    pure=False, priority=-rank[task.point],  # earlier points finish first
+                )
+                futures[fut] = task
             for fut in dask_completed(list(futures)):
                 task = futures.pop(fut)
                 on_done(task, fut.result())
@@ -311,7 +369,8 @@ def make_executor(scheduler: str | None = None, workers: int | None = None,
     if kind == "dask":
         address = spec.get("address")
         if not isinstance(address, str):
-            raise ConfigError(("executor", "address"), "executor type dask needs an address: tcp://host:port or local:N")
+            raise ConfigError(("executor", "address"),
+                              "executor type dask needs an address: tcp://host:port or local:N")
         return DaskExecutor(address)
     if kind != "local":
         raise ConfigError(("executor", "type"), f"unknown executor {kind!r}; allowed: local, dask")

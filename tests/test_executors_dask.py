@@ -42,17 +42,20 @@ def test_local_cluster_is_bit_identical_and_ships_worlds_once(cluster: DaskExecu
     client = cluster._client
     scattered: list[tuple[Any, dict[str, Any]]] = []
     submitted: list[tuple[Any, ...]] = []
+    events: list[str] = []  # the order of scatters and submits
     holders: list[int] = []  # workers holding each scattered world
     real_scatter, real_submit = client.scatter, client.submit
 
     def scatter(data: Any, **kw: Any) -> Any:
         fut = real_scatter(data, **kw)
         scattered.append((fut, kw))
+        events.append("scatter")
         holders.append(len(client.who_has([fut])[fut.key]))
         return fut
 
     def submit(fn: Any, *args: Any, **kw: Any) -> Any:
         submitted.append(args)
+        events.append("submit")
         return real_submit(fn, *args, **kw)
 
     client.scatter, client.submit = scatter, submit
@@ -75,6 +78,54 @@ def test_local_cluster_is_bit_identical_and_ships_worlds_once(cluster: DaskExecu
     assert sorted(args[3] for args in submitted) == ["replicates"] * 12 + ["truth"] * 3
     futures = {id(f) for f, _ in scattered}
     assert all(isinstance(args[1], distributed.Future) and id(args[1]) in futures for args in submitted)
+    # each world is scattered right before its point's tasks (the first tasks do not wait for every world)
+    assert events == (["scatter"] + ["submit"] * 5) * 3
+
+
+def test_local_cluster_settings_and_warm_workers(cluster: DaskExecutor) -> None:
+    """``local:N`` starts its workers with LOCAL_CLUSTER_CONFIG and the task code imported."""
+    import os
+    import sys
+
+    def probe(dask_worker: Any) -> dict[str, Any]:
+        return {
+            "trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+            "imported": "simulations.executors" in sys.modules,
+            "profile": "profile" in dask_worker.periodic_callbacks,
+            "tick_ms": dask_worker.periodic_callbacks["tick"].callback_time,
+            "monitor_ms": dask_worker.periodic_callbacks["monitor"].callback_time,
+            "memory_ms": dask_worker.periodic_callbacks["memory_monitor"].callback_time,  # limits still enforced
+        }
+
+    seen = cluster._client.run(probe)
+    assert len(seen) == 2
+    trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")  # inherited when this process sets it; Dask's default is 65536
+    for info in seen.values():
+        assert info == {"trim": trim, "imported": True, "profile": False, "tick_ms": 1000, "monitor_ms": 5000,
+                        "memory_ms": 1000}
+    assert cluster._cluster.scheduler.periodic_callbacks["tick"].callback_time == 1000
+    nannies = list(cluster._cluster.workers.values())
+    assert len(nannies) == 2 and all(n.periodic_callbacks["memory_monitor"].callback_time == 1000 for n in nannies)
+
+
+def test_workers_that_cannot_import_the_package_are_a_config_error() -> None:
+    class Client:
+        closed = False
+
+        def run(self, *_args: Any) -> None:
+            raise ModuleNotFoundError("No module named 'simulations'")
+
+        def close(self) -> None:
+            self.closed = True
+
+    ex = DaskExecutor.__new__(DaskExecutor)
+    ex.address, ex._cluster, ex._client = "tcp://10.0.0.5:8786", None, Client()
+    client = ex._client
+    with pytest.raises(ConfigError) as info:
+        ex._warm_workers()
+    assert info.value.key_path == ("executor", "address")
+    assert "tcp://10.0.0.5:8786" in info.value.message and "install the same onlineeval version" in info.value.message
+    assert client.closed
 
 
 @pytest.mark.parametrize("spec", ["local:0", "local:x", "local", ""])
