@@ -123,8 +123,8 @@ def _tie_order(
     descending), so an untied run never pays for comparing document ids.
     """
     order, qs = _segment_sort(np.asarray(qcodes, dtype=np.int64), scores, nq, stable=ties == "input_order")
+    ss = scores[order]
     if ties != "input_order" and len(order) > 1:
-        ss = scores[order]
         tied = (qs[1:] == qs[:-1]) & (ss[1:] == ss[:-1])
         if tied.any():
             in_tie = np.zeros(len(order), dtype=bool)
@@ -142,8 +142,8 @@ def _tie_order(
                 perm = np.lexsort((key, g if ties == "pessimistic" else -g, segment))
             else:
                 perm = np.lexsort((key, segment))
-            order[idx] = rows[perm]
-    return order, qs, scores[order]
+            order[idx] = rows[perm]  # (within a tie of one query: the sorted scores stay as they are)
+    return order, qs, ss
 
 
 class _Layout(NamedTuple):
@@ -208,6 +208,12 @@ def layout_arrays(
     nq = len(qnames)
     order, qs, sorted_scores = _tie_order(scores, doc_key, ties, grades, qcodes, nq)
     counts = np.bincount(qs, minlength=nq)
+    full = int(counts.max(initial=0))
+    if nq and not with_groups and int(counts.min()) == full and (depth is None or depth >= full):
+        # every query has the same number of rows, all kept: ``order`` is the matrix row by
+        # row (its rows are sorted by query), with no padding to scatter into
+        lengths = counts.astype(np.int64)
+        return _Layout(qnames, order.reshape(nq, full), np.full((nq, 0), -1, dtype=np.int64), lengths)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     pos = np.arange(n) - starts[qs]
     if depth is not None:
@@ -219,7 +225,7 @@ def layout_arrays(
     width = int(lengths.max(initial=0))
     qk, pk = qs[keep], pos[keep]
     rows_mat = np.full((nq, width), -1, dtype=np.int64)
-    rows_mat[qk, pk] = order[keep]
+    rows_mat.ravel()[qk * width + pk] = order[keep]
     if not with_groups:
         return _Layout(qnames, rows_mat, np.full((nq, 0), -1, dtype=np.int64), lengths.astype(np.int64))
     new_group = np.ones(n, dtype=bool)

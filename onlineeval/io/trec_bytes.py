@@ -117,6 +117,10 @@ def _fields(
     data = buf[a:b]
     if data.max() >= 128 or raw.find(b"#", a, b) >= 0 or raw.find(b'"', a, b) >= 0:
         return None
+    single = _single_separators(data, ncols)
+    if single is not None:
+        starts, nl, sep = single
+        return starts + a, nl + a, sep + a, sep + (a + 1)
     nl = np.flatnonzero(data == 10)
     has_tab = raw.find(b"\t", a, b) >= 0
     n_tab = int(np.count_nonzero(data == 9)) if has_tab else 0
@@ -152,6 +156,39 @@ def _fields(
     return starts + a, nl + a, sep_start + a, sep_end + a
 
 
+def _single_separators(data: np.ndarray, ncols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_fields` for the usual layout, in one pass over the bytes: every line holds
+    exactly ``ncols - 1`` single spaces or tabs between non-empty fields, and no other
+    byte below 33 than its newline. Start and end of each line, and each separator's
+    offset ``(n, ncols - 1)``, relative to ``data``; ``None`` for any other layout (then
+    the general code of :func:`_fields` decides, and gives the same result for this one)."""
+    ws = np.flatnonzero(data <= 32)  # separators, newlines and any other control byte
+    open_end = data[-1] != 10
+    if open_end:  # the last line has no newline: its end is the end of the bytes
+        ws = np.append(ws, data.size)
+    if ws.size % ncols or ws[0] == 0:
+        return None
+    n = ws.size // ncols
+    pos = ws.reshape(n, ncols)
+    sep = pos[:, :-1]
+    kind = data[sep]
+    nl = pos[:, -1]
+    if not (
+        ((kind == 32) | (kind == 9)).all()
+        and (data[nl[: n - 1] if open_end else nl] == 10).all()
+        and (ws[1:] - ws[:-1] > 1).all()  # no empty field, no empty line
+    ):
+        return None
+    starts = np.empty(n, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = nl[:-1] + 1
+    return starts, nl, sep
+
+
+#: ``_KEEP[k]`` keeps the first ``k`` bytes (the high ones) of a big-endian word, ``0 <= k <= 8``
+_KEEP = np.array([0] + [((1 << (8 * k)) - 1) << (8 * (8 - k)) for k in range(1, 9)], dtype=np.uint64)
+
+
 def _ids(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> ByteIds | None:
     """The bytes ``[start, end)`` of each row as zero-padded big-endian uint64 words (8-byte
     loads: ``buf`` holds at least 8 bytes after every field)."""
@@ -165,15 +202,13 @@ def _ids(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> ByteIds | None:
     loads = np.ndarray((last + 1,), dtype=">u8", buffer=buf, offset=0, strides=(1,))
     words = np.empty((start.size, k), dtype=np.uint64)
     for j in range(k):
-        at = start + 8 * j
-        w = loads[np.minimum(at, last)].astype(np.uint64)
-        rest = length - 8 * j
+        # the first word's load never leaves the buffer; later ones may past a short id
+        w = loads[np.minimum(start + 8 * j, last)] if j else loads[start]
+        rest = length - 8 * j if j else length
         if j == k - 1 or not (rest >= 8).all():
-            drop = (8 * np.clip(8 - rest, 0, 7)).astype(np.uint64)
-            w >>= drop
-            w <<= drop
-            w[rest <= 0] = 0
-        words[:, j] = w
+            np.bitwise_and(w, _KEEP[np.clip(rest, 0, 8)], out=words[:, j])
+        else:
+            words[:, j] = w
     return ByteIds(words)
 
 
