@@ -73,9 +73,14 @@ def test_row_sums_of_other_inputs_are_numpys() -> None:
     rng = np.random.default_rng(1)
     x32 = rng.random((1000, 10)).astype(np.float32)
     assert row_sum(x32).dtype == np.float32 and np.array_equal(row_sum(x32), x32.sum(axis=1))
+    # fewer than 8 slots of another dtype: added as float64, as the previous row_sum did
+    for short in (x32[:, :5], (x32[:, :3] > 0.5), (x32[:, :4] * 100).astype(np.int64)):
+        assert row_sum(short).dtype == np.float64
+        assert same_bits(row_sum(short), short.astype(np.float64).sum(axis=1))
     x, w = rng.random((1000, 10)), rng.random((1000, 1))  # broadcast weights: numpy's product, then row_sum
     assert same_bits(weighted_row_sum(w, x), (w * x).sum(axis=1))
-    assert row_sum(np.zeros((0, 10))).shape == (0,) and weighted_row_sum(np.zeros((0, 3)), np.zeros((0, 3))).shape == (0,)
+    assert row_sum(np.zeros((0, 10))).shape == (0,)
+    assert weighted_row_sum(np.zeros((0, 3)), np.zeros((0, 3))).shape == (0,)
 
 
 # ------------------------------------------------------------------------------ weight statistics
