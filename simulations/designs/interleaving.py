@@ -120,8 +120,9 @@ class DrawTable:
 
     @staticmethod
     def nbytes(method: str, n_queries: int, length: int) -> int:
-        combos = 2 if method == "balanced" else 2 ** ((length + 1) // 2)
-        return n_queries * combos * length * 6  # int32 documents, int8 teams, int8 grades
+        if method == "balanced":  # int32 documents, int8 teams, int8 grades, 2 x int16 ranks
+            return n_queries * 2 * length * 10
+        return n_queries * 2 ** ((length + 1) // 2) * length * 6  # int32 documents, int8 teams, int8 grades
 
     def draw(self, query: np.ndarray, rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
         """``(InterleavingResult, shown grades, table rows)`` of a batch of queries, drawing the
