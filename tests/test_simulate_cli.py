@@ -48,9 +48,10 @@ def test_cli_writes_the_results_directory(tmp_path):
     assert {"true_effect", "days_to_target_power", "analytic_required_impressions", "aa"} <= set(e)
     rows = pd.read_csv(out / "replicates.csv")
     # 6 replicates x 3 days x ((ab: 3 metrics + 2 interleaving designs: 1) x (B and A/A)
-    # + each interleaving design's null variant: 1)
-    assert len(rows) == 6 * 3 * (5 * 2 + 2)
+    # + each interleaving design's null variant: 1 + ab's SRM checks: 3 x (B and A/A))
+    assert len(rows) == 6 * 3 * (5 * 2 + 2 + 3 * 2)
     assert (rows["metric"] == "null:delta_ab").sum() == 6 * 3 * 2
+    assert rows["metric"].str.startswith("srm:").sum() == 6 * 3 * 3 * 2
     # the effective config reloads to the same config
     eff = yaml.safe_load((out / "config.effective.yaml").read_text())
     assert config_from_mapping(eff) == config_from_mapping({**SMALL, "output": str(out)})
@@ -170,8 +171,8 @@ def test_too_little_traffic_gives_undefined_checkpoints_not_a_crash(tmp_path):
     result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "o"), "-q"])
     assert result.exit_code == 0, result.output
     rows = pd.read_csv(tmp_path / "o" / "replicates.csv")
-    ab = rows[rows["design"] == "ab"]
-    assert ab["pvalue"].isna().all()  # three users cannot fill two arms with two users each
+    ab = rows[(rows["design"] == "ab") & ~rows["metric"].str.contains(":", regex=False)]  # effects, not srm:*
+    assert len(ab) and ab["pvalue"].isna().all()  # three users cannot fill two arms with two users each
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["designs"]["ab"]["reciprocal_rank"]["final_day"]["undefined"] == 1.0
     assert summary["designs"]["ab"]["reciprocal_rank"]["final_day"]["power"] == 0.0
