@@ -90,7 +90,7 @@ class DrawTable:
         self.method = method
         self.length = length
         self.stacked = stacked  # (2, Q, K) validated int32 lists (the InterleavingResult's rankings)
-        m, n_queries, width = stacked.shape
+        _, n_queries, width = stacked.shape
         self.half = (length + 1) // 2
         self.combos = 2 if method == "balanced" else 2**self.half
         rows = n_queries * self.combos
