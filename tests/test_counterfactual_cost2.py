@@ -44,3 +44,77 @@ def test_shuffle_top_equals_the_full_sort_and_draws_the_same(k):
         a, b = np.random.default_rng(3), np.random.default_rng(3)
         np.testing.assert_array_equal(shuffle_top(c_top, k, a), _plain_shuffle_top(c_top, k, b))
         assert a.random() == b.random()  # the same draws consumed
+
+
+# ------------------------------------------------------------------ AdaptiveIPS.select
+BEHAVIOURS = ("independent", "cascade", "standard")
+
+
+def _old_choose(est, types, terms):
+    """AdaptiveIPS.choose as it was (np.unique over the types, the reference's zero
+    difference computed like the others)."""
+    n = types.size
+    mapping, report = {}, {}
+    ref = terms[est.reference]
+    for t in np.unique(types).tolist():
+        rows = np.flatnonzero(types == t)
+        n_u = int(rows.size)
+        share = n_u / n
+        ref_u = ref[rows]
+        scores = {}
+        for b in BEHAVIOURS:
+            x = ref_u if b == est.reference else terms[b][rows]
+            d = x - ref_u
+            var_x = float(x.var(ddof=1)) / n_u if n_u > 1 else np.inf
+            var_d = float(d.var(ddof=1)) / n_u if n_u > 1 else np.inf
+            bias2 = max(0.0, float(d.mean()) ** 2 - var_d) if np.isfinite(var_d) else 0.0
+            scores[b] = share * share * (bias2 + var_x)
+        best = min(BEHAVIOURS, key=lambda b: (scores[b], BEHAVIOURS.index(b)))
+        mapping[int(t)] = best
+        report[str(int(t))] = {b: (v if np.isfinite(v) else None) for b, v in scores.items()}
+    return mapping, report
+
+
+def _old_select(est, types, terms):
+    notes = {}
+    mapping, mse = _old_choose(est, types, terms)
+    notes["estimated_mse"] = mse
+    uniq = np.unique(types)
+    notes["behaviours"] = {str(int(t)): mapping[int(t)] for t in uniq}
+    choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq], dtype=np.int64)
+    if np.unique(choice).size == 1:
+        return BEHAVIOURS[int(choice[0])], notes
+    return choice[np.searchsorted(uniq, types)], notes
+
+
+@pytest.mark.parametrize("reference", ["standard", "cascade"])
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint8, np.uint64, np.int32])
+def test_adaptive_ips_select_equals_the_old_code(reference, dtype):
+    from onlineeval.estimators import get_estimator
+
+    est = get_estimator("adaptive_ips", reference=reference)
+    rng = np.random.default_rng(5)
+    n = 3000
+    for case in range(6):
+        types = rng.integers(0, 4, n)
+        if case == 1:
+            types[:] = 2  # one type
+        if case == 2:
+            types[0] = 3 if dtype in (np.uint8, np.uint64) else -1  # a lone row (n_u = 1) or a negative code
+        if case == 3:
+            types = types * 300  # larger codes
+        types = types.astype(dtype)
+        terms = {b: np.where(rng.random(n) < 0.3, rng.exponential(size=n) * (1 + i), 0.0)
+                 for i, b in enumerate(BEHAVIOURS)}
+        if case == 4:  # the cascade terms biased for one type: choices differ by type
+            terms["cascade"] = terms["cascade"] + (types == 1) * 0.5
+            terms["independent"] = terms["independent"] * (types != 0)
+        if case == 5:  # non-finite terms (an infinite weight, a NaN)
+            terms["standard"][3], terms["cascade"][7] = np.inf, np.nan
+        got_choice, got_notes = est.select(types, terms)
+        old_choice, old_notes = _old_select(est, types, terms)
+        assert repr(got_notes) == repr(old_notes)  # the same floats (repr: exact), keys and order
+        if isinstance(old_choice, str):
+            assert got_choice == old_choice
+        else:
+            np.testing.assert_array_equal(got_choice, old_choice)
