@@ -118,3 +118,60 @@ def test_adaptive_ips_select_equals_the_old_code(reference, dtype):
             assert got_choice == old_choice
         else:
             np.testing.assert_array_equal(got_choice, old_choice)
+
+
+# ------------------------------------------------------------------ mixture sampling
+def _plain_mixture_sample(policy, q, rng):
+    """Each row's component by ``Generator.choice``, then each component's rows sampled by
+    the component itself, in component order (nested mixtures the same way)."""
+    from simulations.policies.mixture import MixturePolicy
+
+    if not isinstance(policy, MixturePolicy):
+        return policy.sample(q, rng)
+    pick = rng.choice(len(policy.components), size=q.size, p=policy.weights)
+    out = np.full((q.size, policy.k), -1, dtype=np.int64)
+    for i, c in enumerate(policy.components):
+        rows = np.flatnonzero(pick == i)
+        if rows.size:
+            out[rows] = _plain_mixture_sample(c, q[rows], rng)
+    return out
+
+
+MIXTURES = [
+    {"policy": "mixture", "components": [
+        {"policy": "epsilon_greedy", "epsilon": 0.2, "n": 8, "weight": 0.8},
+        {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 6, "scores": "B", "weight": 0.2}]},
+    {"policy": "mixture", "components": [
+        {"policy": "deterministic", "weight": 0.5}, {"policy": "deterministic", "scores": "B", "weight": 0.3},
+        {"policy": "plackett_luce", "weight": 0.2}]},
+    {"policy": "mixture", "components": [{"policy": "randtop", "n": 5, "weight": 0.6},
+                                         {"policy": "randpair", "weight": 0.4}]},  # no deterministic leaf
+    {"policy": "epsilon_greedy", "epsilon": 0.5, "n": 4},
+]
+
+
+@pytest.mark.parametrize("spec", MIXTURES)
+@pytest.mark.parametrize("padding", [False, True])
+def test_mixture_sample_equals_sampling_each_component(spec, padding):
+    from simulations.policies import build_policy
+
+    rng = np.random.default_rng(11)
+    scores = {name: rng.normal(size=(40, 10)) for name in ("A", "B")}
+    if padding:  # queries with fewer candidates than slots: empty slots
+        for s in scores.values():
+            s[rng.random(s.shape) < 0.4] = -np.inf
+            s[:, 0] = 0.0
+    def with_scores(sp):  # every component ranks by A unless it names B
+        sp = {**sp, "components": [with_scores(c) for c in sp["components"]]} if "components" in sp else dict(sp)
+        if sp["policy"] != "mixture":
+            sp.setdefault("scores", "A")
+        return sp
+
+    policy = build_policy(with_scores(spec), scores, 4)
+    q = rng.integers(0, 40, 5000)
+    for n in (5000, 1, 0):
+        a, b = np.random.default_rng(n), np.random.default_rng(n)
+        got = policy.sample(q[:n], a)
+        assert got.dtype == np.int64 and got.shape == (n, 4)
+        np.testing.assert_array_equal(got, _plain_mixture_sample(policy, q[:n], b))
+        assert a.random() == b.random()  # the same draws consumed
