@@ -31,11 +31,16 @@ def _buffer(text: bytes) -> tuple[bytearray, np.ndarray]:
 
 
 def _fields_both(text: bytes, ncols: int, monkeypatch: pytest.MonkeyPatch):
-    raw, buf = _buffer(text)
-    fast = trec_bytes._fields(raw, buf, 0, len(text), ncols)
+    """``_fields`` of ``text`` (placed after a line of other bytes: offsets are from its
+    start) with the one-pass check and with the general code alone; separator ends filled in."""
+    before = b"x y\n"
+    raw, buf = _buffer(before + text)
+    fast = trec_bytes._fields(raw, buf, len(before), len(before) + len(text), ncols)
     with monkeypatch.context() as m:
         m.setattr(trec_bytes, "_single_separators", lambda data, ncols: None)
-        general = trec_bytes._fields(raw, buf, 0, len(text), ncols)
+        general = trec_bytes._fields(raw, buf, len(before), len(before) + len(text), ncols)
+    if fast is not None and fast[3] is None:
+        fast = (*fast[:3], fast[2] + 1)
     return fast, general
 
 
@@ -150,3 +155,27 @@ def test_process_settings_change_no_output(tmp_path: Path) -> None:
     )
     assert via_typer.returncode == 0, via_typer.stderr.decode()
     assert direct.stdout == via_typer.stdout and direct.stdout
+
+
+@pytest.mark.parametrize("rows", [1, 3, 64, 1 << 16])
+@pytest.mark.parametrize("seed", range(6))
+def test_block_search_equals_searchsorted(monkeypatch, rows: int, seed: int) -> None:
+    """The qrels join's block-wise binary search against numpy's over the whole array:
+    nearly sorted keys (the usual layout), random keys, keys equal to elements, extremes."""
+    from onlineeval.metrics import batch
+
+    monkeypatch.setattr(batch, "SEARCH_ROWS", rows)
+    rng = np.random.default_rng(seed)
+    top = 2**64 - 1
+    ordered = np.sort(rng.integers(0, top, size=int(rng.integers(1, 400)), dtype=np.uint64, endpoint=True))
+    if seed % 2:
+        ordered = np.sort(rng.integers(0, 30, size=ordered.size).astype(np.uint64))  # many repeats
+    n = int(rng.integers(0, 2000))
+    keys = np.concatenate([
+        ordered[rng.integers(0, ordered.size, n)],
+        rng.integers(0, top, size=n, dtype=np.uint64, endpoint=True),
+        np.array([0, top, int(ordered[0]), int(ordered[-1])], dtype=np.uint64),
+    ])
+    if seed % 3 == 0:
+        keys = np.sort(keys) ^ (rng.random(keys.size) < 0.01).astype(np.uint64)  # nearly sorted
+    assert np.array_equal(batch._search_blocks(ordered, keys), np.searchsorted(ordered, keys))

@@ -109,18 +109,19 @@ def _chunks(raw: Buffer, size: int) -> list[tuple[int, int]]:
 
 def _fields(
     raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
     """The lines of bytes ``[a, b)`` (which end with a newline or the file): start and end
     of each line ``(n,)``, start and end (exclusive) of each of its ``ncols - 1`` separators
-    (runs of spaces and tabs) ``(n, ncols - 1)``, all absolute offsets; ``None`` when the
-    bytes are not in the byte reader's format (see the module docstring)."""
+    (runs of spaces and tabs) ``(n, ncols - 1)``, all offsets from ``a``; the separators'
+    ends are ``None`` when every separator is one byte (each ends one after its start).
+    ``None`` when the bytes are not in the byte reader's format (see the module docstring)."""
     data = buf[a:b]
     if data.max() >= 128 or raw.find(b"#", a, b) >= 0 or raw.find(b'"', a, b) >= 0:
         return None
     single = _single_separators(data, ncols)
     if single is not None:
         starts, nl, sep = single
-        return starts + a, nl + a, sep + a, sep + (a + 1)
+        return starts, nl, sep, None
     nl = np.flatnonzero(data == 10)
     has_tab = raw.find(b"\t", a, b) >= 0
     n_tab = int(np.count_nonzero(data == 9)) if has_tab else 0
@@ -153,7 +154,7 @@ def _fields(
     for j in range(ncols - 2):
         if not (sep_start[:, j + 1] > sep_end[:, j]).all():
             return None
-    return starts + a, nl + a, sep_start + a, sep_end + a
+    return starts, nl, sep_start, sep_end
 
 
 def _single_separators(data: np.ndarray, ncols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -415,14 +416,20 @@ def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int) -> tup
     if got is None:
         return None
     starts, ends, sep_start, sep_end = got
+    buf = buf[a:]  # the offsets are from a
+
+    def after(j: int) -> np.ndarray:  # where field j + 1 starts
+        return sep_start[:, j] + 1 if sep_end is None else sep_end[:, j]
+
     query = _ids(buf, starts, sep_start[:, 0])
-    doc = _ids(buf, sep_end[:, 1], sep_start[:, 2])
+    doc = _ids(buf, after(1), sep_start[:, 2])
     tag = ""
     if ncols == 4:
-        value = _parse_grades(buf, sep_end[:, 2], ends)
+        value = _parse_grades(buf, after(2), ends)
     else:
-        value = _parse_scores(buf, sep_end[:, 3], sep_start[:, 4])
-        tag = bytes(buf[int(sep_end[0, 4]) : int(ends[0])]).decode("ascii")
+        value = _parse_scores(buf, after(3), sep_start[:, 4])
+        tag_start = int(sep_start[0, 4]) + 1 if sep_end is None else int(sep_end[0, 4])
+        tag = bytes(buf[tag_start : int(ends[0])]).decode("ascii")
     if query is None or doc is None or value is None:
         return None
     return query, doc, value, tag

@@ -137,7 +137,7 @@ def _join(
     out = np.full(run_q.size, -1, dtype=np.int64)
     if ordered.size == 0 or run_q.size == 0:
         return out, run_keys
-    pos = np.searchsorted(ordered, run_keys)
+    pos = _search_blocks(ordered, run_keys)
     np.minimum(pos, ordered.size - 1, out=pos)
     hit = np.flatnonzero(ordered[pos] == run_keys)
     match = order[pos[hit]]
@@ -146,6 +146,26 @@ def _join(
     g = grades[match]
     out[hit] = np.where(g < 0, -2, g)
     return out, run_keys
+
+
+#: run rows per binary search in :func:`_search_blocks`
+SEARCH_ROWS = 1 << 16
+
+
+def _search_blocks(ordered: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(ordered, keys)`` (left), searched block by block of
+    :data:`SEARCH_ROWS` keys, each in the slice of ``ordered`` between its smallest and
+    largest key: the run's keys are nearly sorted, so each slice is small and stays in the
+    processor's cache (measured: the search x0.8 at 10M keys into 3M). The positions are
+    the same: every element before a block's slice is below all its keys, every element
+    after it above them."""
+    pos = np.empty(keys.size, dtype=np.int64)
+    for a in range(0, keys.size, SEARCH_ROWS):
+        block = keys[a : a + SEARCH_ROWS]
+        lo = int(np.searchsorted(ordered, block.min()))
+        hi = int(np.searchsorted(ordered, block.max(), side="right"))
+        np.add(np.searchsorted(ordered[lo:hi], block), lo, out=pos[a : a + SEARCH_ROWS])
+    return pos
 
 
 def _repeats_in_rows(rows: np.ndarray, keys: np.ndarray) -> bool:
