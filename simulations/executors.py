@@ -42,6 +42,7 @@ memory monitors) took about 14% of one core on an idle cluster of 2 workers
 
 from __future__ import annotations
 
+import os
 import signal
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -265,6 +266,19 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
 }
 
 
+def _restore_environ(saved: Mapping[str, str]) -> None:
+    """Undo what Dask's nannies put into this process's environment before spawning their
+    workers (``OMP_NUM_THREADS=1``, ``PYTHONHASHSEED``, and with Dask's defaults
+    ``MALLOC_TRIM_THRESHOLD_=65536``, which every process started from this one later,
+    including the next cluster's workers, would inherit). A nanny that restarts its worker
+    sets them again first."""
+    for key in [k for k in os.environ if k not in saved]:
+        del os.environ[key]
+    for key, value in saved.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+
+
 class DaskExecutor(Executor):
     """Tasks on a Dask distributed cluster: ``address`` is a scheduler (``tcp://host:8786``)
     or ``local:N`` (a LocalCluster of N single-threaded worker processes, no dashboard,
@@ -285,10 +299,14 @@ class DaskExecutor(Executor):
         if n is not None:
             import dask
 
-            with dask.config.set(LOCAL_CLUSTER_CONFIG):  # read when the scheduler and nannies are created
-                self._cluster = LocalCluster(
-                    n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-                )
+            environ = dict(os.environ)
+            try:
+                with dask.config.set(LOCAL_CLUSTER_CONFIG):  # read when the scheduler and nannies are created
+                    self._cluster = LocalCluster(
+                        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+                    )
+            finally:
+                _restore_environ(environ)
             self._client = Client(self._cluster)
         else:
             try:

@@ -108,6 +108,30 @@ def test_local_cluster_settings_and_warm_workers(cluster: DaskExecutor) -> None:
     assert len(nannies) == 2 and all(n.periodic_callbacks["memory_monitor"].callback_time == 1000 for n in nannies)
 
 
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # the module's cluster holds it
+def test_local_cluster_leaves_this_process_environment_alone(tmp_path: Path) -> None:
+    """Dask's nannies write their workers' environment into the client's os.environ; a
+    MALLOC_TRIM_THRESHOLD_ left there would reach every later cluster's workers."""
+    import os
+
+    import dask
+
+    import simulations.executors as executors
+
+    before = dict(os.environ)
+    saved = executors.LOCAL_CLUSTER_CONFIG
+    executors.LOCAL_CLUSTER_CONFIG = {}  # Dask's defaults: the nannies set MALLOC_TRIM_THRESHOLD_=65536
+    try:
+        with DaskExecutor("local:1") as ex:
+            trim = ex._client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    finally:
+        executors.LOCAL_CLUSTER_CONFIG = saved
+    expected = before.get("MALLOC_TRIM_THRESHOLD_") or str(
+        dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"))
+    assert list(trim.values()) == [expected]  # the worker did get Dask's setting
+    assert dict(os.environ) == before
+
+
 def test_workers_that_cannot_import_the_package_are_a_config_error() -> None:
     class Client:
         closed = False
