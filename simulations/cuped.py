@@ -178,13 +178,20 @@ def _arm_influence(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.zeros_like(num)
 
 
+def _flat_rows(idx: np.ndarray, width: int) -> np.ndarray:
+    """Positions in a C-ordered ``(n, width)`` array's flat view of the rows ``idx``."""
+    return (idx[:, None] * width + np.arange(width)).ravel()
+
+
 def _pooled_arms(arm_cols: list[tuple[np.ndarray, list[np.ndarray]]], n: int) -> tuple[float, float]:
-    """:func:`pooled_correlations` from each arm's positions and its ``[y, x, active]`` values
-    (in the order of those positions): the same centred matrix, so the same bits."""
+    """:func:`pooled_correlations` from each arm's rows (as :func:`_flat_rows` of width 3) and its
+    ``[y, x, active]`` values (in the order of those rows): the same centred matrix, so the same bits
+    (the rows are written through the flat view: 7x faster than a row scatter)."""
     centred = np.empty((n, 3), dtype=np.float64)
-    for idx, values in arm_cols:
+    flat = centred.reshape(-1)
+    for rows, values in arm_cols:
         sub = np.stack(values, axis=1)  # == cols[arm] of pooled_correlations
-        centred[idx] = sub - sub.mean(axis=0)
+        flat[rows] = (sub - sub.mean(axis=0)).ravel()
     s = centred.T @ centred
     syy = s[0, 0]
     if not syy > 0:
@@ -201,12 +208,14 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
     Each arm's values are gathered once per checkpoint by index (``take`` of the arm's positions
     among the active users, the same values in the same order as the boolean masks), and the
     influence values and pooled correlations are computed arm by arm with the operations of
-    :func:`_influence` and :func:`pooled_correlations` (identical results; about 30 -> 10 ms per
-    checkpoint of ``configs/ab.yaml`` on day 14 with 15k active users, loaded machine)."""
+    :func:`_influence` and :func:`pooled_correlations`; ``test: delta`` takes the adjusted estimate from
+    :func:`onlineeval.stats.cuped.cuped_ratio_adjusted` (no validation, no unadjusted estimate). Identical
+    results; 22-33 ms -> 4.5-9 ms per checkpoint of ``configs/ab.yaml`` on day 14 (15k active users),
+    the previous version timed in the same run on the loaded 2-core machine."""
     pre: PrePeriod | None = getattr(design, "pre_period", None)
     if pre is None:
         return []
-    from onlineeval.stats.cuped import cuped_mean, cuped_ratio
+    from onlineeval.stats.cuped import cuped_mean, cuped_ratio_adjusted
     from simulations.designs.ab import METRICS
     from simulations.designs.base import CheckpointRow
 
@@ -223,6 +232,7 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
     if defined:
         b = design.in_b.take(users)
         ib, ia = np.flatnonzero(b), np.flatnonzero(~b)
+        rows_b, rows_a = _flat_rows(ib, 3), _flat_rows(ia, 3)
         den_a, den_b, pre_den_a, pre_den_b = den.take(ia), den.take(ib), pre_den.take(ia), pre_den.take(ib)
         welch = design.config.test == "welch"
         if welch:
@@ -245,14 +255,14 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
                 x = np.where(active, pnum / np.where(active, pre_den, 1.0), 0.0)
                 ya, yb, xa, xb = y.take(ia), y.take(ib), x.take(ia), x.take(ib)
                 res = cuped_mean(ya, xa, yb, xb, pre_active_a=act_a, pre_active_b=act_b, alpha=design.alpha)
-                arms = [(ib, [yb, xb, act_b.astype(np.float64)]), (ia, [ya, xa, act_a.astype(np.float64)])]
+                e = res.adjusted
+                vals = (float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue))
+                arms = [(rows_b, [yb, xb, act_b.astype(np.float64)]), (rows_a, [ya, xa, act_a.astype(np.float64)])]
             else:
-                res = cuped_ratio(num_a, den_a, num_b, den_b, pnum_a, pre_den_a, pnum_b, pre_den_b,
-                                  alpha=design.alpha)
-                arms = [(ib, [_arm_influence(num_b, den_b), _arm_influence(pnum_b, pre_den_b), act_fb]),
-                        (ia, [_arm_influence(num_a, den_a), _arm_influence(pnum_a, pre_den_a), act_fa])]
-            e = res.adjusted
-            vals = (float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue))
+                vals = cuped_ratio_adjusted(num_a, den_a, num_b, den_b, pnum_a, pre_den_a, pnum_b, pre_den_b,
+                                            alpha=design.alpha)
+                arms = [(rows_b, [_arm_influence(num_b, den_b), _arm_influence(pnum_b, pre_den_b), act_fb]),
+                        (rows_a, [_arm_influence(num_a, den_a), _arm_influence(pnum_a, pre_den_a), act_fa])]
             r, rho = _pooled_arms(arms, users.size)
         rows.append(CheckpointRow(design.name, design.aa, day, CUPED_PREFIX + metric, primary, *vals, n_users, n_impr))
         rows.append(CheckpointRow(design.name, design.aa, day, R_PREFIX + metric, False, r, *nan5[:4], n_pre, n_impr))

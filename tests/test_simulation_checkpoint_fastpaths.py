@@ -3,13 +3,17 @@
 - ``simulations.cuped.cuped_rows`` (arms gathered once per checkpoint by index, influence values and
   pooled correlations arm by arm) gives bit-identical rows to the mask-based version it replaced, for
   ``test: delta`` and ``test: welch``, on every daily checkpoint of simulated replicates (users without
-  pre-period activity, unequal split, checkpoints still undefined).
+  pre-period activity, unequal split, checkpoints still undefined);
+- ``onlineeval.stats.cuped.cuped_ratio_adjusted`` (the lean path) equals ``cuped_ratio(...).adjusted``
+  bit for bit (typical data, no / all users with a pre-period, an arm without denominators, two users,
+  a constant pre-period ratio).
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -147,3 +151,40 @@ def test_cuped_rows_bit_identical_to_the_reference(test):
     sparse["traffic"] = {"days": 2, "queries_per_day": 3, "batch_hours": 24}
     assert _checkpoints(sparse, check) == 2 * 2 * 2
     assert seen["undefined"] > 0
+
+
+def _bits(x):
+    return np.float64(x).tobytes()
+
+
+@pytest.mark.parametrize("case", ["typical", "no_pre_period", "all_pre_period", "empty_arm_den", "two_users",
+                                  "constant_pre"])
+def test_cuped_ratio_adjusted_bit_identical_to_cuped_ratio(case):
+    from onlineeval.stats.cuped import cuped_ratio, cuped_ratio_adjusted
+
+    rng = np.random.default_rng(zlib.crc32(case.encode()))
+    for _ in range(20):
+        na, nb = (2, 2) if case == "two_users" else tuple(int(v) for v in rng.integers(3, 3000, size=2))
+        arrays = []
+        for n in (na, nb):
+            den = rng.poisson(2.0, n).astype(np.float64) + (0.0 if case == "empty_arm_den" else 1.0)
+            if case == "empty_arm_den" and n == nb:
+                den[:] = 0.0
+            num = rng.binomial(den.astype(np.int64), 0.3) * rng.random(n)  # non-integer numerators, like rr
+            pre_den = rng.poisson(1.0, n).astype(np.float64)
+            if case == "no_pre_period":
+                pre_den[:] = 0.0
+            elif case == "all_pre_period":
+                pre_den += 1.0
+            pre_num = rng.binomial(pre_den.astype(np.int64), 0.4).astype(np.float64)
+            if case == "constant_pre":
+                pre_num = pre_den * 0.25
+            arrays.append((num, den, pre_num, pre_den))
+        (xa, ya, pxa, pya), (xb, yb, pxb, pyb) = arrays
+        args = (xa, ya, xb, yb, pxa, pya, pxb, pyb)
+        ref = cuped_ratio(*args, alpha=0.1).adjusted
+        new = cuped_ratio_adjusted(*args, alpha=0.1)
+        want = [float(getattr(ref, k)) for k in ("estimate", "se", "ci_low", "ci_high", "pvalue")]
+        assert [_bits(v) for v in new] == [_bits(v) for v in want], (case, new, want)
+        if case == "empty_arm_den":
+            assert all(math.isnan(v) for v in new)

@@ -56,7 +56,7 @@ from onlineeval.errors import InputError
 from onlineeval.stats._checks import check_alpha
 from onlineeval.stats.online import Estimates, _as_batch, _tests
 
-__all__ = ["CupedResult", "cuped_mean", "cuped_ratio"]
+__all__ = ["CupedResult", "cuped_mean", "cuped_ratio", "cuped_ratio_adjusted"]
 
 
 @dataclass(frozen=True)
@@ -346,18 +346,58 @@ def cuped_ratio(
     lead = _leading(*arrays.values())
     for name, arr in arrays.items():
         arrays[name] = np.broadcast_to(arr, (*lead, arr.shape[-1]))
-    ra, ea = _influence(arrays["num_a"], arrays["den_a"])
-    rb, eb = _influence(arrays["num_b"], arrays["den_b"])
-    pa, fa = _influence(arrays["pre_num_a"], arrays["pre_den_a"])
-    pb, fb = _influence(arrays["pre_num_b"], arrays["pre_den_b"])
-    ma = arrays["pre_den_a"] > 0
-    mb = arrays["pre_den_b"] > 0
+    ra, diff, theta, est, var_adj, var_raw, ma, mb = _ratio_adjust(*arrays.values())
+    missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
+    n = arrays["num_a"].shape[-1] + arrays["num_b"].shape[-1]
+    return _result(theta, est, var_adj, diff, var_raw, ra, n, missing, alpha, float(null), "cuped-delta", "delta")
+
+
+def _ratio_adjust(
+    num_a: NDArray[np.float64], den_a: NDArray[np.float64], num_b: NDArray[np.float64], den_b: NDArray[np.float64],
+    pre_num_a: NDArray[np.float64], pre_den_a: NDArray[np.float64], pre_num_b: NDArray[np.float64],
+    pre_den_b: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], ...]:
+    """The arithmetic of :func:`cuped_ratio` on validated arrays: ``(R_A, unadjusted difference, theta,
+    adjusted difference, adjusted variance, unadjusted variance, pre-activity mask A, mask B)``."""
+    ra, ea = _influence(num_a, den_a)
+    rb, eb = _influence(num_b, den_b)
+    pa, fa = _influence(pre_num_a, pre_den_a)
+    pb, fb = _influence(pre_num_b, pre_den_b)
+    ma = pre_den_a > 0
+    mb = pre_den_b > 0
     x2a, x2b = ma.astype(np.float64), mb.astype(np.float64)
     pre_diff = np.where(np.isnan(pa) | np.isnan(pb), 0.0, pb - pa)
     diff = rb - ra
     theta, est, var_adj, var_raw = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, _wmean(x2b) - _wmean(x2a))
     undefined = np.isnan(diff)
     est, var_adj, var_raw = (np.where(undefined, np.nan, v) for v in (est, var_adj, var_raw))
-    missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
-    n = ea.shape[-1] + eb.shape[-1]
-    return _result(theta, est, var_adj, diff, var_raw, ra, n, missing, alpha, float(null), "cuped-delta", "delta")
+    return ra, diff, theta, est, var_adj, var_raw, ma, mb
+
+
+def cuped_ratio_adjusted(
+    num_a: NDArray[np.float64],
+    den_a: NDArray[np.float64],
+    num_b: NDArray[np.float64],
+    den_b: NDArray[np.float64],
+    pre_num_a: NDArray[np.float64],
+    pre_den_a: NDArray[np.float64],
+    pre_num_b: NDArray[np.float64],
+    pre_den_b: NDArray[np.float64],
+    *,
+    alpha: float = 0.05,
+    null: float = 0.0,
+) -> tuple[float, float, float, float, float]:
+    """The adjusted estimate of :func:`cuped_ratio` as ``(estimate, se, ci_low, ci_high, pvalue)``: a lean
+    path for a caller's repeated calls on trusted data (the simulator's daily checkpoints).
+
+    The arrays must be 1-d float64 arrays of finite values with denominators >= 0 (one row; the
+    users of each arm on the only axis); nothing is checked or copied, the unadjusted estimate and
+    the :class:`CupedResult` are not built. The arithmetic is :func:`cuped_ratio`'s (the same
+    functions), so the numbers are bit-identical to ``cuped_ratio(...).adjusted`` (tested); about
+    half its time on arms of 7500 users.
+    """
+    _, _, _, est, var_adj, _, _, _ = _ratio_adjust(num_a, den_a, num_b, den_b, pre_num_a, pre_den_a, pre_num_b,
+                                                   pre_den_b)
+    se = np.sqrt(var_adj)
+    stat, p, lo, hi = _tests(np.asarray(est), se, float(null), check_alpha(alpha), np.full(np.shape(est), np.inf))
+    return float(est), float(se), float(lo), float(hi), float(p)
