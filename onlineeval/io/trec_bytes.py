@@ -401,10 +401,12 @@ def _join_ids(parts: list[ByteIds]) -> ByteIds:
     """The chunks' ids in one array (narrower chunks padded with zero words)."""
     k = max(p.words.shape[1] for p in parts)
     n = sum(len(p) for p in parts)
-    words = np.zeros((n, k), dtype=np.uint64)
+    words = np.empty((n, k), dtype=np.uint64)  # (every word is written below)
     at = 0
     for p in parts:
-        words[at : at + len(p), : p.words.shape[1]] = p.words
+        w = p.words.shape[1]
+        words[at : at + len(p), :w] = p.words
+        words[at : at + len(p), w:] = 0
         at += len(p)
     return ByteIds(words)
 
