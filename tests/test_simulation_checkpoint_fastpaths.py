@@ -6,7 +6,9 @@
   pre-period activity, unequal split, checkpoints still undefined);
 - ``onlineeval.stats.cuped.cuped_ratio_adjusted`` (the lean path) equals ``cuped_ratio(...).adjusted``
   bit for bit (typical data, no / all users with a pre-period, an arm without denominators, two users,
-  a constant pre-period ratio).
+  a constant pre-period ratio);
+- the designs' per-user sums added in place (``Design._add`` of counts, ``Design._add_exact`` of halves and
+  counts) equal the previous bincount sums bit for bit.
 """
 
 from __future__ import annotations
@@ -188,3 +190,30 @@ def test_cuped_ratio_adjusted_bit_identical_to_cuped_ratio(case):
         assert [_bits(v) for v in new] == [_bits(v) for v in want], (case, new, want)
         if case == "empty_arm_den":
             assert all(math.isnan(v) for v in new)
+
+
+def test_per_user_sums_in_place_equal_the_bincount():
+    """Design._add without weights and Design._add_exact (in place, impression by impression) give the
+    bits of the previous ``sums += bincount(user, weights, minlength)``, batch after batch."""
+    from types import SimpleNamespace
+
+    from simulations.designs.base import Design
+
+    rng = np.random.default_rng(3)
+    population = 500
+    obj = SimpleNamespace(population=population, sums={k: np.zeros(population) for k in ("n", "half", "count")})
+    ref = {k: np.zeros(population) for k in obj.sums}
+    for _ in range(200):
+        n = int(rng.integers(0, 3000))
+        user = rng.zipf(1.3, n) % population  # heavy users: long running sums
+        half = rng.integers(-1, 2, n) / 2.0
+        count = rng.integers(0, 11, n).astype(np.float64)
+        Design._add(obj, "n", user, None)
+        Design._add_exact(obj, "half", user, half)
+        Design._add_exact(obj, "count", user, count)
+        ref["n"] += np.bincount(user, minlength=population)
+        ref["half"] += np.bincount(user, weights=half, minlength=population)
+        ref["count"] += np.bincount(user, weights=count, minlength=population)
+    for k, v in ref.items():
+        assert obj.sums[k].tobytes() == v.tobytes(), k
+    assert ref["n"].max() > 1000 and (ref["half"] != 0).any()

@@ -75,8 +75,8 @@ class ABDesign(Design):
         n_clicks = clicks.sum(axis=1)
         first = np.argmax(clicks, axis=1)
         rr = np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0)
-        self._add("clicks", batch.user, n_clicks.astype(np.float64))
-        self._add("abandoned", batch.user, (n_clicks == 0).astype(np.float64))
+        self._add_exact("clicks", batch.user, n_clicks.astype(np.float64))
+        self._add_exact("abandoned", batch.user, (n_clicks == 0).astype(np.float64))
         self._add("rr", batch.user, rr)
 
     def checkpoint(self, day: int) -> None:

@@ -265,9 +265,11 @@ class InterleavingDesign(Design):
             outcomes = self.table.balanced_outcome(key, ranking, clicks)[:, None].astype(np.float64)
         else:
             outcomes = pair_outcomes(self.interleaver, shown, clicks, len(self.ranker_lists))
+        # table draws (team-draft, balanced) have outcomes -1, 0, +1: exact halves
+        add = self._add if key is None else self._add_exact
         for p, (metric, _, _) in enumerate(self.pairs):
-            self._add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
-        self._add("compared", batch.user, clicks.any(axis=1).astype(np.float64))
+            add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
+        self._add_exact("compared", batch.user, clicks.any(axis=1).astype(np.float64))
 
     def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
         return users.size >= 2 and bool(sums["compared"].sum() > 0)
