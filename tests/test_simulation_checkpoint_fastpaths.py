@@ -8,7 +8,10 @@
   bit for bit (typical data, no / all users with a pre-period, an arm without denominators, two users,
   a constant pre-period ratio);
 - the designs' per-user sums added in place (``Design._add`` of counts, ``Design._add_exact`` of halves and
-  counts) equal the previous bincount sums bit for bit.
+  counts) equal the previous bincount sums bit for bit;
+- ``ratio_mean_values`` and ``ratio_diff_values`` (the lean paths of the A/B and interleaving checkpoints and
+  per-batch looks) equal ``ratio_mean`` and ``ratio_diff`` bit for bit (halves, ratios, zero variance, two
+  users, a non-zero null).
 """
 
 from __future__ import annotations
@@ -217,3 +220,31 @@ def test_per_user_sums_in_place_equal_the_bincount():
     for k, v in ref.items():
         assert obj.sums[k].tobytes() == v.tobytes(), k
     assert ref["n"].max() > 1000 and (ref["half"] != 0).any()
+
+
+@pytest.mark.parametrize("case", ["halves", "ratios", "zero_variance", "two_users", "null_shift"])
+def test_ratio_values_bit_identical_to_ratio_mean_and_diff(case):
+    from onlineeval.stats.online import ratio_diff, ratio_diff_values, ratio_mean, ratio_mean_values
+
+    rng = np.random.default_rng(zlib.crc32(case.encode()))
+    null = 0.05 if case == "null_shift" else 0.0
+    fields = ("estimate", "se", "ci_low", "ci_high", "pvalue")
+    for _ in range(30):
+        n_a, n_b = (2, 2) if case == "two_users" else tuple(int(v) for v in rng.integers(3, 5000, size=2))
+        arms = []
+        for n in (n_a, n_b):
+            den = rng.poisson(1.5, n).astype(np.float64)
+            den[0] += 1.0  # a positive sum
+            if case == "halves":
+                num = rng.integers(-1, 2, n) * np.minimum(den, 1.0) / 2.0  # interleaving's (w - l) / 2
+            elif case == "zero_variance":
+                num = 0.25 * den  # every user has the same ratio: se 0
+            else:
+                num = rng.binomial(den.astype(np.int64), 0.4) * rng.random(n)
+            arms.append((num, den))
+        (xa, ya), (xb, yb) = arms
+        pairs = [(ratio_mean_values(xa, ya, 0.1, null=null), ratio_mean(xa, ya, 0.1, null=null)),
+                 (ratio_diff_values(xa, ya, xb, yb, 0.1, null=null), ratio_diff(xa, ya, xb, yb, 0.1, null=null))]
+        for new, ref in pairs:
+            want = [float(getattr(ref, k)) for k in fields]
+            assert [_bits(v) for v in new] == [_bits(v) for v in want], (case, new, want)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,9 @@ __all__ = [
     "ratio_diff_batch",
     "ratio_mean",
     "ratio_diff",
+    "EstimateValues",
+    "ratio_mean_values",
+    "ratio_diff_values",
     "cluster_bootstrap_ratio",
     "ratio_linearization",
 ]
@@ -406,6 +409,52 @@ def ratio_mean(
     """
     x, y = _pairs(num, den, "")
     return _one(ratio_mean_batch(x, y, alpha, null=null))
+
+
+class EstimateValues(NamedTuple):
+    """The five numbers of an :class:`Estimate`, as Python floats (the lean paths' result)."""
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    pvalue: float
+
+
+def _z_values(est: NDArray[np.float64], se: NDArray[np.float64], null: float, alpha: float) -> EstimateValues:
+    stat, p, lo, hi = _tests(est, se, null, alpha, np.full(np.shape(est), np.inf))
+    return EstimateValues(float(est), float(se), float(lo), float(hi), float(p))
+
+
+def ratio_mean_values(
+    num: NDArray[np.float64], den: NDArray[np.float64], alpha: float = 0.05, *, null: float = 0.0
+) -> EstimateValues:
+    """:func:`ratio_mean`'s estimate, SE, interval and p-value: a lean path for a caller's repeated calls on
+    trusted data (the simulator's checkpoints and per-batch looks).
+
+    ``num`` and ``den`` must be 1-d float64 arrays of the same size (at least 2 users), finite, with
+    denominators >= 0 summing to more than 0: nothing is checked or copied (a zero sum gives NaN where
+    :func:`ratio_mean` raises). The arithmetic is :func:`ratio_mean`'s (the same kernel and tests), so
+    the numbers are bit-identical (tested); no :class:`Estimate` is built.
+    """
+    r, var = _delta_kernel(num, den)
+    return _z_values(r, np.sqrt(var), float(null), check_alpha(alpha))
+
+
+def ratio_diff_values(
+    num_a: NDArray[np.float64],
+    den_a: NDArray[np.float64],
+    num_b: NDArray[np.float64],
+    den_b: NDArray[np.float64],
+    alpha: float = 0.05,
+    *,
+    null: float = 0.0,
+) -> EstimateValues:
+    """:func:`ratio_diff`'s estimate, SE, interval and p-value on trusted 1-d float64 arrays (as
+    :func:`ratio_mean_values`: nothing checked or copied; bit-identical to :func:`ratio_diff`, tested)."""
+    ra, va = _delta_kernel(num_a, den_a)
+    rb, vb = _delta_kernel(num_b, den_b)
+    return _z_values(rb - ra, np.sqrt(va + vb), float(null), check_alpha(alpha))
 
 
 def ratio_diff_batch(

@@ -279,9 +279,9 @@ class InterleavingDesign(Design):
         return [prefix + metric for metric, _, _ in self.pairs]
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
-        from onlineeval.stats import ratio_mean
+        from onlineeval.stats.online import ratio_mean_values  # ratio_mean's numbers, bit for bit
 
         return {
-            name: ratio_mean(sums[f"num:{metric}"], sums["compared"], alpha=self.alpha)
+            name: ratio_mean_values(sums[f"num:{metric}"], sums["compared"], alpha=self.alpha)
             for name, (metric, _, _) in zip(self.metric_names(), self.pairs, strict=True)
         }
