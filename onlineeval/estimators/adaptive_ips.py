@@ -262,14 +262,14 @@ class AdaptiveIPS(Estimator):
             rows = np.flatnonzero(types == t)
             n_u = int(rows.size)
             share = n_u / n
-            ref_u = ref[rows]
+            ref_u = ref.take(rows, axis=0)  # ref[rows] (the same values), without fancy indexing's overhead
             scores: dict[str, float] = {}
             for b in BEHAVIOURS:
                 if b == self.reference:  # d = x - x: its bias term is 0 whatever the values (below)
                     var_x = float(ref_u.var(ddof=1)) / n_u if n_u > 1 else np.inf
                     scores[b] = share * share * (0.0 + var_x)
                     continue
-                x = terms[b][rows]
+                x = terms[b].take(rows, axis=0)
                 d = x - ref_u
                 var_x = float(x.var(ddof=1)) / n_u if n_u > 1 else np.inf
                 var_d = float(d.var(ddof=1)) / n_u if n_u > 1 else np.inf
