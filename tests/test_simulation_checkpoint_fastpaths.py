@@ -11,7 +11,10 @@
   counts) equal the previous bincount sums bit for bit;
 - ``ratio_mean_values`` and ``ratio_diff_values`` (the lean paths of the A/B and interleaving checkpoints and
   per-batch looks) equal ``ratio_mean`` and ``ratio_diff`` bit for bit (halves, ratios, zero variance, two
-  users, a non-zero null).
+  users, a non-zero null);
+- ``DrawTable.outcome`` (the table-drawn interleaving designs' outcome without the InterleavingResult) equals
+  the interleaver's outcome on lists with empty slots; whole replicates with the table path on and off are
+  compared in ``test_simulation_point_speed.py``.
 """
 
 from __future__ import annotations
@@ -248,3 +251,34 @@ def test_ratio_values_bit_identical_to_ratio_mean_and_diff(case):
         for new, ref in pairs:
             want = [float(getattr(ref, k)) for k in fields]
             assert [_bits(v) for v in new] == [_bits(v) for v in want], (case, new, want)
+
+
+@pytest.mark.parametrize("method", ["team_draft", "balanced"])
+@pytest.mark.parametrize("length", [10, 7, 1, 18])
+def test_table_outcome_equals_the_interleaver(method, length):
+    """DrawTable.outcome (team-draft: the signed team table; balanced: the ranks, filled slots from the table)
+    equals interleaver.outcome on the drawn lists, short lists and clicks on empty slots included; draw_keys
+    makes the draws of draw()."""
+    from test_simulation_point_speed import lists_with_edge_cases
+
+    from onlineeval.interleaving import get_interleaver
+    from simulations.designs.interleaving import DrawTable
+
+    rng = np.random.default_rng(8)
+    a, b, labels = lists_with_edge_cases(rng, depth=max(10, length + 2), docs=max(14, length + 6))
+    interleaver = get_interleaver(method)
+    table = DrawTable(method, np.stack([a, b]), labels, length)
+    assert length == 1 or table.valid is not None  # the edge cases have empty slots (beyond slot 1)
+    for seed, n in [(1, 1), (2, 1500), (5, 20_000)]:
+        q = np.random.default_rng(seed + 100).integers(0, a.shape[0], n)
+        g1, g2 = np.random.default_rng(seed), np.random.default_rng(seed)
+        shown, _, key = table.draw(q, g1)
+        np.testing.assert_array_equal(table.draw_keys(q, g2), key)
+        assert g1.bit_generator.state == g2.bit_generator.state
+        for rate in (0.05, 0.3, 0.9):
+            clicks = np.random.default_rng(seed).random(shown.ranking.shape) < rate
+            expected = interleaver.outcome(shown, clicks)
+            got = table.outcome(key, clicks)
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+            assert n < 100 or 0 < np.count_nonzero(got) < n

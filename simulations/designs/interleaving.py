@@ -111,6 +111,14 @@ class DrawTable:
         self.shown = np.ascontiguousarray(shown, dtype=np.int32)
         self.team = np.ascontiguousarray(team, dtype=np.int8)
         self.grades = shown_labels(labels, query, self.shown)
+        valid = self.shown >= 0
+        # (rows, length) bool of the filled slots; None when every slot is filled (clicks need no mask)
+        self.valid: np.ndarray | None = None if valid.all() else valid
+        # team-draft: (rows, length) int8 +1 where B's document is shown, -1 where A's, 0 at empty slots
+        self.signed: np.ndarray | None = None
+        if method == "team_draft":
+            by_team = np.where(self.team == 1, 1, np.where(self.team == 0, -1, 0))
+            self.signed = np.where(valid, by_team, 0).astype(np.int8)
         self.ranks: np.ndarray | None = None
         if method == "balanced":
             from onlineeval.interleaving._kernels import rank_in_lists
@@ -129,6 +137,14 @@ class DrawTable:
         interleaver's coins from ``rng`` exactly as :meth:`Interleaver.interleave` does."""
         from onlineeval.interleaving.base import InterleavingResult
 
+        key = self.draw_keys(query, rng)
+        result = InterleavingResult(self.shown.take(key, axis=0), self.team.take(key, axis=0),
+                                    self.stacked.take(query, axis=1))
+        return result, self.grades.take(key, axis=0), key
+
+    def draw_keys(self, query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The table rows of a batch of queries (:meth:`draw` without gathering the rows): the coins are
+        drawn from ``rng`` exactly as :meth:`Interleaver.interleave` draws them."""
         n = query.shape[0]
         if self.method == "balanced":
             # balanced_interleave: one coin per impression, A leads when it is 1
@@ -141,17 +157,28 @@ class DrawTable:
             for byte in range(1, packed.shape[0]):
                 key |= packed[byte].astype(np.intp) << (8 * byte)
         key += query * self.combos
-        result = InterleavingResult(self.shown.take(key, axis=0), self.team.take(key, axis=0),
-                                    self.stacked.take(query, axis=1))
-        return result, self.grades.take(key, axis=0), key
+        return key
 
-    def balanced_outcome(self, key: np.ndarray, ranking: np.ndarray, clicks: np.ndarray) -> np.ndarray:
+    def outcome(self, key: np.ndarray, clicks: np.ndarray) -> np.ndarray:
+        """The method's ``(n,)`` int8 outcome (``prefix_credit`` on) of the rows ``key`` with ``clicks``:
+        team-draft's sign of B's minus A's clicked slots from the signed team table (the definition of
+        :meth:`TeamDraft._outcome`, tested equal), balanced interleaving's :meth:`balanced_outcome`."""
+        if self.signed is None:
+            return self.balanced_outcome(key, None, clicks)
+        c = clicks if self.valid is None else clicks & self.valid.take(key, axis=0)
+        return np.sign(np.where(c, self.signed.take(key, axis=0), 0).sum(axis=1)).astype(np.int8)
+
+    def balanced_outcome(self, key: np.ndarray, ranking: np.ndarray | None, clicks: np.ndarray) -> np.ndarray:
         """Balanced interleaving's ``(n,)`` outcome (``prefix_credit`` on) from the table's ranks of the
         shown documents: ``kappa`` is the smaller rank in A and B of the lowest clicked slot, and each
         list's credit the clicks on documents it ranks at ``kappa`` or above (the definition of
-        :class:`onlineeval.interleaving.Balanced`, computed on whole rows; tested equal)."""
+        :class:`onlineeval.interleaving.Balanced`, computed on whole rows; tested equal). ``ranking``
+        (the shown rows) may be None: the table's own filled slots are used."""
         assert self.ranks is not None
-        c = clicks & (ranking >= 0)  # as the interleaver's click check
+        if ranking is not None:
+            c = clicks & (ranking >= 0)  # as the interleaver's click check
+        else:
+            c = clicks if self.valid is None else clicks & self.valid.take(key, axis=0)
         n, k = c.shape
         rank_a, rank_b = self.ranks[0].take(key, axis=0), self.ranks[1].take(key, axis=0)
         last = (k - 1) - np.argmax(c[:, ::-1], axis=1)  # lowest clicked slot (any slot when none)
@@ -243,6 +270,9 @@ class InterleavingDesign(Design):
         self.query_cdf = np.cumsum(self.world.frequency)
 
     def _process(self, batch: Batch) -> None:
+        if self.table is not None and self.interleaver.prefix_credit:
+            self._process_table(batch)
+            return
         q = batch.query
         grades = key = None
         if self.table is not None:
@@ -269,6 +299,26 @@ class InterleavingDesign(Design):
         add = self._add if key is None else self._add_exact
         for p, (metric, _, _) in enumerate(self.pairs):
             add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
+        self._add_exact("compared", batch.user, clicks.any(axis=1).astype(np.float64))
+
+    def _process_table(self, batch: Batch) -> None:
+        """:meth:`_process` of a table-drawn method with prefix credit: the same random draws in the same
+        order (coins, then the null user's queries, then clicks) and the same outcomes, from the table's
+        rows without building the :class:`InterleavingResult` (no gather of the input lists, no click
+        validation); outcomes -1, 0, +1 and comparisons are added in place (exact halves)."""
+        table = self.table
+        key = table.draw_keys(batch.query, self.rng)
+        if self.null_labels is None:
+            clicks = self.users.sample(table.grades.take(key, axis=0), batch.user_type, self.rng)
+        else:
+            from simulations.sampling import draw_from_cdf
+
+            other = draw_from_cdf(self.query_cdf, self.rng.random(len(batch)))
+            filled = table.shown.take(key, axis=0) >= 0
+            labels = np.where(filled, self.null_labels[other], -1).astype(np.int8)
+            clicks = self.users.sample(labels, batch.user_type, self.rng)
+        half = table.outcome(key, clicks).astype(np.float64) / 2.0
+        self._add_exact(f"num:{self.pairs[0][0]}", batch.user, half)
         self._add_exact("compared", batch.user, clicks.any(axis=1).astype(np.float64))
 
     def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
