@@ -81,7 +81,7 @@ class DrawTable:
     its rows up: the same shown lists and teams as ``interleaver.interleave`` on that generator
     (tested), without the per-slot passes. Built once per process and (method, lists, length);
     cost ``Q * C`` rows of the kernel (3000 queries, 32 patterns, 10 slots: 96000 rows, about
-    0.1 s, 4.8 MB).
+    0.1 s, 6.7 MB with team-draft's signed teams).
     """
 
     def __init__(self, method: str, stacked: np.ndarray, labels: np.ndarray, length: int) -> None:
@@ -128,9 +128,10 @@ class DrawTable:
 
     @staticmethod
     def nbytes(method: str, n_queries: int, length: int) -> int:
-        if method == "balanced":  # int32 documents, int8 teams, int8 grades, 2 x int16 ranks
-            return n_queries * 2 * length * 10
-        return n_queries * 2 ** ((length + 1) // 2) * length * 6  # int32 documents, int8 teams, int8 grades
+        # both: int32 documents, int8 teams, int8 grades and (with empty slots) the bool filled-slot mask
+        if method == "balanced":  # + 2 x int16 ranks
+            return n_queries * 2 * length * 11
+        return n_queries * 2 ** ((length + 1) // 2) * length * 8  # + the int8 signed teams
 
     def draw(self, query: np.ndarray, rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
         """``(InterleavingResult, shown grades, table rows)`` of a batch of queries, drawing the
