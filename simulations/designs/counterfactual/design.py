@@ -42,27 +42,29 @@ indicators and the slot rewards computed once per batch and shared); the per-use
 rows of one matrix. A checkpoint gathers the active users of every sum once and computes
 the accumulated estimators' paired differences together, :math:`O(\text{users})` per
 estimator. Measured with ``benchmarks/bench_counterfactual.py`` on
-``configs/counterfactual.yaml`` (CPU time of one process on a 2-core machine at load
-10-12, the same batches for every design, 3 replicates, each batch's best of 5 rounds;
-runs alternated with the code before, 4ce46b8): this design 1.18-1.41 us per impression,
-2.35-2.41 times team-draft in the same runs (2.52-2.68 times before: the logger's random
-permutations by repeated ``argmin`` instead of a full sort, :func:`~simulations.policies.base.shuffle_top`;
-the shown grades by one flat take; ``AdaptiveIPS.select`` counting the type codes; 1.65-1.71
-us and 3.0 times before the fused terms). Its parts, each the best of 5 rounds at load 11:
-the logger's sampling 0.19-0.21, its propensities 0.19-0.24 (plus 0.04 matching the target
-lists, shared with the target indicators), clicks 0.30-0.35 (the same users' models as
-team-draft's; position-based users are not a grade chain, so the users' one-pass sampler
-does not apply to this mixture), the six estimators' terms for both targets 0.14-0.15, the
-design's own sums and bookkeeping 0.05-0.11, checkpoints 0.23-0.24 on the days before the
-last and 0.15-0.17 on the last day (adaptive IPS's whole-log choice among its behaviours:
-per type the variances of its three behaviours' terms). With one estimator 1.6 times
-team-draft (adaptive IPS alone 1.9 times), with an epsilon-greedy logger and IPS 1.4-1.5.
-What remains is numpy's per-call overhead on batches of 4,000 (a few hundred calls per batch),
-the uniforms the logger must draw, the propensities of the randomised lists, the clicks and
-the checkpoints' passes over the users (the linearised variance needs each user's sums at
-the current ratio; an incremental form would round differently). The draw, the
-propensities and the clicks alone cost more than team-draft's whole table-lookup design
-costs, so this design cannot match it.
+``configs/counterfactual.yaml`` (CPU time of one process on a 2-core machine at load 8-12,
+the same batches for every design, 3 replicates, each batch's best of 5 rounds; clean
+checkouts of 22877df alternated with the same tree without the changes named here): this
+design 1.15-1.32 us per impression, 2.41-2.56 times team-draft in the same runs (0.48-0.52
+us), against 1.28-1.32 us and 2.64-2.69 times without the logger's random permutations by
+repeated ``argmin`` instead of a full sort (:func:`~simulations.policies.base.shuffle_top`),
+the shown grades by one flat take and ``AdaptiveIPS.select`` counting the type codes (and
+1.65-1.71 us, 3.0 times the team-draft of then, before the fused terms). Its parts, each
+the best of 5 rounds at load 11: the logger's sampling 0.19-0.21, its propensities
+0.19-0.24 (plus 0.04 matching the target lists, shared with the target indicators), clicks
+0.30-0.35 (the same users' models as team-draft's; position-based users are not a grade
+chain, so the users' one-pass sampler does not apply to this mixture), the six estimators'
+terms for both targets 0.14-0.15, the design's own sums and bookkeeping 0.05-0.11,
+checkpoints 0.23-0.24 on the days before the last and 0.15-0.17 on the last day (adaptive
+IPS's whole-log choice among its behaviours: per type the variances of its three
+behaviours' terms). With one estimator 1.6-1.7 times team-draft (adaptive IPS alone 2.0),
+with an epsilon-greedy logger and IPS 1.5-1.6. What remains is numpy's per-call overhead
+on batches of 4,000 (a few hundred calls per batch), the uniforms the logger must draw,
+the propensities of the randomised lists, the clicks and the checkpoints' passes over the
+users (the linearised variance needs each user's sums at the current ratio; an
+incremental form would round differently). The draw, the propensities and the clicks
+alone cost more than team-draft's whole table-lookup design, so this design cannot match
+it.
 Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination
