@@ -315,8 +315,9 @@ class InterleavingDesign(Design):
             from simulations.sampling import draw_from_cdf
 
             other = draw_from_cdf(self.query_cdf, self.rng.random(len(batch)))
-            filled = table.shown.take(key, axis=0) >= 0
-            labels = np.where(filled, self.null_labels[other], -1).astype(np.int8)
+            labels = self.null_labels.take(other, axis=0)  # int8 grades (shown_labels)
+            if table.valid is not None:  # empty slots of the shown lists stay empty
+                labels = np.where(table.valid.take(key, axis=0), labels, -1).astype(np.int8)
             clicks = self.users.sample(labels, batch.user_type, self.rng)
         half = table.outcome(key, clicks).astype(np.float64) / 2.0
         self._add_exact(f"num:{self.pairs[0][0]}", batch.user, half)
