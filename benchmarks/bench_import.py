@@ -6,7 +6,8 @@ at import. For each statement this prints the median wall time of a fresh interp
 running it (minus the median of an empty interpreter, ``python -c pass``, measured in
 the same alternating rounds), and which heavy modules ended up in ``sys.modules``
 (none is the target); then the same for the first call that needs them
-(``onlineeval.evaluate`` on a two-query dict), for scale.
+(``onlineeval.evaluate`` on a two-query dict), for scale, and a whole ``onlineeval power``
+command (issue 11: well under a second).
 
     python benchmarks/bench_import.py [--repeats 7]
 """
@@ -28,6 +29,13 @@ STATEMENTS = {
     "import onlineeval.api": "import onlineeval.api",
     "first onlineeval.evaluate call": (
         "import onlineeval; onlineeval.evaluate({'q': {'a': 1}}, {'q': {'a': 1.0}}, 'nDCG@10')"
+    ),
+    # issue 11: `onlineeval power` answers in well under a second, imports included
+    "onlineeval power command": (
+        "import sys; sys.argv = ['onlineeval', 'power', 'proportion', '--baseline', '0.1', '--target', '0.105', "
+        "'--sequential', 'obrien_fleming', '--looks', '14', '--users', '100000']\n"
+        "from onlineeval.cli import app\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass"
     ),
 }
 

@@ -7,7 +7,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -234,21 +233,18 @@ def test_effect_in_the_untested_direction_needs_no_users() -> None:
     assert doc["required"]["users_total"] is None
 
 
-def test_answers_fast_without_scipy_or_pandas() -> None:
+def test_answers_without_importing_scipy_or_pandas() -> None:
+    """What keeps `onlineeval power` well under a second: no scipy or pandas import (the time
+    itself is measured in benchmarks/bench_import.py, not asserted in a unit test)."""
     code = (
-        "import sys, time; t = time.perf_counter(); from onlineeval.cli import app; "
+        "import sys; from onlineeval.cli import app; "
         "from typer.testing import CliRunner; r = CliRunner().invoke(app, ['power', 'proportion', '--baseline', '0.1', "
         "'--target', '0.105', '--sequential', 'obrien_fleming', '--looks', '14', '--users', '100000']); "
         "assert r.exit_code == 0, r.output; "
-        "print(time.perf_counter() - t, 'scipy' in sys.modules, 'pandas' in sys.modules)"
+        "print('scipy' in sys.modules, 'pandas' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[1:] == ["False", "False"]
-    assert float(out[0]) < 5.0  # generous for loaded CI machines; typically ~0.3 s including imports
-    t = time.perf_counter()
-    run_json("proportion", "--baseline", "0.1", "--target", "0.105", "--method", "pooled", "--sequential", "msprt",
-             "--looks", "14", "--users", "100000")  # fmt: skip
-    assert time.perf_counter() - t < 3.0
+    assert out == ["False", "False"]
 
 
 def test_confidence_sequence_is_the_msprt_design() -> None:
