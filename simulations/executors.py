@@ -36,7 +36,7 @@ off, so every numpy temporary above 128 KiB is a fresh ``mmap``, faulted in page
 a point's truth task cost 2.3 times the CPU time of the same task in a local process) and
 because periodic event-loop work (a 20 ms health tick in the scheduler, each nanny and
 each worker, the workers' 10 ms statistical profiler, 500 ms system monitors, 100 ms
-memory monitors) took about 14% of one core on an idle cluster of 2 workers
+memory monitors) took 12 to 14% of one core on an idle cluster of 2 workers
 (``benchmarks/bench_sweep_dask.py``; README, "Running a sweep on a Dask cluster").
 """
 
