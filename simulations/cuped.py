@@ -150,6 +150,11 @@ def pooled_correlations(
     centred = np.empty_like(cols)
     for arm in (in_b, ~in_b):
         centred[arm] = cols[arm] - cols[arm].mean(axis=0)
+    return _correlations(centred)
+
+
+def _correlations(centred: np.ndarray) -> tuple[float, float]:
+    """``(R, rho)`` from the within-arm centred ``[y, x, active]`` columns (:func:`pooled_correlations`)."""
     s = centred.T @ centred
     syy = s[0, 0]
     if not syy > 0:
@@ -163,9 +168,7 @@ def _influence(num: np.ndarray, den: np.ndarray, in_b: np.ndarray) -> np.ndarray
     """Per-user delta-method influence values of each arm's ratio (0 where an arm has no denominator)."""
     out = np.zeros_like(num)
     for arm in (in_b, ~in_b):
-        sy = den[arm].sum()
-        if sy > 0:
-            out[arm] = (num[arm] - num[arm].sum() / sy * den[arm]) / (sy / arm.sum())
+        out[arm] = _arm_influence(num[arm], den[arm])
     return out
 
 
@@ -192,13 +195,7 @@ def _pooled_arms(arm_cols: list[tuple[np.ndarray, list[np.ndarray]]], n: int) ->
     for rows, values in arm_cols:
         sub = np.stack(values, axis=1)  # == cols[arm] of pooled_correlations
         flat[rows] = (sub - sub.mean(axis=0)).ravel()
-    s = centred.T @ centred
-    syy = s[0, 0]
-    if not syy > 0:
-        return math.nan, math.nan
-    rho = s[0, 1] / math.sqrt(syy * s[1, 1]) if s[1, 1] > 0 else 0.0
-    r2 = float(s[0, 1:] @ np.linalg.pinv(s[1:, 1:]) @ s[1:, 0]) / syy
-    return math.sqrt(min(max(r2, 0.0), 1.0)), float(rho)
+    return _correlations(centred)
 
 
 def cuped_rows(design: Any, day: int) -> list[Any]:
