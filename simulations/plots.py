@@ -190,13 +190,13 @@ def offline_online_figure(result: SimulationResult) -> Figure:
         ax.invert_yaxis()
         for sgn in (-1, 1):
             ax.axvline(sgn * z_target, color="grey", lw=0.8, ls=":")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     else:
         ax.text(0.5, 0.5, "no online statistic with a standard error", ha="center", va="center",
                 transform=ax.transAxes)
     ax.axvline(0, color="black", lw=0.6)
-    ax.set(xlabel=f"effect / SE after {days} days (improvement > 0; dotted: ±{z_target:.2f} = "
-                  f"{cfg.analysis.power:.0%} power)",
+    ax.set(xlabel=f"effect / SE after {days} days (improvement > 0)\n"
+                  f"dotted: ±{z_target:.2f} = {cfg.analysis.power:.0%} power",
            title="Online: every statistic on one scale (effect / SE, last day)")
     return fig
 
