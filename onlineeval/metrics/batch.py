@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from onlineeval.conventions import Conventions
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import InputError
 from onlineeval.io.ranking import layout_arrays
 from onlineeval.io.trec_bytes import ByteIds, CodedQrels, CodedRun
 from onlineeval.metrics.base import EMPTY, LabelBatch, Metric, parse_metrics
-from onlineeval.metrics.evaluate import RunEvaluation, finish_evaluation, judged_rows
+from onlineeval.metrics.evaluate import RunEvaluation, check_whole_tie_groups, finish_evaluation, judged_rows
 
 __all__ = ["evaluate_coded", "label_batch_coded"]
 
@@ -222,15 +222,8 @@ def label_batch_coded(
     if _repeats_in_rows(full.rows, run_keys):
         return None  # a document listed twice for a query: the pandas path names the line
     depth = conventions.depth
-    if conventions.ties == "expected" and depth is not None and full.groups.shape[1] > depth:
-        cut_group = (full.groups[:, depth - 1] >= 0) & (full.groups[:, depth - 1] == full.groups[:, depth])
-        if cut_group.any():
-            q = full.queries[int(np.argmax(cut_group))]
-            raise ConfigError(
-                ("ties",),
-                f"with depth={depth} a group of tied scores is cut in two (query {q}); the "
-                "'expected' tie rule needs whole groups: raise the depth or pick another rule",
-            )
+    if conventions.ties == "expected" and depth is not None:
+        check_whole_tie_groups(full.groups, full.queries, depth)
     rows, groups = full.rows, full.groups
     if depth is not None and rows.shape[1] > depth:
         rows, groups = rows[:, :depth], groups[:, :depth]

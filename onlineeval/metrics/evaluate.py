@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -140,15 +140,7 @@ def label_batch(
         # the expectation is over orders of the whole tie group; a group cut by the depth
         # would need the orders of documents past the depth, so refuse that case
         full = _layout(run_j, conventions.ties, grades, None, compact[rq], qnames[used])
-        if full.groups.shape[1] > depth:
-            cut_group = (full.groups[:, depth - 1] >= 0) & (full.groups[:, depth - 1] == full.groups[:, depth])
-            if cut_group.any():
-                q = full.queries[int(np.argmax(cut_group))]
-                raise ConfigError(
-                    ("ties",),
-                    f"with depth={depth} a group of tied scores is cut in two (query {q}); the "
-                    "'expected' tie rule needs whole groups: raise the depth or pick another rule",
-                )
+        check_whole_tie_groups(full.groups, full.queries, depth)
     ranked = _layout(run_j, conventions.ties, grades, depth, compact[rq], qnames[used])
     run_queries = ranked.queries
     qrel_queries = qnames[judged_q]
@@ -210,6 +202,22 @@ def _judged_matrix(
     else:
         qi = pd.Index(queries).get_indexer(_ids(qrels["query"]))
     return judged_rows(qi, g, len(queries))
+
+
+def check_whole_tie_groups(groups: np.ndarray, queries: Any, depth: int) -> None:
+    """Refuse a cut-off ``depth`` that splits a group of tied scores (``groups``: the full
+    ranking's tie-group ids per row, -1 for padding): the 'expected' tie rule averages over the
+    orders of whole groups. Raises :class:`ConfigError` at ``ties`` naming the first such query."""
+    if groups.shape[1] <= depth:
+        return
+    cut_group = (groups[:, depth - 1] >= 0) & (groups[:, depth - 1] == groups[:, depth])
+    if cut_group.any():
+        q = queries[int(np.argmax(cut_group))]
+        raise ConfigError(
+            ("ties",),
+            f"with depth={depth} a group of tied scores is cut in two (query {q}); the "
+            "'expected' tie rule needs whole groups: raise the depth or pick another rule",
+        )
 
 
 def judged_rows(qi: np.ndarray, g: np.ndarray, nq: int) -> np.ndarray:
