@@ -42,6 +42,20 @@ __all__ = ["RELEVANCE_MODELS", "estimate_em", "estimate_harvest", "pair_features
 RELEVANCE_MODELS = ("pair", "features")
 
 
+def _pbm_e_step(a: FloatArray, g: FloatArray, clicks: FloatArray, skips: FloatArray) -> tuple[float, FloatArray]:
+    """The E-step shared by the PBM EMs: the log-likelihood of the cells' clicks and skips under
+    ``P(click) = a g`` (probabilities clipped to [PROB_EPS, 1 - PROB_EPS] in the logs only) and
+    ``skips / (1 - a g)`` (0 where ``a g = 1``), the weight of a skip's posterior."""
+    from clickmodels.estimation.base import PROB_EPS
+
+    p = a * g
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
+    pc = np.clip(p, PROB_EPS, 1.0 - PROB_EPS)
+    ll = float(np.sum(clicks * np.log(pc)) + np.sum(skips * np.log1p(-pc)))
+    return ll, skips * inv_skip
+
+
 def _pbm_em(cells: Cells, n_pairs: int, k: int, n_sessions: int, *, pseudo: float, max_iter: int,
             tol: float) -> tuple[FloatArray, FloatArray, Any]:
     """EM for :math:`P(C=1) = \\theta_j\\alpha_m` on cell counts, from :math:`(1/2, 1/2)`.
@@ -53,7 +67,7 @@ def _pbm_em(cells: Cells, n_pairs: int, k: int, n_sessions: int, *, pseudo: floa
     :func:`clickmodels.estimation.fit_pbm` (with its pseudo-counts) and its driver
     :func:`clickmodels.estimation._em.run_em`. Returns ``(alpha, theta, trace)``."""
     from clickmodels.estimation._em import run_em
-    from clickmodels.estimation.base import PROB_EPS, EMOptions, smoothed
+    from clickmodels.estimation.base import EMOptions, smoothed
 
     cp, cs, views, clicks = cells.pair, cells.slot, cells.views, cells.clicks
     skips = views - clicks
@@ -63,12 +77,7 @@ def _pbm_em(cells: Cells, n_pairs: int, k: int, n_sessions: int, *, pseudo: floa
     def step(state: tuple[FloatArray, FloatArray]) -> tuple[tuple[FloatArray, FloatArray], float]:
         alpha, theta = state
         a, g = alpha[cp], theta[cs]
-        p = a * g
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv_skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
-        pc = np.clip(p, PROB_EPS, 1.0 - PROB_EPS)
-        ll = float(np.sum(clicks * np.log(pc)) + np.sum(skips * np.log1p(-pc)))
-        s = skips * inv_skip
+        ll, s = _pbm_e_step(a, g, clicks, skips)
         new_alpha = smoothed(np.bincount(cp, clicks + s * a * (1.0 - g), n_pairs), pair_views, pseudo)
         new_theta = smoothed(np.bincount(cs, clicks + s * g * (1.0 - a), k), slot_views, pseudo)
         return (new_alpha, new_theta), ll
@@ -251,7 +260,7 @@ def _regression_em(cells: Cells, x: FloatArray, k: int, n_sessions: int, *, max_
     likelihood, and one step per iteration is the fastest way there). Returns
     ``(beta, theta, trace)``."""
     from clickmodels.estimation._em import run_em
-    from clickmodels.estimation.base import PROB_EPS, EMOptions, smoothed
+    from clickmodels.estimation.base import EMOptions, smoothed
 
     cp, cs, views, clicks = cells.pair, cells.slot, cells.views, cells.clicks
     m = x.shape[0]
@@ -265,12 +274,7 @@ def _regression_em(cells: Cells, x: FloatArray, k: int, n_sessions: int, *, max_
         beta, theta = state
         alpha = 0.5 * (1.0 + np.tanh(0.5 * _xb(x, beta)))
         a, g = alpha[cp], theta[cs]
-        p = a * g
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv_skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
-        pc = np.clip(p, PROB_EPS, 1.0 - PROB_EPS)
-        ll = float(np.sum(clicks * np.log(pc)) + np.sum(skips * np.log1p(-pc)))
-        s = skips * inv_skip
+        ll, s = _pbm_e_step(a, g, clicks, skips)
         rel = np.bincount(cp, clicks + s * a * (1.0 - g), m)[seen] / ws
         new_beta = _fit_logistic(xs, rel, ws, beta, max_newton=newton_steps)
         new_theta = smoothed(np.bincount(cs, clicks + s * g * (1.0 - a), k), slot_views, 0.0)
