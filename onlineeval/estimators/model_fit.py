@@ -342,10 +342,38 @@ def _fit_examination_em(data: LoggedData, idx: PairIndex, name: str, pseudo: flo
 Step = Callable[[tuple[FloatArray, FloatArray]], tuple[tuple[FloatArray, FloatArray], float]]
 
 
+def _e_step(p: FloatArray, t: FloatArray, u: FloatArray, c_cell: FloatArray, skip_cell: FloatArray,
+            sum_spec: str) -> float:
+    """The PBM/UBM E-step in place, shared by :func:`_sparse_step` and :func:`_dense_step`: with
+    ``p = alpha gamma`` per cell, returns the log-likelihood (clipped probabilities; sums by
+    ``np.einsum(sum_spec)``, not a BLAS dot) and leaves ``t = (N - C) / (1 - p)`` (``u`` is scratch)."""
+    from clickmodels.estimation.base import PROB_EPS
+
+    np.clip(p, PROB_EPS, 1.0 - PROB_EPS, out=t)
+    np.log(t, out=u)
+    ll = float(np.einsum(sum_spec, c_cell, u))
+    np.negative(t, out=t)
+    np.log1p(t, out=t)
+    ll += float(np.einsum(sum_spec, skip_cell, t))
+    # (N - C) / (1 - p); p = 1 only where alpha = gamma = 1, where alpha - p = gamma - p = 0
+    np.subtract(1.0, p, out=t)
+    np.maximum(t, 1e-300, out=t)
+    np.divide(skip_cell, t, out=t)
+    return ll
+
+
+def _posterior(x: FloatArray, p: FloatArray, t: FloatArray, c_cell: FloatArray, out: FloatArray) -> None:
+    """``out = C + (x - p) (N - C) / (1 - p)``: per cell, the expected number of shows in which the
+    factor ``x`` (attractiveness or examination) was 1, given the clicks."""
+    np.subtract(x, p, out=out)
+    np.multiply(out, t, out=out)
+    np.add(out, c_cell, out=out)
+
+
 def _sparse_step(cl: Cells, views: FloatArray, exam_views: FloatArray, pseudo: float, ubm_k: int) -> Step:
     """One EM iteration over the listed cells (``ubm_k``: UBM's ``k``, its examination a
     lower-triangular ``(k, k)`` table; 0 for PBM)."""
-    from clickmodels.estimation.base import PROB_EPS, smoothed
+    from clickmodels.estimation.base import smoothed
 
     m, n_exam = views.size, exam_views.size
     c_cell, skip_cell = cl.clicks, cl.shows - cl.clicks
@@ -356,23 +384,10 @@ def _sparse_step(cl: Cells, views: FloatArray, exam_views: FloatArray, pseudo: f
         np.take(alpha, cl.pair, out=a)
         np.take(gamma.reshape(-1), cl.exam, out=g)
         np.multiply(a, g, out=p)
-        np.clip(p, PROB_EPS, 1.0 - PROB_EPS, out=t)
-        np.log(t, out=u)
-        ll = float(np.einsum("i,i->", c_cell, u))  # not a BLAS dot (see _dense_step)
-        np.negative(t, out=t)
-        np.log1p(t, out=t)
-        ll += float(np.einsum("i,i->", skip_cell, t))
-        # (N - C) / (1 - p); p = 1 only where alpha = gamma = 1, where alpha - p = gamma - p = 0
-        np.subtract(1.0, p, out=t)
-        np.maximum(t, 1e-300, out=t)
-        np.divide(skip_cell, t, out=t)
-        np.subtract(a, p, out=u)
-        np.multiply(u, t, out=u)
-        np.add(u, c_cell, out=u)
+        ll = _e_step(p, t, u, c_cell, skip_cell, "i,i->")  # not a BLAS dot (see _dense_step)
+        _posterior(a, p, t, c_cell, u)
         new_alpha = smoothed(np.bincount(cl.pair, u, minlength=m), views, pseudo)
-        np.subtract(g, p, out=u)
-        np.multiply(u, t, out=u)
-        np.add(u, c_cell, out=u)
+        _posterior(g, p, t, c_cell, u)
         new_gamma = smoothed(np.bincount(cl.exam, u, minlength=n_exam), exam_views, pseudo)
         if ubm_k:
             new_gamma = np.tril(new_gamma.reshape(ubm_k, ubm_k))  # unused j > r: 0
@@ -387,7 +402,7 @@ def _dense_step(grid: tuple[FloatArray, FloatArray], views: FloatArray, exam_vie
     arrays (cells without shows add 0 everywhere): broadcasting instead of gathers, sums
     along contiguous axes instead of grouped sums (no BLAS call: a threaded BLAS dot or
     matrix-vector product costs more than the whole iteration on a busy machine)."""
-    from clickmodels.estimation.base import PROB_EPS, smoothed
+    from clickmodels.estimation.base import smoothed
 
     shows, c_cell = (np.ascontiguousarray(x.T) for x in grid)
     skip_cell = shows - c_cell
@@ -398,23 +413,10 @@ def _dense_step(grid: tuple[FloatArray, FloatArray], views: FloatArray, exam_vie
         alpha, gamma = state
         a, g = alpha[None, :], gamma[:, None]
         np.multiply(g, a, out=p)
-        np.clip(p, PROB_EPS, 1.0 - PROB_EPS, out=t)
-        np.log(t, out=u)
-        ll = float(np.einsum("ij,ij->", c_cell, u))
-        np.negative(t, out=t)
-        np.log1p(t, out=t)
-        ll += float(np.einsum("ij,ij->", skip_cell, t))
-        # (N - C) / (1 - p); p = 1 only where alpha = gamma = 1, where alpha - p = gamma - p = 0
-        np.subtract(1.0, p, out=t)
-        np.maximum(t, 1e-300, out=t)
-        np.divide(skip_cell, t, out=t)
-        np.subtract(a, p, out=u)
-        np.multiply(u, t, out=u)
-        np.add(u, c_cell, out=u)
+        ll = _e_step(p, t, u, c_cell, skip_cell, "ij,ij->")
+        _posterior(a, p, t, c_cell, u)
         new_alpha = smoothed(u.sum(axis=0), views, pseudo)
-        np.subtract(g, p, out=u)
-        np.multiply(u, t, out=u)
-        np.add(u, c_cell, out=u)
+        _posterior(g, p, t, c_cell, u)
         new_gamma = smoothed(u.sum(axis=1), exam_views, pseudo)
         return (new_alpha, new_gamma), ll
 
