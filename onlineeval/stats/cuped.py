@@ -54,7 +54,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import InputError
 from onlineeval.stats._checks import check_alpha
-from onlineeval.stats.online import Estimates, _as_batch, _tests
+from onlineeval.stats.online import EstimateValues, Estimates, _as_batch, _tests, _z_values
 
 __all__ = ["CupedResult", "cuped_mean", "cuped_ratio", "cuped_ratio_adjusted"]
 
@@ -386,7 +386,7 @@ def cuped_ratio_adjusted(
     *,
     alpha: float = 0.05,
     null: float = 0.0,
-) -> tuple[float, float, float, float, float]:
+) -> EstimateValues:
     """The adjusted estimate of :func:`cuped_ratio` as ``(estimate, se, ci_low, ci_high, pvalue)``: a lean
     path for a caller's repeated calls on trusted data (the simulator's daily checkpoints).
 
@@ -398,6 +398,4 @@ def cuped_ratio_adjusted(
     """
     _, _, _, est, var_adj, _, _, _ = _ratio_adjust(num_a, den_a, num_b, den_b, pre_num_a, pre_den_a, pre_num_b,
                                                    pre_den_b)
-    se = np.sqrt(var_adj)
-    stat, p, lo, hi = _tests(np.asarray(est), se, float(null), check_alpha(alpha), np.full(np.shape(est), np.inf))
-    return float(est), float(se), float(lo), float(hi), float(p)
+    return _z_values(np.asarray(est), np.sqrt(var_adj), float(null), check_alpha(alpha))
