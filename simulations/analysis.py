@@ -52,6 +52,14 @@ NULL_BIAS_SE = 4.0
 NULL_BIAS_P = 2 * 0.5 * math.erfc(NULL_BIAS_SE / math.sqrt(2))
 
 
+def side_row_mask(rows: pd.DataFrame) -> pd.Series:
+    """Rows that are not a design's effect estimates: metric ``"<kind>:<name>"`` (null variants,
+    per-batch looks, SRM checks, CUPED rows, counterfactual side records)."""
+    if not len(rows):
+        return pd.Series([], dtype=bool)
+    return rows["metric"].astype(str).str.contains(":", regex=False)
+
+
 def estimate_is_biased(bias: float, sd: float, replicates: int, truth_se: float = 0.0,
                        p: float = NULL_BIAS_P) -> bool:
     r"""Whether replicates' mean estimate misses the truth beyond chance: a two-sided t-test of
@@ -280,7 +288,7 @@ def analyse(
     truth = {(t.design, t.metric): t for t in truths}
     # counterfactual designs' side records (the logger's own metrics, support counts) are
     # not estimates of the design's effect: reported apart (counterfactual_summary)
-    side = rows["metric"].astype(str).str.contains(":", regex=False) if len(rows) else pd.Series([], dtype=bool)
+    side = side_row_mask(rows)
     side_rows, rows = rows[side], rows[~side]
     table = curves(rows, truth, alpha)
     designs: dict[str, Any] = {}

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import simulations.job as job
 from onlineeval.cli import app
+from simulations.analysis import side_row_mask
 from simulations.config import config_from_mapping
 
 REPO = Path(__file__).resolve().parents[1]
@@ -171,7 +172,7 @@ def test_too_little_traffic_gives_undefined_checkpoints_not_a_crash(tmp_path):
     result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "o"), "-q"])
     assert result.exit_code == 0, result.output
     rows = pd.read_csv(tmp_path / "o" / "replicates.csv")
-    ab = rows[(rows["design"] == "ab") & ~rows["metric"].str.contains(":", regex=False)]  # effects, not srm:*
+    ab = rows[(rows["design"] == "ab") & ~side_row_mask(rows)]  # effects, not srm:*
     assert len(ab) and ab["pvalue"].isna().all()  # three users cannot fill two arms with two users each
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["designs"]["ab"]["reciprocal_rank"]["final_day"]["undefined"] == 1.0

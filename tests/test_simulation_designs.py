@@ -9,6 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from onlineeval.stats import binomial_band
+from simulations.analysis import side_row_mask
 from simulations.config import config_from_mapping
 from simulations.designs.ab import hash_unit
 from simulations.runner import compute_truth, run_replicates, world_seed
@@ -80,7 +81,7 @@ def test_aa_false_positive_rate_within_binomial_band():
     cfg = small(replicates=500)
     _, rows = run(cfg)
     # side rows (metric "<kind>:<name>", e.g. the SRM checks srm:*) are not effect estimates
-    last = rows[(rows["aa"]) & (rows["day"] == cfg.traffic.days) & ~rows["metric"].str.contains(":", regex=False)]
+    last = rows[(rows["aa"]) & (rows["day"] == cfg.traffic.days) & ~side_row_mask(rows)]
     band = binomial_band(500, cfg.analysis.alpha, 0.99)
     for (design, metric), g in last.groupby(["design", "metric"]):
         assert len(g) == 500
@@ -130,7 +131,7 @@ def test_estimates_are_unbiased_for_the_ground_truth():
     world, rows = run(cfg)
     truth = {(t.design, t.metric): t for t in compute_truth(cfg, world, UserModels.from_config(cfg.users))}
     # side rows (metric "<kind>:<name>", e.g. the SRM checks srm:*) are not effect estimates
-    last = rows[(rows["day"] == cfg.traffic.days) & ~rows["metric"].str.contains(":", regex=False)]
+    last = rows[(rows["day"] == cfg.traffic.days) & ~side_row_mask(rows)]
     for (design, metric), g in last.groupby(["design", "metric"]):
         # user types are independent of activity here, so the user-weighted (Welch) and the
         # query-weighted (delta) estimands coincide
