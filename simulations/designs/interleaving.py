@@ -66,6 +66,34 @@ DRAW_TABLE_BYTES = 64 * 2**20
 
 _TABLES: dict[tuple[Any, ...], tuple[list[weakref.ref[np.ndarray]], DrawTable]] = {}
 
+#: longest list whose click patterns a :class:`DrawTable` handles as uint16 bit masks
+MASK_SLOTS = 16
+_BIT_TABLES: dict[str, np.ndarray] = {}
+
+
+def slot_bits(mask: np.ndarray) -> np.ndarray:
+    """``(rows,)`` uint16 bit masks of a ``(rows, k)`` bool array, ``k <= 16`` (bit ``s`` = column ``s``)."""
+    out = np.zeros(mask.shape[0], dtype=np.uint16)
+    for s in range(mask.shape[1]):
+        out |= mask[:, s].astype(np.uint16) << np.uint16(s)
+    return out
+
+
+def _set_bits() -> np.ndarray:
+    """int8 number of set bits of every uint16 (a lookup table, built once)."""
+    if "count" not in _BIT_TABLES:
+        v = np.arange(2**16)
+        _BIT_TABLES["count"] = sum((v >> s) & 1 for s in range(16)).astype(np.int8)
+    return _BIT_TABLES["count"]
+
+
+def _highest_bit() -> np.ndarray:
+    """intp index of the highest set bit of every uint16 (0 for 0; a lookup table, built once)."""
+    if "high" not in _BIT_TABLES:
+        v = np.arange(2**16)
+        _BIT_TABLES["high"] = np.maximum(np.floor(np.log2(np.maximum(v, 1))), 0).astype(np.intp)
+    return _BIT_TABLES["high"]
+
 
 class DrawTable:
     """Every draw a two-ranker team-draft or balanced interleaver can make on the world's queries.
@@ -125,13 +153,34 @@ class DrawTable:
 
             # (2, rows, length) first-occurrence rank of each shown document in A and in B (K if absent)
             self.ranks = rank_in_lists(self.shown, lists).astype(np.int16 if width < 2**15 else np.intp)
+        # click patterns as bit masks (bit s = slot s), up to MASK_SLOTS slots: the outcome from a few (n,)
+        # lookups (:meth:`outcome_bits`) instead of passes over (n, length) arrays
+        self.bits: dict[str, np.ndarray] | None = None
+        if length <= MASK_SLOTS:
+            self.bits = {"weights": 2.0 ** np.arange(length)}
+            if valid is not None:
+                self.bits["valid"] = slot_bits(valid)
+            if self.signed is not None:  # team-draft: the slots of B's and of A's documents
+                self.bits["b"], self.bits["a"] = slot_bits(self.signed == 1), slot_bits(self.signed == -1)
+            else:  # balanced: for each row and lowest clicked slot l, the slots each list ranks at kappa or above
+                assert self.ranks is not None
+                rank_a, rank_b = self.ranks
+                kappa_a = np.empty((rows, length), dtype=np.uint16)
+                kappa_b = np.empty((rows, length), dtype=np.uint16)
+                for last in range(length):
+                    kappa = np.minimum(rank_a[:, last], rank_b[:, last])[:, None]
+                    kappa_a[:, last], kappa_b[:, last] = slot_bits(rank_a <= kappa), slot_bits(rank_b <= kappa)
+                self.bits["kappa_a"], self.bits["kappa_b"] = kappa_a.ravel(), kappa_b.ravel()
 
     @staticmethod
     def nbytes(method: str, n_queries: int, length: int) -> int:
-        # both: int32 documents, int8 teams, int8 grades and (with empty slots) the bool filled-slot mask
+        # both: int32 documents, int8 teams, int8 grades and (with empty slots) the bool filled-slot mask;
+        # up to MASK_SLOTS slots the uint16 bit masks (filled slots; team-draft: B's and A's slots;
+        # balanced: two per row and slot)
+        masks = length <= MASK_SLOTS
         if method == "balanced":  # + 2 x int16 ranks
-            return n_queries * 2 * length * 11
-        return n_queries * 2 ** ((length + 1) // 2) * length * 8  # + the int8 signed teams
+            return n_queries * 2 * (length * 11 + masks * (2 + 4 * length))
+        return n_queries * 2 ** ((length + 1) // 2) * (length * 8 + masks * 6)  # + the int8 signed teams
 
     def draw(self, query: np.ndarray, rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
         """``(InterleavingResult, shown grades, table rows)`` of a batch of queries, drawing the
@@ -153,10 +202,17 @@ class DrawTable:
         else:
             # team_draft_interleave with two rankers: one coin per (slot, impression), all drawn first
             coins = rng.integers(0, 2, size=(self.length, n), dtype=np.int8)
-            packed = np.packbits(coins[0::2], axis=0, bitorder="little")  # bit i of key = coin of slot 2i
-            key = packed[0].astype(np.intp)
-            for byte in range(1, packed.shape[0]):
-                key |= packed[byte].astype(np.intp) << (8 * byte)
+            if self.half <= 8:  # bit i of key = coin of slot 2i, shifted in from the last even slot
+                bits = coins[2 * (self.half - 1)].view(np.uint8).copy()
+                for i in range(self.half - 2, -1, -1):
+                    bits <<= 1
+                    bits |= coins[2 * i].view(np.uint8)
+                key = bits.astype(np.intp)
+            else:
+                packed = np.packbits(coins[0::2], axis=0, bitorder="little")
+                key = packed[0].astype(np.intp)
+                for byte in range(1, packed.shape[0]):
+                    key |= packed[byte].astype(np.intp) << (8 * byte)
         key += query * self.combos
         return key
 
@@ -168,6 +224,31 @@ class DrawTable:
             return self.balanced_outcome(key, None, clicks)
         c = clicks if self.valid is None else clicks & self.valid.take(key, axis=0)
         return np.sign(np.where(c, self.signed.take(key, axis=0), 0).sum(axis=1)).astype(np.int8)
+
+    def click_bits(self, clicks: np.ndarray) -> np.ndarray:
+        """``(n,)`` uint16 bit masks of the clicked slots of ``(n, length)`` bool ``clicks`` (bit ``s`` = slot ``s``;
+        exact: a product of 0/1 with powers of two summed below 2**16); needs :attr:`bits` (up to MASK_SLOTS slots)."""
+        assert self.bits is not None
+        return (clicks.view(np.uint8) @ self.bits["weights"]).astype(np.uint16)
+
+    def outcome_bits(self, key: np.ndarray, clicked: np.ndarray) -> np.ndarray:
+        """:meth:`outcome` from the rows' click masks ``clicked`` (:meth:`click_bits`): team-draft's sign of
+        the clicked slots of B's minus A's documents, balanced interleaving's sign of the clicks on documents
+        B and A rank at ``kappa`` or above (``kappa`` from the lowest clicked slot, :meth:`balanced_outcome`),
+        each a count of set bits (exact; tested equal to :meth:`outcome`)."""
+        bits = self.bits
+        assert bits is not None
+        count = _set_bits()
+        if self.signed is not None:
+            won = count.take(clicked & bits["b"].take(key))
+            lost = count.take(clicked & bits["a"].take(key))
+        else:
+            c = clicked if self.valid is None else clicked & bits["valid"].take(key)
+            row = key * self.length
+            row += _highest_bit().take(c)  # lowest clicked slot (0 without a click: no credit either way)
+            won = count.take(c & bits["kappa_b"].take(row))
+            lost = count.take(c & bits["kappa_a"].take(row))
+        return np.sign(won - lost)
 
     def balanced_outcome(self, key: np.ndarray, ranking: np.ndarray | None, clicks: np.ndarray) -> np.ndarray:
         """Balanced interleaving's ``(n,)`` outcome (``prefix_credit`` on) from the table's ranks of the
@@ -319,9 +400,15 @@ class InterleavingDesign(Design):
             if table.valid is not None:  # empty slots of the shown lists stay empty
                 labels = np.where(table.valid.take(key, axis=0), labels, -1).astype(np.int8)
             clicks = self.users.sample(labels, batch.user_type, self.rng)
-        half = table.outcome(key, clicks).astype(np.float64) / 2.0
+        if table.bits is None:
+            half = table.outcome(key, clicks).astype(np.float64) / 2.0
+            compared = clicks.any(axis=1)
+        else:  # the rows' click masks: outcome and comparison from (n,) lookups
+            clicked = table.click_bits(clicks)
+            half = table.outcome_bits(key, clicked) * 0.5
+            compared = clicked != 0
         self._add_exact(f"num:{self.pairs[0][0]}", batch.user, half)
-        self._add_exact("compared", batch.user, clicks.any(axis=1).astype(np.float64))
+        self._add_exact("compared", batch.user, compared.astype(np.float64))
 
     def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
         return users.size >= 2 and bool(sums["compared"].sum() > 0)
