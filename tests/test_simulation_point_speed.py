@@ -136,15 +136,15 @@ def test_one_pass_clicks_match_each_model_on_its_rows(specs, n):
 
 
 def test_clicks_fall_back_to_the_models():
-    # a model that is not a grade chain (PBM): each type samples its own rows
-    users = UserModels(["nav", "pbm"], [0.5, 0.5], [clickmodels.build(CHAIN_SPECS[0]),
-                                                    clickmodels.PBM.example()])
+    # a model that is neither a grade chain nor an independent-click table (UBM): each type samples its own rows
+    users = UserModels(["nav", "ubm"], [0.5, 0.5], [clickmodels.build(CHAIN_SPECS[0]),
+                                                    clickmodels.UBM.example()])
     rng = np.random.default_rng(1)
-    labels = rng.integers(0, 5, size=(2000, 10)).astype(np.int8)
+    labels = rng.integers(0, 5, size=(2000, 6)).astype(np.int8)
     types = users.draw_types(2000, rng)
     g1, g2 = np.random.default_rng(2), np.random.default_rng(2)
     np.testing.assert_array_equal(users.sample(labels, types, g2), reference_sample(users, labels, types, g1))
-    assert users._chains[10] is None
+    assert users._chains[6] is None
     # labels above the models' grades: the model's own error
     users = UserModels(["nav"], [1.0], [clickmodels.build(CHAIN_SPECS[0])])
     with pytest.raises(InputError, match="above this model's grades"):
