@@ -251,3 +251,30 @@ def test_confidence_sequence_is_the_msprt_design() -> None:
     a = run_json("interleaving", "--delta", "0.03", "--sd", "1.0", "--sequential", "msprt", "--looks", "7")
     b = run_json("interleaving", "--delta", "0.03", "--sd", "1.0", "--sequential", "confidence_sequence", "--looks", "7")
     assert a["required"] == b["required"] and a["design"] == b["design"]
+
+
+@pytest.mark.parametrize("method", ["arcsine", "pooled", "unpooled"])
+@pytest.mark.parametrize("sequential", ["none", "obrien_fleming", "msprt"])
+def test_mde_reaches_the_target_power_for_every_method_and_design(method: str, sequential: str) -> None:
+    # the MDE solves |drift(e)| = drift* where s0/s1 is constant and power(e) = target for the
+    # pooled test: either way the power at the MDE is the target (the design's own crossing
+    # probability, independent of how the MDE was found), and the pooled fixed-horizon MDE is
+    # statsmodels' power_proportions_2indep = 0.8
+    args = ["proportion", "--baseline", "0.10", "--method", method, "--users", "60000", "--share-b", "0.4"]
+    if sequential != "none":
+        args += ["--sequential", sequential, "--looks", "7"]
+    doc = run_json(*args)
+    mde = doc["at_size"]["mde_absolute"]
+    assert mde > 0
+    again = run_json(*args, "--mde", repr(mde))
+    assert again["at_size"]["power"] == pytest.approx(0.8, abs=1e-8)
+    if method == "pooled" and sequential == "none":
+        pw = spr.power_proportions_2indep(mde, 0.10, 24000, ratio=1.5, alpha=0.05, return_results=False)
+        assert pw == pytest.approx(0.8, abs=1e-8)
+
+
+def test_mde_outside_the_metric_range_is_reported_as_none() -> None:
+    doc = run_json("proportion", "--baseline", "0.999", "--users", "10", "--method", "unpooled")
+    assert doc["at_size"]["mde_absolute"] is None
+    doc = run_json("proportion", "--baseline", "0.999", "--users", "10", "--method", "pooled")
+    assert doc["at_size"]["mde_absolute"] is None

@@ -347,3 +347,47 @@ def test_sequential_test_dispatches_to_each_design() -> None:
         sq.sequential_test(est, se, "confidence_sequence")
     with pytest.raises(InputError, match="design"):
         sq.sequential_test(est, se, "bayes")
+
+
+def _bisect(f, target: float, lo: float, hi: float) -> float:
+    """Plain bisection for increasing ``f`` (the reference for the root-finders)."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+@pytest.mark.parametrize("guess", [0.01, 0.9, 2.0, 2.5, 7.0, 39.0])
+def test_root_from_guess_brackets_from_any_guess(guess: float) -> None:
+    f = math.atan  # increasing, root of atan(x) = 1.2 at tan(1.2)
+    x = sq._root_from_guess(f, 1.2, guess, 0.0, 40.0, tol=1e-14)
+    assert x == pytest.approx(math.tan(1.2), rel=1e-12)
+    # targets outside the range end at the nearer end, as _root_increasing does
+    assert sq._root_from_guess(f, 1.6, guess, 0.0, 40.0) == 40.0
+    assert sq._root_from_guess(f, -0.1, guess, 0.0, 40.0) == 0.0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: sq.peeking_boundaries([1.0]),
+        lambda: sq.peeking_boundaries([1.0], 0.05, "larger"),
+        lambda: sq.peeking_boundaries([1.0], 0.05, "smaller"),
+        lambda: sq.peeking_boundaries(sq.equal_fractions(10)),
+        lambda: sq.spending_boundaries(sq.equal_fractions(14), 0.05, "obrien_fleming"),
+        lambda: sq.spending_boundaries(sq.equal_fractions(14), 0.05, "pocock"),
+        lambda: sq.mixture_boundaries(sq.equal_fractions(14), 0.05),
+        lambda: sq.mixture_boundaries(sq.equal_fractions(3), 0.001),
+    ],
+)
+def test_drift_for_power_is_the_root_of_the_crossing_probability(make) -> None:
+    # drift_for_power starts from the one-look drift and brackets from there: the same root as
+    # bisection of the rejection probability on the whole range [0, 40] (peeking needs less drift
+    # than the fixed test, the other designs more)
+    b = make()
+    sign = -1.0 if b.alternative == "smaller" else 1.0
+    for power in (0.5, 0.8, 0.95):
+        d = sq.drift_for_power(b, power)
+        ref = _bisect(lambda x: sq.crossing_probabilities(b, sign * x).reject, power, 0.0, 40.0)
+        assert d == pytest.approx(sign * ref, rel=1e-9)
+        assert sq.crossing_probabilities(b, d).reject == pytest.approx(power, abs=1e-9)
