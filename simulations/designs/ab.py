@@ -44,6 +44,21 @@ def hash_unit(ids: np.ndarray, salt: int) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+def _click_patterns(depth: int) -> tuple[np.ndarray, ...] | None:
+    """``(weights, clicks, abandoned, rr)``: the powers of two that make a ``(n, depth)`` click matrix's
+    rows bit patterns, and for every pattern its number of clicks, 1.0 without a click, and the reciprocal
+    rank of its first click (0 without), as float64 (the values :meth:`ABDesign._process` adds); None for
+    ``depth > 16``."""
+    if depth > 16:
+        return None
+    pattern = np.arange(2**depth)
+    bits = (pattern[:, None] >> np.arange(depth)) & 1
+    n_clicks = bits.sum(axis=1)
+    first = np.argmax(bits, axis=1)
+    rr = np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0)
+    return 2.0 ** np.arange(depth), n_clicks.astype(np.float64), (n_clicks == 0).astype(np.float64), rr
+
+
 @register_design("ab")
 class ABDesign(Design):
     accumulators = ("clicks", "abandoned", "rr")
@@ -56,6 +71,11 @@ class ABDesign(Design):
         # (equal to shown_labels of the shown ranking, element by element)
         self.grades_a = self.world.ranked_labels("A")
         self.grades_b = self.grades_a if self.aa else self.world.ranked_labels("B")
+        # both arms' tables stacked (A's rows, then B's): a batch's shown grades in one gather
+        self.grades_ab = None if self.aa else np.concatenate([self.grades_a, self.grades_b])
+        # per click pattern (bit r = rank r clicked, up to 16 ranks): clicks, abandonment and reciprocal rank of
+        # the first click, by the operations of the per-row path (1 / (rank + 1.0)); None for longer lists
+        self.by_pattern = _click_patterns(self.grades_a.shape[1])
         salt = int(self.rng.integers(0, 2**63))
         self.in_b = hash_unit(np.arange(self.population), salt) < self.config.share_b
         from simulations.srm import Injection
@@ -68,10 +88,20 @@ class ABDesign(Design):
     def _process(self, batch: Batch) -> None:
         if self.injection is not None:
             self.injection.apply(self.in_b, batch)
-        arm_b = self.in_b[batch.user]
         q = batch.query
-        labels = np.where(arm_b[:, None], self.grades_b.take(q, axis=0), self.grades_a.take(q, axis=0))
+        if self.grades_ab is None:  # A/A: both arms show A
+            labels = self.grades_a.take(q, axis=0)
+        else:
+            row = q + self.in_b.take(batch.user) * self.grades_a.shape[0]  # B's rows after A's
+            labels = self.grades_ab.take(row, axis=0)
         clicks = self.users.sample(labels, batch.user_type, self.rng)
+        if self.by_pattern is not None:
+            weights, n_clicks, abandoned, rr = self.by_pattern
+            pattern = (clicks.view(np.uint8) @ weights).astype(np.intp)  # exact: 0/1 times powers of two
+            self._add_exact("clicks", batch.user, n_clicks.take(pattern))
+            self._add_exact("abandoned", batch.user, abandoned.take(pattern))
+            self._add("rr", batch.user, rr.take(pattern))
+            return
         n_clicks = clicks.sum(axis=1)
         first = np.argmax(clicks, axis=1)
         rr = np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0)
