@@ -173,3 +173,42 @@ def test_ab_click_patterns():
     np.testing.assert_array_equal(abandoned[pattern], n == 0)
     want = np.where(n > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
     assert rr[pattern].tobytes() == want.tobytes()
+
+
+# ----------------------------------------------------------------------------- lean z values
+def test_z_values_bit_identical_to_tests():
+    """online._z_values (Python floats) against online._tests with df = inf (0-d arrays), the previous
+    body of _z_values: every field bit for bit, edge cases included."""
+    import itertools
+    import math
+
+    from onlineeval.stats.online import _tests, _z_values
+
+    rng = np.random.default_rng(6)
+    ests = [0.0, -0.0, 1e-300, -3.2, 0.05, math.inf, -math.inf, math.nan, *rng.normal(0, 0.1, 30)]
+    ses = [0.0, -0.0, 1e-300, 1e-17, 0.02, 3.0, math.inf, math.nan, *np.abs(rng.normal(0, 0.05, 30))]
+    for est, se, null, alpha in itertools.product(ests, ses, [0.0, 0.05], [0.05, 0.1, 1e-3]):
+        with np.errstate(all="ignore"):
+            stat, p, lo, hi = _tests(np.asarray(est), np.asarray(se), null, alpha, np.full((), np.inf))
+            got = _z_values(np.asarray(est), np.asarray(se), null, alpha)
+        want = (float(est), float(se), float(lo), float(hi), float(p))
+        assert [np.float64(v).tobytes() for v in got] == [np.float64(v).tobytes() for v in want] or all(
+            (a != a and b != b) or np.float64(a).tobytes() == np.float64(b).tobytes() for a, b in zip(got, want)
+        ), (est, se, null, alpha, got, want)
+
+
+def test_delta_1d_bit_identical_to_the_kernel():
+    from onlineeval.stats.online import _delta_1d, _delta_kernel
+
+    rng = np.random.default_rng(12)
+    for trial in range(300):
+        n = int(rng.integers(2, 20_000)) if trial % 3 else int(rng.integers(2, 12))
+        den = rng.poisson(1.3, n).astype(np.float64)
+        if trial % 17 == 0:
+            den[:] = 0.0  # no denominator: NaN
+        num = rng.integers(-1, 2, n) * np.minimum(den, 1.0) / 2.0 if trial % 2 else den * rng.random(n)
+        with np.errstate(all="ignore"):
+            want = _delta_kernel(num, den)
+        got = _delta_1d(num, den)
+        for g, w in zip(got, want, strict=True):
+            assert np.float64(g).tobytes() == np.float64(w).tobytes() or (np.isnan(g) and np.isnan(w)), (trial, g, w)

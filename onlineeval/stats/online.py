@@ -263,6 +263,20 @@ def _delta_kernel(
     return r, var
 
 
+def _delta_1d(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[Any, Any]:
+    """:func:`_delta_kernel` of one row (1-d ``x``, ``y``): the same operations on the same values (so the
+    same bits, tested), with scalar branches instead of ``where`` passes over 0-d arrays."""
+    n = x.shape[-1]
+    sy = y.sum()
+    if not sy > 0:
+        return math.nan, math.nan
+    r = x.sum() / sy
+    e = x - r * y  # mean exactly 0 up to rounding
+    e = e - e.mean()
+    ybar = np.asarray(sy / n)  # ** 2 of an array: np.square, as in the kernel
+    return r, np.einsum("...i,...i->...", e, e) / ((n - 1) * n * ybar**2)
+
+
 def _one(batch: Estimates) -> Estimate:
     """The single estimate of a batch computed from 1-d inputs."""
     return batch[()]
@@ -422,8 +436,18 @@ class EstimateValues(NamedTuple):
 
 
 def _z_values(est: NDArray[np.float64], se: NDArray[np.float64], null: float, alpha: float) -> EstimateValues:
-    stat, p, lo, hi = _tests(est, se, null, alpha, np.full(np.shape(est), np.inf))
-    return EstimateValues(float(est), float(se), float(lo), float(hi), float(p))
+    """:func:`_tests` with ``df = inf`` for one estimate, in Python floats: the same IEEE operations in the
+    same order and the same special functions (so the same bits, tested against ``_tests``), without the
+    elementwise ``where`` passes over 0-d arrays (about 5 us instead of 50)."""
+    e, s = float(est), float(se)
+    if math.isnan(e) or math.isnan(s):
+        return EstimateValues(e, s, math.nan, math.nan, math.nan)
+    if s > 0:
+        stat = (e - null) / s
+        p = min(2.0 * float(_spc.ndtr(-abs(stat))), 1.0)
+        q = -float(_spc.ndtri(alpha / 2.0))
+        return EstimateValues(e, s, e - q * s, e + q * s, p)
+    return EstimateValues(e, s, e, e, 1.0 if e == null else 0.0)
 
 
 def ratio_mean_values(
@@ -437,7 +461,7 @@ def ratio_mean_values(
     :func:`ratio_mean` raises). The arithmetic is :func:`ratio_mean`'s (the same kernel and tests), so
     the numbers are bit-identical (tested); no :class:`Estimate` is built.
     """
-    r, var = _delta_kernel(num, den)
+    r, var = _delta_1d(num, den)
     return _z_values(r, np.sqrt(var), float(null), check_alpha(alpha))
 
 
@@ -452,8 +476,8 @@ def ratio_diff_values(
 ) -> EstimateValues:
     """:func:`ratio_diff`'s estimate, SE, interval and p-value on trusted 1-d float64 arrays (as
     :func:`ratio_mean_values`: nothing checked or copied; bit-identical to :func:`ratio_diff`, tested)."""
-    ra, va = _delta_kernel(num_a, den_a)
-    rb, vb = _delta_kernel(num_b, den_b)
+    ra, va = _delta_1d(num_a, den_a)
+    rb, vb = _delta_1d(num_b, den_b)
     return _z_values(rb - ra, np.sqrt(va + vb), float(null), check_alpha(alpha))
 
 
