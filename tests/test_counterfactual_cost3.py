@@ -98,3 +98,72 @@ def test_independent_types_fall_back_where_the_models_refuse():
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
     np.testing.assert_array_equal(users.sample(labels, types * 0, g2), reference_sample(users, labels, types, g1))
     assert users._chains[5] is None
+
+
+# ------------------------------------------------------------------ the logger: a mixture of epsilon-greedy policies
+def _eps_mixture(candidates_b: bool = False, n_b: int = 10, queries: int = 60, m: int = 20, k: int = 5):
+    """An epsilon-greedy mixture around A and B that fills the slots, every query with 17 of
+    the ``m`` columns as candidates (the stacked kernels need one candidate count), so
+    ``n_eff = min(n, 17)``; ``candidates_b``: B's candidates differ from A's on half the queries."""
+    from simulations.policies import build_policy
+
+    rng = np.random.default_rng(5)
+    scores = {name: rng.normal(size=(queries, m)) for name in ("A", "B")}
+    for s in scores.values():
+        s[:, 17:] = -np.inf
+    if candidates_b:  # documents A may show but B cannot
+        scores["B"][queries // 2:, 17:] = 0.0
+        scores["B"][queries // 2:, :3] = -np.inf
+    spec = {"policy": "mixture", "components": [
+        {"policy": "epsilon_greedy", "epsilon": 0.2, "n": 20, "scores": "A", "weight": 0.8},
+        {"policy": "epsilon_greedy", "epsilon": 0.35, "n": n_b, "scores": "B", "weight": 0.2}]}
+    return build_policy(spec, scores, k)
+
+
+def _old_sample(policy, q, rng):
+    """The previous MixturePolicy._sample: each component's rows in turn, scattered into the output."""
+    out = np.full((q.size, policy.k), -1, dtype=np.int64)
+    policy._sample_into(q, np.arange(q.size), rng, out)
+    return out
+
+
+@pytest.mark.parametrize("candidates_b", [False, True])
+@pytest.mark.parametrize("n_b", [4, 10, 20])  # 4 < k: the permutation fills only part of the slots
+def test_stacked_mixture_sample_equals_the_component_by_component_sample(candidates_b, n_b):
+    from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+
+    policy = _eps_mixture(candidates_b, n_b)
+    assert isinstance(policy._stacked(), StackedEpsilonGreedy)
+    q = np.random.default_rng(1).integers(0, 60, 7000)
+    for n in (7000, 333, 1, 0):
+        a, b = np.random.default_rng(n), np.random.default_rng(n)
+        got = policy.sample(q[:n], a)
+        want = _old_sample(policy, q[:n], b)
+        assert got.dtype == np.int64 and got.shape == (n, 5)
+        np.testing.assert_array_equal(got, want)
+        assert a.bit_generator.state == b.bit_generator.state  # the same draws consumed
+    assert (got >= 0).all()
+
+
+@pytest.mark.parametrize("candidates_b", [False, True])
+def test_sampled_propensities_equal_the_checked_propensities(candidates_b):
+    from simulations.designs.counterfactual.serving import known_list_propensities
+
+    policy = _eps_mixture(candidates_b)
+    q = np.random.default_rng(2).integers(0, 60, 5000)
+    shown = policy.sample(q, np.random.default_rng(3))
+    want = policy.propensities(q, shown)
+    got = policy.sampled_propensities(q, shown)
+    for f in ("list", "prefix", "item"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f))
+    if candidates_b:  # some drawn lists have probability 0 under B's component: the validity masks ran
+        assert (np.asarray(policy.components[1].propensities(q, shown).list) == 0).any()
+    # the design's path: rows showing a known list from the table, the rest from sampled_propensities
+    lists = [np.asarray(c.components[0].order[:, :5]) for c in policy.components]
+    known = [(t, policy.propensities(np.arange(60), t)) for t in lists]
+    match = [(t[q] == shown).all(axis=1) for t in lists]
+    assert 0 < match[0].mean() < 1
+    for sampled in (False, True):
+        p = known_list_propensities(policy, q, shown, 20, known, match, sampled=sampled)
+        for f in ("list", "prefix", "item"):
+            np.testing.assert_array_equal(getattr(p, f), getattr(want, f))

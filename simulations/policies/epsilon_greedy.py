@@ -183,6 +183,10 @@ class StackedEpsilonGreedy:
         self.det_tab = np.concatenate([c.components[0]._all_tables()[0][0].ravel() for c in components])
         self.rt_tab = np.concatenate([c.components[1]._all_tables()[0][0].ravel() for c in components])
         self.tab_off = (np.arange(len(components), dtype=np.int64) * size)[:, None, None]
+        # the sampler's tables: each component's top-k lists (its ranker's) and base orders, stacked by component
+        self.tops = np.concatenate([np.asarray(c.components[0].order[:, : self.k], dtype=np.int64)
+                                    for c in components])
+        self.orders = np.concatenate([np.asarray(c.components[1].order, dtype=np.int64).ravel() for c in components])
 
     @classmethod
     def build(cls, components: Sequence[Any], weights: Any) -> StackedEpsilonGreedy | None:
@@ -197,12 +201,49 @@ class StackedEpsilonGreedy:
                 return None
         return cls(comps, weights)
 
-    def __call__(self, q: IntArray, r: IntArray, repeat: BoolArray | None = None) -> Propensities:
+    def sample(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
+        """``mixture._sample(q, rng)`` (the mixture whose components these are): the same
+        draws in the same order (the component of each row; per component in order, its
+        rows' choice between the ranker's list and RandTop-n, then the keys of its RandTop
+        rows' permutations by :func:`~simulations.policies.base.shuffle_top`) and the same
+        lists, assembled by one take of the components' top-``k`` tables for every row and
+        one take of their base orders for the randomised rows instead of a scatter per
+        component and branch."""
+        comps = mixture.components
+        n, k, m, Q = q.size, self.k, self.m, self.Q
+        pick = mixture._pick(n, rng)
+        rows = np.arange(n)
+        rt_rows, rt_at = [], []
+        for i, c in enumerate(comps):
+            sub = rows[pick == i]
+            if not sub.size:
+                continue
+            branch = c._pick(sub.size, rng)
+            rt_sub = sub[branch == 1]
+            if not rt_sub.size:
+                continue
+            rt = c.components[1]
+            qs = q.take(rt_sub)
+            ranks = rt._sample_ranks(rt.n_candidates.take(qs), rng)
+            rt_rows.append(rt_sub)
+            rt_at.append(((qs + i * Q) * m)[:, None] + ranks)  # stacked base orders: row (i Q + q)
+        out = self.tops.take(pick * Q + q, axis=0)  # every row the ranker's list of its component ...
+        if rt_rows:  # ... the randomised rows their permutation's top k
+            at = np.concatenate(rt_at) if len(rt_at) > 1 else rt_at[0]
+            out[np.concatenate(rt_rows) if len(rt_rows) > 1 else rt_rows[0]] = self.orders.take(at)
+        return out
+
+    def __call__(self, q: IntArray, r: IntArray, repeat: BoolArray | None = None,
+                 distinct: bool = False) -> Propensities:
+        """The mixture's propensities of lists ``r`` of queries ``q``; ``distinct``: no row
+        repeats a document (the policy's own draws), so the repeats are not looked for (the
+        rest of the validity check stays: a drawn document may not be another component's
+        candidate)."""
         k, m = self.k, self.m
         r_t = np.ascontiguousarray(r.T)  # (k, n)
         looked = self.rank_of.take((q * m + np.maximum(r_t, 0))[None, :, :] + self.rank_off)  # (C, k, n)
         rep = None
-        if k > 1:
+        if k > 1 and not distinct:
             rep = repeated_by_slot(r_t) if repeat is None else np.ascontiguousarray(repeat.T)
         valid = r_t.size == 0 or (int(r_t.min()) >= 0 and int(looked.min()) >= 0 and (rep is None or not rep.any()))
         ok = None
@@ -210,7 +251,7 @@ class StackedEpsilonGreedy:
             rk = rr = looked
         else:
             known = (r_t >= 0)[None, :, :] & (looked >= 0)
-            ok = known if rep is None else known & ~rep[None, :, :]
+            ok = known.copy() if rep is None else known & ~rep[None, :, :]  # known is read below
             for j in range(1, k):
                 ok[:, j] &= ok[:, j - 1]
             rk = np.where(known, looked, 0)

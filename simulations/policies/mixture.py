@@ -147,6 +147,16 @@ class MixturePolicy(LoggingPolicy):
             repeat = repeated_entries(r)
         return mix_propensities(self.weights, [c._checked_propensities(q, r, repeat) for c in self.components])
 
+    def sampled_propensities(self, q: IntArray, r: IntArray) -> Propensities:
+        """:meth:`propensities` of lists ``r`` this policy drew itself (:meth:`sample`) for
+        the int64 query ids ``q`` it drew them for: no row repeats a document, so with
+        epsilon-greedy components the repeats are not looked for (the same numbers); the
+        queries and lists are not validated again."""
+        stacked = self._stacked()
+        if stacked is not None:
+            return stacked(q, r, distinct=True)  # type: ignore[no-any-return]
+        return self._checked_propensities(q, r)
+
     def _stacked(self) -> Any:
         """:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` of the
         components when they all are epsilon-greedy policies filling the slots, else None
@@ -201,6 +211,9 @@ class MixturePolicy(LoggingPolicy):
         return pick
 
     def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
+        stacked = self._stacked()
+        if stacked is not None:  # epsilon-greedy components: all at once (the same draws and lists)
+            return stacked.sample(self, q, rng)  # type: ignore[no-any-return]
         out = np.full((q.size, self.k), -1, dtype=np.int64)
         self._sample_into(q, np.arange(q.size), rng, out)
         return out

@@ -265,7 +265,7 @@ class CounterfactualDesign(Design):
             for j in range(1, runs.shape[2]):
                 runs[:, :, j] &= runs[:, :, j - 1]
             p = known_list_propensities(self.policy, batch.query, shown, m, self._known, [r[:, -1] for r in runs],
-                                        self._known_table)
+                                        self._known_table, sampled=True)
         for own in (shown, clicks, p.list, p.prefix, p.item):
             if isinstance(own, np.ndarray) and own.base is None:  # this batch's own arrays: made read-only,
                 own.setflags(write=False)  # the log keeps them without a copy (LoggedData keeps frozen arrays)

@@ -132,7 +132,7 @@ def distinct_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m: 
 
 def known_list_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m: int,
                             known: list[tuple[np.ndarray, Any]], match: list[np.ndarray] | None = None,
-                            table: Any = None) -> Any:
+                            table: Any = None, sampled: bool = False) -> Any:
     """``policy.propensities(query, shown)`` with the rows that show a known list looked up.
 
     ``known`` holds ``(lists, p)``: ``(Q, k)`` lists, one per query (the rankers' top
@@ -142,7 +142,10 @@ def known_list_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m
     (they are mostly randomised lists, rarely repeated). Propensities are a function of
     the query and the list, so the numbers are the same. ``match[i]`` may give the
     ``(n,)`` rows whose list is ``lists_i[query]``, and ``table`` the known propensities
-    stacked (:func:`stack_known`), when the caller has them."""
+    stacked (:func:`stack_known`), when the caller has them. ``sampled``: ``shown`` are the
+    policy's own draws for ``query`` (int64 ids of the world's queries), so the policy's
+    ``sampled_propensities`` (no validation, no search for repeated documents) may serve
+    the other rows when it has one."""
     from onlineeval.estimators import Propensities
 
     n_queries = known[0][0].shape[0]
@@ -151,14 +154,15 @@ def known_list_propensities(policy: Any, query: np.ndarray, shown: np.ndarray, m
         eq = match[i] if match is not None else (known[i][0][query] == shown).all(axis=1)
         which = np.where(eq, i, which)
     rest = np.flatnonzero(which < 0)
+    own = getattr(policy, "sampled_propensities", None) if sampled and query.dtype == np.int64 else None
     if rest.size == query.shape[0]:
-        return policy.propensities(query, shown)
+        return policy.propensities(query, shown) if own is None else own(query, shown)
     t = stack_known(known) if table is None else table
     rows = np.maximum(which, 0) * n_queries + query  # the row of the stacked table (rest: overwritten)
     # take along the first axis: the same rows as t.prefix[rows], without fancy indexing's overhead
     p_list, p_prefix, p_item = t.list.take(rows), t.prefix.take(rows, axis=0), t.item.take(rows, axis=0)
     if rest.size:  # mostly randomised lists, rarely repeated: no de-duplication
-        p = policy.propensities(query[rest], shown[rest])
+        p = (policy.propensities if own is None else own)(query.take(rest), shown.take(rest, axis=0))
         p_list[rest], p_prefix[rest], p_item[rest] = p.list, p.prefix, p.item
     return Propensities(p_list, p_prefix, p_item)
 
