@@ -79,14 +79,22 @@ def __getattr__(name: str) -> Any:
 def main() -> None:
     """Console-script entry point.
 
-    ``onlineeval evaluate`` with plain options (the common case) is parsed directly and
-    skips building the whole typer app (its per-option validators import pydantic);
-    anything else (``--help``, an unknown or malformed option) goes through typer.
+    ``onlineeval evaluate`` and ``onlineeval power ...`` with plain options (the common case)
+    are parsed directly and skip building the whole typer app (its per-option validators
+    import pydantic; :mod:`onlineeval.cli._direct`); anything else (``--help``, an unknown or
+    malformed option) goes through typer.
     """
     argv = sys.argv[1:]
     if argv[:1] == ["evaluate"]:
         from onlineeval.cli.evaluate import run_direct
 
         if run_direct(argv[1:]):
+            return
+    if argv[:1] == ["power"] and len(argv) > 1:
+        from onlineeval.cli import _direct
+        from onlineeval.cli.power import COMMANDS
+
+        command = COMMANDS.get(argv[1])
+        if command is not None and _direct.run_direct(command, argv[2:]):
             return
     __getattr__("app")()

@@ -241,7 +241,7 @@ def interleaving_metric(sd: float) -> Metric:
 
 
 class _Drifts:
-    """:math:`|\delta^*|` of one design per boundary scale ``c``, each root-found once per answer
+    r""":math:`|\delta^*|` of one design per boundary scale ``c``, each root-found once per answer
     (the required size, the MDE and the design summary need the same ones)."""
 
     def __init__(self, b: Any, power: float) -> None:
@@ -255,7 +255,7 @@ class _Drifts:
 
 
 def _required_n(m: Metric, effect: float, drifts: _Drifts, st: Settings) -> tuple[float, float]:
-    """Unrounded total users ``N`` and the drift :math:`\delta^*` for ``st.power`` at ``effect``."""
+    r"""Unrounded total users ``N`` and the drift :math:`\delta^*` for ``st.power`` at ``effect``."""
     w = m.w(effect)
     if w == 0 or (st.alternative == "larger" and w < 0) or (st.alternative == "smaller" and w > 0):
         return math.inf, math.nan
@@ -264,7 +264,7 @@ def _required_n(m: Metric, effect: float, drifts: _Drifts, st: Settings) -> tupl
 
 
 def _drift_n(m: Metric, effect: float, n: float) -> float:
-    """:math:`\delta = w\sqrt N/s_1` (signed) of ``effect`` at ``n`` users."""
+    r""":math:`\delta = w\sqrt N/s_1` (signed) of ``effect`` at ``n`` users."""
     return m.w(effect) * math.sqrt(n) / m.s1(effect)
 
 
@@ -273,7 +273,7 @@ def _power_n(m: Metric, effect: float, n: float, b: Any) -> float:
 
 
 def _mde(m: Metric, n: float, drifts: _Drifts, st: Settings) -> float | None:
-    """Smallest effect in the tested direction (positive unless ``smaller``) with power ``st.power`` at ``n``.
+    r"""Smallest effect in the tested direction (positive unless ``smaller``) with power ``st.power`` at ``n``.
 
     Power is increasing in the effect's size. Where :math:`c = s_0/s_1` does not depend on the
     effect (every metric but the pooled proportion), power is a function of the drift alone, so
@@ -644,6 +644,10 @@ def interleaving_cmd(
     _emit(calculate(m, st, delta, users), output_format)
 
 
+#: the sub-commands, by name (also for the direct path of :func:`onlineeval.cli.main`)
+COMMANDS = {"proportion": proportion_cmd, "ratio": ratio_cmd, "interleaving": interleaving_cmd}
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``power`` sub-app (``proportion``, ``ratio``, ``interleaving``) to the main app."""
     power = typer.Typer(
@@ -651,7 +655,6 @@ def register(app: typer.Typer) -> None:
         help="Sample size, power and MDE without simulation (fixed horizon or sequential designs).",
         no_args_is_help=True,
     )
-    power.command("proportion")(proportion_cmd)
-    power.command("ratio")(ratio_cmd)
-    power.command("interleaving")(interleaving_cmd)
+    for name, command in COMMANDS.items():
+        power.command(name)(command)
     app.add_typer(power, name="power")

@@ -139,7 +139,13 @@ def _root_values(
 
 
 def _root_from_guess(
-    f: Callable[[float], float], target: float, guess: float, lo: float, hi: float, tol: float = 1e-11, step: float = 1.2
+    f: Callable[[float], float],
+    target: float,
+    guess: float,
+    lo: float,
+    hi: float,
+    tol: float = 1e-11,
+    step: float = 1.2,
 ) -> float:
     """``x`` in ``[lo, hi]`` with ``f(x) = target`` for increasing ``f``, starting near ``guess > 0``.
 

@@ -1,0 +1,168 @@
+"""Plain options of a command parsed from its own typer declarations, without the typer app.
+
+typer (0.29 and later) converts every option value through a pydantic adapter, and importing
+and building those costs about 0.15 s per process on the development machine: more than the
+whole computation of a short command such as ``onlineeval power``. :func:`run_direct` reads the
+options a command function declares (``name: Annotated[T, typer.Option("--name", ...)] =
+default``), parses plain arguments as typer's click layer does, and calls the function;
+anything it does not plainly understand makes it return ``False`` without doing anything, and
+the caller goes through typer, which then parses and reports errors itself. So the direct path
+never accepts what typer would reject, and never changes what a command receives (tested
+against typer on every option of the commands that use it).
+
+Handled: options of type ``float``, ``int``, ``str`` and ``Path`` (optionally ``| None``), as
+``--name value``, ``--name=value`` or a declared short name ``-n value``, each at most once;
+``min``/``max`` bounds (closed or open). Anything else returns ``False``: help, positional
+arguments, an unknown or repeated option, a boolean flag or list option given on the command
+line, an option with a callback, environment variable, prompt, custom parser, clamp or path
+checks, a missing required option, or a value that is not a plain number where one is expected.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["direct_options", "parse_direct", "run_direct"]
+
+_KINDS = {float: "float", int: "int", str: "str", Path: "path"}
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INT = re.compile(r"[+-]?[0-9]{1,18}")
+_REQUIRED = object()
+
+
+class _Option(typing.NamedTuple):
+    param: str
+    kind: str | None  # None: declared, but only its default can be used on this path
+    default: Any
+    low: float | None
+    high: float | None
+    low_open: bool
+    high_open: bool
+
+
+def _base_kind(annotation: Any) -> str | None:
+    """``'float'``, ``'int'``, ``'str'`` or ``'path'`` for ``T`` or ``T | None``; ``None`` otherwise."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) != 1:
+            return None
+        annotation = args[0]
+    return _KINDS.get(annotation)
+
+
+def direct_options(func: Callable[..., Any]) -> dict[str, _Option] | None:
+    """Option name -> how to parse it, from ``func``'s declarations; ``None`` when some parameter
+    is not an option this module handles (the command then always goes through typer)."""
+    from typer.models import OptionInfo
+
+    target = inspect.unwrap(func)
+    hints = typing.get_type_hints(target, include_extras=True)
+    options: dict[str, _Option] = {}
+    for name, parameter in inspect.signature(target).parameters.items():
+        annotation = hints.get(name)
+        info, default = None, parameter.default
+        if typing.get_origin(annotation) is typing.Annotated:
+            base, *meta = typing.get_args(annotation)
+            info = next((m for m in meta if isinstance(m, OptionInfo)), None)
+            if info is None:
+                return None
+            # inside Annotated, typer takes Option's first positional argument as the first name
+            decls = [*([info.default] if isinstance(info.default, str) else []), *info.param_decls]
+        elif isinstance(default, OptionInfo):
+            base, info = annotation, default
+            default, decls = info.default, list(info.param_decls)
+        else:
+            return None
+        if any(
+            getattr(info, attr, None)
+            for attr in ("callback", "envvar", "prompt", "parser", "click_type", "clamp", "exists", "resolve_path",
+                         "is_eager", "count", "default_factory")
+        ):  # fmt: skip
+            kind = None
+        else:
+            kind = _base_kind(base)
+        if default is inspect.Parameter.empty or default is Ellipsis:
+            default = _REQUIRED
+        if not decls:
+            decls = ["--" + name.replace("_", "-")]
+        if any("/" in d or not d.startswith("-") for d in decls):
+            kind = None
+        spec = _Option(name, kind, default, info.min, info.max, bool(getattr(info, "min_open", False)),
+                       bool(getattr(info, "max_open", False)))  # fmt: skip
+        for decl in decls:
+            options[decl] = spec
+    return options
+
+
+def _value(spec: _Option, text: str) -> Any:
+    """The value typer would pass for ``text``, or ``None`` when it is not plainly valid."""
+    if spec.kind in ("str", "path"):
+        if not text or text.startswith("-"):
+            return None
+        return text if spec.kind == "str" else Path(text)
+    if spec.kind == "int" and _INT.fullmatch(text):
+        value: float = int(text)
+    elif spec.kind == "float" and _FLOAT.fullmatch(text):
+        value = float(text)
+    else:
+        return None
+    if spec.low is not None and (value < spec.low or (spec.low_open and value == spec.low)):
+        return None
+    if spec.high is not None and (value > spec.high or (spec.high_open and value == spec.high)):
+        return None
+    return value
+
+
+def parse_direct(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
+    """``func``'s keyword arguments from ``args`` exactly as typer would pass them, or ``None``."""
+    options = direct_options(func)
+    if options is None:
+        return None
+    params: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        name, eq, attached = token.partition("=") if token.startswith("--") else (token, "", "")
+        spec = options.get(name)
+        if spec is None or spec.kind is None or spec.param in params:
+            return None
+        if eq:
+            text, i = attached, i + 1
+        elif i + 1 < len(args):
+            text, i = args[i + 1], i + 2
+        else:
+            return None
+        value = _value(spec, text)
+        if value is None:
+            return None
+        params[spec.param] = value
+    for spec in options.values():
+        if spec.param not in params:
+            if spec.default is _REQUIRED:
+                return None
+            params[spec.param] = spec.default
+    return params
+
+
+def run_direct(func: Callable[..., Any], args: list[str]) -> bool:
+    """Call ``func`` with :func:`parse_direct`'s arguments; ``False`` (nothing done) when they
+    cannot be parsed here. Exits like typer: returns normally, or ``sys.exit`` with the code of
+    the ``typer.Exit`` the command raised."""
+    params = parse_direct(func, args)
+    if params is None:
+        return False
+    import typer
+
+    try:
+        func(**params)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    return True
