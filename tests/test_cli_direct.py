@@ -7,12 +7,17 @@ output and exit code must be typer's; whatever it does not understand must go to
 
 from __future__ import annotations
 
+import functools
+import inspect
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
+import typer
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -42,11 +47,20 @@ def test_direct_options_are_typers_options(name: str) -> None:
             assert options[opt].default == (_direct._REQUIRED if p.required else p.default)
 
 
-def _typer_params(name: str, args: list[str]) -> dict:
-    """The keyword arguments typer's click command hands the function for ``args``."""
-    cmd = _click_command(name)
-    ctx = cmd.make_context(name, list(args))
-    return dict(ctx.params)
+def _typer_kwargs(func: Callable[..., Any], args: list[str]) -> dict:
+    """The keyword arguments typer hands ``func`` for ``args``: a one-command typer app of a recorder
+    with ``func``'s signature and declarations."""
+    seen: dict[str, Any] = {}
+
+    @functools.wraps(inspect.unwrap(func))
+    def record(**kwargs: Any) -> None:
+        seen.update(kwargs)
+
+    one = typer.Typer(add_completion=False)
+    one.command()(record)
+    res = CliRunner().invoke(one, args)
+    assert res.exit_code == 0, res.output
+    return seen
 
 
 @pytest.mark.parametrize(
@@ -68,9 +82,37 @@ def _typer_params(name: str, args: list[str]) -> dict:
 def test_direct_parse_equals_typers(name: str, args: list[str]) -> None:
     direct = _direct.parse_direct(COMMANDS[name], args)
     assert direct is not None
-    typer_params = _typer_params(name, args)
+    typer_params = _typer_kwargs(COMMANDS[name], args)
     assert direct == typer_params
     assert {k: type(v) for k, v in direct.items()} == {k: type(v) for k, v in typer_params.items()}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--qrels", "q.txt", "--run", "a.run"],
+        ["-q", "q.txt", "-r", "a.run", "--run=b.run", "-r", "c.run", "--metrics", "nDCG@10,AP", "-b", "b",
+         "--preset", "trec_eval", "--depth", "100", "--with-per-query", "-f", "json", "--alpha", "0.01"],
+        ["--letor", "x.svm", "--score-feature", "3", "--score-feature", "0", "--scores", "s.txt",
+         "--ties", "expected", "--seed", "7", "--permutations", "1000", "--bootstrap", "100"],
+    ],
+)  # fmt: skip
+def test_direct_parse_of_list_options_and_flags_equals_typers(args: list[str]) -> None:
+    from onlineeval.cli.evaluate import evaluate_cmd
+
+    direct = _direct.parse_direct(evaluate_cmd, args)
+    assert direct is not None
+    typer_params = _typer_kwargs(evaluate_cmd, args)
+    assert direct == typer_params
+    assert {k: type(v) for k, v in direct.items()} == {k: type(v) for k, v in typer_params.items()}
+    names = {o for p in typer.main.get_command(_one_command(evaluate_cmd)).params for o in (*p.opts, *p.secondary_opts)}
+    assert set(_direct.direct_options(evaluate_cmd) or {}) == names - {"--help"}
+
+
+def _one_command(func: Callable[..., Any]) -> typer.Typer:
+    one = typer.Typer(add_completion=False)
+    one.command()(func)
+    return one
 
 
 @pytest.mark.parametrize(
@@ -88,6 +130,7 @@ def test_direct_parse_equals_typers(name: str, args: list[str]) -> None:
         ["--baseline", "0.1", "extra"],
         ["--target", "0.105"],  # the required --baseline missing
         ["-fjson", "--baseline", "0.1"],
+        ["--baseline", "0.1", "--users=", "5"],
     ],
 )
 def test_what_the_direct_path_does_not_understand_goes_to_typer(args: list[str]) -> None:

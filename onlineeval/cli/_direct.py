@@ -12,10 +12,11 @@ against typer on every option of the commands that use it).
 
 Handled: options of type ``float``, ``int``, ``str`` and ``Path`` (optionally ``| None``), as
 ``--name value``, ``--name=value`` or a declared short name ``-n value``, each at most once;
+``list[T]`` options, repeatable (typer passes a list); ``bool`` flags that default to ``False``;
 ``min``/``max`` bounds (closed or open). Anything else returns ``False``: help, positional
-arguments, an unknown or repeated option, a boolean flag or list option given on the command
-line, an option with a callback, environment variable, prompt, custom parser, clamp or path
-checks, a missing required option, or a value that is not a plain number where one is expected.
+arguments, an unknown or repeated option, an option with a callback, environment variable,
+prompt, custom parser, clamp or path checks, a missing required option, or a value that is not
+a plain number where one is expected.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ _REQUIRED = object()
 class _Option(typing.NamedTuple):
     param: str
     kind: str | None  # None: declared, but only its default can be used on this path
+    multiple: bool  # list[T]: repeatable, typer passes a list (or the default when not given)
     default: Any
     low: float | None
     high: float | None
@@ -47,15 +49,21 @@ class _Option(typing.NamedTuple):
     high_open: bool
 
 
-def _base_kind(annotation: Any) -> str | None:
-    """``'float'``, ``'int'``, ``'str'`` or ``'path'`` for ``T`` or ``T | None``; ``None`` otherwise."""
+def _base_kind(annotation: Any) -> tuple[str | None, bool]:
+    """(``'float'``, ``'int'``, ``'str'``, ``'path'`` or ``'flag'``, repeatable) for ``T``, ``T | None``,
+    ``list[T]`` or ``list[T] | None``, ``bool`` a flag; ``(None, False)`` for anything else."""
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(args) != 1:
-            return None
+            return None, False
         annotation = args[0]
-    return _KINDS.get(annotation)
+    if typing.get_origin(annotation) is list:
+        (item,) = typing.get_args(annotation) or (None,)
+        return _KINDS.get(item), True
+    if annotation is bool:
+        return "flag", False
+    return _KINDS.get(annotation), False
 
 
 def direct_options(func: Callable[..., Any]) -> dict[str, _Option] | None:
@@ -86,16 +94,18 @@ def direct_options(func: Callable[..., Any]) -> dict[str, _Option] | None:
             for attr in ("callback", "envvar", "prompt", "parser", "click_type", "clamp", "exists", "resolve_path",
                          "is_eager", "count", "default_factory")
         ):  # fmt: skip
-            kind = None
+            kind, multiple = None, False
         else:
-            kind = _base_kind(base)
+            kind, multiple = _base_kind(base)
         if default is inspect.Parameter.empty or default is Ellipsis:
             default = _REQUIRED
         if not decls:
             decls = ["--" + name.replace("_", "-")]
         if any("/" in d or not d.startswith("-") for d in decls):
             kind = None
-        spec = _Option(name, kind, default, info.min, info.max, bool(getattr(info, "min_open", False)),
+        if kind == "flag" and default is not False:
+            kind = None  # a flag that defaults to True has its --no- form only in typer
+        spec = _Option(name, kind, multiple, default, info.min, info.max, bool(getattr(info, "min_open", False)),
                        bool(getattr(info, "max_open", False)))  # fmt: skip
         for decl in decls:
             options[decl] = spec
@@ -132,8 +142,14 @@ def parse_direct(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | 
         token = args[i]
         name, eq, attached = token.partition("=") if token.startswith("--") else (token, "", "")
         spec = options.get(name)
-        if spec is None or spec.kind is None or spec.param in params:
+        if spec is None or spec.kind is None or (spec.param in params and not spec.multiple):
             return None
+        if spec.kind == "flag":
+            if eq:
+                return None
+            params[spec.param] = True
+            i += 1
+            continue
         if eq:
             text, i = attached, i + 1
         elif i + 1 < len(args):
@@ -143,7 +159,10 @@ def parse_direct(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | 
         value = _value(spec, text)
         if value is None:
             return None
-        params[spec.param] = value
+        if spec.multiple:
+            params.setdefault(spec.param, []).append(value)
+        else:
+            params[spec.param] = value
     for spec in options.values():
         if spec.param not in params:
             if spec.default is _REQUIRED:
