@@ -212,3 +212,24 @@ def test_delta_1d_bit_identical_to_the_kernel():
         got = _delta_1d(num, den)
         for g, w in zip(got, want, strict=True):
             assert np.float64(g).tobytes() == np.float64(w).tobytes() or (np.isnan(g) and np.isnan(w)), (trial, g, w)
+
+
+# ----------------------------------------------------------------------------- CUPED pooled correlations
+def test_pooled_arms_bit_identical_to_pooled_correlations():
+    """simulations.cuped._pooled_arms (column means from running sums, columns centred one by one) against
+    pooled_correlations (stacked columns, mean over axis 0), bit for bit, on large arms and edge sizes."""
+    from simulations.cuped import _flat_rows, _pooled_arms, pooled_correlations
+
+    rng = np.random.default_rng(21)
+    sizes = [4, 5, 9, 17, 130, 1000, 8191, 8193, 16_385, 40_000]
+    for trial, n in enumerate(sizes * 2):
+        in_b = rng.random(n) < (0.5 if trial % 3 else 0.2)
+        in_b[:2], in_b[2:4] = True, False
+        y = rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4) + rng.random(n)
+        x = np.where(rng.random(n) < 0.7, rng.lognormal(0, 2, n), 0.0)
+        active = x > 0
+        ib, ia = np.flatnonzero(in_b), np.flatnonzero(~in_b)
+        arms = [(_flat_rows(ib, 3), [y[ib], x[ib], active[ib].astype(np.float64)]),
+                (_flat_rows(ia, 3), [y[ia], x[ia], active[ia].astype(np.float64)])]
+        got, want = _pooled_arms(arms, n), pooled_correlations(y, x, active, in_b)
+        assert [np.float64(v).tobytes() for v in got] == [np.float64(v).tobytes() for v in want], (n, got, want)

@@ -126,13 +126,17 @@ def _adjust(
     diff: NDArray[np.float64],
     xdiff1: NDArray[np.float64],
     xdiff2: NDArray[np.float64] | None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    x2c: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None = None,
+    raw: bool = True,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
     """Pooled within-arm theta, adjusted difference, adjusted and unadjusted variances.
 
     Arrays have users on the last axis; ``x2*`` (the activity indicator) may be ``None``.
     ``diff`` is the unadjusted difference, ``xdiff*`` the arm differences of the covariates'
     estimators. The 2 x 2 normal equations are solved in closed form; a covariate without
-    within-arm variance, or collinear with the other, drops out (theta 0 for it).
+    within-arm variance, or collinear with the other, drops out (theta 0 for it). ``x2c``: the
+    indicator's centred values and ``d`` (:func:`_centred_indicator`) when the caller has them;
+    ``raw=False`` leaves the unadjusted variance out (None).
     """
     yca, ycb = _centre(ya), _centre(yb)
     x1ca, x1cb = _centre(x1a), _centre(x1b)
@@ -146,8 +150,7 @@ def _adjust(
         rb = ycb - theta1[..., None] * x1cb
         est = diff - theta1 * xdiff1
     else:
-        x2ca, x2cb = _centre(x2a), _centre(x2b)
-        d = _dot(x2ca, x2ca) + _dot(x2cb, x2cb)
+        x2ca, x2cb, d = _centred_indicator(x2a, x2b) if x2c is None else x2c
         b = _dot(x1ca, x2ca) + _dot(x1cb, x2cb)
         s2 = _dot(x2ca, yca) + _dot(x2cb, ycb)
         det = a * d - b * b
@@ -161,8 +164,16 @@ def _adjust(
         est = diff - theta1 * xdiff1 - theta2 * xdiff2
     na, nb = ya.shape[-1], yb.shape[-1]
     var_adj = _dot(ra, ra) / ((na - 1) * na) + _dot(rb, rb) / ((nb - 1) * nb)
-    var_raw = _dot(yca, yca) / ((na - 1) * na) + _dot(ycb, ycb) / ((nb - 1) * nb)
+    var_raw = _dot(yca, yca) / ((na - 1) * na) + _dot(ycb, ycb) / ((nb - 1) * nb) if raw else None
     return np.stack([theta1, theta2], axis=-1), est, var_adj, var_raw
+
+
+def _centred_indicator(
+    x2a: NDArray[np.float64], x2b: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The second covariate's within-arm centred values and their pooled sum of squares ``d`` (:func:`_adjust`)."""
+    x2ca, x2cb = _centre(x2a), _centre(x2b)
+    return x2ca, x2cb, _dot(x2ca, x2ca) + _dot(x2cb, x2cb)
 
 
 def _result(
@@ -396,6 +407,58 @@ def cuped_ratio_adjusted(
     functions), so the numbers are bit-identical to ``cuped_ratio(...).adjusted`` (tested); about
     half its time on arms of 7500 users.
     """
-    _, _, _, est, var_adj, _, _, _ = _ratio_adjust(num_a, den_a, num_b, den_b, pre_num_a, pre_den_a, pre_num_b,
-                                                   pre_den_b)
-    return _z_values(np.asarray(est), np.sqrt(var_adj), float(null), check_alpha(alpha))
+    values, _, _ = _cuped_ratio_parts(num_a, den_a, num_b, den_b, pre_num_a, pre_den_a, pre_num_b, pre_den_b,
+                                      alpha=alpha, null=null)
+    return values
+
+
+def _influence_1d(num: NDArray[np.float64], den: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+    """:func:`_influence` of one row (1-d): the same operations on the same values, scalar branches."""
+    sy = den.sum()
+    if not sy > 0:
+        return np.nan, np.zeros_like(num)
+    r = num.sum() / sy
+    return r, (num - r * den) / (sy / den.shape[-1])
+
+
+def _cuped_ratio_parts(
+    num_a: NDArray[np.float64],
+    den_a: NDArray[np.float64],
+    num_b: NDArray[np.float64],
+    den_b: NDArray[np.float64],
+    pre_num_a: NDArray[np.float64],
+    pre_den_a: NDArray[np.float64],
+    pre_num_b: NDArray[np.float64],
+    pre_den_b: NDArray[np.float64],
+    *,
+    alpha: float = 0.05,
+    null: float = 0.0,
+    shared: dict[str, tuple[NDArray[np.float64], ...]] | None = None,
+) -> tuple[EstimateValues, tuple[NDArray[np.float64], ...], tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """:func:`cuped_ratio_adjusted` with its by-products: ``(values, (e_a, f_a, e_b, f_b), (m_a, m_b))``, the
+    experiment's and the pre-period's influence values of each arm and the 0/1 pre-activity indicators (float).
+
+    The arithmetic of :func:`_ratio_adjust` on 1-d arrays (:func:`_influence_1d`; the unadjusted variance
+    left out), so the same bits (tested). ``shared``: a dict kept by a caller whose successive calls have the
+    same ``pre_den_a`` and ``pre_den_b`` (several metrics of one checkpoint): the indicators and their centred
+    values are computed on the first call and reused.
+    """
+    ra, ea = _influence_1d(num_a, den_a)
+    rb, eb = _influence_1d(num_b, den_b)
+    pa, fa = _influence_1d(pre_num_a, pre_den_a)
+    pb, fb = _influence_1d(pre_num_b, pre_den_b)
+    if shared is None or "indicator" not in shared:
+        x2a, x2b = (pre_den_a > 0).astype(np.float64), (pre_den_b > 0).astype(np.float64)
+        indicator = (x2a, x2b, *_centred_indicator(x2a, x2b), _wmean(x2b) - _wmean(x2a))
+        if shared is not None:
+            shared["indicator"] = indicator
+    else:
+        indicator = shared["indicator"]
+    x2a, x2b, x2ca, x2cb, d, xdiff2 = indicator
+    pre_diff = 0.0 if np.isnan(pa) or np.isnan(pb) else pb - pa
+    diff = rb - ra
+    _, est, var_adj, _ = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, xdiff2, x2c=(x2ca, x2cb, d), raw=False)
+    if np.isnan(diff):
+        est = var_adj = np.nan
+    values = _z_values(np.asarray(est), np.sqrt(var_adj), float(null), check_alpha(alpha))
+    return values, (ea, fa, eb, fb), (x2a, x2b)
