@@ -89,15 +89,17 @@ def srm_rows(design: Any, day: int) -> list[Any]:
 
     imp = design.sums["impressions"]
     users = np.flatnonzero(imp > 0)
-    b = design.in_b[users]
-    m = imp[users]
+    b = design.in_b.take(users)
+    m = imp.take(users)
+    m_a, m_b = m[~b], m[b]  # each arm's impressions gathered once for both impression tests
     pb = design.config.share_b
     alpha = design.config.analysis.srm.alpha
     n_users, n_impr = int(users.size), int(imp.sum())
+    n_b = int(b.sum())
     tests = {
-        "users": srm_chisquare([users.size - int(b.sum()), int(b.sum())], [1 - pb, pb], alpha=alpha),
-        "impressions": srm_impressions(m[~b], m[b], pb, alpha=alpha),
-        "impressions_naive": srm_chisquare([m[~b].sum(), m[b].sum()], [1 - pb, pb], alpha=alpha),
+        "users": srm_chisquare([users.size - n_b, n_b], [1 - pb, pb], alpha=alpha),
+        "impressions": srm_impressions(m_a, m_b, pb, alpha=alpha),
+        "impressions_naive": srm_chisquare([m_a.sum(), m_b.sum()], [1 - pb, pb], alpha=alpha),
     }
     rows = []
     for name in SRM_CHECKS:
