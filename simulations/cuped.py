@@ -101,22 +101,38 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
     types and the arrival model; a shallow copy draws the arrivals from ``rng``, which also
     samples the clicks, so the replicate's own traffic stream is not touched.
     """
+    from simulations.designs.ab import _click_patterns
+
     model = copy.copy(traffic)
     model.rng = rng
     population = traffic.population
     sums = {k: np.zeros(population, dtype=np.float64) for k in ("impressions", *_SUMS)}
     ranking_a = world.rankings["A"]
+    grades_a = world.ranked_labels("A")  # (Q, depth): rows equal to shown_labels of A's lists
+    by_pattern = _click_patterns(grades_a.shape[1])
     step = traffic.batch_hours
     for hour in range(-24 * days, 0, step):
         batch = model.batch(hour, step)
         if len(batch) == 0:
             continue
-        clicks = users.sample(shown_labels(world.labels, batch.query, ranking_a[batch.query]), batch.user_type, rng)
-        n_clicks = clicks.sum(axis=1)
-        rr = np.where(n_clicks > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
-        for key, w in (("impressions", None), ("clicks", n_clicks.astype(np.float64)),
-                       ("abandoned", (n_clicks == 0).astype(np.float64)), ("rr", rr)):
-            sums[key] += np.bincount(batch.user, weights=w, minlength=population)
+        if by_pattern is None:
+            clicks = users.sample(shown_labels(world.labels, batch.query, ranking_a[batch.query]), batch.user_type,
+                                  rng)
+            n_clicks = clicks.sum(axis=1)
+            rr = np.where(n_clicks > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
+            for key, w in (("impressions", None), ("clicks", n_clicks.astype(np.float64)),
+                           ("abandoned", (n_clicks == 0).astype(np.float64)), ("rr", rr)):
+                sums[key] += np.bincount(batch.user, weights=w, minlength=population)
+            continue
+        # as the A/B batch step: one gather of the grades, the per-pattern values, the counts added in place
+        # (exact partial sums: the bincount's bits), the reciprocal ranks by the bincount
+        clicks = users.sample(grades_a.take(batch.query, axis=0), batch.user_type, rng)
+        weights, n_clicks, abandoned, rr = by_pattern
+        pattern = (clicks.view(np.uint8) @ weights).astype(np.intp)
+        np.add.at(sums["impressions"], batch.user, 1.0)
+        np.add.at(sums["clicks"], batch.user, n_clicks.take(pattern))
+        np.add.at(sums["abandoned"], batch.user, abandoned.take(pattern))
+        sums["rr"] += np.bincount(batch.user, weights=rr.take(pattern), minlength=population)
     return PrePeriod(days, sums)
 
 

@@ -233,3 +233,49 @@ def test_pooled_arms_bit_identical_to_pooled_correlations():
                 (_flat_rows(ia, 3), [y[ia], x[ia], active[ia].astype(np.float64)])]
         got, want = _pooled_arms(arms, n), pooled_correlations(y, x, active, in_b)
         assert [np.float64(v).tobytes() for v in got] == [np.float64(v).tobytes() for v in want], (n, got, want)
+
+
+def _pre_period_ref(traffic, world, users, days, rng):
+    """simulations.cuped.simulate_pre_period before round 3 (commit ddd362e)."""
+    import copy
+
+    from simulations.world import shown_labels
+
+    model = copy.copy(traffic)
+    model.rng = rng
+    population = traffic.population
+    sums = {k: np.zeros(population, dtype=np.float64) for k in ("impressions", "clicks", "abandoned", "rr")}
+    ranking_a = world.rankings["A"]
+    step = traffic.batch_hours
+    for hour in range(-24 * days, 0, step):
+        batch = model.batch(hour, step)
+        if len(batch) == 0:
+            continue
+        clicks = users.sample(shown_labels(world.labels, batch.query, ranking_a[batch.query]), batch.user_type, rng)
+        n_clicks = clicks.sum(axis=1)
+        rr = np.where(n_clicks > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
+        for key, w in (("impressions", None), ("clicks", n_clicks.astype(np.float64)),
+                       ("abandoned", (n_clicks == 0).astype(np.float64)), ("rr", rr)):
+            sums[key] += np.bincount(batch.user, weights=w, minlength=population)
+    return sums
+
+
+@pytest.mark.parametrize("depth", [10, 17])
+def test_pre_period_equals_the_reference(depth):
+    from simulations.cuped import simulate_pre_period
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    config = _ab_config(depth, False)
+    world = build_world(config, world_seed(config.seed))
+    users = UserModels.from_config(config.users)
+    traffic, _ = build_replicate(config, world, users, replicate_seeds(config.seed, 1)[0])
+    g1, g2 = np.random.default_rng(4), np.random.default_rng(4)
+    new = simulate_pre_period(traffic, world, users, 3, g1).sums
+    ref = _pre_period_ref(traffic, world, users, 3, g2)
+    assert g1.bit_generator.state == g2.bit_generator.state
+    assert new.keys() == ref.keys()
+    for k in ref:
+        assert new[k].tobytes() == ref[k].tobytes(), k
+    assert ref["rr"].sum() > 0 and ref["impressions"].max() > 3
