@@ -279,3 +279,23 @@ def test_pre_period_equals_the_reference(depth):
     for k in ref:
         assert new[k].tobytes() == ref[k].tobytes(), k
     assert ref["rr"].sum() > 0 and ref["impressions"].max() > 3
+
+
+# ----------------------------------------------------------------------------- traffic
+def test_draw_sorted_equals_draw_from_cdf():
+    from simulations.sampling import draw_from_cdf
+    from simulations.traffic import draw_sorted
+
+    rng = np.random.default_rng(31)
+    for size in (1, 3, 20_000):
+        w = rng.lognormal(0, 1.2, size)
+        cdf = np.cumsum(w / w.sum())
+        for n in (0, 1, 7, 1500, 50_000):
+            u = rng.random(n)
+            if n > 10:  # ties, values on the CDF's entries, beyond its last entry (rounding), 0
+                u[:5] = cdf[rng.integers(0, size, 5)]
+                u[5:8] = np.nextafter(cdf[-1], 2.0), 0.0, u[0]
+            got = draw_sorted(cdf, u)
+            want = draw_from_cdf(cdf, u)
+            assert got.dtype == np.intp
+            np.testing.assert_array_equal(got, want)
