@@ -397,18 +397,51 @@ def _digits_value(digit: np.ndarray, take: np.ndarray) -> np.ndarray:
     return value
 
 
-def _join_ids(parts: list[ByteIds]) -> ByteIds:
-    """The chunks' ids in one array (narrower chunks padded with zero words)."""
-    k = max(p.words.shape[1] for p in parts)
-    n = sum(len(p) for p in parts)
-    words = np.empty((n, k), dtype=np.uint64)  # (every word is written below)
-    at = 0
-    for p in parts:
-        w = p.words.shape[1]
-        words[at : at + len(p), :w] = p.words
-        words[at : at + len(p), w:] = 0
-        at += len(p)
-    return ByteIds(words)
+class _Rows:
+    """The file's rows, written chunk by chunk into arrays of ``cap`` rows (a bound on the
+    number of lines): no list of per-chunk arrays to join at the end, so no copy of the
+    whole file's ids and numbers. Rows past the last line written are never touched, so
+    the kernel never backs their pages with memory. Id words are as wide as the widest
+    chunk's (narrower chunks' rows padded with zero words, as :class:`ByteIds` compare)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.n = 0
+        self.query: np.ndarray | None = None
+        self.doc: np.ndarray | None = None
+        self.value: np.ndarray | None = None
+
+    def _put_words(self, store: np.ndarray | None, words: np.ndarray) -> np.ndarray:
+        a, b = self.n, self.n + words.shape[0]
+        k = words.shape[1]
+        if store is None:
+            store = np.empty((self.cap, k), dtype=np.uint64)
+        elif k > store.shape[1]:  # a wider chunk: widen the rows written so far
+            wide = np.empty((self.cap, k), dtype=np.uint64)
+            wide[:a, : store.shape[1]] = store[:a]
+            wide[:a, store.shape[1] :] = 0
+            store = wide
+        store[a:b, :k] = words
+        store[a:b, k:] = 0
+        return store
+
+    def put(self, query: ByteIds, doc: ByteIds, value: np.ndarray) -> bool:
+        """Append one chunk's rows; ``False`` when they would pass ``cap`` (not a file of
+        this reader's format)."""
+        m = value.size
+        if self.n + m > self.cap:
+            return False
+        self.query = self._put_words(self.query, query.words)
+        self.doc = self._put_words(self.doc, doc.words)
+        if self.value is None:
+            self.value = np.empty(self.cap, dtype=value.dtype)
+        self.value[self.n : self.n + m] = value
+        self.n += m
+        return True
+
+    def ids(self) -> tuple[ByteIds, ByteIds, np.ndarray]:
+        assert self.query is not None and self.doc is not None and self.value is not None
+        return ByteIds(self.query[: self.n]), ByteIds(self.doc[: self.n]), self.value[: self.n]
 
 
 def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int) -> tuple[ByteIds, ByteIds, np.ndarray, str] | None:
@@ -437,13 +470,16 @@ def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int) -> tup
     return query, doc, value, tag
 
 
-def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, list[ByteIds], list[ByteIds], list[np.ndarray], str] | None:
-    """Query ids, doc ids and the last column's numbers (grades or scores) per chunk,
+def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, ByteIds, ByteIds, np.ndarray, str] | None:
+    """Query ids, doc ids and the last column's numbers (grades or scores) of every line,
     with the tag (field 6) of the first line of a run.
 
     A large file is memory-mapped (no copy); its last chunk is copied with :data:`_PAD`
     zero bytes after it, so that the loads past a field's start never leave the buffer
-    (every other chunk has the last chunk, at least ``2 * _PAD`` bytes, after it).
+    (every other chunk has the last chunk, at least ``2 * _PAD`` bytes, after it). The
+    chunks' rows go straight into arrays sized for the most lines the file can hold
+    (each line has at least ``2 * ncols - 1`` bytes), of which only the rows written are
+    ever backed by memory (:class:`_Rows`).
     """
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -461,17 +497,20 @@ def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, list[ByteIds], li
     chunks = _chunks(raw, size)
     if len(chunks) > 1 and chunks[-1][1] - chunks[-1][0] < 2 * _PAD:
         chunks[-2:] = [(chunks[-2][0], size)]
-    parts = []
+    rows = _Rows(size // (2 * ncols - 1) + 1)
+    tag = ""
     for i, (a, b) in enumerate(chunks):
         if i == len(chunks) - 1 and isinstance(raw, mmap.mmap):
             tail = bytearray(raw[a:b]) + bytearray(_PAD)
             part = _scan_chunk(tail, np.frombuffer(tail, dtype=np.uint8), 0, b - a, ncols)
         else:
             part = _scan_chunk(raw, buf, a, b, ncols)
-        if part is None:
+        if part is None or not rows.put(*part[:3]):
             return None
-        parts.append(part)
-    return str(Path(path)), [p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts], parts[0][3]
+        if i == 0:
+            tag = part[3]
+    query, doc, value = rows.ids()
+    return str(Path(path)), query, doc, value, tag
 
 
 def scan_qrels(path: str | PathLike[str]) -> CodedQrels | None:
@@ -482,8 +521,8 @@ def scan_qrels(path: str | PathLike[str]) -> CodedQrels | None:
     got = _scan(path, 4)
     if got is None:
         return None
-    name, queries, docs, values, _ = got
-    return CodedQrels(name, _join_ids(queries), _join_ids(docs), np.concatenate(values))
+    name, query, doc, grade, _ = got
+    return CodedQrels(name, query, doc, grade)
 
 
 def scan_run(path: str | PathLike[str]) -> CodedRun | None:
@@ -494,5 +533,5 @@ def scan_run(path: str | PathLike[str]) -> CodedRun | None:
     got = _scan(path, 6)
     if got is None:
         return None
-    name, queries, docs, values, tag = got
-    return CodedRun(name, _join_ids(queries), _join_ids(docs), np.concatenate(values), tag)
+    name, query, doc, score, tag = got
+    return CodedRun(name, query, doc, score, tag)
