@@ -142,7 +142,7 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
                     p = distinct_propensities(policy, b.query, shown, m)
                 else:
                     p = known_list_propensities(policy, b.query, shown, m, design._known, [r[:, -1] for r in runs],
-                                                design._known_table)
+                                                design._known_table, sampled=True)
                 t3 = clock()
                 clicks = design._clicks(b, shown)
                 t4 = clock()

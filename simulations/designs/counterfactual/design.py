@@ -42,29 +42,34 @@ indicators and the slot rewards computed once per batch and shared); the per-use
 rows of one matrix. A checkpoint gathers the active users of every sum once and computes
 the accumulated estimators' paired differences together, :math:`O(\text{users})` per
 estimator. Measured with ``benchmarks/bench_counterfactual.py`` on
-``configs/counterfactual.yaml`` (CPU time of one process on a 2-core machine at load 8-12,
-the same batches for every design, 3 replicates, each batch's best of 5 rounds; clean
-checkouts of 22877df alternated with the same tree without the changes named here): this
-design 1.15-1.32 us per impression, 2.41-2.56 times team-draft in the same runs (0.48-0.52
-us), against 1.28-1.32 us and 2.64-2.69 times without the logger's random permutations by
-repeated ``argmin`` instead of a full sort (:func:`~simulations.policies.base.shuffle_top`),
-the shown grades by one flat take and ``AdaptiveIPS.select`` counting the type codes (and
-1.65-1.71 us, 3.0 times the team-draft of then, before the fused terms). Its parts, each
-the best of 5 rounds at load 11: the logger's sampling 0.19-0.21, its propensities
-0.19-0.24 (plus 0.04 matching the target lists, shared with the target indicators), clicks
-0.30-0.35 (the same users' models as team-draft's; position-based users are not a grade
-chain, so the users' one-pass sampler does not apply to this mixture), the six estimators'
-terms for both targets 0.14-0.15, the design's own sums and bookkeeping 0.05-0.11,
-checkpoints 0.23-0.24 on the days before the last and 0.15-0.17 on the last day (adaptive
-IPS's whole-log choice among its behaviours: per type the variances of its three
-behaviours' terms). With one estimator 1.6-1.7 times team-draft (adaptive IPS alone 2.0),
-with an epsilon-greedy logger and IPS 1.5-1.6. What remains is numpy's per-call overhead
-on batches of 4,000 (a few hundred calls per batch), the uniforms the logger must draw,
-the propensities of the randomised lists, the clicks and the checkpoints' passes over the
+``configs/counterfactual.yaml`` (CPU time of one process on a 2-core machine at load 3-4,
+the same batches for every design, 3 replicates, each batch's best of 5 rounds; a clean
+export of ddd362e alternated with the same tree plus round 3's changes, two runs each):
+this design 0.93-1.10 us per impression against 1.02-1.10 before round 3, team-draft
+0.29-0.32 against 0.38-0.40, so 3.2-3.4 times team-draft against 2.7-2.8. Round 3 made the
+clicks of position-based users one pass of the users' table sampler (0.09-0.11 us against
+0.19-0.21; team-draft's clicks are the same sampler, which is why the ratio grew), the
+logger's draw one take of stacked tables (0.12-0.15 against 0.15) and the logging
+propensities of the logger's own lists skip the search for repeated documents (0.11-0.15
+against 0.14). The parts (round 3, load 3-4): the logger's draw 0.12-0.15 (three quarters
+of it the keys of the randomised rows' permutations and the repeated ``argmin`` over them),
+its propensities 0.11-0.15 (plus 0.03 matching the target lists), clicks 0.09-0.11, the
+six estimators' terms for both targets 0.09-0.12, log record and target indicators 0.03,
+the design's own sums and bookkeeping 0.02-0.11, checkpoints 0.14-0.20 on the days
+before the last and 0.10-0.14 on the last day (adaptive IPS's whole-log choice: per
+type the variances of its three behaviours' terms). With one estimator (IPS) 1.9-2.1
+times team-draft, with an epsilon-greedy logger and IPS 1.8-1.9. Why this design cannot
+cost what team-draft costs: the clicks are the same sampler in both; team-draft's draw
+and outcome are table lookups (0.12-0.14 us, its serving minus its clicks) and its
+checkpoint is one metric's pass over the users (0.08), while this design draws a
+randomised list (0.12-0.15: a uniform for the component, one for the branch, 20 keys per
+randomised row and their smallest five), computes the logging propensities of the
+randomised lists (0.11-0.15), every estimator's terms and per-user sums, and a paired
+difference per estimator at every checkpoint; the draw and the propensities alone cost
+about as much as team-draft's whole design. What remains is numpy's per-call overhead on
+batches of 4,000 (a few hundred calls per batch) and the checkpoints' passes over the
 users (the linearised variance needs each user's sums at the current ratio; an
-incremental form would round differently). The draw, the propensities and the clicks
-alone cost more than team-draft's whole table-lookup design, so this design cannot match
-it.
+incremental form would round differently).
 Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination
