@@ -237,23 +237,24 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
     from simulations.designs.base import CheckpointRow
 
     imp = design.sums["impressions"]
-    users = np.flatnonzero(imp > 0)
-    den = imp.take(users)
+    users, ia, ib, users_a, users_b = design.active_arms()
     n_users, n_impr = int(users.size), int(imp.sum())
     pre_den = pre.sums["impressions"].take(users)
     active = pre_den > 0
     n_pre = int(active.sum())
     names = design.metric_names()
-    defined = design._has_data(users, {"impressions": den})
+    defined = design._has_data(users, {})
     nan5 = (math.nan,) * 5
     if defined:
-        b = design.in_b.take(users)
-        ib, ia = np.flatnonzero(b), np.flatnonzero(~b)
         rows_b, rows_a = _flat_rows(ib, 3), _flat_rows(ia, 3)
-        den_a, den_b, pre_den_a, pre_den_b = den.take(ia), den.take(ib), pre_den.take(ia), pre_den.take(ib)
+        # each arm's values gathered from the population arrays by the arm's user ids (== den.take(ia), ...)
+        pre_imp = pre.sums["impressions"]
+        den_a, den_b, pre_den_a, pre_den_b = imp.take(users_a), imp.take(users_b), pre_imp.take(users_a), \
+            pre_imp.take(users_b)
         welch = design.config.test == "welch"
         if welch:
             act_a, act_b = active.take(ia), active.take(ib)
+            den = imp.take(users)
         else:
             shared: dict[str, Any] = {}  # the pre-activity indicators, computed once for the three metrics
     rows = []
@@ -263,10 +264,9 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
         if not defined:
             vals, r, rho = nan5, math.nan, math.nan
         else:
-            num = design.sums[key].take(users)
-            pnum = pre.sums[key].take(users)
-            num_a, num_b, pnum_a, pnum_b = num.take(ia), num.take(ib), pnum.take(ia), pnum.take(ib)
             if welch:
+                num = design.sums[key].take(users)
+                pnum = pre.sums[key].take(users)
                 y = num / den
                 x = np.where(active, pnum / np.where(active, pre_den, 1.0), 0.0)
                 ya, yb, xa, xb = y.take(ia), y.take(ib), x.take(ia), x.take(ib)
@@ -275,6 +275,9 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
                 vals = (float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue))
                 arms = [(rows_b, [yb, xb, act_b.astype(np.float64)]), (rows_a, [ya, xa, act_a.astype(np.float64)])]
             else:
+                num, pnum = design.sums[key], pre.sums[key]
+                num_a, num_b, pnum_a, pnum_b = num.take(users_a), num.take(users_b), pnum.take(users_a), \
+                    pnum.take(users_b)
                 # the adjusted estimate, and the influence values and indicators it used (the values of
                 # _arm_influence and of active[a], active[b] as floats)
                 vals, (e_a, f_a, e_b, f_b), (act_fa, act_fb) = _cuped_ratio_parts(

@@ -157,11 +157,13 @@ class BatchLooks:
         for design in self.designs:
             users = np.flatnonzero(design.sums["impressions"] > 0)
             metric = design.metric_names()[0]
+            # the sums the estimate reads (``take``: the values of ``v[users]``); interleaving estimates do not
+            # read the impressions
             if design.kind == "ab":
                 keep = ("impressions", AB_SUMS[design.config.metric])
-                sums = {k: design.sums[k][users] for k in keep}
+                sums = {k: design.sums[k].take(users) for k in keep}
             else:
-                sums = {k: v[users] for k, v in design.sums.items()}
+                sums = {k: v.take(users) for k, v in design.sums.items() if k != "impressions"}
             if design._has_data(users, sums):
                 est = _primary_estimate(design, users, sums)
                 vals = (float(est.estimate), float(est.se), float(est.ci_low), float(est.ci_high), float(est.pvalue))

@@ -88,14 +88,12 @@ def srm_rows(design: Any, day: int) -> list[Any]:
     from simulations.designs.base import CheckpointRow
 
     imp = design.sums["impressions"]
-    users = np.flatnonzero(imp > 0)
-    b = design.in_b.take(users)
-    m = imp.take(users)
-    m_a, m_b = m[~b], m[b]  # each arm's impressions gathered once for both impression tests
+    users, _, _, users_a, users_b = design.active_arms()
+    m_a, m_b = imp.take(users_a), imp.take(users_b)  # each arm's impressions, once for both impression tests
     pb = design.config.share_b
     alpha = design.config.analysis.srm.alpha
     n_users, n_impr = int(users.size), int(imp.sum())
-    n_b = int(b.sum())
+    n_b = int(users_b.size)
     tests = {
         "users": srm_chisquare([users.size - n_b, n_b], [1 - pb, pb], alpha=alpha),
         "impressions": srm_impressions(m_a, m_b, pb, alpha=alpha),

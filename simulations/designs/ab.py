@@ -84,6 +84,22 @@ class ABDesign(Design):
         self.injection = Injection.from_design(self, salt)
         # analysis.cuped: the replicate's pre-period, set by simulations.cuped.attach_pre_periods
         self.pre_period = None
+        self._arms: tuple[np.ndarray, ...] | None = None  # active_arms() until the next batch
+
+    def active_arms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(users, ia, ib, users_a, users_b)``: the active users (ascending), the positions among them of
+        arm A's and arm B's users, and those users' ids (``users[ia]``, ``users[ib]``). Computed once per
+        checkpoint for the estimates, the SRM checks and CUPED (kept until the next batch)."""
+        if self._arms is None:
+            users = np.flatnonzero(self.sums["impressions"] > 0)
+            b = self.in_b.take(users)
+            ib, ia = np.flatnonzero(b), np.flatnonzero(~b)
+            self._arms = (users, ia, ib, users.take(ia), users.take(ib))
+        return self._arms
+
+    def process(self, batch: Batch) -> None:
+        self._arms = None  # the active users and the split may change
+        super().process(batch)
 
     def _process(self, batch: Batch) -> None:
         if self.injection is not None:
@@ -119,6 +135,10 @@ class ABDesign(Design):
         self.rows += srm_rows(self, day)
         self.rows += cuped_rows(self, day)
 
+    def _active_sums(self, users: np.ndarray) -> dict[str, np.ndarray]:
+        # test: delta gathers each arm's sums from the population arrays (_estimates); welch reads these
+        return super()._active_sums(users) if self.config.test == "welch" else {}
+
     def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
         in_b = int(self.in_b[users].sum())
         return in_b >= 2 and users.size - in_b >= 2  # two users per arm for a variance
@@ -127,24 +147,29 @@ class ABDesign(Design):
         return [self.config.metric, *[m for m in METRICS if m != self.config.metric]]
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
-        """Each metric's estimate. ``test: delta`` gathers each arm's users once (by index: the values
-        and order of the boolean masks) and takes :func:`onlineeval.stats.online.ratio_diff_values`,
-        the lean path of ``ratio_diff`` (the same numbers, bit for bit)."""
+        """Each metric's estimate. ``test: delta`` gathers each arm's sums from the population arrays by the
+        arm's user ids (:meth:`active_arms`: the values and order of the boolean masks) and takes
+        :func:`onlineeval.stats.online.ratio_diff_values`, the lean path of ``ratio_diff`` (the same numbers,
+        bit for bit); ``sums`` may then be empty."""
         from onlineeval.stats import welch_diff
         from onlineeval.stats.online import ratio_diff_values
 
-        b = self.in_b.take(users)
-        den = sums["impressions"]
         out = {}
         if self.config.test == "welch":
+            b = self.in_b.take(users)
+            den = sums["impressions"]
             a = ~b
             for metric, key in METRICS.items():
                 per_user = sums[key] / den  # every active user has den >= 1
                 out[metric] = welch_diff(per_user[a], per_user[b], alpha=self.alpha)
         else:
-            ib, ia = np.flatnonzero(b), np.flatnonzero(~b)
-            den_a, den_b = den.take(ia), den.take(ib)
+            active, _, _, users_a, users_b = self.active_arms()
+            if active.size != users.size:  # other users than the active ones (not the checkpoint's)
+                b = self.in_b.take(users)
+                users_a, users_b = users[~b], users[b]
+            den = self.sums["impressions"]
+            den_a, den_b = den.take(users_a), den.take(users_b)
             for metric, key in METRICS.items():
-                num = sums[key]
-                out[metric] = ratio_diff_values(num.take(ia), den_a, num.take(ib), den_b, alpha=self.alpha)
+                num = self.sums[key]
+                out[metric] = ratio_diff_values(num.take(users_a), den_a, num.take(users_b), den_b, alpha=self.alpha)
         return {m: out[m] for m in self.metric_names()}

@@ -148,7 +148,7 @@ class Design(ABC):
         n_users = int(active.sum())
         n_impr = int(self.sums["impressions"].sum())
         users = np.flatnonzero(active)
-        sums = {k: v[users] for k, v in self.sums.items()}
+        sums = self._active_sums(users)
         if self._has_data(users, sums):
             estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
         else:
@@ -157,6 +157,11 @@ class Design(ABC):
             estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
         for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
             self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users, n_impr))
+
+    def _active_sums(self, users: np.ndarray) -> dict[str, np.ndarray]:
+        """The per-user sums of the active ``users`` that :meth:`_has_data` and :meth:`_estimates` read
+        (every sum; ``take``: the values of ``v[users]``)."""
+        return {k: v.take(users) for k, v in self.sums.items()}
 
     @abstractmethod
     def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:

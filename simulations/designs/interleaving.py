@@ -410,6 +410,10 @@ class InterleavingDesign(Design):
         self._add_exact(f"num:{self.pairs[0][0]}", batch.user, half)
         self._add_exact("compared", batch.user, compared.astype(np.float64))
 
+    def _active_sums(self, users: np.ndarray) -> dict[str, np.ndarray]:
+        # the estimates read the outcomes and comparisons, not the impressions
+        return {k: v.take(users) for k, v in self.sums.items() if k != "impressions"}
+
     def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
         return users.size >= 2 and bool(sums["compared"].sum() > 0)
 
