@@ -227,3 +227,59 @@ def test_coded_evaluation_equals_the_pandas_path(tmp_path: Path, equal: bool, ti
         assert list(got.queries) == list(ref.queries) and got.counts == ref.counts
         for m in ref.metrics:
             assert np.array_equal(got.values[m], ref.values[m], equal_nan=True), (m, missing)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_word_parser_of_fixed_decimals(seed: int) -> None:
+    """Scores of at most 8 bytes read on one word per field: every field of the form
+    ``-?D+.D{F}`` (F from the first field) gives ``float(text)`` bit for bit (-0.0 too);
+    any other field makes the whole chunk ``None`` (the general parser decides)."""
+    import re
+
+    rng = np.random.default_rng(seed)
+    frac = int(rng.integers(1, 6))
+    fields = []
+    for _ in range(int(rng.integers(1, 60))):
+        int_digits = int(rng.integers(1, max(2, 8 - frac)))
+        text = ("-" if rng.random() < 0.4 else "") + "".join(rng.choice(list("0123456789"), int_digits))
+        text += "." + "".join(rng.choice(list("0123456789"), frac))
+        fields.append(text[-8:] if len(text) > 8 else text)
+    if seed % 2:  # one malformed field (or a valid one: a mutation may leave the grammar intact)
+        i = int(rng.integers(0, len(fields)))
+        chars = list(fields[i])
+        chars[int(rng.integers(0, len(chars)))] = str(rng.choice(list("-.+eEx0")))
+        fields[i] = "".join(chars)
+    # fields after a previous field holding '-' and '.' (the bytes before a field are ignored)
+    line_heads = [f"q-{i}.5 Q0 d-{i} -{i} " for i in range(len(fields))]
+    text = "".join(h + f + " t\n" for h, f in zip(line_heads, fields))
+    raw = bytearray(text.encode()) + bytearray(32)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    starts, ends, sep, _ = trec_bytes._fields(raw, buf, 0, len(text), 6)
+    got = trec_bytes._fixed_decimals(buf, sep[:, 3] + 1, sep[:, 4])
+    grammar = re.compile(r"-?[0-9]+\.[0-9]{%d}" % (len(fields[0]) - 1 - fields[0].find(".")))
+    valid = "." in fields[0] and fields[0].find(".") < len(fields[0]) - 1 and all(grammar.fullmatch(f) for f in fields)
+    if not valid or max(map(len, fields)) > 8:
+        assert got is None or max(map(len, fields)) > 8
+        return
+    assert got is not None
+    want = np.array([float(f) for f in fields])
+    assert np.array_equal(got.view(np.int64), want.view(np.int64)), (fields, got)
+
+
+@pytest.mark.parametrize(
+    "bad", [".5000", "-.5000", "--1.5000", "1.5000-", "+1.5000", "1.50.00", "1e.5000", "1.500e", "12345678", "-0.50x0"]
+)
+def test_word_parser_refuses_what_the_grammar_refuses(bad: str) -> None:
+    for fields in (["0.2500", bad], [bad, "0.2500"]):
+        text = "".join(f"q Q0 d{i} {i} {f} t\n" for i, f in enumerate(fields))
+        raw = bytearray(text.encode()) + bytearray(32)
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        _, _, sep, _ = trec_bytes._fields(raw, buf, 0, len(text), 6)
+        assert trec_bytes._fixed_decimals(buf, sep[:, 3] + 1, sep[:, 4]) is None, fields
+    good = ["-0.0000", "0.0000", "-1234.5678"[-8:], "7.0001"]
+    text = "".join(f"q Q0 d{i} {i} {f} t\n" for i, f in enumerate(good))
+    raw = bytearray(text.encode()) + bytearray(32)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    _, _, sep, _ = trec_bytes._fields(raw, buf, 0, len(text), 6)
+    got = trec_bytes._fixed_decimals(buf, sep[:, 3] + 1, sep[:, 4])
+    assert got is not None and np.array_equal(got.view(np.int64), np.array([float(f) for f in good]).view(np.int64))

@@ -294,6 +294,8 @@ def _fixed_decimals(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.n
     width = 8 * n_words
     if int(end.min()) < width:
         return None
+    if n_words == 1:
+        return _fixed_decimals_word(buf, end, length, frac)
     # (W, n): row W - 1 holds each field's last byte
     cols = np.ascontiguousarray(_byte_rows(buf, end - width, n_words).T)
     dot = width - 1 - frac
@@ -317,6 +319,49 @@ def _fixed_decimals(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.n
         if j != dot:
             mantissa *= 10
             mantissa += digit[j]
+    value = mantissa.astype(np.float64) / _POW10[frac]
+    return np.where(neg, -value, value)
+
+
+_ZEROS = np.uint64(0x3030303030303030)  # eight ASCII '0'
+_ALL = np.uint64(2**64 - 1)
+
+
+def _fixed_decimals_word(buf: np.ndarray, end: np.ndarray, length: np.ndarray, frac: int) -> np.ndarray | None:
+    """:func:`_fixed_decimals` for fields of at most 8 bytes, on one 8-byte word per field
+    (the 8 bytes that end with it, character ``i`` in bits ``8i .. 8i + 7``): the bytes
+    before the field, its leading minus and its dot become ASCII zeros by word masks, then
+    every byte must be a digit and Horner's rule skips the dot's column. The same values
+    and the same refusals (``None``) as the byte-column code, in fewer passes."""
+    n = end.size
+    dot = 7 - frac
+    loads = np.ndarray((buf.size - 7,), dtype="<u8", buffer=buf, offset=0, strides=(1,))
+    w = loads[end - 8].astype(np.uint64, copy=False)  # native order (a copy only on a big-endian machine)
+    lead = 8 - length  # the byte of each field's first character
+    at_lead = (lead * 8).astype(np.uint64)
+    keep = np.left_shift(_ALL, at_lead)  # the field's bytes
+    np.bitwise_and(w, keep, out=w)
+    np.invert(keep, out=keep)
+    np.bitwise_and(keep, _ZEROS, out=keep)
+    np.bitwise_or(w, keep, out=w)  # bytes before the field: '0'
+    neg = (np.right_shift(w, at_lead) & np.uint64(0xFF)) == 45
+    np.bitwise_xor(w, np.left_shift(neg.astype(np.uint64) * np.uint64(45 ^ 48), at_lead), out=w)  # '-' -> '0'
+    at_dot = np.uint64(8 * dot)
+    if not ((np.right_shift(w, at_dot) & np.uint64(0xFF)) == 46).all():
+        return None
+    np.bitwise_xor(w, np.uint64((46 ^ 48) << (8 * dot)), out=w)  # '.' -> '0'
+    # a digit before the dot (the minus is not one), and at most 15 digits (always: <= 7)
+    if not (dot - lead - neg >= 1).all():
+        return None
+    chars = w.astype("<u8", copy=False).view(np.uint8).reshape(n, 8)
+    digit = chars - np.uint8(48)
+    if not (digit < 10).all():  # any other byte (a second minus or dot, a sign, a letter)
+        return None
+    mantissa = np.zeros(n, dtype=np.int64)
+    for j in range(8):
+        if j != dot:
+            mantissa *= 10
+            mantissa += digit[:, j]
     value = mantissa.astype(np.float64) / _POW10[frac]
     return np.where(neg, -value, value)
 
