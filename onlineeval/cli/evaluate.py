@@ -24,10 +24,12 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, Optional, cast
 
-import typer
+from onlineeval.cli._common import LazyTyper, guarded
 
-from onlineeval.cli._common import guarded
-
+if TYPE_CHECKING:  # pragma: no cover
+    import typer
+else:  # imported on first use: the direct path writes its output without typer
+    typer = LazyTyper()
 if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.conventions import Conventions
     from onlineeval.metrics.base import Metric
@@ -361,18 +363,18 @@ def _report(
                     res = residuals[(entry["name"], metric)]
                     rec["residual"] = out.clean(res)
                     rec["interval"] = [rec["mean"], out.clean(rec["mean"] + res)]
-        typer.echo(json.dumps(doc, indent=2))
+        _echo(json.dumps(doc, indent=2))
     elif output_format == "csv":
         tidy = out.tidy(evals, conv, seg_means, residual_values, err_gmax, o.with_per_query)
-        typer.echo(tidy.to_csv(index=False), nl=False)
+        _echo(tidy.to_csv(index=False), nl=False)
         if names_note:
-            typer.echo(f"note: {names_note}", err=True)
+            _echo(f"note: {names_note}", err=True)
         if common_queries == 0:
-            typer.echo(f"note: {out.NO_PAIRS}", err=True)
+            _echo(f"note: {out.NO_PAIRS}", err=True)
         elif len(evals) > 1 and o.comparisons_file is None:
-            typer.echo("note: paired comparisons are not in the csv table; write them with --comparisons FILE", err=True)
+            _echo("note: paired comparisons are not in the csv table; write them with --comparisons FILE", err=True)
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
-            typer.echo("note: " + out.coverage_text(coverage), err=True)
+            _echo("note: " + out.coverage_text(coverage), err=True)
     else:
         text = out.table(evals, conv, comparisons, common_queries, seg_means, baseline)
         if names_note:
@@ -393,7 +395,25 @@ def _report(
                         high = low + residuals[(ev.run_id, str(m))]
                         lines.append(f"  {ev.run_id} {m}: [{out.fmt(low)}, {out.fmt(high)}]")
             text += "\n" + "\n".join(lines)
-        typer.echo(text)
+        _echo(text)
+
+
+def _echo(message: str, err: bool = False, nl: bool = True) -> None:
+    """``typer.echo`` without importing typer for plain text: ASCII without an escape
+    byte is written and flushed as click writes it (``message`` and a newline); any other
+    text goes through ``typer.echo`` itself (its ANSI stripping, its stream encodings)."""
+    import sys
+
+    if not message.isascii() or "\x1b" in message:
+        import typer as real
+
+        real.echo(message, err=err, nl=nl)
+        return
+    stream = sys.stderr if err else sys.stdout
+    text = message + "\n" if nl else message
+    if stream is not None and text:
+        stream.write(text)
+        stream.flush()
 
 
 def register(app: typer.Typer) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import typer
-
 __all__ = ["direct_params", "run_direct"]
 
 
@@ -132,8 +130,11 @@ def run_direct(args: list[str]) -> bool:
     _no_huge_page_advice()
     try:
         evaluate_cmd(**params)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+    except Exception as exc:
+        typer = sys.modules.get("typer")  # a typer.Exit means typer is imported (see _common.fail)
+        if typer is not None and isinstance(exc, typer.Exit):
+            sys.exit(exc.exit_code)
+        raise
     return True
 
 
