@@ -299,3 +299,21 @@ def test_draw_sorted_equals_draw_from_cdf():
             want = draw_from_cdf(cdf, u)
             assert got.dtype == np.intp
             np.testing.assert_array_equal(got, want)
+
+
+def test_replicate_rows_equal_asdict():
+    import math
+    from dataclasses import asdict
+
+    from simulations.designs.base import CheckpointRow
+    from simulations.runner import replicate_rows
+
+    rows = [CheckpointRow("ab", False, 3, "cuped:x", True, 0.1, math.nan, -1.0, 2.0, 0.5, 10, 20),
+            CheckpointRow("td", True, 1, "delta_ab", False, -0.0, 0.2, math.inf, 1e-300, 1.0, 0, 0)]
+    designs = [type("D", (), {"rows": rows[:1]})(), type("D", (), {"rows": rows[1:]})()]
+    got = replicate_rows(designs, 7)
+    want = [{"replicate": 7, **asdict(r)} for r in rows]
+    assert [list(g.items()) for g in got] == [list(w.items()) for w in want] or all(
+        list(g) == list(w) and all(a == b or (a != a and b != b) for a, b in zip(g.values(), w.values()))
+        for g, w in zip(got, want))
+    assert [list(g) for g in got] == [list(w) for w in want]
