@@ -283,3 +283,37 @@ def test_word_parser_refuses_what_the_grammar_refuses(bad: str) -> None:
     _, _, sep, _ = trec_bytes._fields(raw, buf, 0, len(text), 6)
     got = trec_bytes._fixed_decimals(buf, sep[:, 3] + 1, sep[:, 4])
     assert got is not None and np.array_equal(got.view(np.int64), np.array([float(f) for f in good]).view(np.int64))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t\n",
+        "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t",  # no final newline
+        "q1\tQ0\td1\t1\t0.5\tt\nq1 Q0\td2 2 0.25 t\n",
+        "q1 Q0 d1 1 0.5 t\r\nq1 Q0 d2 2 0.25 t\r\n",
+        "q1 Q0 d1 1 0.5 t\n\nq1 Q0 d2 2 0.25 t\n",  # an empty line
+        "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2\x0b0.25 t\n",  # a control byte as a separator
+        "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25\nt\n",  # a newline where a separator belongs
+        "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t ",  # a trailing space, no newline
+        "q1 Q0 d1 1 0.5 t\nq1  Q0 d2 2 0.25 t\n",  # two spaces
+        "q1 Q0 d1 1 0.5 t \nq1 Q0 d2 2 0.25 t\n",  # a space before the newline
+        "q1 Q0 d1 1 0.5 t x\nq1 Q0 d2 2 0.25\n",  # 7 fields then 5: the right counts, wrong places
+        "q1 Q0 d1 1 0.5\nq1 Q0 d2 2 0.25 t x\nq1 Q0 d3 3 0.1 t",
+    ],
+)
+def test_one_pass_separators_agree_with_the_general_code(monkeypatch, text: str) -> None:
+    """The one-pass layout check accepts exactly the files it describes, with the same
+    offsets as the general code of ``_fields`` (which decides alone when it is switched off)."""
+    raw = bytearray(text.encode()) + bytearray(32)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    single = trec_bytes._single_separators(buf[: len(text)], 6)
+    monkeypatch.setattr(trec_bytes, "_single_separators", lambda data, ncols: None)
+    general = trec_bytes._fields(raw, buf, 0, len(text), 6)
+    if general is None:
+        assert single is None
+    single_layout = general is not None and bool((general[3] == general[2] + 1).all())
+    assert (single is not None) == single_layout  # one-byte separators: the one-pass check takes the file
+    if single is not None:
+        starts, nl, sep, _ = general
+        assert np.array_equal(single[0], starts) and np.array_equal(single[1], nl) and np.array_equal(single[2], sep)

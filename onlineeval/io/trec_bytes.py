@@ -170,16 +170,19 @@ def _single_separators(data: np.ndarray, ncols: int) -> tuple[np.ndarray, np.nda
     if ws.size % ncols or ws[0] == 0:
         return None
     n = ws.size // ncols
-    pos = ws.reshape(n, ncols)
-    sep = pos[:, :-1]
-    kind = data[sep]
-    nl = pos[:, -1]
+    nl = ws[ncols - 1 :: ncols]
+    # newlines at every ncols-th of these bytes and nowhere else (the end of the bytes
+    # stands for the last one when it is missing), spaces or tabs at all the others
+    kind = data[ws[:-1] if open_end else ws]
+    is_nl = kind == 10
     if not (
-        ((kind == 32) | (kind == 9)).all()
-        and (data[nl[: n - 1] if open_end else nl] == 10).all()
+        int(np.count_nonzero(is_nl)) == (n - 1 if open_end else n)
+        and is_nl[ncols - 1 :: ncols].all()
+        and ((kind == 32) | (kind == 9) | is_nl).all()
         and (ws[1:] - ws[:-1] > 1).all()  # no empty field, no empty line
     ):
         return None
+    sep = ws.reshape(n, ncols)[:, :-1]
     starts = np.empty(n, dtype=np.int64)
     starts[0] = 0
     starts[1:] = nl[:-1] + 1
