@@ -317,3 +317,23 @@ def test_replicate_rows_equal_asdict():
         list(g) == list(w) and all(a == b or (a != a and b != b) for a, b in zip(g.values(), w.values()))
         for g, w in zip(got, want))
     assert [list(g) for g in got] == [list(w) for w in want]
+
+
+@pytest.mark.parametrize("words", [True, False])
+def test_draw_coins_equal_integers(words, monkeypatch):
+    """draw_coins (from 32-bit words when the once-per-process check passes, else by integers) gives
+    rng.integers(0, 2, dtype=int8)'s coins and leaves the generator in the same state."""
+    from simulations.designs import interleaving as il
+
+    il.draw_coins(np.random.default_rng(0), (1,))
+    assert il._COINS["words"]  # this NumPy: the fast path is taken
+    monkeypatch.setitem(il._COINS, "words", words)
+    for seed, shape in [(1, (0,)), (2, (1,)), (3, (10, 1)), (4, (10, 1501)), (5, (3, 7)), (6, (40_001,))]:
+        g1, g2 = np.random.default_rng(seed), np.random.default_rng(seed)
+        g1.random(seed), g2.random(seed)
+        want = g1.integers(0, 2, size=shape, dtype=np.int8)
+        got = il.draw_coins(g2, shape)
+        assert got.shape == want.shape and got.dtype == np.uint8
+        np.testing.assert_array_equal(got, want)
+        assert g1.bit_generator.state == g2.bit_generator.state
+        assert g1.random() == g2.random()
