@@ -29,6 +29,8 @@ and de Rijke 2011).
 from __future__ import annotations
 
 import json
+import math
+import sys
 import weakref
 from itertools import combinations
 from typing import Any
@@ -70,6 +72,7 @@ _TABLES: dict[tuple[Any, ...], tuple[list[weakref.ref[np.ndarray]], DrawTable]] 
 MASK_SLOTS = 16
 _BIT_TABLES: dict[str, np.ndarray] = {}
 _COINS: dict[str, bool] = {}
+_WORD = 2**32
 
 
 def _coins_from_words(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -77,9 +80,13 @@ def _coins_from_words(rng: np.random.Generator, shape: tuple[int, ...]) -> np.nd
     of byte ``k % 4`` (least significant first) of word ``k // 4``, which is how NumPy's
     ``integers(0, 2, dtype=np.int8)`` maps its 32-bit draws to coins (Lemire's method on buffered bytes:
     ``(byte * 2) >> 8``), with the same number of draws. Checked once per process (:func:`draw_coins`)."""
-    size = int(np.prod(shape))
-    words = rng.integers(0, 2**32, size=-(-size // 4), dtype=np.uint32).astype("<u4", copy=False)
-    return (words.view(np.uint8)[:size] >> 7).reshape(shape)
+    size = math.prod(shape)
+    words = rng.integers(0, _WORD, size=(size + 3) // 4, dtype=np.uint32)
+    if sys.byteorder != "little":
+        words = words.astype("<u4")
+    coins = words.view(np.uint8)[:size]
+    coins >>= 7
+    return coins.reshape(shape)
 
 
 def draw_coins(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -228,7 +235,7 @@ class DrawTable:
         n = query.shape[0]
         if self.method == "balanced":
             # balanced_interleave: one coin per impression, A leads when it is 1
-            key = draw_coins(rng, (n,)).astype(np.intp)
+            key = rng.integers(0, 2, size=n, dtype=np.int8).astype(np.intp)  # (few coins: no gain from words)
         else:
             # team_draft_interleave with two rankers: one coin per (slot, impression), all drawn first
             coins = draw_coins(rng, (self.length, n))
