@@ -216,9 +216,9 @@ def test_delta_1d_bit_identical_to_the_kernel():
 
 # ----------------------------------------------------------------------------- CUPED pooled correlations
 def test_pooled_arms_bit_identical_to_pooled_correlations():
-    """simulations.cuped._pooled_arms (column means from running sums, columns centred one by one) against
+    """simulations.cuped._pooled_arms (column means from running sums, columns written one by one) against
     pooled_correlations (stacked columns, mean over axis 0), bit for bit, on large arms and edge sizes."""
-    from simulations.cuped import _flat_rows, _pooled_arms, pooled_correlations
+    from simulations.cuped import _pooled_arms, pooled_correlations
 
     rng = np.random.default_rng(21)
     sizes = [4, 5, 9, 17, 130, 1000, 8191, 8193, 16_385, 40_000]
@@ -229,8 +229,7 @@ def test_pooled_arms_bit_identical_to_pooled_correlations():
         x = np.where(rng.random(n) < 0.7, rng.lognormal(0, 2, n), 0.0)
         active = x > 0
         ib, ia = np.flatnonzero(in_b), np.flatnonzero(~in_b)
-        arms = [(_flat_rows(ib, 3), [y[ib], x[ib], active[ib].astype(np.float64)]),
-                (_flat_rows(ia, 3), [y[ia], x[ia], active[ia].astype(np.float64)])]
+        arms = [(idx, [y[idx], x[idx], active[idx].astype(np.float64)]) for idx in (ib, ia)]
         got, want = _pooled_arms(arms, n), pooled_correlations(y, x, active, in_b)
         assert [np.float64(v).tobytes() for v in got] == [np.float64(v).tobytes() for v in want], (n, got, want)
 
