@@ -84,7 +84,6 @@ class Injection:
 
 def srm_rows(design: Any, day: int) -> list[Any]:
     """The ``srm:`` rows of an A/B design at checkpoint ``day``."""
-    from onlineeval.stats.srm import srm_chisquare, srm_impressions
     from simulations.designs.base import CheckpointRow
 
     imp = design.sums["impressions"]
@@ -94,18 +93,50 @@ def srm_rows(design: Any, day: int) -> list[Any]:
     alpha = design.config.analysis.srm.alpha
     n_users, n_impr = int(users.size), int(imp.sum())
     n_b = int(users_b.size)
-    tests = {
-        "users": srm_chisquare([users.size - n_b, n_b], [1 - pb, pb], alpha=alpha),
-        "impressions": srm_impressions(m_a, m_b, pb, alpha=alpha),
-        "impressions_naive": srm_chisquare([m_a.sum(), m_b.sum()], [1 - pb, pb], alpha=alpha),
-    }
+    tests = _srm_values(users.size - n_b, n_b, m_a, m_b, pb)
     rows = []
     for name in SRM_CHECKS:
-        res = tests[name]
-        share = float(res.observed_share[..., 1])
+        share, pvalue = tests[name]
         rows.append(CheckpointRow(design.name, design.aa, day, SRM_PREFIX + name, False, share, math.nan, math.nan,
-                                  math.nan, float(res.pvalue), n_users, n_impr))
+                                  math.nan, pvalue, n_users, n_impr))
     return rows
+
+
+def _chisquare_two(c_a: float, c_b: float, pb: float) -> tuple[float, float]:
+    """``(observed share of B, p-value)`` of :func:`onlineeval.stats.srm.srm_chisquare` of the counts
+    ``[c_a, c_b]`` against the shares ``[1 - pb, pb]``: its operations in its order on Python floats (two-element
+    sums add the second to the first; ``x ** 2`` of an array is ``x * x``), the same bits (tested)."""
+    from scipy import special
+
+    s_a, s_b = 1 - pb, pb
+    total_s = s_a + s_b
+    pi_a, pi_b = s_a / total_s, s_b / total_s
+    n = c_a + c_b
+    e_a, e_b = n * pi_a, n * pi_b
+    d_a, d_b = c_a - e_a, c_b - e_b
+    stat = (d_a * d_a / (e_a if e_a > 0 else 1.0) + d_b * d_b / (e_b if e_b > 0 else 1.0)) if n > 0 else 0.0
+    return (c_b / n if n > 0 else math.nan), float(special.chdtrc(1, stat))
+
+
+def _srm_values(n_a: int, n_b: int, m_a: np.ndarray, m_b: np.ndarray, pb: float) -> dict[str, tuple[float, float]]:
+    """The three checks' ``(observed share of B, p-value)``: :func:`onlineeval.stats.srm.srm_chisquare` of the
+    users and of the impressions per arm, :func:`onlineeval.stats.srm.srm_impressions` of the impressions per
+    user (``m_a``, ``m_b``), by their operations in their order on the same kinds of numbers (``x ** 2`` of a
+    NumPy scalar is ``pow``, which can differ from ``x * x`` in the last bit), the same bits (tested), without
+    their validation and result objects."""
+    from scipy import special
+
+    t_a, t_b = m_a.sum(), m_b.sum()
+    ss = (m_a * m_a).sum() + (m_b * m_b).sum()
+    tot = t_a + t_b
+    var = pb * (1.0 - pb) * ss
+    dev = np.float64(t_b - pb * tot)  # a NumPy scalar, as in srm_impressions: ** 2 is the scalar power
+    z2 = dev**2 / var if var > 0 else 0.0
+    return {
+        "users": _chisquare_two(float(n_a), float(n_b), pb),
+        "impressions": (float(t_b / tot) if tot > 0 else math.nan, float(special.chdtrc(1, z2))),
+        "impressions_naive": _chisquare_two(float(t_a), float(t_b), pb),
+    }
 
 
 def srm_summary(side_rows: pd.DataFrame, designs: dict[str, Any], config: Any) -> dict[str, Any]:

@@ -336,3 +336,27 @@ def test_draw_coins_equal_integers(words, monkeypatch):
         np.testing.assert_array_equal(got, want)
         assert g1.bit_generator.state == g2.bit_generator.state
         assert g1.random() == g2.random()
+
+
+# ----------------------------------------------------------------------------- SRM
+def test_srm_values_bit_identical_to_the_stats_functions():
+    from onlineeval.stats.srm import srm_chisquare, srm_impressions
+    from simulations.srm import _srm_values
+
+    rng = np.random.default_rng(17)
+    for trial in range(400):
+        pb = [0.5, 0.3, 0.1, 0.77, float(rng.uniform(0.01, 0.99))][trial % 5]
+        n_a, n_b = (int(v) for v in rng.integers(0, 3000, 2))
+        if trial % 11 == 0:
+            n_b = 0
+        m_a = rng.zipf(1.6, n_a).astype(np.float64)
+        m_b = rng.zipf(1.6, n_b).astype(np.float64)
+        got = _srm_values(n_a, n_b, m_a, m_b, pb)
+        ref = {"users": srm_chisquare([n_a, n_b], [1 - pb, pb], alpha=0.001),
+               "impressions": srm_impressions(m_a, m_b, pb, alpha=0.001),
+               "impressions_naive": srm_chisquare([m_a.sum(), m_b.sum()], [1 - pb, pb], alpha=0.001)}
+        for name, res in ref.items():
+            want = (float(res.observed_share[..., 1]), float(res.pvalue))
+            for g, w in zip(got[name], want, strict=True):
+                assert type(g) is float
+                assert np.float64(g).tobytes() == np.float64(w).tobytes() or (g != g and w != w), (trial, name, g, w)
