@@ -317,3 +317,37 @@ def test_one_pass_separators_agree_with_the_general_code(monkeypatch, text: str)
     if single is not None:
         starts, nl, sep, _ = general
         assert np.array_equal(single[0], starts) and np.array_equal(single[1], nl) and np.array_equal(single[2], sep)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_repeated_keys_in_equal_blocks_against_brute_force(seed: int) -> None:
+    """Equal contiguous blocks: whether some query holds a key twice, as a set count says;
+    any other layout: ``None`` (the check on the ranked lists decides)."""
+    rng = np.random.default_rng(seed)
+    nq, width = int(rng.integers(1, 20)), int(rng.integers(1, 12))
+    codes = rng.choice(nq + 5, size=nq, replace=False)
+    q = np.repeat(codes, width).astype(np.int64)
+    keys = (q.astype(np.uint64) << _U(40)) | rng.integers(0, 3 * width, size=q.size).astype(np.uint64)
+    want = any(len(set(keys[i * width : (i + 1) * width].tolist())) < width for i in range(nq))
+    assert batch._repeated_keys_in_equal_blocks(keys.copy(), q) is want
+    if nq > 1:
+        if width > 1:
+            assert batch._repeated_keys_in_equal_blocks(keys[:-1].copy(), q[:-1]) is None  # unequal
+        twice = np.concatenate([q, q[:width]])  # a query in two blocks
+        assert batch._repeated_keys_in_equal_blocks(np.concatenate([keys, keys[:width]]), twice) is None
+
+
+@pytest.mark.parametrize("equal", [True, False])
+def test_a_document_twice_in_a_query_leaves_it_to_the_pandas_path(tmp_path: Path, equal: bool) -> None:
+    rng = np.random.default_rng(3)
+    qp, rp = _write(tmp_path, rng, equal)
+    conv = preset("trec_eval").with_(missing="zero")
+    assert evaluate_coded(scan_qrels(qp), scan_run(rp), "AP", conv) is not None
+    lines = rp.read_text().splitlines()
+    first = lines[0].split()
+    i = next(j for j in range(1, len(lines)) if lines[j].split()[0] == first[0])
+    fields = lines[i].split()
+    fields[2] = first[2]  # the query's first document again, in place of another one
+    lines[i] = " ".join(fields)
+    rp.write_text("\n".join(lines) + "\n")
+    assert evaluate_coded(scan_qrels(qp), scan_run(rp), "AP", conv) is None

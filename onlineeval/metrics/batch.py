@@ -22,7 +22,6 @@ the missing-queries error, is the pandas path's, word for word.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -149,18 +148,15 @@ def _join(
     del qrels_keys
     if ordered.size > 1 and bool((ordered[1:] == ordered[:-1]).any()):
         return None
-    out = np.full(run_q.size, -1, dtype=np.int64)
     if ordered.size == 0 or run_q.size == 0:
-        return out, run_keys
-    pos, found = _search_blocks(ordered, run_keys, with_found=True)
-    hit = np.flatnonzero(found)
-    del found
-    match = order[pos[hit]]
-    del pos
+        return np.full(run_q.size, -1, dtype=np.int64), run_keys
+    out = _match_blocks(ordered, order, run_keys)  # qrels row of each run row, -1 none
+    hit = np.flatnonzero(out >= 0)
+    match = out[hit]
     if not ((qrels_q[match] == run_q[hit]).all() and (qrels_docs[match] == run_docs[hit]).all()):
         return None  # two distinct pairs share a key
     g = grades[match]
-    out[hit] = np.where(g < 0, -2, g)
+    out[hit] = np.where(g < 0, -2, g)  # (the other rows hold -1 already)
     return out, run_keys
 
 
@@ -170,48 +166,52 @@ SEARCH_ROWS = 1 << 16
 
 def _keys(rank: np.ndarray, q: np.ndarray, docs: np.ndarray, q_bits: int) -> np.ndarray:
     """64-bit (query, doc hash) keys: ``rank[q]`` in the high ``q_bits`` bits and the doc
-    ids' hash in the rest, computed in place (``rank`` holds no negative value, so its
-    uint64 view is its uint64 cast)."""
+    ids' hash in the rest, computed in place on blocks of :data:`HASH_ROWS` rows (no
+    full-size hash array; ``rank`` holds no negative value, so its uint64 view is its
+    uint64 cast)."""
     keys = rank.view(np.uint64)[q]
     np.left_shift(keys, _U(64 - q_bits), out=keys)
-    h = _hash(docs)
-    np.right_shift(h, _U(q_bits), out=h)
-    np.bitwise_or(keys, h, out=keys)
+    for a in range(0, q.size, HASH_ROWS):
+        h = _hash(docs[a : a + HASH_ROWS])
+        np.right_shift(h, _U(q_bits), out=h)
+        np.bitwise_or(keys[a : a + HASH_ROWS], h, out=keys[a : a + HASH_ROWS])
     return keys
 
 
-@overload
-def _search_blocks(ordered: np.ndarray, keys: np.ndarray) -> np.ndarray: ...
+def _search_block(ordered: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(ordered, block)`` (left) searched in the slice of ``ordered``
+    between the block's smallest and largest key: every element before the slice is below
+    all its keys, every element after it above them, so the positions are the same."""
+    lo = int(np.searchsorted(ordered, block.min()))
+    hi = int(np.searchsorted(ordered, block.max(), side="right"))
+    pos = np.searchsorted(ordered[lo:hi], block).astype(np.int64, copy=False)
+    pos += lo
+    return pos
 
 
-@overload
-def _search_blocks(ordered: np.ndarray, keys: np.ndarray, with_found: Literal[True]) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-def _search_blocks(ordered: np.ndarray, keys: np.ndarray, with_found: bool = False) -> Any:
+def _search_blocks(ordered: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """``np.searchsorted(ordered, keys)`` (left), searched block by block of
-    :data:`SEARCH_ROWS` keys, each in the slice of ``ordered`` between its smallest and
-    largest key: the run's keys are nearly sorted, so each slice is small and stays in the
-    processor's cache (measured: the search x0.8 at 10M keys into 3M). The positions are
-    the same: every element before a block's slice is below all its keys, every element
-    after it above them.
-
-    ``with_found=True`` (``ordered`` not empty): the positions clipped to the last element
-    and, per key, whether the element there equals it (``ordered[pos] == keys``), computed
-    block by block too (no full-size gather)."""
+    :data:`SEARCH_ROWS` keys by :func:`_search_block`: the run's keys are nearly sorted, so
+    each slice is small and stays in the processor's cache (measured: the search x0.8 at
+    10M keys into 3M)."""
     pos = np.empty(keys.size, dtype=np.int64)
-    found = np.empty(keys.size, dtype=bool) if with_found else None
+    for a in range(0, keys.size, SEARCH_ROWS):
+        pos[a : a + SEARCH_ROWS] = _search_block(ordered, keys[a : a + SEARCH_ROWS])
+    return pos
+
+
+def _match_blocks(ordered: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each key, ``order[i]`` where ``ordered[i]`` equals it, else ``-1`` (``ordered``
+    not empty): :func:`_search_blocks`'s positions tested and turned into rows block by
+    block, so that no full-size positions or equality arrays are made."""
+    out = np.empty(keys.size, dtype=np.int64)
     last = ordered.size - 1
     for a in range(0, keys.size, SEARCH_ROWS):
         block = keys[a : a + SEARCH_ROWS]
-        lo = int(np.searchsorted(ordered, block.min()))
-        hi = int(np.searchsorted(ordered, block.max(), side="right"))
-        p = pos[a : a + SEARCH_ROWS]
-        np.add(np.searchsorted(ordered[lo:hi], block), lo, out=p)
-        if found is not None:
-            np.minimum(p, last, out=p)
-            np.equal(ordered[p], block, out=found[a : a + SEARCH_ROWS])
-    return (pos, found) if found is not None else pos
+        pos = _search_block(ordered, block)
+        np.minimum(pos, last, out=pos)
+        out[a : a + SEARCH_ROWS] = np.where(ordered[pos] == block, order[pos], -1)
+    return out
 
 
 def _repeats_in_rows(rows: np.ndarray, keys: np.ndarray) -> bool:
@@ -224,6 +224,27 @@ def _repeats_in_rows(rows: np.ndarray, keys: np.ndarray) -> bool:
     # padding sorts last (a key equal to the filler is interchangeable with it)
     same = (mat[:, 1:] == mat[:, :-1]) & valid[:, 1:]
     return bool(same.any())
+
+
+def _repeated_keys_in_equal_blocks(keys: np.ndarray, q: np.ndarray) -> bool | None:
+    """Whether two rows share a (query, doc) key, when each query's rows are one block and
+    every block is equally long (the usual run file: the same number of documents a
+    query); ``None`` (not looked at) for any other layout. Equal keys have equal queries
+    (the key's high bits), so within such blocks is everywhere: each block of ``keys`` is
+    sorted in place (``keys`` is left sorted block by block) and neighbours compared, the
+    same answer as :func:`_repeats_in_rows` on the ranked lists without their gather."""
+    n = q.size
+    if n < 2:
+        return False if n else None
+    heads = np.flatnonzero(q[1:] != q[:-1]) + 1
+    width = int(heads[0]) if heads.size else n
+    if n % width or heads.size != n // width - 1 or not (heads == np.arange(1, n // width) * width).all():
+        return None
+    if np.unique(q[::width]).size != n // width:
+        return None  # a query in two blocks
+    blocks = keys.reshape(n // width, width)
+    blocks.sort(axis=1)
+    return bool((blocks[:, 1:] == blocks[:, :-1]).any())
 
 
 def _doc_key(words: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
@@ -258,6 +279,12 @@ def label_batch_coded(
     if joined is None:
         return None
     grades, run_keys = joined
+    del joined
+    repeated = _repeated_keys_in_equal_blocks(run_keys, rq)
+    if repeated:
+        return None  # a document listed twice for a query: the pandas path names the line
+    if repeated is not None:
+        del run_keys  # (checked: sorted in place, not needed any more)
     present_q = np.bincount(rq, minlength=len(qnames)) > 0
     used = np.flatnonzero(present_q)
     keep_groups = conventions.ties == "expected"
@@ -270,9 +297,10 @@ def label_batch_coded(
         scores, _doc_key(docs), conventions.ties, grades, None, compact_q, qnames[used], with_groups=keep_groups
     )
     del compact_q, scores
-    if _repeats_in_rows(full.rows, run_keys):
-        return None  # a document listed twice for a query: the pandas path names the line
-    del run_keys
+    if repeated is None:
+        if _repeats_in_rows(full.rows, run_keys):
+            return None  # a document listed twice for a query: the pandas path names the line
+        del run_keys
     depth = conventions.depth
     if conventions.ties == "expected" and depth is not None:
         check_whole_tie_groups(full.groups, full.queries, depth)
