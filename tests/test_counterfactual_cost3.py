@@ -2,7 +2,11 @@
 
 - the users' one-pass click sampler on independent-click types (PBM, DCTR, RCTR, random clicks),
   alone and mixed with grade chains, against each type's model sampling its own rows (the
-  previous implementation, kept here as reference): the same clicks and the same generator state.
+  previous implementation, kept here as reference): the same clicks and the same generator state;
+- the epsilon-greedy mixture logger's stacked sampler against the component-by-component sampler
+  (``MixturePolicy._sample_into``: the same lists and generator state), and the propensities of
+  its own draws without the repeat search against the checked propensities (the same bits), also
+  through the design's ``known_list_propensities``.
 """
 
 from __future__ import annotations
