@@ -281,25 +281,6 @@ def test_pre_period_equals_the_reference(depth):
 
 
 # ----------------------------------------------------------------------------- traffic
-def test_draw_sorted_equals_draw_from_cdf():
-    from simulations.sampling import draw_from_cdf
-    from simulations.traffic import draw_sorted
-
-    rng = np.random.default_rng(31)
-    for size in (1, 3, 20_000):
-        w = rng.lognormal(0, 1.2, size)
-        cdf = np.cumsum(w / w.sum())
-        for n in (0, 1, 7, 1500, 50_000):
-            u = rng.random(n)
-            if n > 10:  # ties, values on the CDF's entries, beyond its last entry (rounding), 0
-                u[:5] = cdf[rng.integers(0, size, 5)]
-                u[5:8] = np.nextafter(cdf[-1], 2.0), 0.0, u[0]
-            got = draw_sorted(cdf, u)
-            want = draw_from_cdf(cdf, u)
-            assert got.dtype == np.intp
-            np.testing.assert_array_equal(got, want)
-
-
 def test_replicate_rows_equal_asdict():
     import math
     from dataclasses import asdict
@@ -360,3 +341,32 @@ def test_srm_values_bit_identical_to_the_stats_functions():
             for g, w in zip(got[name], want, strict=True):
                 assert type(g) is float
                 assert np.float64(g).tobytes() == np.float64(w).tobytes() or (g != g and w != w), (trial, name, g, w)
+
+
+def test_cdf_draw_equals_draw_from_cdf():
+    """CdfDraw (bucket tables) gives draw_from_cdf's indices: Zipf and lognormal CDFs, zero-weight categories
+    (repeated CDF values, at the start too), CDF values on bucket edges, one category, uniforms on the CDF's
+    entries, on bucket edges, 0, 1 and above; its tables equal the binary searches' counts."""
+    from simulations.sampling import draw_from_cdf
+    from simulations.traffic import CdfDraw
+
+    rng = np.random.default_rng(41)
+    weights = [1.0 / np.arange(1, 3001), rng.lognormal(0, 1.2, 20_000), rng.lognormal(0, 3.0, 5000),
+               np.array([0.0, 0.2, 0, 0.3, 0, 0.5, 0.0]), np.array([0.25, 0.25, 0, 0.125, 0.125, 0.25]),
+               np.array([1.0]), np.where(rng.random(400) < 0.3, 0.0, rng.random(400))]
+    for w in weights:
+        cdf = np.cumsum(w / w.sum())
+        draw = CdfDraw(cdf)
+        m = int(draw.scale)
+        edges = np.arange(m + 1) / draw.scale
+        lo = np.searchsorted(cdf, edges[:-1], side="right")
+        np.testing.assert_array_equal(draw.lo[:m], lo)
+        np.testing.assert_array_equal(draw.width[:m], np.minimum(np.searchsorted(cdf, edges[1:], side="left") - lo, 2))
+        u = rng.random(100_000)
+        u[: min(cdf.size, 1000)] = cdf[:1000]
+        u[1000:1100] = edges[rng.integers(0, m + 1, 100)]
+        u[1100:1104] = 0.0, 1.0, 1.5, np.nextafter(1.0, 0.0)
+        got = draw(u)
+        assert got.dtype == np.intp
+        np.testing.assert_array_equal(got, draw_from_cdf(cdf, u))
+        assert draw(u[:0]).size == 0

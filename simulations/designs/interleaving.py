@@ -387,6 +387,7 @@ class InterleavingDesign(Design):
         named ``null:<pair>``. Draws come from the design's own stream."""
         self.null_labels = self.world.ranked_labels("A")
         self.query_cdf = np.cumsum(self.world.frequency)
+        self.query_draw: Any = None  # the table-drawn path's CdfDraw of query_cdf, built on first use
 
     def _process(self, batch: Batch) -> None:
         if self.table is not None and self.interleaver.prefix_credit:
@@ -430,9 +431,11 @@ class InterleavingDesign(Design):
         if self.null_labels is None:
             clicks = self.users.sample(table.grades.take(key, axis=0), batch.user_type, self.rng)
         else:
-            from simulations.traffic import draw_sorted  # draw_from_cdf's indices, faster
+            if self.query_draw is None or self.query_draw.source is not self.query_cdf:
+                from simulations.traffic import CdfDraw  # draw_from_cdf's indices, faster
 
-            other = draw_sorted(self.query_cdf, self.rng.random(len(batch)))
+                self.query_draw = CdfDraw(self.query_cdf)
+            other = self.query_draw(self.rng.random(len(batch)))
             labels = self.null_labels.take(other, axis=0)  # int8 grades (shown_labels)
             if table.valid is not None:  # empty slots of the shown lists stay empty
                 labels = np.where(table.valid.take(key, axis=0), labels, -1).astype(np.int8)
