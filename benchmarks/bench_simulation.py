@@ -66,14 +66,17 @@ def plain_loop_replicate(config, world, users, seq, index):
 
 
 def breakdown(config, world, users, seqs) -> dict[str, float]:
-    """CPU seconds per replicate of each part of :func:`plain_loop_replicate` (traffic, each design's
-    batch step, the per-batch looks, the daily checkpoints by design kind): the profile of what remains."""
+    """CPU seconds per replicate of each part of :func:`plain_loop_replicate` (the replicate's set-up, traffic,
+    each design's batch step, the per-batch looks, the daily checkpoints by design kind): the profile of what
+    remains."""
     from collections import Counter
 
     spent: Counter[str] = Counter()
     clock = time.process_time
     for seq in seqs:
+        t0 = clock()
         traffic, designs = build_replicate(config, world, users, seq)
+        spent["set-up (designs, CUPED pre-period)"] += clock() - t0
         looks = batch_looks(designs)
         names = [f"{d.name}{' (A/A)' if d.aa else ''}{' (null)' if getattr(d, 'null_labels', None) is not None else ''}"
                  for d in designs]
