@@ -83,6 +83,7 @@ class TrafficModel:
         )  # (7, 24)
         self.days = traffic.days
         self.batch_hours = traffic.batch_hours
+        self._draws: dict[str, CdfDraw] = {}  # the CDFs' bucket tables (_draw), shared with shallow copies
 
     def expected_queries(self, hours: int) -> float:
         """Expected number of queries in the first ``hours`` hours."""
@@ -90,7 +91,8 @@ class TrafficModel:
         return float(rates.sum())
 
     def _draw(self, name: str) -> CdfDraw:
-        """The :class:`CdfDraw` of the CDF attribute ``name``, built on first use (shared by shallow copies)."""
+        """The :class:`CdfDraw` of the CDF attribute ``name``, built on first use (shared by shallow copies, such
+        as the CUPED pre-period's)."""
         draws = self.__dict__.setdefault("_draws", {})
         cdf = getattr(self, name)
         draw = draws.get(name)
