@@ -8,12 +8,15 @@ start-up (which includes importing the package on the workers) reported separate
 ``--dask-defaults`` also the same cluster with Dask's default configuration (what
 ``local:N`` used before). The backends get the same tasks and the same number of workers;
 their order alternates from one repeat to the next. Per backend: the best wall time over
-the repeats and the CPU time of every process involved (this process, which also hosts
-the LocalCluster's scheduler and nannies, and its child processes: the local pool or the
-Dask workers), which the machine's other load blurs less than wall time. Each repeat's
-ratio is printed too (the ratios within one repeat are what count on a shared machine),
-with the load average. Checks every ``points.csv`` is byte-identical (target: Dask on a
-running cluster within 10% of local processes).
+the repeats and the CPU time of every process involved, split by process and thread (from
+``/proc`` through psutil): this process (the client; it also hosts the LocalCluster's
+scheduler and nannies), of which its main thread (the sweep's own work: building worlds,
+writing each point's folder); the worker processes (the local pool or the Dask workers), of
+which their task threads (a local worker's main thread, a Dask worker's task pool). CPU
+time is blurred less than wall time by the machine's other load, and the task threads'
+CPU time least. Each repeat's ratios are printed too (the ratios within one repeat are
+what count on a shared machine), with the load average. Checks every ``points.csv`` is
+byte-identical (target: Dask on a running cluster within 10% of local processes).
 
     python benchmarks/bench_sweep_dask.py [--config configs/sweep.yaml] [--workers 2] [--replicates 30] [--repeat 3]
         [--dask-defaults]
@@ -40,28 +43,61 @@ REPO = Path(__file__).resolve().parents[1]
 LOCAL, DASK, DASK_DEFAULTS = "local processes", "dask", "dask, Dask defaults"
 
 
-def _cpu_seconds() -> float:
-    """CPU time (user + system) of this process and its live children, recursively."""
-    total = 0.0
+def _thread_seconds(pid: int) -> dict[int, float]:
+    """CPU time (user + system) of each thread of process ``pid`` (empty if it has ended)."""
+    try:
+        return {t.id: t.user_time + t.system_time for t in psutil.Process(pid).threads()}
+    except psutil.Error:
+        return {}
+
+
+def _cpu_snapshot() -> tuple[dict[int, float], dict[int, dict[int, float]]]:
+    """({thread id: CPU s} of this process, {child pid: {thread id: CPU s}}) for the live child processes,
+    recursively."""
     me = psutil.Process()
-    for proc in [me, *me.children(recursive=True)]:
-        try:
-            t = proc.cpu_times()
-        except psutil.Error:  # ended meanwhile
-            continue
-        total += t.user + t.system
-    return total
+    return _thread_seconds(me.pid), {p.pid: _thread_seconds(p.pid) for p in me.children(recursive=True)}
 
 
-def _timed_run(make: Callable[[], Executor], sweep: SweepConfig, out: Path) -> tuple[float, float, float]:
-    """(start-up s, sweep wall s, CPU s of every process during the sweep) for one backend."""
+def _task_threads(ex: Executor) -> dict[int, set[int]]:
+    """{worker pid: ids of the threads that run tasks}: a local worker runs its tasks in its
+    main thread; a Dask worker in the threads of its task pool (``dask_worker.executor``)."""
+    if isinstance(ex, DaskExecutor):
+        def ids(dask_worker: Any) -> tuple[int, list[int]]:
+            pool = dask_worker.executor  # the worker's task pool, a ThreadPoolExecutor (its threads: private)
+            return os.getpid(), [t.native_id for t in pool._threads]
+
+        return {pid: set(tids) for pid, tids in ex._client.run(ids).values()}
+    return {p.pid: {p.pid} for p in psutil.Process().children(recursive=True)}
+
+
+#: CPU seconds of one sweep: "client" (this process: the sweep's client, and the LocalCluster's
+#: scheduler and nannies), "main" (its main thread: the sweep's own work; the other threads
+#: are the event loop of the Dask client, scheduler and nannies, or the local pool's queue
+#: threads), "workers" (the worker processes, every thread), "tasks" (the workers' task
+#: threads), "all" (client + workers)
+CpuSplit = dict[str, float]
+
+
+def _timed_run(make: Callable[[], Executor], sweep: SweepConfig, out: Path) -> tuple[float, float, CpuSplit]:
+    """(start-up s, sweep wall s, CPU s split by process and thread during the sweep) for one backend."""
     t = time.perf_counter()
     with make() as ex:
         start = time.perf_counter() - t
-        c0, t0 = _cpu_seconds(), time.perf_counter()
+        (me0, kids0), t0 = _cpu_snapshot(), time.perf_counter()
         run_sweep(replace(sweep, output=out), executor=ex)
         wall = time.perf_counter() - t0
-        cpu = _cpu_seconds() - c0  # before close(): the local pool's processes are still alive
+        me1, kids1 = _cpu_snapshot()  # before close(): the local pool's processes are still alive
+        tasks = _task_threads(ex)
+    workers = task = 0.0
+    for pid, threads in kids1.items():
+        before = kids0.get(pid, {})
+        for tid, sec in threads.items():
+            used = sec - before.get(tid, 0.0)
+            workers += used
+            task += used if tid in tasks.get(pid, ()) else 0.0
+    client = sum(sec - me0.get(tid, 0.0) for tid, sec in me1.items())
+    main = me1.get(os.getpid(), 0.0) - me0.get(os.getpid(), 0.0)  # the main thread's id is the process id
+    cpu = {"client": client, "main": main, "workers": workers, "tasks": task, "all": client + workers}
     return start, wall, cpu
 
 
@@ -103,7 +139,7 @@ def main() -> None:
     for rep in range(args.repeat):
         names = list(backends) if rep % 2 == 0 else list(reversed(backends))
         load0 = os.getloadavg()[0]
-        this: dict[str, tuple[float, float, float]] = {}
+        this: dict[str, tuple[float, float, CpuSplit]] = {}
         with tempfile.TemporaryDirectory() as tmp:
             for k, name in enumerate(names):
                 out = Path(tmp) / f"out{k}"
@@ -112,24 +148,36 @@ def main() -> None:
                 same &= csv.setdefault("ref", data) == data
         for name, (start, wall, cpu) in this.items():
             b = best.setdefault(name, {})
-            for key, val in (("start", start), ("wall", wall), ("cpu", cpu)):
+            for key, val in (("start", start), ("wall", wall), *cpu.items()):
                 b[key] = min(val, b.get(key, float("inf")))
-        ratios = ", ".join(f"{n} {this[n][1] / this[LOCAL][1]:.3f} (CPU {this[n][2] / this[LOCAL][2]:.3f})"
-                           for n in backends if n != LOCAL)
         print(f"repeat {rep + 1} (order: {' -> '.join(names)}; load average {load0:.1f} -> "
-              f"{os.getloadavg()[0]:.1f}): " + ", ".join(f"{n} {this[n][1]:.1f} s" for n in backends)
-              + f"; ratio to local: {ratios}", flush=True)
-    print("best of the repeats:")
+              f"{os.getloadavg()[0]:.1f}):", flush=True)
+        for n in backends:
+            start, wall, cpu = this[n]
+            print(f"  {n:<22s} wall {wall:6.1f} s; CPU s: all {cpu['all']:6.1f}, client {cpu['client']:6.1f} "
+                  f"(main thread {cpu['main']:6.1f}), workers {cpu['workers']:6.1f} "
+                  f"(task threads {cpu['tasks']:6.1f})", flush=True)
+        base = this[LOCAL]
+        for n in backends:
+            if n != LOCAL:
+                wall, cpu = this[n][1], this[n][2]
+                ratio = {key: cpu[key] / base[2][key] for key in cpu}
+                print(f"  ratio {n} / local: wall {wall / base[1]:.3f}; CPU: all {ratio['all']:.3f}, client "
+                      f"{ratio['client']:.3f} (main thread {ratio['main']:.3f}), task threads {ratio['tasks']:.3f}",
+                      flush=True)
+    print("best of the repeats (each figure's minimum over the repeats):")
     for name, b in best.items():
         start = f", start-up {b['start']:.1f} s" if name != LOCAL else ""
-        print(f"  {name:<22s} sweep {b['wall']:7.1f} s, CPU of all processes {b['cpu']:7.1f} s{start}")
+        print(f"  {name:<22s} sweep {b['wall']:7.1f} s, CPU s: all {b['all']:6.1f}, client {b['client']:6.1f} (main "
+              f"{b['main']:6.1f}), workers {b['workers']:6.1f} (task threads {b['tasks']:6.1f}){start}")
     base = best[LOCAL]
     for name in backends:
         if name == LOCAL:
             continue
-        b: dict[str, Any] = best[name]
+        b = best[name]
         print(f"ratio {name} / local processes: running cluster {b['wall'] / base['wall']:.3f}, "
-              f"incl. start-up {(b['wall'] + b['start']) / base['wall']:.3f}, CPU {b['cpu'] / base['cpu']:.3f}")
+              f"incl. start-up {(b['wall'] + b['start']) / base['wall']:.3f}, CPU {b['all'] / base['all']:.3f} "
+              f"(task threads {b['tasks'] / base['tasks']:.3f})")
     print(f"points.csv identical: {same}")
     if not same:
         raise SystemExit("points.csv differs between backends")

@@ -37,7 +37,12 @@ a point's truth task cost 2.3 times the CPU time of the same task in a local pro
 because periodic event-loop work (a 20 ms health tick in the scheduler, each nanny and
 each worker, the workers' 10 ms statistical profiler, 500 ms system monitors, 100 ms
 memory monitors) took 12 to 14% of one core on an idle cluster of 2 workers
-(``benchmarks/bench_sweep_dask.py``; README, "Running a sweep on a Dask cluster").
+(``benchmarks/bench_sweep_dask.py``; README, "Running a sweep on a Dask cluster"). A local
+worker process is forked from the client and inherits its imported modules; a Dask worker
+is a fresh interpreter, so the executor imports the task code with :data:`TASK_MODULES`
+(what the tasks import lazily) on every worker when it starts: otherwise each worker's
+first truth task paid 1.3 s of CPU for scipy, pandas and the package's metrics and
+statistics.
 """
 
 from __future__ import annotations
