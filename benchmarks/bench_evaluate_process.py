@@ -19,7 +19,10 @@ about 0.2 s for ``evaluate``'s 27 modules. It prints the median and best (smalle
 time of each side and the median and best of the pair-by-pair ratios ours / pytrec_eval
 of wall time and of CPU time (user + system of the child process): pairing keeps a ratio
 meaningful when the machine's speed drifts, and the CPU ratio is the steadier one on a
-shared machine. The load average before and after is printed with the table.
+shared machine. Below the table: each side's median CPU seconds and peak resident memory
+(Linux keeps a child's peak from before its ``exec``, so a peak below this benchmark's
+own size, about 110 MB once pandas wrote the files, shows that size instead).
+The load average before and after is printed with the table.
 Targets (issue 9): at most 0.5 at 10k x 100 and at most 0.2 at 100k x 100.
 
     python benchmarks/bench_evaluate_process.py [--sizes 10000x100,100000x100] [--repeats 5]
@@ -29,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -73,17 +75,23 @@ def write_files(folder: Path, n_queries: int, n_docs: int, seed: int = 0) -> tup
     return qrels_path, run_path
 
 
-def _time(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Wall and CPU (user + system) seconds of one run of ``cmd``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, check=False, env=env)
-    elapsed = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr.decode()[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return elapsed, cpu
+def _time(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Wall and CPU (user + system) seconds and peak memory (MB, resident) of one run of
+    ``cmd``, whose standard output is read to its end through a pipe."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env)
+        assert child.stdout is not None
+        while child.stdout.read(1 << 16):
+            pass
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)  # (reaped here: Popen must not wait again)
+        child.stdout.close()
+        if child.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read().decode()[-2000:]}")
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # (Linux: kB)
 
 
 def bench(qrels: Path, run: Path, folder: Path, repeats: int, env: dict[str, str] | None) -> dict[str, list[float]]:
@@ -103,6 +111,10 @@ def bench(qrels: Path, run: Path, folder: Path, repeats: int, env: dict[str, str
         "theirs": [y[0] for y in b],
         "wall": [x[0] / y[0] for x, y in zip(a, b)],
         "cpu": [x[1] / y[1] for x, y in zip(a, b)],
+        "ours_cpu": [x[1] for x in a],
+        "theirs_cpu": [y[1] for y in b],
+        "ours_mb": [x[2] for x in a],
+        "theirs_mb": [y[2] for y in b],
     }
 
 
@@ -122,6 +134,7 @@ def main() -> None:
               f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"{'size':>12}  {'ours s':>13}  {'pytrec_eval s':>13}  {'wall ratio':>11}  {'cpu ratio':>11}  target")
         print(f"{'':>12}  {'median best':>13}  {'median best':>13}  {'median best':>11}  {'median best':>11}")
+        extra: list[str] = []
         for size in args.sizes.split(","):
             n_q, n_d = (int(x) for x in size.split("x"))
             qrels, run = write_files(folder, n_q, n_d)
@@ -130,6 +143,12 @@ def main() -> None:
                      (("ours", 6), ("theirs", 6), ("wall", 5), ("cpu", 5))]
             target = 0.5 if n_q <= 10_000 else 0.2
             print(f"{size:>12}  {cells[0]:>13}  {cells[1]:>13}  {cells[2]:>11}  {cells[3]:>11}  <= {target}")
+            extra.append(
+                f"{size:>12}  CPU s (median) ours {statistics.median(got['ours_cpu']):.2f}, pytrec_eval "
+                f"{statistics.median(got['theirs_cpu']):.2f}; peak memory MB (median) ours "
+                f"{statistics.median(got['ours_mb']):.0f}, pytrec_eval {statistics.median(got['theirs_mb']):.0f}"
+            )
+        print("\n".join(extra))
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
