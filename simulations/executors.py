@@ -170,8 +170,10 @@ _WORLD_CACHE_SIZE = 2  # points whose worlds a worker process keeps
 
 
 def _init_local_worker() -> None:
-    # the parent handles Ctrl-C / SIGTERM (it cancels the queue and ends the workers)
+    # the parent handles Ctrl-C / SIGTERM (it cancels the queue and ends the workers); the parent's
+    # inherited SIGTERM handler raises, so its terminate() would print a worker's traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _local_task(point: str, config: Config, indices: tuple[int, ...], kind: str) -> TaskResult:

@@ -140,8 +140,10 @@ _WORKER: dict[str, Any] = {}
 
 def _init_worker(config: Config, world: World) -> None:
     # the parent handles Ctrl-C and SIGTERM (cancels the queue and ends the workers); a worker
-    # interrupted on its own would only print a traceback
+    # interrupted on its own would only print a traceback. A forked worker inherits the parent's
+    # handler, which turns SIGTERM into an exception: the parent's terminate() must end it silently
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _WORKER.update(config=config, world=world, users=UserModels.from_config(config.users))
 
 
