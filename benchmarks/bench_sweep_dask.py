@@ -58,6 +58,12 @@ def _cpu_snapshot() -> tuple[dict[int, float], dict[int, dict[int, float]]]:
     return _thread_seconds(me.pid), {p.pid: _thread_seconds(p.pid) for p in me.children(recursive=True)}
 
 
+def _busy_seconds() -> float:
+    """CPU time the whole machine has spent busy (every process, user + system + interrupts)."""
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0)
+
+
 def _task_threads(ex: Executor) -> dict[int, set[int]]:
     """{worker pid: ids of the threads that run tasks}: a local worker runs its tasks in its
     main thread; a Dask worker in the threads of its task pool (``dask_worker.executor``)."""
@@ -74,7 +80,8 @@ def _task_threads(ex: Executor) -> dict[int, set[int]]:
 #: scheduler and nannies), "main" (its main thread: the sweep's own work; the other threads
 #: are the event loop of the Dask client, scheduler and nannies, or the local pool's queue
 #: threads), "workers" (the worker processes, every thread), "tasks" (the workers' task
-#: threads), "all" (client + workers)
+#: threads), "all" (client + workers), "others" (every other process on the machine meanwhile: the
+#: load that the benchmark does not control)
 CpuSplit = dict[str, float]
 
 
@@ -83,10 +90,11 @@ def _timed_run(make: Callable[[], Executor], sweep: SweepConfig, out: Path) -> t
     t = time.perf_counter()
     with make() as ex:
         start = time.perf_counter() - t
-        (me0, kids0), t0 = _cpu_snapshot(), time.perf_counter()
+        (me0, kids0), busy0, t0 = _cpu_snapshot(), _busy_seconds(), time.perf_counter()
         run_sweep(replace(sweep, output=out), executor=ex)
         wall = time.perf_counter() - t0
         me1, kids1 = _cpu_snapshot()  # before close(): the local pool's processes are still alive
+        busy = _busy_seconds() - busy0
         tasks = _task_threads(ex)
     workers = task = 0.0
     for pid, threads in kids1.items():
@@ -97,7 +105,8 @@ def _timed_run(make: Callable[[], Executor], sweep: SweepConfig, out: Path) -> t
             task += used if tid in tasks.get(pid, ()) else 0.0
     client = sum(sec - me0.get(tid, 0.0) for tid, sec in me1.items())
     main = me1.get(os.getpid(), 0.0) - me0.get(os.getpid(), 0.0)  # the main thread's id is the process id
-    cpu = {"client": client, "main": main, "workers": workers, "tasks": task, "all": client + workers}
+    cpu = {"client": client, "main": main, "workers": workers, "tasks": task, "all": client + workers,
+           "others": max(0.0, busy - client - workers)}
     return start, wall, cpu
 
 
@@ -156,12 +165,12 @@ def main() -> None:
             start, wall, cpu = this[n]
             print(f"  {n:<22s} wall {wall:6.1f} s; CPU s: all {cpu['all']:6.1f}, client {cpu['client']:6.1f} "
                   f"(main thread {cpu['main']:6.1f}), workers {cpu['workers']:6.1f} "
-                  f"(task threads {cpu['tasks']:6.1f})", flush=True)
+                  f"(task threads {cpu['tasks']:6.1f}); other processes {cpu['others']:6.1f}", flush=True)
         base = this[LOCAL]
         for n in backends:
             if n != LOCAL:
                 wall, cpu = this[n][1], this[n][2]
-                ratio = {key: cpu[key] / base[2][key] for key in cpu}
+                ratio = {key: cpu[key] / base[2][key] for key in cpu if key != "others"}
                 print(f"  ratio {n} / local: wall {wall / base[1]:.3f}; CPU: all {ratio['all']:.3f}, client "
                       f"{ratio['client']:.3f} (main thread {ratio['main']:.3f}), task threads {ratio['tasks']:.3f}",
                       flush=True)
