@@ -15,6 +15,7 @@ import pytest
 
 from onlineeval.errors import ConfigError
 from simulations.executors import (
+    TASK_MODULES,
     DaskExecutor,
     LocalExecutor,
     make_executor,
@@ -91,6 +92,7 @@ def test_local_cluster_settings_and_warm_workers(cluster: DaskExecutor) -> None:
         return {
             "trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
             "imported": "simulations.executors" in sys.modules,
+            "task_modules": [m for m in TASK_MODULES if m not in sys.modules],  # imported when the executor started
             "profile": "profile" in dask_worker.periodic_callbacks,
             "tick_ms": dask_worker.periodic_callbacks["tick"].callback_time,
             "monitor_ms": dask_worker.periodic_callbacks["monitor"].callback_time,
@@ -101,8 +103,8 @@ def test_local_cluster_settings_and_warm_workers(cluster: DaskExecutor) -> None:
     assert len(seen) == 2
     trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")  # inherited when this process sets it; Dask's default is 65536
     for info in seen.values():
-        assert info == {"trim": trim, "imported": True, "profile": False, "tick_ms": 1000, "monitor_ms": 5000,
-                        "memory_ms": 1000}
+        assert info == {"trim": trim, "imported": True, "task_modules": [], "profile": False, "tick_ms": 1000,
+                        "monitor_ms": 5000, "memory_ms": 1000}
     assert cluster._cluster.scheduler.periodic_callbacks["tick"].callback_time == 1000
     nannies = list(cluster._cluster.workers.values())
     assert len(nannies) == 2 and all(n.periodic_callbacks["memory_monitor"].callback_time == 1000 for n in nannies)
