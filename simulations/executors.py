@@ -41,8 +41,8 @@ memory monitors) took 12 to 14% of one core on an idle cluster of 2 workers
 worker process is forked from the client and inherits its imported modules; a Dask worker
 is a fresh interpreter, so the executor imports the task code with :data:`TASK_MODULES`
 (what the tasks import lazily) on every worker when it starts: otherwise each worker's
-first truth task paid 1.3 s of CPU for scipy, pandas and the package's metrics and
-statistics.
+first truth task paid 1.1 to 1.7 s of CPU for scipy, pandas and the package's metrics
+and statistics.
 """
 
 from __future__ import annotations
@@ -278,9 +278,10 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
 #: modules that the tasks import lazily, inside functions (the click models, the designs'
 #: metrics and statistics, and through them scipy and pandas). A local worker process is
 #: forked from the client, which has imported them; a Dask worker is a fresh interpreter
-#: and, without :func:`import_task_modules`, paid for them in its first truth task (1.3 s of
-#: CPU per worker: that task took 1.8 s instead of 0.5 s). ``tests/test_executors.py``
-#: checks that, after these imports, tasks of every example config import nothing more.
+#: and, without :func:`import_task_modules`, paid for them in its first truth task (1.1 to
+#: 1.7 s of CPU per worker: that task took 1.5 to 2.2 s instead of 0.4 to 0.5 s).
+#: ``tests/test_executors_imports.py`` checks, in a fresh interpreter, that after these
+#: imports the tasks of every example config import nothing more.
 TASK_MODULES: tuple[str, ...] = (
     "clickmodels",
     "onlineeval.interleaving",
@@ -298,7 +299,7 @@ TASK_MODULES: tuple[str, ...] = (
 
 def import_task_modules() -> int:
     """Import :data:`TASK_MODULES` in this process (what a Dask worker runs when the
-    executor starts; 1 to 1.5 s of CPU in a fresh interpreter); returns how many modules
+    executor starts; about 1.5 s of CPU in a fresh interpreter); returns how many modules
     are then loaded."""
     import importlib
     import sys
