@@ -12,7 +12,19 @@ import typer
 
 from onlineeval.cli.evaluate import _echo
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
+
+
+@pytest.fixture
+def trec_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A small qrels and run (3 queries, graded, a tie and an unjudged document): the tests need
+    no reference data, so they run on a fresh clone too."""
+    qrels = tmp_path / "qrels.test"
+    qrels.write_text("q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\nq2 0 d1 1\nq2 0 d4 3\nq3 0 d2 1\n", encoding="utf-8")
+    run = tmp_path / "results.test"
+    lines = [f"q1 Q0 d{i} {i} {2.0 - 0.25 * i} sys" for i in range(1, 6)]
+    lines += ["q2 Q0 d4 1 1.5 sys", "q2 Q0 d2 2 1.5 sys", "q2 Q0 d1 3 0.5 sys", "q3 Q0 d5 1 3 sys", "q3 Q0 d2 2 2 sys"]
+    run.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return qrels, run
 
 
 @pytest.mark.parametrize(
@@ -32,8 +44,9 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
 
 
-def test_the_direct_path_imports_no_typer_and_matches_typers_app() -> None:
-    args = ["evaluate", "--qrels", str(DATA / "qrels.test"), "--run", str(DATA / "results.test"),
+def test_the_direct_path_imports_no_typer_and_matches_typers_app(trec_files: tuple[Path, Path]) -> None:
+    qrels, run = trec_files
+    args = ["evaluate", "--qrels", str(qrels), "--run", str(run),
             "--preset", "trec_eval", "--metrics", "ndcg_cut_10,map,recip_rank,P_10,ERR@10,RBP(p=0.8)"]
     direct = _run(
         f"import sys; sys.argv = ['onlineeval', *{args!r}]\n"
@@ -49,10 +62,11 @@ def test_the_direct_path_imports_no_typer_and_matches_typers_app() -> None:
 @pytest.mark.parametrize(
     "extra", [["--format", "nope"], ["--qrels", "/nonexistent/qrels"], ["--metrics", "no_such_metric"]]
 )
-def test_errors_on_the_direct_path_exit_as_typers_app(extra: list[str]) -> None:
-    args = ["evaluate", "--run", str(DATA / "results.test")]
+def test_errors_on_the_direct_path_exit_as_typers_app(extra: list[str], trec_files: tuple[Path, Path]) -> None:
+    qrels, run = trec_files
+    args = ["evaluate", "--run", str(run)]
     if "--qrels" not in extra:
-        args += ["--qrels", str(DATA / "qrels.test")]
+        args += ["--qrels", str(qrels)]
     args += extra
     direct = _run(f"import sys; sys.argv = ['onlineeval', *{args!r}]\nfrom onlineeval.cli import main\nmain()")
     via_app = _run(f"import sys; sys.argv = ['onlineeval', *{args!r}]\nfrom onlineeval.cli import app\napp()")
