@@ -342,8 +342,11 @@ def _blame_axis(overrides: Mapping[str, Any], exc: ConfigError) -> str:
     return next(iter(overrides))
 
 
-def load_sweep(path: str | Path, output: str | Path | None = None) -> SweepConfig:
-    """Read and validate a sweep YAML file (``output`` overrides its ``output``)."""
+def load_sweep(
+    path: str | Path, output: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> SweepConfig:
+    """Read and validate a sweep YAML file (``output`` overrides its ``output``; ``overrides`` sets
+    key paths first, see :func:`set_sweep_key`)."""
     from simulations.yaml_safe import load_yaml
 
     path = Path(path)
@@ -352,9 +355,53 @@ def load_sweep(path: str | Path, output: str | Path | None = None) -> SweepConfi
     data = load_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError((), "the sweep config must be a mapping of keys", str(path))
+    for key, value in (overrides or {}).items():
+        set_sweep_key(data, key, value, path.resolve().parent, str(path))
     if output is not None:
         data["output"] = str(output)
     return sweep_from_mapping(data, path.resolve().parent, str(path))
+
+
+def set_sweep_key(data: dict[str, Any], key: str, value: Any, base_dir: Path, source: str | None = None) -> None:
+    """Set one key path of a sweep mapping (``onlineeval sweep --set KEY=VALUE``).
+
+    ``replicates``, ``chunk``, ``executor.workers``, ... are key paths of the sweep file;
+    ``base.<path>`` sets a key of the base config (a base given as a file is read first and
+    inlined, its relative paths resolved against its own folder); ``grid.<axis>`` sets an axis's
+    values and ``points[j].<axis>`` one point's value, where ``<axis>`` is the key path the axis
+    names (``grid.rankers.B.noise=[0.8, 0.9]``). Raises :class:`ConfigError` naming the key.
+    """
+    import re
+
+    from simulations.config import _resolve_paths, set_key_path
+
+    key = key.strip()
+    if key.startswith("grid."):
+        grid = data.setdefault("grid", {})
+        if not isinstance(grid, dict):
+            raise ConfigError(("grid",), f"cannot set {key}: 'grid' is not a mapping of axes", source)
+        grid[key[len("grid."):]] = value
+        return
+    point = re.fullmatch(r"points\[(\d+)\]\.(.+)", key)
+    if point is not None:
+        listed = data.get("points")
+        j = int(point.group(1))
+        if not isinstance(listed, list) or j >= len(listed) or not isinstance(listed[j], dict):
+            raise ConfigError(("points", j), f"cannot set {key}: the sweep has no point {j}", source)
+        listed[j][point.group(2)] = value
+        return
+    if key.startswith("base.") and isinstance(data.get("base"), str):
+        base_file = Path(data["base"]) if Path(data["base"]).is_absolute() else base_dir / data["base"]
+        if not base_file.is_file():
+            raise ConfigError(("base",), f"config file not found: {base_file}", source)
+        from simulations.yaml_safe import load_yaml
+
+        base_map = load_yaml(base_file)
+        if not isinstance(base_map, dict):
+            raise ConfigError(("base",), f"{base_file} must hold a mapping of keys", source)
+        _resolve_paths(base_map, base_file.resolve().parent)
+        data["base"] = base_map
+    set_key_path(data, key, value, source)
 
 
 # ------------------------------------------------------------------------------ progress

@@ -27,12 +27,22 @@ def sweep_cmd(
     ] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every point (ignore finished work).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
+    set_: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Override a sweep key (repeatable; a YAML value): replicates=10, base.traffic.days=7, "
+            "'grid.rankers.B.noise=[0.8, 0.9]', points[0].rankers.B.noise=0.9.",
+        ),
+    ] = None,
 ) -> None:
     """Run a simulate config at every point of a grid or list; resume an interrupted sweep."""
+    from onlineeval.cli.simulate import parse_sets
     from simulations.shrinkage import format_shrinkage
     from simulations.sweep import load_sweep, run_sweep
 
-    sweep = load_sweep(config, output)
+    sweep = load_sweep(config, output, parse_sets(set_ or []))
 
     def log(msg: str) -> None:
         if not quiet or msg.startswith(("warning:", "resuming:")):
