@@ -153,16 +153,7 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
     base = data.get("base")
     base_source = source
     if isinstance(base, str):
-        from simulations.config import _resolve_paths
-        from simulations.yaml_safe import load_yaml
-
-        base_file = Path(base) if Path(base).is_absolute() else base_dir / base
-        if not base_file.is_file():
-            raise ConfigError(("base",), f"config file not found: {base_file}", source)
-        base_map = load_yaml(base_file)
-        if not isinstance(base_map, dict):
-            raise ConfigError(("base",), f"{base_file} must hold a mapping of keys", source)
-        _resolve_paths(base_map, base_file.resolve().parent)
+        base_map, base_file = _read_base(base, base_dir, source)
         base_source = str(base_file)
     elif isinstance(base, Mapping):
         from simulations.config import _resolve_paths
@@ -373,7 +364,7 @@ def set_sweep_key(data: dict[str, Any], key: str, value: Any, base_dir: Path, so
     """
     import re
 
-    from simulations.config import _resolve_paths, set_key_path
+    from simulations.config import set_key_path
 
     key = key.strip()
     if key.startswith("grid."):
@@ -391,17 +382,24 @@ def set_sweep_key(data: dict[str, Any], key: str, value: Any, base_dir: Path, so
         listed[j][point.group(2)] = value
         return
     if key.startswith("base.") and isinstance(data.get("base"), str):
-        base_file = Path(data["base"]) if Path(data["base"]).is_absolute() else base_dir / data["base"]
-        if not base_file.is_file():
-            raise ConfigError(("base",), f"config file not found: {base_file}", source)
-        from simulations.yaml_safe import load_yaml
-
-        base_map = load_yaml(base_file)
-        if not isinstance(base_map, dict):
-            raise ConfigError(("base",), f"{base_file} must hold a mapping of keys", source)
-        _resolve_paths(base_map, base_file.resolve().parent)
-        data["base"] = base_map
+        data["base"], _ = _read_base(data["base"], base_dir, source)
     set_key_path(data, key, value, source)
+
+
+def _read_base(base: str, base_dir: Path, source: str | None) -> tuple[dict[str, Any], Path]:
+    """The base config file a sweep names (relative to the sweep's folder) as a mapping, its relative
+    paths resolved against its own folder; and the file's path."""
+    from simulations.config import _resolve_paths
+    from simulations.yaml_safe import load_yaml
+
+    base_file = Path(base) if Path(base).is_absolute() else base_dir / base
+    if not base_file.is_file():
+        raise ConfigError(("base",), f"config file not found: {base_file}", source)
+    base_map = load_yaml(base_file)
+    if not isinstance(base_map, dict):
+        raise ConfigError(("base",), f"{base_file} must hold a mapping of keys", source)
+    _resolve_paths(base_map, base_file.resolve().parent)
+    return base_map, base_file
 
 
 # ------------------------------------------------------------------------------ progress

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TextIO
 
 import typer
 
@@ -12,6 +12,12 @@ from onlineeval.cli._common import guarded
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.progress import TaskID
+
+
+def set_option(help_text: str) -> Any:
+    """The ``--set KEY=VALUE`` option (repeatable) of ``simulate`` and ``sweep``; values go through
+    :func:`parse_sets`."""
+    return typer.Option("--set", metavar="KEY=VALUE", help=help_text)
 
 
 @guarded
@@ -35,11 +41,9 @@ def simulate_cmd(
     ] = False,
     set_: Annotated[
         Optional[list[str]],
-        typer.Option(
-            "--set",
-            metavar="KEY=VALUE",
-            help="Override a config key (repeatable): a key path with list indices in brackets and a YAML value, "
-            "e.g. --set traffic.days=7 --set 'designs[0].analysis={sequential: msprt}'.",
+        set_option(
+            "Override a config key (repeatable): a key path with list indices in brackets and a YAML value, "
+            "e.g. --set traffic.days=7 --set 'designs[0].analysis={sequential: msprt}'."
         ),
     ] = None,
 ) -> None:

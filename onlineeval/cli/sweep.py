@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from onlineeval.cli._common import guarded
+from onlineeval.cli.simulate import set_option
 
 
 @guarded
@@ -29,11 +30,9 @@ def sweep_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
     set_: Annotated[
         Optional[list[str]],
-        typer.Option(
-            "--set",
-            metavar="KEY=VALUE",
-            help="Override a sweep key (repeatable; a YAML value): replicates=10, base.traffic.days=7, "
-            "'grid.rankers.B.noise=[0.8, 0.9]', points[0].rankers.B.noise=0.9.",
+        set_option(
+            "Override a sweep key (repeatable; a YAML value): replicates=10, base.traffic.days=7, "
+            "'grid.rankers.B.noise=[0.8, 0.9]', points[0].rankers.B.noise=0.9."
         ),
     ] = None,
 ) -> None:
