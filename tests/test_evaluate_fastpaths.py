@@ -160,7 +160,7 @@ def test_process_settings_change_no_output(tmp_path: Path) -> None:
 @pytest.mark.parametrize("rows", [1, 3, 64, 1 << 16])
 @pytest.mark.parametrize("seed", range(6))
 def test_block_search_equals_searchsorted(monkeypatch, rows: int, seed: int) -> None:
-    """The qrels join's block-wise binary search against numpy's over the whole array:
+    """The qrels join's block-wise binary search (positions and matched rows) against numpy's over the whole array:
     nearly sorted keys (the usual layout), random keys, keys equal to elements, extremes."""
     from onlineeval.metrics import batch
 
@@ -178,4 +178,11 @@ def test_block_search_equals_searchsorted(monkeypatch, rows: int, seed: int) -> 
     ])
     if seed % 3 == 0:
         keys = np.sort(keys) ^ (rng.random(keys.size) < 0.01).astype(np.uint64)  # nearly sorted
-    assert np.array_equal(batch._search_blocks(ordered, keys), np.searchsorted(ordered, keys))
+    whole = np.searchsorted(ordered, keys)
+    blocks = [batch._search_block(ordered, keys[a : a + rows]) for a in range(0, keys.size, rows)]
+    assert np.array_equal(np.concatenate(blocks), whole)  # (keys holds at least the four extremes)
+    # the join's rows: order[i] where ordered[i] equals the key (the first such i), else -1
+    order = rng.permutation(ordered.size)
+    pos = np.minimum(whole, ordered.size - 1)
+    expected = np.where(ordered[pos] == keys, order[pos], -1)
+    assert np.array_equal(batch._match_blocks(ordered, order, keys), expected)
