@@ -101,13 +101,12 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
     types and the arrival model; a shallow copy draws the arrivals from ``rng``, which also
     samples the clicks, so the replicate's own traffic stream is not touched.
     """
-    from simulations.designs.ab import _click_patterns
+    from simulations.designs.ab import _click_patterns, _click_values
 
     model = copy.copy(traffic)
     model.rng = rng
     population = traffic.population
     sums = {k: np.zeros(population, dtype=np.float64) for k in ("impressions", *_SUMS)}
-    ranking_a = world.rankings["A"]
     grades_a = world.ranked_labels("A")  # (Q, depth): rows equal to shown_labels of A's lists
     by_pattern = _click_patterns(grades_a.shape[1])
     step = traffic.batch_hours
@@ -115,24 +114,14 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
         batch = model.batch(hour, step)
         if len(batch) == 0:
             continue
-        if by_pattern is None:
-            clicks = users.sample(shown_labels(world.labels, batch.query, ranking_a[batch.query]), batch.user_type,
-                                  rng)
-            n_clicks = clicks.sum(axis=1)
-            rr = np.where(n_clicks > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
-            for key, w in (("impressions", None), ("clicks", n_clicks.astype(np.float64)),
-                           ("abandoned", (n_clicks == 0).astype(np.float64)), ("rr", rr)):
-                sums[key] += np.bincount(batch.user, weights=w, minlength=population)
-            continue
-        # as the A/B batch step: one gather of the grades, the per-pattern values, the counts added in place
+        # as the A/B batch step: one gather of the grades, the per-impression values, the counts added in place
         # (exact partial sums: the bincount's bits), the reciprocal ranks by the bincount
         clicks = users.sample(grades_a.take(batch.query, axis=0), batch.user_type, rng)
-        weights, n_clicks, abandoned, rr = by_pattern
-        pattern = (clicks.view(np.uint8) @ weights).astype(np.intp)
+        n_clicks, abandoned, rr = _click_values(clicks, by_pattern)
         np.add.at(sums["impressions"], batch.user, 1.0)
-        np.add.at(sums["clicks"], batch.user, n_clicks.take(pattern))
-        np.add.at(sums["abandoned"], batch.user, abandoned.take(pattern))
-        sums["rr"] += np.bincount(batch.user, weights=rr.take(pattern), minlength=population)
+        np.add.at(sums["clicks"], batch.user, n_clicks)
+        np.add.at(sums["abandoned"], batch.user, abandoned)
+        sums["rr"] += np.bincount(batch.user, weights=rr, minlength=population)
     return PrePeriod(days, sums)
 
 

@@ -59,6 +59,19 @@ def _click_patterns(depth: int) -> tuple[np.ndarray, ...] | None:
     return 2.0 ** np.arange(depth), n_clicks.astype(np.float64), (n_clicks == 0).astype(np.float64), rr
 
 
+def _click_values(clicks: np.ndarray, by_pattern: tuple[np.ndarray, ...] | None) -> tuple[np.ndarray, ...]:
+    """Each impression's ``(clicks, abandoned, rr)`` as float64 from its ``(n, depth)`` boolean clicks: looked up
+    by click pattern (:func:`_click_patterns`, ``by_pattern``), or computed row by row when it is None (the same
+    values: the same operations)."""
+    if by_pattern is not None:
+        weights, n_clicks, abandoned, rr = by_pattern
+        pattern = (clicks.view(np.uint8) @ weights).astype(np.intp)  # exact: 0/1 times powers of two
+        return n_clicks.take(pattern), abandoned.take(pattern), rr.take(pattern)
+    n_clicks = clicks.sum(axis=1)
+    rr = np.where(n_clicks > 0, 1.0 / (np.argmax(clicks, axis=1) + 1.0), 0.0)
+    return n_clicks.astype(np.float64), (n_clicks == 0).astype(np.float64), rr
+
+
 @register_design("ab")
 class ABDesign(Design):
     accumulators = ("clicks", "abandoned", "rr")
@@ -111,18 +124,9 @@ class ABDesign(Design):
             row = q + self.in_b.take(batch.user) * self.grades_a.shape[0]  # B's rows after A's
             labels = self.grades_ab.take(row, axis=0)
         clicks = self.users.sample(labels, batch.user_type, self.rng)
-        if self.by_pattern is not None:
-            weights, n_clicks, abandoned, rr = self.by_pattern
-            pattern = (clicks.view(np.uint8) @ weights).astype(np.intp)  # exact: 0/1 times powers of two
-            self._add_exact("clicks", batch.user, n_clicks.take(pattern))
-            self._add_exact("abandoned", batch.user, abandoned.take(pattern))
-            self._add("rr", batch.user, rr.take(pattern))
-            return
-        n_clicks = clicks.sum(axis=1)
-        first = np.argmax(clicks, axis=1)
-        rr = np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0)
-        self._add_exact("clicks", batch.user, n_clicks.astype(np.float64))
-        self._add_exact("abandoned", batch.user, (n_clicks == 0).astype(np.float64))
+        n_clicks, abandoned, rr = _click_values(clicks, self.by_pattern)
+        self._add_exact("clicks", batch.user, n_clicks)
+        self._add_exact("abandoned", batch.user, abandoned)
         self._add("rr", batch.user, rr)
 
     def checkpoint(self, day: int) -> None:
