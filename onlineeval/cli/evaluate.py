@@ -24,12 +24,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, Optional, cast
 
-from onlineeval.cli._common import LazyTyper, guarded
+# typer imported on first use (cli._common's lazy binding): the direct path writes its output without typer
+from onlineeval.cli._common import guarded, typer
 
-if TYPE_CHECKING:  # pragma: no cover
-    import typer
-else:  # imported on first use: the direct path writes its output without typer
-    typer = LazyTyper()
 if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.conventions import Conventions
     from onlineeval.metrics.base import Metric
