@@ -52,7 +52,6 @@ import numpy as np
 import pandas as pd
 
 from simulations.sampling import child_seed
-from simulations.world import shown_labels
 
 __all__ = [
     "CUPED_PREFIX",
