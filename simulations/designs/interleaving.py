@@ -411,10 +411,7 @@ class InterleavingDesign(Design):
             other = draw_from_cdf(self.query_cdf, self.rng.random(len(batch)))
             labels = np.where(ranking >= 0, self.null_labels[other], -1).astype(np.int8)
             clicks = self.users.sample(labels, batch.user_type, self.rng)
-        if key is not None and self.table.ranks is not None and self.interleaver.prefix_credit:
-            outcomes = self.table.balanced_outcome(key, ranking, clicks)[:, None].astype(np.float64)
-        else:
-            outcomes = pair_outcomes(self.interleaver, shown, clicks, len(self.ranker_lists))
+        outcomes = pair_outcomes(self.interleaver, shown, clicks, len(self.ranker_lists))
         # table draws (team-draft, balanced) have outcomes -1, 0, +1: exact halves
         add = self._add if key is None else self._add_exact
         for p, (metric, _, _) in enumerate(self.pairs):
