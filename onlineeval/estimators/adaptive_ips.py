@@ -213,16 +213,16 @@ class AdaptiveIPS(Estimator):
                 raise InputError("adaptive_ips: a per-type mapping needs the log's user_type (the log has none); give "
                                  f"one behaviour for all impressions instead ({', '.join(BEHAVIOURS)})", source)
             types = np.zeros(next(iter(terms.values())).shape[0], dtype=np.int64)  # one context: the whole log
+        uniq = _type_codes(types)
         if self.behaviours is None:
-            mapping, mse = self.choose(types, terms)
+            mapping, mse = self.choose(types, terms, uniq)
             notes["estimated_mse"] = mse
         else:
             mapping = dict(self.behaviours)
-            missing = sorted(set(_type_codes(types).tolist()) - set(mapping))
+            missing = sorted(set(uniq.tolist()) - set(mapping))
             if missing:
                 raise InputError(f"adaptive_ips: user types {missing} have no behaviour in 'behaviours' (mapped: "
                                  f"{sorted(mapping)}); allowed behaviours: {', '.join(BEHAVIOURS)}", source)
-        uniq = _type_codes(types)
         notes["behaviours"] = {str(int(t)): mapping[int(t)] for t in uniq}
         choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq], dtype=np.int64)
         if np.unique(choice).size == 1:
@@ -251,14 +251,15 @@ class AdaptiveIPS(Estimator):
         return Terms(num=self.pick(choice, terms), weights=self.pick(choice, weights), notes=notes)
 
     def choose(
-        self, types: np.ndarray, terms: Mapping[str, np.ndarray]
+        self, types: np.ndarray, terms: Mapping[str, np.ndarray], uniq: np.ndarray | None = None
     ) -> tuple[dict[int, str], dict[str, dict[str, float | None]]]:
-        """The behaviour of least estimated MSE per type (module docstring) and the MSEs."""
+        """The behaviour of least estimated MSE per type (module docstring) and the MSEs
+        (``uniq``: the sorted distinct types, when the caller has them)."""
         n = types.size
         mapping: dict[int, str] = {}
         report: dict[str, dict[str, float | None]] = {}
         ref = terms[self.reference]
-        for t in _type_codes(types).tolist():
+        for t in (_type_codes(types) if uniq is None else uniq).tolist():
             rows = np.flatnonzero(types == t)
             n_u = int(rows.size)
             share = n_u / n
