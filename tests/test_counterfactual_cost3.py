@@ -18,6 +18,7 @@ import clickmodels
 from clickmodels.kernels import BLOCK
 from onlineeval.errors import InputError
 from simulations.users import UserModels
+from test_simulation_point_speed import reference_sample  # each type's model on its own rows
 
 PBM = {"name": "pbm", "preset": "ai2018"}
 INDEPENDENT = [
@@ -28,18 +29,6 @@ INDEPENDENT = [
     {"name": "random", "p": 0.3},
 ]
 CHAINS = [{"name": "cascade", "preset": "navigational"}, clickmodels.DBN.example_spec, clickmodels.DCM.example_spec]
-
-
-def reference_sample(users: UserModels, labels, user_type, rng):
-    """The models' own samplers: each type's model on its own rows (UserModels.sample's fallback)."""
-    if len(users.models) == 1:
-        return np.asarray(users.models[0].sample(labels, rng).clicks, dtype=bool)
-    clicks = np.zeros(labels.shape, dtype=bool)
-    for t, model in enumerate(users.models):
-        rows = np.flatnonzero(user_type == t)
-        if rows.size:
-            clicks[rows] = np.asarray(model.sample(labels[rows], rng).clicks, dtype=bool)
-    return clicks
 
 
 def users_of(specs, shares=None):
