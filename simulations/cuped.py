@@ -214,15 +214,15 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
     defined = design._has_data(users, {})
     nan5 = (math.nan,) * 5
     if defined:
-        # each arm's values gathered from the population arrays by the arm's user ids (== den.take(ia), ...)
-        pre_imp = pre.sums["impressions"]
-        den_a, den_b, pre_den_a, pre_den_b = imp.take(users_a), imp.take(users_b), pre_imp.take(users_a), \
-            pre_imp.take(users_b)
         welch = design.config.test == "welch"
         if welch:
             act_a, act_b = active.take(ia), active.take(ib)
             den = imp.take(users)
         else:
+            # each arm's values gathered from the population arrays by the arm's user ids (== den.take(ia), ...)
+            pre_imp = pre.sums["impressions"]
+            den_a, den_b, pre_den_a, pre_den_b = imp.take(users_a), imp.take(users_b), pre_imp.take(users_a), \
+                pre_imp.take(users_b)
             shared: dict[str, Any] = {}  # the pre-activity indicators, computed once for the three metrics
     rows = []
     for metric in names:
