@@ -32,6 +32,7 @@ import os
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -501,8 +502,8 @@ def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int) -> tup
     starts, ends, sep_start, sep_end = got
     buf = buf[a:]  # the offsets are from a
 
-    def after(j: int) -> np.ndarray:  # where field j + 1 starts
-        return sep_start[:, j] + 1 if sep_end is None else sep_end[:, j]
+    def after(j: int, rows: int | slice = slice(None)) -> Any:  # where field j + 1 starts (on ``rows``)
+        return sep_start[rows, j] + 1 if sep_end is None else sep_end[rows, j]
 
     query = _ids(buf, starts, sep_start[:, 0])
     doc = _ids(buf, after(1), sep_start[:, 2])
@@ -511,8 +512,7 @@ def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int) -> tup
         value = _parse_grades(buf, after(2), ends)
     else:
         value = _parse_scores(buf, after(3), sep_start[:, 4])
-        tag_start = int(sep_start[0, 4]) + 1 if sep_end is None else int(sep_end[0, 4])
-        tag = bytes(buf[tag_start : int(ends[0])]).decode("ascii")
+        tag = bytes(buf[int(after(4, 0)) : int(ends[0])]).decode("ascii")
     if query is None or doc is None or value is None:
         return None
     return query, doc, value, tag
