@@ -93,11 +93,10 @@ class TrafficModel:
     def _draw(self, name: str) -> CdfDraw:
         """The :class:`CdfDraw` of the CDF attribute ``name``, built on first use (shared by shallow copies, such
         as the CUPED pre-period's)."""
-        draws = self.__dict__.setdefault("_draws", {})
         cdf = getattr(self, name)
-        draw = draws.get(name)
+        draw = self._draws.get(name)
         if draw is None or draw.source is not cdf:
-            draw = draws[name] = CdfDraw(cdf)
+            draw = self._draws[name] = CdfDraw(cdf)
         return draw
 
     def batch(self, hour: int, hours: int = 1) -> Batch:
