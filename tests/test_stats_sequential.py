@@ -11,6 +11,7 @@ import scipy.stats as st
 
 from onlineeval.errors import InputError
 from onlineeval.stats import sequential as sq
+from onlineeval.stats._roots import root_from_guess
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -360,11 +361,11 @@ def _bisect(f, target: float, lo: float, hi: float) -> float:
 @pytest.mark.parametrize("guess", [0.01, 0.9, 2.0, 2.5, 7.0, 39.0])
 def test_root_from_guess_brackets_from_any_guess(guess: float) -> None:
     f = math.atan  # increasing, root of atan(x) = 1.2 at tan(1.2)
-    x = sq._root_from_guess(f, 1.2, guess, 0.0, 40.0, tol=1e-14)
+    x = root_from_guess(f, 1.2, guess, 0.0, 40.0, tol=1e-14)
     assert x == pytest.approx(math.tan(1.2), rel=1e-12)
-    # targets outside the range end at the nearer end, as _root_increasing does
-    assert sq._root_from_guess(f, 1.6, guess, 0.0, 40.0) == 40.0
-    assert sq._root_from_guess(f, -0.1, guess, 0.0, 40.0) == 0.0
+    # targets outside the range end at the nearer end, as root_increasing does
+    assert root_from_guess(f, 1.6, guess, 0.0, 40.0) == 40.0
+    assert root_from_guess(f, -0.1, guess, 0.0, 40.0) == 0.0
 
 
 @pytest.mark.parametrize(

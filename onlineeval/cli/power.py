@@ -283,7 +283,7 @@ def _mde(m: Metric, n: float, drifts: _Drifts, st: Settings) -> float | None:
     power = target directly (Illinois regula falsi from a bracket around the MDE at
     :math:`c(0)`, about 6 numerical integrations).
     """
-    from onlineeval.stats.sequential import _root_from_guess, _root_increasing
+    from onlineeval.stats._roots import root_from_guess, root_increasing
 
     sign = -1.0 if st.alternative == "smaller" else 1.0
     if m.linear:  # constant scale: delta* s1 / sqrt(N)
@@ -294,12 +294,12 @@ def _mde(m: Metric, n: float, drifts: _Drifts, st: Settings) -> float | None:
     d0 = drifts(c0)
     if abs(_drift_n(m, sign * hi, n)) < d0 and m.constant_c:
         return None  # not detectable within the metric's range
-    e0 = _root_increasing(lambda e: abs(_drift_n(m, sign * e, n)), d0, 0.0, hi, tol=1e-13)
+    e0 = root_increasing(lambda e: abs(_drift_n(m, sign * e, n)), d0, 0.0, hi, tol=1e-13)
     if m.constant_c:
         return sign * e0
     if _power_n(m, sign * hi, n, drifts.b) < st.power:
         return None
-    return sign * _root_from_guess(lambda e: _power_n(m, sign * e, n, drifts.b), st.power, e0, 0.0, hi, step=1.02)
+    return sign * root_from_guess(lambda e: _power_n(m, sign * e, n, drifts.b), st.power, e0, 0.0, hi, step=1.02)
 
 
 def calculate(m: Metric, st: Settings, effect: float | None, users: int | None) -> dict[str, Any]:

@@ -50,7 +50,6 @@ numpy and the standard library (no scipy), so the power calculator that uses it 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -58,6 +57,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import InputError
+from onlineeval.stats._roots import root_from_guess, root_increasing
 
 __all__ = [
     "SEQUENTIAL_DESIGNS",
@@ -103,75 +103,6 @@ def _sf(x: NDArray[np.float64]) -> NDArray[np.float64]:
 def _z(q: float) -> float:
     """Standard normal quantile ``Phi^{-1}(q)``."""
     return _STD.inv_cdf(q)
-
-
-def _root_increasing(f: Callable[[float], float], target: float, lo: float, hi: float, tol: float = 1e-11) -> float:
-    """``x`` in ``[lo, hi]`` with ``f(x) = target`` for increasing ``f`` (Illinois regula falsi)."""
-    return _root_values(f, target, lo, hi, f(lo), f(hi), tol)
-
-
-def _root_values(
-    f: Callable[[float], float], target: float, lo: float, hi: float, f_lo: float, f_hi: float, tol: float
-) -> float:
-    """:func:`_root_increasing` given ``f(lo)`` and ``f(hi)`` already evaluated."""
-    flo, fhi = f_lo - target, f_hi - target
-    if flo >= 0:
-        return lo
-    if fhi <= 0:
-        return hi
-    side = 0
-    for _ in range(200):
-        x = (lo * fhi - hi * flo) / (fhi - flo)
-        fx = f(x) - target
-        if abs(fx) <= tol * max(abs(target), 1.0) or hi - lo < 1e-13:
-            return x
-        if fx < 0:
-            lo, flo = x, fx
-            if side == -1:
-                fhi /= 2.0
-            side = -1
-        else:
-            hi, fhi = x, fx
-            if side == 1:
-                flo /= 2.0
-            side = 1
-    return 0.5 * (lo + hi)
-
-
-def _root_from_guess(
-    f: Callable[[float], float],
-    target: float,
-    guess: float,
-    lo: float,
-    hi: float,
-    tol: float = 1e-11,
-    step: float = 1.2,
-) -> float:
-    """``x`` in ``[lo, hi]`` with ``f(x) = target`` for increasing ``f``, starting near ``guess > 0``.
-
-    Brackets the root by stepping from ``guess`` by factors of ``step`` (toward ``lo`` or ``hi``,
-    never beyond them), then solves on that bracket with :func:`_root_increasing`: a bracket of
-    about 20% around the root takes 5 to 8 evaluations of ``f`` where ``[lo, hi]`` took 15 or more.
-    """
-    x = min(max(guess, lo), hi)
-    fx = f(x)
-    if fx < target:  # step up
-        a, fa = x, fx
-        for _ in range(200):
-            b = min(a * step, hi) if a > 0 else hi
-            fb = f(b)
-            if fb >= target or b >= hi:
-                return _root_values(f, target, a, b, fa, fb, tol)
-            a, fa = b, fb
-        return _root_values(f, target, a, hi, fa, f(hi), tol)
-    b, fb = x, fx  # step down
-    for _ in range(200):
-        a = max(b / step, lo)
-        fa = f(a)
-        if fa < target or a <= lo:
-            return _root_values(f, target, a, b, fa, fb, tol)
-        b, fb = a, fa
-    return _root_values(f, target, lo, b, f(lo), fb, tol)
 
 
 def _check_alpha(alpha: float) -> float:
@@ -492,7 +423,7 @@ def spending_boundaries(
             # so the boundary lies in [0, Phi^{-1}(1 - target/sides)]; solved on the log scale
             sides = 2.0 if alternative == "two-sided" else 1.0
             hi = -_z(target / sides) if target / sides < 0.5 else 1.0
-            b[k] = _root_increasing(log_spent, -math.log(target), 0.0, hi, tol=1e-13)
+            b[k] = root_increasing(log_spent, -math.log(target), 0.0, hi, tol=1e-13)
         u, lo = _sided(b[k : k + 1], alternative)
         if k + 1 < t.size:
             rec.advance(float(u[0]), float(lo[0]))
@@ -527,7 +458,7 @@ def classic_boundaries(
         return -crossing_probabilities(Boundaries(t, u, lo, a, alternative, kind), 0.0).reject
 
     one = _z(1.0 - a / 2.0) if alternative == "two-sided" else _z(1.0 - a)
-    c = _root_increasing(level, -a, one * 0.5, one + 5.0, tol=1e-12)
+    c = root_increasing(level, -a, one * 0.5, one + 5.0, tol=1e-12)
     upper, lower = _sided(c * shape, alternative)
     return Boundaries(t, upper, lower, a, alternative, "classic_" + kind)
 
@@ -618,7 +549,7 @@ def drift_for_power(boundaries: Boundaries, power: float = 0.8) -> float:
     sign = -1.0 if boundaries.alternative == "smaller" else 1.0
     a = boundaries.alpha / (2.0 if boundaries.alternative == "two-sided" else 1.0)
     guess = _z(1.0 - a) + _z(pw)  # the one-look drift (up to the far tail's share); designs with looks need more
-    d = _root_from_guess(lambda x: _reject_prob(boundaries, sign * x), pw, guess, 0.0, 40.0, tol=1e-10)
+    d = root_from_guess(lambda x: _reject_prob(boundaries, sign * x), pw, guess, 0.0, 40.0, tol=1e-10)
     return sign * d
 
 
