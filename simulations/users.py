@@ -129,13 +129,12 @@ class _GradeChains:
     which is what each model's ``sample`` on its type's rows draws.
     """
 
-    def __init__(self, t1: np.ndarray, t2: np.ndarray, t3: np.ndarray, k: int, width: int, grades: int,
-                 independent: Sequence[bool] | None = None) -> None:
+    def __init__(self, t1: np.ndarray, t2: np.ndarray, t3: np.ndarray, k: int, width: int,
+                 independent: Sequence[bool]) -> None:
         self.t1, self.t2, self.t3 = t1, t2, t3
-        self.k, self.width, self.grades = k, width, grades
-        n_types = t2.size // (k * width)
+        self.k, self.width, self.grades = k, width, width - 1
         # types whose clicks are u < t2 alone (independent clicks: no chain to follow)
-        self.independent = [False] * n_types if independent is None else list(independent)
+        self.independent = list(independent)
         self.use_t1 = bool(np.any(t1 > 0))
         self.use_t3 = bool(np.any(t3 < 1.0))
         self.offset = (np.arange(k, dtype=np.intp) * width + 1)[:, None]
@@ -196,7 +195,7 @@ class _GradeChains:
             flats[1].append(p)
             flats[2].append(np.ones_like(p))
         t1, t2, t3 = (np.concatenate(f) for f in flats)
-        return cls(t1, t2, t3, k, width, width - 1, [kind == "independent" for kind in kinds])
+        return cls(t1, t2, t3, k, width, [kind == "independent" for kind in kinds])
 
     def accepts(self, labels: np.ndarray) -> bool:
         """Labels the models take without error (grades ``0 .. G-1``, ``-1`` empty), integer dtype."""
