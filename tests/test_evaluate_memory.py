@@ -1,7 +1,7 @@
 """The coded evaluation's lower-memory steps against the code they replaced (kept here as
 the reference) and against the pandas path:
 
-* :func:`onlineeval.metrics.batch._hash` on row blocks, in place, and the keys and grades of
+* :func:`onlineeval.metrics.batch._hash` in place, the keys hashed on row blocks, and the keys and grades of
   :func:`onlineeval.metrics.batch._join` (block-wise equality test, no full-size gather);
 * :func:`onlineeval.io.ranking._segment_sort` sorting equally long lists on row blocks;
 * :func:`onlineeval.io.trec_bytes.scan_run` writing each chunk's rows straight into the
@@ -91,6 +91,12 @@ def test_block_hash_equals_whole_array_hash(monkeypatch, block: int, k: int) -> 
             words[-1] = 2**64 - 1
         got = batch._hash(words)
         assert got.dtype == np.uint64 and np.array_equal(got, _old_hash(words))
+        # the (query, doc hash) keys, hashed on blocks of HASH_ROWS rows
+        q = rng.integers(0, 7, size=n)
+        rank = rng.permutation(7).astype(np.int64)
+        for q_bits in (3, 40):
+            want = (rank[q].astype(np.uint64) << _U(64 - q_bits)) | (_old_hash(words) >> _U(q_bits))
+            assert np.array_equal(batch._keys(rank, q, words, q_bits), want)
     # a strided (non-contiguous) column block, as the padded doc words can be
     wide = rng.integers(0, 2**64 - 1, size=(300, k + 2), dtype=np.uint64, endpoint=True)
     assert np.array_equal(batch._hash(wide[:, 1 : k + 1]), _old_hash(wide[:, 1 : k + 1]))

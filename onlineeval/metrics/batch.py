@@ -87,30 +87,26 @@ def joint_query_codes(run: ByteIds, qrels: ByteIds) -> tuple[np.ndarray, np.ndar
     return np.repeat(code[: heads_r.size], size_r), np.repeat(code[heads_r.size :], size_q), names
 
 
-#: rows per block of :func:`_hash`: its arrays (512 KiB each) stay in the processor's cache
+#: rows per block of :func:`_keys`'s hash: the block's arrays (512 KiB each) stay in the processor's cache
 HASH_ROWS = 1 << 16
 
 
 def _hash(words: np.ndarray) -> np.ndarray:
     """64-bit hash of each row of id words (splitmix64's finaliser after xoring in each
-    word), computed in place on blocks of :data:`HASH_ROWS` rows with one scratch array:
-    the same values as the whole-array expressions, without an 80 MB temporary per step
-    at 10M rows."""
-    n, k = words.shape
-    h = np.full(n, _GOLDEN, dtype=np.uint64)
-    tmp = np.empty(min(n, HASH_ROWS), dtype=np.uint64)
+    word), computed in place with one scratch array: the same values as the whole-array
+    expressions, without a temporary per step (:func:`_keys` calls it on blocks of
+    :data:`HASH_ROWS` rows)."""
+    h = np.full(words.shape[0], _GOLDEN, dtype=np.uint64)
+    t = np.empty_like(h)
     with np.errstate(over="ignore"):
-        for a in range(0, n, HASH_ROWS):
-            b = min(a + HASH_ROWS, n)
-            hb, t = h[a:b], tmp[: b - a]
-            for j in range(k):
-                np.bitwise_xor(hb, words[a:b, j], out=hb)
-                for shift, mult in ((_S30, _M1), (_S27, _M2)):
-                    np.right_shift(hb, shift, out=t)
-                    np.bitwise_xor(hb, t, out=hb)
-                    np.multiply(hb, mult, out=hb)
-                np.right_shift(hb, _S31, out=t)
-                np.bitwise_xor(hb, t, out=hb)
+        for j in range(words.shape[1]):
+            np.bitwise_xor(h, words[:, j], out=h)
+            for shift, mult in ((_S30, _M1), (_S27, _M2)):
+                np.right_shift(h, shift, out=t)
+                np.bitwise_xor(h, t, out=h)
+                np.multiply(h, mult, out=h)
+            np.right_shift(h, _S31, out=t)
+            np.bitwise_xor(h, t, out=h)
     return h
 
 
