@@ -357,32 +357,21 @@ def cuped_ratio(
     lead = _leading(*arrays.values())
     for name, arr in arrays.items():
         arrays[name] = np.broadcast_to(arr, (*lead, arr.shape[-1]))
-    ra, diff, theta, est, var_adj, var_raw, ma, mb = _ratio_adjust(*arrays.values())
-    missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
-    n = arrays["num_a"].shape[-1] + arrays["num_b"].shape[-1]
-    return _result(theta, est, var_adj, diff, var_raw, ra, n, missing, alpha, float(null), "cuped-delta", "delta")
-
-
-def _ratio_adjust(
-    num_a: NDArray[np.float64], den_a: NDArray[np.float64], num_b: NDArray[np.float64], den_b: NDArray[np.float64],
-    pre_num_a: NDArray[np.float64], pre_den_a: NDArray[np.float64], pre_num_b: NDArray[np.float64],
-    pre_den_b: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], ...]:
-    """The arithmetic of :func:`cuped_ratio` on validated arrays: ``(R_A, unadjusted difference, theta,
-    adjusted difference, adjusted variance, unadjusted variance, pre-activity mask A, mask B)``."""
-    ra, ea = _influence(num_a, den_a)
-    rb, eb = _influence(num_b, den_b)
-    pa, fa = _influence(pre_num_a, pre_den_a)
-    pb, fb = _influence(pre_num_b, pre_den_b)
-    ma = pre_den_a > 0
-    mb = pre_den_b > 0
+    ra, ea = _influence(arrays["num_a"], arrays["den_a"])
+    rb, eb = _influence(arrays["num_b"], arrays["den_b"])
+    pa, fa = _influence(arrays["pre_num_a"], arrays["pre_den_a"])
+    pb, fb = _influence(arrays["pre_num_b"], arrays["pre_den_b"])
+    ma = arrays["pre_den_a"] > 0
+    mb = arrays["pre_den_b"] > 0
     x2a, x2b = ma.astype(np.float64), mb.astype(np.float64)
     pre_diff = np.where(np.isnan(pa) | np.isnan(pb), 0.0, pb - pa)
     diff = rb - ra
     theta, est, var_adj, var_raw = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, _wmean(x2b) - _wmean(x2a))
     undefined = np.isnan(diff)
     est, var_adj, var_raw = (np.where(undefined, np.nan, v) for v in (est, var_adj, var_raw))
-    return ra, diff, theta, est, var_adj, var_raw, ma, mb
+    missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
+    n = ea.shape[-1] + eb.shape[-1]
+    return _result(theta, est, var_adj, diff, var_raw, ra, n, missing, alpha, float(null), "cuped-delta", "delta")
 
 
 def cuped_ratio_adjusted(
@@ -438,7 +427,7 @@ def _cuped_ratio_parts(
     """:func:`cuped_ratio_adjusted` with its by-products: ``(values, (e_a, f_a, e_b, f_b), (m_a, m_b))``, the
     experiment's and the pre-period's influence values of each arm and the 0/1 pre-activity indicators (float).
 
-    The arithmetic of :func:`_ratio_adjust` on 1-d arrays (:func:`_influence_1d`; the unadjusted variance
+    The arithmetic of :func:`cuped_ratio` on 1-d arrays (:func:`_influence_1d`; the unadjusted variance
     left out), so the same bits (tested). ``shared``: a dict kept by a caller whose successive calls have the
     same ``pre_den_a`` and ``pre_den_b`` (several metrics of one checkpoint): the indicators and their centred
     values are computed on the first call and reused.
