@@ -55,12 +55,17 @@ for m in ("ndcg_cut_10", "map", "recip_rank", "P_10"):
 """
 
 
+def paths(folder: Path, n_queries: int) -> tuple[Path, Path]:
+    """Where :func:`write_files` writes the qrels and the run."""
+    return folder / f"qrels_{n_queries}.txt", folder / f"run_{n_queries}.txt"
+
+
 def write_files(folder: Path, n_queries: int, n_docs: int, seed: int = 0) -> tuple[Path, Path]:
     """Synthetic qrels and run files (pandas' writer: 10M lines in about 10 s)."""
     import pandas as pd
 
     rng = np.random.default_rng(seed)
-    qrels_path, run_path = folder / f"qrels_{n_queries}.txt", folder / f"run_{n_queries}.txt"
+    qrels_path, run_path = paths(folder, n_queries)
     q = pd.Series(np.repeat(np.arange(n_queries), n_docs)).astype(str).radd("q")
     d = pd.Series(np.tile(np.arange(n_docs), n_queries)).astype(str).radd("doc")
     judged = rng.random(len(q)) < 0.3
@@ -143,7 +148,7 @@ def main() -> None:
             # written by a child process: this one stays small, so that the children's peak
             # memory (which on Linux includes this process's size when it forked them) is theirs
             subprocess.run([sys.executable, __file__, "--write", str(folder), str(n_q), str(n_d)], check=True)
-            qrels, run = folder / f"qrels_{n_q}.txt", folder / f"run_{n_q}.txt"
+            qrels, run = paths(folder, n_q)
             got = bench(qrels, run, folder, args.repeats, env)
             cells = [f"{statistics.median(got[k]):{w}.2f} {min(got[k]):{w}.2f}" for k, w in
                      (("ours", 6), ("theirs", 6), ("wall", 5), ("cpu", 5))]
