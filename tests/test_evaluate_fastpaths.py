@@ -134,6 +134,17 @@ def test_equal_lists_reshape_like_the_padded_scatter(ties: str, depth: int | Non
                               with_groups=False)
     b = ranking.layout_arrays(scores[keep], lambda r: -docs[keep][r], ties, grades[keep], depth, qcodes[keep], names)
     assert np.array_equal(a.rows, b.rows) and np.array_equal(a.lengths, b.lengths)
+    # the scatter against the rows themselves: each query lists its own rows by descending score,
+    # as many as the depth keeps, then padding (input_order: exactly the ties in file order)
+    kq, ks = qcodes[keep], scores[keep]
+    for i in range(nq):
+        mine = np.flatnonzero(kq == i)
+        n = int(a.lengths[i])
+        assert n == (mine.size if depth is None else min(depth, mine.size))
+        listed = a.rows[i, :n]
+        assert (a.rows[i, n:] == -1).all() and np.isin(listed, mine).all() and (np.diff(ks[listed]) <= 0).all()
+        if ties == "input_order":
+            assert np.array_equal(listed, mine[np.lexsort((mine, -ks[mine]))][:n])
 
 
 def test_process_settings_change_no_output(tmp_path: Path) -> None:
