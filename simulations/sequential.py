@@ -159,8 +159,8 @@ class BatchLooks:
             metric = design.metric_names()[0]
             # the sums the estimate reads (``take``: the values of ``v[users]``); interleaving estimates do not
             # read the impressions
-            if design.kind == "ab":
-                keep = ("impressions", AB_SUMS[design.config.metric])
+            if design.kind == "ab":  # test: delta reads the population arrays (ABDesign._estimates)
+                keep = ("impressions", AB_SUMS[design.config.metric]) if design.config.test == "welch" else ()
                 sums = {k: design.sums[k].take(users) for k in keep}
             else:
                 sums = {k: v.take(users) for k, v in design.sums.items() if k != "impressions"}
@@ -175,26 +175,13 @@ class BatchLooks:
 
 def _primary_estimate(design: Any, users: np.ndarray, sums: dict[str, np.ndarray]) -> Any:
     """The design's primary estimate from the active users' sums. A/B designs compute their
-    primary metric only (as :class:`simulations.designs.ab.ABDesign` does: ``test: delta`` the
-    delta-method difference of ratios, ``welch`` Welch's test of per-user ratios), the three
+    primary metric only (:meth:`simulations.designs.ab.ABDesign._estimates` of that metric), the three
     times cheaper look; other designs their first estimate. Tested equal to the daily checkpoint
     at every day's last batch."""
     if design.kind != "ab":
         return next(iter(design._estimates(users, sums).values()))
-    from onlineeval.stats import welch_diff
-    from onlineeval.stats.online import ratio_diff_values
-    from simulations.designs.ab import METRICS as AB_SUMS
-
-    key = AB_SUMS[design.config.metric]
-    b = design.in_b.take(users)
-    den = sums["impressions"]
-    if design.config.test == "welch":
-        per_user = sums[key] / den
-        return welch_diff(per_user[~b], per_user[b], alpha=design.alpha)
-    # the lean path of ratio_diff (the same numbers), each arm gathered by index
-    ib, ia = np.flatnonzero(b), np.flatnonzero(~b)
-    num = sums[key]
-    return ratio_diff_values(num.take(ia), den.take(ia), num.take(ib), den.take(ib), alpha=design.alpha)
+    metric = design.metric_names()[0]
+    return design._estimates(users, sums, [metric])[metric]
 
 
 def batch_looks(designs: list[Any]) -> list[BatchLooks]:

@@ -150,21 +150,25 @@ class ABDesign(Design):
     def metric_names(self) -> list[str]:
         return [self.config.metric, *[m for m in METRICS if m != self.config.metric]]
 
-    def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
-        """Each metric's estimate. ``test: delta`` gathers each arm's sums from the population arrays by the
-        arm's user ids (:meth:`active_arms`: the values and order of the boolean masks) and takes
+    def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray],
+                   metrics: list[str] | None = None) -> dict[str, Any]:
+        """Each metric's estimate (of ``metrics`` only when given: the per-batch looks' primary metric).
+        ``test: delta`` gathers each arm's sums from the population arrays by the arm's user ids
+        (:meth:`active_arms`: the values and order of the boolean masks) and takes
         :func:`onlineeval.stats.online.ratio_diff_values`, the lean path of ``ratio_diff`` (the same numbers,
-        bit for bit); ``sums`` may then be empty."""
+        bit for bit); ``sums`` may then be empty. ``test: welch`` reads ``sums`` (the impressions and the
+        metrics' sums of the active users)."""
         from onlineeval.stats import welch_diff
         from onlineeval.stats.online import ratio_diff_values
 
+        names = self.metric_names() if metrics is None else metrics
         out = {}
         if self.config.test == "welch":
             b = self.in_b.take(users)
             den = sums["impressions"]
             a = ~b
-            for metric, key in METRICS.items():
-                per_user = sums[key] / den  # every active user has den >= 1
+            for metric in names:
+                per_user = sums[METRICS[metric]] / den  # every active user has den >= 1
                 out[metric] = welch_diff(per_user[a], per_user[b], alpha=self.alpha)
         else:
             active, _, _, users_a, users_b = self.active_arms()
@@ -173,7 +177,7 @@ class ABDesign(Design):
                 users_a, users_b = users[~b], users[b]
             den = self.sums["impressions"]
             den_a, den_b = den.take(users_a), den.take(users_b)
-            for metric, key in METRICS.items():
-                num = self.sums[key]
+            for metric in names:
+                num = self.sums[METRICS[metric]]
                 out[metric] = ratio_diff_values(num.take(users_a), den_a, num.take(users_b), den_b, alpha=self.alpha)
-        return {m: out[m] for m in self.metric_names()}
+        return out
