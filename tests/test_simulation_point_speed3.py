@@ -175,6 +175,20 @@ def test_ab_click_patterns():
     assert rr[pattern].tobytes() == want.tobytes()
 
 
+def test_click_values_by_pattern_equal_the_row_by_row_values():
+    """_click_values (the A/B batch step's and the CUPED pre-period's per-impression clicks, abandonment and
+    reciprocal rank): the per-pattern lookup gives the row-by-row path's float64 values, bit for bit."""
+    from simulations.designs.ab import _click_patterns, _click_values
+
+    rng = np.random.default_rng(6)
+    for depth in (1, 3, 10, 16):
+        clicks = rng.random((4000, depth)) < 0.3
+        fast, slow = _click_values(clicks, _click_patterns(depth)), _click_values(clicks, None)
+        for got, want in zip(fast, slow, strict=True):
+            assert got.dtype == want.dtype == np.float64 and got.tobytes() == want.tobytes()
+        assert (slow[1] == 1.0).any() and (slow[0] > 0).any()  # rows without and with clicks
+
+
 # ----------------------------------------------------------------------------- lean z values
 def test_z_values_bit_identical_to_tests():
     """online._z_values (Python floats) against online._tests with df = inf (0-d arrays), the previous
