@@ -387,7 +387,7 @@ class InterleavingDesign(Design):
         named ``null:<pair>``. Draws come from the design's own stream."""
         self.null_labels = self.world.ranked_labels("A")
         self.query_cdf = np.cumsum(self.world.frequency)
-        self.query_draw: Any = None  # the table-drawn path's CdfDraw of query_cdf, built on first use
+        self.query_draw: Any = None  # the CdfDraw of query_cdf (_null_queries), built on first use
 
     def _process(self, batch: Batch) -> None:
         if self.table is not None and self.interleaver.prefix_credit:
@@ -406,9 +406,7 @@ class InterleavingDesign(Design):
             else:
                 clicks = self.users.sample(grades, batch.user_type, self.rng)
         else:
-            from simulations.sampling import draw_from_cdf
-
-            other = draw_from_cdf(self.query_cdf, self.rng.random(len(batch)))
+            other = self._null_queries(len(batch))
             labels = np.where(ranking >= 0, self.null_labels[other], -1).astype(np.int8)
             clicks = self.users.sample(labels, batch.user_type, self.rng)
         outcomes = pair_outcomes(self.interleaver, shown, clicks, len(self.ranker_lists))
@@ -428,11 +426,7 @@ class InterleavingDesign(Design):
         if self.null_labels is None:
             clicks = self.users.sample(table.grades.take(key, axis=0), batch.user_type, self.rng)
         else:
-            if self.query_draw is None or self.query_draw.source is not self.query_cdf:
-                from simulations.traffic import CdfDraw  # draw_from_cdf's indices, faster
-
-                self.query_draw = CdfDraw(self.query_cdf)
-            other = self.query_draw(self.rng.random(len(batch)))
+            other = self._null_queries(len(batch))
             labels = self.null_labels.take(other, axis=0)  # int8 grades (shown_labels)
             if table.valid is not None:  # empty slots of the shown lists stay empty
                 labels = np.where(table.valid.take(key, axis=0), labels, -1).astype(np.int8)
@@ -446,6 +440,15 @@ class InterleavingDesign(Design):
             compared = clicked != 0
         self._add_exact(f"num:{self.pairs[0][0]}", batch.user, half)
         self._add_exact("compared", batch.user, compared.astype(np.float64))
+
+    def _null_queries(self, n: int) -> np.ndarray:
+        """The null user's other queries of ``n`` impressions, drawn by frequency from the design's stream
+        (``draw_from_cdf`` of ``rng.random(n)``: the same indices by :class:`~simulations.traffic.CdfDraw`)."""
+        if self.query_draw is None or self.query_draw.source is not self.query_cdf:
+            from simulations.traffic import CdfDraw
+
+            self.query_draw = CdfDraw(self.query_cdf)
+        return self.query_draw(self.rng.random(n))  # type: ignore[no-any-return]
 
     def _active_sums(self, users: np.ndarray) -> dict[str, np.ndarray]:
         # the estimates read the outcomes and comparisons, not the impressions
