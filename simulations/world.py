@@ -74,7 +74,15 @@ class World:
 
 
 def shown_labels(labels: np.ndarray, query: np.ndarray, ranking: np.ndarray) -> np.ndarray:
-    """Grades of the shown documents: ``labels[query[i], ranking[i, r]]``, ``-1`` where empty."""
+    """Grades of the shown documents: ``labels[query[i], ranking[i, r]]``, ``-1`` where empty.
+
+    The world's int8 grades of lists without empty slots are read by one flat ``take`` (about a
+    third of the general path's time; the same values, tested); an out-of-range document falls
+    through to the general path and its ``IndexError``."""
+    if (ranking.ndim == 2 and ranking.size and labels.dtype == np.int8 and labels.ndim == 2
+            and labels.flags.c_contiguous and int(ranking.min()) >= 0 and int(ranking.max()) < labels.shape[1]):
+        rows = query.astype(np.intp, copy=False) * labels.shape[1]
+        return labels.reshape(-1).take(rows[:, None] + ranking)
     out = labels[query[:, None], np.maximum(ranking, 0)]
     return np.where(ranking >= 0, out, -1).astype(np.int8)
 

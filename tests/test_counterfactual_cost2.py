@@ -164,34 +164,3 @@ def test_mixture_sample_equals_sampling_each_component(spec, padding):
         assert a.random() == b.random()  # the same draws consumed
 
 
-# ------------------------------------------------------------------ the design's shown grades
-def test_counterfactual_clicks_equal_the_designs_plain_clicks():
-    """The design's clicks (grades by one flat take) equal Design._clicks (shown_labels) on
-    the same generator state: logged lists, lists with empty slots, and the error of an
-    out-of-range document (the plain path's)."""
-    from test_counterfactual_fastpaths import _small_design_config
-
-    from simulations.designs.base import Design
-    from simulations.runner import build_replicate, replicate_seeds, world_seed
-    from simulations.users import UserModels
-    from simulations.world import build_world
-
-    cfg = _small_design_config(["ips"])
-    world = build_world(cfg, world_seed(cfg.seed))
-    traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0])
-    (design,) = designs
-    batch = traffic.batch(0, traffic.batch_hours)
-    shown = design.policy.sample(batch.query, np.random.default_rng(0))
-    padded = shown.copy()
-    padded[::3, 2:] = -1
-    for ranking in (shown, padded):
-        design.rng = np.random.default_rng(9)
-        got = design._clicks(batch, ranking)
-        design.rng = np.random.default_rng(9)
-        want = Design._clicks(design, batch, ranking)
-        assert got.dtype == want.dtype and got.any()
-        np.testing.assert_array_equal(got, want)
-    bad = shown.copy()
-    bad[0, 0] = world.labels.shape[1]
-    with pytest.raises(IndexError):
-        design._clicks(batch, bad)

@@ -190,6 +190,28 @@ def test_world_segments_and_shown_labels():
     assert all(len(set(row)) == len(row) for row in r.tolist())
 
 
+def test_shown_labels_flat_take_equals_the_fancy_index():
+    """The flat-take path (int8 grades, lists without empty slots) gives the fancy index's values; lists with
+    empty slots, other grade dtypes and out-of-range documents take the general path (IndexError)."""
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 5, size=(300, 40)).astype(np.int8)
+    for dtype in (np.int32, np.int64):
+        query = rng.integers(0, 300, size=1000).astype(dtype)
+        ranking = rng.integers(0, 40, size=(1000, 10)).astype(dtype)
+        want = labels[query[:, None], ranking]  # the definition, no empty slots
+        got = shown_labels(labels, query, ranking)
+        assert got.dtype == np.int8
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(shown_labels(labels.astype(np.int64), query, ranking), want)
+        padded = ranking.copy()
+        padded[::3, 4:] = -1
+        np.testing.assert_array_equal(shown_labels(labels, query, padded), np.where(padded >= 0, want, -1))
+        bad = ranking.copy()
+        bad[0, 0] = 40  # would be another query's document in the flat array
+        with pytest.raises(IndexError):
+            shown_labels(labels, query, bad)
+
+
 def test_trec_world_uses_real_judgments_and_rankings(tmp_path):
     (tmp_path / "qrels").write_text("q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\nq2 0 e1 1\nq2 0 e2 0\nq3 0 f1 3\n")
     (tmp_path / "a.run").write_text("q1 Q0 d1 1 3.0 A\nq1 Q0 d9 2 2.0 A\nq1 Q0 d3 3 1.0 A\n"

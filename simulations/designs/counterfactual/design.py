@@ -243,17 +243,6 @@ class CounterfactualDesign(Design):
                 self._acc[row] += counts
 
     # -------------------------------------------------------------------------- serving
-    def _clicks(self, batch: Batch, ranking: np.ndarray) -> np.ndarray:
-        """:meth:`Design._clicks`; the shown grades of lists without empty slots by one flat
-        take from the world's int8 grades (the same values as ``shown_labels``, about a third
-        of its time)."""
-        labels = self.world.labels
-        if (ranking.size and labels.dtype == np.int8 and labels.ndim == 2 and labels.flags.c_contiguous
-                and ranking.ndim == 2 and int(ranking.min()) >= 0 and int(ranking.max()) < labels.shape[1]):
-            grades = labels.reshape(-1).take(batch.query[:, None] * labels.shape[1] + ranking)
-            return self.users.sample(grades, batch.user_type, self.rng)
-        return super()._clicks(batch, ranking)
-
     def _logged(self, batch: Batch) -> Any:
         from onlineeval.estimators import LoggedData
 
