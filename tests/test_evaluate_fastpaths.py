@@ -168,32 +168,58 @@ def test_process_settings_change_no_output(tmp_path: Path) -> None:
     assert direct.stdout == via_typer.stdout and direct.stdout
 
 
+@pytest.mark.parametrize("slots", [1, 2, 4])
 @pytest.mark.parametrize("rows", [1, 3, 64, 1 << 16])
 @pytest.mark.parametrize("seed", range(6))
-def test_block_search_equals_searchsorted(monkeypatch, rows: int, seed: int) -> None:
-    """The qrels join's block-wise binary search (positions and matched rows) against numpy's over the whole array:
-    nearly sorted keys (the usual layout), random keys, keys equal to elements, extremes."""
+def test_key_table_finds_what_a_dict_and_searchsorted_find(monkeypatch, slots: int, rows: int, seed: int) -> None:
+    """The qrels join's hash table (:class:`onlineeval.metrics.batch._KeyTable`) against a
+    dict of the keys and against the binary search it replaced (numpy's searchsorted into
+    the sorted keys): keys of queries with 0 to 300 rows, low bits that collide often (few
+    distinct doc hashes: many crowded slots), probes equal to keys and not, extremes; and
+    ``None`` exactly when two keys are equal."""
     from onlineeval.metrics import batch
 
-    monkeypatch.setattr(batch, "SEARCH_ROWS", rows)
+    monkeypatch.setattr(batch, "SLOTS_PER_KEY", slots)
+    monkeypatch.setattr(batch, "HASH_ROWS", rows)
     rng = np.random.default_rng(seed)
-    top = 2**64 - 1
-    ordered = np.sort(rng.integers(0, top, size=int(rng.integers(1, 400)), dtype=np.uint64, endpoint=True))
+    n_ranks = int(rng.integers(1, 50))
+    q_bits = max(1, (n_ranks - 1).bit_length()) if seed % 2 else 40
+    shift = np.uint64(64 - q_bits)
+    per = rng.integers(0, 300, size=n_ranks) * (rng.random(n_ranks) < 0.8)
+    rank = np.repeat(np.arange(n_ranks), per).astype(np.uint64)
+    top = 2 ** (64 - q_bits) - 1
+
+    def low_parts(size: int) -> np.ndarray:
+        lows = rng.integers(0, top, size=size, dtype=np.uint64, endpoint=True)
+        if seed % 3 == 0:  # only three values of the low 6 bits: many keys share a slot
+            lows = (lows & ~np.uint64(63)) | rng.integers(0, 3, size=size).astype(np.uint64)
+        return lows
+
+    keys = (rank << shift) | low_parts(rank.size)
     if seed % 2:
-        ordered = np.sort(rng.integers(0, 30, size=ordered.size).astype(np.uint64))  # many repeats
-    n = int(rng.integers(0, 2000))
-    keys = np.concatenate([
-        ordered[rng.integers(0, ordered.size, n)],
-        rng.integers(0, top, size=n, dtype=np.uint64, endpoint=True),
-        np.array([0, top, int(ordered[0]), int(ordered[-1])], dtype=np.uint64),
+        keys = keys[rng.permutation(keys.size)]
+    if np.unique(keys).size != keys.size:  # (random 64-bit low parts: practically never)
+        return
+    table = batch._KeyTable.build(keys, q_bits, n_ranks)
+    assert table is not None
+    if seed % 3 == 0 and per.max() > 3:
+        assert table.aside_keys.size  # (rows kept aside: the crowded slots' search is tested)
+    m = int(rng.integers(0, 3000))
+    probes = np.concatenate([
+        keys[rng.integers(0, keys.size, size=m)] if keys.size else np.zeros(0, dtype=np.uint64),
+        (rng.integers(0, n_ranks, size=m).astype(np.uint64) << shift) | low_parts(m),
+        np.array([0, ((n_ranks - 1) << (64 - q_bits)) | top], dtype=np.uint64),
     ])
-    if seed % 3 == 0:
-        keys = np.sort(keys) ^ (rng.random(keys.size) < 0.01).astype(np.uint64)  # nearly sorted
-    whole = np.searchsorted(ordered, keys)
-    blocks = [batch._search_block(ordered, keys[a : a + rows]) for a in range(0, keys.size, rows)]
-    assert np.array_equal(np.concatenate(blocks), whole)  # (keys holds at least the four extremes)
-    # the join's rows: order[i] where ordered[i] equals the key (the first such i), else -1
-    order = rng.permutation(ordered.size)
-    pos = np.minimum(whole, ordered.size - 1)
-    expected = np.where(ordered[pos] == keys, order[pos], -1)
-    assert np.array_equal(batch._match_blocks(ordered, order, keys), expected)
+    where = {int(k): i for i, k in enumerate(keys)}
+    expected = np.array([where.get(int(k), -1) for k in probes], dtype=np.int64)
+    got = table.find(probes)
+    assert got.dtype == np.int64 and np.array_equal(got, expected)
+    if keys.size:  # the replaced search: order[i] where ordered[i] equals the key, else -1
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        pos = np.minimum(np.searchsorted(ordered, probes), ordered.size - 1)
+        assert np.array_equal(got, np.where(ordered[pos] == probes, order[pos], -1))
+        # a key twice, as the slot's kept row or as another row kept aside: None
+        for i in (0, keys.size - 1, int(rng.integers(0, keys.size))):
+            twice = np.insert(keys, int(rng.integers(0, keys.size + 1)), keys[i])
+            assert batch._KeyTable.build(twice, q_bits, n_ranks) is None

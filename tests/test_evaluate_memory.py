@@ -107,7 +107,7 @@ def test_join_equals_the_replaced_join(monkeypatch, seed: int) -> None:
     """Grades and keys, or ``None`` (a pair judged twice, keys shared by two pairs), exactly
     as before: queries in file order, some only in the qrels, docs of 1 to 3 words."""
     rng = np.random.default_rng(seed)
-    monkeypatch.setattr(batch, "SEARCH_ROWS", int(rng.choice([1, 5, 64, 1 << 16])))
+    monkeypatch.setattr(batch, "SLOTS_PER_KEY", int(rng.choice([1, 2, 4])))  # 1: many crowded slots
     monkeypatch.setattr(batch, "HASH_ROWS", int(rng.choice([3, 1 << 16])))
     nq, n_docs = int(rng.integers(1, 30)), int(rng.integers(1, 60))
     kd, kq = int(rng.integers(1, 4)), int(rng.integers(1, 4))

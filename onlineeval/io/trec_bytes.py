@@ -32,7 +32,8 @@ import os
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -518,6 +519,96 @@ def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int) -> tup
     return query, doc, value, tag
 
 
+#: threads that parse a file's chunks (the calling one and ``THREADS - 1`` helpers; 1: no helper)
+THREADS = 2
+#: fewest chunks parsed on :data:`THREADS` threads (fewer: the calling thread alone)
+THREAD_CHUNKS = 4
+
+_Part = TypeVar("_Part")
+
+
+def _parse_in_order(
+    parse: Callable[[int], _Part | None], put: Callable[[_Part], bool], n: int, threads: int
+) -> bool:
+    """``put(parse(i))`` for ``i = 0 .. n - 1``, ``put`` always in order of ``i`` and on the
+    calling thread; ``False`` at the first ``None`` from ``parse`` or ``False`` from ``put``.
+
+    With ``threads > 1``, helper threads claim chunks as the calling thread does, the next
+    unclaimed one each time, and the calling thread puts every parsed chunk as soon as all
+    chunks before it are put, so only a few parsed chunks wait at any time. numpy releases
+    the GIL in its passes over a chunk's arrays (most of a chunk's time), so the threads
+    parse in parallel; the result is the same as on one thread, whatever the timing.
+    An exception in a helper is raised on the calling thread.
+    """
+    if threads <= 1:
+        for i in range(n):
+            part = parse(i)
+            if part is None or not put(part):
+                return False
+        return True
+    import threading
+
+    lock = threading.Lock()
+    done: dict[int, Any] = {}  # parsed chunks not put yet (None: not in the format)
+    state = {"next": 0, "stop": False}
+    errors: list[BaseException] = []
+
+    def claim() -> int | None:
+        with lock:
+            i = state["next"]
+            if state["stop"] or i >= n:
+                return None
+            state["next"] = i + 1
+            return i
+
+    def helper() -> None:
+        try:
+            while (i := claim()) is not None:
+                part = parse(i)
+                with lock:
+                    done[i] = part
+                    if part is None:
+                        state["stop"] = True
+        except BaseException as exc:  # raised again on the calling thread
+            errors.append(exc)
+            with lock:
+                state["stop"] = True
+
+    head = 0  # the next chunk to put
+
+    def put_ready() -> bool:
+        nonlocal head
+        while True:
+            with lock:
+                if head not in done:
+                    return True
+                part = done.pop(head)
+            head += 1
+            if part is None or not put(part):
+                return False
+
+    workers = [threading.Thread(target=helper, daemon=True) for _ in range(threads - 1)]
+    for w in workers:
+        w.start()
+    try:
+        ok = True
+        while ok and (i := claim()) is not None:
+            part = parse(i)
+            with lock:
+                done[i] = part
+                if part is None:
+                    state["stop"] = True
+            ok = put_ready()
+    finally:
+        with lock:
+            state["stop"] = True  # (after the loop nothing is left to claim anyway)
+        for w in workers:
+            w.join()
+    if errors:
+        raise errors[0]
+    return ok and put_ready() and head == n
+
+
 def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, ByteIds, ByteIds, np.ndarray, str] | None:
     """Query ids, doc ids and the last column's numbers (grades or scores) of every line,
     with the tag (field 6) of the first line of a run.
@@ -546,17 +637,23 @@ def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, ByteIds, ByteIds,
     if len(chunks) > 1 and chunks[-1][1] - chunks[-1][0] < 2 * _PAD:
         chunks[-2:] = [(chunks[-2][0], size)]
     rows = _Rows(size // (2 * ncols - 1) + 1)
-    tag = ""
-    for i, (a, b) in enumerate(chunks):
+    tags: list[str] = []
+
+    def parse(i: int) -> tuple[ByteIds, ByteIds, np.ndarray, str] | None:
+        a, b = chunks[i]
         if i == len(chunks) - 1 and isinstance(raw, mmap.mmap):
             tail = bytearray(raw[a:b]) + bytearray(_PAD)
-            part = _scan_chunk(tail, np.frombuffer(tail, dtype=np.uint8), 0, b - a, ncols)
-        else:
-            part = _scan_chunk(raw, buf, a, b, ncols)
-        if part is None or not rows.put(*part[:3]):
-            return None
-        if i == 0:
-            tag = part[3]
+            return _scan_chunk(tail, np.frombuffer(tail, dtype=np.uint8), 0, b - a, ncols)
+        return _scan_chunk(raw, buf, a, b, ncols)
+
+    def put(part: tuple[ByteIds, ByteIds, np.ndarray, str]) -> bool:
+        if not tags:
+            tags.append(part[3])
+        return rows.put(*part[:3])
+
+    if not _parse_in_order(parse, put, len(chunks), THREADS if len(chunks) >= THREAD_CHUNKS else 1):
+        return None
+    tag = tags[0]
     query, doc, value = rows.ids()
     return str(Path(path)), query, doc, value, tag
 
