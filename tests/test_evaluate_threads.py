@@ -120,3 +120,100 @@ def test_scan_on_two_threads_reads_as_on_one(tmp_path: Path, monkeypatch, chunk:
     for threads in (1, 2):
         monkeypatch.setattr(trec_bytes, "THREADS", threads)
         assert scan_run(rp) is None
+
+
+def _write_lists(tmp_path: Path, seed: int, equal: bool, twice: str | None = None) -> tuple[Path, Path]:
+    """Lists with ties (scores in quarters), qrels with negative grades, a judged query not in
+    the run, an unjudged query in the run; ``twice``: a (query, doc) pair twice in that file."""
+    rng = np.random.default_rng(seed)
+    run_lines, qrels_lines = [], []
+    for q in rng.permutation(30):
+        n = 20 if equal else int(rng.integers(1, 21))
+        for d in range(n):
+            run_lines.append(f"q{q:02d} Q0 d{d} {d + 1} {rng.integers(0, 6) / 4:.2f} t")
+        for d in rng.choice(25, size=8, replace=False):
+            qrels_lines.append(f"q{q:02d} 0 d{d} {int(rng.integers(-1, 4))}")
+    qrels_lines += [f"q99 0 d{d} 1" for d in range(3)]
+    run_lines += [f"q77 Q0 d{d} {d + 1} 1.00 t" for d in range(20 if equal else 3)]
+    if twice == "run":
+        run_lines.insert(int(rng.integers(0, len(run_lines))), run_lines[5])
+    elif twice == "qrels":
+        qrels_lines.append(qrels_lines[3])
+    qp, rp = tmp_path / "qrels", tmp_path / "run"
+    qp.write_text("\n".join(qrels_lines) + "\n")
+    rp.write_text("\n".join(run_lines) + "\n")
+    return qp, rp
+
+
+@pytest.mark.parametrize("equal", [True, False])
+@pytest.mark.parametrize("ties", ["docno_desc", "input_order", "optimistic", "expected"])
+@pytest.mark.parametrize("seed", range(3))
+def test_ranking_on_a_helper_thread_evaluates_as_on_one(
+    tmp_path: Path, monkeypatch, equal: bool, ties: str, seed: int
+) -> None:
+    """``label_batch_coded`` with the ranking on a helper thread (every run) and on the calling
+    thread (no run): the same labels, query names and counts, and the same ``None`` (a pair
+    twice) and the same error (a judged query missing), as the pandas path's."""
+    from onlineeval.conventions import preset
+    from onlineeval.errors import InputError
+    from onlineeval.io import read_qrels, read_run
+    from onlineeval.metrics import batch
+    from onlineeval.metrics.batch import evaluate_coded, label_batch_coded
+    from onlineeval.metrics.evaluate import evaluate_run
+
+    metrics = "nDCG@10,AP,RR,P@10"
+    for twice in (None, "run", "qrels"):
+        qp, rp = _write_lists(tmp_path, seed, equal, twice)
+        cq, cr = scan_qrels(qp), scan_run(rp)
+        for missing, depth in (("zero", None), ("drop", 10), ("error", None)):
+            conv = preset("trec_eval").with_(ties=ties, missing=missing, depth=None if ties == "expected" else depth)
+            got = {}
+            for rows in (0, 10**9):  # 0: every ranking on the helper thread
+                monkeypatch.setattr(batch, "PARALLEL_ROWS", rows)
+                if missing == "error" and twice is None:
+                    with pytest.raises(InputError) as info:
+                        label_batch_coded(cq, cr, conv)
+                    got[rows] = str(info.value)
+                    continue
+                got[rows] = label_batch_coded(cq, cr, conv)
+                if twice is not None:
+                    assert got[rows] is None
+                    continue
+                assert got[rows] is not None
+                ev = evaluate_coded(cq, cr, metrics, conv)
+                ref = evaluate_run(read_qrels(qp), read_run(rp), metrics, conv)
+                assert ev is not None and list(ev.queries) == list(ref.queries) and ev.counts == ref.counts
+                for m in ref.metrics:
+                    assert np.array_equal(ev.values[m], ref.values[m], equal_nan=True), (m, missing)
+            if missing == "error" or twice is not None:
+                assert got[0] == got[10**9] and (got[0] is None) == (twice is not None)
+                continue
+            (b0, q0, c0), (b1, q1, c1) = got[0], got[10**9]
+            assert list(q0) == list(q1) and c0 == c1
+            for f in ("codes", "judged", "groups"):
+                x, y = getattr(b0, f, None), getattr(b1, f, None)
+                assert (x is None) == (y is None)
+                if x is not None:
+                    assert x.dtype == y.dtype and np.array_equal(x, y), f
+
+
+def test_an_error_of_the_ranking_on_the_helper_thread_is_raised(monkeypatch, tmp_path: Path) -> None:
+    """An exception on the helper thread reaches the caller; with a pair twice (``None``,
+    decided before the ranking's outcome is used) it is not raised, as on one thread."""
+    from onlineeval.conventions import preset
+    from onlineeval.metrics import batch
+    from onlineeval.metrics.batch import label_batch_coded
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("ranking failed")
+
+    monkeypatch.setattr(batch, "layout_arrays", broken)
+    before = threading.active_count()
+    for rows in (0, 10**9):
+        monkeypatch.setattr(batch, "PARALLEL_ROWS", rows)
+        qp, rp = _write_lists(tmp_path, 0, True)
+        with pytest.raises(RuntimeError, match="ranking failed"):
+            label_batch_coded(scan_qrels(qp), scan_run(rp), preset("trec_eval").with_(missing="zero"))
+        qp, rp = _write_lists(tmp_path, 0, True, twice="qrels")
+        assert label_batch_coded(scan_qrels(qp), scan_run(rp), preset("trec_eval").with_(missing="zero")) is None
+    assert threading.active_count() == before

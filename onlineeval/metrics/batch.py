@@ -22,6 +22,7 @@ the missing-queries error, is the pandas path's, word for word.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -305,6 +306,39 @@ def _doc_key(words: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return key
 
 
+#: fewest run rows whose ranking :func:`label_batch_coded` runs on a helper thread
+PARALLEL_ROWS = 1 << 16
+
+
+class _Background:
+    """``fn(*args)`` on a helper thread: :meth:`result` waits and returns it or raises its
+    exception; :meth:`wait` only waits."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        import threading
+
+        self._out: list[Any] = []
+        self._err: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                self._out.append(fn(*args))
+            except BaseException as exc:  # raised again by result()
+                self._err.append(exc)
+
+        self._thread = threading.Thread(target=target, daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._err:
+            raise self._err[0]
+        return self._out[0]
+
+
 def label_batch_coded(
     qrels: CodedQrels, run: CodedRun, conventions: Conventions
 ) -> tuple[LabelBatch, np.ndarray, dict[str, int]] | None:
@@ -319,16 +353,6 @@ def label_batch_coded(
         rq, docs, scores = run_q, run.doc.words, run.score
     else:
         rq, docs, scores = run_q[in_qrels], run.doc.words[in_qrels], run.score[in_qrels]
-    joined = _join(rq, docs, qrels_q, qrels.doc.words, qrels.grade)
-    if joined is None:
-        return None
-    grades, run_keys = joined
-    del joined
-    repeated = _repeated_keys_in_equal_blocks(run_keys, rq)
-    if repeated:
-        return None  # a document listed twice for a query: the pandas path names the line
-    if repeated is not None:
-        del run_keys  # (checked: sorted in place, not needed any more)
     present_q = np.bincount(rq, minlength=len(qnames)) > 0
     used = np.flatnonzero(present_q)
     keep_groups = conventions.ties == "expected"
@@ -336,10 +360,43 @@ def label_batch_coded(
         compact_q = rq
     else:
         compact_q = (np.cumsum(present_q) - 1)[rq]
-    del run_q, in_qrels, rq
-    full = layout_arrays(
-        scores, _doc_key(docs), conventions.ties, grades, None, compact_q, qnames[used], with_groups=keep_groups
-    )
+    del run_q, in_qrels
+    missing = np.flatnonzero(judged_q & ~present_q)  # codes, in sorted name order
+    filled = int(missing.size) if conventions.missing == "zero" else 0
+    evaluated = used
+    if filled:
+        evaluated = np.concatenate([used, missing])
+        fill_order = np.argsort(evaluated, kind="stable")
+        evaluated = evaluated[fill_order]
+
+    def layout(grades: np.ndarray | None) -> Any:
+        return layout_arrays(
+            scores, _doc_key(docs), conventions.ties, grades, None, compact_q, qnames[used], with_groups=keep_groups
+        )
+
+    # the ranking needs the grades only to break ties by them: otherwise it runs on a helper
+    # thread while this one joins the qrels (numpy releases the GIL in the sorts and passes)
+    parallel = conventions.ties not in ("pessimistic", "optimistic") and rq.size >= PARALLEL_ROWS
+    background = _Background(layout, None) if parallel else None
+    try:
+        joined = _join(rq, docs, qrels_q, qrels.doc.words, qrels.grade)
+        if joined is None:
+            return None
+        grades, run_keys = joined
+        del joined
+        repeated = _repeated_keys_in_equal_blocks(run_keys, rq)
+        if repeated:
+            return None  # a document listed twice for a query: the pandas path names the line
+        if repeated is not None:
+            del run_keys  # (checked: sorted in place, not needed any more)
+        del rq
+        if parallel:  # (while the ranking runs; after it otherwise)
+            judged = _judged_matrix(qrels_q, qrels.grade, evaluated, len(qnames))
+        full = layout(grades) if background is None else background.result()
+        background = None
+    finally:
+        if background is not None:  # (returning None or raising: the ranking's outcome is not used)
+            background.wait()
     del compact_q, scores
     if repeated is None:
         if _repeats_in_rows(full.rows, run_keys):
@@ -351,7 +408,6 @@ def label_batch_coded(
     rows, groups = full.rows, full.groups
     if depth is not None and rows.shape[1] > depth:
         rows, groups = rows[:, :depth], groups[:, :depth]
-    missing = np.flatnonzero(judged_q & ~present_q)  # codes, in sorted name order
     if missing.size and conventions.missing == "error":
         shown = ", ".join(qnames[missing[:5]]) + (", ..." if missing.size > 5 else "")
         raise InputError(
@@ -368,17 +424,12 @@ def label_batch_coded(
         codes[present] = grades[rows[present]]
         del present
     del rows, grades
-    filled = 0
-    evaluated = used
-    if missing.size and conventions.missing == "zero":
-        filled = int(missing.size)
-        evaluated = np.concatenate([used, missing])
-        order = np.argsort(evaluated, kind="stable")
-        evaluated = evaluated[order]
-        codes = np.concatenate([codes, np.full((filled, codes.shape[1]), EMPTY, dtype=np.int64)])[order]
+    if filled:
+        codes = np.concatenate([codes, np.full((filled, codes.shape[1]), EMPTY, dtype=np.int64)])[fill_order]
         if keep_groups:
-            groups = np.concatenate([groups, np.full((filled, groups.shape[1]), -1, dtype=np.int64)])[order]
-    judged = _judged_matrix(qrels_q, qrels.grade, evaluated, len(qnames))
+            groups = np.concatenate([groups, np.full((filled, groups.shape[1]), -1, dtype=np.int64)])[fill_order]
+    if not parallel:
+        judged = _judged_matrix(qrels_q, qrels.grade, evaluated, len(qnames))
     counts = {
         "filled_missing": filled,
         "dropped_missing": int(missing.size) if conventions.missing == "drop" else 0,
