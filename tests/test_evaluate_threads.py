@@ -122,9 +122,12 @@ def test_scan_on_two_threads_reads_as_on_one(tmp_path: Path, monkeypatch, chunk:
         assert scan_run(rp) is None
 
 
-def _write_lists(tmp_path: Path, seed: int, equal: bool, twice: str | None = None) -> tuple[Path, Path]:
+def _write_lists(tmp_path: Path, seed: int, equal: bool, twice: str | None = None,
+                 shuffled: bool = False) -> tuple[Path, Path]:
     """Lists with ties (scores in quarters), qrels with negative grades, a judged query not in
-    the run, an unjudged query in the run; ``twice``: a (query, doc) pair twice in that file."""
+    the run, an unjudged query in the run; ``twice``: a (query, doc) pair twice in that file;
+    ``shuffled``: the run's lines in random order (a query's lines in many blocks, some
+    between lines of the unjudged query)."""
     rng = np.random.default_rng(seed)
     run_lines, qrels_lines = [], []
     for q in rng.permutation(30):
@@ -139,6 +142,8 @@ def _write_lists(tmp_path: Path, seed: int, equal: bool, twice: str | None = Non
         run_lines.insert(int(rng.integers(0, len(run_lines))), run_lines[5])
     elif twice == "qrels":
         qrels_lines.append(qrels_lines[3])
+    if shuffled:
+        run_lines = [run_lines[i] for i in rng.permutation(len(run_lines))]
     qp, rp = tmp_path / "qrels", tmp_path / "run"
     qp.write_text("\n".join(qrels_lines) + "\n")
     rp.write_text("\n".join(run_lines) + "\n")
@@ -147,7 +152,7 @@ def _write_lists(tmp_path: Path, seed: int, equal: bool, twice: str | None = Non
 
 @pytest.mark.parametrize("equal", [True, False])
 @pytest.mark.parametrize("ties", ["docno_desc", "input_order", "optimistic", "expected"])
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(4))
 def test_ranking_on_a_helper_thread_evaluates_as_on_one(
     tmp_path: Path, monkeypatch, equal: bool, ties: str, seed: int
 ) -> None:
@@ -163,7 +168,7 @@ def test_ranking_on_a_helper_thread_evaluates_as_on_one(
 
     metrics = "nDCG@10,AP,RR,P@10"
     for twice in (None, "run", "qrels"):
-        qp, rp = _write_lists(tmp_path, seed, equal, twice)
+        qp, rp = _write_lists(tmp_path, seed, equal, twice, shuffled=seed == 3)
         cq, cr = scan_qrels(qp), scan_run(rp)
         for missing, depth in (("zero", None), ("drop", 10), ("error", None)):
             conv = preset("trec_eval").with_(ties=ties, missing=missing, depth=None if ties == "expected" else depth)

@@ -71,9 +71,10 @@ def _pad_words(a: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def joint_query_codes(run: ByteIds, qrels: ByteIds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Codes of the run's and the qrels' query ids in one sorted factorisation, and the
-    distinct ids (``str``, sorted) they index."""
+def _query_blocks(run: ByteIds, qrels: ByteIds) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The run's blocks of consecutive equal query ids (each block's code and length), the
+    qrels' query code of each row, and the distinct ids (``str``, sorted) the codes index:
+    one sorted factorisation of both files' query ids."""
     k = max(run.words.shape[1], qrels.words.shape[1])
     heads_r, size_r = _block_heads(run.words)
     heads_q, size_q = _block_heads(qrels.words)
@@ -85,7 +86,7 @@ def joint_query_codes(run: ByteIds, qrels: ByteIds) -> tuple[np.ndarray, np.ndar
     code = np.empty(len(order), dtype=np.int64)
     code[order] = np.cumsum(new) - 1
     names = ByteIds(ordered[new]).decode()
-    return np.repeat(code[: heads_r.size], size_r), np.repeat(code[heads_r.size :], size_q), names
+    return code[: heads_r.size], size_r, np.repeat(code[heads_r.size :], size_q), names
 
 
 #: rows per block of :func:`_keys`'s hash: the block's arrays (512 KiB each) stay in the processor's cache
@@ -344,23 +345,28 @@ def label_batch_coded(
 ) -> tuple[LabelBatch, np.ndarray, dict[str, int]] | None:
     """:func:`onlineeval.metrics.evaluate.label_batch` for byte-read files (``None``: see
     the module docstring)."""
-    run_q, qrels_q, qnames = joint_query_codes(run.query, qrels.query)
+    block_q, block_size, qrels_q, qnames = _query_blocks(run.query, qrels.query)
     judged_q = np.zeros(len(qnames), dtype=bool)
     judged_q[qrels_q] = True
-    in_qrels = judged_q[run_q]
-    ignored = int((np.bincount(run_q[~in_qrels], minlength=len(qnames)) > 0).sum())
+    in_qrels = judged_q[block_q]  # (per block of the run's rows)
+    ignored = int(np.unique(block_q[~in_qrels]).size)
     if in_qrels.all():
-        rq, docs, scores = run_q, run.doc.words, run.score
+        docs, scores = run.doc.words, run.score
     else:
-        rq, docs, scores = run_q[in_qrels], run.doc.words[in_qrels], run.score[in_qrels]
-    present_q = np.bincount(rq, minlength=len(qnames)) > 0
+        keep = np.repeat(in_qrels, block_size)
+        docs, scores = run.doc.words[keep], run.score[keep]
+        block_q, block_size = block_q[in_qrels], block_size[in_qrels]
+        del keep
+    rq = np.repeat(block_q, block_size)
+    present_q = np.zeros(len(qnames), dtype=bool)
+    present_q[block_q] = True
     used = np.flatnonzero(present_q)
     keep_groups = conventions.ties == "expected"
     if used.size == len(qnames):  # every query code is in the run: the codes are compact already
         compact_q = rq
     else:
         compact_q = (np.cumsum(present_q) - 1)[rq]
-    del run_q, in_qrels
+    del in_qrels
     missing = np.flatnonzero(judged_q & ~present_q)  # codes, in sorted name order
     filled = int(missing.size) if conventions.missing == "zero" else 0
     evaluated = used
