@@ -91,6 +91,14 @@ class PrePeriod:
 
     days: int
     sums: dict[str, np.ndarray]
+    #: ``(4, population)``: the rows ``impressions``, ``clicks``, ``abandoned``, ``rr`` (``sums`` holds views of them;
+    #: None when built from separate arrays: :func:`pre_block` stacks them)
+    block: np.ndarray | None = None
+
+
+def pre_block(pre: PrePeriod) -> np.ndarray:
+    """The pre-period's ``(4, population)`` rows ``impressions``, ``clicks``, ``abandoned``, ``rr``."""
+    return pre.block if pre.block is not None else np.stack([pre.sums[k] for k in ("impressions", *_SUMS)])
 
 
 def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np.random.Generator) -> PrePeriod:
@@ -105,7 +113,8 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
     model = copy.copy(traffic)
     model.rng = rng
     population = traffic.population
-    sums = {k: np.zeros(population, dtype=np.float64) for k in ("impressions", *_SUMS)}
+    block = np.zeros((1 + len(_SUMS), population), dtype=np.float64)
+    sums = {k: block[i] for i, k in enumerate(("impressions", *_SUMS))}  # rows of one block: one gather per arm
     grades_a = world.ranked_labels("A")  # (Q, depth): rows equal to shown_labels of A's lists
     by_pattern = _click_patterns(grades_a.shape[1])
     step = traffic.batch_hours
@@ -121,7 +130,7 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
         np.add.at(sums["clicks"], batch.user, n_clicks)
         np.add.at(sums["abandoned"], batch.user, abandoned)
         sums["rr"] += np.bincount(batch.user, weights=rr, minlength=population)
-    return PrePeriod(days, sums)
+    return PrePeriod(days, sums, block)
 
 
 def attach_pre_periods(traffic: Any, designs: list[Any], seq: np.random.SeedSequence) -> None:
@@ -159,13 +168,37 @@ def pooled_correlations(
 
 def _correlations(centred: np.ndarray) -> tuple[float, float]:
     """``(R, rho)`` from the within-arm centred ``[y, x, active]`` columns (:func:`pooled_correlations`)."""
-    s = centred.T @ centred
+    return _correlations_s(centred.T @ centred)
+
+
+def _correlations_s(s: np.ndarray) -> tuple[float, float]:
+    """:func:`_correlations` from the cross-products ``s = centred.T @ centred`` (3 x 3)."""
     syy = s[0, 0]
     if not syy > 0:
         return math.nan, math.nan
     rho = s[0, 1] / math.sqrt(syy * s[1, 1]) if s[1, 1] > 0 else 0.0
     r2 = float(s[0, 1:] @ np.linalg.pinv(s[1:, 1:]) @ s[1:, 0]) / syy
     return math.sqrt(min(max(r2, 0.0), 1.0)), float(rho)
+
+
+def _correlations_many(pooled: list[list[list[float]]]) -> list[tuple[float, float]]:
+    """:func:`_correlations` of each metric's pooled within-arm cross-products ``s`` (3 x 3, of ``[y, x,
+    active]``: ``centred.T @ centred``), the pseudo-inverses of the defined ones in one stacked call."""
+    out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(pooled)
+    defined = [i for i, s in enumerate(pooled) if s[0][0] > 0]
+    if not defined:
+        return out
+    s = np.array([pooled[i] for i in defined])
+    if not np.isfinite(s).all():  # as _correlations would (pinv of a non-finite matrix raises)
+        for i in defined:
+            out[i] = _correlations_s(np.array(pooled[i]))
+        return out
+    r2 = np.einsum("ki,kij,kj->k", s[:, 0, 1:], np.linalg.pinv(s[:, 1:, 1:]), s[:, 1:, 0]).tolist()
+    for j, i in enumerate(defined):
+        (syy, sxy, _), (_, sxx, _), _ = pooled[i]
+        rho = np.float64(sxy) / np.sqrt(np.float64(syy) * sxx) if sxx > 0 else 0.0  # float64: as _correlations
+        out[i] = (math.sqrt(min(max(r2[j] / syy, 0.0), 1.0)), float(rho))
+    return out
 
 
 def _pooled_arms(arm_cols: list[tuple[np.ndarray, list[np.ndarray]]], n: int) -> tuple[float, float]:
@@ -188,75 +221,68 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
     """The ``cuped:``, ``cuped_R:`` and ``cuped_rho:`` rows of ``design`` at checkpoint ``day``
     (none when it has no pre-period); NaN where the estimates are not defined yet.
 
-    Each arm's values are gathered once per checkpoint from the population arrays by the arm's user ids
-    (``design.active_arms()``: the same values in the same order as the boolean masks), and the influence
-    values and pooled correlations are computed arm by arm with the operations of the delta method's
-    influence values and of :func:`pooled_correlations`; ``test: delta`` takes the adjusted estimate from
-    ``onlineeval.stats.cuped._cuped_ratio_parts`` (the lean path of ``cuped_ratio_adjusted``), with the influence
-    values and pre-activity indicators it computed for the correlations (the pre-activity parts computed once
-    for the three metrics). Identical results; 22-33 ms -> 4.5-9 ms per checkpoint of ``configs/ab.yaml`` on
-    day 14 (15k active users) in round 2, 5.1-5.2 -> 2.6 ms in round 3 (old and new code alternated on the
-    loaded 2-core machine)."""
+    ``test: delta``: the numbers of ``design.checkpoint_stats()`` (one pass over each arm's users for the three
+    metrics, :func:`onlineeval.stats.cuped._cuped_ratio_stacked`): the adjusted estimates of
+    :func:`onlineeval.stats.cuped.cuped_ratio` and the correlations of :func:`pooled_correlations` to rounding
+    (tested to 1e-12 against the previous code). ``test: welch``: each arm's values gathered once per
+    checkpoint by the arm's user ids (``design.active_arms()``), :func:`onlineeval.stats.cuped.cuped_mean` and
+    the correlations arm by arm (:func:`_pooled_arms`, the bits of :func:`pooled_correlations`)."""
     pre: PrePeriod | None = getattr(design, "pre_period", None)
     if pre is None:
         return []
-    from onlineeval.stats.cuped import _cuped_ratio_parts, cuped_mean
-    from simulations.designs.ab import METRICS
     from simulations.designs.base import CheckpointRow
 
-    imp = design.sums["impressions"]
-    users, ia, ib, users_a, users_b = design.active_arms()
-    n_users, n_impr = int(users.size), int(imp.sum())
-    pre_den = pre.sums["impressions"].take(users)
-    active = pre_den > 0
-    n_pre = int(active.sum())
     names = design.metric_names()
-    defined = design._has_data(users, {})
     nan5 = (math.nan,) * 5
-    if defined:
-        welch = design.config.test == "welch"
-        if welch:
-            act_a, act_b = active.take(ia), active.take(ib)
-            den = imp.take(users)
+    if design.config.test != "welch":
+        st = design.checkpoint_stats()
+        n_users, n_impr, n_pre = st.n_a + st.n_b, st.n_impressions, st.n_pre
+        if st.adjusted is not None and st.pooled is not None:
+            adjusted = [st.adjusted[m] for m in names]
+            corr = _correlations_many([st.pooled[m] for m in names])
         else:
-            # each arm's values gathered from the population arrays by the arm's user ids (== den.take(ia), ...)
-            pre_imp = pre.sums["impressions"]
-            den_a, den_b, pre_den_a, pre_den_b = imp.take(users_a), imp.take(users_b), pre_imp.take(users_a), \
-                pre_imp.take(users_b)
-            shared: dict[str, Any] = {}  # the pre-activity indicators, computed once for the three metrics
+            adjusted, corr = [nan5] * len(names), [(math.nan, math.nan)] * len(names)
+    else:
+        adjusted, corr, n_users, n_impr, n_pre = _welch_parts(design, pre, names)
     rows = []
-    for metric in names:
-        key = METRICS[metric]
-        primary = metric == names[0]
-        if not defined:
-            vals, r, rho = nan5, math.nan, math.nan
-        else:
-            if welch:
-                num = design.sums[key].take(users)
-                pnum = pre.sums[key].take(users)
-                y = num / den
-                x = np.where(active, pnum / np.where(active, pre_den, 1.0), 0.0)
-                ya, yb, xa, xb = y.take(ia), y.take(ib), x.take(ia), x.take(ib)
-                res = cuped_mean(ya, xa, yb, xb, pre_active_a=act_a, pre_active_b=act_b, alpha=design.alpha)
-                e = res.adjusted
-                vals = (float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue))
-                arms = [(ib, [yb, xb, act_b.astype(np.float64)]), (ia, [ya, xa, act_a.astype(np.float64)])]
-            else:
-                num, pnum = design.sums[key], pre.sums[key]
-                num_a, num_b, pnum_a, pnum_b = num.take(users_a), num.take(users_b), pnum.take(users_a), \
-                    pnum.take(users_b)
-                # the adjusted estimate, and the influence values and indicators it used (each arm's
-                # delta-method influence values; active[a], active[b] as floats)
-                vals, (e_a, f_a, e_b, f_b), (act_fa, act_fb) = _cuped_ratio_parts(
-                    num_a, den_a, num_b, den_b, pnum_a, pre_den_a, pnum_b, pre_den_b, alpha=design.alpha,
-                    shared=shared)
-                arms = [(ib, [e_b, f_b, act_fb]), (ia, [e_a, f_a, act_fa])]
-            r, rho = _pooled_arms(arms, users.size)
-        rows.append(CheckpointRow(design.name, design.aa, day, CUPED_PREFIX + metric, primary, *vals, n_users, n_impr))
+    for i, metric in enumerate(names):
+        r, rho = corr[i]
+        rows.append(CheckpointRow(design.name, design.aa, day, CUPED_PREFIX + metric, i == 0, *adjusted[i], n_users,
+                                  n_impr))
         rows.append(CheckpointRow(design.name, design.aa, day, R_PREFIX + metric, False, r, *nan5[:4], n_pre, n_impr))
         rows.append(CheckpointRow(design.name, design.aa, day, RHO_PREFIX + metric, False, rho, *nan5[:4], n_users,
                                   n_impr))
     return rows
+
+
+def _welch_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[Any], list[tuple[float, float]],
+                                                                         int, int, int]:
+    """``(adjusted values, (R, rho), n_users, n_impressions, n_pre)`` per metric of a ``test: welch`` design."""
+    from onlineeval.stats.cuped import cuped_mean
+    from simulations.designs.ab import METRICS
+
+    imp = design.sums["impressions"]
+    users, ia, ib, _, _ = design.active_arms()
+    n_users, n_impr = int(users.size), int(imp.sum())
+    pre_den = pre.sums["impressions"].take(users)
+    active = pre_den > 0
+    n_pre = int(active.sum())
+    if not design._has_data(users, {}):
+        return [(math.nan,) * 5] * len(names), [(math.nan, math.nan)] * len(names), n_users, n_impr, n_pre
+    act_a, act_b = active.take(ia), active.take(ib)
+    den = imp.take(users)
+    adjusted, corr = [], []
+    for metric in names:
+        key = METRICS[metric]
+        y = design.sums[key].take(users) / den
+        pnum = pre.sums[key].take(users)
+        x = np.where(active, pnum / np.where(active, pre_den, 1.0), 0.0)
+        ya, yb, xa, xb = y.take(ia), y.take(ib), x.take(ia), x.take(ib)
+        e = cuped_mean(ya, xa, yb, xb, pre_active_a=act_a, pre_active_b=act_b, alpha=design.alpha).adjusted
+        adjusted.append((float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue)))
+        corr.append(_pooled_arms([(ib, [yb, xb, act_b.astype(np.float64)]), (ia, [ya, xa, act_a.astype(np.float64)])],
+                                 users.size))
+    return adjusted, corr, n_users, n_impr, n_pre
 
 
 # ----------------------------------------------------------------------------- summary

@@ -83,17 +83,20 @@ class Injection:
 
 
 def srm_rows(design: Any, day: int) -> list[Any]:
-    """The ``srm:`` rows of an A/B design at checkpoint ``day``."""
+    """The ``srm:`` rows of an A/B design at checkpoint ``day`` (``test: delta``: from the arms' impressions
+    ``design.checkpoint_stats()`` gathered; the same values)."""
     from simulations.designs.base import CheckpointRow
 
-    imp = design.sums["impressions"]
-    users, _, _, users_a, users_b = design.active_arms()
-    m_a, m_b = imp.take(users_a), imp.take(users_b)  # each arm's impressions, once for both impression tests
-    pb = design.config.share_b
-    alpha = design.config.analysis.srm.alpha
-    n_users, n_impr = int(users.size), int(imp.sum())
-    n_b = int(users_b.size)
-    tests = _srm_values(users.size - n_b, n_b, m_a, m_b, pb)
+    if design.config.test != "welch":
+        st = design.checkpoint_stats()
+        n_a, n_b, m_a, m_b, n_impr = st.n_a, st.n_b, st.impressions_a, st.impressions_b, st.n_impressions
+    else:
+        imp = design.sums["impressions"]
+        _, _, _, users_a, users_b = design.active_arms()
+        m_a, m_b = imp.take(users_a), imp.take(users_b)  # each arm's impressions, once for both impression tests
+        n_a, n_b, n_impr = int(users_a.size), int(users_b.size), int(imp.sum())
+    n_users = n_a + n_b
+    tests = _srm_values(n_a, n_b, m_a, m_b, design.config.share_b)
     rows = []
     for name in SRM_CHECKS:
         share, pvalue = tests[name]

@@ -14,7 +14,7 @@ unequal-variance t-test (each user weighs the same, whatever their activity).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,6 +27,7 @@ _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 #: metric -> the per-user sum it divides by the user's queries
 METRICS = {"clicks_per_query": "clicks", "abandonment": "abandoned", "reciprocal_rank": "rr"}
+_METRIC_OF = {v: k for k, v in METRICS.items()}
 
 
 def hash_unit(ids: np.ndarray, salt: int) -> np.ndarray:
@@ -72,12 +73,32 @@ def _click_values(clicks: np.ndarray, by_pattern: tuple[np.ndarray, ...] | None)
     return n_clicks.astype(np.float64), (n_clicks == 0).astype(np.float64), rr
 
 
+class CheckpointStats(NamedTuple):
+    """What an A/B design's daily checkpoint reports (``test: delta``), from one pass over each arm's users
+    (:meth:`ABDesign.checkpoint_stats`); the per-metric entries are None while the estimates are undefined
+    (fewer than two users in an arm), ``adjusted`` and ``pooled`` also without a pre-period."""
+
+    n_a: int
+    n_b: int
+    n_impressions: int
+    impressions_a: np.ndarray  # each arm's users' impressions (the SRM checks)
+    impressions_b: np.ndarray
+    unadjusted: dict[str, Any] | None  # metric -> EstimateValues of ratio_diff (bit for bit)
+    adjusted: dict[str, Any] | None  # metric -> EstimateValues of the CUPED estimate
+    pooled: dict[str, list[list[float]]] | None  # metric -> pooled within-arm cross-products of [e, f, active]
+    n_pre: int  # active users with pre-period activity (0 without a pre-period)
+
+
 @register_design("ab")
 class ABDesign(Design):
     accumulators = ("clicks", "abandoned", "rr")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # the per-user sums as rows of one (4, population) block (impressions, clicks, abandoned, rr): a
+        # checkpoint gathers an arm's four sums in one take; updated in place through the views in self.sums
+        self._block = np.zeros((len(self.sums), self.population), dtype=np.float64)
+        self.sums = {k: self._block[i] for i, k in enumerate(self.sums)}
         self.ranking_a = self.world.rankings["A"]
         self.ranking_b = self.world.rankings["A" if self.aa else "B"]
         # (Q, depth) grades of each arm's list: a batch's shown grades are rows of these
@@ -98,6 +119,7 @@ class ABDesign(Design):
         # analysis.cuped: the replicate's pre-period, set by simulations.cuped.attach_pre_periods
         self.pre_period = None
         self._arms: tuple[np.ndarray, ...] | None = None  # active_arms() until the next batch
+        self._stats: CheckpointStats | None = None  # checkpoint_stats() until the next batch
 
     def active_arms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(users, ia, ib, users_a, users_b)``: the active users (ascending), the positions among them of
@@ -110,8 +132,43 @@ class ABDesign(Design):
             self._arms = (users, ia, ib, users.take(ia), users.take(ib))
         return self._arms
 
+    def checkpoint_stats(self) -> CheckpointStats:
+        """The estimates, SRM inputs and CUPED parts of a ``test: delta`` checkpoint, computed once until the
+        next batch: each arm's four per-user sums (and pre-period sums) gathered in one ``take`` by the arm's
+        user ids (:meth:`active_arms`), and the three metrics in one pass over each arm's users
+        (:func:`onlineeval.stats.cuped._cuped_ratio_stacked`; :func:`~onlineeval.stats.cuped._ratio_diff_stacked`
+        without a pre-period): the unadjusted estimates are ``ratio_diff_values``'s bit for bit, the CUPED
+        parts those of ``cuped_ratio`` and ``pooled_correlations`` to rounding (tested)."""
+        if self._stats is None:
+            from onlineeval.stats.cuped import _cuped_ratio_stacked, _ratio_diff_stacked
+
+            _, _, _, users_a, users_b = self.active_arms()
+            xa, xb = self._block.take(users_a, axis=1), self._block.take(users_b, axis=1)
+            n_impr = int(self._block[0].sum())
+            pre = self.pre_period
+            unadjusted = adjusted = pooled = None
+            n_pre = 0
+            if pre is not None:
+                from simulations.cuped import pre_block
+
+                block = pre_block(pre)
+                pa, pb = block.take(users_a, axis=1), block.take(users_b, axis=1)
+                n_pre = int(np.count_nonzero(pa[0]) + np.count_nonzero(pb[0]))
+            if users_a.size >= 2 and users_b.size >= 2:  # _has_data
+                names = [_METRIC_OF[k] for k in self.accumulators]  # the rows 1.. of the block
+                if pre is None:
+                    values = _ratio_diff_stacked(xa[1:], xa[0], xb[1:], xb[0], alpha=self.alpha)
+                else:
+                    values, adj, cross, n_pre = _cuped_ratio_stacked(xa[1:], xa[0], xb[1:], xb[0], pa[1:], pa[0],
+                                                                     pb[1:], pb[0], alpha=self.alpha)
+                    adjusted, pooled = dict(zip(names, adj, strict=True)), dict(zip(names, cross, strict=True))
+                unadjusted = dict(zip(names, values, strict=True))
+            self._stats = CheckpointStats(int(users_a.size), int(users_b.size), n_impr, xa[0], xb[0], unadjusted,
+                                          adjusted, pooled, n_pre)
+        return self._stats
+
     def process(self, batch: Batch) -> None:
-        self._arms = None  # the active users and the split may change
+        self._arms = self._stats = None  # the active users, the split and the sums may change
         super().process(batch)
 
     def _process(self, batch: Batch) -> None:
@@ -133,9 +190,18 @@ class ABDesign(Design):
         """The estimates, then the SRM checks (``srm:`` rows) and, with a pre-period, the CUPED
         estimates (``cuped:`` rows; :mod:`simulations.srm`, :mod:`simulations.cuped`)."""
         from simulations.cuped import cuped_rows
+        from simulations.designs.base import CheckpointRow
         from simulations.srm import srm_rows
 
-        super().checkpoint(day)
+        if self.config.test == "welch":
+            super().checkpoint(day)
+        else:  # the rows of Design.checkpoint from checkpoint_stats (the same numbers)
+            st = self.checkpoint_stats()
+            n_users, nan5 = st.n_a + st.n_b, (float("nan"),) * 5
+            for i, metric in enumerate(self.metric_names()):
+                vals = nan5 if st.unadjusted is None else st.unadjusted[metric]
+                self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, *vals, n_users,
+                                               st.n_impressions))
         self.rows += srm_rows(self, day)
         self.rows += cuped_rows(self, day)
 
