@@ -68,6 +68,11 @@ DRAW_TABLE_BYTES = 64 * 2**20
 
 _TABLES: dict[tuple[Any, ...], tuple[list[weakref.ref[np.ndarray]], DrawTable]] = {}
 
+#: the compiled batch step's empty arguments (no null user's queries, labels or filled-slot mask)
+_NO_QUERIES = np.zeros(0, dtype=np.intp)
+_NO_LABELS = np.zeros((0, 0), dtype=np.int8)
+_NO_VALID = np.zeros((0, 0), dtype=np.bool_)
+
 #: longest list whose click patterns a :class:`DrawTable` handles as uint16 bit masks
 MASK_SLOTS = 16
 _BIT_TABLES: dict[str, np.ndarray] = {}
@@ -193,6 +198,7 @@ class DrawTable:
         # click patterns as bit masks (bit s = slot s), up to MASK_SLOTS slots: the outcome from a few (n,)
         # lookups (:meth:`outcome_bits`) instead of passes over (n, length) arrays
         self.bits: dict[str, np.ndarray] | None = None
+        self._kernel_tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         if length <= MASK_SLOTS:
             self.bits = {"weights": 2.0 ** np.arange(length)}
             if valid is not None:
@@ -232,26 +238,51 @@ class DrawTable:
     def draw_keys(self, query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The table rows of a batch of queries (:meth:`draw` without gathering the rows): the coins are
         drawn from ``rng`` exactly as :meth:`Interleaver.interleave` draws them."""
-        n = query.shape[0]
+        return self.keys(self.draw_coin_rows(query.shape[0], rng), query)
+
+    def draw_coin_rows(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """The interleaver's coins of ``n`` impressions as ``(rows, n)`` 0/1 uint8, drawn from ``rng`` exactly as
+        :meth:`Interleaver.interleave` draws them: balanced interleaving one per impression (one row; A leads
+        when it is 1), two-ranker team-draft one per slot and impression (``length`` rows, all drawn first)."""
+        if self.method == "balanced":  # (few coins: no gain from words)
+            return rng.integers(0, 2, size=n, dtype=np.int8).view(np.uint8).reshape(1, n)
+        return draw_coins(rng, (self.length, n))
+
+    def keys(self, coins: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The table rows of impressions of ``query`` with ``coins`` (:meth:`draw_coin_rows`): the coin pattern
+        (balanced: the coin; team-draft: bit ``i`` = the coin of slot ``2i``) plus ``query * combos``."""
         if self.method == "balanced":
-            # balanced_interleave: one coin per impression, A leads when it is 1
-            key = rng.integers(0, 2, size=n, dtype=np.int8).astype(np.intp)  # (few coins: no gain from words)
+            key = coins[0].astype(np.intp)
+        elif self.half <= 8:  # bit i of key = coin of slot 2i, shifted in from the last even slot
+            bits = coins[2 * (self.half - 1)].copy()
+            for i in range(self.half - 2, -1, -1):
+                bits <<= 1
+                bits |= coins[2 * i]
+            key = bits.astype(np.intp)
         else:
-            # team_draft_interleave with two rankers: one coin per (slot, impression), all drawn first
-            coins = draw_coins(rng, (self.length, n))
-            if self.half <= 8:  # bit i of key = coin of slot 2i, shifted in from the last even slot
-                bits = coins[2 * (self.half - 1)].copy()
-                for i in range(self.half - 2, -1, -1):
-                    bits <<= 1
-                    bits |= coins[2 * i]
-                key = bits.astype(np.intp)
-            else:
-                packed = np.packbits(coins[0::2], axis=0, bitorder="little")
-                key = packed[0].astype(np.intp)
-                for byte in range(1, packed.shape[0]):
-                    key |= packed[byte].astype(np.intp) << (8 * byte)
+            packed = np.packbits(coins[0::2], axis=0, bitorder="little")
+            key = packed[0].astype(np.intp)
+            for byte in range(1, packed.shape[0]):
+                key |= packed[byte].astype(np.intp) << (8 * byte)
         key += query * self.combos
         return key
+
+    def kernel_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(team_bits, valid_bits, kappa)``, :func:`simulations.kernels.interleaving_step`'s view of :attr:`bits`
+        (built once): team-draft's ``(2, rows)`` slots of A's and of B's documents; balanced interleaving's
+        filled slots (no entries when every slot is filled) and ``(2, rows * length)`` slots ranked at kappa or
+        above by A and by B; the other method's arrays have no entries."""
+        if self._kernel_tables is None:
+            bits = self.bits
+            assert bits is not None
+            none = np.zeros(0, dtype=np.uint16)
+            if self.signed is not None:
+                team = np.stack([bits["a"], bits["b"]])
+                self._kernel_tables = (team, none, none.reshape(2, 0))
+            else:
+                kappa = np.stack([bits["kappa_a"], bits["kappa_b"]])
+                self._kernel_tables = (none.reshape(2, 0), bits.get("valid", none), kappa)
+        return self._kernel_tables
 
     def outcome(self, key: np.ndarray, clicks: np.ndarray) -> np.ndarray:
         """The method's ``(n,)`` int8 outcome (``prefix_credit`` on) of the rows ``key`` with ``clicks``:
@@ -379,6 +410,7 @@ class InterleavingDesign(Design):
         self.null_labels: np.ndarray | None = None
         # two-ranker team-draft and balanced: the draw is a lookup in a per-process table
         self.table = draw_table(self.interleaver, self.ranker_lists, self.world.labels, self.world.depth)
+        self._kernel: tuple[Any, ...] | None = None  # the compiled batch step's inputs (_kernel_inputs)
 
     def use_null_user(self) -> None:
         """Run as the design's null variant: the real rankers, but every impression's clicks
@@ -388,6 +420,7 @@ class InterleavingDesign(Design):
         self.null_labels = self.world.ranked_labels("A")
         self.query_cdf = np.cumsum(self.world.frequency)
         self.query_draw: Any = None  # the CdfDraw of query_cdf (_null_queries), built on first use
+        self._kernel = None  # the compiled batch step reads the null user's grades
 
     def _process(self, batch: Batch) -> None:
         if self.table is not None and self.interleaver.prefix_credit:
@@ -420,13 +453,32 @@ class InterleavingDesign(Design):
         """:meth:`_process` of a table-drawn method with prefix credit: the same random draws in the same
         order (coins, then the null user's queries, then clicks) and the same outcomes, from the table's
         rows without building the :class:`InterleavingResult` (no gather of the input lists, no click
-        validation); outcomes -1, 0, +1 and comparisons are added in place (exact halves)."""
+        validation); outcomes -1, 0, +1 and comparisons are added in place (exact halves). Up to MASK_SLOTS
+        slots and with click models of grade tables (:meth:`_kernel_inputs`), everything after the draws is
+        one compiled loop (:func:`simulations.kernels.interleaving_step`; the same numbers, tested)."""
         table = self.table
-        key = table.draw_keys(batch.query, self.rng)
-        if self.null_labels is None:
+        n = len(batch)
+        coins = table.draw_coin_rows(n, self.rng)
+        other = None if self.null_labels is None else self._null_queries(n)
+        fused = self._kernel_inputs()
+        counts = None if fused is None else fused[0].counts(_NO_LABELS, batch.user_type, n)
+        if counts is not None:
+            from clickmodels.kernels import BLOCK
+            from simulations import kernels
+
+            chains, team_bits, valid_bits, kappa, valid, null_labels = fused  # type: ignore[misc]
+            kernels.interleaving_step(
+                coins, 1 if table.method == "balanced" else 2, 1 if table.method == "balanced" else table.half,
+                table.combos, batch.query, table.grades, _NO_QUERIES if other is None else other, null_labels, valid,
+                batch.user_type, counts, chains.uniforms(counts, self.rng), chains.thresholds, chains.width,
+                chains.independent_flags, chains.use_t1, chains.use_t3, BLOCK, table.method == "balanced",
+                team_bits, valid_bits, kappa, _set_bits(), _highest_bit(), batch.user,
+                self.sums[f"num:{self.pairs[0][0]}"], self.sums["compared"])
+            return
+        key = table.keys(coins, batch.query)
+        if other is None:
             clicks = self.users.sample(table.grades.take(key, axis=0), batch.user_type, self.rng)
         else:
-            other = self._null_queries(len(batch))
             labels = self.null_labels.take(other, axis=0)  # int8 grades (shown_labels)
             if table.valid is not None:  # empty slots of the shown lists stay empty
                 labels = np.where(table.valid.take(key, axis=0), labels, -1).astype(np.int8)
@@ -440,6 +492,23 @@ class InterleavingDesign(Design):
             compared = clicked != 0
         self._add_exact(f"num:{self.pairs[0][0]}", batch.user, half)
         self._add_exact("compared", batch.user, compared.astype(np.float64))
+
+    def _kernel_inputs(self) -> tuple[Any, ...] | None:
+        """``(chains, team_bits, valid_bits, kappa, valid, null_labels)``, what the compiled batch step reads
+        besides the batch (built on first use), or ``None`` when it does not apply: lists longer than
+        MASK_SLOTS, click models without grade tables (:meth:`simulations.users.UserModels.chains`), or shown
+        grades (the table's, the null user's) that the models do not know (their own path raises the error)."""
+        if self._kernel is None:
+            table = self.table
+            chains = self.users.chains(table.length) if table.bits is not None else None
+            labels = table.grades if self.null_labels is None else self.null_labels
+            if chains is None or not labels.size or not chains.accepts(labels) or labels.shape[1] != table.length:
+                self._kernel = (None,)
+            else:
+                valid = _NO_VALID if table.valid is None or self.null_labels is None else table.valid
+                null_labels = _NO_LABELS if self.null_labels is None else np.ascontiguousarray(self.null_labels)
+                self._kernel = (chains, *table.kernel_tables(), valid, null_labels)
+        return None if self._kernel[0] is None else self._kernel
 
     def _null_queries(self, n: int) -> np.ndarray:
         """The null user's other queries of ``n`` impressions, drawn by frequency from the design's stream

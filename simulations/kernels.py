@@ -1,0 +1,193 @@
+"""Compiled per-batch kernels of the simulator (numba).
+
+A batch step of a design is about 1,500 impressions; in NumPy it is some twenty calls of 2 to 20 us on
+arrays of that size, so its cost is call overhead, not arithmetic. These kernels do the same work in one
+compiled loop over the impressions. They never draw random numbers: the callers draw them with NumPy's
+``Generator`` in the same calls and order as the NumPy code they replace (the designs' streams are
+unchanged), and the kernels only do the comparisons, table lookups, running ANDs, bit masks, outcomes and
+per-user additions. Every number equals the NumPy path's bit for bit (tests keep the NumPy code as reference:
+``tests/test_simulation_kernels.py``); the only float additions are of exact halves and integers, whose sums do
+not depend on the order.
+
+This module imports numba (about 0.35 s); it is imported lazily by the code that runs batches
+(:meth:`simulations.users.UserModels.sample`, the interleaving design's batch step), never by ``onlineeval power``,
+``evaluate`` or ``--help``. The kernels are compiled on first call (``cache=True``: once per machine and
+argument types, into ``__pycache__`` next to this file, or numba's user cache directory when that is read-only;
+``NUMBA_CACHE_DIR`` moves it); a process then loads them from the cache on its first call.
+``NUMBA_DISABLE_JIT=1`` runs them as plain Python (slow, same numbers).
+
+Conventions (:class:`simulations.users._GradeChains`): the threshold tables ``thresholds = (t1, t2, t3)`` of the
+user types' click chains, one block of ``k * width`` entries per type, rank ``r`` and grade ``g`` of type ``t`` at
+``t * k * width + r * width + g + 1`` (an empty slot, grade ``-1``, at column 0). Uniforms: for each type in turn,
+for each block of ``b <= BLOCK`` of its rows (ascending), ``k * b`` doubles in rank-major order (what
+``rng.random((k, b))`` gives).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["row_counts", "grade_clicks", "interleaving_step"]
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def row_counts(labels, user_type, n, n_types, grades):
+    """``(n_types + 1,)`` int64: the number of the ``n`` rows of each user type, then a count that is not 0 when
+    the kernels cannot sample some row (a user type outside ``0 .. n_types - 1``, or a label of ``labels`` outside
+    ``-1 .. grades - 1``). With one type every row is of type 0 (whatever ``user_type`` says); with several,
+    ``user_type`` must have ``n`` entries (else every row counts as unknown). ``labels`` may have no rows (only
+    the types are counted)."""
+    counts = np.zeros(n_types + 1, dtype=np.int64)
+    if n_types == 1:
+        counts[0] = n
+    elif user_type.shape[0] != n:
+        counts[n_types] = n
+    else:
+        for i in range(n):
+            t = user_type[i]
+            if t >= 0 and t < n_types:
+                counts[t] += 1
+            else:
+                counts[n_types] += 1
+    if labels.size:  # the smallest and largest label (a reduction the compiler vectorises)
+        lo = hi = labels[0, 0]
+        for i in range(labels.shape[0]):
+            for r in range(labels.shape[1]):
+                g = labels[i, r]
+                lo = min(lo, g)
+                hi = max(hi, g)
+        if lo < -1 or hi >= grades:
+            counts[n_types] += 1
+    return counts
+
+
+@_jit
+def _type_order(user_type, counts, n):
+    """The ``n`` rows ordered by type, ascending within a type (the order in which the uniforms are drawn)."""
+    n_types = counts.shape[0] - 1
+    order = np.empty(n, dtype=np.int64)
+    if n_types == 1:
+        for i in range(n):
+            order[i] = i
+        return order
+    at = np.zeros(n_types, dtype=np.int64)
+    for t in range(1, n_types):
+        at[t] = at[t - 1] + counts[t - 1]
+    for i in range(n):
+        t = user_type[i]
+        order[at[t]] = i
+        at[t] += 1
+    return order
+
+
+@_jit
+def _sample(grades, order, counts, u, thresholds, width, independent, use_t1, use_t3, block, out):
+    """Clicks ``out`` ``(n, k)`` of the rows with grades ``grades`` ``(n, k)`` in ``order`` (:func:`_type_order`).
+    For each type, for each block of ``b <= block`` of its rows, rank by rank (the uniform of the block's row ``j``
+    at rank ``r`` is the block's ``r * b + j``-th): the chain's comparisons of :meth:`_GradeChains._block`, click iff
+    ``u < t2``; the user goes on iff not clicked or ``u < t1``, and clicked or ``u < t3`` (an independent-click type
+    always goes on); a rank's click counts iff the user went on at every rank above. No branch on the draws: the
+    rows of a block are independent iterations of the inner loop."""
+    n, k = grades.shape
+    n_types = counts.shape[0] - 1
+    alive = np.empty(min(block, n), dtype=np.uint8)
+    t1v, t2v, t3v = thresholds[0], thresholds[1], thresholds[2]
+    at_u = 0
+    lo = 0
+    for t in range(n_types):
+        size = counts[t]
+        offset = t * k * width + 1
+        go_on = np.uint8(1 if independent[t] else 0)
+        for first in range(0, size, block):
+            b = min(block, size - first)
+            rows = order[lo + first:lo + first + b]
+            alive[:b] = 1
+            for r in range(k):
+                ur = u[at_u + r * b:at_u + (r + 1) * b]
+                base = offset + r * width
+                for j in range(b):
+                    i = rows[j]
+                    x = ur[j]
+                    idx = np.uint64(base + np.int64(grades[i, r]))
+                    c = np.uint8(x < t2v[idx])
+                    a = alive[j]
+                    out[i, r] = (c & a) != 0
+                    go = np.uint8(1) - c
+                    if use_t1:
+                        go |= np.uint8(x < t1v[idx])
+                    if use_t3:
+                        go &= c | np.uint8(x < t3v[idx])
+                    alive[j] = a & (go | go_on)
+            at_u += k * b
+        lo += size
+
+
+@_jit
+def grade_clicks(labels, user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block, out):
+    """Clicks ``out`` ``(n, k)`` bool of the rows ``labels`` ``(n, k)`` (grades, ``-1`` empty) of users of types
+    ``user_type`` (``counts``: :func:`row_counts`, which must have found every row samplable), from the
+    uniforms ``u`` drawn type by type and block by block of ``block`` rows."""
+    order = _type_order(user_type, counts, labels.shape[0])
+    _sample(labels, order, counts, u, thresholds, width, independent, use_t1, use_t3, block, out)
+
+
+@_jit
+def interleaving_step(coins, coin_step, half, combos, query, grades, other, null_labels, valid,
+                      user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block,
+                      balanced, team_bits, valid_bits, kappa, n_set, highest, user, num, compared):
+    """One batch step of a two-ranker team-draft or balanced interleaving design with prefix credit on a
+    :class:`~simulations.designs.interleaving.DrawTable` of lists of ``k <= 16`` slots: each impression's table
+    row from its coins and query (:meth:`DrawTable.draw_keys`), its shown grades (the table's, or under the null
+    user the grades of ranker A's list of the query ``other`` at the table row's filled slots, ``valid``), its
+    clicks (:func:`grade_clicks`), their bit mask, the outcome (:meth:`DrawTable.outcome_bits`) and the per-user
+    sums ``num += outcome / 2`` and ``compared += (any click)``.
+
+    ``coins`` ``(m, n)`` uint8: row ``coin_step * i`` holds bit ``i`` of the coin pattern, ``i < half``;
+    the key is that pattern plus ``query * combos``. ``other`` has no rows unless under the null user
+    (``null_labels`` ``(Q, k)``; ``valid`` ``(rows, k)`` bool, or no rows when every slot is filled). Team-draft:
+    ``team_bits`` ``(2, rows)`` uint16 (A's slots, B's slots). Balanced: ``valid_bits`` ``(rows,)`` (no entries:
+    every slot filled) and ``kappa`` ``(2, rows * k)`` (the slots A and B rank at kappa or above, by row and
+    lowest clicked slot). ``n_set`` and ``highest``: the set bits and the highest set bit of every uint16."""
+    n = query.shape[0]
+    k = grades.shape[1]
+    keys = np.empty(n, dtype=np.int64)
+    shown = np.empty((n, k), dtype=np.int8)  # the rows' shown grades
+    null = other.shape[0] > 0
+    masked = valid.shape[0] > 0
+    for i in range(n):
+        key = 0
+        for c in range(half):
+            key |= np.int64(coins[coin_step * c, i]) << c
+        key += np.int64(query[i]) * combos
+        keys[i] = key
+        if null:
+            q = other[i]
+            for r in range(k):
+                shown[i, r] = null_labels[q, r] if (not masked or valid[key, r]) else -1
+        else:
+            for r in range(k):
+                shown[i, r] = grades[key, r]
+    clicks = np.empty((n, k), dtype=np.bool_)
+    order = _type_order(user_type, counts, n)
+    _sample(shown, order, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
+    for i in range(n):
+        key = keys[i]
+        clicked = 0
+        for r in range(k):
+            if clicks[i, r]:
+                clicked |= 1 << r
+        if balanced:
+            c = clicked & np.int64(valid_bits[key]) if valid_bits.shape[0] > 0 else clicked
+            row = key * k + highest[c]  # lowest clicked slot (0 without a click: no credit either way)
+            won = np.int64(n_set[c & np.int64(kappa[1, row])])
+            lost = np.int64(n_set[c & np.int64(kappa[0, row])])
+        else:
+            won = np.int64(n_set[clicked & np.int64(team_bits[1, key])])
+            lost = np.int64(n_set[clicked & np.int64(team_bits[0, key])])
+        outcome = 0.5 if won > lost else (-0.5 if won < lost else 0.0)
+        who = user[i]
+        num[who] += outcome
+        compared[who] += 1.0 if clicked != 0 else 0.0
