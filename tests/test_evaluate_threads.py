@@ -4,7 +4,9 @@
   in order, and a chunk out of the format (``None``), a refused ``put`` or an exception in
   any thread ends the reading exactly as on one thread;
 * :func:`onlineeval.io.trec_bytes.scan_run` / ``scan_qrels``: identical arrays on one and
-  on two threads, for files of many chunks (well-formed, and malformed in a late chunk).
+  on two threads, for files of many chunks (well-formed, and malformed in a late chunk);
+* :func:`onlineeval.io.trec_bytes.threads`: a helper thread only where a processor is idle;
+* the coded evaluation of files read on two threads against the pandas path.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def test_scan_on_two_threads_reads_as_on_one(tmp_path: Path, monkeypatch, chunk:
     assert rp.stat().st_size > 8 * chunk  # many chunks: the threaded path
     got = {}
     for threads in (1, 2):
-        monkeypatch.setattr(trec_bytes, "THREADS", threads)
+        monkeypatch.setattr(trec_bytes, "threads", lambda n=threads: n)  # (whatever the machine's load)
         got[threads] = scan_qrels(qp), scan_run(rp)
     assert got[1][0] is not None and got[1][1] is not None
     assert _same(got[1][0], got[2][0]) and _same(got[1][1], got[2][1])
@@ -118,7 +120,7 @@ def test_scan_on_two_threads_reads_as_on_one(tmp_path: Path, monkeypatch, chunk:
     lines[-3] = lines[-3].replace(" Q0 ", " Q0  x ")
     rp.write_text("\n".join(lines) + "\n")
     for threads in (1, 2):
-        monkeypatch.setattr(trec_bytes, "THREADS", threads)
+        monkeypatch.setattr(trec_bytes, "threads", lambda n=threads: n)
         assert scan_run(rp) is None
 
 
@@ -153,72 +155,85 @@ def _write_lists(tmp_path: Path, seed: int, equal: bool, twice: str | None = Non
 @pytest.mark.parametrize("equal", [True, False])
 @pytest.mark.parametrize("ties", ["docno_desc", "input_order", "optimistic", "expected"])
 @pytest.mark.parametrize("seed", range(4))
-def test_ranking_on_a_helper_thread_evaluates_as_on_one(
+def test_coded_evaluation_by_query_blocks_equals_the_pandas_path(
     tmp_path: Path, monkeypatch, equal: bool, ties: str, seed: int
 ) -> None:
-    """``label_batch_coded`` with the ranking on a helper thread (every run) and on the calling
-    thread (no run): the same labels, query names and counts, and the same ``None`` (a pair
-    twice) and the same error (a judged query missing), as the pandas path's."""
+    """``label_batch_coded`` (judged, ignored and present queries found per block of the
+    run's rows; files read on two threads): the same values and counts as the pandas path,
+    the same ``None`` (a pair twice) and the same error (a judged query missing); runs
+    grouped by query and shuffled (a query in many blocks, unjudged ones between them)."""
     from onlineeval.conventions import preset
     from onlineeval.errors import InputError
     from onlineeval.io import read_qrels, read_run
-    from onlineeval.metrics import batch
-    from onlineeval.metrics.batch import evaluate_coded, label_batch_coded
+    from onlineeval.metrics.batch import evaluate_coded
     from onlineeval.metrics.evaluate import evaluate_run
 
+    monkeypatch.setattr(trec_bytes, "CHUNK_BYTES", 1024)
+    monkeypatch.setattr(trec_bytes, "threads", lambda: 2)
     metrics = "nDCG@10,AP,RR,P@10"
     for twice in (None, "run", "qrels"):
         qp, rp = _write_lists(tmp_path, seed, equal, twice, shuffled=seed == 3)
         cq, cr = scan_qrels(qp), scan_run(rp)
+        assert cq is not None and cr is not None
         for missing, depth in (("zero", None), ("drop", 10), ("error", None)):
             conv = preset("trec_eval").with_(ties=ties, missing=missing, depth=None if ties == "expected" else depth)
-            got = {}
-            for rows in (0, 10**9):  # 0: every ranking on the helper thread
-                monkeypatch.setattr(batch, "PARALLEL_ROWS", rows)
-                if missing == "error" and twice is None:
-                    with pytest.raises(InputError) as info:
-                        label_batch_coded(cq, cr, conv)
-                    got[rows] = str(info.value)
-                    continue
-                got[rows] = label_batch_coded(cq, cr, conv)
-                if twice is not None:
-                    assert got[rows] is None
-                    continue
-                assert got[rows] is not None
-                ev = evaluate_coded(cq, cr, metrics, conv)
-                ref = evaluate_run(read_qrels(qp), read_run(rp), metrics, conv)
-                assert ev is not None and list(ev.queries) == list(ref.queries) and ev.counts == ref.counts
-                for m in ref.metrics:
-                    assert np.array_equal(ev.values[m], ref.values[m], equal_nan=True), (m, missing)
-            if missing == "error" or twice is not None:
-                assert got[0] == got[10**9] and (got[0] is None) == (twice is not None)
+            if missing == "error" and twice is None:
+                with pytest.raises(InputError) as info:
+                    evaluate_coded(cq, cr, metrics, conv)
+                with pytest.raises(InputError) as ref_info:
+                    evaluate_run(read_qrels(qp), read_run(rp), metrics, conv)
+                assert str(info.value) == str(ref_info.value)
                 continue
-            (b0, q0, c0), (b1, q1, c1) = got[0], got[10**9]
-            assert list(q0) == list(q1) and c0 == c1
-            for f in ("codes", "judged", "groups"):
-                x, y = getattr(b0, f, None), getattr(b1, f, None)
-                assert (x is None) == (y is None)
-                if x is not None:
-                    assert x.dtype == y.dtype and np.array_equal(x, y), f
+            got = evaluate_coded(cq, cr, metrics, conv)
+            if twice is not None:
+                assert got is None
+                continue
+            ref = evaluate_run(read_qrels(qp), read_run(rp), metrics, conv)
+            assert got is not None and list(got.queries) == list(ref.queries) and got.counts == ref.counts
+            for m in ref.metrics:
+                assert np.array_equal(got.values[m], ref.values[m], equal_nan=True), (m, missing)
 
 
-def test_an_error_of_the_ranking_on_the_helper_thread_is_raised(monkeypatch, tmp_path: Path) -> None:
-    """An exception on the helper thread reaches the caller; with a pair twice (``None``,
-    decided before the ranking's outcome is used) it is not raised, as on one thread."""
-    from onlineeval.conventions import preset
-    from onlineeval.metrics import batch
-    from onlineeval.metrics.batch import label_batch_coded
+def test_threads_leave_a_busy_machine_to_one_thread(monkeypatch) -> None:
+    """A helper thread only where a processor is idle: no other task running on it now."""
+    import os
 
-    def broken(*args, **kwargs):
-        raise RuntimeError("ranking failed")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    for busy, want in ((0.0, 2), (0.5, 1), (1.0, 1), (3.0, 1)):
+        monkeypatch.setattr(trec_bytes, "_busy", lambda busy=busy: busy)
+        assert trec_bytes.threads() == want, busy
+    monkeypatch.setattr(trec_bytes, "_busy", lambda: 0.0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert trec_bytes.threads() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert trec_bytes.threads() == 2  # (at most THREADS)
+    monkeypatch.setattr(trec_bytes, "_busy", lambda: 5.0)
+    assert trec_bytes.threads() == 2  # (8 processors, 5 busy)
+    monkeypatch.setattr(trec_bytes, "_busy", lambda: 7.0)
+    assert trec_bytes.threads() == 1
+    monkeypatch.setattr(trec_bytes, "THREADS", 1)
+    monkeypatch.setattr(trec_bytes, "_busy", lambda: 0.0)
+    assert trec_bytes.threads() == 1
 
-    monkeypatch.setattr(batch, "layout_arrays", broken)
-    before = threading.active_count()
-    for rows in (0, 10**9):
-        monkeypatch.setattr(batch, "PARALLEL_ROWS", rows)
-        qp, rp = _write_lists(tmp_path, 0, True)
-        with pytest.raises(RuntimeError, match="ranking failed"):
-            label_batch_coded(scan_qrels(qp), scan_run(rp), preset("trec_eval").with_(missing="zero"))
-        qp, rp = _write_lists(tmp_path, 0, True, twice="qrels")
-        assert label_batch_coded(scan_qrels(qp), scan_run(rp), preset("trec_eval").with_(missing="zero")) is None
-    assert threading.active_count() == before
+
+def test_busy_counts_the_other_running_tasks(monkeypatch) -> None:
+    """``_busy`` reads Linux's count of runnable tasks (this one among them), else the
+    1-minute load average, else 0."""
+    import io
+    import os
+
+    def fake(text: bytes | None):
+        def opener(path, mode="r"):
+            assert path == "/proc/loadavg" and mode == "rb"
+            if text is None:
+                raise FileNotFoundError(path)
+            return io.BytesIO(text)
+        return opener
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.25, 0.0, 0.0))
+    for text, want in ((b"0.50 0.40 0.30 3/200 1234\n", 2.0), (b"4.1 3.9 3.5 1/99 7\n", 0.0),
+                       (b"garbage\n", 1.25), (None, 1.25)):
+        monkeypatch.setattr(trec_bytes, "open", fake(text), raising=False)
+        assert trec_bytes._busy() == want, text
+    monkeypatch.delattr(os, "getloadavg")
+    assert trec_bytes._busy() == 0.0

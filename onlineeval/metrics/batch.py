@@ -22,7 +22,6 @@ the missing-queries error, is the pandas path's, word for word.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -307,39 +306,6 @@ def _doc_key(words: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return key
 
 
-#: fewest run rows whose ranking :func:`label_batch_coded` runs on a helper thread
-PARALLEL_ROWS = 1 << 16
-
-
-class _Background:
-    """``fn(*args)`` on a helper thread: :meth:`result` waits and returns it or raises its
-    exception; :meth:`wait` only waits."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        import threading
-
-        self._out: list[Any] = []
-        self._err: list[BaseException] = []
-
-        def target() -> None:
-            try:
-                self._out.append(fn(*args))
-            except BaseException as exc:  # raised again by result()
-                self._err.append(exc)
-
-        self._thread = threading.Thread(target=target, daemon=True)
-        self._thread.start()
-
-    def wait(self) -> None:
-        self._thread.join()
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._err:
-            raise self._err[0]
-        return self._out[0]
-
-
 def label_batch_coded(
     qrels: CodedQrels, run: CodedRun, conventions: Conventions
 ) -> tuple[LabelBatch, np.ndarray, dict[str, int]] | None:
@@ -349,7 +315,8 @@ def label_batch_coded(
     judged_q = np.zeros(len(qnames), dtype=bool)
     judged_q[qrels_q] = True
     in_qrels = judged_q[block_q]  # (per block of the run's rows)
-    ignored = int(np.count_nonzero(np.bincount(block_q[~in_qrels], minlength=len(qnames))))  # (not np.unique: see below)
+    # (not np.unique, which imports numpy.ma: 15-20 ms of the process)
+    ignored = int(np.count_nonzero(np.bincount(block_q[~in_qrels], minlength=len(qnames))))
     if in_qrels.all():
         docs, scores = run.doc.words, run.score
     else:
@@ -375,34 +342,20 @@ def label_batch_coded(
         fill_order = np.argsort(evaluated, kind="stable")
         evaluated = evaluated[fill_order]
 
-    def layout(grades: np.ndarray | None) -> Any:
-        return layout_arrays(
-            scores, _doc_key(docs), conventions.ties, grades, None, compact_q, qnames[used], with_groups=keep_groups
-        )
-
-    # the ranking needs the grades only to break ties by them: otherwise it runs on a helper
-    # thread while this one joins the qrels (numpy releases the GIL in the sorts and passes)
-    parallel = conventions.ties not in ("pessimistic", "optimistic") and rq.size >= PARALLEL_ROWS
-    background = _Background(layout, None) if parallel else None
-    try:
-        joined = _join(rq, docs, qrels_q, qrels.doc.words, qrels.grade)
-        if joined is None:
-            return None
-        grades, run_keys = joined
-        del joined
-        repeated = _repeated_keys_in_equal_blocks(run_keys, rq)
-        if repeated:
-            return None  # a document listed twice for a query: the pandas path names the line
-        if repeated is not None:
-            del run_keys  # (checked: sorted in place, not needed any more)
-        del rq
-        if parallel:  # (while the ranking runs; after it otherwise)
-            judged = _judged_matrix(qrels_q, qrels.grade, evaluated, len(qnames))
-        full = layout(grades) if background is None else background.result()
-        background = None
-    finally:
-        if background is not None:  # (returning None or raising: the ranking's outcome is not used)
-            background.wait()
+    joined = _join(rq, docs, qrels_q, qrels.doc.words, qrels.grade)
+    if joined is None:
+        return None
+    grades, run_keys = joined
+    del joined
+    repeated = _repeated_keys_in_equal_blocks(run_keys, rq)
+    if repeated:
+        return None  # a document listed twice for a query: the pandas path names the line
+    if repeated is not None:
+        del run_keys  # (checked: sorted in place, not needed any more)
+    del rq
+    full = layout_arrays(
+        scores, _doc_key(docs), conventions.ties, grades, None, compact_q, qnames[used], with_groups=keep_groups
+    )
     del compact_q, scores
     if repeated is None:
         if _repeats_in_rows(full.rows, run_keys):
@@ -430,12 +383,11 @@ def label_batch_coded(
         codes[present] = grades[rows[present]]
         del present
     del rows, grades
+    judged = _judged_matrix(qrels_q, qrels.grade, evaluated, len(qnames))
     if filled:
         codes = np.concatenate([codes, np.full((filled, codes.shape[1]), EMPTY, dtype=np.int64)])[fill_order]
         if keep_groups:
             groups = np.concatenate([groups, np.full((filled, groups.shape[1]), -1, dtype=np.int64)])[fill_order]
-    if not parallel:
-        judged = _judged_matrix(qrels_q, qrels.grade, evaluated, len(qnames))
     counts = {
         "filled_missing": filled,
         "dropped_missing": int(missing.size) if conventions.missing == "drop" else 0,
