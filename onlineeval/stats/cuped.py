@@ -521,13 +521,14 @@ def _ratio_arm(num: NDArray[np.float64], den: NDArray[np.float64], pre_num: NDAr
     n_act = act.sum()
     active_mean = n_act / n  # act.mean(): the sum / n
     act -= active_mean
-    # the dot products each metric needs (row-wise einsum and matrix-vector products: a (2k + 1, n) Gram matrix
-    # by BLAS costs 4x more on these shapes)
+    # the dot products each metric needs, row-wise by einsum: no BLAS call (a (2k + 1, n) Gram matrix by BLAS
+    # costs 4x more on these shapes, and OpenBLAS's threads, woken for each product of a few thousand users
+    # between the simulator's other work, cost milliseconds on a loaded machine)
     uv, vv = np.einsum("ij,ij->i", u, v).tolist(), np.einsum("ij,ij->i", v, v).tolist()
-    ua, va = (u @ act).tolist(), (v @ act).tolist()
+    ua, va = np.einsum("ij,j->i", u, act).tolist(), np.einsum("ij,j->i", v, act).tolist()
     cross = [(float(uu[m]), uv[m], ua[m], vv[m], va[m]) for m in range(k)]
     return _RatioArm(n, ratio, var, float(ybar), pre_ratio, qbar, active_mean, int(n_act), rows, cross,
-                     float(act @ act))
+                     float(np.einsum("i,i->", act, act)))
 
 
 #: below this share of the outcome's sum of squares, an arm's adjusted sum of squares is recomputed from its
@@ -559,7 +560,7 @@ def _cuped_ratio_stacked(
       absolute near zero): the pooled within-arm sums of squares and cross-products of the influence values
       :math:`e = (x - \hat R y)/\bar y`, :math:`f` (the same of the pre-period) and the pre-activity indicator
       are each arm's dot products of its centred rows (``x - R y`` of the delta method, ``p - R' q``, the
-      indicator; row-wise, two ``einsum`` and two matrix-vector products for all metrics) scaled by the mean
+      indicator; row-wise ``einsum`` for all metrics, no BLAS call) scaled by the mean
       denominators; then the closed form and the branches of :func:`_adjust` (a covariate without within-arm
       variance, or collinear with the other, drops out), and each arm's adjusted sum of squares from those
       dot products, or from its residuals themselves when the quadratic form would cancel (residual sum of
@@ -606,7 +607,7 @@ def _cuped_ratio_stacked(
             if not ss >= _CANCEL * ee:  # cancellation (or NaN): the residuals themselves
                 rows = arm.rows
                 res = rows[m] / arm.ybar - theta1 * (rows[k + m] / arm.qbar) - theta2 * rows[z]
-                ss = float(res @ res)
+                ss = float(np.einsum("i,i->", res, res))
             var_adj += ss / ((arm.n - 1) * arm.n) if arm.n > 1 else math.nan  # cuped_ratio: 0 / 0 of one user
         if np.isnan(diff):
             est = var_adj = math.nan
