@@ -1,8 +1,10 @@
-"""What the direct path of ``onlineeval evaluate`` imports: not ``numpy.ma``.
+"""Work ``onlineeval evaluate`` no longer does, against what it did:
 
-``np.unique`` without ``return_index`` / ``return_counts`` imports ``numpy.ma`` (numpy 2.x
-checks for masked arrays there): 15-20 ms of a process's start, so the coded path counts
-distinct codes with ``np.bincount`` instead.
+* the direct path imports no ``numpy.ma`` (``np.unique`` without ``return_index`` /
+  ``return_counts`` imports it, numpy 2.x checks for masked arrays there: 15-20 ms of a
+  process's start; the coded path counts distinct codes with ``np.bincount`` instead);
+* metrics cut at ``k`` compute per-document values of the first ``k`` ranks only: the same
+  bits as the replaced computation (kept in the test as the reference).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 
 def test_the_coded_evaluation_imports_no_numpy_ma(tmp_path: Path) -> None:
@@ -41,3 +44,37 @@ def test_the_coded_evaluation_imports_no_numpy_ma(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr == "1 False\n"  # the coded path ran, without numpy.ma
     assert "ignored (not in qrels) 1" in done.stdout
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_metrics_cut_before_their_values_give_the_same_bits(seed: int) -> None:
+    """nDCG@k, DCG@k, P@k and R@k compute the per-document values of the first ``k`` ranks
+    only (``reads_first_k``): bit for bit what the replaced computation (the values of every
+    rank, then the metric's own cut) gives; with tie groups, every rank as before."""
+    from onlineeval.conventions import preset
+    from onlineeval.metrics import parse_metrics
+    from onlineeval.metrics._kernels import tie_average
+    from onlineeval.metrics.base import EMPTY, EvalContext, LabelBatch
+
+    rng = np.random.default_rng(seed)
+    q, d = int(rng.integers(1, 300)), int(rng.integers(1, 40))
+    codes = rng.integers(-2, 5, size=(q, d))
+    codes[rng.random((q, d)) < 0.2] = EMPTY
+    codes.sort(axis=1)  # (padding first: any code array)
+    codes = codes[:, ::-1].copy() if seed % 2 else codes
+    judged = -np.sort(-rng.integers(-1, 5, size=(q, int(rng.integers(1, 30)))), axis=1)
+    groups = np.cumsum(rng.random((q, d)) < 0.6, axis=1) + np.arange(q)[:, None] * (d + 1)
+    conv = preset("trec_eval" if seed % 3 else "default")
+    ctx = EvalContext(int(conv.rel_min), conv.gain, 4)
+    names = "nDCG@{k},DCG@{k},P@{k},R@{k},nDCG,P"
+    for k in {1, max(1, d // 2), d, d + 3, 10}:
+        for m in parse_metrics(names.format(k=k)):
+            for g in (None, groups):
+                batch = LabelBatch(codes, judged, g)
+                values = m._doc_values(batch.codes, ctx)  # the replaced _compute
+                if g is not None:
+                    values = tie_average(values, g)
+                want = m._aggregate(values, batch, ctx)
+                got = m._compute(batch, ctx)
+                assert got.dtype == want.dtype and np.array_equal(got.view(np.int64), want.view(np.int64)), (m, k)
+                assert m.reads_first_k == (type(m).__name__ in ("NDCG", "DCG", "P", "Recall"))

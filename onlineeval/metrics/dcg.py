@@ -19,6 +19,7 @@ __all__ = ["DCG", "NDCG"]
 @dataclass(frozen=True)
 class _DCGBase(AdditiveMetric):
     gain: str | None = None
+    reads_first_k: ClassVar[bool] = True  # (_dcg cuts at k)
 
     def _validate(self) -> None:
         if self.gain is not None:

@@ -43,6 +43,7 @@ class P(AdditiveMetric):
 
     name: ClassVar[str] = "P"
     aliases: ClassVar[tuple[str, ...]] = ("Precision",)
+    reads_first_k: ClassVar[bool] = True  # (_aggregate cuts at k when k is set)
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         if self.k is None:
@@ -74,6 +75,7 @@ class Recall(AdditiveMetric):
 
     name: ClassVar[str] = "Recall"
     aliases: ClassVar[tuple[str, ...]] = ()
+    reads_first_k: ClassVar[bool] = True  # (_aggregate cuts at k when k is set)
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         return safe_div(cut(values, self.k).sum(axis=1), batch.num_rel(ctx.rel_min))
