@@ -78,3 +78,28 @@ def test_metrics_cut_before_their_values_give_the_same_bits(seed: int) -> None:
                 got = m._compute(batch, ctx)
                 assert got.dtype == want.dtype and np.array_equal(got.view(np.int64), want.view(np.int64)), (m, k)
                 assert m.reads_first_k == (type(m).__name__ in ("NDCG", "DCG", "P", "Recall"))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ap_numerator_gives_the_same_bits_as_the_float_cumsum(seed: int) -> None:
+    """AP's sum of precisions at the relevant ranks, from an integer cumulative count: bit for
+    bit the replaced float computation (kept here), with and without a cut at k."""
+    from onlineeval.metrics import parse_metrics
+    from onlineeval.metrics._kernels import cut, ranks, safe_div
+    from onlineeval.metrics.base import EMPTY, EvalContext, LabelBatch
+
+    rng = np.random.default_rng(seed)
+    q, d = int(rng.integers(1, 400)), int(rng.integers(1, 300))
+    codes = rng.integers(-2, 4, size=(q, d))
+    codes[:, int(rng.integers(0, d + 1)):] = EMPTY
+    judged = -np.sort(-rng.integers(-1, 4, size=(q, 50)), axis=1)
+    batch = LabelBatch(codes, judged, None)
+    for rel_min in (1, 2):
+        ctx = EvalContext(rel_min)
+        for k in (None, 1, max(1, d // 3), d + 5):
+            (m,) = parse_metrics("AP" if k is None else f"AP@{k}")
+            rel = (cut(codes, k, EMPTY) >= rel_min).astype(np.float64)
+            num = (rel * (np.cumsum(rel, axis=1) / ranks(rel.shape[1]))).sum(axis=1)
+            want = safe_div(num, batch.num_rel(rel_min))
+            got = m._compute(batch, ctx)
+            assert np.array_equal(got.view(np.int64), want.view(np.int64)), (k, rel_min)

@@ -96,9 +96,12 @@ class AP(Metric):
         if batch.groups is not None:
             num = self._expected_numerator(batch, ctx)
         else:
-            rel = (cut(batch.codes, self.k, EMPTY) >= ctx.rel_min).astype(np.float64)
-            prec = np.cumsum(rel, axis=1) / ranks(rel.shape[1])
-            num = (rel * prec).sum(axis=1)
+            rel = cut(batch.codes, self.k, EMPTY) >= ctx.rel_min
+            # precision at each rank (an integer count over the rank: the same doubles as a
+            # float cumsum, in half the time), kept at the relevant ranks
+            prec = np.cumsum(rel, axis=1, dtype=np.int32 if rel.shape[1] < 2**31 else np.int64) / ranks(rel.shape[1])
+            prec *= rel
+            num = prec.sum(axis=1)
         den = batch.num_rel(ctx.rel_min)
         if self.denominator == "min_r_k" and self.k is not None:
             den = np.minimum(den, self.k)
