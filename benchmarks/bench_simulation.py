@@ -19,6 +19,10 @@ on the world's own lists and the config's users, so the ratios are machine-indep
 Target (issue 12, "Speed of one point"): at least 3M impression-designs/s per core.
 
     python benchmarks/bench_simulation.py [--replicates 4] [--config configs/ab.yaml] [--rounds 3] [--breakdown]
+        [--compile-cost]
+
+``--compile-cost`` also measures the one-off cost of the compiled kernels (:mod:`simulations.kernels`, numba) in
+fresh processes: with an empty cache (compilation) and with the cache that run wrote (loading).
 """
 
 from __future__ import annotations
@@ -133,12 +137,63 @@ def kernel_rates(world, users, batch: int, repeat: int) -> tuple[float, float]:
     return batch / t_clicks, batch / t_td
 
 
+_COMPILE_CHILD = """
+import sys, time
+clock = time.process_time
+from simulations.config import load_config
+from simulations.runner import replicate_seeds, run_replicate, world_seed
+from simulations.users import UserModels
+from simulations.world import build_world
+cfg = load_config(sys.argv[1])
+world = build_world(cfg, world_seed(cfg.seed))
+users = UserModels.from_config(cfg.users)
+seqs = replicate_seeds(cfg.seed, 3)
+t0 = clock()
+import simulations.kernels  # numba
+t_import = clock() - t0
+from simulations.executors import import_task_modules
+import_task_modules()  # what the tasks import lazily: not counted in the first replicate
+times = []
+for i, seq in enumerate(seqs):
+    t0 = clock()
+    run_replicate(cfg, world, users, seq, i)
+    times.append(clock() - t0)
+print(t_import, times[0] - min(times[1:]))
+"""
+
+
+def compile_cost(config: str, rounds: int) -> list[tuple[float, float, float, float]]:
+    """CPU seconds of the compiled kernels' one-off costs in fresh processes, each against an empty numba cache
+    (``NUMBA_CACHE_DIR``, a new temporary directory) and then again on the cache that run wrote: ``(import of
+    simulations.kernels, the first replicate's extra time over the later ones)`` for the cold and the warm cache.
+    The first replicate's extra time also holds the process's other one-off work (the interleaving draw tables,
+    about 0.1 s on configs/ab.yaml), the same with either cache."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    out = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+            runs = []
+            for _ in ("cold", "warm"):
+                proc = subprocess.run([sys.executable, "-c", _COMPILE_CHILD, config], env=env, check=True,
+                                      capture_output=True, text=True)
+                runs.append(tuple(float(v) for v in proc.stdout.split()))
+            out.append((*runs[0], *runs[1]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(REPO / "configs" / "ab.yaml"))
     parser.add_argument("--replicates", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3, help="alternating timing rounds (best of)")
     parser.add_argument("--breakdown", action="store_true", help="also print CPU time per part of a replicate")
+    parser.add_argument("--compile-cost", action="store_true",
+                        help="also measure the numba kernels' compile and cache-load cost in fresh processes")
     args = parser.parse_args()
     cfg = load_config(args.config)
     world = build_world(cfg, world_seed(cfg.seed))
@@ -190,6 +245,12 @@ def main() -> None:
           f"(replicate / clicks = {rate / big_clicks:.3f}), team-draft {big_td / 1e6:.2f} M/s "
           f"(replicate / team-draft = {rate / big_td:.3f})")
     print("identical results (SimPy vs plain loop): yes")
+    if args.compile_cost:
+        costs = compile_cost(args.config, args.rounds)
+        print(f"compiled kernels (numba), fresh processes, CPU s, best of {args.rounds}: import of simulations.kernels "
+              f"{min(c[0] for c in costs):.2f} (cold cache) / {min(c[2] for c in costs):.2f} (warm); first replicate's "
+              f"extra time (compiling, or loading from the cache) {min(c[1] for c in costs):.2f} (cold) / "
+              f"{min(c[3] for c in costs):.2f} (warm)")
     if args.breakdown:
         parts = breakdown(cfg, world, users, seqs)
         total = sum(parts.values())

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["row_counts", "grade_clicks", "interleaving_step"]
+__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step"]
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -148,8 +148,8 @@ def interleaving_step(coins, coin_step, half, combos, query, grades, other, null
     ``coins`` ``(m, n)`` uint8: row ``coin_step * i`` holds bit ``i`` of the coin pattern, ``i < half``;
     the key is that pattern plus ``query * combos``. ``other`` has no rows unless under the null user
     (``null_labels`` ``(Q, k)``; ``valid`` ``(rows, k)`` bool, or no rows when every slot is filled). Team-draft:
-    ``team_bits`` ``(2, rows)`` uint16 (A's slots, B's slots). Balanced: ``valid_bits`` ``(rows,)`` (no entries:
-    every slot filled) and ``kappa`` ``(2, rows * k)`` (the slots A and B rank at kappa or above, by row and
+    ``team_bits`` ``(rows, 2)`` uint16 (A's slots, B's slots). Balanced: ``valid_bits`` ``(rows,)`` (no entries:
+    every slot filled) and ``kappa`` ``(rows * k, 2)`` (the slots A and B rank at kappa or above, by row and
     lowest clicked slot). ``n_set`` and ``highest``: the set bits and the highest set bit of every uint16."""
     n = query.shape[0]
     k = grades.shape[1]
@@ -182,12 +182,49 @@ def interleaving_step(coins, coin_step, half, combos, query, grades, other, null
         if balanced:
             c = clicked & np.int64(valid_bits[key]) if valid_bits.shape[0] > 0 else clicked
             row = key * k + highest[c]  # lowest clicked slot (0 without a click: no credit either way)
-            won = np.int64(n_set[c & np.int64(kappa[1, row])])
-            lost = np.int64(n_set[c & np.int64(kappa[0, row])])
+            won = np.int64(n_set[c & np.int64(kappa[row, 1])])
+            lost = np.int64(n_set[c & np.int64(kappa[row, 0])])
         else:
-            won = np.int64(n_set[clicked & np.int64(team_bits[1, key])])
-            lost = np.int64(n_set[clicked & np.int64(team_bits[0, key])])
+            won = np.int64(n_set[clicked & np.int64(team_bits[key, 1])])
+            lost = np.int64(n_set[clicked & np.int64(team_bits[key, 0])])
         outcome = 0.5 if won > lost else (-0.5 if won < lost else 0.0)
         who = user[i]
         num[who] += outcome
         compared[who] += 1.0 if clicked != 0 else 0.0
+
+
+@_jit
+def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds, width, independent, use_t1, use_t3,
+            block, n_clicks, abandoned, rr, sum_clicks, sum_abandoned, sum_rr, scratch):
+    """One batch step of an A/B design on lists of ``k <= 16`` slots: each impression's shown grades (row
+    ``query + b_rows * in_b[user]`` of ``grades``: arm A's rows then, ``b_rows`` further, arm B's; ``b_rows = 0``
+    in an A/A test), its clicks (:func:`grade_clicks`), its click pattern (bit ``r`` = rank ``r`` clicked) and
+    the pattern's ``n_clicks``, ``abandoned`` and ``rr`` (:func:`simulations.designs.ab._click_patterns`) added to
+    the user's sums: clicks and abandonment impression by impression (``np.add.at``'s order; integers, exact),
+    reciprocal ranks as ``sum_rr += np.bincount(user, weights=rr)`` adds them (each user's batch total summed in
+    impression order from 0.0 in ``scratch``, all zeros before and after, then added to the user's sum)."""
+    n = query.shape[0]
+    k = grades.shape[1]
+    shown = np.empty((n, k), dtype=np.int8)
+    for i in range(n):
+        row = np.int64(query[i]) + (b_rows if in_b[user[i]] else 0)
+        for r in range(k):
+            shown[i, r] = grades[row, r]
+    clicks = np.empty((n, k), dtype=np.bool_)
+    order = _type_order(user_type, counts, n)
+    _sample(shown, order, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
+    for i in range(n):
+        pattern = 0
+        for r in range(k):
+            if clicks[i, r]:
+                pattern |= 1 << r
+        who = user[i]
+        sum_clicks[who] += n_clicks[pattern]
+        sum_abandoned[who] += abandoned[pattern]
+        scratch[who] += rr[pattern]
+    for i in range(n):
+        who = user[i]
+        total = scratch[who]
+        if total != 0.0:  # the user's first impression in the batch (adding 0.0 would change no sum)
+            sum_rr[who] += total
+            scratch[who] = 0.0

@@ -8,6 +8,8 @@
   ``_process_table`` (kept here, with the reference sampler): team-draft and balanced tables with empty slots,
   lengths 1, 5, 10 and 16, the null variant, A/A lists; the per-user sums and the generator's state;
 - whole replicates are compared with the fast paths switched off in ``test_simulation_point_speed.py``;
+- the A/B design's batch step (:func:`~simulations.kernels.ab_step`) against the previous NumPy ``_process``
+  (kept here): A/A, an injected split, mixtures with independent-click types, depths 1, 5, 10, 16 and 17;
 - ``NUMBA_DISABLE_JIT=1`` (the kernels as plain Python) gives the same numbers, in a subprocess;
 - ``onlineeval power --help`` and ``import onlineeval`` do not import numba.
 """
@@ -293,6 +295,85 @@ def test_interleaving_step_falls_back_without_grade_tables():
             assert design.sums[key].tobytes() == ref.sums[key].tobytes()
 
 
+# ----------------------------------------------------------------------------- the A/B batch step
+def reference_ab_process(self, batch) -> None:
+    """ABDesign._process before the kernels (commit d02fd51), with the reference sampler."""
+    from simulations.designs.ab import _click_values
+
+    if self.injection is not None:
+        self.injection.apply(self.in_b, batch)
+    q = batch.query
+    if self.grades_ab is None:
+        labels = self.grades_a.take(q, axis=0)
+    else:
+        labels = self.grades_ab.take(q + self.in_b.take(batch.user) * self.grades_a.shape[0], axis=0)
+    clicks = reference_sample(self.users, labels, batch.user_type, self.rng)
+    n_clicks, abandoned, rr = _click_values(clicks, self.by_pattern)
+    np.add.at(self.sums["clicks"], batch.user, n_clicks)
+    np.add.at(self.sums["abandoned"], batch.user, abandoned)
+    self.sums["rr"] += np.bincount(batch.user, weights=rr, minlength=self.population)
+
+
+def _ab_config(depth, types, inject):
+    from simulations.config import config_from_mapping
+
+    srm = {"inject": {"user_type": types[-1], "arm": "B", "share": 0.3}} if inject else {}
+    return config_from_mapping({
+        "seed": depth, "replicates": 1,
+        "collection": {"n_queries": 150, "candidates": max(12, depth + 2)}, "rankers": {"depth": depth},
+        "users": {"population": 700, "activity": {"sigma": 1.2},
+                  "types": [{"name": t, "share": 1 / len(types), "click_model": SPECS[t]} for t in types]},
+        "traffic": {"days": 3, "queries_per_day": 900, "batch_hours": 6},
+        "designs": [{"name": "ab", "type": "ab", "metric": "reciprocal_rank", "share_b": 0.4,
+                     "analysis": {"srm": srm, "cuped": {"pre_days": 1}}}],
+        "analysis": {"alpha": 0.05, "truth_impressions": 2000, "null": False, "aa": True},
+    })
+
+
+@pytest.mark.parametrize(("depth", "types", "inject"), [
+    (10, ("nav", "inf"), False), (10, ("nav", "pbm", "inf"), True), (1, ("nav", "random"), False),
+    (5, ("dbn", "pbm"), False), (16, ("inf",), False), (17, ("nav", "inf"), False)])
+def test_ab_step_equals_the_numpy_batch_step(depth, types, inject):
+    """The A/B design's compiled batch step (and its A/A variant): per-user sums, generator state and checkpoint
+    rows equal the NumPy step's, bit for bit (17 ranks: the NumPy step itself, no bit patterns)."""
+    import types as pytypes
+
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.world import build_world
+
+    config = _ab_config(depth, types, inject)
+    world = build_world(config, world_seed(config.seed))
+    users = UserModels.from_config(config.users)
+    seq = replicate_seeds(config.seed, 1)[0]
+    runs = []
+    for reference in (False, True):
+        traffic, designs = build_replicate(config, world, users, seq)
+        designs = [d for d in designs if d.kind == "ab"]
+        assert len(designs) == 2
+        if reference:
+            for d in designs:
+                d._process = pytypes.MethodType(reference_ab_process, d)
+        for hour in range(0, traffic.days * 24, traffic.batch_hours):
+            batch = traffic.batch(hour, traffic.batch_hours)
+            for d in designs:
+                d.process(batch)
+            if (hour + traffic.batch_hours) % 24 == 0:
+                for d in designs:
+                    d.checkpoint((hour + traffic.batch_hours) // 24)
+        if not reference:
+            assert all((d._kernel_inputs() is None) == (depth > 16) for d in designs)
+            assert all(not d._kernel[-1].any() for d in designs if depth <= 16)  # the scratch sums are back to 0
+        runs.append(designs)
+    for new, ref in zip(*runs, strict=True):
+        for key in ref.sums:
+            assert new.sums[key].tobytes() == ref.sums[key].tobytes(), key
+        assert new.rng.bit_generator.state == ref.rng.bit_generator.state
+        assert len(new.rows) == len(ref.rows) > 20
+        for x, y in zip(new.rows, ref.rows, strict=True):
+            assert repr(x) == repr(y)
+        assert ref.sums["rr"].sum() > 0 and (ref.sums["abandoned"].sum() > 0 or depth > 10)
+
+
 # ----------------------------------------------------------------------------- JIT off, imports
 _SCRIPT = """
 import json, sys
@@ -310,6 +391,20 @@ for method in ("team_draft", "balanced"):
     batch = _Batch(rng.integers(0, 400, 300), rng.integers(0, 300, 300), d.users.draw_types(300, rng))
     d._process_table(batch)
     out[method] = [v.tobytes().hex() for v in d.sums.values()]
+from test_simulation_kernels import _ab_config
+from simulations.runner import build_replicate, replicate_seeds, world_seed
+from simulations.users import UserModels
+from simulations.world import build_world
+config = _ab_config(5, ("nav", "pbm", "inf"), False)
+world = build_world(config, world_seed(config.seed))
+traffic, designs = build_replicate(config, world, UserModels.from_config(config.users),
+                                   replicate_seeds(config.seed, 1)[0])
+for hour in range(0, 24, 6):
+    batch = traffic.batch(hour, 6)
+    for d in designs:
+        if d.kind == "ab":
+            d.process(batch)
+            out.setdefault("ab", []).append(d.sums["rr"].tobytes().hex())
 import numba
 out["jit"] = not numba.config.DISABLE_JIT
 print(json.dumps(out))

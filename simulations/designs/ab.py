@@ -120,6 +120,7 @@ class ABDesign(Design):
         self.pre_period = None
         self._arms: tuple[np.ndarray, ...] | None = None  # active_arms() until the next batch
         self._stats: CheckpointStats | None = None  # checkpoint_stats() until the next batch
+        self._kernel: tuple[Any, ...] | None = None  # the compiled batch step's inputs (_kernel_inputs)
 
     def active_arms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(users, ia, ib, users_a, users_b)``: the active users (ascending), the positions among them of
@@ -174,6 +175,18 @@ class ABDesign(Design):
     def _process(self, batch: Batch) -> None:
         if self.injection is not None:
             self.injection.apply(self.in_b, batch)
+        step = self._kernel_inputs()
+        counts = None if step is None else step[0].counts(step[1][:0], batch.user_type, len(batch))
+        if counts is not None:  # everything after the uniforms' draw in one compiled loop (the same numbers, tested)
+            from clickmodels.kernels import BLOCK
+            from simulations import kernels
+
+            chains, grades, b_rows, scratch = step
+            kernels.ab_step(grades, batch.query, batch.user, self.in_b, b_rows, batch.user_type, counts,
+                            chains.uniforms(counts, self.rng), chains.thresholds, chains.width,
+                            chains.independent_flags, chains.use_t1, chains.use_t3, BLOCK, *self.by_pattern[1:],
+                            self.sums["clicks"], self.sums["abandoned"], self.sums["rr"], scratch)
+            return
         q = batch.query
         if self.grades_ab is None:  # A/A: both arms show A
             labels = self.grades_a.take(q, axis=0)
@@ -185,6 +198,22 @@ class ABDesign(Design):
         self._add_exact("clicks", batch.user, n_clicks)
         self._add_exact("abandoned", batch.user, abandoned)
         self._add("rr", batch.user, rr)
+
+    def _kernel_inputs(self) -> tuple[Any, ...] | None:
+        """``(chains, grades, b_rows, scratch)`` of :func:`simulations.kernels.ab_step` (built on first use), or
+        ``None`` when it does not apply: lists longer than 16 ranks, click models without grade tables
+        (:meth:`simulations.users.UserModels.chains`), or (int8) grades the models do not know (their own path
+        raises)."""
+        if self._kernel is None:
+            grades = self.grades_a if self.grades_ab is None else self.grades_ab
+            chains = None if self.by_pattern is None else self.users.chains(grades.shape[1])
+            if chains is None or grades.dtype != np.int8 or not grades.size or not chains.accepts(grades):
+                self._kernel = (None,)
+            else:
+                b_rows = 0 if self.grades_ab is None else self.grades_a.shape[0]
+                scratch = np.zeros(self.population, dtype=np.float64)  # the reciprocal ranks' batch totals
+                self._kernel = (chains, np.ascontiguousarray(grades), b_rows, scratch)
+        return None if self._kernel[0] is None else self._kernel
 
     def checkpoint(self, day: int) -> None:
         """The estimates, then the SRM checks (``srm:`` rows) and, with a pre-period, the CUPED

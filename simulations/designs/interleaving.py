@@ -269,19 +269,20 @@ class DrawTable:
 
     def kernel_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(team_bits, valid_bits, kappa)``, :func:`simulations.kernels.interleaving_step`'s view of :attr:`bits`
-        (built once): team-draft's ``(2, rows)`` slots of A's and of B's documents; balanced interleaving's
-        filled slots (no entries when every slot is filled) and ``(2, rows * length)`` slots ranked at kappa or
-        above by A and by B; the other method's arrays have no entries."""
+        (built once): team-draft's ``(rows, 2)`` slots of A's and of B's documents; balanced interleaving's
+        filled slots (no entries when every slot is filled) and ``(rows * length, 2)`` slots ranked at kappa or
+        above by A and by B (side by side: one cache line per lookup); the other method's arrays have no
+        entries."""
         if self._kernel_tables is None:
             bits = self.bits
             assert bits is not None
             none = np.zeros(0, dtype=np.uint16)
             if self.signed is not None:
-                team = np.stack([bits["a"], bits["b"]])
-                self._kernel_tables = (team, none, none.reshape(2, 0))
+                team = np.stack([bits["a"], bits["b"]], axis=1)
+                self._kernel_tables = (team, none, none.reshape(0, 2))
             else:
-                kappa = np.stack([bits["kappa_a"], bits["kappa_b"]])
-                self._kernel_tables = (none.reshape(2, 0), bits.get("valid", none), kappa)
+                kappa = np.stack([bits["kappa_a"], bits["kappa_b"]], axis=1)
+                self._kernel_tables = (none.reshape(0, 2), bits.get("valid", none), kappa)
         return self._kernel_tables
 
     def outcome(self, key: np.ndarray, clicks: np.ndarray) -> np.ndarray:
@@ -497,12 +498,14 @@ class InterleavingDesign(Design):
         """``(chains, team_bits, valid_bits, kappa, valid, null_labels)``, what the compiled batch step reads
         besides the batch (built on first use), or ``None`` when it does not apply: lists longer than
         MASK_SLOTS, click models without grade tables (:meth:`simulations.users.UserModels.chains`), or shown
-        grades (the table's, the null user's) that the models do not know (their own path raises the error)."""
+        (int8) grades (the table's, the null user's) that the models do not know (their own path raises the
+        error)."""
         if self._kernel is None:
             table = self.table
             chains = self.users.chains(table.length) if table.bits is not None else None
             labels = table.grades if self.null_labels is None else self.null_labels
-            if chains is None or not labels.size or not chains.accepts(labels) or labels.shape[1] != table.length:
+            if (chains is None or labels.dtype != np.int8 or not labels.size or not chains.accepts(labels)
+                    or labels.shape[1] != table.length):
                 self._kernel = (None,)
             else:
                 valid = _NO_VALID if table.valid is None or self.null_labels is None else table.valid
