@@ -293,6 +293,7 @@ TASK_MODULES: tuple[str, ...] = (
     "onlineeval.stats.srm",
     "simulations.cuped",
     "simulations.kernels",
+    "simulations.policies.kernels",
     "simulations.sequential",
     "simulations.srm",
 )

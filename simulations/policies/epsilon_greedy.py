@@ -155,6 +155,19 @@ class EpsilonGreedyPolicy(MixturePolicy):
         return Propensities(pre[-1].copy(), np.ascontiguousarray(pre.T), np.ascontiguousarray(item.T))
 
 
+#: the compiled paths of :class:`StackedEpsilonGreedy` serve lists of up to this many slots (the key selection
+#: makes ``k`` passes over a row's keys)
+COMPILED_MAX_K = 16
+_NO_KEYS = np.empty((0, 0))
+
+
+def _cumulative(weights: Any) -> np.ndarray:
+    """The normalised cumulative weights as :meth:`MixturePolicy._pick` computes them."""
+    cdf = np.asarray(weights, dtype=np.float64).cumsum()
+    cdf /= cdf[-1]
+    return cdf
+
+
 class StackedEpsilonGreedy:
     r"""The propensities of a mixture :math:`\sum_c W_c P_c` whose components are all
     epsilon-greedy policies filling the ``k`` slots (intervention harvesting around
@@ -187,6 +200,15 @@ class StackedEpsilonGreedy:
         self.tops = np.concatenate([np.asarray(c.components[0].order[:, : self.k], dtype=np.int64)
                                     for c in components])
         self.orders = np.concatenate([np.asarray(c.components[1].order, dtype=np.int64).ravel() for c in components])
+        # the compiled path's tables (:mod:`simulations.policies.kernels`): each component's normalised cumulative
+        # branch weights' first entry, as its _pick computes it, and contiguous int64 / float64 copies
+        self._branch_cdf0 = [float(_cumulative(c.weights)[0]) for c in components]
+        self._n_eff_rt = [np.ascontiguousarray(np.minimum(c.components[1].n, c.n_candidates), dtype=np.int64)
+                          for c in components]
+        self._w_det = np.ascontiguousarray(self.w_det.ravel(), dtype=np.float64)
+        self._w_rt = np.ascontiguousarray(self.w_rt.ravel(), dtype=np.float64)
+        self._weights = np.array(self.weights, dtype=np.float64)
+        self._mix_cdf = _cumulative(weights)
 
     @classmethod
     def build(cls, components: Sequence[Any], weights: Any) -> StackedEpsilonGreedy | None:
@@ -201,6 +223,10 @@ class StackedEpsilonGreedy:
                 return None
         return cls(comps, weights)
 
+    #: whether :meth:`sample` runs the compiled kernels (:mod:`simulations.policies.kernels`) for lists of up to
+    #: :data:`COMPILED_MAX_K` slots; False runs the NumPy code (the tested reference: the same lists and draws)
+    compiled: bool = True
+
     def sample(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
         """``mixture._sample(q, rng)`` (the mixture whose components these are): the same
         draws in the same order (the component of each row; per component in order, its
@@ -208,7 +234,35 @@ class StackedEpsilonGreedy:
         rows' permutations by :func:`~simulations.policies.base.shuffle_top`) and the same
         lists, assembled by one take of the components' top-``k`` tables for every row and
         one take of their base orders for the randomised rows instead of a scatter per
-        component and branch."""
+        component and branch; with :attr:`compiled`, by the kernels of
+        :mod:`simulations.policies.kernels` from the same uniforms."""
+        if self.compiled and self.k <= COMPILED_MAX_K and q.dtype == np.int64:
+            return self._sample_compiled(mixture, q, rng)
+        return self.sample_numpy(mixture, q, rng)
+
+    def _sample_compiled(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
+        """:meth:`sample_numpy`'s draws (the same calls, sizes and order) with the per-row work compiled: the
+        component of each row, each component's RandTop rows and the width of their keys, and the lists (the
+        ``k`` smallest keys of a row by ``k`` passes, stable among equal keys, as :func:`shuffle_top`)."""
+        from simulations.policies import kernels
+
+        n = q.size
+        pick, counts = kernels.mixture_pick(rng.random(n), self._mix_cdf)
+        out = np.empty((n, self.k), dtype=np.int64)
+        kernels.fill_lists(out, pick, q, self.tops, self.Q)
+        for i in range(len(self._branch_cdf0)):
+            if not counts[i]:
+                continue
+            rows, width = kernels.randtop_rows(pick, i, rng.random(int(counts[i])), self._branch_cdf0[i], q,
+                                               self._n_eff_rt[i])
+            if not rows.size:
+                continue
+            keys = rng.random((rows.size, width)) if width >= 2 else _NO_KEYS
+            kernels.fill_randtop(out, rows, keys, width, i, q, self._n_eff_rt[i], self.orders, self.Q, self.m)
+        return out
+
+    def sample_numpy(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
+        """:meth:`sample` in NumPy (the reference of the compiled path)."""
         comps = mixture.components
         n, k, m, Q = q.size, self.k, self.m, self.Q
         pick = mixture._pick(n, rng)

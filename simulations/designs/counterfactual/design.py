@@ -249,7 +249,10 @@ class CounterfactualDesign(Design):
         shown = np.asarray(self.policy.sample(batch.query, self.rng), dtype=np.int64)
         clicks = self._clicks(batch, shown)
         m = self.world.labels.shape[1]
-        if self._known is None:
+        compiled = self._compiled_logging(batch.query, shown)
+        if compiled is not None:
+            same, runs, p, self._target_p = compiled
+        elif self._known is None:
             p = distinct_propensities(self.policy, batch.query, shown, m)
             same = runs = None
         else:
@@ -270,10 +273,45 @@ class CounterfactualDesign(Design):
         if same is not None and runs is not None:  # the targets' lists are the known lists: indicators at hand
             for target, eq, run in zip(self.targets, same, runs, strict=True):
                 target.prime(data.query, data.shown, eq, run)
-        if self._fused is not None:
+        if self._fused is not None and compiled is None:
             self._target_p = (stacked_indicators(same, runs) if same is not None and runs is not None else
                               stack_propensities([t.propensities(data.query, data.shown) for t in self.targets]))
         return data
+
+    #: whether the logging propensities, the target-list match and the targets' indicators of a mixture of
+    #: epsilon-greedy loggers' own lists are computed by the compiled kernel
+    #: (:func:`simulations.policies.kernels.logged_propensities`; the same numbers); False runs the NumPy code
+    compiled: bool = True
+
+    def _compiled_logging(self, query: np.ndarray, shown: np.ndarray) -> Any:
+        """``(same, runs, p, target_p)`` of the batch's lists by the compiled kernel (the same numbers as
+        :func:`known_list_propensities` with ``sampled=True``, the running AND of the match and
+        :func:`stacked_indicators`), or ``None`` when it does not apply (not :attr:`compiled`, the logger not a
+        mixture of epsilon-greedy policies filling the slots, a target list not of the logger's slots, more than
+        16 slots, or query ids not int64)."""
+        from onlineeval.estimators import Propensities
+        from simulations.policies.epsilon_greedy import COMPILED_MAX_K
+
+        if not self.compiled or self._known is None or query.dtype != np.int64 or self.policy.k > COMPILED_MAX_K:
+            return None
+        stacked = getattr(self.policy, "_stacked", None)
+        kernel = stacked() if callable(stacked) else None
+        if kernel is None:
+            return None
+        from simulations.policies import kernels
+
+        if not hasattr(self, "_known_flat"):
+            t = self._known_table
+            self._known_flat = (np.ascontiguousarray(self._known_lists, dtype=np.int64),
+                                *(np.ascontiguousarray(x, dtype=np.float64) for x in (t.list, t.prefix, t.item)),
+                                np.ascontiguousarray(kernel.rank_of, dtype=np.int64),
+                                np.ascontiguousarray(kernel.n_eff, dtype=np.int64))
+        lists, t_list, t_prefix, t_item, rank_of, n_eff = self._known_flat
+        same, runs, p_list, p_prefix, p_item, tp_list, tp_prefix, tp_item = kernels.logged_propensities(
+            query, shown, lists, t_list, t_prefix, t_item, rank_of, n_eff, kernel._w_det, kernel._w_rt,
+            kernel.det_tab, kernel.rt_tab, kernel._weights, kernel.m, kernel.Q)
+        target_p = Propensities(tp_list, tp_prefix, tp_item) if self._fused is not None else None
+        return same, runs, Propensities(p_list, p_prefix, p_item), target_p
 
     def _process(self, batch: Batch) -> None:
         if self.aa:

@@ -1,0 +1,246 @@
+"""The counterfactual logger's compiled kernels (:mod:`simulations.policies.kernels`) against the NumPy code.
+
+- :meth:`StackedEpsilonGreedy.sample` compiled against :meth:`StackedEpsilonGreedy.sample_numpy` (kept as the
+  reference) and the component-by-component scatter: the same lists and the same generator state after, with
+  differing candidate sets, RandTop widths below ``k``, three components, ``k`` 1, 5 and 16, batches of 0, 1 and
+  thousands of rows;
+- :func:`~simulations.policies.kernels.fill_randtop` against ``np.argsort(keys, kind="stable")`` of
+  :func:`~simulations.policies.base.shuffle_top`'s masked keys, with tied keys and rows of different ``n_eff``;
+- :func:`~simulations.policies.kernels.logged_propensities` against
+  :func:`~simulations.designs.counterfactual.serving.known_list_propensities` (``sampled=True``), the running AND
+  of the match and :func:`~simulations.designs.counterfactual.fused.stacked_indicators`: lists that are a target's,
+  both targets' (the first wins), and documents another component cannot show (its validity masks);
+- whole batches of the design (``configs/counterfactual.yaml``'s design) with the compiled paths switched off and
+  on: the same per-user sums, log and checkpoint rows;
+- ``NUMBA_DISABLE_JIT=1`` (the kernels as plain Python) gives the same lists and propensities, in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from test_counterfactual_cost3 import _eps_mixture, _old_sample
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _mixture3(k: int = 5, m: int = 24, queries: int = 50, n: tuple[int, ...] = (20, 6, 3)):
+    """Three epsilon-greedy components around three rankers with different candidate sets (19 candidates each)."""
+    from simulations.policies import build_policy
+
+    rng = np.random.default_rng(11)
+    scores = {name: rng.normal(size=(queries, m)) for name in ("A", "B", "C")}
+    scores["A"][:, 19:] = -np.inf
+    scores["B"][:, :5] = -np.inf
+    scores["C"][:, 2:7] = -np.inf
+    spec = {"policy": "mixture", "components": [
+        {"policy": "epsilon_greedy", "epsilon": 0.3, "n": n[0], "scores": "A", "weight": 0.5},
+        {"policy": "epsilon_greedy", "epsilon": 0.6, "n": n[1], "scores": "B", "weight": 0.3},
+        {"policy": "epsilon_greedy", "epsilon": 0.1, "n": n[2], "scores": "C", "weight": 0.2}]}
+    return build_policy(spec, scores, k)
+
+
+def _policies():
+    return [_eps_mixture(False, 10), _eps_mixture(True, 4), _eps_mixture(True, 20, k=1), _eps_mixture(False, 20, k=16),
+            _mixture3(), _mixture3(k=8, n=(2, 19, 12))]
+
+
+# ------------------------------------------------------------------------------------------------ sampling
+@pytest.mark.parametrize("which", range(6))
+def test_compiled_sample_equals_numpy_sample(which):
+    from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+
+    policy = _policies()[which]
+    stacked = policy._stacked()
+    assert isinstance(stacked, StackedEpsilonGreedy)
+    q = np.random.default_rng(which).integers(0, policy.Q, 6000)
+    for n in (6000, 257, 1, 0):
+        a, b, c = (np.random.default_rng(100 + n) for _ in range(3))
+        got = stacked._sample_compiled(policy, q[:n], a)
+        want = stacked.sample_numpy(policy, q[:n], b)
+        old = _old_sample(policy, q[:n], c)
+        assert got.dtype == np.int64 and got.shape == (n, policy.k)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, old)
+        assert a.bit_generator.state == b.bit_generator.state == c.bit_generator.state
+        if n == 6000:
+            assert (got >= 0).all()
+            # more lists than the components' rankers give: the randomised rows are covered
+            assert len({(qi, *r) for qi, r in zip(q[:n].tolist(), got.tolist())}) > policy.Q * len(policy.components)
+
+
+def test_sample_switch_selects_the_path(monkeypatch):
+    from simulations.policies import kernels
+    from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+
+    policy = _eps_mixture(True, 10)
+    q = np.arange(40, dtype=np.int64)
+    calls = []
+    real = kernels.fill_lists
+    monkeypatch.setattr(kernels, "fill_lists", lambda *a: (calls.append(1), real(*a))[1])
+    policy.sample(q, np.random.default_rng(0))
+    assert calls == [1]
+    monkeypatch.setattr(StackedEpsilonGreedy, "compiled", False)
+    policy.sample(q, np.random.default_rng(0))
+    assert calls == [1]
+
+
+def _stable_first(keys: np.ndarray, c_top: np.ndarray, k: int) -> np.ndarray:
+    """shuffle_top's ranks from given keys: masked past c_top, stable argsort, identity past the width."""
+    n, width = keys.shape
+    col = np.arange(width)[None, :]
+    masked = np.where(col < c_top[:, None], keys, 1.0 + col)
+    perm = np.argsort(masked, axis=1, kind="stable")
+    ranks = np.broadcast_to(np.arange(k), (n, k)).copy()
+    kk = min(k, width)
+    ranks[:, :kk] = perm[:, :kk]
+    return ranks
+
+
+@pytest.mark.parametrize("k", [1, 3, 5, 8])
+@pytest.mark.parametrize("width", [2, 4, 20])
+def test_fill_randtop_is_the_stable_argsort_with_ties(k, width):
+    from simulations.policies import kernels
+
+    rng = np.random.default_rng(k * 100 + width)
+    rows_n, Q, m = 500, 7, 25
+    keys = rng.integers(0, 4, size=(rows_n, width)) / 4.0  # many ties
+    keys[::3] = rng.random((keys[::3].shape[0], width))
+    query = rng.integers(0, Q, rows_n).astype(np.int64)
+    n_eff = rng.integers(1, width + 1, Q).astype(np.int64)  # some rows shuffle fewer than width columns
+    orders = rng.permutation(2 * Q * m).astype(np.int64)  # two components' "base orders", distinct values
+    rows = np.sort(rng.choice(rows_n, 300, replace=False)).astype(np.int64)
+    out = np.full((rows_n, k), -7, dtype=np.int64)
+    kernels.fill_randtop(out, rows, keys[:300], width, 1, query, n_eff, orders, Q, m)
+    ranks = _stable_first(keys[:300], n_eff[query[rows]], k)
+    want = orders[((query[rows] + Q) * m)[:, None] + ranks]
+    np.testing.assert_array_equal(out[rows], want)
+    untouched = np.setdiff1d(np.arange(rows_n), rows)
+    assert (out[untouched] == -7).all()
+
+
+# ------------------------------------------------------------------------------------------------ propensities
+def _numpy_logging(policy, q, shown, lists):
+    """The design's NumPy path: match, running AND, known_list_propensities(sampled=True), stacked_indicators."""
+    from simulations.designs.counterfactual.fused import stacked_indicators
+    from simulations.designs.counterfactual.serving import known_list_propensities, stack_known
+
+    known = [(t, policy.propensities(np.arange(policy.Q), t)) for t in lists]
+    known_lists = np.stack(lists)
+    same = known_lists.take(q, axis=1) == shown
+    runs = same.copy()
+    for j in range(1, runs.shape[2]):
+        runs[:, :, j] &= runs[:, :, j - 1]
+    table = stack_known(known)
+    p = known_list_propensities(policy, q, shown, policy.m, known, [r[:, -1] for r in runs], table, sampled=True)
+    return same, runs, p, stacked_indicators(same, runs), known_lists, table
+
+
+def _compiled_logging(policy, q, shown, known_lists, table):
+    from simulations.policies import kernels
+
+    st = policy._stacked()
+    return kernels.logged_propensities(
+        q, shown, known_lists, table.list, np.ascontiguousarray(table.prefix), np.ascontiguousarray(table.item),
+        st.rank_of, st.n_eff, st._w_det, st._w_rt, st.det_tab, st.rt_tab, st._weights, st.m, st.Q)
+
+
+@pytest.mark.parametrize("which", range(6))
+@pytest.mark.parametrize("same_targets", [False, True])
+def test_logged_propensities_equal_the_numpy_path(which, same_targets):
+    policy = _policies()[which]
+    q = np.random.default_rng(7 + which).integers(0, policy.Q, 5000).astype(np.int64)
+    shown = policy.sample(q, np.random.default_rng(8))
+    lists = [np.asarray(c.components[0].order[:, : policy.k], dtype=np.int64) for c in policy.components[:2]]
+    if same_targets:  # both targets the first ranker's lists on half the queries: the first target wins there
+        lists[1] = lists[1].copy()
+        lists[1][::2] = lists[0][::2]
+    same, runs, p, tp, known_lists, table = _numpy_logging(policy, q, shown, lists)
+    got = _compiled_logging(policy, q, shown, known_lists, table)
+    np.testing.assert_array_equal(got[0], same)
+    np.testing.assert_array_equal(got[1], runs)
+    for g, w in zip(got[2:], (p.list, p.prefix, p.item, tp.list, tp.prefix, tp.item)):
+        assert g.dtype == np.float64 and g.shape == np.shape(w)
+        np.testing.assert_array_equal(g, w)
+        assert np.array_equal(np.signbit(g), np.signbit(w))
+    matched = runs[:, :, -1].any(axis=0)
+    assert 0 < matched.mean() < 1  # both the table rows and computed rows are exercised
+    if which == 1:  # documents B's component cannot show: its validity masks ran on some rows
+        assert (np.asarray(policy.components[1].propensities(q, shown).list) == 0).any()
+
+
+# ------------------------------------------------------------------------------------------------ the design
+def _design_run(compiled: bool, batches: int = 4):
+    from simulations.config import load_config
+    from simulations.designs.counterfactual import CounterfactualDesign
+    from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    cfg = load_config(REPO / "configs" / "counterfactual.yaml")
+    world = build_world(cfg, world_seed(cfg.seed))
+    users = UserModels.from_config(cfg.users)
+    old = CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled
+    CounterfactualDesign.compiled = StackedEpsilonGreedy.compiled = compiled
+    try:
+        traffic, designs = build_replicate(cfg, world, users, replicate_seeds(cfg.seed, 1)[0])
+        design = next(d for d in designs if isinstance(d, CounterfactualDesign) and not d.aa)
+        design.last_day = batches
+        for day in range(batches):
+            design.process(traffic.batch(24 * day, 24))
+            design.checkpoint(day + 1)
+        return design
+    finally:
+        CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled = old
+
+
+def test_design_compiled_equals_numpy_design(monkeypatch):
+    from simulations.policies import kernels
+
+    calls = []
+    real = kernels.logged_propensities
+    monkeypatch.setattr(kernels, "logged_propensities", lambda *a: (calls.append(1), real(*a))[1])
+    new = _design_run(True)
+    assert len(calls) == 4
+    ref = _design_run(False)
+    assert len(calls) == 4
+    np.testing.assert_array_equal(new._acc, ref._acc)
+    a, b = new.log(), ref.log()
+    for f in ("query", "shown", "clicks", "p_list", "p_prefix", "p_item", "user"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    assert len(new.rows) == len(ref.rows) > 0
+    for x, y in zip(new.rows, ref.rows):
+        assert repr(x) == repr(y)
+    assert new.rng.bit_generator.state == ref.rng.bit_generator.state
+
+
+def test_kernels_as_plain_python_give_the_same_numbers(tmp_path):
+    code = f"""
+import json, sys
+import numpy as np
+sys.path.insert(0, {str(REPO / 'tests')!r})
+from test_policy_kernels import _policies, _numpy_logging, _compiled_logging
+policy = _policies()[1]
+q = np.random.default_rng(3).integers(0, policy.Q, 700).astype(np.int64)
+shown = policy._stacked()._sample_compiled(policy, q, np.random.default_rng(4))
+lists = [np.asarray(c.components[0].order[:, :policy.k], dtype=np.int64) for c in policy.components]
+*_, known_lists, table = _numpy_logging(policy, q, shown, lists)
+got = _compiled_logging(policy, q, shown, known_lists, table)
+print(json.dumps([shown.tolist(), [g.astype(float).tolist() for g in got]]))
+"""
+    outs = []
+    for disable in ("1", "0"):
+        env = {**os.environ, "NUMBA_DISABLE_JIT": disable}
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO,
+                             check=True)
+        outs.append(json.loads(run.stdout))
+    assert outs[0] == outs[1]
+    assert len(outs[0][0]) == 700
