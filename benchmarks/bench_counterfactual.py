@@ -12,7 +12,9 @@ team-draft null variant are left out (the counterfactual A/A design does no work
 Then the serving step of the configured design is split into its parts on recorded
 batches: logger sampling, logger propensities, clicks, target propensities, the fused
 terms of the IPS family for both targets (``simulations/designs/counterfactual/fused.py``)
-and any other estimator's terms for both targets.
+and any other estimator's terms for both targets. With the compiled kernels
+(``simulations/policies/kernels.py``) the target-list match, the logger's propensities and
+the targets' indicators are one part, timed as the design runs it.
 
     python benchmarks/bench_counterfactual.py [--replicates 3] [--rounds 5] [--no-split]
 """
@@ -131,14 +133,22 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
                 t0 = clock()
                 shown = policy.sample(b.query, rng)
                 t1 = clock()
-                same = runs = None
-                if design._known is not None:  # as the design does: the rows showing a target's list
+                t_sample = t1 - t0
+                same = runs = target_p = None
+                compiled = design._compiled_logging(b.query, shown)  # one kernel (None: the NumPy parts below)
+                t_kernel = clock() - t1
+                t1 = clock()
+                if compiled is not None:
+                    same, runs, p, target_p = compiled
+                elif design._known is not None:  # as the design does: the rows showing a target's list
                     same = design._known_lists.take(b.query, axis=1) == shown
                     runs = same.copy()
                     for j in range(1, runs.shape[2]):
                         runs[:, :, j] &= runs[:, :, j - 1]
                 t2 = clock()
-                if design._known is None:
+                if compiled is not None:
+                    pass
+                elif design._known is None:
                     p = distinct_propensities(policy, b.query, shown, m)
                 else:
                     p = known_list_propensities(policy, b.query, shown, m, design._known, [r[:, -1] for r in runs],
@@ -153,18 +163,24 @@ def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) ->
                                   user=b.user, user_type=b.user_type, logger=policy)
                 t5 = clock()
                 targets = [_BatchTarget(t.target) for t in design.targets]
-                if same is None or runs is None:
+                if compiled is not None:
+                    for t, eq, run in zip(targets, same, runs, strict=True):
+                        t.prime(data.query, data.shown, eq, run)
+                elif same is None or runs is None:
                     for t in targets:
                         t.propensities(data.query, data.shown)
                 else:
                     for t, eq, run in zip(targets, same, runs, strict=True):
                         t.prime(data.query, data.shown, eq, run)
-                target_p = None
-                if design._fused is not None:  # the stacked indicators the fused terms read
+                if compiled is not None:
+                    pass
+                elif design._fused is not None:  # the stacked indicators the fused terms read
                     target_p = (stacked_indicators(same, runs) if same is not None and runs is not None else
                                 stack_propensities([t.propensities(data.query, data.shown) for t in targets]))
                 t6 = clock()
-                parts["logger sampling"] += t1 - t0
+                parts["logger sampling"] += t_sample
+                if compiled is not None:
+                    parts["match, logger propensities, indicators (kernel)"] += t_kernel
                 parts["target-list match (logger + targets)"] += t2 - t1
                 parts["logger propensities"] += t3 - t2
                 parts["clicks"] += t4 - t3

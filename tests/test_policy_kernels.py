@@ -180,6 +180,7 @@ def test_logged_propensities_equal_the_numpy_path(which, same_targets):
 def _design_run(compiled: bool, batches: int = 4):
     from simulations.config import load_config
     from simulations.designs.counterfactual import CounterfactualDesign
+    from simulations.designs.counterfactual.fused import FusedTerms
     from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
     from simulations.runner import build_replicate, replicate_seeds, world_seed
     from simulations.users import UserModels
@@ -188,8 +189,8 @@ def _design_run(compiled: bool, batches: int = 4):
     cfg = load_config(REPO / "configs" / "counterfactual.yaml")
     world = build_world(cfg, world_seed(cfg.seed))
     users = UserModels.from_config(cfg.users)
-    old = CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled
-    CounterfactualDesign.compiled = StackedEpsilonGreedy.compiled = compiled
+    old = CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled, FusedTerms.compiled
+    CounterfactualDesign.compiled = StackedEpsilonGreedy.compiled = FusedTerms.compiled = compiled
     try:
         traffic, designs = build_replicate(cfg, world, users, replicate_seeds(cfg.seed, 1)[0])
         design = next(d for d in designs if isinstance(d, CounterfactualDesign) and not d.aa)
@@ -199,19 +200,20 @@ def _design_run(compiled: bool, batches: int = 4):
             design.checkpoint(day + 1)
         return design
     finally:
-        CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled = old
+        CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled, FusedTerms.compiled = old
 
 
 def test_design_compiled_equals_numpy_design(monkeypatch):
     from simulations.policies import kernels
 
     calls = []
-    real = kernels.logged_propensities
-    monkeypatch.setattr(kernels, "logged_propensities", lambda *a: (calls.append(1), real(*a))[1])
+    for name in ("logged_propensities", "fused_terms", "fill_lists"):
+        real = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, real=real, name=name: (calls.append(name), real(*a))[1])
     new = _design_run(True)
-    assert len(calls) == 4
+    assert calls == ["fill_lists", "logged_propensities", "fused_terms"] * 4
     ref = _design_run(False)
-    assert len(calls) == 4
+    assert len(calls) == 12
     np.testing.assert_array_equal(new._acc, ref._acc)
     a, b = new.log(), ref.log()
     for f in ("query", "shown", "clicks", "p_list", "p_prefix", "p_item", "user"):
@@ -244,3 +246,64 @@ print(json.dumps([shown.tolist(), [g.astype(float).tolist() for g in got]]))
         outs.append(json.loads(run.stdout))
     assert outs[0] == outs[1]
     assert len(outs[0][0]) == 700
+
+
+# ------------------------------------------------------------------------------------------------ fused terms
+def _fused_case(k: int, reward_name: str, seed: int):
+    from onlineeval.estimators import LoggedData, Propensities, get_estimator, get_reward
+    from simulations.designs.counterfactual.fused import FusedTerms
+    from simulations.designs.counterfactual.serving import _BatchReward
+
+    rng = np.random.default_rng(seed)
+    n, t = 3000, 2
+    shown = rng.permutation(np.arange(40))[:k][None, :].repeat(n, axis=0)
+    empty = rng.random(n) < 0.3  # trailing empty slots on some rows
+    cut = rng.integers(1, k + 1, n)
+    shown = np.where(empty[:, None] & (np.arange(k)[None, :] >= cut[:, None]), -1, shown)
+    clicks = (rng.random((n, k)) < 0.3) & (shown >= 0)
+    p_prefix = rng.random((n, k))
+    p_prefix[rng.random((n, k)) < 0.01] = 5e-324  # the least subnormal: inf weights, NaN terms (inf * 0)
+    p_item = rng.random((n, k))
+    p_item[rng.random((n, k)) < 0.01] = 5e-324
+    p_list = p_prefix[:, -1].copy()
+    data = LoggedData(np.zeros(n, dtype=np.int64), shown, clicks, p_list=p_list, p_prefix=p_prefix, p_item=p_item)
+    tp_prefix = np.where(rng.random((t, n, k)) < 0.5, 1.0, rng.random((t, n, k)))  # indicators and stochastic
+    tp_item = np.where(rng.random((t, n, k)) < 0.5, 0.0, rng.random((t, n, k)) * 3)
+    target_p = Propensities(tp_prefix[:, :, -1], tp_prefix, tp_item)
+    estimators = [(name if not cap else f"clipped_{cap}", get_estimator(name, **({"cap": cap} if cap else {})))
+                  for name, cap in (("ips", 0), ("snips", 0), ("rips", 0), ("iips", 0), ("clipped_ips", 5.0),
+                                    ("clipped_ips", 0.5), ("adaptive_ips", 0))]
+    whole = {label: label == "adaptive_ips" for label, _ in estimators}
+    reward = get_reward(reward_name, k)
+    fused = FusedTerms.build(estimators, reward, whole, {"adaptive_ips"})
+    return fused, data, target_p, _BatchReward(reward)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 7, 8])
+@pytest.mark.parametrize("reward_name", ["clicks_per_query", "reciprocal_rank"])
+def test_fused_terms_compiled_equal_the_numpy_terms(monkeypatch, k, reward_name):
+    from simulations.designs.counterfactual.fused import FusedTerms
+    from simulations.policies import kernels
+
+    fused, data, target_p, reward = _fused_case(k, reward_name, k)
+    assert k == 1 or not data.all_valid  # empty trailing slots (a list of one slot has none)
+    calls = []
+    real = kernels.fused_terms
+    monkeypatch.setattr(kernels, "fused_terms", lambda *a: (calls.append(1), real(*a))[1])
+    got = fused.compute(data, target_p, reward)
+    assert len(calls) == (1 if k < 8 else 0)  # 8 slots and more: numpy's pairwise sums, the NumPy path
+    monkeypatch.setattr(FusedTerms, "compiled", False)
+    with np.errstate(over="ignore", invalid="ignore"):  # the NumPy path warns of the inf and NaN terms
+        want = fused.compute(data, target_p, reward)
+    assert got[0].keys() == want[0].keys() and len(got[0]) == 6
+    pairs = [(a, b) for label in want[0] for a, b in zip(got[0][label], want[0][label])]
+    pairs += [(got[1]["adaptive_ips"][b], want[1]["adaptive_ips"][b]) for b in ("independent", "cascade", "standard")]
+    for a, b in pairs:
+        if b is None:
+            assert a is None
+            continue
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+        assert np.array_equal(np.signbit(a), np.signbit(b))
+    assert any(np.isnan(b).any() for _, b in pairs if b is not None)  # the zero propensities were exercised
+

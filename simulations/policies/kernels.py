@@ -1,4 +1,4 @@
-"""Compiled per-batch kernels of the counterfactual design's logger (numba).
+"""Compiled per-batch kernels of the counterfactual design's logger and terms (numba).
 
 A mixture of epsilon-greedy loggers around several rankers (intervention harvesting,
 :class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy`, the logger of ``configs/counterfactual.yaml``)
@@ -13,7 +13,9 @@ arrays: per-call overhead, not arithmetic. These kernels do the same work in one
   shown`` and its running AND over the slots), the logging propensities (a row showing a target's list takes its
   row of the precomputed table, as :func:`~simulations.designs.counterfactual.serving.known_list_propensities`
   does, the others :meth:`StackedEpsilonGreedy.__call__`'s arithmetic, element by element) and the targets'
-  stacked indicators (:func:`~simulations.designs.counterfactual.fused.stacked_indicators`).
+  stacked indicators (:func:`~simulations.designs.counterfactual.fused.stacked_indicators`);
+- :func:`fused_terms`: the IPS family's terms of both targets
+  (:meth:`~simulations.designs.counterfactual.fused.FusedTerms.compute`, lists of 1 to 7 slots).
 
 They never draw random numbers: the callers draw them with NumPy's ``Generator`` in the same calls, sizes and
 order as the NumPy code (the design's stream is unchanged). Every number equals the NumPy path's bit for bit: the
@@ -30,7 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["fill_lists", "logged_propensities", "mixture_pick", "randtop_rows"]
+__all__ = ["fill_lists", "fill_randtop", "fused_terms", "logged_propensities", "mixture_pick", "randtop_rows"]
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -216,3 +218,83 @@ def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, 
             p_item[i, j] = item[j]
         p_list[i] = pre[k - 1]
     return same, runs, p_list, p_prefix, p_item, tp_list, tp_prefix, tp_item
+
+
+@_jit
+def _slot_sums(num, den, r, valid, masked, out):
+    """``out[t, i] = row_sum(on_shown(num[t] / den) * r)[i]`` for ``num`` ``(T, n * k)``, ``den``, ``r``, ``valid``
+    ``(n * k,)`` (flat rows of ``k < 8`` slots): the products in one flat loop the compiler vectorises (the
+    divisions dominate), then each row's sum left to right from its first slot, plus 0.0 (numpy's order,
+    :func:`~onlineeval.estimators.derived.row_sum`)."""
+    n_t, n = out.shape
+    size = den.shape[0]
+    k = size // n if n else 1
+    buf = np.empty(size, dtype=np.float64)
+    for t in range(n_t):
+        if masked:
+            for idx in range(size):
+                v = num[t, idx] / den[idx]
+                buf[idx] = (v if valid[idx] else 0.0) * r[idx]
+        else:
+            for idx in range(size):
+                buf[idx] = (num[t, idx] / den[idx]) * r[idx]
+        for i in range(n):
+            s = buf[i * k]
+            for j in range(1, k):
+                s += buf[i * k + j]
+            out[t, i] = s + 0.0
+
+
+@_jit
+def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r, valid, need_prefix, need_item,
+                need_std, caps):
+    """The IPS family's terms of :meth:`simulations.designs.counterfactual.fused.FusedTerms.compute` for the ``T``
+    targets of a batch of ``n`` lists of ``k < 8`` slots, element by element in the same operations: the list
+    weights ``w = tp_list / p_list``; ``w R`` (IPS, SNIPS; ``R = big_r`` the list rewards); for each ``cap``,
+    ``(w - max(w - cap, 0)) R`` (clipped IPS, numpy's ``maximum``: ``w - cap`` unless it is below 0); with
+    ``need_prefix`` / ``need_item`` the slot sums of ``on_shown(tp / p) * r`` of the prefix / item propensities
+    (RIPS, IIPS; ``r`` the slot rewards; ``on_shown`` 0.0 at an empty slot); with ``need_std`` the slot sums of
+    ``on_shown(w) * r`` (adaptive IPS's standard behaviour). A slot sum is
+    :func:`~onlineeval.estimators.derived.row_sum`'s: left to right, then ``+ 0.0``. The 2-d and 3-d arrays are
+    C-contiguous and flattened by the caller: ``tp_prefix``, ``tp_item`` ``(T, n * k)``, ``p_prefix``, ``p_item``,
+    ``r`` and ``valid`` (bool, no entries when every slot is shown) ``(n * k,)``.
+
+    Returns ``w``, ``ips`` ``(T, n)``, ``clipped`` ``(len(caps), T, n)``, ``pre``, ``item``, ``std`` ``(T, n)``
+    (not computed ones have no rows)."""
+    n_t, n = tp_list.shape
+    size = r.shape[0]
+    k = size // n if n else 1
+    masked = valid.shape[0] > 0
+    w = np.empty((n_t, n), dtype=np.float64)
+    ips = np.empty((n_t, n), dtype=np.float64)
+    clipped = np.empty((caps.shape[0], n_t, n), dtype=np.float64)
+    pre = np.empty((n_t if need_prefix else 0, n), dtype=np.float64)
+    item = np.empty((n_t if need_item else 0, n), dtype=np.float64)
+    std = np.empty((n_t if need_std else 0, n), dtype=np.float64)
+    for t in range(n_t):
+        for i in range(n):
+            w[t, i] = tp_list[t, i] / p_list[i]
+        for i in range(n):
+            ips[t, i] = w[t, i] * big_r[i]
+        for c in range(caps.shape[0]):
+            cap = caps[c]
+            for i in range(n):
+                wl = w[t, i]
+                e = wl - cap
+                if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0): e when e >= 0 or NaN, else 0.0
+                    e = 0.0
+                clipped[c, t, i] = (wl - e) * big_r[i]
+    if need_prefix:
+        _slot_sums(tp_prefix, p_prefix, r, valid, masked, pre)
+    if need_item:
+        _slot_sums(tp_item, p_item, r, valid, masked, item)
+    if need_std:
+        for t in range(n_t):
+            for i in range(n):
+                wl = w[t, i]
+                s = 0.0
+                for j in range(k):
+                    x = (wl if not masked or valid[i * k + j] else 0.0) * r[i * k + j]
+                    s = x if j == 0 else s + x
+                std[t, i] = s + 0.0
+    return w, ips, clipped, pre, item, std

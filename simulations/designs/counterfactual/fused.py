@@ -87,6 +87,39 @@ class FusedTerms:
                 fused[label] = (kind, est)
         return cls(fused, behaviours) if fused or behaviours else None
 
+    #: whether :meth:`compute` runs the compiled kernel (:func:`simulations.policies.kernels.fused_terms`; the
+    #: same numbers) for lists of fewer than 8 slots; False runs the NumPy code (the tested reference)
+    compiled: bool = True
+
+    def _compiled(self, data: Any, target_p: Any, reward: Any, all_valid: bool) -> tuple[dict[str, Any], Any]:
+        """:meth:`compute` by :func:`~simulations.policies.kernels.fused_terms` (lists of 1 to 7 slots, at least
+        one row): the same arrays, the IPS and SNIPS numerators one array, as there."""
+        from simulations.policies import kernels
+
+        caps = getattr(self, "_caps", None)
+        if caps is None:
+            labels = [label for label, (kind, _) in self.fused.items() if kind == "clipped_ips"]
+            caps = self._caps = (labels, np.array([float(self.fused[label][1].cap) for label in labels]))
+        r = reward.slot_rewards(data.clicks)
+        big_r = reward.list_rewards(data.clicks) if self._list else np.zeros(target_p.list.shape[1])  # no list term
+        t = target_p.list.shape[0]
+        w_list, ips_num, clipped, pre, item, std = kernels.fused_terms(
+            _flat(target_p.list, t), _flat(target_p.prefix, t), _flat(target_p.item, t), _flat(data.p_list),
+            _flat(data.p_prefix), _flat(data.p_item), _flat(r), _flat(big_r),
+            _ALL_SHOWN if all_valid else np.ravel(np.ascontiguousarray(data.valid, dtype=bool)),
+            self._prefix, self._item, bool(self.behaviour_labels), caps[1])
+        terms: dict[str, Any] = {}
+        at = {label: i for i, label in enumerate(caps[0])}
+        for label, (kind, _) in self.fused.items():
+            if kind in ("ips", "snips"):
+                terms[label] = (ips_num, w_list if kind == "snips" else None)
+            elif kind == "clipped_ips":
+                terms[label] = (clipped[at[label]], None)
+            else:
+                terms[label] = (pre if kind == "rips" else item, None)
+        behaviours = {label: {"independent": item, "cascade": pre, "standard": std} for label in self.behaviour_labels}
+        return terms, behaviours
+
     def compute(self, data: Any, target_p: Any, reward: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """``(terms, behaviours)`` of one batch: ``data`` the batch's
         :class:`~onlineeval.estimators.LoggedData`, ``target_p`` the targets' propensities of
@@ -97,6 +130,8 @@ class FusedTerms:
         t, n = target_p.list.shape
         k = data.k
         all_valid = data.all_valid
+        if self.compiled and 0 < k < 8 and n > 0:
+            return self._compiled(data, target_p, reward, all_valid)
 
         def on_shown(x: np.ndarray) -> np.ndarray:  # LoggedData._on_shown, broadcast over the targets
             return x if all_valid else np.where(data.valid, x, 0.0)
@@ -131,6 +166,15 @@ class FusedTerms:
             for label in self.behaviour_labels:
                 behaviours[label] = {"independent": item, "cascade": pre, "standard": std}
         return terms, behaviours
+
+
+_ALL_SHOWN = np.empty(0, dtype=bool)
+
+
+def _flat(x: Any, rows: int = 0) -> np.ndarray:
+    """``x`` as C-contiguous float64, ``(rows, -1)`` (``rows > 0``) or flat."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    return x.reshape(rows, -1) if rows else x.reshape(-1)
 
 
 def stacked_indicators(same: Any, runs: Any) -> Any:
