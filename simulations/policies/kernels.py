@@ -159,30 +159,47 @@ def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, 
     p_list = np.empty(n, dtype=np.float64)
     p_prefix = np.empty((n, k), dtype=np.float64)
     p_item = np.empty((n, k), dtype=np.float64)
-    pre = np.empty(k, dtype=np.float64)
-    item = np.empty(k, dtype=np.float64)
-    for i in range(n):
-        q = query[i]
-        which = -1
-        for t in range(n_t):
-            run = True
+    # pass 1: the match with every target's list (no branch on the data: the running AND as a product of 0/1)
+    which = np.full(n, -1, dtype=np.int64)
+    for t in range(n_t - 1, -1, -1):  # the first target whose list a row shows wins
+        for i in range(n):
+            q = query[i]
+            run = np.uint8(1)
             for j in range(k):
-                eq = lists[t, q, j] == shown[i, j]
-                run = run and eq
-                same[t, i, j] = eq
-                runs[t, i, j] = run
-                tp_prefix[t, i, j] = 1.0 if run else 0.0
-                tp_item[t, i, j] = 1.0 if eq else 0.0
-            tp_list[t, i] = 1.0 if run else 0.0
-            if run and which < 0:
-                which = t
-        if which >= 0:
-            row = which * n_queries + q
+                eq = np.uint8(lists[t, q, j] == shown[i, j])
+                run &= eq
+                same[t, i, j] = eq != 0
+                runs[t, i, j] = run != 0
+                tp_prefix[t, i, j] = np.float64(run)
+                tp_item[t, i, j] = np.float64(eq)
+            tp_list[t, i] = np.float64(run)
+            if run:
+                which[i] = t
+    # pass 2: a row showing a target's list takes its row of the table; pass 3: the others are computed
+    rest = np.empty(n, dtype=np.int64)
+    n_rest = 0
+    for i in range(n):
+        t = which[i]
+        if t >= 0:
+            row = t * n_queries + query[i]
             p_list[i] = t_list[row]
             for j in range(k):
                 p_prefix[i, j] = t_prefix[row, j]
                 p_item[i, j] = t_item[row, j]
-            continue
+        else:
+            rest[n_rest] = i
+            n_rest += 1
+    top = 1
+    for c in range(n_c):
+        for q in range(n_queries):
+            top = max(top, n_eff[c, q])
+    recip = np.empty(top + 1, dtype=np.float64)  # 1.0 / x, the same bits as dividing each time
+    for x in range(1, top + 1):
+        recip[x] = 1.0 / x
+    recip[0] = 1.0
+    for a in range(n_rest):
+        i = rest[a]
+        q = query[i]
         for c in range(n_c):
             ne = n_eff[c, q]
             ok = True
@@ -197,7 +214,7 @@ def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, 
                 at_base = rk == j
                 run_det = run_det and at_base
                 if j < ne:
-                    f = 1.0 / max(ne - j, 1) if rk < ne else 0.0
+                    f = recip[max(ne - j, 1)] if rk < ne else 0.0
                 else:
                     f = 1.0 if at_base else 0.0
                 p_rt = f if j == 0 else f * p_rt
@@ -208,15 +225,12 @@ def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, 
                 at = rr * k + j + c * size
                 y = w_det[c] * det_tab[at] + w_rt[c] * rt_tab[at]
                 if c == 0:
-                    pre[j] = weights[0] * x
-                    item[j] = weights[0] * y
+                    p_prefix[i, j] = weights[0] * x
+                    p_item[i, j] = weights[0] * y
                 else:
-                    pre[j] = pre[j] + weights[c] * x
-                    item[j] = item[j] + weights[c] * y
-        for j in range(k):
-            p_prefix[i, j] = pre[j]
-            p_item[i, j] = item[j]
-        p_list[i] = pre[k - 1]
+                    p_prefix[i, j] = p_prefix[i, j] + weights[c] * x
+                    p_item[i, j] = p_item[i, j] + weights[c] * y
+        p_list[i] = p_prefix[i, k - 1]
     return same, runs, p_list, p_prefix, p_item, tp_list, tp_prefix, tp_item
 
 
