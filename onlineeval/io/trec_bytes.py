@@ -652,7 +652,8 @@ def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, ByteIds, ByteIds,
     (every other chunk has the last chunk, at least ``2 * _PAD`` bytes, after it). The
     chunks' rows go straight into arrays sized for the most lines the file can hold
     (each line has at least ``2 * ncols - 1`` bytes), of which only the rows written are
-    ever backed by memory (:class:`_Rows`).
+    ever backed by memory (:class:`_Rows`). Files of :data:`THREAD_CHUNKS` chunks or more are
+    parsed on :func:`threads` threads (:func:`_parse_in_order`: the same arrays as on one).
     """
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
