@@ -41,35 +41,34 @@ estimator's ``terms``), any other estimator's through its ``terms`` (the targets
 indicators and the slot rewards computed once per batch and shared); the per-user sums are
 rows of one matrix. A checkpoint gathers the active users of every sum once and computes
 the accumulated estimators' paired differences together, :math:`O(\text{users})` per
-estimator. Measured with ``benchmarks/bench_counterfactual.py`` on
-``configs/counterfactual.yaml`` (CPU time of one process on a 2-core machine at load 3-4,
-the same batches for every design, 3 replicates, each batch's best of 5 rounds; a clean
-export of ddd362e alternated with the same tree plus round 3's changes, two runs each):
-this design 0.93-1.10 us per impression against 1.02-1.10 before round 3, team-draft
-0.29-0.32 against 0.38-0.40, so 3.2-3.4 times team-draft against 2.7-2.8. Round 3 made the
-clicks of position-based users one pass of the users' table sampler (0.09-0.11 us against
-0.19-0.21; team-draft's clicks are the same sampler, which is why the ratio grew), the
-logger's draw one take of stacked tables (0.12-0.15 against 0.15) and the logging
-propensities of the logger's own lists skip the search for repeated documents (0.11-0.15
-against 0.14). The parts (round 3, load 3-4): the logger's draw 0.12-0.15 (three quarters
-of it the keys of the randomised rows' permutations and the repeated ``argmin`` over them),
-its propensities 0.11-0.15 (plus 0.03 matching the target lists), clicks 0.09-0.11, the
-six estimators' terms for both targets 0.09-0.12, log record and target indicators 0.03,
-the design's own sums and bookkeeping 0.02-0.11, checkpoints 0.14-0.20 on the days
-before the last and 0.10-0.14 on the last day (adaptive IPS's whole-log choice: per
-type the variances of its three behaviours' terms). With one estimator (IPS) 1.9-2.1
-times team-draft, with an epsilon-greedy logger and IPS 1.8-1.9. Why this design cannot
-cost what team-draft costs: the clicks are the same sampler in both; team-draft's draw
-and outcome are table lookups (0.12-0.14 us, its serving minus its clicks) and its
-checkpoint is one metric's pass over the users (0.08), while this design draws a
-randomised list (0.12-0.15: a uniform for the component, one for the branch, 20 keys per
-randomised row and their smallest five), computes the logging propensities of the
-randomised lists (0.11-0.15), every estimator's terms and per-user sums, and a paired
-difference per estimator at every checkpoint; the draw and the propensities alone cost
-about as much as team-draft's whole design. What remains is numpy's per-call overhead on
-batches of 4,000 (a few hundred calls per batch) and the checkpoints' passes over the
-users (the linearised variance needs each user's sums at the current ratio; an
-incremental form would round differently).
+estimator. With a mixture of epsilon-greedy loggers (``configs/counterfactual.yaml``) and lists
+of up to 16 slots, the logger's lists from its uniforms, the target-list match, the logging
+propensities and the targets' indicators, and (lists of 1 to 7 slots, any logger) the IPS
+family's terms run in compiled kernels (:mod:`simulations.policies.kernels`; the same draws
+and numbers as the NumPy code, which ``compiled = False`` on this class,
+:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` and
+:class:`~simulations.designs.counterfactual.fused.FusedTerms` still runs, tested bit for bit).
+Measured with ``benchmarks/bench_counterfactual.py`` on ``configs/counterfactual.yaml`` (CPU
+time of one process, 2 replicates, each batch's best of 3 rounds, a 2-core machine at load
+8.5-10 with other helpers' jobs; 9e4d0e8 alternated with the same tree plus the kernels,
+three runs each, 2026-12-01): this design 0.97-1.07 us per impression against 1.01-1.17
+before, team-draft 0.18-0.20 in both, so 5.4-5.8 times team-draft (5.0-5.9 before: the
+saving is within the load's noise there); on the same batches in one process, alternated,
+``process`` costs 0.87-0.91 of the NumPy path's time. The parts (us per impression, after
+vs before): the logger's draw 0.12-0.13 vs 0.14-0.19 (its uniforms are drawn by NumPy as
+before: one per row, one per row of a component, 20 keys per randomised row), match,
+propensities and indicators 0.12-0.13 vs 0.19-0.25, the six estimators' terms for both
+targets 0.10-0.11 vs 0.11-0.15, clicks 0.08-0.09 (the users' compiled sampler, as
+team-draft's), log record 0.03, the design's per-user sums and bookkeeping 0.12-0.13
+(fifteen ``np.bincount`` additions per batch; one compiled pass for all of them measured no
+faster: 161-179 against 209-219 us, plus 40 us to stack the weights), checkpoints 0.17-0.19
+on the days before the last and 0.11-0.12 on the last day (adaptive IPS's whole-log choice).
+Why this design cannot cost what team-draft costs: the checkpoints alone (0.28-0.31, a
+paired difference with its linearised variance per estimator and the logger's three
+metrics over the active users; an incremental variance would round differently) cost more
+than team-draft's whole design (0.18-0.20: a table lookup per impression, the same clicks,
+one metric's pass over the users at a checkpoint), and the serving is a randomised draw,
+its propensities, six estimators' terms for two targets and their per-user sums.
 Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination
