@@ -156,7 +156,7 @@ class EpsilonGreedyPolicy(MixturePolicy):
 
 
 #: the compiled paths of :class:`StackedEpsilonGreedy` serve lists of up to this many slots (the key selection
-#: makes ``k`` passes over a row's keys)
+#: keeps a row's ``k`` smallest keys in an ordered buffer, ``O(k)`` per key)
 COMPILED_MAX_K = 16
 _NO_KEYS = np.empty((0, 0))
 
@@ -243,7 +243,7 @@ class StackedEpsilonGreedy:
     def _sample_compiled(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
         """:meth:`sample_numpy`'s draws (the same calls, sizes and order) with the per-row work compiled: the
         component of each row, each component's RandTop rows and the width of their keys, and the lists (the
-        ``k`` smallest keys of a row by ``k`` passes, stable among equal keys, as :func:`shuffle_top`)."""
+        ``k`` smallest keys of a row, stable among equal keys, as :func:`shuffle_top`)."""
         from simulations.policies import kernels
 
         n = q.size
