@@ -97,8 +97,12 @@ class PrePeriod:
 
 
 def pre_block(pre: PrePeriod) -> np.ndarray:
-    """The pre-period's ``(4, population)`` rows ``impressions``, ``clicks``, ``abandoned``, ``rr``."""
-    return pre.block if pre.block is not None else np.stack([pre.sums[k] for k in ("impressions", *_SUMS)])
+    """The pre-period's ``(4, population)`` rows ``impressions``, ``clicks``, ``abandoned``, ``rr`` (its block, or
+    the sums stacked when they are not the block's rows)."""
+    keys = ("impressions", *_SUMS)
+    if pre.block is not None and all(pre.sums[k].base is pre.block for k in keys):
+        return pre.block
+    return np.stack([pre.sums[k] for k in keys])
 
 
 def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np.random.Generator) -> PrePeriod:

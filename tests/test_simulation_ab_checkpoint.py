@@ -247,3 +247,30 @@ def test_near_collinear_cuped_as_accurate_as_the_previous_function(noise):
         for got_est, got_se in ((new[0][0], new[0][1]), (float(old.estimate), float(old.se))):
             assert abs(got_est - est) <= 1e-13 * raw
             assert abs(got_se - se) <= 1e-15 * kappa * se
+
+
+def test_checkpoint_stats_read_the_sums_when_they_are_not_the_blocks_rows():
+    """A design whose per-user sums were replaced (or deep-copied: the views lose their block) stacks them."""
+    from simulations.cuped import PrePeriod
+
+    cfg = copy.deepcopy(BASE)
+    rows = {}
+
+    def check(design, day):
+        if design.kind != "ab" or design.aa or day != 2:
+            return 0
+        design._arms = design._stats = None
+        rows["block"] = design.checkpoint_stats()
+        twin = copy.deepcopy(design)
+        assert twin.sums["clicks"].base is not twin._block
+        twin._block[:] = 0.0  # stale: must not be read
+        twin.pre_period = PrePeriod(design.pre_period.days, dict(design.pre_period.sums))  # no block either
+        twin._arms = twin._stats = None
+        rows["copy"] = twin.checkpoint_stats()
+        return 1
+
+    assert _checkpoints(cfg, check, replicates=1) == 1
+    a, b = rows["block"], rows["copy"]
+    assert (a.n_a, a.n_b, a.n_impressions, a.n_pre) == (b.n_a, b.n_b, b.n_impressions, b.n_pre) and a.n_pre > 0
+    assert a.unadjusted == b.unadjusted and a.adjusted == b.adjusted and a.pooled == b.pooled
+    np.testing.assert_array_equal(a.impressions_a, b.impressions_a)

@@ -139,21 +139,26 @@ class ABDesign(Design):
         user ids (:meth:`active_arms`), and the three metrics in one pass over each arm's users
         (:func:`onlineeval.stats.cuped._cuped_ratio_stacked`; :func:`~onlineeval.stats.cuped._ratio_diff_stacked`
         without a pre-period): the unadjusted estimates are ``ratio_diff_values``'s bit for bit, the CUPED
-        parts those of ``cuped_ratio`` and ``pooled_correlations`` to rounding (tested)."""
+        parts those of ``cuped_ratio`` and ``pooled_correlations`` to rounding (tested). A checkpoint of
+        ``configs/ab.yaml`` with CUPED and SRM rows costs 0.6-0.8 ms on day 1 (4.1k active users) and 0.9-1.1 ms
+        on day 14 (15.4k) instead of 1.5-1.6 and 3-4 ms (best of 20, load 7.5 on the 2-core machine)."""
         if self._stats is None:
             from onlineeval.stats.cuped import _cuped_ratio_stacked, _ratio_diff_stacked
 
             _, _, _, users_a, users_b = self.active_arms()
-            xa, xb = self._block.take(users_a, axis=1), self._block.take(users_b, axis=1)
-            n_impr = int(self._block[0].sum())
+            block = self._block
+            if any(v.base is not block for v in self.sums.values()):  # sums replaced (or copied): stack them
+                block = np.stack(list(self.sums.values()))
+            xa, xb = block.take(users_a, axis=1), block.take(users_b, axis=1)
+            n_impr = int(block[0].sum())
             pre = self.pre_period
             unadjusted = adjusted = pooled = None
             n_pre = 0
             if pre is not None:
                 from simulations.cuped import pre_block
 
-                block = pre_block(pre)
-                pa, pb = block.take(users_a, axis=1), block.take(users_b, axis=1)
+                pre_rows = pre_block(pre)
+                pa, pb = pre_rows.take(users_a, axis=1), pre_rows.take(users_b, axis=1)
                 n_pre = int(np.count_nonzero(pa[0]) + np.count_nonzero(pb[0]))
             if users_a.size >= 2 and users_b.size >= 2:  # _has_data
                 names = [_METRIC_OF[k] for k in self.accumulators]  # the rows 1.. of the block
