@@ -11,7 +11,9 @@ their order alternates from one repeat to the next. Per backend: the best wall t
 the repeats and the CPU time of every process involved, split by process and thread (from
 ``/proc`` through psutil): this process (the client; it also hosts the LocalCluster's
 scheduler and nannies), of which its main thread (the sweep's own work: building worlds,
-writing each point's folder); the worker processes (the local pool or the Dask workers), of
+handing finished points to the writers, the sweep's own tables and plots) and the sweep's
+writer processes (each point's folder; from ``RUSAGE_CHILDREN``, as they end with the
+sweep; counted in the client); the worker processes (the local pool or the Dask workers), of
 which their task threads (a local worker's main thread, a Dask worker's task pool). CPU
 time is blurred less than wall time by the machine's other load, and the task threads'
 CPU time least. Each repeat's ratios are printed too (the ratios within one repeat are
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import tempfile
 import time
 from collections.abc import Callable
@@ -85,15 +88,23 @@ def _task_threads(ex: Executor) -> dict[int, set[int]]:
 CpuSplit = dict[str, float]
 
 
+def _reaped_seconds() -> float:
+    """CPU time of this process's children that have ended and been waited for."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _timed_run(make: Callable[[], Executor], sweep: SweepConfig, out: Path) -> tuple[float, float, CpuSplit]:
     """(start-up s, sweep wall s, CPU s split by process and thread during the sweep) for one backend."""
     t = time.perf_counter()
     with make() as ex:
         start = time.perf_counter() - t
         (me0, kids0), busy0, t0 = _cpu_snapshot(), _busy_seconds(), time.perf_counter()
+        reaped0 = _reaped_seconds()
         run_sweep(replace(sweep, output=out), executor=ex)
         wall = time.perf_counter() - t0
         me1, kids1 = _cpu_snapshot()  # before close(): the local pool's processes are still alive
+        writers = _reaped_seconds() - reaped0  # the sweep's writer processes, the only children ended by now
         busy = _busy_seconds() - busy0
         tasks = _task_threads(ex)
     workers = task = 0.0
@@ -103,10 +114,10 @@ def _timed_run(make: Callable[[], Executor], sweep: SweepConfig, out: Path) -> t
             used = sec - before.get(tid, 0.0)
             workers += used
             task += used if tid in tasks.get(pid, ()) else 0.0
-    client = sum(sec - me0.get(tid, 0.0) for tid, sec in me1.items())
+    client = sum(sec - me0.get(tid, 0.0) for tid, sec in me1.items()) + writers
     main = me1.get(os.getpid(), 0.0) - me0.get(os.getpid(), 0.0)  # the main thread's id is the process id
-    cpu = {"client": client, "main": main, "workers": workers, "tasks": task, "all": client + workers,
-           "others": max(0.0, busy - client - workers)}
+    cpu = {"client": client, "main": main, "writers": writers, "workers": workers, "tasks": task,
+           "all": client + workers, "others": max(0.0, busy - client - workers)}
     return start, wall, cpu
 
 
@@ -164,13 +175,13 @@ def main() -> None:
         for n in backends:
             start, wall, cpu = this[n]
             print(f"  {n:<22s} wall {wall:6.1f} s; CPU s: all {cpu['all']:6.1f}, client {cpu['client']:6.1f} "
-                  f"(main thread {cpu['main']:6.1f}), workers {cpu['workers']:6.1f} "
+                  f"(main thread {cpu['main']:6.1f}, writers {cpu['writers']:6.1f}), workers {cpu['workers']:6.1f} "
                   f"(task threads {cpu['tasks']:6.1f}); other processes {cpu['others']:6.1f}", flush=True)
         base = this[LOCAL]
         for n in backends:
             if n != LOCAL:
                 wall, cpu = this[n][1], this[n][2]
-                ratio = {key: cpu[key] / base[2][key] for key in cpu if key != "others"}
+                ratio = {key: cpu[key] / base[2][key] for key in cpu if key != "others" and base[2][key] > 0}
                 print(f"  ratio {n} / local: wall {wall / base[1]:.3f}; CPU: all {ratio['all']:.3f}, client "
                       f"{ratio['client']:.3f} (main thread {ratio['main']:.3f}), task threads {ratio['tasks']:.3f}",
                       flush=True)

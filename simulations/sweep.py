@@ -36,8 +36,9 @@ sweep resumes: finished points (``summary.json`` with the point's fingerprint an
 replicates, no partial file) are read back, and unfinished ones keep the replicates in
 their partial file. The whole sweep is one list of tasks for the executor: per point its
 ground truth, then its chunks of replicates; the client only builds the worlds (cheap,
-and what Dask ships to the workers) and writes a point's results as soon as its truth and
-its last chunk are in.
+and what Dask ships to the workers) and, as soon as a point's truth and last chunk are in,
+hands the point to a writer process that writes its folder while the tasks go on
+(:mod:`simulations.sweep_writers`; ``writers=0`` writes in the client's thread).
 
 Output (:mod:`simulations.sweep_outputs`): ``points.csv`` and ``points.parquet`` (one row
 per point and design: the design's primary metric and the shrinkage study's per-point
