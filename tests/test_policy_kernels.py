@@ -308,3 +308,26 @@ def test_fused_terms_compiled_equal_the_numpy_terms(monkeypatch, k, reward_name)
         assert np.array_equal(np.signbit(a), np.signbit(b))
     assert any(np.isnan(b).any() for _, b in pairs if b is not None)  # the zero propensities were exercised
 
+
+
+def test_fused_terms_divide_by_zero_as_numpy():
+    """The kernels use numpy's error model: x / 0.0 is inf or NaN (no ZeroDivisionError), as the NumPy path."""
+    from simulations.policies import kernels
+
+    tp_list = np.array([[1.0, 0.0, 1.0]])
+    p_list = np.array([0.0, 0.0, 0.5])
+    tp_prefix = np.ones((1, 3 * 2))
+    p_prefix = np.array([0.0, 1.0, 0.5, 0.0, 1.0, 1.0])
+    r = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
+    big_r = np.array([1.0, 2.0, 0.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_want = tp_list / p_list
+        pre_want = ((tp_prefix / p_prefix) * r).reshape(1, 3, 2).sum(axis=2)
+        ips_want = w_want * big_r
+    w, ips, clipped, pre, item, std = kernels.fused_terms(
+        tp_list, tp_prefix, tp_prefix, p_list, p_prefix, p_prefix, r, big_r, np.empty(0, dtype=bool), True, False,
+        False, np.empty(0))
+    np.testing.assert_array_equal(w, w_want)
+    np.testing.assert_array_equal(ips, ips_want)
+    np.testing.assert_array_equal(pre, pre_want)
+    assert np.isinf(w[0, 0]) and np.isnan(w[0, 1]) and item.shape == (0, 3) and clipped.shape == (0, 1, 3)

@@ -34,7 +34,7 @@ import numpy as np
 
 __all__ = ["fill_lists", "fill_randtop", "fused_terms", "logged_propensities", "mixture_pick", "randtop_rows"]
 
-_jit = numba.njit(cache=True, nogil=True)
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")  # x / 0.0 is inf or NaN, as in numpy: no check
 
 
 @_jit
