@@ -165,8 +165,15 @@ class PointWriters:
         return out
 
     def _collect(self, fut: Future[None]) -> int:
+        from concurrent.futures.process import BrokenProcessPool
+
         index = self._pending.pop(fut)
-        fut.result()  # a writer's error, raised here
+        try:
+            fut.result()  # a writer's error, raised here
+        except BrokenProcessPool:
+            raise OutputError(f"the process writing sweep point {index}'s folder ended abruptly (killed, or out of "
+                              "memory?); the points' finished replicates are kept in their partial files: run "
+                              "again to resume") from None
         return index
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import os
 import pickle
 import re
 import shutil
@@ -122,6 +123,19 @@ def test_a_writers_error_reaches_the_client_and_the_sweep_resumes(
     shutil.move(str(out), str(tmp_path / "got"))
     want = _files(reference)
     assert [name for name, data in _files(tmp_path / "got").items() if data != want[name]] == []
+
+
+def _die(*_args: Any) -> None:
+    os._exit(3)  # as a killed writer
+
+
+def test_a_writer_that_dies_is_a_clear_error(reference: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _out(reference)
+    monkeypatch.setattr(sweep_writers, "write_point", _die)
+    with pytest.raises(OutputError, match="ended abruptly .* run again to resume"):
+        run_sweep(make_sweep(out, chunk=3), workers=1, writers=1)
+    _no_writer_left()
+    assert (out / "points" / "point-000" / PARTIAL).is_file()
 
 
 class _InterruptAfterPoint0(Executor):
