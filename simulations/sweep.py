@@ -54,6 +54,7 @@ import contextlib
 import itertools
 import json
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -426,6 +427,7 @@ class SweepProgress:
         self._t0 = clock()
         self._last = -math.inf
         self._bars: Any = None  # rich Progress on a terminal
+        self._lock = threading.RLock()
         isatty = getattr(self._stream, "isatty", None)
         self._tty = bool(isatty()) if callable(isatty) else False
 
@@ -447,11 +449,14 @@ class SweepProgress:
         self.show(force=True)
 
     def add(self, replicates: int = 0, points: int = 0) -> None:
-        self.replicates_done += replicates
-        self.points_done += points
-        self.show(force=self.points_done >= self.points)
-        if self.points_done >= self.points:
-            self.close()
+        """Count finished replicates and points (safe from any thread: a point is counted by the
+        thread that sees its writer finish)."""
+        with self._lock:
+            self.replicates_done += replicates
+            self.points_done += points
+            self.show(force=self.points_done >= self.points)
+            if self.points_done >= self.points:
+                self.close()
 
     def eta(self) -> float | None:
         ran = self.replicates_done - self._start_reps
@@ -643,13 +648,11 @@ def run_sweep(
                           op.users, op.truths or [], op.done, op.folder, op.fingerprint)
             del open_points[op.fingerprint]
 
-        def written(index: int) -> None:
+        def written(index: int) -> None:  # in this thread, the next time it collects the written points
             folder = writing.pop(index)
             (folder / PARTIAL).unlink(missing_ok=True)
             summaries[index] = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
             computed.append(index)
-            if meter is not None:
-                meter.add(points=1)
 
         def on_done(task: Task, result: TaskResult) -> None:
             op = open_points[task.point]
@@ -677,7 +680,8 @@ def run_sweep(
         try:
             if tasks:
                 # the writers start first: forked while this process has no other thread
-                writer = PointWriters(default_writers() if writers is None else writers)
+                writer = PointWriters(default_writers() if writers is None else writers,
+                                      on_written=None if meter is None else lambda _index: meter.add(points=1))
                 worlds = {fp: op.world for fp, op in open_points.items()}
                 own = executor is None
                 ex = executor if executor is not None else make_executor(scheduler, workers, sweep.executor)

@@ -29,6 +29,7 @@ import importlib
 import os
 import pickle
 import signal
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -117,12 +118,15 @@ class PointWriters:
 
     :meth:`submit` a point, then collect the points whose folders are written with
     :meth:`finished` (in this thread; it raises a writer's error); :meth:`close` ends the
-    writers (after an error, pending points are cancelled and the writers terminated)."""
+    writers (after an error, pending points are cancelled and the writers terminated).
+    ``on_written(point)`` is called as soon as a point's folder is written, from the pool's
+    thread (for a progress display; the caller's thread may be waiting for a task)."""
 
-    def __init__(self, processes: int) -> None:
+    def __init__(self, processes: int, on_written: Callable[[int], None] | None = None) -> None:
         if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
             raise ValueError(f"writer processes must be a whole number >= 0, got {processes!r}")
         self.processes = processes
+        self._on_written = on_written  # called with a point as soon as its folder is written (any thread)
         self._pending: dict[Future[None], int] = {}
         self._written: list[int] = []  # written in this thread (processes=0), not collected yet
         self._pool: ProcessPoolExecutor | None = None
@@ -138,8 +142,20 @@ class PointWriters:
         if self._pool is None:
             write_point(*args)
             self._written.append(index)
+            if self._on_written is not None:
+                self._on_written(index)
             return
-        self._pending[self._pool.submit(_write_in_process, *args)] = index
+        fut = self._pool.submit(_write_in_process, *args)
+        self._pending[fut] = index
+        if self._on_written is not None:
+            fut.add_done_callback(self._done_callback(index))
+
+    def _done_callback(self, index: int) -> Callable[[Future[None]], None]:
+        def done(fut: Future[None]) -> None:  # in the pool's thread; an error is raised by finished()
+            if not fut.cancelled() and fut.exception() is None and self._on_written is not None:
+                self._on_written(index)
+
+        return done
 
     @property
     def pids(self) -> list[int]:

@@ -189,8 +189,7 @@ class _Watched(io.StringIO):
     def write(self, text: str) -> int:
         m = re.match(r"sweep: points (\d+)/3, replicates (\d+)/12", text)
         if m:
-            written = [p for p in (self.root / "points").iterdir()
-                       if (p / "summary.json").is_file() and not (p / PARTIAL).exists()]
+            written = [p for p in (self.root / "points").iterdir() if (p / "report.html").is_file()]  # its last file
             self.lines.append((int(m.group(1)), int(m.group(2)), len(written), text))
         return super().write(text)
 
