@@ -49,24 +49,25 @@ and numbers as the NumPy code, which ``compiled = False`` on this class,
 :class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` and
 :class:`~simulations.designs.counterfactual.fused.FusedTerms` still runs, tested bit for bit).
 Measured with ``benchmarks/bench_counterfactual.py`` on ``configs/counterfactual.yaml`` (CPU
-time of one process, 2 replicates, each batch's best of 3 rounds, a 2-core machine at load
-8.5-10 with other helpers' jobs; 9e4d0e8 alternated with the same tree plus the kernels,
-three runs each, 2026-12-01): this design 0.97-1.07 us per impression against 1.01-1.17
-before, team-draft 0.18-0.20 in both, so 5.4-5.8 times team-draft (5.0-5.9 before: the
-saving is within the load's noise there); on the same batches in one process, alternated,
-``process`` costs 0.87-0.91 of the NumPy path's time. The parts (us per impression, after
-vs before): the logger's draw 0.12-0.13 vs 0.14-0.19 (its uniforms are drawn by NumPy as
-before: one per row, one per row of a component, 20 keys per randomised row), match,
-propensities and indicators 0.12-0.13 vs 0.19-0.25, the six estimators' terms for both
-targets 0.10-0.11 vs 0.11-0.15, clicks 0.08-0.09 (the users' compiled sampler, as
-team-draft's), log record 0.03, the design's per-user sums and bookkeeping 0.12-0.13
-(fifteen ``np.bincount`` additions per batch; one compiled pass for all of them measured no
-faster: 161-179 against 209-219 us, plus 40 us to stack the weights), checkpoints 0.17-0.19
-on the days before the last and 0.11-0.12 on the last day (adaptive IPS's whole-log choice).
-Why this design cannot cost what team-draft costs: the checkpoints alone (0.28-0.31, a
+time of one process, 2 replicates, each batch's best of 3 rounds, a 2-core machine shared with
+other jobs; 9e4d0e8 alternated with the same tree plus the kernels, three runs each,
+2026-12-01): at load 3.8-4.2 this design 0.83-1.00 us per impression (serving 0.51-0.58)
+against 0.89-0.95 (0.60-0.62) before, 5.1-5.4 times team-draft (0.16-0.19) against 5.4-5.8;
+at load 6.6-7.8, 0.92-0.93 against 0.98-1.10, 5.3-5.4 times against 5.8-6.1. On the same
+batches in one process, alternated, ``process`` costs 0.75-0.87 of the NumPy path's time
+(load 3.6-4). The parts (us per impression, load 3.8-4.2, after vs before): the logger's draw
+0.11-0.15 vs 0.11-0.13 (its uniforms are drawn by NumPy as before: one per row, one per row
+of a component, 20 keys per randomised row), match, propensities and indicators 0.09-0.14 vs
+0.14-0.16, the six estimators' terms for both targets 0.06-0.10 vs 0.09-0.10, clicks
+0.07-0.11 (the users' compiled sampler, as team-draft's), log record 0.02-0.04, the design's
+per-user sums and bookkeeping 0.10-0.13 (fifteen ``np.bincount`` additions per batch; one
+compiled pass for all of them measured no faster: 161-179 against 209-219 us per batch, plus
+40 us to stack the weights), checkpoints 0.14-0.22 on the days before the last and 0.10-0.14
+on the last day (adaptive IPS's whole-log choice).
+Why this design cannot cost what team-draft costs: the checkpoints alone (0.23-0.36, a
 paired difference with its linearised variance per estimator and the logger's three
 metrics over the active users; an incremental variance would round differently) cost more
-than team-draft's whole design (0.18-0.20: a table lookup per impression, the same clicks,
+than team-draft's whole design (0.16-0.19: a table lookup per impression, the same clicks,
 one metric's pass over the users at a checkpoint), and the serving is a randomised draw,
 its propensities, six estimators' terms for two targets and their per-user sums.
 Estimators that fit a model on
