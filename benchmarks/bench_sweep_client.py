@@ -100,8 +100,8 @@ def _timed(ex: Executor, sweep: SweepConfig, out: Path, writers: int) -> dict[st
 
         real = sw.PointWriters.__init__
 
-        def init(self: Any, processes: int) -> None:
-            real(self, processes)
+        def init(self: Any, processes: int, *args: Any, **kw: Any) -> None:
+            real(self, processes, *args, **kw)
             if self.processes:
                 writer_pids.update(self.pids)
                 sampler.writers = set(writer_pids)
