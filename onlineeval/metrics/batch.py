@@ -6,9 +6,9 @@ the same steps under the same conventions (see that module), on ids held as inte
 
 * query ids get joint sorted codes from their blocks of consecutive equal ids (files list
   each query's lines together, so only one id per block is compared and sorted);
-* each run row finds its qrels grade by a binary search of its 64-bit (query, doc hash) key
-  among the sorted qrels keys; every match is then checked on the full ids, so a hash
-  collision cannot give a wrong grade;
+* each run row finds its qrels grade by looking its 64-bit (query, doc hash) key up in a
+  hash table of the qrels keys (:class:`_KeyTable`); every match is then checked on the
+  full ids, so a hash collision cannot give a wrong grade;
 * ranking is :func:`onlineeval.io.ranking.layout_arrays` (the same code as the pandas path),
   ties between documents broken on the doc ids' words (their byte order).
 
