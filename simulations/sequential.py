@@ -87,9 +87,7 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
         if not np.all(np.isfinite(mean_se)):
             continue
         tau = float(mixture_tau(mean_se[-1], alpha))
-        fractions = np.clip(mean_se[-1] ** 2 / mean_se ** 2, 1e-9, 1.0)
-        fractions = np.maximum.accumulate(fractions)
-        fractions[-1] = 1.0
+        fractions = _planned_fractions(mean_se)
         truth = metrics[metric]["true_effect"]
         aa_est, aa_se = _series(mine, aa=True)
         entry: dict[str, Any] = {"metric": metric, "tau": tau, "fractions": fractions.tolist(), "rules": {}}
@@ -194,14 +192,20 @@ def batch_looks(designs: list[Any]) -> list[BatchLooks]:
 # ----------------------------------------------------------------------------- each design's own test
 
 
+#: where the planned SE does not fall from one look to the next (a flat or rising mean SE, e.g. an IPS-family
+#: SE underestimated early), the earlier look is planned at this share less information than the later one
+FLAT_SE_STEP = 0.01
+
+
 def _planned_fractions(mean_se: np.ndarray) -> np.ndarray:
     """Information fractions ``se_K^2 / se_k^2`` of the planned (mean) SEs, made strictly
-    increasing (a later look never has less information) and ending at 1."""
+    increasing (a later look never has less information: where the mean SE does not fall, the
+    earlier look gets :data:`FLAT_SE_STEP` less information than the later one) and ending at 1."""
     t = np.clip(mean_se[-1] ** 2 / mean_se**2, 1e-9, 1.0)
     t = np.maximum.accumulate(t)
     t[-1] = 1.0
-    for k in range(t.size - 2, -1, -1):  # ties (a flat SE) become slightly increasing
-        t[k] = min(t[k], t[k + 1] * (1.0 - 1e-9))
+    for k in range(t.size - 2, -1, -1):
+        t[k] = min(t[k], t[k + 1] * (1.0 - FLAT_SE_STEP))
     return t
 
 

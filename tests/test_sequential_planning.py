@@ -30,7 +30,10 @@ def test_planned_fractions_increase_strictly_and_end_at_one() -> None:
     se = np.array([2.0, 1.0, 1.0, 0.9, 0.95, 0.5])  # a flat and a rising mean SE
     t = _planned_fractions(se)
     assert t[-1] == 1.0 and np.all(np.diff(t) > 0)
-    np.testing.assert_allclose(t[[0, 1, 3]], [0.0625, 0.25, 0.5 ** 2 / 0.9 ** 2], rtol=1e-8)
+    # raw se_K^2 / se_k^2: 0.0625, 0.25, 0.25, 0.5^2/0.9^2, 0.5^2/0.95^2, 1; the running maximum lifts look 5 to
+    # look 4's value, then (from the end) a look not below the next gets FLAT_SE_STEP (1%) less: looks 4 and 2
+    r = 0.5 ** 2 / 0.9 ** 2
+    np.testing.assert_allclose(t, [0.0625, 0.25 * 0.99, 0.25, r * 0.99, r, 1.0], rtol=1e-12)
 
 
 def test_msprt_and_confidence_sequence_decide_the_same() -> None:
@@ -138,3 +141,32 @@ def test_multiple_summary_bh_against_the_step_up_definition() -> None:
             for j, m in enumerate(metrics):
                 assert out["per_test"][m]["rejection_rate_adjusted"] == pytest.approx(ref[:, j].mean())
     assert out["method"] == "bh" and out["horizon_day"] == 2 and out["tests"] == 4
+
+
+def test_monitoring_summary_takes_a_mean_se_that_does_not_fall() -> None:
+    """An estimator whose mean SE rises over the days (an IPS-family SE underestimated early, before rare
+    large weights are seen) gave the monitoring summary fractions [1, 1, ..., 1], which O'Brien-Fleming's
+    boundaries refused ("information fractions must be strictly increasing"): the summary now uses the planned
+    fractions (flat or rising stretches made slightly increasing), as the sequential summary does."""
+    import pandas as pd
+
+    from simulations.sequential import monitoring_summary
+
+    rng = np.random.default_rng(3)
+    days, reps = 5, 40
+    se_by_day = np.array([0.5, 0.6, 0.6, 0.7, 0.8])  # rises: the first day has the smallest SE
+    rows = []
+    for aa in (False, True):
+        for r in range(reps):
+            for d in range(days):
+                est = rng.normal(0.0 if aa else 0.3, se_by_day[d])
+                rows.append({"design": "cf", "metric": "m", "aa": aa, "replicate": r, "day": d + 1,
+                             "estimate": est, "se": se_by_day[d]})
+    out = monitoring_summary(pd.DataFrame(rows), {"cf": {"m": {"primary": True, "true_effect": 0.3}}}, ALPHA)
+    t = np.array(out["cf"]["fractions"])
+    assert t[-1] == 1.0 and np.all(np.diff(t) > 0)
+    np.testing.assert_array_equal(t, _planned_fractions(se_by_day))
+    assert set(out["cf"]["rules"]) == {"fixed", "peeking", "msprt", "obrien_fleming"}
+    # a falling SE keeps the fractions it had (the ratio of squared SEs)
+    falling = 1.0 / np.sqrt(np.arange(1.0, 6.0))
+    np.testing.assert_allclose(_planned_fractions(falling), np.arange(1.0, 6.0) / 5.0, rtol=1e-12)

@@ -392,3 +392,31 @@ def test_drift_for_power_is_the_root_of_the_crossing_probability(make) -> None:
         ref = _bisect(lambda x: sq.crossing_probabilities(b, sign * x).reject, power, 0.0, 40.0)
         assert d == pytest.approx(sign * ref, rel=1e-9)
         assert sq.crossing_probabilities(b, d).reject == pytest.approx(power, abs=1e-9)
+
+
+def test_looks_closer_than_the_minimum_step_are_refused_and_fine_grids_are_blocked() -> None:
+    """Two looks at almost the same information would make the recursion's grid (a sixth of the next
+    increment's SD) and its transition kernel explode (4 TiB at a 1e-9 step): a step below MIN_FRACTION_STEP
+    of the earlier fraction is a clear InputError; a step just above it runs with the kernel built by blocks of
+    rows (bounded memory) and gives the same boundaries as the one-piece kernel."""
+    from onlineeval.errors import InputError
+    from onlineeval.stats import sequential as sq
+
+    with pytest.raises(InputError, match="looks 2 and 3 .* merge the two looks"):
+        sq.spending_boundaries([0.3, 0.6, 0.6 * (1 + 1e-6), 1.0], 0.05, "obrien_fleming")
+    # looks just above the minimum step: fine grids (~10k points), kernels by blocks of rows; alpha is spent
+    fine = sq.spending_boundaries([0.5, 0.5 * (1 + 2e-4), 0.5 * (1 + 4e-4), 1.0], 0.05, "obrien_fleming")
+    cross = sq.crossing_probabilities(fine, 0.0)
+    assert float(cross.upper.sum() + cross.lower.sum()) == pytest.approx(0.05, abs=1e-6)
+    # the blocked kernel gives the one-piece kernel's boundaries (blocks forced on an ordinary design)
+    looks = [0.2, 0.4, 0.6, 0.8, 1.0]
+    whole = sq.spending_boundaries(looks, 0.05, "obrien_fleming")
+    old = sq._KERNEL_CELLS
+    try:
+        sq._KERNEL_CELLS = 1000
+        blocked = sq.spending_boundaries(looks, 0.05, "obrien_fleming")
+        blocked_cross = sq.crossing_probabilities(blocked, 1.5)
+    finally:
+        sq._KERNEL_CELLS = old
+    np.testing.assert_allclose(blocked.upper, whole.upper, rtol=1e-12)
+    np.testing.assert_allclose(blocked_cross.upper, sq.crossing_probabilities(whole, 1.5).upper, rtol=1e-12)

@@ -118,6 +118,14 @@ def _check_alternative(alternative: str) -> str:
     return alternative
 
 
+#: smallest step between two looks' information fractions, relative to the earlier one: the recursion's grid
+#: step is a sixth of the next increment's SD, so a step ``r`` needs about ``144 / sqrt(r)`` points (14,400 at
+#: ``1e-4``, its kernel computed in blocks of rows: :data:`_KERNEL_CELLS`)
+MIN_FRACTION_STEP = 1e-4
+#: largest transition kernel (grid points x previous grid points) built at once; larger ones by blocks of rows
+_KERNEL_CELLS = 1 << 22
+
+
 def _check_fractions(fractions: ArrayLike) -> NDArray[np.float64]:
     try:
         t = np.array(fractions, dtype=np.float64, copy=True).ravel()
@@ -129,6 +137,14 @@ def _check_fractions(fractions: ArrayLike) -> NDArray[np.float64]:
         raise InputError(f"fractions: information fractions must lie in (0, 1]; got {t.tolist()}")
     if (np.diff(t) <= 0).any():
         raise InputError(f"fractions: information fractions must be strictly increasing; got {t.tolist()}")
+    close = np.diff(t) < MIN_FRACTION_STEP * t[:-1]
+    if close.any():
+        k = int(np.argmax(close))
+        raise InputError(
+            f"fractions: looks {k + 1} and {k + 2} are at information fractions {t[k]!r} and {t[k + 1]!r}, less "
+            f"than {MIN_FRACTION_STEP:g} of the first apart: for the boundaries' numerical integration that is the "
+            "same look twice (its grid would need tens of thousands of points); merge the two looks"
+        )
     t.flags.writeable = False
     return t
 
@@ -291,8 +307,16 @@ class _Recursion:
             prev_s, prev_g = self.s, self.g
             if prev_s is None or prev_g is None:  # look 0 always sets the grid
                 raise RuntimeError("sequential recursion: no grid after look 0")
-            kern = np.exp(-0.5 * ((s[:, None] - prev_s[None, :] - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
-            dens = kern @ prev_g
+            if m * prev_s.size <= _KERNEL_CELLS:
+                kern = np.exp(-0.5 * ((s[:, None] - prev_s[None, :] - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
+                dens = kern @ prev_g
+            else:  # a fine grid (looks close in information): the kernel by blocks of rows, bounded memory
+                dens = np.empty(m)
+                rows = max(1, _KERNEL_CELLS // prev_s.size)
+                for lo in range(0, m, rows):
+                    part = s[lo:lo + rows, None]
+                    kern = np.exp(-0.5 * ((part - prev_s[None, :] - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
+                    dens[lo:lo + rows] = kern @ prev_g
         self.s, self.g = s, w * dens
         self.k += 1
 
