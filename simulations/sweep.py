@@ -562,7 +562,7 @@ def run_sweep(
         done when its folder is written.
     writers:
         Processes writing the finished points' folders (default
-        :func:`simulations.sweep_writers.default_writers`: 2, or 1 on a single core); 0 writes
+        :func:`simulations.sweep_writers.default_writers`: 2, or none on a single core); 0 writes
         them in this thread. The folders do not depend on it.
     """
     from simulations.job import (

@@ -5,14 +5,22 @@ When a point's truth and last chunk of replicates are in, its folder is written 
 tables, the two figures and ``report.html``. That is about 1 s of CPU per point
 (``configs/sweep.yaml``: 0.3 s of analysis, 0.5 s of figures), and the sweep's client did
 it for every point, one after the other, in the thread that receives the tasks' results:
-on 2 cores the client then used more CPU than all the tasks together, and on a machine
-shared with the task workers it got a third of the CPU, so its backlog of points ran on for
-tens of seconds after the last task (``benchmarks/bench_sweep_dask.py``).
+with 2 replicates per point on 2 cores the client then used more CPU than all the tasks
+together (19-21 s against 12-14 s), and next to the 2 task workers its thread got a third of
+the CPU, so its backlog of points ran on for 14-22 s after the last task.
 
 :class:`PointWriters` hands each finished point (its config, world, user models, truths and
 replicates' rows, about 1 MB pickled) to a small pool of writer processes, which run the
 same :func:`~simulations.job.finish`, so the folders are byte for byte what the client wrote
 (PNG and HTML included). ``processes=0`` writes in the calling thread, as before.
+
+Measured (``benchmarks/bench_sweep_client.py``, 20 points x 2 replicates, 2 task processes
+and 2 writers on 2 cores shared with other jobs, against ``writers=0`` in the same run): at
+load average 3-4 the wall time 0.75-0.93 times (one repeat 1.71, other jobs using 4 times the
+CPU then), the time after the last task 8 s instead of 15 s; the CPU is not smaller (the
+writers 1.09-1.17 times the client thread's before, the tasks 5-12% more next to them), so on
+a saturated machine (load 7-10) the wall time was 1.03-1.13 times. The writers pay off where
+the client has cores the tasks do not use.
 
 The pool is started when it is created, after the parent imported :data:`WRITER_MODULES`:
 with the ``fork`` start method (Linux's default before Python 3.14) the writers inherit
@@ -79,8 +87,9 @@ def import_writer_modules() -> None:
 
 
 def default_writers() -> int:
-    """Writer processes by default: 2, or 1 on a single core."""
-    return min(2, os.cpu_count() or 1)
+    """Writer processes by default: 2, or none on a single core (where one writer would take
+    the same share of the CPU as the client's thread)."""
+    return 2 if (os.cpu_count() or 1) >= 2 else 0
 
 
 def write_point(config: Any, world: Any, users: Any, truths: list[Any], done: dict[int, list[dict[str, Any]]],

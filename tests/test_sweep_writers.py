@@ -249,7 +249,11 @@ def test_writer_modules_are_what_writing_a_point_imports(tmp_path: Path) -> None
     assert new["cold"], "the check cannot fail: writing a point imported nothing even without the warm-up"
 
 
-def test_writers_argument_is_checked() -> None:
+def test_writers_argument_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    for cores, writers in ((1, 0), (2, 2), (64, 2)):
+        monkeypatch.setattr(sweep_writers.os, "cpu_count", lambda cores=cores: cores)
+        assert sweep_writers.default_writers() == writers
+    monkeypatch.undo()
     with pytest.raises(ValueError, match="whole number >= 0"):
         sweep_writers.PointWriters(-1)
     with sweep_writers.PointWriters(0) as w:
