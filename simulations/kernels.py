@@ -31,9 +31,18 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step"]
+__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step", "add_ones"]
 
 _jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def add_ones(sums, user):
+    """``sums[user[i]] += 1.0`` for ``i = 0 .. n - 1`` in order: ``np.add.at(sums, user, 1.0)`` (every design's
+    impression count per user, every partial sum an exact integer) without its per-call cost (about 15 us a
+    batch of 1,500 impressions, 8 designs a batch)."""
+    for i in range(user.shape[0]):
+        sums[user[i]] += 1.0
 
 
 @_jit

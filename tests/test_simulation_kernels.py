@@ -438,3 +438,20 @@ def test_kernel_module_is_a_task_module():
 
     assert "simulations.kernels" in TASK_MODULES
     assert il.MASK_SLOTS == 16  # the kernel's bit masks fit in the int64 it builds them in
+
+
+def test_add_ones_equals_numpy_add_at():
+    """Every design's impression counts: the compiled loop gives np.add.at's sums (repeated users, int32 and
+    int64 ids, an empty batch), and the design's count equals the number of impressions per user."""
+    from simulations.kernels import add_ones
+
+    rng = np.random.default_rng(4)
+    for dtype in (np.int32, np.int64, np.intp):
+        base = rng.integers(0, 50, size=300).astype(np.float64)
+        for n in (0, 1, 1500):
+            user = rng.integers(0, 300, size=n).astype(dtype)
+            want, got = base.copy(), base.copy()
+            np.add.at(want, user, 1.0)
+            add_ones(got, user)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(got - base, np.bincount(user, minlength=300))

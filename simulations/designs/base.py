@@ -129,8 +129,10 @@ class Design(ABC):
         """Add each impression's weight (1 when ``weights`` is None) to its user's sum."""
         if weights is None:
             # counts: every partial sum is an exact integer, so adding in place impression by impression gives
-            # the bits of the bincount's (8x faster: no int64 array of the population to convert and add)
-            np.add.at(self.sums[key], user, 1.0)
+            # the bits of the bincount's (np.add.at's loop, compiled: simulations.kernels.add_ones)
+            from simulations.kernels import add_ones
+
+            add_ones(self.sums[key], user)
         else:
             self.sums[key] += np.bincount(user, weights=weights, minlength=self.population)
 
