@@ -86,6 +86,14 @@ def import_writer_modules() -> None:
     Image.preinit()
 
 
+def _died(index: int) -> OutputError:
+    """The error of a writer process that ended abruptly, found when point ``index`` was collected or handed
+    over (the pool breaks as a whole: which point's writer died is not known)."""
+    return OutputError(f"a process writing the sweep's point folders ended abruptly (killed, or out of memory?) "
+                       f"while point {index} was written or handed over; the points' finished replicates are kept "
+                       "in their partial files: run again to resume")
+
+
 def default_writers() -> int:
     """Writer processes by default: 2, or none on a single core (where one writer would take
     the same share of the CPU as the client's thread)."""
@@ -154,7 +162,12 @@ class PointWriters:
             if self._on_written is not None:
                 self._on_written(index)
             return
-        fut = self._pool.submit(_write_in_process, *args)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            fut = self._pool.submit(_write_in_process, *args)
+        except BrokenProcessPool:  # a writer died (an earlier point's) before this point was handed over
+            raise _died(index) from None
         self._pending[fut] = index
         if self._on_written is not None:
             fut.add_done_callback(self._done_callback(index))
@@ -196,9 +209,7 @@ class PointWriters:
         try:
             fut.result()  # a writer's error, raised here
         except BrokenProcessPool:
-            raise OutputError(f"the process writing sweep point {index}'s folder ended abruptly (killed, or out of "
-                              "memory?); the points' finished replicates are kept in their partial files: run "
-                              "again to resume") from None
+            raise _died(index) from None
         return index
 
     def close(self) -> None:

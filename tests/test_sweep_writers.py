@@ -332,3 +332,21 @@ def test_writers_next_to_a_running_local_executor(reference: Path, tmp_path: Pat
     shutil.move(str(out), str(tmp_path / "got"))
     want = _files(reference)
     assert [name for name, data in _files(tmp_path / "got").items() if data != want[name]] == []
+
+
+def test_a_point_handed_to_a_broken_pool_is_the_same_clear_error(tmp_path: Path) -> None:
+    """A writer killed before the next point is handed over breaks the whole pool: ``submit`` then gets the
+    same OutputError as collecting the dead writer's point (seen on a busy CI machine as a BrokenProcessPool
+    traceback from ``submit``)."""
+    writers = sweep_writers.PointWriters(1)
+    try:
+        (pid,) = writers.pids
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not getattr(writers._pool, "_broken", False) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert writers._pool is not None and writers._pool._broken  # the pool noticed the death
+        with pytest.raises(OutputError, match="ended abruptly .* point 7 .* run again to resume"):
+            writers.submit(7, None, None, None, [], {}, tmp_path / "point-007", "fp")
+    finally:
+        writers.close()
