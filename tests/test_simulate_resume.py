@@ -206,7 +206,7 @@ def test_changed_replicate_count_keeps_finished_replicates(tmp_path: Path) -> No
 
 
 def test_second_run_into_the_same_folder_is_refused(tmp_path: Path) -> None:
-    config = _write_config(tmp_path, replicates=400)
+    config = _write_config(tmp_path, replicates=100_000)  # runs until killed: never done before the second run starts
     out = tmp_path / "out"
     proc = _start_and_wait(config, out, 1)
     try:
