@@ -227,6 +227,10 @@ def folder_lock(folder: Path) -> Iterator[None]:
         fh.flush()
         yield
     finally:
+        # unlock before closing: processes forked while the lock was held (a local pool's workers, which a
+        # caller may reuse for the next run) share this open file, and closing ours alone would leave it locked
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
         fh.close()
 
 

@@ -279,3 +279,28 @@ def test_read_only_file_system_is_a_clear_error(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(OutputError, match="Read-only file system") as info:
         job.simulate(config, tmp_path / "new" / "out", workers=1)
     assert "nothing was run" in str(info.value)
+
+
+def test_folder_lock_is_released_although_a_forked_process_still_has_the_file(tmp_path: Path) -> None:
+    """A process forked while the lock was held (a local pool's worker, kept for the next run) shares the lock
+    file's open description: the lock must be released when the block ends, not when the last sharer exits
+    (reusing one executor for two sweeps into the same folder failed with "results folder in use")."""
+    import multiprocessing
+
+    from onlineeval.errors import OutputError
+    from simulations.job import folder_lock
+
+    ctx = multiprocessing.get_context("fork")
+    stop = ctx.Event()
+    with folder_lock(tmp_path):
+        child = ctx.Process(target=stop.wait, args=(60,))
+        child.start()  # inherits the locked file
+        with pytest.raises(OutputError, match="in use"):  # held: another open of the file cannot lock it
+            with folder_lock(tmp_path):
+                pass
+    try:
+        with folder_lock(tmp_path):  # released although the child still has the file open
+            pass
+    finally:
+        stop.set()
+        child.join(10)
