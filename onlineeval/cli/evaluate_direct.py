@@ -152,8 +152,8 @@ def _keep_freed_memory() -> None:
     freed instead of faulting in a heap of its own (measured: peak memory 850 -> 840 MB,
     minor page faults 221k -> 218k at 10M run lines). Safe because it is set only here, on the
     direct command-line path, in a short-lived process that exits when the command ends (never
-    by the library, whose host process may live long); it changes no result. A C library without ``mallopt`` (not glibc) is
-    left alone.
+    by the library, whose host process may live long); it changes no result. A C library
+    without ``mallopt`` (not glibc) is left alone.
     """
     import ctypes
     import sys
