@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -568,12 +568,12 @@ def _parse_in_order(
     """``put(parse(i))`` for ``i = 0 .. n - 1``, ``put`` always in order of ``i`` and on the
     calling thread; ``False`` at the first ``None`` from ``parse`` or ``False`` from ``put``.
 
-    With ``threads > 1``, helper threads claim chunks as the calling thread does, the next
-    unclaimed one each time, and the calling thread puts every parsed chunk as soon as all
-    chunks before it are put, so only a few parsed chunks wait at any time. numpy releases
-    the GIL in its passes over a chunk's arrays (most of a chunk's time), so the threads
-    parse in parallel; the result is the same as on one thread, whatever the timing.
-    An exception in a helper is raised on the calling thread.
+    With ``threads > 1`` the chunks are parsed by a pool of that many threads
+    (``ThreadPoolExecutor.map``: results in order) while the calling thread puts them; numpy
+    releases the GIL in its passes over a chunk's arrays (most of a chunk's time), so the
+    threads parse in parallel and the result is the same as on one thread, whatever the
+    timing. At the first refusal the chunks not started are cancelled; an exception in a
+    parse is raised on the calling thread.
     """
     if threads <= 1:
         for i in range(n):
@@ -581,67 +581,16 @@ def _parse_in_order(
             if part is None or not put(part):
                 return False
         return True
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
-    lock = threading.Lock()
-    done: dict[int, Any] = {}  # parsed chunks not put yet (None: not in the format)
-    state = {"next": 0, "stop": False}
-    errors: list[BaseException] = []
-
-    def claim() -> int | None:
-        with lock:
-            i = state["next"]
-            if state["stop"] or i >= n:
-                return None
-            state["next"] = i + 1
-            return i
-
-    def helper() -> None:
-        try:
-            while (i := claim()) is not None:
-                part = parse(i)
-                with lock:
-                    done[i] = part
-                    if part is None:
-                        state["stop"] = True
-        except BaseException as exc:  # raised again on the calling thread
-            errors.append(exc)
-            with lock:
-                state["stop"] = True
-
-    head = 0  # the next chunk to put
-
-    def put_ready() -> bool:
-        nonlocal head
-        while True:
-            with lock:
-                if head not in done:
-                    return True
-                part = done.pop(head)
-            head += 1
+    pool = ThreadPoolExecutor(max_workers=threads)
+    try:
+        for part in pool.map(parse, range(n)):
             if part is None or not put(part):
                 return False
-
-    workers = [threading.Thread(target=helper, daemon=True) for _ in range(threads - 1)]
-    for w in workers:
-        w.start()
-    try:
-        ok = True
-        while ok and (i := claim()) is not None:
-            part = parse(i)
-            with lock:
-                done[i] = part
-                if part is None:
-                    state["stop"] = True
-            ok = put_ready()
+        return True
     finally:
-        with lock:
-            state["stop"] = True  # (after the loop nothing is left to claim anyway)
-        for w in workers:
-            w.join()
-    if errors:
-        raise errors[0]
-    return ok and put_ready() and head == n
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _scan(path: str | PathLike[str], ncols: int) -> tuple[str, ByteIds, ByteIds, np.ndarray, str] | None:
