@@ -147,6 +147,16 @@ def grade_clicks(labels, user_type, counts, u, thresholds, width, independent, u
 
 
 @_jit
+def _row_bits(clicks, i):
+    """Row ``i``'s clicked slots as a bit mask (bit ``r`` = slot ``r``)."""
+    bits = 0
+    for r in range(clicks.shape[1]):
+        if clicks[i, r]:
+            bits |= 1 << r
+    return bits
+
+
+@_jit
 def interleaving_step(coins, coin_step, half, combos, query, grades, other, null_labels, valid,
                       user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block,
                       balanced, team_bits, valid_bits, kappa, n_set, highest, user, num, compared):
@@ -183,14 +193,10 @@ def interleaving_step(coins, coin_step, half, combos, query, grades, other, null
             for r in range(k):
                 shown[i, r] = grades[key, r]
     clicks = np.empty((n, k), dtype=np.bool_)
-    order = _type_order(user_type, counts, n)
-    _sample(shown, order, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
+    grade_clicks(shown, user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
     for i in range(n):
         key = keys[i]
-        clicked = 0
-        for r in range(k):
-            if clicks[i, r]:
-                clicked |= 1 << r
+        clicked = _row_bits(clicks, i)
         if balanced:
             c = clicked & np.int64(valid_bits[key]) if valid_bits.shape[0] > 0 else clicked
             row = key * k + highest[c]  # lowest clicked slot (0 without a click: no credit either way)
@@ -223,13 +229,9 @@ def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds,
         for r in range(k):
             shown[i, r] = grades[row, r]
     clicks = np.empty((n, k), dtype=np.bool_)
-    order = _type_order(user_type, counts, n)
-    _sample(shown, order, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
+    grade_clicks(shown, user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
     for i in range(n):
-        pattern = 0
-        for r in range(k):
-            if clicks[i, r]:
-                pattern |= 1 << r
+        pattern = _row_bits(clicks, i)
         who = user[i]
         sum_clicks[who] += n_clicks[pattern]
         sum_abandoned[who] += abandoned[pattern]
