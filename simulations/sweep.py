@@ -54,8 +54,6 @@ import contextlib
 import itertools
 import json
 import math
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,10 +72,11 @@ from simulations.executors import (
     make_executor,
 )
 from simulations.sweep_outputs import write_outputs
+from simulations.sweep_progress import SweepProgress
 from simulations.sweep_writers import PointWriters, default_writers
 from simulations.world import World
 
-__all__ = ["SweepConfig", "SweepPoint", "SweepResult", "load_sweep", "run_sweep", "sweep_from_mapping"]
+__all__ = ["SweepConfig", "SweepPoint", "SweepProgress", "SweepResult", "load_sweep", "run_sweep", "sweep_from_mapping"]
 
 _SWEEP_KEYS = ("base", "grid", "points", "output", "replicates", "seed", "chunk", "executor", "plot_x",
                "shrinkage_by")
@@ -403,94 +402,6 @@ def _read_base(base: str, base_dir: Path, source: str | None) -> tuple[dict[str,
         raise ConfigError(("base",), f"{base_file} must hold a mapping of keys", source)
     _resolve_paths(base_map, base_file.resolve().parent)
     return base_map, base_file
-
-
-# ------------------------------------------------------------------------------ progress
-class SweepProgress:
-    """Progress across the whole sweep on a stream: points done, replicates done, ETA.
-
-    On a terminal, rich's live bars (points and replicates, elapsed and ETA) redrawn in place;
-    otherwise plain lines, at most one every ``every`` seconds (and the first and the last), e.g.
-    ``sweep: points 2/4, replicates 20/40, 10s elapsed, ETA 20s``. The ETA is the rate of
-    replicates computed by this run (replicates resumed from an earlier run count as done from
-    the start, not in the rate) times the replicates left.
-    """
-
-    def __init__(self, points: int, replicates: int, stream: TextIO | None = None, every: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        import sys
-
-        self.points, self.replicates = points, replicates
-        self.points_done = self.replicates_done = self._start_reps = 0
-        self._stream = stream if stream is not None else sys.stderr
-        self._every, self._clock = every, clock
-        self._t0 = clock()
-        self._last = -math.inf
-        self._bars: Any = None  # rich Progress on a terminal
-        self._lock = threading.RLock()
-        isatty = getattr(self._stream, "isatty", None)
-        self._tty = bool(isatty()) if callable(isatty) else False
-
-    def start(self, points_done: int, replicates_done: int) -> None:
-        self.points_done, self.replicates_done, self._start_reps = points_done, replicates_done, replicates_done
-        self._t0 = self._clock()
-        if self._tty:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bars = Progress(
-                TextColumn("sweep {task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
-                console=Console(file=self._stream), get_time=self._clock,
-            )
-            self._bars.add_task("points", total=self.points, completed=points_done, eta="")
-            self._bars.add_task("replicates", total=self.replicates, completed=replicates_done, eta="")
-            self._bars.start()
-        self.show(force=True)
-
-    def add(self, replicates: int = 0, points: int = 0) -> None:
-        """Count finished replicates and points (safe from any thread: a point is counted by the
-        thread that sees its writer finish)."""
-        with self._lock:
-            self.replicates_done += replicates
-            self.points_done += points
-            self.show(force=self.points_done >= self.points)
-            if self.points_done >= self.points:
-                self.close()
-
-    def eta(self) -> float | None:
-        ran = self.replicates_done - self._start_reps
-        if ran <= 0:
-            return None
-        return (self._clock() - self._t0) / ran * (self.replicates - self.replicates_done)
-
-    def _eta_text(self) -> str:
-        eta = self.eta()
-        return "done" if self.replicates_done >= self.replicates else ("unknown" if eta is None else f"{eta:.0f}s")
-
-    def show(self, force: bool = False) -> None:
-        now = self._clock()
-        if self._bars is not None:
-            points, reps = self._bars.task_ids
-            self._bars.update(points, completed=self.points_done)
-            self._bars.update(reps, completed=self.replicates_done, eta=f"ETA {self._eta_text()}")
-            return
-        if self._tty:
-            return  # closed
-        if not force and now - self._last < self._every:
-            return
-        self._last = now
-        self._stream.write(
-            f"sweep: points {self.points_done}/{self.points}, replicates {self.replicates_done}/{self.replicates}, "
-            f"{now - self._t0:.0f}s elapsed, ETA {self._eta_text()}\n"
-        )
-        self._stream.flush()
-
-    def close(self) -> None:
-        """Stop the live bars (a no-op off a terminal or when already stopped)."""
-        if self._bars is not None:
-            self._bars.stop()
-            self._bars = None
 
 
 # ------------------------------------------------------------------------------ running
