@@ -411,12 +411,14 @@ def test_looks_closer_than_the_minimum_step_are_refused_and_fine_grids_are_block
     # the blocked kernel gives the one-piece kernel's boundaries (blocks forced on an ordinary design)
     looks = [0.2, 0.4, 0.6, 0.8, 1.0]
     whole = sq.spending_boundaries(looks, 0.05, "obrien_fleming")
-    old = sq._KERNEL_CELLS
+    from onlineeval.stats import _recursion
+
+    old = _recursion.KERNEL_CELLS
     try:
-        sq._KERNEL_CELLS = 1000
+        _recursion.KERNEL_CELLS = 1000
         blocked = sq.spending_boundaries(looks, 0.05, "obrien_fleming")
         blocked_cross = sq.crossing_probabilities(blocked, 1.5)
     finally:
-        sq._KERNEL_CELLS = old
+        _recursion.KERNEL_CELLS = old
     np.testing.assert_allclose(blocked.upper, whole.upper, rtol=1e-12)
     np.testing.assert_allclose(blocked_cross.upper, sq.crossing_probabilities(whole, 1.5).upper, rtol=1e-12)
