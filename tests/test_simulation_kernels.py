@@ -29,6 +29,7 @@ import clickmodels
 from simulations.designs import interleaving as il
 from simulations.designs.interleaving import DrawTable, InterleavingDesign
 from simulations.users import UserModels
+from tests.test_simulation_point_speed import reference_sample as models_own_sample
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,14 +57,7 @@ def reference_sample(users: UserModels, labels: np.ndarray, user_type: np.ndarra
                     grades = labels[part] if rows is None else labels.take(part, axis=0)
                     out[part] = _reference_block(chains, grades.T, rng, t).T
             return out
-    if len(users.models) == 1:
-        return np.asarray(users.models[0].sample(labels, rng).clicks, dtype=bool)
-    clicks = np.zeros(labels.shape, dtype=bool)
-    for t, model in enumerate(users.models):
-        rows = np.flatnonzero(user_type == t)
-        if rows.size:
-            clicks[rows] = np.asarray(model.sample(labels[rows], rng).clicks, dtype=bool)
-    return clicks
+    return models_own_sample(users, labels, user_type, rng)  # each type's model on its own rows
 
 
 def _reference_block(chains, grade, rng, t):
