@@ -40,6 +40,7 @@ from simulations.config import load_config
 from simulations.runner import (
     build_replicate,
     design_specs,
+    no_cyclic_gc,
     replicate_rows,
     replicate_seeds,
     run_replicate,
@@ -55,18 +56,20 @@ REPO = Path(__file__).resolve().parents[1]
 
 def plain_loop_replicate(config, world, users, seq, index):
     """The work of :func:`run_replicate` without SimPy: a for-loop over batches, then the
-    per-batch looks, then (at the end of a day) the daily checkpoints, in SimPy's order."""
-    traffic, designs = build_replicate(config, world, users, seq)
-    consumers = [*designs, *batch_looks(designs)]
-    step = traffic.batch_hours
-    for hour in range(0, traffic.days * 24, step):
-        batch = traffic.batch(hour, step)
-        for c in consumers:
-            c.process(batch)
-        if (hour + step) % 24 == 0:
-            for d in designs:
-                d.checkpoint((hour + step) // 24)
-    return replicate_rows(designs, index)
+    per-batch looks, then (at the end of a day) the daily checkpoints, in SimPy's order (with the cyclic
+    garbage collector paused, as there)."""
+    with no_cyclic_gc():
+        traffic, designs = build_replicate(config, world, users, seq)
+        consumers = [*designs, *batch_looks(designs)]
+        step = traffic.batch_hours
+        for hour in range(0, traffic.days * 24, step):
+            batch = traffic.batch(hour, step)
+            for c in consumers:
+                c.process(batch)
+            if (hour + step) % 24 == 0:
+                for d in designs:
+                    d.checkpoint((hour + step) // 24)
+        return replicate_rows(designs, index)
 
 
 def breakdown(config, world, users, seqs) -> dict[str, float]:
@@ -77,31 +80,32 @@ def breakdown(config, world, users, seqs) -> dict[str, float]:
 
     spent: Counter[str] = Counter()
     clock = time.process_time
-    for seq in seqs:
-        t0 = clock()
-        traffic, designs = build_replicate(config, world, users, seq)
-        spent["set-up (designs, CUPED pre-period)"] += clock() - t0
-        looks = batch_looks(designs)
-        names = [f"{d.name}{' (A/A)' if d.aa else ''}{' (null)' if getattr(d, 'null_labels', None) is not None else ''}"
-                 for d in designs]
-        step = traffic.batch_hours
-        for hour in range(0, traffic.days * 24, step):
+    with no_cyclic_gc():  # as in run_replicate
+        for seq in seqs:
             t0 = clock()
-            batch = traffic.batch(hour, step)
-            spent["traffic (batches of users, queries)"] += clock() - t0
-            for name, d in zip(names, designs, strict=True):
+            traffic, designs = build_replicate(config, world, users, seq)
+            spent["set-up (designs, CUPED pre-period)"] += clock() - t0
+            looks = batch_looks(designs)
+            names = [f"{d.name}{' (A/A)' if d.aa else ''}{' (null)' if getattr(d, 'null_labels', None) is not None else ''}"
+                     for d in designs]
+            step = traffic.batch_hours
+            for hour in range(0, traffic.days * 24, step):
                 t0 = clock()
-                d.process(batch)
-                spent[f"batch step: {name}"] += clock() - t0
-            for c in looks:
-                t0 = clock()
-                c.process(batch)
-                spent["per-batch looks"] += clock() - t0
-            if (hour + step) % 24 == 0:
-                for d in designs:
+                batch = traffic.batch(hour, step)
+                spent["traffic (batches of users, queries)"] += clock() - t0
+                for name, d in zip(names, designs, strict=True):
                     t0 = clock()
-                    d.checkpoint((hour + step) // 24)
-                    spent[f"daily checkpoints: {d.kind}"] += clock() - t0
+                    d.process(batch)
+                    spent[f"batch step: {name}"] += clock() - t0
+                for c in looks:
+                    t0 = clock()
+                    c.process(batch)
+                    spent["per-batch looks"] += clock() - t0
+                if (hour + step) % 24 == 0:
+                    for d in designs:
+                        t0 = clock()
+                        d.checkpoint((hour + step) // 24)
+                        spent[f"daily checkpoints: {d.kind}"] += clock() - t0
     return {k: v / len(seqs) for k, v in spent.items()}
 
 

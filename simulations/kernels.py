@@ -31,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step", "add_ones"]
+__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step", "add_ones", "cdf_draw"]
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -43,6 +43,31 @@ def add_ones(sums, user):
     batch of 1,500 impressions, 8 designs a batch)."""
     for i in range(user.shape[0]):
         sums[user[i]] += 1.0
+
+
+@_jit
+def cdf_draw(u, scale, top, lo, width, cdf, out):
+    """:class:`simulations.traffic.CdfDraw`'s indices of uniforms ``u >= 0`` into ``out`` (intp): the bucket
+    ``j = min(int(u * scale), top)``, ``lo[j]`` plus one if the bucket holds one CDF entry and it is ``<= u``, a
+    binary search (the number of entries ``<= u``) where it holds two or more, clipped to the last category."""
+    last = cdf.shape[0] - 1
+    for i in range(u.shape[0]):
+        x = u[i]
+        j = top if x >= 1.0 else np.intp(x * scale)  # u * scale < top below 1 (no cast of a large double)
+        idx = lo[j]
+        w = width[j]
+        if w > 1:
+            a, b = 0, cdf.shape[0]  # the first entry > x (numpy.searchsorted(cdf, x, side="right"))
+            while a < b:
+                mid = (a + b) >> 1
+                if cdf[mid] <= x:
+                    a = mid + 1
+                else:
+                    b = mid
+            idx = a
+        elif w == 1 and cdf[min(idx, last)] <= x:
+            idx += 1
+        out[i] = min(idx, last)
 
 
 @_jit

@@ -148,6 +148,16 @@ class CdfDraw:
         self.top = m
 
     def __call__(self, u: np.ndarray) -> np.ndarray:
+        """The indices (intp) of uniforms ``u`` (1-d float64, ``>= 0``), by the compiled loop
+        :func:`simulations.kernels.cdf_draw` (the same indices as :meth:`indices`, tested)."""
+        from simulations import kernels
+
+        out = np.empty(u.shape[0], dtype=np.intp)
+        kernels.cdf_draw(u, self.scale, self.top, self.lo, self.width, self.cdf, out)
+        return out
+
+    def indices(self, u: np.ndarray) -> np.ndarray:
+        """:meth:`__call__` in NumPy (whole-array passes; the reference of the compiled loop)."""
         cdf = self.cdf
         last = cdf.size - 1
         j = (u * self.scale).astype(np.intp)

@@ -274,7 +274,10 @@ def _pre_period_ref(traffic, world, users, days, rng):
 
 
 @pytest.mark.parametrize("depth", [10, 17])
-def test_pre_period_equals_the_reference(depth):
+def test_pre_period_equals_the_reference(depth, monkeypatch):
+    """The pre-period (the A/B batch step's compiled loop up to 16 ranks, the NumPy path beyond) equals the
+    reference: the same sums bit for bit and the same generator state after."""
+    from simulations import kernels
     from simulations.cuped import simulate_pre_period
     from simulations.runner import build_replicate, replicate_seeds, world_seed
     from simulations.users import UserModels
@@ -285,7 +288,11 @@ def test_pre_period_equals_the_reference(depth):
     users = UserModels.from_config(config.users)
     traffic, _ = build_replicate(config, world, users, replicate_seeds(config.seed, 1)[0])
     g1, g2 = np.random.default_rng(4), np.random.default_rng(4)
+    calls = []
+    step = kernels.ab_step
+    monkeypatch.setattr(kernels, "ab_step", lambda *args: calls.append(1) or step(*args))
     new = simulate_pre_period(traffic, world, users, 3, g1).sums
+    assert len(calls) == (12 if depth <= 16 else 0)  # 3 days of 6-hour batches through the compiled step
     ref = _pre_period_ref(traffic, world, users, 3, g2)
     assert g1.bit_generator.state == g2.bit_generator.state
     assert new.keys() == ref.keys()
@@ -358,7 +365,7 @@ def test_srm_values_bit_identical_to_the_stats_functions():
 
 
 def test_cdf_draw_equals_draw_from_cdf():
-    """CdfDraw (bucket tables) gives draw_from_cdf's indices: Zipf and lognormal CDFs, zero-weight categories
+    """CdfDraw (bucket tables; its compiled loop and its NumPy passes) gives draw_from_cdf's indices: Zipf and lognormal CDFs, zero-weight categories
     (repeated CDF values, at the start too), CDF values on bucket edges, one category, uniforms on the CDF's
     entries, on bucket edges, 0, 1 and above; its tables equal the binary searches' counts."""
     from simulations.sampling import draw_from_cdf
@@ -380,7 +387,38 @@ def test_cdf_draw_equals_draw_from_cdf():
         u[: min(cdf.size, 1000)] = cdf[:1000]
         u[1000:1100] = edges[rng.integers(0, m + 1, 100)]
         u[1100:1104] = 0.0, 1.0, 1.5, np.nextafter(1.0, 0.0)
-        got = draw(u)
+        got = draw(u)  # the compiled loop
         assert got.dtype == np.intp
         np.testing.assert_array_equal(got, draw_from_cdf(cdf, u))
-        assert draw(u[:0]).size == 0
+        np.testing.assert_array_equal(draw.indices(u), got)  # the NumPy passes
+        assert draw(u[:0]).size == 0 and draw.indices(u[:0]).size == 0
+        big = np.array([2.0, 1e300, np.inf])  # not drawn by rng.random: the last category, as draw_from_cdf
+        np.testing.assert_array_equal(draw(big), draw_from_cdf(cdf, big))
+
+
+def test_replicate_pauses_the_cyclic_collector_and_restores_it(monkeypatch):
+    """run_replicate runs with the cyclic garbage collector paused and restores the caller's setting: on again
+    after a replicate (also one that raises), still off when the caller had turned it off."""
+    import gc
+
+    from simulations import runner
+
+    seen = []
+
+    def fake_build(*args):
+        seen.append(gc.isenabled())
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(runner, "build_replicate", fake_build)
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with pytest.raises(RuntimeError, match="stop"):
+            runner.run_replicate(None, None, None, None, 0)
+        assert seen == [False] and gc.isenabled()
+        gc.disable()
+        with pytest.raises(RuntimeError, match="stop"):
+            runner.run_replicate(None, None, None, None, 0)
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
