@@ -260,6 +260,33 @@ def test_writers_argument_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
         assert w.pids == [] and w.finished(wait=True) == []
 
 
+def test_cli_writers_option_reaches_run_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``onlineeval sweep --writers N`` hands N to run_sweep (None when not given: the default); a negative
+    number is refused by the option parser with the option named."""
+    from typer.testing import CliRunner
+
+    import simulations.sweep as sweep_module
+    from onlineeval.cli import app
+
+    seen: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run_sweep(sweep: Any, **kw: Any) -> Any:
+        seen.append(kw.get("writers", "missing"))
+        raise Stop
+
+    monkeypatch.setattr(sweep_module, "run_sweep", fake_run_sweep)
+    config = str(REPO / "configs" / "sweep.yaml")
+    for extra, want in (([], None), (["--writers", "0"], 0), (["--writers", "3"], 3)):
+        res = CliRunner().invoke(app, ["sweep", "--config", config, "--quiet", *extra])
+        assert isinstance(res.exception, Stop), res.output
+        assert seen[-1] == want
+    res = CliRunner().invoke(app, ["sweep", "--config", config, "--writers", "-1"])
+    assert res.exit_code == 2 and "--writers" in res.output and len(seen) == 3
+
+
 # ------------------------------------------------------------------------------ save_png
 def _all_figures(tmp_path: Path) -> Callable[[], dict[str, Any]]:
     """Every kind of report figure, built afresh at each call: a point of the test sweep's, and

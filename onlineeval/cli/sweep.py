@@ -26,6 +26,11 @@ def sweep_cmd(
         Optional[int], typer.Option("--workers", "-w", min=0, help="Local processes (0 = all cores); numbers do not "
                                     "depend on it.")
     ] = None,
+    writers: Annotated[
+        Optional[int], typer.Option("--writers", min=0, help="Processes that write the finished points' folders while "
+                                    "the tasks go on (0 = in this process; default 2, or 0 on one core). The folders "
+                                    "do not depend on it.")
+    ] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every point (ignore finished work).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
     set_: Annotated[
@@ -47,7 +52,8 @@ def sweep_cmd(
         if not quiet or msg.startswith(("warning:", "resuming:")):
             typer.echo(msg, err=True)
 
-    result = run_sweep(sweep, workers=workers, scheduler=scheduler, fresh=fresh, progress=not quiet, log=log)
+    result = run_sweep(sweep, workers=workers, scheduler=scheduler, fresh=fresh, progress=not quiet, log=log,
+                       writers=writers)
     rows = result.rows
     cols = ["point", *sweep.axes, "design", "metric", "offline_delta", "true_effect", "power_last_day",
             "analytic_required_days"]
