@@ -296,6 +296,7 @@ TASK_MODULES: tuple[str, ...] = (
     "simulations.policies.kernels",
     "simulations.sequential",
     "simulations.srm",
+    "simulations.stat_kernels",
 )
 
 

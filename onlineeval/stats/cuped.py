@@ -466,7 +466,8 @@ class _RatioArm(NamedTuple):
     qbar: float  # mean pre-period denominator (1.0 without: the influence values are then 0)
     active_mean: Any  # share of users with pre-period activity (np.float64, the mean of the 0/1 indicator)
     n_active: int
-    rows: NDArray[np.float64]  # (2k + 1, n): centred x - R y (k rows), pre-period p - R' q (k), indicator (1)
+    #: (2k + 1, n): centred x - R y (k rows), pre-period p - R' q (k), indicator (1); None from the compiled kernels
+    rows: NDArray[np.float64] | None
     #: per metric m the dot products of its rows u (experiment), v (pre-period) and the indicator a:
     #: (u.u, u.v, u.a, v.v, v.a), and a.a; empty without a pre-period
     cross: list[tuple[float, float, float, float, float]]
@@ -576,7 +577,16 @@ def _cuped_ratio_stacked(
     alpha = check_alpha(alpha)
     arm_a = _ratio_arm(num_a, den_a, pre_num_a, pre_den_a)
     arm_b = _ratio_arm(num_b, den_b, pre_num_b, pre_den_b)
-    k = num_a.shape[0]
+    return _cuped_from_arms(arm_a, arm_b, alpha, null)
+
+
+def _cuped_from_arms(arm_a: _RatioArm, arm_b: _RatioArm, alpha: float, null: float = 0.0,
+                     residual: Any = None) -> tuple[list[EstimateValues], list[EstimateValues],
+                                                    list[list[list[float]]], int]:
+    """:func:`_cuped_ratio_stacked` from its two arms (:func:`_ratio_arm`, or the compiled
+    :func:`simulations.stat_kernels.ab_arm_parts`); ``alpha`` checked. ``residual(arm, m, theta1, theta2)``: an
+    arm's (0: A, 1: B) adjusted sum of squares of metric ``m`` from its residuals, for arms without ``rows``."""
+    k = len(arm_a.ratio)
     z = 2 * k
     xdiff2 = arm_b.active_mean - arm_a.active_mean
     unadjusted, adjusted, pooled = [], [], []
@@ -601,13 +611,16 @@ def _cuped_ratio_stacked(
             theta2 = s2 / d if a <= 0 and d > 0 else 0.0
         est = float(diff) - theta1 * pre_diff - theta2 * float(xdiff2)
         var_adj = 0.0
-        for arm, (ee, ef, ea, ff, fa, aa) in zip((arm_a, arm_b), parts, strict=True):
+        for j, (arm, (ee, ef, ea, ff, fa, aa)) in enumerate(zip((arm_a, arm_b), parts, strict=True)):
             ss = ee - 2.0 * (theta1 * ef + theta2 * ea) + theta1 * theta1 * ff + 2.0 * theta1 * theta2 * fa \
                 + theta2 * theta2 * aa
             if not ss >= _CANCEL * ee:  # cancellation (or NaN): the residuals themselves
                 rows = arm.rows
-                res = rows[m] / arm.ybar - theta1 * (rows[k + m] / arm.qbar) - theta2 * rows[z]
-                ss = float(np.einsum("i,i->", res, res))
+                if rows is None:
+                    ss = residual(j, m, theta1, theta2)
+                else:
+                    res = rows[m] / arm.ybar - theta1 * (rows[k + m] / arm.qbar) - theta2 * rows[z]
+                    ss = float(np.einsum("i,i->", res, res))
             var_adj += ss / ((arm.n - 1) * arm.n) if arm.n > 1 else math.nan  # cuped_ratio: 0 / 0 of one user
         if np.isnan(diff):
             est = var_adj = math.nan
@@ -627,7 +640,11 @@ def _ratio_diff_stacked(
 ) -> list[EstimateValues]:
     """The ``unadjusted`` part of :func:`_cuped_ratio_stacked` without a pre-period: per row ``m`` of the
     ``(k, n_arm)`` numerators, :func:`onlineeval.stats.online.ratio_diff_values`'s numbers bit for bit."""
-    alpha = check_alpha(alpha)
-    arm_a, arm_b = _ratio_arm(num_a, den_a), _ratio_arm(num_b, den_b)
+    return _ratio_diff_from_arms(_ratio_arm(num_a, den_a), _ratio_arm(num_b, den_b), check_alpha(alpha), null)
+
+
+def _ratio_diff_from_arms(arm_a: _RatioArm, arm_b: _RatioArm, alpha: float, null: float = 0.0
+                          ) -> list[EstimateValues]:
+    """:func:`_ratio_diff_stacked` from its two arms (``alpha`` checked)."""
     return [_z_values(arm_b.ratio[m] - arm_a.ratio[m], np.sqrt(arm_a.var[m] + arm_b.var[m]), float(null), alpha)
-            for m in range(num_a.shape[0])]
+            for m in range(len(arm_a.ratio))]

@@ -146,19 +146,31 @@ class Design(ABC):
         return self.users.sample(labels, batch.user_type, self.rng)
 
     def checkpoint(self, day: int) -> None:
-        active = self.sums["impressions"] > 0
-        n_users = int(active.sum())
-        n_impr = int(self.sums["impressions"].sum())
-        users = np.flatnonzero(active)
-        sums = self._active_sums(users)
-        if self._has_data(users, sums):
-            estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
+        compiled = self._checkpoint_values()
+        if compiled is not None:
+            n_users, n_impr, estimates = compiled
         else:
-            # too little data so far (e.g. fewer than two users in an arm, or no click yet):
-            # the checkpoint is undefined, recorded as NaN, and counts as "not rejected"
-            estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
+            active = self.sums["impressions"] > 0
+            n_users = int(active.sum())
+            n_impr = int(self.sums["impressions"].sum())
+            users = np.flatnonzero(active)
+            sums = self._active_sums(users)
+            if self._has_data(users, sums):
+                estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
+            else:
+                # too little data so far (e.g. fewer than two users in an arm, or no click yet):
+                # the checkpoint is undefined, recorded as NaN, and counts as "not rejected"
+                estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
         for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
-            self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users, n_impr))
+            self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users,
+                                           n_impr))
+
+    def _checkpoint_values(self, primary: bool = False
+                           ) -> tuple[int, int, dict[str, tuple[float, ...]]] | None:
+        """``(n_users, n_impressions, estimates)`` of a checkpoint by a compiled path (each metric's five values,
+        NaN while undefined; the primary metric's only with ``primary``), or None: :meth:`checkpoint` then takes
+        the NumPy path (:meth:`_active_sums`, :meth:`_has_data`, :meth:`_estimates`). None here."""
+        return None
 
     def _active_sums(self, users: np.ndarray) -> dict[str, np.ndarray]:
         """The per-user sums of the active ``users`` that :meth:`_has_data` and :meth:`_estimates` read

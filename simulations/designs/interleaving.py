@@ -522,6 +522,24 @@ class InterleavingDesign(Design):
             self.query_draw = CdfDraw(self.query_cdf)
         return self.query_draw(self.rng.random(n))  # type: ignore[no-any-return]
 
+    def _checkpoint_values(self, primary: bool = False
+                           ) -> tuple[int, int, dict[str, tuple[float, ...]]] | None:
+        """The checkpoint's (or with ``primary`` the per-batch look's) numbers by the compiled kernel
+        (:func:`simulations.stat_kernels.ratio_values`: the active users found and each pair's ratio and
+        delta-method variance in passes over the population arrays; the NumPy path's numbers to rounding,
+        tested), or None when :data:`simulations.stat_kernels.COMPILED` is off."""
+        from simulations import stat_kernels
+
+        if not stat_kernels.COMPILED:
+            return None
+        pairs = self.pairs[:1] if primary else self.pairs
+        names = self.metric_names()[:len(pairs)]
+        n_users, n_impr, values = stat_kernels.ratio_values(self, [f"num:{m}" for m, _, _ in pairs], "compared",
+                                                            self.alpha)
+        if values is None:
+            return n_users, n_impr, {m: (math.nan,) * 5 for m in names}
+        return n_users, n_impr, {m: tuple(v) for m, v in zip(names, values, strict=True)}
+
     def _active_sums(self, users: np.ndarray) -> dict[str, np.ndarray]:
         # the estimates read the outcomes and comparisons, not the impressions
         return {k: v.take(users) for k, v in self.sums.items() if k != "impressions"}
