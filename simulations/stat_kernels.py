@@ -39,6 +39,10 @@ from typing import Any
 import numba
 import numpy as np
 
+from onlineeval.stats._checks import check_alpha
+from onlineeval.stats.cuped import _RatioArm, _ratio_diff_from_arms
+from onlineeval.stats.online import _z_values
+
 __all__ = ["COMPILED", "ratio_active", "ab_arms", "arm_residual", "ratio_mean_population", "ab_arm_parts", "Scratch"]
 
 #: the designs' checkpoints and the per-batch looks use these kernels (False: their NumPy path, the reference)
@@ -413,8 +417,6 @@ def ab_arm_parts(den: np.ndarray, nums: np.ndarray, in_b: np.ndarray, pre: np.nd
     (``rows`` None; both None unless each arm has two users or more), its active users (views of the scratch
     arrays: valid until the next call), and ``residual(arm, m, theta1, theta2)``, :func:`arm_residual` of arm 0
     (A) or 1 (B)."""
-    from onlineeval.stats.cuped import _RatioArm
-
     k = nums.shape[0]
     has_pre = pre is not None
     pre_den, pre_nums = (pre[0], pre[1:]) if pre is not None else (den, nums)
@@ -463,21 +465,19 @@ def ratio_values(design: Any, numerators: list[str], denominator: str, alpha: fl
     None for ``values`` while they are undefined (fewer than two users, or no denominator yet: the NumPy path's
     ``_has_data``). The numerators and the denominator must be 0 for users without impressions (the designs'
     sums)."""
-    from onlineeval.stats._checks import check_alpha
-    from onlineeval.stats.online import _z_values
-
     if not numerators:
         raise ValueError("ratio_values: no numerator")
     sums, scratch = design.sums, scratch_of(design)
-    imp, den = sums["impressions"], sums[denominator]
+    imp, den, idx, work = sums["impressions"], sums[denominator], scratch.idx[0], scratch.work
     out = np.empty(6)
     values: list[Any] | None = []
+    alpha = check_alpha(alpha)
     for num in numerators:
-        ratio_active(sums[num], den, imp, scratch.idx[0], scratch.work, out)
+        ratio_active(sums[num], den, imp, idx, work, out)
         if not (out[0] >= 2 and out[3] > 0):
             values = None
             break
-        values.append(_z_values(out[4], math.sqrt(out[5]), 0.0, check_alpha(alpha)))
+        values.append(_z_values(out[4], math.sqrt(out[5]), 0.0, alpha))
     return int(out[0]), int(out[1]), values
 
 
@@ -485,9 +485,6 @@ def ab_diff_values(design: Any, rows: list[int], alpha: float) -> tuple[int, lis
     """``(n_users, values)``: an A/B design's (``test: delta``) :func:`onlineeval.stats.online.ratio_diff_values`
     of its block's ``rows`` (1: clicks, 2: abandoned, 3: reciprocal rank; over the impressions, row 0) between
     the arms' active users, None while undefined (fewer than two users in an arm). The per-batch look."""
-    from onlineeval.stats._checks import check_alpha
-    from onlineeval.stats.cuped import _ratio_diff_from_arms
-
     block = design._block
     if any(v.base is not block for v in design.sums.values()):  # sums replaced (or copied): stack them
         block = np.stack(list(design.sums.values()))

@@ -413,3 +413,70 @@ def test_stat_kernels_is_a_task_module():
     from simulations.executors import TASK_MODULES
 
     assert "simulations.stat_kernels" in TASK_MODULES
+
+
+# ----------------------------------------------------------------------------- R^2 without LAPACK
+def _correlations_many_pinv(pooled):
+    """simulations.cuped._correlations_many before the closed form (commit f09142b): every R^2 by pinv."""
+    from simulations.cuped import _correlations_s
+
+    out = [(math.nan, math.nan)] * len(pooled)
+    defined = [i for i, s in enumerate(pooled) if s[0][0] > 0]
+    if not defined:
+        return out
+    s = np.array([pooled[i] for i in defined])
+    if not np.isfinite(s).all():
+        for i in defined:
+            out[i] = _correlations_s(np.array(pooled[i]))
+        return out
+    r2 = np.einsum("ki,kij,kj->k", s[:, 0, 1:], np.linalg.pinv(s[:, 1:, 1:]), s[:, 1:, 0]).tolist()
+    for j, i in enumerate(defined):
+        (syy, sxy, _), (_, sxx, _), _ = pooled[i]
+        rho = np.float64(sxy) / np.sqrt(np.float64(syy) * sxx) if sxx > 0 else 0.0
+        out[i] = (math.sqrt(min(max(r2[j] / syy, 0.0), 1.0)), float(rho))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["random", "no_indicator", "no_covariate", "nothing", "collinear", "near_collinear",
+                                  "unbalanced_diagonal", "huge", "tiny", "not_defined"])
+def test_r2_closed_form_agrees_with_pinv(kind):
+    from simulations.cuped import _CLOSED_COND, _correlations_many, _r2_closed
+
+    rng = np.random.default_rng(zlib.crc32(kind.encode()))
+    closed = 0
+    for _ in range(200):
+        n = int(rng.integers(3, 300))
+        y, x = rng.standard_normal(n), rng.standard_normal(n)
+        act = (rng.random(n) < rng.random()).astype(float)
+        x = x + rng.random() * 3 * y
+        if kind == "no_indicator":
+            act[:] = 1.0
+        elif kind == "no_covariate":
+            x[:] = 0.0
+        elif kind == "nothing":
+            x[:] = 0.0
+            act[:] = 0.0
+        elif kind in ("collinear", "near_collinear"):
+            x = act * 2.5 + (1e-9 * rng.standard_normal(n) if kind == "near_collinear" else 0.0)
+        elif kind == "unbalanced_diagonal":
+            x = x * 1e-6
+        elif kind in ("huge", "tiny"):  # products of three cross-products stay finite and normal
+            y, x, act = (v * (1e40 if kind == "huge" else 1e-40) for v in (y, x, act))
+        elif kind == "not_defined":
+            y[:] = 0.0
+        cols = np.stack([y, x, act], axis=1)
+        cols = cols - cols.mean(axis=0)
+        s = cols.T @ cols
+        if kind in ("no_indicator", "nothing", "unbalanced_diagonal"):
+            s[1, 2] = s[2, 1] = 0.0  # an indicator without variance is centred to exactly 0: b = 0 exactly
+        pooled = [s.tolist(), (s * 3.0).tolist()]
+        got, want = _correlations_many(pooled), _correlations_many_pinv(pooled)
+        for (gr, grho), (wr, wrho) in zip(got, want, strict=True):
+            _close(gr, wr, 1.0, (kind, "R"))
+            assert grho == wrho or (math.isnan(grho) and math.isnan(wrho))
+        closed += _r2_closed(pooled[0]) is not None
+    if kind in ("random", "no_indicator", "no_covariate", "nothing", "unbalanced_diagonal", "huge", "tiny"):
+        assert closed > 100  # the closed form was taken (collinear ones: pinv)
+    if kind in ("collinear", "near_collinear"):
+        assert closed < 200
+    assert 0 < _CLOSED_COND < 1
