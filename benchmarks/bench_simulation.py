@@ -19,10 +19,12 @@ on the world's own lists and the config's users, so the ratios are machine-indep
 Target (issue 12, "Speed of one point"): at least 3M impression-designs/s per core.
 
     python benchmarks/bench_simulation.py [--replicates 4] [--config configs/ab.yaml] [--rounds 3] [--breakdown]
-        [--compile-cost]
+        [--compile-cost] [--stat-kernels]
 
 ``--compile-cost`` also measures the one-off cost of the compiled kernels (:mod:`simulations.kernels`, numba) in
-fresh processes: with an empty cache (compilation) and with the cache that run wrote (loading).
+fresh processes: with an empty cache (compilation) and with the cache that run wrote (loading). ``--stat-kernels``
+compares the compiled checkpoint statistics (:mod:`simulations.stat_kernels`) with their NumPy path in the same
+process (alternating rounds).
 """
 
 from __future__ import annotations
@@ -190,6 +192,35 @@ def compile_cost(config: str, rounds: int) -> list[tuple[float, float, float, fl
     return out
 
 
+def stat_kernels_lines(config, world, users, seqs, rounds: int) -> None:
+    """The compiled checkpoint statistics against their NumPy path (``simulations.stat_kernels.COMPILED`` off) in
+    this process: alternating rounds of :func:`breakdown` and of the plain loop, best of ``rounds`` per part (the
+    same machine state for both, so the ratios hold on a noisy machine)."""
+    from simulations import stat_kernels
+
+    keys = ("daily checkpoints: ab", "per-batch looks", "daily checkpoints: interleaving")
+    best: dict[bool, dict[str, float]] = {True: {}, False: {}}
+    try:
+        for _ in range(rounds):
+            for compiled in (False, True):
+                stat_kernels.COMPILED = compiled
+                parts = breakdown(config, world, users, seqs)
+                t0 = time.process_time()
+                for i, s in enumerate(seqs):
+                    plain_loop_replicate(config, world, users, s, i)
+                parts["whole replicate (plain loop)"] = (time.process_time() - t0) / len(seqs)
+                parts["these three parts"] = sum(parts[k] for k in keys)
+                for k, v in parts.items():
+                    best[compiled][k] = min(best[compiled].get(k, float("inf")), v)
+    finally:
+        stat_kernels.COMPILED = True
+    print(f"checkpoint statistics, compiled (simulations.stat_kernels) vs NumPy path, same process, CPU ms per "
+          f"replicate, best of {rounds} alternating rounds:")
+    for k in (*keys, "these three parts", "whole replicate (plain loop)"):
+        new, old = best[True][k], best[False][k]
+        print(f"  {k:36s} NumPy {1e3 * old:7.1f}   compiled {1e3 * new:7.1f}   ratio {new / old:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(REPO / "configs" / "ab.yaml"))
@@ -198,6 +229,9 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true", help="also print CPU time per part of a replicate")
     parser.add_argument("--compile-cost", action="store_true",
                         help="also measure the numba kernels' compile and cache-load cost in fresh processes")
+    parser.add_argument("--stat-kernels", action="store_true",
+                        help="also compare the compiled checkpoint statistics (simulations.stat_kernels) with their "
+                             "NumPy path in this process, alternating rounds")
     args = parser.parse_args()
     cfg = load_config(args.config)
     world = build_world(cfg, world_seed(cfg.seed))
@@ -255,6 +289,8 @@ def main() -> None:
               f"{min(c[0] for c in costs):.2f} (cold cache) / {min(c[2] for c in costs):.2f} (warm); first replicate's "
               f"extra time (compiling, or loading from the cache) {min(c[1] for c in costs):.2f} (cold) / "
               f"{min(c[3] for c in costs):.2f} (warm)")
+    if args.stat_kernels:
+        stat_kernels_lines(cfg, world, users, seqs, args.rounds)
     if args.breakdown:
         parts = breakdown(cfg, world, users, seqs)
         total = sum(parts.values())
