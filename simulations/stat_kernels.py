@@ -34,6 +34,7 @@ tests compare with).
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import numba
@@ -388,8 +389,8 @@ def arm_residual(den, nums, pre_den, pre_nums, users, m, row, theta1, theta2, wo
 
 # ----------------------------------------------------------------------------- Python entry points
 class Scratch:
-    """The kernels' work arrays for a population of ``P`` users (one per design: a replicate's designs run in one
-    thread)."""
+    """The kernels' work arrays for a population of ``P`` users: ``idx`` (2, P) intp, ``work`` (k + 4, P) float64
+    (72 bytes a user with k = 3). The designs share one per thread (:func:`scratch_of`)."""
 
     def __init__(self, population: int, k: int = 3) -> None:
         self.idx = np.empty((2, population), dtype=np.intp)
@@ -449,11 +450,16 @@ def ab_arm_parts(den: np.ndarray, nums: np.ndarray, in_b: np.ndarray, pre: np.nd
 
 
 # ----------------------------------------------------------------------------- the designs' statistics
+_LOCAL = threading.local()
+
+
 def scratch_of(design: Any) -> Scratch:
-    """The design's :class:`Scratch` (made on first use)."""
-    scratch = getattr(design, "_stat_scratch", None)
+    """This thread's :class:`Scratch` for the design's population (made on first use, replaced for another
+    population): one for all the designs a thread runs (a replicate's designs run in one thread, one after the
+    other; the kernels' results are read before the next call), not one per design (72 bytes a user each)."""
+    scratch = getattr(_LOCAL, "scratch", None)
     if scratch is None or scratch.idx.shape[1] != design.population:
-        scratch = design._stat_scratch = Scratch(design.population)
+        scratch = _LOCAL.scratch = Scratch(design.population)
     return scratch
 
 
