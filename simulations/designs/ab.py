@@ -141,7 +141,9 @@ class ABDesign(Design):
         without a pre-period): the unadjusted estimates are ``ratio_diff_values``'s bit for bit, the CUPED
         parts those of ``cuped_ratio`` and ``pooled_correlations`` to rounding (tested). A checkpoint of
         ``configs/ab.yaml`` with CUPED and SRM rows costs 0.6-0.8 ms on day 1 (4.1k active users) and 0.9-1.1 ms
-        on day 14 (15.4k) instead of 1.5-1.6 and 3-4 ms (best of 20, load 7.5 on the 2-core machine)."""
+        on day 14 (15.4k) instead of 1.5-1.6 and 3-4 ms (best of 20, load 7.5 on the 2-core machine). With
+        :data:`simulations.stat_kernels.COMPILED` (the default) the statistics come from the compiled kernels
+        (:meth:`_compiled_stats`; the same numbers to rounding), this NumPy path being their reference."""
         if self._stats is None:
             from simulations import stat_kernels
 
