@@ -34,7 +34,7 @@ analysis: {{aa: false, truth_impressions: 20000}}
 SYNTHETIC = "{type: synthetic, n_queries: 60, candidates: 12}"
 
 
-def _write_config(folder: Path, replicates: int = 30, workers: int = 1, qpd: int = 3000,
+def _write_config(folder: Path, replicates: int = 200, workers: int = 1, qpd: int = 3000,
                   collection: str = SYNTHETIC) -> Path:
     path = folder / "cfg.yaml"
     path.write_text(CONFIG.format(replicates=replicates, workers=workers, qpd=qpd, collection=collection))
@@ -190,7 +190,8 @@ def test_changed_input_file_discards_partial(tmp_path: Path) -> None:
 
 
 def test_changed_replicate_count_keeps_finished_replicates(tmp_path: Path) -> None:
-    config = _write_config(tmp_path, replicates=8)
+    # replicates of ~0.1 s (60,000 queries a day): the kill comes after 3 of the 8, not after the last
+    config = _write_config(tmp_path, replicates=8, qpd=60_000)
     out = tmp_path / "out"
     proc = _start_and_wait(config, out, 3)
     os.killpg(proc.pid, signal.SIGKILL)
