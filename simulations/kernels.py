@@ -15,8 +15,9 @@ This module imports numba (about 0.35 s); it is imported lazily by the code that
 argument types, into ``__pycache__`` next to this file, or numba's user cache directory when that is read-only;
 ``NUMBA_CACHE_DIR`` moves it); a process then loads them from the cache on its first call. Measured on the 2-core
 machine (``benchmarks/bench_simulation.py --compile-cost``): compiling them for a replicate of ``configs/ab.yaml``
-4.4 s of CPU, loading them from the cache about 0.3-0.4 s per process (numba's code generator starting), once per
-process (sweep workers keep them for every task: this module is in ``simulations.executors.TASK_MODULES``).
+4.4 s of CPU (9.1 s with :mod:`simulations.stat_kernels`'s), loading them from the cache about 0.3-0.4 s per process
+(numba's code generator starting; 0.6 s with the statistics), once per process (sweep workers keep them for every
+task: this module is in ``simulations.executors.TASK_MODULES``).
 ``NUMBA_DISABLE_JIT=1`` runs them as plain Python (slow, same numbers).
 
 Conventions (:class:`simulations.users._GradeChains`): the threshold tables ``thresholds = (t1, t2, t3)`` of the
