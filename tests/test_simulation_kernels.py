@@ -405,16 +405,23 @@ print(json.dumps(out))
 """
 
 
-def test_disable_jit_gives_the_same_numbers():
-    """NUMBA_DISABLE_JIT=1: the kernels run as plain Python, with the same clicks and sums."""
+def compiled_and_plain(script: str) -> tuple[dict, dict]:
+    """The JSON that ``script`` prints last, run in a fresh interpreter compiled and with ``NUMBA_DISABLE_JIT=1``
+    (its ``"jit"`` entry checked and removed: ``numba.config.DISABLE_JIT`` as each run saw it)."""
     runs = []
     for disable in ("0", "1"):
         env = {**os.environ, "NUMBA_DISABLE_JIT": disable}
-        proc = subprocess.run([sys.executable, "-c", _SCRIPT.format(tests=str(REPO / "tests"))], env=env,
+        proc = subprocess.run([sys.executable, "-c", script.format(tests=str(REPO / "tests"))], env=env,
                               capture_output=True, text=True, check=True, cwd=REPO)
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert runs[0].pop("jit") and not runs[1].pop("jit")
-    assert runs[0] == runs[1]
+    return runs[0], runs[1]
+
+
+def test_disable_jit_gives_the_same_numbers():
+    """NUMBA_DISABLE_JIT=1: the kernels run as plain Python, with the same clicks and sums."""
+    compiled, plain = compiled_and_plain(_SCRIPT)
+    assert compiled == plain
 
 
 def test_numba_not_imported_by_power_and_evaluate_paths():

@@ -16,15 +16,10 @@
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 import warnings
 import zlib
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,7 +30,6 @@ from simulations import stat_kernels as sk
 from simulations.cuped import _correlations_many
 from test_simulation_ab_checkpoint import CASES, FIELDS, _close, _data
 
-REPO = Path(__file__).resolve().parents[1]
 RTOL, ATOL = 1e-12, 1e-15
 EPS = np.finfo(np.float64).eps
 
@@ -399,14 +393,10 @@ print(json.dumps(out))
 
 
 def test_disable_jit_gives_the_same_numbers():
-    runs = []
-    for disable in ("0", "1"):
-        env = {**os.environ, "NUMBA_DISABLE_JIT": disable}
-        proc = subprocess.run([sys.executable, "-c", _SCRIPT.format(tests=str(REPO / "tests"))], env=env,
-                              capture_output=True, text=True, check=True, cwd=REPO)
-        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    assert runs[0].pop("jit") and not runs[1].pop("jit")
-    assert runs[0] == runs[1]
+    from tests.test_simulation_kernels import compiled_and_plain
+
+    compiled, plain = compiled_and_plain(_SCRIPT)
+    assert compiled == plain
 
 
 def test_stat_kernels_is_a_task_module():
