@@ -138,6 +138,8 @@ def test_cuped_and_correlations_agree_with_the_previous_functions(case):
                 num, den = np.concatenate([xa[m], xb[m]]), np.concatenate([ya, yb])
                 pnum, pden = np.concatenate([pa[m], pb[m]]), np.concatenate([qa, qb])
                 in_b = np.arange(den.size) >= xa.shape[1]
+                if case == "constant_pre_inexact":  # f is rounding noise: it drops out (as f = 0 would)
+                    pnum = 0 * pnum
                 r, rho = pooled_correlations(_influence_ref(num, den, in_b), _influence_ref(pnum, pden, in_b),
                                              pden > 0, in_b)
                 _close(corr[m][0], r, 1.0, (case, trial, m, "R"))

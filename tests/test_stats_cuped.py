@@ -207,6 +207,41 @@ def test_collinear_covariates_fall_back_to_one() -> None:
     assert float(res.theta[1]) == 0.0
 
 
+def test_covariate_constant_up_to_rounding_drops_out() -> None:
+    """A pre-period value equal for every user in exact arithmetic (0.3: its mean is not 0.3 exactly, so centring
+    leaves ~1e-17 residuals) and pre-period ratios equal for every user (0.3 clicks a query, not dyadic): the
+    covariate drops out as an exactly constant one would (theta 0, the unadjusted or the indicator-only estimate,
+    bit for bit), instead of a coefficient of ~1e13 fitted on rounding noise. A covariate with a real variation
+    of 1e-6 of its level is still used (statsmodels' slope)."""
+    rng = np.random.default_rng(31)
+    n = 3001
+    y = rng.normal(size=(2, n))
+    noisy = np.full((2, n), 0.1) + 0.2  # 0.30000000000000004 everywhere: centring leaves rounding residuals
+    res = cuped_mean(y[0], noisy[0] * np.linspace(1, 1 + 1e-15, n), y[1], noisy[1])
+    assert float(res.theta[0]) == 0.0
+    assert float(res.adjusted.estimate) == float(res.unadjusted.estimate)
+    assert float(res.adjusted.se) == float(res.unadjusted.se)
+    # pre-period ratios all 0.3 (3 clicks per 10 queries, times an activity): f is rounding noise
+    q = rng.integers(1, 20, size=(2, n)) * 10.0
+    q[:, :500] = 0.0  # users without pre-period activity: the indicator stays a covariate
+    p = q * 0.3
+    den = rng.poisson(3.0, size=(2, n)).astype(float) + 1.0
+    num = rng.binomial(den.astype(int), 0.3).astype(float) + 0.5 * (q > 0)
+    got = cuped_ratio(num[0], den[0], num[1], den[1], pre_num_a=p[0], pre_den_a=q[0], pre_num_b=p[1], pre_den_b=q[1])
+    free = cuped_ratio(num[0], den[0], num[1], den[1], pre_num_a=0 * p[0], pre_den_a=q[0], pre_num_b=0 * p[1],
+                       pre_den_b=q[1])  # f exactly 0, the same indicator
+    assert float(got.theta[0]) == 0.0 and float(got.theta[1]) != 0.0
+    assert float(got.adjusted.estimate) == float(free.adjusted.estimate)
+    assert float(got.adjusted.se) == float(free.adjusted.se)
+    # a real (if small) variation is kept
+    x = 1.0 + 1e-6 * rng.normal(size=(2, n))
+    yx = y + 2e5 * (x - 1.0)
+    kept = cuped_mean(yx[0], x[0], yx[1], x[1])
+    fit = _ols_arm(yx[0], x[0], yx[1], x[1])
+    assert float(kept.theta[0]) == pytest.approx(fit.params[2], rel=1e-6)
+    assert float(kept.adjusted.estimate) == pytest.approx(fit.params[1], rel=1e-6, abs=1e-9)
+
+
 def test_aa_false_positive_rate_of_the_adjusted_tests() -> None:
     rng = np.random.default_rng(12)
     reps, n = 3000, 800

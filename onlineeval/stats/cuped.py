@@ -40,6 +40,17 @@ Conventions
   :math:`O(1/n)`); tests and intervals are normal (``df = inf``).
 * ``variance_reduction`` is :math:`1 - \mathrm{se}^2_{cv}/\mathrm{se}^2` (estimated; it can be
   slightly negative for an uninformative covariate in a small sample).
+* **A covariate that is constant up to rounding drops out** like an exactly constant one
+  (:math:`\theta = 0` for it): its pooled within-arm sum of squares at most
+  :data:`NOISE_SHARE` of its scale, i.e. a root-mean-square variation below about 1.5e-11 of
+  its level. Centring values that are equal in exact arithmetic (every user's pre-period value
+  0.3, or every user's pre-period ratio the arm's, not exactly representable) leaves rounding
+  residuals of about 1e-17 whose regression coefficient would be about 1e13 and their
+  correlation with the outcome arbitrary. Scale: the covariate's sum of squares for
+  :func:`cuped_mean`; for ratio metrics :math:`\sum_j n_j (\hat R^{pre}_j)^2`, the size of
+  the terms :math:`\hat R^{pre}_j q_i / \bar q_j` whose rounding the influence values carry
+  (their variation beyond it is real: below it only for a pre-period denominator spread by a
+  factor of more than about 3e4 in the root-mean-square).
 
 Everything is vectorised: users on the last axis, any leading shape (replicates x daily
 checkpoints); the caller's arrays are never modified.
@@ -130,6 +141,7 @@ def _adjust(
     xdiff2: NDArray[np.float64] | None,
     x2c: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None = None,
     raw: bool = True,
+    floor1: Any = 0.0,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
     """Pooled within-arm theta, adjusted difference, adjusted and unadjusted variances.
 
@@ -138,15 +150,17 @@ def _adjust(
     estimators. The 2 x 2 normal equations are solved in closed form; a covariate without
     within-arm variance, or collinear with the other, drops out (theta 0 for it). ``x2c``: the
     indicator's centred values and ``d`` (:func:`_centred_indicator`) when the caller has them;
-    ``raw=False`` leaves the unadjusted variance out (None).
+    ``raw=False`` leaves the unadjusted variance out (None). ``floor1``: the first covariate's pooled
+    sum of squares up to which it counts as without variance (rounding noise, module notes).
     """
     yca, ycb = _centre(ya), _centre(yb)
     x1ca, x1cb = _centre(x1a), _centre(x1b)
     a = _dot(x1ca, x1ca) + _dot(x1cb, x1cb)
     s1 = _dot(x1ca, yca) + _dot(x1cb, ycb)
-    safe_a = np.where(a > 0, a, 1.0)
+    varies = a > floor1  # (NaN floor: no variance)
+    safe_a = np.where(varies, a, 1.0)
     if x2a is None or x2b is None or xdiff2 is None:
-        theta1 = np.where(a > 0, s1 / safe_a, 0.0)
+        theta1 = np.where(varies, s1 / safe_a, 0.0)
         theta2 = np.zeros_like(theta1)
         ra = yca - theta1[..., None] * x1ca
         rb = ycb - theta1[..., None] * x1cb
@@ -156,11 +170,11 @@ def _adjust(
         b = _dot(x1ca, x2ca) + _dot(x1cb, x2cb)
         s2 = _dot(x2ca, yca) + _dot(x2cb, ycb)
         det = a * d - b * b
-        full = (a > 0) & (d > 0) & (det > 1e-10 * a * d)
+        full = varies & (d > 0) & (det > 1e-10 * a * d)
         safe_det = np.where(full, det, 1.0)
         safe_d = np.where(d > 0, d, 1.0)
-        theta1 = np.where(full, (d * s1 - b * s2) / safe_det, np.where(a > 0, s1 / safe_a, 0.0))
-        theta2 = np.where(full, (a * s2 - b * s1) / safe_det, np.where((a <= 0) & (d > 0), s2 / safe_d, 0.0))
+        theta1 = np.where(full, (d * s1 - b * s2) / safe_det, np.where(varies, s1 / safe_a, 0.0))
+        theta2 = np.where(full, (a * s2 - b * s1) / safe_det, np.where(~varies & (d > 0), s2 / safe_d, 0.0))
         ra = yca - theta1[..., None] * x1ca - theta2[..., None] * x2ca
         rb = ycb - theta1[..., None] * x1cb - theta2[..., None] * x2cb
         est = diff - theta1 * xdiff1 - theta2 * xdiff2
@@ -265,15 +279,18 @@ def cuped_mean(
     yb, xb = (np.broadcast_to(v, (*lead, v.shape[-1])) for v in (yb, xb))
     diff = _wmean(yb) - _wmean(ya)
     if pre_active_a is None and pre_active_b is None:  # everyone has a pre-period value: no indicator
-        theta, est, var_adj, var_raw = _adjust(ya, xa, None, yb, xb, None, diff, _wmean(xb) - _wmean(xa), None)
+        floor = NOISE_SHARE * (_dot(xa, xa) + _dot(xb, xb))
+        theta, est, var_adj, var_raw = _adjust(ya, xa, None, yb, xb, None, diff, _wmean(xb) - _wmean(xa), None,
+                                               floor1=floor)
         missing = np.zeros(diff.shape, dtype=np.int64)
     else:
         ma = _active(pre_active_a, ya.shape, "pre_active_a")
         mb = _active(pre_active_b, yb.shape, "pre_active_b")
         x1a, x1b = np.where(ma, xa, 0.0), np.where(mb, xb, 0.0)
         x2a, x2b = ma.astype(np.float64), mb.astype(np.float64)
+        floor = NOISE_SHARE * (_dot(x1a, x1a) + _dot(x1b, x1b))
         theta, est, var_adj, var_raw = _adjust(
-            ya, x1a, x2a, yb, x1b, x2b, diff, _wmean(x1b) - _wmean(x1a), _wmean(x2b) - _wmean(x2a)
+            ya, x1a, x2a, yb, x1b, x2b, diff, _wmean(x1b) - _wmean(x1a), _wmean(x2b) - _wmean(x2a), floor1=floor
         )
         missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
     n = ya.shape[-1] + yb.shape[-1]
@@ -368,7 +385,9 @@ def cuped_ratio(
     x2a, x2b = ma.astype(np.float64), mb.astype(np.float64)
     pre_diff = np.where(np.isnan(pa) | np.isnan(pb), 0.0, pb - pa)
     diff = rb - ra
-    theta, est, var_adj, var_raw = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, _wmean(x2b) - _wmean(x2a))
+    floor = _ratio_noise_floor(pa, fa.shape[-1], pb, fb.shape[-1])
+    theta, est, var_adj, var_raw = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, _wmean(x2b) - _wmean(x2a),
+                                           floor1=floor)
     undefined = np.isnan(diff)
     est, var_adj, var_raw = (np.where(undefined, np.nan, v) for v in (est, var_adj, var_raw))
     missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
@@ -532,6 +551,18 @@ def _ratio_arm(num: NDArray[np.float64], den: NDArray[np.float64], pre_num: NDAr
                      float(np.einsum("i,i->", act, act)))
 
 
+#: a covariate's pooled within-arm sum of squares at most this share of its scale is rounding noise: the covariate
+#: drops out (module notes); (2**16 eps)**2, about 2.1e-22
+NOISE_SHARE = (2.0**16 * float(np.finfo(np.float64).eps)) ** 2
+
+
+def _ratio_noise_floor(pre_ratio_a: Any, n_a: int, pre_ratio_b: Any, n_b: int) -> Any:
+    """:data:`NOISE_SHARE` of the ratio covariate's scale ``n_a R_a^2 + n_b R_b^2`` (pre-period ratios; an arm
+    without pre-period denominators, NaN, adds 0)."""
+    ra, rb = np.nan_to_num(pre_ratio_a, nan=0.0), np.nan_to_num(pre_ratio_b, nan=0.0)
+    return NOISE_SHARE * (n_a * ra * ra + n_b * rb * rb)
+
+
 #: below this share of the outcome's sum of squares, an arm's adjusted sum of squares is recomputed from its
 #: residuals instead of the quadratic form of its dot products (which would lose about log10(1/share) digits)
 _CANCEL = 0.1
@@ -603,6 +634,10 @@ def _cuped_from_arms(arm_a: _RatioArm, arm_b: _RatioArm, alpha: float, null: flo
             sy, sq = arm.ybar, arm.qbar
             parts.append((uu / sy / sy, uv / sy / sq, ua / sy, vv / sq / sq, va / sq, arm.aa))
         see, s1, s2, a, b, d = (pa_ + pb_ for pa_, pb_ in zip(*parts, strict=True))
+        if not a > _ratio_noise_floor(pa, arm_a.n, pb, arm_b.n):  # no variance beyond rounding: drops out
+            for j, (ee, ef, ea, ff, fa, aa) in enumerate(parts):
+                parts[j] = (ee, 0.0, ea, 0.0, 0.0, aa)
+            s1 = a = b = 0.0
         det = a * d - b * b
         if a > 0 and d > 0 and det > 1e-10 * a * d:
             theta1, theta2 = (d * s1 - b * s2) / det, (a * s2 - b * s1) / det
