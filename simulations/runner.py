@@ -219,6 +219,7 @@ def run_replicates(
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel pending work and terminate the worker processes (none is left behind)."""
     processes = list(getattr(pool, "_processes", {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # (shutdown(wait=False) forgets it)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in processes:
         if proc.is_alive():
@@ -230,7 +231,6 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     # the pool's management thread ends once its workers are gone, closing its wake-up pipe; wait for it: the
     # interpreter's exit hook (concurrent.futures.process._python_exit) would otherwise race it, writing to the pipe
     # while it closes ("Exception ignored in threading ... Bad file descriptor" on stderr after Ctrl-C, 1 run in 6)
-    manager = getattr(pool, "_executor_manager_thread", None)
     if manager is not None:
         manager.join(timeout=5)
 
