@@ -16,7 +16,9 @@ on the world's own lists and the config's users, so the ratios are machine-indep
 - click sampling alone (:meth:`simulations.users.UserModels.sample` on shown grades);
 - team-draft interleave + outcome alone (``onlineeval.interleaving``).
 
-Target (issue 12, "Speed of one point"): at least 3M impression-designs/s per core.
+Target (issue 12, "Speed of one point"): at least 3M impression-designs/s per core. The development machine's speed
+varies by 30% and more between minutes (its click kernel at 8 or 12 M/s in the same run): compare with
+``--rounds 12`` (best of 12 alternating rounds), as the README's table does.
 
     python benchmarks/bench_simulation.py [--replicates 4] [--config configs/ab.yaml] [--rounds 3] [--breakdown]
         [--compile-cost] [--stat-kernels]
