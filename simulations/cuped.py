@@ -112,7 +112,7 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
     types and the arrival model; a shallow copy draws the arrivals from ``rng``, which also
     samples the clicks, so the replicate's own traffic stream is not touched.
     """
-    from simulations.designs.ab import _click_patterns, _click_values
+    from simulations.designs.ab import _click_patterns, _click_values, run_step, step_inputs
 
     model = copy.copy(traffic)
     model.rng = rng
@@ -122,21 +122,15 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
     grades_a = world.ranked_labels("A")  # (Q, depth): rows equal to shown_labels of A's lists
     by_pattern = _click_patterns(grades_a.shape[1])
     step = traffic.batch_hours
-    fused = _pre_period_kernel(users, grades_a, by_pattern, population)
+    fused = step_inputs(users, grades_a, population)  # the A/A batch step's compiled loop (the same draws and sums)
+    no_b = np.zeros(population, dtype=np.bool_)
     for hour in range(-24 * days, 0, step):
         batch = model.batch(hour, step)
         if len(batch) == 0:
             continue
-        counts = None if fused is None else fused[0].counts(grades_a[:0], batch.user_type, len(batch))
-        if counts is not None:  # the A/A batch step's compiled loop (the same draws and sums, tested)
-            from clickmodels.kernels import BLOCK
+        if fused is not None and run_step(fused, batch, no_b, 0, rng, sums["clicks"], sums["abandoned"], sums["rr"]):
             from simulations import kernels
 
-            chains, grades, no_b, scratch = fused  # type: ignore[misc]
-            kernels.ab_step(grades, batch.query, batch.user, no_b, 0, batch.user_type, counts,
-                            chains.uniforms(counts, rng), chains.thresholds, chains.width, chains.independent_flags,
-                            chains.use_t1, chains.use_t3, BLOCK, *by_pattern[1:], sums["clicks"], sums["abandoned"],
-                            sums["rr"], scratch)
             kernels.add_ones(sums["impressions"], batch.user)
             continue
         # as the A/B batch step: one gather of the grades, the per-impression values, the counts added in place
@@ -148,17 +142,6 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
         np.add.at(sums["abandoned"], batch.user, abandoned)
         sums["rr"] += np.bincount(batch.user, weights=rr, minlength=population)
     return PrePeriod(days, sums, block)
-
-
-def _pre_period_kernel(users: Any, grades: np.ndarray, by_pattern: Any, population: int) -> tuple[Any, ...] | None:
-    """``(chains, grades, no_b, scratch)``: the inputs of :func:`simulations.kernels.ab_step` for the pre-period
-    (everyone on A's lists: ``b_rows = 0``), or ``None`` where the A/B design's batch step does not apply either
-    (:meth:`simulations.designs.ab.ABDesign._kernel_inputs`: lists longer than 16 ranks, click models without
-    grade tables, grades the models do not know)."""
-    chains = None if by_pattern is None else users.chains(grades.shape[1])
-    if chains is None or grades.dtype != np.int8 or not grades.size or not chains.accepts(grades):
-        return None
-    return chains, np.ascontiguousarray(grades), np.zeros(population, dtype=np.bool_), np.zeros(population)
 
 
 def attach_pre_periods(traffic: Any, designs: list[Any], seq: np.random.SeedSequence) -> None:

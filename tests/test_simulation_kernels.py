@@ -356,7 +356,7 @@ def test_ab_step_equals_the_numpy_batch_step(depth, types, inject):
                     d.checkpoint((hour + traffic.batch_hours) // 24)
         if not reference:
             assert all((d._kernel_inputs() is None) == (depth > 16) for d in designs)
-            assert all(not d._kernel[-1].any() for d in designs if depth <= 16)  # the scratch sums are back to 0
+            assert all(not d._kernel_inputs().scratch.any() for d in designs if depth <= 16)  # scratch back to 0
         runs.append(designs)
     for new, ref in zip(*runs, strict=True):
         for key in ref.sums:

@@ -89,6 +89,44 @@ class CheckpointStats(NamedTuple):
     n_pre: int  # active users with pre-period activity (0 without a pre-period)
 
 
+class StepInputs(NamedTuple):
+    """What :func:`simulations.kernels.ab_step` reads besides a batch (:func:`step_inputs`)."""
+
+    chains: Any  # the users' grade tables (simulations.users._GradeChains)
+    grades: np.ndarray  # (rows, k) int8, C-contiguous
+    by_pattern: tuple[np.ndarray, ...]  # _click_patterns of k
+    scratch: np.ndarray  # (population,) zeros: the reciprocal ranks' batch totals
+
+
+def step_inputs(users: Any, grades: np.ndarray, population: int) -> StepInputs | None:
+    """The compiled A/B batch step's inputs for shown-grade rows ``grades``, or ``None`` where it does not apply:
+    lists longer than 16 ranks, click models without grade tables (:meth:`simulations.users.UserModels.chains`),
+    or (int8) grades the models do not know (their own path raises)."""
+    by_pattern = _click_patterns(grades.shape[1])
+    chains = None if by_pattern is None else users.chains(grades.shape[1])
+    if chains is None or grades.dtype != np.int8 or not grades.size or not chains.accepts(grades):
+        return None
+    return StepInputs(chains, np.ascontiguousarray(grades), by_pattern, np.zeros(population, dtype=np.float64))
+
+
+def run_step(step: StepInputs, batch: Batch, in_b: np.ndarray, b_rows: int, rng: np.random.Generator,
+             clicks: np.ndarray, abandoned: np.ndarray, rr: np.ndarray) -> bool:
+    """One A/B batch step by the compiled loop (:func:`simulations.kernels.ab_step`: row ``query + b_rows *
+    in_b[user]`` of ``step.grades``), its clicks, abandonment and reciprocal ranks added to the per-user sums;
+    ``False`` (nothing drawn) where a row's user type or grade is one the kernels cannot sample."""
+    counts = step.chains.counts(step.grades[:0], batch.user_type, len(batch))
+    if counts is None:
+        return False
+    from clickmodels.kernels import BLOCK
+    from simulations import kernels
+
+    chains = step.chains
+    kernels.ab_step(step.grades, batch.query, batch.user, in_b, b_rows, batch.user_type, counts,
+                    chains.uniforms(counts, rng), chains.thresholds, chains.width, chains.independent_flags,
+                    chains.use_t1, chains.use_t3, BLOCK, *step.by_pattern[1:], clicks, abandoned, rr, step.scratch)
+    return True
+
+
 @register_design("ab")
 class ABDesign(Design):
     accumulators = ("clicks", "abandoned", "rr")
@@ -223,16 +261,10 @@ class ABDesign(Design):
         if self.injection is not None:
             self.injection.apply(self.in_b, batch)
         step = self._kernel_inputs()
-        counts = None if step is None else step[0].counts(step[1][:0], batch.user_type, len(batch))
-        if counts is not None:  # everything after the uniforms' draw in one compiled loop (the same numbers, tested)
-            from clickmodels.kernels import BLOCK
-            from simulations import kernels
-
-            chains, grades, b_rows, scratch = step
-            kernels.ab_step(grades, batch.query, batch.user, self.in_b, b_rows, batch.user_type, counts,
-                            chains.uniforms(counts, self.rng), chains.thresholds, chains.width,
-                            chains.independent_flags, chains.use_t1, chains.use_t3, BLOCK, *self.by_pattern[1:],
-                            self.sums["clicks"], self.sums["abandoned"], self.sums["rr"], scratch)
+        b_rows = 0 if self.grades_ab is None else self.grades_a.shape[0]
+        # everything after the uniforms' draw in one compiled loop (the same numbers, tested)
+        if step is not None and run_step(step, batch, self.in_b, b_rows, self.rng, self.sums["clicks"],
+                                         self.sums["abandoned"], self.sums["rr"]):
             return
         q = batch.query
         if self.grades_ab is None:  # A/A: both arms show A
@@ -246,21 +278,12 @@ class ABDesign(Design):
         self._add_exact("abandoned", batch.user, abandoned)
         self._add("rr", batch.user, rr)
 
-    def _kernel_inputs(self) -> tuple[Any, ...] | None:
-        """``(chains, grades, b_rows, scratch)`` of :func:`simulations.kernels.ab_step` (built on first use), or
-        ``None`` when it does not apply: lists longer than 16 ranks, click models without grade tables
-        (:meth:`simulations.users.UserModels.chains`), or (int8) grades the models do not know (their own path
-        raises)."""
+    def _kernel_inputs(self) -> StepInputs | None:
+        """:func:`step_inputs` of both arms' stacked grades (A's alone in an A/A test), built on first use."""
         if self._kernel is None:
             grades = self.grades_a if self.grades_ab is None else self.grades_ab
-            chains = None if self.by_pattern is None else self.users.chains(grades.shape[1])
-            if chains is None or grades.dtype != np.int8 or not grades.size or not chains.accepts(grades):
-                self._kernel = (None,)
-            else:
-                b_rows = 0 if self.grades_ab is None else self.grades_a.shape[0]
-                scratch = np.zeros(self.population, dtype=np.float64)  # the reciprocal ranks' batch totals
-                self._kernel = (chains, np.ascontiguousarray(grades), b_rows, scratch)
-        return None if self._kernel[0] is None else self._kernel
+            self._kernel = (step_inputs(self.users, grades, self.population),)
+        return self._kernel[0]
 
     def checkpoint(self, day: int) -> None:
         """The estimates, then the SRM checks (``srm:`` rows) and, with a pre-period, the CUPED
