@@ -71,7 +71,7 @@ def cdf_draw(u, scale, top, lo, width, cdf, out):
     binary search (the number of entries ``<= u``) where it holds two or more, clipped to the last category.
     The CDF entry is read only where the bucket holds one: with the tables out of cache (as in a replicate, between
     the designs' steps) 45 us for 1,500 uniforms on 20,000 users' CDF against 70 us branch-free (always read) and
-    105 us for the NumPy passes (:meth:`CdfDraw.indices`); an int32 ``lo`` made no difference."""
+    105 us for the former NumPy passes; an int32 ``lo`` made no difference."""
     last = cdf.shape[0] - 1
     for i in range(u.shape[0]):
         x = u[i]

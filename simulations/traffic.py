@@ -123,8 +123,8 @@ class CdfDraw:
     ``[j/M, (j+1)/M)``; for each, ``lo[j]`` = the entries ``<= j/M`` and ``width[j]`` = the entries strictly
     inside. A uniform's bucket is ``floor(u * M)`` (``u * M`` is exact), so its index is ``lo[j]`` plus one if
     the bucket holds one entry and it is ``<= u``; uniforms in buckets with two or more entries (dense parts of
-    the CDF, little probability mass) are searched. Two table lookups per uniform: in NumPy passes (:meth:`indices`)
-    2045 fresh uniforms drawn and mapped on the 3000 queries' CDF in 35 us against 144 us with binary searches (whose
+    the CDF, little probability mass) are searched. Two table lookups per uniform: in NumPy passes (before the
+    compiled loop) 2045 fresh uniforms drawn and mapped on the 3000 queries' CDF in 35 us against 144 us with binary searches (whose
     branches a predictor cannot learn on fresh uniforms) and 101 us with the uniforms sorted first; on the 20000
     users' CDF 38 against 291 us; compiled (:func:`simulations.kernels.cdf_draw`, what :meth:`__call__` runs) 45 us
     for 1,500 uniforms with the tables out of cache against 105 us for the NumPy passes. The tables cost ``9 M``
@@ -150,26 +150,12 @@ class CdfDraw:
 
     def __call__(self, u: np.ndarray) -> np.ndarray:
         """The indices (intp) of uniforms ``u`` (1-d float64, ``>= 0``), by the compiled loop
-        :func:`simulations.kernels.cdf_draw` (the same indices as :meth:`indices`, tested)."""
+        :func:`simulations.kernels.cdf_draw` (``draw_from_cdf``'s indices, tested)."""
         from simulations import kernels
 
         out = np.empty(u.shape[0], dtype=np.intp)
         kernels.cdf_draw(u, self.scale, self.top, self.lo, self.width, self.cdf, out)
         return out
-
-    def indices(self, u: np.ndarray) -> np.ndarray:
-        """:meth:`__call__` in NumPy (whole-array passes; the reference of the compiled loop)."""
-        cdf = self.cdf
-        last = cdf.size - 1
-        j = (u * self.scale).astype(np.intp)
-        np.minimum(j, self.top, out=j)
-        idx = self.lo.take(j)
-        width = self.width.take(j)
-        idx += (width > 0) & (cdf.take(np.minimum(idx, last)) <= u)
-        dense = np.flatnonzero(width > 1)
-        if dense.size:
-            idx[dense] = np.searchsorted(cdf, u.take(dense), side="right")
-        return np.minimum(idx, last, out=idx)
 
 
 def run_traffic(

@@ -635,9 +635,7 @@ def _cuped_from_arms(arm_a: _RatioArm, arm_b: _RatioArm, alpha: float, null: flo
             parts.append((uu / sy / sy, uv / sy / sq, ua / sy, vv / sq / sq, va / sq, arm.aa))
         see, s1, s2, a, b, d = (pa_ + pb_ for pa_, pb_ in zip(*parts, strict=True))
         if not a > _ratio_noise_floor(pa, arm_a.n, pb, arm_b.n):  # no variance beyond rounding: drops out
-            for j, (ee, ef, ea, ff, fa, aa) in enumerate(parts):
-                parts[j] = (ee, 0.0, ea, 0.0, 0.0, aa)
-            s1 = a = b = 0.0
+            s1 = a = b = 0.0  # (theta1 = 0: the arms' f terms then add nothing to the adjusted variance)
         det = a * d - b * b
         if a > 0 and d > 0 and det > 1e-10 * a * d:
             theta1, theta2 = (d * s1 - b * s2) / det, (a * s2 - b * s1) / det
