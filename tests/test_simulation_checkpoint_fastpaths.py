@@ -32,6 +32,7 @@ from simulations.cuped import CUPED_PREFIX, R_PREFIX, RHO_PREFIX, cuped_rows, po
 from simulations.runner import build_replicate, replicate_seeds, world_seed
 from simulations.users import UserModels
 from simulations.world import build_world
+from tests.test_simulation_point_speed import drive_batches
 
 TYPES = [{"name": "navigational", "share": 0.6, "click_model": {"name": "cascade", "preset": "navigational"}},
          {"name": "informational", "share": 0.4, "click_model": {"name": "cascade", "preset": "informational"}}]
@@ -126,14 +127,13 @@ def _checkpoints(mapping, check, replicates=2):
     n = 0
     for seq in replicate_seeds(config.seed, replicates):
         traffic, designs = build_replicate(config, world, users, seq)
-        step = traffic.batch_hours
-        for hour in range(0, traffic.days * 24, step):
-            batch = traffic.batch(hour, step)
+
+        def day_end(day, designs=designs):
+            nonlocal n
             for d in designs:
-                d.process(batch)
-            if (hour + step) % 24 == 0:
-                for d in designs:
-                    n += check(d, (hour + step) // 24)
+                n += check(d, day)
+
+        drive_batches(traffic, designs, day_end)
     return n
 
 

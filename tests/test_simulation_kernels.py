@@ -29,6 +29,7 @@ import clickmodels
 from simulations.designs import interleaving as il
 from simulations.designs.interleaving import DrawTable, InterleavingDesign
 from simulations.users import UserModels
+from tests.test_simulation_point_speed import drive_batches
 from tests.test_simulation_point_speed import reference_sample as models_own_sample
 
 REPO = Path(__file__).resolve().parents[1]
@@ -347,13 +348,7 @@ def test_ab_step_equals_the_numpy_batch_step(depth, types, inject):
         if reference:
             for d in designs:
                 d._process = pytypes.MethodType(reference_ab_process, d)
-        for hour in range(0, traffic.days * 24, traffic.batch_hours):
-            batch = traffic.batch(hour, traffic.batch_hours)
-            for d in designs:
-                d.process(batch)
-            if (hour + traffic.batch_hours) % 24 == 0:
-                for d in designs:
-                    d.checkpoint((hour + traffic.batch_hours) // 24)
+        drive_batches(traffic, designs)
         if not reference:
             assert all((d._kernel_inputs() is None) == (depth > 16) for d in designs)
             assert all(not d._kernel_inputs().scratch.any() for d in designs if depth <= 16)  # scratch back to 0

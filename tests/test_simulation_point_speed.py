@@ -94,6 +94,22 @@ def test_draw_table_only_for_two_ranker_table_methods_and_cached():
     assert draw_table(get_interleaver("team_draft"), [big, big], labels, 20) is None
 
 
+def drive_batches(traffic, designs, on_day_end=None) -> None:
+    """A replicate's batches handed to every design in turn, then at each day's end ``on_day_end(day)`` (default:
+    every design's checkpoint): :func:`simulations.traffic.run_traffic`'s order without SimPy."""
+    step = traffic.batch_hours
+    for hour in range(0, traffic.days * 24, step):
+        batch = traffic.batch(hour, step)
+        for d in designs:
+            d.process(batch)
+        if (hour + step) % 24 == 0:
+            if on_day_end is None:
+                for d in designs:
+                    d.checkpoint((hour + step) // 24)
+            else:
+                on_day_end((hour + step) // 24)
+
+
 def reference_sample(users: UserModels, labels, user_type, rng):
     """The previous UserModels.sample: each type's model on its own rows."""
     if len(users.models) == 1:

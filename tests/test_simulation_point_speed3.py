@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from simulations.designs.interleaving import MASK_SLOTS, DrawTable, slot_bits
+from tests.test_simulation_point_speed import drive_batches
 
 
 def _keys_ref(table: DrawTable, query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -143,13 +144,7 @@ def test_ab_batch_step_equals_the_reference(depth, inject):
         if reference:
             for d in designs:
                 d._process = types.MethodType(_ab_process_ref, d)
-        for hour in range(0, traffic.days * 24, traffic.batch_hours):
-            batch = traffic.batch(hour, traffic.batch_hours)
-            for d in designs:
-                d.process(batch)
-            if (hour + traffic.batch_hours) % 24 == 0:
-                for d in designs:
-                    d.checkpoint((hour + traffic.batch_hours) // 24)
+        drive_batches(traffic, designs)
         runs.append(designs)
     for new, ref in zip(*runs, strict=True):
         assert new.sums.keys() == ref.sums.keys()

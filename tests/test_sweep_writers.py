@@ -74,6 +74,23 @@ def _no_writer_left() -> None:
     assert multiprocessing.active_children() == []
 
 
+def _resumes_to_the_reference(reference: Path, out: Path, tmp_path: Path, point: int, **kw: Any) -> Any:
+    """After a stopped sweep: no writer is left, ``point`` has its partial file and no summary; resumed (``kw``:
+    run_sweep's workers and writers), it resumes that point from its 4 finished replicates and the sweep folder
+    equals the reference file by file. Returns the resumed run's result."""
+    _no_writer_left()
+    folder = out / "points" / f"point-{point:03d}"
+    assert (folder / PARTIAL).is_file()
+    assert not (folder / "summary.json").exists()
+    log: list[str] = []
+    result = run_sweep(make_sweep(out, chunk=3), log=log.append, **kw)
+    assert any(m.startswith(f"resuming: point {point}: 4 of 4 replicates") for m in log)
+    shutil.move(str(out), str(tmp_path / "got"))
+    want = _files(reference)
+    assert [name for name, data in _files(tmp_path / "got").items() if data != want[name]] == []
+    return result
+
+
 @pytest.mark.parametrize(("workers", "writers"), [(1, 1), (2, 2)])
 def test_writers_write_the_same_files_as_the_client(reference: Path, tmp_path: Path, workers: int,
                                                     writers: int) -> None:
@@ -112,17 +129,9 @@ def test_a_writers_error_reaches_the_client_and_the_sweep_resumes(
     with pytest.raises(OnlineEvalError, match=re.escape(str(error))) as caught:
         run_sweep(make_sweep(out, chunk=3), workers=1, writers=1)
     assert type(caught.value) in (type(error), OutputError)
-    _no_writer_left()
-    assert (out / "points" / "point-001" / PARTIAL).is_file()
-    assert not (out / "points" / "point-001" / "summary.json").exists()
     monkeypatch.undo()
-    log: list[str] = []
-    result = run_sweep(make_sweep(out, chunk=3), workers=1, writers=1, log=log.append)
+    result = _resumes_to_the_reference(reference, out, tmp_path, 1, workers=1, writers=1)
     assert 1 in result.computed
-    assert any(m.startswith("resuming: point 1: 4 of 4 replicates") for m in log)
-    shutil.move(str(out), str(tmp_path / "got"))
-    want = _files(reference)
-    assert [name for name, data in _files(tmp_path / "got").items() if data != want[name]] == []
 
 
 def _die(*_args: Any) -> None:
@@ -166,17 +175,9 @@ def test_an_interrupt_ends_the_writers_and_the_point_is_written_on_resume(
     with pytest.raises(Interrupted):
         run_sweep(make_sweep(out, chunk=3), executor=_InterruptAfterPoint0(), writers=1)
     assert time.monotonic() - t0 < 30  # the writer busy with point 0 was ended, not waited for
-    _no_writer_left()
-    assert (out / "points" / "point-000" / PARTIAL).is_file()
-    assert not (out / "points" / "point-000" / "summary.json").exists()
     monkeypatch.undo()
-    log: list[str] = []
-    result = run_sweep(make_sweep(out, chunk=3), workers=2, writers=2, log=log.append)
+    result = _resumes_to_the_reference(reference, out, tmp_path, 0, workers=2, writers=2)
     assert result.computed == [0, 1, 2]
-    assert any(m.startswith("resuming: point 0: 4 of 4 replicates") for m in log)
-    shutil.move(str(out), str(tmp_path / "got"))
-    want = _files(reference)
-    assert [name for name, data in _files(tmp_path / "got").items() if data != want[name]] == []
 
 
 class _Watched(io.StringIO):
