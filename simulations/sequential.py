@@ -148,27 +148,17 @@ class BatchLooks:
         return len(self.designs)
 
     def process(self, batch: Any) -> None:
-        from simulations import stat_kernels
         from simulations.designs.ab import METRICS as AB_SUMS
         from simulations.designs.base import CheckpointRow
 
         self.look += 1
         for design in self.designs:
             metric = design.metric_names()[0]
-            if stat_kernels.COMPILED and (design.kind != "ab" or design.config.test != "welch"):
-                # the compiled kernels (simulations.stat_kernels): the NumPy path's numbers to rounding (tested)
-                if design.kind == "ab":
-                    from simulations.designs.ab import ABDesign
-
-                    n_users, values = stat_kernels.ab_diff_values(design, [ABDesign.accumulators.index(
-                        AB_SUMS[metric]) + 1], design.alpha)
-                    vals = (math.nan,) * 5 if values is None else tuple(values[0])
-                    n_impr = int(design.sums["impressions"].sum())
-                else:
-                    n_users, n_impr, estimates = design._checkpoint_values(primary=True)
-                    vals = estimates[metric]
+            compiled = design._checkpoint_values(primary=True)  # (simulations.stat_kernels; None: the NumPy path)
+            if compiled is not None:
+                n_users, n_impr, estimates = compiled
                 design.rows.append(CheckpointRow(design.name, design.aa, self.look, BATCH_PREFIX + metric, True,
-                                                 *vals, n_users, n_impr))
+                                                 *estimates[metric], n_users, n_impr))
                 continue
             users = np.flatnonzero(design.sums["impressions"] > 0)
             # the sums the estimate reads (``take``: the values of ``v[users]``); interleaving estimates do not

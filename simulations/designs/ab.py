@@ -14,6 +14,7 @@ unequal-variance t-test (each user weighs the same, whatever their activity).
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -252,6 +253,22 @@ class ABDesign(Design):
             n_pre = int(np.count_nonzero(pre_rows[0].take(users_a)) + np.count_nonzero(pre_rows[0].take(users_b)))
         return CheckpointStats(int(users_a.size), int(users_b.size), int(block[0].sum()), imp_a, imp_b, unadjusted,
                                adjusted, pooled, n_pre)
+
+    def _checkpoint_values(self, primary: bool = False
+                           ) -> tuple[int, int, dict[str, tuple[float, ...]]] | None:
+        """The per-batch look's numbers (``primary``: the primary metric's difference, ``test: delta``) by the
+        compiled kernels (:func:`simulations.stat_kernels.ab_diff_values`; the NumPy path's numbers to rounding,
+        tested), or None: the daily checkpoint (:meth:`checkpoint_stats`), ``test: welch`` and
+        :data:`simulations.stat_kernels.COMPILED` off take their own paths."""
+        from simulations import stat_kernels
+
+        if not (primary and stat_kernels.COMPILED and self.config.test != "welch"):
+            return None
+        metric = self.metric_names()[0]
+        n_users, values = stat_kernels.ab_diff_values(self, [self.accumulators.index(METRICS[metric]) + 1],
+                                                      self.alpha)
+        vals = (math.nan,) * 5 if values is None else tuple(values[0])
+        return n_users, int(self.sums["impressions"].sum()), {metric: vals}
 
     def process(self, batch: Batch) -> None:
         self._arms = self._stats = None  # the active users, the split and the sums may change
