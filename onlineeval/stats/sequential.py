@@ -504,7 +504,9 @@ def inflation_factor(boundaries: Boundaries, power: float = 0.8) -> float:
 # ----------------------------------------------------------------------------- data-level tests
 #: the tests on data (estimates and SEs with looks on the last axis) live in :mod:`onlineeval.stats.sequential_tests`;
 #: importing them from here still works (loaded on first use: that module builds on the boundaries above)
-_DATA_LEVEL = frozenset(('SequentialResult', 'confidence_sequence', 'group_sequential_test', 'msprt', 'peeking_test', 'sequential_test'))
+_DATA_LEVEL = frozenset(
+    ("SequentialResult", "confidence_sequence", "group_sequential_test", "msprt", "peeking_test", "sequential_test")
+)
 
 
 def __getattr__(name: str) -> object:

@@ -27,7 +27,14 @@ from onlineeval.stats.sequential import (
     spending_boundaries,
 )
 
-__all__ = ['SequentialResult', 'confidence_sequence', 'group_sequential_test', 'msprt', 'peeking_test', 'sequential_test']
+__all__ = [
+    "SequentialResult",
+    "confidence_sequence",
+    "group_sequential_test",
+    "msprt",
+    "peeking_test",
+    "sequential_test",
+]
 
 
 @dataclass(frozen=True)
