@@ -90,8 +90,8 @@ def breakdown(config, world, users, seqs) -> dict[str, float]:
             traffic, designs = build_replicate(config, world, users, seq)
             spent["set-up (designs, CUPED pre-period)"] += clock() - t0
             looks = batch_looks(designs)
-            names = [f"{d.name}{' (A/A)' if d.aa else ''}{' (null)' if getattr(d, 'null_labels', None) is not None else ''}"
-                     for d in designs]
+            names = [f"{d.name}{' (A/A)' if d.aa else ''}"
+                     f"{' (null)' if getattr(d, 'null_labels', None) is not None else ''}" for d in designs]
             step = traffic.batch_hours
             for hour in range(0, traffic.days * 24, step):
                 t0 = clock()
