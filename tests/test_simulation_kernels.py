@@ -29,7 +29,6 @@ import clickmodels
 from simulations.designs import interleaving as il
 from simulations.designs.interleaving import DrawTable, InterleavingDesign
 from simulations.users import UserModels
-from tests.test_simulation_point_speed import drive_batches
 from tests.test_simulation_point_speed import reference_sample as models_own_sample
 
 REPO = Path(__file__).resolve().parents[1]
@@ -331,28 +330,11 @@ def _ab_config(depth, types, inject):
 def test_ab_step_equals_the_numpy_batch_step(depth, types, inject):
     """The A/B design's compiled batch step (and its A/A variant): per-user sums, generator state and checkpoint
     rows equal the NumPy step's, bit for bit (17 ranks: the NumPy step itself, no bit patterns)."""
-    import types as pytypes
+    from tests.test_simulation_point_speed3 import ab_designs_both_ways
 
-    from simulations.runner import build_replicate, replicate_seeds, world_seed
-    from simulations.world import build_world
-
-    config = _ab_config(depth, types, inject)
-    world = build_world(config, world_seed(config.seed))
-    users = UserModels.from_config(config.users)
-    seq = replicate_seeds(config.seed, 1)[0]
-    runs = []
-    for reference in (False, True):
-        traffic, designs = build_replicate(config, world, users, seq)
-        designs = [d for d in designs if d.kind == "ab"]
-        assert len(designs) == 2
-        if reference:
-            for d in designs:
-                d._process = pytypes.MethodType(reference_ab_process, d)
-        drive_batches(traffic, designs)
-        if not reference:
-            assert all((d._kernel_inputs() is None) == (depth > 16) for d in designs)
-            assert all(not d._kernel_inputs().scratch.any() for d in designs if depth <= 16)  # scratch back to 0
-        runs.append(designs)
+    runs = ab_designs_both_ways(_ab_config(depth, types, inject), reference_ab_process)
+    assert all((d._kernel_inputs() is None) == (depth > 16) for d in runs[0])
+    assert all(not d._kernel_inputs().scratch.any() for d in runs[0] if depth <= 16)  # scratch back to 0
     for new, ref in zip(*runs, strict=True):
         for key in ref.sums:
             assert new.sums[key].tobytes() == ref.sums[key].tobytes(), key

@@ -121,18 +121,15 @@ def _ab_config(depth, inject):
     })
 
 
-@pytest.mark.parametrize(("depth", "inject"), [(10, False), (10, True), (3, False), (17, False)])
-def test_ab_batch_step_equals_the_reference(depth, inject):
-    """The A/B batch step (one gather from the stacked arms' grades, per-pattern clicks, abandonment and
-    reciprocal ranks) gives the per-user sums and checkpoint rows of the previous code, bit for bit, and
-    the same draws (A/A variant, an injected split, lists of 3 and of 17 ranks: the per-row path)."""
+def ab_designs_both_ways(config, reference_process):
+    """One replicate of ``config``'s two A/B designs (the design and its A/A variant) run batch by batch twice, with
+    their own batch step and with ``reference_process`` in its place: ``(new designs, reference designs)``."""
     import types
 
     from simulations.runner import build_replicate, replicate_seeds, world_seed
     from simulations.users import UserModels
     from simulations.world import build_world
 
-    config = _ab_config(depth, inject)
     world = build_world(config, world_seed(config.seed))
     users = UserModels.from_config(config.users)
     seq = replicate_seeds(config.seed, 1)[0]
@@ -140,12 +137,22 @@ def test_ab_batch_step_equals_the_reference(depth, inject):
     for reference in (False, True):
         traffic, designs = build_replicate(config, world, users, seq)
         designs = [d for d in designs if d.kind == "ab"]
-        assert len(designs) == 2 and all((d.by_pattern is None) == (depth > 16) for d in designs)
+        assert len(designs) == 2
         if reference:
             for d in designs:
-                d._process = types.MethodType(_ab_process_ref, d)
+                d._process = types.MethodType(reference_process, d)
         drive_batches(traffic, designs)
         runs.append(designs)
+    return runs[0], runs[1]
+
+
+@pytest.mark.parametrize(("depth", "inject"), [(10, False), (10, True), (3, False), (17, False)])
+def test_ab_batch_step_equals_the_reference(depth, inject):
+    """The A/B batch step (one gather from the stacked arms' grades, per-pattern clicks, abandonment and
+    reciprocal ranks) gives the per-user sums and checkpoint rows of the previous code, bit for bit, and
+    the same draws (A/A variant, an injected split, lists of 3 and of 17 ranks: the per-row path)."""
+    runs = ab_designs_both_ways(_ab_config(depth, inject), _ab_process_ref)
+    assert all((d.by_pattern is None) == (depth > 16) for designs in runs for d in designs)
     for new, ref in zip(*runs, strict=True):
         assert new.sums.keys() == ref.sums.keys()
         for k in new.sums:
