@@ -55,6 +55,7 @@ WRITER_MODULES: tuple[str, ...] = (
     "matplotlib.figure",
     "onlineeval.stats.multiple",
     "onlineeval.stats.sequential",
+    "onlineeval.stats.sequential_tests",
     "simulations.cuped",
     "simulations.decomposition",
     "simulations.html_report",
