@@ -191,6 +191,8 @@ def _design_run(compiled: bool, batches: int = 4):
     users = UserModels.from_config(cfg.users)
     old = CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled, FusedTerms.compiled
     CounterfactualDesign.compiled = StackedEpsilonGreedy.compiled = FusedTerms.compiled = compiled
+    # the per-batch kernels of the general path (the one-pass step is tested in test_counterfactual_step.py)
+    fused_step, CounterfactualDesign.fused_step = CounterfactualDesign.fused_step, False
     try:
         traffic, designs = build_replicate(cfg, world, users, replicate_seeds(cfg.seed, 1)[0])
         design = next(d for d in designs if isinstance(d, CounterfactualDesign) and not d.aa)
@@ -201,6 +203,7 @@ def _design_run(compiled: bool, batches: int = 4):
         return design
     finally:
         CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled, FusedTerms.compiled = old
+        CounterfactualDesign.fused_step = fused_step
 
 
 def test_design_compiled_equals_numpy_design(monkeypatch):

@@ -131,6 +131,57 @@ def fill_randtop(out, rows, keys, width, comp, query, n_eff, orders, n_queries, 
 
 
 @_jit
+def _own_row(i, q, shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, p_list,
+             p_prefix, p_item):
+    """Row ``i`` (query ``q``) of :func:`logged_propensities`'s rows that show no target's list: the logging
+    propensities of its own list by :meth:`StackedEpsilonGreedy.__call__`'s arithmetic (``recip[x] = 1.0 / x``)."""
+    k = shown.shape[1]
+    n_c = weights.shape[0]
+    size = (m + 1) * k
+    for c in range(n_c):
+        ne = n_eff[c, q]
+        ok = True
+        run_det = True
+        p_rt = 1.0
+        for j in range(k):
+            d = shown[i, j]
+            looked = rank_of[c * n_queries * m + q * m + max(d, 0)]
+            known = d >= 0 and looked >= 0
+            ok = ok and known
+            rk = looked if known else 0
+            at_base = rk == j
+            run_det = run_det and at_base
+            if j < ne:
+                f = recip[max(ne - j, 1)] if rk < ne else 0.0
+            else:
+                f = 1.0 if at_base else 0.0
+            p_rt = f if j == 0 else f * p_rt
+            okf = 1.0 if ok else 0.0
+            p_det = (1.0 if run_det else 0.0) * okf
+            x = w_det[c] * p_det + w_rt[c] * (p_rt * okf)
+            rr = looked if known else m
+            at = rr * k + j + c * size
+            y = w_det[c] * det_tab[at] + w_rt[c] * rt_tab[at]
+            if c == 0:
+                p_prefix[i, j] = weights[0] * x
+                p_item[i, j] = weights[0] * y
+            else:
+                p_prefix[i, j] = p_prefix[i, j] + weights[c] * x
+                p_item[i, j] = p_item[i, j] + weights[c] * y
+    p_list[i] = p_prefix[i, k - 1]
+
+
+def reciprocals(n_eff):
+    """``recip[x] = 1.0 / x`` for ``x = 1 .. max(n_eff)`` (``recip[0] = 1.0``): the RandTop factors of
+    :func:`_own_row`, the same bits as dividing each time."""
+    top = max(1, int(np.max(n_eff)) if n_eff.size else 1)
+    recip = np.empty(top + 1, dtype=np.float64)
+    recip[1:] = 1.0 / np.arange(1, top + 1, dtype=np.float64)
+    recip[0] = 1.0
+    return recip
+
+
+@_jit
 def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, n_eff, w_det, w_rt, det_tab,
                         rt_tab, weights, m, n_queries):
     """The logging propensities of the policy's own lists ``shown`` ``(n, k)`` of queries ``query``, the match with
@@ -150,7 +201,6 @@ def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, 
     n, k = shown.shape
     n_t = lists.shape[0]
     n_c = weights.shape[0]
-    size = (m + 1) * k
     same = np.empty((n_t, n, k), dtype=np.bool_)
     runs = np.empty((n_t, n, k), dtype=np.bool_)
     tp_list = np.empty((n_t, n), dtype=np.float64)
@@ -199,38 +249,8 @@ def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, 
     recip[0] = 1.0
     for a in range(n_rest):
         i = rest[a]
-        q = query[i]
-        for c in range(n_c):
-            ne = n_eff[c, q]
-            ok = True
-            run_det = True
-            p_rt = 1.0
-            for j in range(k):
-                d = shown[i, j]
-                looked = rank_of[c * n_queries * m + q * m + max(d, 0)]
-                known = d >= 0 and looked >= 0
-                ok = ok and known
-                rk = looked if known else 0
-                at_base = rk == j
-                run_det = run_det and at_base
-                if j < ne:
-                    f = recip[max(ne - j, 1)] if rk < ne else 0.0
-                else:
-                    f = 1.0 if at_base else 0.0
-                p_rt = f if j == 0 else f * p_rt
-                okf = 1.0 if ok else 0.0
-                p_det = (1.0 if run_det else 0.0) * okf
-                x = w_det[c] * p_det + w_rt[c] * (p_rt * okf)
-                rr = looked if known else m
-                at = rr * k + j + c * size
-                y = w_det[c] * det_tab[at] + w_rt[c] * rt_tab[at]
-                if c == 0:
-                    p_prefix[i, j] = weights[0] * x
-                    p_item[i, j] = weights[0] * y
-                else:
-                    p_prefix[i, j] = p_prefix[i, j] + weights[c] * x
-                    p_item[i, j] = p_item[i, j] + weights[c] * y
-        p_list[i] = p_prefix[i, k - 1]
+        _own_row(i, query[i], shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip,
+                 p_list, p_prefix, p_item)
     return same, runs, p_list, p_prefix, p_item, tp_list, tp_prefix, tp_item
 
 
@@ -312,3 +332,165 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
                     s = x if j == 0 else s + x
                 std[t, i] = s + 0.0
     return w, ips, clipped, pre, item, std
+
+
+#: the kinds of a term's numerator in :func:`counterfactual_step`'s ``terms`` table (a clipped IPS with cap
+#: ``caps[c]`` is ``CLIPPED + c``) and of its denominator (``UNIT``: 1 per impression, ``WEIGHT``: the list weight)
+IPS, PREFIX, ITEM, CLIPPED = 0, 1, 2, 3
+UNIT, WEIGHT = 0, 1
+
+
+@_jit
+def _row_sum(x, k, r):
+    """``x[:k].sum()`` in the order of numpy's pairwise summation of a row of ``k <= 128`` values
+    (:func:`onlineeval.estimators.derived.add_rows`): fewer than 8 left to right; else 8 accumulators (slot
+    ``c`` plus slots ``c + 8, c + 16, ...`` of the whole groups of 8) added as ``((r0+r1)+(r2+r3))+((r4+r5)+
+    (r6+r7))``, then the remaining slots one by one; then ``+ 0.0`` (numpy starts from +0.0). ``r``: 8 floats of
+    scratch."""
+    if k < 8:
+        s = x[0]
+        for j in range(1, k):
+            s += x[j]
+        return s + 0.0
+    full = k - k % 8
+    for c in range(8):
+        r[c] = x[c]
+    if full > 8:
+        for c in range(8):
+            r[c] = x[c] + x[8 + c]
+        for i in range(16, full, 8):
+            for c in range(8):
+                r[c] += x[i + c]
+    s = r[0] + r[1]
+    s += r[2] + r[3]
+    s += (r[4] + r[5]) + (r[6] + r[7])
+    for i in range(full, k):
+        s += x[i]
+    return s + 0.0
+
+
+@_jit
+def counterfactual_step(query, user, shown, clicks, r, lists, t_list, t_prefix, t_item, rank_of, n_eff, w_det, w_rt,
+                        det_tab, rt_tab, weights, m, n_queries, recip, caps, terms, obs, acc, scratch, seen, touched,
+                        query_count, p_list, p_prefix, p_item, beh):
+    """One batch of the counterfactual design's serving after the draws, in one pass over its ``n`` rows: the
+    logging propensities of the logger's own lists (:func:`logged_propensities`' numbers, into ``p_list``
+    ``(n,)``, ``p_prefix``, ``p_item`` ``(n, k)``), the IPS family's terms of the ``T`` deterministic targets
+    (:func:`fused_terms`' numbers), and every per-user sum of the design.
+
+    ``clicks`` ``(n, k)`` bool, ``r`` ``(n, k)`` the slot rewards of the design's reward (the list reward is their
+    sum, as every slot sum in numpy's order, :func:`_row_sum`; ``k <= 128``). ``terms`` ``(L, 5)`` int64, one
+    row per accumulated (estimator, target): ``(t, numerator kind, its row of acc, denominator kind, its row)``
+    (kinds :data:`IPS` ``w R``, :data:`PREFIX` and :data:`ITEM` the slot sums of RIPS and IIPS,
+    ``CLIPPED + c`` ``(w - max(w - caps[c], 0)) R``; :data:`UNIT`, :data:`WEIGHT` ``w``); ``obs`` the rows of the
+    impression counts and the logger's clicks, abandonment and reciprocal rank. ``beh`` ``(3, T, n)`` (or no
+    rows) receives adaptive IPS's behaviour terms (``independent``, ``cascade``, ``standard``), ``query_count``
+    ``(Q,)`` the impressions per query.
+
+    ``acc`` ``(V, P)``: the design's per-user sums. A batch's values are summed per user in row order from 0.0 in
+    ``scratch`` ``(P, V)`` and then added to ``acc`` once, what ``acc[row] += np.bincount(user, values)`` does:
+    the same bits as the NumPy path. ``seen`` ``(P,)`` bool is all False on entry and on return; ``touched``
+    ``(n,)`` int64 work space."""
+    n, k = shown.shape
+    n_t = lists.shape[0]
+    n_v = acc.shape[0]
+    n_terms = terms.shape[0]
+    keep_beh = beh.shape[0] > 0
+    same = np.empty((n_t, k), dtype=np.bool_)
+    runs = np.empty((n_t, k), dtype=np.bool_)
+    w = np.empty(n_t, dtype=np.float64)
+    pre = np.empty(n_t, dtype=np.float64)
+    item = np.empty(n_t, dtype=np.float64)
+    std = np.empty(n_t, dtype=np.float64)
+    bp = np.empty(k, dtype=np.float64)
+    bi = np.empty(k, dtype=np.float64)
+    bs = np.empty(k, dtype=np.float64)
+    acc8 = np.empty(8, dtype=np.float64)
+    imp_row, clicks_row, abandoned_row, rr_row = obs[0], obs[1], obs[2], obs[3]
+    n_touched = 0
+    for i in range(n):
+        q = query[i]
+        u = user[i]
+        if not seen[u]:
+            seen[u] = True
+            touched[n_touched] = u
+            n_touched += 1
+            for v in range(n_v):
+                scratch[u, v] = 0.0
+        # the match with the targets' lists; a row showing one (the first) takes its propensities from the table
+        which = -1
+        for t in range(n_t - 1, -1, -1):
+            run = True
+            for j in range(k):
+                eq = lists[t, q, j] == shown[i, j]
+                run = run and eq
+                same[t, j] = eq
+                runs[t, j] = run
+            if run:
+                which = t
+        if which >= 0:
+            row = which * n_queries + q
+            p_list[i] = t_list[row]
+            for j in range(k):
+                p_prefix[i, j] = t_prefix[row, j]
+                p_item[i, j] = t_item[row, j]
+        else:
+            _own_row(i, q, shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip,
+                     p_list, p_prefix, p_item)
+        # the list reward and the logger's own metrics
+        for j in range(k):
+            bp[j] = r[i, j]
+        big = _row_sum(bp, k, acc8)
+        n_clicks = 0
+        first = -1
+        for j in range(k):
+            if clicks[i, j]:
+                n_clicks += 1
+                if first < 0:
+                    first = j
+        scratch[u, imp_row] += 1.0
+        scratch[u, clicks_row] += np.float64(n_clicks)
+        scratch[u, abandoned_row] += 1.0 if n_clicks == 0 else 0.0
+        scratch[u, rr_row] += 1.0 / (first + 1.0) if n_clicks > 0 else 0.0
+        query_count[q] += 1
+        # the targets' weights and slot sums (on_shown: 0.0 at an empty slot)
+        for t in range(n_t):
+            wl = (1.0 if runs[t, k - 1] else 0.0) / p_list[i]
+            w[t] = wl
+            for j in range(k):
+                ok = shown[i, j] >= 0
+                rj = r[i, j]
+                vp = (1.0 if runs[t, j] else 0.0) / p_prefix[i, j]
+                vi = (1.0 if same[t, j] else 0.0) / p_item[i, j]
+                bp[j] = (vp if ok else 0.0) * rj
+                bi[j] = (vi if ok else 0.0) * rj
+                bs[j] = (wl if ok else 0.0) * rj
+            pre[t] = _row_sum(bp, k, acc8)
+            item[t] = _row_sum(bi, k, acc8)
+            std[t] = _row_sum(bs, k, acc8)
+            if keep_beh:
+                beh[0, t, i] = item[t]
+                beh[1, t, i] = pre[t]
+                beh[2, t, i] = std[t]
+        for a in range(n_terms):
+            t = terms[a, 0]
+            kind = terms[a, 1]
+            wl = w[t]
+            if kind == IPS:
+                x = wl * big
+            elif kind == PREFIX:
+                x = pre[t]
+            elif kind == ITEM:
+                x = item[t]
+            else:
+                e = wl - caps[kind - CLIPPED]
+                if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0)
+                    e = 0.0
+                x = (wl - e) * big
+            scratch[u, terms[a, 2]] += x
+            scratch[u, terms[a, 4]] += wl if terms[a, 3] == WEIGHT else 1.0
+    for a in range(n_touched):
+        u = touched[a]
+        seen[u] = False
+        for v in range(n_v):
+            acc[v, u] += scratch[u, v]

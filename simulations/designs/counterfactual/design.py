@@ -207,10 +207,22 @@ class CounterfactualDesign(Design):
         self._unit_rows: list[int] = []  # denominator rows of all-ones terms (decided at the first batch)
         self._decided: set[str] = set()
 
+    #: whether a batch is served by :class:`~simulations.designs.counterfactual.step.CompiledStep` where it applies
+    #: (one compiled pass after the draws, the same numbers); False always runs the general path (the reference)
+    fused_step: bool = True
+    _step: Any = False  # the design's CompiledStep, None where it does not apply (False: not decided yet)
+
     def process(self, batch: Batch) -> None:
         """:meth:`Design.process` with the batch's impression counts kept for the
-        denominators of all-ones terms."""
+        denominators of all-ones terms (or :class:`~simulations.designs.counterfactual.step.CompiledStep`)."""
         if len(batch) == 0:
+            return
+        if self._step is False:
+            from simulations.designs.counterfactual.step import CompiledStep
+
+            self._step = CompiledStep.build(self) if self.fused_step else None
+        if self._step is not None:
+            self._step.run(self, batch)
             return
         counts = np.bincount(batch.user, minlength=self.population)
         self.sums["impressions"] += counts

@@ -1,0 +1,137 @@
+r"""The counterfactual design's batch step in one compiled pass (when the design has the common form).
+
+:meth:`CounterfactualDesign._process` serves a batch in some forty calls: the logger's draw and the clicks,
+the logging propensities and the targets' indicators (:func:`simulations.policies.kernels.logged_propensities`),
+a :class:`~onlineeval.estimators.LoggedData` of the batch, the IPS family's terms of both targets
+(:class:`~simulations.designs.counterfactual.fused.FusedTerms`), then one ``np.bincount`` per per-user sum (the
+impressions, the logger's three metrics, each accumulated estimator's numerator and denominator per target) and
+the impressions per query. Each call is cheap; together, with the ``(T, n, k)`` indicator arrays they pass along,
+they cost about three times the draws and clicks themselves.
+
+:class:`CompiledStep` keeps the draws and the clicks as they are (the same calls on the design's generator, so the
+same stream) and does the rest in one pass over the batch's rows
+(:func:`simulations.policies.kernels.counterfactual_step`): for each row the match with the targets' lists, its
+logging propensities, its slot and list rewards' weighted sums for each target, and its additions to the per-user
+sums. Every number is the NumPy path's bit for bit (the same IEEE operations in the same order; a batch's values
+are summed per user from 0.0 in row order and then added to the design's sums, as ``np.bincount`` and ``+=`` do),
+tested on whole replicates against the path it replaces (``tests/test_counterfactual_step.py``).
+
+It applies when the logger is a mixture of epsilon-greedy policies that fill the slots
+(:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy`, as in ``configs/counterfactual.yaml``), the
+targets' lists have the logger's slots (at most 16), and every estimator is one the fused terms compute (``ips``,
+``snips``, ``clipped_ips``, ``rips``, ``iips``, and ``adaptive_ips``, whose behaviours' terms are kept per row for
+its whole-log choice); otherwise (or with :attr:`CounterfactualDesign.fused_step` False) the design takes its
+general path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simulations.traffic import Batch
+
+__all__ = ["CompiledStep"]
+
+_NO_BEHAVIOURS = np.empty((0, 0, 0), dtype=np.float64)
+
+
+class CompiledStep:
+    """The tables of :func:`~simulations.policies.kernels.counterfactual_step` for one design (see the module
+    docstring); :meth:`build` gives ``None`` where it does not apply."""
+
+    def __init__(self, design: Any, stacked: Any) -> None:
+        from simulations.policies import kernels
+
+        fused = design._fused
+        self.k = design.policy.k
+        t = design._known_table
+        self.lists = np.ascontiguousarray(design._known_lists, dtype=np.int64)
+        self.t_list, self.t_prefix, self.t_item = (np.ascontiguousarray(x, dtype=np.float64)
+                                                   for x in (t.list, t.prefix, t.item))
+        self.stacked = stacked
+        self.rank_of = np.ascontiguousarray(stacked.rank_of, dtype=np.int64)
+        self.n_eff = np.ascontiguousarray(stacked.n_eff, dtype=np.int64)
+        self.recip = kernels.reciprocals(self.n_eff)
+        caps: list[float] = []
+        rows = design._rows
+        terms = []
+        for label, (kind, est) in fused.fused.items():
+            if kind == "clipped_ips":
+                num_kind = kernels.CLIPPED + len(caps)
+                caps.append(float(est.cap))
+            else:
+                num_kind = {"ips": kernels.IPS, "snips": kernels.IPS, "rips": kernels.PREFIX,
+                            "iips": kernels.ITEM}[kind]
+            den_kind = kernels.WEIGHT if kind == "snips" else kernels.UNIT
+            for i, target in enumerate(design.target_names):
+                terms.append((i, num_kind, rows[f"num:{label}:{target}"], den_kind, rows[f"den:{label}:{target}"]))
+        self.terms = np.array(terms, dtype=np.int64).reshape(-1, 5)
+        self.caps = np.array(caps, dtype=np.float64)
+        self.obs = np.array([rows[key] for key in ("impressions", "obs:clicks", "obs:abandoned", "obs:rr")],
+                            dtype=np.int64)
+        self.behaviour_labels = list(fused.behaviour_labels)
+        self.scratch = np.zeros((design.population, design._acc.shape[0]), dtype=np.float64)
+        self.seen = np.zeros(design.population, dtype=np.bool_)
+
+    @classmethod
+    def build(cls, design: Any) -> CompiledStep | None:
+        """The step of ``design`` (a :class:`~simulations.designs.counterfactual.CounterfactualDesign` that has
+        served no batch), or ``None`` when the design does not have the form the kernel computes."""
+        from simulations.policies.epsilon_greedy import COMPILED_MAX_K
+
+        if design.aa or not design.compiled or design._known is None or design._fused is None:
+            return None
+        policy = design.policy
+        if policy.k > COMPILED_MAX_K or not getattr(design._fused, "compiled", False):
+            return None
+        stacked = getattr(policy, "_stacked", None)
+        kernel = stacked() if callable(stacked) else None
+        if kernel is None:
+            return None
+        fused = design._fused
+        for label, _ in design.estimators:
+            if design.whole_log[label]:
+                if label not in fused.behaviour_labels:
+                    return None
+            elif label not in fused.fused:
+                return None
+        if set(design._row_stats) != {(label, t) for label in fused.behaviour_labels for t in design.target_names}:
+            return None
+        return cls(design, kernel)
+
+    def run(self, design: Any, batch: Batch) -> None:
+        """Serve and account one non-empty batch (what :meth:`CounterfactualDesign.process` does)."""
+        from simulations.policies import kernels
+
+        query = batch.query
+        if query.dtype != np.int64:
+            query = query.astype(np.int64)
+        shown = np.asarray(design.policy.sample(query, design.rng), dtype=np.int64)
+        clicks = design._clicks(batch, shown)
+        r = np.ascontiguousarray(design.reward.slot_rewards(clicks), dtype=np.float64)
+        n, k = shown.shape
+        n_t = self.lists.shape[0]
+        p_list = np.empty(n)
+        p_prefix = np.empty((n, k))
+        p_item = np.empty((n, k))
+        beh = np.empty((3, n_t, n)) if self.behaviour_labels else _NO_BEHAVIOURS
+        s = self.stacked
+        kernels.counterfactual_step(
+            query, batch.user, shown, clicks, r, self.lists, self.t_list, self.t_prefix, self.t_item, self.rank_of,
+            self.n_eff, s._w_det, s._w_rt, s.det_tab, s.rt_tab, s._weights, s.m, s.Q, self.recip, self.caps,
+            self.terms, self.obs, design._acc, self.scratch, self.seen, np.empty(n, dtype=np.int64),
+            design._query_count, p_list, p_prefix, p_item, beh)
+        for own in (shown, clicks, p_list, p_prefix, p_item):
+            own.setflags(write=False)  # the log keeps them without a copy
+        design._log.append({
+            "query": batch.query, "shown": shown, "clicks": clicks, "user": batch.user, "user_type": batch.user_type,
+            "p_list": p_list, "p_prefix": p_prefix, "p_item": p_item,
+        })
+        if self.behaviour_labels:
+            design._row_meta.append({"user": batch.user, "user_type": batch.user_type})
+            for label in self.behaviour_labels:
+                for i, t in enumerate(design.target_names):
+                    design._row_stats[(label, t)].append(
+                        {"independent": beh[0, i], "cascade": beh[1, i], "standard": beh[2, i]})

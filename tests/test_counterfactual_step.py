@@ -1,0 +1,165 @@
+"""The counterfactual design's one-pass batch step (:mod:`simulations.designs.counterfactual.step`) gives the
+general path's numbers bit for bit: per-user sums, impressions per query, the log with its propensities, adaptive
+IPS's per-row behaviour terms, every checkpoint row and the generator's state, on whole replicates of several
+designs (estimator sets, metrics, list lengths, loggers). The general path is the reference (itself tested against
+the estimators' own terms and the policies' own propensities in test_counterfactual_fastpaths.py and
+test_policy_kernels.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+ALL = ["snips", "ips", "rips", "iips", "adaptive_ips", {"name": "clipped_ips", "cap": 5}]
+TWO = [{"policy": "epsilon_greedy", "epsilon": 0.3, "n": 8, "weight": 0.7},
+       {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 8, "scores": "B", "weight": 0.3}]
+THREE = [{"policy": "epsilon_greedy", "epsilon": 0.5, "n": 6, "weight": 0.5},
+         {"policy": "epsilon_greedy", "epsilon": 0.1, "n": 10, "scores": "B", "weight": 0.3},
+         {"policy": "epsilon_greedy", "epsilon": 0.9, "n": 4, "weight": 0.2}]
+
+
+def _config(estimators: list, metric: str = "clicks_per_query", depth: int = 4, components: list = TWO,
+            bootstrap: int = 0, candidates: int = 10, logger: dict | None = None, aa: bool = False) -> object:
+    from simulations.config import config_from_mapping
+
+    return config_from_mapping({
+        "seed": 11, "replicates": 1, "workers": 1,
+        "collection": {"n_queries": 120, "candidates": candidates},
+        "rankers": {"depth": depth, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.5}},
+        "offline_metric": f"nDCG@{depth}",
+        "users": {"population": 400, "activity": {"sigma": 0.5}, "types": [
+            {"name": "pbm", "share": 0.5, "click_model": {"name": "pbm", "preset": "ai2018"}},
+            {"name": "cascade", "share": 0.5, "click_model": {"name": "cascade", "preset": "navigational"}}]},
+        "traffic": {"days": 3, "queries_per_day": 1500, "batch_hours": 12},
+        "designs": [{"name": "cf", "type": "counterfactual", "metric": metric, "bootstrap": bootstrap,
+                     "logger": logger or {"policy": "mixture", "components": components},
+                     "estimators": estimators}],
+        "analysis": {"aa": aa, "truth_impressions": 1000},
+    })
+
+
+def _run(cfg: object, fused_step: bool):
+    from simulations.designs.counterfactual import CounterfactualDesign
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    world = build_world(cfg, world_seed(cfg.seed))
+    old = CounterfactualDesign.fused_step
+    CounterfactualDesign.fused_step = fused_step
+    try:
+        traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users),
+                                           replicate_seeds(cfg.seed, 1)[0])
+        (design,) = designs
+        design.last_day = traffic.days
+        step = traffic.batch_hours
+        for hour in range(0, traffic.days * 24, step):
+            design.process(traffic.batch(hour, step))
+            if (hour + step) % 24 == 0:
+                design.checkpoint((hour + step) // 24)
+        return design
+    finally:
+        CounterfactualDesign.fused_step = old
+
+
+def _assert_same(new, ref) -> None:
+    assert new._acc.tobytes() == ref._acc.tobytes()  # bit for bit (signs of zeros included)
+    assert np.array_equal(new._query_count, ref._query_count)
+    a, b = new.log(), ref.log()
+    for f in ("query", "shown", "clicks", "p_list", "p_prefix", "p_item", "user", "user_type"):
+        x, y = np.asarray(getattr(a, f)), np.asarray(getattr(b, f))
+        assert x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), f
+        if x.dtype.kind == "f":
+            assert x.tobytes() == y.tobytes(), f
+    assert new._row_stats.keys() == ref._row_stats.keys()
+    for key in ref._row_stats:
+        assert len(new._row_stats[key]) == len(ref._row_stats[key])
+        for x, y in zip(new._row_stats[key], ref._row_stats[key], strict=True):
+            assert x.keys() == y.keys() and all(x[k].tobytes() == y[k].tobytes() for k in x), key
+    for x, y in zip(new._row_meta, ref._row_meta, strict=True):
+        assert all(np.array_equal(x[k], y[k]) for k in ("user", "user_type"))
+    assert len(new.rows) == len(ref.rows) > 0
+    for x, y in zip(new.rows, ref.rows, strict=True):
+        assert repr(x) == repr(y)
+    assert new.rng.bit_generator.state == ref.rng.bit_generator.state
+
+
+@pytest.mark.parametrize(("estimators", "metric", "depth", "components"), [
+    (ALL, "clicks_per_query", 4, TWO),
+    (ALL, "reciprocal_rank", 4, TWO),
+    (ALL, "abandonment", 4, TWO),
+    (["ips"], "clicks_per_query", 1, TWO),
+    (["snips", {"name": "clipped_ips", "cap": 2}, {"name": "clipped_ips", "cap": 20}, "rips"], "clicks_per_query",
+     9, THREE),
+    (["adaptive_ips", "iips"], "reciprocal_rank", 6, THREE),
+])
+def test_step_equals_the_general_path(estimators, metric, depth, components):
+    from simulations.designs.counterfactual.step import CompiledStep
+
+    cfg = _config(estimators, metric, depth, components)
+    new, ref = _run(cfg, True), _run(cfg, False)
+    assert isinstance(new._step, CompiledStep) and ref._step is None
+    _assert_same(new, ref)
+
+
+def test_step_equals_the_general_path_with_the_bootstrap():
+    cfg = _config(ALL, bootstrap=200)
+    _assert_same(_run(cfg, True), _run(cfg, False))
+
+
+@pytest.mark.parametrize("change", ["plackett_luce", "dm", "pbm_ips", "aa", "compiled_off"])
+def test_step_is_not_used_where_it_does_not_apply(change):
+    """A logger other than a mixture of epsilon-greedy policies, an estimator the step does not compute, the A/A
+    design, the compiled paths switched off: the general path serves (and the numbers are its own)."""
+    from simulations.designs.counterfactual import CounterfactualDesign
+    from simulations.designs.counterfactual.step import CompiledStep
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    estimators = {"dm": ["ips", "dm"], "pbm_ips": ["ips", "pbm_ips"]}.get(change, ["ips"])
+    logger = {"policy": "plackett_luce", "ranker": "A", "temperature": 1.0} if change == "plackett_luce" else None
+    cfg = _config(estimators, logger=logger, aa=change == "aa")
+    world = build_world(cfg, world_seed(cfg.seed))
+    old = CounterfactualDesign.compiled
+    CounterfactualDesign.compiled = change != "compiled_off"
+    try:
+        traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users),
+                                           replicate_seeds(cfg.seed, 1)[0])
+        design = designs[-1] if change == "aa" else designs[0]
+        assert design.aa == (change == "aa")
+        design.process(traffic.batch(0, 12))
+    finally:
+        CounterfactualDesign.compiled = old
+    assert design._step is None
+    if change != "aa":  # the general path ran: its per-batch state is there
+        assert design._decided
+    if change != "compiled_off":  # (switched on again now)
+        assert CompiledStep.build(design) is None
+
+
+def test_step_as_plain_python_gives_the_same_numbers():
+    """``NUMBA_DISABLE_JIT=1`` runs the kernel as plain Python: the same bits as the compiled run."""
+    code = f"""
+import hashlib, json, sys
+sys.path.insert(0, {str(REPO / 'tests')!r})
+from test_counterfactual_step import ALL, _config, _run
+d = _run(_config(ALL), True)
+log = d.log()
+print(json.dumps([hashlib.sha256(x.tobytes()).hexdigest() for x in (d._acc, log.p_prefix, log.p_item, log.clicks)]))
+"""
+    outs = []
+    for disable in ("1", "0"):
+        env = {**os.environ, "NUMBA_DISABLE_JIT": disable}
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO,
+                             check=True)
+        outs.append(json.loads(run.stdout))
+    assert outs[0] == outs[1]
