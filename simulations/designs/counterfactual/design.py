@@ -415,6 +415,10 @@ class CounterfactualDesign(Design):
         if self.aa:
             super().checkpoint(day)
             return
+        from simulations import stat_kernels
+
+        if stat_kernels.COMPILED and self._compiled_checkpoint(day, stat_kernels):
+            return
         impressions = self.sums["impressions"]
         active = impressions > 0
         users = np.flatnonzero(active)
@@ -428,6 +432,120 @@ class CounterfactualDesign(Design):
         for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
             self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users,
                                            n_impr))
+
+    def _compiled_checkpoint(self, day: int, sk: Any) -> bool:
+        """:meth:`checkpoint` by the compiled kernels (:func:`simulations.stat_kernels.cf_checkpoint`: the active
+        users, the logger's metrics and the accumulated estimators' paired differences in passes over the rows of
+        the sums matrix, without gathering it; adaptive IPS's whole-log choice by :meth:`_compiled_row_stat_sums`):
+        the NumPy path's numbers to rounding (1e-12 relative, tested) and the same rows. Rows whose inputs the
+        kernel does not take (a non-finite sum, a negative denominator, a denominator summing to 0) are computed
+        by the NumPy path's :func:`paired_difference`, as there. False (nothing recorded) when the sums matrix is
+        not the float64 C-contiguous matrix the kernel reads."""
+        acc = self._acc
+        if acc.dtype != np.float64 or not acc.flags.c_contiguous or any(v.base is not acc for v in self.sums.values()):
+            return False
+        alpha, e, lo = self.alpha, len(self._acc_labels), self._block
+        scratch = sk.scratch_of(self)
+        out = np.empty((3 + e, 3))
+        n, n_impr = sk.cf_checkpoint(acc, lo, e, scratch.idx[0], scratch.rows(0), out)
+        n_users, n_impressions = int(n), int(n_impr)
+        if n_users < 2:  # the NumPy path's _has_data: every metric undefined
+            values = [(math.nan,) * 5] * len(self.metric_names())
+        else:
+            users = scratch.idx[0, :n_users].copy()  # the scratch is reused by the kernels below
+            values = [_values(v) for v in self._compiled_estimates(day, users, out, sk)]
+        name, aa = self.name, self.aa
+        for i, (metric, (est, se, lo_, hi, p)) in enumerate(zip(self.metric_names(), values, strict=True)):
+            self.rows.append(CheckpointRow(name, aa, day, metric, i == 0, est, se, lo_, hi, p, n_users, n_impressions))
+        return True
+
+    def _compiled_estimates(self, day: int, users: np.ndarray, out: np.ndarray, sk: Any) -> list[Any]:
+        """:meth:`_estimates` (in :meth:`metric_names`' order) from :func:`cf_checkpoint`'s ``out`` over the
+        active ``users`` (at least two)."""
+        alpha, e, lo, acc = self.alpha, len(self._acc_labels), self._block, self._acc
+        last = self.config.bootstrap and day == self.last_day
+        rows = {label: (lo + i, lo + 2 * e + i, lo + e + i, lo + 3 * e + i) for i, label in enumerate(self._acc_labels)}
+        values: list[Any] = []
+        whole = None
+        impressions = None
+        for label, est in self.estimators:
+            x: Any = None
+            if self.whole_log[label]:
+                if not self._due(day):
+                    values.append(PairedEstimate(math.nan, math.nan, alpha))
+                    continue
+                if impressions is None:
+                    impressions = acc[0].take(users)
+                if (label, self.target_names[0]) in self._row_stats:
+                    value = self._compiled_row_stat_sums(label, est, users, sk)
+                    if value is None:
+                        x = self._row_stat_sums(label, est, users, impressions)
+                        value = paired_difference(x[0], x[1], x[2], x[3], alpha)
+                else:
+                    whole = self.log() if whole is None else whole
+                    x = self._whole_log_sums(est, whole, users)
+                    value = paired_difference(x[0], x[1], x[2], x[3], alpha)
+            else:
+                o = out[3 + self._acc_labels.index(label)]
+                if o[sk.CF_OK] == 1.0:
+                    value = PairedEstimate(o[sk.CF_EST], o[sk.CF_SE], alpha)
+                else:  # what paired_differences gives such a row
+                    x = [acc[r].take(users) for r in rows[label]]
+                    value = paired_difference(x[0], x[1], x[2], x[3], alpha)
+            if last and math.isfinite(value.estimate):
+                if x is None:
+                    x = ([acc[r].take(users) for r in rows[label]] if label in rows else
+                         self._row_stat_sums(label, est, users, impressions))
+                value = self._bootstrap(value, x)
+            values.append(value)
+        for m in range(3):  # the logger's three metrics (ratio_means: a variance of NaN gives an SE of NaN)
+            values.append(PairedEstimate(out[m, sk.CF_EST], math.sqrt(out[m, sk.CF_SE]) if out[m, sk.CF_OK] else
+                                         math.nan, alpha))
+        violations = self.violations
+        values += [_Count(violations[key]) for key in self.support_rows]
+        return values
+
+    def _compiled_row_stat_sums(self, label: str, est: Any, users: np.ndarray, sk: Any) -> PairedEstimate | None:
+        """The paired difference of :meth:`_row_stat_sums` by the compiled kernels: adaptive IPS's data-driven
+        choice per user type (:func:`simulations.stat_kernels.aips_group_stats`, then :func:`_choose_behaviours`:
+        :meth:`~onlineeval.estimators.AdaptiveIPS.choose`'s scores and order), the chosen terms' per-user sums
+        (:func:`~simulations.stat_kernels.aips_user_sums`: ``np.bincount``'s bits) and their paired difference
+        (:func:`~simulations.stat_kernels.cf_paired`). None (the caller takes the NumPy path) for fixed behaviours,
+        user types that are not small non-negative integers, non-finite terms, or a row the kernel does not take."""
+        from onlineeval.estimators.adaptive_ips import BEHAVIOURS
+
+        if getattr(est, "behaviours", "") is not None or not hasattr(est, "choose"):
+            return None
+        meta = _one_chunk(self._row_meta)
+        types, user = meta["user_type"], meta["user"]
+        if types.size == 0 or types.dtype.kind not in "iu" or int(types.min()) < 0 or int(types.max()) >= 1 << 16:
+            return None
+        if user.dtype.kind not in "iu" or user.shape != types.shape or not 0 <= int(user.min()) <= int(user.max()) \
+                < self.population:  # (np.bincount would raise or grow: its errors)
+            return None
+        ref = BEHAVIOURS.index(est.reference)
+        n_types = int(types.max()) + 1
+        order = np.empty(types.size, dtype=np.intp)
+        sums = []
+        for t in self.target_names:
+            stats = _one_chunk(self._row_stats[(label, t)])
+            terms = [np.ascontiguousarray(stats[b], dtype=np.float64) for b in BEHAVIOURS]
+            if any(v.ndim != 1 or v.size != types.size for v in terms):
+                return None
+            group = np.empty((n_types, 3, 4))
+            counts, finite = sk.aips_group_stats(types, *terms, ref, order, group)
+            if not finite:
+                return None
+            table = _choose_behaviours(group, counts, ref)
+            per_user = np.zeros(self.population)
+            sk.aips_user_sums(types, table, *terms, user, per_user)
+            sums.append(per_user)
+        o = np.empty(3)
+        imp = self._acc[0]
+        sk.cf_paired(sums[0], imp, sums[1], imp, users, sk.scratch_of(self).rows(0), o)
+        if o[sk.CF_OK] != 1.0:
+            return None
+        return PairedEstimate(o[sk.CF_EST], o[sk.CF_SE], self.alpha)
 
     def _due(self, day: int) -> bool:
         every = self.config.refit_days
@@ -520,6 +638,31 @@ class CounterfactualDesign(Design):
         if stats.size:
             est.ci_low, est.ci_high = (float(v) for v in np.quantile(stats, [self.alpha / 2, 1 - self.alpha / 2]))
         return est
+
+
+def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.ndarray:
+    """Per user type the index of the behaviour of least estimated MSE (ties: the finer one), from
+    :func:`simulations.stat_kernels.aips_group_stats`' per-type statistics: the expressions of
+    :meth:`onlineeval.estimators.AdaptiveIPS.choose` (``var(ddof=1)`` the centred sum of squares over ``n_u - 1``),
+    on finite terms. Types without rows get 0 (never looked up)."""
+    n = int(counts.sum())
+    table = np.zeros(counts.size, dtype=np.int64)
+    for t, n_u in enumerate(counts.tolist()):
+        if n_u == 0:
+            continue
+        share = n_u / n
+        scores = []
+        for b in range(3):
+            mean_x, ss_x, mean_d, ss_d = group[t, b].tolist()
+            var_x = ss_x / (n_u - 1) / n_u if n_u > 1 else math.inf
+            if b == ref:
+                scores.append(share * share * (0.0 + var_x))
+                continue
+            var_d = ss_d / (n_u - 1) / n_u if n_u > 1 else math.inf
+            bias2 = max(0.0, mean_d ** 2 - var_d) if math.isfinite(var_d) else 0.0
+            scores.append(share * share * (bias2 + var_x))
+        table[t] = min(range(3), key=lambda b: (scores[b], b))
+    return table
 
 
 class _Count:
