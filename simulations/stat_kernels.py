@@ -641,99 +641,147 @@ def cf_paired(num_a, den_a, num_b, den_b, users, work, out):
 
 
 @_jit
-def _group_sum(x, ref, diff, rows, n):
-    """The sum of ``x[rows[:n]]`` (``diff``: of ``x - ref`` at those rows), summed as above."""
-    s = c = 0.0
-    j = 0
-    while j + 16 <= n:
-        l0 = l1 = 0.0
-        for t in range(j, j + 16, 2):
-            a0 = rows[t]
-            a1 = rows[t + 1]
-            x0 = x[a0] - ref[a0] if diff else x[a0]
-            x1 = x[a1] - ref[a1] if diff else x[a1]
-            l0 += x0
-            l1 += x1
-        s, c = _neumaier(s, c, l0 + l1)
-        j += 16
-    l0 = 0.0
-    for t in range(j, n):
-        a0 = rows[t]
-        l0 += x[a0] - ref[a0] if diff else x[a0]
-    s, c = _neumaier(s, c, l0)
-    return s + c
+def _group_terms(xa, xb, xr, r, m0, m1, m2, m3, m4, centred):
+    """Row ``r``'s five quantities of :func:`_group_sums`."""
+    a = xa[r]
+    b = xb[r]
+    z = xr[r]
+    da = a - z
+    db = b - z
+    if centred:
+        a = (a - m0) * (a - m0)
+        b = (b - m1) * (b - m1)
+        z = (z - m2) * (z - m2)
+        da = (da - m3) * (da - m3)
+        db = (db - m4) * (db - m4)
+    return a, b, z, da, db
 
 
 @_jit
-def _group_ss(x, ref, diff, rows, mean, n):
-    """The sum of squares of ``x[rows[:n]] - mean`` (``diff``: of ``(x - ref) - mean``), summed as above."""
-    s = c = 0.0
+def _group_sums(xa, xb, xr, rows, n, m0, m1, m2, m3, m4, centred):
+    """Over the rows ``rows[:n]`` of the two behaviours' terms ``xa``, ``xb`` and the reference's ``xr``: the sums
+    of ``xa``, ``xb``, ``xr``, ``xa - xr``, ``xb - xr``, or (``centred``) the sums of squares of their values less
+    ``m0`` ... ``m4`` (their means). Summed as above (blocks of 16 rows in two lanes per quantity, the last block
+    of fewer in one, the block totals in Neumaier sums); the five quantities in one pass (ten independent
+    chains)."""
+    s0 = c0 = s1 = c1 = s2 = c2 = s3 = c3 = s4 = c4 = 0.0
     j = 0
     while j + 16 <= n:
-        l0 = l1 = 0.0
+        p0 = p1 = p2 = p3 = p4 = 0.0
+        q0 = q1 = q2 = q3 = q4 = 0.0
         for t in range(j, j + 16, 2):
-            a0 = rows[t]
-            a1 = rows[t + 1]
-            x0 = (x[a0] - ref[a0] if diff else x[a0]) - mean
-            x1 = (x[a1] - ref[a1] if diff else x[a1]) - mean
-            l0 += x0 * x0
-            l1 += x1 * x1
-        s, c = _neumaier(s, c, l0 + l1)
+            a, b, z, da, db = _group_terms(xa, xb, xr, rows[t], m0, m1, m2, m3, m4, centred)
+            p0 += a
+            p1 += b
+            p2 += z
+            p3 += da
+            p4 += db
+            a, b, z, da, db = _group_terms(xa, xb, xr, rows[t + 1], m0, m1, m2, m3, m4, centred)
+            q0 += a
+            q1 += b
+            q2 += z
+            q3 += da
+            q4 += db
+        s0, c0 = _neumaier(s0, c0, p0 + q0)
+        s1, c1 = _neumaier(s1, c1, p1 + q1)
+        s2, c2 = _neumaier(s2, c2, p2 + q2)
+        s3, c3 = _neumaier(s3, c3, p3 + q3)
+        s4, c4 = _neumaier(s4, c4, p4 + q4)
         j += 16
-    l0 = 0.0
+    p0 = p1 = p2 = p3 = p4 = 0.0
     for t in range(j, n):
-        a0 = rows[t]
-        x0 = (x[a0] - ref[a0] if diff else x[a0]) - mean
-        l0 += x0 * x0
-    s, c = _neumaier(s, c, l0)
-    return s + c
+        a, b, z, da, db = _group_terms(xa, xb, xr, rows[t], m0, m1, m2, m3, m4, centred)
+        p0 += a
+        p1 += b
+        p2 += z
+        p3 += da
+        p4 += db
+    s0, c0 = _neumaier(s0, c0, p0)
+    s1, c1 = _neumaier(s1, c1, p1)
+    s2, c2 = _neumaier(s2, c2, p2)
+    s3, c3 = _neumaier(s3, c3, p3)
+    s4, c4 = _neumaier(s4, c4, p4)
+    return s0 + c0, s1 + c1, s2 + c2, s3 + c3, s4 + c4
 
 
 @_jit
-def aips_group_stats(types, ind, cas, std, reference, order, out):
-    """Per user type the statistics of adaptive IPS's choice (:meth:`onlineeval.estimators.AdaptiveIPS.choose`).
-
-    ``types`` (N,) the rows' user types (integers in ``[0, out.shape[0])``), ``ind``, ``cas``, ``std`` (N,) the
-    behaviours' per-row terms (independent, cascade, standard), ``reference`` the index of the reference behaviour
-    (1 or 2), ``order`` (N,) intp scratch (the rows grouped by type, ascending within a type, on return). ``out``
-    (T, 3, 4) float64: per type and behaviour ``b`` the mean of ``x`` (its terms) over the type's rows, the sum of
-    squares of its centred values, the mean of ``d = x - x_reference`` and the sum of squares of its centred
-    values (two passes each, as ``np.var``); NaN for the reference's ``d`` and for types without rows. Returns
-    ``(counts (T,), finite)``: ``finite`` False when a sum is not finite (the caller then takes the NumPy path)."""
-    nt = out.shape[0]
+def group_rows(types, order, starts):
+    """The rows grouped by type: ``order[starts[t]:starts[t + 1]]`` type ``t``'s rows, ascending. ``types`` (N,)
+    integers in ``[0, T)``, ``order`` (N,) intp, ``starts`` (T + 1,) int64, both set here. With T <= 16 one
+    branch-free pass over the rows per type present (faster than a counting sort, whose pointer updates chain
+    through memory); else a stable counting sort. Returns the counts (T,)."""
+    nt = starts.shape[0] - 1
     counts = np.zeros(nt, dtype=np.int64)
-    for i in range(types.shape[0]):
-        counts[types[i]] += 1
-    starts = np.zeros(nt + 1, dtype=np.int64)
+    if nt <= 16:
+        for t in range(nt):  # branch-free passes (an increment of counts[types[i]] chains through memory)
+            k = 0
+            for i in range(types.shape[0]):
+                k += types[i] == t
+            counts[t] = k
+    else:
+        for i in range(types.shape[0]):
+            counts[types[i]] += 1
+    starts[0] = 0
     for t in range(nt):
         starts[t + 1] = starts[t] + counts[t]
-    fill = starts[:nt].copy()
-    for i in range(types.shape[0]):  # a stable counting sort
-        t = types[i]
-        order[fill[t]] = i
-        fill[t] += 1
-    ref = cas if reference == 1 else std
+    if nt <= 16:
+        for t in range(nt):
+            if counts[t] == 0:
+                continue
+            k = starts[t]
+            end = starts[t + 1]
+            for i in range(types.shape[0]):
+                if k == end:  # (the write below is one past the type's rows until then: not past the end)
+                    break
+                order[k] = i
+                k += types[i] == t
+    else:
+        fill = starts[:nt].copy()
+        for i in range(types.shape[0]):
+            t = types[i]
+            order[fill[t]] = i
+            fill[t] += 1
+    return counts
+
+
+@_jit
+def aips_group_stats(order, starts, ind, cas, std, reference, out):
+    """Per user type the statistics of adaptive IPS's choice (:meth:`onlineeval.estimators.AdaptiveIPS.choose`).
+
+    ``order``, ``starts``: the rows grouped by type (:func:`group_rows`); ``ind``, ``cas``, ``std`` (N,) the
+    behaviours' per-row terms (independent, cascade, standard); ``reference`` the index of the reference behaviour
+    (1 or 2). ``out`` (T, 3, 4) float64: per type and behaviour ``b`` the mean of ``x`` (its terms) over the
+    type's rows, the sum of squares of its centred values, the mean of ``d = x - x_reference`` and the sum of
+    squares of its centred values (two passes, as ``np.var``); NaN for the reference's ``d`` and for types without
+    rows. Returns False when a sum is not finite (the caller then takes the NumPy path)."""
+    ba = 0
+    bb = 2 if reference == 1 else 1  # the other two behaviours, finer first
+    xa = ind
+    xb = std if reference == 1 else cas
+    xr = cas if reference == 1 else std
     finite = True
     out[:] = np.nan
-    for t in range(nt):
-        n = counts[t]
+    for t in range(out.shape[0]):
+        n = starts[t + 1] - starts[t]
         if n == 0:
             continue
         rows = order[starts[t]:starts[t + 1]]
-        for b in range(3):
-            x = ind if b == 0 else (cas if b == 1 else std)
-            s = _group_sum(x, ref, False, rows, n)
-            finite = finite and math.isfinite(s)
-            mean = s / n
-            out[t, b, 0] = mean
-            out[t, b, 1] = _group_ss(x, ref, False, rows, mean, n)
-            if b != reference:
-                sd = _group_sum(x, ref, True, rows, n)
-                finite = finite and math.isfinite(sd)
-                md = sd / n
-                out[t, b, 2] = md
-                out[t, b, 3] = _group_ss(x, ref, True, rows, md, n)
-    return counts, finite
+        s0, s1, s2, s3, s4 = _group_sums(xa, xb, xr, rows, n, 0.0, 0.0, 0.0, 0.0, 0.0, False)
+        m0, m1, m2, m3, m4 = s0 / n, s1 / n, s2 / n, s3 / n, s4 / n
+        finite = finite and math.isfinite(s0) and math.isfinite(s1) and math.isfinite(s2) and math.isfinite(s3) \
+            and math.isfinite(s4)
+        q0, q1, q2, q3, q4 = _group_sums(xa, xb, xr, rows, n, m0, m1, m2, m3, m4, True)
+        out[t, ba, 0] = m0
+        out[t, ba, 1] = q0
+        out[t, bb, 0] = m1
+        out[t, bb, 1] = q1
+        out[t, reference, 0] = m2
+        out[t, reference, 1] = q2
+        out[t, ba, 2] = m3
+        out[t, ba, 3] = q3
+        out[t, bb, 2] = m4
+        out[t, bb, 3] = q4
+    return finite
 
 
 @_jit

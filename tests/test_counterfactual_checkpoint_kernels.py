@@ -151,10 +151,10 @@ def test_adaptive_choices_identical_on_replicates(monkeypatch):
             stats = _one_chunk(d._row_stats[("adaptive_ips", t)])
             choice, _ = est.select(types, stats)
             terms = [np.ascontiguousarray(stats[b]) for b in BEHAVIOURS]
+            counts, order, starts = _grouped(types)
+            assert counts.tolist() == np.bincount(types).tolist()
             group = np.empty((int(types.max()) + 1, 3, 4))
-            order = np.empty(types.size, dtype=np.intp)
-            counts, finite = sk.aips_group_stats(types, *terms, BEHAVIOURS.index(est.reference), order, group)
-            assert finite and counts.tolist() == np.bincount(types).tolist()
+            assert sk.aips_group_stats(order, starts, *terms, BEHAVIOURS.index(est.reference), group)
             table = _choose_behaviours(group, counts, BEHAVIOURS.index(est.reference))
             want = np.full(types.size, BEHAVIOURS.index(choice)) if isinstance(choice, str) else choice
             assert np.array_equal(table[types], want)
@@ -202,21 +202,49 @@ def test_adaptive_choice_as_choose(case, reference):
         want = _choose_ref(types, terms, reference)
         group = np.empty((int(types.max()) + 1, 3, 4))
         arrays = [np.ascontiguousarray(terms[b]) for b in BEHAVIOURS]
-        counts, finite = sk.aips_group_stats(types, *arrays, BEHAVIOURS.index(reference),
-                                             np.empty(n, dtype=np.intp), group)
-        assert finite
+        counts, order, starts = _grouped(types)
+        assert sk.aips_group_stats(order, starts, *arrays, BEHAVIOURS.index(reference), group)
         table = _choose_behaviours(group, counts, BEHAVIOURS.index(reference))
         assert {t: BEHAVIOURS[table[t]] for t in want} == want
 
 
-def test_adaptive_non_finite_terms_go_to_the_numpy_path():
-    from onlineeval.estimators.adaptive_ips import BEHAVIOURS
+def _grouped(types):
+    """:func:`group_rows` of ``types``, checked against a stable argsort: ``(counts, order, starts)``."""
+    nt = int(types.max()) + 1
+    buffer, starts = np.full(types.size + 1, -7, dtype=np.intp), np.empty(nt + 1, dtype=np.int64)
+    order = buffer[:types.size]
+    counts = sk.group_rows(types, order, starts)
+    assert buffer[-1] == -7  # nothing written past the rows
+    assert counts.tolist() == np.bincount(types, minlength=nt).tolist()
+    assert starts.tolist() == [0, *np.cumsum(counts).tolist()]
+    assert np.array_equal(order, np.argsort(types, kind="stable"))
+    return counts, order, starts
 
+
+@pytest.mark.parametrize("n_types", [1, 2, 5, 16, 17, 300])
+def test_group_rows_both_ways(n_types):
+    """The rows grouped by type: branch-free passes up to 16 types, a counting sort beyond (type codes with
+    gaps, types without rows)."""
+    rng = np.random.default_rng(n_types)
+    for n in (1, 2, 33, 1000):
+        types = rng.integers(0, n_types, n)
+        types[types % 3 == 1] = 0  # gaps
+        for dtype in (np.int8, np.int64, np.uint16):
+            if n_types < np.iinfo(dtype).max:
+                _grouped(types.astype(dtype))
+
+
+def test_adaptive_non_finite_terms_go_to_the_numpy_path(monkeypatch):
     types = np.array([0, 1, 0, 1, 0], dtype=np.int8)
     terms = [np.arange(5.0), np.arange(5.0), np.array([0.0, 1.0, np.inf, 2.0, 1.0])]
-    counts, finite = sk.aips_group_stats(types, *terms, 2, np.empty(5, dtype=np.intp), np.empty((2, 3, 4)))
-    assert not finite and counts.tolist() == [3, 2]
-    assert BEHAVIOURS[2] == "standard"
+    _, order, starts = _grouped(types)
+    assert not sk.aips_group_stats(order, starts, *terms, 2, np.empty((2, 3, 4)))
+    # in a design: the NumPy path's row (select / choose on the terms as they are)
+    d = _design_after(days=2, population=300, refit_days=1)
+    stats = d._row_stats[("adaptive_ips", "B")]
+    stats[0]["cascade"] = stats[0]["cascade"].copy()
+    stats[0]["cascade"][1] = np.nan
+    _same_outcome(*_both_ways(d, 2, monkeypatch))
 
 
 # ----------------------------------------------------------------------------- adversarial sums

@@ -507,7 +507,7 @@ class CounterfactualDesign(Design):
 
     def _compiled_row_stat_sums(self, label: str, est: Any, users: np.ndarray, sk: Any) -> PairedEstimate | None:
         """The paired difference of :meth:`_row_stat_sums` by the compiled kernels: adaptive IPS's data-driven
-        choice per user type (:func:`simulations.stat_kernels.aips_group_stats`, then :func:`_choose_behaviours`:
+        choice per user type (:func:`simulations.stat_kernels.group_rows` and :func:`~simulations.stat_kernels.aips_group_stats`, then :func:`_choose_behaviours`:
         :meth:`~onlineeval.estimators.AdaptiveIPS.choose`'s scores and order), the chosen terms' per-user sums
         (:func:`~simulations.stat_kernels.aips_user_sums`: ``np.bincount``'s bits) and their paired difference
         (:func:`~simulations.stat_kernels.cf_paired`). None (the caller takes the NumPy path) for fixed behaviours,
@@ -525,7 +525,8 @@ class CounterfactualDesign(Design):
             return None
         ref = BEHAVIOURS.index(est.reference)
         n_types = int(types.max()) + 1
-        order = np.empty(types.size, dtype=np.intp)
+        order, starts = np.empty(types.size, dtype=np.intp), np.empty(n_types + 1, dtype=np.int64)
+        counts = sk.group_rows(types, order, starts)  # the same rows for both targets
         sums = []
         for t in self.target_names:
             stats = _one_chunk(self._row_stats[(label, t)])
@@ -533,8 +534,7 @@ class CounterfactualDesign(Design):
             if any(v.ndim != 1 or v.size != types.size for v in terms):
                 return None
             group = np.empty((n_types, 3, 4))
-            counts, finite = sk.aips_group_stats(types, *terms, ref, order, group)
-            if not finite:
+            if not sk.aips_group_stats(order, starts, *terms, ref, group):
                 return None
             table = _choose_behaviours(group, counts, ref)
             per_user = np.zeros(self.population)
