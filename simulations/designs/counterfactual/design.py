@@ -94,6 +94,7 @@ estimator cannot evaluate that target there).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -393,8 +394,23 @@ class CounterfactualDesign(Design):
         if len(self._log) > 1:  # keep one chunk: concatenation cost amortised over checkpoints
             self._log = [{k: np.concatenate([c[k] for c in self._log]) for k in self._log[0]}]
         c = self._log[0]
+        if "p_list" not in c:  # the compiled step keeps no propensities: computed now (the same numbers)
+            p = self._log_propensities(c["query"], c["shown"])
+            c.update(p_list=p.list, p_prefix=p.prefix, p_item=p.item)
         return LoggedData(c["query"], c["shown"], c["clicks"], p_list=c["p_list"], p_prefix=c["p_prefix"],
                           p_item=c["p_item"], user=c["user"], user_type=c["user_type"], logger=self.policy)
+
+    def _log_propensities(self, query: np.ndarray, shown: np.ndarray) -> Any:
+        """The logging propensities of the logger's own lists ``shown`` of ``query``, as :meth:`_logged` computes
+        them (its compiled kernel, or :func:`known_list_propensities`: the same numbers, tested)."""
+        query = np.asarray(query, dtype=np.int64)
+        compiled = self._compiled_logging(query, shown) if shown.shape[0] else None
+        if compiled is not None:
+            return compiled[2]
+        known = self._known
+        assert known is not None  # the compiled step runs only with the targets' lists known
+        return known_list_propensities(self.policy, query, shown, self.world.labels.shape[1], known,
+                                       table=self._known_table, sampled=True)
 
     # -------------------------------------------------------------------------- checkpoint
     def metric_names(self) -> list[str]:
@@ -453,18 +469,18 @@ class CounterfactualDesign(Design):
             values = [(math.nan,) * 5] * len(self.metric_names())
         else:
             users = scratch.idx[0, :n_users].copy()  # the scratch is reused by the kernels below
-            values = [_values(v) for v in self._compiled_estimates(day, users, out, sk)]
-        name, aa = self.name, self.aa
-        for i, (metric, (est, se, lo_, hi, p)) in enumerate(zip(self.metric_names(), values, strict=True)):
-            self.rows.append(CheckpointRow(name, aa, day, metric, i == 0, est, se, lo_, hi, p, n_users, n_impressions))
+            values = self._compiled_estimates(day, users, out, sk)
+        _append_rows(self.rows, self.name, self.aa, day, self.metric_names(), values, n_users, n_impressions)
         return True
 
-    def _compiled_estimates(self, day: int, users: np.ndarray, out: np.ndarray, sk: Any) -> list[Any]:
-        """:meth:`_estimates` (in :meth:`metric_names`' order) from :func:`cf_checkpoint`'s ``out`` over the
-        active ``users`` (at least two)."""
+    def _compiled_estimates(self, day: int, users: np.ndarray, out: np.ndarray, sk: Any) -> list[tuple[float, ...]]:
+        """:meth:`_estimates`' five values of each metric (in :meth:`metric_names`' order) from
+        :func:`cf_checkpoint`'s ``out`` over the active ``users`` (at least two)."""
         alpha, e, lo, acc = self.alpha, len(self._acc_labels), self._block, self._acc
         last = self.config.bootstrap and day == self.last_day
         rows = {label: (lo + i, lo + 2 * e + i, lo + e + i, lo + 3 * e + i) for i, label in enumerate(self._acc_labels)}
+        ok = (out[:, sk.CF_OK] == 1.0).tolist()
+        est_, se_ = out[:, sk.CF_EST].tolist(), out[:, sk.CF_SE].tolist()
         values: list[Any] = []
         whole = None
         impressions = None
@@ -472,7 +488,7 @@ class CounterfactualDesign(Design):
             x: Any = None
             if self.whole_log[label]:
                 if not self._due(day):
-                    values.append(PairedEstimate(math.nan, math.nan, alpha))
+                    values.append((math.nan,) * 5)
                     continue
                 if impressions is None:
                     impressions = acc[0].take(users)
@@ -486,9 +502,9 @@ class CounterfactualDesign(Design):
                     x = self._whole_log_sums(est, whole, users)
                     value = paired_difference(x[0], x[1], x[2], x[3], alpha)
             else:
-                o = out[3 + self._acc_labels.index(label)]
-                if o[sk.CF_OK] == 1.0:
-                    value = PairedEstimate(o[sk.CF_EST], o[sk.CF_SE], alpha)
+                i = 3 + self._acc_labels.index(label)
+                if ok[i]:
+                    value = PairedEstimate(est_[i], se_[i], alpha)
                 else:  # what paired_differences gives such a row
                     x = [acc[r].take(users) for r in rows[label]]
                     value = paired_difference(x[0], x[1], x[2], x[3], alpha)
@@ -497,17 +513,34 @@ class CounterfactualDesign(Design):
                     x = ([acc[r].take(users) for r in rows[label]] if label in rows else
                          self._row_stat_sums(label, est, users, impressions))
                 value = self._bootstrap(value, x)
-            values.append(value)
-        for m in range(3):  # the logger's three metrics (ratio_means: a variance of NaN gives an SE of NaN)
-            values.append(PairedEstimate(out[m, sk.CF_EST], math.sqrt(out[m, sk.CF_SE]) if out[m, sk.CF_OK] else
-                                         math.nan, alpha))
-        violations = self.violations
-        values += [_Count(violations[key]) for key in self.support_rows]
+            values.append(_values(value))
+        for m in range(3):  # the logger's three metrics (ratio_means: the SE is the square root of the variance)
+            values.append(_values(PairedEstimate(est_[m], math.sqrt(se_[m]), alpha) if ok[m] else
+                                  PairedEstimate(math.nan, math.nan, alpha)))
+        values += [(float(count),) + (math.nan,) * 4 for count in self._violation_counts()]
         return values
+
+    def _violation_counts(self) -> list[int]:
+        """:attr:`violations` of :attr:`support_rows` in their order: the distinct masks as the rows of one int64
+        matrix (made once) times the impressions per query, one product (exact integers: the same counts)."""
+        if not self.support_rows:
+            return []
+        kept = self.__dict__.get("_support_matrix")
+        if kept is None:
+            distinct: dict[int, tuple[int, np.ndarray]] = {}
+            for key in self.support_rows:
+                mask = self._masks[key]
+                distinct.setdefault(id(mask), (len(distinct), mask))
+            matrix = np.stack([np.asarray(mask, dtype=np.int64) for _, mask in distinct.values()])
+            kept = self._support_matrix = (matrix, [distinct[id(self._masks[key])][0] for key in self.support_rows])
+        matrix, which = kept
+        counts = (matrix @ self._query_count).tolist()
+        return [counts[i] for i in which]
 
     def _compiled_row_stat_sums(self, label: str, est: Any, users: np.ndarray, sk: Any) -> PairedEstimate | None:
         """The paired difference of :meth:`_row_stat_sums` by the compiled kernels: adaptive IPS's data-driven
-        choice per user type (:func:`simulations.stat_kernels.group_rows` and :func:`~simulations.stat_kernels.aips_group_stats`, then :func:`_choose_behaviours`:
+        choice per user type (:func:`simulations.stat_kernels.group_rows` and
+        :func:`~simulations.stat_kernels.aips_group_stats`, then :func:`_choose_behaviours`:
         :meth:`~onlineeval.estimators.AdaptiveIPS.choose`'s scores and order), the chosen terms' per-user sums
         (:func:`~simulations.stat_kernels.aips_user_sums`: ``np.bincount``'s bits) and their paired difference
         (:func:`~simulations.stat_kernels.cf_paired`). None (the caller takes the NumPy path) for fixed behaviours,
@@ -663,6 +696,29 @@ def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.nd
             scores.append(share * share * (bias2 + var_x))
         table[t] = min(range(3), key=lambda b: (scores[b], b))
     return table
+
+
+#: the fields of a checkpoint row, in order; rows are made from them directly (:func:`_append_rows`) unless the
+#: class does more than store them
+_ROW_FIELDS = tuple(f.name for f in dataclasses.fields(CheckpointRow))
+_PLAIN_ROWS = not hasattr(CheckpointRow, "__post_init__") and "__slots__" not in vars(CheckpointRow)
+
+
+def _append_rows(rows: list[Any], name: str, aa: bool, day: int, metrics: list[str], values: list[Any],
+                 n_users: int, n_impressions: int) -> None:
+    """Append one :class:`CheckpointRow` per metric (the first primary) with its five values. The frozen
+    dataclass's ``__init__`` sets each of its twelve fields through ``object.__setattr__`` (about 1.7 us a row,
+    21 rows a checkpoint); the same instances (equal, same hash and repr: tested) are made by filling their
+    ``__dict__``, unless the class validates (``__post_init__``) or has slots."""
+    if not _PLAIN_ROWS:
+        for i, (metric, v) in enumerate(zip(metrics, values, strict=True)):
+            rows.append(CheckpointRow(name, aa, day, metric, i == 0, *v, n_users, n_impressions))
+        return
+    new, fields = object.__new__, _ROW_FIELDS
+    for i, (metric, v) in enumerate(zip(metrics, values, strict=True)):
+        row = new(CheckpointRow)
+        row.__dict__.update(zip(fields, (name, aa, day, metric, i == 0, *v, n_users, n_impressions)))
+        rows.append(row)
 
 
 class _Count:
