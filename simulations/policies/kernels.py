@@ -131,10 +131,10 @@ def fill_randtop(out, rows, keys, width, comp, query, n_eff, orders, n_queries, 
 
 
 @_jit
-def _own_row(i, q, shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, p_list,
-             p_prefix, p_item):
+def _own_row(i, q, shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, pre, item):
     """Row ``i`` (query ``q``) of :func:`logged_propensities`'s rows that show no target's list: the logging
-    propensities of its own list by :meth:`StackedEpsilonGreedy.__call__`'s arithmetic (``recip[x] = 1.0 / x``)."""
+    propensities of its own list by :meth:`StackedEpsilonGreedy.__call__`'s arithmetic (``recip[x] = 1.0 / x``),
+    the prefix and item propensities into ``pre`` and ``item`` ``(k,)``."""
     k = shown.shape[1]
     n_c = weights.shape[0]
     size = (m + 1) * k
@@ -163,12 +163,11 @@ def _own_row(i, q, shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights,
             at = rr * k + j + c * size
             y = w_det[c] * det_tab[at] + w_rt[c] * rt_tab[at]
             if c == 0:
-                p_prefix[i, j] = weights[0] * x
-                p_item[i, j] = weights[0] * y
+                pre[j] = weights[0] * x
+                item[j] = weights[0] * y
             else:
-                p_prefix[i, j] = p_prefix[i, j] + weights[c] * x
-                p_item[i, j] = p_item[i, j] + weights[c] * y
-    p_list[i] = p_prefix[i, k - 1]
+                pre[j] = pre[j] + weights[c] * x
+                item[j] = item[j] + weights[c] * y
 
 
 def reciprocals(n_eff):
@@ -250,7 +249,8 @@ def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, 
     for a in range(n_rest):
         i = rest[a]
         _own_row(i, query[i], shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip,
-                 p_list, p_prefix, p_item)
+                 p_prefix[i], p_item[i])
+        p_list[i] = p_prefix[i, k - 1]
     return same, runs, p_list, p_prefix, p_item, tp_list, tp_prefix, tp_item
 
 
@@ -334,10 +334,9 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
     return w, ips, clipped, pre, item, std
 
 
-#: the kinds of a term's numerator in :func:`counterfactual_step`'s ``terms`` table (a clipped IPS with cap
-#: ``caps[c]`` is ``CLIPPED + c``) and of its denominator (``UNIT``: 1 per impression, ``WEIGHT``: the list weight)
-IPS, PREFIX, ITEM, CLIPPED = 0, 1, 2, 3
-UNIT, WEIGHT = 0, 1
+#: the values of a row for one target in :func:`counterfactual_step` (entry ``VAL_CLIPPED + c``: clipped IPS with
+#: cap ``caps[c]``); ``adds`` looks them up by ``t * (VAL_CLIPPED + len(caps)) + entry``
+VAL_IPS, VAL_PREFIX, VAL_ITEM, VAL_WEIGHT, VAL_CLIPPED = 0, 1, 2, 3, 4
 
 
 @_jit
@@ -371,52 +370,63 @@ def _row_sum(x, k, r):
 
 @_jit
 def counterfactual_step(query, user, shown, clicks, r, lists, t_list, t_prefix, t_item, rank_of, n_eff, w_det, w_rt,
-                        det_tab, rt_tab, weights, m, n_queries, recip, caps, terms, obs, acc, scratch, seen, touched,
+                        det_tab, rt_tab, weights, m, n_queries, recip, caps, adds, units, obs, acc, scratch, slot, touched,
                         query_count, p_list, p_prefix, p_item, beh):
     """One batch of the counterfactual design's serving after the draws, in one pass over its ``n`` rows: the
-    logging propensities of the logger's own lists (:func:`logged_propensities`' numbers, into ``p_list``
-    ``(n,)``, ``p_prefix``, ``p_item`` ``(n, k)``), the IPS family's terms of the ``T`` deterministic targets
+    logging propensities of the logger's own lists (:func:`logged_propensities`' numbers; kept in ``p_list``
+    ``(n,)``, ``p_prefix``, ``p_item`` ``(n, k)`` unless they have no rows), the IPS family's terms of the ``T`` deterministic targets
     (:func:`fused_terms`' numbers), and every per-user sum of the design.
 
     ``clicks`` ``(n, k)`` bool, ``r`` ``(n, k)`` the slot rewards of the design's reward (the list reward is their
-    sum, as every slot sum in numpy's order, :func:`_row_sum`; ``k <= 128``). ``terms`` ``(L, 5)`` int64, one
-    row per accumulated (estimator, target): ``(t, numerator kind, its row of acc, denominator kind, its row)``
-    (kinds :data:`IPS` ``w R``, :data:`PREFIX` and :data:`ITEM` the slot sums of RIPS and IIPS,
-    ``CLIPPED + c`` ``(w - max(w - caps[c], 0)) R``; :data:`UNIT`, :data:`WEIGHT` ``w``); ``obs`` the rows of the
+    sum, as every slot sum in numpy's order, :func:`_row_sum`; ``k <= 128``). For each target a row's values are
+    ``w R`` (IPS, SNIPS), the slot sums of RIPS and IIPS, the list weight ``w`` (SNIPS' denominator) and for each
+    cap ``(w - max(w - cap, 0)) R`` (clipped IPS), at the entries ``VAL_*``; ``adds`` ``(A, 2)`` int64 lists the
+    additions: ``(row of acc, t * (VAL_CLIPPED + len(caps)) + entry)``; ``units`` the rows of all-ones
+    denominators (they get the impression counts); ``obs`` the rows of the
     impression counts and the logger's clicks, abandonment and reciprocal rank. ``beh`` ``(3, T, n)`` (or no
     rows) receives adaptive IPS's behaviour terms (``independent``, ``cascade``, ``standard``), ``query_count``
     ``(Q,)`` the impressions per query.
 
     ``acc`` ``(V, P)``: the design's per-user sums. A batch's values are summed per user in row order from 0.0 in
-    ``scratch`` ``(P, V)`` and then added to ``acc`` once, what ``acc[row] += np.bincount(user, values)`` does:
-    the same bits as the NumPy path. ``seen`` ``(P,)`` bool is all False on entry and on return; ``touched``
-    ``(n,)`` int64 work space."""
+    a row of ``scratch`` ``(>= n, V)`` (one per user of the batch, in order of first impression; ``slot`` ``(P,)``
+    int64, all -1 on entry and on return, maps a user to it) and then added to ``acc`` once, what
+    ``acc[row] += np.bincount(user, values)`` does: the same bits as the NumPy path. ``touched`` ``(n,)`` int64
+    work space."""
     n, k = shown.shape
     n_t = lists.shape[0]
     n_v = acc.shape[0]
-    n_terms = terms.shape[0]
+    n_adds = adds.shape[0]
+    n_caps = caps.shape[0]
+    keep_p = p_list.shape[0] > 0
     keep_beh = beh.shape[0] > 0
+    vals = np.empty((n_t, VAL_CLIPPED + n_caps), dtype=np.float64)
+    flat = vals.reshape(-1)  # a view: vals[t, x] is flat[t * (VAL_CLIPPED + n_caps) + x]
     same = np.empty((n_t, k), dtype=np.bool_)
     runs = np.empty((n_t, k), dtype=np.bool_)
-    w = np.empty(n_t, dtype=np.float64)
-    pre = np.empty(n_t, dtype=np.float64)
-    item = np.empty(n_t, dtype=np.float64)
-    std = np.empty(n_t, dtype=np.float64)
-    bp = np.empty(k, dtype=np.float64)
+    pp = np.empty(k, dtype=np.float64)  # the row's prefix and item propensities
+    pi = np.empty(k, dtype=np.float64)
+    bp = np.empty(k, dtype=np.float64)  # a slot sum's terms (lists of 8 slots or more)
     bi = np.empty(k, dtype=np.float64)
     bs = np.empty(k, dtype=np.float64)
     acc8 = np.empty(8, dtype=np.float64)
+    inv_p = np.empty(k, dtype=np.float64)
+    zero_p = np.empty(k, dtype=np.float64)
+    inv_i = np.empty(k, dtype=np.float64)
+    zero_i = np.empty(k, dtype=np.float64)
     imp_row, clicks_row, abandoned_row, rr_row = obs[0], obs[1], obs[2], obs[3]
+    short = k < 8  # slot sums left to right (numpy's order for fewer than 8 values)
     n_touched = 0
     for i in range(n):
         q = query[i]
         u = user[i]
-        if not seen[u]:
-            seen[u] = True
-            touched[n_touched] = u
+        at = slot[u]
+        if at < 0:  # the user's first impression in the batch: a new row of scratch
+            at = n_touched
+            slot[u] = at
+            touched[at] = u
             n_touched += 1
             for v in range(n_v):
-                scratch[u, v] = 0.0
+                scratch[at, v] = 0.0
         # the match with the targets' lists; a row showing one (the first) takes its propensities from the table
         which = -1
         for t in range(n_t - 1, -1, -1):
@@ -430,17 +440,28 @@ def counterfactual_step(query, user, shown, clicks, r, lists, t_list, t_prefix, 
                 which = t
         if which >= 0:
             row = which * n_queries + q
-            p_list[i] = t_list[row]
+            pl = t_list[row]
             for j in range(k):
-                p_prefix[i, j] = t_prefix[row, j]
-                p_item[i, j] = t_item[row, j]
+                pp[j] = t_prefix[row, j]
+                pi[j] = t_item[row, j]
         else:
-            _own_row(i, q, shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip,
-                     p_list, p_prefix, p_item)
+            _own_row(i, q, shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, pp, pi)
+            pl = pp[k - 1]
+        if keep_p:
+            p_list[i] = pl
+            for j in range(k):
+                p_prefix[i, j] = pp[j]
+                p_item[i, j] = pi[j]
         # the list reward and the logger's own metrics
-        for j in range(k):
-            bp[j] = r[i, j]
-        big = _row_sum(bp, k, acc8)
+        if short:
+            big = r[i, 0]
+            for j in range(1, k):
+                big += r[i, j]
+            big = big + 0.0
+        else:
+            for j in range(k):
+                bp[j] = r[i, j]
+            big = _row_sum(bp, k, acc8)
         n_clicks = 0
         first = -1
         for j in range(k):
@@ -448,49 +469,84 @@ def counterfactual_step(query, user, shown, clicks, r, lists, t_list, t_prefix, 
                 n_clicks += 1
                 if first < 0:
                     first = j
-        scratch[u, imp_row] += 1.0
-        scratch[u, clicks_row] += np.float64(n_clicks)
-        scratch[u, abandoned_row] += 1.0 if n_clicks == 0 else 0.0
-        scratch[u, rr_row] += 1.0 / (first + 1.0) if n_clicks > 0 else 0.0
+        scratch[at, imp_row] += 1.0
+        scratch[at, clicks_row] += np.float64(n_clicks)
+        scratch[at, abandoned_row] += 1.0 if n_clicks == 0 else 0.0
+        scratch[at, rr_row] += 1.0 / (first + 1.0) if n_clicks > 0 else 0.0
         query_count[q] += 1
-        # the targets' weights and slot sums (on_shown: 0.0 at an empty slot)
+        # the targets' weights are (1.0 or 0.0) / p: each division made once per row and slot, for every target
+        # (0.0 / p is +0.0 for p > 0; otherwise divided, for its NaN or -0.0)
+        inv_l = 1.0 / pl
+        zero_l = 0.0 if pl > 0.0 else 0.0 / pl
+        for j in range(k):
+            x = pp[j]
+            inv_p[j] = 1.0 / x
+            zero_p[j] = 0.0 if x > 0.0 else 0.0 / x
+            x = pi[j]
+            inv_i[j] = 1.0 / x
+            zero_i[j] = 0.0 if x > 0.0 else 0.0 / x
         for t in range(n_t):
-            wl = (1.0 if runs[t, k - 1] else 0.0) / p_list[i]
-            w[t] = wl
-            for j in range(k):
-                ok = shown[i, j] >= 0
-                rj = r[i, j]
-                vp = (1.0 if runs[t, j] else 0.0) / p_prefix[i, j]
-                vi = (1.0 if same[t, j] else 0.0) / p_item[i, j]
-                bp[j] = (vp if ok else 0.0) * rj
-                bi[j] = (vi if ok else 0.0) * rj
-                bs[j] = (wl if ok else 0.0) * rj
-            pre[t] = _row_sum(bp, k, acc8)
-            item[t] = _row_sum(bi, k, acc8)
-            std[t] = _row_sum(bs, k, acc8)
-            if keep_beh:
-                beh[0, t, i] = item[t]
-                beh[1, t, i] = pre[t]
-                beh[2, t, i] = std[t]
-        for a in range(n_terms):
-            t = terms[a, 0]
-            kind = terms[a, 1]
-            wl = w[t]
-            if kind == IPS:
-                x = wl * big
-            elif kind == PREFIX:
-                x = pre[t]
-            elif kind == ITEM:
-                x = item[t]
+            wl = inv_l if runs[t, k - 1] else zero_l
+            if short:  # the slot sums left to right, from the first slot's term, then + 0.0
+                sp = 0.0
+                si = 0.0
+                ss = 0.0
+                for j in range(k):
+                    ok = shown[i, j] >= 0
+                    rj = r[i, j]
+                    xp = ((inv_p[j] if runs[t, j] else zero_p[j]) if ok else 0.0) * rj
+                    xi = ((inv_i[j] if same[t, j] else zero_i[j]) if ok else 0.0) * rj
+                    xs = (wl if ok else 0.0) * rj
+                    if j == 0:
+                        sp = xp
+                        si = xi
+                        ss = xs
+                    else:
+                        sp += xp
+                        si += xi
+                        ss += xs
+                sp = sp + 0.0
+                si = si + 0.0
+                ss = ss + 0.0
             else:
-                e = wl - caps[kind - CLIPPED]
+                for j in range(k):
+                    ok = shown[i, j] >= 0
+                    rj = r[i, j]
+                    bp[j] = ((inv_p[j] if runs[t, j] else zero_p[j]) if ok else 0.0) * rj
+                    bi[j] = ((inv_i[j] if same[t, j] else zero_i[j]) if ok else 0.0) * rj
+                    bs[j] = (wl if ok else 0.0) * rj
+                sp = _row_sum(bp, k, acc8)
+                si = _row_sum(bi, k, acc8)
+                ss = _row_sum(bs, k, acc8)
+            if keep_beh:
+                beh[0, t, i] = si
+                beh[1, t, i] = sp
+                beh[2, t, i] = ss
+            vals[t, VAL_IPS] = wl * big
+            vals[t, VAL_PREFIX] = sp
+            vals[t, VAL_ITEM] = si
+            vals[t, VAL_WEIGHT] = wl
+            for c in range(n_caps):
+                e = wl - caps[c]
                 if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0)
                     e = 0.0
-                x = (wl - e) * big
-            scratch[u, terms[a, 2]] += x
-            scratch[u, terms[a, 4]] += wl if terms[a, 3] == WEIGHT else 1.0
+                vals[t, VAL_CLIPPED + c] = (wl - e) * big
+        for a in range(n_adds):  # no branch: each addition's column and value were looked up once, at set-up
+            scratch[at, adds[a, 0]] += flat[adds[a, 1]]
     for a in range(n_touched):
-        u = touched[a]
-        seen[u] = False
+        count = scratch[a, imp_row]
+        for b in range(units.shape[0]):  # all-ones denominators: the impression counts (exact integers)
+            scratch[a, units[b]] = count
+    # the batch's sums added to acc in blocks of 64 users: within a block row by row of acc, so that each row's
+    # block is read and written as one run and the block's sums stay in the cache (user by user, 24 rows of acc
+    # apart, measured several times slower in a replicate's cold caches)
+    n_users = slot.shape[0]
+    for lo in range(0, n_users, 64):
+        hi = min(lo + 64, n_users)
         for v in range(n_v):
-            acc[v, u] += scratch[u, v]
+            for u in range(lo, hi):
+                at = slot[u]
+                if at >= 0:
+                    acc[v, u] += scratch[at, v]
+    for a in range(n_touched):
+        slot[touched[a]] = -1

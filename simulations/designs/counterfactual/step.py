@@ -35,6 +35,8 @@ from simulations.traffic import Batch
 __all__ = ["CompiledStep"]
 
 _NO_BEHAVIOURS = np.empty((0, 0, 0), dtype=np.float64)
+_NO_P = np.empty(0, dtype=np.float64)  # the propensities are not kept (kernel arguments without rows)
+_NO_P2 = np.empty((0, 0), dtype=np.float64)
 
 
 class CompiledStep:
@@ -54,26 +56,33 @@ class CompiledStep:
         self.rank_of = np.ascontiguousarray(stacked.rank_of, dtype=np.int64)
         self.n_eff = np.ascontiguousarray(stacked.n_eff, dtype=np.int64)
         self.recip = kernels.reciprocals(self.n_eff)
-        caps: list[float] = []
+        caps = [float(est.cap) for kind, est in fused.fused.values() if kind == "clipped_ips"]
+        width = kernels.VAL_CLIPPED + len(caps)
         rows = design._rows
-        terms = []
-        for label, (kind, est) in fused.fused.items():
+        adds, units = [], []
+        clipped = 0
+        for label, (kind, _) in fused.fused.items():
             if kind == "clipped_ips":
-                num_kind = kernels.CLIPPED + len(caps)
-                caps.append(float(est.cap))
+                entry = kernels.VAL_CLIPPED + clipped
+                clipped += 1
             else:
-                num_kind = {"ips": kernels.IPS, "snips": kernels.IPS, "rips": kernels.PREFIX,
-                            "iips": kernels.ITEM}[kind]
-            den_kind = kernels.WEIGHT if kind == "snips" else kernels.UNIT
+                entry = {"ips": kernels.VAL_IPS, "snips": kernels.VAL_IPS, "rips": kernels.VAL_PREFIX,
+                         "iips": kernels.VAL_ITEM}[kind]
             for i, target in enumerate(design.target_names):
-                terms.append((i, num_kind, rows[f"num:{label}:{target}"], den_kind, rows[f"den:{label}:{target}"]))
-        self.terms = np.array(terms, dtype=np.int64).reshape(-1, 5)
+                adds.append((rows[f"num:{label}:{target}"], i * width + entry))
+                if kind == "snips":
+                    adds.append((rows[f"den:{label}:{target}"], i * width + kernels.VAL_WEIGHT))
+                else:
+                    units.append(rows[f"den:{label}:{target}"])
+        self.adds = np.array(adds, dtype=np.int64).reshape(-1, 2)
+        self.units = np.array(units, dtype=np.int64)
         self.caps = np.array(caps, dtype=np.float64)
         self.obs = np.array([rows[key] for key in ("impressions", "obs:clicks", "obs:abandoned", "obs:rr")],
                             dtype=np.int64)
         self.behaviour_labels = list(fused.behaviour_labels)
-        self.scratch = np.zeros((design.population, design._acc.shape[0]), dtype=np.float64)
-        self.seen = np.zeros(design.population, dtype=np.bool_)
+        self.scratch = np.zeros((0, design._acc.shape[0]), dtype=np.float64)  # grown to the largest batch
+        self.slot = np.full(design.population, -1, dtype=np.int64)
+        self.touched = np.zeros(0, dtype=np.int64)
 
     @classmethod
     def build(cls, design: Any) -> CompiledStep | None:
@@ -112,23 +121,21 @@ class CompiledStep:
         clicks = design._clicks(batch, shown)
         r = np.ascontiguousarray(design.reward.slot_rewards(clicks), dtype=np.float64)
         n, k = shown.shape
-        n_t = self.lists.shape[0]
-        p_list = np.empty(n)
-        p_prefix = np.empty((n, k))
-        p_item = np.empty((n, k))
-        beh = np.empty((3, n_t, n)) if self.behaviour_labels else _NO_BEHAVIOURS
+        if self.scratch.shape[0] < n:  # kept between batches (fresh memory costs a page fault per 4 KB)
+            self.scratch = np.zeros((n, self.scratch.shape[1]), dtype=np.float64)
+            self.touched = np.zeros(n, dtype=np.int64)
+        beh = np.empty((3, self.lists.shape[0], n)) if self.behaviour_labels else _NO_BEHAVIOURS
         s = self.stacked
         kernels.counterfactual_step(
             query, batch.user, shown, clicks, r, self.lists, self.t_list, self.t_prefix, self.t_item, self.rank_of,
             self.n_eff, s._w_det, s._w_rt, s.det_tab, s.rt_tab, s._weights, s.m, s.Q, self.recip, self.caps,
-            self.terms, self.obs, design._acc, self.scratch, self.seen, np.empty(n, dtype=np.int64),
-            design._query_count, p_list, p_prefix, p_item, beh)
-        for own in (shown, clicks, p_list, p_prefix, p_item):
+            self.adds, self.units, self.obs, design._acc, self.scratch, self.slot, self.touched,
+            design._query_count, _NO_P, _NO_P2, _NO_P2, beh)
+        for own in (shown, clicks):
             own.setflags(write=False)  # the log keeps them without a copy
-        design._log.append({
-            "query": batch.query, "shown": shown, "clicks": clicks, "user": batch.user, "user_type": batch.user_type,
-            "p_list": p_list, "p_prefix": p_prefix, "p_item": p_item,
-        })
+        # the log's propensities are computed when the log is asked for (CounterfactualDesign.log: the same numbers)
+        design._log.append({"query": batch.query, "shown": shown, "clicks": clicks, "user": batch.user,
+                            "user_type": batch.user_type})
         if self.behaviour_labels:
             design._row_meta.append({"user": batch.user, "user_type": batch.user_type})
             for label in self.behaviour_labels:
