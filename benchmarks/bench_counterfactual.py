@@ -9,12 +9,10 @@ counterfactual design (the configured six estimators, each estimator alone, an
 epsilon-greedy logger with one estimator) run side by side; the A/A designs and the
 team-draft null variant are left out (the counterfactual A/A design does no work).
 
-Then the serving step of the configured design is split into its parts on recorded
-batches: logger sampling, logger propensities, clicks, target propensities, the fused
-terms of the IPS family for both targets (``simulations/designs/counterfactual/fused.py``)
-and any other estimator's terms for both targets. With the compiled kernels
-(``simulations/policies/kernels.py``) the target-list match, the logger's propensities and
-the targets' indicators are one part, timed as the design runs it.
+Then the configured design's ``process`` is split into its parts as it runs (the logger's draw, the clicks, the
+compiled step of :mod:`simulations.designs.counterfactual.step`: propensities, the estimators' terms and the
+per-user sums, and the rest), with its checkpoints, and the general path's ``process`` (``fused_step`` off) is
+timed on the same batches.
 
     python benchmarks/bench_counterfactual.py [--replicates 3] [--rounds 5] [--no-split]
 """
@@ -86,129 +84,67 @@ def timed_replicate(cfg: Any, world: Any, users: Any, seq: Any, tag: int,
                 times[key] = min(times.get(key, t), t)
 
 
-def breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) -> dict[str, float]:
-    """Seconds per impression of each part of the configured design's serving step, as the
-    design does it (:meth:`CounterfactualDesign._logged` and ``_process``), and of its
-    checkpoints (the days before the last and the last day, when the whole-log
-    estimators are computed). ``design bookkeeping`` is the rest of the design's own
-    ``process`` (per-user sums of the terms, observed metrics, query counts): its time on
-    the same batches minus the parts."""
-    from onlineeval.estimators import LoggedData
-    from simulations.designs.counterfactual import (
-        _BatchReward,
-        _BatchTarget,
-        distinct_propensities,
-        known_list_propensities,
-    )
-    from simulations.designs.counterfactual.fused import stack_propensities, stacked_indicators
+def step_breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) -> dict[str, float] | None:
+    """Seconds per impression of the parts of the configured design's ``process`` when it runs the compiled step
+    (:class:`~simulations.designs.counterfactual.step.CompiledStep`): the logger's draw (``policy.sample``), the
+    clicks (``design._clicks``), the compiled pass (:func:`simulations.policies.kernels.counterfactual_step`) and
+    the rest (the step's Python: arrays, log, per-row statistics), timed by wrapping those calls; then its
+    checkpoints (the days before the last, and the last day with adaptive IPS's whole-log choice), and the whole
+    ``process`` of the general path (``fused_step`` off) on the same batches for comparison. None when the
+    design does not run the step."""
+    from simulations.designs.counterfactual import CounterfactualDesign
+    from simulations.policies import kernels
 
+    clock = time.process_time  # CPU time of this process: steadier than wall time on a busy machine
     replicates = []
     for seq in seqs:
-        traffic, designs = build_replicate(cfg, world, users, seq)
-        design = next(d for d in designs if d.name == "counterfactual")
+        traffic, _ = build_replicate(cfg, world, users, seq)
         step = traffic.batch_hours
-        batches = [traffic.batch(hour, step) for hour in range(0, traffic.days * 24, step)]
-        replicates.append((seq, batches))
-    policy, reward, m = design.policy, design.reward, world.labels.shape[1]
+        replicates.append((seq, [traffic.batch(hour, step) for hour in range(0, traffic.days * 24, step)]))
     n_total = sum(len(b) for _, batches in replicates for b in batches)
     best: dict[str, float] = defaultdict(lambda: float("inf"))
-    clock = time.process_time  # CPU time of this process: steadier than wall time on a busy machine
+    real_kernel = kernels.counterfactual_step
+    default = CounterfactualDesign.fused_step
     for _ in range(rounds):
         parts: dict[str, float] = defaultdict(float)
-        rng = np.random.default_rng(0)
-        for seq, batches in replicates:
-            fresh = next(d for d in build_replicate(cfg, world, users, seq)[1] if d.name == "counterfactual")
-            step = cfg.traffic.batch_hours
-            for i, b in enumerate(batches):
-                t0 = clock()
-                fresh.process(b)
-                parts["(the design's whole process)"] += clock() - t0
-                if ((i + 1) * step) % 24 == 0:
-                    day = (i + 1) * step // 24
-                    t0 = clock()
-                    fresh.checkpoint(day)
-                    key = "checkpoint: last day (whole-log)" if day == cfg.traffic.days else "checkpoints: other days"
-                    parts[key] += clock() - t0
-            for b in batches:
-                t0 = clock()
-                shown = policy.sample(b.query, rng)
-                t1 = clock()
-                t_sample = t1 - t0
-                same = runs = target_p = None
-                compiled = design._compiled_logging(b.query, shown)  # one kernel (None: the NumPy parts below)
-                t_kernel = clock() - t1
-                t1 = clock()
-                if compiled is not None:
-                    same, runs, p, target_p = compiled
-                elif design._known is not None:  # as the design does: the rows showing a target's list
-                    same = design._known_lists.take(b.query, axis=1) == shown
-                    runs = same.copy()
-                    for j in range(1, runs.shape[2]):
-                        runs[:, :, j] &= runs[:, :, j - 1]
-                t2 = clock()
-                if compiled is not None:
-                    pass
-                elif design._known is None:
-                    p = distinct_propensities(policy, b.query, shown, m)
-                else:
-                    p = known_list_propensities(policy, b.query, shown, m, design._known, [r[:, -1] for r in runs],
-                                                design._known_table, sampled=True)
-                t3 = clock()
-                clicks = design._clicks(b, shown)
-                t4 = clock()
-                for own in (shown, clicks, p.list, p.prefix, p.item):  # as the design: its own arrays frozen
-                    if own.base is None:
-                        own.setflags(write=False)
-                data = LoggedData(b.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
-                                  user=b.user, user_type=b.user_type, logger=policy)
-                t5 = clock()
-                targets = [_BatchTarget(t.target) for t in design.targets]
-                if compiled is not None:
-                    for t, eq, run in zip(targets, same, runs, strict=True):
-                        t.prime(data.query, data.shown, eq, run)
-                elif same is None or runs is None:
-                    for t in targets:
-                        t.propensities(data.query, data.shown)
-                else:
-                    for t, eq, run in zip(targets, same, runs, strict=True):
-                        t.prime(data.query, data.shown, eq, run)
-                if compiled is not None:
-                    pass
-                elif design._fused is not None:  # the stacked indicators the fused terms read
-                    target_p = (stacked_indicators(same, runs) if same is not None and runs is not None else
-                                stack_propensities([t.propensities(data.query, data.shown) for t in targets]))
-                t6 = clock()
-                parts["logger sampling"] += t_sample
-                if compiled is not None:
-                    parts["match, logger propensities, indicators (kernel)"] += t_kernel
-                parts["target-list match (logger + targets)"] += t2 - t1
-                parts["logger propensities"] += t3 - t2
-                parts["clicks"] += t4 - t3
-                parts["log record"] += t5 - t4
-                parts["target indicators (shared)"] += t6 - t5
-                batch_reward = _BatchReward(reward)
-                behaviours: dict[str, Any] = {}
-                if design._fused is not None:
-                    t7 = clock()
-                    _, behaviours = design._fused.compute(data, target_p, batch_reward)
-                    names = [*design._fused.fused, *(f"{label} behaviours" for label in behaviours)]
-                    parts[f"terms: fused, both targets ({', '.join(names)})"] += clock() - t7
-                for label, est in design.estimators:
-                    kept = (label, design.target_names[0]) in design._row_stats
-                    if (design.whole_log[label] and not kept) or label in behaviours:
-                        continue
-                    if design._fused is not None and label in design._fused.fused:
-                        continue
-                    t7 = clock()
-                    for t in targets:
-                        if kept:  # a whole-log estimator's per-row statistics, kept batch by batch
-                            est.behaviour_terms(data, t, batch_reward)
-                        else:
-                            est.terms(data, t, batch_reward)
-                    parts[f"terms: {label} (both targets)"] += clock() - t7
-        whole = parts.pop("(the design's whole process)")
-        served = sum(v for key, v in parts.items() if not key.startswith("checkpoint"))
-        parts["design bookkeeping (rest of process)"] = max(whole - served, 0.0)
+        for fused in (True, False):
+            CounterfactualDesign.fused_step = fused
+            for seq, batches in replicates:
+                design = next(d for d in build_replicate(cfg, world, users, seq)[1] if d.name == "counterfactual")
+                if fused:
+                    def wrap(f: Any, key: str) -> Any:
+                        def timed(*a: Any, **k: Any) -> Any:
+                            t0 = clock()
+                            out = f(*a, **k)
+                            parts[key] += clock() - t0
+                            return out
+                        return timed
+                    design.policy.sample = wrap(type(design.policy).sample.__get__(design.policy), "logger sampling")
+                    design._clicks = wrap(design._clicks, "clicks")
+                    kernels.counterfactual_step = wrap(real_kernel, "compiled step (propensities, terms, sums)")
+                try:
+                    step = cfg.traffic.batch_hours
+                    for i, b in enumerate(batches):
+                        t0 = clock()
+                        design.process(b)
+                        parts["process" if fused else "general path: whole process"] += clock() - t0
+                        if fused and ((i + 1) * step) % 24 == 0:
+                            day = (i + 1) * step // 24
+                            design.last_day = cfg.traffic.days
+                            t0 = clock()
+                            design.checkpoint(day)
+                            key = "checkpoint: last day (whole-log)" if day == cfg.traffic.days else \
+                                "checkpoints: other days"
+                            parts[key] += clock() - t0
+                finally:
+                    kernels.counterfactual_step = real_kernel
+                    design.__dict__.pop("_clicks", None)
+                    design.policy.__dict__.pop("sample", None)
+                    CounterfactualDesign.fused_step = default
+                if fused and not design._step:
+                    return None
+        inner = sum(parts[k] for k in ("logger sampling", "clicks", "compiled step (propensities, terms, sums)"))
+        parts["rest of process (Python, arrays, log)"] = max(parts.pop("process") - inner, 0.0)
         for key, v in parts.items():
             best[key] = min(best[key], v / n_total)
     return dict(best)
@@ -258,15 +194,19 @@ def main() -> None:
         print(f"{d.name:<28}{s:10.3f}{c:10.3f}{s + c:10.3f}{(s + c) / td_total:14.2f}")
     if args.no_split:
         return
-    print("\nthe configured design split on recorded batches (us per impression, each part's best round):")
+    print("\nthe configured design's process and checkpoints split (us per impression, each part's best round):")
     cfg_one = variant_config(mapping, {"counterfactual": {}})
-    split = breakdown(cfg_one, world, users, seqs, args.rounds)
-    serving = {key: v for key, v in split.items() if not key.startswith("checkpoint")}
-    for key, v in [*serving.items(), *((key, v) for key, v in split.items() if key not in serving)]:
-        print(f"  {key:<44}{1e6 * v:8.3f}")
+    split = step_breakdown(cfg_one, world, users, seqs, args.rounds)
+    if split is None:
+        print("  (the design does not run the compiled step)")
+        return
+    general = split.pop("general path: whole process")
+    for key, v in split.items():
+        print(f"  {key:<46}{1e6 * v:8.3f}")
     td = us(td_name, "serving") + us(td_name, "checkpoints")
-    print(f"  {'sum of the parts':<44}{1e6 * sum(split.values()):8.3f}   (team-draft in the same run: {td:.3f})")
-
+    print(f"  {'sum of the parts':<46}{1e6 * sum(split.values()):8.3f}   (team-draft in the same run: {td:.3f})")
+    label = "the general path's process (fused_step off)"
+    print(f"  {label:<46}{1e6 * general:8.3f}")
 
 if __name__ == "__main__":
     main()
