@@ -658,13 +658,15 @@ def _group_terms(xa, xb, xr, r, m0, m1, m2, m3, m4, centred):
 
 
 @_jit
-def _group_sums(xa, xb, xr, rows, n, m0, m1, m2, m3, m4, centred):
-    """Over the rows ``rows[:n]`` of the two behaviours' terms ``xa``, ``xb`` and the reference's ``xr``: the sums
-    of ``xa``, ``xb``, ``xr``, ``xa - xr``, ``xb - xr``, or (``centred``) the sums of squares of their values less
-    ``m0`` ... ``m4`` (their means). Summed as above (blocks of 16 rows in two lanes per quantity, the last block
-    of fewer in one, the block totals in Neumaier sums); the five quantities in one pass (ten independent
-    chains)."""
-    s0 = c0 = s1 = c1 = s2 = c2 = s3 = c3 = s4 = c4 = 0.0
+def _group_sums(xa, xb, xr, rows, n, mean, centred, state):
+    """Add to the Neumaier sums ``state`` (5, 2) (sum, compensation), over the rows ``rows[:n]`` of the two
+    behaviours' terms ``xa``, ``xb`` and the reference's ``xr``: ``xa``, ``xb``, ``xr``, ``xa - xr``, ``xb - xr``,
+    or (``centred``) the squares of their values less ``mean`` (5,) (their means). Summed as above (blocks of 16
+    rows in two lanes per quantity, the last block of fewer in one, the block totals in the Neumaier sums); the
+    five quantities in one pass (ten independent chains)."""
+    m0, m1, m2, m3, m4 = mean[0], mean[1], mean[2], mean[3], mean[4]
+    s0, s1, s2, s3, s4 = state[0, 0], state[1, 0], state[2, 0], state[3, 0], state[4, 0]
+    c0, c1, c2, c3, c4 = state[0, 1], state[1, 1], state[2, 1], state[3, 1], state[4, 1]
     j = 0
     while j + 16 <= n:
         p0 = p1 = p2 = p3 = p4 = 0.0
@@ -701,7 +703,8 @@ def _group_sums(xa, xb, xr, rows, n, m0, m1, m2, m3, m4, centred):
     s2, c2 = _neumaier(s2, c2, p2)
     s3, c3 = _neumaier(s3, c3, p3)
     s4, c4 = _neumaier(s4, c4, p4)
-    return s0 + c0, s1 + c1, s2 + c2, s3 + c3, s4 + c4
+    state[0, 0], state[1, 0], state[2, 0], state[3, 0], state[4, 0] = s0, s1, s2, s3, s4
+    state[0, 1], state[1, 1], state[2, 1], state[3, 1], state[4, 1] = c0, c1, c2, c3, c4
 
 
 @_jit
@@ -745,8 +748,57 @@ def group_rows(types, order, starts):
 
 
 @_jit
+def aips_pass(order, starts, ind, cas, std, reference, mean, centred, state):
+    """One pass of adaptive IPS's per-type statistics over one chunk of rows (grouped by :func:`group_rows` into
+    ``order``, ``starts``; ``ind``, ``cas``, ``std`` (N,) the chunk's terms of the independent, cascade and
+    standard behaviours; ``reference`` the reference's index, 1 or 2): adds to ``state`` (T, 5, 2) each type's
+    Neumaier sums (:func:`_group_sums`) of the two other behaviours' terms (finer first), the reference's, and
+    the two differences with the reference; ``centred``: of their squares less ``mean`` (T, 5), their means
+    (the second pass, as ``np.var``'s)."""
+    xa = ind
+    xb = std if reference == 1 else cas
+    xr = cas if reference == 1 else std
+    for t in range(state.shape[0]):
+        lo = starts[t]
+        hi = starts[t + 1]
+        if hi > lo:
+            _group_sums(xa, xb, xr, order[lo:hi], hi - lo, mean[t], centred, state[t])
+
+
+@_jit
+def aips_table(counts, sums, squares, reference, out):
+    """``out`` (T, 3, 4) of :func:`aips_group_stats` from the two passes' Neumaier sums ``sums`` and
+    ``squares`` (T, 5, 2) and the rows per type ``counts`` (T,); returns the means (T, 5) when ``squares`` is
+    not yet summed (NaN for types without rows) and False if a sum is not finite."""
+    ba = 0
+    bb = 2 if reference == 1 else 1
+    nt = counts.shape[0]
+    mean = np.full((nt, 5), np.nan)
+    out[:] = np.nan
+    finite = True
+    for t in range(nt):
+        n = counts[t]
+        if n == 0:
+            continue
+        for k in range(5):
+            total = sums[t, k, 0] + sums[t, k, 1]
+            finite = finite and math.isfinite(total)
+            mean[t, k] = total / n
+        ss = squares[t, :, 0] + squares[t, :, 1]
+        for b, k, kd in ((ba, 0, 3), (bb, 1, 4)):
+            out[t, b, 0] = mean[t, k]
+            out[t, b, 1] = ss[k]
+            out[t, b, 2] = mean[t, kd]
+            out[t, b, 3] = ss[kd]
+        out[t, reference, 0] = mean[t, 2]
+        out[t, reference, 1] = ss[2]
+    return mean, finite
+
+
+@_jit
 def aips_group_stats(order, starts, ind, cas, std, reference, out):
-    """Per user type the statistics of adaptive IPS's choice (:meth:`onlineeval.estimators.AdaptiveIPS.choose`).
+    """Per user type the statistics of adaptive IPS's choice (:meth:`onlineeval.estimators.AdaptiveIPS.choose`)
+    over one chunk of rows: :func:`aips_pass` twice and :func:`aips_table`.
 
     ``order``, ``starts``: the rows grouped by type (:func:`group_rows`); ``ind``, ``cas``, ``std`` (N,) the
     behaviours' per-row terms (independent, cascade, standard); ``reference`` the index of the reference behaviour
@@ -754,34 +806,30 @@ def aips_group_stats(order, starts, ind, cas, std, reference, out):
     type's rows, the sum of squares of its centred values, the mean of ``d = x - x_reference`` and the sum of
     squares of its centred values (two passes, as ``np.var``); NaN for the reference's ``d`` and for types without
     rows. Returns False when a sum is not finite (the caller then takes the NumPy path)."""
-    ba = 0
-    bb = 2 if reference == 1 else 1  # the other two behaviours, finer first
-    xa = ind
-    xb = std if reference == 1 else cas
-    xr = cas if reference == 1 else std
-    finite = True
-    out[:] = np.nan
-    for t in range(out.shape[0]):
-        n = starts[t + 1] - starts[t]
-        if n == 0:
-            continue
-        rows = order[starts[t]:starts[t + 1]]
-        s0, s1, s2, s3, s4 = _group_sums(xa, xb, xr, rows, n, 0.0, 0.0, 0.0, 0.0, 0.0, False)
-        m0, m1, m2, m3, m4 = s0 / n, s1 / n, s2 / n, s3 / n, s4 / n
-        finite = finite and math.isfinite(s0) and math.isfinite(s1) and math.isfinite(s2) and math.isfinite(s3) \
-            and math.isfinite(s4)
-        q0, q1, q2, q3, q4 = _group_sums(xa, xb, xr, rows, n, m0, m1, m2, m3, m4, True)
-        out[t, ba, 0] = m0
-        out[t, ba, 1] = q0
-        out[t, bb, 0] = m1
-        out[t, bb, 1] = q1
-        out[t, reference, 0] = m2
-        out[t, reference, 1] = q2
-        out[t, ba, 2] = m3
-        out[t, ba, 3] = q3
-        out[t, bb, 2] = m4
-        out[t, bb, 3] = q4
-    return finite
+    nt = out.shape[0]
+    counts = np.empty(nt, dtype=np.int64)
+    for t in range(nt):
+        counts[t] = starts[t + 1] - starts[t]
+    sums = np.zeros((nt, 5, 2))
+    squares = np.zeros((nt, 5, 2))
+    aips_pass(order, starts, ind, cas, std, reference, np.zeros((nt, 5)), False, sums)
+    mean, finite = aips_table(counts, sums, squares, reference, out)
+    if not finite:
+        return False
+    aips_pass(order, starts, ind, cas, std, reference, mean, True, squares)
+    aips_table(counts, sums, squares, reference, out)
+    return True
+
+
+@_jit
+def int_bounds(a):
+    """``(min, max)`` of a non-empty integer array."""
+    lo = a[0]
+    hi = a[0]
+    for i in range(a.shape[0]):
+        lo = min(lo, a[i])
+        hi = max(hi, a[i])
+    return lo, hi
 
 
 @_jit

@@ -121,6 +121,20 @@ def test_replicates_row_by_row_as_the_numpy_path(extra, rep, monkeypatch):
         assert last and all(a.ci_low == b.ci_low and a.ci_high == b.ci_high for a, b in last)
 
 
+@pytest.mark.parametrize("max_chunks", [1, 3])
+def test_many_chunks_concatenated_first(max_chunks, monkeypatch):
+    """More batches than CounterfactualDesign.max_chunks: adaptive IPS's statistics concatenated first (kept as
+    one chunk, the later batches chunks again), the same rows."""
+    from simulations.designs.counterfactual.design import CounterfactualDesign
+
+    monkeypatch.setattr(CounterfactualDesign, "max_chunks", max_chunks)
+    cfg = _config(refit_days=1, days=3)
+    ref = _replicate(cfg, 0, False, monkeypatch)
+    new = _replicate(cfg, 0, True, monkeypatch)
+    assert _same_rows(ref, new) > 0
+    assert all(math.isfinite(r.estimate) for r in new if r.metric == "adaptive_ips" and r.day > 1)
+
+
 def test_configs_counterfactual_yaml_first_replicate(monkeypatch):
     """configs/counterfactual.yaml itself (6,000 users, 28,000 impressions, support rows), first replicate."""
     from simulations.config import load_config

@@ -460,7 +460,7 @@ class CounterfactualDesign(Design):
         acc = self._acc
         if acc.dtype != np.float64 or not acc.flags.c_contiguous or any(v.base is not acc for v in self.sums.values()):
             return False
-        alpha, e, lo = self.alpha, len(self._acc_labels), self._block
+        e, lo = len(self._acc_labels), self._block
         scratch = sk.scratch_of(self)
         out = np.empty((3 + e, 3))
         n, n_impr = sk.cf_checkpoint(acc, lo, e, scratch.idx[0], scratch.rows(0), out)
@@ -537,45 +537,73 @@ class CounterfactualDesign(Design):
         counts = (matrix @ self._query_count).tolist()
         return [counts[i] for i in which]
 
+    #: at most this many batches' chunks of adaptive IPS's per-row statistics are read chunk by chunk by the
+    #: compiled whole-log choice; more are concatenated first (as the NumPy path does, kept as one chunk)
+    max_chunks = 32
+
     def _compiled_row_stat_sums(self, label: str, est: Any, users: np.ndarray, sk: Any) -> PairedEstimate | None:
-        """The paired difference of :meth:`_row_stat_sums` by the compiled kernels: adaptive IPS's data-driven
-        choice per user type (:func:`simulations.stat_kernels.group_rows` and
-        :func:`~simulations.stat_kernels.aips_group_stats`, then :func:`_choose_behaviours`:
+        """The paired difference of :meth:`_row_stat_sums` by the compiled kernels, batch chunk by batch chunk
+        (concatenating the log's 28,000 rows of configs/counterfactual.yaml cost 0.5 ms a target, more than the
+        statistics): adaptive IPS's data-driven choice per user type (the rows grouped by type,
+        :func:`simulations.stat_kernels.group_rows`; each type's two passes over its rows,
+        :func:`~simulations.stat_kernels.aips_pass`; :func:`_choose_behaviours`:
         :meth:`~onlineeval.estimators.AdaptiveIPS.choose`'s scores and order), the chosen terms' per-user sums
-        (:func:`~simulations.stat_kernels.aips_user_sums`: ``np.bincount``'s bits) and their paired difference
-        (:func:`~simulations.stat_kernels.cf_paired`). None (the caller takes the NumPy path) for fixed behaviours,
-        user types that are not small non-negative integers, non-finite terms, or a row the kernel does not take."""
+        (:func:`~simulations.stat_kernels.aips_user_sums`, chunks in order: ``np.bincount``'s bits) and their
+        paired difference (:func:`~simulations.stat_kernels.cf_paired`). None (the caller takes the NumPy path) for
+        fixed behaviours, user types that are not small non-negative integers, users outside the population,
+        non-finite terms, or a row the kernel does not take."""
         from onlineeval.estimators.adaptive_ips import BEHAVIOURS
 
         if getattr(est, "behaviours", "") is not None or not hasattr(est, "choose"):
             return None
-        meta = _one_chunk(self._row_meta)
-        types, user = meta["user_type"], meta["user"]
-        if types.size == 0 or types.dtype.kind not in "iu" or int(types.min()) < 0 or int(types.max()) >= 1 << 16:
+        metas = self._row_meta
+        stats_lists = [self._row_stats[(label, t)] for t in self.target_names]
+        if len(metas) > self.max_chunks or any(len(chunks) != len(metas) for chunks in stats_lists):
+            for chunks in (metas, *stats_lists):
+                _one_chunk(chunks)
+        if not metas:
             return None
-        if user.dtype.kind not in "iu" or user.shape != types.shape or not 0 <= int(user.min()) <= int(user.max()) \
-                < self.population:  # (np.bincount would raise or grow: its errors)
-            return None
+        n_types = 0
+        for meta in metas:
+            types, user = meta["user_type"], meta["user"]
+            if (types.dtype.kind not in "iu" or user.dtype.kind not in "iu" or types.ndim != 1
+                    or user.shape != types.shape or types.size == 0):
+                return None
+            (t_lo, t_hi), (u_lo, u_hi) = sk.int_bounds(types), sk.int_bounds(user)
+            if t_lo < 0 or t_hi >= 1 << 16 or u_lo < 0 or u_hi >= self.population:  # (np.bincount's errors)
+                return None
+            n_types = max(n_types, int(t_hi) + 1)
+        counts = np.zeros(n_types, dtype=np.int64)
+        grouped = []  # per chunk the rows grouped by type: the same for both targets
+        for meta in metas:
+            order, starts = np.empty(meta["user_type"].size, dtype=np.intp), np.empty(n_types + 1, dtype=np.int64)
+            counts += sk.group_rows(meta["user_type"], order, starts)
+            grouped.append((order, starts))
         ref = BEHAVIOURS.index(est.reference)
-        n_types = int(types.max()) + 1
-        order, starts = np.empty(types.size, dtype=np.intp), np.empty(n_types + 1, dtype=np.int64)
-        counts = sk.group_rows(types, order, starts)  # the same rows for both targets
-        sums = []
-        for t in self.target_names:
-            stats = _one_chunk(self._row_stats[(label, t)])
-            terms = [np.ascontiguousarray(stats[b], dtype=np.float64) for b in BEHAVIOURS]
-            if any(v.ndim != 1 or v.size != types.size for v in terms):
+        zero = np.zeros((n_types, 5))
+        per_target = []
+        for chunks in stats_lists:
+            terms = [[np.ascontiguousarray(stats[b], dtype=np.float64) for b in BEHAVIOURS] for stats in chunks]
+            if any(v.ndim != 1 or v.size != meta["user_type"].size for meta, chunk in zip(metas, terms, strict=True)
+                   for v in chunk):
                 return None
-            group = np.empty((n_types, 3, 4))
-            if not sk.aips_group_stats(order, starts, *terms, ref, group):
+            sums, squares, group = np.zeros((n_types, 5, 2)), np.zeros((n_types, 5, 2)), np.empty((n_types, 3, 4))
+            for (order, starts), chunk in zip(grouped, terms, strict=True):
+                sk.aips_pass(order, starts, *chunk, ref, zero, False, sums)
+            mean, finite = sk.aips_table(counts, sums, squares, ref, group)
+            if not finite:
                 return None
+            for (order, starts), chunk in zip(grouped, terms, strict=True):
+                sk.aips_pass(order, starts, *chunk, ref, mean, True, squares)
+            sk.aips_table(counts, sums, squares, ref, group)
             table = _choose_behaviours(group, counts, ref)
             per_user = np.zeros(self.population)
-            sk.aips_user_sums(types, table, *terms, user, per_user)
-            sums.append(per_user)
+            for meta, chunk in zip(metas, terms, strict=True):
+                sk.aips_user_sums(meta["user_type"], table, *chunk, meta["user"], per_user)
+            per_target.append(per_user)
         o = np.empty(3)
         imp = self._acc[0]
-        sk.cf_paired(sums[0], imp, sums[1], imp, users, sk.scratch_of(self).rows(0), o)
+        sk.cf_paired(per_target[0], imp, per_target[1], imp, users, sk.scratch_of(self).rows(0), o)
         if o[sk.CF_OK] != 1.0:
             return None
         return PairedEstimate(o[sk.CF_EST], o[sk.CF_SE], self.alpha)
