@@ -110,15 +110,77 @@ def test_step_equals_the_general_path(estimators, metric, depth, components):
     _assert_same(new, ref)
 
 
+def _eps(epsilon: float, n: int) -> dict:
+    return {"policy": "epsilon_greedy", "ranker": "A", "epsilon": epsilon, "n": n}
+
+
+@pytest.mark.parametrize(("estimators", "metric", "depth", "logger"), [
+    (ALL, "clicks_per_query", 4, _eps(0.2, 8)),
+    (ALL, "reciprocal_rank", 5, _eps(0.5, 10)),
+    (ALL, "abandonment", 3, _eps(0.05, 4)),
+    (["ips", "rips"], "clicks_per_query", 1, _eps(0.3, 2)),
+    (["snips", {"name": "clipped_ips", "cap": 2}, "iips", "adaptive_ips"], "reciprocal_rank", 9, _eps(0.9, 6)),
+    (["rips", "iips", "ips"], "abandonment", 8, _eps(0.999, 10)),
+])
+def test_step_equals_the_general_path_with_one_epsilon_greedy_logger(estimators, metric, depth, logger):
+    """A single epsilon-greedy logger: the step's propensity tables from a one-component StackedEpsilonGreedy
+    (weights [1.0]), the logger's own draws; the general path's numbers (its _full_propensities) bit for bit."""
+    from simulations.designs.counterfactual.step import CompiledStep
+
+    cfg = _config(estimators, metric, depth, logger=logger)
+    new, ref = _run(cfg, True), _run(cfg, False)
+    assert isinstance(new._step, CompiledStep) and ref._step is None
+    assert new._step.stacked._weights.tolist() == [1.0]
+    assert new.policy._stacked() is None  # the logger samples by its own code
+    _assert_same(new, ref)
+
+
+@pytest.mark.parametrize(("epsilon", "n", "depth"), [(0.2, 8, 4), (0.6, 3, 7), (0.1, 10, 1), (0.4, 10, 9)])
+def test_one_component_tables_give_the_loggers_propensities(epsilon, n, depth):
+    """The one-component tables in :func:`kernels.logged_propensities` (the step's per-row arithmetic) against the
+    logger's own ``sampled_propensities`` on its own draws (the rows showing a target's list included), bit for
+    bit."""
+    from simulations.designs.counterfactual.serving import known_list_propensities
+    from simulations.designs.counterfactual.step import _single
+    from simulations.policies import kernels
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    cfg = _config(["ips"], depth=depth, logger=_eps(epsilon, n))
+    world = build_world(cfg, world_seed(cfg.seed))
+    _, (design,) = build_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0])
+    policy = design.policy
+    s = _single(policy)
+    assert s is not None
+    rng = np.random.default_rng(5)
+    query = rng.integers(0, policy.Q, 3000).astype(np.int64)
+    shown = np.asarray(policy.sample(query, rng), dtype=np.int64)
+    t = design._known_table
+    got = kernels.logged_propensities(query, shown, np.ascontiguousarray(design._known_lists, dtype=np.int64),
+                                      t.list, t.prefix, t.item, s.rank_of.astype(np.int64),
+                                      s.n_eff.astype(np.int64), s._w_det, s._w_rt, s.det_tab, s.rt_tab,
+                                      s._weights, s.m, s.Q)
+    own = policy.sampled_propensities(query, shown)
+    ref = known_list_propensities(policy, query, shown, world.labels.shape[1], design._known, table=t, sampled=True)
+    shows_target = got[1][:, :, -1].any(axis=0)
+    assert 0 < shows_target.sum() < query.size  # both kinds of rows
+    for x, y, z in zip(got[2:5], (own.list, own.prefix, own.item), (ref.list, ref.prefix, ref.item), strict=True):
+        assert x.tobytes() == np.ascontiguousarray(y).tobytes() == np.ascontiguousarray(z).tobytes()
+
+
 def test_step_equals_the_general_path_with_the_bootstrap():
     cfg = _config(ALL, bootstrap=200)
     _assert_same(_run(cfg, True), _run(cfg, False))
 
 
-@pytest.mark.parametrize("change", ["plackett_luce", "dm", "pbm_ips", "aa", "compiled_off"])
+@pytest.mark.parametrize("change", ["plackett_luce", "dm", "pbm_ips", "aa", "compiled_off", "epsilon_one",
+                                    "epsilon_zero"])
 def test_step_is_not_used_where_it_does_not_apply(change):
-    """A logger other than a mixture of epsilon-greedy policies, an estimator the step does not compute, the A/A
-    design, the compiled paths switched off: the general path serves (and the numbers are its own)."""
+    """A logger other than a mixture of epsilon-greedy policies or a single epsilon-greedy policy of epsilon in
+    (0, 1) filling the slots (epsilon 1 or 0: one component, its own arithmetic), an estimator the step does not
+    compute, the A/A design, the compiled paths switched off: the general path serves (and the numbers are its
+    own)."""
     from simulations.designs.counterfactual import CounterfactualDesign
     from simulations.designs.counterfactual.step import CompiledStep
     from simulations.runner import build_replicate, replicate_seeds, world_seed
@@ -126,7 +188,8 @@ def test_step_is_not_used_where_it_does_not_apply(change):
     from simulations.world import build_world
 
     estimators = {"dm": ["ips", "dm"], "pbm_ips": ["ips", "pbm_ips"]}.get(change, ["ips"])
-    logger = {"policy": "plackett_luce", "ranker": "A", "temperature": 1.0} if change == "plackett_luce" else None
+    logger = {"plackett_luce": {"policy": "plackett_luce", "ranker": "A", "temperature": 1.0},
+              "epsilon_one": _eps(1.0, 6), "epsilon_zero": _eps(0.0, 6)}.get(change)
     cfg = _config(estimators, logger=logger, aa=change == "aa")
     world = build_world(cfg, world_seed(cfg.seed))
     old = CounterfactualDesign.compiled

@@ -17,7 +17,9 @@ are summed per user from 0.0 in row order and then added to the design's sums, a
 tested on whole replicates against the path it replaces (``tests/test_counterfactual_step.py``).
 
 It applies when the logger is a mixture of epsilon-greedy policies that fill the slots
-(:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy`, as in ``configs/counterfactual.yaml``), the
+(:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy`, as in ``configs/counterfactual.yaml``) or a
+single epsilon-greedy policy of epsilon strictly between 0 and 1 that fills them (its propensity tables as a
+one-component stack, :func:`_single`; it samples by its own code), the
 targets' lists have the logger's slots (at most 16), and every estimator is one the fused terms compute (``ips``,
 ``snips``, ``clipped_ips``, ``rips``, ``iips``, and ``adaptive_ips``, whose behaviours' terms are kept per row for
 its whole-log choice); otherwise (or with :attr:`CounterfactualDesign.fused_step` False) the design takes its
@@ -37,6 +39,23 @@ __all__ = ["CompiledStep"]
 _NO_BEHAVIOURS = np.empty((0, 0, 0), dtype=np.float64)
 _NO_P = np.empty(0, dtype=np.float64)  # the propensities are not kept (kernel arguments without rows)
 _NO_P2 = np.empty((0, 0), dtype=np.float64)
+
+
+def _single(policy: Any) -> Any:
+    """The propensity tables of a single epsilon-greedy logger as a one-component
+    :class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` (weights ``[1.0]``), or ``None``.
+
+    Only the tables: the logger still samples by its own :meth:`sample` (its own draws, the same stream). The
+    numbers are the general path's (:meth:`EpsilonGreedyPolicy._full_propensities`, which
+    :func:`known_list_propensities` calls through ``sampled_propensities``) bit for bit: per slot the same
+    ``w_det p_det + w_rt p_rt`` and ``w_det det_tab + w_rt rt_tab``, then the mixture's ``1.0 * x``, which is ``x``
+    exactly. Epsilon 0 or 1 (one component: the deterministic or the RandTop policy's own arithmetic), queries with
+    fewer than ``k`` candidates or a subclass stay on the general path."""
+    from simulations.policies.epsilon_greedy import EpsilonGreedyPolicy, StackedEpsilonGreedy
+
+    if type(policy) is not EpsilonGreedyPolicy:
+        return None
+    return StackedEpsilonGreedy.build([policy], [1.0])
 
 
 class CompiledStep:
@@ -97,6 +116,8 @@ class CompiledStep:
             return None
         stacked = getattr(policy, "_stacked", None)
         kernel = stacked() if callable(stacked) else None
+        if kernel is None:
+            kernel = _single(policy)
         if kernel is None:
             return None
         fused = design._fused
