@@ -13,7 +13,12 @@ squares and cross-products), with the same formulas:
 - :func:`ab_arms`: each arm's part of :func:`onlineeval.stats.cuped._cuped_ratio_stacked` (the A/B checkpoint's
   ratios, delta-method variances and, with a pre-period, CUPED's cross-products) or of
   :func:`onlineeval.stats.online.ratio_diff_values` (without a pre-period: the A/B per-batch look);
-- :func:`arm_residual`: an arm's adjusted sum of squares from its residuals (CUPED's cancellation branch).
+- :func:`arm_residual`: an arm's adjusted sum of squares from its residuals (CUPED's cancellation branch);
+- :func:`cf_checkpoint`, :func:`cf_paired`: the counterfactual design's checkpoint (its accumulated estimators'
+  paired differences, :func:`simulations.designs.counterfactual.paired.paired_differences`, and the logger's three
+  metrics, ``ratio_means``, from the rows of its sums matrix); :func:`group_rows`, :func:`aips_pass`,
+  :func:`aips_table`, :func:`aips_user_sums`: adaptive IPS's whole-log choice (per user type the means and
+  variances of :meth:`onlineeval.estimators.AdaptiveIPS.choose`, the chosen terms' per-user sums) on the last day.
 
 Numerics: every sum adds blocks of 16 terms in two lanes and the block totals in a Neumaier (compensated) sum, in
 ascending user order: an error bound (about 15 eps of each block's magnitudes plus 2 eps of the result) below
@@ -32,7 +37,11 @@ Costs (2-core machine, load about 1): a day-14 checkpoint of ``configs/ab.yaml``
 in a replicate (cold caches) per replicate: A/B checkpoints 26.3 -> 19.5 ms, per-batch looks 18.4 -> 10.5 ms,
 interleaving checkpoints 13.4 -> 7.2 ms, the whole replicate 241.5 -> 204.4 ms (``benchmarks/bench_simulation.py
 --stat-kernels``, best of 6 alternating rounds in one process). Each pass costs about 0.6 ns a user here, so the
-kernels are bound by their passes (fusing the loops measured no faster).
+kernels are bound by their passes (fusing the loops measured no faster). The counterfactual design's checkpoint of
+``configs/counterfactual.yaml`` (6 days: 4,886 of 6,000 users active, five accumulated estimators) about 0.13 ms in
+:func:`cf_checkpoint` and 0.2 ms in all (NumPy path 0.7-0.8 ms); the last day with adaptive IPS's choice over
+28,000 rows about 1 ms (2.3-3.1 ms); in the benchmark's replicates (cold caches) its checkpoints 0.13-0.14 us an
+impression against 0.42-0.46 (``benchmarks/bench_counterfactual.py``, load 2.1).
 
 Imported lazily by the code that runs replicates (the designs' checkpoints, :class:`simulations.sequential.
 BatchLooks`), never by ``onlineeval power``, ``evaluate`` or ``--help``; compiled on first use and cached
@@ -57,7 +66,9 @@ from onlineeval.stats._checks import check_alpha
 from onlineeval.stats.cuped import _RatioArm, _ratio_diff_from_arms
 from onlineeval.stats.online import _z_values
 
-__all__ = ["COMPILED", "ratio_active", "ab_arms", "arm_residual", "ratio_mean_population", "ab_arm_parts", "Scratch"]
+__all__ = ["COMPILED", "ratio_active", "ab_arms", "arm_residual", "ratio_mean_population", "ab_arm_parts", "Scratch",
+           "cf_checkpoint", "cf_paired", "group_rows", "aips_pass", "aips_table", "aips_chunk_stats",
+           "aips_group_stats", "aips_user_sums", "int_bounds"]
 
 #: the designs' checkpoints and the per-batch looks use these kernels (False: their NumPy path, the reference)
 COMPILED = True
@@ -796,32 +807,6 @@ def aips_table(counts, sums, squares, reference, out):
 
 
 @_jit
-def aips_group_stats(order, starts, ind, cas, std, reference, out):
-    """Per user type the statistics of adaptive IPS's choice (:meth:`onlineeval.estimators.AdaptiveIPS.choose`)
-    over one chunk of rows: :func:`aips_pass` twice and :func:`aips_table`.
-
-    ``order``, ``starts``: the rows grouped by type (:func:`group_rows`); ``ind``, ``cas``, ``std`` (N,) the
-    behaviours' per-row terms (independent, cascade, standard); ``reference`` the index of the reference behaviour
-    (1 or 2). ``out`` (T, 3, 4) float64: per type and behaviour ``b`` the mean of ``x`` (its terms) over the
-    type's rows, the sum of squares of its centred values, the mean of ``d = x - x_reference`` and the sum of
-    squares of its centred values (two passes, as ``np.var``); NaN for the reference's ``d`` and for types without
-    rows. Returns False when a sum is not finite (the caller then takes the NumPy path)."""
-    nt = out.shape[0]
-    counts = np.empty(nt, dtype=np.int64)
-    for t in range(nt):
-        counts[t] = starts[t + 1] - starts[t]
-    sums = np.zeros((nt, 5, 2))
-    squares = np.zeros((nt, 5, 2))
-    aips_pass(order, starts, ind, cas, std, reference, np.zeros((nt, 5)), False, sums)
-    mean, finite = aips_table(counts, sums, squares, reference, out)
-    if not finite:
-        return False
-    aips_pass(order, starts, ind, cas, std, reference, mean, True, squares)
-    aips_table(counts, sums, squares, reference, out)
-    return True
-
-
-@_jit
 def int_bounds(a):
     """``(min, max)`` of a non-empty integer array."""
     lo = a[0]
@@ -839,3 +824,34 @@ def aips_user_sums(types, table, ind, cas, std, user, sums):
     for i in range(types.shape[0]):
         c = table[types[i]]
         sums[user[i]] += ind[i] if c == 0 else (cas[i] if c == 1 else std[i])
+
+
+def aips_chunk_stats(grouped: list[tuple[np.ndarray, np.ndarray]], chunks: list[list[np.ndarray]],
+                     counts: np.ndarray, reference: int, out: np.ndarray) -> bool:
+    """Per user type the statistics of adaptive IPS's choice over a log kept in chunks: :func:`aips_pass` over
+    every chunk (its rows grouped by type by :func:`group_rows`, ``grouped[c] = (order, starts)``; its terms
+    ``chunks[c] = [independent, cascade, standard]``), the means, the second (centred) pass, and :func:`aips_table`
+    into ``out`` (T, 3, 4) (``counts`` (T,) the rows per type over all chunks). False when a sum is not finite."""
+    nt = counts.shape[0]
+    sums, squares = np.zeros((nt, 5, 2)), np.zeros((nt, 5, 2))
+    zero = np.zeros((nt, 5))
+    for (order, starts), terms in zip(grouped, chunks, strict=True):
+        aips_pass(order, starts, *terms, reference, zero, False, sums)
+    mean, finite = aips_table(counts, sums, squares, reference, out)
+    if not finite:
+        return False
+    for (order, starts), terms in zip(grouped, chunks, strict=True):
+        aips_pass(order, starts, *terms, reference, mean, True, squares)
+    aips_table(counts, sums, squares, reference, out)
+    return True
+
+
+def aips_group_stats(order: np.ndarray, starts: np.ndarray, ind: np.ndarray, cas: np.ndarray, std: np.ndarray,
+                     reference: int, out: np.ndarray) -> bool:
+    """:func:`aips_chunk_stats` of one chunk: ``out`` (T, 3, 4) per user type and behaviour ``b`` the mean of its
+    terms ``x`` over the type's rows, the sum of squares of their centred values, the mean of ``d = x -
+    x_reference`` and the sum of squares of its centred values (two passes, as ``np.var``); NaN for the
+    reference's ``d`` and for types without rows. False when a sum is not finite (the caller then takes the NumPy
+    path)."""
+    counts = np.diff(starts).astype(np.int64)
+    return aips_chunk_stats([(order, starts)], [[ind, cas, std]], counts, reference, out)

@@ -546,7 +546,7 @@ class CounterfactualDesign(Design):
         (concatenating the log's 28,000 rows of configs/counterfactual.yaml cost 0.5 ms a target, more than the
         statistics): adaptive IPS's data-driven choice per user type (the rows grouped by type,
         :func:`simulations.stat_kernels.group_rows`; each type's two passes over its rows,
-        :func:`~simulations.stat_kernels.aips_pass`; :func:`_choose_behaviours`:
+        :func:`~simulations.stat_kernels.aips_chunk_stats`; :func:`_choose_behaviours`:
         :meth:`~onlineeval.estimators.AdaptiveIPS.choose`'s scores and order), the chosen terms' per-user sums
         (:func:`~simulations.stat_kernels.aips_user_sums`, chunks in order: ``np.bincount``'s bits) and their
         paired difference (:func:`~simulations.stat_kernels.cf_paired`). None (the caller takes the NumPy path) for
@@ -580,22 +580,15 @@ class CounterfactualDesign(Design):
             counts += sk.group_rows(meta["user_type"], order, starts)
             grouped.append((order, starts))
         ref = BEHAVIOURS.index(est.reference)
-        zero = np.zeros((n_types, 5))
         per_target = []
         for chunks in stats_lists:
             terms = [[np.ascontiguousarray(stats[b], dtype=np.float64) for b in BEHAVIOURS] for stats in chunks]
             if any(v.ndim != 1 or v.size != meta["user_type"].size for meta, chunk in zip(metas, terms, strict=True)
                    for v in chunk):
                 return None
-            sums, squares, group = np.zeros((n_types, 5, 2)), np.zeros((n_types, 5, 2)), np.empty((n_types, 3, 4))
-            for (order, starts), chunk in zip(grouped, terms, strict=True):
-                sk.aips_pass(order, starts, *chunk, ref, zero, False, sums)
-            mean, finite = sk.aips_table(counts, sums, squares, ref, group)
-            if not finite:
+            group = np.empty((n_types, 3, 4))
+            if not sk.aips_chunk_stats(grouped, terms, counts, ref, group):
                 return None
-            for (order, starts), chunk in zip(grouped, terms, strict=True):
-                sk.aips_pass(order, starts, *chunk, ref, mean, True, squares)
-            sk.aips_table(counts, sums, squares, ref, group)
             table = _choose_behaviours(group, counts, ref)
             per_user = np.zeros(self.population)
             for meta, chunk in zip(metas, terms, strict=True):
