@@ -45,8 +45,9 @@ impression against 0.42-0.46 (``benchmarks/bench_counterfactual.py``, load 2.1).
 
 Imported lazily by the code that runs replicates (the designs' checkpoints, :class:`simulations.sequential.
 BatchLooks`), never by ``onlineeval power``, ``evaluate`` or ``--help``; compiled on first use and cached
-(``cache=True``, as :mod:`simulations.kernels`): with an empty cache about 5 s of CPU once per machine, then
-about 0.3 s per process to load them (measured with a fresh ``NUMBA_CACHE_DIR``); in
+(``cache=True``, as :mod:`simulations.kernels`): with an empty cache about 5 s of CPU once per machine (the
+counterfactual design's kernels another 6.7 s), then about 0.3 s per process to load them (measured with a fresh
+``NUMBA_CACHE_DIR``); in
 :data:`simulations.executors.TASK_MODULES`, so sweep workers load them once, at start.
 
 :data:`COMPILED` switches the callers to these kernels (True) or to their NumPy path (False: the reference the
