@@ -32,7 +32,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step", "add_ones", "cdf_draw", "cdf_tables"]
+__all__ = ["row_counts", "grade_clicks", "interleaving_step", "ab_step", "add_ones", "cdf_draw", "cdf_tables",
+           "shown_row_counts"]
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -120,6 +121,23 @@ def row_counts(labels, user_type, n, n_types, grades):
                 hi = max(hi, g)
         if lo < -1 or hi >= grades:
             counts[n_types] += 1
+    return counts
+
+
+@_jit
+def shown_row_counts(shown, m, user_type, n_types):
+    """:func:`row_counts` of the rows of the lists ``shown`` ``(n, k)`` for a grades table of ``m`` columns whose
+    every grade the chains know (so only the types are counted, as for labels with no rows), with a row the kernels
+    cannot sample counted where a document is past the last column (where :func:`simulations.world.shown_labels`
+    raises its ``IndexError``: the caller then takes the general path, which raises it)."""
+    n = shown.shape[0]
+    counts = row_counts(np.empty((0, 0), dtype=np.int8), user_type, n, n_types, 0)
+    flat = shown.reshape(-1)  # one flat loop (a reduction the compiler vectorises; rows of k slots do not)
+    past = 0
+    for i in range(flat.shape[0]):
+        past |= np.int64(flat[i] >= m)
+    if past:
+        counts[n_types] += 1
     return counts
 
 

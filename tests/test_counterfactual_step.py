@@ -226,3 +226,175 @@ print(json.dumps([hashlib.sha256(x.tobytes()).hexdigest() for x in (d._acc, log.
                              check=True)
         outs.append(json.loads(run.stdout))
     assert outs[0] == outs[1]
+
+
+def _run_with(cfg: object, fused_step: bool, reward: object = None, types: object = None, world_change=None):
+    """:func:`_run` with the design's reward replaced (``reward``: the design's and the general path's batch
+    reward), the batches' user types changed (``types(batch) -> user_type``) or the world changed before the
+    replicate is built (``world_change(world)``)."""
+    import dataclasses
+
+    from simulations.designs.counterfactual import CounterfactualDesign
+    from simulations.designs.counterfactual.serving import _BatchReward
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    world = build_world(cfg, world_seed(cfg.seed))
+    if world_change is not None:
+        world = world_change(world)
+    old = CounterfactualDesign.fused_step
+    CounterfactualDesign.fused_step = fused_step
+    try:
+        traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users),
+                                           replicate_seeds(cfg.seed, 1)[0])
+        (design,) = designs
+        if reward is not None:
+            design.reward = reward
+            design._batch_reward = _BatchReward(reward)
+        design.last_day = traffic.days
+        step = traffic.batch_hours
+        for hour in range(0, traffic.days * 24, step):
+            batch = traffic.batch(hour, step)
+            if types is not None:
+                batch = dataclasses.replace(batch, user_type=types(batch))
+            design.process(batch)
+            if (hour + step) % 24 == 0:
+                design.checkpoint((hour + step) // 24)
+        return design
+    finally:
+        CounterfactualDesign.fused_step = old
+
+
+def _users(cfg_mapping_types: list) -> object:
+    return {"population": 400, "activity": {"sigma": 0.5}, "types": cfg_mapping_types}
+
+
+def _with_users(cfg: object, types: list) -> object:
+    from simulations.config import config_from_mapping
+
+    mapping = cfg.effective()
+    mapping["users"] = _users(types)
+    return config_from_mapping(mapping)
+
+
+PBM = {"name": "pbm", "share": 1.0, "click_model": {"name": "pbm", "preset": "ai2018"}}
+CASCADE = {"name": "cascade", "click_model": {"name": "cascade", "preset": "navigational"}}
+DBN = {"name": "dbn", "click_model": {"name": "dbn", "click": [0.1, 0.3, 0.5, 0.7, 0.9],
+                                       "satisfaction": [0.05, 0.2, 0.4, 0.6, 0.8], "gamma": 0.8}}
+
+
+@pytest.mark.parametrize(("metric", "depth", "types", "logger"), [
+    ("clicks_per_query", 4, None, None),
+    ("reciprocal_rank", 9, None, _eps(0.3, 10)),
+    ("abandonment", 5, None, None),
+    ("clicks_per_query", 6, [PBM], None),
+    ("reciprocal_rank", 3, [{**CASCADE, "share": 1.0}], _eps(0.5, 5)),
+    ("abandonment", 7, [{**CASCADE, "share": 0.3}, {**PBM, "share": 0.3}, {**DBN, "share": 0.4}], None),
+])
+def test_step_samples_the_clicks_and_rewards(metric, depth, types, logger):
+    """The step gathers the shown grades, samples the clicks (the users' uniforms drawn by the same calls) and
+    computes the slot rewards in the kernel: the general path's clicks, sums and generator state bit for bit (one
+    type, independent clicks, chains, three types; additive, first-click with positive and negative weights)."""
+    cfg = _config(ALL, metric, depth, logger=logger)
+    if types is not None:
+        cfg = _with_users(cfg, types)
+    new, ref = _run(cfg, True), _run(cfg, False)
+    assert new._step.chains is not None and new._step.reward_kind == (0 if metric == "clicks_per_query" else 1)
+    _assert_same(new, ref)
+
+
+@pytest.mark.parametrize("weights", [None, [2.0, -1.0, 0.5, 0.25, 3.0], [0.0, -0.0, 1.5, -2.0, 1.0]])
+@pytest.mark.parametrize("kind", ["additive", "first_click"])
+def test_step_rewards_with_position_weights(kind, weights):
+    """Rewards with position weights (negative and zero weights: 0.0 * w is -0.0 for w < 0) of both kinds, the
+    slot rewards computed in the kernel: the general path's bits."""
+    from onlineeval.estimators.rewards import Reward
+
+    reward = Reward("custom", kind, None if weights is None else np.array(weights), offset=0.5)
+    cfg = _config(ALL, depth=5)
+    new, ref = _run_with(cfg, True, reward=reward), _run_with(cfg, False, reward=reward)
+    assert new._step.chains is not None and new._step.reward_kind == (kind == "first_click")
+    _assert_same(new, ref)
+
+
+def test_step_takes_the_general_clicks_where_the_kernel_cannot_sample():
+    """The clicks of ``design._clicks`` (nothing drawn before): a user model without grade chains (UBM: no chains
+    at all), batches with rows of unknown user types (those rows are sampled by no model: no clicks), a reward the
+    kernel does not compute (another type than Reward); the numbers are the general path's."""
+    from onlineeval.estimators.rewards import Reward
+
+    ubm = {"name": "ubm", "share": 0.5, "click_model": {
+        "name": "ubm", "click": [0.1, 0.3, 0.5, 0.7, 0.9],
+        "examination": [[0.95], [0.7, 0.9], [0.5, 0.6, 0.85], [0.4, 0.45, 0.6, 0.8]]}}
+    cfg = _with_users(_config(ALL), [{**PBM, "share": 0.5}, ubm])
+    new, ref = _run(cfg, True), _run(cfg, False)
+    assert new._step is not None and new._step.chains is None
+    _assert_same(new, ref)
+
+    def unknown(batch):
+        t = batch.user_type.copy()
+        t[::7] = 5  # two types configured
+        return t
+
+    cfg = _config(ALL)
+    new, ref = _run_with(cfg, True, types=unknown), _run_with(cfg, False, types=unknown)
+    assert new._step.chains is not None  # the batches fell back one by one
+    _assert_same(new, ref)
+
+    class Other(Reward):
+        pass
+
+    other = Other("other", "first_click", np.array([1.0, 0.5, 0.25, 0.125]))
+    new, ref = _run_with(cfg, True, reward=other), _run_with(cfg, False, reward=other)
+    assert new._step.reward_kind == -1 and new._step.chains is None
+    _assert_same(new, ref)
+
+
+def test_step_with_grades_the_click_models_do_not_know():
+    """World grades outside the click models' grades: the step leaves the clicks to ``design._clicks``, which raises
+    the models' own error, as the general path does."""
+    import dataclasses
+
+    def change(world):
+        labels = world.labels.copy()
+        labels[:, 0] = 9  # the presets know grades 0-4
+        return dataclasses.replace(world, labels=labels)
+
+    cfg = _config(["ips"])
+    from simulations.designs.counterfactual.step import _click_tables
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    world = change(build_world(cfg, world_seed(cfg.seed)))
+    _, (design,) = build_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0])
+    assert _click_tables(design, design.policy.k) is None
+    errors = []
+    for fused in (True, False):
+        with pytest.raises(Exception) as info:  # noqa: PT011 (the models' error, whatever it is)
+            _run_with(cfg, fused, world_change=change)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]
+
+
+def test_shown_row_counts_against_row_counts_of_the_shown_labels():
+    """:func:`simulations.kernels.shown_row_counts` = ``row_counts(shown_labels(...))`` for grades the chains know
+    (one type: every row type 0; unknown types counted), and a document past the last column flagged."""
+    from simulations import kernels
+    from simulations.world import shown_labels
+
+    rng = np.random.default_rng(3)
+    labels = rng.integers(-1, 5, (50, 12)).astype(np.int8)
+    query = rng.integers(0, 50, 700).astype(np.int64)
+    shown = rng.integers(-1, 12, (700, 6)).astype(np.int64)
+    types = rng.integers(0, 3, 700).astype(np.int8)
+    for n_types in (3, 2, 1):
+        counts = kernels.shown_row_counts(shown, 12, types, n_types)
+        ref = kernels.row_counts(shown_labels(labels, query, shown), types, 700, n_types, 5)
+        assert np.array_equal(counts, ref)
+        assert (counts[-1] > 0) == (n_types == 2)
+    for col in (12, 40):
+        past = shown.copy()
+        past[5, 2] = col
+        assert kernels.shown_row_counts(past, 12, types, 3)[-1] > 0

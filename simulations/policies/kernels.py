@@ -32,6 +32,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from simulations.kernels import grade_clicks
+
 __all__ = ["fill_lists", "fill_randtop", "fused_terms", "logged_propensities", "mixture_pick", "randtop_rows"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")  # x / 0.0 is inf or NaN, as in numpy: no check
@@ -369,20 +371,56 @@ def _row_sum(x, k, r):
 
 
 @_jit
-def counterfactual_step(query, user, shown, clicks, r, lists, t_list, t_prefix, t_item, rank_of, n_eff, w_det, w_rt,
-                        det_tab, rt_tab, weights, m, n_queries, recip, caps, adds, units, obs, acc, scratch, slot, touched,
-                        query_count, p_list, p_prefix, p_item, beh):
+def _slot_rewards(clicks, first, w, r):
+    """``r`` ``(n, k)``: :meth:`onlineeval.estimators.Reward.slot_rewards` of ``clicks`` ``(n, k)`` bool (the
+    clicked slots, or with ``first`` the first clicked slot of each row, as 1.0 / 0.0, times ``w[j]``; ``w`` with
+    no entries: the weights ``None``, the 1.0 / 0.0 themselves), without branches on the clicks."""
+    n, k = clicks.shape
+    weighted = w.shape[0] > 0
+    if not first:
+        c = clicks.reshape(-1)
+        out = r.reshape(-1)
+        if weighted:
+            for x in range(n * k):
+                out[x] = np.float64(c[x]) * w[x % k]
+        else:
+            for x in range(n * k):
+                out[x] = np.float64(c[x])
+        return
+    for i in range(n):
+        seen = np.uint8(0)
+        for j in range(k):
+            c_ij = np.uint8(clicks[i, j])
+            base = np.float64(c_ij & (seen ^ np.uint8(1)))  # clicked, none above
+            seen |= c_ij
+            r[i, j] = base * w[j] if weighted else base
+
+
+@_jit
+def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts, u, thresholds, width, independent,
+                        use_t1, use_t3, block, reward_kind, reward_w, lists, t_list, t_prefix, t_item, rank_of, n_eff,
+                        w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, caps, adds, units, obs, acc,
+                        scratch, slot, touched, query_count, p_list, p_prefix, p_item, beh):
     """One batch of the counterfactual design's serving after the draws, in one pass over its ``n`` rows: the
     logging propensities of the logger's own lists (:func:`logged_propensities`' numbers; kept in ``p_list``
-    ``(n,)``, ``p_prefix``, ``p_item`` ``(n, k)`` unless they have no rows), the IPS family's terms of the ``T`` deterministic targets
-    (:func:`fused_terms`' numbers), and every per-user sum of the design.
+    ``(n,)``, ``p_prefix``, ``p_item`` ``(n, k)`` unless they have no rows), the IPS family's terms of the ``T``
+    deterministic targets (:func:`fused_terms`' numbers), and every per-user sum of the design.
 
     ``clicks`` ``(n, k)`` bool, ``r`` ``(n, k)`` the slot rewards of the design's reward (the list reward is their
-    sum, as every slot sum in numpy's order, :func:`_row_sum`; ``k <= 128``). For each target a row's values are
-    ``w R`` (IPS, SNIPS), the slot sums of RIPS and IIPS, the list weight ``w`` (SNIPS' denominator) and for each
-    cap ``(w - max(w - cap, 0)) R`` (clipped IPS), at the entries ``VAL_*``; ``adds`` ``(A, 2)`` int64 lists the
-    additions: ``(row of acc, t * (VAL_CLIPPED + len(caps)) + entry)``; ``units`` the rows of all-ones
-    denominators (they get the impression counts); ``obs`` the rows of the
+    sum, as every slot sum in numpy's order, :func:`_row_sum`; ``k <= 128``). With ``labels`` ``(Q, m)`` int8 (the
+    world's grades, every one known to the click models; no rows: ``clicks`` are given) the shown grades are
+    gathered (:func:`simulations.world.shown_labels`' values: ``-1`` at an empty slot) and the clicks sampled into
+    ``clicks`` first by :func:`simulations.kernels.grade_clicks` (``user_type`` ... ``block`` its arguments,
+    ``counts`` from :func:`simulations.kernels.shown_row_counts`, ``u`` the uniforms drawn by
+    :meth:`simulations.users._GradeChains.uniforms`); with ``reward_kind`` 0 (additive) or 1 (first click) each
+    row's slot rewards are written into ``r`` before they are read, as
+    :meth:`onlineeval.estimators.Reward.slot_rewards` computes them (the clicked, or first clicked, slots as 1.0 /
+    0.0, times ``reward_w[j]`` unless ``reward_w`` has no entries: the weights ``None``); ``-1``: ``r`` is given.
+
+    For each target a row's values are ``w R`` (IPS, SNIPS), the slot sums of RIPS and IIPS, the list weight ``w``
+    (SNIPS' denominator) and for each cap ``(w - max(w - cap, 0)) R`` (clipped IPS), at the entries ``VAL_*``;
+    ``adds`` ``(A, 2)`` int64 lists the additions: ``(row of acc, t * (VAL_CLIPPED + len(caps)) + entry)``;
+    ``units`` the rows of all-ones denominators (they get the impression counts); ``obs`` the rows of the
     impression counts and the logger's clicks, abandonment and reciprocal rank. ``beh`` ``(3, T, n)`` (or no
     rows) receives adaptive IPS's behaviour terms (``independent``, ``cascade``, ``standard``), ``query_count``
     ``(Q,)`` the impressions per query.
@@ -415,6 +453,16 @@ def counterfactual_step(query, user, shown, clicks, r, lists, t_list, t_prefix, 
     zero_i = np.empty(k, dtype=np.float64)
     imp_row, clicks_row, abandoned_row, rr_row = obs[0], obs[1], obs[2], obs[3]
     short = k < 8  # slot sums left to right (numpy's order for fewer than 8 values)
+    if labels.shape[0] > 0:
+        grades = np.empty((n, k), dtype=np.int8)
+        for i in range(n):
+            q = query[i]
+            for j in range(k):
+                d = shown[i, j]
+                grades[i, j] = labels[q, d] if d >= 0 else -1
+        grade_clicks(grades, user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
+    if reward_kind >= 0:
+        _slot_rewards(clicks, reward_kind == 1, reward_w, r)
     n_touched = 0
     for i in range(n):
         q = query[i]
