@@ -583,14 +583,24 @@ def _paired_d(na, da, nb, db, ra, rb, ya, yb, n):
 
 
 @_jit
-def _paired(num_a, den_a, num_b, den_b, users, n, work, o):
+def _paired(num_a, den_a, num_b, den_b, users, n, work, o, imp, sy, ky, a_imp, b_imp):
     """One paired difference over the ``users`` (``n >= 2``) of the (P,) per-user sums into ``o`` (:data:`CF_EST`,
     :data:`CF_SE`, :data:`CF_OK`); ``CF_OK`` 0.0 (and NaN values) where the NumPy fast path's conditions fail (a
-    non-finite sum, a denominator sum <= 0, a negative denominator): the caller computes that row by NumPy."""
+    non-finite sum, a denominator sum <= 0, a negative denominator): the caller computes that row by NumPy.
+    ``a_imp`` / ``b_imp``: that denominator is the impressions, already gathered into ``imp`` (its sum ``sy``, its
+    count of negative values ``ky``): not read again."""
     xa = _gather(num_a, users, work[0], n)
     xb = _gather(num_b, users, work[2], n)
-    sa, ka = _gather_neg(den_a, users, work[1], n)
-    sb, kb = _gather_neg(den_b, users, work[3], n)
+    if a_imp:
+        da, sa, ka = imp, sy, ky
+    else:
+        da = work[1]
+        sa, ka = _gather_neg(den_a, users, da, n)
+    if b_imp:
+        db, sb, kb = imp, sy, ky
+    else:
+        db = work[3]
+        sb, kb = _gather_neg(den_b, users, db, n)
     o[CF_EST] = np.nan
     o[CF_SE] = np.nan
     o[CF_OK] = 0.0
@@ -598,7 +608,7 @@ def _paired(num_a, den_a, num_b, den_b, users, n, work, o):
     if finite and sa > 0 and sb > 0 and ka == 0 and kb == 0:
         ra = xa / sa
         rb = xb / sb
-        mean = _paired_d(work[0], work[1], work[2], work[3], ra, rb, sa / n, sb / n, n) / n
+        mean = _paired_d(work[0], da, work[2], db, ra, rb, sa / n, sb / n, n) / n
         dd = _centre(work[0], mean, n)
         o[CF_EST] = rb - ra
         o[CF_SE] = math.sqrt(dd / float(n * (n - 1)))
@@ -606,15 +616,17 @@ def _paired(num_a, den_a, num_b, den_b, users, n, work, o):
 
 
 @_jit
-def cf_checkpoint(acc, block, e, idx, work, out):
+def cf_checkpoint(acc, rows, idx, work, out):
     """The counterfactual design's checkpoint statistics from its sums matrix ``acc`` (V, P) (row 0 the impressions,
-    rows 1-3 the logger's observed metrics, then four blocks of ``e`` rows from row ``block``: numerators for the
-    first target, for the second, denominators for the first, for the second), over the users with impressions.
+    rows 1-3 the logger's observed metrics), over the users with impressions.
 
-    ``idx`` (P,) intp scratch (the active users, ascending, on return); ``work`` (4, P) or more float64 scratch;
-    ``out`` (3 + e, 3) float64: rows 0-2 the logger metrics' ratio over the impressions and its delta-method variance
-    (:func:`onlineeval.stats.online._delta_kernel`; ``CF_OK`` 1.0 where defined), rows ``3 + i`` estimator ``i``'s
-    paired difference (:func:`_paired`). Returns ``(n_users, n_impressions)``; ``out`` is set only when
+    ``rows`` (E, 4) int64: each accumulated estimator's rows of ``acc``: the numerator for the first target, its
+    denominator, the numerator for the second target, its denominator; a denominator given as row 0 (the
+    impressions: the design passes 0 for the rows of all-ones terms, which hold the same counts) is not read again.
+    ``idx`` (P,) intp scratch (the active users, ascending, on return); ``work`` (5, P) or more float64 scratch;
+    ``out`` (3 + E, 3) float64: rows 0-2 the logger metrics' ratio over the impressions and its delta-method
+    variance (:func:`onlineeval.stats.online._delta_kernel`; ``CF_OK`` 1.0 where defined), rows ``3 + i`` estimator
+    ``i``'s paired difference (:func:`_paired`). Returns ``(n_users, n_impressions)``; ``out`` is set only when
     ``n_users >= 2``."""
     imp = acc[0]
     n = 0
@@ -626,7 +638,8 @@ def cf_checkpoint(acc, block, e, idx, work, out):
     if n < 2:
         return n, n_impr
     users = idx[:n]
-    sy = _gather(imp, users, work[1], n)
+    y = work[4]
+    sy, ky = _gather_neg(imp, users, y, n)
     ybar = sy / n
     for m in range(3):
         o = out[m]
@@ -636,20 +649,21 @@ def cf_checkpoint(acc, block, e, idx, work, out):
         sx = _gather(acc[1 + m], users, work[0], n)
         if sy > 0:
             r = sx / sy
-            mean = _linear(work[0], r, work[1], n) / n
+            mean = _linear(work[0], r, y, n) / n
             o[CF_EST] = r
             o[CF_SE] = _centre(work[0], mean, n) / (float((n - 1) * n) * (ybar * ybar))
             o[CF_OK] = 1.0
-    for i in range(e):
-        _paired(acc[block + i], acc[block + 2 * e + i], acc[block + e + i], acc[block + 3 * e + i], users, n, work,
-                out[3 + i])
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        _paired(acc[r[0]], acc[r[1]], acc[r[2]], acc[r[3]], users, n, work, out[3 + i], y, sy, ky, r[1] == 0,
+                r[3] == 0)
     return n, n_impr
 
 
 @_jit
 def cf_paired(num_a, den_a, num_b, den_b, users, work, out):
-    """:func:`_paired` of (P,) per-user sums over ``users`` (at least two) into ``out`` (3,)."""
-    _paired(num_a, den_a, num_b, den_b, users, users.shape[0], work, out)
+    """:func:`_paired` of (P,) per-user sums over ``users`` (at least two) into ``out`` (3,); ``work`` (4, P)."""
+    _paired(num_a, den_a, num_b, den_b, users, users.shape[0], work, out, work[0], 0.0, 0, False, False)
 
 
 @_jit

@@ -135,6 +135,31 @@ def test_many_chunks_concatenated_first(max_chunks, monkeypatch):
     assert all(math.isfinite(r.estimate) for r in new if r.metric == "adaptive_ips" and r.day > 1)
 
 
+@pytest.mark.parametrize("fused_step", [True, False])
+def test_count_rows_hold_the_impressions(fused_step, monkeypatch):
+    """The kernel reads the denominator rows of all-ones terms (CounterfactualDesign._count_rows) as the
+    impressions row: after replicates (the compiled step or the general path) they equal it bit for bit; ips's
+    are among them, snips's not."""
+    from simulations.designs.counterfactual.design import CounterfactualDesign
+
+    monkeypatch.setattr(CounterfactualDesign, "fused_step", fused_step)
+    for extra in ({}, {"estimators": ["ips", "dm", "rips", "snips"], "refit_days": 1}):
+        designs: list = []
+        _replicate(_config(days=2, **extra), 0, True, monkeypatch, keep=designs)
+        (d,) = designs
+        counts = d._count_rows()
+        for label in d._acc_labels:
+            for t in d.target_names:
+                row = d._rows[f"den:{label}:{t}"]
+                assert (row in counts) == (label != "snips")
+                if row in counts:
+                    assert d._acc[row].tobytes() == d._acc[0].tobytes()
+        kernel_rows = d._kernel_rows().tolist()
+        for i, label in enumerate(d._acc_labels):
+            want = [d._rows[f"{part}:{label}:{t}"] for t in d.target_names for part in ("num", "den")]
+            assert kernel_rows[i] == [0 if j % 2 and r in counts else r for j, r in enumerate(want)]
+
+
 def test_configs_counterfactual_yaml_first_replicate(monkeypatch):
     """configs/counterfactual.yaml itself (6,000 users, 28,000 impressions, support rows), first replicate."""
     from simulations.config import load_config
@@ -342,7 +367,8 @@ def test_negative_denominator_as_the_numpy_path(monkeypatch):
     paired_differences does: the same row, or the same error."""
     d = _design_after()
     active = np.flatnonzero(d._acc[0] > 0)
-    _, _, den_a, _ = _rows_of(d, "ips")
+    _, _, den_a, _ = _rows_of(d, "snips")  # (a row of impression counts is read as row 0: see below)
+    assert den_a not in d._count_rows()
     d._acc[den_a, active[4]] = -0.5
     _same_outcome(*_both_ways(d, 2, monkeypatch))
 

@@ -460,10 +460,9 @@ class CounterfactualDesign(Design):
         acc = self._acc
         if acc.dtype != np.float64 or not acc.flags.c_contiguous or any(v.base is not acc for v in self.sums.values()):
             return False
-        e, lo = len(self._acc_labels), self._block
         scratch = sk.scratch_of(self)
-        out = np.empty((3 + e, 3))
-        n, n_impr = sk.cf_checkpoint(acc, lo, e, scratch.idx[0], scratch.rows(0), out)
+        out = np.empty((3 + len(self._acc_labels), 3))
+        n, n_impr = sk.cf_checkpoint(acc, self._kernel_rows(), scratch.idx[0], scratch.rows(1), out)
         n_users, n_impressions = int(n), int(n_impr)
         if n_users < 2:  # the NumPy path's _has_data: every metric undefined
             values = [(math.nan,) * 5] * len(self.metric_names())
@@ -472,6 +471,24 @@ class CounterfactualDesign(Design):
             values = self._compiled_estimates(day, users, out, sk)
         _append_rows(self.rows, self.name, self.aa, day, self.metric_names(), values, n_users, n_impressions)
         return True
+
+    def _count_rows(self) -> set[int]:
+        """The denominator rows that hold the impression counts (all-ones terms): those :meth:`_add_dens` keeps as
+        counts, or those the compiled step adds the counts to (``CompiledStep.units``). Equal to row 0 bit for bit
+        (the same integer counts: exact sums; tested after replicates both ways)."""
+        rows = set(self._unit_rows)
+        if self._step:
+            rows.update(int(r) for r in self._step.units)
+        return rows
+
+    def _kernel_rows(self) -> np.ndarray:
+        """:func:`cf_checkpoint`'s ``rows``: per accumulated estimator its numerator and denominator rows for each
+        target, a denominator of impression counts (:meth:`_count_rows`) as row 0 (read once for all)."""
+        e, lo = len(self._acc_labels), self._block
+        counts = self._count_rows()
+        rows = [[lo + i, lo + 2 * e + i, lo + e + i, lo + 3 * e + i] for i in range(e)]
+        return np.array([[r if j % 2 == 0 or r not in counts else 0 for j, r in enumerate(four)] for four in rows],
+                        dtype=np.int64).reshape(e, 4)
 
     def _compiled_estimates(self, day: int, users: np.ndarray, out: np.ndarray, sk: Any) -> list[tuple[float, ...]]:
         """:meth:`_estimates`' five values of each metric (in :meth:`metric_names`' order) from
