@@ -9,10 +9,10 @@ counterfactual design (the configured six estimators, each estimator alone, an
 epsilon-greedy logger with one estimator) run side by side; the A/A designs and the
 team-draft null variant are left out (the counterfactual A/A design does no work).
 
-Then the configured design's ``process`` is split into its parts as it runs (the logger's draw, the clicks, the
-compiled step of :mod:`simulations.designs.counterfactual.step`: propensities, the estimators' terms and the
-per-user sums, and the rest), with its checkpoints, and the general path's ``process`` (``fused_step`` off) is
-timed on the same batches.
+Then the configured design's ``process`` is split into its parts as it runs: the logger's draw, the users'
+uniforms for the clicks, the compiled step of :mod:`simulations.designs.counterfactual.step` (clicks,
+propensities, the estimators' terms and the per-user sums) and the rest; with its checkpoints, and the general
+path's ``process`` (``fused_step`` off) timed on the same batches.
 
     python benchmarks/bench_counterfactual.py [--replicates 3] [--rounds 5] [--no-split]
 """
@@ -84,16 +84,21 @@ def timed_replicate(cfg: Any, world: Any, users: Any, seq: Any, tag: int,
                 times[key] = min(times.get(key, t), t)
 
 
+STEP = "compiled step (clicks, propensities, terms, sums)"
+
+
 def step_breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: int) -> dict[str, float] | None:
     """Seconds per impression of the parts of the configured design's ``process`` when it runs the compiled step
     (:class:`~simulations.designs.counterfactual.step.CompiledStep`): the logger's draw (``policy.sample``), the
-    clicks (``design._clicks``), the compiled pass (:func:`simulations.policies.kernels.counterfactual_step`) and
-    the rest (the step's Python: arrays, log, per-row statistics), timed by wrapping those calls; then its
+    users' uniforms for the clicks (``_GradeChains.uniforms``), the compiled pass
+    (:func:`simulations.policies.kernels.counterfactual_step`: clicks, propensities, terms, per-user sums) and the
+    rest (the step's Python: arrays, log, per-row statistics), timed by wrapping those calls; then its
     checkpoints (the days before the last, and the last day with adaptive IPS's whole-log choice), and the whole
     ``process`` of the general path (``fused_step`` off) on the same batches for comparison. None when the
     design does not run the step."""
     from simulations.designs.counterfactual import CounterfactualDesign
     from simulations.policies import kernels
+    from simulations.users import _GradeChains
 
     clock = time.process_time  # CPU time of this process: steadier than wall time on a busy machine
     replicates = []
@@ -104,6 +109,7 @@ def step_breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: in
     n_total = sum(len(b) for _, batches in replicates for b in batches)
     best: dict[str, float] = defaultdict(lambda: float("inf"))
     real_kernel = kernels.counterfactual_step
+    real_uniforms = _GradeChains.uniforms
     default = CounterfactualDesign.fused_step
     for _ in range(rounds):
         parts: dict[str, float] = defaultdict(float)
@@ -120,8 +126,10 @@ def step_breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: in
                             return out
                         return timed
                     design.policy.sample = wrap(type(design.policy).sample.__get__(design.policy), "logger sampling")
-                    design._clicks = wrap(design._clicks, "clicks")
-                    kernels.counterfactual_step = wrap(real_kernel, "compiled step (propensities, terms, sums)")
+                    # the users' uniforms (the clicks themselves are sampled in the compiled pass; an instance's own
+                    # _clicks would turn that off, so the class's method is wrapped, and restored below)
+                    _GradeChains.uniforms = wrap(real_uniforms, "click uniforms (NumPy draws)")
+                    kernels.counterfactual_step = wrap(real_kernel, STEP)
                 try:
                     step = cfg.traffic.batch_hours
                     for i, b in enumerate(batches):
@@ -138,12 +146,12 @@ def step_breakdown(cfg: Any, world: Any, users: Any, seqs: list[Any], rounds: in
                             parts[key] += clock() - t0
                 finally:
                     kernels.counterfactual_step = real_kernel
-                    design.__dict__.pop("_clicks", None)
+                    _GradeChains.uniforms = real_uniforms
                     design.policy.__dict__.pop("sample", None)
                     CounterfactualDesign.fused_step = default
                 if fused and not design._step:
                     return None
-        inner = sum(parts[k] for k in ("logger sampling", "clicks", "compiled step (propensities, terms, sums)"))
+        inner = sum(parts[k] for k in ("logger sampling", "click uniforms (NumPy draws)", STEP))
         parts["rest of process (Python, arrays, log)"] = max(parts.pop("process") - inner, 0.0)
         for key, v in parts.items():
             best[key] = min(best[key], v / n_total)
@@ -202,11 +210,11 @@ def main() -> None:
         return
     general = split.pop("general path: whole process")
     for key, v in split.items():
-        print(f"  {key:<46}{1e6 * v:8.3f}")
+        print(f"  {key:<52}{1e6 * v:8.3f}")
     td = us(td_name, "serving") + us(td_name, "checkpoints")
-    print(f"  {'sum of the parts':<46}{1e6 * sum(split.values()):8.3f}   (team-draft in the same run: {td:.3f})")
+    print(f"  {'sum of the parts':<52}{1e6 * sum(split.values()):8.3f}   (team-draft in the same run: {td:.3f})")
     label = "the general path's process (fused_step off)"
-    print(f"  {label:<46}{1e6 * general:8.3f}")
+    print(f"  {label:<52}{1e6 * general:8.3f}")
 
 if __name__ == "__main__":
     main()
