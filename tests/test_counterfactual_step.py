@@ -7,16 +7,10 @@ test_policy_kernels.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 
 ALL = ["snips", "ips", "rips", "iips", "adaptive_ips", {"name": "clipped_ips", "cap": 5}]
 TWO = [{"policy": "epsilon_greedy", "epsilon": 0.3, "n": 8, "weight": 0.7},
@@ -211,21 +205,19 @@ def test_step_is_not_used_where_it_does_not_apply(change):
 
 def test_step_as_plain_python_gives_the_same_numbers():
     """``NUMBA_DISABLE_JIT=1`` runs the kernel as plain Python: the same bits as the compiled run."""
-    code = f"""
+    from test_simulation_kernels import compiled_and_plain
+
+    compiled, plain = compiled_and_plain("""
 import hashlib, json, sys
-sys.path.insert(0, {str(REPO / 'tests')!r})
+import numba
+sys.path.insert(0, {tests!r})
 from test_counterfactual_step import ALL, _config, _run
 d = _run(_config(ALL), True)
 log = d.log()
-print(json.dumps([hashlib.sha256(x.tobytes()).hexdigest() for x in (d._acc, log.p_prefix, log.p_item, log.clicks)]))
-"""
-    outs = []
-    for disable in ("1", "0"):
-        env = {**os.environ, "NUMBA_DISABLE_JIT": disable}
-        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO,
-                             check=True)
-        outs.append(json.loads(run.stdout))
-    assert outs[0] == outs[1]
+digests = [hashlib.sha256(x.tobytes()).hexdigest() for x in (d._acc, log.p_prefix, log.p_item, log.clicks)]
+print(json.dumps({{"jit": not numba.config.DISABLE_JIT, "digests": digests}}))
+""")
+    assert compiled == plain
 
 
 def _run_with(cfg: object, fused_step: bool, reward: object = None, types: object = None, world_change=None):

@@ -17,10 +17,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -227,11 +223,14 @@ def test_design_compiled_equals_numpy_design(monkeypatch):
     assert new.rng.bit_generator.state == ref.rng.bit_generator.state
 
 
-def test_kernels_as_plain_python_give_the_same_numbers(tmp_path):
-    code = f"""
+def test_kernels_as_plain_python_give_the_same_numbers():
+    from test_simulation_kernels import compiled_and_plain
+
+    compiled, plain = compiled_and_plain("""
 import json, sys
+import numba
 import numpy as np
-sys.path.insert(0, {str(REPO / 'tests')!r})
+sys.path.insert(0, {tests!r})
 from test_policy_kernels import _policies, _numpy_logging, _compiled_logging
 policy = _policies()[1]
 q = np.random.default_rng(3).integers(0, policy.Q, 700).astype(np.int64)
@@ -239,16 +238,11 @@ shown = policy._stacked()._sample_compiled(policy, q, np.random.default_rng(4))
 lists = [np.asarray(c.components[0].order[:, :policy.k], dtype=np.int64) for c in policy.components]
 *_, known_lists, table = _numpy_logging(policy, q, shown, lists)
 got = _compiled_logging(policy, q, shown, known_lists, table)
-print(json.dumps([shown.tolist(), [g.astype(float).tolist() for g in got]]))
-"""
-    outs = []
-    for disable in ("1", "0"):
-        env = {**os.environ, "NUMBA_DISABLE_JIT": disable}
-        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO,
-                             check=True)
-        outs.append(json.loads(run.stdout))
-    assert outs[0] == outs[1]
-    assert len(outs[0][0]) == 700
+print(json.dumps({{"jit": not numba.config.DISABLE_JIT, "shown": shown.tolist(),
+                  "got": [g.astype(float).tolist() for g in got]}}))
+""")
+    assert compiled == plain
+    assert len(compiled["shown"]) == 700
 
 
 # ------------------------------------------------------------------------------------------------ fused terms
