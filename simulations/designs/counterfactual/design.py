@@ -29,47 +29,31 @@ from the per-user influence values :math:`e_{tu} = (x_{tu} - \hat R_t y_{tu}) / 
 \sum_u (d_u - \bar d)^2 / (n(n-1))` with :math:`d_u = e_{Bu} - e_{Au}`, a two-sided z-test
 and interval. Users are the clusters because they persist (Deng, Knoblich and Lu 2018).
 
-Cost: the per-impression work is one draw from the logger, the logging propensities (rows
-that show a target's list take them from a per-query table computed once, the others are
-computed by the policy, :func:`known_list_propensities`; a mixture of epsilon-greedy
-loggers computes all its components at once), the clicks and the estimators' terms for
-two targets on the new rows: the IPS family's (``ips``, ``snips``, ``clipped_ips``,
-``rips``, ``iips`` and adaptive IPS's behaviours) for both targets at once on stacked
-arrays, their shared weights and slot sums computed once
-(:class:`~simulations.designs.counterfactual.fused.FusedTerms`, the same numbers as each
-estimator's ``terms``), any other estimator's through its ``terms`` (the targets'
-indicators and the slot rewards computed once per batch and shared); the per-user sums are
-rows of one matrix. A checkpoint gathers the active users of every sum once and computes
-the accumulated estimators' paired differences together, :math:`O(\text{users})` per
-estimator. With a mixture of epsilon-greedy loggers (``configs/counterfactual.yaml``) and lists
-of up to 16 slots, the logger's lists from its uniforms, the target-list match, the logging
-propensities and the targets' indicators, and (lists of 1 to 7 slots, any logger) the IPS
-family's terms run in compiled kernels (:mod:`simulations.policies.kernels`; the same draws
-and numbers as the NumPy code, which ``compiled = False`` on this class,
-:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` and
-:class:`~simulations.designs.counterfactual.fused.FusedTerms` still runs, tested bit for bit).
-Measured with ``benchmarks/bench_counterfactual.py`` on ``configs/counterfactual.yaml`` (CPU
-time of one process, 2 replicates, each batch's best of 3 rounds, a 2-core machine shared with
-other jobs; 9e4d0e8 alternated with the same tree plus the kernels, three runs each,
-2026-12-01): at load 3.8-4.2 this design 0.83-1.00 us per impression (serving 0.51-0.58)
-against 0.89-0.95 (0.60-0.62) before, 5.1-5.4 times team-draft (0.16-0.19) against 5.4-5.8;
-at load 6.6-7.8, 0.92-0.93 against 0.98-1.10, 5.3-5.4 times against 5.8-6.1. On the same
-batches in one process, alternated, ``process`` costs 0.75-0.87 of the NumPy path's time
-(load 3.6-4). The parts (us per impression, load 3.8-4.2, after vs before): the logger's draw
-0.11-0.15 vs 0.11-0.13 (its uniforms are drawn by NumPy as before: one per row, one per row
-of a component, 20 keys per randomised row), match, propensities and indicators 0.09-0.14 vs
-0.14-0.16, the six estimators' terms for both targets 0.06-0.10 vs 0.09-0.10, clicks
-0.07-0.11 (the users' compiled sampler, as team-draft's), log record 0.02-0.04, the design's
-per-user sums and bookkeeping 0.10-0.13 (fifteen ``np.bincount`` additions per batch; one
-compiled pass for all of them measured no faster: 161-179 against 209-219 us per batch, plus
-40 us to stack the weights), checkpoints 0.14-0.22 on the days before the last and 0.10-0.14
-on the last day (adaptive IPS's whole-log choice).
-Why this design cannot cost what team-draft costs: the checkpoints alone (0.23-0.36, a
-paired difference with its linearised variance per estimator and the logger's three
-metrics over the active users; an incremental variance would round differently) cost more
-than team-draft's whole design (0.16-0.19: a table lookup per impression, the same clicks,
-one metric's pass over the users at a checkpoint), and the serving is a randomised draw,
-its propensities, six estimators' terms for two targets and their per-user sums.
+Cost: per impression, one draw from the logger, the clicks, the logging propensities of the shown list (rows that
+show a target's list take them from a per-query table computed once, :func:`known_list_propensities`), each
+estimator's terms for both targets and their per-user sums (rows of one matrix); at a checkpoint, the paired
+difference of each accumulated estimator over the active users. Where the design has the common form (a mixture of
+epsilon-greedy loggers, as in ``configs/counterfactual.yaml``, or one epsilon-greedy logger; the IPS family and
+adaptive IPS) everything after the logger's draw and the users' uniforms runs in one compiled pass per batch
+(:class:`~simulations.designs.counterfactual.step.CompiledStep`: the general path's numbers bit for bit,
+``fused_step = False`` runs the general path), and the checkpoints in compiled passes over the sums matrix
+(:func:`simulations.stat_kernels.cf_checkpoint`, adaptive IPS's whole-log choice batch chunk by batch chunk: the
+NumPy path's numbers to 1e-12 with the same decisions; ``stat_kernels.COMPILED = False`` runs the NumPy path). The
+general path (any logger and estimator) keeps the IPS family's terms for both targets in one compiled kernel
+(:class:`~simulations.designs.counterfactual.fused.FusedTerms`) and the mixture's propensities in another
+(:mod:`simulations.policies.kernels`).
+Measured with ``benchmarks/bench_counterfactual.py --replicates 2 --rounds 3`` on ``configs/counterfactual.yaml``
+(CPU time of one process, each batch's best of 3 rounds, the 2-core machine quiet, three runs, 2026-12-01): this
+design 0.58-0.62 us per impression, 4.2x team-draft's 0.14-0.15 (6.3x at the start of the day, 0.95 us); serving
+0.46-0.50 (the logger's draw 0.10-0.12, of which its uniforms about 0.02; the users' uniforms 0.02; the compiled
+pass 0.23-0.27; the rest 0.02), checkpoints 0.12-0.13 (team-draft's 0.03). With one estimator it costs 2.7x team-draft, one
+epsilon-greedy logger with one estimator 2.6x. Why not team-draft's cost: team-draft's draws are table lookups of
+precomputed interleavings and its outcome a bit count, where this design draws randomised lists (20 uniforms
+for each randomised row), computes their propensities, six estimators' terms for two targets and 16 per-user sums
+per impression, and its checkpoints compute eight ratio statistics (five paired differences, the logger's three
+metrics) where team-draft's compute one. The compiled pass costs 0.23-0.27 us per impression in a replicate
+against 0.19 on a batch run again with warm caches (its tables and the users' 24 x 6,000 sums matrix are out of the cache
+after the other designs' batches).
 Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination

@@ -5,8 +5,8 @@ the logging propensities and the targets' indicators (:func:`simulations.policie
 a :class:`~onlineeval.estimators.LoggedData` of the batch, the IPS family's terms of both targets
 (:class:`~simulations.designs.counterfactual.fused.FusedTerms`), then one ``np.bincount`` per per-user sum (the
 impressions, the logger's three metrics, each accumulated estimator's numerator and denominator per target) and
-the impressions per query. Each call is cheap; together, with the ``(T, n, k)`` indicator arrays they pass along,
-they cost about three times the draws and clicks themselves.
+the impressions per query: each call cheap, together with the ``(T, n, k)`` indicator arrays they pass along
+about as much as the logger's draw and the clicks themselves.
 
 :class:`CompiledStep` keeps the logger's draw as it is (``policy.sample`` on the design's generator) and the users'
 uniforms (:meth:`~simulations.users._GradeChains.uniforms`: the same NumPy calls in the same order, so the same
@@ -23,7 +23,11 @@ timing wrapper). Every number is the NumPy path's bit for bit (the same IEEE ope
 values are summed per user from 0.0 in row order and then added to the design's sums, as ``np.bincount`` and
 ``+=`` do), tested on whole replicates against the path it replaces (``tests/test_counterfactual_step.py``).
 
-Measured (CPU time, 2-core machine shared with other jobs at load 3-3.5, same process, alternated): fusing the
+Measured with ``benchmarks/bench_counterfactual.py --replicates 2 --rounds 3`` (its split of ``process``, the
+2-core machine quiet, three runs, 2026-12-01): the compiled pass 0.23-0.27 us per impression in a replicate (0.19
+on a batch run again with warm caches), ``process`` 0.37-0.43 against the general path's 0.43-0.50 on the same
+batches (the logger's draw, 0.10-0.12, and the users' uniforms, 0.02, are in both). Earlier
+(CPU time, 2-core machine shared with other jobs at load 3-3.5, same process, alternated): fusing the
 clicks and slot rewards saves 0.02-0.03 us per impression (a batch of 4,000 impressions of the design of
 ``configs/counterfactual.yaml``: best 1.29 against 1.41 ms, paired median ratio 0.93; with one epsilon-greedy
 logger 1.03 against 1.11 ms; ``process`` over whole replicates 0.91-0.99 of the unfused step's time), mostly
