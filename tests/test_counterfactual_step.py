@@ -40,23 +40,38 @@ def _config(estimators: list, metric: str = "clicks_per_query", depth: int = 4, 
     })
 
 
-def _run(cfg: object, fused_step: bool):
+def _run(cfg: object, fused_step: bool, reward: object = None, types: object = None, world_change=None):
+    """One replicate of the design of ``cfg`` with the step on or off (``fused_step``), a checkpoint a day; the
+    design's reward replaced (``reward``: the design's and the general path's batch reward), the batches' user types
+    changed (``types(batch) -> user_type``) or the world changed before the replicate is built
+    (``world_change(world)``) when given."""
+    import dataclasses
+
     from simulations.designs.counterfactual import CounterfactualDesign
+    from simulations.designs.counterfactual.serving import _BatchReward
     from simulations.runner import build_replicate, replicate_seeds, world_seed
     from simulations.users import UserModels
     from simulations.world import build_world
 
     world = build_world(cfg, world_seed(cfg.seed))
+    if world_change is not None:
+        world = world_change(world)
     old = CounterfactualDesign.fused_step
     CounterfactualDesign.fused_step = fused_step
     try:
         traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users),
                                            replicate_seeds(cfg.seed, 1)[0])
         (design,) = designs
+        if reward is not None:
+            design.reward = reward
+            design._batch_reward = _BatchReward(reward)
         design.last_day = traffic.days
         step = traffic.batch_hours
         for hour in range(0, traffic.days * 24, step):
-            design.process(traffic.batch(hour, step))
+            batch = traffic.batch(hour, step)
+            if types is not None:
+                batch = dataclasses.replace(batch, user_type=types(batch))
+            design.process(batch)
             if (hour + step) % 24 == 0:
                 design.checkpoint((hour + step) // 24)
         return design
@@ -220,44 +235,6 @@ print(json.dumps({{"jit": not numba.config.DISABLE_JIT, "digests": digests}}))
     assert compiled == plain
 
 
-def _run_with(cfg: object, fused_step: bool, reward: object = None, types: object = None, world_change=None):
-    """:func:`_run` with the design's reward replaced (``reward``: the design's and the general path's batch
-    reward), the batches' user types changed (``types(batch) -> user_type``) or the world changed before the
-    replicate is built (``world_change(world)``)."""
-    import dataclasses
-
-    from simulations.designs.counterfactual import CounterfactualDesign
-    from simulations.designs.counterfactual.serving import _BatchReward
-    from simulations.runner import build_replicate, replicate_seeds, world_seed
-    from simulations.users import UserModels
-    from simulations.world import build_world
-
-    world = build_world(cfg, world_seed(cfg.seed))
-    if world_change is not None:
-        world = world_change(world)
-    old = CounterfactualDesign.fused_step
-    CounterfactualDesign.fused_step = fused_step
-    try:
-        traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users),
-                                           replicate_seeds(cfg.seed, 1)[0])
-        (design,) = designs
-        if reward is not None:
-            design.reward = reward
-            design._batch_reward = _BatchReward(reward)
-        design.last_day = traffic.days
-        step = traffic.batch_hours
-        for hour in range(0, traffic.days * 24, step):
-            batch = traffic.batch(hour, step)
-            if types is not None:
-                batch = dataclasses.replace(batch, user_type=types(batch))
-            design.process(batch)
-            if (hour + step) % 24 == 0:
-                design.checkpoint((hour + step) // 24)
-        return design
-    finally:
-        CounterfactualDesign.fused_step = old
-
-
 def _users(cfg_mapping_types: list) -> object:
     return {"population": 400, "activity": {"sigma": 0.5}, "types": cfg_mapping_types}
 
@@ -305,7 +282,7 @@ def test_step_rewards_with_position_weights(kind, weights):
 
     reward = Reward("custom", kind, None if weights is None else np.array(weights), offset=0.5)
     cfg = _config(ALL, depth=5)
-    new, ref = _run_with(cfg, True, reward=reward), _run_with(cfg, False, reward=reward)
+    new, ref = _run(cfg, True, reward=reward), _run(cfg, False, reward=reward)
     assert new._step.chains is not None and new._step.reward_kind == (kind == "first_click")
     _assert_same(new, ref)
 
@@ -330,7 +307,7 @@ def test_step_takes_the_general_clicks_where_the_kernel_cannot_sample():
         return t
 
     cfg = _config(ALL)
-    new, ref = _run_with(cfg, True, types=unknown), _run_with(cfg, False, types=unknown)
+    new, ref = _run(cfg, True, types=unknown), _run(cfg, False, types=unknown)
     assert new._step.chains is not None  # the batches fell back one by one
     _assert_same(new, ref)
 
@@ -338,7 +315,7 @@ def test_step_takes_the_general_clicks_where_the_kernel_cannot_sample():
         pass
 
     other = Other("other", "first_click", np.array([1.0, 0.5, 0.25, 0.125]))
-    new, ref = _run_with(cfg, True, reward=other), _run_with(cfg, False, reward=other)
+    new, ref = _run(cfg, True, reward=other), _run(cfg, False, reward=other)
     assert new._step.reward_kind == -1 and new._step.chains is None
     _assert_same(new, ref)
 
@@ -365,7 +342,7 @@ def test_step_with_grades_the_click_models_do_not_know():
     errors = []
     for fused in (True, False):
         with pytest.raises(Exception) as info:  # noqa: PT011 (the models' error, whatever it is)
-            _run_with(cfg, fused, world_change=change)
+            _run(cfg, fused, world_change=change)
         errors.append((type(info.value), str(info.value)))
     assert errors[0] == errors[1]
 
