@@ -55,20 +55,14 @@ def _replicate(cfg, rep: int, compiled: bool, monkeypatch, keep: list | None = N
     from simulations.runner import build_replicate, replicate_seeds, world_seed
     from simulations.users import UserModels
     from simulations.world import build_world
+    from test_simulation_point_speed import drive_batches
 
     monkeypatch.setattr(sk, "COMPILED", compiled)
     world = build_world(cfg, world_seed(cfg.seed))
     traffic, designs = build_replicate(cfg, world, UserModels.from_config(cfg.users),
                                        replicate_seeds(cfg.seed, rep + 1)[rep])
     designs = [d for d in designs if d.kind == "counterfactual"]
-    step = traffic.batch_hours
-    for hour in range(0, traffic.days * 24, step):
-        batch = traffic.batch(hour, step)
-        for d in designs:
-            d.process(batch)
-        if (hour + step) % 24 == 0:
-            for d in designs:
-                d.checkpoint((hour + step) // 24)
+    drive_batches(traffic, designs)
     if keep is not None:
         keep.extend(designs)
     return [row for d in designs for row in d.rows]
