@@ -425,27 +425,7 @@ def test_disable_jit_gives_the_same_numbers():
     assert compiled == plain
 
 
-# ----------------------------------------------------------------------------- the rows' values and objects
-def test_rows_made_directly_are_the_dataclass_rows():
-    from simulations.designs.base import CheckpointRow
-    from simulations.designs.counterfactual import design as cf
-
-    assert cf._PLAIN_ROWS  # (else the constructor is used: nothing to compare)
-    rows: list = []
-    values = [(1.0, 0.5, 0.0, 2.0, 0.04), (math.nan,) * 5]
-    cf._append_rows(rows, "cf", False, 3, ["ips", "logging:abandonment"], values, 10, 20)
-    want = [CheckpointRow("cf", False, 3, "ips", True, *values[0], 10, 20),
-            CheckpointRow("cf", False, 3, "logging:abandonment", False, *values[1], 10, 20)]
-    assert [type(r) for r in rows] == [CheckpointRow] * 2
-    assert rows[0] == want[0] and hash(rows[0]) == hash(want[0]) and repr(rows) == repr(want)
-    assert [vars(r) for r in rows][1].keys() == vars(want[1]).keys()
-    import dataclasses
-
-    assert dataclasses.asdict(rows[0]) == dataclasses.asdict(want[0])
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        rows[0].estimate = 2.0  # type: ignore[misc]
-
-
+# ----------------------------------------------------------------------------- the support counts
 def test_violation_counts_are_the_property():
     d = _design_after(days=1, population=300, logger={"policy": "epsilon_greedy", "ranker": "A", "epsilon": 0.3,
                                                       "n": 8})

@@ -78,7 +78,6 @@ estimator cannot evaluate that target there).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -720,27 +719,11 @@ def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.nd
     return table
 
 
-#: the fields of a checkpoint row, in order; rows are made from them directly (:func:`_append_rows`) unless the
-#: class does more than store them
-_ROW_FIELDS = tuple(f.name for f in dataclasses.fields(CheckpointRow))
-_PLAIN_ROWS = not hasattr(CheckpointRow, "__post_init__") and "__slots__" not in vars(CheckpointRow)
-
-
 def _append_rows(rows: list[Any], name: str, aa: bool, day: int, metrics: list[str], values: list[Any],
                  n_users: int, n_impressions: int) -> None:
-    """Append one :class:`CheckpointRow` per metric (the first primary) with its five values. The frozen
-    dataclass's ``__init__`` sets each of its twelve fields through ``object.__setattr__`` (about 1.7 us a row,
-    21 rows a checkpoint); the same instances (equal, same hash and repr: tested) are made by filling their
-    ``__dict__``, unless the class validates (``__post_init__``) or has slots."""
-    if not _PLAIN_ROWS:
-        for i, (metric, v) in enumerate(zip(metrics, values, strict=True)):
-            rows.append(CheckpointRow(name, aa, day, metric, i == 0, *v, n_users, n_impressions))
-        return
-    new, fields = object.__new__, _ROW_FIELDS
+    """Append one :class:`CheckpointRow` per metric (the first primary) with its five values."""
     for i, (metric, v) in enumerate(zip(metrics, values, strict=True)):
-        row = new(CheckpointRow)
-        row.__dict__.update(zip(fields, (name, aa, day, metric, i == 0, *v, n_users, n_impressions)))
-        rows.append(row)
+        rows.append(CheckpointRow(name, aa, day, metric, i == 0, *v, n_users, n_impressions))
 
 
 class _Count:
