@@ -79,7 +79,7 @@ from onlineeval.estimators.base import (
 )
 from onlineeval.estimators.derived import weighted_row_sum
 
-__all__ = ["BEHAVIOURS", "AdaptiveIPS"]
+__all__ = ["BEHAVIOURS", "AdaptiveIPS", "mse_score"]
 
 #: behaviours from finest (lowest variance) to coarsest (least assumption)
 BEHAVIOURS: tuple[str, ...] = ("independent", "cascade", "standard")
@@ -103,6 +103,22 @@ def _type_codes(types: np.ndarray) -> np.ndarray:
         if lo >= 0 and hi < 1 << 16 and (types.dtype.kind == "i" or types.dtype.itemsize < 8):
             return np.flatnonzero(np.bincount(types, minlength=hi + 1)).astype(np.int64)
     return np.unique(types)
+
+
+def mse_score(share: float, n_u: int, var_x: float, var_d: float | None = None, mean_d: float = 0.0) -> float:
+    """A behaviour's estimated MSE contribution for one user type (:meth:`AdaptiveIPS.choose`): ``share`` the
+    type's share of the rows, ``n_u`` its rows, ``var_x`` the sample variance (ddof 1) of the behaviour's terms
+    over them, and, for a behaviour other than the reference (``var_d`` given), ``var_d`` and ``mean_d`` those of
+    its differences with the reference's terms. ``share^2 (bias^2 + var_x / n_u)`` with the squared bias
+    ``max(0, mean_d^2 - var_d / n_u)`` (0 for the reference; infinite variances with a single row). The one place
+    of this formula: the simulator's compiled checkpoint calls it too."""
+    vx = var_x / n_u if n_u > 1 else np.inf
+    if var_d is None:  # the reference: d = x - x, its bias term is 0 whatever the values
+        return share * share * (0.0 + vx)
+    vd = var_d / n_u if n_u > 1 else np.inf
+    bias2 = max(0.0, mean_d ** 2 - vd) if np.isfinite(vd) else 0.0
+    # the contribution of context u to the overall estimate is share * mean
+    return share * share * (bias2 + vx)
 
 
 @register_estimator
@@ -267,16 +283,14 @@ class AdaptiveIPS(Estimator):
             scores: dict[str, float] = {}
             for b in BEHAVIOURS:
                 if b == self.reference:  # d = x - x: its bias term is 0 whatever the values (below)
-                    var_x = float(ref_u.var(ddof=1)) / n_u if n_u > 1 else np.inf
-                    scores[b] = share * share * (0.0 + var_x)
+                    scores[b] = mse_score(share, n_u, float(ref_u.var(ddof=1)) if n_u > 1 else np.nan)
                     continue
                 x = terms[b].take(rows, axis=0)
                 d = x - ref_u
-                var_x = float(x.var(ddof=1)) / n_u if n_u > 1 else np.inf
-                var_d = float(d.var(ddof=1)) / n_u if n_u > 1 else np.inf
-                bias2 = max(0.0, float(d.mean()) ** 2 - var_d) if np.isfinite(var_d) else 0.0
-                # the contribution of context u to the overall estimate is share * mean
-                scores[b] = share * share * (bias2 + var_x)
+                if n_u > 1:
+                    scores[b] = mse_score(share, n_u, float(x.var(ddof=1)), float(d.var(ddof=1)), float(d.mean()))
+                else:
+                    scores[b] = mse_score(share, n_u, np.nan, np.nan, float(d.mean()))
             best = min(BEHAVIOURS, key=lambda b: (scores[b], BEHAVIOURS.index(b)))
             mapping[int(t)] = best
             report[str(int(t))] = {b: (v if np.isfinite(v) else None) for b, v in scores.items()}  # JSON-able

@@ -696,9 +696,12 @@ class CounterfactualDesign(Design):
 
 def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.ndarray:
     """Per user type the index of the behaviour of least estimated MSE (ties: the finer one), from
-    :func:`simulations.stat_kernels.aips_group_stats`' per-type statistics: the expressions of
-    :meth:`onlineeval.estimators.AdaptiveIPS.choose` (``var(ddof=1)`` the centred sum of squares over ``n_u - 1``),
-    on finite terms. Types without rows get 0 (never looked up)."""
+    :func:`simulations.stat_kernels.aips_group_stats`' per-type statistics, scored by
+    :func:`onlineeval.estimators.adaptive_ips.mse_score` as :meth:`~onlineeval.estimators.AdaptiveIPS.choose` does
+    (``var(ddof=1)`` the centred sum of squares over ``n_u - 1``), on finite terms. Types without rows get 0 (never
+    looked up)."""
+    from onlineeval.estimators.adaptive_ips import mse_score
+
     n = int(counts.sum())
     table = np.zeros(counts.size, dtype=np.int64)
     for t, n_u in enumerate(counts.tolist()):
@@ -707,14 +710,9 @@ def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.nd
         share = n_u / n
         scores = []
         for b in range(3):
-            mean_x, ss_x, mean_d, ss_d = group[t, b].tolist()
-            var_x = ss_x / (n_u - 1) / n_u if n_u > 1 else math.inf
-            if b == ref:
-                scores.append(share * share * (0.0 + var_x))
-                continue
-            var_d = ss_d / (n_u - 1) / n_u if n_u > 1 else math.inf
-            bias2 = max(0.0, mean_d ** 2 - var_d) if math.isfinite(var_d) else 0.0
-            scores.append(share * share * (bias2 + var_x))
+            _, ss_x, mean_d, ss_d = group[t, b].tolist()
+            var_x, var_d = (ss_x / (n_u - 1), ss_d / (n_u - 1)) if n_u > 1 else (math.nan, math.nan)
+            scores.append(mse_score(share, n_u, var_x) if b == ref else mse_score(share, n_u, var_x, var_d, mean_d))
         table[t] = min(range(3), key=lambda b: (scores[b], b))
     return table
 
