@@ -292,6 +292,7 @@ TASK_MODULES: tuple[str, ...] = (
     "onlineeval.stats.online",
     "onlineeval.stats.srm",
     "simulations.cuped",
+    "simulations.designs.counterfactual.checkpoint",
     "simulations.designs.counterfactual.step",
     "simulations.kernels",
     "simulations.policies.kernels",

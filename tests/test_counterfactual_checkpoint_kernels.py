@@ -1,5 +1,5 @@
-"""The counterfactual design's compiled checkpoint (simulations.stat_kernels.cf_checkpoint, cf_paired,
-aips_group_stats, aips_user_sums; CounterfactualDesign._compiled_checkpoint) against its NumPy path
+"""The counterfactual design's compiled checkpoint (simulations.designs.counterfactual.checkpoint: cf_checkpoint,
+cf_paired, aips_group_stats, aips_user_sums, compiled_checkpoint) against its NumPy path
 (stat_kernels.COMPILED off: paired_differences, ratio_means, AdaptiveIPS.select / pick and np.bincount):
 
 - whole replicates of configs/counterfactual.yaml-like small configs (all its estimators, a whole-log ``dm``,
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from simulations import stat_kernels as sk
+from simulations.designs.counterfactual import checkpoint as ck
 from simulations.config import config_from_mapping
 
 RTOL, ATOL = 1e-12, 1e-15
@@ -148,7 +149,7 @@ def test_count_rows_hold_the_impressions(fused_step, monkeypatch):
                 assert (row in counts) == (label != "snips")
                 if row in counts:
                     assert d._acc[row].tobytes() == d._acc[0].tobytes()
-        kernel_rows = d._kernel_rows().tolist()
+        kernel_rows = ck._kernel_rows(d).tolist()
         for i, label in enumerate(d._acc_labels):
             want = [d._rows[f"{part}:{label}:{t}"] for t in d.target_names for part in ("num", "den")]
             assert kernel_rows[i] == [0 if j % 2 and r in counts else r for j, r in enumerate(want)]
@@ -169,7 +170,7 @@ def test_adaptive_choices_identical_on_replicates(monkeypatch):
     """After the last checkpoint of replicates: each target's per-type behaviours of the compiled choice are
     AdaptiveIPS.select's, and the chosen terms' per-user sums are np.bincount's bits."""
     from onlineeval.estimators.adaptive_ips import BEHAVIOURS
-    from simulations.designs.counterfactual.design import _choose_behaviours
+    from simulations.designs.counterfactual.checkpoint import _choose_behaviours
     from simulations.designs.counterfactual.serving import _one_chunk
 
     checked = set()
@@ -187,12 +188,12 @@ def test_adaptive_choices_identical_on_replicates(monkeypatch):
             counts, order, starts = _grouped(types)
             assert counts.tolist() == np.bincount(types).tolist()
             group = np.empty((int(types.max()) + 1, 3, 4))
-            assert sk.aips_group_stats(order, starts, *terms, BEHAVIOURS.index(est.reference), group)
+            assert ck.aips_group_stats(order, starts, *terms, BEHAVIOURS.index(est.reference), group)
             table = _choose_behaviours(group, counts, BEHAVIOURS.index(est.reference))
             want = np.full(types.size, BEHAVIOURS.index(choice)) if isinstance(choice, str) else choice
             assert np.array_equal(table[types], want)
             sums = np.zeros(d.population)
-            sk.aips_user_sums(types, table, *terms, meta["user"], sums)
+            ck.aips_user_sums(types, table, *terms, meta["user"], sums)
             assert np.array_equal(sums, np.bincount(meta["user"], est.pick(choice, stats), d.population))
             checked.add(tuple(table.tolist()))
     assert checked  # the choices seen (both behaviours, one for all types: whatever the data gave)
@@ -210,7 +211,7 @@ def _choose_ref(types, terms, reference):
 @pytest.mark.parametrize("reference", ["standard", "cascade"])
 def test_adaptive_choice_as_choose(case, reference):
     from onlineeval.estimators.adaptive_ips import BEHAVIOURS
-    from simulations.designs.counterfactual.design import _choose_behaviours
+    from simulations.designs.counterfactual.checkpoint import _choose_behaviours
 
     rng = np.random.default_rng(abs(hash((case, reference))) % 2**32)
     for _ in range(20):
@@ -236,7 +237,7 @@ def test_adaptive_choice_as_choose(case, reference):
         group = np.empty((int(types.max()) + 1, 3, 4))
         arrays = [np.ascontiguousarray(terms[b]) for b in BEHAVIOURS]
         counts, order, starts = _grouped(types)
-        assert sk.aips_group_stats(order, starts, *arrays, BEHAVIOURS.index(reference), group)
+        assert ck.aips_group_stats(order, starts, *arrays, BEHAVIOURS.index(reference), group)
         table = _choose_behaviours(group, counts, BEHAVIOURS.index(reference))
         assert {t: BEHAVIOURS[table[t]] for t in want} == want
 
@@ -246,7 +247,7 @@ def _grouped(types):
     nt = int(types.max()) + 1
     buffer, starts = np.full(types.size + 1, -7, dtype=np.intp), np.empty(nt + 1, dtype=np.int64)
     order = buffer[:types.size]
-    counts = sk.group_rows(types, order, starts)
+    counts = ck.group_rows(types, order, starts)
     assert buffer[-1] == -7  # nothing written past the rows
     assert counts.tolist() == np.bincount(types, minlength=nt).tolist()
     assert starts.tolist() == [0, *np.cumsum(counts).tolist()]
@@ -271,7 +272,7 @@ def test_adaptive_non_finite_terms_go_to_the_numpy_path(monkeypatch):
     types = np.array([0, 1, 0, 1, 0], dtype=np.int8)
     terms = [np.arange(5.0), np.arange(5.0), np.array([0.0, 1.0, np.inf, 2.0, 1.0])]
     _, order, starts = _grouped(types)
-    assert not sk.aips_group_stats(order, starts, *terms, 2, np.empty((2, 3, 4)))
+    assert not ck.aips_group_stats(order, starts, *terms, 2, np.empty((2, 3, 4)))
     # in a design: the NumPy path's row (select / choose on the terms as they are)
     d = _design_after(days=2, population=300, refit_days=1)
     stats = d._row_stats[("adaptive_ips", "B")]
@@ -381,16 +382,16 @@ def test_cf_paired_against_a_direct_formula():
         sums[1, users] += 1
         sums[3, users] += 1
         out = np.empty(3)
-        sk.cf_paired(sums[0], sums[1], sums[2], sums[3], users, np.empty((4, p)), out)
+        ck.cf_paired(sums[0], sums[1], sums[2], sums[3], users, np.empty((4, p)), out)
         x = [[Fraction(int(v)) for v in row[users]] for row in sums]
         ra, rb = sum(x[0]) / sum(x[1]), sum(x[2]) / sum(x[3])
         ya, yb = sum(x[1]) / n, sum(x[3]) / n
         dd = [(x[2][u] - rb * x[3][u]) / yb - (x[0][u] - ra * x[1][u]) / ya for u in range(n)]
         mean = sum(dd) / n
         var = sum((v - mean) ** 2 for v in dd) / (n * (n - 1))
-        assert out[sk.CF_OK] == 1.0
-        assert math.isclose(out[sk.CF_EST], float(rb - ra), rel_tol=1e-13, abs_tol=1e-15)
-        assert math.isclose(out[sk.CF_SE], math.sqrt(float(var)), rel_tol=1e-13, abs_tol=1e-15)
+        assert out[ck.CF_OK] == 1.0
+        assert math.isclose(out[ck.CF_EST], float(rb - ra), rel_tol=1e-13, abs_tol=1e-15)
+        assert math.isclose(out[ck.CF_SE], math.sqrt(float(var)), rel_tol=1e-13, abs_tol=1e-15)
 
 
 # ----------------------------------------------------------------------------- plain Python
@@ -431,7 +432,7 @@ def test_violation_counts_are_the_property():
                                                       "n": 8})
     assert d.support_rows
     violations = d.violations
-    assert d._violation_counts() == [violations[key] for key in d.support_rows]
+    assert ck.violation_counts(d) == [violations[key] for key in d.support_rows]
     d._query_count += np.arange(d._query_count.size)  # later counts: the matrix kept, the counts new
     violations = d.violations
-    assert d._violation_counts() == [violations[key] for key in d.support_rows]
+    assert ck.violation_counts(d) == [violations[key] for key in d.support_rows]

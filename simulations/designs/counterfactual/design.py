@@ -37,7 +37,7 @@ epsilon-greedy loggers, as in ``configs/counterfactual.yaml``, or one epsilon-gr
 adaptive IPS) everything after the logger's draw and the users' uniforms runs in one compiled pass per batch
 (:class:`~simulations.designs.counterfactual.step.CompiledStep`: the general path's numbers bit for bit,
 ``fused_step = False`` runs the general path), and the checkpoints in compiled passes over the sums matrix
-(:func:`simulations.stat_kernels.cf_checkpoint`, adaptive IPS's whole-log choice batch chunk by batch chunk: the
+(:mod:`simulations.designs.counterfactual.checkpoint`, adaptive IPS's whole-log choice batch chunk by batch chunk: the
 NumPy path's numbers to 1e-12 with the same decisions; ``stat_kernels.COMPILED = False`` runs the NumPy path). The
 general path (any logger and estimator) keeps the IPS family's terms for both targets in one compiled kernel
 (:class:`~simulations.designs.counterfactual.fused.FusedTerms`) and the mixture's propensities in another
@@ -416,8 +416,11 @@ class CounterfactualDesign(Design):
             return
         from simulations import stat_kernels
 
-        if stat_kernels.COMPILED and self._compiled_checkpoint(day, stat_kernels):
-            return
+        if stat_kernels.COMPILED:
+            from simulations.designs.counterfactual.checkpoint import compiled_checkpoint
+
+            if compiled_checkpoint(self, day):
+                return
         impressions = self.sums["impressions"]
         active = impressions > 0
         users = np.flatnonzero(active)
@@ -432,29 +435,6 @@ class CounterfactualDesign(Design):
             self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users,
                                            n_impr))
 
-    def _compiled_checkpoint(self, day: int, sk: Any) -> bool:
-        """:meth:`checkpoint` by the compiled kernels (:func:`simulations.stat_kernels.cf_checkpoint`: the active
-        users, the logger's metrics and the accumulated estimators' paired differences in passes over the rows of
-        the sums matrix, without gathering it; adaptive IPS's whole-log choice by :meth:`_compiled_row_stat_sums`):
-        the NumPy path's numbers to rounding (1e-12 relative, tested) and the same rows. Rows whose inputs the
-        kernel does not take (a non-finite sum, a negative denominator, a denominator summing to 0) are computed
-        by the NumPy path's :func:`paired_difference`, as there. False (nothing recorded) when the sums matrix is
-        not the float64 C-contiguous matrix the kernel reads."""
-        acc = self._acc
-        if acc.dtype != np.float64 or not acc.flags.c_contiguous or any(v.base is not acc for v in self.sums.values()):
-            return False
-        scratch = sk.scratch_of(self)
-        out = np.empty((3 + len(self._acc_labels), 3))
-        n, n_impr = sk.cf_checkpoint(acc, self._kernel_rows(), scratch.idx[0], scratch.rows(1), out)
-        n_users, n_impressions = int(n), int(n_impr)
-        if n_users < 2:  # the NumPy path's _has_data: every metric undefined
-            values = [(math.nan,) * 5] * len(self.metric_names())
-        else:
-            users = scratch.idx[0, :n_users].copy()  # the scratch is reused by the kernels below
-            values = self._compiled_estimates(day, users, out, sk)
-        _append_rows(self.rows, self.name, self.aa, day, self.metric_names(), values, n_users, n_impressions)
-        return True
-
     def _count_rows(self) -> set[int]:
         """The denominator rows that hold the impression counts (all-ones terms): those :meth:`_add_dens` keeps as
         counts, or those the compiled step adds the counts to (``CompiledStep.units``). Equal to row 0 bit for bit
@@ -464,142 +444,9 @@ class CounterfactualDesign(Design):
             rows.update(int(r) for r in self._step.units)
         return rows
 
-    def _kernel_rows(self) -> np.ndarray:
-        """:func:`cf_checkpoint`'s ``rows``: per accumulated estimator its numerator and denominator rows for each
-        target, a denominator of impression counts (:meth:`_count_rows`) as row 0 (read once for all)."""
-        e, lo = len(self._acc_labels), self._block
-        counts = self._count_rows()
-        rows = [[lo + i, lo + 2 * e + i, lo + e + i, lo + 3 * e + i] for i in range(e)]
-        return np.array([[r if j % 2 == 0 or r not in counts else 0 for j, r in enumerate(four)] for four in rows],
-                        dtype=np.int64).reshape(e, 4)
-
-    def _compiled_estimates(self, day: int, users: np.ndarray, out: np.ndarray, sk: Any) -> list[tuple[float, ...]]:
-        """:meth:`_estimates`' five values of each metric (in :meth:`metric_names`' order) from
-        :func:`cf_checkpoint`'s ``out`` over the active ``users`` (at least two)."""
-        alpha, e, lo, acc = self.alpha, len(self._acc_labels), self._block, self._acc
-        last = self.config.bootstrap and day == self.last_day
-        rows = {label: (lo + i, lo + 2 * e + i, lo + e + i, lo + 3 * e + i) for i, label in enumerate(self._acc_labels)}
-        ok = (out[:, sk.CF_OK] == 1.0).tolist()
-        est_, se_ = out[:, sk.CF_EST].tolist(), out[:, sk.CF_SE].tolist()
-        values: list[Any] = []
-        whole = None
-        impressions = None
-        for label, est in self.estimators:
-            x: Any = None
-            if self.whole_log[label]:
-                if not self._due(day):
-                    values.append((math.nan,) * 5)
-                    continue
-                if impressions is None:
-                    impressions = acc[0].take(users)
-                if (label, self.target_names[0]) in self._row_stats:
-                    value = self._compiled_row_stat_sums(label, est, users, sk)
-                    if value is None:
-                        x = self._row_stat_sums(label, est, users, impressions)
-                        value = paired_difference(x[0], x[1], x[2], x[3], alpha)
-                else:
-                    whole = self.log() if whole is None else whole
-                    x = self._whole_log_sums(est, whole, users)
-                    value = paired_difference(x[0], x[1], x[2], x[3], alpha)
-            else:
-                i = 3 + self._acc_labels.index(label)
-                if ok[i]:
-                    value = PairedEstimate(est_[i], se_[i], alpha)
-                else:  # what paired_differences gives such a row
-                    x = [acc[r].take(users) for r in rows[label]]
-                    value = paired_difference(x[0], x[1], x[2], x[3], alpha)
-            if last and math.isfinite(value.estimate):
-                if x is None:
-                    x = ([acc[r].take(users) for r in rows[label]] if label in rows else
-                         self._row_stat_sums(label, est, users, impressions))
-                value = self._bootstrap(value, x)
-            values.append(_values(value))
-        for m in range(3):  # the logger's three metrics (ratio_means: the SE is the square root of the variance)
-            values.append(_values(PairedEstimate(est_[m], math.sqrt(se_[m]), alpha) if ok[m] else
-                                  PairedEstimate(math.nan, math.nan, alpha)))
-        values += [(float(count),) + (math.nan,) * 4 for count in self._violation_counts()]
-        return values
-
-    def _violation_counts(self) -> list[int]:
-        """:attr:`violations` of :attr:`support_rows` in their order: the distinct masks as the rows of one int64
-        matrix (made once) times the impressions per query, one product (exact integers: the same counts)."""
-        if not self.support_rows:
-            return []
-        kept = self.__dict__.get("_support_matrix")
-        if kept is None:
-            distinct: dict[int, tuple[int, np.ndarray]] = {}
-            for key in self.support_rows:
-                mask = self._masks[key]
-                distinct.setdefault(id(mask), (len(distinct), mask))
-            matrix = np.stack([np.asarray(mask, dtype=np.int64) for _, mask in distinct.values()])
-            kept = self._support_matrix = (matrix, [distinct[id(self._masks[key])][0] for key in self.support_rows])
-        matrix, which = kept
-        counts = (matrix @ self._query_count).tolist()
-        return [counts[i] for i in which]
-
     #: at most this many batches' chunks of adaptive IPS's per-row statistics are read chunk by chunk by the
     #: compiled whole-log choice; more are concatenated first (as the NumPy path does, kept as one chunk)
     max_chunks = 32
-
-    def _compiled_row_stat_sums(self, label: str, est: Any, users: np.ndarray, sk: Any) -> PairedEstimate | None:
-        """The paired difference of :meth:`_row_stat_sums` by the compiled kernels, batch chunk by batch chunk
-        (concatenating the log's 28,000 rows of configs/counterfactual.yaml cost 0.5 ms a target, more than the
-        statistics): adaptive IPS's data-driven choice per user type (the rows grouped by type,
-        :func:`simulations.stat_kernels.group_rows`; each type's two passes over its rows,
-        :func:`~simulations.stat_kernels.aips_chunk_stats`; :func:`_choose_behaviours`:
-        :meth:`~onlineeval.estimators.AdaptiveIPS.choose`'s scores and order), the chosen terms' per-user sums
-        (:func:`~simulations.stat_kernels.aips_user_sums`, chunks in order: ``np.bincount``'s bits) and their
-        paired difference (:func:`~simulations.stat_kernels.cf_paired`). None (the caller takes the NumPy path) for
-        fixed behaviours, user types that are not small non-negative integers, users outside the population,
-        non-finite terms, or a row the kernel does not take."""
-        from onlineeval.estimators.adaptive_ips import BEHAVIOURS
-
-        if getattr(est, "behaviours", "") is not None or not hasattr(est, "choose"):
-            return None
-        metas = self._row_meta
-        stats_lists = [self._row_stats[(label, t)] for t in self.target_names]
-        if len(metas) > self.max_chunks or any(len(chunks) != len(metas) for chunks in stats_lists):
-            for chunks in (metas, *stats_lists):
-                _one_chunk(chunks)
-        if not metas:
-            return None
-        n_types = 0
-        for meta in metas:
-            types, user = meta["user_type"], meta["user"]
-            if (types.dtype.kind not in "iu" or user.dtype.kind not in "iu" or types.ndim != 1
-                    or user.shape != types.shape or types.size == 0):
-                return None
-            (t_lo, t_hi), (u_lo, u_hi) = sk.int_bounds(types), sk.int_bounds(user)
-            if t_lo < 0 or t_hi >= 1 << 16 or u_lo < 0 or u_hi >= self.population:  # (np.bincount's errors)
-                return None
-            n_types = max(n_types, int(t_hi) + 1)
-        counts = np.zeros(n_types, dtype=np.int64)
-        grouped = []  # per chunk the rows grouped by type: the same for both targets
-        for meta in metas:
-            order, starts = np.empty(meta["user_type"].size, dtype=np.intp), np.empty(n_types + 1, dtype=np.int64)
-            counts += sk.group_rows(meta["user_type"], order, starts)
-            grouped.append((order, starts))
-        ref = BEHAVIOURS.index(est.reference)
-        per_target = []
-        for chunks in stats_lists:
-            terms = [[np.ascontiguousarray(stats[b], dtype=np.float64) for b in BEHAVIOURS] for stats in chunks]
-            if any(v.ndim != 1 or v.size != meta["user_type"].size for meta, chunk in zip(metas, terms, strict=True)
-                   for v in chunk):
-                return None
-            group = np.empty((n_types, 3, 4))
-            if not sk.aips_chunk_stats(grouped, terms, counts, ref, group):
-                return None
-            table = _choose_behaviours(group, counts, ref)
-            per_user = np.zeros(self.population)
-            for meta, chunk in zip(metas, terms, strict=True):
-                sk.aips_user_sums(meta["user_type"], table, *chunk, meta["user"], per_user)
-            per_target.append(per_user)
-        o = np.empty(3)
-        imp = self._acc[0]
-        sk.cf_paired(per_target[0], imp, per_target[1], imp, users, sk.scratch_of(self).rows(0), o)
-        if o[sk.CF_OK] != 1.0:
-            return None
-        return PairedEstimate(o[sk.CF_EST], o[sk.CF_SE], self.alpha)
 
     def _due(self, day: int) -> bool:
         every = self.config.refit_days
@@ -692,36 +539,6 @@ class CounterfactualDesign(Design):
         if stats.size:
             est.ci_low, est.ci_high = (float(v) for v in np.quantile(stats, [self.alpha / 2, 1 - self.alpha / 2]))
         return est
-
-
-def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.ndarray:
-    """Per user type the index of the behaviour of least estimated MSE (ties: the finer one), from
-    :func:`simulations.stat_kernels.aips_group_stats`' per-type statistics, scored by
-    :func:`onlineeval.estimators.adaptive_ips.mse_score` as :meth:`~onlineeval.estimators.AdaptiveIPS.choose` does
-    (``var(ddof=1)`` the centred sum of squares over ``n_u - 1``), on finite terms. Types without rows get 0 (never
-    looked up)."""
-    from onlineeval.estimators.adaptive_ips import mse_score
-
-    n = int(counts.sum())
-    table = np.zeros(counts.size, dtype=np.int64)
-    for t, n_u in enumerate(counts.tolist()):
-        if n_u == 0:
-            continue
-        share = n_u / n
-        scores = []
-        for b in range(3):
-            _, ss_x, mean_d, ss_d = group[t, b].tolist()
-            var_x, var_d = (ss_x / (n_u - 1), ss_d / (n_u - 1)) if n_u > 1 else (math.nan, math.nan)
-            scores.append(mse_score(share, n_u, var_x) if b == ref else mse_score(share, n_u, var_x, var_d, mean_d))
-        table[t] = min(range(3), key=lambda b: (scores[b], b))
-    return table
-
-
-def _append_rows(rows: list[Any], name: str, aa: bool, day: int, metrics: list[str], values: list[Any],
-                 n_users: int, n_impressions: int) -> None:
-    """Append one :class:`CheckpointRow` per metric (the first primary) with its five values."""
-    for i, (metric, v) in enumerate(zip(metrics, values, strict=True)):
-        rows.append(CheckpointRow(name, aa, day, metric, i == 0, *v, n_users, n_impressions))
 
 
 class _Count:
