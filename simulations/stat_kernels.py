@@ -91,6 +91,9 @@ def _neumaier(s, c, x):
 # last block of fewer than 16 in one, and the block totals in a Neumaier sum: an error of at most about 15 eps of
 # each block's magnitudes plus 2 eps of the result, below NumPy's pairwise bound (8 lanes of 16 terms and a tree:
 # about (18 + log2(n / 128)) eps of the magnitudes; NumPy's einsum dot products accumulate in one pass, n eps).
+# Each sum writes out its loop with its own fused term: one loop taking the term as a jitted function would not be
+# cached (numba keys a function argument's type by its address: a cache miss and a recompilation in every process,
+# checked with numba 0.68).
 @_jit
 def _gather(src, users, dst, n):
     """``dst[:n] = src[users[:n]]``; returns the sum of the gathered values."""
