@@ -178,6 +178,18 @@ def test_one_component_tables_give_the_loggers_propensities(epsilon, n, depth):
         assert x.tobytes() == np.ascontiguousarray(y).tobytes() == np.ascontiguousarray(z).tobytes()
 
 
+def test_step_equals_the_general_path_on_the_bundled_config():
+    """configs/counterfactual.yaml at its own size (6,000 users, 4,000 impressions a day, a week, six estimators,
+    the mixture logger): the step's sums, log, rows and generator state are the general path's bit for bit."""
+    from simulations.designs.counterfactual.step import CompiledStep
+    from test_policy_kernels import _design_run
+
+    new, ref = _design_run(True, batches=7, fused_step=True), _design_run(True, batches=7)
+    assert isinstance(new._step, CompiledStep) and ref._step is None
+    assert new.population == 6000 and sum(c["query"].size for c in new._log) > 20_000  # the sizes users run
+    _assert_same(new, ref)
+
+
 def test_step_equals_the_general_path_with_the_bootstrap():
     cfg = _config(ALL, bootstrap=200)
     _assert_same(_run(cfg, True), _run(cfg, False))

@@ -173,7 +173,7 @@ def test_logged_propensities_equal_the_numpy_path(which, same_targets):
 
 
 # ------------------------------------------------------------------------------------------------ the design
-def _design_run(compiled: bool, batches: int = 4):
+def _design_run(compiled: bool, batches: int = 4, fused_step: bool = False):
     from simulations.config import load_config
     from simulations.designs.counterfactual import CounterfactualDesign
     from simulations.designs.counterfactual.fused import FusedTerms
@@ -187,8 +187,8 @@ def _design_run(compiled: bool, batches: int = 4):
     users = UserModels.from_config(cfg.users)
     old = CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled, FusedTerms.compiled
     CounterfactualDesign.compiled = StackedEpsilonGreedy.compiled = FusedTerms.compiled = compiled
-    # the per-batch kernels of the general path (the one-pass step is tested in test_counterfactual_step.py)
-    fused_step, CounterfactualDesign.fused_step = CounterfactualDesign.fused_step, False
+    # the per-batch kernels of the general path unless fused_step (the one-pass step: test_counterfactual_step.py)
+    old_step, CounterfactualDesign.fused_step = CounterfactualDesign.fused_step, fused_step
     try:
         traffic, designs = build_replicate(cfg, world, users, replicate_seeds(cfg.seed, 1)[0])
         design = next(d for d in designs if isinstance(d, CounterfactualDesign) and not d.aa)
@@ -199,7 +199,7 @@ def _design_run(compiled: bool, batches: int = 4):
         return design
     finally:
         CounterfactualDesign.compiled, StackedEpsilonGreedy.compiled, FusedTerms.compiled = old
-        CounterfactualDesign.fused_step = fused_step
+        CounterfactualDesign.fused_step = old_step
 
 
 def test_design_compiled_equals_numpy_design(monkeypatch):
