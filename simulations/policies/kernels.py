@@ -400,11 +400,11 @@ def _slot_rewards(clicks, first, w, r):
 def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts, u, thresholds, width, independent,
                         use_t1, use_t3, block, reward_kind, reward_w, lists, t_list, t_prefix, t_item, rank_of, n_eff,
                         w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, caps, adds, units, obs, acc,
-                        scratch, slot, touched, query_count, p_list, p_prefix, p_item, beh):
+                        scratch, slot, touched, query_count, beh):
     """One batch of the counterfactual design's serving after the draws, in one pass over its ``n`` rows: the
-    logging propensities of the logger's own lists (:func:`logged_propensities`' numbers; kept in ``p_list``
-    ``(n,)``, ``p_prefix``, ``p_item`` ``(n, k)`` unless they have no rows), the IPS family's terms of the ``T``
-    deterministic targets (:func:`fused_terms`' numbers), and every per-user sum of the design.
+    logging propensities of the logger's own lists (:func:`logged_propensities`' numbers, used and not kept: the
+    design's log computes them when asked), the IPS family's terms of the ``T`` deterministic targets
+    (:func:`fused_terms`' numbers), and every per-user sum of the design.
 
     ``clicks`` ``(n, k)`` bool, ``r`` ``(n, k)`` the slot rewards of the design's reward (the list reward is their
     sum, as every slot sum in numpy's order, :func:`_row_sum`; ``k <= 128``). With ``labels`` ``(Q, m)`` int8 (the
@@ -435,7 +435,6 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
     n_v = acc.shape[0]
     n_adds = adds.shape[0]
     n_caps = caps.shape[0]
-    keep_p = p_list.shape[0] > 0
     keep_beh = beh.shape[0] > 0
     vals = np.empty((n_t, VAL_CLIPPED + n_caps), dtype=np.float64)
     flat = vals.reshape(-1)  # a view: vals[t, x] is flat[t * (VAL_CLIPPED + n_caps) + x]
@@ -495,11 +494,6 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
         else:
             _own_row(i, q, shown, rank_of, n_eff, w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, pp, pi)
             pl = pp[k - 1]
-        if keep_p:
-            p_list[i] = pl
-            for j in range(k):
-                p_prefix[i, j] = pp[j]
-                p_item[i, j] = pi[j]
         # the list reward and the logger's own metrics
         if short:
             big = r[i, 0]

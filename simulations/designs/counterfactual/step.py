@@ -62,8 +62,6 @@ _NO_COUNTS = np.zeros(1, dtype=np.int64)
 _NO_TYPES = np.empty(0, dtype=np.int8)
 _NO_W = np.empty(0, dtype=np.float64)  # the reward's weights None (or the slot rewards given)
 _NO_CHAIN_ARGS = (np.empty((3, 0), dtype=np.float64), 1, np.empty(0, dtype=np.bool_), False, False, 1)
-_NO_P = np.empty(0, dtype=np.float64)  # the propensities are not kept (kernel arguments without rows)
-_NO_P2 = np.empty((0, 0), dtype=np.float64)
 
 
 def _single(policy: Any) -> Any:
@@ -244,7 +242,7 @@ class CompiledStep:
             query, batch.user, shown, clicks, r, labels, types, counts, u, *chain_args, kind, self.reward_w,
             self.lists, self.t_list, self.t_prefix, self.t_item, self.rank_of, self.n_eff, s._w_det, s._w_rt,
             s.det_tab, s.rt_tab, s._weights, s.m, s.Q, self.recip, self.caps, self.adds, self.units, self.obs,
-            design._acc, self.scratch, self.slot, self.touched, design._query_count, _NO_P, _NO_P2, _NO_P2, beh)
+            design._acc, self.scratch, self.slot, self.touched, design._query_count, beh)
         for own in (shown, clicks):
             own.setflags(write=False)  # the log keeps them without a copy
         # the log's propensities are computed when the log is asked for (CounterfactualDesign.log: the same numbers)
