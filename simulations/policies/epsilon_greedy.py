@@ -208,6 +208,8 @@ class StackedEpsilonGreedy:
         self._w_det = np.ascontiguousarray(self.w_det.ravel(), dtype=np.float64)
         self._w_rt = np.ascontiguousarray(self.w_rt.ravel(), dtype=np.float64)
         self._weights = np.array(self.weights, dtype=np.float64)
+        self._rank_of = np.ascontiguousarray(self.rank_of, dtype=np.int64)
+        self._n_eff = np.ascontiguousarray(self.n_eff, dtype=np.int64)
         self._mix_cdf = _cumulative(weights)
 
     @classmethod

@@ -296,18 +296,21 @@ class CounterfactualDesign(Design):
             return None
         from simulations.policies import kernels
 
-        if not hasattr(self, "_known_flat"):
-            t = self._known_table
-            self._known_flat = (np.ascontiguousarray(self._known_lists, dtype=np.int64),
-                                *(np.ascontiguousarray(x, dtype=np.float64) for x in (t.list, t.prefix, t.item)),
-                                np.ascontiguousarray(kernel.rank_of, dtype=np.int64),
-                                np.ascontiguousarray(kernel.n_eff, dtype=np.int64))
-        lists, t_list, t_prefix, t_item, rank_of, n_eff = self._known_flat
         same, runs, p_list, p_prefix, p_item, tp_list, tp_prefix, tp_item = kernels.logged_propensities(
-            query, shown, lists, t_list, t_prefix, t_item, rank_of, n_eff, kernel._w_det, kernel._w_rt,
+            query, shown, *self._known_arrays(), kernel._rank_of, kernel._n_eff, kernel._w_det, kernel._w_rt,
             kernel.det_tab, kernel.rt_tab, kernel._weights, kernel.m, kernel.Q)
         target_p = Propensities(tp_list, tp_prefix, tp_item) if self._fused is not None else None
         return same, runs, Propensities(p_list, p_prefix, p_item), target_p
+
+    def _known_arrays(self) -> tuple[np.ndarray, ...]:
+        """The targets' lists ``(T, Q, k)`` int64 and their logging propensities (list, prefix, item) stacked, as
+        C-contiguous arrays for the compiled kernels (made once)."""
+        kept = self.__dict__.get("_known_flat")
+        if kept is None:
+            t = self._known_table
+            kept = self._known_flat = (np.ascontiguousarray(self._known_lists, dtype=np.int64),
+                                       *(np.ascontiguousarray(x, dtype=np.float64) for x in (t.list, t.prefix, t.item)))
+        return kept
 
     def _process(self, batch: Batch) -> None:
         if self.aa:

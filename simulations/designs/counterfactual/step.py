@@ -131,14 +131,9 @@ class CompiledStep:
 
         fused = design._fused
         self.k = design.policy.k
-        t = design._known_table
-        self.lists = np.ascontiguousarray(design._known_lists, dtype=np.int64)
-        self.t_list, self.t_prefix, self.t_item = (np.ascontiguousarray(x, dtype=np.float64)
-                                                   for x in (t.list, t.prefix, t.item))
+        self.lists, self.t_list, self.t_prefix, self.t_item = design._known_arrays()
         self.stacked = stacked
-        self.rank_of = np.ascontiguousarray(stacked.rank_of, dtype=np.int64)
-        self.n_eff = np.ascontiguousarray(stacked.n_eff, dtype=np.int64)
-        self.recip = kernels.reciprocals(self.n_eff)
+        self.recip = kernels.reciprocals(stacked._n_eff)
         caps = [float(est.cap) for kind, est in fused.fused.values() if kind == "clipped_ips"]
         width = kernels.VAL_CLIPPED + len(caps)
         rows = design._rows
@@ -240,7 +235,7 @@ class CompiledStep:
         s = self.stacked
         kernels.counterfactual_step(
             query, batch.user, shown, clicks, r, labels, types, counts, u, *chain_args, kind, self.reward_w,
-            self.lists, self.t_list, self.t_prefix, self.t_item, self.rank_of, self.n_eff, s._w_det, s._w_rt,
+            self.lists, self.t_list, self.t_prefix, self.t_item, s._rank_of, s._n_eff, s._w_det, s._w_rt,
             s.det_tab, s.rt_tab, s._weights, s.m, s.Q, self.recip, self.caps, self.adds, self.units, self.obs,
             design._acc, self.scratch, self.slot, self.touched, design._query_count, beh)
         for own in (shown, clicks):
