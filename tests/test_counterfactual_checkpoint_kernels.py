@@ -1,5 +1,5 @@
 """The counterfactual design's compiled checkpoint (simulations.designs.counterfactual.checkpoint: cf_checkpoint,
-cf_paired, aips_group_stats, aips_user_sums, compiled_checkpoint) against its NumPy path
+cf_paired, aips_chunk_stats, aips_user_sums, compiled_checkpoint) against its NumPy path
 (stat_kernels.COMPILED off: paired_differences, ratio_means, AdaptiveIPS.select / pick and np.bincount):
 
 - whole replicates of configs/counterfactual.yaml-like small configs (all its estimators, a whole-log ``dm``,
@@ -67,6 +67,11 @@ def _replicate(cfg, rep: int, compiled: bool, monkeypatch, keep: list | None = N
     if keep is not None:
         keep.extend(designs)
     return [row for d in designs for row in d.rows]
+
+
+def _group_stats(order, starts, ind, cas, std, reference, out):
+    """:func:`ck.aips_chunk_stats` of one chunk (the rows grouped by type: ``order``, ``starts``)."""
+    return ck.aips_chunk_stats([(order, starts)], [[ind, cas, std]], np.diff(starts).astype(np.int64), reference, out)
 
 
 def _close(a: float, b: float) -> bool:
@@ -188,7 +193,7 @@ def test_adaptive_choices_identical_on_replicates(monkeypatch):
             counts, order, starts = _grouped(types)
             assert counts.tolist() == np.bincount(types).tolist()
             group = np.empty((int(types.max()) + 1, 3, 4))
-            assert ck.aips_group_stats(order, starts, *terms, BEHAVIOURS.index(est.reference), group)
+            assert _group_stats(order, starts, *terms, BEHAVIOURS.index(est.reference), group)
             table = _choose_behaviours(group, counts, BEHAVIOURS.index(est.reference))
             want = np.full(types.size, BEHAVIOURS.index(choice)) if isinstance(choice, str) else choice
             assert np.array_equal(table[types], want)
@@ -237,7 +242,7 @@ def test_adaptive_choice_as_choose(case, reference):
         group = np.empty((int(types.max()) + 1, 3, 4))
         arrays = [np.ascontiguousarray(terms[b]) for b in BEHAVIOURS]
         counts, order, starts = _grouped(types)
-        assert ck.aips_group_stats(order, starts, *arrays, BEHAVIOURS.index(reference), group)
+        assert _group_stats(order, starts, *arrays, BEHAVIOURS.index(reference), group)
         table = _choose_behaviours(group, counts, BEHAVIOURS.index(reference))
         assert {t: BEHAVIOURS[table[t]] for t in want} == want
 
@@ -272,7 +277,7 @@ def test_adaptive_non_finite_terms_go_to_the_numpy_path(monkeypatch):
     types = np.array([0, 1, 0, 1, 0], dtype=np.int8)
     terms = [np.arange(5.0), np.arange(5.0), np.array([0.0, 1.0, np.inf, 2.0, 1.0])]
     _, order, starts = _grouped(types)
-    assert not ck.aips_group_stats(order, starts, *terms, 2, np.empty((2, 3, 4)))
+    assert not _group_stats(order, starts, *terms, 2, np.empty((2, 3, 4)))
     # in a design: the NumPy path's row (select / choose on the terms as they are)
     d = _design_after(days=2, population=300, refit_days=1)
     stats = d._row_stats[("adaptive_ips", "B")]

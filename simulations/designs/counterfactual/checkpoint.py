@@ -34,9 +34,8 @@ from simulations.designs.counterfactual.paired import PairedEstimate, paired_dif
 from simulations.designs.counterfactual.serving import _one_chunk
 from simulations.stat_kernels import _centre, _gather, _jit, _linear, _neumaier
 
-__all__ = ["CF_EST", "CF_OK", "CF_SE", "aips_chunk_stats", "aips_group_stats", "aips_pass", "aips_table",
-           "aips_user_sums", "cf_checkpoint", "cf_paired", "compiled_checkpoint", "group_rows", "int_bounds",
-           "violation_counts"]
+__all__ = ["CF_EST", "CF_OK", "CF_SE", "aips_chunk_stats", "aips_pass", "aips_table", "aips_user_sums", "cf_checkpoint",
+           "cf_paired", "compiled_checkpoint", "group_rows", "int_bounds", "violation_counts"]
 
 # ----------------------------------------------------------------------------- the kernels
 # :class:`simulations.designs.counterfactual.design.CounterfactualDesign`'s checkpoint: the paired differences of its
@@ -301,7 +300,7 @@ def aips_pass(order, starts, ind, cas, std, reference, mean, centred, state):
 
 @_jit
 def aips_table(counts, sums, squares, reference, out):
-    """``out`` (T, 3, 4) of :func:`aips_group_stats` from the two passes' Neumaier sums ``sums`` and
+    """``out`` (T, 3, 4) of :func:`aips_chunk_stats` from the two passes' Neumaier sums ``sums`` and
     ``squares`` (T, 5, 2) and the rows per type ``counts`` (T,); returns the means (T, 5) when ``squares`` is
     not yet summed (NaN for types without rows) and False if a sum is not finite."""
     ba = 0
@@ -354,7 +353,11 @@ def aips_chunk_stats(grouped: list[tuple[np.ndarray, np.ndarray]], chunks: list[
     """Per user type the statistics of adaptive IPS's choice over a log kept in chunks: :func:`aips_pass` over
     every chunk (its rows grouped by type by :func:`group_rows`, ``grouped[c] = (order, starts)``; its terms
     ``chunks[c] = [independent, cascade, standard]``), the means, the second (centred) pass, and :func:`aips_table`
-    into ``out`` (T, 3, 4) (``counts`` (T,) the rows per type over all chunks). False when a sum is not finite."""
+    into ``out`` (T, 3, 4) (``counts`` (T,) the rows per type over all chunks): per user type and behaviour ``b``
+    the mean of its terms ``x`` over the type's rows, the sum of squares of their centred values, the mean of
+    ``d = x - x_reference`` and the sum of squares of its centred values (two passes, as ``np.var``); NaN for the
+    reference's ``d`` and for types without rows. False when a sum is not finite (the caller then takes the NumPy
+    path)."""
     nt = counts.shape[0]
     sums, squares = np.zeros((nt, 5, 2)), np.zeros((nt, 5, 2))
     zero = np.zeros((nt, 5))
@@ -367,17 +370,6 @@ def aips_chunk_stats(grouped: list[tuple[np.ndarray, np.ndarray]], chunks: list[
         aips_pass(order, starts, *terms, reference, mean, True, squares)
     aips_table(counts, sums, squares, reference, out)
     return True
-
-
-def aips_group_stats(order: np.ndarray, starts: np.ndarray, ind: np.ndarray, cas: np.ndarray, std: np.ndarray,
-                     reference: int, out: np.ndarray) -> bool:
-    """:func:`aips_chunk_stats` of one chunk: ``out`` (T, 3, 4) per user type and behaviour ``b`` the mean of its
-    terms ``x`` over the type's rows, the sum of squares of their centred values, the mean of ``d = x -
-    x_reference`` and the sum of squares of its centred values (two passes, as ``np.var``); NaN for the
-    reference's ``d`` and for types without rows. False when a sum is not finite (the caller then takes the NumPy
-    path)."""
-    counts = np.diff(starts).astype(np.int64)
-    return aips_chunk_stats([(order, starts)], [[ind, cas, std]], counts, reference, out)
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -544,7 +536,7 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> Pa
 
 def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.ndarray:
     """Per user type the index of the behaviour of least estimated MSE (ties: the finer one), from
-    :func:`aips_group_stats`' per-type statistics, scored by
+    :func:`aips_chunk_stats`' per-type statistics, scored by
     :func:`onlineeval.estimators.adaptive_ips.mse_score` as :meth:`~onlineeval.estimators.AdaptiveIPS.choose` does
     (``var(ddof=1)`` the centred sum of squares over ``n_u - 1``), on finite terms. Types without rows get 0 (never
     looked up)."""
