@@ -126,10 +126,11 @@ class CdfDraw:
     the CDF, little probability mass) are searched. Two table lookups per uniform: in NumPy passes (before the
     compiled loop) 2045 fresh uniforms drawn and mapped on the 3000 queries' CDF in 35 us against 144 us with
     binary searches (whose branches a predictor cannot learn on fresh uniforms) and 101 us with the uniforms sorted
-    first; on the 20000 users' CDF 38 against 291 us; compiled (:func:`simulations.kernels.cdf_draw`, what :meth:`__call__` runs) 45 us
-    for 1,500 uniforms with the tables out of cache against 105 us for the NumPy passes. The tables cost ``9 M``
-    bytes and one compiled pass over the CDF and the buckets (:func:`simulations.kernels.cdf_tables`; users of
-    ``configs/ab.yaml``, whose activities are redrawn every replicate: 1.2 MB, 0.12 ms, 3 ms by NumPy passes).
+    first; on the 20000 users' CDF 38 against 291 us; compiled (:func:`simulations.kernels.cdf_draw`, what
+    :meth:`__call__` runs) 45 us for 1,500 uniforms with the tables out of cache against 105 us for the NumPy
+    passes. The tables cost ``9 M`` bytes and one compiled pass over the CDF and the buckets
+    (:func:`simulations.kernels.cdf_tables`; users of ``configs/ab.yaml``, whose activities are redrawn every
+    replicate: 1.2 MB, 0.12 ms, 3 ms by NumPy passes).
     """
 
     def __init__(self, cdf: np.ndarray) -> None:
