@@ -114,9 +114,16 @@ def _eps_mixture(candidates_b: bool = False, n_b: int = 10, queries: int = 60, m
 
 
 def _old_sample(policy, q, rng):
-    """The previous MixturePolicy._sample: each component's rows in turn, scattered into the output."""
+    """The previous MixturePolicy._sample: each component's rows in turn, scattered into the output, each
+    epsilon-greedy component sampled by the NumPy code (its compiled sampler off)."""
+    from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+
     out = np.full((q.size, policy.k), -1, dtype=np.int64)
-    policy._sample_into(q, np.arange(q.size), rng, out)
+    old, StackedEpsilonGreedy.compiled = StackedEpsilonGreedy.compiled, False
+    try:
+        policy._sample_into(q, np.arange(q.size), rng, out)
+    finally:
+        StackedEpsilonGreedy.compiled = old
     return out
 
 

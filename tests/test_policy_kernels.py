@@ -4,8 +4,11 @@
   reference) and the component-by-component scatter: the same lists and the same generator state after, with
   differing candidate sets, RandTop widths below ``k``, three components, ``k`` 1, 5 and 16, batches of 0, 1 and
   thousands of rows;
-- :func:`~simulations.policies.kernels.fill_randtop` against ``np.argsort(keys, kind="stable")`` of
-  :func:`~simulations.policies.base.shuffle_top`'s masked keys, with tied keys and rows of different ``n_eff``;
+- :func:`~simulations.policies.kernels.smallest_columns` against ``np.argsort(keys, kind="stable")`` of
+  :func:`~simulations.policies.base.shuffle_top`'s masked keys, with tied keys, rows of different ``n_eff`` and
+  widths that are and are not multiples of its four chains;
+- a single epsilon-greedy policy's compiled draw (:meth:`StackedEpsilonGreedy.sample_alone`) against its NumPy
+  draw (``MixturePolicy._sample``), and mixtures whose components it samples;
 - :func:`~simulations.policies.kernels.logged_propensities` against
   :func:`~simulations.designs.counterfactual.serving.known_list_propensities` (``sampled=True``), the running AND
   of the match and :func:`~simulations.designs.counterfactual.fused.stacked_indicators`: lists that are a target's,
@@ -79,8 +82,8 @@ def test_sample_switch_selects_the_path(monkeypatch):
     policy = _eps_mixture(True, 10)
     q = np.arange(40, dtype=np.int64)
     calls = []
-    real = kernels.fill_lists
-    monkeypatch.setattr(kernels, "fill_lists", lambda *a: (calls.append(1), real(*a))[1])
+    real = kernels.sample_lists
+    monkeypatch.setattr(kernels, "sample_lists", lambda *a: (calls.append(1), real(*a))[1])
     policy.sample(q, np.random.default_rng(0))
     assert calls == [1]
     monkeypatch.setattr(StackedEpsilonGreedy, "compiled", False)
@@ -101,25 +104,92 @@ def _stable_first(keys: np.ndarray, c_top: np.ndarray, k: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("k", [1, 3, 5, 8])
-@pytest.mark.parametrize("width", [2, 4, 20])
-def test_fill_randtop_is_the_stable_argsort_with_ties(k, width):
+@pytest.mark.parametrize("width", [2, 3, 4, 7, 20, 23])
+def test_smallest_columns_is_the_stable_argsort_with_ties(k, width):
     from simulations.policies import kernels
 
     rng = np.random.default_rng(k * 100 + width)
-    rows_n, Q, m = 500, 7, 25
+    rows_n = 500
     keys = rng.integers(0, 4, size=(rows_n, width)) / 4.0  # many ties
     keys[::3] = rng.random((keys[::3].shape[0], width))
-    query = rng.integers(0, Q, rows_n).astype(np.int64)
-    n_eff = rng.integers(1, width + 1, Q).astype(np.int64)  # some rows shuffle fewer than width columns
-    orders = rng.permutation(2 * Q * m).astype(np.int64)  # two components' "base orders", distinct values
-    rows = np.sort(rng.choice(rows_n, 300, replace=False)).astype(np.int64)
-    out = np.full((rows_n, k), -7, dtype=np.int64)
-    kernels.fill_randtop(out, rows, keys[:300], width, 1, query, n_eff, orders, Q, m)
-    ranks = _stable_first(keys[:300], n_eff[query[rows]], k)
-    want = orders[((query[rows] + Q) * m)[:, None] + ranks]
-    np.testing.assert_array_equal(out[rows], want)
-    untouched = np.setdiff1d(np.arange(rows_n), rows)
-    assert (out[untouched] == -7).all()
+    keys[1::7] = 0.5  # every key tied
+    c_top = rng.integers(1, width + 1, rows_n).astype(np.int64)  # some rows shuffle fewer than width columns
+    kk = min(k, width)
+    want = _stable_first(keys, c_top, k)[:, :kk]
+    got = np.full((rows_n, kk), -7, dtype=np.int64)
+    for i in range(rows_n):
+        buf = np.concatenate([keys[i], rng.random(3)])  # longer than the row, as the sampler's buffer
+        kernels.smallest_columns(buf, width, c_top[i], kk, got[i])
+    np.testing.assert_array_equal(got, want)
+
+
+def _single_eps(epsilon: float, n: int, k: int = 5, queries: int = 40, m: int = 24, candidates: int = 19):
+    from simulations.policies import build_policy
+
+    scores = np.random.default_rng(int(epsilon * 100) + n).normal(size=(queries, m))
+    scores[:, candidates:] = -np.inf
+    return build_policy({"policy": "epsilon_greedy", "epsilon": epsilon, "n": n}, scores, k)
+
+
+@pytest.mark.parametrize(("epsilon", "n", "k"), [(0.2, 20, 5), (0.5, 3, 5), (0.05, 19, 1), (0.9, 2, 8),
+                                                  (0.3, 16, 16), (0.7, 7, 3)])
+def test_single_epsilon_greedy_compiled_draw_equals_numpy_draw(monkeypatch, epsilon, n, k):
+    from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+    from simulations.policies.mixture import MixturePolicy
+
+    policy = _single_eps(epsilon, n, k)
+    assert isinstance(policy.own_stack(), StackedEpsilonGreedy)
+    q = np.random.default_rng(7).integers(0, policy.Q, 5000)
+    for size in (5000, 257, 1, 0):
+        a, b = np.random.default_rng(size), np.random.default_rng(size)
+        got = policy.sample(q[:size], a)
+        want = MixturePolicy._sample(policy, q[:size], b)  # the NumPy draw (the stack is not used by it)
+        assert got.dtype == np.int64 and got.shape == (size, k)
+        np.testing.assert_array_equal(got, want)
+        assert a.bit_generator.state == b.bit_generator.state
+    assert (got >= 0).all()
+    # the switch: with the compiled draws off, the kernel is not called
+    from simulations.policies import kernels
+
+    monkeypatch.setattr(StackedEpsilonGreedy, "compiled", False)
+    monkeypatch.setattr(kernels, "sample_lists", None)
+    policy.sample(q, np.random.default_rng(0))
+
+
+def test_single_epsilon_greedy_without_a_stack_draws_by_numpy():
+    from simulations.policies.mixture import MixturePolicy
+
+    for policy in (_single_eps(0.0, 5), _single_eps(1.0, 5), _single_eps(0.2, 5, candidates=3)):
+        assert policy.own_stack() is None
+        q = np.random.default_rng(1).integers(0, policy.Q, 300)
+        a, b = np.random.default_rng(2), np.random.default_rng(2)
+        np.testing.assert_array_equal(policy.sample(q, a), MixturePolicy._sample(policy, q, b))
+        assert a.bit_generator.state == b.bit_generator.state
+
+
+def test_mixture_of_epsilon_greedy_and_another_policy_samples_its_components_compiled(monkeypatch):
+    """A mixture the stack does not serve (a Plackett-Luce component) samples its epsilon-greedy component by the
+    compiled draw: the same lists and generator state as with the compiled draws off."""
+    from simulations.policies import build_policy, kernels
+    from simulations.policies.epsilon_greedy import StackedEpsilonGreedy
+
+    scores = np.random.default_rng(3).normal(size=(30, 12))
+    policy = build_policy({"policy": "mixture", "components": [
+        {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 8, "weight": 0.6},
+        {"policy": "plackett_luce", "temperature": 1.0, "weight": 0.4}]}, scores, 4)
+    assert policy._stacked() is None
+    q = np.random.default_rng(4).integers(0, 30, 3000)
+    calls = []
+    real = kernels.sample_lists
+    monkeypatch.setattr(kernels, "sample_lists", lambda *a: (calls.append(1), real(*a))[1])
+    a, b = np.random.default_rng(6), np.random.default_rng(6)
+    got = policy.sample(q, a)
+    assert calls == [1]
+    monkeypatch.setattr(StackedEpsilonGreedy, "compiled", False)
+    want = policy.sample(q, b)
+    assert calls == [1]
+    np.testing.assert_array_equal(got, want)
+    assert a.bit_generator.state == b.bit_generator.state
 
 
 # ------------------------------------------------------------------------------------------------ propensities
@@ -206,11 +276,11 @@ def test_design_compiled_equals_numpy_design(monkeypatch):
     from simulations.policies import kernels
 
     calls = []
-    for name in ("logged_propensities", "fused_terms", "fill_lists"):
+    for name in ("logged_propensities", "fused_terms", "sample_lists"):
         real = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, real=real, name=name: (calls.append(name), real(*a))[1])
     new = _design_run(True)
-    assert calls == ["fill_lists", "logged_propensities", "fused_terms"] * 4
+    assert calls == ["sample_lists", "logged_propensities", "fused_terms"] * 4
     ref = _design_run(False)
     assert len(calls) == 12
     np.testing.assert_array_equal(new._acc, ref._acc)

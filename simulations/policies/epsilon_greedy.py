@@ -97,6 +97,24 @@ class EpsilonGreedyPolicy(MixturePolicy):
             parts.append(Propensities(prefix[:, -1].copy(), prefix, item))
         return mix_propensities(self.weights, parts)
 
+    def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
+        """``MixturePolicy._sample``'s draws and lists; with epsilon strictly between 0 and 1, every query filling
+        the slots and at most :data:`COMPILED_MAX_K` of them, in one compiled call (:meth:`own_stack`,
+        :meth:`StackedEpsilonGreedy.sample_alone`), unless :attr:`StackedEpsilonGreedy.compiled` is False."""
+        own = self.own_stack()
+        if own is not None and own.compiled and self.k <= COMPILED_MAX_K and q.dtype == np.int64:
+            return own.sample_alone(q, rng)  # type: ignore[no-any-return]
+        return super()._sample(q, rng)
+
+    def own_stack(self) -> Any:
+        """This policy as a one-component :class:`StackedEpsilonGreedy` (weights ``[1.0]``), or ``None`` where
+        :meth:`StackedEpsilonGreedy.build` refuses it (epsilon 0 or 1, a query with fewer than ``k``
+        candidates, a subclass); made once. Its tables serve the compiled sampler and the counterfactual design's
+        compiled step."""
+        if "_own_stack" not in self.__dict__:
+            self._own_stack = StackedEpsilonGreedy.build([self], [1.0])
+        return self._own_stack
+
     @property
     def _full(self) -> bool:
         """Every query has at least ``k`` candidates (no empty slot is possible)."""
@@ -158,7 +176,6 @@ class EpsilonGreedyPolicy(MixturePolicy):
 #: the compiled paths of :class:`StackedEpsilonGreedy` serve lists of up to this many slots (the key selection
 #: keeps a row's ``k`` smallest keys in an ordered buffer, ``O(k)`` per key)
 COMPILED_MAX_K = 16
-_NO_KEYS = np.empty((0, 0))
 
 
 def _cumulative(weights: Any) -> np.ndarray:
@@ -202,9 +219,7 @@ class StackedEpsilonGreedy:
         self.orders = np.concatenate([np.asarray(c.components[1].order, dtype=np.int64).ravel() for c in components])
         # the compiled path's tables (:mod:`simulations.policies.kernels`): each component's normalised cumulative
         # branch weights' first entry, as its _pick computes it, and contiguous int64 / float64 copies
-        self._branch_cdf0 = [float(_cumulative(c.weights)[0]) for c in components]
-        self._n_eff_rt = [np.ascontiguousarray(np.minimum(c.components[1].n, c.n_candidates), dtype=np.int64)
-                          for c in components]
+        self._branch_cdf0 = np.array([_cumulative(c.weights)[0] for c in components], dtype=np.float64)
         self._w_det = np.ascontiguousarray(self.w_det.ravel(), dtype=np.float64)
         self._w_rt = np.ascontiguousarray(self.w_rt.ravel(), dtype=np.float64)
         self._weights = np.array(self.weights, dtype=np.float64)
@@ -243,24 +258,22 @@ class StackedEpsilonGreedy:
         return self.sample_numpy(mixture, q, rng)
 
     def _sample_compiled(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
-        """:meth:`sample_numpy`'s draws (the same calls, sizes and order) with the per-row work compiled: the
-        component of each row, each component's RandTop rows and the width of their keys, and the lists (the
-        ``k`` smallest keys of a row, stable among equal keys, as :func:`shuffle_top`)."""
+        """:meth:`sample_numpy`'s draws (the same uniforms in the same order) and lists, in one compiled call
+        (:func:`simulations.policies.kernels.sample_lists`)."""
+        return self._compiled_lists(q, rng, draw_pick=True)
+
+    def sample_alone(self, q: IntArray, rng: np.random.Generator) -> IntArray:
+        """The lists of the single epsilon-greedy policy whose one-component stack this is (``build([policy],
+        [1.0])``), as its ``MixturePolicy._sample`` draws them (the branch of each row, then the keys of the RandTop
+        rows: no component draw), in one compiled call."""
+        return self._compiled_lists(q, rng, draw_pick=False)
+
+    def _compiled_lists(self, q: IntArray, rng: np.random.Generator, draw_pick: bool) -> IntArray:
         from simulations.policies import kernels
 
-        n = q.size
-        pick, counts = kernels.mixture_pick(rng.random(n), self._mix_cdf)
-        out = np.empty((n, self.k), dtype=np.int64)
-        kernels.fill_lists(out, pick, q, self.tops, self.Q)
-        for i in range(len(self._branch_cdf0)):
-            if not counts[i]:
-                continue
-            rows, width = kernels.randtop_rows(pick, i, rng.random(int(counts[i])), self._branch_cdf0[i], q,
-                                               self._n_eff_rt[i])
-            if not rows.size:
-                continue
-            keys = rng.random((rows.size, width)) if width >= 2 else _NO_KEYS
-            kernels.fill_randtop(out, rows, keys, width, i, q, self._n_eff_rt[i], self.orders, self.Q, self.m)
+        out = np.empty((q.size, self.k), dtype=np.int64)
+        kernels.sample_lists(rng, draw_pick, q, self._mix_cdf, self._branch_cdf0, self._n_eff, self.tops,
+                             self.orders, self.Q, self.m, out)
         return out
 
     def sample_numpy(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
