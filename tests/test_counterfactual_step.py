@@ -379,3 +379,73 @@ def test_shown_row_counts_against_row_counts_of_the_shown_labels():
         past = shown.copy()
         past[5, 2] = col
         assert kernels.shown_row_counts(past, 12, types, 3)[-1] > 0
+
+
+def _run_batches(cfg: object, fused_step: bool, make_batches) -> object:
+    """A replicate's design of ``cfg`` served the batches ``make_batches(traffic, design)`` (one day, then a
+    checkpoint), the step on or off; after each batch the step's user map is all -1 again."""
+    from simulations.designs.counterfactual import CounterfactualDesign
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    world = build_world(cfg, world_seed(cfg.seed))
+    old = CounterfactualDesign.fused_step
+    CounterfactualDesign.fused_step = fused_step
+    try:
+        traffic, (design,) = build_replicate(cfg, world, UserModels.from_config(cfg.users),
+                                             replicate_seeds(cfg.seed, 1)[0])
+        design.last_day = 1
+        for batch in make_batches(traffic, design):
+            design.process(batch)
+            if fused_step:
+                assert (design._step.slot == -1).all()
+        design.checkpoint(1)
+        return design
+    finally:
+        CounterfactualDesign.fused_step = old
+
+
+def test_step_sums_when_every_user_or_few_users_are_touched():
+    """The per-user sums added to ``acc`` user by user over the touched users in ascending order: a batch in which
+    every user has exactly one impression (as many touched users as rows, the work space's last entry written), one
+    in which every user has one to four, one of only the first and last users, and an ordinary batch: the general
+    path's sums (its ``np.bincount`` per row of ``acc``), log and rows bit for bit."""
+    from simulations.traffic import Batch
+
+    cfg = _config(ALL)
+
+    def batches(traffic, design):
+        rng = np.random.default_rng(17)
+        population, n_types, n_q = design.population, len(cfg.users.types), design.policy.Q
+
+        def batch(user, hour):
+            n = user.size
+            return Batch(time=np.full(n, float(hour)), user=user.astype(np.int64),
+                         query=rng.integers(0, n_q, n).astype(np.int64),
+                         user_type=rng.integers(0, n_types, n).astype(np.int8), hour=hour)
+
+        every = rng.permutation(population)
+        repeated = rng.permutation(np.repeat(np.arange(population), rng.integers(1, 5, population)))
+        ends = rng.permutation(np.array([0, population - 1] * 5))
+        return [batch(every, 0), batch(repeated, 6), traffic.batch(12, 6), batch(ends, 18)]
+
+    new, ref = _run_batches(cfg, True, batches), _run_batches(cfg, False, batches)
+    assert new.population == 400 and sum(c["query"].size for c in new._log) > 1400
+    assert (new._acc[new._rows["impressions"]] >= 1).all()  # every user served
+    _assert_same(new, ref)
+
+
+def test_step_kernel_refuses_a_short_work_space():
+    """``touched`` needs ``n + 1`` entries (the branch-free collection of the touched users writes one past the
+    last): a shorter one is refused before anything is written."""
+    cfg = _config(["ips"])
+
+    def batches(traffic, design):
+        first = traffic.batch(0, 12)
+        yield first
+        design._step.touched = np.zeros(len(first), dtype=np.int64)  # the scratch is big enough: not regrown
+        yield first
+
+    with pytest.raises(ValueError, match="touched needs n \\+ 1 entries"):
+        _run_batches(cfg, True, batches)

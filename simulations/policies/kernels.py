@@ -468,9 +468,11 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
     ``acc`` ``(V, P)``: the design's per-user sums. A batch's values are summed per user in row order from 0.0 in
     a row of ``scratch`` ``(>= n, V)`` (one per user of the batch, in order of first impression; ``slot`` ``(P,)``
     int64, all -1 on entry and on return, maps a user to it) and then added to ``acc`` once, what
-    ``acc[row] += np.bincount(user, values)`` does: the same bits as the NumPy path. ``touched`` ``(n,)`` int64
-    work space."""
+    ``acc[row] += np.bincount(user, values)`` does: the same bits as the NumPy path. ``touched`` ``(n + 1,)``
+    int64 work space."""
     n, k = shown.shape
+    if touched.shape[0] <= n:
+        raise ValueError("counterfactual_step: touched needs n + 1 entries")
     n_t = lists.shape[0]
     n_v = acc.shape[0]
     n_adds = adds.shape[0]
@@ -510,7 +512,6 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
         if at < 0:  # the user's first impression in the batch: a new row of scratch
             at = n_touched
             slot[u] = at
-            touched[at] = u
             n_touched += 1
             for v in range(n_v):
                 scratch[at, v] = 0.0
@@ -619,16 +620,21 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
         count = scratch[a, imp_row]
         for b in range(units.shape[0]):  # all-ones denominators: the impression counts (exact integers)
             scratch[a, units[b]] = count
-    # the batch's sums added to acc in blocks of 64 users: within a block row by row of acc, so that each row's
-    # block is read and written as one run and the block's sums stay in the cache (user by user, 24 rows of acc
-    # apart, measured several times slower in a replicate's cold caches)
+    # the batch's sums added to acc user by user in ascending order of user: each acc[v, u] gets one addition, so
+    # the order across users does not change a bit. The touched users are collected without a branch (each user
+    # written at the count so far, counted when touched: n + 1 entries); the rows of acc are then each read and
+    # written front to back together. (A batch of the bundled config, 2,369 of 6,000 users touched, 24 rows of acc,
+    # best of 30, us per impression with warm / flushed caches: 0.013 / 0.043, against 0.034 / 0.086 for every user
+    # in blocks of 64 with a branch on slot[u], 0.030 / 0.064 for the touched users in blocks of 64 row by row of
+    # acc, 0.015 / 0.052 user by user in order of first impression.)
     n_users = slot.shape[0]
-    for lo in range(0, n_users, 64):
-        hi = min(lo + 64, n_users)
-        for v in range(n_v):
-            for u in range(lo, hi):
-                at = slot[u]
-                if at >= 0:
-                    acc[v, u] += scratch[at, v]
+    c = 0
+    for u in range(n_users):
+        touched[c] = u
+        c += slot[u] >= 0
     for a in range(n_touched):
-        slot[touched[a]] = -1
+        u = touched[a]
+        at = slot[u]
+        slot[u] = -1
+        for v in range(n_v):
+            acc[v, u] += scratch[at, v]
