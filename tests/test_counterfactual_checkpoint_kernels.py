@@ -441,3 +441,75 @@ def test_violation_counts_are_the_property():
     d._query_count += np.arange(d._query_count.size)  # later counts: the matrix kept, the counts new
     violations = d.violations
     assert ck.violation_counts(d) == [violations[key] for key in d.support_rows]
+
+
+# ----------------------------------------------------------------------------- the cheaper parts (helper 53)
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint16])
+def test_two_types_grouped_as_a_stable_sort(dtype):
+    """group_rows with two types (its one-pass branch) against a stable argsort: random, all of one type (either),
+    alternating, one row; nothing written past the rows."""
+    rng = np.random.default_rng(11)
+    cases = [rng.integers(0, 2, n) for n in (2, 15, 16, 17, 1000)]
+    cases += [np.zeros(40, dtype=np.int64), np.ones(40, dtype=np.int64), np.arange(41) % 2, np.array([1]),
+              np.array([0]), (rng.random(500) < 0.05).astype(np.int64)]
+    for types in cases:
+        types = types.astype(dtype)
+        buffer, starts = np.full(types.size + 1, -7, dtype=np.intp), np.full(3, -7, dtype=np.int64)
+        order = buffer[:types.size]
+        counts = ck.group_rows(types, order, starts)
+        assert buffer[-1] == -7
+        assert counts.tolist() == np.bincount(types, minlength=2).tolist()
+        assert starts.tolist() == [0, *np.cumsum(counts).tolist()]
+        assert np.array_equal(order, np.argsort(types, kind="stable"))
+
+
+def test_paired_counts_is_cf_paired_bit_for_bit():
+    """cf_paired_counts (the impressions gathered once for both denominators) gives cf_paired's bits, including
+    the rows it leaves to the NumPy path (a negative or all-zero denominator, a non-finite numerator)."""
+    rng = np.random.default_rng(12)
+    p = 500
+    for case in range(8):
+        imp = rng.integers(0, 4, p).astype(np.float64)
+        num_a, num_b = rng.exponential(1.0, p) * imp, rng.exponential(1.2, p) * imp
+        users = np.flatnonzero(imp > 0)
+        if case == 5:
+            imp[users[3]] = -1.0
+        elif case == 6:
+            imp[users] = 0.0
+        elif case == 7:
+            num_b[users[2]] = np.inf
+        want, got = np.empty(3), np.empty(3)
+        ck.cf_paired(num_a, imp, num_b, imp, users, np.empty((4, p)), want)
+        ck.cf_paired_counts(num_a, num_b, imp, users, np.full((5, p), np.nan), got)
+        assert np.array_equal(want, got, equal_nan=True), case
+        assert (got[ck.CF_OK] == 1.0) == (case < 5)
+
+
+def test_chunk_bounds():
+    rng = np.random.default_rng(13)
+    for n in (1, 7, 300):
+        types, user = rng.integers(-3, 9, n).astype(np.int8), rng.integers(0, 10**6, n)
+        assert ck.chunk_bounds(types, user) == (types.min(), types.max(), user.min(), user.max())
+
+
+def test_kernel_rows_kept_until_the_count_rows_change():
+    """The kernel's rows are made once and made again when the rows of all-ones denominators change (the general
+    path decides them batch by batch) or the design's compiled step does."""
+    d = _design_after(days=1, population=300)
+    kept = ck._kernel_rows_of(d)
+    assert np.array_equal(kept, ck._kernel_rows(d))
+    assert ck._kernel_rows_of(d) is kept
+    units = list(d._unit_rows)
+    d._unit_rows.append(d._block + 3 * len(d._acc_labels))  # the first estimator's second denominator
+    try:
+        again = ck._kernel_rows_of(d)
+        assert again is not kept and np.array_equal(again, ck._kernel_rows(d))
+    finally:
+        d._unit_rows[:] = units
+    step = d._step
+    d._step = None
+    try:
+        assert np.array_equal(ck._kernel_rows_of(d), ck._kernel_rows(d))
+    finally:
+        d._step = step
+    assert np.array_equal(ck._kernel_rows_of(d), kept)
