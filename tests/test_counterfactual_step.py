@@ -449,3 +449,30 @@ def test_step_kernel_refuses_a_short_work_space():
 
     with pytest.raises(ValueError, match="touched needs n \\+ 1 entries"):
         _run_batches(cfg, True, batches)
+
+
+def test_compact_tables_keep_the_values():
+    """The step's own copies of the integer tables (:func:`step._compact`): the smallest signed type that holds
+    every value, the values unchanged."""
+    from simulations.designs.counterfactual.step import _compact
+
+    for values, dtype in (([-1, 0, 127], np.int8), ([-128, 5], np.int8), ([-1, 128], np.int16),
+                          ([-129, 0], np.int16), ([0, 40_000], np.int32), ([-1, 2**40], np.int64), ([], np.int8)):
+        a = np.array(values, dtype=np.int64)
+        got = _compact(a)
+        assert got.dtype == dtype and got.flags.c_contiguous and np.array_equal(got, a)
+
+
+@pytest.mark.parametrize(("candidates", "dtype"), [(10, np.int8), (300, np.int16)])
+def test_step_with_compact_tables(candidates, dtype):
+    """The targets' lists and the logger's base ranks passed to the kernel as int8 (documents below 128) or int16
+    (a collection of 300 candidates per query, the RandTop component drawing from the top 150): the general path's
+    numbers bit for bit."""
+    components = [{"policy": "epsilon_greedy", "epsilon": 0.3, "n": min(candidates, 150), "weight": 0.7},
+                  {"policy": "epsilon_greedy", "epsilon": 0.5, "n": 8, "scores": "B", "weight": 0.3}]
+    cfg = _config(ALL, depth=5, components=components, candidates=candidates)
+    new, ref = _run(cfg, True), _run(cfg, False)
+    step = new._step
+    assert step.lists.dtype == dtype and step.rank_of.dtype == dtype and step.slot.dtype == np.int32
+    assert (int(step.lists.max()) > 127) == (dtype == np.int16)  # documents past int8's range in the int16 case
+    _assert_same(new, ref)

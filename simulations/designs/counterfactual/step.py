@@ -64,6 +64,17 @@ _NO_W = np.empty(0, dtype=np.float64)  # the reward's weights None (or the slot 
 _NO_CHAIN_ARGS = (np.empty((3, 0), dtype=np.float64), 1, np.empty(0, dtype=np.bool_), False, False, 1)
 
 
+def _compact(a: np.ndarray) -> np.ndarray:
+    """The integer table ``a`` in the smallest signed integer type that holds its values (the same values: int8
+    for documents and ranks below 128), C-contiguous: fewer cache lines for the kernel's random reads."""
+    lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return np.ascontiguousarray(a, dtype=dtype)
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
 def _single(policy: Any) -> Any:
     """The propensity tables of a single epsilon-greedy logger as a one-component
     :class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` (weights ``[1.0]``), or ``None``.
@@ -131,8 +142,12 @@ class CompiledStep:
 
         fused = design._fused
         self.k = design.policy.k
-        self.lists, self.t_list, self.t_prefix, self.t_item = design._known_arrays()
+        lists, self.t_list, self.t_prefix, self.t_item = design._known_arrays()
         self.stacked = stacked
+        # the targets' lists and the components' base ranks as int8 (documents below 128), the user map as int32:
+        # the same values in a quarter to an eighth of the cache lines
+        self.lists = _compact(lists)
+        self.rank_of = _compact(stacked._rank_of)
         self.recip = kernels.reciprocals(stacked._n_eff)
         caps = [float(est.cap) for kind, est in fused.fused.values() if kind == "clipped_ips"]
         width = kernels.VAL_CLIPPED + len(caps)
@@ -159,7 +174,7 @@ class CompiledStep:
                             dtype=np.int64)
         self.behaviour_labels = list(fused.behaviour_labels)
         self.scratch = np.zeros((0, design._acc.shape[0]), dtype=np.float64)  # grown to the largest batch
-        self.slot = np.full(design.population, -1, dtype=np.int64)
+        self.slot = np.full(design.population, -1, dtype=np.int32)
         self.touched = np.zeros(0, dtype=np.int64)
         # the clicks and slot rewards in the kernel (the same draws and numbers as design._clicks and
         # reward.slot_rewards) when both apply
@@ -235,7 +250,7 @@ class CompiledStep:
         s = self.stacked
         kernels.counterfactual_step(
             query, batch.user, shown, clicks, r, labels, types, counts, u, *chain_args, kind, self.reward_w,
-            self.lists, self.t_list, self.t_prefix, self.t_item, s._rank_of, s._n_eff, s._w_det, s._w_rt,
+            self.lists, self.t_list, self.t_prefix, self.t_item, self.rank_of, s._n_eff, s._w_det, s._w_rt,
             s.det_tab, s.rt_tab, s._weights, s.m, s.Q, self.recip, self.caps, self.adds, self.units, self.obs,
             design._acc, self.scratch, self.slot, self.touched, design._query_count, beh)
         for own in (shown, clicks):
