@@ -8,14 +8,25 @@ accumulated estimator's paired difference (:func:`~simulations.designs.counterfa
 and on a due day adaptive IPS's whole-log choice (:meth:`onlineeval.estimators.AdaptiveIPS.choose`, ``pick`` and the
 per-user sums of ``np.bincount``) batch chunk by batch chunk. The numerics are :mod:`simulations.stat_kernels`'
 (blocked Neumaier sums, the two-pass centring; its helpers are called from here): the NumPy path's numbers to 1e-12
-with the same decisions and choices (``tests/test_counterfactual_checkpoint_kernels.py``). Measured: a checkpoint of
-``configs/counterfactual.yaml`` (6 days: 4,886 of 6,000 users active, five accumulated estimators) about 0.13 ms in
-:func:`cf_checkpoint` and 0.2 ms in all (NumPy path 0.7-0.8 ms); the last day with adaptive IPS's choice over
-28,000 rows about 1 ms (2.3-3.1 ms); in the benchmark's replicates (cold caches) the checkpoints 0.12-0.13 us an
-impression, quiet (``benchmarks/bench_counterfactual.py``). Compiled once per machine: about 6.7 s of CPU with an
-empty cache. Rows the kernels do not
+with the same decisions and choices (``tests/test_counterfactual_checkpoint_kernels.py``). Rows the kernels do not
 take (a non-finite sum, a negative denominator, a denominator summing to 0) are computed by the NumPy path's
-:func:`~simulations.designs.counterfactual.paired.paired_difference`, as there.
+:func:`~simulations.designs.counterfactual.paired.paired_difference`, as there. Compiled once per machine: about
+6.7 s of CPU with an empty cache.
+
+Costs, ``configs/counterfactual.yaml`` (4,886 of 6,000 users active on day 6, five accumulated estimators; warm
+caches, the 2-core machine at load 1-2, 2026-12-01): a checkpoint of a day before the last 170-240 us (NumPy path
+0.7-0.8 ms), of which :func:`cf_checkpoint` 105-115 us and the Python around it about 60 (41 of them the 21
+``CheckpointRow`` objects); the last day 0.9-1.0 ms (2.3-3.1 ms), adaptive IPS's choice over the 28,000 rows about
+0.6-0.7 ms of it (the two passes per target over the rows' terms 0.3 ms, the chosen terms' per-user sums 0.14 ms).
+:func:`cf_checkpoint` is bound by its passes over the active users (about 36 at 0.55-0.7 ns a user each: the active
+users, the impressions, three per logger metric, five per paired difference), as :func:`aips_pass` by its two
+passes: measured no faster were the gathers or sums of several rows in one loop (block by block: 127 against 83
+us for 14 rows; two rows a loop: the same), both targets' passes in one call, the Neumaier states kept in memory
+(fewer live registers), the per-user sums of all three behaviours folded into the first pass (three times slower)
+or without a branch, and the rows' values by NumPy on the eight estimates at once (26 us against 11). In the
+benchmark's replicates (cold caches, ``benchmarks/bench_counterfactual.py``) the checkpoints cost 0.12-0.13 us an
+impression (quiet) before the kernel's rows were kept, the two types grouped in one pass and the Python trimmed,
+about 10% less after (their ratio to team-draft's cost in alternating runs at load about 2: 0.93 -> 0.84).
 
 Imported lazily by the design's checkpoint (this module imports numba); in
 :data:`simulations.executors.TASK_MODULES`, so sweep workers load it once, at start.
