@@ -26,7 +26,8 @@ us for 14 rows; two rows a loop: the same), both targets' passes in one call, th
 or without a branch, and the rows' values by NumPy on the eight estimates at once (26 us against 11). In the
 benchmark's replicates (cold caches, ``benchmarks/bench_counterfactual.py``) the checkpoints cost 0.12-0.13 us an
 impression (quiet) before the kernel's rows were kept, the two types grouped in one pass and the Python trimmed,
-about 10% less after (their ratio to team-draft's cost in alternating runs at load about 2: 0.93 -> 0.84).
+5-10% less after (their ratio to team-draft's cost in two sets of alternating runs at load 1.2-2: 0.93 -> 0.84 and
+0.94 -> 0.88; on the same design states, interleaved: 9% less on the days before the last, 10-12% on the last).
 
 Imported lazily by the design's checkpoint (this module imports numba); in
 :data:`simulations.executors.TASK_MODULES`, so sweep workers load it once, at start.
