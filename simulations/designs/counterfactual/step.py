@@ -35,19 +35,23 @@ logger 1.03 against 1.11 ms; ``process`` over whole replicates 0.91-0.99 of the 
 comparisons stay. ``benchmarks/bench_counterfactual.py``'s serving, per unit of team-draft's in the same run:
 4.32-4.58 -> 3.95-4.30 (five alternated runs each).
 
-Then (same benchmark, load 0.8-2, three runs alternated with the tree before, 2026-12-01): the per-user sums
-flushed user by user over the touched users in order, the rows' random reads prefetched ahead and the step's own
-int8 / int32 tables (:func:`_compact`): the compiled pass 0.23-0.28 against 0.33-0.39 us per impression (1.14-1.43
-against 1.95-2.21 times team-draft's whole cost in the same run), the design's serving 3.12-3.29 against 3.88-4.37
-times team-draft's. The kernel alone on two replicates' batches replayed (CPU time, 16 alternated rounds): 0.82 of
-the time before with the caches flushed before each batch, 0.96 warm; its flush 0.013 / 0.043 us per impression
-(warm / flushed) against 0.034 / 0.086. What is left, by removing each part (warm): the targets' terms about a
-quarter, the flush an eighth (it reads and writes all of ``acc``, ``(V, P)``: a user's sums are 24 rows apart), the
-clicks and the own lists' propensities about a tenth each. Tried and dropped, not measurably faster (same bits): the
-coefficients of a row showing a target's list from a table per (target, query) made at set-up (it skips about 11
-divisions a row, about 2% of the pass, and reads 272 bytes a row instead of the propensity rows: 1.0-1.2 times the
-time), picking the coefficients by index instead of branches, prefetching the grades' rows, prefetching 16 / 32
-rows ahead instead of 8 / 16.
+Then (2026-12-01, 2-core machine at load 0.8-2): the per-user sums flushed user by user over the touched users in
+order (acc's column requested 4 users ahead) and the step's own int8 / int32 tables (:func:`_compact`). The kernel in
+whole replicates of the benchmark's config (team-draft and checkpoints in between, CPU time, each batch's best of
+16 alternated rounds, summed): 0.19-0.20 us per impression against 0.25 before (0.21-0.22 with the new flush only).
+``benchmarks/bench_counterfactual.py --replicates 2 --rounds 3``, six runs alternated with the tree before and the
+tree with the new flush only: the design's serving 3.12-3.49 times team-draft's (median 3.28) against 3.86-4.23
+(4.00) before and 3.45-3.65 (3.57) with the flush only (its split of the compiled pass, best rounds, is too noisy
+at this load to compare: 0.20-0.42 in all three). The flush alone on one batch: 0.013 / 0.043 us per impression
+(warm / flushed caches) against 0.034 / 0.086. What is left, by removing each part of the kernel (replayed batches,
+warm): the targets' terms about a quarter, the flush about a tenth (it reads and writes all of ``acc``, ``(V, P)``:
+a user's sums are 24 rows apart), the clicks and the own lists' propensities about a tenth each. Tried and dropped,
+not measurably faster (same bits): requesting each row's random reads (its user's slot and row of sums, its query's
+rows of the targets' lists and propensities) 8-16 rows ahead (0.90 of the time on replayed batches with flushed
+caches, 0.98 warm, but 1.04-1.12 in whole replicates); the coefficients of a row showing a target's list from a table per
+(target, query) made at set-up (it skips about 11 divisions a row, about 2% of the pass, and reads 272 bytes a row
+instead of the propensity rows: 1.0-1.2 times the time); picking the coefficients by index instead of branches;
+a scratch zeroed on return instead of at a user's first impression; the match and click counts without branches.
 
 It applies when the logger is a mixture of epsilon-greedy policies that fill the slots
 (:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy`, as in ``configs/counterfactual.yaml``) or a
