@@ -436,19 +436,43 @@ def test_step_sums_when_every_user_or_few_users_are_touched():
     _assert_same(new, ref)
 
 
-def test_step_kernel_refuses_a_short_work_space():
+def test_step_kernel_refuses_a_short_work_space(monkeypatch):
     """``touched`` needs ``n + 1`` entries (the branch-free collection of the touched users writes one past the
-    last): a shorter one is refused before anything is written."""
-    cfg = _config(["ips"])
+    last): the kernel refuses a shorter one before anything is written; the step makes it long enough even when it
+    was left short (the numbers then the general path's)."""
+    import inspect
 
-    def batches(traffic, design):
+    from simulations.policies import kernels
+
+    cfg = _config(["ips", "snips"])
+    real = kernels.counterfactual_step
+    calls = []
+
+    def record(*a):
+        calls.append([x.copy() if isinstance(x, np.ndarray) else x for x in a])
+        return real(*a)
+
+    monkeypatch.setattr(kernels, "counterfactual_step", record)
+    _run_batches(cfg, True, lambda traffic, design: [traffic.batch(0, 12)])
+    monkeypatch.setattr(kernels, "counterfactual_step", real)
+    names = list(inspect.signature(real.py_func).parameters)
+    args = calls[0]
+    n = args[0].shape[0]
+    assert args[names.index("touched")].shape == (n + 1,)
+    args[names.index("touched")] = np.zeros(n, dtype=np.int64)
+    before = [x.copy() for x in args if isinstance(x, np.ndarray)]
+    with pytest.raises(ValueError, match="touched needs n \\+ 1 entries"):
+        real(*args)
+    assert all(x.tobytes() == y.tobytes() for x, y in zip([x for x in args if isinstance(x, np.ndarray)], before))
+
+    def short(traffic, design):
         first = traffic.batch(0, 12)
         yield first
-        design._step.touched = np.zeros(len(first), dtype=np.int64)  # the scratch is big enough: not regrown
-        yield first
+        if design._step:  # (the general path has none)
+            design._step.touched = np.zeros(len(first), dtype=np.int64)  # the scratch is big enough: not regrown
+        yield traffic.batch(12, 12)
 
-    with pytest.raises(ValueError, match="touched needs n \\+ 1 entries"):
-        _run_batches(cfg, True, batches)
+    _assert_same(_run_batches(cfg, True, short), _run_batches(cfg, False, short))
 
 
 def test_compact_tables_keep_the_values():

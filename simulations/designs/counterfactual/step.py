@@ -263,7 +263,8 @@ class CompiledStep:
             types, chain_args = _NO_TYPES, _NO_CHAIN_ARGS
         if self.scratch.shape[0] < n:  # kept between batches (fresh memory costs a page fault per 4 KB)
             self.scratch = np.zeros((n, self.scratch.shape[1]), dtype=np.float64)
-            self.touched = np.zeros(n + 1, dtype=np.int64)
+        if self.touched.shape[0] <= n:  # the kernel's work space: n + 1 entries
+            self.touched = np.zeros(max(n, self.scratch.shape[0]) + 1, dtype=np.int64)
         beh = np.empty((3, self.lists.shape[0], n)) if self.behaviour_labels else _NO_BEHAVIOURS
         s = self.stacked
         kernels.counterfactual_step(
