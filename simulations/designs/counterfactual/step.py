@@ -48,10 +48,11 @@ warm): the targets' terms about a quarter, the flush about a tenth (it reads and
 a user's sums are 24 rows apart), the clicks and the own lists' propensities about a tenth each. Tried and dropped,
 not measurably faster (same bits): requesting each row's random reads (its user's slot and row of sums, its query's
 rows of the targets' lists and propensities) 8-16 rows ahead (0.90 of the time on replayed batches with flushed
-caches, 0.98 warm, but 1.04-1.12 in whole replicates); the coefficients of a row showing a target's list from a table per
-(target, query) made at set-up (it skips about 11 divisions a row, about 2% of the pass, and reads 272 bytes a row
-instead of the propensity rows: 1.0-1.2 times the time); picking the coefficients by index instead of branches;
-a scratch zeroed on return instead of at a user's first impression; the match and click counts without branches.
+caches, 0.98 warm, but 1.04-1.12 in whole replicates); the coefficients of a row showing a target's list from a
+table per (target, query) made at set-up (it skips about 11 divisions a row, about 2% of the pass, and reads 272
+bytes a row instead of the propensity rows: 1.0-1.2 times the time); picking the coefficients by index instead of
+branches; a scratch zeroed on return instead of at a user's first impression; the match and click counts without
+branches.
 
 It applies when the logger is a mixture of epsilon-greedy policies that fill the slots
 (:class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy`, as in ``configs/counterfactual.yaml``) or a
