@@ -161,7 +161,7 @@ def test_one_component_tables_give_the_loggers_propensities(epsilon, n, depth):
     _, (design,) = build_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0])
     policy = design.policy
     s = _single(policy)
-    assert s is not None
+    assert s is not None and s is policy.own_stack()  # the tables the policy's compiled sampler draws by
     rng = np.random.default_rng(5)
     query = rng.integers(0, policy.Q, 3000).astype(np.int64)
     shown = np.asarray(policy.sample(query, rng), dtype=np.int64)

@@ -96,7 +96,9 @@ def _compact(a: np.ndarray) -> np.ndarray:
 
 def _single(policy: Any) -> Any:
     """The propensity tables of a single epsilon-greedy logger as a one-component
-    :class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` (weights ``[1.0]``), or ``None``.
+    :class:`~simulations.policies.epsilon_greedy.StackedEpsilonGreedy` (weights ``[1.0]``), or ``None``: the
+    policy's own :meth:`~simulations.policies.epsilon_greedy.EpsilonGreedyPolicy.own_stack` (made once; its
+    compiled sampler draws by the same tables).
 
     Only the tables: the logger still samples by its own :meth:`sample` (its own draws, the same stream). The
     numbers are the general path's (:meth:`EpsilonGreedyPolicy._full_propensities`, which
@@ -104,11 +106,11 @@ def _single(policy: Any) -> Any:
     ``w_det p_det + w_rt p_rt`` and ``w_det det_tab + w_rt rt_tab``, then the mixture's ``1.0 * x``, which is ``x``
     exactly. Epsilon 0 or 1 (one component: the deterministic or the RandTop policy's own arithmetic), queries with
     fewer than ``k`` candidates or a subclass stay on the general path."""
-    from simulations.policies.epsilon_greedy import EpsilonGreedyPolicy, StackedEpsilonGreedy
+    from simulations.policies.epsilon_greedy import EpsilonGreedyPolicy
 
     if type(policy) is not EpsilonGreedyPolicy:
         return None
-    return StackedEpsilonGreedy.build([policy], [1.0])
+    return policy.own_stack()
 
 
 def _reward_tables(reward: Any, k: int) -> tuple[int, np.ndarray]:
