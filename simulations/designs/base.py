@@ -40,7 +40,7 @@ class CheckpointRow:
     Frozen (assigning a field raises). Its ``__init__`` is written here rather than generated: the generated one
     of a frozen dataclass sets each field through ``object.__setattr__`` (2.7 us a row against 0.9; a checkpoint of
     the counterfactual design makes 21 rows). It takes the fields in their declared order, by position or name
-    (``tests/test_simulation_designs_base.py`` checks its parameters against :func:`dataclasses.fields`)."""
+    (``tests/test_simulation_point_speed3.py`` checks its parameters against :func:`dataclasses.fields`)."""
 
     design: str
     aa: bool

@@ -173,8 +173,8 @@ class EpsilonGreedyPolicy(MixturePolicy):
         return Propensities(pre[-1].copy(), np.ascontiguousarray(pre.T), np.ascontiguousarray(item.T))
 
 
-#: the compiled paths of :class:`StackedEpsilonGreedy` serve lists of up to this many slots (the key selection
-#: keeps a row's ``k`` smallest keys in an ordered buffer, ``O(k)`` per key)
+#: the compiled paths of :class:`StackedEpsilonGreedy` serve lists of up to this many slots (the key selection,
+#: :func:`~simulations.policies.kernels.smallest_columns`, makes one pass over a row's keys per slot)
 COMPILED_MAX_K = 16
 
 
