@@ -552,7 +552,7 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> Pa
     :func:`aips_chunk_stats`; :func:`_choose_behaviours`:
     :meth:`~onlineeval.estimators.AdaptiveIPS.choose`'s scores and order), the chosen terms' per-user sums
     (:func:`aips_user_sums`, chunks in order: ``np.bincount``'s bits) and their
-    paired difference (:func:`cf_paired`). None (the caller takes the NumPy path) for
+    paired difference (:func:`cf_paired_counts`). None (the caller takes the NumPy path) for
     fixed behaviours, user types that are not small non-negative integers, users outside the population,
     non-finite terms, or a row the kernel does not take."""
     from onlineeval.estimators.adaptive_ips import BEHAVIOURS
