@@ -466,11 +466,16 @@ def test_step_kernel_refuses_a_short_work_space(monkeypatch):
     assert all(x.tobytes() == y.tobytes() for x, y in zip([x for x in args if isinstance(x, np.ndarray)], before))
 
     def short(traffic, design):
-        first = traffic.batch(0, 12)
+        first, second = traffic.batch(0, 24), traffic.batch(24, 12)
+        assert 1 <= len(second) <= len(first)  # the scratch made for the first is big enough: not regrown
         yield first
-        if design._step:  # (the general path has none)
-            design._step.touched = np.zeros(len(first), dtype=np.int64)  # the scratch is big enough: not regrown
-        yield traffic.batch(12, 12)
+        step = design._step  # (the general path has none)
+        if step:
+            scratch = step.scratch
+            step.touched = np.zeros(len(second), dtype=np.int64)  # one entry short
+        yield second
+        if step:
+            assert step.scratch is scratch and step.touched.shape[0] > len(second)
 
     _assert_same(_run_batches(cfg, True, short), _run_batches(cfg, False, short))
 
