@@ -48,9 +48,9 @@ _jit = numba.njit(cache=True, nogil=True, error_model="numpy")  # x / 0.0 is inf
 @_jit
 def smallest_columns(keys, width, c_top, kk, best_col):
     """``best_col[:kk]``: the columns of the ``kk <= width`` smallest of the row's keys ``keys[:width]`` in
-    order, where a column at or past ``c_top`` has key ``1 + column`` (as :func:`~simulations.policies.base.
-    shuffle_top` sets it) and equal keys go by the lower column, as a stable sort: ``argsort(keys,
-    kind="stable")[:kk]``. ``keys`` is overwritten.
+    order, where a column at or past ``c_top`` has key ``1 + column`` (as
+    :func:`~simulations.policies.base.shuffle_top` sets it) and equal keys go by the lower column, as a stable
+    sort: ``argsort(keys, kind="stable")[:kk]``. ``keys`` is overwritten.
 
     ``kk`` passes of an argmin, each taking out the smallest key left (set to ``inf``); a pass runs four
     independent minima over the columns ``0, 4, 8, ...``, ``1, 5, 9, ...`` and so on (each keeps its first
