@@ -470,7 +470,7 @@ def _kernel_rows(design: Any) -> np.ndarray:
     target, a denominator of impression counts (the design's ``_count_rows``) as row 0 (read once for all)."""
     e, lo = len(design._acc_labels), design._block
     counts = design._count_rows()
-    rows = [[lo + i, lo + 2 * e + i, lo + e + i, lo + 3 * e + i] for i in range(e)]
+    rows = [_estimator_rows(e, lo, i) for i in range(e)]
     return np.array([[r if j % 2 == 0 or r not in counts else 0 for j, r in enumerate(four)] for four in rows],
                     dtype=np.int64).reshape(e, 4)
 
@@ -523,7 +523,14 @@ def _gathered_rows(design: Any, label: str, users: np.ndarray) -> list[np.ndarra
     """An accumulated estimator's per-user sums over ``users`` (the NumPy path's ``paired_differences`` arguments
     for its row): numerator and denominator for the first target, then for the second."""
     e, lo, i = len(design._acc_labels), design._block, design._acc_labels.index(label)
-    return [design._acc[r].take(users) for r in (lo + i, lo + 2 * e + i, lo + e + i, lo + 3 * e + i)]
+    return [design._acc[r].take(users) for r in _estimator_rows(e, lo, i)]
+
+
+def _estimator_rows(e: int, lo: int, i: int) -> tuple[int, int, int, int]:
+    """The rows of ``acc`` of the ``i``-th of the ``e`` accumulated estimators (its blocks from row ``lo``: the
+    numerators for the first target, for the second, the denominators for the first, for the second): numerator
+    and denominator for the first target, then for the second, as ``paired_differences`` takes them."""
+    return lo + i, lo + 2 * e + i, lo + e + i, lo + 3 * e + i
 
 
 def violation_counts(design: Any) -> list[int]:
