@@ -468,7 +468,8 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
     impression counts and the logger's clicks, abandonment and reciprocal rank. ``beh`` ``(3, T, n)`` (or no
     rows) receives adaptive IPS's behaviour terms (``independent``, ``cascade``, ``standard``), ``query_count``
     ``(Q,)`` the impressions per query. ``lists`` ... ``n_queries``: :func:`logged_propensities`' tables (``lists``
-    and ``rank_of`` of any signed integer type: the step passes its own int8 copies, fewer cache lines to miss).
+    and ``rank_of`` of any signed integer type: the step passes its own copies in the smallest type that holds
+    their values, int8 for fewer than 128 documents a query, fewer cache lines to miss).
 
     ``acc`` ``(V, P)``: the design's per-user sums. A batch's values are summed per user in row order from 0.0 in
     a row of ``scratch`` ``(>= n, V)`` (one per user of the batch, in order of first impression; ``slot`` ``(P,)``
