@@ -156,6 +156,23 @@ def test_single_epsilon_greedy_compiled_draw_equals_numpy_draw(monkeypatch, epsi
     policy.sample(q, np.random.default_rng(0))
 
 
+def test_single_policy_stack_reads_the_policy_tables_without_copies():
+    """A single policy's stack reads the policy's own (Q, m) rank and order tables (views, not copies: two copies
+    would double the logger's memory on large worlds); a mixture's stack joins its components' tables."""
+    policy = _single_eps(0.2, 20)
+    stack = policy.own_stack()
+    assert np.shares_memory(stack.rank_of, policy.rank_of) and np.shares_memory(stack._rank_of, policy.rank_of)
+    assert np.shares_memory(stack.orders, policy.components[1].order)
+    np.testing.assert_array_equal(stack.rank_of, policy.rank_of.ravel())
+    np.testing.assert_array_equal(stack.orders, policy.components[1].order.ravel())
+    mixture = _eps_mixture(True, 10)
+    joined = mixture._stacked()
+    first, second = mixture.components
+    np.testing.assert_array_equal(joined.rank_of, np.concatenate([first.rank_of.ravel(), second.rank_of.ravel()]))
+    np.testing.assert_array_equal(joined.orders, np.concatenate([first.components[1].order.ravel(),
+                                                                 second.components[1].order.ravel()]))
+
+
 def test_single_epsilon_greedy_without_a_stack_draws_by_numpy():
     from simulations.policies.mixture import MixturePolicy
 
