@@ -102,7 +102,7 @@ class EpsilonGreedyPolicy(MixturePolicy):
         the slots and at most :data:`COMPILED_MAX_K` of them, in one compiled call (:meth:`own_stack`,
         :meth:`StackedEpsilonGreedy.sample_alone`), unless :attr:`StackedEpsilonGreedy.compiled` is False."""
         own = self.own_stack()
-        if own is not None and own.compiled and self.k <= COMPILED_MAX_K and q.dtype == np.int64:
+        if own is not None and own.draws_compiled(q):
             return own.sample_alone(q, rng)  # type: ignore[no-any-return]
         return super()._sample(q, rng)
 
@@ -263,9 +263,14 @@ class StackedEpsilonGreedy:
         one take of their base orders for the randomised rows instead of a scatter per
         component and branch; with :attr:`compiled`, by the kernels of
         :mod:`simulations.policies.kernels` from the same uniforms."""
-        if self.compiled and self.k <= COMPILED_MAX_K and q.dtype == np.int64:
+        if self.draws_compiled(q):
             return self._sample_compiled(mixture, q, rng)
         return self.sample_numpy(mixture, q, rng)
+
+    def draws_compiled(self, q: IntArray) -> bool:
+        """Whether the lists of queries ``q`` are drawn by the compiled kernel (:attr:`compiled`, at most
+        :data:`COMPILED_MAX_K` slots, int64 queries) or by the NumPy code (the same lists and draws)."""
+        return self.compiled and self.k <= COMPILED_MAX_K and q.dtype == np.int64
 
     def _sample_compiled(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
         """:meth:`sample_numpy`'s draws (the same uniforms in the same order) and lists, in one compiled call
