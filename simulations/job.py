@@ -9,8 +9,11 @@ that determines a replicate's numbers: the effective config (without ``output``,
 ``workers`` and ``replicates``: replicate ``r`` uses the ``r``-th spawned seed whatever
 the number of replicates, so a changed ``--replicates`` keeps the finished ones it needs)
 and the contents of every input file the config names (qrels, runs, query frequencies,
-fitted click models). A different fingerprint discards the partial file, and says so.
-The partial file is removed once the results are written.
+fitted click models), and the code's :data:`STREAM_VERSION` (the version of the numbers a
+seed gives: a partial file written by an onlineeval whose draws differ is not mixed with
+this one's replicates). A different fingerprint discards the partial file, and says why
+(another config or input files, or only another stream version of the code). The partial
+file is removed once the results are written.
 
 One run at a time per results folder: the folder is locked (``.onlineeval.lock``, an
 ``fcntl`` lock held for the run's lifetime, released by the OS if the process dies); a
@@ -54,6 +57,7 @@ __all__ = [
     "PARTIAL",
     "PARTIAL_FORMAT",
     "Interrupted",
+    "STREAM_VERSION",
     "SimulationResult",
     "config_fingerprint",
     "finish",
@@ -61,6 +65,7 @@ __all__ = [
     "input_files",
     "load_partial",
     "parse_partial_record",
+    "partial_header",
     "partial_record",
     "prepare",
     "prepare_world",
@@ -73,6 +78,15 @@ PARTIAL = "replicates.partial.jsonl"
 LOCK = ".onlineeval.lock"
 #: version of the partial-file record format (records without a checksum are not trusted)
 PARTIAL_FORMAT = 2
+#: The version of the numbers a seed gives: the random streams of the world, the traffic and every design (the
+#: lists shown, the clicks, the arms, the interleavings, the loggers' draws). **Bump it whenever a change makes a
+#: seed give different numbers** (another sampler for the same distribution, another order of draws, another use
+#: of the uniforms), even when every distribution is unchanged. It is part of :func:`config_fingerprint`, so a run
+#: resumed after an upgrade recomputes the replicates of the earlier version instead of mixing them with its own
+#: (replicate ``r`` is then what a fresh run gives), and so does a sweep's point. ``tests/test_stream_version.py``
+#: holds a digest of each design's draws and fails, asking for this bump, when one changes. Partial files record it
+#: in their header (``stream_version``; absent in files of the versions before it was introduced).
+STREAM_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -133,13 +147,51 @@ def _file_digest(path: Path) -> str:
 
 def config_fingerprint(config: Config) -> str:
     """Hash of everything that determines a replicate's numbers: the effective config
-    (not the output folder, the workers or the number of replicates) and the contents of
-    every input file it names (:func:`input_files`)."""
+    (not the output folder, the workers or the number of replicates), the contents of
+    every input file it names (:func:`input_files`) and the code's :data:`STREAM_VERSION`."""
+    return _fingerprint(config, STREAM_VERSION)
+
+
+def _fingerprint(config: Config, stream_version: int | None) -> str:
+    """:func:`config_fingerprint` under ``stream_version``; ``None``: as computed before the version was part of
+    it (no ``stream_version`` key in the hashed data: the fingerprint of a partial file of those versions)."""
     data = config.effective()
     for key in ("output", "workers", "replicates"):
         data.pop(key, None)
     data["input_file_sha256"] = {key: _file_digest(path) for key, path in input_files(config)}
+    if stream_version is not None:
+        data["stream_version"] = stream_version
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def partial_header(fingerprint: str) -> str:
+    """The first line of a partial file: the fingerprint, the record format and the :data:`STREAM_VERSION`."""
+    return json.dumps({"fingerprint": fingerprint, "format": PARTIAL_FORMAT, "stream_version": STREAM_VERSION}) + "\n"
+
+
+def _discard_reason(header: Any, config: Config | None) -> str:
+    """Why a partial file whose ``header`` does not match this run is discarded (what follows "computed ...").
+    With the run's ``config``, a header whose fingerprint is this config's under the header's own stream version
+    (``None`` when it has none: the versions before it was recorded) is named as a change of the code's numbers."""
+    old = header.get("fingerprint") if isinstance(header, dict) else None
+    if isinstance(header, dict) and header.get("format") != PARTIAL_FORMAT and old is not None:
+        return "by an older onlineeval"
+    why = f"for a different config or different input files (fingerprint {old})"
+    if not isinstance(header, dict) or header.get("format") != PARTIAL_FORMAT:
+        return why
+    version = header.get("stream_version")
+    known = version is None or (isinstance(version, int) and not isinstance(version, bool))  # (not true, "1")
+    if known and version == STREAM_VERSION:
+        return why
+    if config is not None and known and _fingerprint(config, version) == old:
+        if version is None:
+            return ("for the same config by an earlier onlineeval, from before the stream version was recorded: "
+                    f"the numbers a seed gives may differ from this onlineeval's (stream version {STREAM_VERSION}), "
+                    "so they are recomputed rather than mixed")
+        return (f"for the same config by an onlineeval whose numbers for a seed differ from this one's (stream "
+                f"version {version}, this one {STREAM_VERSION}), so they are recomputed rather than mixed")
+    shown = "not recorded" if version is None else repr(version)
+    return f"{why} by an onlineeval of another stream version ({shown}, this one {STREAM_VERSION})"
 
 
 def partial_record(index: int, rows: list[dict[str, Any]]) -> str:
@@ -165,10 +217,13 @@ def parse_partial_record(line: str) -> tuple[int, list[dict[str, Any]]] | None:
 
 
 def load_partial(
-    path: Path, fingerprint: str, say: Callable[[str], None] = lambda _msg: None
+    path: Path, fingerprint: str, say: Callable[[str], None] = lambda _msg: None, config: Config | None = None
 ) -> dict[int, list[dict[str, Any]]]:
     """Finished replicates of an earlier run with the same fingerprint; rewrites the file
-    without torn or invalid records so that appending continues after the last good one."""
+    without torn or invalid records so that appending continues after the last good one.
+    A file of another fingerprint is discarded with a warning saying why; with the run's
+    ``config`` it tells a change of the code's numbers (:data:`STREAM_VERSION`) from a
+    change of the config or input files."""
     if not path.is_file():
         return {}
     done: dict[int, list[dict[str, Any]]] = {}
@@ -179,13 +234,10 @@ def load_partial(
         header = json.loads(lines[0]) if lines else {}
     except json.JSONDecodeError:
         header = {}
-    if not isinstance(header, dict) or header.get("format") != PARTIAL_FORMAT or header.get("fingerprint") != fingerprint:
-        old = header.get("fingerprint") if isinstance(header, dict) else None
-        say(
-            f"warning: discarding {max(len(lines) - 1, 0)} finished replicate record(s) in {path}: they were computed "
-            + ("by an older onlineeval" if isinstance(header, dict) and header.get("format") != PARTIAL_FORMAT
-               and old is not None else f"for a different config or different input files (fingerprint {old})")
-        )
+    same = isinstance(header, dict) and header.get("format") == PARTIAL_FORMAT
+    if not same or header.get("fingerprint") != fingerprint:
+        say(f"warning: discarding {max(len(lines) - 1, 0)} finished replicate record(s) in {path}: they were computed "
+            + _discard_reason(header, config))
         return {}
     for line in lines[1:]:
         parsed = parse_partial_record(line)
@@ -304,7 +356,7 @@ def simulate(
         world, users, truths = prepare(config, say)
         partial = output / PARTIAL
         total = config.replicates
-        done = {} if fresh else load_partial(partial, fingerprint, say)
+        done = {} if fresh else load_partial(partial, fingerprint, say, config)
         kept = {i: r for i, r in done.items() if i < total}
         if kept:
             extra = f" ({len(done) - len(kept)} more kept for a larger --replicates)" if len(done) > len(kept) else ""
@@ -314,7 +366,7 @@ def simulate(
                 partial_fh = open(partial, "a", encoding="utf-8")
             else:
                 partial_fh = open(partial, "w", encoding="utf-8")
-                partial_fh.write(json.dumps({"fingerprint": fingerprint, "format": PARTIAL_FORMAT}) + "\n")
+                partial_fh.write(partial_header(fingerprint))
                 partial_fh.flush()
         except OSError as exc:
             raise write_error(exc, partial, "nothing was run") from None

@@ -30,8 +30,10 @@ Every point is validated before anything runs; an invalid one is a
 naming the value and the key path of the problem inside the point's config.
 
 Each point is an ordinary simulate run (:func:`simulations.job.simulate`'s format) into
-``<output>/points/point-NNN``, with its own fingerprint (over its config and the contents
-of every input file it names: qrels, both runs, ...) and partial file, so an interrupted
+``<output>/points/point-NNN``, with its own fingerprint (over its config, the contents
+of every input file it names: qrels, both runs, ..., and the code's
+:data:`simulations.job.STREAM_VERSION`, so a point finished or half-done by an
+onlineeval whose numbers differ is recomputed, not mixed) and partial file, so an interrupted
 sweep resumes: finished points (``summary.json`` with the point's fingerprint and
 replicates, no partial file) are read back, and unfinished ones keep the replicates in
 their partial file. The whole sweep is one list of tasks for the executor: per point its
@@ -478,10 +480,10 @@ def run_sweep(
     """
     from simulations.job import (
         PARTIAL,
-        PARTIAL_FORMAT,
         config_fingerprint,
         folder_lock,
         load_partial,
+        partial_header,
         partial_record,
         prepare_world,
         signals_interrupt,
@@ -520,7 +522,7 @@ def run_sweep(
                                   "simulation (same fingerprint); remove one")
             stack.enter_context(folder_lock(folder))
             partial = folder / PARTIAL
-            done = {} if fresh else load_partial(partial, fp, say)
+            done = {} if fresh else load_partial(partial, fp, say, config)
             done = {i: r for i, r in done.items() if i < config.replicates}
             if done:
                 say(f"resuming: point {point.index}: {len(done)} of {config.replicates} replicates already finished "
@@ -530,7 +532,7 @@ def run_sweep(
                     fh = open(partial, "a", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)
                 else:
                     fh = open(partial, "w", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)
-                    fh.write(json.dumps({"fingerprint": fp, "format": PARTIAL_FORMAT}) + "\n")
+                    fh.write(partial_header(fp))
                     fh.flush()
             except OSError as exc:
                 raise write_error(exc, partial, "nothing was run for this point") from None
