@@ -1,0 +1,332 @@
+"""Change detector for the numbers a seed gives (:data:`simulations.job.STREAM_VERSION`).
+
+A resumed run keeps the replicates of its partial file when the fingerprint matches, and the fingerprint covers the
+code only through ``STREAM_VERSION``: a change that makes a seed give other numbers (another sampler for the same
+distribution, another order of draws) without bumping it would let a resumed run mix the replicates of two
+versions. This test runs one replicate of a small config holding every design type (A/B; every interleaving and
+multileaving method; counterfactual with every logging policy), with its A/A and null variants, through the
+real :func:`simulations.runner.run_replicate`, and hashes, per design, the **integer** draws it can see after each
+batch (never floats, whose last bits may differ across CPUs and NumPy builds):
+
+- the world (grades, rankers' lists) and the traffic (each batch's queries, users, user types);
+- A/B: the arm of every user, the per-user counts of impressions, clicks and abandoned impressions, and the
+  reciprocal-rank sums times lcm(1..depth) (exact integers, rounded);
+- interleaving: the coins of the table-drawn methods (team-draft, balanced: their team assignments), the shown
+  lists, teams and clicks of the others (read where the design hands them to ``pair_outcomes``), the per-user
+  counts of impressions and of impressions with a click, and the win/loss sums times 2 where they are halves;
+- counterfactual: the logger's shown lists and the clicks of each batch (the design's own log), the per-user
+  counts of impressions, clicks and abandoned impressions, and the reciprocal-rank sums times lcm(1..depth).
+
+The hooks wrap functions the designs call (``run_traffic``, ``pair_outcomes``, ``DrawTable.draw_coin_rows``) and
+read the designs' state; they change no number (the replicate's rows are checked against an unhooked run). A
+digest differs from the stored one when that design's stream changed: bump ``STREAM_VERSION`` and update it
+(``python tests/test_stream_version.py`` prints this checkout's digests; a failure names the new one). The digests
+stored here are those of the code at the STREAM_VERSION they go with; one replicate of this config runs in about
+0.2 s once the compiled kernels are cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import simulations.designs.interleaving as interleaving_module
+import simulations.runner as runner_module
+from simulations.config import Config, config_from_mapping
+from simulations.designs.base import Design
+from simulations.designs.interleaving import DrawTable
+from simulations.job import prepare_world
+from simulations.runner import replicate_seeds, run_replicate
+from simulations.users import UserModels
+
+_EG = {"policy": "epsilon_greedy", "epsilon": 0.2}
+CONFIG: dict[str, Any] = {
+    "seed": 20261201,
+    "replicates": 1,
+    "collection": {"type": "synthetic", "n_queries": 40, "candidates": 10},
+    "rankers": {"depth": 5, "A": {"noise": 1.0}, "B": {"noise": 0.8}, "others": {"C": {"noise": 0.9}}},
+    "users": {"population": 300, "types": [
+        {"name": "nav", "share": 0.5, "click_model": {"name": "cascade", "preset": "navigational"}},
+        {"name": "pbm", "share": 0.5, "click_model": {"name": "pbm", "preset": "ai2018"}},
+    ]},
+    "traffic": {"days": 2, "queries_per_day": 400, "batch_hours": 12},
+    "analysis": {"aa": True, "null": True, "truth_impressions": 2000},
+    "designs": [
+        {"name": "ab", "type": "ab", "metric": "reciprocal_rank"},
+        {"name": "team_draft", "type": "interleaving", "method": "team_draft"},
+        {"name": "balanced", "type": "interleaving", "method": "balanced"},
+        {"name": "probabilistic", "type": "interleaving", "method": "probabilistic"},
+        {"name": "optimized", "type": "interleaving", "method": "optimized"},
+        {"name": "team_draft_multileave", "type": "interleaving", "method": "team_draft_multileave",
+         "rankers": ["A", "B", "C"]},
+        {"name": "probabilistic_multileave", "type": "interleaving", "method": "probabilistic_multileave",
+         "rankers": ["A", "B", "C"]},
+        {"name": "cf_deterministic", "type": "counterfactual", "logger": {"policy": "deterministic", "ranker": "A"}},
+        {"name": "cf_plackett_luce", "type": "counterfactual", "logger": {"policy": "plackett_luce", "ranker": "A"}},
+        {"name": "cf_epsilon_greedy", "type": "counterfactual", "logger": {**_EG, "ranker": "A"}},
+        {"name": "cf_randtop", "type": "counterfactual", "logger": {"policy": "randtop", "ranker": "A"}},
+        {"name": "cf_randpair", "type": "counterfactual", "logger": {"policy": "randpair", "ranker": "A"}},
+        {"name": "cf_swap", "type": "counterfactual", "logger": {"policy": "swap", "ranker": "A"}},
+        {"name": "cf_mixture", "type": "counterfactual", "logger": {"policy": "mixture", "ranker": "A", "components": [
+            {**_EG, "n": 10, "weight": 0.8}, {**_EG, "n": 10, "scores": "B", "weight": 0.2}]}},
+    ],
+}
+
+#: interleaving methods whose per-impression outcomes are -1, 0, +1 (sums of halves: exact after times 2)
+_HALVES = {"team_draft", "balanced", "team_draft_multileave"}
+
+#: the stored digests (the first 16 hex digits of each stream's SHA-256): see the module docstring
+DIGESTS = {
+    "ab": "14e6cf3ded5b87fd",
+    "ab (A/A)": "35e8221e6a360a92",
+    "balanced": "950d3d520a4528ba",
+    "balanced (A/A)": "f760870253438a4e",
+    "balanced (null)": "64aa97da1b300f18",
+    "cf_deterministic": "ad63f3da32682da9",
+    "cf_epsilon_greedy": "75cb6459ae662de1",
+    "cf_mixture": "f003d7a48a6ebb7d",
+    "cf_plackett_luce": "ef7c93776cedb97b",
+    "cf_randpair": "9c378e4288a07d0d",
+    "cf_randtop": "83887bf620d7d4a5",
+    "cf_swap": "e147ad91d070c020",
+    "optimized": "33c009963c6e9952",
+    "optimized (A/A)": "ac6409ee6dbc0ef9",
+    "optimized (null)": "480604cc44908d76",
+    "probabilistic": "8d1ee61a975169c2",
+    "probabilistic (A/A)": "bc9d022dac0611cf",
+    "probabilistic (null)": "5f6d9068c4ef1a7b",
+    "probabilistic_multileave": "0873cab3c95006c6",
+    "probabilistic_multileave (A/A)": "be92c68b42f3a69e",
+    "probabilistic_multileave (null)": "fb92efbc81966271",
+    "team_draft": "aeb9957d4b143f6a",
+    "team_draft (A/A)": "a2e06174e80d7549",
+    "team_draft (null)": "15ae06a57d43faa7",
+    "team_draft_multileave": "5ebee3ca36c780a8",
+    "team_draft_multileave (A/A)": "6ba1b64e1cd66f32",
+    "team_draft_multileave (null)": "fcd3190d745798ce",
+    "traffic": "8ed84aa7eb616183",
+    "world": "754f2d02a6365707",
+}
+
+MESSAGE = ("the numbers a seed gives changed for {name}: bump STREAM_VERSION in simulations/job.py (resumed runs must "
+           "not mix versions) and update the digest here")
+
+
+def _label(design: Design) -> str:
+    if getattr(design, "null_labels", None) is not None:
+        return f"{design.name} (null)"
+    return f"{design.name} (A/A)" if design.aa else design.name
+
+
+class Recorder:
+    """SHA-256 per stream of the integer arrays it is given, and how many arrays each got."""
+
+    def __init__(self) -> None:
+        self.hashes: dict[str, Any] = {}
+        self.counts: dict[str, dict[str, int]] = {}
+        self.current: str | None = None  # the design processing a batch
+
+    def add(self, stream: str, what: str, array: Any) -> None:
+        a = np.asarray(array)
+        if a.dtype.kind not in "biu":
+            raise TypeError(f"{stream}: {what} is not an integer array ({a.dtype}); only integer draws are hashed")
+        h = self.hashes.setdefault(stream, hashlib.sha256())
+        h.update(f"{what}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a, dtype="<i8").tobytes())
+        counts = self.counts.setdefault(stream, {})
+        counts[what] = counts.get(what, 0) + 1
+
+    def add_scaled(self, stream: str, what: str, values: np.ndarray, scale: int) -> None:
+        """Per-user sums that are exact multiples of ``1 / scale``, as the integers ``values * scale``."""
+        scaled = np.asarray(values, dtype=np.float64) * scale
+        ints = np.rint(scaled)
+        worst = float(np.max(np.abs(scaled - ints))) if scaled.size else 0.0
+        assert worst < 1e-6, f"{stream}: {what} times {scale} is not an integer (off by {worst})"
+        self.add(stream, what, ints.astype(np.int64))
+
+    def digests(self) -> dict[str, str]:
+        return {k: h.hexdigest()[:16] for k, h in sorted(self.hashes.items())}
+
+
+def _record_design(rec: Recorder, design: Design, batch: Any, log_length: int) -> None:
+    """The integer draws of ``design`` visible after it processed ``batch``."""
+    label = _label(design)
+    depth = design.world.depth
+    rr_scale = math.lcm(*range(1, depth + 1))  # 1 / (rank + 1) for ranks 0 .. depth - 1
+    sums = design.sums
+    kind = design.kind
+    if kind == "counterfactual" and design.aa:  # an A/A counterfactual design serves nothing (draws nothing)
+        return
+    rec.add_scaled(label, "impressions", sums["impressions"], 1)
+    if kind == "ab":
+        rec.add(label, "in_b", design.in_b)  # type: ignore[attr-defined]
+        for key in ("clicks", "abandoned"):
+            rec.add_scaled(label, key, sums[key], 1)
+        rec.add_scaled(label, "rr", sums["rr"], rr_scale)
+    elif kind == "interleaving":
+        rec.add_scaled(label, "compared", sums["compared"], 1)
+        if design.config.method in _HALVES:
+            for key in sorted(k for k in sums if k.startswith("num:")):
+                rec.add_scaled(label, key, sums[key], 2)
+    elif kind == "counterfactual":
+        for key in ("obs:clicks", "obs:abandoned"):
+            rec.add_scaled(label, key, sums[key], 1)
+        rec.add_scaled(label, "obs:rr", sums["obs:rr"], rr_scale)
+        log = design._log  # type: ignore[attr-defined]
+        assert len(log) == log_length + 1, f"{label}: the design logged no batch"
+        entry = log[-1]
+        assert entry["shown"].shape[0] == len(batch)
+        rec.add(label, "shown", entry["shown"])
+        rec.add(label, "clicks", entry["clicks"])
+    else:  # a new design type: give it its draws here
+        raise AssertionError(f"design type {kind!r} has no recorded draws in {__file__}")
+
+
+class _Recording:
+    """A batch consumer around a design: records its draws after each batch."""
+
+    def __init__(self, rec: Recorder, design: Design) -> None:
+        self.rec, self.design = rec, design
+
+    def process(self, batch: Any) -> None:
+        log_length = len(getattr(self.design, "_log", ()))
+        self.rec.current = _label(self.design)
+        try:
+            self.design.process(batch)
+        finally:
+            self.rec.current = None
+        if len(batch):
+            _record_design(self.rec, self.design, batch, log_length)
+
+
+@contextmanager
+def recording(rec: Recorder, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Hooks on ``run_traffic`` (each design's batches), ``pair_outcomes`` (an interleaving's shown lists, teams and
+    clicks) and ``DrawTable.draw_coin_rows`` (a table-drawn interleaving's coins); they pass every value through."""
+    real_traffic = runner_module.run_traffic
+    real_outcomes = interleaving_module.pair_outcomes
+    real_coins = DrawTable.draw_coin_rows
+
+    def run_traffic(model: Any, consumers: Sequence[Any], on_day_end: Callable[[int], None]) -> Any:
+        class Traffic:
+            def process(self, batch: Any) -> None:
+                for what in ("query", "user", "user_type"):
+                    rec.add("traffic", what, getattr(batch, what))
+
+        wrapped = [_Recording(rec, c) if isinstance(c, Design) else c for c in consumers]
+        return real_traffic(model, [Traffic(), *wrapped], on_day_end)
+
+    def pair_outcomes(interleaver: Any, shown: Any, clicks: np.ndarray, n_rankers: int) -> np.ndarray:
+        if rec.current is not None:
+            rec.add(rec.current, "ranking", shown.ranking)
+            rec.add(rec.current, "team", shown.team)
+            rec.add(rec.current, "clicks", clicks)
+        return real_outcomes(interleaver, shown, clicks, n_rankers)
+
+    def draw_coin_rows(self: DrawTable, n: int, rng: np.random.Generator) -> np.ndarray:
+        coins = real_coins(self, n, rng)
+        if rec.current is not None:
+            rec.add(rec.current, "coins", coins)
+        return coins
+
+    with monkeypatch.context() as m:
+        m.setattr(runner_module, "run_traffic", run_traffic)
+        m.setattr(interleaving_module, "pair_outcomes", pair_outcomes)
+        m.setattr(DrawTable, "draw_coin_rows", draw_coin_rows)
+        yield
+
+
+def _config() -> Config:
+    return config_from_mapping(CONFIG)
+
+
+def run_recorded(monkeypatch: pytest.MonkeyPatch, config: Config | None = None) -> tuple[Recorder, list[Any]]:
+    """One recorded replicate (replicate 0) of ``config``: the recorder and the replicate's rows."""
+    config = config or _config()
+    world, _ = prepare_world(config)
+    rec = Recorder()
+    rec.add("world", "labels", world.labels)
+    for name in sorted(world.rankings):
+        rec.add("world", f"ranking:{name}", world.rankings[name])
+    with recording(rec, monkeypatch):
+        rows = run_replicate(config, world, UserModels.from_config(config.users), replicate_seeds(config.seed, 1)[0], 0)
+    return rec, rows
+
+
+@pytest.fixture(scope="module")
+def recorded() -> tuple[Recorder, list[Any]]:
+    with pytest.MonkeyPatch.context() as m:
+        return run_recorded(m)
+
+
+def test_every_design_type_and_policy_is_covered(recorded: tuple[Recorder, list[Any]]) -> None:
+    from onlineeval.interleaving import available_interleavers
+    from simulations.designs.base import DESIGNS
+    from simulations.policies import available_policies
+
+    designs = CONFIG["designs"]
+    assert {d["type"] for d in designs} == set(DESIGNS)
+    assert {d["method"] for d in designs if d["type"] == "interleaving"} == set(available_interleavers())
+    assert {d["logger"]["policy"] for d in designs if d["type"] == "counterfactual"} == set(available_policies())
+    rec, _ = recorded
+    assert set(rec.digests()) == set(DIGESTS), "a stream without a stored digest, or a stored one not run"
+
+
+def test_the_hooks_see_the_draws(recorded: tuple[Recorder, list[Any]]) -> None:
+    """Each design's digest covers its own draws, not only the traffic: lists (or coins) and clicks per batch."""
+    rec, _ = recorded
+    batches = rec.counts["traffic"]["query"]
+    assert batches == 4  # 2 days of 2 batches
+    for d in CONFIG["designs"]:
+        counts = rec.counts[d["name"]]
+        if d["type"] == "ab":
+            assert counts["in_b"] == counts["clicks"] == batches
+        elif d.get("method") in ("team_draft", "balanced"):
+            assert counts["coins"] == batches, (d["name"], counts)
+        elif d["type"] == "interleaving":
+            assert counts["ranking"] == counts["team"] == counts["clicks"] == batches, (d["name"], counts)
+        else:
+            assert counts["shown"] == counts["clicks"] == batches, (d["name"], counts)
+
+
+def test_the_hooks_change_no_number(recorded: tuple[Recorder, list[Any]]) -> None:
+    config = _config()
+    world, users = prepare_world(config)
+    rows = run_replicate(config, world, users, replicate_seeds(config.seed, 1)[0], 0)
+    pd.testing.assert_frame_equal(pd.DataFrame(rows), pd.DataFrame(recorded[1]))
+
+
+@pytest.mark.parametrize("name", sorted(DIGESTS))
+def test_stream_digest(recorded: tuple[Recorder, list[Any]], name: str) -> None:
+    got = recorded[0].digests().get(name)
+    if got != DIGESTS[name]:
+        pytest.fail(f"{MESSAGE.format(name=name)} (stored {DIGESTS[name]!r}, now {got!r})", pytrace=False)
+
+
+def test_a_changed_stream_is_detected_and_named(recorded: tuple[Recorder, list[Any]],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another seed for one design's stream (as a new sampler would give) changes that design's digest only."""
+    real = runner_module.child_seed
+
+    def child_seed(parent: np.random.SeedSequence, *key: int | str) -> np.random.SeedSequence:
+        if key[1:2] == ("cf_randtop",):
+            key = (*key, 1)
+        return real(parent, *key)
+
+    monkeypatch.setattr(runner_module, "child_seed", child_seed)
+    rec, _ = run_recorded(monkeypatch)
+    before = recorded[0].digests()
+    assert sorted(k for k, v in rec.digests().items() if v != before[k]) == ["cf_randtop"]
+
+
+if __name__ == "__main__":  # prints the digests of this checkout, to paste into DIGESTS after bumping STREAM_VERSION
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in run_recorded(patch)[0].digests().items():
+            print(f'    "{key}": "{value}",')
