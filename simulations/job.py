@@ -86,7 +86,9 @@ PARTIAL_FORMAT = 2
 #: (replicate ``r`` is then what a fresh run gives), and so does a sweep's point. ``tests/test_stream_version.py``
 #: holds a digest of each design's draws and fails, asking for this bump, when one changes. Partial files record it
 #: in their header (``stream_version``; absent in files of the versions before it was introduced).
-STREAM_VERSION = 1
+STREAM_VERSION = 2
+# history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
+# one uniform per slot, instead of the smallest of one uniform key per candidate
 
 
 @dataclass(frozen=True)

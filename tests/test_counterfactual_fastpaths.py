@@ -74,18 +74,24 @@ def _old_mixture_sample(policy, q, rng):
     return out
 
 
-def _old_shuffle_top(c_top, k, rng):
+def _plain_shuffle_top(c_top, k, rng):
+    """shuffle_top as a plain loop: row by row, ``kk = min(k, max(c_top))`` uniforms, slot ``j`` swapped with
+    slot ``j + floor(u (c_top - j))`` while ``j < c_top - 1`` (the textbook Fisher-Yates step)."""
     n = c_top.size
     width = int(c_top.max()) if n else 0
     ranks = np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy()
     if width < 2:
         return ranks
-    keys = rng.random((n, width))
-    col = np.arange(width)[None, :]
-    keys = np.where(col < c_top[:, None], keys, 1.0 + col)
-    perm = np.argsort(keys, axis=1, kind="stable")
     kk = min(k, width)
-    ranks[:, :kk] = perm[:, :kk]
+    u = rng.random((n, kk))
+    for i in range(n):
+        perm = list(range(width))
+        for j in range(kk):
+            left = int(c_top[i]) - j
+            if left > 1:
+                x = j + int(u[i, j] * left)
+                perm[j], perm[x] = perm[x], perm[j]
+        ranks[i, :kk] = perm[:kk]
     return ranks
 
 
@@ -103,7 +109,7 @@ def _old_sample(policy, q, rng):
     if isinstance(policy, MixturePolicy):
         return _old_mixture_sample(policy, q, rng)
     if isinstance(policy, RandTopPolicy):
-        return _old_rank_sample(policy, q, _old_shuffle_top(policy._n_eff(policy.n_candidates[q]), policy.k, rng))
+        return _old_rank_sample(policy, q, _plain_shuffle_top(policy._n_eff(policy.n_candidates[q]), policy.k, rng))
     if isinstance(policy, DeterministicPolicy):
         return _old_rank_sample(policy, q, np.broadcast_to(np.arange(policy.k), (q.size, policy.k)))
     return policy._sample(q, rng)  # unchanged

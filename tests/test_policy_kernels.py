@@ -4,9 +4,6 @@
   reference) and the component-by-component scatter: the same lists and the same generator state after, with
   differing candidate sets, RandTop widths below ``k``, three components, ``k`` 1, 5 and 16, batches of 0, 1 and
   thousands of rows;
-- :func:`~simulations.policies.kernels.smallest_columns` against ``np.argsort(keys, kind="stable")`` of
-  :func:`~simulations.policies.base.shuffle_top`'s masked keys, with tied keys, rows of different ``n_eff`` and
-  widths that are and are not multiples of its four chains;
 - a single epsilon-greedy policy's compiled draw (:meth:`StackedEpsilonGreedy.sample_alone`) against its NumPy
   draw (``MixturePolicy._sample``), and mixtures whose components it samples;
 - :func:`~simulations.policies.kernels.logged_propensities` against
@@ -89,38 +86,6 @@ def test_sample_switch_selects_the_path(monkeypatch):
     monkeypatch.setattr(StackedEpsilonGreedy, "compiled", False)
     policy.sample(q, np.random.default_rng(0))
     assert calls == [1]
-
-
-def _stable_first(keys: np.ndarray, c_top: np.ndarray, k: int) -> np.ndarray:
-    """shuffle_top's ranks from given keys: masked past c_top, stable argsort, identity past the width."""
-    n, width = keys.shape
-    col = np.arange(width)[None, :]
-    masked = np.where(col < c_top[:, None], keys, 1.0 + col)
-    perm = np.argsort(masked, axis=1, kind="stable")
-    ranks = np.broadcast_to(np.arange(k), (n, k)).copy()
-    kk = min(k, width)
-    ranks[:, :kk] = perm[:, :kk]
-    return ranks
-
-
-@pytest.mark.parametrize("k", [1, 3, 5, 8])
-@pytest.mark.parametrize("width", [2, 3, 4, 7, 20, 23])
-def test_smallest_columns_is_the_stable_argsort_with_ties(k, width):
-    from simulations.policies import kernels
-
-    rng = np.random.default_rng(k * 100 + width)
-    rows_n = 500
-    keys = rng.integers(0, 4, size=(rows_n, width)) / 4.0  # many ties
-    keys[::3] = rng.random((keys[::3].shape[0], width))
-    keys[1::7] = 0.5  # every key tied
-    c_top = rng.integers(1, width + 1, rows_n).astype(np.int64)  # some rows shuffle fewer than width columns
-    kk = min(k, width)
-    want = _stable_first(keys, c_top, k)[:, :kk]
-    got = np.full((rows_n, kk), -7, dtype=np.int64)
-    for i in range(rows_n):
-        buf = np.concatenate([keys[i], rng.random(3)])  # longer than the row, as the sampler's buffer
-        kernels.smallest_columns(buf, width, c_top[i], kk, got[i])
-    np.testing.assert_array_equal(got, want)
 
 
 def _single_eps(epsilon: float, n: int, k: int = 5, queries: int = 40, m: int = 24, candidates: int = 19):

@@ -590,47 +590,38 @@ def identity_ranks(n: int, k: int) -> IntArray:
     return np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy()
 
 
-#: up to this many slots, :func:`shuffle_top` finds the first slots of the permutation by repeated argmin
-_SMALLEST_K = 8
-
-
-def _first_of_stable_argsort(keys: FloatArray, k: int) -> IntArray:
-    """``np.argsort(keys, axis=1, kind="stable")[:, :k]`` by ``k`` passes of ``argmin``:
-    each pass takes the row's least remaining key (``argmin`` returns its first occurrence,
-    the lowest column among equal keys, as the stable sort orders them) and sets it to
-    ``+inf``. The keys are finite (uniforms, or ``1 + column`` past a row's shuffled part),
-    so a taken key is never taken again while one is left. The same indices; measured on
-    800 rows of 20 keys and k = 5, 0.4x the time of the full stable sort."""
-    n, width = keys.shape
-    work = np.array(keys, dtype=np.float64, copy=True)
-    flat = work.reshape(-1)
-    base = np.arange(n, dtype=np.intp) * width
-    out = np.empty((n, k), dtype=np.int64)
-    for j in range(k):
-        pick = work.argmin(axis=1)
-        out[:, j] = pick
-        if j + 1 < k:
-            flat[base + pick] = np.inf
-    return out
-
-
 def shuffle_top(c_top: IntArray, k: int, rng: np.random.Generator) -> IntArray:
     """``(n, k)`` ranks: a uniformly random permutation of base ranks ``0..c_top[i]-1`` in
-    the first ``c_top[i]`` slots of row ``i``, the base order after them (random keys
-    sorted; one uniform draw per row and shuffled position)."""
+    the first ``c_top[i]`` slots of row ``i``, the base order after them.
+
+    The first ``kk = min(k, width)`` steps of a Fisher-Yates shuffle (``width = max(c_top)``):
+    ``rng.random((n, kk))`` draws ``kk`` uniforms per row (row by row; a row whose ``c_top[i]`` is
+    below ``kk`` leaves its last ones unused), and step ``j`` swaps the rank at slot ``j`` with the
+    one at slot ``j + floor(u_ij (c_top[i] - j))`` (itself once ``j >= c_top[i] - 1``): each
+    ordered choice of the first ``min(k, c_top[i])`` ranks is equally likely, up to the rounding of
+    a 53-bit uniform to ``c_top[i] - j`` values (a relative error below ``c_top[i] / 2**53``). No
+    draws when ``width < 2`` (nothing to shuffle). :func:`simulations.policies.kernels.sample_lists`
+    draws the epsilon-greedy loggers' lists by the same steps from the same uniforms.
+
+    (Before: ``width`` uniform keys per row and the ``k`` smallest of them in order; 4 times the
+    uniforms at ``k = 5`` of 20 and a selection pass per slot: the compiled draw of
+    ``configs/counterfactual.yaml`` took 0.084 against 0.040 us per impression.)"""
     n = c_top.size
     width = int(c_top.max()) if n else 0
     if width < 2:
         return identity_ranks(n, k)
-    keys = rng.random((n, width))
-    if int(c_top.min()) < width:
-        col = np.arange(width)[None, :]
-        keys = np.where(col < c_top[:, None], keys, 1.0 + col)  # positions past c_top stay in order, after the shuffled
-    if k < width and k <= _SMALLEST_K:  # the k smallest keys of each row, in order: the permutation's first k
-        return _first_of_stable_argsort(keys, k)
-    perm = np.argsort(keys, axis=1, kind="stable")
+    kk = min(k, width)
+    u = rng.random((n, kk))
+    perm = np.broadcast_to(np.arange(width, dtype=np.int64), (n, width)).copy()
+    rows = np.arange(n)
+    span = c_top.astype(np.float64)
+    for j in range(kk):
+        pick = j + (u[:, j] * np.maximum(span - j, 1.0)).astype(np.int64)
+        held = perm[:, j].copy()
+        perm[:, j] = perm[rows, pick]
+        perm[rows, pick] = held
     if width >= k:  # every slot comes from the permutation
-        return perm[:, :k]
+        return np.ascontiguousarray(perm[:, :k])
     ranks = identity_ranks(n, k)
     ranks[:, :width] = perm
     return ranks

@@ -173,8 +173,8 @@ class EpsilonGreedyPolicy(MixturePolicy):
         return Propensities(pre[-1].copy(), np.ascontiguousarray(pre.T), np.ascontiguousarray(item.T))
 
 
-#: the compiled paths of :class:`StackedEpsilonGreedy` serve lists of up to this many slots (the key selection,
-#: :func:`~simulations.policies.kernels.smallest_columns`, makes one pass over a row's keys per slot)
+#: the compiled paths of :class:`StackedEpsilonGreedy` (and the design's compiled step) serve lists of up to this
+#: many slots, the sizes they are tested at; longer lists take the NumPy code (the same lists and numbers)
 COMPILED_MAX_K = 16
 
 
@@ -257,8 +257,8 @@ class StackedEpsilonGreedy:
     def sample(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
         """``mixture._sample(q, rng)`` (the mixture whose components these are): the same
         draws in the same order (the component of each row; per component in order, its
-        rows' choice between the ranker's list and RandTop-n, then the keys of its RandTop
-        rows' permutations by :func:`~simulations.policies.base.shuffle_top`) and the same
+        rows' choice between the ranker's list and RandTop-n, then the uniforms of its RandTop
+        rows' shuffles by :func:`~simulations.policies.base.shuffle_top`) and the same
         lists, assembled by one take of the components' top-``k`` tables for every row and
         one take of their base orders for the randomised rows instead of a scatter per
         component and branch; with :attr:`compiled`, by the kernels of
@@ -279,8 +279,8 @@ class StackedEpsilonGreedy:
 
     def sample_alone(self, q: IntArray, rng: np.random.Generator) -> IntArray:
         """The lists of the single epsilon-greedy policy whose one-component stack this is (``build([policy],
-        [1.0])``), as its ``MixturePolicy._sample`` draws them (the branch of each row, then the keys of the RandTop
-        rows: no component draw), in one compiled call."""
+        [1.0])``), as its ``MixturePolicy._sample`` draws them (the branch of each row, then the uniforms of the
+        RandTop rows: no component draw), in one compiled call."""
         return self._compiled_lists(q, rng, draw_pick=False)
 
     def _compiled_lists(self, q: IntArray, rng: np.random.Generator, draw_pick: bool) -> IntArray:

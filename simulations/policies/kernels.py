@@ -6,9 +6,9 @@ spends a batch of a few thousand impressions in some fifty NumPy calls of a few 
 arrays: per-call overhead, not arithmetic. These kernels do the same work in one compiled loop over the rows:
 
 - :func:`sample_lists`: the lists of :meth:`StackedEpsilonGreedy.sample` (the component of each row, each
-  component's choice between its ranker's list and RandTop-n, the smallest keys of the randomised rows'
-  permutations, stable among equal keys as :func:`~simulations.policies.base.shuffle_top`'s argsort), drawn in
-  the kernel from the design's ``Generator``: the same uniforms in the same order as the NumPy code;
+  component's choice between its ranker's list and RandTop-n, the randomised rows' partial Fisher-Yates
+  shuffles of :func:`~simulations.policies.base.shuffle_top`), drawn in the kernel from the design's
+  ``Generator``: the same uniforms in the same order as the NumPy code;
 - :func:`logged_propensities`: for the policy's own lists, the match with the targets' lists (``lists[query] ==
   shown`` and its running AND over the slots), the logging propensities (a row showing a target's list takes its
   row of the precomputed table, as :func:`~simulations.designs.counterfactual.serving.known_list_propensities`
@@ -40,69 +40,9 @@ from numba.extending import intrinsic, overload
 
 from simulations.kernels import grade_clicks
 
-__all__ = ["fused_terms", "logged_propensities", "sample_lists", "smallest_columns"]
+__all__ = ["fused_terms", "logged_propensities", "sample_lists"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")  # x / 0.0 is inf or NaN, as in numpy: no check
-
-
-@_jit
-def smallest_columns(keys, width, c_top, kk, best_col):
-    """``best_col[:kk]``: the columns of the ``kk <= width`` smallest of the row's keys ``keys[:width]`` in
-    order, where a column at or past ``c_top`` has key ``1 + column`` (as
-    :func:`~simulations.policies.base.shuffle_top` sets it) and equal keys go by the lower column, as a stable
-    sort: ``argsort(keys, kind="stable")[:kk]``. ``keys`` is overwritten.
-
-    ``kk`` passes of an argmin, each taking out the smallest key left (set to ``inf``); a pass runs four
-    independent minima over the columns ``0, 4, 8, ...``, ``1, 5, 9, ...`` and so on (each keeps its first
-    smallest column), then the smallest of the four, ties by the lower column. The four chains of
-    compare-and-select run side by side. Measured on the randomised rows of ``configs/counterfactual.yaml`` (20
-    keys, ``kk = 5``, the design's whole draw): 0.085 against 0.12 us per impression for keeping the smallest
-    keys in an ordered buffer (one pass, but a branch on every key that the processor cannot predict), and
-    0.10 for one minimum per pass."""
-    for col in range(c_top, width):
-        keys[col] = 1.0 + col
-    full = width - width % 4
-    for j in range(kk):
-        m0 = np.inf
-        m1 = np.inf
-        m2 = np.inf
-        m3 = np.inf
-        b0 = 0
-        b1 = 1
-        b2 = 2
-        b3 = 3
-        for col in range(0, full, 4):
-            y = keys[col]
-            lt = y < m0
-            m0 = y if lt else m0
-            b0 = col if lt else b0
-            y = keys[col + 1]
-            lt = y < m1
-            m1 = y if lt else m1
-            b1 = col + 1 if lt else b1
-            y = keys[col + 2]
-            lt = y < m2
-            m2 = y if lt else m2
-            b2 = col + 2 if lt else b2
-            y = keys[col + 3]
-            lt = y < m3
-            m3 = y if lt else m3
-            b3 = col + 3 if lt else b3
-        for col in range(full, width):  # the last columns, in the first chain
-            y = keys[col]
-            lt = y < m0 or (y == m0 and col < b0)
-            m0 = y if lt else m0
-            b0 = col if lt else b0
-        lt = m1 < m0 or (m1 == m0 and b1 < b0)
-        m0 = m1 if lt else m0
-        b0 = b1 if lt else b0
-        lt = m3 < m2 or (m3 == m2 and b3 < b2)
-        m2 = m3 if lt else m2
-        b2 = b3 if lt else b2
-        lt = m2 < m0 or (m2 == m0 and b2 < b0)
-        b0 = b2 if lt else b0
-        best_col[j] = b0
-        keys[b0] = np.inf
 
 
 @_jit
@@ -117,14 +57,14 @@ def sample_lists(rng, draw_pick, query, mix_cdf, branch_cdf0, n_eff, tops, order
       :meth:`MixturePolicy._pick` give: the last entry is exactly 1 and ``u < 1``);
     - then component by component: one uniform per row of the component, in row order, the RandTop-n branch
       where it is ``>= branch_cdf0[c]`` (the component's normalised cumulative branch weights' first entry);
-      then, for each of those rows in order, ``width`` uniform keys (``width`` the largest ``n_eff[c, query]`` of
-      the component's randomised rows; none when it is below 2), as ``shuffle_top``'s ``rng.random((rows,
-      width))`` draws them row by row.
+      then, for each of those rows in order, ``kk = min(k, width)`` uniforms (``width`` the largest
+      ``n_eff[c, query]`` of the component's randomised rows; none when it is below 2), as ``shuffle_top``'s
+      ``rng.random((rows, kk))`` draws them row by row.
 
     Every row shows its component's ranker's list (``tops[c * n_queries + q]``); a randomised row shows its base
-    order's documents (``orders[(c * n_queries + q) * m + rank]``) at the ranks of its :func:`smallest_columns`
-    and the base ranks ``j`` at slots at or past ``width``. One compiled call per batch: no arrays of uniforms, no
-    per-component calls."""
+    order's documents (``orders[(c * n_queries + q) * m + rank]``) at the ranks of ``shuffle_top``'s first ``kk``
+    Fisher-Yates steps (slot ``j`` swapped with slot ``j + floor(u (n_eff - j))``) and the base ranks ``j`` at
+    slots at or past ``kk``. One compiled call per batch: no arrays of uniforms, no per-component calls."""
     n, k = out.shape
     n_c = branch_cdf0.shape[0]
     pick = np.zeros(n, dtype=np.int64)
@@ -145,8 +85,7 @@ def sample_lists(rng, draw_pick, query, mix_cdf, branch_cdf0, n_eff, tops, order
         for j in range(k):
             out[i, j] = tops[row, j]
     rows = np.empty(n, dtype=np.int64)
-    keys = np.empty(max(m, 1), dtype=np.float64)
-    best_col = np.empty(max(k, 1), dtype=np.int64)
+    perm = np.empty(max(m, 1), dtype=np.int64)
     for c in range(n_c):
         if counts[c] == 0:
             continue
@@ -166,12 +105,16 @@ def sample_lists(rng, draw_pick, query, mix_cdf, branch_cdf0, n_eff, tops, order
             i = rows[a]
             q = query[i]
             base = (q + c * n_queries) * m
-            if kk:
-                for col in range(width):
-                    keys[col] = rng.random()
-                smallest_columns(keys, width, n_eff[c, q], kk, best_col)
+            if kk:  # shuffle_top's first kk Fisher-Yates steps, one uniform each
+                ne = n_eff[c, q]
+                for col in range(max(ne, kk)):
+                    perm[col] = col
                 for j in range(kk):
-                    out[i, j] = orders[base + best_col[j]]
+                    x = j + np.int64(rng.random() * np.float64(max(ne - j, 1)))
+                    held = perm[j]
+                    perm[j] = perm[x]
+                    perm[x] = held
+                    out[i, j] = orders[base + perm[j]]
             for j in range(kk, k):
                 out[i, j] = orders[base + j]
 
