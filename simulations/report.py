@@ -445,7 +445,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
                      "are A, the paired difference is identically 0, shown as '0 (ties)')")
         cost = d["logging_cost"]
         if cost:
-            lines.append("  cost of logging (the logger's own metrics on the traffic it served vs ranker A, exact): "
+            lines.append("  cost of logging (the logger's own metrics observed on the traffic it served, mean over "
+                         "replicates, vs ranker A's exact values): "
                          + "; ".join(f"{m} {c['logger_observed']:.4f} vs {c['ranker_A_exact']:.4f} "
                                      f"({_fmt(100 * c['relative'], '.1f', True) if c['relative'] is not None else '-'}%"
                                      f"{', lower is better' if c['improvement_sign'] < 0 else ''})"
