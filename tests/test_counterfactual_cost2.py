@@ -188,3 +188,21 @@ def test_mixture_sample_equals_sampling_each_component(spec, padding):
         assert a.random() == b.random()  # the same draws consumed
 
 
+
+
+def test_batch_reward_copies_and_pickles():
+    """The design's reward wrapper delegates what it lacks to the reward; a copy or an unpickled one (made without
+    its __init__) rebuilds without recursing into its own delegation, and still delegates."""
+    import copy
+    import pickle
+
+    from onlineeval.estimators import get_reward
+    from simulations.designs.counterfactual.serving import _BatchReward
+
+    wrapped = _BatchReward(get_reward("clicks_per_query", 3))
+    clicks = np.array([[True, False, True], [False, False, False]])
+    for twin in (copy.copy(wrapped), copy.deepcopy(wrapped), pickle.loads(pickle.dumps(wrapped))):
+        assert twin.name == wrapped.name == "clicks_per_query" and twin.kind == wrapped.kind
+        np.testing.assert_array_equal(twin.slot_rewards(clicks), wrapped.slot_rewards(clicks))
+    with pytest.raises(AttributeError):
+        _BatchReward.__new__(_BatchReward).name

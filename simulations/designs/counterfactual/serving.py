@@ -270,6 +270,10 @@ class _BatchReward:
         self._sums: np.ndarray | None = None
 
     def __getattr__(self, name: str) -> Any:
+        # only reached for names the wrapper lacks; before __init__ has run (copy, pickle) there is no reward to
+        # ask, and asking for it would recurse
+        if name == "reward":
+            raise AttributeError(name)
         return getattr(self.reward, name)
 
     def slot_rewards(self, clicks: Any) -> np.ndarray:
