@@ -85,6 +85,7 @@ __all__ = [
     "run_chunk",
     "run_task",
     "run_truth",
+    "worker_stream_version",
 ]
 
 #: a finished chunk: ``[(replicate index, rows of that replicate), ...]``
@@ -314,6 +315,13 @@ def import_task_modules() -> int:
     return len(sys.modules)
 
 
+def worker_stream_version() -> int:
+    """This process's :data:`simulations.job.STREAM_VERSION` (what :class:`DaskExecutor` asks each worker)."""
+    from simulations.job import STREAM_VERSION
+
+    return STREAM_VERSION
+
+
 def _restore_environ(saved: Mapping[str, str]) -> None:
     """Undo what Dask's nannies put into this process's environment before spawning their
     workers (``OMP_NUM_THREADS=1``, ``PYTHONHASHSEED``, and with Dask's defaults
@@ -372,10 +380,26 @@ class DaskExecutor(Executor):
         try:
             self._client.run(importlib.import_module, __name__)  # a clear error if the package is missing
             self._client.run(import_task_modules)
+            versions = self._client.run(worker_stream_version)
         except ImportError as exc:
             self.close()
             raise ConfigError(("executor", "address"), f"the Dask workers at {self.address} cannot import "
                               f"{__name__} ({exc}); install the same onlineeval version on every worker") from None
+        self._check_stream_versions(versions)
+
+    def _check_stream_versions(self, versions: Mapping[str, Any]) -> None:
+        """Refuse workers whose onlineeval gives other numbers for a seed than this process's (another
+        :data:`simulations.job.STREAM_VERSION`): a sweep on them would mix two versions' replicates in one
+        result, and the fingerprints that keep resumed runs apart are the client's."""
+        from simulations.job import STREAM_VERSION
+
+        other = {address: v for address, v in versions.items() if v != STREAM_VERSION}
+        if other:
+            self.close()
+            named = ", ".join(f"{address} ({v})" for address, v in sorted(other.items(), key=lambda kv: str(kv[0])))
+            raise ConfigError(("executor", "address"), f"the Dask workers at {self.address} run an onlineeval whose "
+                              f"numbers for a seed differ from this one's (stream version {STREAM_VERSION} here; "
+                              f"workers: {named}); install the same onlineeval version on every worker")
 
     @property
     def workers(self) -> int:

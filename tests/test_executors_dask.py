@@ -20,6 +20,7 @@ from simulations.executors import (
     LocalExecutor,
     make_executor,
     parse_scheduler,
+    worker_stream_version,
 )
 from simulations.sweep import run_sweep
 from tests.test_sweep import make_sweep
@@ -176,3 +177,32 @@ def test_make_executor_choices() -> None:
     with pytest.raises(ConfigError) as info:
         make_executor("local:0", None, {"type": "local"})  # --scheduler wins over the config
     assert info.value.key_path == ("executor", "address")
+
+
+def test_workers_of_another_stream_version_are_a_config_error(cluster: DaskExecutor) -> None:
+    """Workers whose onlineeval gives other numbers for a seed are refused by name (a sweep would mix two versions'
+    replicates); the cluster's own workers, of this version, pass."""
+    import simulations.job as job
+
+    ex = DaskExecutor.__new__(DaskExecutor)
+    ex.address, ex._cluster = "tcp://10.0.0.5:8786", None
+    seen = cluster._client.run(worker_stream_version)
+    assert len(seen) == 2 and set(seen.values()) == {job.STREAM_VERSION}
+    ex._client = None
+    ex._check_stream_versions(seen)  # the same version: no error
+
+    class Client:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    ex._client = client = Client()
+    first = sorted(seen)[0]
+    with pytest.raises(ConfigError) as info:
+        ex._check_stream_versions({**seen, first: job.STREAM_VERSION - 1})
+    assert info.value.key_path == ("executor", "address")
+    message = info.value.message
+    assert f"{first} ({job.STREAM_VERSION - 1})" in message and f"stream version {job.STREAM_VERSION} here" in message
+    assert sorted(seen)[1] not in message and "install the same onlineeval version" in message
+    assert client.closed
