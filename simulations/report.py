@@ -150,8 +150,11 @@ def write_results(result: SimulationResult, fingerprint: str) -> None:
     )
     result.rows.to_csv(out / "replicates.csv", index=False)
     result.curves.to_csv(out / "curves.csv", index=False)
+    from simulations.job import STREAM_VERSION
+
     summary = {
         "onlineeval_version": __version__,
+        "stream_version": STREAM_VERSION,  # the version of the numbers a seed gives (part of the fingerprint)
         "config_fingerprint": fingerprint,
         "conventions": conventions(result),
         "world": {

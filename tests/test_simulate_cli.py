@@ -43,7 +43,7 @@ def test_cli_writes_the_results_directory(tmp_path):
     assert not (out / job.PARTIAL).exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["replicates"] == 6 and summary["conventions"]["seed"] == 3
-    assert summary["onlineeval_version"]
+    assert summary["onlineeval_version"] and summary["stream_version"] == job.STREAM_VERSION
     assert set(summary["designs"]) == {"ab", "team_draft", "balanced"}
     e = summary["designs"]["team_draft"]["delta_ab"]
     assert {"true_effect", "days_to_target_power", "analytic_required_impressions", "aa"} <= set(e)

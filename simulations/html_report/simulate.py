@@ -36,7 +36,7 @@ __all__ = ["answer_rows", "is_biased", "simulate_sections"]
 #: top-level keys of summary.json rendered by their own section (any other key is shown
 #: under "Other results", so a new result is never silently left out)
 KNOWN_KEYS = frozenset({
-    "onlineeval_version", "config_fingerprint", "conventions", "world", "truth", "offline", "designs",
+    "onlineeval_version", "stream_version", "config_fingerprint", "conventions", "world", "truth", "offline", "designs",
     "required_impressions_ratio", "monitoring", "truth_by_segment", "config", "counterfactual",
     "assumption_sweep", "sequential", "multiple", "decomposition", "cuped", "srm",
 })
@@ -447,7 +447,8 @@ def config_section(folder: Path, summary: dict[str, Any]) -> Html:
     files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html"
                    and not p.name.startswith(".") and not p.name.endswith(".partial.jsonl"))
     return join([
-        tag("p", f"onlineeval {summary.get('onlineeval_version', '?')}, config fingerprint "
+        tag("p", f"onlineeval {summary.get('onlineeval_version', '?')} (stream version "
+                 f"{summary.get('stream_version', '?')}), config fingerprint "
                  f"{summary.get('config_fingerprint', '?')}; the config with every default filled in "
                  "(config.effective.yaml):"),
         tag("pre", text),
