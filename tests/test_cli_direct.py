@@ -21,7 +21,7 @@ import typer
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from onlineeval.cli import _direct, app, main
+from onlineeval.cli import _argv, _direct, app, main
 from onlineeval.cli.power import COMMANDS
 
 runner = CliRunner()
@@ -44,7 +44,7 @@ def test_direct_options_are_typers_options(name: str) -> None:
     for p in cmd.params:  # the same parameter and default behind every name
         for opt in p.opts:
             assert options[opt].param == p.name
-            assert options[opt].default == (_direct._REQUIRED if p.required else p.default)
+            assert options[opt].default == (_argv.REQUIRED if p.required else p.default)
 
 
 def _typer_kwargs(func: Callable[..., Any], args: list[str]) -> dict:

@@ -5,7 +5,8 @@ sort-merge join of run rows to qrels (``_join_codes``) must return the same labe
 raise the same errors as the hash-index join, and evaluations must agree to the bit, per
 query, with those through the old join, judged-grade matrix and per-query sort, on trec_eval's
 test data and on random synthetic files. The direct
-``evaluate`` argument parser must hand :func:`evaluate_cmd` exactly what typer would.
+``evaluate`` path must print what typer's app prints (its argument parser against typer's:
+tests/test_evaluate_direct.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import pandas as pd
 import pytest
 
 import onlineeval.metrics.evaluate as evaluate_module
-from onlineeval.cli.evaluate import _DIRECT_OPTIONS, direct_params
 from onlineeval.conventions import preset
 from onlineeval.errors import InputError
 from onlineeval.io import ranking, read_qrels, read_run
@@ -253,69 +253,7 @@ def test_repeated_pair_errors_unchanged(tmp_path: Path, monkeypatch) -> None:
         assert ("judged twice" if qrels_path == q else "appears twice") in messages[1]
 
 
-# --- the direct argument parser vs typer's -------------------------------------------
-
-
-def _typer_command():
-    import typer.main
-
-    from onlineeval.cli import app
-
-    return typer.main.get_command(app).commands["evaluate"]
-
-
-def test_direct_option_table_matches_typer() -> None:
-    cmd = _typer_command()
-    typer_opts = {}
-    for p in cmd.params:
-        for opt in p.opts:
-            typer_opts[opt] = (p.name, p.multiple, p.is_flag)
-    ours = {opt: (param, kind in ("paths", "ints"), kind == "flag") for opt, (param, kind, _) in _DIRECT_OPTIONS.items()}
-    assert ours == typer_opts
-
-
-PARSED = [
-    ["--qrels", "q.txt", "--run", "a.txt"],
-    ["-q", "q.txt", "-r", "a.txt", "-r", "b.txt", "--run=c.txt", "-m", "AP,nDCG@10", "--preset", "trec_eval"],
-    ["--qrels=q", "--run", "a", "--depth", "5", "--rel-min", "2", "--with-per-query", "--format", "json"],
-    ["--letor", "l.txt", "--scores", "s1", "--scores=s2", "--score-feature", "0", "--score-feature", "12",
-     "--query-file", "f.query", "--baseline", "s1"],
-    ["--qrels", "q", "--run", "a", "--seed", "7", "--permutations", "1", "--bootstrap", "100", "--alpha", "0.1",
-     "--ties", "expected", "--empty", "one", "--missing", "zero", "--gain", "1=1,2=3", "--per-query", "pq.csv",
-     "--segments", "s.tsv", "--comparisons", "c.csv", "-f", "csv", "-b", "a"],
-    ["--alpha", "1", "--alpha=.5"][:2] + ["--qrels", "q"],
-    [],
-]
-
-
-@pytest.mark.parametrize("args", PARSED)
-def test_direct_params_equal_typer_params(args: list[str]) -> None:
-    ctx = _typer_command().make_context("evaluate", list(args))
-    assert direct_params(args) == ctx.params
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["--help"],
-        ["--qrels"],
-        ["--qrels", "q", "--qrels", "p"],
-        ["--qrels", "-r"],
-        ["--depth", "0"],
-        ["--depth", "05"],
-        ["--depth", "x"],
-        ["--alpha", "2"],
-        ["--alpha", "1e-3"],
-        ["--bootstrap", "99"],
-        ["--with-per-query=1"],
-        ["-qq.txt"],
-        ["positional"],
-        ["--qrels", ""],
-        ["--unknown", "1"],
-    ],
-)
-def test_direct_params_leave_unusual_arguments_to_typer(args: list[str]) -> None:
-    assert direct_params(args) is None
+# --- the direct path's output vs typer's (its parser: tests/test_evaluate_direct.py) ---------
 
 
 def test_direct_path_output_equals_typer_output(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ typer (0.29 and later) converts every option value through a pydantic adapter, a
 and building those costs about 0.15 s per process on the development machine: more than the
 whole computation of a short command such as ``onlineeval power``. :func:`run_direct` reads the
 options a command function declares (``name: Annotated[T, typer.Option("--name", ...)] =
-default``), parses plain arguments as typer's click layer does, and calls the function;
+default``), parses plain arguments as typer's click layer does (:func:`onlineeval.cli._argv.parse_options`,
+shared with ``onlineeval evaluate``'s direct path), and calls the function;
 anything it does not plainly understand makes it return ``False`` without doing anything, and
 the caller goes through typer, which then parses and reports errors itself. So the direct path
 never accepts what typer would reject, and never changes what a command receives (tested
@@ -22,7 +23,6 @@ a plain number where one is expected.
 from __future__ import annotations
 
 import inspect
-import re
 import sys
 import types
 import typing
@@ -30,23 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from onlineeval.cli._argv import REQUIRED, Option, parse_options
+
 __all__ = ["direct_options", "parse_direct", "run_direct"]
 
 _KINDS = {float: "float", int: "int", str: "str", Path: "path"}
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_INT = re.compile(r"[+-]?[0-9]{1,18}")
-_REQUIRED = object()
-
-
-class _Option(typing.NamedTuple):
-    param: str
-    kind: str | None  # None: declared, but only its default can be used on this path
-    multiple: bool  # list[T]: repeatable, typer passes a list (or the default when not given)
-    default: Any
-    low: float | None
-    high: float | None
-    low_open: bool
-    high_open: bool
 
 
 def _base_kind(annotation: Any) -> tuple[str | None, bool]:
@@ -66,14 +54,14 @@ def _base_kind(annotation: Any) -> tuple[str | None, bool]:
     return _KINDS.get(annotation), False
 
 
-def direct_options(func: Callable[..., Any]) -> dict[str, _Option] | None:
+def direct_options(func: Callable[..., Any]) -> dict[str, Option] | None:
     """Option name -> how to parse it, from ``func``'s declarations; ``None`` when some parameter
     is not an option this module handles (the command then always goes through typer)."""
     from typer.models import OptionInfo
 
     target = inspect.unwrap(func)
     hints = typing.get_type_hints(target, include_extras=True)
-    options: dict[str, _Option] = {}
+    options: dict[str, Option] = {}
     for name, parameter in inspect.signature(target).parameters.items():
         annotation = hints.get(name)
         info, default = None, parameter.default
@@ -98,37 +86,18 @@ def direct_options(func: Callable[..., Any]) -> dict[str, _Option] | None:
         else:
             kind, multiple = _base_kind(base)
         if default is inspect.Parameter.empty or default is Ellipsis:
-            default = _REQUIRED
+            default = REQUIRED
         if not decls:
             decls = ["--" + name.replace("_", "-")]
         if any("/" in d or not d.startswith("-") for d in decls):
             kind = None
         if kind == "flag" and default is not False:
             kind = None  # a flag that defaults to True has its --no- form only in typer
-        spec = _Option(name, kind, multiple, default, info.min, info.max, bool(getattr(info, "min_open", False)),
-                       bool(getattr(info, "max_open", False)))  # fmt: skip
+        spec = Option(name, kind, multiple, default, info.min, info.max, bool(getattr(info, "min_open", False)),
+                      bool(getattr(info, "max_open", False)))  # fmt: skip
         for decl in decls:
             options[decl] = spec
     return options
-
-
-def _value(spec: _Option, text: str) -> Any:
-    """The value typer would pass for ``text``, or ``None`` when it is not plainly valid."""
-    if spec.kind in ("str", "path"):
-        if not text or text.startswith("-"):
-            return None
-        return text if spec.kind == "str" else Path(text)
-    if spec.kind == "int" and _INT.fullmatch(text):
-        value: float = int(text)
-    elif spec.kind == "float" and _FLOAT.fullmatch(text):
-        value = float(text)
-    else:
-        return None
-    if spec.low is not None and (value < spec.low or (spec.low_open and value == spec.low)):
-        return None
-    if spec.high is not None and (value > spec.high or (spec.high_open and value == spec.high)):
-        return None
-    return value
 
 
 def parse_direct(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
@@ -136,39 +105,7 @@ def parse_direct(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | 
     options = direct_options(func)
     if options is None:
         return None
-    params: dict[str, Any] = {}
-    i = 0
-    while i < len(args):
-        token = args[i]
-        name, eq, attached = token.partition("=") if token.startswith("--") else (token, "", "")
-        spec = options.get(name)
-        if spec is None or spec.kind is None or (spec.param in params and not spec.multiple):
-            return None
-        if spec.kind == "flag":
-            if eq:
-                return None
-            params[spec.param] = True
-            i += 1
-            continue
-        if eq:
-            text, i = attached, i + 1
-        elif i + 1 < len(args):
-            text, i = args[i + 1], i + 2
-        else:
-            return None
-        value = _value(spec, text)
-        if value is None:
-            return None
-        if spec.multiple:
-            params.setdefault(spec.param, []).append(value)
-        else:
-            params[spec.param] = value
-    for spec in options.values():
-        if spec.param not in params:
-            if spec.default is _REQUIRED:
-                return None
-            params[spec.param] = spec.default
-    return params
+    return parse_options(options, args)
 
 
 def run_direct(func: Callable[..., Any], args: list[str]) -> bool:

@@ -7,113 +7,53 @@ typer app; anything unusual goes through typer, which then parses and reports it
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
+
+from onlineeval.cli._argv import Option, parse_options
 
 __all__ = ["direct_params", "run_direct"]
 
 
-#: option -> (parameter, kind, bounds) of :func:`evaluate_cmd`, for :func:`run_direct`
-#: (tests check this table against typer's own parameters)
-_DIRECT_OPTIONS: dict[str, tuple[str, str, tuple[float | None, float | None]]] = {}
-for _names, _param, _kind, _bounds in (
-    (("--qrels", "-q"), "qrels", "path", (None, None)),
-    (("--run", "-r"), "run", "paths", (None, None)),
-    (("--letor",), "letor", "path", (None, None)),
-    (("--scores",), "scores", "paths", (None, None)),
-    (("--score-feature",), "score_feature", "ints", (0, None)),
-    (("--query-file",), "query_file", "path", (None, None)),
-    (("--metrics", "-m"), "metrics", "str", (None, None)),
-    (("--baseline", "-b"), "baseline", "str", (None, None)),
-    (("--preset",), "preset_name", "str", (None, None)),
-    (("--gain",), "gain", "str", (None, None)),
-    (("--ties",), "ties", "str", (None, None)),
-    (("--empty",), "empty", "str", (None, None)),
-    (("--missing",), "missing", "str", (None, None)),
-    (("--rel-min",), "rel_min", "int", (None, None)),
-    (("--depth",), "depth", "int", (1, None)),
-    (("--per-query",), "per_query", "path", (None, None)),
-    (("--with-per-query",), "with_per_query", "flag", (None, None)),
-    (("--segments",), "segments", "path", (None, None)),
-    (("--format", "-f"), "output_format", "str", (None, None)),
-    (("--comparisons",), "comparisons_file", "path", (None, None)),
-    (("--seed",), "seed", "int", (0, None)),
-    (("--permutations",), "permutations", "int", (1, None)),
-    (("--bootstrap",), "bootstrap", "int", (100, None)),
-    (("--alpha",), "alpha", "float", (0.0, 1.0)),
-):
-    for _name in _names:
-        _DIRECT_OPTIONS[_name] = (_param, _kind, _bounds)
+def _table(*rows: tuple[tuple[str, ...], Option]) -> dict[str, Option]:
+    return {name: spec for names, spec in rows for name in names}
 
 
-def _direct_value(kind: str, text: str, bounds: tuple[float | None, float | None]) -> Any:
-    """The option value typer would pass, or ``None`` when the text is not plainly valid."""
-    import re
-
-    if not text or text.startswith("-"):
-        return None
-    if kind in ("path", "paths"):
-        return Path(text)
-    if kind == "str":
-        return text
-    if kind in ("int", "ints"):
-        if not re.fullmatch(r"0|[1-9][0-9]{0,17}", text):
-            return None
-        value: float = int(text)
-    else:  # float
-        if not re.fullmatch(r"(0|[1-9][0-9]{0,8})(\.[0-9]{1,15})?|\.[0-9]{1,15}", text):
-            return None
-        value = float(text)
-    low, high = bounds
-    if (low is not None and value < low) or (high is not None and value > high):
-        return None
-    return value
+#: option name -> how :func:`direct_params` parses it: :func:`evaluate_cmd`'s declarations, written out so that
+#: the direct path needs no typer (tests check it equals ``_direct.direct_options(evaluate_cmd)``, field by field)
+_DIRECT_OPTIONS: dict[str, Option] = _table(
+    (("--qrels", "-q"), Option("qrels", "path")),
+    (("--run", "-r"), Option("run", "path", multiple=True)),
+    (("--letor",), Option("letor", "path")),
+    (("--scores",), Option("scores", "path", multiple=True)),
+    (("--score-feature",), Option("score_feature", "int", multiple=True, low=0)),
+    (("--query-file",), Option("query_file", "path")),
+    (("--metrics", "-m"), Option("metrics", "str", default="nDCG@10,AP,RR,P@10")),
+    (("--baseline", "-b"), Option("baseline", "str")),
+    (("--preset",), Option("preset_name", "str", default="default")),
+    (("--gain",), Option("gain", "str")),
+    (("--ties",), Option("ties", "str")),
+    (("--empty",), Option("empty", "str")),
+    (("--missing",), Option("missing", "str")),
+    (("--rel-min",), Option("rel_min", "int")),
+    (("--depth",), Option("depth", "int", low=1)),
+    (("--per-query",), Option("per_query", "path")),
+    (("--with-per-query",), Option("with_per_query", "flag", default=False)),
+    (("--segments",), Option("segments", "path")),
+    (("--format", "-f"), Option("output_format", "str", default="table")),
+    (("--comparisons",), Option("comparisons_file", "path")),
+    (("--seed",), Option("seed", "int", default=0, low=0)),
+    (("--permutations",), Option("permutations", "int", default=10_000, low=1)),
+    (("--bootstrap",), Option("bootstrap", "int", default=10_000, low=100)),
+    (("--alpha",), Option("alpha", "float", default=0.05, low=0.0, high=1.0)),
+)
 
 
 def direct_params(args: list[str]) -> dict[str, Any] | None:
     """Parameters of :func:`evaluate_cmd` from plain ``evaluate`` arguments, exactly as typer
-    would pass them, or ``None`` for anything else (help, an unknown, repeated, attached or
-    malformed option, a value out of range): typer then parses, and reports errors, itself."""
-    params: dict[str, Any] = {}
-    i = 0
-    while i < len(args):
-        token = args[i]
-        name, eq, attached = token.partition("=") if token.startswith("--") else (token, "", "")
-        spec = _DIRECT_OPTIONS.get(name)
-        if spec is None:
-            return None
-        param, kind, bounds = spec
-        if kind == "flag":
-            if eq or param in params:
-                return None
-            params[param] = True
-            i += 1
-            continue
-        if eq:
-            text = attached
-            i += 1
-        elif i + 1 < len(args):
-            text = args[i + 1]
-            i += 2
-        else:
-            return None
-        value = _direct_value(kind, text, bounds)
-        if value is None:
-            return None
-        if kind in ("paths", "ints"):
-            params.setdefault(param, []).append(value)
-        elif param in params:
-            return None
-        else:
-            params[param] = value
-    defaults = {
-        "qrels": None, "run": (), "letor": None, "scores": (), "score_feature": (), "query_file": None,
-        "metrics": "nDCG@10,AP,RR,P@10", "baseline": None, "preset_name": "default", "gain": None,
-        "ties": None, "empty": None, "missing": None, "rel_min": None, "depth": None, "per_query": None,
-        "with_per_query": False, "segments": None, "output_format": "table", "comparisons_file": None,
-        "seed": 0, "permutations": 10_000, "bootstrap": 10_000, "alpha": 0.05,
-    }
-    return defaults | params
+    would pass them, or ``None`` for anything else (help, an unknown, repeated or malformed option,
+    a value out of range; :func:`onlineeval.cli._argv.parse_options`): typer then parses, and
+    reports errors, itself."""
+    return parse_options(_DIRECT_OPTIONS, args)
 
 
 def run_direct(args: list[str]) -> bool:
