@@ -145,6 +145,17 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
     return pd.DataFrame(out)
 
 
+def _coverage_band(last: pd.Series, alpha: float) -> Any:
+    """The exact 99% binomial band of the number of a day's ``(1 - alpha)`` intervals holding the truth, over its
+    replicates with a defined interval (``replicates * (1 - undefined)``), or ``None`` when none is defined. A
+    coverage outside it means the intervals do not hold their level here (or the estimate is biased); the truth's
+    own Monte Carlo error, where it has one, is not in the band."""
+    defined = int(round(float(last["replicates"]) * (1.0 - float(last["undefined"]))))
+    if defined < 1 or not math.isfinite(float(last["coverage"])):
+        return None
+    return binomial_band(defined, 1.0 - alpha, 0.99)
+
+
 def _first_day(c: pd.DataFrame, column: str, target: float) -> int | None:
     hit = c[c[column] >= target]
     return int(hit["day"].iloc[0]) if len(hit) else None
@@ -306,6 +317,7 @@ def analyse(
         bias = float(last["mean_estimate"] - t.value)
         bias_se = float(math.hypot(last["sd_estimate"] / math.sqrt(r) if r > 1 else 0.0, t.se))
         z = float(sps.norm.ppf(1 - alpha / 2))
+        coverage_band = _coverage_band(last, alpha)
         entry = {
             "metric": metric,
             "primary": bool(last["primary"]),
@@ -317,6 +329,11 @@ def analyse(
                                                             "mean_estimate", "sd_estimate", "rmse", "mean_se",
                                                             "coverage", "mean_users", "mean_impressions",
                                                             "undefined")},
+            # the exact 99% binomial band of the coverage of a valid (1 - alpha) interval over the replicates with
+            # a defined interval, and whether the coverage is inside it (None: no defined interval)
+            "coverage_band": None if coverage_band is None else [coverage_band.lo_rate, coverage_band.hi_rate],
+            "coverage_within_band": None if coverage_band is None else bool(
+                coverage_band.lo_rate <= float(last["coverage"]) <= coverage_band.hi_rate),
             # what one experiment of this length reports: mean estimate +- z * typical SE
             "typical_ci_last_day": [float(last["mean_estimate"] - z * last["mean_se"]),
                                     float(last["mean_estimate"] + z * last["mean_se"])],
@@ -503,6 +520,8 @@ def counterfactual_summary(
                 "sd": fd["sd_estimate"],
                 "rmse": float(c["rmse"].iloc[-1]) if len(c) else None,
                 "coverage": fd["coverage"],
+                "coverage_band": e["coverage_band"],
+                "coverage_within_band": e["coverage_within_band"],
                 "mean_se": fd["mean_se"],
                 "undefined_share": fd["undefined"],
                 "support_violations": support,

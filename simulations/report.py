@@ -404,6 +404,11 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool) -> list[
     return lines
 
 
+def _coverage_cell(coverage: Any, within: bool | None) -> str:
+    """The coverage with '!' when it is outside the binomial band of a valid interval's."""
+    return _fmt(coverage, ".2f") + ("!" if within is False else "")
+
+
 def _counterfactual_lines(result: SimulationResult) -> list[str]:
     """Estimation error of every design's effect (A/B, interleaving and off-policy rows in
     one table), the estimator catalogue with support violations, the cost of logging and
@@ -413,7 +418,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
     if not cf:
         return []
     lines = ["", ("Estimation error on the last day (every design; bias = mean estimate - true effect, +-: its SE; "
-                  "coverage: share of replicates whose CI holds the truth):"),
+                  "coverage: share of replicates whose CI holds the truth, '!' outside the 99% binomial band of a "
+                  "valid interval's):"),
              (f"  {'design':14s} {'metric':22s} {'true effect':>12s} {'bias':>10s} {'+-':>8s} {'SD':>9s} "
               f"{'RMSE':>9s} {'coverage':>8s} {'power@end':>9s} {'impr. needed':>13s}")]
     for design, metrics in s["designs"].items():
@@ -423,7 +429,7 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
             lines.append(
                 f"  {design if e['primary'] else '':14s} {metric[:22]:22s} {_fmt(e['true_effect'], '.3g', True):>12s} "
                 f"{_fmt(e['estimator_bias'], '.2e', True):>10s} {_fmt(e['estimator_bias_se'], '.1e'):>8s} "
-                f"{_fmt(fd['sd_estimate'], '.2e'):>9s} {_fmt(rmse, '.2e'):>9s} {_fmt(fd['coverage'], '.2f'):>8s} "
+                f"{_fmt(fd['sd_estimate'], '.2e'):>9s} {_fmt(rmse, '.2e'):>9s} {_coverage_cell(fd['coverage'], e.get('coverage_within_band')):>8s} "
                 f"{fd['power']:>9.2f} {_count(e['analytic_required_impressions']):>13s}"
             )
     for name, d in cf.items():
