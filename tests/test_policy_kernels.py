@@ -4,6 +4,9 @@
   reference) and the component-by-component scatter: the same lists and the same generator state after, with
   differing candidate sets, RandTop widths below ``k``, three components, ``k`` 1, 5 and 16, batches of 0, 1 and
   thousands of rows;
+- :func:`~simulations.policies.kernels.sample_lists` called directly with widths differing across a component's
+  queries (rows narrower than their batch's width, which the policies' stacks never give) against
+  :func:`~simulations.policies.base.shuffle_top`'s lists and draws;
 - a single epsilon-greedy policy's compiled draw (:meth:`StackedEpsilonGreedy.sample_alone`) against its NumPy
   draw (``MixturePolicy._sample``), and mixtures whose components it samples;
 - :func:`~simulations.policies.kernels.logged_propensities` against
@@ -86,6 +89,55 @@ def test_sample_switch_selects_the_path(monkeypatch):
     monkeypatch.setattr(StackedEpsilonGreedy, "compiled", False)
     policy.sample(q, np.random.default_rng(0))
     assert calls == [1]
+
+
+def _lists_by_shuffle_top(rng, draw_pick, query, mix_cdf, branch_cdf0, n_eff, tops, orders, n_queries, m, k):
+    """sample_lists's documented draws in NumPy: the component of each row (``draw_pick``), per component its rows'
+    branch uniforms, then shuffle_top over its randomised rows' ``n_eff`` (their widths may differ)."""
+    from simulations.policies.base import shuffle_top
+
+    n = query.size
+    pick = (rng.random(n)[:, None] >= mix_cdf[None, :-1]).sum(axis=1) if draw_pick else np.zeros(n, dtype=np.int64)
+    out = tops[pick * n_queries + query].copy()
+    for c in range(branch_cdf0.size):
+        rows = np.flatnonzero(pick == c)
+        if rows.size:
+            rt = rows[rng.random(rows.size) >= branch_cdf0[c]]
+            ranks = shuffle_top(n_eff[c, query[rt]], k, rng)
+            out[rt] = orders[((query[rt] + c * n_queries) * m)[:, None] + ranks]
+    return out
+
+
+@pytest.mark.parametrize("draw_pick", [True, False])
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_sample_lists_with_widths_differing_by_query_equals_shuffle_top(draw_pick, k):
+    """The kernel called directly with ``n_eff`` differing across a component's queries (0, 1, 2, below and above
+    ``k``, all ``m``): the stacks the policies build have one width per component, so this is the only test of the
+    kernel's rows narrower than their batch's width (their slots past ``n_eff`` keep the base order, however the
+    previous row left the kernel's buffer). The same lists and the same generator state as shuffle_top's."""
+    from simulations.policies import kernels
+
+    rng = np.random.default_rng(k + 10 * draw_pick)
+    n_queries, m, n_c = 12, 9, 2 if draw_pick else 1
+    n_eff = np.ascontiguousarray(np.stack([np.array([0, 1, 2, 3, 4, 5, 6, 7, 9, 9, 2, 5])[rng.permutation(n_queries)]
+                                           for _ in range(n_c)]), dtype=np.int64)
+    tops = rng.integers(100, 200, size=(n_c * n_queries, k)).astype(np.int64)
+    orders = np.concatenate([rng.permutation(m) + 10 * m * r for r in range(n_c * n_queries)]).astype(np.int64)
+    mix_cdf = np.array([0.4, 1.0][-n_c:])
+    branch_cdf0 = np.array([0.3, 0.5][:n_c])
+    query = rng.integers(0, n_queries, 3000).astype(np.int64)
+    for n in (3000, 37, 1, 0):
+        a, b = np.random.default_rng(n), np.random.default_rng(n)
+        got = np.full((n, k), -1, dtype=np.int64)
+        kernels.sample_lists(a, draw_pick, query[:n], mix_cdf, branch_cdf0, n_eff, tops, orders, n_queries, m, got)
+        want = _lists_by_shuffle_top(b, draw_pick, query[:n], mix_cdf, branch_cdf0, n_eff, tops, orders, n_queries,
+                                     m, k)
+        np.testing.assert_array_equal(got, want)
+        assert a.bit_generator.state == b.bit_generator.state
+        if n == 3000:  # every slot filled; randomised rows narrower than k next to wider ones
+            assert (got >= 0).all()
+            shuffled = (got != tops[query[:n]]).any(axis=1) if not draw_pick else np.ones(n, bool)
+            assert k == 1 or (shuffled & (n_eff[0, query[:n]] < k)).any()
 
 
 def _single_eps(epsilon: float, n: int, k: int = 5, queries: int = 40, m: int = 24, candidates: int = 19):
