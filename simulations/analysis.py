@@ -148,8 +148,10 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
 def _coverage_band(last: pd.Series, alpha: float) -> Any:
     """The exact 99% binomial band of the number of a day's ``(1 - alpha)`` intervals holding the truth, over its
     replicates with a defined interval (``replicates * (1 - undefined)``), or ``None`` when none is defined. A
-    coverage outside it means the intervals do not hold their level here (or the estimate is biased); the truth's
-    own Monte Carlo error, where it has one, is not in the band."""
+    coverage below it means the intervals under-cover here (too narrow, or the estimate is biased); above it, that
+    they are conservative (wider than their level needs). The truth's own Monte Carlo error, where it has one, is not
+    in the band, and the band is per row: of 20 rows with exact intervals, at most 0.2 are flagged by chance on
+    average."""
     defined = int(round(float(last["replicates"]) * (1.0 - float(last["undefined"]))))
     if defined < 1 or not math.isfinite(float(last["coverage"])):
         return None

@@ -429,7 +429,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
             lines.append(
                 f"  {design if e['primary'] else '':14s} {metric[:22]:22s} {_fmt(e['true_effect'], '.3g', True):>12s} "
                 f"{_fmt(e['estimator_bias'], '.2e', True):>10s} {_fmt(e['estimator_bias_se'], '.1e'):>8s} "
-                f"{_fmt(fd['sd_estimate'], '.2e'):>9s} {_fmt(rmse, '.2e'):>9s} {_coverage_cell(fd['coverage'], e.get('coverage_within_band')):>8s} "
+                f"{_fmt(fd['sd_estimate'], '.2e'):>9s} {_fmt(rmse, '.2e'):>9s} "
+                f"{_coverage_cell(fd['coverage'], e.get('coverage_within_band')):>8s} "
                 f"{fd['power']:>9.2f} {_count(e['analytic_required_impressions']):>13s}"
             )
     for name, d in cf.items():
