@@ -62,3 +62,11 @@ def test_summary_flags_follow_the_band(tmp_path):
     est = result.summary["counterfactual"]["counterfactual"]["estimators"]
     assert est["clipped_ips(cap=1)"]["coverage_within_band"] is False
     assert est["ips"]["coverage_band"] == entries["ips"]["coverage_band"]
+    from simulations.report import terminal_summary
+
+    table = terminal_summary(result).split("Estimation error on the last day")[1].split("\n\n")[0].splitlines()
+    for metric, e in entries.items():  # the table's coverage cell carries the summary's flag
+        line = next(row for row in table if f" {metric} " in row)
+        cell = _coverage_cell(e["final_day"]["coverage"], e["coverage_within_band"])
+        assert f" {cell} " in line and (cell.endswith("!") or f"{cell}!" not in line), (metric, line)
+    assert any(row.split()[-3].endswith("!") for row in table if " clipped_ips(cap=1) " in row)
