@@ -322,6 +322,14 @@ def worker_stream_version() -> int:
     return STREAM_VERSION
 
 
+def _worker_version(answer: Any) -> str:
+    """A worker's answer to :func:`worker_stream_version` as the refusal names it: the version, or for an error
+    (a worker whose onlineeval has no stream version to report) that it has none."""
+    if isinstance(answer, BaseException):
+        return f"none: an onlineeval from before the stream version, which cannot report one ({answer})"
+    return repr(answer)
+
+
 def _restore_environ(saved: Mapping[str, str]) -> None:
     """Undo what Dask's nannies put into this process's environment before spawning their
     workers (``OMP_NUM_THREADS=1``, ``PYTHONHASHSEED``, and with Dask's defaults
@@ -380,7 +388,9 @@ class DaskExecutor(Executor):
         try:
             self._client.run(importlib.import_module, __name__)  # a clear error if the package is missing
             self._client.run(import_task_modules)
-            versions = self._client.run(worker_stream_version)
+            # on_error="return": a worker of an onlineeval from before the stream version has no
+            # worker_stream_version to run (its error, not a version, is its answer)
+            versions = self._client.run(worker_stream_version, on_error="return")
         except ImportError as exc:
             self.close()
             raise ConfigError(("executor", "address"), f"the Dask workers at {self.address} cannot import "
@@ -396,7 +406,8 @@ class DaskExecutor(Executor):
         other = {address: v for address, v in versions.items() if v != STREAM_VERSION}
         if other:
             self.close()
-            named = ", ".join(f"{address} ({v})" for address, v in sorted(other.items(), key=lambda kv: str(kv[0])))
+            named = ", ".join(f"{address} ({_worker_version(v)})"
+                              for address, v in sorted(other.items(), key=lambda kv: str(kv[0])))
             raise ConfigError(("executor", "address"), f"the Dask workers at {self.address} run an onlineeval whose "
                               f"numbers for a seed differ from this one's (stream version {STREAM_VERSION} here; "
                               f"workers: {named}); install the same onlineeval version on every worker")

@@ -206,3 +206,48 @@ def test_workers_of_another_stream_version_are_a_config_error(cluster: DaskExecu
     assert f"{first} ({job.STREAM_VERSION - 1})" in message and f"stream version {job.STREAM_VERSION} here" in message
     assert sorted(seen)[1] not in message and "install the same onlineeval version" in message
     assert client.closed
+
+
+def test_workers_from_before_the_stream_version_are_a_config_error(cluster: DaskExecutor) -> None:
+    """A worker whose onlineeval predates the stream version (its simulations.executors has no
+    worker_stream_version, as every onlineeval of stream version 1) cannot answer the version query: it is refused
+    by name as the start's ConfigError, not an unhandled error from the worker, and the executor is closed."""
+    client = cluster._client
+    old = sorted(client.scheduler_info()["workers"])[0]
+
+    def forget() -> bool:  # nested: shipped by value, run on the worker
+        import simulations.executors as m
+
+        m._saved_worker_stream_version = m.__dict__.pop("worker_stream_version")
+        return True
+
+    def restore() -> bool:
+        import simulations.executors as m
+
+        m.worker_stream_version = m.__dict__.pop("_saved_worker_stream_version")
+        return True
+
+    class Client:  # the cluster's client; closing it is only recorded (the cluster serves the other tests)
+        closed = False
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            return client.run(*args, **kwargs)
+
+        def close(self) -> None:
+            self.closed = True
+
+    ex = DaskExecutor.__new__(DaskExecutor)
+    ex.address, ex._cluster, ex._client = "tcp://10.0.0.5:8786", None, (fake := Client())
+    assert client.run(forget, workers=[old]) == {old: True}
+    try:
+        with pytest.raises(ConfigError) as info:
+            ex._warm_workers()
+    finally:
+        assert client.run(restore, workers=[old]) == {old: True}
+    assert info.value.key_path == ("executor", "address")
+    message = info.value.message
+    assert f"{old} (none:" in message and "before the stream version" in message, message
+    assert sorted(client.scheduler_info()["workers"])[1] not in message
+    assert fake.closed
+    ex._client = Client()
+    ex._warm_workers()  # restored: the same version everywhere, no error
