@@ -47,9 +47,9 @@ def test_direct_options_are_typers_options(name: str) -> None:
             assert options[opt].default == (_argv.REQUIRED if p.required else p.default)
 
 
-def _typer_kwargs(func: Callable[..., Any], args: list[str]) -> dict:
-    """The keyword arguments typer hands ``func`` for ``args``: a one-command typer app of a recorder
-    with ``func``'s signature and declarations."""
+def typer_call(func: Callable[..., Any], args: list[str]) -> tuple[int, dict[str, Any], str]:
+    """Exit code, the keyword arguments typer hands ``func`` for ``args`` and the output: a one-command
+    typer app of a recorder with ``func``'s signature and declarations."""
     seen: dict[str, Any] = {}
 
     @functools.wraps(inspect.unwrap(func))
@@ -59,7 +59,13 @@ def _typer_kwargs(func: Callable[..., Any], args: list[str]) -> dict:
     one = typer.Typer(add_completion=False)
     one.command()(record)
     res = CliRunner().invoke(one, args)
-    assert res.exit_code == 0, res.output
+    return res.exit_code, seen, res.output
+
+
+def _typer_kwargs(func: Callable[..., Any], args: list[str]) -> dict:
+    """The keyword arguments typer hands ``func`` for ``args`` (it must accept them)."""
+    code, seen, output = typer_call(func, args)
+    assert code == 0, output
     return seen
 
 

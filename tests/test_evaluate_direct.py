@@ -9,34 +9,21 @@ directly, as typer parses them, and whatever typer rejects goes to typer.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Any
 
 import pytest
-import typer
 import typer.main
-from typer.testing import CliRunner
 
 from onlineeval.cli import _argv, _direct
 from onlineeval.cli import evaluate as evaluate_module
 from onlineeval.cli import evaluate_direct
 from onlineeval.cli.evaluate import evaluate_cmd
+from test_cli_direct import typer_call  # the keyword arguments typer hands a command
 
 
 def _typer(args: list[str]) -> tuple[int, dict[str, Any]]:
-    """Exit code and the keyword arguments typer hands ``evaluate_cmd`` for ``args`` (a one-command
-    app of a recorder with its signature and declarations)."""
-    seen: dict[str, Any] = {}
-
-    @functools.wraps(inspect.unwrap(evaluate_cmd))
-    def record(**kwargs: Any) -> None:
-        seen.update(kwargs)
-
-    one = typer.Typer(add_completion=False)
-    one.command()(record)
-    res = CliRunner().invoke(one, args)
-    return res.exit_code, seen
+    """Exit code and the keyword arguments typer hands ``evaluate_cmd`` for ``args``."""
+    return typer_call(evaluate_cmd, args)[:2]
 
 
 def _strict(params: dict[str, Any]) -> list[tuple[str, str, str]]:
