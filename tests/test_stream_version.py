@@ -15,7 +15,10 @@ batch (never floats, whose last bits may differ across CPUs and NumPy builds):
   lists, teams and clicks of the others (read where the design hands them to ``pair_outcomes``), the per-user
   counts of impressions and of impressions with a click, and the win/loss sums times 2 where they are halves;
 - counterfactual: the logger's shown lists and the clicks of each batch (the design's own log), the per-user
-  counts of impressions, clicks and abandoned impressions, and the reciprocal-rank sums times lcm(1..depth).
+  counts of impressions, clicks and abandoned impressions, and the reciprocal-rank sums times lcm(1..depth);
+- clicks (``clicks:<model>``): the clicks :meth:`UserModels.sample` draws for one fixed batch under every registered
+  click model alone, and under all of them (and all the chain models) as one population of user types, so that
+  each model's sampler and both of the simulator's click paths are covered, not only the replicate's two models.
 
 The hooks wrap functions the designs call (``run_traffic``, ``pair_outcomes``, ``DrawTable.draw_coin_rows``) and
 read the designs' state; they change no number (the replicate's rows are checked against an unhooked run). A
@@ -96,6 +99,22 @@ DIGESTS = {
     "cf_randpair": "9c378e4288a07d0d",
     "cf_randtop": "63cb90428ec3e128",
     "cf_swap": "e147ad91d070c020",
+    "clicks:cascade": "093344261419b481",
+    "clicks:ccm": "7e769d18040d9709",
+    "clicks:cm": "5077f434478faa65",
+    "clicks:dbn": "748ef2a0d1583a06",
+    "clicks:dcm": "9f271bea067e1ccf",
+    "clicks:dctr": "ac55c9a4dfe5b8bf",
+    "clicks:every chain model": "15b8861062c0df24",
+    "clicks:every model": "091e27441313c060",
+    "clicks:gctr": "caa68e4cfce48612",
+    "clicks:metric": "858c78b7f23131a6",
+    "clicks:pbm": "93707adf15948e4c",
+    "clicks:random": "f0f99ab4fa3777f5",
+    "clicks:rbp": "0c3aaf880eb5a805",
+    "clicks:rctr": "50d8c64e934d23bf",
+    "clicks:sdbn": "1c650f4150f04e6d",
+    "clicks:ubm": "05ec73cc33c7f622",
     "optimized": "33c009963c6e9952",
     "optimized (A/A)": "ac6409ee6dbc0ef9",
     "optimized (null)": "480604cc44908d76",
@@ -247,6 +266,33 @@ def _config() -> Config:
     return config_from_mapping(CONFIG)
 
 
+def _record_clicks(rec: Recorder, seed: int) -> None:
+    """The clicks the simulator draws (:meth:`UserModels.sample`) for one fixed batch of shown grade lists (some
+    shorter, ending in empty slots) under every registered click model alone (each model's example parameters:
+    the compiled chain and independent-click path, or the model's own sampler), all of them as one population of
+    user types (some type has no chain table: each type's model samples its rows), and the models with chain
+    tables as one (the one-pass chain path over many types). The replicate above uses two models only. A changed
+    ``example_spec`` changes its model's digest without changing any run's numbers: update the digest, no bump."""
+    import clickmodels
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 5, size=(600, 6))
+    labels[:100, 4:] = -1
+    names = sorted(clickmodels.available())
+    models = [clickmodels.build(clickmodels.model_class(n).example_spec) for n in names]
+    for name, model in zip(names, models, strict=True):
+        users = UserModels([name], [1.0], [model])
+        rec.add(f"clicks:{name}", "clicks", users.sample(labels, np.zeros(len(labels), dtype=np.int8),
+                                                            np.random.default_rng(seed + 1)))
+    chained = [i for i, m in enumerate(models) if UserModels([names[i]], [1.0], [m]).chains(6) is not None]
+    for label, picked in (("clicks:every model", range(len(names))), ("clicks:every chain model", chained)):
+        users = UserModels([names[i] for i in picked], [1.0] * len(picked), [models[i] for i in picked])
+        assert (users.chains(6) is None) == (label == "clicks:every model"), label  # the two paths, as said
+        types = rng.integers(0, len(picked), len(labels)).astype(np.int8)
+        rec.add(label, "user_type", types)
+        rec.add(label, "clicks", users.sample(labels, types, np.random.default_rng(seed + 2)))
+
+
 def run_recorded(monkeypatch: pytest.MonkeyPatch, config: Config | None = None) -> tuple[Recorder, list[Any]]:
     """One recorded replicate (replicate 0) of ``config``: the recorder and the replicate's rows."""
     config = config or _config()
@@ -257,6 +303,7 @@ def run_recorded(monkeypatch: pytest.MonkeyPatch, config: Config | None = None) 
         rec.add("world", f"ranking:{name}", world.rankings[name])
     with recording(rec, monkeypatch):
         rows = run_replicate(config, world, UserModels.from_config(config.users), replicate_seeds(config.seed, 1)[0], 0)
+    _record_clicks(rec, config.seed)
     return rec, rows
 
 
@@ -275,6 +322,9 @@ def test_every_design_type_and_policy_is_covered(recorded: tuple[Recorder, list[
     assert {d["type"] for d in designs} == set(DESIGNS)
     assert {d["method"] for d in designs if d["type"] == "interleaving"} == set(available_interleavers())
     assert {d["logger"]["policy"] for d in designs if d["type"] == "counterfactual"} == set(available_policies())
+    import clickmodels
+
+    assert {k.removeprefix("clicks:") for k in DIGESTS if k.startswith("clicks:")} >= set(clickmodels.available())
     rec, _ = recorded
     assert set(rec.digests()) == set(DIGESTS), "a stream without a stored digest, or a stored one not run"
 
