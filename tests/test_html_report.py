@@ -384,8 +384,9 @@ def test_decomposition_srm_and_cuped_blocks_as_the_terminal_prints_them(sim: Pat
 
 
 def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: Path) -> None:
-    """A counterfactual block: one row per estimator with its bias, the biased estimate marked
-    (as the main table marks it), and its plots embedded."""
+    """A counterfactual block: one row per estimator with its bias and its interval coverage (flagged outside
+    the binomial band of a valid interval's), the biased estimate marked (as the main table marks it), and its
+    plots embedded."""
     def add(summary: dict[str, Any], dst: Path) -> None:
         summary["designs"]["cf"] = {
             "snips": {**summary["designs"]["ab"]["reciprocal_rank"], "biased_estimate": False},
@@ -394,16 +395,20 @@ def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: P
         summary["counterfactual"] = {"cf": {
             "metric": "clicks_per_query", "targets": ["A", "B"], "true_effect": 0.0184,
             "estimators": {"snips": {"bias": -3.26e-3, "bias_se": 1.4e-2, "rmse": 3.12e-2, "undefined_share": 0.0,
-                                     "assumption": "none on clicks"},
+                                     "assumption": "none on clicks", "coverage": 0.945,
+                                     "coverage_band": [0.915, 0.98], "coverage_within_band": True},
                            "clipped_ips(cap=5)": {"bias": -0.211, "bias_se": 1.0e-2, "rmse": 0.212,
-                                                  "undefined_share": 0.0, "assumption": "biased by clipping <w>"}}}}
+                                                  "undefined_share": 0.0, "assumption": "biased by clipping <w>",
+                                                  "coverage": 0.0, "coverage_band": [0.915, 0.98],
+                                                  "coverage_within_band": False}}}}
         shutil.copy(dst / "power_vs_days.png", dst / "counterfactual_rmse.png")
 
     page = parse(write_simulate_report(_copy_with(sim, tmp_path, add)))
     assert "counterfactual" in page.sections and page.errors == []
     rows = [r for t, rs in page.tables.items() if t == "" for r in rs if r and r[0].startswith(("snips", "clipped"))]
-    assert rows == [["snips", "-3.26e-03", "1.4e-02", "3.12e-02", "0%", "none on clicks"],
-                    ["clipped_ips(cap=5) biased", "-2.11e-01", "1.0e-02", "2.12e-01", "0%", "biased by clipping <w>"]]
+    assert rows == [["snips", "-3.26e-03", "1.4e-02", "3.12e-02", "0.94", "0%", "none on clicks"],
+                    ["clipped_ips(cap=5) biased", "-2.11e-01", "1.0e-02", "2.12e-01", "0.00 outside 0.92-0.98", "0%",
+                     "biased by clipping <w>"]]
     _, *answer = page.tables["answer-table"]
     marked = {r[1]: r[0].endswith("biased") for r in answer if r[0].startswith("cf")}
     assert marked == {"snips": False, "clipped_ips(cap=5)": True}

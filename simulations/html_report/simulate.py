@@ -393,6 +393,15 @@ def _monitoring(summary: dict[str, Any]) -> Html:
     ])
 
 
+def _coverage(e: dict[str, Any]) -> Html:
+    """An estimator's interval coverage, flagged outside the 99% binomial band of a valid interval's."""
+    cov = esc(fmt(e.get("coverage"), ".2f"))
+    if e.get("coverage_within_band") is not False:
+        return cov
+    lo, hi = e.get("coverage_band") or (None, None)
+    return join([cov, tag("span", f" outside {fmt(lo, '.2f')}-{fmt(hi, '.2f')}", cls="flag")])
+
+
 def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None:
     cf = summary.get("counterfactual") or {}
     sweep = summary.get("assumption_sweep")
@@ -405,9 +414,9 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
         for label, e in (d.get("estimators") or {}).items():
             shown: Any = join([label, " ", biased_mark()]) if is_biased(entries.get(label) or {}) else label
             rows.append([shown, fmt(e.get("bias"), ".2e", True), fmt(e.get("bias_se"), ".1e"), fmt(e.get("rmse"), ".2e"),
-                         fmt(e.get("undefined_share"), ".0%"), e.get("assumption", "-")])
-        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "undefined", "assumption"], rows, text_columns=(0,),
-                           wrap_columns=(5,),
+                         _coverage(e), fmt(e.get("undefined_share"), ".0%"), e.get("assumption", "-")])
+        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "assumption"], rows,
+                           text_columns=(0,), wrap_columns=(6,),
                            caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
                                    f"V({(d.get('targets') or ['A'])[0]}) of {d.get('metric')}, exact truth "
                                    f"{fmt(d.get('true_effect'), '.4g', True)}"))
@@ -418,6 +427,10 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
         parts.append(image(folder / "assumption_sweep.png", "bias of each estimator across the swept assumption",
                            f"Bias +-2 SE of each estimator as {sweep.get('parameter')} moves."))
     conv = summary.get("conventions") or {}
+    if cf:
+        parts.append(note("coverage: share of replicates whose interval holds the exact truth on the last day; "
+                          "flagged outside the exact 99% binomial band of a valid interval's (below: the intervals "
+                          "under-cover or the estimate is biased; above: conservative)."))
     parts.append(note("Counterfactual effect: ", conv.get("counterfactual_effect", "-")))
     return join(parts)
 
