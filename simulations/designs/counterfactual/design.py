@@ -43,15 +43,16 @@ general path (any logger and estimator) keeps the IPS family's terms for both ta
 (:class:`~simulations.designs.counterfactual.fused.FusedTerms`) and the mixture's propensities in another
 (:mod:`simulations.policies.kernels`).
 Measured with ``benchmarks/bench_counterfactual.py --replicates 2 --rounds 3`` on ``configs/counterfactual.yaml``
-(CPU time of one process, each batch's best of 3 rounds, the 2-core machine, three runs, 2026-12-01, the later
-session): this design 0.51-0.53 us per impression, 3.5x team-draft's 0.15 (3.47-3.53x; 4.2x in the session before,
-6.3x two before); serving 0.39-0.40 (the logger's draw 0.09-0.10, of which its uniforms about 0.02; the users'
-uniforms 0.02-0.03; the compiled pass 0.19-0.22; the rest 0.02-0.03), checkpoints 0.10-0.12 (team-draft's 0.03).
-With one estimator it costs 2.2-2.6x team-draft (by estimator), one epsilon-greedy logger with one estimator
-2.0-2.2x. Why not team-draft's cost: team-draft's draws are table lookups of precomputed interleavings and its
-outcome a bit count, where this design draws randomised lists (20 uniforms for each randomised row), computes their
-propensities, six estimators' terms for two targets and 16 per-user sums per impression, and its checkpoints
-compute eight ratio statistics (five paired differences, the logger's three metrics) where team-draft's compute one.
+(CPU time of one process, each batch's best of 3 rounds, the 2-core machine at load 0.8-3, ten runs, 2026-12-01,
+the last session): this design 3.05-3.40x team-draft's cost per impression (median 3.2; 0.45-0.60 us against
+0.14-0.18; 3.5x before the RandTop draw took Fisher-Yates steps, 4.2x and 6.3x in the sessions before); in the
+quietest run serving 0.33 (the logger's draw 0.05, the users' uniforms 0.02, the compiled pass 0.18, the rest 0.02),
+checkpoints 0.10 (team-draft's 0.03). With one estimator it costs 1.95-2.32x team-draft (by estimator), one
+epsilon-greedy logger with one estimator 1.77-1.97x. Why not team-draft's cost: team-draft's draws are table lookups
+of precomputed interleavings and its outcome a bit count, where this design draws randomised lists (a uniform for
+the component, one for the branch and one per shown slot of a randomised row), computes their propensities, six
+estimators' terms for two targets and 16 per-user sums per impression, and its checkpoints compute eight ratio
+statistics (five paired differences, the logger's three metrics) where team-draft's compute one.
 Estimators that fit a model on
 the whole log (their terms depend on the other impressions: ``dm``, ``dr``, ``dr_list``,
 ``cascade_dr``, ``adaptive_ips``, ``pbm_ips`` unless it has given examination
