@@ -36,6 +36,10 @@ class InputError(OnlineEvalError, ValueError):
         self.line = line
         super().__init__(str(self))
 
+    def __reduce__(self) -> tuple[type, tuple[str, str | None, int | None]]:
+        # rebuilt from its fields when it crosses a process boundary (a worker of the local executor or Dask)
+        return type(self), (self.message, self.path, self.line)
+
     def __str__(self) -> str:
         where = ""
         if self.path is not None:
@@ -71,6 +75,12 @@ class ConfigError(OnlineEvalError, ValueError):
         self.source = source
         super().__init__(str(self))
 
+    def __reduce__(self) -> tuple[type, tuple[tuple[str | int, ...], str, str | None]]:
+        # rebuilt from its fields when it crosses a process boundary: pickle's default calls the class with
+        # ``args`` (the rendered message alone), which this constructor does not take, and a worker's error
+        # then reached the caller as a broken process pool
+        return type(self), (self.key_path, self.message, self.source)
+
     def prefixed(self, *prefix: str | int) -> ConfigError:
         """The same error with ``prefix`` put in front of its key path."""
         return ConfigError((*prefix, *self.key_path), self.message, self.source)
@@ -89,6 +99,9 @@ class OutputError(OnlineEvalError):
         self.message = message
         self.path = path
         super().__init__(str(self))
+
+    def __reduce__(self) -> tuple[type, tuple[str, str | None]]:
+        return type(self), (self.message, self.path)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message

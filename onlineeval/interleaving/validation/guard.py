@@ -101,6 +101,11 @@ class CandidateError(InputError):
         self.report: Any = None
         super().__init__(f"{name}: {call} {detail}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, str, str]]:
+        # rebuilt from its own fields across a process boundary (InputError's fields are not this constructor's);
+        # the report is not carried
+        return type(self), (self.kind, self.name, self.call, self.detail)
+
     @property
     def check(self) -> str:
         """The name of the report row this failure becomes."""
