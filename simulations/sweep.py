@@ -327,14 +327,21 @@ def _check_run_files(
 
 
 def _blame_axis(overrides: Mapping[str, Any], exc: ConfigError) -> str:
-    """The axis whose key path is a prefix of the error's path (or lies under it); else the first."""
-    err = exc.key_path
-    for axis in overrides:
-        path = sweep_path(axis)
-        n = min(len(path), len(err))
-        if n and tuple(path[:n]) == tuple(err[:n]):
-            return axis
-    return next(iter(overrides))
+    """The axis to blame for a point's invalid config: one whose key path is a prefix of the
+    error's path (or lies under it), the longest shared prefix first; else the axis sharing the
+    longest prefix (in path components) with the error's path, e.g. ``users.click_model.preset``
+    for an error at ``users.click_model.name``; ties go to the earlier axis, and with no shared
+    prefix at all, the first axis."""
+    err = tuple(exc.key_path)
+
+    def score(axis: str) -> tuple[bool, int]:
+        path = tuple(sweep_path(axis))
+        shared = 0
+        while shared < min(len(path), len(err)) and path[shared] == err[shared]:
+            shared += 1
+        return shared > 0 and shared == min(len(path), len(err)), shared
+
+    return max(overrides, key=score)  # the first of the best (max keeps the earliest of equal scores)
 
 
 def load_sweep(
