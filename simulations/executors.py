@@ -126,13 +126,35 @@ def run_truth(config: Config, world: World) -> list[Truth]:
     return compute_truth(config, world, UserModels.from_config(config.users))
 
 
-def run_task(config: Config, world: World, indices: tuple[int, ...], kind: str = REPLICATES) -> TaskResult:
-    """Run one task: :func:`run_chunk` or :func:`run_truth`."""
+def run_task(config: Config, world: World, indices: tuple[int, ...], kind: str = REPLICATES,
+             stream_version: int | None = None) -> TaskResult:
+    """Run one task: :func:`run_chunk` or :func:`run_truth`. ``stream_version``: the caller's
+    :data:`simulations.job.STREAM_VERSION` (a Dask client sends it with every task); a worker of another version
+    refuses the task with a :class:`~onlineeval.errors.ConfigError` instead of returning numbers of another
+    stream (the check at the executor's start does not see workers that join the cluster later)."""
+    if stream_version is not None:
+        _check_task_version(stream_version)
     if kind == TRUTH:
         return run_truth(config, world)
     if kind == REPLICATES:
         return run_chunk(config, world, indices)
     raise ValueError(f"unknown task kind {kind!r}; allowed: {REPLICATES}, {TRUTH}")
+
+
+def _check_task_version(expected: int) -> None:
+    from simulations.job import STREAM_VERSION
+
+    if expected != STREAM_VERSION:
+        where = "a Dask worker"
+        try:
+            from distributed import get_worker
+
+            where = f"the Dask worker at {get_worker().address}"
+        except (ImportError, ValueError):  # not inside a Dask worker
+            pass
+        raise ConfigError(("executor", "address"), f"{where} runs an onlineeval whose numbers for a seed differ "
+                          f"from the client's (stream version {STREAM_VERSION} there, {expected} on the client); "
+                          "install the same onlineeval version on every worker")
 
 
 class Executor(ABC):
@@ -425,7 +447,10 @@ class DaskExecutor(Executor):
     ) -> None:
         from distributed import as_completed as dask_completed
 
+        from simulations.job import STREAM_VERSION
+
         client = self._client
+        stream_version = STREAM_VERSION  # every task carries it: a worker that joined after the start check refuses
         rank = {p: k for k, p in enumerate(dict.fromkeys(t.point for t in tasks))}
         remaining = Counter(t.point for t in tasks)
         shipped: dict[str, Any] = {}
@@ -437,7 +462,7 @@ class DaskExecutor(Executor):
                     # just before the point's tasks, so the first tasks run while later worlds travel
                     shipped[task.point] = client.scatter(worlds[task.point], broadcast=True, hash=False)
                 fut = client.submit(
-                    run_task, task.config, shipped[task.point], task.indices, task.kind,
+                    run_task, task.config, shipped[task.point], task.indices, task.kind, stream_version,
                     pure=False, priority=-rank[task.point],  # earlier points finish first
                 )
                 futures[fut] = task

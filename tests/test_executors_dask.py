@@ -251,3 +251,27 @@ def test_workers_from_before_the_stream_version_are_a_config_error(cluster: Dask
     assert fake.closed
     ex._client = Client()
     ex._warm_workers()  # restored: the same version everywhere, no error
+
+
+def test_tasks_carry_the_clients_stream_version(cluster: DaskExecutor, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every task carries the client's stream version, so a worker that joined after the start's check and runs
+    another version refuses the task with a ConfigError naming it, instead of returning another stream's numbers
+    (here the client's version is altered after the start; the workers keep theirs)."""
+    import simulations.job as job
+
+    real = job.STREAM_VERSION
+    monkeypatch.setattr(job, "STREAM_VERSION", real + 1)
+    with pytest.raises(ConfigError) as info:
+        run_sweep(make_sweep(tmp_path / "dask", chunk=4), executor=cluster)
+    message = info.value.message
+    assert info.value.key_path == ("executor", "address") and "the Dask worker at tcp://" in message
+    assert f"stream version {real} there, {real + 1} on the client" in message
+
+
+def test_run_task_refuses_another_stream_version_in_process() -> None:
+    import simulations.job as job
+    from simulations.executors import run_task
+
+    with pytest.raises(ConfigError, match=f"a Dask worker runs .*stream version {job.STREAM_VERSION} there, 0 on"):
+        run_task(None, None, (), "replicates", stream_version=0)  # type: ignore[arg-type]
