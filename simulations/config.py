@@ -139,6 +139,11 @@ class UserType(_Strict):
     click_model: dict[str, Any]
 
 
+#: The click model of users without ``click_model`` or ``types`` (filled in only when
+#: ``users.click_model`` is absent entirely: a ``click_model`` given without ``name`` is an error).
+DEFAULT_CLICK_MODEL: dict[str, Any] = {"name": "cascade", "preset": "informational"}
+
+
 class UsersConfig(_Strict):
     """The user population.
 
@@ -158,7 +163,7 @@ class UsersConfig(_Strict):
     @classmethod
     def _default_model(cls, data: Any) -> Any:
         if isinstance(data, dict) and not data.get("types") and data.get("click_model") is None:
-            data = {**data, "click_model": {"name": "cascade", "preset": "informational"}}
+            data = {**data, "click_model": dict(DEFAULT_CLICK_MODEL)}
         return data
 
     @model_validator(mode="after")
@@ -737,6 +742,11 @@ def _check_components(config: Config, source: str | None) -> None:
         (("users", "types", i, "click_model"), dict(t.click_model)) for i, t in enumerate(config.users.types)
     ] or [(("users", "click_model"), dict(config.users.click_model or {}))]
     for key, spec in specs:
+        if key == ("users", "click_model") and "name" not in spec:  # e.g. --set users.click_model.preset=...
+            default = ", ".join(f"{k}: {v}" for k, v in DEFAULT_CLICK_MODEL.items())
+            raise ConfigError((*key, "name"), f"is required when users.click_model is given (the default click "
+                              f"model, {{{default}}}, applies only when users.click_model is absent entirely); "
+                              f"available: {', '.join(clickmodels.available())}", source)
         try:
             model = clickmodels.build(spec)
         except ConfigError as exc:
@@ -960,6 +970,19 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
         set_key_path(data, dotted, value, source)
     _resolve_paths(data, path.resolve().parent)
     return config_from_mapping(data, source)
+
+
+def has_key_path(data: Any, path: Sequence[str | int]) -> bool:
+    """Whether the nested mapping ``data`` (as read from YAML) has the key path ``path``."""
+    node = data
+    for part in path:
+        if isinstance(part, str) and isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(part, int) and isinstance(node, list) and -len(node) <= part < len(node):
+            node = node[part]
+        else:
+            return False
+    return True
 
 
 def set_path(data: dict[str, Any], path: Sequence[str | int], value: Any) -> None:

@@ -64,7 +64,7 @@ from typing import IO, Any, TextIO
 import pandas as pd
 
 from onlineeval.errors import ConfigError
-from simulations.config import Config, config_from_mapping, format_path, set_path, sweep_path
+from simulations.config import Config, config_from_mapping, format_path, has_key_path, set_path, sweep_path
 from simulations.executors import (
     TRUTH,
     ChunkRows,
@@ -224,7 +224,8 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
             raise ConfigError(
                 where[axis],
                 f"{axis} = {overrides[axis]!r} makes {format_path(exc.key_path) or 'the config'} invalid: "
-                f"{exc.message} (point {index}{'; with ' + others if others else ''})",
+                f"{exc.message} (point {index}{'; with ' + others if others else ''}"
+                f"{_created_by_axis(axis, exc, base_map)})",
                 source,
             ) from None
         labels = {a: labels_of[a][v] for a, v in overrides.items() if a in labels_of}
@@ -324,6 +325,19 @@ def _check_run_files(
         if not set(run["query"].astype(str)) & judged[key]:
             raise ConfigError(("grid", axis), f"{axis} = {labels[value]!r} (point {point.index}): {value} retrieves "
                               f"no query judged in {coll.qrels}", source)
+
+
+def _created_by_axis(axis: str, exc: ConfigError, base_map: Mapping[str, Any]) -> str:
+    """A note for a key missing from a mapping that the axis created (the base config does not
+    have it), e.g. ``users.click_model.name`` after an axis ``users.click_model.preset`` on a base
+    relying on the default click model; else ``""``."""
+    parent = tuple(exc.key_path[:-1])
+    if not parent or tuple(sweep_path(axis)[: len(parent)]) != parent or not exc.message.startswith("is required"):
+        return ""
+    if has_key_path(base_map, parent):
+        return ""
+    return (f"; the base config has no {format_path(parent)} (this axis creates it): add {format_path(exc.key_path)} "
+            "to the base config")
 
 
 def _blame_axis(overrides: Mapping[str, Any], exc: ConfigError) -> str:

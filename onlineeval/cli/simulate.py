@@ -75,9 +75,13 @@ def simulate_cmd(
 
 
 def _load(config: Path, overrides: dict[str, object], set_keys: set[str]):  # noqa: ANN202
-    """``load_config`` with the overrides; an error at (or inside) a key given by ``--set`` says so."""
+    """``load_config`` with the overrides; an error at (or inside) a key given by ``--set`` says so,
+    and so does one at a sibling of a ``--set`` key in a mapping that ``--set`` created (the
+    file does not have it), e.g. ``users.click_model.name`` after ``--set users.click_model.preset=...``
+    on a config relying on the default click model: then a missing key is to be added by ``--set``."""
     from onlineeval.errors import ConfigError, format_key_path
-    from simulations.config import load_config, sweep_path
+    from simulations.config import has_key_path, load_config, sweep_path
+    from simulations.yaml_safe import load_yaml
 
     try:
         return load_config(config, overrides)
@@ -89,6 +93,13 @@ def _load(config: Path, overrides: dict[str, object], set_keys: set[str]):  # no
                     from None
             if exc.key_path and path[: len(exc.key_path)] == exc.key_path and format_key_path(exc.key_path):
                 raise ConfigError(exc.key_path, f"{exc.message} (after --set {key})", exc.source) from None
+        parent = exc.key_path[:-1]
+        for key in sorted(set_keys):
+            if parent and sweep_path(key)[: len(parent)] == parent and not has_key_path(load_yaml(config), parent):
+                todo = f"; add --set {format_key_path(exc.key_path)}=..." if exc.message.startswith("is required") \
+                    else ""
+                raise ConfigError(exc.key_path, f"{exc.message} ({format_key_path(parent)} given by --set {key}, "
+                                  f"not the file{todo})", exc.source) from None
         raise
 
 
