@@ -796,6 +796,7 @@ def sweep(
     fresh: bool = False,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
+    writers: int | None = None,
 ) -> Sweep:
     """Run (or resume) a sweep of simulations, as ``onlineeval sweep``.
 
@@ -817,6 +818,11 @@ def sweep(
         Recompute every point (ignore finished work in ``output``).
     progress, log:
         Progress lines on stderr; a callback for one-line messages.
+    writers:
+        Processes that write the finished points' folders while the tasks go on, as
+        ``onlineeval sweep --writers``: ``None`` (default) 2, or 0 on a single core
+        (:func:`simulations.sweep_writers.default_writers`); 0 writes them in this process.
+        The folders (and the numbers) do not depend on it.
 
     Returns
     -------
@@ -826,13 +832,17 @@ def sweep(
     ------
     ConfigError
         At the sweep key (``grid.<axis>``, ``points[j].<axis>``, ...) with the key path of
-        the problem in the point's config; every point is validated before anything runs.
+        the problem in the point's config; every point is validated before anything runs;
+        at ``writers`` for a value that is not ``None`` or a whole number >= 0.
     """
     import shutil
     import tempfile
 
     from simulations.sweep import load_sweep, run_sweep, sweep_from_mapping
 
+    if writers is not None and (isinstance(writers, bool) or not isinstance(writers, int) or writers < 0):
+        raise ConfigError(("writers",), f"must be a whole number >= 0 of writer processes (0: write the points' "
+                          f"folders in this process) or None (the default: 2, or 0 on one core), got {writers!r}")
     temp: str | None = None
     if _is_path(config):
         text = Path(config)
@@ -853,7 +863,8 @@ def sweep(
     else:
         raise ConfigError((), f"config must be a path or a mapping, got {type(config).__name__}")
     try:
-        result = run_sweep(spec, workers=workers, scheduler=scheduler, fresh=fresh, progress=progress, log=log)
+        result = run_sweep(spec, workers=workers, scheduler=scheduler, fresh=fresh, progress=progress, log=log,
+                           writers=writers)
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
