@@ -25,6 +25,7 @@ from onlineeval.stats import (
     results_to_frame,
     worst_losses_to_frame,
 )
+from scipy_seed import seeded  # rng= from scipy 1.15, random_state= before
 
 
 def _mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -105,7 +106,7 @@ def test_randomization_monte_carlo_within_error_of_exact_value() -> None:
     assert ours.pvalue == pytest.approx(exact, abs=4 * se + 1 / (B + 1))
     ref = st.permutation_test(
         (d_int / 10.0,), _mean_stat, permutation_type="samples", vectorized=True, n_resamples=B,
-        rng=np.random.default_rng(7),
+        **seeded(7),
     )  # fmt: skip
     assert ours.pvalue == pytest.approx(ref.pvalue, abs=4 * math.sqrt(2) * se + 2 / (B + 1))
 
@@ -140,7 +141,7 @@ def test_bca_and_percentile_agree_with_scipy_within_mc_error() -> None:
     B = 20_000
     ours = paired_bootstrap(d, np.random.default_rng(10), B, level=0.95)
     refs = {
-        m: st.bootstrap((d,), _mean_stat, vectorized=True, n_resamples=B, method=m, rng=np.random.default_rng(11))
+        m: st.bootstrap((d,), _mean_stat, vectorized=True, n_resamples=B, method=m, **seeded(11))
         for m in ("percentile", "BCa")
     }
     # MC SE of a quantile q of the replicate distribution ~ se * sqrt(q(1-q)/B) / phi(z_q),

@@ -12,6 +12,7 @@ import scipy.stats as st
 from onlineeval.errors import InputError
 from onlineeval.stats import sequential as sq
 from onlineeval.stats._roots import root_from_guess
+from scipy_seed import mvn_cdf  # rng= from scipy 1.15, the distribution's seed= before
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -23,8 +24,7 @@ def mvn_reject_prob(b: sq.Boundaries, drift: float = 0.0) -> float:
     mean = drift * np.sqrt(t)
     lo = np.where(np.isfinite(b.lower), b.lower, -40.0)
     hi = np.where(np.isfinite(b.upper), b.upper, 40.0)
-    inside = st.multivariate_normal(mean=mean, cov=cov).cdf(hi, lower_limit=lo, rng=np.random.default_rng(0))
-    return 1.0 - float(inside)
+    return 1.0 - mvn_cdf(mean, cov, hi, lo, 0)
 
 
 def brownian_z(rng: np.random.Generator, fractions: np.ndarray, reps: int, drift: float = 0.0) -> np.ndarray:
