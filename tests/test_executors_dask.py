@@ -7,6 +7,7 @@ per-point ``replicates.csv``, whatever the chunking.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,12 @@ def test_local_cluster_is_bit_identical_and_ships_worlds_once(cluster: DaskExecu
         fut = real_scatter(data, **kw)
         scattered.append((fut, kw))
         events.append("scatter")
-        holders.append(len(client.who_has([fut])[fut.key]))
+        # the scheduler learns of the broadcast's replicas asynchronously: wait (up to 10 s) until it knows of one
+        # on every worker instead of reading who_has once (read at once it showed 1 of 2 under load)
+        deadline = time.monotonic() + 10.0
+        while (held := len(client.who_has([fut])[fut.key])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        holders.append(held)
         return fut
 
     def submit(fn: Any, *args: Any, **kw: Any) -> Any:
