@@ -225,7 +225,7 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
                 where[axis],
                 f"{axis} = {overrides[axis]!r} makes {format_path(exc.key_path) or 'the config'} invalid: "
                 f"{exc.message} (point {index}{'; with ' + others if others else ''}"
-                f"{_created_by_axis(axis, exc, base_map)})",
+                f"{_created_by_axis(axis, exc, base_map, point_map)})",
                 source,
             ) from None
         labels = {a: labels_of[a][v] for a, v in overrides.items() if a in labels_of}
@@ -327,12 +327,12 @@ def _check_run_files(
                               f"no query judged in {coll.qrels}", source)
 
 
-def _created_by_axis(axis: str, exc: ConfigError, base_map: Mapping[str, Any]) -> str:
-    """A note for a key missing from a mapping that the axis created (the base config does not
-    have it), e.g. ``users.click_model.name`` after an axis ``users.click_model.preset`` on a base
-    relying on the default click model; else ``""``."""
+def _created_by_axis(axis: str, exc: ConfigError, base_map: Mapping[str, Any], point_map: Mapping[str, Any]) -> str:
+    """A note for a key missing from the point's config (``point_map``) inside a mapping that the axis created (the
+    base config does not have it), e.g. ``users.click_model.name`` after an axis ``users.click_model.preset`` on a
+    base relying on the default click model; else ``""``."""
     parent = tuple(exc.key_path[:-1])
-    if not parent or tuple(sweep_path(axis)[: len(parent)]) != parent or not exc.message.startswith("is required"):
+    if not parent or tuple(sweep_path(axis)[: len(parent)]) != parent or has_key_path(point_map, exc.key_path):
         return ""
     if has_key_path(base_map, parent):
         return ""

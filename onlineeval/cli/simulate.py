@@ -93,13 +93,13 @@ def _load(config: Path, overrides: dict[str, object], set_keys: set[str]):  # no
                     from None
             if exc.key_path and path[: len(exc.key_path)] == exc.key_path and format_key_path(exc.key_path):
                 raise ConfigError(exc.key_path, f"{exc.message} (after --set {key})", exc.source) from None
+        # an error at a key that no --set gave (the loop above), inside a mapping that --set created (the file does
+        # not have it): the key is missing, and only --set can add it
         parent = exc.key_path[:-1]
-        for key in sorted(set_keys):
-            if parent and sweep_path(key)[: len(parent)] == parent and not has_key_path(load_yaml(config), parent):
-                todo = f"; add --set {format_key_path(exc.key_path)}=..." if exc.message.startswith("is required") \
-                    else ""
-                raise ConfigError(exc.key_path, f"{exc.message} ({format_key_path(parent)} given by --set {key}, "
-                                  f"not the file{todo})", exc.source) from None
+        creators = [key for key in sorted(set_keys) if parent and sweep_path(key)[: len(parent)] == parent]
+        if creators and not has_key_path(load_yaml(config), parent):
+            raise ConfigError(exc.key_path, f"{exc.message} ({format_key_path(parent)} given by --set {creators[0]}, "
+                              f"not the file; add --set {format_key_path(exc.key_path)}=...)", exc.source) from None
         raise
 
 
