@@ -4,14 +4,18 @@ Row sums (:func:`row_sum`, :func:`weighted_row_sum`) are made slot by slot over 
 rows in numpy's own pairwise order, the weight statistics' sums over parts of numpy's own
 pairwise split (:func:`_moments`), a deterministic target's propensities are compared block
 by block and kept as booleans, the pseudoinverse gathers its per-impression weights block by
-block. The references are numpy's own ``.sum(axis=1)`` / ``.sum()`` and the previous
-implementations, kept here verbatim; logs span several blocks (the short test logs elsewhere
-fit in one), and results are compared as bit patterns (signed zeros included; NaN as NaN).
+block. The references are numpy's own ``.sum(axis=1)`` / ``.sum()``, the previous
+implementations, kept here verbatim, and numpy's summation orders written out here
+(:func:`pairwise`, :func:`numpy_sum`, :func:`moments_sum`; numpy's ``.sum()`` of a long array
+is made in another order before numpy 2.3 than from 2.3 on, so :func:`_moments` gives numpy's
+own bits only from 2.3 on); logs span several blocks (the short test logs elsewhere fit in
+one), and results are compared as bit patterns (signed zeros included; NaN as NaN).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -84,23 +88,165 @@ def test_row_sums_of_other_inputs_are_numpys() -> None:
 
 
 # ------------------------------------------------------------------------------ weight statistics
+#: numpy's ``.sum()`` of a contiguous float64 array is one pairwise summation of the whole array from
+#: numpy 2.3 on; before, its reductions went in chunks of ``np.getbufsize()`` values (8192), each summed
+#: pairwise and added to the result one after another (numpy gh-27883, "Changes to the main iterator and
+#: potential numerical changes" in numpy 2.3's release notes). Checked against numpy itself below.
+WHOLE_ARRAY_PAIRWISE = np.lib.NumpyVersion(np.__version__) >= "2.3.0"
+
+
+def _half(n: int) -> int:
+    """Where numpy's pairwise summation splits ``n`` values: half, rounded down to a multiple of 8."""
+    return n // 2 - (n // 2) % 8
+
+
+def _short_sums(blocks: np.ndarray) -> list[float]:
+    """numpy's pairwise sum of each row of ``blocks`` (``m`` blocks of ``L <= 128`` values), written out:
+    fewer than 8 values added left to right from ``-0.0``; else 8 accumulators (value ``c`` plus values
+    ``c + 8, c + 16, ...`` of the whole groups of 8) added as ``((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))``,
+    then the rest one by one (vectorised over the blocks; float64 additions are the same in any order
+    of blocks)."""
+    m, size = blocks.shape
+    if size < 8:
+        res = np.full(m, -0.0)
+        for j in range(size):
+            res = res + blocks[:, j]
+        return res.tolist()
+    full = size - size % 8
+    r = blocks[:, :8].copy()
+    for i in range(8, full, 8):
+        r = r + blocks[:, i:i + 8]
+    res = ((r[:, 0] + r[:, 1]) + (r[:, 2] + r[:, 3])) + ((r[:, 4] + r[:, 5]) + (r[:, 6] + r[:, 7]))
+    for i in range(full, size):
+        res = res + blocks[:, i]
+    return res.tolist()
+
+
+def pairwise(x: np.ndarray) -> float:
+    """numpy's pairwise summation (its ``pairwise_sum``) of a 1-d float64 array, written out: more than
+    128 values split at :func:`_half` and the two sums added, blocks of up to 128 values by
+    :func:`_short_sums`. Independent of the installed numpy (it adds single floats)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    spans: list[tuple[int, int]] = []  # (start, size) of the short blocks, left to right
+
+    def split(start: int, n: int) -> None:
+        if n <= 128:
+            spans.append((start, n))
+        else:
+            split(start, _half(n))
+            split(start + _half(n), n - _half(n))
+
+    split(0, x.size)
+    sums: dict[int, float] = {}
+    for size in {n for _, n in spans}:
+        starts = np.array([s for s, n in spans if n == size], dtype=np.int64)
+        sums.update(zip(starts.tolist(), _short_sums(x[starts[:, None] + np.arange(size)])))
+
+    def add(start: int, n: int) -> float:
+        return sums[start] if n <= 128 else add(start, _half(n)) + add(start + _half(n), n - _half(n))
+
+    return add(0, x.size)
+
+
+def numpy_sum(x: np.ndarray) -> float:
+    """``x.sum()`` of a contiguous 1-d float64 array in numpy's order, written out: add's identity
+    ``+0.0`` plus the pairwise sum of the whole array (numpy >= 2.3), or plus the pairwise sums of
+    successive chunks of ``np.getbufsize()`` values, one after another (numpy < 2.3)."""
+    total = 0.0
+    step = x.size if WHOLE_ARRAY_PAIRWISE else np.getbufsize()
+    for s in range(0, x.size, max(step, 1)):
+        total += pairwise(x[s:s + step])
+    return total
+
+
+def moments_sum(x: np.ndarray) -> float:
+    """A sum of :func:`_moments` in the order its docstring gives, written out: a contiguous float64
+    array of more than ``BLOCK_VALUES`` values split at :func:`_half` down to parts of at most
+    ``BLOCK_VALUES`` values, each part summed as numpy sums it (:func:`numpy_sum`), the parts' sums
+    added as the split pairs them; any other array as numpy sums it. On numpy >= 2.3 this is
+    :func:`numpy_sum` of the whole array (the halves are pairwise summation's own), before it is not."""
+    if x.dtype != np.float64 or not x.flags.c_contiguous:
+        return float(x.sum())
+    if x.size <= BLOCK_VALUES:
+        return numpy_sum(x)
+    return moments_sum(x[:_half(x.size)]) + moments_sum(x[_half(x.size):])
+
+
+def summation_tolerance(x: np.ndarray) -> float:
+    """A bound on the difference of two float64 sums of ``x`` made in the two orders numpy has used
+    (each within ``eps * depth * sum(|x|)`` of the exact sum, ``depth`` the additions a value
+    goes through: ``log2(n)`` pairwise levels plus ``n / 8192`` chunks)."""
+    depth = math.ceil(math.log2(max(x.size, 2))) + math.ceil(x.size / np.getbufsize())
+    return 2.0 * depth * np.finfo(np.float64).eps * float(np.abs(x).sum())
+
+
+def two_orders(size: int) -> np.ndarray | None:
+    """An array of ``size`` values whose sum is ``2**53 + 2`` in pairwise order (the two 1s meet each
+    other before they meet ``2**53``) and ``2**53`` in numpy < 2.3's order (each 1, in its own chunk,
+    is added to ``2**53`` alone: a tie, rounded to even); None when ``size`` is too short for it."""
+    if size < 2 * np.getbufsize() + 2:
+        return None
+    x = np.zeros(size)
+    x[0], x[-1], x[-1 - np.getbufsize()] = 2.0**53, 1.0, 1.0
+    return x
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 127, 128, 129, 1000, 8191, 8192, 8193, 3 * 8192 + 5,
+                                  BLOCK_VALUES + 1, 3 * BLOCK_VALUES + 13, 1_000_003])
+def test_numpys_sum_order_is_the_one_written_out(size: int) -> None:
+    """The references below are numpy's ``.sum()`` on the installed numpy (both orders: numpy 1.26
+    and 2.4 checked), bit for bit; they are wrong if numpy's order (or WHOLE_ARRAY_PAIRWISE) is."""
+    rng = np.random.default_rng(size + 7)
+    for x in (awkward(rng, (size,)), rng.random(size), np.full(size, -0.0), -rng.random(size)):
+        assert same_bits(numpy_sum(x), x.sum()) and same_bits(numpy_sum(np.square(x)), np.square(x).sum()), size
+        if size <= np.getbufsize() or WHOLE_ARRAY_PAIRWISE:
+            assert same_bits(pairwise(x) + 0.0, x.sum()), size
+    x = two_orders(size)
+    if x is not None:  # the two orders differ on it: the test tells them apart
+        chunked = sum((pairwise(x[s:s + np.getbufsize()]) for s in range(0, size, np.getbufsize())), 0.0)
+        assert pairwise(x) == 2.0**53 + 2 and chunked == 2.0**53
+        assert same_bits(numpy_sum(x), x.sum())
+
+
 @pytest.mark.parametrize("size", [1, 9, BLOCK_VALUES - 1, BLOCK_VALUES, BLOCK_VALUES + 1, 3 * BLOCK_VALUES + 13,
                                   1_000_003])
 def test_moments_are_numpys_bit_for_bit(size: int) -> None:
+    """:func:`_moments` sums in the order it documents (:func:`moments_sum`), bit for bit on any numpy:
+    numpy's own ``.sum()`` from numpy 2.3 on (and for arrays of up to ``BLOCK_VALUES`` values on any
+    numpy), within rounding of it before numpy 2.3."""
     rng = np.random.default_rng(size)
-    for x in (awkward(rng, (size,)), rng.random(size), np.full(size, -0.0), -rng.random(size)):
+    y = two_orders(size)
+    if y is not None and size > BLOCK_VALUES:  # split pairwise above BLOCK_VALUES on any numpy: the 1s meet first
+        assert _moments(y)[0] == 2.0**53 + 2
+    for x in (*([] if y is None else [y]), awkward(rng, (size,)), rng.random(size), np.full(size, -0.0),
+              -rng.random(size)):
         got = _moments(x)
-        want = (x.sum(), np.square(x).sum(), x.max(), x.min(), int(np.count_nonzero(x > 0)))
-        assert all(same_bits(g, v) for g, v in zip(got[:4], want[:4])) and got[4] == want[4], size
+        assert same_bits(got[:2], (moments_sum(x), moments_sum(np.square(x)))), size
+        assert same_bits(got[2:4], (x.max(), x.min())) and got[4] == int(np.count_nonzero(x > 0)), size
+        if size <= BLOCK_VALUES or WHOLE_ARRAY_PAIRWISE:
+            assert same_bits(got[:2], (x.sum(), np.square(x).sum())), size
+        else:
+            assert abs(got[0] - x.sum()) <= summation_tolerance(x), size
+            assert abs(got[1] - np.square(x).sum()) <= summation_tolerance(np.square(x)), size
     assert same_bits(_moments(x[::2])[:4], (x[::2].sum(), np.square(x[::2]).sum(), x[::2].max(), x[::2].min()))
 
 
-def old_weight_statistics(w: np.ndarray, valid: np.ndarray, all_valid: bool) -> tuple[float, ...]:
-    """The previous ``weight_statistics`` (before the one-pass moments), verbatim."""
+def numpys_sums(flat: np.ndarray) -> tuple[float, float]:
+    return flat.sum(), np.square(flat).sum()
+
+
+def moments_sums(flat: np.ndarray) -> tuple[float, float]:
+    return moments_sum(flat), moments_sum(np.square(flat))
+
+
+def old_weight_statistics(w: np.ndarray, valid: np.ndarray, all_valid: bool,
+                          sums: Callable[[np.ndarray], tuple[float, float]] = numpys_sums) -> tuple[float, ...]:
+    """The previous ``weight_statistics`` (before the one-pass moments), verbatim but for ``sums``: the
+    sum and sum of squares of the weights, numpy's by default (as the previous code made them)."""
     ess = mx = top = math.nan
     flat = (w.reshape(-1) if all_valid else w[valid]) if w.ndim == 2 else w
     if flat.size:
-        s, s2 = flat.sum(), np.square(flat).sum()
+        s, s2 = sums(flat)
         ess = float(s * s / s2) if s2 > 0 else 0.0
         mx = float(flat.max())
         k = max(1, math.ceil(0.01 * flat.size))
@@ -139,8 +285,11 @@ def test_weight_statistics_equal_the_previous_implementation(kind: str) -> None:
     elif kind == "list":
         w = w[:, 0].copy()
     all_valid = bool(valid.all())
-    assert all(same_bits(a, b) for a, b in zip(weight_statistics(w, valid, all_valid),
-                                               old_weight_statistics(w, valid, all_valid)))
+    got = weight_statistics(w, valid, all_valid)
+    # the previous code with the sums in the order _moments documents: the same bits on any numpy
+    assert all(same_bits(a, b) for a, b in zip(got, old_weight_statistics(w, valid, all_valid, moments_sums)))
+    if WHOLE_ARRAY_PAIRWISE:  # from numpy 2.3 on, _moments' sums are numpy's: the previous code verbatim
+        assert all(same_bits(a, b) for a, b in zip(got, old_weight_statistics(w, valid, all_valid)))
 
 
 # ------------------------------------------------------------------------------ deterministic targets
