@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 import typer
 from typer.main import get_command
@@ -27,9 +26,11 @@ from onlineeval.cli.power import COMMANDS
 runner = CliRunner()
 
 
-def _click_command(name: str) -> click.Command:
+def _click_command(name: str) -> Any:
+    """typer's click command of ``onlineeval power <name>`` (click itself, or the copy of click that newer
+    typer releases carry as ``typer._click``: click is no dependency of ours, and not always installed)."""
     root = get_command(app)
-    ctx = click.Context(root)
+    ctx = root.context_class(root)
     power = root.get_command(ctx, "power")  # type: ignore[attr-defined]
     return power.get_command(ctx, name)
 
