@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lightgbm as lgb
 import numpy as np
 import pytest
 
 from onlineeval.conventions import preset
 from onlineeval.io import read_letor
 from onlineeval.metrics.evaluate import evaluate_run
+
+lgb = pytest.importorskip("lightgbm", reason="lightgbm (a test dependency: pip install -e '.[test]') is not installed")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,11 @@ from onlineeval.conventions import preset
 from onlineeval.metrics import LabelBatch, parse_metric
 from onlineeval.metrics.base import EvalContext
 from onlineeval.metrics.evaluate import evaluate_run
+
+try:  # a test dependency (pip install -e '.[test]'), needed by the agreement test alone
+    import pytrec_eval
+except ImportError:
+    pytrec_eval = None
 
 # trec_eval measure -> our metric (trec_eval preset: linear gain, docno-descending ties)
 SHARED = {
@@ -63,6 +67,7 @@ def frames(qrels, run):
     return q, r
 
 
+@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval (pytrec-eval-terrier, a test dependency) is not installed")
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections())
 def test_agrees_with_pytrec_eval(data) -> None:

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import xgboost as xgb
 
 from onlineeval.conventions import preset
 from onlineeval.io import read_letor
 from onlineeval.metrics.evaluate import evaluate_run
+
+xgb = pytest.importorskip("xgboost", reason="xgboost (a test dependency: pip install -e '.[test]') is not installed")
 
 
 @pytest.mark.parametrize("split", ["train", "test"])
