@@ -66,7 +66,7 @@ cascade behavior model", WSDM 2022 (independent, cascade and standard IPS).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +83,8 @@ from onlineeval.estimators.base import (
 )
 from onlineeval.estimators.derived import weighted_row_sum
 
-__all__ = ["BEHAVIOURS", "AdaptiveIPS", "mse_score"]
+__all__ = ["BEHAVIOURS", "AdaptiveIPS", "ChoiceFeatures", "bootstrap_counts", "choice_features", "mse_score",
+           "resampled_values"]
 
 #: behaviours from finest (lowest variance) to coarsest (least assumption)
 BEHAVIOURS: tuple[str, ...] = ("independent", "cascade", "standard")
@@ -262,6 +263,28 @@ class AdaptiveIPS(Estimator):
         c = choice if values["independent"].ndim == 1 else choice[:, None]
         return np.where(c == 0, values["independent"], np.where(c == 1, values["cascade"], values["standard"]))
 
+    def bootstrap_estimates(self, data: LoggedData, targets: list[Target], reward: Reward | str, n_boot: int,
+                            rng: np.random.Generator) -> np.ndarray | None:
+        """The data-driven choice's cluster bootstrap: ``(n_boot, len(targets))`` estimates (without the
+        reward's offset) of resamples of the log's clusters (``data.user``; rows without it), the same
+        resample for every target, each running the choice per user type again on its rows
+        (:func:`choice_features`, :func:`resampled_values`), so the interval carries the choice's own
+        variability; ``None`` for fixed behaviours (their terms' plain cluster bootstrap is the same)."""
+        if self.behaviours is not None:
+            return None
+        rw = self._reward(reward, data.k)
+        data.require(*self.needs, estimator=self.name)
+        inv, g = data.user_groups
+        types = data.user_type if data.user_type is not None else np.zeros(data.n, dtype=np.int64)
+        features = [choice_features(types, {b: data.slot_weighted_rewards(t, _WEIGHTS[b], rw) for b in BEHAVIOURS},
+                                    inv, g, self.reference) for t in targets]
+        out = np.empty((int(n_boot), len(targets)))
+        for start, stop, counts in bootstrap_counts(rng, g, int(n_boot)):
+            for j, f in enumerate(features):
+                num, den = resampled_values(f, counts)
+                out[start:stop, j] = num / den
+        return out
+
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         # one behaviour for every row: its weights and terms alone
         names = (self.behaviours,) if isinstance(self.behaviours, str) else BEHAVIOURS
@@ -299,3 +322,92 @@ class AdaptiveIPS(Estimator):
             mapping[int(t)] = best
             report[str(int(t))] = {b: (v if np.isfinite(v) else None) for b, v in scores.items()}  # JSON-able
         return mapping, report
+
+
+# ------------------------------------------------------------------------------ the choice under resampling
+@dataclass(frozen=True)
+class ChoiceFeatures:
+    r"""Per user type, per cluster the sums that adaptive IPS's data-driven choice and estimate read, so that
+    a cluster bootstrap can run the choice again in every resample (:func:`resampled_values`).
+
+    ``clusters[t]`` are the clusters (indices ``< n_clusters``) holding rows of the ``t``-th type and
+    ``sums[t]`` their ``(g_t, 13)`` sums over those rows: the row count; for each behaviour ``b`` of
+    :data:`BEHAVIOURS` the terms :math:`x_b`; the squares of :math:`x_b - c_b`; the differences
+    :math:`d_b = x_b - x_{\mathrm{ref}}` less :math:`e_b`; and their squares. ``centres[t]`` (2, 3) holds
+    :math:`c` and :math:`e`, the type's whole-log means: the variances are shift-invariant, and the sums of
+    centred values keep them from cancelling (:math:`s^2 = (\sum (x - c)^2 - n (\bar x - c)^2) / (n - 1)`)."""
+
+    clusters: tuple[np.ndarray, ...]
+    sums: tuple[np.ndarray, ...]
+    centres: tuple[np.ndarray, ...]
+    n_clusters: int
+    reference: int
+
+
+def choice_features(types: np.ndarray, terms: Mapping[str, np.ndarray], cluster: np.ndarray, n_clusters: int,
+                    reference: str = "standard") -> ChoiceFeatures:
+    """:class:`ChoiceFeatures` of a log: ``types`` (n,) each row's user type, ``terms`` each behaviour's (n,)
+    terms (:meth:`AdaptiveIPS.behaviour_terms`), ``cluster`` (n,) each row's cluster in ``0..n_clusters - 1``
+    (the interval's resampling unit), ``reference`` the behaviour the bias is measured against."""
+    ref = BEHAVIOURS.index(reference)
+    x = np.stack([np.asarray(terms[b], dtype=np.float64) for b in BEHAVIOURS], axis=1)  # (n, 3)
+    clusters, sums, centres = [], [], []
+    for t in _type_codes(types).tolist():
+        rows = np.flatnonzero(types == t)
+        xt = x[rows]
+        dt = xt - xt[:, ref:ref + 1]
+        c, e = xt.mean(axis=0), dt.mean(axis=0)
+        cols = np.concatenate([np.ones((rows.size, 1)), xt, (xt - c) ** 2, dt - e, (dt - e) ** 2], axis=1)
+        used, inv = np.unique(cluster[rows], return_inverse=True)
+        per = np.stack([np.bincount(inv, cols[:, j], used.size) for j in range(cols.shape[1])], axis=1)
+        clusters.append(used.astype(np.int64))
+        sums.append(per)
+        centres.append(np.stack([c, e]))
+    return ChoiceFeatures(tuple(clusters), tuple(sums), tuple(centres), int(n_clusters), ref)
+
+
+def resampled_values(features: ChoiceFeatures, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Adaptive IPS's numerator and denominator in each resample: ``counts`` (m, n_clusters) how often each
+    cluster is drawn; per resample and user type the behaviour of least estimated MSE (:func:`mse_score`,
+    vectorised: the same scores and ties, the finer behaviour, as :meth:`AdaptiveIPS.choose`) on the
+    resampled rows, and the sum of the chosen behaviours' terms over them (numerator) and their count
+    (denominator): the estimate is ``num / den``. A type without resampled rows adds nothing; one with a
+    single row has infinite scores and takes the finest behaviour, as ``choose``."""
+    m = counts.shape[0]
+    parts = [counts[:, idx] @ s for idx, s in zip(features.clusters, features.sums, strict=True)]  # (m, 13) each
+    total = np.sum([p[:, 0] for p in parts], axis=0) if parts else np.zeros(m)
+    num = np.zeros(m)
+    ref = features.reference
+    pick = np.arange(m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for p, (c, e) in zip(parts, features.centres, strict=True):
+            n = p[:, :1]
+            mean_x = p[:, 1:4] / n
+            mean_d = p[:, 7:10] / n + e
+            many = n > 1
+            var_x = np.where(many, (p[:, 4:7] - n * (mean_x - c) ** 2) / (n - 1), np.inf)
+            var_d = np.where(many, (p[:, 10:13] - n * (mean_d - e) ** 2) / (n - 1), np.inf)
+            vx, vd = var_x / n, var_d / n
+            bias2 = np.where(np.isfinite(vd), np.maximum(0.0, mean_d ** 2 - vd), 0.0)
+            bias2[:, ref] = 0.0
+            share = n / total[:, None]
+            scores = share * share * (bias2 + vx)
+            choice = np.argmin(scores, axis=1)  # the first of equal scores: the finer behaviour
+            num += np.where(n[:, 0] > 0, p[pick, 1 + choice], 0.0)
+    return num, total
+
+
+def bootstrap_counts(rng: np.random.Generator, n_clusters: int, n_boot: int,
+                     cells: int = 1 << 22) -> Iterator[tuple[int, int, np.ndarray]]:
+    """The cluster bootstrap's resamples in blocks of at most about ``cells`` counts: ``(start, stop, counts)``
+    with ``counts`` (stop - start, n_clusters) float64, how often each cluster is drawn when ``n_clusters``
+    are drawn with replacement (``rng.integers(0, n_clusters, (stop - start, n_clusters))``, the draws of
+    :func:`onlineeval.stats.cluster_bootstrap_ratio`, counted)."""
+    g = int(n_clusters)
+    block = max(1, min(n_boot, cells // max(g, 1)))
+    for start in range(0, n_boot, block):
+        stop = min(start + block, n_boot)
+        m = stop - start
+        idx = rng.integers(0, g, size=(m, g))
+        idx += np.arange(m, dtype=idx.dtype)[:, None] * g
+        yield start, stop, np.bincount(idx.ravel(), minlength=m * g).reshape(m, g).astype(np.float64)

@@ -702,13 +702,26 @@ class Estimator(ABC):
         if n_boot:
             if rng is None:
                 raise ValueError("n_boot > 0 needs rng (a numpy Generator)")
-            b = cluster_bootstrap_ratio(num_u, den_u, n_boot, rng, alpha=alpha)
-            blo, bhi = b.ci_low + rw.offset, b.ci_high + rw.offset
+            if int(n_boot) < 100:
+                raise ValueError(f"n_boot must be >= 100, got {n_boot}")
+            reps = self.bootstrap_estimates(data, [target], rw, n_boot, rng)
+            if reps is None:
+                b = cluster_bootstrap_ratio(num_u, den_u, n_boot, rng, alpha=alpha)
+                blo, bhi = b.ci_low + rw.offset, b.ci_high + rw.offset
+            else:
+                blo, bhi = (float(v) + rw.offset for v in np.quantile(reps[:, 0], [alpha / 2, 1 - alpha / 2]))
         diag = self.diagnostics(data, target, terms)
         return OffPolicyEstimate(
             self.name, getattr(target, "name", "target"), rw.name, value + rw.offset, se,
             lo + rw.offset, hi + rw.offset, blo, bhi, float(alpha), data.n, clusters, self.assumption, diag,
         )
+
+    def bootstrap_estimates(self, data: LoggedData, targets: list[Target], reward: Reward | str, n_boot: int,
+                            rng: np.random.Generator) -> FloatArray | None:
+        """``(n_boot, len(targets))`` cluster-bootstrap estimates (without the reward's offset) for an estimator
+        whose terms depend on the whole log (adaptive IPS's data-driven choice: each resample runs it again);
+        ``None`` (default): the terms are fixed per row and the callers resample their per-cluster sums."""
+        return None
 
     def terms(self, data: LoggedData, target: Target, reward: Reward | str = "clicks_per_query") -> Terms:
         """Validated per-impression terms (the hook's output, checked for shape)."""

@@ -158,9 +158,10 @@ def paired_difference(
     if n_boot:
         if rng is None:
             raise ValueError("n_boot > 0 needs rng")
-        reps = np.empty(n_boot)
+        whole = estimator.bootstrap_estimates(data, [target, baseline], reward, n_boot, rng)
+        reps = np.empty(n_boot) if whole is None else whole[:, 0] - whole[:, 1]
         block = max(1, min(n_boot, (1 << 22) // g))
-        for start in range(0, n_boot, block):
+        for start in range(0, n_boot if whole is None else 0, block):
             stop = min(start + block, n_boot)
             idx = rng.integers(0, g, size=(stop - start, g))
             st, sb = yt[idx].sum(axis=1), yb[idx].sum(axis=1)

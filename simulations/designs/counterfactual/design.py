@@ -78,6 +78,7 @@ estimator cannot evaluate that target there).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -494,7 +495,7 @@ class CounterfactualDesign(Design):
                 x = x_of[label]
                 out[label] = paired[label]
             if last and math.isfinite(out[label].estimate):
-                out[label] = self._bootstrap(out[label], x)
+                out[label] = self._bootstrap(out[label], x, self._reselect(label, est, users))
         # the logger's three metrics (ratio_mean's kernel and test, row by row the same numbers)
         obs = np.stack([sums[key] for key in ("obs:clicks", "obs:abandoned", "obs:rr")])
         for metric, est_ in zip(LOGGING_METRICS, ratio_means(obs, sums["impressions"], alpha), strict=True):
@@ -526,14 +527,20 @@ class CounterfactualDesign(Design):
             out += [np.bincount(meta["user"], est.pick(choice, stats), self.population)[users], impressions]
         return out
 
-    def _bootstrap(self, est: PairedEstimate, x: list[np.ndarray]) -> PairedEstimate:
-        """Replace the interval by a cluster (user) bootstrap percentile interval."""
+    def _bootstrap(self, est: PairedEstimate, x: list[np.ndarray],
+                   resampled: Callable[[np.ndarray], np.ndarray] | None = None) -> PairedEstimate:
+        """Replace the interval by a cluster (user) bootstrap percentile interval: of the paired difference of
+        the per-user sums ``x`` (num_a, den_a, num_b, den_b over the active users), or, with ``resampled``, of
+        its differences computed from each block's user counts (:meth:`_reselect`)."""
         n, b = x[0].shape[0], self.config.bootstrap
         stats = np.empty(b)
         block = max(1, (1 << 22) // max(n, 1))
         for lo in range(0, b, block):
             m = min(block, b - lo)
             counts = self.rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(np.float64)
+            if resampled is not None:
+                stats[lo:lo + m] = resampled(counts)
+                continue
             s = counts @ np.stack(x, axis=1)  # (m, 4): num_a, den_a, num_b, den_b
             with np.errstate(divide="ignore", invalid="ignore"):
                 stats[lo:lo + m] = s[:, 2] / s[:, 3] - s[:, 0] / s[:, 1]
@@ -541,6 +548,33 @@ class CounterfactualDesign(Design):
         if stats.size:
             est.ci_low, est.ci_high = (float(v) for v in np.quantile(stats, [self.alpha / 2, 1 - self.alpha / 2]))
         return est
+
+
+    def _reselect(self, label: str, est: Any, users: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
+        """For adaptive IPS's data-driven choice (its per-row behaviour terms kept, ``_row_stats``), the
+        bootstrap's differences from the resampled users' counts (``counts`` (m, len(users))), each resample
+        choosing the behaviours per user type again on its rows
+        (:func:`onlineeval.estimators.adaptive_ips.resampled_values`): the interval then carries the choice's
+        own variability, which the per-user sums of the chosen terms leave out. ``None`` otherwise."""
+        if getattr(est, "behaviours", "") is not None or (label, self.target_names[0]) not in self._row_stats:
+            return None
+        from onlineeval.estimators.adaptive_ips import choice_features, resampled_values
+
+        meta = _one_chunk(self._row_meta)
+        position = np.full(self.population, -1, dtype=np.int64)
+        position[users] = np.arange(users.size)
+        cluster = position[meta["user"]]
+        if (cluster < 0).any():  # a row of a user outside the active users: cannot be (they have impressions)
+            raise RuntimeError(f"design {self.name!r}: a logged row's user has no impressions")
+        features = [choice_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
+                                    users.size, est.reference) for t in self.target_names]
+
+        def differences(counts: np.ndarray) -> np.ndarray:
+            (num_a, den_a), (num_b, den_b) = (resampled_values(f, counts) for f in features)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return num_b / den_b - num_a / den_a  # type: ignore[no-any-return]
+
+        return differences
 
 
 class _Count:
