@@ -86,9 +86,12 @@ PARTIAL_FORMAT = 2
 #: (replicate ``r`` is then what a fresh run gives), and so does a sweep's point. ``tests/test_stream_version.py``
 #: holds a digest of each design's draws and fails, asking for this bump, when one changes. Partial files record it
 #: in their header (``stream_version``; absent in files of the versions before it was introduced).
-STREAM_VERSION = 2
+STREAM_VERSION = 3
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
-# one uniform per slot, instead of the smallest of one uniform key per candidate
+# one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
+# last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws
+# of a generator seeded by one draw of the design's) instead of multinomial counts per estimator, and adaptive IPS's
+# data-driven choice run again in every resample (its intervals before held the choice fixed)
 
 
 @dataclass(frozen=True)

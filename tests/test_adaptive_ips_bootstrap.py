@@ -22,12 +22,12 @@ from onlineeval.estimators import LoggedData, get_estimator
 from onlineeval.estimators.adaptive_ips import (
     _WEIGHTS,
     BEHAVIOURS,
-    bootstrap_counts,
     choice_features,
     resampled_values,
 )
 from onlineeval.estimators.checks import check_world, epsilon_greedy_policy, sample_log
 from onlineeval.estimators.log_estimates import paired_difference
+from onlineeval.stats import cluster_resample_counts
 
 REWARD = "clicks_per_query"
 
@@ -111,9 +111,9 @@ def test_a_type_with_one_row_or_none_in_a_resample():
     np.testing.assert_allclose(num[1], terms[m1[0]][rows].sum(), rtol=1e-12)
 
 
-def test_bootstrap_counts_count_the_integer_draws():
+def test_resample_counts_count_the_integer_draws():
     g, n_boot = 37, 23
-    blocks = list(bootstrap_counts(np.random.default_rng(5), g, n_boot, cells=200))
+    blocks = list(cluster_resample_counts(np.random.default_rng(5), g, n_boot, cells=200))
     assert [b[0] for b in blocks] == list(range(0, n_boot, 200 // g))
     counts = np.concatenate([b[2] for b in blocks])
     rng = np.random.default_rng(5)
@@ -179,3 +179,12 @@ def test_the_reselecting_bootstrap_covers_where_the_fixed_choice_does_not():
     lo, hi = (int(v) for v in binom.interval(0.99, 300, 0.95))
     assert lo <= boot <= hi, f"reselecting bootstrap: {boot}/300 cover {truth:.4f}, band [{lo}, {hi}] (CLT {clt})"
     assert fixed < lo, f"the fixed choice's bootstrap covered {fixed}/300 (band [{lo}, {hi}]): the test shows nothing"
+
+
+def test_resample_counts_are_cluster_bootstrap_ratios_draws():
+    rng = np.random.default_rng(12)
+    x, y = rng.random(40), rng.integers(1, 4, 40).astype(np.float64)
+    ref = __import__("onlineeval.stats", fromlist=["x"]).cluster_bootstrap_ratio(x, y, 300, np.random.default_rng(3))
+    reps = np.concatenate([c @ x / (c @ y) for _, _, c in cluster_resample_counts(np.random.default_rng(3), 40, 300)])
+    lo, hi = np.quantile(reps, [0.025, 0.975])
+    np.testing.assert_allclose((lo, hi), (ref.ci_low, ref.ci_high), rtol=1e-12)

@@ -66,7 +66,7 @@ cascade behavior model", WSDM 2022 (independent, cascade and standard IPS).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,8 +83,7 @@ from onlineeval.estimators.base import (
 )
 from onlineeval.estimators.derived import weighted_row_sum
 
-__all__ = ["BEHAVIOURS", "AdaptiveIPS", "ChoiceFeatures", "bootstrap_counts", "choice_features", "mse_score",
-           "resampled_values"]
+__all__ = ["BEHAVIOURS", "AdaptiveIPS", "ChoiceFeatures", "choice_features", "mse_score", "resampled_values"]
 
 #: behaviours from finest (lowest variance) to coarsest (least assumption)
 BEHAVIOURS: tuple[str, ...] = ("independent", "cascade", "standard")
@@ -279,7 +278,9 @@ class AdaptiveIPS(Estimator):
         features = [choice_features(types, {b: data.slot_weighted_rewards(t, _WEIGHTS[b], rw) for b in BEHAVIOURS},
                                     inv, g, self.reference) for t in targets]
         out = np.empty((int(n_boot), len(targets)))
-        for start, stop, counts in bootstrap_counts(rng, g, int(n_boot)):
+        from onlineeval.stats import cluster_resample_counts
+
+        for start, stop, counts in cluster_resample_counts(rng, g, int(n_boot)):
             for j, f in enumerate(features):
                 num, den = resampled_values(f, counts)
                 out[start:stop, j] = num / den
@@ -396,18 +397,3 @@ def resampled_values(features: ChoiceFeatures, counts: np.ndarray) -> tuple[np.n
             num += np.where(n[:, 0] > 0, p[pick, 1 + choice], 0.0)
     return num, total
 
-
-def bootstrap_counts(rng: np.random.Generator, n_clusters: int, n_boot: int,
-                     cells: int = 1 << 22) -> Iterator[tuple[int, int, np.ndarray]]:
-    """The cluster bootstrap's resamples in blocks of at most about ``cells`` counts: ``(start, stop, counts)``
-    with ``counts`` (stop - start, n_clusters) float64, how often each cluster is drawn when ``n_clusters``
-    are drawn with replacement (``rng.integers(0, n_clusters, (stop - start, n_clusters))``, the draws of
-    :func:`onlineeval.stats.cluster_bootstrap_ratio`, counted)."""
-    g = int(n_clusters)
-    block = max(1, min(n_boot, cells // max(g, 1)))
-    for start in range(0, n_boot, block):
-        stop = min(start + block, n_boot)
-        m = stop - start
-        idx = rng.integers(0, g, size=(m, g))
-        idx += np.arange(m, dtype=idx.dtype)[:, None] * g
-        yield start, stop, np.bincount(idx.ravel(), minlength=m * g).reshape(m, g).astype(np.float64)

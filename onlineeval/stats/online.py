@@ -25,6 +25,7 @@ Conventions
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
@@ -49,6 +50,7 @@ __all__ = [
     "ratio_mean_values",
     "ratio_diff_values",
     "cluster_bootstrap_ratio",
+    "cluster_resample_counts",
     "ratio_linearization",
 ]
 
@@ -556,6 +558,24 @@ def ratio_diff(
 
 #: Upper bound on the number of resampled indices held in memory at once.
 _BOOT_BLOCK_CELLS = 1 << 22
+
+
+def cluster_resample_counts(rng: np.random.Generator, n_clusters: int, n_boot: int,
+                            cells: int = _BOOT_BLOCK_CELLS) -> Iterator[tuple[int, int, np.ndarray]]:
+    """A cluster bootstrap's resamples as counts, in blocks of at most about ``cells`` counts:
+    ``(start, stop, counts)`` with ``counts`` (stop - start, n_clusters) float64, how often each of the
+    ``n_clusters`` clusters is drawn when as many are drawn with replacement: the draws of
+    :func:`cluster_bootstrap_ratio` (``rng.integers(0, n_clusters, (stop - start, n_clusters))`` per block),
+    counted, so that a statistic of per-cluster sums is ``counts @ sums`` (and one that is not a sum, such as
+    adaptive IPS's choice, can be recomputed per resample from them)."""
+    g = int(n_clusters)
+    block = max(1, min(int(n_boot), int(cells) // max(g, 1)))
+    for start in range(0, int(n_boot), block):
+        stop = min(start + block, int(n_boot))
+        m = stop - start
+        idx = rng.integers(0, g, size=(m, g))
+        idx += np.arange(m, dtype=idx.dtype)[:, None] * g
+        yield start, stop, np.bincount(idx.ravel(), minlength=m * g).reshape(m, g).astype(np.float64)
 
 
 def cluster_bootstrap_ratio(

@@ -78,7 +78,7 @@ estimator cannot evaluate that target there).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -414,6 +414,13 @@ class CounterfactualDesign(Design):
         one step (the rows of the sums matrix) and the accumulated estimators' paired
         differences computed together (:func:`paired_differences`: the same numbers)."""
         self._day = day
+        self._boot_kept = None
+        try:
+            self._checkpoint(day)
+        finally:
+            self._boot_kept = None  # the bootstrap's resamples are the checkpoint's alone
+
+    def _checkpoint(self, day: int) -> None:
         if self.aa:
             super().checkpoint(day)
             return
@@ -531,24 +538,47 @@ class CounterfactualDesign(Design):
                    resampled: Callable[[np.ndarray], np.ndarray] | None = None) -> PairedEstimate:
         """Replace the interval by a cluster (user) bootstrap percentile interval: of the paired difference of
         the per-user sums ``x`` (num_a, den_a, num_b, den_b over the active users), or, with ``resampled``, of
-        its differences computed from each block's user counts (:meth:`_reselect`)."""
+        its differences computed from each block's user counts (:meth:`_reselect`). Every estimator of a
+        checkpoint reads the same resamples (:meth:`_resamples`)."""
         n, b = x[0].shape[0], self.config.bootstrap
         stats = np.empty(b)
-        block = max(1, (1 << 22) // max(n, 1))
-        for lo in range(0, b, block):
-            m = min(block, b - lo)
-            counts = self.rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(np.float64)
+        for lo, hi, counts in self._resamples(n):
             if resampled is not None:
-                stats[lo:lo + m] = resampled(counts)
+                stats[lo:hi] = resampled(counts)
                 continue
             s = counts @ np.stack(x, axis=1)  # (m, 4): num_a, den_a, num_b, den_b
             with np.errstate(divide="ignore", invalid="ignore"):
-                stats[lo:lo + m] = s[:, 2] / s[:, 3] - s[:, 0] / s[:, 1]
+                stats[lo:hi] = s[:, 2] / s[:, 3] - s[:, 0] / s[:, 1]
         stats = stats[np.isfinite(stats)]
         if stats.size:
             est.ci_low, est.ci_high = (float(v) for v in np.quantile(stats, [self.alpha / 2, 1 - self.alpha / 2]))
         return est
 
+
+    #: the bootstrap's resamples of a checkpoint are kept for its other estimators up to this many counts
+    #: (16 M: 128 MB); beyond, each estimator draws them again from the same seed (the same numbers)
+    max_kept_counts = 1 << 24
+
+    def _resamples(self, n: int) -> list[tuple[int, int, np.ndarray]] | Iterator[tuple[int, int, np.ndarray]]:
+        """The checkpoint's ``config.bootstrap`` resamples of its ``n`` active users as blocks of counts
+        (:func:`onlineeval.stats.cluster_resample_counts`), the same for every estimator (their intervals are
+        paired, and the users are drawn once): from a generator seeded by one draw of the design's at the
+        checkpoint's first bootstrap."""
+        from onlineeval.stats import cluster_resample_counts
+
+        kept = self.__dict__.get("_boot_kept")
+        if kept is None or kept[0] != (self._day, n):
+            kept = self._boot_kept = ((self._day, n), int(self.rng.integers(0, 1 << 63)), None)
+        key, seed, blocks = kept
+        if blocks is not None:
+            return blocks
+        b = self.config.bootstrap
+        fresh = cluster_resample_counts(np.random.default_rng(seed), n, b)
+        if b * n > self.max_kept_counts:
+            return fresh
+        blocks = list(fresh)
+        self._boot_kept = (key, seed, blocks)
+        return blocks
 
     def _reselect(self, label: str, est: Any, users: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
         """For adaptive IPS's data-driven choice (its per-row behaviour terms kept, ``_row_stats``), the
