@@ -14,6 +14,8 @@ the whole log, so they leave out how the choice itself varies from log to log. T
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -51,14 +53,19 @@ def _expanded(log: LoggedData, counts: np.ndarray) -> np.ndarray:
     return np.concatenate([np.tile(order[starts[c]:starts[c + 1]], int(k)) for c, k in enumerate(counts) if k])
 
 
+@pytest.mark.parametrize("dense", [True, False])
 @pytest.mark.parametrize("reference", ["standard", "cascade"])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_a_resample_chooses_and_estimates_as_choose_on_the_resampled_log(reference, seed):
+def test_a_resample_chooses_and_estimates_as_choose_on_the_resampled_log(reference, seed, dense):
+    """Both layouts of the features: the types' sums side by side (one product) and per type (a gather)."""
     log, target, _ = _log(seed)
     est = get_estimator("adaptive_ips", reference=reference)
     terms, _ = _terms(est, log, target)
     inv, g = log.user_groups
     features = choice_features(log.user_type, terms, inv, g, reference)
+    assert features.dense is not None
+    if not dense:
+        features = dataclasses.replace(features, dense=None)
     rng = np.random.default_rng(seed + 10)
     counts = np.stack([np.bincount(rng.integers(0, g, g), minlength=g) for _ in range(12)]).astype(np.float64)
     num, den = resampled_values(features, counts)

@@ -343,6 +343,14 @@ class ChoiceFeatures:
     centres: tuple[np.ndarray, ...]
     n_clusters: int
     reference: int
+    #: ``(n_clusters, 13 T)``: the types' sums side by side, zero where a cluster has no row of the type, when it
+    #: holds at most :data:`DENSE_CELLS` values (one product with the resamples' counts instead of a gather of
+    #: their columns per type: 3x faster at 400 resamples of 5,900 users); ``None`` beyond
+    dense: np.ndarray | None = None
+
+
+#: the largest :attr:`ChoiceFeatures.dense` (values; 128 MB)
+DENSE_CELLS = 1 << 24
 
 
 def choice_features(types: np.ndarray, terms: Mapping[str, np.ndarray], cluster: np.ndarray, n_clusters: int,
@@ -364,7 +372,12 @@ def choice_features(types: np.ndarray, terms: Mapping[str, np.ndarray], cluster:
         clusters.append(used.astype(np.int64))
         sums.append(per)
         centres.append(np.stack([c, e]))
-    return ChoiceFeatures(tuple(clusters), tuple(sums), tuple(centres), int(n_clusters), ref)
+    dense = None
+    if int(n_clusters) * 13 * len(sums) <= DENSE_CELLS:
+        dense = np.zeros((int(n_clusters), 13 * len(sums)))
+        for i, (used, per) in enumerate(zip(clusters, sums, strict=True)):
+            dense[used, 13 * i:13 * (i + 1)] = per
+    return ChoiceFeatures(tuple(clusters), tuple(sums), tuple(centres), int(n_clusters), ref, dense)
 
 
 def resampled_values(features: ChoiceFeatures, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -375,7 +388,11 @@ def resampled_values(features: ChoiceFeatures, counts: np.ndarray) -> tuple[np.n
     (denominator): the estimate is ``num / den``. A type without resampled rows adds nothing; one with a
     single row has infinite scores and takes the finest behaviour, as ``choose``."""
     m = counts.shape[0]
-    parts = [counts[:, idx] @ s for idx, s in zip(features.clusters, features.sums, strict=True)]  # (m, 13) each
+    if features.dense is not None:
+        both = counts @ features.dense
+        parts = [both[:, 13 * i:13 * (i + 1)] for i in range(len(features.sums))]  # (m, 13) each
+    else:
+        parts = [counts[:, idx] @ s for idx, s in zip(features.clusters, features.sums, strict=True)]
     total = np.sum([p[:, 0] for p in parts], axis=0) if parts else np.zeros(m)
     num = np.zeros(m)
     ref = features.reference
