@@ -102,7 +102,9 @@ def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
         "counterfactual_effect": "per estimator: V(B) - V(A) of the design's metric, the difference of the two "
         "targets' ratio estimates from the same log (sum of per-impression terms over users / sum of "
         "denominators), delta-method SE of the paired difference from per-user influence values, two-sided "
-        "z-test; with bootstrap > 0 the last day's interval is a cluster (user) bootstrap percentile interval",
+        "z-test; with bootstrap > 0 the last day's interval is a cluster (user) bootstrap percentile interval (the "
+        "same resamples of the users for every estimator; adaptive IPS's data-driven choice is run again in each: "
+        "its delta-method interval holds the choice fixed and covers less than the nominal level)",
         "counterfactual_truth": "exact V(B) - V(A) from the click models (as the A/B truth)",
         "counterfactual_cost": "per impression: one logger draw, the shown list's propensities, clicks, and each "
         "incremental estimator's terms for two targets; a checkpoint is O(users) per estimator; estimators that "

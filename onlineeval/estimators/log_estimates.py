@@ -263,7 +263,8 @@ def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: floa
         "bootstrap": bootstrap,
         "bootstrap_interval": ("none" if not bootstrap else
                                f"{bootstrap} cluster resamples, percentile; generator numpy default_rng([seed, "
-                               "crc32(estimator), crc32(target)(, crc32(baseline))])"),
+                               "crc32(estimator), crc32(target)(, crc32(baseline))]); adaptive_ips's data-driven "
+                               "choice of behaviours is run again in every resample"),
         "seed": seed,
     }
     return conventions
