@@ -61,6 +61,7 @@ from simulations.config import Config
 from simulations.runner import (
     Truth,
     compute_truth,
+    one_blas_thread,
     replicate_seeds,
     resolve_workers,
     run_replicate,
@@ -197,6 +198,7 @@ def _init_local_worker() -> None:
     # inherited SIGTERM handler raises, so its terminate() would print a worker's traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    one_blas_thread()
 
 
 def _local_task(point: str, config: Config, indices: tuple[int, ...], kind: str) -> TaskResult:

@@ -160,12 +160,23 @@ def run_replicate(
 _WORKER: dict[str, Any] = {}
 
 
+def one_blas_thread() -> None:
+    """Limit this process's BLAS (and OpenMP) thread pools to one thread, in a worker process of a local pool: the
+    workers fill the cores, and BLAS's own threads in every worker (OpenBLAS starts one per core) only spin against
+    each other. Measured on ``configs/counterfactual.yaml`` (2 workers, 2 cores; the bootstrap's products of the
+    resamples' counts): 52 s of CPU time against 35 s with one thread each, 33 against 25 s of wall time."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
+
+
 def _init_worker(config: Config, world: World) -> None:
     # the parent handles Ctrl-C and SIGTERM (cancels the queue and ends the workers); a worker
     # interrupted on its own would only print a traceback. A forked worker inherits the parent's
     # handler, which turns SIGTERM into an exception: the parent's terminate() must end it silently
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    one_blas_thread()
     _WORKER.update(config=config, world=world, users=UserModels.from_config(config.users))
 
 

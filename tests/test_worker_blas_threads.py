@@ -1,0 +1,42 @@
+"""Local worker processes run BLAS with one thread (simulations.runner.one_blas_thread): the processes fill the
+cores, and OpenBLAS's own threads in every worker would only spin against each other."""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+
+def _blas_threads() -> list[int]:
+    import numpy  # noqa: F401  (loads the BLAS library)
+
+    return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+
+def _run(initializer) -> list[int]:
+    with ProcessPoolExecutor(max_workers=1, initializer=initializer) as pool:
+        return pool.submit(_blas_threads).result()
+
+
+def test_the_local_executors_workers_run_one_blas_thread():
+    from simulations.executors import _init_local_worker
+
+    assert _run(_init_local_worker) and set(_run(_init_local_worker)) == {1}
+
+
+def test_one_blas_thread_limits_a_worker():
+    from simulations import runner
+
+    assert set(_run(runner.one_blas_thread)) == {1}
+
+
+def test_the_parent_keeps_its_blas_threads():
+    """The limit is the workers' alone: a pool started after another keeps the parent's setting."""
+    from simulations.executors import _init_local_worker
+
+    before = _blas_threads()
+    _run(_init_local_worker)
+    assert _blas_threads() == before
