@@ -6,7 +6,8 @@ design's ``process`` (serving: draw, clicks, propensities, estimator terms) and
 ``checkpoint`` (estimates) separately. Team-draft interleaving runs in the same loop on
 the same batches, so the two are measured under the same machine load. Variants of the
 counterfactual design (the configured six estimators, each estimator alone, an
-epsilon-greedy logger with one estimator) run side by side; the A/A designs and the
+epsilon-greedy logger with one estimator, and, when the config sets a last-day bootstrap, the
+design without it) run side by side; the A/A designs and the
 team-draft null variant are left out (the counterfactual A/A design does no work).
 
 Then the configured design's ``process`` is split into its parts as it runs: the logger's draw, the users'
@@ -176,6 +177,8 @@ def main() -> None:
         variants[f"only_{spec['name']}"] = {"estimators": [spec]}
     variants["eps_greedy_rips"] = {"logger": EPSILON_GREEDY, "estimators": [{"name": "rips", "options": {}}]}
     variants["eps_greedy_ips"] = {"logger": EPSILON_GREEDY, "estimators": [{"name": "ips", "options": {}}]}
+    if cf.get("bootstrap"):  # the last day's bootstrap: a cost per replicate (resamples x users), not per impression
+        variants["counterfactual_no_bootstrap"] = {"bootstrap": 0}
     cfg = variant_config(mapping, variants)
     td_name = next(d.name for d in cfg.designs if d.type == "interleaving")
 
@@ -200,6 +203,10 @@ def main() -> None:
     for d in cfg.designs:
         s, c = us(d.name, "serving"), us(d.name, "checkpoints")
         print(f"{d.name:<28}{s:10.3f}{c:10.3f}{s + c:10.3f}{(s + c) / td_total:14.2f}")
+    if cf.get("bootstrap"):
+        extra = best[("counterfactual", "checkpoints")] - best[("counterfactual_no_bootstrap", "checkpoints")]
+        print(f"(bootstrap: {cf['bootstrap']} resamples of the users on the last day, in every variant but "
+              f"counterfactual_no_bootstrap: {1e3 * extra / args.replicates:.0f} ms per replicate)")
     if args.no_split:
         return
     print("\nthe configured design's process and checkpoints split (us per impression, each part's best round):")
