@@ -489,3 +489,25 @@ def test_round_trip_ips_within_4_se_of_truth(tmp_path: Path, logger: bool) -> No
                 assert r["diagnostics"]["support_violations"] == 0 and r["diagnostics"]["support_checked"] == 20000
         if logger:
             assert doc["log"]["propensity_source"] == "logger:randtop"
+
+
+def test_adaptive_ips_bootstrap_makes_its_choice_again(world: dict[str, Any]) -> None:
+    """adaptive_ips's bootstrap intervals, of each estimate and of the difference, are its reselecting bootstrap's
+    (AdaptiveIPS.bootstrap_estimates with the command's generators), not the plain bootstrap of the chosen terms."""
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+                   "--estimator", "adaptive_ips", "--metric", "clicks_per_query", "--bootstrap", "200", "--seed", "4")
+    sim = world["sim"]
+    data = lib_data(sim)
+    tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
+    reward = get_reward("clicks_per_query", K)
+    est = get_estimator("adaptive_ips")
+    crc = [zlib.crc32(x) for x in (b"adaptive_ips", b"B", b"A")]
+    reps = est.bootstrap_estimates(data, [tb], reward, 200, np.random.default_rng([4, crc[0], crc[1]]))
+    row = next(r for r in doc["results"] if r["target"] == "B")
+    lo, hi = np.quantile(reps[:, 0], [0.025, 0.975]) + reward.offset
+    assert (row["boot_low"], row["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
+    pair = est.bootstrap_estimates(data, [tb, ta], reward, 200, np.random.default_rng([4, *crc]))
+    diff = doc["differences"][0]
+    assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
+        tuple(np.quantile(pair[:, 0] - pair[:, 1], [0.025, 0.975])), rel=1e-12)
+    assert "adaptive_ips's data-driven choice" in doc["conventions"]["bootstrap_interval"]
