@@ -54,7 +54,7 @@ varies from log to log, and covers less than the nominal level where the choice 
 (``configs/counterfactual.yaml``, 1,000 replicates under each of three seeds: 0.875-0.904
 for a nominal 0.95, where IPS, SNIPS and RIPS covered 0.94-0.96; the whole-list reference
 is too noisy there to reveal the independent behaviour's bias for the cascade users, which
-about a fifth of the choices take). The cluster bootstrap (``n_boot``; the ``estimate``
+12-27% of the choices take, by seed). The cluster bootstrap (``n_boot``; the ``estimate``
 command's ``--bootstrap``; the simulator's ``bootstrap``) runs the choice again in every
 resample (:meth:`AdaptiveIPS.bootstrap_estimates`, :func:`resampled_values`), and its
 percentile interval covers at the nominal level: 0.949-0.958 over the same replicates; in
