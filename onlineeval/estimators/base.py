@@ -704,7 +704,8 @@ class Estimator(ABC):
                 raise ValueError("n_boot > 0 needs rng (a numpy Generator)")
             if int(n_boot) < 100:
                 raise ValueError(f"n_boot must be >= 100, got {n_boot}")
-            reps = self.bootstrap_estimates(data, [target], rw, n_boot, rng)
+            # one cluster: every resample is the log itself; cluster_bootstrap_ratio refuses it (InputError)
+            reps = self.bootstrap_estimates(data, [target], rw, n_boot, rng) if clusters >= 2 else None
             if reps is None:
                 b = cluster_bootstrap_ratio(num_u, den_u, n_boot, rng, alpha=alpha)
                 blo, bhi = b.ci_low + rw.offset, b.ci_high + rw.offset
