@@ -32,3 +32,28 @@ def test_one_cluster_has_no_bootstrap_interval(name):
     assert point.clusters == 1 and np.isnan(point.se)
     with pytest.raises(InputError):
         est.estimate(log, target, REWARD, n_boot=200, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("n", [60, 2_000_000 // 13 + 7])
+def test_one_type_in_every_cluster_keeps_one_copy_of_its_sums(n, monkeypatch):
+    """A log without user types (one context) or of one type, every cluster holding rows (a log without user ids:
+    its rows): the dense layout is the type's sums themselves (the same memory, not a second (n, 13) copy: 104 MB
+    per target at 10^6 rows), at any size, and gives the gather layout's numbers."""
+    from onlineeval.estimators.adaptive_ips import BEHAVIOURS, choice_features, resampled_values
+    import onlineeval.estimators.adaptive_ips as aips
+
+    monkeypatch.setattr(aips, "DENSE_CELLS", 13 * 100)  # the 60 clusters' layout would be a copy within it
+    rng = np.random.default_rng(1)
+    terms = {b: rng.random(n) * (i + 1) for i, b in enumerate(BEHAVIOURS)}
+    f = choice_features(np.zeros(n, dtype=np.int64), terms, np.arange(n), n)
+    assert f.dense is not None and np.shares_memory(f.dense, f.sums[0])
+    counts = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(3)]).astype(np.float64)
+    import dataclasses
+
+    num, den = resampled_values(f, counts)
+    num_g, den_g = resampled_values(dataclasses.replace(f, dense=None), counts)
+    np.testing.assert_array_equal(den, den_g)
+    np.testing.assert_allclose(num, num_g, rtol=1e-13)
+    # several types: the side-by-side copy within DENSE_CELLS, none beyond
+    two = choice_features(np.arange(60) % 2, {b: v[:60] for b, v in terms.items()}, np.arange(60), 60)
+    assert two.dense is None or not np.shares_memory(two.dense, two.sums[0])

@@ -358,7 +358,8 @@ class ChoiceFeatures:
     reference: int
     #: ``(n_clusters, 13 T)``: the types' sums side by side, zero where a cluster has no row of the type, when it
     #: holds at most :data:`DENSE_CELLS` values (one product with the resamples' counts instead of a gather of
-    #: their columns per type: 3x faster at 400 resamples of 5,900 users); ``None`` beyond
+    #: their columns per type: 3x faster at 400 resamples of 5,900 users); ``None`` beyond. A log of one type
+    #: (or without types) whose every cluster holds rows has its sums as this layout (the same array, any size)
     dense: np.ndarray | None = None
 
 
@@ -386,7 +387,9 @@ def choice_features(types: np.ndarray, terms: Mapping[str, np.ndarray], cluster:
         sums.append(per)
         centres.append(np.stack([c, e]))
     dense = None
-    if int(n_clusters) * 13 * len(sums) <= DENSE_CELLS:
+    if len(sums) == 1 and clusters[0].size == int(n_clusters):  # one type in every cluster: its sums, no copy
+        dense = sums[0]
+    elif int(n_clusters) * 13 * len(sums) <= DENSE_CELLS:
         dense = np.zeros((int(n_clusters), 13 * len(sums)))
         for i, (used, per) in enumerate(zip(clusters, sums, strict=True)):
             dense[used, 13 * i:13 * (i + 1)] = per
