@@ -21,13 +21,23 @@ def _run(initializer) -> list[int]:
         return pool.submit(_blas_threads).result()
 
 
-def test_the_local_executors_workers_run_one_blas_thread():
+@pytest.fixture(scope="module")
+def unlimited() -> list[int]:
+    """A worker's BLAS threads without the limit: more than one, or the tests below would pass whatever the
+    initializers do (one core, or OPENBLAS_NUM_THREADS=1 in the environment)."""
+    threads = _run(None)
+    if not threads or max(threads) <= 1:
+        pytest.skip(f"a worker without the limit already runs {threads} BLAS threads: nothing to limit here")
+    return threads
+
+
+def test_the_local_executors_workers_run_one_blas_thread(unlimited):
     from simulations.executors import _init_local_worker
 
     assert _run(_init_local_worker) and set(_run(_init_local_worker)) == {1}
 
 
-def test_one_blas_thread_limits_a_worker():
+def test_one_blas_thread_limits_a_worker(unlimited):
     from simulations import runner
 
     assert set(_run(runner.one_blas_thread)) == {1}
