@@ -42,11 +42,3 @@ def test_one_blas_thread_limits_a_worker(unlimited):
 
     assert set(_run(runner.one_blas_thread)) == {1}
 
-
-def test_the_parent_keeps_its_blas_threads():
-    """The limit is the workers' alone: a pool started after another keeps the parent's setting."""
-    from simulations.executors import _init_local_worker
-
-    before = _blas_threads()
-    _run(_init_local_worker)
-    assert _blas_threads() == before
