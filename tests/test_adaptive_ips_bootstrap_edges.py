@@ -57,3 +57,20 @@ def test_one_type_in_every_cluster_keeps_one_copy_of_its_sums(n, monkeypatch):
     # several types: the side-by-side copy within DENSE_CELLS, none beyond
     two = choice_features(np.arange(60) % 2, {b: v[:60] for b, v in terms.items()}, np.arange(60), 60)
     assert two.dense is None or not np.shares_memory(two.dense, two.sums[0])
+
+
+@pytest.mark.parametrize("name", ["ips", "adaptive_ips"])
+def test_one_cluster_has_no_paired_bootstrap_interval(name):
+    """The same for the difference of two targets (the estimate command's --baseline): refused, where every
+    resample gave the log itself and a zero-width interval."""
+    from onlineeval.estimators import get_reward
+    from onlineeval.estimators.log_estimates import paired_difference
+
+    log, target = _one_user_log()
+    baseline = check_world("mixture").targets[1]
+    est = get_estimator(name)
+    reward = get_reward(REWARD, log.k)
+    plain = paired_difference(est, log, target, baseline, reward)
+    assert plain["clusters"] == 1 and np.isnan(plain["se"])
+    with pytest.raises(InputError, match="one cluster"):
+        paired_difference(est, log, target, baseline, reward, 0.05, 200, np.random.default_rng(0))

@@ -158,6 +158,9 @@ def paired_difference(
     if n_boot:
         if rng is None:
             raise ValueError("n_boot > 0 needs rng")
+        if g < 2:  # every resample would be the log itself: a zero-width interval, as if certain
+            raise InputError("paired cluster bootstrap: the log has one cluster (user); a bootstrap needs at least "
+                             "two", data.source)
         whole = estimator.bootstrap_estimates(data, [target, baseline], reward, n_boot, rng)
         reps = np.empty(n_boot) if whole is None else whole[:, 0] - whole[:, 1]
         block = max(1, min(n_boot, (1 << 22) // g))
