@@ -507,10 +507,13 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
                 x = _gathered_rows(design, label, users)
                 value = paired_difference(x[0], x[1], x[2], x[3], alpha)
         if last and math.isfinite(value.estimate):
-            if x is None:
+            reselect = design._reselect(label, est, users)
+            if reselect is not None:  # the resamples' differences come from the rows (x gives their count only)
+                x = [users]
+            elif x is None:
                 x = (_gathered_rows(design, label, users) if label in accumulated else
                      design._row_stat_sums(label, est, users, acc[0].take(users)))
-            value = design._bootstrap(value, x, design._reselect(label, est, users))
+            value = design._bootstrap(value, x, reselect)
         values.append(_values(value))
     for m in range(3):  # the logger's three metrics (ratio_means: the SE is the square root of the variance)
         values.append(_values(PairedEstimate(est_[m], math.sqrt(se_[m]), alpha) if ok[m] else

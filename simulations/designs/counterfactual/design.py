@@ -538,8 +538,8 @@ class CounterfactualDesign(Design):
                    resampled: Callable[[np.ndarray], np.ndarray] | None = None) -> PairedEstimate:
         """Replace the interval by a cluster (user) bootstrap percentile interval: of the paired difference of
         the per-user sums ``x`` (num_a, den_a, num_b, den_b over the active users), or, with ``resampled``, of
-        its differences computed from each block's user counts (:meth:`_reselect`). Every estimator of a
-        checkpoint reads the same resamples (:meth:`_resamples`)."""
+        its differences computed from each block's user counts (:meth:`_reselect`; ``x[0]`` then only gives the
+        number of users). Every estimator of a checkpoint reads the same resamples (:meth:`_resamples`)."""
         n, b = x[0].shape[0], self.config.bootstrap
         stats = np.empty(b)
         for lo, hi, counts in self._resamples(n):
