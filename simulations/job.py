@@ -392,6 +392,10 @@ def prepare_world(config: Config, say: Callable[[str], None] = lambda _msg: None
     users = UserModels.from_config(config.users)
     users.check_world(world.n_grades, world.ranked_labels("A")[:8])
     say(f"world: {world.n_queries} queries, rankers A and B at depth {world.depth}")
+    from simulations.designs.counterfactual.serving import interval_warnings
+
+    for line in interval_warnings(config):
+        say(line)
     return world, users
 
 

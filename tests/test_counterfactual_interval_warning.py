@@ -1,0 +1,50 @@
+"""The simulator warns when adaptive IPS's data-driven choice runs without the last day's bootstrap: its
+delta-method interval then holds the choice fixed and covers below the nominal level."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulations.config import config_from_mapping, load_config
+from simulations.designs.counterfactual.serving import interval_warnings
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "counterfactual.yaml"
+
+
+def _config(bootstrap: int, estimators: list | None = None):
+    mapping = load_config(CONFIG).effective()
+    design = mapping["designs"][2]
+    design["bootstrap"] = bootstrap
+    if estimators is not None:
+        design["estimators"] = estimators
+    return config_from_mapping(mapping)
+
+
+def test_the_bundled_config_needs_no_warning():
+    assert load_config(CONFIG).designs[2].bootstrap > 0
+    assert interval_warnings(load_config(CONFIG)) == []
+
+
+def test_without_the_bootstrap_the_design_and_key_are_named():
+    (line,) = interval_warnings(_config(0))
+    assert line.startswith("warning: design 'counterfactual': adaptive_ips chooses its behaviours")
+    assert "designs[2].bootstrap is 0" in line and "designs[2].bootstrap: 400" in line
+
+
+@pytest.mark.parametrize("estimators", [
+    ["ips", "rips"],
+    [{"name": "adaptive_ips", "behaviours": "cascade"}],
+    [{"name": "adaptive_ips", "behaviours": {0: "independent", 1: "cascade"}}],
+])
+def test_fixed_behaviours_or_no_adaptive_ips_need_no_warning(estimators):
+    assert interval_warnings(_config(0, estimators)) == []
+
+
+def test_simulate_says_it():
+    from simulations.job import prepare_world
+
+    lines: list[str] = []
+    prepare_world(_config(0), lines.append)
+    assert any(line.startswith("warning: design 'counterfactual'") for line in lines)
