@@ -511,3 +511,15 @@ def test_adaptive_ips_bootstrap_makes_its_choice_again(world: dict[str, Any]) ->
     assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
         tuple(np.quantile(pair[:, 0] - pair[:, 1], [0.025, 0.975])), rel=1e-12)
     assert "adaptive_ips's data-driven choice" in doc["conventions"]["bootstrap_interval"]
+
+
+def test_adaptive_ips_without_bootstrap_warns_of_its_fixed_choice(world: dict[str, Any]) -> None:
+    base = ("--log", str(world["log"]), "--target", str(world["B"]), "--metric", "clicks_per_query")
+    warned = "the CLT interval holds the data-driven choice"
+    doc = json_out(*base, "--estimator", "adaptive_ips,ips")
+    ada, ips = doc["results"]
+    assert any(w.startswith(warned) for w in ada["warnings"]) and not any(warned in w for w in ips["warnings"])
+    booted = json_out(*base, "--estimator", "adaptive_ips", "--bootstrap", "100")["results"][0]
+    assert not any(warned in w for w in booted["warnings"])
+    fixed = json_out(*base, "--estimator", "adaptive_ips", "--option", "adaptive_ips.behaviours=cascade")
+    assert not any(warned in w for w in fixed["results"][0]["warnings"])
