@@ -127,7 +127,10 @@ def test_signal_stops_promptly_keeps_work_and_resumes_identically(
     assert "interrupted" in err
     kept = _records(out)
     assert kept >= 2
-    assert kept < 30, "the run finished the whole queue instead of stopping"
+    # two workers finish about 130 of these replicates a second, so a busy machine (CI runs two test processes
+    # on two cores) can record dozens between the signal and its handling: 70 once at < 30, where a run that
+    # ignored the signal would record all 200
+    assert kept < 150, f"the run recorded {kept} of 200 replicates: it ran on after the signal"
     time.sleep(0.5)
     assert not [p for p in workers_before if _alive(p)], "worker processes were left running"
     resumed = _run(config, out)
