@@ -15,7 +15,8 @@ batch (never floats, whose last bits may differ across CPUs and NumPy builds):
   lists, teams and clicks of the others (read where the design hands them to ``pair_outcomes``), the per-user
   counts of impressions and of impressions with a click, and the win/loss sums times 2 where they are halves;
 - counterfactual: the logger's shown lists and the clicks of each batch (the design's own log), the per-user
-  counts of impressions, clicks and abandoned impressions, and the reciprocal-rank sums times lcm(1..depth);
+  counts of impressions, clicks and abandoned impressions, and the reciprocal-rank sums times lcm(1..depth); and
+  (``cf_mixture``, ``bootstrap: 100``) the last day's bootstrap resamples, as counts of each user's draws;
 - clicks (``clicks:<model>``): the clicks :meth:`UserModels.sample` draws for one fixed batch under every registered
   click model alone, and under all of them (and all the chain models) as one population of user types, so that
   each model's sampler and both of the simulator's click paths are covered, not only the replicate's two models.
@@ -44,6 +45,7 @@ import simulations.designs.interleaving as interleaving_module
 import simulations.runner as runner_module
 from simulations.config import Config, config_from_mapping
 from simulations.designs.base import Design
+from simulations.designs.counterfactual import CounterfactualDesign
 from simulations.designs.interleaving import DrawTable
 from simulations.job import prepare_world
 from simulations.runner import replicate_seeds, run_replicate
@@ -77,8 +79,8 @@ CONFIG: dict[str, Any] = {
         {"name": "cf_randtop", "type": "counterfactual", "logger": {"policy": "randtop", "ranker": "A"}},
         {"name": "cf_randpair", "type": "counterfactual", "logger": {"policy": "randpair", "ranker": "A"}},
         {"name": "cf_swap", "type": "counterfactual", "logger": {"policy": "swap", "ranker": "A"}},
-        {"name": "cf_mixture", "type": "counterfactual", "logger": {"policy": "mixture", "ranker": "A", "components": [
-            {**_EG, "n": 10, "weight": 0.8}, {**_EG, "n": 10, "scores": "B", "weight": 0.2}]}},
+        {"name": "cf_mixture", "type": "counterfactual", "bootstrap": 100, "logger": {"policy": "mixture", "ranker": "A",
+         "components": [{**_EG, "n": 10, "weight": 0.8}, {**_EG, "n": 10, "scores": "B", "weight": 0.2}]}},
     ],
 }
 
@@ -94,7 +96,7 @@ DIGESTS = {
     "balanced (null)": "64aa97da1b300f18",
     "cf_deterministic": "ad63f3da32682da9",
     "cf_epsilon_greedy": "1cd2df7dbfe242e6",
-    "cf_mixture": "d353bd23b3e098d4",
+    "cf_mixture": "30eceb894d3cf6c7",
     "cf_plackett_luce": "ef7c93776cedb97b",
     "cf_randpair": "9c378e4288a07d0d",
     "cf_randtop": "63cb90428ec3e128",
@@ -228,7 +230,8 @@ class _Recording:
 @contextmanager
 def recording(rec: Recorder, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Hooks on ``run_traffic`` (each design's batches), ``pair_outcomes`` (an interleaving's shown lists, teams and
-    clicks) and ``DrawTable.draw_coin_rows`` (a table-drawn interleaving's coins); they pass every value through."""
+    clicks), ``DrawTable.draw_coin_rows`` (a table-drawn interleaving's coins) and
+    ``CounterfactualDesign._resamples`` (the bootstrap's counts); they pass every value through."""
     real_traffic = runner_module.run_traffic
     real_outcomes = interleaving_module.pair_outcomes
     real_coins = DrawTable.draw_coin_rows
@@ -255,7 +258,16 @@ def recording(rec: Recorder, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             rec.add(rec.current, "coins", coins)
         return coins
 
+    real_resamples = CounterfactualDesign._resamples
+
+    def resamples(self: Any, n: int) -> list[tuple[int, int, np.ndarray]]:
+        blocks = list(real_resamples(self, n))
+        for _, _, counts in blocks:
+            rec.add(_label(self), "bootstrap", counts.astype(np.int64))
+        return blocks
+
     with monkeypatch.context() as m:
+        m.setattr(CounterfactualDesign, "_resamples", resamples)
         m.setattr(runner_module, "run_traffic", run_traffic)
         m.setattr(interleaving_module, "pair_outcomes", pair_outcomes)
         m.setattr(DrawTable, "draw_coin_rows", draw_coin_rows)
@@ -344,6 +356,8 @@ def test_the_hooks_see_the_draws(recorded: tuple[Recorder, list[Any]]) -> None:
             assert counts["ranking"] == counts["team"] == counts["clicks"] == batches, (d["name"], counts)
         else:
             assert counts["shown"] == counts["clicks"] == batches, (d["name"], counts)
+        # the last day's bootstrap: its resamples' counts, once per estimator that reads them
+        assert (counts.get("bootstrap", 0) > 0) == bool(d.get("bootstrap")), (d["name"], counts)
 
 
 def test_the_hooks_change_no_number(recorded: tuple[Recorder, list[Any]]) -> None:
