@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
+from onlineeval.errors import ConfigError
 from onlineeval.estimators import LoggedData, get_estimator
 from onlineeval.estimators.adaptive_ips import (
     _WEIGHTS,
@@ -29,7 +30,7 @@ from onlineeval.estimators.adaptive_ips import (
 )
 from onlineeval.estimators.checks import check_world, epsilon_greedy_policy, sample_log
 from onlineeval.estimators.log_estimates import paired_difference
-from onlineeval.stats import cluster_resample_counts
+from onlineeval.stats import cluster_bootstrap_ratio, cluster_resample_counts
 
 REWARD = "clicks_per_query"
 
@@ -191,7 +192,31 @@ def test_the_reselecting_bootstrap_covers_where_the_fixed_choice_does_not():
 def test_resample_counts_are_cluster_bootstrap_ratios_draws():
     rng = np.random.default_rng(12)
     x, y = rng.random(40), rng.integers(1, 4, 40).astype(np.float64)
-    ref = __import__("onlineeval.stats", fromlist=["x"]).cluster_bootstrap_ratio(x, y, 300, np.random.default_rng(3))
+    ref = cluster_bootstrap_ratio(x, y, 300, np.random.default_rng(3))
     reps = np.concatenate([c @ x / (c @ y) for _, _, c in cluster_resample_counts(np.random.default_rng(3), 40, 300)])
     lo, hi = np.quantile(reps, [0.025, 0.975])
     np.testing.assert_allclose((lo, hi), (ref.ci_low, ref.ci_high), rtol=1e-12)
+
+
+def test_only_the_data_driven_choice_resamples_its_choice():
+    """Estimator.chooses_from_log (what the simulator's and the estimate command's warnings and reselecting bootstrap
+    read) holds for adaptive IPS's data-driven choice alone, and exactly the estimators it holds for give their own
+    bootstrap estimates."""
+    from onlineeval.estimators import available_estimators
+
+    log, target, _ = _log(9, n=400)
+    choosing = []
+    for name in available_estimators():
+        try:
+            est = get_estimator(name)
+        except ConfigError:  # an estimator with a required option (clipped IPS's cap)
+            est = get_estimator(name, cap=5.0) if name == "clipped_ips" else None
+        assert est is not None, f"{name}: give the test its required options"
+        reps = est.bootstrap_estimates(log, [target], REWARD, 100, np.random.default_rng(0))
+        assert (reps is not None) == est.chooses_from_log, name
+        if est.chooses_from_log:
+            choosing.append(name)
+    assert choosing == ["adaptive_ips"]
+    fixed = get_estimator("adaptive_ips", behaviours="cascade")
+    assert not fixed.chooses_from_log
+    assert fixed.bootstrap_estimates(log, [target], REWARD, 100, np.random.default_rng(0)) is None

@@ -213,6 +213,11 @@ class AdaptiveIPS(Estimator):
         used = [b] if isinstance(b, str) else ([v for _, v in b] if b is not None else ["standard"])
         return _LEVEL[max(used, key=BEHAVIOURS.index)]
 
+    @property
+    def chooses_from_log(self) -> bool:
+        """True for the data-driven choice (``behaviours`` None)."""
+        return self.behaviours is None
+
     # ------------------------------------------------------------------------------
     def slot_weights(self, data: LoggedData, target: Target,
                      behaviours: tuple[str, ...] = BEHAVIOURS) -> dict[str, np.ndarray]:
@@ -282,7 +287,7 @@ class AdaptiveIPS(Estimator):
         resample for every target, each running the choice per user type again on its rows
         (:func:`choice_features`, :func:`resampled_values`), so the interval carries the choice's own
         variability; ``None`` for fixed behaviours (their terms' plain cluster bootstrap is the same)."""
-        if self.behaviours is not None:
+        if not self.chooses_from_log:
             return None
         rw = self._reward(reward, data.k)
         data.require(*self.needs, estimator=self.name)

@@ -717,6 +717,13 @@ class Estimator(ABC):
             lo + rw.offset, hi + rw.offset, blo, bhi, float(alpha), data.n, clusters, self.assumption, diag,
         )
 
+    @property
+    def chooses_from_log(self) -> bool:
+        """Whether the terms come from a choice made on the whole log (adaptive IPS's data-driven behaviours):
+        the CLT interval then holds the choice fixed and covers below the nominal level, and
+        :meth:`bootstrap_estimates` makes the choice again in every resample. False by default."""
+        return False
+
     def bootstrap_estimates(self, data: LoggedData, targets: list[Target], reward: Reward | str, n_boot: int,
                             rng: np.random.Generator) -> FloatArray | None:
         """``(n_boot, len(targets))`` cluster-bootstrap estimates (without the reward's offset) for an estimator

@@ -228,7 +228,7 @@ def one_estimate(
     if diag.zero_weight_share == 1.0:
         out["warnings"].append("every weight is 0: no logged impression agrees with the target where this estimator "
                                "needs it, so the estimate (and its zero standard error) says nothing about the target")
-    if not n_boot and est.name == "adaptive_ips" and getattr(est, "behaviours", "") is None:
+    if not n_boot and est.chooses_from_log:
         out["warnings"].append("the CLT interval holds the data-driven choice of behaviours fixed and covers below the "
                                "nominal level; --bootstrap N (e.g. 1000) gives an interval that makes the choice "
                                "again in every resample")

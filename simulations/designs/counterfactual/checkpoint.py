@@ -567,7 +567,7 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> Pa
     non-finite terms, or a row the kernel does not take."""
     from onlineeval.estimators.adaptive_ips import BEHAVIOURS
 
-    if getattr(est, "behaviours", "") is not None or not hasattr(est, "choose"):
+    if not est.chooses_from_log or not hasattr(est, "choose"):
         return None
     metas = design._row_meta
     stats_lists = [design._row_stats[(label, t)] for t in design.target_names]

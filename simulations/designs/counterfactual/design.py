@@ -566,10 +566,10 @@ class CounterfactualDesign(Design):
         checkpoint's first bootstrap."""
         from onlineeval.stats import cluster_resample_counts
 
-        kept = self.__dict__.get("_boot_kept")
-        if kept is None or kept[0] != (self._day, n):
-            kept = self._boot_kept = ((self._day, n), int(self.rng.integers(0, 1 << 63)), None)
-        key, seed, blocks = kept
+        kept = self.__dict__.get("_boot_kept")  # reset by every checkpoint, whose active users are the same n
+        if kept is None:
+            kept = self._boot_kept = (int(self.rng.integers(0, 1 << 63)), None)
+        seed, blocks = kept
         if blocks is not None:
             return blocks
         b = self.config.bootstrap
@@ -577,7 +577,7 @@ class CounterfactualDesign(Design):
         if b * n > self.max_kept_counts:
             return fresh
         blocks = list(fresh)
-        self._boot_kept = (key, seed, blocks)
+        self._boot_kept = (seed, blocks)
         return blocks
 
     def _reselect(self, label: str, est: Any, users: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -586,7 +586,7 @@ class CounterfactualDesign(Design):
         choosing the behaviours per user type again on its rows
         (:func:`onlineeval.estimators.adaptive_ips.resampled_values`): the interval then carries the choice's
         own variability, which the per-user sums of the chosen terms leave out. ``None`` otherwise."""
-        if getattr(est, "behaviours", "") is not None or (label, self.target_names[0]) not in self._row_stats:
+        if not est.chooses_from_log or (label, self.target_names[0]) not in self._row_stats:
             return None
         from onlineeval.estimators.adaptive_ips import choice_features, resampled_values
 

@@ -69,8 +69,7 @@ def interval_warnings(config: Any) -> list[str]:
     for i, design in enumerate(config.designs):
         if design.type != "counterfactual" or design.bootstrap:
             continue
-        labels = [label for label, est in build_estimators(design)
-                  if est.name == "adaptive_ips" and getattr(est, "behaviours", "") is None]
+        labels = [label for label, est in build_estimators(design) if est.chooses_from_log]
         if labels:
             out.append(f"warning: design {design.name!r}: {', '.join(labels)} chooses its behaviours from the log "
                        f"and designs[{i}].bootstrap is 0: its delta-method interval holds the choice fixed and "
