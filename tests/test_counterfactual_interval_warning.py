@@ -1,5 +1,6 @@
 """The simulator warns when adaptive IPS's data-driven choice runs without the last day's bootstrap: its
-delta-method interval then holds the choice fixed and covers below the nominal level."""
+delta-method interval then holds the choice fixed and covers below the nominal level; and when the direct method
+fits its click model on the log without it (except the linearised interval of a PBM and additive rewards)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from simulations.designs.counterfactual.serving import interval_warnings
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "counterfactual.yaml"
 
 
-def _config(bootstrap: int, estimators: list | None = None):
+def _config(bootstrap: int, estimators: list | None = None, metric: str | None = None):
     mapping = load_config(CONFIG).effective()
     design = mapping["designs"][2]
     design["bootstrap"] = bootstrap
     if estimators is not None:
         design["estimators"] = estimators
+    if metric is not None:
+        design["metric"] = metric
     return config_from_mapping(mapping)
 
 
@@ -40,6 +43,23 @@ def test_without_the_bootstrap_the_design_and_key_are_named():
 ])
 def test_fixed_behaviours_or_no_adaptive_ips_need_no_warning(estimators):
     assert interval_warnings(_config(0, estimators)) == []
+
+
+@pytest.mark.parametrize(("estimators", "metric", "warned"), [
+    (["dm"], None, False),  # a PBM, clicks per query: the linearised interval carries the fit's error
+    (["dm"], "reciprocal_rank", True),
+    ([{"name": "dm", "model": "cascade"}], None, True),
+    ([{"name": "dm", "model": "pbm", "folds": 2}], None, True),
+    (["dr"], None, False),
+])
+def test_the_direct_methods_fitted_model_without_the_bootstrap(estimators, metric, warned):
+    lines = interval_warnings(_config(0, estimators, metric))
+    assert bool(lines) == warned
+    if warned:
+        (line,) = lines
+        assert line.startswith("warning: design 'counterfactual': dm") and "fits its click model on the log" in line
+        assert "designs[2].bootstrap: 400" in line
+    assert interval_warnings(_config(400, estimators, metric)) == []
 
 
 def test_simulate_says_it():

@@ -5,7 +5,9 @@ references computed from the design's own log and the resamples' counts it drew:
   as the user is drawn), :meth:`AdaptiveIPS.choose` run on it per target, the chosen behaviours' terms averaged,
   B - A, and the percentile interval of those differences;
 - IPS's interval: the per-user sums of its terms resampled by the same counts (the estimators' intervals are paired:
-  every estimator of the checkpoint reads the same resamples).
+  every estimator of the checkpoint reads the same resamples);
+- the direct method's interval: its click model fitted again on every resampled log written out (a fresh estimator
+  per resample).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from onlineeval.estimators import LoggedData, get_estimator
 from onlineeval.estimators.adaptive_ips import BEHAVIOURS
 from simulations.designs.counterfactual.design import CounterfactualDesign
 from tests.test_counterfactual_checkpoint_kernels import _config, _replicate
@@ -79,3 +82,12 @@ def test_the_last_days_intervals_against_the_log_resampled_by_hand(compiled, kep
     assert len(chosen) >= 2
     np.testing.assert_allclose((last["adaptive_ips"].ci_low, last["adaptive_ips"].ci_high),
                                np.quantile(ref, [alpha / 2, 1 - alpha / 2]), rtol=1e-10, atol=1e-13)
+    # the direct method: its click model fitted again on every resampled log written out, by a fresh estimator
+    dm_ref = np.empty(counts.shape[0])
+    for i, c in enumerate(counts):
+        rows_i = _expanded(inv, g, c)
+        sub = LoggedData(log.query[rows_i], log.shown[rows_i], log.clicks[rows_i], user=log.user[rows_i])
+        a, b = (get_estimator("dm").estimate(sub, t.target, design.reward).value for t in design.targets)
+        dm_ref[i] = b - a
+    dm_lo, dm_hi = np.quantile(dm_ref, [alpha / 2, 1 - alpha / 2])
+    np.testing.assert_allclose((last["dm"].ci_low, last["dm"].ci_high), (dm_lo, dm_hi), rtol=1e-9, atol=1e-12)

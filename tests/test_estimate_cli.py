@@ -523,3 +523,49 @@ def test_adaptive_ips_without_bootstrap_warns_of_its_fixed_choice(world: dict[st
     assert not any(warned in w for w in booted["warnings"])
     fixed = json_out(*base, "--estimator", "adaptive_ips", "--option", "adaptive_ips.behaviours=cascade")
     assert not any(warned in w for w in fixed["results"][0]["warnings"])
+
+
+def test_dm_bootstrap_fits_its_model_again(world: dict[str, Any]) -> None:
+    """dm's bootstrap intervals (a cascade model fitted on the log), of the estimate and of the difference, are
+    DirectMethod.bootstrap_estimates' with the command's generators (the model fitted again on every resample); its
+    CLT interval's warning names the bootstrap."""
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+                   "--estimator", "dm", "--option", "dm.model=cascade", "--metric", "reciprocal_rank",
+                   "--bootstrap", "150", "--seed", "4")
+    sim = world["sim"]
+    data = lib_data(sim)
+    tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
+    reward = get_reward("reciprocal_rank", K)
+    est = get_estimator("dm", model="cascade")
+    crc = [zlib.crc32(x) for x in (b"dm", b"B", b"A")]
+    reps = est.bootstrap_estimates(data, [tb], reward, 150, np.random.default_rng([4, crc[0], crc[1]]))
+    row = next(r for r in doc["results"] if r["target"] == "B")
+    lo, hi = np.quantile(reps[:, 0], [0.025, 0.975]) + reward.offset
+    assert (row["boot_low"], row["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
+    # the refitted model's spread is far wider than the CLT interval that holds it fixed
+    assert hi - lo > 3 * (row["ci_high"] - row["ci_low"])
+    assert any("fits the model again in every resample" in w for w in row["warnings"])
+    pair = est.bootstrap_estimates(data, [tb, ta], reward, 150, np.random.default_rng([4, *crc]))
+    diff = doc["differences"][0]
+    assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
+        tuple(np.quantile(pair[:, 0] - pair[:, 1], [0.025, 0.975])), rel=1e-12)
+    assert "dm's click model" in doc["conventions"]["bootstrap_interval"]
+    assert any(w.startswith("dm: the differences' CLT interval and p-value hold the click model fitted on the log "
+                            "fixed") and w.endswith("its bootstrap interval does it again in every resample")
+               for w in doc["warnings"])
+
+
+@pytest.mark.parametrize(("options", "metric", "warned"), [
+    (("--estimator", "dm", "--option", "dm.model=cascade"), "reciprocal_rank", True),
+    (("--estimator", "dm"), "clicks_per_query", False),  # a PBM, additive: the linearised interval
+    (("--estimator", "adaptive_ips"), "clicks_per_query", True),
+    (("--estimator", "ips,rips"), "clicks_per_query", False),
+])
+def test_differences_warn_where_the_clt_interval_holds_a_fit_fixed(world: dict[str, Any], options, metric,
+                                                                    warned) -> None:
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+                   "--metric", metric, *options)
+    lines = [w for w in doc["warnings"] if "the differences' CLT interval and p-value hold" in w]
+    assert len(lines) == warned
+    if warned:
+        assert lines[0].endswith("--bootstrap N (e.g. 1000) gives an interval that does it again in every resample")

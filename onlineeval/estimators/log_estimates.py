@@ -195,6 +195,17 @@ def support_count(log: LoggedLog, tmap: TargetMap, rows: np.ndarray) -> tuple[in
     return int(tmap.unseen_query[q].sum()), int(q.size)
 
 
+def held_fixed(est: Estimator, reward: Reward) -> str | None:
+    """What ``est``'s CLT interval holds fixed that the estimate itself takes from the log (its bootstrap does it
+    again in every resample), or ``None``: adaptive IPS's data-driven choice of behaviours; the direct method's click
+    model fitted on the log, unless its interval is the linearised PBM's."""
+    if est.chooses_from_log:
+        return "the data-driven choice of behaviours"
+    if getattr(est, "refits_in_bootstrap", False) and not est.linearised(reward):  # type: ignore[attr-defined]
+        return "the click model fitted on the log"
+    return None
+
+
 def one_estimate(
     est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
     alpha: float, n_boot: int, seed: int,
@@ -228,7 +239,7 @@ def one_estimate(
     if diag.zero_weight_share == 1.0:
         out["warnings"].append("every weight is 0: no logged impression agrees with the target where this estimator "
                                "needs it, so the estimate (and its zero standard error) says nothing about the target")
-    if not n_boot and est.chooses_from_log:
+    if not n_boot and est.chooses_from_log:  # (dm's own notes say it for its fitted model)
         out["warnings"].append("the CLT interval holds the data-driven choice of behaviours fixed and covers below the "
                                "nominal level; --bootstrap N (e.g. 1000) gives an interval that makes the choice "
                                "again in every resample")
@@ -271,7 +282,8 @@ def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: floa
         "bootstrap_interval": ("none" if not bootstrap else
                                f"{bootstrap} cluster resamples, percentile; generator numpy default_rng([seed, "
                                "crc32(estimator), crc32(target)(, crc32(baseline))]); adaptive_ips's data-driven "
-                               "choice of behaviours is run again in every resample"),
+                               "choice of behaviours is run again in every resample, and dm's click model (given by "
+                               "name) is fitted again on every resample"),
         "seed": seed,
     }
     return conventions
@@ -391,6 +403,15 @@ def estimate_targets(
                     else:
                         differences.append(diff)
                         warnings.append(f"{pair}: no bootstrap interval: {exc.message}")
+    if differences:
+        for est in estimators:
+            fixed = held_fixed(est, reward)
+            if fixed is not None:
+                warnings.append(f"{est.name}: the differences' CLT interval and p-value hold {fixed} fixed and "
+                                "understate the uncertainty; " + (
+                                    "its bootstrap interval does it again in every resample" if bootstrap else
+                                    "--bootstrap N (e.g. 1000) gives an interval that does it again in every "
+                                    "resample"))
     mc = data.logger.monte_carlo_queries() if isinstance(data.logger, LogPolicy) else 0
     if mc:
         warnings.append(f"the item propensities of {mc} queries are Monte Carlo estimates of the logging policy "

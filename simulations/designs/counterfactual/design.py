@@ -585,7 +585,12 @@ class CounterfactualDesign(Design):
         bootstrap's differences from the resampled users' counts (``counts`` (m, len(users))), each resample
         choosing the behaviours per user type again on its rows
         (:func:`onlineeval.estimators.adaptive_ips.resampled_values`): the interval then carries the choice's
-        own variability, which the per-user sums of the chosen terms leave out. ``None`` otherwise."""
+        own variability, which the per-user sums of the chosen terms leave out. For an estimator that fits a model
+        on the log (``refits_in_bootstrap``: the direct method's click model given by name), each resample's log (the
+        whole log's rows of each drawn user, as often as drawn) fitted again (its ``resampled_values``), so the
+        interval carries the fitting error. ``None`` otherwise."""
+        if getattr(est, "refits_in_bootstrap", False):
+            return self._refitted(est, users)
         if not est.chooses_from_log or (label, self.target_names[0]) not in self._row_stats:
             return None
         from onlineeval.estimators.adaptive_ips import choice_features, resampled_values
@@ -603,6 +608,22 @@ class CounterfactualDesign(Design):
             (num_a, den_a), (num_b, den_b) = (resampled_values(f, counts) for f in features)
             with np.errstate(divide="ignore", invalid="ignore"):
                 return num_b / den_b - num_a / den_a  # type: ignore[no-any-return]
+
+        return differences
+
+    def _refitted(self, est: Any, users: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """:meth:`_reselect`'s differences of an estimator that fits its model again on every resample."""
+        whole = self.log()
+        targets = [t.target for t in self.targets]
+        drawn = np.zeros(self.population, dtype=np.int64)
+
+        def differences(counts: np.ndarray) -> np.ndarray:
+            out = np.empty(counts.shape[0])
+            for i, c in enumerate(counts):
+                drawn[users] = c
+                a, b = est.resampled_values(whole, targets, self.reward, drawn[whole.user])
+                out[i] = b - a
+            return out
 
         return differences
 

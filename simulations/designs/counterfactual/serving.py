@@ -64,17 +64,31 @@ def interval_warnings(config: Any) -> list[str]:
     """One line per counterfactual design of ``config`` (a :class:`~simulations.config.Config`) whose adaptive IPS
     makes its data-driven choice without the last day's bootstrap: its delta-method interval holds the choice
     fixed and covers below the nominal level (0.875-0.904 for 0.95 over 1,000 replicates of
-    ``configs/counterfactual.yaml`` under each of three seeds; :mod:`onlineeval.estimators.adaptive_ips`)."""
+    ``configs/counterfactual.yaml`` under each of three seeds; :mod:`onlineeval.estimators.adaptive_ips`); and one
+    per design whose direct method fits its click model on the log without the bootstrap and without the linearised
+    PBM interval (:meth:`~onlineeval.estimators.DirectMethod.linearised`): its interval holds the fitted model fixed
+    (about 12% coverage for 95% in ``tests/test_dm_bootstrap.py``)."""
+    from onlineeval.estimators import get_reward
+
     out = []
     for i, design in enumerate(config.designs):
         if design.type != "counterfactual" or design.bootstrap:
             continue
-        labels = [label for label, est in build_estimators(design) if est.chooses_from_log]
+        estimators = build_estimators(design)
+        labels = [label for label, est in estimators if est.chooses_from_log]
         if labels:
             out.append(f"warning: design {design.name!r}: {', '.join(labels)} chooses its behaviours from the log "
                        f"and designs[{i}].bootstrap is 0: its delta-method interval holds the choice fixed and "
                        f"covers below the nominal level; designs[{i}].bootstrap: 400 gives an interval that makes the "
                        "choice again in every resample")
+        reward = get_reward(design.metric, config.rankers.depth)
+        fitted = [label for label, est in estimators
+                  if getattr(est, "refits_in_bootstrap", False) and not est.linearised(reward)]
+        if fitted:
+            out.append(f"warning: design {design.name!r}: {', '.join(fitted)} fits its click model on the log and "
+                       f"designs[{i}].bootstrap is 0: its interval holds the fitted model fixed and covers far below "
+                       f"the nominal level; designs[{i}].bootstrap: 400 gives an interval that fits the model again "
+                       "in every resample")
     return out
 
 
