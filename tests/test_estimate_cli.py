@@ -6,6 +6,7 @@ estimate lands within 4 standard errors of the exact truth."""
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -569,3 +570,43 @@ def test_differences_warn_where_the_clt_interval_holds_a_fit_fixed(world: dict[s
     assert len(lines) == warned
     if warned:
         assert lines[0].endswith("--bootstrap N (e.g. 1000) gives an interval that does it again in every resample")
+
+
+def test_bootstrap_progress_lines() -> None:
+    """A line at most every `every` seconds with the resamples done, time spent and left, and the last line; a
+    bootstrap shorter than `every` prints nothing."""
+    import io
+
+    from onlineeval.cli.estimate import BootstrapProgress
+
+    t = [0.0]
+    out = io.StringIO()
+    p = BootstrapProgress(out, every=5.0, clock=lambda: t[0])
+    for done in range(1, 5):  # 4 resamples in 3 s: nothing
+        t[0] = done - 1.0
+        p("dm of B", done, 4)
+    assert out.getvalue() == ""
+    for done in range(1, 201):  # 1 s each after the first
+        t[0] = 10.0 + (done - 1)
+        p("dm of A", done, 200)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "bootstrap of dm of A: 6/200 resamples, 5s, about 2m42s left"
+    assert lines[-1] == "bootstrap of dm of A: 200/200 resamples, 3m19s"
+    assert len(lines) == 1 + 199 // 5
+
+
+def test_dm_bootstrap_reports_its_progress(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from onlineeval.cli import estimate as cli_estimate
+
+    original = cli_estimate.BootstrapProgress.__init__
+    monkeypatch.setattr(cli_estimate.BootstrapProgress, "__init__",
+                        lambda self, stream=None, every=5.0, clock=None: original(self, stream, 0.0, clock))
+    result = CliRunner().invoke(app, ["estimate", "--log", str(world["log"]), "--target", str(world["B"]),
+                                      "--estimator", "dm,ips", "--option", "dm.model=cascade", "--metric",
+                                      "reciprocal_rank", "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("bootstrap of")]
+    assert re.fullmatch(r"bootstrap of dm \(cm fitted again on every resample\) of B: 100/100 resamples, \d+s",
+                        lines[-1]), lines[-1]
+    assert re.fullmatch(r"bootstrap of dm .* of B: 1/100 resamples, \d+s, about \S+ left", lines[0]), lines[0]
+    assert len(lines) == 100  # dm's resamples only (ips's bootstrap fits nothing)

@@ -209,6 +209,43 @@ def _table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+class BootstrapProgress:
+    """The progress of a bootstrap that fits a model again on every resample
+    (:data:`onlineeval.estimators.base.BOOTSTRAP_PROGRESS`), on stderr: a line at most every ``every`` seconds and
+    the last, e.g. ``bootstrap of dm (cm fitted again on every resample) of B: 120/1000 resamples, 14s, about 1m43s
+    left``; a bootstrap shorter than ``every`` seconds prints nothing."""
+
+    def __init__(self, stream: Any = None, every: float = 5.0, clock: Any = None) -> None:
+        import sys
+        import time
+
+        self._stream = stream if stream is not None else sys.stderr
+        self._clock = clock if clock is not None else time.monotonic
+        self._every = every
+        self._what: str | None = None
+        self._t0 = self._last = 0.0
+        self._shown = False
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        now = self._clock()
+        if what != self._what or done == 1:  # a new bootstrap
+            self._what, self._t0, self._last, self._shown = what, now, now, False
+        last = done >= total
+        if (last and not self._shown) or (not last and now - self._last < self._every):
+            return
+        self._last = now
+        spent = now - self._t0
+        left = "" if last else f", about {_duration(spent / done * (total - done))} left"
+        self._stream.write(f"bootstrap of {what}: {done}/{total} resamples, {_duration(spent)}{left}\n")
+        self._stream.flush()
+        self._shown = True
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
 # --------------------------------------------------------------------------- command
 @guarded
 def estimate_cmd(
@@ -289,9 +326,15 @@ def estimate_cmd(
 
     labelled = dict(zip(labels, all_paths))
     base = maps[-1] if baseline is not None else None
-    out = estimate_targets(lg, maps[:-1] if base is not None else maps, estimators, reward, alpha=alpha,
-                           bootstrap=bootstrap, seed=seed, baseline=base,
-                           sources={name: str(path) for name, path in labelled.items()})
+    from onlineeval.estimators.base import BOOTSTRAP_PROGRESS
+
+    token = BOOTSTRAP_PROGRESS.set(BootstrapProgress())
+    try:
+        out = estimate_targets(lg, maps[:-1] if base is not None else maps, estimators, reward, alpha=alpha,
+                               bootstrap=bootstrap, seed=seed, baseline=base,
+                               sources={name: str(path) for name, path in labelled.items()})
+    finally:
+        BOOTSTRAP_PROGRESS.reset(token)
     results, differences, warnings = out.results, out.differences, out.warnings
 
     cat = catalogue()

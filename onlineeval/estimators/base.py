@@ -55,6 +55,7 @@ import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
@@ -74,6 +75,7 @@ from onlineeval.estimators.derived import (  # noqa: F401
 from onlineeval.estimators.rewards import REWARDS, Reward, first_click, get_reward
 
 __all__ = [
+    "BOOTSTRAP_PROGRESS",
     "REWARDS",
     "DeterministicTarget",
     "Diagnostics",
@@ -98,6 +100,12 @@ __all__ = [
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
+
+#: ``report(what, done, total)``, called after each resample by the bootstraps that fit a model again on every
+#: resample (the direct method's: seconds to minutes on large logs); ``None`` (default): nothing reported. The
+#: estimate command sets it to a progress line on stderr.
+BOOTSTRAP_PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("bootstrap_progress",
+                                                                                     default=None)
 
 
 # --------------------------------------------------------------------------------- logs

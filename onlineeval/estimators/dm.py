@@ -84,6 +84,7 @@ import numpy as np
 
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.estimators.base import (
+    BOOTSTRAP_PROGRESS,
     BoolArray,
     Estimator,
     FloatArray,
@@ -504,9 +505,14 @@ class DirectMethod(ClickModelEstimator):
 
         inv, g = data.user_groups
         out = np.empty((int(n_boot), len(targets)))
+        report = BOOTSTRAP_PROGRESS.get()
+        names = ", ".join(str(getattr(t, "name", "target")) for t in targets)
+        what = f"{self.name} ({self.model_name} fitted again on every resample) of {names}"
         for start, _, counts in cluster_resample_counts(rng, g, int(n_boot)):
             for i, c in enumerate(counts):
                 out[start + i] = self.resampled_values(data, targets, reward, c.astype(np.int64)[inv])
+                if report is not None:
+                    report(what, start + i + 1, int(n_boot))
         return out
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
