@@ -29,7 +29,8 @@ def _log(family: str, n: int, seed: int, users: int | None = None) -> tuple:
     logger = epsilon_greedy_policy(world.targets[0].lists, world.m, 0.8)
     data = sample_log(world, n, np.random.default_rng(seed), logger=logger)
     if users is not None:  # fewer, larger clusters than the sampled log's
-        data = LoggedData(data.query, data.shown, data.clicks, user=np.arange(n) % users)
+        data = LoggedData(data.query, data.shown, data.clicks, user=np.arange(n) % users, p_list=data.p_list,
+                          p_prefix=data.p_prefix, p_item=data.p_item)
     return world, data
 
 
@@ -99,3 +100,29 @@ def test_the_refitting_bootstrap_covers_where_the_clt_interval_does_not():
     lo, hi = (int(v) for v in binom.interval(0.99, replicates, 0.95))
     assert lo <= boot <= hi, (boot, (lo, hi))
     assert clt < lo, clt  # the model held fixed: far too narrow (about 12 of 100 covered)
+
+
+def test_em_iterations_and_a_fit_stopped_at_its_cap_are_reported():
+    """The model-based estimators report EM's iterations and convergence; a fit stopped at max_iter before its
+    tolerance gets a warning (not the maximum-likelihood model). Without max_iter, PBM's cap is EM_MAX_ITER."""
+    from onlineeval.estimators.dm import EM_MAX_ITER
+    from onlineeval.estimators.model_fit import aggregated_fit
+
+    world, data = _log("pbm", 4000, 2, users=400)
+    target = world.targets[0]
+    free = aggregated_fit(data, "pbm", pseudo=0.0, max_iter=EM_MAX_ITER)
+    assert free.trace.converged and 5 < free.trace.iterations < EM_MAX_ITER
+    for name in ("dm", "dr", "dr_list", "cascade_dr"):
+        notes = get_estimator(name).estimate(data, target, "clicks_per_query").diagnostics.notes
+        assert notes["em_iterations"] == [free.trace.iterations] and notes["em_converged"] is True, name
+        assert not any("EM stopped" in w for w in notes.get("warnings", [])), name
+        capped = get_estimator(name, max_iter=3).estimate(data, target, "clicks_per_query").diagnostics
+        assert capped.notes["em_iterations"] == [3] and capped.notes["em_converged"] is False, name
+        (line,) = [w for w in capped.warnings() if "EM stopped" in w]
+        ll = aggregated_fit(data, "pbm", pseudo=0.0, max_iter=3).trace.log_likelihood
+        assert line.startswith(f"{name} (pbm): EM stopped at max_iter 3 before its tolerance (last relative "
+                               f"log-likelihood change {abs(ll[2] - ll[1]) / abs(ll[1]):.1e} > tol 1e-07)"), line
+    folds = get_estimator("dm", folds=2).estimate(data, target, "clicks_per_query").diagnostics.notes
+    assert len(folds["em_iterations"]) == 2
+    closed = get_estimator("dm", model="cm").estimate(data, target, "clicks_per_query").diagnostics.notes
+    assert "em_iterations" not in closed

@@ -107,7 +107,7 @@ class CascadeDR(ClickModelEstimator):
         w = data.importance_weights(target, "prefix")  # 0 at empty slots
         num = cascade_dr_terms(w, data.slot_rewards(reward),
                                big_q[0][pred.qinv] if pred.fold is None else big_q[pred.fold, pred.qinv])
-        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}
+        notes = self.model_notes(data, pred)
         return Terms(num=num, weights=w, notes=notes)
 
 

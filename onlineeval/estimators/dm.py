@@ -102,6 +102,13 @@ __all__ = ["FITTABLE", "ClickModelEstimator", "DirectMethod", "expected_slot_rew
 FITTABLE: tuple[str, ...] = ("pbm", "ubm", "dbn", "sdbn", "cm", "cascade", "dcm", "ccm", "dctr", "rctr", "gctr")
 _ALIAS = {"cascade": "cm"}
 
+#: the EM iteration cap of PBM and UBM fitted on the log when ``max_iter`` is not given (EM stops at its tolerance
+#: first). clickmodels' own default, 200, stopped a PBM with pseudo-count 0 before its tolerance on the
+#: 27,848-impression log of one replicate of ``configs/counterfactual.yaml`` (316 iterations needed: V(B) - V(A)
+#: 0.04124 at 200, 0.04104 converged, SE 0.006), and more iterations are needed as the log grows (the tolerance is
+#: relative to the log-likelihood); a fit that still stops at the cap says so in its warnings.
+EM_MAX_ITER = 1000
+
 
 def expected_slot_rewards(model: Any, query: IntArray, lists: IntArray, reward: Reward) -> FloatArray:
     r"""``(n, k)`` the model's expected per-slot rewards :math:`\hat q_j` of ``lists`` for ``query``.
@@ -201,6 +208,9 @@ class Predictions:
     q_s:
         ``(n, k)`` expected slot rewards of the logged lists (when asked for), each
         impression's from its fold's model.
+    traces:
+        The fit trace (:class:`clickmodels.estimation.FitTrace`) of each fold's model fitted on the
+        log (empty for a given model object).
     """
 
     qinv: IntArray
@@ -208,6 +218,7 @@ class Predictions:
     q_uq: FloatArray
     fold: IntArray | None
     q_s: FloatArray | None
+    traces: tuple[Any, ...] = ()
 
     def target_rows(self) -> FloatArray:
         """``(n, k)`` expected slot rewards of the target's list of each impression."""
@@ -236,7 +247,8 @@ class ClickModelEstimator(Estimator):
         ``clickmodels.Impressions(query=..., docs=...)`` with the log's integer ids).
     method, max_iter, tol:
         Fitting options passed to :func:`clickmodels.estimation.fit_log` (``None``:
-        its defaults). Only with a model name.
+        its defaults, except ``max_iter`` of PBM and UBM fitted by EM from aggregated
+        counts: :data:`EM_MAX_ITER`). Only with a model name.
     pseudo:
         Beta pseudo-count of the fit (default ``None``: 0, the maximum likelihood; only
         with a model name). Not clickmodels' own default of 1: a pseudo-count pulls the
@@ -311,8 +323,9 @@ class ClickModelEstimator(Estimator):
         return self.method in (None, "closed_form") and self.max_iter is None and self.tol is None
 
     def fitted(self, data: LoggedData) -> Any:
-        """The reward model for ``data``: an :class:`~onlineeval.estimators.model_fit.AggregatedFit`
-        (cached per log and options), a fitted :class:`clickmodels.ClickModel`, or the given model."""
+        """The reward model for ``data``: an :class:`~onlineeval.estimators.model_fit.AggregatedFit`, a
+        :class:`clickmodels.ClickModel` fitted by :mod:`clickmodels.estimation` with its trace (both cached per log
+        and options), or the given model."""
         if not isinstance(self.model, str):
             return self.model
         if data.query.size and data.query.min() < 0:
@@ -323,16 +336,25 @@ class ClickModelEstimator(Estimator):
             from onlineeval.estimators.model_fit import aggregated_fit, check_fittable
 
             check_fittable(data)
-            return aggregated_fit(data, self.model_name, pseudo=float(opts["pseudo"]), max_iter=self.max_iter,
+            max_iter = EM_MAX_ITER if self.max_iter is None and self.model_name in ("pbm", "ubm") else self.max_iter
+            return aggregated_fit(data, self.model_name, pseudo=float(opts["pseudo"]), max_iter=max_iter,
                                   tol=self.tol)
-        from clickmodels.estimation import fit  # lazy
+        from clickmodels.estimation import EM_MODELS, fit_log  # lazy
         from clickmodels.logs import from_arrays
 
-        log = from_arrays(data.query, data.shown, data.clicks)
-        try:
-            return fit(self.model_name, log, **opts)
-        except ConfigError as exc:
-            raise ConfigError(("estimator", *exc.key_path), f"{self.name}: {exc.message}") from None
+        if self.max_iter is None and (self.method == "em" or (self.method is None and self.model_name in EM_MODELS)):
+            opts["max_iter"] = EM_MAX_ITER
+
+        def compute() -> _Fitted:
+            log = from_arrays(data.query, data.shown, data.clicks)
+            try:
+                res = fit_log(self.model_name, log, **opts)
+            except ConfigError as exc:
+                raise ConfigError(("estimator", *exc.key_path), f"{self.name}: {exc.message}") from None
+            # the model :func:`clickmodels.estimation.fit` returns, with the fit's trace (EM's iterations)
+            return _Fitted(res.to_model(log.query_vocab, log.doc_vocab), res.trace)
+
+        return data.cached(("model_fit", "clickmodels", self.model_name, tuple(sorted(opts.items()))), compute)
 
     def fit_model(self, data: LoggedData) -> Any:
         """The click model fitted on ``data`` (or the given model object): the
@@ -385,7 +407,30 @@ class ClickModelEstimator(Estimator):
                     q_s = part
                 else:
                     q_s[pos] = part
-        return Predictions(inv, t_uq, q_uq, fold, q_s)
+        traces = tuple(getattr(mdl, "trace", None) for mdl in parts) if isinstance(self.model, str) else ()
+        return Predictions(inv, t_uq, q_uq, fold, q_s, tuple(t for t in traces if t is not None))
+
+    def model_notes(self, data: LoggedData, pred: Predictions) -> dict[str, Any]:
+        """The notes every model-based estimator reports: the model, the folds, the target pairs the log never
+        shows (:meth:`unseen_notes`) and, for a model fitted by EM, its iterations (per fold) and whether EM
+        converged, with a warning where it stopped at ``max_iter`` before its tolerance (the fitted model is then
+        not the maximum-likelihood one; PBM with pseudo-count 0 on sparse logs converges slowly)."""
+        notes: dict[str, Any] = {"model": self.model_name, "folds": int(self.folds),
+                                 **self.unseen_notes(data, pred.t_uq)}
+        em = [t for t in pred.traces if getattr(t, "method", "") == "em"]
+        if em:
+            notes["em_iterations"] = [int(t.iterations) for t in em]
+            notes["em_converged"] = all(bool(t.converged) for t in em)
+            stopped = [t for t in em if not t.converged]
+            if stopped:
+                t = stopped[0]
+                ll = t.log_likelihood
+                change = abs(ll[-1] - ll[-2]) / abs(ll[-2]) if len(ll) >= 2 and ll[-2] else math.nan
+                notes.setdefault("warnings", []).append(
+                    f"{self.name} ({self.model_name}): EM stopped at max_iter {t.max_iter} before its tolerance "
+                    f"(last relative log-likelihood change {change:.1e} > tol {t.tol:g}): the fitted model is not "
+                    f"the maximum-likelihood one; raise the option max_iter")
+        return notes
 
     @staticmethod
     def unseen_notes(data: LoggedData, t_uq: IntArray) -> dict[str, Any]:
@@ -407,11 +452,19 @@ class ClickModelEstimator(Estimator):
         }
 
 
+@dataclass(frozen=True, eq=False)
+class _Fitted:
+    """A click model fitted by :mod:`clickmodels.estimation` on a log, with its fit trace."""
+
+    model: Any
+    trace: Any
+
+
 def _as_model(fitted: Any) -> Any:
     """The click-model object behind a :meth:`ClickModelEstimator.fitted` result."""
     from onlineeval.estimators.model_fit import AggregatedFit
 
-    return fitted.model if isinstance(fitted, AggregatedFit) else fitted
+    return fitted.model if isinstance(fitted, (AggregatedFit, _Fitted)) else fitted
 
 
 def _distinct_pairs(t_uq: IntArray, mask: BoolArray) -> int:
@@ -518,8 +571,7 @@ class DirectMethod(ClickModelEstimator):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         linearise = self.linearised(reward)
         pred = self.predictions(data, target, reward)
-        notes: dict[str, Any] = {"model": self.model_name, "folds": int(self.folds),
-                                 **self.unseen_notes(data, pred.t_uq), **_rare_notes(data, pred.t_uq)}
+        notes: dict[str, Any] = {**self.model_notes(data, pred), **_rare_notes(data, pred.t_uq)}
         num = pred.target_sums()
         if linearise:
             corr = _pbm_correction(self.fit_model(data), data, target, reward)
@@ -530,10 +582,10 @@ class DirectMethod(ClickModelEstimator):
         else:
             notes["se"] = "given the fitted model: excludes its fitting error"
             if isinstance(self.model, str):
-                notes["warnings"] = [(
+                notes.setdefault("warnings", []).append((
                     f"dm ({self.model_name}): the CLT interval treats the fitted click model as known and excludes "
                     "its fitting error, which can be many times larger; the bootstrap interval (--bootstrap N) fits "
-                    "the model again in every resample and carries it")]
+                    "the model again in every resample and carries it"))
         return Terms(num=num, weights=None, notes=notes)
 
 

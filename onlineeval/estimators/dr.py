@@ -125,7 +125,7 @@ class DR(ClickModelEstimator):
                     data.source,
                 )
         num = pred.target_sums() + (w * (data.slot_rewards(reward) - q_s)).sum(axis=1)
-        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}
+        notes = self.model_notes(data, pred)
         return Terms(num=num, weights=w, notes=notes)
 
 
@@ -159,5 +159,5 @@ class ListDR(ClickModelEstimator):
         r = data.slot_rewards(reward)[rows].sum(axis=1)
         num = pred.target_sums()
         num[rows] += w[rows] * (r - pred.q_s.sum(axis=1))
-        notes = {"model": self.model_name, "folds": int(self.folds), **self.unseen_notes(data, pred.t_uq)}
+        notes = self.model_notes(data, pred)
         return Terms(num=num, weights=w, notes=notes)
