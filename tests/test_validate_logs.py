@@ -190,3 +190,54 @@ def test_page_length_mismatch_is_reported() -> None:
     assert structure_violations(rk, shown, teams, np.array([3]), True) == ["shown 2 documents, expected 3"]
     gap = structure_violations(rk, np.array([[1, -1, 3]]), np.array([[0, -1, 1]]), np.array([2]), True)
     assert "empty slot before a document" in gap[0]
+
+
+def _as_strings(src: Path, dst: Path, clicked_docs: bool = False) -> None:
+    """The log with every document id written as a string (a URL), the same id the same string; with
+    ``clicked_docs`` the clicks as the clicked documents' ids."""
+    url = "https://example.org/doc/{}".format
+    with src.open() as fin, dst.open("w") as fout:
+        for raw in fin:
+            obj = json.loads(raw)
+            obj["rankings"] = [[url(d) for d in r] for r in obj["rankings"]]
+            if clicked_docs:
+                obj["clicked_docs"] = [url(d) for d, c in zip(obj["shown"], obj.pop("clicks")) if c]
+            obj["shown"] = [url(d) for d in obj["shown"]]
+            fout.write(json.dumps(obj) + "\n")
+
+
+@pytest.mark.parametrize("clicked_docs", [False, True])
+def test_string_document_ids_give_the_integer_logs_report(tmp_path: Path, clicked_docs: bool) -> None:
+    """Production logs carry string ids (URLs, hashes): numbered in order of first appearance, the same string the
+    same number in every line, so the battery sees the same impressions and prints the same statistics."""
+    ints, strs = tmp_path / "int.jsonl", tmp_path / "str.jsonl"
+    write_log(ints, "team_draft", 3000, 20, 10, 3)
+    _as_strings(ints, strs, clicked_docs)
+    a, b = read_log(ints), read_log(strs)
+    # the same structure: equal ids within and across lines map to equal codes
+    for ra, rb in zip(a, b):
+        assert ra.teams == rb.teams and ra.clicks == rb.clicks
+        pairs = set(zip(sum(ra.rankings, ()) + ra.shown, sum(rb.rankings, ()) + rb.shown))
+        assert len({x for x, _ in pairs}) == len(pairs) == len({y for _, y in pairs})
+    codes = {}
+    for ra, rb in zip(a, b):
+        for x, y in zip(sum(ra.rankings, ()), sum(rb.rankings, ())):
+            assert codes.setdefault(x, y) == y  # one code per id over the whole log
+    ra_rep, rb_rep = validate_log(a, "team_draft"), validate_log(b, "team_draft")
+    assert ra_rep.passed and rb_rep.passed
+    assert [(c.name, c.counts, c.statistic) for c in ra_rep.checks] == \
+        [(c.name, c.counts, c.statistic) for c in rb_rep.checks]
+
+
+def test_a_log_mixing_string_and_integer_ids_is_refused(tmp_path: Path) -> None:
+    from onlineeval.errors import InputError
+
+    p = tmp_path / "mixed.jsonl"
+    line = {"rankings": [["a", "b"], ["b", "a"]], "shown": ["a", "b"], "teams": [0, 1], "clicks": [1, 0]}
+    p.write_text(json.dumps(line) + "\n" + json.dumps({**line, "rankings": [[1, 2], [2, 1]], "shown": [1, 2]}) + "\n")
+    with pytest.raises(InputError, match=r"mixed.jsonl:2: 'rankings\[\]' holds integers where the log's earlier "
+                                         "document ids are strings"):
+        read_log(p)
+    p.write_text(json.dumps({**line, "shown": ["a", 2]}) + "\n")
+    with pytest.raises(InputError, match="must be a list of integers, or of strings"):
+        read_log(p)

@@ -68,19 +68,51 @@ MAX_LINE_BYTES = 4 * 1024 * 1024
 CHUNK_CELLS = 2_000_000
 
 
-def _int_list(value: Any, key: str, path: str, line: int, *, low: int = 0, high: int = _ID_MAX) -> tuple[int, ...]:
+def _int_list(value: Any, key: str, path: str, line: int, *, low: int = 0, high: int = _ID_MAX,
+              strings: bool = False) -> tuple[int, ...]:
     if isinstance(value, list) and len(value) > MAX_RANKING_LENGTH:
         raise InputError(f"{key!r} holds {len(value)} entries; at most {MAX_RANKING_LENGTH:,} per impression",
                          path, line)
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise InputError(f"{key!r} must be a list of integers", path, line)
+        allowed = "integers, or of strings (document ids)" if strings else "integers"
+        raise InputError(f"{key!r} must be a list of {allowed}", path, line)
     bad = next((v for v in value if not low <= v <= high), None)
     if bad is not None:
         raise InputError(f"{key!r}: {bad} is out of range; allowed {low}..{high}", path, line)
     return tuple(value)
 
 
-def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None) -> LogRecord:
+class _DocIds:
+    """The log's document ids as integers: integer ids as they are, or string ids (URLs, hashes) numbered in
+    order of first appearance, the same string the same number everywhere in the log. One log uses one kind."""
+
+    def __init__(self) -> None:
+        self.kind: type | None = None
+        self.codes: dict[str, int] = {}
+
+    def ids(self, value: Any, key: str, path: str, line: int) -> tuple[int, ...]:
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            if len(value) > MAX_RANKING_LENGTH:
+                return _int_list(value, key, path, line)  # its length error
+            self._same_kind(str, key, path, line)
+            codes = self.codes
+            return tuple(codes.setdefault(v, len(codes)) for v in value)
+        out = _int_list(value, key, path, line, strings=True)
+        if out:
+            self._same_kind(int, key, path, line)
+        return out
+
+    def _same_kind(self, kind: type, key: str, path: str, line: int) -> None:
+        if self.kind is None:
+            self.kind = kind
+        elif self.kind is not kind:
+            had = "strings" if self.kind is str else "integers"
+            raise InputError(f"{key!r} holds {'strings' if kind is str else 'integers'} where the log's earlier "
+                             f"document ids are {had}; one log uses one kind of document id", path, line)
+
+
+def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None, docs: _DocIds | None = None) -> LogRecord:
+    docs = _DocIds() if docs is None else docs
     if not isinstance(obj, dict):
         raise InputError("each line must be a JSON object", p, i)
     for key in ("rankings", "shown", "teams"):
@@ -94,10 +126,10 @@ def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None) -> LogRecord:
     if n_rankers is not None and len(rk) != n_rankers:
         raise InputError(f"{len(rk)} rankings where the earlier lines have {n_rankers}; "
                          "every impression of a log compares the same rankers", p, i)
-    rankings = tuple(_int_list(r, "rankings[]", p, i) for r in rk)
+    rankings = tuple(docs.ids(r, "rankings[]", p, i) for r in rk)
     if not any(rankings):
         raise InputError("every input ranking is empty", p, i)
-    shown = _int_list(obj["shown"], "shown", p, i)
+    shown = docs.ids(obj["shown"], "shown", p, i)
     if not shown:
         raise InputError("'shown' is empty; log only impressions that showed documents", p, i)
     teams = _int_list(obj["teams"], "teams", p, i, high=len(rk) - 1)
@@ -111,8 +143,8 @@ def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None) -> LogRecord:
             raise InputError("'clicks' must be a list of booleans (or 0 / 1), one per shown slot", p, i)
         clicks = tuple(bool(v) for v in c)
     elif "clicked_docs" in obj:
-        docs = set(_int_list(obj["clicked_docs"], "clicked_docs", p, i))
-        clicks = tuple(d in docs for d in shown)
+        clicked = set(docs.ids(obj["clicked_docs"], "clicked_docs", p, i))
+        clicks = tuple(d in clicked for d in shown)
     else:
         raise InputError("missing key 'clicks' (or 'clicked_docs')", p, i)
     outcome = obj.get("outcome")
@@ -130,8 +162,9 @@ def read_log(path: str | Path) -> list[LogRecord]:
     Every line is one impression, a JSON object with:
 
     * ``rankings``: the input rankings, a list of at least two lists of document ids
-      (integers in ``0..2^31-1``; ``rankings[0]`` is A, ``rankings[1]`` is B); every line
-      of a log has the same number of rankings;
+      (integers in ``0..2^31-1``, or strings such as URLs or hashes, numbered in order of
+      first appearance: one kind per log; ``rankings[0]`` is A, ``rankings[1]`` is B); every
+      line of a log has the same number of rankings;
     * ``shown``: the shown list (non-empty; it may be shorter than the rankings: the page
       length is the shown length), ``teams``: the ranker index credited for each shown
       slot (``0..len(rankings)-1``);
@@ -153,6 +186,7 @@ def read_log(path: str | Path) -> list[LogRecord]:
     p = str(path)
     records: list[LogRecord] = []
     n_rankers: int | None = None
+    docs = _DocIds()
     with open(p, "rb") as fh:
         i = 0
         while True:
@@ -178,7 +212,7 @@ def read_log(path: str | Path) -> list[LogRecord]:
                     from None
             except ValueError as exc:   # e.g. an integer of more than 4300 digits
                 raise InputError(f"not valid JSON ({str(exc)[:120]})", p, i) from None
-            rec = _parse_line(obj, p, i, n_rankers)
+            rec = _parse_line(obj, p, i, n_rankers, docs)
             n_rankers = len(rec.rankings)
             records.append(rec)
     if not records:
