@@ -227,10 +227,12 @@ def test_json_keys_and_table(world: dict[str, Any]) -> None:
                           "propensities": ["p_list", "p_prefix", "p_item"], "propensity_source": "log"}
     assert set(doc["results"][0]) == {"estimator", "target", "estimate", "se", "ci_low", "ci_high", "boot_low",
                                       "boot_high", "n", "clusters", "assumption", "diagnostics", "warnings", "error"}
-    assert set(doc["results"][0]["diagnostics"]) == {"ess", "max_weight", "top1_share", "zero_weight_share",
-                                                     "support_violations", "support_checked", "notes"}
+    assert set(doc["results"][0]["diagnostics"]) == {
+        "ess", "max_weight", "top1_share", "zero_weight_share", "support_violations", "support_checked", "notes",
+        "weight_level", "weights_per_impression", "ess_impressions", "mean_weight", "mean_weight_se",
+        "mean_weight_expected", "mean_weight_off"}
     assert set(doc["differences"][0]) == {"estimator", "target", "baseline", "estimate", "se", "ci_low", "ci_high",
-                                          "pvalue", "boot_low", "boot_high", "n", "clusters"}
+                                          "pvalue", "boot_low", "boot_high", "n", "clusters", "warnings"}
     assert doc["results"][0]["boot_low"] is None  # no bootstrap asked: null, not NaN
     conv = doc["conventions"]
     for key in ("metric", "reward", "alpha", "cluster_unit", "propensity_source", "logging_policy", "ties", "seed",
@@ -348,19 +350,22 @@ def test_option_errors(world: dict[str, Any]) -> None:
     one_line_error(invoke(*base, "--estimator", "ips", "--ties", "optimistic"), "--ties: must be one of")
     one_line_error(invoke(*base, "--estimator", "ips", "--option", "ips"), "expected estimator.key=value")
     one_line_error(invoke(*base, "--estimator", "ips", "--option", "snips.x=1"), "'snips' is not one of the estimators")
-    one_line_error(invoke(*base, "--estimator", "ips", "--option", "ips.bogus=1"), "--option.bogus: unknown option")
+    one_line_error(invoke(*base, "--estimator", "ips", "--option", "ips.bogus=1"),
+                   "--option ips.bogus: unknown option")
     one_line_error(invoke(*base, "--estimator", "ips", "--baseline", str(world["B"])), "given twice")
 
 
 def test_estimator_needing_missing_propensities(world: dict[str, Any]) -> None:
     log = write_log(world["sim"], world["tmp"] / "item_only.jsonl", forms=("item",))
     err = one_line_error(invoke("--log", str(log), "--target", str(world["B"]), "--estimator", "snips,ips"),
-                         f"{log}: estimator 'snips' needs p_list; the log carries p_item; estimators that could run "
-                         "on it: ")
+                         f"{log}: estimator 'snips' needs propensities.list; the log carries propensities.item; "
+                         "estimators that could run on it: ")
     runnable = err.rsplit("could run on it: ", 1)[1].split(", ")
     from onlineeval.estimators import estimator_class
 
-    assert runnable == [e for e in available_estimators() if set(estimator_class(e).needs) <= {"p_item"}]
+    # the pseudoinverse reads the logging policy itself, which the log does not carry
+    assert runnable == [e for e in available_estimators() if set(estimator_class(e).needs) <= {"p_item"}
+                        and e != "pseudoinverse"]
     assert "ips" not in runnable and "snips" not in runnable
 
 
@@ -405,7 +410,9 @@ def test_all_zero_weights_are_flagged(world: dict[str, Any]) -> None:
     assert by[("snips", "B")]["estimate"] is not None and by[("ips", "Z")]["estimate"] == 0.0
     diffs = {x["estimator"]: x for x in doc["differences"]}
     assert diffs["snips"]["estimate"] is None and "undefined for 'Z'" in diffs["snips"]["error"]
-    assert diffs["ips"]["estimate"] == pytest.approx(by[("ips", "B")]["estimate"], rel=1e-12)
+    # IPS's 0 with standard error 0 is no estimate of Z: the difference is undefined too, not B's value with p ~ 0
+    assert diffs["ips"]["estimate"] is None and "undefined for 'Z': every weight is 0" in diffs["ips"]["error"]
+    assert "ips Z: every weight is 0" in " | ".join(diffs["ips"]["warnings"])
     table = invoke(*args)
     assert table.exit_code == 0 and "undefined" in table.stdout
 
@@ -610,3 +617,138 @@ def test_dm_bootstrap_reports_its_progress(world: dict[str, Any], monkeypatch: p
                         lines[-1]), lines[-1]
     assert re.fullmatch(r"bootstrap of dm .* of B: 1/100 resamples, \d+s, about \S+ left", lines[0]), lines[0]
     assert len(lines) == 100  # dm's resamples only (ips's bootstrap fits nothing)
+
+
+# ------------------------------------------------------------------------ differences: undefined and warned
+def _two_doc_log(tmp_path: Path) -> list[str]:
+    """The review's reproduction: the log shows only [a, b] (list propensity 0.99), the target ranks [b, a]."""
+    import random
+
+    random.seed(0)
+    lines = [json.dumps({"query": "q1", "user": f"u{i % 50}", "shown": ["a", "b"],
+                         "clicks": [int(random.random() < 0.5), int(random.random() < 0.3)],
+                         "propensities": {"list": 0.99}}) for i in range(200)]
+    (tmp_path / "log.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "A.run").write_text("q1 Q0 a 1 2 A\nq1 Q0 b 2 1 A\n")
+    (tmp_path / "B.run").write_text("q1 Q0 b 1 2 B\nq1 Q0 a 2 1 B\n")
+    return ["--log", str(tmp_path / "log.jsonl"), "--target", str(tmp_path / "B.run"), "--baseline",
+            str(tmp_path / "A.run")]
+
+
+def test_difference_is_undefined_when_the_target_has_no_weight(tmp_path: Path) -> None:
+    """Every IPS weight of B is 0 (IPS = 0, SE 0): the difference B - A is undefined (it was -0.7626 with
+    p = 1.6e-60), with the reason, and carries B's warnings, in the JSON a CI gate reads and in the table."""
+    args = _two_doc_log(tmp_path)
+    doc = json_out(*args, "--estimator", "ips,snips")
+    by = {(r["estimator"], r["target"]): r for r in doc["results"]}
+    assert by[("ips", "B")]["estimate"] == 0.0 and by[("ips", "B")]["diagnostics"]["zero_weight_share"] == 1.0
+    ips, snips = doc["differences"]
+    for diff in (ips, snips):
+        assert diff["estimate"] is None and "undefined for 'B'" in diff["error"]
+    assert ips["warnings"] == [f"ips B: {w}" for w in by[("ips", "B")]["warnings"]]
+    assert any(w.startswith("ips B: every weight is 0") for w in ips["warnings"])
+    assert any(w.startswith("ips B: mean importance weight 0 (se 0)") for w in ips["warnings"])
+    assert snips["warnings"] == [f"snips B: {w}" for w in by[("snips", "B")]["warnings"]]
+    # A's weights are all 1/0.99: a mean weight 1.0101 with SE 0 stays below the 5% tolerance, no warning
+    assert by[("ips", "A")]["diagnostics"]["mean_weight"] == pytest.approx(1 / 0.99, rel=1e-12)
+    assert not by[("ips", "A")]["warnings"]
+    table = invoke(*args, "--estimator", "ips,snips")
+    assert table.exit_code == 0, table.output
+    row = next(line for line in table.stdout.splitlines() if re.match(r"\s+ips\s+B\s+A\s", line))
+    assert row.split()[3:] == ["undefined", "-", "-", "-", "-", "-", str(len(ips["warnings"]))]
+    assert "ips B - A: estimator 'ips': undefined for 'B': every weight is 0" in table.stdout
+
+
+def test_differences_carry_their_estimates_warnings(world: dict[str, Any]) -> None:
+    """Each difference lists the warnings of its two estimates (prefixed with estimator and side) and its
+    estimator's differences' warning (adaptive_ips's CLT interval holding its choice fixed)."""
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+                   "--estimator", "ips,iips,adaptive_ips", "--metric", "clicks_per_query")
+    by = {(r["estimator"], r["target"]): r["warnings"] for r in doc["results"]}
+    fixed = [w for w in doc["warnings"] if w.startswith("adaptive_ips: the differences' CLT interval")]
+    assert len(fixed) == 1
+    for diff in doc["differences"]:
+        e = diff["estimator"]
+        expected = [f"{e} B: {w}" for w in by[(e, "B")]] + [f"{e} A: {w}" for w in by[(e, "A")]]
+        assert diff["warnings"] == expected + (fixed if e == "adaptive_ips" else [])
+    # IPS of 3,000 impressions with weights 60: ESS about 50 on each side, so its difference carries both
+    ips = doc["differences"][0]
+    assert any(w.startswith("ips B: effective sample size") for w in ips["warnings"])
+    assert any(w.startswith("ips A: effective sample size") for w in ips["warnings"])
+
+
+def test_mean_weight_flags_wrong_propensities(world: dict[str, Any]) -> None:
+    """A log whose list propensities are written at half their value (1/120 for 1/60): every weight doubles, the
+    mean weight is near 2 (within 4 SE), marked in the table and warned about; the true log's is within 4 SE of 1."""
+    lines = [json.loads(x) for x in world["log"].read_text().splitlines()]
+    for rec in lines:
+        rec["propensities"] = {"list": 1 / 120}
+    wrong = world["tmp"] / "half.jsonl"
+    wrong.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    sim = world["sim"]
+    for path, factor in ((world["log"], 1.0), (wrong, 2.0)):
+        doc = json_out("--log", str(path), "--target", str(world["B"]), "--estimator", "ips")
+        d = doc["results"][0]["diagnostics"]
+        target = lib_target(sim, world["best"], "B")
+        w = factor * 60.0 * (lib_data(sim).shown == target.lists[lib_data(sim).query]).all(axis=1)
+        assert d["mean_weight"] == pytest.approx(w.mean(), rel=1e-12)
+        assert abs(d["mean_weight"] - factor) <= 4 * d["mean_weight_se"]
+        assert d["mean_weight_off"] is (factor == 2.0)
+        table = invoke("--log", str(path), "--target", str(world["B"]), "--estimator", "ips")
+        assert (f"{d['mean_weight']:.4g}*" in table.stdout) is (factor == 2.0)
+        assert ("ips B: mean importance weight" in table.stdout) is (factor == 2.0)
+
+
+def test_slot_level_ess_in_impressions(world: dict[str, Any]) -> None:
+    """iips's ESS counts its 9,000 slot weights (it can exceed the 3,000 impressions); the table prints it per
+    impression (ess / 3 shown slots), the JSON keeps both."""
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", "iips,ips")
+    iips, ips = (r["diagnostics"] for r in doc["results"])
+    assert iips["weight_level"] == "slot" and iips["weights_per_impression"] == 3.0
+    assert iips["ess_impressions"] == pytest.approx(iips["ess"] / 3, rel=1e-12) and iips["ess_impressions"] <= 3000
+    assert ips["weight_level"] == "list" and ips["ess_impressions"] == ips["ess"]
+    table = invoke("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", "iips,ips").stdout
+    row = next(line for line in table.splitlines() if line.split()[:2] == ["iips", "B"])
+    assert f"{iips['ess_impressions']:.4g}" in row.split() and f"{iips['ess']:.4g}" not in row.split()
+
+
+# ------------------------------------------------------------------------ needs, named as the user typed them
+def test_pseudoinverse_needs_the_logger_up_front(world: dict[str, Any]) -> None:
+    """Without a logger in the log the pseudoinverse (and pbm_ips with click_propensity=logger) stops before
+    anything runs, exit 2, naming what is missing and what could run; no list of runnable estimators names it."""
+    sim, tmp = world["sim"], world["tmp"]
+    listonly = write_log(sim, tmp / "listonly.jsonl", forms=("list",))
+    err = one_line_error(invoke("--log", str(listonly), "--target", str(world["B"]), "--estimator",
+                                "ips,pseudoinverse"),
+                         f"{listonly}: estimator 'pseudoinverse' needs the logging policy (a 'logger' on every line",
+                         "pair_marginals", "the log carries propensities.list; estimators that could run on it: ")
+    runnable = err.rsplit("could run on it: ", 1)[1].split(", ")
+    assert "ips" in runnable and "pseudoinverse" not in runnable and "rips" not in runnable
+    one_line_error(invoke("--log", str(listonly), "--target", str(world["B"]), "--estimator", "pbm_ips",
+                          "--option", "pbm_ips.click_propensity=logger"),
+                   "estimator 'pbm_ips' needs the logging policy", "item_position_marginals")
+    err = one_line_error(invoke("--log", str(listonly), "--target", str(world["B"]), "--estimator", "rips"),
+                         "estimator 'rips' needs propensities.prefix; the log carries propensities.list; ")
+    assert "pseudoinverse" not in err and "p_prefix" not in err and "p_list" not in err
+    logged = write_log(sim, tmp / "withlogger.jsonl", logger=True)
+    doc = json_out("--log", str(logged), "--target", str(world["B"]), "--estimator", "pseudoinverse")
+    assert doc["results"][0]["estimate"] is not None
+
+
+def test_option_errors_name_what_the_user_typed(world: dict[str, Any]) -> None:
+    base = ["--log", str(world["log"]), "--target", str(world["B"])]
+    one_line_error(invoke(*base, "--estimator", "clipped_ips", "--option", "clipped_ips.cap=-1"),
+                   "error: --option clipped_ips.cap: must be")
+    # the library's own message keeps its key
+    from onlineeval.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        get_estimator("clipped_ips", cap=-1)
+    assert str(info.value).startswith("estimator.cap: must be")
+
+
+@pytest.mark.parametrize("text", ["ips,,snips", ",ips", "ips,", "ips, ,snips"])
+def test_empty_estimator_names_are_refused(world: dict[str, Any], text: str) -> None:
+    one_line_error(invoke("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", text),
+                   f"--estimator: {text!r} has an empty estimator name")
+

@@ -140,6 +140,12 @@ def _g(x: Any) -> str:
     return f"{x:.4g}"
 
 
+def _mean_w(d: dict[str, Any]) -> str:
+    """The mean weight, marked '*' when it is more than 4 standard errors from its expectation."""
+    text = _g(d.get("mean_weight"))
+    return text + "*" if d.get("mean_weight_off") else text
+
+
 def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
@@ -156,7 +162,7 @@ def _table(doc: dict[str, Any]) -> str:
         "",
     ]
     header = ["estimator", "target", "estimate", "se", f"CI {level}", f"boot {level}", "n", "ESS", "max w",
-              "top1%", "zero-w", "support viol."]
+              "mean w", "top1%", "zero-w", "support viol."]
     rows = []
     for r in doc["results"]:
         if r["estimate"] is None:
@@ -168,23 +174,26 @@ def _table(doc: dict[str, Any]) -> str:
             r["estimator"], r["target"], _f(r["estimate"]), _f(r["se"]),
             f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
             f"[{_f(r['boot_low'])}, {_f(r['boot_high'])}]" if conv["bootstrap"] else "-",
-            str(r["n"]), _g(d["ess"]), _g(d["max_weight"]), _g(d["top1_share"]), _g(d["zero_weight_share"]), sv,
+            str(r["n"]), _g(d["ess_impressions"]), _g(d["max_weight"]), _mean_w(d), _g(d["top1_share"]),
+            _g(d["zero_weight_share"]), sv,
         ])
     lines += _grid(header, rows)
     if doc.get("differences"):
         lines += ["", (f"differences target - baseline (paired on the same impressions; delta method over "
                   f"{conv['cluster_unit']} clusters; p: two-sided, normal):")]
-        header = ["estimator", "target", "baseline", "difference", "se", f"CI {level}", f"boot {level}", "p", "n"]
+        header = ["estimator", "target", "baseline", "difference", "se", f"CI {level}", f"boot {level}", "p", "n",
+                  "warnings"]
         rows = []
         for r in doc["differences"]:
+            flagged = str(len(r["warnings"])) if r.get("warnings") else "-"
             if r["estimate"] is None:
-                rows.append([r["estimator"], r["target"], r["baseline"], "undefined"] + ["-"] * 5)
+                rows.append([r["estimator"], r["target"], r["baseline"], "undefined"] + ["-"] * 5 + [flagged])
                 continue
             rows.append([
                 r["estimator"], r["target"], r["baseline"], f"{r['estimate']:+.4f}", _f(r["se"]),
                 f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
                 f"[{_f(r['boot_low'])}, {_f(r['boot_high'])}]" if conv["bootstrap"] else "-",
-                _g(r["pvalue"]), str(r["n"]),
+                _g(r["pvalue"]), str(r["n"]), flagged,
             ])
         lines += _grid(header, rows)
     lines += ["", "assumptions (under which each estimator is unbiased or consistent):"]
@@ -202,10 +211,18 @@ def _table(doc: dict[str, Any]) -> str:
         lines += ["", "warnings:"] + [f"  {w}" for w in warns]
     lines += ["", "conventions:"]
     lines += [f"  {k}: {v}" for k, v in conv.items()]
-    lines += ["", ("diagnostics: ESS = (sum w)^2 / sum w^2 of the weights (slot weights of non-empty slots for "
-              "slot-level estimators); max w = largest weight; top1% = share of the total weight held by the "
+    lines += ["", ("diagnostics: ESS = (sum w)^2 / sum w^2 of the weights, in impressions (slot-level estimators: "
+              "of the slot weights of shown slots, divided by the mean number of shown slots per impression; "
+              "the JSON's ess is the undivided count of slots); max w = largest weight; mean w = mean weight "
+              "(slot-level: per shown slot), whose expectation under the logging policy with full support is 1 "
+              "for weights pi/mu (JSON: mean_weight_expected); '*' = more than 4 of its standard errors (clustered "
+              "like the estimate) and 5% from it, see warnings; top1% = share of the total weight held by the "
               "largest 1% of weights; zero-w = share of impressions whose weights are all 0; support viol. = "
               "impressions whose target list the logging policy cannot show / impressions checked")]
+    if doc.get("differences"):
+        lines += [("differences: warnings = how many warnings a difference carries (its two estimates' and its "
+                   "estimator's differences'), listed above; a difference is undefined where either estimate is "
+                   "(e.g. every weight 0)")]
     return "\n".join(lines)
 
 
@@ -304,8 +321,8 @@ def estimate_cmd(
     for name in names:
         try:
             estimators.append(get_estimator(name, **opts[name]))
-        except ConfigError as exc:
-            raise ConfigError(("--option", *exc.key_path[1:]), exc.message) from None
+        except ConfigError as exc:  # named as the user typed it: --option clipped_ips.cap, not the library's key
+            raise ConfigError((f"--option {name}", *exc.key_path[1:]), exc.message) from None
     paths = list(target)
     if not paths:
         raise ConfigError(("--target",), "give at least one target run")

@@ -165,6 +165,7 @@ class AdaptiveIPS(Estimator):
     assumption = ("each user type's behaviour is covered by its chosen one (independent < cascade < standard); "
                   "data-driven choice: by estimated MSE per user type")
     needs = ("p_item", "p_prefix", "p_list")
+    weights_expectation = 1.0  # each behaviour's slot weights are pi/mu (Diagnostics.mean_weight)
     unbiased_under = (
         ("pbm", "additive"),
         ("cascade", "additive"), ("cascade", "first_click"),

@@ -88,6 +88,7 @@ class CascadeDR(ClickModelEstimator):
                   "propensities or the click model are right; deterministic target")
     needs = ("p_prefix",)
     support_level = "prefix"
+    weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
     unbiased_under = (
         ("pbm", "additive"), ("pbm", "first_click"),
         ("cascade", "additive"), ("cascade", "first_click"),

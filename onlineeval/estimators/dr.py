@@ -97,6 +97,7 @@ class DR(ClickModelEstimator):
     needs = ("p_item",)
     rewards = ("additive",)
     support_level = "item"
+    weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
     unbiased_under = (("pbm", "additive"),)
     biased_under = (("cascade", "additive"),)
     allowed_models: ClassVar[tuple[str, ...]] = INDEPENDENT_MODELS
@@ -142,6 +143,7 @@ class ListDR(ClickModelEstimator):
                   "right; deterministic target")
     needs = ("p_list",)
     support_level = "list"
+    weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
     unbiased_under = (("any", "additive"), ("any", "first_click"))
 
     @classmethod

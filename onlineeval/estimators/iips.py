@@ -56,6 +56,7 @@ class IIPS(Estimator):
     )
     needs = ("p_item",)
     support_level = "item"
+    weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
     unbiased_under = (("pbm", "additive"),)
     biased_under = (("pbm", "first_click"), ("cascade", "additive"), ("cascade", "first_click"),
                     ("dcm", "additive"), ("dcm", "first_click"))

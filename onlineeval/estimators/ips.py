@@ -48,6 +48,7 @@ class IPS(Estimator):
     assumption = "none on clicks (any list reward); support: the logger can show every list the target shows"
     needs = ("p_list",)
     support_level = "list"
+    weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
     unbiased_under = (("any", "additive"), ("any", "first_click"))
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:

@@ -36,13 +36,17 @@ TIES = ("docno_desc", "input_order")
 
 
 def parse_estimators(text: str, key: str = "--estimator") -> list[str]:
-    """Names of ``a,b`` (known, distinct), or a ``ConfigError`` at ``key`` listing the allowed."""
+    """Names of ``a,b`` (known, distinct, none empty), or a ``ConfigError`` at ``key`` listing the allowed."""
     from onlineeval.errors import ConfigError
     from onlineeval.estimators import available_estimators
 
-    names = [x.strip() for x in text.split(",") if x.strip()]
+    parts = [x.strip() for x in text.split(",")]
+    names = [x for x in parts if x]
     if not names:
         raise ConfigError((key,), "give at least one estimator; allowed: " + ", ".join(available_estimators()))
+    if len(names) != len(parts):
+        raise ConfigError((key,), f"{text!r} has an empty estimator name (two commas in a row, or a comma at the "
+                          "start or end); give names separated by single commas, e.g. ips,snips")
     for name in names:
         if name not in available_estimators():
             raise ConfigError((key,), f"unknown estimator {name!r}; allowed: "
@@ -52,20 +56,53 @@ def parse_estimators(text: str, key: str = "--estimator") -> list[str]:
     return names
 
 
+def _log_key(field: str) -> str:
+    """The log's JSON key of a propensity array of :class:`~onlineeval.estimators.base.LoggedData`
+    (``p_prefix`` -> ``propensities.prefix``)."""
+    from onlineeval.io.logged import FORMS
+
+    keys = {attr: f"propensities.{form}" for form, attr in FORMS.items()}
+    return keys.get(field, field)
+
+
+def missing_needs(log: LoggedLog, est: Estimator) -> list[str]:
+    """What ``est`` needs that the read log lacks, named by the log's keys: propensity forms
+    (``propensities.list``, ...) and the logging policy (a ``logger`` on every line) with the methods
+    :meth:`~onlineeval.estimators.base.Estimator.logger_needs` names."""
+    data = log.data
+    out = [_log_key(f) for f in est.needs if getattr(data, f, None) is None]
+    lacking = [m for m in est.logger_needs() if not callable(getattr(data.logger, m, None))]
+    if lacking:
+        out.append("the logging policy (a 'logger' on every line; recorded 'propensities' are not enough: it reads "
+                   f"the policy's {', '.join(lacking)})" if data.logger is None else
+                   f"a logging policy with {', '.join(lacking)}")
+    return out
+
 
 def check_needs(log: LoggedLog, estimators: list[Estimator]) -> None:
-    """Every estimator finds the propensities it reads (else name them and what could run)."""
+    """Every estimator finds what it reads in the log: the propensity forms and, for some, the logging policy
+    (else an ``InputError`` naming them by the log's keys, and the estimators that could run)."""
     from onlineeval.errors import InputError
     from onlineeval.estimators import available_estimators, estimator_class
 
     def runnable() -> list[str]:
-        return [n for n in available_estimators() if all(getattr(log.data, f, None) is not None
-                                                          for f in estimator_class(n).needs)]
+        out = []
+        for name in available_estimators():
+            try:
+                default = estimator_class(name)()
+            except (TypeError, ValueError):  # no default instance: judged by its propensities alone
+                ok = all(getattr(log.data, f, None) is not None for f in estimator_class(name).needs)
+            else:
+                ok = not missing_needs(log, default)
+            if ok:
+                out.append(name)
+        return out
 
     for est in estimators:
-        missing = [f for f in est.needs if getattr(log.data, f, None) is None]
+        missing = missing_needs(log, est)
         if missing:
-            have = ", ".join(log.forms) or "no propensities"
+            have = ("a logging policy (all propensity forms computed from it)" if log.data.logger is not None else
+                    ", ".join(_log_key(f) for f in log.forms) or "no propensities")
             raise InputError(
                 f"estimator {est.name!r} needs {', '.join(missing)}; the log carries {have}; estimators that "
                 f"could run on it: {', '.join(runnable()) or 'none'}", log.path)
@@ -121,8 +158,9 @@ def paired_difference(
     Raises
     ------
     InputError
-        When either estimate is undefined (no positive weight) or a bootstrap resample
-        gives one of them no positive weight.
+        When either estimate is undefined (no positive weight) or rests on weights that are all 0
+        (an estimator with weights: its estimate, e.g. IPS's 0 with standard error 0, says nothing about
+        the target), or a bootstrap resample gives one of them no positive weight.
     """
     import numpy as np
     from scipy.stats import norm
@@ -138,6 +176,10 @@ def paired_difference(
         if not (np.isfinite(x).all() and np.isfinite(y).all()) or y.sum() <= 0:
             raise InputError(f"estimator {estimator.name!r}: undefined for {getattr(t, 'name', 'target')!r} "
                              "(no positive weight)", data.source)
+        if terms.weights is not None and not np.any(terms.weights):  # (slot weights are 0 at empty slots)
+            raise InputError(f"estimator {estimator.name!r}: undefined for {getattr(t, 'name', 'target')!r}: every "
+                             "weight is 0 (no logged impression agrees with it where the estimator needs it), so "
+                             "its estimate and zero standard error say nothing about it", data.source)
         sums.append((x, y))
     (xt, yt), (xb, yb) = sums
     g = xt.size
@@ -235,6 +277,8 @@ def one_estimate(
     out = {("estimate" if k == "value" else k): v for k, v in asdict(res).items()
            if k not in ("diagnostics", "reward", "alpha")}
     out["diagnostics"] = asdict(diag)
+    out["diagnostics"]["ess_impressions"] = diag.ess_impressions
+    out["diagnostics"]["mean_weight_off"] = diag.mean_weight_off()
     out["warnings"] = diag.warnings() + extra
     if diag.zero_weight_share == 1.0:
         out["warnings"].append("every weight is 0: no logged impression agrees with the target where this estimator "
@@ -300,7 +344,10 @@ class LogEstimates:
         se, ci_low, ci_high, ...``, ``diagnostics``, ``warnings`` and ``error`` (``None``, or
         why the estimate is undefined).
     differences:
-        With a baseline, one dict per estimator and target: the target minus the baseline.
+        With a baseline, one dict per estimator and target: the target minus the baseline (``estimate`` ``None``
+        with an ``error`` where either estimate is undefined or has every weight 0), with ``warnings``: those of
+        its two estimates (prefixed ``"<estimator> <target>: "``), its estimator's differences' and a failed
+        paired bootstrap's.
     warnings:
         Warnings about the log and the targets (the estimates' own are in their rows).
     """
@@ -403,15 +450,26 @@ def estimate_targets(
                     else:
                         differences.append(diff)
                         warnings.append(f"{pair}: no bootstrap interval: {exc.message}")
+                        diff["warnings"] = [warnings[-1]]
+    fixed_warning: dict[str, str] = {}
     if differences:
         for est in estimators:
             fixed = held_fixed(est, reward)
             if fixed is not None:
-                warnings.append(f"{est.name}: the differences' CLT interval and p-value hold {fixed} fixed and "
-                                "understate the uncertainty; " + (
-                                    "its bootstrap interval does it again in every resample" if bootstrap else
-                                    "--bootstrap N (e.g. 1000) gives an interval that does it again in every "
-                                    "resample"))
+                fixed_warning[est.name] = (
+                    f"{est.name}: the differences' CLT interval and p-value hold {fixed} fixed and "
+                    "understate the uncertainty; " + (
+                        "its bootstrap interval does it again in every resample" if bootstrap else
+                        "--bootstrap N (e.g. 1000) gives an interval that does it again in every resample"))
+                warnings.append(fixed_warning[est.name])
+    # each difference carries the warnings of its two estimates and of its estimator's differences
+    by_row = {(r["estimator"], r["target"]): r["warnings"] for r in results}
+    for diff in differences:
+        carried = [f"{diff['estimator']} {side}: {w}" for side in (diff["target"], diff["baseline"])
+                   for w in by_row.get((diff["estimator"], side), [])]
+        if diff["estimator"] in fixed_warning:
+            carried.append(fixed_warning[diff["estimator"]])
+        diff["warnings"] = diff.get("warnings", []) + carried
     mc = data.logger.monte_carlo_queries() if isinstance(data.logger, LogPolicy) else 0
     if mc:
         warnings.append(f"the item propensities of {mc} queries are Monte Carlo estimates of the logging policy "

@@ -515,6 +515,10 @@ class PBMIPS(Estimator):
             raise ConfigError(("estimator", "examination_error"),
                               f"must be one of {', '.join(EXAMINATION_ERRORS)}; got {self.examination_error!r}")
 
+    def logger_needs(self) -> tuple[str, ...]:
+        """``click_propensity="logger"`` reads the logging policy's item-position marginals."""
+        return ("item_position_marginals",) if self.click_propensity == "logger" else ()
+
     @classmethod
     def check_instances(cls, world: Any) -> list[Estimator]:
         """In a world with known examination probabilities (PBM): one instance with them

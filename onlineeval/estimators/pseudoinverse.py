@@ -380,6 +380,7 @@ class PseudoInverse(Estimator):
     )
     needs = ()
     support_level = "item"
+    weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
     unbiased_under = (("pbm", "additive"),)
     biased_under = (("pbm", "first_click"), ("cascade", "additive"), ("cascade", "first_click"))
 
@@ -427,6 +428,9 @@ class PseudoInverse(Estimator):
                         result[i] = (w, rs, bool(foreign[i]))
             out.extend(result)
         return out
+
+    def logger_needs(self) -> tuple[str, ...]:
+        return ("pair_marginals",)
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         logger = data.logger

@@ -108,6 +108,7 @@ class RIPS(Estimator):
     )
     needs = ("p_prefix",)
     support_level = "prefix"
+    weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
     unbiased_under = tuple((f, kind) for f in _FAMILIES for kind in ("additive", "first_click"))
     biased_under = ()
 

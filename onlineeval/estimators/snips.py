@@ -34,6 +34,7 @@ class SNIPS(Estimator):
     needs = ("p_list",)
     self_normalised = True
     support_level = "list"
+    weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
     unbiased_under = (("any", "additive"), ("any", "first_click"))
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
