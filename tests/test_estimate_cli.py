@@ -752,3 +752,51 @@ def test_empty_estimator_names_are_refused(world: dict[str, Any], text: str) -> 
     one_line_error(invoke("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", text),
                    f"--estimator: {text!r} has an empty estimator name")
 
+
+
+# ------------------------------------------------------------------------ the README's example
+REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_estimate_block() -> tuple[list[str], list[list[str]]]:
+    """The README's ``$ onlineeval estimate --log logged.jsonl ...`` block: the command's arguments and the output
+    lines shown, as segments split at the ``  ...`` lines that mark left-out output."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"```text\n\$ onlineeval estimate (--log logged\.jsonl[^\n]*)\n(.*?)```", text, re.S)
+    assert match, "no '$ onlineeval estimate --log logged.jsonl' block in README.md"
+    segments: list[list[str]] = [[]]
+    for line in match.group(2).splitlines():
+        if line.strip() == "...":
+            segments.append([])
+        else:
+            segments[-1].append(line)
+    return match.group(1).split(), segments
+
+
+def test_readme_estimate_example_reproduces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/make_logged_example.py writes the README's logged.jsonl, A.run and B.run; the README's command
+    prints every line the README shows, in order (each run of lines between '...' marks contiguous, the first from
+    the first line), and the README states the example's exact values."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_logged_example", REPO / "examples" / "make_logged_example.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    truth = example.make(tmp_path)
+    args, segments = readme_estimate_block()
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    out = result.stdout.splitlines()
+    at = 0
+    for i, segment in enumerate(segments):
+        if not segment:
+            continue
+        starts = [s for s in range(at, len(out) - len(segment) + 1) if out[s:s + len(segment)] == segment]
+        assert starts and (i > 0 or starts[0] == 0), ("README line not printed (or not in order)", segment, out)
+        at = starts[0] + len(segment)
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert (f"the true values are {truth['B']:.4f} clicks per query for B and {truth['A']:.4f} for A" in readme)
+    # the set-up's largest weights, as the README describes them: 1 / (0.3 / (8*7*6*5)) and 1 / (0.3 / 8)
+    assert "5600" in out[3] and "26.67" in out[6]
