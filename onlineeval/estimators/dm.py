@@ -550,8 +550,10 @@ class DirectMethod(ClickModelEstimator):
         Holding the fitted model fixed, as a bootstrap of the per-user sums does, left its error out: over 200 logs
         of 4,000 impressions of the cascade world of :mod:`onlineeval.estimators.checks` (a cascade model fitted,
         reciprocal rank), that interval and the CLT one covered the exact value 25 times for 190 nominal. Cost: one
-        fit per resample (the aggregated fits of :mod:`~onlineeval.estimators.model_fit` take a few ms per 10^4
-        impressions)."""
+        fit per resample: about 1.5 ms for a cascade model in closed form on 4,000 impressions, 70-95 ms for a
+        PBM by EM (pseudo-count 0, about 316 iterations, compiled step) on one replicate's 27,848-impression log
+        of ``configs/counterfactual.yaml``, so 400 resamples add about 30-40 s to each replicate of a simulation
+        (its progress is reported through :data:`~onlineeval.estimators.base.BOOTSTRAP_PROGRESS`)."""
         if not self.refits_in_bootstrap:
             return None
         from onlineeval.stats import cluster_resample_counts
