@@ -106,3 +106,26 @@ def test_ess_warning_reads_impressions_for_slot_weights() -> None:
     assert listed.ess_impressions == 240.0 and not listed.warnings()
     assert Diagnostics(99.0, 5.0, 0.1, 0.0, 0, 100, {}, "list", 1.0).warnings()[0].startswith(
         "effective sample size 99.0 (< 100)")
+
+
+@pytest.mark.parametrize("users", [True, False])
+def test_mean_weight_over_shown_slots_of_short_lists(users: bool) -> None:
+    """Lists with an empty last slot: the slot-level mean weight divides by the shown slots only (per cluster, and
+    per impression without users), as written out here."""
+    from onlineeval.estimators import DeterministicTarget, LoggedData, get_estimator
+
+    rng = np.random.default_rng(5)
+    n, m, k = 4_000, 5, 3
+    shown = np.argsort(rng.random((n, m)), axis=1)[:, :k]
+    short = rng.random(n) < 0.4
+    shown[short, 2] = -1
+    p_item = np.where(shown >= 0, 1 / m, 1.0)
+    user = rng.integers(0, 300, n) if users else None
+    data = LoggedData(np.zeros(n, dtype=np.int64), shown, (rng.random((n, k)) < 0.3) & (shown >= 0),
+                      p_item=p_item, user=user)
+    d = get_estimator("iips").estimate(data, DeterministicTarget(np.arange(k)[None, :], "T")).diagnostics
+    w = np.where(shown >= 0, (shown == np.arange(k)) / p_item, 0.0)
+    slots = (shown >= 0).sum(axis=1).astype(float)
+    mean, se = _cluster_ratio(w.sum(axis=1), slots, user if users else np.arange(n))
+    assert d.weights_per_impression == pytest.approx(slots.mean(), rel=1e-12)
+    assert d.mean_weight == pytest.approx(mean, rel=1e-12) and d.mean_weight_se == pytest.approx(se, rel=1e-9)

@@ -850,7 +850,12 @@ class Estimator(ABC):
         violations, checked = support_violations(data, target, self.support_level)
         level, per, mean, mean_se = None, math.nan, math.nan, math.nan
         if terms.weights is not None:
-            level, per, mean, mean_se = mean_weight(data, np.asarray(terms.weights, dtype=np.float64))
+            w = np.asarray(terms.weights, dtype=np.float64)
+            if is_frozen(w):  # a log's own weight array (shared by estimators): its mean once
+                hit = data.cached(("mean_weight", id(w)), lambda: (w, mean_weight(data, w)), target=target)
+                level, per, mean, mean_se = hit[1] if hit[0] is w else mean_weight(data, w)
+            else:
+                level, per, mean, mean_se = mean_weight(data, w)
         return Diagnostics(ess, mx, top, zero, violations, checked, dict(terms.notes), level, per, mean, mean_se,
                            self.weights_expectation if level is not None else None)
 
@@ -886,14 +891,17 @@ def mean_weight(data: LoggedData, w: FloatArray) -> tuple[str, float, float, flo
     else:
         level = "slot"
         per_row = row_sum(w if data.all_valid else np.where(data.valid, w, 0.0))
-        count = data.cached("shown_slots", lambda: row_sum(data.valid.astype(np.float64)))
+        count = None if data.all_valid else data.cached("shown_slots", lambda: row_sum(data.valid.astype(np.float64)))
     inv, g = data.user_groups
     if data.user is None:
-        x, y = per_row, (np.ones(data.n) if count is None else count)
+        x = per_row
+        y = np.ones(data.n) if count is None else count
     else:
         x = np.bincount(inv, per_row, g)
-        y = (data.cached("cluster_sizes", lambda: np.bincount(inv, np.ones(data.n), g)) if count is None
-             else np.bincount(inv, count, g))
+        y = (data.cached("cluster_sizes", lambda: np.bincount(inv, np.ones(data.n), g)) if count is None else
+             data.cached("cluster_shown_slots", lambda: np.bincount(inv, count, g)))
+    if count is None and w.ndim == 2:  # every slot shown: k weights per impression
+        y = y * data.k
     total = float(y.sum())
     if total <= 0:
         return level, 0.0, math.nan, math.nan
