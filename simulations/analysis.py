@@ -24,12 +24,19 @@ reachable" when the floor is above the target. Between designs: the ratio of req
 impressions to the first design's, and the efficiency at equal traffic, the ratio of
 :math:`(\\delta / se)^2` on the last simulated day (the two differ when the reference's
 standard error has a floor); biased designs are listed apart.
+
+The analytic size's own uncertainty (:func:`required_impressions_uncertainty`): the fit refitted on
+bootstrap resamples of the replicates, seeded by the config's seed, design and metric; near the floor
+(``b`` close to the target :math:`se^2`) the answer is ill-conditioned and flagged unstable. A design
+or estimate found biased gets no analytic power, days or sizes (null, kept apart under
+``analytic_if_unbiased``): computed as if it were unbiased they would measure nothing.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import zlib
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,7 +50,8 @@ from simulations.runner import NULL_PREFIX, Truth
 from simulations.world import World
 
 __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel",
-           "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE"]
+           "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
+           "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
@@ -224,6 +232,104 @@ def required_impressions(fit: VarianceModel, effect: float, alpha: float, power:
     return float(fit.a / (target - fit.b))
 
 
+#: bootstrap resamples of the replicates behind the analytic sample size's uncertainty
+SIZE_BOOTSTRAP = 200
+#: an analytic sample size is flagged unstable when the fitted SE floor ``b`` is above this share of the
+#: target :math:`se^2 = T = (|\delta| / (z_{1-\alpha/2} + z_{power}))^2` (the answer's sensitivity to ``b`` is
+#: :math:`b / (T - b)`: 4 at 0.8) ...
+UNSTABLE_FLOOR_RATIO = 0.8
+#: ... or when its relative standard error over the refits is above this
+UNSTABLE_REL_SE = 0.25
+
+
+def target_variance(effect: float, alpha: float, power: float) -> float:
+    r"""The :math:`se^2` at which a two-sided test at ``alpha`` has ``power`` for ``effect``:
+    :math:`(|\delta| / (z_{1-\alpha/2} + z_{power}))^2`."""
+    return float((abs(effect) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))) ** 2)
+
+
+def _fit_many(n: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`variance_model`'s ``(a, b)`` for every row of ``n`` and ``se`` (resamples x days), by the
+    closed-form least squares where every checkpoint is usable, by :func:`variance_model` elsewhere."""
+    a = np.empty(n.shape[0])
+    b = np.empty(n.shape[0])
+    ok = (np.isfinite(se) & (se > 0) & (n > 0)).all(axis=1)
+    if n.shape[1] >= 3 and ok.any():
+        x, v = 1.0 / n[ok], se[ok] ** 2
+        xc = x - x.mean(axis=1, keepdims=True)
+        sxx = (xc * xc).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = (xc * (v - v.mean(axis=1, keepdims=True))).sum(axis=1) / sxx
+        intercept = v.mean(axis=1) - slope * x.mean(axis=1)
+        good = (sxx > 0) & (slope > 0) & (intercept >= 0)
+        a[ok] = np.where(good, slope, v[:, -1] * n[ok][:, -1])
+        b[ok] = np.where(good, intercept, 0.0)
+    for i in np.flatnonzero(~ok if n.shape[1] >= 3 else np.ones(n.shape[0], bool)):
+        fit = variance_model(n[i], se[i])
+        a[i], b[i] = fit.a, fit.b
+    return a, b
+
+
+def required_impressions_uncertainty(
+    fit: VarianceModel, se: np.ndarray, impressions: np.ndarray, effect: float, effect_se: float, alpha: float,
+    power: float, seed: Any, resamples: int = SIZE_BOOTSTRAP,
+) -> dict[str, Any]:
+    r"""How well the replicates determine :func:`required_impressions`: the variance model
+    :math:`se^2 = a/N + b` refitted on ``resamples`` bootstrap resamples of the replicates (each
+    day's mean SE and mean impressions over the resampled replicates, as :func:`curves`), with the
+    true effect drawn from :math:`N(\delta, se_\delta^2)` when it has a Monte Carlo error.
+
+    ``fit``: the variance model of the replicates' daily means (:func:`variance_model`, the point value's);
+    ``se`` and ``impressions``: (replicates, days) arrays, each replicate's SE (NaN where undefined) and
+    impressions by day; ``seed``: entropy for :class:`numpy.random.SeedSequence` (the config's seed and
+    the design and metric, so a config always gives the same numbers). Near the floor the answer moves
+    by :math:`b / (T - b)` times any relative change of ``b``, hence ``floor_ratio`` :math:`= b / T`.
+
+    Returns ``rel_se`` (half the 16-84% range of the refits over the point value, a normal SE for a
+    symmetric spread; None when the point value is not reachable or the 84th percentile of the refits
+    is not), ``range`` (the refits' 5% and 95% points, ``inf`` = not reachable), ``unreachable_share``
+    (refits whose floor is above the target), ``floor_ratio`` and ``unstable``: a finite answer with
+    ``floor_ratio > UNSTABLE_FLOOR_RATIO`` or ``rel_se > UNSTABLE_REL_SE`` (or undefined) or a 90% range
+    reaching 'not reachable', or a 'not reachable' answer that at least 10% of the refits reach."""
+    se = np.asarray(se, dtype=np.float64)
+    impressions = np.asarray(impressions, dtype=np.float64)
+    point = required_impressions(fit, effect, alpha, power)
+    target = target_variance(effect, alpha, power) if effect else 0.0
+    floor_ratio = float(fit.b / target) if target > 0 and np.isfinite(fit.b) else None
+    r = se.shape[0]
+    if r < 2 or not effect:
+        return {"rel_se": None, "range": None, "unreachable_share": None, "floor_ratio": floor_ratio,
+                "unstable": bool(math.isfinite(point) and (floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO),
+                "resamples": 0}
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    idx = rng.integers(0, r, size=(resamples, r))
+    eff = effect + (effect_se * rng.standard_normal(resamples) if effect_se > 0 else 0.0)
+    n_b = np.nanmean(impressions[idx], axis=1)
+    se_b = _nanmean0(se[idx], axis=1)
+    a, b = _fit_many(n_b, se_b)
+    t_b = (np.abs(eff) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        refits = np.where((t_b > b) & np.isfinite(a) & (eff != 0), a / (t_b - b), np.inf)
+    q05, q16, q84, q95 = np.quantile(refits, [0.05, 0.16, 0.84, 0.95], method="inverted_cdf")
+    unreachable = float(np.mean(np.isinf(refits)))
+    rel_se = float((q84 - q16) / 2 / point) if math.isfinite(point) and np.isfinite(q84) else None
+    if math.isfinite(point):
+        unstable = ((floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO or rel_se is None or rel_se > UNSTABLE_REL_SE
+                    or not np.isfinite(q95))
+    else:
+        unstable = unreachable < 0.9
+    return {"rel_se": rel_se, "range": [float(q05), float(q95)], "unreachable_share": unreachable,
+            "floor_ratio": floor_ratio, "unstable": bool(unstable), "resamples": resamples}
+
+
+def _nanmean0(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    """The mean over ``axis`` ignoring NaN; NaN (no warning) where every value is NaN."""
+    count = np.sum(~np.isnan(x), axis=axis)
+    total = np.nansum(x, axis=axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
 def null_rejection_rate(bias: float | np.ndarray, se: float | np.ndarray, alpha: float) -> np.ndarray:
     r"""Probability that a two-sided z-test at ``alpha`` rejects when the estimator's
     expectation is ``bias`` (the true effect being 0) and its standard error ``se``:
@@ -289,6 +395,32 @@ def null_check(
     return out
 
 
+#: SeedSequence entropy tag of the sample size's bootstrap ("sizeboot")
+_SIZE_SEED_TAG = 0x73697A65626F6F74
+
+#: an entry's analytic sample-size keys (None when there is no effect to detect)
+_SIZE_KEYS = ("analytic_required_impressions", "analytic_required_impressions_rel_se",
+              "analytic_required_impressions_range", "analytic_required_impressions_unreachable_share",
+              "analytic_required_impressions_unstable", "analytic_required_days", "analytic_required_users")
+
+#: why a biased estimate's analytic numbers are withheld (summary.json 'analytic_withheld')
+WITHHELD_REASON = ("biased: the design's null check or the estimate's mean against the exact truth finds a bias, "
+                   "so power, days and sample sizes computed as if it were unbiased would measure nothing; the "
+                   "values so computed are kept under 'analytic_if_unbiased' and are not sensitivities")
+
+
+def _withhold_analytic(entry: dict[str, Any]) -> None:
+    """A biased entry: its analytic power, days and sizes (computed as if unbiased) move under
+    ``analytic_if_unbiased`` and are null in their usual places, with the reason in ``analytic_withheld``."""
+    kept = {key: entry.get(key) for key in (*_SIZE_KEYS, "variance_floor_to_target", "analytic_days_to_target_power")}
+    kept["analytic_power"] = entry["final_day"].get("analytic_power")
+    entry["analytic_if_unbiased"] = kept
+    for key in (*_SIZE_KEYS, "variance_floor_to_target", "analytic_days_to_target_power"):
+        entry[key] = None
+    entry["final_day"]["analytic_power"] = None
+    entry["analytic_withheld"] = WITHHELD_REASON
+
+
 def analyse(
     rows: pd.DataFrame,
     truths: list[Truth],
@@ -307,12 +439,23 @@ def analyse(
     designs: dict[str, Any] = {}
     offline = world.offline
     offline_rel = offline.delta("weighted") / offline.weighted["A"] if offline.weighted["A"] else float("nan")
+    by_replicate = {key: g for key, g in rows[~rows["aa"]].groupby(["design", "metric"], sort=False)}
     for (design, metric), c in table[~table["aa"]].groupby(["design", "metric"], sort=False):
         c = c.sort_values("day")
         last = c.iloc[-1]
         t = truth[(design, metric)]
         fit = variance_model(c["mean_impressions"].to_numpy(), c["mean_se"].to_numpy())
         n_req = required_impressions(fit, t.value, alpha, target_power)
+        # the fit's own uncertainty: refits on bootstrap resamples of the replicates (seeded by the config)
+        g = by_replicate[(design, metric)]
+        wide_se = g.pivot_table(index="replicate", columns="day", values="se", aggfunc="first", dropna=False)
+        wide_n = g.pivot_table(index="replicate", columns="day", values="n_impressions", aggfunc="first",
+                               dropna=False)
+        days_order = sorted(c["day"])
+        size_unc = required_impressions_uncertainty(
+            fit, wide_se.reindex(columns=days_order).to_numpy(dtype=np.float64),
+            wide_n.reindex(columns=days_order).to_numpy(dtype=np.float64), t.value, t.se, alpha, target_power,
+            (config.seed, _SIZE_SEED_TAG, zlib.crc32(design.encode()), zlib.crc32(metric.encode())))
         day_sim = _first_day(c, "power", target_power)
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
         r = int(last["replicates"])
@@ -347,9 +490,13 @@ def analyse(
             "users_at_target_power": None if at is None else float(at["mean_users"]),
             "variance_model": fit._asdict(),
             "analytic_required_impressions": n_req,
-            # N_req ~ 1/effect^2 near the target: the truth's Monte Carlo error carries over as
-            # a relative standard error of about 2 se(effect)/|effect| (0 for exact truths)
-            "analytic_required_impressions_rel_se": (2 * t.se / abs(t.value)) if t.value else None,
+            # the uncertainty of n_req from the replicates (the (a, b) fit refitted on bootstrap resamples of
+            # them) and the truth's Monte Carlo error: see required_impressions_uncertainty
+            "analytic_required_impressions_rel_se": size_unc["rel_se"],
+            "analytic_required_impressions_range": size_unc["range"],
+            "analytic_required_impressions_unreachable_share": size_unc["unreachable_share"],
+            "analytic_required_impressions_unstable": size_unc["unstable"],
+            "variance_floor_to_target": size_unc["floor_ratio"],
             "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
             "analytic_required_users": float(
                 expected_distinct_users(n_req, config.users.population, config.users.activity.sigma)
@@ -363,8 +510,7 @@ def analyse(
             # the truth is 0 or within its Monte Carlo error of 0 (e.g. identical rankers): no effect
             # to detect, so no sample size is given
             entry["detectable"] = False
-            for key in ("analytic_required_impressions", "analytic_required_impressions_rel_se",
-                        "analytic_required_days", "analytic_required_users"):
+            for key in _SIZE_KEYS:
                 entry[key] = None
         else:
             entry["detectable"] = True
@@ -377,6 +523,8 @@ def analyse(
         if null is not None:
             null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
             entry["null"] = null_check(null, c, alpha, r, null_rows)
+        if bool((entry.get("null") or {}).get("biased")) or entry["biased_estimate"]:
+            _withhold_analytic(entry)
         if t.baseline:
             # online relative *improvement* (lower abandonment is better) / offline relative gain
             improvement = IMPROVEMENT_SIGN.get(metric, 1) * t.value / t.baseline

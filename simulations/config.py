@@ -413,7 +413,8 @@ class DesignConfig(_Strict):
         min_length=1,
     )
     bootstrap: Annotated[int, Strict(), Field(ge=0, le=100_000)] = Field(
-        0, description="counterfactual: cluster-bootstrap resamples for the last day's interval (0 = delta method)"
+        0, description="counterfactual: cluster-bootstrap resamples for the last day's interval (0 = delta method, "
+        "otherwise at least 100)"
     )
     refit_days: Annotated[int, Strict(), Field(ge=0, le=366)] = Field(
         0,
@@ -759,6 +760,7 @@ def _check_components(config: Config, source: str | None) -> None:
                 "(fitted position/continuation parameters, attractiveness by grade)",
                 source,
             )
+    _check_population(config, source)
     for i, design in enumerate(config.designs):
         _check_design_analysis(config, i, source)
         if design.type == "counterfactual":
@@ -820,6 +822,34 @@ def _check_components(config: Config, source: str | None) -> None:
     check_memory(config, source)  # before anything is allocated: refuse what cannot fit
 
 
+#: the smallest expected number of users of each user type in each arm of an A/B design (or, for designs
+#: without arms, in the design) that users.population must give: fewer leave a cell without the two users
+#: an SE clustered by user needs, and every statistic undefined
+MIN_USERS_PER_CELL = 2
+
+
+def min_population(config: Config) -> tuple[int, str]:
+    """The smallest ``users.population`` the designs allow, and why: population x the smallest user type's
+    share x the smallest A/B arm's share (1 without an A/B design) >= :data:`MIN_USERS_PER_CELL`."""
+    types = [(name, share) for name, share, _ in config.users.mixture() if share > 0]
+    name, share = min(types, key=lambda t: t[1])
+    arms = [(d.name, min(d.share_b, 1.0 - d.share_b)) for d in config.designs if d.type == "ab"]
+    design, arm = min(arms, key=lambda t: t[1]) if arms else (None, 1.0)
+    need = max(MIN_USERS_PER_CELL, math.ceil(MIN_USERS_PER_CELL / (share * arm) - 1e-9))
+    why = (f"{MIN_USERS_PER_CELL} expected users of each user type in each arm: population x type share"
+           + (f" x arm share >= {MIN_USERS_PER_CELL}" if arms else f" >= {MIN_USERS_PER_CELL}")
+           + (f"; smallest type {name} ({share:.3g})" if len(types) > 1 else "")
+           + (f"; smallest arm of {design} ({arm:.3g})" if arms else ""))
+    return need, why
+
+
+def _check_population(config: Config, source: str | None) -> None:
+    need, why = min_population(config)
+    if config.users.population < need:
+        raise ConfigError(("users", "population"), f"{config.users.population:,} users are too few for these "
+                          f"designs ({why}); allowed: {need:,} or more", source)
+
+
 def _check_design_analysis(config: Config, i: int, source: str | None) -> None:
     """A design's ``analysis`` block against the traffic: looks within the days, batch
     monitoring and multiple comparisons only where the design type has them."""
@@ -852,6 +882,11 @@ def _check_design_analysis(config: Config, i: int, source: str | None) -> None:
                           f"allowed: days 1 to {days}", source)
 
 
+#: the fewest cluster-bootstrap resamples a counterfactual design's ``bootstrap`` allows (besides 0), as the
+#: estimate command's --bootstrap and Estimator.estimate
+MIN_BOOTSTRAP = 100
+
+
 def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
     """Estimators registered, their options valid, each able to estimate the design's
     metric; the logging policy known with valid options."""
@@ -861,6 +896,10 @@ def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
     from simulations.policies import build_policy
 
     design = config.designs[i]
+    if 0 < design.bootstrap < MIN_BOOTSTRAP:
+        raise ConfigError(("designs", i, "bootstrap"), f"{design.bootstrap} resamples are too few for a percentile "
+                          f"interval; allowed: 0 (the delta-method interval) or {MIN_BOOTSTRAP} to 100000 (as "
+                          "onlineeval estimate --bootstrap)", source)
     reward = get_reward(design.metric, config.rankers.depth)
     for j, spec in enumerate(design.estimators):
         key: tuple[str | int, ...] = ("designs", i, "estimators", j)

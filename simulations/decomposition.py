@@ -545,7 +545,12 @@ def decomposition_summary(world: World, users: UserModels, offline_metric: str) 
 
 # --------------------------------------------------------------------------- terminal report
 def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3g}"
+    """A factor in at most 8 characters (3 significant digits, 2 when 3 need more room), so that the
+    table's 9-character cells keep a space between neighbours."""
+    if v is None:
+        return "-"
+    text = f"{v:.3g}"
+    return text if len(text) <= 8 else f"{v:.2g}"
 
 
 def _pct(v: float | None) -> str:
@@ -567,7 +572,8 @@ def decomposition_lines(summary: dict[str, Any]) -> list[str]:
         return ["", head, f"  {dec['reason']}"]
     metrics = dec["metrics"]
     names = list(metrics)
-    cell, width = 8, 26
+    cell = 9  # _x's 8 characters and a separating space
+    width = 3 * cell + 2
     lines = ["", head, f"  {'':42s}" + "".join(f"{m:^{width}s}" for m in names),
              f"  {'':42s}" + "".join(f"{'seq':>{cell}s}{'alone':>{cell}s}{'avg':>{cell}s}  " for _ in names)]
 

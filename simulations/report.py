@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from onlineeval import __version__
+from simulations.analysis import SIZE_BOOTSTRAP, UNSTABLE_FLOOR_RATIO, UNSTABLE_REL_SE
 
 if TYPE_CHECKING:
     from simulations.job import SimulationResult
@@ -52,6 +53,19 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "compare their sample sizes, not their effects (and only for designs the null check finds unbiased)",
         "sample_size": "se^2(N) = a/N + b fitted to the daily checkpoints (returning users give a floor b); "
         "required N solves se(N) = |true effect| / (z_(1-alpha/2) + z_power); 'not reachable' when b is above that",
+        "sample_size_uncertainty": f"the (a, b) fit refitted on {SIZE_BOOTSTRAP} bootstrap resamples of the replicates "
+        "(each day's mean SE and impressions over the resampled replicates; an interleaving truth drawn from its "
+        "Monte Carlo error), seeded by (seed, design, metric): analytic_required_impressions_rel_se = half the "
+        "16-84% range of the refits / the value (null when either is not reachable), "
+        "analytic_required_impressions_range = the refits' 5% and 95% points (null = not reachable), "
+        "variance_floor_to_target = b / T with T the target se^2 (the answer moves by b / (T - b) times any "
+        f"relative change of b); unstable ('?' in the report): b / T > {UNSTABLE_FLOOR_RATIO} or the relative SE "
+        f"above {UNSTABLE_REL_SE} (or undefined) or the 95% point not reachable, or 'not reachable' while 10% or more of "
+        "the refits reach it",
+        "biased_sample_sizes": "an entry found biased (null check, or its mean estimate against the exact truth) has "
+        "analytic power, analytic days, required impressions, days and users null, the reason in "
+        "analytic_withheld and the values computed as if it were unbiased under analytic_if_unbiased "
+        "(curves.csv keeps each day's analytic power for every design)",
         "power": "share of replicates with p < alpha and the estimate's sign equal to the true effect's",
         "alpha": cfg.analysis.alpha,
         "target_power": cfg.analysis.power,
@@ -204,6 +218,63 @@ def _count(x: float | None) -> str:
     return f"{x:,.0f}"
 
 
+#: users needed at or above this share of the population print as 'whole population'
+WHOLE_POPULATION = 0.99
+#: analytic days beyond this print as '> 1 year'
+MAX_DAYS_SHOWN = 365
+
+
+def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
+    """The main table's analytic power, days->pwr, impressions and users needed of one summary entry
+    (shared by the terminal and report.html): 'biased' / '-' for a biased entry, 'no detectable effect',
+    '> 1 year' beyond :data:`MAX_DAYS_SHOWN` analytic days, 'whole population' from
+    :data:`WHOLE_POPULATION` of the users, and '?' after an unstable analytic size."""
+    fd = e["final_day"]
+    if is_biased_entry(e):
+        return {"analytic": "-", "days": "-", "impressions": "biased", "users": "-"}
+    analytic = _fmt(fd.get("analytic_power"), ".2f")
+    if not e.get("detectable", True):
+        return {"analytic": analytic, "days": "-", "impressions": "no detectable effect", "users": "-"}
+    mark = "?" if e.get("analytic_required_impressions_unstable") else ""
+    days, extrapolated = e.get("days_to_target_power"), e.get("analytic_required_days")
+    if days is not None:
+        days_s = str(days)
+    elif extrapolated is not None:
+        days_s = ("> 1 year" if extrapolated > MAX_DAYS_SHOWN else f"~{extrapolated:.0f}*") + mark
+    else:
+        days_s = "never" + mark
+    users = e.get("analytic_required_users")
+    users_s = "whole population" if users is not None and users >= WHOLE_POPULATION * population else _count(users)
+    return {"analytic": analytic, "days": days_s, "impressions": _count(e.get("analytic_required_impressions")) + mark,
+            "users": users_s}
+
+
+def is_biased_entry(e: dict[str, Any]) -> bool:
+    """The null check or the exact truth finds this estimate biased."""
+    return bool((e.get("null") or {}).get("biased")) or bool(e.get("biased_estimate"))
+
+
+def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
+    """The unstable analytic sample sizes ('?'), each with the refits' 90% range."""
+    items = []
+    for design, metrics in s["designs"].items():
+        for metric, e in metrics.items():
+            if is_biased_entry(e) or not e.get("analytic_required_impressions_unstable"):
+                continue
+            lo, hi = e.get("analytic_required_impressions_range") or (None, None)
+            ratio = e.get("variance_floor_to_target")
+            rel = e.get("analytic_required_impressions_rel_se")
+            items.append(f"{design}/{metric}: " + (f"{_count(lo)} to {_count(hi)}" if lo is not None else "-")
+                         + (f", relative SE {rel:.0%}" if rel is not None else "")
+                         + (f", floor b = {ratio:.2f} x the target se^2" if ratio is not None else "")
+                         + (f", {e['analytic_required_impressions_unreachable_share']:.1%} of refits not reachable"
+                            if (e.get("analytic_required_impressions_unreachable_share") or 0) >= 0.0005 else ""))
+    if not items:
+        return []
+    return [f"  '?' unstable impressions needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap resamples "
+            "of the replicates): " + "; ".join(items)]
+
+
 def terminal_summary(result: SimulationResult, source: str = "") -> str:
     cfg = result.config
     s = result.summary
@@ -250,9 +321,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                         f" (no relative change: A's {off['metric']} is 0 here)") + tail)
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
     header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {'shrink':>7s} "
-              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>19s} {'users needed':>13s} "
+              f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>19s} {'users needed':>16s} "
               f"{'A/A FPR':>8s} {'null Delta':>10s}")
     lines.append(header)
+    population = cfg.users.population
     for design, metrics in s["designs"].items():
         for metric, e in metrics.items():
             fd = e["final_day"]
@@ -266,25 +338,15 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             else:
                 fpr = f"{aa['false_positive_rate']:.3f}{'' if aa['within_band'] else '!'}"
             null = e.get("null")
-            null_biased = bool(null and null["biased"])
-            biased = null_biased or bool(e.get("biased_estimate"))
-            null_s = "-" if null is None else _fmt(null["delta"], ".5f", True) + ("!" if null_biased else "")
-            days = e["days_to_target_power"]
-            days_s = str(days) if days is not None else (
-                f"~{e['analytic_required_days']:.0f}*" if e["analytic_required_days"] is not None else "never")
-            if not e.get("detectable", True):
-                impr_s, users_s, days_s = "no detectable effect", "-", "-"
-            else:
-                impr_s = _count(e["analytic_required_impressions"])
-                users_s = _count(e["analytic_required_users"])
-                if biased:
-                    impr_s, users_s, days_s = f"{impr_s} biased", f"{users_s}!", f"{days_s}!"
+            null_s = "-" if null is None else _fmt(null["delta"], ".5f", True)
+            cells = sample_size_cells(e, population)
             lines.append(
                 f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.3g', True):>13s} "
                 f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
-                f"{_fmt(shrink, '.2f'):>7s} {fd['power']:>9.2f} {fd['analytic_power']:>8.2f} {days_s:>9s} "
-                f"{impr_s:>19s} {users_s:>13s} {fpr:>8s} {null_s:>10s}"
+                f"{_fmt(shrink, '.2f'):>7s} {fd['power']:>9.2f} {cells['analytic']:>8s} {cells['days']:>9s} "
+                f"{cells['impressions']:>19s} {cells['users']:>16s} {fpr:>8s} {null_s:>10s}"
             )
+    lines += _unstable_lines(s, population)
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
                  for m, e in ms.items() if e["final_day"]["undefined"] > 0]
     if undefined:
@@ -292,8 +354,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                      "not rejecting): " + ", ".join(undefined))
     lines += _null_lines(result)
     ref_design = next((d for d in cfg.designs if d.name == s["required_impressions_ratio"]["reference"]), None)
+    unstable = {d for d, ms in s["designs"].items() for e in ms.values()
+                if e["primary"] and e.get("analytic_required_impressions_unstable")}
     lines += _ratio_lines(s["required_impressions_ratio"], cfg.analysis.power,
-                          ref_design is not None and ref_design.type == "ab")
+                          ref_design is not None and ref_design.type == "ab", unstable)
     lines += [
         "",
         "  true effect: population value (B - A; interleaving: Delta_AB, + favours B; methods differ in scale,",
@@ -301,15 +365,22 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  abandonment counts as better) / offline relative gain, unstable when the metric's base rate is tiny;",
         "  power: share of replicates rejecting at alpha with the right sign, analytic: the same from the true",
         "  effect and the mean SE; days->pwr: first day with simulated power >= target (* analytic, from",
-        "  se^2 = a/N + b fitted to the days, beyond the simulated days; never: the SE floor of this user",
-        "  population is above the target); impr./users needed: analytic for the target power (users: expected",
-        "  distinct users among that many impressions); 'no detectable effect': the interleaving truth is within",
-        "  2 Monte Carlo SEs of 0; '!' = A/A FPR outside its 99% band; '0 (ties)': with B replaced by A every",
-        "  comparison of this design is a tie, so A/A cannot reject; null Delta: expected Delta when clicks do not",
-        "  depend on relevance (every true effect 0), '!' and 'biased' = the design is biased on these rankers",
-        "  (or, for any estimate, its mean over replicates misses the exact truth beyond chance: a t-test at the",
-        "  level of 4 normal SEs, p < 6.3e-5, on the replicates' SD and the truth's Monte Carlo error):",
-        "  its power and sample size measure its bias as much as the effect and are not sensitivities.",
+        "  se^2 = a/N + b fitted to the days, beyond the simulated days; '> 1 year': more than 365 days; never:",
+        "  the SE floor of this user population is above the target); impr./users needed: analytic for the",
+        "  target power (users: expected distinct users among that many impressions; 'whole population': at",
+        f"  least {WHOLE_POPULATION:.0%} of the users); '?' = unstable: the fitted floor b is above "
+        f"{UNSTABLE_FLOOR_RATIO:.0%} of the target se^2, or",
+        f"  the size's relative SE (refits on bootstrap resamples of the replicates) above {UNSTABLE_REL_SE:.0%}, "
+        "or the refits'",
+        "  90% range reaches 'not reachable' (or, for 'never', 10% of them reach the target): ranges below the table;",
+        "  'no detectable effect': the interleaving truth is within 2 Monte Carlo SEs of 0; '!' = A/A FPR",
+        "  outside its 99% band; '0 (ties)': with B replaced by A every comparison of this design is a tie, so",
+        "  A/A cannot reject; null Delta: expected Delta when clicks do not depend on relevance (every true",
+        "  effect 0); 'biased' = the design is biased on these rankers (null check) or its estimate's mean over",
+        "  replicates misses the exact truth beyond chance (a t-test at the level of 4 normal SEs, p < 6.3e-5,",
+        "  on the replicates' SD and the truth's Monte Carlo error): its power measures its bias as much as",
+        "  the effect, so its analytic power, days and sizes are not given ('-'; summary.json keeps them under",
+        "  analytic_if_unbiased).",
     ]
     from simulations.decomposition import decomposition_lines
 
@@ -374,8 +445,10 @@ def _null_lines(result: SimulationResult) -> list[str]:
     return lines
 
 
-def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool) -> list[str]:
-    """Efficiency at equal traffic and the ratio of required impressions, biased designs marked."""
+def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
+                 unstable: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Efficiency at equal traffic and the ratio of required impressions, biased designs marked, and
+    '?' on a ratio whose either size is unstable (``unstable``: designs whose primary size is)."""
     ref = ratios.get("reference")
     if not ref:
         return []
@@ -390,14 +463,17 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool) -> list[
         e, r = ratios.get("equal_traffic_efficiency", {}).get(d), ratios["ratios"][d]
         if e is not None:
             eff.append(f"{d} {mark}" if mark else f"{d} {e:.3g}x")
-        if r is not None:
-            need.append(f"{d} {mark}" if mark else f"{d} {r:.3g}x ({1 / r:.3g}x fewer)" if r < 1 else f"{d} {r:.3g}x")
+        if r is not None or mark:
+            q = "?" if ref in unstable or d in unstable else ""
+            need.append(f"{d} {mark}" if mark else f"{d} {r:.3g}x{q} ({1 / r:.3g}x fewer)" if r < 1
+                        else f"{d} {r:.3g}x{q}")
     lines = []
     if eff:
         lines.append(f"  information per impression at equal traffic ((effect/SE)^2 on day {ratios.get('last_day')}) "
                      f"relative to {ref}: " + ", ".join(eff))
     if need:
-        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need))
+        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need)
+                     + (" ('?': from an unstable size)" if any("?" in n for n in need) else ""))
     if eff and need and ref_is_ab:
         lines += [(f"  (the first is the efficiency over the simulated days; the second holds at the target power "
                    f"only: {ref}'s SE"),
@@ -419,6 +495,7 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
     cf = s.get("counterfactual")
     if not cf:
         return []
+    population = result.config.users.population
     lines = ["", ("Estimation error on the last day (every design; bias = mean estimate - true effect, +-: its SE; "
                   "coverage: share of replicates whose CI holds the truth, '!' outside the 99% binomial band of a "
                   "valid interval's):"),
@@ -433,7 +510,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
                 f"{_fmt(e['estimator_bias'], '.2e', True):>10s} {_fmt(e['estimator_bias_se'], '.1e'):>8s} "
                 f"{_fmt(fd['sd_estimate'], '.2e'):>9s} {_fmt(rmse, '.2e'):>9s} "
                 f"{_coverage_cell(fd['coverage'], e.get('coverage_within_band')):>8s} "
-                f"{fd['power']:>9.2f} {_count(e['analytic_required_impressions']):>13s}"
+                f"{fd['power']:>9.2f} "
+                f"{sample_size_cells(e, population)['impressions'] if e.get('detectable', True) else '-':>13s}"
             )
     for name, d in cf.items():
         logger = dict(d["logger"] or {})

@@ -258,14 +258,20 @@ def test_simulate_report_structure_and_self_contained(sim: Path) -> None:
 def _answer_expected(summary: dict[str, Any]) -> list[tuple[str, str, str, str, str, bool]]:
     """(design, metric, true effect, impressions, users, biased) from summary.json, formatted here."""
     out = []
+    population = summary["config"]["users"]["population"]
     for design, metrics in summary["designs"].items():
         for metric, e in metrics.items():
             biased = bool((e.get("null") or {}).get("biased")) or bool(e.get("biased_estimate"))
             impr = e["analytic_required_impressions"]
             users = e["analytic_required_users"]
-            out.append((design, metric, f"{e['true_effect']:+.3g}",
-                        "not reachable" if impr is None else f"{impr:,.0f}",
-                        "not reachable" if users is None else f"{users:,.0f}", biased))
+            unstable = "?" if e["analytic_required_impressions_unstable"] else ""
+            if biased:  # no sample size for a biased design, whatever summary.json kept
+                impr_s, users_s = "biased", "-"
+            else:
+                impr_s = ("not reachable" if impr is None else f"{impr:,.0f}") + unstable
+                users_s = ("not reachable" if users is None else "whole population" if users >= 0.99 * population
+                           else f"{users:,.0f}")
+            out.append((design, metric, f"{e['true_effect']:+.3g}", impr_s, users_s, biased))
     return out
 
 
@@ -310,9 +316,12 @@ def test_biased_designs_keep_their_mark(sim: Path, tmp_path: Path) -> None:
     header, *rows = page.tables["answer-table"]
     col = {h: k for k, h in enumerate(header)}
     by_design = {r[0].split()[0]: r for r in rows if r[1] == "delta_ab"}
-    for cell in ("design", "days to 80% power", "impressions needed", "users needed", "null Delta"):
+    for cell in ("design", "impressions needed", "null Delta"):
         assert by_design["balanced"][col[cell]].endswith("biased"), cell
         assert "biased" not in by_design["team_draft"][col[cell]], cell
+    for cell in ("analytic power", "days to 80% power", "users needed"):  # no number computed as if unbiased
+        assert by_design["balanced"][col[cell]] == "-", cell
+        assert by_design["team_draft"][col[cell]] != "-", cell
     assert "BIASED" in page.text("calibration")
     assert "balanced: delta_ab biased" in page.text("power")
 

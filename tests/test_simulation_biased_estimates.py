@@ -37,3 +37,16 @@ def test_biased_estimator_is_marked_and_unbiased_one_is_not() -> None:
     online = terminal_summary(result).split("Estimation error")[0]  # the main table
     rows = {name: next(line for line in online.splitlines() if f" {name} " in line) for name in ("iips", "rips")}
     assert "biased" in rows["iips"] and "biased" not in rows["rips"]
+    # no analytic power, days, impressions or users computed as if IIPS were unbiased (review 1.7): '-' and
+    # 'biased' in the main table and the estimation-error table, null in summary.json with the values kept
+    # apart under analytic_if_unbiased
+    analytic, days, impr, users = rows["iips"].split()[-6:-2]  # then A/A FPR and null Delta
+    assert (analytic, days, impr, users) == ("-", "-", "biased", "-")
+    assert "biased" not in rows["rips"] and f"{rips['analytic_required_impressions']:,.0f}" in rows["rips"]
+    assert iips["analytic_required_impressions"] is None and iips["final_day"]["analytic_power"] is None
+    assert iips["analytic_if_unbiased"]["analytic_required_impressions"] > 0
+    assert iips["analytic_if_unbiased"]["analytic_power"] > 0 and "biased" in iips["analytic_withheld"]
+    assert rips["analytic_required_impressions"] > 0 and "analytic_if_unbiased" not in rips
+    errors = terminal_summary(result).split("Estimation error")[1].split("\n\n")[0]
+    err = {name: next(line for line in errors.splitlines() if f" {name} " in line) for name in ("iips", "rips")}
+    assert err["iips"].split()[-1] == "biased" and err["rips"].split()[-1][0].isdigit()

@@ -281,7 +281,7 @@ def test_deterministic_logger_counts_the_impressions_ips_cannot_evaluate():
 
 # ------------------------------------------------------------------------------ reproducibility
 def test_numbers_do_not_depend_on_workers():
-    cfg = _config(replicates=4, estimators=("snips", "adaptive_ips"), bootstrap=20,
+    cfg = _config(replicates=4, estimators=("snips", "adaptive_ips"), bootstrap=100,
                   types=[{"name": "pbm", "share": 0.5, "click_model": PBM},
                          {"name": "nav", "share": 0.5, "click_model": CASCADE}])
     one = _run(cfg, workers=1).rows.sort_values(["replicate", "design", "aa", "day", "metric"]).reset_index(drop=True)

@@ -115,7 +115,13 @@ def test_biased_design_is_marked_and_its_ratio_is_not_shown_bare(run):
         assert f"balanced biased (null Delta {bal['null']['delta']:+.4f})" in ln
         assert "team_draft" in ln and "balanced 0." not in ln
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("balanced ") and "delta_ab" in ln)
-    assert "biased" in row and f"{bal['null']['delta']:+.5f}!" in row
+    # the row says biased once: no '!' (that marks an A/A rate outside its band), and no analytic power, days,
+    # impressions or users computed as if the design were unbiased (summary.json: under analytic_if_unbiased)
+    assert "biased" in row and f"{bal['null']['delta']:+.5f}" in row and "!" not in row
+    assert row.split()[6:10] == ["-", "-", "biased", "-"]  # analytic, days->pwr, impr., users
+    assert bal["analytic_required_impressions"] is None and bal["final_day"]["analytic_power"] is None
+    assert bal["analytic_if_unbiased"]["analytic_required_impressions"] > 0 and "biased" in bal["analytic_withheld"]
+    assert ratios["ratios"]["balanced"] is None
     assert "BIASED (favours B" in text
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from simulations.report import sample_size_cells
 from simulations.html_report.page import (
     Html,
     biased_mark,
@@ -47,13 +48,13 @@ def is_biased(entry: dict[str, Any]) -> bool:
     return bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
 
 
-def _days(e: dict[str, Any]) -> str:
-    days = e.get("days_to_target_power")
-    if days is not None:
-        return str(days)
-    if e.get("analytic_required_days") is not None:
-        return f"~{e['analytic_required_days']:.0f}*"
-    return "never"
+def _cells_without_population(e: dict[str, Any]) -> dict[str, str]:
+    """:func:`simulations.report.sample_size_cells` for a summary without its config (no population to cap
+    the users needed by)."""
+    cells = sample_size_cells(e, 0)
+    if cells["users"] == "whole population":
+        cells["users"] = count(e.get("analytic_required_users"))
+    return cells
 
 
 def _aa(e: dict[str, Any]) -> Html:
@@ -70,22 +71,17 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
     """One row per design and metric of the answer table, and the rows' classes."""
     rows: list[list[Any]] = []
     classes: list[str | None] = []
+    population = ((summary.get("config") or {}).get("users") or {}).get("population")
     for design, metrics in (summary.get("designs") or {}).items():
         for metric, e in metrics.items():
             fd = e.get("final_day") or {}
             biased = is_biased(e)
             rel = e.get("relative_effect")
             null = e.get("null")
-            if not e.get("detectable", True):
-                days: Any = "-"
-                impr: Any = "no detectable effect"
-                users: Any = "-"
-            else:
-                days = _days(e)
-                impr = count(e.get("analytic_required_impressions"))
-                users = count(e.get("analytic_required_users"))
-                if biased:
-                    impr, users, days = (join([v, " ", biased_mark()]) for v in (impr, users, days))
+            cells = sample_size_cells(e, population) if population else _cells_without_population(e)
+            days: Any = cells["days"]
+            impr: Any = biased_mark() if biased else cells["impressions"]
+            users: Any = cells["users"]
             name: Any = join([design, " ", biased_mark()]) if biased else design
             null_s: Any = "-" if null is None else fmt(null.get("delta"), ".5f", True)
             if null is not None and null.get("biased"):
@@ -94,7 +90,7 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
                 name, metric, fmt(e.get("true_effect"), ".3g", True),
                 (fmt(100 * rel, ".1f", True) + "%") if isinstance(rel, (int, float)) else "-",
                 fmt(e.get("shrinkage_vs_offline"), ".2f"),
-                fmt(fd.get("power"), ".2f"), fmt(fd.get("analytic_power"), ".2f"), days, impr, users,
+                fmt(fd.get("power"), ".2f"), cells["analytic"], days, impr, users,
                 _aa(e), null_s,
             ])
             classes.append("primary" if e.get("primary") else "secondary")
@@ -167,15 +163,18 @@ def answer_section(summary: dict[str, Any]) -> Html:
         [("power at end: share of replicates rejecting at alpha with the sign of the true effect on the last day; "
          "analytic: the same from the true effect and the mean SE.")],
         [("days to target power: first simulated day with power >= target; ~N*: analytic, from se^2 = a/N + b "
-         "fitted to the daily checkpoints, beyond the simulated days; never / not reachable: the SE floor of this "
-         "user population is above what the target needs. impressions / users needed: analytic for the target "
-         "power (users: expected distinct users).")],
+         "fitted to the daily checkpoints, beyond the simulated days ('> 1 year': more than 365 days); never / not "
+         "reachable: the SE floor of this user population is above what the target needs. impressions / users "
+         "needed: analytic for the target power (users: expected distinct users; 'whole population': at least 99% "
+         "of them). '?': unstable, the fitted floor b is above 80% of the target se^2 or the size's relative SE "
+         "(refits on bootstrap resamples of the replicates) above 25%; summary.json "
+         "analytic_required_impressions_range gives the refits' 90% range.")],
         [("A/A FPR: rejection rate with B replaced by A ('outside band': outside its 99% binomial band; '0 (ties)': "
          "every comparison is a tie, so A/A cannot reject). null Delta: expected Delta when clicks do not depend on "
          "relevance (every true effect 0).")],
         [biased_mark(), (": the null check (or, for any estimate, the exact truth: the mean misses it beyond chance, a t-test at the level of 4 normal SEs) finds "
-         "it biased on these rankers; its power and sample size measure its bias as much as the effect and are not "
-         "sensitivities.")],
+         "it biased on these rankers; its power measures its bias as much as the effect, so its analytic power, "
+         "days and sizes are not given ('-'; summary.json keeps them under analytic_if_unbiased).")],
     ]
     body: list[Any] = [
         _offline_line(summary),

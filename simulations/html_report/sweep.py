@@ -98,8 +98,8 @@ def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, An
         users: Any = count(e.get("analytic_required_users")) if e else "-"
         if e and not e.get("detectable", True):
             days, impr, users = "-", "no detectable effect", "-"
-        elif biased:
-            days, impr, users = (join([v, " ", biased_mark()]) for v in (days, impr, users))
+        elif biased:  # no sample size for a biased design (summary.json: analytic_if_unbiased)
+            days, impr, users = "-", biased_mark(), "-"
         design: Any = join([row.get("design"), " ", biased_mark()]) if biased else row.get("design")
         point = row.get("point")
         link = (reports or {}).get(point) if isinstance(point, int) else None

@@ -1,0 +1,219 @@
+"""The simulate report's sample sizes (review 2026-12-02, 1.6, 1.7, 3.1-3.3): the uncertainty of the
+analytic size from refitting se^2 = a/N + b on bootstrap resamples of the replicates, its 'unstable'
+flag near the SE floor, the cells of biased, far-off and whole-population answers, the decomposition
+table's separated columns, and the degenerate configs simulate refuses."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from onlineeval.errors import ConfigError
+from simulations.analysis import (
+    UNSTABLE_FLOOR_RATIO,
+    _fit_many,
+    required_impressions,
+    required_impressions_uncertainty,
+    target_variance,
+    variance_model,
+)
+from simulations.config import config_from_mapping, min_population
+from simulations.decomposition import STAGES, decomposition_lines
+from simulations.report import sample_size_cells
+
+ALPHA, POWER = 0.05, 0.8
+DAYS = np.arange(1, 8)
+IMPRESSIONS = 4000.0 * DAYS
+
+
+def _replicates(rng: np.random.Generator, a: float, b: float, r: int, noise: float = 0.05) -> np.ndarray:
+    """(r, days) SEs around se^2 = a/N + b, each replicate's level off by a persistent factor and a daily one."""
+    level = 1 + noise * rng.standard_normal((r, 1))
+    return np.sqrt(a / IMPRESSIONS + b) * level * (1 + noise / 2 * rng.standard_normal((r, DAYS.size)))
+
+
+def _point(se: np.ndarray, effect: float) -> tuple[float, object]:
+    fit = variance_model(IMPRESSIONS, se.mean(axis=0))
+    return required_impressions(fit, effect, ALPHA, POWER), fit
+
+
+def test_target_variance_is_the_normal_power_formula():
+    z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)  # 1.959964 + 0.841621 = 2.801585
+    assert target_variance(0.01, ALPHA, POWER) == pytest.approx((0.01 / 2.801585) ** 2, rel=1e-6)
+    assert target_variance(-0.01, ALPHA, POWER) == pytest.approx((0.01 / z) ** 2, rel=1e-12)
+
+
+def test_vectorised_refits_equal_variance_model_row_by_row():
+    rng = np.random.default_rng(3)
+    n = np.tile(IMPRESSIONS, (40, 1)) * rng.uniform(0.9, 1.1, (40, 1))
+    se = np.sqrt(2.0 / n + rng.uniform(-2e-5, 4e-5, (40, 1))) * (1 + 0.05 * rng.standard_normal(n.shape))
+    se[3, 2] = np.nan  # an undefined checkpoint: variance_model's own path
+    se[5, :] = se[5, ::-1]  # SE growing with N: slope <= 0, the fallback through the last checkpoint
+    a, b = _fit_many(n, se)
+    for i in range(n.shape[0]):
+        fit = variance_model(n[i], se[i])
+        assert a[i] == pytest.approx(fit.a, rel=1e-9) and b[i] == pytest.approx(fit.b, rel=1e-9, abs=1e-18)
+    assert b[5] == 0.0 and (b > 0).sum() > 10  # both branches exercised
+
+
+def test_refits_are_the_bootstrap_written_out_and_seeded():
+    rng = np.random.default_rng(0)
+    se = _replicates(rng, 2.0, 4e-6, 30)
+    n_rep = np.tile(IMPRESSIONS, (30, 1))
+    effect = 0.02
+    n_req, fit = _point(se, effect)
+    out = required_impressions_uncertainty(fit, se, n_rep, effect, 0.0, ALPHA, POWER, seed=(7, 1, 2), resamples=100)
+    # the same draws by hand: SeedSequence(seed), indices first, refit by variance_model, quantiles
+    idx = np.random.default_rng(np.random.SeedSequence((7, 1, 2))).integers(0, 30, size=(100, 30))
+    refits = np.array([required_impressions(variance_model(IMPRESSIONS, se[i].mean(axis=0)), effect, ALPHA, POWER)
+                       for i in idx])
+    q05, q16, q84, q95 = np.quantile(refits, [0.05, 0.16, 0.84, 0.95], method="inverted_cdf")
+    assert out["range"] == pytest.approx([q05, q95], rel=1e-9)
+    assert out["rel_se"] == pytest.approx((q84 - q16) / 2 / n_req, rel=1e-9)
+    assert out["floor_ratio"] == pytest.approx(fit.b / target_variance(effect, ALPHA, POWER), rel=1e-12)
+    again = required_impressions_uncertainty(fit, se, n_rep, effect, 0.0, ALPHA, POWER, seed=(7, 1, 2), resamples=100)
+    assert again == out  # deterministic for a seed
+    other = required_impressions_uncertainty(fit, se, n_rep, effect, 0.0, ALPHA, POWER, seed=(8, 1, 2), resamples=100)
+    assert other["range"] != out["range"]
+
+
+@pytest.mark.parametrize("floor_share", [0.2, 0.95])
+def test_bootstrap_rel_se_matches_the_spread_over_independent_runs(floor_share):
+    """The bootstrap's relative SE against the spread of the answer over 300 independent sets of
+    replicates of the same model (its 16-84% half-range, the same robust SE): within a factor 1.6 (the
+    bootstrap SE of 30 replicates has a relative error of about 15-20%); and near the floor the answer is
+    flagged unstable, far from it not."""
+    effect = 0.01
+    t = target_variance(effect, ALPHA, POWER)
+    b = floor_share * t
+    a = 0.5 * (t - b) * 2e5  # the answer about 2e5 impressions
+    r = 30
+    master = np.random.default_rng(11)
+    answers = np.array([_point(_replicates(master, a, b, r), effect)[0] for _ in range(300)])
+    q16, q50, q84 = np.quantile(answers, [0.16, 0.5, 0.84])
+    truth_rel = (q84 - q16) / 2 / q50
+    boot = []
+    for k in range(12):
+        se = _replicates(master, a, b, r)
+        n_req, fit = _point(se, effect)
+        out = required_impressions_uncertainty(fit, se, np.tile(IMPRESSIONS, (r, 1)), effect, 0.0, ALPHA, POWER,
+                                               seed=(k,))
+        if out["rel_se"] is not None:
+            boot.append(out["rel_se"])
+        if floor_share < 0.5:
+            assert not out["unstable"] and out["floor_ratio"] < UNSTABLE_FLOOR_RATIO
+        elif math.isfinite(n_req) and out["floor_ratio"] > UNSTABLE_FLOOR_RATIO:
+            assert out["unstable"]
+    if floor_share > 0.5:
+        assert truth_rel > 0.25  # near the floor the answer itself is ill-conditioned
+    assert len(boot) >= 6
+    assert 1 / 1.6 < np.median(boot) / truth_rel < 1.6, (np.median(boot), truth_rel)
+
+
+def test_monte_carlo_truth_error_widens_the_range():
+    rng = np.random.default_rng(5)
+    se = _replicates(rng, 2.0, 1e-7, 40, noise=0.0)  # no replicate noise: only the truth's error is left
+    n_rep = np.tile(IMPRESSIONS, (40, 1))
+    n_req, fit = _point(se, 0.02)
+    exact = required_impressions_uncertainty(fit, se, n_rep, 0.02, 0.0, ALPHA, POWER, seed=(1,))
+    mc = required_impressions_uncertainty(fit, se, n_rep, 0.02, 0.001, ALPHA, POWER, seed=(1,))
+    assert exact["rel_se"] < 1e-9
+    # N ~ 1/effect^2: a 5% relative error of the effect gives about 10% on N
+    assert mc["rel_se"] == pytest.approx(0.10, rel=0.3)
+
+
+def _entry(**kw):
+    e = {"final_day": {"analytic_power": 0.42}, "detectable": True, "days_to_target_power": None,
+         "analytic_required_days": 12.3, "analytic_required_impressions": 49_200.0, "analytic_required_users": 900.0,
+         "analytic_required_impressions_unstable": False, "biased_estimate": False, "null": None}
+    e.update(kw)
+    return e
+
+
+def test_sample_size_cells():
+    assert sample_size_cells(_entry(), 1000) == {"analytic": "0.42", "days": "~12*", "impressions": "49,200",
+                                                 "users": "900"}
+    assert sample_size_cells(_entry(days_to_target_power=4), 1000)["days"] == "4"
+    # biased: no number computed as if unbiased
+    biased = sample_size_cells(_entry(biased_estimate=True), 1000)
+    assert biased == {"analytic": "-", "days": "-", "impressions": "biased", "users": "-"}
+    assert sample_size_cells(_entry(null={"biased": True}), 1000)["impressions"] == "biased"
+    # far beyond the horizon, the whole population
+    far = sample_size_cells(_entry(analytic_required_days=139_382.0, analytic_required_users=990.0), 1000)
+    assert far["days"] == "> 1 year" and far["users"] == "whole population"
+    edge = sample_size_cells(_entry(analytic_required_days=365.0, analytic_required_users=989.0), 1000)
+    assert edge == {"analytic": "0.42", "days": "~365*", "impressions": "49,200", "users": "989"}
+    unstable = sample_size_cells(_entry(analytic_required_impressions_unstable=True), 1000)
+    assert unstable["days"] == "~12*?" and unstable["impressions"] == "49,200?"
+    never = sample_size_cells(_entry(analytic_required_days=None, analytic_required_impressions=math.inf,
+                                     analytic_required_users=None), 1000)
+    assert never["days"] == "never" and never["impressions"] == "not reachable"
+
+
+def _decomposition(values: float) -> dict:
+    causes = [c for _, c, _ in STAGES[1:]]
+    metric = {
+        "stages": {"W0": {"relative_improvement": 0.3}, "W6": {"relative_improvement": 0.0002}},
+        "sequential": [{"factor": values} for _ in causes],
+        "order_averaged": {"scale_uniform": values, "factors": {c: -values for c in causes}, "product": values},
+        "one_at_a_time": {c: {"factor": -values, "reason": None} for c in causes},
+        "total": values, "one_at_a_time_product": -values, "residual": values, "sign_changes": [],
+    }
+    return {"decomposition": {"status": "ok", "metrics": {"clicks_per_query": metric, "reciprocal_rank": metric},
+                              "conventions": {"offline_metric": "nDCG@10"}, "dominant_type": "all"}}
+
+
+@pytest.mark.parametrize("value", [0.000717, 0.0000717, 123456.0, 0.0929, 1.0])
+def test_decomposition_cells_stay_apart(value):
+    lines = decomposition_lines(_decomposition(value))
+    total = next(ln for ln in lines if ln.strip().startswith("total G6/G0"))
+    cells = total[len("  total G6/G0, products") :].split()
+    assert len(cells) == 6  # two metrics x (seq, alone, avg), each its own field
+    for cell in cells:
+        assert abs(float(cell)) == pytest.approx(value, rel=0.05) and len(cell) <= 9
+    factor_rows = [ln for ln in lines if "(W1)" in ln or "(W4)" in ln]
+    for row in factor_rows:
+        assert len(row.split()) - len(row[:44].split()) == 6
+
+
+BASE = {"replicates": 2, "collection": {"n_queries": 30, "candidates": 10}, "rankers": {"depth": 5},
+        "users": {"population": 400, "types": [
+            {"name": "nav", "share": 0.75, "click_model": {"name": "cascade", "preset": "navigational"}},
+            {"name": "inf", "share": 0.25, "click_model": {"name": "cascade", "preset": "informational"}}]},
+        "designs": [{"name": "ab", "type": "ab", "share_b": 0.2}]}
+
+
+def test_population_too_small_for_the_designs_is_refused():
+    cfg = config_from_mapping(BASE)
+    need, why = min_population(cfg)
+    assert need == math.ceil(2 / (0.25 * 0.2)) == 40  # 2 users of the smallest type in the smallest arm
+    assert "inf" in why and "ab" in why
+    with pytest.raises(ConfigError) as info:
+        config_from_mapping({**BASE, "users": {**BASE["users"], "population": 39}})
+    assert info.value.key_path == ("users", "population") and "allowed: 40 or more" in info.value.message
+    config_from_mapping({**BASE, "users": {**BASE["users"], "population": 40}})
+    # without an A/B design: 2 users of each type; one type: 2 users
+    one = {**BASE, "users": {"population": 1}, "designs": [{"name": "td", "type": "interleaving",
+                                                             "method": "team_draft"}]}
+    with pytest.raises(ConfigError) as info:
+        config_from_mapping(one)
+    assert info.value.key_path == ("users", "population") and "allowed: 2 or more" in info.value.message
+    config_from_mapping({**one, "users": {"population": 2}})
+
+
+@pytest.mark.parametrize("boot,ok", [(0, True), (1, False), (50, False), (99, False), (100, True)])
+def test_counterfactual_bootstrap_is_0_or_at_least_100(boot, ok):
+    cf = {"name": "cf", "type": "counterfactual", "metric": "clicks_per_query", "bootstrap": boot,
+          "logger": {"policy": "epsilon_greedy", "ranker": "A", "epsilon": 0.3, "n": 5}, "estimators": ["ips"]}
+    mapping = {**BASE, "designs": [cf]}
+    if ok:
+        assert config_from_mapping(mapping).designs[0].bootstrap == boot
+        return
+    with pytest.raises(ConfigError) as info:
+        config_from_mapping(mapping)
+    assert info.value.key_path == ("designs", 0, "bootstrap")
+    assert f"{boot} resamples" in info.value.message and "allowed: 0" in info.value.message
+    assert "100 to 100000" in info.value.message
