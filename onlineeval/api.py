@@ -176,7 +176,7 @@ def _conventions(
     from onlineeval.metrics.names import common_rel_min, resolve_metric_list
 
     text = metrics if isinstance(metrics, str) else ",".join(str(m) for m in metrics)
-    names, translations = resolve_metric_list(text)
+    names, translations = resolve_metric_list(text, trec_eval_preset=preset_name == "trec_eval")
     base = preset(preset_name)
     rel_min = overrides.get("rel_min")
     asked = common_rel_min(translations, len(names), rel_min if rel_min is not None else base.rel_min,
@@ -206,7 +206,9 @@ class Evaluation:
         One row per system and metric: ``system, metric, value`` (mean over counted
         queries), ``n`` (counted queries), ``residual`` (RBP's residual: the value is the
         lower end of ``[RBP, RBP + residual]``), ``err_gmax`` (ERR's scale top from the
-        qrels) and the query counts ``queries_*`` (as ``onlineeval evaluate --format csv``).
+        qrels), ``sum`` (a count's sum over counted queries, NumRet, NumRel, NumRelRet, as
+        trec_eval's ``all`` line; NaN for other metrics) and the query counts ``queries_*``
+        (as ``onlineeval evaluate --format csv``).
     conventions:
         The :class:`~onlineeval.conventions.Conventions` in force.
     comparisons:
@@ -254,7 +256,7 @@ class Evaluation:
             from onlineeval.metrics.names import resolve_metric_list
 
             try:
-                names, _ = resolve_metric_list(metric)
+                names, _ = resolve_metric_list(metric, self.conventions.name.split("+")[0] == "trec_eval")
             except ConfigError:
                 names = []
             if len(names) == 1:
@@ -408,7 +410,8 @@ def evaluate(
             rows.append({"system": ev.run_id, "metric": str(m), "value": float(ev.mean(m)),
                          "n": int(ev.counted.sum()),
                          "residual": float(res.mean()) if res is not None and len(res) else math.nan,
-                         "err_gmax": gmax.get(str(m))} | counts)
+                         "err_gmax": gmax.get(str(m)),
+                         "sum": ev.total(m) if type(m).summed else math.nan} | counts)
     aggregate = pd.DataFrame(rows)
     aggregate["err_gmax"] = aggregate["err_gmax"].astype("Int64")
     per_query = long[["system", "query", "metric", "value"]].copy()

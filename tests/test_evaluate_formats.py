@@ -48,8 +48,8 @@ def run(files: dict[str, Path], *extra: str):
 def test_csv_is_one_tidy_table_with_means_per_query_and_segments(files) -> None:
     res = run(files, "--format", "csv", "--segments", str(files["seg.tsv"]), "--with-per-query")
     table = pd.read_csv(io.StringIO(res.stdout))
-    assert list(table.columns[:7]) == ["system", "query", "metric", "value", "n", "residual", "err_gmax"]
-    assert all(c.startswith(("queries_", "convention_")) for c in table.columns[7:])
+    assert list(table.columns[:8]) == ["system", "query", "metric", "value", "n", "residual", "err_gmax", "sum"]
+    assert all(c.startswith(("queries_", "convention_")) for c in table.columns[8:])
     assert (table["convention_name"] == "default").all()
     assert "--comparisons" in res.stderr  # says where the comparisons went
     qrels = read_qrels(files["qrels.txt"])

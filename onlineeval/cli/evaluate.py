@@ -6,8 +6,10 @@ Example::
         --metrics "nDCG@10,ERR@10,RBP(p=0.8),AP" --preset trec_eval --format json
 
 LETOR input (LightGBM / XGBoost style): ``--letor test.txt --query-file test.query
---scores model_a.pred --scores model_b.pred --preset lightgbm``; ``--score-feature N`` makes
-feature column ``N`` of the LETOR file a system of its own (e.g. BM25 as a baseline).
+--scores model_a.pred --scores model_b.pred``; ``--score-feature N`` makes feature column
+``N`` of the LETOR file a system of its own (e.g. BM25 as a baseline). The preset is then
+``lightgbm`` unless ``--preset`` says otherwise (ties in input order: LETOR rows' document ids
+are synthetic), as in :func:`onlineeval.evaluate_letor`.
 
 Every output states the conventions and how many queries were counted, excluded
 (no relevant document), filled (judged but absent from the run) or ignored (no qrels).
@@ -104,8 +106,13 @@ def evaluate_cmd(
         Optional[str], typer.Option("--baseline", "-b", help="System the others are compared with (file stem, or feature<N>); default the first system.")
     ] = None,
     preset_name: Annotated[
-        str, typer.Option("--preset", help="Conventions preset: default, trec_eval, lightgbm or xgboost.")
-    ] = "default",
+        Optional[str],
+        typer.Option(
+            "--preset",
+            help="Conventions preset: default, trec_eval, lightgbm or xgboost (default: default; with --letor: "
+            "lightgbm).",
+        ),
+    ] = None,
     gain: Annotated[Optional[str], typer.Option("--gain", help="exponential, linear or a table '1=1,2=3'.")] = None,
     ties: Annotated[
         Optional[str],
@@ -166,9 +173,11 @@ def evaluate_cmd(
     paths = list(run or []) if qrels is not None else list(scores or [])
     if not paths and not features:
         raise ConfigError(("run",) if qrels is not None else ("scores",), "give at least one system")
+    if preset_name is None:  # LETOR files come from learners that evaluate ties in input order
+        preset_name = "lightgbm" if letor is not None else "default"
     from onlineeval.metrics.names import common_rel_min, resolve_metric_list
 
-    metric_names, translations = resolve_metric_list(metrics)
+    metric_names, translations = resolve_metric_list(metrics, trec_eval_preset=preset_name == "trec_eval")
     base_conv = preset(preset_name)
     asked_rel = common_rel_min(
         translations, len(metric_names), rel_min if rel_min is not None else base_conv.rel_min, rel_min is not None
@@ -231,11 +240,11 @@ def _evaluate_coded(
     if rbps:  # RBP as an interval [RBP, RBP + residual], as metrics.tables.rbp_residuals
         import pandas as pd
 
+        resid = {m: RBPResidual(k=m.k, p=m.p) for m in rbps}  # RBP(p=0.9) and its graded form share one
         for name, r in zip(names, runs):
-            resid = [RBPResidual(k=m.k, p=m.p) for m in rbps]
-            ev = cast("RunEvaluation", evaluate_coded(q, r, resid, conv, run_id=name))
+            ev = cast("RunEvaluation", evaluate_coded(q, r, list(dict.fromkeys(resid.values())), conv, run_id=name))
             queries = ev.queries[ev.counted].astype(str)
-            for m, res in zip(rbps, resid):
+            for m, res in resid.items():
                 residual_values[(name, str(m))] = pd.Series(ev.values[res][ev.counted], index=queries, dtype="float64")
     top = max(1, int(q.grade.max()))  # ERR's scale top, as metrics.tables.err_scales
     err_gmax = {str(m): top for m in ms if isinstance(m, ERR) and m.gmax is None}
@@ -350,6 +359,7 @@ def _report(
         if translations:
             doc["names"] = [
                 {"given": t.given, "metrics": list(t.metrics), "source": t.source, "rel_min": t.rel_min}
+                | ({"note": t.note} if t.note else {})
                 for t in translations
             ]
         if coverage is not None:
@@ -370,6 +380,8 @@ def _report(
             _echo(f"note: {out.NO_PAIRS}", err=True)
         elif len(evals) > 1 and o.comparisons_file is None:
             _echo("note: paired comparisons are not in the csv table; write them with --comparisons FILE", err=True)
+        for note in out.comparison_notes(comparisons):
+            _echo(note if note.startswith("warning:") else f"note: {note}", err=True)
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
             _echo("note: " + out.coverage_text(coverage), err=True)
     else:

@@ -29,7 +29,7 @@ _DIRECT_OPTIONS: dict[str, Option] = _table(
     (("--query-file",), Option("query_file", "path")),
     (("--metrics", "-m"), Option("metrics", "str", default="nDCG@10,AP,RR,P@10")),
     (("--baseline", "-b"), Option("baseline", "str")),
-    (("--preset",), Option("preset_name", "str", default="default")),
+    (("--preset",), Option("preset_name", "str")),
     (("--gain",), Option("gain", "str")),
     (("--ties",), Option("ties", "str")),
     (("--empty",), Option("empty", "str")),

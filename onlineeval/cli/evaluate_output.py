@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from onlineeval.conventions import Conventions
+    from onlineeval.metrics.base import Metric
     from onlineeval.metrics.evaluate import RunEvaluation
     from onlineeval.stats import PairedResult
 
@@ -92,6 +93,8 @@ def json_doc(
         entry: dict[str, Any] = {"name": ev.run_id, "counts": ev.counts.as_dict(), "metrics": {}}
         for m in ev.metrics:
             rec: dict[str, Any] = {"mean": clean(ev.mean(m)), "n": int(ev.counted.sum())}
+            if type(m).summed:  # a count: trec_eval's and ir_measures' summary is the sum
+                rec["sum"] = clean(ev.total(m))
             if with_per_query:
                 rec["per_query"] = {
                     str(q): clean(float(v)) for q, v in zip(ev.queries[ev.counted], ev.values[m][ev.counted])
@@ -113,6 +116,9 @@ def json_doc(
         out["comparisons"] = [{k: clean(v) for k, v in row.items()} for row in frame.to_dict("records")]
         worst = worst_losses_to_frame(comparisons)
         out["worst_losses"] = [{k: clean(v) for k, v in row.items()} for row in worst.to_dict("records")]
+        notes = comparison_notes(comparisons)
+        if notes:
+            out["comparison_notes"] = notes
     if seg_means is not None:
         out["segment_means"] = [{k: clean(v) for k, v in row.items()} for row in seg_means.to_dict("records")]
     return out
@@ -138,7 +144,7 @@ def comparisons_frame(comparisons: list[PairedResult], conv: Conventions) -> pd.
 
 
 #: columns of the ``--format csv`` table, in order (then ``queries_*`` and ``convention_*``)
-TIDY_COLUMNS = ("system", "query", "metric", "value", "n", "residual", "err_gmax")
+TIDY_COLUMNS = ("system", "query", "metric", "value", "n", "residual", "err_gmax", "sum")
 
 
 def tidy(
@@ -153,7 +159,9 @@ def tidy(
     mean (``query`` = ``segment:<attr>=<value>``) and, with ``--with-per-query``, every
     counted query's value; ``n`` is the number of queries in the value. ``residual`` is the
     RBP residual (the value is the lower end of [RBP, RBP + residual]), ``err_gmax`` the
-    ERR scale top taken from the qrels, ``queries_*`` the query counts (on ``all`` rows)."""
+    ERR scale top taken from the qrels, ``sum`` a count's sum over the counted queries (on
+    ``all`` rows of NumRet, NumRel, NumRelRet: what trec_eval's ``all`` line prints; the
+    value is the mean), ``queries_*`` the query counts (on ``all`` rows)."""
     import numpy as np
     import pandas as pd
 
@@ -177,6 +185,7 @@ def tidy(
             res = residuals.get(key)
             row = {"system": ev.run_id, "query": "all", "metric": str(m), "value": ev.mean(m), "n": n_counted}
             row["residual"] = float(res.mean()) if res is not None and len(res) else math.nan
+            row["sum"] = ev.total(m) if type(m).summed else math.nan
             parts.append(pd.DataFrame([row | counts]))
             if with_per_query and len(queries):
                 pq = pd.DataFrame(
@@ -211,6 +220,60 @@ def fmt(x: float | None, digits: int = 4) -> str:
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _defined(r: PairedResult, x: float, digits: int = 4) -> str:
+    """``undef`` for the t-test's 0/0 (n >= 2, every difference 0), else :func:`fmt`."""
+    return "undef" if r.n >= 2 and math.isnan(x) else fmt(x, digits)
+
+
+def summary(ev: RunEvaluation, m: Metric) -> str:
+    """The table's value of a metric: the mean, or a count's sum (``Metric.summed``), as trec_eval prints it."""
+    if not type(m).summed:
+        return fmt(ev.mean(m))
+    total = ev.total(m)
+    return f"{total:.0f}" if total == round(total) else fmt(total)
+
+
+#: below this many paired queries the output warns that the bootstrap interval is too narrow
+FEW_QUERIES = 20
+
+
+def _percentile_coverage(n: int, level: float) -> float:
+    """Large-sample coverage of the bootstrap interval of a mean of ``n`` normal differences:
+    mean +- z * (plug-in SE), the plug-in SE being sqrt((n-1)/n) times the usual one, so the
+    coverage is P(|t_{n-1}| < z sqrt((n-1)/n)) (Hesterberg 2015; see PairedResult)."""
+    from scipy import special
+
+    z = float(special.ndtri(0.5 + level / 2.0))
+    return float(1.0 - 2.0 * special.stdtr(n - 1, -z * math.sqrt((n - 1) / n)))
+
+
+def comparison_notes(comparisons: list[PairedResult]) -> list[str]:
+    """Warnings and explanations the paired comparisons need: few queries (the bootstrap
+    interval too narrow, the exact test perhaps unable to reject), rows of one query (NaN),
+    identical values (p_t and d_z undefined, printed ``undef``)."""
+    notes: list[str] = []
+    few = [r.n for r in comparisons if 2 <= r.n < FEW_QUERIES]
+    if few:
+        n, r = min(few), comparisons[0]
+        cover = _percentile_coverage(n, r.ci_level)
+        text = (
+            f"warning: paired comparisons on fewer than {FEW_QUERIES} queries (n = {n}"
+            f"{'' if len(set(few)) == 1 else ' at the fewest'}): the bootstrap interval is too narrow at this "
+            f"size (a nominal {100 * r.ci_level:g}% interval covers about {100 * cover:.0f}% at n = {n} for "
+            "normal differences, less for skewed ones) and can exclude 0 where the exact randomisation test "
+            "cannot reject; read p_rand"
+        )
+        exact = all(c.randomization_exact for c in comparisons if c.n == n)  # else p_rand >= 1/(B+1)
+        if exact and 2.0 ** (1 - n) >= r.alpha:
+            text += f" (with {n} queries p_rand is at least {2.0 ** (1 - n):g}: nothing can be significant)"
+        notes.append(text)
+    if any(r.n == 1 for r in comparisons):
+        notes.append("n = 1: a single paired query has no spread; its tests, intervals and d_z are undefined (nan)")
+    if any(r.n >= 2 and math.isnan(r.p_t) for r in comparisons):
+        notes.append("undef: every paired difference is 0 (identical values), so t and d_z are 0/0; p_rand is 1")
+    return notes
+
+
 def table(
     evals: list[RunEvaluation],
     conv: Conventions,
@@ -235,8 +298,14 @@ def table(
     lines.append("")
     lines.append("system".ljust(width) + "  " + "  ".join(m.rjust(w) for m, w in zip(metrics, cols)))
     for ev in evals:
-        vals = [fmt(ev.mean(m)).rjust(w) for m, w in zip(ev.metrics, cols)]
+        vals = [summary(ev, m).rjust(w) for m, w in zip(ev.metrics, cols)]
         lines.append(ev.run_id.ljust(width) + "  " + "  ".join(vals))
+    counts = [str(m) for m in evals[0].metrics if type(m).summed]
+    if counts:
+        lines.append(
+            f"({', '.join(counts)}: sum over the counted queries, as trec_eval's all line and ir_measures "
+            "report counts; every other column is a mean)"
+        )
     if common_queries == 0:
         lines.append("")
         lines.append(f"paired comparisons vs {baseline}: {NO_PAIRS}")
@@ -244,7 +313,8 @@ def table(
         lines.append("")
         level = f"{100 * comparisons[0].ci_level:g}%"
         lines.append(
-            f"paired comparisons vs {baseline} ({common_queries} queries): diff = system - baseline; "
+            f"paired comparisons vs {baseline} ({common_queries} {'query' if common_queries == 1 else 'queries'}): "
+            "diff = system - baseline; "
             f"BCa low/high = paired bootstrap BCa {level} CI;\n"
             "  p_rand = randomisation (sign-flip) test; p_holm = p_rand Holm-corrected within each segment "
             f"table over systems x metrics (* = significant at alpha {comparisons[0].alpha:g});\n"
@@ -266,15 +336,16 @@ def table(
                     fmt(r.ci_bca_high),
                     fmt(r.p_randomization),
                     fmt(r.p_randomization_holm) + ("*" if r.significant else ""),
-                    fmt(r.p_t),
+                    _defined(r, r.p_t),
                     f"{r.wins}/{r.losses}/{r.ties}",
-                    fmt(r.effect_size, 3),
+                    _defined(r, r.effect_size, 3),
                 ]
             )
         widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
         lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
         for row in rows:
             lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+        lines.extend(comparison_notes(comparisons))
         worst = [r for r in comparisons if r.segment_attribute is None and r.worst]
         if worst:
             lines.append("")

@@ -197,6 +197,11 @@ class Metric:
         ``True`` when the exact expectation over orders of tied documents has a closed
         form here: weighted sums over ranks (:class:`AdditiveMetric`), RR, AP, Success.
         The ``_compute`` hook then handles ``batch.groups``.
+    summed:
+        ``True`` for counts (NumRet, NumRel, NumRelRet) whose summary over queries is their
+        sum, as trec_eval's ``all`` line and ir_measures' aggregate report them; reports
+        give the sum next to the mean (:meth:`RunEvaluation.total
+        <onlineeval.metrics.evaluate.RunEvaluation.total>`).
     """
 
     k: int | None = None
@@ -207,6 +212,7 @@ class Metric:
     tie_expectation: ClassVar[bool] = False
     shown_params: ClassVar[tuple[str, ...]] = ()
     empty_sensitive: ClassVar[bool] = True
+    summed: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         label = type(self).name

@@ -91,6 +91,12 @@ class RunEvaluation:
         v = self.values[m][self.counted]
         return float(v.mean()) if v.size else float("nan")
 
+    def total(self, metric: Metric | str) -> float:
+        """Sum over counted queries (0 when none is counted): the summary of a count such as
+        NumRet (``Metric.summed``), as trec_eval's ``all`` line gives it."""
+        m = metric if isinstance(metric, Metric) else parse_metrics([metric])[0]
+        return float(self.values[m][self.counted].sum())
+
     def per_query(self) -> pd.DataFrame:
         """``query`` column plus one column per metric (counted queries only)."""
         import pandas as pd

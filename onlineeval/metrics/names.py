@@ -12,7 +12,12 @@ trec_eval (``trec_eval -m``, pytrec_eval)
     ``ndcg.1=3,2=9`` (nDCG with that gain table). ``map``, ``recip_rank``, ``Rprec``,
     ``bpref``, ``infAP``, ``11pt_avg``, ``ndcg`` and ``num_*`` are aliases of our metrics.
     Under the ``trec_eval`` conventions preset each translated metric equals the trec_eval
-    measure (checked against pytrec_eval in ``tests/test_metric_names.py``).
+    measure (checked against pytrec_eval in ``tests/test_metric_names.py``). ``rbp`` and
+    ``rbp_resid`` are also aliases of our RBP and its residual, whose default persistence is
+    p = 0.8 (as ir_measures'); trec_eval's have p = 0.9 (``m_rbp.c``), graded gains and a
+    residual of 0 when nothing retrieved is unjudged. Under the ``trec_eval`` preset
+    (:func:`resolve_metric_list` with ``trec_eval_preset``) the two names are trec_eval's
+    measures; elsewhere they stay our aliases and the translation says which p it took.
 ir_measures
     ``nDCG@10``, ``P@10``, ``AP@100``, ``RR``, ``ERR@10``, ``RBP(p=0.8)``, ``Success@10``
     are our own spellings. ``R@100`` is Recall@100, ``IPrec@0.5`` is interpolated
@@ -56,17 +61,22 @@ class Translation:
     rel_min:
         The relevance threshold the name carries (ir_measures ``rel=``, ``Judged``),
         ``None`` when it carries none.
+    note:
+        What the reader should know about the translation (``rbp`` outside the
+        ``trec_eval`` preset: trec_eval's own ``rbp`` has another p), ``None`` otherwise.
     """
 
     given: str
     metrics: tuple[str, ...]
     source: str
     rel_min: int | None = None
+    note: str | None = None
 
     def describe(self) -> str:
         """``P_10 -> P@10 (trec_eval name)``; with ``rel_min = 2`` when the name carries it."""
         kind = "alias" if self.source == "alias" else f"{self.source} name"
         extra = f"; relevance threshold rel_min = {self.rel_min}" if self.rel_min is not None else ""
+        extra += f"; {self.note}" if self.note else ""
         return f"{self.given} -> {', '.join(self.metrics)} ({kind}{extra})"
 
 
@@ -104,6 +114,14 @@ _TREC_REFUSED: dict[str, str] = {
     "gm_map": "gm_map is the geometric mean of AP over queries; onlineeval reports arithmetic means "
     "(per-query values: AP, e.g. in --per-query)",
     "gm_bpref": "gm_bpref is a geometric mean over queries; onlineeval reports arithmetic means (per-query: bpref)",
+}
+
+#: trec_eval measures whose printed name is also an alias of our metric with other defaults: the
+#: trec_eval measure (under the trec_eval preset). trec_eval 10.0's m_rbp.c: p = 0.9, gain
+#: rel / max rel of the query; rbp_resid is 0 when no retrieved document is unjudged.
+_TREC_OWN_DEFAULTS: dict[str, str] = {
+    "rbp": "RBP(p=0.9,graded=True)",
+    "rbp_resid": "RBPResidual(p=0.9,form='trec_eval')",
 }
 
 # trec_eval spellings that are also aliases of our metrics (reported as trec_eval names)
@@ -288,9 +306,13 @@ def split_metric_list(text: str) -> list[str]:
     return out
 
 
-def resolve_metric_list(text: str) -> tuple[list[str], list[Translation]]:
+def resolve_metric_list(text: str, trec_eval_preset: bool = False) -> tuple[list[str], list[Translation]]:
     """Our metric names for a comma-separated list of names in any spelling, and the
     translations made (aliases included, e.g. ``recip_rank -> RR``).
+
+    ``trec_eval_preset`` (the evaluation uses the ``trec_eval`` preset) makes ``rbp`` and
+    ``rbp_resid`` trec_eval's measures (p = 0.9); otherwise they are our aliases (p = 0.8)
+    and their translation notes trec_eval's p.
 
     Raises
     ------
@@ -306,6 +328,10 @@ def resolve_metric_list(text: str) -> tuple[list[str], list[Translation]]:
         if not given:
             names.append(item)  # parse_metrics reports the empty item with its position
             continue
+        if given in _TREC_OWN_DEFAULTS and trec_eval_preset:
+            names.append(str(parse_metric(_TREC_OWN_DEFAULTS[given])))
+            done.append(Translation(given, (names[-1],), "trec_eval"))
+            continue
         try:
             metric = parse_metric(given, translate_names=False)
         except ConfigError as exc:
@@ -314,7 +340,10 @@ def resolve_metric_list(text: str) -> tuple[list[str], list[Translation]]:
             done.append(found)
             continue
         names.append(str(metric))
-        if str(metric) != given:
+        if given in _TREC_OWN_DEFAULTS:
+            note = f"trec_eval's {given} is {_TREC_OWN_DEFAULTS[given]}, used under the trec_eval preset"
+            done.append(Translation(given, (str(metric),), "alias", note=note))
+        elif str(metric) != given:
             done.append(Translation(given, (str(metric),), "trec_eval" if given in _TREC_ALIASES else "alias"))
     return names, done
 
@@ -373,6 +402,8 @@ def external_names(metric_name: str) -> dict[str, list[str]]:
         if template.split("(")[0].split("@")[0] == metric_name:
             arg = "k" if integer else "x"
             trec += [f"{family}_<{arg}>", f"{family}.<{arg}>[,<{arg}>...]"]
+    trec += [f"{k} ({v} under the trec_eval preset)" for k, v in _TREC_OWN_DEFAULTS.items()
+             if v.split("(")[0] == metric_name]
     if metric_name == "IPrecAvg":
         trec.append("11pt_avg.<level>[,<level>...]")
     if metric_name == "nDCG":

@@ -166,11 +166,12 @@ class Unjudged(AdditiveMetric):
 @register
 @dataclass(frozen=True)
 class NumRet(Metric):
-    """Number of retrieved documents (within the run depth)."""
+    """Number of retrieved documents (within the run depth); summed over queries in reports."""
 
     name: ClassVar[str] = "NumRet"
     empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("num_ret",)
+    summed: ClassVar[bool] = True
     cutoff: ClassVar[str] = "none"
     tie_expectation: ClassVar[bool] = True
 
@@ -181,11 +182,12 @@ class NumRet(Metric):
 @register
 @dataclass(frozen=True)
 class NumRel(Metric):
-    """Number of judged relevant documents R (grade >= rel_min)."""
+    """Number of judged relevant documents R (grade >= rel_min); summed over queries in reports."""
 
     name: ClassVar[str] = "NumRel"
     empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("num_rel",)
+    summed: ClassVar[bool] = True
     cutoff: ClassVar[str] = "none"
     tie_expectation: ClassVar[bool] = True
 
@@ -196,11 +198,12 @@ class NumRel(Metric):
 @register
 @dataclass(frozen=True)
 class NumRelRet(AdditiveMetric):
-    """Number of relevant retrieved documents (in the top ``k`` when given)."""
+    """Number of relevant retrieved documents (in the top ``k`` when given); summed over queries in reports."""
 
     name: ClassVar[str] = "NumRelRet"
     empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("num_rel_ret",)
+    summed: ClassVar[bool] = True
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         return cut(values, self.k).sum(axis=1)

@@ -59,11 +59,11 @@ def rbp_residuals(
     if not rbps:
         return {}
     out: dict[tuple[str, str], pd.Series] = {}
+    resid = {m: RBPResidual(k=m.k, p=m.p) for m in rbps}  # RBP(p=0.9) and its graded form share one
     for name, r in zip(names, runs):
-        resid = [RBPResidual(k=m.k, p=m.p) for m in rbps]
-        ev = evaluate_run(qrels, r, resid, conv, run_id=name)
+        ev = evaluate_run(qrels, r, list(dict.fromkeys(resid.values())), conv, run_id=name)
         queries = ev.queries[ev.counted].astype(str)
-        for m, res in zip(rbps, resid):
+        for m, res in resid.items():
             out[(name, str(m))] = pd.Series(ev.values[res][ev.counted], index=queries, dtype="float64")
     return out
 
