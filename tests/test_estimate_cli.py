@@ -659,6 +659,24 @@ def test_difference_is_undefined_when_the_target_has_no_weight(tmp_path: Path) -
     assert "ips B - A: estimator 'ips': undefined for 'B': every weight is 0" in table.stdout
 
 
+def test_a_doubly_robust_difference_with_no_weight_is_its_models_and_says_so(tmp_path: Path) -> None:
+    """dr_list with every weight of B 0 is the direct method's estimate of B (its click model's alone): the
+    difference stays defined (the same number as dm's), and B's row and the difference say the log corrects
+    nothing."""
+    args = _two_doc_log(tmp_path)
+    doc = json_out(*args, "--estimator", "dr_list,dm", "--option", "dr_list.model=cm", "--option", "dm.model=cm",
+                   "--metric", "reciprocal_rank")
+    by = {(r["estimator"], r["target"]): r for r in doc["results"]}
+    assert by[("dr_list", "B")]["diagnostics"]["zero_weight_share"] == 1.0
+    assert by[("dr_list", "B")]["estimate"] == pytest.approx(by[("dm", "B")]["estimate"], rel=1e-12)
+    assert any(w.startswith("every weight is 0") and "its click model's alone" in w
+               for w in by[("dr_list", "B")]["warnings"])
+    diff = next(d for d in doc["differences"] if d["estimator"] == "dr_list")
+    assert diff.get("error") is None and diff["estimate"] == pytest.approx(
+        by[("dr_list", "B")]["estimate"] - by[("dr_list", "A")]["estimate"], rel=1e-9)
+    assert any(w.startswith("dr_list B: every weight is 0") for w in diff["warnings"])
+
+
 def test_differences_carry_their_estimates_warnings(world: dict[str, Any]) -> None:
     """Each difference lists the warnings of its two estimates (prefixed with estimator and side) and its
     estimator's differences' warning (adaptive_ips's CLT interval holding its choice fixed)."""

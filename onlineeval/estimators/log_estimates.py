@@ -139,6 +139,13 @@ def boot_rng(seed: int, *names: str) -> np.random.Generator:
     return np.random.default_rng([seed, *(zlib.crc32(n.encode("utf-8")) for n in names)])
 
 
+def _has_reward_model(estimator: Estimator) -> bool:
+    """Whether the estimate has a click-model part besides its weighted terms (the doubly robust estimators)."""
+    from onlineeval.estimators.dm import ClickModelEstimator
+
+    return isinstance(estimator, ClickModelEstimator)
+
+
 def paired_difference(
     estimator: Estimator,
     data: LoggedData,
@@ -176,7 +183,9 @@ def paired_difference(
         if not (np.isfinite(x).all() and np.isfinite(y).all()) or y.sum() <= 0:
             raise InputError(f"estimator {estimator.name!r}: undefined for {getattr(t, 'name', 'target')!r} "
                              "(no positive weight)", data.source)
-        if terms.weights is not None and not np.any(terms.weights):  # (slot weights are 0 at empty slots)
+        # (slot weights are 0 at empty slots); a doubly robust estimate with every weight 0 is its reward model's
+        # alone: defined, and its rows warn
+        if terms.weights is not None and not np.any(terms.weights) and not _has_reward_model(estimator):
             raise InputError(f"estimator {estimator.name!r}: undefined for {getattr(t, 'name', 'target')!r}: every "
                              "weight is 0 (no logged impression agrees with it where the estimator needs it), so "
                              "its estimate and zero standard error say nothing about it", data.source)
@@ -281,8 +290,10 @@ def one_estimate(
     out["diagnostics"]["mean_weight_off"] = diag.mean_weight_off()
     out["warnings"] = diag.warnings() + extra
     if diag.zero_weight_share == 1.0:
-        out["warnings"].append("every weight is 0: no logged impression agrees with the target where this estimator "
-                               "needs it, so the estimate (and its zero standard error) says nothing about the target")
+        out["warnings"].append(
+            "every weight is 0: no logged impression agrees with the target where this estimator needs it, so the "
+            + ("estimate is its click model's alone (the direct method's): nothing in the log corrects it"
+               if _has_reward_model(est) else "estimate (and its zero standard error) says nothing about the target"))
     if not n_boot and est.chooses_from_log:  # (dm's own notes say it for its fitted model)
         out["warnings"].append("the CLT interval holds the data-driven choice of behaviours fixed and covers below the "
                                "nominal level; --bootstrap N (e.g. 1000) gives an interval that makes the choice "
