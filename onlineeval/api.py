@@ -1341,4 +1341,5 @@ def estimate(
         row["warnings"] = tuple(r.get("warnings") or ())
         flat.append(row)
     conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed)
-    return Estimates(pd.DataFrame(flat), pd.DataFrame(out.differences), tuple(out.warnings), conventions)
+    diffs = [{**d, "warnings": tuple(d.get("warnings") or ())} for d in out.differences]  # as the results' rows
+    return Estimates(pd.DataFrame(flat), pd.DataFrame(diffs), tuple(out.warnings), conventions)

@@ -413,6 +413,9 @@ def test_estimate_frame_equals_the_file_the_cli_and_brute_force(tmp_path: Path) 
         assert est_frame.conventions[key] == doc["conventions"][key], key
     for ours, theirs in zip(est_frame.differences.to_dict("records"), doc["differences"]):
         assert ours["estimate"] == pytest.approx(theirs["estimate"], rel=1e-12)
+    # warnings are tuples in both frames (as in the results rows)
+    assert all(isinstance(w, tuple) for w in est_frame.differences["warnings"])
+    assert all(isinstance(w, tuple) for w in est_frame.results["warnings"])
     # brute force: IPS = mean over impressions of 1{shown == target list} / p_list x clicks
     for name in ("B", "C"):
         match = np.array([s == targets[name][q] for q, s in zip(frame["query"], frame["shown"])])
