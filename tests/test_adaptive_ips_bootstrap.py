@@ -200,8 +200,9 @@ def test_resample_counts_are_cluster_bootstrap_ratios_draws():
 
 def test_only_the_data_driven_choice_resamples_its_choice():
     """Estimator.chooses_from_log (what the simulator's and the estimate command's warnings and reselecting bootstrap
-    read) holds for adaptive IPS's data-driven choice alone, and exactly the estimators it holds for give their own
-    bootstrap estimates."""
+    read) holds for adaptive IPS's data-driven choice alone; the estimators that give their own bootstrap estimates
+    are exactly those it holds for and the direct method, whose click model is fitted again on every resample
+    (refits_in_bootstrap)."""
     from onlineeval.estimators import available_estimators
 
     log, target, _ = _log(9, n=400)
@@ -213,7 +214,8 @@ def test_only_the_data_driven_choice_resamples_its_choice():
             est = get_estimator(name, cap=5.0) if name == "clipped_ips" else None
         assert est is not None, f"{name}: give the test its required options"
         reps = est.bootstrap_estimates(log, [target], REWARD, 100, np.random.default_rng(0))
-        assert (reps is not None) == est.chooses_from_log, name
+        assert (reps is not None) == (est.chooses_from_log or getattr(est, "refits_in_bootstrap", False)), name
+        assert not getattr(est, "refits_in_bootstrap", False) or name == "dm", name
         if est.chooses_from_log:
             choosing.append(name)
     assert choosing == ["adaptive_ips"]
