@@ -86,7 +86,10 @@ PARTIAL_FORMAT = 2
 #: (replicate ``r`` is then what a fresh run gives), and so does a sweep's point. ``tests/test_stream_version.py``
 #: holds a digest of each design's draws and fails, asking for this bump, when one changes. Partial files record it
 #: in their header (``stream_version``; absent in files of the versions before it was introduced).
-STREAM_VERSION = 3
+#: 4 (2026-12-02): the model-based estimators' numbers for a seed changed (EM capped at 1000 iterations instead of
+#: 200, the doubly robust estimators cross-fitted by default, the direct method's bootstrap refitting its model),
+#: though no random stream did: a run resumed across it must not mix their replicates.
+STREAM_VERSION = 4
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

@@ -89,6 +89,7 @@ class CascadeDR(ClickModelEstimator):
     needs = ("p_prefix",)
     support_level = "prefix"
     weights_expectation = 1.0  # pi/mu weights (Diagnostics.mean_weight)
+    default_folds = 2  # cross-fitted by default (the module docstring of dr)
     unbiased_under = (
         ("pbm", "additive"), ("pbm", "first_click"),
         ("cascade", "additive"), ("cascade", "first_click"),

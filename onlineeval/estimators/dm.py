@@ -260,7 +260,9 @@ class ClickModelEstimator(Estimator):
         ``1``: fit on the whole log. ``F > 1``: cross-fitting, the predictions for the
         impressions of fold ``f`` come from a model fitted on the other folds (folds by
         user when the log has users, else by row), so the model never sees the clicks it
-        is used to correct. Only with a model name.
+        is used to correct. Only with a model name. ``None`` (default): the class's
+        :attr:`default_folds` with a model name (the direct method 1, the doubly robust
+        estimators 2), 1 with a model object.
     """
 
     model: Any = "pbm"
@@ -268,12 +270,16 @@ class ClickModelEstimator(Estimator):
     max_iter: int | None = None
     tol: float | None = None
     pseudo: float | None = None
-    folds: int = 1
+    folds: int | None = None
 
     #: names allowed for ``model`` (subclasses may restrict)
     allowed_models: ClassVar[tuple[str, ...]] = FITTABLE
+    #: ``folds`` when not given and the model is fitted by name
+    default_folds: ClassVar[int] = 1
 
     def __post_init__(self) -> None:
+        if self.folds is None:  # frozen: set once, here
+            object.__setattr__(self, "folds", self.default_folds if isinstance(self.model, str) else 1)
         if isinstance(self.model, str):
             if self.model.lower() not in self.allowed_models:
                 raise ConfigError(("estimator", "model"), f"{self.name}: unknown click model {self.model!r}; "
@@ -382,7 +388,8 @@ class ClickModelEstimator(Estimator):
         else:
             fold = _fold_ids(data, self.folds)
             if np.unique(fold).size < self.folds:
-                raise InputError(f"{self.name}: {self.folds} folds need at least {self.folds} users/impressions",
+                raise InputError(f"{self.name}: {self.folds} folds (cross-fitting) need at least {self.folds} "
+                                 "users/impressions; set the option folds to 1 to fit on the whole log",
                                  data.source)
             parts = [self.fitted(data.take(fold != f)) for f in range(self.folds)]
         q_uq = np.stack([expected_slot_rewards(_as_model(mdl), uq, t_uq, reward) for mdl in parts])
