@@ -665,6 +665,7 @@ def test_a_doubly_robust_difference_with_no_weight_is_its_models_and_says_so(tmp
     nothing."""
     args = _two_doc_log(tmp_path)
     doc = json_out(*args, "--estimator", "dr_list,dm", "--option", "dr_list.model=cm", "--option", "dm.model=cm",
+                   "--option", "dm.folds=2",  # dr_list cross-fits by default: dm the same way
                    "--metric", "reciprocal_rank")
     by = {(r["estimator"], r["target"]): r for r in doc["results"]}
     assert by[("dr_list", "B")]["diagnostics"]["zero_weight_share"] == 1.0
@@ -818,3 +819,27 @@ def test_readme_estimate_example_reproduces(tmp_path: Path, monkeypatch: pytest.
     assert (f"the true values are {truth['B']:.4f} clicks per query for B and {truth['A']:.4f} for A" in readme)
     # the set-up's largest weights, as the README describes them: 1 / (0.3 / (8*7*6*5)) and 1 / (0.3 / 8)
     assert "5600" in out[3] and "26.67" in out[6]
+
+
+def test_clipped_ips_warns_when_its_clipping_bias_is_large(world: dict[str, Any]) -> None:
+    """A cap far below the weights: the estimated clipping bias (notes) is many standard errors and the row says so;
+    a cap above every weight: no bias, no warning."""
+    base = ("--log", str(world["log"]), "--target", str(world["B"]), "--metric", "clicks_per_query",
+            "--estimator", "clipped_ips")
+    low = json_out(*base, "--option", "clipped_ips.cap=1.5")["results"][0]
+    bias = low["diagnostics"]["notes"]["clipping_bias_estimate"]
+    assert abs(bias) > 0.5 * low["se"] > 0
+    (line,) = [w for w in low["warnings"] if w.startswith("clipping bias estimated at")]
+    assert f"{bias:+.4g} ({abs(bias) / low['se']:.1f} standard errors)" in line
+    high = json_out(*base, "--option", "clipped_ips.cap=1e9")["results"][0]
+    assert high["diagnostics"]["notes"]["clipping_bias_estimate"] == 0
+    assert not any(w.startswith("clipping bias") for w in high["warnings"])
+
+
+def test_an_option_written_1e9_is_a_number(world: dict[str, Any]) -> None:
+    """YAML 1.1 reads 1e9 (no dot) as a string; --option takes it as the number it means (as 1.5 or 1000)."""
+    base = ("--log", str(world["log"]), "--target", str(world["B"]), "--metric", "clicks_per_query",
+            "--estimator", "clipped_ips")
+    a = json_out(*base, "--option", "clipped_ips.cap=1e9")["results"][0]
+    b = json_out(*base, "--option", "clipped_ips.cap=1000000000.0")["results"][0]
+    assert a["estimate"] == b["estimate"] and a["diagnostics"]["notes"] == b["diagnostics"]["notes"]

@@ -69,9 +69,15 @@ def parse_options(option: list[str] | None, names: list[str]) -> dict[str, dict[
             raise ConfigError(("--option",), f"{item!r}: {name!r} is not one of the estimators given with "
                               f"--estimator ({', '.join(names)})")
         try:
-            out[name][key] = yaml.safe_load(value)
+            parsed = yaml.safe_load(value)
         except yaml.YAMLError:
-            out[name][key] = value
+            parsed = value
+        if isinstance(parsed, str):  # YAML 1.1 reads 1e9 (no dot) as a string: a number is meant
+            try:
+                parsed = float(parsed) if parsed.strip().lower() not in ("nan", "inf", "-inf", "+inf") else parsed
+            except ValueError:
+                pass
+        out[name][key] = parsed
     return out
 
 
