@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -87,3 +88,19 @@ def test_errors_say_the_value_came_from_set(tmp_path):
     assert "given by --set designs[0].analysis" in r.output
     r = CliRunner().invoke(app, ["simulate", "-c", str(base), "-q", "--set", "designs[5].metric=clicks_per_query"])
     assert r.exit_code == 2 and "designs[5] does not exist" in r.output
+
+
+def test_null_switches_off_an_optional_block_and_is_refused_where_a_value_is_needed(tmp_path):
+    """--set KEY=null: the key set to none, as in a file (review 3.8: the assumption sweep could not be switched off
+    from the command line); a key that needs a value refuses it, naming the key and that --set gave it."""
+    from onlineeval.cli.simulate import parse_sets
+    from simulations.config import load_config
+
+    assert parse_sets(["analysis.assumption_sweep=null", "traffic.days=~"]) == {
+        "analysis.assumption_sweep": None, "traffic.days": None}
+    config = Path(__file__).resolve().parents[1] / "configs" / "counterfactual.yaml"
+    assert load_config(config).analysis.assumption_sweep is not None
+    assert load_config(config, parse_sets(["analysis.assumption_sweep=null"])).analysis.assumption_sweep is None
+    with pytest.raises(ConfigError) as info:
+        load_config(config, parse_sets(["traffic.days=null"]))
+    assert info.value.key_path[:2] == ("traffic", "days")

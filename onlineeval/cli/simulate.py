@@ -105,8 +105,8 @@ def _load(config: Path, overrides: dict[str, object], set_keys: set[str]):  # no
 
 def parse_sets(items: list[str]) -> dict[str, object]:
     """``--set KEY=VALUE`` options as key path -> value; the value is YAML (``7``, ``msprt``,
-    ``[7, 14]``, ``{pre_days: 7}``), read with the config's limits. A later ``--set`` of the same
-    key wins. Raises :class:`ConfigError` naming the option."""
+    ``[7, 14]``, ``{pre_days: 7}``, ``null`` to switch off an optional block), read with the config's
+    limits. A later ``--set`` of the same key wins. Raises :class:`ConfigError` naming the option."""
     from onlineeval.errors import ConfigError
     from simulations.yaml_safe import load_yaml_text
 
@@ -115,11 +115,12 @@ def parse_sets(items: list[str]) -> dict[str, object]:
         key, eq, text = item.partition("=")
         if not eq or not key.strip():
             raise ConfigError((), f"--set {item!r}: expected KEY=VALUE, e.g. --set traffic.days=7")
-        value = load_yaml_text(text, f"--set {key.strip()}") if text.strip() else None
-        if value is None:
-            raise ConfigError((), f"--set {item!r}: the value is empty (YAML null); give a value, e.g. "
-                              f"--set {key.strip()}=7")
-        sets[key.strip()] = value
+        if not text.strip():
+            raise ConfigError((), f"--set {item!r}: the value is empty; give a value, e.g. --set {key.strip()}=7 "
+                              f"(or {key.strip()}=null to switch off an optional block)")
+        # YAML null (null, ~) sets the key to none: an optional block (analysis.assumption_sweep: null) is switched
+        # off; a key that needs a value refuses it, naming the key
+        sets[key.strip()] = load_yaml_text(text, f"--set {key.strip()}")
     return sets
 
 
