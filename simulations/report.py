@@ -364,7 +364,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  see summary.json conventions); rel: relative to A; shrink: online relative *improvement* (lower",
         "  abandonment counts as better) / offline relative gain, unstable when the metric's base rate is tiny;",
         "  power: share of replicates rejecting at alpha with the right sign, analytic: the same from the true",
-        "  effect and the mean SE; days->pwr: first day with simulated power >= target (* analytic, from",
+        "  effect and the mean SE; days->pwr: first day from which simulated power stays >= target (* analytic, from",
         "  se^2 = a/N + b fitted to the days, beyond the simulated days; '> 1 year': more than 365 days; never:",
         "  the SE floor of this user population is above the target); impr./users needed: analytic for the",
         "  target power (users: expected distinct users among that many impressions; 'whole population': at",

@@ -217,3 +217,21 @@ def test_counterfactual_bootstrap_is_0_or_at_least_100(boot, ok):
     assert info.value.key_path == ("designs", 0, "bootstrap")
     assert f"{boot} resamples" in info.value.message and "allowed: 0" in info.value.message
     assert "100 to 100000" in info.value.message
+
+
+def test_days_to_power_is_the_first_day_power_stays_reached():
+    """days->pwr names the first day from which the simulated power stays at or above the target through the last
+    day (review 3.9: with 10 replicates power reached 0.8 on day 6, ended at 0.70, and day 6 was printed)."""
+    import pandas as pd
+
+    from simulations.analysis import _first_day
+
+    def days(power):
+        return _first_day(pd.DataFrame({"day": range(1, len(power) + 1), "power": power}), "power", 0.8)
+
+    assert days([0.2, 0.5, 0.8, 0.9, 0.95]) == 3
+    assert days([0.2, 0.85, 0.7, 0.9, 0.95]) == 4  # the dip on day 3: powered from day 4 on
+    assert days([0.2, 0.5, 0.6, 0.8, 0.7]) is None  # not powered on the last day
+    assert days([0.9, 0.9, float("nan"), 0.9]) == 4  # an undefined day is not powered
+    assert days([0.9, 0.9]) == 1
+    assert days([]) is None
