@@ -154,7 +154,10 @@ logged slot; the numerator adds the clicked slots only. On the 10^6-impression t
 log of ``benchmarks/bench_estimators.py`` (1,000 queries, 20 candidates) one estimate
 took 0.25 s of CPU with given examination and 0.9-1.3 s with ``estimate_with="em"``
 (sandwich included), against 2.5 s and 47 s before (per-impression EM), on a shared
-2-core machine (measured in a separate run per version at about the same load).
+2-core machine (measured in a separate run per version at about the same load). The
+empirical propensity's linearised terms add one read per logged slot: on a 10^6-impression
+top-10 log (1,000 queries, 20 candidates, given examination) an estimate took 0.55 s of CPU
+against 0.45-0.50 s with the plug-in terms.
 """
 
 from __future__ import annotations
@@ -462,7 +465,7 @@ def _empirical_influence(data: LoggedData, theta: FloatArray, w: FloatArray, pai
     shown = e_pair > 0
     alpha = np.where(shown, c_pair / np.where(shown, e_pair, 1.0), 0.0)  # C_qd / E_qd
     b_pair = r_pair * alpha  # 0 off the target's pairs and on pairs never shown
-    expected = (pairs.per_position(data, b_pair, 0.0) * theta[None, :k]).sum(axis=1)
+    expected = pairs.per_position(data, b_pair, 0.0) @ theta[:k]
     # a_q = sum over the target's shown pairs of w_s theta_s alpha_hat = (1/n_q) sum_d r_qd C_qd
     n_q = np.bincount(pairs.inv, minlength=int(pairs.t.shape[0])).astype(np.float64)
     a_q = np.bincount(pairs.pair_query, r_pair * c_pair, int(pairs.t.shape[0])) / np.maximum(n_q, 1.0)
