@@ -222,3 +222,17 @@ def test_only_the_data_driven_choice_resamples_its_choice():
     fixed = get_estimator("adaptive_ips", behaviours="cascade")
     assert not fixed.chooses_from_log
     assert fixed.bootstrap_estimates(log, [target], REWARD, 100, np.random.default_rng(0)) is None
+
+
+def test_the_library_estimate_warns_of_the_held_choice_without_a_bootstrap():
+    """Estimator.estimate from Python: the data-driven choice's CLT interval alone carries the warning (as the estimate
+    command and simulate say it); with n_boot, or fixed behaviours, none."""
+    from onlineeval.estimators.base import CHOICE_HELD_FIXED
+
+    log, target, _ = _log(9, n=400)
+    plain = get_estimator("adaptive_ips").estimate(log, target, REWARD)
+    assert plain.diagnostics.warnings().count(CHOICE_HELD_FIXED) == 1
+    booted = get_estimator("adaptive_ips").estimate(log, target, REWARD, n_boot=100, rng=np.random.default_rng(1))
+    assert CHOICE_HELD_FIXED not in booted.diagnostics.warnings()
+    fixed = get_estimator("adaptive_ips", behaviours="cascade").estimate(log, target, REWARD)
+    assert CHOICE_HELD_FIXED not in fixed.diagnostics.warnings()

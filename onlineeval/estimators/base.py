@@ -101,6 +101,13 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
+#: the warning of an estimate whose CLT interval holds a data-driven choice fixed (adaptive IPS's behaviours) when no
+#: bootstrap was asked for: 0.835-0.904 coverage for 0.95 in the coverage audit of 2026-12-02 and over 1,000
+#: replicates of ``configs/counterfactual.yaml``
+CHOICE_HELD_FIXED = ("the CLT interval holds the data-driven choice of behaviours fixed and covers below the nominal "
+                     "level; a bootstrap interval (n_boot; the estimate command's --bootstrap N, e.g. 1000) makes the "
+                     "choice again in every resample")
+
 #: ``report(what, done, total)``, called after each resample by the bootstraps that fit a model again on every
 #: resample (the direct method's: seconds to minutes on large logs); ``None`` (default): nothing reported. The
 #: estimate command sets it to a progress line on stderr.
@@ -785,6 +792,8 @@ class Estimator(ABC):
             else:
                 blo, bhi = (float(v) + rw.offset for v in np.quantile(reps[:, 0], [alpha / 2, 1 - alpha / 2]))
         diag = self.diagnostics(data, target, terms)
+        if self.chooses_from_log and not n_boot:  # the CLT interval alone: say what it leaves out
+            diag.notes["warnings"] = [*diag.notes.get("warnings", []), CHOICE_HELD_FIXED]
         return OffPolicyEstimate(
             self.name, getattr(target, "name", "target"), rw.name, value + rw.offset, se,
             lo + rw.offset, hi + rw.offset, blo, bhi, float(alpha), data.n, clusters, self.assumption, diag,

@@ -307,10 +307,6 @@ def one_estimate(
             "every weight is 0: no logged impression agrees with the target where this estimator needs it, so the "
             + ("estimate is its click model's alone (the direct method's): nothing in the log corrects it"
                if _has_reward_model(est) else "estimate (and its zero standard error) says nothing about the target"))
-    if not n_boot and est.chooses_from_log:  # (dm's own notes say it for its fitted model)
-        out["warnings"].append("the CLT interval holds the data-driven choice of behaviours fixed and covers below the "
-                               "nominal level; --bootstrap N (e.g. 1000) gives an interval that makes the choice "
-                               "again in every resample")
     out["error"] = None
     return out
 
