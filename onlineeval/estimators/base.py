@@ -892,8 +892,9 @@ class Estimator(ABC):
 def mean_weight(data: LoggedData, w: FloatArray) -> tuple[str, float, float, float]:
     """``(weight level, weights per impression, mean weight, its standard error)`` of list weights ``(n,)`` or
     slot weights ``(n, k)`` (shown slots only; :class:`Diagnostics`): the ratio of the clusters' sums of weights to
-    their counts of weights, with its delta-method standard error over the clusters (NaN with one cluster)."""
-    from onlineeval.stats import ratio_linearization
+    their counts of weights, with its delta-method standard error over the clusters
+    (:func:`onlineeval.stats.ratio_mean`; NaN with one cluster)."""
+    from onlineeval.stats import ratio_mean
 
     if w.ndim == 1:
         level, per_row, count = "list", w, None
@@ -919,8 +920,8 @@ def mean_weight(data: LoggedData, w: FloatArray) -> tuple[str, float, float, flo
         return level, per, math.nan, math.nan
     if g < 2:
         return level, per, float(x.sum() / total), math.nan
-    m, e = ratio_linearization(x, y)
-    return level, per, m, float(math.sqrt(float(np.sum((e - e.mean()) ** 2)) / (g * (g - 1))))
+    est = ratio_mean(x, y)
+    return level, per, est.estimate, est.se
 
 
 def support_violations(data: LoggedData, target: Target, level: str) -> tuple[int | None, int]:
