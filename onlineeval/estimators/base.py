@@ -806,6 +806,12 @@ class Estimator(ABC):
         :meth:`bootstrap_estimates` makes the choice again in every resample. False by default."""
         return False
 
+    def clt_holds_fixed(self, reward: Reward) -> str | None:
+        """What this estimator's CLT interval holds fixed that the estimate itself takes from the log (its
+        :meth:`bootstrap_estimates` does it again in every resample), or ``None``: adaptive IPS's data-driven choice
+        of behaviours here; the direct method adds its click model fitted on the log."""
+        return "the data-driven choice of behaviours" if self.chooses_from_log else None
+
     def bootstrap_estimates(self, data: LoggedData, targets: list[Target], reward: Reward | str, n_boot: int,
                             rng: np.random.Generator) -> FloatArray | None:
         """``(n_boot, len(targets))`` cluster-bootstrap estimates (without the reward's offset) for an estimator

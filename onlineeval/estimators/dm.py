@@ -531,6 +531,11 @@ class DirectMethod(ClickModelEstimator):
         return self.model_name == "pbm" and isinstance(self.model, str) and self.folds == 1 \
             and reward.kind == "additive"
 
+    def clt_holds_fixed(self, reward: Reward) -> str | None:
+        """The click model fitted on the log, unless the CLT interval is the linearised PBM's (:meth:`linearised`)."""
+        return "the click model fitted on the log" if self.refits_in_bootstrap and not self.linearised(reward) \
+            else None
+
     @property
     def refits_in_bootstrap(self) -> bool:
         """True when the model is fitted on the log (given by name): :meth:`bootstrap_estimates` then fits it again

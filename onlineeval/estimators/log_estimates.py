@@ -252,17 +252,6 @@ def support_count(log: LoggedLog, tmap: TargetMap, rows: np.ndarray) -> tuple[in
     return int(tmap.unseen_query[q].sum()), int(q.size)
 
 
-def held_fixed(est: Estimator, reward: Reward) -> str | None:
-    """What ``est``'s CLT interval holds fixed that the estimate itself takes from the log (its bootstrap does it
-    again in every resample), or ``None``: adaptive IPS's data-driven choice of behaviours; the direct method's click
-    model fitted on the log, unless its interval is the linearised PBM's."""
-    if est.chooses_from_log:
-        return "the data-driven choice of behaviours"
-    if getattr(est, "refits_in_bootstrap", False) and not est.linearised(reward):  # type: ignore[attr-defined]
-        return "the click model fitted on the log"
-    return None
-
-
 def one_estimate(
     est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
     alpha: float, n_boot: int, seed: int,
@@ -474,7 +463,7 @@ def estimate_targets(
     fixed_warning: dict[str, str] = {}
     if differences:
         for est in estimators:
-            fixed = held_fixed(est, reward)
+            fixed = est.clt_holds_fixed(reward)
             if fixed is not None:
                 fixed_warning[est.name] = (
                     f"{est.name}: the differences' CLT interval and p-value hold {fixed} fixed and "

@@ -82,8 +82,7 @@ def interval_warnings(config: Any) -> list[str]:
                        f"covers below the nominal level; designs[{i}].bootstrap: 400 gives an interval that makes the "
                        "choice again in every resample")
         reward = get_reward(design.metric, config.rankers.depth)
-        fitted = [label for label, est in estimators
-                  if getattr(est, "refits_in_bootstrap", False) and not est.linearised(reward)]
+        fitted = [label for label, est in estimators if not est.chooses_from_log and est.clt_holds_fixed(reward)]
         if fitted:
             out.append(f"warning: design {design.name!r}: {', '.join(fitted)} fits its click model on the log and "
                        f"designs[{i}].bootstrap is 0: its interval holds the fitted model fixed and covers far below "
