@@ -146,3 +146,51 @@ def test_the_doubly_robust_estimators_cross_fit_by_default():
         fitted = get_estimator("dm", model="pbm").fit_model(data)
         assert get_estimator(name, model=fitted).folds == 1, name
     assert get_estimator("dm").folds == 1
+
+
+def _zipf_pbm_world():
+    """200 queries with Zipf traffic (tail queries a handful of impressions in a log of 4,000, as in the simulator's
+    logs), 6 candidates, 3 slots, PBM users; logged by a mixture: uniform with probability 0.8, else the ideal or a
+    shuffled list (both targets supported)."""
+    import math
+
+    from onlineeval.estimators.base import DeterministicTarget
+    from onlineeval.estimators.checks import CheckWorld, EnumeratedPolicy, _list_index
+
+    rng = np.random.default_rng(2026)
+    nq, m, k = 200, 6, 3
+    alpha = np.clip(rng.beta(0.7, 1.4, size=(nq, m)), 0.02, 0.95)
+    order = np.argsort(-alpha, axis=1, kind="stable")
+    targets = (DeterministicTarget(order[:, :k], "ideal"), DeterministicTarget(order[:, [2, 4, 0]], "shuffled"))
+    qp = 1.0 / np.arange(1, nq + 1)
+    base = check_world("pbm")
+    world = CheckWorld("pbm", alpha, k, np.array([1.0, 0.6, 0.3]), None, base.logger, targets, qp / qp.sum(),
+                       ("pbm",), np.ones(1), "zipf-pbm")
+    size = math.perm(m, k)
+    probs = np.full((nq, size), 0.8 / size)
+    for t in targets:
+        probs[np.arange(nq), _list_index(t.lists, m, k)] += 0.1
+    return world, EnumeratedPolicy(probs, m, k, "mix")
+
+
+@pytest.mark.slow
+def test_cross_fitting_removes_the_doubly_robust_bias_on_sparse_logs():
+    """cascade_dr with a cascade model fitted on the log it corrects is biased on logs with many tail queries (the
+    coverage audit: -1.06 SE per log of 4,000 impressions, t = -21 over 400 logs); cross-fitted (the default) it is
+    unbiased. Over 60 logs: the mean error of folds 1 is beyond -4 of its Monte Carlo SEs, that of folds 2 within 4,
+    against the exact value of the world."""
+    world, logger = _zipf_pbm_world()
+    target = world.targets[0]
+    truth = world.truth(target, "reciprocal_rank")
+    replicates, n = 60, 4000
+    big = sample_log(world, replicates * n, np.random.default_rng(31), logger=logger)
+    errors = {1: [], 2: []}
+    for r in range(replicates):
+        log = big.take(np.arange(r * n, (r + 1) * n))
+        for folds in errors:
+            errors[folds].append(get_estimator("cascade_dr", model="cm", folds=folds).estimate(
+                log, target, "reciprocal_rank").value - truth)
+    t = {f: np.mean(e) / (np.std(e, ddof=1) / np.sqrt(replicates)) for f, e in errors.items()}
+    assert t[1] < -4, t
+    assert abs(t[2]) < 4, t
+    assert get_estimator("cascade_dr", model="cm").folds == 2
