@@ -233,7 +233,7 @@ def required_impressions(fit: VarianceModel, effect: float, alpha: float, power:
     variance floor is above that (the population cannot reach the power) or the effect is 0."""
     if effect == 0 or not np.isfinite(fit.a):
         return float("inf")
-    target = (abs(effect) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))) ** 2
+    target = target_variance(effect, alpha, power)
     if target <= fit.b:
         return float("inf")
     return float(fit.a / (target - fit.b))
@@ -249,10 +249,11 @@ UNSTABLE_FLOOR_RATIO = 0.8
 UNSTABLE_REL_SE = 0.25
 
 
-def target_variance(effect: float, alpha: float, power: float) -> float:
-    r"""The :math:`se^2` at which a two-sided test at ``alpha`` has ``power`` for ``effect``:
-    :math:`(|\delta| / (z_{1-\alpha/2} + z_{power}))^2`."""
-    return float((abs(effect) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))) ** 2)
+def target_variance(effect: Any, alpha: float, power: float) -> Any:
+    r"""The :math:`se^2` at which a two-sided test at ``alpha`` has ``power`` for ``effect`` (a number, or an
+    array: elementwise): :math:`(|\delta| / (z_{1-\alpha/2} + z_{power}))^2`."""
+    t = (np.abs(effect) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))) ** 2
+    return float(t) if np.ndim(t) == 0 else t
 
 
 def _fit_many(n: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -314,7 +315,7 @@ def required_impressions_uncertainty(
     n_b = np.nanmean(impressions[idx], axis=1)
     se_b = _nanmean0(se[idx], axis=1)
     a, b = _fit_many(n_b, se_b)
-    t_b = (np.abs(eff) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))) ** 2
+    t_b = target_variance(eff, alpha, power)
     with np.errstate(divide="ignore", invalid="ignore"):
         refits = np.where((t_b > b) & np.isfinite(a) & (eff != 0), a / (t_b - b), np.inf)
     q05, q16, q84, q95 = np.quantile(refits, [0.05, 0.16, 0.84, 0.95], method="inverted_cdf")
