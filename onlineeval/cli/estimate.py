@@ -147,7 +147,7 @@ def _g(x: Any) -> str:
 
 
 def _mean_w(d: dict[str, Any]) -> str:
-    """The mean weight, marked '*' when it is more than 4 standard errors from its expectation."""
+    """The mean weight, marked '*' when it is off its expectation (:meth:`Diagnostics.mean_weight_off`)."""
     text = _g(d.get("mean_weight"))
     return text + "*" if d.get("mean_weight_off") else text
 
@@ -160,6 +160,8 @@ def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _table(doc: dict[str, Any]) -> str:
+    from onlineeval.estimators.base import MEAN_WEIGHT_TOLERANCE, MEAN_WEIGHT_Z
+
     lg, conv = doc["log"], doc["conventions"]
     level = f"{100 * (1 - conv['alpha']):g}%"
     lines = [
@@ -221,8 +223,9 @@ def _table(doc: dict[str, Any]) -> str:
               "of the slot weights of shown slots, divided by the mean number of shown slots per impression; "
               "the JSON's ess is the undivided count of slots); max w = largest weight; mean w = mean weight "
               "(slot-level: per shown slot), whose expectation under the logging policy with full support is 1 "
-              "for weights pi/mu (JSON: mean_weight_expected); '*' = more than 4 of its standard errors (clustered "
-              "like the estimate) and 5% from it, see warnings; top1% = share of the total weight held by the "
+              f"for weights pi/mu (JSON: mean_weight_expected); '*' = more than {MEAN_WEIGHT_Z:g} of its standard "
+              f"errors (clustered like the estimate) and {MEAN_WEIGHT_TOLERANCE:.0%} from it, see warnings; top1% = "
+              "share of the total weight held by the "
               "largest 1% of weights; zero-w = share of impressions whose weights are all 0; support viol. = "
               "impressions whose target list the logging policy cannot show / impressions checked")]
     if doc.get("differences"):
