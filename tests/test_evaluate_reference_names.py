@@ -101,26 +101,28 @@ def test_rbp_outside_trec_eval_preset_keeps_the_alias_and_names_trec_evals_p(tmp
 )
 def test_counts_print_trec_evals_sums(shared_data: Path, run: str, out: str, extra) -> None:
     """num_ret, num_rel, num_rel_ret on trec_eval's all line are sums (1500, 561, 131), not
-    means (500, 187, 43.67); the table prints the sums, JSON and csv give both."""
+    means (500, 187, 43.67), and so are num_q and num_nonrel_judged_ret (3, 607); the table
+    prints the sums, JSON and csv give both."""
     d = shared_data / "trec_eval"
     exp = expected(d / out)
-    names = ("num_ret", "num_rel", "num_rel_ret")
+    names = ("num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
+    ours = ("NumQ", "NumRet", "NumRel", "NumRelRet", "NumNonRelJudgedRet")
     args = ("--qrels", str(d / "qrels.test"), "--run", str(d / run), "--metrics", ",".join(names) + ",map",
             "--preset", "trec_eval", *extra)
     text = cli(*args)
     row = summary_row(text, Path(run).stem)
-    assert row[:3] == [f"{exp[(n, 'all')]:.0f}" for n in names]
-    assert abs(float(row[3]) - exp[("map", "all")]) <= TOL  # the other columns stay means
-    assert "NumRet, NumRel, NumRelRet: sum over the counted queries" in text
+    assert row[:5] == [f"{exp[(n, 'all')]:.0f}" for n in names]
+    assert abs(float(row[5]) - exp[("map", "all")]) <= TOL  # the other columns stay means
+    assert "NumQ, NumRet, NumRel, NumRelRet, NumNonRelJudgedRet: sum over the counted queries" in text
     n_q = exp[("num_q", "all")]
     doc = json.loads(cli(*args, "--format", "json"))
-    for n, ours in zip(names, ("NumRet", "NumRel", "NumRelRet")):
-        rec = doc["systems"][0]["metrics"][ours]
+    for n, m in zip(names, ours):
+        rec = doc["systems"][0]["metrics"][m]
         assert rec["sum"] == exp[(n, "all")] and rec["mean"] == pytest.approx(exp[(n, "all")] / n_q, rel=1e-12)
     assert "sum" not in doc["systems"][0]["metrics"]["AP"]
     csv = pd.read_csv(io.StringIO(cli(*args, "--format", "csv")))
     sums = csv.set_index("metric")["sum"]
-    assert [sums[m] for m in ("NumRet", "NumRel", "NumRelRet")] == [exp[(n, "all")] for n in names]
+    assert [sums[m] for m in ours] == [exp[(n, "all")] for n in names]
     assert math.isnan(sums["AP"])
     res = onlineeval.evaluate(d / "qrels.test", [d / run], ",".join(names), preset="trec_eval",
                               missing="zero" if extra else None)

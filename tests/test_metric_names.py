@@ -34,7 +34,8 @@ runner = CliRunner()
 # trec_eval measure requests (pytrec_eval spelling) and what they are in our names
 REQUESTS = ["P.5,10,30", "ndcg_cut.10,20", "ndcg", "map", "map_cut.100,1000", "recall.100,1000", "recip_rank",
             "Rprec", "bpref", "infAP", "iprec_at_recall.0.00,0.50,1.00", "11pt_avg", "success.1,5,10", "set_P",
-            "set_recall", "num_ret", "num_rel", "num_rel_ret", "Rprec_mult.0.20,2.00"]
+            "set_recall", "num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret",
+            "Rprec_mult.0.20,2.00"]
 
 
 @pytest.mark.parametrize(
@@ -45,11 +46,13 @@ REQUESTS = ["P.5,10,30", "ndcg_cut.10,20", "ndcg", "map", "map_cut.100,1000", "r
         ("bpref", "bpref"), ("infAP", "infAP"), ("iprec_at_recall_0.50", "IPrec(recall=0.5)"),
         ("11pt_avg", "IPrecAvg"), ("success_10", "Success@10"), ("ERR", "ERR"), ("set_P", "P"),
         ("Rprec_mult_0.20", "RPrecMult(mult=0.2)"), ("11pt_avg.0.25,0.5", "IPrecAvg(levels=(0.25,0.5))"),
-        ("ndcg.1=3,2=9", "nDCG(gain='1=3,2=9')"),
+        ("ndcg.1=3,2=9", "nDCG(gain='1=3,2=9')"), ("unj_5", "Unjudged@5"), ("unj.5", "Unjudged@5"),
+        ("num_q", "NumQ"), ("num_nonrel_judged_ret", "NumNonRelJudgedRet"), ("num_rel_ret", "NumRelRet"),
         # ir_measures
         ("nDCG@10", "nDCG@10"), ("P@10", "P@10"), ("AP@100", "AP@100"), ("R@100", "Recall@100"), ("RR", "RR"),
         ("ERR@10", "ERR@10"), ("RBP(p=0.8)", "RBP(p=0.8)"), ("IPrec@0.5", "IPrec(recall=0.5)"),
         ("Success@10", "Success@10"), ("Bpref", "bpref"), ("SetP", "P"), ("RBP(p=0.5)@10", "RBP(p=0.5)@10"),
+        ("NumQ", "NumQ"),
     ],
 )
 def test_single_names(given: str, ours: str) -> None:
@@ -156,7 +159,7 @@ def test_trec_eval_names_equal_pytrec_eval(collection: tuple[Path, Path], releva
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(REQUESTS), relevance_level=relevance_level)
     expected = evaluator.evaluate(run)
     printed = sorted(next(iter(expected.values())))
-    assert len(printed) == 29
+    assert len(printed) == 31
     # the requests as a --metrics list give exactly the printed measures
     requested = parse_metrics(",".join(REQUESTS))
     assert sorted(map(str, requested)) == sorted(str(parse_metric(p)) for p in printed)

@@ -38,11 +38,13 @@ SHARED = {
     "num_rel_ret": "NumRelRet",
     "num_ret": "NumRet",
     "num_rel": "NumRel",
+    "num_nonrel_judged_ret": "NumNonRelJudgedRet",
+    "num_q": "NumQ",
     "infAP": "infAP",
     "set_P": "P",
 }
 MEASURES = {"map", "map_cut", "P", "recall", "recip_rank", "Rprec", "ndcg", "ndcg_cut", "bpref", "success",
-            "num_rel_ret", "num_ret", "num_rel", "infAP", "set_P"}
+            "num_rel_ret", "num_ret", "num_rel", "num_nonrel_judged_ret", "num_q", "infAP", "set_P"}
 
 DOCS = [f"d{i:02d}" for i in range(12)]
 
@@ -121,7 +123,7 @@ def test_adding_a_relevant_document_never_lowers_recall(ranked, pos, k, extra_un
 # ------------------------------------------------------------------ exact expectation over ties
 
 TIE_METRICS = [
-    "P@3", "Recall@2", "nDCG@3", "DCG@4", "RBP(p=0.6)", "RPrec", "NumRelRet@2", "INSQ(T=1)",
+    "P@3", "Recall@2", "nDCG@3", "DCG@4", "RBP(p=0.6)", "RPrec", "NumRelRet@2", "NumNonRelJudgedRet@2", "INSQ(T=1)",
     "RR", "RR@2", "AP", "AP@3", "Success@2", "Success@1",
 ]
 

@@ -198,8 +198,8 @@ class Metric:
         form here: weighted sums over ranks (:class:`AdditiveMetric`), RR, AP, Success.
         The ``_compute`` hook then handles ``batch.groups``.
     summed:
-        ``True`` for counts (NumRet, NumRel, NumRelRet) whose summary over queries is their
-        sum, as trec_eval's ``all`` line and ir_measures' aggregate report them; reports
+        ``True`` for counts (NumQ, NumRet, NumRel, NumRelRet, NumNonRelJudgedRet) whose summary
+        over queries is their sum, as trec_eval's ``all`` line and ir_measures' aggregate report them; reports
         give the sum next to the mean (:meth:`RunEvaluation.total
         <onlineeval.metrics.evaluate.RunEvaluation.total>`).
     """

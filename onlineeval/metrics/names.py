@@ -6,7 +6,7 @@ evaluate the same thing, and says which translation happened (:class:`Translatio
 
 trec_eval (``trec_eval -m``, pytrec_eval)
     Printed names ``P_10``, ``ndcg_cut_10``, ``map_cut_100``, ``recall_100``,
-    ``success_10``, ``iprec_at_recall_0.50``, ``Rprec_mult_0.20``, ``set_P`` and
+    ``success_10``, ``unj_10``, ``iprec_at_recall_0.50``, ``Rprec_mult_0.20``, ``set_P`` and
     measure families with parameters ``P.5,10`` (two metrics), ``ndcg_cut.10,20``,
     ``iprec_at_recall.0.1,0.5``, ``11pt_avg.0.25,0.5`` (one metric over those levels),
     ``ndcg.1=3,2=9`` (nDCG with that gain table). ``map``, ``recip_rank``, ``Rprec``,
@@ -22,7 +22,7 @@ ir_measures
     ``nDCG@10``, ``P@10``, ``AP@100``, ``RR``, ``ERR@10``, ``RBP(p=0.8)``, ``Success@10``
     are our own spellings. ``R@100`` is Recall@100, ``IPrec@0.5`` is interpolated
     precision at recall 0.5 (the ``@`` is a recall level there), ``Rprec``, ``Bpref``,
-    ``NumRet``, ``NumRel``, ``NumRelRet``, ``SetP`` and ``SetR`` their trec_eval forms.
+    ``NumQ``, ``NumRet``, ``NumRel``, ``NumRelRet``, ``SetP`` and ``SetR`` their trec_eval forms.
     ``rel=r`` (``P(rel=2)@10``) is the relevance threshold, which onlineeval holds in one
     convention for the whole evaluation (``rel_min``): :attr:`Translation.rel_min`
     carries it and the caller applies it (``onlineeval evaluate`` does when every metric
@@ -91,9 +91,11 @@ _TREC_FIXED: dict[str, str] = {
     "infAP": "infAP",
     "11pt_avg": "IPrecAvg",
     "ndcg": "nDCG",
+    "num_q": "NumQ",
     "num_ret": "NumRet",
     "num_rel": "NumRel",
     "num_rel_ret": "NumRelRet",
+    "num_nonrel_judged_ret": "NumNonRelJudgedRet",
     "set_P": "P",
     "set_recall": "Recall",
 }
@@ -103,6 +105,7 @@ _TREC_FAMILIES: dict[str, tuple[str, bool]] = {
     "P": ("P@{}", True),
     "recall": ("Recall@{}", True),
     "success": ("Success@{}", True),
+    "unj": ("Unjudged@{}", True),
     "ndcg_cut": ("nDCG@{}", True),
     "map_cut": ("AP@{}", True),
     "iprec_at_recall": ("IPrec(recall={})", False),
@@ -125,8 +128,9 @@ _TREC_OWN_DEFAULTS: dict[str, str] = {
 }
 
 # trec_eval spellings that are also aliases of our metrics (reported as trec_eval names)
-_TREC_ALIASES = frozenset({"map", "Rprec", "recip_rank", "11pt_avg", "ndcg", "num_ret", "num_rel", "num_rel_ret",
-                           "map_cut", "ndcg_cut", "iprec_at_recall", "Rprec_mult"})
+_TREC_ALIASES = frozenset({"map", "Rprec", "recip_rank", "11pt_avg", "ndcg", "num_q", "num_ret", "num_rel",
+                           "num_rel_ret", "num_nonrel_judged_ret", "map_cut", "ndcg_cut", "iprec_at_recall",
+                           "Rprec_mult"})
 
 _NUMBER = r"-?(?:\d+\.?\d*|\.\d+)"
 _PRINTED = re.compile(rf"^(?P<family>[A-Za-z][A-Za-z_]*?)_(?P<param>{_NUMBER})$")
@@ -191,6 +195,7 @@ _IRM: dict[str, tuple[str, tuple[str, ...]]] = {
     "Rprec": ("RPrec", ()),
     "Bpref": ("bpref", ()),
     "infAP": ("infAP", ()),
+    "NumQ": ("NumQ", ()),
     "NumRet": ("NumRet", ()),
     "NumRel": ("NumRel", ()),
     "NumRelRet": ("NumRelRet", ()),

@@ -25,7 +25,10 @@ from onlineeval.metrics.base import (
     register,
 )
 
-__all__ = ["P", "Recall", "RPrec", "RPrecMult", "Success", "Unjudged", "NumRet", "NumRel", "NumRelRet"]
+__all__ = [
+    "P", "Recall", "RPrec", "RPrecMult", "Success", "Unjudged", "NumQ", "NumRet", "NumRel", "NumRelRet",
+    "NumNonRelJudgedRet",
+]
 
 
 @register
@@ -165,6 +168,26 @@ class Unjudged(AdditiveMetric):
 
 @register
 @dataclass(frozen=True)
+class NumQ(Metric):
+    """Number of queries (1 per counted query); summed over queries in reports.
+
+    The sum is the number of counted queries: trec_eval ``num_q``, ir_measures ``NumQ``; with
+    ``missing="zero"`` (trec_eval ``-c``) the filled queries count too.
+    """
+
+    name: ClassVar[str] = "NumQ"
+    empty_sensitive: ClassVar[bool] = False
+    aliases: ClassVar[tuple[str, ...]] = ("num_q",)
+    summed: ClassVar[bool] = True
+    cutoff: ClassVar[str] = "none"
+    tie_expectation: ClassVar[bool] = True
+
+    def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        return np.ones(batch.codes.shape[0], dtype=np.float64)
+
+
+@register
+@dataclass(frozen=True)
 class NumRet(Metric):
     """Number of retrieved documents (within the run depth); summed over queries in reports."""
 
@@ -204,6 +227,29 @@ class NumRelRet(AdditiveMetric):
     empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("num_rel_ret",)
     summed: ClassVar[bool] = True
+
+    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        return cut(values, self.k).sum(axis=1)
+
+
+@register
+@dataclass(frozen=True)
+class NumNonRelJudgedRet(AdditiveMetric):
+    """Number of judged non-relevant retrieved documents (in the top ``k`` when given); summed over queries in reports.
+
+    Retrieved documents that the qrels grade ``0 <= grade < rel_min``: trec_eval's
+    ``num_nonrel_judged_ret`` (``num_ret - num_nonpool - num_unjudged_in_pool - num_rel_ret``).
+    Documents absent from the qrels and qrels entries with a negative grade (pooled but
+    unjudged) are not judged, so neither counts.
+    """
+
+    name: ClassVar[str] = "NumNonRelJudgedRet"
+    empty_sensitive: ClassVar[bool] = False
+    aliases: ClassVar[tuple[str, ...]] = ("num_nonrel_judged_ret",)
+    summed: ClassVar[bool] = True
+
+    def _doc_values(self, codes: np.ndarray, ctx: EvalContext) -> np.ndarray:
+        return ((codes >= 0) & (codes < ctx.rel_min)).astype(np.float64)
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         return cut(values, self.k).sum(axis=1)
