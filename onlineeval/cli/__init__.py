@@ -45,8 +45,10 @@ def _build_app() -> typer.Typer:
         sweep,
         validate,
     )
+    from onlineeval.cli._usage import OneLineGroup
 
     app = typer.Typer(
+        cls=OneLineGroup,  # usage errors (a bad, missing or unknown option) as one line and exit 2
         name="onlineeval",
         help="Online-evaluation simulator and interleaving toolkit for rankers.",
         no_args_is_help=True,

@@ -1,0 +1,95 @@
+"""Usage errors typer and click raise (a bad, missing or unknown option, an unknown command) are one line
+``error: ...`` naming the option as typed, and exit code 2, like every other error of the tool."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from onlineeval.cli import app
+from onlineeval.cli._usage import _typed_name
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        # below a declared min, above a declared max, not a number: pydantic's bound and the value typed
+        (["power", "proportion", "--baseline", "0.1", "--users", "1"], "--users: must be at least 2 (got 1)"),
+        (["power", "interleaving", "--delta", "0.1", "--users=2.5"], "--users: must be an integer (got 2.5)"),
+        (["power", "ratio", "--num-mean", "x"], "--num-mean: must be a number (got x)"),
+        (["power", "proportion", "--baseline", "0.1", "--users="], "--users: must be an integer (got '')"),
+        (["evaluate", "-q", "q", "-r", "r", "--alpha", "1.5"], "--alpha: must be at most 1 (got 1.5)"),
+        (["evaluate", "-q", "q", "-r", "r", "--bootstrap", "5"], "--bootstrap: must be at least 100 (got 5)"),
+        (["estimate", "-l", "x", "--target", "t", "--seed", "-1"], "--seed: must be at least 0 (got -1)"),
+        # the short name when the user typed the short name
+        (["simulate", "-c", "x.yaml", "-r", "0"], "-r: must be at least 1 (got 0)"),
+        (["sweep", "-w", "-1"], "-w: must be at least 0 (got -1)"),
+        # a required option missing
+        (["estimate"], "--log: required, not given (see 'onlineeval estimate --help')"),
+        (["clicks", "fit"], "--log: required, not given (see 'onlineeval clicks fit --help')"),
+        # a value missing, or given to a flag
+        (["power", "interleaving", "--users"], "--users: needs a value (see 'onlineeval power interleaving --help')"),
+        (["estimate", "-l"], "-l: needs a value (see 'onlineeval estimate --help')"),
+        (["evaluate", "-q", "q", "-r", "r", "--with-per-query=3"],
+         "--with-per-query: does not take a value (see 'onlineeval evaluate --help')"),
+        # unknown options and commands, extra arguments
+        (["power", "--users", "1"],
+         "--users: no such option for 'onlineeval power'; give a command first: proportion, ratio, interleaving"),
+        (["power", "proportion", "--basline", "0.1"],
+         "--basline: no such option for 'onlineeval power proportion' (did you mean --baseline?)"),
+        (["metrics", "--zzz"], "--zzz: no such option for 'onlineeval metrics' (see 'onlineeval metrics --help')"),
+        (["nosuch"], "no such command 'nosuch' for 'onlineeval'; commands: simulate, evaluate, metrics, validate, "
+                     "estimate, sweep, clicks, power"),
+        (["power", "interleaving", "--delta", "0.1", "extra"],
+         "unexpected argument(s) 'extra' (see 'onlineeval power interleaving --help')"),
+    ],
+)  # fmt: skip
+def test_usage_errors_are_one_line_exit_2(args: list[str], line: str) -> None:
+    res = runner.invoke(app, args, prog_name="onlineeval")
+    assert res.exit_code == 2, res.output
+    assert res.stderr == f"error: {line}\n"
+    assert res.stdout == ""
+
+
+def test_the_console_script_prints_the_same_line() -> None:
+    """Through the installed entry point (a real process, argv as a shell passes it)."""
+    res = subprocess.run(
+        [sys.executable, "-m", "onlineeval.cli", "power", "proportion", "--baseline", "0.1", "--users", "1"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert res.returncode == 2
+    assert res.stderr == "error: --users: must be at least 2 (got 1)\n"
+
+
+@pytest.mark.parametrize("args", [[], ["power"], ["clicks"]])
+def test_a_group_without_a_command_still_prints_its_help(args: list[str]) -> None:
+    res = runner.invoke(app, args, prog_name="onlineeval")
+    assert res.exit_code == 2
+    assert "Usage: onlineeval" in res.output
+    assert "error:" not in res.output
+
+
+def test_help_and_version_are_not_errors() -> None:
+    res = runner.invoke(app, ["power", "proportion", "--help"], prog_name="onlineeval")
+    assert res.exit_code == 0 and "--baseline" in res.stdout
+    res = runner.invoke(app, ["--version"], prog_name="onlineeval")
+    assert res.exit_code == 0 and res.stdout.startswith("onlineeval ")
+
+
+def test_typed_name_reads_the_arguments() -> None:
+    class Param:
+        param_type_name = "option"
+        opts = ["--log", "-l"]
+        secondary_opts: list[str] = []
+        human_readable_name = "LOG"
+
+    assert _typed_name(Param, ["estimate", "-l", "x"]) == "-l"
+    assert _typed_name(Param, ["estimate", "-lx"]) == "-l"
+    assert _typed_name(Param, ["estimate", "--log=x"]) == "--log"
+    assert _typed_name(Param, ["estimate"]) == "--log"  # not typed: the long name
+    assert _typed_name(Param, ["estimate", "--", "-l"]) == "--log"  # after "--" nothing is an option
