@@ -655,23 +655,60 @@ def _strip_tags(loc: Sequence[str | int]) -> tuple[str | int, ...]:
 
 
 def _first_error(exc: ValidationError, source: str | None) -> ConfigError:
+    """The first of pydantic's errors as the tool's one-line message: the key path, then what the key must
+    be, in lower case and the tool's words (its allowed values or keys, never a pydantic class name), then
+    the value given (``traffic.days: must be at least 1, got 0``)."""
+    import re
+
     errors = exc.errors()
     err = errors[0]
     loc = tuple(err["loc"])
     path = _strip_tags(loc)
     kind = err["type"]
+    ctx = err.get("ctx") or {}
+    got = f", got {excerpt(err.get('input'))}"
+    bounds = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "greater than"),
+              "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}  # fmt: skip
+    kinds = {"int_parsing": "an integer", "int_type": "an integer", "int_from_float": "an integer",
+             "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
+             "bool_parsing": "true or false", "bool_type": "true or false", "string_type": "text",
+             "list_type": "a list", "tuple_type": "a list", "path_type": "a path (text)"}  # fmt: skip
     if kind == "extra_forbidden":
         allowed = _allowed_keys(Config, loc[:-1])
         hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
         message = f"unknown key{hint}"
     elif kind == "missing":
         message = "required key is missing"
-    elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        message = f"{err['msg'].lower()}, got {excerpt(err.get('input'))}"
+    elif kind in bounds and bounds[kind][0] in ctx:
+        key, words = bounds[kind]
+        bound = ctx[key]
+        message = f"must be {words} {f'{bound:g}' if isinstance(bound, float) else bound}{got}"
+    elif kind in kinds:
+        message = f"must be {kinds[kind]}{got}"
+    elif kind in ("literal_error", "enum") and "expected" in ctx:
+        expected = str(ctx["expected"])
+        one_of = "one of " if " or " in expected else ""
+        message = f"must be {one_of}{expected}{got}"
+    elif kind in ("dict_type", "model_type", "model_attributes_type"):
+        # model_attributes_type: a union of mappings told apart by their 'type' (the collection), no one key list
+        allowed = _allowed_keys(Config, loc) if kind != "model_attributes_type" else None
+        keys = f" (keys: {', '.join(allowed)})" if allowed else ""
+        message = f"must be a mapping of keys{keys}{got}"
+    elif kind == "union_tag_invalid":
+        tag = str(ctx.get("discriminator", "type")).strip("'\"")
+        path = (*path, tag)
+        message = f"must be one of {ctx.get('expected_tags', '')}, got {excerpt(ctx.get('tag'))}"
+    elif kind == "union_tag_not_found":
+        tag = str(ctx.get("discriminator", "type")).strip("'\"")
+        path = (*path, tag)
+        message = "required key is missing"
     elif kind == "value_error":
         message = str(err["msg"]).removeprefix("Value error, ")[:300]
-    else:
-        message = f"{err['msg']}, got {excerpt(err.get('input'))}"
+    else:  # pydantic's sentence in the tool's words: "input should be" -> "must be", no class names
+        text = re.sub(r"^Input should be\b", "must be", str(err["msg"]).strip().rstrip("."))
+        text = re.sub(r" (?:or )?(?:an )?instance of \w+", "", text)
+        text = re.sub(r" for <class '[\w.]+'>", "", text)
+        message = f"{text[:1].lower()}{text[1:]}{got}"
     more = len(errors) - 1
     if more:
         message += f" (and {more} more problem{'s' if more > 1 else ''})"

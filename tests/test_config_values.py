@@ -15,11 +15,11 @@ from simulations.resources import check_memory, estimate_memory
 @pytest.mark.parametrize(
     ("data", "key", "fragment"),
     [
-        ({"replicates": True}, "replicates", "valid integer"),
-        ({"replicates": 2.5}, "replicates", "valid integer"),
+        ({"replicates": True}, "replicates", "must be an integer, got True"),
+        ({"replicates": 2.5}, "replicates", "must be an integer, got 2.5"),
         ({"traffic": {"diurnal": [float("inf")] + [1.0] * 23}}, "traffic.diurnal[0]", "finite"),
-        ({"traffic": {"weekly": [1e308] * 7}}, "traffic.weekly[0]", "less than or equal"),
-        ({"traffic": {"queries_per_day": 1e308}}, "traffic.queries_per_day", "valid integer"),
+        ({"traffic": {"weekly": [1e308] * 7}}, "traffic.weekly[0]", "must be at most"),
+        ({"traffic": {"queries_per_day": 1e308}}, "traffic.queries_per_day", "must be an integer"),
         ({"rankers": {"A": {"noise": float("inf")}}}, "rankers.A.noise", "finite"),
         ({"rankers": {"B": {"noise": float("nan")}}}, "rankers.B.noise", "finite"),
         ({"designs": [{"name": "x", "type": "ab"}, {"name": "x", "type": "ab"}]}, "designs[1].name",

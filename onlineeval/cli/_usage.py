@@ -5,10 +5,11 @@ Every other error of the tool is one line ``error: ...`` on stderr and exit code
 (``onlineeval power proportion --users 1``) printed typer's boxed usage panel. :class:`OneLineGroup`,
 the root command's class, catches click's ``UsageError`` (and its subclasses ``BadParameter``,
 ``MissingParameter``, ``NoSuchOption``, ``BadOptionUsage``) wherever it is raised below the root,
-prints one line naming the option as the user typed it, and exits with the error's code (2)::
+prints one line naming the option as the user typed it (and a rejected value, as the config errors do),
+and exits with the error's code (2)::
 
-    error: --users: must be at least 2 (got 1)
-    error: --users: must be an integer (got 2.5)
+    error: --users: must be at least 2, got 1
+    error: --users: must be an integer, got 2.5
     error: --log: required, not given (see 'onlineeval estimate --help')
     error: --bogus: no such option for 'onlineeval power proportion' (did you mean --baseline?)
 
@@ -47,8 +48,13 @@ def _number(value: Any) -> str:
 
 
 def _got(value: Any) -> str:
+    """The value typed: a number as typed, anything else quoted (``2.5``, ``'x'``, ``''``)."""
     text = str(value)
-    return repr(text) if not text or text != text.strip() else text
+    try:
+        float(text)
+    except ValueError:
+        return repr(text)
+    return text if text == text.strip() else repr(text)
 
 
 # pydantic error types (typer >= 0.2x validates option values with pydantic) and what they say
@@ -78,7 +84,7 @@ def _bad_value(exc: Any) -> str:
             first = None
         if first is not None:
             kind, ctx = first.get("type", ""), first.get("ctx") or {}
-            got = f" (got {_got(first['input'])})" if "input" in first else ""
+            got = f", got {_got(first['input'])}" if "input" in first else ""
             if kind in _BOUNDS and _BOUNDS[kind][0] in ctx:
                 key, words = _BOUNDS[kind]
                 return f"must be {words} {_number(ctx[key])}{got}"
