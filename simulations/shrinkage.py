@@ -47,7 +47,10 @@ design and metric, the study gives:
   of :func:`simulations.analysis.variance_model` (median of ``a`` and ``b`` over the
   group's points at that traffic); its interval is that of :math:`\hat\beta` carried
   over (:math:`x_{min}` at the ends of the slope's confidence interval; ``null`` for
-  "unbounded" when the interval reaches 0).
+  "unbounded" when the interval reaches 0). A point whose design or estimate the point's own analysis
+  found biased (``analytic_withheld``) gives no variance model here and no normal-theory shares: its
+  power measures its bias as much as the effect, so an MDE from its standard error would be one it
+  cannot reach; a group whose points are all biased for a design gets no MDE curve, with a note.
 
 Structure of ``summary.json["shrinkage"]`` (what :func:`shrinkage_study` returns; every
 float may be ``null`` where it is undefined)::
@@ -68,6 +71,7 @@ float may be ``null`` where it is undefined)::
               "improvement_sign": 1,               # -1: online values were sign-flipped
               "truth": "exact" | "monte_carlo",
               "n_points": 10, "n_systems": 5,      # points; distinct (x, y) pairs fitted
+              "biased_points": 0,                  # points whose analysis withheld the analytic numbers
               "systems": [{"points": [0, 1], "offline_delta": x, "online_effect": y,
                            "online_effect_se": s, "sign": "agree"|"disagree"|"undetermined"|"zero"}],
               "through_origin": {"slope": b, "slope_se": se, "slope_ci": [lo, hi],
@@ -375,6 +379,8 @@ def _decision(obs: pd.DataFrame, estimates: pd.DataFrame) -> list[dict[str, Any]
             entry.update(share_opposite_sign=None, share_opposite_sign_se=None, share_significant_opposite=None,
                          share_significant_same=None)
         se = math.sqrt(row.var_a / row.impressions + row.var_b) if row.impressions > 0 and row.var_a > 0 else math.nan
+        if _withheld(row):
+            se = math.nan  # a biased estimate: the normal theory of an unbiased one does not apply
         if sx != 0 and se > 0 and math.isfinite(se):
             zs = sx * row.online_effect / se
             z = float(sps.norm.ppf(1 - row.alpha / 2))
@@ -384,6 +390,17 @@ def _decision(obs: pd.DataFrame, estimates: pd.DataFrame) -> list[dict[str, Any]
             entry.update(analytic_opposite_sign=None, analytic_significant_opposite=None)
         out.append(entry)
     return out
+
+
+def _withheld(row: Any) -> bool:
+    """The point's analysis withheld this design's analytic numbers (a biased design or estimate);
+    observations without the optional ``analytic_withheld`` column count as not withheld."""
+    value = getattr(row, "analytic_withheld", None) if not isinstance(row, Mapping) else row.get("analytic_withheld")
+    return value is not None and not (isinstance(value, float) and math.isnan(value)) and bool(value)
+
+
+#: the MDE table's note when every point of a group is biased for the design
+BIASED_NOTE = "biased on every point: its power measures its bias, no MDE"
 
 
 def _mean_of(entries: list[dict[str, Any]], key: str) -> float | None:
@@ -458,6 +475,8 @@ def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, l
         "improvement_sign": int(first["improvement_sign"]),
         "truth": "monte_carlo" if np.any(s > 0) else "exact",
         "n_points": len(obs), "n_systems": len(systems),
+        # points whose own analysis found the design or estimate biased (analytic_withheld)
+        "biased_points": sum(_withheld(r) for r in obs.itertuples(index=False)),
         "systems": [{"points": list(p), "offline_delta": float(a), "online_effect": float(b),
                      "online_effect_se": float(c), "sign": g}
                     for p, a, b, c, g in zip(systems["points"], x, y, s, signs)],
@@ -484,7 +503,8 @@ def _mde_curves(obs: pd.DataFrame, relation: dict[str, Any], level: float) -> li
     out = []
     fit = relation["through_origin"]
     for qpd, sub in obs.groupby("queries_per_day", sort=True):
-        ok = sub[np.isfinite(sub["var_a"]) & (sub["var_a"] > 0)]
+        unbiased = sub[[not _withheld(r) for r in sub.itertuples(index=False)]]
+        ok = unbiased[np.isfinite(unbiased["var_a"]) & (unbiased["var_a"] > 0)]
         alpha, power = float(sub["alpha"].iloc[0]), float(sub["power"].iloc[0])
         sim_days = int(sub["days"].max())
         days = list(range(1, max(2 * sim_days, 14) + 1))
@@ -495,7 +515,7 @@ def _mde_curves(obs: pd.DataFrame, relation: dict[str, Any], level: float) -> li
                                  "offline_mde_low": [], "offline_mde_high": [], "offline_mde_at_simulated_days": None,
                                  "note": None}
         if ok.empty:
-            entry["note"] = "no variance model (no finite standard errors)"
+            entry["note"] = BIASED_NOTE if unbiased.empty else "no variance model (no finite standard errors)"
             out.append(entry)
             continue
         a, b = float(ok["var_a"].median()), float(ok["var_b"].median())
@@ -527,6 +547,8 @@ OBSERVATION_COLUMNS = (
     "point", "design", "metric", "primary", "improvement_sign", "offline_delta", "online_effect",
     "online_effect_se", "queries_per_day", "days", "impressions", "alpha", "power", "var_a", "var_b",
 )
+#: optional observation column: true where the point's analysis withheld the design's analytic numbers (biased)
+OPTIONAL_OBSERVATION_COLUMNS = ("analytic_withheld",)
 
 
 def shrinkage_study(
@@ -544,7 +566,9 @@ def shrinkage_study(
     obs:
         One row per point, design and metric with :data:`OBSERVATION_COLUMNS`
         (``online_effect`` already in the improvement direction; ``var_a``, ``var_b`` the
-        design's variance model; ``impressions`` the mean impressions on the last day).
+        design's variance model; ``impressions`` the mean impressions on the last day), and
+        optionally ``analytic_withheld`` (the point found the design or estimate biased: its
+        variance model is not used for normal-theory shares or the MDE).
     estimates:
         The simulated experiments' last-day results: ``point, design, metric, replicate,
         estimate`` (as simulated, not sign-flipped) ``, pvalue``.
@@ -587,7 +611,7 @@ def point_columns(study: Mapping[str, Any], obs: pd.DataFrame) -> pd.DataFrame:
                 o = obs[(obs["point"] == point) & (obs["design"] == rel["design"]) & (obs["metric"] == rel["metric"])]
                 r = o.iloc[0]
                 mde = None
-                if fit is not None and fit["slope"] > 0 and r["var_a"] > 0:
+                if fit is not None and fit["slope"] > 0 and r["var_a"] > 0 and not _withheld(r):
                     se = math.sqrt(r["var_a"] / (r["days"] * r["queries_per_day"]) + r["var_b"])
                     mde = float(mde_offline(se, fit["slope"], float(r["alpha"]), float(r["power"])))
                 rows.append({
@@ -653,6 +677,9 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
                          f"{_fmt(d['share_opposite_sign'], '.1%')} of runs (normal theory "
                          f"{_fmt(d['analytic_opposite_sign'], '.1%')}), significantly so in "
                          f"{_fmt(d['share_significant_opposite'], '.1%')} (mean over the group's points)")
+            if rel.get("biased_points"):
+                lines.append(f"    biased on {rel['biased_points']} of {rel['n_points']} points (the point's null "
+                             "check or its mean against the exact truth): no normal-theory share or MDE from them")
             k = rel["kendall_tau"]
             text = f"    Kendall tau, offline vs true online order: {_fmt(k['truth'], '.2f')}"
             if k["truth_mc_sd"] is not None:

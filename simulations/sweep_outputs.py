@@ -2,8 +2,10 @@
 
 - ``points.csv`` and ``points.parquet`` (the same table): one row per point and design,
   the design's primary metric: the axes' values, the offline delta, the truth and the
-  simulated results, and the shrinkage study's per-point columns
-  (:func:`simulations.shrinkage.point_columns`);
+  simulated results, the flags ``analytic_withheld`` (the point found the design or its estimate
+  biased: its analytic days and sizes are NaN, kept as if unbiased in the point's summary.json),
+  ``analytic_required_impressions_unstable`` and ``detectable``, and the shrinkage study's
+  per-point columns (:func:`simulations.shrinkage.point_columns`);
 - ``summary.json``: the axes, the points (overrides, folders, fingerprints), the sweep's
   fingerprint (over every point's, so over every input file's contents), the rows, and
   the shrinkage study under ``"shrinkage"`` (structure in :mod:`simulations.shrinkage`);
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +33,8 @@ import pandas as pd
 if TYPE_CHECKING:
     from simulations.sweep import SweepConfig
 
-__all__ = ["observations", "point_rows", "sweep_fingerprint", "write_outputs"]
+__all__ = ["days_cell", "observations", "point_rows", "sweep_fingerprint", "terminal_table", "write_outputs",
+           "TERMINAL_LEGEND"]
 
 #: per-design columns of points.csv (from each point's summary.json, the design's primary metric)
 _COLUMNS = (
@@ -47,8 +51,58 @@ _COLUMNS = (
     ("days_to_target_power", ("days_to_target_power",)),
     ("analytic_required_days", ("analytic_required_days",)),
     ("analytic_required_impressions", ("analytic_required_impressions",)),
+    ("analytic_required_impressions_unstable", ("analytic_required_impressions_unstable",)),
+    ("analytic_withheld", ("analytic_withheld",)),
+    ("detectable", ("detectable",)),
     ("aa_false_positive_rate", ("aa", "false_positive_rate")),
 )
+
+#: flags of points.csv, read as booleans: analytic_withheld (the design or its estimate is biased, so the point's
+#: analytic days and sizes are null; its summary.json gives the reason and keeps them under analytic_if_unbiased),
+#: the analytic size's instability ('?') and detectable (false: the truth is within 2 Monte Carlo SEs of 0)
+_FLAGS = {"analytic_withheld": False, "analytic_required_impressions_unstable": False, "detectable": True}
+
+
+def days_cell(row: Mapping[str, Any]) -> str:
+    """The terminal's analytic days of one row of points.csv: 'biased' when the point withheld them (the
+    design or its estimate is biased), 'no effect' when the truth is within 2 Monte Carlo SEs of 0, 'never'
+    when the SE floor is above the target, else the days (4 significant digits) with '?' when the analytic
+    size is unstable, as in simulate's table."""
+    if _flag(row.get("analytic_withheld"), False):
+        return "biased"
+    if not _flag(row.get("detectable"), True):
+        return "no effect"
+    days = row.get("analytic_required_days")
+    mark = "?" if _flag(row.get("analytic_required_impressions_unstable"), False) else ""
+    if days is None or not math.isfinite(days):
+        return "never" + mark
+    return f"{days:.4g}{mark}"
+
+
+def _flag(value: Any, missing: bool) -> bool:
+    """A flag of points.csv (bool, numpy bool, or None / NaN for ``missing``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return missing
+    return bool(value)
+
+
+#: the terminal table's legend of its analytic_required_days cells
+TERMINAL_LEGEND = (
+    "(analytic_required_days: 'biased' = the design or its estimate is biased on this point (null check, or its mean "
+    "against the exact truth), so no analytic days or sizes are given (points.csv: analytic_withheld true, NaN "
+    "days; the point's summary.json keeps the values computed as if unbiased under analytic_if_unbiased); "
+    "'never' = the SE floor of returning users is above the target; 'no effect' = the truth is within 2 Monte "
+    "Carlo SEs of 0; '?' = unstable, near the SE floor (range in the point's report))"
+)
+
+
+def terminal_table(rows: pd.DataFrame, cols: Sequence[str]) -> str:
+    """``rows[cols]`` as the sweep prints it: numbers to 4 significant digits, analytic_required_days by
+    :func:`days_cell` (never a bare NaN)."""
+    shown = rows[list(cols)].copy()
+    if "analytic_required_days" in shown.columns:
+        shown["analytic_required_days"] = [days_cell(r) for r in rows.to_dict(orient="records")]
+    return shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
 def _get(d: Any, path: Sequence[str]) -> Any:
@@ -89,6 +143,8 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
             row.update(design=design, metric=name, replicates=_get(s, ("config", "replicates")),
                        offline_delta=offline)
             row.update({col: _get(m, path) for col, path in _COLUMNS})
+            for col, missing in _FLAGS.items():  # a reason string or a flag; null: the flag's default
+                row[col] = missing if row[col] is None else bool(row[col])
             row["fingerprint"] = s.get("config_fingerprint")
             out.append(row)
     return pd.DataFrame(out)
@@ -122,6 +178,7 @@ def observations(
                 "alpha": float(analysis.get("alpha", 0.05)), "power": float(analysis.get("power", 0.8)),
                 "var_a": float(vm["a"]) if vm.get("a") is not None else float("nan"),
                 "var_b": float(vm["b"]) if vm.get("b") is not None else 0.0,
+                "analytic_withheld": entry.get("analytic_withheld") is not None,
             })
             kept.add((design, metric))
         path = root / "points" / point.folder_name / "replicates.csv"
@@ -135,9 +192,9 @@ def observations(
             est.append(reps)
     estimates = pd.concat(est, ignore_index=True) if est else pd.DataFrame(
         columns=["point", "replicate", "design", "metric", "estimate", "pvalue"])
-    from simulations.shrinkage import OBSERVATION_COLUMNS
+    from simulations.shrinkage import OBSERVATION_COLUMNS, OPTIONAL_OBSERVATION_COLUMNS
 
-    return pd.DataFrame(obs, columns=list(OBSERVATION_COLUMNS)), estimates
+    return pd.DataFrame(obs, columns=[*OBSERVATION_COLUMNS, *OPTIONAL_OBSERVATION_COLUMNS]), estimates
 
 
 def sweep_fingerprint(fingerprints: Mapping[int, str]) -> str:

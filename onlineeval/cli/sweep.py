@@ -45,6 +45,7 @@ def sweep_cmd(
     from onlineeval.cli.simulate import parse_sets
     from simulations.shrinkage import format_shrinkage
     from simulations.sweep import load_sweep, run_sweep
+    from simulations.sweep_outputs import TERMINAL_LEGEND, terminal_table
 
     sweep = load_sweep(config, output, parse_sets(set_ or []))
 
@@ -57,10 +58,11 @@ def sweep_cmd(
     rows = result.rows
     cols = ["point", *sweep.axes, "design", "metric", "offline_delta", "true_effect", "power_last_day",
             "analytic_required_days"]
-    typer.echo(rows[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    typer.echo(terminal_table(rows, cols))
     typer.echo("(offline_delta: B - A of the offline metric, weighted by query frequency; true_effect: the design's "
                "primary metric, B - A, exact for A/B, Monte Carlo for interleaving; power at two-sided alpha on the "
                "last simulated day)")
+    typer.echo(TERMINAL_LEGEND)
     typer.echo("")
     typer.echo(format_shrinkage(result.shrinkage))
     reused = len(sweep.points) - len(result.computed)
