@@ -8,6 +8,7 @@ Heavy imports stay inside command bodies so ``onlineeval --help`` is instant.
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -38,13 +39,30 @@ else:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-__all__ = ["guarded", "fail"]
+__all__ = ["guarded", "fail", "effect_text"]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``error: message`` to stderr and return the exit to raise."""
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
+
+
+def effect_text(x: float, digits: int = 3) -> str:
+    """A signed effect to ``digits`` significant figures, keeping the zeros that carry them: ``+0.100``,
+    ``+0.0200``, ``-0.0228`` (``%g`` prints ``+0.1`` and ``+0.02``, which read as less precise than their
+    neighbours). At least ``10 ** (digits - 1)`` in size: a whole number with thousands separators
+    (``+1,235``); below 1e-4: scientific (``+1.00e-05``); exactly 0: ``0``."""
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    size = abs(x)
+    if size >= 10 ** (digits - 1):
+        return f"{x:+,.0f}"
+    if size < 1e-4:
+        return f"{x:+.{digits - 1}e}"
+    return f"{x:+#.{digits}g}".rstrip(".")  # '#' keeps trailing zeros; 99.96 -> '+100.' loses its point
 
 
 def guarded(fn: Callable[P, R]) -> Callable[P, R]:

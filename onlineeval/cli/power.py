@@ -65,7 +65,7 @@ from typing import Annotated, Any
 
 import typer
 
-from onlineeval.cli._common import guarded
+from onlineeval.cli._common import effect_text, guarded
 from onlineeval.errors import ConfigError, InputError
 
 SEQUENTIAL = ("none", "msprt", "confidence_sequence", "obrien_fleming", "pocock")
@@ -447,7 +447,7 @@ def render_text(doc: dict[str, Any]) -> str:
         e = doc["effect"]
         rel = f" ({e['relative']:+.2%})" if e["relative"] is not None else ""
         to = f" -> {_fmt(e['treatment_value'])}" if e["treatment_value"] is not None else ""
-        lines.append(f"effect: {e['absolute']:+.6g}{rel}{to}")
+        lines.append(f"effect: {effect_text(e['absolute'])}{rel}{to}")
     if "design" in doc:
         d = doc["design"]
         ups = ", ".join("inf" if v is None else f"{v:.3f}" for v in (d["upper"] if d["alternative"] != "smaller" else d["lower"]))
@@ -485,7 +485,7 @@ def render_text(doc: dict[str, Any]) -> str:
             lines.append(f"{head}: no effect within the metric's range reaches power {doc['power_target']}")
         else:
             rel = f" ({a['mde_relative']:+.2%})" if a["mde_relative"] is not None else ""
-            lines.append(f"{head}: minimum detectable effect {a['mde_absolute']:+.6g}{rel}")
+            lines.append(f"{head}: minimum detectable effect {effect_text(a['mde_absolute'])}{rel}")
     return "\n".join(lines)
 
 
