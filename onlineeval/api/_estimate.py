@@ -1,0 +1,212 @@
+"""Off-policy estimation in the Python API: :func:`estimate` and its :class:`Estimates`.
+
+The estimates of ``onlineeval estimate`` on a logged DataFrame (``query, shown, clicks`` and propensity
+columns) or a JSON-lines log.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from onlineeval.api._inputs import PathLike, _frame, _is_path
+from onlineeval.errors import ConfigError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Off-policy estimates of targets' online metric (:func:`estimate`).
+
+    Attributes
+    ----------
+    results:
+        One row per estimator and target (the baseline included): ``estimator, target, estimate, se, ci_low,
+        ci_high, ...`` (the fields of ``onlineeval estimate --format json``'s results, the
+        diagnostics flattened with a ``diag_`` prefix) and ``error`` when undefined.
+    differences:
+        With a baseline: one row per estimator and target, the target minus the baseline
+        paired on the same impressions.
+    warnings:
+        What the CLI prints as warnings.
+    conventions:
+        The metric and its reward, the level, the cluster unit, where the propensities come
+        from, the tie rule of the runs and the bootstrap (keys of the CLI's ``conventions``).
+    """
+
+    results: pd.DataFrame
+    differences: pd.DataFrame
+    warnings: tuple[str, ...]
+    conventions: Mapping[str, Any] = field(default_factory=dict)
+
+    def value(self, estimator: str, target: str) -> float:
+        """The estimate of ``target`` by ``estimator``."""
+        r = self.results[(self.results["estimator"] == estimator) & (self.results["target"] == target)]
+        if r.empty:
+            raise ConfigError(("target",), f"no estimate of {target!r} by {estimator!r}")
+        return float(r["estimate"].iloc[0])
+
+
+#: DataFrame column -> JSON key of a logged impression (:mod:`onlineeval.io.logged`)
+_LOG_COLUMNS = ("query", "user", "user_type", "shown", "clicks", "propensities", "logger")
+_PROPENSITY_COLUMNS = {"p_list": "list", "p_prefix": "prefix", "p_item": "item"}
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays as Python values (the JSON reader's types)."""
+    if hasattr(value, "tolist"):  # numpy arrays and scalars (np.str_, np.float64, ...)
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _logged(log: Any, policies: Any) -> Any:
+    """A :class:`onlineeval.io.logged.LoggedLog` from a DataFrame of impressions or a JSON-lines file."""
+    import pandas as pd
+
+    from onlineeval.io.logged import logged_from_records, read_logged
+
+    if _is_path(log):
+        return read_logged(log, policies=policies)
+    if not isinstance(log, pd.DataFrame):
+        raise InputError(f"log: expected a DataFrame (query, shown, clicks, p_list / p_prefix / p_item or "
+                         f"propensities or logger) or a JSON-lines file; got {type(log).__name__}")
+    p_columns = [c for c in _PROPENSITY_COLUMNS if c in log.columns]
+
+    def records() -> Iterator[dict[str, Any]]:
+        for rec in log.to_dict("records"):
+            obj: dict[str, Any] = {}
+            for col in _LOG_COLUMNS:
+                if col in rec and not (isinstance(rec[col], float) and math.isnan(rec[col])) and rec[col] is not None:
+                    obj[col] = _plain(rec[col])
+            if p_columns:
+                obj["propensities"] = {_PROPENSITY_COLUMNS[c]: _plain(rec[c]) for c in p_columns}
+            yield obj
+
+    return logged_from_records(records(), policies, "DataFrame")
+
+
+def _target_lists(run: Any, ties: str, name: str) -> dict[str, list[str]]:
+    """``{query: ranked doc ids}`` of a target: a run (DataFrame, dict of dicts, file) or ready lists."""
+    from onlineeval.io import ranked_doc_lists
+
+    if isinstance(run, Mapping) and run and all(isinstance(v, (list, tuple)) for v in run.values()):
+        return {str(q): [str(d) for d in docs] for q, docs in run.items()}
+    return ranked_doc_lists(_frame(run, "run", "score", f"target {name!r}"), ties)
+
+
+def estimate(
+    log: pd.DataFrame | PathLike,
+    targets: Mapping[str, Any],
+    estimators: str | Sequence[str] = ("ips", "snips"),
+    *,
+    metric: str = "clicks_per_query",
+    baseline: tuple[str, Any] | None = None,
+    alpha: float = 0.05,
+    bootstrap: int = 0,
+    seed: int = 0,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    ties: str = "docno_desc",
+    allow_unseen: bool = False,
+) -> Estimates:
+    """Off-policy estimates of targets' online metric from a logged click log, as ``onlineeval estimate``.
+
+    Estimates :math:`V(\\pi) = \\mathbb E_q\\,\\mathbb E_{\\mathbf s\\sim\\pi(q)}\\,\\mathbb E[R \\mid q,
+    \\mathbf s]` for each target ranker with each estimator (:mod:`onlineeval.estimators`),
+    under the estimator's stated assumption.
+
+    Parameters
+    ----------
+    log:
+        A DataFrame with one impression per row: ``query``, ``shown`` (list of doc ids),
+        ``clicks`` (clicked ids or 0/1), optional ``user`` and ``user_type``, and the
+        logging propensities as columns ``p_list`` / ``p_prefix`` / ``p_item`` (or a
+        ``propensities`` dict, or a ``logger`` spec); or a JSON-lines file
+        (:mod:`onlineeval.io.logged`).
+    targets:
+        ``{name: run}``: a run DataFrame / dict of dicts / TREC file (ranked by score with
+        ``ties``), or ``{query: [doc ids in rank order]}``.
+    estimators:
+        Names (``"ips,snips"`` or a list; :func:`onlineeval.estimators.catalogue`).
+    metric:
+        ``clicks_per_query``, ``reciprocal_rank`` or ``abandonment``.
+    baseline:
+        ``(name, run)``: each target minus it, paired on the same impressions.
+    alpha, bootstrap, seed, options, ties:
+        Interval level, cluster-bootstrap replicates (0 or >= 100) and their seed,
+        ``{estimator: {option: value}}``, the score-tie rule of the runs.
+    allow_unseen:
+        Targets may rank documents the log never shows for a query (counted as support
+        violations, with a warning); default: refused with an :class:`InputError`.
+
+    Returns
+    -------
+    Estimates
+    """
+    import pandas as pd
+
+    import simulations.policies
+    from onlineeval.estimators import get_estimator, get_reward
+    from onlineeval.estimators.log_estimates import (
+        METRICS,
+        TIES,
+        check_needs,
+        check_rewards,
+        estimate_conventions,
+        estimate_targets,
+        parse_estimators,
+    )
+
+    if metric not in METRICS:
+        raise ConfigError(("metric",), f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+    if not 0 < alpha < 1:
+        raise ConfigError(("alpha",), f"must be in (0, 1), got {alpha}")
+    if bootstrap != 0 and bootstrap < 100:
+        raise ConfigError(("bootstrap",), f"must be 0 (no bootstrap) or >= 100 replicates, got {bootstrap}")
+    if ties not in TIES:
+        raise ConfigError(("ties",), f"must be one of {', '.join(TIES)}; got {ties!r}")
+    if not targets:
+        raise ConfigError(("targets",), "give at least one target")
+    names = parse_estimators(estimators if isinstance(estimators, str) else ",".join(estimators), key="estimators")
+    opts = {k: dict(v) for k, v in (options or {}).items()}
+    unknown = [k for k in opts if k not in names]
+    if unknown:
+        raise ConfigError(("options", unknown[0]), f"is not one of the estimators ({', '.join(names)})")
+    ests = [get_estimator(n, **opts.get(n, {})) for n in names]
+    check_rewards(ests, get_reward(metric, 1), key="metric")
+    lg = _logged(log, simulations.policies)
+    reward = get_reward(metric, lg.data.k)
+    check_needs(lg, ests)
+    if baseline is not None and baseline[0] in targets:
+        raise ConfigError(("baseline",), f"{baseline[0]!r} is also a target")
+    maps = {}
+    for name, run in [*targets.items(), *([baseline] if baseline is not None else [])]:
+        tmap = lg.target(_target_lists(run, ties, name), name)
+        if not tmap.ranked.any():
+            raise InputError(f"target {name!r}: no query in common with the log (log ids e.g. {lg.queries[0]!r})")
+        if tmap.unseen and not allow_unseen:
+            u = tmap.unseen[0]
+            raise InputError(f"target {name!r} ranks document {u.doc!r} at rank {u.rank} for query {u.query!r}, "
+                             "which the log never shows for that query; the estimators have no data there "
+                             "(allow_unseen=True counts such slots as support violations)")
+        maps[name] = tmap
+    base = maps.pop(baseline[0]) if baseline is not None else None
+    out = estimate_targets(lg, list(maps.values()), ests, reward, alpha=alpha, bootstrap=bootstrap, seed=seed,
+                           baseline=base, sources={name: f"target {name!r}" for name in [*maps, *(
+                               [baseline[0]] if baseline is not None else [])]})
+    flat = []
+    for r in out.results:
+        row = {k: v for k, v in r.items() if k not in ("diagnostics", "warnings")}
+        row |= {f"diag_{k}": v for k, v in (r.get("diagnostics") or {}).items()}
+        row["warnings"] = tuple(r.get("warnings") or ())
+        flat.append(row)
+    conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed)
+    diffs = [{**d, "warnings": tuple(d.get("warnings") or ())} for d in out.differences]  # as the results' rows
+    return Estimates(pd.DataFrame(flat), pd.DataFrame(diffs), tuple(out.warnings), conventions)

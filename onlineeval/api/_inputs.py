@@ -1,0 +1,100 @@
+"""Inputs of the Python API: qrels and runs as DataFrames, pytrec_eval dicts or TREC files, and run names.
+
+:func:`_frame` turns any accepted qrels or run into the frame the evaluators read; :func:`_named_runs` names
+runs as the CLI does. Used by :mod:`onlineeval.api._evaluate` and :mod:`onlineeval.api._estimate`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from onlineeval.errors import ConfigError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: a qrels or run: a DataFrame, a pytrec_eval dict of dicts, or a TREC file
+TableLike = Union["pd.DataFrame", Mapping[str, Mapping[str, float]], PathLike]
+
+#: ir_measures' column names -> onlineeval's (qrels: relevance, runs: score)
+IR_MEASURES_COLUMNS = {"query_id": "query", "doc_id": "doc", "relevance": "grade"}
+
+
+def _is_path(x: Any) -> bool:
+    return isinstance(x, (str, os.PathLike))
+
+
+def _frame(table: Any, kind: str, value: str, name: str) -> pd.DataFrame:
+    """A qrels (``value`` = grade) or run (``value`` = score) frame from any accepted form."""
+    import pandas as pd
+
+    from onlineeval.io import qrels_from_frame, read_qrels, read_run, run_from_frame
+
+    if _is_path(table):
+        path = Path(table)
+        return read_qrels(path, check_unique=False) if kind == "qrels" else read_run(path, check_unique=False)
+    if isinstance(table, pd.DataFrame):
+        frame = table.rename(columns={k: v for k, v in IR_MEASURES_COLUMNS.items() if k in table.columns})
+        if kind == "run" and "grade" in frame.columns and "score" not in frame.columns:
+            frame = frame.rename(columns={"grade": "score"})
+    elif isinstance(table, Mapping):
+        q: list[str] = []
+        d: list[str] = []
+        v: list[Any] = []
+        for qid, docs in table.items():
+            if not isinstance(docs, Mapping):
+                raise InputError(f"{name}: query {qid!r} maps to {type(docs).__name__}, expected a dict "
+                                 f"{{doc_id: {value}}} (pytrec_eval form)")
+            for doc, x in docs.items():
+                q.append(str(qid))
+                d.append(str(doc))
+                v.append(x)
+        frame = pd.DataFrame({"query": q, "doc": d, "grade" if kind == "qrels" else "score": v})
+    else:
+        raise InputError(f"{name}: expected a pandas DataFrame (columns query_id, doc_id, {value}), a dict of dicts "
+                         f"{{query_id: {{doc_id: {value}}}}} or a file path; got {type(table).__name__}")
+    try:
+        return qrels_from_frame(frame) if kind == "qrels" else run_from_frame(frame)
+    except InputError as exc:
+        message = exc.message if name == kind else f"{name}: {exc.message}"
+        line = exc.line
+        if isinstance(table, Mapping) and line is not None:  # a dict has no rows: name the entry
+            message += f" (query {frame['query'].iloc[line - 1]!r}, document {frame['doc'].iloc[line - 1]!r})"
+            line = None
+        raise InputError(message, exc.path, line) from None
+
+
+def _is_single_table(x: Any) -> bool:
+    """A run itself (not a dict of named runs): a frame, a path, or ``{qid: {docid: score}}``."""
+    import pandas as pd
+
+    if _is_path(x) or isinstance(x, pd.DataFrame):
+        return True
+    if isinstance(x, Mapping):
+        first = next(iter(x.values()), None)
+        return isinstance(first, Mapping) and all(not isinstance(v, Mapping) for v in first.values())
+    return False
+
+
+def _named_runs(runs: Any) -> dict[str, Any]:
+    """``{name: run}``: a dict of runs as given; a sequence of files named as the CLI names them
+    (stem, else file name, else the shortest distinguishing path tail); one run is ``run``
+    (a file: its name as the CLI gives it)."""
+    if isinstance(runs, Mapping) and not _is_single_table(runs):
+        if not runs:
+            raise ConfigError(("runs",), "give at least one run")
+        return {str(k): v for k, v in runs.items()}
+    items = [runs] if _is_single_table(runs) else list(runs) if isinstance(runs, Iterable) else [runs]
+    if not items:
+        raise ConfigError(("runs",), "give at least one run")
+    if all(_is_path(r) for r in items):
+        from onlineeval.cli.evaluate import _system_names
+
+        return dict(zip(_system_names([Path(r) for r in items]), items))
+    if len(items) == 1:
+        return {"run": items[0]}
+    return {f"run{i + 1}": r for i, r in enumerate(items)}
