@@ -21,6 +21,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from onlineeval.cli._common import guarded
+from onlineeval.cli._progress import ProgressLines
 
 _FORMAT_HELP = "Log format: tsv, jsonl or yandex (default: from the suffix, else yandex)."
 
@@ -168,7 +169,7 @@ def _em_options(
     return opts
 
 
-class FitProgress:
+class FitProgress(ProgressLines):
     """EM progress of one fit on stderr.
 
     On a terminal, rich's live bar over the iteration budget (``max_iter``) with the
@@ -176,22 +177,15 @@ class FitProgress:
     ``ETA <=`` the time left at the current rate if EM ran to ``max_iter`` (an upper bound: it
     stops earlier once it converges). Off a terminal, a line at most every ``every`` seconds and the last,
     e.g. ``fitting dbn: EM iteration 37/200, log-likelihood -123456.7891, relative change
-    3.2e-06 (stops below 1e-07), 12s``; a fit shorter than ``every`` seconds prints nothing.
+    3.2e-06 (stops below 1e-07), 12s``; a fit shorter than ``every`` seconds prints nothing
+    (:class:`~onlineeval.cli._progress.ProgressLines`).
     """
 
     def __init__(self, label: str, tol: float, stream: Any = None, every: float = 5.0,
                  clock: Callable[[], float] | None = None) -> None:
-        import sys
-        import time
-
+        super().__init__(stream, every, clock)
         self.label, self.tol = label, tol
-        self._stream = stream if stream is not None else sys.stderr
         self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
-        self._clock = clock if clock is not None else time.monotonic
-        self._t0 = self._clock()
-        self._last = self._t0
-        self._every = every
-        self._shown = False
         self._bar: Any = None
 
     def _text(self, iteration: int, max_iter: int, ll: float, change: float | None) -> str:
@@ -200,20 +194,12 @@ class FitProgress:
                 f"(stops below {self.tol:g})")
 
     def __call__(self, iteration: int, max_iter: int, ll: float, change: float | None) -> None:
-        now = self._clock()
         last = iteration >= max_iter or (change is not None and change <= self.tol)
         if self._tty:
             self._live(iteration, max_iter, ll, change, last)
             return
-        if not last and now - self._last < self._every:
-            return
-        if last and not self._shown:
-            return  # a short fit: nothing to report
-        self._last = now
-        self._stream.write(f"fitting {self.label}: {self._text(iteration, max_iter, ll, change)}, "
-                           f"{now - self._t0:.0f}s\n")
-        self._stream.flush()
-        self._shown = True
+        self.update(last, lambda spent: f"fitting {self.label}: {self._text(iteration, max_iter, ll, change)}, "
+                                        f"{spent:.0f}s")
 
     def _live(self, iteration: int, max_iter: int, ll: float, change: float | None, last: bool) -> None:
         if self._bar is None:

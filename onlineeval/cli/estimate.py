@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from onlineeval.cli._common import guarded
+from onlineeval.cli._progress import ProgressLines, duration
 
 if TYPE_CHECKING:  # pragma: no cover
 
@@ -235,41 +236,27 @@ def _table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class BootstrapProgress:
+class BootstrapProgress(ProgressLines):
     """The progress of a bootstrap that fits a model again on every resample
     (:data:`onlineeval.estimators.base.BOOTSTRAP_PROGRESS`), on stderr: a line at most every ``every`` seconds and
     the last, e.g. ``bootstrap of dm (cm fitted again on every resample) of B: 120/1000 resamples, 14s, about 1m43s
-    left``; a bootstrap shorter than ``every`` seconds prints nothing."""
+    left``; a bootstrap shorter than ``every`` seconds prints nothing
+    (:class:`~onlineeval.cli._progress.ProgressLines`)."""
 
     def __init__(self, stream: Any = None, every: float = 5.0, clock: Any = None) -> None:
-        import sys
-        import time
-
-        self._stream = stream if stream is not None else sys.stderr
-        self._clock = clock if clock is not None else time.monotonic
-        self._every = every
+        super().__init__(stream, every, clock)
         self._what: str | None = None
-        self._t0 = self._last = 0.0
-        self._shown = False
 
     def __call__(self, what: str, done: int, total: int) -> None:
-        now = self._clock()
         if what != self._what or done == 1:  # a new bootstrap
-            self._what, self._t0, self._last, self._shown = what, now, now, False
-        last = done >= total
-        if (last and not self._shown) or (not last and now - self._last < self._every):
-            return
-        self._last = now
-        spent = now - self._t0
-        left = "" if last else f", about {_duration(spent / done * (total - done))} left"
-        self._stream.write(f"bootstrap of {what}: {done}/{total} resamples, {_duration(spent)}{left}\n")
-        self._stream.flush()
-        self._shown = True
+            self._what = what
+            self.start()
 
+        def text(spent: float) -> str:
+            left = "" if done >= total else f", about {duration(spent / done * (total - done))} left"
+            return f"bootstrap of {what}: {done}/{total} resamples, {duration(spent)}{left}"
 
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+        self.update(done >= total, text)
 
 
 # --------------------------------------------------------------------------- command
