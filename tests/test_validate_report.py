@@ -66,7 +66,11 @@ def test_text_table_names_every_statistic(failing_report: ValidationReport) -> N
         in rows["structure"]
     assert "violations/total" in rows["credit_agreement"] and "FAIL" in rows["credit_agreement"]
     for c in failing_report.checks:
-        assert c.statistic and (c.exact or "p-value" in c.statistic), c
+        assert c.statistic and (c.exact or "p-value" in c.statistic or c.rule == "implied"), c
+    # team-draft's documents are functions of its team labels: the row says so and takes no share of the level
+    doc = next(c for c in failing_report.checks if c.name == "document_distribution")
+    assert (doc.status, doc.rule, doc.value, doc.level) == ("SKIPPED", "implied", None, None)
+    assert "implied by team_distribution" in rows["document_distribution"]
     assert "RESULT: FAIL" in text
 
 
@@ -82,6 +86,8 @@ def test_json_document(failing_report: ValidationReport) -> None:
         assert c["status"] in STATUSES
         if c["statistic"] == "violations/total":
             assert c["p_value"] == "exact" and c["value"] == c["counts"]["violations"] <= c["counts"]["total"]
+        elif c["rule"] == "implied":
+            assert c["status"] == "SKIPPED" and c["value"] is None and c["p_value"] is None and c["level"] is None
         else:
             assert 0.0 <= c["p_value"] <= 1.0 and c["p_value"] == c["value"]
     failed = [c["name"] for c in doc["checks"] if c["status"] == "FAIL"]

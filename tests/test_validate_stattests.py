@@ -7,7 +7,8 @@ from math import comb
 import numpy as np
 import pytest
 
-from onlineeval.interleaving.validation.stattests import bonferroni, homogeneity, sign_test, t_test
+from onlineeval.interleaving.validation import reference_candidate, validate_interleaver
+from onlineeval.interleaving.validation.stattests import bonferroni, homogeneity, partition_key, sign_test, t_test
 
 
 def test_sign_test_is_the_exact_binomial_test() -> None:
@@ -50,3 +51,35 @@ def test_homogeneity_with_sparse_categories_holds_its_level() -> None:
 def test_bonferroni() -> None:
     assert bonferroni([0.2, 0.01, 0.5]) == pytest.approx(0.03)
     assert bonferroni([0.6, 0.7]) == 1.0 and bonferroni([]) == 1.0
+
+
+def test_partition_key_identifies_one_test() -> None:
+    """Columns that split the pooled impressions alike give the same key and exactly the same p-value."""
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 3, 400), rng.integers(0, 3, 450)
+    relabel = np.array([17, 5, 9])                        # a bijection of the categories (documents for teams)
+    assert partition_key(a, b) == partition_key(relabel[a], relabel[b])
+    assert homogeneity(a, b) == homogeneity(relabel[a], relabel[b])
+    bits_a, bits_b = rng.integers(0, 2, 300), rng.integers(0, 2, 300)
+    assert partition_key(bits_a, bits_b) == partition_key(1 - bits_a, 1 - bits_b)   # a round's second pick
+    assert partition_key(a, b) != partition_key(np.minimum(a, 1), np.minimum(b, 1))  # a coarser split differs
+    # the same values split differently between the samples are another test
+    assert partition_key(np.r_[0, 0, 1], np.r_[1, 1]) != partition_key(np.r_[0, 0], np.r_[1, 1, 1])
+    assert partition_key(np.full(5, 4), np.full(3, 4)) is None                     # constant: cannot reject
+
+
+def test_distribution_checks_count_each_distinct_test_once() -> None:
+    """Review 3.12: team-draft's document test per position repeated a team test (the same p-value in every run)."""
+    td = validate_interleaver(reference_candidate("team_draft"), "team_draft", n=1400, seed=2)
+    rows = {c.name: c for c in td.checks}
+    assert rows["document_distribution"].status == "SKIPPED" and rows["document_distribution"].rule == "implied"
+    # 41 positions x scenarios: 2 constant, 19 second picks of a round, 20 distinct
+    assert rows["team_distribution"].statistic.endswith("Bonferroni over 20")
+    assert sum(c.rule in ("null", "power") for c in td.checks) == 5 and rows["team_distribution"].level == 0.002
+    bal = {c.name: c for c in validate_interleaver(reference_candidate("balanced"), "balanced", n=1400).checks}
+    assert bal["team_distribution"].statistic.endswith("Bonferroni over 7")      # one coin per impression
+    assert bal["document_distribution"].rule == "implied"
+    # probabilistic interleaving draws documents from a softmax: every document test is its own
+    pr = {c.name: c for c in validate_interleaver(reference_candidate("probabilistic"), "probabilistic",
+                                                  n=1400).checks}
+    assert pr["document_distribution"].statistic.endswith("Bonferroni over 41") and pr["document_distribution"].level

@@ -55,7 +55,9 @@ class CheckResult:
         How the status follows from the value: ``"exact"`` (fails on any violation),
         ``"null"`` (a test of a property the method must have: fails when the p-value is
         below :attr:`level`), ``"power"`` (a difference the method must see: fails unless
-        the p-value is below :attr:`level`), ``"documented"`` or ``"skipped"``.
+        the p-value is below :attr:`level`), ``"documented"``, ``"skipped"`` or ``"implied"``
+        (``SKIPPED``: every test of the check is one of another check's, so it is not run
+        again and takes no share of the level).
     level:
         The significance level the p-value was compared with (the battery's ``alpha``
         divided over its statistical checks), ``None`` for exact and documented checks.

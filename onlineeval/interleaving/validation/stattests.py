@@ -5,11 +5,15 @@
   credit difference), with a degenerate sample (zero variance) handled exactly;
 * chi-square test of homogeneity of two samples of categories (categories seen fewer
   than :data:`RARE_CATEGORY` times pooled);
-* Bonferroni combination ``min(1, m * min p)`` of ``m`` p-values.
+* Bonferroni combination ``min(1, m * min p)`` of ``m`` p-values;
+* :func:`partition_key`: which homogeneity tests are one test (two columns that split the
+  pooled impressions into the same groups give the same table up to relabelling, hence the
+  same p-value), so a family counts each distinct test once.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -18,7 +22,7 @@ from scipy import stats
 
 from onlineeval.interleaving.validation.report import FAIL, PASS, CheckResult
 
-__all__ = ["RARE_CATEGORY", "bonferroni", "exact_check", "homogeneity", "sign_test", "t_test"]
+__all__ = ["RARE_CATEGORY", "bonferroni", "exact_check", "homogeneity", "partition_key", "sign_test", "t_test"]
 
 #: categories seen fewer times than this in both samples together are pooled into one
 #: before the chi-square test (expected counts of about 5 per sample and cell)
@@ -65,6 +69,24 @@ def homogeneity(a: NDArray[np.integer], b: NDArray[np.integer]) -> float:
     if table.shape[1] < 2:
         return 1.0
     return float(stats.chi2_contingency(table, correction=False)[1])
+
+
+def partition_key(a: NDArray[np.integer], b: NDArray[np.integer]) -> bytes | None:
+    """The partition of the pooled sample (``a`` then ``b``) into categories, up to relabelling; ``None`` for one.
+
+    Two pairs of columns with the same key give :func:`homogeneity` the same table up to a
+    permutation of its categories, hence exactly the same p-value; ``None`` (a single
+    category) is a test that cannot reject (p = 1). The key is a digest of the labels
+    numbered in order of first appearance.
+    """
+    x = np.concatenate([np.asarray(a, dtype=np.int64).ravel(), np.asarray(b, dtype=np.int64).ravel()])
+    cats, first, inv = np.unique(x, return_index=True, return_inverse=True)
+    if cats.size < 2:
+        return None
+    rank = np.empty(cats.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(cats.size)
+    head = np.asarray([np.asarray(a).size], dtype=np.int64).tobytes()
+    return hashlib.blake2b(head + rank[inv].tobytes(), digest_size=20).digest()
 
 
 def bonferroni(pvals: Sequence[float]) -> float:
