@@ -1,0 +1,155 @@
+"""`onlineeval estimate --bootstrap`: a failed bootstrap keeps the estimate, adaptive_ips and dm resample
+their choice / model fit again (equal to their bootstrap_estimates with the command's generators), and the
+bootstrap's progress lines."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from onlineeval.cli import app
+from onlineeval.estimators import get_estimator, get_reward
+
+from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixture)
+    K,
+    json_out,
+    lib_data,
+    lib_target,
+    world,
+)
+
+
+def test_failed_bootstrap_keeps_the_estimate(tmp_path: Path) -> None:
+    """Only one of five users ever sees the target's list: SNIPS is defined, but most
+    bootstrap resamples have no weight; the CLT numbers stay, the bootstrap is reported
+    missing with the reason."""
+    recs = []
+    for i in range(10):
+        user = i % 5
+        shown = ["a", "b"] if user == 0 else ["b", "a"]
+        recs.append(json.dumps({"query": "q", "user": f"u{user}", "shown": shown, "clicks": [i % 2, 0],
+                                "propensities": {"list": 0.5}}))
+    log = tmp_path / "few.jsonl"
+    log.write_text("\n".join(recs) + "\n")
+    run = tmp_path / "T.run"
+    run.write_text("q Q0 a 1 2 T\nq Q0 b 2 1 T\n")
+    base = tmp_path / "S.run"
+    base.write_text("q Q0 a 1 2 S\nq Q0 b 2 1 S\n")
+    doc = json_out("--log", str(log), "--target", str(run), "--baseline", str(base), "--estimator", "snips",
+                   "--bootstrap", "200")
+    r = doc["results"][0]
+    assert r["estimate"] == pytest.approx(0.5) and r["boot_low"] is None
+    assert any(w.startswith("no bootstrap interval: cluster bootstrap") for w in r["warnings"])
+    assert doc["differences"][0]["estimate"] == 0.0
+    assert any("snips T - S: no bootstrap interval: paired cluster bootstrap" in w for w in doc["warnings"])
+
+
+def test_adaptive_ips_bootstrap_makes_its_choice_again(world: dict[str, Any]) -> None:
+    """adaptive_ips's bootstrap intervals, of each estimate and of the difference, are its reselecting bootstrap's
+    (AdaptiveIPS.bootstrap_estimates with the command's generators), not the plain bootstrap of the chosen terms."""
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+                   "--estimator", "adaptive_ips", "--metric", "clicks_per_query", "--bootstrap", "200", "--seed", "4")
+    sim = world["sim"]
+    data = lib_data(sim)
+    tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
+    reward = get_reward("clicks_per_query", K)
+    est = get_estimator("adaptive_ips")
+    crc = [zlib.crc32(x) for x in (b"adaptive_ips", b"B", b"A")]
+    reps = est.bootstrap_estimates(data, [tb], reward, 200, np.random.default_rng([4, crc[0], crc[1]]))
+    row = next(r for r in doc["results"] if r["target"] == "B")
+    lo, hi = np.quantile(reps[:, 0], [0.025, 0.975]) + reward.offset
+    assert (row["boot_low"], row["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
+    pair = est.bootstrap_estimates(data, [tb, ta], reward, 200, np.random.default_rng([4, *crc]))
+    diff = doc["differences"][0]
+    assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
+        tuple(np.quantile(pair[:, 0] - pair[:, 1], [0.025, 0.975])), rel=1e-12)
+    assert "adaptive_ips's data-driven choice" in doc["conventions"]["bootstrap_interval"]
+
+
+def test_adaptive_ips_without_bootstrap_warns_of_its_fixed_choice(world: dict[str, Any]) -> None:
+    base = ("--log", str(world["log"]), "--target", str(world["B"]), "--metric", "clicks_per_query")
+    warned = "the CLT interval holds the data-driven choice"
+    doc = json_out(*base, "--estimator", "adaptive_ips,ips")
+    ada, ips = doc["results"]
+    assert any(w.startswith(warned) for w in ada["warnings"]) and not any(warned in w for w in ips["warnings"])
+    booted = json_out(*base, "--estimator", "adaptive_ips", "--bootstrap", "100")["results"][0]
+    assert not any(warned in w for w in booted["warnings"])
+    fixed = json_out(*base, "--estimator", "adaptive_ips", "--option", "adaptive_ips.behaviours=cascade")
+    assert not any(warned in w for w in fixed["results"][0]["warnings"])
+
+
+def test_dm_bootstrap_fits_its_model_again(world: dict[str, Any]) -> None:
+    """dm's bootstrap intervals (a cascade model fitted on the log), of the estimate and of the difference, are
+    DirectMethod.bootstrap_estimates' with the command's generators (the model fitted again on every resample); its
+    CLT interval's warning names the bootstrap."""
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+                   "--estimator", "dm", "--option", "dm.model=cascade", "--metric", "reciprocal_rank",
+                   "--bootstrap", "150", "--seed", "4")
+    sim = world["sim"]
+    data = lib_data(sim)
+    tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
+    reward = get_reward("reciprocal_rank", K)
+    est = get_estimator("dm", model="cascade")
+    crc = [zlib.crc32(x) for x in (b"dm", b"B", b"A")]
+    reps = est.bootstrap_estimates(data, [tb], reward, 150, np.random.default_rng([4, crc[0], crc[1]]))
+    row = next(r for r in doc["results"] if r["target"] == "B")
+    lo, hi = np.quantile(reps[:, 0], [0.025, 0.975]) + reward.offset
+    assert (row["boot_low"], row["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
+    # the refitted model's spread is far wider than the CLT interval that holds it fixed
+    assert hi - lo > 3 * (row["ci_high"] - row["ci_low"])
+    assert any("fits the model again in every resample" in w for w in row["warnings"])
+    pair = est.bootstrap_estimates(data, [tb, ta], reward, 150, np.random.default_rng([4, *crc]))
+    diff = doc["differences"][0]
+    assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
+        tuple(np.quantile(pair[:, 0] - pair[:, 1], [0.025, 0.975])), rel=1e-12)
+    assert "dm's click model" in doc["conventions"]["bootstrap_interval"]
+    assert any(w.startswith("dm: the differences' CLT interval and p-value hold the click model fitted on the log "
+                            "fixed") and w.endswith("its bootstrap interval does it again in every resample")
+               for w in doc["warnings"])
+
+
+def test_bootstrap_progress_lines() -> None:
+    """A line at most every `every` seconds with the resamples done, time spent and left, and the last line; a
+    bootstrap shorter than `every` prints nothing."""
+    import io
+
+    from onlineeval.cli.estimate import BootstrapProgress
+
+    t = [0.0]
+    out = io.StringIO()
+    p = BootstrapProgress(out, every=5.0, clock=lambda: t[0])
+    for done in range(1, 5):  # 4 resamples in 3 s: nothing
+        t[0] = done - 1.0
+        p("dm of B", done, 4)
+    assert out.getvalue() == ""
+    for done in range(1, 201):  # 1 s each after the first
+        t[0] = 10.0 + (done - 1)
+        p("dm of A", done, 200)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "bootstrap of dm of A: 6/200 resamples, 5s, about 2m42s left"
+    assert lines[-1] == "bootstrap of dm of A: 200/200 resamples, 3m19s"
+    assert len(lines) == 1 + 199 // 5
+
+
+def test_dm_bootstrap_reports_its_progress(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from onlineeval.cli import estimate as cli_estimate
+
+    original = cli_estimate.BootstrapProgress.__init__
+    monkeypatch.setattr(cli_estimate.BootstrapProgress, "__init__",
+                        lambda self, stream=None, every=5.0, clock=None: original(self, stream, 0.0, clock))
+    result = CliRunner().invoke(app, ["estimate", "--log", str(world["log"]), "--target", str(world["B"]),
+                                      "--estimator", "dm,ips", "--option", "dm.model=cascade", "--metric",
+                                      "reciprocal_rank", "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("bootstrap of")]
+    assert re.fullmatch(r"bootstrap of dm \(cm fitted again on every resample\) of B: 100/100 resamples, \d+s",
+                        lines[-1]), lines[-1]
+    assert re.fullmatch(r"bootstrap of dm .* of B: 1/100 resamples, \d+s, about \S+ left", lines[0]), lines[0]
+    assert len(lines) == 100  # dm's resamples only (ips's bootstrap fits nothing)

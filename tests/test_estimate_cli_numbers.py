@@ -1,0 +1,143 @@
+"""`onlineeval estimate`'s numbers equal the library call on the same data (every metric, estimator options,
+impressions as clusters without users, queries missing from a run), and a simulated round trip whose estimates
+land within 4 standard errors of the exact truth."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from onlineeval.estimators import available_estimators, get_estimator, get_reward
+
+from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixture)
+    EXAM,
+    K,
+    json_out,
+    lib_data,
+    lib_target,
+    simulate,
+    some_estimators,
+    world,
+    write_log,
+    write_run,
+)
+
+
+@pytest.mark.parametrize("metric", ["clicks_per_query", "reciprocal_rank", "abandonment"])
+def test_numbers_equal_the_library_call(world: dict[str, Any], metric: str) -> None:
+    names = some_estimators(metric)
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", ",".join(names),
+                   "--metric", metric, "--bootstrap", "200", "--seed", "5", "--alpha", "0.1")
+    data = lib_data(world["sim"])
+    target = lib_target(world["sim"], world["best"], "B")
+    reward = get_reward(metric, K)
+    assert [r["estimator"] for r in doc["results"]] == names
+    for r in doc["results"]:
+        rng = np.random.default_rng([5, zlib.crc32(r["estimator"].encode()), zlib.crc32(b"B")])
+        lib = get_estimator(r["estimator"]).estimate(data, target, reward, alpha=0.1, n_boot=200, rng=rng)
+        for key, value in (("estimate", lib.value), ("se", lib.se), ("ci_low", lib.ci_low), ("ci_high", lib.ci_high),
+                           ("boot_low", lib.boot_low), ("boot_high", lib.boot_high)):
+            assert r[key] == pytest.approx(value, rel=1e-12, abs=1e-15), (r["estimator"], key)
+        assert r["n"] == 3000 and r["clusters"] == 300 == lib.clusters
+        d, ld = r["diagnostics"], lib.diagnostics
+        for key in ("ess", "max_weight", "top1_share", "zero_weight_share"):
+            assert d[key] == pytest.approx(getattr(ld, key), rel=1e-12), (r["estimator"], key)
+        # no logging policy in the log: support counts documents never shown (none here)
+        assert d["support_violations"] == 0 and d["support_checked"] == 3000
+
+
+def test_options_reach_the_estimator(world: dict[str, Any]) -> None:
+    if "clipped_ips" not in available_estimators():
+        pytest.skip("clipped_ips is not registered")
+    from dataclasses import fields
+
+    from onlineeval.estimators import estimator_class
+
+    opts = [f.name for f in fields(estimator_class("clipped_ips"))]
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", "clipped_ips",
+                   "--option", f"clipped_ips.{opts[0]}=10")
+    lib = get_estimator("clipped_ips", **{opts[0]: 10}).estimate(
+        lib_data(world["sim"]), lib_target(world["sim"], world["best"], "B"))
+    assert doc["estimators"]["clipped_ips"]["options"] == {opts[0]: 10}
+    assert doc["results"][0]["estimate"] == pytest.approx(lib.value, rel=1e-12)
+
+
+def test_an_option_written_1e9_is_a_number(world: dict[str, Any]) -> None:
+    """YAML 1.1 reads 1e9 (no dot) as a string; --option takes it as the number it means (as 1.5 or 1000)."""
+    base = ("--log", str(world["log"]), "--target", str(world["B"]), "--metric", "clicks_per_query",
+            "--estimator", "clipped_ips")
+    a = json_out(*base, "--option", "clipped_ips.cap=1e9")["results"][0]
+    b = json_out(*base, "--option", "clipped_ips.cap=1000000000.0")["results"][0]
+    assert a["estimate"] == b["estimate"] and a["diagnostics"]["notes"] == b["diagnostics"]["notes"]
+
+
+def test_no_users_clusters_are_impressions(world: dict[str, Any]) -> None:
+    sim = world["sim"]
+    log = write_log(sim, world["tmp"] / "nouser.jsonl", users=False)
+    doc = json_out("--log", str(log), "--target", str(world["B"]), "--estimator", "ips")
+    lib = get_estimator("ips").estimate(lib_data(sim, users=False), lib_target(sim, world["best"], "B"))
+    r = doc["results"][0]
+    assert r["clusters"] == 3000 and r["se"] == pytest.approx(lib.se, rel=1e-12)
+    assert doc["conventions"]["cluster_unit"].startswith("impression")
+
+
+def test_queries_missing_from_a_run_are_left_out_with_a_warning(world: dict[str, Any]) -> None:
+    part = write_run(world["tmp"] / "P.run", {q: world["best"][q] for q in (0, 1)}, "P")
+    doc = json_out("--log", str(world["log"]), "--target", str(part), "--estimator", "ips")
+    sim = world["sim"]
+    keep = np.isin(sim.query, [0, 1])
+    data = lib_data(sim).take(keep)
+    lib = get_estimator("ips").estimate(data, lib_target(sim, world["best"], "P"))
+    assert doc["results"][0]["n"] == int(keep.sum())
+    assert doc["results"][0]["estimate"] == pytest.approx(lib.value, rel=1e-12)
+    assert any("2 of 4 log queries are not in" in w for w in doc["warnings"])
+
+
+def truth(attract: np.ndarray, lists: dict[int, list[int]], weights: np.ndarray, metric: str, k: int) -> float:
+    """Exact value under PBM clicks for uniformly drawn queries (the simulator's), by formula:
+    clicks sum_j e_j a_j; reciprocal rank sum_j e_j a_j / (j + 1) prod_{i<j} (1 - e_i a_i)."""
+    vals = []
+    for q, cs in lists.items():
+        c = EXAM[:k] * attract[q, cs[:k]]
+        if metric == "clicks_per_query":
+            vals.append(c.sum())
+        else:
+            none_above = np.concatenate([[1.0], np.cumprod(1 - c)[:-1]])
+            vals.append((c * none_above / np.arange(1, k + 1)).sum())
+    return float(np.dot(weights, vals))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("logger", [False, True], ids=["propensities", "logger"])
+def test_round_trip_ips_within_4_se_of_truth(tmp_path: Path, logger: bool) -> None:
+    """A uniformly random logger over 4 documents showing 2 (list propensity 1/12), PBM
+    clicks: IPS (any reward), and the slot-level estimators where registered and unbiased
+    (IIPS and, given the logger, the pseudoinverse for clicks; RIPS for both), within 4 SE
+    of the exact value; the band is narrow enough that the reversed ranker's value lies
+    outside it."""
+    if logger:
+        try:
+            from simulations.policies import build_policy  # noqa: F401
+        except ImportError:
+            pytest.skip("simulations.policies.build_policy is not available yet")
+    sim = simulate(20000, 3, 2000, seed=2026, m=4, k=2)
+    log = write_log(sim, tmp_path / "rt.jsonl", logger=logger)
+    lists = {q: [int(c) for c in np.argsort(-sim.attract[q])] for q in range(3)}  # most attractive first
+    run = write_run(tmp_path / "T.run", lists, "T")
+    extra = {"clicks_per_query": ["iips", "rips"] + (["pseudoinverse"] if logger else []), "reciprocal_rank": ["rips"]}
+    for metric in ("clicks_per_query", "reciprocal_rank"):
+        names = ["ips"] + [e for e in extra[metric] if e in available_estimators()]
+        doc = json_out("--log", str(log), "--target", str(run), "--estimator", ",".join(names), "--metric", metric)
+        exact = truth(sim.attract, lists, np.full(3, 1 / 3), metric, 2)
+        reversed_value = truth(sim.attract, {q: c[::-1] for q, c in lists.items()}, np.full(3, 1 / 3), metric, 2)
+        for r in doc["results"]:
+            assert abs(r["estimate"] - exact) <= 4 * r["se"], (metric, r["estimator"], r["estimate"], exact, r["se"])
+            assert abs(reversed_value - exact) > 8 * r["se"], (metric, r["estimator"], r["se"])  # the check has power
+            if logger:
+                assert r["diagnostics"]["support_violations"] == 0 and r["diagnostics"]["support_checked"] == 20000
+        if logger:
+            assert doc["log"]["propensity_source"] == "logger:randtop"
