@@ -51,7 +51,8 @@ from simulations.world import World
 
 __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel",
            "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
-           "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON"]
+           "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON",
+           "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
@@ -241,6 +242,8 @@ def required_impressions(fit: VarianceModel, effect: float, alpha: float, power:
 
 #: bootstrap resamples of the replicates behind the analytic sample size's uncertainty
 SIZE_BOOTSTRAP = 200
+#: SeedSequence entropy tag of the sample size's bootstrap ("sizeboot")
+_SIZE_SEED_TAG = 0x73697A65626F6F74
 #: an analytic sample size is flagged unstable when the fitted SE floor ``b`` is above this share of the
 #: target :math:`se^2 = T = (|\delta| / (z_{1-\alpha/2} + z_{power}))^2` (the answer's sensitivity to ``b`` is
 #: :math:`b / (T - b)`: 4 at 0.8) ...
@@ -278,14 +281,82 @@ def _fit_many(n: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+class SizeRefits(NamedTuple):
+    """The variance model refitted on bootstrap resamples of the replicates (:func:`size_refits`): one
+    ``(a, b)`` per resample and the true effect it was drawn with."""
+
+    a: np.ndarray
+    b: np.ndarray
+    effect: np.ndarray
+
+
+def size_seed(seed: Any, design: str, metric: str) -> tuple[Any, ...]:
+    """The entropy of the size bootstrap of one design and metric (the config's seed, the tag, the names'
+    CRC-32), so the main table's size, CUPED's and the sequential plan's draw reproducibly."""
+    return (seed, _SIZE_SEED_TAG, zlib.crc32(design.encode()), zlib.crc32(metric.encode()))
+
+
+def replicate_arrays(rows: pd.DataFrame, days: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """(replicates, days) arrays of each replicate's SE (NaN where undefined) and impressions by day of one
+    design and metric's rows (columns ``replicate, day, se, n_impressions``), days in ``days`` order
+    (default: sorted)."""
+    days = sorted(rows["day"].unique()) if days is None else list(days)
+    wide_se = rows.pivot_table(index="replicate", columns="day", values="se", aggfunc="first", dropna=False)
+    wide_n = rows.pivot_table(index="replicate", columns="day", values="n_impressions", aggfunc="first",
+                              dropna=False)
+    return (wide_se.reindex(columns=days).to_numpy(dtype=np.float64),
+            wide_n.reindex(columns=days).to_numpy(dtype=np.float64))
+
+
+def size_refits(se: np.ndarray, impressions: np.ndarray, effect: float, effect_se: float, seed: Any,
+                resamples: int = SIZE_BOOTSTRAP) -> SizeRefits | None:
+    r"""The variance model :math:`se^2 = a/N + b` refitted on ``resamples`` bootstrap resamples of the
+    replicates (each day's mean SE and mean impressions over the resampled replicates, as :func:`curves`),
+    with the true effect drawn from :math:`N(\delta, se_\delta^2)` when it has a Monte Carlo error; ``None``
+    with fewer than 2 replicates or no effect. ``se`` and ``impressions``: (replicates, days) arrays
+    (:func:`replicate_arrays`); ``seed``: entropy for :class:`numpy.random.SeedSequence`
+    (:func:`size_seed`)."""
+    se = np.asarray(se, dtype=np.float64)
+    impressions = np.asarray(impressions, dtype=np.float64)
+    r = se.shape[0]
+    if r < 2 or not effect:
+        return None
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    idx = rng.integers(0, r, size=(resamples, r))
+    eff = effect + (effect_se * rng.standard_normal(resamples) if effect_se > 0 else 0.0)
+    n_b = np.nanmean(impressions[idx], axis=1)
+    se_b = _nanmean0(se[idx], axis=1)
+    a, b = _fit_many(n_b, se_b)
+    return SizeRefits(a, b, np.broadcast_to(np.asarray(eff, dtype=np.float64), a.shape).copy())
+
+
+def refit_spread(point: float, refits: np.ndarray, floor_ratio: float | None) -> dict[str, Any]:
+    """The spread of an answer computed from the variance model over its refits (:func:`size_refits`; ``inf``
+    = not reachable) and whether it is unstable, by one rule for every such answer (sizes, days, planned
+    sequential days): ``rel_se`` = half the 16-84% range over the point value (None when the point or the
+    84th percentile is not reachable), ``range`` = the 5% and 95% points, ``unreachable_share``, and
+    ``unstable``: a finite answer with ``floor_ratio > UNSTABLE_FLOOR_RATIO`` (the answer moves by
+    ``f / (1 - f)`` times a relative change of ``b``) or ``rel_se > UNSTABLE_REL_SE`` (or undefined) or a
+    95% point not reachable; a 'not reachable' answer that at least 10% of the refits reach."""
+    q05, q16, q84, q95 = np.quantile(refits, [0.05, 0.16, 0.84, 0.95], method="inverted_cdf")
+    unreachable = float(np.mean(np.isinf(refits)))
+    rel_se = float((q84 - q16) / 2 / point) if math.isfinite(point) and np.isfinite(q84) else None
+    if math.isfinite(point):
+        unstable = ((floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO or rel_se is None or rel_se > UNSTABLE_REL_SE
+                    or not np.isfinite(q95))
+    else:
+        unstable = unreachable < 0.9
+    return {"rel_se": rel_se, "range": [float(q05), float(q95)], "unreachable_share": unreachable,
+            "floor_ratio": floor_ratio, "unstable": bool(unstable)}
+
+
 def required_impressions_uncertainty(
     fit: VarianceModel, se: np.ndarray, impressions: np.ndarray, effect: float, effect_se: float, alpha: float,
     power: float, seed: Any, resamples: int = SIZE_BOOTSTRAP,
 ) -> dict[str, Any]:
     r"""How well the replicates determine :func:`required_impressions`: the variance model
-    :math:`se^2 = a/N + b` refitted on ``resamples`` bootstrap resamples of the replicates (each
-    day's mean SE and mean impressions over the resampled replicates, as :func:`curves`), with the
-    true effect drawn from :math:`N(\delta, se_\delta^2)` when it has a Monte Carlo error.
+    :math:`se^2 = a/N + b` refitted on ``resamples`` bootstrap resamples of the replicates
+    (:func:`size_refits`), the size computed from each refit, spread and flag by :func:`refit_spread`.
 
     ``fit``: the variance model of the replicates' daily means (:func:`variance_model`, the point value's);
     ``se`` and ``impressions``: (replicates, days) arrays, each replicate's SE (NaN where undefined) and
@@ -299,35 +370,23 @@ def required_impressions_uncertainty(
     (refits whose floor is above the target), ``floor_ratio`` and ``unstable``: a finite answer with
     ``floor_ratio > UNSTABLE_FLOOR_RATIO`` or ``rel_se > UNSTABLE_REL_SE`` (or undefined) or a 90% range
     reaching 'not reachable', or a 'not reachable' answer that at least 10% of the refits reach."""
-    se = np.asarray(se, dtype=np.float64)
-    impressions = np.asarray(impressions, dtype=np.float64)
     point = required_impressions(fit, effect, alpha, power)
     target = target_variance(effect, alpha, power) if effect else 0.0
     floor_ratio = float(fit.b / target) if target > 0 and np.isfinite(fit.b) else None
-    r = se.shape[0]
-    if r < 2 or not effect:
+    refits = size_refits(se, impressions, effect, effect_se, seed, resamples)
+    if refits is None:
         return {"rel_se": None, "range": None, "unreachable_share": None, "floor_ratio": floor_ratio,
                 "unstable": bool(math.isfinite(point) and (floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO),
                 "resamples": 0}
-    rng = np.random.default_rng(np.random.SeedSequence(seed))
-    idx = rng.integers(0, r, size=(resamples, r))
-    eff = effect + (effect_se * rng.standard_normal(resamples) if effect_se > 0 else 0.0)
-    n_b = np.nanmean(impressions[idx], axis=1)
-    se_b = _nanmean0(se[idx], axis=1)
-    a, b = _fit_many(n_b, se_b)
-    t_b = target_variance(eff, alpha, power)
+    return {**refit_spread(point, refit_sizes(refits, alpha, power), floor_ratio), "resamples": resamples}
+
+
+def refit_sizes(refits: SizeRefits, alpha: float, power: float) -> np.ndarray:
+    """:func:`required_impressions` of every refit (``inf``: not reachable)."""
+    t_b = target_variance(refits.effect, alpha, power)
     with np.errstate(divide="ignore", invalid="ignore"):
-        refits = np.where((t_b > b) & np.isfinite(a) & (eff != 0), a / (t_b - b), np.inf)
-    q05, q16, q84, q95 = np.quantile(refits, [0.05, 0.16, 0.84, 0.95], method="inverted_cdf")
-    unreachable = float(np.mean(np.isinf(refits)))
-    rel_se = float((q84 - q16) / 2 / point) if math.isfinite(point) and np.isfinite(q84) else None
-    if math.isfinite(point):
-        unstable = ((floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO or rel_se is None or rel_se > UNSTABLE_REL_SE
-                    or not np.isfinite(q95))
-    else:
-        unstable = unreachable < 0.9
-    return {"rel_se": rel_se, "range": [float(q05), float(q95)], "unreachable_share": unreachable,
-            "floor_ratio": floor_ratio, "unstable": bool(unstable), "resamples": resamples}
+        return np.where((t_b > refits.b) & np.isfinite(refits.a) & (refits.effect != 0),
+                        refits.a / (t_b - refits.b), np.inf)
 
 
 def _nanmean0(x: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -403,9 +462,6 @@ def null_check(
     return out
 
 
-#: SeedSequence entropy tag of the sample size's bootstrap ("sizeboot")
-_SIZE_SEED_TAG = 0x73697A65626F6F74
-
 #: an entry's analytic sample-size keys (None when there is no effect to detect)
 _SIZE_KEYS = ("analytic_required_impressions", "analytic_required_impressions_rel_se",
               "analytic_required_impressions_range", "analytic_required_impressions_unreachable_share",
@@ -456,14 +512,9 @@ def analyse(
         n_req = required_impressions(fit, t.value, alpha, target_power)
         # the fit's own uncertainty: refits on bootstrap resamples of the replicates (seeded by the config)
         g = by_replicate[(design, metric)]
-        wide_se = g.pivot_table(index="replicate", columns="day", values="se", aggfunc="first", dropna=False)
-        wide_n = g.pivot_table(index="replicate", columns="day", values="n_impressions", aggfunc="first",
-                               dropna=False)
-        days_order = sorted(c["day"])
-        size_unc = required_impressions_uncertainty(
-            fit, wide_se.reindex(columns=days_order).to_numpy(dtype=np.float64),
-            wide_n.reindex(columns=days_order).to_numpy(dtype=np.float64), t.value, t.se, alpha, target_power,
-            (config.seed, _SIZE_SEED_TAG, zlib.crc32(design.encode()), zlib.crc32(metric.encode())))
+        wide_se, wide_n = replicate_arrays(g, sorted(c["day"]))
+        size_unc = required_impressions_uncertainty(fit, wide_se, wide_n, t.value, t.se, alpha, target_power,
+                                                    size_seed(config.seed, design, metric))
         day_sim = _first_day(c, "power", target_power)
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
         r = int(last["replicates"])

@@ -363,11 +363,18 @@ def cuped_summary(
     within replicates (``1 - mean se_adj^2 / mean se^2``), the mean :math:`\\rho` and :math:`R`,
     the theoretical reduction :math:`R^2` (= :math:`\\rho^2` with one covariate) and the check
     that the two agree within 4 SE, the adjusted estimator's bias against the exact truth
-    (within 4 SE), its A/A rate, and the required impressions / days / users with CUPED."""
+    (within 4 SE), its A/A rate, and the required impressions / days / users with CUPED: from the same
+    :math:`se^2 = a/N + b` fit as the main table's, with its spread and 'unstable' flag from the fit refitted on
+    bootstrap resamples of the replicates (:func:`simulations.analysis.required_impressions_uncertainty`, seeded
+    by the design and ``cuped:<metric>``), withheld (``required: {"withheld": reason}``, the values under
+    ``required_if_unbiased``) when the adjusted estimate or the A/B estimate is biased."""
     from onlineeval.stats import binomial_band
     from simulations.analysis import (
         expected_distinct_users,
+        replicate_arrays,
         required_impressions,
+        required_impressions_uncertainty,
+        size_seed,
         variance_model,
     )
 
@@ -423,17 +430,39 @@ def cuped_summary(
                              & (side_rows["metric"] == CUPED_PREFIX + metric)]
             by_day = days.groupby("day").agg(se=("se", "mean"), imp=("n_impressions", "mean")).sort_index()
             fit = variance_model(by_day["imp"].to_numpy(), by_day["se"].to_numpy())
-            n_req = required_impressions(fit, truth, alpha, target) if main.get("detectable", True) else math.inf
+            detectable = main.get("detectable", True)
+            n_req = required_impressions(fit, truth, alpha, target) if detectable else math.inf
             finite = math.isfinite(n_req)
+            qpd = config.traffic.queries_per_day
             m["required"] = {
                 "impressions": n_req if finite else None,
-                "days": n_req / config.traffic.queries_per_day if finite else None,
+                "days": n_req / qpd if finite else None,
                 "users": float(expected_distinct_users(n_req, config.users.population, config.users.activity.sigma))
                 if finite else None,
                 "unadjusted_impressions": main.get("analytic_required_impressions"),
                 "unadjusted_days": main.get("analytic_required_days"),
                 "unadjusted_users": main.get("analytic_required_users"),
+                "unadjusted_unstable": bool(main.get("analytic_required_impressions_unstable")),
             }
+            if detectable:
+                # the same a/N + b fit as the main table's, so the same ill-conditioning near the floor: its
+                # refits on bootstrap resamples of the replicates (seeded by design and 'cuped:<metric>')
+                wide_se, wide_n = replicate_arrays(days)
+                unc = required_impressions_uncertainty(
+                    fit, wide_se, wide_n, truth, float(truths[(design.name, metric)].se), alpha, target,
+                    size_seed(config.seed, design.name, CUPED_PREFIX + metric))
+                lo_hi = unc["range"]
+                m["required"].update({
+                    "impressions_rel_se": unc["rel_se"], "impressions_range": lo_hi,
+                    "days_range": None if lo_hi is None else [v / qpd for v in lo_hi],
+                    "unreachable_share": unc["unreachable_share"], "variance_floor_to_target": unc["floor_ratio"],
+                    "unstable": unc["unstable"]})
+            if main.get("analytic_withheld") or not m["unbiased"]:
+                # the A/B estimate or the adjusted one is biased: days computed as if unbiased are withheld
+                m["required_if_unbiased"] = m["required"]
+                m["required"] = {"withheld": "biased: " + ("the adjusted estimate misses the exact truth by more "
+                                                           "than 4 SE" if not m["unbiased"] else
+                                                           "the A/B estimate is biased (main table)")}
             aa = _last(side_rows, design.name, True, CUPED_PREFIX + metric)
             p = aa["pvalue"].to_numpy() if len(aa) else np.array([])
             if p.size:
@@ -457,6 +486,7 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
                   "mean se_adj^2/se^2, R^2 = theory (rho: pre value alone); bias vs the exact truth; '!' = beyond 4 SE):"),
              (f"  {'design':10s} {'metric':17s} {'pre':>4s} {'with pre':>8s} {'rho':>6s} {'R^2':>6s} "
               f"{'reduction':>15s} {'within':>7s} {'bias/SE':>8s} {'A/A':>6s}  days needed (unadjusted)")]
+    unstable: list[str] = []
     for design, e in cup.items():
         for metric, m in e["metrics"].items():
             vr = m["variance_reduction"]
@@ -465,9 +495,41 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
             aa = m.get("aa")
             aa_s = "-" if aa is None else f"{aa['false_positive_rate']:.3f}" + ("" if aa["within_band"] else "!")
             req = m["required"]
-            days = "not reachable" if req["days"] is None else f"{req['days']:.1f}"
-            base = "-" if req["unadjusted_days"] is None else f"{req['unadjusted_days']:.1f}"
+            if req.get("withheld"):
+                days, base = "biased", "-"
+            else:
+                q, q0 = "?" if req.get("unstable") else "", "?" if req.get("unadjusted_unstable") else ""
+                days = ("not reachable" if req["days"] is None else f"{req['days']:.1f}") + q
+                base = "-" if req["unadjusted_days"] is None else f"{req['unadjusted_days']:.1f}{q0}"
+                if q:
+                    unstable.append(f"{design}/{metric} " + _days_range(req))
             lines.append(f"  {design:10s} {metric:17s} {e['pre_days']:>3d}d {m['users_with_pre_period']:>8.2f} "
                          f"{m['rho']:>6.3f} {vr['theoretical_R2']:>6.3f} {red:>15s} {vr['within_replicate']:>7.3f} "
                          f"{z:>7.1f}{'' if m['unbiased'] else '!'} {aa_s:>6s}  {days} ({base})")
+    if unstable:
+        from simulations.analysis import SIZE_BOOTSTRAP
+
+        lines.append(f"  '?' unstable days needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap "
+                     "resamples of the replicates; unadjusted: the main table's range): " + "; ".join(unstable))
+    if any(m["required"].get("withheld") for e in cup.values() for m in e["metrics"].values()):
+        lines.append("  biased: the A/B estimate or the adjusted one misses the exact truth ('!'), so no days are "
+                     "given (summary.json: required_if_unbiased)")
     return lines
+
+
+def _days_range(req: dict[str, Any]) -> str:
+    """CUPED's days needed: the refits' 90% range, relative SE, floor ratio and unreachable share."""
+    lo, hi = req.get("days_range") or (None, None)
+
+    def cell(v: float | None) -> str:  # None: inf written to summary.json as null
+        return "not reachable" if v is None or math.isinf(v) else f"{v:.1f} days"
+
+    parts = []
+    if req.get("impressions_rel_se") is not None:
+        parts.append(f"relative SE {req['impressions_rel_se']:.0%}")
+    if req.get("variance_floor_to_target") is not None:
+        parts.append(f"floor b = {req['variance_floor_to_target']:.2f} x the target se^2")
+    if (req.get("unreachable_share") or 0.0) >= 0.0005:
+        parts.append(f"{req['unreachable_share']:.1%} of refits not reachable")
+    text = "-" if req.get("days_range") is None else f"{cell(lo)} to {cell(hi)}"
+    return text + (f" ({', '.join(parts)})" if parts else "")

@@ -278,7 +278,7 @@ def _mixture_region(fractions: np.ndarray, alpha: float, x: float) -> Any:
 
 
 def _planned(rule: str, fractions: np.ndarray, alpha: float, power: float, x: float, fit: dict[str, float],
-             effect: float, queries_per_day: float) -> dict[str, Any] | None:
+             effect: float, queries_per_day: float, refits: Any = None) -> dict[str, Any] | None:
     r"""Planned for the target power: the fixed horizon's required days against the sequential
     design's maximum and expected days (under the effect and under H0).
 
@@ -292,6 +292,15 @@ def _planned(rule: str, fractions: np.ndarray, alpha: float, power: float, x: fl
     :math:`\sum_k P(\text{stop at } k)\,\text{days}(t_k I_{max}) + P(\text{no stop})\,\text{days}(I_{max})`
     with the exact crossing probabilities under the effect (drift at the target power) and under
     H0. ``None`` where the information is beyond the floor ``b`` (not reachable with the population).
+
+    With ``refits`` (:func:`simulations.analysis.size_refits`, the main table's bootstrap refits of the
+    same variance model) every planned number is recomputed from each refit and ``uncertainty`` gives,
+    per number, :func:`simulations.analysis.refit_spread` (range, relative SE, unstable). The fixed
+    horizon's days are the main table's size / traffic, so its flag is the main table's. Its floor ratio
+    is :math:`b I` at the information :math:`I` it needs (:math:`b/T` for the fixed horizon, :math:`R`
+    times that for the maximum); for an expected value :math:`E = \sum_k p_k D_k` the equivalent
+    :math:`f` with :math:`f/(1-f) = \sum_k (p_k D_k / E)\, b I_k / (1 - b I_k)`, the sensitivity of
+    :math:`E` to a relative change of ``b``.
     """
     from onlineeval.stats.sequential import (
         crossing_probabilities,
@@ -318,10 +327,12 @@ def _planned(rule: str, fractions: np.ndarray, alpha: float, power: float, x: fl
     max_info = inflation * info_fixed
     max_days = days(max_info)
 
+    stops: dict[float, np.ndarray] = {}
+
     def expected_days(drift: float) -> tuple[float, float | None]:
         # E[days] = sum_k P(stop at look k) days(t_k I_max) + P(no stop) days(I_max)
         cross = crossing_probabilities(bounds, drift)
-        stop = cross.upper + cross.lower
+        stop = stops[drift] = cross.upper + cross.lower
         if max_days is None:
             return cross.expected_fraction, None
         at = np.array([days(t * max_info) for t in fractions], dtype=float)
@@ -340,7 +351,52 @@ def _planned(rule: str, fractions: np.ndarray, alpha: float, power: float, x: fl
     }
     f, e = out["fixed_days"], out["expected_days_effect"]
     out["days_saved_effect"] = None if f is None or e is None else f - e
+    if refits is not None:
+        out["uncertainty"] = _planned_uncertainty(
+            out, refits, fractions, inflation, {"expected_days_effect": stops[d_seq], "expected_days_null": stops[0.0]},
+            alpha, power, queries_per_day, float(b), info_fixed)
     return out
+
+
+def _planned_uncertainty(out: dict[str, Any], refits: Any, fractions: np.ndarray, inflation: float,
+                         stops: dict[str, np.ndarray], alpha: float, power: float, queries_per_day: float,
+                         b: float, info_fixed: float) -> dict[str, Any]:
+    """Each planned number of :func:`_planned` from every refit of the variance model, spread and flagged
+    by :func:`simulations.analysis.refit_spread` (see :func:`_planned`)."""
+    from simulations.analysis import refit_spread
+
+    z = NormalDist()
+    zsum = z.inv_cdf(1.0 - alpha / 2.0) + z.inv_cdf(power)
+    a_r, b_r = refits.a[:, None], refits.b[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        info_r = (zsum / refits.effect) ** 2  # the fixed horizon's information of each refit's drawn effect
+        levels = np.concatenate([[1.0 / inflation], np.asarray(fractions, dtype=float), [1.0]])
+        inv = 1.0 / (inflation * info_r[:, None] * levels[None, :]) - b_r
+        days = np.where((inv > 0) & np.isfinite(a_r), a_r / inv / queries_per_day, np.inf)
+    fixed_r, at_r, max_r = days[:, 0], days[:, 1:-1], days[:, -1]
+
+    def point(v: float | None) -> float:
+        return math.inf if v is None else float(v)
+
+    def ratio(info: float) -> float:
+        return b * info
+
+    result = {"fixed_days": refit_spread(point(out["fixed_days"]), fixed_r, ratio(info_fixed)),
+              "max_days": refit_spread(point(out["max_days"]), max_r, ratio(inflation * info_fixed))}
+    max_info = inflation * info_fixed
+    for key, stop in stops.items():
+        refit_days = (stop[None, :] * at_r).sum(axis=1) + (1.0 - stop.sum()) * max_r
+        e = out[key]
+        f = None
+        if e is not None and e > 0 and out["max_days"] is not None:
+            # sensitivity of E = sum_k w_k D_k to a relative change of b: sum_k (w_k D_k / E) b I_k / (1 - b I_k)
+            infos = np.append(np.asarray(fractions, dtype=float) * max_info, max_info)
+            weights = np.append(stop, 1.0 - stop.sum())
+            d_k = np.array([out["max_days"] * (1 / max_info - b) / (1 / i - b) for i in infos])
+            amp = float((weights * d_k / e * (b * infos) / (1 - b * infos)).sum())
+            f = amp / (1 + amp)
+        result[key] = refit_spread(point(e), refit_days, f)
+    return result
 
 
 def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dict[str, Any], config: Any
@@ -357,6 +413,7 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
     length; negative = costs days), ``power_vs_fixed`` and ``planned`` (see :func:`_planned`).
     """
     from onlineeval.stats.sequential import mixture_tau
+    from simulations.analysis import replicate_arrays, size_refits, size_seed
 
     alpha, target = config.analysis.alpha, config.analysis.power
     out: dict[str, Any] = {}
@@ -412,11 +469,20 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
         decision["rule"] = an.sequential
         decision["days_saved_vs_fixed"] = fixed["mean_decision_day"] - decision["mean_decision_day"]
         decision["power_vs_fixed"] = decision["power"] - fixed["power"]
-        if an.sequential != "none" and metrics[metric].get("detectable", True):
+        main = metrics[metric]
+        if an.sequential != "none" and main.get("analytic_withheld"):
+            # a biased design or estimate: planned days would measure its bias as much as the effect
+            decision["planned"] = None
+            decision["planned_withheld"] = main["analytic_withheld"]
+        elif an.sequential != "none" and main.get("detectable", True):
             x = tau**2 / planned_se[-1] ** 2
+            g = rows[(rows["design"] == dc.name) & (rows["metric"] == metric) & (~rows["aa"].astype(bool))]
+            wide_se, wide_n = replicate_arrays(g)
+            refits = size_refits(wide_se, wide_n, truth, float(main.get("true_effect_se") or 0.0),
+                                 size_seed(config.seed, dc.name, metric))
             decision["planned"] = _planned(an.sequential, fractions, alpha, target, x,
-                                           metrics[metric].get("variance_model") or {}, truth,
-                                           float(config.traffic.queries_per_day))
+                                           main.get("variance_model") or {}, truth,
+                                           float(config.traffic.queries_per_day), refits)
         entry["decision"] = decision
         out[dc.name] = entry
     return out
@@ -438,6 +504,7 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
                   "decision, the last day when none):"),
              (f"  {'design':14s} {'rule':26s} {'looks':>12s} {'A/A FPR':>8s} {'power':>6s} {'day':>5s}   "
               "against the fixed horizon")]
+    unstable: list[tuple[str, str, dict[str, Any]]] = []
     for design, e in seq.items():
         d = e["decision"]
         fixed = e["rules"]["fixed"]
@@ -454,15 +521,26 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
                    f"{_fmt_days(fixed['mean_decision_day'])}, power {fixed['power']:.2f}; power "
                    f"{d['power_vs_fixed']:+.2f})")
         plan = d.get("planned")
-        if plan and plan.get("fixed_days") is not None and plan.get("expected_days_effect") is not None:
+        shown: tuple[str, ...] = ()
+        if plan and plan.get("fixed_days") is not None:
+            shown = tuple(_PLANNED_KEYS) if plan.get("expected_days_effect") is not None else ("fixed_days", "max_days")
+        marks = {k: "?" if k in shown and ((plan.get("uncertainty") or {}).get(k) or {}).get("unstable") else ""
+                 for k in _PLANNED_KEYS}
+        unstable += [(design, k, plan["uncertainty"][k]) for k in _PLANNED_KEYS if marks[k]]
+        if d.get("planned_withheld"):
+            verdict += "; planned for the target power: not given (biased: see the main table)"
+        elif plan and plan.get("fixed_days") is not None and plan.get("expected_days_effect") is not None:
             ds = plan["days_saved_effect"]
-            verdict += (f"; planned for the target power: {_fmt_days(plan['expected_days_effect'])} days expected "
-                        f"(max {_fmt_days(plan['max_days'])}, {_fmt_days(plan['expected_days_null'])} under H0) vs "
-                        f"{_fmt_days(plan['fixed_days'])} fixed: {'saves' if ds >= 0 else 'costs'} {abs(ds):.1f}")
+            verdict += (f"; planned for the target power: {_fmt_days(plan['expected_days_effect'])}"
+                        f"{marks['expected_days_effect']} days expected (max {_fmt_days(plan['max_days'])}"
+                        f"{marks['max_days']}, {_fmt_days(plan['expected_days_null'])}{marks['expected_days_null']} "
+                        f"under H0) vs {_fmt_days(plan['fixed_days'])}{marks['fixed_days']} fixed: "
+                        f"{'saves' if ds >= 0 else 'costs'} {abs(ds):.1f}"
+                        + ("?" if marks["fixed_days"] or marks["expected_days_effect"] else ""))
         elif plan and plan.get("fixed_days") is not None:
-            verdict += (f"; planned for the target power: fixed horizon {_fmt_days(plan['fixed_days'])} days, the "
-                        f"sequential maximum ({plan['inflation_factor']:.2f}x the information) beyond this "
-                        "population's SE floor")
+            verdict += (f"; planned for the target power: fixed horizon {_fmt_days(plan['fixed_days'])}"
+                        f"{marks['fixed_days']} days, the sequential maximum ({plan['inflation_factor']:.2f}x the "
+                        f"information) beyond this population's SE floor{marks['max_days']}")
         elif e["rule"] != "none":
             verdict += "; planned for the target power: not reachable with this population"
         lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>8s} {d['power']:>6.2f} "
@@ -472,4 +550,32 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
     lines.append("  horizon and the design sized for the target power (its inflation factor), expected days from its exact "
                  "stopping probabilities by look,")
     lines.append("  information turned into days with the variance model se^2 = a/N + b; see summary.json 'sequential')")
+    if unstable:
+        from simulations.analysis import SIZE_BOOTSTRAP
+
+        lines.append(f"  '?' unstable planned days (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap "
+                     "resamples of the replicates, as the main table's sizes): " + "; ".join(
+                         f"{design} {_PLANNED_KEYS[k]} {_range_days(u)}" for design, k, u in unstable))
     return lines
+
+
+#: the planned numbers with a '?' when unstable, and how the range line names them
+_PLANNED_KEYS = {"expected_days_effect": "expected", "max_days": "max", "expected_days_null": "under H0",
+                 "fixed_days": "fixed"}
+
+
+def _range_days(u: dict[str, Any]) -> str:
+    """A planned number's 90% range over the refits, with its relative SE, floor ratio and unreachable share."""
+    def cell(v: float | None) -> str:  # None: inf written to summary.json as null
+        return "not reachable" if v is None or math.isinf(v) else _fmt_days(v)
+
+    lo, hi = u.get("range") or (None, None)
+    parts = []
+    if u.get("rel_se") is not None:
+        parts.append(f"relative SE {u['rel_se']:.0%}")
+    if u.get("floor_ratio") is not None:
+        parts.append(f"floor b = {u['floor_ratio']:.2f} x the se^2 it needs")
+    if (u.get("unreachable_share") or 0.0) >= 0.0005:
+        parts.append(f"{u['unreachable_share']:.1%} of refits not reachable")
+    text = "-" if u.get("range") is None else f"{cell(lo)} to {cell(hi)}"
+    return text + (f" ({', '.join(parts)})" if parts else "")
