@@ -557,6 +557,11 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:+.2f}%"
 
 
+#: the decomposition's total row: G6/G0, against the *uniform* offline gain (review 2026-12-02, 3.4)
+TOTAL_LABEL = "total vs uniform W0 (G6/G0), products"
+#: the row repeating the main table's shrinkage, G6/G1, against the frequency-weighted offline gain
+FREQ_LABEL = "shrink(freq-wtd), main table: G6/G1"
+
 _LABELS = {"frequency": "query frequency (head/torso/tail)", "scale": "scale: utility -> online metric",
            "attractiveness": "attractiveness vs the metric's gain", "examination": "depth and examination",
            "satisfaction": "satisfaction and stopping", "mixture": "user-type mixture"}
@@ -600,7 +605,8 @@ def decomposition_lines(summary: dict[str, Any]) -> list[str]:
                                                   for m in names]))
     cells = [f"{_x(metrics[m]['total']):>{cell}s}{_x(metrics[m]['one_at_a_time_product']):>{cell}s}"
              f"{_x(metrics[m]['order_averaged']['product']):>{cell}s}" for m in names]
-    lines.append(f"  {'total G6/G0, products':42s}" + "".join(f"{c}  " for c in cells))
+    lines.append(f"  {TOTAL_LABEL:42s}" + "".join(f"{c}  " for c in cells))
+    lines.append(row(FREQ_LABEL, [_x(metrics[m].get("shrinkage_vs_offline")) for m in names]))
     lines.append(row("residual of 'alone' (interactions)", [_x(metrics[m]["residual"]) for m in names]))
     for m in names:
         e = metrics[m]
@@ -615,5 +621,7 @@ def decomposition_lines(summary: dict[str, Any]) -> list[str]:
         "  alone: G6 / G6 with only this cause switched off (scale: as seq), product x scale vs total = interactions;",
         "  avg: averaged over every order of switching the online causes on (Shapley), scale at uniform weights,",
         "  product = total by construction. See summary.json 'decomposition' for the stages' values.",
+        "  total vs uniform W0: G6/G0, the online improvement over the offline gain uniform over queries;",
+        "  shrink(freq-wtd): G6/G1, over the frequency-weighted gain W1, the main table's: two shrinkages of one pair.",
     ]
     return lines

@@ -218,6 +218,9 @@ def _count(x: float | None) -> str:
     return f"{x:,.0f}"
 
 
+#: the main table's shrinkage column: online relative improvement / the *frequency-weighted* offline gain (the
+#: decomposition's total divides by the uniform one: review 2026-12-02, 3.4)
+SHRINK_HEADER = "shrink(freq-wtd)"
 #: users needed at or above this share of the population print as 'whole population'
 WHOLE_POPULATION = 0.99
 #: analytic days beyond this print as '> 1 year'
@@ -320,7 +323,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                      + (f" ({100 * (v['B'] - v['A']) / v['A']:+.1f}%)" if v["A"] else
                         f" (no relative change: A's {off['metric']} is 0 here)") + tail)
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
-    header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {'shrink':>7s} "
+    header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {SHRINK_HEADER:>16s} "
               f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>19s} {'users needed':>16s} "
               f"{'A/A FPR':>8s} {'null Delta':>10s}")
     lines.append(header)
@@ -343,7 +346,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             lines.append(
                 f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.3g', True):>13s} "
                 f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
-                f"{_fmt(shrink, '.2f'):>7s} {fd['power']:>9.2f} {cells['analytic']:>8s} {cells['days']:>9s} "
+                f"{_fmt(shrink, '.2f'):>16s} {fd['power']:>9.2f} {cells['analytic']:>8s} {cells['days']:>9s} "
                 f"{cells['impressions']:>19s} {cells['users']:>16s} {fpr:>8s} {null_s:>10s}"
             )
     lines += _unstable_lines(s, population)
@@ -361,8 +364,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     lines += [
         "",
         "  true effect: population value (B - A; interleaving: Delta_AB, + favours B; methods differ in scale,",
-        "  see summary.json conventions); rel: relative to A; shrink: online relative *improvement* (lower",
-        "  abandonment counts as better) / offline relative gain, unstable when the metric's base rate is tiny;",
+        f"  see summary.json conventions); rel: relative to A; {SHRINK_HEADER}: online relative *improvement*",
+        "  (lower abandonment counts as better) / offline relative gain weighted by query frequency (the Offline",
+        "  line's first delta), unstable when the metric's base rate is tiny; the decomposition's 'total vs",
+        "  uniform W0' divides by the gain uniform over queries instead, a different number;",
         "  power: share of replicates rejecting at alpha with the right sign, analytic: the same from the true",
         "  effect and the mean SE; days->pwr: first day from which simulated power stays >= target (* analytic, from",
         "  se^2 = a/N + b fitted to the days, beyond the simulated days; '> 1 year': more than 365 days; never:",

@@ -21,7 +21,7 @@ from simulations.analysis import (
     variance_model,
 )
 from simulations.config import config_from_mapping, min_population
-from simulations.decomposition import STAGES, decomposition_lines
+from simulations.decomposition import STAGES, TOTAL_LABEL, decomposition_lines
 from simulations.report import sample_size_cells
 
 ALPHA, POWER = 0.05, 0.8
@@ -169,8 +169,8 @@ def _decomposition(values: float) -> dict:
 @pytest.mark.parametrize("value", [0.000717, 0.0000717, 123456.0, 0.0929, 1.0])
 def test_decomposition_cells_stay_apart(value):
     lines = decomposition_lines(_decomposition(value))
-    total = next(ln for ln in lines if ln.strip().startswith("total G6/G0"))
-    cells = total[len("  total G6/G0, products") :].split()
+    total = next(ln for ln in lines if ln.strip().startswith(TOTAL_LABEL))
+    cells = total[len("  " + TOTAL_LABEL) :].split()
     assert len(cells) == 6  # two metrics x (seq, alone, avg), each its own field
     for cell in cells:
         assert abs(float(cell)) == pytest.approx(value, rel=0.05) and len(cell) <= 9
