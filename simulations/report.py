@@ -61,11 +61,15 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "variance_floor_to_target = b / T with T the target se^2 (the answer moves by b / (T - b) times any "
         f"relative change of b); unstable ('?' in the report): b / T > {UNSTABLE_FLOOR_RATIO} or the relative SE "
         f"above {UNSTABLE_REL_SE} (or undefined) or the 95% point not reachable, or 'not reachable' while 10% or more of "
-        "the refits reach it",
+        "the refits reach it. CUPED's days needed (its own fit, seeded by 'cuped:<metric>') and the sequential plan's "
+        "days (the main size's refits; floor ratio b x the information each needs, R b / T for the maximum) are "
+        "refitted and flagged by the same rule (cuped.*.required.unstable, sequential.*.decision.planned.uncertainty)",
         "biased_sample_sizes": "an entry found biased (null check, or its mean estimate against the exact truth) has "
         "analytic power, analytic days, required impressions, days and users null, the reason in "
         "analytic_withheld and the values computed as if it were unbiased under analytic_if_unbiased "
-        "(curves.csv keeps each day's analytic power for every design)",
+        "(curves.csv keeps each day's analytic power for every design); the sequential plan of a biased primary "
+        "metric is not made (planned_withheld), CUPED's days of a biased adjusted or A/B estimate are under "
+        "required_if_unbiased",
         "power": "share of replicates with p < alpha and the estimate's sign equal to the true effect's",
         "alpha": cfg.analysis.alpha,
         "target_power": cfg.analysis.power,
