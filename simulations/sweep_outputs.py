@@ -92,7 +92,8 @@ TERMINAL_LEGEND = (
     "against the exact truth), so no analytic days or sizes are given (points.csv: analytic_withheld true, NaN "
     "days; the point's summary.json keeps the values computed as if unbiased under analytic_if_unbiased); "
     "'never' = the SE floor of returning users is above the target; 'no effect' = the truth is within 2 Monte "
-    "Carlo SEs of 0; '?' = unstable, near the SE floor (range in the point's report))"
+    "Carlo SEs of 0; '?' = unstable: the se^2 = a/N + b fit behind it is near its floor or loosely determined by "
+    "the replicates (90% range in the point's report))"
 )
 
 
