@@ -242,3 +242,31 @@ def test_cuped_days_of_a_biased_adjustment_are_withheld() -> None:
     assert not m["unbiased"] and "withheld" in m["required"] and m["required_if_unbiased"]["days"] > 0
     lines = cuped_lines({"cuped": {"ab": {"pre_days": 6, "metrics": {"clicks_per_query": m}}}})
     assert next(s for s in lines if s.lstrip().startswith("ab ")).endswith("biased (-)")
+
+
+def test_simulated_biased_primary_gets_no_plan() -> None:
+    """Balanced interleaving on these rankers: the null check finds it biased (its null replicates reject above the
+    band), so its analytic days are withheld and the sequential block makes no plan from the same fit (which
+    exists: the plan it would have printed is computed here)."""
+    from simulations.job import simulate
+    from simulations.report import terminal_summary
+
+    cfg = config_from_mapping({
+        "seed": 7, "replicates": 20,
+        "collection": {"n_queries": 200, "candidates": 20}, "rankers": {"depth": 10, "B": {"noise": 0.9}},
+        "users": {"population": 2000, "activity": {"sigma": 0.5}},
+        "traffic": {"days": 3, "queries_per_day": 2000, "batch_hours": 24},
+        "designs": [{"name": "bal", "type": "interleaving", "method": "balanced",
+                     "analysis": {"sequential": "msprt"}}],
+        "analysis": {"truth_impressions": 100000},
+    })
+    result = simulate(cfg, workers=1)
+    entry = result.summary["designs"]["bal"]["delta_ab"]
+    decision = result.summary["sequential"]["bal"]["decision"]
+    assert entry["null"]["biased"] and entry["analytic_withheld"]
+    assert decision["planned"] is None and decision["planned_withheld"] == entry["analytic_withheld"]
+    would = _planned("msprt", np.array([1 / 3, 2 / 3, 1.0]), ALPHA, POWER, 1.0, entry["variance_model"],
+                     entry["true_effect"], 2000.0)
+    assert would is not None and would["fixed_days"] is not None  # what was printed before
+    line = next(ln for ln in terminal_summary(result).splitlines() if ln.lstrip().startswith("bal ") and "msprt" in ln)
+    assert line.endswith("planned for the target power: not given (biased: see the main table)")
