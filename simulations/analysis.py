@@ -16,7 +16,7 @@ For each design and metric, at every daily checkpoint over the R replicates:
 - ``detectable``: false when the true effect is 0 or within 2 Monte Carlo SEs of 0 (no
   required size is given then).
 
-Sample size: the first day at which the simulated power reaches the target, and an
+Sample size: the first day from which the simulated power stays at or above the target, and an
 analytic extrapolation from :math:`se^2(N) = a/N + b` fitted to the daily checkpoints
 (:class:`VarianceModel`; returning users give the standard error a floor ``b``):
 :math:`N_{req} = a / ((|\\delta| / (z_{1-\\alpha/2} + z_{power}))^2 - b)`, or "not

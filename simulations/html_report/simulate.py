@@ -142,7 +142,7 @@ def _offline_line(summary: dict[str, Any]) -> Html:
     )
 
 
-ANSWER_HEADER = ["design", "metric", "true effect", "rel.", "shrinkage", "power at end", "analytic power",
+ANSWER_HEADER = ["design", "metric", "true effect", "rel.", "shrinkage (freq-wtd)", "power at end", "analytic power",
                  "days to target power", "impressions needed", "users needed", "A/A FPR", "null Delta"]
 
 
@@ -157,12 +157,14 @@ def answer_section(summary: dict[str, Any]) -> Html:
                f"{fmt(alpha, 'g')}" if isinstance(target, (int, float)) else "Per design")
     legend = [
         [("true effect: population value of the design's statistic, B - A (interleaving: Delta_AB, + favours B; "
-         "methods differ in scale: compare their sample sizes); rel.: relative to A; shrinkage: online relative "
-         "improvement / offline relative gain (frequency-weighted; lower abandonment counts as better; unstable "
-         "when the metric's base rate is tiny).")],
+         "methods differ in scale: compare their sample sizes); rel.: relative to A; shrinkage (freq-wtd): online "
+         "relative improvement / offline relative gain, the frequency-weighted gain as the terminal's "
+         "shrink(freq-wtd) (the decomposition's total divides by the uniform one); lower abandonment counts as "
+         "better; unstable when the metric's base rate is tiny.")],
         [("power at end: share of replicates rejecting at alpha with the sign of the true effect on the last day; "
          "analytic: the same from the true effect and the mean SE.")],
-        [("days to target power: first simulated day with power >= target; ~N*: analytic, from se^2 = a/N + b "
+        [("days to target power: first simulated day from which power stays >= target; ~N*: analytic, from "
+         "se^2 = a/N + b "
          "fitted to the daily checkpoints, beyond the simulated days ('> 1 year': more than 365 days); never / not "
          "reachable: the SE floor of this user population is above what the target needs. impressions / users "
          "needed: analytic for the target power (users: expected distinct users; 'whole population': at least 99% "
@@ -172,7 +174,8 @@ def answer_section(summary: dict[str, Any]) -> Html:
         [("A/A FPR: rejection rate with B replaced by A ('outside band': outside its 99% binomial band; '0 (ties)': "
          "every comparison is a tie, so A/A cannot reject). null Delta: expected Delta when clicks do not depend on "
          "relevance (every true effect 0).")],
-        [biased_mark(), (": the null check (or, for any estimate, the exact truth: the mean misses it beyond chance, a t-test at the level of 4 normal SEs) finds "
+        [biased_mark(), (": the null check (or, for any estimate, the exact truth: the mean misses it beyond chance, "
+                          "a t-test at the level of 4 normal SEs) finds "
          "it biased on these rankers; its power measures its bias as much as the effect, so its analytic power, "
          "days and sizes are not given ('-'; summary.json keeps them under analytic_if_unbiased).")],
     ]
@@ -412,7 +415,8 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
         entries = (summary.get("designs") or {}).get(name) or {}
         for label, e in (d.get("estimators") or {}).items():
             shown: Any = join([label, " ", biased_mark()]) if is_biased(entries.get(label) or {}) else label
-            rows.append([shown, fmt(e.get("bias"), ".2e", True), fmt(e.get("bias_se"), ".1e"), fmt(e.get("rmse"), ".2e"),
+            rows.append([shown, fmt(e.get("bias"), ".2e", True), fmt(e.get("bias_se"), ".1e"),
+                         fmt(e.get("rmse"), ".2e"),
                          _coverage(e), fmt(e.get("undefined_share"), ".0%"), e.get("assumption", "-")])
         parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "assumption"], rows,
                            text_columns=(0,), wrap_columns=(6,),
