@@ -241,3 +241,14 @@ def test_a_log_mixing_string_and_integer_ids_is_refused(tmp_path: Path) -> None:
     p.write_text(json.dumps({**line, "shown": ["a", 2]}) + "\n")
     with pytest.raises(InputError, match="must be a list of integers, or of strings"):
         read_log(p)
+
+
+def test_log_team_distribution_counts_each_distinct_test_once(tmp_path: Path) -> None:
+    """A team-draft log's second pick of a round repeats the first's test; probabilistic slots are all distinct."""
+    p = tmp_path / "td.jsonl"
+    write_log(p, "team_draft", 2000, 20, 7, 1)
+    team = {c.name: c for c in validate_log(read_log(p), "team_draft").checks}["team_distribution"]
+    assert team.statistic.endswith("Bonferroni over 4") and team.counts["positions"] == 7     # 1=2, 3=4, 5=6, 7
+    write_log(p, "probabilistic", 2000, 20, 7, 1)
+    team = {c.name: c for c in validate_log(read_log(p), "probabilistic").checks}["team_distribution"]
+    assert team.statistic.endswith("Bonferroni over 7")
