@@ -452,9 +452,42 @@ def test_estimate_warns_as_the_cli_does(tmp_path: Path) -> None:
     run.write_text("".join(f"q1 Q0 {d} {i + 1} {10 - i} B\n" for i, d in enumerate(only_q1["q1"])))
     api_warnings = onlineeval.estimate(frame, {"B": only_q1}, "ips").warnings
     doc = cli_json("estimate", "--log", str(path), "--target", str(run), "--estimator", "ips")
-    assert [w.replace(str(run), "target 'B'") for w in doc["warnings"]] == list(api_warnings)
+    from onlineeval.cli.estimate import warning_lines
+
+    printed = warning_lines(doc["warnings"], doc["results"], doc["differences"])
+    assert [w.replace(str(run), "target 'B'") for w in printed] == list(api_warnings)
     assert any("fewer documents" in w for w in api_warnings)
     assert any("log queries are not in target 'B'" in w for w in api_warnings)
+
+
+def test_estimate_warnings_are_every_warning_the_cli_prints(tmp_path: Path) -> None:
+    """Review 2 E.1: on the README's 4-impression log ``Estimates.warnings`` was () while the CLI's table printed
+    four ESS warnings; it now holds every line of the table's ``warnings:`` block, same text, same order."""
+    log = pd.DataFrame({"query": ["q1"] * 4, "user": ["u1", "u2", "u3", "u4"],
+                        "shown": [["a", "b"], ["b", "a"], ["a", "b"], ["b", "a"]],
+                        "clicks": [[1, 0], [0, 0], [0, 1], [1, 0]],
+                        "p_list": [0.5] * 4, "p_prefix": [[0.5, 0.5]] * 4, "p_item": [[0.5, 0.5]] * 4})
+    path = tmp_path / "log.jsonl"
+    with path.open("w") as fh:
+        for r in log.to_dict("records"):
+            fh.write(json.dumps({"query": r["query"], "user": r["user"], "shown": r["shown"], "clicks": r["clicks"],
+                                 "propensities": {"list": r["p_list"], "prefix": r["p_prefix"],
+                                                  "item": r["p_item"]}}) + "\n")
+    for name, order in (("AB", "a b"), ("BA", "b a")):
+        (tmp_path / f"{name}.run").write_text("".join(f"q1 Q0 {d} {i + 1} {9 - i} {name}\n"
+                                                      for i, d in enumerate(order.split())))
+    est = onlineeval.estimate(log, {"AB": {"q1": ["a", "b"]}}, "ips,snips", metric="clicks_per_query",
+                              baseline=("BA", {"q1": ["b", "a"]}))
+    res = runner.invoke(app, ["estimate", "--log", str(path), "--target", str(tmp_path / "AB.run"), "--baseline",
+                              str(tmp_path / "BA.run"), "--estimator", "ips,snips", "--metric", "clicks_per_query"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    start = lines.index("warnings:") + 1
+    printed = lines[start:lines.index("", start)]
+    assert [w.strip() for w in printed] == list(est.warnings)
+    # ESS = (sum w)^2 / sum w^2 = 2 (two impressions of weight 2) for each estimator and list
+    assert est.warnings == tuple(f"{e} {t}: effective sample size 2.0 (< 100): the interval is unreliable"
+                                 for t in ("AB", "BA") for e in ("ips", "snips"))
 
 
 def test_evaluate_letor_equals_the_cli(tmp_path: Path) -> None:

@@ -32,7 +32,9 @@ class Estimates:
         With a baseline: one row per estimator and target, the target minus the baseline
         paired on the same impressions.
     warnings:
-        What the CLI prints as warnings.
+        Every warning ``onlineeval estimate`` prints for the same call, with the same text: the log's and the
+        targets', each estimate's prefixed ``"<estimator> <target>: "`` (also in the ``warnings`` column of
+        ``results``; a difference's in that of ``differences``) and each undefined difference's error.
     conventions:
         The metric and its reward, the level, the cluster unit, where the propensities come
         from, the tie rule of the runs and the bootstrap (keys of the CLI's ``conventions``).
@@ -209,4 +211,7 @@ def estimate(
         flat.append(row)
     conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed)
     diffs = [{**d, "warnings": tuple(d.get("warnings") or ())} for d in out.differences]  # as the results' rows
-    return Estimates(pd.DataFrame(flat), pd.DataFrame(diffs), tuple(out.warnings), conventions)
+    from onlineeval.cli.estimate import warning_lines
+
+    warns = tuple(warning_lines(out.warnings, out.results, out.differences))
+    return Estimates(pd.DataFrame(flat), pd.DataFrame(diffs), warns, conventions)
