@@ -32,7 +32,7 @@ from simulations.html_report.page import (
     tree,
 )
 
-__all__ = ["answer_rows", "is_biased", "simulate_sections"]
+__all__ = ["answer_rows", "is_biased", "population_of", "sample_size_html", "simulate_sections"]
 
 #: top-level keys of summary.json rendered by their own section (any other key is shown
 #: under "Other results", so a new result is never silently left out)
@@ -57,6 +57,22 @@ def _cells_without_population(e: dict[str, Any]) -> dict[str, str]:
     return cells
 
 
+def population_of(summary: dict[str, Any]) -> Any:
+    """The user population of a simulate summary (its config), None when it has none."""
+    return ((summary.get("config") or {}).get("users") or {}).get("population")
+
+
+def sample_size_html(e: dict[str, Any], population: Any) -> dict[str, Any]:
+    """The answer table's analytic power, days, impressions and users needed of one summary entry: the
+    terminal's :func:`simulations.report.sample_size_cells` ('?' when unstable, '> 1 year', 'whole population',
+    '-' when biased), with the biased mark as the impressions of a biased entry. Shared by the simulate report
+    and the sweep report's per-point table."""
+    cells: dict[str, Any] = dict(sample_size_cells(e, population) if population else _cells_without_population(e))
+    if is_biased(e):
+        cells["impressions"] = biased_mark()
+    return cells
+
+
 def _aa(e: dict[str, Any]) -> Html:
     aa = e.get("aa")
     if aa is None:
@@ -71,17 +87,15 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
     """One row per design and metric of the answer table, and the rows' classes."""
     rows: list[list[Any]] = []
     classes: list[str | None] = []
-    population = ((summary.get("config") or {}).get("users") or {}).get("population")
+    population = population_of(summary)
     for design, metrics in (summary.get("designs") or {}).items():
         for metric, e in metrics.items():
             fd = e.get("final_day") or {}
             biased = is_biased(e)
             rel = e.get("relative_effect")
             null = e.get("null")
-            cells = sample_size_cells(e, population) if population else _cells_without_population(e)
-            days: Any = cells["days"]
-            impr: Any = biased_mark() if biased else cells["impressions"]
-            users: Any = cells["users"]
+            cells = sample_size_html(e, population)
+            days, impr, users = cells["days"], cells["impressions"], cells["users"]
             name: Any = join([design, " ", biased_mark()]) if biased else design
             null_s: Any = "-" if null is None else fmt(null.get("delta"), ".5f", True)
             if null is not None and null.get("biased"):

@@ -10,6 +10,7 @@ needed, the A/A and null checks and the biased marks; ``curves.csv`` for power b
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ from simulations.html_report.page import (
     tag,
     tree,
 )
-from simulations.html_report.simulate import is_biased
+from simulations.html_report.simulate import is_biased, population_of, sample_size_html
+from simulations.report import MAX_DAYS_SHOWN, WHOLE_POPULATION
 
 __all__ = ["point_summaries", "sweep_header", "sweep_sections"]
 
@@ -57,12 +59,20 @@ def _axis_value(v: Any) -> str:
     return fmt(v, "g") if isinstance(v, float) else ("-" if v is None else str(v))
 
 
-def _days(row: Mapping[str, Any]) -> str:
-    if row.get("days_to_target_power") is not None:
-        return _axis_value(row["days_to_target_power"])
-    if row.get("analytic_required_days") is not None:
-        return f"~{row['analytic_required_days']:.0f}*"
-    return "never"
+def _row_entry(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What a row of the sweep's summary.json (= points.csv) holds of a point's summary entry, for a point
+    whose own summary.json cannot be read (no users needed then, no population)."""
+    def value(key: str) -> Any:
+        v = row.get(key)
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return int(v) if key == "days_to_target_power" and isinstance(v, float) and v.is_integer() else v
+
+    return {"final_day": {}, "days_to_target_power": value("days_to_target_power"),
+            "analytic_required_days": value("analytic_required_days"),
+            "analytic_required_impressions": value("analytic_required_impressions"),
+            "analytic_required_impressions_unstable": bool(value("analytic_required_impressions_unstable")),
+            "detectable": value("detectable") is not False, "biased_estimate": bool(value("analytic_withheld"))}
 
 
 def _target(points: Mapping[int, Mapping[str, Any]]) -> tuple[Any, Any]:
@@ -90,16 +100,16 @@ def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, An
     out = []
     for row in summary.get("rows") or []:
         e = _entry(points, row)
-        biased = is_biased(e)
         te, te_se = row.get("true_effect"), row.get("true_effect_se")
         truth = fmt(te, ".3g", True) + (f" +- {fmt(te_se, '.1g')}" if isinstance(te_se, float) and te_se > 0 else "")
-        days: Any = _days(row)
-        impr: Any = count(row.get("analytic_required_impressions"))
-        users: Any = count(e.get("analytic_required_users")) if e else "-"
-        if e and not e.get("detectable", True):
-            days, impr, users = "-", "no detectable effect", "-"
-        elif biased:  # no sample size for a biased design (summary.json: analytic_if_unbiased)
-            days, impr, users = "-", biased_mark(), "-"
+        if e.get("final_day") is not None:  # the point's own entry: the point report's cells exactly
+            population = population_of(points.get(int(row.get("point", -1))) or {})
+            cells = sample_size_html(e, population)
+        else:
+            e = _row_entry(row)
+            cells = {**sample_size_html(e, None), "users": "-"}
+        biased = is_biased(e)
+        days, impr, users = cells["days"], cells["impressions"], cells["users"]
         design: Any = join([row.get("design"), " ", biased_mark()]) if biased else row.get("design")
         point = row.get("point")
         link = (reports or {}).get(point) if isinstance(point, int) else None
@@ -201,9 +211,13 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
                       "of the design's statistic, B - A (+- its Monte Carlo SE for interleaving; methods differ in "
                       "scale); shrinkage: online relative improvement / offline relative gain."),
             tag("li", "power at end: share of the point's replicates rejecting at alpha with the right sign on the "
-                      "last day; days: first simulated day with power >= target, ~N*: analytic (se^2 = a/N + b "
-                      "fitted to the daily checkpoints), never / not reachable: the SE floor is above the target; "
-                      "impressions and users needed: analytic for the target power."),
+                      "last day; days: first simulated day from which power stays >= target, ~N*: analytic (se^2 = "
+                      f"a/N + b fitted to the daily checkpoints), '> 1 year': more than {MAX_DAYS_SHOWN} analytic "
+                      "days, never / not reachable: the SE floor is above the target; impressions and users needed: "
+                      "analytic for the target power (users: expected distinct users; 'whole population': at least "
+                      f"{WHOLE_POPULATION:.0%} of the point's users). '?': unstable, the fitted floor b is near the "
+                      "target se^2 or the size is loosely determined by the replicates (its 90% range is in the "
+                      "point's report). The same cells as each point's own report."),
             tag("li", "A/A FPR: rejection rate with B replaced by A; ", biased_mark(),
                 ": the point's null check (or the exact truth) finds the design biased there; its power and sample "
                 "size are not sensitivities. Each point's folder has its own report.html with every metric "
