@@ -26,7 +26,10 @@ File formats
     {"session": "s1", "query": "q7", "docs": ["d3", "d9", "d1"], "clicks": ["d9", "d3"]}
 
   Same rules; ``session`` is optional (the line number is used), ids may be strings or
-  integers (stored as strings), ``clicks`` may be omitted.
+  integers (stored as strings), ``clicks`` may be omitted. ``clicks`` may instead be one
+  ``true``/``false`` per shown document (``"clicks": [false, true, false]``; click order
+  top to bottom); integers in ``clicks`` are always ids, so ``[0, 1, 0]`` means documents
+  ``0`` and ``1`` were clicked, and is refused when those ids are not on the page.
 
 ``yandex`` (the Yandex WSCD sample shipped with PyClick; see the README in
 ``shared/data/clicklogs/yandex_wscd_pyclick_sample``): sessions separated by ``;`` or new
@@ -325,6 +328,7 @@ def from_sessions(
     source: str | None = None,
     lines: list[int] | None = None,
     strict_clicks: bool = True,
+    flags_hint: str = "",
 ) -> ClickLog:
     """Build a :class:`ClickLog` from ``(session, query, shown docs, clicked docs in order)``.
 
@@ -337,6 +341,9 @@ def from_sessions(
     strict_clicks:
         If true, a click on a document not on the page raises :class:`InputError`;
         otherwise it is dropped and counted in ``n_dropped_clicks``.
+    flags_hint:
+        Added to the message when a refused click list looks like 0/1 flags (one ``0``/``1``
+        per shown document), after "clicks are the clicked documents' ids, not 0/1 flags".
     """
     n = len(sessions)
     if n == 0:
@@ -369,7 +376,9 @@ def from_sessions(
             r = pos.get(d)
             if r is None:
                 if strict_clicks:
-                    raise InputError(f"clicked document {d!r} is not among the shown documents", source, line)
+                    flags = len(clicked) == len(shown) and set(clicked) <= {"0", "1"}
+                    hint = f"; clicks are the clicked documents' ids, not 0/1 flags{flags_hint}" if flags else ""
+                    raise InputError(f"clicked document {d!r} is not among the shown documents{hint}", source, line)
                 dropped += 1
                 continue
             if order[i, r] == 0:
@@ -478,10 +487,20 @@ def read_jsonl(path: str | Path) -> ClickLog:
         sid = _json_id(obj.get("session", str(lineno)), "'session'", src, lineno)
         q = _json_id(obj["query"], "'query'", src, lineno)
         shown = [_json_id(d, "a document id", src, lineno) for d in docs]
-        clicked = [_json_id(d, "a clicked id", src, lineno) for d in clicks]
+        if clicks and all(isinstance(c, bool) for c in clicks):  # one true/false per shown document
+            if len(clicks) != len(shown):
+                raise InputError(f"'clicks' as true/false flags needs one per shown document: {len(clicks)} flags "
+                                 f"for {len(shown)} documents", src, lineno)
+            clicked = [d for d, c in zip(shown, clicks) if c]
+        elif any(isinstance(c, bool) for c in clicks):
+            raise InputError("'clicks' mixes true/false and ids: give the clicked ids, or true/false for every "
+                             "shown document", src, lineno)
+        else:
+            clicked = [_json_id(d, "a clicked id", src, lineno) for d in clicks]
         sessions.append((sid, q, shown, clicked))
         lines.append(lineno)
-    return from_sessions(sessions, source=src, lines=lines)
+    return from_sessions(sessions, source=src, lines=lines,
+                         flags_hint=" (for one flag per shown document write true/false)")
 
 
 def read_yandex(path: str | Path) -> ClickLog:

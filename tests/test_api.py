@@ -300,8 +300,8 @@ def test_clicks_on_a_frame_equal_the_file_and_the_cli(tmp_path: Path) -> None:
     fit_frame = onlineeval.fit_clicks(frame, "pbm")
     fit_file = onlineeval.fit_clicks(path, "pbm")
     np.testing.assert_array_equal(fit_frame.examination, fit_file.examination)
-    # 0/1 clicks aligned with docs and comma strings read the same
-    alt = frame.assign(clicks=[[int(d in c) for d in s] for s, c in zip(frame["docs"], frame["clicks"])],
+    # one bool per shown document and comma strings read the same
+    alt = frame.assign(clicks=[[d in c for d in s] for s, c in zip(frame["docs"], frame["clicks"])],
                        docs=[",".join(s) for s in frame["docs"]])
     np.testing.assert_array_equal(onlineeval.fit_clicks(alt, "pbm").examination, fit_file.examination)
     table = onlineeval.evaluate_clicks(frame, "rctr,pbm", seed=2)

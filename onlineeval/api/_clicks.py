@@ -31,18 +31,78 @@ def _id_list(value: Any, row: int, column: str) -> list[str]:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return []
     try:
-        return [str(v) for v in value]
+        return [_id_text(v) for v in value]
     except TypeError:
         raise InputError(f"column {column!r}: expected a list of ids or a comma-separated string, got "
                          f"{type(value).__name__}", None, row) from None
 
 
-def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions") -> ClickLog:
+def _id_text(value: Any) -> str:
+    """A document id as the logs store it (numpy integers as plain integers)."""
+    import numpy as np
+
+    return str(int(value)) if isinstance(value, np.integer) else str(value)
+
+
+def _is_bool(value: Any) -> bool:
+    import numpy as np
+
+    return isinstance(value, (bool, np.bool_))
+
+
+def _is_01_int(value: Any) -> bool:
+    import numpy as np
+
+    return isinstance(value, (int, np.integer)) and not _is_bool(value) and value in (0, 1)
+
+
+def _clicked(clicks: Any, shown: list[str], row: int, clicks_as: str) -> list[str]:
+    """The clicked ids of one DataFrame row (rule: see :func:`fit_clicks`, parameter ``clicks_as``)."""
+    if isinstance(clicks, str):
+        if clicks_as == "flags":
+            raise InputError(f"clicks {clicks!r}: clicks_as='flags' needs a list of bools (or 0/1) aligned with "
+                             "docs, not a string", None, row)
+        return _id_list(clicks, row, "clicks")
+    if clicks is None or (isinstance(clicks, float) and math.isnan(clicks)):
+        return []
+    try:
+        values = list(clicks)
+    except TypeError:
+        raise InputError(f"column 'clicks': expected a list of clicked ids, a list of bools aligned with docs or a "
+                         f"comma-separated string, got {type(clicks).__name__}", None, row) from None
+    flags = clicks_as == "flags" or (clicks_as == "auto" and bool(values) and all(_is_bool(v) for v in values))
+    if flags:
+        if len(values) != len(shown) or not all(_is_bool(v) or _is_01_int(v) for v in values):
+            raise InputError(f"clicks {values!r} as flags: expected one bool per shown document ({len(shown)}: "
+                             f"{shown!r})", None, row)
+        return [d for d, c in zip(shown, values) if c]
+    if clicks_as == "auto" and any(_is_bool(v) for v in values):
+        raise InputError(f"clicks {values!r} mix bools and ids: give the clicked ids, or one bool per shown "
+                         "document", None, row)
+    ids = [_id_text(v) for v in values]
+    if clicks_as == "auto" and values and len(values) == len(shown) and all(_is_01_int(v) for v in values):
+        shown_set = set(shown)
+        if all(d in shown_set for d in ids):  # both readings are possible: refuse to guess
+            raise InputError(
+                f"clicks {values!r} with docs {shown!r} could be the clicked documents' ids or 0/1 flags per "
+                "shown document; integers are read as ids, so pass bools for flags ([True, False, ...]) or say "
+                "which with clicks_as='ids' / clicks_as='flags'", None, row)
+        missing = next(d for d in ids if d not in shown_set)
+        raise InputError(
+            f"clicked document {missing!r} is not among the shown documents {shown!r}: clicks are the clicked "
+            "documents' ids, not 0/1 flags; for one flag per shown document pass bools ([True, False, ...]) "
+            "or clicks_as='flags'", None, row)
+    return ids
+
+
+def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", clicks_as: str = "auto") -> ClickLog:
     """A :class:`clickmodels.logs.ClickLog` from a DataFrame of sessions, a ClickLog or a file."""
     import pandas as pd
 
     from clickmodels.logs import ClickLog, from_sessions, read_click_log
 
+    if clicks_as not in ("auto", "ids", "flags"):
+        raise ConfigError(("clicks_as",), f"must be 'auto', 'ids' or 'flags', got {clicks_as!r}")
     if isinstance(sessions, ClickLog):
         return sessions
     if _is_path(sessions):
@@ -54,20 +114,14 @@ def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions") ->
     lacking = [c for c in need if c not in sessions.columns]
     if lacking:
         raise InputError(f"{name} lacks column(s) {', '.join(lacking)}; needs session (optional), query, docs "
-                         "(shown ids in rank order), clicks (clicked ids, or 0/1 aligned with docs)")
+                         "(shown ids in rank order), clicks (clicked ids, or one bool per shown document)")
     sids = sessions["session"].astype(str).tolist() if "session" in sessions.columns else \
         [str(i) for i in range(len(sessions))]
     out = []
     for i, (sid, query, docs, clicks) in enumerate(zip(sids, sessions["query"], sessions["docs"],
                                                        sessions["clicks"]), start=1):
         shown = _id_list(docs, i, "docs")
-        if isinstance(clicks, str):
-            clicked = _id_list(clicks, i, "clicks")
-        else:
-            values = list(clicks) if clicks is not None and not isinstance(clicks, float) else []
-            binary = len(values) == len(shown) and all(isinstance(v, (bool, int)) and v in (0, 1) for v in values)
-            clicked = [d for d, c in zip(shown, values) if c] if binary and values else [str(v) for v in values]
-        out.append((sid, str(query), shown, clicked))
+        out.append((sid, str(query), shown, _clicked(clicks, shown, i, clicks_as)))
     return from_sessions(out, lines=list(range(1, len(out) + 1)))
 
 
@@ -80,6 +134,7 @@ def fit_clicks(
     tol: float | None = None,
     pseudo: float | None = None,
     format: str | None = None,
+    clicks_as: str = "auto",
 ) -> ClickModelFit:
     """Fit a click model to sessions, as ``onlineeval clicks fit``.
 
@@ -87,9 +142,9 @@ def fit_clicks(
     ----------
     sessions:
         A DataFrame with columns ``query``, ``docs`` (shown document ids in rank order: a
-        list or a comma-separated string), ``clicks`` (the clicked ids, or 0/1 aligned with
-        ``docs``) and optionally ``session``; a :class:`clickmodels.logs.ClickLog`; or a
-        click-log file (tsv, jsonl, yandex).
+        list or a comma-separated string), ``clicks`` (the clicked ids, or one bool per
+        shown document: see ``clicks_as``) and optionally ``session``; a
+        :class:`clickmodels.logs.ClickLog`; or a click-log file (tsv, jsonl, yandex).
     model:
         A model name of ``onlineeval clicks`` (gctr, rctr, dctr, cm, dcm, sdbn, pbm, ubm,
         dbn, ccm, or an alias such as ``cascade``).
@@ -97,6 +152,14 @@ def fit_clicks(
         ``closed_form`` or ``em``; EM's stopping rule; the Beta(a, a) pseudo-count.
     format:
         The file's format (default from its suffix).
+    clicks_as:
+        How a DataFrame's ``clicks`` lists are read. ``"auto"`` (default): a list of bools
+        (``[True, False, True]``, or a bool numpy array) is one flag per shown document;
+        any other list (strings, integers) holds the clicked documents' ids, as in the
+        JSONL format. An integer list that could be either (0/1 values, one per shown
+        document, and the documents include ids 0 / 1) is refused rather than guessed,
+        as is a 0/1 list that only makes sense as flags. ``"ids"``: every list is clicked
+        ids; ``"flags"``: every list is one bool or 0/1 per shown document.
 
     Returns
     -------
@@ -118,7 +181,7 @@ def fit_clicks(
     key = fit_name(model, "model")
     opts = {k: v for k, v in {"method": method, "max_iter": max_iter, "tol": tol, "pseudo": pseudo}.items()
             if v is not None}
-    return fit_log(key, _click_log(sessions, format), **opts)
+    return fit_log(key, _click_log(sessions, format, clicks_as=clicks_as), **opts)
 
 
 def evaluate_clicks(
@@ -129,13 +192,15 @@ def evaluate_clicks(
     test_fraction: float = 0.25,
     seed: int = 0,
     format: str | None = None,
+    clicks_as: str = "auto",
 ) -> pd.DataFrame:
     """Fit click models on sessions and compare them on held-out sessions, as ``onlineeval clicks evaluate``.
 
     Parameters
     ----------
     sessions:
-        Training sessions (see :func:`fit_clicks`).
+        Training sessions (see :func:`fit_clicks`, also for ``format`` and ``clicks_as``,
+        which apply to ``test`` too).
     models:
         Model names (``name:em`` for the EM fit of dcm / sdbn) and fitted-parameter ``.json``
         files (labelled ``model (file name)`` as by the CLI), or ``{label: fitted model}``.
@@ -156,13 +221,13 @@ def evaluate_clicks(
     from clickmodels.logs import train_test_split
     from onlineeval.cli.clicks import fit_name
 
-    train = _click_log(sessions, format)
+    train = _click_log(sessions, format, clicks_as=clicks_as)
     if test is None:
         if not 0 < test_fraction < 1:
             raise ConfigError(("test_fraction",), f"must be in (0, 1), got {test_fraction}")
         train, held = train_test_split(train, test_fraction, np.random.default_rng(seed))
     else:
-        held = _click_log(test, format, "test")
+        held = _click_log(test, format, "test", clicks_as)
     if isinstance(models, Mapping):
         fits = dict(models)
     else:
