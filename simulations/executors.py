@@ -367,6 +367,24 @@ def _restore_environ(saved: Mapping[str, str]) -> None:
             os.environ[key] = value
 
 
+#: the likely cause when the worker processes of ``local:N`` fail to start (review 2, E.3: 495 lines of
+#: tracebacks from a script that called ``onlineeval.sweep(..., scheduler="local:2")`` at its top level)
+UNGUARDED_SCRIPT = ("local:N starts worker processes that re-import the main script (multiprocessing's spawn): "
+                    "a script that starts the sweep at its top level must put the call under "
+                    "`if __name__ == \"__main__\":` (workers=N, local processes, does not need it)")
+
+
+def _refuse_in_bootstrapping_child() -> None:
+    """Stop a spawned process that is still importing the main script (a Dask worker re-importing a script without
+    a ``__main__`` guard) from starting a LocalCluster of its own: it would fail with multiprocessing's bootstrapping
+    error and a page of Dask tracebacks per worker. It exits quietly with status 1; the worker's nanny then fails in
+    the parent, which raises the one error that says what to do (:data:`UNGUARDED_SCRIPT`)."""
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise SystemExit(1)
+
+
 class DaskExecutor(Executor):
     """Tasks on a Dask distributed cluster: ``address`` is a scheduler (``tcp://host:8786``)
     or ``local:N`` (a LocalCluster of N single-threaded worker processes, no dashboard,
@@ -387,12 +405,17 @@ class DaskExecutor(Executor):
         if n is not None:
             import dask
 
+            _refuse_in_bootstrapping_child()
             environ = dict(os.environ)
             try:
                 with dask.config.set(LOCAL_CLUSTER_CONFIG):  # read when the scheduler and nannies are created
                     self._cluster = LocalCluster(
                         n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
                     )
+            except RuntimeError as exc:
+                if "failed to start" not in str(exc):
+                    raise
+                raise ConfigError(("executor", "address"), f"{address}: {exc} {UNGUARDED_SCRIPT}") from None
             finally:
                 _restore_environ(environ)
             self._client = Client(self._cluster)

@@ -281,3 +281,27 @@ def test_run_task_refuses_another_stream_version_in_process() -> None:
 
     with pytest.raises(ConfigError, match=f"a Dask worker runs .*stream version {job.STREAM_VERSION} there, 0 on"):
         run_task(None, None, (), "replicates", stream_version=0)  # type: ignore[arg-type]
+
+
+def test_local_cluster_from_a_script_without_a_main_guard_is_one_clear_error(tmp_path: Path) -> None:
+    """Review 2, E.3: a script that starts ``local:N`` at its top level made every spawned worker re-import it and
+    start a cluster of its own (495 lines of tracebacks, exit 1). Now the workers exit quietly and the script gets
+    one ConfigError naming the ``__main__`` guard; the same lines under the guard start the cluster (control)."""
+    import subprocess
+    import sys
+
+    body = 'ex = DaskExecutor("local:1")\nex.close()\nprint("started")\n'
+    bare = tmp_path / "bare.py"
+    bare.write_text("from simulations.executors import DaskExecutor\n" + body)
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text("from simulations.executors import DaskExecutor\nif __name__ == '__main__':\n"
+                       + "".join(f"    {line}\n" for line in body.splitlines()))
+    out = subprocess.run([sys.executable, str(bare)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 1 and "started" not in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("onlineeval.errors.ConfigError: executor.address: local:1: ")
+    assert 'if __name__ == "__main__":' in last
+    assert "bootstrapping" not in out.stderr and "Nanny failed to start worker process" not in out.stderr
+    assert len(out.stderr.splitlines()) < 30, out.stderr  # one traceback, the script's (was 495 lines)
+    ok = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert ok.returncode == 0 and ok.stdout.strip() == "started", ok.stderr
