@@ -88,3 +88,85 @@ def test_jsonl_flags_are_true_false_and_01_lists_get_the_hint(tmp_path: Path) ->
     ints = tmp_path / "ints.jsonl"
     ints.write_text(json.dumps({"query": "q", "docs": [0, 1], "clicks": [0, 1]}) + "\n")
     assert read_click_log(ints).clicks.tolist() == [[True, True]]
+
+
+# -- A.1: the DCM / SDBN closed forms are labelled as the approximations they are --------------------------------------
+def _simulate_sdbn(alpha: np.ndarray, sigma: np.ndarray, n: int, k: int, rng: np.random.Generator):  # noqa: ANN202
+    """SDBN sessions (DBN with gamma = 1), one query, every session a random permutation of the documents: click
+    with alpha, after a click stop with sigma, otherwise examine the next slot. Written here from the model's
+    definition, independently of clickmodels' samplers."""
+    from clickmodels.logs import from_arrays
+
+    docs = np.argsort(rng.random((n, alpha.size)), axis=1)[:, :k]
+    u, v = rng.random((n, k)), rng.random((n, k))
+    clicks = np.zeros((n, k), dtype=bool)
+    going = np.ones(n, dtype=bool)
+    for r in range(k):
+        clicks[:, r] = going & (u[:, r] < alpha[docs[:, r]])
+        going &= ~(clicks[:, r] & (v[:, r] < sigma[docs[:, r]]))
+    return from_arrays(np.zeros(n, dtype=np.int64), docs, clicks)
+
+
+def test_sdbn_closed_form_is_biased_and_em_recovers_the_truth() -> None:
+    """Review 2 A.1: 20 independent logs of 2,000 SDBN sessions; the mean over documents of (fitted - true)
+    satisfaction, averaged over the logs, with its SE from the spread over the logs (t, 19 df). The closed form
+    (last click taken as satisfying) is far above the truth; EM (the MLE) is within 4 SE, as is its attractiveness."""
+    from clickmodels.estimation import fit_log
+
+    rng = np.random.default_rng(20261202)
+    alpha = np.array([0.8, 0.65, 0.5, 0.4, 0.3, 0.2])
+    sigma = np.array([0.3, 0.6, 0.4, 0.7, 0.5, 0.35])
+    errors: dict[str, list[float]] = {"closed_form": [], "em": []}
+    alpha_em: list[float] = []
+    for _ in range(20):
+        log = _simulate_sdbn(alpha, sigma, 2000, 5, rng)
+        for method in errors:
+            fit = fit_log("sdbn", log, method=method)
+            idx = fit.satisfaction.doc.astype(int)
+            errors[method].append(float(np.mean(fit.satisfaction.value - sigma[idx])))
+            if method == "em":
+                alpha_em.append(float(np.mean(fit.attractiveness.value - alpha[fit.attractiveness.doc.astype(int)])))
+    t = {m: np.mean(e) / (np.std(e, ddof=1) / np.sqrt(len(e))) for m, e in errors.items()}
+    assert np.mean(errors["closed_form"]) > 0.05 and t["closed_form"] > 4, (errors, t)
+    assert abs(t["em"]) < 4, (errors, t)
+    assert abs(np.mean(alpha_em) / (np.std(alpha_em, ddof=1) / np.sqrt(len(alpha_em)))) < 4
+    closed, em = fit_log("sdbn", log), fit_log("sdbn", log, method="em")
+    assert "last-click approximation" in closed.estimator and "not the maximum-likelihood" in closed.estimator
+    assert "--method em" in closed.estimator and em.estimator.startswith("EM: the maximum-likelihood")
+    assert closed.to_dict()["fit"]["estimator"] == closed.estimator
+    assert "last-click" not in fit_log("cm", log).estimator  # CM's closed form is its MLE
+
+
+def test_cli_fit_says_approximation_and_dcm_last_rank_is_not_identified(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    log = _simulate_sdbn(np.array([0.7, 0.5, 0.3, 0.4]), np.array([0.5, 0.4, 0.6, 0.3]), 400, 3,
+                         np.random.default_rng(1))
+    from clickmodels.logs import write_tsv
+
+    write_tsv(log, tmp_path / "log.tsv")
+    runner = CliRunner()
+    for model, extra, words in (("sdbn", [], "closed form: last-click approximation, not the MLE; --method em"),
+                                ("dcm", [], "closed form: last-click approximation"),
+                                ("dcm", ["--method", "em"], "EM, "), ("cm", [], "(closed form; Beta")):
+        out = tmp_path / f"{model}.json"
+        res = runner.invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", model,
+                                  "--out", str(out), "-q", *extra])
+        assert res.exit_code == 0, res.output
+        assert words in res.stdout, res.stdout
+        doc = json.loads(out.read_text())
+        assert ("approximation" in doc["fit"]["estimator"]) == (model != "cm" and not extra)
+        if model == "dcm":
+            assert "continuation[2] (after a click at rank 3" in doc["conventions"]["dcm_last_rank"]
+            assert "note (dcm_last_rank): continuation[2]" in res.stdout
+            assert "not identified" in doc["conventions"]["dcm_last_rank"]
+            # and the value it describes: the prior's 0.5 (EM), the pseudo-count's 1 / (n + 2) (closed form)
+            last = doc["params"]["continuation"][2]
+            n3 = int(log.clicks[:, 2].sum())
+            assert last == (0.5 if extra else pytest.approx(1 / (n3 + 2), rel=1e-12))
+    res = runner.invoke(app, ["clicks", "evaluate", "--log", str(tmp_path / "log.tsv"), "--models",
+                              "sdbn,sdbn:em,cm", "-q"])
+    assert res.exit_code == 0, res.output
+    assert "estimators: sdbn: closed form, the last-click approximation (not the MLE" in res.stdout

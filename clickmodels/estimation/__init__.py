@@ -1,4 +1,4 @@
-"""Estimation of click models from logs: closed-form MLE and EM, vectorised over sessions.
+"""Estimation of click models from logs: closed forms and EM, vectorised over sessions.
 
 Use :func:`fit_log` to get a typed record of fitted parameters (a
 :class:`~clickmodels.estimation.base.ClickModelFit`) for a model name, or
@@ -12,13 +12,18 @@ name        model                                  method
 ``rctr``    CTR by rank                            closed form
 ``dctr``    CTR by (query, document)               closed form
 ``cm``      cascade model                          closed form
-``dcm``     dependent click model                  closed form (or EM)
-``sdbn``    simplified DBN                         closed form (or EM)
+``dcm``     dependent click model                  closed form* (or EM)
+``sdbn``    simplified DBN                         closed form* (or EM)
 ``pbm``     position-based model                   EM
 ``ubm``     user browsing model                    EM
 ``dbn``     dynamic Bayesian network model         EM
 ``ccm``     click chain model                      EM
 ==========  =====================================  ==========================
+
+The closed forms of the CTR baselines and CM are maximum-likelihood estimates; those marked *
+(DCM, SDBN) are the last-click approximations of the literature (PyClick's default too), not
+the MLE, and biased on data from the model itself; ``method="em"`` fits them by maximum
+likelihood. Every fit records which in ``ClickModelFit.estimator`` (saved as ``fit.estimator``).
 
 Adding an estimator is one module: a fit record decorated with
 :func:`~clickmodels.estimation.base.register_fit` and a ``fit_<name>(log, ...)`` function

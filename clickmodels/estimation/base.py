@@ -408,6 +408,11 @@ class ClickModelFit(ABC):
     #: number of dimensions of each array field (default 1)
     array_ndim: ClassVar[Mapping[str, int]] = {}
 
+    #: what the closed form is (the CTR baselines' and CM's are the maximum-likelihood estimates; DCM's and
+    #: SDBN's are approximations and override this)
+    closed_form_estimator: ClassVar[str] = "closed form: the maximum-likelihood estimate (a = 0) or its Beta(a, a) " \
+        "posterior mean"
+
     trace: FitTrace = field(kw_only=True)
 
     def __post_init__(self) -> None:
@@ -483,14 +488,29 @@ class ClickModelFit(ABC):
             out[f] = float(getattr(self, f))
         return out
 
+    @property
+    def estimator(self) -> str:
+        """What the fitted numbers are: the estimator and how it relates to the maximum-likelihood estimate."""
+        if self.trace.method == "em":
+            return "EM: the maximum-likelihood estimate (a = 0), with Beta(a, a) pseudo-counts in every M-step " \
+                "otherwise; a local maximum, reached when converged"
+        if self.trace.method == "closed_form":
+            return self.closed_form_estimator
+        return f"{self.trace.method} (not recorded)"
+
+    def notes(self) -> dict[str, str]:
+        """Model-specific conventions of these parameters (saved with :data:`CONVENTIONS`, printed by the CLI)."""
+        return {}
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON document: model name, format version, conventions, parameters, fit trace."""
+        """JSON document: model name, format version, conventions (with this model's notes), parameters, fit trace
+        (with ``estimator``: what the numbers are)."""
         return {
             "model": self.name,
             "format_version": FORMAT_VERSION,
-            "conventions": CONVENTIONS,
+            "conventions": {**CONVENTIONS, **self.notes()},
             "params": self.params_dict(),
-            "fit": self.trace.to_dict(),
+            "fit": {**self.trace.to_dict(), "estimator": self.estimator},
         }
 
     def save(self, path: str | Path) -> None:

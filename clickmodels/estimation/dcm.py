@@ -11,7 +11,9 @@ simplification; all slots of a session without clicks count as examined):
     \\lambda_r = 1 - \\frac{|\\{s : l_s = r\\}|}{|\\{s : c^{(s)}_r = 1\\}|}
 
 Under the model a user who goes on after the last click may simply find nothing else to
-click, so these are approximations. ``method="em"`` gives the exact MLE by EM with the
+click, so these are approximations, not the maximum-likelihood estimate (biased: lambda
+and attractiveness too low on logs simulated from DCM itself); they stay the default for
+comparability with PyClick and the literature. ``method="em"`` gives the exact MLE by EM with the
 cascade-family posteriors: attraction as in DBN, and for a click at ``r`` with a shown
 slot below, the expected continuation is 1 above the last click and
 :math:`\\lambda_l Q_{l+1} / [(1-\\lambda_l) + \\lambda_l Q_{l+1}]` at it;
@@ -26,6 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from clickmodels.estimation._cascade import (
+    LAST_CLICK_ESTIMATOR,
     CascadeFamilyFit,
     attraction_through,
     cascade_posterior,
@@ -56,12 +59,22 @@ class DCMFit(CascadeFamilyFit):
     """Fitted DCM: ``continuation[r]`` is :math:`\\lambda_r` (a log with more ranks is refused)."""
 
     name: ClassVar[str] = "dcm"
+    closed_form_estimator: ClassVar[str] = LAST_CLICK_ESTIMATOR.format(ref="Guo et al. 2009, CMR15 Sec. 4.2")
     array_fields: ClassVar[tuple[str, ...]] = ("continuation",)
 
     continuation: np.ndarray
 
     def _continuation(self, log: ClickLog, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.ones(1), by_rank(self.continuation, log, "dcm continuation")[None, :]
+
+    def notes(self) -> dict[str, str]:
+        k = int(np.asarray(self.continuation).shape[0])
+        last = {"em": "EM leaves it at its starting value 0.5",
+                "closed_form": "the closed form gives the pseudo-count's a / (n + 2a), about 0"}.get(
+            self.trace.method, "its value is arbitrary")
+        return {"dcm_last_rank": f"continuation[{k - 1}] (after a click at rank {k}, the deepest rank of the "
+                                 f"training lists) is not identified: no document is shown below it; {last}; "
+                                 f"it has no effect on lists of up to {k} ranks (deeper lists are refused)"}
 
 
 def fit_dcm(

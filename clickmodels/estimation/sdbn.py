@@ -1,6 +1,7 @@
 """Simplified DBN (SDBN): DBN with :math:`\\gamma = 1`; the user stops only when satisfied.
 
-Closed-form MLE [CMR15, Sec. 4.2, after Chapelle & Zhang 2009]: with :math:`\\gamma=1`
+Closed-form estimates [CMR15, Sec. 4.2, after Chapelle & Zhang 2009], the default and an
+approximation, not the maximum-likelihood estimate: with :math:`\\gamma=1`
 every slot down to the last click :math:`l_s` is examined and the last click is the
 satisfying one, so
 
@@ -12,7 +13,10 @@ satisfying one, so
 
 (sessions without clicks examine every slot). This treats the last click as the
 satisfying one; under the model an unsatisfied user may also go on past the last click
-without clicking again, so these closed forms are an approximation [CMR15, Sec. 4.2].
+without clicking again, so these closed forms are an approximation [CMR15, Sec. 4.2], biased
+upwards in satisfaction by many standard errors on logs simulated from SDBN itself
+(``tests/test_clicks_review2.py``). They are kept as the default for comparability with
+PyClick's SDBN and the literature; the saved ``fit.estimator`` and the CLI say which was used.
 ``method="em"`` gives the exact MLE instead: the DBN EM of :mod:`clickmodels.estimation.dbn`
 with :math:`\\gamma` fixed at 1.
 """
@@ -24,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from clickmodels.estimation._cascade import CascadeFamilyFit, attraction_through
+from clickmodels.estimation._cascade import LAST_CLICK_ESTIMATOR, CascadeFamilyFit, attraction_through
 from clickmodels.estimation._counts import pair_sum, ranks_grid
 from clickmodels.estimation.base import (
     EMOptions,
@@ -47,6 +51,7 @@ class SDBNFit(CascadeFamilyFit):
     """Fitted SDBN: attractiveness and satisfaction per (query, document)."""
 
     name: ClassVar[str] = "sdbn"
+    closed_form_estimator: ClassVar[str] = LAST_CLICK_ESTIMATOR.format(ref="Chapelle & Zhang 2009")
     pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness", "satisfaction")
 
     satisfaction: PairTable

@@ -247,7 +247,7 @@ def fit_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No EM progress on stderr.")] = False,
 ) -> None:
     """Fit one click model to a log and save its parameters as JSON."""
-    from clickmodels.estimation import fit_log
+    from clickmodels.estimation import ClickModelFit, fit_log
 
     _check_fit_options(model, method, out)
     _check_options(max_iter, tol, pseudo)
@@ -260,14 +260,19 @@ def fit_command(
     if note:
         typer.echo(f"model: {note}")
     tr = result.trace
-    how = "closed form" if tr.method == "closed_form" else (
-        f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
-    )
+    if tr.method != "closed_form":
+        how = f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
+    elif result.estimator == ClickModelFit.closed_form_estimator:  # the CTR baselines, CM: the MLE
+        how = "closed form"
+    else:
+        how = "closed form: last-click approximation, not the MLE; --method em for the maximum-likelihood fit"
     typer.echo(
         f"{result.name}: fitted on {data.n_sessions} sessions ({how}; Beta(a, a) smoothing, a = {tr.pseudo:g}); "
         f"train log-likelihood {tr.log_likelihood[-1]:.4f} (sum over {data.n_sessions} sessions, natural log); "
         f"wrote {out}"
     )
+    for key, text in result.notes().items():
+        typer.echo(f"note ({key}): {text}")
 
 
 def evaluate_command(
@@ -366,6 +371,13 @@ def evaluate_command(
         f"{'; not recorded in the file: ' + ', '.join(unrecorded) if unrecorded else ''}; (query, document) pairs unseen in "
         "training get the impression-weighted mean of the fitted values"
     )
+    from clickmodels.estimation import ClickModelFit
+
+    approx = [label for label, f in fits.items()
+              if f.trace.method == "closed_form" and f.estimator != ClickModelFit.closed_form_estimator]
+    if approx:
+        typer.echo(f"estimators: {', '.join(approx)}: closed form, the last-click approximation (not the MLE; "
+                   "name:em for the maximum-likelihood fit)")
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         typer.echo(table[cols].to_string(float_format=lambda v: f"{v:.4f}"))
     for label, fitted in fits.items():
