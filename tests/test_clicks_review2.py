@@ -170,3 +170,36 @@ def test_cli_fit_says_approximation_and_dcm_last_rank_is_not_identified(tmp_path
                               "sdbn,sdbn:em,cm", "-q"])
     assert res.exit_code == 0, res.output
     assert "estimators: sdbn: closed form, the last-click approximation (not the MLE" in res.stdout
+
+
+# -- A.2: PBM / UBM examination is on an arbitrary scale ---------------------------------------------------------------
+@pytest.mark.parametrize("model", ["pbm", "ubm"])
+def test_position_models_say_their_examination_scale_is_arbitrary(model: str, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from typer.testing import CliRunner
+
+    from clickmodels.estimation import fit_log
+    from clickmodels.logs import write_tsv
+    from onlineeval.cli import app
+
+    log = _simulate_sdbn(np.array([0.7, 0.5, 0.3, 0.4]), np.array([0.5, 0.4, 0.6, 0.3]), 400, 3,
+                         np.random.default_rng(2))
+    fit = fit_log(model, log)
+    # the fact the note states: examination x c and attractiveness / c give the same likelihood
+    exam, attr = np.asarray(fit.examination), fit.attractiveness
+    c = 0.5 * (max(attr.value.max(), attr.default) + 1 / exam.max())  # keeps both within [0, 1]
+    assert abs(c - 1) > 0.02
+    scaled = replace(fit, examination=fit.examination * c,
+                     attractiveness=replace(fit.attractiveness, value=fit.attractiveness.value / c,
+                                            default=fit.attractiveness.default / c))
+    np.testing.assert_allclose(scaled.log_likelihood(log), fit.log_likelihood(log), rtol=1e-12)
+    note = fit.to_dict()["conventions"][f"{model}_scale"]
+    first = float(np.asarray(fit.examination).flat[0])
+    assert "arbitrary scale" in note and f"here {first:.4g} at rank 1" in note and "across fits" in note
+    write_tsv(log, tmp_path / "log.tsv")
+    res = CliRunner().invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", model,
+                                   "--out", str(tmp_path / "f.json"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert f"note ({model}_scale): only examination" in res.stdout
+    assert json.loads((tmp_path / "f.json").read_text())["conventions"][f"{model}_scale"] == note

@@ -57,6 +57,7 @@ __all__ = [
     "by_rank",
     "FIT_TYPES",
     "register_fit",
+    "scale_note",
     "with_closed_form_trace",
     "interim_trace",
     "fit_from_dict",
@@ -544,6 +545,13 @@ CONVENTIONS: dict[str, str] = {
     "dcm_continuation": "continuation[r] = P(examine rank index r+1 | click at rank index r)",
     "probabilities": "all parameters are probabilities in [0, 1]",
 }
+
+
+def scale_note(product: str, ratio: str, first: float) -> str:
+    """The note of a model whose examination and attractiveness are identified only through their product."""
+    return (f"only {product} is identified (every examination times c and every attractiveness divided by c give "
+            f"the same clicks): examination is on the arbitrary scale EM reached (here {first:.4g} at rank 1), "
+            f"attractiveness on its inverse; compare {ratio} across fits, not the values")
 
 
 def fit_from_dict(data: Any, source: str | None = None) -> ClickModelFit:

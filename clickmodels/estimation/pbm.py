@@ -29,6 +29,7 @@ from clickmodels.estimation.base import (
     PairTable,
     by_rank,
     register_fit,
+    scale_note,
     slot_values,
     smoothed,
 )
@@ -54,6 +55,10 @@ class PBMFit(ClickModelFit):
 
     def _conditional_click_probs(self, log: ClickLog) -> np.ndarray:
         return self._click_probs(log)
+
+    def notes(self) -> dict[str, str]:
+        return {"pbm_scale": scale_note("examination[r] x attractiveness", "examination[r] / examination[0]",
+                                        float(np.asarray(self.examination)[0]))}
 
 
 def fit_pbm(log: ClickLog, options: EMOptions | None = None) -> PBMFit:

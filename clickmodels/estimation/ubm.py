@@ -27,6 +27,7 @@ from clickmodels.estimation.base import (
     EMOptions,
     PairTable,
     register_fit,
+    scale_note,
     slot_values,
     smoothed,
 )
@@ -69,6 +70,11 @@ class UBMFit(ClickModelFit):
 
     def _conditional_click_probs(self, log: ClickLog) -> np.ndarray:
         return kernels.ubm_conditional(self.attractiveness.for_log(log), self._gamma_for(log), log.clicks)
+
+    def notes(self) -> dict[str, str]:
+        return {"ubm_scale": scale_note("examination[r][p] x attractiveness",
+                                        "examination[r][p] / examination[0][0]",
+                                        float(np.asarray(self.examination)[0, 0]))}
 
     def _click_probs(self, log: ClickLog) -> np.ndarray:
         """Exact marginals by :func:`clickmodels.kernels.ubm_probabilities` (a forward
