@@ -139,6 +139,76 @@ def test_ratio_from_csv_uses_the_delta_method_variance_of_the_data(tmp_path: Pat
     assert mom["required"]["users_per_arm"] == doc["required"]["users_per_arm"]
 
 
+MOMENTS = ("--num-mean", "2.5", "--num-var", "9", "--den-mean", "10", "--den-var", "40", "--cov", "12")
+
+
+def test_ratio_prints_its_treatment_variance_assumption() -> None:
+    """Review 2, D.1: the equal-variance assumption was only in the README's formula line."""
+    res = runner.invoke(app, ["power", "ratio", *MOMENTS, "--relative-mde", "0.03"])
+    assert res.exit_code == 0, res.output
+    assert "assumes: B's per-user sd of the linearised ratio is A's (" in res.stdout
+    doc = run_json("ratio", *MOMENTS, "--relative-mde", "0.03")
+    assert doc["treatment_variance"] == "same" and doc["assumption"].startswith("B's per-user sd of the")
+    scaled = runner.invoke(app, ["power", "ratio", *MOMENTS, "--relative-mde", "0.03", "--treatment-variance",
+                                 "scaled"])
+    assert "assumes: B's per-user sd of the linearised ratio is A's x R_B/R_A" in scaled.stdout
+    assert "must be one of same, scaled" in run_error("ratio", *MOMENTS, "--mde", "0.01", "--treatment-variance", "x")
+
+
+@pytest.mark.parametrize(("alternative", "share_b", "rel"), [("larger", 0.2, 0.03), ("two-sided", 0.5, -0.05),
+                                                             ("smaller", 0.3, -0.04)])
+def test_ratio_scaled_treatment_variance_is_the_unequal_variance_z_test(alternative: str, share_b: float,
+                                                                        rel: float) -> None:
+    """``--treatment-variance scaled``: B's sd = A's x R_B/R_A. References: statsmodels' normal_power_het with the
+    unequal-variance standard error written out, and scipy's root of power = 0.8 for the MDE."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    args = ("ratio", *MOMENTS, "--relative-mde", str(rel), "--share-b", str(share_b), "--alternative", alternative,
+            "--users", "60000", "--treatment-variance", "scaled")
+    doc = run_json(*args)
+    r = 0.25
+    sigma = math.sqrt(9 - 2 * r * 12 + r * r * 40) / 10  # delta method by hand: 0.2345
+    assert doc["sd_linearized"] == pytest.approx(sigma, rel=1e-12)
+
+    def s1(e: float) -> float:  # per unit of N total users: A's variance in A, (R_B/R_A)^2 of it in B
+        return math.sqrt(sigma**2 / (1 - share_b) + (sigma * (r + e) / r) ** 2 / share_b)
+
+    def power(e: float, n: float) -> float:
+        return float(smp.normal_power_het(e, n, 0.05, std_null=s1(e), std_alternative=s1(e),
+                                          alternative=alternative))
+
+    w = rel * r
+    n = doc["required"]["unrounded_total"]
+    assert power(w, n) == pytest.approx(0.8, abs=1e-9)
+    if alternative != "two-sided":  # one tail: the closed form
+        z = norm.ppf(0.95) + norm.ppf(0.8)
+        assert n == pytest.approx((z * s1(w) / w) ** 2, rel=1e-9)
+    same = run_json(*args[:-2])["required"]["unrounded_total"]
+    assert n / same == pytest.approx(s1(w) ** 2 / s1(0.0) ** 2, rel=1e-9)  # the size grows with B's variance
+    assert doc["at_size"]["power"] == pytest.approx(power(w, 60000), abs=1e-9)
+    sign = -1.0 if alternative == "smaller" else 1.0  # a two-sided MDE is reported in the positive direction
+    mde = brentq(lambda e: power(sign * e, 60000) - 0.8, 1e-9, r, xtol=1e-14)
+    assert doc["at_size"]["mde_absolute"] == pytest.approx(sign * mde, rel=1e-7)
+
+
+def test_ratio_scaled_is_the_variance_of_a_multiplied_numerator(tmp_path: Path) -> None:
+    """The scaled B sd is what the delta method gives on the same users with every numerator multiplied by
+    (1 + rho) (CV kept): A's moments and B's (x 1.08) computed from one CSV, by the command itself."""
+    path, c, q = _users_csv(tmp_path)
+    treated = tmp_path / "treated.csv"
+    treated.write_text("clicks,queries\n" + "".join(f"{float(1.08 * a)!r},{b}\n" for a, b in zip(c, q)), encoding="utf-8")
+    cols = ("--num-col", "clicks", "--den-col", "queries", "--relative-mde", "0.08")
+    a = run_json("ratio", "--csv", str(path), *cols)
+    b = run_json("ratio", "--csv", str(treated), *cols)
+    assert b["ratio"] == pytest.approx(1.08 * a["ratio"], rel=1e-12)
+    assert b["sd_linearized"] == pytest.approx(1.08 * a["sd_linearized"], rel=1e-9)
+    scaled = run_json("ratio", "--csv", str(path), *cols, "--treatment-variance", "scaled")
+    z = 1.959963984540054 + 0.8416212335729143  # two-sided 0.05 without its far tail (P = 1e-6 here), power 0.8
+    hand = (z / (0.08 * a["ratio"])) ** 2 * 2 * (a["sd_linearized"] ** 2 + b["sd_linearized"] ** 2)
+    assert scaled["required"]["unrounded_total"] == pytest.approx(hand, rel=2e-5)
+
+
 def test_csv_errors_name_file_and_line(tmp_path: Path) -> None:
     path, _, _ = _users_csv(tmp_path, 5)
     out = run_error("ratio", "--csv", str(path), "--num-col", "click", "--den-col", "queries", "--mde", "0.01")

@@ -29,7 +29,11 @@ total, a share ``s`` of them in B, :math:`\kappa = 1/(1-s) + 1/s`):
 * proportion, ``--method unpooled``: :math:`s_0 = s_1` as :math:`s_1` above (Wald test; 57,760).
 * ratio metric :math:`R = \sum x/\sum y` (delta method, Deng, Knoblich and Lu 2018): per-user
   :math:`\sigma_e^2 = (V_x - 2R\,C_{xy} + R^2 V_y)/\mu_y^2`, :math:`s_0^2 = s_1^2 = \sigma_e^2\kappa`,
-  :math:`w = \Delta R`, the same variance in both arms.
+  :math:`w = \Delta R`, the same variance in both arms (``--treatment-variance same``, the default). With
+  ``--treatment-variance scaled`` B's per-user sd is :math:`\sigma_e R_B/R_A` (coefficient of variation kept,
+  as when the effect multiplies every user's numerator: :math:`\mathrm{Var}((1+\rho)x - (1+\rho)R\,y) =
+  (1+\rho)^2\,\mathrm{Var}(x - Ry)`) and :math:`s_0^2 = s_1^2 = \sigma_e^2/(1-s) + \sigma_e^2 (R_B/R_A)^2/s`
+  (the delta-method z-test estimates each arm's variance from its own users). The answer prints which.
 * interleaving preference (one sample of per-user preferences): :math:`s_0 = s_1 = \sigma`,
   :math:`w = \Delta`.
 
@@ -72,6 +76,15 @@ SEQUENTIAL = ("none", "msprt", "confidence_sequence", "obrien_fleming", "pocock"
 ALTERNATIVES = ("two-sided", "larger", "smaller")
 PROPORTION_METHODS = ("arcsine", "pooled", "unpooled")
 FORMATS = ("text", "json")
+TREATMENT_VARIANCES = ("same", "scaled")
+#: what ``power ratio`` assumes about B's per-user variance, printed with every answer (review 2, D.1)
+RATIO_ASSUMPTIONS = {
+    "same": ("B's per-user sd of the linearised ratio is A's (the effect leaves the per-user variance alone; "
+             "--treatment-variance scaled: B's sd x R_B/R_A)"),
+    "scaled": ("B's per-user sd of the linearised ratio is A's x R_B/R_A (coefficient of variation kept: exact "
+               "when the effect multiplies every user's numerator; where part of the variance does not scale, "
+               "e.g. binomial click noise, B's sd lies between A's and this)"),
+}
 
 
 # ----------------------------------------------------------------------------- the calculation
@@ -206,9 +219,11 @@ def proportion_metric(p_a: float, method: str, st: Settings) -> Metric:
 
 
 def ratio_metric(
-    num_mean: float, num_var: float, den_mean: float, den_var: float, cov: float, st: Settings, source: str
+    num_mean: float, num_var: float, den_mean: float, den_var: float, cov: float, st: Settings, source: str,
+    treatment_variance: str = "same",
 ) -> Metric:
-    """Ratio metric from per-user moments of numerator and denominator (delta method)."""
+    """Ratio metric from per-user moments of numerator and denominator (delta method); ``treatment_variance``:
+    B's per-user variance of the linearised ratio (:data:`RATIO_ASSUMPTIONS`)."""
     if not den_mean > 0:
         raise ConfigError(("--den-mean",), f"the mean denominator per user must be > 0, got {den_mean}")
     if num_var < 0 or den_var < 0:
@@ -219,15 +234,32 @@ def ratio_metric(
         raise ConfigError(
             ("--cov",), f"the per-user delta-method variance is {var_e:.3g} <= 0; check the variances and covariance"
         )
-    scale = math.sqrt(var_e * st.kappa)
+    if treatment_variance not in TREATMENT_VARIANCES:
+        raise ConfigError(("--treatment-variance",),
+                          f"must be one of {', '.join(TREATMENT_VARIANCES)}; got {treatment_variance!r}")
     details = {
         "ratio": r, "sd_linearized": math.sqrt(var_e), "num_mean": num_mean, "num_var": num_var,
         "den_mean": den_mean, "den_var": den_var, "cov": cov, "source": source,
+        "treatment_variance": treatment_variance, "assumption": RATIO_ASSUMPTIONS[treatment_variance],
     }  # fmt: skip
-    return Metric(
-        "ratio", lambda d: d, lambda d: scale, lambda d: scale, -math.inf, math.inf, r if r != 0 else None,
-        details, units_per_user=den_mean, linear=True,
-    )  # fmt: skip
+    if treatment_variance == "same":
+        scale = math.sqrt(var_e * st.kappa)
+        return Metric(
+            "ratio", lambda d: d, lambda d: scale, lambda d: scale, -math.inf, math.inf, r if r != 0 else None,
+            details, units_per_user=den_mean, linear=True,
+        )  # fmt: skip
+    if r == 0:
+        raise ConfigError(("--treatment-variance",), "scaled needs a non-zero ratio (B's sd is A's x R_B/R_A)")
+    s = st.share_b
+
+    def s1(d: float) -> float:  # A's per-user variance in A, (R_B/R_A)^2 times it in B; the Wald test: s0 = s1
+        return math.sqrt(var_e / (1.0 - s) + var_e * (1.0 + d / r) ** 2 / s)
+
+    # effects keep R_B of R's sign (the scaling is meaningless past R_B = 0); the drift is bounded as the
+    # effect grows (B's sd grows with it), so a finite far end bounds the MDE search
+    far = 1e6 * abs(r)
+    lo, hi = (-abs(r), far) if r > 0 else (-far, abs(r))
+    return Metric("ratio", lambda d: d, s1, s1, lo, hi, r, details, units_per_user=den_mean)
 
 
 def interleaving_metric(sd: float) -> Metric:
@@ -438,6 +470,7 @@ def render_text(doc: dict[str, Any]) -> str:
             f"ratio: {_fmt(doc['ratio'])}   per-user sd of the linearised ratio: {_fmt(doc['sd_linearized'])}"
             f"   (from {doc['source']})"
         )
+        lines.append(f"assumes: {doc['assumption']}")
     lines.append(
         f"alpha {doc['alpha']} ({doc['alternative']}), power {doc['power_target']}"
         + (f", share in B {doc['share_b']}" if doc["share_b"] is not None else "")
@@ -584,6 +617,10 @@ def ratio_cmd(
     cov: Annotated[float | None, typer.Option("--cov", help="Covariance of numerator and denominator.")] = None,
     mde: _Mde = None,
     relative_mde: _Rel = None,
+    treatment_variance: Annotated[str, typer.Option(
+        "--treatment-variance",
+        help="B's per-user variance of the linearised ratio: same (as A's) or scaled (sd x R_B/R_A, CV kept).",
+    )] = "same",
     users: _Users = None,
     alpha: _Alpha = 0.05,
     power: _Power = 0.8,
@@ -608,7 +645,7 @@ def ratio_cmd(
             raise ConfigError((missing[0],), f"needed without --csv (missing: {', '.join(missing)})")
         mx, vx, my, vy, cxy = (float(v) for v in moments.values())  # type: ignore[arg-type]
         source = "moments given"
-    m = ratio_metric(mx, vx, my, vy, cxy, st, source)
+    m = ratio_metric(mx, vx, my, vy, cxy, st, source, treatment_variance)
     effect = _effect(m.baseline, mde, relative_mde, None, users)
     _emit(calculate(m, st, effect, users), output_format)
 
