@@ -49,6 +49,7 @@ __all__ = [
     "log_likelihood",
     "evaluate",
     "compare",
+    "clipped_sessions",
     "ModelOnLog",
 ]
 
@@ -98,6 +99,10 @@ class Evaluation:
         Mean over ranks of the per-rank values.
     perplexity_by_rank, conditional_perplexity_by_rank:
         ``(k,)`` per-rank values (NaN at a rank no session shows).
+    n_clipped:
+        Sessions with an observed click or skip to which the model gives a conditional
+        probability below ``PROB_EPS`` (e.g. a second click under the cascade model): their
+        log-likelihood is charged ``log(PROB_EPS)`` = -23.03 per such slot, not minus infinity.
     """
 
     model: str
@@ -107,6 +112,7 @@ class Evaluation:
     conditional_perplexity: float
     perplexity_by_rank: np.ndarray
     conditional_perplexity_by_rank: np.ndarray
+    n_clipped: int = 0
 
 
 def _check_probs(p: np.ndarray, log: ClickLog, what: str) -> np.ndarray:
@@ -141,6 +147,13 @@ def log_likelihood(p_conditional: np.ndarray, clicks: np.ndarray, shown: np.ndar
     return bernoulli_log_likelihood(p_conditional, clicks, shown)
 
 
+def clipped_sessions(p_conditional: np.ndarray, clicks: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """``(n,)`` bool: sessions with a shown slot whose observed outcome has probability below ``PROB_EPS``
+    (clipped up to it in :func:`log_likelihood`)."""
+    observed = np.where(clicks, p_conditional, 1.0 - p_conditional)
+    return np.any(shown & (observed < PROB_EPS), axis=1)
+
+
 def evaluate(model: ClickPredictor | Any, log: ClickLog, label: str | None = None) -> Evaluation:
     """Log-likelihood, perplexity and conditional perplexity of ``model`` on ``log``.
 
@@ -170,6 +183,7 @@ def evaluate(model: ClickPredictor | Any, log: ClickLog, label: str | None = Non
         conditional_perplexity=float(np.nanmean(cond_rank)),
         perplexity_by_rank=per_rank,
         conditional_perplexity_by_rank=cond_rank,
+        n_clipped=int(clipped_sessions(pc, clicks, shown).sum()),
     )
 
 
@@ -177,7 +191,8 @@ def compare(models: Mapping[str, ClickPredictor | Any] | Sequence[Any], log: Cli
     """A table with one row per model: LL, perplexity, conditional perplexity, per-rank perplexity.
 
     Columns: ``log_likelihood``, ``perplexity``, ``conditional_perplexity``, ``n_sessions``,
-    then ``perplexity@1 .. perplexity@k``. Index: the model labels (mapping keys, or each
+    ``n_clipped`` (sessions whose log-likelihood hit the ``PROB_EPS`` floor, see
+    :class:`Evaluation`), then ``perplexity@1 .. perplexity@k``. Index: the model labels (mapping keys, or each
     model's ``name``), in the given order.
     """
     items = list(models.items()) if isinstance(models, Mapping) else [(None, m) for m in models]
@@ -190,6 +205,7 @@ def compare(models: Mapping[str, ClickPredictor | Any] | Sequence[Any], log: Cli
             "perplexity": ev.perplexity,
             "conditional_perplexity": ev.conditional_perplexity,
             "n_sessions": ev.n_sessions,
+            "n_clipped": ev.n_clipped,
         }
         row.update({f"perplexity@{r + 1}": v for r, v in enumerate(ev.perplexity_by_rank)})
         rows.append(row)

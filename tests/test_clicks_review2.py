@@ -203,3 +203,36 @@ def test_position_models_say_their_examination_scale_is_arbitrary(model: str, tm
     assert res.exit_code == 0, res.output
     assert f"note ({model}_scale): only examination" in res.stdout
     assert json.loads((tmp_path / "f.json").read_text())["conventions"][f"{model}_scale"] == note
+
+
+# -- A.3: sessions whose log-likelihood hit the 1e-10 floor are counted ------------------------------------------------
+def test_evaluate_counts_sessions_clipped_at_the_floor(tmp_path: Path) -> None:
+    """cm gives a second click probability 0: the clipped sessions are exactly the test sessions with >= 2 distinct
+    clicked documents (counted here from the file); rctr clips none."""
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(300):
+        shown = list(rng.permutation(["a", "b", "c", "d"]))
+        rows.append(f"s{i}\tq\t{','.join(shown)}\t{','.join(d for d in shown if rng.random() < 0.3)}\n")
+    (tmp_path / "log.tsv").write_text("".join(rows))
+    test_rows = rows[200:]
+    (tmp_path / "test.tsv").write_text("".join(test_rows))
+    (tmp_path / "train.tsv").write_text("".join(rows[:200]))
+    multi = sum(len(set(filter(None, r.rstrip("\n").split("\t")[3].split(",")))) >= 2 for r in test_rows)
+    assert 0 < multi < 100
+    csv = tmp_path / "t.csv"
+    res = CliRunner().invoke(app, ["clicks", "evaluate", "--log", str(tmp_path / "train.tsv"), "--test-log",
+                                   str(tmp_path / "test.tsv"), "--models", "cm,rctr", "--csv", str(csv)])
+    assert res.exit_code == 0, res.output
+    assert (f"cm: {multi} of 100 test sessions have clicks the model gives probability 0 (clipped at 1e-10"
+            in res.stdout), res.stdout
+    assert "rctr:" not in res.stdout.split("conditional_perplexity")[-1]
+    table = pd.read_csv(csv, index_col=0)
+    assert table.loc["cm", "n_clipped"] == multi and table.loc["rctr", "n_clipped"] == 0
+    api = onlineeval.evaluate_clicks(tmp_path / "train.tsv", "cm,rctr", test=tmp_path / "test.tsv")
+    assert api.loc["cm", "n_clipped"] == multi
+    assert read_click_log(tmp_path / "test.tsv").n_sessions == 100

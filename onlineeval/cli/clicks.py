@@ -14,6 +14,7 @@ and ``yandex``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), e
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -380,6 +381,11 @@ def evaluate_command(
                    "name:em for the maximum-likelihood fit)")
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         typer.echo(table[cols].to_string(float_format=lambda v: f"{v:.4f}"))
+    for label, row in table.iterrows():
+        if row["n_clipped"] > 0:
+            typer.echo(f"{label}: {int(row['n_clipped']):,} of {int(row['n_sessions']):,} test sessions have clicks "
+                       f"the model gives probability 0 (clipped at {PROB_EPS:g}: log-likelihood "
+                       f"{math.log(PROB_EPS):.2f} per such click or skip)")
     for label, fitted in fits.items():
         trace = fitted.trace
         if trace.iterations and not trace.converged:
