@@ -236,3 +236,28 @@ def test_evaluate_counts_sessions_clipped_at_the_floor(tmp_path: Path) -> None:
     api = onlineeval.evaluate_clicks(tmp_path / "train.tsv", "cm,rctr", test=tmp_path / "test.tsv")
     assert api.loc["cm", "n_clipped"] == multi
     assert read_click_log(tmp_path / "test.tsv").n_sessions == 100
+
+
+# -- A.4: clicks a Yandex-format log drops are reported ----------------------------------------------------------------
+def test_dropped_yandex_clicks_are_reported(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    lines = [f"q{i % 3}\t1,2,3,4 : {(i % 4) + 1}" for i in range(40)]
+    lines[5] = "q2\t1,2,3,4 : 2, 9"  # 9 is not on the page
+    lines[7] = "q1\t1,2,3,4 : 7"  # a cut '7x' click
+    train, test = tmp_path / "train.yandex", tmp_path / "test.yandex"
+    train.write_text("\n".join(lines) + "\n")
+    test.write_text("q0\t1,2,3,4 : 1\nq1\t1,2,3,4 : 5\n")
+    runner = CliRunner()
+    res = runner.invoke(app, ["clicks", "fit", "--log", str(train), "--model", "rctr", "--out", str(tmp_path / "f.json")])
+    assert res.exit_code == 0, res.output
+    assert f"{train}: ignored 2 clicks on documents not on the page (Yandex format" in res.stdout
+    res = runner.invoke(app, ["clicks", "evaluate", "--log", str(train), "--test-log", str(test), "--models", "rctr"])
+    assert res.exit_code == 0, res.output
+    assert f"{train}: ignored 2 clicks" in res.stdout and f"{test}: ignored 1 click on documents" in res.stdout
+    clean = tmp_path / "clean.yandex"
+    clean.write_text("q0\t1,2,3,4 : 1\n")
+    res = runner.invoke(app, ["clicks", "fit", "--log", str(clean), "--model", "rctr", "--out", str(tmp_path / "g.json")])
+    assert res.exit_code == 0 and "ignored" not in res.stdout

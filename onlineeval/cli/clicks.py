@@ -93,6 +93,15 @@ def _read(path: Path, fmt: Optional[str]):  # type: ignore[no-untyped-def]
     return read_click_log(path, fmt)  # type: ignore[arg-type]
 
 
+def _dropped_line(log, path: Path) -> str:  # type: ignore[no-untyped-def]
+    """The line reporting clicks a Yandex-format reader ignored ("" when none)."""
+    n = log.n_dropped_clicks
+    if not n:
+        return ""
+    return (f"{path}: ignored {n:,} click{'s' if n != 1 else ''} on documents not on the page (Yandex format: such "
+            "clicks are dropped, as documented for that data; a truncated last session shows up here)")
+
+
 def _check_options(
     max_iter: Optional[int] = None,
     tol: Optional[float] = None,
@@ -260,6 +269,8 @@ def fit_command(
     result.save(out)
     if note:
         typer.echo(f"model: {note}")
+    if _dropped_line(data, log):
+        typer.echo(_dropped_line(data, log))
     tr = result.trace
     if tr.method != "closed_form":
         how = f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
@@ -326,10 +337,12 @@ def evaluate_command(
     if csv is not None and not csv.parent.is_dir():
         raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
     train = _read(log, format)
+    dropped = [_dropped_line(train, log)]
     if test_log is None:
         train, test = train_test_split(train, test_fraction, np.random.default_rng(seed))
     else:
         test = _read(test_log, test_format or format)
+        dropped.append(_dropped_line(test, test_log))
     fits = {}
     for name in names:
         if name.endswith(".json"):
@@ -360,6 +373,9 @@ def evaluate_command(
     split = f"held-out log {test_log}" if test_log is not None else (
         f"random split of {log}, {test_fraction:.0%} of sessions held out (seed {seed})")
     typer.echo(f"train: {train.n_sessions} sessions, test: {test.n_sessions} sessions ({split})")
+    for line in dropped:
+        if line:
+            typer.echo(line)
     notes = [_translation_note(b) for b, _, _ in refit]
     if any(notes):
         typer.echo("models: " + "; ".join(n for n in notes if n))
