@@ -70,7 +70,8 @@ float may be ``null`` where it is undefined)::
               "design": "ab", "metric": "reciprocal_rank", "primary": true,
               "improvement_sign": 1,               # -1: online values were sign-flipped
               "truth": "exact" | "monte_carlo",
-              "n_points": 10, "n_systems": 5,      # points; distinct (x, y) pairs fitted
+              "n_points": 10, "n_systems": 5,      # points; distinct ranker pairs (A, B, collection)
+              "pairs_with_several_truths": 0,      # pairs seen with different true effects in the group
               "biased_points": 0,                  # points whose analysis withheld the analytic numbers
               "systems": [{"points": [0, 1], "offline_delta": x, "online_effect": y,
                            "online_effect_se": s, "sign": "agree"|"disagree"|"undetermined"|"zero"}],
@@ -99,18 +100,31 @@ float may be ``null`` where it is undefined)::
                                               "mean": .., "sd": .., "n_systems": n}]}
             }
           ],
+          "mixed_axes": [],                        # axes whose values differ between points of one pair
+          "warnings": [],                          # e.g. the group mixes user populations (see below)
           "mde": [                                 # one per design, primary metric, traffic
             {"design": "ab", "metric": "reciprocal_rank", "queries_per_day": 1000,
              "alpha": 0.05, "power": 0.8, "variance_model": {"a": .., "b": ..},
              "slope": b, "slope_ci": [lo, hi], "simulated_days": 7,
              "days": [1, 2, ...], "online_mde": [...], "offline_mde": [...],
              "offline_mde_low": [...], "offline_mde_high": [...],   # null entries: unbounded
-             "offline_mde_at_simulated_days": .., "note": null | "why there is no curve"}
+             "offline_mde_at_simulated_days": .., "slope_ci_includes_zero": false,
+             "note": null | "why there is no curve (or why it is not bounded above)"}
           ]
         }
       ],
       "plots": {"relation": "shrinkage.png", "mde": "mde.png"}
     }
+
+**Systems** are the distinct ranker pairs (A, B, collection) of a group: the observation column
+``system`` (the point's rankers, collection, seed and offline metric) says which points share a pair;
+without it, the distinct (offline, online) truths. A pair seen with several true online effects in one
+group (the same rankers under two click models or user populations: only a ``users.*`` axis differs)
+is one system, not several: the group gets ``mixed_axes`` (the axes whose values differ between the
+points of one pair) and a warning to set ``shrinkage_by`` to them; its relation is fitted on the
+distinct truths, as before, but only when it has more pairs than coefficients. The MDE's interval is
+printed with it; when the slope's CI reaches 0 its upper end is unbounded and the MDE is flagged
+(``slope_ci_includes_zero``).
 
 ``points.csv`` gets, on each point's primary-metric row: ``shrinkage_group``,
 ``online_improvement`` (the signed true effect), ``predicted_online`` (the group's
@@ -135,7 +149,9 @@ __all__ = [
     "fit_relation",
     "format_shrinkage",
     "kendall_tau_b",
+    "mde_cell",
     "mde_offline",
+    "mixed_warning",
     "paule_mandel_tau2",
     "point_columns",
     "shrinkage_study",
@@ -317,7 +333,8 @@ CONVENTIONS = {
               "better, abandonment, is flipped): exact for A/B metrics, Monte Carlo with its SE for interleaving",
     "fit": "weighted least squares, weights 1/(tau^2 + SE^2) with tau^2 by Paule-Mandel; covariance "
            "max(1, q) (X'WX)^-1, Student-t intervals on n - p df (modified Knapp-Hartung); exact truths: ordinary "
-           "least squares; systems are the distinct (offline, online) pairs of a group",
+           "least squares; systems are the distinct ranker pairs (A, B, collection) of a group, fitted on their "
+           "distinct truths (a pair seen by several user populations in one group is one system: warned)",
     "ci": "confidence intervals for the mean online effect at an offline gain; prediction intervals for one new "
           "pair (add tau^2)",
     "sign": "truth: sign of the online effect against the sign of the offline delta (undetermined within 2 MC "
@@ -327,7 +344,8 @@ CONVENTIONS = {
            "baseline A); experiment: tau of one simulated experiment's estimates, mean and SD over replicates",
     "mde": "smallest offline gain detectable with the configured power at two-sided alpha in D days: "
            "(z_{1-alpha/2} + z_power) se(D) / slope, se(D)^2 = a / (D * queries per day) + b (median variance "
-           "model of the group's points at that traffic), slope through the origin; its interval from the slope's",
+           "model of the group's points at that traffic), slope through the origin; its interval from the slope's "
+           "CI, unbounded above when that CI reaches 0 (the MDE is then flagged)",
 }
 
 
@@ -357,6 +375,50 @@ def _systems(obs: pd.DataFrame) -> pd.DataFrame:
     g = obs.groupby(["offline_delta", "online_effect", "online_effect_se"], sort=False)["point"]
     out = g.apply(lambda p: sorted(int(v) for v in p)).reset_index().rename(columns={"point": "points"})
     return out
+
+
+def _pairs(obs: pd.DataFrame) -> dict[Any, list[int]]:
+    """The group's ranker pairs (A, B, collection): the ``system`` column's values, or each distinct truth
+    when the observations have no such column -> the points observing it."""
+    if "system" in obs.columns and obs["system"].notna().all():
+        keys: list[Any] = list(obs["system"])
+    else:
+        keys = list(zip(obs["offline_delta"], obs["online_effect"], obs["online_effect_se"], strict=True))
+    out: dict[Any, list[int]] = {}
+    for k, p in zip(keys, obs["point"], strict=True):
+        out.setdefault(k, []).append(int(p))
+    return out
+
+
+def _several_truths(obs: pd.DataFrame, pairs: Mapping[Any, list[int]]) -> list[list[int]]:
+    """The points of each pair seen with more than one distinct truth."""
+    out = []
+    for points in pairs.values():
+        sub = obs[obs["point"].isin(points)]
+        if len(sub.drop_duplicates(["offline_delta", "online_effect", "online_effect_se"])) > 1:
+            out.append(sorted(set(points)))
+    return out
+
+
+def _mixed_axes(mixed: Sequence[Sequence[int]], labels: Mapping[int, Mapping[str, Any]] | None) -> list[str]:
+    """The axes whose values differ between points of one pair (in the axes' order)."""
+    if not labels:
+        return []
+    axes: list[str] = []
+    for points in mixed:
+        for a in dict.fromkeys(a for p in points for a in (labels.get(p) or {})):
+            if len({str((labels.get(p) or {}).get(a)) for p in points}) > 1 and a not in axes:
+                axes.append(a)
+    return axes
+
+
+def mixed_warning(label: str, axes: Sequence[str], n_mixed: int, n_pairs: int) -> str:
+    """The warning of a group whose ranker pairs are seen with several true online effects."""
+    what = ", ".join(axes) if axes else "something other than the rankers and the collection"
+    fix = (f"set shrinkage_by: [{', '.join(axes)}] for one relation per value" if axes
+           else "split the study with shrinkage_by")
+    return (f"group '{label}' mixes {what} values: {n_mixed} of {n_pairs} ranker pair(s) seen with different true "
+            f"online effects (one system per pair, not one per value; the relation pools user populations); {fix}")
 
 
 def _decision(obs: pd.DataFrame, estimates: pd.DataFrame) -> list[dict[str, Any]]:
@@ -450,9 +512,13 @@ def _sentence(pred: dict[str, Any], metric: str, offline_metric: str, level: flo
 def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, level: float) -> dict[str, Any]:
     first = obs.iloc[0]
     systems = _systems(obs)
+    pairs = _pairs(obs)
+    several = _several_truths(obs, pairs)
     x, y, s = (systems[c].to_numpy(dtype=np.float64) for c in ("offline_delta", "online_effect", "online_effect_se"))
-    origin = fit_relation(x, y, s, intercept=False, level=level)
-    both = fit_relation(x, y, s, intercept=True, level=level)
+    # a relation across systems needs more distinct pairs than coefficients (one pair under two click
+    # models is not two systems)
+    origin = fit_relation(x, y, s, intercept=False, level=level) if len(pairs) > 1 else None
+    both = fit_relation(x, y, s, intercept=True, level=level) if len(pairs) > 2 else None
     signs = [_sign_of(a, b, c) for a, b, c in zip(x, y, s)]
     counts = {k: signs.count(k) for k in ("agree", "disagree", "undetermined", "zero")}
     decided = counts["agree"] + counts["disagree"]
@@ -474,7 +540,8 @@ def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, l
         "design": str(first["design"]), "metric": str(first["metric"]), "primary": bool(first["primary"]),
         "improvement_sign": int(first["improvement_sign"]),
         "truth": "monte_carlo" if np.any(s > 0) else "exact",
-        "n_points": len(obs), "n_systems": len(systems),
+        "n_points": len(obs), "n_systems": len(pairs), "pairs_with_several_truths": len(several),
+        "_several": several,  # removed by shrinkage_study (points of the pairs above, for the group's warning)
         # points whose own analysis found the design or estimate biased (analytic_withheld)
         "biased_points": sum(_withheld(r) for r in obs.itertuples(index=False)),
         "systems": [{"points": list(p), "offline_delta": float(a), "online_effect": float(b),
@@ -512,8 +579,8 @@ def _mde_curves(obs: pd.DataFrame, relation: dict[str, Any], level: float) -> li
                                  "queries_per_day": float(qpd), "alpha": alpha, "power": power,
                                  "variance_model": None, "slope": None, "slope_ci": None,
                                  "simulated_days": sim_days, "days": days, "online_mde": [], "offline_mde": [],
-                                 "offline_mde_low": [], "offline_mde_high": [], "offline_mde_at_simulated_days": None,
-                                 "note": None}
+                                 "offline_mde_low": [], "offline_mde_high": [],
+                                 "offline_mde_at_simulated_days": None, "slope_ci_includes_zero": False, "note": None}
         if ok.empty:
             entry["note"] = BIASED_NOTE if unbiased.empty else "no variance model (no finite standard errors)"
             out.append(entry)
@@ -538,6 +605,9 @@ def _mde_curves(obs: pd.DataFrame, relation: dict[str, Any], level: float) -> li
             )
             at = mde_offline(np.sqrt(a / (sim_days * float(qpd)) + b), fit["slope"], alpha, power)
             entry["offline_mde_at_simulated_days"] = float(at)
+            if not lo > 0:  # the slope is not distinguishable from 0: no upper bound on the MDE
+                entry.update(slope_ci_includes_zero=True,
+                             note=f"the slope's {level:.0%} CI includes 0: the MDE is not bounded above")
         out.append(entry)
     return out
 
@@ -547,8 +617,10 @@ OBSERVATION_COLUMNS = (
     "point", "design", "metric", "primary", "improvement_sign", "offline_delta", "online_effect",
     "online_effect_se", "queries_per_day", "days", "impressions", "alpha", "power", "var_a", "var_b",
 )
-#: optional observation column: true where the point's analysis withheld the design's analytic numbers (biased)
-OPTIONAL_OBSERVATION_COLUMNS = ("analytic_withheld",)
+#: optional observation columns: ``analytic_withheld``, true where the point's analysis withheld the design's
+#: analytic numbers (biased),
+#: and ``system``, a key of the point's ranker pair (A, B, collection): points sharing it are one system
+OPTIONAL_OBSERVATION_COLUMNS = ("analytic_withheld", "system")
 
 
 def shrinkage_study(
@@ -558,6 +630,7 @@ def shrinkage_study(
     by: Sequence[str],
     offline_metric: str,
     level: float = 0.95,
+    labels: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The study (structure in the module docstring).
 
@@ -574,6 +647,9 @@ def shrinkage_study(
         estimate`` (as simulated, not sign-flipped) ``, pvalue``.
     groups:
         Point index -> its group key (the values of the ``by`` axes).
+    labels:
+        Point index -> the values of all the sweep's axes (optional): names the axes a group mixes
+        when one ranker pair (``system`` column) is seen with several truths.
     """
     missing = [c for c in OBSERVATION_COLUMNS if c not in obs.columns]
     if missing:
@@ -583,14 +659,20 @@ def shrinkage_study(
     out_groups = []
     for label, g in obs.groupby("_group", sort=False):
         key = dict(groups[int(g["point"].iloc[0])])
-        relations, mdes = [], []
+        relations, mdes, several = [], [], []
         for (_design, _metric), sub in g.groupby(["design", "metric"], sort=False):
             rel = _relation(sub.drop(columns="_group"), estimates, offline_metric, level)
+            several += rel.pop("_several")
             relations.append(rel)
             if rel["primary"]:
                 mdes += _mde_curves(sub, rel, level)
+        mixed = _mixed_axes(several, labels)
+        warnings = []
+        if several:
+            worst = max(relations, key=lambda r: r["pairs_with_several_truths"])
+            warnings.append(mixed_warning(str(label), mixed, worst["pairs_with_several_truths"], worst["n_systems"]))
         out_groups.append({"key": key, "label": label, "points": sorted({int(p) for p in g["point"]}),
-                           "relations": relations, "mde": mdes})
+                           "relations": relations, "mixed_axes": mixed, "warnings": warnings, "mde": mdes})
     return {"conventions": dict(CONVENTIONS), "offline_metric": offline_metric, "level": level, "by": list(by),
             "groups": out_groups, "plots": {"relation": "shrinkage.png", "mde": "mde.png"}}
 
@@ -634,15 +716,36 @@ def _fmt(v: float | None, spec: str = ".3g") -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
 
 
+def _mde_at(m: Mapping[str, Any], key: str, i: int, flag: str = "") -> str:
+    """Day ``i`` of an MDE entry's ``key`` list for the terminal: '-' without a curve, 'unbounded' for a null."""
+    values = m.get(key) or []
+    if not values:
+        return "-"
+    return "unbounded" if values[i] is None else f"{_fmt(values[i], '.3g')}{flag}"
+
+
+def mde_cell(m: Mapping[str, Any], i: int) -> str:
+    """One day of an MDE entry as printed: ``0.0275 [0.024, 0.032]``; ``0.0217! [0.0113, unbounded]`` when the
+    slope's CI includes 0 (the MDE flagged with '!'); ``-`` without a curve."""
+    mid = m["offline_mde"][i] if i < len(m.get("offline_mde") or []) else None
+    if mid is None:
+        return "-" if not m.get("offline_mde") else "unbounded"
+    low = (m.get("offline_mde_low") or [None] * (i + 1))[i]
+    high = (m.get("offline_mde_high") or [None] * (i + 1))[i]
+    flag = "!" if m.get("slope_ci_includes_zero") else ""
+    return f"{_fmt(mid, '.3g')}{flag} [{_fmt(low, '.3g')}, {'unbounded' if high is None else _fmt(high, '.3g')}]"
+
+
 def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str:
     """The terminal text: per group and design the relation (the sentence, the slope with
     and without intercept), sign agreement, Kendall's tau, then the MDE table."""
     level = study["level"]
     lines = [(f"shrinkage: offline {study['offline_metric']} delta -> true online effect (improvement direction); "
               f"weighted least squares (Paule-Mandel tau^2, modified Knapp-Hartung {level:.0%} CIs); systems = the "
-              "distinct pairs of a group")]
+              "distinct (A, B, collection) pairs of a group")]
     for group in study["groups"]:
         lines.append(f"[{group['label']}]")
+        lines += [f"  warning: {w}" for w in group.get("warnings") or []]
         for rel in group["relations"]:
             if primary_only and not rel["primary"]:
                 continue
@@ -650,7 +753,8 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
             fit, both = rel["through_origin"], rel["with_intercept"]
             truth = "exact truth" if rel["truth"] == "exact" else "Monte Carlo truth"
             if fit is None:
-                lines.append(f"  {name}: {rel['n_systems']} system(s): too few to fit a relation")
+                lines.append(f"  {name}: {rel['n_systems']} system(s) (distinct ranker pairs): too few to fit a "
+                             "relation")
             else:
                 lo, hi = fit["slope_ci"]
                 text = (f"  {name} ({rel['n_systems']} systems, {truth}): slope {fit['slope']:.3g} [{lo:.3g}, {hi:.3g}]"
@@ -667,8 +771,9 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
                                  f"with the intercept: {rel['sentence_with_intercept']}")
             t = rel["sign_agreement"]["truth"]
             share = t["share_disagree"]
+            unit = "distinct truths" if rel.get("pairs_with_several_truths") else "systems"
             lines.append(f"    sign: the true online effect disagrees with the offline delta for {t['disagree']} of "
-                         f"{t['agree'] + t['disagree']} systems ({_fmt(share, '.0%')})"
+                         f"{t['agree'] + t['disagree']} {unit} ({_fmt(share, '.0%')})"
                          + (f", {t['undetermined']} within MC error of 0" if t["undetermined"] else "")
                          + (f", {t['zero_offline']} with no offline delta" if t["zero_offline"] else ""))
             d = rel["sign_agreement"]["decision_mean"]
@@ -694,16 +799,19 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
         show = [d for d in (1, 3, 7, 14, 28) if d <= len(first["days"])]
         lines.append(f"MDE: smallest offline {study['offline_metric']} gain detectable with power {first['power']:g} "
                      f"at alpha {first['alpha']:g} (two-sided) in D days, through the fitted slope "
-                     f"[interval from the slope's {level:.0%} CI]")
+                     f"[interval from the slope's {level:.0%} CI; unbounded: the slope's CI includes 0, the MDE "
+                     "flagged '!']")
         head = f"  {'group':<24} {'design':<14} {'queries/day':>11}" + "".join(f" {f'{d} d':>9}" for d in show)
         lines.append(head)
         for label, m in mdes:
-            cells = []
-            for d in show:
-                v = m["offline_mde"][d - 1] if m["offline_mde"] else None
-                cells.append(f" {_fmt(v, '.3g'):>9}")
+            flag = "!" if m.get("slope_ci_includes_zero") else ""
+            cells = [f" {_mde_at(m, 'offline_mde', d - 1, flag):>9}" for d in show]
             text = f"  {label[:24]:<24} {m['design'][:14]:<14} {m['queries_per_day']:>11g}" + "".join(cells)
             if m["note"]:
                 text += f"  ({m['note']})"
             lines.append(text)
+            if m["offline_mde"]:  # the interval from the slope's CI, under the MDE
+                for key, name in (("offline_mde_low", "CI low"), ("offline_mde_high", "CI high")):
+                    lines.append(f"  {'':<24} {'':<14} {name:>11}"
+                                 + "".join(f" {_mde_at(m, key, d - 1):>9}" for d in show))
     return "\n".join(lines)

@@ -62,6 +62,7 @@ def plot_mde(study: Mapping[str, Any], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     k = 0
+    bands = []
     for group in study["groups"]:
         for m in group["mde"]:
             if not m["offline_mde"]:
@@ -69,14 +70,26 @@ def plot_mde(study: Mapping[str, Any], path: Path) -> None:
             colour = f"C{k % 10}"
             k += 1
             days = np.array(m["days"])
-            ax.plot(days, m["offline_mde"], "-", color=colour,
-                    label=f"{m['design']}, {group['label']}, {m['queries_per_day']:g}/day")
+            unbounded = any(v is None for v in m["offline_mde_high"])
+            ax.plot(days, m["offline_mde"], "--" if unbounded else "-", color=colour,
+                    label=f"{m['design']}, {group['label']}, {m['queries_per_day']:g}/day"
+                          + (" (slope CI includes 0: MDE unbounded above)" if unbounded else ""))
             low = np.array(m["offline_mde_low"], dtype=float)
             high = np.array([np.nan if v is None else v for v in m["offline_mde_high"]], dtype=float)
-            ax.fill_between(days, low, np.where(np.isfinite(high), high, np.nan), color=colour, alpha=0.12, lw=0)
+            bands.append((days, low, high, colour, np.array(m["offline_mde"], dtype=float)))
     ax.set_xlabel("days")
     ax.set_ylabel(f"smallest detectable offline gain ({study['offline_metric']})")
     ax.set_yscale("log")
+    if bands:  # an unbounded upper end reaches the top of the plot (hatched) instead of vanishing
+        finite = [v for _, lo, hi, _, mid in bands for v in (*lo, *hi, *mid) if np.isfinite(v) and v > 0]
+        top = 3 * max(finite) if finite else 1.0
+        for days, low, high, colour, _ in bands:
+            open_end = ~np.isfinite(high)
+            ax.fill_between(days, low, np.where(open_end, top, high), color=colour, alpha=0.12, lw=0)
+            if open_end.any():
+                ax.fill_between(days, low, top, where=open_end, facecolor="none", edgecolor=colour, hatch="//",
+                                alpha=0.4, lw=0)
+        ax.set_ylim(top=top)
     if k:
         ax.legend(fontsize=7)
     ax.set_title("offline MDE (power and alpha of the config; band: slope CI)", fontsize=9)

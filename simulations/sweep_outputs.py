@@ -180,6 +180,7 @@ def observations(
                 "var_a": float(vm["a"]) if vm.get("a") is not None else float("nan"),
                 "var_b": float(vm["b"]) if vm.get("b") is not None else 0.0,
                 "analytic_withheld": entry.get("analytic_withheld") is not None,
+                "system": system_key(s),
             })
             kept.add((design, metric))
         path = root / "points" / point.folder_name / "replicates.csv"
@@ -196,6 +197,18 @@ def observations(
     from simulations.shrinkage import OBSERVATION_COLUMNS, OPTIONAL_OBSERVATION_COLUMNS
 
     return pd.DataFrame(obs, columns=[*OBSERVATION_COLUMNS, *OPTIONAL_OBSERVATION_COLUMNS]), estimates
+
+
+#: the sections of a point's effective config that make its ranker pair (A, B, collection) and its offline delta
+SYSTEM_KEYS = ("seed", "collection", "rankers", "offline_metric")
+
+
+def system_key(summary: Mapping[str, Any]) -> str:
+    """The ranker pair (A, B, collection) a point observes: its effective config's rankers, collection, seed
+    and offline metric. Points with the same key differ only in the users, traffic, designs or analysis,
+    so they are one system of the shrinkage study, whatever their online truths."""
+    config = summary.get("config") or {}
+    return json.dumps({k: config.get(k) for k in SYSTEM_KEYS}, sort_keys=True, default=str)
 
 
 def sweep_fingerprint(fingerprints: Mapping[int, str]) -> str:
@@ -219,7 +232,8 @@ def write_outputs(
     obs, estimates = observations(sweep, summaries, root)
     groups = {p.index: {a: p.label(a) for a in sweep.shrinkage_by} for p in sweep.points}
     offline_metric = str(_get(summaries[sweep.points[0].index], ("offline", "metric")) or "offline metric")
-    study = shrinkage_study(obs, estimates, groups, sweep.shrinkage_by, offline_metric)
+    labels = {p.index: {a: p.label(a) for a in sweep.axes} for p in sweep.points}
+    study = shrinkage_study(obs, estimates, groups, sweep.shrinkage_by, offline_metric, labels=labels)
     extra = point_columns(study, obs)
     if len(rows) and len(extra):
         rows = rows.merge(extra, on=["point", "design"], how="left", validate="one_to_one")

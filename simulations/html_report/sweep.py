@@ -32,6 +32,7 @@ from simulations.html_report.page import (
 )
 from simulations.html_report.simulate import is_biased, population_of, sample_size_html
 from simulations.report import MAX_DAYS_SHOWN, WHOLE_POPULATION
+from simulations.shrinkage import mde_cell
 
 __all__ = ["point_summaries", "sweep_header", "sweep_sections"]
 
@@ -143,9 +144,10 @@ def _mde_at_days(group: Mapping[str, Any], relation: Mapping[str, Any]) -> str:
     vals = []
     for m in group.get("mde") or []:
         if m.get("design") == relation.get("design") and m.get("metric") == relation.get("metric"):
-            v = m.get("offline_mde_at_simulated_days")
-            vals.append(f"{fmt(v, '.3g', True) if v is not None else 'unbounded'} ({count(m.get('queries_per_day'))}/day, "
-                        f"{m.get('simulated_days')} d)")
+            days = list(m.get("days") or [])
+            at = m.get("simulated_days")
+            cell = mde_cell(m, days.index(at)) if at in days else "-"
+            vals.append(f"{cell} ({count(m.get('queries_per_day'))}/day, {at} d)")
     return "; ".join(vals) or "-"
 
 
@@ -175,20 +177,24 @@ def shrinkage_headline(shrink: Any) -> list[Html]:
             sentences.append(tag("li", f"{g.get('label')}: {r.get('design')} ({r.get('metric')}): {r['sentence']}"))
     if not rows:
         return []
+    warnings = [tag("li", tag("span", "warning", cls="flag"), ": ", w)
+                for g in shrink.get("groups") or [] for w in g.get("warnings") or []]
     return [
         table(["group", "design", "metric", "systems", f"slope (online per offline unit) {pct}CI",
                "true sign disagrees", "experiments with the other sign (sim. / analytic)", "Kendall tau (truth)",
                "Kendall tau (one experiment)", f"offline MDE ({shrink.get('offline_metric', 'offline')})"], rows,
               cls="answer", id_="shrinkage-headline", text_columns=(0, 1, 2, 9),
               caption=f"Offline to online across the points (shrinkage study, primary metrics; {pct}intervals)"),
-        tag("ul", *sentences, cls="sentences") if sentences else esc(""),
-        note("slope: online effect (improvement direction) per unit of offline delta, fitted through the origin; "
+        tag("ul", *warnings, *sentences, cls="sentences") if warnings or sentences else esc(""),
+        note("systems: distinct ranker pairs (A, B, collection) of the group; "
+             "slope: online effect (improvement direction) per unit of offline delta, fitted through the origin; "
              "true sign disagrees: systems whose true online effect has the other sign than their offline delta; "
              "experiments with the other sign: share of the simulated experiments (the point's days) whose estimate "
              "has the other sign, simulated / normal theory, mean over the group's points; Kendall tau: offline "
              "against online order of the group's systems, for the truth and for one experiment (mean +- SD over "
              "replicates); offline MDE: the smallest offline gain detectable with the target power in the simulated "
-             "days. Conventions in full: ", tag("a", "the shrinkage study", href="#shrinkage"), "."),
+             "days [its interval from the slope's CI; unbounded and the MDE flagged '!' when that CI includes 0]. "
+             "Conventions in full: ", tag("a", "the shrinkage study", href="#shrinkage"), "."),
     ]
 
 
@@ -275,15 +281,15 @@ def _mde_table(shrink: Mapping[str, Any]) -> Html:
         days_all += list(m.get("days") or [])
     days = sorted(set(days_all))
     for g, m in entries:
-        by_day = dict(zip(m.get("days") or [], m.get("offline_mde") or [], strict=False))
+        own = list(m.get("days") or [])
         rows.append([g.get("label", "-"), m.get("design"), m.get("metric"), count(m.get("queries_per_day")),
-                     *(fmt(by_day[d], ".3g") if by_day.get(d) is not None else ("unbounded" if d in by_day else "-")
-                       for d in days), m.get("note") or ""])
+                     *(mde_cell(m, own.index(d)) if d in own else "-" for d in days), m.get("note") or ""])
     if not rows:
         return esc("")
     return table(["group", "design", "metric", "queries/day", *(f"{d} d" for d in days), "note"], rows,
                  caption=f"Minimum detectable offline gain ({shrink.get('offline_metric', 'offline metric')}) by days "
-                         "of experiment", text_columns=(0, 1, 2, len(days) + 4))
+                         "of experiment [interval from the slope's CI; unbounded, and the MDE flagged '!', when that "
+                         "CI includes 0]", text_columns=(0, 1, 2, len(days) + 4))
 
 
 def effect_section(folder: Path, summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
