@@ -187,18 +187,36 @@ def evaluate(model: ClickPredictor | Any, log: ClickLog, label: str | None = Non
     )
 
 
-def compare(models: Mapping[str, ClickPredictor | Any] | Sequence[Any], log: ClickLog) -> pd.DataFrame:
+def compare(
+    models: Mapping[str, ClickPredictor | Any] | Sequence[Any], log: ClickLog, *, on_error: str = "raise"
+) -> pd.DataFrame:
     """A table with one row per model: LL, perplexity, conditional perplexity, per-rank perplexity.
+
+    With ``on_error="row"`` a model that cannot score ``log`` (it raises :class:`InputError`, e.g.
+    a position model fitted on shorter lists) gets a row of NaN with the reason in a last column
+    ``refused`` (``""`` for the models that scored; the column is there only when a model was
+    refused) instead of stopping the comparison.
 
     Columns: ``log_likelihood``, ``perplexity``, ``conditional_perplexity``, ``n_sessions``,
     ``n_clipped`` (sessions whose log-likelihood hit the ``PROB_EPS`` floor, see
     :class:`Evaluation`), then ``perplexity@1 .. perplexity@k``. Index: the model labels (mapping keys, or each
     model's ``name``), in the given order.
     """
+    if on_error not in ("raise", "row"):
+        raise ValueError(f"on_error must be 'raise' or 'row', got {on_error!r}")
     items = list(models.items()) if isinstance(models, Mapping) else [(None, m) for m in models]
     rows = []
     for label, model in items:
-        ev = evaluate(model, log, label)
+        try:
+            ev = evaluate(model, log, label)
+        except InputError as exc:
+            if on_error == "raise":
+                raise
+            name = label or str(getattr(model, "name", type(model).__name__))
+            rows.append({"model": name, "log_likelihood": np.nan, "perplexity": np.nan,
+                         "conditional_perplexity": np.nan, "n_sessions": log.n_sessions, "n_clipped": np.nan,
+                         "refused": exc.message})
+            continue
         row: dict[str, Any] = {
             "model": ev.model,
             "log_likelihood": ev.log_likelihood,
@@ -209,4 +227,8 @@ def compare(models: Mapping[str, ClickPredictor | Any] | Sequence[Any], log: Cli
         }
         row.update({f"perplexity@{r + 1}": v for r, v in enumerate(ev.perplexity_by_rank)})
         rows.append(row)
-    return pd.DataFrame(rows).set_index("model")
+    table = pd.DataFrame(rows).set_index("model")
+    if "refused" in table.columns:  # the reason last, after the per-rank columns
+        table = table[[c for c in table.columns if c != "refused"] + ["refused"]]
+        table["refused"] = table["refused"].fillna("")
+    return table

@@ -261,3 +261,47 @@ def test_dropped_yandex_clicks_are_reported(tmp_path: Path) -> None:
     clean.write_text("q0\t1,2,3,4 : 1\n")
     res = runner.invoke(app, ["clicks", "fit", "--log", str(clean), "--model", "rctr", "--out", str(tmp_path / "g.json")])
     assert res.exit_code == 0 and "ignored" not in res.stdout
+
+
+# -- A.6: a model that cannot score the test log is a refused row, not the end of the comparison ------------------------
+def test_evaluate_keeps_the_models_that_can_score(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    rng = np.random.default_rng(4)
+
+    def lines(prefix: str, n: int, deep: int) -> str:
+        out = []
+        for i in range(n):
+            shown = [str(d) for d in rng.permutation(6)[: 5 if i < deep else 3]]
+            out.append(f"{prefix}{i}\tq\t{','.join(shown)}\t{','.join(d for d in shown if rng.random() < 0.3)}\n")
+        return "".join(out)
+
+    train, test = tmp_path / "tr.tsv", tmp_path / "te.tsv"
+    train.write_text(lines("s", 300, 0))
+    test.write_text(lines("t", 50, 1))  # one test list of 5
+    csv = tmp_path / "t.csv"
+    runner = CliRunner()
+    res = runner.invoke(app, ["clicks", "evaluate", "--log", str(train), "--test-log", str(test), "--models",
+                              "pbm,dbn,cm", "--csv", str(csv), "-q"])
+    assert res.exit_code == 0, res.output
+    assert ("pbm: refused, cannot score the test log: pbm examination was fitted for 3 ranks (the longest lists of "
+            "its training log) but the log has lists of 5; fit on lists at least that long") in res.stdout
+    assert "warning: 1 of 3 models not scored (pbm)" in res.stderr
+    table = pd.read_csv(csv, index_col=0, keep_default_na=False, na_values=[""])
+    assert table.loc["pbm", "log_likelihood"] != table.loc["pbm", "log_likelihood"]  # NaN
+    assert table.loc["pbm", "refused"].startswith("pbm examination was fitted for 3 ranks")
+    # the models that scored have the numbers they have alone
+    alone = onlineeval.evaluate_clicks(train, "dbn,cm", test=test)
+    np.testing.assert_allclose(table.loc[["dbn", "cm"], "log_likelihood"], alone["log_likelihood"], rtol=1e-12)
+    assert "refused" not in alone.columns
+    api = onlineeval.evaluate_clicks(train, "pbm,dbn", test=test)
+    assert api.loc["pbm", "refused"].startswith("pbm examination") and api.loc["dbn", "refused"] == ""
+    res = runner.invoke(app, ["clicks", "evaluate", "--log", str(train), "--test-log", str(test), "--models",
+                              "pbm,ubm", "-q"])
+    assert res.exit_code == 2
+    assert "no model could score the test log: pbm: pbm examination was fitted for 3 ranks" in res.output
+    assert "ubm: ubm examination was fitted for 3 ranks" in res.output
+    with pytest.raises(InputError, match="no model could score the test sessions"):
+        onlineeval.evaluate_clicks(train, "pbm", test=test)

@@ -355,7 +355,8 @@ def by_rank(values: np.ndarray, log: ClickLog, what: str) -> np.ndarray:
     """
     if values.shape[0] < log.depth:
         raise InputError(
-            f"{what} was fitted for {values.shape[0]} ranks but the log has lists of {log.depth}", log.source
+            f"{what} was fitted for {values.shape[0]} ranks (the longest lists of its training log) but the log has "
+            f"lists of {log.depth}; fit on lists at least that long", log.source
         )
     return values[: log.depth]
 

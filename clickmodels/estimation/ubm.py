@@ -65,7 +65,8 @@ class UBMFit(ClickModelFit):
         k = log.depth
         have = self.examination.shape
         if len(have) != 2 or have[0] != have[1] or have[0] < k:
-            raise InputError(f"ubm examination of shape {have} (fitted for {have[0]} ranks) cannot serve result lists of depth {k}")
+            raise InputError(f"ubm examination was fitted for {have[0]} ranks (the longest lists of its training log, "
+                             f"shape {have}) but the log has lists of {k}; fit on lists at least that long")
         return self.examination[:k, :k]
 
     def _conditional_click_probs(self, log: ClickLog) -> np.ndarray:

@@ -211,8 +211,12 @@ def evaluate_clicks(
     Returns
     -------
     pandas.DataFrame
-        One row per model: ``log_likelihood``, ``perplexity``, ``conditional_perplexity``
-        and ``perplexity@r`` per rank (:func:`clickmodels.evaluation.compare`).
+        One row per model: ``log_likelihood``, ``perplexity``, ``conditional_perplexity``,
+        ``n_sessions``, ``n_clipped`` (test sessions whose log-likelihood hit the 1e-10 floor)
+        and ``perplexity@r`` per rank (:func:`clickmodels.evaluation.compare`). A model that
+        cannot score the test sessions (e.g. fitted on shorter lists) gets a row of NaN and
+        its reason in a last column ``refused`` (present only then); if no model can, an
+        :class:`~onlineeval.errors.InputError`.
     """
     import numpy as np
 
@@ -246,7 +250,11 @@ def evaluate_clicks(
             if method not in ("", "em"):
                 raise ConfigError(("models",), f"{name}: the only suffix is ':em' (EM fit of dcm, sdbn)")
             fits[name] = fit_log(fit_name(base, "models"), train, **({"method": "em"} if method else {}))
-    return compare(fits, held)
+    table = compare(fits, held, on_error="row")
+    if "refused" in table.columns and (table["refused"] != "").all():
+        raise InputError("no model could score the test sessions: "
+                         + "; ".join(f"{m}: {w}" for m, w in table["refused"].items()))
+    return table
 
 
 def sample_clicks(

@@ -359,7 +359,13 @@ def evaluate_command(
             unrecorded.append(label)
         else:
             smoothing.setdefault(fitted.trace.pseudo, []).append(label)
-    table = compare(fits, test)
+    table = compare(fits, test, on_error="row")
+    refused = {label: why for label, why in table.get("refused", pd.Series(dtype=str)).items() if why}
+    if len(refused) == len(table):
+        from onlineeval.errors import InputError
+
+        raise InputError("no model could score the test log: " + "; ".join(f"{m}: {w}" for m, w in refused.items()),
+                         str(test_log) if test_log is not None else str(log))
     if csv is not None:
         try:
             table.to_csv(csv)
@@ -396,9 +402,11 @@ def evaluate_command(
         typer.echo(f"estimators: {', '.join(approx)}: closed form, the last-click approximation (not the MLE; "
                    "name:em for the maximum-likelihood fit)")
     with pd.option_context("display.width", 200, "display.max_columns", 50):
-        typer.echo(table[cols].to_string(float_format=lambda v: f"{v:.4f}"))
+        typer.echo(table[cols].to_string(float_format=lambda v: f"{v:.4f}", na_rep="refused"))
+    for label, why in refused.items():
+        typer.echo(f"{label}: refused, cannot score the test log: {why}")
     for label, row in table.iterrows():
-        if row["n_clipped"] > 0:
+        if not refused.get(label) and row["n_clipped"] > 0:
             typer.echo(f"{label}: {int(row['n_clipped']):,} of {int(row['n_sessions']):,} test sessions have clicks "
                        f"the model gives probability 0 (clipped at {PROB_EPS:g}: log-likelihood "
                        f"{math.log(PROB_EPS):.2f} per such click or skip)")
@@ -407,6 +415,9 @@ def evaluate_command(
         if trace.iterations and not trace.converged:
             typer.echo(f"warning: {label}: EM stopped after {trace.iterations} iterations without converging "
                        "(raise --max-iter or --tol)", err=True)
+    if refused:
+        typer.echo(f"warning: {len(refused)} of {len(table)} models not scored ({', '.join(refused)}): see their "
+                   "rows", err=True)
 
 
 def register(app: typer.Typer) -> None:
