@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from onlineeval.conventions import EXPONENTIAL, LINEAR, PRESETS, Conventions, Gain, preset
+from onlineeval.conventions import EXPONENTIAL, LINEAR, PRESETS, TREC_EVAL_REFERENCE, Conventions, Gain, preset
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.metrics.evaluate import evaluate_run
 
@@ -31,7 +31,7 @@ def test_presets_are_named_and_recorded() -> None:
     t = preset("trec_eval")
     assert t.describe() == {
         "name": "trec_eval", "gain": "linear", "empty": "zero", "missing": "error",
-        "ties": "docno_desc", "rel_min": 1, "depth": None,
+        "ties": "docno_desc", "rel_min": 1, "depth": None, "reference": TREC_EVAL_REFERENCE,
     }
     assert preset("lightgbm").ties == "input_order" and preset("lightgbm").empty == "one"
     assert preset("xgboost").gain == EXPONENTIAL
@@ -40,6 +40,23 @@ def test_presets_are_named_and_recorded() -> None:
     assert t.with_(missing=None) is t
     with pytest.raises(ConfigError, match="unknown preset"):
         preset("sklearn")
+
+
+def test_trec_eval_preset_says_which_trec_eval_it_reproduces() -> None:
+    """Review 2, F.1: the preset follows trec_eval 10.0, whose iprec_at_recall rounds rho R to nearest;
+    pytrec_eval / ir_measures (trec_eval 9.x) take (long)(rho R + 0.9). The conventions say so, and the value is
+    10.0's: R = 2, relevant at ranks 1 and 9 of 10, recall 0.6: lround(1.2) = 1 relevant -> precision 1 (9.x:
+    (long)(2.1) = 2 -> 2/9)."""
+    t = preset("trec_eval")
+    for conv in (t, t.with_(missing="zero")):
+        assert conv.describe()["reference"].startswith("trec_eval 10.0; pytrec_eval and ir_measures embed")
+    assert "reference" not in preset("lightgbm").describe() and "reference" not in Conventions().describe()
+    assert "(long)(rho R + 0.9)" in TREC_EVAL_REFERENCE and "rounded to nearest" in TREC_EVAL_REFERENCE
+    docs = [f"d{i}" for i in range(1, 11)]
+    qrels = pd.DataFrame({"query": ["q"] * 10, "doc": docs, "grade": [1 if d in ("d1", "d9") else 0 for d in docs]})
+    run = pd.DataFrame({"query": ["q"] * 10, "doc": docs, "score": [10.0 - i for i in range(10)]})
+    ev = evaluate_run(qrels, run, ["iprec_at_recall_0.60", "iprec_at_recall_1.00"], t)
+    assert ev.mean(ev.metrics[0]) == 1.0 and ev.mean(ev.metrics[1]) == pytest.approx(2 / 9, rel=1e-15)
 
 
 @pytest.mark.parametrize(
