@@ -268,7 +268,8 @@ def write_outputs(
 
 def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
     """Each design's true effect (line) and mean estimate (markers) against the plot axis;
-    one line per design and combination of the other axes."""
+    one line per design and combination of the other axes. A categorical plot axis (e.g. the click model's
+    preset) gets markers only, the truth as a bar: a line between categories would suggest a trend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -279,18 +280,22 @@ def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
         numeric = [a for a in sweep.axes if pd.to_numeric(rows[a], errors="coerce").notna().all()]
         x = numeric[0] if numeric else sweep.axes[0]
     others = [a for a in sweep.axes if a != x]
+    categorical = not pd.to_numeric(rows[x], errors="coerce").notna().all() if len(rows) else False
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for key, group in rows.groupby(["design", *others], sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         label = ", ".join([str(key[0])] + [f"{a}={v}" for a, v in zip(others, key[1:])])
-        numeric_x = pd.to_numeric(group[x], errors="coerce").notna().all()
-        g = group.sort_values(x) if numeric_x else group
-        xs = g[x] if numeric_x else g[x].astype(str)
-        line, = ax.plot(xs, g["true_effect"], "-", label=label)
+        g = group if categorical else group.sort_values(x)
+        xs = g[x].astype(str) if categorical else g[x]
+        if categorical:  # no line between categories: the truth as a bar-shaped marker
+            line, = ax.plot(xs, g["true_effect"], ls="none", marker="_", ms=16, mew=2, label=label)
+        else:
+            line, = ax.plot(xs, g["true_effect"], "-", label=label)
         ax.plot(xs, g["mean_estimate"], "o", color=line.get_color())
     ax.axhline(0.0, color="grey", lw=0.5)
     ax.set_xlabel(x)
-    ax.set_ylabel("online effect, primary metric\n(line: truth, dots: mean estimate)")
+    truth = "bars" if categorical else "line"
+    ax.set_ylabel(f"online effect, primary metric\n({truth}: truth, dots: mean estimate)")
     if not rows.empty:
         ax.legend(fontsize=7)
     fig.tight_layout()

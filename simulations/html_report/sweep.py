@@ -295,8 +295,9 @@ def _mde_table(shrink: Mapping[str, Any]) -> Html:
 def effect_section(folder: Path, summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
     return join([
         image(folder / EFFECT_PLOT, "true online effect and mean estimate per design against the swept axis",
-              "Each design's true online effect (line) and mean estimate (dots) of its primary metric against the "
-              "plotted axis; one line per design and combination of the other axes."),
+              "Each design's true online effect (line; on a categorical axis a bar per value, no line) and mean "
+              "estimate (dots) of its primary metric against the plotted axis; one series per design and "
+              "combination of the other axes."),
         _power_table(folder, summary),
     ])
 
