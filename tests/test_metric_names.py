@@ -270,3 +270,22 @@ def test_metrics_command_lists_every_metric_and_every_listed_name_parses_to_it()
     table = runner.invoke(app, ["metrics"])
     assert table.exit_code == 0 and "P_<k>, P.<k>[,<k>...]" in table.stdout and "``" not in table.stdout
     assert runner.invoke(app, ["metrics", "--format", "yaml"]).exit_code == 2
+
+
+@pytest.mark.parametrize("given", ["iprec_at_recall_0.00", "IPrec@0", "iprec_at_recall.0,0.5", "Rprec_mult_1.00",
+                                   "11pt_avg.0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", "P.5,10"])
+def test_names_line_labels_are_the_result_columns(tmp_path: Path, given: str) -> None:
+    """Review 2, F.2: ``iprec_at_recall_0.00`` printed ``-> IPrec(recall=0)`` but the CSV/JSON column was ``IPrec``
+    (a default parameter dropped). The translation now gives the results' labels, and IPrec keeps its recall."""
+    names, done = resolve_metric_list(given)
+    assert done[0].metrics == tuple(names) == tuple(str(m) for m in parse_metrics(given))
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 1\n")
+    run.write_text("q1 Q0 b 1 3 S\nq1 Q0 a 2 2 S\nq1 Q0 c 3 1 S\n")
+    res = runner.invoke(app, ["evaluate", "--qrels", str(qrels), "--run", str(run), "--metrics", given,
+                              "--format", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["metrics"] == list(doc["names"][0]["metrics"]) == list(names)
+    if given.lower().startswith("iprec") and "0.5" not in given:
+        assert names == ["IPrec(recall=0)"]

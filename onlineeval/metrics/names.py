@@ -39,7 +39,7 @@ S. MacAvaney, C. Macdonald, I. Ounis. "Streamlining Evaluation with ir-measures"
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from onlineeval.errors import ConfigError
 
@@ -341,6 +341,8 @@ def resolve_metric_list(text: str, trec_eval_preset: bool = False) -> tuple[list
             metric = parse_metric(given, translate_names=False)
         except ConfigError as exc:
             found = translate_instead(given, exc)
+            # the labels the results carry (str of the metric: IPrec(recall=0), not a template's spelling)
+            found = replace(found, metrics=tuple(str(parse_metric(m, translate_names=False)) for m in found.metrics))
             names.extend(found.metrics)
             done.append(found)
             continue

@@ -242,6 +242,7 @@ class IPrec(Metric):
 
     recall: float = 0.0
     name: ClassVar[str] = "IPrec"
+    shown_params: ClassVar[tuple[str, ...]] = ("recall",)  # IPrec(recall=0), as the names line translates it
     aliases: ClassVar[tuple[str, ...]] = ("iprec_at_recall", "iP")
 
     def _validate(self) -> None:
