@@ -719,3 +719,9 @@ def _build_fitted(cls: type[ClickModel], spec: Mapping[str, Any]) -> ClickModel:
         return cls(**kwargs)
     except ValueError as exc:
         raise ConfigError(("fitted",), str(exc)) from None
+
+
+def _depth_hint(slots: int, ranks: int) -> str:
+    """Why a model with per-rank parameters for ``ranks`` ranks cannot serve lists of ``slots``, in user terms."""
+    return (f"(a fitted model covers the longest lists of its training log: fit it on logs with lists of at least "
+            f"{slots}, or show at most {ranks} documents)")

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from clickmodels.base import ByGrade, DocParam, Impressions, SpecReader, frozen_array, register
+from clickmodels.base import ByGrade, DocParam, Impressions, SpecReader, _depth_hint, frozen_array, register
 from clickmodels.cascade import Chain, ChainModel
 from onlineeval.errors import InputError
 
@@ -62,7 +62,8 @@ class DCM(ChainModel):
     def _check(self, imp: Impressions) -> None:
         super()._check(imp)
         if imp.shape[1] > self.continuation.size:
-            raise InputError(f"batch has {imp.shape[1]} slots but dcm.continuation covers {self.continuation.size} ranks")
+            raise InputError(f"the lists have {imp.shape[1]} slots but dcm.continuation covers {self.continuation.size} "
+                             f"ranks {_depth_hint(imp.shape[1], self.continuation.size)}")
 
     def _chain(self, imp: Impressions) -> Chain:
         k = imp.shape[1]

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from clickmodels import kernels
 from clickmodels import presets as _presets
 from clickmodels.base import (
+    _depth_hint,
     BoolArray,
     ByGrade,
     ClickModel,
@@ -87,7 +88,8 @@ def noisy_grade_clicks(grades: int, noise: float) -> tuple[float, ...]:
 
 def _check_depth(imp: Impressions, depth: int, what: str) -> None:
     if imp.shape[1] > depth:
-        raise InputError(f"batch has {imp.shape[1]} slots but {what} covers only {depth} ranks")
+        raise InputError(f"the lists have {imp.shape[1]} slots but {what} covers only {depth} ranks "
+                         f"{_depth_hint(imp.shape[1], depth)}")
 
 
 def _rank_row(exam: NDArray[np.float64], valid: BoolArray) -> FloatArray:

@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from clickmodels import kernels
 from clickmodels.base import (
+    _depth_hint,
     BoolArray,
     ByGrade,
     ClickModel,
@@ -98,7 +99,8 @@ class UBM(ClickModel):
     def _check(self, imp: Impressions) -> None:
         super()._check(imp)
         if imp.shape[1] > self.depth:
-            raise InputError(f"batch has {imp.shape[1]} slots but ubm.examination covers {self.depth} ranks")
+            raise InputError(f"the lists have {imp.shape[1]} slots but ubm.examination covers {self.depth} ranks "
+                             f"{_depth_hint(imp.shape[1], self.depth)}")
 
     def _gamma(self, imp: Impressions) -> FloatArray:
         k = imp.shape[1]

@@ -305,3 +305,24 @@ def test_evaluate_keeps_the_models_that_can_score(tmp_path: Path) -> None:
     assert "ubm: ubm examination was fitted for 3 ranks" in res.output
     with pytest.raises(InputError, match="no model could score the test sessions"):
         onlineeval.evaluate_clicks(train, "pbm", test=test)
+
+
+# -- A.7: a fitted position model on a longer page: the message in user terms ------------------------------------------
+@pytest.mark.parametrize("model", ["pbm", "ubm", "dcm"])
+def test_fitted_model_on_longer_lists_says_what_to_do(model: str) -> None:
+    from clickmodels.estimation import fit_log
+
+    log = _simulate_sdbn(np.array([0.7, 0.5, 0.3, 0.4, 0.6]), np.array([0.5, 0.4, 0.6, 0.3, 0.5]), 300, 4,
+                         np.random.default_rng(5))
+    fitted = fit_log(model, log).to_model()
+    with pytest.raises(InputError) as err:
+        fitted.click_probabilities(_impressions_of_depth(10))
+    text = str(err.value)
+    assert "the lists have 10 slots" in text and "covers" in text and "4 ranks" in text
+    assert "fit it on logs with lists of at least 10, or show at most 4 documents" in text and "batch" not in text
+
+
+def _impressions_of_depth(k: int):  # noqa: ANN202
+    from clickmodels.base import Impressions
+
+    return Impressions(query=np.zeros(2, dtype=np.int64), docs=np.tile(np.arange(k, dtype=np.int64), (2, 1)))
