@@ -326,3 +326,29 @@ def _impressions_of_depth(k: int):  # noqa: ANN202
     from clickmodels.base import Impressions
 
     return Impressions(query=np.zeros(2, dtype=np.int64), docs=np.tile(np.arange(k, dtype=np.int64), (2, 1)))
+
+
+# -- E.2: evaluate_clicks carries the conventions the CLI prints -------------------------------------------------------
+def test_evaluate_clicks_has_the_printed_conventions_in_attrs(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    log = _simulate_sdbn(np.array([0.7, 0.5, 0.3, 0.4]), np.array([0.5, 0.4, 0.6, 0.3]), 300, 3,
+                         np.random.default_rng(6))
+    from clickmodels.logs import write_tsv
+
+    write_tsv(log, tmp_path / "log.tsv")
+    table = onlineeval.evaluate_clicks(tmp_path / "log.tsv", "rctr,sdbn", seed=1)
+    conv = table.attrs["conventions"]
+    res = CliRunner().invoke(app, ["clicks", "evaluate", "--log", str(tmp_path / "log.tsv"), "--models", "rctr,sdbn",
+                                   "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    printed = next(line for line in res.stdout.splitlines() if line.startswith("conventions: "))
+    assert printed == "conventions: " + "; ".join(conv[k] for k in ("log_likelihood", "perplexity", "clipping",
+                                                                    "smoothing", "unseen_pairs"))
+    assert "a = 0 (plain MLE): rctr; a = 1: sdbn" in conv["smoothing"]
+    assert "sdbn: closed form (last-click approximation" in conv["estimators"]
+    assert conv["split"].startswith("random split, 25% of sessions held out") and "default_rng(1)" in conv["split"]
+    assert "n_clipped" in conv and "1e-10" in conv["clipping"]
+    assert table[["log_likelihood"]].attrs["conventions"] == conv  # pandas carries attrs through selections

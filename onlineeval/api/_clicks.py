@@ -217,13 +217,15 @@ def evaluate_clicks(
         cannot score the test sessions (e.g. fitted on shorter lists) gets a row of NaN and
         its reason in a last column ``refused`` (present only then); if no model can, an
         :class:`~onlineeval.errors.InputError`.
+        ``attrs["conventions"]``: what the numbers mean (the definitions ``clicks evaluate``
+        prints, each model's smoothing and estimator, the split), a dict of strings.
     """
     import numpy as np
 
     from clickmodels.estimation import fit_log
     from clickmodels.evaluation import compare
     from clickmodels.logs import train_test_split
-    from onlineeval.cli.clicks import fit_name
+    from onlineeval.cli.clicks import evaluate_conventions, fit_name
 
     train = _click_log(sessions, format, clicks_as=clicks_as)
     if test is None:
@@ -254,6 +256,10 @@ def evaluate_clicks(
     if "refused" in table.columns and (table["refused"] != "").all():
         raise InputError("no model could score the test sessions: "
                          + "; ".join(f"{m}: {w}" for m, w in table["refused"].items()))
+    conventions = evaluate_conventions(fits)
+    conventions["split"] = "held-out sessions given as test" if test is not None else (
+        f"random split, {test_fraction:.0%} of sessions held out (numpy.random.default_rng({seed}))")
+    table.attrs["conventions"] = conventions
     return table
 
 

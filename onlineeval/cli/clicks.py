@@ -243,6 +243,43 @@ def _smoothing_text(groups: dict[float, list[str]]) -> str:
     return "; ".join(parts)
 
 
+#: the keys of :func:`evaluate_conventions` the ``conventions:`` line of ``clicks evaluate`` joins
+_PRINTED_CONVENTIONS = ("log_likelihood", "perplexity", "clipping", "smoothing", "unseen_pairs")
+
+
+def evaluate_conventions(fits: dict[str, Any]) -> dict[str, str]:
+    """What the numbers of ``clicks evaluate`` / ``evaluate_clicks`` mean, for fitted models ``{label: fit}``.
+
+    The CLI prints the :data:`_PRINTED_CONVENTIONS` joined by ``; ``; ``evaluate_clicks`` returns all of
+    them in ``DataFrame.attrs["conventions"]``.
+    """
+    from clickmodels.estimation.base import PROB_EPS
+
+    smoothing: dict[float, list[str]] = {}
+    unrecorded = []
+    for label, fitted in fits.items():
+        pseudo = getattr(getattr(fitted, "trace", None), "pseudo", None)
+        if pseudo is None:
+            unrecorded.append(label)
+        else:
+            smoothing.setdefault(pseudo, []).append(label)
+    return {
+        "log_likelihood": "log-likelihood = mean natural-log probability of a session's clicks",
+        "perplexity": "perplexity = mean over ranks of 2^(-mean log2 likelihood of the click at that rank) from "
+        "marginal click probabilities, conditional perplexity the same given the clicks above",
+        "clipping": f"probabilities clipped to [{PROB_EPS:g}, 1 - {PROB_EPS:g}]",
+        "smoothing": f"estimates smoothed with Beta(a, a) pseudo-counts, {_smoothing_text(smoothing) or 'none recorded'}"
+        f"{'; not recorded in the file: ' + ', '.join(unrecorded) if unrecorded else ''}",
+        "unseen_pairs": "(query, document) pairs unseen in training get the impression-weighted mean of the fitted "
+        "values",
+        "n_clipped": f"n_clipped = test sessions with a click or skip the model gives probability below {PROB_EPS:g} "
+        f"(each such slot costs log({PROB_EPS:g}) = {math.log(PROB_EPS):.2f} in the log-likelihood)",
+        "refused": "refused (only when a model cannot score the test log): the reason; that model's numbers are NaN",
+        "estimators": "; ".join(f"{label}: {getattr(f, 'estimator', 'not a fitted record')}"
+                                for label, f in fits.items()),
+    }
+
+
 def fit_command(
     log: Annotated[Path, typer.Option("--log", help="Click log to fit on.")],
     model: Annotated[str, typer.Option("--model", help=f"Model: {MODEL_LIST}.")],
@@ -352,13 +389,6 @@ def evaluate_command(
             base, _, method = name.partition(":")
             fits[name] = fit_log(fit_name(base, "--models"), train,
                                  **_em_options(max_iter, tol, None, base, method or None, progress=not quiet))
-    smoothing: dict[float, list[str]] = {}
-    unrecorded = []
-    for label, fitted in fits.items():
-        if fitted.trace.pseudo is None:
-            unrecorded.append(label)
-        else:
-            smoothing.setdefault(fitted.trace.pseudo, []).append(label)
     table = compare(fits, test, on_error="row")
     refused = {label: why for label, why in table.get("refused", pd.Series(dtype=str)).items() if why}
     if len(refused) == len(table):
@@ -385,15 +415,8 @@ def evaluate_command(
     notes = [_translation_note(b) for b, _, _ in refit]
     if any(notes):
         typer.echo("models: " + "; ".join(n for n in notes if n))
-    typer.echo(
-        "conventions: log-likelihood = mean natural-log probability of a session's clicks; perplexity = "
-        "mean over ranks of 2^(-mean log2 likelihood of the click at that rank) from marginal click "
-        "probabilities, conditional perplexity the same given the clicks above; probabilities clipped to "
-        f"[{PROB_EPS:g}, 1 - {PROB_EPS:g}]; estimates smoothed with Beta(a, a) pseudo-counts, "
-        f"{_smoothing_text(smoothing) or 'none recorded'}"
-        f"{'; not recorded in the file: ' + ', '.join(unrecorded) if unrecorded else ''}; (query, document) pairs unseen in "
-        "training get the impression-weighted mean of the fitted values"
-    )
+    conventions = evaluate_conventions(fits)
+    typer.echo("conventions: " + "; ".join(conventions[k] for k in _PRINTED_CONVENTIONS))
     from clickmodels.estimation import ClickModelFit
 
     approx = [label for label, f in fits.items()
