@@ -100,7 +100,7 @@ float may be ``null`` where it is undefined)::
                                               "mean": .., "sd": .., "n_systems": n}]}
             }
           ],
-          "mixed_axes": [],                        # axes whose values differ between points of one pair
+          "mixed_axes": [],                        # axes telling apart the truths of one pair
           "warnings": [],                          # e.g. the group mixes user populations (see below)
           "mde": [                                 # one per design, primary metric, traffic
             {"design": "ab", "metric": "reciprocal_rank", "queries_per_day": 1000,
@@ -120,11 +120,11 @@ float may be ``null`` where it is undefined)::
 ``system`` (the point's rankers, collection, seed and offline metric) says which points share a pair;
 without it, the distinct (offline, online) truths. A pair seen with several true online effects in one
 group (the same rankers under two click models or user populations: only a ``users.*`` axis differs)
-is one system, not several: the group gets ``mixed_axes`` (the axes whose values differ between the
-points of one pair) and a warning to set ``shrinkage_by`` to them; its relation is fitted on the
-distinct truths, as before, but only when it has more pairs than coefficients. The MDE's interval is
-printed with it; when the slope's CI reaches 0 its upper end is unbounded and the MDE is flagged
-(``slope_ci_includes_zero``).
+is one system, not several: the group gets ``mixed_axes`` (the axes that tell the pair's truths apart,
+e.g. not a traffic axis whose points share a truth) and a warning to set ``shrinkage_by`` to them;
+its relation is fitted on the distinct truths, as before, but only when it has more pairs than
+coefficients. The MDE's interval is printed with it; when the slope's CI reaches 0 its upper end is
+unbounded and the MDE is flagged (``slope_ci_includes_zero``).
 
 ``points.csv`` gets, on each point's primary-metric row: ``shrinkage_group``,
 ``online_improvement`` (the signed true effect), ``predicted_online`` (the group's
@@ -390,25 +390,36 @@ def _pairs(obs: pd.DataFrame) -> dict[Any, list[int]]:
     return out
 
 
-def _several_truths(obs: pd.DataFrame, pairs: Mapping[Any, list[int]]) -> list[list[int]]:
-    """The points of each pair seen with more than one distinct truth."""
+_TRUTH = ["offline_delta", "online_effect", "online_effect_se"]
+
+
+def _several_truths(obs: pd.DataFrame, pairs: Mapping[Any, list[int]]) -> list[list[list[int]]]:
+    """For each pair seen with more than one distinct truth: its points, one list per truth."""
     out = []
     for points in pairs.values():
         sub = obs[obs["point"].isin(points)]
-        if len(sub.drop_duplicates(["offline_delta", "online_effect", "online_effect_se"])) > 1:
-            out.append(sorted(set(points)))
+        classes = [sorted(int(v) for v in g["point"]) for _, g in sub.groupby(_TRUTH, sort=False)]
+        if len(classes) > 1:
+            out.append(classes)
     return out
 
 
-def _mixed_axes(mixed: Sequence[Sequence[int]], labels: Mapping[int, Mapping[str, Any]] | None) -> list[str]:
-    """The axes whose values differ between points of one pair (in the axes' order)."""
+def _mixed_axes(mixed: Sequence[Sequence[Sequence[int]]], labels: Mapping[int, Mapping[str, Any]] | None) -> list[str]:
+    """The axes that tell a pair's truths apart (constant within each truth, not across the pair), in the
+    axes' order; when no single axis does, every axis that varies between the pair's points."""
     if not labels:
         return []
+
+    def value(p: int, a: str) -> str:
+        return str((labels.get(p) or {}).get(a))
+
     axes: list[str] = []
-    for points in mixed:
-        for a in dict.fromkeys(a for p in points for a in (labels.get(p) or {})):
-            if len({str((labels.get(p) or {}).get(a)) for p in points}) > 1 and a not in axes:
-                axes.append(a)
+    for classes in mixed:
+        points = [p for c in classes for p in c]
+        names = list(dict.fromkeys(a for p in points for a in (labels.get(p) or {})))
+        varying = [a for a in names if len({value(p, a) for p in points}) > 1]
+        telling = [a for a in varying if all(len({value(p, a) for p in c}) == 1 for c in classes)]
+        axes += [a for a in (telling or varying) if a not in axes]
     return axes
 
 
@@ -541,7 +552,7 @@ def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, l
         "improvement_sign": int(first["improvement_sign"]),
         "truth": "monte_carlo" if np.any(s > 0) else "exact",
         "n_points": len(obs), "n_systems": len(pairs), "pairs_with_several_truths": len(several),
-        "_several": several,  # removed by shrinkage_study (points of the pairs above, for the group's warning)
+        "_several": several,  # removed by shrinkage_study (their points per truth, for the group's warning)
         # points whose own analysis found the design or estimate biased (analytic_withheld)
         "biased_points": sum(_withheld(r) for r in obs.itertuples(index=False)),
         "systems": [{"points": list(p), "offline_delta": float(a), "online_effect": float(b),

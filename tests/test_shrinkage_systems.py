@@ -82,6 +82,20 @@ def test_pooled_populations_count_pairs_and_split_groups_do_not_warn() -> None:
         assert r["through_origin"]["slope"] == pytest.approx(ols.params[0], rel=1e-10)
 
 
+def test_mixed_axes_name_what_tells_the_truths_apart_not_the_traffic() -> None:
+    """One pair under two presets x two traffic levels: points of one preset share a truth whatever the
+    traffic, so the warning names the preset only."""
+    pts = [(p, "pair", 0.03, 0.015 if p < 2 else 0.006, "navigational" if p < 2 else "informational")
+           for p in range(4)]
+    obs = pd.DataFrame([{**BASE, "point": p, "system": pair, "offline_delta": x, "online_effect": y,
+                         "queries_per_day": 1000.0 * (1 + p % 2)} for p, pair, x, y, _ in pts])
+    est = pd.DataFrame(columns=["point", "design", "metric", "replicate", "estimate", "pvalue"])
+    labels = {p: {AXIS: preset, "traffic.queries_per_day": 1000 * (1 + p % 2)} for p, *_, preset in pts}
+    (group,) = shrinkage_study(obs, est, {p: {} for p in labels}, [], "nDCG@10", labels=labels)["groups"]
+    assert group["mixed_axes"] == [AXIS] and f"set shrinkage_by: [{AXIS}] for" in group["warnings"][0]
+    assert group["relations"][0]["n_systems"] == 1
+
+
 def _ends(m: dict, day: int) -> tuple[float, float | None]:
     """The MDE at the ends of the slope's CI, from the power formula: z se(D) / hi and z se(D) / lo."""
     z = sps.norm.ppf(1 - m["alpha"] / 2) + sps.norm.ppf(m["power"])
