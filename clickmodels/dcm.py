@@ -62,8 +62,9 @@ class DCM(ChainModel):
     def _check(self, imp: Impressions) -> None:
         super()._check(imp)
         if imp.shape[1] > self.continuation.size:
-            raise InputError(f"the lists have {imp.shape[1]} slots but dcm.continuation covers {self.continuation.size} "
-                             f"ranks {_depth_hint(imp.shape[1], self.continuation.size)}")
+            size = self.continuation.size
+            raise InputError(f"the lists have {imp.shape[1]} slots but dcm.continuation covers {size} ranks "
+                             f"{_depth_hint(imp.shape[1], size)}")
 
     def _chain(self, imp: Impressions) -> Chain:
         k = imp.shape[1]

@@ -251,7 +251,8 @@ def test_dropped_yandex_clicks_are_reported(tmp_path: Path) -> None:
     train.write_text("\n".join(lines) + "\n")
     test.write_text("q0\t1,2,3,4 : 1\nq1\t1,2,3,4 : 5\n")
     runner = CliRunner()
-    res = runner.invoke(app, ["clicks", "fit", "--log", str(train), "--model", "rctr", "--out", str(tmp_path / "f.json")])
+    res = runner.invoke(app, ["clicks", "fit", "--log", str(train), "--model", "rctr", "--out",
+                              str(tmp_path / "f.json")])
     assert res.exit_code == 0, res.output
     assert f"{train}: ignored 2 clicks on documents not on the page (Yandex format" in res.stdout
     res = runner.invoke(app, ["clicks", "evaluate", "--log", str(train), "--test-log", str(test), "--models", "rctr"])
@@ -259,11 +260,12 @@ def test_dropped_yandex_clicks_are_reported(tmp_path: Path) -> None:
     assert f"{train}: ignored 2 clicks" in res.stdout and f"{test}: ignored 1 click on documents" in res.stdout
     clean = tmp_path / "clean.yandex"
     clean.write_text("q0\t1,2,3,4 : 1\n")
-    res = runner.invoke(app, ["clicks", "fit", "--log", str(clean), "--model", "rctr", "--out", str(tmp_path / "g.json")])
+    res = runner.invoke(app, ["clicks", "fit", "--log", str(clean), "--model", "rctr", "--out",
+                              str(tmp_path / "g.json")])
     assert res.exit_code == 0 and "ignored" not in res.stdout
 
 
-# -- A.6: a model that cannot score the test log is a refused row, not the end of the comparison ------------------------
+# -- A.6: a model that cannot score the test log is a refused row, not the end of the comparison ---------------------
 def test_evaluate_keeps_the_models_that_can_score(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -268,7 +268,8 @@ def evaluate_conventions(fits: dict[str, Any]) -> dict[str, str]:
         "perplexity": "perplexity = mean over ranks of 2^(-mean log2 likelihood of the click at that rank) from "
         "marginal click probabilities, conditional perplexity the same given the clicks above",
         "clipping": f"probabilities clipped to [{PROB_EPS:g}, 1 - {PROB_EPS:g}]",
-        "smoothing": f"estimates smoothed with Beta(a, a) pseudo-counts, {_smoothing_text(smoothing) or 'none recorded'}"
+        "smoothing": "estimates smoothed with Beta(a, a) pseudo-counts, "
+        f"{_smoothing_text(smoothing) or 'none recorded'}"
         f"{'; not recorded in the file: ' + ', '.join(unrecorded) if unrecorded else ''}",
         "unseen_pairs": "(query, document) pairs unseen in training get the impression-weighted mean of the fitted "
         "values",
