@@ -305,3 +305,67 @@ def test_local_cluster_from_a_script_without_a_main_guard_is_one_clear_error(tmp
     assert len(out.stderr.splitlines()) < 30, out.stderr  # one traceback, the script's (was 495 lines)
     ok = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert ok.returncode == 0 and ok.stdout.strip() == "started", ok.stderr
+
+
+class _Records(list):
+    """A logging handler's target: the records it got."""
+
+
+def _capture(name: str) -> tuple[Any, _Records]:
+    import logging
+
+    got = _Records()
+    handler = logging.Handler()
+    handler.emit = got.append  # type: ignore[method-assign]
+    logging.getLogger(name).addHandler(handler)
+    return handler, got
+
+
+def test_closing_a_cluster_it_started_silences_dask_loggers() -> None:
+    """Review 2, C.2: a Ctrl-C left 'distributed.scheduler - ERROR - broadcast to ... failed: CommClosedError' lines
+    after 'interrupted ...'. While the executor closes a cluster it started, Dask's loggers say nothing; their
+    levels are restored after; a cluster given by address (not closed by the executor) keeps its client's logs."""
+    import logging
+
+    class Closing:
+        def close(self) -> None:
+            logging.getLogger("distributed.scheduler").error("broadcast to tcp://127.0.0.1:1 failed: CommClosedError")
+            logging.getLogger("distributed").warning("closing")
+
+    scheduler = logging.getLogger("distributed.scheduler")
+    before = (scheduler.level, logging.getLogger("distributed").level)
+    handler, got = _capture("distributed")
+    try:
+        ex = DaskExecutor.__new__(DaskExecutor)
+        ex._client, ex._cluster = Closing(), Closing()
+        ex.close()
+        assert got == [] and ex._cluster is None and ex._client is None
+        assert (scheduler.level, logging.getLogger("distributed").level) == before
+        ex.close()  # idempotent
+        remote = DaskExecutor.__new__(DaskExecutor)
+        remote._client, remote._cluster = Closing(), None
+        remote.close()
+        assert [r.getMessage() for r in got][:1] == ["broadcast to tcp://127.0.0.1:1 failed: CommClosedError"]
+    finally:
+        logging.getLogger("distributed").removeHandler(handler)
+
+
+def test_an_interrupt_while_the_workers_warm_up_closes_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C during the start (the workers' imports) closes the LocalCluster there and then, quietly, instead
+    of leaving it to the interpreter's exit (where the review's ERROR lines came from)."""
+    closed: list[Any] = []
+    original = DaskExecutor.close
+
+    def warm(self: DaskExecutor) -> None:
+        raise KeyboardInterrupt
+
+    def close(self: DaskExecutor) -> None:
+        closed.append(self._cluster)
+        original(self)
+
+    monkeypatch.setattr(DaskExecutor, "_warm_workers", warm)
+    monkeypatch.setattr(DaskExecutor, "close", close)
+    with pytest.raises(KeyboardInterrupt):
+        DaskExecutor("local:1")
+    assert len(closed) == 1 and closed[0] is not None
+    assert closed[0].status.name == "closed"
