@@ -204,15 +204,18 @@ def test_progress_lines() -> None:
     p = SweepProgress(points=4, replicates=40, stream=stream, every=5.0, clock=lambda: now[0])
     p.start(points_done=1, replicates_done=10)
     now[0] = 10.0
-    p.add(replicates=10, points=1)  # 10 replicates in 10 s: 20 left -> ETA 20 s
+    p.add(replicates=10, points=1)  # the first task: starts the rate's clock (its 10 s include the start-up)
     now[0] = 11.0
     p.add(replicates=1)  # within 5 s of the last line: not shown
+    now[0] = 20.0
+    p.add(replicates=4)  # 5 replicates in the 10 s since the first task: 15 left -> ETA 30 s (from the start: 20 s)
     now[0] = 30.0
-    p.add(replicates=19, points=2)
+    p.add(replicates=15, points=2)
     lines = stream.getvalue().splitlines()
     assert lines == [
         "sweep: points 1/4, replicates 10/40, 0s elapsed, ETA unknown",
-        "sweep: points 2/4, replicates 20/40, 10s elapsed, ETA 20s",
+        "sweep: points 2/4, replicates 20/40, 10s elapsed, ETA unknown",
+        "sweep: points 2/4, replicates 25/40, 20s elapsed, ETA 30s",
         "sweep: points 4/4, replicates 40/40, 30s elapsed, ETA done",
     ]
 
@@ -315,13 +318,16 @@ def test_progress_bars_on_a_terminal() -> None:
     p = SweepProgress(points=2, replicates=40, stream=stream, clock=lambda: now[0])
     p.start(points_done=0, replicates_done=0)
     now[0] = 10.0
-    p.add(replicates=10)
+    p.add(replicates=10)  # the first task starts the rate's clock
     assert p._bars is not None
     bars = p._bars
-    assert [t.completed for t in bars.tasks] == [0, 10]
-    assert bars.tasks[1].fields["eta"] == "ETA 30s"  # 10 replicates in 10 s, 30 left
+    assert bars.tasks[1].fields["eta"] == "ETA unknown"
+    now[0] = 20.0
+    p.add(replicates=10)
+    assert [t.completed for t in bars.tasks] == [0, 20]
+    assert bars.tasks[1].fields["eta"] == "ETA 20s"  # 10 replicates in the 10 s since the first task, 20 left
     now[0] = 40.0
-    p.add(replicates=30, points=2)
+    p.add(replicates=20, points=2)
     assert p._bars is None and not bars.live.is_started
     text = stream.getvalue()
     assert "sweep points" in text and "40/40" in text and "ETA done" in text
