@@ -490,6 +490,29 @@ def test_estimate_warnings_are_every_warning_the_cli_prints(tmp_path: Path) -> N
                                  for t in ("AB", "BA") for e in ("ips", "snips"))
 
 
+def test_api_errors_name_the_dataframe_columns(tmp_path: Path) -> None:
+    """Review 2, E.4: DataFrame input got errors in the file/JSON-lines spelling ('qrels lacks column(s) grade',
+    'propensities.list must be in (0, 1]'); they now name the columns a DataFrame caller uses. A file keeps its keys."""
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": ["a"]})
+    run = pd.DataFrame({"query_id": ["q1"], "doc_id": ["a"], "score": [1.0]})
+    with pytest.raises(InputError, match=r"qrels: the DataFrame lacks column\(s\) relevance \(or grade\); it needs "
+                                         r"query_id \(or query\), doc_id \(or doc\), relevance \(or grade\)"):
+        onlineeval.evaluate(qrels, {"A": run})
+    with pytest.raises(InputError, match=r"run 'A': the DataFrame lacks column\(s\) score;"):
+        onlineeval.evaluate(qrels.assign(relevance=[1]), {"A": run.drop(columns="score")})
+    frame, targets = logged_frame(n=50)
+    with pytest.raises(InputError) as err:
+        onlineeval.estimate(frame.assign(p_list=[1.5] + [1 / 6] * 49), targets, "ips")
+    assert err.value.message == "p_list must be in (0, 1]" and err.value.line == 1
+    with pytest.raises(InputError, match="estimator 'iips' needs p_item; the log carries p_list;"):
+        onlineeval.estimate(frame.drop(columns=["p_prefix", "p_item"]), targets, "iips")
+    path = tmp_path / "log.jsonl"  # the same log as a file: its keys
+    path.write_text(json.dumps({"query": "q1", "shown": ["a", "b"], "clicks": [1, 0],
+                                "propensities": {"list": 1.5}}) + "\n")
+    with pytest.raises(InputError, match=r"propensities\.list must be in \(0, 1\]"):
+        onlineeval.estimate(path, targets, "ips")
+
+
 def test_evaluate_letor_equals_the_cli(tmp_path: Path) -> None:
     """LETOR input through the API: score files, an array and a feature column give the numbers
     of ``onlineeval evaluate --letor``, worked out by hand for nDCG@1."""

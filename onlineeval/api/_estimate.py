@@ -7,6 +7,7 @@ columns) or a JSON-lines log.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -92,7 +93,21 @@ def _logged(log: Any, policies: Any) -> Any:
                 obj["propensities"] = {_PROPENSITY_COLUMNS[c]: _plain(rec[c]) for c in p_columns}
             yield obj
 
-    return logged_from_records(records(), policies, "DataFrame")
+    try:
+        return logged_from_records(records(), policies, "DataFrame")
+    except InputError as exc:
+        raise _in_columns(exc, log) from None
+
+
+def _in_columns(exc: InputError, log: Any) -> InputError:
+    """``exc`` naming the DataFrame columns ``p_list``, ``p_prefix``, ``p_item`` where the log reader names the
+    JSON-lines keys ``propensities.list`` ... (review 2, E.4); unchanged for a file or a ``propensities`` column."""
+    import pandas as pd
+
+    if (not isinstance(log, pd.DataFrame) or "propensities" in log.columns
+            or not any(c in log.columns for c in _PROPENSITY_COLUMNS)):
+        return exc
+    return InputError(re.sub(r"propensities\.(list|prefix|item)\b", r"p_\1", exc.message), exc.path, exc.line)
 
 
 def _target_lists(run: Any, ties: str, name: str) -> dict[str, list[str]]:
@@ -185,7 +200,10 @@ def estimate(
     check_rewards(ests, get_reward(metric, 1), key="metric")
     lg = _logged(log, simulations.policies)
     reward = get_reward(metric, lg.data.k)
-    check_needs(lg, ests)
+    try:
+        check_needs(lg, ests)
+    except InputError as exc:
+        raise _in_columns(exc, log) from None
     if baseline is not None and baseline[0] in targets:
         raise ConfigError(("baseline",), f"{baseline[0]!r} is also a target")
     maps = {}

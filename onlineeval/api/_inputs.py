@@ -41,6 +41,14 @@ def _frame(table: Any, kind: str, value: str, name: str) -> pd.DataFrame:
         frame = table.rename(columns={k: v for k, v in IR_MEASURES_COLUMNS.items() if k in table.columns})
         if kind == "run" and "grade" in frame.columns and "score" not in frame.columns:
             frame = frame.rename(columns={"grade": "score"})
+        # named as this caller's DataFrame may spell them (the readers name only onlineeval's own columns)
+        spelled = {"query": "query_id (or query)", "doc": "doc_id (or doc)",
+                   "grade": "relevance (or grade)", "score": "score"}
+        needed = ("query", "doc", "grade" if kind == "qrels" else "score")
+        lacking = [spelled[c] for c in needed if c not in frame.columns]
+        if lacking:
+            raise InputError(f"{name}: the DataFrame lacks column(s) {', '.join(lacking)}; it needs "
+                             f"{', '.join(spelled[c] for c in needed)} (has {', '.join(map(str, table.columns))})")
     elif isinstance(table, Mapping):
         q: list[str] = []
         d: list[str] = []
