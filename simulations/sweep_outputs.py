@@ -66,8 +66,10 @@ _FLAGS = {"analytic_withheld": False, "analytic_required_impressions_unstable": 
 def days_cell(row: Mapping[str, Any]) -> str:
     """The terminal's analytic days of one row of points.csv: 'biased' when the point withheld them (the
     design or its estimate is biased), 'no effect' when the truth is within 2 Monte Carlo SEs of 0, 'never'
-    when the SE floor is above the target, else the days (4 significant digits) with '?' when the analytic
-    size is unstable, as in simulate's table."""
+    when the SE floor is above the target, '> 1 year' beyond :data:`simulations.report.MAX_DAYS_SHOWN` days, else
+    the days (4 significant digits); with '?' when the analytic size is unstable, as in simulate's table."""
+    from simulations.report import MAX_DAYS_SHOWN
+
     if _flag(row.get("analytic_withheld"), False):
         return "biased"
     if not _flag(row.get("detectable"), True):
@@ -76,6 +78,8 @@ def days_cell(row: Mapping[str, Any]) -> str:
     mark = "?" if _flag(row.get("analytic_required_impressions_unstable"), False) else ""
     if days is None or not math.isfinite(days):
         return "never" + mark
+    if days > MAX_DAYS_SHOWN:
+        return "> 1 year" + mark
     return f"{days:.4g}{mark}"
 
 
@@ -91,7 +95,8 @@ TERMINAL_LEGEND = (
     "(analytic_required_days: 'biased' = the design or its estimate is biased on this point (null check, or its mean "
     "against the exact truth), so no analytic days or sizes are given (points.csv: analytic_withheld true, NaN "
     "days; the point's summary.json keeps the values computed as if unbiased under analytic_if_unbiased); "
-    "'never' = the SE floor of returning users is above the target; 'no effect' = the truth is within 2 Monte "
+    "'never' = the SE floor of returning users is above the target; '> 1 year' = more than 365 days; 'no effect' = "
+    "the truth is within 2 Monte "
     "Carlo SEs of 0; '?' = unstable: the se^2 = a/N + b fit behind it is near its floor or loosely determined by "
     "the replicates (90% range in the point's report))"
 )

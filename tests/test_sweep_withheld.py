@@ -110,6 +110,10 @@ def test_days_cell_every_case() -> None:
                       "analytic_required_impressions_unstable": True}) == "12.35?"
     assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": 12.345678,
                       "analytic_required_impressions_unstable": False}) == "12.35"
+    # beyond a year, as simulate's table and the point's report say it (not 3.563e+04)
+    assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": 35625.0,
+                      "analytic_required_impressions_unstable": True}) == "> 1 year?"
+    assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": 365.0}) == "365"
     rows = pd.DataFrame({"design": ["ab", "cf"], "analytic_required_days": [3.0, math.nan],
                          "analytic_withheld": [False, True], "detectable": [True, True],
                          "analytic_required_impressions_unstable": [False, False]})
