@@ -457,8 +457,9 @@ def test_sweep_report_structure(sweep: Path) -> None:
     for row, r in zip(rows, summary["rows"], strict=True):
         assert row[0] == str(r["point"]) and row[col["design"]].split()[0] == r["design"]
         assert row[col["true effect"]].split(" +- ")[0] == f"{r['true_effect']:+.3g}"
+        needed = r["analytic_required_impressions"]
         assert row[col["impressions needed"]].split(" biased")[0] == (
-            "not reachable" if r["analytic_required_impressions"] is None else f"{r['analytic_required_impressions']:,.0f}"
+            "not reachable" if needed is None else f"{needed:,.0f}"
         ) + ("?" if r["analytic_required_impressions_unstable"] else "")  # '?' as the point report and the terminal
     links = [a["href"] for t, a in page.tags if t == "a" and not (a.get("href") or "#").startswith("#")]
     assert sorted(set(links)) == [f"points/point-00{i}/report.html" for i in range(3)]

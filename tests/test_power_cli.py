@@ -197,7 +197,8 @@ def test_ratio_scaled_is_the_variance_of_a_multiplied_numerator(tmp_path: Path) 
     (1 + rho) (CV kept): A's moments and B's (x 1.08) computed from one CSV, by the command itself."""
     path, c, q = _users_csv(tmp_path)
     treated = tmp_path / "treated.csv"
-    treated.write_text("clicks,queries\n" + "".join(f"{float(1.08 * a)!r},{b}\n" for a, b in zip(c, q)), encoding="utf-8")
+    treated.write_text("clicks,queries\n" + "".join(f"{float(1.08 * a)!r},{b}\n" for a, b in zip(c, q)),
+                       encoding="utf-8")
     cols = ("--num-col", "clicks", "--den-col", "queries", "--relative-mde", "0.08")
     a = run_json("ratio", "--csv", str(path), *cols)
     b = run_json("ratio", "--csv", str(treated), *cols)
