@@ -75,7 +75,8 @@ def test_distribution_checks_count_each_distinct_test_once() -> None:
     assert rows["document_distribution"].status == "SKIPPED" and rows["document_distribution"].rule == "implied"
     # 41 positions x scenarios: 2 constant, 19 second picks of a round, 20 distinct
     assert rows["team_distribution"].statistic.endswith("Bonferroni over 20")
-    assert sum(c.rule in ("null", "power") for c in td.checks) == 5 and rows["team_distribution"].level == 0.002
+    assert sum(c.rule in ("null", "power") for c in td.checks) == 6      # coin_no_preference is the sixth
+    assert rows["team_distribution"].level == pytest.approx(0.01 / 6)
     bal = {c.name: c for c in validate_interleaver(reference_candidate("balanced"), "balanced", n=1400).checks}
     assert bal["team_distribution"].statistic.endswith("Bonferroni over 7")      # one coin per impression
     assert bal["document_distribution"].rule == "implied"
