@@ -62,7 +62,8 @@ def test_correct_team_draft_passes_and_the_check_counts() -> None:
 
 
 def test_a_two_point_coin_bias_fails_the_run_at_20000() -> None:
-    """Power at n = 20000: mean outcome +0.04 (coin 1: B first), z = 0.04 sqrt(20000) = 5.66 against 3.14 (level 0.01 / 6): 0.99.
+    """Power at n = 20000: mean outcome +0.04 (coin 1: B first), z = 0.04 sqrt(20000) = 5.66 against 3.14
+    (level 0.01 / 6): 0.99.
 
     Measured over seeds 5000-5199 (/tmp/b1/pow.py): the run failed 35/200 before the check counted
     (team_distribution 34, aa_no_preference 1), 200/200 after (coin_no_preference in all).
