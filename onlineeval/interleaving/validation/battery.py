@@ -279,7 +279,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
             checks.append(_better(candidate, spec, better, max(BETTER_MIN_PER_SCENARIO, n // (4 * len(better))),
                                   alpha, rng_c, rng_clk))
             stage += 1
-            checks.extend(_distributions(equiv, cand, refs, alpha))
+            checks.extend(_distributions(equiv, cand, refs, alpha, ref_il.options.get("tau")))
             stage += 1
             checks.append(_credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
             stage += 1
@@ -517,7 +517,7 @@ def _column(a: NDArray[np.int64], j: int) -> NDArray[np.int64]:
 
 
 def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Sequence[Sample],
-                   alpha: float) -> list[CheckResult]:
+                   alpha: float, tau: Any = None) -> list[CheckResult]:
     """Per position, the team labels, then the documents, of candidate and reference (chi-square).
 
     Each distinct test is counted once (:func:`partition_key`): a column that splits the pooled
@@ -525,7 +525,8 @@ def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Seq
     table up to relabelling, hence the same p-value (the second pick of a team-draft round is
     the first's complement; a team-draft or balanced document is a function of the team labels),
     and a constant column cannot reject. A ``document_distribution`` with no test of its own is
-    ``SKIPPED`` (rule ``"implied"``) and takes no share of the level.
+    ``SKIPPED`` (rule ``"implied"``) and takes no share of the level. ``tau``: the reference's softmax
+    temperature (probabilistic methods), named in the hint of a failing row.
     """
     tests: dict[str, list[float]] = {"team": [], "doc": []}
     dup = {"team": 0, "doc": 0}
@@ -569,6 +570,9 @@ def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Seq
         pb = bonferroni(pv)
         if worst[kind][0] and pb < alpha:
             det += f"; worst: {worst[kind][0]}"
+        if isinstance(tau, (int, float)) and pb < alpha:
+            det += (f"; a softmax with another tau than the reference's {tau:g} shifts these: if yours differs, "
+                    "pass --option tau=<yours> (credit_agreement names the tau its credits fit)")
         out.append(CheckResult(name, PENDING, f"chi-square p-value, Bonferroni over {len(pv)}", pb, det,
                                counts=counts, rule="null"))
     return out
@@ -578,6 +582,7 @@ def _credit_agreement(candidate: Candidate, ref: BatchCandidate, spec: MethodSpe
                       refs: Sequence[Sample], click_prob: float, rng: np.random.Generator) -> CheckResult:
     total = viol = 0
     example = ""
+    seen: list[tuple[Lists, Sample, NDArray[np.bool_], NDArray[np.float64]]] = []
     for sc, rs in zip(scenarios, refs):
         rows = min(rs.n, CREDIT_AGREEMENT_ROWS)
         s = Sample(rs.shown[:rows], rs.teams[:rows], rs.bad_length[:rows])
@@ -589,6 +594,7 @@ def _credit_agreement(candidate: Candidate, ref: BatchCandidate, spec: MethodSpe
             bad |= (np.abs(got - want) > VALUE_TOLERANCE * np.maximum(1.0, np.abs(want))).any(axis=(1, 2))
         total += rows
         viol += int(bad.sum())
+        seen.append((sc, s, clicks, got))
         if bad.any() and not example:
             r = int(np.flatnonzero(bad)[0])
             keep = s.shown[r] >= 0
@@ -600,8 +606,52 @@ def _credit_agreement(candidate: Candidate, ref: BatchCandidate, spec: MethodSpe
                        f"{_pair_name(m, j, i)} candidate {got[r, j, i]:+.6g}, reference {want[r, j, i]:+.6g}")
     hint = {SIGN: "outcomes (signs)", EXPECTED: "expected outcomes (credit() must return P(B wins) - P(A wins), "
             "not its sign)", CREDIT: "credit differences (credit() must return the credits per ranker)"}
-    return exact_check("credit_agreement", viol, total, f"{hint[spec.scale]} differ from the reference on the "
-                       "same input", example)
+    what = f"{hint[spec.scale]} differ from the reference on the same input"
+    tau = ref.interleaver.options.get("tau") if viol else None
+    if isinstance(tau, (int, float)) and spec.scale == EXPECTED:
+        values = np.concatenate([g.ravel() for *_, g in seen])
+        if not np.all(np.isin(values, (-1.0, 0.0, 1.0))):    # not only signs: the sign hint is not the cause
+            what = "expected outcomes differ from the reference on the same input"
+            fit = _fit_tau(ref, spec, seen)
+            if fit is not None:
+                what += (f"; they equal the reference's with tau = {fit[0]:.4g} on every row (largest difference "
+                         f"{fit[1]:.1g}): the candidate's softmax uses tau {fit[0]:.4g}, the reference's {tau:g}; "
+                         f"pass --option tau={fit[0]:.4g} if that is intended")
+            else:
+                what += (f" (values on the expected-outcome scale, but no reference tau in {TAU_GRID[0]:g}..."
+                         f"{TAU_GRID[-1]:g} reproduces them: not a softmax temperature (reference {tau:g}) alone)")
+    return exact_check("credit_agreement", viol, total, what, example)
+
+
+#: tau values tried first by :func:`_fit_tau` (then refined around the best)
+TAU_GRID = tuple(np.round(np.arange(0.25, 8.01, 0.25), 2))
+
+
+def _fit_tau(ref: BatchCandidate, spec: MethodSpec, seen: Sequence[tuple[Lists, Sample, NDArray[np.bool_],
+                                                                            NDArray[np.float64]]]
+             ) -> tuple[float, float] | None:
+    """The reference's ``tau`` whose expected outcomes equal the candidate's on every row, if there is one.
+
+    A grid, then a bounded scalar minimisation of the largest absolute difference around the
+    best grid point; ``(tau, largest difference)`` when that difference is below 1e-6, else ``None``.
+    """
+    from scipy.optimize import minimize_scalar
+
+    opts = dict(ref.interleaver.options)
+
+    def gap(t: float) -> float:
+        other = BatchCandidate("tau", get_interleaver(spec.name, **{**opts, "tau": float(t)}), trusted=True)
+        return max(float(np.max(np.abs(other.values(sc, s.shown, s.teams, c, spec.scale) - g)))
+                   for sc, s, c, g in seen)
+
+    grid = [(gap(t), float(t)) for t in TAU_GRID]
+    best_gap, best = min(grid)
+    if best_gap > 1e-6:
+        step = TAU_GRID[1] - TAU_GRID[0]
+        res = minimize_scalar(gap, bounds=(max(1e-3, best - step), best + step), method="bounded",
+                              options={"xatol": 1e-10})
+        best_gap, best = float(res.fun), float(res.x)
+    return (best, best_gap) if best_gap < 1e-6 else None
 
 
 def _outcome_distribution(candidate: Candidate, ref: BatchCandidate, spec: MethodSpec, scenarios: Sequence[Lists],

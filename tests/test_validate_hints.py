@@ -1,0 +1,44 @@
+"""Review 2 B.3-B.6: failing rows say what to do (another tau, 1-based labels, which documents, which position)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onlineeval.interleaving.probabilistic import Probabilistic
+from onlineeval.interleaving.validation import BatchCandidate, reference_candidate, validate_interleaver
+
+
+def _rows(cand, method: str, n: int, seed: int = 0, **kw):  # type: ignore[no-untyped-def]
+    return {c.name: c for c in validate_interleaver(cand, method, n=n, seed=seed, **kw).checks}
+
+
+@pytest.mark.parametrize("tau", [2.0, 2.7])
+def test_a_probabilistic_interleaver_with_another_tau_is_told_so(tau: float) -> None:
+    """B.6: a correct probabilistic interleaver with tau 2 got 'credit() must return ... not its sign'."""
+    cand = BatchCandidate(f"pi_tau{tau}", Probabilistic(tau=tau))
+    rows = _rows(cand, "probabilistic", 2000)
+    ca = rows["credit_agreement"]
+    assert ca.failed and "not its sign" not in ca.message
+    assert f"with tau = {tau:g} on every row" in ca.message and f"pass --option tau={tau:g}" in ca.message
+    doc = rows["document_distribution"]
+    assert doc.failed == (tau == 2.0)                       # a 0.3 change is too small for the chi-square at 2000
+    assert ("--option tau=<yours>" in doc.message) == doc.failed
+    assert validate_interleaver(cand, "probabilistic", n=2000, options={"tau": tau}).passed
+
+
+class _SignOnly(Probabilistic):
+    """Returns the sign of the expected outcome: the mistake the original hint is about."""
+
+    def expected_preferences(self, result, clicks):  # type: ignore[no-untyped-def]
+        return np.sign(super().expected_preferences(result, clicks))
+
+
+def test_a_sign_instead_of_the_expectation_keeps_the_sign_hint() -> None:
+    ca = _rows(BatchCandidate("sign", _SignOnly()), "probabilistic", 700)["credit_agreement"]
+    assert ca.failed and "not its sign" in ca.message and "tau =" not in ca.message
+
+
+def test_a_correct_probabilistic_interleaver_gets_no_tau_hint() -> None:
+    rows = _rows(reference_candidate("probabilistic"), "probabilistic", 700)
+    assert all("tau" not in c.message for c in rows.values())
