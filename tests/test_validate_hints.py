@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from broken_interleavers import TeamDraft
 from onlineeval.interleaving.probabilistic import Probabilistic
 from onlineeval.interleaving.validation import BatchCandidate, reference_candidate, validate_interleaver
+from onlineeval.interleaving.validation.candidates import ProtocolCandidate
 
 
 def _rows(cand, method: str, n: int, seed: int = 0, **kw):  # type: ignore[no-untyped-def]
@@ -42,3 +44,29 @@ def test_a_sign_instead_of_the_expectation_keeps_the_sign_hint() -> None:
 def test_a_correct_probabilistic_interleaver_gets_no_tau_hint() -> None:
     rows = _rows(reference_candidate("probabilistic"), "probabilistic", 700)
     assert all("tau" not in c.message for c in rows.values())
+
+
+class _OneBased(TeamDraft):
+    """A correct team-draft that labels the teams 1 (A) and 2 (B); its credit converts back."""
+
+    def interleave(self, lists: list[list[int]], rng: np.random.Generator) -> tuple[list[int], list[int]]:
+        shown, teams = super().interleave(lists, rng)
+        return shown, [t + 1 for t in teams]
+
+    def credit(self, shown: list[int], teams: list[int], clicks: list[bool]) -> int:
+        return super().credit(shown, [t - 1 for t in teams], clicks)
+
+
+def test_one_based_team_labels_are_named_once() -> None:
+    """B.4: 1-based labels gave four FAIL rows (structure, prefix_balance, team_distribution, credit_agreement)."""
+    one = _OneBased()
+    rep = validate_interleaver(ProtocolCandidate("one_based", one.interleave, one.credit), "team_draft", n=700)
+    rows = {c.name: c for c in rep.checks}
+    assert [c.name for c in rep.checks if c.failed] == ["structure"]
+    assert rows["structure"].message.startswith("team labels look 1-based (every label in 1..2); they must be "
+                                                "ranker indices 0..1")
+    for name in ("prefix_balance", "team_distribution", "credit_agreement"):
+        assert rows[name].status == "SKIPPED" and "1-based" in rows[name].message
+    # a correct 0-based team-draft is not taken for one
+    ref = {c.name: c for c in validate_interleaver(reference_candidate("team_draft"), "team_draft", n=700).checks}
+    assert "1-based" not in ref["structure"].message and ref["credit_agreement"].status == "PASS"

@@ -57,6 +57,7 @@ and 10 document tests, 5 checks).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -270,7 +271,8 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
         with watchdog(timeout):
             cand = [candidate.sample(sc, per, rng_c) for sc in equiv]
             refs = [ref.sample(sc, per, rng_r) for sc in equiv]
-            checks.extend(_invariants(spec, equiv, cand))
+            one_based = _one_based(equiv, cand)
+            checks.extend(_invariants(spec, equiv, cand, one_based))
             stage += 1
             checks.append(_aa(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
             stage += 1
@@ -279,9 +281,12 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
             checks.append(_better(candidate, spec, better, max(BETTER_MIN_PER_SCENARIO, n // (4 * len(better))),
                                   alpha, rng_c, rng_clk))
             stage += 1
-            checks.extend(_distributions(equiv, cand, refs, alpha, ref_il.options.get("tau")))
+            dist = _distributions(equiv, cand, refs, alpha, ref_il.options.get("tau"))
+            checks.extend(_label_skipped(c.name) if one_based and c.name == "team_distribution" else c
+                          for c in dist)
             stage += 1
-            checks.append(_credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
+            checks.append(_label_skipped("credit_agreement") if one_based else
+                          _credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
             stage += 1
             checks.append(_outcome_distribution(candidate, ref, spec, equiv, cand, refs, click_prob, alpha, rng_clk,
                                                 rng_x))
@@ -365,7 +370,29 @@ def _fidelity_text(spec: MethodSpec) -> str:
 
 
 # ----------------------------------------------------------------------------- checks
-def _invariants(spec: MethodSpec, scenarios: Sequence[Lists], samples: Sequence[Sample]) -> list[CheckResult]:
+#: the structure row's lead when the candidate's team labels are 1-based
+ONE_BASED = "team labels look 1-based (every label in 1..{m}); they must be ranker indices 0..{m1} (0 = lists[0])"
+
+
+def _one_based(scenarios: Sequence[Lists], samples: Sequence[Sample]) -> bool:
+    """Every team label of every shown slot lies in ``1..m`` and some label is ``m``: a 1-based convention."""
+    top = False
+    for sc, s in zip(scenarios, samples):
+        t = s.teams[(s.shown >= 0) & (s.teams != -1)]
+        if t.size and (int(t.min()) < 1 or int(t.max()) > len(sc)):
+            return False
+        top |= bool((t == len(sc)).any())
+    return top
+
+
+def _label_skipped(name: str) -> CheckResult:
+    """A check that depends on the team labels, not run when they look 1-based (``structure`` says so)."""
+    return CheckResult(name, SKIPPED, "not run", None, "not run: it depends on the team labels, which look 1-based "
+                       "(see structure)", rule="skipped")
+
+
+def _invariants(spec: MethodSpec, scenarios: Sequence[Lists], samples: Sequence[Sample],
+                one_based: bool = False) -> list[CheckResult]:
     struct: list[str] = []
     prefix: list[str] = []
     for sc, s in zip(scenarios, samples):
@@ -377,8 +404,12 @@ def _invariants(spec: MethodSpec, scenarios: Sequence[Lists], samples: Sequence[
         if spec.prefix_balanced:
             prefix += [f"{label}: {msg}" if msg else "" for msg in prefix_violations(rk, s.shown, s.teams)]
     out = [_exact_from("structure", struct, "interleavings violate the invariants")]
+    if one_based:
+        m = max(len(sc) for sc in scenarios)
+        out[0] = replace(out[0], message=ONE_BASED.format(m=m, m1=m - 1) + ": " + out[0].message)
     if spec.prefix_balanced:
-        out.append(_exact_from("prefix_balance", prefix, "interleavings have an unbalanced prefix"))
+        out.append(_label_skipped("prefix_balance") if one_based else
+                   _exact_from("prefix_balance", prefix, "interleavings have an unbalanced prefix"))
     return out
 
 
