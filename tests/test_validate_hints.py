@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from broken_interleavers import TeamDraft
 from onlineeval.interleaving.probabilistic import Probabilistic
-from onlineeval.interleaving.validation import BatchCandidate, reference_candidate, validate_interleaver
+from onlineeval.interleaving.validation import (
+    BatchCandidate,
+    read_log,
+    reference_candidate,
+    validate_interleaver,
+    validate_log,
+)
 from onlineeval.interleaving.validation.candidates import ProtocolCandidate
 
 
@@ -70,3 +80,23 @@ def test_one_based_team_labels_are_named_once() -> None:
     # a correct 0-based team-draft is not taken for one
     ref = {c.name: c for c in validate_interleaver(reference_candidate("team_draft"), "team_draft", n=700).checks}
     assert "1-based" not in ref["structure"].message and ref["credit_agreement"].status == "PASS"
+
+
+def test_log_team_distribution_names_the_worst_position(tmp_path: Path) -> None:
+    """B.3: a failing log-mode team_distribution row named no position and no shares."""
+    p = tmp_path / "a_first.jsonl"
+    line = {"rankings": [[1, 2, 3, 4], [4, 3, 2, 1]], "shown": [1, 4, 2, 3], "teams": [0, 1, 0, 1],
+            "clicks": [0, 0, 0, 0]}                                         # A always picks first
+    p.write_text("".join(json.dumps(line) + "\n" for _ in range(400)))
+    team = {c.name: c for c in validate_log(read_log(p), "team_draft").checks}["team_distribution"]
+    assert team.failed
+    found = re.search(r"worst: position [13] \(400 logged slots\): log vs reference team 0: 1\.000 vs (0\.\d+), "
+                      r"team 1: 0\.000 vs 0\.\d+", team.message)            # an A pick: position 1 or 3
+    assert found, team.message
+    share = float(found.group(1))
+    assert abs(share - 0.5) < 4 * 0.025                                     # reference: a fair coin, SE 0.025
+    ok = tmp_path / "mixed.jsonl"
+    other = {**line, "shown": [4, 1, 3, 2], "teams": [1, 0, 1, 0]}
+    ok.write_text("".join(json.dumps(line if i % 2 else other) + "\n" for i in range(400)))
+    team = {c.name: c for c in validate_log(read_log(ok), "team_draft").checks}["team_distribution"]
+    assert not team.failed and "worst" not in team.message

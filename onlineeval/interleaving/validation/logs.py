@@ -314,18 +314,24 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
     per_ref = np.split(np.concatenate(slots_ref)[order], cuts)
     pvals: list[float] = []
     seen: set[bytes] = set()
-    for a, b in zip(per_log, per_ref):     # a position splitting the slots as one tested before is that test
-        key = partition_key(a, b)
+    worst = ("", 1.0)
+    for j, (a, b) in enumerate(zip(per_log, per_ref)):   # a position splitting the slots as one tested before
+        key = partition_key(a, b)                         # is that test
         if key is not None and key not in seen:
             seen.add(key)
             pvals.append(homogeneity(a, b))
+            if pvals[-1] < worst[1]:
+                worst = (f"position {j + 1} ({a.size} logged slots): log vs reference "
+                         + ", ".join(f"team {t}: {np.mean(a == t):.3f} vs {np.mean(b == t):.3f}" for t in range(m)),
+                         pvals[-1])
     pb = bonferroni(pvals)
+    worst_text = f"; worst: {worst[0]}" if worst[0] and pb < alpha else ""
     checks.append(CheckResult("team_distribution", PENDING,
                               f"chi-square p-value, Bonferroni over {len(pvals)}", pb,
                               f"team label per position vs the reference on the logged inputs and page lengths "
                               f"({len(pvals)} distinct tests over {len(per_log)} positions: a position whose labels "
                               "split the impressions as an earlier one does, e.g. team-draft's second pick, gives "
-                              "the same p-value and is counted once; a constant one cannot fail)",
+                              "the same p-value and is counted once; a constant one cannot fail)" + worst_text,
                               counts={"impressions": len(records), "positions": len(per_log)}, rule="null"))
 
     if out_line:
