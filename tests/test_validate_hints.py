@@ -100,3 +100,13 @@ def test_log_team_distribution_names_the_worst_position(tmp_path: Path) -> None:
     ok.write_text("".join(json.dumps(line if i % 2 else other) + "\n" for i in range(400)))
     team = {c.name: c for c in validate_log(read_log(ok), "team_draft").checks}["team_distribution"]
     assert not team.failed and "worst" not in team.message
+
+
+def test_document_distribution_names_the_documents_that_differ() -> None:
+    """B.5: the worst row named the position but not which documents are over- or under-shown."""
+    doc = _rows(BatchCandidate("pi_tau2", Probabilistic(tau=2.0)), "probabilistic", 2000)["document_distribution"]
+    assert doc.failed
+    found = re.findall(r"(doc \d+|no document): (\d\.\d{3}) vs (\d\.\d{3})", doc.message.split("worst:")[1])
+    assert len(found) == 3
+    gaps = [abs(float(a) - float(b)) for _, a, b in found]
+    assert gaps == sorted(gaps, reverse=True) and gaps[0] > 0.05

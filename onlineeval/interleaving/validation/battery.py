@@ -582,6 +582,8 @@ def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Seq
                     if kind == "team":
                         where += ": candidate vs reference " + ", ".join(
                             f"team {t}: {np.mean(c == t):.3f} vs {np.mean(r == t):.3f}" for t in range(len(sc)))
+                    else:
+                        where += ": candidate vs reference, largest differences " + _doc_shares(c, r)
                     worst[kind] = (where, p)
     counts = {"candidate": int(sum(s.n for s in cand)), "reference": int(sum(s.n for s in refs))}
     out = []
@@ -607,6 +609,16 @@ def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Seq
         out.append(CheckResult(name, PENDING, f"chi-square p-value, Bonferroni over {len(pv)}", pb, det,
                                counts=counts, rule="null"))
     return out
+
+
+def _doc_shares(c: NDArray[np.int64], r: NDArray[np.int64], top: int = 3) -> str:
+    """The ``top`` documents whose shares differ most between candidate and reference (``-1``: no document)."""
+    docs = np.unique(np.concatenate([c, r]))
+    cs = np.asarray([np.mean(c == d) for d in docs])
+    rs = np.asarray([np.mean(r == d) for d in docs])
+    order = np.argsort(-np.abs(cs - rs), kind="stable")[:top]
+    return ", ".join(f"{'no document' if docs[i] < 0 else f'doc {int(docs[i])}'}: {cs[i]:.3f} vs {rs[i]:.3f}"
+                     for i in order)
 
 
 def _credit_agreement(candidate: Candidate, ref: BatchCandidate, spec: MethodSpec, scenarios: Sequence[Lists],
