@@ -110,3 +110,28 @@ def test_document_distribution_names_the_documents_that_differ() -> None:
     assert len(found) == 3
     gaps = [abs(float(a) - float(b)) for _, a, b in found]
     assert gaps == sorted(gaps, reverse=True) and gaps[0] > 0.05
+
+
+def test_the_n_help_states_the_team_share_power_of_the_battery() -> None:
+    """The --n help said 'about 0.87' (all 41 team tests and a sixth share); per method it is 0.88-0.96 now.
+
+    A 4-point shift of one position's team share at n / 7 = 8571 impressions per scenario (two samples):
+    z = 0.04 / sqrt(0.5 / 8571) = 5.24, against the two-sided critical z of alpha / checks / tests.
+    """
+    from scipy.stats import norm
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    z = 0.04 / np.sqrt(0.5 / (60_000 // 7))
+    powers = {}
+    for method, tests, checks in (("team_draft", 20, 6), ("balanced", 7, 3), ("optimized", 16, 5),
+                                  ("probabilistic", 41, 5)):                 # distinct team tests, checks
+        powers[method] = norm.sf(norm.isf(0.01 / checks / tests / 2) - z)
+    assert 0.88 <= min(powers.values()) and max(powers.values()) < 0.965, powers
+    coin = norm.sf(norm.isf(0.01 / 6 / 2) - 0.04 * np.sqrt(20_000))           # coin_no_preference at 20000
+    assert round(coin, 2) == 0.99
+    out = CliRunner().invoke(app, ["validate", "--help"], env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"}).output
+    text = " ".join(out.replace("│", " ").split())
+    assert "a 4-point shift in a team share with 0.88-0.96 by method" in text and "0.87" not in text
+    assert "a 0.52 team-draft coin with 0.99 already at 20000" in text
