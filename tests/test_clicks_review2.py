@@ -49,18 +49,25 @@ def test_integer_ids_that_look_like_flags_are_refused_not_guessed() -> None:
     assert table.loc["dctr", "log_likelihood"] == pytest.approx(fit.trace.log_likelihood[-1] / len(frame), rel=1e-12)
 
 
-def test_integer_flags_with_string_ids_name_the_rule() -> None:
-    frame = pd.DataFrame({"query": ["q"] * 2, "docs": [["a", "b"]] * 2, "clicks": [[1, 0], [0, 1]]})
-    with pytest.raises(InputError, match="clicks are the clicked documents' ids, not 0/1 flags") as err:
-        onlineeval.fit_clicks(frame, "dctr")
-    assert err.value.line == 1 and "bools" in str(err.value)
-    flags = onlineeval.fit_clicks(frame.assign(clicks=[[True, False], [False, True]]), "dctr", pseudo=0)
-    ids = onlineeval.fit_clicks(frame.assign(clicks=[["a"], ["b"]]), "dctr", pseudo=0)
+def test_integer_flags_with_string_ids_are_flags() -> None:
+    """0/1 integers, one per shown document, that cannot be clicked ids (the documents are strings) are flags, as
+    estimate()'s logged DataFrame reads them: the same CTRs as bools and as the clicked ids."""
+    frame = pd.DataFrame({"query": ["q"] * 3, "docs": [["a", "b"], ["b", "a"], ["a", "b"]],
+                          "clicks": [[1, 0], [0, 0], [1, 1]]})
+    ints = onlineeval.fit_clicks(frame, "dctr", pseudo=0)
+    flags = onlineeval.fit_clicks(frame.assign(clicks=[[True, False], [False, False], [True, True]]), "dctr",
+                                  pseudo=0)
+    ids = onlineeval.fit_clicks(frame.assign(clicks=[["a"], [], ["a", "b"]]), "dctr", pseudo=0)
+    assert dict(zip(ints.attractiveness.doc, ints.attractiveness.value)) == {"a": 2 / 3, "b": 1 / 3}
     np.testing.assert_array_equal(flags.attractiveness.value, ids.attractiveness.value)
+    np.testing.assert_array_equal(ints.attractiveness.value, ids.attractiveness.value)
+    # a wrong length is not a flag list: read as ids, it names the unknown document
+    with pytest.raises(InputError, match="not among the shown documents"):
+        onlineeval.fit_clicks(frame.assign(clicks=[[1, 0, 1], [0, 0], [1, 1]]), "dctr")
     with pytest.raises(InputError, match="one bool per shown document"):
-        onlineeval.fit_clicks(frame.assign(clicks=[[True], [False, True]]), "dctr")
+        onlineeval.fit_clicks(frame.assign(clicks=[[True], [False, True], []]), "dctr")
     with pytest.raises(InputError, match="mix bools and ids"):
-        onlineeval.fit_clicks(frame.assign(clicks=[[True, "a"], ["b"]]), "dctr")
+        onlineeval.fit_clicks(frame.assign(clicks=[[True, "a"], ["b"], []]), "dctr")
 
 
 def test_jsonl_flags_are_true_false_and_01_lists_get_the_hint(tmp_path: Path) -> None:

@@ -87,11 +87,9 @@ def _clicked(clicks: Any, shown: list[str], row: int, clicks_as: str) -> list[st
                 f"clicks {values!r} with docs {shown!r} could be the clicked documents' ids or 0/1 flags per "
                 "shown document; integers are read as ids, so pass bools for flags ([True, False, ...]) or say "
                 "which with clicks_as='ids' / clicks_as='flags'", None, row)
-        missing = next(d for d in ids if d not in shown_set)
-        raise InputError(
-            f"clicked document {missing!r} is not among the shown documents {shown!r}: clicks are the clicked "
-            "documents' ids, not 0/1 flags; for one flag per shown document pass bools ([True, False, ...]) "
-            "or clicks_as='flags'", None, row)
+        # not every value is a shown id, so they cannot be clicked ids: one flag per shown document, as the
+        # logged DataFrame of estimate() reads them (the documents are not the integers 0 and 1)
+        return [d for d, c in zip(shown, values) if c]
     return ids
 
 
@@ -156,10 +154,12 @@ def fit_clicks(
         How a DataFrame's ``clicks`` lists are read. ``"auto"`` (default): a list of bools
         (``[True, False, True]``, or a bool numpy array) is one flag per shown document;
         any other list (strings, integers) holds the clicked documents' ids, as in the
-        JSONL format. An integer list that could be either (0/1 values, one per shown
-        document, and the documents include ids 0 / 1) is refused rather than guessed,
-        as is a 0/1 list that only makes sense as flags. ``"ids"``: every list is clicked
-        ids; ``"flags"``: every list is one bool or 0/1 per shown document.
+        JSONL format, except a 0/1 list with one value per shown document that cannot be
+        ids (a value is not a shown id, e.g. the documents are strings): those are flags,
+        as :func:`estimate`'s logged DataFrame reads them. An integer list that could be
+        either (0/1 values, one per shown document, and the documents include ids 0 / 1)
+        is refused rather than guessed. ``"ids"``: every list is clicked ids; ``"flags"``:
+        every list is one bool or 0/1 per shown document.
 
     Returns
     -------
