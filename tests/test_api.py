@@ -222,6 +222,13 @@ def test_simulate_same_numbers_as_the_cli_and_writes_only_when_asked(tmp_path: P
     table = sim.designs()
     ab = table[(table["design"] == "ab") & (table["metric"] == "reciprocal_rank")].iloc[0]
     assert ab["shrinkage"] == cli_summary["designs"]["ab"]["reciprocal_rank"]["shrinkage_vs_offline"]
+    # the flags behind the report's '?' and 'biased' cells, and the conventions, travel with the table
+    for _, row in table.iterrows():
+        entry = cli_summary["designs"][row["design"]][row["metric"]]
+        assert row["analytic_withheld"] == bool(entry.get("analytic_withheld"))
+        assert row["required_impressions_unstable"] == bool(entry.get("analytic_required_impressions_unstable"))
+    assert json.loads(json.dumps(table.attrs["conventions"])) == cli_summary["conventions"]
+    assert table.attrs["conventions"] == sim.conventions and sim.conventions["alpha"] == 0.05
     assert set(sim.shrinkage["design"]) == {"ab"}
     bars = sim.shrinkage_figure().axes[0].patches
     assert [b.get_width() for b in bars] == pytest.approx(
@@ -570,6 +577,7 @@ def test_sweep_same_numbers_as_the_cli_and_writes_only_when_asked(tmp_path: Path
     assert memory.output is None and list((tmp_path / "tmp").iterdir()) == []  # the temporary folder is gone
     pd.testing.assert_frame_equal(memory.points, kept.points)
     assert memory.shrinkage == kept.shrinkage and len(memory.points) == 3
+    assert kept.points.attrs["conventions"] == kept.shrinkage["conventions"] and kept.points.attrs["conventions"]
     with pytest.raises(ConfigError) as err:
         onlineeval.sweep({"base": SWEEP_BASE, "grid": {"rankers.B.noise": [0.7, -1]}})
     assert "rankers.B.noise" in str(err.value)

@@ -62,6 +62,14 @@ class Simulation:
         """The results directory, or ``None`` when nothing was written."""
         return self.result.output
 
+    @property
+    def conventions(self) -> dict[str, Any]:
+        """The conventions every number was computed under (``summary.json``'s ``conventions``: offline metric,
+        user types, seed, randomisation unit, effects, sample size, truth, null check, ...)."""
+        from simulations.report import conventions
+
+        return conventions(self.result)
+
     def designs(self) -> pd.DataFrame:
         """One row per design and metric: true effect, relative effect, shrinkage, power on the
         last day (simulated and analytic), estimator bias, A/A false-positive rate and the
@@ -69,7 +77,12 @@ class Simulation:
 
         ``shrinkage`` is the online relative improvement divided by the offline relative
         gain (``shrinkage_vs_offline`` of ``summary.json``; missing for interleaving, whose
-        preference has no relative scale).
+        preference has no relative scale). ``analytic_withheld``: the design or its estimate is
+        biased, so its analytic power and sizes are missing (``summary.json`` keeps them under
+        ``analytic_if_unbiased``); ``required_impressions_unstable``: the size the report marks
+        '?' (its se^2 = a/N + b fit is near its floor or loosely determined by the replicates).
+        ``attrs["conventions"]`` holds the conventions the numbers were computed under
+        (:attr:`conventions`, ``summary.json``'s ``conventions``).
         """
         import pandas as pd
 
@@ -86,9 +99,13 @@ class Simulation:
                     "estimator_bias": e.get("estimator_bias"), "estimator_bias_se": e.get("estimator_bias_se"),
                     "days_to_target_power": e.get("days_to_target_power"),
                     "required_impressions": e.get("analytic_required_impressions"),
+                    "required_impressions_unstable": bool(e.get("analytic_required_impressions_unstable")),
+                    "analytic_withheld": bool(e.get("analytic_withheld")),
                     "aa_false_positive_rate": aa.get("false_positive_rate"),
                 })
-        return pd.DataFrame(rows)
+        frame = pd.DataFrame(rows)
+        frame.attrs["conventions"] = self.conventions
+        return frame
 
     @property
     def shrinkage(self) -> pd.DataFrame:
@@ -252,8 +269,11 @@ class Sweep:
     def points(self) -> pd.DataFrame:
         """One row per point and design: the point's axis values, the design's primary metric,
         offline delta, true effect, power, required days and the shrinkage columns
-        (``points.csv``)."""
-        return self.result.rows
+        (``points.csv``); ``attrs["conventions"]`` holds the shrinkage study's conventions."""
+        rows = self.result.rows
+        study = self.result.shrinkage or {}
+        rows.attrs["conventions"] = study.get("conventions") or {}
+        return rows
 
     @property
     def shrinkage(self) -> dict[str, Any]:
