@@ -381,6 +381,34 @@ def required_impressions_uncertainty(
     return {**refit_spread(point, refit_sizes(refits, alpha, power), floor_ratio), "resamples": resamples}
 
 
+def spread_notes(rel_se: float | None, floor_ratio: float | None, unreachable_share: float | None,
+                 floor_of: str = "the target se^2") -> list[str]:
+    """The notes of an unstable answer's range line (:func:`refit_spread`'s fields as written to summary.json):
+    its relative SE, the floor ratio ('floor b = f x <floor_of>') and the share of refits not reachable (from
+    0.05%)."""
+    notes = []
+    if rel_se is not None:
+        notes.append(f"relative SE {rel_se:.0%}")
+    if floor_ratio is not None:
+        notes.append(f"floor b = {floor_ratio:.2f} x {floor_of}")
+    if (unreachable_share or 0.0) >= 0.0005:
+        notes.append(f"{unreachable_share:.1%} of refits not reachable")
+    return notes
+
+
+def spread_text(span: Any, fmt: Any, rel_se: float | None, floor_ratio: float | None,
+                unreachable_share: float | None, floor_of: str = "the target se^2") -> str:
+    """'lo to hi (notes)': an unstable answer's 90% range over the refits (``span``, ``None`` ends = not reachable:
+    summary.json's null for inf; ``-`` without a range), each end by ``fmt``, then :func:`spread_notes`."""
+    def cell(v: float | None) -> str:
+        return "not reachable" if v is None or math.isinf(v) else fmt(v)
+
+    lo, hi = span or (None, None)
+    text = "-" if span is None else f"{cell(lo)} to {cell(hi)}"
+    notes = spread_notes(rel_se, floor_ratio, unreachable_share, floor_of)
+    return text + (f" ({', '.join(notes)})" if notes else "")
+
+
 def refit_sizes(refits: SizeRefits, alpha: float, power: float) -> np.ndarray:
     """:func:`required_impressions` of every refit (``inf``: not reachable)."""
     t_b = target_variance(refits.effect, alpha, power)

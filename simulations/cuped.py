@@ -519,17 +519,7 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
 
 def _days_range(req: dict[str, Any]) -> str:
     """CUPED's days needed: the refits' 90% range, relative SE, floor ratio and unreachable share."""
-    lo, hi = req.get("days_range") or (None, None)
+    from simulations.analysis import spread_text
 
-    def cell(v: float | None) -> str:  # None: inf written to summary.json as null
-        return "not reachable" if v is None or math.isinf(v) else f"{v:.1f} days"
-
-    parts = []
-    if req.get("impressions_rel_se") is not None:
-        parts.append(f"relative SE {req['impressions_rel_se']:.0%}")
-    if req.get("variance_floor_to_target") is not None:
-        parts.append(f"floor b = {req['variance_floor_to_target']:.2f} x the target se^2")
-    if (req.get("unreachable_share") or 0.0) >= 0.0005:
-        parts.append(f"{req['unreachable_share']:.1%} of refits not reachable")
-    text = "-" if req.get("days_range") is None else f"{cell(lo)} to {cell(hi)}"
-    return text + (f" ({', '.join(parts)})" if parts else "")
+    return spread_text(req.get("days_range"), lambda v: f"{v:.1f} days", req.get("impressions_rel_se"),
+                       req.get("variance_floor_to_target"), req.get("unreachable_share"))

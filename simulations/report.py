@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from onlineeval import __version__
-from simulations.analysis import SIZE_BOOTSTRAP, UNSTABLE_FLOOR_RATIO, UNSTABLE_REL_SE
+from simulations.analysis import SIZE_BOOTSTRAP, UNSTABLE_FLOOR_RATIO, UNSTABLE_REL_SE, spread_notes
 
 if TYPE_CHECKING:
     from simulations.job import SimulationResult
@@ -269,13 +269,10 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
             if is_biased_entry(e) or not e.get("analytic_required_impressions_unstable"):
                 continue
             lo, hi = e.get("analytic_required_impressions_range") or (None, None)
-            ratio = e.get("variance_floor_to_target")
-            rel = e.get("analytic_required_impressions_rel_se")
+            notes = spread_notes(e.get("analytic_required_impressions_rel_se"), e.get("variance_floor_to_target"),
+                                 e.get("analytic_required_impressions_unreachable_share"))
             items.append(f"{design}/{metric}: " + (f"{_count(lo)} to {_count(hi)}" if lo is not None else "-")
-                         + (f", relative SE {rel:.0%}" if rel is not None else "")
-                         + (f", floor b = {ratio:.2f} x the target se^2" if ratio is not None else "")
-                         + (f", {e['analytic_required_impressions_unreachable_share']:.1%} of refits not reachable"
-                            if (e.get("analytic_required_impressions_unreachable_share") or 0) >= 0.0005 else ""))
+                         + "".join(f", {n}" for n in notes))
     if not items:
         return []
     return [f"  '?' unstable impressions needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap resamples "

@@ -566,16 +566,7 @@ _PLANNED_KEYS = {"expected_days_effect": "expected", "max_days": "max", "expecte
 
 def _range_days(u: dict[str, Any]) -> str:
     """A planned number's 90% range over the refits, with its relative SE, floor ratio and unreachable share."""
-    def cell(v: float | None) -> str:  # None: inf written to summary.json as null
-        return "not reachable" if v is None or math.isinf(v) else _fmt_days(v)
+    from simulations.analysis import spread_text
 
-    lo, hi = u.get("range") or (None, None)
-    parts = []
-    if u.get("rel_se") is not None:
-        parts.append(f"relative SE {u['rel_se']:.0%}")
-    if u.get("floor_ratio") is not None:
-        parts.append(f"floor b = {u['floor_ratio']:.2f} x the se^2 it needs")
-    if (u.get("unreachable_share") or 0.0) >= 0.0005:
-        parts.append(f"{u['unreachable_share']:.1%} of refits not reachable")
-    text = "-" if u.get("range") is None else f"{cell(lo)} to {cell(hi)}"
-    return text + (f" ({', '.join(parts)})" if parts else "")
+    return spread_text(u.get("range"), _fmt_days, u.get("rel_se"), u.get("floor_ratio"), u.get("unreachable_share"),
+                       floor_of="the se^2 it needs")
