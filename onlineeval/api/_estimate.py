@@ -172,23 +172,15 @@ def estimate(
     import simulations.policies
     from onlineeval.estimators import get_estimator, get_reward
     from onlineeval.estimators.log_estimates import (
-        METRICS,
-        TIES,
         check_needs,
         check_rewards,
+        check_settings,
         estimate_conventions,
         estimate_targets,
         parse_estimators,
     )
 
-    if metric not in METRICS:
-        raise ConfigError(("metric",), f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
-    if not 0 < alpha < 1:
-        raise ConfigError(("alpha",), f"must be in (0, 1), got {alpha}")
-    if bootstrap != 0 and bootstrap < 100:
-        raise ConfigError(("bootstrap",), f"must be 0 (no bootstrap) or >= 100 replicates, got {bootstrap}")
-    if ties not in TIES:
-        raise ConfigError(("ties",), f"must be one of {', '.join(TIES)}; got {ties!r}")
+    check_settings(metric, alpha, bootstrap, ties, prefix="")
     if not targets:
         raise ConfigError(("targets",), "give at least one target")
     names = parse_estimators(estimators if isinstance(estimators, str) else ",".join(estimators), key="estimators")

@@ -298,10 +298,9 @@ def estimate_cmd(
     from onlineeval.errors import ConfigError
     from onlineeval.estimators import catalogue, get_estimator, get_reward
     from onlineeval.estimators.log_estimates import (
-        METRICS,
-        TIES,
         check_needs,
         check_rewards,
+        check_settings,
         estimate_conventions,
         estimate_targets,
         parse_estimators,
@@ -310,15 +309,7 @@ def estimate_cmd(
 
     if output_format not in FORMATS:
         raise ConfigError(("--format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
-    if metric not in METRICS:
-        raise ConfigError(("--metric",), f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
-    if not 0 < alpha < 1:
-        raise ConfigError(("--alpha",), f"must be in (0, 1), got {alpha}")
-    if bootstrap != 0 and bootstrap < 100:
-        raise ConfigError(("--bootstrap",), f"must be 0 (no bootstrap) or >= 100 replicates, got {bootstrap}")
-    if ties not in TIES:
-        raise ConfigError(("--ties",), f"must be one of {', '.join(TIES)} (runs are ranked without qrels); "
-                          f"got {ties!r}")
+    check_settings(metric, alpha, bootstrap, ties)
     names = parse_estimators(estimator)
     opts = parse_options(option, names)
     estimators = []

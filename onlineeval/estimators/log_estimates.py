@@ -35,6 +35,22 @@ METRICS = ("clicks_per_query", "reciprocal_rank", "abandonment")
 TIES = ("docno_desc", "input_order")
 
 
+def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix: str = "--") -> None:
+    """The estimate command's and :func:`onlineeval.estimate`'s shared settings checked, each error naming the
+    setting as the caller spells it (``prefix`` ``"--"`` for the CLI's options, ``""`` for the API's arguments)."""
+    from onlineeval.errors import ConfigError
+
+    if metric not in METRICS:
+        raise ConfigError((f"{prefix}metric",), f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+    if not 0 < alpha < 1:
+        raise ConfigError((f"{prefix}alpha",), f"must be in (0, 1), got {alpha}")
+    if bootstrap != 0 and bootstrap < 100:
+        raise ConfigError((f"{prefix}bootstrap",), f"must be 0 (no bootstrap) or >= 100 replicates, got {bootstrap}")
+    if ties not in TIES:
+        raise ConfigError((f"{prefix}ties",), f"must be one of {', '.join(TIES)} (runs are ranked without qrels); "
+                          f"got {ties!r}")
+
+
 def parse_estimators(text: str, key: str = "--estimator") -> list[str]:
     """Names of ``a,b`` (known, distinct, none empty), or a ``ConfigError`` at ``key`` listing the allowed."""
     from onlineeval.errors import ConfigError
