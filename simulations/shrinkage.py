@@ -129,8 +129,10 @@ unbounded and the MDE is flagged (``slope_ci_includes_zero``).
 ``points.csv`` gets, on each point's primary-metric row: ``shrinkage_group``,
 ``online_improvement`` (the signed true effect), ``predicted_online`` (the group's
 through-origin relation at the point's offline delta), ``truth_sign`` (agree, disagree,
-undetermined, zero), ``share_opposite_sign``, ``share_significant_opposite`` and
-``offline_mde_at_days`` (the offline MDE at the point's own days and traffic).
+undetermined, zero), ``share_opposite_sign``, ``share_significant_opposite``,
+``offline_mde_at_days`` (the offline MDE at the point's own days and traffic) and its interval
+from the slope's CI, ``offline_mde_low_at_days`` / ``offline_mde_high_at_days`` (``inf`` when
+the slope's CI reaches 0: the MDE is not bounded above).
 """
 
 from __future__ import annotations
@@ -691,7 +693,8 @@ def shrinkage_study(
 def point_columns(study: Mapping[str, Any], obs: pd.DataFrame) -> pd.DataFrame:
     """Per point and primary design metric: the study's columns for ``points.csv``
     (``point, design, shrinkage_group, online_improvement, predicted_online, truth_sign,
-    share_opposite_sign, share_significant_opposite, offline_mde_at_days``)."""
+    share_opposite_sign, share_significant_opposite, offline_mde_at_days, offline_mde_low_at_days,
+    offline_mde_high_at_days``)."""
     rows = []
     for group in study["groups"]:
         for rel in group["relations"]:
@@ -703,10 +706,15 @@ def point_columns(study: Mapping[str, Any], obs: pd.DataFrame) -> pd.DataFrame:
             for point in sorted(decision):
                 o = obs[(obs["point"] == point) & (obs["design"] == rel["design"]) & (obs["metric"] == rel["metric"])]
                 r = o.iloc[0]
-                mde = None
+                mde = mde_low = mde_high = None
                 if fit is not None and fit["slope"] > 0 and r["var_a"] > 0 and not _withheld(r):
                     se = math.sqrt(r["var_a"] / (r["days"] * r["queries_per_day"]) + r["var_b"])
-                    mde = float(mde_offline(se, fit["slope"], float(r["alpha"]), float(r["power"])))
+                    alpha, power = float(r["alpha"]), float(r["power"])
+                    mde = float(mde_offline(se, fit["slope"], alpha, power))
+                    lo, hi = fit["slope_ci"]
+                    # the slope's CI ends give the MDE's; a CI reaching 0 leaves it unbounded above (inf)
+                    mde_low = float(mde_offline(se, hi, alpha, power))
+                    mde_high = float(mde_offline(se, lo, alpha, power)) if lo > 0 else math.inf
                 rows.append({
                     "point": point, "design": rel["design"], "shrinkage_group": group["label"],
                     "online_improvement": float(r["online_effect"]),
@@ -714,11 +722,13 @@ def point_columns(study: Mapping[str, Any], obs: pd.DataFrame) -> pd.DataFrame:
                     "truth_sign": sign.get(point),
                     "share_opposite_sign": decision[point]["share_opposite_sign"],
                     "share_significant_opposite": decision[point]["share_significant_opposite"],
-                    "offline_mde_at_days": mde,
+                    "offline_mde_at_days": mde, "offline_mde_low_at_days": mde_low,
+                    "offline_mde_high_at_days": mde_high,
                 })
     return pd.DataFrame(rows, columns=["point", "design", "shrinkage_group", "online_improvement",
                                        "predicted_online", "truth_sign", "share_opposite_sign",
-                                       "share_significant_opposite", "offline_mde_at_days"])
+                                       "share_significant_opposite", "offline_mde_at_days", "offline_mde_low_at_days",
+                                       "offline_mde_high_at_days"])
 
 
 # ------------------------------------------------------------------------------ terminal view

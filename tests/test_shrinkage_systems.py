@@ -160,3 +160,27 @@ def test_mde_plot_band_reaches_the_top_when_unbounded(monkeypatch: pytest.Monkey
     m = study["groups"][0]["mde"][0]
     assert top > max(m["offline_mde"])  # the curve itself is inside the plot
     assert "MDE unbounded above" in ax.get_legend().get_texts()[0].get_text()
+
+
+def test_points_csv_columns_carry_the_mde_interval() -> None:
+    """points.csv's offline_mde_at_days comes with its ends from the slope's CI (z se / slope at the CI's ends,
+    recomputed here); the upper end is inf when the CI reaches 0, so the file does not show a bare number."""
+    from simulations.shrinkage import point_columns
+
+    def obs_of(pts: list[tuple[int, str, float, float]]) -> pd.DataFrame:
+        return pd.DataFrame([{**BASE, "point": p, "system": pair, "offline_delta": x, "online_effect": y}
+                             for p, pair, x, y in pts])
+
+    z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)
+    se = math.sqrt(BASE["var_a"] / (BASE["days"] * BASE["queries_per_day"]))
+    for pts, includes_zero in (([(0, "a", 0.02, 0.01), (1, "b", 0.04, 0.021), (2, "c", 0.06, 0.029)], False),
+                               ([(0, "a", 0.02, 0.015), (1, "b", 0.04, -0.005)], True)):
+        study = _study([(*p, "n") for p in pts], [])
+        fit = study["groups"][0]["relations"][0]["through_origin"]
+        lo, hi = fit["slope_ci"]
+        cols = point_columns(study, obs_of(pts)).set_index("point")
+        for point in cols.index:
+            assert cols.loc[point, "offline_mde_at_days"] == pytest.approx(z * se / fit["slope"], rel=1e-12)
+            assert cols.loc[point, "offline_mde_low_at_days"] == pytest.approx(z * se / hi, rel=1e-12)
+            high = cols.loc[point, "offline_mde_high_at_days"]
+            assert (math.isinf(high) if includes_zero else high == pytest.approx(z * se / lo, rel=1e-12))
