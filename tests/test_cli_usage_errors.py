@@ -45,6 +45,9 @@ runner = CliRunner()
         (["metrics", "--zzz"], "--zzz: no such option for 'onlineeval metrics' (see 'onlineeval metrics --help')"),
         (["nosuch"], "no such command 'nosuch' for 'onlineeval'; commands: simulate, evaluate, metrics, validate, "
                      "estimate, sweep, clicks, power"),
+        # a sub-group's unknown command: the same line, with click's guess
+        (["clicks", "fitt"], "no such command 'fitt' for 'onlineeval clicks' (did you mean 'fit'?); commands: fit, "
+                             "evaluate"),
         (["power", "interleaving", "--delta", "0.1", "extra"],
          "unexpected argument(s) 'extra' (see 'onlineeval power interleaving --help')"),
     ],

@@ -161,11 +161,12 @@ def usage_message(exc: Any, argv: Sequence[str] = (), root: Any = None) -> str:
             return f"{_typed_name(exc.param, argv)}: {_bad_value(exc)}"
         hint = f"{exc.param_hint}: " if isinstance(exc.param_hint, str) else ""
         return f"{hint}{_bad_value(exc)}"
-    unknown = re.fullmatch(r"No such command '(.*)'\.?", exc.message)
-    if unknown:
+    unknown = re.fullmatch(r"No such command '(.*?)'\.?(?:\s*Did you mean (.*?)\?)?", exc.message, re.S)
+    if unknown:  # click adds 'Did you mean ...?' in sub-groups: the same line, with the guess
         commands = _commands(ctx)
+        guess = f" (did you mean {unknown.group(2)}?)" if unknown.group(2) else ""
         listed = f"; commands: {', '.join(commands)}" if commands else f" ({see})"
-        return f"no such command '{unknown.group(1)}' for '{path}'{listed}"
+        return f"no such command '{unknown.group(1)}' for '{path}'{guess}{listed}"
     extra = re.fullmatch(r"Got unexpected extra arguments?(?:\(s\))? \((.*)\)\.?", exc.message)
     if extra:
         return f"unexpected argument(s) {extra.group(1)!r} ({see})"
