@@ -270,6 +270,14 @@ def test_dropped_yandex_clicks_are_reported(tmp_path: Path) -> None:
     res = runner.invoke(app, ["clicks", "fit", "--log", str(clean), "--model", "rctr", "--out",
                               str(tmp_path / "g.json")])
     assert res.exit_code == 0 and "ignored" not in res.stdout
+    # the Python API warns with the same line (a file read by fit_clicks / evaluate_clicks)
+    import warnings
+
+    with pytest.warns(UserWarning, match=r"train\.yandex: ignored 2 clicks on documents not on the page"):
+        onlineeval.fit_clicks(str(train), "rctr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        onlineeval.fit_clicks(str(clean), "rctr")  # nothing dropped: no warning
 
 
 # -- A.6: a model that cannot score the test log is a refused row, not the end of the comparison ---------------------
@@ -305,7 +313,8 @@ def test_evaluate_keeps_the_models_that_can_score(tmp_path: Path) -> None:
     alone = onlineeval.evaluate_clicks(train, "dbn,cm", test=test)
     np.testing.assert_allclose(table.loc[["dbn", "cm"], "log_likelihood"], alone["log_likelihood"], rtol=1e-12)
     assert "refused" not in alone.columns
-    api = onlineeval.evaluate_clicks(train, "pbm,dbn", test=test)
+    with pytest.warns(UserWarning, match=r"1 of 2 models not scored .*pbm: pbm examination was fitted for 3 ranks"):
+        api = onlineeval.evaluate_clicks(train, "pbm,dbn", test=test)
     assert api.loc["pbm", "refused"].startswith("pbm examination") and api.loc["dbn", "refused"] == ""
     res = runner.invoke(app, ["clicks", "evaluate", "--log", str(train), "--test-log", str(test), "--models",
                               "pbm,ubm", "-q"])

@@ -104,7 +104,14 @@ def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", cl
     if isinstance(sessions, ClickLog):
         return sessions
     if _is_path(sessions):
-        return read_click_log(sessions, fmt)  # type: ignore[arg-type]
+        log = read_click_log(sessions, fmt)  # type: ignore[arg-type]
+        if log.n_dropped_clicks:  # what clicks fit / evaluate print on stderr
+            import warnings
+
+            from onlineeval.cli.clicks import _dropped_line
+
+            warnings.warn(_dropped_line(log, Path(sessions)), UserWarning, stacklevel=3)  # type: ignore[arg-type]
+        return log
     if not isinstance(sessions, pd.DataFrame):
         raise InputError(f"{name}: expected a DataFrame (session, query, docs, clicks), a ClickLog or a click-log "
                          f"file; got {type(sessions).__name__}")
@@ -216,11 +223,12 @@ def evaluate_clicks(
         and ``perplexity@r`` per rank (:func:`clickmodels.evaluation.compare`). A model that
         cannot score the test sessions (e.g. fitted on shorter lists) gets a row of NaN and
         its reason in a last column ``refused`` (present only then); if no model can, an
-        :class:`~onlineeval.errors.InputError`.
-        ``attrs["conventions"]``: what the numbers mean (the definitions ``clicks evaluate``
+        :class:`~onlineeval.errors.InputError`; refused models also raise a ``UserWarning``
+        (the CLI's warning line). ``attrs["conventions"]``: what the numbers mean (the definitions ``clicks evaluate``
         prints, each model's smoothing and estimator, the split), a dict of strings.
     """
     import numpy as np
+    import pandas as pd
 
     from clickmodels.estimation import fit_log
     from clickmodels.evaluation import compare
@@ -256,6 +264,12 @@ def evaluate_clicks(
     if "refused" in table.columns and (table["refused"] != "").all():
         raise InputError("no model could score the test sessions: "
                          + "; ".join(f"{m}: {w}" for m, w in table["refused"].items()))
+    refused = {m: why for m, why in table.get("refused", pd.Series(dtype=str)).items() if why}
+    if refused:  # what clicks evaluate prints as its warning
+        import warnings
+
+        warnings.warn(f"{len(refused)} of {len(table)} models not scored (NaN rows, reason in the 'refused' column): "
+                      + "; ".join(f"{m}: {w}" for m, w in refused.items()), UserWarning, stacklevel=2)
     conventions = evaluate_conventions(fits)
     conventions["split"] = "held-out sessions given as test" if test is not None else (
         f"random split, {test_fraction:.0%} of sessions held out (numpy.random.default_rng({seed}))")
