@@ -91,6 +91,29 @@ class ConfigError(OnlineEvalError, ValueError):
         return f"{head}{key}: {self.message}" if key else f"{head}{self.message}"
 
 
+#: pydantic's bound errors: (context key, words), e.g. ``ge`` -> "must be at least 2"
+_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "greater than"),
+           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}  # fmt: skip
+#: pydantic's type errors in the tool's words ("must be an integer")
+_KINDS = {"int_parsing": "an integer", "int_type": "an integer", "int_from_float": "an integer",
+          "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
+          "bool_parsing": "true or false", "bool_type": "true or false", "string_type": "text",
+          "list_type": "a list", "tuple_type": "a list", "path_type": "a path (text)"}  # fmt: skip
+
+
+def must_be(kind: str, ctx: dict, got: str) -> str | None:
+    """One pydantic error of type ``kind`` (context ``ctx``) in the tool's words, ``got`` appended (``must be at
+    least 2, got 1``; ``must be an integer, got 'x'``), or ``None`` for other kinds. Shared by the config's
+    messages and the CLI's usage errors, so both say a bound or a type the same way."""
+    if kind in _BOUNDS and _BOUNDS[kind][0] in ctx:
+        key, words = _BOUNDS[kind]
+        bound = ctx[key]
+        return f"must be {words} {f'{bound:g}' if isinstance(bound, float) else bound}{got}"
+    if kind in _KINDS:
+        return f"must be {_KINDS[kind]}{got}"
+    return None
+
+
 class OutputError(OnlineEvalError):
     """A result could not be written (read-only folder, full disk, folder in use), or an
     input could not be read; names the path and says what was kept."""

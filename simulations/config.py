@@ -660,6 +660,8 @@ def _first_error(exc: ValidationError, source: str | None) -> ConfigError:
     the value given (``traffic.days: must be at least 1, got 0``)."""
     import re
 
+    from onlineeval.errors import must_be
+
     errors = exc.errors()
     err = errors[0]
     loc = tuple(err["loc"])
@@ -667,24 +669,15 @@ def _first_error(exc: ValidationError, source: str | None) -> ConfigError:
     kind = err["type"]
     ctx = err.get("ctx") or {}
     got = f", got {excerpt(err.get('input'))}"
-    bounds = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "greater than"),
-              "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}  # fmt: skip
-    kinds = {"int_parsing": "an integer", "int_type": "an integer", "int_from_float": "an integer",
-             "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
-             "bool_parsing": "true or false", "bool_type": "true or false", "string_type": "text",
-             "list_type": "a list", "tuple_type": "a list", "path_type": "a path (text)"}  # fmt: skip
+    plain = must_be(kind, ctx, got)
     if kind == "extra_forbidden":
         allowed = _allowed_keys(Config, loc[:-1])
         hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
         message = f"unknown key{hint}"
     elif kind == "missing":
         message = "required key is missing"
-    elif kind in bounds and bounds[kind][0] in ctx:
-        key, words = bounds[kind]
-        bound = ctx[key]
-        message = f"must be {words} {f'{bound:g}' if isinstance(bound, float) else bound}{got}"
-    elif kind in kinds:
-        message = f"must be {kinds[kind]}{got}"
+    elif plain is not None:  # a bound or a type
+        message = plain
     elif kind in ("literal_error", "enum") and "expected" in ctx:
         expected = str(ctx["expected"])
         one_of = "one of " if " or " in expected else ""

@@ -27,6 +27,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from onlineeval.errors import must_be
+
 try:  # typer >= 0.2x: its own copy of click
     from typer._click import exceptions as _click_exceptions
 except ImportError:  # pragma: no cover - older typer on click itself
@@ -42,11 +44,6 @@ _NoArgsIsHelp: tuple[type, ...] = tuple(
 _ARGV = "onlineeval.argv"  # ctx.meta key: the arguments the root command was given
 
 
-def _number(value: Any) -> str:
-    """A bound as the user would write it (``2``, ``0.5``, ``1e-06``)."""
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def _got(value: Any) -> str:
     """The value typed: a number as typed, anything else quoted (``2.5``, ``'x'``, ``''``)."""
     text = str(value)
@@ -58,13 +55,6 @@ def _got(value: Any) -> str:
 
 
 # pydantic error types (typer >= 0.2x validates option values with pydantic) and what they say
-_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "greater than"),
-           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}  # fmt: skip
-_KINDS = {"int_parsing": "an integer", "int_type": "an integer", "int_from_float": "an integer",
-          "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
-          "bool_parsing": "true or false", "bool_type": "true or false"}  # fmt: skip
-
-
 def _lower_first(text: str) -> str:
     """A click or pydantic sentence as the rest of a one-line error: lower-case start, no final full stop,
     "input should be" said as "must be"."""
@@ -85,12 +75,7 @@ def _bad_value(exc: Any) -> str:
         if first is not None:
             kind, ctx = first.get("type", ""), first.get("ctx") or {}
             got = f", got {_got(first['input'])}" if "input" in first else ""
-            if kind in _BOUNDS and _BOUNDS[kind][0] in ctx:
-                key, words = _BOUNDS[kind]
-                return f"must be {words} {_number(ctx[key])}{got}"
-            if kind in _KINDS:
-                return f"must be {_KINDS[kind]}{got}"
-            return f"{_lower_first(str(first.get('msg', exc.message)))}{got}"
+            return must_be(kind, ctx, got) or f"{_lower_first(str(first.get('msg', exc.message)))}{got}"
     return _lower_first(exc.message)
 
 
