@@ -122,8 +122,8 @@ without it, the distinct (offline, online) truths. A pair seen with several true
 group (the same rankers under two click models or user populations: only a ``users.*`` axis differs)
 is one system, not several: the group gets ``mixed_axes`` (the axes that tell the pair's truths apart,
 e.g. not a traffic axis whose points share a truth) and a warning to set ``shrinkage_by`` to them;
-its relation is fitted on the distinct truths, as before, but only when it has more pairs than
-coefficients. The MDE's interval is printed with it; when the slope's CI reaches 0 its upper end is
+such a group fits no relation (on its distinct truths a pair would count once per population, its
+intervals too narrow); otherwise a relation needs more pairs than coefficients. The MDE's interval is printed with it; when the slope's CI reaches 0 its upper end is
 unbounded and the MDE is flagged (``slope_ci_includes_zero``).
 
 ``points.csv`` gets, on each point's primary-metric row: ``shrinkage_group``,
@@ -335,8 +335,8 @@ CONVENTIONS = {
               "better, abandonment, is flipped): exact for A/B metrics, Monte Carlo with its SE for interleaving",
     "fit": "weighted least squares, weights 1/(tau^2 + SE^2) with tau^2 by Paule-Mandel; covariance "
            "max(1, q) (X'WX)^-1, Student-t intervals on n - p df (modified Knapp-Hartung); exact truths: ordinary "
-           "least squares; systems are the distinct ranker pairs (A, B, collection) of a group, fitted on their "
-           "distinct truths (a pair seen by several user populations in one group is one system: warned)",
+           "least squares; systems are the distinct ranker pairs (A, B, collection) of a group (a pair seen by "
+           "several user populations in one group is one system: warned, and no relation fitted)",
     "ci": "confidence intervals for the mean online effect at an offline gain; prediction intervals for one new "
           "pair (add tau^2)",
     "sign": "truth: sign of the online effect against the sign of the offline delta (undetermined within 2 MC "
@@ -529,9 +529,10 @@ def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, l
     several = _several_truths(obs, pairs)
     x, y, s = (systems[c].to_numpy(dtype=np.float64) for c in ("offline_delta", "online_effect", "online_effect_se"))
     # a relation across systems needs more distinct pairs than coefficients (one pair under two click
-    # models is not two systems)
-    origin = fit_relation(x, y, s, intercept=False, level=level) if len(pairs) > 1 else None
-    both = fit_relation(x, y, s, intercept=True, level=level) if len(pairs) > 2 else None
+    # models is not two systems), and none of them seen with several truths: fitted on the distinct truths, a
+    # pair would count once per user population and the intervals' degrees of freedom would be too many
+    origin = fit_relation(x, y, s, intercept=False, level=level) if len(pairs) > 1 and not several else None
+    both = fit_relation(x, y, s, intercept=True, level=level) if len(pairs) > 2 and not several else None
     signs = [_sign_of(a, b, c) for a, b, c in zip(x, y, s)]
     counts = {k: signs.count(k) for k in ("agree", "disagree", "undetermined", "zero")}
     decided = counts["agree"] + counts["disagree"]
@@ -603,7 +604,9 @@ def _mde_curves(obs: pd.DataFrame, relation: dict[str, Any], level: float) -> li
         z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
         entry.update(variance_model={"a": a, "b": b}, online_mde=[float(v) for v in z * se])
         if fit is None:
-            entry["note"] = "no fitted relation (too few systems)"
+            several = relation.get("pairs_with_several_truths") and relation.get("n_systems", 0) > 1
+            entry["note"] = ("no fitted relation (systems seen with several true effects)" if several
+                             else "no fitted relation (too few systems)")
         elif not fit["slope"] > 0:
             entry.update(slope=fit["slope"], slope_ci=fit["slope_ci"],
                          note="the online effect does not grow with the offline gain (slope <= 0)")
@@ -773,7 +776,10 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
             name = f"{rel['design']}/{rel['metric']}"
             fit, both = rel["through_origin"], rel["with_intercept"]
             truth = "exact truth" if rel["truth"] == "exact" else "Monte Carlo truth"
-            if fit is None:
+            if fit is None and rel.get("pairs_with_several_truths") and rel["n_systems"] > 1:
+                lines.append(f"  {name}: {rel['pairs_with_several_truths']} of {rel['n_systems']} system(s) seen "
+                             "with several true effects (user populations): no relation fitted; set shrinkage_by")
+            elif fit is None:
                 lines.append(f"  {name}: {rel['n_systems']} system(s) (distinct ranker pairs): too few to fit a "
                              "relation")
             else:
