@@ -271,3 +271,20 @@ def test_identical_runs_print_p_t_and_d_z_undefined(tmp_path: Path) -> None:
     assert "undef: every paired difference is 0 (identical values), so t and d_z are 0/0" in out
     comp = json.loads(cli(*args, "--format", "json"))["comparisons"][0]
     assert comp["p_t"] is None and comp["effect_size"] is None and comp["p_randomization"] == 1.0
+
+
+def test_few_queries_coverage_formula_against_monte_carlo() -> None:
+    """The note's coverage, P(|t_{n-1}| < z sqrt((n-1)/n)), is the coverage of mean +- z * (plug-in SE) for normal
+    differences: checked by simulating that interval (seeded, 200,000 samples per n; tolerance 4 binomial SEs)."""
+    from onlineeval.cli.evaluate_output import _percentile_coverage
+
+    rng = np.random.default_rng(20261202)
+    z = stats.norm.ppf(0.975)
+    reps = 200_000
+    for n in (3, 5, 12):
+        x = rng.standard_normal((reps, n))
+        half = z * x.std(axis=1, ddof=0) / math.sqrt(n)
+        covered = float(np.mean(np.abs(x.mean(axis=1)) < half))
+        want = _percentile_coverage(n, 0.95)
+        assert abs(covered - want) < 4 * math.sqrt(want * (1 - want) / reps), (n, covered, want)
+    assert _percentile_coverage(1000, 0.95) == pytest.approx(0.95, abs=1e-3)
