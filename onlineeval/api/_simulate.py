@@ -270,9 +270,8 @@ class Sweep:
         """One row per point and design: the point's axis values, the design's primary metric,
         offline delta, true effect, power, required days and the shrinkage columns
         (``points.csv``); ``attrs["conventions"]`` holds the shrinkage study's conventions."""
-        rows = self.result.rows
-        study = self.result.shrinkage or {}
-        rows.attrs["conventions"] = study.get("conventions") or {}
+        rows = self.result.rows.copy(deep=False)  # the result's own frame stays as it was built
+        rows.attrs["conventions"] = (self.result.shrinkage or {}).get("conventions") or {}
         return rows
 
     @property
