@@ -69,6 +69,12 @@ def side_row_mask(rows: pd.DataFrame) -> pd.Series:
     return rows["metric"].astype(str).str.contains(":", regex=False)
 
 
+def is_biased_entry(entry: dict[str, Any]) -> bool:
+    """A summary entry (design x metric) found biased: by its null check or, for an estimate, against the exact
+    truth (:func:`estimate_is_biased`). The one test behind every 'biased' mark and withheld number."""
+    return bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
+
+
 def estimate_is_biased(bias: float, sd: float, replicates: int, truth_se: float = 0.0,
                        p: float = NULL_BIAS_P) -> bool:
     r"""Whether replicates' mean estimate misses the truth beyond chance: a two-sided t-test of
@@ -610,7 +616,7 @@ def analyse(
         if null is not None:
             null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
             entry["null"] = null_check(null, c, alpha, r, null_rows)
-        if bool((entry.get("null") or {}).get("biased")) or entry["biased_estimate"]:
+        if is_biased_entry(entry):
             _withhold_analytic(entry)
         if t.baseline:
             # online relative *improvement* (lower abandonment is better) / offline relative gain

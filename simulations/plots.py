@@ -19,7 +19,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from onlineeval.stats import binomial_band
-from simulations.analysis import IMPROVEMENT_SIGN
+from simulations.analysis import IMPROVEMENT_SIGN, is_biased_entry
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -101,7 +101,7 @@ def power_figure(result: SimulationResult) -> Figure:
         colour = metric_colour.setdefault(metric, colours[len(metric_colour) % len(colours)]) if multi \
             else colours[k % len(colours)]
         entry = result.summary["designs"].get(name, {}).get(metric, {})
-        biased = bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
+        biased = is_biased_entry(entry)
         label = f"{name}: {metric}" + (" [biased]" if biased else "")
         ax.plot(c["day"], c["power"], marker="o", ms=3, color=colour, ls=styles[designs.index(name) % len(styles)],
                 label=label)

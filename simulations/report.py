@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from onlineeval import __version__
-from simulations.analysis import SIZE_BOOTSTRAP, UNSTABLE_FLOOR_RATIO, UNSTABLE_REL_SE, spread_notes
+from simulations.analysis import (
+    SIZE_BOOTSTRAP,
+    UNSTABLE_FLOOR_RATIO,
+    UNSTABLE_REL_SE,
+    is_biased_entry,
+    spread_notes,
+)
 
 if TYPE_CHECKING:
     from simulations.job import SimulationResult
@@ -254,11 +260,6 @@ def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
     users_s = "whole population" if users is not None and users >= WHOLE_POPULATION * population else _count(users)
     return {"analytic": analytic, "days": days_s, "impressions": _count(e.get("analytic_required_impressions")) + mark,
             "users": users_s}
-
-
-def is_biased_entry(e: dict[str, Any]) -> bool:
-    """The null check or the exact truth finds this estimate biased."""
-    return bool((e.get("null") or {}).get("biased")) or bool(e.get("biased_estimate"))
 
 
 def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
@@ -584,7 +585,7 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
                 aa = "-"
             cells.append(f"A/A {aa:>8s} pw {r['power']:.2f} d {r['mean_decision_day']:4.1f}")
         d = result.summary["designs"].get(design, {}).get(e["metric"], {})
-        biased = bool((d.get("null") or {}).get("biased")) or bool(d.get("biased_estimate"))
+        biased = is_biased_entry(d)
         metric = e["metric"] + (" [biased]" if biased else "")
         lines.append(f"  {design:14s} {metric:18s} " + "  ".join(f"{c:>24s}" for c in cells))
     lines.append("  ('!' = A/A rate above its band; [biased]: see the null check, its power is not a sensitivity; "

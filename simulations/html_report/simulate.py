@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from simulations.analysis import is_biased_entry as is_biased
 from simulations.report import sample_size_cells
 from simulations.html_report.page import (
     Html,
@@ -41,11 +42,6 @@ KNOWN_KEYS = frozenset({
     "required_impressions_ratio", "monitoring", "truth_by_segment", "config", "counterfactual",
     "assumption_sweep", "sequential", "multiple", "decomposition", "cuped", "srm",
 })
-
-
-def is_biased(entry: dict[str, Any]) -> bool:
-    """The null check or the exact truth finds this estimate biased (as the terminal summary)."""
-    return bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
 
 
 def _cells_without_population(e: dict[str, Any]) -> dict[str, str]:
