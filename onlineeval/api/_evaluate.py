@@ -60,7 +60,7 @@ class Evaluation:
         One row per system and metric: ``system, metric, value`` (mean over counted
         queries), ``n`` (counted queries), ``residual`` (RBP's residual: the value is the
         lower end of ``[RBP, RBP + residual]``), ``err_gmax`` (ERR's scale top from the
-        qrels), ``sum`` (a count's sum over counted queries, NumRet, NumRel, NumRelRet, as
+        qrels), ``sum`` (a count's sum over counted queries, NumQ, NumRet, NumRel, NumRelRet, NumNonRelJudgedRet, as
         trec_eval's ``all`` line; NaN for other metrics) and the query counts ``queries_*``
         (as ``onlineeval evaluate --format csv``).
     conventions:

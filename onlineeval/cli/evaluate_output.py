@@ -160,7 +160,7 @@ def tidy(
     counted query's value; ``n`` is the number of queries in the value. ``residual`` is the
     RBP residual (the value is the lower end of [RBP, RBP + residual]), ``err_gmax`` the
     ERR scale top taken from the qrels, ``sum`` a count's sum over the counted queries (on
-    ``all`` rows of NumRet, NumRel, NumRelRet: what trec_eval's ``all`` line prints; the
+    ``all`` rows of the counts, NumQ ... NumNonRelJudgedRet: what trec_eval's ``all`` line prints; the
     value is the mean), ``queries_*`` the query counts (on ``all`` rows)."""
     import numpy as np
     import pandas as pd

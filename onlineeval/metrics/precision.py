@@ -234,7 +234,7 @@ class NumRelRet(AdditiveMetric):
 
 @register
 @dataclass(frozen=True)
-class NumNonRelJudgedRet(AdditiveMetric):
+class NumNonRelJudgedRet(NumRelRet):
     """Number of judged non-relevant retrieved documents (in the top ``k`` when given); summed over queries in reports.
 
     Retrieved documents that the qrels grade ``0 <= grade < rel_min``: trec_eval's
@@ -244,12 +244,7 @@ class NumNonRelJudgedRet(AdditiveMetric):
     """
 
     name: ClassVar[str] = "NumNonRelJudgedRet"
-    empty_sensitive: ClassVar[bool] = False
     aliases: ClassVar[tuple[str, ...]] = ("num_nonrel_judged_ret",)
-    summed: ClassVar[bool] = True
 
-    def _doc_values(self, codes: np.ndarray, ctx: EvalContext) -> np.ndarray:
+    def _doc_values(self, codes: np.ndarray, ctx: EvalContext) -> np.ndarray:  # NumRelRet's sum, other documents
         return ((codes >= 0) & (codes < ctx.rel_min)).astype(np.float64)
-
-    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
-        return cut(values, self.k).sum(axis=1)
