@@ -414,6 +414,13 @@ class ClickModelFit(ABC):
     #: SDBN's are approximations and override this)
     closed_form_estimator: ClassVar[str] = "closed form: the maximum-likelihood estimate (a = 0) or its Beta(a, a) " \
         "posterior mean"
+    #: whether that closed form is the maximum-likelihood estimate (False: DCM's and SDBN's approximation)
+    closed_form_is_mle: ClassVar[bool] = True
+
+    @property
+    def is_mle(self) -> bool:
+        """The fit is a maximum-likelihood estimate: EM, or a closed form that is one."""
+        return self.trace.method != "closed_form" or self.closed_form_is_mle
 
     trace: FitTrace = field(kw_only=True)
 

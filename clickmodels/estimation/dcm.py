@@ -60,6 +60,7 @@ class DCMFit(CascadeFamilyFit):
 
     name: ClassVar[str] = "dcm"
     closed_form_estimator: ClassVar[str] = LAST_CLICK_ESTIMATOR.format(ref="Guo et al. 2009, CMR15 Sec. 4.2")
+    closed_form_is_mle: ClassVar[bool] = False
     array_fields: ClassVar[tuple[str, ...]] = ("continuation",)
 
     continuation: np.ndarray

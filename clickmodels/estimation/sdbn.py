@@ -52,6 +52,7 @@ class SDBNFit(CascadeFamilyFit):
 
     name: ClassVar[str] = "sdbn"
     closed_form_estimator: ClassVar[str] = LAST_CLICK_ESTIMATOR.format(ref="Chapelle & Zhang 2009")
+    closed_form_is_mle: ClassVar[bool] = False
     pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness", "satisfaction")
 
     satisfaction: PairTable

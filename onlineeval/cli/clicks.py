@@ -295,7 +295,7 @@ def fit_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No EM progress on stderr.")] = False,
 ) -> None:
     """Fit one click model to a log and save its parameters as JSON."""
-    from clickmodels.estimation import ClickModelFit, fit_log
+    from clickmodels.estimation import fit_log
 
     _check_fit_options(model, method, out)
     _check_options(max_iter, tol, pseudo)
@@ -312,7 +312,7 @@ def fit_command(
     tr = result.trace
     if tr.method != "closed_form":
         how = f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
-    elif result.estimator == ClickModelFit.closed_form_estimator:  # the CTR baselines, CM: the MLE
+    elif result.is_mle:  # the CTR baselines', CM's closed forms
         how = "closed form"
     else:
         how = "closed form: last-click approximation, not the MLE; --method em for the maximum-likelihood fit"
@@ -418,10 +418,7 @@ def evaluate_command(
         typer.echo("models: " + "; ".join(n for n in notes if n))
     conventions = evaluate_conventions(fits)
     typer.echo("conventions: " + "; ".join(conventions[k] for k in _PRINTED_CONVENTIONS))
-    from clickmodels.estimation import ClickModelFit
-
-    approx = [label for label, f in fits.items()
-              if f.trace.method == "closed_form" and f.estimator != ClickModelFit.closed_form_estimator]
+    approx = [label for label, f in fits.items() if not f.is_mle]
     if approx:
         typer.echo(f"estimators: {', '.join(approx)}: closed form, the last-click approximation (not the MLE; "
                    "name:em for the maximum-likelihood fit)")
