@@ -156,6 +156,14 @@ class ClickLog:
         if self.docs.size and self.docs.max() >= len(self.doc_vocab):
             raise InputError("document code outside the document vocabulary", self.source)
 
+    def dropped_note(self, path: object) -> str:
+        """The line reporting the clicks a Yandex-format reader ignored (``""`` when none), naming ``path``."""
+        n = self.n_dropped_clicks
+        if not n:
+            return ""
+        return (f"{path}: ignored {n:,} click{'s' if n != 1 else ''} on documents not on the page (Yandex format: "
+                "such clicks are dropped, as documented for that data; a truncated last session shows up here)")
+
     @property
     def n_sessions(self) -> int:
         """Number of sessions ``n``."""

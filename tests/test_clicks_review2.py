@@ -314,7 +314,7 @@ def test_evaluate_keeps_the_models_that_can_score(tmp_path: Path) -> None:
     np.testing.assert_allclose(table.loc[["dbn", "cm"], "log_likelihood"], alone["log_likelihood"], rtol=1e-12)
     assert "refused" not in alone.columns
     with pytest.warns(UserWarning, match=r"1 of 2 models not scored .*pbm: pbm examination was fitted for 3 ranks"):
-        api = onlineeval.evaluate_clicks(train, "pbm,dbn", test=test)
+        api = onlineeval.evaluate_clicks(train, "pbm,dbn,", test=test)  # a trailing comma as the CLI takes it
     assert api.loc["pbm", "refused"].startswith("pbm examination") and api.loc["dbn", "refused"] == ""
     res = runner.invoke(app, ["clicks", "evaluate", "--log", str(train), "--test-log", str(test), "--models",
                               "pbm,ubm", "-q"])

@@ -105,12 +105,11 @@ def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", cl
         return sessions
     if _is_path(sessions):
         log = read_click_log(sessions, fmt)  # type: ignore[arg-type]
-        if log.n_dropped_clicks:  # what clicks fit / evaluate print on stderr
+        dropped = log.dropped_note(sessions)  # what clicks fit / evaluate print
+        if dropped:
             import warnings
 
-            from onlineeval.cli.clicks import _dropped_line
-
-            warnings.warn(_dropped_line(log, Path(sessions)), UserWarning, stacklevel=3)  # type: ignore[arg-type]
+            warnings.warn(dropped, UserWarning, stacklevel=3)
         return log
     if not isinstance(sessions, pd.DataFrame):
         raise InputError(f"{name}: expected a DataFrame (session, query, docs, clicks), a ClickLog or a click-log "
@@ -245,7 +244,7 @@ def evaluate_clicks(
     if isinstance(models, Mapping):
         fits = dict(models)
     else:
-        names = [m.strip() for m in models.split(",")] if isinstance(models, str) else list(models)
+        names = [m.strip() for m in models.split(",") if m.strip()] if isinstance(models, str) else list(models)
         if not names:
             raise ConfigError(("models",), "give at least one model name")
         fits = {}

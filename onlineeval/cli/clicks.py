@@ -93,15 +93,6 @@ def _read(path: Path, fmt: Optional[str]):  # type: ignore[no-untyped-def]
     return read_click_log(path, fmt)  # type: ignore[arg-type]
 
 
-def _dropped_line(log, path: Path) -> str:  # type: ignore[no-untyped-def]
-    """The line reporting clicks a Yandex-format reader ignored ("" when none)."""
-    n = log.n_dropped_clicks
-    if not n:
-        return ""
-    return (f"{path}: ignored {n:,} click{'s' if n != 1 else ''} on documents not on the page (Yandex format: such "
-            "clicks are dropped, as documented for that data; a truncated last session shows up here)")
-
-
 def _check_options(
     max_iter: Optional[int] = None,
     tol: Optional[float] = None,
@@ -307,8 +298,9 @@ def fit_command(
     result.save(out)
     if note:
         typer.echo(f"model: {note}")
-    if _dropped_line(data, log):
-        typer.echo(_dropped_line(data, log))
+    dropped = data.dropped_note(log)
+    if dropped:
+        typer.echo(dropped)
     tr = result.trace
     if tr.method != "closed_form":
         how = f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
@@ -375,12 +367,12 @@ def evaluate_command(
     if csv is not None and not csv.parent.is_dir():
         raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
     train = _read(log, format)
-    dropped = [_dropped_line(train, log)]
+    dropped = [train.dropped_note(log)]
     if test_log is None:
         train, test = train_test_split(train, test_fraction, np.random.default_rng(seed))
     else:
         test = _read(test_log, test_format or format)
-        dropped.append(_dropped_line(test, test_log))
+        dropped.append(test.dropped_note(test_log))
     fits = {}
     for name in names:
         if name.endswith(".json"):
