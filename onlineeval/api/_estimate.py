@@ -178,6 +178,7 @@ def estimate(
         estimate_conventions,
         estimate_targets,
         parse_estimators,
+        unseen_text,
     )
 
     check_settings(metric, alpha, bootstrap, ties, prefix="")
@@ -204,10 +205,8 @@ def estimate(
         if not tmap.ranked.any():
             raise InputError(f"target {name!r}: no query in common with the log (log ids e.g. {lg.queries[0]!r})")
         if tmap.unseen and not allow_unseen:
-            u = tmap.unseen[0]
-            raise InputError(f"target {name!r} ranks document {u.doc!r} at rank {u.rank} for query {u.query!r}, "
-                             "which the log never shows for that query; the estimators have no data there "
-                             "(allow_unseen=True counts such slots as support violations)")
+            raise InputError(f"target {name!r} {unseen_text(tmap, lg, tmap.unseen[0])} (allow_unseen=True counts "
+                             "such slots as support violations)")
         maps[name] = tmap
     base = maps.pop(baseline[0]) if baseline is not None else None
     out = estimate_targets(lg, list(maps.values()), ests, reward, alpha=alpha, bootstrap=bootstrap, seed=seed,

@@ -97,6 +97,7 @@ def _target_names(paths: list[Path]) -> list[str]:
 def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: bool) -> TargetMap:
     """A TREC run as a target in the log's id space (errors name the run file and line)."""
     from onlineeval.errors import InputError
+    from onlineeval.estimators.log_estimates import unseen_text
     from onlineeval.io import ranked_doc_lists, read_run
     from onlineeval.io.logged import locate_run_lines
 
@@ -110,13 +111,8 @@ def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: 
     if tmap.unseen and not allow_unseen:
         found = locate_run_lines(path, {(u.query, u.doc) for u in tmap.unseen})
         line, first = min(((found.get((u.query, u.doc), 0), u) for u in tmap.unseen), key=lambda t: t[0])
-        queries = len({u.query for u in tmap.unseen})
-        where = "never shows" if not log.source.startswith("logger") else "cannot show (not a logger candidate)"
-        raise InputError(
-            f"the target ranks document {first.doc!r} at rank {first.rank} for query {first.query!r}, which the "
-            f"log {where} for that query ({len(tmap.unseen)} such slots in {queries} queries within the log's "
-            "list lengths); the estimators have no data there. --allow-unseen counts them as support violations",
-            str(path), line or None)
+        raise InputError(f"the target {unseen_text(tmap, log, first)}. --allow-unseen counts them as support "
+                         "violations", str(path), line or None)
     return tmap
 
 

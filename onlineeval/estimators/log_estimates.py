@@ -35,6 +35,17 @@ METRICS = ("clicks_per_query", "reciprocal_rank", "abandonment")
 TIES = ("docno_desc", "input_order")
 
 
+def unseen_text(tmap: Any, log: LoggedLog, first: Any) -> str:
+    """Why a target with unseen slots (``tmap.unseen``, ``first`` the one to name) has no estimate: the document
+    the log never shows (or, for a log given by its logger, cannot show), and how many such slots; shared by the
+    estimate command (naming the run file's line) and :func:`onlineeval.estimate`."""
+    queries = len({u.query for u in tmap.unseen})
+    where = "never shows" if not log.source.startswith("logger") else "cannot show (not a logger candidate)"
+    return (f"ranks document {first.doc!r} at rank {first.rank} for query {first.query!r}, which the log {where} "
+            f"for that query ({len(tmap.unseen)} such slots in {queries} queries within the log's list lengths); "
+            "the estimators have no data there")
+
+
 def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix: str = "--") -> None:
     """The estimate command's and :func:`onlineeval.estimate`'s shared settings checked, each error naming the
     setting as the caller spells it (``prefix`` ``"--"`` for the CLI's options, ``""`` for the API's arguments)."""
