@@ -148,6 +148,16 @@ def test_bad_options_exit_2_with_one_line(files, extra: list[str], fragment: str
     assert fragment in res.output and "Traceback" not in res.output
 
 
+def test_unimplemented_trec_eval_measure_differs_from_a_typo(files) -> None:
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--metrics", "AP,set_F")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "set_F is a trec_eval measure that onlineeval does not implement" in res.output
+    assert "unknown metric" not in res.output and "ndcg_cut_<k>" in res.output
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--metrics", "AP,nDGC@10")
+    assert res.exit_code == 2 and "unknown metric 'nDGC' (did you mean nDCG?)" in res.output
+    assert "does not implement" not in res.output
+
+
 def test_malformed_run_names_file_and_line(files, tmp_path: Path) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text("q1 Q0 a 1 3.0 X\nq1 Q0 b 2 oops X\n")

@@ -119,6 +119,51 @@ def test_bad_foreign_names_are_clear_errors(bad: str, message: str) -> None:
         parse_metrics(bad)
 
 
+NOT_IMPLEMENTED = "a trec_eval measure that onlineeval does not implement; the trec_eval measures onlineeval translates"
+
+
+@pytest.mark.parametrize(
+    ("given", "measure"),
+    [("utility", "utility"), ("set_F", "set_F"), ("Rndcg", "Rndcg"), ("rndcg", "Rndcg"), ("binG", "binG"),
+     ("G", "G"), ("relative_P_5", "relative_P"), ("set_F.0.5", "set_F"), ("P_avgjg_10", "P_avgjg"),
+     ("Rprec_mult_avgjg_0.20", "Rprec_mult_avgjg"), ("prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel_ret"),
+     ("yaap", "yaap"), ("map_avgjg", "map_avgjg"), ("set_relative_P", "set_relative_P")],
+)
+def test_trec_eval_measures_not_implemented_say_so(given: str, measure: str) -> None:
+    # measures.c of trec_eval 10.0 lists them; before, each was an 'unknown metric' like a typo
+    with pytest.raises(ConfigError) as info:
+        parse_metrics(given)
+    text = str(info.value)
+    assert f"{measure} is {NOT_IMPLEMENTED}: map, Rprec, bpref" in text
+    assert "P_<k>, recall_<k>" in text and "ndcg_cut_<k>" in text and "unknown metric" not in text
+    with pytest.raises(ConfigError, match=NOT_IMPLEMENTED):
+        resolve_metric_list(f"AP,{given}")
+
+
+def test_trec_eval_measure_group_is_named_as_such() -> None:
+    with pytest.raises(ConfigError, match=r"all_trec is trec_eval's name for a group of measures \(-m all_trec\); "
+                       "name the measures one by one; the trec_eval measures onlineeval translates: map"):
+        parse_metrics("all_trec")
+
+
+@pytest.mark.parametrize(
+    ("typo", "hint"),
+    [("nDGC@10", "unknown metric 'nDGC' (did you mean nDCG?)"), ("recip_rnak", "(did you mean recip_rank?)"),
+     ("ndcg_cutt_10", "unknown metric 'ndcg_cutt_10' (did you mean ndcg_cut"), ("mapp", "(did you mean map?)"),
+     ("Utilty", "unknown metric 'Utilty'")],
+)
+def test_typo_is_an_unknown_metric_with_the_closest_names(typo: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_metrics(typo)
+    assert hint in str(info.value) and "onlineeval does not implement" not in str(info.value)
+
+
+def test_unknown_metric_without_close_name_has_no_guess() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_metrics("Foo")
+    assert "unknown metric 'Foo'; known: AP" in str(info.value)
+
+
 def test_native_names_win() -> None:
     assert translate("nDCG@10") is not None  # ir_measures knows it too ...
     _, done = resolve_metric_list("nDCG@10,P@10,RR")

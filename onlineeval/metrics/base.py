@@ -376,7 +376,8 @@ def _parse_own(name: str) -> Metric:
         known = ", ".join(sorted(REGISTRY))
         raise ConfigError(
             ("metrics", name),
-            f"unknown metric {m.group('name')!r}; known: {known} (trec_eval and ir_measures names such as P_10 "
+            f"unknown metric {m.group('name')!r}{_did_you_mean(m.group('name'))}; known: {known} (trec_eval and "
+            "ir_measures names such as P_10 "
             "or R@100 are translated; `onlineeval metrics` lists every name)",
         )
     kwargs: dict[str, Any] = {}
@@ -408,6 +409,21 @@ def _parse_own(name: str) -> Metric:
         raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(("metrics", name), str(exc)) from None
+
+
+def _did_you_mean(head: str) -> str:
+    """`` (did you mean nDCG?)`` for a misspelt metric name (``nDGC``, ``ndcg_cutt_10``), else ``""``."""
+    import difflib
+
+    from onlineeval.metrics.names import spellings
+
+    shown = {text.lower(): text for text in (*(a for cls in REGISTRY.values() for a in cls.aliases), *spellings(),
+                                             *REGISTRY)}  # canonical names last: they win over an alias's case
+    close: list[str] = []
+    for key in dict.fromkeys((head.lower(), re.sub(r"_[\d.]+$", "", head.lower()))):  # ndcg_cutt_10: ndcg_cutt
+        close += [shown[c] for c in difflib.get_close_matches(key, shown, n=3, cutoff=0.75) if shown[c] not in close]
+    close = close[:3]
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
 def _parse_args(text: str, args: str) -> dict[str, Any]:

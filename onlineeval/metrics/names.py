@@ -29,6 +29,10 @@ ir_measures
     agrees, and refuses a mix). ``Judged@k`` (share of the top ``k`` that is judged,
     denominator ``k``) is ``P@k`` with ``rel_min = 0``: slots holding an unjudged document
     or nothing have codes below 0.
+Not implemented
+    The other measures of trec_eval 10.0 (``utility``, ``set_F``, ``Rndcg``, ``relative_P_5``, ``prefs_*`` ...)
+    and its measure groups (``all_trec``) are refused as such, with the list of trec_eval names translated here;
+    a misspelt name is an unknown metric with the closest names (``nDGC``: did you mean nDCG?).
 
 References
 ----------
@@ -127,6 +131,15 @@ _TREC_OWN_DEFAULTS: dict[str, str] = {
     "rbp_resid": "RBPResidual(p=0.9,form='trec_eval')",
 }
 
+#: the other measures of trec_eval 10.0 (its measures.c): onlineeval does not implement them
+_TREC_MISSING = ("runid", "relstring", "utility", "binG", "G", "ideal_dcg", "ndcg_rel", "Rndcg", "relative_P",
+                 "set_relative_P", "set_map", "set_F", "prefs_num_prefs_poss", "prefs_num_prefs_ful",
+                 "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel",
+                 "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp",
+                 "prefs_pair_imp", "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg", "yaap")
+#: trec_eval's names for groups of measures (``-m all_trec``)
+_TREC_GROUPS = ("official", "set", "all_trec", "all_prefs", "prefs", "qrels_jg")
+
 # trec_eval spellings that are also aliases of our metrics (reported as trec_eval names)
 _TREC_ALIASES = frozenset({"map", "Rprec", "recip_rank", "11pt_avg", "ndcg", "num_q", "num_ret", "num_rel",
                            "num_rel_ret", "num_nonrel_judged_ret", "map_cut", "ndcg_cut", "iprec_at_recall",
@@ -150,9 +163,40 @@ def _number(text: str, integer: bool, given: str) -> str:
     return f"{value:g}"
 
 
+def trec_eval_names() -> str:
+    """The trec_eval measure names onlineeval translates, for messages (``map, ..., P_<k>, ...``)."""
+    families = [f"{family}_<{'k' if integer else 'x'}>" for family, (_, integer) in _TREC_FAMILIES.items()]
+    return ", ".join([*_TREC_FIXED, *_TREC_OWN_DEFAULTS, *families])
+
+
+def spellings() -> tuple[str, ...]:
+    """The trec_eval and ir_measures names translated here (measure and family names, without parameters), for
+    the 'did you mean' of an unknown metric."""
+    return (*_TREC_FIXED, *_TREC_OWN_DEFAULTS, *_TREC_FAMILIES, *_IRM)
+
+
+def _trec_missing(name: str) -> None:
+    """Raise for a trec_eval measure or measure group onlineeval does not implement (any case; with a printed
+    parameter ``relative_P_5`` or a parameter list ``set_F.0.5``)."""
+    heads = {name}
+    for pattern in (_PRINTED, _DOTTED):
+        m = pattern.match(name)
+        if m is not None:
+            heads.add(m.group("family"))
+    lowered = {h.lower() for h in heads}
+    for missing in (*_TREC_MISSING, *_TREC_GROUPS):
+        if missing.lower() in lowered:
+            what = ("trec_eval's name for a group of measures (-m {}); name the measures one by one"
+                    if missing in _TREC_GROUPS else "a trec_eval measure that onlineeval does not implement")
+            raise ConfigError(("metrics", name),
+                              f"{missing} is {what.format(missing)}; the trec_eval measures onlineeval translates: "
+                              f"{trec_eval_names()} (`onlineeval metrics` lists every name)")
+
+
 def _trec_eval(name: str) -> Translation | None:
     if name in _TREC_REFUSED:
         raise ConfigError(("metrics", name), _TREC_REFUSED[name])
+    _trec_missing(name)
     if name in _TREC_FIXED:
         return Translation(name, (_TREC_FIXED[name],), "trec_eval")
     m = _PRINTED.match(name)
@@ -261,7 +305,7 @@ def translate(name: str) -> Translation | None:
     ------
     ConfigError
         For a known foreign measure with bad parameters or without a counterpart here
-        (``gm_map``).
+        (``gm_map``; a trec_eval measure onlineeval does not implement, such as ``utility``).
     """
     text = name.strip()
     return _trec_eval(text) or _ir_measures(text)
