@@ -392,11 +392,13 @@ def spread_notes(rel_se: float | None, floor_ratio: float | None, unreachable_sh
     """The notes of an unstable answer's range line (:func:`refit_spread`'s fields as written to summary.json):
     its relative SE, the floor ratio ('floor b = f x <floor_of>') and the share of refits not reachable (from
     0.05%)."""
+    from simulations.report import value_text
+
     notes = []
     if rel_se is not None:
         notes.append(f"relative SE {rel_se:.0%}")
     if floor_ratio is not None:
-        notes.append(f"floor b = {floor_ratio:.2f} x {floor_of}")
+        notes.append(f"floor b = {value_text(floor_ratio)} x {floor_of}")
     if (unreachable_share or 0.0) >= 0.0005:
         notes.append(f"{unreachable_share:.1%} of refits not reachable")
     return notes

@@ -477,6 +477,8 @@ def cuped_summary(
 
 def cuped_lines(summary: dict[str, Any]) -> list[str]:
     """The terminal block of :func:`cuped_summary`."""
+    from simulations.report import days_text, rate_text
+
     cup = summary.get("cuped") or {}
     if not cup:
         return []
@@ -490,7 +492,7 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
     for design, e in cup.items():
         for metric, m in e["metrics"].items():
             vr = m["variance_reduction"]
-            red = f"{vr['replicates']:.3f}+-{vr['replicates_se']:.3f}" + ("" if vr["matches"] else "!")
+            red = f"{rate_text(vr['replicates'])}+-{rate_text(vr['replicates_se'])}" + ("" if vr["matches"] else "!")
             z = m["bias"] / m["bias_se"] if m["bias_se"] > 0 else 0.0
             aa = m.get("aa")
             aa_s = "-" if aa is None else f"{aa['false_positive_rate']:.3f}" + ("" if aa["within_band"] else "!")
@@ -499,12 +501,14 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
                 days, base = "biased", "-"
             else:
                 q, q0 = "?" if req.get("unstable") else "", "?" if req.get("unadjusted_unstable") else ""
-                days = ("not reachable" if req["days"] is None else f"{req['days']:.1f}") + q
-                base = "-" if req["unadjusted_days"] is None else f"{req['unadjusted_days']:.1f}{q0}"
+                days = ("not reachable" if req["days"] is None else days_text(req["days"])) + q
+                base = "-" if req["unadjusted_days"] is None else days_text(req["unadjusted_days"]) + q0
                 if q:
                     unstable.append(f"{design}/{metric} " + _days_range(req))
-            lines.append(f"  {design:10s} {metric:17s} {e['pre_days']:>3d}d {m['users_with_pre_period']:>8.2f} "
-                         f"{m['rho']:>6.3f} {vr['theoretical_R2']:>6.3f} {red:>15s} {vr['within_replicate']:>7.3f} "
+            with_pre = rate_text(m["users_with_pre_period"])
+            lines.append(f"  {design:10s} {metric:17s} {e['pre_days']:>3d}d {with_pre:>8s} "
+                         f"{m['rho']:>6.3f} {rate_text(vr['theoretical_R2']):>6s} {red:>15s} "
+                         f"{rate_text(vr['within_replicate']):>7s} "
                          f"{z:>7.1f}{'' if m['unbiased'] else '!'} {aa_s:>6s}  {days} ({base})")
     if unstable:
         from simulations.analysis import SIZE_BOOTSTRAP
@@ -521,5 +525,7 @@ def _days_range(req: dict[str, Any]) -> str:
     """CUPED's days needed: the refits' 90% range, relative SE, floor ratio and unreachable share."""
     from simulations.analysis import spread_text
 
-    return spread_text(req.get("days_range"), lambda v: f"{v:.1f} days", req.get("impressions_rel_se"),
+    from simulations.report import days_text
+
+    return spread_text(req.get("days_range"), lambda v: f"{days_text(v)} days", req.get("impressions_rel_se"),
                        req.get("variance_floor_to_target"), req.get("unreachable_share"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from simulations.analysis import (
     UNSTABLE_FLOOR_RATIO,
     UNSTABLE_REL_SE,
     is_biased_entry,
-    spread_notes,
+    spread_text,
 )
 
 if TYPE_CHECKING:
@@ -222,10 +223,69 @@ def _fmt(x: float | None, spec: str = ".4f", signed: bool = False) -> str:
     return format(x, ("+" if signed else "") + spec)
 
 
-def _count(x: float | None) -> str:
-    if x is None or not math.isfinite(x):
-        return "not reachable"
-    return f"{x:,.0f}"
+# ------------------------------------------------------------------------ how each kind of number is written
+# One rule per kind of number, for the terminal summary, report.html and the blocks both print (sequential, CUPED):
+# - metric values and their differences (offline and online values, effects, deltas, biases, null Deltas, costs of
+#   logging) and ratios of them (shrinkage, efficiency, size ratios, inflation factors): VALUE_DIGITS significant
+#   figures, trailing zeros kept (+0.0220 next to +0.0228, never +0.022): value_text;
+# - the standard error, SD or RMSE of such a value: SE_DIGITS significant figures: se_text;
+# - counts (impressions, users, queries): whole numbers with thousands separators: count_text;
+# - rates and shares over replicates or users (power, false-positive and rejection rates, coverage, variance
+#   reductions): 3 decimals: rate_text;
+# - relative changes (B over A): percentages to 0.1%: percent_text (composition shares of traffic or user types:
+#   whole percentages);
+# - days: simulated checkpoints whole, analytic and planned days 1 decimal: days_text (and analytic_days_text).
+
+#: significant figures of metric values, effects, deltas, biases and ratios
+VALUE_DIGITS = 3
+#: significant figures of a standard error, SD or RMSE
+SE_DIGITS = 2
+
+
+def _number(x: Any) -> bool:
+    return x is not None and not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def significant(x: Any, digits: int, signed: bool = False) -> str:
+    """``x`` to ``digits`` significant figures with its trailing zeros (``0.0220``, ``1.50e-05``, ``250``);
+    ``-`` when missing or not finite."""
+    if not _number(x):
+        return "-"
+    text = format(float(x), ("+" if signed else "") + f"#.{digits}g")
+    return text[:-1] if text.endswith(".") else text.replace(".e", "e")
+
+
+def value_text(x: Any, signed: bool = False) -> str:
+    """A metric value, an effect, a delta, a bias or a ratio: :data:`VALUE_DIGITS` significant figures."""
+    return significant(x, VALUE_DIGITS, signed)
+
+
+def se_text(x: Any) -> str:
+    """The standard error, SD or RMSE of a value: :data:`SE_DIGITS` significant figures."""
+    return significant(x, SE_DIGITS)
+
+
+def rate_text(x: Any, signed: bool = False) -> str:
+    """A rate or share over replicates or users (power, false-positive rate, coverage): 3 decimals."""
+    return format(float(x), ("+" if signed else "") + ".3f") if _number(x) else "-"
+
+
+def percent_text(x: Any, signed: bool = True) -> str:
+    """A relative change given as a fraction (0.047) as a percentage to 0.1% (``+4.7%``)."""
+    return format(100.0 * float(x), ("+" if signed else "") + ".1f") + "%" if _number(x) else "-"
+
+
+def count_text(x: Any) -> str:
+    """A count (impressions, users) as ``1,234``; ``not reachable`` when missing or infinite."""
+    return f"{float(x):,.0f}" if _number(x) else "not reachable"
+
+
+def days_text(x: Any) -> str:
+    """Analytic or planned days (or a mean day of decision): 1 decimal; ``-`` when missing or infinite."""
+    return f"{float(x):.1f}" if _number(x) else "-"
+
+
+_count = count_text
 
 
 #: the main table's shrinkage column: online relative improvement / the *frequency-weighted* offline gain (the
@@ -245,21 +305,34 @@ def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
     fd = e["final_day"]
     if is_biased_entry(e):
         return {"analytic": "-", "days": "-", "impressions": "biased", "users": "-"}
-    analytic = _fmt(fd.get("analytic_power"), ".2f")
+    analytic = rate_text(fd.get("analytic_power"))
     if not e.get("detectable", True):
         return {"analytic": analytic, "days": "-", "impressions": "no detectable effect", "users": "-"}
-    mark = "?" if e.get("analytic_required_impressions_unstable") else ""
-    days, extrapolated = e.get("days_to_target_power"), e.get("analytic_required_days")
+    unstable = bool(e.get("analytic_required_impressions_unstable"))
+    mark = "?" if unstable else ""
+    days = e.get("days_to_target_power")
     if days is not None:
         days_s = str(days)
-    elif extrapolated is not None:
-        days_s = ("> 1 year" if extrapolated > MAX_DAYS_SHOWN else f"~{extrapolated:.0f}*") + mark
-    else:
-        days_s = "never" + mark
+    else:  # '*': analytic, beyond the simulated days
+        days_s = analytic_days_text(e.get("analytic_required_days"), unstable, lambda d: f"~{days_text(d)}*")
     users = e.get("analytic_required_users")
     users_s = "whole population" if users is not None and users >= WHOLE_POPULATION * population else _count(users)
     return {"analytic": analytic, "days": days_s, "impressions": _count(e.get("analytic_required_impressions")) + mark,
             "users": users_s}
+
+
+def analytic_days_text(days: Any, unstable: bool = False, number: Callable[[float], str] = days_text) -> str:
+    """The cell of an analytic number of days to the target power: 'never' when there is none (missing or infinite:
+    the SE floor of the user population is above the target), '> 1 year' beyond :data:`MAX_DAYS_SHOWN` days, else
+    ``number(days)`` (:func:`days_text`); '?' after it when the size behind it is unstable. The one rule of
+    simulate's days->pwr cell (:func:`sample_size_cells`) and of the sweep's analytic_required_days cell."""
+    if not _number(days):
+        text = "never"
+    elif days > MAX_DAYS_SHOWN:
+        text = "> 1 year"
+    else:
+        text = number(float(days))
+    return text + ("?" if unstable else "")
 
 
 def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
@@ -269,11 +342,9 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
         for metric, e in metrics.items():
             if is_biased_entry(e) or not e.get("analytic_required_impressions_unstable"):
                 continue
-            lo, hi = e.get("analytic_required_impressions_range") or (None, None)
-            notes = spread_notes(e.get("analytic_required_impressions_rel_se"), e.get("variance_floor_to_target"),
-                                 e.get("analytic_required_impressions_unreachable_share"))
-            items.append(f"{design}/{metric}: " + (f"{_count(lo)} to {_count(hi)}" if lo is not None else "-")
-                         + "".join(f", {n}" for n in notes))
+            items.append(f"{design}/{metric}: " + spread_text(
+                e.get("analytic_required_impressions_range"), count_text, e.get("analytic_required_impressions_rel_se"),
+                e.get("variance_floor_to_target"), e.get("analytic_required_impressions_unreachable_share")))
     if not items:
         return []
     return [f"  '?' unstable impressions needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap resamples "
@@ -291,15 +362,15 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         *[f"  users{'' if n == 'all' else ' ' + n} ({sh:.0%}): click model {json.dumps(spec)}"
           for n, sh, spec in cfg.users.mixture()],
         "",
-        f"Offline {off['metric']}: A {off['A']['weighted']:.4f}  B {off['B']['weighted']:.4f}  "
-        f"delta {off['delta']['weighted']:+.4f} ({100 * off['relative_gain_weighted']:+.1f}%) frequency-weighted; "
-        f"uniform over queries: delta {off['delta']['uniform']:+.4f}",
+        f"Offline {off['metric']}: A {value_text(off['A']['weighted'])}  B {value_text(off['B']['weighted'])}  "
+        f"delta {value_text(off['delta']['weighted'], True)} ({percent_text(off['relative_gain_weighted'])}) "
+        f"frequency-weighted; uniform over queries: delta {value_text(off['delta']['uniform'], True)}",
     ]
     others = [r for r in result.world.offline.weighted if r not in ("A", "B")]
     if others:
         w, u = result.world.offline.weighted, result.world.offline.uniform
         lines.append("  other rankers: " + ", ".join(
-            f"{r} {w[r]:.4f} (uniform {u[r]:.4f})" for r in others))
+            f"{r} {value_text(w[r])} (uniform {value_text(u[r])})" for r in others))
     notes = result.world.notes
     if notes.get("collection") == "trec":
         for r in ("A", "B"):
@@ -316,13 +387,13 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     for seg, v in off["by_segment"].items():
         online = seg_truth.get(seg, {}).get(ab_metric)
         tail = "" if online is None else (
-            f"; online {ab_metric} {online['delta']:+.5f} ("
-            + (f"{100 * online['delta'] / online['A']:+.1f}%" if online["A"] else f"no relative change: A's {ab_metric} "
+            f"; online {ab_metric} {value_text(online['delta'], True)} ("
+            + (percent_text(online['delta'] / online['A']) if online["A"] else f"no relative change: A's {ab_metric} "
                "is 0 here") + ", exact)")
         n_q = round(v["queries"])
         lines.append(f"  {seg:5s} ({v['traffic_share']:.0%} of traffic, {n_q} {'query' if n_q == 1 else 'queries'}): "
-                     f"delta {v['B'] - v['A']:+.4f}"
-                     + (f" ({100 * (v['B'] - v['A']) / v['A']:+.1f}%)" if v["A"] else
+                     f"delta {value_text(v['B'] - v['A'], True)}"
+                     + (f" ({percent_text((v['B'] - v['A']) / v['A'])})" if v["A"] else
                         f" (no relative change: A's {off['metric']} is 0 here)") + tail)
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
     header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {SHRINK_HEADER:>16s} "
@@ -343,12 +414,12 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             else:
                 fpr = f"{aa['false_positive_rate']:.3f}{'' if aa['within_band'] else '!'}"
             null = e.get("null")
-            null_s = "-" if null is None else _fmt(null["delta"], ".5f", True)
+            null_s = "-" if null is None else value_text(null["delta"], True)
             cells = sample_size_cells(e, population)
             lines.append(
-                f"  {design if e['primary'] else '':14s} {metric:18s} {_fmt(e['true_effect'], '.3g', True):>13s} "
-                f"{(_fmt(100 * rel, '.1f', True) + '%') if rel is not None else '-':>7s} "
-                f"{_fmt(shrink, '.2f'):>16s} {fd['power']:>9.2f} {cells['analytic']:>8s} {cells['days']:>9s} "
+                f"  {design if e['primary'] else '':14s} {metric:18s} {value_text(e['true_effect'], True):>13s} "
+                f"{percent_text(rel):>7s} "
+                f"{value_text(shrink):>16s} {rate_text(fd['power']):>9s} {cells['analytic']:>8s} {cells['days']:>9s} "
                 f"{cells['impressions']:>19s} {cells['users']:>16s} {fpr:>8s} {null_s:>10s}"
             )
     lines += _unstable_lines(s, population)
@@ -445,10 +516,10 @@ def _null_lines(result: SimulationResult) -> list[str]:
                    "when no ranker is better)") if n["biased"] else "no bias detected"
         rate, analytic = n["rejection_rate"], n["rejection_rate_analytic"]
         simulated = "replicates" in n
-        lines.append(f"  {design:14s} {metric:18s} {_fmt(n['delta'], '.5f', True):>10s} {_fmt(n['se'], '.5f'):>8s} "
-                     f"{_fmt(n['z'], '.1f'):>6s} {_fmt(rate[0] if rate and simulated else None, '.3f'):>13s} "
-                     f"{_fmt(rate[-1] if rate and simulated else None, '.3f'):>7s} "
-                     f"{_fmt(analytic[-1] if analytic else None, '.3f'):>8s} {fpr:>8s}  {verdict}")
+        lines.append(f"  {design:14s} {metric:18s} {value_text(n['delta'], True):>10s} {se_text(n['se']):>8s} "
+                     f"{_fmt(n['z'], '.1f'):>6s} {rate_text(rate[0] if rate and simulated else None):>13s} "
+                     f"{rate_text(rate[-1] if rate and simulated else None):>7s} "
+                     f"{rate_text(analytic[-1] if analytic else None):>8s} {fpr:>8s}  {verdict}")
     return lines
 
 
@@ -465,15 +536,16 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
         if d == ref:
             continue
         b = biased.get(d)
-        mark = None if b is None else (f"biased (bias {b['bias']:+.3g} +- {b['se']:.2g} against the truth)"
-                                       if isinstance(b, dict) else f"biased (null Delta {b:+.4f})")
+        mark = None if b is None else (f"biased (bias {value_text(b['bias'], True)} +- {se_text(b['se'])} against "
+                                       "the truth)" if isinstance(b, dict) else
+                                       f"biased (null Delta {value_text(b, True)})")
         e, r = ratios.get("equal_traffic_efficiency", {}).get(d), ratios["ratios"][d]
         if e is not None:
-            eff.append(f"{d} {mark}" if mark else f"{d} {e:.3g}x")
+            eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x")
         if r is not None or mark:
             q = "?" if ref in unstable or d in unstable else ""
-            need.append(f"{d} {mark}" if mark else f"{d} {r:.3g}x{q} ({1 / r:.3g}x fewer)" if r < 1
-                        else f"{d} {r:.3g}x{q}")
+            need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{q} ({value_text(1 / r)}x fewer)" if r < 1
+                        else f"{d} {value_text(r)}x{q}")
     lines = []
     if eff:
         lines.append(f"  information per impression at equal traffic ((effect/SE)^2 on day {ratios.get('last_day')}) "
@@ -491,7 +563,7 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
 
 def _coverage_cell(coverage: Any, within: bool | None) -> str:
     """The coverage with '!' when it is outside the binomial band of a valid interval's."""
-    return _fmt(coverage, ".2f") + ("!" if within is False else "")
+    return rate_text(coverage) + ("!" if within is False else "")
 
 
 def _counterfactual_lines(result: SimulationResult) -> list[str]:
@@ -513,17 +585,17 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
             fd = e["final_day"]
             rmse = fd.get("rmse")
             lines.append(
-                f"  {design if e['primary'] else '':14s} {metric[:22]:22s} {_fmt(e['true_effect'], '.3g', True):>12s} "
-                f"{_fmt(e['estimator_bias'], '.2e', True):>10s} {_fmt(e['estimator_bias_se'], '.1e'):>8s} "
-                f"{_fmt(fd['sd_estimate'], '.2e'):>9s} {_fmt(rmse, '.2e'):>9s} "
+                f"  {design if e['primary'] else '':14s} {metric[:22]:22s} {value_text(e['true_effect'], True):>12s} "
+                f"{value_text(e['estimator_bias'], True):>10s} {se_text(e['estimator_bias_se']):>8s} "
+                f"{se_text(fd['sd_estimate']):>9s} {se_text(rmse):>9s} "
                 f"{_coverage_cell(fd['coverage'], e.get('coverage_within_band')):>8s} "
-                f"{fd['power']:>9.2f} "
+                f"{rate_text(fd['power']):>9s} "
                 f"{sample_size_cells(e, population)['impressions'] if e.get('detectable', True) else '-':>13s}"
             )
     for name, d in cf.items():
         logger = dict(d["logger"] or {})
         lines += ["", (f"Counterfactual design {name}: logger {json.dumps(logger)}; metric {d['metric']}, "
-                       f"V({d['targets'][1]}) - V({d['targets'][0]}) = {_fmt(d['true_effect'], '.4g', True)} (exact)")]
+                       f"V({d['targets'][1]}) - V({d['targets'][0]}) = {value_text(d['true_effect'], True)} (exact)")]
         lines.append(f"  {'estimator':22s} {'bias':>10s} {'+-':>8s} {'RMSE':>9s} {'undef.':>6s} "
                      f"{'support violated (impr.)':>26s}  assumption")
         for label, e in d["estimators"].items():
@@ -534,8 +606,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
             if any(v["violations_mean"] > 0 for v in sv.values()):
                 bad = [t for t, v in sv.items() if v["violations_mean"] > 0]
                 flag = f"  [cannot evaluate {', '.join(bad)} where its logging probability is 0]"
-            lines.append(f"  {label[:22]:22s} {_fmt(e['bias'], '.2e', True):>10s} {_fmt(e['bias_se'], '.1e'):>8s} "
-                         f"{_fmt(e['rmse'], '.2e'):>9s} {_fmt(e['undefined_share'], '.0%'):>6s} {support:>26s}  "
+            lines.append(f"  {label[:22]:22s} {value_text(e['bias'], True):>10s} {se_text(e['bias_se']):>8s} "
+                         f"{se_text(e['rmse']):>9s} {_fmt(e['undefined_share'], '.0%'):>6s} {support:>26s}  "
                          f"{e['assumption']}{flag}")
         lines.append(f"  ({d['whole_log_refit']}; support: mean impressions per replicate on the last day whose "
                      "target list has an event of logging probability 0 at the estimator's level; A/A: both targets "
@@ -544,8 +616,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
         if cost:
             lines.append("  cost of logging (the logger's own metrics observed on the traffic it served, mean over "
                          "replicates, vs ranker A's exact values): "
-                         + "; ".join(f"{m} {c['logger_observed']:.4f} vs {c['ranker_A_exact']:.4f} "
-                                     f"({_fmt(100 * c['relative'], '.1f', True) if c['relative'] is not None else '-'}%"
+                         + "; ".join(f"{m} {value_text(c['logger_observed'])} vs {value_text(c['ranker_A_exact'])} "
+                                     f"({percent_text(c['relative'])}"
                                      f"{', lower is better' if c['improvement_sign'] < 0 else ''})"
                                      for m, c in cost.items()))
     sweep = s.get("assumption_sweep")
@@ -553,9 +625,9 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
         lines += ["", (f"Assumption sweep ({sweep['design']}, {sweep['metric']}): bias +- SE of each estimator as "
                        f"{sweep['parameter']} moves ({sweep['impressions']:,} logged impressions per value, exact truth)")]
         lines.append(f"  {'estimator':22s} " + " ".join(f"{v:>19g}" for v in sweep["values"]))
-        lines.append(f"  {'truth':22s} " + " ".join(f"{t:>+19.4f}" for t in sweep["truth"]))
+        lines.append(f"  {'truth':22s} " + " ".join(f"{value_text(t, True):>19s}" for t in sweep["truth"]))
         for label, e in sweep["estimators"].items():
-            cells = [f"{_fmt(b, '.4f', True)} +- {_fmt(se, '.4f')}" for b, se in zip(e["bias"], e["se"], strict=True)]
+            cells = [f"{value_text(b, True)} +- {se_text(se)}" for b, se in zip(e["bias"], e["se"], strict=True)]
             lines.append(f"  {label[:22]:22s} " + " ".join(f"{c:>19s}" for c in cells))
     return lines
 
@@ -570,7 +642,7 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
     lines = ["", f"Daily monitoring ({first['days']} looks, primary metrics; A/A: share of replicates that ever reject"
              + (f", 99% band of alpha {band[0]:.3f}-{band[1]:.3f}" if band else "") + "; power with the right sign;"
              " day: mean day of the decision):"]
-    lines.append(f"  {'design':14s} {'metric':18s} " + "  ".join(f"{r:>24s}" for r in
+    lines.append(f"  {'design':14s} {'metric':18s} " + "  ".join(f"{r:>28s}" for r in
                                                             ("fixed horizon", "peeking (p<alpha daily)",
                                                              "mSPRT (always valid)", "O'Brien-Fleming")))
     for design, e in mon.items():
@@ -583,11 +655,11 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
                 aa = f"{r['aa_false_positive_rate']:.3f}" + ("" if r["aa_within_band_or_below"] else "!")
             else:
                 aa = "-"
-            cells.append(f"A/A {aa:>8s} pw {r['power']:.2f} d {r['mean_decision_day']:4.1f}")
+            cells.append(f"A/A {aa:>8s} pw {rate_text(r['power'])} d {days_text(r['mean_decision_day']):>4s}")
         d = result.summary["designs"].get(design, {}).get(e["metric"], {})
         biased = is_biased_entry(d)
         metric = e["metric"] + (" [biased]" if biased else "")
-        lines.append(f"  {design:14s} {metric:18s} " + "  ".join(f"{c:>24s}" for c in cells))
+        lines.append(f"  {design:14s} {metric:18s} " + "  ".join(f"{c:>28s}" for c in cells))
     lines.append("  ('!' = A/A rate above its band; [biased]: see the null check, its power is not a sensitivity; "
                  "mSPRT's mixture scale and O'Brien-Fleming's")
     lines.append("  information fractions are planned from the mean SEs by day; see summary.json 'monitoring')")

@@ -489,12 +489,16 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
 
 
 def _fmt_days(x: float | None) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{x:.1f}"
+    from simulations.report import days_text
+
+    return days_text(x)
 
 
 def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
     """The terminal block of :func:`sequential_summary`: each design's decision rule next to the
     fixed horizon, with the days it saves (or costs)."""
+    from simulations.report import rate_text, value_text
+
     seq = {d: e for d, e in (summary.get("sequential") or {}).items()
            if "decision" in e and (e["rule"] != "none" or e["monitoring"] != "daily")}
     if not seq:
@@ -508,7 +512,7 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
     for design, e in seq.items():
         d = e["decision"]
         fixed = e["rules"]["fixed"]
-        rule = e["rule"] + (f" (tau {e['tau']:.3g})" if e.get("tau") is not None else "")
+        rule = e["rule"] + (f" (tau {value_text(e['tau'])})" if e.get("tau") is not None else "")
         looks = f"{e['looks']} " + ("daily" if e["monitoring"] == "daily" else f"per {batch_hours} h")
         if d.get("aa_degenerate"):
             aa = "0 (ties)"
@@ -517,9 +521,9 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
         else:
             aa = "-"
         saved = d["days_saved_vs_fixed"]
-        verdict = (f"{'saves' if saved >= 0 else 'costs'} {abs(saved):.1f} days (fixed: day "
-                   f"{_fmt_days(fixed['mean_decision_day'])}, power {fixed['power']:.2f}; power "
-                   f"{d['power_vs_fixed']:+.2f})")
+        verdict = (f"{'saves' if saved >= 0 else 'costs'} {_fmt_days(abs(saved))} days (fixed: day "
+                   f"{_fmt_days(fixed['mean_decision_day'])}, power {rate_text(fixed['power'])}; power "
+                   f"{rate_text(d['power_vs_fixed'], True)})")
         plan = d.get("planned")
         shown: tuple[str, ...] = ()
         if plan and plan.get("fixed_days") is not None:
@@ -535,16 +539,17 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
                         f"{marks['expected_days_effect']} days expected (max {_fmt_days(plan['max_days'])}"
                         f"{marks['max_days']}, {_fmt_days(plan['expected_days_null'])}{marks['expected_days_null']} "
                         f"under H0) vs {_fmt_days(plan['fixed_days'])}{marks['fixed_days']} fixed: "
-                        f"{'saves' if ds >= 0 else 'costs'} {abs(ds):.1f}"
+                        f"{'saves' if ds >= 0 else 'costs'} {_fmt_days(abs(ds))}"
                         + ("?" if marks["fixed_days"] or marks["expected_days_effect"] else ""))
         elif plan and plan.get("fixed_days") is not None:
             verdict += (f"; planned for the target power: fixed horizon {_fmt_days(plan['fixed_days'])}"
-                        f"{marks['fixed_days']} days, the sequential maximum ({plan['inflation_factor']:.2f}x the "
+                        f"{marks['fixed_days']} days, the sequential maximum "
+                        f"({value_text(plan['inflation_factor'])}x the "
                         f"information) beyond this population's SE floor{marks['max_days']}")
         elif e["rule"] != "none":
             verdict += "; planned for the target power: not reachable with this population"
-        lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>8s} {d['power']:>6.2f} "
-                     f"{d['mean_decision_day']:>5.1f}   {verdict}")
+        lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>8s} {rate_text(d['power']):>6s} "
+                     f"{_fmt_days(d['mean_decision_day']):>5s}   {verdict}")
     lines.append("  (tau planned from the mean SE at the horizon unless set; spending boundaries at the information "
                  "fractions of the mean SEs by look; planned: the fixed")
     lines.append("  horizon and the design sized for the target power (its inflation factor), expected days from its exact "

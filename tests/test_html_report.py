@@ -415,8 +415,9 @@ def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: P
     page = parse(write_simulate_report(_copy_with(sim, tmp_path, add)))
     assert "counterfactual" in page.sections and page.errors == []
     rows = [r for t, rs in page.tables.items() if t == "" for r in rs if r and r[0].startswith(("snips", "clipped"))]
-    assert rows == [["snips", "-3.26e-03", "1.4e-02", "3.12e-02", "0.94", "0%", "none on clicks"],
-                    ["clipped_ips(cap=5) biased", "-2.11e-01", "1.0e-02", "2.12e-01", "0.00 outside 0.92-0.98", "0%",
+    # bias to 3 significant figures, its SE and the RMSE to 2, coverage and its band to 3 decimals
+    assert rows == [["snips", "-0.00326", "0.014", "0.031", "0.945", "0%", "none on clicks"],
+                    ["clipped_ips(cap=5) biased", "-0.211", "0.010", "0.21", "0.000 outside 0.915-0.980", "0%",
                      "biased by clipping <w>"]]
     _, *answer = page.tables["answer-table"]
     marked = {r[1]: r[0].endswith("biased") for r in answer if r[0].startswith("cf")}

@@ -134,7 +134,7 @@ def _entry(**kw):
 
 
 def test_sample_size_cells():
-    assert sample_size_cells(_entry(), 1000) == {"analytic": "0.42", "days": "~12*", "impressions": "49,200",
+    assert sample_size_cells(_entry(), 1000) == {"analytic": "0.420", "days": "~12.3*", "impressions": "49,200",
                                                  "users": "900"}
     assert sample_size_cells(_entry(days_to_target_power=4), 1000)["days"] == "4"
     # biased: no number computed as if unbiased
@@ -145,12 +145,15 @@ def test_sample_size_cells():
     far = sample_size_cells(_entry(analytic_required_days=139_382.0, analytic_required_users=990.0), 1000)
     assert far["days"] == "> 1 year" and far["users"] == "whole population"
     edge = sample_size_cells(_entry(analytic_required_days=365.0, analytic_required_users=989.0), 1000)
-    assert edge == {"analytic": "0.42", "days": "~365*", "impressions": "49,200", "users": "989"}
+    assert edge == {"analytic": "0.420", "days": "~365.0*", "impressions": "49,200", "users": "989"}
     unstable = sample_size_cells(_entry(analytic_required_impressions_unstable=True), 1000)
-    assert unstable["days"] == "~12*?" and unstable["impressions"] == "49,200?"
+    assert unstable["days"] == "~12.3*?" and unstable["impressions"] == "49,200?"
     never = sample_size_cells(_entry(analytic_required_days=None, analytic_required_impressions=math.inf,
                                      analytic_required_users=None), 1000)
     assert never["days"] == "never" and never["impressions"] == "not reachable"
+    unstable_never = sample_size_cells(_entry(analytic_required_days=None, analytic_required_impressions=math.inf,
+                                              analytic_required_impressions_unstable=True), 1000)
+    assert unstable_never["days"] == "never?" and unstable_never["impressions"] == "not reachable?"
 
 
 def _decomposition(values: float) -> dict:

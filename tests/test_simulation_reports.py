@@ -21,7 +21,7 @@ from scipy import stats as sps
 from simulations.config import config_from_mapping
 from simulations.job import simulate
 from simulations.plots import plotted_series as _plotted_series
-from simulations.report import terminal_summary, written_files
+from simulations.report import terminal_summary, value_text, written_files
 
 matplotlib.use("Agg")
 
@@ -112,12 +112,12 @@ def test_biased_design_is_marked_and_its_ratio_is_not_shown_bare(run):
     ratio_lines = [ln for ln in text.splitlines() if "relative to ab:" in ln]
     assert len(ratio_lines) == 2  # efficiency at equal traffic, impressions at target power
     for ln in ratio_lines:
-        assert f"balanced biased (null Delta {bal['null']['delta']:+.4f})" in ln
+        assert f"balanced biased (null Delta {value_text(bal['null']['delta'], True)})" in ln
         assert "team_draft" in ln and "balanced 0." not in ln
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("balanced ") and "delta_ab" in ln)
     # the row says biased once: no '!' (that marks an A/A rate outside its band), and no analytic power, days,
     # impressions or users computed as if the design were unbiased (summary.json: under analytic_if_unbiased)
-    assert "biased" in row and f"{bal['null']['delta']:+.5f}" in row and "!" not in row
+    assert "biased" in row and value_text(bal['null']['delta'], True) in row and "!" not in row
     assert row.split()[6:10] == ["-", "-", "biased", "-"]  # analytic, days->pwr, impr., users
     assert bal["analytic_required_impressions"] is None and bal["final_day"]["analytic_power"] is None
     assert bal["analytic_if_unbiased"]["analytic_required_impressions"] > 0 and "biased" in bal["analytic_withheld"]

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from simulations.analysis import is_biased_entry as is_biased
-from simulations.report import sample_size_cells
+from simulations.report import (
+    days_text,
+    percent_text,
+    rate_text,
+    sample_size_cells,
+    se_text,
+    value_text,
+)
 from simulations.html_report.page import (
     Html,
     biased_mark,
@@ -75,7 +82,7 @@ def _aa(e: dict[str, Any]) -> Html:
         return esc("-")
     if aa.get("degenerate"):
         return esc("0 (ties)")
-    rate = esc(fmt(aa.get("false_positive_rate"), ".3f"))
+    rate = esc(rate_text(aa.get("false_positive_rate")))
     return rate if aa.get("within_band") else join([rate, tag("span", " outside band", cls="flag")])
 
 
@@ -93,14 +100,13 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
             cells = sample_size_html(e, population)
             days, impr, users = cells["days"], cells["impressions"], cells["users"]
             name: Any = join([design, " ", biased_mark()]) if biased else design
-            null_s: Any = "-" if null is None else fmt(null.get("delta"), ".5f", True)
+            null_s: Any = "-" if null is None else value_text(null.get("delta"), True)
             if null is not None and null.get("biased"):
                 null_s = join([null_s, " ", biased_mark()])
             rows.append([
-                name, metric, fmt(e.get("true_effect"), ".3g", True),
-                (fmt(100 * rel, ".1f", True) + "%") if isinstance(rel, (int, float)) else "-",
-                fmt(e.get("shrinkage_vs_offline"), ".2f"),
-                fmt(fd.get("power"), ".2f"), cells["analytic"], days, impr, users,
+                name, metric, value_text(e.get("true_effect"), True), percent_text(rel),
+                value_text(e.get("shrinkage_vs_offline")),
+                rate_text(fd.get("power")), cells["analytic"], days, impr, users,
                 _aa(e), null_s,
             ])
             classes.append("primary" if e.get("primary") else "secondary")
@@ -121,14 +127,14 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
         eff = (r.get("equal_traffic_efficiency") or {}).get(d)
         if d in biased:
             b = biased[d]
-            why = (f"bias {fmt(b.get('bias'), '.3g', True)} +- {fmt(b.get('se'), '.2g')} against the truth"
-                   if isinstance(b, dict) else f"null Delta {fmt(b, '.4f', True)}")
+            why = (f"bias {value_text(b.get('bias'), True)} +- {se_text(b.get('se'))} against the truth"
+                   if isinstance(b, dict) else f"null Delta {value_text(b, True)}")
             items.append(tag("li", d, ": ", biased_mark(), f" ({why}): its ratios are not sensitivities"))
             continue
-        text = f"{d}: information per impression {fmt(eff, '.3g')}x {ref}'s"
+        text = f"{d}: information per impression {value_text(eff)}x {ref}'s"
         if isinstance(need, (int, float)):
             text += (f"; impressions needed for {fmt(100 * target, '.0f')}% power " if target else "; impressions "
-                     "needed ") + f"{fmt(need, '.3g')}x {ref}'s" + (f" ({fmt(1 / need, '.3g')}x fewer)"
+                     "needed ") + f"{value_text(need)}x {ref}'s" + (f" ({value_text(1 / need)}x fewer)"
                                                                   if 0 < need < 1 else "")
         items.append(tag("li", text))
     if not items:
@@ -145,9 +151,10 @@ def _offline_line(summary: dict[str, Any]) -> Html:
     return tag(
         "p",
         tag("strong", f"Offline {off.get('metric')}: "),
-        f"A {fmt(a.get('weighted'))}, B {fmt(b.get('weighted'))}, delta {fmt(d.get('weighted'), '.4f', True)}"
-        + (f" ({fmt(100 * rel, '.1f', True)}%)" if isinstance(rel, (int, float)) else "")
-        + f" frequency-weighted; uniform over queries: delta {fmt(d.get('uniform'), '.4f', True)}",
+        f"A {value_text(a.get('weighted'))}, B {value_text(b.get('weighted'))}, "
+        f"delta {value_text(d.get('weighted'), True)}"
+        + (f" ({percent_text(rel)})" if isinstance(rel, (int, float)) else "")
+        + f" frequency-weighted; uniform over queries: delta {value_text(d.get('uniform'), True)}",
         cls="lead",
     )
 
@@ -223,7 +230,7 @@ def _power_table(folder: Path, summary: dict[str, Any]) -> Html:
         by_day = dict(zip(c["day"].tolist(), c["power"].tolist(), strict=True))
         entry = (summary.get("designs") or {}).get(design, {}).get(metric, {})
         label: Any = join([f"{design}: {metric} ", biased_mark()]) if is_biased(entry) else f"{design}: {metric}"
-        rows.append([label, *(fmt(by_day.get(d), ".2f") for d in days)])
+        rows.append([label, *(rate_text(by_day.get(d)) for d in days)])
         classes.append(None)
     return table(["design: metric", *(f"day {d}" for d in days)], rows, row_classes=classes,
                  caption="Simulated power by day (share of replicates rejecting with the right sign)")
@@ -251,9 +258,9 @@ def shrinkage_section(folder: Path, summary: dict[str, Any]) -> Html:
         d = (b - a) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
         rel = (d / a) if d is not None and a else None
         rows.append([name, fmt(100 * v["traffic_share"], ".0f") + "%" if isinstance(v.get("traffic_share"), float)
-                     else "-", count(v.get("queries")), fmt(a), fmt(b), fmt(d, ".4f", True),
-                     (fmt(100 * rel, ".1f", True) + "%") if rel is not None else "-",
-                     *(fmt((online.get(name, {}).get(m) or {}).get("delta"), ".5f", True) for m in metrics)])
+                     else "-", count(v.get("queries")), value_text(a), value_text(b), value_text(d, True),
+                     percent_text(rel),
+                     *(value_text((online.get(name, {}).get(m) or {}).get("delta"), True) for m in metrics)])
     parts: list[Any] = [
         image(folder / "offline_vs_online.png", "offline relative gains and every online statistic in SE units",
               "Left: offline relative gains of B over A. Right: every online statistic in standard errors of one "
@@ -284,8 +291,8 @@ def calibration_section(summary: dict[str, Any]) -> Html:
                 band = aa.get("binomial_99_band") or [None, None]
                 within = "ties: cannot reject" if aa.get("degenerate") else (
                     "yes" if aa.get("within_band") else tag("span", "no", cls="flag"))
-                rows.append([design, metric, fmt(aa.get("false_positive_rate"), ".3f"), str(aa.get("replicates")),
-                             f"{fmt(band[0], '.3f')} - {fmt(band[1], '.3f')}", within])
+                rows.append([design, metric, rate_text(aa.get("false_positive_rate")), str(aa.get("replicates")),
+                             f"{rate_text(band[0])} - {rate_text(band[1])}", within])
             n = e.get("null")
             if n:
                 rate, analytic = n.get("rejection_rate") or [], n.get("rejection_rate_analytic") or []
@@ -293,10 +300,10 @@ def calibration_section(summary: dict[str, Any]) -> Html:
                 verdict: Any = join([biased_mark("BIASED"), " (prefers the "
                                      + ("candidate" if (n.get("delta") or 0) > 0 else "baseline")
                                      + " when no ranker is better)"]) if n.get("biased") else "no bias detected"
-                null_rows.append([design, metric, fmt(n.get("delta"), ".5f", True), fmt(n.get("se"), ".5f"),
-                                  fmt(n.get("z"), ".1f"), fmt(rate[0] if rate and simulated else None, ".3f"),
-                                  fmt(rate[-1] if rate and simulated else None, ".3f"),
-                                  fmt(analytic[-1] if analytic else None, ".3f"), verdict])
+                null_rows.append([design, metric, value_text(n.get("delta"), True), se_text(n.get("se")),
+                                  fmt(n.get("z"), ".1f"), rate_text(rate[0] if rate and simulated else None),
+                                  rate_text(rate[-1] if rate and simulated else None),
+                                  rate_text(analytic[-1] if analytic else None), verdict])
     parts: list[Any] = []
     if rows:
         parts.append(table(["design", "metric", "A/A FPR (last day)", "replicates", "99% binomial band of alpha",
@@ -388,12 +395,12 @@ def _monitoring(summary: dict[str, Any]) -> Html:
             if r.get("aa_degenerate"):
                 aa: Any = "0 (ties)"
             elif "aa_false_positive_rate" in r:
-                aa = fmt(r["aa_false_positive_rate"], ".3f")
+                aa = rate_text(r["aa_false_positive_rate"])
                 if not r.get("aa_within_band_or_below"):
                     aa = join([aa, " ", tag("span", "above band", cls="flag")])
             else:
                 aa = "-"
-            cells.append(join([aa, f" / {fmt(r.get('power'), '.2f')} / {fmt(r.get('mean_decision_day'), '.1f')}"]))
+            cells.append(join([aa, f" / {rate_text(r.get('power'))} / {days_text(r.get('mean_decision_day'))}"]))
         rows.append(cells)
     days = next(iter(mon.values())).get("days")
     return join([
@@ -407,11 +414,11 @@ def _monitoring(summary: dict[str, Any]) -> Html:
 
 def _coverage(e: dict[str, Any]) -> Html:
     """An estimator's interval coverage, flagged outside the 99% binomial band of a valid interval's."""
-    cov = esc(fmt(e.get("coverage"), ".2f"))
+    cov = esc(rate_text(e.get("coverage")))
     if e.get("coverage_within_band") is not False:
         return cov
     lo, hi = e.get("coverage_band") or (None, None)
-    return join([cov, tag("span", f" outside {fmt(lo, '.2f')}-{fmt(hi, '.2f')}", cls="flag")])
+    return join([cov, tag("span", f" outside {rate_text(lo)}-{rate_text(hi)}", cls="flag")])
 
 
 def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None:
@@ -425,14 +432,13 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
         entries = (summary.get("designs") or {}).get(name) or {}
         for label, e in (d.get("estimators") or {}).items():
             shown: Any = join([label, " ", biased_mark()]) if is_biased(entries.get(label) or {}) else label
-            rows.append([shown, fmt(e.get("bias"), ".2e", True), fmt(e.get("bias_se"), ".1e"),
-                         fmt(e.get("rmse"), ".2e"),
+            rows.append([shown, value_text(e.get("bias"), True), se_text(e.get("bias_se")), se_text(e.get("rmse")),
                          _coverage(e), fmt(e.get("undefined_share"), ".0%"), e.get("assumption", "-")])
         parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "assumption"], rows,
                            text_columns=(0,), wrap_columns=(6,),
                            caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
                                    f"V({(d.get('targets') or ['A'])[0]}) of {d.get('metric')}, exact truth "
-                                   f"{fmt(d.get('true_effect'), '.4g', True)}"))
+                                   f"{value_text(d.get('true_effect'), True)}"))
     if cf:
         parts.append(image(folder / "counterfactual_rmse.png", "RMSE against log size per estimator",
                            "RMSE of each estimator against the number of logged impressions (daily checkpoints)."))
@@ -450,8 +456,8 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
 
 def conventions_section(summary: dict[str, Any]) -> Html:
     truth = summary.get("truth") or []
-    rows = [[t.get("design"), t.get("metric"), fmt(t.get("value"), ".6g", True),
-             fmt(t.get("se"), ".2g"), t.get("method")] for t in truth if isinstance(t, dict)]
+    rows = [[t.get("design"), t.get("metric"), value_text(t.get("value"), True),
+             se_text(t.get("se")), t.get("method")] for t in truth if isinstance(t, dict)]
     parts: list[Any] = [tree(summary.get("conventions") or {})]
     if rows:
         parts.append(table(["design", "metric", "true value", "SE", "method"], rows, caption="Ground truth",
