@@ -86,7 +86,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 
 __all__ = [
     "Impressions",
@@ -447,7 +447,7 @@ class SpecReader:
     def choice(self, key: str, options: Sequence[str], default: str) -> str:
         value = self.spec.get(key, default)
         if value not in options:
-            raise ConfigError((key,), f"must be one of {', '.join(map(repr, options))}, got {value!r}")
+            raise ConfigError((key,), must_be_one_of(options, value))
         return str(value)
 
     def integer(self, key: str, default: int, lo: int = 1) -> int:

@@ -29,7 +29,7 @@ from clickmodels.base import (
     SpecReader,
     register,
 )
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, must_be_one_of
 
 __all__ = ["Chain", "ChainModel", "Cascade", "CM", "STOP_MODES", "cascade_preset"]
 
@@ -179,7 +179,7 @@ class Cascade(ChainModel):
 
     def __post_init__(self) -> None:
         if self.stop_mode not in STOP_MODES:
-            raise ValueError(f"stop_mode must be one of {STOP_MODES}, got {self.stop_mode!r}")
+            raise ValueError(must_be_one_of(STOP_MODES, self.stop_mode, "stop_mode"))
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Cascade:

@@ -36,7 +36,7 @@ from typing import Literal
 
 import numpy as np
 
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, must_be_one_of
 
 __all__ = [
     "Gain",
@@ -188,7 +188,7 @@ class Conventions:
         for key, allowed in (("empty", EMPTY_RULES), ("missing", MISSING_RULES), ("ties", TIE_RULES)):
             value = getattr(self, key)
             if value not in allowed:
-                raise ConfigError((key,), f"must be one of {', '.join(allowed)}; got {value!r}")
+                raise ConfigError((key,), must_be_one_of(allowed, value))
         if isinstance(self.rel_min, bool) or not isinstance(self.rel_min, (int, np.integer)):
             raise ConfigError(("rel_min",), f"must be an integer grade, got {self.rel_min!r}")
         if self.rel_min < 0:

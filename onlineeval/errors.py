@@ -6,9 +6,9 @@ never a traceback. Library code raises these (not ``assert``) for bad input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-__all__ = ["OnlineEvalError", "InputError", "ConfigError", "OutputError", "format_key_path"]
+__all__ = ["OnlineEvalError", "InputError", "ConfigError", "OutputError", "format_key_path", "must_be_one_of"]
 
 
 class OnlineEvalError(Exception):
@@ -112,6 +112,25 @@ def must_be(kind: str, ctx: dict, got: str) -> str | None:
     if kind in _KINDS:
         return f"must be {_KINDS[kind]}{got}"
     return None
+
+
+def must_be_one_of(allowed: Iterable[object], got: object, key: str | None = None, note: str = "") -> str:
+    """The message for a value outside its allowed values: ``must be one of table, json; got 'xml'``.
+
+    Parameters
+    ----------
+    allowed:
+        The allowed values, listed as written (``str``), in their order.
+    got:
+        The value given, shown with ``repr``.
+    key:
+        The key or option as the user typed it, when the message carries it (``alternative must be one of
+        ...``); ``None`` when the error's key path names it (``ConfigError(("--format",), must_be_one_of(...))``).
+    note:
+        Words on the allowed values, put right after them (``" (runs are ranked without qrels)"``).
+    """
+    head = f"{key} must" if key else "must"
+    return f"{head} be one of {', '.join(map(str, allowed))}{note}; got {got!r}"
 
 
 class OutputError(OnlineEvalError):

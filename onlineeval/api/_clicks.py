@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from onlineeval.api._inputs import PathLike, _is_path
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -100,7 +100,7 @@ def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", cl
     from clickmodels.logs import ClickLog, from_sessions, read_click_log
 
     if clicks_as not in ("auto", "ids", "flags"):
-        raise ConfigError(("clicks_as",), f"must be 'auto', 'ids' or 'flags', got {clicks_as!r}")
+        raise ConfigError(("clicks_as",), must_be_one_of(("auto", "ids", "flags"), clicks_as))
     if isinstance(sessions, ClickLog):
         return sessions
     if _is_path(sessions):

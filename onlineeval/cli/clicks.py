@@ -115,11 +115,11 @@ def _check_options(
 def _check_fit_options(model: str, method: Optional[str], out: Path) -> None:
     """``--model``, ``--method`` and ``--out`` checked before the log is read and fitted."""
     from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
-    from onlineeval.errors import ConfigError
+    from onlineeval.errors import ConfigError, must_be_one_of
 
     key = fit_name(model, "--model")
     if method not in (None, "closed_form", "em"):
-        raise ConfigError(("--method",), f"must be closed_form or em, got {method!r}")
+        raise ConfigError(("--method",), must_be_one_of(("closed_form", "em"), method))
     if method == "em" and key not in EM_MODELS | EM_OPTIONAL:
         always, optional = _em_lists()
         raise ConfigError(("--method",), f"{key} is fitted in closed form only (em: {always}, {optional})")

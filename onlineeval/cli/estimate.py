@@ -291,7 +291,7 @@ def estimate_cmd(
     """Off-policy estimates of rankers' online metrics from a logged click log (with propensities)."""
     import numpy as np
 
-    from onlineeval.errors import ConfigError
+    from onlineeval.errors import ConfigError, must_be_one_of
     from onlineeval.estimators import catalogue, get_estimator, get_reward
     from onlineeval.estimators.log_estimates import (
         check_needs,
@@ -304,7 +304,7 @@ def estimate_cmd(
     from onlineeval.io.logged import read_logged
 
     if output_format not in FORMATS:
-        raise ConfigError(("--format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
+        raise ConfigError(("--format",), must_be_one_of(FORMATS, output_format))
     check_settings(metric, alpha, bootstrap, ties)
     names = parse_estimators(estimator)
     opts = parse_options(option, names)

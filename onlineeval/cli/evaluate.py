@@ -156,10 +156,10 @@ def evaluate_cmd(
     alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level.")] = 0.05,
 ) -> None:
     """Offline metrics of runs under explicit conventions, with paired significance tests."""
-    from onlineeval.errors import ConfigError
+    from onlineeval.errors import ConfigError, must_be_one_of
 
     if output_format not in FORMATS:  # before the imports: a typo costs no start-up
-        raise ConfigError(("format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
+        raise ConfigError(("format",), must_be_one_of(FORMATS, output_format))
     from onlineeval.conventions import Gain, preset
     from onlineeval.metrics import parse_metrics
 

@@ -73,10 +73,10 @@ def metrics_cmd(
     output_format: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
     """List every metric with its parameters, defaults, aliases and trec_eval / ir_measures names."""
-    from onlineeval.errors import ConfigError
+    from onlineeval.errors import ConfigError, must_be_one_of
 
     if output_format not in FORMATS:
-        raise ConfigError(("format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
+        raise ConfigError(("format",), must_be_one_of(FORMATS, output_format))
     records = describe_metrics()
     if output_format == "json":
         typer.echo(json.dumps(records, indent=2, default=lambda v: list(v) if isinstance(v, tuple) else str(v)))

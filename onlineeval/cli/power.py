@@ -70,7 +70,7 @@ from typing import Annotated, Any
 import typer
 
 from onlineeval.cli._common import effect_text, guarded
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 
 SEQUENTIAL = ("none", "msprt", "confidence_sequence", "obrien_fleming", "pocock")
 ALTERNATIVES = ("two-sided", "larger", "smaller")
@@ -114,11 +114,11 @@ def check_settings(st: Settings) -> Settings:
     if not st.alpha < st.power < 1.0:
         raise ConfigError(("--power",), f"must be in (alpha, 1) = ({st.alpha}, 1), got {st.power}")
     if st.alternative not in ALTERNATIVES:
-        raise ConfigError(("--alternative",), f"must be one of {', '.join(ALTERNATIVES)}; got {st.alternative!r}")
+        raise ConfigError(("--alternative",), must_be_one_of(ALTERNATIVES, st.alternative))
     if not 0.0 < st.share_b < 1.0:
         raise ConfigError(("--share-b",), f"must be in (0, 1), got {st.share_b}")
     if st.sequential not in SEQUENTIAL:
-        raise ConfigError(("--sequential",), f"must be one of {', '.join(SEQUENTIAL)}; got {st.sequential!r}")
+        raise ConfigError(("--sequential",), must_be_one_of(SEQUENTIAL, st.sequential))
     if st.looks is not None and st.looks < 1:
         raise ConfigError(("--looks",), f"must be a positive integer, got {st.looks}")
     if st.sequential != "none" and st.looks is None:
@@ -194,7 +194,7 @@ def proportion_metric(p_a: float, method: str, st: Settings) -> Metric:
     if not 0.0 < p_a < 1.0:
         raise ConfigError(("--baseline",), f"must be a proportion in (0, 1), got {p_a}")
     if method not in PROPORTION_METHODS:
-        raise ConfigError(("--method",), f"must be one of {', '.join(PROPORTION_METHODS)}; got {method!r}")
+        raise ConfigError(("--method",), must_be_one_of(PROPORTION_METHODS, method))
     s, k = st.share_b, st.kappa
 
     def w(d: float) -> float:
@@ -235,8 +235,7 @@ def ratio_metric(
             ("--cov",), f"the per-user delta-method variance is {var_e:.3g} <= 0; check the variances and covariance"
         )
     if treatment_variance not in TREATMENT_VARIANCES:
-        raise ConfigError(("--treatment-variance",),
-                          f"must be one of {', '.join(TREATMENT_VARIANCES)}; got {treatment_variance!r}")
+        raise ConfigError(("--treatment-variance",), must_be_one_of(TREATMENT_VARIANCES, treatment_variance))
     details = {
         "ratio": r, "sd_linearized": math.sqrt(var_e), "num_mean": num_mean, "num_var": num_var,
         "den_mean": den_mean, "den_var": den_var, "cov": cov, "source": source,
@@ -524,7 +523,7 @@ def render_text(doc: dict[str, Any]) -> str:
 
 def _emit(doc: dict[str, Any], output_format: str) -> None:
     if output_format not in FORMATS:
-        raise ConfigError(("--format",), f"must be one of {', '.join(FORMATS)}; got {output_format!r}")
+        raise ConfigError(("--format",), must_be_one_of(FORMATS, output_format))
     if output_format == "json":
         typer.echo(json.dumps(doc, indent=2, allow_nan=False, default=float))
     else:

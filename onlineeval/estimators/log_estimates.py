@@ -49,7 +49,7 @@ def unseen_text(tmap: Any, log: LoggedLog, first: Any) -> str:
 def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix: str = "--") -> None:
     """The estimate command's and :func:`onlineeval.estimate`'s shared settings checked, each error naming the
     setting as the caller spells it (``prefix`` ``"--"`` for the CLI's options, ``""`` for the API's arguments)."""
-    from onlineeval.errors import ConfigError
+    from onlineeval.errors import ConfigError, must_be_one_of
 
     if metric not in METRICS:
         raise ConfigError((f"{prefix}metric",), f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
@@ -58,8 +58,7 @@ def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix:
     if bootstrap != 0 and bootstrap < 100:
         raise ConfigError((f"{prefix}bootstrap",), f"must be 0 (no bootstrap) or >= 100 replicates, got {bootstrap}")
     if ties not in TIES:
-        raise ConfigError((f"{prefix}ties",), f"must be one of {', '.join(TIES)} (runs are ranked without qrels); "
-                          f"got {ties!r}")
+        raise ConfigError((f"{prefix}ties",), must_be_one_of(TIES, ties, note=" (runs are ranked without qrels)"))
 
 
 def parse_estimators(text: str, key: str = "--estimator") -> list[str]:

@@ -169,7 +169,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 from onlineeval.estimators.base import (
     Estimator,
     LoggedData,
@@ -432,7 +432,7 @@ def click_propensities(data: LoggedData, theta: FloatArray, kind: str = "empiric
     if kind == "logger":
         return _logger_propensities(data, np.asarray(theta, dtype=np.float64)[: data.k])
     if kind != "empirical":
-        raise ConfigError(("click_propensity",), f"must be one of {', '.join(CLICK_PROPENSITIES)}, got {kind!r}")
+        raise ConfigError(("click_propensity",), must_be_one_of(CLICK_PROPENSITIES, kind))
     _, qinv, n_q = np.unique(data.query, return_inverse=True, return_counts=True)
     qinv = qinv.reshape(-1)
     rows, cols = np.nonzero(valid)
@@ -579,14 +579,13 @@ class PBMIPS(Estimator):
                                   f"must be positive finite examination probabilities, got {list(theta)}")
             object.__setattr__(self, "examination", theta)
         if self.estimate_with not in ("auto", *METHODS):
-            raise ConfigError(("estimator", "estimate_with"),
-                              f"must be one of auto, {', '.join(METHODS)}; got {self.estimate_with!r}")
+            raise ConfigError(("estimator", "estimate_with"), must_be_one_of(("auto", *METHODS), self.estimate_with))
         if self.click_propensity not in CLICK_PROPENSITIES:
             raise ConfigError(("estimator", "click_propensity"),
-                              f"must be one of {', '.join(CLICK_PROPENSITIES)}; got {self.click_propensity!r}")
+                              must_be_one_of(CLICK_PROPENSITIES, self.click_propensity))
         if self.examination_error not in EXAMINATION_ERRORS:
             raise ConfigError(("estimator", "examination_error"),
-                              f"must be one of {', '.join(EXAMINATION_ERRORS)}; got {self.examination_error!r}")
+                              must_be_one_of(EXAMINATION_ERRORS, self.examination_error))
 
     def logger_needs(self) -> tuple[str, ...]:
         """``click_propensity="logger"`` reads the logging policy's item-position marginals."""

@@ -77,7 +77,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import linprog
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 from onlineeval.interleaving._kernels import check_positive_float, rank_in_lists
 from onlineeval.interleaving.base import Interleaver, InterleavingResult
 from onlineeval.interleaving.registry import register_interleaver
@@ -166,8 +166,7 @@ class Optimized(Interleaver):
     def __init__(self, *, credit: str = "inverse", tie_tolerance: float = 1e-9, max_lists: int = 50_000,
                  cache_size: int = 100_000) -> None:
         if credit not in _CREDITS:
-            raise ConfigError(("interleaver", "credit"), f"optimized: must be one of {', '.join(_CREDITS)}, "
-                              f"got {credit!r}")
+            raise ConfigError(("interleaver", "credit"), f"optimized: {must_be_one_of(_CREDITS, credit)}")
         self.credit_kind = credit
         self.tie_tolerance = check_positive_float(self.name, "tie_tolerance", tie_tolerance, allow_zero=True)
         for key, val in (("max_lists", max_lists), ("cache_size", cache_size)):

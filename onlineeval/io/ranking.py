@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from onlineeval.conventions import TIE_RULES
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -171,7 +171,7 @@ class _Layout(NamedTuple):
 
 def _check_ties(ties: str, grades: np.ndarray | None) -> None:
     if ties not in TIE_RULES:
-        raise ConfigError(("ties",), f"must be one of {', '.join(TIE_RULES)}; got {ties!r}")
+        raise ConfigError(("ties",), must_be_one_of(TIE_RULES, ties))
     if ties in ("pessimistic", "optimistic") and grades is None:
         raise ConfigError(("ties",), f"the {ties} tie rule needs the grades of the run's documents")
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, must_be_one_of
 from onlineeval.metrics._kernels import (
     cut,
     cwl_profile,
@@ -90,7 +90,7 @@ class AP(Metric):
 
     def _validate(self) -> None:
         if self.denominator not in ("R", "min_r_k"):
-            raise ConfigError(("metrics", "AP", "denominator"), f"must be 'R' or 'min_r_k', got {self.denominator!r}")
+            raise ConfigError(("metrics", "AP", "denominator"), must_be_one_of(("R", "min_r_k"), self.denominator))
 
     def _compute(self, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         if batch.groups is not None:

@@ -7,7 +7,7 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, must_be_one_of
 from onlineeval.metrics._kernels import cut, cwl_profile, tie_average
 from onlineeval.metrics.additive import AdditiveMetric
 from onlineeval.metrics.base import CWL, EMPTY, NONPOOL, UNJUDGED, EvalContext, LabelBatch, register
@@ -115,7 +115,7 @@ class RBPResidual(AdditiveMetric):
     def _validate(self) -> None:
         _check_p(self.p, "RBPResidual")
         if self.form not in ("full", "trec_eval"):
-            raise ConfigError(("metrics", "RBPResidual", "form"), f"must be 'full' or 'trec_eval', got {self.form!r}")
+            raise ConfigError(("metrics", "RBPResidual", "form"), must_be_one_of(("full", "trec_eval"), self.form))
 
     def _doc_values(self, codes: np.ndarray, ctx: EvalContext) -> np.ndarray:
         return ((codes == NONPOOL) | (codes == UNJUDGED)).astype(np.float64)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from onlineeval.errors import InputError
+from onlineeval.errors import InputError, must_be_one_of
 
 __all__ = ["as_values", "check_alpha", "check_level", "check_alternative", "ALTERNATIVES"]
 
@@ -55,5 +55,5 @@ def check_level(level: float, name: str = "level") -> float:
 def check_alternative(alternative: str) -> str:
     """One of ``two-sided``, ``larger``, ``smaller``."""
     if alternative not in ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}; got {alternative!r}")
+        raise ValueError(must_be_one_of(ALTERNATIVES, alternative, "alternative"))
     return alternative

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from onlineeval.errors import InputError
+from onlineeval.errors import InputError, must_be_one_of
 from onlineeval.stats._checks import check_alpha
 
 __all__ = ["MULTIPLE_METHODS", "adjust_pvalues", "reject_adjusted"]
@@ -45,7 +45,7 @@ def adjust_pvalues(pvalues: ArrayLike, method: str = "holm") -> NDArray[np.float
         ``"holm"`` (default) or ``"bh"`` (Benjamini-Hochberg).
     """
     if method not in MULTIPLE_METHODS:
-        raise InputError(f"method must be one of {', '.join(MULTIPLE_METHODS)}; got {method!r}")
+        raise InputError(must_be_one_of(MULTIPLE_METHODS, method, "method"))
     try:
         p = np.array(pvalues, dtype=np.float64, copy=True)
     except (TypeError, ValueError):

@@ -56,7 +56,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from onlineeval.errors import InputError
+from onlineeval.errors import InputError, must_be_one_of
 from onlineeval.stats._recursion import _Recursion, _sf
 from onlineeval.stats._roots import root_from_guess, root_increasing
 
@@ -107,7 +107,7 @@ def _check_alpha(alpha: float) -> float:
 
 def _check_alternative(alternative: str) -> str:
     if alternative not in _ALTERNATIVES:
-        raise InputError(f"alternative must be one of {', '.join(_ALTERNATIVES)}; got {alternative!r}")
+        raise InputError(must_be_one_of(_ALTERNATIVES, alternative, "alternative"))
     return alternative
 
 
@@ -223,7 +223,7 @@ def spending(kind: str, fractions: ArrayLike, alpha: float) -> NDArray[np.float6
     ``"pocock"``). ``alpha`` is the total level of the design (two-sided or one-sided).
     """
     if kind not in SPENDING_FUNCTIONS:
-        raise InputError(f"spending: kind must be one of {', '.join(SPENDING_FUNCTIONS)}; got {kind!r}")
+        raise InputError(f"spending: {must_be_one_of(SPENDING_FUNCTIONS, kind, 'kind')}")
     a = _check_alpha(alpha)
     t = np.minimum(np.asarray(fractions, dtype=np.float64), 1.0)
     if kind == "obrien_fleming":
@@ -384,7 +384,7 @@ def classic_boundaries(
     a = _check_alpha(alpha)
     alternative = _check_alternative(alternative)
     if kind not in ("obrien_fleming", "pocock"):
-        raise InputError(f"classic_boundaries: kind must be obrien_fleming or pocock; got {kind!r}")
+        raise InputError(f"classic_boundaries: {must_be_one_of(('obrien_fleming', 'pocock'), kind, 'kind')}")
     shape = np.sqrt(t[-1] / t) if kind == "obrien_fleming" else np.ones(t.size)
 
     def level(c: float) -> float:

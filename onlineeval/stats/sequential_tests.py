@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from onlineeval.errors import InputError
+from onlineeval.errors import InputError, must_be_one_of
 from onlineeval.stats._recursion import _sf
 from onlineeval.stats.sequential import (
     SEQUENTIAL_DESIGNS,
@@ -281,7 +281,7 @@ def sequential_test(
         For ``"none"``, ``stop_look`` is ``K - 1`` when the final test rejects.
     """
     if design not in SEQUENTIAL_DESIGNS:
-        raise InputError(f"design must be one of {', '.join(SEQUENTIAL_DESIGNS)}; got {design!r}")
+        raise InputError(must_be_one_of(SEQUENTIAL_DESIGNS, design, "design"))
     a = _check_alpha(alpha)
     if design in ("msprt", "confidence_sequence"):
         if tau is None:

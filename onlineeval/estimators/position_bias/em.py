@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 from onlineeval.estimators.base import LoggedData
 from onlineeval.estimators.position_bias._core import (
     Cells,
@@ -344,7 +344,7 @@ def estimate_em(
     clicked.
     """
     if relevance not in ("auto", *RELEVANCE_MODELS):
-        raise ConfigError(("relevance",), f"must be one of auto, {', '.join(RELEVANCE_MODELS)}; got {relevance!r}")
+        raise ConfigError(("relevance",), must_be_one_of(("auto", *RELEVANCE_MODELS), relevance))
     if relevance == "auto":
         relevance = "features" if getattr(data, "features", None) is not None else "pair"
     k = data.k
