@@ -40,7 +40,7 @@ import pandas as pd
 
 from clickmodels.estimation.base import PROB_EPS, bernoulli_log_likelihood
 from clickmodels.logs import ClickLog
-from onlineeval.errors import InputError
+from onlineeval.errors import InputError, must_be_one_of
 
 __all__ = [
     "ClickPredictor",
@@ -203,7 +203,7 @@ def compare(
     model's ``name``), in the given order.
     """
     if on_error not in ("raise", "row"):
-        raise ValueError(f"on_error must be 'raise' or 'row', got {on_error!r}")
+        raise ValueError(must_be_one_of(("raise", "row"), on_error, "on_error"))
     items = list(models.items()) if isinstance(models, Mapping) else [(None, m) for m in models]
     rows = []
     for label, model in items:

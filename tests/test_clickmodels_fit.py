@@ -289,7 +289,7 @@ def test_bad_options_and_params() -> None:
         fit_log("cm", TINY, method="em")
     with pytest.raises(ConfigError, match="no closed form"):
         fit_log("pbm", TINY, method="closed_form")
-    with pytest.raises(ConfigError, match="'closed_form' or 'em'"):
+    with pytest.raises(ConfigError, match="^method: must be one of closed_form, em; got 'mle'$"):
         fit_log("dcm", TINY, method="mle")
     with pytest.raises(InputError, match="max_iter"):
         EMOptions(max_iter=0)

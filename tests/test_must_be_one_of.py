@@ -46,6 +46,28 @@ def test_sites_say_it_one_way(call, error: type[Exception], message: str) -> Non
     assert str(info.value) == message
 
 
+def test_click_model_fit_method() -> None:
+    from clickmodels.estimation import fit_log
+    from clickmodels.estimation.dcm import fit_dcm
+    from clickmodels.estimation.sdbn import fit_sdbn
+    from clickmodels.logs import from_arrays
+
+    log = from_arrays([0, 0], [[0, 1], [1, 0]], [[1, 0], [0, 1]], doc_vocab=["a", "b"])
+    for fit in (lambda: fit_log("dcm", log, method="mle"), lambda: fit_dcm(log, method="mle"),
+                lambda: fit_sdbn(log, method="mle")):
+        with pytest.raises(ConfigError) as info:
+            fit()
+        assert str(info.value) == "method: must be one of closed_form, em; got 'mle'"
+
+
+def test_compare_on_error() -> None:
+    from clickmodels.evaluation import compare
+
+    with pytest.raises(ValueError) as info:
+        compare({}, None, on_error="skip")
+    assert str(info.value) == "on_error must be one of raise, row; got 'skip'"
+
+
 def test_api_clicks_as() -> None:
     from onlineeval.api import fit_clicks
 

@@ -63,7 +63,7 @@ from clickmodels.estimation.pbm import PBMFit, fit_pbm
 from clickmodels.estimation.sdbn import SDBNFit, fit_sdbn
 from clickmodels.estimation.ubm import UBMFit, fit_ubm
 from clickmodels.logs import ClickLog
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 
 __all__ = [
     "ESTIMATORS",
@@ -155,7 +155,7 @@ def fit_log(
     """
     key = canonical_name(name)
     if method not in (None, "closed_form", "em"):
-        raise ConfigError(("method",), f"must be 'closed_form' or 'em', got {method!r}")
+        raise ConfigError(("method",), must_be_one_of(("closed_form", "em"), method))
     use_em = key in EM_MODELS or method == "em"
     if method == "em" and key not in EM_MODELS | EM_OPTIONAL:
         raise ConfigError(("method",), f"{key} is fitted in closed form only")

@@ -48,7 +48,7 @@ from clickmodels.estimation.base import (
     with_closed_form_trace,
 )
 from clickmodels.logs import ClickLog
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, must_be_one_of
 
 __all__ = ["DCMFit", "fit_dcm"]
 
@@ -95,7 +95,7 @@ def fit_dcm(
     if method == "em":
         return _fit_dcm_em(log, options or EMOptions())
     if method != "closed_form":
-        raise ConfigError(("method",), f"must be 'closed_form' or 'em', got {method!r}")
+        raise ConfigError(("method",), must_be_one_of(("closed_form", "em"), method))
     last = log.last_click
     value, views = attraction_through(log, last, pseudo)
     clicks_r = rank_sum(log, log.clicks)

@@ -40,7 +40,7 @@ from clickmodels.estimation.base import (
 )
 from clickmodels.estimation.dbn import dbn_em
 from clickmodels.logs import ClickLog
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, must_be_one_of
 
 __all__ = ["SDBNFit", "fit_sdbn"]
 
@@ -83,7 +83,7 @@ def fit_sdbn(
             trace=trace,
         )
     if method != "closed_form":
-        raise ConfigError(("method",), f"must be 'closed_form' or 'em', got {method!r}")
+        raise ConfigError(("method",), must_be_one_of(("closed_form", "em"), method))
     last = log.last_click
     attr, views = attraction_through(log, last, pseudo)
     n_clicks = pair_sum(log, log.clicks)
