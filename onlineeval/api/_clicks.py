@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from onlineeval.api._inputs import PathLike, _is_path
@@ -209,7 +208,9 @@ def evaluate_clicks(
         which apply to ``test`` too).
     models:
         Model names (``name:em`` for the EM fit of dcm / sdbn) and fitted-parameter ``.json``
-        files (labelled ``model (file name)`` as by the CLI), or ``{label: fitted model}``.
+        files (labelled ``model (file name)`` as by the CLI), each once, checked before any
+        sessions are read (:func:`onlineeval.cli.clicks.resolve_models`, the CLI's); or
+        ``{label: fitted model}``.
     test:
         Held-out sessions; default a random split of ``sessions`` with ``test_fraction``
         held out, drawn with ``numpy.random.default_rng(seed)`` (the CLI's split).
@@ -229,11 +230,11 @@ def evaluate_clicks(
     import numpy as np
     import pandas as pd
 
-    from clickmodels.estimation import fit_log
     from clickmodels.evaluation import compare
     from clickmodels.logs import train_test_split
-    from onlineeval.cli.clicks import evaluate_conventions, fit_name
+    from onlineeval.cli.clicks import evaluate_conventions, fit_models, resolve_models
 
+    requests = None if isinstance(models, Mapping) else resolve_models(models, "models")  # before any reading
     train = _click_log(sessions, format, clicks_as=clicks_as)
     if test is None:
         if not 0 < test_fraction < 1:
@@ -241,24 +242,7 @@ def evaluate_clicks(
         train, held = train_test_split(train, test_fraction, np.random.default_rng(seed))
     else:
         held = _click_log(test, format, "test", clicks_as)
-    if isinstance(models, Mapping):
-        fits = dict(models)
-    else:
-        names = [m.strip() for m in models.split(",") if m.strip()] if isinstance(models, str) else list(models)
-        if not names:
-            raise ConfigError(("models",), "give at least one model name")
-        fits = {}
-        for name in names:
-            if str(name).endswith(".json"):  # parameters saved by fit_clicks(...).save / clicks fit --out
-                from clickmodels.estimation import load_fit
-
-                fitted = load_fit(name)
-                fits[f"{fitted.name} ({Path(name).name})"] = fitted
-                continue
-            base, _, method = name.partition(":")
-            if method not in ("", "em"):
-                raise ConfigError(("models",), f"{name}: the only suffix is ':em' (EM fit of dcm, sdbn)")
-            fits[name] = fit_log(fit_name(base, "models"), train, **({"method": "em"} if method else {}))
+    fits = dict(models) if requests is None else fit_models(requests, train)
     table = compare(fits, held, on_error="row")
     if "refused" in table.columns and (table["refused"] != "").all():
         raise InputError("no model could score the test sessions: "

@@ -15,7 +15,8 @@ and ``yandex``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), e
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -70,6 +71,73 @@ def fit_name(name: str, option: str) -> str:
             return estimator
     why = f" ({NOT_FITTED[key]})" if key in NOT_FITTED else ""  # simulate-only models say why
     raise ConfigError((option,), f"no estimator for click model {name!r}{why}; allowed: {MODEL_LIST}")
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One entry of ``clicks evaluate --models`` / ``onlineeval.evaluate_clicks(models=...)``: a model to fit
+    (``name`` or ``name:em``) or the parameters a fit saved (a ``.json`` file)."""
+
+    given: str  # as written: the label of a refitted model's row
+    estimator: str | None = None  # the estimator's name (fit_name); None for a saved fit
+    method: str | None = None  # "em" for name:em, else None
+    path: Path | None = None  # the saved fit, else None
+
+    @property
+    def base(self) -> str:
+        """The model name as written, without its ``:em``."""
+        return self.given.partition(":")[0]
+
+
+def resolve_models(models: str | Sequence[str], option: str) -> list[ModelRequest]:
+    """The models of a comma-separated list or a sequence of names, all checked before any log is read.
+
+    Empty names are skipped (``"pbm,dbn,"``); a name ending in ``.json`` is a saved fit; any other is a model
+    name (:func:`fit_name`) with an optional ``:em`` (the EM fit of dcm, sdbn).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``option``: no model, an unknown name, another suffix than ``:em``, or a name given twice
+        (one row per name: the second would silently replace the first).
+    """
+    from onlineeval.errors import ConfigError
+
+    items = models.split(",") if isinstance(models, str) else [str(m) for m in models]
+    names = [m.strip() for m in items if m.strip()]
+    if not names:
+        raise ConfigError((option,), "give at least one model name")
+    out: list[ModelRequest] = []
+    for name in names:
+        if name in (r.given for r in out):
+            raise ConfigError((option,), f"{name} is given twice; give each model once")
+        if name.endswith(".json"):  # parameters saved by clicks fit --out / fit_clicks(...).save
+            out.append(ModelRequest(name, path=Path(name)))
+            continue
+        base, _, method = name.partition(":")
+        estimator = fit_name(base, option)
+        if method not in ("", "em"):
+            raise ConfigError((option,), f"{name}: the only suffix is ':em' (EM fit of dcm, sdbn)")
+        out.append(ModelRequest(name, estimator, method or None))
+    return out
+
+
+def fit_models(requests: Sequence[ModelRequest], train: Any,
+               options: Callable[[ModelRequest], dict] | None = None) -> dict[str, Any]:
+    """``{label: fitted model}`` for :func:`resolve_models`' requests: each model fitted on ``train`` with
+    ``fit_log``'s keyword ``options(request)`` (default: ``method="em"`` for ``name:em``), each saved fit loaded
+    and labelled ``model (file name)``."""
+    from clickmodels.estimation import fit_log, load_fit
+
+    fits: dict[str, Any] = {}
+    for r in requests:
+        if r.path is not None:
+            fitted = load_fit(r.path)
+            fits[f"{fitted.name} ({r.path.name})"] = fitted
+        else:
+            opts = options(r) if options is not None else ({"method": r.method} if r.method else {})
+            fits[r.given] = fit_log(r.estimator, train, **opts)
+    return fits
 
 
 def _em_lists() -> tuple[str, str]:
@@ -344,21 +412,14 @@ def evaluate_command(
     import numpy as np
     import pandas as pd
 
-    from clickmodels.estimation import fit_log, load_fit
     from clickmodels.evaluation import compare
     from clickmodels.logs import train_test_split
     from onlineeval.errors import ConfigError
 
-    names = [m.strip() for m in models.split(",") if m.strip()]
-    if not names:
-        raise ConfigError(("--models",), "give at least one model name")
+    requests = resolve_models(models, "--models")
     _check_options(max_iter, tol, None, test_fraction if test_log is None else None)
-    refit = [n.partition(":") for n in names if not n.endswith(".json")]
-    for base, _, method in refit:
-        fit_name(base, "--models")
-        if method not in ("", "em"):
-            raise ConfigError(("--models",), f"{base}:{method}: the only suffix is ':em' (EM fit of dcm, sdbn)")
-    if (max_iter is not None or tol is not None) and not any(_uses_em(b, m or None) for b, _, m in refit):
+    refit = [r for r in requests if r.path is None]
+    if (max_iter is not None or tol is not None) and not any(_uses_em(r.base, r.method) for r in refit):
         option = "--max-iter" if max_iter is not None else "--tol"
         raise ConfigError(
             (option,), f"no model in --models is fitted by EM ({_em_lists()[0]}, "
@@ -373,15 +434,8 @@ def evaluate_command(
     else:
         test = _read(test_log, test_format or format)
         dropped.append(test.dropped_note(test_log))
-    fits = {}
-    for name in names:
-        if name.endswith(".json"):
-            fitted = load_fit(name)
-            fits[f"{fitted.name} ({Path(name).name})"] = fitted
-        else:
-            base, _, method = name.partition(":")
-            fits[name] = fit_log(fit_name(base, "--models"), train,
-                                 **_em_options(max_iter, tol, None, base, method or None, progress=not quiet))
+    fits = fit_models(requests, train,
+                      lambda r: _em_options(max_iter, tol, None, r.base, r.method, progress=not quiet))
     table = compare(fits, test, on_error="row")
     refused = {label: why for label, why in table.get("refused", pd.Series(dtype=str)).items() if why}
     if len(refused) == len(table):
@@ -405,7 +459,7 @@ def evaluate_command(
     for line in dropped:
         if line:
             typer.echo(line)
-    notes = [_translation_note(b) for b, _, _ in refit]
+    notes = [_translation_note(r.base) for r in refit]
     if any(notes):
         typer.echo("models: " + "; ".join(n for n in notes if n))
     conventions = evaluate_conventions(fits)
