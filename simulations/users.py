@@ -62,63 +62,6 @@ class UserModels:
                     raise short from None
                 raise ConfigError(key, f"cannot simulate this collection's lists: {exc.message}", source) from None
 
-
-def per_rank_parameter(model: Any) -> tuple[str, int] | None:
-    """A click model's parameter given per rank with the fewest ranks, as ``(field, ranks)`` (its dataclass's
-    NumPy array fields: pbm's and ubm's examination, dcm's continuation, rctr's p); ``None`` for a model
-    without one (its parameters by grade, or plain numbers)."""
-    import dataclasses
-
-    if not dataclasses.is_dataclass(model):
-        return None
-    sizes = [(f.name, int(np.shape(v)[0])) for f in dataclasses.fields(model)
-             if isinstance(v := getattr(model, f.name, None), np.ndarray) and v.ndim >= 1]
-    return min(sizes, key=lambda s: s[1]) if sizes else None
-
-
-def ranks_error(model: Any, spec: Mapping[str, Any], key: tuple[str | int, ...], slots: int, depth: int | None,
-                source: str | None = None) -> Any:
-    """The :class:`~onlineeval.errors.ConfigError` of a click model whose per-rank parameters
-    (:func:`per_rank_parameter`) cover fewer ranks than the ``slots`` of the lists shown, or ``None`` when they
-    cover them: at the spec's key that gives them (the list itself, or the preset, fitted or params file it
-    comes from; ``key``: the model's own key path), with the number of ranks given, the slots, ``rankers.depth``
-    (``depth``; None: not known here) and the config file (``source``)."""
-    from onlineeval.errors import ConfigError
-
-    found = per_rank_parameter(model)
-    if found is None or found[1] >= slots:
-        return None
-    field, ranks = found
-    name = spec.get("name", getattr(model, "name", "the click model"))
-    if field in spec:
-        where, given, fix = (*key, field), f"gives {ranks} ranks", f"give {field} for {slots} ranks"
-    elif "preset" in spec:
-        where, given = (*key, "preset"), f"preset {spec['preset']!r} gives {field} for {ranks} ranks"
-        fix = f"give {field} for {slots} ranks instead of the preset"
-    elif "fitted" in spec or "params_file" in spec:
-        file_key = "fitted" if "fitted" in spec else "params_file"
-        where = (*key, file_key)
-        given = (f"the model fitted in {spec[file_key]} gives {field} for {ranks} ranks (the longest lists of its "
-                 "training log)")
-        fix = f"fit it on logs with lists of at least {slots}"
-    else:
-        where, given, fix = key, f"{name}.{field} covers {ranks} ranks", f"give {field} for {slots} ranks"
-    # the lists have rankers.depth slots (the config refuses a depth above a synthetic collection's candidates; a
-    # TREC run's shorter lists are padded with empty slots)
-    shown = f"the lists shown have {slots} slots (rankers.depth)" if depth is None else f"rankers.depth is {depth}"
-    return ConfigError(where, f"{given}, but {shown}: {fix}, or set rankers.depth to at most {ranks}", source)
-
-
-def check_click_model_ranks(model: Any, spec: Mapping[str, Any], key: tuple[str | int, ...], config: Any,
-                            source: str | None = None) -> None:
-    """Raise :func:`ranks_error` for a user type's click model (``key``: its key path, e.g.
-    ``("users", "types", 1, "click_model")``) against the lists the config shows (``rankers.depth`` slots), at
-    loading, where the config's file (``source``) is known."""
-    depth = int(config.rankers.depth)
-    err = ranks_error(model, spec, key, depth, depth, source)
-    if err is not None:
-        raise err
-
     def sample(self, labels: np.ndarray, user_type: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Clicks ``(n, k)`` for shown ``labels``, each row by its user's type's model.
 
@@ -188,6 +131,63 @@ def check_click_model_ranks(model: Any, spec: Mapping[str, Any], key: tuple[str 
         if len(self.models) == 1:
             return np.zeros(n, dtype=np.int8)
         return draw_from_cdf(np.cumsum(self.shares), rng.random(n)).astype(np.int8)
+
+
+def per_rank_parameter(model: Any) -> tuple[str, int] | None:
+    """A click model's parameter given per rank with the fewest ranks, as ``(field, ranks)`` (its dataclass's
+    NumPy array fields: pbm's and ubm's examination, dcm's continuation, rctr's p); ``None`` for a model
+    without one (its parameters by grade, or plain numbers)."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(model):
+        return None
+    sizes = [(f.name, int(np.shape(v)[0])) for f in dataclasses.fields(model)
+             if isinstance(v := getattr(model, f.name, None), np.ndarray) and v.ndim >= 1]
+    return min(sizes, key=lambda s: s[1]) if sizes else None
+
+
+def ranks_error(model: Any, spec: Mapping[str, Any], key: tuple[str | int, ...], slots: int, depth: int | None,
+                source: str | None = None) -> Any:
+    """The :class:`~onlineeval.errors.ConfigError` of a click model whose per-rank parameters
+    (:func:`per_rank_parameter`) cover fewer ranks than the ``slots`` of the lists shown, or ``None`` when they
+    cover them: at the spec's key that gives them (the list itself, or the preset, fitted or params file it
+    comes from; ``key``: the model's own key path), with the number of ranks given, the slots, ``rankers.depth``
+    (``depth``; None: not known here) and the config file (``source``)."""
+    from onlineeval.errors import ConfigError
+
+    found = per_rank_parameter(model)
+    if found is None or found[1] >= slots:
+        return None
+    field, ranks = found
+    name = spec.get("name", getattr(model, "name", "the click model"))
+    if field in spec:
+        where, given, fix = (*key, field), f"gives {ranks} ranks", f"give {field} for {slots} ranks"
+    elif "preset" in spec:
+        where, given = (*key, "preset"), f"preset {spec['preset']!r} gives {field} for {ranks} ranks"
+        fix = f"give {field} for {slots} ranks instead of the preset"
+    elif "fitted" in spec or "params_file" in spec:
+        file_key = "fitted" if "fitted" in spec else "params_file"
+        where = (*key, file_key)
+        given = (f"the model fitted in {spec[file_key]} gives {field} for {ranks} ranks (the longest lists of its "
+                 "training log)")
+        fix = f"fit it on logs with lists of at least {slots}"
+    else:
+        where, given, fix = key, f"{name}.{field} covers {ranks} ranks", f"give {field} for {slots} ranks"
+    # the lists have rankers.depth slots (the config refuses a depth above a synthetic collection's candidates; a
+    # TREC run's shorter lists are padded with empty slots)
+    shown = f"the lists shown have {slots} slots (rankers.depth)" if depth is None else f"rankers.depth is {depth}"
+    return ConfigError(where, f"{given}, but {shown}: {fix}, or set rankers.depth to at most {ranks}", source)
+
+
+def check_click_model_ranks(model: Any, spec: Mapping[str, Any], key: tuple[str | int, ...], config: Any,
+                            source: str | None = None) -> None:
+    """Raise :func:`ranks_error` for a user type's click model (``key``: its key path, e.g.
+    ``("users", "types", 1, "click_model")``) against the lists the config shows (``rankers.depth`` slots), at
+    loading, where the config's file (``source``) is known."""
+    depth = int(config.rankers.depth)
+    err = ranks_error(model, spec, key, depth, depth, source)
+    if err is not None:
+        raise err
 
 
 class _GradeChains:
