@@ -52,7 +52,8 @@ from simulations.world import World
 __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel",
            "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
            "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON",
-           "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes"]
+           "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
+           "size_uncertainty"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
@@ -221,17 +222,46 @@ class VarianceModel(NamedTuple):
 
 
 def variance_model(impressions: np.ndarray, se: np.ndarray) -> VarianceModel:
-    ok = np.isfinite(se) & (se > 0) & (impressions > 0)
-    n, v = impressions[ok], se[ok] ** 2
-    if n.size == 0:
-        return VarianceModel(float("nan"), float("nan"), 0)
-    x = 1.0 / n
-    if n.size >= 3 and np.ptp(x) > 0:
-        slope, intercept = np.polyfit(x, v, 1)
-        if slope > 0 and intercept >= 0:
-            return VarianceModel(float(slope), float(intercept), int(n.size))
-    # no usable floor: se^2 = a / N through the last checkpoint
-    return VarianceModel(float(v[-1] * n[-1]), 0.0, int(n.size))
+    """:class:`VarianceModel` of one series of checkpoints (``impressions`` and mean ``se`` by day): the row
+    of :func:`_fit_rows`, which also refits the bootstrap resamples (:func:`size_refits`)."""
+    a, b, points = _fit_rows(np.asarray(impressions, dtype=np.float64)[None, :],
+                             np.asarray(se, dtype=np.float64)[None, :])
+    return VarianceModel(float(a[0]), float(b[0]), int(points[0]))
+
+
+def _fit_rows(n: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""The variance model of every row of ``n`` and ``se`` (series x checkpoints): ``(a, b, points)``.
+
+    A row's usable checkpoints have a finite positive SE and positive impressions; with none, ``a = b = NaN``.
+    With 3 or more at distinct ``1/N``, least squares of :math:`v = se^2` on :math:`x = 1/N` over them
+    (closed form: slope :math:`\sum (x - \bar x)(v - \bar v) / \sum (x - \bar x)^2`, intercept
+    :math:`\bar v - slope\,\bar x`), kept when the slope is positive and the intercept not negative.
+    Otherwise no usable floor: :math:`se^2 = a / N` through the last usable checkpoint, ``b = 0``."""
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(se) & (se > 0) & (n > 0)
+    points = ok.sum(axis=1)
+    a = np.full(n.shape[0], np.nan)
+    b = np.full(n.shape[0], np.nan)
+    some = points > 0
+    if not some.any():
+        return a, b, points
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.where(ok, 1.0 / n, 0.0)
+        v = np.where(ok, se * se, 0.0)
+        m = np.maximum(points, 1)
+        x_bar, v_bar = x.sum(axis=1) / m, v.sum(axis=1) / m
+        xc = np.where(ok, x - x_bar[:, None], 0.0)
+        sxx = (xc * xc).sum(axis=1)
+        slope = (xc * (v - v_bar[:, None])).sum(axis=1) / sxx
+        intercept = v_bar - slope * x_bar
+    spread = np.where(ok, x, -np.inf).max(axis=1) > np.where(ok, x, np.inf).min(axis=1)  # distinct 1/N
+    good = some & (points >= 3) & spread & (sxx > 0) & (slope > 0) & (intercept >= 0)
+    last = n.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)  # the last usable checkpoint
+    rows = np.arange(n.shape[0])
+    through_last = v[rows, last] * np.where(ok, n, 0.0)[rows, last]
+    a = np.where(good, slope, np.where(some, through_last, np.nan))
+    b = np.where(good, intercept, np.where(some, 0.0, np.nan))
+    return a, b, points
 
 
 def required_impressions(fit: VarianceModel, effect: float, alpha: float, power: float) -> float:
@@ -266,24 +296,9 @@ def target_variance(effect: Any, alpha: float, power: float) -> Any:
 
 
 def _fit_many(n: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`variance_model`'s ``(a, b)`` for every row of ``n`` and ``se`` (resamples x days), by the
-    closed-form least squares where every checkpoint is usable, by :func:`variance_model` elsewhere."""
-    a = np.empty(n.shape[0])
-    b = np.empty(n.shape[0])
-    ok = (np.isfinite(se) & (se > 0) & (n > 0)).all(axis=1)
-    if n.shape[1] >= 3 and ok.any():
-        x, v = 1.0 / n[ok], se[ok] ** 2
-        xc = x - x.mean(axis=1, keepdims=True)
-        sxx = (xc * xc).sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            slope = (xc * (v - v.mean(axis=1, keepdims=True))).sum(axis=1) / sxx
-        intercept = v.mean(axis=1) - slope * x.mean(axis=1)
-        good = (sxx > 0) & (slope > 0) & (intercept >= 0)
-        a[ok] = np.where(good, slope, v[:, -1] * n[ok][:, -1])
-        b[ok] = np.where(good, intercept, 0.0)
-    for i in np.flatnonzero(~ok if n.shape[1] >= 3 else np.ones(n.shape[0], bool)):
-        fit = variance_model(n[i], se[i])
-        a[i], b[i] = fit.a, fit.b
+    """:func:`variance_model`'s ``(a, b)`` for every row of ``n`` and ``se`` (resamples x days): the same
+    :func:`_fit_rows`."""
+    a, b, _ = _fit_rows(np.asarray(n, dtype=np.float64), np.asarray(se, dtype=np.float64))
     return a, b
 
 
@@ -376,15 +391,22 @@ def required_impressions_uncertainty(
     (refits whose floor is above the target), ``floor_ratio`` and ``unstable``: a finite answer with
     ``floor_ratio > UNSTABLE_FLOOR_RATIO`` or ``rel_se > UNSTABLE_REL_SE`` (or undefined) or a 90% range
     reaching 'not reachable', or a 'not reachable' answer that at least 10% of the refits reach."""
+    return size_uncertainty(fit, size_refits(se, impressions, effect, effect_se, seed, resamples), effect, alpha,
+                            power)
+
+
+def size_uncertainty(fit: VarianceModel, refits: SizeRefits | None, effect: float, alpha: float,
+                     power: float) -> dict[str, Any]:
+    """:func:`required_impressions_uncertainty` from refits already drawn (:func:`size_refits`; ``None``: fewer
+    than 2 replicates or no effect), so the main table and the sequential plan read the same refits."""
     point = required_impressions(fit, effect, alpha, power)
     target = target_variance(effect, alpha, power) if effect else 0.0
     floor_ratio = float(fit.b / target) if target > 0 and np.isfinite(fit.b) else None
-    refits = size_refits(se, impressions, effect, effect_se, seed, resamples)
     if refits is None:
         return {"rel_se": None, "range": None, "unreachable_share": None, "floor_ratio": floor_ratio,
                 "unstable": bool(math.isfinite(point) and (floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO),
                 "resamples": 0}
-    return {**refit_spread(point, refit_sizes(refits, alpha, power), floor_ratio), "resamples": resamples}
+    return {**refit_spread(point, refit_sizes(refits, alpha, power), floor_ratio), "resamples": int(refits.a.size)}
 
 
 def spread_notes(rel_se: float | None, floor_ratio: float | None, unreachable_share: float | None,
@@ -540,6 +562,9 @@ def analyse(
     offline = world.offline
     offline_rel = offline.delta("weighted") / offline.weighted["A"] if offline.weighted["A"] else float("nan")
     by_replicate = {key: g for key, g in rows[~rows["aa"]].groupby(["design", "metric"], sort=False)}
+    # each entry's variance model refitted on bootstrap resamples of its replicates: its size's spread here, the
+    # sequential plan's days' there (sequential_summary)
+    refits: dict[tuple[str, str], SizeRefits | None] = {}
     for (design, metric), c in table[~table["aa"]].groupby(["design", "metric"], sort=False):
         c = c.sort_values("day")
         last = c.iloc[-1]
@@ -549,8 +574,8 @@ def analyse(
         # the fit's own uncertainty: refits on bootstrap resamples of the replicates (seeded by the config)
         g = by_replicate[(design, metric)]
         wide_se, wide_n = replicate_arrays(g, sorted(c["day"]))
-        size_unc = required_impressions_uncertainty(fit, wide_se, wide_n, t.value, t.se, alpha, target_power,
-                                                    size_seed(config.seed, design, metric))
+        refits[(design, metric)] = size_refits(wide_se, wide_n, t.value, t.se, size_seed(config.seed, design, metric))
+        size_unc = size_uncertainty(fit, refits[(design, metric)], t.value, alpha, target_power)
         day_sim = _first_day(c, "power", target_power)
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
         r = int(last["replicates"])
@@ -697,7 +722,7 @@ def analyse(
     from simulations.multiple import multiple_summary
     from simulations.sequential import sequential_summary
 
-    summary["sequential"] = sequential_summary(rows, side_rows, designs, config)
+    summary["sequential"] = sequential_summary(rows, side_rows, designs, config, refits)
     summary["multiple"] = multiple_summary(rows, designs, config)
     # A/B designs: SRM checks of the split (side rows srm:*) and, with a pre-period, CUPED (cuped:*)
     from simulations.cuped import cuped_summary

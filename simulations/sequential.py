@@ -30,6 +30,7 @@ whose ``day`` column holds the look number: look ``k`` ends at hour ``k * batch_
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
@@ -399,8 +400,8 @@ def _planned_uncertainty(out: dict[str, Any], refits: Any, fractions: np.ndarray
     return result
 
 
-def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dict[str, Any], config: Any
-                       ) -> dict[str, Any]:
+def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dict[str, Any], config: Any,
+                       refits: Mapping[tuple[str, str], Any]) -> dict[str, Any]:
     """Each design's configured sequential test (``designs[i].analysis``) on its primary metric.
 
     Per design: ``rule``, ``monitoring``, the looks (``look_days``: the day each look ends,
@@ -410,10 +411,11 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
     each with power, decision shares, mean day of the decision and the A/A rate against its
     exact 99% binomial band. ``decision``: the configured rule's record with
     ``days_saved_vs_fixed`` (fixed horizon day minus the mean decision day at the simulated
-    length; negative = costs days), ``power_vs_fixed`` and ``planned`` (see :func:`_planned`).
+    length; negative = costs days), ``power_vs_fixed`` and ``planned`` (see :func:`_planned`), whose spread is
+    computed on ``refits``: the main table's bootstrap refits of the variance model by (design, metric)
+    (:func:`simulations.analysis.size_refits`, made by :func:`simulations.analysis.analyse`).
     """
     from onlineeval.stats.sequential import mixture_tau
-    from simulations.analysis import replicate_arrays, size_refits, size_seed
 
     alpha, target = config.analysis.alpha, config.analysis.power
     out: dict[str, Any] = {}
@@ -476,13 +478,9 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
             decision["planned_withheld"] = main["analytic_withheld"]
         elif an.sequential != "none" and main.get("detectable", True):
             x = tau**2 / planned_se[-1] ** 2
-            g = rows[(rows["design"] == dc.name) & (rows["metric"] == metric) & (~rows["aa"].astype(bool))]
-            wide_se, wide_n = replicate_arrays(g)
-            refits = size_refits(wide_se, wide_n, truth, float(main.get("true_effect_se") or 0.0),
-                                 size_seed(config.seed, dc.name, metric))
             decision["planned"] = _planned(an.sequential, fractions, alpha, target, x,
                                            main.get("variance_model") or {}, truth,
-                                           float(config.traffic.queries_per_day), refits)
+                                           float(config.traffic.queries_per_day), refits.get((dc.name, metric)))
         entry["decision"] = decision
         out[dc.name] = entry
     return out

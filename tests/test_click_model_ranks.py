@@ -94,6 +94,8 @@ def test_world_check_gives_the_same_message_and_the_models_own_error_otherwise()
                               "slots (rankers.depth): give continuation for 10 ranks, or set rankers.depth to at "
                               "most 3")
     users.check_world(5, example[:, :3])  # 3 slots: covered
+    clicks = users.sample(example[:, :3], np.array([0, 1], dtype=np.int8), np.random.default_rng(0))
+    assert clicks.shape == (2, 3) and users.first_click_distribution(example[:, :3]).shape == (2, 4)
 
 
 def test_cli_error(tmp_path) -> None:

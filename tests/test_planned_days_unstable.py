@@ -272,3 +272,50 @@ def test_simulated_biased_primary_gets_no_plan() -> None:
     assert would is not None and would["fixed_days"] is not None  # what was printed before
     line = next(ln for ln in terminal_summary(result).splitlines() if ln.lstrip().startswith("bal ") and "msprt" in ln)
     assert line.endswith("planned for the target power: not given (biased: see the main table)")
+
+
+def test_sequential_plan_reads_the_main_tables_refits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """analyse draws each entry's bootstrap refits once (size_refits) and the sequential plan reads them: no second
+    draw, and the plan equals the one made from refits drawn again here from the replicate rows as the plan drew
+    them before (replicate_arrays of the design's rows, the truth and its Monte Carlo SE, size_seed)."""
+    import simulations.analysis as analysis
+    from simulations.analysis import replicate_arrays, side_row_mask
+    from simulations.job import simulate
+    from simulations.sequential import sequential_summary
+
+    calls: list[tuple[object, ...]] = []
+    real = analysis.size_refits
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(args[4])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis, "size_refits", counted)
+    cfg = config_from_mapping({
+        "seed": 3, "replicates": 6,
+        "collection": {"n_queries": 100, "candidates": 12}, "rankers": {"depth": 8},
+        "users": {"population": 400},
+        "traffic": {"days": 3, "queries_per_day": 400, "batch_hours": 24},
+        "designs": [{"name": "ab", "type": "ab", "metric": "clicks_per_query",
+                     "analysis": {"sequential": "obrien_fleming"}},
+                    {"name": "td", "type": "interleaving", "method": "team_draft",
+                     "analysis": {"sequential": "msprt"}}],
+        "analysis": {"truth_impressions": 20000, "null": False},
+    })
+    result = simulate(cfg, workers=1)
+    entries = [(d, m) for d, ms in result.summary["designs"].items() for m in ms]
+    assert sorted(calls) == sorted(size_seed(cfg.seed, d, m) for d, m in entries)  # one draw per entry
+    plans = {d: result.summary["sequential"][d]["decision"]["planned"] for d in ("ab", "td")}
+    assert all(p is not None and p["uncertainty"]["fixed_days"]["range"] is not None for p in plans.values())
+
+    side = side_row_mask(result.rows)
+    rows = result.rows[~side]
+    again = {}
+    for d, m in entries:
+        e = result.summary["designs"][d][m]
+        g = rows[(rows["design"] == d) & (rows["metric"] == m) & (~rows["aa"].astype(bool))]
+        wide_se, wide_n = replicate_arrays(g)
+        again[(d, m)] = real(wide_se, wide_n, e["true_effect"], float(e["true_effect_se"] or 0.0),
+                             size_seed(cfg.seed, d, m))
+    redone = sequential_summary(rows, result.rows[side], result.summary["designs"], cfg, again)
+    assert {d: redone[d]["decision"]["planned"] for d in plans} == plans

@@ -46,17 +46,50 @@ def test_target_variance_is_the_normal_power_formula():
     assert target_variance(-0.01, ALPHA, POWER) == pytest.approx((0.01 / z) ** 2, rel=1e-12)
 
 
-def test_vectorised_refits_equal_variance_model_row_by_row():
+def _polyfit_model(n: np.ndarray, se: np.ndarray) -> tuple[float, float, int]:
+    """The variance model by its definition, with numpy's polyfit (the implementation before the fit was shared):
+    least squares of se^2 on 1/N over the usable checkpoints when 3 or more at distinct N give a positive slope
+    and a non-negative intercept, else through the last usable checkpoint with no floor."""
+    ok = np.isfinite(se) & (se > 0) & (n > 0)
+    n, v = n[ok], se[ok] ** 2
+    if n.size == 0:
+        return math.nan, math.nan, 0
+    if n.size >= 3 and np.ptp(1 / n) > 0:
+        slope, intercept = np.polyfit(1 / n, v, 1)
+        if slope > 0 and intercept >= 0:
+            return float(slope), float(intercept), int(n.size)
+    return float(v[-1] * n[-1]), 0.0, int(n.size)
+
+
+def test_one_fit_for_the_point_and_the_refits_against_polyfit():
+    """variance_model (the point value) and _fit_many (the bootstrap refits) are one function (_fit_rows): equal
+    row by row, and equal to the definition computed with np.polyfit, on every branch: a floor, the fallback
+    through the last checkpoint (SE growing with N), undefined checkpoints (the last one among them), too few
+    usable checkpoints, the same N throughout, none usable."""
     rng = np.random.default_rng(3)
     n = np.tile(IMPRESSIONS, (40, 1)) * rng.uniform(0.9, 1.1, (40, 1))
     se = np.sqrt(2.0 / n + rng.uniform(-2e-5, 4e-5, (40, 1))) * (1 + 0.05 * rng.standard_normal(n.shape))
-    se[3, 2] = np.nan  # an undefined checkpoint: variance_model's own path
+    se[3, 2] = np.nan  # an undefined checkpoint
+    se[4, -1] = np.nan  # the last checkpoint undefined
     se[5, :] = se[5, ::-1]  # SE growing with N: slope <= 0, the fallback through the last checkpoint
+    se[6, 2:] = np.nan  # 2 usable checkpoints: no fit of a floor
+    se[7, :] = np.nan  # none usable
+    se[8, 1] = 0.0  # a zero SE (every comparison a tie) is not usable
+    n[9, :] = n[9, 0]  # the same N throughout: no slope to fit
+    n[10, 3] = np.nan  # impressions undefined
     a, b = _fit_many(n, se)
+    floors = 0
     for i in range(n.shape[0]):
         fit = variance_model(n[i], se[i])
-        assert a[i] == pytest.approx(fit.a, rel=1e-9) and b[i] == pytest.approx(fit.b, rel=1e-9, abs=1e-18)
-    assert b[5] == 0.0 and (b > 0).sum() > 10  # both branches exercised
+        assert np.array_equal([a[i], b[i]], [fit.a, fit.b], equal_nan=True)  # the same code
+        ref = _polyfit_model(n[i], se[i])
+        assert fit.points == ref[2]
+        assert fit.a == pytest.approx(ref[0], rel=1e-9, nan_ok=True)
+        assert fit.b == pytest.approx(ref[1], rel=1e-9, abs=1e-18, nan_ok=True)
+        floors += fit.b > 0
+    assert b[5] == 0.0 and b[6] == 0.0 and b[9] == 0.0 and floors > 10  # both branches exercised
+    assert math.isnan(a[7]) and variance_model(n[7], se[7]).points == 0
+    assert variance_model(np.array([]), np.array([])).points == 0
 
 
 def test_refits_are_the_bootstrap_written_out_and_seeded():
