@@ -721,7 +721,18 @@ def _build_fitted(cls: type[ClickModel], spec: Mapping[str, Any]) -> ClickModel:
         raise ConfigError(("fitted",), str(exc)) from None
 
 
-def _depth_hint(slots: int, ranks: int) -> str:
-    """Why a model with per-rank parameters for ``ranks`` ranks cannot serve lists of ``slots``, in user terms."""
-    return (f"(a fitted model covers the longest lists of its training log: fit it on logs with lists of at least "
-            f"{slots}, or show at most {ranks} documents)")
+def too_deep(what: str, ranks: int, slots: int, fitted: bool = False) -> str:
+    """Why per-rank parameters ``what`` for ``ranks`` ranks cannot serve lists of ``slots``, and how to pass the
+    depth: the one wording of the models (``fitted=False``: they are shown lists, so showing fewer documents
+    also helps) and of the fits scoring a log (``fitted=True``)."""
+    fix = f"fit it on logs with lists of at least {slots}" + ("" if fitted else f", or show at most {ranks} documents")
+    head = (f"{what} was fitted for {ranks} ranks but the log has lists of {slots}" if fitted
+            else f"the lists have {slots} slots but {what} covers only {ranks} ranks")
+    return f"{head} (a fitted model covers the longest lists of its training log: {fix})"
+
+
+def check_depth(imp: Impressions, ranks: int, what: str) -> None:
+    """Raise :class:`InputError` (:func:`too_deep`) when the lists of ``imp`` are deeper than the ``ranks`` ranks
+    of a model's per-rank parameters ``what``."""
+    if imp.shape[1] > ranks:
+        raise InputError(too_deep(what, ranks, imp.shape[1]))

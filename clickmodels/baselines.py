@@ -14,8 +14,17 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from clickmodels.base import ByGrade, DocParam, FloatArray, Impressions, SpecReader, frozen_array, register
-from clickmodels.pbm import IndependentModel, _check_depth, _rank_row
+from clickmodels.base import (
+    ByGrade,
+    DocParam,
+    FloatArray,
+    Impressions,
+    SpecReader,
+    check_depth,
+    frozen_array,
+    register,
+)
+from clickmodels.pbm import IndependentModel, _rank_row
 
 __all__ = ["RandomClicks", "GlobalCTR", "RankCTR", "DocumentCTR"]
 
@@ -97,7 +106,7 @@ class RankCTR(IndependentModel):
 
     def _check(self, imp: Impressions) -> None:
         super()._check(imp)
-        _check_depth(imp, self.p.size, "rctr.p")
+        check_depth(imp, self.p.size, "rctr.p")
 
     def _probs(self, imp: Impressions) -> tuple[FloatArray, FloatArray]:
         valid = imp.valid

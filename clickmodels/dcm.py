@@ -9,9 +9,8 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from clickmodels.base import ByGrade, DocParam, Impressions, SpecReader, _depth_hint, frozen_array, register
+from clickmodels.base import ByGrade, DocParam, Impressions, SpecReader, check_depth, frozen_array, register
 from clickmodels.cascade import Chain, ChainModel
-from onlineeval.errors import InputError
 
 __all__ = ["DCM"]
 
@@ -61,10 +60,7 @@ class DCM(ChainModel):
 
     def _check(self, imp: Impressions) -> None:
         super()._check(imp)
-        if imp.shape[1] > self.continuation.size:
-            size = self.continuation.size
-            raise InputError(f"the lists have {imp.shape[1]} slots but dcm.continuation covers {size} ranks "
-                             f"{_depth_hint(imp.shape[1], size)}")
+        check_depth(imp, self.continuation.size, "dcm.continuation")
 
     def _chain(self, imp: Impressions) -> Chain:
         k = imp.shape[1]

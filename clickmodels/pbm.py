@@ -17,7 +17,6 @@ from numpy.typing import NDArray
 from clickmodels import kernels
 from clickmodels import presets as _presets
 from clickmodels.base import (
-    _depth_hint,
     BoolArray,
     ByGrade,
     ClickModel,
@@ -26,10 +25,11 @@ from clickmodels.base import (
     FloatArray,
     Impressions,
     SpecReader,
+    check_depth,
     frozen_array,
     register,
 )
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError
 
 __all__ = ["IndependentModel", "PBM", "noisy_grade_clicks"]
 
@@ -84,12 +84,6 @@ def noisy_grade_clicks(grades: int, noise: float) -> tuple[float, ...]:
     """
     gmax = grades - 1
     return tuple(noise + (1.0 - noise) * (2.0**g - 1.0) / (2.0**gmax - 1.0) for g in range(grades))
-
-
-def _check_depth(imp: Impressions, depth: int, what: str) -> None:
-    if imp.shape[1] > depth:
-        raise InputError(f"the lists have {imp.shape[1]} slots but {what} covers only {depth} ranks "
-                         f"{_depth_hint(imp.shape[1], depth)}")
 
 
 def _rank_row(exam: NDArray[np.float64], valid: BoolArray) -> FloatArray:
@@ -159,7 +153,7 @@ class PBM(IndependentModel):
 
     def _check(self, imp: Impressions) -> None:
         super()._check(imp)
-        _check_depth(imp, self.examination.size, "pbm.examination")
+        check_depth(imp, self.examination.size, "pbm.examination")
 
     def _probs(self, imp: Impressions) -> tuple[FloatArray, FloatArray]:
         return _rank_row(self.examination, imp.valid), self.attractiveness.lookup(imp)

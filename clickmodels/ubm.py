@@ -11,7 +11,6 @@ from numpy.typing import NDArray
 
 from clickmodels import kernels
 from clickmodels.base import (
-    _depth_hint,
     BoolArray,
     ByGrade,
     ClickModel,
@@ -21,10 +20,11 @@ from clickmodels.base import (
     Impressions,
     SpecReader,
     _number,
+    check_depth,
     frozen_array,
     register,
 )
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError
 
 __all__ = ["UBM"]
 
@@ -98,9 +98,7 @@ class UBM(ClickModel):
 
     def _check(self, imp: Impressions) -> None:
         super()._check(imp)
-        if imp.shape[1] > self.depth:
-            raise InputError(f"the lists have {imp.shape[1]} slots but ubm.examination covers {self.depth} ranks "
-                             f"{_depth_hint(imp.shape[1], self.depth)}")
+        check_depth(imp, self.depth, "ubm.examination")
 
     def _gamma(self, imp: Impressions) -> FloatArray:
         k = imp.shape[1]

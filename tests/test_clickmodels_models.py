@@ -204,10 +204,10 @@ def test_bad_specs(spec: dict, path: tuple) -> None:
 
 def test_depth_errors() -> None:
     m = clickmodels.build({"name": "dcm", "click": CLICK, "continuation": [0.5, 0.5]})
-    with pytest.raises(InputError, match="covers 2 ranks"):
+    with pytest.raises(InputError, match="dcm.continuation covers only 2 ranks"):
         m.click_probabilities(np.zeros((1, 3), dtype=int))
     u = clickmodels.build({"name": "ubm", "click": CLICK, "examination": [[0.9], [0.5, 0.6]]})
-    with pytest.raises(InputError, match="covers 2 ranks"):
+    with pytest.raises(InputError, match="ubm.examination covers only 2 ranks"):
         u.click_probabilities(np.zeros((1, 3), dtype=int))
     p = clickmodels.build({"name": "pbm", "preset": "ai2018"})
     with pytest.raises(InputError, match="covers only 10 ranks"):

@@ -303,8 +303,9 @@ def test_evaluate_keeps_the_models_that_can_score(tmp_path: Path) -> None:
     res = runner.invoke(app, ["clicks", "evaluate", "--log", str(train), "--test-log", str(test), "--models",
                               "pbm,dbn,cm", "--csv", str(csv), "-q"])
     assert res.exit_code == 0, res.output
-    assert ("pbm: refused, cannot score the test log: pbm examination was fitted for 3 ranks (the longest lists of "
-            "its training log) but the log has lists of 5; fit on lists at least that long") in res.stdout
+    assert ("pbm: refused, cannot score the test log: pbm examination was fitted for 3 ranks but the log has lists "
+            "of 5 (a fitted model covers the longest lists of its training log: fit it on logs with lists of at least "
+            "5)") in res.stdout
     assert "warning: 1 of 3 models not scored (pbm)" in res.stderr
     table = pd.read_csv(csv, index_col=0, keep_default_na=False, na_values=[""])
     assert table.loc["pbm", "log_likelihood"] != table.loc["pbm", "log_likelihood"]  # NaN

@@ -41,6 +41,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from clickmodels.base import too_deep
 from clickmodels.logs import ClickLog
 from onlineeval.errors import InputError
 
@@ -354,10 +355,7 @@ def by_rank(values: np.ndarray, log: ClickLog, what: str) -> np.ndarray:
     raises :class:`InputError` (as the model classes do) instead of extrapolating.
     """
     if values.shape[0] < log.depth:
-        raise InputError(
-            f"{what} was fitted for {values.shape[0]} ranks (the longest lists of its training log) but the log has "
-            f"lists of {log.depth}; fit on lists at least that long", log.source
-        )
+        raise InputError(too_deep(what, values.shape[0], log.depth, fitted=True), log.source)
     return values[: log.depth]
 
 

@@ -20,6 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from clickmodels import kernels
+from clickmodels.base import too_deep
 from clickmodels.estimation._counts import compress, pair_sum
 from clickmodels.estimation._em import examination_posteriors, run_em
 from clickmodels.estimation.base import (
@@ -65,8 +66,7 @@ class UBMFit(ClickModelFit):
         k = log.depth
         have = self.examination.shape
         if len(have) != 2 or have[0] != have[1] or have[0] < k:
-            raise InputError(f"ubm examination was fitted for {have[0]} ranks (the longest lists of its training log, "
-                             f"shape {have}) but the log has lists of {k}; fit on lists at least that long")
+            raise InputError(too_deep("ubm examination", have[0], k, fitted=True))
         return self.examination[:k, :k]
 
     def _conditional_click_probs(self, log: ClickLog) -> np.ndarray:
