@@ -155,6 +155,7 @@ from clickmodels.cwl import MetricUser
 from clickmodels.pbm import IndependentModel
 from onlineeval.metrics import ERR, Metric, parse_metric
 from simulations.analysis import IMPROVEMENT_SIGN
+from simulations.report import VALUE_DIGITS, percent_text, significant, value_text
 from simulations.users import UserModels
 from simulations.world import World
 
@@ -545,16 +546,17 @@ def decomposition_summary(world: World, users: UserModels, offline_metric: str) 
 
 # --------------------------------------------------------------------------- terminal report
 def _x(v: float | None) -> str:
-    """A factor in at most 8 characters (3 significant digits, 2 when 3 need more room), so that the
-    table's 9-character cells keep a space between neighbours."""
-    if v is None:
-        return "-"
-    text = f"{v:.3g}"
-    return text if len(text) <= 8 else f"{v:.2g}"
+    """A factor (a ratio of relative improvements) as the main table writes ratios, :func:`report.value_text`
+    (3 significant figures, trailing zeros kept: -0.100, not -0.1), in at most 8 characters (2 significant
+    figures when 3 need more room, as -1.2e-05), so that the table's 9-character cells keep a space between
+    neighbours; '-' when missing."""
+    text = value_text(v)
+    return text if len(text) <= 8 else significant(v, VALUE_DIGITS - 1)
 
 
 def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:+.2f}%"
+    """A relative improvement as the main table writes relative changes (:func:`report.percent_text`, 0.1%)."""
+    return percent_text(v)
 
 
 #: the decomposition's total row: G6/G0, against the *uniform* offline gain (review 2026-12-02, 3.4)

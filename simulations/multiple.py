@@ -123,6 +123,8 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any) -
 
 def multiple_lines(summary: dict[str, Any]) -> list[str]:
     """The terminal block of :func:`multiple_summary`."""
+    from simulations.report import rate_text
+
     mult = summary.get("multiple") or {}
     if not mult:
         return []
@@ -135,12 +137,13 @@ def multiple_lines(summary: dict[str, Any]) -> list[str]:
         elif aa["degenerate"]:
             fw = "0 (ties)"
         else:
-            fw = (f"{aa['family_wise_rate_raw']:.3f}{'' if aa['raw_within_band_or_below'] else '!'} -> "
-                  f"{aa['family_wise_rate_adjusted']:.3f}{'' if aa['adjusted_within_band_or_below'] else '!'} "
-                  f"(band {aa['binomial_99_band'][0]:.3f}-{aa['binomial_99_band'][1]:.3f})")
+            fw = (f"{rate_text(aa['family_wise_rate_raw'])}{'' if aa['raw_within_band_or_below'] else '!'} -> "
+                  f"{rate_text(aa['family_wise_rate_adjusted'])}{'' if aa['adjusted_within_band_or_below'] else '!'} "
+                  f"(band {rate_text(aa['binomial_99_band'][0])}-{rate_text(aa['binomial_99_band'][1])})")
         lines.append(f"  {design:14s} {e['method']} over {e['tests']} tests: A/A family-wise rate {fw}; any rejection "
-                     f"{e['any_rejection_raw']:.2f} -> {e['any_rejection_adjusted']:.2f}; false discovery proportion "
-                     f"{e['false_discovery_proportion_raw']:.3f} -> {e['false_discovery_proportion_adjusted']:.3f}")
+                     f"{rate_text(e['any_rejection_raw'])} -> {rate_text(e['any_rejection_adjusted'])}; false "
+                     f"discovery proportion {rate_text(e['false_discovery_proportion_raw'])} -> "
+                     f"{rate_text(e['false_discovery_proportion_adjusted'])}")
         lines.append("  " + " " * 14 + " power raw -> adjusted: " + ", ".join(
-            f"{m} {t['power_raw']:.2f} -> {t['power_adjusted']:.2f}" for m, t in e["per_test"].items()))
+            f"{m} {rate_text(t['power_raw'])} -> {rate_text(t['power_adjusted'])}" for m, t in e["per_test"].items()))
     return lines

@@ -191,6 +191,8 @@ def srm_summary(side_rows: pd.DataFrame, designs: dict[str, Any], config: Any) -
 
 def srm_lines(summary: dict[str, Any]) -> list[str]:
     """The terminal block of :func:`srm_summary`."""
+    from simulations.report import rate_text, se_text, value_text
+
     srm = summary.get("srm") or {}
     if not srm:
         return []
@@ -206,17 +208,18 @@ def srm_lines(summary: dict[str, Any]) -> list[str]:
             cells = []
             for check in SRM_CHECKS:
                 c = v.get(check)
-                cells.append("-" if c is None else f"{c['flagged_last_day']:.3f}{'' if c['within_band'] else '!'}"
-                             f" ({c['flagged_any_day']:.2f})")
+                cells.append("-" if c is None else f"{rate_text(c['flagged_last_day'])}"
+                             f"{'' if c['within_band'] else '!'} ({rate_text(c['flagged_any_day'])})")
             share = v.get("users", {}).get("mean_share_b", math.nan)
             lines.append(f"  {design:12s} {variant:10s} {cells[0]:>14s} {cells[1]:>14s} {cells[2]:>14s}  "
-                         f"{share:.4f} (planned {e['planned_share_b']:g}, alpha {e['alpha']:g})")
+                         f"{rate_text(share)} (planned {e['planned_share_b']:g}, alpha {e['alpha']:g})")
         inj = e.get("inject")
         if inj:
             lines.append(f"    injected: {inj['share']:.0%} of the {inj['user_type']} users of the other arm moved to "
                          f"{inj['arm']}; effect on the estimates (mean - exact truth, Monte Carlo SE):")
             for metric, x in e.get("effect_on_estimates", {}).items():
                 z = x["bias"] / x["bias_se"] if x["bias_se"] else math.nan
-                lines.append(f"      {metric:17s} bias {x['bias']:+.5f} (SE {x['bias_se']:.5f}, {z:+.1f} SE"
-                             f"{', biased' if x['biased'] else ''}; truth {x['true_effect']:+.5f})")
+                lines.append(f"      {metric:17s} bias {value_text(x['bias'], True)} (SE {se_text(x['bias_se'])}, "
+                             f"{z:+.1f} SE{', biased' if x['biased'] else ''}; "
+                             f"truth {value_text(x['true_effect'], True)})")
     return lines

@@ -32,8 +32,9 @@ def test_coverage_band_without_defined_intervals_is_none():
 
 
 def test_coverage_cell_flags_only_outside_the_band():
-    assert _coverage_cell(0.84, False) == "0.84!"
-    assert _coverage_cell(0.94, True) == "0.94"
+    assert _coverage_cell(0.84, False) == "0.840!"  # a rate over replicates: 3 decimals (report.rate_text)
+    assert _coverage_cell(0.94, True) == "0.940"
+    assert _coverage_cell(0.9449, None) == "0.945"
     assert _coverage_cell(math.nan, None) == _coverage_cell(math.nan, True)  # no flag without a band
 
 

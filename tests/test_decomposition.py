@@ -20,15 +20,18 @@ import clickmodels
 from simulations.config import config_from_mapping, load_config
 from simulations.decomposition import (
     CAUSES,
+    FREQ_LABEL,
     ONLINE_METRICS,
     PRODUCT_TOLERANCE,
     STAGES,
+    TOTAL_LABEL,
     decompose,
     decomposition_lines,
     decomposition_summary,
     online_metrics,
     order_averaged_factors,
 )
+from simulations.report import SHRINK_HEADER
 from simulations.runner import (
     compute_truth,
     exact_ab_metrics,
@@ -336,6 +339,60 @@ def test_simulate_prints_and_saves_the_decomposition(tmp_path):
     text = terminal_summary(result)
     assert "Why the online effect shrinks" in text
     assert "user-type mixture (W6)" in text
+    # the numbers as the main table writes them (report.py): factors 3 significant figures with their trailing
+    # zeros, relative improvements to 0.1%, read back against summary.json rounded here
+    lines = text.splitlines()
+    names = list(dec["metrics"])
+    freq = next(ln for ln in lines if ln.startswith("  " + FREQ_LABEL))[len("  " + FREQ_LABEL):].split()
+    total = next(ln for ln in lines if ln.startswith("  " + TOTAL_LABEL))[len("  " + TOTAL_LABEL):].split()
+    w0 = next(ln for ln in lines if ln.startswith("  offline ") and "(W0)" in ln).split()[-len(names):]
+    w6 = next(ln for ln in lines if ln.startswith("  online, exact truth (W6)")).split()[-len(names):]
+    header = next(ln for ln in lines if ln.strip().startswith("design") and SHRINK_HEADER in ln)
+    start = header.index(SHRINK_HEADER)
+    for i, m in enumerate(names):
+        e = dec["metrics"][m]
+        assert freq[i] == _three_significant(e["shrinkage_vs_offline"])
+        assert total[3 * i] == _three_significant(e["total"])
+        for cells, stage in ((w0, "W0"), (w6, "W6")):
+            g = e["stages"][stage]["relative_improvement"]
+            assert cells[i].endswith("%") and len(cells[i].split(".")[1]) == 2  # one decimal and '%'
+            assert float(cells[i][:-1]) == pytest.approx(100 * g, abs=0.05 + 1e-9), (m, stage)
+        # the main table's shrink cell, under its header, is the same text
+        row = next(ln for ln in lines if ln.startswith("  ") and ln[:40].split()[-1:] == [m])
+        assert row[start:start + len(SHRINK_HEADER)].strip() == freq[i], m
+
+
+def _three_significant(x: float) -> str:
+    """``x`` to 3 significant figures with trailing zeros, by counting digits (not the code's format)."""
+    exponent = math.floor(math.log10(abs(x)))
+    assert -4 <= exponent < 3  # plain decimals in this range
+    decimals = max(0, 2 - exponent)
+    text = f"{round(x, decimals):.{decimals}f}"
+    assert len(text.lstrip("-").replace(".", "").lstrip("0")) == 3
+    return text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (-0.1, "-0.100"), (0.25, "0.250"), (1.0, "1.00"), (0.0929, "0.0929"), (123.4, "123"), (-12.34, "-12.3"),
+    (7.17e-05, "7.17e-05"), (-7.17e-05, "-7.2e-05"), (-123456.0, "-1.2e+05"), (None, "-"),
+])
+def test_factor_cells_as_the_main_table_writes_ratios(value, text):
+    """The factors' cells: 3 significant figures with trailing zeros (the main table's -0.100, was .3g's -0.1),
+    2 only where 3 would not fit the 8 characters of a cell."""
+    causes = [c for _, c, _ in STAGES[1:]]
+    metric = {"stages": {"W0": {"relative_improvement": 0.0449}, "W6": {"relative_improvement": -0.0164}},
+              "sequential": [{"factor": value} for _ in causes],
+              "order_averaged": {"scale_uniform": value, "factors": {c: value for c in causes}, "product": value},
+              "one_at_a_time": {c: {"factor": value, "reason": None} for c in causes},
+              "total": value, "one_at_a_time_product": value, "residual": value, "sign_changes": [],
+              "shrinkage_vs_offline": value}
+    lines = decomposition_lines({"decomposition": {
+        "status": "ok", "metrics": {"reciprocal_rank": metric}, "conventions": {"offline_metric": "nDCG@10"},
+        "dominant_type": "all"}})
+    for label in (TOTAL_LABEL, FREQ_LABEL):
+        assert set(next(ln for ln in lines if ln.startswith("  " + label))[len("  " + label):].split()) == {text}
+    assert next(ln for ln in lines if "(W0)" in ln).split()[-1] == "+4.5%"
+    assert next(ln for ln in lines if "(W6)" in ln and ln.startswith("  online")).split()[-1] == "-1.6%"
 
 
 def test_order_averaged_factors_are_the_mean_over_all_orders():

@@ -36,7 +36,7 @@ from simulations.runner import (
     replicate_seeds,
     world_seed,
 )
-from simulations.srm import SRM_PREFIX
+from simulations.srm import SRM_CHECKS, SRM_PREFIX, srm_lines
 from simulations.traffic import run_traffic
 from simulations.users import UserModels
 from simulations.world import build_world
@@ -182,6 +182,37 @@ def test_injected_split_moves_the_hashed_users_and_biases_the_estimate():
     # navigational users click less per query than informational ones: moving them to B biases B - A
     assert any(abs(e["bias"]) > 4 * e["bias_se"] for e in effect.values())
     assert effect["clicks_per_query"]["bias"] < 0
+    # the terminal block writes shares over replicates and users to 3 decimals, biases and truths to 3 significant
+    # figures and their SEs to 2 (report.py's rules), read back against the summary rounded here
+    lines = srm_lines(result.summary)
+    row = next(ln for ln in lines if ln.split()[:2] == ["ab", "experiment"])
+    tokens = row.split()
+    for k, check in enumerate(SRM_CHECKS):
+        last, anyday = tokens[2 + 2 * k], tokens[3 + 2 * k]
+        c = srm["experiment"][check]
+        _is_rate(last.rstrip("!"), c["flagged_last_day"])
+        assert last.endswith("!") == (not c["within_band"]), check
+        _is_rate(anyday.strip("()"), c["flagged_any_day"])
+    _is_rate(tokens[8], srm["experiment"]["users"]["mean_share_b"])
+    for metric, x in effect.items():
+        line = next(ln for ln in lines if ln.split()[:2] == [metric, "bias"])
+        words = line.replace("(", " ").replace(")", " ").replace(",", " ").replace(";", " ").split()
+        _is_significant(words[2], x["bias"], 3, signed=True)
+        _is_significant(words[4], x["bias_se"], 2)
+        _is_significant(words[words.index("truth") + 1], x["true_effect"], 3, signed=True)
+
+
+def _is_rate(text: str, x: float) -> None:
+    """``text`` is ``x`` to exactly 3 decimals."""
+    assert len(text.split(".")[1]) == 3 and float(text) == pytest.approx(x, abs=5e-4 + 1e-12), (text, x)
+
+
+def _is_significant(text: str, x: float, digits: int, signed: bool = False) -> None:
+    """``text`` is ``x`` to ``digits`` significant figures, trailing zeros counted (and a sign when ``signed``)."""
+    mantissa = text.lstrip("+-").split("e")[0]
+    assert len(mantissa.replace(".", "").lstrip("0")) == digits, (text, x)
+    assert not signed or text[0] in "+-"
+    assert float(text) == pytest.approx(x, rel=0.5 * 10.0 ** (1 - digits)), (text, x)
 
 
 @pytest.mark.parametrize(

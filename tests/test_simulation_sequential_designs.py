@@ -209,6 +209,41 @@ def test_report_prints_decisions_and_corrections(ab, multileave) -> None:
     assert conv is None or "sequential_decisions" in conv["conventions"]
 
 
+def test_multiple_comparisons_block_writes_rates_to_3_decimals(ab, multileave) -> None:
+    """Every rate over replicates in the block (family-wise rates and their band, any rejection, false discovery
+    proportions, powers) to exactly 3 decimals (report.rate_text: power 0.750, was 0.75 next to the FDP's 0.375),
+    read back against the summary."""
+    from simulations.multiple import multiple_lines
+
+    def rate(text: str, x: float) -> None:
+        assert len(text.split(".")[1]) == 3 and float(text) == pytest.approx(x, abs=5e-4 + 1e-12), (text, x)
+
+    for result in (ab, multileave):
+        lines = multiple_lines(result.summary)
+        for design, e in result.summary["multiple"].items():
+            i = next(k for k, ln in enumerate(lines) if ln.split()[:1] == [design])
+            words = lines[i].replace(";", " ").replace("(", " ").replace(")", " ").replace("!", " ").split()
+            after = {w: words[k + 1:k + 4] for k, w in enumerate(words) if w in ("rate", "rejection", "proportion")}
+            rate(after["rejection"][0], e["any_rejection_raw"])
+            rate(after["rejection"][2], e["any_rejection_adjusted"])
+            rate(after["proportion"][0], e["false_discovery_proportion_raw"])
+            rate(after["proportion"][2], e["false_discovery_proportion_adjusted"])
+            aa = e["aa"]
+            if aa is not None and not aa["degenerate"]:
+                rate(after["rate"][0], aa["family_wise_rate_raw"])
+                rate(after["rate"][2], aa["family_wise_rate_adjusted"])
+                band = words[words.index("band") + 1].split("-")
+                rate(band[0], aa["binomial_99_band"][0])
+                rate(band[1], aa["binomial_99_band"][1])
+            powers = lines[i + 1].split("adjusted: ")[1].split(", ")
+            assert len(powers) == len(e["per_test"])
+            for text, (m, t) in zip(powers, e["per_test"].items(), strict=True):
+                name, raw, arrow, adjusted = text.split()
+                assert (name, arrow) == (m, "->")
+                rate(raw, t["power_raw"])
+                rate(adjusted, t["power_adjusted"])
+
+
 @pytest.mark.parametrize(("analysis", "path", "needle"), [
     ({"sequential": "sprt"}, "designs[0].analysis.sequential",
      "'none', 'msprt', 'confidence_sequence', 'obrien_fleming' or 'pocock'"),
