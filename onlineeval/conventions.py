@@ -172,6 +172,9 @@ class Conventions:
         ``None`` reads all.
     name:
         Preset name, or ``"custom"``.
+    reference:
+        Which tool (and version) the preset reproduces, set by the preset's definition (the ``trec_eval``
+        preset's :data:`TREC_EVAL_REFERENCE`) and kept by :meth:`with_`; ``None`` for the others.
     """
 
     gain: Gain = EXPONENTIAL
@@ -181,6 +184,7 @@ class Conventions:
     rel_min: int = 1
     depth: int | None = None
     name: str = field(default="custom", compare=False)
+    reference: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.gain, Gain):
@@ -209,8 +213,8 @@ class Conventions:
         return replace(new, name=f"{self.name}+{suffix}")
 
     def describe(self) -> dict[str, object]:
-        """A plain record of every convention (for JSON output and reports); the ``trec_eval`` preset (and its
-        variants) adds ``reference``: which trec_eval it reproduces (:data:`TREC_EVAL_REFERENCE`)."""
+        """A plain record of every convention (for JSON output and reports); a preset that reproduces a tool
+        (``trec_eval`` and its variants) adds ``reference``: which one (:data:`TREC_EVAL_REFERENCE`)."""
         out: dict[str, object] = {
             "name": self.name,
             "gain": str(self.gain),
@@ -220,8 +224,8 @@ class Conventions:
             "rel_min": int(self.rel_min),
             "depth": self.depth,
         }
-        if self.name == "trec_eval" or self.name.startswith("trec_eval+"):
-            out["reference"] = TREC_EVAL_REFERENCE
+        if self.reference is not None:
+            out["reference"] = self.reference
         return out
 
 
@@ -237,7 +241,8 @@ PRESETS: dict[str, Conventions] = {
     # trec_eval 10.0: linear gain; no-relevant queries count 0; a qrels query absent from
     # the run is an error (use missing="zero" for -c); ties by docno descending.
     "trec_eval": Conventions(
-        gain=LINEAR, empty="zero", missing="error", ties="docno_desc", rel_min=1, name="trec_eval"
+        gain=LINEAR, empty="zero", missing="error", ties="docno_desc", rel_min=1, name="trec_eval",
+        reference=TREC_EVAL_REFERENCE,
     ),
     # LightGBM ndcg@k: label_gain 2^i - 1, stable sort by score, NDCG 1 when the ideal DCG is 0.
     "lightgbm": Conventions(

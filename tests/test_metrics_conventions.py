@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -52,6 +54,13 @@ def test_trec_eval_preset_says_which_trec_eval_it_reproduces() -> None:
         assert conv.describe()["reference"].startswith("trec_eval 10.0; pytrec_eval and ir_measures embed")
     assert "reference" not in preset("lightgbm").describe() and "reference" not in Conventions().describe()
     assert "(long)(rho R + 0.9)" in TREC_EVAL_REFERENCE and "rounded to nearest" in TREC_EVAL_REFERENCE
+    # the note comes with the preset's definition, not its name: conventions merely named trec_eval (here
+    # exponential gain and excluded empty queries, not trec_eval's) claim no reference; a renamed preset keeps it
+    assert t.reference == TREC_EVAL_REFERENCE and t.with_(gain=EXPONENTIAL).reference == TREC_EVAL_REFERENCE
+    assert "reference" not in Conventions(name="trec_eval").describe()
+    assert "reference" not in Conventions(name="trec_eval+missing=zero").describe()
+    assert dataclasses.replace(t, name="mine").describe()["reference"] == TREC_EVAL_REFERENCE
+    assert t == Conventions(gain=LINEAR, empty="zero", name="trec_eval")  # compared by values, as the name
     docs = [f"d{i}" for i in range(1, 11)]
     qrels = pd.DataFrame({"query": ["q"] * 10, "doc": docs, "grade": [1 if d in ("d1", "d9") else 0 for d in docs]})
     run = pd.DataFrame({"query": ["q"] * 10, "doc": docs, "score": [10.0 - i for i in range(10)]})
