@@ -5,7 +5,6 @@ The numbers of ``onlineeval evaluate`` (and ``--letor``) on DataFrames, pytrec_e
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,6 +214,7 @@ def evaluate(
         err_scales,
         long_frame,
         rbp_residuals,
+        summary_row,
     )
 
     conv_opts = {"gain": gain, "ties": ties, "empty": empty, "missing": missing, "rel_min": rel_min, "depth": depth}
@@ -256,17 +256,7 @@ def evaluate(
             return f.groupby(["system", "metric"], sort=False)["value"].agg(["mean", "count"]).reset_index()
 
         seg_means = by_segment(long, seg, table)
-    rows = []
-    for ev in evals:
-        counts = {f"queries_{k}": v for k, v in ev.counts.as_dict().items()}
-        for m in ev.metrics:
-            res = residuals.get((ev.run_id, str(m)))
-            rows.append({"system": ev.run_id, "metric": str(m), "value": float(ev.mean(m)),
-                         "n": int(ev.counted.sum()),
-                         "residual": float(res.mean()) if res is not None and len(res) else math.nan,
-                         "err_gmax": gmax.get(str(m)),
-                         "sum": ev.total(m) if type(m).summed else math.nan} | counts)
-    aggregate = pd.DataFrame(rows)
+    aggregate = pd.DataFrame([summary_row(ev, m, residuals, gmax) for ev in evals for m in ev.metrics])
     aggregate["err_gmax"] = aggregate["err_gmax"].astype("Int64")
     per_query = long[["system", "query", "metric", "value"]].copy()
     return Evaluation(per_query, aggregate, conv, tuple(comparisons), baseline, paired, tuple(translations),

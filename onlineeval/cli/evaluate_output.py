@@ -165,10 +165,10 @@ def tidy(
     import numpy as np
     import pandas as pd
 
+    from onlineeval.metrics.tables import summary_row
+
     parts: list[pd.DataFrame] = []
     for ev in evals:
-        n_counted = int(ev.counted.sum())
-        counts = {f"queries_{k}": v for k, v in ev.counts.as_dict().items()}
         queries = ev.queries[ev.counted].astype(str)
         if with_per_query:
             clash = [q for q in queries if q == "all" or q.startswith("segment:")]
@@ -181,12 +181,8 @@ def tidy(
                     "write per-query values with --per-query FILE or use --format json",
                 )
         for m in ev.metrics:
-            key = (ev.run_id, str(m))
-            res = residuals.get(key)
-            row = {"system": ev.run_id, "query": "all", "metric": str(m), "value": ev.mean(m), "n": n_counted}
-            row["residual"] = float(res.mean()) if res is not None and len(res) else math.nan
-            row["sum"] = ev.total(m) if type(m).summed else math.nan
-            parts.append(pd.DataFrame([row | counts]))
+            parts.append(pd.DataFrame([{"query": "all"} | summary_row(ev, m, residuals, err_gmax)]))
+            res = residuals.get((ev.run_id, str(m)))
             if with_per_query and len(queries):
                 pq = pd.DataFrame(
                     {"system": ev.run_id, "query": queries, "metric": str(m),

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.conventions import Conventions
     from onlineeval.metrics.evaluate import RunEvaluation
 
-__all__ = ["common_queries", "err_scales", "long_frame", "rbp_residuals"]
+__all__ = ["common_queries", "err_scales", "long_frame", "rbp_residuals", "summary_row"]
 
 
 def long_frame(evals: list[RunEvaluation]) -> pd.DataFrame:
@@ -66,6 +66,30 @@ def rbp_residuals(
         for m, res in resid.items():
             out[(name, str(m))] = pd.Series(ev.values[res][ev.counted], index=queries, dtype="float64")
     return out
+
+
+def summary_row(
+    ev: RunEvaluation, m: Any, residuals: dict[tuple[str, str], pd.Series], err_gmax: dict[str, int]
+) -> dict[str, Any]:
+    """One system's summary of one metric, the row of :attr:`onlineeval.Evaluation.aggregate` and the ``all``
+    row of ``onlineeval evaluate --format csv``: ``system, metric, value`` (the mean over counted queries),
+    ``n`` (counted queries), ``residual`` (the mean RBP residual of :func:`rbp_residuals`, NaN for other
+    metrics), ``err_gmax`` (:func:`err_scales`, ``None`` for other metrics), ``sum`` (a count's sum over
+    counted queries, ``Metric.summed``, as trec_eval's ``all`` line; NaN for other metrics) and the query
+    counts ``queries_*``."""
+    import math
+
+    res = residuals.get((ev.run_id, str(m)))
+    row: dict[str, Any] = {
+        "system": ev.run_id,
+        "metric": str(m),
+        "value": float(ev.mean(m)),
+        "n": int(ev.counted.sum()),
+        "residual": float(res.mean()) if res is not None and len(res) else math.nan,
+        "err_gmax": err_gmax.get(str(m)),
+        "sum": ev.total(m) if type(m).summed else math.nan,
+    }
+    return row | {f"queries_{k}": v for k, v in ev.counts.as_dict().items()}
 
 
 def err_scales(qrels: pd.DataFrame, ms: list[Any]) -> dict[str, int]:
