@@ -47,22 +47,38 @@ Conventions
   document ``shown[i, j]`` being at slot ``j``. Empty slots carry propensity 1.
 - Nothing mutates the caller's arrays; every random result takes an explicit
   ``np.random.Generator``.
+
+Modules
+-------
+This module holds :class:`Estimator` and the registry; the rest of the contract lives in
+:mod:`~onlineeval.estimators.logs` (:class:`LoggedData`), :mod:`~onlineeval.estimators.targets`
+(:class:`Propensities`, :class:`PropensityModel`, :class:`Target`, :class:`DeterministicTarget`),
+:mod:`~onlineeval.estimators.results` (:class:`Terms`, :class:`OffPolicyEstimate`) and
+:mod:`~onlineeval.estimators._arrays` (array helpers), and is re-exported here: every name is
+imported from this module as before.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import ConfigError, InputError
+from onlineeval.estimators._arrays import (  # noqa: F401  (re-exported: their home was this module)
+    BoolArray,
+    FloatArray,
+    IntArray,
+    _carry_last,
+    _matrix,
+    _readonly_float,
+    _unique_inverse,
+)
 from onlineeval.estimators.derived import (  # noqa: F401
     LogCache,
     _top_k_sum,
@@ -79,7 +95,10 @@ from onlineeval.estimators.diagnostics import (  # noqa: F401  (re-exported: the
     mean_weight,
     support_violations,
 )
+from onlineeval.estimators.logs import LoggedData, _propensity, _reward_key  # noqa: F401  (re-exported)
+from onlineeval.estimators.results import OffPolicyEstimate, Terms
 from onlineeval.estimators.rewards import REWARDS, Reward, first_click, get_reward
+from onlineeval.estimators.targets import DeterministicTarget, Propensities, PropensityModel, Target
 
 __all__ = [
     "BOOTSTRAP_PROGRESS",
@@ -104,10 +123,6 @@ __all__ = [
     "weight_statistics",
 ]
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
-
 #: the warning of an estimate whose CLT interval holds a data-driven choice fixed (adaptive IPS's behaviours) when no
 #: bootstrap was asked for: 0.835-0.904 coverage for 0.95 in the coverage audit of 2026-12-02 and over 1,000
 #: replicates of ``configs/counterfactual.yaml``
@@ -120,499 +135,6 @@ CHOICE_HELD_FIXED = ("the CLT interval holds the data-driven choice of behaviour
 #: estimate command sets it to a progress line on stderr.
 BOOTSTRAP_PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("bootstrap_progress",
                                                                                      default=None)
-
-
-# --------------------------------------------------------------------------------- logs
-def _matrix(x: Any, name: str, dtype: Any, shape: tuple[int, ...] | None = None) -> NDArray[Any]:
-    """``x`` as a read-only array of ``dtype``: a private copy, unless ``x`` already is an
-    array of that dtype no one can write (:func:`~onlineeval.estimators.derived.is_frozen`,
-    e.g. another log's array), which is kept as it is."""
-    if is_frozen(x) and x.dtype == np.dtype(dtype):
-        arr = x
-    else:
-        try:
-            arr = np.array(x, dtype=dtype, copy=True)
-        except (TypeError, ValueError, OverflowError):
-            raise InputError(f"{name}: expected numbers of dtype {np.dtype(dtype).name}") from None
-        arr.setflags(write=False)
-    if shape is not None and arr.shape != shape:
-        raise InputError(f"{name}: expected shape {shape}, got {arr.shape}")
-    return arr
-
-
-def _propensity(x: Any, name: str, shape: tuple[int, ...]) -> FloatArray | None:
-    if x is None:
-        return None
-    arr = _matrix(x, name, np.float64, shape)
-    # two reductions decide the common case (a NaN makes min() NaN, which fails the test)
-    if arr.size and not (arr.min() > 0.0 and arr.max() <= 1.0 + 1e-12):
-        bad = ~np.isfinite(arr) | (arr <= 0.0) | (arr > 1.0 + 1e-12)
-        idx = np.argwhere(bad)[0]
-        raise InputError(f"{name}: propensities must be in (0, 1], found {arr[tuple(idx)]!r} at impression "
-                         f"{int(idx[0])}")
-    return arr
-
-
-@dataclass(frozen=True, eq=False)
-class LoggedData:
-    """A batch of logged impressions (one row each) with the logging propensities.
-
-    Parameters
-    ----------
-    query:
-        ``(n,)`` int query index (into the target's rankings).
-    shown:
-        ``(n, k)`` int document ids shown, ``-1`` = empty slot (empty slots only trail).
-    clicks:
-        ``(n, k)`` bool clicks (never on an empty slot).
-    p_list, p_prefix, p_item:
-        Logging propensities of what was shown (see the module conventions); each may be
-        ``None`` when the log does not carry it (an estimator that needs it says so).
-    user:
-        ``(n,)`` int cluster ids for intervals (the randomisation unit); ``None``: each
-        impression is its own cluster.
-    user_type:
-        ``(n,)`` int behaviour type of the user (adaptive IPS); ``None`` when unknown.
-    logger:
-        The logging policy as a :class:`PropensityModel`, when known: it gives the
-        propensities of the *target's* lists, for support diagnostics.
-    source:
-        Where the log came from (file name), for messages.
-    features:
-        ``(n, k, p)`` float feature vectors :math:`x_{qd}` of the shown documents (one per
-        (query, document); empty slots ignored), for regression EM's relevance model
-        (:func:`onlineeval.estimators.position_bias.estimate_em`); ``None``: no features.
-
-    Notes
-    -----
-    The arrays are read-only private copies (arrays that are already read-only and own their
-    memory, such as another log's, are kept without a copy), so a log never changes, and
-    what estimators derive from it is computed once and shared by every estimate of the log
-    (:meth:`cached`, :meth:`importance_weights`, :meth:`slot_rewards`; see
-    :mod:`onlineeval.estimators.derived`).
-    """
-
-    query: IntArray
-    shown: IntArray
-    clicks: BoolArray
-    p_list: FloatArray | None = None
-    p_prefix: FloatArray | None = None
-    p_item: FloatArray | None = None
-    user: IntArray | None = None
-    user_type: IntArray | None = None
-    logger: PropensityModel | None = None
-    source: str | None = None
-    features: FloatArray | None = None
-
-    def __post_init__(self) -> None:
-        shown = _matrix(self.shown, "shown", np.int64)
-        if shown.ndim != 2 or shown.shape[0] == 0 or shown.shape[1] == 0:
-            raise InputError(f"shown: expected a non-empty (n, k) matrix, got shape {shown.shape}", self.source)
-        n, k = shown.shape
-        object.__setattr__(self, "shown", shown)
-        object.__setattr__(self, "query", _matrix(self.query, "query", np.int64, (n,)))
-        clicks = np.asarray(self.clicks)
-        if clicks.shape != (n, k):
-            raise InputError(f"clicks: expected shape {(n, k)}, got {clicks.shape}", self.source)
-        if clicks.dtype != bool and not np.all(np.isin(clicks, (0, 1))):
-            raise InputError("clicks: must be 0/1 or bool", self.source)
-        clicks = _matrix(clicks, "clicks", bool, (n, k))
-        if (clicks & (shown < 0)).any():
-            raise InputError("clicks on empty slots", self.source)
-        object.__setattr__(self, "clicks", clicks)
-        object.__setattr__(self, "p_list", _propensity(self.p_list, "p_list", (n,)))
-        object.__setattr__(self, "p_prefix", _propensity(self.p_prefix, "p_prefix", (n, k)))
-        object.__setattr__(self, "p_item", _propensity(self.p_item, "p_item", (n, k)))
-        for name in ("user", "user_type"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, _matrix(value, name, np.int64, (n,)))
-        if self.features is not None:
-            feats = _matrix(self.features, "features", np.float64)
-            if feats.ndim != 3 or feats.shape[:2] != (n, k):
-                raise InputError(f"features: expected shape ({n}, {k}, p), got {feats.shape}", self.source)
-            if not np.isfinite(feats[shown >= 0]).all():
-                raise InputError("features: must be finite on shown slots", self.source)
-            object.__setattr__(self, "features", feats)
-
-    @functools.cached_property
-    def user_groups(self) -> tuple[IntArray, int]:
-        """``(index of each impression's cluster, number of clusters)``; computed once per log
-        (every estimate of the log reuses it)."""
-        if self.user is None:
-            return np.arange(self.n, dtype=np.int64), self.n
-        uniq, inv = _unique_inverse(self.user)
-        return inv, int(uniq.size)
-
-    @functools.cached_property
-    def query_groups(self) -> tuple[IntArray, IntArray]:
-        """``(distinct queries, index of each impression's query among them)``, computed once."""
-        return _unique_inverse(self.query)
-
-    @property
-    def n(self) -> int:
-        return int(self.shown.shape[0])
-
-    @property
-    def k(self) -> int:
-        return int(self.shown.shape[1])
-
-    @functools.cached_property
-    def valid(self) -> BoolArray:
-        """``(n, k)`` read-only: ``shown >= 0`` (computed once)."""
-        v = self.shown >= 0
-        v.setflags(write=False)
-        return v
-
-    @functools.cached_property
-    def all_valid(self) -> bool:
-        """True when no slot of the log is empty."""
-        return bool(self.valid.all())
-
-    # ------------------------------------------------------------------ derived arrays
-    @functools.cached_property
-    def _cache(self) -> LogCache:
-        return LogCache()
-
-    def cached(self, key: Any, compute: Callable[[], Any], *, target: Any = None) -> Any:
-        """``compute()``, computed once per log (per log and ``target`` when given) and kept.
-
-        Estimators share what they derive from a log through it: the target's propensities
-        and importance weights (:meth:`target_propensities`, :meth:`importance_weights`),
-        slot and list rewards (:meth:`slot_rewards`, :meth:`list_rewards`), their products
-        (:meth:`slot_weighted_rewards`). ``key`` is any hashable naming the quantity and
-        everything it depends on besides the log (and the target); targets are told apart by
-        identity, and only the :data:`~onlineeval.estimators.derived.CACHED_TARGETS` most
-        recently used targets keep their entries. Arrays in the result are made read-only
-        (``compute`` must return fresh arrays it does not keep). Valid because a log, its
-        targets and rewards are immutable.
-        """
-        return self._cache.get(key, compute, target)
-
-    def clear_cache(self) -> None:
-        """Drop every kept derived array (:meth:`cached`), e.g. to free memory."""
-        self._cache.clear()
-
-    def __getstate__(self) -> dict[str, Any]:
-        # derived arrays are not pickled (they are recomputed on demand)
-        return {key: value for key, value in self.__dict__.items() if key != "_cache"}
-
-    def target_propensities(self, target: Target) -> Propensities:
-        """``target.propensities(query, shown)`` of the logged lists as float arrays, asked
-        once per log and target (read-only views; the target's own arrays are not changed)."""
-        def compute() -> Propensities:
-            p = target.propensities(self.query, self.shown)
-            return Propensities(*(_readonly_float(x) for x in (p.list, p.prefix, p.item)))
-        return self.cached("propensities", compute, target=target)  # type: ignore[no-any-return]
-
-    def importance_weights(self, target: Target, level: str) -> FloatArray:
-        r"""The importance weights of ``target`` against the logging propensities, computed
-        once per log, target and level (read-only):
-
-        - ``"list"``: ``(n,)`` :math:`\pi(\mathbf s_i)/\mu(\mathbf s_i)` (``p_list``);
-        - ``"item"``: ``(n, k)`` :math:`\pi(s_{ij} \text{ at } j)/\mu(\cdot)` (``p_item``),
-          0 at empty slots;
-        - ``"prefix"``: ``(n, k)`` :math:`\pi(\mathbf s_{i,0..j})/\mu(\cdot)` (``p_prefix``),
-          0 at empty slots;
-        - ``"list_slots"``: ``(n, k)`` the list weight at every shown slot, 0 at empty slots;
-        - ``"prefix_carried"``: the prefix weights with empty slots carrying the weight of the
-          last shown slot (the whole list); the ``"prefix"`` array itself when no slot is empty.
-
-        The log must carry the propensity (:meth:`require`).
-        """
-        if level in ("list", "item", "prefix"):
-            return self._base_weights(target, level)
-        if level == "list_slots":
-            return self.cached(("weights", "list_slots"),  # type: ignore[no-any-return]
-                               lambda: np.where(self.valid, self.importance_weights(target, "list")[:, None], 0.0),
-                               target=target)
-        if level == "prefix_carried":
-            w = self.importance_weights(target, "prefix")
-            if self.all_valid:
-                return w
-            return self.cached(("weights", "prefix_carried"), lambda: _carry_last(w, self.valid),  # type: ignore
-                               target=target)
-        raise ValueError(f"unknown weight level {level!r}; allowed: list, item, prefix, list_slots, prefix_carried")
-
-    def _base_weights(self, target: Target, level: str) -> FloatArray:
-        def compute() -> FloatArray:
-            num: Any
-            if type(target) is DeterministicTarget:
-                # its propensities are 0 or 1: kept as booleans (True / p is 1.0 / p, the same number)
-                same, run = self.cached("indicators", lambda: target.indicators(self.query, self.shown),
-                                        target=target)
-                num = run[:, -1] if level == "list" else (same if level == "item" else run)
-            else:
-                p = self.target_propensities(target)
-                num = p.list if level == "list" else (p.item if level == "item" else p.prefix)
-            if level == "list":
-                return np.divide(num, self.p_list)
-            return self._on_shown(np.divide(num, self.p_item if level == "item" else self.p_prefix))
-        w = self.cached(("weights", level), compute, target=target)
-        # the target's propensities are kept only until every weight the log allows is derived
-        sec = self._cache.section(target)
-        if ("propensities" in sec or "indicators" in sec) and all(
-                ("weights", lv) in sec for lv, p in (("list", self.p_list), ("item", self.p_item),
-                                                     ("prefix", self.p_prefix)) if p is not None):
-            sec.pop("propensities", None)
-            sec.pop("indicators", None)
-        return w  # type: ignore[no-any-return]
-
-    def _on_shown(self, x: FloatArray) -> FloatArray:
-        """``x`` at shown slots, 0 at empty ones (``x`` itself when no slot is empty)."""
-        return x if self.all_valid else np.where(self.valid, x, 0.0)
-
-    def slot_weighted_rewards(self, target: Target, level: str, reward: Reward) -> FloatArray:
-        r"""``(n,)`` :math:`\sum_j w_{ij} r_{ij}` with the slot weights of ``level``
-        (``"item"``, ``"prefix"`` or ``"list_slots"``, see :meth:`importance_weights`) and
-        :meth:`slot_rewards`, computed once per log, target, level and reward definition."""
-        def compute() -> FloatArray:
-            return weighted_row_sum(self.importance_weights(target, level), self.slot_rewards(reward))
-        key = _reward_key(reward)
-        if key is None:
-            return compute()
-        return self.cached(("slot_weighted_rewards", level, *key), compute, target=target)  # type: ignore
-
-    def slot_rewards(self, reward: Reward) -> FloatArray:
-        """``reward.slot_rewards(clicks)``, computed once per log and reward definition
-        (read-only; a reward of another type than :class:`Reward` is asked every time)."""
-        key = _reward_key(reward)
-        if key is None:
-            return reward.slot_rewards(self.clicks)
-        return self.cached(("slot_rewards", *key), lambda: reward.slot_rewards(self.clicks))  # type: ignore
-
-    def list_rewards(self, reward: Reward) -> FloatArray:
-        r"""``(n,)`` the list reward :math:`\sum_j r_{ij}` of each impression (the reward's own
-        ``list_rewards`` when it keeps one, as the simulation's per-batch reward does), the
-        row sums of :meth:`slot_rewards`; computed once per log and reward definition."""
-        own = getattr(reward, "list_rewards", None)
-        if callable(own):
-            return own(self.clicks)  # type: ignore[no-any-return]
-        key = _reward_key(reward)
-        if key is None:
-            return row_sum(reward.slot_rewards(self.clicks))
-        return self.cached(("list_rewards", *key), lambda: row_sum(self.slot_rewards(reward)))  # type: ignore
-
-    def take(self, rows: ArrayLike) -> LoggedData:
-        """The sub-log of ``rows`` (an index array or boolean mask), same logger."""
-        idx = np.asarray(rows)
-
-        def part(x: NDArray[Any] | None) -> NDArray[Any] | None:
-            if x is None:
-                return None
-            out = x[idx]
-            if not np.may_share_memory(out, x):  # a fresh copy: made read-only, the new log keeps it
-                out.setflags(write=False)
-            return out
-
-        opt = {name: part(getattr(self, name))
-               for name in ("p_list", "p_prefix", "p_item", "user", "user_type", "features")}
-        return LoggedData(part(self.query), part(self.shown), part(self.clicks), logger=self.logger,
-                          source=self.source, **opt)
-
-    def require(self, *names: str, estimator: str = "") -> None:
-        """Raise :class:`InputError` when a propensity an estimator needs is missing."""
-        missing = [nm for nm in names if getattr(self, nm) is None]
-        if missing:
-            who = f"estimator {estimator!r} " if estimator else ""
-            raise InputError(f"{who}needs logging propensities {', '.join(missing)}; the log does not carry them",
-                             self.source)
-
-
-def _unique_inverse(x: IntArray) -> tuple[IntArray, IntArray]:
-    """``np.unique(x, return_inverse=True)`` of int ids (the same arrays), by counting when the
-    ids are non-negative and at most a few times as many as the values (no sort)."""
-    if x.size and 0 <= int(x.min()) and int(x.max()) < 4 * x.size + 1024:
-        present = np.bincount(x) > 0
-        uniq = np.flatnonzero(present)
-        code = np.cumsum(present) - 1
-        return uniq.astype(np.int64, copy=False), code[x].astype(np.int64, copy=False)
-    uniq, inv = np.unique(x, return_inverse=True)
-    return uniq, inv.reshape(-1).astype(np.int64, copy=False)
-
-
-def _readonly_float(x: ArrayLike) -> FloatArray:
-    """A read-only float64 view of ``x`` (a copy only when ``x`` is not float64)."""
-    v = np.asarray(x, dtype=np.float64).view()
-    v.setflags(write=False)
-    return v
-
-
-def _carry_last(w: FloatArray, valid: BoolArray) -> FloatArray:
-    """``w`` with each row's empty slots carrying the row's last shown slot's value (1 for a
-    row with no shown slot)."""
-    n_shown = valid[:, 0].astype(np.int64)  # valid.sum(axis=1), slot by slot
-    for j in range(1, valid.shape[1]):
-        n_shown += valid[:, j]
-    last = np.maximum(n_shown - 1, 0)
-    carried = np.where(n_shown > 0, w[np.arange(w.shape[0]), last], 1.0)
-    return np.where(valid, w, carried[:, None])
-
-
-def _reward_key(reward: Any) -> tuple[Any, ...] | None:
-    """What a :class:`Reward`'s slot rewards depend on (its kind and weights); ``None`` for
-    other reward types, whose results are not kept."""
-    if type(reward) is not Reward:
-        return None
-    return (reward.kind, None if reward.weights is None else reward.weights.tobytes())
-
-
-# ------------------------------------------------------------------------- propensities
-@dataclass(frozen=True)
-class Propensities:
-    """Probabilities of given lists under a policy: whole list (n,), prefixes (n, k),
-    item-at-position (n, k). Empty slots carry 1."""
-
-    list: FloatArray
-    prefix: FloatArray
-    item: FloatArray
-
-
-@runtime_checkable
-class PropensityModel(Protocol):
-    """A policy that can give the propensities of any lists for given queries
-    (logging policies in :mod:`simulations.policies` implement it).
-
-    Logging policies may also offer ``shown_probability(query, docs) -> (n, k)``: the
-    probability that each document is shown anywhere in the top ``k`` (used for the
-    support check of estimators that only need a document to be shown somewhere, such as
-    PBM-IPS), and ``item_position_marginals(query) -> (n, m, k)`` (pseudoinverse).
-    """
-
-    def propensities(self, query: IntArray, rankings: IntArray) -> Propensities: ...
-
-
-# ------------------------------------------------------------------------------ targets
-@runtime_checkable
-class Target(Protocol):
-    """The policy being evaluated.
-
-    ``propensities(query, shown)`` gives the target's probabilities of the logged lists
-    (for a deterministic ranker: indicators); ``rankings(query)`` its lists for the
-    queries (deterministic targets; the direct method and DR need them).
-    """
-
-    name: str
-
-    def propensities(self, query: IntArray, rankings: IntArray) -> Propensities: ...
-
-    def rankings(self, query: IntArray) -> IntArray: ...
-
-
-@dataclass(frozen=True, eq=False)
-class DeterministicTarget:
-    """A deterministic ranker: ``lists[q]`` is its list for query index ``q``.
-
-    Parameters
-    ----------
-    lists:
-        ``(Q, k)`` int document ids, ``-1`` = empty slot.
-    name:
-        Display name (``"B"``, a run file's name).
-    """
-
-    lists: IntArray
-    name: str = "target"
-
-    def __post_init__(self) -> None:
-        arr = _matrix(self.lists, "target lists", np.int64)
-        if arr.ndim != 2:
-            raise InputError(f"target lists: expected a (queries, k) matrix, got shape {arr.shape}")
-        object.__setattr__(self, "lists", arr)
-
-    def rankings(self, query: IntArray) -> IntArray:
-        q = np.asarray(query, dtype=np.int64)
-        self._check_queries(q)
-        return self.lists[q]
-
-    def _check_queries(self, q: IntArray) -> None:
-        if q.size and (q.min() < 0 or q.max() >= self.lists.shape[0]):
-            raise InputError(f"target {self.name!r}: query index outside 0..{self.lists.shape[0] - 1}")
-
-    def propensities(self, query: IntArray, rankings: IntArray) -> Propensities:
-        same, run = self.indicators(query, rankings)
-        prefix = run.astype(np.float64)
-        return Propensities(prefix[:, -1].copy(), prefix, same.astype(np.float64))
-
-    def indicators(self, query: IntArray, rankings: IntArray) -> tuple[BoolArray, BoolArray]:
-        """``(same, run)``, ``(n, k)`` booleans: the target's list agrees with ``rankings`` at slot
-        ``j`` (its item propensity, 0 or 1), and at every slot ``0..j`` (its prefix propensity);
-        the list propensity is ``run[:, -1]``. Empty slots (-1) agree with empty slots. One
-        query per row is compared block by block of rows (no ``(n, k)`` copy of the lists)."""
-        r = np.asarray(rankings, dtype=np.int64)
-        q = np.asarray(query, dtype=np.int64)
-        k = r.shape[1]
-        lists = self.lists
-        if lists.shape[1] < k:
-            lists = np.concatenate([lists, np.full((lists.shape[0], k - lists.shape[1]), -1, dtype=np.int64)], axis=1)
-        self._check_queries(q)
-        if q.ndim != 1 or q.shape[0] != r.shape[0]:  # numpy's broadcasting, as it always was
-            same = lists[q][:, :k] == r
-            run = same.copy()  # running AND over the slots (np.cumprod's 0/1 values), slot by slot
-            for j in range(1, k):
-                run[:, j] &= run[:, j - 1]
-            return same, run
-        lists = lists[:, :k]
-        n = r.shape[0]
-        same = np.empty((n, k), dtype=bool)
-        run = np.empty((n, k), dtype=bool)
-        rows = block_rows(k)
-        for s in range(0, n, rows):
-            e = min(n, s + rows)
-            np.equal(lists[q[s:e]], r[s:e], out=same[s:e])
-            blk = run[s:e]
-            np.copyto(blk, same[s:e])
-            for j in range(1, k):  # running AND over the slots, slot by slot
-                blk[:, j] &= blk[:, j - 1]
-        return same, run
-
-
-# ------------------------------------------------------------------------------ results
-@dataclass(frozen=True)
-class Terms:
-    """What an estimator's hook returns.
-
-    Attributes
-    ----------
-    num, den:
-        ``(n,)`` per-impression numerator and denominator: :math:`\\hat V - c_0 =
-        \\sum num / \\sum den` (``den = None``: all ones).
-    weights:
-        The importance weights the estimate rests on, ``(n,)`` (list-level) or ``(n, k)``
-        (slot-level; empty slots 0), for the diagnostics; ``None`` for the direct method.
-    notes:
-        Estimator-specific diagnostics (e.g. ``clipping_bias_bound``), JSON-able.
-    """
-
-    num: FloatArray
-    den: FloatArray | None = None
-    weights: FloatArray | None = None
-    notes: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class OffPolicyEstimate:
-    """An off-policy estimate of a target's value with intervals and diagnostics."""
-
-    estimator: str
-    target: str
-    reward: str
-    value: float
-    se: float
-    ci_low: float
-    ci_high: float
-    boot_low: float
-    boot_high: float
-    alpha: float
-    n: int
-    clusters: int
-    assumption: str
-    diagnostics: Diagnostics
-
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(self)
 
 
 # ------------------------------------------------------------------------------ estimators
