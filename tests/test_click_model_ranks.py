@@ -34,10 +34,17 @@ def _config(users: dict[str, Any], depth: int = 10, candidates: int = 12) -> dic
 
 
 def _error(spec: dict[str, Any], key: tuple[str | int, ...], **config: Any) -> str:
-    cfg = config_from_mapping(_config({"click_model": spec} if key == ("users", "click_model") else
-                                      {"types": [{"name": "t", "share": 1.0, "click_model": spec}]}, **config))
+    """The error of loading the config (simulations.config.checks calls check_click_model_ranks, where the file is
+    known), which must be the one check_click_model_ranks itself raises."""
+    mapping = _config({"click_model": spec} if key == ("users", "click_model") else
+                      {"types": [{"name": "t", "share": 1.0, "click_model": spec}]}, **config)
+    with pytest.raises(ConfigError) as loading:
+        config_from_mapping(mapping, source="t.yaml")
+    short = config_from_mapping({**mapping, "rankers": {"depth": 1}})  # loads: 1 slot is covered
+    ok = short.model_copy(update={"rankers": short.rankers.model_copy(update={"depth": mapping["rankers"]["depth"]})})
     with pytest.raises(ConfigError) as err:
-        check_click_model_ranks(clickmodels.build(spec), spec, key, cfg, "t.yaml")
+        check_click_model_ranks(clickmodels.build(spec), spec, key, ok, "t.yaml")
+    assert str(loading.value) == str(err.value)
     return str(err.value)
 
 
@@ -82,7 +89,7 @@ def test_world_check_gives_the_same_message_and_the_models_own_error_otherwise()
 
     users = UserModels.from_config(config_from_mapping(_config(
         {"types": [{"name": "nav", "share": 0.5, "click_model": {"name": "cascade", "preset": "navigational"}},
-                   {"name": "d", "share": 0.5, "click_model": DCM3}]})).users)
+                   {"name": "d", "share": 0.5, "click_model": DCM3}]}, depth=3)).users)
     example = np.zeros((2, 10), dtype=np.int8)
     with pytest.raises(ConfigError) as err:
         users.check_world(5, example, depth=10, source="t.yaml")
@@ -105,5 +112,7 @@ def test_cli_error(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-m", "onlineeval.cli", "simulate", "--config", str(cfg), "--output",
                            str(tmp_path / "out"), "-q"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert "users.click_model.examination: gives 5 ranks, but " in proc.stderr
-    assert "give examination for 10 ranks, or set rankers.depth to at most 5" in proc.stderr
+    # refused at loading, where the file is known (simulations.config.checks calls check_click_model_ranks)
+    assert proc.stderr.strip() == (
+        f"error: {cfg}: users.click_model.examination: gives 5 ranks, but rankers.depth is 10: give examination "
+        "for 10 ranks, or set rankers.depth to at most 5"), proc.stderr

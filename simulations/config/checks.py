@@ -48,6 +48,12 @@ def _check_components(config: Config, source: str | None) -> None:
                 "(fitted position/continuation parameters, attractiveness by grade)",
                 source,
             )
+        if isinstance(config.collection, SyntheticCollection):
+            # a synthetic collection's lists fill rankers.depth slots (depth <= candidates is checked); a TREC
+            # collection's may be shorter, so its lists are checked when the world is built
+            from simulations.users import check_click_model_ranks
+
+            check_click_model_ranks(model, spec, key, config, source)
     _check_population(config, source)
     for i, design in enumerate(config.designs):
         _check_design_analysis(config, i, source)
