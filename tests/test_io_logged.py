@@ -40,7 +40,7 @@ def test_reads_arrays_and_id_maps(tmp_path: Path) -> None:
         "",  # blank lines are skipped (line numbers keep counting)
         line(query="q1", user="u2", shown=["c", "d"], clicks=[1, 0],
              propensities={"list": 0.1, "prefix": [0.5, 0.1], "item": [0.5, 0.25]}),
-        line(query=7, shown=["d", "a", "b"], clicks=["b", "d", "b"]),
+        line(query=7, shown=["d", "a", "b"], clicks=["b", "d"]),
     ]
     log = read_logged(write(tmp_path, recs))
     d = log.data
@@ -112,14 +112,21 @@ BAD_LINES: list[tuple[str, Any, str]] = [
     ("click_flags_length", line(clicks=[0, 1]), "has 2 values but shown has 3"),
     ("click_mixed", line(clicks=["a", 1]), "'clicks' must be"),
     ("click_value", line(clicks=[0, 2, 0]), "'clicks' must be"),
-    ("list_zero", pp(list=0.0), "propensities.list must be in (0, 1]"),
-    ("list_big", pp(list=1.5), "propensities.list must be in (0, 1]"),
+    ("click_twice", line(clicks=["b", "b"]), "click on document 'b' listed twice"),
+    ("key_twice", '{"query": "q1", "shown": ["a"], "clicks": [], "propensities": {"list": 1}, "query": "q9"}',
+     "key 'query' appears twice in one object"),
+    ("key_twice_nested", '{"query": "q1", "shown": ["a"], "clicks": [], "propensities": {"list": 1, "list": 0.5}}',
+     "key 'list' appears twice in one object"),
+    ("list_zero", pp(list=0.0), "propensities.list must be in (0, 1], got 0.0"),
+    ("list_big", pp(list=1.5), "propensities.list must be in (0, 1], got 1.5"),
     ("list_nan", pp(list=float("nan")), "propensities.list must be a finite number"),
     ("list_bool", pp(list=True), "propensities.list must be a finite number"),
     ("prefix_inf", pp(prefix=[0.2, float("inf"), 0.1]), "finite numbers"),
     ("prefix_len", pp(prefix=[0.2, 0.1]), "has 2 values but shown has 3"),
     ("item_len", pp(item=[0.2, 0.2, 0.2, 0.2]), "has 4 values but shown has 3"),
-    ("item_range", pp(item=[0.2, -0.1, 0.2]), "propensities.item must be in (0, 1]"),
+    ("item_range", pp(item=[0.2, -0.1, 0.2]), "propensities.item must be in (0, 1], got -0.1 at item[1] (slot 2)"),
+    ("prefix_range", pp(prefix=[0.2, 0.05, 1.5]), "propensities.prefix must be in (0, 1], got 1.5 at prefix[2] "
+                                                  "(slot 3)"),
     ("item_not_list", pp(item=0.2), "propensities.item must be a list of 3 numbers"),
     ("prefix_up", pp(prefix=[0.2, 0.3, 1 / 60]), "prefix must be non-increasing"),
     ("list_vs_prefix", pp(list=0.05), "must equal the last prefix"),

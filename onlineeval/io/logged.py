@@ -237,6 +237,20 @@ class _Rows:
     logger: list[tuple[dict[str, Any], dict[str, float]]]
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object of a log line names a key twice (its ``args[0]``)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: the object as a dict, or :class:`_DuplicateKey` when a key repeats
+    (plain ``json.loads`` keeps the last value silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+    return out
+
+
 def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, Any]) -> None:
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object (one impression), got {type(obj).__name__}", path, line)
@@ -259,6 +273,9 @@ def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, An
     ctypes = set(map(type, clicks))
     if ctypes == _STR:
         cset = set(clicks)
+        if len(cset) != len(clicks):
+            dup = next(c for i, c in enumerate(clicks) if c in clicks[:i])
+            raise InputError(f"click on document {dup!r} listed twice (list each clicked document once)", path, line)
         if not cset <= set(shown):
             bad = next(c for c in clicks if c not in shown)
             raise InputError(f"click on document {bad!r}, which is not shown", path, line)
@@ -405,7 +422,10 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, object_pairs_hook=_unique_keys)
+            except _DuplicateKey as exc:
+                raise InputError(f"key {exc.args[0]!r} appears twice in one object (JSON keys must be unique; the "
+                                 "reader would otherwise keep one of the values silently)", name, number) from None
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", name, number) from None
             except RecursionError:
@@ -499,14 +519,21 @@ def _assemble(rows: _Rows, path: str, policies: Any) -> LoggedLog:
         shown[valid] = local[pcodes]
         if rows.p_list:
             p_list = np.asarray(rows.p_list, dtype=np.float64)
-            fail((p_list <= 0) | (p_list > 1), "propensities.list must be in (0, 1]")
+            bad = (p_list <= 0) | (p_list > 1)
+            if bad.any():
+                fail(bad, f"propensities.list must be in (0, 1], got {float(p_list[int(np.argmax(bad))])!r}")
             props["p_list"] = p_list
         for key, values in (("p_prefix", rows.p_prefix), ("p_item", rows.p_item)):
             if values:
                 m = _padded(values, lengths, k, 1.0, np.float64)
                 form = key[2:]
                 fail((~np.isfinite(m)).any(axis=1), f"propensities.{form} must hold finite numbers")
-                fail(((m <= 0) | (m > 1)).any(axis=1), f"propensities.{form} must be in (0, 1]")
+                bad = (m <= 0) | (m > 1)
+                if bad.any():
+                    i = int(np.argmax(bad.any(axis=1)))
+                    j = int(np.argmax(bad[i]))
+                    fail(bad.any(axis=1), f"propensities.{form} must be in (0, 1], got {float(m[i, j])!r} at "
+                                          f"{form}[{j}] (slot {j + 1})")
                 props[key] = m
         pre, item, plist = props.get("p_prefix"), props.get("p_item"), props.get("p_list")
         if pre is not None:
