@@ -29,7 +29,18 @@ The analytic size's own uncertainty (:func:`required_impressions_uncertainty`): 
 bootstrap resamples of the replicates, seeded by the config's seed, design and metric; near the floor
 (``b`` close to the target :math:`se^2`) the answer is ill-conditioned and flagged unstable. A design
 or estimate found biased gets no analytic power, days or sizes (null, kept apart under
-``analytic_if_unbiased``): computed as if it were unbiased they would measure nothing.
+``analytic_if_unbiased``): computed as if it were unbiased they would measure nothing. An off-policy estimate
+whose target leaves the logger's support on part of the log (the design's ``support:<estimator>:<target>`` side
+rows count events of logging probability 0 exactly) is biased whatever the t-test of its bias says: marked
+``no_support`` and withheld alike, with that reason.
+
+An off-policy estimate whose SE holds a data-driven choice fixed (adaptive IPS's behaviours, a click model fitted
+on the log: :func:`simulations.designs.counterfactual.serving.held_fixed`) reports an SE known to be too small
+(adaptive IPS: 0.70 of its replicates' SD, review 3 F-A). Its analytic power, variance model and sizes use the
+replicates' SD of its estimates (the estimator's sampling SD) instead of the mean SE; its simulated power counts
+the last day's bootstrap test (the design's ``bootstrap``: SE and p-value from the resamples, the choice made
+again in each), other days' power is not measured, and without the bootstrap it is withheld. The entry says which
+measure it used (``se_measure``, ``power_measure``).
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
            "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON",
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
-           "size_uncertainty"]
+           "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
@@ -72,8 +83,11 @@ def side_row_mask(rows: pd.DataFrame) -> pd.Series:
 
 def is_biased_entry(entry: dict[str, Any]) -> bool:
     """A summary entry (design x metric) found biased: by its null check or, for an estimate, against the exact
-    truth (:func:`estimate_is_biased`). The one test behind every 'biased' mark and withheld number."""
-    return bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
+    truth (:func:`estimate_is_biased`), or an off-policy estimate whose target leaves the logger's support
+    (``no_support``: events of logging probability 0 counted exactly on the last day; biased whatever the t-test
+    says). The one test behind every 'biased' mark and withheld number."""
+    return (bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
+            or bool(entry.get("no_support")))
 
 
 def estimate_is_biased(bias: float, sd: float, replicates: int, truth_se: float = 0.0,
@@ -110,9 +124,16 @@ def _t_quantile(q: float, df: float) -> float:
 IMPROVEMENT_SIGN = {"reciprocal_rank": 1, "clicks_per_query": 1, "abandonment": -1, "delta_ab": 1}
 
 
-def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float) -> pd.DataFrame:
-    """Per (design, aa, metric, day) summary over replicates."""
+def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float,
+           held: dict[tuple[str, str], int | None] | None = None) -> pd.DataFrame:
+    """Per (design, aa, metric, day) summary over replicates.
+
+    ``held``: ``{(design, metric): the day whose p-values are valid, or None}`` for the estimates whose SE holds a
+    data-driven choice fixed (:func:`simulations.designs.counterfactual.held_fixed`): their analytic power uses
+    the replicates' SD of the estimates instead of the mean SE, and their power and rejection rate are NaN (not
+    measured) on every other day (their p-values there come from the too-small SE)."""
     z = float(sps.norm.ppf(1 - alpha / 2))
+    held = held or {}
     out = []
     # sort=False keeps the run's order: designs as configured, each design's primary metric first
     for (design, aa, metric, day), g in rows.groupby(["design", "aa", "metric", "day"], sort=False):
@@ -121,15 +142,21 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
         defined = g["pvalue"].notna().to_numpy()
         sign_ok = np.sign(g["estimate"].to_numpy()) == np.sign(t) if t != 0 else np.ones(len(g), bool)
         se_mean = float(g["se"].mean())  # over replicates where the estimate is defined
+        r = len(g)
+        sd = float(g["estimate"].std(ddof=1)) if r > 1 else float("nan")
+        is_held = not aa and (design, metric) in held
+        se_power = sd if is_held else se_mean  # the SE the analytic power assumes
         if t == 0:
             analytic = float(alpha)  # A/A: the rejection rate either way
-        elif se_mean > 0:
+        elif se_power > 0:
             # rejections with the effect's sign, as the simulated power counts them
-            analytic = float(sps.norm.cdf(abs(t) / se_mean - z))
+            analytic = float(sps.norm.cdf(abs(t) / se_power - z))
         else:
             analytic = float("nan")
-        r = len(g)
         power = float(np.mean(reject & sign_ok))
+        rejection = float(reject.mean())
+        if is_held and held[(design, metric)] != int(day):
+            power = rejection = float("nan")
         out.append(
             {
                 "design": design,
@@ -140,14 +167,14 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
                 "replicates": r,
                 "true_effect": t,
                 "power": power,
-                "power_se": math.sqrt(max(power * (1 - power), 1e-12) / r),
-                "rejection_rate": float(reject.mean()),
+                "power_se": math.sqrt(max(power * (1 - power), 1e-12) / r) if power == power else float("nan"),
+                "rejection_rate": rejection,
                 # replicates whose estimate was undefined at this checkpoint (too few users or
                 # comparisons yet); they count as not rejecting
                 "undefined": float(g["pvalue"].isna().mean()),
                 "analytic_power": analytic,
                 "mean_estimate": float(g["estimate"].mean()),
-                "sd_estimate": float(g["estimate"].std(ddof=1)) if r > 1 else float("nan"),
+                "sd_estimate": sd,
                 # root mean squared error about the true effect (replicates with a defined estimate)
                 "rmse": float(np.sqrt(np.nanmean((g["estimate"].to_numpy() - t) ** 2))) if defined.any()
                 else float("nan"),
@@ -317,12 +344,12 @@ def size_seed(seed: Any, design: str, metric: str) -> tuple[Any, ...]:
     return (seed, _SIZE_SEED_TAG, zlib.crc32(design.encode()), zlib.crc32(metric.encode()))
 
 
-def replicate_arrays(rows: pd.DataFrame, days: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """(replicates, days) arrays of each replicate's SE (NaN where undefined) and impressions by day of one
-    design and metric's rows (columns ``replicate, day, se, n_impressions``), days in ``days`` order
-    (default: sorted)."""
+def replicate_arrays(rows: pd.DataFrame, days: Any = None, values: str = "se") -> tuple[np.ndarray, np.ndarray]:
+    """(replicates, days) arrays of each replicate's SE (NaN where undefined; ``values="estimate"``: its
+    estimate) and impressions by day of one design and metric's rows (columns ``replicate, day, se,
+    n_impressions``), days in ``days`` order (default: sorted)."""
     days = sorted(rows["day"].unique()) if days is None else list(days)
-    wide_se = rows.pivot_table(index="replicate", columns="day", values="se", aggfunc="first", dropna=False)
+    wide_se = rows.pivot_table(index="replicate", columns="day", values=values, aggfunc="first", dropna=False)
     wide_n = rows.pivot_table(index="replicate", columns="day", values="n_impressions", aggfunc="first",
                               dropna=False)
     return (wide_se.reindex(columns=days).to_numpy(dtype=np.float64),
@@ -330,13 +357,15 @@ def replicate_arrays(rows: pd.DataFrame, days: Any = None) -> tuple[np.ndarray, 
 
 
 def size_refits(se: np.ndarray, impressions: np.ndarray, effect: float, effect_se: float, seed: Any,
-                resamples: int = SIZE_BOOTSTRAP) -> SizeRefits | None:
+                resamples: int = SIZE_BOOTSTRAP, spread: bool = False) -> SizeRefits | None:
     r"""The variance model :math:`se^2 = a/N + b` refitted on ``resamples`` bootstrap resamples of the
     replicates (each day's mean SE and mean impressions over the resampled replicates, as :func:`curves`),
     with the true effect drawn from :math:`N(\delta, se_\delta^2)` when it has a Monte Carlo error; ``None``
     with fewer than 2 replicates or no effect. ``se`` and ``impressions``: (replicates, days) arrays
     (:func:`replicate_arrays`); ``seed``: entropy for :class:`numpy.random.SeedSequence`
-    (:func:`size_seed`)."""
+    (:func:`size_seed`). With ``spread``, ``se`` holds the replicates' *estimates* and each resample's day SE is
+    their SD (ddof 1) over the resampled replicates, as the point fit of an estimate sized from its replicates'
+    SD (:func:`analyse`)."""
     se = np.asarray(se, dtype=np.float64)
     impressions = np.asarray(impressions, dtype=np.float64)
     r = se.shape[0]
@@ -346,7 +375,7 @@ def size_refits(se: np.ndarray, impressions: np.ndarray, effect: float, effect_s
     idx = rng.integers(0, r, size=(resamples, r))
     eff = effect + (effect_se * rng.standard_normal(resamples) if effect_se > 0 else 0.0)
     n_b = np.nanmean(impressions[idx], axis=1)
-    se_b = _nanmean0(se[idx], axis=1)
+    se_b = _nansd(se[idx], axis=1) if spread else _nanmean0(se[idx], axis=1)
     a, b = _fit_many(n_b, se_b)
     return SizeRefits(a, b, np.broadcast_to(np.asarray(eff, dtype=np.float64), a.shape).copy())
 
@@ -455,6 +484,15 @@ def _nanmean0(x: np.ndarray, axis: int = 0) -> np.ndarray:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
+def _nansd(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    """The SD (ddof 1) over ``axis`` ignoring NaN; NaN (no warning) with fewer than 2 values."""
+    count = np.sum(~np.isnan(x), axis=axis)
+    mean = _nanmean0(x, axis=axis)
+    dev = np.where(np.isnan(x), 0.0, x - np.expand_dims(mean, axis))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 1, np.sqrt((dev * dev).sum(axis=axis) / np.maximum(count - 1, 1)), np.nan)
+
+
 def null_rejection_rate(bias: float | np.ndarray, se: float | np.ndarray, alpha: float) -> np.ndarray:
     r"""Probability that a two-sided z-test at ``alpha`` rejects when the estimator's
     expectation is ``bias`` (the true effect being 0) and its standard error ``se``:
@@ -531,7 +569,25 @@ WITHHELD_REASON = ("biased: the design's null check or the estimate's mean again
                    "values so computed are kept under 'analytic_if_unbiased' and are not sensitivities")
 
 
-def _withhold_analytic(entry: dict[str, Any]) -> None:
+#: why an off-policy estimate whose target leaves the logger's support has its numbers withheld
+NO_SUPPORT_REASON = ("no support: {what} of the last day's impressions have a target list with an event of logging "
+                     "probability 0 (counted exactly by the simulation): the estimator cannot see the target's value "
+                     "there and is biased whatever the replicates' t-test of its bias says; power, days and sample "
+                     "sizes computed as if it were unbiased are kept under 'analytic_if_unbiased' and are not "
+                     "sensitivities")
+
+#: which measure gives the sizes of an estimate whose SE holds a data-driven choice fixed
+HELD_SE_MEASURE = ("replicates' SD of the estimates (its delta-method SE holds {what} fixed and is too small; "
+                   "{se_is}: mean SE / SD = {ratio} on the last day)")
+#: ... and its power
+HELD_POWER_BOOTSTRAP = ("last day's bootstrap test ({b} resamples of the users, the choice made again in each; "
+                        "percentile p-value); other days' power not measured")
+HELD_POWER_WITHHELD = ("withheld: without the last day's bootstrap (designs[].bootstrap 0) its p-values come from "
+                       "the delta-method SE, which holds {what} fixed; the analytic power and sizes use the "
+                       "replicates' SD")
+
+
+def _withhold_analytic(entry: dict[str, Any], reason: str = WITHHELD_REASON) -> None:
     """A biased entry: its analytic power, days and sizes (computed as if unbiased) move under
     ``analytic_if_unbiased`` and are null in their usual places, with the reason in ``analytic_withheld``."""
     kept = {key: entry.get(key) for key in (*_SIZE_KEYS, "variance_floor_to_target", "analytic_days_to_target_power")}
@@ -540,7 +596,7 @@ def _withhold_analytic(entry: dict[str, Any]) -> None:
     for key in (*_SIZE_KEYS, "variance_floor_to_target", "analytic_days_to_target_power"):
         entry[key] = None
     entry["final_day"]["analytic_power"] = None
-    entry["analytic_withheld"] = WITHHELD_REASON
+    entry["analytic_withheld"] = reason
 
 
 def analyse(
@@ -557,7 +613,15 @@ def analyse(
     # not estimates of the design's effect: reported apart (counterfactual_summary)
     side = side_row_mask(rows)
     side_rows, rows = rows[side], rows[~side]
-    table = curves(rows, truth, alpha)
+    # off-policy estimates whose SE holds a data-driven choice fixed (adaptive IPS): sized from the replicates' SD,
+    # their power counted only from the last day's bootstrap test (None: no bootstrap, power withheld)
+    from simulations.designs.counterfactual.serving import held_fixed
+
+    held_what = held_fixed(config)
+    boot = {d.name: int(getattr(d, "bootstrap", 0) or 0) for d in config.designs}
+    final_day = int(rows["day"].max()) if len(rows) else 0
+    held = {key: (final_day if boot.get(key[0]) else None) for key in held_what}
+    table = curves(rows, truth, alpha, held)
     designs: dict[str, Any] = {}
     offline = world.offline
     offline_rel = offline.delta("weighted") / offline.weighted["A"] if offline.weighted["A"] else float("nan")
@@ -569,12 +633,16 @@ def analyse(
         c = c.sort_values("day")
         last = c.iloc[-1]
         t = truth[(design, metric)]
-        fit = variance_model(c["mean_impressions"].to_numpy(), c["mean_se"].to_numpy())
+        is_held = (design, metric) in held
+        # the SE the sizes assume: the replicates' SD of the estimates where the reported SE is too small
+        se_col = "sd_estimate" if is_held else "mean_se"
+        fit = variance_model(c["mean_impressions"].to_numpy(), c[se_col].to_numpy())
         n_req = required_impressions(fit, t.value, alpha, target_power)
         # the fit's own uncertainty: refits on bootstrap resamples of the replicates (seeded by the config)
         g = by_replicate[(design, metric)]
-        wide_se, wide_n = replicate_arrays(g, sorted(c["day"]))
-        refits[(design, metric)] = size_refits(wide_se, wide_n, t.value, t.se, size_seed(config.seed, design, metric))
+        wide_se, wide_n = replicate_arrays(g, sorted(c["day"]), "estimate" if is_held else "se")
+        refits[(design, metric)] = size_refits(wide_se, wide_n, t.value, t.se, size_seed(config.seed, design, metric),
+                                               spread=is_held)
         size_unc = size_uncertainty(fit, refits[(design, metric)], t.value, alpha, target_power)
         day_sim = _first_day(c, "power", target_power)
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
@@ -600,8 +668,8 @@ def analyse(
             "coverage_within_band": None if coverage_band is None else bool(
                 coverage_band.lo_rate <= float(last["coverage"]) <= coverage_band.hi_rate),
             # what one experiment of this length reports: mean estimate +- z * typical SE
-            "typical_ci_last_day": [float(last["mean_estimate"] - z * last["mean_se"]),
-                                    float(last["mean_estimate"] + z * last["mean_se"])],
+            "typical_ci_last_day": [float(last["mean_estimate"] - z * last[se_col]),
+                                    float(last["mean_estimate"] + z * last[se_col])],
             "estimator_bias": bias,
             "estimator_bias_se": bias_se,
             "days_to_target_power": day_sim,
@@ -634,7 +702,7 @@ def analyse(
                 entry[key] = None
         else:
             entry["detectable"] = True
-        se_last = float(last["mean_se"])
+        se_last = float(last[se_col])
         # (|effect| / SE)^2 on the last day: the information one experiment of the simulated
         # length has about the effect; ratios between designs on the same traffic are their
         # relative efficiency per impression at that traffic
@@ -643,8 +711,28 @@ def analyse(
         if null is not None:
             null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
             entry["null"] = null_check(null, c, alpha, r, null_rows)
+        if is_held:
+            what = held_what[(design, metric)]
+            sd_last, se_rep = float(last["sd_estimate"]), float(last["mean_se"])
+            ratio = f"{se_rep / sd_last:.2f}" if sd_last > 0 and math.isfinite(se_rep) else "undefined"
+            se_is = "its se column is the bootstrap SD" if held[(design, metric)] is not None else \
+                "its se column is the delta-method SE"
+            entry["se_measure"] = HELD_SE_MEASURE.format(what=what, se_is=se_is, ratio=ratio)
+            if held[(design, metric)] is None:
+                entry["power_measure"] = HELD_POWER_WITHHELD.format(what=what)
+                entry["power_if_delta_method"] = entry["final_day"]["power"]
+                entry["final_day"]["power"] = entry["final_day"]["power_se"] = None
+                for key in ("days_to_target_power", "impressions_at_target_power", "users_at_target_power"):
+                    entry[key] = None
+            else:
+                entry["power_measure"] = HELD_POWER_BOOTSTRAP.format(b=boot[design])
+        else:
+            entry["se_measure"] = "mean reported SE over the replicates"
+        no_support = _support_violations(side_rows, design, metric)
+        if no_support:
+            entry["no_support"] = no_support
         if is_biased_entry(entry):
-            _withhold_analytic(entry)
+            _withhold_analytic(entry, _no_support_reason(no_support) if no_support else WITHHELD_REASON)
         if t.baseline:
             # online relative *improvement* (lower abandonment is better) / offline relative gain
             improvement = IMPROVEMENT_SIGN.get(metric, 1) * t.value / t.baseline
@@ -684,7 +772,7 @@ def analyse(
             efficiency[d] = (info / ref_info) if info is not None and ref_info else None
             if e.get("null", {}).get("biased"):
                 biased[d] = e["null"]["delta"]
-            elif e.get("biased_estimate"):
+            elif e.get("biased_estimate") or e.get("no_support"):
                 biased[d] = {"bias": e["estimator_bias"], "se": e["estimator_bias_se"]}
     counterfactual = counterfactual_summary(side_rows, table, truths, config, designs)
     summary = {
@@ -741,6 +829,35 @@ def analyse(
     return summary, table
 
 
+def _support_violations(side_rows: pd.DataFrame, design: str, metric: str) -> dict[str, Any]:
+    """``{target: {"violations_mean", "impressions_mean", "share"}}`` of the targets whose list has an event of
+    logging probability 0 (the design's ``support:<metric>:<target>`` side rows, not A/A) on the last day in some
+    replicate; empty when there is none (or the rows are not an off-policy estimator's)."""
+    if not len(side_rows):
+        return {}
+    prefix = f"support:{metric}:"
+    mine = side_rows[(side_rows["design"] == design) & (~side_rows["aa"].astype(bool))
+                     & side_rows["metric"].astype(str).str.startswith(prefix)]
+    if not len(mine):
+        return {}
+    mine = mine[mine["day"] == mine["day"].max()]
+    out = {}
+    for name, g in mine.groupby("metric", sort=False):
+        count = float(g["estimate"].mean())
+        if count > 0:
+            n = float(g["n_impressions"].mean())
+            out[str(name)[len(prefix):]] = {"violations_mean": count, "impressions_mean": n,
+                                            "share": count / n if n else None}
+    return out
+
+
+def _no_support_reason(no_support: dict[str, Any]) -> str:
+    """:data:`NO_SUPPORT_REASON` naming the targets and their shares of the last day's impressions."""
+    what = ", ".join(f"{t}: {v['share']:.0%}" if v["share"] is not None else f"{t}: some"
+                     for t, v in no_support.items())
+    return NO_SUPPORT_REASON.format(what=what)
+
+
 def counterfactual_summary(
     side_rows: pd.DataFrame,
     table: pd.DataFrame,
@@ -795,6 +912,11 @@ def counterfactual_summary(
                 "mean_se": fd["mean_se"],
                 "undefined_share": fd["undefined"],
                 "support_violations": support,
+                # which measure its sizes and power come from (review 3, F-A), and why its sizes are withheld
+                "se_measure": e.get("se_measure"),
+                "power_measure": e.get("power_measure"),
+                "no_support": bool(e.get("no_support")),
+                "analytic_withheld": e.get("analytic_withheld"),
                 "by_day": [
                     {"day": int(r.day), "impressions": float(r.mean_impressions), "mean_estimate": float(r.mean_estimate),
                      "sd": float(r.sd_estimate), "rmse": float(r.rmse), "coverage": float(r.coverage),

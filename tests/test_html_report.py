@@ -416,13 +416,85 @@ def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: P
     assert "counterfactual" in page.sections and page.errors == []
     rows = [r for t, rs in page.tables.items() if t == "" for r in rs if r and r[0].startswith(("snips", "clipped"))]
     # bias to 3 significant figures, its SE and the RMSE to 2, coverage and its band to 3 decimals
-    assert rows == [["snips", "-0.00326", "0.014", "0.031", "0.945", "0%", "none on clicks"],
-                    ["clipped_ips(cap=5) biased", "-0.211", "0.010", "0.21", "0.000 outside 0.915-0.980", "0%",
+    assert rows == [["snips", "-0.00326", "0.014", "0.031", "0.945", "0%", "-", "none on clicks"],
+                    ["clipped_ips(cap=5) biased", "-0.211", "0.010", "0.21", "0.000 outside 0.915-0.980", "0%", "-",
                      "biased by clipping <w>"]]
     _, *answer = page.tables["answer-table"]
     marked = {r[1]: r[0].endswith("biased") for r in answer if r[0].startswith("cf")}
     assert marked == {"snips": False, "clipped_ips(cap=5)": True}
     assert "RMSE of each estimator" in page.text("counterfactual")
+
+
+def test_counterfactual_section_shows_support_cost_of_logging_sweep_and_measures(sim: Path, tmp_path: Path) -> None:
+    """Review 3, F-F / F-A / F-E / M5 / M6: the counterfactual block shows what the terminal shows, the support
+    violations per target (flagged where a target leaves the logger's support), the cost of logging and the
+    assumption sweep's numbers (labelled as one log's error); an estimate outside the logger's support is marked
+    'no support' in the answer table; an estimate sized from its replicates' SD says so; the monitoring table's
+    identically-0 A/A reads '-' with the reason."""
+    base = {"bias": -3.26e-3, "bias_se": 1.4e-2, "rmse": 3.12e-2, "undefined_share": 0.0, "assumption": "none",
+            "coverage": 0.945, "coverage_band": [0.915, 0.98], "coverage_within_band": True}
+
+    def add(summary: dict[str, Any], dst: Path) -> None:
+        rr = summary["designs"]["ab"]["reciprocal_rank"]
+        summary["designs"]["cf"] = {
+            "snips": {**rr, "no_support": {"B": {"violations_mean": 20104.0, "share": 0.72}}},
+            "adaptive_ips": {**rr, "primary": False, "se_measure": "replicates' SD of the estimates (why)",
+                             "power_measure": "last day's bootstrap test (400 resamples)"}}
+        summary["counterfactual"] = {"cf": {
+            "metric": "clicks_per_query", "targets": ["A", "B"], "true_effect": 0.0184,
+            "whole_log_refit": "estimators fitting a model on the whole log are computed on the last day only",
+            "estimators": {
+                "snips": {**base, "support_violations": {
+                    "A": {"violations_mean": 0.0, "impressions_mean": 27971.0, "share": 0.0},
+                    "B": {"violations_mean": 20104.0, "impressions_mean": 27971.0, "share": 0.7187}}},
+                "adaptive_ips": {**base, "support_violations": {
+                    "A": {"violations_mean": 0.0, "impressions_mean": 27971.0, "share": 0.0}},
+                    "se_measure": "replicates' SD of the estimates (why)",
+                    "power_measure": "last day's bootstrap test (400 resamples)"}},
+            "logging_cost": {
+                "clicks_per_query": {"logger_observed": 0.9723, "ranker_A_exact": 1.0539, "relative": -0.0774,
+                                     "improvement_sign": 1},
+                "abandonment": {"logger_observed": 0.2614, "ranker_A_exact": 0.2086, "relative": 0.253,
+                                "improvement_sign": -1}}}}
+        summary["assumption_sweep"] = {
+            "design": "cf", "metric": "clicks_per_query", "parameter": "users.types[1].share", "values": [0, 0.5, 1],
+            "impressions": 300000, "truth": [0.0232948, 0.0228378, 0.0223807],
+            "estimators": {"snips": {"bias": [0.0052, 0.0040, -0.0033], "se": [0.0032, 0.0031, 0.0030]}},
+            "error_label": "estimate - exact truth of one 300,000-impression log per value, +- that log's SE"}
+        summary["monitoring"]["cf"] = {"metric": "snips", "days": 3, "rules": {
+            rule: {"power": 0.5, "mean_decision_day": 2.0, "aa_false_positive_rate": 0.0, "aa_degenerate": True}
+            for rule in ("fixed", "peeking", "msprt", "obrien_fleming")}}
+        shutil.copy(dst / "power_vs_days.png", dst / "counterfactual_rmse.png")
+        shutil.copy(dst / "power_vs_days.png", dst / "assumption_sweep.png")
+
+    page = parse(write_simulate_report(_copy_with(sim, tmp_path, add)))
+    assert page.errors == []
+    rows = {r[0]: r for t, rs in page.tables.items() if t == "" for r in rs
+            if r and r[0].startswith(("snips", "adaptive"))}
+    assert rows["snips no support"][6] == ("A 0 (0%), B 20,104 (72%) cannot evaluate B where its logging "
+                                           "probability is 0")
+    assert rows["adaptive_ips"][6] == "A 0 (0%)"
+    text = page.text("counterfactual")
+    assert ("Cost of logging: the logger's own metrics observed on the traffic it served (mean over replicates) vs "
+            "ranker A's exact values: clicks_per_query 0.972 vs 1.05 (-7.7%); abandonment 0.261 vs 0.209 (+25.3%, "
+            "lower is better)") in text
+    assert "adaptive_ips: sizes and analytic power from the replicates' SD of the estimates (why); power: last " \
+        "day's bootstrap test (400 resamples)." in text
+    sweep_rows = [r for t, rs in page.tables.items() for r in rs if r and r[0] in ("truth (exact)", "snips")
+                  and len(r) == 4]
+    assert sweep_rows == [["truth (exact)", "+0.0233", "+0.0228", "+0.0224"],
+                          ["snips", "+0.00520 +- 0.0032", "+0.00400 +- 0.0031", "-0.00330 +- 0.0030"]]
+    assert "one 300,000-impression log per value" in text
+    _, *answer = page.tables["answer-table"]
+    cf = {r[1]: r for r in answer if r[0].startswith("cf")}
+    header = page.tables["answer-table"][0]
+    assert cf["snips"][0] == "cf biased" and cf["snips"][header.index("impressions needed")] == "no support"
+    assert cf["adaptive_ips"][header.index("power at end")].endswith("b")
+    assert "cf / adaptive_ips: analytic power, days and sizes from the replicates' SD" in page.text("answer")
+    cf_mon = [r for rs in page.tables.values() for r in rs if len(r) == 6 and r[0] == "cf"
+              and r[1].startswith("snips") and "/" in r[2]]
+    assert len(cf_mon) == 1 and all(c.startswith("- / 0.500 / ") for c in cf_mon[0][2:]), cf_mon
+    assert "says nothing about peeking" in page.text("calibration")
 
 
 def test_unknown_results_are_shown_not_dropped(sim: Path, tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def sample_size_html(e: dict[str, Any], population: Any) -> dict[str, Any]:
     and the sweep report's per-point table."""
     cells: dict[str, Any] = dict(sample_size_cells(e, population) if population else _cells_without_population(e))
     if is_biased(e):
-        cells["impressions"] = biased_mark()
+        cells["impressions"] = biased_mark("no support") if e.get("no_support") else biased_mark()
     return cells
 
 
@@ -96,6 +96,9 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
             fd = e.get("final_day") or {}
             biased = is_biased(e)
             rel = e.get("relative_effect")
+            power: Any = rate_text(fd.get("power"))
+            if e.get("power_measure"):  # an estimate whose SE holds a data-driven choice fixed (review 3, F-A)
+                power = join([power, tag("sup", "b" if str(e["power_measure"]).startswith("last day") else "w")])
             null = e.get("null")
             cells = sample_size_html(e, population)
             days, impr, users = cells["days"], cells["impressions"], cells["users"]
@@ -106,7 +109,7 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
             rows.append([
                 name, metric, value_text(e.get("true_effect"), True), percent_text(rel),
                 value_text(e.get("shrinkage_vs_offline")),
-                rate_text(fd.get("power")), cells["analytic"], days, impr, users,
+                power, cells["analytic"], days, impr, users,
                 _aa(e), null_s,
             ])
             classes.append("primary" if e.get("primary") else "secondary")
@@ -196,6 +199,18 @@ def answer_section(summary: dict[str, Any]) -> Html:
          "it biased on these rankers; its power measures its bias as much as the effect, so its analytic power, "
          "days and sizes are not given ('-'; summary.json keeps them under analytic_if_unbiased).")],
     ]
+    designs = summary.get("designs") or {}
+    if any(e.get("no_support") for m in designs.values() for e in m.values()):
+        legend.append([biased_mark("no support"), (": an off-policy estimate whose target shows, on part of the log, "
+                       "lists the logger never shows (logging probability 0, counted exactly by the simulation): "
+                       "biased whatever the t-test of its bias says, so its sizes are withheld; see the "
+                       "counterfactual section's support column.")])
+    held = [(d, m, e) for d, ms in designs.items() for m, e in ms.items() if str(e.get("se_measure") or "").startswith(
+        "replicates'")]
+    for d, m, e in held:
+        legend.append([f"{d} / {m}: analytic power, days and sizes from the {e['se_measure']}; power at end ",
+                       tag("sup", "b" if str(e.get("power_measure", "")).startswith("last day") else "w"), ": ",
+                       str(e.get("power_measure")) + "."])
     body: list[Any] = [
         _offline_line(summary),
         table(header, rows, cls="answer", row_classes=classes, caption=caption, id_="answer-table",
@@ -393,7 +408,7 @@ def _monitoring(summary: dict[str, Any]) -> Html:
         for rule, _ in _RULES:
             r = (e.get("rules") or {}).get(rule) or {}
             if r.get("aa_degenerate"):
-                aa: Any = "0 (ties)"
+                aa: Any = "-"  # review 3, M6: identical arms cannot show what the rule does under a real null
             elif "aa_false_positive_rate" in r:
                 aa = rate_text(r["aa_false_positive_rate"])
                 if not r.get("aa_within_band_or_below"):
@@ -408,7 +423,10 @@ def _monitoring(summary: dict[str, Any]) -> Html:
               caption=f"Daily monitoring ({days} looks, primary metrics)", text_columns=(0, 1)),
         note("A/A: share of A/A replicates that ever reject under the rule; power: rejections with the right sign; "
              "day: mean day of the decision (the last day when none). mSPRT's mixture scale and O'Brien-Fleming's "
-             "information fractions are planned from the mean SEs by day."),
+             "information fractions are planned from the mean SEs by day. A/A '-': the design's A/A compares A with "
+             "itself and is identically 0 (every comparison a tie, or the off-policy paired difference 0), so it "
+             "cannot reject under any rule and says nothing about peeking: under a real null (two different rankers "
+             "of equal value) daily peeking at its z-test inflates false positives like the other designs'."),
     ])
 
 
@@ -421,6 +439,45 @@ def _coverage(e: dict[str, Any]) -> Html:
     return join([cov, tag("span", f" outside {rate_text(lo)}-{rate_text(hi)}", cls="flag")])
 
 
+def _support_cell(e: dict[str, Any]) -> Html:
+    """The terminal's support column of one estimator ('B 20,104 (72%)' per target), flagged where a target
+    has events of logging probability 0."""
+    sv = e.get("support_violations") or {}
+    text = ", ".join(f"{t} {count(v.get('violations_mean'))} ({fmt(100 * v['share'], '.0f')}%)"
+                     for t, v in sv.items() if isinstance(v.get("share"), (int, float))) or "-"
+    bad = [t for t, v in sv.items() if (v.get("violations_mean") or 0) > 0]
+    if not bad:
+        return esc(text)
+    return join([text, tag("span", f" cannot evaluate {', '.join(bad)} where its logging probability is 0",
+                           cls="flag")])
+
+
+def _logging_cost(cost: dict[str, Any]) -> Html | None:
+    """The cost of logging line: the logger's own metrics observed on the traffic it served against ranker A's
+    exact values, as the terminal prints it."""
+    if not cost:
+        return None
+    items = [f"{m} {value_text(c.get('logger_observed'))} vs {value_text(c.get('ranker_A_exact'))} "
+             f"({percent_text(c.get('relative'))}{', lower is better' if (c.get('improvement_sign') or 1) < 0 else ''})"
+             for m, c in cost.items()]
+    return tag("p", tag("strong", "Cost of logging: "), "the logger's own metrics observed on the traffic it served "
+               "(mean over replicates) vs ranker A's exact values: " + "; ".join(items), cls="lead")
+
+
+def _sweep_table(sweep: dict[str, Any]) -> Html:
+    """The assumption sweep's numbers as the terminal prints them: the exact truth and each estimator's error
+    +- SE at every value, labelled as one log's error (review 3, M5)."""
+    values = sweep.get("values") or []
+    rows: list[list[Any]] = [["truth (exact)", *(value_text(t, True) for t in sweep.get("truth") or [])]]
+    for label, e in (sweep.get("estimators") or {}).items():
+        rows.append([label, *(f"{value_text(b, True)} +- {se_text(se)}"
+                              for b, se in zip(e.get("bias") or [], e.get("se") or [], strict=False))])
+    label = sweep.get("error_label") or (f"estimate - exact truth of one {count(sweep.get('impressions'))}-impression "
+                                         "log per value, +- that log's SE")
+    return table([str(sweep.get("parameter")), *(fmt(v, "g") for v in values)], rows,
+                 caption=f"Assumption sweep ({sweep.get('design')}, {sweep.get('metric')}): {label}")
+
+
 def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None:
     cf = summary.get("counterfactual") or {}
     sweep = summary.get("assumption_sweep")
@@ -431,20 +488,38 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
         rows = []
         entries = (summary.get("designs") or {}).get(name) or {}
         for label, e in (d.get("estimators") or {}).items():
-            shown: Any = join([label, " ", biased_mark()]) if is_biased(entries.get(label) or {}) else label
+            entry = entries.get(label) or {}
+            mark = biased_mark("no support") if entry.get("no_support") else biased_mark()
+            shown: Any = join([label, " ", mark]) if is_biased(entry) else label
             rows.append([shown, value_text(e.get("bias"), True), se_text(e.get("bias_se")), se_text(e.get("rmse")),
-                         _coverage(e), fmt(e.get("undefined_share"), ".0%"), e.get("assumption", "-")])
-        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "assumption"], rows,
-                           text_columns=(0,), wrap_columns=(6,),
+                         _coverage(e), fmt(e.get("undefined_share"), ".0%"), _support_cell(e),
+                         e.get("assumption", "-")])
+        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "support violated (impr.)",
+                            "assumption"], rows,
+                           text_columns=(0, 6), wrap_columns=(6, 7),
                            caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
                                    f"V({(d.get('targets') or ['A'])[0]}) of {d.get('metric')}, exact truth "
                                    f"{value_text(d.get('true_effect'), True)}"))
+        parts.append(note("support violated: mean impressions per replicate on the last day whose target list has an "
+                          "event of logging probability 0 at the estimator's level (counted exactly); where it is not "
+                          "0 the estimator cannot evaluate that target there and is biased (marked 'no support', its "
+                          "sizes withheld) whatever the t-test of its bias says. "
+                          + (d.get("whole_log_refit") or "").capitalize() + "."))
+        held = [(label, e) for label, e in (d.get("estimators") or {}).items() if e.get("se_measure")
+                and str(e["se_measure"]).startswith("replicates'")]
+        for label, e in held:
+            parts.append(note(f"{label}: sizes and analytic power from the {e['se_measure']}; power: "
+                              f"{e.get('power_measure')}."))
+        cost = _logging_cost(d.get("logging_cost") or {})
+        if cost is not None:
+            parts.append(cost)
     if cf:
         parts.append(image(folder / "counterfactual_rmse.png", "RMSE against log size per estimator",
                            "RMSE of each estimator against the number of logged impressions (daily checkpoints)."))
     if sweep:
         parts.append(image(folder / "assumption_sweep.png", "bias of each estimator across the swept assumption",
-                           f"Bias +-2 SE of each estimator as {sweep.get('parameter')} moves."))
+                           f"One log's error +-2 SE of each estimator as {sweep.get('parameter')} moves."))
+        parts.append(_sweep_table(sweep))
     conv = summary.get("conventions") or {}
     if cf:
         parts.append(note("coverage: share of replicates whose interval holds the exact truth on the last day; "

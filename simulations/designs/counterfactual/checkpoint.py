@@ -513,7 +513,7 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
             elif x is None:
                 x = (_gathered_rows(design, label, users) if label in accumulated else
                      design._row_stat_sums(label, est, users, acc[0].take(users)))
-            value = design._bootstrap(value, x, reselect)
+            value = design._bootstrap(value, x, reselect, test=bool(est.clt_holds_fixed(design.reward)))
         values.append(_values(value))
     for m in range(3):  # the logger's three metrics (ratio_means: the SE is the square root of the variance)
         values.append(_values(PairedEstimate(est_[m], math.sqrt(se_[m]), alpha) if ok[m] else
