@@ -158,6 +158,12 @@ took 0.25 s of CPU with given examination and 0.9-1.3 s with ``estimate_with="em
 empirical propensity's linearised terms add one read per logged slot: on a 10^6-impression
 top-10 log (1,000 queries, 20 candidates, given examination) an estimate took 0.55 s of CPU
 against 0.45-0.50 s with the plug-in terms.
+
+The code: the estimator and its options here; :mod:`~onlineeval.estimators.pbm_pairs` (the (query, document)
+pairs of a log and a target under one code, their shows and the condition notes),
+:mod:`~onlineeval.estimators.pbm_propensities` (the click propensities) and
+:mod:`~onlineeval.estimators.pbm_interval` (the value's gradient in the examination and the empirical
+propensity's linearised terms). Every name is importable from this module as before.
 """
 
 from __future__ import annotations
@@ -178,7 +184,30 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.position_bias import (
+from onlineeval.estimators.pbm_interval import _empirical_influence, value_gradient
+from onlineeval.estimators.pbm_pairs import (  # noqa: F401  (re-exported: importable from here as before)
+    RARE_SHOWS,
+    _all_valid,
+    _clicked_positions,
+    _condition_notes,
+    _Pairs,
+    _query_shows,
+    _slots_from_pairs,
+    _target_pairs,
+    _valid_positions,
+    target_pair_shows,
+    target_slots,
+)
+from onlineeval.estimators.pbm_propensities import (  # noqa: F401  (re-exported: importable from here as before)
+    CLICK_PROPENSITIES,
+    _empirical_rho,
+    _logger_propensities,
+    _logger_rho_pairs,
+    _rho_pairs,
+    click_propensities,
+    resolve_click_propensity,
+)
+from onlineeval.estimators.position_bias import (  # noqa: F401  (_groups: re-exported as before)
     METHODS,
     PositionBiasEstimate,
     _groups,
@@ -192,335 +221,8 @@ __all__ = ["EXAMINATION_ERRORS", "PBMIPS", "RARE_SHOWS", "click_propensities", "
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-CLICK_PROPENSITIES = ("auto", "empirical", "logger", "logged")
 #: how an estimated examination's error enters the interval (option ``examination_error``)
 EXAMINATION_ERRORS = ("sandwich", "ignore")
-
-#: a (query, document) pair the log shows fewer times than this is "rare" in the notes
-RARE_SHOWS = 10
-
-
-@dataclass(frozen=True, eq=False)
-class _Pairs:
-    """The (query, document) pairs of a log and a target under one code.
-
-    ``inv``: ``(n,)`` distinct-query index of each impression; ``t``: ``(queries, k)`` the
-    target lists (``-1``: empty); ``code_t``: ``(queries, k)`` pair codes of ``t`` (``-1`` on
-    empty slots); ``code_log``: pair codes of the log's valid slots (``np.nonzero(data.valid)``
-    order; with every slot valid, the ``(n, k)`` code matrix flattened); ``n_codes``: the code
-    range; ``pair_query``, ``pair_doc``: ``(n_codes,)`` the distinct-query index and the
-    document of each code."""
-
-    inv: IntArray
-    t: IntArray
-    code_t: IntArray
-    code_log: IntArray
-    n_codes: int
-    pair_query: IntArray
-    pair_doc: IntArray
-
-    def code_matrix(self, data: LoggedData) -> IntArray | None:
-        """``(n, k)`` codes when every slot is valid (a view), else ``None``."""
-        return self.code_log.reshape(data.shown.shape) if self.code_log.size == data.shown.size else None
-
-    def slot_counts(self, data: LoggedData) -> FloatArray:
-        """``(n_codes, k)`` how often the log shows each pair at each slot (computed once)."""
-        cache = self.__dict__.get("_slot_counts")
-        if cache is None:
-            k, nc = data.k, self.n_codes
-            mat = self.code_matrix(data)
-            if mat is not None:  # one pass per column, no (pair, slot) code array
-                cache = np.stack([np.bincount(mat[:, j], minlength=nc) for j in range(k)], axis=1).astype(np.float64)
-            else:
-                _, cols = _valid_positions(data)
-                cache = np.bincount(self.code_log * k + cols, minlength=nc * k).reshape(nc, k).astype(np.float64)
-            self.__dict__["_slot_counts"] = cache
-        return cache  # type: ignore[no-any-return]
-
-    def slot_of(self, k: int) -> IntArray:
-        """``(n_codes,)`` the target's slot of each pair (its first, if repeated; ``-1``: not in
-        the target's top ``k``)."""
-        slot_of = np.full(self.n_codes, k, dtype=np.int64)
-        tq, ts = np.nonzero(self.code_t >= 0)
-        np.minimum.at(slot_of, self.code_t[tq, ts], ts)
-        slot_of[slot_of == k] = -1
-        return slot_of
-
-    def codes_at(self, data: LoggedData, rows: IntArray, cols: IntArray) -> IntArray:
-        """The pair codes of the valid slots ``(rows, cols)``."""
-        mat = self.code_matrix(data)
-        if mat is not None:
-            return mat[rows, cols]
-        out = np.full(data.shown.shape, -1, dtype=np.int64)
-        vr, vc = _valid_positions(data)
-        out[vr, vc] = self.code_log
-        return out[rows, cols]
-
-    def per_position(self, data: LoggedData, per_code: NDArray[Any], empty: Any) -> NDArray[Any]:
-        """``(n, k)`` ``per_code`` at each logged slot's pair, ``empty`` on empty slots."""
-        mat = self.code_matrix(data)
-        if mat is not None:
-            return per_code[mat]
-        out = np.full(data.shown.shape, empty, dtype=per_code.dtype)
-        rows, cols = _valid_positions(data)
-        out[rows, cols] = per_code[self.code_log]
-        return out
-
-
-def _target_pairs(data: LoggedData, target: Target) -> _Pairs:
-    """The pairs of ``data`` and ``target`` under one code (see :class:`_Pairs`): raw
-    ``query * span + document`` codes when that range is small (no sort, no ranking), else
-    the ranks of :func:`~onlineeval.estimators.position_bias._groups`."""
-    rankings = getattr(target, "rankings", None)
-    if rankings is None:
-        raise InputError(f"pbm_ips needs a deterministic target with rankings(query); "
-                         f"{getattr(target, 'name', 'target')!r} has none", data.source)
-    uq, inv = data.query_groups
-    k = data.k
-    t = np.asarray(rankings(uq), dtype=np.int64)
-    if t.ndim != 2 or t.shape[0] != uq.size:
-        raise InputError(f"target {getattr(target, 'name', 'target')!r}: rankings must be a (queries, k) matrix",
-                         data.source)
-    t = t[:, :k]
-    if t.shape[1] < k:
-        t = np.concatenate([t, np.full((t.shape[0], k - t.shape[1]), -1, dtype=np.int64)], axis=1)
-    tq, ts = np.nonzero(t >= 0)
-    t_docs = t[tq, ts]
-    all_valid = _all_valid(data)
-    rows, cols = (None, None) if all_valid else _valid_positions(data)
-    log_docs = data.shown if all_valid else data.shown[rows, cols]
-    lo = int(min(t_docs.min(initial=0), log_docs.min(initial=0)))
-    span = int(max(t_docs.max(initial=0), log_docs.max(initial=0))) - lo + 1
-    code_t = np.full(t.shape, -1, dtype=np.int64)
-    if uq.size * span <= max(data.shown.size // 2, 1 << 22):
-        # dense (query, document) range: the raw code is the pair id
-        base = np.arange(uq.size, dtype=np.int64) * span - lo
-        code_log = (base[inv][:, None] + data.shown).reshape(-1) if all_valid else base[inv[rows]] + log_docs
-        code_t[tq, ts] = base[tq] + t_docs
-        n_codes = uq.size * span
-        return _Pairs(inv, t, code_t, code_log, n_codes, np.repeat(np.arange(uq.size, dtype=np.int64), span),
-                      np.tile(np.arange(lo, lo + span, dtype=np.int64), uq.size))
-    # codes of (query, document) over the target's and the log's pairs together
-    q_all = np.concatenate([tq, np.repeat(inv, k) if all_valid else inv[rows]])
-    keys, code = _groups(np.stack([q_all, np.concatenate([t_docs, log_docs.reshape(-1)])], axis=1))
-    code_t[tq, ts] = code[: tq.size]
-    return _Pairs(inv, t, code_t, code[tq.size:], int(keys.shape[0]), keys[:, 0].astype(np.int64),
-                  keys[:, 1].astype(np.int64))
-
-
-def _all_valid(data: LoggedData) -> bool:
-    """Whether every slot of the log shows a document (computed once per log)."""
-    cache = log_cache(data, "pbm_ips")
-    if "all_valid" not in cache:
-        cache["all_valid"] = bool((data.shown >= 0).all())
-    return cache["all_valid"]  # type: ignore[no-any-return]
-
-
-def _clicked_positions(data: LoggedData) -> tuple[IntArray, IntArray]:
-    """``np.nonzero(data.clicks)``, computed once per log (cached)."""
-    cache = log_cache(data, "pbm_ips")
-    if "clicked" not in cache:
-        cache["clicked"] = np.nonzero(data.clicks)
-    return cache["clicked"]  # type: ignore[no-any-return]
-
-
-def _valid_positions(data: LoggedData) -> tuple[IntArray, IntArray]:
-    """``np.nonzero(data.valid)``, computed once per log (cached)."""
-    cache = log_cache(data, "pbm_ips")
-    if "valid" not in cache:
-        valid = data.valid
-        if valid.all():
-            n, k = valid.shape
-            cache["valid"] = (np.repeat(np.arange(n, dtype=np.int64), k), np.tile(np.arange(k, dtype=np.int64), n))
-        else:
-            rows, cols = np.nonzero(valid)
-            cache["valid"] = (rows.astype(np.int64), cols.astype(np.int64))
-    return cache["valid"]  # type: ignore[no-any-return]
-
-
-def target_slots(data: LoggedData, target: Target) -> IntArray:
-    """``(n, k)`` the slot at which ``target`` shows each logged document in its top ``k``
-    for the impression's query (``-1``: not in the target's top ``k``, or an empty slot)."""
-    return _slots_from_pairs(data, _target_pairs(data, target))
-
-
-def _slots_from_pairs(data: LoggedData, pairs: _Pairs) -> IntArray:
-    return pairs.per_position(data, pairs.slot_of(data.k), -1)
-
-
-def target_pair_shows(data: LoggedData, target: Target) -> IntArray:
-    """``(n, k)`` how often the log shows (anywhere in its top ``k``) the document the
-    target puts at each slot, for the impression's query (``-1`` on the target's empty
-    slots). A 0 is a (query, document) pair the ``"empirical"`` propensity counts as 0."""
-    pairs = _target_pairs(data, target)
-    return _query_shows(data, pairs)[pairs.inv]
-
-
-def _query_shows(data: LoggedData, pairs: _Pairs) -> IntArray:
-    """``(queries, k)`` how often the log shows the target's document at each slot (``-1``:
-    empty target slot)."""
-    shows = pairs.slot_counts(data).sum(axis=1)
-    return np.where(pairs.code_t >= 0, shows[np.maximum(pairs.code_t, 0)], -1).astype(np.int64)
-
-
-def value_gradient(data: LoggedData, theta: FloatArray, kind: str, w: FloatArray, pairs: _Pairs,
-                   rho_pair: FloatArray | None = None) -> FloatArray:
-    r"""``(k,)`` :math:`\partial\hat V/\partial\theta_l` of the PBM-IPS value at ``theta``.
-
-    With :math:`\rho = F^\top\theta` linear in :math:`\theta` (``"empirical"``:
-    :math:`F_l` = share of the query's impressions showing the document at slot ``l``;
-    ``"logger"``: the marginals :math:`M_{qdl}`; ``"logged"``: the indicator of the
-    logged slot),
-
-    .. math::
-
-        \frac{\partial\hat V}{\partial\theta_l} = \frac1n\sum_{i, j:\,c_{ij}=1}
-            w_s\Big(\frac{[s = l]}{\rho_{ij}} - \frac{\theta_s F_{ij,l}}{\rho_{ij}^2}\Big),
-
-    which satisfies :math:`\nabla\hat V\cdot\theta = 0` (the value depends on ratios only).
-    ``pairs``: the codes of :func:`_target_pairs`; ``rho_pair``: the per-pair propensities
-    (``"empirical"``, ``"logger"``). Reads only the clicked slots."""
-    k = data.k
-    theta = np.asarray(theta, dtype=np.float64)[:k]
-    rows, cols = _clicked_positions(data)
-    code = pairs.codes_at(data, rows, cols)
-    s = pairs.slot_of(k)[code]
-    keep = s >= 0
-    rows, cols, code, s = rows[keep], cols[keep], code[keep], s[keep]
-    if kind == "logged":
-        r = theta[cols]
-    else:
-        if rho_pair is None:
-            raise ValueError(f"value_gradient: kind {kind!r} needs rho_pair")
-        r = rho_pair[code]
-    grad = np.bincount(s, w[s] / r, k)
-    coef = w[s] * theta[s] / (r * r)
-    if kind == "logged":
-        grad -= np.bincount(cols, coef, k)
-    elif kind == "logger":
-        uq, inv = data.query_groups
-        m_all = np.asarray(data.logger.item_position_marginals(uq), dtype=np.float64)  # type: ignore[union-attr]
-        grad -= coef @ m_all[inv[rows], data.shown[rows, cols], :k]
-    else:
-        n_q = np.bincount(pairs.inv, minlength=int(pairs.t.shape[0])).astype(np.float64)
-        grad -= (coef / n_q[pairs.inv[rows]]) @ pairs.slot_counts(data)[code]
-    return grad / data.n
-
-
-def resolve_click_propensity(data: LoggedData, kind: str) -> str:
-    """``"auto"``: ``"logger"`` when ``data.logger`` gives item-position marginals, else
-    ``"empirical"``; any other kind is returned as is."""
-    if kind != "auto":
-        return kind
-    return "logger" if callable(getattr(data.logger, "item_position_marginals", None)) else "empirical"
-
-
-def click_propensities(data: LoggedData, theta: FloatArray, kind: str = "empirical") -> FloatArray:
-    r"""``(n, k)`` examination propensity :math:`\rho` of each shown slot (1 on empty slots).
-
-    ``"auto"``: ``"logger"`` when ``data.logger`` has item-position marginals, else
-    ``"empirical"``; ``"empirical"``: :math:`\hat\rho_{qd} = \frac1{n_q}\sum_{i:q_i=q}\theta_{\mathrm{slot}_i(d)}`;
-    ``"logger"``: :math:`\rho_{qd} = \sum_j M_{qdj}\theta_j` from ``data.logger``'s
-    item-position marginals; ``"logged"``: :math:`\theta_j` of the slot itself (see the
-    module docstring).
-    """
-    kind = resolve_click_propensity(data, kind)
-    valid = data.valid
-    slot_theta = np.where(valid, np.asarray(theta, dtype=np.float64)[None, : data.k], 1.0)
-    if kind == "logged":
-        return slot_theta
-    if kind == "logger":
-        return _logger_propensities(data, np.asarray(theta, dtype=np.float64)[: data.k])
-    if kind != "empirical":
-        raise ConfigError(("click_propensity",), must_be_one_of(CLICK_PROPENSITIES, kind))
-    _, qinv, n_q = np.unique(data.query, return_inverse=True, return_counts=True)
-    qinv = qinv.reshape(-1)
-    rows, cols = np.nonzero(valid)
-    _, pair = _groups(np.stack([qinv[rows], data.shown[rows, cols]], axis=1))
-    total = np.bincount(pair, slot_theta[rows, cols])
-    out = np.ones(data.shown.shape)
-    out[rows, cols] = total[pair] / n_q[qinv[rows]]
-    return out
-
-
-def _rho_pairs(data: LoggedData, theta: FloatArray, pairs: _Pairs) -> FloatArray:
-    r"""``(n_codes,)`` the ``"empirical"`` propensity of every pair:
-    :math:`\frac1{n_q}\sum_j N_{qdj}\theta_j` (0 for pairs the log never shows)."""
-    n_q = np.bincount(pairs.inv, minlength=int(pairs.t.shape[0])).astype(np.float64)
-    total = np.einsum("cj,j->c", pairs.slot_counts(data), np.asarray(theta, dtype=np.float64)[: data.k])
-    return total / n_q[pairs.pair_query]
-
-
-def _empirical_influence(data: LoggedData, theta: FloatArray, w: FloatArray, pairs: _Pairs, r_pair: FloatArray,
-                         c_codes: IntArray, num: FloatArray) -> FloatArray:
-    r"""``(n,)`` the ``"empirical"`` PBM-IPS terms linearised in :math:`\hat\rho` (module docstring,
-    "Interval of the empirical propensity"): ``num`` (the plug-in terms) minus
-    :math:`\sum_{j\,\text{shown}} r_{qd}\hat\alpha_{qd}\theta_j` plus :math:`a_q`, with
-    ``r_pair`` :math:`= w_s\theta_s/\hat\rho_{qd}` (0 off the target), ``c_codes`` the pair codes
-    of the clicked slots (:func:`_clicked_positions` order). Their sum per query equals the
-    plug-in terms' exactly."""
-    k = data.k
-    e_pair = pairs.slot_counts(data) @ theta[:k]  # E_qd = sum_i theta_slot_i(d)
-    c_pair = np.bincount(c_codes, minlength=pairs.n_codes).astype(np.float64)
-    shown = e_pair > 0
-    alpha = np.where(shown, c_pair / np.where(shown, e_pair, 1.0), 0.0)  # C_qd / E_qd
-    b_pair = r_pair * alpha  # 0 off the target's pairs and on pairs never shown
-    expected = pairs.per_position(data, b_pair, 0.0) @ theta[:k]
-    # a_q = sum over the target's shown pairs of w_s theta_s alpha_hat = (1/n_q) sum_d r_qd C_qd
-    n_q = np.bincount(pairs.inv, minlength=int(pairs.t.shape[0])).astype(np.float64)
-    a_q = np.bincount(pairs.pair_query, r_pair * c_pair, int(pairs.t.shape[0])) / np.maximum(n_q, 1.0)
-    return num - expected + a_q[pairs.inv]
-
-
-def _empirical_rho(data: LoggedData, theta: FloatArray, pairs: _Pairs) -> FloatArray:
-    """The ``"empirical"`` propensities of :func:`click_propensities` from the pair codes of
-    :func:`_target_pairs` (no second grouping of the log)."""
-    return pairs.per_position(data, _rho_pairs(data, theta, pairs), 1.0)
-
-
-def _logger_rho_pairs(data: LoggedData, theta: FloatArray, pairs: _Pairs) -> FloatArray:
-    """``(n_codes,)`` the ``"logger"`` propensity :math:`\\sum_j M_{qdj}\\theta_j` of every pair
-    (errors as :func:`click_propensities`)."""
-    marginals = getattr(data.logger, "item_position_marginals", None)
-    if marginals is None:
-        raise InputError("pbm_ips with click_propensity 'logger' needs the logging policy (data.logger) with "
-                         "item_position_marginals(query); use 'empirical' for a log without one", data.source)
-    uq, _ = data.query_groups
-    m_all = np.asarray(marginals(uq), dtype=np.float64)
-    if m_all.ndim != 3 or m_all.shape[0] != uq.size or m_all.shape[2] < data.k:
-        raise InputError(f"item_position_marginals: expected ({uq.size}, m, >= {data.k}), got {m_all.shape}",
-                         data.source)
-    rho_qd = np.einsum("qmj,j->qm", m_all[:, :, : data.k], np.asarray(theta, dtype=np.float64)[: data.k])
-    inside = (pairs.pair_doc >= 0) & (pairs.pair_doc < rho_qd.shape[1])
-    rho = np.where(inside, rho_qd[pairs.pair_query, np.where(inside, pairs.pair_doc, 0)], 0.0)
-    bad = (pairs.slot_counts(data).sum(axis=1) > 0) & ~(rho > 0)
-    if bad.any():
-        i, j = (int(x) for x in np.argwhere(pairs.per_position(data, bad, False))[0])
-        raise InputError(f"pbm_ips: the logger's marginals give logged document {int(data.shown[i, j])} of query "
-                         f"{int(data.query[i])} probability 0 of being shown (impression {i})", data.source)
-    return rho
-
-
-def _logger_propensities(data: LoggedData, theta: FloatArray) -> FloatArray:
-    marginals = getattr(data.logger, "item_position_marginals", None)
-    if marginals is None:
-        raise InputError("pbm_ips with click_propensity 'logger' needs the logging policy (data.logger) with "
-                         "item_position_marginals(query); use 'empirical' for a log without one", data.source)
-    uq, inv = np.unique(data.query, return_inverse=True)
-    m_all = np.asarray(marginals(uq), dtype=np.float64)
-    if m_all.ndim != 3 or m_all.shape[0] != uq.size or m_all.shape[2] < data.k:
-        raise InputError(f"item_position_marginals: expected ({uq.size}, m, >= {data.k}), got {m_all.shape}",
-                         data.source)
-    rho_qd = m_all[:, :, : data.k] @ theta  # (queries, m)
-    valid = data.valid
-    inside = valid & (data.shown < rho_qd.shape[1])
-    rho = np.where(inside, rho_qd[inv.reshape(-1)[:, None], np.where(inside, data.shown, 0)], 0.0)
-    bad = valid & ~(rho > 0)
-    if bad.any():
-        i, j = (int(x) for x in np.argwhere(bad)[0])
-        raise InputError(f"pbm_ips: the logger's marginals give logged document {int(data.shown[i, j])} of query "
-                         f"{int(data.query[i])} probability 0 of being shown (impression {i})", data.source)
-    return np.where(valid, rho, 1.0)
 
 
 @register_estimator
@@ -688,54 +390,6 @@ class PBMIPS(Estimator):
         notes.update(self._condition_notes(data, pairs, theta, w, kind, slots, num))
         return Terms(num=num, weights=ratio, notes=notes)
 
-    @staticmethod
-    def _condition_notes(data: LoggedData, pairs: _Pairs, theta: FloatArray, w: FloatArray, kind: str,
-                         slots: IntArray | None, num: FloatArray) -> dict[str, Any]:
-        r"""How far the log is from the conditions of the chosen propensity (see the module
-        docstring), and warnings where they fail.
-
-        ``target_mass_unseen``: :math:`\frac1n\sum_i\sum_s w_s\,\theta_s/\max\theta\,
-        [\text{pair } (q_i, t_{q_i}(s)) \text{ never shown}]`; under ``"empirical"`` its
-        expectation bounds the absolute bias (the estimate is conditionally unbiased for
-        every pair shown at least once and counts 0 for the others, whose click
-        probability is at most :math:`\theta_s/\max\theta`). ``target_mass_rare_share``:
-        the share of the target's examination mass on pairs shown fewer than
-        :data:`RARE_SHOWS` times. ``target_slots_not_logged_share`` (``"logged"``): share of
-        the target's slots whose document the impression did not show. Sums over impressions
-        are taken per distinct query, weighted by its impressions."""
-        shows = _query_shows(data, pairs)  # (queries, k)
-        n_q = np.bincount(pairs.inv, minlength=int(shows.shape[0])).astype(np.float64)
-        has = shows >= 0
-        mass = np.where(has, (w * theta / theta.max())[None, :], 0.0)
-        total = float(n_q @ mass.sum(axis=1))
-        n = max(data.n, 1)
-        unseen = float(n_q @ (mass * (shows == 0)).sum(axis=1)) / n
-        out: dict[str, Any] = {
-            "target_mass_unseen": unseen,
-            "target_mass_unseen_share": unseen * n / total if total > 0 else 0.0,
-            "target_mass_rare_share": float(n_q @ (mass * (has & (shows < RARE_SHOWS))).sum(axis=1)) / total
-            if total > 0 else 0.0,
-            "rare_shows": RARE_SHOWS,
-        }
-        warnings: list[str] = []
-        se = float(np.std(num) / math.sqrt(n)) if data.n > 1 else math.inf
-        if kind == "empirical" and unseen > 0.5 * se:
-            warnings.append(
-                f"pbm_ips (empirical click propensity): {out['target_mass_unseen_share']:.1%} of the target's "
-                f"examination mass is on (query, document) pairs this log never shows; they count 0, so the estimate "
-                f"may be too low by up to {unseen:.3g} (standard error {se:.3g}); {out['target_mass_rare_share']:.1%} "
-                f"is on pairs shown fewer than {RARE_SHOWS} times. Use click_propensity 'logger' (exact) with the "
-                "logging policy, or a longer log")
-        if kind == "logged" and slots is not None:
-            n_target = int(n_q @ has.sum(axis=1))
-            missing = (n_target - int(np.count_nonzero(slots >= 0))) / n_target if n_target else 0.0
-            out["target_slots_not_logged_share"] = missing
-            if missing > 0:
-                warnings.append(
-                    f"pbm_ips (logged click propensity): {missing:.1%} of the target's slots show a document the "
-                    "impression did not; the 'logged' propensity is unbiased only when every impression shows every "
-                    "document of the target's top k, otherwise the estimate is scaled down (use 'logger' or "
-                    "'empirical')")
-        if warnings:
-            out["warnings"] = warnings
-        return out
+    #: how far the log is from the conditions of the chosen propensity, and warnings where they fail
+    #: (:func:`onlineeval.estimators.pbm_pairs._condition_notes`)
+    _condition_notes = staticmethod(_condition_notes)
