@@ -269,7 +269,7 @@ def counterfactual_figures(result: SimulationResult) -> dict[str, Figure]:
             ax.errorbar(x, e["bias"], yerr=[2 * v for v in e["se"]], marker="o", ms=3, capsize=3, label=label)
         ax.axhline(0, color="black", lw=0.6)
         ax.set(xlabel=sweep["parameter"],
-               ylabel=f"estimate - truth of V(B) - V(A) ({sweep['metric']}),\none log per value, ±2 SE",
+               ylabel=f"estimate - truth, V(B) - V(A)\n({sweep['metric']}; one log, ±2 SE)",
                title=f"Assumption sweep: one {sweep['impressions']:,}-impression log per value\n"
                      "(common random numbers: unbiased estimators wander together)")
         ax.legend(fontsize=7)
