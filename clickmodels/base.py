@@ -73,20 +73,38 @@ Conventions
 - Bad labels (grade above the model's range, below -1, clicks in empty slots) raise
   :class:`onlineeval.errors.InputError`; bad specs raise
   :class:`onlineeval.errors.ConfigError` with a key path relative to the spec.
+
+The code: :mod:`clickmodels.inputs` (:class:`Impressions`, :class:`ClickSample`, :func:`frozen_array`),
+:mod:`clickmodels.docparams` (:class:`DocParam`, :class:`ByGrade`, :class:`ByQueryDoc`), :mod:`clickmodels.specs`
+(:class:`SpecReader`) and here :class:`ClickModel`, the registry and :func:`build`; every name is importable from
+this module as before.
 """
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from onlineeval.errors import ConfigError, InputError, must_be_one_of
+from clickmodels.docparams import ByGrade, ByQueryDoc, DocParam, _pair_keys  # noqa: F401  (re-exported)
+from clickmodels.inputs import (  # noqa: F401  (re-exported: importable from here as before)
+    BoolArray,
+    ClickSample,
+    FloatArray,
+    Impressions,
+    IntArray,
+    _int_matrix,
+    _restore_frozen,
+    as_impressions,
+    frozen_array,
+    impressions,
+)
+from clickmodels.specs import SpecReader, _number  # noqa: F401  (re-exported)
+from onlineeval.errors import ConfigError, InputError
 
 __all__ = [
     "Impressions",
@@ -104,366 +122,6 @@ __all__ = [
     "impressions",
     "frozen_array",
 ]
-
-FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
-IntArray = NDArray[np.int64]
-
-
-def _restore_frozen(obj: object, state: dict[str, Any]) -> None:
-    """Unpickle into a frozen dataclass, keeping its arrays read-only."""
-    for key, value in state.items():
-        if isinstance(value, np.ndarray):
-            value.setflags(write=False)
-        object.__setattr__(obj, key, value)
-
-
-def frozen_array(values: ArrayLike, dtype: Any = np.float64) -> NDArray[Any]:
-    """A read-only copy of ``values`` (so a model's parameters cannot change by use)."""
-    out = np.array(values, dtype=dtype, copy=True)
-    out.setflags(write=False)
-    return out
-
-
-# --------------------------------------------------------------------------- impressions
-
-
-@dataclass(frozen=True, eq=False)
-class Impressions:
-    """A batch of result lists, one row per impression.
-
-    Parameters
-    ----------
-    labels:
-        (n, k) int graded relevance, ``-1`` for an empty slot; ``None`` for log data.
-    query:
-        (n,) int query ids; needed by models with :class:`ByQueryDoc` parameters.
-    docs:
-        (n, k) int document ids, ``-1`` for an empty slot.
-    """
-
-    labels: NDArray[np.int64] | None = None
-    query: NDArray[np.int64] | None = None
-    docs: NDArray[np.int64] | None = None
-
-    def __post_init__(self) -> None:
-        if self.labels is None and self.docs is None:
-            raise InputError("impressions need labels (n, k) or docs (n, k)")
-        for name in ("labels", "docs"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, _int_matrix(value, name))
-        if self.query is not None:
-            q = np.asarray(self.query)
-            if q.ndim != 1 or (q.size and not np.issubdtype(q.dtype, np.integer)):
-                raise InputError(f"query must be a 1-d integer array, got shape {q.shape} dtype {q.dtype}")
-            object.__setattr__(self, "query", q)
-        shapes = [a.shape for a in (self.labels, self.docs) if a is not None]
-        if len(shapes) == 2 and shapes[0] != shapes[1]:
-            raise InputError(f"labels {shapes[0]} and docs {shapes[1]} must have the same shape")
-        if len(shapes[0]) != 2:
-            raise InputError(f"labels/docs must be a 2-d array (n, k), got shape {shapes[0]}")
-        if self.query is not None and self.query.shape != (shapes[0][0],):
-            raise InputError(f"query must have shape ({shapes[0][0]},), got {self.query.shape}")
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """(n, k): impressions and slots per impression."""
-        arr = self.labels if self.labels is not None else self.docs
-        assert arr is not None  # guaranteed by __post_init__ (not input validation)
-        return (int(arr.shape[0]), int(arr.shape[1]))
-
-    @property
-    def valid(self) -> BoolArray:
-        """(n, k) bool: ``True`` where the slot holds a document."""
-        if self.labels is not None:
-            out = self.labels >= 0
-            if self.docs is not None:
-                out &= self.docs >= 0
-            return out
-        assert self.docs is not None
-        return self.docs >= 0
-
-
-def _int_matrix(values: ArrayLike, name: str) -> NDArray[np.int64]:
-    arr = np.asarray(values)
-    if arr.ndim != 2:
-        raise InputError(f"{name} must be a 2-d array (n, k), got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.equal(np.mod(arr, 1), 0)):
-            raise InputError(f"{name} must hold integers (-1 for an empty slot), got dtype {arr.dtype}")
-        arr = arr.astype(np.int64)
-    if arr.size and arr.min() < -1:
-        raise InputError(f"{name} must be >= -1 (-1 marks an empty slot), found {int(arr.min())}")
-    return arr
-
-
-def as_impressions(batch: Impressions | ArrayLike) -> Impressions:
-    """Coerce a bare label matrix to :class:`Impressions` (values are checked there)."""
-    if isinstance(batch, Impressions):
-        return batch
-    return Impressions(labels=np.asarray(batch))
-
-
-def impressions(
-    labels: ArrayLike | None = None, query: ArrayLike | None = None, docs: ArrayLike | None = None
-) -> Impressions:
-    """Build checked :class:`Impressions` from array-likes (labels, query ids, doc ids)."""
-    return Impressions(
-        labels=None if labels is None else np.asarray(labels),
-        query=None if query is None else np.asarray(query),
-        docs=None if docs is None else np.asarray(docs),
-    )
-
-
-class ClickSample(NamedTuple):
-    """Sampled clicks of a batch, with what counterfactual estimators need.
-
-    Attributes
-    ----------
-    clicks:
-        (n, k) bool sampled clicks.
-    propensity:
-        (n, k) float exact marginal examination probability of each slot given the
-        impression (0 in empty slots); independent of the random draw.
-    examined:
-        (n, k) bool realised examination in this draw (the user's path).
-
-    The arrays may be transposed views of rank-major work arrays (Fortran order); use
-    ``np.ascontiguousarray`` where C order matters.
-    """
-
-    clicks: BoolArray
-    propensity: FloatArray
-    examined: BoolArray
-
-
-# --------------------------------------------------------------------------- parameters
-
-
-class DocParam(ABC):
-    """A per-document parameter (attractiveness, satisfaction) looked up per slot."""
-
-    @abstractmethod
-    def lookup(self, imp: Impressions) -> FloatArray:
-        """(n, k) float values for every slot, 0.0 in empty slots."""
-
-    @abstractmethod
-    def check(self, imp: Impressions, name: str) -> None:
-        """Raise :class:`InputError` when ``imp`` cannot be parameterised (e.g. label too high)."""
-
-    @property
-    @abstractmethod
-    def n_grades(self) -> int | None:
-        """Number of grades for a :class:`ByGrade` table, else ``None``."""
-
-
-@dataclass(frozen=True)
-class ByGrade(DocParam):
-    """A parameter given by relevance grade: slot value ``values[label]``.
-
-    Parameters
-    ----------
-    values:
-        ``values[g]`` for grades ``g = 0 .. G-1``; each in [0, 1].
-    """
-
-    values: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        vals = tuple(float(v) for v in self.values)
-        object.__setattr__(self, "values", vals)
-        for g, v in enumerate(vals):
-            if not (0.0 <= v <= 1.0) or math.isnan(v):
-                raise ValueError(f"ByGrade values[{g}] must be in [0, 1], got {v}")
-
-    @property
-    def n_grades(self) -> int:
-        return len(self.values)
-
-    def table(self, empty: float = 0.0) -> FloatArray:
-        """``values`` with ``empty`` appended, so ``table[labels]`` maps label -1 to ``empty``."""
-        return np.array((*self.values, empty), dtype=np.float64)
-
-    def check(self, imp: Impressions, name: str) -> None:
-        if imp.labels is None:
-            raise InputError(f"{name} is given by relevance grade, so impressions need labels")
-        if imp.labels.size:
-            top = int(imp.labels.max())
-            if top >= len(self.values):
-                raise InputError(
-                    f"label {top} is above this model's grades 0..{len(self.values) - 1} "
-                    f"({name} has {len(self.values)} grades); use a preset or table with more grades"
-                )
-
-    def lookup(self, imp: Impressions) -> FloatArray:
-        assert imp.labels is not None
-        out = self.table(0.0)[imp.labels]
-        if imp.docs is not None:
-            out[imp.docs < 0] = 0.0
-        return out
-
-
-def _pair_keys(query: NDArray[Any], doc: NDArray[Any]) -> NDArray[np.int64]:
-    return (np.asarray(query, dtype=np.int64) << 32) | np.asarray(doc, dtype=np.int64)
-
-
-@dataclass(frozen=True, eq=False)
-class ByQueryDoc(DocParam):
-    """A parameter per (query, document) pair, as fitted on click logs.
-
-    Parameters
-    ----------
-    query, doc:
-        (m,) int ids of the pairs (0 <= id < 2**31); need not be sorted.
-    values:
-        (m,) float values in [0, 1].
-    default:
-        Value for pairs not in the table (e.g. the prior or the global mean).
-    """
-
-    query: NDArray[np.int64]
-    doc: NDArray[np.int64]
-    values: FloatArray
-    default: float = 0.5
-    _keys: NDArray[np.int64] = field(init=False, repr=False)
-    _sorted: FloatArray = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        q = np.asarray(self.query, dtype=np.int64)
-        d = np.asarray(self.doc, dtype=np.int64)
-        v = np.asarray(self.values, dtype=np.float64)
-        if not (q.shape == d.shape == v.shape) or q.ndim != 1:
-            raise ValueError("ByQueryDoc query, doc and values must be 1-d arrays of one length")
-        if q.size and (q.min() < 0 or d.min() < 0 or q.max() >= 2**31 or d.max() >= 2**31):
-            raise ValueError("ByQueryDoc ids must be in [0, 2**31)")
-        if v.size and (np.any(~np.isfinite(v)) or v.min() < 0 or v.max() > 1):
-            raise ValueError("ByQueryDoc values must be in [0, 1]")
-        if not (0.0 <= float(self.default) <= 1.0):
-            raise ValueError(f"ByQueryDoc default must be in [0, 1], got {self.default}")
-        keys = _pair_keys(q, d)
-        order = np.argsort(keys, kind="stable")
-        if keys.size > 1 and np.any(np.diff(keys[order]) == 0):
-            raise ValueError("ByQueryDoc has a (query, doc) pair twice")
-        object.__setattr__(self, "query", frozen_array(q, np.int64))
-        object.__setattr__(self, "doc", frozen_array(d, np.int64))
-        object.__setattr__(self, "values", frozen_array(v))
-        object.__setattr__(self, "default", float(self.default))
-        object.__setattr__(self, "_keys", frozen_array(keys[order], np.int64))
-        object.__setattr__(self, "_sorted", frozen_array(v[order]))
-
-    @property
-    def n_grades(self) -> None:
-        return None
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        _restore_frozen(self, state)
-
-    def check(self, imp: Impressions, name: str) -> None:
-        if imp.query is None or imp.docs is None:
-            raise self._needs_ids(name)
-
-    @staticmethod
-    def _needs_ids(name: str) -> InputError:
-        return InputError(
-            f"{name} is fitted per (query, document), so impressions need query and docs; "
-            "for grade labels (as in a simulate config) build the model with "
-            "{'name': ..., 'fitted': 'params.json', 'click': [P(click) by grade]}, which keeps "
-            "the fitted structural parameters (examination, continuation, ...)"
-        )
-
-    def lookup(self, imp: Impressions) -> FloatArray:
-        docs, query = imp.docs, imp.query
-        if docs is None or query is None:
-            raise self._needs_ids("a (query, document) parameter")
-        keys = _pair_keys(np.broadcast_to(query[:, None], docs.shape), np.maximum(docs, 0))
-        pos = np.searchsorted(self._keys, keys)
-        pos_c = np.minimum(pos, max(self._keys.size - 1, 0))
-        if self._keys.size:
-            found = self._keys[pos_c] == keys
-            out = np.where(found, self._sorted[pos_c], self.default)
-        else:
-            out = np.full(docs.shape, self.default)
-        out[~imp.valid] = 0.0
-        return out
-
-
-# --------------------------------------------------------------------------- spec reading
-
-
-class SpecReader:
-    """Reads a model spec (a mapping), raising :class:`ConfigError` with relative key paths.
-
-    Parameters
-    ----------
-    spec:
-        The mapping, e.g. ``{"name": "cascade", "click": [...], "stop": [...]}``.
-    allowed:
-        Keys this model accepts (besides ``name``); anything else is an error.
-    """
-
-    def __init__(self, spec: Mapping[str, Any], allowed: Sequence[str]) -> None:
-        self.spec = spec
-        self.allowed = ("name", *allowed)
-        for key in spec:
-            if key not in self.allowed:
-                raise ConfigError(
-                    (str(key),),
-                    f"unknown key for click model {spec.get('name')!r}; allowed: {', '.join(self.allowed)}",
-                )
-
-    def has(self, key: str) -> bool:
-        return key in self.spec and self.spec[key] is not None
-
-    def raw(self, key: str, default: Any = None) -> Any:
-        return self.spec.get(key, default)
-
-    def number(
-        self, key: str, default: float | None = None, lo: float = 0.0, hi: float = 1.0, what: str = "a probability"
-    ) -> float:
-        if key not in self.spec:
-            if default is None:
-                raise ConfigError((key,), f"is required ({what} in [{lo}, {hi}])")
-            return default
-        return _number(self.spec[key], (key,), lo, hi, what)
-
-    def vector(
-        self, key: str, length: int | None = None, lo: float = 0.0, hi: float = 1.0, required: bool = True
-    ) -> tuple[float, ...] | None:
-        if key not in self.spec:
-            if required:
-                raise ConfigError((key,), "is required (a list of probabilities in [0, 1])")
-            return None
-        value = self.spec[key]
-        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | np.ndarray):
-            raise ConfigError((key,), f"must be a list of numbers in [{lo}, {hi}], got {value!r}")
-        items = list(value)
-        if not items:
-            raise ConfigError((key,), "must not be empty")
-        if length is not None and len(items) != length:
-            raise ConfigError((key,), f"must have {length} entries (one per grade), got {len(items)}")
-        return tuple(_number(v, (key, i), lo, hi, "a probability") for i, v in enumerate(items))
-
-    def choice(self, key: str, options: Sequence[str], default: str) -> str:
-        value = self.spec.get(key, default)
-        if value not in options:
-            raise ConfigError((key,), must_be_one_of(options, value))
-        return str(value)
-
-    def integer(self, key: str, default: int, lo: int = 1) -> int:
-        value = self.spec.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-            raise ConfigError((key,), f"must be an integer >= {lo}, got {value!r}")
-        return int(value)
-
-
-def _number(value: Any, path: tuple[str | int, ...], lo: float, hi: float, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigError(path, f"must be {what} in [{lo}, {hi}], got {value!r}")
-    v = float(value)
-    if math.isnan(v) or not (lo <= v <= hi):
-        raise ConfigError(path, f"must be {what} in [{lo}, {hi}], got {value!r}")
-    return v
 
 
 # --------------------------------------------------------------------------- models
