@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.stats
 import pytest
 from typer.testing import CliRunner
 
@@ -75,7 +76,8 @@ def test_adaptive_ips_bootstrap_makes_its_choice_again(world: dict[str, Any]) ->
 
 def test_adaptive_ips_without_bootstrap_warns_of_its_fixed_choice(world: dict[str, Any]) -> None:
     base = ("--log", str(world["log"]), "--target", str(world["B"]), "--metric", "clicks_per_query")
-    warned = "the CLT interval holds the data-driven choice"
+    warned = ("its standard error, CLT interval and p-values hold the data-driven choice of behaviours fixed and "
+              "are too small")
     doc = json_out(*base, "--estimator", "adaptive_ips,ips")
     ada, ips = doc["results"]
     assert any(w.startswith(warned) for w in ada["warnings"]) and not any(warned in w for w in ips["warnings"])
@@ -102,16 +104,26 @@ def test_dm_bootstrap_fits_its_model_again(world: dict[str, Any]) -> None:
     row = next(r for r in doc["results"] if r["target"] == "B")
     lo, hi = np.quantile(reps[:, 0], [0.025, 0.975]) + reward.offset
     assert (row["boot_low"], row["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
-    # the refitted model's spread is far wider than the CLT interval that holds it fixed
-    assert hi - lo > 3 * (row["ci_high"] - row["ci_low"])
+    # the refitted model's spread is far wider than the delta method's interval that holds it fixed, so the se,
+    # interval and p-values are the bootstrap's (review 3, F-A)
+    fixed_se = est.estimate(data, tb, reward).se
+    assert hi - lo > 3 * 2 * 1.96 * fixed_se
+    sd = float(np.std(reps[:, 0], ddof=1))
+    assert row["se"] == pytest.approx(sd, rel=1e-12) and row["se_source"].startswith("bootstrap SD")
+    assert row["ci_high"] - row["ci_low"] == pytest.approx(2 * scipy.stats.t.ppf(0.975, 299) * sd, rel=1e-9)
+    assert any(w.startswith("se, interval and p-values are its bootstrap's") and f"{fixed_se:.4g}" in w
+               for w in row["warnings"])
     assert any("fits the model again in every resample" in w for w in row["warnings"])
     pair = est.bootstrap_estimates(data, [tb, ta], reward, 150, np.random.default_rng([4, *crc]))
     diff = doc["differences"][0]
     assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
         tuple(np.quantile(pair[:, 0] - pair[:, 1], [0.025, 0.975])), rel=1e-12)
     assert "dm's click model" in doc["conventions"]["bootstrap_interval"]
-    assert any(w.startswith("dm: the differences' CLT interval and p-value hold the click model fitted on the log "
-                            "fixed") and w.endswith("its bootstrap interval does it again in every resample")
+    pair_sd = float(np.std(pair[:, 0] - pair[:, 1], ddof=1))
+    assert diff["se"] == pytest.approx(pair_sd, rel=1e-12) and diff["se_source"].startswith("bootstrap SD")
+    assert diff["pvalue"] == pytest.approx(2 * scipy.stats.t.sf(abs(diff["estimate"]) / pair_sd, 299), rel=1e-9)
+    assert any(w.startswith("dm: the differences' delta-method standard error holds the click model fitted on the "
+                            "log fixed") and "their se, interval and p-value are the paired bootstrap's" in w
                for w in doc["warnings"])
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.stats
 import pytest
 
 from onlineeval.estimators import get_estimator, get_reward
@@ -55,7 +56,10 @@ def test_difference_equals_independent_delta_method(world: dict[str, Any]) -> No
         se = float(np.sqrt(grad @ np.cov(z, rowvar=False, ddof=1) @ grad / g))
         assert r["estimate"] == pytest.approx(rb - ra, rel=1e-12)
         assert r["se"] == pytest.approx(se, rel=1e-9)
-        assert r["ci_high"] - r["ci_low"] == pytest.approx(2 * 1.959963984540054 * se, rel=1e-9)
+        # t quantile with G - 1 degrees of freedom (scipy's), and the p-value from the same t
+        assert r["ci_high"] - r["ci_low"] == pytest.approx(2 * scipy.stats.t.ppf(0.975, g - 1) * se, rel=1e-9)
+        assert r["pvalue"] == pytest.approx(2 * scipy.stats.t.sf(abs(rb - ra) / se, g - 1), rel=1e-9)
+        assert r["se_source"] == "delta method"
         # the two estimates printed above it differ by the same amount (same impressions)
         vals = {x["target"]: x["estimate"] for x in doc["results"] if x["estimator"] == r["estimator"]}
         assert vals["B"] - vals["A"] == pytest.approx(r["estimate"], rel=1e-12)
@@ -85,10 +89,11 @@ def test_differences_warn_where_the_clt_interval_holds_a_fit_fixed(world: dict[s
                                                                     warned) -> None:
     doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
                    "--metric", metric, *options)
-    lines = [w for w in doc["warnings"] if "the differences' CLT interval and p-value hold" in w]
+    lines = [w for w in doc["warnings"] if "the differences' delta-method standard error holds" in w]
     assert len(lines) == warned
     if warned:
-        assert lines[0].endswith("--bootstrap N (e.g. 1000) gives an interval that does it again in every resample")
+        assert lines[0].endswith("their se, CLT interval and p-value are too small; --bootstrap N (e.g. 1000) takes "
+                                 "them from a bootstrap that makes the choice again in every resample")
 
 
 def test_differences_carry_their_estimates_warnings(world: dict[str, Any]) -> None:
@@ -97,7 +102,7 @@ def test_differences_carry_their_estimates_warnings(world: dict[str, Any]) -> No
     doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
                    "--estimator", "ips,iips,adaptive_ips", "--metric", "clicks_per_query")
     by = {(r["estimator"], r["target"]): r["warnings"] for r in doc["results"]}
-    fixed = [w for w in doc["warnings"] if w.startswith("adaptive_ips: the differences' CLT interval")]
+    fixed = [w for w in doc["warnings"] if w.startswith("adaptive_ips: the differences' delta-method standard")]
     assert len(fixed) == 1
     for diff in doc["differences"]:
         e = diff["estimator"]

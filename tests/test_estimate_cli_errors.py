@@ -1,6 +1,7 @@
 """`onlineeval estimate`'s refusals: bad log lines, runs, options and estimator names, and estimators whose
 propensities or logger the log lacks, each as one line (with file:line where there is one) and exit 2; unseen
-documents refused or, with --allow-unseen, counted as support violations."""
+documents never logged (a log with propensities: a warning) or that the logger cannot show (refused, or with
+--allow-unseen counted as support violations)."""
 
 from __future__ import annotations
 
@@ -141,7 +142,11 @@ def test_pseudoinverse_needs_the_logger_up_front(world: dict[str, Any]) -> None:
     assert doc["results"][0]["estimate"] is not None
 
 
-def test_unseen_documents_error_names_run_line_or_count_as_violations(world: dict[str, Any]) -> None:
+def test_unseen_documents_are_never_logged_or_support_violations(world: dict[str, Any]) -> None:
+    """Review 3, F-B: with written propensities a document the log never shows for a query is 'never logged' (weight
+    0 there, a warning, no claim of bias, not a support violation), with or without --allow-unseen; with a 'logger'
+    it is one the policy cannot show: refused with the run's file:line, and with --allow-unseen counted as a support
+    violation of the logging policy."""
     sim, tmp = world["sim"], world["tmp"]
     lists = {q: list(world["best"][q]) for q in range(4)}
     run = tmp / "U.run"
@@ -151,13 +156,25 @@ def test_unseen_documents_error_names_run_line_or_count_as_violations(world: dic
     assert text[11].startswith("q2 Q0 ")
     text[11] = text[11].replace(text[11].split()[2], "zz")
     run.write_text("\n".join(text) + "\n")
-    err = one_line_error(invoke("--log", str(world["log"]), "--target", str(run), "--estimator", "ips"),
-                         f"{run}:12: the target ranks document 'zz' at rank 2 for query 'q2', which the log never "
-                         "shows", "--allow-unseen")
-    assert "(1 such slots in 1 queries" in err
-    doc = json_out("--log", str(world["log"]), "--target", str(run), "--estimator", "ips,snips", "--allow-unseen")
     n_q2 = int((sim.query == 2).sum())
+    for extra in ((), ("--allow-unseen",)):
+        doc = json_out("--log", str(world["log"]), "--target", str(run), "--estimator", "ips,snips", *extra)
+        for r in doc["results"]:
+            assert r["diagnostics"]["support_violations"] is None and r["diagnostics"]["never_logged"] == n_q2
+            assert not any("support violated" in w or "biased" in w for w in r["warnings"])
+        (w,) = [w for w in doc["warnings"] if w.startswith("U: ranks 1 documents never logged for their query")]
+        assert f"(1 queries, {n_q2} impressions)" in w and "the weights there are 0" in w
+    table = invoke("--log", str(world["log"]), "--target", str(run), "--estimator", "ips")
+    assert table.exit_code == 0 and "never logged" in table.stdout and f"{n_q2}/3000" in table.stdout
+    # the same log given by its logger (randtop over the 5 candidates): 'zz' is not a candidate, probability 0
+    logged = write_log(sim, tmp / "logger_unseen.jsonl", logger=True)
+    err = one_line_error(invoke("--log", str(logged), "--target", str(run), "--estimator", "ips"),
+                         f"{run}:12: the target ranks document 'zz' at rank 2 for query 'q2', which the log's "
+                         "logging policy cannot show", "--allow-unseen")
+    assert "(not one of its candidates for that query; 1 such slots in 1 queries" in err
+    doc = json_out("--log", str(logged), "--target", str(run), "--estimator", "ips,snips", "--allow-unseen")
     for r in doc["results"]:
-        assert r["diagnostics"]["support_violations"] == n_q2 and r["diagnostics"]["support_checked"] == 3000
+        assert r["diagnostics"]["support_violations"] == n_q2 and r["diagnostics"]["never_logged"] is None
         assert any(w.startswith(f"support violated on {n_q2} of 3000 impressions") for w in r["warnings"])
-    assert any("ranks 1 documents the log never shows" in w and f"{n_q2} impressions" in w for w in doc["warnings"])
+    assert any("ranks 1 documents the logging policy cannot show" in w and f"{n_q2} impressions" in w
+               for w in doc["warnings"])

@@ -160,8 +160,11 @@ def estimate(
         Interval level, cluster-bootstrap replicates (0 or >= 100) and their seed,
         ``{estimator: {option: value}}``, the score-tie rule of the runs.
     allow_unseen:
-        Targets may rank documents the log never shows for a query (counted as support
-        violations, with a warning); default: refused with an :class:`InputError`.
+        For a log with a ``logger``: targets may rank documents the logging policy cannot show
+        (support violations, the estimates biased there); default: refused with an
+        :class:`InputError`. Logs with written propensities never need it: documents never
+        logged for a query get weight 0 and a warning (whether the policy could show them is
+        unknown from written propensities).
 
     Returns
     -------
@@ -178,6 +181,7 @@ def estimate(
         estimate_conventions,
         estimate_targets,
         parse_estimators,
+        unseen_refused,
         unseen_text,
     )
 
@@ -204,14 +208,14 @@ def estimate(
         tmap = lg.target(_target_lists(run, ties, name), name)
         if not tmap.ranked.any():
             raise InputError(f"target {name!r}: no query in common with the log (log ids e.g. {lg.queries[0]!r})")
-        if tmap.unseen and not allow_unseen:
-            raise InputError(f"target {name!r} {unseen_text(tmap, lg, tmap.unseen[0])} (allow_unseen=True counts "
-                             "such slots as support violations)")
+        if tmap.unseen and not allow_unseen and unseen_refused(lg):
+            raise InputError(f"target {name!r} {unseen_text(tmap, lg, tmap.unseen[0])} (allow_unseen=True estimates "
+                             "it anyway, counting them as support violations)")
         maps[name] = tmap
     base = maps.pop(baseline[0]) if baseline is not None else None
     out = estimate_targets(lg, list(maps.values()), ests, reward, alpha=alpha, bootstrap=bootstrap, seed=seed,
                            baseline=base, sources={name: f"target {name!r}" for name in [*maps, *(
-                               [baseline[0]] if baseline is not None else [])]})
+                               [baseline[0]] if baseline is not None else [])]}, bootstrap_option="bootstrap=N")
     flat = []
     for r in out.results:
         row = {k: v for k, v in r.items() if k not in ("diagnostics", "warnings")}

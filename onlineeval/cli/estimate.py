@@ -97,7 +97,7 @@ def _target_names(paths: list[Path]) -> list[str]:
 def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: bool) -> TargetMap:
     """A TREC run as a target in the log's id space (errors name the run file and line)."""
     from onlineeval.errors import InputError
-    from onlineeval.estimators.log_estimates import unseen_text
+    from onlineeval.estimators.log_estimates import unseen_refused, unseen_text
     from onlineeval.io import ranked_doc_lists, read_run
     from onlineeval.io.logged import locate_run_lines
 
@@ -108,11 +108,11 @@ def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: 
         raise InputError(
             f"no query in common with the log {log.path} (run ids e.g. {queries[0]!r}, log ids e.g. "
             f"{log.queries[0]!r})", str(path))
-    if tmap.unseen and not allow_unseen:
+    if tmap.unseen and not allow_unseen and unseen_refused(log):
         found = locate_run_lines(path, {(u.query, u.doc) for u in tmap.unseen})
         line, first = min(((found.get((u.query, u.doc), 0), u) for u in tmap.unseen), key=lambda t: t[0])
-        raise InputError(f"the target {unseen_text(tmap, log, first)}. --allow-unseen counts them as support "
-                         "violations", str(path), line or None)
+        raise InputError(f"the target {unseen_text(tmap, log, first)}. --allow-unseen estimates it anyway, counting "
+                         "them as support violations", str(path), line or None)
     return tmap
 
 
@@ -166,17 +166,22 @@ def _table(doc: dict[str, Any]) -> str:
         f"{lg['clusters']} clusters, lists of up to {lg['k']}; metric {conv['metric']}"),
         "",
     ]
+    written = lg["propensity_source"] == "log"
     header = ["estimator", "target", "estimate", "se", f"CI {level}", f"boot {level}", "n", "ESS", "max w",
-              "mean w", "top1%", "zero-w", "support viol."]
+              "mean w", "top1%", "zero-w", "never logged" if written else "support viol."]
     rows = []
     for r in doc["results"]:
         if r["estimate"] is None:
             rows.append([r["estimator"], r["target"], "undefined"] + ["-"] * (len(header) - 3))
             continue
         d = r["diagnostics"]
-        sv = "-" if d["support_violations"] is None else f"{d['support_violations']}/{d['support_checked']}"
+        if written:
+            sv = "-" if d["never_logged"] is None else f"{d['never_logged']}/{r['n']}"
+        else:
+            sv = "-" if d["support_violations"] is None else f"{d['support_violations']}/{d['support_checked']}"
+        boot_se = r.get("se_source", "delta method") != "delta method"
         rows.append([
-            r["estimator"], r["target"], _f(r["estimate"]), _f(r["se"]),
+            r["estimator"], r["target"], _f(r["estimate"]), _f(r["se"]) + ("b" if boot_se else ""),
             f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
             f"[{_f(r['boot_low'])}, {_f(r['boot_high'])}]" if conv["bootstrap"] else "-",
             str(r["n"]), _g(d["ess_impressions"]), _g(d["max_weight"]), _mean_w(d), _g(d["top1_share"]),
@@ -185,7 +190,7 @@ def _table(doc: dict[str, Any]) -> str:
     lines += _grid(header, rows)
     if doc.get("differences"):
         lines += ["", (f"differences target - baseline (paired on the same impressions; delta method over "
-                  f"{conv['cluster_unit']} clusters; p: two-sided, normal):")]
+                  f"{conv['cluster_unit']} clusters; p: two-sided, t with G - 1 degrees of freedom):")]
         header = ["estimator", "target", "baseline", "difference", "se", f"CI {level}", f"boot {level}", "p", "n",
                   "warnings"]
         rows = []
@@ -194,8 +199,10 @@ def _table(doc: dict[str, Any]) -> str:
             if r["estimate"] is None:
                 rows.append([r["estimator"], r["target"], r["baseline"], "undefined"] + ["-"] * 5 + [flagged])
                 continue
+            boot_se = r.get("se_source", "delta method") != "delta method"
             rows.append([
-                r["estimator"], r["target"], r["baseline"], f"{r['estimate']:+.4f}", _f(r["se"]),
+                r["estimator"], r["target"], r["baseline"], f"{r['estimate']:+.4f}",
+                _f(r["se"]) + ("b" if boot_se else ""),
                 f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
                 f"[{_f(r['boot_low'])}, {_f(r['boot_high'])}]" if conv["bootstrap"] else "-",
                 _g(r["pvalue"]), str(r["n"]), flagged,
@@ -220,8 +227,12 @@ def _table(doc: dict[str, Any]) -> str:
               f"for weights pi/mu (JSON: mean_weight_expected); '*' = more than {MEAN_WEIGHT_Z:g} of its standard "
               f"errors (clustered like the estimate) and {MEAN_WEIGHT_TOLERANCE:.0%} from it, see warnings; top1% = "
               "share of the total weight held by the "
-              "largest 1% of weights; zero-w = share of impressions whose weights are all 0; support viol. = "
-              "impressions whose target list the logging policy cannot show / impressions checked")]
+              "largest 1% of weights; zero-w = share of impressions whose weights are all 0; "
+              + ("never logged = impressions whose target list holds a document the log never shows for the query "
+                 "/ impressions (weight 0 there; not known support violations: the log has no logging policy)"
+                 if written else "support viol. = impressions whose target list the logging policy cannot show / "
+                 "impressions checked")
+              + "; se 'b' = the bootstrap's SD (the estimator's delta method holds a data-driven choice fixed)")]
     if doc.get("differences"):
         lines += [("differences: warnings = how many warnings a difference carries (its two estimates' and its "
                    "estimator's differences'), listed above; a difference is undefined where either estimate is "
@@ -285,8 +296,11 @@ def estimate_cmd(
                                                         "estimator.key=value (repeatable).")] = None,
     ties: Annotated[str, typer.Option("--ties", help="Score-tie rule of the runs: docno_desc (trec_eval) or "
                                       "input_order.")] = "docno_desc",
-    allow_unseen: Annotated[bool, typer.Option("--allow-unseen", help="Targets may rank documents the log never "
-                                               "shows for a query (counted as support violations).")] = False,
+    allow_unseen: Annotated[bool, typer.Option("--allow-unseen", help="For a log with a 'logger': targets may rank "
+                                               "documents the logging policy cannot show (support violations, the "
+                                               "estimates biased there). Logs with written propensities never need "
+                                               "it: documents never logged for a query get weight 0 and a "
+                                               "warning.")] = False,
 ) -> None:
     """Off-policy estimates of rankers' online metrics from a logged click log (with propensities)."""
     import numpy as np

@@ -36,14 +36,44 @@ TIES = ("docno_desc", "input_order")
 
 
 def unseen_text(tmap: Any, log: LoggedLog, first: Any) -> str:
-    """Why a target with unseen slots (``tmap.unseen``, ``first`` the one to name) has no estimate: the document
-    the log never shows (or, for a log given by its logger, cannot show), and how many such slots; shared by the
-    estimate command (naming the run file's line) and :func:`onlineeval.estimate`."""
+    """The target's documents a log given by its logger cannot show (``tmap.unseen``, ``first`` the one to name):
+    the document, and how many such slots; shared by the estimate command (naming the run file's line) and
+    :func:`onlineeval.estimate`. Only logs with a ``logger`` refuse them (:func:`unseen_refused`)."""
     queries = len({u.query for u in tmap.unseen})
-    where = "never shows" if not log.source.startswith("logger") else "cannot show (not a logger candidate)"
-    return (f"ranks document {first.doc!r} at rank {first.rank} for query {first.query!r}, which the log {where} "
-            f"for that query ({len(tmap.unseen)} such slots in {queries} queries within the log's list lengths); "
-            "the estimators have no data there")
+    return (f"ranks document {first.doc!r} at rank {first.rank} for query {first.query!r}, which the log's logging "
+            f"policy cannot show (not one of its candidates for that query; {len(tmap.unseen)} such slots in "
+            f"{queries} queries within the log's list lengths): probability 0, so every estimate of the target is "
+            "biased there")
+
+
+def unseen_refused(log: LoggedLog) -> bool:
+    """Whether a target's unseen documents (:attr:`~onlineeval.io.logged.TargetMap.unseen`) are an error without
+    ``--allow-unseen`` / ``allow_unseen``: only for a log given by its logger, where they are documents the policy
+    cannot show (logging probability 0: a known support violation). A log with written propensities cannot tell a
+    document its logging policy never shows from one it has not yet drawn for a rare query (a sampling zero, the
+    usual case on a tail-heavy log): its weights are exact either way, so such targets are estimated with a warning
+    (:func:`never_logged_text`)."""
+    return log.source != "log"
+
+
+def never_logged_text(name: str, tmap: Any, impressions: int) -> str:
+    """The warning of a target that ranks documents a log with written propensities never shows for their query.
+
+    What is known: every weight of a logged impression (a list-, prefix- or item-level weight needs the target's
+    and the logger's probabilities of what was *shown*, both known), and those weights are 0 wherever the target's
+    list, prefix or (document, rank) holds such a document. What is not: the logger's probability of the target's
+    list, prefix, or document at that rank (written propensities only give those of shown events), so whether
+    that 0 is a sampling zero (positive probability, not yet drawn: IPS, SNIPS, RIPS and IIPS stay unbiased) or a
+    support violation (probability 0: biased there). PBM-IPS's empirical click propensity counts those pairs 0
+    (its ``target_mass_unseen`` note bounds the loss) and click-model estimators predict them from their model's
+    default."""
+    queries = len({u.query for u in tmap.unseen})
+    return (f"{name}: ranks {len(tmap.unseen)} documents never logged for their query ({queries} queries, "
+            f"{impressions} impressions): the weights there are 0 (exact: IPS, SNIPS, RIPS, IIPS are unbiased if the "
+            "logging policy could show them and the log has just not drawn them, the usual case for rare queries); "
+            "whether it could is unknown from written propensities (a 'logger' in the log tells; where it could not, "
+            "the estimates are biased); click-model estimators (dm, dr, pbm_ips with empirical propensities) count "
+            "or predict them from no data")
 
 
 def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix: str = "--") -> None:
@@ -109,20 +139,6 @@ def check_needs(log: LoggedLog, estimators: list[Estimator]) -> None:
     """Every estimator finds what it reads in the log: the propensity forms and, for some, the logging policy
     (else an ``InputError`` naming them by the log's keys, and the estimators that could run)."""
     from onlineeval.errors import InputError
-    from onlineeval.estimators import available_estimators, estimator_class
-
-    def runnable() -> list[str]:
-        out = []
-        for name in available_estimators():
-            try:
-                default = estimator_class(name)()
-            except (TypeError, ValueError):  # no default instance: judged by its propensities alone
-                ok = all(getattr(log.data, f, None) is not None for f in estimator_class(name).needs)
-            else:
-                ok = not missing_needs(log, default)
-            if ok:
-                out.append(name)
-        return out
 
     for est in estimators:
         missing = missing_needs(log, est)
@@ -131,7 +147,7 @@ def check_needs(log: LoggedLog, estimators: list[Estimator]) -> None:
                     ", ".join(_log_key(f) for f in log.forms) or "no propensities")
             raise InputError(
                 f"estimator {est.name!r} needs {', '.join(missing)}; the log carries {have}; estimators that "
-                f"could run on it: {', '.join(runnable()) or 'none'}", log.path)
+                f"could run on it: {', '.join(runnable_estimators(log)) or 'none'}", log.path)
 
 
 def check_rewards(estimators: list[Estimator], reward: Reward, key: str = "--metric") -> None:
@@ -145,6 +161,129 @@ def check_rewards(estimators: list[Estimator], reward: Reward, key: str = "--met
             raise ConfigError((key,), f"estimator {est.name!r} cannot estimate {reward.name} "
                               f"({reward.kind} rewards); estimators that can: {', '.join(ok)}")
 
+
+
+def runnable_estimators(log: LoggedLog, kind: str | None = None) -> list[str]:
+    """The registered estimators that could run on ``log`` (its propensity forms and logging policy; those without
+    a default instance judged by their propensities alone) and, given a reward ``kind``, estimate it."""
+    from onlineeval.estimators import available_estimators, estimator_class
+
+    out = []
+    for name in available_estimators():
+        cls = estimator_class(name)
+        if kind is not None and kind not in cls.rewards:
+            continue
+        try:
+            default = cls()
+        except (TypeError, ValueError):  # no default instance: judged by its propensities alone
+            ok = all(getattr(log.data, f, None) is not None for f in cls.needs)
+        else:
+            ok = not missing_needs(log, default)
+        if ok:
+            out.append(name)
+    return out
+
+
+#: the click-model families the estimators declare their bias under (``Estimator.unbiased_under``)
+FAMILIES = ("pbm", "cascade", "dcm")
+
+
+def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog) -> str | None:
+    """The warning of an estimator known to be biased for the metric's reward kind (its ``biased_under`` names the
+    kind under a click family), naming the estimator, the metric and its kind, the click models it is biased under
+    and the estimators unbiased there that could run on this log; ``None`` when it is not, or when its bias comes
+    from an option rather than the click model (``("any", kind)``: clipped IPS, whose bias is estimated and warned
+    on its own)."""
+    from onlineeval.estimators import estimator_class
+
+    kind = reward.kind
+    declared = {f for f, k in est.biased_under if k == kind}
+    if not declared or "any" in declared:
+        return None
+    biased = [f for f in FAMILIES if f in declared]
+    unbiased = [f for f in FAMILIES if (f, kind) in est.unbiased_under]
+
+    def covers(name: str) -> bool:
+        under = estimator_class(name).unbiased_under
+        return ("any", kind) in under or all((f, kind) in under for f in biased)
+
+    others = [n for n in runnable_estimators(log, kind) if n != est.name and covers(n)]
+    what = f"{reward.name} ({'an additive' if kind == 'additive' else 'a first-click'} reward)"
+    where = (f"under {', '.join(biased)} clicks (unbiased only under {', '.join(unbiased)} clicks)" if unbiased else
+             f"under every click model ({', '.join(biased)})")
+    return (f"{est.name} is biased for {what} {where}: its interval covers the target's value less often than its "
+            f"level says; estimators unbiased for {reward.name} there that run on this log: "
+            + (", ".join(others) or "none"))
+
+
+def metric_range(reward: Reward, k: int) -> tuple[float, float]:
+    """The smallest and largest value the metric of one impression can take on lists of ``k`` slots
+    (``c_0 + sum_j r_j``: any subset of slots clicked for additive rewards, at most one first click otherwise)."""
+    import numpy as np
+
+    w = np.asarray(reward.position_weights(k), dtype=np.float64)
+    if reward.kind == "additive":
+        lo, hi = float(np.minimum(w, 0).sum()), float(np.maximum(w, 0).sum())
+    else:
+        lo, hi = min(0.0, float(w.min())), max(0.0, float(w.max()))
+    return reward.offset + lo, reward.offset + hi
+
+
+def range_note(value: float, reward: Reward, k: int) -> str | None:
+    """A note when an estimate lies outside the values the metric can take (``None`` inside)."""
+    lo, hi = metric_range(reward, k)
+    if lo - 1e-12 <= value <= hi + 1e-12 or not math.isfinite(value):
+        return None
+    return (f"the estimate {value:.4g} lies outside the range of {reward.name}, [{lo:g}, {hi:g}]: no ranker can have "
+            "that value; the estimator's weights do not sum to one per impression (an unbiased one leaves the range "
+            "by noise; a biased one, see its warnings, also by its bias); report it clipped to the range, or use a "
+            "self-normalised list estimator (snips: a weighted mean of the impressions' metric) that stays in it")
+
+
+#: fewer effective clusters than this make the CLT interval's warning (:func:`few_clusters_text`)
+FEW_CLUSTERS = 30
+
+
+def clt_quantile(alpha: float, clusters: int) -> float:
+    r"""The CLT intervals' quantile: :math:`t_{G-1}(1-\alpha/2)` for ``G`` clusters (the reference distribution of a
+    mean over ``G`` clusters with the CR1 standard error, :math:`G/(G-1)` times the sum of squared cluster
+    deviations; Cameron and Miller 2015, Stata's convention), not :math:`z`: with 4 clusters :math:`z` = 1.96 covers
+    about 86%, :math:`t_3` = 3.18 95% (tests/test_estimate_review3.py measures both); at 300 clusters they differ by
+    0.4%. NaN with fewer than 2 clusters."""
+    from scipy.stats import t
+
+    return float(t.ppf(1 - alpha / 2, clusters - 1)) if clusters >= 2 else math.nan
+
+
+def clt_interval(value: float, se: float, clusters: int, alpha: float) -> tuple[float, float]:
+    """``value -+ t_{G-1}(1 - alpha/2) x se`` (:func:`clt_quantile`)."""
+    q = clt_quantile(alpha, clusters)
+    return value - q * se, value + q * se
+
+
+def effective_clusters(data: LoggedData) -> tuple[int, float]:
+    """``(G, (sum n_g)^2 / sum n_g^2)``: the clusters of ``data`` (users; impressions without user ids) and their
+    effective number by impressions (``G`` for equal clusters, near 1 when one dominates)."""
+    import numpy as np
+
+    if data.user is None:
+        return data.n, float(data.n)
+    inv, g = data.user_groups
+    sizes = np.bincount(inv, minlength=g).astype(np.float64)
+    return int(g), float(sizes.sum() ** 2 / (sizes ** 2).sum())
+
+
+def few_clusters_text(data: LoggedData) -> str | None:
+    """The warning of a log whose CLT intervals rest on few clusters: fewer than :data:`FEW_CLUSTERS` effective
+    clusters (:func:`effective_clusters`); ``None`` otherwise."""
+    g, eff = effective_clusters(data)
+    if eff >= FEW_CLUSTERS:
+        return None
+    size = (f" (effective number by impressions {eff:.1f}: a few clusters hold most impressions)"
+            if eff < 0.8 * g else "")
+    return (f"the CLT intervals and p-values rest on {g} clusters{size}, fewer than {FEW_CLUSTERS}: they use t_(G-1) "
+            "quantiles, which correct for few clusters of similar size but not for a few dominant ones, so they may "
+            "cover less than their level; treat them as approximate (more users, or the cluster bootstrap as a check)")
 
 
 def _cluster_sums(data: LoggedData, num: np.ndarray, den: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -163,6 +302,10 @@ def boot_rng(seed: int, *names: str) -> np.random.Generator:
     import numpy as np
 
     return np.random.default_rng([seed, *(zlib.crc32(n.encode("utf-8")) for n in names)])
+
+
+#: ``se_source`` of an estimate or difference whose standard error is its bootstrap's SD (:func:`one_estimate`)
+BOOTSTRAP_SE = "bootstrap SD (the data-driven choice made again in every resample)"
 
 
 #: a clipped estimate whose estimated clipping bias exceeds this many of its standard errors is warned: its interval
@@ -190,9 +333,12 @@ def paired_difference(
 ) -> dict[str, Any]:
     r"""``estimator``'s estimate for ``target`` minus that for ``baseline`` on the same log.
 
-    Standard error from the per-cluster influence values (module docstring), normal
-    interval and two-sided p-value of :math:`\Delta = 0`; with ``n_boot`` >= 100 a paired
-    cluster-bootstrap percentile interval (clusters resampled once for both estimates).
+    Standard error from the per-cluster influence values (module docstring), interval and two-sided p-value of
+    :math:`\Delta = 0` with :math:`t_{G-1}` quantiles (:func:`clt_quantile`); with ``n_boot`` >= 100 a paired
+    cluster-bootstrap percentile interval (clusters resampled once for both estimates). For an estimator whose CLT
+    holds a data-driven choice fixed (:meth:`~onlineeval.estimators.base.Estimator.clt_holds_fixed`: adaptive IPS,
+    dm) and that resamples it (its ``bootstrap_estimates``), the bootstrap's SD replaces the delta-method standard
+    error in ``se``, the interval and the p-value (``se_source``).
 
     Raises
     ------
@@ -202,7 +348,7 @@ def paired_difference(
         the target), or a bootstrap resample gives one of them no positive weight.
     """
     import numpy as np
-    from scipy.stats import norm
+    from scipy.stats import t as t_dist
 
     from onlineeval.errors import InputError
     from onlineeval.stats import ratio_linearization
@@ -232,12 +378,8 @@ def paired_difference(
     else:
         rt, rb, se = float(xt.sum() / yt.sum()), float(xb.sum() / yb.sum()), math.nan
     diff = rt - rb
-    z = float(norm.ppf(1 - alpha / 2))
-    if se > 0:
-        p = float(2 * norm.sf(abs(diff) / se))
-    else:
-        p = math.nan if math.isnan(se) else (1.0 if diff == 0 else 0.0)
     blo = bhi = math.nan
+    se_source = "delta method"
     if n_boot:
         if rng is None:
             raise ValueError("n_boot > 0 needs rng")
@@ -256,60 +398,139 @@ def paired_difference(
                                  "too few clusters with weight for a bootstrap", data.source)
             reps[start:stop] = xt[idx].sum(axis=1) / st - xb[idx].sum(axis=1) / sb
         blo, bhi = (float(v) for v in np.quantile(reps, [alpha / 2, 1 - alpha / 2]))
+        if whole is not None and estimator.clt_holds_fixed(reward) is not None:  # F-A: the delta method's is too small
+            se, se_source = float(np.std(reps, ddof=1)), BOOTSTRAP_SE
+    lo, hi = clt_interval(diff, se, g, alpha)
+    if se > 0:
+        p = float(2 * t_dist.sf(abs(diff) / se, g - 1))
+    else:
+        p = math.nan if math.isnan(se) else (1.0 if diff == 0 else 0.0)
     return {
         "estimator": estimator.name,
         "target": getattr(target, "name", "target"),
         "baseline": getattr(baseline, "name", "baseline"),
         "estimate": diff,
         "se": se,
-        "ci_low": diff - z * se,
-        "ci_high": diff + z * se,
+        "ci_low": lo,
+        "ci_high": hi,
         "pvalue": p,
         "boot_low": blo,
         "boot_high": bhi,
         "n": data.n,
         "clusters": g,
+        "se_source": se_source,
     }
 
 
 def support_count(log: LoggedLog, tmap: TargetMap, rows: np.ndarray) -> tuple[int, int]:
-    """Impressions (of ``rows``) whose query's target list holds a document the log never shows."""
+    """Impressions (of ``rows``) whose query's target list holds a document the log never shows (a log with
+    written propensities) or its logger cannot show (a log with a ``logger``)."""
     q = log.data.query[rows]
     return int(tmap.unseen_query[q].sum()), int(q.size)
 
 
+#: the keys of an estimate's record (:func:`one_estimate`; JSON ``results``), every one present (``None`` where
+#: undefined)
+RESULT_KEYS = ("estimator", "target", "estimate", "se", "ci_low", "ci_high", "boot_low", "boot_high", "n", "clusters",
+               "se_source", "assumption", "diagnostics", "warnings", "error")
+#: the keys of a difference's record (:func:`estimate_targets`; JSON ``differences``)
+DIFFERENCE_KEYS = ("estimator", "target", "baseline", "estimate", "se", "ci_low", "ci_high", "pvalue", "boot_low",
+                   "boot_high", "n", "clusters", "se_source", "warnings", "error")
+#: the keys of an estimate's ``diagnostics`` (the :class:`Diagnostics` fields and the derived ones)
+DIAGNOSTIC_KEYS = ("ess", "max_weight", "top1_share", "zero_weight_share", "support_violations", "support_checked",
+                   "never_logged", "notes", "weight_level", "weights_per_impression", "mean_weight", "mean_weight_se",
+                   "mean_weight_expected", "ess_impressions", "mean_weight_off")
+
+
+def _clusters(data: LoggedData) -> int:
+    return data.n if data.user is None else int(data.user_groups[1])
+
+
+def undefined_record(est: Estimator, name: str, data: LoggedData, message: str) -> dict[str, Any]:
+    """The record of an undefined estimate: every key of :data:`RESULT_KEYS` (numbers and diagnostics ``None``, the
+    log's ``n`` and ``clusters``), so that a reader of the JSON never meets a missing key."""
+    out: dict[str, Any] = dict.fromkeys(RESULT_KEYS)
+    out.update({"estimator": est.name, "target": name, "n": data.n, "clusters": _clusters(data),
+                "assumption": est.assumption, "error": message, "warnings": [f"undefined: {message}"],
+                "diagnostics": {**dict.fromkeys(DIAGNOSTIC_KEYS), "notes": {}}})
+    return out
+
+
+def choice_held_fixed_text(est: Estimator, reward: Reward, bootstrap_option: str) -> str | None:
+    """The warning of an estimate whose CLT standard error holds a data-driven choice fixed, without a bootstrap:
+    the standard error is too small and how to get a valid one (``bootstrap_option`` as the caller spells it)."""
+    fixed = est.clt_holds_fixed(reward)
+    if fixed is None:
+        return None
+    return (f"its standard error, CLT interval and p-values hold {fixed} fixed and are too small (adaptive_ips: "
+            "about 0.7 of its estimates' SD over 200 replicates of configs/counterfactual.yaml; 4.4x too small on "
+            f"50,000-impression logs in review 3); {bootstrap_option} (e.g. 1000) makes the choice again in every "
+            "resample and reports that bootstrap's SD as se, with the interval and p-values from it")
+
+
 def one_estimate(
     est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
-    alpha: float, n_boot: int, seed: int,
+    alpha: float, n_boot: int, seed: int, bootstrap_option: str = "--bootstrap N",
 ) -> dict[str, Any]:
+    """One estimator's record of one target (:data:`RESULT_KEYS`): the estimate with its CLT interval
+    (:func:`clt_interval`; for an estimator whose CLT holds a data-driven choice fixed and a bootstrap asked for,
+    the bootstrap's SD as ``se``), the bootstrap interval, the diagnostics and every warning."""
     from dataclasses import asdict, replace
 
+    import numpy as np
+
     from onlineeval.errors import InputError
+    from onlineeval.estimators.base import CHOICE_HELD_FIXED
 
     name = tmap.target.name
     extra: list[str] = []
+    rng = boot_rng(seed, est.name, name) if n_boot else None
+    own = bool(n_boot) and est.clt_holds_fixed(reward) is not None  # its bootstrap's SD replaces the CLT's se
     try:
-        res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot,
-                           rng=boot_rng(seed, est.name, name) if n_boot else None)
+        res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=0 if own else n_boot,
+                           rng=None if own else rng)
     except InputError as exc:
         try:  # is it the bootstrap alone that fails (too few clusters with weight)?
-            res = est.estimate(data, tmap.target, reward, alpha=alpha) if n_boot else None
+            res = est.estimate(data, tmap.target, reward, alpha=alpha) if n_boot and not own else None
         except InputError:
             res = None
         if res is None:
-            return {"estimator": est.name, "target": name, "estimate": None, "error": exc.message,
-                    "assumption": est.assumption, "warnings": [f"undefined: {exc.message}"]}
+            return undefined_record(est, name, data, exc.message)
         extra.append(f"no bootstrap interval: {exc.message}")
+    se_source = "delta method"
+    if own:
+        try:
+            reps = est.bootstrap_estimates(data, [tmap.target], reward, n_boot, rng) if res.clusters >= 2 else None
+            if reps is None:  # the plain cluster bootstrap of its terms (or its refusal of one cluster)
+                res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot, rng=rng)
+            else:
+                sd = float(np.std(reps[:, 0], ddof=1))
+                blo, bhi = (float(v) + reward.offset for v in np.quantile(reps[:, 0], [alpha / 2, 1 - alpha / 2]))
+                extra.append(f"se, interval and p-values are its bootstrap's: se = the SD of the {n_boot} resamples' "
+                             f"estimates (each making the choice again), {sd:.4g}; the delta method's {res.se:.4g} "
+                             f"holds {est.clt_holds_fixed(reward)} fixed and is too small")
+                res = replace(res, se=sd, boot_low=blo, boot_high=bhi)
+                se_source = BOOTSTRAP_SE
+        except InputError as exc:
+            extra.append(f"no bootstrap interval: {exc.message}")
+    if math.isfinite(res.se):
+        lo, hi = clt_interval(res.value, res.se, res.clusters, alpha)
+        res = replace(res, ci_low=lo, ci_high=hi)
     diag = res.diagnostics
-    if diag.support_violations is None:  # no logging policy: count documents the log never shows
-        count, checked = support_count(log, tmap, rows)
-        diag = replace(diag, support_violations=count, support_checked=checked)
+    never = None
+    if log.source == "log":  # written propensities: documents never logged are not known support violations
+        never, _ = support_count(log, tmap, rows)
     out = {("estimate" if k == "value" else k): v for k, v in asdict(res).items()
            if k not in ("diagnostics", "reward", "alpha")}
+    out["se_source"] = se_source
     out["diagnostics"] = asdict(diag)
+    out["diagnostics"]["never_logged"] = never
     out["diagnostics"]["ess_impressions"] = diag.ess_impressions
     out["diagnostics"]["mean_weight_off"] = diag.mean_weight_off()
-    out["warnings"] = diag.warnings() + extra
+    held = choice_held_fixed_text(est, reward, bootstrap_option) if not n_boot else None
+    out["warnings"] = [held if w == CHOICE_HELD_FIXED and held else w for w in diag.warnings()] + extra
+    if held and held not in out["warnings"]:
+        out["warnings"].append(held)
     bias = diag.notes.get("clipping_bias_estimate")
     if bias is not None and bias != 0 and not (abs(bias) <= CLIPPING_BIAS_SE * res.se):
         out["warnings"].append(
@@ -317,13 +538,20 @@ def one_estimate(
             "centred on the clipped value, not the target's; a larger cap (or ips / snips) removes it"
             if res.se > 0 else f"clipping bias estimated at {bias:+.4g}: the estimate is the clipped value, not the "
             "target's; a larger cap (or ips / snips) removes it")
+    biased = metric_bias_warning(est, reward, log)
+    if biased:
+        out["warnings"].append(biased)
+    outside = range_note(res.value, reward, data.k)
+    if outside:
+        out["warnings"].append(outside)
     if diag.zero_weight_share == 1.0:
+        zero = "zero " if res.se == 0 else ""
         out["warnings"].append(
             "every weight is 0: no logged impression agrees with the target where this estimator needs it, so the "
             + ("estimate is its click model's alone (the direct method's): nothing in the log corrects it"
-               if _has_reward_model(est) else "estimate (and its zero standard error) says nothing about the target"))
+               if _has_reward_model(est) else f"estimate (and its {zero}standard error) says nothing about the target"))
     out["error"] = None
-    return out
+    return {k: out[k] for k in RESULT_KEYS}
 
 
 
@@ -345,7 +573,9 @@ def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: floa
         "metric": metric,
         "reward": reward.describe(),
         "alpha": alpha,
-        "interval": "estimate +- z_(1-alpha/2) x se, se by the delta method over clusters",
+        "interval": ("estimate +- t_(G-1)(1-alpha/2) x se with G clusters, se by the delta method over clusters "
+                     "(CR1); for estimators whose delta method holds a data-driven choice fixed (adaptive_ips, dm), "
+                     "with a bootstrap, se = the bootstrap's SD (se_source)"),
         "cluster_unit": unit,
         "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
                               f"{lg.source} (propensities computed from the logged scores)"),
@@ -355,8 +585,9 @@ def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: floa
                 + ("document id descending, as trec_eval)" if ties == "docno_desc" else "file order)"),
         "target_depth": "a target's list for a query is its top k, k = the longest list the log shows for it",
         "support": ("target lists the logging policy gives probability 0" if lg.source != "log" else
-                    "impressions whose target list holds a document the log never shows for the query "
-                    "(a lower bound: the log carries no logging policy)"),
+                    "unknown: the log carries no logging policy (written propensities give the probabilities of "
+                    "shown events only); never_logged counts impressions whose target list holds a document the log "
+                    "never shows for the query (weight 0 there: a sampling zero if the policy could show it)"),
         "bootstrap": bootstrap,
         "bootstrap_interval": ("none" if not bootstrap else
                                f"{bootstrap} cluster resamples, percentile; generator numpy default_rng([seed, "
@@ -403,6 +634,7 @@ def estimate_targets(
     seed: int = 0,
     baseline: TargetMap | None = None,
     sources: dict[str, str] | None = None,
+    bootstrap_option: str = "--bootstrap N",
 ) -> LogEstimates:
     """Every estimator's estimate of every target (and the baseline), and each target minus the baseline.
 
@@ -423,6 +655,8 @@ def estimate_targets(
     sources:
         ``{target name: where it comes from}`` for the warnings (a run file's path);
         default "the target".
+    bootstrap_option:
+        How the warnings spell asking for a bootstrap (the CLI's ``--bootstrap N``, the API's ``bootstrap=N``).
 
     Returns
     -------
@@ -438,6 +672,9 @@ def estimate_targets(
     data = lg.data
     sources = sources or {}
     warnings: list[str] = []
+    few = few_clusters_text(data)
+    if few:
+        warnings.append(few)
     results: list[dict[str, Any]] = []
     everyone = list(maps) + ([baseline] if baseline is not None else [])
     for tmap in everyone:
@@ -450,13 +687,17 @@ def estimate_targets(
                 f"their {data.n - rows.size} impressions are left out of its estimates")
         if tmap.unseen:
             count, _ = support_count(lg, tmap, rows)
-            warnings.append(
-                f"{name}: ranks {len(tmap.unseen)} documents the log never shows for their query "
-                f"({len({u.query for u in tmap.unseen})} queries, {count} impressions): counted as support "
-                "violations, the estimates are biased there")
+            warnings.append(never_logged_text(name, tmap, count) if not unseen_refused(lg) else
+                            f"{name}: ranks {len(tmap.unseen)} documents the logging policy cannot show for their "
+                            f"query ({len({u.query for u in tmap.unseen})} queries, {count} impressions): support "
+                            "violations (probability 0), the estimates are biased there")
         sub = data if rows.size == data.n else data.take(rows)
+        if rows.size < data.n and not few:
+            few_sub = few_clusters_text(sub)
+            if few_sub:
+                warnings.append(f"{name} (the impressions of the queries it ranks): {few_sub}")
         for est in estimators:
-            results.append(one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed))
+            results.append(one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed, bootstrap_option))
 
     differences: list[dict[str, Any]] = []
     if baseline is not None:
@@ -480,8 +721,9 @@ def estimate_targets(
                     except InputError:
                         diff = None
                     if diff is None:
-                        differences.append({"estimator": est.name, "target": tmap.target.name,
-                                            "baseline": base.target.name, "estimate": None, "error": exc.message})
+                        differences.append({**dict.fromkeys(DIFFERENCE_KEYS), "estimator": est.name,
+                                            "target": tmap.target.name, "baseline": base.target.name,
+                                            "n": sub.n, "clusters": _clusters(sub), "error": exc.message})
                     else:
                         differences.append(diff)
                         warnings.append(f"{pair}: no bootstrap interval: {exc.message}")
@@ -492,10 +734,12 @@ def estimate_targets(
             fixed = est.clt_holds_fixed(reward)
             if fixed is not None:
                 fixed_warning[est.name] = (
-                    f"{est.name}: the differences' CLT interval and p-value hold {fixed} fixed and "
-                    "understate the uncertainty; " + (
-                        "its bootstrap interval does it again in every resample" if bootstrap else
-                        "--bootstrap N (e.g. 1000) gives an interval that does it again in every resample"))
+                    f"{est.name}: the differences' delta-method standard error holds {fixed} fixed and understates "
+                    "the uncertainty; " + (
+                        "their se, interval and p-value are the paired bootstrap's (SD of the resamples' differences, "
+                        "the choice made again in every resample; se_source)" if bootstrap else
+                        f"their se, CLT interval and p-value are too small; {bootstrap_option} (e.g. 1000) takes them "
+                        "from a bootstrap that makes the choice again in every resample"))
                 warnings.append(fixed_warning[est.name])
     # each difference carries the warnings of its two estimates and of its estimator's differences
     by_row = {(r["estimator"], r["target"]): r["warnings"] for r in results}
@@ -504,7 +748,8 @@ def estimate_targets(
                    for w in by_row.get((diff["estimator"], side), [])]
         if diff["estimator"] in fixed_warning:
             carried.append(fixed_warning[diff["estimator"]])
-        diff["warnings"] = diff.get("warnings", []) + carried
+        diff["warnings"] = (diff.get("warnings") or []) + carried
+    differences = [{k: d.get(k) for k in DIFFERENCE_KEYS} for d in differences]
     mc = data.logger.monte_carlo_queries() if isinstance(data.logger, LogPolicy) else 0
     if mc:
         warnings.append(f"the item propensities of {mc} queries are Monte Carlo estimates of the logging policy "
