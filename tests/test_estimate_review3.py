@@ -80,8 +80,8 @@ def test_estimators_biased_for_the_metric_are_warned(world: dict[str, Any]) -> N
     doc = json_out(*args, "--estimator", "iips,clipped_ips", "--option", "clipped_ips.cap=5", "--metric",
                    "clicks_per_query")
     (w,) = [w for w in doc["results"][0]["warnings"] if " is biased for " in w]
-    assert w.startswith("iips is biased for clicks_per_query (an additive reward) under cascade, dcm clicks "
-                        "(unbiased only under pbm clicks)")
+    assert w.startswith("iips is biased for clicks_per_query (an additive reward) when clicks follow cascade, dcm "
+                        "(unbiased only under pbm clicks): its interval then covers")
     assert not any(" is biased for " in w for w in doc["results"][1]["warnings"])
 
 

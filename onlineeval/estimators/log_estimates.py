@@ -209,11 +209,11 @@ def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog) -> str |
 
     others = [n for n in runnable_estimators(log, kind) if n != est.name and covers(n)]
     what = f"{reward.name} ({'an additive' if kind == 'additive' else 'a first-click'} reward)"
-    where = (f"under {', '.join(biased)} clicks (unbiased only under {', '.join(unbiased)} clicks)" if unbiased else
-             f"under every click model ({', '.join(biased)})")
-    return (f"{est.name} is biased for {what} {where}: its interval covers the target's value less often than its "
-            f"level says; estimators unbiased for {reward.name} there that run on this log: "
-            + (", ".join(others) or "none"))
+    where = (f"when clicks follow {', '.join(biased)} (unbiased only under {', '.join(unbiased)} clicks): its "
+             "interval then covers" if unbiased else
+             f"under every click model ({', '.join(biased)}): its interval covers")
+    return (f"{est.name} is biased for {what} {where} the target's value less often than its level says; estimators "
+            f"unbiased for {reward.name} there that run on this log: " + (", ".join(others) or "none"))
 
 
 def metric_range(reward: Reward, k: int) -> tuple[float, float]:
