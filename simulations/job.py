@@ -12,8 +12,14 @@ and the contents of every input file the config names (qrels, runs, query freque
 fitted click models), and the code's :data:`STREAM_VERSION` (the version of the numbers a
 seed gives: a partial file written by an onlineeval whose draws differ is not mixed with
 this one's replicates). A different fingerprint discards the partial file, and says why
-(another config or input files, or only another stream version of the code). The partial
-file is removed once the results are written.
+(another config or input files, or only another stream version of the code). Once the
+results are written the partial file's records are kept, sorted and gzipped, in
+``<output>/replicates.finished.jsonl.gz`` (:data:`FINISHED`; about 0.4 times the size of
+``replicates.csv``): running the folder again with more replicates (or fewer, or the same)
+and the same fingerprint reuses its records, as replicates ``0 .. R-1`` of any number of
+replicates are the same numbers, and computes only the replicates it lacks; the results
+equal a fresh run's byte for byte. A finished file of another fingerprint is not reused
+(the run says why, and removes it); ``fresh`` removes it too.
 
 One run at a time per results folder: the folder is locked (``.onlineeval.lock``, an
 ``fcntl`` lock held for the run's lifetime, released by the OS if the process dies); a
@@ -31,7 +37,7 @@ import hashlib
 import json
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -54,6 +60,7 @@ from simulations.users import UserModels
 from simulations.world import World, build_world
 
 __all__ = [
+    "FINISHED",
     "PARTIAL",
     "PARTIAL_FORMAT",
     "Interrupted",
@@ -69,12 +76,19 @@ __all__ = [
     "partial_record",
     "prepare",
     "prepare_world",
+    "keep_finished",
+    "reopen_records",
+    "replicate_ranges",
+    "resume_message",
     "signals_interrupt",
     "simulate",
     "write_error",
 ]
 
 PARTIAL = "replicates.partial.jsonl"
+#: the partial file of a finished run, kept (renamed) so that a run of the same fingerprint with another number of
+#: replicates reuses its records (replicate ``r`` is seeded by the ``r``-th spawned seed whatever their number)
+FINISHED = "replicates.finished.jsonl.gz"
 LOCK = ".onlineeval.lock"
 #: version of the partial-file record format (records without a checksum are not trusted)
 PARTIAL_FORMAT = 2
@@ -225,13 +239,15 @@ def parse_partial_record(line: str) -> tuple[int, list[dict[str, Any]]] | None:
 
 
 def load_partial(
-    path: Path, fingerprint: str, say: Callable[[str], None] = lambda _msg: None, config: Config | None = None
+    path: Path, fingerprint: str, say: Callable[[str], None] = lambda _msg: None, config: Config | None = None,
+    finished_run: Path | None = None,
 ) -> dict[int, list[dict[str, Any]]]:
     """Finished replicates of an earlier run with the same fingerprint; rewrites the file
     without torn or invalid records so that appending continues after the last good one.
     A file of another fingerprint is discarded with a warning saying why; with the run's
     ``config`` it tells a change of the code's numbers (:data:`STREAM_VERSION`) from a
-    change of the config or input files."""
+    change of the config or input files. ``finished_run``: ``path`` holds the records of this
+    finished run's file (:data:`FINISHED`, unpacked), which the warning names, saying they are not reused."""
     if not path.is_file():
         return {}
     done: dict[int, list[dict[str, Any]]] = {}
@@ -244,8 +260,10 @@ def load_partial(
         header = {}
     same = isinstance(header, dict) and header.get("format") == PARTIAL_FORMAT
     if not same or header.get("fingerprint") != fingerprint:
-        say(f"warning: discarding {max(len(lines) - 1, 0)} finished replicate record(s) in {path}: they were computed "
-            + _discard_reason(header, config))
+        n = max(len(lines) - 1, 0)
+        what = (f"not reusing the {n} replicate record(s) of the finished run in {finished_run}" if finished_run
+                else f"discarding {n} finished replicate record(s) in {path}")
+        say(f"warning: {what}: they were computed " + _discard_reason(header, config))
         return {}
     for line in lines[1:]:
         parsed = parse_partial_record(line)
@@ -262,6 +280,111 @@ def load_partial(
                 out.write(partial_record(index, done[index]))
         os.replace(tmp, path)
     return done
+
+
+def reopen_records(
+    folder: Path, fingerprint: str, say: Callable[[str], None] = lambda _msg: None, config: Config | None = None,
+    fresh: bool = False,
+) -> tuple[dict[int, list[dict[str, Any]]], str]:
+    """The replicate records of ``folder`` that a run of ``fingerprint`` reuses, and where they came from:
+    ``"partial"`` (an interrupted run's :data:`PARTIAL` file), ``"finished"`` (a finished run's :data:`FINISHED`
+    file, which is then unpacked into the partial file: this run appends to it and packs it again when its results
+    are written) or ``""`` (none). Every record is returned, also those of replicates beyond this run's number.
+    A finished file of another fingerprint (or that cannot be read) is not reused (a warning says why) and is
+    removed, as it is when ``fresh``; a partial file of another fingerprint is left to be overwritten
+    (:func:`load_partial`)."""
+    import gzip
+    import shutil
+    import zlib
+
+    partial, finished = folder / PARTIAL, folder / FINISHED
+    if fresh:
+        _remove(finished)
+        return {}, ""
+    done = load_partial(partial, fingerprint, say, config)
+    if done:
+        return done, "partial"
+    if not finished.is_file():
+        return {}, ""
+    unpacked = folder / (PARTIAL + ".unpacked")
+    try:
+        with gzip.open(finished, "rb") as src, open(unpacked, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        say(f"warning: not reusing the replicates of the finished run in {finished}: the file is damaged ({exc})")
+        _remove(unpacked)
+        _remove(finished)
+        return {}, ""
+    except OSError as exc:
+        _remove(unpacked)
+        raise write_error(exc, finished, "nothing was run") from None
+    done = load_partial(unpacked, fingerprint, say, config, finished_run=finished)
+    try:
+        if done:
+            os.replace(unpacked, partial)
+        else:
+            unpacked.unlink()
+        finished.unlink()
+    except OSError as exc:
+        raise write_error(exc, finished, "nothing was run") from None
+    return done, ("finished" if done else "")
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise write_error(exc, path, "nothing was run") from None
+
+
+def keep_finished(folder: Path) -> None:
+    """Keep the records of the partial file of a run whose results are written in :data:`FINISHED` (reused by a
+    later run of the same fingerprint with another number of replicates), sorted by replicate so that the file
+    does not depend on the order in which the workers finished them, and gzipped (level 1, no time stamp: the
+    same records give the same bytes); the partial file goes. Nothing when there is none. A failed write (a full
+    disk) leaves the partial file, which a later run reuses the same way."""
+    import gzip
+
+    partial, tmp = folder / PARTIAL, folder / (FINISHED + ".tmp")
+    try:
+        with open(partial, encoding="utf-8", errors="replace", newline="") as fh:
+            lines = fh.readlines()
+        if lines:
+            records = sorted((parsed[0], line) for line in lines[1:]
+                             if (parsed := parse_partial_record(line)) is not None)
+            with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=1,
+                                                       mtime=0) as out:
+                out.write((lines[0] if lines[0].endswith("\n") else lines[0] + "\n").encode())
+                for _index, line in records:
+                    out.write(line.encode())
+            os.replace(tmp, folder / FINISHED)
+        partial.unlink()
+    except FileNotFoundError:
+        return
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def replicate_ranges(indices: Iterable[int]) -> str:
+    """Replicate numbers as ranges: ``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    spans: list[list[int]] = []
+    for k in sorted(indices):
+        if spans and spans[-1][1] == k - 1:
+            spans[-1][1] = k
+        else:
+            spans.append([k, k])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def resume_message(kept: Mapping[int, Any], total: int, source: str, path: Path, extra: int = 0) -> str:
+    """What a resumed run reuses: how many of its ``total`` replicates, which ones, from where, and how many it
+    computes; ``extra``: records kept for a larger number of replicates."""
+    where = (f"reused from the finished run in {path}" if source == "finished"
+             else f"already finished in {path}")
+    more = f"; {extra} more kept for a larger number of replicates" if extra else ""
+    return (f"{len(kept)} of {total} replicates {where} (replicate(s) {replicate_ranges(kept)}); "
+            f"computing {total - len(kept)}{more}")
 
 
 @contextlib.contextmanager
@@ -339,7 +462,9 @@ def simulate(
         Processes for replicates (default ``config.workers``; 0 = all cores). The numbers do
         not depend on it.
     fresh:
-        Ignore finished replicates of an interrupted earlier run of the same config.
+        Ignore finished replicates of an earlier run of the same config in ``output``, interrupted
+        (:data:`PARTIAL`) or finished (:data:`FINISHED`, whose records a run with another number of
+        replicates otherwise reuses).
     on_progress:
         Called with (finished replicates, total) as replicates complete.
     log:
@@ -364,11 +489,11 @@ def simulate(
         world, users, truths = prepare(config, say)
         partial = output / PARTIAL
         total = config.replicates
-        done = {} if fresh else load_partial(partial, fingerprint, say, config)
+        done, source = reopen_records(output, fingerprint, say, config, fresh)
         kept = {i: r for i, r in done.items() if i < total}
         if kept:
-            extra = f" ({len(done) - len(kept)} more kept for a larger --replicates)" if len(done) > len(kept) else ""
-            say(f"resuming: {len(kept)} of {total} replicates already finished in {partial}{extra}")
+            shown = output / FINISHED if source == "finished" else partial
+            say("resuming: " + resume_message(kept, total, source, shown, len(done) - len(kept)))
         try:
             if done:
                 partial_fh = open(partial, "a", encoding="utf-8")
@@ -384,7 +509,7 @@ def simulate(
             with contextlib.suppress(OSError):
                 partial_fh.close()
         result = finish(config, world, users, truths, kept, output, fingerprint)
-        partial.unlink(missing_ok=True)
+        keep_finished(output)  # the records stay for a later run with more replicates
     return result
 
 

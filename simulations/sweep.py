@@ -36,9 +36,15 @@ of every input file it names: qrels, both runs, ..., and the code's
 onlineeval whose numbers differ is recomputed, not mixed) and partial file, so an interrupted
 sweep resumes: finished points (``summary.json`` with the point's fingerprint and
 replicates, no partial file) are read back, and unfinished ones keep the replicates in
-their partial file. The whole sweep is one list of tasks for the executor: per point its
-ground truth, then its chunks of replicates; the client only builds the worlds (cheap,
-and what Dask ships to the workers) and, as soon as a point's truth and last chunk are in,
+their partial file. A finished point keeps its replicates' records
+(``replicates.finished.jsonl.gz``, :data:`simulations.job.FINISHED`), so a sweep run again
+with more ``replicates`` (or fewer) computes only the replicates each point lacks: replicate
+``r`` is seeded by the ``r``-th spawned seed whatever their number, so the first ``R`` of an
+``R'``-replicate point are those of its ``R``-replicate run, and the results equal a fresh
+run's byte for byte; any other change of the point (its fingerprint) reuses nothing. The
+whole sweep is one list of tasks for the executor: per point its ground truth, then its
+chunks of replicates; the client only builds the worlds (cheap, and what Dask ships to the
+workers) and, as soon as a point's truth and last chunk are in,
 hands the point to a writer process that writes its folder while the tasks go on
 (:mod:`simulations.sweep_writers`; ``writers=0`` writes in the client's thread).
 
@@ -124,6 +130,8 @@ class SweepResult:
     output: Path
     computed: list[int]  # points computed by this run (the others were finished before)
     shrinkage: dict[str, Any] = field(default_factory=dict)  # simulations.shrinkage.shrinkage_study
+    #: replicates of the computed points read back from their partial or finished files instead of run
+    replicates_reused: int = 0
 
 
 # ------------------------------------------------------------------------------ config
@@ -500,13 +508,16 @@ def run_sweep(
         them in this thread. The folders do not depend on it.
     """
     from simulations.job import (
+        FINISHED,
         PARTIAL,
         config_fingerprint,
         folder_lock,
-        load_partial,
+        keep_finished,
         partial_header,
         partial_record,
         prepare_world,
+        reopen_records,
+        resume_message,
         signals_interrupt,
         write_error,
     )
@@ -525,7 +536,7 @@ def run_sweep(
         open_points: dict[str, _Open] = {}
         tasks: list[Task] = []
         total_reps = sum(p.config.replicates for p in sweep.points)
-        reps_done = 0
+        reps_done = reused = 0
         fingerprints: dict[int, str] = {}
         for point in sweep.points:
             folder = root / "points" / point.folder_name
@@ -543,13 +554,14 @@ def run_sweep(
                                   "simulation (same fingerprint); remove one")
             stack.enter_context(folder_lock(folder))
             partial = folder / PARTIAL
-            done = {} if fresh else load_partial(partial, fp, say, config)
-            done = {i: r for i, r in done.items() if i < config.replicates}
+            records, source = reopen_records(folder, fp, say, config, fresh)
+            done = {i: r for i, r in records.items() if i < config.replicates}
             if done:
-                say(f"resuming: point {point.index}: {len(done)} of {config.replicates} replicates already finished "
-                    f"in {partial}")
+                shown = folder / FINISHED if source == "finished" else partial
+                say(f"resuming: point {point.index}: "
+                    + resume_message(done, config.replicates, source, shown, len(records) - len(done)))
             try:
-                if done:
+                if records:  # appended to: records of replicates beyond this run's number stay in the file
                     fh = open(partial, "a", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)
                 else:
                     fh = open(partial, "w", encoding="utf-8")  # noqa: SIM115 (closed by the ExitStack)
@@ -561,6 +573,7 @@ def run_sweep(
             say(f"point {point.index} ({_label(point)}): preparing the world")
             world, users = prepare_world(config)
             reps_done += len(done)
+            reused += len(done)
             open_points[fp] = _Open(point, folder, fp, world, users, None, done, fh)
             todo = [i for i in range(config.replicates) if i not in done]
             size = sweep.chunk or max(1, math.ceil(config.replicates / 4))
@@ -584,7 +597,7 @@ def run_sweep(
 
         def written(index: int) -> None:  # in this thread, the next time it collects the written points
             folder = writing.pop(index)
-            (folder / PARTIAL).unlink(missing_ok=True)
+            keep_finished(folder)  # its records stay for a later run with more replicates
             summaries[index] = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
             computed.append(index)
 
@@ -634,7 +647,7 @@ def run_sweep(
             if writer is not None:
                 writer.close()  # after an error: pending points cancelled, writers ended
         rows, study = write_outputs(sweep, summaries, root, fingerprints)
-    return SweepResult(sweep, rows, root, sorted(computed), study)
+    return SweepResult(sweep, rows, root, sorted(computed), study, reused)
 
 
 def _label(point: SweepPoint) -> str:

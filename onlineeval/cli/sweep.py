@@ -66,7 +66,8 @@ def sweep_cmd(
     typer.echo("")
     typer.echo(format_shrinkage(result.shrinkage))
     reused = len(sweep.points) - len(result.computed)
-    typer.echo(f"\n{len(sweep.points)} points ({len(result.computed)} computed, {reused} finished before); "
+    kept = f", {result.replicates_reused} of their replicates reused" if result.replicates_reused else ""
+    typer.echo(f"\n{len(sweep.points)} points ({len(result.computed)} computed{kept}, {reused} finished before); "
                f"results in {result.output} (points.csv, points.parquet, summary.json, effect.png, shrinkage.png, "
                "mde.png, report.html, points/)")
 
