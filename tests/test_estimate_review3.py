@@ -25,6 +25,7 @@ from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixtur
     lib_data,
     lib_target,
     world,
+    write_log,
     write_run,
 )
 
@@ -240,3 +241,26 @@ def test_adaptive_ips_without_bootstrap_says_its_se_is_too_small_in_the_callers_
     mine = [w for w in api.warnings if text in w or "delta-method standard error holds" in w]
     assert len(mine) >= 2 and all("bootstrap=N (e.g. 1000)" in w and "--bootstrap" not in w for w in mine)
 
+
+
+def test_api_unseen_error_names_the_run_file_and_line(world: dict[str, Any]) -> None:
+    """On a log with a logger, a run file ranking a document the policy cannot show: the API's error names the run
+    file and line as the CLI's does (review 3, M2; was no file and line); a dict target names none."""
+    import onlineeval
+    from onlineeval.errors import InputError
+
+    sim, tmp = world["sim"], world["tmp"]
+    logged = write_log(sim, tmp / "api_logger.jsonl", logger=True)
+    lists = {q: list(world["best"][q]) for q in range(4)}
+    run = write_run(tmp / "V.run", lists, "V")
+    text = run.read_text().splitlines()
+    text[11] = text[11].replace(text[11].split()[2], "zz")  # q2's 2nd document
+    run.write_text("\n".join(text) + "\n")
+    with pytest.raises(InputError) as err:
+        onlineeval.estimate(logged, {"V": run}, "ips")
+    assert (err.value.path, err.value.line) == (str(run), 12)
+    assert ("ranks document 'zz' at rank 2 for query 'q2', which the log's logging policy cannot show"
+            in err.value.message)
+    with pytest.raises(InputError) as err:
+        onlineeval.estimate(logged, {"V": {"q2": ["q2d0", "zz", "q2d1"]}}, "ips")
+    assert err.value.path is None and err.value.line is None

@@ -209,8 +209,15 @@ def estimate(
         if not tmap.ranked.any():
             raise InputError(f"target {name!r}: no query in common with the log (log ids e.g. {lg.queries[0]!r})")
         if tmap.unseen and not allow_unseen and unseen_refused(lg):
-            raise InputError(f"target {name!r} {unseen_text(tmap, lg, tmap.unseen[0])} (allow_unseen=True estimates "
-                             "it anyway, counting them as support violations)")
+            first, path, line = tmap.unseen[0], None, None
+            if _is_path(run):  # a run file: name the line of the first such document, as the CLI does
+                from onlineeval.io.logged import locate_run_lines
+
+                found = locate_run_lines(run, {(u.query, u.doc) for u in tmap.unseen})
+                line, first = min(((found.get((u.query, u.doc), 0), u) for u in tmap.unseen), key=lambda t: t[0])
+                path, line = str(run), line or None
+            raise InputError(f"target {name!r} {unseen_text(tmap, lg, first)} (allow_unseen=True estimates it "
+                             "anyway, counting them as support violations)", path, line)
         maps[name] = tmap
     base = maps.pop(baseline[0]) if baseline is not None else None
     out = estimate_targets(lg, list(maps.values()), ests, reward, alpha=alpha, bootstrap=bootstrap, seed=seed,
