@@ -114,14 +114,15 @@ def test_assumption_sweep_config_errors():
     cf = {"name": "cf", "type": "counterfactual", "logger": {"policy": "epsilon_greedy"}, "estimators": ["ips"]}
     users = {"types": [{"name": "a", "share": 0.5, "click_model": PBM}, {"name": "b", "share": 0.5,
                                                                         "click_model": CASCADE}]}
+    short = {"depth": 5}  # PBM gives 5 ranks of examination (a longer list is refused at loading)
     with pytest.raises(ConfigError, match=r"analysis.assumption_sweep.parameter: users.types\[5\] is not a key"):
-        config_from_mapping({"users": users, "designs": [cf], "analysis": {
+        config_from_mapping({"users": users, "rankers": short, "designs": [cf], "analysis": {
             "assumption_sweep": {"parameter": "users.types[5].share", "values": [0.5]}}})
     with pytest.raises(ConfigError, match=r"analysis.assumption_sweep.values\[1\]: users.types\[1\].share = 1.5"):
-        config_from_mapping({"users": users, "designs": [cf], "analysis": {
+        config_from_mapping({"users": users, "rankers": short, "designs": [cf], "analysis": {
             "assumption_sweep": {"parameter": "users.types[1].share", "values": [0.5, 1.5]}}})
     with pytest.raises(ConfigError, match="needs a design of type counterfactual"):
-        config_from_mapping({"users": users, "analysis": {
+        config_from_mapping({"users": users, "rankers": short, "analysis": {
             "assumption_sweep": {"parameter": "users.types[1].share", "values": [0.5]}}})
 
 
