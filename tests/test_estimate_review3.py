@@ -213,6 +213,9 @@ def test_adaptive_ips_se_and_p_from_its_bootstrap(world: dict[str, Any]) -> None
     delta = est.estimate(data, tb, reward).se
     assert any(w.startswith("se, interval and p-values are its bootstrap's") and f"{delta:.4g}" in w
                for w in row["warnings"])
+    # the CLT-only warning (no bootstrap asked) is not repeated next to the bootstrap's se, nor in the notes
+    assert not any("covers below the nominal level" in w or "too small; --bootstrap" in w for w in row["warnings"])
+    assert "warnings" not in row["diagnostics"]["notes"]
     pair = est.bootstrap_estimates(data, [tb, ta], reward, 200, np.random.default_rng([4, *crc]))
     diff = next(d for d in doc["differences"] if d["estimator"] == "adaptive_ips")
     psd = float(np.std(pair[:, 0] - pair[:, 1], ddof=1))

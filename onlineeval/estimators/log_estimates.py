@@ -305,7 +305,7 @@ def boot_rng(seed: int, *names: str) -> np.random.Generator:
 
 
 #: ``se_source`` of an estimate or difference whose standard error is its bootstrap's SD (:func:`one_estimate`)
-BOOTSTRAP_SE = "bootstrap SD (the data-driven choice made again in every resample)"
+BOOTSTRAP_SE = "bootstrap SD (the data-driven choice or model fit made again in every resample)"
 
 
 #: a clipped estimate whose estimated clipping bias exceeds this many of its standard errors is warned: its interval
@@ -506,9 +506,10 @@ def one_estimate(
             else:
                 sd = float(np.std(reps[:, 0], ddof=1))
                 blo, bhi = (float(v) + reward.offset for v in np.quantile(reps[:, 0], [alpha / 2, 1 - alpha / 2]))
+                fixed = est.clt_holds_fixed(reward)
                 extra.append(f"se, interval and p-values are its bootstrap's: se = the SD of the {n_boot} resamples' "
-                             f"estimates (each making the choice again), {sd:.4g}; the delta method's {res.se:.4g} "
-                             f"holds {est.clt_holds_fixed(reward)} fixed and is too small")
+                             f"estimates ({fixed} redone in each), {sd:.4g}; the delta method's {res.se:.4g} holds "
+                             "it fixed and is too small")
                 res = replace(res, se=sd, boot_low=blo, boot_high=bhi)
                 se_source = BOOTSTRAP_SE
         except InputError as exc:
@@ -523,14 +524,18 @@ def one_estimate(
     out = {("estimate" if k == "value" else k): v for k, v in asdict(res).items()
            if k not in ("diagnostics", "reward", "alpha")}
     out["se_source"] = se_source
+    if est.chooses_from_log and CHOICE_HELD_FIXED in diag.notes.get("warnings", ()):  # said by held / extra
+        notes = dict(diag.notes)
+        notes["warnings"] = [w for w in notes["warnings"] if w != CHOICE_HELD_FIXED]
+        if not notes["warnings"]:
+            del notes["warnings"]
+        diag = replace(diag, notes=notes)
     out["diagnostics"] = asdict(diag)
     out["diagnostics"]["never_logged"] = never
     out["diagnostics"]["ess_impressions"] = diag.ess_impressions
     out["diagnostics"]["mean_weight_off"] = diag.mean_weight_off()
     held = choice_held_fixed_text(est, reward, bootstrap_option) if not n_boot else None
-    out["warnings"] = [held if w == CHOICE_HELD_FIXED and held else w for w in diag.warnings()] + extra
-    if held and held not in out["warnings"]:
-        out["warnings"].append(held)
+    out["warnings"] = ([held] if held else []) + diag.warnings() + extra
     bias = diag.notes.get("clipping_bias_estimate")
     if bias is not None and bias != 0 and not (abs(bias) <= CLIPPING_BIAS_SE * res.se):
         out["warnings"].append(
