@@ -82,6 +82,7 @@ __all__ = [
     "Task",
     "TaskResult",
     "import_task_modules",
+    "interrupts_deferred",
     "make_executor",
     "parse_scheduler",
     "run_chunk",
@@ -408,17 +409,26 @@ class DaskExecutor(Executor):
 
             _refuse_in_bootstrapping_child()
             environ = dict(os.environ)
-            try:
-                with dask.config.set(LOCAL_CLUSTER_CONFIG):  # read when the scheduler and nannies are created
-                    self._cluster = LocalCluster(
-                        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-                    )
-            except RuntimeError as exc:
-                if "failed to start" not in str(exc):
-                    raise
-                raise ConfigError(("executor", "address"), f"{address}: {exc} {UNGUARDED_SCRIPT}") from None
-            finally:
-                _restore_environ(environ)
+            error: Exception | None = None
+            with interrupts_deferred() as stopped:
+                try:
+                    with dask.config.set(LOCAL_CLUSTER_CONFIG):  # read when the scheduler and nannies are created
+                        self._cluster = LocalCluster(
+                            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+                        )
+                except Exception as exc:  # noqa: BLE001 (re-raised below, unless the start was interrupted)
+                    error = exc
+                finally:
+                    _restore_environ(environ)
+            if stopped:  # Ctrl-C or SIGTERM while the cluster started: it closes now, quietly, and the run stops
+                self.close()
+                from simulations.job import Interrupted
+
+                raise Interrupted(stopped[0])
+            if error is not None:
+                if not isinstance(error, RuntimeError) or "failed to start" not in str(error):
+                    raise error
+                raise ConfigError(("executor", "address"), f"{address}: {error} {UNGUARDED_SCRIPT}") from None
             try:
                 self._client = Client(self._cluster)
                 self._warm_workers()
@@ -518,6 +528,49 @@ class DaskExecutor(Executor):
                 client.close()
             if cluster is not None:
                 cluster.close()
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM recorded, not raised, inside the block (the list it yields gets their numbers), so that
+    a Ctrl-C while Dask starts a LocalCluster does not leave a half-started cluster that Dask's exit hook then
+    fails to close with a page of tracebacks (``AssertionError: Status.init``, "Nanny failed to start"); the
+    caller closes the started cluster and stops. A second signal in the block raises at once (a way out of a
+    start that hangs). SIGINT is also blocked in this thread inside the block, so the threads Dask starts meanwhile
+    and the worker processes they spawn inherit the block: a terminal's Ctrl-C, sent to every process of the
+    foreground group, leaves the workers alone (it used to stop them in their first imports, each printing a
+    ``KeyboardInterrupt`` traceback) and reaches this process, which ends them, as the local backend's workers
+    ignore it. Outside the main thread (no signal handlers there) the block does nothing."""
+    import threading
+
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def record(signum: int, _frame: Any) -> None:
+        if got:
+            from simulations.job import Interrupted
+
+            raise Interrupted(signum)
+        got.append(signum)
+
+    from multiprocessing import resource_tracker
+
+    # started now, if it is not yet: starting it unblocks SIGINT in the thread that starts it (this one, inside
+    # Dask's start), and every thread started after that would then let the signal reach the workers again
+    resource_tracker.ensure_running()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, record) for s in signals}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield got
+    finally:
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending SIGINT is handled (recorded) here
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
 
 
 @contextlib.contextmanager

@@ -275,6 +275,43 @@ def test_tasks_carry_the_clients_stream_version(cluster: DaskExecutor, tmp_path:
     assert f"stream version {real} there, {real + 1} on the client" in message
 
 
+def test_more_replicates_on_dask_compute_only_the_new_ones(cluster: DaskExecutor, tmp_path: Path) -> None:
+    """A sweep finished with 3 replicates (local processes), run again with 5 on the cluster: the tasks sent to
+    the workers hold replicates 3 and 4 of each point and nothing else (and one truth task per point), and the
+    folder equals a fresh 5-replicate run's byte for byte."""
+    from collections import Counter
+
+    from simulations.executors import TRUTH
+
+    ref = tmp_path / "ref"
+    run_sweep(make_sweep(ref, replicates=5), workers=1)
+    out = tmp_path / "out"
+    run_sweep(make_sweep(out, replicates=3), workers=1)
+    client = cluster._client
+    sent: list[tuple[Any, ...]] = []
+    real_submit = client.submit
+
+    def submit(fn: Any, *args: Any, **kw: Any) -> Any:
+        sent.append(args)
+        return real_submit(fn, *args, **kw)
+
+    client.submit = submit
+    try:
+        log: list[str] = []
+        result = run_sweep(make_sweep(out, replicates=5, chunk=1), executor=cluster, log=log.append)
+    finally:
+        client.submit = real_submit
+    assert result.computed == [0, 1, 2]
+    replicates = Counter(i for args in sent if args[3] != TRUTH for i in args[2])
+    assert replicates == {3: 3, 4: 3}
+    assert sum(args[3] == TRUTH for args in sent) == 3
+    assert sum("3 of 5 replicates reused from the finished run" in m for m in log) == 3
+    assert (out / "points.csv").read_bytes() == (ref / "points.csv").read_bytes()
+    for i in range(3):
+        name = f"points/point-00{i}/replicates.csv"
+        assert (out / name).read_bytes() == (ref / name).read_bytes()
+
+
 def test_run_task_refuses_another_stream_version_in_process() -> None:
     import simulations.job as job
     from simulations.executors import run_task
@@ -369,3 +406,152 @@ def test_an_interrupt_while_the_workers_warm_up_closes_the_cluster(monkeypatch: 
         DaskExecutor("local:1")
     assert len(closed) == 1 and closed[0] is not None
     assert closed[0].status.name == "closed"
+
+
+def _blocked(status: str) -> set[int]:
+    """The signals blocked per a /proc/.../status text (its SigBlk mask)."""
+    mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+def test_local_cluster_workers_leave_sigint_to_the_client(cluster: DaskExecutor) -> None:
+    """The workers of ``local:N`` start with SIGINT blocked (a terminal's Ctrl-C reaches the whole foreground
+    group: it stopped workers in their first imports, each printing a traceback); they still end on SIGTERM, which
+    their nannies send when the executor closes (the module's cluster closes at its end)."""
+    import signal
+
+    def masks() -> set[int]:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            return _blocked(fh.read())
+
+    seen = cluster._client.run(masks)
+    assert len(seen) == 2
+    for blocked in seen.values():
+        assert signal.SIGINT in blocked and signal.SIGTERM not in blocked
+
+
+def test_interrupts_deferred_records_blocks_and_restores() -> None:
+    """Inside the block a SIGINT or SIGTERM is recorded (not raised) and a second one raises Interrupted; threads
+    started inside, and processes they start, have SIGINT (not SIGTERM) blocked; the handlers and this thread's
+    mask are restored after, and a SIGINT pending at the end is recorded, not lost."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from simulations.executors import interrupts_deferred
+    from simulations.job import Interrupted
+
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    child: dict[str, str] = {}
+
+    def spawn() -> None:
+        child["status"] = subprocess.run([sys.executable, "-c", "print(open('/proc/self/status').read())"],
+                                         capture_output=True, text=True, check=True).stdout
+        with open(f"/proc/self/task/{threading.get_native_id()}/status", encoding="ascii") as fh:
+            child["thread"] = fh.read()
+
+    main = threading.main_thread().ident
+    assert main is not None
+    with interrupts_deferred() as stopped:
+        signal.pthread_kill(main, signal.SIGINT)  # to this thread, which blocks it: pending until the block ends
+        assert stopped == []
+        thread = threading.Thread(target=spawn)
+        thread.start()
+        thread.join()
+    assert stopped == [signal.SIGINT]  # recorded when the block ended, not lost
+    assert signal.SIGINT in _blocked(child["thread"]) and signal.SIGINT in _blocked(child["status"])
+    assert signal.SIGTERM not in _blocked(child["status"])
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == mask
+    with pytest.raises(Interrupted) as second, interrupts_deferred() as stopped:
+        signal.raise_signal(signal.SIGTERM)  # not blocked: handled (recorded) at once
+        assert stopped == [signal.SIGTERM]
+        signal.raise_signal(signal.SIGTERM)  # a second signal: raised at once
+        pytest.fail("the second signal did not raise")
+    assert second.value.exit_code == 143
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == mask
+
+
+class _StartingCluster:
+    """A LocalCluster stand-in whose start is interrupted: it signals this process (as a Ctrl-C would) and then
+    finishes starting, or fails as Dask's does when its workers die (``fail``)."""
+
+    fail = False
+    made: list[_StartingCluster] = []
+
+    def __init__(self, **_kw: Any) -> None:
+        import signal
+
+        self.closed = False
+        _StartingCluster.made.append(self)
+        signal.raise_signal(signal.SIGINT)  # to this thread (os.kill may go to one of Dask's threads)
+        if self.fail:
+            raise RuntimeError("Nanny failed to start.")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_signal_while_the_cluster_starts_stops_after_closing_it(monkeypatch: pytest.MonkeyPatch,
+                                                                  fail: bool) -> None:
+    """A signal during LocalCluster's start is raised as Interrupted once the start returns, after closing the
+    started cluster (before: Dask's exit hook closed the half-started one, printing 'AssertionError: Status.init'
+    and 'Nanny failed to start'); a start that fails because of it is an interruption, not the ConfigError about
+    a script without a ``__main__`` guard. The client is never made."""
+    from simulations.job import Interrupted
+
+    monkeypatch.setattr(distributed, "LocalCluster", _StartingCluster)
+    monkeypatch.setattr(distributed, "Client", lambda *_a, **_k: pytest.fail("no client after an interrupt"))
+    monkeypatch.setattr(_StartingCluster, "fail", fail)
+    _StartingCluster.made.clear()
+    with pytest.raises(Interrupted) as stopped:
+        DaskExecutor("local:1")
+    assert stopped.value.exit_code == 130
+    assert len(_StartingCluster.made) == 1 and _StartingCluster.made[0].closed is (not fail)
+
+
+def test_ctrl_c_during_the_cluster_start_is_one_line(tmp_path: Path) -> None:
+    """``onlineeval sweep --scheduler local:2``, SIGINT to its whole process group (as a terminal's Ctrl-C) while
+    the cluster's workers start: exit 130 and one 'interrupted' line, no traceback (was distributed's
+    'AssertionError: Status.init' from its exit hook, 'Nanny failed to start' and every worker's
+    KeyboardInterrupt in its imports); the sweep never got to run ('running ... task(s)' is not printed); no
+    process of the run is left."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.test_sweep import BASE
+
+    config = tmp_path / "sweep.json"
+    config.write_text(json.dumps({"base": BASE, "points": [{"rankers.B.noise": 0.7}], "output": str(tmp_path / "out")}))
+    proc = subprocess.Popen([sys.executable, "-m", "onlineeval.cli", "sweep", "--config", str(config), "--scheduler",
+                             "local:2", "--writers", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True,  # this module's cluster holds Dask's dashboard port:
+                            env={**os.environ, "PYTHONWARNINGS": "ignore:Port 8787 is already in use"})
+
+    def workers() -> list[str]:  # Dask's worker processes: spawned by the nannies
+        out = subprocess.run(["ps", "-ww", "-o", "args=", "--ppid", str(proc.pid)], capture_output=True, text=True)
+        return [line for line in out.stdout.splitlines() if "spawn_main" in line]
+
+    deadline = time.monotonic() + 120
+    while not workers():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the cluster's workers were not seen starting: {proc.communicate()[1]}")
+        time.sleep(0.01)
+    time.sleep(0.3)  # the workers are importing (seconds); the cluster has not started
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "interrupted (stopped by SIGINT); finished work is kept", err
+    assert "Traceback" not in err and "Error" not in err and "task(s)" not in err, err
+    assert len(err.splitlines()) == 3, err  # preparing the world, the progress line, interrupted
+    time.sleep(0.5)
+    left = subprocess.run(["ps", "-o", "stat=", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert [s for s in left if not s.startswith("Z")] == []  # (an orphan's zombie waits for the system's init)
