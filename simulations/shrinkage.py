@@ -95,9 +95,12 @@ float may be ``null`` where it is undefined)::
                                   "share_significant_same": .., "analytic_opposite_sign": ..,
                                   "analytic_significant_opposite": ..}
               },
-              "kendall_tau": {"truth": tau, "n_systems": n, "truth_mc_sd": sd | null,
+              "kendall_tau": {"truth": tau | null, "n_systems": n, "n_truths": t, "truth_mc_sd": sd | null,
                               "experiment": [{"queries_per_day": q, "days": D, "replicates": R,
-                                              "mean": .., "sd": .., "n_systems": n}]}
+                                              "mean": .., "sd": .., "n_systems": n, "n_truths": t}]}
+                                           # n_systems: distinct ranker pairs, as the relation's; n_truths: the
+                                           # distinct truths tau ranks (more when pairs are seen with several);
+                                           # null tau and no experiment entry below 2 systems
             }
           ],
           "mixed_axes": [],                        # axes telling apart the truths of one pair
@@ -484,10 +487,17 @@ def _mean_of(entries: list[dict[str, Any]], key: str) -> float | None:
 
 
 def _tau_block(obs: pd.DataFrame, systems: pd.DataFrame, estimates: pd.DataFrame) -> dict[str, Any]:
+    """Kendall's tau between the offline deltas and the true online effects of the group's distinct truths
+    (``systems``), and of one experiment's estimates per traffic level. ``n_systems`` counts the distinct ranker
+    pairs (:func:`_pairs`), as the relation's does; ``n_truths`` the truths ranked (more than the pairs when a
+    pair is seen with several true effects, e.g. under two user populations). Fewer than 2 pairs: no tau (one
+    pair under two populations has one offline delta; its two truths rank nothing)."""
     x, y, s = (systems[c].to_numpy(dtype=np.float64) for c in ("offline_delta", "online_effect", "online_effect_se"))
-    out: dict[str, Any] = {"truth": kendall_tau_b(x, y) if len(x) >= 2 else None, "n_systems": len(x),
-                           "truth_mc_sd": None, "experiment": []}
-    if len(x) >= 2 and np.any(s > 0):
+    n_pairs = len(_pairs(obs))
+    ranked = n_pairs >= 2 and len(x) >= 2
+    out: dict[str, Any] = {"truth": kendall_tau_b(x, y) if ranked else None, "n_systems": n_pairs,
+                           "n_truths": len(x), "truth_mc_sd": None, "experiment": []}
+    if ranked and np.any(s > 0):
         rng = np.random.default_rng(_TAU_SEED)
         draws = y[None, :] + s[None, :] * rng.standard_normal((TAU_DRAWS, len(y)))
         taus = np.array([kendall_tau_b(x, d) for d in draws])
@@ -495,7 +505,8 @@ def _tau_block(obs: pd.DataFrame, systems: pd.DataFrame, estimates: pd.DataFrame
         out["truth_mc_sd"] = float(taus.std(ddof=1)) if taus.size > 1 else None
     for (qpd, days), sub in obs.groupby(["queries_per_day", "days"], sort=True):
         sub = sub.drop_duplicates(["offline_delta", "online_effect", "online_effect_se"])
-        if len(sub) < 2:
+        pairs = len(_pairs(sub))
+        if pairs < 2 or len(sub) < 2:
             continue
         est = estimates[estimates["point"].isin(sub["point"]) & (estimates["design"] == sub["design"].iloc[0])
                         & (estimates["metric"] == sub["metric"].iloc[0])]
@@ -510,7 +521,7 @@ def _tau_block(obs: pd.DataFrame, systems: pd.DataFrame, estimates: pd.DataFrame
         out["experiment"].append({"queries_per_day": float(qpd), "days": int(days), "replicates": len(table),
                                   "mean": float(taus.mean()) if taus.size else None,
                                   "sd": float(taus.std(ddof=1)) if taus.size > 1 else None,
-                                  "n_systems": len(sub)})
+                                  "n_systems": pairs, "n_truths": len(sub)})
     return out
 
 
@@ -813,7 +824,12 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
                 lines.append(f"    biased on {rel['biased_points']} of {rel['n_points']} points (the point's null "
                              "check or its mean against the exact truth): no normal-theory share or MDE from them")
             k = rel["kendall_tau"]
-            text = f"    Kendall tau, offline vs true online order: {_fmt(k['truth'], '.2f')}"
+            n_sys, n_truths = k.get("n_systems"), k.get("n_truths")
+            systems_text = f"{n_sys} system{'' if n_sys == 1 else 's'}"
+            over = f"{n_truths} distinct truths of {systems_text}" if n_truths not in (None, n_sys) else systems_text
+            text = f"    Kendall tau, offline vs true online order ({over}): {_fmt(k['truth'], '.2f')}"
+            if k["truth"] is None and n_sys is not None and n_sys < 2:
+                text += " (needs 2 systems)"
             if k["truth_mc_sd"] is not None:
                 text += f" (MC sd {k['truth_mc_sd']:.2f})"
             for e in k["experiment"]:

@@ -187,3 +187,38 @@ def test_points_csv_columns_carry_the_mde_interval() -> None:
             assert cols.loc[point, "offline_mde_low_at_days"] == pytest.approx(z * se / hi, rel=1e-12)
             high = cols.loc[point, "offline_mde_high_at_days"]
             assert (math.isinf(high) if includes_zero else high == pytest.approx(z * se / lo, rel=1e-12))
+
+
+def test_kendall_tau_counts_ranker_pairs_like_the_relation() -> None:
+    """Review: kendall_tau.n_systems counted the distinct truths (2 for one pair under two click models, where the
+    relation said 1 system, and tau printed '-'). It counts ranker pairs now, n_truths the truths it ranks; one
+    pair has no tau ('needs 2 systems'); pooled populations rank every truth (tau-b, ties in the offline delta:
+    scipy's kendalltau) and say so; split groups rank their pairs."""
+    one = _study([(0, "p", 0.005573, 0.0118, "navigational"), (1, "p", 0.005573, 0.0069, "informational")], [])
+    rel = one["groups"][0]["relations"][0]
+    tau = rel["kendall_tau"]
+    assert (tau["n_systems"], tau["n_truths"], rel["n_systems"]) == (1, 2, 1)
+    assert tau["truth"] is None and tau["truth_mc_sd"] is None and tau["experiment"] == []
+    assert ("Kendall tau, offline vs true online order (2 distinct truths of 1 system): - (needs 2 systems)"
+            in format_shrinkage(one))
+
+    xs = [0.02, 0.04, 0.06]
+    nav, inf = [0.011, 0.019, 0.031], [0.004, 0.009, 0.012]
+    pts = [(i, f"p{i}", x, y, "navigational") for i, (x, y) in enumerate(zip(xs, nav))]
+    pts += [(3 + i, f"p{i}", x, y, "informational") for i, (x, y) in enumerate(zip(xs, inf))]
+    pooled = _study(pts, [])
+    tau = pooled["groups"][0]["relations"][0]["kendall_tau"]
+    assert (tau["n_systems"], tau["n_truths"]) == (3, 6)
+    # by hand: 12 pairs untied in x, 10 concordant, 2 discordant (p0 nav - p1 inf, p1 nav - p2 inf), 3 tied in x
+    assert tau["truth"] == pytest.approx(8 / math.sqrt(12 * 15), abs=1e-12)
+    assert tau["truth"] == pytest.approx(sps.kendalltau(xs + xs, nav + inf, variant="b").statistic, abs=1e-12)
+    (exp,) = tau["experiment"]
+    assert (exp["n_systems"], exp["n_truths"], exp["replicates"]) == (3, 6, 6)
+    assert "Kendall tau, offline vs true online order (6 distinct truths of 3 systems): 0.60" in \
+        format_shrinkage(pooled)
+
+    for group, ys in zip(_study(pts, [AXIS])["groups"], (nav, inf)):
+        tau = group["relations"][0]["kendall_tau"]
+        assert (tau["n_systems"], tau["n_truths"]) == (3, 3) and tau["experiment"][0]["n_systems"] == 3
+        assert tau["truth"] == pytest.approx(sps.kendalltau(xs, ys).statistic, abs=1e-12)
+    assert "Kendall tau, offline vs true online order (3 systems): 1.00" in format_shrinkage(_study(pts, [AXIS]))
