@@ -1,7 +1,7 @@
 """Simulated traffic: a returning user population issuing queries over simulated days.
 
 SimPy drives time: one event per simulated hour produces a *batch* of impressions
-(arrival time, user, query) as numpy arrays, which every experiment design processes
+(user, user type, query) as numpy arrays, which every experiment design processes
 at once; a monitor process takes a checkpoint at the end of each day. No event is
 scheduled per query or per click.
 
@@ -31,7 +31,6 @@ __all__ = ["Batch", "TrafficModel", "BatchConsumer", "CdfDraw", "run_traffic"]
 class Batch:
     """The impressions of one simulated hour (one row per impression)."""
 
-    time: np.ndarray  # (n,) float64, hours since the start
     user: np.ndarray  # (n,) int64 user id in [0, population)
     query: np.ndarray  # (n,) int64 query index
     user_type: np.ndarray  # (n,) int8 index of the user's type (click model)
@@ -105,13 +104,14 @@ class TrafficModel:
         span = np.arange(hour, hour + hours)
         counts = rng.poisson(self.hourly_rate[(span // 24) % 7, span % 24])
         n = int(counts.sum())
-        time = np.repeat(span, counts) + rng.random(n)
-        time.sort()
+        # the arrivals' times within their hours: no design reads them, but the draw is kept so that the users and
+        # queries (drawn next from the same stream) are those of every earlier version
+        rng.random(n)
         # inverse-transform sampling on the CDFs (draw_from_cdf's indices, by bucket tables)
         user = self._draw("user_cdf")(rng.random(n))
         query = self._draw("query_cdf")(rng.random(n))
         user = user.astype(np.int64)
-        return Batch(time, user, query.astype(np.int64), self.user_type[user], hour)
+        return Batch(user, query.astype(np.int64), self.user_type[user], hour)
 
 
 class CdfDraw:

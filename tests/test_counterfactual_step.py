@@ -421,8 +421,7 @@ def test_step_sums_when_every_user_or_few_users_are_touched():
 
         def batch(user, hour):
             n = user.size
-            return Batch(time=np.full(n, float(hour)), user=user.astype(np.int64),
-                         query=rng.integers(0, n_q, n).astype(np.int64),
+            return Batch(user=user.astype(np.int64), query=rng.integers(0, n_q, n).astype(np.int64),
                          user_type=rng.integers(0, n_types, n).astype(np.int8), hour=hour)
 
         every = rng.permutation(population)
