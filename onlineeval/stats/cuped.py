@@ -409,7 +409,8 @@ def cuped_ratio_adjusted(
     null: float = 0.0,
 ) -> EstimateValues:
     """The adjusted estimate of :func:`cuped_ratio` as ``(estimate, se, ci_low, ci_high, pvalue)``: a lean
-    path for a caller's repeated calls on trusted data (the simulator's daily checkpoints).
+    path for a caller's repeated calls on trusted data (the simulator's checkpoints use a stacked form of the
+    same arithmetic, :mod:`simulations.designs.ab`, and the tests check it against this function).
 
     The arrays must be 1-d float64 arrays of finite values with denominators >= 0 (one row; the
     users of each arm on the only axis); nothing is checked or copied, the unadjusted estimate and
