@@ -434,11 +434,12 @@ def test_estimate_frame_equals_the_file_the_cli_and_brute_force(tmp_path: Path) 
     with pytest.raises(ConfigError, match="metric"):
         onlineeval.estimate(frame, targets, "ips", metric="ctr")
     unseen = {"D": {"q1": ["a", "zz"], "q2": ["d", "e"]}}
-    with pytest.raises(InputError, match="never shows"):
-        onlineeval.estimate(frame, unseen, "ips")
-    allowed = onlineeval.estimate(frame, unseen, "ips", allow_unseen=True)
-    assert any("support violations" in w for w in allowed.warnings)
-    assert allowed.results["diag_support_violations"].iloc[0] > 0
+    # written propensities: a document never logged for its query is a warning, not an error nor a support violation
+    for allowed in (onlineeval.estimate(frame, unseen, "ips"), onlineeval.estimate(frame, unseen, "ips",
+                                                                                      allow_unseen=True)):
+        assert any("D: ranks 1 documents never logged for their query" in w for w in allowed.warnings)
+        assert allowed.results["diag_never_logged"].iloc[0] > 0
+        assert allowed.results["diag_support_violations"].isna().all()
 
 
 def test_estimate_warns_as_the_cli_does(tmp_path: Path) -> None:
@@ -493,8 +494,9 @@ def test_estimate_warnings_are_every_warning_the_cli_prints(tmp_path: Path) -> N
     printed = lines[start:lines.index("", start)]
     assert [w.strip() for w in printed] == list(est.warnings)
     # ESS = (sum w)^2 / sum w^2 = 2 (two impressions of weight 2) for each estimator and list
-    assert est.warnings == tuple(f"{e} {t}: effective sample size 2.0 (< 100): the interval is unreliable"
-                                 for t in ("AB", "BA") for e in ("ips", "snips"))
+    assert est.warnings[0].startswith("the CLT intervals and p-values rest on 4 clusters, fewer than 30")
+    assert est.warnings[1:] == tuple(f"{e} {t}: effective sample size 2.0 (< 100): the interval is unreliable"
+                                     for t in ("AB", "BA") for e in ("ips", "snips"))
 
 
 def test_api_errors_name_the_dataframe_columns(tmp_path: Path) -> None:
@@ -510,7 +512,7 @@ def test_api_errors_name_the_dataframe_columns(tmp_path: Path) -> None:
     frame, targets = logged_frame(n=50)
     with pytest.raises(InputError) as err:
         onlineeval.estimate(frame.assign(p_list=[1.5] + [1 / 6] * 49), targets, "ips")
-    assert err.value.message == "p_list must be in (0, 1]" and err.value.line == 1
+    assert err.value.message == "p_list must be in (0, 1], got 1.5" and err.value.line == 1
     with pytest.raises(InputError, match="estimator 'iips' needs p_item; the log carries p_list;"):
         onlineeval.estimate(frame.drop(columns=["p_prefix", "p_item"]), targets, "iips")
     path = tmp_path / "log.jsonl"  # the same log as a file: its keys
