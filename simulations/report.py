@@ -129,7 +129,12 @@ def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
         "denominators), delta-method SE of the paired difference from per-user influence values, two-sided "
         "z-test; with bootstrap > 0 the last day's interval is a cluster (user) bootstrap percentile interval (the "
         "same resamples of the users for every estimator; adaptive IPS's data-driven choice is run again in each: "
-        "its delta-method interval holds the choice fixed and covers less than the nominal level)",
+        "its delta-method interval holds the choice fixed and covers less than the nominal level). With the "
+        "bootstrap, an estimator whose delta-method SE holds a data-driven choice fixed (adaptive IPS's behaviours, "
+        "a DM whose click model is fitted on the log) takes its last-day SE (the resamples' SD) and p-value "
+        "(percentile bootstrap, min(1, 2 min(1 + #(<= 0), 1 + #(>= 0)) / (B + 1))) from the resamples, so its "
+        "power@end counts that test; its analytic power and sizes use the replicates' SD of its estimates; without "
+        "the bootstrap its simulated power is withheld (summary entries' se_measure, power_measure)",
         "counterfactual_truth": "exact V(B) - V(A) from the click models (as the A/B truth)",
         "counterfactual_cost": "per impression: one logger draw, the shown list's propensities, clicks, and each "
         "incremental estimator's terms for two targets; a checkpoint is O(users) per estimator; estimators that "
@@ -299,12 +304,15 @@ MAX_DAYS_SHOWN = 365
 
 def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
     """The main table's analytic power, days->pwr, impressions and users needed of one summary entry
-    (shared by the terminal and report.html): 'biased' / '-' for a biased entry, 'no detectable effect',
+    (shared by the terminal and report.html): 'biased' ('no support' when its target leaves the logger's support)
+    / '-' for a biased entry, 'no detectable effect',
     '> 1 year' beyond :data:`MAX_DAYS_SHOWN` analytic days, 'whole population' from
     :data:`WHOLE_POPULATION` of the users, and '?' after an unstable analytic size."""
     fd = e["final_day"]
     if is_biased_entry(e):
-        return {"analytic": "-", "days": "-", "impressions": "biased", "users": "-"}
+        # an off-policy estimate whose target leaves the logger's support says so (review 3, F-E)
+        return {"analytic": "-", "days": "-", "impressions": "no support" if e.get("no_support") else "biased",
+                "users": "-"}
     analytic = rate_text(fd.get("analytic_power"))
     if not e.get("detectable", True):
         return {"analytic": analytic, "days": "-", "impressions": "no detectable effect", "users": "-"}
@@ -349,6 +357,39 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
         return []
     return [f"  '?' unstable impressions needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap resamples "
             "of the replicates): " + "; ".join(items)]
+
+
+#: after the main table's power@end and analytic cells of an entry whose power or sizes do not come from the mean
+#: reported SE (an off-policy estimate whose SE holds a data-driven choice fixed: review 3, F-A)
+OTHER_MEASURE_MARK = "^"
+
+
+def _other_measure(e: dict[str, Any]) -> bool:
+    """Whether a summary entry's analytic power and sizes (``se_measure``) or simulated power (``power_measure``)
+    come from another measure than the mean reported SE and the replicates' p-values."""
+    return str(e.get("se_measure") or "").startswith("replicates'") or bool(e.get("power_measure"))
+
+
+def _measure_lines(s: dict[str, Any]) -> list[str]:
+    """Under the main table: the measure of each entry marked :data:`OTHER_MEASURE_MARK`, and the entries marked
+    'no support' (target outside the logger's support) with the share of the last day's impressions."""
+    lines = []
+    for design, metrics in s["designs"].items():
+        for metric, e in metrics.items():
+            if _other_measure(e):
+                se_measure = e.get("se_measure") or "mean reported SE over the replicates"
+                power_measure = e.get("power_measure") or "the replicates' p-values"
+                lines.append(f"  '{OTHER_MEASURE_MARK}' {design}/{metric}: analytic power, days and sizes from the "
+                             f"{se_measure}; power@end: {power_measure}")
+    unsupported = [f"{design}/{metric} (" + ", ".join(
+        f"{t}: {v['share']:.0%}" if _number(v.get("share")) else f"{t}: some" for t, v in e["no_support"].items()) + ")"
+        for design, metrics in s["designs"].items() for metric, e in metrics.items() if e.get("no_support")]
+    if unsupported:
+        lines.append("  'no support': " + ", ".join(unsupported) + " of the last day's impressions have a target list "
+                     "with an event of logging probability 0 (counted exactly by the simulation): the estimator "
+                     "cannot see the target's value there and is biased whatever the t-test of its bias says; its "
+                     "analytic power, days and sizes are withheld (summary.json: analytic_if_unbiased)")
+    return lines
 
 
 def terminal_summary(result: SimulationResult, source: str = "") -> str:
@@ -416,13 +457,18 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             null = e.get("null")
             null_s = "-" if null is None else value_text(null["delta"], True)
             cells = sample_size_cells(e, population)
+            power, analytic = rate_text(fd["power"]), cells["analytic"]
+            if _other_measure(e):  # review 3, F-A: its power and sizes come from another measure, named below
+                power += OTHER_MEASURE_MARK
+                analytic += OTHER_MEASURE_MARK if analytic != "-" else ""
             lines.append(
                 f"  {design if e['primary'] else '':14s} {metric:18s} {value_text(e['true_effect'], True):>13s} "
                 f"{percent_text(rel):>7s} "
-                f"{value_text(shrink):>16s} {rate_text(fd['power']):>9s} {cells['analytic']:>8s} {cells['days']:>9s} "
+                f"{value_text(shrink):>16s} {power:>9s} {analytic:>8s} {cells['days']:>9s} "
                 f"{cells['impressions']:>19s} {cells['users']:>16s} {fpr:>8s} {null_s:>10s}"
             )
     lines += _unstable_lines(s, population)
+    lines += _measure_lines(s)
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
                  for m, e in ms.items() if e["final_day"]["undefined"] > 0]
     if undefined:
@@ -442,7 +488,9 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  line's first delta), unstable when the metric's base rate is tiny; the decomposition's 'total vs",
         "  uniform W0' divides by the gain uniform over queries instead, a different number;",
         "  power: share of replicates rejecting at alpha with the right sign, analytic: the same from the true",
-        "  effect and the mean SE; days->pwr: first day from which simulated power stays >= target (* analytic, from",
+        f"  effect and the mean SE ('{OTHER_MEASURE_MARK}': power, analytic power and sizes from another measure, "
+        "named under the table);",
+        "  days->pwr: first day from which simulated power stays >= target (* analytic, from",
         "  se^2 = a/N + b fitted to the days, beyond the simulated days; '> 1 year': more than 365 days; never:",
         "  the SE floor of this user population is above the target); impr./users needed: analytic for the",
         "  target power (users: expected distinct users among that many impressions; 'whole population': at",
@@ -458,7 +506,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  replicates misses the exact truth beyond chance (a t-test at the level of 4 normal SEs, p < 6.3e-5,",
         "  on the replicates' SD and the truth's Monte Carlo error): its power measures its bias as much as",
         "  the effect, so its analytic power, days and sizes are not given ('-'; summary.json keeps them under",
-        "  analytic_if_unbiased).",
+        "  analytic_if_unbiased); 'no support': biased the same way because an off-policy estimate's target leaves",
+        "  the logger's support (named under the table).",
     ]
     from simulations.decomposition import decomposition_lines
 
@@ -481,7 +530,11 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
 
 
 def written_files(result: SimulationResult) -> list[str]:
-    """The files :func:`write_results` writes into the results directory, in order."""
+    """The files :func:`write_results` writes into the results directory, in order, and the finished replicates'
+    records the run keeps for a later run with another number of replicates (:data:`simulations.job.FINISHED`,
+    when it is there)."""
+    from simulations.job import FINISHED
+
     files = ["summary.json", "config.effective.yaml", "replicates.csv", "curves.csv", "power_vs_days.png",
              "offline_vs_online.png"]
     if result.summary.get("counterfactual"):
@@ -489,6 +542,8 @@ def written_files(result: SimulationResult) -> list[str]:
     if result.summary.get("assumption_sweep"):
         files.append("assumption_sweep.png")
     files.append("report.html")
+    if result.output is not None and (result.output / FINISHED).is_file():
+        files.append(FINISHED)
     return files
 
 
@@ -577,7 +632,7 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
     population = result.config.users.population
     lines = ["", ("Estimation error on the last day (every design; bias = mean estimate - true effect, +-: its SE; "
                   "coverage: share of replicates whose CI holds the truth, '!' outside the 99% binomial band of a "
-                  "valid interval's):"),
+                  f"valid interval's; '{OTHER_MEASURE_MARK}', 'no support': see the main table):"),
              (f"  {'design':14s} {'metric':22s} {'true effect':>12s} {'bias':>10s} {'+-':>8s} {'SD':>9s} "
               f"{'RMSE':>9s} {'coverage':>8s} {'power@end':>9s} {'impr. needed':>13s}")]
     for design, metrics in s["designs"].items():
@@ -589,7 +644,7 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
                 f"{value_text(e['estimator_bias'], True):>10s} {se_text(e['estimator_bias_se']):>8s} "
                 f"{se_text(fd['sd_estimate']):>9s} {se_text(rmse):>9s} "
                 f"{_coverage_cell(fd['coverage'], e.get('coverage_within_band')):>8s} "
-                f"{rate_text(fd['power']):>9s} "
+                f"{rate_text(fd['power']) + (OTHER_MEASURE_MARK if _other_measure(e) else ''):>9s} "
                 f"{sample_size_cells(e, population)['impressions'] if e.get('detectable', True) else '-':>13s}"
             )
     for name, d in cf.items():
@@ -622,8 +677,11 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
                                      for m, c in cost.items()))
     sweep = s.get("assumption_sweep")
     if sweep:
-        lines += ["", (f"Assumption sweep ({sweep['design']}, {sweep['metric']}): bias +- SE of each estimator as "
-                       f"{sweep['parameter']} moves ({sweep['impressions']:,} logged impressions per value, exact truth)")]
+        # what each cell is: one log's error, not a mean over logs (review 3, M5)
+        label = sweep.get("error_label") or (f"estimate - exact truth of one {sweep['impressions']:,}-impression log "
+                                             "per value, +- that log's SE")
+        lines += ["", (f"Assumption sweep ({sweep['design']}, {sweep['metric']}) of each estimator as "
+                       f"{sweep['parameter']} moves: {label}")]
         lines.append(f"  {'estimator':22s} " + " ".join(f"{v:>19g}" for v in sweep["values"]))
         lines.append(f"  {'truth':22s} " + " ".join(f"{value_text(t, True):>19s}" for t in sweep["truth"]))
         for label, e in sweep["estimators"].items():
@@ -645,12 +703,14 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
     lines.append(f"  {'design':14s} {'metric':18s} " + "  ".join(f"{r:>28s}" for r in
                                                             ("fixed horizon", "peeking (p<alpha daily)",
                                                              "mSPRT (always valid)", "O'Brien-Fleming")))
+    degenerate: list[str] = []
     for design, e in mon.items():
         cells = []
         for rule in ("fixed", "peeking", "msprt", "obrien_fleming"):
             r = e["rules"][rule]
             if r.get("aa_degenerate"):
-                aa = "0 (ties)"
+                aa = "-"  # identically 0: says nothing about the rule under a real null (review 3, M6)
+                degenerate.append(design)
             elif "aa_false_positive_rate" in r:
                 aa = f"{r['aa_false_positive_rate']:.3f}" + ("" if r["aa_within_band_or_below"] else "!")
             else:
@@ -663,4 +723,15 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
     lines.append("  ('!' = A/A rate above its band; [biased]: see the null check, its power is not a sensitivity; "
                  "mSPRT's mixture scale and O'Brien-Fleming's")
     lines.append("  information fractions are planned from the mean SEs by day; see summary.json 'monitoring')")
+    if degenerate:
+        lines.append(aa_degenerate_note(dict.fromkeys(degenerate)))
     return lines
+
+
+def aa_degenerate_note(designs: Any) -> str:
+    """Why an A/A rate is printed '-' for ``designs`` (an iterable of names) in the monitoring and sequential
+    tables (review 3, M6)."""
+    return (f"  A/A '-' ({', '.join(designs)}): the design's A/A compares A with itself and is identically 0 (every "
+            "comparison a tie, or the off-policy paired difference 0), so it cannot reject under any rule and says "
+            "nothing about peeking: under a real null (two different rankers of equal value) daily peeking at its "
+            "z-test inflates false positives like the other designs'")

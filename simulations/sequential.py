@@ -507,13 +507,15 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
              (f"  {'design':14s} {'rule':26s} {'looks':>12s} {'A/A FPR':>8s} {'power':>6s} {'day':>5s}   "
               "against the fixed horizon")]
     unstable: list[tuple[str, str, dict[str, Any]]] = []
+    degenerate: list[str] = []
     for design, e in seq.items():
         d = e["decision"]
         fixed = e["rules"]["fixed"]
         rule = e["rule"] + (f" (tau {value_text(e['tau'])})" if e.get("tau") is not None else "")
         looks = f"{e['looks']} " + ("daily" if e["monitoring"] == "daily" else f"per {batch_hours} h")
         if d.get("aa_degenerate"):
-            aa = "0 (ties)"
+            aa = "-"  # identically 0: says nothing about the rule under a real null (review 3, M6)
+            degenerate.append(design)
         elif "aa_false_positive_rate" in d:
             aa = f"{d['aa_false_positive_rate']:.3f}" + ("" if d["aa_within_band_or_below"] else "!")
         else:
@@ -553,6 +555,10 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
     lines.append("  horizon and the design sized for the target power (its inflation factor), expected days from its exact "
                  "stopping probabilities by look,")
     lines.append("  information turned into days with the variance model se^2 = a/N + b; see summary.json 'sequential')")
+    if degenerate:
+        from simulations.report import aa_degenerate_note
+
+        lines.append(aa_degenerate_note(degenerate))
     if unstable:
         from simulations.analysis import SIZE_BOOTSTRAP
 

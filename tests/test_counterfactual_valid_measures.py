@@ -151,7 +151,7 @@ def test_no_support_marks_reach_the_terminal_points_and_report(unsupported_run):
     run, out = unsupported_run
     text = terminal_summary(run)
     row = next(line for line in text.splitlines() if line.lstrip().startswith("cf ") and "snips" in line)
-    assert "biased" in row
+    assert "no support" in row and "biased" not in row  # the main table names why it is withheld
     points = {p["label"]: p for p in online_points(run)}
     cf = [p for label, p in points.items() if label.startswith("cf: ")]
     assert cf and all(p["biased"] for p in cf)

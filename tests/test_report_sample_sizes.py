@@ -174,6 +174,9 @@ def test_sample_size_cells():
     biased = sample_size_cells(_entry(biased_estimate=True), 1000)
     assert biased == {"analytic": "-", "days": "-", "impressions": "biased", "users": "-"}
     assert sample_size_cells(_entry(null={"biased": True}), 1000)["impressions"] == "biased"
+    # outside the logger's support: withheld alike, and named (review 3, F-E)
+    unsupported = sample_size_cells(_entry(no_support={"B": {"share": 0.7}}), 1000)
+    assert unsupported == {"analytic": "-", "days": "-", "impressions": "no support", "users": "-"}
     # far beyond the horizon, the whole population
     far = sample_size_cells(_entry(analytic_required_days=139_382.0, analytic_required_users=990.0), 1000)
     assert far["days"] == "> 1 year" and far["users"] == "whole population"
