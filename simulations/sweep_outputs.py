@@ -65,22 +65,17 @@ _FLAGS = {"analytic_withheld": False, "analytic_required_impressions_unstable": 
 
 def days_cell(row: Mapping[str, Any]) -> str:
     """The terminal's analytic days of one row of points.csv: 'biased' when the point withheld them (the
-    design or its estimate is biased), 'no effect' when the truth is within 2 Monte Carlo SEs of 0, 'never'
-    when the SE floor is above the target, '> 1 year' beyond :data:`simulations.report.MAX_DAYS_SHOWN` days, else
-    the days (4 significant digits); with '?' when the analytic size is unstable, as in simulate's table."""
-    from simulations.report import MAX_DAYS_SHOWN
+    design or its estimate is biased), 'no effect' when the truth is within 2 Monte Carlo SEs of 0, else
+    :func:`simulations.report.analytic_days_text` (simulate's rule: 'never', '> 1 year', or the days to 1 decimal;
+    with '?' when the analytic size is unstable)."""
+    from simulations.report import analytic_days_text
 
     if _flag(row.get("analytic_withheld"), False):
         return "biased"
     if not _flag(row.get("detectable"), True):
         return "no effect"
-    days = row.get("analytic_required_days")
-    mark = "?" if _flag(row.get("analytic_required_impressions_unstable"), False) else ""
-    if days is None or not math.isfinite(days):
-        return "never" + mark
-    if days > MAX_DAYS_SHOWN:
-        return "> 1 year" + mark
-    return f"{days:.4g}{mark}"
+    return analytic_days_text(row.get("analytic_required_days"),
+                              _flag(row.get("analytic_required_impressions_unstable"), False))
 
 
 def _flag(value: Any, missing: bool) -> bool:

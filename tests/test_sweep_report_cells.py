@@ -36,7 +36,7 @@ POINTS = {
 }
 EXPECTED = {  # (point, design): (days, impressions, users), as the point report and the terminal print them
     (0, "ab"): ("> 1 year?", "14,250,028?", "whole population"),
-    (0, "td"): ("~20*?", "7,883?", "558"),
+    (0, "td"): ("~19.7*?", "7,883?", "558"),
     (1, "ab"): ("-", "biased", "-"),
     (1, "td"): ("-", "no detectable effect", "-"),
 }

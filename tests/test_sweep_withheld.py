@@ -107,18 +107,18 @@ def test_days_cell_every_case() -> None:
         == "no effect"
     assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": math.nan}) == "never"
     assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": 12.345678,
-                      "analytic_required_impressions_unstable": True}) == "12.35?"
+                      "analytic_required_impressions_unstable": True}) == "12.3?"
     assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": 12.345678,
-                      "analytic_required_impressions_unstable": False}) == "12.35"
+                      "analytic_required_impressions_unstable": False}) == "12.3"
     # beyond a year, as simulate's table and the point's report say it (not 3.563e+04)
     assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": 35625.0,
                       "analytic_required_impressions_unstable": True}) == "> 1 year?"
-    assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": 365.0}) == "365"
+    assert days_cell({"analytic_withheld": False, "detectable": True, "analytic_required_days": 365.0}) == "365.0"
     rows = pd.DataFrame({"design": ["ab", "cf"], "analytic_required_days": [3.0, math.nan],
                          "analytic_withheld": [False, True], "detectable": [True, True],
                          "analytic_required_impressions_unstable": [False, False]})
     text = terminal_table(rows, ["design", "analytic_required_days"])
-    assert text.splitlines()[1].split() == ["ab", "3"] and text.splitlines()[2].split() == ["cf", "biased"]
+    assert text.splitlines()[1].split() == ["ab", "3.0"] and text.splitlines()[2].split() == ["cf", "biased"]
 
 
 def _obs(withheld: list[bool] | None) -> tuple[pd.DataFrame, pd.DataFrame, dict[int, dict[str, str]]]:
