@@ -551,8 +551,13 @@ def config_section(folder: Path, summary: dict[str, Any]) -> Html:
         import yaml
 
         text = yaml.safe_dump(summary.get("config") or {}, sort_keys=False)
-    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html"
-                   and not p.name.startswith(".") and not p.name.endswith(".partial.jsonl"))
+    from simulations.job import FINISHED, PARTIAL
+
+    names = {p.name for p in folder.iterdir() if p.is_file() and p.name != "report.html"
+             and not p.name.startswith(".") and not p.name.endswith(".partial.jsonl")}
+    if (folder / PARTIAL).is_file():  # the run packs its records into FINISHED once the results are written
+        names.add(FINISHED)
+    files = sorted(names)
     return join([
         tag("p", f"onlineeval {summary.get('onlineeval_version', '?')} (stream version "
                  f"{summary.get('stream_version', '?')}), config fingerprint "
