@@ -493,8 +493,9 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  days->pwr: first day from which simulated power stays >= target (* analytic, from",
         "  se^2 = a/N + b fitted to the days, beyond the simulated days; '> 1 year': more than 365 days; never:",
         "  the SE floor of this user population is above the target); impr./users needed: analytic for the",
-        "  target power (users: expected distinct users among that many impressions; 'whole population': at",
-        f"  least {WHOLE_POPULATION:.0%} of the users); '?' = unstable: the fitted floor b is above "
+        "  target power, for A/B designs totals over both arms (not per arm; interleaving has no arms: every",
+        "  impression and user counts; users: expected distinct users among that many impressions; 'whole",
+        f"  population': at least {WHOLE_POPULATION:.0%} of the users); '?' = unstable: the fitted floor b is above "
         f"{UNSTABLE_FLOOR_RATIO:.0%} of the target se^2, or",
         f"  the size's relative SE (refits on bootstrap resamples of the replicates) above {UNSTABLE_REL_SE:.0%}, "
         "or the refits'",

@@ -187,8 +187,10 @@ def answer_section(summary: dict[str, Any]) -> Html:
          "se^2 = a/N + b "
          "fitted to the daily checkpoints, beyond the simulated days ('> 1 year': more than 365 days); never / not "
          "reachable: the SE floor of this user population is above what the target needs. impressions / users "
-         "needed: analytic for the target power (users: expected distinct users; 'whole population': at least 99% "
-         "of them). '?': unstable, the fitted floor b is above 80% of the target se^2 or the size's relative SE "
+         "needed: analytic for the target power, for A/B designs totals over both arms (not per arm; "
+         "interleaving has no arms: every impression and user counts; users: expected distinct users; 'whole "
+         "population': at least 99% of them). '?': unstable, the fitted floor b is above 80% of the target se^2 "
+         "or the size's relative SE "
          "(refits on bootstrap resamples of the replicates) above 25%; summary.json "
          "analytic_required_impressions_range gives the refits' 90% range.")],
         [("A/A FPR: rejection rate with B replaced by A ('outside band': outside its 99% binomial band; '0 (ties)': "
