@@ -78,6 +78,13 @@ PROPORTION_METHODS = ("arcsine", "pooled", "unpooled")
 FORMATS = ("text", "json")
 TREATMENT_VARIANCES = ("same", "scaled")
 #: what ``power ratio`` assumes about B's per-user variance, printed with every answer (review 2, D.1)
+#: what ``power interleaving`` sizes (review 4, F5): not simulate's Delta_AB, which weighs users by their compared
+#: impressions
+INTERLEAVING_ESTIMAND = (
+    "mean over users of each user's preference (equal user weights; --sd: its SD between users), not "
+    "simulate's Delta_AB (a ratio over impressions with a click, clustered by user: heavy users weigh more)"
+)
+
 RATIO_ASSUMPTIONS = {
     "same": ("B's per-user sd of the linearised ratio is A's (the effect leaves the per-user variance alone; "
              "--treatment-variance scaled: B's sd x R_B/R_A)"),
@@ -266,7 +273,8 @@ def interleaving_metric(sd: float) -> Metric:
     if not sd > 0 or not math.isfinite(sd):
         raise ConfigError(("--sd",), f"the per-user standard deviation must be finite and > 0, got {sd}")
     return Metric(
-        "interleaving", lambda d: d, lambda d: sd, lambda d: sd, -math.inf, math.inf, None, {"sd": sd},
+        "interleaving", lambda d: d, lambda d: sd, lambda d: sd, -math.inf, math.inf, None,
+        {"sd": sd, "estimand": INTERLEAVING_ESTIMAND},
         per_arm=False, linear=True,
     )  # fmt: skip
 
@@ -470,6 +478,8 @@ def render_text(doc: dict[str, Any]) -> str:
             f"   (from {doc['source']})"
         )
         lines.append(f"assumes: {doc['assumption']}")
+    if doc["metric"] == "interleaving" and "estimand" in doc:
+        lines.append(f"estimand: {doc['estimand']}")
     lines.append(
         f"alpha {doc['alpha']} ({doc['alternative']}), power {doc['power_target']}"
         + (f", share in B {doc['share_b']}" if doc["share_b"] is not None else "")
@@ -651,13 +661,16 @@ def ratio_cmd(
 
 @guarded
 def interleaving_cmd(
-    delta: Annotated[float | None, typer.Option("--delta", help="Expected per-user preference Delta_AB.")] = None,
+    delta: Annotated[float | None, typer.Option("--delta", help="Expected mean per-user preference (not simulate's Delta_AB, see above).")] = None,
     sd: Annotated[float | None, typer.Option("--sd", help="Per-user standard deviation of the preference.")] = None,
     variance: Annotated[float | None, typer.Option("--variance", help="Per-user variance (instead of --sd).")] = None,
     impressions_per_user: Annotated[
         float, typer.Option("--impressions-per-user", help="To report impressions as well as users.")
     ] = 1.0,
-    users: _Users = None,
+    users: Annotated[int | None, typer.Option(
+        "--users", min=2,
+        help="Users (interleaving has no arms: every user sees both rankers): report power and MDE at this size.",
+    )] = None,
     alpha: _Alpha = 0.05,
     power: _Power = 0.8,
     alternative: _Alt = "two-sided",
@@ -665,7 +678,14 @@ def interleaving_cmd(
     looks: _Looks = None,
     output_format: _Format = "text",
 ) -> None:
-    """Users for an interleaving experiment: a one-sample test of the per-user preference."""
+    """Users for an interleaving experiment: a one-sample test of the per-user preference.
+
+    Estimand: the mean over users of each user's preference, every user weighing the same (--delta, and --sd the
+    SD of the preference between users). simulate's Delta_AB is another quantity: a ratio over the impressions with
+    a click (compared impressions), clustered by user, so heavy users weigh more. To size from a simulate run
+    approximately: --delta its Delta_AB and --sd its se x sqrt(compared impressions) (the SD per compared
+    impression); 'users' then counts compared impressions (repeat users' later impressions add less than this
+    assumes)."""
     st = _settings(alpha, power, alternative, 0.5, sequential, looks)
     if (sd is None) == (variance is None):
         raise ConfigError(("--sd",), "give exactly one of --sd and --variance")
