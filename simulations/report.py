@@ -275,6 +275,33 @@ def rate_text(x: Any, signed: bool = False) -> str:
     return format(float(x), ("+" if signed else "") + ".3f") if _number(x) else "-"
 
 
+#: how the Offline line names a DCG-family metric's gain (review 4, F4: trec_eval's nDCG uses linear gains)
+GAIN_TEXT = {"exponential": "gain 2^g - 1 (exponential; trec_eval's nDCG uses linear g)",
+             "linear": "gain g (linear, as trec_eval)"}
+
+
+def offline_conventions_text(metric_name: str, depth: Any = None) -> str:
+    """The offline metric's gain (DCG-family metrics: its own ``gain`` or the default of
+    :class:`onlineeval.conventions.Conventions`) and cut-off (its ``@k``, else the shown lists' ``depth``), as the
+    Offline line names them; '' when the metric cannot be parsed."""
+    from onlineeval.conventions import Conventions, Gain
+    from onlineeval.metrics import parse_metric
+
+    try:
+        m = parse_metric(str(metric_name))
+    except Exception:  # noqa: BLE001 - an old summary's metric name: the line simply goes without it
+        return ""
+    parts = []
+    if hasattr(m, "gain"):
+        gain = Conventions().gain if m.gain is None else Gain.parse(m.gain)
+        parts.append(GAIN_TEXT.get(str(gain), f"gain table {gain}"))
+    if m.k is not None:
+        parts.append(f"cut-off {m.k}")
+    elif depth is not None:
+        parts.append(f"no cut-off: the shown lists' {depth} documents")
+    return ", ".join(parts)
+
+
 def percent_text(x: Any, signed: bool = True) -> str:
     """A relative change given as a fraction (0.047) as a percentage to 0.1% (``+4.7%``)."""
     return format(100.0 * float(x), ("+" if signed else "") + ".1f") + "%" if _number(x) else "-"
@@ -407,6 +434,9 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         f"delta {value_text(off['delta']['weighted'], True)} ({percent_text(off['relative_gain_weighted'])}) "
         f"frequency-weighted; uniform over queries: delta {value_text(off['delta']['uniform'], True)}",
     ]
+    offline_conv = offline_conventions_text(off["metric"], result.world.depth)
+    if offline_conv:
+        lines.append(f"  {off['metric']}: {offline_conv}")
     others = [r for r in result.world.offline.weighted if r not in ("A", "B")]
     if others:
         w, u = result.world.offline.weighted, result.world.offline.uniform

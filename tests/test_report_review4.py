@@ -47,3 +47,29 @@ def test_sizes_legend_says_ab_sizes_are_totals_over_both_arms(run):
     assert "impr./users needed: analytic for the target power, for A/B designs totals over both arms" in flat
     html_flat = " ".join(re.sub(r"<[^>]+>", " ", html).split())
     assert "needed: analytic for the target power, for A/B designs totals over both arms" in html_flat
+
+
+def test_offline_line_names_gain_and_cutoff(run):
+    _, text, html = run
+    assert "\n  nDCG@10: gain 2^g - 1 (exponential; trec_eval's nDCG uses linear g), cut-off 10\n" in text
+    assert "frequency-weighted; uniform over queries: delta" in html
+    assert "gain 2^g - 1 (exponential; trec_eval&#x27;s nDCG uses linear g), cut-off 10)" in html or \
+        "gain 2^g - 1 (exponential; trec_eval's nDCG uses linear g), cut-off 10)" in html
+
+
+def test_offline_conventions_follow_the_metric():
+    from simulations.report import offline_conventions_text
+
+    assert offline_conventions_text("nDCG@10") == ("gain 2^g - 1 (exponential; trec_eval's nDCG uses linear g), "
+                                                   "cut-off 10")
+    assert offline_conventions_text("nDCG(gain='linear')@5") == "gain g (linear, as trec_eval), cut-off 5"
+    assert offline_conventions_text("nDCG", 20) == ("gain 2^g - 1 (exponential; trec_eval's nDCG uses linear g), "
+                                                    "no cut-off: the shown lists' 20 documents")
+    assert offline_conventions_text("ERR@10") == "cut-off 10"  # ERR's gain is its own, not a convention
+
+
+def test_the_named_default_gain_is_the_one_the_world_scores_with():
+    from onlineeval.conventions import Conventions
+    from onlineeval.metrics.base import EvalContext
+
+    assert str(EvalContext().gain) == str(Conventions().gain) == "exponential"

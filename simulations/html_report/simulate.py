@@ -19,6 +19,7 @@ from typing import Any
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.report import (
     days_text,
+    offline_conventions_text,
     percent_text,
     rate_text,
     sample_size_cells,
@@ -157,9 +158,17 @@ def _offline_line(summary: dict[str, Any]) -> Html:
         f"A {value_text(a.get('weighted'))}, B {value_text(b.get('weighted'))}, "
         f"delta {value_text(d.get('weighted'), True)}"
         + (f" ({percent_text(rel)})" if isinstance(rel, (int, float)) else "")
-        + f" frequency-weighted; uniform over queries: delta {value_text(d.get('uniform'), True)}",
+        + f" frequency-weighted; uniform over queries: delta {value_text(d.get('uniform'), True)}"
+        + _offline_conventions(summary, off),
         cls="lead",
     )
+
+
+def _offline_conventions(summary: dict[str, Any], off: dict[str, Any]) -> str:
+    """' (gain ..., cut-off ...)' of the offline metric (review 4, F4), '' when not known."""
+    depth = ((summary.get("config") or {}).get("rankers") or {}).get("depth")
+    text = offline_conventions_text(str(off.get("metric")), depth)
+    return f" ({text})" if text else ""
 
 
 ANSWER_HEADER = ["design", "metric", "true effect", "rel.", "shrinkage (freq-wtd)", "power at end", "analytic power",
