@@ -516,7 +516,9 @@ def null_check(
     Delta as its mean and the design's mean SE of the day (:func:`null_rejection_rate`).
     ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` Monte Carlo SEs from 0, or
     the last day's simulated null rejection rate is above the band (without null replicates:
-    the analytic rate for the smallest bias within 2 SE of the estimate)."""
+    the analytic rate for the smallest bias within 2 SE of the estimate). ``detectable_bias``: the smallest
+    |null Delta| the SE flag catches (:data:`NULL_BIAS_SE` x ``se``); ``pvalue``: two-sided, of ``z`` under no
+    bias."""
     se_days = c["mean_se"].to_numpy(dtype=np.float64)
     low_bias = max(abs(null.value) - 2 * null.se, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -555,6 +557,10 @@ def null_check(
         })
     out["binomial_99_band"] = [band.lo_rate, band.hi_rate]
     out["biased"] = bool(z > NULL_BIAS_SE or over)
+    # review 4, F3: how small a bias the NULL_BIAS_SE flag can see, and the null Delta's two-sided p-value under
+    # no bias (a z below the flag is not 'no bias')
+    out["detectable_bias"] = float(NULL_BIAS_SE * null.se)
+    out["pvalue"] = float(math.erfc(z / math.sqrt(2.0))) if math.isfinite(z) else 0.0
     return out
 
 

@@ -27,6 +27,7 @@ import yaml
 
 from onlineeval import __version__
 from simulations.analysis import (
+    NULL_BIAS_SE,
     SIZE_BOOTSTRAP,
     UNSTABLE_FLOOR_RATIO,
     UNSTABLE_REL_SE,
@@ -578,6 +579,42 @@ def written_files(result: SimulationResult) -> list[str]:
     return files
 
 
+#: above this |z| an unflagged null Delta is not called 'no bias detected' (review 4, F3)
+NULL_NOTABLE_Z = 2.0
+
+
+def _p_text(p: float) -> str:
+    """A small p-value as '3e-4', a larger one to 2 significant figures."""
+    if p >= 0.01:
+        return f"{p:.2g}"
+    mant, exp = f"{p:.0e}".split("e")
+    return f"{mant}e{int(exp)}"
+
+
+def null_unflagged_verdict(n: dict[str, Any]) -> str:
+    """The verdict of a null check the bias flag did not fire on, worded by its z: 'no bias detected' only when
+    |z| <= :data:`NULL_NOTABLE_Z`, else how far below the flag it is and its p-value under no bias."""
+    z = n.get("z")
+    if not isinstance(z, (int, float)) or not math.isfinite(z):
+        return "no bias detected"
+    if z <= NULL_NOTABLE_Z:
+        return f"no bias detected (z = {z:.1f})"
+    p = n.get("pvalue")
+    p = float(p) if isinstance(p, (int, float)) else math.erfc(z / math.sqrt(2.0))
+    return f"z = {z:.1f}: below the {NULL_BIAS_SE:g}-SE flag, but unlikely under no bias (p = {_p_text(p)})"
+
+
+def null_detectable_text(n: dict[str, Any], effect: Any) -> str:
+    """The smallest |null Delta| the SE flag detects (:data:`NULL_BIAS_SE` SEs), with its share of |effect|."""
+    se = n.get("se")
+    d = n.get("detectable_bias", NULL_BIAS_SE * se if isinstance(se, (int, float)) else None)
+    if not isinstance(d, (int, float)) or not math.isfinite(d):
+        return "-"
+    share = (f" ({abs(d / effect):.0%} of the effect)"
+             if isinstance(effect, (int, float)) and effect and math.isfinite(effect) else "")
+    return value_text(d) + share
+
+
 def _null_lines(result: SimulationResult) -> list[str]:
     """The null check of every interleaving design next to its A/A rate."""
     s = result.summary
@@ -599,7 +636,8 @@ def _null_lines(result: SimulationResult) -> list[str]:
         fpr = "-" if aa is None else ("0 (ties)" if aa["degenerate"] else f"{aa['false_positive_rate']:.3f}")
         favours = "B" if n["delta"] > 0 else "A"
         verdict = (f"BIASED (favours {favours if metric == 'delta_ab' else 'the ' + ('later' if n['delta'] > 0 else 'earlier') + ' ranker'} "
-                   "when no ranker is better)") if n["biased"] else "no bias detected"
+                   "when no ranker is better)") if n["biased"] else null_unflagged_verdict(n)
+        verdict += f"; detects |bias| >= {null_detectable_text(n, e.get('true_effect'))}"
         rate, analytic = n["rejection_rate"], n["rejection_rate_analytic"]
         simulated = "replicates" in n
         lines.append(f"  {design:14s} {metric:18s} {value_text(n['delta'], True):>10s} {se_text(n['se']):>8s} "

@@ -73,3 +73,44 @@ def test_the_named_default_gain_is_the_one_the_world_scores_with():
     from onlineeval.metrics.base import EvalContext
 
     assert str(EvalContext().gain) == str(Conventions().gain) == "exponential"
+
+
+def test_null_check_gives_its_detectable_bias_and_p_value():
+    import math
+
+    import pandas as pd
+    from scipy import stats
+
+    from simulations.analysis import NULL_BIAS_SE, null_check
+    from simulations.runner import Truth
+
+    c = pd.DataFrame({"day": [1, 2], "mean_se": [0.004, 0.003]})
+    n = null_check(Truth("b", "delta_ab", -0.00118, 0.00033, "mc"), c, 0.05, 60)
+    assert not n["biased"] and n["z"] == pytest.approx(0.00118 / 0.00033)
+    assert n["detectable_bias"] == pytest.approx(NULL_BIAS_SE * 0.00033, rel=1e-12)
+    assert n["pvalue"] == pytest.approx(2 * stats.norm.sf(0.00118 / 0.00033), rel=1e-9)
+    assert math.isclose(null_check(Truth("b", "delta_ab", 0.0, 0.001, "mc"), c, 0.05, 60)["pvalue"], 1.0)
+
+
+def test_null_verdict_is_worded_by_z():
+    from simulations.report import null_detectable_text, null_unflagged_verdict
+
+    # review 4's balanced row on interleaving.yaml: -0.00118 +- 0.00033, z = 3.6, p = 3.2e-4 (scipy 2 sf(3.6))
+    assert null_unflagged_verdict({"z": 3.6, "pvalue": 3.18e-4}) == (
+        "z = 3.6: below the 4-SE flag, but unlikely under no bias (p = 3e-4)")
+    assert null_unflagged_verdict({"z": 3.6}).endswith("(p = 3e-4)")  # an older summary without pvalue
+    assert null_unflagged_verdict({"z": 2.5, "pvalue": 0.0124}) == (
+        "z = 2.5: below the 4-SE flag, but unlikely under no bias (p = 0.012)")
+    assert null_unflagged_verdict({"z": 1.2, "pvalue": 0.23}) == "no bias detected (z = 1.2)"
+    # review 4: team_draft's null SE 0.00045 on ab.yaml detects only |bias| >= 0.0018, 29% of the effect +0.00626
+    assert null_detectable_text({"se": 0.00045}, 0.00626) == "0.00180 (29% of the effect)"
+    assert null_detectable_text({"se": 0.00045, "detectable_bias": 0.0018}, None) == "0.00180"
+
+
+def test_null_table_prints_what_the_check_detects(run):
+    result, text, html = run
+    n = result.summary["designs"]["team_draft"]["delta_ab"]["null"]
+    row = next(line for line in text.splitlines() if line.lstrip().startswith("team_draft") and "detects" in line)
+    assert "detects |bias| >= " in row
+    assert ("no bias detected" in row) == (not n["biased"] and n["z"] <= 2)
+    assert "detects |bias| &gt;= " in html or "detects |bias| >= " in html

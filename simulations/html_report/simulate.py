@@ -19,6 +19,8 @@ from typing import Any
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.report import (
     days_text,
+    null_detectable_text,
+    null_unflagged_verdict,
     offline_conventions_text,
     percent_text,
     rate_text,
@@ -325,7 +327,8 @@ def calibration_section(summary: dict[str, Any]) -> Html:
                 simulated = "replicates" in n
                 verdict: Any = join([biased_mark("BIASED"), " (prefers the "
                                      + ("candidate" if (n.get("delta") or 0) > 0 else "baseline")
-                                     + " when no ranker is better)"]) if n.get("biased") else "no bias detected"
+                                     + " when no ranker is better)"]) if n.get("biased") else null_unflagged_verdict(n)
+                verdict = join([verdict, "; detects |bias| >= " + null_detectable_text(n, e.get("true_effect"))])
                 null_rows.append([design, metric, value_text(n.get("delta"), True), se_text(n.get("se")),
                                   fmt(n.get("z"), ".1f"), rate_text(rate[0] if rate and simulated else None),
                                   rate_text(rate[-1] if rate and simulated else None),
