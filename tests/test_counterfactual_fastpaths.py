@@ -471,14 +471,18 @@ def test_row_sum_equals_numpy_sum(k):
 
 # ------------------------------------------------------------------ estimators' terms (the old formulas)
 def _old_terms(name, data, target, reward, cap=3.0):
-    """The previous ``_terms`` of each estimator: numpy's ``.sum(axis=1)`` over slots."""
+    """The previous ``_terms`` of each estimator: numpy's ``.sum(axis=1)`` over slots. IPS and clipped IPS in
+    Horvitz-Thompson form (review 3, F-C): the weight multiplies the whole list reward ``R = c0 + sum_j r_j``, the
+    terms' numerator is ``w R - c0`` (the estimate adds ``c0`` back), here as ``w sum_j r_j + c0 (w - 1)``, the
+    same value in the library's order of operations (checked against ``w R - c0`` to rounding by the caller)."""
     p = target.propensities(data.query, data.shown)
     r = reward.slot_rewards(data.clicks)
     if name in ("ips", "snips", "clipped_ips"):
         w = p.list / data.p_list
         if name == "clipped_ips":
             w = w - np.maximum(w - cap, 0.0)
-        return w * r.sum(axis=1)
+        wr = w * r.sum(axis=1)
+        return wr if name == "snips" or reward.offset == 0 else wr + reward.offset * (w - 1.0)
     if name == "iips":
         return (np.where(data.valid, p.item / data.p_item, 0.0) * r).sum(axis=1)
     # rips
@@ -505,6 +509,11 @@ def test_estimator_terms_equal_the_old_formulas(k):
             for target in targets:
                 old = _old_terms(name, data, target, plain)
                 assert np.array_equal(est.terms(data, target, plain).num, old), (name, metric)
+                if name in ("ips", "clipped_ips"):  # the definition: c0 + mean(num) = mean(w (c0 + R))
+                    w = target.propensities(data.query, data.shown).list / data.p_list
+                    w = np.minimum(w, 3.0) if name == "clipped_ips" else w
+                    whole = plain.offset + plain.slot_rewards(data.clicks).sum(axis=1)
+                    np.testing.assert_allclose(plain.offset + old.mean(), (w * whole).mean(), rtol=0, atol=1e-12)
                 cached = _BatchReward(plain)
                 assert np.array_equal(est.terms(data, _BatchTarget(target), cached).num, old), (name, metric)
 

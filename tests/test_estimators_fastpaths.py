@@ -81,13 +81,14 @@ def ref_terms(name: str, opts: dict, data: LoggedData, target: object, reward: R
     r = reward.slot_rewards(data.clicks)
     big_r = r.sum(axis=1)
     w = ref_weights(data, target)
+    c0 = reward.offset  # IPS and clipped IPS weight the whole reward c0 + R (Horvitz-Thompson): num = w (c0 + R) - c0
     if name == "ips":
-        return w["list"] * big_r, None, w["list"]
+        return w["list"] * (c0 + big_r) - c0, None, w["list"]
     if name == "snips":
         return w["list"] * big_r, w["list"], w["list"]
     if name == "clipped_ips":
         wc = np.minimum(w["list"], opts["cap"])
-        return wc * big_r, None, wc
+        return wc * (c0 + big_r) - c0, None, wc
     if name == "iips":
         return (w["item"] * r).sum(axis=1), None, w["item"]
     if name in ("rips", "snrips"):

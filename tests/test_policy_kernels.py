@@ -381,7 +381,7 @@ def _fused_case(k: int, reward_name: str, seed: int):
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 7, 8])
-@pytest.mark.parametrize("reward_name", ["clicks_per_query", "reciprocal_rank"])
+@pytest.mark.parametrize("reward_name", ["clicks_per_query", "reciprocal_rank", "abandonment"])
 def test_fused_terms_compiled_equal_the_numpy_terms(monkeypatch, k, reward_name):
     from simulations.designs.counterfactual.fused import FusedTerms
     from simulations.policies import kernels
@@ -425,10 +425,11 @@ def test_fused_terms_divide_by_zero_as_numpy():
         w_want = tp_list / p_list
         pre_want = ((tp_prefix / p_prefix) * r).reshape(1, 3, 2).sum(axis=2)
         ips_want = w_want * big_r
-    w, ips, clipped, pre, item, std = kernels.fused_terms(
+    w, ips, ht, clipped, pre, item, std = kernels.fused_terms(
         tp_list, tp_prefix, tp_prefix, p_list, p_prefix, p_prefix, r, big_r, np.empty(0, dtype=bool), True, False,
-        False, np.empty(0))
+        False, np.empty(0), 0.0)
     np.testing.assert_array_equal(w, w_want)
     np.testing.assert_array_equal(ips, ips_want)
+    np.testing.assert_array_equal(ht, ips_want)  # no offset: IPS's numerator is SNIPS'
     np.testing.assert_array_equal(pre, pre_want)
     assert np.isinf(w[0, 0]) and np.isnan(w[0, 1]) and item.shape == (0, 3) and clipped.shape == (0, 1, 3)

@@ -4,9 +4,11 @@ Whole-list IPS with every importance weight capped at :math:`M`:
 
 .. math::
 
-    \hat V_{M} = c_0 + \frac1n \sum_{i=1}^n \min(w_i, M)\, R_i,
+    \hat V_{M} = \frac1n \sum_{i=1}^n \min(w_i, M)\, R_i,
     \qquad w_i = \frac{\pi(\mathbf s_i \mid q_i)}{\mu(\mathbf s_i \mid q_i)},
-    \quad R_i = \sum_j r_{ij}.
+    \quad R_i = c_0 + \sum_j r_{ij}
+
+(the whole reward weighted, offset included, as :mod:`~onlineeval.estimators.ips`).
 
 Capping trades variance for bias. With :math:`V` the target's value (IPS is unbiased
 given support, for any click model),
@@ -19,7 +21,8 @@ given support, for any click model),
         \max_{\mathbf c} |R(\mathbf c)|,
 
 so the bias is zero when :math:`M \ge \max w` and has the sign of :math:`-R` otherwise
-(clipping never adds weight). Both quantities are estimated from the log and reported
+(clipping never adds weight): never positive for the built-in metrics, whose :math:`R \ge 0`
+(abandonment's :math:`R = 1[\text{no click}]`). Both quantities are estimated from the log and reported
 in :attr:`Terms.notes <onlineeval.estimators.base.Terms>`:
 
 ``clipping_bias_estimate``
@@ -27,9 +30,10 @@ in :attr:`Terms.notes <onlineeval.estimators.base.Terms>`:
     it equals exactly (clipped estimate) - (IPS estimate).
 ``clipping_bias_bound``
     :math:`\frac1n\sum_i (w_i - M)^+ \cdot \max|R|` with :math:`\max|R|` the largest
-    absolute list reward the reward definition allows (sum of :math:`|w_j|` for
-    additive rewards, :math:`\max_j |w_j|` for first-click rewards): an estimate of the
-    bound above that holds whatever the clicks.
+    absolute list reward :math:`|c_0 + \sum_j r_j|` the reward definition allows (for
+    :math:`c_0 = 0`: the sum of :math:`|w_j|` for additive rewards, :math:`\max_j |w_j|` for
+    first-click rewards; 1 for abandonment): an estimate of the bound above that holds
+    whatever the clicks.
 ``clipped_impressions``, ``clipped_weight_share``
     How many impressions had their weight capped and the share
     :math:`\sum_i (w_i - M)^+ / \sum_i w_i` of the total weight removed.
@@ -57,14 +61,19 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
+from onlineeval.estimators.ips import ht_numerator
 
 __all__ = ["ClippedIPS"]
 
 
 def max_abs_list_reward(reward: Reward, k: int) -> float:
-    """The largest ``|R - c_0|`` the reward allows on lists of ``k`` slots."""
-    w = np.abs(reward.position_weights(k))
-    return float(w.sum() if reward.kind == "additive" else w.max())
+    """The largest ``|R|`` (``R = c_0 + sum_j r_j``) the reward allows on lists of ``k`` slots."""
+    w = np.asarray(reward.position_weights(k), dtype=np.float64)
+    if reward.kind == "additive":
+        lo, hi = float(np.minimum(w, 0).sum()), float(np.maximum(w, 0).sum())
+    else:  # at most one first click
+        lo, hi = min(0.0, float(w.min())), max(0.0, float(w.max()))
+    return max(abs(reward.offset + lo), abs(reward.offset + hi))
 
 
 @register_estimator
@@ -111,7 +120,7 @@ class ClippedIPS(Estimator):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         cap = float(self.cap) if self.cap is not None else math.inf  # never None after __post_init__
         w = data.importance_weights(target, "list")
-        r = data.list_rewards(reward)
+        r = data.list_rewards(reward)  # without the offset c0
         excess = np.maximum(w - cap, 0.0)
         wc = w - excess
         total = float(w.sum())
@@ -119,8 +128,8 @@ class ClippedIPS(Estimator):
             "cap": cap,
             "clipped_impressions": int(np.count_nonzero(excess)),
             "clipped_weight_share": float(excess.sum() / total) if total > 0 else 0.0,
-            "clipping_bias_estimate": float(-(excess * r).mean()),
+            "clipping_bias_estimate": float(-(excess * (r + reward.offset)).mean()),
             "clipping_bias_bound": float(excess.mean() * max_abs_list_reward(reward, data.k)),
             "max_unclipped_weight": float(w.max()),
         }
-        return Terms(num=wc * r, weights=wc, notes=notes)
+        return Terms(num=ht_numerator(wc, r, reward.offset), weights=wc, notes=notes)

@@ -5,8 +5,14 @@ to show the *whole* logged list than the logging policy:
 
 .. math::
 
-    \hat V_{\mathrm{IPS}} = c_0 + \frac1n \sum_{i=1}^n
-        \frac{\pi(\mathbf s_i \mid q_i)}{\mu(\mathbf s_i \mid q_i)} \sum_j r_{ij}.
+    \hat V_{\mathrm{IPS}} = \frac1n \sum_{i=1}^n
+        \frac{\pi(\mathbf s_i \mid q_i)}{\mu(\mathbf s_i \mid q_i)}\, R_i,
+    \qquad R_i = c_0 + \sum_j r_{ij},
+
+the Horvitz-Thompson form: the weight multiplies the whole reward, offset included (for abandonment,
+:math:`R_i = 1[\text{no click}]`), so a target with every weight 0 reads 0 and re-expressing the metric
+(abandonment vs 1 - abandonment) does not change the estimate of the other. The terms are
+``num = w R - c_0`` (the base class adds :math:`c_0` back): :math:`c_0 + \frac1n\sum_i (w_i R_i - c_0)`.
 
 Unbiased for *any* reward of the shown list (no click-model assumption) whenever the
 logger gives positive probability to every list the target can show (support); its
@@ -31,7 +37,7 @@ from onlineeval.estimators.base import (
 )
 from onlineeval.estimators.derived import row_sum
 
-__all__ = ["IPS", "list_rewards", "row_sum"]
+__all__ = ["IPS", "ht_numerator", "list_rewards", "row_sum"]
 
 
 def list_rewards(reward: Reward, clicks: BoolArray) -> FloatArray:
@@ -53,4 +59,10 @@ class IPS(Estimator):
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = data.importance_weights(target, "list")
-        return Terms(num=w * data.list_rewards(reward), weights=w)
+        return Terms(num=ht_numerator(w, data.list_rewards(reward), reward.offset), weights=w)
+
+
+def ht_numerator(w: FloatArray, r: FloatArray, offset: float) -> FloatArray:
+    """The terms' numerator of whole-list IPS in Horvitz-Thompson form: ``w (c0 + r) - c0`` (the estimate's
+    ``c0 + mean(num)`` is then ``mean(w R)``), ``w r`` when the reward has no offset."""
+    return w * r if offset == 0 else w * r + offset * (w - 1.0)

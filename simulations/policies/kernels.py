@@ -270,26 +270,29 @@ def _slot_sums(num, den, r, valid, masked, out):
 
 @_jit
 def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r, valid, need_prefix, need_item,
-                need_std, caps):
+                need_std, caps, c0):
     """The IPS family's terms of :meth:`simulations.designs.counterfactual.fused.FusedTerms.compute` for the ``T``
     targets of a batch of ``n`` lists of ``k < 8`` slots, element by element in the same operations: the list
-    weights ``w = tp_list / p_list``; ``w R`` (IPS, SNIPS; ``R = big_r`` the list rewards); for each ``cap``,
-    ``(w - max(w - cap, 0)) R`` (clipped IPS, numpy's ``maximum``: ``w - cap`` unless it is below 0); with
-    ``need_prefix`` / ``need_item`` the slot sums of ``on_shown(tp / p) * r`` of the prefix / item propensities
+    weights ``w = tp_list / p_list``; ``w R`` (SNIPS; ``R = big_r`` the list rewards without the reward's offset
+    ``c0``); IPS's Horvitz-Thompson numerator ``w R + c0 (w - 1)`` (:func:`onlineeval.estimators.ips.ht_numerator`:
+    ``w R`` when ``c0`` is 0; the estimate ``c0 + mean`` is then ``mean(w (c0 + R))``); for each ``cap``, the same
+    with ``wc = w - max(w - cap, 0)`` for ``w`` (clipped IPS, numpy's ``maximum``: ``w - cap`` unless it is below
+    0); with ``need_prefix`` / ``need_item`` the slot sums of ``on_shown(tp / p) * r`` of the prefix / item propensities
     (RIPS, IIPS; ``r`` the slot rewards; ``on_shown`` 0.0 at an empty slot); with ``need_std`` the slot sums of
     ``on_shown(w) * r`` (adaptive IPS's standard behaviour). A slot sum is
     :func:`~onlineeval.estimators.derived.row_sum`'s: left to right, then ``+ 0.0``. The 2-d and 3-d arrays are
     C-contiguous and flattened by the caller: ``tp_prefix``, ``tp_item`` ``(T, n * k)``, ``p_prefix``, ``p_item``,
     ``r`` and ``valid`` (bool, no entries when every slot is shown) ``(n * k,)``.
 
-    Returns ``w``, ``ips`` ``(T, n)``, ``clipped`` ``(len(caps), T, n)``, ``pre``, ``item``, ``std`` ``(T, n)``
-    (not computed ones have no rows)."""
+    Returns ``w``, ``ips`` (``w R``), ``ht`` ``(T, n)``, ``clipped`` ``(len(caps), T, n)``, ``pre``, ``item``,
+    ``std`` ``(T, n)`` (not computed ones have no rows)."""
     n_t, n = tp_list.shape
     size = r.shape[0]
     k = size // n if n else 1
     masked = valid.shape[0] > 0
     w = np.empty((n_t, n), dtype=np.float64)
     ips = np.empty((n_t, n), dtype=np.float64)
+    ht = np.empty((n_t, n), dtype=np.float64)
     clipped = np.empty((caps.shape[0], n_t, n), dtype=np.float64)
     pre = np.empty((n_t if need_prefix else 0, n), dtype=np.float64)
     item = np.empty((n_t if need_item else 0, n), dtype=np.float64)
@@ -299,6 +302,8 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
             w[t, i] = tp_list[t, i] / p_list[i]
         for i in range(n):
             ips[t, i] = w[t, i] * big_r[i]
+        for i in range(n):
+            ht[t, i] = ips[t, i] + c0 * (w[t, i] - 1.0) if c0 != 0.0 else ips[t, i]
         for c in range(caps.shape[0]):
             cap = caps[c]
             for i in range(n):
@@ -306,7 +311,8 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
                 e = wl - cap
                 if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0): e when e >= 0 or NaN, else 0.0
                     e = 0.0
-                clipped[c, t, i] = (wl - e) * big_r[i]
+                wc = wl - e
+                clipped[c, t, i] = wc * big_r[i] + c0 * (wc - 1.0) if c0 != 0.0 else wc * big_r[i]
     if need_prefix:
         _slot_sums(tp_prefix, p_prefix, r, valid, masked, pre)
     if need_item:
@@ -320,12 +326,12 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
                     x = (wl if not masked or valid[i * k + j] else 0.0) * r[i * k + j]
                     s = x if j == 0 else s + x
                 std[t, i] = s + 0.0
-    return w, ips, clipped, pre, item, std
+    return w, ips, ht, clipped, pre, item, std
 
 
 #: the values of a row for one target in :func:`counterfactual_step` (entry ``VAL_CLIPPED + c``: clipped IPS with
 #: cap ``caps[c]``); ``adds`` looks them up by ``t * (VAL_CLIPPED + len(caps)) + entry``
-VAL_IPS, VAL_PREFIX, VAL_ITEM, VAL_WEIGHT, VAL_CLIPPED = 0, 1, 2, 3, 4
+VAL_IPS, VAL_PREFIX, VAL_ITEM, VAL_WEIGHT, VAL_HT, VAL_CLIPPED = 0, 1, 2, 3, 4, 5
 
 
 @_jit
@@ -386,7 +392,7 @@ def _slot_rewards(clicks, first, w, r):
 @_jit
 def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts, u, thresholds, width, independent,
                         use_t1, use_t3, block, reward_kind, reward_w, lists, t_list, t_prefix, t_item, rank_of, n_eff,
-                        w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, caps, adds, units, obs, acc,
+                        w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, caps, c0, adds, units, obs, acc,
                         scratch, slot, touched, query_count, beh):
     """One batch of the counterfactual design's serving after the draws, in one pass over its ``n`` rows: the
     logging propensities of the logger's own lists (:func:`logged_propensities`' numbers, used and not kept: the
@@ -404,8 +410,10 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
     :meth:`onlineeval.estimators.Reward.slot_rewards` computes them (the clicked, or first clicked, slots as 1.0 /
     0.0, times ``reward_w[j]`` unless ``reward_w`` has no entries: the weights ``None``); ``-1``: ``r`` is given.
 
-    For each target a row's values are ``w R`` (IPS, SNIPS), the slot sums of RIPS and IIPS, the list weight ``w``
-    (SNIPS' denominator) and for each cap ``(w - max(w - cap, 0)) R`` (clipped IPS), at the entries ``VAL_*``;
+    For each target a row's values are ``w R`` (SNIPS), the slot sums of RIPS and IIPS, the list weight ``w``
+    (SNIPS' denominator), IPS's Horvitz-Thompson numerator ``w R + c0 (w - 1)`` (``c0`` the reward's offset; ``w R``
+    when it is 0) and for each cap the same with ``w - max(w - cap, 0)`` for ``w`` (clipped IPS), at the entries
+    ``VAL_*`` (:func:`fused_terms`' numbers);
     ``adds`` ``(A, 2)`` int64 lists the additions: ``(row of acc, t * (VAL_CLIPPED + len(caps)) + entry)``;
     ``units`` the rows of all-ones denominators (they get the impression counts); ``obs`` the rows of the
     impression counts and the logger's clicks, abandonment and reciprocal rank. ``beh`` ``(3, T, n)`` (or no
@@ -554,15 +562,18 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
                 beh[0, t, i] = si
                 beh[1, t, i] = sp
                 beh[2, t, i] = ss
-            vals[t, VAL_IPS] = wl * big
+            x = wl * big
+            vals[t, VAL_IPS] = x
             vals[t, VAL_PREFIX] = sp
             vals[t, VAL_ITEM] = si
             vals[t, VAL_WEIGHT] = wl
+            vals[t, VAL_HT] = x + c0 * (wl - 1.0) if c0 != 0.0 else x
             for c in range(n_caps):
                 e = wl - caps[c]
                 if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0)
                     e = 0.0
-                vals[t, VAL_CLIPPED + c] = (wl - e) * big
+                wc = wl - e
+                vals[t, VAL_CLIPPED + c] = wc * big + c0 * (wc - 1.0) if c0 != 0.0 else wc * big
         for a in range(n_adds):  # no branch: each addition's column and value were looked up once, at set-up
             scratch[at, adds[a, 0]] += flat[adds[a, 1]]
     for a in range(n_touched):

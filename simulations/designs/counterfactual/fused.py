@@ -93,7 +93,7 @@ class FusedTerms:
 
     def _compiled(self, data: Any, target_p: Any, reward: Any, all_valid: bool) -> tuple[dict[str, Any], Any]:
         """:meth:`compute` by :func:`~simulations.policies.kernels.fused_terms` (lists of 1 to 7 slots, at least
-        one row): the same arrays, the IPS and SNIPS numerators one array, as there."""
+        one row): the same arrays, the SNIPS numerators one array, as there."""
         from simulations.policies import kernels
 
         caps = getattr(self, "_caps", None)
@@ -103,16 +103,16 @@ class FusedTerms:
         r = reward.slot_rewards(data.clicks)
         big_r = reward.list_rewards(data.clicks) if self._list else np.zeros(target_p.list.shape[1])  # no list term
         t = target_p.list.shape[0]
-        w_list, ips_num, clipped, pre, item, std = kernels.fused_terms(
+        w_list, ips_num, ht_num, clipped, pre, item, std = kernels.fused_terms(
             _flat(target_p.list, t), _flat(target_p.prefix, t), _flat(target_p.item, t), _flat(data.p_list),
             _flat(data.p_prefix), _flat(data.p_item), _flat(r), _flat(big_r),
             _ALL_SHOWN if all_valid else np.ravel(np.ascontiguousarray(data.valid, dtype=bool)),
-            self._prefix, self._item, bool(self.behaviour_labels), caps[1])
+            self._prefix, self._item, bool(self.behaviour_labels), caps[1], float(reward.offset))
         terms: dict[str, Any] = {}
         at = {label: i for i, label in enumerate(caps[0])}
         for label, (kind, _) in self.fused.items():
-            if kind in ("ips", "snips"):
-                terms[label] = (ips_num, w_list if kind == "snips" else None)
+            if kind in ("ips", "snips"):  # IPS in Horvitz-Thompson form w (c0 + R) - c0 (IPS._terms); SNIPS w R
+                terms[label] = (ips_num, w_list) if kind == "snips" else (ht_num, None)
             elif kind == "clipped_ips":
                 terms[label] = (clipped[at[label]], None)
             else:
@@ -126,6 +126,7 @@ class FusedTerms:
         its lists stacked (``list`` ``(T, n)``, ``prefix`` and ``item`` ``(T, n, k)``, float64),
         ``reward`` the design's reward (slot and list rewards of the batch's clicks)."""
         from onlineeval.estimators.derived import row_sum
+        from onlineeval.estimators.ips import ht_numerator
 
         t, n = target_p.list.shape
         k = data.k
@@ -149,11 +150,12 @@ class FusedTerms:
         for label, (kind, est) in self.fused.items():
             if kind in ("ips", "snips"):
                 if ips_num is None:
-                    ips_num = w_list * big_r  # IPS and SNIPS: w * R
-                terms[label] = (ips_num, w_list if kind == "snips" else None)
+                    ips_num = w_list * big_r  # SNIPS: w * R; IPS in Horvitz-Thompson form w (c0 + R) - c0
+                terms[label] = (ht_numerator(w_list, big_r, reward.offset) if kind == "ips" else ips_num,
+                                w_list if kind == "snips" else None)
             elif kind == "clipped_ips":
                 excess = np.maximum(w_list - float(est.cap), 0.0)
-                terms[label] = ((w_list - excess) * big_r, None)
+                terms[label] = (ht_numerator(w_list - excess, big_r, reward.offset), None)
             elif kind == "rips":
                 terms[label] = (pre, None)
             else:  # iips

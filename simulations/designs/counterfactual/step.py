@@ -180,7 +180,7 @@ class CompiledStep:
                 entry = kernels.VAL_CLIPPED + clipped
                 clipped += 1
             else:
-                entry = {"ips": kernels.VAL_IPS, "snips": kernels.VAL_IPS, "rips": kernels.VAL_PREFIX,
+                entry = {"ips": kernels.VAL_HT, "snips": kernels.VAL_IPS, "rips": kernels.VAL_PREFIX,
                          "iips": kernels.VAL_ITEM}[kind]
             for i, target in enumerate(design.target_names):
                 adds.append((rows[f"num:{label}:{target}"], i * width + entry))
@@ -191,6 +191,7 @@ class CompiledStep:
         self.adds = np.array(adds, dtype=np.int64).reshape(-1, 2)
         self.units = np.array(units, dtype=np.int64)
         self.caps = np.array(caps, dtype=np.float64)
+        self.c0 = float(design.reward.offset)  # IPS and clipped IPS weight the whole reward (Horvitz-Thompson)
         self.obs = np.array([rows[key] for key in ("impressions", "obs:clicks", "obs:abandoned", "obs:rr")],
                             dtype=np.int64)
         self.behaviour_labels = list(fused.behaviour_labels)
@@ -273,7 +274,7 @@ class CompiledStep:
         kernels.counterfactual_step(
             query, batch.user, shown, clicks, r, labels, types, counts, u, *chain_args, kind, self.reward_w,
             self.lists, self.t_list, self.t_prefix, self.t_item, self.rank_of, s._n_eff, s._w_det, s._w_rt,
-            s.det_tab, s.rt_tab, s._weights, s.m, s.Q, self.recip, self.caps, self.adds, self.units, self.obs,
+            s.det_tab, s.rt_tab, s._weights, s.m, s.Q, self.recip, self.caps, self.c0, self.adds, self.units, self.obs,
             design._acc, self.scratch, self.slot, self.touched, design._query_count, beh)
         for own in (shown, clicks):
             own.setflags(write=False)  # the log keeps them without a copy
