@@ -19,6 +19,8 @@ Modules:
 * :mod:`~onlineeval.interleaving.validation.guard`: calling candidate code (exceptions,
   exits, per-call timeout, malformed output become named failures);
 * :mod:`~onlineeval.interleaving.validation.battery`: the checks and their sizes;
+* :mod:`~onlineeval.interleaving.validation.exact`: the reference's exact distributions on the
+  battery's lists, which the equivalence checks test the candidate against;
 * :mod:`~onlineeval.interleaving.validation.invariants`: exact structural invariants;
 * :mod:`~onlineeval.interleaving.validation.logs`: reading and checking logs;
 * :mod:`~onlineeval.interleaving.validation.report`: results, the text table and the

@@ -20,17 +20,26 @@ and combines its tests (pairs, positions, scenarios, click models) with Bonferro
 * ``better_ranker_wins``: a ranker that lifts the clicked documents wins (one-sided
   sign test on the win / loss scale, one-sided t-test on a real-valued scale); the
   statistic is the largest p-value over the pairs (every pair must reject);
-* ``team_distribution``, ``document_distribution``: per position, chi-square tests of
-  homogeneity of the candidate's and the reference's team labels and documents, each
-  distinct test counted once (a column that splits the impressions as one already tested
-  gives its p-value: a team-draft round's second pick is the complement of its first, a
-  balanced impression is one coin). Team-draft's and balanced's documents are functions of
-  their team labels, so for them (and any candidate that keeps that structure)
-  ``document_distribution`` is ``SKIPPED`` as implied and not counted in ``s``;
+* ``team_distribution``, ``document_distribution``: per position, the candidate's team labels
+  and documents against the reference's *exact* probabilities (:mod:`.exact`: enumerated for
+  all six methods on the battery's lists; goodness of fit, :func:`goodness_of_fit`: exact
+  binomial test for two cells, Pearson chi-square for more, cells expecting fewer than 5
+  merged, a category the reference never shows gives p = 0); a chi-square test of
+  homogeneity against a sampled reference only where no exact distribution exists (the
+  statistic column says which). Each distinct test counted once (a column that splits the
+  impressions as one already tested, with the same probabilities, gives its p-value: a
+  team-draft round's second pick is the complement of its first, a balanced impression is
+  one coin). Team-draft's and balanced's documents are functions of their team labels, so
+  for them (and any candidate that keeps that structure) ``document_distribution`` is
+  ``SKIPPED`` as implied and not counted in ``s``;
 * ``credit_agreement``: the candidate's value equals the reference's on identical
   ``(shown, teams, clicks)``, on the method's scale (exact);
 * ``outcome_distribution``: end to end, the win / loss / tie distribution of every pair
-  agrees with the reference (chi-square);
+  agrees with the reference: goodness of fit to its exact probabilities (every enumerated draw
+  under every click vector, :func:`exact_outcomes`) where the draws number at most
+  :data:`~.exact.MAX_LISTS` (every scenario but for probabilistic's lists of 7, 9 and 12
+  documents and probabilistic multileaving's of 9 and 11), else chi-square homogeneity
+  against a sampled reference;
 * ``coin_no_preference`` (team-draft, two rankers): ``A=(1,2,3)``, ``B=(2,3,4)``, only document 3
   clicked: the outcome is the round-2 coin, a sign test of the exact null 0 on ``n`` impressions
   (a 0.52 coin: ``z = 0.04 sqrt(n)``, power 0.99 at ``n = 20000``);
@@ -47,16 +56,19 @@ the guarantee's statistic gives ``z = b sqrt(n) / sd`` on the pooled t-test, aga
 critical ``z`` of 3.66 (level 0.002 split over 8 tests, probabilistic): with the
 expected outcome's ``sd`` of about 0.55 under uniform clicks, ``b = 0.01`` is detected
 with power about 0.79 and ``b = 0.02`` with power above 0.999 (``sd = 1``, the worst
-case: 0.11 and 0.89). The equivalence checks see ``n / 7`` impressions per scenario: a
-4-point shift in one position's team share (``z = 5.24``) is detected with power about
-0.90 for team-draft (critical ``z`` 3.93: 20 distinct team tests of 41 positions, 6 checks;
-0.87 with all 41 counted), 0.96 for balanced (7 tests, 3 checks), 0.90 for optimized (16 team
-and 10 document tests, 5 checks).
+case: 0.11 and 0.89). The equivalence checks see ``n / 7`` impressions per scenario, tested
+against exact probabilities: a 4-point shift in one position's team share of 1/2 gives
+``z = 0.04 sqrt(n / 7) / 0.5 = 7.41``, detected with power above 0.999 by every two-ranker
+method (critical ``z`` 3.93 for team-draft: 20 distinct team tests, 6 checks; 3.49 balanced,
+3.84 optimized, 4.06 probabilistic); power 0.9 is reached at ``n`` of about 30000 for
+team-draft. Against a sampled reference of the same size the same shift gave ``z = 5.24``
+(power 0.90 team-draft, 0.96 balanced, 0.92 optimized, 0.88 probabilistic): the exact
+reference needs half the impressions for the same power.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -65,6 +77,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from onlineeval.errors import ConfigError
+from onlineeval.interleaving.probabilistic import Probabilistic, pairwise_win_difference, slot_posteriors
 from onlineeval.interleaving.registry import get_interleaver
 from onlineeval.interleaving.validation.candidates import (
     CREDIT,
@@ -75,6 +88,7 @@ from onlineeval.interleaving.validation.candidates import (
     Sample,
     pad_lists,
 )
+from onlineeval.interleaving.validation.exact import ExactDraws, exact_draws
 from onlineeval.interleaving.validation.guard import (
     DEFAULT_TIMEOUT,
     CandidateError,
@@ -98,8 +112,11 @@ from onlineeval.interleaving.validation.report import (
     finalize,
 )
 from onlineeval.interleaving.validation.stattests import (
+    MIN_EXPECTED,
     bonferroni,
     exact_check,
+    gof_key,
+    goodness_of_fit,
     homogeneity,
     partition_key,
     sign_test,
@@ -214,7 +231,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
         Impressions per statistical check, split over the scenarios (default 60000: a
         2% bias in probabilistic interleaving's mean expected outcome under random clicks
         is detected with power above 0.999, a 1% bias with power about 0.8, a 4-point
-        shift of one position's team share with power 0.88 or more by method; see the
+        shift of one position's team share with power above 0.999 (exact reference); see the
         module docstring). A per-impression candidate's
         interleave() is called about ``4 n`` to ``6 n`` times (one ``n`` more for team-draft's
         ``coin_no_preference``, on lists of three); lower ``n`` for slow
@@ -270,7 +287,10 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
     try:
         with watchdog(timeout):
             cand = [candidate.sample(sc, per, rng_c) for sc in equiv]
-            refs = [ref.sample(sc, per, rng_r) for sc in equiv]
+            exact = [exact_draws(ref_il, sc) for sc in equiv]
+            # a reference sample is needed for credit_agreement's rows, and in full where no exact one exists
+            refs = [ref.sample(sc, per if ex is None or ex.probs is None else min(per, CREDIT_AGREEMENT_ROWS), rng_r)
+                    for sc, ex in zip(equiv, exact)]
             one_based = _one_based(equiv, cand)
             checks.extend(_invariants(spec, equiv, cand, one_based))
             stage += 1
@@ -281,7 +301,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
             checks.append(_better(candidate, spec, better, max(BETTER_MIN_PER_SCENARIO, n // (4 * len(better))),
                                   alpha, rng_c, rng_clk))
             stage += 1
-            dist = _distributions(equiv, cand, refs, alpha, ref_il.options.get("tau"))
+            dist = _distributions(equiv, cand, refs, alpha, ref_il.options.get("tau"), exact)
             checks.extend(_label_skipped(c.name) if one_based and c.name == "team_distribution" else c
                           for c in dist)
             stage += 1
@@ -289,7 +309,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                           _credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
             stage += 1
             checks.append(_outcome_distribution(candidate, ref, spec, equiv, cand, refs, click_prob, alpha, rng_clk,
-                                                rng_x))
+                                                rng_x, exact))
             stage += 1
             if not spec.multileave:
                 checks.extend(_documented(candidate, spec, per, rng_c, rng_clk))
@@ -548,51 +568,78 @@ def _column(a: NDArray[np.int64], j: int) -> NDArray[np.int64]:
 
 
 def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Sequence[Sample],
-                   alpha: float, tau: Any = None) -> list[CheckResult]:
-    """Per position, the team labels, then the documents, of candidate and reference (chi-square).
+                   alpha: float, tau: Any = None,
+                   exact: Sequence[ExactDraws | None] | None = None) -> list[CheckResult]:
+    """Per position, the team labels, then the documents, of the candidate against the reference.
 
-    Each distinct test is counted once (:func:`partition_key`): a column that splits the pooled
-    impressions of a scenario into the same groups as a column tested before gives the same
-    table up to relabelling, hence the same p-value (the second pick of a team-draft round is
+    Where the reference's distribution is known exactly (``exact[s]``, :mod:`.exact`), the
+    candidate's column is tested against its exact probabilities (:func:`goodness_of_fit`);
+    otherwise against the sampled reference (chi-square homogeneity, :func:`homogeneity`), which
+    has the power of a one-sample test on half as many impressions.
+
+    Each distinct test is counted once (:func:`gof_key`, :func:`partition_key`): a column that
+    splits the impressions into the same groups as a column tested before, with the same
+    reference probabilities, gives the same p-value (the second pick of a team-draft round is
     the first's complement; a team-draft or balanced document is a function of the team labels),
     and a constant column cannot reject. A ``document_distribution`` with no test of its own is
     ``SKIPPED`` (rule ``"implied"``) and takes no share of the level. ``tau``: the reference's softmax
     temperature (probabilistic methods), named in the hint of a failing row.
     """
+    exact = list(exact) if exact is not None else [None] * len(scenarios)
     tests: dict[str, list[float]] = {"team": [], "doc": []}
     dup = {"team": 0, "doc": 0}
+    kinds_used: dict[str, set[str]] = {"team": set(), "doc": set()}
     worst = {"team": ("", 1.0), "doc": ("", 1.0)}
     positions = 0
-    for sc, cs, rs in zip(scenarios, cand, refs):
-        k = max(cs.shown.shape[1], rs.shown.shape[1])
+    for sc, cs, rs, ex in zip(scenarios, cand, refs, exact):
+        k = max(cs.shown.shape[1], rs.shown.shape[1] if ex is None else ex.length)
         positions += k
         seen: set[bytes] = set()
         for kind, c_arr, r_arr in (("team", cs.teams, rs.teams), ("doc", cs.shown, rs.shown)):
             for j in range(k):
-                c, r = _column(c_arr, j), _column(r_arr, j)
-                key = partition_key(c, r)
+                c = _column(c_arr, j)
+                if ex is not None:
+                    probs = ex.marginal(kind, j)
+                    key = gof_key(c, probs)
+                else:
+                    r = _column(r_arr, j)
+                    key = partition_key(c, r)
                 if key is None or key in seen:      # constant (p = 1), or a test already counted
                     dup[kind] += key is not None
                     continue
                 seen.add(key)
-                p = homogeneity(c, r)
+                kinds_used[kind].add("exact" if ex is not None else "sampled")
+                p = goodness_of_fit(c, probs) if ex is not None else homogeneity(c, r)
                 tests[kind].append(p)
                 if p < worst[kind][1]:
                     where = f"lists {[list(x) for x in sc]} position {j + 1}"
-                    if kind == "team":
-                        where += ": candidate vs reference " + ", ".join(
-                            f"team {t}: {np.mean(c == t):.3f} vs {np.mean(r == t):.3f}" for t in range(len(sc)))
+                    vs = "exact reference" if ex is not None else "reference"
+                    if ex is not None:
+                        ref_docs, share = np.asarray(list(probs), dtype=np.int64), probs.get
                     else:
-                        where += ": candidate vs reference, largest differences " + _doc_shares(c, r)
+                        ref_docs, share = r, (lambda t, _d=0.0, r=r: float(np.mean(r == t)))
+                    if kind == "team":
+                        where += f": candidate vs {vs} " + ", ".join(
+                            f"team {t}: {np.mean(c == t):.3f} vs {share(t, 0.0):.3f}" for t in range(len(sc)))
+                    else:
+                        where += f": candidate vs {vs}, largest differences " + _doc_shares(c, ref_docs, share)
                     worst[kind] = (where, p)
-    counts = {"candidate": int(sum(s.n for s in cand)), "reference": int(sum(s.n for s in refs))}
+    n_exact = sum(ex is not None for ex in exact)
+    counts = {"candidate": int(sum(s.n for s in cand)),
+              "reference": int(sum(r.n for r, ex in zip(refs, exact) if ex is None))}
     out = []
     for name, kind, what in (("team_distribution", "team", "team labels"),
                              ("document_distribution", "doc", "documents")):
         pv = tests[kind]
+        used = kinds_used[kind] or ({"exact"} if n_exact == len(scenarios) else {"sampled"})
+        stat = {frozenset({"exact"}): "goodness-of-fit p-value (exact reference)",
+                frozenset({"sampled"}): "chi-square p-value (sampled reference)"}.get(
+                    frozenset(used), "goodness-of-fit / chi-square p-value (exact / sampled reference)")
+        ref_text = _reference_text(exact, scenarios)
         det = (f"{what} per position, candidate vs reference: {len(pv)} distinct tests over {positions} positions "
                f"x scenarios ({dup[kind]} split the impressions as a test already counted and give its p-value"
-               + (", team_distribution's included" if kind == "doc" else "") + "; constant columns cannot fail)")
+               + (", team_distribution's included" if kind == "doc" else "") + "; constant columns cannot fail); "
+               + ref_text)
         if kind == "doc" and not pv:
             out.append(CheckResult(name, SKIPPED, "implied by team_distribution", None,
                                    f"implied: every position's documents split the impressions as a team label "
@@ -603,19 +650,35 @@ def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Seq
         pb = bonferroni(pv)
         if worst[kind][0] and pb < alpha:
             det += f"; worst: {worst[kind][0]}"
-        if isinstance(tau, (int, float)) and pb < alpha:
+        if isinstance(tau, (int, float)) and pb < alpha and kind == "doc":     # tau moves documents, not teams
             det += (f"; a softmax with another tau than the reference's {tau:g} shifts these: if yours differs, "
                     "pass --option tau=<yours> (credit_agreement names the tau its credits fit)")
-        out.append(CheckResult(name, PENDING, f"chi-square p-value, Bonferroni over {len(pv)}", pb, det,
+        out.append(CheckResult(name, PENDING, f"{stat}, Bonferroni over {len(pv)}", pb, det,
                                counts=counts, rule="null"))
     return out
 
 
-def _doc_shares(c: NDArray[np.int64], r: NDArray[np.int64], top: int = 3) -> str:
+def _reference_text(exact: Sequence[ExactDraws | None], scenarios: Sequence[Lists], outcome: bool = False) -> str:
+    """Which reference the tests used: exact probabilities (how obtained) or a sample of the reference."""
+    n_ex = sum(ex is not None and (not outcome or ex.probs is not None) for ex in exact)
+    gof = ("exact reference probabilities (" + next(ex.how for ex in exact if ex is not None)
+           + "); goodness of fit: exact binomial test for two cells, else Pearson chi-square, cells expecting "
+           f"fewer than {MIN_EXPECTED:g} merged, an impossible category gives p = 0") if n_ex else ""
+    if n_ex == len(scenarios):
+        return gof
+    sampled = ("a sampled reference (chi-square test of homogeneity" + (": too many shown lists to enumerate"
+               if n_ex else "") + ")")
+    if not n_ex:
+        return sampled
+    return f"{gof} on {n_ex} of {len(scenarios)} scenarios; {sampled} on the others"
+
+
+def _doc_shares(c: NDArray[np.int64], ref_docs: NDArray[np.int64], ref_share: Callable[[int, float], float],
+                top: int = 3) -> str:
     """The ``top`` documents whose shares differ most between candidate and reference (``-1``: no document)."""
-    docs = np.unique(np.concatenate([c, r]))
+    docs = np.unique(np.concatenate([c, ref_docs]))
     cs = np.asarray([np.mean(c == d) for d in docs])
-    rs = np.asarray([np.mean(r == d) for d in docs])
+    rs = np.asarray([ref_share(int(d), 0.0) for d in docs])
     order = np.argsort(-np.abs(cs - rs), kind="stable")[:top]
     return ", ".join(f"{'no document' if docs[i] < 0 else f'doc {int(docs[i])}'}: {cs[i]:.3f} vs {rs[i]:.3f}"
                      for i in order)
@@ -699,17 +762,83 @@ def _fit_tau(ref: BatchCandidate, spec: MethodSpec, seen: Sequence[tuple[Lists, 
 
 def _outcome_distribution(candidate: Candidate, ref: BatchCandidate, spec: MethodSpec, scenarios: Sequence[Lists],
                           cand: Sequence[Sample], refs: Sequence[Sample], click_prob: float, alpha: float,
-                          rng_clk: np.random.Generator, rng_x: np.random.Generator) -> CheckResult:
+                          rng_clk: np.random.Generator, rng_x: np.random.Generator,
+                          exact: Sequence[ExactDraws | None] | None = None) -> CheckResult:
+    """End to end: the win / loss / tie of every pair under random clicks, candidate against reference.
+
+    Where the reference's whole draws are enumerated (``exact[s].probs``), the reference's outcome
+    probabilities are exact (every draw under every click vector, :func:`exact_outcomes`) and the
+    candidate's outcomes are tested against them (:func:`goodness_of_fit`); otherwise against the
+    reference's sampled outcomes (chi-square homogeneity).
+    """
+    exact = list(exact) if exact is not None else [None] * len(scenarios)
     pvals = []
-    for sc, cs, rs in zip(scenarios, cand, refs):
+    for sc, cs, rs, ex in zip(scenarios, cand, refs, exact):
         cv = np.sign(candidate.values(sc, cs.shown, cs.teams, _clicks(cs, click_prob, rng_clk), spec.scale))
+        if ex is not None and ex.probs is not None:
+            probs = exact_outcomes(ref, spec.scale, sc, ex, click_prob)
+            for j, i in _pairs(len(sc)):
+                pvals.append(goodness_of_fit(cv[:, j, i].astype(np.int64), probs[(j, i)]))
+            continue
         rv = np.sign(ref.values(sc, rs.shown, rs.teams, _clicks(rs, click_prob, rng_x), spec.scale))
         for j, i in _pairs(len(sc)):
             pvals.append(homogeneity(cv[:, j, i].astype(np.int64), rv[:, j, i].astype(np.int64)))
     pb = bonferroni(pvals)
+    n_ex = sum(ex is not None and ex.probs is not None for ex in exact)
+    stat = ("goodness-of-fit p-value (exact reference)" if n_ex == len(scenarios) else
+            "chi-square p-value (sampled reference)" if not n_ex else
+            "goodness-of-fit / chi-square p-value (exact / sampled reference)")
     return CheckResult("outcome_distribution", PENDING,
-                       f"chi-square p-value, Bonferroni over {len(pvals)}", pb,
-                       "win/loss/tie of every pair, candidate vs reference end to end (random clicks)", rule="null")
+                       f"{stat}, Bonferroni over {len(pvals)}", pb,
+                       "win/loss/tie of every pair, candidate vs reference end to end (random clicks); "
+                       + _reference_text(exact, scenarios, outcome=True)
+                       + ("; the reference's outcome probabilities sum every enumerated draw under every click "
+                          "vector" if n_ex else ""), rule="null")
+
+
+#: cache of :func:`exact_outcomes` (the reference's outcome probabilities per scenario and click probability)
+_OUTCOME_CACHE: dict[tuple[Any, ...], dict[tuple[int, int], dict[int, float]]] = {}
+
+
+def exact_outcomes(ref: BatchCandidate, scale: str, lists: Lists, ex: ExactDraws,
+                   click_prob: float) -> dict[tuple[int, int], dict[int, float]]:
+    """Per pair ``(j, i)``, the exact probabilities of the reference's outcome sign ``-1, 0, +1``.
+
+    Every enumerated draw is credited by the reference under all ``2^k`` click vectors (each slot
+    clicked with probability ``click_prob``, independently), weighted by the draw's probability
+    times the click vector's.
+    """
+    assert ex.shown is not None and ex.teams is not None and ex.probs is not None
+    il = ref.interleaver
+    key = (type(il), repr(sorted(il.options.items())), lists, float(click_prob), scale)
+    hit = _OUTCOME_CACHE.get(key)
+    if hit is not None:
+        return hit
+    n_draws, k = ex.shown.shape
+    bits = ((np.arange(2 ** k)[:, None] >> np.arange(k)[None, :]) & 1).astype(bool)     # (2^k, k)
+    w_click = np.prod(np.where(bits, click_prob, 1.0 - click_prob), axis=1)
+    shown = np.repeat(ex.shown, bits.shape[0], axis=0)
+    teams = np.repeat(ex.teams, bits.shape[0], axis=0)
+    clicks = np.tile(bits, (n_draws, 1))
+    weight = np.repeat(ex.probs, bits.shape[0]) * np.tile(w_click, n_draws)
+    rankings = pad_lists(lists, shown.shape[0])
+    out: dict[tuple[int, int], dict[int, float]] = {}
+    if isinstance(il, Probabilistic) and scale == EXPECTED:
+        # expected_preferences() row by row, its slot posteriors (a function of the shown list alone)
+        # computed once per draw instead of once per draw and click vector
+        q = slot_posteriors(ref.result(pad_lists(lists, n_draws), ex.shown, np.where(ex.shown >= 0, 0, -1)), il.tau)
+        q = np.repeat(q, bits.shape[0], axis=0)
+        counted = il._counted(ref.result(rankings, shown, teams), clicks & (shown >= 0))
+        for j, i in _pairs(len(lists)):
+            e = pairwise_win_difference(q[:, :, j], q[:, :, i], counted)
+            sign_ji = np.where(np.abs(e) <= il.tie_tolerance, 0.0, np.sign(e))
+            out[(j, i)] = {o: float(weight[sign_ji == o].sum()) for o in (-1, 0, 1) if (sign_ji == o).any()}
+    else:
+        sign = np.sign(ref.values_on(rankings, shown, teams, clicks, scale))
+        for j, i in _pairs(len(lists)):
+            out[(j, i)] = {o: float(weight[sign[:, j, i] == o].sum()) for o in (-1, 0, 1) if (sign[:, j, i] == o).any()}
+    _OUTCOME_CACHE[key] = out
+    return out
 
 
 def _documented(candidate: Candidate, spec: MethodSpec, n: int, rng: np.random.Generator,

@@ -327,9 +327,11 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
     pb = bonferroni(pvals)
     worst_text = f"; worst: {worst[0]}" if worst[0] and pb < alpha else ""
     checks.append(CheckResult("team_distribution", PENDING,
-                              f"chi-square p-value, Bonferroni over {len(pvals)}", pb,
-                              f"team label per position vs the reference on the logged inputs and page lengths "
-                              f"({len(pvals)} distinct tests over {len(per_log)} positions: a position whose labels "
+                              f"chi-square p-value (sampled reference), Bonferroni over {len(pvals)}", pb,
+                              f"team label per position vs a sample of the reference on the logged inputs and page "
+                              "lengths (chi-square tests of homogeneity: every logged row has its own lists, so no "
+                              f"exact distribution is enumerated; {len(pvals)} distinct tests over {len(per_log)} "
+                              "positions: a position whose labels "
                               "split the impressions as an earlier one does, e.g. team-draft's second pick, gives "
                               "the same p-value and is counted once; a constant one cannot fail)" + worst_text,
                               counts={"impressions": len(records), "positions": len(per_log)}, rule="null"))

@@ -5,10 +5,14 @@
   credit difference), with a degenerate sample (zero variance) handled exactly;
 * chi-square test of homogeneity of two samples of categories (categories seen fewer
   than :data:`RARE_CATEGORY` times pooled);
+* goodness of fit of one sample of categories to exact probabilities
+  (:func:`goodness_of_fit`: a category of probability 0 observed gives p = 0; cells of expected
+  count below :data:`MIN_EXPECTED` merged; two cells: exact binomial test, more: Pearson chi-square);
 * Bonferroni combination ``min(1, m * min p)`` of ``m`` p-values;
 * :func:`partition_key`: which homogeneity tests are one test (two columns that split the
   pooled impressions into the same groups give the same table up to relabelling, hence the
-  same p-value), so a family counts each distinct test once.
+  same p-value), so a family counts each distinct test once; :func:`gof_key` is its one-sample
+  counterpart.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ from scipy import stats
 
 from onlineeval.interleaving.validation.report import FAIL, PASS, CheckResult
 
-__all__ = ["RARE_CATEGORY", "bonferroni", "exact_check", "homogeneity", "partition_key", "sign_test", "t_test"]
+__all__ = ["MIN_EXPECTED", "RARE_CATEGORY", "bonferroni", "exact_check", "gof_key", "goodness_of_fit", "homogeneity",
+           "partition_key", "sign_test", "t_test"]
 
 #: categories seen fewer times than this in both samples together are pooled into one
 #: before the chi-square test (expected counts of about 5 per sample and cell)
 RARE_CATEGORY = 10
+#: cells of :func:`goodness_of_fit` with a smaller expected count are merged (Cochran's rule: every cell >= 5)
+MIN_EXPECTED = 5.0
 
 
 def sign_test(outcomes: NDArray[np.floating] | NDArray[np.integer],
@@ -69,6 +76,63 @@ def homogeneity(a: NDArray[np.integer], b: NDArray[np.integer]) -> float:
     if table.shape[1] < 2:
         return 1.0
     return float(stats.chi2_contingency(table, correction=False)[1])
+
+
+def goodness_of_fit(sample: NDArray[np.integer], probs: dict[int, float]) -> float:
+    """Test that ``sample`` (integer categories) was drawn from the exact distribution ``probs``.
+
+    * a category with probability 0 (absent from ``probs``) observed at least once: p = 0 (impossible
+      under the null, an exact rejection);
+    * otherwise the cells are sorted by expected count and the smallest merged until every cell
+      expects at least :data:`MIN_EXPECTED` (one cell left: p = 1, nothing to test);
+    * two cells: the exact two-sided binomial test (``scipy.stats.binomtest``); three or more:
+      Pearson's chi-square goodness-of-fit test with ``cells - 1`` degrees of freedom.
+    """
+    x = np.asarray(sample, dtype=np.int64).ravel()
+    n = x.size
+    if not n:
+        return 1.0
+    cats, counts = np.unique(x, return_counts=True)
+    if any(probs.get(int(c), 0.0) <= 0.0 for c in cats):
+        return 0.0
+    obs_of = dict(zip(cats.tolist(), counts.tolist()))
+    cells = sorted((n * p, obs_of.get(c, 0)) for c, p in probs.items() if p > 0)
+    exp = [e for e, _ in cells]
+    obs = [o for _, o in cells]
+    while len(exp) > 1 and exp[0] < MIN_EXPECTED:
+        exp[1] += exp[0]
+        obs[1] += obs[0]
+        exp, obs = exp[1:], obs[1:]
+        order = sorted(range(len(exp)), key=lambda i: (exp[i], obs[i]))
+        exp, obs = [exp[i] for i in order], [obs[i] for i in order]
+    if len(exp) < 2:
+        return 1.0
+    e = np.asarray(exp) * (n / sum(exp))       # the merged probabilities sum to one up to rounding
+    if len(exp) == 2:
+        return float(stats.binomtest(int(obs[0]), n, float(e[0] / n)).pvalue)
+    return float(stats.chisquare(np.asarray(obs, dtype=np.float64), e).pvalue)
+
+
+def gof_key(sample: NDArray[np.integer], probs: dict[int, float]) -> bytes | None:
+    """Which :func:`goodness_of_fit` tests are one test; ``None`` for one that cannot reject.
+
+    Two columns whose samples split the impressions into the same groups (labels numbered in
+    order of first appearance), with the same probability for corresponding groups and the same
+    probabilities of unobserved categories, give the same cells, hence exactly the same p-value.
+    ``None``: a distribution with one category, observed alone (p = 1).
+    """
+    x = np.asarray(sample, dtype=np.int64).ravel()
+    cats, first, inv = np.unique(x, return_index=True, return_inverse=True)
+    support = [c for c, p in probs.items() if p > 0]
+    if len(support) < 2 and cats.size == 1 and int(cats[0]) in support:
+        return None
+    order = np.argsort(first)
+    rank = np.empty(cats.size, dtype=np.int64)
+    rank[order] = np.arange(cats.size)
+    seen_p = [round(probs.get(int(cats[i]), 0.0), 12) for i in order]
+    unseen = sorted(round(p, 12) for c, p in probs.items() if p > 0 and c not in set(cats.tolist()))
+    head = repr((x.size, seen_p, unseen)).encode()
+    return hashlib.blake2b(head + rank[inv].tobytes(), digest_size=20).digest()
 
 
 def partition_key(a: NDArray[np.integer], b: NDArray[np.integer]) -> bytes | None:

@@ -1,0 +1,262 @@
+"""Exact reference distributions of a method's draw on the battery's small scenarios.
+
+The equivalence checks compare a candidate's draws with onlineeval's reference method. A second
+*sampled* reference doubles the variance of every comparison (two samples of ``n`` have the
+power of one sample of ``n / 2``); on the battery's lists of at most six slots the reference's
+distribution is known exactly, so the candidate's counts are tested against exact probabilities
+(a goodness-of-fit test, :func:`~onlineeval.interleaving.validation.stattests.goodness_of_fit`).
+
+How each method's randomness is enumerated (from the method's definition, independently of the
+vectorised kernels; tests/test_validate_exact.py checks every distribution against the kernels,
+by brute force and by Monte Carlo):
+
+* team-draft and team-draft multileaving: at every slot the rankers with an unused document and
+  the fewest picks so far are equally likely to pick (the two-ranker round coin is this rule);
+  a tree of at most ``m!`` branches per round, every complete draw with its probability;
+* balanced: one fair coin (which list leads), two draws;
+* probabilistic and probabilistic multileaving: each slot's ranker uniform over the ``m``
+  rankers, its document drawn from the ranker's softmax ``r^-tau`` over the documents not yet
+  shown. The per-position marginals come from a dynamic programme over the *set* of shown
+  documents (the next slot depends on nothing else); the distribution of whole shown lists
+  (for the end-to-end outcome check) is enumerated when there are at most
+  :data:`MAX_LISTS` of them;
+* optimized: the reference's own distribution over allowed lists (its linear programme's
+  solution, the distribution its draw samples from).
+
+A method without an enumeration here (or a scenario too large) keeps the sampled reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onlineeval.interleaving.balanced import Balanced
+from onlineeval.interleaving.base import Interleaver
+from onlineeval.interleaving.optimized import Optimized
+from onlineeval.interleaving.probabilistic import Probabilistic
+from onlineeval.interleaving.team_draft import TeamDraft
+
+__all__ = ["MAX_LISTS", "ExactDraws", "exact_draws"]
+
+Lists = tuple[tuple[int, ...], ...]
+
+#: largest number of distinct shown lists enumerated for the end-to-end outcome check (each is
+#: credited under all ``2^k`` click vectors); beyond it that scenario's outcome check is sampled
+MAX_LISTS = 1000
+
+
+@dataclass(frozen=True)
+class ExactDraws:
+    """The exact distribution of one method's draw on one tuple of input lists.
+
+    Attributes
+    ----------
+    length:
+        Number of shown slots ``k`` of the reference.
+    teams_marginal, docs_marginal:
+        Per position ``j < k``, ``{label: probability}`` of the team label and of the shown
+        document (``-1``: empty slot); probabilities sum to one.
+    shown, teams, probs:
+        ``(L, k)`` every distinct draw (shown list and team labels) with its probability, or
+        ``None`` when there are more than :data:`MAX_LISTS` (marginals only). For probabilistic
+        methods ``teams`` is ``-1`` (the reference's outcome depends on the shown list alone).
+    how:
+        One phrase saying how the distribution was obtained (shown in the report).
+    """
+
+    length: int
+    teams_marginal: tuple[dict[int, float], ...]
+    docs_marginal: tuple[dict[int, float], ...]
+    shown: NDArray[np.int64] | None
+    teams: NDArray[np.int64] | None
+    probs: NDArray[np.float64] | None
+    how: str
+
+    def marginal(self, kind: str, j: int) -> dict[int, float]:
+        """``{label: probability}`` of position ``j`` (``kind`` ``"team"`` or ``"doc"``); past ``k``: empty."""
+        if j >= self.length:
+            return {-1: 1.0}
+        return (self.teams_marginal if kind == "team" else self.docs_marginal)[j]
+
+
+def _marginals(shown: NDArray[np.int64], teams: NDArray[np.int64],
+               probs: NDArray[np.float64]) -> tuple[tuple[dict[int, float], ...], tuple[dict[int, float], ...]]:
+    out: list[tuple[dict[int, float], ...]] = []
+    for arr in (teams, shown):
+        cols = []
+        for j in range(arr.shape[1]):
+            d: dict[int, float] = {}
+            for v, p in zip(arr[:, j].tolist(), probs.tolist()):
+                d[v] = d.get(v, 0.0) + p
+            cols.append(d)
+        out.append(tuple(cols))
+    return out[0], out[1]
+
+
+def _from_rows(rows: list[tuple[list[int], list[int], float]], length: int, how: str) -> ExactDraws:
+    """Merge identical draws, pad to ``length``, and build the marginals."""
+    merged: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
+    for s, t, p in rows:
+        key = (tuple(s) + (-1,) * (length - len(s)), tuple(t) + (-1,) * (length - len(t)))
+        merged[key] = merged.get(key, 0.0) + p
+    keys = sorted(merged)
+    shown = np.asarray([k[0] for k in keys], dtype=np.int64).reshape(len(keys), length)
+    teams = np.asarray([k[1] for k in keys], dtype=np.int64).reshape(len(keys), length)
+    probs = np.asarray([merged[k] for k in keys], dtype=np.float64)
+    tm, dm = _marginals(shown, teams, probs)
+    return ExactDraws(length, tm, dm, shown, teams, probs, how)
+
+
+def _team_draft(lists: Lists, length: int) -> ExactDraws:
+    """Every team-draft draw: the available rankers with the fewest picks are equally likely to pick next."""
+    m = len(lists)
+    rows: list[tuple[list[int], list[int], float]] = []
+    stack: list[tuple[list[int], list[int], tuple[int, ...], float]] = [([], [], (0,) * m, 1.0)]
+    while stack:
+        shown, team, picks, p = stack.pop()
+        nxt = [next((d for d in lst if d not in shown), None) for lst in lists]
+        avail = [i for i in range(m) if nxt[i] is not None]
+        if len(shown) == length or not avail:
+            rows.append((shown, team, p))
+            continue
+        low = min(picks[i] for i in avail)
+        elig = [i for i in avail if picks[i] == low]
+        for i in elig:
+            d = nxt[i]
+            assert d is not None
+            stack.append((shown + [d], team + [i], tuple(c + (j == i) for j, c in enumerate(picks)), p / len(elig)))
+    return _from_rows(rows, length, "enumerated: every pick order of the fewest-picks rule")
+
+
+def _balanced(lists: Lists, length: int) -> ExactDraws:
+    """Both balanced draws: the leading list alternates with the other, documents already shown skipped."""
+    rows: list[tuple[list[int], list[int], float]] = []
+    width = max(len(x) for x in lists)
+    for lead in (0, 1):
+        shown: list[int] = []
+        team: list[int] = []
+        for r in range(width):
+            for i in (lead, 1 - lead):
+                if r < len(lists[i]) and lists[i][r] not in shown and len(shown) < length:
+                    shown.append(lists[i][r])
+                    team.append(i)
+        rows.append((shown, team, 0.5))
+    return _from_rows(rows, length, "enumerated: the two equally likely leading lists")
+
+
+def _softmax(lists: Lists, tau: float) -> tuple[list[int], NDArray[np.float64]]:
+    """The documents (first occurrence order) and their weights ``r_i(d)^-tau`` per ranker, ``(m, U)``."""
+    docs: list[int] = []
+    for lst in lists:
+        for d in lst:
+            if d not in docs:
+                docs.append(d)
+    w = np.empty((len(lists), len(docs)))
+    for i, lst in enumerate(lists):
+        for u, d in enumerate(docs):
+            rank = lst.index(d) + 1 if d in lst else len(lst) + 1
+            w[i, u] = float(rank) ** (-tau)
+    return docs, w
+
+
+def _probabilistic(lists: Lists, length: int, tau: float) -> ExactDraws:
+    """Per-position marginals by a programme over the set of shown documents; whole lists when few."""
+    m = len(lists)
+    docs, w = _softmax(lists, tau)
+    n_docs = len(docs)
+    full = (1 << n_docs) - 1
+
+    def step(mask: int) -> NDArray[np.float64]:
+        """P(next document = u | documents in ``mask`` shown), over ``u``."""
+        rest = np.asarray([(mask >> u) & 1 == 0 for u in range(n_docs)])
+        wr = w * rest
+        return (wr / wr.sum(axis=1, keepdims=True)).mean(axis=0)
+
+    states: dict[int, float] = {0: 1.0}
+    teams_m: list[dict[int, float]] = []
+    docs_m: list[dict[int, float]] = []
+    for _ in range(length):
+        nxt: dict[int, float] = {}
+        dm: dict[int, float] = {}
+        empty = 0.0
+        for mask, p in states.items():
+            if mask == full:
+                empty += p
+                nxt[mask] = nxt.get(mask, 0.0) + p
+                continue
+            q = step(mask)
+            for u in range(n_docs):
+                if q[u] > 0:
+                    dm[docs[u]] = dm.get(docs[u], 0.0) + p * q[u]
+                    nxt[mask | (1 << u)] = nxt.get(mask | (1 << u), 0.0) + p * q[u]
+        tm = {i: (1.0 - empty) / m for i in range(m)}
+        if empty > 0:
+            tm[-1] = empty
+            dm[-1] = empty
+        teams_m.append(tm)
+        docs_m.append(dm)
+        states = nxt
+    n_lists = 1
+    for j in range(min(length, n_docs)):
+        n_lists *= n_docs - j
+    shown = teams = probs = None
+    if n_lists <= MAX_LISTS:
+        rows: list[tuple[list[int], list[int], float]] = []
+        stack: list[tuple[list[int], int, float]] = [([], 0, 1.0)]
+        while stack:
+            seq, mask, p = stack.pop()
+            if len(seq) == length or mask == full:
+                rows.append(([docs[u] for u in seq], [], p))
+                continue
+            q = step(mask)
+            for u in range(n_docs):
+                if q[u] > 0:
+                    stack.append((seq + [u], mask | (1 << u), p * q[u]))
+        ex = _from_rows(rows, length, "")
+        shown, teams, probs = ex.shown, ex.teams, ex.probs
+    how = (f"enumerated: each slot's ranker uniform, its document from its softmax over ranks (temperature {tau:g}) "
+           "over the documents not yet shown")
+    return ExactDraws(length, tuple(teams_m), tuple(docs_m), shown, teams, probs, how)
+
+
+def _optimized(il: Optimized, lists: Lists, length: int) -> ExactDraws:
+    dist = il.distribution([list(x) for x in lists], length)
+    rows = [(s.tolist(), t.tolist(), float(p)) for s, t, p in zip(dist.lists.astype(np.int64),
+                                                                    dist.teams.astype(np.int64), dist.probabilities)
+            if p > 0]
+    return _from_rows(rows, length, f"the reference's linear programme: {len(rows)} allowed lists with "
+                                    "positive probability")
+
+
+def exact_draws(interleaver: Interleaver, lists: Sequence[Sequence[int]]) -> ExactDraws | None:
+    """The exact distribution of ``interleaver``'s draw on ``lists`` (page length: the longest list).
+
+    ``None`` for an interleaver this module cannot enumerate (the battery then samples the reference).
+    """
+    key = tuple(tuple(int(d) for d in x) for x in lists)
+    length = max(len(x) for x in key)
+    opts = tuple(sorted((k, repr(v)) for k, v in interleaver.options.items()))
+    if isinstance(interleaver, Optimized):
+        return _optimized(interleaver, key, length)        # cached by the interleaver itself
+    return _cached(type(interleaver), opts, key, length, _tau(interleaver))
+
+
+def _tau(il: Interleaver) -> float | None:
+    return float(il.tau) if isinstance(il, Probabilistic) else None
+
+
+@lru_cache(maxsize=256)
+def _cached(cls: type, opts: Any, lists: Lists, length: int, tau: float | None) -> ExactDraws | None:
+    if issubclass(cls, TeamDraft):
+        return _team_draft(lists, length)
+    if issubclass(cls, Balanced):
+        return _balanced(lists, length)
+    if issubclass(cls, Probabilistic) and tau is not None:
+        return _probabilistic(lists, length, tau)
+    return None
