@@ -567,7 +567,8 @@ def null_check(
 #: an entry's analytic sample-size keys (None when there is no effect to detect)
 _SIZE_KEYS = ("analytic_required_impressions", "analytic_required_impressions_rel_se",
               "analytic_required_impressions_range", "analytic_required_impressions_unreachable_share",
-              "analytic_required_impressions_unstable", "analytic_required_days", "analytic_required_users")
+              "analytic_required_impressions_unstable", "analytic_required_days", "analytic_required_users",
+              "analytic_required_days_extrapolation")
 
 #: why a biased estimate's analytic numbers are withheld (summary.json 'analytic_withheld')
 WITHHELD_REASON = ("biased: the design's null check or the estimate's mean against the exact truth finds a bias, "
@@ -692,6 +693,10 @@ def analyse(
             "analytic_required_impressions_unstable": size_unc["unstable"],
             "variance_floor_to_target": size_unc["floor_ratio"],
             "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
+            # review 4, F2: how far past the simulated days the a/N + b fit is extrapolated (analytic days /
+            # simulated days); its error grows with this (9-14% measured at 9x)
+            "analytic_required_days_extrapolation": (n_req / queries_per_day / float(config.traffic.days)
+                                                     if math.isfinite(n_req) else None),
             "analytic_required_users": float(
                 expected_distinct_users(n_req, config.users.population, config.users.activity.sigma)
             ) if math.isfinite(n_req) else None,

@@ -387,6 +387,49 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
             "of the replicates): " + "; ".join(items)]
 
 
+#: an analytic '*' size extrapolated beyond this many times the simulated days is flagged (review 4, F2)
+EXTRAPOLATION_FLAG = 3.0
+
+
+def extrapolated_entries(s: dict[str, Any]) -> list[tuple[str, str, float, float]]:
+    """(design, metric, analytic days, factor = analytic days / simulated days) of every entry whose days->pwr is
+    the analytic '*' value (not reached in the simulated days), biased and undetectable entries left out."""
+    out = []
+    for design, metrics in s["designs"].items():
+        for metric, e in metrics.items():
+            if is_biased_entry(e) or not e.get("detectable", True) or e.get("days_to_target_power") is not None:
+                continue
+            days, factor = e.get("analytic_required_days"), e.get("analytic_required_days_extrapolation")
+            if _number(days) and _number(factor):
+                out.append((design, metric, float(days), float(factor)))
+    return out
+
+
+def extrapolated_days_text(days: float) -> str:
+    """'~42.5 days' ('> 1 year' beyond :data:`MAX_DAYS_SHOWN`) for the extrapolation lines."""
+    return analytic_days_text(days, False, lambda x: f"~{days_text(x)} days")
+
+
+def extrapolation_note(simulated_days: Any) -> str:
+    """What a '*' size's extrapolation factor means, and the flag beyond :data:`EXTRAPOLATION_FLAG`."""
+    return (f"factor = analytic days / the {simulated_days} simulated days; '!' beyond {EXTRAPOLATION_FLAG:g}x: "
+            "se^2 = a/N + b fitted to the simulated days is used far past them, and its error grows with the "
+            "factor (e.g. 9-14% too many days at 9x on configs/ab.yaml), which the 90% ranges leave out: "
+            "simulate at least that many days (traffic.days) before relying on it")
+
+
+def _extrapolation_lines(s: dict[str, Any], simulated_days: int) -> list[str]:
+    """Under the main table: how far past the simulated days each analytic '*' size is extrapolated."""
+    items = [f"{d}/{m} {extrapolated_days_text(days)} = {factor:.1f}x{'!' if factor > EXTRAPOLATION_FLAG else ''}"
+             for d, m, days, factor in extrapolated_entries(s)]
+    if not items:
+        return []
+    import textwrap
+
+    return textwrap.wrap("'*' extrapolated: " + "; ".join(items) + " (" + extrapolation_note(simulated_days) + ")",
+                         width=112, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+
+
 #: after the main table's power@end and analytic cells of an entry whose power or sizes do not come from the mean
 #: reported SE (an off-policy estimate whose SE holds a data-driven choice fixed: review 3, F-A)
 OTHER_MEASURE_MARK = "^"
@@ -499,6 +542,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"{cells['impressions']:>19s} {cells['users']:>16s} {fpr:>8s} {null_s:>10s}"
             )
     lines += _unstable_lines(s, population)
+    lines += _extrapolation_lines(s, cfg.traffic.days)
     lines += _measure_lines(s)
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
                  for m, e in ms.items() if e["final_day"]["undefined"] > 0]

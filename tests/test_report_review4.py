@@ -3,6 +3,7 @@ and the extrapolation of the analytic days say about themselves."""
 from __future__ import annotations
 
 import re
+from html import unescape
 
 import matplotlib
 import pytest
@@ -114,3 +115,30 @@ def test_null_table_prints_what_the_check_detects(run):
     assert "detects |bias| >= " in row
     assert ("no bias detected" in row) == (not n["biased"] and n["z"] <= 2)
     assert "detects |bias| &gt;= " in html or "detects |bias| >= " in html
+
+
+def test_extrapolated_sizes_print_their_factor_and_are_flagged_beyond_3x(run):
+    from simulations.report import EXTRAPOLATION_FLAG, extrapolated_days_text, extrapolated_entries
+
+    result, text, html = run
+    cfg = result.config
+    flat = " ".join(text.split())
+    html_flat = " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+    seen = 0
+    for design, metrics in result.summary["designs"].items():
+        for metric, e in metrics.items():
+            n_req = e.get("analytic_required_impressions")
+            if n_req is None or e.get("days_to_target_power") is not None or e.get("biased_estimate"):
+                continue
+            # independent: impressions needed / impressions the run simulated
+            factor = n_req / (cfg.traffic.queries_per_day * cfg.traffic.days)
+            assert e["analytic_required_days_extrapolation"] == pytest.approx(factor, rel=1e-9)
+            cell = (f"{design}/{metric} {extrapolated_days_text(e['analytic_required_days'])} = {factor:.1f}x"
+                    + ("!" if factor > EXTRAPOLATION_FLAG else ""))
+            assert cell in flat
+            assert cell.replace("/", " / ", 1) in html_flat
+            seen += 1
+    assert seen >= 2  # this run has a '*' size below 3x and one above (abandonment, ~21x)
+    assert any(f > EXTRAPOLATION_FLAG for *_, f in extrapolated_entries(result.summary))
+    assert "'!' beyond 3x: se^2 = a/N + b fitted to the simulated days is used far past them" in flat
+    assert "the 2 simulated days" in flat and "the 2 simulated days" in html_flat

@@ -19,6 +19,10 @@ from typing import Any
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.report import (
     days_text,
+    EXTRAPOLATION_FLAG,
+    extrapolated_days_text,
+    extrapolated_entries,
+    extrapolation_note,
     null_detectable_text,
     null_unflagged_verdict,
     offline_conventions_text,
@@ -218,6 +222,12 @@ def answer_section(summary: dict[str, Any]) -> Html:
                        "lists the logger never shows (logging probability 0, counted exactly by the simulation): "
                        "biased whatever the t-test of its bias says, so its sizes are withheld; see the "
                        "counterfactual section's support column.")])
+    extrapolated = extrapolated_entries(summary)
+    if extrapolated:  # review 4, F2
+        sim_days = ((summary.get("config") or {}).get("traffic") or {}).get("days", "-")
+        legend.append(["~N* extrapolated: " + "; ".join(
+            f"{d} / {m} {extrapolated_days_text(days)} = {factor:.1f}x" + ("!" if factor > EXTRAPOLATION_FLAG else "")
+            for d, m, days, factor in extrapolated) + " (" + extrapolation_note(sim_days) + ")."])
     held = [(d, m, e) for d, ms in designs.items() for m, e in ms.items() if str(e.get("se_measure") or "").startswith(
         "replicates'")]
     for d, m, e in held:
