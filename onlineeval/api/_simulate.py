@@ -204,7 +204,10 @@ def simulate(
         Processes for replicates (default the config's; 0 = all cores). The numbers do not
         depend on it.
     fresh:
-        With ``output``: ignore finished replicates of an interrupted run into it.
+        With ``output``: recompute every replicate, ignoring what an earlier run of the same
+        config left in it: an interrupted run's finished replicates and a finished run's
+        ``replicates.finished.jsonl.gz`` (which a run with another number of replicates
+        otherwise reuses; ``fresh`` deletes it).
     on_progress, log:
         Called with (finished replicates, total) as replicates finish, and with one-line
         progress messages (the CLI's progress bar and stderr lines come from these).

@@ -34,7 +34,10 @@ def simulate_cmd(
     ] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", min=0, help="Override the root seed.")] = None,
     fresh: Annotated[
-        bool, typer.Option("--fresh", help="Ignore finished replicates of an interrupted run of the same config.")
+        bool, typer.Option("--fresh", help=(
+            "Recompute every replicate: ignore what an earlier run of the same config left in the output folder, "
+            "an interrupted run's finished replicates and a finished run's replicates.finished.jsonl.gz (which "
+            "a run with another number of replicates otherwise reuses; --fresh deletes it)."))
     ] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar (default: a bar with ETA on stderr).")
