@@ -159,7 +159,10 @@ def test_click_model_fitted_on_a_log_drives_a_simulation(tmp_path):
     cfg.write_text(yaml.safe_dump(short))
     result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "out2"), "-q"])
     assert result.exit_code == 2
-    assert "users.click_model: cannot simulate this collection's lists" in result.output
+    # at loading (simulations.config.checks), naming the file, the fitted model's ranks and rankers.depth
+    assert f"{cfg}: users.click_model.fitted: the model fitted in " in result.output
+    assert "but rankers.depth is 12: fit it on logs with lists of at least 12, or set rankers.depth to at most 10" \
+        in result.output
 
 
 def test_too_little_traffic_gives_undefined_checkpoints_not_a_crash(tmp_path):
