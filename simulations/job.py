@@ -103,7 +103,11 @@ PARTIAL_FORMAT = 2
 #: 4 (2026-12-02): the model-based estimators' numbers for a seed changed (EM capped at 1000 iterations instead of
 #: 200, the doubly robust estimators cross-fitted by default, the direct method's bootstrap refitting its model),
 #: though no random stream did: a run resumed across it must not mix their replicates.
-STREAM_VERSION = 4
+#: 5 (2026-12-02): estimates of a seed changed again with no random stream: list-level IPS and clipped IPS weight
+#: the whole reward c0 + sum r (Horvitz-Thompson; abandonment's numbers), adaptive IPS and a DM fitted on the log
+#: take the last day's SE and p-value from the bootstrap, PBM-IPS with empirical propensities linearises its terms.
+#: Since finished runs keep their records (replicates.finished.jsonl.gz), a bump also stops their reuse.
+STREAM_VERSION = 5
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws
