@@ -58,7 +58,7 @@ from onlineeval.stats import binomial_band
 
 from simulations.config import Config
 from simulations.runner import NULL_PREFIX, Truth
-from simulations.world import World
+from simulations.world import World, world_sampling
 
 __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel",
            "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
@@ -632,6 +632,7 @@ def analyse(
     designs: dict[str, Any] = {}
     offline = world.offline
     offline_rel = offline.delta("weighted") / offline.weighted["A"] if offline.weighted["A"] else float("nan")
+    n_eff, world_se = world_sampling(world.frequency, offline.per_query["B"] - offline.per_query["A"])
     by_replicate = {key: g for key, g in rows[~rows["aa"]].groupby(["design", "metric"], sort=False)}
     # each entry's variance model refitted on bootstrap resamples of its replicates: its size's spread here, the
     # sequential plan's days' there (sequential_summary)
@@ -793,6 +794,9 @@ def analyse(
             "B": {"uniform": offline.uniform["B"], "weighted": offline.weighted["B"]},
             "delta": {"uniform": offline.delta("uniform"), "weighted": offline.delta("weighted")},
             "relative_gain_weighted": offline_rel,
+            # one drawn world (review 4, F1): 1 / sum f^2 and the weighted delta's SE over worlds
+            "effective_queries": n_eff,
+            "delta_world_se": world_se,
             "by_segment": offline.by_segment,
             "conventions": offline.conventions,
         },

@@ -281,6 +281,33 @@ GAIN_TEXT = {"exponential": "gain 2^g - 1 (exponential; trec_eval's nDCG uses li
              "linear": "gain g (linear, as trec_eval)"}
 
 
+#: the world-sampling note's '!': the frequency-weighted offline delta's SE over worlds above this share of |delta|
+WORLD_SE_WARN = 0.25
+
+
+def world_sampling_text(off: dict[str, Any], synthetic: bool = True) -> tuple[str, str] | None:
+    """The Offline line's one-drawn-world note (review 4, F1) as (first half, second half); ``None`` when the
+    summary has no ``effective_queries`` / ``delta_world_se``. '!' when the SE is above :data:`WORLD_SE_WARN`
+    of |delta| (or the delta is 0 and the SE is not). A trec collection's queries are not drawn from the seed:
+    its note speaks of the query sample instead."""
+    n_eff, se = off.get("effective_queries"), off.get("delta_world_se")
+    delta = (off.get("delta") or {}).get("weighted")
+    if not (_number(n_eff) and _number(se) and _number(delta)):
+        return None
+    if delta:
+        share = abs(se) / abs(delta)
+        rel = f"{100.0 * share:.0f}% of it" + (f" > {WORLD_SE_WARN:.0%}!" if share > WORLD_SE_WARN else "")
+    else:
+        rel = "the delta is 0" + ("!" if se > 0 else "")
+    if not synthetic:
+        return (f"one query sample: {float(n_eff):,.1f} effective queries (1 / sum f^2); the frequency-weighted "
+                f"delta's SE over query samples {se_text(se)} ({rel}):",
+                "every number below is conditional on these queries and judgments")
+    return (f"one drawn world: {float(n_eff):,.1f} effective queries (1 / sum f^2); the frequency-weighted delta's SE "
+            f"over worlds {se_text(se)} ({rel}):",
+            "every number below is conditional on this world; another seed draws another world")
+
+
 def offline_conventions_text(metric_name: str, depth: Any = None) -> str:
     """The offline metric's gain (DCG-family metrics: its own ``gain`` or the default of
     :class:`onlineeval.conventions.Conventions`) and cut-off (its ``@k``, else the shown lists' ``depth``), as the
@@ -478,6 +505,9 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         f"delta {value_text(off['delta']['weighted'], True)} ({percent_text(off['relative_gain_weighted'])}) "
         f"frequency-weighted; uniform over queries: delta {value_text(off['delta']['uniform'], True)}",
     ]
+    world_note = world_sampling_text(off, result.world.notes.get("collection") != "trec")
+    if world_note:
+        lines += [f"  {world_note[0]}", f"    {world_note[1]}"]
     offline_conv = offline_conventions_text(off["metric"], result.world.depth)
     if offline_conv:
         lines.append(f"  {off['metric']}: {offline_conv}")

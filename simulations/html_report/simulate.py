@@ -31,6 +31,7 @@ from simulations.report import (
     sample_size_cells,
     se_text,
     value_text,
+    world_sampling_text,
 )
 from simulations.html_report.page import (
     Html,
@@ -165,9 +166,17 @@ def _offline_line(summary: dict[str, Any]) -> Html:
         f"delta {value_text(d.get('weighted'), True)}"
         + (f" ({percent_text(rel)})" if isinstance(rel, (int, float)) else "")
         + f" frequency-weighted; uniform over queries: delta {value_text(d.get('uniform'), True)}"
-        + _offline_conventions(summary, off),
+        + _offline_conventions(summary, off)
+        + _world_note(summary, off),
         cls="lead",
     )
+
+
+def _world_note(summary: dict[str, Any], off: dict[str, Any]) -> str:
+    """'. One drawn world: ...' (review 4, F1: the terminal's note under the Offline line), '' when not known."""
+    coll = ((summary.get("config") or {}).get("collection") or {}).get("type")
+    note = world_sampling_text(off, coll != "trec")
+    return f". {note[0][0].upper()}{note[0][1:]} {note[1]}." if note else ""
 
 
 def _offline_conventions(summary: dict[str, Any], off: dict[str, Any]) -> str:

@@ -1,0 +1,103 @@
+"""The Offline line's one-drawn-world note (review 4, F1): the effective number of queries 1 / sum f^2 and the
+world-sampling SE of the frequency-weighted offline delta, sqrt(sum f_q^2 (d_q - dbar_f)^2).
+
+Checked on hand examples (exact values), against the equal-weights special case (numpy's SD / sqrt(n)), and by a
+fixed-seed Monte Carlo over independently drawn synthetic worlds: the printed SE matches the spread of the weighted
+delta across worlds within 4 SEs of an SD estimate (SD sqrt(1 / (2 (R - 1)))), where an unweighted SE would not.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from simulations.config.loading import config_from_mapping
+from simulations.html_report.simulate import _offline_line
+from simulations.report import WORLD_SE_WARN, world_sampling_text
+from simulations.runner import world_seed
+from simulations.world import build_world, world_sampling
+
+SMALL: dict[str, Any] = {
+    "seed": 1,
+    "replicates": 2,
+    "collection": {"type": "synthetic", "n_queries": 300, "candidates": 25, "zipf_exponent": 1.0},
+    "rankers": {"depth": 10, "noise_correlation": 0.7, "A": {"noise": 1.0}, "B": {"noise": 0.92}},
+    "users": {"population": 500, "types": [
+        {"name": "all", "share": 1.0, "click_model": {"name": "cascade", "preset": "navigational"}}]},
+    "traffic": {"days": 1, "queries_per_day": 100},
+    "designs": [{"name": "ab", "type": "ab", "metric": "reciprocal_rank"}],
+}
+
+
+def test_hand_example() -> None:
+    # f = (3, 1) / 4, d = (0.1, -0.1): dbar = 0.05, sum f^2 = 0.625, residuals 0.05 and -0.15
+    n_eff, se = world_sampling(np.array([3.0, 1.0]), np.array([0.1, -0.1]))
+    assert n_eff == pytest.approx(1.6, rel=1e-12)
+    assert se == pytest.approx(math.sqrt(0.5625 * 0.05**2 + 0.0625 * 0.15**2), rel=1e-12)
+    assert se == pytest.approx(0.053033008588991, rel=1e-12)
+    # one query carries everything: one effective query, no spread
+    assert world_sampling(np.array([0.0, 2.0, 0.0]), np.array([5.0, 1.0, -3.0])) == (1.0, 0.0)
+
+
+def test_equal_weights_is_the_se_of_a_mean() -> None:
+    d = np.random.default_rng(3).normal(0.02, 0.1, 57)
+    n_eff, se = world_sampling(np.full(57, 7.0), d)
+    assert n_eff == pytest.approx(57.0, rel=1e-12)
+    assert se == pytest.approx(np.std(d) / math.sqrt(57), rel=1e-12)
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(ValueError):
+        world_sampling(np.array([1.0, 1.0]), np.array([1.0]))
+    with pytest.raises(ValueError):
+        world_sampling(np.array([0.0, 0.0]), np.array([1.0, 2.0]))
+
+
+def test_se_matches_the_spread_over_independently_drawn_worlds() -> None:
+    cfg = config_from_mapping(SMALL)
+    reps = 40
+    deltas, ses, naive, neffs = [], [], [], []
+    for s in range(reps):
+        w = build_world(cfg, world_seed(1000 + s))
+        d = w.offline.per_query["B"] - w.offline.per_query["A"]
+        n_eff, se = world_sampling(w.frequency, d)
+        assert float(np.dot(w.frequency, d)) == pytest.approx(w.offline.delta("weighted"), rel=1e-9, abs=1e-15)
+        deltas.append(w.offline.delta("weighted"))
+        ses.append(se)
+        naive.append(np.std(d, ddof=1) / math.sqrt(d.size))  # the SE as if every query weighed the same
+        neffs.append(n_eff)
+    # the frequencies are a permutation of the same Zipf(1) weights: one n_eff for every world
+    f = 1.0 / np.arange(1, 301)
+    f /= f.sum()
+    assert np.allclose(neffs, 1.0 / np.sum(f**2), rtol=1e-12)
+    sd = float(np.std(deltas, ddof=1))
+    printed = float(np.sqrt(np.mean(np.square(ses))))
+    tol = 4.0 * sd * math.sqrt(1.0 / (2 * (reps - 1)))
+    assert abs(printed - sd) < tol, (printed, sd, tol)
+    # the test can fail: the unweighted SE misses the spread by more than the tolerance
+    assert abs(float(np.sqrt(np.mean(np.square(naive)))) - sd) > tol, (naive, sd, tol)
+
+
+def test_note_text_and_warning() -> None:
+    off = {"delta": {"weighted": 0.0154, "uniform": 0.0208}, "effective_queries": 44.8016, "delta_world_se": 0.008184}
+    head, tail = world_sampling_text(off)
+    assert head == ("one drawn world: 44.8 effective queries (1 / sum f^2); the frequency-weighted delta's SE over "
+                    f"worlds 0.0082 (53% of it > {WORLD_SE_WARN:.0%}!):")
+    assert tail == "every number below is conditional on this world; another seed draws another world"
+    quiet = world_sampling_text({**off, "delta_world_se": 0.001})
+    assert quiet is not None and quiet[0].endswith("(6% of it):") and "!" not in quiet[0]
+    assert world_sampling_text({"delta": {"weighted": 0.0}, "effective_queries": 3.0, "delta_world_se": 0.1})[0] \
+        .endswith("(the delta is 0!):")
+    assert world_sampling_text({"delta": {"weighted": 0.01}}) is None  # an older summary.json: no note
+    trec = world_sampling_text(off, synthetic=False)  # a trec collection's queries are not drawn from the seed
+    assert trec[0].startswith("one query sample: 44.8 effective queries") and "seed" not in trec[1]
+    html = str(_offline_line({"offline": {**off, "metric": "nDCG@10", "A": {"weighted": 0.842},
+                                          "B": {"weighted": 0.858}, "relative_gain_weighted": 0.018}}))
+    assert "One drawn world: 44.8 effective queries (1 / sum f^2)" in html
+    assert "0.0082 (53% of it &gt; 25%!): every number below is conditional on this world" in html
+    trec_html = str(_offline_line({"config": {"collection": {"type": "trec"}}, "offline": {
+        **off, "metric": "nDCG@10", "A": {"weighted": 0.842}, "B": {"weighted": 0.858}}}))
+    assert "One query sample: 44.8" in trec_html and "drawn world" not in trec_html
