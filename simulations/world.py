@@ -9,6 +9,7 @@ shown at rank ``r``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,11 +109,13 @@ def world_sampling(frequency: np.ndarray, delta: np.ndarray) -> tuple[float, flo
     """``(n_eff, se)`` of a frequency-weighted mean of per-query values (review 4, F1).
 
     ``n_eff = 1 / sum_q f_q^2`` (``f`` normalised to sum 1): the number of equally weighted queries
-    with the same variance; ``se = sqrt(sum_q f_q^2 (d_q - dbar_f)^2)`` with ``dbar_f = sum_q f_q d_q``:
-    the standard error of the weighted mean over independently drawn worlds (queries' values drawn
-    independently of their frequencies), estimated from the one drawn world. Its square's expectation
-    is ``var(d) (S2 - 2 S3 + S2^2)`` (``Sk = sum f^k``), a little below the true ``var(d) S2``
-    (Zipf(1) over 3,000 queries: the SE is about 8% low)."""
+    with the same variance; ``se``: the standard error of the weighted mean ``dbar_f = sum_q f_q d_q`` over
+    independently drawn worlds (queries' values drawn independently of their frequencies), estimated from the one
+    drawn world. The plug-in ``sum_q f_q^2 (d_q - dbar_f)^2`` has expectation ``var(d) (S2 - 2 S3 + S2^2)``
+    (``Sk = sum f^k``: ``d_q - dbar_f`` has variance ``var(d) (1 - 2 f_q + S2)``) where the weighted mean's variance
+    is ``var(d) S2``, so it is scaled by ``S2 / (S2 - 2 S3 + S2^2)`` (an unbiased variance; with equal weights the
+    usual ``n - 1`` correction; Zipf(1) over 3,000 queries: the plug-in SE is about 8% low). NaN when the weights
+    leave no spread to estimate (one query carries them all)."""
     f = np.asarray(frequency, dtype=np.float64)
     d = np.asarray(delta, dtype=np.float64)
     if f.shape != d.shape or f.size == 0 or not np.all(f >= 0) or f.sum() <= 0:
@@ -120,7 +123,11 @@ def world_sampling(frequency: np.ndarray, delta: np.ndarray) -> tuple[float, flo
     f = f / f.sum()
     dbar = float(np.dot(f, d))
     s2 = float(np.dot(f, f))
-    return 1.0 / s2, float(np.sqrt(np.dot(f * f, (d - dbar) ** 2)))
+    s3 = float(np.dot(f * f, f))
+    plug_in = float(np.dot(f * f, (d - dbar) ** 2))
+    scale = s2 - 2.0 * s3 + s2 * s2
+    se = float(np.sqrt(plug_in * s2 / scale)) if scale > 1e-12 * s2 else math.nan
+    return 1.0 / s2, se
 
 
 #: cells (queries x candidates) of one chunk of the synthetic world's noise and scores
