@@ -22,7 +22,12 @@ and a behaviour :math:`c(u)` per context,
 It is unbiased whenever each context's true behaviour is *covered* by its chosen one
 (independent is covered by cascade and standard, cascade by standard), given support;
 the coarser the chosen behaviour, the higher the variance as a rule (item < prefix < list
-weights). The standard behaviour is always unbiased.
+weights). The standard behaviour is always unbiased. For a reward with an offset :math:`c_0` (abandonment:
+:math:`c_0 = 1`, slot rewards :math:`-1` at the first click) every behaviour weights the slot rewards only, as the
+formula above says, so the standard behaviour is :math:`c_0 + \frac1n\sum_i w_i \sum_j r_{ij}`, not the
+Horvitz-Thompson form :math:`\frac1n\sum_i w_i (c_0 + \sum_j r_{ij})` of the ``ips`` estimator: both are unbiased
+given support, but on abandonment they differ in value and variance (the slot form weights the common event,
+a click), so ``behaviours="standard"`` is not ``ips`` there.
 
 Choosing the behaviours
 -----------------------
