@@ -38,6 +38,7 @@ from onlineeval.errors import InputError
 from onlineeval.stats._checks import as_values, check_alpha
 
 __all__ = [
+    "percentile_pvalue",
     "Estimate",
     "Estimates",
     "welch_diff",
@@ -560,6 +561,16 @@ def ratio_diff(
 _BOOT_BLOCK_CELLS = 1 << 22
 
 
+def percentile_pvalue(reps: ArrayLike, null: float = 0.0) -> float:
+    """The percentile bootstrap's two-sided p-value of ``null`` from ``B`` resampled statistics ``reps``:
+    ``min(1, 2 (1 + min(#(reps <= null), #(reps >= null))) / (B + 1))`` (Davison and Hinkley 1997, eq. 4.11:
+    never 0 with finitely many resamples; below ``alpha`` when the percentile interval excludes ``null``)."""
+    reps = np.asarray(reps, dtype=np.float64)
+    below = int(np.count_nonzero(reps <= null))
+    above = int(np.count_nonzero(reps >= null))
+    return min(1.0, 2.0 * (1 + min(below, above)) / (reps.size + 1))
+
+
 def cluster_resample_counts(rng: np.random.Generator, n_clusters: int, n_boot: int,
                             cells: int = _BOOT_BLOCK_CELLS) -> Iterator[tuple[int, int, np.ndarray]]:
     """A cluster bootstrap's resamples as counts, in blocks of at most about ``cells`` counts:
@@ -650,9 +661,7 @@ def cluster_bootstrap_ratio(
     lo, hi = np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0])
     se = float(reps.std(ddof=1))
     null = float(null)
-    below = int(np.count_nonzero(reps <= null))
-    above = int(np.count_nonzero(reps >= null))
-    p = min(1.0, 2.0 * (1 + min(below, above)) / (n_boot + 1))
+    p = percentile_pvalue(reps, null)
     stat = (r - null) / se if se > 0 else (0.0 if r == null else math.copysign(math.inf, r - null))
     return Estimate(
         r, se, float(lo), float(hi), p, n, stat, math.inf, "cluster-bootstrap-percentile", alpha, null

@@ -641,14 +641,14 @@ class CounterfactualDesign(Design):
 
 def bootstrap_test(stats: np.ndarray) -> tuple[float, float]:
     """``(se, pvalue)`` of a difference from its finite bootstrap replicates ``stats``: their SD (ddof 1) and the
-    percentile bootstrap's two-sided p-value of 0, ``min(1, 2 min(1 + #(<= 0), 1 + #(>= 0)) / (B + 1))`` (Davison
-    and Hinkley 1997, eq. 4.11: never 0 with B resamples); NaN for both with fewer than 2 replicates."""
+    percentile bootstrap's two-sided p-value of 0 (:func:`onlineeval.stats.online.percentile_pvalue`); NaN for both
+    with fewer than 2 replicates."""
     stats = np.asarray(stats, dtype=np.float64)
     if stats.size < 2:
         return math.nan, math.nan
-    b = stats.size
-    p = 2.0 * min(1.0 + float(np.sum(stats <= 0)), 1.0 + float(np.sum(stats >= 0))) / (b + 1.0)
-    return float(np.std(stats, ddof=1)), min(1.0, p)
+    from onlineeval.stats.online import percentile_pvalue
+
+    return float(np.std(stats, ddof=1)), percentile_pvalue(stats)
 
 
 class _Count:
