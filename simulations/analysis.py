@@ -322,13 +322,6 @@ def target_variance(effect: Any, alpha: float, power: float) -> Any:
     return float(t) if np.ndim(t) == 0 else t
 
 
-def _fit_many(n: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`variance_model`'s ``(a, b)`` for every row of ``n`` and ``se`` (resamples x days): the same
-    :func:`_fit_rows`."""
-    a, b, _ = _fit_rows(np.asarray(n, dtype=np.float64), np.asarray(se, dtype=np.float64))
-    return a, b
-
-
 class SizeRefits(NamedTuple):
     """The variance model refitted on bootstrap resamples of the replicates (:func:`size_refits`): one
     ``(a, b)`` per resample and the true effect it was drawn with."""
@@ -376,7 +369,7 @@ def size_refits(se: np.ndarray, impressions: np.ndarray, effect: float, effect_s
     eff = effect + (effect_se * rng.standard_normal(resamples) if effect_se > 0 else 0.0)
     n_b = np.nanmean(impressions[idx], axis=1)
     se_b = _nansd(se[idx], axis=1) if spread else _nanmean0(se[idx], axis=1)
-    a, b = _fit_many(n_b, se_b)
+    a, b, _ = _fit_rows(n_b, se_b)
     return SizeRefits(a, b, np.broadcast_to(np.asarray(eff, dtype=np.float64), a.shape).copy())
 
 
@@ -784,7 +777,7 @@ def analyse(
             efficiency[d] = (info / ref_info) if info is not None and ref_info else None
             if e.get("null", {}).get("biased"):
                 biased[d] = e["null"]["delta"]
-            elif e.get("biased_estimate") or e.get("no_support"):
+            elif is_biased_entry(e):
                 biased[d] = {"bias": e["estimator_bias"], "se": e["estimator_bias_se"]}
     counterfactual = counterfactual_summary(side_rows, table, truths, config, designs)
     summary = {

@@ -14,7 +14,7 @@ from scipy import stats as sps
 from onlineeval.errors import ConfigError
 from simulations.analysis import (
     UNSTABLE_FLOOR_RATIO,
-    _fit_many,
+    _fit_rows,
     required_impressions,
     required_impressions_uncertainty,
     target_variance,
@@ -62,7 +62,7 @@ def _polyfit_model(n: np.ndarray, se: np.ndarray) -> tuple[float, float, int]:
 
 
 def test_one_fit_for_the_point_and_the_refits_against_polyfit():
-    """variance_model (the point value) and _fit_many (the bootstrap refits) are one function (_fit_rows): equal
+    """variance_model (the point value) and the bootstrap refits (size_refits) are one function (_fit_rows): equal
     row by row, and equal to the definition computed with np.polyfit, on every branch: a floor, the fallback
     through the last checkpoint (SE growing with N), undefined checkpoints (the last one among them), too few
     usable checkpoints, the same N throughout, none usable."""
@@ -77,7 +77,7 @@ def test_one_fit_for_the_point_and_the_refits_against_polyfit():
     se[8, 1] = 0.0  # a zero SE (every comparison a tie) is not usable
     n[9, :] = n[9, 0]  # the same N throughout: no slope to fit
     n[10, 3] = np.nan  # impressions undefined
-    a, b = _fit_many(n, se)
+    a, b, _ = _fit_rows(n, se)
     floors = 0
     for i in range(n.shape[0]):
         fit = variance_model(n[i], se[i])
