@@ -55,6 +55,11 @@ def test_ips_weights_the_whole_reward_for_abandonment() -> None:
     assert ips.value == pytest.approx(float(np.mean(w * big_r)), abs=1e-15)
     assert clipped.diagnostics.notes["clipping_bias_estimate"] == pytest.approx(clipped.value - ips.value, abs=1e-15)
     assert clipped.diagnostics.notes["clipping_bias_bound"] == pytest.approx(np.maximum(w - 1.5, 0).mean() * 1.0)
+    # by hand, on the 8 equally weighted rows: the 4 rows showing [a, b] have (w - cap)^+ = 0.5, one of them no click
+    # (R = 1): bias estimate -0.5 x 1 / 8; bound 0.5 x 4 / 8 x max|R| (1) = 0.25, which covers the exact bias 0.085
+    assert clipped.diagnostics.notes["clipping_bias_estimate"] == pytest.approx(-0.0625, abs=1e-15)
+    bound = clipped.diagnostics.notes["clipping_bias_bound"]
+    assert bound == pytest.approx(0.25, abs=1e-15) and bound >= 0.085
     from onlineeval.estimators import DeterministicTarget
 
     nowhere = DeterministicTarget(np.array([[1, 0]]), "N")
