@@ -64,7 +64,8 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
            "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON",
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
-           "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE"]
+           "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "exact_truth_per_query", "truth_world_se",
+           "MONTE_CARLO_WORLD_NOTE"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
@@ -599,6 +600,73 @@ def _withhold_analytic(entry: dict[str, Any], reason: str = WITHHELD_REASON) -> 
     entry["analytic_withheld"] = reason
 
 
+#: summary.json ``true_effect_world_note`` of a Monte Carlo (interleaving) truth: why it has no SE over worlds
+MONTE_CARLO_WORLD_NOTE = (
+    "no SE over worlds: this truth is a Monte Carlo over impressions, not an exact per-query value, so the "
+    "per-query spread the exact truths' SE comes from is not available; it rests on the same drawn world as the "
+    "A/B truths (a sweep over seed shows its spread across worlds)")
+
+
+def exact_truth_per_query(config: Config, world: World, users: Any = None) -> dict[tuple[str, str], np.ndarray]:
+    """Per-query B - A values whose query-frequency-weighted mean is an exact truth of
+    :func:`simulations.runner.compute_truth` (review 4, F1): an A/B design's metrics (``test: welch``: the per-user
+    means' per-query expectation, user types by share, as :func:`~simulations.runner.per_user_mean_metrics`) and a
+    counterfactual design's estimator rows (its metric, targets' difference). Interleaving truths are Monte Carlo:
+    not here."""
+    from simulations.runner import exact_ab_metrics, exact_ab_metrics_of
+    from simulations.users import UserModels
+
+    users = users if users is not None else UserModels.from_config(config.users)
+    pooled: dict[str, dict[str, np.ndarray]] = {}
+    by_type: dict[str, dict[str, np.ndarray]] = {}
+
+    def pool(ranker: str) -> dict[str, np.ndarray]:
+        if ranker not in pooled:
+            pooled[ranker] = exact_ab_metrics(world, users, ranker)
+        return pooled[ranker]
+
+    def per_user(ranker: str) -> dict[str, np.ndarray]:
+        if ranker not in by_type:
+            shown = world.ranked_labels(ranker)
+            acc: dict[str, np.ndarray] = {}
+            for share, name, model in zip(users.shares, users.names, users.models, strict=True):
+                for metric, v in exact_ab_metrics_of(UserModels([name], [1.0], [model]), shown).items():
+                    acc[metric] = acc.get(metric, 0.0) + float(share) * v
+            by_type[ranker] = acc
+        return by_type[ranker]
+
+    out: dict[tuple[str, str], np.ndarray] = {}
+    for design in config.designs:
+        if design.type == "ab":
+            get = per_user if design.test == "welch" else pool
+            for metric, vb in get("B").items():
+                out[(design.name, metric)] = vb - get("A")[metric]
+        elif design.type == "counterfactual":
+            base, cand = design.targets
+            d = pool(cand)[design.metric] - pool(base)[design.metric]
+            for spec in design.estimators:
+                out[(design.name, spec.label)] = d
+    return out
+
+
+def truth_world_se(config: Config, world: World, truths: list[Truth], users: Any = None) -> dict[tuple[str, str],
+                                                                                                  float]:
+    """The SE over independently drawn worlds of every exact truth (review 4, F1): :func:`world_sampling` of its
+    per-query values (:func:`exact_truth_per_query`), as the Offline line's frequency-weighted delta. Only truths
+    that are exact (Monte Carlo SE 0) and equal their per-query values' weighted mean (to 1e-9) get one; NaN when one
+    query carries every weight."""
+    truth = {(t.design, t.metric): t for t in truths}
+    out: dict[tuple[str, str], float] = {}
+    for key, d in exact_truth_per_query(config, world, users).items():
+        t = truth.get(key)
+        if t is None or t.se != 0.0:
+            continue
+        if not math.isclose(float(world.frequency @ d), t.value, rel_tol=1e-9, abs_tol=1e-12):
+            continue  # not the per-query form of this truth: no SE rather than a wrong one
+        out[key] = world_sampling(world.frequency, d)[1]
+    return out
+
+
 def analyse(
     rows: pd.DataFrame,
     truths: list[Truth],
@@ -626,6 +694,8 @@ def analyse(
     offline = world.offline
     offline_rel = offline.delta("weighted") / offline.weighted["A"] if offline.weighted["A"] else float("nan")
     n_eff, world_se = world_sampling(world.frequency, offline.per_query["B"] - offline.per_query["A"])
+    # review 4, F1: each exact online truth's SE over drawn worlds, as the offline delta's
+    truth_world = truth_world_se(config, world, truths)
     by_replicate = {key: g for key, g in rows[~rows["aa"]].groupby(["design", "metric"], sort=False)}
     # each entry's variance model refitted on bootstrap resamples of its replicates: its size's spread here, the
     # sequential plan's days' there (sequential_summary)
@@ -658,6 +728,9 @@ def analyse(
             "true_effect": t.value,
             "true_effect_se": t.se,
             "truth_method": t.method,
+            # review 4, F1: the truth's SE over independently drawn worlds (exact truths: world_sampling of its
+            # per-query values); None with a note for a Monte Carlo truth
+            "true_effect_world_se": _jsonable(truth_world.get((design, metric))),
             "relative_effect": (t.value / t.baseline) if t.baseline else None,
             "final_day": {k: _jsonable(last[k]) for k in ("day", "power", "power_se", "analytic_power",
                                                             "mean_estimate", "sd_estimate", "rmse", "mean_se",
@@ -695,6 +768,8 @@ def analyse(
                 expected_distinct_users(n_req, config.users.population, config.users.activity.sigma)
             ) if math.isfinite(n_req) else None,
         }
+        if (design, metric) not in truth_world and t.se > 0:
+            entry["true_effect_world_note"] = MONTE_CARLO_WORLD_NOTE
         # an estimator whose replicates miss the truth by more than NULL_BIAS_SE standard errors
         # (e.g. IIPS under cascade users, clipped IPS): its power and sample size measure its bias
         # as much as the effect, so the report marks them instead of presenting them as sensitivity

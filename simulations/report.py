@@ -308,6 +308,76 @@ def world_sampling_text(off: dict[str, Any], synthetic: bool = True) -> tuple[st
             "every number below is conditional on this world; another seed draws another world")
 
 
+def world_size_factors(effect: Any, se: Any) -> tuple[float, float] | None:
+    """How the analytic sizes move if the true effect were one SE over worlds larger or smaller in size: they scale
+    with 1 / effect^2, so ``(1 / (1 + r)^2, 1 / (1 - r)^2)`` with ``r = se / |effect|`` (the second infinite when
+    ``r >= 1``: the effect's sign is not settled across worlds); ``None`` without both numbers or for a 0 effect."""
+    if not (_number(effect) and _number(se)) or not effect:
+        return None
+    r = abs(float(se)) / abs(float(effect))
+    return 1.0 / (1.0 + r) ** 2, (1.0 / (1.0 - r) ** 2 if r < 1.0 else math.inf)
+
+
+def truth_world_text(effect: Any, se: Any, with_value: bool = True) -> str | None:
+    """'+0.00275 +- 0.0059 (213% > 25%!; sizes x0.1 to unbounded)': an exact truth with its SE over drawn worlds
+    (review 4, F1), '!' above :data:`WORLD_SE_WARN` of |effect| as the Offline line's note; the sizes' factors at
+    one SE either way (:func:`world_size_factors`); ``with_value=False`` leaves out the effect ('+- 0.0059 (...)').
+    ``None`` when the summary has no SE for it."""
+    if not (_number(effect) and _number(se)):
+        return None
+    if effect:
+        share = abs(float(se)) / abs(float(effect))
+        rel = f"{100.0 * share:.0f}%" + (f" > {WORLD_SE_WARN:.0%}!" if share > WORLD_SE_WARN else "")
+    else:
+        rel = "the effect is 0" + ("!" if se > 0 else "")
+    factors = world_size_factors(effect, se)
+    if factors is not None:
+        hi = "unbounded" if math.isinf(factors[1]) else f"x{factors[1]:.2g}"
+        rel += f"; sizes x{factors[0]:.2g} to {hi}"
+    return (f"{value_text(effect, True)} " if with_value else "") + f"+- {se_text(se)} ({rel})"
+
+
+def truth_world_cell(effect: Any, se: Any) -> str | None:
+    """report.html's short form of :func:`truth_world_text` under the true effect: '+- 0.0059 (213%!)'."""
+    if not (_number(effect) and _number(se)):
+        return None
+    if not effect:
+        return f"+- {se_text(se)}" + ("!" if se > 0 else "")
+    share = abs(float(se)) / abs(float(effect))
+    return f"+- {se_text(se)} ({100.0 * share:.0f}%{'!' if share > WORLD_SE_WARN else ''})"
+
+
+#: what the true effects' SE over worlds means (terminal under the main table, report.html legend)
+TRUTH_WORLD_NOTE = (
+    "SE over independently drawn worlds of the exact truths (their per-query B - A weighted by query frequency, as "
+    f"the Offline delta's; '!' above {WORLD_SE_WARN:.0%} of the effect); every size above scales with 1 / effect^2, "
+    "so 'sizes xL to xH' is how far impressions, users and days move if the effect were one such SE larger or "
+    "smaller in size ('unbounded': its sign is not settled across worlds). Interleaving truths are Monte Carlo "
+    "over impressions and have none (the same world); see a sweep over seed for the spread across worlds")
+
+
+def truth_world_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(design, metric, :func:`truth_world_text`) of every entry with an SE over worlds."""
+    out = []
+    for design, metrics in s.get("designs", {}).items():
+        for metric, e in metrics.items():
+            text = truth_world_text(e.get("true_effect"), e.get("true_effect_world_se"))
+            if text is not None:
+                out.append((design, metric, text))
+    return out
+
+
+def _truth_world_lines(s: dict[str, Any]) -> list[str]:
+    """Under the main table: each exact truth with its SE over drawn worlds (review 4, F1)."""
+    items = [f"{d}/{m} {text}" for d, m, text in truth_world_items(s)]
+    if not items:
+        return []
+    import textwrap
+
+    return textwrap.wrap("true effect over worlds: " + "; ".join(items) + " (" + TRUTH_WORLD_NOTE + ")",
+                         width=112, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+
+
 def offline_conventions_text(metric_name: str, depth: Any = None) -> str:
     """The offline metric's gain (DCG-family metrics: its own ``gain`` or the default of
     :class:`onlineeval.conventions.Conventions`) and cut-off (its ``@k``, else the shown lists' ``depth``), as the
@@ -571,6 +641,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"{value_text(shrink):>16s} {power:>9s} {analytic:>8s} {cells['days']:>9s} "
                 f"{cells['impressions']:>19s} {cells['users']:>16s} {fpr:>8s} {null_s:>10s}"
             )
+    lines += _truth_world_lines(s)
     lines += _unstable_lines(s, population)
     lines += _extrapolation_lines(s, cfg.traffic.days)
     lines += _measure_lines(s)

@@ -43,6 +43,7 @@ from simulations.html_report import (
     write_sweep_report,
 )
 from simulations.job import simulate
+from simulations.report import truth_world_cell
 from simulations.sweep import run_sweep, sweep_from_mapping
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -285,7 +286,12 @@ def test_simulate_answer_table_holds_summary_numbers(sim: Path) -> None:
     assert len(rows) == len(expected)
     col = {h: k for k, h in enumerate(header)}
     for row, (design, metric, effect, impr, users, biased) in zip(rows, expected, strict=True):
-        assert row[0].split()[0] == design and row[1] == metric and row[2] == effect
+        shown, _, world = row[2].partition("+- ")  # review 4, F1: an exact truth's SE over worlds
+        assert row[0].split()[0] == design and row[1] == metric and shown.strip() == effect
+        e = summary["designs"][design][metric]
+        world_se = e.get("true_effect_world_se")
+        assert ("+- " + world if world else None) == truth_world_cell(e["true_effect"], world_se)
+        assert (world_se is None) == (e.get("truth_method") != "exact")
         assert row[col["impressions needed"]].split(" biased")[0] == impr
         assert row[col["users needed"]].split(" biased")[0] == users
         assert ("biased" in row[0]) == biased

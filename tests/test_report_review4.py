@@ -142,3 +142,32 @@ def test_extrapolated_sizes_print_their_factor_and_are_flagged_beyond_3x(run):
     assert any(f > EXTRAPOLATION_FLAG for *_, f in extrapolated_entries(result.summary))
     assert "'!' beyond 3x: se^2 = a/N + b fitted to the simulated days is used far past them" in flat
     assert "the 2 simulated days" in flat and "the 2 simulated days" in html_flat
+
+
+def test_exact_truths_print_their_se_over_worlds(run):
+    """Review 4, F1: each exact A/B truth's SE over drawn worlds (world_sampling of its per-query values) is in
+    summary.json, under the terminal's main table with its '!' and size factors, and in report.html's answer table;
+    the Monte Carlo (interleaving) truth has none and says why."""
+    from simulations.analysis import MONTE_CARLO_WORLD_NOTE, exact_truth_per_query
+    from simulations.report import truth_world_cell, truth_world_text
+    from simulations.world import world_sampling
+
+    result, text, html = run
+    designs = result.summary["designs"]
+    per_query = exact_truth_per_query(result.config, result.world)
+    for metric, e in designs["ab"].items():
+        expected = world_sampling(result.world.frequency, per_query[("ab", metric)])[1]
+        assert e["true_effect_world_se"] == pytest.approx(expected, rel=1e-12)
+        assert "true_effect_world_note" not in e
+        shown = truth_world_text(e["true_effect"], e["true_effect_world_se"])
+        assert f"ab/{metric} {shown}" in " ".join(text.split())
+        assert f"<small>{truth_world_cell(e['true_effect'], e['true_effect_world_se'])}</small>" in unescape(html)
+        assert unescape(f"ab / {metric} {shown}") in unescape(html)
+    td = designs["team_draft"]["delta_ab"]
+    assert td["true_effect_world_se"] is None and td["true_effect_world_note"] == MONTE_CARLO_WORLD_NOTE
+    flat = " ".join(text.split())
+    assert "true effect over worlds: ab/" in flat and "team_draft/delta_ab +" not in flat.split(
+        "true effect over worlds:")[1].split("Interleaving truths")[0]
+    assert "so 'sizes xL to xH' is how far impressions, users and days move" in flat
+    assert "+- under a true effect, over worlds: ab / " in " ".join(
+        unescape(re.sub(r"<[^>]+>", " ", html)).split())

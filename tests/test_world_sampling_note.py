@@ -114,3 +114,67 @@ def test_note_text_and_warning() -> None:
     trec_html = str(_offline_line({"config": {"collection": {"type": "trec"}}, "offline": {
         **off, "metric": "nDCG@10", "A": {"weighted": 0.842}, "B": {"weighted": 0.858}}}))
     assert "One query sample: 44.8" in trec_html and "drawn world" not in trec_html
+
+
+# ------------------------------------------------------------------ online truths (review 4, F1, the online half)
+ONLINE: dict[str, Any] = {
+    **SMALL,
+    "users": {"population": 500, "types": [
+        {"name": "nav", "share": 0.6, "click_model": {"name": "cascade", "preset": "navigational"}},
+        {"name": "inf", "share": 0.4, "click_model": {"name": "cascade", "preset": "informational"}}]},
+    "designs": [{"name": "ab", "type": "ab", "metric": "reciprocal_rank"},
+                {"name": "welch", "type": "ab", "metric": "clicks_per_query", "test": "welch"}],
+}
+
+
+def test_online_truths_se_matches_their_spread_over_independently_drawn_worlds() -> None:
+    """Every exact A/B truth (delta design and per-user means) is its per-query values' frequency-weighted mean, and
+    the RMS of the printed SEs over 400 independently drawn worlds matches the SD of the truth across them within
+    4 SEs (the SD's SE SD / sqrt(2 (R - 1)) and the RMS's own, by the delta method); the SE as if every query weighed
+    the same misses by far more."""
+    from simulations.analysis import exact_truth_per_query, truth_world_se
+    from simulations.runner import compute_truth
+    from simulations.users import UserModels
+
+    cfg = config_from_mapping(ONLINE)
+    users = UserModels.from_config(cfg.users)
+    reps = 400
+    values: dict[tuple[str, str], list[float]] = {}
+    ses: dict[tuple[str, str], list[float]] = {}
+    naive: dict[tuple[str, str], list[float]] = {}
+    for s in range(reps):
+        w = build_world(cfg, world_seed(5000 + s))
+        truths = compute_truth(cfg, w, users)
+        per_query = exact_truth_per_query(cfg, w, users)
+        se = truth_world_se(cfg, w, truths, users)
+        assert set(se) == {(t.design, t.metric) for t in truths} == set(per_query)
+        for t in truths:
+            key = (t.design, t.metric)
+            assert float(w.frequency @ per_query[key]) == pytest.approx(t.value, rel=1e-9, abs=1e-12)
+            values.setdefault(key, []).append(t.value)
+            ses.setdefault(key, []).append(se[key])
+            naive.setdefault(key, []).append(float(np.std(per_query[key], ddof=1) / math.sqrt(w.n_queries)))
+    assert len(values) == 6
+    for key, v in values.items():
+        sd = float(np.std(v, ddof=1))
+        sq = np.square(ses[key])
+        rms = float(np.sqrt(sq.mean()))
+        tol = 4.0 * math.hypot(sd / math.sqrt(2 * (reps - 1)), float(np.std(sq, ddof=1)) / math.sqrt(reps) / (2 * rms))
+        assert abs(rms - sd) < tol, (key, rms, sd, tol)
+        assert abs(float(np.sqrt(np.mean(np.square(naive[key])))) - sd) > tol, (key, naive[key][:3], sd, tol)
+
+
+def test_truth_world_text_and_size_factors() -> None:
+    from simulations.report import truth_world_cell, truth_world_text, world_size_factors
+
+    # configs/ab.yaml's reciprocal_rank: +0.0027530 with SE 0.0058711 over worlds (r = 2.133)
+    lo, hi = world_size_factors(0.0027530, 0.0058711)
+    assert lo == pytest.approx(1.0 / (1.0 + 0.0058711 / 0.0027530) ** 2, rel=1e-12) and math.isinf(hi)
+    assert truth_world_text(0.0027530, 0.0058711) == "+0.00275 +- 0.0059 (213% > 25%!; sizes x0.1 to unbounded)"
+    # r = 0.2: sizes x 1/1.44 = 0.694 to 1/0.64 = 1.5625
+    assert world_size_factors(-0.01, 0.002) == pytest.approx((1 / 1.44, 1 / 0.64), rel=1e-12)
+    assert truth_world_text(-0.01, 0.002, with_value=False) == "+- 0.0020 (20%; sizes x0.69 to x1.6)"
+    assert truth_world_text(0.0, 0.001) == "+0.00 +- 0.0010 (the effect is 0!)"
+    assert truth_world_text(0.01, None) is None and world_size_factors(0.0, 0.1) is None
+    assert truth_world_cell(0.0027530, 0.0058711) == "+- 0.0059 (213%!)"  # report.html's cell
+    assert truth_world_cell(-0.01, 0.002) == "+- 0.0020 (20%)" and truth_world_cell(0.01, None) is None

@@ -30,6 +30,9 @@ from simulations.report import (
     rate_text,
     sample_size_cells,
     se_text,
+    TRUTH_WORLD_NOTE,
+    truth_world_cell,
+    truth_world_items,
     value_text,
     world_sampling_text,
 )
@@ -45,6 +48,7 @@ from simulations.html_report.page import (
     read_json,
     table,
     tag,
+    tag_void,
     tree,
 )
 
@@ -114,8 +118,12 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
             null_s: Any = "-" if null is None else value_text(null.get("delta"), True)
             if null is not None and null.get("biased"):
                 null_s = join([null_s, " ", biased_mark()])
+            effect: Any = value_text(e.get("true_effect"), True)
+            world = truth_world_cell(e.get("true_effect"), e.get("true_effect_world_se"))
+            if world is not None:  # review 4, F1: its SE over drawn worlds (the legend gives what it does to sizes)
+                effect = join([effect, tag_void("br"), tag("small", world)])
             rows.append([
-                name, metric, value_text(e.get("true_effect"), True), percent_text(rel),
+                name, metric, effect, percent_text(rel),
                 value_text(e.get("shrinkage_vs_offline")),
                 power, cells["analytic"], days, impr, users,
                 _aa(e), null_s,
@@ -231,6 +239,10 @@ def answer_section(summary: dict[str, Any]) -> Html:
                        "lists the logger never shows (logging probability 0, counted exactly by the simulation): "
                        "biased whatever the t-test of its bias says, so its sizes are withheld; see the "
                        "counterfactual section's support column.")])
+    world_items = truth_world_items(summary)
+    if world_items:  # review 4, F1
+        legend.append(["+- under a true effect, over worlds: " + "; ".join(f"{d} / {m} {text}" for d, m, text in
+                                                                           world_items) + f" ({TRUTH_WORLD_NOTE})."])
     extrapolated = extrapolated_entries(summary)
     if extrapolated:  # review 4, F2
         sim_days = ((summary.get("config") or {}).get("traffic") or {}).get("days", "-")
