@@ -34,12 +34,13 @@ if TYPE_CHECKING:
     from simulations.sweep import SweepConfig
 
 __all__ = ["days_cell", "observations", "point_rows", "sweep_fingerprint", "terminal_table", "write_outputs",
-           "TERMINAL_LEGEND"]
+           "TERMINAL_LEGEND", "WORLD_AXIS", "world_spread", "world_spread_text"]
 
 #: per-design columns of points.csv (from each point's summary.json, the design's primary metric)
 _COLUMNS = (
     ("true_effect", ("true_effect",)),
     ("true_effect_se", ("true_effect_se",)),
+    ("true_effect_world_se", ("true_effect_world_se",)),
     ("truth_method", ("truth_method",)),
     ("shrinkage_vs_offline", ("shrinkage_vs_offline",)),
     ("power_last_day", ("final_day", "power")),
@@ -97,13 +98,96 @@ TERMINAL_LEGEND = (
 )
 
 
-def terminal_table(rows: pd.DataFrame, cols: Sequence[str]) -> str:
+def terminal_table(rows: pd.DataFrame, cols: Sequence[str], axes: Sequence[str] | None = None) -> str:
     """``rows[cols]`` as the sweep prints it: numbers to 4 significant digits, analytic_required_days by
-    :func:`days_cell` (never a bare NaN)."""
+    :func:`days_cell` (never a bare NaN). When :data:`WORLD_AXIS` is an axis (``axes``; default the columns between
+    ``point`` and ``design``), the per-design spread across worlds follows (:func:`world_spread_text`)."""
     shown = rows[list(cols)].copy()
     if "analytic_required_days" in shown.columns:
         shown["analytic_required_days"] = [days_cell(r) for r in rows.to_dict(orient="records")]
-    return shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    if axes is None and "point" in cols and "design" in cols:
+        axes = list(cols)[list(cols).index("point") + 1: list(cols).index("design")]
+    spread = world_spread_text(world_spread(rows, axes or []))
+    return text + ("\n\n" + spread if spread else "")
+
+
+#: the sweep axis whose points are independently drawn worlds (review 4, F1): each seed draws its own queries,
+#: labels, rankers' noise and query frequencies (and its own replicates and Monte Carlo truths)
+WORLD_AXIS = "seed"
+
+#: the statistics of :func:`world_spread` (column prefix, points.csv column)
+_SPREAD = (("true_effect", "true_effect"), ("offline_delta", "offline_delta"),
+           ("impressions", "analytic_required_impressions"), ("days", "analytic_required_days"))
+
+
+def world_spread(rows: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame | None:
+    """Per design, metric and value of the other axes, the spread across the :data:`WORLD_AXIS` axis (review 4,
+    F1: one seed's numbers belong to one drawn world): ``worlds`` (points), the median, min and max of the true
+    effect, the offline delta and the analytic impressions and days needed. The sizes are over the worlds that
+    have one: ``no_size`` counts the others (biased or no effect there); 'never' (the SE floor is above the
+    target) counts as infinitely many. ``None`` without a seed axis."""
+    if WORLD_AXIS not in axes or rows.empty:
+        return None
+    others = [a for a in axes if a != WORLD_AXIS]
+    out = []
+    for key, g in rows.groupby(["design", "metric", *others], sort=False, dropna=False):
+        rec: dict[str, Any] = dict(zip(["design", "metric", *others], key if isinstance(key, tuple) else (key,)))
+        rec["worlds"] = int(len(g))
+        sized = g[[not _flag(w, False) and _flag(d, True)
+                   for w, d in zip(g["analytic_withheld"], g["detectable"])]]
+        rec["no_size"] = int(len(g) - len(sized))
+        for name, col in _SPREAD:
+            if name in ("impressions", "days"):
+                v = pd.to_numeric(sized[col], errors="coerce").fillna(math.inf)  # 'never': no finite size
+            else:
+                v = pd.to_numeric(g[col], errors="coerce").dropna()
+            rec[f"{name}_median"] = float(v.median()) if len(v) else math.nan
+            rec[f"{name}_min"] = float(v.min()) if len(v) else math.nan
+            rec[f"{name}_max"] = float(v.max()) if len(v) else math.nan
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def _spread_cell(row: Mapping[str, Any], name: str, fmt: Any) -> str:
+    lo, mid, hi = (row[f"{name}_{k}"] for k in ("min", "median", "max"))
+    if any(isinstance(x, float) and math.isnan(x) for x in (lo, mid, hi)):
+        return "-"
+    return f"{fmt(mid)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+def world_spread_text(spread: pd.DataFrame | None) -> str:
+    """The terminal's block of :func:`world_spread`: median [min, max] across the seeds."""
+    if spread is None or spread.empty:
+        return ""
+    from simulations.report import count_text, days_text, value_text
+
+    def size(fmt: Any) -> Any:
+        return lambda x: "never" if math.isinf(x) else fmt(x)
+
+    extra = [c for c in spread.columns if c not in ("design", "metric", "worlds", "no_size")
+             and not any(c.startswith(n + "_") for n, _ in _SPREAD)]
+    shown = pd.DataFrame({
+        "design": spread["design"], "metric": spread["metric"], **{c: spread[c] for c in extra},
+        "worlds": spread["worlds"],
+        "true_effect": [_spread_cell(r, "true_effect", lambda x: value_text(x, True)) for _, r in spread.iterrows()],
+        "offline_delta": [_spread_cell(r, "offline_delta", lambda x: value_text(x, True))
+                          for _, r in spread.iterrows()],
+        "impressions_needed": [_spread_cell(r, "impressions", size(count_text)) for _, r in spread.iterrows()],
+        "days_needed": [_spread_cell(r, "days", size(days_text)) for _, r in spread.iterrows()],
+        "no_size": spread["no_size"],
+    })
+    return ("across worlds (the seed axis: each seed draws its own world; median [min, max] over the seeds):\n"
+            + shown.to_string(index=False) + "\n"
+            + WORLD_SPREAD_LEGEND)
+
+
+#: the legend of the terminal's and report.html's spread across worlds
+WORLD_SPREAD_LEGEND = (
+    "(one seed's numbers belong to the world it draws (queries, labels, rankers' noise, popularity), and every "
+    "range a point reports is conditional on it; this is the spread of the truth and of the analytic sizes across "
+    "the swept worlds, for the same config otherwise; impressions/days needed over the worlds with a size, "
+    "'never' = the SE floor is above the target; no_size: worlds where the design was biased or had no effect)")
 
 
 def _get(d: Any, path: Sequence[str]) -> Any:
@@ -256,6 +340,10 @@ def write_outputs(
         "rows": rows.to_dict(orient="records"),
         "shrinkage": study,
     }
+    spread = world_spread(rows, sweep.axes)
+    if spread is not None:  # review 4, F1: a seed axis's points are independently drawn worlds
+        summary["worlds"] = {"axis": WORLD_AXIS, "legend": WORLD_SPREAD_LEGEND,
+                             "spread": spread.to_dict(orient="records")}
     (root / "summary.json").write_text(json.dumps(_clean(summary), indent=2), encoding="utf-8")
     _plot(sweep, rows, root / "effect.png")
     plot_relation(study, root / "shrinkage.png")

@@ -212,6 +212,7 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
         *shrinkage_headline(summary.get("shrinkage")),
         table(header, answer_rows(summary, points, reports), cls="answer", caption=caption, id_="answer-table",
               text_columns=(0, *range(1, len(axes) + 3))),
+        *worlds_table(summary),
         tag("ul",
             tag("li", "offline delta: B - A of the offline metric, frequency-weighted; true effect: population value "
                       "of the design's statistic, B - A (+- its Monte Carlo SE for interleaving; methods differ in "
@@ -231,6 +232,43 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
             cls="legend"),
     ]
     return join(parts)
+
+
+def worlds_table(summary: Mapping[str, Any]) -> list[Html]:
+    """The spread across the seed axis's worlds (review 4, F1; :func:`simulations.sweep_outputs.world_spread` as
+    the sweep's summary.json keeps it), in the terminal's cells; [] without a seed axis."""
+    from simulations.sweep_outputs import _spread_cell
+    from simulations.report import count_text, days_text, value_text
+
+    worlds = summary.get("worlds")
+    if not isinstance(worlds, Mapping) or not worlds.get("spread"):
+        return []
+    spread = list(worlds["spread"])
+    fixed = ("design", "metric", "worlds", "no_size")
+    prefixes = ("true_effect_", "offline_delta_", "impressions_", "days_")
+    extra = [k for k in spread[0] if k not in fixed and not k.startswith(prefixes)]
+
+    def num(x: Any) -> float:
+        return math.nan if x is None else float(x)
+
+    def size(f: Any) -> Any:
+        return lambda x: "never" if math.isinf(x) else f(x)
+
+    rows = []
+    for r in spread:
+        # summary.json keeps 'never' (infinite) as null: a size's missing min/median/max within a sized world
+        cells = {k: (math.inf if v is None and k.startswith(("impressions_", "days_")) and r["no_size"] < r["worlds"]
+                     else num(v) if k.startswith(prefixes) else v) for k, v in r.items()}
+        rows.append([r["design"], r["metric"], *(r.get(k) for k in extra), r["worlds"],
+                     _spread_cell(cells, "true_effect", lambda x: value_text(x, True)),
+                     _spread_cell(cells, "offline_delta", lambda x: value_text(x, True)),
+                     _spread_cell(cells, "impressions", size(count_text)),
+                     _spread_cell(cells, "days", size(days_text)), r["no_size"]])
+    header = ["design", "metric", *(breakable(k) for k in extra), "worlds", "true effect", "offline delta",
+              "impressions needed", "days needed", "no size"]
+    return [table(header, rows, caption="Across worlds (the seed axis: each seed draws its own world): median "
+                  "[min, max] over the seeds", id_="worlds-table", text_columns=(0, 1)),
+            note(str(worlds.get("legend") or ""))]
 
 
 def shrinkage_section(folder: Path, summary: Mapping[str, Any]) -> Html:
