@@ -529,7 +529,8 @@ def _random_clicks(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[L
             spec.zero_mean_check, PENDING,
             f"t-test p-value, Bonferroni over {len(tests)}", pz,
             f"clicks blind to the documents; {what} per impression, " + "; ".join(means)
-            + f" ({len(scenarios)} scenarios x {per} impressions per click model); smallest p: {worst[0]}",
+            + f" ({len(scenarios)} scenarios x {per} impressions per click model); informational, on every row: "
+            f"the smallest of its p-values at {worst[0]}",
             counts={"impressions": int(sum(len(x) for _, xs in by_model for x in xs)), "tests": len(tests)},
             rule="null"))
     return out
@@ -648,13 +649,12 @@ def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Seq
                                    counts=counts, rule="implied"))
             continue
         pb = bonferroni(pv)
-        if worst[kind][0] and pb < alpha:
-            det += f"; worst: {worst[kind][0]}"
-        if isinstance(tau, (int, float)) and pb < alpha and kind == "doc":     # tau moves documents, not teams
-            det += (f"; a softmax with another tau than the reference's {tau:g} shifts these: if yours differs, "
-                    "pass --option tau=<yours> (credit_agreement names the tau its credits fit)")
+        hint = f"worst: {worst[kind][0]}" if worst[kind][0] else ""     # shown where the check fails (finalize)
+        if isinstance(tau, (int, float)) and kind == "doc":     # tau moves documents, not teams
+            hint += (f"; a softmax with another tau than the reference's {tau:g} shifts these: if yours differs, "
+                     "pass --option tau=<yours> (credit_agreement names the tau its credits fit)")
         out.append(CheckResult(name, PENDING, f"{stat}, Bonferroni over {len(pv)}", pb, det,
-                               counts=counts, rule="null"))
+                               counts=counts, rule="null", hint=hint.lstrip("; ")))
     return out
 
 

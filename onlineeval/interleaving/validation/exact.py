@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+import math
 from typing import Any
 
 import numpy as np
@@ -42,13 +43,17 @@ from onlineeval.interleaving.optimized import Optimized
 from onlineeval.interleaving.probabilistic import Probabilistic
 from onlineeval.interleaving.team_draft import TeamDraft
 
-__all__ = ["MAX_LISTS", "ExactDraws", "exact_draws"]
+__all__ = ["MAX_LISTS", "MAX_LOG_DRAWS", "ExactDraws", "exact_draws", "team_probabilities"]
 
 Lists = tuple[tuple[int, ...], ...]
 
 #: largest number of distinct shown lists enumerated for the end-to-end outcome check (each is
 #: credited under all ``2^k`` click vectors); beyond it that scenario's outcome check is sampled
 MAX_LISTS = 1000
+#: largest number of pick orders enumerated for one logged impression (``--log``): team-draft and team-draft
+#: multileaving have at most ``(m!)^ceil(k/m)`` on a page of ``k`` slots (two rankers: pages of up to 24 slots;
+#: three: 12; four: 8); an impression above it is tested against a sampled reference
+MAX_LOG_DRAWS = 4096
 
 
 @dataclass(frozen=True)
@@ -260,3 +265,66 @@ def _cached(cls: type, opts: Any, lists: Lists, length: int, tau: float | None) 
     if issubclass(cls, Probabilistic) and tau is not None:
         return _probabilistic(lists, length, tau)
     return None
+
+
+def team_probabilities(interleaver: Interleaver, lists: Sequence[Sequence[int]], length: int,
+                       max_draws: int = MAX_LOG_DRAWS) -> NDArray[np.float64] | None:
+    """Exact ``P(team label of slot j = i)`` of ``interleaver``'s draw on ``lists`` with a page of ``length`` slots.
+
+    A ``(length, m + 1)`` array, column ``m``: the slot is left empty. ``None`` where this module cannot
+    enumerate the method, or team-draft's pick orders number more than ``max_draws`` (bound
+    ``(m!)^ceil(length/m)``). Probabilistic methods need no enumeration: each slot's ranker is uniform
+    whatever the lists, so slot ``j`` is ``1/m`` per ranker while the lists hold more than ``j`` distinct
+    documents. Team-draft's slots are ``1/m`` per ranker when every list holds at least ``length``
+    documents (each round's pick order is uniform over the ``m`` rankers and none runs out before the page is
+    full); otherwise its pick orders are enumerated on the lists cut to ``length`` (a ranker never reaches
+    deeper: its next document is its first unshown one, and a page holds ``length``).
+    """
+    key = tuple(tuple(int(d) for d in x) for x in lists)
+    m = len(key)
+    out = np.zeros((length, m + 1))
+    if isinstance(interleaver, Probabilistic):
+        live = min(length, len({d for x in key for d in x}))
+        out[:live, :m] = 1.0 / m
+        out[live:, m] = 1.0
+        return out
+    if isinstance(interleaver, TeamDraft):
+        if min(len(x) for x in key) >= length:      # no ranker runs out before the page is full: every round
+            out[:, :m] = 1.0 / m                     # is a uniform order of all m rankers (the last, partial
+            return out                               # round's slots are the first of such an order)
+        if math.factorial(m) ** -(-length // m) > max_draws:
+            return None
+        return _team_draft_teams(tuple(x[:length] for x in key), length)
+    if isinstance(interleaver, Balanced):
+        ex: ExactDraws = _balanced(key, length)
+    elif isinstance(interleaver, Optimized):
+        ex = _optimized(interleaver, key, length)
+    else:
+        return None
+    for j, probs in enumerate(ex.teams_marginal):
+        for t, p in probs.items():
+            out[j, m if t < 0 else t] += p
+    return out
+
+
+def _team_draft_teams(lists: Lists, length: int) -> NDArray[np.float64]:
+    """:func:`_team_draft`'s team marginals alone, ``(length, m + 1)``: the same tree, no draws kept."""
+    m = len(lists)
+    out = np.zeros((length, m + 1))
+    stack: list[tuple[list[int], set[int], list[int], tuple[int, ...], float]] = [([], set(), [], (0,) * m, 1.0)]
+    while stack:
+        shown, seen, team, picks, p = stack.pop()
+        nxt = [next((d for d in lst if d not in seen), None) for lst in lists]
+        avail = [i for i in range(m) if nxt[i] is not None]
+        if len(shown) == length or not avail:
+            out[np.arange(len(team)), team] += p
+            out[len(team):, m] += p
+            continue
+        low = min(picks[i] for i in avail)
+        elig = [i for i in avail if picks[i] == low]
+        for i in elig:
+            d = nxt[i]
+            assert d is not None
+            stack.append((shown + [d], seen | {d}, team + [i], tuple(c + (j == i) for j, c in enumerate(picks)),
+                          p / len(elig)))
+    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from onlineeval.errors import InputError
 from onlineeval.interleaving.registry import get_interleaver
 from onlineeval.interleaving.validation.candidates import BatchCandidate
+from onlineeval.interleaving.validation.exact import MAX_LOG_DRAWS, team_probabilities
 from onlineeval.interleaving.validation.guard import check_seed
 from onlineeval.interleaving.validation.invariants import (
     prefix_violations,
@@ -39,6 +40,8 @@ from onlineeval.interleaving.validation.stattests import (
     exact_check,
     homogeneity,
     partition_key,
+    pooled_gof_key,
+    pooled_goodness_of_fit,
 )
 
 __all__ = ["LogRecord", "read_log", "validate_log"]
@@ -90,6 +93,7 @@ class _DocIds:
     def __init__(self) -> None:
         self.kind: type | None = None
         self.codes: dict[str, int] = {}
+        self.zero_team = False           # a team label 0 seen so far (1-based labels are ruled out)
 
     def ids(self, value: Any, key: str, path: str, line: int) -> tuple[int, ...]:
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -133,7 +137,9 @@ def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None, docs: _DocIds |
     shown = docs.ids(obj["shown"], "shown", p, i)
     if not shown:
         raise InputError("'shown' is empty; log only impressions that showed documents", p, i)
-    teams = _int_list(obj["teams"], "teams", p, i, high=len(rk) - 1)
+    teams = _int_list(obj["teams"], "teams", p, i, high=_ID_MAX)
+    _check_labels(teams, len(rk), docs, p, i)
+    _check_shift(rankings, shown, docs, p, i)
     if len(teams) != len(shown):
         raise InputError(f"'teams' has {len(teams)} labels for {len(shown)} shown documents; "
                          "one per shown slot", p, i)
@@ -141,7 +147,11 @@ def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None, docs: _DocIds |
         c = obj["clicks"]
         if not isinstance(c, list) or len(c) != len(shown) or \
                 not all(isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)) for v in c):
-            raise InputError("'clicks' must be a list of booleans (or 0 / 1), one per shown slot", p, i)
+            ranks = isinstance(c, list) and c and all(isinstance(v, int) and not isinstance(v, bool)
+                                                      and 1 <= v <= len(shown) for v in c) and max(c) > 1
+            raise InputError("'clicks' must be a list of booleans (or 0 / 1), one per shown slot"
+                             + (f"; {c} looks like clicked ranks (1-based positions): log one boolean per "
+                                "shown slot, or the clicked documents as 'clicked_docs'" if ranks else ""), p, i)
         clicks = tuple(bool(v) for v in c)
     elif "clicked_docs" in obj:
         clicked = set(docs.ids(obj["clicked_docs"], "clicked_docs", p, i))
@@ -157,6 +167,47 @@ def _parse_line(obj: Any, p: str, i: int, n_rankers: int | None, docs: _DocIds |
     return LogRecord(i, rankings, shown, teams, clicks, None if outcome is None else int(np.sign(outcome)))
 
 
+def _check_labels(teams: tuple[int, ...], m: int, docs: _DocIds, path: str, line: int) -> None:
+    """Team labels must be ranker indices ``0..m-1``; a line whose labels are ``1..m`` (``m`` among them) in a
+    log with no label 0 so far is called 1-based; any other label out of range is named as such."""
+    bad = next((t for t in teams if t >= m), None)
+    docs.zero_team |= 0 in teams
+    if bad is None:
+        return
+    if bad == m and not docs.zero_team and all(1 <= t <= m for t in teams):
+        raise InputError(f"'teams' {list(teams)} look 1-based (every label in 1..{m}, and no line so far has "
+                         f"label 0); team labels are ranker indices 0..{m - 1}: 0 = rankings[0] (A), "
+                         f"1 = rankings[1]{' (B)' if m == 2 else ''}; subtract 1 from every label", path, line)
+    raise InputError(f"'teams': {bad} is out of range; allowed 0..{m - 1} (ranker indices, 0 = rankings[0])",
+                     path, line)
+
+
+def _check_shift(rankings: tuple[tuple[int, ...], ...], shown: tuple[int, ...], docs: _DocIds, path: str,
+                 line: int) -> None:
+    """Integer ids: a line of three or more shown documents none of which is in a ranking while every one shifted
+    by one (all in one direction) is, numbers its documents from another base in 'shown' than in 'rankings'.
+    (Fewer foreign documents are ambiguous: :func:`validate_log` names a shift on the structure row.)"""
+    if docs.kind is not int:
+        return
+    step = _shift(rankings, shown)
+    if step and len(shown) >= 3 and not set(shown) & {d for r in rankings for d in r}:
+        raise InputError(f"'shown' {list(shown)}: no shown document is in a ranking, but every shown id {step:+d} "
+                         f"is: {_SHIFTED[step]}", path, line)
+
+
+#: what a shift of the shown ids by ``step`` (the shown id plus ``step`` is in a ranking) suggests
+_SHIFTED = {-1: "the document ids look 1-based in 'shown' and 0-based in 'rankings' (one numbering per log)",
+            1: "the document ids look 0-based in 'shown' and 1-based in 'rankings' (one numbering per log)"}
+
+
+def _shift(rankings: Sequence[Sequence[int]], shown: Sequence[int]) -> int:
+    """``-1`` or ``+1`` when some shown document is in no ranking but every shown id plus it is, else 0."""
+    pool = {d for r in rankings for d in r}
+    if all(d in pool for d in shown):
+        return 0
+    return next((step for step in (-1, 1) if all(d + step in pool for d in shown)), 0)
+
+
 def read_log(path: str | Path) -> list[LogRecord]:
     """Read an impressions log (JSON lines) with ``rankings``, ``shown``, ``teams``, ``clicks`` [, ``outcome``].
 
@@ -168,7 +219,9 @@ def read_log(path: str | Path) -> list[LogRecord]:
       line of a log has the same number of rankings;
     * ``shown``: the shown list (non-empty; it may be shorter than the rankings: the page
       length is the shown length), ``teams``: the ranker index credited for each shown
-      slot (``0..len(rankings)-1``);
+      slot (``0..len(rankings)-1``, 0-based: 1-based labels, ``1..len(rankings)`` on a line with
+      none 0 before it, are refused as such, as are shown integer ids that are in no ranking while
+      every one shifted by one is);
     * ``clicks``: one boolean (or 0 / 1) per shown slot, or ``clicked_docs``: the
       clicked document ids;
     * ``outcome`` (optional, two rankings only): the logged outcome, a finite number whose
@@ -271,6 +324,20 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
     out_ref: list[int] = []
     out_ok: list[bool] = []
     ref = BatchCandidate(f"onlineeval:{method}", ref_il, trusted=True)
+    # the reference's exact team probabilities per impression where they can be enumerated (exact.py)
+    table: dict[tuple[float, ...], int] = {}
+    cache: dict[tuple[tuple[tuple[int, ...], ...], int], NDArray[np.int64] | None] = {}
+    exact_ids: list[NDArray[np.int64] | None] = []
+    for rec in records:
+        key = (rec.rankings, len(rec.shown))
+        if key not in cache:
+            probs = team_probabilities(ref_il, rec.rankings, len(rec.shown))
+            cache[key] = None if probs is None else np.asarray(
+                [table.setdefault(tuple(np.round(row, 12).tolist()), len(table)) for row in probs], dtype=np.int64)
+        exact_ids.append(cache[key])
+    del cache
+    is_exact = np.asarray([ids is not None for ids in exact_ids], dtype=bool)
+    slots_id = []                                       # per shown slot: its exact distribution (-1: sampled)
     for chunk in _chunks(records, m):
         recs = [records[r] for r in chunk]
         rk, shown, teams, clicks = _arrays(recs)
@@ -281,14 +348,20 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
             prefix += prefix_violations(rk, shown, teams)
         # the reference's team labels on the same inputs and page lengths
         ref_team = np.full(teams.shape, -1, dtype=np.int64)
-        for length in np.unique(pg):
-            rows = np.flatnonzero(pg == length)
+        ex = is_exact[chunk]
+        for length in np.unique(pg[~ex]):            # a sample only where no exact distribution is enumerated
+            rows = np.flatnonzero((pg == length) & ~ex)
             res = ref_il.interleave(list(rk[:, rows]), rng, length=int(length))
             ref_team[rows, : int(length)] = res.team
         on_page = np.arange(teams.shape[1])[None, :] < pg[:, None]
+        ids = np.full(teams.shape, -1, dtype=np.int64)
+        for r, rid in enumerate(chunk.tolist()):
+            if exact_ids[rid] is not None:
+                ids[r, : pg[r]] = exact_ids[rid]
         slots_pos.append(np.nonzero(on_page)[1])
         slots_log.append(teams[on_page])
         slots_ref.append(ref_team[on_page])
+        slots_id.append(ids[on_page])
         # logged outcomes against the reference credit (defined on well-formed impressions only)
         idx = np.asarray([r for r, rec in enumerate(recs) if rec.outcome is not None], dtype=np.int64)
         if idx.size:
@@ -303,38 +376,26 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
             out_ref += exp.tolist()
             out_ok += ok.tolist()
     checks = [_exact_lines("structure", struct, lines, "impressions violate the invariants")]
+    if any(struct):
+        foreign = [rec for rec, msg in zip(records, struct) if "is in no input list" in msg]
+        steps = {_shift(rec.rankings, rec.shown) for rec in foreign}
+        if foreign and len(steps) == 1 and 0 not in steps:     # every such line explained by one shift
+            step = steps.pop()
+            checks[0] = replace(checks[0], message=(
+                f"warning: on all {len(foreign)} lines with a document in no ranking (first: line "
+                f"{foreign[0].line}), every shown id {step:+d} is in the rankings: {_SHIFTED[step]}?; "
+                + checks[0].message))
+    zero = any(0 in rec.teams for rec in records)
+    if not zero and all(rec.teams for rec in records):
+        checks[0] = replace(checks[0], message=(
+            f"warning: no team label is 0 anywhere in the log (0 = rankings[0]): if the labels are 1-based, "
+            f"they must be ranker indices 0..{m - 1}; " + checks[0].message))
     if spec.prefix_balanced:
         checks.append(_exact_lines("prefix_balance", prefix, lines, "impressions have an unbalanced prefix"))
 
     # team label per position against the reference
-    pos = np.concatenate(slots_pos)
-    order = np.argsort(pos, kind="stable")
-    cuts = np.cumsum(np.bincount(pos, minlength=int(page.max())))[:-1]
-    per_log = np.split(np.concatenate(slots_log)[order], cuts)
-    per_ref = np.split(np.concatenate(slots_ref)[order], cuts)
-    pvals: list[float] = []
-    seen: set[bytes] = set()
-    worst = ("", 1.0)
-    for j, (a, b) in enumerate(zip(per_log, per_ref)):   # a position splitting the slots as one tested before
-        key = partition_key(a, b)                         # is that test
-        if key is not None and key not in seen:
-            seen.add(key)
-            pvals.append(homogeneity(a, b))
-            if pvals[-1] < worst[1]:
-                worst = (f"position {j + 1} ({a.size} logged slots): log vs reference "
-                         + ", ".join(f"team {t}: {np.mean(a == t):.3f} vs {np.mean(b == t):.3f}" for t in range(m)),
-                         pvals[-1])
-    pb = bonferroni(pvals)
-    worst_text = f"; worst: {worst[0]}" if worst[0] and pb < alpha else ""
-    checks.append(CheckResult("team_distribution", PENDING,
-                              f"chi-square p-value (sampled reference), Bonferroni over {len(pvals)}", pb,
-                              f"team label per position vs a sample of the reference on the logged inputs and page "
-                              "lengths (chi-square tests of homogeneity: every logged row has its own lists, so no "
-                              f"exact distribution is enumerated; {len(pvals)} distinct tests over {len(per_log)} "
-                              "positions: a position whose labels "
-                              "split the impressions as an earlier one does, e.g. team-draft's second pick, gives "
-                              "the same p-value and is counted once; a constant one cannot fail)" + worst_text,
-                              counts={"impressions": len(records), "positions": len(per_log)}, rule="null"))
+    checks.append(_team_distribution(slots_pos, slots_log, slots_ref, slots_id, table, page, m, len(records),
+                                     int(is_exact.sum()), method, alpha))
 
     if out_line:
         ok_a = np.asarray(out_ok, dtype=bool)
@@ -356,8 +417,8 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
         ("size", (f"{len(records)} logged impressions; page lengths {int(page.min())}..{int(page.max())} "
                  f"(the page length of an impression is its shown length); reference options "
                  f"{ref_il.options or 'default'}; seed {seed} for the reference draws")),
-        ("statistics", ("exact checks print violations/total and fail on any violation; chi-square p-values are "
-                       "Bonferroni-combined over positions and fail when p < alpha")),
+        ("statistics", ("exact checks print violations/total and fail on any violation; a test's p-values are "
+                       "Bonferroni-combined over positions and fail when below the level")),
     )
     return ValidationReport(subject, method, finalize(checks, alpha), alpha, conv, "log")
 
@@ -380,3 +441,75 @@ def _exact_lines(name: str, messages: Sequence[str], lines: Sequence[int], what:
     bad = [(line, msg) for line, msg in zip(lines, messages) if msg]
     example = f"line {bad[0][0]}: {bad[0][1]}" if bad else ""
     return exact_check(name, len(bad), len(messages), what, example)
+
+
+def _team_distribution(slots_pos: Sequence[NDArray[np.int64]], slots_log: Sequence[NDArray[np.int64]],
+                       slots_ref: Sequence[NDArray[np.int64]], slots_id: Sequence[NDArray[np.int64]],
+                       table: dict[tuple[float, ...], int], page: NDArray[np.int64], m: int, n_records: int,
+                       n_exact: int, method: str, alpha: float) -> CheckResult:
+    """Team label per position: against the exact probabilities of each impression where they are enumerated
+    (:func:`~.stattests.pooled_goodness_of_fit`), against a sample of the reference elsewhere (chi-square
+    homogeneity); each distinct test counted once."""
+    probs = np.asarray(list(table), dtype=np.float64).reshape(len(table), m + 1)
+    pos = np.concatenate(slots_pos)
+    order = np.argsort(pos, kind="stable")
+    cuts = np.cumsum(np.bincount(pos, minlength=int(page.max())))[:-1]
+    per_log = np.split(np.concatenate(slots_log)[order], cuts)
+    per_ref = np.split(np.concatenate(slots_ref)[order], cuts)
+    per_id = np.split(np.concatenate(slots_id)[order], cuts)
+    pvals: list[float] = []
+    kinds: set[str] = set()
+    seen: set[bytes] = set()
+    worst = ("", 1.0)
+    for j, (a, b, ids) in enumerate(zip(per_log, per_ref, per_id)):
+        ex = ids >= 0
+        for kind, lab in (("exact", a[ex]), ("sampled", a[~ex])):
+            if not lab.size:
+                continue
+            if kind == "exact":
+                key = pooled_gof_key(lab, ids[ex], probs)
+            else:
+                key = partition_key(lab, b[~ex])   # a position splitting the slots as one tested before is that test
+            if key is None or key in seen:
+                continue
+            seen.add(key)
+            kinds.add(kind)
+            if kind == "exact":
+                pvals.append(pooled_goodness_of_fit(lab, ids[ex], probs))
+                share = probs[ids[ex]].mean(axis=0)
+                vs = "exact reference"
+            else:
+                pvals.append(homogeneity(lab, b[~ex]))
+                share = np.asarray([np.mean(b[~ex] == t) for t in range(m)])
+                vs = "a sampled reference"
+            if pvals[-1] < worst[1]:
+                worst = (f"position {j + 1} ({lab.size} logged slots): log vs {vs} "
+                         + ", ".join(f"team {t}: {np.mean(lab == t):.3f} vs {share[t]:.3f}" for t in range(m)),
+                         pvals[-1])
+    pb = bonferroni(pvals)
+    stat = {frozenset({"exact"}): "goodness-of-fit p-value (exact reference)",
+            frozenset({"sampled"}): "chi-square p-value (sampled reference)"}.get(
+                frozenset(kinds), "goodness-of-fit / chi-square p-value (exact / sampled reference)")
+    n_sampled = n_records - n_exact
+    if n_exact:
+        ref_text = (f"exact reference probabilities for {n_exact} of {n_records} impressions (each impression's "
+                    "own per-slot team probabilities, enumerated from the method's definition on its logged lists "
+                    "and page length; per position the logged counts against their sum, with the covariance of "
+                    "independent draws: Pearson's chi-square when every impression has the same probabilities, "
+                    "exact binomial test for two cells then, cells expecting fewer than 5 merged, a label the "
+                    "reference never gives there p = 0)")
+        if n_sampled:
+            ref_text += (f"; a sampled reference (chi-square test of homogeneity) for the other {n_sampled}: "
+                         f"more than {MAX_LOG_DRAWS:,} pick orders to enumerate")
+    else:
+        ref_text = ("a sampled reference (chi-square test of homogeneity: "
+                    + (f"more than {MAX_LOG_DRAWS:,} pick orders to enumerate per impression)"
+                       if method_spec(method).prefix_balanced or "team_draft" in method
+                       else "no exact distribution for this method)"))
+    return CheckResult("team_distribution", PENDING, f"{stat}, Bonferroni over {len(pvals)}", pb,
+                       f"team label per position, log vs reference on the logged inputs and page lengths: "
+                       f"{len(pvals)} distinct tests over {len(per_log)} positions (a position whose labels split "
+                       "the impressions as an earlier one does, e.g. team-draft's second pick, gives the same "
+                       "p-value and is counted once; a constant one cannot fail); " + ref_text,
+                       counts={"impressions": n_records, "positions": len(per_log), "exact": n_exact,
+                               "sampled": n_sampled}, rule="null", hint=f"worst: {worst[0]}" if worst[0] else "")

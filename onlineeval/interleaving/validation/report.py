@@ -61,6 +61,10 @@ class CheckResult:
     level:
         The significance level the p-value was compared with (the battery's ``alpha``
         divided over its statistical checks), ``None`` for exact and documented checks.
+    hint:
+        Where a statistical check failed and what to try (the worst position, another tau): set
+        by the check, appended to :attr:`message` by :func:`finalize` only when the check fails
+        (a passing row names no "worst" test), so terminal and JSON carry the same text.
     """
 
     name: str
@@ -72,6 +76,7 @@ class CheckResult:
     counts: dict[str, int] = field(default_factory=dict)
     rule: str = "exact"
     level: float | None = None
+    hint: str = field(default="", repr=False, compare=False)
 
     @property
     def failed(self) -> bool:
@@ -202,6 +207,8 @@ class ValidationReport:
 def finalize(checks: list[CheckResult], alpha: float) -> tuple[CheckResult, ...]:
     """Set the status of the statistical checks at the level ``alpha / s`` (``s`` = their number).
 
+    A check's :attr:`~CheckResult.hint` is appended to its message where it failed, dropped elsewhere.
+
     Bonferroni over the checks: a correct implementation fails a run with probability at
     most ``alpha`` (each check's p-value is already Bonferroni-combined over its own tests).
     """
@@ -213,5 +220,7 @@ def finalize(checks: list[CheckResult], alpha: float) -> tuple[CheckResult, ...]
             c = replace(c, status=PASS if c.value is not None and c.value >= level else FAIL, level=level)
         elif c.rule == "power":
             c = replace(c, status=PASS if c.value is not None and c.value < level else FAIL, level=level)
+        if c.hint:
+            c = replace(c, message=c.message + "; " + c.hint if c.failed else c.message, hint="")
         out.append(c)
     return tuple(out)

@@ -8,6 +8,10 @@
 * goodness of fit of one sample of categories to exact probabilities
   (:func:`goodness_of_fit`: a category of probability 0 observed gives p = 0; cells of expected
   count below :data:`MIN_EXPECTED` merged; two cells: exact binomial test, more: Pearson chi-square);
+* goodness of fit of one sample whose every draw has its own exact distribution
+  (:func:`pooled_goodness_of_fit`, ``--log``: the rows of a log have their own input lists): the
+  counts against the summed probabilities, with the covariance of a sum of independent categorical
+  draws (Pearson's statistic when every row has the same distribution);
 * Bonferroni combination ``min(1, m * min p)`` of ``m`` p-values;
 * :func:`partition_key`: which homogeneity tests are one test (two columns that split the
   pooled impressions into the same groups give the same table up to relabelling, hence the
@@ -27,7 +31,7 @@ from scipy import stats
 from onlineeval.interleaving.validation.report import FAIL, PASS, CheckResult
 
 __all__ = ["MIN_EXPECTED", "RARE_CATEGORY", "bonferroni", "exact_check", "gof_key", "goodness_of_fit", "homogeneity",
-           "partition_key", "sign_test", "t_test"]
+           "partition_key", "pooled_gof_key", "pooled_goodness_of_fit", "sign_test", "t_test"]
 
 #: categories seen fewer times than this in both samples together are pooled into one
 #: before the chi-square test (expected counts of about 5 per sample and cell)
@@ -133,6 +137,94 @@ def gof_key(sample: NDArray[np.integer], probs: dict[int, float]) -> bytes | Non
     unseen = sorted(round(p, 12) for c, p in probs.items() if p > 0 and c not in set(cats.tolist()))
     head = repr((x.size, seen_p, unseen)).encode()
     return hashlib.blake2b(head + rank[inv].tobytes(), digest_size=20).digest()
+
+
+def _merge_order(exp: Sequence[float], obs: Sequence[int]) -> list[list[int]]:
+    """:func:`goodness_of_fit`'s merging of cells (smallest expected count first) as groups of cell indices."""
+    groups = sorted(([c] for c in range(len(exp))), key=lambda g: (exp[g[0]], obs[g[0]]))
+    e = [exp[g[0]] for g in groups]
+    o = [obs[g[0]] for g in groups]
+    while len(e) > 1 and e[0] < MIN_EXPECTED:
+        groups[1], e[1], o[1] = groups[0] + groups[1], e[1] + e[0], o[1] + o[0]
+        groups, e, o = groups[1:], e[1:], o[1:]
+        order = sorted(range(len(e)), key=lambda i: (e[i], o[i]))
+        groups, e, o = [groups[i] for i in order], [e[i] for i in order], [o[i] for i in order]
+    return groups
+
+
+def pooled_goodness_of_fit(labels: NDArray[np.integer], rows: NDArray[np.integer],
+                           table: NDArray[np.floating]) -> float:
+    """Test that draw ``r`` (category ``labels[r]``) came from its own exact distribution ``table[rows[r]]``.
+
+    ``table`` is ``(G, C)``: the distinct distributions over categories ``0..C-1`` (rows sum to one).
+
+    * a draw of a category its distribution gives probability 0: p = 0 (an exact rejection);
+    * one distinct distribution: :func:`goodness_of_fit` itself (exact binomial test for two cells);
+    * else the counts ``O`` are compared with ``E = sum_r p_r`` through the covariance of a sum of
+      independent categorical draws, ``diag(E) - sum_r p_r p_r^T``: ``(O - E)' S^+ (O - E)`` on all cells
+      but one, chi-square with the covariance's rank as degrees of freedom (Pearson's statistic when
+      every ``p_r`` is the same). Cells are merged as :func:`goodness_of_fit` merges them (expected
+      count below :data:`MIN_EXPECTED`).
+    """
+    x = np.asarray(labels, dtype=np.int64).ravel()
+    g = np.asarray(rows, dtype=np.int64).ravel()
+    p = np.asarray(table, dtype=np.float64)
+    if not x.size:
+        return 1.0
+    if (p[g, x] <= 0.0).any():
+        return 0.0
+    used = np.unique(g)
+    if used.size == 1 or np.all(p[used] == p[used[0]]):
+        return goodness_of_fit(x, {c: float(q) for c, q in enumerate(p[used[0]]) if q > 0})
+    w = np.bincount(g, minlength=p.shape[0]).astype(np.float64)
+    exp_all = w @ p
+    obs_all = np.bincount(x, minlength=p.shape[1])
+    cells = np.flatnonzero(exp_all > 0)
+    groups = _merge_order(exp_all[cells].tolist(), obs_all[cells].tolist())
+    if len(groups) < 2:
+        return 1.0
+    merge = np.zeros((p.shape[1], len(groups)))
+    for k, grp in enumerate(groups):
+        merge[cells[grp], k] = 1.0
+    pm = p @ merge                                            # (G, K): each distribution over the merged cells
+    e = w @ pm
+    d = (obs_all @ merge - e)[:-1]
+    cov = (np.diag(e) - (pm * w[:, None]).T @ pm)[:-1, :-1]
+    lam, vec = np.linalg.eigh(cov)
+    keep = lam > 1e-9 * max(float(lam.max()), 1.0)
+    if not keep.any():
+        return 1.0
+    stat = float(np.sum((vec[:, keep].T @ d) ** 2 / lam[keep]))
+    return float(stats.chi2.sf(stat, int(keep.sum())))
+
+
+def pooled_gof_key(labels: NDArray[np.integer], rows: NDArray[np.integer],
+                   table: NDArray[np.floating]) -> bytes | None:
+    """Which :func:`pooled_goodness_of_fit` tests are one test; ``None`` for one that cannot reject.
+
+    Categories are numbered in order of first appearance among the labels (categories never drawn
+    after them, by their probabilities), distributions in order of first use: two columns that split
+    the draws into the same groups with the same probabilities (a team-draft round's second pick against
+    its first) give the same key, and the same p-value. ``None``: every draw certain and drawn.
+    """
+    x = np.asarray(labels, dtype=np.int64).ravel()
+    g = np.asarray(rows, dtype=np.int64).ravel()
+    p = np.round(np.asarray(table, dtype=np.float64), 12)
+    if not x.size or np.all(p[g, x] == 1.0):
+        return None
+    ids, first_g, inv_g = np.unique(g, return_index=True, return_inverse=True)
+    id_order = ids[np.argsort(first_g)]
+    id_rank = np.empty(ids.size, dtype=np.int64)
+    id_rank[np.argsort(first_g)] = np.arange(ids.size)
+    cats, first_x = np.unique(x, return_index=True)
+    seen = cats[np.argsort(first_x)].tolist()
+    unseen = sorted((c for c in range(p.shape[1]) if c not in set(seen) and (p[id_order, c] > 0).any()),
+                    key=lambda c: tuple(p[id_order, c].tolist()))
+    order = seen + unseen
+    rank = np.full(p.shape[1], -1, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    head = repr((x.size, p[id_order][:, order].tolist())).encode()
+    return hashlib.blake2b(head + rank[x].tobytes() + id_rank[inv_g].tobytes(), digest_size=20).digest()
 
 
 def partition_key(a: NDArray[np.integer], b: NDArray[np.integer]) -> bytes | None:
