@@ -64,7 +64,7 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
            "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON",
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
-           "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "exact_truth_per_query", "truth_world_se",
+           "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "EXTRAPOLATION_FLAG", "exact_truth_per_query", "truth_world_se",
            "MONTE_CARLO_WORLD_NOTE"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
@@ -312,6 +312,10 @@ _SIZE_SEED_TAG = 0x73697A65626F6F74
 #: target :math:`se^2 = T = (|\delta| / (z_{1-\alpha/2} + z_{power}))^2` (the answer's sensitivity to ``b`` is
 #: :math:`b / (T - b)`: 4 at 0.8) ...
 UNSTABLE_FLOOR_RATIO = 0.8
+#: an analytic size whose days (analytic days / simulated days) are extrapolated beyond this factor is unstable ('?'):
+#: se^2 = a/N + b is then used far past the simulated days and the answer depends on that model (review 4, F2: 9-14%
+#: too many days at 9x on configs/ab.yaml), an error the refits' 90% range leaves out
+EXTRAPOLATION_FLAG = 3.0
 #: ... or when its relative standard error over the refits is above this
 UNSTABLE_REL_SE = 0.25
 
@@ -562,7 +566,7 @@ def null_check(
 _SIZE_KEYS = ("analytic_required_impressions", "analytic_required_impressions_rel_se",
               "analytic_required_impressions_range", "analytic_required_impressions_unreachable_share",
               "analytic_required_impressions_unstable", "analytic_required_days", "analytic_required_users",
-              "analytic_required_days_extrapolation")
+              "analytic_required_days_extrapolation", "analytic_required_impressions_extrapolated")
 
 #: why a biased estimate's analytic numbers are withheld (summary.json 'analytic_withheld')
 WITHHELD_REASON = ("biased: the design's null check or the estimate's mean against the exact truth finds a bias, "
@@ -715,6 +719,9 @@ def analyse(
         refits[(design, metric)] = size_refits(wide_se, wide_n, t.value, t.se, size_seed(config.seed, design, metric),
                                                spread=is_held)
         size_unc = size_uncertainty(fit, refits[(design, metric)], t.value, alpha, target_power)
+        # review 4, F2: analytic days / simulated days; beyond EXTRAPOLATION_FLAG the size is model-dependent
+        extrapolation = n_req / queries_per_day / float(config.traffic.days) if math.isfinite(n_req) else None
+        extrapolated = extrapolation is not None and extrapolation > EXTRAPOLATION_FLAG
         day_sim = _first_day(c, "power", target_power)
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
         r = int(last["replicates"])
@@ -757,13 +764,14 @@ def analyse(
             "analytic_required_impressions_rel_se": size_unc["rel_se"],
             "analytic_required_impressions_range": size_unc["range"],
             "analytic_required_impressions_unreachable_share": size_unc["unreachable_share"],
-            "analytic_required_impressions_unstable": size_unc["unstable"],
+            # '?': the refits' rule (size_uncertainty), or extrapolated beyond EXTRAPOLATION_FLAG x the simulated days
+            "analytic_required_impressions_unstable": bool(size_unc["unstable"] or extrapolated),
+            "analytic_required_impressions_extrapolated": extrapolated,
             "variance_floor_to_target": size_unc["floor_ratio"],
             "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
             # review 4, F2: how far past the simulated days the a/N + b fit is extrapolated (analytic days /
             # simulated days); its error grows with this (9-14% measured at 9x)
-            "analytic_required_days_extrapolation": (n_req / queries_per_day / float(config.traffic.days)
-                                                     if math.isfinite(n_req) else None),
+            "analytic_required_days_extrapolation": extrapolation,
             "analytic_required_users": float(
                 expected_distinct_users(n_req, config.users.population, config.users.activity.sigma)
             ) if math.isfinite(n_req) else None,

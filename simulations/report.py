@@ -27,6 +27,7 @@ import yaml
 
 from onlineeval import __version__
 from simulations.analysis import (
+    EXTRAPOLATION_FLAG,
     NULL_BIAS_SE,
     SIZE_BOOTSTRAP,
     UNSTABLE_FLOOR_RATIO,
@@ -69,7 +70,9 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "variance_floor_to_target = b / T with T the target se^2 (the answer moves by b / (T - b) times any "
         f"relative change of b); unstable ('?' in the report): b / T > {UNSTABLE_FLOOR_RATIO} or the relative SE "
         f"above {UNSTABLE_REL_SE} (or undefined) or the 95% point not reachable, or 'not reachable' while 10% or more of "
-        "the refits reach it. CUPED's days needed (its own fit, seeded by 'cuped:<metric>') and the sequential plan's "
+        f"the refits reach it, or the analytic days extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated days "
+        "(analytic_required_impressions_extrapolated: the answer then depends on the a/N + b model, whose own error "
+        "the range leaves out). CUPED's days needed (its own fit, seeded by 'cuped:<metric>') and the sequential plan's "
         "days (the main size's refits; floor ratio b x the information each needs, R b / T for the maximum) are "
         "refitted and flagged by the same rule (cuped.*.required.unstable, sequential.*.decision.planned.uncertainty)",
         "biased_sample_sizes": "an entry found biased (null check, or its mean estimate against the exact truth) has "
@@ -475,17 +478,21 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
         for metric, e in metrics.items():
             if is_biased_entry(e) or not e.get("analytic_required_impressions_unstable"):
                 continue
-            items.append(f"{design}/{metric}: " + spread_text(
+            text = spread_text(
                 e.get("analytic_required_impressions_range"), count_text, e.get("analytic_required_impressions_rel_se"),
-                e.get("variance_floor_to_target"), e.get("analytic_required_impressions_unreachable_share")))
+                e.get("variance_floor_to_target"), e.get("analytic_required_impressions_unreachable_share"))
+            factor = e.get("analytic_required_days_extrapolation")
+            if e.get("analytic_required_impressions_extrapolated") and _number(factor):
+                text += f" [extrapolated {factor:.1f}x the simulated days: model-dependent]"
+            items.append(f"{design}/{metric}: {text}")
     if not items:
         return []
     return [f"  '?' unstable impressions needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap resamples "
-            "of the replicates): " + "; ".join(items)]
+            "of the replicates; it leaves out the a/N + b model's own error): " + "; ".join(items)]
 
 
-#: an analytic '*' size extrapolated beyond this many times the simulated days is flagged (review 4, F2)
-EXTRAPOLATION_FLAG = 3.0
+#: an analytic '*' size extrapolated beyond this many times the simulated days is flagged '!' and unstable '?'
+#: (review 4, F2; defined in simulations.analysis, which sets the '?')
 
 
 def extrapolated_entries(s: dict[str, Any]) -> list[tuple[str, str, float, float]]:
@@ -675,7 +682,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         f"{UNSTABLE_FLOOR_RATIO:.0%} of the target se^2, or",
         f"  the size's relative SE (refits on bootstrap resamples of the replicates) above {UNSTABLE_REL_SE:.0%}, "
         "or the refits'",
-        "  90% range reaches 'not reachable' (or, for 'never', 10% of them reach the target): ranges below the table;",
+        "  90% range reaches 'not reachable' (or, for 'never', 10% of them reach the target), or the analytic days",
+        f"  are extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated days (model-dependent): ranges below the "
+        "table, which leave",
+        "  out the a/N + b model's own error;",
         "  'no detectable effect': the interleaving truth is within 2 Monte Carlo SEs of 0; '!' = A/A FPR",
         "  outside its 99% band; '0 (ties)': with B replaced by A every comparison of this design is a tie, so",
         "  A/A cannot reject; null Delta: expected Delta when clicks do not depend on relevance (every true",

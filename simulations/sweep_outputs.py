@@ -94,7 +94,8 @@ TERMINAL_LEGEND = (
     "'never' = the SE floor of returning users is above the target; '> 1 year' = more than 365 days; 'no effect' = "
     "the truth is within 2 Monte "
     "Carlo SEs of 0; '?' = unstable: the se^2 = a/N + b fit behind it is near its floor or loosely determined by "
-    "the replicates (90% range in the point's report))"
+    "the replicates, or extrapolated beyond 3x the simulated days (model-dependent; 90% range in the point's "
+    "report, without the model's own error))"
 )
 
 

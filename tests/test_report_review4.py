@@ -144,6 +144,40 @@ def test_extrapolated_sizes_print_their_factor_and_are_flagged_beyond_3x(run):
     assert "the 2 simulated days" in flat and "the 2 simulated days" in html_flat
 
 
+def test_sizes_extrapolated_beyond_3x_are_unstable(run):
+    """Review 4, F2: '?' also when the analytic days are more than 3x the simulated days (model-dependent), whatever
+    the refits say; the unstable line names the factor and the legends say the range leaves out the model's error."""
+    from simulations.analysis import EXTRAPOLATION_FLAG, SIZE_BOOTSTRAP
+    from simulations.report import sample_size_cells
+
+    result, text, html = run
+    cfg = result.config
+    flat = " ".join(text.split())
+    html_flat = " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+    flags = {True: 0, False: 0}
+    for design, metrics in result.summary["designs"].items():
+        for metric, e in metrics.items():
+            n_req = e.get("analytic_required_impressions")
+            if n_req is None:
+                continue
+            far = n_req / (cfg.traffic.queries_per_day * cfg.traffic.days) > EXTRAPOLATION_FLAG  # independent
+            assert e["analytic_required_impressions_extrapolated"] is far
+            if far:
+                assert e["analytic_required_impressions_unstable"] is True
+                assert sample_size_cells(e, cfg.users.population)["impressions"].endswith("?")
+                factor = e["analytic_required_days_extrapolation"]
+                assert f"{design}/{metric}: " in flat
+                assert f"[extrapolated {factor:.1f}x the simulated days: model-dependent]" in flat
+            flags[far] += 1
+    assert flags[True] >= 1 and flags[False] >= 1  # abandonment ~21x; reciprocal_rank within the horizon
+    assert (f"'?' unstable impressions needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap resamples "
+            "of the replicates; it leaves out the a/N + b model's own error)") in flat
+    assert "or the analytic days are extrapolated beyond 3x the simulated days (model-dependent): ranges below " \
+        "the table, which leave out the a/N + b model's own error;" in flat
+    assert "extrapolated beyond 3x the simulated days (model-dependent); summary.json" in html_flat
+    assert "which leaves out the a/N + b model's own error" in html_flat
+
+
 def test_exact_truths_print_their_se_over_worlds(run):
     """Review 4, F1: each exact A/B truth's SE over drawn worlds (world_sampling of its per-query values) is in
     summary.json, under the terminal's main table with its '!' and size factors, and in report.html's answer table;
@@ -171,3 +205,10 @@ def test_exact_truths_print_their_se_over_worlds(run):
     assert "so 'sizes xL to xH' is how far impressions, users and days move" in flat
     assert "+- under a true effect, over worlds: ab / " in " ".join(
         unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def test_sweep_legends_use_the_same_extrapolation_flag():
+    from simulations.analysis import EXTRAPOLATION_FLAG
+    from simulations.sweep_outputs import TERMINAL_LEGEND
+
+    assert f"or extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated days (model-dependent" in TERMINAL_LEGEND

@@ -223,8 +223,10 @@ def answer_section(summary: dict[str, Any]) -> Html:
          "interleaving has no arms: every impression and user counts; users: expected distinct users; 'whole "
          "population': at least 99% of them). '?': unstable, the fitted floor b is above 80% of the target se^2 "
          "or the size's relative SE "
-         "(refits on bootstrap resamples of the replicates) above 25%; summary.json "
-         "analytic_required_impressions_range gives the refits' 90% range.")],
+         "(refits on bootstrap resamples of the replicates) above 25%, or the analytic days are extrapolated "
+         f"beyond {EXTRAPOLATION_FLAG:g}x the simulated days (model-dependent); summary.json "
+         "analytic_required_impressions_range gives the refits' 90% range, which leaves out the a/N + b model's "
+         "own error.")],
         [("A/A FPR: rejection rate with B replaced by A ('outside band': outside its 99% binomial band; '0 (ties)': "
          "every comparison is a tie, so A/A cannot reject). null Delta: expected Delta when clicks do not depend on "
          "relevance (every true effect 0).")],

@@ -31,7 +31,7 @@ from simulations.html_report.page import (
     tree,
 )
 from simulations.html_report.simulate import is_biased, population_of, sample_size_html
-from simulations.report import MAX_DAYS_SHOWN, WHOLE_POPULATION
+from simulations.report import EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, WHOLE_POPULATION
 from simulations.shrinkage import mde_cell
 
 __all__ = ["point_summaries", "sweep_header", "sweep_sections"]
@@ -223,8 +223,9 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
                       "days, never / not reachable: the SE floor is above the target; impressions and users needed: "
                       "analytic for the target power (users: expected distinct users; 'whole population': at least "
                       f"{WHOLE_POPULATION:.0%} of the point's users). '?': unstable, the fitted floor b is near the "
-                      "target se^2 or the size is loosely determined by the replicates (its 90% range is in the "
-                      "point's report). The same cells as each point's own report."),
+                      "target se^2 or the size is loosely determined by the replicates, or extrapolated beyond "
+                      f"{EXTRAPOLATION_FLAG:g}x the simulated days (model-dependent; its 90% range, in the point's report, leaves out the "
+                      "a/N + b model's own error). The same cells as each point's own report."),
             tag("li", "A/A FPR: rejection rate with B replaced by A; ", biased_mark(),
                 ": the point's null check (or the exact truth) finds the design biased there; its power and sample "
                 "size are not sensitivities. Each point's folder has its own report.html with every metric "
