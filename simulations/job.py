@@ -98,8 +98,11 @@ PARTIAL_FORMAT = 2
 #: of the uniforms), even when every distribution is unchanged. It is part of :func:`config_fingerprint`, so a run
 #: resumed after an upgrade recomputes the replicates of the earlier version instead of mixing them with its own
 #: (replicate ``r`` is then what a fresh run gives), and so does a sweep's point. ``tests/test_stream_version.py``
-#: holds a digest of each design's draws and fails, asking for this bump, when one changes. Partial files record it
-#: in their header (``stream_version``; absent in files of the versions before it was introduced).
+#: holds a digest of each design's draws and every number one replicate reports (each checkpoint's estimates, SEs,
+#: intervals, p-values, counts: ``tests/data/stream_version_numbers.json``, compared to 1e-9), and fails, asking for
+#: this bump, when one changes; after the bump, ``python tests/test_stream_version.py --write-numbers`` regenerates
+#: the numbers (and without ``--write-numbers`` prints the digests). Partial files record it in their header
+#: (``stream_version``; absent in files of the versions before it was introduced).
 #: 4 (2026-12-02): the model-based estimators' numbers for a seed changed (EM capped at 1000 iterations instead of
 #: 200, the doubly robust estimators cross-fitted by default, the direct method's bootstrap refitting its model),
 #: though no random stream did: a run resumed across it must not mix their replicates.

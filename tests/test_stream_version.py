@@ -24,17 +24,38 @@ batch (never floats, whose last bits may differ across CPUs and NumPy builds):
 The hooks wrap functions the designs call (``run_traffic``, ``pair_outcomes``, ``DrawTable.draw_coin_rows``) and
 read the designs' state; they change no number (the replicate's rows are checked against an unhooked run). A
 digest differs from the stored one when that design's stream changed: bump ``STREAM_VERSION`` and update it
-(``python tests/test_stream_version.py`` prints this checkout's digests; a failure names the new one). The digests
-stored here are those of the code at the STREAM_VERSION they go with; one replicate of this config runs in about
-0.2 s once the compiled kernels are cached.
+(``python tests/test_stream_version.py`` prints this checkout's digests; a failure names the new one).
+
+The draws do not see a change of a formula that draws nothing (an estimator's terms, an SE, an interval, a
+p-value: STREAM_VERSION 4 and 5 were such changes, bumped by hand), so the test also compares **every number the
+replicate reports** (its rows: per design, A/A variant and checkpoint, each metric's estimate, SE, interval,
+p-value and counts, the null variants' ``null:`` rows, SRM, CUPED and per-batch rows) with the numbers stored in
+``tests/data/stream_version_numbers.json`` (:data:`NUMBERS_FILE`), floats within a relative 1e-9 (absolute 1e-12)
+rather than hashed: last-bit differences between CPUs, NumPy and BLAS builds pass (the designs' NumPy paths, other
+summation orders, differ from the compiled kernels by at most 4e-13 and pass), a changed formula does not (a term
+times 1 + 1e-6 fails; both are tested). CONFIG's last four designs are there for these numbers: every estimator on
+every reward kind it takes, Welch's test, CUPED, per-batch looks and an injected broken split.
+
+**When a test here fails** because a change is meant to change numbers (another estimator formula, interval,
+sampler): bump ``STREAM_VERSION`` in ``simulations/job.py`` (a resumed run or sweep would otherwise mix replicates
+of both versions), then regenerate the stored numbers with ``python tests/test_stream_version.py --write-numbers``
+(it refuses while the stored numbers are of the same STREAM_VERSION and differ: bump first; ``--same-version``
+overrides it, for a change of this test's CONFIG only) and, if a digest failed, paste the digests
+``python tests/test_stream_version.py`` prints into :data:`DIGESTS`. Commit the regenerated file with the change
+(its diff shows which rows moved). The digests and numbers stored are those of the code at the STREAM_VERSION they
+go with; one replicate of this config runs in about 0.6 s of CPU once the compiled kernels are cached.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import math
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,7 +68,7 @@ from simulations.config import Config, config_from_mapping
 from simulations.designs.base import Design
 from simulations.designs.counterfactual import CounterfactualDesign
 from simulations.designs.interleaving import DrawTable
-from simulations.job import prepare_world
+from simulations.job import STREAM_VERSION, prepare_world
 from simulations.runner import replicate_seeds, run_replicate
 from simulations.users import UserModels
 
@@ -79,8 +100,26 @@ CONFIG: dict[str, Any] = {
         {"name": "cf_randtop", "type": "counterfactual", "logger": {"policy": "randtop", "ranker": "A"}},
         {"name": "cf_randpair", "type": "counterfactual", "logger": {"policy": "randpair", "ranker": "A"}},
         {"name": "cf_swap", "type": "counterfactual", "logger": {"policy": "swap", "ranker": "A"}},
-        {"name": "cf_mixture", "type": "counterfactual", "bootstrap": 100, "logger": {"policy": "mixture", "ranker": "A",
-         "components": [{**_EG, "n": 10, "weight": 0.8}, {**_EG, "n": 10, "scores": "B", "weight": 0.2}]}},
+        {"name": "cf_mixture", "type": "counterfactual", "bootstrap": 100, "logger": {
+            "policy": "mixture", "ranker": "A",
+            "components": [{**_EG, "n": 10, "weight": 0.8}, {**_EG, "n": 10, "scores": "B", "weight": 0.2}]}},
+        # for the reported numbers (NUMBERS_FILE): the A/B options that add rows (Welch's test, CUPED, per-batch
+        # looks, an injected broken split) and every estimator on each kind of reward (additive; first-click with
+        # an offset, abandonment, with the bootstrap; first-click without) through both serving paths
+        {"name": "ab_options", "type": "ab", "metric": "clicks_per_query", "test": "welch", "share_b": 0.4,
+         "analysis": {"cuped": {"pre_days": 1}, "monitoring": "batch",
+                      "srm": {"inject": {"user_type": "nav", "share": 0.2}}}},
+        {"name": "cf_additive", "type": "counterfactual", "metric": "clicks_per_query", "logger": {
+            "policy": "mixture", "ranker": "A",
+            "components": [{**_EG, "n": 10, "weight": 0.8}, {**_EG, "n": 10, "scores": "B", "weight": 0.2}]},
+         "estimators": ["ips", "snips", {"name": "clipped_ips", "cap": 5}, "rips", "iips", "adaptive_ips", "pbm_ips",
+                        "pseudoinverse", "dm", "dr", "dr_list", "cascade_dr"]},
+        {"name": "cf_abandonment", "type": "counterfactual", "metric": "abandonment", "bootstrap": 100,
+         "logger": {"policy": "plackett_luce", "ranker": "A"},
+         "estimators": ["ips", "snips", "snrips", {"name": "clipped_ips", "cap": 5}, "rips", "iips", "adaptive_ips",
+                        "pseudoinverse"]},
+        {"name": "cf_first_click_models", "type": "counterfactual", "metric": "reciprocal_rank",
+         "logger": {"policy": "plackett_luce", "ranker": "A"}, "estimators": ["dm", "dr_list", "cascade_dr"]},
     ],
 }
 
@@ -94,7 +133,12 @@ DIGESTS = {
     "balanced": "950d3d520a4528ba",
     "balanced (A/A)": "f760870253438a4e",
     "balanced (null)": "64aa97da1b300f18",
+    "ab_options": "6ed95236a58951b5",
+    "ab_options (A/A)": "03bf77e105edc2f0",
+    "cf_abandonment": "82f4bdbb382a8ec6",
+    "cf_additive": "fd229a3d7f3fe512",
     "cf_deterministic": "ad63f3da32682da9",
+    "cf_first_click_models": "183f993f81a59c5e",
     "cf_epsilon_greedy": "1cd2df7dbfe242e6",
     "cf_mixture": "30eceb894d3cf6c7",
     "cf_plackett_luce": "ef7c93776cedb97b",
@@ -319,6 +363,126 @@ def run_recorded(monkeypatch: pytest.MonkeyPatch, config: Config | None = None) 
     return rec, rows
 
 
+# ----------------------------------------------------------------------------- the reported numbers
+#: the numbers replicate 0 of CONFIG reports (its rows), written by :data:`REGENERATE`
+NUMBERS_FILE = Path(__file__).with_name("data") / "stream_version_numbers.json"
+#: a stored float and a new one agree within RTOL of the larger or ATOL: last-bit differences of other CPUs, NumPy and
+#: BLAS builds pass (other summation orders: 4e-13 at most, see the tests below), a changed formula does not (one term
+#: times 1 + 1e-6 moves the estimates it enters by 1e-6 to 1e-5 of themselves)
+RTOL, ATOL = 1e-9, 1e-12
+#: the keys of a row that say which number it is (the rest are the numbers compared)
+ROW_KEYS = ("replicate", "design", "aa", "day", "metric")
+REGENERATE = "python tests/test_stream_version.py --write-numbers"
+NUMBERS_MESSAGE = ("if the change is intended, bump STREAM_VERSION in simulations/job.py (a resumed run or sweep would "
+                   "otherwise mix replicates computed before and after it) and regenerate the stored numbers: "
+                   + REGENERATE)
+
+
+def _row_label(row: dict[str, Any]) -> str:
+    """The design of a row as the digests name it (``ab (A/A)``; a null variant's rows are its design's, ``null:``)."""
+    return f"{row['design']} (A/A)" if row["aa"] else str(row["design"])
+
+
+def _encode(value: Any) -> Any:
+    """A row's value as JSON: floats as they are (``repr`` round-trips), NaN as null, infinities as strings."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        return None if math.isnan(x) else x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"a row holds {value!r} ({type(value).__name__}): give it an encoding in {__file__}")
+
+
+def _decode(value: Any) -> Any:
+    if value is None:
+        return math.nan
+    return float(value) if value in ("inf", "-inf") else value
+
+
+def replicate_numbers(rows: list[dict[str, Any]]) -> tuple[list[str], dict[str, dict[str, list[Any]]]]:
+    """``(fields, {design: {"day D metric": [the row's values of fields]}})``: every number the rows report."""
+    fields = [k for k in rows[0] if k not in ROW_KEYS]
+    out: dict[str, dict[str, list[Any]]] = {}
+    for row in rows:
+        assert [k for k in row if k not in ROW_KEYS] == fields, f"rows with other fields: {list(row)}"
+        entries = out.setdefault(_row_label(row), {})
+        key = f"day {row['day']} {row['metric']}"
+        assert key not in entries, f"{_row_label(row)}: two rows {key!r}"
+        entries[key] = [_encode(row[k]) for k in fields]
+    return fields, out
+
+
+def _same(old: Any, new: Any) -> bool:
+    old, new = _decode(old), _decode(new)
+    if isinstance(old, bool) or isinstance(new, bool) or isinstance(old, str) or isinstance(new, str):
+        return type(old) is type(new) and old == new
+    if isinstance(old, int) and isinstance(new, int):
+        return old == new
+    if math.isnan(old) or math.isnan(new):
+        return math.isnan(old) and math.isnan(new)
+    return math.isclose(old, new, rel_tol=RTOL, abs_tol=ATOL)
+
+
+def _change(old: Any, new: Any) -> str:
+    old, new = _decode(old), _decode(new)
+    text = f"stored {old!r}, now {new!r}"
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (old, new))
+    if numbers and math.isfinite(old) and math.isfinite(new) and old != 0:
+        text += f" (relative change {(new - old) / abs(old):.3g})"
+    return text
+
+
+def compare_numbers(fields: list[str], stored: dict[str, list[Any]], got: dict[str, list[Any]],
+                    stored_fields: list[str]) -> list[str]:
+    """The differences between one design's stored numbers and a run's, one line each (empty: the same). The p-value
+    of a row whose estimate and SE are both rounding noise (within ATOL of 0, stored and now) is not compared: it is
+    a ratio of noise (probabilistic multileaving's A/A rows: estimate -8.8e-19, SE 3.7e-19, p = 0.016)."""
+    if stored_fields != fields:
+        return [f"the rows' fields changed: stored {stored_fields}, now {fields}"]
+    lines = [f"{key}: a row no longer reported" for key in stored if key not in got]
+    lines += [f"{key}: a new row" for key in got if key not in stored]
+    for key in (k for k in stored if k in got):
+        skip = {"pvalue"} if _noise(fields, stored[key]) and _noise(fields, got[key]) else set()
+        lines += [f"{key}, {field}: {_change(a, b)}" for field, a, b in zip(fields, stored[key], got[key], strict=True)
+                  if field not in skip and not _same(a, b)]
+    return lines
+
+
+def _noise(fields: list[str], values: list[Any]) -> bool:
+    """Whether a row's estimate and SE are both within ATOL of 0 (non-zero: the rounding of an exact 0)."""
+    row = dict(zip(fields, values, strict=True))
+    parts = [_decode(row.get(k)) for k in ("estimate", "se")]
+    return all(isinstance(x, float) and abs(x) <= ATOL for x in parts)
+
+
+def load_numbers() -> dict[str, Any]:
+    return json.loads(NUMBERS_FILE.read_text())
+
+
+def numbers_text(rows: list[dict[str, Any]]) -> str:
+    """The stored file's text: one line per row, so that a regeneration's diff shows which rows changed."""
+    fields, designs = replicate_numbers(rows)
+    about = f"the numbers replicate 0 of CONFIG in tests/test_stream_version.py reports: regenerate with {REGENERATE}"
+    lines = ["{",
+             f'  "about": {json.dumps(about)},',
+             f'  "stream_version": {STREAM_VERSION},',
+             f'  "fields": {json.dumps(fields)},',
+             '  "designs": {']
+    for i, (label, entries) in enumerate(sorted(designs.items())):
+        lines.append(f"    {json.dumps(label)}: {{")
+        lines += [f"      {json.dumps(key)}: {json.dumps(values, allow_nan=False)}"
+                  + ("," if j < len(entries) - 1 else "") for j, (key, values) in enumerate(entries.items())]
+        lines.append("    }" + ("," if i < len(designs) - 1 else ""))
+    lines += ["  }", "}", ""]
+    text = "\n".join(lines)
+    assert json.loads(text)["designs"] == designs
+    return text
+
+
 @pytest.fixture(scope="module")
 def recorded() -> tuple[Recorder, list[Any]]:
     with pytest.MonkeyPatch.context() as m:
@@ -334,6 +498,13 @@ def test_every_design_type_and_policy_is_covered(recorded: tuple[Recorder, list[
     assert {d["type"] for d in designs} == set(DESIGNS)
     assert {d["method"] for d in designs if d["type"] == "interleaving"} == set(available_interleavers())
     assert {d["logger"]["policy"] for d in designs if d["type"] == "counterfactual"} == set(available_policies())
+    # every estimator on every kind of reward it takes (its numbers are in NUMBERS_FILE)
+    from onlineeval.estimators import available_estimators, estimator_class, get_reward
+
+    config = _config()
+    used = {(spec.name, get_reward(d.metric, config.rankers.depth).kind)
+            for d in config.designs if d.type == "counterfactual" for spec in d.estimators}
+    assert used == {(n, kind) for n in available_estimators() for kind in estimator_class(n).rewards}
     import clickmodels
 
     assert {k.removeprefix("clicks:") for k in DIGESTS if k.startswith("clicks:")} >= set(clickmodels.available())
@@ -376,7 +547,8 @@ def test_stream_digest(recorded: tuple[Recorder, list[Any]], name: str) -> None:
 
 def test_a_changed_stream_is_detected_and_named(recorded: tuple[Recorder, list[Any]],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another seed for one design's stream (as a new sampler would give) changes that design's digest only."""
+    """Another seed for one design's stream (as a new sampler would give) changes that design's digest only (run on
+    a few designs of CONFIG, whose other streams keep the whole config's digests)."""
     real = runner_module.child_seed
 
     def child_seed(parent: np.random.SeedSequence, *key: int | str) -> np.random.SeedSequence:
@@ -385,12 +557,155 @@ def test_a_changed_stream_is_detected_and_named(recorded: tuple[Recorder, list[A
         return real(parent, *key)
 
     monkeypatch.setattr(runner_module, "child_seed", child_seed)
-    rec, _ = run_recorded(monkeypatch)
+    rec, _ = run_recorded(monkeypatch, _subset(["ab", "team_draft", "cf_randtop", "cf_randpair", "cf_swap"]))
     before = recorded[0].digests()
+    assert {"world", "traffic", "ab", "team_draft (null)", "cf_swap"} <= set(rec.digests())
     assert sorted(k for k, v in rec.digests().items() if v != before[k]) == ["cf_randtop"]
 
 
-if __name__ == "__main__":  # prints the digests of this checkout, to paste into DIGESTS after bumping STREAM_VERSION
+def _subset(names: Sequence[str]) -> Config:
+    """CONFIG with only the designs ``names``: each design's numbers are those of the whole config (a design's
+    generator is seeded by its name, the traffic's by its own key), which the tests below rely on and check."""
+    return config_from_mapping({**CONFIG, "designs": [d for d in CONFIG["designs"] if d["name"] in names]})
+
+
+def _numbers_differences(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per design of ``rows``, its differences from the stored numbers (designs without any left out)."""
+    stored = load_numbers()
+    fields, got = replicate_numbers(rows)
+    out = {label: compare_numbers(fields, stored["designs"].get(label, {}), entries, stored["fields"])
+           for label, entries in got.items()}
+    return {label: lines for label, lines in out.items() if lines}
+
+
+def test_stored_numbers_are_of_this_stream_version(recorded: tuple[Recorder, list[Any]]) -> None:
+    stored = load_numbers()
+    if stored["stream_version"] != STREAM_VERSION:
+        pytest.fail(f"{NUMBERS_FILE.name} holds the numbers of stream version {stored['stream_version']}, the code is "
+                    f"at {STREAM_VERSION}: regenerate them ({REGENERATE})", pytrace=False)
+    _, got = replicate_numbers(recorded[1])
+    assert sorted(got) == sorted(stored["designs"]), f"designs run and stored differ: regenerate ({REGENERATE})"
+    assert {label.removesuffix(" (A/A)") for label in got} == {d["name"] for d in CONFIG["designs"]}
+
+
+@pytest.mark.parametrize("label", sorted(load_numbers()["designs"]) if NUMBERS_FILE.exists() else [])
+def test_reported_numbers(recorded: tuple[Recorder, list[Any]], label: str) -> None:
+    """Every number the replicate reports for this design (each checkpoint's estimate, SE, interval, p-value and
+    counts) equals the stored one within RTOL / ATOL: catches a change of a formula that draws nothing."""
+    stored = load_numbers()
+    fields, got = replicate_numbers(recorded[1])
+    lines = compare_numbers(fields, stored["designs"][label], got.get(label, {}), stored["fields"])
+    if lines:
+        shown = "\n  ".join(lines[:12]) + (f"\n  ... and {len(lines) - 12} more" if len(lines) > 12 else "")
+        pytest.fail(f"the numbers design {label!r} reports changed ({len(lines)} differences; a formula's change "
+                    f"leaves the draws' digests as they are):\n  {shown}\n{NUMBERS_MESSAGE}", pytrace=False)
+
+
+def test_the_comparison_rules(recorded: tuple[Recorder, list[Any]], tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Floats within RTOL / ATOL are the same, NaN only as NaN, counts and flags exactly; rows gone or new and other
+    fields are named; the file's text gives back the numbers; the writer refuses changed numbers at the same
+    STREAM_VERSION unless told the change is the config's."""
+    fields = ["primary", "estimate", "n_users"]
+    stored = {"day 1 x": [True, 0.25, 10], "day 1 y": [False, None, 3], "day 1 z": [False, 0.0, 1]}
+    assert compare_numbers(fields, stored, {"day 1 x": [True, 0.25 * (1 + 5e-10), 10], "day 1 y": [False, None, 3],
+                                            "day 1 z": [False, 1e-13, 1]}, fields) == []
+    lines = compare_numbers(fields, stored, {"day 1 x": [False, 0.25 * (1 + 1e-8), 11], "day 1 y": [False, 0.5, 3],
+                                             "day 1 w": [False, 0.0, 1]}, fields)
+    assert lines == ["day 1 z: a row no longer reported", "day 1 w: a new row",
+                     "day 1 x, primary: stored True, now False",
+                     "day 1 x, estimate: stored 0.25, now 0.2500000025 (relative change 1e-08)",
+                     "day 1 x, n_users: stored 10, now 11 (relative change 0.1)",
+                     "day 1 y, estimate: stored nan, now 0.5"], lines
+    assert compare_numbers(fields, stored, stored, ["estimate"])[0].startswith("the rows' fields changed")
+    noise = ["estimate", "se", "pvalue"]  # a p-value of rounding noise over rounding noise is not compared
+    assert compare_numbers(noise, {"r": [-8.8e-19, 3.7e-19, 0.016]}, {"r": [2e-19, 4e-19, 0.6]}, noise) == []
+    assert compare_numbers(noise, {"r": [0.0, 0.0, 1.0]}, {"r": [1e-9, 1e-9, 0.3]}, noise) == [
+        "r, estimate: stored 0.0, now 1e-09", "r, se: stored 0.0, now 1e-09", "r, pvalue: stored 1.0, now 0.3 "
+        "(relative change -0.7)"]
+
+    rows = recorded[1]
+    monkeypatch.setattr(sys.modules[__name__], "NUMBERS_FILE", tmp_path / "numbers.json")
+    write_numbers(rows)
+    assert replicate_numbers(rows)[1] == load_numbers()["designs"]
+    assert _numbers_differences(rows) == {}
+    moved = [{**row, "se": row["se"] * (1 + 1e-6)} if (row["design"], row["aa"], row["day"]) == ("ab", False, 2)
+             else row for row in rows]
+    with pytest.raises(SystemExit, match="numbers changed for ab .* bump it"):
+        write_numbers(moved)
+    write_numbers(moved, same_version=True)
+    assert _numbers_differences(rows).keys() == {"ab"}
+
+
+def test_an_estimate_only_change_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The detector itself: a change of an estimator's formula alone (the direct method's per-impression terms
+    times 1 + 1e-6, as a reworked formula would give) leaves every digest of the draws as stored but changes that
+    design's reported numbers, and the comparison names the design, the row, the field and both values. (The
+    subset config first reproduces the stored numbers as they are, so the difference is the patch's.)"""
+    from onlineeval.estimators import estimator_class
+
+    config = _subset(["cf_first_click_models"])
+    assert _numbers_differences(run_replicate(config, *prepare_world(config), replicate_seeds(config.seed, 1)[0],
+                                              0)) == {}
+    dm = estimator_class("dm")
+    real = dm._terms
+
+    def terms(self: Any, data: Any, target: Any, reward: Any) -> Any:
+        out = real(self, data, target, reward)
+        return dataclasses.replace(out, num=out.num * (1.0 + 1e-6))
+
+    monkeypatch.setattr(dm, "_terms", terms)
+    rec, rows = run_recorded(monkeypatch, config)
+    digests = rec.digests()
+    assert all(digests[k] == DIGESTS[k] for k in ("world", "traffic", "cf_first_click_models")), digests
+    differences = _numbers_differences(rows)
+    assert sorted(differences) == ["cf_first_click_models"], differences
+    lines = differences["cf_first_click_models"]
+    assert any(line.startswith("day 2 dm, estimate: stored ") and "now" in line for line in lines), lines
+    assert not any(" dr_list," in line or " cascade_dr," in line for line in lines), lines  # their own terms
+
+
+def test_the_tolerance_passes_other_summation_orders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RTOL / ATOL are wide enough for the last bits another CPU, NumPy or BLAS build changes: the designs' NumPy
+    paths (``stat_kernels.COMPILED`` off: other summation orders than the compiled kernels, relative differences up
+    to 4e-13 measured, on p-values of 1e-120) give the stored numbers."""
+    from simulations import stat_kernels
+
+    monkeypatch.setattr(stat_kernels, "COMPILED", False)
+    config = _subset(["ab", "ab_options", "balanced", "team_draft_multileave", "cf_epsilon_greedy", "cf_mixture"])
+    rows = run_replicate(config, *prepare_world(config), replicate_seeds(config.seed, 1)[0], 0)
+    assert _numbers_differences(rows) == {}
+
+
+def write_numbers(rows: list[dict[str, Any]], same_version: bool = False) -> str:
+    """Write the stored numbers of ``rows``; refuses (at the stored STREAM_VERSION, unless ``same_version``) when a
+    number stored for a design changed, i.e. when STREAM_VERSION needs the bump first."""
+    if NUMBERS_FILE.exists() and not same_version:
+        stored = load_numbers()
+        if stored["stream_version"] == STREAM_VERSION:
+            fields, got = replicate_numbers(rows)
+            changed = {label: compare_numbers(fields, {k: v for k, v in entries.items() if k in got.get(label, {})},
+                                              {k: v for k, v in got.get(label, {}).items() if k in entries},
+                                              stored["fields"])
+                       for label, entries in stored["designs"].items()}
+            changed = {label: lines for label, lines in changed.items() if lines}
+            if changed:
+                first = next(iter(changed.items()))
+                raise SystemExit(f"numbers changed for {', '.join(changed)} (e.g. {first[0]}: {first[1][0]}) at "
+                                 f"the stored STREAM_VERSION {STREAM_VERSION}: bump it in simulations/job.py first, "
+                                 "or pass --same-version if only this test's CONFIG changed them")
+    NUMBERS_FILE.parent.mkdir(exist_ok=True)
+    NUMBERS_FILE.write_text(numbers_text(rows))
+    return str(NUMBERS_FILE)
+
+
+if __name__ == "__main__":
+    # python tests/test_stream_version.py: the digests of this checkout, to paste into DIGESTS after bumping
+    # STREAM_VERSION; --write-numbers [--same-version]: rewrite NUMBERS_FILE from this checkout
     with pytest.MonkeyPatch.context() as patch:
-        for key, value in run_recorded(patch)[0].digests().items():
+        recorder, replicate_rows = run_recorded(patch)
+    if "--write-numbers" in sys.argv[1:]:
+        print("wrote", write_numbers(replicate_rows, same_version="--same-version" in sys.argv[1:]))
+    else:
+        for key, value in recorder.digests().items():
             print(f'    "{key}": "{value}",')
