@@ -64,7 +64,8 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
            "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON",
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
-           "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "EXTRAPOLATION_FLAG", "exact_truth_per_query", "truth_world_se",
+           "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "EXTRAPOLATION_FLAG", "exact_truth_per_query",
+           "truth_precision", "TRUTH_MC_SE", "TRUTH_MC_SHARE", "truth_world_se",
            "MONTE_CARLO_WORLD_NOTE"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
@@ -611,6 +612,34 @@ MONTE_CARLO_WORLD_NOTE = (
     "A/B truths (a sweep over seed shows its spread across worlds)")
 
 
+#: a Monte Carlo truth is precise enough when TRUTH_MC_SE x its SE is at most TRUTH_MC_SHARE of |effect| (review 4, F3)
+TRUTH_MC_SE = 4.0
+TRUTH_MC_SHARE = 0.10
+
+
+def _round_up(x: float, digits: int = 2) -> int:
+    """``x`` rounded up to ``digits`` significant figures (1,646,311 -> 1,700,000)."""
+    if x <= 0 or not math.isfinite(x):
+        return int(x) if math.isfinite(x) else 0
+    step = 10 ** max(int(math.floor(math.log10(x))) - digits + 1, 0)
+    return int(math.ceil(x / step) * step)
+
+
+def truth_precision(effect: float, se: float, impressions: int) -> dict[str, Any] | None:
+    """Whether a Monte Carlo truth's SE is small against its effect (review 4, F3): ``four_se_share`` =
+    :data:`TRUTH_MC_SE` x se / |effect|, ``adequate`` when it is at most :data:`TRUTH_MC_SHARE`, and otherwise
+    ``suggested_truth_impressions``: the number of truth impressions that would bring it there, as the SE scales
+    with 1 / sqrt(n): ``n (share / TRUTH_MC_SHARE)^2`` rounded up to 2 significant figures. ``None`` for an exact
+    truth (se 0) or a 0 effect."""
+    if not se or not effect or not math.isfinite(se) or not math.isfinite(effect):
+        return None
+    share = TRUTH_MC_SE * se / abs(effect)
+    adequate = share <= TRUTH_MC_SHARE
+    return {"key": "analysis.truth_impressions", "truth_impressions": int(impressions), "four_se_share": share,
+            "adequate": adequate,
+            "suggested_truth_impressions": None if adequate else _round_up(impressions * (share / TRUTH_MC_SHARE) ** 2)}
+
+
 def exact_truth_per_query(config: Config, world: World, users: Any = None) -> dict[tuple[str, str], np.ndarray]:
     """Per-query B - A values whose query-frequency-weighted mean is an exact truth of
     :func:`simulations.runner.compute_truth` (review 4, F1): an A/B design's metrics (``test: welch``: the per-user
@@ -790,6 +819,10 @@ def analyse(
                 entry[key] = None
         else:
             entry["detectable"] = True
+        # review 4, F3: is a Monte Carlo truth's SE small against the effect (4 SE <= 10% of it)?
+        precision = truth_precision(t.value, t.se, config.analysis.truth_impressions)
+        if precision is not None and entry["detectable"]:
+            entry["truth_precision"] = precision
         se_last = float(last[se_col])
         # (|effect| / SE)^2 on the last day: the information one experiment of the simulated
         # length has about the effect; ratios between designs on the same traffic are their

@@ -370,15 +370,47 @@ def truth_world_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
+def truth_precision_text(e: dict[str, Any]) -> str | None:
+    """A Monte Carlo truth whose 4 SE exceed 10% of its effect (review 4, F3; summary.json ``truth_precision``):
+    '+0.00626 +- 0.00045 (4 SE = 29% of it > 10%!: set analysis.truth_impressions to about 1,700,000, now 200,000;
+    its SE scales as 1 / sqrt(n))'; ``None`` when it is precise enough or not Monte Carlo."""
+    p = e.get("truth_precision")
+    if not isinstance(p, dict) or p.get("adequate") or not _number(p.get("four_se_share")):
+        return None
+    from simulations.analysis import TRUTH_MC_SHARE
+
+    return (f"{value_text(e.get('true_effect'), True)} +- {se_text(e.get('true_effect_se'))} (4 SE = "
+            f"{100.0 * p['four_se_share']:.0f}% of it > {TRUTH_MC_SHARE:.0%}!: set {p['key']} to about "
+            f"{count_text(p['suggested_truth_impressions'])}, now {count_text(p['truth_impressions'])}; its SE scales "
+            "as 1 / sqrt(n))")
+
+
+def truth_precision_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(design, metric, :func:`truth_precision_text`) of every Monte Carlo truth not precise enough."""
+    return [(d, m, text) for d, ms in s.get("designs", {}).items() for m, e in ms.items()
+            if (text := truth_precision_text(e)) is not None]
+
+
+#: why a Monte Carlo truth's precision matters (terminal and report.html)
+TRUTH_PRECISION_NOTE = (
+    "the truth's Monte Carlo error enters the sizes (they scale with 1 / effect^2), the bias test and the null "
+    "check, whose smallest detectable bias is 4 SE of its own Monte Carlo over as many impressions")
+
+
 def _truth_world_lines(s: dict[str, Any]) -> list[str]:
     """Under the main table: each exact truth with its SE over drawn worlds (review 4, F1)."""
-    items = [f"{d}/{m} {text}" for d, m, text in truth_world_items(s)]
-    if not items:
-        return []
     import textwrap
 
-    return textwrap.wrap("true effect over worlds: " + "; ".join(items) + " (" + TRUTH_WORLD_NOTE + ")",
-                         width=112, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+    items = [f"{d}/{m} {text}" for d, m, text in truth_world_items(s)]
+    lines = []
+    if items:
+        lines += textwrap.wrap("true effect over worlds: " + "; ".join(items) + " (" + TRUTH_WORLD_NOTE + ")",
+                               width=112, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+    imprecise = [f"{d}/{m} {text}" for d, m, text in truth_precision_items(s)]
+    if imprecise:  # review 4, F3
+        lines += textwrap.wrap("true effect's Monte Carlo: " + "; ".join(imprecise) + " (" + TRUTH_PRECISION_NOTE
+                               + ")", width=112, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+    return lines
 
 
 def offline_conventions_text(metric_name: str, depth: Any = None) -> str:

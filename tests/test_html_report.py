@@ -287,6 +287,9 @@ def test_simulate_answer_table_holds_summary_numbers(sim: Path) -> None:
     col = {h: k for k, h in enumerate(header)}
     for row, (design, metric, effect, impr, users, biased) in zip(rows, expected, strict=True):
         shown, _, world = row[2].partition("+- ")  # review 4, F1: an exact truth's SE over worlds
+        shown, _, mc = shown.partition("MC 4 SE ")  # review 4, F3: a Monte Carlo truth's 4 SE share, when large
+        precision = summary["designs"][design][metric].get("truth_precision") or {}
+        assert (mc != "") == (precision.get("adequate") is False)
         assert row[0].split()[0] == design and row[1] == metric and shown.strip() == effect
         e = summary["designs"][design][metric]
         world_se = e.get("true_effect_world_se")

@@ -30,7 +30,9 @@ from simulations.report import (
     rate_text,
     sample_size_cells,
     se_text,
+    TRUTH_PRECISION_NOTE,
     TRUTH_WORLD_NOTE,
+    truth_precision_items,
     truth_world_cell,
     truth_world_items,
     value_text,
@@ -122,6 +124,10 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
             world = truth_world_cell(e.get("true_effect"), e.get("true_effect_world_se"))
             if world is not None:  # review 4, F1: its SE over drawn worlds (the legend gives what it does to sizes)
                 effect = join([effect, tag_void("br"), tag("small", world)])
+            precision = e.get("truth_precision") or {}
+            if precision and not precision.get("adequate"):  # review 4, F3: its Monte Carlo SE is not small
+                share = f"MC 4 SE {100 * precision['four_se_share']:.0f}%!"
+                effect = join([effect, tag_void("br"), tag("small", share)])
             rows.append([
                 name, metric, effect, percent_text(rel),
                 value_text(e.get("shrinkage_vs_offline")),
@@ -241,6 +247,10 @@ def answer_section(summary: dict[str, Any]) -> Html:
                        "lists the logger never shows (logging probability 0, counted exactly by the simulation): "
                        "biased whatever the t-test of its bias says, so its sizes are withheld; see the "
                        "counterfactual section's support column.")])
+    imprecise = truth_precision_items(summary)
+    if imprecise:  # review 4, F3
+        legend.append(["MC 4 SE under a true effect: " + "; ".join(f"{d} / {m} {text}" for d, m, text in imprecise)
+                       + f" ({TRUTH_PRECISION_NOTE})."])
     world_items = truth_world_items(summary)
     if world_items:  # review 4, F1
         legend.append(["+- under a true effect, over worlds: " + "; ".join(f"{d} / {m} {text}" for d, m, text in
