@@ -217,3 +217,48 @@ def test_prefix_credit_option_ignores_clicks_on_the_shared_prefix() -> None:
     assert (off.outcome(res, only_prefix) == 0).all() and (off.credit(res, only_prefix) == 0).all()
     with pytest.raises(ConfigError, match="prefix_credit"):
         get_interleaver("probabilistic", prefix_credit="no")
+
+
+def test_identical_rankers_multileave_expected_preferences_exactly_zero() -> None:
+    """Three identical rankers (an A/A multileaving test): every slot posterior is 1/3, inexact in binary, and the
+    pairwise win-minus-loss probabilities must still be exactly 0. Summing the wins and the losses separately (in
+    opposite orders) left ~1e-17 per impression, whose mean over a day had an SE of the same size, so the
+    simulator's A/A z-test of probabilistic multileaving rejected (p = 5e-5 on a day of 600 impressions)."""
+    rng = np.random.default_rng(11)
+    n, k = 3000, 10
+    base = np.argsort(rng.random((n, 30)), axis=1)[:, :k].astype(np.int32)
+    il = get_interleaver("probabilistic_multileave")
+    res = il.interleave([base, base, base], rng)
+    clicks = rng.random((n, k)) < 0.35
+    assert clicks.sum(axis=1).max() >= 5  # long difference distributions: the case that left rounding noise
+    e = il.expected_preferences(res, clicks)
+    assert not np.any(e)
+
+
+def test_aa_multileaving_design_rows_are_exact_ties() -> None:
+    """The simulator's A/A variant of a probabilistic-multileaving design (every ranker replaced by A): every
+    pairwise row's estimate and SE are exactly 0 and its p-value 1, on every day (it was ~1e-19 +- ~1e-19)."""
+    from simulations.config import config_from_mapping
+    from simulations.runner import replicate_seeds, run_replicate, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    cfg = config_from_mapping({
+        "seed": 5, "replicates": 1, "workers": 1,
+        "collection": {"type": "synthetic", "n_queries": 200, "candidates": 25},
+        "rankers": {"depth": 6, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.7},
+                    "others": {"C": {"noise": 0.9}}},
+        "users": {"population": 800, "activity": {"sigma": 1.0}, "types": [
+            {"name": "i", "share": 1.0, "click_model": {"name": "cascade", "preset": "informational"}}]},
+        "traffic": {"days": 2, "queries_per_day": 600, "batch_hours": 24},
+        "designs": [{"name": "pm", "type": "interleaving", "method": "probabilistic_multileave",
+                     "rankers": ["A", "B", "C"]}],
+        "analysis": {"truth_impressions": 2000, "aa": True, "null": False},
+    })
+    world = build_world(cfg, world_seed(cfg.seed))
+    rows = run_replicate(cfg, world, UserModels.from_config(cfg.users), replicate_seeds(cfg.seed, 1)[0], 0)
+    aa = [r for r in rows if r["aa"]]
+    assert len(aa) == 6 and {r["day"] for r in aa} == {1, 2}
+    for r in aa:
+        assert (r["estimate"], r["se"], r["pvalue"]) == (0.0, 0.0, 1.0), r
+    assert any(r["estimate"] != 0.0 for r in rows if not r["aa"])  # the real rankers do differ
