@@ -360,14 +360,15 @@ TRUTH_WORLD_NOTE = (
 
 
 def truth_world_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(design, metric, :func:`truth_world_text`) of every entry with an SE over worlds."""
-    out = []
+    """(design, metric, :func:`truth_world_text`) of every entry with an SE over worlds; a design's metrics with the
+    same text (a counterfactual design's estimators share one truth) are one item, 'snips, ips, rips'."""
+    merged: dict[tuple[str, str], list[str]] = {}
     for design, metrics in s.get("designs", {}).items():
         for metric, e in metrics.items():
             text = truth_world_text(e.get("true_effect"), e.get("true_effect_world_se"))
             if text is not None:
-                out.append((design, metric, text))
-    return out
+                merged.setdefault((design, text), []).append(metric)
+    return [(design, ", ".join(names), text) for (design, text), names in merged.items()]
 
 
 def truth_precision_text(e: dict[str, Any]) -> str | None:

@@ -178,3 +178,13 @@ def test_truth_world_text_and_size_factors() -> None:
     assert truth_world_text(0.01, None) is None and world_size_factors(0.0, 0.1) is None
     assert truth_world_cell(0.0027530, 0.0058711) == "+- 0.0059 (213%!)"  # report.html's cell
     assert truth_world_cell(-0.01, 0.002) == "+- 0.0020 (20%)" and truth_world_cell(0.01, None) is None
+
+
+def test_estimators_sharing_one_truth_are_listed_once() -> None:
+    from simulations.report import truth_world_items, truth_world_text
+
+    e = {"true_effect": 0.0228, "true_effect_world_se": 0.0077}
+    s = {"designs": {"ab": {"clicks_per_query": e, "abandonment": {"true_effect": -0.011, "true_effect_world_se": None}},
+                     "cf": {"snips": e, "ips": dict(e), "rips": dict(e)}}}
+    text = truth_world_text(0.0228, 0.0077)
+    assert truth_world_items(s) == [("ab", "clicks_per_query", text), ("cf", "snips, ips, rips", text)]
