@@ -38,8 +38,9 @@ CONFIG = {
 
 
 def test_hand_values():
-    # configs/ab.yaml's team_draft: +0.0062649 +- 0.00044893 over 200,000 impressions: 4 SE = 28.66% of the effect;
-    # 200,000 x 2.866^2 = 1,643,200 -> 1,700,000
+    # configs/ab.yaml's team_draft effect and SE (+0.0062649 +- 0.00044893; there over its 1,000,000 impressions,
+    # suggesting 8,300,000), here as if over 200,000: 4 SE = 28.66% of the effect; 200,000 x 2.866^2 = 1,643,200
+    # -> 1,700,000
     p = truth_precision(0.0062649, 0.00044893, 200_000)
     assert p["four_se_share"] == pytest.approx(4 * 0.00044893 / 0.0062649, rel=1e-12) and not p["adequate"]
     assert p["suggested_truth_impressions"] == 1_700_000 and p["key"] == "analysis.truth_impressions"
@@ -49,6 +50,7 @@ def test_hand_values():
     assert truth_precision(0.01, 0.0, 100_000) is None and truth_precision(0.0, 0.001, 100_000) is None
     assert [_round_up(x) for x in (1_643_900, 999, 1_000, 12, 100_001)] == [1_700_000, 1_000, 1_000, 12, 110_000]
     text = truth_precision_text({"true_effect": 0.0062649, "true_effect_se": 0.00044893, "truth_precision": p})
+    assert truth_precision(0.0062649, 0.00044893, 1_000_000)["suggested_truth_impressions"] == 8_300_000
     assert text == ("+0.00626 +- 0.00045 (4 SE = 29% of it > 10%!: set analysis.truth_impressions to about 1,700,000, "
                     "now 200,000; its SE scales as 1 / sqrt(n))")
 
