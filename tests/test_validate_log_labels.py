@@ -100,3 +100,10 @@ def test_shown_ids_shifted_by_one_among_dense_ids_are_a_warning(tmp_path: Path) 
         in st.message, st.message
     fine = validate_log(read_log(_write(tmp_path / "f.jsonl", _lines(ids=21))), "team_draft")
     assert fine.passed and "warning" not in fine.checks[0].message
+
+
+def test_the_log_help_states_the_label_convention_and_the_exact_reference() -> None:
+    out = CliRunner().invoke(app, ["validate", "--help"], env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"}).output
+    text = " ".join(out.replace("│", " ").split())
+    assert "teams are 0-based ranker indices (1-based labels are refused naming the line)" in text
+    assert "tested against each impression's exact reference probabilities (sampled where there are too many" in text

@@ -63,7 +63,10 @@ def register(app: typer.Typer) -> None:
         log: Annotated[Path | None, typer.Option(
             "--log", "-l",
             help="Production log to check instead (JSON lines: rankings, shown, teams, clicks[, outcome]); "
-                 "the shown list may be shorter than the rankings (page length = shown length).")] = None,
+                 "the shown list may be shorter than the rankings (page length = shown length); teams are "
+                 "0-based ranker indices (1-based labels are refused naming the line). Team labels are tested "
+                 "against each impression's exact reference probabilities (sampled where there are too many "
+                 "pick orders to enumerate; the report says which).")] = None,
         method: Annotated[str, typer.Option(
             "--method", "-m", help="The interleaving method the implementation claims to be; "
                                    "team_draft_multileave and probabilistic_multileave run the multileaving "

@@ -24,6 +24,8 @@ by brute force and by Monte Carlo):
   solution, the distribution its draw samples from).
 
 A method without an enumeration here (or a scenario too large) keeps the sampled reference.
+For ``--log`` (every impression has its own lists and page length), :func:`team_probabilities` gives one
+impression's per-slot team probabilities, up to :data:`MAX_LOG_DRAWS` team-draft pick orders.
 """
 
 from __future__ import annotations
