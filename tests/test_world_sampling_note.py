@@ -87,8 +87,11 @@ def test_se_matches_the_spread_over_independently_drawn_worlds() -> None:
     f /= f.sum()
     assert np.allclose(neffs, 1.0 / np.sum(f**2), rtol=1e-12)
     sd = float(np.std(deltas, ddof=1))
-    printed = float(np.sqrt(np.mean(np.square(ses))))
-    tol = 4.0 * sd * math.sqrt(1.0 / (2 * (reps - 1)))
+    sq = np.square(ses)
+    printed = float(np.sqrt(np.mean(sq)))
+    # 4 SEs of the difference: the SD's (SD / sqrt(2 (R - 1))) and the RMS's own (delta method on the mean square)
+    tol = 4.0 * math.hypot(sd * math.sqrt(1.0 / (2 * (reps - 1))), float(np.std(sq, ddof=1)) / math.sqrt(reps)
+                           / (2 * printed))
     assert abs(printed - sd) < tol, (printed, sd, tol)
     # the test can fail: the unweighted SE misses the spread by more than the tolerance
     assert abs(float(np.sqrt(np.mean(np.square(naive)))) - sd) > tol, (naive, sd, tol)
@@ -188,3 +191,36 @@ def test_estimators_sharing_one_truth_are_listed_once() -> None:
                      "cf": {"snips": e, "ips": dict(e), "rips": dict(e)}}}
     text = truth_world_text(0.0228, 0.0077)
     assert truth_world_items(s) == [("ab", "clicks_per_query", text), ("cf", "snips, ips, rips", text)]
+
+
+def test_counterfactual_rows_get_the_se_of_their_targets_difference() -> None:
+    """configs/counterfactual.yaml on a 200-query world: every estimator row's truth is V(B) - V(A) of the design's
+    metric, so its SE over worlds is world_sampling of the targets' per-query difference (recomputed here from
+    runner.exact_ab_metrics), equal to the A/B design's for the same metric; logging rows and Monte Carlo truths
+    get none."""
+    import yaml
+
+    from simulations.analysis import truth_world_se
+    from simulations.runner import compute_truth, exact_ab_metrics
+    from simulations.users import UserModels
+
+    data = yaml.safe_load(open("configs/counterfactual.yaml", encoding="utf-8"))
+    data["collection"]["n_queries"] = 200
+    data["analysis"]["truth_impressions"] = 20_000
+    data.pop("output", None)
+    cfg = config_from_mapping(data)
+    w = build_world(cfg, world_seed(cfg.seed))
+    users = UserModels.from_config(cfg.users)
+    truths = compute_truth(cfg, w, users)
+    se = truth_world_se(cfg, w, truths, users)
+    design = next(d for d in cfg.designs if d.type == "counterfactual")
+    base, cand = design.targets
+    d = exact_ab_metrics(w, users, cand)[design.metric] - exact_ab_metrics(w, users, base)[design.metric]
+    expected = world_sampling(w.frequency, d)[1]
+    rows = [t for t in truths if t.design == design.name and not t.metric.startswith("logging:")]
+    assert len(rows) == len(design.estimators) >= 2
+    for t in rows:
+        assert se[(t.design, t.metric)] == pytest.approx(expected, rel=1e-12)
+    assert se[("ab", design.metric)] == pytest.approx(expected, rel=1e-12)
+    assert not any(k[1].startswith("logging:") for k in se)
+    assert not any(t.se > 0 and (t.design, t.metric) in se for t in truths)
