@@ -226,13 +226,18 @@ def test_only_the_data_driven_choice_resamples_its_choice():
 
 def test_the_library_estimate_warns_of_the_held_choice_without_a_bootstrap():
     """Estimator.estimate from Python: the data-driven choice's CLT interval alone carries the warning (as the estimate
-    command and simulate say it); with n_boot, or fixed behaviours, none."""
-    from onlineeval.estimators.base import CHOICE_HELD_FIXED
+    command and simulate say it), in the library's spelling (n_boot=N) and in the CLI's when asked; with n_boot the
+    bootstrap-SD note instead; with fixed behaviours neither."""
+    from onlineeval.estimators.intervals import BOOTSTRAP_SE, held_fixed_text
 
     log, target, _ = _log(9, n=400)
+    held = held_fixed_text("the data-driven choice of behaviours")
     plain = get_estimator("adaptive_ips").estimate(log, target, REWARD)
-    assert plain.diagnostics.warnings().count(CHOICE_HELD_FIXED) == 1
+    assert plain.held_fixed == "the data-driven choice of behaviours" and "n_boot=N (e.g. 1000)" in held
+    assert plain.warnings().count(held) == 1 and held not in plain.diagnostics.warnings()
+    assert plain.warnings("--bootstrap N", clusters=False)[0] == held.replace("n_boot=N", "--bootstrap N")
     booted = get_estimator("adaptive_ips").estimate(log, target, REWARD, n_boot=100, rng=np.random.default_rng(1))
-    assert CHOICE_HELD_FIXED not in booted.diagnostics.warnings()
+    assert booted.se_source == BOOTSTRAP_SE and held not in booted.warnings()
+    assert sum(w.startswith("se, interval and p-values are its bootstrap's") for w in booted.warnings()) == 1
     fixed = get_estimator("adaptive_ips", behaviours="cascade").estimate(log, target, REWARD)
-    assert CHOICE_HELD_FIXED not in fixed.diagnostics.warnings()
+    assert fixed.held_fixed is None and not any("fixed" in w for w in fixed.warnings())

@@ -1,8 +1,9 @@
 """`onlineeval estimate` / `onlineeval.estimate` after review 3 (/work/notes/review3.md): undefined estimates keep
 every JSON key (F-H), estimators biased for the metric's reward kind are warned per estimate and estimates outside
-the metric's range are noted (F-D), CLT intervals use t_(G-1) quantiles and few clusters are warned (F-G), and with
-a bootstrap the se and p-values of estimators whose delta method holds a data-driven choice fixed are the
-bootstrap's (F-A); the API's warnings spell its own argument (M2)."""
+the metric's range are noted (F-D), CLT intervals use t_(G-1) quantiles and few clusters are warned (F-G; the
+library's interval and its coverage with 4 clusters: tests/test_estimators_intervals.py), and with a bootstrap the se
+and p-values of estimators whose delta method holds a data-driven choice fixed are the bootstrap's (F-A); the API's
+warnings spell its own argument (M2)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import scipy.stats
 from onlineeval.estimators import LoggedData, get_estimator, get_reward
 
 from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixture)
-    EXAM,
     K,
     invoke,
     json_out,
@@ -122,41 +122,6 @@ def test_iips_abandonment_outside_its_range_is_noted(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ F-G
-def _balanced_log(rng: np.random.Generator, g: int, per: int, attract: np.ndarray) -> LoggedData:
-    """``g`` users with ``per`` impressions each of one query: a uniformly random ordered 3 of 5, PBM clicks."""
-    n = g * per
-    shown = np.argsort(rng.random((n, 5)), axis=1)[:, :K]
-    clicks = rng.random((n, K)) < EXAM[None, :] * attract[shown]
-    return LoggedData(np.zeros(n, dtype=np.int64), shown, clicks, p_item=np.full((n, K), 0.2),
-                      user=np.repeat(np.arange(g), per))
-
-
-def test_t_interval_covers_with_four_clusters() -> None:
-    """With 4 equal clusters of 300 impressions, IIPS (unbiased under PBM for clicks) against the exact value
-    sum_j theta_j alpha_(t_j): the CLT interval with t_3 covers within the exact 99% binomial band of 0.95 over
-    1,000 fixed-seed logs; with z = 1.96 it covers about 0.86 (t_3 at 1.96: 0.855), below that band."""
-    from onlineeval.estimators import DeterministicTarget
-    from onlineeval.estimators.log_estimates import clt_interval
-
-    rng = np.random.default_rng(20261202)
-    attract = np.array([0.8, 0.6, 0.45, 0.3, 0.15])
-    target = DeterministicTarget(np.array([[0, 1, 2]]), "T")
-    truth = float(EXAM @ attract[:3])
-    est = get_estimator("iips")
-    reward = get_reward("clicks_per_query", K)
-    reps, g = 1000, 4
-    cover_t = cover_z = 0
-    for _ in range(reps):
-        res = est.estimate(_balanced_log(rng, g, 300, attract), target, reward)
-        lo, hi = clt_interval(res.value, res.se, res.clusters, 0.05)
-        cover_t += lo <= truth <= hi
-        cover_z += abs(res.value - truth) <= 1.959963984540054 * res.se
-    band = scipy.stats.binom.ppf([0.005, 0.995], reps, 0.95) / reps
-    assert band[0] <= cover_t / reps <= band[1], (cover_t, band)
-    assert cover_z / reps < band[0], (cover_z, band)
-    assert abs(cover_z / reps - 2 * scipy.stats.t.cdf(1.959963984540054, g - 1) + 1) < 4 * np.sqrt(0.855 * 0.145 / reps)
-
-
 def test_few_clusters_warned_and_t_quantile_used(world: dict[str, Any], tmp_path: Path) -> None:
     """The world's log with its 300 users folded into 4: the interval is estimate -+ t_3 x se and the log is
     warned of its 4 clusters; with 300 users, one holding 2,700 of 3,000 impressions (effective number 1.2), the

@@ -291,7 +291,7 @@ def test_check_world_is_the_same_object_and_read_only() -> None:
     assert check_world("pbm") is check_world("pbm")
     with pytest.raises(ValueError):
         check_world("pbm").attraction[0, 0] = 0.5
-    with pytest.raises(InputError, match="unknown world family"):
+    with pytest.raises(InputError, match="world family must be one of pbm, cascade, dcm, mixture; got 'ubm'"):
         check_world("ubm")
 
 

@@ -246,7 +246,7 @@ def test_dr_item_biased_under_cascade_users_with_a_wrong_model():
 def test_dr_item_refuses_a_model_that_is_not_slot_independent():
     with pytest.raises(InputError, match="independent-click model"):
         DR(model=TRUE_CM).terms(ENUM["cascade"].data, TARGET, "clicks_per_query")
-    with pytest.raises(ConfigError, match="allowed: pbm"):
+    with pytest.raises(ConfigError, match="dr: must be one of pbm, .*; got 'cm'"):
         DR(model="cm")
     with pytest.raises(ConfigError, match="cannot estimate"):
         DR(model=TRUE_PBM).terms(ENUM["pbm"].data, TARGET, "reciprocal_rank")
@@ -376,7 +376,7 @@ def test_adaptive_ips_weights_are_item_prefix_and_list_weights():
 
 
 def test_adaptive_ips_input_errors():
-    with pytest.raises(ConfigError, match="allowed: independent, cascade, standard"):
+    with pytest.raises(ConfigError, match="must be one of independent, cascade, standard; got 'pbm'"):
         AdaptiveIPS(behaviours={0: "pbm"})
     with pytest.raises(ConfigError, match="reference"):
         AdaptiveIPS(reference="independent")
@@ -398,7 +398,8 @@ def test_adaptive_ips_input_errors():
 
 # ---------------------------------------------------------------------- options and errors
 def test_model_options_are_checked():
-    with pytest.raises(ConfigError, match="unknown click model 'bm25'"):
+    with pytest.raises(ConfigError, match=r"estimator.model: dm: must be one of .* \(or a fitted model object\); "
+                                          "got 'bm25'"):
         get_estimator("dm", model="bm25")
     with pytest.raises(ConfigError, match="needs a click_probabilities method"):
         DirectMethod(model=object())

@@ -93,7 +93,7 @@ from typing import Any
 
 import numpy as np
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 from onlineeval.estimators.base import (
     Estimator,
     LoggedData,
@@ -115,7 +115,7 @@ _WEIGHTS = {"independent": "item", "cascade": "prefix", "standard": "list_slots"
 
 def _check_behaviour(value: Any, path: tuple[str | int, ...]) -> str:
     if value not in BEHAVIOURS:
-        raise ConfigError(path, f"unknown behaviour {value!r}; allowed: {', '.join(BEHAVIOURS)}")
+        raise ConfigError(path, must_be_one_of(BEHAVIOURS, value))
     return str(value)
 
 

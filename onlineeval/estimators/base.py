@@ -32,7 +32,8 @@ denominators, so that
 
 (``den = 1`` for the plain estimators). The base class turns the terms into the
 estimate, a CLT interval (delta method over clusters: users when the log has them,
-impressions otherwise; :func:`onlineeval.stats.ratio_mean`), an optional seeded
+impressions otherwise; :func:`onlineeval.stats.ratio_mean`; t_(G-1) quantiles, the rules of
+:mod:`~onlineeval.estimators.intervals`), an optional seeded
 cluster-bootstrap percentile interval, and the weight diagnostics. Adding an estimator
 is one file: subclass, set ``name`` and ``assumption``, implement ``_terms``, decorate
 with :func:`register_estimator`, and import the module in
@@ -69,7 +70,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 from onlineeval.estimators._arrays import (  # noqa: F401  (re-exported: their home was this module)
     BoolArray,
     FloatArray,
@@ -95,6 +96,7 @@ from onlineeval.estimators.diagnostics import (  # noqa: F401  (re-exported: the
     mean_weight,
     support_violations,
 )
+from onlineeval.estimators.intervals import BOOTSTRAP_SE, DELTA_SE, clt_interval, effective_clusters
 from onlineeval.estimators.logs import LoggedData, _propensity, _reward_key  # noqa: F401  (re-exported)
 from onlineeval.estimators.results import OffPolicyEstimate, Terms
 from onlineeval.estimators.rewards import REWARDS, Reward, first_click, get_reward
@@ -122,13 +124,6 @@ __all__ = [
     "support_violations",
     "weight_statistics",
 ]
-
-#: the warning of an estimate whose CLT interval holds a data-driven choice fixed (adaptive IPS's behaviours) when no
-#: bootstrap was asked for: 0.835-0.904 coverage for 0.95 in the coverage audit of 2026-12-02 and over 1,000
-#: replicates of ``configs/counterfactual.yaml``
-CHOICE_HELD_FIXED = ("the CLT interval holds the data-driven choice of behaviours fixed and covers below the nominal "
-                     "level; a bootstrap interval (n_boot; the estimate command's --bootstrap N, e.g. 1000) makes the "
-                     "choice again in every resample")
 
 #: ``report(what, done, total)``, called after each resample by the bootstraps that fit a model again on every
 #: resample (the direct method's: seconds to minutes on large logs); ``None`` (default): nothing reported. The
@@ -184,7 +179,13 @@ class Estimator(ABC):
     ) -> OffPolicyEstimate:
         """Estimate ``target``'s value of ``reward`` from ``data``.
 
-        ``n_boot`` > 0 adds a cluster-bootstrap percentile interval (needs ``rng``).
+        The CLT interval is ``value -+ t_(G-1)(1 - alpha/2) x se`` with ``G`` clusters (users; impressions without
+        user ids) and ``se`` the delta method's over clusters (:mod:`~onlineeval.estimators.intervals`). ``n_boot``
+        > 0 adds a cluster-bootstrap percentile interval (needs ``rng``); for an estimator whose delta method holds
+        a data-driven choice fixed (:meth:`clt_holds_fixed`) and that makes it again in every resample
+        (:meth:`bootstrap_estimates`), the SD of the bootstrap's estimates is then ``se`` (``se_source``) and the
+        CLT interval is built from it. The result's :meth:`~OffPolicyEstimate.warnings` say when the interval rests
+        on fewer than 30 effective clusters or on a standard error holding a choice fixed.
         Raises :class:`InputError` when a needed propensity is missing, the reward kind is
         not supported, or the estimate is undefined (e.g. no positive weight).
         """
@@ -206,6 +207,8 @@ class Estimator(ABC):
             value, se, lo, hi = est.estimate, est.se, est.ci_low, est.ci_high
         else:
             value, se, lo, hi = float(num_u.sum() / den_u.sum()), math.nan, math.nan, math.nan
+        fixed = self.clt_holds_fixed(rw)
+        delta_se, se_source = se, DELTA_SE
         blo = bhi = math.nan
         if n_boot:
             if rng is None:
@@ -219,12 +222,17 @@ class Estimator(ABC):
                 blo, bhi = b.ci_low + rw.offset, b.ci_high + rw.offset
             else:
                 blo, bhi = (float(v) + rw.offset for v in np.quantile(reps[:, 0], [alpha / 2, 1 - alpha / 2]))
-        diag = self.diagnostics(data, target, terms)
-        if self.chooses_from_log and not n_boot:  # the CLT interval alone: say what it leaves out
-            diag.notes["warnings"] = [*diag.notes.get("warnings", []), CHOICE_HELD_FIXED]
+                if fixed is not None:  # the delta method holds the choice fixed: the bootstrap's SD is the se
+                    se, se_source = float(np.std(reps[:, 0], ddof=1)), BOOTSTRAP_SE
+        value += rw.offset
+        if math.isfinite(se):
+            lo, hi = clt_interval(value, se, clusters, alpha)
+        else:
+            lo, hi = lo + rw.offset, hi + rw.offset
         return OffPolicyEstimate(
-            self.name, getattr(target, "name", "target"), rw.name, value + rw.offset, se,
-            lo + rw.offset, hi + rw.offset, blo, bhi, float(alpha), data.n, clusters, self.assumption, diag,
+            self.name, getattr(target, "name", "target"), rw.name, value, se, lo, hi, blo, bhi, float(alpha), data.n,
+            clusters, self.assumption, self.diagnostics(data, target, terms), se_source, delta_se, fixed, int(n_boot),
+            data.cached("effective_clusters", lambda: effective_clusters(data))[1],
         )
 
     @property
@@ -345,7 +353,7 @@ def available_estimators() -> tuple[str, ...]:
 
 def estimator_class(name: str) -> type[Estimator]:
     if not isinstance(name, str) or name not in _REGISTRY:
-        raise ConfigError(("estimator",), f"unknown estimator {name!r}; allowed: " + ", ".join(available_estimators()))
+        raise ConfigError(("estimator",), must_be_one_of(available_estimators(), name))
     return _REGISTRY[name]
 
 

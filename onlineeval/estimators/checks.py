@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from onlineeval.errors import InputError
+from onlineeval.errors import InputError, must_be_one_of
 from onlineeval.estimators.base import (
     DeterministicTarget,
     Estimator,
@@ -355,7 +355,7 @@ def exact_event_probabilities(
         lam = np.asarray(continuation, dtype=np.float64)[None, : a.shape[1]]
         exam = _exclusive_cumprod(1.0 - a * (1.0 - lam))
         return exam * a, first
-    raise InputError(f"unknown click family {family!r}; allowed: pbm, cascade, dcm")
+    raise InputError(must_be_one_of(("pbm", "cascade", "dcm"), family, "click family"))
 
 
 def sample_clicks(
@@ -389,7 +389,7 @@ def sample_clicks(
             clicks[:, j] = examined & hit[:, j]
             examined &= ~clicks[:, j] | (v[:, j] < continuation[j])
         return clicks
-    raise InputError(f"unknown click family {family!r}; allowed: pbm, cascade, dcm")
+    raise InputError(must_be_one_of(("pbm", "cascade", "dcm"), family, "click family"))
 
 
 def _frozen(x: ArrayLike | None) -> FloatArray | None:
@@ -444,7 +444,7 @@ class CheckWorld:
         for name in ("attraction", "examination", "continuation", "query_probs", "type_shares"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         if self.family not in FAMILIES:
-            raise InputError(f"unknown world family {self.family!r}; allowed: {', '.join(FAMILIES)}")
+            raise InputError(must_be_one_of(FAMILIES, self.family, "world family"))
         if len(self.type_families) != len(self.type_shares) or abs(float(np.sum(self.type_shares)) - 1) > 1e-12:
             raise InputError("type_families and type_shares must have one entry per type, shares summing to 1")
 
@@ -529,13 +529,13 @@ def check_world(family: str, logger: str = "plackett_luce") -> CheckWorld:
     elif logger == "deterministic":
         pol = deterministic_policy(order[:, ::-1][:, :k], m)
     else:
-        raise InputError(f"unknown check logger {logger!r}; allowed: plackett_luce, uniform, deterministic")
+        raise InputError(must_be_one_of(("plackett_luce", "uniform", "deterministic"), logger, "check logger"))
     if family == "mixture":
         types: tuple[str, ...] = ("pbm", "cascade")
     elif family in FAMILIES:
         types = (family,)
     else:
-        raise InputError(f"unknown world family {family!r}; allowed: {', '.join(FAMILIES)}")
+        raise InputError(must_be_one_of(FAMILIES, family, "world family"))
     shares = np.full(len(types), 1.0 / len(types))
     return CheckWorld(
         family, alpha, k,

@@ -86,7 +86,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 from onlineeval.estimators.base import (
     BOOTSTRAP_PROGRESS,
     BoolArray,
@@ -286,8 +286,8 @@ class ClickModelEstimator(Estimator):
             object.__setattr__(self, "folds", self.default_folds if isinstance(self.model, str) else 1)
         if isinstance(self.model, str):
             if self.model.lower() not in self.allowed_models:
-                raise ConfigError(("estimator", "model"), f"{self.name}: unknown click model {self.model!r}; "
-                                  f"allowed: {', '.join(self.allowed_models)} (or a fitted model object)")
+                raise ConfigError(("estimator", "model"), f"{self.name}: " + must_be_one_of(
+                    self.allowed_models, self.model, note=" (or a fitted model object)"))
         else:
             for meth in ("click_probabilities", "conditional_click_probabilities"):
                 if not callable(getattr(self.model, meth, None)):

@@ -23,6 +23,15 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from onlineeval.estimators.intervals import (  # noqa: F401  (re-exported: their home was this module)
+    BOOTSTRAP_SE,
+    FEW_CLUSTERS,
+    clt_interval,
+    clt_quantile,
+    effective_clusters,
+    few_clusters_text,
+)
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -82,7 +91,7 @@ def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix:
     from onlineeval.errors import ConfigError, must_be_one_of
 
     if metric not in METRICS:
-        raise ConfigError((f"{prefix}metric",), f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+        raise ConfigError((f"{prefix}metric",), must_be_one_of(METRICS, metric))
     if not 0 < alpha < 1:
         raise ConfigError((f"{prefix}alpha",), f"must be in (0, 1), got {alpha}")
     if bootstrap != 0 and bootstrap < 100:
@@ -93,7 +102,7 @@ def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix:
 
 def parse_estimators(text: str, key: str = "--estimator") -> list[str]:
     """Names of ``a,b`` (known, distinct, none empty), or a ``ConfigError`` at ``key`` listing the allowed."""
-    from onlineeval.errors import ConfigError
+    from onlineeval.errors import ConfigError, must_be_one_of
     from onlineeval.estimators import available_estimators
 
     parts = [x.strip() for x in text.split(",")]
@@ -105,8 +114,7 @@ def parse_estimators(text: str, key: str = "--estimator") -> list[str]:
                           "start or end); give names separated by single commas, e.g. ips,snips")
     for name in names:
         if name not in available_estimators():
-            raise ConfigError((key,), f"unknown estimator {name!r}; allowed: "
-                              + ", ".join(available_estimators()))
+            raise ConfigError((key,), must_be_one_of(available_estimators(), name))
     if len(set(names)) != len(names):
         raise ConfigError((key,), "an estimator is named twice")
     return names
@@ -240,52 +248,6 @@ def range_note(value: float, reward: Reward, k: int) -> str | None:
             "self-normalised list estimator (snips: a weighted mean of the impressions' metric) that stays in it")
 
 
-#: fewer effective clusters than this make the CLT interval's warning (:func:`few_clusters_text`)
-FEW_CLUSTERS = 30
-
-
-def clt_quantile(alpha: float, clusters: int) -> float:
-    r"""The CLT intervals' quantile: :math:`t_{G-1}(1-\alpha/2)` for ``G`` clusters (the reference distribution of a
-    mean over ``G`` clusters with the CR1 standard error, :math:`G/(G-1)` times the sum of squared cluster
-    deviations; Cameron and Miller 2015, Stata's convention), not :math:`z`: with 4 clusters :math:`z` = 1.96 covers
-    about 86%, :math:`t_3` = 3.18 95% (tests/test_estimate_review3.py measures both); at 300 clusters they differ by
-    0.4%. NaN with fewer than 2 clusters."""
-    from scipy.stats import t
-
-    return float(t.ppf(1 - alpha / 2, clusters - 1)) if clusters >= 2 else math.nan
-
-
-def clt_interval(value: float, se: float, clusters: int, alpha: float) -> tuple[float, float]:
-    """``value -+ t_{G-1}(1 - alpha/2) x se`` (:func:`clt_quantile`)."""
-    q = clt_quantile(alpha, clusters)
-    return value - q * se, value + q * se
-
-
-def effective_clusters(data: LoggedData) -> tuple[int, float]:
-    """``(G, (sum n_g)^2 / sum n_g^2)``: the clusters of ``data`` (users; impressions without user ids) and their
-    effective number by impressions (``G`` for equal clusters, near 1 when one dominates)."""
-    import numpy as np
-
-    if data.user is None:
-        return data.n, float(data.n)
-    inv, g = data.user_groups
-    sizes = np.bincount(inv, minlength=g).astype(np.float64)
-    return int(g), float(sizes.sum() ** 2 / (sizes ** 2).sum())
-
-
-def few_clusters_text(data: LoggedData) -> str | None:
-    """The warning of a log whose CLT intervals rest on few clusters: fewer than :data:`FEW_CLUSTERS` effective
-    clusters (:func:`effective_clusters`); ``None`` otherwise."""
-    g, eff = effective_clusters(data)
-    if eff >= FEW_CLUSTERS:
-        return None
-    size = (f" (effective number by impressions {eff:.1f}: a few clusters hold most impressions)"
-            if eff < 0.8 * g else "")
-    return (f"the CLT intervals and p-values rest on {g} clusters{size}, fewer than {FEW_CLUSTERS}: they use t_(G-1) "
-            "quantiles, which correct for few clusters of similar size but not for a few dominant ones, so they may "
-            "cover less than their level; treat them as approximate (more users, or the cluster bootstrap as a check)")
-
-
 def _cluster_sums(data: LoggedData, num: np.ndarray, den: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
@@ -302,10 +264,6 @@ def boot_rng(seed: int, *names: str) -> np.random.Generator:
     import numpy as np
 
     return np.random.default_rng([seed, *(zlib.crc32(n.encode("utf-8")) for n in names)])
-
-
-#: ``se_source`` of an estimate or difference whose standard error is its bootstrap's SD (:func:`one_estimate`)
-BOOTSTRAP_SE = "bootstrap SD (the data-driven choice or model fit made again in every resample)"
 
 
 #: a clipped estimate whose estimated clipping bias exceeds this many of its standard errors is warned: its interval
@@ -442,100 +400,53 @@ DIAGNOSTIC_KEYS = ("ess", "max_weight", "top1_share", "zero_weight_share", "supp
                    "mean_weight_expected", "ess_impressions", "mean_weight_off")
 
 
-def _clusters(data: LoggedData) -> int:
-    return data.n if data.user is None else int(data.user_groups[1])
-
-
 def undefined_record(est: Estimator, name: str, data: LoggedData, message: str) -> dict[str, Any]:
     """The record of an undefined estimate: every key of :data:`RESULT_KEYS` (numbers and diagnostics ``None``, the
     log's ``n`` and ``clusters``), so that a reader of the JSON never meets a missing key."""
     out: dict[str, Any] = dict.fromkeys(RESULT_KEYS)
-    out.update({"estimator": est.name, "target": name, "n": data.n, "clusters": _clusters(data),
+    out.update({"estimator": est.name, "target": name, "n": data.n, "clusters": effective_clusters(data)[0],
                 "assumption": est.assumption, "error": message, "warnings": [f"undefined: {message}"],
                 "diagnostics": {**dict.fromkeys(DIAGNOSTIC_KEYS), "notes": {}}})
     return out
-
-
-def choice_held_fixed_text(est: Estimator, reward: Reward, bootstrap_option: str) -> str | None:
-    """The warning of an estimate whose CLT standard error holds a data-driven choice fixed, without a bootstrap:
-    the standard error is too small and how to get a valid one (``bootstrap_option`` as the caller spells it)."""
-    fixed = est.clt_holds_fixed(reward)
-    if fixed is None:
-        return None
-    return (f"its standard error, CLT interval and p-values hold {fixed} fixed and are too small (adaptive_ips: "
-            "about 0.7 of its estimates' SD over 200 replicates of configs/counterfactual.yaml; 4.4x too small on "
-            f"50,000-impression logs in review 3); {bootstrap_option} (e.g. 1000) makes the choice again in every "
-            "resample and reports that bootstrap's SD as se, with the interval and p-values from it")
 
 
 def one_estimate(
     est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
     alpha: float, n_boot: int, seed: int, bootstrap_option: str = "--bootstrap N",
 ) -> dict[str, Any]:
-    """One estimator's record of one target (:data:`RESULT_KEYS`): the estimate with its CLT interval
-    (:func:`clt_interval`; for an estimator whose CLT holds a data-driven choice fixed and a bootstrap asked for,
-    the bootstrap's SD as ``se``), the bootstrap interval, the diagnostics and every warning."""
-    from dataclasses import asdict, replace
-
-    import numpy as np
+    """One estimator's record of one target (:data:`RESULT_KEYS`): :meth:`Estimator.estimate
+    <onlineeval.estimators.base.Estimator.estimate>`'s numbers (its t_(G-1) CLT interval; for an estimator whose CLT
+    holds a data-driven choice fixed and a bootstrap asked for, the bootstrap's SD as ``se``), the bootstrap interval
+    (or why there is none), the diagnostics and every warning (fewer than 30 effective clusters are warned once per
+    log by :func:`estimate_targets`)."""
+    from dataclasses import asdict
 
     from onlineeval.errors import InputError
-    from onlineeval.estimators.base import CHOICE_HELD_FIXED
 
     name = tmap.target.name
     extra: list[str] = []
     rng = boot_rng(seed, est.name, name) if n_boot else None
-    own = bool(n_boot) and est.clt_holds_fixed(reward) is not None  # its bootstrap's SD replaces the CLT's se
     try:
-        res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=0 if own else n_boot,
-                           rng=None if own else rng)
+        res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot, rng=rng)
     except InputError as exc:
         try:  # is it the bootstrap alone that fails (too few clusters with weight)?
-            res = est.estimate(data, tmap.target, reward, alpha=alpha) if n_boot and not own else None
+            res = est.estimate(data, tmap.target, reward, alpha=alpha) if n_boot else None
         except InputError:
             res = None
         if res is None:
             return undefined_record(est, name, data, exc.message)
         extra.append(f"no bootstrap interval: {exc.message}")
-    se_source = "delta method"
-    if own:
-        try:
-            reps = est.bootstrap_estimates(data, [tmap.target], reward, n_boot, rng) if res.clusters >= 2 else None
-            if reps is None:  # the plain cluster bootstrap of its terms (or its refusal of one cluster)
-                res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot, rng=rng)
-            else:
-                sd = float(np.std(reps[:, 0], ddof=1))
-                blo, bhi = (float(v) + reward.offset for v in np.quantile(reps[:, 0], [alpha / 2, 1 - alpha / 2]))
-                fixed = est.clt_holds_fixed(reward)
-                extra.append(f"se, interval and p-values are its bootstrap's: se = the SD of the {n_boot} resamples' "
-                             f"estimates ({fixed} redone in each), {sd:.4g}; the delta method's {res.se:.4g} holds "
-                             "it fixed and is too small")
-                res = replace(res, se=sd, boot_low=blo, boot_high=bhi)
-                se_source = BOOTSTRAP_SE
-        except InputError as exc:
-            extra.append(f"no bootstrap interval: {exc.message}")
-    if math.isfinite(res.se):
-        lo, hi = clt_interval(res.value, res.se, res.clusters, alpha)
-        res = replace(res, ci_low=lo, ci_high=hi)
     diag = res.diagnostics
     never = None
     if log.source == "log":  # written propensities: documents never logged are not known support violations
         never, _ = support_count(log, tmap, rows)
     out = {("estimate" if k == "value" else k): v for k, v in asdict(res).items()
            if k not in ("diagnostics", "reward", "alpha")}
-    out["se_source"] = se_source
-    if est.chooses_from_log and CHOICE_HELD_FIXED in diag.notes.get("warnings", ()):  # said by held / extra
-        notes = dict(diag.notes)
-        notes["warnings"] = [w for w in notes["warnings"] if w != CHOICE_HELD_FIXED]
-        if not notes["warnings"]:
-            del notes["warnings"]
-        diag = replace(diag, notes=notes)
     out["diagnostics"] = asdict(diag)
     out["diagnostics"]["never_logged"] = never
     out["diagnostics"]["ess_impressions"] = diag.ess_impressions
     out["diagnostics"]["mean_weight_off"] = diag.mean_weight_off()
-    held = choice_held_fixed_text(est, reward, bootstrap_option) if not n_boot else None
-    out["warnings"] = ([held] if held else []) + diag.warnings() + extra
+    out["warnings"] = res.warnings(bootstrap_option, clusters=False) + extra
     bias = diag.notes.get("clipping_bias_estimate")
     if bias is not None and bias != 0 and not (abs(bias) <= CLIPPING_BIAS_SE * res.se):
         out["warnings"].append(
@@ -728,7 +639,8 @@ def estimate_targets(
                     if diff is None:
                         differences.append({**dict.fromkeys(DIFFERENCE_KEYS), "estimator": est.name,
                                             "target": tmap.target.name, "baseline": base.target.name,
-                                            "n": sub.n, "clusters": _clusters(sub), "error": exc.message})
+                                            "n": sub.n, "clusters": effective_clusters(sub)[0],
+                                            "error": exc.message})
                     else:
                         differences.append(diff)
                         warnings.append(f"{pair}: no bootstrap interval: {exc.message}")

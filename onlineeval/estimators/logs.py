@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from onlineeval.errors import InputError
+from onlineeval.errors import InputError, must_be_one_of
 from onlineeval.estimators._arrays import (
     BoolArray,
     FloatArray,
@@ -219,7 +219,7 @@ class LoggedData:
                 return w
             return self.cached(("weights", "prefix_carried"), lambda: _carry_last(w, self.valid),  # type: ignore
                                target=target)
-        raise ValueError(f"unknown weight level {level!r}; allowed: list, item, prefix, list_slots, prefix_carried")
+        raise ValueError(must_be_one_of(("list", "item", "prefix", "list_slots", "prefix_carried"), level, "level"))
 
     def _base_weights(self, target: Target, level: str) -> FloatArray:
         def compute() -> FloatArray:

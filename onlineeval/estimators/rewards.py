@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 
 __all__ = ["REWARDS", "Reward", "first_click", "get_reward"]
 
@@ -121,5 +121,5 @@ REWARDS: dict[str, Callable[[int], Reward]] = {
 def get_reward(name: str, k: int) -> Reward:
     """The built-in reward ``name`` for lists of ``k`` slots (``ConfigError`` listing the names)."""
     if name not in REWARDS:
-        raise ConfigError(("reward",), f"unknown reward {name!r}; allowed: {', '.join(REWARDS)}")
+        raise ConfigError(("reward",), must_be_one_of(REWARDS, name))
     return REWARDS[name](k)

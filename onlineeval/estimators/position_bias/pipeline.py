@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, must_be_one_of
 from onlineeval.estimators.base import LoggedData, Reward, Target, get_reward
 from onlineeval.estimators.position_bias._core import (
     FloatArray,
@@ -63,7 +63,7 @@ def estimate_examination(
     if method == "em":
         return estimate_em(data)
     if method != "auto":
-        raise ConfigError(("estimate_with",), f"unknown method {method!r}; allowed: auto, {', '.join(METHODS)}")
+        raise ConfigError(("estimate_with",), must_be_one_of(("auto", *METHODS), method))
     try:
         swap = estimate_swap(data)
         if swap.n_impressions >= SWAP_SHARE * data.n:
@@ -187,7 +187,7 @@ def pipeline_bootstrap(
     if isinstance(estimate_fn, str):
         method = estimate_fn
         if method not in (*METHODS, "auto"):
-            raise ConfigError(("estimate_fn",), f"unknown method {method!r}; allowed: auto, {', '.join(METHODS)}")
+            raise ConfigError(("estimate_fn",), must_be_one_of(("auto", *METHODS), method))
 
         def fn(d: LoggedData, rows: IntArray) -> PositionBiasEstimate | ArrayLike:
             return estimate_examination(d, method, ranker=None if rk is None else rk[rows])

@@ -1,0 +1,173 @@
+"""The interval rules of :meth:`Estimator.estimate` (onlineeval/estimators/intervals.py), as a library caller gets
+them: the CLT interval with t_(G-1) quantiles and its coverage with few clusters, the warning under 30 effective
+clusters, and for estimators whose delta method holds a data-driven choice fixed the bootstrap's SD as the standard
+error. ``onlineeval estimate`` reads the same numbers (checked against its JSON here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from onlineeval.estimators import DeterministicTarget, LoggedData, get_estimator, get_reward
+from onlineeval.estimators.intervals import BOOTSTRAP_SE, DELTA_SE, FEW_CLUSTERS, bootstrap_se_text
+
+from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixture)
+    EXAM,
+    K,
+    json_out,
+    lib_data,
+    lib_target,
+    world,
+)
+
+ATTRACT = np.array([0.8, 0.6, 0.45, 0.3, 0.15])
+TARGET = DeterministicTarget(np.array([[0, 1, 2]]), "T")
+
+
+def _balanced_log(rng: np.random.Generator, g: int, per: int, users: bool = True) -> LoggedData:
+    """``g`` users with ``per`` impressions each of one query: a uniformly random ordered 3 of 5, PBM clicks."""
+    n = g * per
+    shown = np.argsort(rng.random((n, 5)), axis=1)[:, :K]
+    clicks = rng.random((n, K)) < EXAM[None, :] * ATTRACT[shown]
+    return LoggedData(np.zeros(n, dtype=np.int64), shown, clicks, p_item=np.full((n, K), 0.2),
+                      p_list=np.full(n, 1 / 60), p_prefix=np.tile([1 / 5, 1 / 20, 1 / 60], (n, 1)),
+                      user=np.repeat(np.arange(g), per) if users else None)
+
+
+@pytest.mark.parametrize("g", [2, 4, 12])
+@pytest.mark.parametrize("alpha", [0.05, 0.1])
+def test_clt_interval_is_t_with_g_minus_1_degrees_of_freedom(g: int, alpha: float) -> None:
+    """With G users the interval is value -+ t_(G-1)(1 - alpha/2) x se (scipy's quantile), se the CR1 standard error
+    of the clustered mean written out here from the per-user sums (IPS: sqrt(G/(G-1) sum (x_g - r n_g)^2) / N);
+    without user ids the clusters are the impressions (t_(n-1))."""
+    data = _balanced_log(np.random.default_rng(100 + g), g, 600 // g)
+    reward = get_reward("clicks_per_query", K)
+    est = get_estimator("ips")
+    res = est.estimate(data, TARGET, reward, alpha=alpha)
+    x = np.bincount(data.user, est.terms(data, TARGET, reward).num, g)
+    sizes = np.bincount(data.user, minlength=g).astype(float)
+    r = x.sum() / sizes.sum()
+    se = float(np.sqrt(g / (g - 1) * np.sum((x - r * sizes) ** 2)) / sizes.sum())
+    q = scipy.stats.t.ppf(1 - alpha / 2, g - 1)
+    assert res.clusters == g and res.se == pytest.approx(se, rel=1e-12)
+    assert (res.ci_low, res.ci_high) == pytest.approx((res.value - q * se, res.value + q * se), rel=1e-12)
+    assert res.se_source == DELTA_SE and res.delta_se == res.se
+    # a self-normalised estimator (den terms) and a reward with an offset: the same quantile around the value
+    worst = DeterministicTarget(np.array([[4, 3, 2]]), "W")  # abandonment is not 0 on every impression
+    for name, metric, target in (("snips", "reciprocal_rank", TARGET), ("ips", "abandonment", worst)):
+        other = get_estimator(name).estimate(data, target, metric, alpha=alpha)
+        assert other.se > 0 and other.clusters == g, name
+        assert (other.ci_high - other.value) / other.se == pytest.approx(q, rel=1e-9), name
+        assert (other.value - other.ci_low) / other.se == pytest.approx(q, rel=1e-9), name
+    flat = est.estimate(_balanced_log(np.random.default_rng(g), g, 30, users=False), TARGET, reward, alpha=alpha)
+    assert flat.clusters == 30 * g
+    assert (flat.ci_high - flat.value) / flat.se == pytest.approx(scipy.stats.t.ppf(1 - alpha / 2, 30 * g - 1),
+                                                                  rel=1e-9)
+
+
+def test_t_interval_covers_with_four_clusters() -> None:
+    """With 4 equal clusters of 300 impressions, IIPS (unbiased under PBM for clicks) against the exact value
+    sum_j theta_j alpha_(t_j): Estimator.estimate's CLT interval covers within the exact 99% binomial band of 0.95
+    over 1,000 fixed-seed logs; the z = 1.96 interval it gave before covers about 0.86 (t_3 at 1.96: 0.855), below
+    that band."""
+    rng = np.random.default_rng(20261202)
+    truth = float(EXAM @ ATTRACT[:3])
+    est = get_estimator("iips")
+    reward = get_reward("clicks_per_query", K)
+    reps, g = 1000, 4
+    cover_t = cover_z = 0
+    for _ in range(reps):
+        res = est.estimate(_balanced_log(rng, g, 300), TARGET, reward)
+        cover_t += res.ci_low <= truth <= res.ci_high
+        cover_z += abs(res.value - truth) <= 1.959963984540054 * res.se
+    band = scipy.stats.binom.ppf([0.005, 0.995], reps, 0.95) / reps
+    assert band[0] <= cover_t / reps <= band[1], (cover_t, band)
+    assert cover_z / reps < band[0], (cover_z, band)
+    assert abs(cover_z / reps - 2 * scipy.stats.t.cdf(1.959963984540054, g - 1) + 1) < 4 * np.sqrt(0.855 * 0.145 / reps)
+
+
+def test_few_effective_clusters_are_warned_by_the_library() -> None:
+    """Fewer than 30 effective clusters: the estimate's warnings say so (with the effective number when one user
+    dominates); 40 equal users: no warning; ``clusters=False`` (the estimate command, which says it once per log)
+    leaves it out."""
+    reward = get_reward("clicks_per_query", K)
+    est = get_estimator("ips")
+    few = est.estimate(_balanced_log(np.random.default_rng(1), 4, 50), TARGET, reward)
+    assert few.effective_clusters == pytest.approx(4.0, rel=1e-12)
+    (w,) = [w for w in few.warnings() if f"fewer than {FEW_CLUSTERS}" in w]
+    assert w.startswith("the CLT intervals and p-values rest on 4 clusters, fewer than 30: they use t_(G-1)")
+    assert not any(f"fewer than {FEW_CLUSTERS}" in w for w in few.warnings(clusters=False))
+    data = _balanced_log(np.random.default_rng(2), 40, 10)
+    assert not any(f"fewer than {FEW_CLUSTERS}" in w for w in est.estimate(data, TARGET, reward).warnings())
+    user = data.user.copy()
+    user[user < 30] = 0  # one user holds 300 of 400 impressions: 11 clusters, effective number 400^2 / 90,100
+    heavy = est.estimate(LoggedData(data.query, data.shown, data.clicks, p_list=data.p_list, user=user), TARGET,
+                         reward)
+    assert heavy.clusters == 11 and heavy.effective_clusters == pytest.approx(400**2 / (300**2 + 10 * 10**2))
+    assert any(w.startswith("the CLT intervals and p-values rest on 11 clusters (effective number by impressions "
+                            "1.8: a few clusters hold most impressions)") for w in heavy.warnings())
+
+
+@pytest.mark.parametrize("name,options", [("adaptive_ips", {}), ("dm", {"model": "cm"})])
+def test_bootstrap_sd_is_the_se_of_an_estimator_that_holds_a_choice_fixed(name: str, options: dict[str, Any]) -> None:
+    """Adaptive IPS (its data-driven choice of behaviours) and the direct method with a fitted click model: with
+    n_boot, Estimator.estimate's se is the SD of the estimator's own bootstrap estimates (the choice made again in
+    every resample, the same generator), its CLT interval value -+ t_(G-1) x that SD, its percentile interval their
+    quantiles, the delta method's se kept in delta_se and a note in the warnings; IPS keeps its delta-method se."""
+    data = _balanced_log(np.random.default_rng(5), 60, 10)
+    reward = get_reward("reciprocal_rank", K)
+    est = get_estimator(name, **options)
+    plain = est.estimate(data, TARGET, reward)
+    res = est.estimate(data, TARGET, reward, n_boot=200, rng=np.random.default_rng(7))
+    reps = est.bootstrap_estimates(data, [TARGET], reward, 200, np.random.default_rng(7))[:, 0]
+    sd, q = float(np.std(reps, ddof=1)), scipy.stats.t.ppf(0.975, 59)
+    assert res.se_source == BOOTSTRAP_SE and res.se == sd and res.delta_se == plain.se and res.value == plain.value
+    assert (res.ci_low, res.ci_high) == pytest.approx((res.value - q * sd, res.value + q * sd), rel=1e-12)
+    assert (res.boot_low, res.boot_high) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])), rel=1e-12)
+    assert bootstrap_se_text(est.clt_holds_fixed(reward), 200, sd, plain.se) in res.warnings()
+    assert not any("are too small (adaptive_ips" in w for w in res.warnings())
+    ips = get_estimator("ips")
+    booted = ips.estimate(data, TARGET, reward, n_boot=200, rng=np.random.default_rng(7))
+    assert booted.se_source == DELTA_SE and booted.se == ips.estimate(data, TARGET, reward).se
+
+
+def test_the_estimate_command_prints_the_library_numbers(world: dict[str, Any]) -> None:
+    """`onlineeval estimate --bootstrap` and Estimator.estimate with the command's generator (default_rng([seed,
+    crc32(estimator), crc32(target)])) give the same se, CLT and bootstrap intervals, for adaptive IPS (se from its
+    bootstrap) and IPS (delta method)."""
+    from onlineeval.estimators.log_estimates import boot_rng
+
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", "adaptive_ips,ips",
+                   "--bootstrap", "200", "--seed", "4")
+    data, target = lib_data(world["sim"]), lib_target(world["sim"], world["best"], "B")
+    for row in doc["results"]:
+        lib = get_estimator(row["estimator"]).estimate(data, target, "clicks_per_query", n_boot=200,
+                                                       rng=boot_rng(4, row["estimator"], "B"))
+        got = [row[k] for k in ("estimate", "se", "ci_low", "ci_high", "boot_low", "boot_high", "se_source")]
+        assert got == [lib.value, lib.se, lib.ci_low, lib.ci_high, lib.boot_low, lib.boot_high, lib.se_source]
+
+
+def test_a_failed_bootstrap_keeps_the_held_choice_warning(world: dict[str, Any], tmp_path) -> None:
+    """A bootstrap that cannot run (the log has one user): the estimate command keeps the CLT estimate, says why there
+    is no bootstrap interval and, for adaptive IPS, that its delta-method se holds the choice fixed (Estimator.estimate
+    without n_boot, which one_estimate falls back to; before, that warning was dropped whenever --bootstrap was
+    given)."""
+    import json
+
+    recs = [json.loads(x) for x in world["log"].read_text().splitlines()]
+    for rec in recs:
+        rec["user"] = "u0"
+    path = tmp_path / "one.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    doc = json_out("--log", str(path), "--target", str(world["B"]), "--estimator", "adaptive_ips,ips",
+                   "--bootstrap", "100")
+    by = {r["estimator"]: r for r in doc["results"]}
+    for name in ("adaptive_ips", "ips"):
+        row = by[name]
+        assert row["clusters"] == 1 and row["se_source"] == DELTA_SE and row["boot_low"] is None, name
+        assert any(w.startswith("no bootstrap interval: ") for w in row["warnings"]), name
+        held = [w for w in row["warnings"] if w.startswith("its standard error, CLT interval and p-values hold")]
+        assert len(held) == (name == "adaptive_ips") and all("--bootstrap N (e.g. 1000)" in w for w in held), name
