@@ -370,6 +370,7 @@ def cuped_summary(
     ``required_if_unbiased``) when the adjusted estimate or the A/B estimate is biased."""
     from onlineeval.stats import binomial_band
     from simulations.analysis import (
+        EXTRAPOLATION_FLAG,
         expected_distinct_users,
         replicate_arrays,
         required_impressions,
@@ -383,7 +384,8 @@ def cuped_summary(
     for design in config.designs:
         if design.type != "ab" or design.analysis.cuped is None or design.name not in designs:
             continue
-        entry: dict[str, Any] = {"pre_days": design.analysis.cuped.pre_days, "metrics": {}}
+        entry: dict[str, Any] = {"pre_days": design.analysis.cuped.pre_days, "simulated_days": int(config.traffic.days),
+                                 "metrics": {}}
         for metric, main in designs[design.name].items():
             plain = _last(rows, design.name, False, metric)
             adj = _last(side_rows, design.name, False, CUPED_PREFIX + metric)
@@ -434,9 +436,15 @@ def cuped_summary(
             n_req = required_impressions(fit, truth, alpha, target) if detectable else math.inf
             finite = math.isfinite(n_req)
             qpd = config.traffic.queries_per_day
+            # review 6, F6: CUPED's days are analytic from the a/N + b fit, extrapolated past the simulated days like
+            # the main table's '*' sizes: the factor (days / simulated days), flagged beyond EXTRAPOLATION_FLAG
+            factor = n_req / qpd / float(config.traffic.days) if finite else None
             m["required"] = {
                 "impressions": n_req if finite else None,
                 "days": n_req / qpd if finite else None,
+                "days_extrapolation": factor,
+                "extrapolated": bool(factor is not None and factor > EXTRAPOLATION_FLAG),
+                "unadjusted_days_extrapolation": main.get("analytic_required_days_extrapolation"),
                 "users": float(expected_distinct_users(n_req, config.users.population, config.users.activity.sigma))
                 if finite else None,
                 "unadjusted_impressions": main.get("analytic_required_impressions"),
@@ -456,7 +464,8 @@ def cuped_summary(
                     "impressions_rel_se": unc["rel_se"], "impressions_range": lo_hi,
                     "days_range": None if lo_hi is None else [v / qpd for v in lo_hi],
                     "unreachable_share": unc["unreachable_share"], "variance_floor_to_target": unc["floor_ratio"],
-                    "unstable": unc["unstable"]})
+                    # as the main table's '?': the refits' rule, or extrapolated beyond EXTRAPOLATION_FLAG
+                    "unstable": bool(unc["unstable"] or m["required"]["extrapolated"])})
             if main.get("analytic_withheld") or not m["unbiased"]:
                 # the A/B estimate or the adjusted one is biased: days computed as if unbiased are withheld
                 m["required_if_unbiased"] = m["required"]
@@ -489,6 +498,7 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
              (f"  {'design':10s} {'metric':17s} {'pre':>4s} {'with pre':>8s} {'rho':>6s} {'R^2':>6s} "
               f"{'reduction':>15s} {'within':>7s} {'bias/SE':>8s} {'A/A':>6s}  days needed (unadjusted)")]
     unstable: list[str] = []
+    starred = False
     for design, e in cup.items():
         for metric, m in e["metrics"].items():
             vr = m["variance_reduction"]
@@ -501,15 +511,26 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
                 days, base = "biased", "-"
             else:
                 q, q0 = "?" if req.get("unstable") else "", "?" if req.get("unadjusted_unstable") else ""
-                days = ("not reachable" if req["days"] is None else days_text(req["days"])) + q
-                base = "-" if req["unadjusted_days"] is None else days_text(req["unadjusted_days"]) + q0
+                days = ("not reachable" + q if req["days"] is None else
+                        _days_cell(req["days"], req.get("days_extrapolation"), q))
+                base = "-" if req["unadjusted_days"] is None else _days_cell(
+                    req["unadjusted_days"], req.get("unadjusted_days_extrapolation"), q0)
+                starred |= "*" in days + base
                 if q:
-                    unstable.append(f"{design}/{metric} " + _days_range(req))
+                    unstable.append(f"{design}/{metric} " + _days_range(req) + (
+                        f" [extrapolated {req['days_extrapolation']:.1f}x the simulated days: model-dependent]"
+                        if req.get("extrapolated") else ""))
             with_pre = rate_text(m["users_with_pre_period"])
             lines.append(f"  {design:10s} {metric:17s} {e['pre_days']:>3d}d {with_pre:>8s} "
                          f"{m['rho']:>6.3f} {rate_text(vr['theoretical_R2']):>6s} {red:>15s} "
                          f"{rate_text(vr['within_replicate']):>7s} "
                          f"{z:>7.1f}{'' if m['unbiased'] else '!'} {aa_s:>6s}  {days} ({base})")
+    if starred:
+        from simulations.report import extrapolation_note
+
+        days = {e.get("simulated_days") for e in cup.values()}
+        lines.append("  days needed: analytic from se^2 = a/N + b as the main table's; '*' beyond the simulated days, "
+                     "with the " + extrapolation_note(days.pop() if len(days) == 1 else "").replace("  ", " "))
     if unstable:
         from simulations.analysis import SIZE_BOOTSTRAP
 
@@ -519,6 +540,19 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
         lines.append("  biased: the A/B estimate or the adjusted one misses the exact truth ('!'), so no days are "
                      "given (summary.json: required_if_unbiased)")
     return lines
+
+
+def _days_cell(days: float, factor: float | None, unstable: str) -> str:
+    """A CUPED days-needed cell, marked as the main table's: within the simulated days the days alone (with
+    ``unstable``, '?' or ''), beyond them '*', ``unstable`` and the factor (days / simulated days) with '!'
+    beyond :data:`simulations.analysis.EXTRAPOLATION_FLAG`: '107.2*? 7.7x!'."""
+    from simulations.analysis import EXTRAPOLATION_FLAG
+
+    from simulations.report import days_text
+
+    if factor is None or not math.isfinite(factor) or factor <= 1.0:
+        return days_text(days) + unstable
+    return f"{days_text(days)}*{unstable} {factor:.1f}x" + ("!" if factor > EXTRAPOLATION_FLAG else "")
 
 
 def _days_range(req: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from simulations.analysis import (
+    EXTRAPOLATION_FLAG,
     SIZE_BOOTSTRAP,
     UNSTABLE_FLOOR_RATIO,
     refit_sizes,
@@ -222,19 +223,26 @@ def test_cuped_days_needed_flagged_by_the_main_tables_rule(floor_share: float) -
     ref = required_impressions_uncertainty(fit, se_adj, n, EFFECT, 0.0, ALPHA, POWER,
                                            size_seed(cfg.seed, "ab", CUPED_PREFIX + "clicks_per_query"))
     assert req["impressions"] == pytest.approx(required_impressions(fit, EFFECT, ALPHA, POWER), rel=1e-9)
-    assert req["unstable"] == ref["unstable"]
+    # review 6, F6: or, as the main table's '?', the days extrapolated beyond EXTRAPOLATION_FLAG x the simulated days
+    factor = None if req["days"] is None else req["days"] / CFG["traffic"]["days"]
+    assert req["unstable"] == (ref["unstable"] or (factor is not None and factor > EXTRAPOLATION_FLAG))
     assert req["days_range"] == pytest.approx([v / QPD for v in ref["range"]], rel=1e-9)
     assert req["variance_floor_to_target"] == pytest.approx(ref["floor_ratio"], rel=1e-9)
     refits = size_refits(se_adj, n, EFFECT, 0.0, size_seed(cfg.seed, "ab", CUPED_PREFIX + "clicks_per_query"))
     assert req["unreachable_share"] == pytest.approx(float(np.mean(np.isinf(refit_sizes(refits, ALPHA, POWER)))))
     line = next(s for s in cuped_lines({"cuped": out}) if s.lstrip().startswith("ab "))
+    # the days' cell: '*' beyond the simulated days with the factor, '!' beyond EXTRAPOLATION_FLAG (review 6, F6)
+    mark = "" if factor is None or factor <= 1 else f" {factor:.1f}x" + ("!" if factor > EXTRAPOLATION_FLAG else "")
+    star = "*" if mark else ""
     if floor_share > 0.9:
         assert req["unstable"] and req["variance_floor_to_target"] > UNSTABLE_FLOOR_RATIO
-        assert line.endswith("not reachable? (50.0)" if req["days"] is None else f"{req['days']:.1f}? (50.0)")
+        cell = "not reachable?" if req["days"] is None else f"{req['days']:.1f}{star}?{mark}"
+        assert line.endswith(cell + " (50.0)")
         assert any(s.startswith("  '?' unstable days needed") for s in cuped_lines({"cuped": out}))
     else:
-        assert not req["unstable"] and line.endswith(f"{req['days']:.1f} (50.0)")
-        assert not any("unstable" in s for s in cuped_lines({"cuped": out}))
+        assert not ref["unstable"] and factor is not None and factor > EXTRAPOLATION_FLAG
+        assert req["unstable"] and line.endswith(f"{req['days']:.1f}*? {factor:.1f}x! (50.0)")
+        assert any("[extrapolated" in s for s in cuped_lines({"cuped": out}))
 
 
 def test_cuped_days_of_a_biased_adjustment_are_withheld() -> None:
