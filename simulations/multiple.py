@@ -19,6 +19,15 @@ Reported per design (:func:`multiple_summary`), raw next to adjusted:
   false discovery proportion (a rejection is false when the test's truth is not detectable,
   i.e. within 2 Monte Carlo SEs of 0, or when its estimate has the wrong sign).
 
+  Review 6, F7: an A/B family's truths are exact and non-zero, so there no test is null and
+  that proportion is the share of rejections with the wrong sign (type S errors) only; the
+  report then says so (``fdp_counts``: ``"wrong sign"`` or ``"null or wrong sign"``). A test
+  whose true effect is so small that its analytic power at the horizon (the main table's) is
+  within the exact 99% binomial band of ``alpha`` rejects about as often as a null one, and
+  nearly all its rejections are noise though counted true: those tests are listed as
+  ``near_null`` with their analytic power, and ``false_discovery_proportion_near_null_*``
+  counts their rejections as false too.
+
 Raw decisions are ``p < alpha`` (as everywhere in the report); adjusted decisions are
 ``adjusted p <= alpha``, the procedures' own rule. A test undefined in a replicate (NaN
 p-value: too few users or comparisons) is left out of that replicate's family.
@@ -78,6 +87,11 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any) -
             raw = p < alpha
         adj = reject_adjusted(np.where(np.isfinite(p), p, np.nan), alpha, method)
         right = (np.sign(est) == np.sign(truth)) & ~real_null
+        # review 6, F7: tests as weak as a null one (analytic power within alpha's 99% binomial band)
+        band_hi = binomial_band(int(p.shape[0]), alpha, 0.99).hi_rate
+        powers = [(entries[m].get("final_day") or {}).get("analytic_power") for m in metrics]
+        near_null = np.array([not real_null[j] and powers[j] is not None and np.isfinite(powers[j])
+                              and powers[j] <= band_hi for j in range(len(metrics))], dtype=bool)
 
         entry: dict[str, Any] = {
             "method": method,
@@ -96,6 +110,13 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any) -
             "any_rejection_adjusted": float(np.mean(adj.any(axis=1))),
             "false_discovery_proportion_raw": _fdp(raw, right),
             "false_discovery_proportion_adjusted": _fdp(adj, right),
+            # what a false discovery can be here: with no null test, only a rejection of the wrong sign (type S)
+            "null_tests": [m for j, m in enumerate(metrics) if real_null[j]],
+            "fdp_counts": "null or wrong sign" if real_null.any() else "wrong sign",
+            "near_null": {m: float(powers[j]) for j, m in enumerate(metrics) if near_null[j]},
+            "near_null_band": float(band_hi),
+            "false_discovery_proportion_near_null_raw": _fdp(raw, right & ~near_null),
+            "false_discovery_proportion_near_null_adjusted": _fdp(adj, right & ~near_null),
         }
         aa_p, aa_est = family_pvalues(rows, dc.name, True, metrics)
         if aa_p.size:
@@ -140,10 +161,21 @@ def multiple_lines(summary: dict[str, Any]) -> list[str]:
             fw = (f"{rate_text(aa['family_wise_rate_raw'])}{'' if aa['raw_within_band_or_below'] else '!'} -> "
                   f"{rate_text(aa['family_wise_rate_adjusted'])}{'' if aa['adjusted_within_band_or_below'] else '!'} "
                   f"(band {rate_text(aa['binomial_99_band'][0])}-{rate_text(aa['binomial_99_band'][1])})")
-        lines.append(f"  {design:14s} {e['method']} over {e['tests']} tests: A/A family-wise rate {fw}; any rejection "
-                     f"{rate_text(e['any_rejection_raw'])} -> {rate_text(e['any_rejection_adjusted'])}; false "
-                     f"discovery proportion {rate_text(e['false_discovery_proportion_raw'])} -> "
-                     f"{rate_text(e['false_discovery_proportion_adjusted'])}")
+        # review 6, F7: with no null test the proportion counts wrong-sign rejections only: say so
+        label = ("false discovery proportion" if e.get("fdp_counts", "null or wrong sign") != "wrong sign" else
+                 "false discoveries (no test is null: wrong-sign, type S, share of rejections)")
+        text = (f"  {design:14s} {e['method']} over {e['tests']} tests: A/A family-wise rate {fw}; any rejection "
+                f"{rate_text(e['any_rejection_raw'])} -> {rate_text(e['any_rejection_adjusted'])}; {label} "
+                f"{rate_text(e['false_discovery_proportion_raw'])} -> "
+                f"{rate_text(e['false_discovery_proportion_adjusted'])}")
+        near = e.get("near_null") or {}
+        if near:
+            weak = ", ".join(f"{m} analytic power {rate_text(v)}" for m, v in near.items())
+            text += (f"; near-null tests as null ({weak} <= {rate_text(e['near_null_band'])}, the top of alpha's 99% "
+                     "band: their rejections are mostly noise): false discovery proportion "
+                     f"{rate_text(e['false_discovery_proportion_near_null_raw'])} -> "
+                     f"{rate_text(e['false_discovery_proportion_near_null_adjusted'])}")
+        lines.append(text)
         lines.append("  " + " " * 14 + " power raw -> adjusted: " + ", ".join(
             f"{m} {rate_text(t['power_raw'])} -> {rate_text(t['power_adjusted'])}" for m, t in e["per_test"].items()))
     return lines
