@@ -298,8 +298,8 @@ def team_probabilities(interleaver: Interleaver, lists: Sequence[Sequence[int]],
             return None
         return _team_draft_teams(tuple(x[:length] for x in key), length)
     if isinstance(interleaver, Balanced):
-        ex: ExactDraws = _balanced(key, length)
-    elif isinstance(interleaver, Optimized):
+        return _balanced_teams(key, length)
+    if isinstance(interleaver, Optimized):
         ex = _optimized(interleaver, key, length)
     else:
         return None
@@ -329,4 +329,23 @@ def _team_draft_teams(lists: Lists, length: int) -> NDArray[np.float64]:
             assert d is not None
             stack.append((shown + [d], seen | {d}, team + [i], tuple(c + (j == i) for j, c in enumerate(picks)),
                           p / len(elig)))
+    return out
+
+
+def _balanced_teams(lists: Lists, length: int) -> NDArray[np.float64]:
+    """:func:`_balanced`'s team marginals alone, ``(length, 3)``: the two leads, documents shown once."""
+    out = np.zeros((length, 3))
+    width = max(len(x) for x in lists)
+    for lead in (0, 1):
+        seen: set[int] = set()
+        j = 0
+        for r in range(width):
+            for i in (lead, 1 - lead):
+                if j < length and r < len(lists[i]) and lists[i][r] not in seen:
+                    seen.add(lists[i][r])
+                    out[j, i] += 0.5
+                    j += 1
+            if j == length:
+                break
+        out[j:, 2] += 0.5
     return out

@@ -333,7 +333,8 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
         if key not in cache:
             probs = team_probabilities(ref_il, rec.rankings, len(rec.shown))
             cache[key] = None if probs is None else np.asarray(
-                [table.setdefault(tuple(np.round(row, 12).tolist()), len(table)) for row in probs], dtype=np.int64)
+                [table.setdefault(row, len(table)) for row in map(tuple, np.round(probs, 12).tolist())],
+                dtype=np.int64)
         exact_ids.append(cache[key])
     del cache
     is_exact = np.asarray([ids is not None for ids in exact_ids], dtype=bool)
