@@ -66,13 +66,17 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
            "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "EXTRAPOLATION_FLAG", "exact_truth_per_query",
            "truth_precision", "TRUTH_MC_SE", "TRUTH_MC_SHARE", "truth_world_se",
-           "MONTE_CARLO_WORLD_NOTE"]
+           "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
 
 #: two-sided false-alarm probability of the bias flag: that of NULL_BIAS_SE normal standard errors
 NULL_BIAS_P = 2 * 0.5 * math.erfc(NULL_BIAS_SE / math.sqrt(2))
+
+#: family-wise level of the null check's 'SE miscalibrated?' note: a one-sided binomial test of the last day's null
+#: rejection count against alpha, Bonferroni over the design's null-checked pairs (review 6, F2)
+NULL_RATE_FAMILY_LEVEL = 0.01
 
 
 def side_row_mask(rows: pd.DataFrame) -> pd.Series:
@@ -502,7 +506,8 @@ def null_rejection_rate(bias: float | np.ndarray, se: float | np.ndarray, alpha:
 
 
 def null_check(
-    null: Truth, c: pd.DataFrame, alpha: float, replicates: int, null_rows: pd.DataFrame | None = None
+    null: Truth, c: pd.DataFrame, alpha: float, replicates: int, null_rows: pd.DataFrame | None = None,
+    pairs: int = 1,
 ) -> dict[str, Any]:
     """An interleaving design's behaviour under the null user (clicks independent of
     relevance, every true effect 0; :func:`simulations.runner.null_interleaving_truth`).
@@ -513,9 +518,14 @@ def null_check(
     ``alpha`` (an undefined estimate does not reject), with the exact binomial 99% band of
     ``alpha``; ``rejection_rate_analytic``: the rate a two-sided z-test has with the null
     Delta as its mean and the design's mean SE of the day (:func:`null_rejection_rate`).
-    ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` Monte Carlo SEs from 0, or
-    the last day's simulated null rejection rate is above the band (without null replicates:
-    the analytic rate for the smallest bias within 2 SE of the estimate). ``detectable_bias``: the smallest
+    ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` Monte Carlo SEs from 0 (without null replicates,
+    also when the analytic rate of the smallest bias within 2 SE of the null Delta is above the band: a rule on the
+    Delta too). A simulated null rejection rate above alpha says nothing about the mean (review 6, F2: team-draft
+    and probabilistic multileaving are unbiased under the null user by symmetry) and never sets ``biased``:
+    ``rate_excess`` tests it one-sided (``pvalue`` = P(X >= k), X ~ Binomial(replicates, alpha)) at
+    :data:`NULL_RATE_FAMILY_LEVEL` / ``pairs`` (Bonferroni over the design's ``pairs`` null checks) and
+    ``se_miscalibrated`` says whether it is below that threshold (the SE's calibration, not a bias, is in
+    question). ``detectable_bias``: the smallest
     |null Delta| the SE flag catches (:data:`NULL_BIAS_SE` x ``se``); ``pvalue``: two-sided, of ``z`` under no
     bias."""
     se_days = c["mean_se"].to_numpy(dtype=np.float64)
@@ -538,7 +548,14 @@ def null_check(
         last = null_rows[null_rows["day"] == null_rows["day"].max()]["estimate"].to_numpy(dtype=np.float64)
         last = last[np.isfinite(last)]
         band = binomial_band(r_null, alpha, 0.99)
-        over = float(rates.iloc[-1]) > band.hi_rate
+        over = False  # review 6, F2: an excess rejection rate is an SE-calibration note, not a bias
+        k = int(round(float(rates.iloc[-1]) * r_null))
+        level = NULL_RATE_FAMILY_LEVEL / max(int(pairs), 1)
+        p_excess = float(sps.binom.sf(k - 1, r_null, alpha))
+        out["rate_excess"] = {"rejections": k, "replicates": r_null, "pvalue": p_excess, "pairs": max(int(pairs), 1),
+                              "threshold": level, "family_level": NULL_RATE_FAMILY_LEVEL,
+                              "test": "one-sided exact binomial P(X >= rejections | alpha), Bonferroni over pairs"}
+        out["se_miscalibrated"] = bool(p_excess < level)
         out.update({
             "rejection_rate": [float(x) for x in rates],
             "rejection_rate_method": f"simulated: share of {r_null} null replicates rejecting at alpha",
@@ -831,7 +848,8 @@ def analyse(
         null = truth.get((design, NULL_PREFIX + metric))
         if null is not None:
             null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
-            entry["null"] = null_check(null, c, alpha, r, null_rows)
+            n_pairs = sum(1 for (d_, m_) in truth if d_ == design and m_.startswith(NULL_PREFIX))
+            entry["null"] = null_check(null, c, alpha, r, null_rows, pairs=n_pairs)
         if is_held:
             what = held_what[(design, metric)]
             sd_last, se_rep = float(last["sd_estimate"]), float(last["mean_se"])

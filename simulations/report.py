@@ -95,8 +95,11 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "Monte Carlo over analysis.truth_impressions impressions; rejection rate by day: the share of the "
         "design's null replicates (the design run with the null user on every replicate's traffic, rows "
         "null:<pair>) rejecting at alpha, next to the analytic rate from the null Delta and the design's mean SE; "
-        "biased = null Delta more than 4 Monte Carlo SEs from 0 or a last-day null rejection rate above the 99% "
-        "binomial band. A biased design's sample size and ratios are not sensitivities",
+        "biased = null Delta more than 4 Monte Carlo SEs from 0 (without null replicates, or an analytic "
+        "rejection rate above the 99% band from the smallest Delta within 2 SE). A biased design's sample size and "
+        "ratios are not sensitivities. se_miscalibrated (not a bias; the sizes stay): the last day's null "
+        "rejection count is above alpha in a one-sided exact binomial test at level 0.01 / the design's number "
+        "of pairs (Bonferroni; rate_excess); a direction is printed only when the null Delta's z is above 2",
         "efficiency": "equal_traffic_efficiency = ((|effect| / mean SE)^2 of the design) / (the reference's) on the "
         "last simulated day: the ratio of the designs' information per impression at the simulated traffic. "
         "ratios = required impressions for the target power / the reference's: larger when the reference's SE "
@@ -792,6 +795,30 @@ def null_unflagged_verdict(n: dict[str, Any]) -> str:
     return f"z = {z:.1f}: below the {NULL_BIAS_SE:g}-SE flag, but unlikely under no bias (p = {_p_text(p)})"
 
 
+def null_direction(n: dict[str, Any], metric: str) -> str | None:
+    """Which ranker a null Delta favours ('B' / 'A' for delta_ab, 'the later' / 'the earlier ranker' for a
+    multileaving pair), or None when its z is at most :data:`NULL_NOTABLE_Z` (review 6, F2: no direction from noise)."""
+    z, d = n.get("z"), n.get("delta")
+    if not isinstance(z, (int, float)) or not isinstance(d, (int, float)) or not z > NULL_NOTABLE_Z or d == 0:
+        return None
+    if metric == "delta_ab":
+        return "B" if d > 0 else "A"
+    return "the " + ("later" if d > 0 else "earlier") + " ranker"
+
+
+def null_rate_note(n: dict[str, Any], metric: str) -> str:
+    """The 'SE miscalibrated?' note of a null check whose last-day rejection count is above alpha beyond a one-sided
+    binomial test at the family level / pairs (review 6, F2; not a bias: the sizes stay), or ''."""
+    x = n.get("rate_excess")
+    if not n.get("se_miscalibrated") or not isinstance(x, dict):
+        return ""
+    pairs = int(x.get("pairs") or 1)
+    where = f"{x['threshold']:.2g} = {x['family_level']:g} / {pairs} pairs" if pairs > 1 else f"{x['threshold']:.2g}"
+    favours = null_direction(n, metric)
+    return (f"SE miscalibrated? {x['rejections']}/{x['replicates']} null replicates reject (one-sided p = "
+            f"{_p_text(x['pvalue'])} < {where})" + (f", Delta favours {favours}" if favours else ""))
+
+
 def null_detectable_text(n: dict[str, Any], effect: Any) -> str:
     """The smallest |null Delta| the SE flag detects (:data:`NULL_BIAS_SE` SEs), with its share of |effect|."""
     se = n.get("se")
@@ -822,9 +849,11 @@ def _null_lines(result: SimulationResult) -> list[str]:
         n = e["null"]
         aa = e.get("aa")
         fpr = "-" if aa is None else ("0 (ties)" if aa["degenerate"] else f"{aa['false_positive_rate']:.3f}")
-        favours = "B" if n["delta"] > 0 else "A"
-        verdict = (f"BIASED (favours {favours if metric == 'delta_ab' else 'the ' + ('later' if n['delta'] > 0 else 'earlier') + ' ranker'} "
-                   "when no ranker is better)") if n["biased"] else null_unflagged_verdict(n)
+        favours = null_direction(n, metric)
+        verdict = ((f"BIASED (favours {favours} when no ranker is better)" if favours else "BIASED")
+                   if n["biased"] else null_unflagged_verdict(n))
+        note = null_rate_note(n, metric)
+        verdict += f"; {note}" if note else ""
         verdict += f"; detects |bias| >= {null_detectable_text(n, e.get('true_effect'))}"
         rate, analytic = n["rejection_rate"], n["rejection_rate_analytic"]
         simulated = "replicates" in n

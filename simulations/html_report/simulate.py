@@ -24,6 +24,8 @@ from simulations.report import (
     extrapolated_entries,
     extrapolation_note,
     null_detectable_text,
+    null_direction,
+    null_rate_note,
     null_unflagged_verdict,
     offline_conventions_text,
     percent_text,
@@ -368,9 +370,11 @@ def calibration_section(summary: dict[str, Any]) -> Html:
             if n:
                 rate, analytic = n.get("rejection_rate") or [], n.get("rejection_rate_analytic") or []
                 simulated = "replicates" in n
-                verdict: Any = join([biased_mark("BIASED"), " (prefers the "
-                                     + ("candidate" if (n.get("delta") or 0) > 0 else "baseline")
-                                     + " when no ranker is better)"]) if n.get("biased") else null_unflagged_verdict(n)
+                favours = null_direction(n, metric)
+                verdict: Any = join([biased_mark("BIASED"), f" (favours {favours} when no ranker is better)"
+                                     if favours else ""]) if n.get("biased") else null_unflagged_verdict(n)
+                if null_rate_note(n, metric):
+                    verdict = join([verdict, "; ", tag("span", null_rate_note(n, metric), cls="flag")])
                 verdict = join([verdict, "; detects |bias| >= " + null_detectable_text(n, e.get("true_effect"))])
                 null_rows.append([design, metric, value_text(n.get("delta"), True), se_text(n.get("se")),
                                   fmt(n.get("z"), ".1f"), rate_text(rate[0] if rate and simulated else None),

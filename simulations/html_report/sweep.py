@@ -387,6 +387,11 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
             verdict = join([biased_mark("BIASED"), (" (null Delta "
                             f"{fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})")]) if n.get("biased") \
                 else f"no bias detected (null Delta {fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})"
+            if n.get("se_miscalibrated"):
+                x = n.get("rate_excess") or {}
+                verdict = join([verdict, f"; SE miscalibrated? {x.get('rejections')}/{x.get('replicates')} null "
+                                f"replicates reject (one-sided p {fmt(x.get('pvalue'), '.2g')} < "
+                                f"{fmt(x.get('threshold'), '.2g')}, Bonferroni over {x.get('pairs')} pairs)"])
         elif e.get("no_support"):
             verdict = join([biased_mark("BIASED"), " (no support: the target leaves the logger's support)"])
         elif is_biased(e):
