@@ -251,6 +251,8 @@ def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.
         "no_decision": float(np.mean(~res.reject)),
         "mean_decision_day": float(np.mean(day)),
         "median_decision_day": float(np.median(day)),
+        # review 6, F4: the mean day among the replicates that decided (None: none did)
+        "mean_decision_day_decided": float(np.mean(day[res.reject])) if res.reject.any() else None,
         "replicates": int(est.shape[0]),
     }
     if aa_est.size:
@@ -267,6 +269,29 @@ def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.
             "aa_degenerate": degenerate,
         })
     return rec
+
+
+def _fixed_power_by_look(est: np.ndarray, se: np.ndarray, alpha: float, truth: float) -> np.ndarray:
+    """The fixed-horizon test's power (rejections at ``alpha`` with the sign of ``truth``; any rejection when it is
+    0) with each look taken as the horizon: the simulated power curve at the looks."""
+    from onlineeval.stats.sequential import sequential_test
+
+    out = np.empty(est.shape[1])
+    for k in range(est.shape[1]):
+        res = sequential_test(est[:, :k + 1], se[:, :k + 1], "none", alpha=alpha)
+        last = est[:, k]
+        out[k] = np.mean(res.reject & (np.sign(last) == np.sign(truth))) if truth != 0 else np.mean(res.reject)
+    return out
+
+
+def _first_look(power: np.ndarray, target: float) -> int | None:
+    """The first look from which ``power`` stays at or above ``target`` through the last (as the main table's
+    days->pwr: a simulated curve is not monotone); ``None`` when the last look is below it."""
+    ok = power >= target - 1e-12
+    if not ok.size or not ok[-1]:
+        return None
+    failed = np.flatnonzero(~ok)
+    return int(failed[-1] + 1) if failed.size else 0
 
 
 def _mixture_region(fractions: np.ndarray, alpha: float, x: float) -> Any:
@@ -469,8 +494,17 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
         fixed = entry["rules"]["fixed"]
         decision = dict(entry["rules"][rules[-1] if an.sequential != "none" else "fixed"])
         decision["rule"] = an.sequential
+        # against the last day whatever the powers (kept for reference; not printed: review 6, F4)
         decision["days_saved_vs_fixed"] = fixed["mean_decision_day"] - decision["mean_decision_day"]
         decision["power_vs_fixed"] = decision["power"] - fixed["power"]
+        # review 6, F4: at equal power in the simulation: the fixed horizon's power with each look as the horizon
+        # (the curves' power at those looks), and the day from which it stays at the rule's power
+        fixed_power = _fixed_power_by_look(est, se, alpha, truth)
+        entry["fixed_power_by_look"] = [float(x) for x in fixed_power]
+        at_power = _first_look(fixed_power, decision["power"]) if decision["power"] > 0 else None
+        decision["fixed_day_at_power"] = None if at_power is None else float(day_of_look[at_power])
+        decision["days_saved_at_equal_power"] = (None if at_power is None else
+                                                 float(day_of_look[at_power]) - decision["mean_decision_day"])
         main = metrics[metric]
         if an.sequential != "none" and main.get("analytic_withheld"):
             # a biased design or estimate: planned days would measure its bias as much as the effect
@@ -520,10 +554,6 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
             aa = f"{d['aa_false_positive_rate']:.3f}" + ("" if d["aa_within_band_or_below"] else "!")
         else:
             aa = "-"
-        saved = d["days_saved_vs_fixed"]
-        verdict = (f"{'saves' if saved >= 0 else 'costs'} {_fmt_days(abs(saved))} days (fixed: day "
-                   f"{_fmt_days(fixed['mean_decision_day'])}, power {rate_text(fixed['power'])}; power "
-                   f"{rate_text(d['power_vs_fixed'], True)})")
         plan = d.get("planned")
         shown: tuple[str, ...] = ()
         if plan and plan.get("fixed_days") is not None:
@@ -531,30 +561,40 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
         marks = {k: "?" if k in shown and ((plan.get("uncertainty") or {}).get(k) or {}).get("unstable") else ""
                  for k in _PLANNED_KEYS}
         unstable += [(design, k, plan["uncertainty"][k]) for k in _PLANNED_KEYS if marks[k]]
+        # review 6, F4: lead with the comparison at equal (target) power
         if d.get("planned_withheld"):
-            verdict += "; planned for the target power: not given (biased: see the main table)"
+            verdict = "planned for the target power: not given (biased: see the main table)"
         elif plan and plan.get("fixed_days") is not None and plan.get("expected_days_effect") is not None:
             ds = plan["days_saved_effect"]
-            verdict += (f"; planned for the target power: {_fmt_days(plan['expected_days_effect'])}"
-                        f"{marks['expected_days_effect']} days expected (max {_fmt_days(plan['max_days'])}"
-                        f"{marks['max_days']}, {_fmt_days(plan['expected_days_null'])}{marks['expected_days_null']} "
-                        f"under H0) vs {_fmt_days(plan['fixed_days'])}{marks['fixed_days']} fixed: "
-                        f"{'saves' if ds >= 0 else 'costs'} {_fmt_days(abs(ds))}"
-                        + ("?" if marks["fixed_days"] or marks["expected_days_effect"] else ""))
+            verdict = (f"planned for the target power: {_fmt_days(plan['expected_days_effect'])}"
+                       f"{marks['expected_days_effect']} days expected (max {_fmt_days(plan['max_days'])}"
+                       f"{marks['max_days']}, {_fmt_days(plan['expected_days_null'])}{marks['expected_days_null']} "
+                       f"under H0) vs {_fmt_days(plan['fixed_days'])}{marks['fixed_days']} fixed: "
+                       f"{'saves' if ds >= 0 else 'costs'} {_fmt_days(abs(ds))}"
+                       + ("?" if marks["fixed_days"] or marks["expected_days_effect"] else ""))
         elif plan and plan.get("fixed_days") is not None:
-            verdict += (f"; planned for the target power: fixed horizon {_fmt_days(plan['fixed_days'])}"
-                        f"{marks['fixed_days']} days, the sequential maximum "
-                        f"({value_text(plan['inflation_factor'])}x the "
-                        f"information) beyond this population's SE floor{marks['max_days']}")
+            verdict = (f"planned for the target power: fixed horizon {_fmt_days(plan['fixed_days'])}"
+                       f"{marks['fixed_days']} days, the sequential maximum "
+                       f"({value_text(plan['inflation_factor'])}x the "
+                       f"information) beyond this population's SE floor{marks['max_days']}")
         elif e["rule"] != "none":
-            verdict += "; planned for the target power: not reachable with this population"
+            verdict = "planned for the target power: not reachable with this population"
+        else:
+            verdict = "no sequential rule"
+        # a biased design's power is not a sensitivity: no comparison at equal power
+        simulated = "" if d.get("planned_withheld") else _simulated_text(e, d, fixed)
+        verdict += ("; " + simulated) if simulated else ""
         lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>8s} {rate_text(d['power']):>6s} "
                      f"{_fmt_days(d['mean_decision_day']):>5s}   {verdict}")
     lines.append("  (tau planned from the mean SE at the horizon unless set; spending boundaries at the information "
                  "fractions of the mean SEs by look; planned: the fixed")
-    lines.append("  horizon and the design sized for the target power (its inflation factor), expected days from its exact "
-                 "stopping probabilities by look,")
-    lines.append("  information turned into days with the variance model se^2 = a/N + b; see summary.json 'sequential')")
+    lines.append("  horizon and the design sized for the target power (its inflation factor), expected days from its "
+                 "exact stopping probabilities by look,")
+    lines.append("  information turned into days with the variance model se^2 = a/N + b; simulated: the share of "
+                 "replicates that decided and their mean day; at equal")
+    lines.append("  power: the first look from which the fixed horizon's simulated power (each look as the horizon, "
+                 "as the curves) stays at the rule's, against")
+    lines.append("  the rule's mean day (the last day when no decision); see summary.json 'sequential')")
     if degenerate:
         from simulations.report import aa_degenerate_note
 
@@ -566,6 +606,34 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
                      "resamples of the replicates, as the main table's sizes): " + "; ".join(
                          f"{design} {_PLANNED_KEYS[k]} {_range_days(u)}" for design, k, u in unstable))
     return lines
+
+
+def _simulated_text(e: dict[str, Any], d: dict[str, Any], fixed: dict[str, Any]) -> str:
+    """The rule at the simulated length (review 6, F4): the share of replicates that decided and their mean day,
+    then the comparison at equal power: the day from which the fixed horizon's simulated power stays at the rule's
+    (not the last day, where the fixed horizon has more power)."""
+    from simulations.report import rate_text
+
+    if "no_decision" not in d or not e.get("look_days") or "fixed_day_at_power" not in d:
+        return ""  # a summary from before review 6
+    last = e["look_days"][-1]
+    decided = 1.0 - d["no_decision"]
+    text = f"simulated {_fmt_days(last)} days: decided in {rate_text(decided)}"
+    if d.get("mean_decision_day_decided") is not None:
+        text += f" on day {_fmt_days(d['mean_decision_day_decided'])} on average"
+    if e["rule"] == "none":
+        return text
+    power, at = d["power"], d.get("fixed_day_at_power")
+    if power <= 0:
+        return text + f", power 0 (fixed horizon: {rate_text(fixed['power'])} on day {_fmt_days(last)})"
+    if at is None:
+        return text + (f"; power {rate_text(power)}, above the fixed horizon's {rate_text(fixed['power'])} on day "
+                       f"{_fmt_days(last)}")
+    saved = d["days_saved_at_equal_power"]
+    return text + (f"; the fixed horizon's power is at least {rate_text(power)} from day {_fmt_days(at)} "
+                   f"({rate_text(fixed['power'])} on day {_fmt_days(last)}): at equal power the rule's mean "
+                   f"{_fmt_days(d['mean_decision_day'])} days {'save' if saved >= 0 else 'cost'} "
+                   f"{_fmt_days(abs(saved))}")
 
 
 #: the planned numbers with a '?' when unstable, and how the range line names them

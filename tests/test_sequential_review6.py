@@ -1,0 +1,96 @@
+"""Sequential decisions, review 6.
+
+F4: 'saves N days' compared a rule at much lower power with the fixed horizon's last day. The block now leads with
+the plan at equal (target) power and, at the simulated length, gives the share of replicates that decided, their
+mean day, and the day from which the fixed horizon's simulated power (the curves) reaches the rule's power.
+Recomputed here: the mSPRT by its mixture likelihood ratio written out (Johari et al. 2017), O'Brien-Fleming's
+decisions from the summary's own crossings, the fixed horizon's power from curves.csv (the p-value column).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulations.config import config_from_mapping
+from simulations.job import simulate
+from simulations.sequential import sequential_lines
+
+ALPHA, DAYS = 0.05, 7
+AB = {
+    "seed": 7, "replicates": 120,
+    "collection": {"n_queries": 60, "candidates": 8}, "rankers": {"depth": 3, "B": {"noise": 0.7}},
+    "users": {"population": 1500, "activity": {"sigma": 0.5}},
+    "traffic": {"days": DAYS, "queries_per_day": 500, "batch_hours": 24},
+    "designs": [
+        {"name": "seq", "type": "ab", "metric": "clicks_per_query", "analysis": {"sequential": "msprt"}},
+        {"name": "gs", "type": "ab", "metric": "clicks_per_query", "analysis": {"sequential": "obrien_fleming"}},
+    ],
+    "analysis": {"alpha": ALPHA, "truth_impressions": 20000, "null": False, "aa": False},
+}
+
+
+@pytest.fixture(scope="module")
+def run():
+    return simulate(config_from_mapping(AB), workers=1)
+
+
+def _pivot(rows, design: str, column: str) -> np.ndarray:
+    sub = rows[(rows["design"] == design) & (rows["metric"] == "clicks_per_query") & (~rows["aa"])]
+    return sub.pivot(index="replicate", columns="day", values=column).sort_index(axis=1).to_numpy(dtype=float)
+
+
+def _msprt_first_rejection(est: np.ndarray, se: np.ndarray, tau: float) -> np.ndarray:
+    """First day (1-based) at which the normal-mixture likelihood ratio
+    sqrt(v / (v + tau^2)) exp(d^2 tau^2 / (2 v (v + tau^2))) reaches 1/alpha; 0 when never."""
+    v = se**2
+    log_lr = 0.5 * np.log(v / (v + tau**2)) + est**2 * tau**2 / (2 * v * (v + tau**2))
+    hit = log_lr >= np.log(1 / ALPHA)
+    return np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 0)
+
+
+def _first_day_staying(power: np.ndarray, target: float) -> float | None:
+    days = np.arange(1, power.size + 1)
+    for k in range(power.size):
+        if np.all(power[k:] >= target):
+            return float(days[k])
+    return None
+
+
+def test_decision_gives_decided_share_mean_day_and_the_fixed_horizons_day_at_equal_power(run) -> None:
+    curves = run.curves
+    truth = run.summary["designs"]["seq"]["clicks_per_query"]["true_effect"]
+    for design in ("seq", "gs"):
+        e = run.summary["sequential"][design]
+        d = e["decision"]
+        est, se = _pivot(run.rows, design, "estimate"), _pivot(run.rows, design, "se")
+        if design == "seq":
+            first = _msprt_first_rejection(est, se, e["tau"])
+            decided = first > 0
+            right = decided & (np.sign(est[np.arange(est.shape[0]), np.maximum(first - 1, 0)]) == np.sign(truth))
+            assert d["power"] == pytest.approx(right.mean())
+            assert d["no_decision"] == pytest.approx(1 - decided.mean())
+            assert d["mean_decision_day"] == pytest.approx(np.where(decided, first, DAYS).mean())
+            assert d["mean_decision_day_decided"] == pytest.approx(first[decided].mean())
+        # the fixed horizon's power with each day as the horizon is the curves' power (p < alpha, right sign)
+        c = curves[(curves["design"] == design) & (curves["metric"] == "clicks_per_query") & (~curves["aa"])]
+        power = c.sort_values("day")["power"].to_numpy(dtype=float)
+        np.testing.assert_allclose(e["fixed_power_by_look"], power, rtol=0, atol=1e-12)
+        at = _first_day_staying(power, d["power"])
+        assert at is not None  # both rules here have less power than the fixed horizon on its last day
+        assert d["fixed_day_at_power"] == at
+        assert d["days_saved_at_equal_power"] == pytest.approx(at - d["mean_decision_day"])
+        # the printed line: the plan at equal power first, then the simulation at equal power, no 'saves' vs day 7
+        line = next(ln for ln in sequential_lines(run.summary, 24) if ln.split()[:1] == [design])
+        verdict = line[line.index(" planned for the target power: ") + 1:]
+        assert line[:line.index(verdict)].split()[-1] == f"{d['mean_decision_day']:.1f}"  # right after the day column
+        assert "(fixed: day" not in verdict
+        saved = at - d["mean_decision_day"]
+        assert (f"simulated {DAYS}.0 days: decided in {1 - d['no_decision']:.3f} on day "
+                f"{d['mean_decision_day_decided']:.1f} on average; the fixed horizon's power is at least "
+                f"{d['power']:.3f} from day {at:.1f}") in verdict
+        assert verdict.endswith(f"at equal power the rule's mean {d['mean_decision_day']:.1f} days "
+                                f"{'save' if saved >= 0 else 'cost'} {abs(saved):.1f}")
+    # this world has both outcomes: the mSPRT costs days at equal power, O'Brien-Fleming does not
+    assert run.summary["sequential"]["seq"]["decision"]["days_saved_at_equal_power"] < 0
+    assert run.summary["sequential"]["gs"]["decision"]["days_saved_at_equal_power"] > 0
