@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["BATCH_PREFIX", "MONITORING", "BatchLooks", "batch_looks", "monitoring_summary", "sequential_lines",
-           "sequential_summary"]
+__all__ = ["BATCH_PREFIX", "MONITORING", "BatchLooks", "batch_looks", "monitoring_summary", "null_rate_note",
+           "null_rate_text", "sequential_lines", "sequential_summary"]
 
 MONITORING = ("fixed", "peeking", "msprt", "obrien_fleming")
 
@@ -228,8 +228,10 @@ def _schedule(looks: int | list[int] | None, n_looks: int, per_day: int) -> np.n
 
 
 def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.ndarray, rule: str, alpha: float,
-                 tau: float, fractions: np.ndarray, day_of_look: np.ndarray, truth: float) -> dict[str, Any]:
-    """Power, decisions and A/A rate of one rule on (replicates, looks) series."""
+                 tau: float, fractions: np.ndarray, day_of_look: np.ndarray, truth: float,
+                 null: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+    """Power, decisions and A/A rate of one rule on (replicates, looks) series; with ``null`` (the design's
+    null-variant series at the same looks) also the rule's rate on it (:func:`_null_rate`)."""
     from onlineeval.stats import binomial_band
     from onlineeval.stats.sequential import sequential_test
 
@@ -268,7 +270,49 @@ def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.
             "aa_within_band_or_below": None if degenerate else bool(int(aa.reject.sum()) <= band.hi),
             "aa_degenerate": degenerate,
         })
+    if null is not None and null[0].size:
+        rec.update({f"null_{k}": v for k, v in _null_rate(run(*null), alpha).items()})
     return rec
+
+
+def _null_rate(res: Any, alpha: float) -> dict[str, Any]:
+    """A rule's rejection share on a design's null-variant replicates (the null user: every true effect 0), any
+    sign, with the exact 99% binomial band of ``alpha`` (review 6, F3)."""
+    from onlineeval.stats import binomial_band
+
+    r = int(res.reject.size)
+    band = binomial_band(r, alpha, 0.99)
+    k = int(res.reject.sum())
+    return {"false_positive_rate": k / r if r else math.nan, "replicates": r,
+            "binomial_99_band": [band.lo_rate, band.hi_rate], "within_band_or_below": bool(k <= band.hi)}
+
+
+def _null_monitoring(rows: pd.DataFrame, side_rows: pd.DataFrame, design: str, metric: str, alpha: float,
+                     null_entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Review 6, F3: the daily monitoring rules of :data:`MONITORING` on the design's null-variant series
+    (side rows ``null:<metric>``: the design run on the same traffic with the null user), with the mixture scale
+    and the information fractions :func:`monitoring_summary` plans from the real pair's daily mean SEs, so that a
+    design whose A/A is identically 0 still gets each rule's false-positive rate under a real null. ``None``
+    without null-variant rows. ``biased``: the design's null check flags it (its null rate then counts its bias)."""
+    from onlineeval.stats.sequential import mixture_tau
+    from simulations.designs.interleaving import NULL_PREFIX
+
+    mine = rows[(rows["design"] == design) & (rows["metric"] == metric)]
+    null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
+    if not len(null_rows) or not len(mine):
+        return None
+    est, se = _series(mine, aa=False)
+    n_est, n_se = _series(null_rows, aa=False)
+    if n_est.size == 0 or n_est.shape[1] != est.shape[1]:
+        return None
+    mean_se = _mean_positive(se)
+    if not np.all(np.isfinite(mean_se)):
+        return None
+    tau = float(mixture_tau(mean_se[-1], alpha))
+    fractions = _planned_fractions(mean_se)
+    return {"metric": NULL_PREFIX + metric, "replicates": int(n_est.shape[0]), "tau": tau,
+            "biased": bool((null_entry or {}).get("biased")),
+            "rules": {rule: _null_rate(_test(n_est, n_se, rule, alpha, tau, fractions), alpha) for rule in MONITORING}}
 
 
 def _fixed_power_by_look(est: np.ndarray, se: np.ndarray, alpha: float, truth: float) -> np.ndarray:
@@ -474,6 +518,15 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
         est, se, day_of_look, planned_se = est[:, idx], se[:, idx], day_of_look[idx], mean_se[idx]
         if aa_est.size:
             aa_est, aa_se = aa_est[:, idx], aa_se[:, idx]
+        # review 6, F3: the design's null-variant series (daily; per-batch looks are not recorded for it)
+        from simulations.designs.interleaving import NULL_PREFIX
+
+        null: tuple[np.ndarray, np.ndarray] | None = None
+        if not batch:
+            n_est, n_se = _series(side_rows[(side_rows["design"] == dc.name)
+                                            & (side_rows["metric"] == NULL_PREFIX + metric)], aa=False)
+            if n_est.size and n_est.shape[1] == n_looks:
+                null = (n_est[:, idx], n_se[:, idx])
         fractions = _planned_fractions(planned_se)
         tau = float(an.tau) if an.tau is not None else float(mixture_tau(planned_se[-1], alpha))
         truth = float(metrics[metric]["true_effect"])
@@ -488,8 +541,11 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
             "tau_source": None if an.sequential not in ("msprt", "confidence_sequence") else (
                 "config" if an.tau is not None else "planned: mixture_tau(mean SE at the horizon, alpha)"),
             "fractions": [float(t) for t in fractions],
-            "rules": {r: _rule_record(est, se, aa_est, aa_se, r, alpha, tau, fractions, day_of_look, truth)
+            "rules": {r: _rule_record(est, se, aa_est, aa_se, r, alpha, tau, fractions, day_of_look, truth, null)
                       for r in rules},
+            # review 6, F3: the daily monitoring table's rules on the null-variant series
+            "null_monitoring": _null_monitoring(rows, side_rows, dc.name, metric, alpha,
+                                                metrics[metric].get("null")),
         }
         fixed = entry["rules"]["fixed"]
         decision = dict(entry["rules"][rules[-1] if an.sequential != "none" else "fixed"])
@@ -538,7 +594,7 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
     lines = ["", ("Sequential decisions (designs[i].analysis on the primary metric; A/A: share of replicates that ever "
                   "reject, '!' above its 99% band; power: rejections with the right sign; day: mean day of the "
                   "decision, the last day when none):"),
-             (f"  {'design':14s} {'rule':26s} {'looks':>12s} {'A/A FPR':>8s} {'power':>6s} {'day':>5s}   "
+             (f"  {'design':14s} {'rule':26s} {'looks':>12s} {'A/A FPR':>11s} {'power':>6s} {'day':>5s}   "
               "against the fixed horizon")]
     unstable: list[tuple[str, str, dict[str, Any]]] = []
     degenerate: list[str] = []
@@ -548,7 +604,9 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
         rule = e["rule"] + (f" (tau {value_text(e['tau'])})" if e.get("tau") is not None else "")
         looks = f"{e['looks']} " + ("daily" if e["monitoring"] == "daily" else f"per {batch_hours} h")
         if d.get("aa_degenerate"):
-            aa = "-"  # identically 0: says nothing about the rule under a real null (review 3, M6)
+            # identically 0: says nothing about the rule under a real null (review 3, M6); review 6, F3: the rule's
+            # rate on the design's null-variant replicates instead
+            aa = null_rate_text(d) or "-"
             degenerate.append(design)
         elif "aa_false_positive_rate" in d:
             aa = f"{d['aa_false_positive_rate']:.3f}" + ("" if d["aa_within_band_or_below"] else "!")
@@ -584,7 +642,7 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
         # a biased design's power is not a sensitivity: no comparison at equal power
         simulated = "" if d.get("planned_withheld") else _simulated_text(e, d, fixed)
         verdict += ("; " + simulated) if simulated else ""
-        lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>8s} {rate_text(d['power']):>6s} "
+        lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>11s} {rate_text(d['power']):>6s} "
                      f"{_fmt_days(d['mean_decision_day']):>5s}   {verdict}")
     lines.append("  (tau planned from the mean SE at the horizon unless set; spending boundaries at the information "
                  "fractions of the mean SEs by look; planned: the fixed")
@@ -595,10 +653,14 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
     lines.append("  power: the first look from which the fixed horizon's simulated power (each look as the horizon, "
                  "as the curves) stays at the rule's, against")
     lines.append("  the rule's mean day (the last day when no decision); see summary.json 'sequential')")
-    if degenerate:
+    nulls = {x: seq[x]["decision"] for x in degenerate if null_rate_text(seq[x]["decision"])}
+    if nulls:
+        biased = [x for x in nulls if (seq[x].get("null_monitoring") or {}).get("biased")]
+        lines.append(null_rate_note(nulls, biased))
+    if set(degenerate) - set(nulls):
         from simulations.report import aa_degenerate_note
 
-        lines.append(aa_degenerate_note(degenerate))
+        lines.append(aa_degenerate_note([x for x in degenerate if x not in nulls]))
     if unstable:
         from simulations.analysis import SIZE_BOOTSTRAP
 
@@ -606,6 +668,31 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
                      "resamples of the replicates, as the main table's sizes): " + "; ".join(
                          f"{design} {_PLANNED_KEYS[k]} {_range_days(u)}" for design, k, u in unstable))
     return lines
+
+
+def null_rate_text(rec: dict[str, Any]) -> str:
+    """'null 0.100' ('!' above its 99% band): a rule's rate on the design's null-variant replicates (``null_*``
+    keys of a rule record, or a :func:`_null_rate` record); '' when there is none."""
+    r = rec.get("null_false_positive_rate", rec.get("false_positive_rate"))
+    ok = rec.get("null_within_band_or_below", rec.get("within_band_or_below"))
+    if r is None or not math.isfinite(r):
+        return ""
+    return f"null {r:.3f}" + ("" if ok else "!")
+
+
+def null_rate_note(designs: Any, biased: Any = ()) -> str:
+    """What a 'null' rate in place of a degenerate A/A rate is (review 6, F3): the monitoring and sequential tables."""
+    some = next(iter(designs.values()), None) if isinstance(designs, Mapping) else None
+    band = (some or {}).get("null_binomial_99_band") or (some or {}).get("binomial_99_band")
+    text = (f"  null ({', '.join(designs)}): the design's A/A compares A with itself and is identically 0 (every "
+            "comparison a tie), so it cannot reject under any rule; in its place the same rule on the design's "
+            "null-variant replicates (the same traffic with the null user, whose clicks ignore relevance: every true "
+            "effect 0), share that ever reject either way, '!' above the 99% binomial band of alpha"
+            + (f" {band[0]:.3f}-{band[1]:.3f}" if band else "") + ": the rule's false-positive rate under a real null")
+    if biased:
+        text += (f"; {', '.join(biased)} biased (null check): its null rate counts its bias as well, not only "
+                 "false positives")
+    return text
 
 
 def _simulated_text(e: dict[str, Any], d: dict[str, Any], fixed: dict[str, Any]) -> str:

@@ -94,3 +94,92 @@ def test_decision_gives_decided_share_mean_day_and_the_fixed_horizons_day_at_equ
     # this world has both outcomes: the mSPRT costs days at equal power, O'Brien-Fleming does not
     assert run.summary["sequential"]["seq"]["decision"]["days_saved_at_equal_power"] < 0
     assert run.summary["sequential"]["gs"]["decision"]["days_saved_at_equal_power"] > 0
+
+
+# ------------------------------------------------------------------------------------------------------------ F3
+# Review 6, F3: a design whose A/A is identically 0 (probabilistic interleaving: every A/A comparison a tie) gets
+# each rule's false-positive rate on its null-variant replicates (the null user: every true effect 0) instead.
+NULL_DAYS = 4
+PROB = {
+    "seed": 7, "replicates": 100,
+    "collection": {"n_queries": 200, "candidates": 20}, "rankers": {"depth": 10, "B": {"noise": 0.9}},
+    "users": {"population": 2000, "activity": {"sigma": 0.5}},
+    "traffic": {"days": NULL_DAYS, "queries_per_day": 1000, "batch_hours": 24},
+    "designs": [{"name": "prob", "type": "interleaving", "method": "probabilistic",
+                 "analysis": {"sequential": "msprt"}}],
+    "analysis": {"alpha": ALPHA, "truth_impressions": 50000},
+}
+
+
+@pytest.fixture(scope="module")
+def prob():
+    return simulate(config_from_mapping(PROB), workers=1)
+
+
+def _band_hi(n: int, p: float, level: float = 0.99) -> int:
+    from scipy import stats as sps
+
+    k = np.arange(n + 1)
+    return int(k[np.searchsorted(sps.binom.cdf(k, n, p), 1 - (1 - level) / 2 - 1e-12)])
+
+
+def test_degenerate_aa_gets_each_rules_rate_on_the_null_variant(prob) -> None:
+    from scipy import stats as sps
+
+    from onlineeval.stats.sequential import spending_boundaries
+
+    rows = prob.rows
+    aa = rows[(rows["design"] == "prob") & (rows["metric"] == "delta_ab") & rows["aa"]]
+    assert len(aa) and (aa["estimate"].fillna(0) == 0).all()  # the A/A is identically 0
+    mon = prob.summary["monitoring"]["prob"]
+    assert mon["rules"]["fixed"]["aa_degenerate"] is True
+    seq = prob.summary["sequential"]["prob"]
+    nm = seq["null_monitoring"]
+    assert nm["metric"] == "null:delta_ab" and nm["tau"] == pytest.approx(mon["tau"], rel=1e-12)
+    null = rows[(rows["design"] == "prob") & (rows["metric"] == "null:delta_ab") & (~rows["aa"])]
+    est = null.pivot(index="replicate", columns="day", values="estimate").sort_index(axis=1).to_numpy(dtype=float)
+    se = null.pivot(index="replicate", columns="day", values="se").sort_index(axis=1).to_numpy(dtype=float)
+    assert est.shape == (PROB["replicates"], NULL_DAYS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.abs(est / se)
+    crit = sps.norm.ppf(1 - ALPHA / 2)
+    bounds = spending_boundaries(np.asarray(mon["fractions"]), ALPHA, "obrien_fleming").upper
+    first_msprt = _msprt_first_rejection(est, se, mon["tau"])
+    expected = {
+        "fixed": np.nan_to_num(z[:, -1]) >= crit,
+        "peeking": (np.nan_to_num(z) >= crit).any(axis=1),
+        "msprt": first_msprt > 0,
+        "obrien_fleming": (np.nan_to_num(z) >= np.asarray(bounds)[None, :]).any(axis=1),
+    }
+    r = PROB["replicates"]
+    hi = _band_hi(r, ALPHA)
+    for rule, rejected in expected.items():
+        rec = nm["rules"][rule]
+        assert rec["false_positive_rate"] == pytest.approx(rejected.mean()), rule
+        assert rec["within_band_or_below"] is bool(rejected.sum() <= hi), rule
+        assert rec["binomial_99_band"][1] == pytest.approx(hi / r)
+    # peeking inflates the null rate (as on the A/B designs); the fixed horizon and mSPRT hold it
+    assert nm["rules"]["peeking"]["false_positive_rate"] > nm["rules"]["fixed"]["false_positive_rate"]
+    # the configured rule's record (its looks are the days here) and its printed cell
+    dec = seq["decision"]
+    assert dec["null_false_positive_rate"] == pytest.approx(expected["msprt"].mean())
+    assert seq["rules"]["peeking"]["null_false_positive_rate"] == pytest.approx(expected["peeking"].mean())
+    lines = sequential_lines(prob.summary, 24)
+    line = next(ln for ln in lines if ln.split()[:1] == ["prob"])
+    mark = "" if expected["msprt"].sum() <= hi else "!"
+    assert f" null {expected['msprt'].mean():.3f}{mark} " in line
+    note = next(ln for ln in lines if ln.startswith("  null (prob)"))
+    assert f"band of alpha {0:.3f}-{hi / r:.3f}" in note and "A/A '-'" not in "\n".join(lines)
+
+
+def test_null_rate_note_marks_a_biased_design() -> None:
+    from simulations.sequential import null_rate_note, null_rate_text
+
+    rec = {"null_false_positive_rate": 0.21, "null_within_band_or_below": False, "null_binomial_99_band": [0.0, 0.11]}
+    assert null_rate_text(rec) == "null 0.210!"
+    assert null_rate_text({"false_positive_rate": 0.05, "within_band_or_below": True}) == "null 0.050"
+    assert null_rate_text({}) == ""
+    note = null_rate_note({"bal": rec, "prob": rec}, ["bal"])
+    assert note.startswith("  null (bal, prob): ") and "0.000-0.110" in note
+    assert note.endswith("bal biased (null check): its null rate counts its bias as well, not only false positives")
+    assert "biased" not in null_rate_note({"prob": rec})
