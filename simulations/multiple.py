@@ -63,9 +63,14 @@ def _fdp(reject: np.ndarray, right: np.ndarray) -> float:
     return float(np.mean(false / np.maximum(reject.sum(axis=1), 1)))
 
 
-def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any) -> dict[str, Any]:
+def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any,
+                     side_rows: pd.DataFrame | None = None) -> dict[str, Any]:
     """Raw and Holm / Benjamini-Hochberg adjusted decisions of every design with
-    ``analysis.multiple`` other than ``none`` (see the module docstring for the keys)."""
+    ``analysis.multiple`` other than ``none`` (see the module docstring for the keys).
+
+    With ``side_rows`` (the side records holding the interleaving designs' null-variant rows ``null:<pair>``),
+    a design whose A/A is identically 0 (probabilistic multileaving) gets its family-wise rate on the null
+    variant instead: ``null`` (review 6, F5), with the keys of ``aa``."""
     from onlineeval.stats import binomial_band
     from onlineeval.stats.multiple import reject_adjusted
 
@@ -138,8 +143,38 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any) -
                 "per_test_raw": {m: float(np.mean(aa_raw[:, j])) for j, m in enumerate(metrics)},
                 "per_test_adjusted": {m: float(np.mean(aa_adj[:, j])) for j, m in enumerate(metrics)},
             }
+        if side_rows is not None and (entry.get("aa") or {}).get("degenerate", not aa_p.size):
+            null = _null_family(side_rows, dc.name, metrics, alpha, method)
+            if null is not None:
+                entry["null"] = null
         out[dc.name] = entry
     return out
+
+
+def _null_family(side_rows: pd.DataFrame, design: str, metrics: list[str], alpha: float, method: str
+                 ) -> dict[str, Any] | None:
+    """The family-wise rate, raw and adjusted, of the design's null-variant replicates (rows ``null:<metric>``:
+    the same traffic with the null user, every true effect 0) against the exact 99% binomial band of ``alpha``;
+    ``None`` without them."""
+    from onlineeval.stats import binomial_band
+    from onlineeval.stats.multiple import reject_adjusted
+    from simulations.designs.interleaving import NULL_PREFIX
+
+    names = [NULL_PREFIX + m for m in metrics]
+    p, _ = family_pvalues(side_rows, design, False, names)
+    if p.size == 0 or not np.isfinite(p).any():
+        return None
+    with np.errstate(invalid="ignore"):
+        raw = p < alpha
+    adj = reject_adjusted(np.where(np.isfinite(p), p, np.nan), alpha, method)
+    r = int(p.shape[0])
+    band = binomial_band(r, alpha, 0.99)
+    fw_raw, fw_adj = int(raw.any(axis=1).sum()), int(adj.any(axis=1).sum())
+    return {"replicates": r, "family_wise_rate_raw": fw_raw / r, "family_wise_rate_adjusted": fw_adj / r,
+            "binomial_99_band": [band.lo_rate, band.hi_rate], "raw_within_band_or_below": bool(fw_raw <= band.hi),
+            "adjusted_within_band_or_below": bool(fw_adj <= band.hi), "degenerate": False,
+            "per_test_raw": {m: float(np.mean(raw[:, j])) for j, m in enumerate(metrics)},
+            "per_test_adjusted": {m: float(np.mean(adj[:, j])) for j, m in enumerate(metrics)}}
 
 
 def multiple_lines(summary: dict[str, Any]) -> list[str]:
@@ -153,6 +188,10 @@ def multiple_lines(summary: dict[str, Any]) -> list[str]:
                   "raw p < alpha -> adjusted; '!' above the 99% band of alpha):")]
     for design, e in mult.items():
         aa = e.get("aa")
+        which = "A/A"
+        if e.get("null") is not None and (aa is None or aa["degenerate"]):
+            # review 6, F5: the A/A is identically 0; the null variant's family instead
+            aa, which = e["null"], "A/A 0 (ties); null-variant"
         if aa is None:
             fw = "-"
         elif aa["degenerate"]:
@@ -164,7 +203,7 @@ def multiple_lines(summary: dict[str, Any]) -> list[str]:
         # review 6, F7: with no null test the proportion counts wrong-sign rejections only: say so
         label = ("false discovery proportion" if e.get("fdp_counts", "null or wrong sign") != "wrong sign" else
                  "false discoveries (no test is null: wrong-sign, type S, share of rejections)")
-        text = (f"  {design:14s} {e['method']} over {e['tests']} tests: A/A family-wise rate {fw}; any rejection "
+        text = (f"  {design:14s} {e['method']} over {e['tests']} tests: {which} family-wise rate {fw}; any rejection "
                 f"{rate_text(e['any_rejection_raw'])} -> {rate_text(e['any_rejection_adjusted'])}; {label} "
                 f"{rate_text(e['false_discovery_proportion_raw'])} -> "
                 f"{rate_text(e['false_discovery_proportion_adjusted'])}")

@@ -95,3 +95,49 @@ def test_multileaving_config_reads_its_pairs_with_holm() -> None:
     cfg = config_from_mapping(yaml.safe_load(path.read_text()))
     kinds = [(d.method, d.analysis.multiple) for d in cfg.designs]
     assert kinds == [("team_draft_multileave", "holm"), ("probabilistic_multileave", "holm")]
+
+
+ML = {
+    "seed": 3, "replicates": 100,
+    "collection": {"n_queries": 60, "candidates": 10},
+    "rankers": {"depth": 4, "others": {"C": {"noise": 0.9}, "D": {"noise": 1.1}}},
+    "users": {"population": 3000, "activity": {"sigma": 0.5}},
+    "traffic": {"days": 3, "queries_per_day": 800, "batch_hours": 24},
+    "designs": [{"name": "pm", "type": "interleaving", "method": "probabilistic_multileave",
+                 "rankers": ["A", "B", "C", "D"], "analysis": {"multiple": "holm"}}],
+    "analysis": {"alpha": ALPHA, "truth_impressions": 20000},
+}
+
+
+def test_degenerate_aa_family_gets_the_null_variants_family_wise_rate() -> None:
+    """Probabilistic multileaving's A/A is identically 0 (every pair a tie); given the side rows, the family-wise
+    rate is measured on its null-variant replicates instead (review 6, F5), recomputed with statsmodels' Holm.
+    (simulations.analysis passes multiple_summary the main rows only: the run's summary shows it once it also
+    passes the side rows; here the function is called with them.)"""
+    from simulations.analysis import side_row_mask
+    from simulations.multiple import multiple_summary
+
+    run = simulate(config_from_mapping(ML), workers=1)
+    cfg = config_from_mapping(ML)
+    side = side_row_mask(run.rows)
+    out = multiple_summary(run.rows[~side], run.summary["designs"], cfg, run.rows[side])["pm"]
+    assert out["aa"]["degenerate"] is True
+    null = run.rows[(run.rows["metric"].str.startswith("null:")) & (~run.rows["aa"])]
+    last = null[null["day"] == null["day"].max()]
+    p = np.column_stack([last[last["metric"] == "null:" + m].sort_values("replicate")["pvalue"].to_numpy()
+                         for m in out["family"]])
+    assert p.shape == (ML["replicates"], 6) and np.isfinite(p).all()
+    raw = (p < ALPHA).any(axis=1)
+    holm = np.array([multipletests(row, ALPHA, "holm")[0].any() for row in p])
+    hi = _band_hi_rate(p.shape[0], ALPHA)
+    n = out["null"]
+    assert n["family_wise_rate_raw"] == pytest.approx(raw.mean())
+    assert n["family_wise_rate_adjusted"] == pytest.approx(holm.mean())
+    assert n["binomial_99_band"][1] == pytest.approx(hi)
+    assert n["raw_within_band_or_below"] is bool(raw.mean() <= hi + 1e-12)
+    assert raw.mean() > holm.mean()  # six pairs at alpha each: Holm lowers the family-wise rate
+    line = next(ln for ln in multiple_lines({"multiple": {"pm": out}}) if ln.split()[:1] == ["pm"])
+    assert f"A/A 0 (ties); null-variant family-wise rate {raw.mean():.3f}" in line
+    assert f"-> {holm.mean():.3f}" in line
+    # without the side rows (as simulations.analysis calls it today) the A/A stays '0 (ties)'
+    assert "null" not in multiple_summary(run.rows[~side], run.summary["designs"], cfg)["pm"]
