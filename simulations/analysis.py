@@ -66,7 +66,8 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
            "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "EXTRAPOLATION_FLAG", "exact_truth_per_query",
            "truth_precision", "TRUTH_MC_SE", "TRUTH_MC_SHARE", "truth_world_se",
-           "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL"]
+           "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL",
+           "RATIO_UNCERTAIN_REL_SE", "information_rel_se", "ratio_rel_se", "ratio_interval", "indistinguishable"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
@@ -505,6 +506,134 @@ def null_rejection_rate(bias: float | np.ndarray, se: float | np.ndarray, alpha:
     return sps.norm.cdf(ratio - z) + sps.norm.cdf(-ratio - z)
 
 
+#: a method-efficiency ratio whose delta-method relative SE is above this is marked '?' (review 6, F1)
+RATIO_UNCERTAIN_REL_SE = 0.25
+
+
+def information_rel_se(effect: float, effect_se: float, values: np.ndarray, spread: bool = False) -> float | None:
+    r"""Delta-method relative SE of the information :math:`(\delta / \bar s)^2` on one day:
+    :math:`2\sqrt{(se_\delta / \delta)^2 + (se_{\bar s} / \bar s)^2}`. ``values``: the replicates' SEs of the
+    day (their mean :math:`\bar s` has relative SE ``SD / (mean sqrt(n))``); with ``spread``, the replicates'
+    estimates, whose SD is the day's SE (relative SE ``1 / sqrt(2 (n - 1))``, normal). None without an effect or
+    with fewer than 2 finite values."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not effect or not math.isfinite(effect) or v.size < 2:
+        return None
+    if spread:
+        rel_s = 1.0 / math.sqrt(2.0 * (v.size - 1))
+    else:
+        mean = float(v.mean())
+        if not mean > 0:
+            return None
+        rel_s = float(v.std(ddof=1)) / (mean * math.sqrt(v.size))
+    return 2.0 * math.hypot(effect_se / effect if effect_se else 0.0, rel_s)
+
+
+def ratio_rel_se(a: float | None, b: float | None) -> float | None:
+    """Delta-method relative SE of a ratio x / y of independent estimates with relative SEs ``a`` and ``b``."""
+    if a is None or b is None or not math.isfinite(a) or not math.isfinite(b):
+        return None
+    return math.hypot(a, b)
+
+
+def ratio_interval(value: float | None, rel_se: float | None, k: float = 2.0) -> list[float] | None:
+    """``value`` exp(+-k rel_se): the +-k SE interval of a positive ratio on the log scale (SD of log ~ rel SE)."""
+    if value is None or rel_se is None or not value > 0 or not math.isfinite(value) or not math.isfinite(rel_se):
+        return None
+    return [value * math.exp(-k * rel_se), value * math.exp(k * rel_se)]
+
+
+def indistinguishable(values: dict[str, Any], rel: dict[str, Any], reference: str) -> list[list[str]]:
+    """Pairs of designs whose +-2 SE log intervals (:func:`ratio_interval`) overlap; the reference is the point 1
+    (its own uncertainty is in every other ratio)."""
+    iv = {d: ([1.0, 1.0] if d == reference else ratio_interval(values.get(d), rel.get(d))) for d in values}
+    names = [d for d in iv if iv[d] is not None]
+    return [[a, b] for i, a in enumerate(names) for b in names[i + 1:]
+            if iv[a][0] <= iv[b][1] and iv[b][0] <= iv[a][1]]
+
+
+def _is_pair(metric: str) -> bool:
+    """A multileaving pair's metric name (``delta_<X>_vs_<Y>``)."""
+    return metric.startswith("delta_") and "_vs_" in metric
+
+
+def _pair_ratios(e: dict[str, Any], ref: dict[str, Any], is_ref: bool) -> dict[str, float | None]:
+    """One metric's required-impressions ratio and equal-traffic efficiency against the reference's entry, with
+    their delta-method relative SEs (0 for the reference against itself)."""
+    n, n_ref = e.get("analytic_required_impressions"), ref.get("analytic_required_impressions")
+    ok = n is not None and n_ref is not None and math.isfinite(n) and math.isfinite(n_ref) and n_ref > 0
+    info, info_ref = e.get("information_last_day"), ref.get("information_last_day")
+    eff = (info / info_ref) if info is not None and info_ref else None
+    if is_ref:
+        return {"ratio": 1.0 if ok else None, "ratio_rel_se": 0.0 if ok else None,
+                "efficiency": 1.0 if eff is not None else None, "efficiency_rel_se": 0.0 if eff is not None else None}
+    return {"ratio": n / n_ref if ok else None,
+            "ratio_rel_se": ratio_rel_se(e.get("analytic_required_impressions_rel_se"),
+                                         ref.get("analytic_required_impressions_rel_se")) if ok else None,
+            "efficiency": eff,
+            "efficiency_rel_se": ratio_rel_se(e.get("information_last_day_rel_se"),
+                                              ref.get("information_last_day_rel_se")) if eff is not None else None}
+
+
+def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> dict[str, Any]:
+    """The designs' primary required-impressions ratios and equal-traffic efficiencies against ``ref_name``, with
+    their delta-method relative SEs (review 6, F1), the pairs of designs they cannot tell apart and the biased
+    designs: summary.json ``required_impressions_ratio`` (without ``reference`` and ``last_day``)."""
+    primaries = {d: next(e for e in m.values() if e["primary"]) for d, m in designs.items()}
+    ratios: dict[str, float | None] = {}
+    efficiency: dict[str, float | None] = {}
+    ratios_rel: dict[str, float | None] = {}
+    efficiency_rel: dict[str, float | None] = {}
+    by_pair: dict[str, Any] = {}
+    biased: dict[str, Any] = {}
+    if ref_name is not None:
+        for d, e in primaries.items():
+            # review 6, F1: a multileaving design against a multileaving reference is compared on every pair they
+            # share (median over pairs, range and each pair's values in by_pair), not on the first pair alone
+            shared = [m for m in designs[d] if m in designs[ref_name] and _is_pair(m)]
+            keys = shared if len(shared) > 1 else [e["metric"]]
+            per = ({m: _pair_ratios(designs[d][m], designs[ref_name][m], d == ref_name) for m in keys}
+                   if len(keys) > 1 else {keys[0]: _pair_ratios(e, primaries[ref_name], d == ref_name)})
+            if len(keys) > 1:
+                by_pair[d] = per
+            for out, rel_out, key in ((ratios, ratios_rel, "ratio"), (efficiency, efficiency_rel, "efficiency")):
+                # the median over the pairs that have the ratio (a pair without an effect or size has none); its
+                # relative SE: the median of theirs (summary.json by_pair keeps each)
+                have = [p for p in per.values() if p[key] is not None]
+                rels = [p[key + "_rel_se"] for p in have if p[key + "_rel_se"] is not None]
+                out[d] = float(np.median([p[key] for p in have])) if have else None
+                rel_out[d] = float(np.median(rels)) if have and len(rels) == len(have) else None
+            if e.get("null", {}).get("biased"):
+                biased[d] = e["null"]["delta"]
+            elif is_biased_entry(e):
+                biased[d] = {"bias": e["estimator_bias"], "se": e["estimator_bias_se"]}
+    return {
+        # impressions each design needs for the target power / the reference's
+        "ratios": ratios,
+        # (|effect| / SE)^2 of each design / the reference's on the last simulated day:
+        # how many times more informative an impression is at the simulated traffic
+        "equal_traffic_efficiency": efficiency,
+        # designs whose null check finds a bias (their ratios are not comparisons of
+        # sensitivity): the null-user Delta
+        "biased": biased,
+        # review 6, F1: each ratio's delta-method relative SE: sizes from their own relative SEs (the refits,
+        # which draw the truth from its Monte Carlo error), efficiencies from the truths' Monte Carlo SEs and the
+        # day's mean SE's own; 'uncertain' above RATIO_UNCERTAIN_REL_SE; multileaving: medians over pairs
+        "ratios_rel_se": ratios_rel,
+        "equal_traffic_efficiency_rel_se": efficiency_rel,
+        "uncertain_rel_se": RATIO_UNCERTAIN_REL_SE,
+        # pairs of designs whose +-2 SE log intervals overlap (the reference: the point 1)
+        "indistinguishable": {
+            "ratios": indistinguishable({d: ratios[d] for d in ratios if d not in biased}, ratios_rel, ref_name)
+            if ref_name else [],
+            "equal_traffic_efficiency": indistinguishable({d: efficiency[d] for d in efficiency
+                                                           if d not in biased}, efficiency_rel, ref_name)
+            if ref_name else []},
+        "by_pair": by_pair,
+    }
+
+
 def null_check(
     null: Truth, c: pd.DataFrame, alpha: float, replicates: int, null_rows: pd.DataFrame | None = None,
     pairs: int = 1,
@@ -518,14 +647,15 @@ def null_check(
     ``alpha`` (an undefined estimate does not reject), with the exact binomial 99% band of
     ``alpha``; ``rejection_rate_analytic``: the rate a two-sided z-test has with the null
     Delta as its mean and the design's mean SE of the day (:func:`null_rejection_rate`).
-    ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` Monte Carlo SEs from 0 (without null replicates,
-    also when the analytic rate of the smallest bias within 2 SE of the null Delta is above the band: a rule on the
-    Delta too). A simulated null rejection rate above alpha says nothing about the mean (review 6, F2: team-draft
-    and probabilistic multileaving are unbiased under the null user by symmetry) and never sets ``biased``:
-    ``rate_excess`` tests it one-sided (``pvalue`` = P(X >= k), X ~ Binomial(replicates, alpha)) at
-    :data:`NULL_RATE_FAMILY_LEVEL` / ``pairs`` (Bonferroni over the design's ``pairs`` null checks) and
-    ``se_miscalibrated`` says whether it is below that threshold (the SE's calibration, not a bias, is in
-    question). ``detectable_bias``: the smallest
+    ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` Monte Carlo SEs from 0, or the null replicates'
+    mean estimate of the last day misses 0 by :func:`estimate_is_biased` (``biased_null_replicates``; the same
+    t-test as the real user's estimate against its truth); without null replicates, also when the analytic rate of
+    the smallest bias within 2 SE of the null Delta is above the band (a rule on the Delta too). A simulated null
+    rejection rate above alpha says nothing about the mean (review 6, F2: team-draft and probabilistic multileaving
+    are unbiased under the null user by symmetry) and never sets ``biased``: ``rate_excess`` tests it one-sided
+    (``pvalue`` = P(X >= k), X ~ Binomial(replicates, alpha)) at :data:`NULL_RATE_FAMILY_LEVEL` / ``pairs``
+    (Bonferroni over the design's ``pairs`` null checks) and ``se_miscalibrated`` says whether it is below that
+    threshold (the SE's calibration, not a bias, is in question). ``detectable_bias``: the smallest
     |null Delta| the SE flag catches (:data:`NULL_BIAS_SE` x ``se``); ``pvalue``: two-sided, of ``z`` under no
     bias."""
     se_days = c["mean_se"].to_numpy(dtype=np.float64)
@@ -548,7 +678,10 @@ def null_check(
         last = null_rows[null_rows["day"] == null_rows["day"].max()]["estimate"].to_numpy(dtype=np.float64)
         last = last[np.isfinite(last)]
         band = binomial_band(r_null, alpha, 0.99)
-        over = False  # review 6, F2: an excess rejection rate is an SE-calibration note, not a bias
+        # review 6, F2: an excess rejection rate is an SE-calibration note, not a bias; the null replicates' own
+        # mean against 0 (the exact null truth) is a test of the mean, as estimate_is_biased is for the real user
+        over = bool(last.size > 1 and estimate_is_biased(float(last.mean()), float(last.std(ddof=1)), int(last.size)))
+        out["biased_null_replicates"] = over
         k = int(round(float(rates.iloc[-1]) * r_null))
         level = NULL_RATE_FAMILY_LEVEL / max(int(pairs), 1)
         p_excess = float(sps.binom.sf(k - 1, r_null, alpha))
@@ -845,6 +978,8 @@ def analyse(
         # length has about the effect; ratios between designs on the same traffic are their
         # relative efficiency per impression at that traffic
         entry["information_last_day"] = (t.value / se_last) ** 2 if se_last > 0 and np.isfinite(se_last) else None
+        # review 6, F1: its delta-method relative SE from the truth's Monte Carlo SE and the day's SE's own
+        entry["information_last_day_rel_se"] = information_rel_se(t.value, t.se, wide_se[:, -1], spread=is_held)
         null = truth.get((design, NULL_PREFIX + metric))
         if null is not None:
             null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
@@ -895,24 +1030,8 @@ def analyse(
             }
         designs.setdefault(design, {})[metric] = entry
     # sample-size ratios between designs (primary metrics), relative to the first design
-    primaries = {d: next(e for e in m.values() if e["primary"]) for d, m in designs.items()}
-    ref_name = next(iter(primaries), None)
-    ratios: dict[str, float | None] = {}
-    efficiency: dict[str, float | None] = {}
-    biased: dict[str, float] = {}
-    if ref_name is not None:
-        ref = primaries[ref_name]["analytic_required_impressions"]
-        ref_info = primaries[ref_name].get("information_last_day")
-        for d, e in primaries.items():
-            n = e["analytic_required_impressions"]
-            ok = n is not None and ref is not None and math.isfinite(n) and math.isfinite(ref) and ref > 0
-            ratios[d] = (n / ref) if ok else None
-            info = e.get("information_last_day")
-            efficiency[d] = (info / ref_info) if info is not None and ref_info else None
-            if e.get("null", {}).get("biased"):
-                biased[d] = e["null"]["delta"]
-            elif is_biased_entry(e):
-                biased[d] = {"bias": e["estimator_bias"], "se": e["estimator_bias_se"]}
+    ref_name = next(iter(designs), None)
+    comparison = design_ratios(designs, ref_name)
     counterfactual = counterfactual_summary(side_rows, table, truths, config, designs)
     summary = {
         "offline": {
@@ -930,14 +1049,7 @@ def analyse(
         "designs": designs,
         "required_impressions_ratio": {
             "reference": ref_name,
-            # impressions each design needs for the target power / the reference's
-            "ratios": ratios,
-            # (|effect| / SE)^2 of each design / the reference's on the last simulated day:
-            # how many times more informative an impression is at the simulated traffic
-            "equal_traffic_efficiency": efficiency,
-            # designs whose null check finds a bias (their ratios are not comparisons of
-            # sensitivity): the null-user Delta
-            "biased": biased,
+            **comparison,
             "last_day": config.traffic.days,
         },
     }

@@ -29,6 +29,7 @@ from onlineeval import __version__
 from simulations.analysis import (
     EXTRAPOLATION_FLAG,
     NULL_BIAS_SE,
+    RATIO_UNCERTAIN_REL_SE,
     SIZE_BOOTSTRAP,
     UNSTABLE_FLOOR_RATIO,
     UNSTABLE_REL_SE,
@@ -95,15 +96,23 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "Monte Carlo over analysis.truth_impressions impressions; rejection rate by day: the share of the "
         "design's null replicates (the design run with the null user on every replicate's traffic, rows "
         "null:<pair>) rejecting at alpha, next to the analytic rate from the null Delta and the design's mean SE; "
-        "biased = null Delta more than 4 Monte Carlo SEs from 0 (without null replicates, or an analytic "
-        "rejection rate above the 99% band from the smallest Delta within 2 SE). A biased design's sample size and "
+        "biased = null Delta more than 4 Monte Carlo SEs from 0, or the null replicates' last-day mean "
+        "estimate off 0 by the bias t-test at the level of 4 normal SEs (biased_null_replicates); without null "
+        "replicates, also an analytic "
+        "rejection rate above the 99% band from the smallest Delta within 2 SE. A biased design's sample size and "
         "ratios are not sensitivities. se_miscalibrated (not a bias; the sizes stay): the last day's null "
         "rejection count is above alpha in a one-sided exact binomial test at level 0.01 / the design's number "
         "of pairs (Bonferroni; rate_excess); a direction is printed only when the null Delta's z is above 2",
         "efficiency": "equal_traffic_efficiency = ((|effect| / mean SE)^2 of the design) / (the reference's) on the "
         "last simulated day: the ratio of the designs' information per impression at the simulated traffic. "
         "ratios = required impressions for the target power / the reference's: larger when the reference's SE "
-        "has a floor from returning users (se^2 = a/N + b)",
+        "has a floor from returning users (se^2 = a/N + b). Their uncertainty (review 6, F1): *_rel_se = "
+        "delta-method relative SEs, sqrt(rel_1^2 + rel_2^2) of the two designs' own: information's = "
+        "2 sqrt((true_effect_se / effect)^2 + (the day's mean SE's relative SE)^2), a size's = its "
+        "analytic_required_impressions_rel_se (refits that draw the truth from its Monte Carlo error); '?' above "
+        "uncertain_rel_se; indistinguishable = pairs whose +-2 SE log intervals, ratio exp(+-2 rel SE), overlap "
+        "(the reference as the point 1). A multileaving design against a multileaving reference: the median over "
+        "the pairs both have (its rel SE the median of theirs), every pair under by_pair",
         "shrinkage": "online relative improvement / offline relative gain (frequency-weighted); improvement = "
         "higher reciprocal rank, higher clicks per query, lower abandonment",
         "query_segments": "head / torso / tail = queries making up the first 50% / next 30% / last 20% of traffic",
@@ -797,8 +806,11 @@ def null_unflagged_verdict(n: dict[str, Any]) -> str:
 
 def null_direction(n: dict[str, Any], metric: str) -> str | None:
     """Which ranker a null Delta favours ('B' / 'A' for delta_ab, 'the later' / 'the earlier ranker' for a
-    multileaving pair), or None when its z is at most :data:`NULL_NOTABLE_Z` (review 6, F2: no direction from noise)."""
+    multileaving pair), or None when its z is at most :data:`NULL_NOTABLE_Z` (review 6, F2: no direction from noise);
+    from the null replicates' mean when that is what the bias test flags."""
     z, d = n.get("z"), n.get("delta")
+    if n.get("biased_null_replicates") and isinstance(n.get("mean_estimate_last_day"), (int, float)):
+        z, d = math.inf, n["mean_estimate_last_day"]  # the null replicates' mean is off 0 beyond the bias t-test
     if not isinstance(z, (int, float)) or not isinstance(d, (int, float)) or not z > NULL_NOTABLE_Z or d == 0:
         return None
     if metric == "delta_ab":
@@ -810,8 +822,8 @@ def null_rate_note(n: dict[str, Any], metric: str) -> str:
     """The 'SE miscalibrated?' note of a null check whose last-day rejection count is above alpha beyond a one-sided
     binomial test at the family level / pairs (review 6, F2; not a bias: the sizes stay), or ''."""
     x = n.get("rate_excess")
-    if not n.get("se_miscalibrated") or not isinstance(x, dict):
-        return ""
+    if n.get("biased") or not n.get("se_miscalibrated") or not isinstance(x, dict):
+        return ""  # a bias explains the excess rejections
     pairs = int(x.get("pairs") or 1)
     where = f"{x['threshold']:.2g} = {x['family_level']:g} / {pairs} pairs" if pairs > 1 else f"{x['threshold']:.2g}"
     favours = null_direction(n, metric)
@@ -881,25 +893,62 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
                                        "the truth)" if isinstance(b, dict) else
                                        f"biased (null Delta {value_text(b, True)})")
         e, r = ratios.get("equal_traffic_efficiency", {}).get(d), ratios["ratios"][d]
+        e_rel = (ratios.get("equal_traffic_efficiency_rel_se") or {}).get(d)
+        r_rel = (ratios.get("ratios_rel_se") or {}).get(d)
+        pairs = (ratios.get("by_pair") or {}).get(d)
         if e is not None:
-            eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x")
+            eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x{ratio_uncertainty_text(e_rel)}"
+                       + pair_range_text(pairs, "efficiency"))
         if r is not None or mark:
-            q = "?" if ref in unstable or d in unstable else ""
-            need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{q} ({value_text(1 / r)}x fewer)" if r < 1
-                        else f"{d} {value_text(r)}x{q}")
+            q = "?" if (ref in unstable or d in unstable) and not ratio_uncertain(r_rel) and not pairs else ""
+            unc = ratio_uncertainty_text(r_rel) + q + pair_range_text(pairs, "ratio")
+            need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{unc} ({value_text(1 / r)}x fewer)" if r < 1
+                        else f"{d} {value_text(r)}x{unc}")
     lines = []
     if eff:
         lines.append(f"  information per impression at equal traffic ((effect/SE)^2 on day {ratios.get('last_day')}) "
                      f"relative to {ref}: " + ", ".join(eff))
     if need:
-        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need)
-                     + (" ('?': from an unstable size)" if any("?" in n for n in need) else ""))
+        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need))
+    if eff or need:
+        lines.append(f"  (+-: 1 relative SE by the delta method, from the truths' Monte Carlo SEs and the SEs' own "
+                     f"(sizes: their refits'); '?': above {RATIO_UNCERTAIN_REL_SE:.0%}, or an unstable size"
+                     + ("; multileaving: median over the pairs, their range in brackets" if ratios.get("by_pair")
+                        else "") + ")")
+    for key, what in (("equal_traffic_efficiency", "information per impression"), ("ratios", "impressions needed")):
+        same = (ratios.get("indistinguishable") or {}).get(key) or []
+        if same:
+            lines.append(f"  not distinguishable ({what}; +-2 SE intervals overlap): "
+                         + ", ".join(f"{a} ~ {b}" for a, b in same))
     if eff and need and ref_is_ab:
         lines += [(f"  (the first is the efficiency over the simulated days; the second holds at the target power "
                    f"only: {ref}'s SE"),
                   ("  has a floor from returning users, se^2 = a/N + b, so near the target its required impressions "
                    "grow faster than 1/N)")]
     return lines
+
+
+def ratio_uncertain(rel: Any) -> bool:
+    """A ratio whose relative SE is unknown or above :data:`RATIO_UNCERTAIN_REL_SE` (review 6, F1)."""
+    return not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel > RATIO_UNCERTAIN_REL_SE
+
+
+def ratio_uncertainty_text(rel: Any) -> str:
+    """' +-9%' (1 relative SE), with '?' when above :data:`RATIO_UNCERTAIN_REL_SE`; ' +-?' when unknown."""
+    if not isinstance(rel, (int, float)) or not math.isfinite(rel):
+        return " +-?"
+    pct = f"{100 * rel:.0f}%" if rel < 10 else f"{rel:.0f}x"
+    return f" +-{pct}" + ("?" if rel > RATIO_UNCERTAIN_REL_SE else "")
+
+
+def pair_range_text(pairs: Any, key: str) -> str:
+    """' [0.75-3.08 over 6 pairs]': the range of a multileaving design's per-pair ratios, or ''."""
+    if not isinstance(pairs, dict):
+        return ""
+    vals = [p.get(key) for p in pairs.values() if isinstance(p.get(key), (int, float))]
+    if not vals:
+        return ""
+    return f" [{value_text(min(vals))}-{value_text(max(vals))} over {len(vals)} pairs]"
 
 
 def _coverage_cell(coverage: Any, within: bool | None) -> str:

@@ -87,3 +87,20 @@ def test_html_calibration_shows_the_note_not_biased():
     n = null_check(t, _c(), 0.05, 100, _rows(30), pairs=6)
     html = str(calibration_section({"designs": {"tdm": {"delta_C_vs_A": {"null": n, "true_effect": 0.01}}}}))
     assert "SE miscalibrated? 30/100" in html and "BIASED" not in html and "no bias detected (z = 0.9)" in html
+
+
+def test_null_replicates_mean_off_zero_is_a_bias_with_its_direction():
+    # the null replicates' mean is the estimate's own mean under the null: the bias t-test (estimate_is_biased)
+    from simulations.analysis import estimate_is_biased
+    from simulations.report import null_direction
+
+    rows = _rows(5)
+    last = rows["day"] == rows["day"].max()
+    rows.loc[last, "estimate"] = rows.loc[last, "estimate"] + 0.0005  # mean 0.0005, SD 0.001, 100 replicates: t 5
+    x = rows.loc[last, "estimate"].to_numpy()
+    assert estimate_is_biased(float(x.mean()), float(x.std(ddof=1)), x.size)
+    n = null_check(Truth("b", "null:delta_ab", 0.0001, 0.0005, "mc"), _c(), 0.05, 100, rows)
+    assert n["biased"] and n["biased_null_replicates"] and null_direction(n, "delta_ab") == "B"
+    rows.loc[last, "estimate"] = x - 0.0005 + 0.0003  # t 3: not flagged
+    n = null_check(Truth("b", "null:delta_ab", 0.0001, 0.0005, "mc"), _c(), 0.05, 100, rows)
+    assert not n["biased"] and not n["biased_null_replicates"] and null_direction(n, "delta_ab") is None

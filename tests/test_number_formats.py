@@ -211,11 +211,14 @@ def test_terminal_writes_each_kind_by_its_rule(run: tuple[str, dict[str, Any], P
     ratios = s["required_impressions_ratio"]
     for d, r in ratios["ratios"].items():
         if d != ratios["reference"]:
-            m = re.search(rf"relative to ab: .*{d} (\S+)x", text)
+            m = re.search(rf"relative to ab: .*{d} (\S+)x \+-(\d+)%\??", text)
             assert_value(m[1], ratios["equal_traffic_efficiency"][d])
-            m = re.search(rf"power relative to ab: .*{d} (\S+)x \((\S+)x fewer\)", text)
+            # review 6, F1: each ratio's delta-method relative SE, as a whole percent
+            assert int(m[2]) == round(100 * ratios["equal_traffic_efficiency_rel_se"][d])
+            m = re.search(rf"power relative to ab: .*{d} (\S+)x \+-(\d+)%\?? \((\S+)x fewer\)", text)
             assert_value(m[1], r)
-            assert_value(m[2], 1 / r)
+            assert int(m[2]) == round(100 * ratios["ratios_rel_se"][d])
+            assert_value(m[3], 1 / r)
 
     # daily monitoring, the sequential decision and CUPED's days: rates to 3 decimals, days to 1
     for design, e in s["monitoring"].items():
@@ -229,7 +232,9 @@ def test_terminal_writes_each_kind_by_its_rule(run: tuple[str, dict[str, Any], P
     seq = s["sequential"]["team_draft"]["decision"]
     line = next(ln for ln in text.splitlines() if ln.startswith("  team_draft ") and "obrien_fleming" in ln)
     assert_rate(line.split()[5], seq["power"])
-    assert f"power {round(s['sequential']['team_draft']['rules']['fixed']['power'], 3):.3f}; power " in line
+    # review 6, F4 (sequential.py): the fixed horizon's power on the last simulated day, after the equal-power plan
+    assert re.search(rf"{round(s['sequential']['team_draft']['rules']['fixed']['power'], 3):.3f} on day \d+\.\d\b",
+                     line), line
     m = re.search(r"planned for the target power: (\d+\.\d)\?? days expected \(max (\d+\.\d)", line)
     assert float(m[1]) == round(seq["planned"]["expected_days_effect"], 1)
     assert float(m[2]) == round(seq["planned"]["max_days"], 1)
@@ -238,8 +243,9 @@ def test_terminal_writes_each_kind_by_its_rule(run: tuple[str, dict[str, Any], P
         days = line.rsplit("  ", 1)[1]
         req = c["required"]
         if req.get("days") is not None:
-            assert re.fullmatch(r"\d+\.\d\?? \((\d+\.\d\??|-)\)", days), days
-            assert float(days.split("?")[0].split()[0]) == round(req["days"], 1)
+            # review 6, F6 (cuped.py): '*' beyond the simulated days with the factor, '!' beyond the flag
+            assert re.fullmatch(r"\d+\.\d\*?\??(?: \S+x!?)? \((?:\d+\.\d\*?\??(?: \S+x!?)?|-)\)", days), days
+            assert float(re.match(r"\d+\.\d", days)[0]) == round(req["days"], 1)
 
 
 def test_report_html_writes_the_terminals_cells(run: tuple[str, dict[str, Any], Path]) -> None:

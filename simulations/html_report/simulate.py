@@ -28,8 +28,10 @@ from simulations.report import (
     null_rate_note,
     null_unflagged_verdict,
     offline_conventions_text,
+    pair_range_text,
     percent_text,
     rate_text,
+    ratio_uncertainty_text,
     sample_size_cells,
     se_text,
     TRUTH_PRECISION_NOTE,
@@ -158,15 +160,26 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
                    if isinstance(b, dict) else f"null Delta {value_text(b, True)}")
             items.append(tag("li", d, ": ", biased_mark(), f" ({why}): its ratios are not sensitivities"))
             continue
-        text = f"{d}: information per impression {value_text(eff)}x {ref}'s"
+        pairs = (r.get("by_pair") or {}).get(d)
+        text = (f"{d}: information per impression {value_text(eff)}x"
+                f"{ratio_uncertainty_text((r.get('equal_traffic_efficiency_rel_se') or {}).get(d))}"
+                f"{pair_range_text(pairs, 'efficiency')} {ref}'s")
         if isinstance(need, (int, float)):
-            text += (f"; impressions needed for {fmt(100 * target, '.0f')}% power " if target else "; impressions "
-                     "needed ") + f"{value_text(need)}x {ref}'s" + (f" ({value_text(1 / need)}x fewer)"
-                                                                  if 0 < need < 1 else "")
+            text += ((f"; impressions needed for {fmt(100 * target, '.0f')}% power " if target else "; impressions "
+                      "needed ") + f"{value_text(need)}x{ratio_uncertainty_text((r.get('ratios_rel_se') or {}).get(d))}"
+                     f"{pair_range_text(pairs, 'ratio')} {ref}'s"
+                     + (f" ({value_text(1 / need)}x fewer)" if 0 < need < 1 else ""))
         items.append(tag("li", text))
     if not items:
         return []
-    return [tag("p", f"Relative to {ref} (last simulated day {r.get('last_day')}):", cls="lead"), tag("ul", *items)]
+    for key, what in (("equal_traffic_efficiency", "information per impression"), ("ratios", "impressions needed")):
+        same = (r.get("indistinguishable") or {}).get(key) or []
+        if same:
+            items.append(tag("li", f"not distinguishable ({what}; +-2 SE intervals overlap): "
+                                   + ", ".join(f"{a} ~ {b}" for a, b in same)))
+    return [tag("p", f"Relative to {ref} (last simulated day {r.get('last_day')}; +-: 1 relative SE by the delta "
+                     "method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25%):",
+                cls="lead"), tag("ul", *items)]
 
 
 def _offline_line(summary: dict[str, Any]) -> Html:

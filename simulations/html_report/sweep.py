@@ -387,7 +387,7 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
             verdict = join([biased_mark("BIASED"), (" (null Delta "
                             f"{fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})")]) if n.get("biased") \
                 else f"no bias detected (null Delta {fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})"
-            if n.get("se_miscalibrated"):
+            if n.get("se_miscalibrated") and not n.get("biased"):
                 x = n.get("rate_excess") or {}
                 verdict = join([verdict, f"; SE miscalibrated? {x.get('rejections')}/{x.get('replicates')} null "
                                 f"replicates reject (one-sided p {fmt(x.get('pvalue'), '.2g')} < "
