@@ -110,7 +110,10 @@ PARTIAL_FORMAT = 2
 #: the whole reward c0 + sum r (Horvitz-Thompson; abandonment's numbers), adaptive IPS and a DM fitted on the log
 #: take the last day's SE and p-value from the bootstrap, PBM-IPS with empirical propensities linearises its terms.
 #: Since finished runs keep their records (replicates.finished.jsonl.gz), a bump also stops their reuse.
-STREAM_VERSION = 5
+#: 6 (2026-12-02): probabilistic interleaving's and multileaving's expected outcomes subtract P(D = d) - P(D = -d)
+#: pair by pair (the wins and losses were summed separately): A/A multileaving rows are exact ties (p-value 1, was
+#: rounding noise with p down to 5e-5) and other rows move in their last bits.
+STREAM_VERSION = 6
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

@@ -27,14 +27,15 @@ digest differs from the stored one when that design's stream changed: bump ``STR
 (``python tests/test_stream_version.py`` prints this checkout's digests; a failure names the new one).
 
 The draws do not see a change of a formula that draws nothing (an estimator's terms, an SE, an interval, a
-p-value: STREAM_VERSION 4 and 5 were such changes, bumped by hand), so the test also compares **every number the
+p-value: STREAM_VERSION 4, 5 and 6 were such changes, bumped by hand), so the test also compares **every number the
 replicate reports** (its rows: per design, A/A variant and checkpoint, each metric's estimate, SE, interval,
 p-value and counts, the null variants' ``null:`` rows, SRM, CUPED and per-batch rows) with the numbers stored in
-``tests/data/stream_version_numbers.json`` (:data:`NUMBERS_FILE`), floats within a relative 1e-9 (absolute 1e-12)
-rather than hashed: last-bit differences between CPUs, NumPy and BLAS builds pass (the designs' NumPy paths, other
-summation orders, differ from the compiled kernels by at most 4e-13 and pass), a changed formula does not (a term
-times 1 + 1e-6 fails; both are tested). CONFIG's last four designs are there for these numbers: every estimator on
-every reward kind it takes, Welch's test, CUPED, per-batch looks and an injected broken split.
+``tests/data/stream_version_numbers.json`` (:data:`NUMBERS_FILE`), floats within a relative 1e-9 (absolute
+1e-12; p-values relatively only) rather than hashed: last-bit differences between CPUs, NumPy and BLAS builds
+pass (the designs' NumPy paths, other summation orders, differ from the compiled kernels by at most 4e-13 and
+pass), a changed formula does not (a term times 1 + 1e-6 fails; both are tested). CONFIG's last four designs are
+there for these numbers: every estimator on every reward kind it takes, Welch's test, CUPED, per-batch looks and an
+injected broken split.
 
 **When a test here fails** because a change is meant to change numbers (another estimator formula, interval,
 sampler): bump ``STREAM_VERSION`` in ``simulations/job.py`` (a resumed run or sweep would otherwise mix replicates
@@ -370,6 +371,8 @@ NUMBERS_FILE = Path(__file__).with_name("data") / "stream_version_numbers.json"
 #: BLAS builds pass (other summation orders: 4e-13 at most, see the tests below), a changed formula does not (one term
 #: times 1 + 1e-6 moves the estimates it enters by 1e-6 to 1e-5 of themselves)
 RTOL, ATOL = 1e-9, 1e-12
+#: the fields compared relatively only (no ATOL): p-values, whose small values carry the decision
+P_FIELDS = ("pvalue",)
 #: the keys of a row that say which number it is (the rest are the numbers compared)
 ROW_KEYS = ("replicate", "design", "aa", "day", "metric")
 REGENERATE = "python tests/test_stream_version.py --write-numbers"
@@ -416,7 +419,9 @@ def replicate_numbers(rows: list[dict[str, Any]]) -> tuple[list[str], dict[str, 
     return fields, out
 
 
-def _same(old: Any, new: Any) -> bool:
+def _same(old: Any, new: Any, field: str = "") -> bool:
+    """Whether a stored value and a new one agree: floats within RTOL of the larger or ATOL, except p-values, which
+    are compared relatively only (an absolute 1e-12 would let a p-value of 1e-22 become 1e-14 unnoticed)."""
     old, new = _decode(old), _decode(new)
     if isinstance(old, bool) or isinstance(new, bool) or isinstance(old, str) or isinstance(new, str):
         return type(old) is type(new) and old == new
@@ -424,7 +429,7 @@ def _same(old: Any, new: Any) -> bool:
         return old == new
     if math.isnan(old) or math.isnan(new):
         return math.isnan(old) and math.isnan(new)
-    return math.isclose(old, new, rel_tol=RTOL, abs_tol=ATOL)
+    return math.isclose(old, new, rel_tol=RTOL, abs_tol=0.0 if field in P_FIELDS else ATOL)
 
 
 def _change(old: Any, new: Any) -> str:
@@ -438,25 +443,17 @@ def _change(old: Any, new: Any) -> str:
 
 def compare_numbers(fields: list[str], stored: dict[str, list[Any]], got: dict[str, list[Any]],
                     stored_fields: list[str]) -> list[str]:
-    """The differences between one design's stored numbers and a run's, one line each (empty: the same). The p-value
-    of a row whose estimate and SE are both rounding noise (within ATOL of 0, stored and now) is not compared: it is
-    a ratio of noise (probabilistic multileaving's A/A rows: estimate -8.8e-19, SE 3.7e-19, p = 0.016)."""
+    """The differences between one design's stored numbers and a run's, one line each (empty: the same). Every field
+    is compared, p-values too: a p-value of rounding noise over rounding noise (probabilistic multileaving's A/A rows
+    were -8.8e-19 +- 3.7e-19, p = 0.016, before STREAM_VERSION 6 made them exact ties) is a defect to see, not skip."""
     if stored_fields != fields:
         return [f"the rows' fields changed: stored {stored_fields}, now {fields}"]
     lines = [f"{key}: a row no longer reported" for key in stored if key not in got]
     lines += [f"{key}: a new row" for key in got if key not in stored]
     for key in (k for k in stored if k in got):
-        skip = {"pvalue"} if _noise(fields, stored[key]) and _noise(fields, got[key]) else set()
         lines += [f"{key}, {field}: {_change(a, b)}" for field, a, b in zip(fields, stored[key], got[key], strict=True)
-                  if field not in skip and not _same(a, b)]
+                  if not _same(a, b, field)]
     return lines
-
-
-def _noise(fields: list[str], values: list[Any]) -> bool:
-    """Whether a row's estimate and SE are both within ATOL of 0 (non-zero: the rounding of an exact 0)."""
-    row = dict(zip(fields, values, strict=True))
-    parts = [_decode(row.get(k)) for k in ("estimate", "se")]
-    return all(isinstance(x, float) and abs(x) <= ATOL for x in parts)
 
 
 def load_numbers() -> dict[str, Any]:
@@ -618,8 +615,14 @@ def test_the_comparison_rules(recorded: tuple[Recorder, list[Any]], tmp_path: Pa
                      "day 1 x, n_users: stored 10, now 11 (relative change 0.1)",
                      "day 1 y, estimate: stored nan, now 0.5"], lines
     assert compare_numbers(fields, stored, stored, ["estimate"])[0].startswith("the rows' fields changed")
-    noise = ["estimate", "se", "pvalue"]  # a p-value of rounding noise over rounding noise is not compared
-    assert compare_numbers(noise, {"r": [-8.8e-19, 3.7e-19, 0.016]}, {"r": [2e-19, 4e-19, 0.6]}, noise) == []
+    noise = ["estimate", "se", "pvalue"]  # a p-value of rounding noise over rounding noise is compared too
+    assert compare_numbers(noise, {"r": [-8.8e-19, 3.7e-19, 0.016]}, {"r": [2e-19, 4e-19, 0.6]}, noise) == [
+        "r, pvalue: stored 0.016, now 0.6 (relative change 36.5)"]
+    # p-values relatively only: 1.05e-22 -> 1e-14 is a change (within ATOL it passed), 1e-120 (1 + 4e-13) is not
+    assert compare_numbers(noise, {"r": [0.5, 0.01, 1.05e-22]}, {"r": [0.5, 0.01, 1e-14]}, noise) == [
+        "r, pvalue: stored 1.05e-22, now 1e-14 (relative change 9.52e+07)"]
+    assert compare_numbers(noise, {"r": [0.5, 0.01, 1e-120]}, {"r": [0.5, 0.01, 1e-120 * (1 + 4e-13)]}, noise) == []
+    assert compare_numbers(noise, {"r": [0.5, 0.01, 0.0]}, {"r": [0.5, 0.01, 0.0]}, noise) == []
     assert compare_numbers(noise, {"r": [0.0, 0.0, 1.0]}, {"r": [1e-9, 1e-9, 0.3]}, noise) == [
         "r, estimate: stored 0.0, now 1e-09", "r, se: stored 0.0, now 1e-09", "r, pvalue: stored 1.0, now 0.3 "
         "(relative change -0.7)"]
