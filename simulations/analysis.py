@@ -67,7 +67,8 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "EXTRAPOLATION_FLAG", "exact_truth_per_query",
            "truth_precision", "TRUTH_MC_SE", "TRUTH_MC_SHARE", "truth_world_se",
            "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL",
-           "RATIO_UNCERTAIN_REL_SE", "information_rel_se", "ratio_rel_se", "ratio_interval", "indistinguishable"]
+           "RATIO_UNCERTAIN_REL_SE", "information_rel_se", "ratio_rel_se", "ratio_interval", "indistinguishable",
+           "multileaving_summary", "pairwise_error_rates", "ranker_online_values", "MULTILEAVING_ORDER_METRIC"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
@@ -551,6 +552,81 @@ def indistinguishable(values: dict[str, Any], rel: dict[str, Any], reference: st
     names = [d for d in iv if iv[d] is not None]
     return [[a, b] for i, a in enumerate(names) for b in names[i + 1:]
             if iv[a][0] <= iv[b][1] and iv[b][0] <= iv[a][1]]
+
+
+#: the A/B metric whose exact online value orders the rankers for a multileaving design's pairwise error rate
+MULTILEAVING_ORDER_METRIC = "reciprocal_rank"
+
+
+def ranker_online_values(world: World, users: Any, names: list[str]) -> dict[str, dict[str, float]]:
+    """Each ranker's exact online A/B metrics (:func:`simulations.runner.exact_ab_metrics`), weighted by the query
+    frequencies: what an A/B test of that ranker would measure, exactly."""
+    from simulations.runner import exact_ab_metrics
+
+    w = np.asarray(world.frequency, dtype=np.float64)
+    w = w / w.sum()
+    return {r: {m: float(w @ v) for m, v in exact_ab_metrics(world, users, r).items()} for r in names}
+
+
+def pair_rankers(metric: str) -> tuple[str, str]:
+    """(X, Y) of a multileaving pair ``delta_<X>_vs_<Y>`` (+ favours X)."""
+    x, y = metric[len("delta_"):].split("_vs_", 1)
+    return x, y
+
+
+def pairwise_error_rates(rows: pd.DataFrame, design: str, signs: dict[str, float]) -> list[dict[str, Any]]:
+    """By day, the share of replicate x pair whose estimate's sign is not ``signs[pair]`` (a zero or undefined
+    estimate counts as wrong: no preference inferred), over the pairs whose sign is not 0, with its binomial SE
+    (replicates x pairs trials; the pairs of one replicate are not independent, so it is a lower bound)."""
+    pairs = [p for p, v in signs.items() if v]
+    g = rows[(rows["design"] == design) & (~rows["aa"]) & (rows["metric"].isin(pairs))]
+    out = []
+    for day, d in g.groupby("day", sort=True):
+        est = d["estimate"].to_numpy(dtype=np.float64)
+        want = d["metric"].map(signs).to_numpy(dtype=np.float64)
+        wrong = ~(np.sign(est) == want)
+        rate = float(wrong.mean()) if wrong.size else float("nan")
+        out.append({"day": int(day), "error_rate": rate, "trials": int(wrong.size),
+                    "binomial_se": math.sqrt(rate * (1 - rate) / wrong.size) if wrong.size else None})
+    return out
+
+
+def multileaving_summary(rows: pd.DataFrame, designs: dict[str, dict[str, Any]], truth: dict[tuple[str, str], Truth],
+                         world: World, config: Config) -> dict[str, Any]:
+    """Multileaving designs (review 6, F5): the rankers' exact online values (every A/B metric), the order they
+    give by :data:`MULTILEAVING_ORDER_METRIC`, each pair's sign under it against the method's own truth, and the
+    pairwise error rate by day against both (:func:`pairwise_error_rates`). Empty without a design of more than
+    one pair."""
+    ml = {d: [m for m in ms if _is_pair(m)] for d, ms in designs.items()}
+    ml = {d: p for d, p in ml.items() if len(p) > 1}
+    if not ml:
+        return {}
+    from simulations.users import UserModels
+
+    names = sorted({r for ps in ml.values() for p in ps for r in pair_rankers(p)},
+                   key=lambda r: (config.ranker_names() + [r]).index(r))
+    values = ranker_online_values(world, UserModels.from_config(config.users), names)
+    key = MULTILEAVING_ORDER_METRIC
+    better = (lambda a, b: values[a][key] - values[b][key])
+    out: dict[str, Any] = {
+        "online_values": values,
+        "order_metric": key,
+        "order": sorted(names, key=lambda r: -values[r][key]),
+        "designs": {},
+        "error_rate": "share of replicate x pair whose estimate has not the reference's sign (0 or undefined: "
+                      "wrong); exact: the sign of the rankers' exact online difference in order_metric; own_truth: "
+                      "the sign of the method's own expected Delta (its Monte Carlo truth)",
+    }
+    for d, pairs in ml.items():
+        exact = {p: float(np.sign(better(*pair_rankers(p)))) for p in pairs}
+        own = {p: float(np.sign(truth[(d, p)].value)) for p in pairs}
+        out["designs"][d] = {
+            "pairs": {p: {"exact_difference": better(*pair_rankers(p)), "own_truth": truth[(d, p)].value,
+                          "own_truth_se": truth[(d, p)].se, "signs_agree": exact[p] == own[p]} for p in pairs},
+            "error_rate_exact": pairwise_error_rates(rows, d, exact),
+            "error_rate_own_truth": pairwise_error_rates(rows, d, own),
+        }
+    return out
 
 
 def _is_pair(metric: str) -> bool:
@@ -1076,6 +1152,10 @@ def analyse(
     cuped = cuped_summary(rows, side_rows, designs, truth, config)
     if cuped:
         summary["cuped"] = cuped
+    # review 6, F5: multileaving designs against the rankers' exact online values
+    ml = multileaving_summary(rows, designs, truth, world, config)
+    if ml:
+        summary["multileaving"] = ml
     if config.analysis.assumption_sweep is not None:
         from simulations.designs.counterfactual import assumption_sweep
 

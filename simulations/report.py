@@ -708,6 +708,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 if e["primary"] and e.get("analytic_required_impressions_unstable")}
     lines += _ratio_lines(s["required_impressions_ratio"], cfg.analysis.power,
                           ref_design is not None and ref_design.type == "ab", unstable)
+    lines += multileaving_lines(s)
     lines += [
         "",
         "  true effect: population value (B - A; interleaving: Delta_AB, + favours B; methods differ in scale,",
@@ -925,6 +926,33 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
                    f"only: {ref}'s SE"),
                   ("  has a floor from returning users, se^2 = a/N + b, so near the target its required impressions "
                    "grow faster than 1/N)")]
+    return lines
+
+
+def multileaving_lines(s: dict[str, Any]) -> list[str]:
+    """The rankers' exact online values and each multileaving design's pairwise error rate by day (review 6, F5)."""
+    ml = s.get("multileaving")
+    if not ml:
+        return []
+    key, values = ml["order_metric"], ml["online_values"]
+    names = list(values)
+    first = names[0]
+    agree = all(v["signs_agree"] for e in ml["designs"].values() for v in e["pairs"].values())
+    lines = ["", f"Multileaving: the rankers' exact online {key} (what an A/B test of each measures): "
+             + ", ".join(f"{r} {value_text(values[r][key])}" for r in names)
+             + f" (from {first}: " + ", ".join(f"{r} {value_text(values[r][key] - values[first][key], True)}"
+                                            for r in names[1:]) + ") -> " + " > ".join(ml["order"]),
+             "  pairwise error rate by day (share of replicate x pair whose estimate has the wrong sign; 0 or "
+             "undefined counts as wrong) against that order"
+             + (" (each method's own truth has the same sign on every pair):" if agree else
+                " / against the method's own truth:")]
+    for d, e in ml["designs"].items():
+        exact, own = e["error_rate_exact"], {r["day"]: r["error_rate"] for r in e["error_rate_own_truth"]}
+        cells = [f"day {r['day']} {rate_text(r['error_rate'])}" + ("" if agree else f"/{rate_text(own.get(r['day']))}")
+                 for r in exact]
+        disagree = [p for p, v in e["pairs"].items() if not v["signs_agree"]]
+        differs = f"; own truth's sign differs from the exact order on {', '.join(disagree)}" if disagree else ""
+        lines.append(f"  {d:14s} " + ", ".join(cells) + differs)
     return lines
 
 

@@ -182,6 +182,17 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
                 cls="lead"), tag("ul", *items)]
 
 
+def _multileaving(summary: dict[str, Any]) -> list[Html]:
+    """The rankers' exact online values and the pairwise error rates by day (review 6, F5), as the terminal's."""
+    from simulations.report import multileaving_lines
+
+    lines = multileaving_lines(summary)
+    if not lines:
+        return []
+    return [tag("p", lines[1].strip(), cls="lead"), tag("p", lines[2].strip()),
+            tag("ul", *(tag("li", ln.strip()) for ln in lines[3:]))]
+
+
 def _offline_line(summary: dict[str, Any]) -> Html:
     off = summary.get("offline") or {}
     if not off:
@@ -287,6 +298,7 @@ def answer_section(summary: dict[str, Any]) -> Html:
         table(header, rows, cls="answer", row_classes=classes, caption=caption, id_="answer-table",
               text_columns=(0, 1)),
         *_ratios(summary),
+        *_multileaving(summary),
         tag("ul", *(tag("li", *item) for item in legend), cls="legend"),
         note("Conventions: power - ", conv.get("power", "-"), "; sample size - ", conv.get("sample_size", "-"),
              "; truth - ", conv.get("truth", "-")),
