@@ -706,8 +706,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     ref_design = next((d for d in cfg.designs if d.name == s["required_impressions_ratio"]["reference"]), None)
     unstable = {d for d, ms in s["designs"].items() for e in ms.values()
                 if e["primary"] and e.get("analytic_required_impressions_unstable")}
+    far = {d for d, ms in s["designs"].items() for e in ms.values()
+           if e["primary"] and e.get("analytic_required_impressions_extrapolated")}
     lines += _ratio_lines(s["required_impressions_ratio"], cfg.analysis.power,
-                          ref_design is not None and ref_design.type == "ab", unstable)
+                          ref_design is not None and ref_design.type == "ab", unstable, far)
     lines += multileaving_lines(s)
     lines += [
         "",
@@ -878,9 +880,12 @@ def _null_lines(result: SimulationResult) -> list[str]:
 
 
 def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
-                 unstable: set[str] | frozenset[str] = frozenset()) -> list[str]:
+                 unstable: set[str] | frozenset[str] = frozenset(),
+                 extrapolated: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Efficiency at equal traffic and the ratio of required impressions, biased designs marked, and
-    '?' on a ratio whose either size is unstable (``unstable``: designs whose primary size is)."""
+    '?' on a ratio whose either size is unstable (``unstable``: designs whose primary size is), '*' on one whose
+    either size is extrapolated beyond :data:`EXTRAPOLATION_FLAG` x the simulated days (``extrapolated``; review 6,
+    F1: the main table's '!')."""
     ref = ratios.get("reference")
     if not ref:
         return []
@@ -902,7 +907,8 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
                        + pair_range_text(pairs, "efficiency"))
         if r is not None or mark:
             q = "?" if (ref in unstable or d in unstable) and not ratio_uncertain(r_rel) and not pairs else ""
-            unc = ratio_uncertainty_text(r_rel) + q + pair_range_text(pairs, "ratio")
+            star = "*" if (ref in extrapolated or d in extrapolated) and not pairs else ""
+            unc = ratio_uncertainty_text(r_rel) + q + star + pair_range_text(pairs, "ratio")
             need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{unc} ({value_text(1 / r)}x fewer)" if r < 1
                         else f"{d} {value_text(r)}x{unc}")
     lines = []
@@ -910,7 +916,9 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
         lines.append(f"  information per impression at equal traffic ((effect/SE)^2 on day {ratios.get('last_day')}) "
                      f"relative to {ref}: " + ", ".join(eff))
     if need:
-        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need))
+        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need)
+                     + (f" ('*': from a size extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated days, "
+                        "the main table's '!')" if any("*" in n for n in need) else ""))
     if eff or need:
         lines.append(f"  (+-: 1 relative SE by the delta method, from the truths' Monte Carlo SEs and the SEs' own "
                      f"(sizes: their refits'); '?': above {RATIO_UNCERTAIN_REL_SE:.0%}, or an unstable size"

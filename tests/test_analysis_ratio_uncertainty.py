@@ -133,3 +133,16 @@ def test_report_prints_the_uncertainty_the_mark_and_the_note():
                for ln in lines)
     assert pair_range_text({"x": {"ratio": 0.5}, "y": {"ratio": 2.0}, "z": {"ratio": None}}, "ratio") == (
         " [0.500-2.00 over 2 pairs]")
+
+
+def test_a_ratio_from_an_extrapolated_size_is_starred():
+    from simulations.report import _ratio_lines
+
+    designs = {
+        "ab": {"rr": _entry("rr", 0.05, 0.01, 1e6, 0.05, True)},
+        "td": {"delta_ab": _entry("delta_ab", 0.51, 0.074, 9.8e4, 0.064, True)},
+    }
+    r = {"reference": "ab", "last_day": 7, **design_ratios(designs, "ab")}
+    assert "td 0.0980x +-8% (10.2x fewer)" in _ratio_lines(r, 0.8, True)[1]
+    line = _ratio_lines(r, 0.8, True, extrapolated={"ab"})[1]
+    assert "td 0.0980x +-8%* (10.2x fewer) ('*': from a size extrapolated beyond 3x the simulated days" in line

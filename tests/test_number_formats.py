@@ -215,7 +215,7 @@ def test_terminal_writes_each_kind_by_its_rule(run: tuple[str, dict[str, Any], P
             assert_value(m[1], ratios["equal_traffic_efficiency"][d])
             # review 6, F1: each ratio's delta-method relative SE, as a whole percent
             assert int(m[2]) == round(100 * ratios["equal_traffic_efficiency_rel_se"][d])
-            m = re.search(rf"power relative to ab: .*{d} (\S+)x \+-(\d+)%\?? \((\S+)x fewer\)", text)
+            m = re.search(rf"power relative to ab: .*{d} (\S+)x \+-(\d+)%\??\*? \((\S+)x fewer\)", text)
             assert_value(m[1], r)
             assert int(m[2]) == round(100 * ratios["ratios_rel_se"][d])
             assert_value(m[3], 1 / r)
