@@ -151,10 +151,11 @@ def test_the_estimate_command_prints_the_library_numbers(world: dict[str, Any]) 
 
 
 def test_a_failed_bootstrap_keeps_the_held_choice_warning(world: dict[str, Any], tmp_path) -> None:
-    """A bootstrap that cannot run (the log has one user): the estimate command keeps the CLT estimate, says why there
-    is no bootstrap interval and, for adaptive IPS, that its delta-method se holds the choice fixed (Estimator.estimate
-    without n_boot, which one_estimate falls back to; before, that warning was dropped whenever --bootstrap was
-    given)."""
+    """A bootstrap that cannot run (the log has one user): the estimate command keeps the CLT estimate and says why
+    there is no bootstrap interval; for adaptive IPS and dm with a fitted click model it says that the bootstrap asked
+    for could not run (pointing at that reason below it), without advising the --bootstrap the user passed, and says
+    nothing about a standard error that one cluster does not have (review 7, F4: before, '--bootstrap N (e.g. 1000)
+    makes the choice again' and 'are too small' for se = NaN). Without --bootstrap the advice stays."""
     import json
 
     recs = [json.loads(x) for x in world["log"].read_text().splitlines()]
@@ -162,12 +163,109 @@ def test_a_failed_bootstrap_keeps_the_held_choice_warning(world: dict[str, Any],
         rec["user"] = "u0"
     path = tmp_path / "one.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
-    doc = json_out("--log", str(path), "--target", str(world["B"]), "--estimator", "adaptive_ips,ips",
-                   "--bootstrap", "100")
+    args = ("--log", str(path), "--target", str(world["B"]), "--estimator", "adaptive_ips,ips,dm", "--option",
+            "dm.model=cm")
+    doc = json_out(*args, "--bootstrap", "100")
     by = {r["estimator"]: r for r in doc["results"]}
-    for name in ("adaptive_ips", "ips"):
-        row = by[name]
+    for name in ("adaptive_ips", "ips", "dm"):
+        row, ws = by[name], by[name]["warnings"]
         assert row["clusters"] == 1 and row["se_source"] == DELTA_SE and row["boot_low"] is None, name
-        assert any(w.startswith("no bootstrap interval: ") for w in row["warnings"]), name
-        held = [w for w in row["warnings"] if w.startswith("its standard error, CLT interval and p-values hold")]
-        assert len(held) == (name == "adaptive_ips") and all("--bootstrap N (e.g. 1000)" in w for w in held), name
+        assert row["se"] is None and row["ci_low"] is None, name  # one cluster: no standard error (NaN -> null)
+        reason = [i for i, w in enumerate(ws) if w.startswith("no bootstrap interval: ")]
+        refused = [i for i, w in enumerate(ws) if w.startswith("the bootstrap asked for (100 resamples, to make ")]
+        assert len(reason) == 1 and len(refused) == (name != "ips"), (name, ws)
+        assert all(i < reason[0] and "could not be run on this log (see 'no bootstrap interval' below)" in ws[i]
+                   for i in refused), (name, ws)
+        # (dm's own diagnostic note 'the bootstrap interval (--bootstrap N) fits the model again' is dm.py's)
+        assert not any("(e.g. 1000)" in w or "too small" in w or "standard error" in w for w in ws), (name, ws)
+    plain = {r["estimator"]: r["warnings"] for r in json_out(*args)["results"]}
+    for name in ("adaptive_ips", "dm"):  # without --bootstrap: the advice to pass one
+        assert sum("; --bootstrap N (e.g. 1000) makes the choice again" in w for w in plain[name]) == 1, name
+        assert not any(w.startswith("the bootstrap asked for") for w in plain[name]), name
+
+
+@pytest.mark.parametrize("name,options", [("adaptive_ips", {}), ("dm", {"model": "cm"})])
+def test_a_refused_bootstrap_with_a_standard_error_says_it_holds_the_choice_fixed(
+        name: str, options: dict[str, Any]) -> None:
+    """The refused-bootstrap state (n_boot asked for, se still the delta method's: what onlineeval estimate falls back
+    to) with a finite se: the warning says the bootstrap could not run and that the delta-method se, interval and
+    p-values hold the choice fixed and are too small, with no advice to ask for a bootstrap in any spelling (the
+    library's n_boot=N, the API's bootstrap=N); without n_boot the library's advice is n_boot=N."""
+    from dataclasses import replace
+
+    data = _balanced_log(np.random.default_rng(5), 60, 10)
+    reward = get_reward("reciprocal_rank", K)
+    est = get_estimator(name, **options)
+    plain = est.estimate(data, TARGET, reward)
+    fixed = est.clt_holds_fixed(reward)
+    assert fixed is not None and plain.n_boot == 0 and np.isfinite(plain.se)
+    assert sum("; n_boot=N (e.g. 1000) makes the choice again" in w for w in plain.warnings()) == 1
+    refused = replace(plain, n_boot=100)
+    for option in ("n_boot=N", "bootstrap=N", "--bootstrap N"):
+        ws = refused.warnings(option)
+        held = [w for w in ws if w.startswith("the bootstrap asked for (100 resamples, to make ")]
+        # (dm's own note names '(--bootstrap N)' whatever the caller: dm.py's, not this warning's)
+        assert len(held) == 1 and not any(f"{option} (e.g. 1000)" in w for w in ws), (option, ws)
+        assert held[0] == (f"the bootstrap asked for (100 resamples, to make {fixed} again in each) could not be run "
+                           "on this log (see 'no bootstrap interval' below), so its standard error, CLT interval and "
+                           f"p-values are the delta method's: they hold {fixed} fixed and are too small (adaptive_ips: "
+                           "about 0.7 of its estimates' SD over 200 replicates of configs/counterfactual.yaml)")
+    # a non-finite se: the refusal alone
+    nan = replace(refused, se=float("nan"))
+    assert [w for w in nan.warnings() if "bootstrap asked for" in w or "too small" in w] == [
+        f"the bootstrap asked for (100 resamples, to make {fixed} again in each) could not be run on this log "
+        "(see 'no bootstrap interval' below)"]
+
+
+def test_a_refused_paired_bootstrap_does_not_claim_the_bootstraps_se(world: dict[str, Any], tmp_path,
+                                                                      monkeypatch) -> None:
+    """Differences (review 7, F4's counterpart): with --bootstrap asked for and the paired bootstrap refused, an
+    estimator holding a choice fixed no longer says 'their se, interval and p-value are the paired bootstrap's'.
+    A one-user log (se NaN): the refusal alone, pointing at the reason above it. A log with users whose paired
+    bootstrap is made to refuse (paired_difference raising as it does for a resample with no positive weight): the
+    refusal and that the delta-method se holds the choice fixed. IPS (nothing held fixed) gets neither; a bootstrap
+    that runs keeps the bootstrap's note."""
+    import json
+
+    from onlineeval.errors import InputError
+    from onlineeval.estimators import log_estimates
+
+    recs = [json.loads(x) for x in world["log"].read_text().splitlines()]
+    for rec in recs:
+        rec["user"] = "u0"
+    one = tmp_path / "one.jsonl"
+    one.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    args = ("--target", str(world["B"]), "--baseline", str(world["A"]), "--estimator", "adaptive_ips,ips",
+            "--bootstrap", "100")
+    booted = "their se, interval and p-value are the paired bootstrap's"
+    head = ("adaptive_ips B - A: the paired bootstrap asked for (100 resamples, to make the data-driven choice of "
+            "behaviours again in each) could not be run on this log (see 'no bootstrap interval' above)")
+    doc = json_out("--log", str(one), *args)
+    by = {d["estimator"]: d["warnings"] for d in doc["differences"]}
+    assert by["adaptive_ips"][:2] == [
+        "adaptive_ips B - A: no bootstrap interval: paired cluster bootstrap: the log has one cluster (user); a "
+        "bootstrap needs at least two", head]
+    for ws in (by["adaptive_ips"], by["ips"], doc["warnings"]):
+        assert not any(booted in w or "(e.g. 1000)" in w or "understate" in w for w in ws), ws
+    assert not any("paired bootstrap asked for" in w for w in by["ips"])
+
+    original = log_estimates.paired_difference
+
+    def refusing(*a: Any) -> dict[str, Any]:
+        if len(a) > 6 and a[6]:
+            raise InputError("paired cluster bootstrap: a resample gives an estimate no positive weight")
+        return original(*a)
+
+    monkeypatch.setattr(log_estimates, "paired_difference", refusing)
+    doc = json_out("--log", str(world["log"]), *args)
+    diff = {d["estimator"]: d for d in doc["differences"]}
+    assert diff["adaptive_ips"]["se"] > 0 and diff["adaptive_ips"]["se_source"] == DELTA_SE
+    held = head + (", so its se, CLT interval and p-value are the delta method's: they hold the data-driven choice "
+                   "of behaviours fixed and understate the uncertainty")
+    assert diff["adaptive_ips"]["warnings"][1] == held and held in doc["warnings"]
+    for ws in (diff["adaptive_ips"]["warnings"], doc["warnings"]):
+        assert not any(booted in w or "(e.g. 1000)" in w for w in ws), ws
+    assert not any("paired bootstrap asked for" in w for w in diff["ips"]["warnings"])
+    monkeypatch.setattr(log_estimates, "paired_difference", original)
+    doc = json_out("--log", str(world["log"]), *args)
+    assert any(booted in w for w in doc["warnings"]) and not any("asked for" in w for w in doc["warnings"])

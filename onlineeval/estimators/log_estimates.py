@@ -419,7 +419,7 @@ def one_estimate(
     holds a data-driven choice fixed and a bootstrap asked for, the bootstrap's SD as ``se``), the bootstrap interval
     (or why there is none), the diagnostics and every warning (fewer than 30 effective clusters are warned once per
     log by :func:`estimate_targets`)."""
-    from dataclasses import asdict
+    from dataclasses import asdict, replace
 
     from onlineeval.errors import InputError
 
@@ -435,6 +435,8 @@ def one_estimate(
             res = None
         if res is None:
             return undefined_record(est, name, data, exc.message)
+        # the bootstrap asked for and refused: its warnings say so instead of advising one (se_source stays delta)
+        res = replace(res, n_boot=int(n_boot))
         extra.append(f"no bootstrap interval: {exc.message}")
     diag = res.diagnostics
     never = None
@@ -645,11 +647,21 @@ def estimate_targets(
                         differences.append(diff)
                         warnings.append(f"{pair}: no bootstrap interval: {exc.message}")
                         diff["warnings"] = [warnings[-1]]
+                        fixed = est.clt_holds_fixed(reward)
+                        if fixed is not None:  # refused: no 'the paired bootstrap's se' nor advice to ask for one
+                            diff["refused"] = True
+                            text = (f"{pair}: the paired bootstrap asked for ({bootstrap} resamples, to make {fixed} "
+                                    "again in each) could not be run on this log (see 'no bootstrap interval' above)")
+                            if math.isfinite(diff["se"]):
+                                text += (", so its se, CLT interval and p-value are the delta method's: they hold "
+                                         f"{fixed} fixed and understate the uncertainty")
+                            warnings.append(text)
+                            diff["warnings"].append(text)
     fixed_warning: dict[str, str] = {}
     if differences:
         for est in estimators:
             fixed = est.clt_holds_fixed(reward)
-            if fixed is not None:
+            if fixed is not None and not all(d.get("refused") for d in differences if d["estimator"] == est.name):
                 fixed_warning[est.name] = (
                     f"{est.name}: the differences' delta-method standard error holds {fixed} fixed and understates "
                     "the uncertainty; " + (
@@ -663,7 +675,7 @@ def estimate_targets(
     for diff in differences:
         carried = [f"{diff['estimator']} {side}: {w}" for side in (diff["target"], diff["baseline"])
                    for w in by_row.get((diff["estimator"], side), [])]
-        if diff["estimator"] in fixed_warning:
+        if diff["estimator"] in fixed_warning and not diff.get("refused"):
             carried.append(fixed_warning[diff["estimator"]])
         diff["warnings"] = (diff.get("warnings") or []) + carried
     differences = [{k: d.get(k) for k in DIFFERENCE_KEYS} for d in differences]

@@ -41,6 +41,20 @@ class Terms:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
+def refused_bootstrap_text(fixed: str, n_boot: int, se: float) -> str:
+    """The warning of an estimate whose delta method holds ``fixed`` (a data-driven choice) fixed and whose bootstrap
+    of ``n_boot`` replicates was asked for but could not run on the log (the reason is the ``no bootstrap interval``
+    warning that follows it): no advice to ask for a bootstrap, and nothing about the standard error ``se`` unless it
+    is finite (one cluster has none)."""
+    text = (f"the bootstrap asked for ({n_boot} resamples, to make {fixed} again in each) could not be run on this "
+            "log (see 'no bootstrap interval' below)")
+    if math.isfinite(se):
+        text += (f", so its standard error, CLT interval and p-values are the delta method's: they hold {fixed} "
+                 "fixed and are too small (adaptive_ips: about 0.7 of its estimates' SD over 200 replicates of "
+                 "configs/counterfactual.yaml)")
+    return text
+
+
 @dataclass(frozen=True)
 class OffPolicyEstimate:
     """An off-policy estimate of a target's value with intervals and diagnostics.
@@ -50,7 +64,10 @@ class OffPolicyEstimate:
     percentile interval (NaN without one). ``se_source``: ``"delta method"`` or, for an estimator whose delta method
     holds a data-driven choice fixed (``held_fixed`` names it; ``None`` for the others) estimated with a bootstrap,
     :data:`~onlineeval.estimators.intervals.BOOTSTRAP_SE`: ``se`` (and the CLT interval) is then the SD of the
-    bootstrap's estimates, ``delta_se`` the delta method's. ``effective_clusters``: the clusters' effective number by
+    bootstrap's estimates, ``delta_se`` the delta method's. ``n_boot``: the bootstrap replicates asked for; an
+    estimator holding a choice fixed with ``n_boot`` > 0 and ``se_source`` still the delta method's is one whose
+    bootstrap was asked for and refused on this log (``onlineeval estimate``'s fallback to the estimate without
+    one), see :meth:`warnings`. ``effective_clusters``: the clusters' effective number by
     impressions (:func:`~onlineeval.estimators.intervals.effective_clusters`). :meth:`warnings` says what of this
     makes the interval approximate, with the diagnostics' warnings.
     """
@@ -77,14 +94,16 @@ class OffPolicyEstimate:
 
     def warnings(self, bootstrap_option: str = "n_boot=N", *, clusters: bool = True) -> list[str]:
         """Every warning of the estimate: a standard error holding a data-driven choice fixed without a bootstrap
-        (:func:`~onlineeval.estimators.intervals.held_fixed_text`, ``bootstrap_option`` spelling how to ask for one),
-        the diagnostics' (:meth:`Diagnostics.warnings`), a standard error taken from the bootstrap
+        (:func:`~onlineeval.estimators.intervals.held_fixed_text`, ``bootstrap_option`` spelling how to ask for one;
+        a bootstrap asked for and refused on this log: :func:`refused_bootstrap_text` instead, which does not advise
+        one), the diagnostics' (:meth:`Diagnostics.warnings`), a standard error taken from the bootstrap
         (:func:`~onlineeval.estimators.intervals.bootstrap_se_text`) and, with ``clusters``, fewer than
         :data:`~onlineeval.estimators.intervals.FEW_CLUSTERS` effective clusters (the estimate command says that
         once per log instead)."""
         out = []
-        if self.held_fixed is not None and self.se_source == DELTA_SE and not self.n_boot:
-            out.append(held_fixed_text(self.held_fixed, bootstrap_option))
+        if self.held_fixed is not None and self.se_source == DELTA_SE:
+            out.append(refused_bootstrap_text(self.held_fixed, self.n_boot, self.se) if self.n_boot else
+                       held_fixed_text(self.held_fixed, bootstrap_option))
         out.extend(self.diagnostics.warnings())
         if self.held_fixed is not None and self.se_source == BOOTSTRAP_SE:
             out.append(bootstrap_se_text(self.held_fixed, self.n_boot, self.se, self.delta_se))
