@@ -44,6 +44,27 @@ def test_one_based_team_labels_are_an_error_naming_file_and_line(tmp_path: Path)
     assert out.exit_code == 2 and "one.jsonl" in out.output and "1-based" in out.output
 
 
+@pytest.mark.parametrize("m", [2, 3, 5])
+def test_the_1_based_error_names_every_ranker_alike(tmp_path: Path, m: int) -> None:
+    """The 1-based label error says what each label means: A and B for two rankers; for more, indices alone for
+    every one (m = 3 read '0 = rankings[0] (A), 1 = rankings[1]' before, review 7 F5: an A with no B and no
+    third ranker), the first two, '...' and the last past four."""
+    rng = np.random.default_rng(m)
+    rs = [np.argsort(rng.random((30, 25)), axis=1)[:, :20] for _ in range(m)]
+    res = get_interleaver("team_draft").interleave(rs, rng, length=6)
+    lines = [{"rankings": [r[i].tolist() for r in rs], "shown": res.ranking[i].tolist(),
+              "teams": [t + 1 for t in res.team[i].tolist()], "clicks": [0] * 6} for i in range(30)]
+    line = next(i for i, x in enumerate(lines) if m in x["teams"]) + 1  # the first line with label m
+    meaning = {2: "0 = rankings[0] (A), 1 = rankings[1] (B)",
+               3: "0 = rankings[0], 1 = rankings[1], 2 = rankings[2]",
+               5: "0 = rankings[0], 1 = rankings[1], ..., 4 = rankings[4]"}[m]
+    with pytest.raises(InputError) as exc:
+        read_log(_write(tmp_path / f"m{m}.jsonl", lines))
+    assert exc.value.line == line
+    assert exc.value.message.endswith(f"team labels are ranker indices 0..{m - 1}: {meaning}; subtract 1 from every "
+                                      "label"), exc.value.message
+
+
 def test_an_out_of_range_label_after_label_0_is_not_called_1_based(tmp_path: Path) -> None:
     lines = _lines()
     lines[3]["teams"] = [1, 2, 1, 2, 1, 2]

@@ -176,10 +176,19 @@ def _check_labels(teams: tuple[int, ...], m: int, docs: _DocIds, path: str, line
         return
     if bad == m and not docs.zero_team and all(1 <= t <= m for t in teams):
         raise InputError(f"'teams' {list(teams)} look 1-based (every label in 1..{m}, and no line so far has "
-                         f"label 0); team labels are ranker indices 0..{m - 1}: 0 = rankings[0] (A), "
-                         f"1 = rankings[1]{' (B)' if m == 2 else ''}; subtract 1 from every label", path, line)
+                         f"label 0); team labels are ranker indices 0..{m - 1}: {_ranker_indices(m)}; subtract 1 "
+                         "from every label", path, line)
     raise InputError(f"'teams': {bad} is out of range; allowed 0..{m - 1} (ranker indices, 0 = rankings[0])",
                      path, line)
+
+
+def _ranker_indices(m: int) -> str:
+    """What each team label means, every ranker named alike: A and B for two rankers (``rankings[0]`` is A,
+    ``rankings[1]`` B), indices alone for more (every one up to four rankers, else the first two, '...', the last)."""
+    if m == 2:
+        return "0 = rankings[0] (A), 1 = rankings[1] (B)"
+    parts = [f"{i} = rankings[{i}]" for i in range(m)]
+    return ", ".join(parts if m <= 4 else [*parts[:2], "...", parts[-1]])
 
 
 def _check_shift(rankings: tuple[tuple[int, ...], ...], shown: tuple[int, ...], docs: _DocIds, path: str,
