@@ -30,7 +30,7 @@ impression's per-slot team probabilities, up to :data:`MAX_LOG_DRAWS` team-draft
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 import math
@@ -120,25 +120,32 @@ def _from_rows(rows: list[tuple[list[int], list[int], float]], length: int, how:
     return ExactDraws(length, tm, dm, shown, teams, probs, how)
 
 
-def _team_draft(lists: Lists, length: int) -> ExactDraws:
-    """Every team-draft draw: the available rankers with the fewest picks are equally likely to pick next."""
+def _team_draft_orders(lists: Lists, length: int) -> Iterator[tuple[list[int], list[int], float]]:
+    """Every team-draft pick order as ``(shown, team, probability)``: the available rankers with the fewest picks are
+    equally likely to pick next, each its highest document not yet shown; a draw ends when the page is full or every
+    list is used up."""
     m = len(lists)
-    rows: list[tuple[list[int], list[int], float]] = []
-    stack: list[tuple[list[int], list[int], tuple[int, ...], float]] = [([], [], (0,) * m, 1.0)]
+    stack: list[tuple[list[int], set[int], list[int], tuple[int, ...], float]] = [([], set(), [], (0,) * m, 1.0)]
     while stack:
-        shown, team, picks, p = stack.pop()
-        nxt = [next((d for d in lst if d not in shown), None) for lst in lists]
+        shown, seen, team, picks, p = stack.pop()
+        nxt = [next((d for d in lst if d not in seen), None) for lst in lists]
         avail = [i for i in range(m) if nxt[i] is not None]
         if len(shown) == length or not avail:
-            rows.append((shown, team, p))
+            yield shown, team, p
             continue
         low = min(picks[i] for i in avail)
         elig = [i for i in avail if picks[i] == low]
         for i in elig:
             d = nxt[i]
             assert d is not None
-            stack.append((shown + [d], team + [i], tuple(c + (j == i) for j, c in enumerate(picks)), p / len(elig)))
-    return _from_rows(rows, length, "enumerated: every pick order of the fewest-picks rule")
+            stack.append((shown + [d], seen | {d}, team + [i], tuple(c + (j == i) for j, c in enumerate(picks)),
+                          p / len(elig)))
+
+
+def _team_draft(lists: Lists, length: int) -> ExactDraws:
+    """Every team-draft draw (:func:`_team_draft_orders`)."""
+    return _from_rows(list(_team_draft_orders(lists, length)), length,
+                      "enumerated: every pick order of the fewest-picks rule")
 
 
 def _balanced(lists: Lists, length: int) -> ExactDraws:
@@ -313,22 +320,9 @@ def _team_draft_teams(lists: Lists, length: int) -> NDArray[np.float64]:
     """:func:`_team_draft`'s team marginals alone, ``(length, m + 1)``: the same tree, no draws kept."""
     m = len(lists)
     out = np.zeros((length, m + 1))
-    stack: list[tuple[list[int], set[int], list[int], tuple[int, ...], float]] = [([], set(), [], (0,) * m, 1.0)]
-    while stack:
-        shown, seen, team, picks, p = stack.pop()
-        nxt = [next((d for d in lst if d not in seen), None) for lst in lists]
-        avail = [i for i in range(m) if nxt[i] is not None]
-        if len(shown) == length or not avail:
-            out[np.arange(len(team)), team] += p
-            out[len(team):, m] += p
-            continue
-        low = min(picks[i] for i in avail)
-        elig = [i for i in avail if picks[i] == low]
-        for i in elig:
-            d = nxt[i]
-            assert d is not None
-            stack.append((shown + [d], seen | {d}, team + [i], tuple(c + (j == i) for j, c in enumerate(picks)),
-                          p / len(elig)))
+    for _, team, p in _team_draft_orders(lists, length):
+        out[np.arange(len(team)), team] += p
+        out[len(team):, m] += p
     return out
 
 
