@@ -1074,19 +1074,31 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
     lines.append(f"  {'design':14s} {'metric':18s} " + "  ".join(f"{r:>28s}" for r in
                                                             ("fixed horizon", "peeking (p<alpha daily)",
                                                              "mSPRT (always valid)", "O'Brien-Fleming")))
+    from simulations.sequential import null_rate_note, null_rate_text
+
     degenerate: list[str] = []
+    # review 6, F3: a design whose A/A is identically 0 shows each rule's rate on its null-variant replicates
+    # (simulations.sequential puts them under summary.json sequential[design].null_monitoring)
+    nulls: dict[str, Any] = {}
+    seq = result.summary.get("sequential") or {}
     for design, e in mon.items():
         cells = []
+        null_rules = ((seq.get(design) or {}).get("null_monitoring") or {}).get("rules") or {}
         for rule in ("fixed", "peeking", "msprt", "obrien_fleming"):
             r = e["rules"][rule]
-            if r.get("aa_degenerate"):
+            label = "A/A"
+            if r.get("aa_degenerate") and null_rate_text(null_rules.get(rule) or {}):
+                label, aa = "null", null_rate_text(null_rules[rule]).split(" ", 1)[1]
+                nulls[design] = null_rules[rule]
+            elif r.get("aa_degenerate"):
                 aa = "-"  # identically 0: says nothing about the rule under a real null (review 3, M6)
                 degenerate.append(design)
             elif "aa_false_positive_rate" in r:
                 aa = f"{r['aa_false_positive_rate']:.3f}" + ("" if r["aa_within_band_or_below"] else "!")
             else:
                 aa = "-"
-            cells.append(f"A/A {aa:>8s} pw {rate_text(r['power'])} d {days_text(r['mean_decision_day']):>4s}")
+            cells.append(f"{label} {aa:>{11 - len(label)}s} pw {rate_text(r['power'])} "
+                         f"d {days_text(r['mean_decision_day']):>4s}")
         d = result.summary["designs"].get(design, {}).get(e["metric"], {})
         biased = is_biased_entry(d)
         metric = e["metric"] + (" [biased]" if biased else "")
@@ -1094,6 +1106,8 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
     lines.append("  ('!' = A/A rate above its band; [biased]: see the null check, its power is not a sensitivity; "
                  "mSPRT's mixture scale and O'Brien-Fleming's")
     lines.append("  information fractions are planned from the mean SEs by day; see summary.json 'monitoring')")
+    if nulls:
+        lines.append(null_rate_note(nulls, [d for d in nulls if seq[d]["null_monitoring"].get("biased")]))
     if degenerate:
         lines.append(aa_degenerate_note(dict.fromkeys(degenerate)))
     return lines
