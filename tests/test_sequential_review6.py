@@ -183,3 +183,20 @@ def test_null_rate_note_marks_a_biased_design() -> None:
     assert note.startswith("  null (bal, prob): ") and "0.000-0.110" in note
     assert note.endswith("bal biased (null check): its null rate counts its bias as well, not only false positives")
     assert "biased" not in null_rate_note({"prob": rec})
+
+
+def test_monitoring_table_prints_the_null_rates_in_place_of_a_degenerate_aa(prob) -> None:
+    """The daily monitoring table (simulations.report) shows 'null <rate>' for each rule of a design whose A/A is
+    identically 0, read from sequential[design].null_monitoring (recomputed above), and the note says what it is."""
+    from simulations.report import terminal_summary
+
+    nm = prob.summary["sequential"]["prob"]["null_monitoring"]["rules"]
+    text = terminal_summary(prob)
+    block = text[text.index("Daily monitoring"):]
+    line = next(ln for ln in block.splitlines() if ln.split()[:1] == ["prob"])
+    rates = [f"{nm[r]['false_positive_rate']:.3f}" + ("" if nm[r]["within_band_or_below"] else "!")
+             for r in ("fixed", "peeking", "msprt", "obrien_fleming")]
+    assert [f"null {x:>7s} pw " in line for x in rates] == [True] * 4, line
+    assert "A/A" not in line
+    assert "  null (prob): the design's A/A compares A with itself" in block
+    assert "A/A '-' (prob)" not in block
