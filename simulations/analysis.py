@@ -1141,7 +1141,7 @@ def analyse(
     from simulations.sequential import sequential_summary
 
     summary["sequential"] = sequential_summary(rows, side_rows, designs, config, refits)
-    summary["multiple"] = multiple_summary(rows, designs, config)
+    summary["multiple"] = multiple_summary(rows, designs, config, side_rows)
     # A/B designs: SRM checks of the split (side rows srm:*) and, with a pre-period, CUPED (cuped:*)
     from simulations.cuped import cuped_summary
     from simulations.srm import srm_summary

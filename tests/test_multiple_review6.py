@@ -111,9 +111,8 @@ ML = {
 
 def test_degenerate_aa_family_gets_the_null_variants_family_wise_rate() -> None:
     """Probabilistic multileaving's A/A is identically 0 (every pair a tie); given the side rows, the family-wise
-    rate is measured on its null-variant replicates instead (review 6, F5), recomputed with statsmodels' Holm.
-    (simulations.analysis passes multiple_summary the main rows only: the run's summary shows it once it also
-    passes the side rows; here the function is called with them.)"""
+    rate is measured on its null-variant replicates instead (review 6, F5), recomputed with statsmodels' Holm; the
+    simulate job passes the side rows, so the run's own summary carries it."""
     from simulations.analysis import side_row_mask
     from simulations.multiple import multiple_summary
 
@@ -139,5 +138,6 @@ def test_degenerate_aa_family_gets_the_null_variants_family_wise_rate() -> None:
     line = next(ln for ln in multiple_lines({"multiple": {"pm": out}}) if ln.split()[:1] == ["pm"])
     assert f"A/A 0 (ties); null-variant family-wise rate {raw.mean():.3f}" in line
     assert f"-> {holm.mean():.3f}" in line
-    # without the side rows (as simulations.analysis calls it today) the A/A stays '0 (ties)'
+    # the run's own summary (simulations.analysis) has it; without the side rows the A/A stays '0 (ties)'
+    assert run.summary["multiple"]["pm"]["null"] == n
     assert "null" not in multiple_summary(run.rows[~side], run.summary["designs"], cfg)["pm"]
