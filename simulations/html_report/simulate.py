@@ -483,18 +483,32 @@ _RULES = (("fixed", "fixed horizon"), ("peeking", "peeking (p < alpha daily)"), 
 
 
 def _monitoring(summary: dict[str, Any]) -> Html:
+    from simulations.report import aa_degenerate_note
+    from simulations.sequential import null_rate_note as null_rate_legend, null_rate_text
+
     mon = summary.get("monitoring") or {}
     if not mon:
         return esc("")
     rows = []
+    # review 6, F3 (as the terminal's table): a design whose A/A is identically 0 shows each rule's rate on its
+    # null-variant replicates, read from summary.json sequential[design].null_monitoring
+    seq = summary.get("sequential") or {}
+    nulls: dict[str, Any] = {}
+    degenerate: list[str] = []
     for design, e in mon.items():
         entry = (summary.get("designs") or {}).get(design, {}).get(e.get("metric"), {})
         metric: Any = join([e.get("metric"), " ", biased_mark()]) if is_biased(entry) else e.get("metric")
         cells: list[Any] = [design, metric]
+        null_rules = ((seq.get(design) or {}).get("null_monitoring") or {}).get("rules") or {}
         for rule, _ in _RULES:
             r = (e.get("rules") or {}).get(rule) or {}
-            if r.get("aa_degenerate"):
-                aa: Any = "-"  # review 3, M6: identical arms cannot show what the rule does under a real null
+            null = null_rate_text(null_rules.get(rule) or {}) if r.get("aa_degenerate") else ""
+            if null:  # 'null 0.160!': '!' above alpha's 99% band
+                aa: Any = join([null.rstrip("!"), tag("span", "!", cls="flag") if null.endswith("!") else ""])
+                nulls[design] = null_rules[rule]
+            elif r.get("aa_degenerate"):
+                aa = "-"  # review 3, M6: identical arms cannot show what the rule does under a real null
+                degenerate.append(design)
             elif "aa_false_positive_rate" in r:
                 aa = rate_text(r["aa_false_positive_rate"])
                 if not r.get("aa_within_band_or_below"):
@@ -504,15 +518,18 @@ def _monitoring(summary: dict[str, Any]) -> Html:
             cells.append(join([aa, f" / {rate_text(r.get('power'))} / {days_text(r.get('mean_decision_day'))}"]))
         rows.append(cells)
     days = next(iter(mon.values())).get("days")
+    notes = [note("A/A: share of A/A replicates that ever reject under the rule; power: rejections with the right "
+                  "sign; day: mean day of the decision (the last day when none). mSPRT's mixture scale and "
+                  "O'Brien-Fleming's information fractions are planned from the mean SEs by day.")]
+    if nulls:
+        biased = [d for d in nulls if seq[d]["null_monitoring"].get("biased")]
+        notes.append(note(null_rate_legend(nulls, biased).strip() + "."))
+    if degenerate:
+        notes.append(note(aa_degenerate_note(dict.fromkeys(degenerate)).strip() + "."))
     return join([
         table(["design", "metric", *(f"{label}: A/A / power / day" for _, label in _RULES)], rows,
               caption=f"Daily monitoring ({days} looks, primary metrics)", text_columns=(0, 1)),
-        note("A/A: share of A/A replicates that ever reject under the rule; power: rejections with the right sign; "
-             "day: mean day of the decision (the last day when none). mSPRT's mixture scale and O'Brien-Fleming's "
-             "information fractions are planned from the mean SEs by day. A/A '-': the design's A/A compares A with "
-             "itself and is identically 0 (every comparison a tie, or the off-policy paired difference 0), so it "
-             "cannot reject under any rule and says nothing about peeking: under a real null (two different rankers "
-             "of equal value) daily peeking at its z-test inflates false positives like the other designs'."),
+        *notes,
     ])
 
 
