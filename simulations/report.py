@@ -536,10 +536,6 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
             "of the replicates; it leaves out the a/N + b model's own error): " + "; ".join(items)]
 
 
-#: an analytic '*' size extrapolated beyond this many times the simulated days is flagged '!' and unstable '?'
-#: (review 4, F2; defined in simulations.analysis, which sets the '?')
-
-
 def extrapolated_entries(s: dict[str, Any]) -> list[tuple[str, str, float, float]]:
     """(design, metric, analytic days, factor = analytic days / simulated days) of every entry whose days->pwr is
     the analytic '*' value (not reached in the simulated days), biased and undetectable entries left out."""
