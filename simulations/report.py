@@ -370,6 +370,23 @@ TRUTH_WORLD_NOTE = (
     "smaller in size ('unbounded': its sign is not settled across worlds). Interleaving truths are Monte Carlo "
     "over impressions and have none (the same world); see a sweep over seed for the spread across worlds")
 
+#: :data:`TRUTH_WORLD_NOTE` for a trec collection (review 7, F3): its queries are not drawn from the seed, so the SE
+#: is over query samples and a seed sweep cannot show it
+TRUTH_QUERY_SAMPLE_NOTE = (
+    "SE over query samples of the exact truths (this collection's queries regarded as a sample from its query "
+    "population: their per-query B - A weighted by query frequency, as the Offline delta's; '!' above "
+    f"{WORLD_SE_WARN:.0%} of the effect); every size above scales with 1 / effect^2, so 'sizes xL to xH' is how far "
+    "impressions, users and days move if the effect were one such SE larger or smaller in size ('unbounded': its "
+    "sign is not settled across query samples). Interleaving truths are Monte Carlo over impressions and have none; "
+    "every number is conditional on these queries and judgments, which a seed does not redraw (it only re-permutes "
+    "the query popularity, or nothing with collection.frequencies)")
+
+
+def truth_world_note(synthetic: bool = True) -> tuple[str, str]:
+    """(what the SE is over, its note): ('worlds', :data:`TRUTH_WORLD_NOTE`) for a synthetic collection,
+    ('query samples', :data:`TRUTH_QUERY_SAMPLE_NOTE`) for a trec one (review 7, F3)."""
+    return ("worlds", TRUTH_WORLD_NOTE) if synthetic else ("query samples", TRUTH_QUERY_SAMPLE_NOTE)
+
 
 def truth_world_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(design, metric, :func:`truth_world_text`) of every entry with an SE over worlds; a design's metrics with the
@@ -410,14 +427,16 @@ TRUTH_PRECISION_NOTE = (
     "check, whose smallest detectable bias is 4 SE of its own Monte Carlo over as many impressions")
 
 
-def _truth_world_lines(s: dict[str, Any]) -> list[str]:
-    """Under the main table: each exact truth with its SE over drawn worlds (review 4, F1)."""
+def _truth_world_lines(s: dict[str, Any], synthetic: bool = True) -> list[str]:
+    """Under the main table: each exact truth with its SE over drawn worlds (review 4, F1), over query samples for
+    a trec collection (``synthetic=False``; review 7, F3)."""
     import textwrap
 
     items = [f"{d}/{m} {text}" for d, m, text in truth_world_items(s)]
     lines = []
     if items:
-        lines += textwrap.wrap("true effect over worlds: " + "; ".join(items) + " (" + TRUTH_WORLD_NOTE + ")",
+        over, legend = truth_world_note(synthetic)
+        lines += textwrap.wrap(f"true effect over {over}: " + "; ".join(items) + " (" + legend + ")",
                                width=112, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
     imprecise = [f"{d}/{m} {text}" for d, m, text in truth_precision_items(s)]
     if imprecise:  # review 4, F3
@@ -689,7 +708,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"{value_text(shrink):>16s} {power:>9s} {analytic:>8s} {cells['days']:>9s} "
                 f"{cells['impressions']:>19s} {cells['users']:>16s} {fpr:>8s} {null_s:>10s}"
             )
-    lines += _truth_world_lines(s)
+    lines += _truth_world_lines(s, result.world.notes.get("collection") != "trec")
     lines += _unstable_lines(s, population)
     lines += _extrapolation_lines(s, cfg.traffic.days)
     lines += _measure_lines(s)

@@ -11,11 +11,14 @@ inline mapping) and its points, either a grid (every combination, first axis slo
 or a list of overrides (``points: [{rankers.B.noise: 0.8}, {traffic.queries_per_day: 3000}]``).
 Key paths are dotted with list indices in brackets (``users.types[0].share``).
 
-A grid axis ``seed`` replicates the world (review 4, F1): each seed draws its own queries, labels, rankers' noise
-and popularity (and its own replicates and Monte Carlo truths), so ``base: ab.yaml`` with ``grid: {seed: [1, 2, 3,
-4, 5]}`` shows how much one config's answers depend on the world drawn; the outputs then add the spread across
-the seeds per design (:func:`simulations.sweep_outputs.world_spread`: median and range of the true effect and of
-the impressions and days needed).
+A grid axis ``seed`` replicates the world of a synthetic collection (review 4, F1): each seed draws its own
+queries, labels, rankers' noise and popularity (and its own replicates and Monte Carlo truths), so ``base: ab.yaml``
+with ``grid: {seed: [1, 2, 3, 4, 5]}`` shows how much one config's answers depend on the world drawn; the outputs
+then add the spread across the seeds per design (:func:`simulations.sweep_outputs.world_spread`: median and range
+of the true effect and of the impressions and days needed). On a trec collection the queries, judgments and runs
+are files: a seed only re-permutes the query popularity (nothing with ``collection.frequencies``), so the spread
+is not over worlds (review 7, F3; points.csv's ``seed_draws`` says which); the queries' own sampling error is
+each point's SE over query samples.
 
 A grid axis may also be a folder of files, ``{folder: path, pattern: '*'}`` (relative to
 the sweep file): every regular, non-hidden file matching the pattern, sorted by name, is

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from simulations.sweep import SweepConfig
 
 __all__ = ["days_cell", "observations", "point_rows", "sweep_fingerprint", "terminal_table", "write_outputs",
-           "TERMINAL_LEGEND", "WORLD_AXIS", "world_spread", "world_spread_text"]
+           "SEED_DRAWS", "seed_draws", "TERMINAL_LEGEND", "WORLD_AXIS", "world_spread", "world_spread_heading",
+           "world_spread_legend", "world_spread_text"]
 
 #: per-design columns of points.csv (from each point's summary.json, the design's primary metric)
 _COLUMNS = (
@@ -114,8 +115,25 @@ def terminal_table(rows: pd.DataFrame, cols: Sequence[str], axes: Sequence[str] 
 
 
 #: the sweep axis whose points are independently drawn worlds (review 4, F1): each seed draws its own queries,
-#: labels, rankers' noise and query frequencies (and its own replicates and Monte Carlo truths)
+#: labels, rankers' noise and query frequencies (and its own replicates and Monte Carlo truths) of a synthetic
+#: collection; a trec collection's queries, judgments and runs are fixed (review 7, F3: see :func:`seed_draws`)
 WORLD_AXIS = "seed"
+
+#: points.csv's seed_draws: what a point's seed redraws of its world (review 7, F3; :func:`seed_draws`)
+SEED_DRAWS = {"world": "the world (queries, labels, rankers' noise, popularity)",
+              "popularity": "only the query popularity (a trec collection's Zipf frequencies over its queries)",
+              "nothing": "nothing of the world (a trec collection with collection.frequencies)"}
+
+
+def seed_draws(config: Any) -> str:
+    """What a point's seed redraws of its world (:data:`SEED_DRAWS`), besides its replicates and Monte Carlo
+    truths: 'world' for a synthetic collection; for a trec collection (its queries, judgments and runs are files)
+    'popularity' (the seed permutes the Zipf frequencies over the queries, simulations.world._trec) or 'nothing'
+    (collection.frequencies gives them)."""
+    coll = getattr(config, "collection", None)
+    if getattr(coll, "type", "synthetic") != "trec":
+        return "world"
+    return "nothing" if getattr(coll, "frequencies", None) is not None else "popularity"
 
 #: the statistics of :func:`world_spread` (column prefix, points.csv column)
 _SPREAD = (("true_effect", "true_effect"), ("offline_delta", "offline_delta"),
@@ -135,6 +153,8 @@ def world_spread(rows: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame | None
     for key, g in rows.groupby(["design", "metric", *others], sort=False, dropna=False):
         rec: dict[str, Any] = dict(zip(["design", "metric", *others], key if isinstance(key, tuple) else (key,)))
         rec["worlds"] = int(len(g))
+        draws = g["seed_draws"].dropna().unique() if "seed_draws" in g else []
+        rec["seed_draws"] = ", ".join(sorted(map(str, draws))) or "world"  # before review 7: synthetic only
         sized = g[[not _flag(w, False) and _flag(d, True)
                    for w, d in zip(g["analytic_withheld"], g["detectable"])]]
         rec["no_size"] = int(len(g) - len(sized))
@@ -166,11 +186,12 @@ def world_spread_text(spread: pd.DataFrame | None) -> str:
     def size(fmt: Any) -> Any:
         return lambda x: "never" if math.isinf(x) else fmt(x)
 
-    extra = [c for c in spread.columns if c not in ("design", "metric", "worlds", "no_size")
-             and not any(c.startswith(n + "_") for n, _ in _SPREAD)]
+    kinds = _kinds(spread.to_dict(orient="records"))
+    extra = [c for c in spread.columns if c not in ("design", "metric", "worlds", "no_size", "seed_draws")
+             and not any(c.startswith(n + "_") for n, _ in _SPREAD)] + (["seed_draws"] if len(kinds) > 1 else [])
     shown = pd.DataFrame({
         "design": spread["design"], "metric": spread["metric"], **{c: spread[c] for c in extra},
-        "worlds": spread["worlds"],
+        ("worlds" if kinds == ["world"] else "seeds"): spread["worlds"],  # review 7, F3: a trec seed is no world
         "true_effect": [_spread_cell(r, "true_effect", lambda x: value_text(x, True)) for _, r in spread.iterrows()],
         "offline_delta": [_spread_cell(r, "offline_delta", lambda x: value_text(x, True))
                           for _, r in spread.iterrows()],
@@ -178,9 +199,36 @@ def world_spread_text(spread: pd.DataFrame | None) -> str:
         "days_needed": [_spread_cell(r, "days", size(days_text)) for _, r in spread.iterrows()],
         "no_size": spread["no_size"],
     })
-    return ("across worlds (the seed axis: each seed draws its own world; median [min, max] over the seeds):\n"
-            + shown.to_string(index=False) + "\n"
-            + WORLD_SPREAD_LEGEND)
+    return (world_spread_heading(kinds) + ":\n" + shown.to_string(index=False) + "\n" + world_spread_legend(kinds))
+
+
+def _kinds(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The :data:`SEED_DRAWS` kinds of a spread's rows (a row without one, from before review 7: 'world')."""
+    out = {k.strip() for r in records for k in str(r.get("seed_draws") or "world").split(",")}
+    return sorted(out, key=list(SEED_DRAWS).index) if out <= set(SEED_DRAWS) else sorted(out)
+
+
+def world_spread_heading(kinds: Sequence[str]) -> str:
+    """The spread's heading (terminal and report.html) for the :data:`SEED_DRAWS` kinds of its rows (review 7, F3:
+    on a trec collection a seed draws no world)."""
+    if list(kinds) in ([], ["world"]):
+        return "across worlds (the seed axis: each seed draws its own world; median [min, max] over the seeds)"
+    if list(kinds) == ["popularity"]:
+        return ("across seeds (the seed axis on a trec collection: its queries, judgments and runs are the same at "
+                "every seed, which only re-permutes the query popularity; median [min, max] over the seeds)")
+    if list(kinds) == ["nothing"]:
+        return ("across seeds (the seed axis on a trec collection with collection.frequencies: a seed redraws "
+                "nothing of the world, only the replicates and Monte Carlo truths; median [min, max] over the seeds)")
+    return ("across seeds (the seed axis; seed_draws: what a seed redraws of each row's world, "
+            + "; ".join(f"{k}: {SEED_DRAWS.get(k, k)}" for k in kinds) + "; median [min, max] over the seeds)")
+
+
+def world_spread_legend(kinds: Sequence[str]) -> str:
+    """:data:`WORLD_SPREAD_LEGEND`, with :data:`TREC_SPREAD_LEGEND` when some rows are on a trec collection."""
+    trec = [k for k in kinds if k != "world"]
+    if not trec:
+        return WORLD_SPREAD_LEGEND
+    return TREC_SPREAD_LEGEND if "world" not in kinds else WORLD_SPREAD_LEGEND + " " + TREC_SPREAD_LEGEND
 
 
 #: the legend of the terminal's and report.html's spread across worlds
@@ -189,6 +237,15 @@ WORLD_SPREAD_LEGEND = (
     "range a point reports is conditional on it; this is the spread of the truth and of the analytic sizes across "
     "the swept worlds, for the same config otherwise; impressions/days needed over the worlds with a size, "
     "'never' = the SE floor is above the target; no_size: worlds where the design was biased or had no effect)")
+
+#: the spread's legend for a trec collection (review 7, F3): a seed draws no world there
+TREC_SPREAD_LEGEND = (
+    "(a trec collection's queries, judgments and runs are the same at every seed: a seed only re-permutes the "
+    "query popularity (the Zipf frequencies over the queries; with collection.frequencies not even that, and "
+    "only the replicates and the Monte Carlo truths differ), so this spread is not over worlds or query samples; "
+    "how much the answers depend on the queries themselves is each point's SE over query samples (its report's "
+    "Offline line and true effects); impressions/days needed over the seeds with a size, 'never' = the SE floor "
+    "is above the target; no_size: seeds where the design was biased or had no effect)")
 
 
 def _get(d: Any, path: Sequence[str]) -> Any:
@@ -232,6 +289,7 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
             for col, missing in _FLAGS.items():  # a reason string or a flag; null: the flag's default
                 row[col] = missing if row[col] is None else bool(row[col])
             row["fingerprint"] = s.get("config_fingerprint")
+            row["seed_draws"] = seed_draws(point.config)  # review 7, F3: a trec seed draws no world
             out.append(row)
     return pd.DataFrame(out)
 
@@ -343,7 +401,7 @@ def write_outputs(
     }
     spread = world_spread(rows, sweep.axes)
     if spread is not None:  # review 4, F1: a seed axis's points are independently drawn worlds
-        summary["worlds"] = {"axis": WORLD_AXIS, "legend": WORLD_SPREAD_LEGEND,
+        summary["worlds"] = {"axis": WORLD_AXIS, "legend": world_spread_legend(_kinds(spread.to_dict("records"))),
                              "spread": spread.to_dict(orient="records")}
     (root / "summary.json").write_text(json.dumps(_clean(summary), indent=2), encoding="utf-8")
     _plot(sweep, rows, root / "effect.png")

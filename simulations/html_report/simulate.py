@@ -35,10 +35,10 @@ from simulations.report import (
     sample_size_cells,
     se_text,
     TRUTH_PRECISION_NOTE,
-    TRUTH_WORLD_NOTE,
     truth_precision_items,
     truth_world_cell,
     truth_world_items,
+    truth_world_note,
     value_text,
     world_sampling_text,
 )
@@ -214,9 +214,13 @@ def _offline_line(summary: dict[str, Any]) -> Html:
 
 def _world_note(summary: dict[str, Any], off: dict[str, Any]) -> str:
     """'. One drawn world: ...' (review 4, F1: the terminal's note under the Offline line), '' when not known."""
-    coll = ((summary.get("config") or {}).get("collection") or {}).get("type")
-    note = world_sampling_text(off, coll != "trec")
+    note = world_sampling_text(off, _collection_type(summary) != "trec")
     return f". {note[0][0].upper()}{note[0][1:]} {note[1]}." if note else ""
+
+
+def _collection_type(summary: dict[str, Any]) -> Any:
+    """The run's collection type ('synthetic', 'trec') from its effective config."""
+    return ((summary.get("config") or {}).get("collection") or {}).get("type")
 
 
 def _offline_conventions(summary: dict[str, Any], off: dict[str, Any]) -> str:
@@ -278,9 +282,10 @@ def answer_section(summary: dict[str, Any]) -> Html:
         legend.append(["MC 4 SE under a true effect: " + "; ".join(f"{d} / {m} {text}" for d, m, text in imprecise)
                        + f" ({TRUTH_PRECISION_NOTE})."])
     world_items = truth_world_items(summary)
-    if world_items:  # review 4, F1
-        legend.append(["+- under a true effect, over worlds: " + "; ".join(f"{d} / {m} {text}" for d, m, text in
-                                                                           world_items) + f" ({TRUTH_WORLD_NOTE})."])
+    if world_items:  # review 4, F1; a trec collection's SE is over query samples (review 7, F3)
+        over, world_note = truth_world_note(_collection_type(summary) != "trec")
+        legend.append([f"+- under a true effect, over {over}: " + "; ".join(
+            f"{d} / {m} {text}" for d, m, text in world_items) + f" ({world_note})."])
     extrapolated = extrapolated_entries(summary)
     if extrapolated:  # review 4, F2
         sim_days = ((summary.get("config") or {}).get("traffic") or {}).get("days", "-")

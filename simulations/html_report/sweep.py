@@ -238,16 +238,18 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
 def worlds_table(summary: Mapping[str, Any]) -> list[Html]:
     """The spread across the seed axis's worlds (review 4, F1; :func:`simulations.sweep_outputs.world_spread` as
     the sweep's summary.json keeps it), in the terminal's cells; [] without a seed axis."""
-    from simulations.sweep_outputs import _spread_cell
+    from simulations.sweep_outputs import _kinds, _spread_cell, world_spread_heading
     from simulations.report import count_text, days_text, value_text
 
     worlds = summary.get("worlds")
     if not isinstance(worlds, Mapping) or not worlds.get("spread"):
         return []
     spread = list(worlds["spread"])
-    fixed = ("design", "metric", "worlds", "no_size")
+    kinds = _kinds(spread)  # review 7, F3: what a seed redraws (on a trec collection, no world)
+    fixed = ("design", "metric", "worlds", "no_size", "seed_draws")
     prefixes = ("true_effect_", "offline_delta_", "impressions_", "days_")
     extra = [k for k in spread[0] if k not in fixed and not k.startswith(prefixes)]
+    extra += ["seed_draws"] if len(kinds) > 1 else []
 
     def num(x: Any) -> float:
         return math.nan if x is None else float(x)
@@ -265,10 +267,11 @@ def worlds_table(summary: Mapping[str, Any]) -> list[Html]:
                      _spread_cell(cells, "offline_delta", lambda x: value_text(x, True)),
                      _spread_cell(cells, "impressions", size(count_text)),
                      _spread_cell(cells, "days", size(days_text)), r["no_size"]])
-    header = ["design", "metric", *(breakable(k) for k in extra), "worlds", "true effect", "offline delta",
+    header = ["design", "metric", *(breakable(k) for k in extra), "worlds" if kinds == ["world"] else "seeds",
+              "true effect", "offline delta",
               "impressions needed", "days needed", "no size"]
-    return [table(header, rows, caption="Across worlds (the seed axis: each seed draws its own world): median "
-                  "[min, max] over the seeds", id_="worlds-table", text_columns=(0, 1)),
+    heading = world_spread_heading(kinds)
+    return [table(header, rows, caption=heading[0].upper() + heading[1:], id_="worlds-table", text_columns=(0, 1)),
             note(str(worlds.get("legend") or ""))]
 
 
