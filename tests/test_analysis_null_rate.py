@@ -6,6 +6,7 @@ References: scipy.stats.binom (the one-sided p-value and the Bonferroni boundary
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
@@ -101,6 +102,50 @@ def test_null_replicates_mean_off_zero_is_a_bias_with_its_direction():
     assert estimate_is_biased(float(x.mean()), float(x.std(ddof=1)), x.size)
     n = null_check(Truth("b", "null:delta_ab", 0.0001, 0.0005, "mc"), _c(), 0.05, 100, rows)
     assert n["biased"] and n["biased_null_replicates"] and null_direction(n, "delta_ab") == "B"
-    rows.loc[last, "estimate"] = x - 0.0005 + 0.0003  # t 3: not flagged
+    rows.loc[last, "estimate"] = x - 0.0005 + 0.0002  # t 2: p 0.048, above 0.01: not flagged
     n = null_check(Truth("b", "null:delta_ab", 0.0001, 0.0005, "mc"), _c(), 0.05, 100, rows)
     assert not n["biased"] and not n["biased_null_replicates"] and null_direction(n, "delta_ab") is None
+    rows.loc[last, "estimate"] = x - 0.0005 + 0.0003  # t 3: p 0.0034 < 0.01 (the null truth is exactly 0)
+    n = null_check(Truth("b", "null:delta_ab", 0.0001, 0.0005, "mc"), _c(), 0.05, 100, rows)
+    ref = stats.ttest_1samp(rows.loc[last, "estimate"].to_numpy(), 0.0).pvalue
+    assert n["biased"] and n["null_mean_test"]["pvalue"] == pytest.approx(ref, rel=1e-9) and ref < 0.01
+    # with 6 pairs the level is 0.01 / 6 = 0.00167: t 3 (p 0.0034) is not flagged there
+    n = null_check(Truth("b", "null:delta_ab", 0.0001, 0.0005, "mc"), _c(), 0.05, 100, rows, pairs=6)
+    assert not n["biased"] and n["null_mean_test"]["level"] == pytest.approx(0.01 / 6)
+
+
+def test_few_biased_null_replicates_are_flagged_review8():
+    """Review 8, F1: 10 null replicates of a biased (balanced) design at t = -3.57 and -6.82 passed as unbiased under
+    the 6.3e-5 level (critical t 7.0 at 9 df); at 0.01 (the null truth is exactly 0) both are flagged, and the
+    p-value is scipy's one-sample t-test."""
+    from simulations.analysis import null_mean_test
+
+    rng = np.random.default_rng(8)
+    for t_target in (-3.57, -6.82):
+        z = rng.standard_normal(10)
+        z = (z - z.mean()) / z.std(ddof=1)  # mean 0, SD 1 exactly
+        x = 0.002 * z + t_target * 0.002 / np.sqrt(10)
+        res = null_mean_test(x, 0.01)
+        ref = stats.ttest_1samp(x, 0.0)
+        assert res["t"] == pytest.approx(t_target, rel=1e-9) and res["pvalue"] == pytest.approx(ref.pvalue, rel=1e-9)
+        assert res["biased"]
+        rows = pd.DataFrame([{"day": 1, "pvalue": 0.5, "estimate": v} for v in x])
+        c1 = pd.DataFrame({"day": [1], "mean_se": [0.002]})
+        n = null_check(Truth("bal", "null:delta_ab", -0.0007, 0.0017, "mc"), c1, 0.05, 10, rows)
+        assert n["biased"] and n["biased_null_replicates"] and is_biased_entry({"null": n})
+    assert null_mean_test(np.array([0.0, 0.0, 0.0]), 0.01)["biased"] is False
+    assert null_mean_test(np.array([1e-3, 1e-3]), 0.01)["biased"] is True
+    assert null_mean_test(np.array([1e-3, np.nan]), 0.01) is None
+
+
+def test_unbiased_null_replicates_are_flagged_at_the_stated_level():
+    """Under no bias the mean test flags a design at its level (0.01 / pairs): 4,000 worlds of 10 normal null
+    replicates, flag rate within the 99.9% binomial band of 0.01 (and of 0.01 / 6 with six pairs)."""
+    from simulations.analysis import null_mean_test
+
+    rng = np.random.default_rng(2024)
+    x = rng.standard_normal((4000, 10)) * 0.003
+    for level in (0.01, 0.01 / 6):
+        k = sum(null_mean_test(row, level)["biased"] for row in x)
+        lo, hi = stats.binom.ppf([0.0005, 0.9995], 4000, level)
+        assert lo <= k <= hi, (level, k, lo, hi)
