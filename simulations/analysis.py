@@ -68,6 +68,7 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "truth_precision", "TRUTH_MC_SE", "TRUTH_MC_SHARE", "truth_world_se",
            "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL",
            "RATIO_UNCERTAIN_REL_SE", "information_rel_se", "ratio_rel_se", "ratio_interval", "indistinguishable",
+           "INDISTINGUISHABLE_RULE", "null_bias_rules",
            "multileaving_summary", "pairwise_error_rates", "ranker_online_values", "MULTILEAVING_ORDER_METRIC"]
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
@@ -76,8 +77,8 @@ NULL_BIAS_SE = 4.0
 #: two-sided false-alarm probability of the bias flag: that of NULL_BIAS_SE normal standard errors
 NULL_BIAS_P = 2 * 0.5 * math.erfc(NULL_BIAS_SE / math.sqrt(2))
 
-#: family-wise level of the null check's 'SE miscalibrated?' note: a one-sided binomial test of the last day's null
-#: rejection count against alpha, Bonferroni over the design's null-checked pairs (review 6, F2)
+#: family-wise level of the null check's 'bias or SE miscalibration?' note: a one-sided binomial test of the last day's
+#: null rejection count against alpha, Bonferroni over the design's null-checked pairs (review 6, F2)
 NULL_RATE_FAMILY_LEVEL = 0.01
 
 
@@ -545,13 +546,42 @@ def ratio_interval(value: float | None, rel_se: float | None, k: float = 2.0) ->
     return [value * math.exp(-k * rel_se), value * math.exp(k * rel_se)]
 
 
-def indistinguishable(values: dict[str, Any], rel: dict[str, Any], reference: str) -> list[list[str]]:
-    """Pairs of designs whose +-2 SE log intervals (:func:`ratio_interval`) overlap; the reference is the point 1
-    (its own uncertainty is in every other ratio)."""
-    iv = {d: ([1.0, 1.0] if d == reference else ratio_interval(values.get(d), rel.get(d))) for d in values}
-    names = [d for d in iv if iv[d] is not None]
-    return [[a, b] for i, a in enumerate(names) for b in names[i + 1:]
-            if iv[a][0] <= iv[b][1] and iv[b][0] <= iv[a][1]]
+#: the rule of summary.json required_impressions_ratio.indistinguishable (review 8, F4)
+INDISTINGUISHABLE_RULE = (
+    "not distinguishable: |ln r_a - ln r_b| < 2 SE of the difference; SE = sqrt(own_a^2 + own_b^2) of the two "
+    "designs' own relative SEs when both ratios use the same reference metrics (the reference's error is shared "
+    "and cancels), sqrt(own_a^2 + ref_a^2 + own_b^2 + ref_b^2) otherwise; against the reference (ratio 1): "
+    "|ln r| < 2 sqrt(own^2 + ref^2). Multileaving medians: the medians of the pairs' own and reference relative SEs")
+
+
+def indistinguishable(values: dict[str, Any], own: dict[str, Any], ref_rel: dict[str, Any], reference: str,
+                      ref_keys: dict[str, Any] | None = None) -> list[list[str]]:
+    """Pairs of designs whose log ratios differ by less than 2 SEs of their difference (review 8, F4; not the
+    overlap of two +-2 SE intervals, which calls a difference at p = 0.008 indistinguishable and counts a shared
+    reference's error twice): :data:`INDISTINGUISHABLE_RULE`. ``own`` / ``ref_rel``: each design's own and its
+    reference's relative SE in its ratio; ``ref_keys``: the reference metrics each ratio uses (the same -> the
+    reference's error cancels). A pair with an unknown value or SE is left out."""
+    ref_keys = ref_keys or {}
+
+    def ok(x: Any) -> bool:
+        return isinstance(x, (int, float)) and math.isfinite(x)
+
+    names = [d for d in values if d == reference or (ok(values.get(d)) and values[d] > 0 and ok(own.get(d))
+                                                      and ok(ref_rel.get(d)))]
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if reference in (a, b):
+                d = b if a == reference else a
+                diff, se = math.log(values[d]), math.hypot(own[d], ref_rel[d])
+            else:
+                diff = math.log(values[a] / values[b])
+                shared = ref_keys.get(a) is not None and ref_keys.get(a) == ref_keys.get(b)
+                se = (math.hypot(own[a], own[b]) if shared
+                      else math.sqrt(own[a] ** 2 + ref_rel[a] ** 2 + own[b] ** 2 + ref_rel[b] ** 2))
+            if abs(diff) < 2.0 * se:
+                out.append([a, b])
+    return out
 
 
 #: the A/B metric whose exact online value orders the rankers for a multileaving design's pairwise error rate
@@ -634,33 +664,74 @@ def _is_pair(metric: str) -> bool:
     return metric.startswith("delta_") and "_vs_" in metric
 
 
-def _pair_ratios(e: dict[str, Any], ref: dict[str, Any], is_ref: bool) -> dict[str, float | None]:
+def _size_extrapolated(e: dict[str, Any]) -> bool:
+    """An entry's analytic size extrapolated beyond :data:`EXTRAPOLATION_FLAG` x the simulated days (its
+    ``analytic_required_impressions_extrapolated``, or from ``analytic_required_days_extrapolation`` in a summary
+    written before that key)."""
+    f = e.get("analytic_required_days_extrapolation")
+    return bool(e.get("analytic_required_impressions_extrapolated")
+                or (isinstance(f, (int, float)) and f > EXTRAPOLATION_FLAG))
+
+
+def _pair_ratios(e: dict[str, Any], ref: dict[str, Any], is_ref: bool) -> dict[str, Any]:
     """One metric's required-impressions ratio and equal-traffic efficiency against the reference's entry, with
-    their delta-method relative SEs (0 for the reference against itself)."""
+    their delta-method relative SEs (0 for the reference against itself), each split into the design's own and the
+    reference's (``*_own_rel_se``, ``*_reference_rel_se``; review 8, F4), and whether either size is extrapolated
+    beyond :data:`EXTRAPOLATION_FLAG` x the simulated days (``extrapolated``) or unstable (``unstable``; review 8,
+    F5: a multileaving pair's marks)."""
     n, n_ref = e.get("analytic_required_impressions"), ref.get("analytic_required_impressions")
     ok = n is not None and n_ref is not None and math.isfinite(n) and math.isfinite(n_ref) and n_ref > 0
     info, info_ref = e.get("information_last_day"), ref.get("information_last_day")
     eff = (info / info_ref) if info is not None and info_ref else None
     if is_ref:
-        return {"ratio": 1.0 if ok else None, "ratio_rel_se": 0.0 if ok else None,
-                "efficiency": 1.0 if eff is not None else None, "efficiency_rel_se": 0.0 if eff is not None else None}
+        zero, eff_zero = (0.0 if ok else None), (0.0 if eff is not None else None)
+        return {"ratio": 1.0 if ok else None, "ratio_rel_se": zero, "ratio_own_rel_se": zero,
+                "ratio_reference_rel_se": zero,
+                "efficiency": 1.0 if eff is not None else None, "efficiency_rel_se": eff_zero,
+                "efficiency_own_rel_se": eff_zero, "efficiency_reference_rel_se": eff_zero,
+                "extrapolated": _size_extrapolated(e),
+                "unstable": bool(e.get("analytic_required_impressions_unstable"))}
+    own_n, ref_n = e.get("analytic_required_impressions_rel_se"), ref.get("analytic_required_impressions_rel_se")
+    own_i, ref_i = e.get("information_last_day_rel_se"), ref.get("information_last_day_rel_se")
     return {"ratio": n / n_ref if ok else None,
-            "ratio_rel_se": ratio_rel_se(e.get("analytic_required_impressions_rel_se"),
-                                         ref.get("analytic_required_impressions_rel_se")) if ok else None,
+            "ratio_rel_se": ratio_rel_se(own_n, ref_n) if ok else None,
+            "ratio_own_rel_se": own_n if ok else None, "ratio_reference_rel_se": ref_n if ok else None,
             "efficiency": eff,
-            "efficiency_rel_se": ratio_rel_se(e.get("information_last_day_rel_se"),
-                                              ref.get("information_last_day_rel_se")) if eff is not None else None}
+            "efficiency_rel_se": ratio_rel_se(own_i, ref_i) if eff is not None else None,
+            "efficiency_own_rel_se": own_i if eff is not None else None,
+            "efficiency_reference_rel_se": ref_i if eff is not None else None,
+            "extrapolated": _size_extrapolated(e) or _size_extrapolated(ref),
+            "unstable": bool(e.get("analytic_required_impressions_unstable")
+                             or ref.get("analytic_required_impressions_unstable"))}
+
+
+def null_bias_rules(n: dict[str, Any]) -> list[str]:
+    """Which rules set a null check's ``biased`` (review 8, F2): ``null_replicates_mean`` (the null replicates'
+    last-day mean against 0, :func:`null_mean_test`), ``null_delta`` (the Monte Carlo null Delta beyond
+    :data:`NULL_BIAS_SE` SEs), ``analytic_rate`` (no null replicates: the analytic rejection rate of the smallest
+    Delta within 2 SE above the band); [] when unbiased."""
+    if not n.get("biased"):
+        return []
+    rules = []
+    if n.get("biased_null_replicates"):
+        rules.append("null_replicates_mean")
+    z = n.get("z")
+    if isinstance(z, (int, float)) and z > NULL_BIAS_SE:
+        rules.append("null_delta")
+    return rules or ["analytic_rate"]
 
 
 def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> dict[str, Any]:
     """The designs' primary required-impressions ratios and equal-traffic efficiencies against ``ref_name``, with
-    their delta-method relative SEs (review 6, F1), the pairs of designs they cannot tell apart and the biased
-    designs: summary.json ``required_impressions_ratio`` (without ``reference`` and ``last_day``)."""
+    their delta-method relative SEs (review 6, F1), the pairs of designs they cannot tell apart
+    (:func:`indistinguishable`) and the biased designs: summary.json ``required_impressions_ratio`` (without
+    ``reference`` and ``last_day``)."""
     primaries = {d: next(e for e in m.values() if e["primary"]) for d, m in designs.items()}
     ratios: dict[str, float | None] = {}
     efficiency: dict[str, float | None] = {}
     ratios_rel: dict[str, float | None] = {}
     efficiency_rel: dict[str, float | None] = {}
+    parts: dict[str, dict[str, dict[str, Any]]] = {"ratios": {}, "equal_traffic_efficiency": {}}
     by_pair: dict[str, Any] = {}
     biased: dict[str, Any] = {}
     if ref_name is not None:
@@ -671,27 +742,48 @@ def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> d
             keys = shared if len(shared) > 1 else [e["metric"]]
             per = ({m: _pair_ratios(designs[d][m], designs[ref_name][m], d == ref_name) for m in keys}
                    if len(keys) > 1 else {keys[0]: _pair_ratios(e, primaries[ref_name], d == ref_name)})
+            ref_metrics = keys if len(keys) > 1 else [primaries[ref_name]["metric"]]
             if len(keys) > 1:
                 by_pair[d] = per
-            for out, rel_out, key in ((ratios, ratios_rel, "ratio"), (efficiency, efficiency_rel, "efficiency")):
+            for out, rel_out, key, name in ((ratios, ratios_rel, "ratio", "ratios"),
+                                            (efficiency, efficiency_rel, "efficiency", "equal_traffic_efficiency")):
                 # the median over the pairs that have the ratio (a pair without an effect or size has none); its
                 # relative SE: the median of theirs (summary.json by_pair keeps each)
                 have = [p for p in per.values() if p[key] is not None]
                 rels = [p[key + "_rel_se"] for p in have if p[key + "_rel_se"] is not None]
                 out[d] = float(np.median([p[key] for p in have])) if have else None
                 rel_out[d] = float(np.median(rels)) if have and len(rels) == len(have) else None
+                # review 8, F4: the own and the reference's relative SE apart (a shared reference cancels in the
+                # difference of two designs' log ratios)
+                split = {}
+                for part in ("own", "reference"):
+                    v = [p[f"{key}_{part}_rel_se"] for p in have if p[f"{key}_{part}_rel_se"] is not None]
+                    split[part] = float(np.median(v)) if have and len(v) == len(have) else None
+                parts[name][d] = {**split, "reference_metrics": ref_metrics}
             if e.get("null", {}).get("biased"):
-                biased[d] = e["null"]["delta"]
+                # review 8, F2: the evidence that fired, not only the Monte Carlo null Delta
+                n = e["null"]
+                biased[d] = {"rules": null_bias_rules(n), "delta": n.get("delta"), "se": n.get("se"),
+                             "z": n.get("z"), "biased": True,
+                             "biased_null_replicates": bool(n.get("biased_null_replicates")),
+                             "null_mean_test": n.get("null_mean_test")}
             elif is_biased_entry(e):
                 biased[d] = {"bias": e["estimator_bias"], "se": e["estimator_bias_se"]}
+
+    def same(values: dict[str, Any], name: str) -> list[list[str]]:
+        p = parts[name]
+        return indistinguishable({d: values[d] for d in values if d not in biased},
+                                 {d: v["own"] for d, v in p.items()}, {d: v["reference"] for d, v in p.items()},
+                                 ref_name, {d: v["reference_metrics"] for d, v in p.items()}) if ref_name else []
+
     return {
         # impressions each design needs for the target power / the reference's
         "ratios": ratios,
         # (|effect| / SE)^2 of each design / the reference's on the last simulated day:
         # how many times more informative an impression is at the simulated traffic
         "equal_traffic_efficiency": efficiency,
-        # designs whose null check finds a bias (their ratios are not comparisons of
-        # sensitivity): the null-user Delta
+        # designs whose ratios are not comparisons of sensitivity: a null check's evidence (rules that fired, the
+        # null Delta and the null replicates' mean test) or {bias, se} of an estimate against its exact truth
         "biased": biased,
         # review 6, F1: each ratio's delta-method relative SE: sizes from their own relative SEs (the refits,
         # which draw the truth from its Monte Carlo error), efficiencies from the truths' Monte Carlo SEs and the
@@ -699,13 +791,13 @@ def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> d
         "ratios_rel_se": ratios_rel,
         "equal_traffic_efficiency_rel_se": efficiency_rel,
         "uncertain_rel_se": RATIO_UNCERTAIN_REL_SE,
-        # pairs of designs whose +-2 SE log intervals overlap (the reference: the point 1)
-        "indistinguishable": {
-            "ratios": indistinguishable({d: ratios[d] for d in ratios if d not in biased}, ratios_rel, ref_name)
-            if ref_name else [],
-            "equal_traffic_efficiency": indistinguishable({d: efficiency[d] for d in efficiency
-                                                           if d not in biased}, efficiency_rel, ref_name)
-            if ref_name else []},
+        # review 8, F4: each ratio's relative SE split into the design's own and the reference's, with the
+        # reference metrics it uses
+        "rel_se_parts": parts,
+        # pairs of designs whose log ratios differ by less than 2 SEs of the difference (INDISTINGUISHABLE_RULE)
+        "indistinguishable": {"ratios": same(ratios, "ratios"),
+                              "equal_traffic_efficiency": same(efficiency, "equal_traffic_efficiency"),
+                              "rule": INDISTINGUISHABLE_RULE},
         "by_pair": by_pair,
     }
 
@@ -732,8 +824,9 @@ def null_check(
     P(X >= k), X ~ Binomial(replicates, alpha)) at :data:`NULL_RATE_FAMILY_LEVEL` / ``pairs`` (Bonferroni over the
     design's ``pairs`` null checks) and ``se_miscalibrated`` says whether it is below that threshold (a bias the
     mean test missed, or the SE's calibration, is in question). ``detectable_bias``: the smallest
-    |null Delta| the SE flag catches (:data:`NULL_BIAS_SE` x ``se``); ``pvalue``: two-sided, of ``z`` under no
-    bias."""
+    |null Delta| the SE flag catches (:data:`NULL_BIAS_SE` x ``se``; the mean test's is in ``null_mean_test``);
+    ``pvalue``: two-sided, of ``z`` under no bias; ``bias_rules``: the rules that set ``biased``
+    (:func:`null_bias_rules`)."""
     se_days = c["mean_se"].to_numpy(dtype=np.float64)
     low_bias = max(abs(null.value) - 2 * null.se, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -786,6 +879,7 @@ def null_check(
         })
     out["binomial_99_band"] = [band.lo_rate, band.hi_rate]
     out["biased"] = bool(z > NULL_BIAS_SE or over)
+    out["bias_rules"] = null_bias_rules(out)
     # review 4, F3: how small a bias the NULL_BIAS_SE flag can see, and the null Delta's two-sided p-value under
     # no bias (a z below the flag is not 'no bias')
     out["detectable_bias"] = float(NULL_BIAS_SE * null.se)
@@ -795,7 +889,8 @@ def null_check(
 
 def null_mean_test(last: np.ndarray, level: float) -> dict[str, Any] | None:
     """Two-sided t-test (Student's t, R - 1 degrees of freedom) of the null replicates' last-day estimates ``last``
-    against the exact null truth 0 at ``level``: ``{"mean", "se", "t", "df", "pvalue", "level", "biased"}``;
+    against the exact null truth 0 at ``level``: ``{"mean", "se", "t", "df", "pvalue", "level", "biased"}``, with
+    ``critical_t`` (two-sided at ``level``) and ``detectable_bias`` = critical_t x se (review 8, F2);
     ``None`` with fewer than 2 finite estimates. Identical estimates (SE 0) are biased when their mean is not 0."""
     x = np.asarray(last, dtype=np.float64)
     x = x[np.isfinite(x)]
@@ -809,8 +904,9 @@ def null_mean_test(last: np.ndarray, level: float) -> dict[str, Any] | None:
     else:
         t = math.copysign(math.inf, mean) if mean else 0.0
         p = 0.0 if mean else 1.0
+    crit = float(sps.t.isf(level / 2.0, x.size - 1))
     return {"mean": mean, "se": se, "t": t, "df": int(x.size - 1), "pvalue": p, "level": float(level),
-            "biased": bool(p < level),
+            "biased": bool(p < level), "critical_t": crit, "detectable_bias": crit * se,
             "test": "two-sided t-test of the null replicates' last-day mean against the exact null truth 0, at "
                     "0.01 / the design's null-checked pairs"}
 

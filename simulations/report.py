@@ -97,12 +97,16 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "design's null replicates (the design run with the null user on every replicate's traffic, rows "
         "null:<pair>) rejecting at alpha, next to the analytic rate from the null Delta and the design's mean SE; "
         "biased = null Delta more than 4 Monte Carlo SEs from 0, or the null replicates' last-day mean "
-        "estimate off 0 by the bias t-test at the level of 4 normal SEs (biased_null_replicates); without null "
-        "replicates, also an analytic "
-        "rejection rate above the 99% band from the smallest Delta within 2 SE. A biased design's sample size and "
-        "ratios are not sensitivities. se_miscalibrated (not a bias; the sizes stay): the last day's null "
+        "off the exact null truth 0 by a two-sided t-test (R - 1 df) at 0.01 / the design's number of pairs "
+        "(biased_null_replicates, null_mean_test); without null replicates, also an analytic "
+        "rejection rate above the 99% band from the smallest Delta within 2 SE. bias_rules names the rules that "
+        "fired and the verdict quotes their evidence; detects |bias| >= gives each rule's smallest detectable "
+        "bias (4 x the null Delta's SE; t_crit x the null replicates' mean's SE). A biased design's sample size "
+        "and ratios are not sensitivities. se_miscalibrated (bias or SE miscalibration?): the last day's null "
         "rejection count is above alpha in a one-sided exact binomial test at level 0.01 / the design's number "
-        "of pairs (Bonferroni; rate_excess); a direction is printed only when the null Delta's z is above 2",
+        "of pairs (Bonferroni; rate_excess), while neither bias rule fired: a bias too small for them, or SEs "
+        "too small, is in question (the sizes stay, but are sensitivities only if the SEs are right); a direction "
+        "is printed only when the null Delta's z is above 2",
         "efficiency": "equal_traffic_efficiency = ((|effect| / mean SE)^2 of the design) / (the reference's) on the "
         "last simulated day: the ratio of the designs' information per impression at the simulated traffic. "
         "ratios = required impressions for the target power / the reference's: larger when the reference's SE "
@@ -110,9 +114,12 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "delta-method relative SEs, sqrt(rel_1^2 + rel_2^2) of the two designs' own: information's = "
         "2 sqrt((true_effect_se / effect)^2 + (the day's mean SE's relative SE)^2), a size's = its "
         "analytic_required_impressions_rel_se (refits that draw the truth from its Monte Carlo error); '?' above "
-        "uncertain_rel_se; indistinguishable = pairs whose +-2 SE log intervals, ratio exp(+-2 rel SE), overlap "
-        "(the reference as the point 1). A multileaving design against a multileaving reference: the median over "
-        "the pairs both have (its rel SE the median of theirs), every pair under by_pair",
+        "uncertain_rel_se; indistinguishable = pairs whose log ratios differ by less than 2 SEs of the "
+        "difference (indistinguishable.rule: that SE from both designs' own relative SEs, rel_se_parts, the shared "
+        "reference's term left out when both ratios use the same reference metrics). A multileaving design against "
+        "a multileaving reference: the median over the pairs both have (its rel SE the median of theirs), every "
+        "pair under by_pair with its sizes' extrapolated / unstable flags, which mark ('*' / '?') the median and "
+        "the range's ends they come from",
         "shrinkage": "online relative improvement / offline relative gain (frequency-weighted); improvement = "
         "higher reciprocal rank, higher clicks per query, lower abandonment",
         "query_segments": "head / torso / tail = queries making up the first 50% / next 30% / last 20% of traffic",
@@ -837,27 +844,96 @@ def null_direction(n: dict[str, Any], metric: str) -> str | None:
 
 
 def null_rate_note(n: dict[str, Any], metric: str) -> str:
-    """The 'SE miscalibrated?' note of a null check whose last-day rejection count is above alpha beyond a one-sided
-    binomial test at the family level / pairs (review 6, F2; not a bias: the sizes stay), or ''."""
+    """The 'bias or SE miscalibration?' note of a null check whose last-day rejection count is above alpha beyond a
+    one-sided binomial test at the family level / pairs while no bias rule fired (review 6, F2; review 8, F2: an
+    excess rate is a bias too small for the rules or SEs too small), or ''."""
     x = n.get("rate_excess")
     if n.get("biased") or not n.get("se_miscalibrated") or not isinstance(x, dict):
         return ""  # a bias explains the excess rejections
     pairs = int(x.get("pairs") or 1)
     where = f"{x['threshold']:.2g} = {x['family_level']:g} / {pairs} pairs" if pairs > 1 else f"{x['threshold']:.2g}"
     favours = null_direction(n, metric)
-    return (f"SE miscalibrated? {x['rejections']}/{x['replicates']} null replicates reject (one-sided p = "
+    return (f"bias or SE miscalibration? {x['rejections']}/{x['replicates']} null replicates reject (one-sided p = "
             f"{_p_text(x['pvalue'])} < {where})" + (f", Delta favours {favours}" if favours else ""))
 
 
+def null_mean_detectable(n: dict[str, Any]) -> float | None:
+    """The smallest |mean| the null replicates' mean test detects: its critical t (two-sided at its level, R - 1
+    df) x the mean's SE (review 8, F2), or None without the test."""
+    t = n.get("null_mean_test")
+    if not isinstance(t, dict) or not _number(t.get("se")):
+        return None
+    d = t.get("detectable_bias")
+    if _number(d):
+        return float(d)
+    from scipy import stats as sps
+
+    return float(sps.t.isf(float(t["level"]) / 2.0, int(t["df"])) * float(t["se"]))
+
+
 def null_detectable_text(n: dict[str, Any], effect: Any) -> str:
-    """The smallest |null Delta| the SE flag detects (:data:`NULL_BIAS_SE` SEs), with its share of |effect|."""
+    """The smallest |bias| each rule of the null check detects, with its share of |effect| (review 8, F2: naming
+    the rule): '0.00670 (73% of the effect) by the 4-SE rule on the null Delta; >= 0.00064 (7% of the effect) by
+    the null replicates' mean test (t_crit 2.6 x its SE)'."""
+    def share(d: float) -> str:
+        return (f" ({abs(d / effect):.0%} of the effect)"
+                if isinstance(effect, (int, float)) and effect and math.isfinite(effect) else "")
+
     se = n.get("se")
     d = n.get("detectable_bias", NULL_BIAS_SE * se if isinstance(se, (int, float)) else None)
-    if not isinstance(d, (int, float)) or not math.isfinite(d):
-        return "-"
-    share = (f" ({abs(d / effect):.0%} of the effect)"
-             if isinstance(effect, (int, float)) and effect and math.isfinite(effect) else "")
-    return value_text(d) + share
+    text = (value_text(d) + share(d) if isinstance(d, (int, float)) and math.isfinite(d) else "-") + (
+        f" by the {NULL_BIAS_SE:g}-SE rule on the null Delta")
+    m = null_mean_detectable(n)
+    if m is not None and math.isfinite(m):
+        crit = m / float(n["null_mean_test"]["se"]) if n["null_mean_test"]["se"] else float("nan")
+        text += (f"; >= {value_text(m)}{share(m)} by the null replicates' mean test (t_crit {crit:.2g} x its SE)")
+    return text
+
+
+def _t_text(t: Any) -> str:
+    """A t or z statistic: '-17' from 10 on, '-3.6' below."""
+    if not isinstance(t, (int, float)) or not math.isfinite(t):
+        return str(t)
+    return f"{t:.0f}" if abs(t) >= 10 else f"{t:.1f}"
+
+
+def null_bias_evidence(n: dict[str, Any]) -> str:
+    """The evidence behind a null check's BIASED (review 8, F2), each rule that fired: "null replicates' mean
+    -0.00557 +- 0.00032, t -17, p 2e-31", "null Delta -0.00120 +- 0.00020, z 6.0", or the analytic-rate rule."""
+    rules = n.get("bias_rules")
+    if rules is None:  # a summary from before bias_rules
+        from simulations.analysis import null_bias_rules
+
+        rules = null_bias_rules({**n, "biased": True})
+    parts = []
+    t = n.get("null_mean_test")
+    if "null_replicates_mean" in rules and isinstance(t, dict):
+        parts.append(f"null replicates' mean {value_text(t.get('mean'), True)} +- {se_text(t.get('se'))}, "
+                     f"t {_t_text(t.get('t'))}, p {_p_text(float(t.get('pvalue')))}")
+    delta = f"null Delta {value_text(n.get('delta'), True)} +- {se_text(n.get('se'))}, z {_t_text(n.get('z'))}"
+    if "null_delta" in rules:
+        parts.append(delta)
+    if "analytic_rate" in rules:
+        parts.append(delta + ": the analytic rejection rate of the smallest Delta within 2 SE is above the band")
+    return "; ".join(parts) or delta
+
+
+def biased_ratio_why(b: Any) -> str:
+    """Why a design's ratios are withheld (summary.json required_impressions_ratio.biased[d]): the null check's
+    evidence that fired (:func:`null_bias_evidence`), 'bias ... +- ... against the truth', or a bare null Delta (a
+    summary from before review 8)."""
+    if isinstance(b, dict) and "bias" in b:
+        return f"bias {value_text(b.get('bias'), True)} +- {se_text(b.get('se'))} against the truth"
+    if isinstance(b, dict):
+        return null_bias_evidence(b)
+    return f"null Delta {value_text(b, True)}"
+
+
+def null_biased_verdict(n: dict[str, Any], metric: str) -> str:
+    """'BIASED (<evidence>; favours A when no ranker is better)' (review 8, F2: the test that fired)."""
+    favours = null_direction(n, metric)
+    return (f"BIASED ({null_bias_evidence(n)}"
+            + (f"; favours {favours} when no ranker is better)" if favours else ")"))
 
 
 def _null_lines(result: SimulationResult) -> list[str]:
@@ -879,9 +955,7 @@ def _null_lines(result: SimulationResult) -> list[str]:
         n = e["null"]
         aa = e.get("aa")
         fpr = "-" if aa is None else ("0 (ties)" if aa["degenerate"] else f"{aa['false_positive_rate']:.3f}")
-        favours = null_direction(n, metric)
-        verdict = ((f"BIASED (favours {favours} when no ranker is better)" if favours else "BIASED")
-                   if n["biased"] else null_unflagged_verdict(n))
+        verdict = null_biased_verdict(n, metric) if n["biased"] else null_unflagged_verdict(n)
         note = null_rate_note(n, metric)
         verdict += f"; {note}" if note else ""
         verdict += f"; detects |bias| >= {null_detectable_text(n, e.get('true_effect'))}"
@@ -892,6 +966,11 @@ def _null_lines(result: SimulationResult) -> list[str]:
                      f"{rate_text(rate[-1] if rate and simulated else None):>7s} "
                      f"{rate_text(analytic[-1] if analytic else None):>8s} {fpr:>8s}  {verdict}")
     return lines
+
+
+#: the 'not distinguishable' rule in the legend (review 8, F4; summary.json indistinguishable.rule in full)
+INDISTINGUISHABLE_SHORT = ("|log ratio difference| < 2 SE of the difference, from both designs' own relative SEs, "
+                           "a shared reference's cancelling")
 
 
 def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
@@ -910,9 +989,7 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
         if d == ref:
             continue
         b = biased.get(d)
-        mark = None if b is None else (f"biased (bias {value_text(b['bias'], True)} +- {se_text(b['se'])} against "
-                                       "the truth)" if isinstance(b, dict) else
-                                       f"biased (null Delta {value_text(b, True)})")
+        mark = None if b is None else f"biased ({biased_ratio_why(b)})"
         e, r = ratios.get("equal_traffic_efficiency", {}).get(d), ratios["ratios"][d]
         e_rel = (ratios.get("equal_traffic_efficiency_rel_se") or {}).get(d)
         r_rel = (ratios.get("ratios_rel_se") or {}).get(d)
@@ -921,8 +998,14 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
             eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x{ratio_uncertainty_text(e_rel)}"
                        + pair_range_text(pairs, "efficiency"))
         if r is not None or mark:
-            q = "?" if (ref in unstable or d in unstable) and not ratio_uncertain(r_rel) and not pairs else ""
-            star = "*" if (ref in extrapolated or d in extrapolated) and not pairs else ""
+            if pairs:  # review 8, F5: a multileaving median's marks from the pairs it is the median of
+                mid = median_pairs(pairs, "ratio")
+                is_unstable = any(p.get("unstable") for p in mid)
+                is_far = any(p.get("extrapolated") for p in mid)
+            else:
+                is_unstable, is_far = ref in unstable or d in unstable, ref in extrapolated or d in extrapolated
+            q = "?" if is_unstable and not ratio_uncertain(r_rel) else ""
+            star = "*" if is_far else ""
             unc = ratio_uncertainty_text(r_rel) + q + star + pair_range_text(pairs, "ratio")
             need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{unc} ({value_text(1 / r)}x fewer)" if r < 1
                         else f"{d} {value_text(r)}x{unc}")
@@ -937,12 +1020,12 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
     if eff or need:
         lines.append(f"  (+-: 1 relative SE by the delta method, from the truths' Monte Carlo SEs and the SEs' own "
                      f"(sizes: their refits'); '?': above {RATIO_UNCERTAIN_REL_SE:.0%}, or an unstable size"
-                     + ("; multileaving: median over the pairs, their range in brackets" if ratios.get("by_pair")
-                        else "") + ")")
+                     + ("; multileaving: median over the pairs, their range in brackets, '?' / '*' on the median "
+                        "or a bracket end from a pair with such a size" if ratios.get("by_pair") else "") + ")")
     for key, what in (("equal_traffic_efficiency", "information per impression"), ("ratios", "impressions needed")):
         same = (ratios.get("indistinguishable") or {}).get(key) or []
         if same:
-            lines.append(f"  not distinguishable ({what}; +-2 SE intervals overlap): "
+            lines.append(f"  not distinguishable ({what}; {INDISTINGUISHABLE_SHORT}): "
                          + ", ".join(f"{a} ~ {b}" for a, b in same))
     if eff and need and ref_is_ab:
         lines += [(f"  (the first is the efficiency over the simulated days; the second holds at the target power "
@@ -992,14 +1075,37 @@ def ratio_uncertainty_text(rel: Any) -> str:
     return f" +-{pct}" + ("?" if rel > RATIO_UNCERTAIN_REL_SE else "")
 
 
+def pair_size_marks(p: dict[str, Any]) -> str:
+    """A multileaving pair's size marks in a ratio range (review 8, F5): '?' when either size is unstable, '*' when
+    either is extrapolated beyond :data:`EXTRAPOLATION_FLAG` x the simulated days (by_pair's flags)."""
+    return ("?" if p.get("unstable") else "") + ("*" if p.get("extrapolated") else "")
+
+
+def median_pairs(pairs: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The pair(s) a median over ``pairs[*][key]`` is taken from: the middle one, or the middle two of an even
+    count."""
+    have = sorted((p for p in pairs.values() if isinstance(p.get(key), (int, float))), key=lambda p: p[key])
+    if not have:
+        return []
+    k = len(have)
+    return have[(k - 1) // 2: k // 2 + 1]
+
+
 def pair_range_text(pairs: Any, key: str) -> str:
-    """' [0.75-3.08 over 6 pairs]': the range of a multileaving design's per-pair ratios, or ''."""
+    """' [0.75-3.08 over 6 pairs]': the range of a multileaving design's per-pair ratios, or ''; a ratio range's
+    end carries its pair's '?' / '*' (:func:`pair_size_marks`; review 8, F5: an end from a size extrapolated 54x
+    was shown bare)."""
     if not isinstance(pairs, dict):
         return ""
-    vals = [p.get(key) for p in pairs.values() if isinstance(p.get(key), (int, float))]
-    if not vals:
+    have = [p for p in pairs.values() if isinstance(p.get(key), (int, float))]
+    if not have:
         return ""
-    return f" [{value_text(min(vals))}-{value_text(max(vals))} over {len(vals)} pairs]"
+    lo, hi = min(have, key=lambda p: p[key]), max(have, key=lambda p: p[key])
+
+    def end(p: dict[str, Any]) -> str:
+        return value_text(p[key]) + (pair_size_marks(p) if key == "ratio" else "")
+
+    return f" [{end(lo)}-{end(hi)} over {len(have)} pairs]"
 
 
 def _coverage_cell(coverage: Any, within: bool | None) -> str:

@@ -1,5 +1,5 @@
 """Review 6, F2: the null check's bias flag comes from the null Delta (4 Monte Carlo SEs), not from an excess null
-rejection rate; an excess rate is an 'SE miscalibrated?' note, one-sided exact binomial at 0.01 / pairs.
+rejection rate; an excess rate is a 'bias or SE miscalibration?' note, one-sided exact binomial at 0.01 / pairs.
 
 References: scipy.stats.binom (the one-sided p-value and the Bonferroni boundary computed by brute force here).
 """
@@ -72,7 +72,7 @@ def test_verdicts_name_no_bias_and_give_a_direction_only_beyond_z_2():
     n = null_check(t, _c(), 0.05, 100, _rows(30), pairs=6)
     assert null_direction(n, "delta_C_vs_A") is None
     note = null_rate_note(n, "delta_C_vs_A")
-    assert note.startswith("SE miscalibrated? 30/100 null replicates reject (one-sided p = ")
+    assert note.startswith("bias or SE miscalibration? 30/100 null replicates reject (one-sided p = ")
     assert "0.0017 = 0.01 / 6 pairs" in note and "favours" not in note and "BIASED" not in note
     n2 = null_check(Truth("tdm", "null:delta_C_vs_A", -0.0018, 0.0006, "mc"), _c(), 0.05, 100, _rows(30), pairs=6)
     assert null_direction(n2, "delta_C_vs_A") == "the earlier ranker"
@@ -87,7 +87,7 @@ def test_html_calibration_shows_the_note_not_biased():
     t = Truth("tdm", "null:delta_C_vs_A", -0.000618, 0.00069, "mc")
     n = null_check(t, _c(), 0.05, 100, _rows(30), pairs=6)
     html = str(calibration_section({"designs": {"tdm": {"delta_C_vs_A": {"null": n, "true_effect": 0.01}}}}))
-    assert "SE miscalibrated? 30/100" in html and "BIASED" not in html and "no bias detected (z = 0.9)" in html
+    assert "bias or SE miscalibration? 30/100" in html and "BIASED" not in html and "no bias detected (z = 0.9)" in html
 
 
 def test_null_replicates_mean_off_zero_is_a_bias_with_its_direction():

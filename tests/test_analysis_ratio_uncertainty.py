@@ -87,12 +87,13 @@ def test_single_metric_designs_get_hypot_rel_se_and_overlap_pairs():
     assert r["ratios"]["pr"] == pytest.approx(9.3e4 / 1e6, rel=1e-12)
     assert r["ratios_rel_se"]["pr"] == pytest.approx(math.sqrt(0.077**2 + 0.05**2), rel=1e-12)
     assert r["ratios_rel_se"]["ab"] == 0.0 and r["ratios"]["ab"] == 1.0
-    # independent interval check: value exp(+-2 rel)
-    iv = {d: ([1.0, 1.0] if d == "ab" else [v * math.exp(-2 * r["equal_traffic_efficiency_rel_se"][d]),
-                                            v * math.exp(2 * r["equal_traffic_efficiency_rel_se"][d])])
-          for d, v in r["equal_traffic_efficiency"].items()}
-    want = [[a, b] for i, a in enumerate(iv) for b in list(iv)[i + 1:]
-            if iv[a][0] <= iv[b][1] and iv[b][0] <= iv[a][1]]
+    # independent check of review 8, F4's rule: |ln a - ln b| < 2 SE of the difference; the shared reference's
+    # 0.01 cancels between two designs, against the reference the ratio's full rel SE
+    own = {"td": 0.074, "pr": 0.072, "wide": 0.40}
+    eff = r["equal_traffic_efficiency"]
+    want = [["ab", d] for d in own if abs(math.log(eff[d])) < 2 * math.hypot(own[d], 0.01)]
+    want += [[a, b] for i, a in enumerate(own) for b in list(own)[i + 1:]
+             if abs(math.log(eff[a] / eff[b])) < 2 * math.hypot(own[a], own[b])]
     assert r["indistinguishable"]["equal_traffic_efficiency"] == want == [["ab", "wide"], ["td", "pr"]]
     assert ratio_interval(10.0, 0.1) == pytest.approx([10 * math.exp(-0.2), 10 * math.exp(0.2)])
 

@@ -104,8 +104,10 @@ def test_null_verdict_is_worded_by_z():
         "z = 2.5: below the 4-SE flag, but unlikely under no bias (p = 0.012)")
     assert null_unflagged_verdict({"z": 1.2, "pvalue": 0.23}) == "no bias detected (z = 1.2)"
     # review 4: team_draft's null SE 0.00045 on ab.yaml detects only |bias| >= 0.0018, 29% of the effect +0.00626
-    assert null_detectable_text({"se": 0.00045}, 0.00626) == "0.00180 (29% of the effect)"
-    assert null_detectable_text({"se": 0.00045, "detectable_bias": 0.0018}, None) == "0.00180"
+    assert null_detectable_text({"se": 0.00045}, 0.00626) == (
+        "0.00180 (29% of the effect) by the 4-SE rule on the null Delta")
+    assert null_detectable_text({"se": 0.00045, "detectable_bias": 0.0018}, None) == (
+        "0.00180 by the 4-SE rule on the null Delta")
 
 
 def test_null_table_prints_what_the_check_detects(run):

@@ -21,7 +21,7 @@ from scipy import stats as sps
 from simulations.config import config_from_mapping
 from simulations.job import simulate
 from simulations.plots import plotted_series as _plotted_series
-from simulations.report import terminal_summary, value_text, written_files
+from simulations.report import conventions, se_text, terminal_summary, value_text, written_files
 
 matplotlib.use("Agg")
 
@@ -111,8 +111,18 @@ def test_biased_design_is_marked_and_its_ratio_is_not_shown_bare(run):
     text = terminal_summary(result)
     ratio_lines = [ln for ln in text.splitlines() if "relative to ab:" in ln]
     assert len(ratio_lines) == 2  # efficiency at equal traffic, impressions at target power
+    # review 8, F2: the evidence of the rule(s) that fired, from summary.json's own fields
+    n = bal["null"]
+    evidence = []
+    if n["biased_null_replicates"]:
+        t = n["null_mean_test"]
+        evidence.append(f"null replicates' mean {value_text(t['mean'], True)} +- {se_text(t['se'])}, t ")
+    if n["z"] > 4:
+        evidence.append(f"null Delta {value_text(n['delta'], True)} +- {se_text(n['se'])}, z ")
+    assert evidence and n["bias_rules"] == [r for r, on in (("null_replicates_mean", n["biased_null_replicates"]),
+                                                            ("null_delta", n["z"] > 4)) if on]
     for ln in ratio_lines:
-        assert f"balanced biased (null Delta {value_text(bal['null']['delta'], True)})" in ln
+        assert "balanced biased (" + evidence[0] in ln and all(x in ln for x in evidence)
         assert "team_draft" in ln and "balanced 0." not in ln
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("balanced ") and "delta_ab" in ln)
     # the row says biased once: no '!' (that marks an A/A rate outside its band), and no analytic power, days,
@@ -122,7 +132,10 @@ def test_biased_design_is_marked_and_its_ratio_is_not_shown_bare(run):
     assert bal["analytic_required_impressions"] is None and bal["final_day"]["analytic_power"] is None
     assert bal["analytic_if_unbiased"]["analytic_required_impressions"] > 0 and "biased" in bal["analytic_withheld"]
     assert ratios["ratios"]["balanced"] is None
-    assert "BIASED (favours B" in text
+    assert "BIASED (" + evidence[0] in text and "; favours B when no ranker is better)" in text
+    null_conv = conventions(result)["null_check"]
+    assert "not a bias" not in null_conv and "se_miscalibrated (bias or SE miscalibration?)" in null_conv
+    assert "at the level of 4 normal SEs" not in null_conv and "0.01 / the design's number of pairs" in null_conv
 
 
 def test_null_rates_and_efficiency_recomputed_from_the_curves(run):

@@ -18,13 +18,15 @@ from typing import Any
 
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.report import (
+    biased_ratio_why,
     days_text,
     EXTRAPOLATION_FLAG,
     extrapolated_days_text,
+    INDISTINGUISHABLE_SHORT,
     extrapolated_entries,
     extrapolation_note,
+    null_biased_verdict,
     null_detectable_text,
-    null_direction,
     null_rate_note,
     null_unflagged_verdict,
     offline_conventions_text,
@@ -156,8 +158,7 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
         eff = (r.get("equal_traffic_efficiency") or {}).get(d)
         if d in biased:
             b = biased[d]
-            why = (f"bias {value_text(b.get('bias'), True)} +- {se_text(b.get('se'))} against the truth"
-                   if isinstance(b, dict) else f"null Delta {value_text(b, True)}")
+            why = biased_ratio_why(b)
             items.append(tag("li", d, ": ", biased_mark(), f" ({why}): its ratios are not sensitivities"))
             continue
         pairs = (r.get("by_pair") or {}).get(d)
@@ -175,10 +176,13 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
     for key, what in (("equal_traffic_efficiency", "information per impression"), ("ratios", "impressions needed")):
         same = (r.get("indistinguishable") or {}).get(key) or []
         if same:
-            items.append(tag("li", f"not distinguishable ({what}; +-2 SE intervals overlap): "
+            items.append(tag("li", f"not distinguishable ({what}; {INDISTINGUISHABLE_SHORT}): "
                                    + ", ".join(f"{a} ~ {b}" for a, b in same)))
     return [tag("p", f"Relative to {ref} (last simulated day {r.get('last_day')}; +-: 1 relative SE by the delta "
-                     "method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25%):",
+                     "method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25%"
+                     + ("; multileaving: median over the pairs, their range in brackets, an end marked '?' / '*' "
+                        f"when its pair's size is unstable / extrapolated beyond {EXTRAPOLATION_FLAG:g}x the "
+                        "simulated days" if r.get("by_pair") else "") + "):",
                 cls="lead"), tag("ul", *items)]
 
 
@@ -400,9 +404,8 @@ def calibration_section(summary: dict[str, Any]) -> Html:
             if n:
                 rate, analytic = n.get("rejection_rate") or [], n.get("rejection_rate_analytic") or []
                 simulated = "replicates" in n
-                favours = null_direction(n, metric)
-                verdict: Any = join([biased_mark("BIASED"), f" (favours {favours} when no ranker is better)"
-                                     if favours else ""]) if n.get("biased") else null_unflagged_verdict(n)
+                verdict: Any = (join([biased_mark("BIASED"), null_biased_verdict(n, metric)[len("BIASED"):]])
+                                if n.get("biased") else null_unflagged_verdict(n))
                 if null_rate_note(n, metric):
                     verdict = join([verdict, "; ", tag("span", null_rate_note(n, metric), cls="flag")])
                 verdict = join([verdict, "; detects |bias| >= " + null_detectable_text(n, e.get("true_effect"))])

@@ -31,7 +31,7 @@ from simulations.html_report.page import (
     tree,
 )
 from simulations.html_report.simulate import is_biased, population_of, sample_size_html
-from simulations.report import EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, WHOLE_POPULATION
+from simulations.report import EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, null_bias_evidence, WHOLE_POPULATION
 from simulations.shrinkage import mde_cell
 
 __all__ = ["point_summaries", "sweep_header", "sweep_sections"]
@@ -387,13 +387,14 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
             within = "yes" if aa.get("within_band") else tag("span", "no", cls="flag")
         verdict: Any = "-"
         if n:
-            verdict = join([biased_mark("BIASED"), (" (null Delta "
-                            f"{fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})")]) if n.get("biased") \
+            # review 8, F2: a BIASED verdict quotes the evidence that fired (the null replicates' mean test or the
+            # null Delta), as the simulate report's
+            verdict = join([biased_mark("BIASED"), f" ({null_bias_evidence(n)})"]) if n.get("biased") \
                 else f"no bias detected (null Delta {fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})"
             if n.get("se_miscalibrated") and not n.get("biased"):
                 x = n.get("rate_excess") or {}
-                verdict = join([verdict, f"; SE miscalibrated? {x.get('rejections')}/{x.get('replicates')} null "
-                                f"replicates reject (one-sided p {fmt(x.get('pvalue'), '.2g')} < "
+                verdict = join([verdict, f"; bias or SE miscalibration? {x.get('rejections')}/{x.get('replicates')} "
+                                f"null replicates reject (one-sided p {fmt(x.get('pvalue'), '.2g')} < "
                                 f"{fmt(x.get('threshold'), '.2g')}, Bonferroni over {x.get('pairs')} pairs)"])
         elif e.get("no_support"):
             verdict = join([biased_mark("BIASED"), " (no support: the target leaves the logger's support)"])
