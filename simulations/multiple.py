@@ -22,11 +22,16 @@ Reported per design (:func:`multiple_summary`), raw next to adjusted:
   Review 6, F7: an A/B family's truths are exact and non-zero, so there no test is null and
   that proportion is the share of rejections with the wrong sign (type S errors) only; the
   report then says so (``fdp_counts``: ``"wrong sign"`` or ``"null or wrong sign"``). A test
-  whose true effect is so small that its analytic power at the horizon (the main table's) is
-  within the exact 99% binomial band of ``alpha`` rejects about as often as a null one, and
-  nearly all its rejections are noise though counted true: those tests are listed as
-  ``near_null`` with their analytic power, and ``false_discovery_proportion_near_null_*``
-  counts their rejections as false too.
+  whose true effect is so small that it rejects about as often as a null one has many of its
+  rejections from noise though they are counted true. Review 8, F3: which tests those are is a
+  fixed property of the test, not of the replicate count (:data:`NEAR_NULL_RULE`): a null test
+  rejects at rate ``alpha``, this one at its analytic rejection probability ``q`` (either sign,
+  :func:`rejection_probability`, from the main table's analytic power at the horizon), so about
+  ``alpha / q`` of its rejections are noise (:func:`noise_share`, ``per_test[m].noise_share``);
+  a test with ``q <= 2 alpha`` (analytic power about ``<= 2 alpha``) has at least half of its
+  rejections from noise and is listed as ``near_null`` with its analytic power
+  (``near_null_noise_share``), and ``false_discovery_proportion_near_null_*`` counts its
+  rejections as false too.
 
 Raw decisions are ``p < alpha`` (as everywhere in the report); adjusted decisions are
 ``adjusted p <= alpha``, the procedures' own rule. A test undefined in a replicate (NaN
@@ -40,7 +45,37 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["family_pvalues", "multiple_lines", "multiple_summary"]
+__all__ = ["NEAR_NULL_NOISE_SHARE", "NEAR_NULL_RULE", "family_pvalues", "multiple_lines", "multiple_summary",
+           "noise_share", "rejection_probability"]
+
+#: a test is near-null when at least this share of its rejections would occur with no effect
+NEAR_NULL_NOISE_SHARE = 0.5
+
+#: the near-null rule in words (summary.json multiple[design].near_null_rule)
+NEAR_NULL_RULE = (
+    "near-null test: one whose analytic rejection probability q at the horizon (either sign, normal approximation: "
+    "q = Phi(d - z) + Phi(-d - z), d = z + Phi^-1(analytic power), z = z_{1-alpha/2}) is at most 2 alpha, so that "
+    "the share of its rejections that a null test would make as well, alpha / q, is at least 1/2 (about analytic "
+    "power <= 2 alpha); a fixed property of the test, independent of the number of replicates; its rejections are "
+    "counted as false in the near-null false discovery proportion")
+
+
+def rejection_probability(power: float, alpha: float) -> float:
+    """Analytic probability of rejecting either way, from the right-sign analytic power
+    :math:`\\Phi(d - z)` of a two-sided z-test at ``alpha``: :math:`\\Phi(d - z) + \\Phi(-d - z)`."""
+    from scipy import stats as sps
+
+    z = float(sps.norm.ppf(1 - alpha / 2))
+    d = z + float(sps.norm.ppf(power))
+    return float(power + sps.norm.cdf(-d - z))
+
+
+def noise_share(power: float, alpha: float) -> float:
+    """About this share of a test's rejections would occur with no effect: ``alpha / q`` (``q`` from
+    :func:`rejection_probability`), at most 1; NaN for an undefined power."""
+    if power is None or not np.isfinite(power):
+        return float("nan")
+    return float(min(1.0, alpha / rejection_probability(power, alpha)))
 
 
 def family_pvalues(rows: pd.DataFrame, design: str, aa: bool, metrics: list[str]
@@ -92,11 +127,11 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any,
             raw = p < alpha
         adj = reject_adjusted(np.where(np.isfinite(p), p, np.nan), alpha, method)
         right = (np.sign(est) == np.sign(truth)) & ~real_null
-        # review 6, F7: tests as weak as a null one (analytic power within alpha's 99% binomial band)
-        band_hi = binomial_band(int(p.shape[0]), alpha, 0.99).hi_rate
+        # review 6, F7 / review 8, F3: tests at least half of whose rejections are noise (fixed rule, not R-dependent)
         powers = [(entries[m].get("final_day") or {}).get("analytic_power") for m in metrics]
-        near_null = np.array([not real_null[j] and powers[j] is not None and np.isfinite(powers[j])
-                              and powers[j] <= band_hi for j in range(len(metrics))], dtype=bool)
+        shares = [noise_share(powers[j], alpha) if not real_null[j] else float("nan") for j in range(len(metrics))]
+        near_null = np.array([np.isfinite(shares[j]) and shares[j] >= NEAR_NULL_NOISE_SHARE
+                              for j in range(len(metrics))], dtype=bool)
 
         entry: dict[str, Any] = {
             "method": method,
@@ -108,7 +143,8 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any,
                 m: {"power_raw": float(np.mean(raw[:, j] & right[:, j])),
                     "power_adjusted": float(np.mean(adj[:, j] & right[:, j])),
                     "rejection_rate_raw": float(np.mean(raw[:, j])),
-                    "rejection_rate_adjusted": float(np.mean(adj[:, j]))}
+                    "rejection_rate_adjusted": float(np.mean(adj[:, j])),
+                    "noise_share": shares[j]}
                 for j, m in enumerate(metrics)
             },
             "any_rejection_raw": float(np.mean(raw.any(axis=1))),
@@ -119,7 +155,8 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any,
             "null_tests": [m for j, m in enumerate(metrics) if real_null[j]],
             "fdp_counts": "null or wrong sign" if real_null.any() else "wrong sign",
             "near_null": {m: float(powers[j]) for j, m in enumerate(metrics) if near_null[j]},
-            "near_null_band": float(band_hi),
+            "near_null_noise_share": {m: shares[j] for j, m in enumerate(metrics) if near_null[j]},
+            "near_null_rule": NEAR_NULL_RULE,
             "false_discovery_proportion_near_null_raw": _fdp(raw, right & ~near_null),
             "false_discovery_proportion_near_null_adjusted": _fdp(adj, right & ~near_null),
         }
@@ -209,10 +246,13 @@ def multiple_lines(summary: dict[str, Any]) -> list[str]:
                 f"{rate_text(e['false_discovery_proportion_adjusted'])}")
         near = e.get("near_null") or {}
         if near:
-            weak = ", ".join(f"{m} analytic power {rate_text(v)}" for m, v in near.items())
-            text += (f"; near-null tests as null ({weak} <= {rate_text(e['near_null_band'])}, the top of alpha's 99% "
-                     "band: their rejections are mostly noise): false discovery proportion "
-                     f"{rate_text(e['false_discovery_proportion_near_null_raw'])} -> "
+            shares = e.get("near_null_noise_share") or {}
+            weak = ", ".join(f"{m} (analytic power {rate_text(v)}, "
+                             f"noise share {rate_text(shares.get(m, float('nan')))})" for m, v in near.items())
+            text += (f"; near-null tests as null ({weak}; near-null: at least half of a test's rejections are noise, "
+                     "noise share = alpha / its analytic chance of rejecting either way, about analytic power "
+                     "<= 2 alpha): "
+                     f"false discovery proportion {rate_text(e['false_discovery_proportion_near_null_raw'])} -> "
                      f"{rate_text(e['false_discovery_proportion_near_null_adjusted'])}")
         lines.append(text)
         lines.append("  " + " " * 14 + " power raw -> adjusted: " + ", ".join(
