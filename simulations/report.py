@@ -134,9 +134,17 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "multiple_comparisons": "per design (designs[i].analysis.multiple): the last day's tests of an A/B design's "
         "metrics or an interleaving design's pairs as one family per replicate; raw decision p < alpha, adjusted: "
         "Holm (family-wise error) or Benjamini-Hochberg (false discovery rate) adjusted p <= alpha; undefined tests "
-        "left out of the family; A/A family-wise rate = share of A/A replicates with any rejection",
+        "left out of the family; A/A family-wise rate = share of A/A replicates with any rejection; "
+        + _near_null_rule(),
         **_counterfactual_conventions(result),
     }
+
+
+def _near_null_rule() -> str:
+    """:data:`simulations.multiple.NEAR_NULL_RULE`, imported when called (as this module's other uses of it)."""
+    from simulations.multiple import NEAR_NULL_RULE
+
+    return NEAR_NULL_RULE
 
 
 def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:

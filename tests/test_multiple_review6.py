@@ -224,3 +224,12 @@ def test_degenerate_aa_family_gets_the_null_variants_family_wise_rate() -> None:
     # the run's own summary (simulations.analysis) has it; without the side rows the A/A stays '0 (ties)'
     assert run.summary["multiple"]["pm"]["null"] == n
     assert "null" not in multiple_summary(run.rows[~side], run.summary["designs"], cfg)["pm"]
+
+
+def test_conventions_state_the_near_null_rule(ab) -> None:
+    """summary.json's conventions name the near-null rule the multiple-comparisons block applies."""
+    from simulations.multiple import NEAR_NULL_RULE
+    from simulations.report import conventions
+
+    text = conventions(ab)["multiple_comparisons"]
+    assert text.endswith("; " + NEAR_NULL_RULE) and ab.summary["multiple"]["ab"]["near_null_rule"] == NEAR_NULL_RULE
