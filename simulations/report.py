@@ -51,7 +51,8 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "user_types": [{"name": n, "share": sh, "click_model": spec} for n, sh, spec in cfg.users.mixture()],
         "seed": cfg.seed,
         "seeding": "replicate r uses SeedSequence(seed).spawn(replicates)[r] (traffic and each design get child "
-        "streams keyed by name); the world uses SeedSequence((seed, 0x776F726C64)), the truth (seed, 0x7472757468, ...)",
+        "streams keyed by name); the world uses SeedSequence((seed, 0x776F726C64)), the truth "
+        "(seed, 0x7472757468, ...)",
         "randomisation_unit": "user (A/B arms by a salted SplitMix64 hash of the user id)",
         "ab_effect": {d.name: _ab_convention(d.test) for d in cfg.designs if d.type == "ab"},
         "interleaving_effect": {
@@ -70,11 +71,11 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "analytic_required_impressions_range = the refits' 5% and 95% points (null = not reachable), "
         "variance_floor_to_target = b / T with T the target se^2 (the answer moves by b / (T - b) times any "
         f"relative change of b); unstable ('?' in the report): b / T > {UNSTABLE_FLOOR_RATIO} or the relative SE "
-        f"above {UNSTABLE_REL_SE} (or undefined) or the 95% point not reachable, or 'not reachable' while 10% or more of "
-        f"the refits reach it, or the analytic days extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated days "
-        "(analytic_required_impressions_extrapolated: the answer then depends on the a/N + b model, whose own error "
-        "the range leaves out). CUPED's days needed (its own fit, seeded by 'cuped:<metric>') and the sequential plan's "
-        "days (the main size's refits; floor ratio b x the information each needs, R b / T for the maximum) are "
+        f"above {UNSTABLE_REL_SE} (or undefined) or the 95% point not reachable, or 'not reachable' while 10% or "
+        f"more of the refits reach it, or the analytic days extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated "
+        "days (analytic_required_impressions_extrapolated: the answer then depends on the a/N + b model, whose own "
+        "error the range leaves out). CUPED's days needed (its own fit, seeded by 'cuped:<metric>') and the sequential "
+        "plan's days (the main size's refits; floor ratio b x the information each needs, R b / T for the maximum) are "
         "refitted and flagged by the same rule (cuped.*.required.unstable, sequential.*.decision.planned.uncertainty)",
         "biased_sample_sizes": "an entry found biased (null check, or its mean estimate against the exact truth) has "
         "analytic power, analytic days, required impressions, days and users null, the reason in "
