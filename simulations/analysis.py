@@ -551,7 +551,9 @@ INDISTINGUISHABLE_RULE = (
     "not distinguishable: |ln r_a - ln r_b| < 2 SE of the difference; SE = sqrt(own_a^2 + own_b^2) of the two "
     "designs' own relative SEs when both ratios use the same reference metrics (the reference's error is shared "
     "and cancels), sqrt(own_a^2 + ref_a^2 + own_b^2 + ref_b^2) otherwise; against the reference (ratio 1): "
-    "|ln r| < 2 sqrt(own^2 + ref^2). Multileaving medians: the medians of the pairs' own and reference relative SEs")
+    "|ln r| < 2 sqrt(own^2 + ref^2). Multileaving medians: the medians of the pairs' own and reference relative "
+    "SEs; their reference metrics are the pair(s) the median comes from (the middle pair, or the middle two), so "
+    "two medians from different pairs keep both references' errors")
 
 
 def indistinguishable(values: dict[str, Any], own: dict[str, Any], ref_rel: dict[str, Any], reference: str,
@@ -742,7 +744,7 @@ def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> d
             keys = shared if len(shared) > 1 else [e["metric"]]
             per = ({m: _pair_ratios(designs[d][m], designs[ref_name][m], d == ref_name) for m in keys}
                    if len(keys) > 1 else {keys[0]: _pair_ratios(e, primaries[ref_name], d == ref_name)})
-            ref_metrics = keys if len(keys) > 1 else [primaries[ref_name]["metric"]]
+            ref_metrics = None if len(keys) > 1 else [primaries[ref_name]["metric"]]
             if len(keys) > 1:
                 by_pair[d] = per
             for out, rel_out, key, name in ((ratios, ratios_rel, "ratio", "ratios"),
@@ -752,6 +754,11 @@ def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> d
                 have = [p for p in per.values() if p[key] is not None]
                 rels = [p[key + "_rel_se"] for p in have if p[key + "_rel_se"] is not None]
                 out[d] = float(np.median([p[key] for p in have])) if have else None
+                # review 9, F2: the reference pair(s) the median comes from (the middle one, or the middle two of an
+                # even count): the reference's error cancels only between two medians of the same pair(s)
+                mid = sorted((p[key], m) for m, p in per.items() if p[key] is not None)
+                mid = mid[(len(mid) - 1) // 2:len(mid) // 2 + 1]
+                used = ref_metrics if ref_metrics is not None else sorted(m for _, m in mid)
                 rel_out[d] = float(np.median(rels)) if have and len(rels) == len(have) else None
                 # review 8, F4: the own and the reference's relative SE apart (a shared reference cancels in the
                 # difference of two designs' log ratios)
@@ -759,7 +766,7 @@ def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> d
                 for part in ("own", "reference"):
                     v = [p[f"{key}_{part}_rel_se"] for p in have if p[f"{key}_{part}_rel_se"] is not None]
                     split[part] = float(np.median(v)) if have and len(v) == len(have) else None
-                parts[name][d] = {**split, "reference_metrics": ref_metrics}
+                parts[name][d] = {**split, "reference_metrics": used}
             if e.get("null", {}).get("biased"):
                 # review 8, F2: the evidence that fired, not only the Monte Carlo null Delta
                 n = e["null"]

@@ -825,17 +825,44 @@ def _p_text(p: float) -> str:
     return f"{mant}e{int(exp)}"
 
 
-def null_unflagged_verdict(n: dict[str, Any]) -> str:
-    """The verdict of a null check the bias flag did not fire on, worded by its z: 'no bias detected' only when
-    |z| <= :data:`NULL_NOTABLE_Z`, else how far below the flag it is and its p-value under no bias."""
+#: below this p-value an unflagged null check's null replicates' mean test is quoted: bias not excluded (review 9,
+#: F3; its flag level is 0.01 / pairs)
+NULL_MEAN_NOTABLE_P = 0.05
+
+
+def null_mean_caution(n: dict[str, Any]) -> str | None:
+    """An unflagged null check's null replicates' mean test when its p-value is below :data:`NULL_MEAN_NOTABLE_P`
+    but not below its flag level (review 9, F3): "null replicates' mean +0.00174 +- 0.00067, t 2.6, p 0.018: bias
+    not excluded"; None when the check is flagged, has no mean test or its p is at least NULL_MEAN_NOTABLE_P."""
+    t = n.get("null_mean_test")
+    if n.get("biased") or n.get("biased_null_replicates") or not isinstance(t, dict) or not _number(t.get("pvalue")):
+        return None
+    if not float(t["pvalue"]) < NULL_MEAN_NOTABLE_P:
+        return None
+    return (f"null replicates' mean {value_text(t.get('mean'), True)} +- {se_text(t.get('se'))}, "
+            f"t {_t_text(t.get('t'))}, p {_p_text(float(t['pvalue']))}: bias not excluded")
+
+
+def null_unflagged_parts(n: dict[str, Any]) -> tuple[str, str | None]:
+    """(verdict from the null Delta's z, :func:`null_mean_caution`) of a null check the bias flag did not fire on:
+    'no bias detected (z = 0.4)' only when |z| <= :data:`NULL_NOTABLE_Z` and the mean test is not notable ('no bias
+    flagged (z = 0.4)' when it is), else how far below the flag z is and its p-value under no bias."""
+    caution = null_mean_caution(n)
     z = n.get("z")
+    none = "no bias flagged" if caution else "no bias detected"
     if not isinstance(z, (int, float)) or not math.isfinite(z):
-        return "no bias detected"
+        return none, caution
     if z <= NULL_NOTABLE_Z:
-        return f"no bias detected (z = {z:.1f})"
+        return f"{none} (z = {z:.1f})", caution
     p = n.get("pvalue")
     p = float(p) if isinstance(p, (int, float)) else math.erfc(z / math.sqrt(2.0))
-    return f"z = {z:.1f}: below the {NULL_BIAS_SE:g}-SE flag, but unlikely under no bias (p = {_p_text(p)})"
+    return f"z = {z:.1f}: below the {NULL_BIAS_SE:g}-SE flag, but unlikely under no bias (p = {_p_text(p)})", caution
+
+
+def null_unflagged_verdict(n: dict[str, Any]) -> str:
+    """The verdict of a null check the bias flag did not fire on (:func:`null_unflagged_parts`, joined by '; ')."""
+    verdict, caution = null_unflagged_parts(n)
+    return f"{verdict}; {caution}" if caution else verdict
 
 
 def null_direction(n: dict[str, Any], metric: str) -> str | None:

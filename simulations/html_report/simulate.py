@@ -28,7 +28,7 @@ from simulations.report import (
     null_biased_verdict,
     null_detectable_text,
     null_rate_note,
-    null_unflagged_verdict,
+    null_unflagged_parts,
     offline_conventions_text,
     pair_range_text,
     percent_text,
@@ -404,8 +404,13 @@ def calibration_section(summary: dict[str, Any]) -> Html:
             if n:
                 rate, analytic = n.get("rejection_rate") or [], n.get("rejection_rate_analytic") or []
                 simulated = "replicates" in n
-                verdict: Any = (join([biased_mark("BIASED"), null_biased_verdict(n, metric)[len("BIASED"):]])
-                                if n.get("biased") else null_unflagged_verdict(n))
+                if n.get("biased"):
+                    verdict: Any = join([biased_mark("BIASED"), null_biased_verdict(n, metric)[len("BIASED"):]])
+                else:
+                    # review 9, F3: a notable null replicates' mean test is quoted next to an unflagged z
+                    verdict, caution = null_unflagged_parts(n)
+                    if caution:
+                        verdict = join([verdict, "; ", tag("span", caution, cls="flag")])
                 if null_rate_note(n, metric):
                     verdict = join([verdict, "; ", tag("span", null_rate_note(n, metric), cls="flag")])
                 verdict = join([verdict, "; detects |bias| >= " + null_detectable_text(n, e.get("true_effect"))])

@@ -31,7 +31,8 @@ from simulations.html_report.page import (
     tree,
 )
 from simulations.html_report.simulate import is_biased, population_of, sample_size_html
-from simulations.report import EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, null_bias_evidence, WHOLE_POPULATION
+from simulations.report import (EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, null_bias_evidence, null_mean_caution,
+                                WHOLE_POPULATION)
 from simulations.shrinkage import mde_cell
 
 __all__ = ["point_summaries", "sweep_header", "sweep_sections"]
@@ -389,8 +390,12 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
         if n:
             # review 8, F2: a BIASED verdict quotes the evidence that fired (the null replicates' mean test or the
             # null Delta), as the simulate report's
+            caution = null_mean_caution(n)  # review 9, F3: a notable null replicates' mean test, unflagged
             verdict = join([biased_mark("BIASED"), f" ({null_bias_evidence(n)})"]) if n.get("biased") \
-                else f"no bias detected (null Delta {fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})"
+                else (f"no bias {'flagged' if caution else 'detected'} (null Delta "
+                      f"{fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})")
+            if caution:
+                verdict = join([verdict, "; ", tag("span", caution, cls="flag")])
             if n.get("se_miscalibrated") and not n.get("biased"):
                 x = n.get("rate_excess") or {}
                 verdict = join([verdict, f"; bias or SE miscalibration? {x.get('rejections')}/{x.get('replicates')} "
