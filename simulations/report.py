@@ -1005,8 +1005,8 @@ def _null_lines(result: SimulationResult) -> list[str]:
 
 
 #: the 'not distinguishable' rule in the legend (review 8, F4; summary.json indistinguishable.rule in full)
-INDISTINGUISHABLE_SHORT = ("|log ratio difference| < 2 SE of the difference, from both designs' own relative SEs, "
-                           "a shared reference's cancelling")
+INDISTINGUISHABLE_SHORT = ("|log ratio difference| < 2 SE of the difference, from both designs' own relative SEs "
+                           "and the reference's, which cancel only where both ratios use the same reference pair(s)")
 
 
 def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,

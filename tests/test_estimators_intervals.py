@@ -176,7 +176,7 @@ def test_a_failed_bootstrap_keeps_the_held_choice_warning(world: dict[str, Any],
         assert len(reason) == 1 and len(refused) == (name != "ips"), (name, ws)
         assert all(i < reason[0] and "could not be run on this log (see 'no bootstrap interval' below)" in ws[i]
                    for i in refused), (name, ws)
-        # (dm's own diagnostic note 'the bootstrap interval (--bootstrap N) fits the model again' is dm.py's)
+        # (dm's own note 'a bootstrap interval (estimate --bootstrap N, ...) fits the model again' is dm.py's)
         assert not any("(e.g. 1000)" in w or "too small" in w or "standard error" in w for w in ws), (name, ws)
     plain = {r["estimator"]: r["warnings"] for r in json_out(*args)["results"]}
     for name in ("adaptive_ips", "dm"):  # without --bootstrap: the advice to pass one

@@ -602,8 +602,8 @@ class DirectMethod(ClickModelEstimator):
             if isinstance(self.model, str):
                 notes.setdefault("warnings", []).append((
                     f"dm ({self.model_name}): the CLT interval treats the fitted click model as known and excludes "
-                    "its fitting error, which can be many times larger; the bootstrap interval (--bootstrap N) fits "
-                    "the model again in every resample and carries it"))
+                    "its fitting error, which can be many times larger; a bootstrap interval (estimate --bootstrap N, "
+                    "n_boot=N in the library) fits the model again in every resample and carries it"))
         return Terms(num=num, weights=None, notes=notes)
 
 
