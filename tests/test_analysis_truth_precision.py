@@ -19,22 +19,11 @@ from simulations.report import terminal_summary, truth_precision_text
 from simulations.runner import compute_truth, world_seed
 from simulations.users import UserModels
 from simulations.world import build_world
+from test_report_review4 import BASE
 
 matplotlib.use("Agg")
 
-CONFIG = {
-    "seed": 5,
-    "replicates": 4,
-    "workers": 1,
-    "collection": {"type": "synthetic", "n_queries": 200, "candidates": 25},
-    "rankers": {"depth": 10, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.7}},
-    "users": {"population": 800, "activity": {"sigma": 1.0}, "types": [
-        {"name": "n", "share": 1.0, "click_model": {"name": "cascade", "preset": "navigational"}}]},
-    "traffic": {"days": 2, "queries_per_day": 600, "batch_hours": 24},
-    "designs": [{"name": "ab", "type": "ab", "metric": "reciprocal_rank"},
-                {"name": "team_draft", "type": "interleaving", "method": "team_draft"}],
-    "analysis": {"truth_impressions": 2_000},
-}
+CONFIG = {**BASE, "replicates": 4, "analysis": {"truth_impressions": 2_000}}  # test_report_review4's world
 
 
 def test_hand_values():

@@ -15,24 +15,26 @@ from simulations.report import terminal_summary
 matplotlib.use("Agg")
 
 
+#: a small A/B + team-draft world (also the base of tests/test_analysis_truth_precision.py)
+BASE = {
+    "seed": 5,
+    "replicates": 12,
+    "workers": 1,
+    "collection": {"type": "synthetic", "n_queries": 200, "candidates": 25},
+    "rankers": {"depth": 10, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.7}},
+    "users": {"population": 800, "activity": {"sigma": 1.0}, "types": [
+        {"name": "n", "share": 1.0, "click_model": {"name": "cascade", "preset": "navigational"}}]},
+    "traffic": {"days": 2, "queries_per_day": 600, "batch_hours": 24},
+    "designs": [
+        {"name": "ab", "type": "ab", "metric": "reciprocal_rank"},
+        {"name": "team_draft", "type": "interleaving", "method": "team_draft"},
+    ],
+    "analysis": {"truth_impressions": 100_000},
+}
+
+
 def _config(**over):
-    base = {
-        "seed": 5,
-        "replicates": 12,
-        "workers": 1,
-        "collection": {"type": "synthetic", "n_queries": 200, "candidates": 25},
-        "rankers": {"depth": 10, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.7}},
-        "users": {"population": 800, "activity": {"sigma": 1.0}, "types": [
-            {"name": "n", "share": 1.0, "click_model": {"name": "cascade", "preset": "navigational"}}]},
-        "traffic": {"days": 2, "queries_per_day": 600, "batch_hours": 24},
-        "designs": [
-            {"name": "ab", "type": "ab", "metric": "reciprocal_rank"},
-            {"name": "team_draft", "type": "interleaving", "method": "team_draft"},
-        ],
-        "analysis": {"truth_impressions": 100_000},
-    }
-    base.update(over)
-    return config_from_mapping(base)
+    return config_from_mapping({**BASE, **over})
 
 
 @pytest.fixture(scope="module")
