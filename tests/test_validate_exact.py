@@ -232,7 +232,7 @@ def test_a_two_point_coin_is_seen_by_team_distribution_at_20000() -> None:
     for seed in range(9000, 9000 + COIN_RUNS):
         rng = np.random.default_rng(seed)
         samples = [cand.sample(sc, per, rng) for sc in EQUIVALENCE_SCENARIOS]
-        row = _distributions(EQUIVALENCE_SCENARIOS, samples, samples, 0.01, None, exact)[0]
+        row = _distributions(EQUIVALENCE_SCENARIOS, samples, samples, None, exact)[0]
         assert row.name == "team_distribution" and row.statistic.endswith("(exact reference), Bonferroni over 20")
         caught += row.value < level
     assert caught >= COIN_CAUGHT, caught

@@ -291,7 +291,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
             checks.append(_better(candidate, spec, better, max(BETTER_MIN_PER_SCENARIO, n // (4 * len(better))),
                                   alpha, rng_c, rng_clk))
             stage += 1
-            dist = _distributions(equiv, cand, refs, alpha, ref_il.options.get("tau"), exact)
+            dist = _distributions(equiv, cand, refs, ref_il.options.get("tau"), exact)
             checks.extend(_label_skipped(c.name) if one_based and c.name == "team_distribution" else c
                           for c in dist)
             stage += 1

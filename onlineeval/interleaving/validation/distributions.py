@@ -54,8 +54,7 @@ def _column(a: NDArray[np.int64], j: int) -> NDArray[np.int64]:
 
 
 def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Sequence[Sample],
-                   alpha: float, tau: Any = None,
-                   exact: Sequence[ExactDraws | None] | None = None) -> list[CheckResult]:
+                   tau: Any = None, exact: Sequence[ExactDraws | None] | None = None) -> list[CheckResult]:
     """Per position, the team labels, then the documents, of the candidate against the reference.
 
     Where the reference's distribution is known exactly (``exact[s]``, :mod:`.exact`), the
