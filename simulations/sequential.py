@@ -320,12 +320,10 @@ def _fixed_power_by_look(est: np.ndarray, se: np.ndarray, alpha: float, truth: f
     0) with each look taken as the horizon: the simulated power curve at the looks."""
     from onlineeval.stats.sequential import sequential_test
 
-    out = np.empty(est.shape[1])
-    for k in range(est.shape[1]):
-        res = sequential_test(est[:, :k + 1], se[:, :k + 1], "none", alpha=alpha)
-        last = est[:, k]
-        out[k] = np.mean(res.reject & (np.sign(last) == np.sign(truth))) if truth != 0 else np.mean(res.reject)
-    return out
+    # the fixed-horizon rule reads only its last look: every (replicate, look) is its own one-look test
+    reject = sequential_test(est.reshape(-1, 1), se.reshape(-1, 1), "none", alpha=alpha).reject.reshape(est.shape)
+    ok = reject & (np.sign(est) == np.sign(truth)) if truth != 0 else reject
+    return ok.mean(axis=0)
 
 
 def _first_look(power: np.ndarray, target: float) -> int | None:
