@@ -298,7 +298,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
             checks.append(_label_skipped("credit_agreement") if one_based else
                           _credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
             stage += 1
-            checks.append(_outcome_distribution(candidate, ref, spec, equiv, cand, refs, click_prob, alpha, rng_clk,
+            checks.append(_outcome_distribution(candidate, ref, spec, equiv, cand, refs, click_prob, rng_clk,
                                                 rng_x, exact))
             stage += 1
             if not spec.multileave:

@@ -169,7 +169,7 @@ def _doc_shares(c: NDArray[np.int64], ref_docs: NDArray[np.int64], ref_share: Ca
 
 
 def _outcome_distribution(candidate: Candidate, ref: BatchCandidate, spec: MethodSpec, scenarios: Sequence[Lists],
-                          cand: Sequence[Sample], refs: Sequence[Sample], click_prob: float, alpha: float,
+                          cand: Sequence[Sample], refs: Sequence[Sample], click_prob: float,
                           rng_clk: np.random.Generator, rng_x: np.random.Generator,
                           exact: Sequence[ExactDraws | None] | None = None) -> CheckResult:
     """End to end: the win / loss / tie of every pair under random clicks, candidate against reference.

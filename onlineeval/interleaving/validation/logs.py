@@ -405,7 +405,7 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
 
     # team label per position against the reference
     checks.append(_team_distribution(slots_pos, slots_log, slots_ref, slots_id, table, page, m, len(records),
-                                     int(is_exact.sum()), method, alpha))
+                                     int(is_exact.sum()), method))
 
     if out_line:
         ok_a = np.asarray(out_ok, dtype=bool)
@@ -456,7 +456,7 @@ def _exact_lines(name: str, messages: Sequence[str], lines: Sequence[int], what:
 def _team_distribution(slots_pos: Sequence[NDArray[np.int64]], slots_log: Sequence[NDArray[np.int64]],
                        slots_ref: Sequence[NDArray[np.int64]], slots_id: Sequence[NDArray[np.int64]],
                        table: dict[tuple[float, ...], int], page: NDArray[np.int64], m: int, n_records: int,
-                       n_exact: int, method: str, alpha: float) -> CheckResult:
+                       n_exact: int, method: str) -> CheckResult:
     """Team label per position: against the exact probabilities of each impression where they are enumerated
     (:func:`~.stattests.pooled_goodness_of_fit`), against a sample of the reference elsewhere (chi-square
     homogeneity); each distinct test counted once."""
