@@ -137,8 +137,7 @@ def test_not_distinguishable_tests_the_log_ratio_difference():
     assert z == pytest.approx(2.65, abs=0.01) and 2 * stats.norm.sf(z) == pytest.approx(0.008, abs=0.0005)
     assert indistinguishable({"ab": 1, "x": 10.0, "y": 13.0}, {"ab": 0, "x": 0.07, "y": 0.07},
                              {"ab": 0, "x": 0, "y": 0}, "ab") == []
-    # at 12% each: z = 1.55 < 2, not distinguishable
-    assert _z_diff(10.0, 13.0, 0.12, 0.12) < 2
+    # at 12% each: z = ln 1.3 / (0.12 sqrt 2) = 1.55 < 2, not distinguishable
     assert indistinguishable({"ab": 1, "x": 10.0, "y": 13.0}, {"ab": 0, "x": 0.12, "y": 0.12},
                              {"ab": 0, "x": 0, "y": 0}, "ab") == [["x", "y"]]
     # a shared reference's 20% cancels: own 5% each, ln 1.3 / (0.05 sqrt 2) = 3.7 -> distinguishable; through
@@ -148,7 +147,6 @@ def test_not_distinguishable_tests_the_log_ratio_difference():
                "y": {"m": _entry("m", 13.0, 0.05, 1.3e5, 0.05)}}
     r = design_ratios(designs, "ref")
     assert r["ratios_rel_se"]["x"] == pytest.approx(math.hypot(0.05, 0.2), rel=1e-12)
-    assert _z_diff(10.0, 13.0, 0.05, 0.05) > 2  # 3.7
     # the old overlap rule: exp(+-2 x 0.206) intervals of 10 and 13 overlap
     s = math.hypot(0.05, 0.2)
     assert 10 * math.exp(2 * s) > 13 * math.exp(-2 * s)
@@ -158,10 +156,15 @@ def test_not_distinguishable_tests_the_log_ratio_difference():
     # ln 1.3 / hypot(0.1, 0.2) = 1.17 -> not
     designs["w"] = {"m": _entry("m", 1.3, 0.1, 1.3e6, 0.1)}
     r = design_ratios(designs, "ref")
-    assert abs(math.log(1.3)) / math.hypot(0.1, 0.2) < 2
     assert r["indistinguishable"]["ratios"] == [["ref", "w"]]
     assert r["rel_se_parts"]["ratios"]["x"] == {"own": 0.05, "reference": 0.2, "reference_metrics": ["m"]}
     assert "|ln r_a - ln r_b| < 2 SE of the difference" in r["indistinguishable"]["rule"]
+    # either side of the 2-SE threshold of 10 vs 13 (own SEs equal, no reference term): s = ln 1.3 / (2 sqrt 2)
+    s_edge = math.log(1.3) / (2 * math.sqrt(2))
+    assert s_edge == pytest.approx(0.09276, abs=1e-5)
+    for sd, expected in ((0.0920, []), (0.0935, [["x", "y"]])):  # z = 2.017, 1.984
+        assert indistinguishable({"ab": 1, "x": 10.0, "y": 13.0}, {"ab": 0, "x": sd, "y": sd},
+                                 {"ab": 0, "x": 0, "y": 0}, "ab") == expected, sd
 
 
 def test_not_distinguishable_legend_states_the_rule():
