@@ -93,7 +93,7 @@ def test_marginals_equal_a_large_monte_carlo_of_the_reference(method: str,
     il = get_interleaver(method)
     n = 20_000
     rng = np.random.default_rng(11)
-    worst = 0.0
+    zs: list[float] = []
     for sc in scenarios:
         ex = exact_draws(il, sc)
         assert ex is not None
@@ -106,9 +106,10 @@ def test_marginals_equal_a_large_monte_carlo_of_the_reference(method: str,
                 assert set(np.unique(col).tolist()) <= {c for c, p in probs.items() if p > 0}, (sc, kind, j)
                 for c, p in probs.items():
                     if 0 < p < 1:
-                        z = abs(np.mean(col == c) - p) / np.sqrt(p * (1 - p) / n)
-                        worst = max(worst, z)
-    assert worst < 4.0, worst
+                        zs.append(abs(np.mean(col == c) - p) / np.sqrt(p * (1 - p) / n))
+    # the largest of the family's |z|: below the two-sided 1% Bonferroni bound over the family (a bound on the
+    # maximum, not one z's 4-SE band), and below 4 as before
+    assert max(zs) < min(4.0, stats.norm.isf(0.01 / (2 * len(zs)))), (max(zs), len(zs))
 
 
 @pytest.mark.parametrize("method, scenarios", [("team_draft", EQUIVALENCE_SCENARIOS[:4]),
