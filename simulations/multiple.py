@@ -162,24 +162,7 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any,
         }
         aa_p, aa_est = family_pvalues(rows, dc.name, True, metrics)
         if aa_p.size:
-            with np.errstate(invalid="ignore"):
-                aa_raw = aa_p < alpha
-            aa_adj = reject_adjusted(np.where(np.isfinite(aa_p), aa_p, np.nan), alpha, method)
-            r = int(aa_p.shape[0])
-            band = binomial_band(r, alpha, 0.99)
-            degenerate = bool(np.all(np.nan_to_num(aa_est) == 0))
-            fw_raw, fw_adj = int(aa_raw.any(axis=1).sum()), int(aa_adj.any(axis=1).sum())
-            entry["aa"] = {
-                "replicates": r,
-                "family_wise_rate_raw": fw_raw / r,
-                "family_wise_rate_adjusted": fw_adj / r,
-                "binomial_99_band": [band.lo_rate, band.hi_rate],
-                "raw_within_band_or_below": None if degenerate else bool(fw_raw <= band.hi),
-                "adjusted_within_band_or_below": None if degenerate else bool(fw_adj <= band.hi),
-                "degenerate": degenerate,
-                "per_test_raw": {m: float(np.mean(aa_raw[:, j])) for j, m in enumerate(metrics)},
-                "per_test_adjusted": {m: float(np.mean(aa_adj[:, j])) for j, m in enumerate(metrics)},
-            }
+            entry["aa"] = _family_rate(aa_p, metrics, alpha, method, bool(np.all(np.nan_to_num(aa_est) == 0)))
         if side_rows is not None and (entry.get("aa") or {}).get("degenerate", not aa_p.size):
             null = _null_family(side_rows, dc.name, metrics, alpha, method)
             if null is not None:
@@ -193,14 +176,22 @@ def _null_family(side_rows: pd.DataFrame, design: str, metrics: list[str], alpha
     """The family-wise rate, raw and adjusted, of the design's null-variant replicates (rows ``null:<metric>``:
     the same traffic with the null user, every true effect 0) against the exact 99% binomial band of ``alpha``;
     ``None`` without them."""
-    from onlineeval.stats import binomial_band
-    from onlineeval.stats.multiple import reject_adjusted
     from simulations.designs.interleaving import NULL_PREFIX
 
     names = [NULL_PREFIX + m for m in metrics]
     p, _ = family_pvalues(side_rows, design, False, names)
     if p.size == 0 or not np.isfinite(p).any():
         return None
+    return _family_rate(p, metrics, alpha, method, False)
+
+
+def _family_rate(p: np.ndarray, metrics: list[str], alpha: float, method: str, degenerate: bool) -> dict[str, Any]:
+    """Family-wise rejection rates of replicates' p-values ``p`` ``(R, tests)`` under a null (A/A or the null
+    variant), raw and adjusted by ``method``, against the exact 99% binomial band of ``alpha`` (no band verdict
+    when ``degenerate``: every estimate identically 0), and per test."""
+    from onlineeval.stats import binomial_band
+    from onlineeval.stats.multiple import reject_adjusted
+
     with np.errstate(invalid="ignore"):
         raw = p < alpha
     adj = reject_adjusted(np.where(np.isfinite(p), p, np.nan), alpha, method)
@@ -208,8 +199,10 @@ def _null_family(side_rows: pd.DataFrame, design: str, metrics: list[str], alpha
     band = binomial_band(r, alpha, 0.99)
     fw_raw, fw_adj = int(raw.any(axis=1).sum()), int(adj.any(axis=1).sum())
     return {"replicates": r, "family_wise_rate_raw": fw_raw / r, "family_wise_rate_adjusted": fw_adj / r,
-            "binomial_99_band": [band.lo_rate, band.hi_rate], "raw_within_band_or_below": bool(fw_raw <= band.hi),
-            "adjusted_within_band_or_below": bool(fw_adj <= band.hi), "degenerate": False,
+            "binomial_99_band": [band.lo_rate, band.hi_rate],
+            "raw_within_band_or_below": None if degenerate else bool(fw_raw <= band.hi),
+            "adjusted_within_band_or_below": None if degenerate else bool(fw_adj <= band.hi),
+            "degenerate": degenerate,
             "per_test_raw": {m: float(np.mean(raw[:, j])) for j, m in enumerate(metrics)},
             "per_test_adjusted": {m: float(np.mean(adj[:, j])) for j, m in enumerate(metrics)}}
 
