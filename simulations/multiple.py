@@ -106,7 +106,6 @@ def multiple_summary(rows: pd.DataFrame, designs: dict[str, Any], config: Any,
     With ``side_rows`` (the side records holding the interleaving designs' null-variant rows ``null:<pair>``),
     a design whose A/A is identically 0 (probabilistic multileaving) gets its family-wise rate on the null
     variant instead: ``null`` (review 6, F5), with the keys of ``aa``."""
-    from onlineeval.stats import binomial_band
     from onlineeval.stats.multiple import reject_adjusted
 
     alpha = config.analysis.alpha
