@@ -126,8 +126,9 @@ group (the same rankers under two click models or user populations: only a ``use
 is one system, not several: the group gets ``mixed_axes`` (the axes that tell the pair's truths apart,
 e.g. not a traffic axis whose points share a truth) and a warning to set ``shrinkage_by`` to them;
 such a group fits no relation (on its distinct truths a pair would count once per population, its
-intervals too narrow); otherwise a relation needs more pairs than coefficients. The MDE's interval is printed with it; when the slope's CI reaches 0 its upper end is
-unbounded and the MDE is flagged (``slope_ci_includes_zero``).
+intervals too narrow); otherwise a relation needs more pairs than coefficients. The MDE's interval is
+printed with it; when the slope's CI reaches 0 its upper end is unbounded and the MDE is flagged
+(``slope_ci_includes_zero``).
 
 ``points.csv`` gets, on each point's primary-metric row: ``shrinkage_group``,
 ``online_improvement`` (the signed true effect), ``predicted_online`` (the group's
@@ -136,18 +137,24 @@ undetermined, zero), ``share_opposite_sign``, ``share_significant_opposite``,
 ``offline_mde_at_days`` (the offline MDE at the point's own days and traffic) and its interval
 from the slope's CI, ``offline_mde_low_at_days`` / ``offline_mde_high_at_days`` (``inf`` when
 the slope's CI reaches 0: the MDE is not bounded above).
+
+The statistics (the weighted fit, Paule-Mandel, Kendall's tau-b, the MDE formula) are in
+:mod:`simulations.shrinkage_stats`, the terminal view in :mod:`simulations.shrinkage_text` (the plots in
+:mod:`simulations.shrinkage_plots`); the first two are re-exported here.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.stats as sps
+
+from simulations.shrinkage_stats import RelationFit, fit_relation, kendall_tau_b, mde_offline, paule_mandel_tau2
+from simulations.shrinkage_text import format_shrinkage, mde_cell
 
 __all__ = [
     "RelationFit",
@@ -167,167 +174,6 @@ UNDETERMINED_SE = 2.0
 #: Monte Carlo redraws of the truths for the spread of Kendall's tau
 TAU_DRAWS = 2000
 _TAU_SEED = 20261201
-
-
-# ------------------------------------------------------------------------------ statistics
-def kendall_tau_b(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
-    r"""Kendall's tau-b of two orderings (ties in either count as neither concordant nor discordant).
-
-    :math:`\tau_b = (C - D) / \sqrt{(n_0 - T_x)(n_0 - T_y)}` with :math:`n_0 = n(n-1)/2`,
-    :math:`C, D` the concordant and discordant pairs and :math:`T_x, T_y` the pairs tied in
-    ``x`` and in ``y`` (Kendall 1945). ``nan`` when either ordering is constant or ``n < 2``.
-    """
-    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"x and y must be 1-d of the same length, got shapes {a.shape} and {b.shape}")
-    n = a.size
-    if n < 2:
-        return float("nan")
-    i, j = np.triu_indices(n, 1)
-    sa, sb = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
-    n0 = n * (n - 1) / 2
-    tx, ty = float(np.sum(sa == 0)), float(np.sum(sb == 0))
-    denom = math.sqrt((n0 - tx) * (n0 - ty))
-    return float(np.sum(sa * sb) / denom) if denom > 0 else float("nan")
-
-
-def _wls(design: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """Weighted least squares: coefficients, (X'WX)^-1 and the weighted residual sum of squares."""
-    xtwx = design.T @ (w[:, None] * design)
-    inv = np.linalg.inv(xtwx)
-    coef = inv @ (design.T @ (w * y))
-    r = y - design @ coef
-    return coef, inv, float(np.sum(w * r * r))
-
-
-def paule_mandel_tau2(design: np.ndarray, y: np.ndarray, s: np.ndarray) -> float:
-    r"""The between-point variance :math:`\tau^2 \ge 0` solving
-    :math:`Q(\tau^2) = \sum_i w_i (y_i - x_i^\top \hat\beta_w)^2 = n - p`,
-    :math:`w_i = 1 / (\tau^2 + s_i^2)` (Paule and Mandel 1982): 0 when the known errors
-    already explain the scatter (:math:`Q(0) \le n - p`). With every :math:`s_i = 0` it is
-    the ordinary residual variance :math:`RSS / (n - p)`. :math:`Q` decreases in
-    :math:`\tau^2`, so the root is bracketed and found by bisection to relative 1e-12."""
-    n, p = design.shape
-    df = n - p
-    if df < 1:
-        raise ValueError(f"{n} points cannot fit {p} coefficients with a residual degree of freedom")
-    s2 = np.asarray(s, dtype=np.float64) ** 2
-    if not np.any(s2 > 0):
-        _, _, rss = _wls(design, y, np.ones(n))
-        return rss / df
-    exact = s2 == 0
-    if not exact.any():
-        _, _, q0 = _wls(design, y, 1.0 / s2)
-        if q0 <= df:
-            return 0.0
-        lo = 0.0
-    else:  # some exact points: tau^2 > 0 is needed for finite weights
-        lo = 1e-12 * max(float(np.var(y)), float(s2.max()), 1e-300)
-
-    def q(t2: float) -> float:
-        return _wls(design, y, 1.0 / (t2 + s2))[2] - df
-
-    hi = max(float(np.var(y)) * n, float(s2.max()), 1e-300)
-    while q(hi) > 0:
-        hi *= 4.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if q(mid) > 0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return 0.5 * (lo + hi)
-
-
-@dataclass(frozen=True)
-class RelationFit:
-    """A fitted relation ``online = coef . [1?, offline]`` (see the module docstring)."""
-
-    intercept: bool
-    coef: tuple[float, ...]  # (slope,) or (intercept, slope)
-    cov: tuple[tuple[float, ...], ...]
-    tau2: float
-    df: int
-    q: float  # weighted residual sum of squares / df at the fitted tau^2
-    level: float
-
-    @property
-    def slope(self) -> float:
-        return self.coef[-1]
-
-    def _t(self) -> float:
-        return float(sps.t.ppf(0.5 + self.level / 2, self.df))
-
-    def ci(self, k: int) -> tuple[float, float]:
-        se = math.sqrt(self.cov[k][k])
-        return self.coef[k] - self._t() * se, self.coef[k] + self._t() * se
-
-    def predict(self, x0: float) -> dict[str, Any]:
-        """Mean online effect at offline gain ``x0`` with its confidence interval, and the
-        prediction interval for one new pair (adds ``tau2``)."""
-        v = np.array([1.0, x0] if self.intercept else [x0])
-        mean = float(v @ np.array(self.coef))
-        se = math.sqrt(max(float(v @ np.array(self.cov) @ v), 0.0))
-        t = self._t()
-        pse = math.sqrt(se * se + self.tau2)
-        return {"offline_gain": x0, "online_effect": mean, "ci": [mean - t * se, mean + t * se],
-                "prediction_interval": [mean - t * pse, mean + t * pse]}
-
-    def as_dict(self) -> dict[str, Any]:
-        k = len(self.coef) - 1
-        out: dict[str, Any] = {"slope": self.slope, "slope_se": math.sqrt(self.cov[k][k]),
-                               "slope_ci": list(self.ci(k))}
-        if self.intercept:
-            out.update(intercept=self.coef[0], intercept_se=math.sqrt(self.cov[0][0]), intercept_ci=list(self.ci(0)))
-        out.update(tau2=self.tau2, df=self.df, q=self.q)
-        return out
-
-
-def fit_relation(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    s: Sequence[float] | np.ndarray | None = None,
-    intercept: bool = False,
-    level: float = 0.95,
-) -> RelationFit | None:
-    r"""Fit ``y = beta x`` (or ``alpha + beta x``) with known response errors ``s``.
-
-    Weighted least squares with :math:`w_i = 1/(\hat\tau^2 + s_i^2)`, :math:`\hat\tau^2`
-    from :func:`paule_mandel_tau2`; covariance :math:`\max(1, q)(X^\top W X)^{-1}` and
-    Student-t intervals on :math:`n - p` degrees of freedom. ``None`` when there are not
-    more points than coefficients or the offline deltas do not vary (the slope is not
-    identified).
-    """
-    xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    ss = np.zeros_like(ys) if s is None else np.asarray(s, dtype=np.float64)
-    design = np.column_stack([np.ones_like(xs), xs]) if intercept else xs[:, None]
-    n, p = design.shape
-    if n <= p or (intercept and np.ptp(xs) == 0) or (not intercept and not np.any(xs != 0)):
-        return None
-    tau2 = paule_mandel_tau2(design, ys, ss)
-    s2 = ss**2
-    w = 1.0 / (tau2 + s2) if (tau2 > 0 or np.all(s2 > 0)) else np.ones(n)
-    coef, inv, wrss = _wls(design, ys, w)
-    q = wrss / (n - p)
-    if tau2 == 0 and not np.any(s2 > 0):  # an exact fit of exact truths: no scatter at all
-        cov = inv * 0.0
-    else:
-        cov = inv * max(1.0, q)
-    return RelationFit(intercept, tuple(float(c) for c in coef), tuple(tuple(float(v) for v in row) for row in cov),
-                       float(tau2), int(n - p), float(q), level)
-
-
-def mde_offline(se: np.ndarray | float, slope: float, alpha: float, power: float) -> np.ndarray:
-    r"""Offline gain whose predicted online effect :math:`\hat\beta x` an experiment with
-    standard error ``se`` detects with ``power`` at two-sided ``alpha``:
-    :math:`(z_{1-\alpha/2} + z_{power})\, se / \hat\beta`; ``nan`` for a slope <= 0."""
-    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
-    se = np.asarray(se, dtype=np.float64)
-    if not slope > 0:
-        return np.full_like(se, np.nan)
-    return z * se / slope
 
 
 # ------------------------------------------------------------------------------ the study
@@ -743,118 +589,3 @@ def point_columns(study: Mapping[str, Any], obs: pd.DataFrame) -> pd.DataFrame:
                                        "predicted_online", "truth_sign", "share_opposite_sign",
                                        "share_significant_opposite", "offline_mde_at_days", "offline_mde_low_at_days",
                                        "offline_mde_high_at_days"])
-
-
-# ------------------------------------------------------------------------------ terminal view
-# (the plots are in simulations.shrinkage_plots)
-def _fmt(v: float | None, spec: str = ".3g") -> str:
-    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
-
-
-def _mde_at(m: Mapping[str, Any], key: str, i: int, flag: str = "") -> str:
-    """Day ``i`` of an MDE entry's ``key`` list for the terminal: '-' without a curve, 'unbounded' for a null."""
-    values = m.get(key) or []
-    if not values:
-        return "-"
-    return "unbounded" if values[i] is None else f"{_fmt(values[i], '.3g')}{flag}"
-
-
-def mde_cell(m: Mapping[str, Any], i: int) -> str:
-    """One day of an MDE entry as printed: ``0.0275 [0.024, 0.032]``; ``0.0217! [0.0113, unbounded]`` when the
-    slope's CI includes 0 (the MDE flagged with '!'); ``-`` without a curve."""
-    mid = m["offline_mde"][i] if i < len(m.get("offline_mde") or []) else None
-    if mid is None:
-        return "-" if not m.get("offline_mde") else "unbounded"
-    low = (m.get("offline_mde_low") or [None] * (i + 1))[i]
-    high = (m.get("offline_mde_high") or [None] * (i + 1))[i]
-    flag = "!" if m.get("slope_ci_includes_zero") else ""
-    return f"{_fmt(mid, '.3g')}{flag} [{_fmt(low, '.3g')}, {'unbounded' if high is None else _fmt(high, '.3g')}]"
-
-
-def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str:
-    """The terminal text: per group and design the relation (the sentence, the slope with
-    and without intercept), sign agreement, Kendall's tau, then the MDE table."""
-    level = study["level"]
-    lines = [(f"shrinkage: offline {study['offline_metric']} delta -> true online effect (improvement direction); "
-              f"weighted least squares (Paule-Mandel tau^2, modified Knapp-Hartung {level:.0%} CIs); systems = the "
-              "distinct (A, B, collection) pairs of a group")]
-    for group in study["groups"]:
-        lines.append(f"[{group['label']}]")
-        lines += [f"  warning: {w}" for w in group.get("warnings") or []]
-        for rel in group["relations"]:
-            if primary_only and not rel["primary"]:
-                continue
-            name = f"{rel['design']}/{rel['metric']}"
-            fit, both = rel["through_origin"], rel["with_intercept"]
-            truth = "exact truth" if rel["truth"] == "exact" else "Monte Carlo truth"
-            if fit is None and rel.get("pairs_with_several_truths") and rel["n_systems"] > 1:
-                lines.append(f"  {name}: {rel['pairs_with_several_truths']} of {rel['n_systems']} system(s) seen "
-                             "with several true effects (user populations): no relation fitted; set shrinkage_by")
-            elif fit is None:
-                lines.append(f"  {name}: {rel['n_systems']} system(s) (distinct ranker pairs): too few to fit a "
-                             "relation")
-            else:
-                lo, hi = fit["slope_ci"]
-                text = (f"  {name} ({rel['n_systems']} systems, {truth}): slope {fit['slope']:.3g} [{lo:.3g}, {hi:.3g}]"
-                        f", scatter tau {math.sqrt(fit['tau2']):.2g}")
-                if both is not None:
-                    ilo, ihi = both["intercept_ci"]
-                    text += f"; with intercept: slope {both['slope']:.3g}, intercept {both['intercept']:+.2g} " \
-                            f"[{ilo:+.2g}, {ihi:+.2g}]"
-                lines.append(text)
-                if rel["sentence"]:
-                    lines.append(f"    {rel['sentence']}")
-                if rel["sentence_with_intercept"]:
-                    lines.append("    the intercept's CI excludes 0 (the relation does not pass through the origin); "
-                                 f"with the intercept: {rel['sentence_with_intercept']}")
-            t = rel["sign_agreement"]["truth"]
-            share = t["share_disagree"]
-            unit = "distinct truths" if rel.get("pairs_with_several_truths") else "systems"
-            lines.append(f"    sign: the true online effect disagrees with the offline delta for {t['disagree']} of "
-                         f"{t['agree'] + t['disagree']} {unit} ({_fmt(share, '.0%')})"
-                         + (f", {t['undetermined']} within MC error of 0" if t["undetermined"] else "")
-                         + (f", {t['zero_offline']} with no offline delta" if t["zero_offline"] else ""))
-            d = rel["sign_agreement"]["decision_mean"]
-            days = sorted({e["days"] for e in rel["sign_agreement"]["decision"]})
-            lines.append(f"    one experiment of {'/'.join(map(str, days))} day(s) ranks the pair the other way in "
-                         f"{_fmt(d['share_opposite_sign'], '.1%')} of runs (normal theory "
-                         f"{_fmt(d['analytic_opposite_sign'], '.1%')}), significantly so in "
-                         f"{_fmt(d['share_significant_opposite'], '.1%')} (mean over the group's points)")
-            if rel.get("biased_points"):
-                lines.append(f"    biased on {rel['biased_points']} of {rel['n_points']} points (the point's null "
-                             "check or its mean against the exact truth): no normal-theory share or MDE from them")
-            k = rel["kendall_tau"]
-            n_sys, n_truths = k.get("n_systems"), k.get("n_truths")
-            systems_text = f"{n_sys} system{'' if n_sys == 1 else 's'}"
-            over = f"{n_truths} distinct truths of {systems_text}" if n_truths not in (None, n_sys) else systems_text
-            text = f"    Kendall tau, offline vs true online order ({over}): {_fmt(k['truth'], '.2f')}"
-            if k["truth"] is None and n_sys is not None and n_sys < 2:
-                text += " (needs 2 systems)"
-            if k["truth_mc_sd"] is not None:
-                text += f" (MC sd {k['truth_mc_sd']:.2f})"
-            for e in k["experiment"]:
-                text += (f"; one experiment of {e['days']} d at {e['queries_per_day']:g} queries/day: "
-                         f"{_fmt(e['mean'], '.2f')} +- {_fmt(e['sd'], '.2f')}")
-            lines.append(text)
-    mdes = [(", ".join(str(v) for v in g["key"].values()) or g["label"], m) for g in study["groups"] for m in g["mde"]]
-    if mdes:
-        first = mdes[0][1]
-        show = [d for d in (1, 3, 7, 14, 28) if d <= len(first["days"])]
-        lines.append(f"MDE: smallest offline {study['offline_metric']} gain detectable with power {first['power']:g} "
-                     f"at alpha {first['alpha']:g} (two-sided) in D days, through the fitted slope "
-                     f"[interval from the slope's {level:.0%} CI; unbounded: the slope's CI includes 0, the MDE "
-                     "flagged '!']")
-        head = f"  {'group':<24} {'design':<14} {'queries/day':>11}" + "".join(f" {f'{d} d':>9}" for d in show)
-        lines.append(head)
-        for label, m in mdes:
-            flag = "!" if m.get("slope_ci_includes_zero") else ""
-            cells = [f" {_mde_at(m, 'offline_mde', d - 1, flag):>9}" for d in show]
-            text = f"  {label[:24]:<24} {m['design'][:14]:<14} {m['queries_per_day']:>11g}" + "".join(cells)
-            if m["note"]:
-                text += f"  ({m['note']})"
-            lines.append(text)
-            if m["offline_mde"]:  # the interval from the slope's CI, under the MDE
-                for key, name in (("offline_mde_low", "CI low"), ("offline_mde_high", "CI high")):
-                    lines.append(f"  {'':<24} {'':<14} {name:>11}"
-                                 + "".join(f" {_mde_at(m, key, d - 1):>9}" for d in show))
-    return "\n".join(lines)
