@@ -244,6 +244,14 @@ def logged_propensities(query, shown, lists, t_list, t_prefix, t_item, rank_of, 
 
 
 @_jit
+def _ht(w, wr, c0):
+    """IPS's Horvitz-Thompson numerator of one row (:func:`onlineeval.estimators.ips.ht_numerator`) from its weight
+    ``w`` and ``wr = w R``: ``wr + c0 (w - 1)``, ``wr`` itself when the reward's offset ``c0`` is 0 (the same
+    operations in the same order)."""
+    return wr + c0 * (w - 1.0) if c0 != 0.0 else wr
+
+
+@_jit
 def _slot_sums(num, den, r, valid, masked, out):
     """``out[t, i] = row_sum(on_shown(num[t] / den) * r)[i]`` for ``num`` ``(T, n * k)``, ``den``, ``r``, ``valid``
     ``(n * k,)`` (flat rows of ``k < 8`` slots): the products in one flat loop the compiler vectorises (the
@@ -303,7 +311,7 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
         for i in range(n):
             ips[t, i] = w[t, i] * big_r[i]
         for i in range(n):
-            ht[t, i] = ips[t, i] + c0 * (w[t, i] - 1.0) if c0 != 0.0 else ips[t, i]
+            ht[t, i] = _ht(w[t, i], ips[t, i], c0)
         for c in range(caps.shape[0]):
             cap = caps[c]
             for i in range(n):
@@ -312,7 +320,7 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
                 if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0): e when e >= 0 or NaN, else 0.0
                     e = 0.0
                 wc = wl - e
-                clipped[c, t, i] = wc * big_r[i] + c0 * (wc - 1.0) if c0 != 0.0 else wc * big_r[i]
+                clipped[c, t, i] = _ht(wc, wc * big_r[i], c0)
     if need_prefix:
         _slot_sums(tp_prefix, p_prefix, r, valid, masked, pre)
     if need_item:
@@ -567,13 +575,13 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
             vals[t, VAL_PREFIX] = sp
             vals[t, VAL_ITEM] = si
             vals[t, VAL_WEIGHT] = wl
-            vals[t, VAL_HT] = x + c0 * (wl - 1.0) if c0 != 0.0 else x
+            vals[t, VAL_HT] = _ht(wl, x, c0)
             for c in range(n_caps):
                 e = wl - caps[c]
                 if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0)
                     e = 0.0
                 wc = wl - e
-                vals[t, VAL_CLIPPED + c] = wc * big + c0 * (wc - 1.0) if c0 != 0.0 else wc * big
+                vals[t, VAL_CLIPPED + c] = _ht(wc, wc * big, c0)
         for a in range(n_adds):  # no branch: each addition's column and value were looked up once, at set-up
             scratch[at, adds[a, 0]] += flat[adds[a, 1]]
     for a in range(n_touched):
