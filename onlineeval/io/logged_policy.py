@@ -1,0 +1,176 @@
+r"""The logger path of logged impressions (:mod:`onlineeval.io.logged`): the logging policies in the log's id space.
+
+A log whose lines carry a ``logger`` (a policy spec and the scores of the query's candidates)
+gets its propensities from :mod:`simulations.policies` policies, built here by the caller's
+``build_policy`` (this core package does not import the simulator). :class:`LogPolicy` groups
+the queries sharing a spec and a list length under one policy and answers in the log's
+(query index, per-query document index) space; :mod:`onlineeval.io.logged` re-exports it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onlineeval.errors import ConfigError, InputError
+from onlineeval.estimators.base import Propensities
+
+__all__ = ["LogPolicy"]
+
+
+class LogPolicy:
+    r"""The logging policies of a log in its (query index, per-query document index) space.
+
+    Queries sharing a policy spec and a list length ``k`` share one
+    :mod:`simulations.policies` policy over a ``(queries, m + 1)`` score matrix: column
+    ``c < m`` is the query's ``c``-th scored candidate (its document index), ``-inf`` pads,
+    and the last column (always ``-inf``) stands for every larger document index (documents
+    a target ranks that are not candidates), so the policy gives them probability 0. Slots
+    past a group's ``k`` carry item propensity 1 and leave the prefix unchanged when empty;
+    a document there has probability 0. Implements
+    :class:`onlineeval.estimators.PropensityModel`, ``shown_probability``,
+    ``item_position_marginals`` and ``pair_marginals``.
+    """
+
+    def __init__(self, policies: list[Any], ks: list[int], cols: list[int], group: NDArray[np.int64],
+                 local: NDArray[np.int64]) -> None:
+        self._policies = policies  # per group
+        self._ks = ks  # per group: the policy's k
+        self._cols = cols  # per group: columns of its score matrix (the last one = non-candidate)
+        self._group = group  # per query index
+        self._local = local  # per query index: its row in its group's score matrix
+
+    @property
+    def policies(self) -> tuple[Any, ...]:
+        """The :mod:`simulations.policies` policy of each group of queries."""
+        return tuple(self._policies)
+
+    def describe(self) -> list[str]:
+        """One line per distinct policy (the policies' own descriptions)."""
+        return sorted({str(p.describe()) for p in self._policies})
+
+    def monte_carlo_queries(self) -> int:
+        """Log queries whose item propensities are Monte Carlo estimates (Plackett-Luce
+        above its exact budget), not exact values."""
+        count = 0
+        for g, p in enumerate(self._policies):
+            rows = self._local[self._group == g]
+            count += int(np.count_nonzero(~np.asarray(p.marginals_exact(rows), dtype=bool)))
+        return count
+
+    def _columns(self, g: int, r: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
+        """Group ``g``'s columns of documents ``r``, ``(rows, k_g)`` (``-1`` empty); slots past
+        ``k_g`` are dropped (the caller handles them)."""
+        kg, last = self._ks[g], self._cols[g] - 1
+        c = np.where(r >= last, last, r)
+        head = np.full((r.shape[0], kg), -1, dtype=np.int64)
+        w = min(kg, r.shape[1])
+        head[:, :w] = c[:, :w]
+        return head, w
+
+    def propensities(self, query: Any, rankings: Any) -> Propensities:
+        q = np.asarray(query, dtype=np.int64).reshape(-1)
+        r = np.asarray(rankings, dtype=np.int64)
+        n, width = r.shape
+        plist, pre, item = np.ones(n), np.ones((n, width)), np.ones((n, width))
+        groups = self._group[q]
+        for g in np.unique(groups):  # a loop over distinct policies
+            rows = np.flatnonzero(groups == g)
+            head, w = self._columns(int(g), r[rows])
+            p = self._policies[g].propensities(self._local[q[rows]], head)
+            tail = r[rows, self._ks[g]:]
+            tail_ok = np.cumprod(tail < 0, axis=1).astype(bool)
+            pre_g = np.concatenate([p.prefix[:, :w], p.prefix[:, -1:] * tail_ok], axis=1)
+            item_g = np.concatenate([p.item[:, :w], (tail < 0).astype(np.float64)], axis=1)
+            pre[rows], item[rows], plist[rows] = pre_g, item_g, pre_g[:, -1]
+        return Propensities(plist, pre, item)
+
+    def shown_probability(self, query: Any, docs: Any) -> NDArray[np.float64]:
+        """``(n, w)`` probability that each document is shown anywhere in its query's top ``k``."""
+        q = np.asarray(query, dtype=np.int64).reshape(-1)
+        d = np.asarray(docs, dtype=np.int64)
+        n, width = d.shape
+        out = np.ones((n, width))
+        groups = self._group[q]
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            kg, last = self._ks[g], self._cols[g] - 1
+            c = np.where(d[rows] >= last, last, d[rows])
+            chunks = -(-width // kg)
+            padded = np.full((rows.size, chunks * kg), -1, dtype=np.int64)
+            padded[:, :width] = c
+            qq = np.repeat(self._local[q[rows]], chunks)
+            p = self._policies[g].shown_probability(qq, padded.reshape(rows.size * chunks, kg))
+            out[rows] = p.reshape(rows.size, chunks * kg)[:, :width]
+        return out
+
+    def item_position_marginals(self, query: Any) -> NDArray[np.float64]:
+        """``(n, m, k)`` P(slot ``j`` shows document ``d``), zero-padded to the widest group."""
+        q = np.asarray(query, dtype=np.int64).reshape(-1)
+        groups = self._group[q]
+        out = np.zeros((q.size, max(self._cols), max(self._ks)))
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            mg = np.asarray(self._policies[g].item_position_marginals(self._local[q[rows]]))
+            out[rows, : mg.shape[1], : mg.shape[2]] = mg
+        return out
+
+    def pair_marginals(self, query_one: int) -> NDArray[np.float64]:
+        """``(k, m, k, m)`` P(slot ``j`` shows ``a`` and slot ``l`` shows ``b``) of one query."""
+        g = int(self._group[int(query_one)])
+        return np.asarray(self._policies[g].pair_marginals(int(self._local[int(query_one)])))
+
+
+def _logger_policy(
+    logger_rows: Sequence[tuple[dict[str, Any], dict[str, float]]],
+    query_ids: Sequence[str],
+    qcodes: NDArray[np.int64],
+    query_k: NDArray[np.int64],
+    lines: NDArray[np.int64],
+    path: str,
+    build_policy: Any,
+) -> tuple[LogPolicy, str, list[list[str]]]:
+    """The :class:`LogPolicy` of the logger lines and each query's candidates (column order).
+
+    ``logger_rows``: each impression's ``(options, scores)``; ``query_ids``: its query id (for messages)."""
+    nq = int(query_k.size)
+    per_query: dict[int, tuple[int, str]] = {}  # query -> (first row, its logger as canonical JSON)
+    for i, (options, scores) in enumerate(logger_rows):
+        key = json.dumps([options, scores], sort_keys=True)
+        q = int(qcodes[i])
+        if q not in per_query:
+            per_query[q] = (i, key)
+        elif per_query[q][1] != key:
+            raise InputError(
+                f"the logger (spec or scores) differs from line {int(lines[per_query[q][0]])} for the same query "
+                f"{query_ids[i]!r}; the logger path needs one logging policy per query (give per-impression "
+                "'propensities' instead)", path, int(lines[i]))
+    groups: dict[tuple[str, int], list[int]] = {}
+    for q in range(nq):  # a loop over distinct queries
+        options = logger_rows[per_query[q][0]][0]
+        groups.setdefault((json.dumps(options, sort_keys=True), int(query_k[q])), []).append(q)
+    policies, ks, cols = [], [], []
+    group = np.zeros(nq, dtype=np.int64)
+    local = np.zeros(nq, dtype=np.int64)
+    names = set()
+    for g, ((spec_text, k), members) in enumerate(groups.items()):
+        m = max(len(logger_rows[per_query[q][0]][1]) for q in members) + 1
+        mat = np.full((len(members), m), -np.inf)
+        for row, q in enumerate(members):
+            scores = logger_rows[per_query[q][0]][1]
+            mat[row, : len(scores)] = list(scores.values())
+            group[q], local[q] = g, row
+        spec = json.loads(spec_text)
+        names.add(str(spec["policy"]))
+        try:
+            policies.append(build_policy(spec, mat, k))
+        except (ConfigError, InputError, ValueError, TypeError) as exc:
+            raise InputError(f"logger: {exc}", path, int(lines[per_query[members[0]][0]])) from None
+        ks.append(k)
+        cols.append(m)
+    docs = [list(logger_rows[per_query[q][0]][1]) for q in range(nq)]
+    return LogPolicy(policies, ks, cols, group, local), "logger:" + ",".join(sorted(names)), docs
