@@ -68,11 +68,22 @@ def _test(est: np.ndarray, se: np.ndarray, design: str, alpha: float, tau: float
                            fractions=fractions if design == "obrien_fleming" else None)
 
 
+def _monitoring_plan(se: np.ndarray, alpha: float) -> tuple[float, np.ndarray] | None:
+    """The daily monitoring rules' plan from the real pair's (replicates, days) SEs: the mixture scale tau
+    (:func:`onlineeval.stats.sequential.mixture_tau` of the mean SE on the last day) and the information fractions
+    of the daily mean SEs (:func:`_planned_fractions`); ``None`` when a day has no positive finite SE."""
+    from onlineeval.stats.sequential import mixture_tau
+
+    mean_se = _mean_positive(se)
+    if not np.all(np.isfinite(mean_se)):
+        return None
+    return float(mixture_tau(mean_se[-1], alpha)), _planned_fractions(mean_se)
+
+
 def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float) -> dict[str, Any]:
     """Per design (primary metric): A/A false-positive rate, power and mean day of decision
     under each monitoring rule of :data:`MONITORING`."""
     from onlineeval.stats import binomial_band
-    from onlineeval.stats.sequential import mixture_tau
 
     out: dict[str, Any] = {}
     for design, metrics in designs.items():
@@ -84,11 +95,10 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
         if est.size == 0 or est.shape[1] < 2:
             continue
         days = est.shape[1]
-        mean_se = _mean_positive(se)
-        if not np.all(np.isfinite(mean_se)):
+        plan = _monitoring_plan(se, alpha)
+        if plan is None:
             continue
-        tau = float(mixture_tau(mean_se[-1], alpha))
-        fractions = _planned_fractions(mean_se)
+        tau, fractions = plan
         truth = metrics[metric]["true_effect"]
         aa_est, aa_se = _series(mine, aa=True)
         entry: dict[str, Any] = {"metric": metric, "tau": tau, "fractions": fractions.tolist(), "rules": {}}
@@ -291,10 +301,9 @@ def _null_monitoring(rows: pd.DataFrame, side_rows: pd.DataFrame, design: str, m
                      null_entry: dict[str, Any] | None) -> dict[str, Any] | None:
     """Review 6, F3: the daily monitoring rules of :data:`MONITORING` on the design's null-variant series
     (side rows ``null:<metric>``: the design run on the same traffic with the null user), with the mixture scale
-    and the information fractions :func:`monitoring_summary` plans from the real pair's daily mean SEs, so that a
-    design whose A/A is identically 0 still gets each rule's false-positive rate under a real null. ``None``
-    without null-variant rows. ``biased``: the design's null check flags it (its null rate then counts its bias)."""
-    from onlineeval.stats.sequential import mixture_tau
+    and the information fractions :func:`monitoring_summary` plans from the real pair's daily mean SEs
+    (:func:`_monitoring_plan`), so that a design whose A/A is identically 0 still gets each rule's false-positive
+    rate under a real null. ``None`` without null-variant rows. ``biased``: the design's null check flags it (its null rate then counts its bias)."""
     from simulations.designs.interleaving import NULL_PREFIX
 
     mine = rows[(rows["design"] == design) & (rows["metric"] == metric)]
@@ -305,11 +314,10 @@ def _null_monitoring(rows: pd.DataFrame, side_rows: pd.DataFrame, design: str, m
     n_est, n_se = _series(null_rows, aa=False)
     if n_est.size == 0 or n_est.shape[1] != est.shape[1]:
         return None
-    mean_se = _mean_positive(se)
-    if not np.all(np.isfinite(mean_se)):
+    plan = _monitoring_plan(se, alpha)
+    if plan is None:
         return None
-    tau = float(mixture_tau(mean_se[-1], alpha))
-    fractions = _planned_fractions(mean_se)
+    tau, fractions = plan
     return {"metric": NULL_PREFIX + metric, "replicates": int(n_est.shape[0]), "tau": tau,
             "biased": bool((null_entry or {}).get("biased")),
             "rules": {rule: _null_rate(_test(n_est, n_se, rule, alpha, tau, fractions), alpha) for rule in MONITORING}}
