@@ -66,7 +66,7 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
            "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "EXTRAPOLATION_FLAG", "exact_truth_per_query",
            "truth_precision", "TRUTH_MC_SE", "TRUTH_MC_SHARE", "truth_world_se",
-           "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL",
+           "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL", "NULL_DETECTABLE_POWER", "t_noncentrality",
            "RATIO_UNCERTAIN_REL_SE", "information_rel_se", "ratio_rel_se", "ratio_interval", "indistinguishable",
            "INDISTINGUISHABLE_RULE", "null_bias_rules",
            "multileaving_summary", "pairwise_error_rates", "ranker_online_values", "MULTILEAVING_ORDER_METRIC"]
@@ -77,9 +77,38 @@ NULL_BIAS_SE = 4.0
 #: two-sided false-alarm probability of the bias flag: that of NULL_BIAS_SE normal standard errors
 NULL_BIAS_P = 2 * 0.5 * math.erfc(NULL_BIAS_SE / math.sqrt(2))
 
-#: family-wise level of the null check's 'bias or SE miscalibration?' note: a one-sided binomial test of the last day's
-#: null rejection count against alpha, Bonferroni over the design's null-checked pairs (review 6, F2)
+#: family-wise level of the null check's tests (review 6, F2; review 9, F1): the null replicates' mean test (a bias
+#: flag) and the 'bias or SE miscalibration?' note (a one-sided binomial test of the last day's null rejection count
+#: against alpha), each Bonferroni over every null-checked pair of the run (all its interleaving designs' pairs)
 NULL_RATE_FAMILY_LEVEL = 0.01
+
+#: the power at which the null check quotes each rule's smallest detectable bias (review 9, F4): (4 + z_0.8) x SE
+#: for the 4-SE rule, nc x SE for the null replicates' mean test with nc the noncentral t's (:func:`t_noncentrality`;
+#: t_crit x SE is the bias flagged only half the time, and (t_crit + t_0.8,df) x SE 72-80% of the time at 9-99 df)
+NULL_DETECTABLE_POWER = 0.8
+
+
+@functools.lru_cache(maxsize=512)
+def t_noncentrality(level: float, df: int, power: float = NULL_DETECTABLE_POWER) -> float:
+    """The noncentrality nc at which a two-sided one-sample t-test at ``level`` with ``df`` degrees of freedom
+    rejects with probability ``power``: P(|T| > t_crit) = power for T noncentral t (df, nc). A mean of nc x the
+    true SE of the mean is detected with that power (review 9, F4)."""
+    import warnings
+
+    from scipy.optimize import brentq
+
+    crit = float(sps.t.isf(level / 2.0, df))
+
+    def excess(nc: float) -> float:
+        # the lower tail as the upper tail of -nc: scipy's nct.cdf(-crit) is NaN for large nc
+        return float(sps.nct.sf(crit, df, nc) + sps.nct.sf(crit, df, -nc)) - power
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # scipy's series warning at 1 df and a tiny level
+        hi = crit + 1.0
+        while excess(hi) < 0:
+            hi *= 2.0
+        return float(brentq(excess, 0.0, hi, xtol=1e-12, rtol=1e-12))
 
 
 def side_row_mask(rows: pd.DataFrame) -> pd.Series:
@@ -824,16 +853,20 @@ def null_check(
     Delta as its mean and the design's mean SE of the day (:func:`null_rejection_rate`).
     ``biased``: the null Delta is more than :data:`NULL_BIAS_SE` Monte Carlo SEs from 0, or the null replicates'
     mean estimate of the last day misses 0 by :func:`null_mean_test` at :data:`NULL_RATE_FAMILY_LEVEL` / ``pairs``
-    (``biased_null_replicates``, details in ``null_mean_test``); without null replicates, also when the analytic
-    rate of the smallest bias within 2 SE of the null Delta is above the band (a rule on the Delta too). A simulated
+    (the run's null-checked pairs; ``biased_null_replicates``, details in ``null_mean_test``); without null
+    replicates, also when the analytic rate of the smallest bias within 2 SE of the null Delta is above the band (a
+    rule on the Delta too). A simulated
     null rejection rate above alpha alone does not set ``biased`` (review 6, F2: team-draft and probabilistic
     multileaving are unbiased under the null user by symmetry): ``rate_excess`` tests it one-sided (``pvalue`` =
     P(X >= k), X ~ Binomial(replicates, alpha)) at :data:`NULL_RATE_FAMILY_LEVEL` / ``pairs`` (Bonferroni over the
-    design's ``pairs`` null checks) and ``se_miscalibrated`` says whether it is below that threshold (a bias the
+    run's ``pairs`` null checks) and ``se_miscalibrated`` says whether it is below that threshold (a bias the
     mean test missed, or the SE's calibration, is in question). ``detectable_bias``: the smallest
     |null Delta| the SE flag catches (:data:`NULL_BIAS_SE` x ``se``; the mean test's is in ``null_mean_test``);
     ``pvalue``: two-sided, of ``z`` under no bias; ``bias_rules``: the rules that set ``biased``
-    (:func:`null_bias_rules`)."""
+    (:func:`null_bias_rules`). ``pairs`` is the family of the run (review 9, F1): every null-checked pair of every
+    interleaving design in it, so that under no bias the run flags some design with probability at most 0.01 (kept
+    as ``family_pairs``). ``detectable_bias_80``: the |null Delta| the 4-SE rule flags with
+    :data:`NULL_DETECTABLE_POWER` ((4 + z_0.8) x ``se``; ``detectable_bias`` is flagged half the time)."""
     se_days = c["mean_se"].to_numpy(dtype=np.float64)
     low_bias = max(abs(null.value) - 2 * null.se, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -857,7 +890,8 @@ def null_check(
         # review 6, F2: an excess rejection rate is a note (bias or SE calibration), not a bias flag; the null
         # replicates' own mean against 0 is a test of the mean. Its truth is exactly 0 (no Monte Carlo error to
         # guard against, unlike estimate_is_biased's 6.3e-5 level), so it runs at NULL_RATE_FAMILY_LEVEL / pairs:
-        # at 6.3e-5 a balanced design's 10 null replicates at t = -6.8 passed as unbiased (review 8, F1)
+        # at 6.3e-5 a balanced design's 10 null replicates at t = -6.8 passed as unbiased (review 8, F1); pairs is
+        # the run's family (review 9, F1: at 0.01 per design, a run of three unbiased designs flagged one 3% of runs)
         level = NULL_RATE_FAMILY_LEVEL / max(int(pairs), 1)
         mean_test = null_mean_test(last, level)
         over = bool(mean_test is not None and mean_test["biased"])
@@ -867,7 +901,8 @@ def null_check(
         p_excess = float(sps.binom.sf(k - 1, r_null, alpha))
         out["rate_excess"] = {"rejections": k, "replicates": r_null, "pvalue": p_excess, "pairs": max(int(pairs), 1),
                               "threshold": level, "family_level": NULL_RATE_FAMILY_LEVEL,
-                              "test": "one-sided exact binomial P(X >= rejections | alpha), Bonferroni over pairs"}
+                              "test": "one-sided exact binomial P(X >= rejections | alpha), Bonferroni over the "
+                                      "run's null-checked pairs"}
         out["se_miscalibrated"] = bool(p_excess < level)
         out.update({
             "rejection_rate": [float(x) for x in rates],
@@ -890,6 +925,8 @@ def null_check(
     # review 4, F3: how small a bias the NULL_BIAS_SE flag can see, and the null Delta's two-sided p-value under
     # no bias (a z below the flag is not 'no bias')
     out["detectable_bias"] = float(NULL_BIAS_SE * null.se)
+    out["detectable_bias_80"] = float((NULL_BIAS_SE + sps.norm.ppf(NULL_DETECTABLE_POWER)) * null.se)
+    out["family_pairs"] = max(int(pairs), 1)
     out["pvalue"] = float(math.erfc(z / math.sqrt(2.0))) if math.isfinite(z) else 0.0
     return out
 
@@ -897,8 +934,10 @@ def null_check(
 def null_mean_test(last: np.ndarray, level: float) -> dict[str, Any] | None:
     """Two-sided t-test (Student's t, R - 1 degrees of freedom) of the null replicates' last-day estimates ``last``
     against the exact null truth 0 at ``level``: ``{"mean", "se", "t", "df", "pvalue", "level", "biased"}``, with
-    ``critical_t`` (two-sided at ``level``) and ``detectable_bias`` = critical_t x se (review 8, F2);
-    ``None`` with fewer than 2 finite estimates. Identical estimates (SE 0) are biased when their mean is not 0."""
+    ``critical_t`` (two-sided at ``level``) and ``detectable_bias`` = critical_t x se (review 8, F2: the |mean|
+    flagged about half the time), ``detectable_bias_80`` = ``noncentrality_80`` x se (review 9, F4: flagged with
+    :data:`NULL_DETECTABLE_POWER`, :func:`t_noncentrality`); ``None`` with fewer than 2 finite estimates. Identical
+    estimates (SE 0) are biased when their mean is not 0."""
     x = np.asarray(last, dtype=np.float64)
     x = x[np.isfinite(x)]
     if x.size < 2:
@@ -912,10 +951,12 @@ def null_mean_test(last: np.ndarray, level: float) -> dict[str, Any] | None:
         t = math.copysign(math.inf, mean) if mean else 0.0
         p = 0.0 if mean else 1.0
     crit = float(sps.t.isf(level / 2.0, x.size - 1))
+    nc = t_noncentrality(float(level), int(x.size - 1))
     return {"mean": mean, "se": se, "t": t, "df": int(x.size - 1), "pvalue": p, "level": float(level),
             "biased": bool(p < level), "critical_t": crit, "detectable_bias": crit * se,
+            "noncentrality_80": nc, "detectable_bias_80": nc * se,
             "test": "two-sided t-test of the null replicates' last-day mean against the exact null truth 0, at "
-                    "0.01 / the design's null-checked pairs"}
+                    "0.01 / the run's null-checked pairs (every interleaving design's)"}
 
 
 #: an entry's analytic sample-size keys (None when there is no effect to detect)
@@ -1088,6 +1129,8 @@ def analyse(
     # each entry's variance model refitted on bootstrap resamples of its replicates: its size's spread here, the
     # sequential plan's days' there (sequential_summary)
     refits: dict[tuple[str, str], SizeRefits | None] = {}
+    # review 9, F1: the null check's family is every null-checked pair of every design of the run
+    run_null_pairs = sum(1 for (_, m_) in truth if m_.startswith(NULL_PREFIX))
     for (design, metric), c in table[~table["aa"]].groupby(["design", "metric"], sort=False):
         c = c.sort_values("day")
         last = c.iloc[-1]
@@ -1188,8 +1231,7 @@ def analyse(
         null = truth.get((design, NULL_PREFIX + metric))
         if null is not None:
             null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
-            n_pairs = sum(1 for (d_, m_) in truth if d_ == design and m_.startswith(NULL_PREFIX))
-            entry["null"] = null_check(null, c, alpha, r, null_rows, pairs=n_pairs)
+            entry["null"] = null_check(null, c, alpha, r, null_rows, pairs=run_null_pairs)
         if is_held:
             what = held_what[(design, metric)]
             sd_last, se_rep = float(last["sd_estimate"]), float(last["mean_se"])

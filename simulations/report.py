@@ -98,14 +98,19 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "design's null replicates (the design run with the null user on every replicate's traffic, rows "
         "null:<pair>) rejecting at alpha, next to the analytic rate from the null Delta and the design's mean SE; "
         "biased = null Delta more than 4 Monte Carlo SEs from 0, or the null replicates' last-day mean "
-        "off the exact null truth 0 by a two-sided t-test (R - 1 df) at 0.01 / the design's number of pairs "
-        "(biased_null_replicates, null_mean_test); without null replicates, also an analytic "
-        "rejection rate above the 99% band from the smallest Delta within 2 SE. bias_rules names the rules that "
-        "fired and the verdict quotes their evidence; detects |bias| >= gives each rule's smallest detectable "
-        "bias (4 x the null Delta's SE; t_crit x the null replicates' mean's SE). A biased design's sample size "
-        "and ratios are not sensitivities. se_miscalibrated (bias or SE miscalibration?): the last day's null "
-        "rejection count is above alpha in a one-sided exact binomial test at level 0.01 / the design's number "
-        "of pairs (Bonferroni; rate_excess), while neither bias rule fired: a bias too small for them, or SEs "
+        "off the exact null truth 0 by a two-sided t-test (R - 1 df) at 0.01 / the run's number of null-checked "
+        "pairs (Bonferroni over every pair of every interleaving design in the run, family_pairs: under no bias "
+        "at most 1% of runs flag some design; biased_null_replicates, null_mean_test); without null replicates, "
+        "also an analytic rejection rate above the 99% band from the smallest Delta within 2 SE. bias_rules names "
+        "the rules that fired and the verdict quotes their evidence; detects |bias| >= gives each rule's bias "
+        "detected with 80% power ((4 + z_0.8) x the null Delta's SE; nc x the null replicates' mean's SE, nc the "
+        "noncentrality at which the noncentral t with R - 1 df exceeds t_crit in 80% of runs, noncentrality_80; "
+        "the approximation t_crit + t_0.8,R-1 gives only 72-80% at 9-99 df): detectable_bias_80; the 50%-power "
+        "values 4 x SE and t_crit x SE are detectable_bias). A "
+        "biased design's sample size and ratios are not sensitivities. se_miscalibrated (bias or SE "
+        "miscalibration?): the last day's null rejection count is above alpha in a one-sided exact binomial test "
+        "at level 0.01 / the run's number of null-checked pairs (Bonferroni; rate_excess), while neither bias "
+        "rule fired: a bias too small for them, or SEs "
         "too small, is in question (the sizes stay, but are sensitivities only if the SEs are right); a direction "
         "is printed only when the null Delta's z is above 2",
         "efficiency": "equal_traffic_efficiency = ((|effect| / mean SE)^2 of the design) / (the reference's) on the "
@@ -887,42 +892,58 @@ def null_rate_note(n: dict[str, Any], metric: str) -> str:
     if n.get("biased") or not n.get("se_miscalibrated") or not isinstance(x, dict):
         return ""  # a bias explains the excess rejections
     pairs = int(x.get("pairs") or 1)
-    where = f"{x['threshold']:.2g} = {x['family_level']:g} / {pairs} pairs" if pairs > 1 else f"{x['threshold']:.2g}"
+    where = (f"{x['threshold']:.2g} = {x['family_level']:g} / {pairs} null-checked pairs of the run" if pairs > 1
+             else f"{x['threshold']:.2g}")
     favours = null_direction(n, metric)
     return (f"bias or SE miscalibration? {x['rejections']}/{x['replicates']} null replicates reject (one-sided p = "
             f"{_p_text(x['pvalue'])} < {where})" + (f", Delta favours {favours}" if favours else ""))
 
 
-def null_mean_detectable(n: dict[str, Any]) -> float | None:
-    """The smallest |mean| the null replicates' mean test detects: its critical t (two-sided at its level, R - 1
-    df) x the mean's SE (review 8, F2), or None without the test."""
+def null_mean_detectable(n: dict[str, Any]) -> tuple[float, float, float, int] | None:
+    """(bias, noncentrality, t_crit, df) of the null replicates' mean test: the |mean| it flags with
+    :data:`simulations.analysis.NULL_DETECTABLE_POWER`, nc x the mean's SE with nc the noncentral t's
+    (:func:`simulations.analysis.t_noncentrality`; review 9, F4: t_crit x SE alone is flagged half the time), or
+    None without the test."""
+    from scipy import stats as sps
+
+    from simulations.analysis import t_noncentrality
+
     t = n.get("null_mean_test")
     if not isinstance(t, dict) or not _number(t.get("se")):
         return None
-    d = t.get("detectable_bias")
-    if _number(d):
-        return float(d)
-    from scipy import stats as sps
-
-    return float(sps.t.isf(float(t["level"]) / 2.0, int(t["df"])) * float(t["se"]))
+    df = int(t["df"])
+    crit = float(t["critical_t"]) if _number(t.get("critical_t")) else float(sps.t.isf(float(t["level"]) / 2.0, df))
+    nc = float(t["noncentrality_80"]) if _number(t.get("noncentrality_80")) else t_noncentrality(float(t["level"]), df)
+    d = t.get("detectable_bias_80")
+    return (float(d) if _number(d) else nc * float(t["se"])), nc, crit, df
 
 
 def null_detectable_text(n: dict[str, Any], effect: Any) -> str:
-    """The smallest |bias| each rule of the null check detects, with its share of |effect| (review 8, F2: naming
-    the rule): '0.00670 (73% of the effect) by the 4-SE rule on the null Delta; >= 0.00064 (7% of the effect) by
-    the null replicates' mean test (t_crit 2.6 x its SE)'."""
+    """The |bias| each rule of the null check detects with 80% power, with its share of |effect| (review 8, F2:
+    naming the rule; review 9, F4: at 80% power, not the 50% of 4 x SE and t_crit x SE): '0.00823 (89% of the
+    effect) with 80% power by the 4-SE rule on the null Delta ((4 + z_0.8 0.84) x its SE); >= 0.00111 (12% of the
+    effect) with 80% power by the null replicates' mean test (3.47 x its SE, noncentral t; t_crit 2.6, 99 df)'."""
+    from scipy import stats as sps
+
+    from simulations.analysis import NULL_DETECTABLE_POWER
+
     def share(d: float) -> str:
         return (f" ({abs(d / effect):.0%} of the effect)"
                 if isinstance(effect, (int, float)) and effect and math.isfinite(effect) else "")
 
+    z_power = float(sps.norm.ppf(NULL_DETECTABLE_POWER))
+    power = f"{NULL_DETECTABLE_POWER:.0%} power"
     se = n.get("se")
-    d = n.get("detectable_bias", NULL_BIAS_SE * se if isinstance(se, (int, float)) else None)
+    d = n.get("detectable_bias_80")
+    if not _number(d):
+        d = (NULL_BIAS_SE + z_power) * se if isinstance(se, (int, float)) else None
     text = (value_text(d) + share(d) if isinstance(d, (int, float)) and math.isfinite(d) else "-") + (
-        f" by the {NULL_BIAS_SE:g}-SE rule on the null Delta")
+        f" with {power} by the {NULL_BIAS_SE:g}-SE rule on the null Delta (({NULL_BIAS_SE:g} + z_0.8 "
+        f"{z_power:.2f}) x its SE)")
     m = null_mean_detectable(n)
-    if m is not None and math.isfinite(m):
-        crit = m / float(n["null_mean_test"]["se"]) if n["null_mean_test"]["se"] else float("nan")
-        text += (f"; >= {value_text(m)}{share(m)} by the null replicates' mean test (t_crit {crit:.2g} x its SE)")
+    if m is not None and math.isfinite(m[0]):
+        text += (f"; >= {value_text(m[0])}{share(m[0])} with {power} by the null replicates' mean test "
+                 f"({m[1]:.2f} x its SE, noncentral t; t_crit {m[2]:.2g}, {m[3]} df)")
     return text
 
 
@@ -931,6 +952,17 @@ def _t_text(t: Any) -> str:
     if not isinstance(t, (int, float)) or not math.isfinite(t):
         return str(t)
     return f"{t:.0f}" if abs(t) >= 10 else f"{t:.1f}"
+
+
+def null_level_text(n: dict[str, Any]) -> str:
+    """' < 0.0033 = 0.01 / 3 null-checked pairs of the run': the level the null replicates' mean test was flagged at
+    (review 9, F1: the run's family), '' for a summary from before family_pairs."""
+    t, pairs = n.get("null_mean_test"), n.get("family_pairs")
+    if not isinstance(t, dict) or not _number(t.get("level")) or not isinstance(pairs, int):
+        return ""
+    if pairs == 1:
+        return f" < {float(t['level']):.2g} (the run's one null-checked pair)"
+    return f" < {float(t['level']):.2g} = 0.01 / {pairs} null-checked pairs of the run"
 
 
 def null_bias_evidence(n: dict[str, Any]) -> str:
@@ -945,7 +977,7 @@ def null_bias_evidence(n: dict[str, Any]) -> str:
     t = n.get("null_mean_test")
     if "null_replicates_mean" in rules and isinstance(t, dict):
         parts.append(f"null replicates' mean {value_text(t.get('mean'), True)} +- {se_text(t.get('se'))}, "
-                     f"t {_t_text(t.get('t'))}, p {_p_text(float(t.get('pvalue')))}")
+                     f"t {_t_text(t.get('t'))}, p {_p_text(float(t.get('pvalue')))}" + null_level_text(n))
     delta = f"null Delta {value_text(n.get('delta'), True)} +- {se_text(n.get('se'))}, z {_t_text(n.get('z'))}"
     if "null_delta" in rules:
         parts.append(delta)

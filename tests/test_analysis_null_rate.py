@@ -73,7 +73,7 @@ def test_verdicts_name_no_bias_and_give_a_direction_only_beyond_z_2():
     assert null_direction(n, "delta_C_vs_A") is None
     note = null_rate_note(n, "delta_C_vs_A")
     assert note.startswith("bias or SE miscalibration? 30/100 null replicates reject (one-sided p = ")
-    assert "0.0017 = 0.01 / 6 pairs" in note and "favours" not in note and "BIASED" not in note
+    assert "0.0017 = 0.01 / 6 null-checked pairs of the run" in note and "favours" not in note and "BIASED" not in note
     n2 = null_check(Truth("tdm", "null:delta_C_vs_A", -0.0018, 0.0006, "mc"), _c(), 0.05, 100, _rows(30), pairs=6)
     assert null_direction(n2, "delta_C_vs_A") == "the earlier ranker"
     assert null_rate_note(n2, "delta_C_vs_A").endswith(", Delta favours the earlier ranker")

@@ -42,17 +42,23 @@ def test_biased_verdict_quotes_the_null_replicates_mean_test():
     p = float(ref.pvalue)
     mant, exp = f"{p:.0e}".split("e")
     verdict = null_biased_verdict(n, "delta_ab")
-    assert verdict == f"BIASED (null replicates' mean -0.00557 +- 0.00032, t -17, p {mant}e{int(exp)}; favours A " \
-                      "when no ranker is better)"
+    assert verdict == f"BIASED (null replicates' mean -0.00557 +- 0.00032, t -17, p {mant}e{int(exp)} < 0.01 (the " \
+                      "run's one null-checked pair); favours A when no ranker is better)"
     assert "z 0.4" not in verdict and "-0.000736" not in verdict  # the Delta did not fire
-    # the detectable bias of each rule, named: 4 x 0.0017 = 0.0068; t_crit(0.01, 99 df) x 0.00032
+    # the detectable bias of each rule, named, at 80% power (review 9, F4): (4 + z_0.8) x 0.0017 = 0.00823;
+    # the noncentral t's nc x 0.00032 (about (t_crit(0.01, 99 df) + t_0.8,99)); the 50% values stay in detectable_bias
     crit = stats.t.ppf(1 - 0.01 / 2, 99)
     assert n["null_mean_test"]["detectable_bias"] == pytest.approx(crit * 0.00032, rel=1e-9)
     text = null_detectable_text(n, 0.0092)
-    assert text.startswith("0.00680 (74% of the effect) by the 4-SE rule on the null Delta; >= ")
-    m = crit * 0.00032
-    assert f">= {m:.6f} ({m / 0.0092:.0%} of the effect) by the null replicates' mean test (t_crit 2.6 x its SE)" \
-        in text
+    assert (4 + stats.norm.ppf(0.8)) * 0.0017 == pytest.approx(0.0082307, rel=1e-4)
+    assert text.startswith("0.00823 (89% of the effect) with 80% power by the 4-SE rule on the null Delta "
+                           "((4 + z_0.8 0.84) x its SE); >= ")
+    nc = n["null_mean_test"]["noncentrality_80"]  # P(|T| > t_crit) = 0.8, T noncentral t (99 df, nc): by scipy
+    assert stats.nct.sf(crit, 99, nc) + stats.nct.cdf(-crit, 99, nc) == pytest.approx(0.8, abs=1e-9)
+    assert nc == pytest.approx(crit + stats.t.ppf(0.8, 99), rel=2e-3)  # near its normal-theory approximation
+    m = nc * 0.00032
+    assert f">= {m:.3g} ({m / 0.0092:.0%} of the effect) with 80% power by the null replicates' mean test " \
+           f"({nc:.2f} x its SE, noncentral t; t_crit 2.6, 99 df)" in text
 
 
 def test_a_null_delta_verdict_quotes_the_delta_and_both_when_both_fire():
@@ -99,7 +105,7 @@ def test_ratio_lines_html_and_sweep_quote_the_evidence_that_fired(tmp_path):
     assert f"({want}, p " in ratios_html and "null Delta" not in ratios_html
     html = unescape(str(calibration_section({"designs": {"balanced": {"delta_ab": e}}})))
     assert f"BIASED</span> ({want}, p " in html and "; favours A when no ranker is better)" in html
-    assert "by the null replicates' mean test (t_crit 2.6 x its SE)" in html
+    assert "with 80% power by the null replicates' mean test (3.48 x its SE, noncentral t; t_crit 2.6, 99 df)" in html
     point = {"designs": {"balanced": {"delta_ab": e}}, "conventions": {"null_check": "x"}}
     sweep = unescape(str(sweep_calibration({"rows": [{"point": 0, "design": "balanced", "metric": "delta_ab"}]},
                                            {0: point})))
