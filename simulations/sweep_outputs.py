@@ -4,11 +4,13 @@
   the design's primary metric: the axes' values, the offline delta, the truth and the
   simulated results, the flags ``analytic_withheld`` (the point found the design or its estimate
   biased: its analytic days and sizes are NaN, kept as if unbiased in the point's summary.json),
-  ``analytic_required_impressions_unstable`` and ``detectable``, and the shrinkage study's
+  ``analytic_required_impressions_unstable`` and ``detectable``, ``null_mark`` (the sweep's mark of the null
+  check: 'BIASED?' rows keep their sizes, :mod:`simulations.sweep_null`), and the shrinkage study's
   per-point columns (:func:`simulations.shrinkage.point_columns`);
 - ``summary.json``: the axes, the points (overrides, folders, fingerprints), the sweep's
-  fingerprint (over every point's, so over every input file's contents), the rows, and
-  the shrinkage study under ``"shrinkage"`` (structure in :mod:`simulations.shrinkage`);
+  fingerprint (over every point's, so over every input file's contents), the rows,
+  the shrinkage study under ``"shrinkage"`` (structure in :mod:`simulations.shrinkage`) and the null
+  checks' family over the points under ``"null_family"`` (:func:`simulations.sweep_null.null_family`);
 - ``effect.png`` (each design's true effect and mean estimate against one axis),
   ``shrinkage.png`` (offline delta against true online effect with the fitted relation)
   and ``mde.png`` (the smallest detectable offline gain against days).
@@ -76,8 +78,9 @@ def days_cell(row: Mapping[str, Any]) -> str:
         return "biased"
     if not _flag(row.get("detectable"), True):
         return "no effect"
-    return analytic_days_text(row.get("analytic_required_days"),
+    text = analytic_days_text(row.get("analytic_required_days"),
                               _flag(row.get("analytic_required_impressions_unstable"), False))
+    return f"{text} BIASED?" if row.get("null_mark") == "BIASED?" else text
 
 
 def _flag(value: Any, missing: bool) -> bool:
@@ -92,6 +95,8 @@ TERMINAL_LEGEND = (
     "(analytic_required_days: 'biased' = the design or its estimate is biased on this point (null check, or its mean "
     "against the exact truth), so no analytic days or sizes are given (points.csv: analytic_withheld true, NaN "
     "days; the point's summary.json keeps the values computed as if unbiased under analytic_if_unbiased); "
+    "'BIASED?' after the days = flagged only by its null replicates' mean test at its run's level (0.01 / the run's "
+    "null-checked pairs), not at the sweep's (0.01 / every point's): its sizes are kept (points.csv null_mark); "
     "'never' = the SE floor of returning users is above the target; '> 1 year' = more than 365 days; 'no effect' = "
     "the truth is within 2 Monte "
     "Carlo SEs of 0; '?' = unstable: the se^2 = a/N + b fit behind it is near its floor or loosely determined by "
@@ -111,7 +116,10 @@ def terminal_table(rows: pd.DataFrame, cols: Sequence[str], axes: Sequence[str] 
     if axes is None and "point" in cols and "design" in cols:
         axes = list(cols)[list(cols).index("point") + 1: list(cols).index("design")]
     spread = world_spread_text(world_spread(rows, axes or []))
-    return text + ("\n\n" + spread if spread else "")
+    from simulations.sweep_null import null_family_text
+
+    family = null_family_text(rows.attrs.get("null_family"))  # review 9, F1: the sweep's family of null checks
+    return text + ("\n\n" + family if family else "") + ("\n\n" + spread if spread else "")
 
 
 #: the sweep axis whose points are independently drawn worlds (review 4, F1): each seed draws its own queries,
@@ -270,7 +278,12 @@ def _metrics(summary: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]
 
 def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per point and design: the axes' values (a file axis shows the file's name),
-    the offline delta and the design's primary metric's truth and simulated results."""
+    the offline delta and the design's primary metric's truth and simulated results. ``null_mark`` is the sweep's
+    mark of the null check (:func:`simulations.sweep_null.null_family`): a 'BIASED?' row has the sizes its point
+    withheld (review 9, F1), 'BIASED' keeps them withheld; ``rows.attrs["null_family"]`` is the family."""
+    from simulations.sweep_null import WEAK, mark_of, null_family, sized_entry
+
+    family = null_family(summaries)
     out = []
     for point in sweep.points:
         s = summaries[point.index]
@@ -280,7 +293,8 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
                 continue
             primary = (m for m, v in metrics.items() if isinstance(v, dict) and v.get("primary"))
             name = next(primary, next(iter(metrics)))
-            m = metrics[name]
+            mark = mark_of(family, point.index, design, name)
+            m = sized_entry(metrics[name]) if mark == WEAK else metrics[name]
             row: dict[str, Any] = {"point": point.index, "folder": f"points/{point.folder_name}"}
             row.update({a: point.label(a) for a in sweep.axes})
             row.update(design=design, metric=name, replicates=_get(s, ("config", "replicates")),
@@ -288,10 +302,13 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
             row.update({col: _get(m, path) for col, path in _COLUMNS})
             for col, missing in _FLAGS.items():  # a reason string or a flag; null: the flag's default
                 row[col] = missing if row[col] is None else bool(row[col])
+            row["null_mark"] = mark or None
             row["fingerprint"] = s.get("config_fingerprint")
             row["seed_draws"] = seed_draws(point.config)  # review 7, F3: a trec seed draws no world
             out.append(row)
-    return pd.DataFrame(out)
+    rows = pd.DataFrame(out)
+    rows.attrs["null_family"] = family
+    return rows
 
 
 def observations(
@@ -301,7 +318,9 @@ def observations(
     (:data:`simulations.shrinkage.OBSERVATION_COLUMNS`), and the simulated experiments'
     last-day estimates and p-values (from each point's ``replicates.csv``)."""
     from simulations.analysis import IMPROVEMENT_SIGN
+    from simulations.sweep_null import WEAK, mark_of, null_family
 
+    family = null_family(summaries)  # review 9, F1: a 'BIASED?' entry stays in the study, as its sizes stay shown
     obs, est = [], []
     for point in sweep.points:
         s = summaries[point.index]
@@ -322,7 +341,8 @@ def observations(
                 "alpha": float(analysis.get("alpha", 0.05)), "power": float(analysis.get("power", 0.8)),
                 "var_a": float(vm["a"]) if vm.get("a") is not None else float("nan"),
                 "var_b": float(vm["b"]) if vm.get("b") is not None else 0.0,
-                "analytic_withheld": entry.get("analytic_withheld") is not None,
+                "analytic_withheld": entry.get("analytic_withheld") is not None
+                and mark_of(family, point.index, design, metric) != WEAK,
                 "system": system_key(s),
             })
             kept.add((design, metric))
@@ -372,6 +392,7 @@ def write_outputs(
     from simulations.shrinkage_plots import plot_mde, plot_relation
 
     rows = point_rows(sweep, summaries)
+    family = rows.attrs.get("null_family")
     obs, estimates = observations(sweep, summaries, root)
     groups = {p.index: {a: p.label(a) for a in sweep.shrinkage_by} for p in sweep.points}
     offline_metric = str(_get(summaries[sweep.points[0].index], ("offline", "metric")) or "offline metric")
@@ -387,6 +408,7 @@ def write_outputs(
         values = rows[col].dropna()
         if len(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             rows[col] = rows[col].astype(float)  # None -> NaN: one numeric column in CSV and Parquet alike
+    rows.attrs["null_family"] = family  # the merge above need not keep it
     rows.to_csv(root / "points.csv", index=False)
     rows.to_parquet(root / "points.parquet", index=False)
     summary = {
@@ -399,6 +421,8 @@ def write_outputs(
         "rows": rows.to_dict(orient="records"),
         "shrinkage": study,
     }
+    if family is not None:  # review 9, F1: the null checks' family over every point (simulations.sweep_null)
+        summary["null_family"] = family
     spread = world_spread(rows, sweep.axes)
     if spread is not None:  # review 4, F1: a seed axis's points are independently drawn worlds
         summary["worlds"] = {"axis": WORLD_AXIS, "legend": world_spread_legend(_kinds(spread.to_dict("records"))),

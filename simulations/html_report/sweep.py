@@ -34,6 +34,7 @@ from simulations.html_report.simulate import is_biased, population_of, sample_si
 from simulations.report import (EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, null_bias_evidence, null_mean_caution,
                                 WHOLE_POPULATION)
 from simulations.shrinkage import mde_cell
+from simulations.sweep_null import WEAK, WEAK_WHY, mark_of, null_family, null_family_text, sized_entry
 
 __all__ = ["point_summaries", "sweep_header", "sweep_sections"]
 
@@ -94,14 +95,30 @@ def point_reports(folder: Path, summary: Mapping[str, Any]) -> dict[int, str]:
     return out
 
 
+def sweep_null_family(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The sweep's family of null checks (review 9, F1): its summary.json's ``null_family``, or for a sweep written
+    before it, :func:`simulations.sweep_null.null_family` of the points' summaries."""
+    family = summary.get("null_family")
+    return dict(family) if isinstance(family, Mapping) else null_family(points)
+
+
+def _weak_mark() -> Html:
+    return tag("span", WEAK, cls="flag", title=WEAK_WHY)
+
+
 def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]],
                 reports: Mapping[int, str] | None = None) -> list[list[Any]]:
-    """One row per point and design (the design's primary metric), biased ones marked; the
-    point number links to the point's own report when it has one."""
+    """One row per point and design (the design's primary metric), biased ones marked ('BIASED?' with the sizes its
+    point withheld when only its run's null family flags it: review 9, F1); the point number links to the point's
+    own report when it has one."""
     axes = list(summary.get("axes") or [])
+    family = sweep_null_family(summary, points)
     out = []
     for row in summary.get("rows") or []:
         e = _entry(points, row)
+        weak = mark_of(family, row.get("point"), row.get("design"), row.get("metric")) == WEAK
+        if weak and e:
+            e = sized_entry(e)
         te, te_se = row.get("true_effect"), row.get("true_effect_se")
         truth = fmt(te, ".3g", True) + (f" +- {fmt(te_se, '.1g')}" if isinstance(te_se, float) and te_se > 0 else "")
         if e.get("final_day") is not None:  # the point's own entry: the point report's cells exactly
@@ -112,7 +129,8 @@ def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, An
             cells = {**sample_size_html(e, None), "users": "-"}
         biased = is_biased(e)
         days, impr, users = cells["days"], cells["impressions"], cells["users"]
-        design: Any = join([row.get("design"), " ", biased_mark()]) if biased else row.get("design")
+        design: Any = join([row.get("design"), " ", biased_mark()]) if biased else (
+            join([row.get("design"), " ", _weak_mark()]) if weak else row.get("design"))
         point = row.get("point")
         link = (reports or {}).get(point) if isinstance(point, int) else None
         out.append([
@@ -203,6 +221,7 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
                    reports: Mapping[int, str] | None = None) -> Html:
     target, alpha = _target(points)
     axes = list(summary.get("axes") or [])
+    family = sweep_null_family(summary, points)
     days_head = f"days to {fmt(100 * target, '.0f')}% power" if isinstance(target, (int, float)) else "days to target"
     header = ["point", *(breakable(a) for a in axes), "design", "metric", "offline delta", "true effect", "shrinkage", "power at end",
               days_head, "impressions needed", "users needed", "A/A FPR"]
@@ -228,9 +247,11 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
                       f"{EXTRAPOLATION_FLAG:g}x the simulated days (model-dependent; its 90% range, in the point's report, leaves out the "
                       "a/N + b model's own error). The same cells as each point's own report."),
             tag("li", "A/A FPR: rejection rate with B replaced by A; ", biased_mark(),
-                ": the point's null check (or the exact truth) finds the design biased there; its power and sample "
-                "size are not sensitivities. Each point's folder has its own report.html with every metric "
-                "(linked from the point number)."),
+                ": the point's null check (or the exact truth) finds the design biased there, at the sweep's level "
+                "(the null replicates' mean test at 0.01 / every point's null-checked pairs) or by the 4-SE rule; "
+                "its power and sample size are not sensitivities; ", _weak_mark(), ": ", WEAK_WHY,
+                ". Each point's folder has its own report.html with every metric (linked from the point number)."),
+            *([tag("li", null_family_text(family))] if family else []),
             cls="legend"),
     ]
     return join(parts)
@@ -374,6 +395,7 @@ def _power_table(folder: Path, summary: Mapping[str, Any]) -> Html:
 
 def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
     rows: list[list[Any]] = []
+    family = sweep_null_family(summary, points)
     for row in summary.get("rows") or []:
         e = _entry(points, row)
         aa, n = e.get("aa"), e.get("null")
@@ -391,9 +413,16 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
             # review 8, F2: a BIASED verdict quotes the evidence that fired (the null replicates' mean test or the
             # null Delta), as the simulate report's
             caution = null_mean_caution(n)  # review 9, F3: a notable null replicates' mean test, unflagged
-            verdict = join([biased_mark("BIASED"), f" ({null_bias_evidence(n)})"]) if n.get("biased") \
-                else (f"no bias {'flagged' if caution else 'detected'} (null Delta "
-                      f"{fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})")
+            weak = mark_of(family, row.get("point"), row.get("design"), row.get("metric")) == WEAK
+            if weak:  # review 9, F1: flagged at its run's level only, not at the sweep's
+                f = family or {}
+                verdict = join([_weak_mark(), f" ({null_bias_evidence(n)}; not < {fmt(f.get('level'), '.2g')} = "
+                                f"0.01 / {f.get('checks')} null-checked pairs of the sweep: sizes kept)"])
+            elif n.get("biased"):
+                verdict = join([biased_mark("BIASED"), f" ({null_bias_evidence(n)})"])
+            else:
+                verdict = (f"no bias {'flagged' if caution else 'detected'} (null Delta "
+                           f"{fmt(n.get('delta'), '.5f', True)}, z {fmt(n.get('z'), '.1f')})")
             if caution:
                 verdict = join([verdict, "; ", tag("span", caution, cls="flag")])
             if n.get("se_miscalibrated") and not n.get("biased"):
@@ -416,6 +445,7 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
         table(["point", "design", "metric", "A/A FPR", "99% binomial band of alpha", "within band", "null check"],
               rows, caption="A/A calibration and the null (bias) check per point", text_columns=(0, 1, 2, 5),
               wrap_columns=(6,)),
+        *([note(null_family_text(family), ". Across the sweep: ", family.get("rule", ""), ".")] if family else []),
         note("Null check: ", conv.get("null_check", "-")),
     ])
 
