@@ -76,20 +76,23 @@ Conventions
 
 The code: :mod:`clickmodels.inputs` (:class:`Impressions`, :class:`ClickSample`, :func:`frozen_array`),
 :mod:`clickmodels.docparams` (:class:`DocParam`, :class:`ByGrade`, :class:`ByQueryDoc`), :mod:`clickmodels.specs`
-(:class:`SpecReader`) and here :class:`ClickModel`, the registry and :func:`build`; every name is importable from
-this module as before.
+(:class:`SpecReader`), :mod:`clickmodels.registry` (:func:`register`, :func:`model_class`), :mod:`clickmodels.depth`
+(:func:`too_deep`, :func:`check_depth`) and here :class:`ClickModel` and :func:`build`; every name is importable from
+this module as before. Estimation imports those lower modules, never this one, so the only arrow between the two
+is this module's lazy ``ClickModel.fit`` / fitted-spec imports of :mod:`clickmodels.estimation`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from clickmodels.depth import check_depth, too_deep  # noqa: F401  (re-exported)
 from clickmodels.docparams import ByGrade, ByQueryDoc, DocParam, _pair_keys  # noqa: F401  (re-exported)
 from clickmodels.inputs import (  # noqa: F401  (re-exported: importable from here as before)
     BoolArray,
@@ -103,6 +106,7 @@ from clickmodels.inputs import (  # noqa: F401  (re-exported: importable from he
     frozen_array,
     impressions,
 )
+from clickmodels.registry import _REGISTRY, available, model_class, register  # noqa: F401  (re-exported)
 from clickmodels.specs import SpecReader, _number  # noqa: F401  (re-exported)
 from onlineeval.errors import ConfigError, InputError
 
@@ -269,34 +273,7 @@ class ClickModel(ABC):
         return min(grades) if grades else None
 
 
-# --------------------------------------------------------------------------- registry
-
-_REGISTRY: dict[str, type[ClickModel]] = {}
-
-
-def register(name: str) -> Callable[[type[M]], type[M]]:
-    """Class decorator: make a model buildable by ``build({"name": name, ...})``."""
-
-    def deco(cls: type[M]) -> type[M]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"click model {name!r} registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def available() -> list[str]:
-    """Names of all registered click models, sorted."""
-    return sorted(_REGISTRY)
-
-
-def model_class(name: str) -> type[ClickModel]:
-    """The registered class for ``name`` (``ConfigError`` listing the names if unknown)."""
-    if name not in _REGISTRY:
-        raise ConfigError(("name",), f"unknown click model {name!r}; available: {', '.join(available())}")
-    return _REGISTRY[name]
+# --------------------------------------------------------------------------- specs
 
 
 def build(spec: Mapping[str, Any]) -> ClickModel:
@@ -377,20 +354,3 @@ def _build_fitted(cls: type[ClickModel], spec: Mapping[str, Any]) -> ClickModel:
         return cls(**kwargs)
     except ValueError as exc:
         raise ConfigError(("fitted",), str(exc)) from None
-
-
-def too_deep(what: str, ranks: int, slots: int, fitted: bool = False) -> str:
-    """Why per-rank parameters ``what`` for ``ranks`` ranks cannot serve lists of ``slots``, and how to pass the
-    depth: the one wording of the models (``fitted=False``: they are shown lists, so showing fewer documents
-    also helps) and of the fits scoring a log (``fitted=True``)."""
-    fix = f"fit it on logs with lists of at least {slots}" + ("" if fitted else f", or show at most {ranks} documents")
-    head = (f"{what} was fitted for {ranks} ranks but the log has lists of {slots}" if fitted
-            else f"the lists have {slots} slots but {what} covers only {ranks} ranks")
-    return f"{head} (a fitted model covers the longest lists of its training log: {fix})"
-
-
-def check_depth(imp: Impressions, ranks: int, what: str) -> None:
-    """Raise :class:`InputError` (:func:`too_deep`) when the lists of ``imp`` are deeper than the ``ranks`` ranks
-    of a model's per-rank parameters ``what``."""
-    if imp.shape[1] > ranks:
-        raise InputError(too_deep(what, ranks, imp.shape[1]))

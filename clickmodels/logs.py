@@ -257,7 +257,7 @@ class ClickLog:
         Use with a model whose :class:`~clickmodels.ByQueryDoc` tables are keyed by this
         log's codes (see :meth:`recode_like` and :func:`clickmodels.estimation.fit`).
         """
-        from clickmodels.base import Impressions
+        from clickmodels.inputs import Impressions
 
         return Impressions(query=self.query.copy(), docs=self.docs.copy())
 

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from clickmodels.base import too_deep
+from clickmodels.depth import too_deep
 from clickmodels.logs import ClickLog
 from onlineeval.errors import InputError
 
@@ -207,7 +207,7 @@ class PairTable:
         ``doc_vocab`` (pairs with an id outside them are dropped); without, the ids must
         be decimal integers (e.g. a collection's document numbers) and are parsed.
         """
-        from clickmodels.base import ByQueryDoc
+        from clickmodels.docparams import ByQueryDoc
 
         q = _to_int_ids(self.query, query_vocab, "query")
         d = _to_int_ids(self.doc, doc_vocab, "doc")
@@ -463,7 +463,7 @@ class ClickModelFit(ABC):
             Model class to build (default ``clickmodels.model_class(self.name)``); its
             constructor takes this fit's parameter fields by name.
         """
-        from clickmodels.base import model_class
+        from clickmodels.registry import model_class
 
         def conv(table: PairTable) -> Any:
             return table.to_param(query_vocab, doc_vocab)

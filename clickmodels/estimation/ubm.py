@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from clickmodels import kernels
-from clickmodels.base import too_deep
+from clickmodels.depth import too_deep
 from clickmodels.estimation._counts import compress, pair_sum
 from clickmodels.estimation._em import examination_posteriors, run_em
 from clickmodels.estimation.base import (
