@@ -25,6 +25,9 @@ horizon at the simulated length, and, planned for the target power, the expected
 decision against the fixed horizon's required days. With ``monitoring: batch`` its looks
 are taken after every batch of impressions (:class:`BatchLooks`, rows ``batch:<metric>``
 whose ``day`` column holds the look number: look ``k`` ends at hour ``k * batch_hours``).
+
+The per-batch looks are recorded by :mod:`simulations.sequential_looks`, the terminal text is
+:mod:`simulations.sequential_text`; their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from simulations.sequential_looks import BATCH_PREFIX, BatchLooks, batch_looks
+from simulations.sequential_text import null_rate_note, null_rate_text, sequential_lines
 
 __all__ = ["BATCH_PREFIX", "MONITORING", "BatchLooks", "batch_looks", "monitoring_summary", "null_rate_note",
            "null_rate_text", "sequential_lines", "sequential_summary"]
@@ -132,78 +138,6 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
             continue
         out[design] = entry
     return out
-
-
-# ----------------------------------------------------------------------------- per-batch looks
-
-#: metric prefix of the per-batch look rows (a side record: the main analysis leaves them out)
-BATCH_PREFIX = "batch:"
-
-
-class BatchLooks:
-    """A traffic consumer that records, after every batch, the primary estimate of each design
-    whose ``analysis.monitoring`` is ``batch`` (A/B and interleaving designs, not their null
-    variants).
-
-    It must come after the designs in the consumer list (every design has then processed the
-    batch). Look ``k`` (1-based, counting empty batches too) is recorded as a row with
-    ``metric = "batch:<primary metric>"`` and ``day = k``; it ends at hour ``k * batch_hours``.
-    An undefined estimate (too few users so far) is recorded as NaN, as at a daily checkpoint.
-    """
-
-    def __init__(self, designs: list[Any]) -> None:
-        self.designs = designs
-        self.look = 0
-
-    def __len__(self) -> int:
-        return len(self.designs)
-
-    def process(self, batch: Any) -> None:
-        from simulations.designs.ab import METRICS as AB_SUMS
-        from simulations.designs.base import CheckpointRow
-
-        self.look += 1
-        for design in self.designs:
-            metric = design.metric_names()[0]
-            compiled = design._checkpoint_values(primary=True)  # (simulations.stat_kernels; None: the NumPy path)
-            if compiled is not None:
-                n_users, n_impr, estimates = compiled
-                design.rows.append(CheckpointRow(design.name, design.aa, self.look, BATCH_PREFIX + metric, True,
-                                                 *estimates[metric], n_users, n_impr))
-                continue
-            users = np.flatnonzero(design.sums["impressions"] > 0)
-            # the sums the estimate reads (``take``: the values of ``v[users]``); interleaving estimates do not
-            # read the impressions
-            if design.kind == "ab":  # test: delta reads the population arrays (ABDesign._estimates)
-                keep = ("impressions", AB_SUMS[design.config.metric]) if design.config.test == "welch" else ()
-                sums = {k: design.sums[k].take(users) for k in keep}
-            else:
-                sums = {k: v.take(users) for k, v in design.sums.items() if k != "impressions"}
-            if design._has_data(users, sums):
-                est = _primary_estimate(design, users, sums)
-                vals = (float(est.estimate), float(est.se), float(est.ci_low), float(est.ci_high), float(est.pvalue))
-            else:
-                vals = (math.nan,) * 5
-            design.rows.append(CheckpointRow(design.name, design.aa, self.look, BATCH_PREFIX + metric, True, *vals,
-                                             int(users.size), int(design.sums["impressions"].sum())))
-
-
-def _primary_estimate(design: Any, users: np.ndarray, sums: dict[str, np.ndarray]) -> Any:
-    """The design's primary estimate from the active users' sums. A/B designs compute their
-    primary metric only (:meth:`simulations.designs.ab.ABDesign._estimates` of that metric), the three
-    times cheaper look; other designs their first estimate. Tested equal to the daily checkpoint
-    at every day's last batch."""
-    if design.kind != "ab":
-        return next(iter(design._estimates(users, sums).values()))
-    metric = design.metric_names()[0]
-    return design._estimates(users, sums, [metric])[metric]
-
-
-def batch_looks(designs: list[Any]) -> list[BatchLooks]:
-    """The consumer to append after ``designs`` (empty when no design monitors per batch)."""
-    mine = [d for d in designs if d.config.analysis.monitoring == "batch" and d.config.type in ("ab", "interleaving")
-            and getattr(d, "null_labels", None) is None]
-    return [BatchLooks(mine)] if mine else []
 
 
 # ----------------------------------------------------------------------------- each design's own test
@@ -303,7 +237,8 @@ def _null_monitoring(rows: pd.DataFrame, side_rows: pd.DataFrame, design: str, m
     (side rows ``null:<metric>``: the design run on the same traffic with the null user), with the mixture scale
     and the information fractions :func:`monitoring_summary` plans from the real pair's daily mean SEs
     (:func:`_monitoring_plan`), so that a design whose A/A is identically 0 still gets each rule's false-positive
-    rate under a real null. ``None`` without null-variant rows. ``biased``: the design's null check flags it (its null rate then counts its bias)."""
+    rate under a real null. ``None`` without null-variant rows. ``biased``: the design's null check flags it (its
+    null rate then counts its bias)."""
     from simulations.designs.interleaving import NULL_PREFIX
 
     mine = rows[(rows["design"] == design) & (rows["metric"] == metric)]
@@ -580,163 +515,3 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
         entry["decision"] = decision
         out[dc.name] = entry
     return out
-
-
-def _fmt_days(x: float | None) -> str:
-    from simulations.report import days_text
-
-    return days_text(x)
-
-
-def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
-    """The terminal block of :func:`sequential_summary`: each design's decision rule next to the
-    fixed horizon, with the days it saves (or costs)."""
-    from simulations.report import rate_text, value_text
-
-    seq = {d: e for d, e in (summary.get("sequential") or {}).items()
-           if "decision" in e and (e["rule"] != "none" or e["monitoring"] != "daily")}
-    if not seq:
-        return []
-    lines = ["", ("Sequential decisions (designs[i].analysis on the primary metric; A/A: share of replicates that ever "
-                  "reject, '!' above its 99% band; power: rejections with the right sign; day: mean day of the "
-                  "decision, the last day when none):"),
-             (f"  {'design':14s} {'rule':26s} {'looks':>12s} {'A/A FPR':>11s} {'power':>6s} {'day':>5s}   "
-              "against the fixed horizon")]
-    unstable: list[tuple[str, str, dict[str, Any]]] = []
-    degenerate: list[str] = []
-    for design, e in seq.items():
-        d = e["decision"]
-        fixed = e["rules"]["fixed"]
-        rule = e["rule"] + (f" (tau {value_text(e['tau'])})" if e.get("tau") is not None else "")
-        looks = f"{e['looks']} " + ("daily" if e["monitoring"] == "daily" else f"per {batch_hours} h")
-        if d.get("aa_degenerate"):
-            # identically 0: says nothing about the rule under a real null (review 3, M6); review 6, F3: the rule's
-            # rate on the design's null-variant replicates instead
-            aa = null_rate_text(d) or "-"
-            degenerate.append(design)
-        elif "aa_false_positive_rate" in d:
-            aa = f"{d['aa_false_positive_rate']:.3f}" + ("" if d["aa_within_band_or_below"] else "!")
-        else:
-            aa = "-"
-        plan = d.get("planned")
-        shown: tuple[str, ...] = ()
-        if plan and plan.get("fixed_days") is not None:
-            shown = tuple(_PLANNED_KEYS) if plan.get("expected_days_effect") is not None else ("fixed_days", "max_days")
-        marks = {k: "?" if k in shown and ((plan.get("uncertainty") or {}).get(k) or {}).get("unstable") else ""
-                 for k in _PLANNED_KEYS}
-        unstable += [(design, k, plan["uncertainty"][k]) for k in _PLANNED_KEYS if marks[k]]
-        # review 6, F4: lead with the comparison at equal (target) power
-        if d.get("planned_withheld"):
-            verdict = "planned for the target power: not given (biased: see the main table)"
-        elif plan and plan.get("fixed_days") is not None and plan.get("expected_days_effect") is not None:
-            ds = plan["days_saved_effect"]
-            verdict = (f"planned for the target power: {_fmt_days(plan['expected_days_effect'])}"
-                       f"{marks['expected_days_effect']} days expected (max {_fmt_days(plan['max_days'])}"
-                       f"{marks['max_days']}, {_fmt_days(plan['expected_days_null'])}{marks['expected_days_null']} "
-                       f"under H0) vs {_fmt_days(plan['fixed_days'])}{marks['fixed_days']} fixed: "
-                       f"{'saves' if ds >= 0 else 'costs'} {_fmt_days(abs(ds))}"
-                       + ("?" if marks["fixed_days"] or marks["expected_days_effect"] else ""))
-        elif plan and plan.get("fixed_days") is not None:
-            verdict = (f"planned for the target power: fixed horizon {_fmt_days(plan['fixed_days'])}"
-                       f"{marks['fixed_days']} days, the sequential maximum "
-                       f"({value_text(plan['inflation_factor'])}x the "
-                       f"information) beyond this population's SE floor{marks['max_days']}")
-        elif e["rule"] != "none":
-            verdict = "planned for the target power: not reachable with this population"
-        else:
-            verdict = "no sequential rule"
-        # a biased design's power is not a sensitivity: no comparison at equal power
-        simulated = "" if d.get("planned_withheld") else _simulated_text(e, d, fixed)
-        verdict += ("; " + simulated) if simulated else ""
-        lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>11s} {rate_text(d['power']):>6s} "
-                     f"{_fmt_days(d['mean_decision_day']):>5s}   {verdict}")
-    lines.append("  (tau planned from the mean SE at the horizon unless set; spending boundaries at the information "
-                 "fractions of the mean SEs by look; planned: the fixed")
-    lines.append("  horizon and the design sized for the target power (its inflation factor), expected days from its "
-                 "exact stopping probabilities by look,")
-    lines.append("  information turned into days with the variance model se^2 = a/N + b; simulated: the share of "
-                 "replicates that decided and their mean day; at equal")
-    lines.append("  power: the first look from which the fixed horizon's simulated power (each look as the horizon, "
-                 "as the curves) stays at the rule's, against")
-    lines.append("  the rule's mean day (the last day when no decision); see summary.json 'sequential')")
-    nulls = {x: seq[x]["decision"] for x in degenerate if null_rate_text(seq[x]["decision"])}
-    if nulls:
-        biased = [x for x in nulls if (seq[x].get("null_monitoring") or {}).get("biased")]
-        lines.append(null_rate_note(nulls, biased))
-    if set(degenerate) - set(nulls):
-        from simulations.report import aa_degenerate_note
-
-        lines.append(aa_degenerate_note([x for x in degenerate if x not in nulls]))
-    if unstable:
-        from simulations.analysis import SIZE_BOOTSTRAP
-
-        lines.append(f"  '?' unstable planned days (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap "
-                     "resamples of the replicates, as the main table's sizes): " + "; ".join(
-                         f"{design} {_PLANNED_KEYS[k]} {_range_days(u)}" for design, k, u in unstable))
-    return lines
-
-
-def null_rate_text(rec: dict[str, Any]) -> str:
-    """'null 0.100' ('!' above its 99% band): a rule's rate on the design's null-variant replicates (``null_*``
-    keys of a rule record, or a :func:`_null_rate` record); '' when there is none."""
-    r = rec.get("null_false_positive_rate", rec.get("false_positive_rate"))
-    ok = rec.get("null_within_band_or_below", rec.get("within_band_or_below"))
-    if r is None or not math.isfinite(r):
-        return ""
-    return f"null {r:.3f}" + ("" if ok else "!")
-
-
-def null_rate_note(designs: Any, biased: Any = ()) -> str:
-    """What a 'null' rate in place of a degenerate A/A rate is (review 6, F3): the monitoring and sequential tables."""
-    some = next(iter(designs.values()), None) if isinstance(designs, Mapping) else None
-    band = (some or {}).get("null_binomial_99_band") or (some or {}).get("binomial_99_band")
-    text = (f"  null ({', '.join(designs)}): the design's A/A compares A with itself and is identically 0 (every "
-            "comparison a tie), so it cannot reject under any rule; in its place the same rule on the design's "
-            "null-variant replicates (the same traffic with the null user, whose clicks ignore relevance: every true "
-            "effect 0), share that ever reject either way, '!' above the 99% binomial band of alpha"
-            + (f" {band[0]:.3f}-{band[1]:.3f}" if band else "") + ": the rule's false-positive rate under a real null")
-    if biased:
-        text += (f"; {', '.join(biased)} biased (null check): its null rate counts its bias as well, not only "
-                 "false positives")
-    return text
-
-
-def _simulated_text(e: dict[str, Any], d: dict[str, Any], fixed: dict[str, Any]) -> str:
-    """The rule at the simulated length (review 6, F4): the share of replicates that decided and their mean day,
-    then the comparison at equal power: the day from which the fixed horizon's simulated power stays at the rule's
-    (not the last day, where the fixed horizon has more power)."""
-    from simulations.report import rate_text
-
-    if "no_decision" not in d or not e.get("look_days") or "fixed_day_at_power" not in d:
-        return ""  # a summary from before review 6
-    last = e["look_days"][-1]
-    decided = 1.0 - d["no_decision"]
-    text = f"simulated {_fmt_days(last)} days: decided in {rate_text(decided)}"
-    if d.get("mean_decision_day_decided") is not None:
-        text += f" on day {_fmt_days(d['mean_decision_day_decided'])} on average"
-    if e["rule"] == "none":
-        return text
-    power, at = d["power"], d.get("fixed_day_at_power")
-    if power <= 0:
-        return text + f", power 0 (fixed horizon: {rate_text(fixed['power'])} on day {_fmt_days(last)})"
-    if at is None:
-        return text + (f"; power {rate_text(power)}, above the fixed horizon's {rate_text(fixed['power'])} on day "
-                       f"{_fmt_days(last)}")
-    saved = d["days_saved_at_equal_power"]
-    return text + (f"; the fixed horizon's power is at least {rate_text(power)} from day {_fmt_days(at)} "
-                   f"({rate_text(fixed['power'])} on day {_fmt_days(last)}): at equal power the rule's mean "
-                   f"{_fmt_days(d['mean_decision_day'])} days {'save' if saved >= 0 else 'cost'} "
-                   f"{_fmt_days(abs(saved))}")
-
-
-#: the planned numbers with a '?' when unstable, and how the range line names them
-_PLANNED_KEYS = {"expected_days_effect": "expected", "max_days": "max", "expected_days_null": "under H0",
-                 "fixed_days": "fixed"}
-
-
-def _range_days(u: dict[str, Any]) -> str:
-    """A planned number's 90% range over the refits, with its relative SE, floor ratio and unreachable share."""
-    from simulations.analysis import spread_text
-
-    return spread_text(u.get("range"), _fmt_days, u.get("rel_se"), u.get("floor_ratio"), u.get("unreachable_share"),
-                       floor_of="the se^2 it needs")
