@@ -100,15 +100,8 @@ def goodness_of_fit(sample: NDArray[np.integer], probs: dict[int, float]) -> flo
     if any(probs.get(int(c), 0.0) <= 0.0 for c in cats):
         return 0.0
     obs_of = dict(zip(cats.tolist(), counts.tolist()))
-    cells = sorted((n * p, obs_of.get(c, 0)) for c, p in probs.items() if p > 0)
-    exp = [e for e, _ in cells]
-    obs = [o for _, o in cells]
-    while len(exp) > 1 and exp[0] < MIN_EXPECTED:
-        exp[1] += exp[0]
-        obs[1] += obs[0]
-        exp, obs = exp[1:], obs[1:]
-        order = sorted(range(len(exp)), key=lambda i: (exp[i], obs[i]))
-        exp, obs = [exp[i] for i in order], [obs[i] for i in order]
+    support = [c for c, p in probs.items() if p > 0]
+    _, exp, obs = _merged_cells([n * probs[c] for c in support], [obs_of.get(c, 0) for c in support])
     if len(exp) < 2:
         return 1.0
     e = np.asarray(exp) * (n / sum(exp))       # the merged probabilities sum to one up to rounding
@@ -139,8 +132,11 @@ def gof_key(sample: NDArray[np.integer], probs: dict[int, float]) -> bytes | Non
     return hashlib.blake2b(head + rank[inv].tobytes(), digest_size=20).digest()
 
 
-def _merge_order(exp: Sequence[float], obs: Sequence[int]) -> list[list[int]]:
-    """:func:`goodness_of_fit`'s merging of cells (smallest expected count first) as groups of cell indices."""
+def _merged_cells(exp: Sequence[float], obs: Sequence[int]) -> tuple[list[list[int]], list[float], list[int]]:
+    """The cells of :func:`goodness_of_fit` and :func:`pooled_goodness_of_fit`: sorted by (expected, observed)
+    count, the smallest merged into the next (its expected and observed counts added to the next one's) and the
+    cells sorted again, until every cell expects at least :data:`MIN_EXPECTED` or one is left. Returns the merged
+    cells as groups of indices into ``exp`` / ``obs``, with their expected and observed counts, in that order."""
     groups = sorted(([c] for c in range(len(exp))), key=lambda g: (exp[g[0]], obs[g[0]]))
     e = [exp[g[0]] for g in groups]
     o = [obs[g[0]] for g in groups]
@@ -149,7 +145,7 @@ def _merge_order(exp: Sequence[float], obs: Sequence[int]) -> list[list[int]]:
         groups, e, o = groups[1:], e[1:], o[1:]
         order = sorted(range(len(e)), key=lambda i: (e[i], o[i]))
         groups, e, o = [groups[i] for i in order], [e[i] for i in order], [o[i] for i in order]
-    return groups
+    return groups, e, o
 
 
 def pooled_goodness_of_fit(labels: NDArray[np.integer], rows: NDArray[np.integer],
@@ -180,7 +176,7 @@ def pooled_goodness_of_fit(labels: NDArray[np.integer], rows: NDArray[np.integer
     exp_all = w @ p
     obs_all = np.bincount(x, minlength=p.shape[1])
     cells = np.flatnonzero(exp_all > 0)
-    groups = _merge_order(exp_all[cells].tolist(), obs_all[cells].tolist())
+    groups = _merged_cells(exp_all[cells].tolist(), obs_all[cells].tolist())[0]
     if len(groups) < 2:
         return 1.0
     merge = np.zeros((p.shape[1], len(groups)))
