@@ -802,7 +802,7 @@ def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> d
                 biased[d] = {"rules": null_bias_rules(n), "delta": n.get("delta"), "se": n.get("se"),
                              "z": n.get("z"), "biased": True,
                              "biased_null_replicates": bool(n.get("biased_null_replicates")),
-                             "null_mean_test": n.get("null_mean_test")}
+                             "null_mean_test": n.get("null_mean_test"), "family_pairs": n.get("family_pairs")}
             elif is_biased_entry(e):
                 biased[d] = {"bias": e["estimator_bias"], "se": e["estimator_bias_se"]}
 

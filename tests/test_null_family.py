@@ -100,6 +100,27 @@ def test_verdict_states_the_run_level() -> None:
     assert both["biased"] and null_bias_evidence(both).endswith(" < 0.0025 = 0.01 / 4 null-checked pairs of the run")
 
 
+def test_ratio_lines_quote_the_same_level_as_the_verdict() -> None:
+    """The ratio lines' 'biased (...)' (summary.json required_impressions_ratio.biased) and the null table's BIASED
+    verdict quote the same evidence with its level (review 9's consistency check)."""
+    from simulations.analysis import design_ratios
+    from simulations.report import _ratio_lines, null_biased_verdict
+
+    x = 0.004 + np.linspace(-0.003, 0.003, 30)  # mean 0.004, t about 12: p far below 0.01 / 2
+    n = null_check(Truth("bal", "null:delta_ab", 0.0, 0.002, "mc"), pd.DataFrame({"day": [1], "mean_se": [0.003]}),
+                   0.05, 30, pd.DataFrame([{"day": 1, "pvalue": 0.5, "estimate": v} for v in x]), pairs=2)
+    e = {"metric": "delta_ab", "primary": True, "information_last_day": 9.0, "information_last_day_rel_se": 0.1,
+         "analytic_required_impressions": 1e5, "analytic_required_impressions_rel_se": 0.1, "null": n}
+    designs = {"ab": {"rr": {"metric": "rr", "primary": True, "information_last_day": 1.0,
+                             "information_last_day_rel_se": 0.05, "analytic_required_impressions": 1e6,
+                             "analytic_required_impressions_rel_se": 0.05}}, "bal": {"delta_ab": e}}
+    r = {"reference": "ab", "last_day": 14, **design_ratios(designs, "ab")}
+    evidence = null_biased_verdict(n, "delta_ab")[len("BIASED ("):].split("; favours")[0]
+    assert evidence.endswith(" < 0.005 = 0.01 / 2 null-checked pairs of the run")
+    lines = [ln for ln in _ratio_lines(r, 0.8, True) if "bal biased" in ln]
+    assert len(lines) == 2 and all(f"bal biased ({evidence})" in ln for ln in lines)
+
+
 def test_any_flag_rate_of_a_run_family_is_at_most_0_01() -> None:
     """4,000 runs of 4 unbiased null-checked pairs (10 normal null replicates each): the share of runs flagging some
     pair is inside the 99.9% binomial band of 1 - (1 - 0.0025)^4 = 0.00998 at 0.01 / 4, and far above it at 0.01 per
