@@ -80,14 +80,15 @@ def test_rbp_outside_trec_eval_preset_keeps_the_alias_and_names_trec_evals_p(tmp
     q1 ranks a (rel), b, c (rel): RBP(p) = (1 - p)(1 + p^2)."""
     (tmp_path / "q").write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 1\n")
     (tmp_path / "r").write_text("q1 Q0 a 1 3 r\nq1 Q0 b 2 2 r\nq1 Q0 c 3 1 r\n")
-    args = ("--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r"), "--metrics", "rbp,RBP(p=0.9)")
+    args = ("--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r"), "--preset", "default",
+            "--metrics", "rbp,RBP(p=0.9)")  # without --preset, the mix of a trec_eval name and ours is refused
     text = cli(*args)
     assert "rbp -> RBP(p=0.8) (alias; trec_eval's rbp is RBP(p=0.9,graded=True), used under the trec_eval " \
            "preset)" in text
     assert summary_row(text, "r")[:2] == [f"{0.2 * (1 + 0.8**2):.4f}", f"{0.1 * (1 + 0.9**2):.4f}"]
     (name,) = json.loads(cli(*args, "--format", "json"))["names"]
     assert name["source"] == "alias" and name["note"].startswith("trec_eval's rbp is RBP(p=0.9,graded=True)")
-    trec = cli(*args[:-1], "rbp,RBP(p=0.9)", "--preset", "trec_eval")  # both p = 0.9: one residual, no clash
+    trec = cli(*args[:4], "--metrics", "rbp,RBP(p=0.9)", "--preset", "trec_eval")  # both p = 0.9: one residual, no clash
     assert summary_row(trec, "r")[:2] == [f"{0.1 * (1 + 0.9**2):.4f}"] * 2
     assert "rbp -> RBP(p=0.9,graded=True) (trec_eval name)" in trec
 

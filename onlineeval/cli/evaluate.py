@@ -17,6 +17,13 @@ Every output states the conventions and how many queries were counted, excluded
 metric, value, n, residual, err_gmax, queries_*, convention_*); the paired comparisons
 go to ``--comparisons FILE``. Metric names of trec_eval and ir_measures are translated
 (:mod:`onlineeval.metrics.names`) and each translation is reported.
+
+trec_eval names (``map``, ``ndcg_cut_10``, ``P_10``, ``recip_rank``, ``rbp`` ...) promise trec_eval's number,
+which they give under trec_eval's conventions only (linear gain, ``empty=zero``, ties by docno descending).
+Without ``--preset``, a metric list of trec_eval names only is evaluated under the ``trec_eval`` preset (the
+``names:`` line says so); a list mixing trec_eval names with other names is refused (give ``--preset``). Under
+any other conventions (``--preset default``, ``--gain exponential`` ...) the ``names:`` line says which
+conventions differ and that the numbers are NOT trec_eval's.
 """
 
 from __future__ import annotations
@@ -109,8 +116,9 @@ def evaluate_cmd(
         Optional[str],
         typer.Option(
             "--preset",
-            help="Conventions preset: default, trec_eval, lightgbm or xgboost (default: default; with --letor: "
-            "lightgbm).",
+            help="Conventions preset: default, trec_eval, lightgbm or xgboost (default: default; trec_eval when "
+            "every metric is a trec_eval name such as map or ndcg_cut_10, which then give trec_eval's numbers; "
+            "with --letor: lightgbm).",
         ),
     ] = None,
     gain: Annotated[Optional[str], typer.Option("--gain", help="exponential, linear or a table '1=1,2=3'.")] = None,
@@ -173,11 +181,12 @@ def evaluate_cmd(
     paths = list(run or []) if qrels is not None else list(scores or [])
     if not paths and not features:
         raise ConfigError(("run",) if qrels is not None else ("scores",), "give at least one system")
-    if preset_name is None:  # LETOR files come from learners that evaluate ties in input order
-        preset_name = "lightgbm" if letor is not None else "default"
     from onlineeval.metrics.names import common_rel_min, resolve_metric_list
 
     metric_names, translations = resolve_metric_list(metrics, trec_eval_preset=preset_name == "trec_eval")
+    preset_name, chosen = _preset_for_names(preset_name, letor is not None, metric_names, translations)
+    if chosen:
+        metric_names, translations = resolve_metric_list(metrics, trec_eval_preset=True)
     base_conv = preset(preset_name)
     asked_rel = common_rel_min(
         translations, len(metric_names), rel_min if rel_min is not None else base_conv.rel_min, rel_min is not None
@@ -192,6 +201,9 @@ def evaluate_cmd(
     )
     ms = parse_metrics(metric_names)
     names_note = "names: " + "; ".join(t.describe() for t in translations) if translations else ""
+    trec_note = _trec_eval_names_note(translations, conv, chosen)
+    if trec_note:
+        names_note += "\n" + trec_note
     for option, target in (("per-query", per_query), ("comparisons", comparisons_file)):
         if target is not None and not target.parent.is_dir():
             raise ConfigError((option,), f"the folder {target.parent} does not exist")
@@ -207,6 +219,66 @@ def evaluate_cmd(
     _report(
         evals, conv, residual_values, residuals, err_gmax, translations, names_note, baseline,
         _Options(per_query, with_per_query, segments, output_format, comparisons_file, seed, permutations, bootstrap, alpha),
+    )
+
+
+def _preset_for_names(
+    preset_name: str | None, is_letor: bool, metric_names: list[str], translations: list[Any]
+) -> tuple[str, bool]:
+    """The conventions preset, and whether it was chosen for trec_eval names.
+
+    Without ``--preset``: a list of trec_eval names only (``map,ndcg_cut_10``) is evaluated under the
+    ``trec_eval`` preset, so each name gives trec_eval's number; a list mixing trec_eval names with others
+    (``map,nDCG@10``) is refused, as one evaluation has one set of conventions; any other list gets the
+    ``default`` preset (``lightgbm`` with ``--letor``: LETOR files come from learners that evaluate ties in
+    input order)."""
+    from onlineeval.errors import ConfigError
+    from onlineeval.metrics.names import trec_eval_named
+
+    if preset_name is not None:
+        return preset_name, False
+    if is_letor:
+        return "lightgbm", False
+    trec = trec_eval_named(translations)
+    if not trec:
+        return "default", False
+    if sum(len(t.metrics) for t in trec) == len(metric_names):
+        return "trec_eval", True
+    given = ", ".join(t.given for t in trec)
+    raise ConfigError(
+        ("metrics",),
+        f"{given} {'is a trec_eval name' if len(trec) == 1 else 'are trec_eval names'} and the other metrics "
+        "are not: without --preset, trec_eval names are evaluated under the trec_eval preset (trec_eval's "
+        "numbers: linear gain, empty=zero) and other names under the default preset (exponential gain, "
+        "empty=exclude), and one evaluation has one set of conventions; give --preset trec_eval (every metric "
+        "under trec_eval's conventions) or --preset default (the trec_eval names then do not give trec_eval's "
+        "numbers), or evaluate them separately",
+    )
+
+
+#: the conventions that change a trec_eval measure's value (missing, rel_min and depth are trec_eval options:
+#: -c, -l, -M)
+_TREC_EVAL_DEFINING = ("gain", "empty", "ties")
+
+
+def _trec_eval_names_note(translations: list[Any], conv: Conventions, chosen: bool) -> str:
+    """The line under ``names:`` saying whether the trec_eval names give trec_eval's numbers: the preset
+    chosen for them, or which conventions differ from trec_eval's (then they do not)."""
+    from onlineeval.conventions import preset
+    from onlineeval.metrics.names import trec_eval_named
+
+    trec = trec_eval_named(translations)
+    if not trec:
+        return ""
+    ref = preset("trec_eval").describe()
+    mine = conv.describe()
+    differ = [f"{k} {mine[k]} (trec_eval: {ref[k]})" for k in _TREC_EVAL_DEFINING if mine[k] != ref[k]]
+    if not differ:
+        why = "chosen because every metric is a trec_eval name" if chosen else "as trec_eval"
+        return f"trec_eval names under conventions {conv.name} ({why}): they give trec_eval's numbers"
+    return (
+        f"trec_eval names under conventions {conv.name}: {', '.join(differ)}; NOT trec_eval's numbers "
+        "(--preset trec_eval reproduces trec_eval)"
     )
 
 
@@ -362,6 +434,9 @@ def _report(
                 | ({"note": t.note} if t.note else {})
                 for t in translations
             ]
+        trec_line = [line for line in names_note.split("\n") if line.startswith("trec_eval names")]
+        if trec_line:
+            doc["trec_eval_names"] = trec_line[0]
         if coverage is not None:
             doc["segments"] = coverage
         for entry in doc["systems"]:
@@ -375,7 +450,7 @@ def _report(
         tidy = out.tidy(evals, conv, seg_means, residual_values, err_gmax, o.with_per_query)
         _echo(tidy.to_csv(index=False), nl=False)
         if names_note:
-            _echo(f"note: {names_note}", err=True)
+            _echo("note: " + names_note.replace("\n", "\nnote: "), err=True)
         if common_queries == 0:
             _echo(f"note: {out.NO_PAIRS}", err=True)
         elif len(evals) > 1 and o.comparisons_file is None:

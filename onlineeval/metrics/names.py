@@ -12,7 +12,9 @@ trec_eval (``trec_eval -m``, pytrec_eval)
     ``ndcg.1=3,2=9`` (nDCG with that gain table). ``map``, ``recip_rank``, ``Rprec``,
     ``bpref``, ``infAP``, ``11pt_avg``, ``ndcg`` and ``num_*`` are aliases of our metrics.
     Under the ``trec_eval`` conventions preset each translated metric equals the trec_eval
-    measure (checked against pytrec_eval in ``tests/test_metric_names.py``). ``rbp`` and
+    measure (checked against pytrec_eval in ``tests/test_metric_names.py``); ``onlineeval evaluate`` without
+    ``--preset`` uses that preset when every metric is a trec_eval name (:func:`trec_eval_named`), refuses a mix
+    of trec_eval names and others, and otherwise says that the numbers are not trec_eval's. ``rbp`` and
     ``rbp_resid`` are also aliases of our RBP and its residual, whose default persistence is
     p = 0.8 (as ir_measures'); trec_eval's have p = 0.9 (``m_rbp.c``), graded gains and a
     residual of 0 when nothing retrieved is unjudged. Under the ``trec_eval`` preset
@@ -47,7 +49,8 @@ from dataclasses import dataclass, replace
 
 from onlineeval.errors import ConfigError
 
-__all__ = ["Translation", "common_rel_min", "external_names", "resolve_metric_list", "split_metric_list", "translate"]
+__all__ = ["Translation", "common_rel_min", "external_names", "resolve_metric_list", "split_metric_list",
+           "trec_eval_named", "translate"]
 
 
 @dataclass(frozen=True)
@@ -397,6 +400,14 @@ def resolve_metric_list(text: str, trec_eval_preset: bool = False) -> tuple[list
         elif str(metric) != given:
             done.append(Translation(given, (str(metric),), "trec_eval" if given in _TREC_ALIASES else "alias"))
     return names, done
+
+
+def trec_eval_named(translations: list[Translation]) -> list[Translation]:
+    """The translations of names that are trec_eval's (``map``, ``ndcg_cut_10``, ``P.5,10``, ``rbp``): names that
+    promise trec_eval's number, which they give under the ``trec_eval`` conventions preset only (the default
+    preset's exponential gain and ``empty=exclude`` give another number). ``onlineeval evaluate`` uses the
+    ``trec_eval`` preset when every metric is so named and no ``--preset`` is given."""
+    return [t for t in translations if t.source == "trec_eval" or t.given in _TREC_OWN_DEFAULTS]
 
 
 def common_rel_min(translations: list[Translation], n_metrics: int, rel_min: int, fixed: bool = False) -> int:
