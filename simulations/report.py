@@ -831,7 +831,7 @@ def _p_text(p: float) -> str:
 
 
 #: below this p-value an unflagged null check's null replicates' mean test is quoted: bias not excluded (review 9,
-#: F3; its flag level is 0.01 / pairs)
+#: F3; its flag level is 0.01 / the run's null-checked pairs)
 NULL_MEAN_NOTABLE_P = 0.05
 
 
