@@ -451,6 +451,9 @@ def _report(
         _echo(tidy.to_csv(index=False), nl=False)
         if names_note:
             _echo("note: " + names_note.replace("\n", "\nnote: "), err=True)
+        differ = out.query_sets(evals)
+        if differ is not None:
+            _echo(f"note: {differ['note']}", err=True)
         if common_queries == 0:
             _echo(f"note: {out.NO_PAIRS}", err=True)
         elif len(evals) > 1 and o.comparisons_file is None:

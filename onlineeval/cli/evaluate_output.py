@@ -109,6 +109,9 @@ def json_doc(
     if common_queries is not None:
         out["paired_queries"] = common_queries
         out["comparisons"] = []
+    differ = query_sets(evals)
+    if differ is not None:  # comparisons[].mean_baseline / mean_system are the paired means
+        out["query_sets_differ"] = differ
     if comparisons:
         from onlineeval.stats import results_to_frame, worst_losses_to_frame
 
@@ -270,6 +273,26 @@ def comparison_notes(comparisons: list[PairedResult]) -> list[str]:
     return notes
 
 
+def query_sets(evals: list[RunEvaluation]) -> dict[str, Any] | None:
+    """How many queries each system's means are over, and how many every system shares (the paired
+    comparisons' queries), when the systems' counted query sets differ (``--missing drop`` with runs that answer
+    different queries); ``None`` when they are the same (or there is one system)."""
+    if len(evals) < 2:
+        return None
+    sets = [frozenset(str(q) for q in ev.queries[ev.counted]) for ev in evals]
+    if len(set(sets)) == 1:
+        return None
+    shared = len(frozenset.intersection(*sets))
+    counted = {ev.run_id: len(s) for ev, s in zip(evals, sets)}
+    each = ", ".join(f"{k}: {v}" for k, v in counted.items())
+    note = (
+        f"the systems' means are over different queries ({each}); the paired comparisons use the {shared} "
+        f"{'query' if shared == 1 else 'queries'} counted for every system, whose means are the comparisons' "
+        "base mean and sys mean (diff = sys mean - base mean), so a diff and the means above can differ, even in sign"
+    )
+    return {"counted": counted, "shared": shared, "note": note}
+
+
 def table(
     evals: list[RunEvaluation],
     conv: Conventions,
@@ -302,6 +325,9 @@ def table(
             f"({', '.join(counts)}: sum over the counted queries, as trec_eval's all line and ir_measures "
             "report counts; every other column is a mean)"
         )
+    differ = query_sets(evals)
+    if differ is not None:
+        lines.append(f"note: {differ['note']}")
     if common_queries == 0:
         lines.append("")
         lines.append(f"paired comparisons vs {baseline}: {NO_PAIRS}")
@@ -316,8 +342,8 @@ def table(
             f"table over systems x metrics (* = significant at alpha {comparisons[0].alpha:g});\n"
             "  p_t = paired t-test; W/L/T = wins/losses/ties; d_z = mean diff / sd of diffs"
         )
-        header = ["segment", "metric", "system", "n", "diff", "BCa low", "BCa high", "p_rand", "p_holm", "p_t",
-                  "W/L/T", "d_z"]
+        header = ["segment", "metric", "system", "n", *(["base mean", "sys mean"] if differ else []), "diff",
+                  "BCa low", "BCa high", "p_rand", "p_holm", "p_t", "W/L/T", "d_z"]
         rows: list[list[str]] = []
         for r in comparisons:
             seg = "all" if r.segment_attribute is None else f"{r.segment_attribute}={r.segment_value}"
@@ -327,6 +353,7 @@ def table(
                     r.metric,
                     r.system,
                     str(r.n),
+                    *([fmt(r.mean_baseline), fmt(r.mean_system)] if differ else []),
                     fmt(r.mean_diff),
                     fmt(r.ci_bca_low),
                     fmt(r.ci_bca_high),
