@@ -31,6 +31,7 @@ from onlineeval.interleaving.validation.stattests import (
     goodness_of_fit,
     homogeneity,
     partition_key,
+    reference_statistic,
 )
 
 __all__ = ["exact_outcomes"]
@@ -117,9 +118,7 @@ def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Seq
                              ("document_distribution", "doc", "documents")):
         pv = tests[kind]
         used = kinds_used[kind] or ({"exact"} if n_exact == len(scenarios) else {"sampled"})
-        stat = {frozenset({"exact"}): "goodness-of-fit p-value (exact reference)",
-                frozenset({"sampled"}): "chi-square p-value (sampled reference)"}.get(
-                    frozenset(used), "goodness-of-fit / chi-square p-value (exact / sampled reference)")
+        stat = reference_statistic(used)
         ref_text = _reference_text(exact, scenarios)
         det = (f"{what} per position, candidate vs reference: {len(pv)} distinct tests over {positions} positions "
                f"x scenarios ({dup[kind]} split the impressions as a test already counted and give its p-value"
@@ -193,9 +192,8 @@ def _outcome_distribution(candidate: Candidate, ref: BatchCandidate, spec: Metho
             pvals.append(homogeneity(cv[:, j, i].astype(np.int64), rv[:, j, i].astype(np.int64)))
     pb = bonferroni(pvals)
     n_ex = sum(ex is not None and ex.probs is not None for ex in exact)
-    stat = ("goodness-of-fit p-value (exact reference)" if n_ex == len(scenarios) else
-            "chi-square p-value (sampled reference)" if not n_ex else
-            "goodness-of-fit / chi-square p-value (exact / sampled reference)")
+    stat = reference_statistic({"exact"} if n_ex == len(scenarios) else {"sampled"} if not n_ex else
+                               {"exact", "sampled"})
     return CheckResult("outcome_distribution", PENDING,
                        f"{stat}, Bonferroni over {len(pvals)}", pb,
                        "win/loss/tie of every pair, candidate vs reference end to end (random clicks); "

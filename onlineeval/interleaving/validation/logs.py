@@ -42,6 +42,7 @@ from onlineeval.interleaving.validation.stattests import (
     partition_key,
     pooled_gof_key,
     pooled_goodness_of_fit,
+    reference_statistic,
 )
 
 __all__ = ["LogRecord", "read_log", "validate_log"]
@@ -497,9 +498,7 @@ def _team_distribution(slots_pos: Sequence[NDArray[np.int64]], slots_log: Sequen
                          + ", ".join(f"team {t}: {np.mean(lab == t):.3f} vs {share[t]:.3f}" for t in range(m)),
                          pvals[-1])
     pb = bonferroni(pvals)
-    stat = {frozenset({"exact"}): "goodness-of-fit p-value (exact reference)",
-            frozenset({"sampled"}): "chi-square p-value (sampled reference)"}.get(
-                frozenset(kinds), "goodness-of-fit / chi-square p-value (exact / sampled reference)")
+    stat = reference_statistic(kinds)
     n_sampled = n_records - n_exact
     if n_exact:
         ref_text = (f"exact reference probabilities for {n_exact} of {n_records} impressions (each impression's "

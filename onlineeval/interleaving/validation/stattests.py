@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,7 +31,7 @@ from scipy import stats
 from onlineeval.interleaving.validation.report import FAIL, PASS, CheckResult
 
 __all__ = ["MIN_EXPECTED", "RARE_CATEGORY", "bonferroni", "exact_check", "gof_key", "goodness_of_fit", "homogeneity",
-           "partition_key", "pooled_gof_key", "pooled_goodness_of_fit", "sign_test", "t_test"]
+           "partition_key", "pooled_gof_key", "pooled_goodness_of_fit", "reference_statistic", "sign_test", "t_test"]
 
 #: categories seen fewer times than this in both samples together are pooled into one
 #: before the chi-square test (expected counts of about 5 per sample and cell)
@@ -108,6 +108,18 @@ def goodness_of_fit(sample: NDArray[np.integer], probs: dict[int, float]) -> flo
     if len(exp) == 2:
         return float(stats.binomtest(int(obs[0]), n, float(e[0] / n)).pvalue)
     return float(stats.chisquare(np.asarray(obs, dtype=np.float64), e).pvalue)
+
+
+def reference_statistic(kinds: Collection[str]) -> str:
+    """The statistic's name for a family of tests against the reference: ``kinds`` the references they used,
+    ``"exact"`` (exact probabilities: :func:`goodness_of_fit`, :func:`pooled_goodness_of_fit`) and / or
+    ``"sampled"`` (a sample of the reference: :func:`homogeneity`); both, or none, name both."""
+    used = frozenset(kinds)
+    if used == {"exact"}:
+        return "goodness-of-fit p-value (exact reference)"
+    if used == {"sampled"}:
+        return "chi-square p-value (sampled reference)"
+    return "goodness-of-fit / chi-square p-value (exact / sampled reference)"
 
 
 def gof_key(sample: NDArray[np.integer], probs: dict[int, float]) -> bytes | None:
