@@ -138,10 +138,16 @@ def test_estimates_are_unbiased_for_the_ground_truth():
         t = truth[(design, metric)]
         se = np.hypot(g["estimate"].std(ddof=1) / np.sqrt(len(g)), t.se)
         assert abs(g["estimate"].mean() - t.value) < 4 * se, (design, metric)
-        # the delta-method standard errors describe the spread across replicates: the sample
-        # SD of R normal estimates has relative standard error 1/sqrt(2(R-1)), 4 of them allowed
-        ratio = g["se"].mean() / g["estimate"].std(ddof=1)
-        assert abs(np.log(ratio)) < 4 / np.sqrt(2 * (len(g) - 1)), (design, metric, ratio)
+        # the delta-method standard errors describe the spread across replicates: ln(mean SE / SD) within 4 SE,
+        # the SD's from the estimates' own fourth moment (kurtosis 2.6-4.0 here: up to 22% above the normal
+        # 1/sqrt(2(R-1))), the mean SE's from the SEs' spread (0.3-1.5%). Measured z -1.1 to 1.8
+        est, ses = g["estimate"].to_numpy(), g["se"].to_numpy()
+        r, sd = est.size, est.std(ddof=1)
+        m4 = float(np.mean((est - est.mean()) ** 4))
+        se_log_sd = np.sqrt(max(m4 - sd**4 * (r - 3) / (r - 1), 0.0) / r) / (2 * sd**2)
+        se_log_mean = ses.std(ddof=1) / np.sqrt(r) / ses.mean()
+        ratio = ses.mean() / sd
+        assert abs(np.log(ratio)) <= 4 * np.hypot(se_log_sd, se_log_mean), (design, metric, ratio)
 
 
 def test_truth_is_exact_or_within_its_standard_error():
