@@ -427,7 +427,10 @@ def _report(
     if output_format == "json":
         doc = out.json_doc(evals, conv, comparisons, common_queries, seg_means, o.with_per_query)
         if err_gmax:
+            from onlineeval.metrics.names import err_gmax_note
+
             doc["err_gmax"] = err_gmax
+            doc["err_gmax_notes"] = [err_gmax_note(m, g) for m, g in err_gmax.items()]
         if translations:
             doc["names"] = [
                 {"given": t.given, "metrics": list(t.metrics), "source": t.source, "rel_min": t.rel_min}
@@ -458,6 +461,11 @@ def _report(
             _echo(f"note: {out.NO_PAIRS}", err=True)
         elif len(evals) > 1 and o.comparisons_file is None:
             _echo("note: paired comparisons are not in the csv table; write them with --comparisons FILE", err=True)
+        if err_gmax:
+            from onlineeval.metrics.names import err_gmax_note
+
+            for m, g in err_gmax.items():
+                _echo(f"note: {err_gmax_note(m, g)}", err=True)
         for note in out.comparison_notes(comparisons):
             _echo(note if note.startswith("warning:") else f"note: {note}", err=True)
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
@@ -469,7 +477,9 @@ def _report(
             text = first + "\n" + names_note + sep + rest
         if err_gmax:
             first, sep, rest = text.partition("\n")
-            notes = "\n".join(f"{m}: gmax = {g} (top grade of the qrels)" for m, g in err_gmax.items())
+            from onlineeval.metrics.names import err_gmax_note
+
+            notes = "\n".join(err_gmax_note(m, g) for m, g in err_gmax.items())
             text = first + "\n" + notes + sep + rest
         if coverage is not None:
             text += "\n\n" + out.coverage_text(coverage)

@@ -22,7 +22,9 @@ trec_eval (``trec_eval -m``, pytrec_eval)
     measures; elsewhere they stay our aliases and the translation says which p it took.
 ir_measures
     ``nDCG@10``, ``P@10``, ``AP@100``, ``RR``, ``ERR@10``, ``RBP(p=0.8)``, ``Success@10``
-    are our own spellings. ``R@100`` is Recall@100, ``IPrec@0.5`` is interpolated
+    are our own spellings. ir_measures' ERR is gdeval.pl's, whose scale top is fixed at gmax = 4; ours takes the
+    top grade of the qrels (gmax = 3 on 0-3 graded qrels, where ours is about twice theirs): ``ERR(gmax=4)@10``
+    is their ERR@10, and the output's gmax line says so (:func:`err_gmax_note`). ``R@100`` is Recall@100, ``IPrec@0.5`` is interpolated
     precision at recall 0.5 (the ``@`` is a recall level there), ``Rprec``, ``Bpref``,
     ``NumQ``, ``NumRet``, ``NumRel``, ``NumRelRet``, ``SetP`` and ``SetR`` their trec_eval forms.
     ``rel=r`` (``P(rel=2)@10``) is the relevance threshold, which onlineeval holds in one
@@ -257,6 +259,21 @@ _IRM: dict[str, tuple[str, tuple[str, ...]]] = {
 _IRM_RE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]*)\s*(?P<args>\(.*\))?\s*(?:@\s*(?P<at>[^\s]+))?$")
 
 
+#: ir_measures' ERR is gdeval.pl's, whose scale top is fixed (``$MAX_JUDGMENT = 4``); ours is the qrels' top grade
+ERR_IR_MEASURES = ("ERR (ir_measures and gdeval fix gmax = 4, here gmax is the qrels' top grade: ERR(gmax=4)@<k> "
+                   "gives their value)")
+
+
+def err_gmax_note(metric: str, gmax: int) -> str:
+    """The output's line on an ERR metric's scale top ``gmax`` taken from the qrels, and how it stands to
+    ir_measures' / gdeval's fixed gmax = 4 (on 0-3 graded qrels their ERR is about half ours)."""
+    if gmax == 4:
+        return f"{metric}: gmax = 4 (top grade of the qrels; the same as ir_measures' and gdeval's fixed gmax = 4)"
+    theirs = metric.replace("ERR", "ERR(gmax=4)", 1) if metric.startswith("ERR") and "(" not in metric else metric
+    return (f"{metric}: gmax = {gmax} (top grade of the qrels; ir_measures and gdeval fix gmax = 4, "
+            f"so their ERR differs: {theirs} gives theirs)")
+
+
 def _ir_measures(name: str) -> Translation | None:
     m = _IRM_RE.match(name)
     if m is None or m.group("name") not in _IRM:
@@ -470,6 +487,6 @@ def external_names(metric_name: str) -> dict[str, list[str]]:
         trec.append("11pt_avg.<level>[,<level>...]")
     if metric_name == "nDCG":
         trec.append("ndcg.<grade>=<gain>[,...]")
-    special = {"IPrec": "IPrec@<recall>", "Judged": "Judged@<k> (P@<k> with rel_min 0)"}
+    special = {"IPrec": "IPrec@<recall>", "Judged": "Judged@<k> (P@<k> with rel_min 0)", "ERR": ERR_IR_MEASURES}
     irm = [special.get(measure, measure) for measure, (ours, _) in _IRM.items() if ours == metric_name]
     return {"trec_eval": trec, "ir_measures": irm}
