@@ -445,7 +445,7 @@ def truth_precision_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
 #: why a Monte Carlo truth's precision matters (terminal and report.html)
 TRUTH_PRECISION_NOTE = (
     "the truth's Monte Carlo error enters the sizes (they scale with 1 / effect^2), the bias test and the null "
-    "check, whose smallest detectable bias is 4 SE of its own Monte Carlo over as many impressions")
+    "check, whose 4-SE rule flags a bias only beyond 4 SE of its own Monte Carlo over as many impressions")
 
 
 def _truth_world_lines(s: dict[str, Any], synthetic: bool = True) -> list[str]:

@@ -105,11 +105,12 @@ def test_null_verdict_is_worded_by_z():
     assert null_unflagged_verdict({"z": 2.5, "pvalue": 0.0124}) == (
         "z = 2.5: below the 4-SE flag, but unlikely under no bias (p = 0.012)")
     assert null_unflagged_verdict({"z": 1.2, "pvalue": 0.23}) == "no bias detected (z = 1.2)"
-    # review 4: team_draft's null SE 0.00045 on ab.yaml detects only |bias| >= 0.0018, 29% of the effect +0.00626
+    # review 4: team_draft's null SE 0.00045 on ab.yaml; review 9 F4: quoted at 80% power, (4 + z_0.8) x SE =
+    # 0.00045 x (4 + scipy norm.ppf(0.8) 0.8416) = 0.002179, 34.8% of the effect +0.00626
     assert null_detectable_text({"se": 0.00045}, 0.00626) == (
-        "0.00180 (29% of the effect) by the 4-SE rule on the null Delta")
+        "0.00218 (35% of the effect) with 80% power by the 4-SE rule on the null Delta ((4 + z_0.8 0.84) x its SE)")
     assert null_detectable_text({"se": 0.00045, "detectable_bias": 0.0018}, None) == (
-        "0.00180 by the 4-SE rule on the null Delta")
+        "0.00218 with 80% power by the 4-SE rule on the null Delta ((4 + z_0.8 0.84) x its SE)")
 
 
 def test_null_table_prints_what_the_check_detects(run):

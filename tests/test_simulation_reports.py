@@ -135,7 +135,7 @@ def test_biased_design_is_marked_and_its_ratio_is_not_shown_bare(run):
     assert "BIASED (" + evidence[0] in text and "; favours B when no ranker is better)" in text
     null_conv = conventions(result)["null_check"]
     assert "not a bias" not in null_conv and "se_miscalibrated (bias or SE miscalibration?)" in null_conv
-    assert "at the level of 4 normal SEs" not in null_conv and "0.01 / the design's number of pairs" in null_conv
+    assert "at the level of 4 normal SEs" not in null_conv and "0.01 / the run's number of null-checked pairs" in null_conv
 
 
 def test_null_rates_and_efficiency_recomputed_from_the_curves(run):
