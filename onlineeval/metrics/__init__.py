@@ -34,7 +34,7 @@ from onlineeval.metrics.base import (
 )
 from onlineeval.metrics.additive import AdditiveMetric
 from onlineeval.metrics.precision import (
-    P, Recall, RPrec, RPrecMult, Success, Unjudged, NumQ, NumRet, NumRel, NumRelRet, NumNonRelJudgedRet,
+    P, Recall, RPrec, RPrecMult, Success, Unjudged, Judged, NumQ, NumRet, NumRel, NumRelRet, NumNonRelJudgedRet,
 )
 from onlineeval.metrics.rank import AP, RR, Bpref, InfAP, IPrec, IPrecAvg
 from onlineeval.metrics.dcg import DCG, NDCG
@@ -46,7 +46,7 @@ from onlineeval.metrics.evaluate import QueryCounts, RunEvaluation, evaluate_run
 __all__ = [
     "CWL", "EMPTY", "NONPOOL", "UNJUDGED", "REGISTRY", "EvalContext", "LabelBatch", "Metric",
     "AdditiveMetric", "parse_metric", "parse_metrics", "register",
-    "P", "Recall", "RPrec", "RPrecMult", "Success", "Unjudged", "NumQ", "NumRet", "NumRel", "NumRelRet",
+    "P", "Recall", "RPrec", "RPrecMult", "Success", "Unjudged", "Judged", "NumQ", "NumRet", "NumRel", "NumRelRet",
     "NumNonRelJudgedRet",
     "AP", "RR", "Bpref", "InfAP", "IPrec", "IPrecAvg", "DCG", "NDCG", "ERR", "Cascade",
     "RBP", "RBPInterval", "RBPResidual", "INSQ", "INST",

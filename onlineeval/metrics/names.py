@@ -30,9 +30,8 @@ ir_measures
     ``rel=r`` (``P(rel=2)@10``) is the relevance threshold, which onlineeval holds in one
     convention for the whole evaluation (``rel_min``): :attr:`Translation.rel_min`
     carries it and the caller applies it (``onlineeval evaluate`` does when every metric
-    agrees, and refuses a mix). ``Judged@k`` (share of the top ``k`` that is judged,
-    denominator ``k``) is ``P@k`` with ``rel_min = 0``: slots holding an unjudged document
-    or nothing have codes below 0.
+    agrees, and refuses a mix). ``Judged@k`` is our :class:`~onlineeval.metrics.Judged` (the share of the
+    retrieved top ``k`` found in the qrels, any grade; no relevance threshold), ir_measures' definition.
 Not implemented
     The other measures of trec_eval 10.0 (``utility``, ``set_F``, ``Rndcg``, ``relative_P_5``, ``prefs_*`` ...)
     and its measure groups (``all_trec``) are refused as such, with the list of trec_eval names translated here;
@@ -251,7 +250,7 @@ _IRM: dict[str, tuple[str, tuple[str, ...]]] = {
     "SetP": ("P", ()),
     "SetR": ("Recall", ()),
     "IPrec": ("IPrec", ()),
-    "Judged": ("P", ()),
+    "Judged": ("Judged", ()),
     "INSQ": ("INSQ", ("T",)),
     "INST": ("INST", ("T",)),
 }
@@ -288,10 +287,8 @@ def _ir_measures(name: str) -> Translation | None:
     rel = args.pop("rel", None)
     if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int)):
         raise ConfigError(("metrics", name), f"rel must be an integer grade, got {rel!r}")
-    if measure == "Judged":
-        if rel is not None:
-            raise ConfigError(("metrics", name), "Judged takes no rel parameter")
-        rel = 0
+    if measure == "Judged" and rel is not None:
+        raise ConfigError(("metrics", name), "Judged takes no rel parameter (any judged grade counts)")
     unknown = [k for k in args if k not in kept]
     if unknown:
         allowed = ", ".join(("rel", *kept))
@@ -487,6 +484,6 @@ def external_names(metric_name: str) -> dict[str, list[str]]:
         trec.append("11pt_avg.<level>[,<level>...]")
     if metric_name == "nDCG":
         trec.append("ndcg.<grade>=<gain>[,...]")
-    special = {"IPrec": "IPrec@<recall>", "Judged": "Judged@<k> (P@<k> with rel_min 0)", "ERR": ERR_IR_MEASURES}
+    special = {"IPrec": "IPrec@<recall>", "Judged": "Judged@<k>", "ERR": ERR_IR_MEASURES}
     irm = [special.get(measure, measure) for measure, (ours, _) in _IRM.items() if ours == metric_name]
     return {"trec_eval": trec, "ir_measures": irm}

@@ -1,4 +1,4 @@
-"""Set- and cut-off-based binary metrics: P@k, Recall@k, R-Precision, Success@k, unjudged@k, counts.
+"""Set- and cut-off-based binary metrics: P@k, Recall@k, R-Precision, Success@k, unjudged@k, judged@k, counts.
 
 Relevance is binary: a grade of at least ``rel_min`` (trec_eval ``-l``). Missing slots
 below the cut-off count as non-relevant (P@k always divides by ``k``, as trec_eval does).
@@ -26,7 +26,7 @@ from onlineeval.metrics.base import (
 )
 
 __all__ = [
-    "P", "Recall", "RPrec", "RPrecMult", "Success", "Unjudged", "NumQ", "NumRet", "NumRel", "NumRelRet",
+    "P", "Recall", "RPrec", "RPrecMult", "Success", "Unjudged", "Judged", "NumQ", "NumRet", "NumRel", "NumRelRet",
     "NumNonRelJudgedRet",
 ]
 
@@ -164,6 +164,38 @@ class Unjudged(AdditiveMetric):
 
     def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
         return cut(values, self.k).sum(axis=1) / self.k
+
+
+@register
+@dataclass(frozen=True)
+class Judged(AdditiveMetric):
+    """Fraction of the retrieved top ``k`` that is judged: ir_measures' ``Judged@k``.
+
+    .. math::
+
+        Judged@k = \\frac{1}{\\min(k, n)} \\sum_{i=1}^{\\min(k, n)} \\mathbb{1}[d_i \\in \\mathrm{qrels}]
+
+    with ``n`` the number of retrieved documents (0 when nothing is retrieved). Any qrels entry counts as
+    judged, whatever its grade (negative grades too, as in ir_measures); the relevance threshold ``rel_min``
+    plays no part, so Judged@k goes with metrics at any threshold (nDCG@10 + Judged@10, as TREC DL and BEIR
+    report). When the run retrieves at least ``k`` documents and the qrels have no negative grade it is
+    ``1 - Unjudged@k``; on a shorter list it divides by the list's length (ir_measures' rule), where
+    Unjudged@k (trec_eval's ``unj``) counts the empty slots as judged. Score ties follow the conventions'
+    tie rule (ir_measures' judged provider breaks them by document id ascending).
+    """
+
+    name: ClassVar[str] = "Judged"
+    empty_sensitive: ClassVar[bool] = False
+    aliases: ClassVar[tuple[str, ...]] = ()
+    cutoff: ClassVar[str] = "required"
+    reads_first_k: ClassVar[bool] = True
+
+    def _doc_values(self, codes: np.ndarray, ctx: EvalContext) -> np.ndarray:
+        return ((codes >= 0) | (codes == UNJUDGED)).astype(np.float64)
+
+    def _aggregate(self, values: np.ndarray, batch: LabelBatch, ctx: EvalContext) -> np.ndarray:
+        assert self.k is not None
+        return safe_div(cut(values, self.k).sum(axis=1), np.minimum(batch.num_ret(), self.k))
 
 
 @register
