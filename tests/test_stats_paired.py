@@ -132,6 +132,72 @@ def test_randomization_blocks_are_one_stream(monkeypatch: pytest.MonkeyPatch) ->
     assert paired_bootstrap(d[:47], np.random.default_rng(2), 300) == boot_one
 
 
+def _exact_p_single_block(d: np.ndarray) -> float:
+    """The exact p-value as the code computed it before review 10 (every sign vector in one 2^n x n matrix)."""
+    n, total = d.size, float(d.sum())
+    codes = np.arange(1 << n, dtype=np.int64)
+    bits = ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(np.float64)
+    threshold = abs(total) - 1e-10 * float(np.abs(d).sum())
+    return int(np.count_nonzero(np.abs(2.0 * (bits @ d) - total) >= threshold)) / (1 << n)
+
+
+@pytest.mark.parametrize("cells", [13 * 3, 13 * 64, 13 * 1000])
+def test_randomization_exact_enumeration_in_blocks_gives_identical_p(monkeypatch: pytest.MonkeyPatch,
+                                                                     cells: int) -> None:
+    """Review 10, F5: the exact branch enumerates the sign vectors in blocks; the p-value is identical to the
+    one-matrix enumeration (and to brute force) whatever the block size, ties included."""
+    from onlineeval.stats import paired
+
+    monkeypatch.setattr(paired, "_BLOCK_CELLS", cells)
+    for seed in range(4):
+        d_int = np.random.default_rng(seed).integers(-3, 5, size=13)
+        d = d_int / 7.0
+        ours = randomization_test(d, np.random.default_rng(0), 1 << 13)
+        assert ours.exact and ours.n_permutations == 1 << 13
+        assert ours.pvalue == _exact_p_single_block(d) == _exact_p(d_int)
+
+
+def test_randomization_exact_enumeration_memory_is_bounded() -> None:
+    """n = 20 exact: the single matrix held 2^20 x 20 int64 plus a float64 copy (335 MB); in blocks of
+    _BLOCK_CELLS / n vectors the peak is about 9 x _BLOCK_CELLS bytes (38 MB)."""
+    import tracemalloc
+
+    from onlineeval.stats import paired
+
+    d = np.random.default_rng(3).normal(0.05, 1.0, 20)
+    tracemalloc.start()
+    try:
+        res = randomization_test(d, np.random.default_rng(0), 1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert res.exact
+    assert peak < 12 * paired._BLOCK_CELLS + (8 << 20), peak  # 59 MB; before: 335 MB
+    ref = st.permutation_test((d,), _mean_stat, permutation_type="samples", vectorized=True,
+                              n_resamples=np.inf, batch=1 << 16)
+    assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_cli_out_of_memory_in_paired_tests_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import onlineeval.stats as stats
+    from onlineeval.cli import app
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(stats, "compare_systems", no_memory)
+    (tmp_path / "q").write_text("q1 0 a 1\nq2 0 b 1\n")
+    (tmp_path / "A").write_text("q1 Q0 a 1 2 A\nq2 Q0 b 1 2 A\n")
+    (tmp_path / "B").write_text("q1 Q0 x 1 2 B\nq2 Q0 b 1 2 B\n")
+    res = CliRunner().invoke(app, ["evaluate", "--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "A"),
+                                   "--run", str(tmp_path / "B"), "--permutations", "100000000"])
+    assert res.exit_code == 2
+    assert "not enough memory for the paired tests (100000000 permutations" in res.output
+    assert "lower --permutations or --bootstrap" in res.output and "Traceback" not in res.output
+
+
 # ----------------------------------------------------------------------------- bootstrap
 
 

@@ -413,9 +413,18 @@ def _report(
             from onlineeval.stats import compare_segments, compare_systems
 
             options = {"n_permutations": o.permutations, "n_bootstrap": o.bootstrap, "alpha": o.alpha}
-            comparisons = compare_systems(long_c, baseline, seed=o.seed, **options)
-            if seg_frame is not None:
-                comparisons = comparisons + compare_segments(long_c, seg_frame, baseline, seed=o.seed, **options)
+            try:
+                comparisons = compare_systems(long_c, baseline, seed=o.seed, **options)
+                if seg_frame is not None:
+                    comparisons = comparisons + compare_segments(long_c, seg_frame, baseline, seed=o.seed, **options)
+            except MemoryError:
+                from onlineeval.errors import ConfigError
+
+                raise ConfigError(
+                    ("permutations",),
+                    f"not enough memory for the paired tests ({o.permutations} permutations, {o.bootstrap} bootstrap "
+                    f"replicates, {common_queries} paired queries); lower --permutations or --bootstrap",
+                ) from None
     coverage = None
     seg_means = None
     if o.segments is not None and seg_frame is not None:

@@ -197,7 +197,8 @@ def randomization_test(
     reference distribution of :math:`T = \sum_q s_q d_q` is over sign vectors
     :math:`s \in \{-1, +1\}^n` (Fisher 1935; Smucker, Allan and Carterette 2007).
 
-    * When :math:`2^n \le` ``n_permutations`` every sign vector is enumerated and the
+    * When :math:`2^n \le` ``n_permutations`` every sign vector is enumerated (in blocks of
+      ``_BLOCK_CELLS / n`` vectors: memory stays bounded whatever ``n``) and the
       p-value is exact: :math:`p = \#\{s : |T(s)| \ge |T_{obs}|\} / 2^n`.
     * Otherwise ``n_permutations`` random sign vectors are drawn (uniform bits, in
       blocks, no Python loop over queries) and :math:`p = (b + 1)/(B + 1)` with
@@ -224,14 +225,16 @@ def randomization_test(
     obs = abs(total)
     threshold = obs - _TIE_RTOL * float(np.abs(d).sum())
     mean = total / n
-    if n < 63 and (1 << n) <= n_perm:
-        codes = np.arange(1 << n, dtype=np.int64)
-        bits = ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(np.float64)
-        stats_ = np.abs(2.0 * (bits @ d) - total)
-        count = int(np.count_nonzero(stats_ >= threshold))
-        return RandomizationResult(count / (1 << n), mean, 1 << n, True)
     count = 0
     block = max(1, min(n_perm, _BLOCK_CELLS // n))
+    if n < 63 and (1 << n) <= n_perm:
+        # every sign vector, in blocks of codes whose little-endian bits are the signs (bounded memory: about
+        # 9 x _BLOCK_CELLS bytes, where one 2^n x n matrix took 16 n 2^n: 1.4 GiB at n = 23)
+        for start in range(0, 1 << n, block):
+            codes = np.arange(start, min(start + block, 1 << n), dtype="<u8")
+            bits = np.unpackbits(codes[:, None].view(np.uint8), axis=1, count=n, bitorder="little")
+            count += int(np.count_nonzero(np.abs(2.0 * (bits.astype(np.float64) @ d) - total) >= threshold))
+        return RandomizationResult(count / (1 << n), mean, 1 << n, True)
     n_words = (n + 63) // 64
     for start in range(0, n_perm, block):
         m = min(block, n_perm - start)
