@@ -242,3 +242,51 @@ def test_evaluate_run_rejects_duplicates_even_unchecked(tmp_path: Path) -> None:
     dup_qrels = pd.DataFrame({"query": ["1", "1"], "doc": ["a", "a"], "grade": [1, 0]})
     with pytest.raises(InputError, match="judged twice"):
         evaluate_run(dup_qrels, run.iloc[:2], ["AP"])
+
+
+# ------------------------------------------------------------- review 10, F6: non-finite scores, message reprs
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "NaN"])
+def test_letor_non_finite_score_feature_names_file_and_line(tmp_path: Path, bad: str) -> None:
+    """The NaN was reported as 'row 500 ... np.float64(nan)' without the file; now file:line of the bad value
+    (comment lines counted), and only the score feature must be finite (LightGBM reads NaN features)."""
+    text = f"# header\n# more\n1 qid:1 1:0.5 2:nan\n0 qid:1 1:{bad} 2:0.1\n"
+    p = write(tmp_path, "l.letor", text)
+    with pytest.raises(InputError) as info:
+        read_letor(p, score_feature=1)
+    assert (info.value.path, info.value.line) == (str(p), 4)
+    assert f"feature 1 is a system's score (--score-feature) and must be finite, got {bad}" in str(info.value)
+    assert "np." not in str(info.value)
+    with pytest.raises(InputError, match="l.letor:3: feature 2"):  # feature 2's NaN on line 3
+        read_letor(p, score_feature=2)
+    assert len(read_letor(p).qrels) == 2  # no score feature: NaN features are not read
+
+
+def test_letor_nan_feature_cli_message(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    p = write(tmp_path, "l.letor", "# c\n1 qid:1 1:0.5\n0 qid:1 1:nan\n")
+    res = CliRunner().invoke(app, ["evaluate", "--letor", str(p), "--score-feature", "1"])
+    assert res.exit_code != 0
+    assert f"{p}:3: feature 1 is a system's score (--score-feature) and must be finite, got nan" in res.output
+    assert "np.float64" not in res.output and "row " not in res.output
+
+
+def test_frame_and_parameter_messages_show_python_values_not_numpy_reprs() -> None:
+    from onlineeval.metrics import ERR, INST, P
+    from onlineeval.stats import randomization_test
+
+    with pytest.raises(InputError, match=r"^row 2: grade must be an integer, got 1\.5$"):
+        qrels_from_frame(pd.DataFrame({"query": ["1", "1"], "doc": ["a", "b"], "grade": [1.0, 1.5]}))
+    with pytest.raises(InputError, match=r"^row 2: score must be a finite number, got nan$"):
+        run_from_frame(pd.DataFrame({"query": ["1", "1"], "doc": ["a", "b"], "score": [1.0, np.nan]}))
+    for make, text in ((lambda: ERR(gmax=np.int64(-1)), "got -1"), (lambda: P(k=np.int64(0)), "got 0"),
+                       (lambda: INST(T=np.float64(-1.0)), "got -1.0")):
+        with pytest.raises(ConfigError) as info:
+            make()
+        assert str(info.value).endswith(text) and "np." not in str(info.value)
+    with pytest.raises(ValueError, match=r"got 0$"):
+        randomization_test([1.0, 2.0], np.random.default_rng(0), np.int64(0))

@@ -149,6 +149,11 @@ def read_letor(
                     value = float(val)
                 except ValueError:
                     raise InputError(f"feature value must be a number, got {tok!r}", name, number) from None
+                if not math.isfinite(value):
+                    raise InputError(
+                        f"feature {int(score_feature)} is a system's score (--score-feature) and must be finite, "
+                        f"got {val}", name, number,
+                    )
         if qid is None and query_file is None:
             raise InputError("no qid:Q on the line (give query_file for LightGBM-style files)", name, number)
         m = _DOCID.search(comment)

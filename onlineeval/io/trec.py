@@ -270,11 +270,17 @@ def _check_frame(df: pd.DataFrame, columns: tuple[str, str, str], what: str) -> 
     if dup.any():
         row = int(np.argmax(dup))
         raise InputError(
-            f"document {out['doc'].iloc[row]!r} appears twice for query {out['query'].iloc[row]!r}",
+            f"document {_plain(out['doc'].iloc[row])!r} appears twice for query {_plain(out['query'].iloc[row])!r}",
             None,
             row + 1,
         )
     return out
+
+
+def _plain(value: object) -> object:
+    """A frame cell as Python shows it in a message: a numpy scalar as its Python value (``nan``, ``1.5``,
+    ``'d1'``), never numpy 2's repr (``np.float64(nan)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def qrels_from_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -286,7 +292,7 @@ def qrels_from_frame(df: pd.DataFrame) -> pd.DataFrame:
     bad = ~np.isfinite(g) | (g != np.round(g))
     if bad.any():
         row = int(np.argmax(bad))
-        raise InputError(f"grade must be an integer, got {df['grade'].iloc[row]!r}", None, row + 1)
+        raise InputError(f"grade must be an integer, got {_plain(df['grade'].iloc[row])!r}", None, row + 1)
     out["grade"] = g.astype(np.int64)
     return out
 
@@ -300,6 +306,6 @@ def run_from_frame(df: pd.DataFrame) -> pd.DataFrame:
     bad = ~np.isfinite(s)
     if bad.any():
         row = int(np.argmax(bad))
-        raise InputError(f"score must be a finite number, got {df['score'].iloc[row]!r}", None, row + 1)
+        raise InputError(f"score must be a finite number, got {_plain(df['score'].iloc[row])!r}", None, row + 1)
     out["score"] = s
     return out

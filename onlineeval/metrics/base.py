@@ -143,6 +143,12 @@ class LabelBatch:
         return (self.codes != EMPTY).sum(axis=1)
 
 
+def plain(value: object) -> object:
+    """A parameter as Python shows it in a message: a numpy scalar as its Python value (``-1``, ``nan``), never
+    numpy 2's repr (``np.int64(-1)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _int_matrix(a: np.ndarray, name: str) -> np.ndarray:
     arr = np.asarray(a)
     if arr.ndim != 2:
@@ -218,7 +224,7 @@ class Metric:
         label = type(self).name
         if self.k is not None:
             if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-                raise ConfigError(("metrics", label), f"cut-off k must be a positive integer, got {self.k!r}")
+                raise ConfigError(("metrics", label), f"cut-off k must be a positive integer, got {plain(self.k)!r}")
             if self.cutoff == "none":
                 raise ConfigError(("metrics", label), f"{label} takes no @k cut-off")
         elif self.cutoff == "required":

@@ -9,7 +9,7 @@ import numpy as np
 
 from onlineeval.errors import ConfigError
 from onlineeval.metrics._kernels import cut, ranks
-from onlineeval.metrics.base import CWL, EMPTY, EvalContext, LabelBatch, Metric, _int_matrix, register
+from onlineeval.metrics.base import CWL, EMPTY, EvalContext, LabelBatch, Metric, _int_matrix, plain, register
 
 __all__ = ["ERR", "Cascade"]
 
@@ -51,7 +51,7 @@ class ERR(Metric):
 
     def _validate(self) -> None:
         if self.gmax is not None and (isinstance(self.gmax, bool) or not isinstance(self.gmax, int) or self.gmax < 1):
-            raise ConfigError(("metrics", "ERR", "gmax"), f"must be a positive integer, got {self.gmax!r}")
+            raise ConfigError(("metrics", "ERR", "gmax"), f"must be a positive integer, got {plain(self.gmax)!r}")
 
     def _top(self, judged: np.ndarray, codes: np.ndarray, ctx_gmax: int | None = None) -> int:
         if self.gmax is not None:

@@ -27,7 +27,7 @@ import numpy as np
 
 from onlineeval.errors import ConfigError
 from onlineeval.metrics._kernels import cwl_profile, reach_after, tie_average
-from onlineeval.metrics.base import CWL, EvalContext, LabelBatch, Metric, register
+from onlineeval.metrics.base import CWL, EvalContext, LabelBatch, Metric, plain, register
 
 __all__ = ["INSQ", "INST"]
 
@@ -47,7 +47,7 @@ class _Adaptive(Metric):
 
     def _validate(self) -> None:
         if not (isinstance(self.T, (int, float)) and self.T > 0):
-            raise ConfigError(("metrics", type(self).name, "T"), f"target T must be > 0, got {self.T!r}")
+            raise ConfigError(("metrics", type(self).name, "T"), f"target T must be > 0, got {plain(self.T)!r}")
 
     def _offset(self, gains: np.ndarray) -> np.ndarray:
         """``(q, d)`` offset ``a_i`` with :math:`C(i) = ((i + a_i - 1)/(i + a_i))^2`."""

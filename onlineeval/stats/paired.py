@@ -184,7 +184,8 @@ def _check_rng(rng: np.random.Generator) -> np.random.Generator:
 def _check_count(value: int, name: str, minimum: int) -> int:
     out = int(value)
     if out != value or out < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        shown = value.item() if isinstance(value, np.generic) else value  # not numpy 2's np.int64(...) repr
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {shown!r}")
     return out
 
 
