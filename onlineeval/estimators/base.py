@@ -232,7 +232,7 @@ class Estimator(ABC):
         return OffPolicyEstimate(
             self.name, getattr(target, "name", "target"), rw.name, value, se, lo, hi, blo, bhi, float(alpha), data.n,
             clusters, self.assumption, self.diagnostics(data, target, terms), se_source, delta_se, fixed, int(n_boot),
-            data.cached("effective_clusters", lambda: effective_clusters(data))[1],
+            effective_clusters(data)[1],
         )
 
     @property

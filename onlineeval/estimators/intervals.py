@@ -52,7 +52,13 @@ def clt_interval(value: float, se: float, clusters: int, alpha: float) -> tuple[
 
 def effective_clusters(data: LoggedData) -> tuple[int, float]:
     """``(G, (sum n_g)^2 / sum n_g^2)``: the clusters of ``data`` (users; impressions without user ids) and their
-    effective number by impressions (``G`` for equal clusters, near 1 when one dominates)."""
+    effective number by impressions (``G`` for equal clusters, near 1 when one dominates). Computed once per log
+    (kept by :meth:`LoggedData.cached <onlineeval.estimators.logs.LoggedData.cached>`): every estimate of a log, its
+    undefined records and its few-clusters warning read the same value."""
+    return data.cached("effective_clusters", lambda: _effective_clusters(data))
+
+
+def _effective_clusters(data: LoggedData) -> tuple[int, float]:
     import numpy as np
 
     if data.user is None:
