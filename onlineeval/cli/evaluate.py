@@ -431,10 +431,11 @@ def _report(
         coverage = out.segment_coverage(o.segments, seg_frame, long)
         seg_means = out.segment_means(long, seg_frame)
 
+    tests = out.test_settings(o.seed, o.permutations, o.bootstrap, o.alpha, 1.0 - o.alpha)  # (compare_systems' level)
     if o.comparisons_file is not None:
-        out.comparisons_frame(comparisons, conv).to_csv(o.comparisons_file, index=False)
+        out.comparisons_frame(comparisons, conv, tests).to_csv(o.comparisons_file, index=False)
     if output_format == "json":
-        doc = out.json_doc(evals, conv, comparisons, common_queries, seg_means, o.with_per_query)
+        doc = out.json_doc(evals, conv, comparisons, common_queries, seg_means, o.with_per_query, tests)
         if err_gmax:
             from onlineeval.metrics.names import err_gmax_note
 

@@ -80,6 +80,34 @@ def segment_means(long: pd.DataFrame, seg: pd.DataFrame) -> pd.DataFrame:
     return by_segment(long, seg, table)
 
 
+#: how the paired comparisons' p-values and intervals are defined (with the run's seed and counts: reproducible)
+RANDOMIZATION = ("two-sided paired randomisation (sign-flip) test of the mean difference: exact over all 2^n sign "
+                 "vectors when 2^n <= n_permutations (p = count(|T*| >= |T|) / 2^n), else n_permutations random "
+                 "sign vectors with p = (b + 1) / (B + 1)")
+BOOTSTRAP = "paired bootstrap of the mean difference (queries resampled): BCa and percentile intervals"
+CORRECTION = "Holm"
+CORRECTION_FAMILY = ("the systems x metrics of one segment table: all queries ('all'), and each "
+                     "segment_attribute=segment_value separately")
+
+
+def test_settings(seed: int, n_permutations: int, n_bootstrap: int, alpha: float, level: float) -> dict[str, Any]:
+    """The settings that reproduce the paired comparisons: the seed (numpy SeedSequence, one stream per metric x
+    system pair), the counts and the tests' definitions (JSON ``tests``; ``--comparisons`` columns)."""
+    return {
+        "seed": seed,
+        "n_permutations": n_permutations,
+        "randomization": RANDOMIZATION,
+        "randomization_sides": "two-sided",
+        "n_bootstrap": n_bootstrap,
+        "bootstrap": BOOTSTRAP,
+        "ci_level": level,
+        "correction": CORRECTION,
+        "correction_family": CORRECTION_FAMILY,
+        "alpha": alpha,
+        "t_test": "paired t-test, two-sided",
+    }
+
+
 def json_doc(
     evals: list[RunEvaluation],
     conv: Conventions,
@@ -87,6 +115,7 @@ def json_doc(
     common_queries: int | None,
     seg_means: pd.DataFrame | None,
     with_per_query: bool,
+    tests: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     systems = []
     for ev in evals:
@@ -108,6 +137,8 @@ def json_doc(
     }
     if common_queries is not None:
         out["paired_queries"] = common_queries
+        if tests is not None:
+            out["tests"] = tests
         out["comparisons"] = []
     differ = query_sets(evals)
     if differ is not None:  # comparisons[].mean_baseline / mean_system are the paired means
@@ -133,8 +164,12 @@ def _with_conventions(frame: pd.DataFrame, conv: Conventions) -> pd.DataFrame:
     return frame
 
 
-def comparisons_frame(comparisons: list[PairedResult], conv: Conventions) -> pd.DataFrame:
-    """The paired comparisons (``--comparisons FILE``), one ``convention_*`` column per convention."""
+def comparisons_frame(
+    comparisons: list[PairedResult], conv: Conventions, tests: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """The paired comparisons (``--comparisons FILE``), then the test settings (``seed``, ``randomization``,
+    ``randomization_sides``, ``bootstrap``, ``correction``, ``correction_family``: :func:`test_settings`) and one
+    ``convention_*`` column per convention."""
     import pandas as pd
 
     if comparisons:
@@ -143,6 +178,9 @@ def comparisons_frame(comparisons: list[PairedResult], conv: Conventions) -> pd.
         frame = results_to_frame(comparisons)
     else:
         frame = pd.DataFrame(columns=["segment_attribute", "segment_value", "metric", "system", "baseline", "n"])
+    if tests is not None:
+        for key in ("seed", "randomization", "randomization_sides", "bootstrap", "correction", "correction_family"):
+            frame[key] = tests[key]
     return _with_conventions(frame, conv)
 
 
