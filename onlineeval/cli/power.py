@@ -54,7 +54,8 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
     """Means, variances (ddof 1) and covariance of two columns of a per-user CSV file.
 
     Returns ``(num_mean, num_var, den_mean, den_var, cov, n_users)``. Errors name the file and
-    line (a missing column, a non-numeric or negative denominator, fewer than 2 users).
+    line (a missing column, a row with more or fewer fields than the header, a non-numeric or negative
+    denominator, fewer than 2 users, denominators all 0).
     """
     name = str(path)
     with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -69,6 +70,17 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
         ys: list[float] = []
         for row in reader:
             line = reader.line_num
+            if None in row:  # csv.DictReader's restkey: fields beyond the header
+                raise InputError(
+                    f"{len(cols) + len(row[None])} fields but the header has {len(cols)} ({', '.join(cols)})",
+                    name, line,
+                )
+            if any(v is None for v in row.values()):  # its restval: a short row
+                given = sum(v is not None for v in row.values())
+                raise InputError(
+                    f"{given} field{'' if given == 1 else 's'} but the header has {len(cols)} ({', '.join(cols)})",
+                    name, line,
+                )
             try:
                 x, y = float(row[num_col]), float(row[den_col])
             except (TypeError, ValueError):
@@ -82,6 +94,11 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
     n = len(xs)
     if n < 2:
         raise InputError(f"needs at least 2 users (data rows), got {n}", name)
+    if not any(ys):  # (else the ratio's check would blame --den-mean, an option not given)
+        raise InputError(
+            f"every value of the denominator column {den_col!r} (--den-col) is 0: the mean denominator per user "
+            "must be > 0", name,
+        )
     import numpy as np
 
     data = np.array([xs, ys])

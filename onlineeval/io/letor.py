@@ -83,6 +83,22 @@ def _read_groups(path: str, n: int) -> np.ndarray:
     return np.repeat(np.arange(len(sizes)), sizes)
 
 
+def _check_qids_agree(qids: list[str | None], groups: np.ndarray, lines: list[int], name: str, query_file: str) -> None:
+    """Refuse a LETOR file whose ``qid:`` groups disagree with the query file's group sizes (one of the two would
+    silently win); agreeing ones are accepted (the query file's numbering is used)."""
+    for i in range(len(qids)):
+        new_qid = i == 0 or qids[i] != qids[i - 1] or qids[i] is None
+        new_group = i == 0 or groups[i] != groups[i - 1]
+        if qids[i] is None or new_qid != new_group:
+            what = ("has no qid: while other lines have one" if qids[i] is None else
+                    f"{'starts' if new_qid else 'continues'} qid:{qids[i]} where {query_file} "
+                    f"{'continues' if new_qid else 'starts'} a group")
+            raise InputError(
+                f"the line {what}: its qid: groups disagree with the group sizes of {query_file}; "
+                "give one of the two (drop --query-file, or the qid: fields)", name, lines[i],
+            )
+
+
 def read_letor(
     path: str | PathLike[str],
     scores: str | PathLike[str] | Sequence[float] | np.ndarray | None = None,
@@ -173,6 +189,8 @@ def read_letor(
         )
     if query_file is not None:
         groups = _read_groups(str(query_file), n)
+        if any(q is not None for q in qids):
+            _check_qids_agree(qids, groups, line_numbers, name, str(query_file))
         queries = groups.astype(str).astype(object)
     else:
         queries = np.asarray(qids, dtype=object)

@@ -9,7 +9,24 @@ from pathlib import Path
 
 from onlineeval.errors import InputError
 
-__all__ = ["text_lines"]
+__all__ = ["check_not_compressed", "text_lines"]
+
+#: magic bytes of compressed files people pass by mistake (runs from ir_datasets and Anserini are often .gz)
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip -k"), (b"BZh", "bzip2", "bunzip2 -k"),
+               (b"\xfd7zXZ\x00", "xz", "unxz -k"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+               (b"PK\x03\x04", "zip", "unzip"))
+
+
+def check_not_compressed(data: bytes, name: str) -> None:
+    """Raise :class:`InputError` when ``data`` starts with the magic bytes of a compressed file (gzip, bzip2, xz,
+    zstd, zip): the readers take plain text, and the file would otherwise fail as 'not UTF-8' on line 1."""
+    for magic, kind, command in _COMPRESSED:
+        if data.startswith(magic):
+            shown = " ".join(f"{b:02x}" for b in magic)
+            raise InputError(
+                f"{kind}-compressed (it starts with the {kind} magic bytes {shown}); onlineeval reads plain text: "
+                f"decompress it first ({command} {name})", name, None,
+            )
 
 
 def text_lines(path: str | PathLike[str], data: bytes | None = None) -> Iterator[tuple[int, str]]:
@@ -21,6 +38,7 @@ def text_lines(path: str | PathLike[str], data: bytes | None = None) -> Iterator
     name = str(path)
     if data is None:
         data = Path(path).read_bytes()
+    check_not_compressed(data, name)
     for number, raw in enumerate(data.split(b"\n"), start=1):
         try:
             line = raw.decode("utf-8")

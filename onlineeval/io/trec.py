@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from onlineeval.errors import InputError
-from onlineeval.io.text import text_lines
+from onlineeval.io.text import check_not_compressed, text_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -59,6 +59,7 @@ def _read_bytes(path: str | PathLike[str]) -> tuple[str, bytes]:
     data = p.read_bytes()
     if not data or data.isspace():
         raise InputError("the file is empty (no data lines)", str(p), None)
+    check_not_compressed(data, str(p))
     return str(p), data
 
 
