@@ -252,6 +252,16 @@ def _ht(w, wr, c0):
 
 
 @_jit
+def _clipped(w, cap):
+    """Clipped IPS's weight ``w - maximum(w - cap, 0)`` in numpy's operations (``maximum``: ``w - cap`` when it is
+    at least 0 or NaN, else 0.0)."""
+    e = w - cap
+    if not (e >= 0.0 or e != e):
+        e = 0.0
+    return w - e
+
+
+@_jit
 def _slot_sums(num, den, r, valid, masked, out):
     """``out[t, i] = row_sum(on_shown(num[t] / den) * r)[i]`` for ``num`` ``(T, n * k)``, ``den``, ``r``, ``valid``
     ``(n * k,)`` (flat rows of ``k < 8`` slots): the products in one flat loop the compiler vectorises (the
@@ -315,11 +325,7 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
         for c in range(caps.shape[0]):
             cap = caps[c]
             for i in range(n):
-                wl = w[t, i]
-                e = wl - cap
-                if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0): e when e >= 0 or NaN, else 0.0
-                    e = 0.0
-                wc = wl - e
+                wc = _clipped(w[t, i], cap)
                 clipped[c, t, i] = _ht(wc, wc * big_r[i], c0)
     if need_prefix:
         _slot_sums(tp_prefix, p_prefix, r, valid, masked, pre)
@@ -577,10 +583,7 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
             vals[t, VAL_WEIGHT] = wl
             vals[t, VAL_HT] = _ht(wl, x, c0)
             for c in range(n_caps):
-                e = wl - caps[c]
-                if not (e >= 0.0 or e != e):  # numpy.maximum(e, 0.0)
-                    e = 0.0
-                wc = wl - e
+                wc = _clipped(wl, caps[c])
                 vals[t, VAL_CLIPPED + c] = _ht(wc, wc * big, c0)
         for a in range(n_adds):  # no branch: each addition's column and value were looked up once, at set-up
             scratch[at, adds[a, 0]] += flat[adds[a, 1]]
