@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["DOCUMENTED", "EXIT_CODES", "FAIL", "PASS", "PENDING", "SKIPPED", "CheckResult", "ValidationReport", "finalize"]
+__all__ = ["DOCUMENTED", "EXIT_CODES", "FAIL", "PASS", "PENDING", "SKIPPED", "CheckResult", "ValidationReport",
+           "finalize"]
 
 PASS, FAIL, DOCUMENTED, SKIPPED = "PASS", "FAIL", "DOCUMENTED", "SKIPPED"
 #: status of a statistical check before :func:`finalize` compares its p-value with the level
