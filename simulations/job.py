@@ -57,6 +57,9 @@ from simulations.runner import (
     world_seed,
 )
 from simulations.users import UserModels
+
+# re-exported: they live below both this module and simulations.report (no import circle)
+from simulations.stream import FINISHED, STREAM_VERSION
 from simulations.world import World, build_world
 
 __all__ = [
@@ -86,39 +89,11 @@ __all__ = [
 ]
 
 PARTIAL = "replicates.partial.jsonl"
-#: the partial file of a finished run, kept (renamed) so that a run of the same fingerprint with another number of
-#: replicates reuses its records (replicate ``r`` is seeded by the ``r``-th spawned seed whatever their number)
-FINISHED = "replicates.finished.jsonl.gz"
 LOCK = ".onlineeval.lock"
 #: version of the partial-file record format (records without a checksum are not trusted)
 PARTIAL_FORMAT = 2
-#: The version of the numbers a seed gives: the random streams of the world, the traffic and every design (the
-#: lists shown, the clicks, the arms, the interleavings, the loggers' draws). **Bump it whenever a change makes a
-#: seed give different numbers** (another sampler for the same distribution, another order of draws, another use
-#: of the uniforms), even when every distribution is unchanged. It is part of :func:`config_fingerprint`, so a run
-#: resumed after an upgrade recomputes the replicates of the earlier version instead of mixing them with its own
-#: (replicate ``r`` is then what a fresh run gives), and so does a sweep's point. ``tests/test_stream_version.py``
-#: holds a digest of each design's draws and every number one replicate reports (each checkpoint's estimates, SEs,
-#: intervals, p-values, counts: ``tests/data/stream_version_numbers.json``, compared to 1e-9), and fails, asking for
-#: this bump, when one changes; after the bump, ``python tests/test_stream_version.py --write-numbers`` regenerates
-#: the numbers (and without ``--write-numbers`` prints the digests). Partial files record it in their header
-#: (``stream_version``; absent in files of the versions before it was introduced).
-#: 4 (2026-12-02): the model-based estimators' numbers for a seed changed (EM capped at 1000 iterations instead of
-#: 200, the doubly robust estimators cross-fitted by default, the direct method's bootstrap refitting its model),
-#: though no random stream did: a run resumed across it must not mix their replicates.
-#: 5 (2026-12-02): estimates of a seed changed again with no random stream: list-level IPS and clipped IPS weight
-#: the whole reward c0 + sum r (Horvitz-Thompson; abandonment's numbers), adaptive IPS and a DM fitted on the log
-#: take the last day's SE and p-value from the bootstrap, PBM-IPS with empirical propensities linearises its terms.
-#: Since finished runs keep their records (replicates.finished.jsonl.gz), a bump also stops their reuse.
-#: 6 (2026-12-02): probabilistic interleaving's and multileaving's expected outcomes subtract P(D = d) - P(D = -d)
-#: pair by pair (the wins and losses were summed separately): A/A multileaving rows are exact ties (p-value 1, was
-#: rounding noise with p down to 5e-5) and other rows move in their last bits.
-STREAM_VERSION = 6
-# history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
-# one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
-# last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws
-# of a generator seeded by one draw of the design's) instead of multinomial counts per estimator, and adaptive IPS's
-# data-driven choice run again in every resample (its intervals before held the choice fixed)
+# STREAM_VERSION (bump it whenever a change makes a seed give other numbers) and FINISHED are defined in
+# simulations/stream.py, with the version's history, and imported above.
 
 
 @dataclass(frozen=True)

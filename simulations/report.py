@@ -36,6 +36,7 @@ from simulations.analysis import (
     is_biased_entry,
     spread_text,
 )
+from simulations.stream import FINISHED, STREAM_VERSION
 
 if TYPE_CHECKING:
     from simulations.job import SimulationResult
@@ -219,8 +220,6 @@ def write_results(result: SimulationResult, fingerprint: str) -> None:
     )
     result.rows.to_csv(out / "replicates.csv", index=False)
     result.curves.to_csv(out / "curves.csv", index=False)
-    from simulations.job import STREAM_VERSION
-
     summary = {
         "onlineeval_version": __version__,
         "stream_version": STREAM_VERSION,  # the version of the numbers a seed gives (part of the fingerprint)
@@ -804,8 +803,6 @@ def written_files(result: SimulationResult) -> list[str]:
     """The files :func:`write_results` writes into the results directory, in order, and the finished replicates'
     records the run keeps for a later run with another number of replicates (:data:`simulations.job.FINISHED`,
     when it is there)."""
-    from simulations.job import FINISHED
-
     files = ["summary.json", "config.effective.yaml", "replicates.csv", "curves.csv", "power_vs_days.png",
              "offline_vs_online.png"]
     if result.summary.get("counterfactual"):
