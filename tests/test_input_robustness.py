@@ -84,3 +84,21 @@ def test_cli_reports_them_in_one_line_with_exit_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["evaluate", "--qrels", str(_write(tmp_path, "g.txt", QRELS)), "--run", str(run),
                                       "--metrics", "P@99999999999999999999999"])
     assert result.exit_code == 2 and "cut-off must be at most" in result.output
+
+
+def test_stats_messages_show_numbers_not_numpy_reprs():
+    """numpy 2 prints a scalar's repr as ``np.float64(nan)``: the messages show the number itself."""
+    import numpy as np
+
+    from onlineeval.stats import power
+    from onlineeval.stats._checks import as_values, check_alpha
+
+    with pytest.raises(InputError, match=r"x: value at index 1 is nan; only finite") as e:
+        as_values([1.0, np.nan], "x")
+    with pytest.raises(ValueError, match=r"got 1\.5$") as a:
+        check_alpha(np.float64(1.5))
+    with pytest.raises(ValueError, match=r"se must be finite and > 0; got -1\.0$") as s:
+        power._positive(np.array([2.0, -1.0]), "se")
+    with pytest.raises(ValueError, match=r"got 2\.5$") as p:
+        power.binomial_band(10, np.float64(2.5))
+    assert not any("np." in str(x.value) for x in (e, a, s, p))

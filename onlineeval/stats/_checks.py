@@ -34,7 +34,7 @@ def as_values(x: Any, name: str, *, min_size: int = 1) -> NDArray[np.float64]:
     bad = ~np.isfinite(arr)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{name}: value at index {first} is {arr[first]!r}; only finite numbers are allowed")
+        raise InputError(f"{name}: value at index {first} is {float(arr[first])}; only finite numbers are allowed")
     arr.flags.writeable = False
     return arr
 
@@ -43,7 +43,7 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
     """``alpha`` as a float in the open interval (0, 1)."""
     a = float(alpha)
     if not 0.0 < a < 1.0:
-        raise ValueError(f"{name} must be in (0, 1), got {alpha!r}")
+        raise ValueError(f"{name} must be in (0, 1), got {alpha}")
     return a
 
 

@@ -48,7 +48,7 @@ def _positive(x: ArrayLike, name: str, *, allow_zero: bool = False) -> NDArray[n
     bad = ~np.isfinite(arr) | ((arr < 0) if allow_zero else (arr <= 0))
     if bad.any():
         what = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be finite and {what}; got {arr[bad].ravel()[0]!r}")
+        raise ValueError(f"{name} must be finite and {what}; got {float(arr[bad].ravel()[0])}")
     return arr
 
 
@@ -304,10 +304,10 @@ def binomial_band(n: int, p: float, level: float = 0.99) -> BinomialBand:
     """
     n_i = int(n)
     if n_i < 1 or n_i != n:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+        raise ValueError(f"n must be a positive integer, got {n}")
     pf = float(p)
     if not 0.0 <= pf <= 1.0:
-        raise ValueError(f"p must be in [0, 1], got {p!r}")
+        raise ValueError(f"p must be in [0, 1], got {p}")
     lev = check_level(level)
     lo, hi = _sps.binom.interval(lev, n_i, pf)
     return BinomialBand(int(lo), int(hi), n_i, pf, lev)
