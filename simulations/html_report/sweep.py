@@ -33,7 +33,7 @@ from simulations.html_report.page import (
 from simulations.html_report.simulate import is_biased, population_of, sample_size_html
 from simulations.report import (EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, null_bias_evidence, null_mean_caution,
                                 WHOLE_POPULATION)
-from simulations.shrinkage import mde_cell
+from simulations.shrinkage_text import mde_cell
 from simulations.sweep_null import WEAK, WEAK_WHY, mark_of, null_family, null_family_text, sized_entry
 
 __all__ = ["point_summaries", "sweep_header", "sweep_sections"]
