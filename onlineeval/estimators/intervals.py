@@ -88,7 +88,7 @@ def held_fixed_text(fixed: str, bootstrap_option: str = "n_boot=N") -> str:
     it: the library's ``n_boot=N``, the CLI's ``--bootstrap N``, the API's ``bootstrap=N``)."""
     return (f"its standard error, CLT interval and p-values hold {fixed} fixed and are too small (adaptive_ips: "
             "about 0.7 of its estimates' SD over 200 replicates of configs/counterfactual.yaml; 4.4x too small on "
-            f"50,000-impression logs in review 3); {bootstrap_option} (e.g. 1000) makes the choice again in every "
+            f"simulated 50,000-impression logs); {bootstrap_option} (e.g. 1000) makes the choice again in every "
             "resample and reports that bootstrap's SD as se, with the interval and p-values from it")
 
 
