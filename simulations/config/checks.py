@@ -6,6 +6,7 @@ the designs, a design's analysis against the traffic, the assumption sweep's val
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def _check_components(config: Config, source: str | None) -> None:
         files += [(("collection", "runs", name), path) for name, path in coll.runs.items()]
         for key, path in files:
             if path is not None and not path.is_file():
-                raise ConfigError(key, f"file not found: {path}", source)
+                raise ConfigError(key, _missing_file_message(path), source)
 
     sweep = config.analysis.assumption_sweep
     if sweep is not None:
@@ -114,6 +115,20 @@ def _check_components(config: Config, source: str | None) -> None:
     from simulations.resources import check_memory
 
     check_memory(config, source)  # before anything is allocated: refuse what cannot fit
+
+
+def _missing_file_message(path: Path) -> str:
+    """``file not found: <path>`` (normalised, no ``..``; relative to the working folder when inside it), plus
+    the command that writes it when the file's folder ``<dir>/<name>`` has a script ``<dir>/make_<name>.py``
+    beside it (as examples/make_trec_example.py writes examples/trec_example/ for configs/trec.yaml)."""
+    shown = Path(os.path.normpath(path))
+    if shown.is_absolute() and shown.is_relative_to(Path.cwd()):
+        shown = shown.relative_to(Path.cwd())  # as the user would type it from here
+    message = f"file not found: {shown}"
+    script = shown.parent.parent / f"make_{shown.parent.name}.py"
+    if script.is_file():
+        message += f"; write it with: python {script} {shown.parent}"
+    return message
 
 
 #: the smallest expected number of users of each user type in each arm of an A/B design (or, for designs
