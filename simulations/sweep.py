@@ -86,6 +86,7 @@ from simulations.executors import (
     Executor,
     Task,
     TaskResult,
+    check_executor,
     make_executor,
 )
 from simulations.sweep_outputs import write_outputs
@@ -492,6 +493,9 @@ def run_sweep(
 ) -> SweepResult:
     """Run (or resume) a sweep and write its folder.
 
+    When a point is left to compute, the backend is checked first
+    (:func:`simulations.executors.check_executor`: a malformed ``local:N``, Dask not importable, a
+    scheduler address that refuses connections), before the lock or any point folder exists.
     The client builds each unfinished point's world (cheap: it is also what Dask
     scatters) and hands the executor one task per point for its ground truth, then the
     point's chunks of replicates; when a point's truth and last chunk are in, its folder is
@@ -533,6 +537,16 @@ def run_sweep(
 
     say = log or (lambda _msg: None)
     root = sweep.output
+    fingerprints: dict[int, str] = {}
+    for point in sweep.points:
+        fingerprints[point.index] = config_fingerprint(point.config.model_copy(
+            update={"output": root / "points" / point.folder_name}))
+    if executor is None and (fresh or any(
+            _finished(root / "points" / p.folder_name, fingerprints[p.index], p.config.replicates) is None
+            for p in sweep.points)):
+        # the backend that will run the tasks, before the lock and the points' folders exist: a malformed local:N,
+        # Dask not installed or a scheduler that does not answer is refused with nothing created
+        check_executor(scheduler, workers, sweep.executor, sweep.source)
     try:
         (root / "points").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -546,13 +560,11 @@ def run_sweep(
         tasks: list[Task] = []
         total_reps = sum(p.config.replicates for p in sweep.points)
         reps_done = reused = 0
-        fingerprints: dict[int, str] = {}
         for point in sweep.points:
             folder = root / "points" / point.folder_name
             folder.mkdir(exist_ok=True)
             config = point.config.model_copy(update={"output": folder})
-            fp = config_fingerprint(config)
-            fingerprints[point.index] = fp
+            fp = fingerprints[point.index]
             old = None if fresh else _finished(folder, fp, config.replicates)
             if old is not None:
                 summaries[point.index] = old
@@ -640,7 +652,8 @@ def run_sweep(
                                       on_written=None if meter is None else lambda _index: meter.add(points=1))
                 worlds = {fp: op.world for fp, op in open_points.items()}
                 own = executor is None
-                ex = executor if executor is not None else make_executor(scheduler, workers, sweep.executor)
+                ex = executor if executor is not None else make_executor(
+                    scheduler, workers, sweep.executor, sweep.source)
                 try:
                     say(f"running {len(tasks)} task(s) of {len(open_points)} point(s) on {ex.name} "
                         f"({ex.workers} worker(s)); points written by {writer.processes or 'no'} writer process(es)")

@@ -161,16 +161,20 @@ def test_workers_that_cannot_import_the_package_are_a_config_error() -> None:
     assert client.closed
 
 
-@pytest.mark.parametrize("spec", ["local:0", "local:x", "local", ""])
+@pytest.mark.parametrize("spec", ["local:0", "local:x", "local:2x", "local", ""])
 def test_bad_scheduler_spec(spec: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_scheduler(spec)
     assert info.value.key_path == ("executor", "address")
+    with pytest.raises(ConfigError) as info:
+        parse_scheduler(spec, ("scheduler",))
+    assert info.value.key_path == ("scheduler",)
 
 
 def test_make_executor_choices() -> None:
     assert parse_scheduler("tcp://10.0.0.5:8786") == ("tcp://10.0.0.5:8786", None)
     assert parse_scheduler("local:3") == ("local", 3)
+    assert parse_scheduler("localhost:8786") == ("localhost:8786", None)  # an address, not 8786 local workers
     assert isinstance(make_executor(None, 2, None), LocalExecutor)
     assert make_executor(None, None, {"type": "local", "workers": 3}).workers == 3
     assert make_executor(None, 1, {"type": "local", "workers": 3}).workers == 1  # --workers wins
@@ -182,7 +186,7 @@ def test_make_executor_choices() -> None:
     assert info.value.key_path == ("executor", "type") and "local, dask" in info.value.message
     with pytest.raises(ConfigError) as info:
         make_executor("local:0", None, {"type": "local"})  # --scheduler wins over the config
-    assert info.value.key_path == ("executor", "address")
+    assert info.value.key_path == ("scheduler",)  # the argument, not the config's executor keys
 
 
 def test_workers_of_another_stream_version_are_a_config_error(cluster: DaskExecutor) -> None:

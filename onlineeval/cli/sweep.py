@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -47,14 +49,17 @@ def sweep_cmd(
     from simulations.sweep import load_sweep, run_sweep
     from simulations.sweep_outputs import TERMINAL_LEGEND, terminal_table
 
-    sweep = load_sweep(config, output, parse_sets(set_ or []))
+    sets = parse_sets(set_ or [])
+    with _named_options(scheduler, sets):
+        sweep = load_sweep(config, output, sets)
 
     def log(msg: str) -> None:
         if not quiet or msg.startswith(("warning:", "resuming:")):
             typer.echo(msg, err=True)
 
-    result = run_sweep(sweep, workers=workers, scheduler=scheduler, fresh=fresh, progress=not quiet, log=log,
-                       writers=writers)
+    with _named_options(scheduler, sets):
+        result = run_sweep(sweep, workers=workers, scheduler=scheduler, fresh=fresh, progress=not quiet, log=log,
+                           writers=writers)
     rows = result.rows
     cols = ["point", *sweep.axes, "design", "metric", "offline_delta", "true_effect", "power_last_day",
             "analytic_required_days"]
@@ -70,6 +75,29 @@ def sweep_cmd(
     typer.echo(f"\n{len(sweep.points)} points ({len(result.computed)} computed{kept}, {reused} finished before); "
                f"results in {result.output} (points.csv, points.parquet, summary.json, effect.png, shrinkage.png, "
                "mde.png, report.html, points/)")
+
+
+@contextlib.contextmanager
+def _named_options(scheduler: str | None, sets: Mapping[str, object]) -> Iterator[None]:
+    """An error in a value the command line gave names the option, not the sweep file: one in ``--scheduler``
+    (the library's ``scheduler`` argument, :data:`simulations.executors.SCHEDULER`) reads ``--scheduler: ...``,
+    without the file's name, and one at (or inside) a key that ``--set`` gave says ``(given by --set KEY, not the
+    file)``, as ``onlineeval simulate`` says it."""
+    from onlineeval.errors import ConfigError
+    from simulations.config import sweep_path
+    from simulations.executors import SCHEDULER
+
+    try:
+        yield
+    except ConfigError as exc:
+        if scheduler is not None and exc.key_path[: len(SCHEDULER)] == SCHEDULER:
+            raise ConfigError(("--scheduler",), exc.message) from None
+        for key in sets:
+            path = sweep_path(key)
+            if path and exc.key_path[: len(path)] == path:
+                raise ConfigError(exc.key_path, f"{exc.message} (given by --set {key}, not the file)", exc.source) \
+                    from None
+        raise
 
 
 def register(app: typer.Typer) -> None:
