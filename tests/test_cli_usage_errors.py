@@ -44,7 +44,7 @@ runner = CliRunner()
          "--basline: no such option for 'onlineeval power proportion' (did you mean --baseline?)"),
         (["metrics", "--zzz"], "--zzz: no such option for 'onlineeval metrics' (see 'onlineeval metrics --help')"),
         (["nosuch"], "no such command 'nosuch' for 'onlineeval'; commands: simulate, evaluate, metrics, validate, "
-                     "estimate, sweep, clicks, power"),
+                     "estimate, sweep, clicks, power, list"),
         # a sub-group's unknown command: the same line, with click's guess
         (["clicks", "fitt"], "no such command 'fitt' for 'onlineeval clicks' (did you mean 'fit'?); commands: fit, "
                              "evaluate"),
@@ -96,3 +96,37 @@ def test_typed_name_reads_the_arguments() -> None:
     assert _typed_name(Param, ["estimate", "--log=x"]) == "--log"
     assert _typed_name(Param, ["estimate"]) == "--log"  # not typed: the long name
     assert _typed_name(Param, ["estimate", "--", "-l"]) == "--log"  # after "--" nothing is an option
+
+
+def _help_pages(command, path):  # noqa: ANN001, ANN202
+    yield path
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _help_pages(sub, [*path, name])
+
+
+def test_flags_show_no_value_placeholder_in_any_help_page() -> None:
+    """Review 12, F10: typer 0.29 printed '<bool>' after every flag (--quiet <bool>, --help <bool>), which reads as
+    if it took a value ('--quiet true' is an error); every help page of the tree now shows none, while options
+    that take a value keep theirs."""
+    import typer.main
+
+    pages = list(_help_pages(typer.main.get_command(app), []))
+    assert ["sweep"] in pages and ["clicks", "fit"] in pages and ["list", "estimators"] in pages
+    for path in pages:
+        res = runner.invoke(app, [*path, "--help"], prog_name="onlineeval", env={"COLUMNS": "200"})
+        assert res.exit_code == 0, (path, res.output)
+        assert "<bool>" not in res.stdout, path
+        assert "--help" in res.stdout
+    res = runner.invoke(app, ["sweep", "--help"], prog_name="onlineeval", env={"COLUMNS": "200"})
+    rows = {}
+    for line in res.stdout.splitlines():
+        words = line.strip("│ ").split()
+        if words and words[0].lstrip("*") == "" and len(words) > 1:
+            words = words[1:]  # the required mark
+        if words and words[0].startswith("--"):
+            rows[words[0]] = words
+    assert rows["--config"][2] == "<path>" and rows["--scheduler"][1] == "<str>" and rows["--set"][1] == "KEY=VALUE"
+    assert rows["--quiet"][1:3] == ["-q", "No"]  # the short name, then the help text: no placeholder
+    assert rows["--help"][1:3] == ["Show", "this"]
+    res = runner.invoke(app, ["sweep", "--quiet", "true", "-c", "x.yaml"], prog_name="onlineeval")
+    assert res.exit_code == 2 and res.stderr == "error: unexpected argument(s) 'true' (see 'onlineeval sweep --help')\n"

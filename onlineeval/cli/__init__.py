@@ -4,7 +4,9 @@ Each area lives in its own module with a ``register(app)`` function:
 ``simulate`` (the main job), ``evaluate`` (offline metrics), ``metrics`` (the metric
 names), ``validate``
 (interleaving implementations), ``clicks`` (click models on logs), ``estimate``
-(off-policy estimates from logged impressions) and ``power`` (sample size without simulating).
+(off-policy estimates from logged impressions), ``power`` (sample size without simulating),
+``sweep`` (a config at many points) and ``list`` (the estimators, click models, interleaving
+methods and metrics a config or option can name).
 """
 
 from __future__ import annotations
@@ -39,16 +41,18 @@ def _build_app() -> typer.Typer:
         clicks,
         estimate,
         evaluate,
+        listing,
         metrics,
         power,
         simulate,
         sweep,
         validate,
     )
-    from onlineeval.cli._usage import OneLineGroup
+    from onlineeval.cli._help import RootGroup
 
     app = typer.Typer(
-        cls=OneLineGroup,  # usage errors (a bad, missing or unknown option) as one line and exit 2
+        # usage errors (a bad, missing or unknown option) as one line and exit 2; flags without '<bool>' in --help
+        cls=RootGroup,
         name="onlineeval",
         help="Online-evaluation simulator and interleaving toolkit for rankers.",
         no_args_is_help=True,
@@ -64,7 +68,7 @@ def _build_app() -> typer.Typer:
     ) -> None:
         """Online-evaluation simulator and interleaving toolkit for rankers."""
 
-    for module in (simulate, evaluate, metrics, validate, clicks, estimate, power, sweep):
+    for module in (simulate, evaluate, metrics, validate, clicks, estimate, power, sweep, listing):
         module.register(app)
     return app
 
