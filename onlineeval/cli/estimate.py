@@ -281,8 +281,8 @@ def estimate_cmd(
     target: Annotated[list[Path], typer.Option("--target", "-t", help="TREC run of a ranker to estimate; "
                                                 "repeat for several.")],
     estimator: Annotated[str, typer.Option("--estimator", "-e", help="Comma-separated estimators, e.g. "
-                                           "ips,snips (python -c 'import onlineeval.estimators as e; "
-                                           "print(e.catalogue())' lists them).")],
+                                           "ips,snips (`onlineeval list estimators` lists them with "
+                                           "their assumptions).")],
     baseline: Annotated[Path | None, typer.Option("--baseline", "-b", help="TREC run of the baseline: each "
                                                      "target minus it, paired on the same log.")] = None,
     metric: Annotated[str, typer.Option("--metric", "-m", help="clicks_per_query, reciprocal_rank or "
