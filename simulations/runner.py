@@ -48,7 +48,11 @@ __all__ = [
     "null_interleaving_truth",
     "truth_by_segment",
     "counterfactual_truth",
+    "kernels_cached",
+    "monte_carlo_truths",
+    "truth_reporting",
     "Truth",
+    "TruthRun",
 ]
 
 _WORLD_TAG = 0x776F726C64  # "world"
@@ -374,28 +378,168 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
     method's bias. Counterfactual designs: every estimator row has the exact
     ``V(B) - V(A)`` of the design's metric (:func:`counterfactual_truth`). A/A designs
     have a true effect of exactly 0.
+
+    The exact truths are computed first (a counterfactual logger's error stops the run before the Monte Carlo),
+    then the Monte Carlo runs (:func:`monte_carlo_truths`), in this process or, inside :func:`truth_reporting`
+    with ``workers > 1``, in a pool of worker processes: each run draws from its own stream (keyed by the design's
+    name and whether it is the null variant), so the truths are the same numbers for any number of workers, and
+    the list keeps the designs' order.
     """
-    out: list[Truth] = []
+    parts: list[list[Truth] | TruthRun] = []
     per_query = {name: exact_ab_metrics(world, users, name) for name in ("A", "B")}
     per_ranker = {name: {m: float(world.frequency @ v) for m, v in pq.items()} for name, pq in per_query.items()}
     per_user: dict[str, dict[str, float]] = {}
-    for design in config.designs:
+    runs = monte_carlo_truths(config)
+    for index, design in enumerate(config.designs):
         if design.type == "ab":
             if design.test == "welch":
                 per_user = per_user or {r: per_user_mean_metrics(world, users, r) for r in ("A", "B")}
-                for metric, va in per_user["A"].items():
-                    out.append(Truth(design.name, metric, per_user["B"][metric] - va, 0.0,
-                                     "exact (per-user means, users weighted equally)", va))
+                parts.append([Truth(design.name, metric, per_user["B"][metric] - va, 0.0,
+                                    "exact (per-user means, users weighted equally)", va)
+                              for metric, va in per_user["A"].items()])
                 continue
-            for metric, va in per_ranker["A"].items():
-                out.append(Truth(design.name, metric, per_ranker["B"][metric] - va, 0.0, "exact", va))
+            parts.append([Truth(design.name, metric, per_ranker["B"][metric] - va, 0.0, "exact", va)
+                          for metric, va in per_ranker["A"].items()])
             continue
         if design.type == "counterfactual":
-            out += counterfactual_truth(design, world, users, per_ranker, config.designs.index(design))
+            parts.append(counterfactual_truth(design, world, users, per_ranker, index))
             continue
-        out += _interleaving_truth(config, design, world, users, null=False)
-        out += null_interleaving_truth(config, design, world, users)
+        parts += [run for run in runs if run.index == index]  # the design's preferences, then its null variant
+    mc = _run_monte_carlo(config, world, users, runs)
+    out: list[Truth] = []
+    for part in parts:
+        out += mc[part] if isinstance(part, TruthRun) else part
     return out
+
+
+@dataclass(frozen=True)
+class TruthRun:
+    """One Monte Carlo run of the ground truth: an interleaving design's preferences (``null``: under the null
+    user) over ``impressions`` impressions; ``index`` is the design's position in ``config.designs``."""
+
+    index: int
+    design: str
+    null: bool
+    impressions: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.design} (null user)" if self.null else self.design
+
+
+def monte_carlo_truths(config: Config) -> list[TruthRun]:
+    """The Monte Carlo runs :func:`compute_truth` makes, in its order: for every interleaving design its
+    preferences and their null-user variant, ``analysis.truth_impressions`` impressions each."""
+    n = config.analysis.truth_impressions
+    return [TruthRun(i, d.name, null, n) for i, d in enumerate(config.designs) if d.type == "interleaving"
+            for null in (False, True)]
+
+
+#: what :func:`truth_reporting` set: ``progress`` (a callable) and ``workers`` (an int)
+_TRUTH_REPORTING: dict[str, Any] = {}
+
+
+@contextmanager
+def truth_reporting(
+    progress: Callable[[int, int, str], None] | None = None, workers: int = 1
+) -> Iterator[None]:
+    """In the block, :func:`compute_truth` (which :func:`simulations.job.prepare` calls) reports its Monte Carlo
+    progress as ``progress(impressions done, impressions in all, label of the run)`` (a first call with 0 done
+    before the first run starts; one after every chunk of :data:`_TRUTH_CHUNK` impressions in this process, or
+    after every run on workers; a last one with all done) and runs the Monte Carlo runs in ``workers`` processes
+    (at most one per run; 1 = this process). Nothing changes any number. For the command line (``onlineeval
+    simulate``), which calls :func:`simulations.job.simulate` as a whole; elsewhere (the sweep's tasks, the
+    API) :func:`compute_truth` runs silently in the calling process."""
+    previous = dict(_TRUTH_REPORTING)
+    _TRUTH_REPORTING.clear()
+    _TRUTH_REPORTING.update(progress=progress, workers=max(int(workers), 1))
+    try:
+        yield
+    finally:
+        _TRUTH_REPORTING.clear()
+        _TRUTH_REPORTING.update(previous)
+
+
+def _run_monte_carlo(
+    config: Config, world: World, users: UserModels, runs: list[TruthRun]
+) -> dict[TruthRun, list[Truth]]:
+    """The truths of ``runs`` (:func:`compute_truth`'s Monte Carlo), reported to :func:`truth_reporting`'s
+    ``progress``, in its ``workers`` processes."""
+    progress: Callable[[int, int, str], None] | None = _TRUTH_REPORTING.get("progress")
+    n_workers = min(int(_TRUTH_REPORTING.get("workers", 1)), len(runs))
+    total = sum(run.impressions for run in runs)
+    done = 0
+    if not runs:
+        return {}
+    if progress is not None:
+        progress(0, total, runs[0].label)
+    out: dict[TruthRun, list[Truth]] = {}
+    if n_workers <= 1:
+        for run in runs:
+            def tick(m: int, label: str = run.label) -> None:
+                nonlocal done
+                done += m
+                if progress is not None:
+                    progress(done, total, label)
+
+            out[run] = _interleaving_truth(config, config.designs[run.index], world, users, run.null, tick)
+        return out
+    pool = ProcessPoolExecutor(max_workers=n_workers, initializer=_init_truth_worker,
+                               initargs=(config, world, users))
+    try:
+        futures = {pool.submit(_truth_work, run): run for run in runs}
+        for fut in as_completed(futures):
+            run = futures[fut]
+            out[run] = fut.result()
+            done += run.impressions
+            if progress is not None:
+                progress(done, total, run.label)
+    except BaseException:
+        _stop_pool(pool)  # interrupted or failed: end the workers now
+        raise
+    pool.shutdown(wait=True)
+    return out
+
+
+def _init_truth_worker(config: Config, world: World, users: UserModels) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and SIGTERM (see _init_worker)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    one_blas_thread()
+    _WORKER.update(config=config, world=world, users=users)
+
+
+def _truth_work(run: TruthRun) -> list[Truth]:
+    config = _WORKER["config"]
+    return _interleaving_truth(config, config.designs[run.index], _WORKER["world"], _WORKER["users"], run.null)
+
+
+def kernels_cached() -> bool | None:
+    """Whether numba's cache holds compiled simulator kernels for this machine and this code: ``False`` when no
+    kernel of :mod:`simulations.kernels` (which every simulation calls: the users' clicks) has an entry in its
+    cache index for this numba version, this source file, this CPU and this function's bytecode (the index files
+    are read, nothing is compiled), so the first simulation compiles them (about 9 s of CPU for configs/ab.yaml,
+    27 s for configs/counterfactual.yaml); ``True`` when one has (other kernels may still compile for new
+    argument types: rarely and briefly); ``None`` when it cannot be told (numba's internals differ)."""
+    import hashlib
+
+    try:
+        from numba.core.registry import cpu_target
+
+        import simulations.kernels as kernels
+
+        magic = cpu_target.target_context.codegen().magic_tuple()
+        dispatchers = [f for f in vars(kernels).values() if getattr(f, "_cache", None) is not None
+                       and hasattr(f, "py_func") and f.__module__ == kernels.__name__]
+        if not dispatchers:
+            return None
+        for f in dispatchers:
+            code = hashlib.sha256(f.py_func.__code__.co_code).hexdigest()
+            index = f._cache._cache_file._load_index()
+            if any(key[1] == magic and key[2][0] == code for key in index):
+                return True
+        return False
+    except Exception:  # noqa: BLE001 - a private numba API: when it changes, say nothing rather than guess
+        return None
 
 
 def null_interleaving_truth(config: Config, design: DesignConfig, world: World, users: UserModels) -> list[Truth]:
@@ -414,7 +558,8 @@ def null_interleaving_truth(config: Config, design: DesignConfig, world: World, 
 
 
 def _interleaving_truth(
-    config: Config, design: DesignConfig, world: World, users: UserModels, null: bool
+    config: Config, design: DesignConfig, world: World, users: UserModels, null: bool,
+    tick: Callable[[int], None] | None = None,
 ) -> list[Truth]:
     from simulations.designs.interleaving import pair_metrics, pair_outcomes, shared_interleaver
 
@@ -442,6 +587,8 @@ def _interleaving_truth(
         clicks = users.sample(labels, users.draw_types(m, rng), rng)
         num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0
         den[lo : lo + m] = clicks.any(axis=1)
+        if tick is not None:
+            tick(m)
     out = []
     for p, (metric, _, _) in enumerate(pairs):
         value = num[:, p].sum() / den.sum()

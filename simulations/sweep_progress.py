@@ -17,9 +17,11 @@ class SweepProgress:
 
     On a terminal, rich's live bars (points and replicates, elapsed and ETA) redrawn in place;
     otherwise plain lines, at most one every ``every`` seconds (and the first and the last), e.g.
-    ``sweep: points 2/4, replicates 20/40, 10s elapsed, ETA 20s``. The ETA is the replicates left divided by the
-    rate of replicates computed by this run since its first finished task (so the workers' start-up, imports and
-    first worlds are not in the rate: review 2, C.2, a Dask sweep said ETA 135s at 17 s and was done at 25 s);
+    ``sweep: points 2/4, replicates 20/40, 10s elapsed, ETA 20s`` (``..., writing the last 2 point(s)`` once
+    every replicate is computed and points are still being analysed and written). The ETA is the replicates left
+    divided by the rate of replicates computed by this run since its first finished task (so the workers' start-up,
+    imports and first worlds are not in the rate: review 2, C.2, a Dask sweep said ETA 135s at 17 s and was done
+    at 25 s);
     replicates resumed from an earlier run and those of the first task count as done, not in the rate, and the
     ETA is unknown until a second task finishes.
     """
@@ -77,15 +79,20 @@ class SweepProgress:
         return (self._clock() - self._rate_t0) / ran * (self.replicates - self.replicates_done)
 
     def _eta_text(self) -> str:
+        """``ETA 20s``, ``ETA unknown``, ``ETA done``, or, once every replicate is computed but points are still
+        being analysed and written, ``writing the last 3 point(s)`` (not "done": review 12, finding 1)."""
         eta = self.eta()
-        return "done" if self.replicates_done >= self.replicates else ("unknown" if eta is None else f"{eta:.0f}s")
+        if self.replicates_done >= self.replicates:
+            left = self.points - self.points_done
+            return "ETA done" if left <= 0 else f"writing the last {left} point(s)"
+        return "ETA unknown" if eta is None else f"ETA {eta:.0f}s"
 
     def show(self, force: bool = False) -> None:
         now = self._clock()
         if self._bars is not None:
             points, reps = self._bars.task_ids
             self._bars.update(points, completed=self.points_done)
-            self._bars.update(reps, completed=self.replicates_done, eta=f"ETA {self._eta_text()}")
+            self._bars.update(reps, completed=self.replicates_done, eta=self._eta_text())
             return
         if self._tty:
             return  # closed
@@ -94,7 +101,7 @@ class SweepProgress:
         self._last = now
         self._stream.write(
             f"sweep: points {self.points_done}/{self.points}, replicates {self.replicates_done}/{self.replicates}, "
-            f"{now - self._t0:.0f}s elapsed, ETA {self._eta_text()}\n"
+            f"{now - self._t0:.0f}s elapsed, {self._eta_text()}\n"
         )
         self._stream.flush()
 

@@ -68,13 +68,142 @@ def simulate_cmd(
         if not quiet or msg.startswith(("warning:", "resuming:")):  # what happened to earlier results always shows
             typer.echo(msg, err=True)
 
-    progress = None if quiet else _Progress()
+    from simulations.runner import kernels_cached, resolve_workers, truth_reporting
+
+    n_workers = resolve_workers(cfg.workers if workers is None else workers)
+    stages = _Stages(out, cfg.replicates, cfg.analysis.truth_impressions, n_workers, quiet=quiet,
+                     cold=not quiet and kernels_cached() is False)
     try:
-        result = simulate(cfg, out, workers, fresh, progress.update if progress else None, log)
+        with truth_reporting(stages.truth, n_workers):
+            result = simulate(cfg, out, workers, fresh, stages.replicates, log)
+    except KeyboardInterrupt as exc:
+        stages.close()
+        code = int(getattr(exc, "exit_code", 130))
+        typer.echo(f"interrupted ({exc or 'SIGINT'}); {stages.kept_text()}", err=True)
+        raise typer.Exit(code) from None
     finally:
-        if progress is not None:
-            progress.close()
+        stages.close()
+    stages.finished()
     typer.echo(terminal_summary(result, str(config)))
+
+
+class _Stages:
+    """The stages of ``onlineeval simulate`` on stderr (nothing with ``quiet``): the ground truth's Monte Carlo
+    (one line with its size and knob, ``analysis.truth_impressions``, then its progress by :class:`_Progress`
+    and its time), a note when numba's cache holds no compiled kernels (``cold``: the first stage that runs the
+    simulator compiles them), the replicates' progress bar, the analysis and the writing of the results folder,
+    and the times of the stages at the end. Also counts the finished replicates for the message of an
+    interrupted run."""
+
+    def __init__(self, output: Path, replicates: int, truth_impressions: int, workers: int = 1, quiet: bool = False,
+                 cold: bool = False, stream: TextIO | None = None, clock: Callable[[], float] | None = None) -> None:
+        import sys
+        import time
+
+        self._out, self._total, self._quiet, self._cold = output, replicates, quiet, cold
+        self._truth_size, self._workers, self._runs = truth_impressions, workers, 1
+        self._stream = stream
+        self._clock = clock if clock is not None else time.monotonic
+        self._bar: _Progress | None = None
+        self.done: int | None = None  # replicates finished (resumed ones included); None before the replicates
+        self._times: dict[str, float] = {}
+        self._t = self._t0 = self._clock()
+        self._stage = ""
+        self._err = stream if stream is not None else sys.stderr
+
+    def _say(self, msg: str) -> None:
+        if not self._quiet:
+            self._err.write(msg + "\n")
+            self._err.flush()
+
+    def _begin(self, stage: str) -> None:
+        self._end()
+        self._stage, self._t = stage, self._clock()
+
+    def _end(self) -> float:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        took = 0.0
+        if self._stage:
+            took = self._clock() - self._t
+            self._times[self._stage] = took
+            self._stage = ""
+        return took
+
+    def _compiling(self) -> None:
+        if self._cold:
+            self._cold = False
+            self._say("compiling the simulator's kernels as they are first used (first run on this machine; "
+                      "cached afterwards; about 10-30 s of CPU)")
+
+    def truth(self, done: int, total: int, label: str) -> None:
+        """:func:`simulations.runner.truth_reporting`'s progress: impressions done of ``total``, ``label`` the run
+        being computed (or, on workers, the one just finished)."""
+        per_run = self._truth_size
+        if done == 0 and self._stage != "ground truth":
+            self._compiling()
+            self._begin("ground truth")
+            self._runs = runs = max(total // per_run, 1)
+            self._say(f"ground truth: {runs} Monte Carlo runs (each interleaving design's preferences, and under a "
+                      f"null user) x {per_run:,} impressions (analysis.truth_impressions) on "
+                      f"{min(self._workers, runs)} worker(s) ...")
+            if not self._quiet:
+                self._bar = _Progress(self._stream, self._clock, label="ground truth")
+        if self._bar is not None:
+            self._bar.update(done, total, count=f"{done // per_run}/{self._runs} runs",
+                             note="" if done >= total else label)
+        if done >= total:
+            self._say(f"ground truth: done in {_duration(self._end())}")
+
+    def replicates(self, done: int, total: int) -> None:
+        """:func:`simulations.job.simulate`'s ``on_progress``."""
+        first = self.done is None
+        self.done, self._total = done, total
+        if first:
+            if done < total:
+                self._compiling()
+            self._begin("replicates")
+            if not self._quiet:
+                self._bar = _Progress(self._stream, self._clock)
+        if self._bar is not None:
+            self._bar.update(done, total)
+        if done >= total:
+            self._end()
+            self._begin("analysis and results")
+            self._say(f"analysing {total} replicates and writing the results folder {self._out} (summary.json, "
+                      "CSVs, plots, report.html) ...")
+
+    def finished(self) -> None:
+        """The run is done: the times of its stages."""
+        self._end()
+        parts = ", ".join(f"{name} {_duration(t)}" for name, t in self._times.items())
+        self._say(f"done in {_duration(self._clock() - self._t0)}" + (f" ({parts})" if parts else ""))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def kept_text(self) -> str:
+        """What an interrupted run keeps, and how to go on."""
+        from simulations.job import PARTIAL
+
+        where = self._out / PARTIAL
+        if self.done is None:
+            return (f"stopped before the replicates started; finished replicates of earlier runs stay in {self._out}; "
+                    "run the same command again to resume")
+        if self.done >= self._total:
+            return (f"all {self._total} replicates are kept in {where}; run the same command again to write "
+                    "the results")
+        return (f"{self.done} of {self._total} replicates are kept in {where}; run the same command again to "
+                "resume (only the missing ones are computed)")
+
+
+def _duration(seconds: float) -> str:
+    from onlineeval.cli._progress import duration
+
+    return duration(seconds)
 
 
 def _load(config: Path, overrides: dict[str, object], set_keys: set[str]):  # noqa: ANN202
@@ -128,37 +257,34 @@ def parse_sets(items: list[str]) -> dict[str, object]:
 
 
 class _Progress:
-    """Progress of the replicates on stderr, drawn by rich: a live bar with elapsed time and
-    ETA on a terminal; plain lines (at most one every 5 s, and the last) otherwise, e.g.
-    ``replicates [######------------------------] 4/20  12s elapsed, ETA 48s``.
+    """Progress of a stage on stderr (by default the replicates), drawn by rich: a live bar with elapsed time
+    and ETA on a terminal; plain lines (at most one every 5 s, and the last) otherwise, e.g.
+    ``replicates [######------------------------] 4/20  12s elapsed, ETA 48s`` or
+    ``ground truth [######------------------------] 2/8 runs, td  40s elapsed, ETA 1m``.
 
-    The ETA is rich's estimate from the recent rate of finished replicates (replicates
-    resumed from an interrupted run count as done from the start, not in the rate)."""
+    The ETA is rich's estimate from the recent rate of the finished units (units resumed from an interrupted
+    run count as done from the start, not in the rate). ``label`` names the stage; :meth:`update`'s ``count``
+    replaces the ``done/total`` text and ``note`` follows it."""
 
     PLAIN_EVERY = 5.0  # seconds between plain lines
 
-    def __init__(self, stream: TextIO | None = None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, clock: Callable[[], float] | None = None,
+                 label: str = "replicates") -> None:
         import sys
         import time
 
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self._stream = stream if stream is not None else sys.stderr
         self._tty = self._stream.isatty()
         self._time = clock if clock is not None else time.monotonic
         self._last = -float("inf")
+        self._label = label
         self._progress = Progress(
-            TextColumn("replicates"),
+            TextColumn(label, markup=False),
             BarColumn(),
-            MofNCompleteColumn(),
+            TextColumn("{task.fields[count]}", markup=False),
             TextColumn("elapsed"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
@@ -169,12 +295,13 @@ class _Progress:
         )
         self._task: TaskID | None = None
 
-    def update(self, done: int, total: int) -> None:
+    def update(self, done: int, total: int, count: str | None = None, note: str = "") -> None:
+        text = (count if count is not None else f"{done}/{total}") + (f", {note}" if note else "")
         if self._task is None:
             self._progress.start()
-            self._task = self._progress.add_task("replicates", total=total, completed=done)
+            self._task = self._progress.add_task(self._label, total=total, completed=done, count=text)
         else:
-            self._progress.update(self._task, completed=done, total=total)
+            self._progress.update(self._task, completed=done, total=total, count=text)
         if self._tty:
             return
         now = self._time()
@@ -185,9 +312,9 @@ class _Progress:
         width = 30
         filled = int(width * done / max(total, 1))
         eta = task.time_remaining
-        eta_text = "done" if done >= total else ("unknown" if eta is None else f"{eta:.0f}s")
+        eta_text = "done" if done >= total else ("unknown" if eta is None else _duration(eta))
         self._stream.write(
-            f"replicates [{'#' * filled}{'-' * (width - filled)}] {done}/{total}  "
+            f"{self._label} [{'#' * filled}{'-' * (width - filled)}] {text}  "
             f"{task.elapsed or 0.0:.0f}s elapsed, ETA {eta_text}\n"
         )
         self._stream.flush()
