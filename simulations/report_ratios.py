@@ -1,0 +1,155 @@
+"""The ratio texts: efficiency and size ratios between designs, and multileaving's pairs.
+
+:func:`_ratio_lines` (information per impression and impressions needed relative to a reference design, with
+their uncertainty: :func:`ratio_uncertainty_text`) and :func:`multileaving_lines` (the pairwise table's range over
+pairs: :func:`pair_range_text`). Re-exported by :mod:`simulations.report`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simulations.analysis import EXTRAPOLATION_FLAG, RATIO_UNCERTAIN_REL_SE
+from simulations.report_null import biased_ratio_why
+from simulations.report_numbers import rate_text, value_text
+
+
+#: the 'not distinguishable' rule in the legend (review 8, F4; summary.json indistinguishable.rule in full)
+INDISTINGUISHABLE_SHORT = ("|log ratio difference| < 2 SE of the difference, from both designs' own relative SEs "
+                           "and the reference's, which cancel only where both ratios use the same reference pair(s)")
+
+
+def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
+                 unstable: set[str] | frozenset[str] = frozenset(),
+                 extrapolated: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Efficiency at equal traffic and the ratio of required impressions, biased designs marked, and
+    '?' on a ratio whose either size is unstable (``unstable``: designs whose primary size is), '*' on one whose
+    either size is extrapolated beyond :data:`EXTRAPOLATION_FLAG` x the simulated days (``extrapolated``; review 6,
+    F1: the main table's '!')."""
+    ref = ratios.get("reference")
+    if not ref:
+        return []
+    biased = ratios.get("biased", {})
+    eff, need = [], []
+    for d in ratios["ratios"]:
+        if d == ref:
+            continue
+        b = biased.get(d)
+        mark = None if b is None else f"biased ({biased_ratio_why(b)})"
+        e, r = ratios.get("equal_traffic_efficiency", {}).get(d), ratios["ratios"][d]
+        e_rel = (ratios.get("equal_traffic_efficiency_rel_se") or {}).get(d)
+        r_rel = (ratios.get("ratios_rel_se") or {}).get(d)
+        pairs = (ratios.get("by_pair") or {}).get(d)
+        if e is not None:
+            eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x{ratio_uncertainty_text(e_rel)}"
+                       + pair_range_text(pairs, "efficiency"))
+        if r is not None or mark:
+            if pairs:  # review 8, F5: a multileaving median's marks from the pairs it is the median of
+                mid = median_pairs(pairs, "ratio")
+                is_unstable = any(p.get("unstable") for p in mid)
+                is_far = any(p.get("extrapolated") for p in mid)
+            else:
+                is_unstable, is_far = ref in unstable or d in unstable, ref in extrapolated or d in extrapolated
+            q = "?" if is_unstable and not ratio_uncertain(r_rel) else ""
+            star = "*" if is_far else ""
+            unc = ratio_uncertainty_text(r_rel) + q + star + pair_range_text(pairs, "ratio")
+            need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{unc} ({value_text(1 / r)}x fewer)" if r < 1
+                        else f"{d} {value_text(r)}x{unc}")
+    lines = []
+    if eff:
+        lines.append(f"  information per impression at equal traffic ((effect/SE)^2 on day {ratios.get('last_day')}) "
+                     f"relative to {ref}: " + ", ".join(eff))
+    if need:
+        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need)
+                     + (f" ('*': from a size extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated days, "
+                        "the main table's '!')" if any("*" in n for n in need) else ""))
+    if eff or need:
+        lines.append(f"  (+-: 1 relative SE by the delta method, from the truths' Monte Carlo SEs and the SEs' own "
+                     f"(sizes: their refits'); '?': above {RATIO_UNCERTAIN_REL_SE:.0%}, or an unstable size"
+                     + ("; multileaving: median over the pairs, their range in brackets, '?' / '*' on the median "
+                        "or a bracket end from a pair with such a size" if ratios.get("by_pair") else "") + ")")
+    for key, what in (("equal_traffic_efficiency", "information per impression"), ("ratios", "impressions needed")):
+        same = (ratios.get("indistinguishable") or {}).get(key) or []
+        if same:
+            lines.append(f"  not distinguishable ({what}; {INDISTINGUISHABLE_SHORT}): "
+                         + ", ".join(f"{a} ~ {b}" for a, b in same))
+    if eff and need and ref_is_ab:
+        lines += [(f"  (the first is the efficiency over the simulated days; the second holds at the target power "
+                   f"only: {ref}'s SE"),
+                  ("  has a floor from returning users, se^2 = a/N + b, so near the target its required impressions "
+                   "grow faster than 1/N)")]
+    return lines
+
+
+def multileaving_lines(s: dict[str, Any]) -> list[str]:
+    """The rankers' exact online values and each multileaving design's pairwise error rate by day (review 6, F5)."""
+    ml = s.get("multileaving")
+    if not ml:
+        return []
+    key, values = ml["order_metric"], ml["online_values"]
+    names = list(values)
+    first = names[0]
+    agree = all(v["signs_agree"] for e in ml["designs"].values() for v in e["pairs"].values())
+    lines = ["", f"Multileaving: the rankers' exact online {key} (what an A/B test of each measures): "
+             + ", ".join(f"{r} {value_text(values[r][key])}" for r in names)
+             + f" (from {first}: " + ", ".join(f"{r} {value_text(values[r][key] - values[first][key], True)}"
+                                            for r in names[1:]) + ") -> " + " > ".join(ml["order"]),
+             "  pairwise error rate by day (share of replicate x pair whose estimate has the wrong sign; 0 or "
+             "undefined counts as wrong) against that order"
+             + (" (each method's own truth has the same sign on every pair):" if agree else
+                " / against the method's own truth:")]
+    for d, e in ml["designs"].items():
+        exact, own = e["error_rate_exact"], {r["day"]: r["error_rate"] for r in e["error_rate_own_truth"]}
+        cells = [f"day {r['day']} {rate_text(r['error_rate'])}" + ("" if agree else f"/{rate_text(own.get(r['day']))}")
+                 for r in exact]
+        disagree = [p for p, v in e["pairs"].items() if not v["signs_agree"]]
+        differs = f"; own truth's sign differs from the exact order on {', '.join(disagree)}" if disagree else ""
+        lines.append(f"  {d:14s} " + ", ".join(cells) + differs)
+    return lines
+
+
+def ratio_uncertain(rel: Any) -> bool:
+    """A ratio whose relative SE is unknown or above :data:`RATIO_UNCERTAIN_REL_SE` (review 6, F1)."""
+    return not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel > RATIO_UNCERTAIN_REL_SE
+
+
+def ratio_uncertainty_text(rel: Any) -> str:
+    """' +-9%' (1 relative SE), with '?' when above :data:`RATIO_UNCERTAIN_REL_SE`; ' +-?' when unknown."""
+    if not isinstance(rel, (int, float)) or not math.isfinite(rel):
+        return " +-?"
+    pct = f"{100 * rel:.0f}%" if rel < 10 else f"{rel:.0f}x"
+    return f" +-{pct}" + ("?" if rel > RATIO_UNCERTAIN_REL_SE else "")
+
+
+def pair_size_marks(p: dict[str, Any]) -> str:
+    """A multileaving pair's size marks in a ratio range (review 8, F5): '?' when either size is unstable, '*' when
+    either is extrapolated beyond :data:`EXTRAPOLATION_FLAG` x the simulated days (by_pair's flags)."""
+    return ("?" if p.get("unstable") else "") + ("*" if p.get("extrapolated") else "")
+
+
+def median_pairs(pairs: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The pair(s) a median over ``pairs[*][key]`` is taken from: the middle one, or the middle two of an even
+    count."""
+    have = sorted((p for p in pairs.values() if isinstance(p.get(key), (int, float))), key=lambda p: p[key])
+    if not have:
+        return []
+    k = len(have)
+    return have[(k - 1) // 2: k // 2 + 1]
+
+
+def pair_range_text(pairs: Any, key: str) -> str:
+    """' [0.75-3.08 over 6 pairs]': the range of a multileaving design's per-pair ratios, or ''; a ratio range's
+    end carries its pair's '?' / '*' (:func:`pair_size_marks`; review 8, F5: an end from a size extrapolated 54x
+    was shown bare)."""
+    if not isinstance(pairs, dict):
+        return ""
+    have = [p for p in pairs.values() if isinstance(p.get(key), (int, float))]
+    if not have:
+        return ""
+    lo, hi = min(have, key=lambda p: p[key]), max(have, key=lambda p: p[key])
+
+    def end(p: dict[str, Any]) -> str:
+        return value_text(p[key]) + (pair_size_marks(p) if key == "ratio" else "")
+
+    return f" [{end(lo)}-{end(hi)} over {len(have)} pairs]"

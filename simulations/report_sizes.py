@@ -1,0 +1,161 @@
+"""The sample-size and extrapolation texts of the main table.
+
+The days, impressions and users needed (:func:`sample_size_cells`, :func:`analytic_days_text`), the unstable sizes'
+ranges ('?'), the sizes extrapolated beyond the simulated days ('*', '!': :func:`extrapolated_entries`,
+:func:`extrapolated_days_text`, :func:`extrapolation_note`) and the rows whose estimator measures another quantity
+('^'). Re-exported by :mod:`simulations.report`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from simulations.analysis import EXTRAPOLATION_FLAG, SIZE_BOOTSTRAP, is_biased_entry, spread_text
+from simulations.report_numbers import _count, _number, count_text, days_text, rate_text
+
+
+#: the main table's shrinkage column: online relative improvement / the *frequency-weighted* offline gain (the
+#: decomposition's total divides by the uniform one: review 2026-12-02, 3.4)
+SHRINK_HEADER = "shrink(freq-wtd)"
+
+
+#: users needed at or above this share of the population print as 'whole population'
+WHOLE_POPULATION = 0.99
+
+
+#: analytic days beyond this print as '> 1 year'
+MAX_DAYS_SHOWN = 365
+
+
+def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
+    """The main table's analytic power, days->pwr, impressions and users needed of one summary entry
+    (shared by the terminal and report.html): 'biased' ('no support' when its target leaves the logger's support)
+    / '-' for a biased entry, 'no detectable effect',
+    '> 1 year' beyond :data:`MAX_DAYS_SHOWN` analytic days, 'whole population' from
+    :data:`WHOLE_POPULATION` of the users, and '?' after an unstable analytic size."""
+    fd = e["final_day"]
+    if is_biased_entry(e):
+        # an off-policy estimate whose target leaves the logger's support says so (review 3, F-E)
+        return {"analytic": "-", "days": "-", "impressions": "no support" if e.get("no_support") else "biased",
+                "users": "-"}
+    analytic = rate_text(fd.get("analytic_power"))
+    if not e.get("detectable", True):
+        return {"analytic": analytic, "days": "-", "impressions": "no detectable effect", "users": "-"}
+    unstable = bool(e.get("analytic_required_impressions_unstable"))
+    mark = "?" if unstable else ""
+    days = e.get("days_to_target_power")
+    if days is not None:
+        days_s = str(days)
+    else:  # '*': analytic, beyond the simulated days
+        days_s = analytic_days_text(e.get("analytic_required_days"), unstable, lambda d: f"~{days_text(d)}*")
+    users = e.get("analytic_required_users")
+    users_s = "whole population" if users is not None and users >= WHOLE_POPULATION * population else _count(users)
+    return {"analytic": analytic, "days": days_s, "impressions": _count(e.get("analytic_required_impressions")) + mark,
+            "users": users_s}
+
+
+def analytic_days_text(days: Any, unstable: bool = False, number: Callable[[float], str] = days_text) -> str:
+    """The cell of an analytic number of days to the target power: 'never' when there is none (missing or infinite:
+    the SE floor of the user population is above the target), '> 1 year' beyond :data:`MAX_DAYS_SHOWN` days, else
+    ``number(days)`` (:func:`days_text`); '?' after it when the size behind it is unstable. The one rule of
+    simulate's days->pwr cell (:func:`sample_size_cells`) and of the sweep's analytic_required_days cell."""
+    if not _number(days):
+        text = "never"
+    elif days > MAX_DAYS_SHOWN:
+        text = "> 1 year"
+    else:
+        text = number(float(days))
+    return text + ("?" if unstable else "")
+
+
+def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
+    """The unstable analytic sample sizes ('?'), each with the refits' 90% range."""
+    items = []
+    for design, metrics in s["designs"].items():
+        for metric, e in metrics.items():
+            if is_biased_entry(e) or not e.get("analytic_required_impressions_unstable"):
+                continue
+            text = spread_text(
+                e.get("analytic_required_impressions_range"), count_text, e.get("analytic_required_impressions_rel_se"),
+                e.get("variance_floor_to_target"), e.get("analytic_required_impressions_unreachable_share"))
+            factor = e.get("analytic_required_days_extrapolation")
+            if e.get("analytic_required_impressions_extrapolated") and _number(factor):
+                text += f" [extrapolated {factor:.1f}x the simulated days: model-dependent]"
+            items.append(f"{design}/{metric}: {text}")
+    if not items:
+        return []
+    return [f"  '?' unstable impressions needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap resamples "
+            "of the replicates; it leaves out the a/N + b model's own error): " + "; ".join(items)]
+
+
+def extrapolated_entries(s: dict[str, Any]) -> list[tuple[str, str, float, float]]:
+    """(design, metric, analytic days, factor = analytic days / simulated days) of every entry whose days->pwr is
+    the analytic '*' value (not reached in the simulated days), biased and undetectable entries left out."""
+    out = []
+    for design, metrics in s["designs"].items():
+        for metric, e in metrics.items():
+            if is_biased_entry(e) or not e.get("detectable", True) or e.get("days_to_target_power") is not None:
+                continue
+            days, factor = e.get("analytic_required_days"), e.get("analytic_required_days_extrapolation")
+            if _number(days) and _number(factor):
+                out.append((design, metric, float(days), float(factor)))
+    return out
+
+
+def extrapolated_days_text(days: float) -> str:
+    """'~42.5 days' ('> 1 year' beyond :data:`MAX_DAYS_SHOWN`) for the extrapolation lines."""
+    return analytic_days_text(days, False, lambda x: f"~{days_text(x)} days")
+
+
+def extrapolation_note(simulated_days: Any) -> str:
+    """What a '*' size's extrapolation factor means, and the flag beyond :data:`EXTRAPOLATION_FLAG`."""
+    return (f"factor = analytic days / the {simulated_days} simulated days; '!' beyond {EXTRAPOLATION_FLAG:g}x: "
+            "se^2 = a/N + b fitted to the simulated days is used far past them, and its error grows with the "
+            "factor (e.g. 9-14% too many days at 9x on configs/ab.yaml), which the 90% ranges leave out: "
+            "simulate at least that many days (traffic.days) before relying on it")
+
+
+def _extrapolation_lines(s: dict[str, Any], simulated_days: int) -> list[str]:
+    """Under the main table: how far past the simulated days each analytic '*' size is extrapolated."""
+    items = [f"{d}/{m} {extrapolated_days_text(days)} = {factor:.1f}x{'!' if factor > EXTRAPOLATION_FLAG else ''}"
+             for d, m, days, factor in extrapolated_entries(s)]
+    if not items:
+        return []
+    import textwrap
+
+    return textwrap.wrap("'*' extrapolated: " + "; ".join(items) + " (" + extrapolation_note(simulated_days) + ")",
+                         width=112, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+
+
+#: after the main table's power@end and analytic cells of an entry whose power or sizes do not come from the mean
+#: reported SE (an off-policy estimate whose SE holds a data-driven choice fixed: review 3, F-A)
+OTHER_MEASURE_MARK = "^"
+
+
+def _other_measure(e: dict[str, Any]) -> bool:
+    """Whether a summary entry's analytic power and sizes (``se_measure``) or simulated power (``power_measure``)
+    come from another measure than the mean reported SE and the replicates' p-values."""
+    return str(e.get("se_measure") or "").startswith("replicates'") or bool(e.get("power_measure"))
+
+
+def _measure_lines(s: dict[str, Any]) -> list[str]:
+    """Under the main table: the measure of each entry marked :data:`OTHER_MEASURE_MARK`, and the entries marked
+    'no support' (target outside the logger's support) with the share of the last day's impressions."""
+    lines = []
+    for design, metrics in s["designs"].items():
+        for metric, e in metrics.items():
+            if _other_measure(e):
+                se_measure = e.get("se_measure") or "mean reported SE over the replicates"
+                power_measure = e.get("power_measure") or "the replicates' p-values"
+                lines.append(f"  '{OTHER_MEASURE_MARK}' {design}/{metric}: analytic power, days and sizes from the "
+                             f"{se_measure}; power@end: {power_measure}")
+    unsupported = [f"{design}/{metric} (" + ", ".join(
+        f"{t}: {v['share']:.0%}" if _number(v.get("share")) else f"{t}: some" for t, v in e["no_support"].items()) + ")"
+        for design, metrics in s["designs"].items() for metric, e in metrics.items() if e.get("no_support")]
+    if unsupported:
+        lines.append("  'no support': " + ", ".join(unsupported) + " of the last day's impressions have a target list "
+                     "with an event of logging probability 0 (counted exactly by the simulation): the estimator "
+                     "cannot see the target's value there and is biased whatever the t-test of its bias says; its "
+                     "analytic power, days and sizes are withheld (summary.json: analytic_if_unbiased)")
+    return lines
