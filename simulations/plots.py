@@ -6,16 +6,20 @@
 figure state, no GUI backend), so they are safe in notebooks, threads and worker processes.
 
 - ``power_vs_days``: power against days of every design and pair; A/A and null-user
-  rejection rates against the binomial band of alpha;
+  rejection rates against the binomial band of alpha (an A/A whose comparisons are all ties is 0 by
+  construction: left out, with a note under the panel);
 - ``offline_vs_online``: offline relative gains next to every online statistic in standard
   errors of one experiment of the simulated length;
 - ``counterfactual_rmse`` and ``assumption_sweep`` with counterfactual designs (the latter with
-  ``analysis.assumption_sweep``).
+  ``analysis.assumption_sweep``; estimators far off the others on a panel with its own y axis).
 """
 
 from __future__ import annotations
 
 import math
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from onlineeval.stats import binomial_band
@@ -26,7 +30,8 @@ if TYPE_CHECKING:
 
     from simulations.job import SimulationResult
 
-__all__ = ["counterfactual_figures", "figures", "offline_online_figure", "plotted_series", "power_figure", "save_png"]
+__all__ = ["aa_ties", "assumption_sweep_figure", "counterfactual_figures", "far_off_estimators", "figures",
+           "offline_online_figure", "plotted_series", "power_figure", "save_png", "swept_parameter_label"]
 
 #: ``savefig`` settings under which :func:`save_png` draws a figure once (matplotlib's defaults)
 _SAVEFIG_DEFAULTS = {"savefig.bbox": None, "savefig.facecolor": "auto", "savefig.edgecolor": "auto",
@@ -119,26 +124,45 @@ def power_figure(result: SimulationResult) -> Figure:
         band = binomial_band(int(aa["replicates"].iloc[0]), cfg.analysis.alpha, 0.99)
         ax.axhspan(band.lo_rate, band.hi_rate, color="grey", alpha=0.15, label="99% binomial band of alpha")
     top = 0.1
+    ties = []  # designs whose A/A comparisons are all ties: a line at 0 by construction, not drawn
     for k, (name, c) in enumerate(aa.groupby("design", sort=False)):
         c = c.sort_values("day")
-        line = ax.plot(c["day"], c["rejection_rate"], marker="o", ms=3, color=colours[k % len(colours)],
-                       label=f"{name} A/A (simulated)")[0]
-        top = max(top, float(c["rejection_rate"].max()))
+        colour = colours[k % len(colours)]
         metric = str(c["metric"].iloc[0])
-        null = result.summary["designs"].get(name, {}).get(metric, {}).get("null")
+        entry = result.summary["designs"].get(name, {}).get(metric, {})
+        if aa_ties(entry):
+            ties.append(str(name))
+        else:
+            ax.plot(c["day"], c["rejection_rate"], marker="o", ms=3, color=colour, label=f"{name} A/A (simulated)")
+            top = max(top, float(c["rejection_rate"].max()))
+        null = entry.get("null")
         if null:
             how = "simulated" if "replicates" in null else "analytic"
-            ax.plot(c["day"], null["rejection_rate"], ls="--", marker="x", ms=4, color=line.get_color(),
+            ax.plot(c["day"], null["rejection_rate"], ls="--", marker="x", ms=4, color=colour,
                     label=f"{name} null user ({how}; Delta {null['delta']:+.4f}"
                     + (", biased)" if null["biased"] else ")"))
             top = max(top, max(null["rejection_rate"]))
     ax.axhline(cfg.analysis.alpha, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="days", ylabel="rejection rate when no ranker is better",
+    ax.set(xlabel="days" + (f"\n{_wrap(aa_ties_note(ties), 72)}" if ties else ""),
+           ylabel="rejection rate when no ranker is better",
            title="No better ranker: A/A and null user (clicks ignore relevance)",
            ylim=(0, min(1.02, 1.1 * top)))
-    if len(aa):
+    if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
     return fig
+
+
+def aa_ties(entry: Mapping[str, Any]) -> bool:
+    """The design's A/A replicates are all ties on the last day (estimate and SE exactly 0, the summary's
+    ``aa.degenerate``: e.g. balanced interleaving or a counterfactual estimate of a ranker against itself):
+    its rejection rate is 0 by construction and says nothing about calibration."""
+    return bool((entry.get("aa") or {}).get("degenerate"))
+
+
+def aa_ties_note(designs: Sequence[str]) -> str:
+    """The power figure's note on the A/A lines it leaves out (:func:`aa_ties`)."""
+    return (f"A/A of {', '.join(designs)} not drawn: every comparison a tie (estimate and SE 0), "
+            "so it cannot reject: no calibration check")
 
 
 def online_points(result: SimulationResult) -> list[dict[str, Any]]:
@@ -204,7 +228,10 @@ def offline_online_figure(result: SimulationResult) -> Figure:
             names.append(f"{off['metric']} {r} vs A (freq-weighted)")
             gains.append((weighted[r] - weighted["A"]) / weighted["A"] if weighted["A"] else float("nan"))
     online = online_points(result)
-    fig = Figure(figsize=(13, 0.42 * max(len(names), len(online)) + 2.6), constrained_layout=True)
+    names = [_wrap(n) for n in names]
+    online_labels = [_wrap(o["label"] + (" [biased]" if o["biased"] else "")) for o in online]
+    rows = max(sum(1 + n.count("\n") for n in names), sum(1 + n.count("\n") for n in online_labels))
+    fig = Figure(figsize=(13, 0.32 * rows + 0.1 * max(len(names), len(online)) + 3.0), constrained_layout=True)
     axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.6]})
     ax = axes[0]
     ax.barh(range(len(names)), [100 * g for g in gains], color="#4c72b0")
@@ -225,19 +252,25 @@ def offline_online_figure(result: SimulationResult) -> Figure:
         if nulls:
             ax.plot([v for v, _ in nulls], [i for _, i in nulls], "x", color="#c44e52", ms=8, mew=2,
                     label="null user's Delta / SE (bias; 0 if unbiased)")
-        ax.set_yticks(y, [o["label"] + (" [biased]" if o["biased"] else "") for o in online], fontsize=8)
+        ax.set_yticks(y, online_labels, fontsize=8)
         ax.invert_yaxis()
         for sgn in (-1, 1):
             ax.axvline(sgn * z_target, color="grey", lw=0.8, ls=":")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        # under the figure, not under the right axes: centred there it ran past the figure's right edge
+        fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside lower right", ncol=3)
     else:
         ax.text(0.5, 0.5, "no online statistic with a standard error", ha="center", va="center",
                 transform=ax.transAxes)
     ax.axvline(0, color="black", lw=0.6)
     ax.set(xlabel=f"effect / SE after {days} days (improvement > 0)\n"
                   f"dotted: ±{z_target:.2f} = {cfg.analysis.power:.0%} power",
-           title="Online: every statistic on one scale (effect / SE, last day)")
+           title="Online: every statistic on one scale\n(effect / SE, last day)")
     return fig
+
+
+def _wrap(label: str, width: int = 46) -> str:
+    """A tick label on lines of at most ``width`` characters (a long one squeezed its panel)."""
+    return "\n".join(textwrap.wrap(label, width, break_long_words=False)) or label
 
 
 def counterfactual_figures(result: SimulationResult) -> dict[str, Figure]:
@@ -262,16 +295,89 @@ def counterfactual_figures(result: SimulationResult) -> dict[str, Figure]:
         figs["counterfactual_rmse"] = fig
     sweep = result.summary.get("assumption_sweep")
     if sweep:
-        fig = Figure(figsize=(7, 4.5), constrained_layout=True)
-        ax = fig.add_subplot()
-        x = sweep["values"]
-        for label, e in sweep["estimators"].items():
-            ax.errorbar(x, e["bias"], yerr=[2 * v for v in e["se"]], marker="o", ms=3, capsize=3, label=label)
-        ax.axhline(0, color="black", lw=0.6)
-        ax.set(xlabel=sweep["parameter"],
-               ylabel=f"estimate - truth, V(B) - V(A)\n({sweep['metric']}; one log, ±2 SE)",
-               title=f"Assumption sweep: one {sweep['impressions']:,}-impression log per value\n"
-                     "(common random numbers: unbiased estimators wander together)")
-        ax.legend(fontsize=7)
-        figs["assumption_sweep"] = fig
+        figs["assumption_sweep"] = assumption_sweep_figure(sweep, getattr(result, "config", None))
     return figs
+
+
+#: an estimator is drawn in a panel of its own when the other estimators' y range (bias +-2 SE and 0) would
+#: be less than 1 / FAR_OFF of the range with it (clipped IPS's -0.2 flattened IIPS's +0.004 to +0.03 trend)
+FAR_OFF = 2.5
+
+
+def _span(estimators: Mapping[str, Mapping[str, Sequence[float]]], labels: Sequence[str]) -> float:
+    """The y range of ``labels``' bias +-2 SE bars, 0 included."""
+    lo = hi = 0.0
+    for label in labels:
+        for b, s in zip(estimators[label]["bias"], estimators[label]["se"], strict=True):
+            if b is not None and s is not None and b == b and s == s:
+                lo, hi = min(lo, b - 2 * abs(s)), max(hi, b + 2 * abs(s))
+    return hi - lo
+
+
+def far_off_estimators(estimators: Mapping[str, Mapping[str, Sequence[float]]]) -> list[str]:
+    """The estimators of an assumption sweep that would set the y range: repeatedly, the estimator with the
+    largest ``|bias| + 2 se`` is far off when the y range of the others is below ``1 / FAR_OFF`` of the range
+    with it (:data:`FAR_OFF`); at least two estimators stay in the main panel."""
+    def scale(label: str) -> float:
+        e = estimators[label]
+        v = [abs(b) + 2 * abs(s) for b, s in zip(e["bias"], e["se"], strict=True)
+             if b is not None and s is not None and b == b and s == s]
+        return max(v, default=0.0)
+
+    near = sorted(estimators, key=scale, reverse=True)
+    far: list[str] = []
+    while len(near) > 2 and _span(estimators, near) > FAR_OFF * _span(estimators, near[1:]):
+        far.append(near.pop(0))
+    return [k for k in estimators if k in far]
+
+
+def swept_parameter_label(parameter: str, config: Any) -> str:
+    """The assumption sweep's x label: the parameter's key, and for ``users.types[i].<field>`` the user
+    type's name and click model (``users.types[1].share`` alone did not say which users' share moves)."""
+    m = re.fullmatch(r"users\.types\[(\d+)\]\.(.+)", parameter)
+    types = getattr(getattr(config, "users", None), "types", None) or []
+    if not m or int(m.group(1)) >= len(types):
+        return parameter
+    t = types[int(m.group(1))]
+    model = getattr(t, "click_model", None) or {}
+    clicks = " ".join(str(model[k]) for k in ("name", "preset") if model.get(k) is not None)
+    what = f"'{t.name}' users" + (f" ({clicks} clicks)" if clicks else "")
+    if m.group(2) == "share":
+        return f"share of the {what}: {parameter}"
+    return f"{parameter} (user type {what})"
+
+
+def assumption_sweep_figure(sweep: Mapping[str, Any], config: Any = None) -> Figure:
+    """``assumption_sweep``: each estimator's bias +-2 SE across the swept parameter; estimators far off
+    the others (:func:`far_off_estimators`) on a panel of their own, with their own y axis."""
+    from matplotlib import rcParams
+    from matplotlib.figure import Figure
+
+    colours = rcParams["axes.prop_cycle"].by_key()["color"]
+    estimators = sweep["estimators"]
+    far = far_off_estimators(estimators)
+    groups = [[k for k in estimators if k not in far]] + ([far] if far else [])
+    fig = Figure(figsize=(12 if far else 7, 4.5), constrained_layout=True)
+    axes = fig.subplots(1, len(groups), squeeze=False)[0]
+    x = sweep["values"]
+    xlabel = swept_parameter_label(str(sweep["parameter"]), config)
+    for ax, group in zip(axes, groups, strict=True):
+        for label in group:
+            e = estimators[label]
+            ax.errorbar(x, e["bias"], yerr=[2 * v for v in e["se"]], marker="o", ms=3, capsize=3, label=label,
+                        color=colours[list(estimators).index(label) % len(colours)])
+        ax.axhline(0, color="black", lw=0.6)
+        ax.set(ylabel=f"estimate - truth, V(B) - V(A)\n({sweep['metric']}; one log, ±2 SE)")
+        ax.legend(fontsize=7)
+    title = (f"Assumption sweep: one {sweep['impressions']:,}-impression log per value\n"
+             "(common random numbers: unbiased estimators wander together)")
+    if far:
+        axes[0].set_title("the other estimators", fontsize=10)
+        axes[1].set_title(f"far off (would stretch the others' y range over {FAR_OFF:g}x): own y axis",
+                          fontsize=10)
+        fig.suptitle(title)
+        fig.supxlabel(xlabel)  # one label under both panels (the right one's ran past the edge)
+    else:
+        axes[0].set_title(title)
+        axes[0].set_xlabel(xlabel)
+    return fig
