@@ -82,7 +82,8 @@ float may be ``null`` where it is undefined)::
                                  "tau2": .., "df": n - 2, "q": ..} | null,
               "predictions": [{"offline_gain": x0, "online_effect": y0, "ci": [lo, hi],
                                "prediction_interval": [lo, hi]}],   # through the origin
-              "sentence": "an offline gain of +0.020 nDCG@10 predicts ...",   # through the origin
+              "sentence": "an offline gain of +0.020 nDCG@10 (the median |offline delta| of the group's 5 "
+                          "systems, rounded) predicts ...",   # through the origin; prediction_at: another gain
               "sentence_with_intercept": null | "...",   # when the intercept's CI excludes 0
               "sign_agreement": {
                 "truth": {"agree": k, "disagree": m, "undetermined": u, "zero_offline": z,
@@ -166,6 +167,7 @@ __all__ = [
     "mixed_warning",
     "paule_mandel_tau2",
     "point_columns",
+    "prediction_at",
     "shrinkage_study",
 ]
 
@@ -188,6 +190,11 @@ CONVENTIONS = {
            "several user populations in one group is one system: warned, and no relation fitted)",
     "ci": "confidence intervals for the mean online effect at an offline gain; prediction intervals for one new "
           "pair (add tau^2)",
+    "prediction": "the sentence's offline gain is the median |offline delta| of the group's systems (2 significant "
+                  "digits), not a gain of yours; 'predictions' are at the 25% and 50% quantiles and the largest of "
+                  "those |offline delta| values; at another gain x0 the relation through the origin predicts "
+                  "slope * x0, CI slope * x0 +- t(df) * |x0| * slope_se, one new pair +- t(df) * "
+                  "sqrt((x0 * slope_se)^2 + tau2) (through_origin's values)",
     "sign": "truth: sign of the online effect against the sign of the offline delta (undetermined within 2 MC "
             "SEs of 0); decision: share of simulated experiments of the point's days whose estimate has the other "
             "sign / is significant the other way (two-sided, the point's alpha), and the normal-theory values",
@@ -371,12 +378,32 @@ def _tau_block(obs: pd.DataFrame, systems: pd.DataFrame, estimates: pd.DataFrame
     return out
 
 
-def _sentence(pred: dict[str, Any], metric: str, offline_metric: str, level: float) -> str:
+def gain_source(n_systems: int) -> str:
+    """What the sentence's offline gain is: the median size of the group's offline deltas."""
+    return f"the median |offline delta| of the group's {n_systems} system{'' if n_systems == 1 else 's'}, rounded"
+
+
+def _sentence(pred: dict[str, Any], metric: str, offline_metric: str, level: float, source: str = "") -> str:
     lo, hi = pred["ci"]
     plo, phi = pred["prediction_interval"]
-    return (f"an offline gain of {pred['offline_gain']:+.3g} {offline_metric} predicts an online effect of "
+    where = f" ({source})" if source else ""
+    return (f"an offline gain of {pred['offline_gain']:+.3g} {offline_metric}{where} predicts an online effect of "
             f"{pred['online_effect']:+.3g} {metric} [{level:.0%} CI {lo:+.3g}, {hi:+.3g}; one new pair "
             f"{plo:+.3g} to {phi:+.3g}]")
+
+
+def prediction_at(fit: Mapping[str, Any], offline_gain: float, level: float) -> dict[str, Any]:
+    """The prediction of a relation through the origin (a relation's ``through_origin`` in ``summary.json``)
+    at an offline gain of your own: the same numbers as the study's ``predictions`` at that gain (the mean
+    online effect ``slope * x0``, its confidence interval, the prediction interval for one new pair), from the
+    stored slope, slope_se, tau2 and df alone."""
+    x0 = float(offline_gain)
+    mean = fit["slope"] * x0
+    se = abs(x0) * fit["slope_se"]
+    t = float(sps.t.ppf(0.5 + level / 2, fit["df"]))
+    pse = math.sqrt(se * se + fit["tau2"])
+    return {"offline_gain": x0, "online_effect": mean, "ci": [mean - t * se, mean + t * se],
+            "prediction_interval": [mean - t * pse, mean + t * pse]}
 
 
 def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, level: float) -> dict[str, Any]:
@@ -400,12 +427,13 @@ def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, l
         picks = sorted({_nice(float(v)) for v in np.quantile(gains, [0.25, 0.5, 1.0])})
         predictions = [origin.predict(v) for v in picks]
         median = origin.predict(_nice(float(np.median(gains))))
-        sentence = _sentence(median, str(first["metric"]), offline_metric, level)
+        source = gain_source(int(gains.size))
+        sentence = _sentence(median, str(first["metric"]), offline_metric, level, source)
         if both is not None:
             lo, hi = both.ci(0)
             if lo > 0 or hi < 0:
                 sentence_intercept = _sentence(both.predict(median["offline_gain"]), str(first["metric"]),
-                                               offline_metric, level)
+                                               offline_metric, level, source)
     decision = _decision(obs, estimates)
     return {
         "design": str(first["design"]), "metric": str(first["metric"]), "primary": bool(first["primary"]),

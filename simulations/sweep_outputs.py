@@ -11,7 +11,8 @@
   fingerprint (over every point's, so over every input file's contents), the rows,
   the shrinkage study under ``"shrinkage"`` (structure in :mod:`simulations.shrinkage`) and the null
   checks' family over the points under ``"null_family"`` (:func:`simulations.sweep_null.null_family`);
-- ``effect.png`` (each design's true effect and mean estimate against one axis),
+- ``effect.png`` (each design's true effect and mean estimate against the plot axis, one panel per design:
+  their effects are on different scales),
   ``shrinkage.png`` (offline delta against true online effect with the fitted relation)
   and ``mde.png`` (the smallest detectable offline gain against days).
 - ``report.html``: one self-contained page of all of the above (plots embedded; opens from
@@ -438,9 +439,11 @@ def write_outputs(
 
 
 def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
-    """Each design's true effect (line) and mean estimate (markers) against the plot axis;
-    one line per design and combination of the other axes. A categorical plot axis (e.g. the click model's
-    preset) gets markers only, the truth as a bar: a line between categories would suggest a trend."""
+    """One panel per design, each with its own y axis (the designs' effects are on different scales: an A/B
+    metric's difference and an interleaving Delta_AB cannot be compared on one axis): the design's true effect
+    (line) and mean estimate (markers) of its primary metric against the plot axis, one line per combination
+    of the other axes. A categorical plot axis (e.g. the click model's preset) gets markers only, the truth as
+    a bar: a line between categories would suggest a trend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -452,23 +455,36 @@ def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
         x = numeric[0] if numeric else sweep.axes[0]
     others = [a for a in sweep.axes if a != x]
     categorical = not pd.to_numeric(rows[x], errors="coerce").notna().all() if len(rows) else False
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for key, group in rows.groupby(["design", *others], sort=False, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        label = ", ".join([str(key[0])] + [f"{a}={v}" for a, v in zip(others, key[1:])])
-        g = group if categorical else group.sort_values(x)
-        xs = g[x].astype(str) if categorical else g[x]
-        if categorical:  # no line between categories: the truth as a bar-shaped marker
-            line, = ax.plot(xs, g["true_effect"], ls="none", marker="_", ms=16, mew=2, label=label)
-        else:
-            line, = ax.plot(xs, g["true_effect"], "-", label=label)
-        ax.plot(xs, g["mean_estimate"], "o", color=line.get_color())
-    ax.axhline(0.0, color="grey", lw=0.5)
-    ax.set_xlabel(x)
+    designs = list(dict.fromkeys(rows["design"])) if len(rows) else []
+    ncols = min(max(len(designs), 1), 3)
+    nrows = max(1, math.ceil(len(designs) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(1 + 5.2 * ncols, 4.2 * nrows), squeeze=False,
+                             layout="constrained")
     truth = "bars" if categorical else "line"
-    ax.set_ylabel(f"online effect, primary metric\n({truth}: truth, dots: mean estimate)")
-    if not rows.empty:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+    for ax, design in zip(axes.flat, designs):
+        mine = rows[rows["design"] == design]
+        groups = mine.groupby(others, sort=False, dropna=False) if others else [((), mine)]
+        for key, group in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            label = ", ".join(f"{a}={v}" for a, v in zip(others, key)) or None
+            g = group if categorical else group.sort_values(x)
+            xs = g[x].astype(str) if categorical else g[x]
+            if categorical:  # no line between categories: the truth as a bar-shaped marker
+                line, = ax.plot(xs, g["true_effect"], ls="none", marker="_", ms=16, mew=2, label=label)
+            else:
+                line, = ax.plot(xs, g["true_effect"], "-", label=label)
+            ax.plot(xs, g["mean_estimate"], "o", color=line.get_color())
+        ax.axhline(0.0, color="grey", lw=0.5)
+        metric = ", ".join(str(m) for m in dict.fromkeys(mine["metric"])) if "metric" in mine else "primary metric"
+        ax.set_title(f"{design}: {metric}", fontsize=10)
+        ax.set_xlabel(x)
+        ax.set_ylabel(f"online effect, {metric}\n({truth}: truth, dots: mean estimate)")
+        if others:
+            ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(designs):]:
+        ax.set_visible(False)
+    if len(designs) > 1:
+        fig.suptitle("one panel per design, each on its own scale: compare designs by their sample sizes, "
+                     "not their effects", fontsize=9)
     fig.savefig(path, dpi=110)
     plt.close(fig)
