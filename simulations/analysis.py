@@ -65,6 +65,7 @@ __all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "re
            "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON",
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
            "size_uncertainty", "NO_SUPPORT_REASON", "HELD_SE_MEASURE", "EXTRAPOLATION_FLAG", "exact_truth_per_query",
+           "extrapolation_factor", "is_extrapolated",
            "truth_precision", "TRUTH_MC_SE", "TRUTH_MC_SHARE", "truth_world_se",
            "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL", "NULL_DETECTABLE_POWER", "t_noncentrality",
            "RATIO_UNCERTAIN_REL_SE", "information_rel_se", "ratio_rel_se", "ratio_interval", "indistinguishable",
@@ -355,6 +356,18 @@ UNSTABLE_FLOOR_RATIO = 0.8
 EXTRAPOLATION_FLAG = 3.0
 #: ... or when its relative standard error over the refits is above this
 UNSTABLE_REL_SE = 0.25
+
+
+def extrapolation_factor(impressions: float, queries_per_day: float, simulated_days: Any) -> float | None:
+    """How far an analytic size extrapolates the variance model past the simulated days: its days
+    (``impressions / queries_per_day``) over the simulated days; ``None`` when the size is not finite. The one rule
+    of the main table's '*' sizes and CUPED's days needed (:mod:`simulations.cuped`)."""
+    return impressions / queries_per_day / float(simulated_days) if math.isfinite(impressions) else None
+
+
+def is_extrapolated(factor: float | None) -> bool:
+    """A factor of :func:`extrapolation_factor` beyond :data:`EXTRAPOLATION_FLAG` (the size is model-dependent)."""
+    return bool(factor is not None and factor > EXTRAPOLATION_FLAG)
 
 
 def target_variance(effect: Any, alpha: float, power: float) -> Any:
@@ -1147,8 +1160,8 @@ def analyse(
                                                spread=is_held)
         size_unc = size_uncertainty(fit, refits[(design, metric)], t.value, alpha, target_power)
         # review 4, F2: analytic days / simulated days; beyond EXTRAPOLATION_FLAG the size is model-dependent
-        extrapolation = n_req / queries_per_day / float(config.traffic.days) if math.isfinite(n_req) else None
-        extrapolated = extrapolation is not None and extrapolation > EXTRAPOLATION_FLAG
+        extrapolation = extrapolation_factor(n_req, queries_per_day, config.traffic.days)
+        extrapolated = is_extrapolated(extrapolation)
         day_sim = _first_day(c, "power", target_power)
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
         r = int(last["replicates"])

@@ -370,8 +370,9 @@ def cuped_summary(
     ``required_if_unbiased``) when the adjusted estimate or the A/B estimate is biased."""
     from onlineeval.stats import binomial_band
     from simulations.analysis import (
-        EXTRAPOLATION_FLAG,
         expected_distinct_users,
+        extrapolation_factor,
+        is_extrapolated,
         replicate_arrays,
         required_impressions,
         required_impressions_uncertainty,
@@ -438,12 +439,12 @@ def cuped_summary(
             qpd = config.traffic.queries_per_day
             # review 6, F6: CUPED's days are analytic from the a/N + b fit, extrapolated past the simulated days like
             # the main table's '*' sizes: the factor (days / simulated days), flagged beyond EXTRAPOLATION_FLAG
-            factor = n_req / qpd / float(config.traffic.days) if finite else None
+            factor = extrapolation_factor(n_req, qpd, config.traffic.days)
             m["required"] = {
                 "impressions": n_req if finite else None,
                 "days": n_req / qpd if finite else None,
                 "days_extrapolation": factor,
-                "extrapolated": bool(factor is not None and factor > EXTRAPOLATION_FLAG),
+                "extrapolated": is_extrapolated(factor),
                 "unadjusted_days_extrapolation": main.get("analytic_required_days_extrapolation"),
                 "users": float(expected_distinct_users(n_req, config.users.population, config.users.activity.sigma))
                 if finite else None,
@@ -486,7 +487,7 @@ def cuped_summary(
 
 def cuped_lines(summary: dict[str, Any]) -> list[str]:
     """The terminal block of :func:`cuped_summary`."""
-    from simulations.report import days_text, rate_text
+    from simulations.report import days_text, extrapolated_range_note, rate_text
 
     cup = summary.get("cuped") or {}
     if not cup:
@@ -518,8 +519,7 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
                 starred |= "*" in days + base
                 if q:
                     unstable.append(f"{design}/{metric} " + _days_range(req) + (
-                        f" [extrapolated {req['days_extrapolation']:.1f}x the simulated days: model-dependent]"
-                        if req.get("extrapolated") else ""))
+                        extrapolated_range_note(req["days_extrapolation"]) if req.get("extrapolated") else ""))
             with_pre = rate_text(m["users_with_pre_period"])
             lines.append(f"  {design:10s} {metric:17s} {e['pre_days']:>3d}d {with_pre:>8s} "
                          f"{m['rho']:>6.3f} {rate_text(vr['theoretical_R2']):>6s} {red:>15s} "
@@ -546,13 +546,11 @@ def _days_cell(days: float, factor: float | None, unstable: str) -> str:
     """A CUPED days-needed cell, marked as the main table's: within the simulated days the days alone (with
     ``unstable``, '?' or ''), beyond them '*', ``unstable`` and the factor (days / simulated days) with '!'
     beyond :data:`simulations.analysis.EXTRAPOLATION_FLAG`: '107.2*? 7.7x!'."""
-    from simulations.analysis import EXTRAPOLATION_FLAG
-
-    from simulations.report import days_text
+    from simulations.report import days_text, extrapolation_factor_text
 
     if factor is None or not math.isfinite(factor) or factor <= 1.0:
         return days_text(days) + unstable
-    return f"{days_text(days)}*{unstable} {factor:.1f}x" + ("!" if factor > EXTRAPOLATION_FLAG else "")
+    return f"{days_text(days)}*{unstable} {extrapolation_factor_text(factor)}"
 
 
 def _days_range(req: dict[str, Any]) -> str:

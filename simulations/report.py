@@ -75,6 +75,8 @@ from simulations.report_sizes import (
     analytic_days_text,
     extrapolated_days_text,
     extrapolated_entries,
+    extrapolated_range_note,
+    extrapolation_factor_text,
     extrapolation_note,
     sample_size_cells,
 )

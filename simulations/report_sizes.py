@@ -81,7 +81,7 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
                 e.get("variance_floor_to_target"), e.get("analytic_required_impressions_unreachable_share"))
             factor = e.get("analytic_required_days_extrapolation")
             if e.get("analytic_required_impressions_extrapolated") and _number(factor):
-                text += f" [extrapolated {factor:.1f}x the simulated days: model-dependent]"
+                text += extrapolated_range_note(factor)
             items.append(f"{design}/{metric}: {text}")
     if not items:
         return []
@@ -108,6 +108,18 @@ def extrapolated_days_text(days: float) -> str:
     return analytic_days_text(days, False, lambda x: f"~{days_text(x)} days")
 
 
+def extrapolation_factor_text(factor: float) -> str:
+    """An extrapolation factor (analytic days / simulated days) as the report writes it: '8.8x', with '!' beyond
+    :data:`EXTRAPOLATION_FLAG` ('8.8x!'); the main table's extrapolation lines, report.html's and CUPED's days."""
+    return f"{factor:.1f}x" + ("!" if factor > EXTRAPOLATION_FLAG else "")
+
+
+def extrapolated_range_note(factor: float) -> str:
+    """After an unstable size's 90% range when the size is extrapolated beyond :data:`EXTRAPOLATION_FLAG`:
+    ' [extrapolated 8.8x the simulated days: model-dependent]' (the main table's and CUPED's '?' lines)."""
+    return f" [extrapolated {factor:.1f}x the simulated days: model-dependent]"
+
+
 def extrapolation_note(simulated_days: Any) -> str:
     """What a '*' size's extrapolation factor means, and the flag beyond :data:`EXTRAPOLATION_FLAG`."""
     return (f"factor = analytic days / the {simulated_days} simulated days; '!' beyond {EXTRAPOLATION_FLAG:g}x: "
@@ -118,7 +130,7 @@ def extrapolation_note(simulated_days: Any) -> str:
 
 def _extrapolation_lines(s: dict[str, Any], simulated_days: int) -> list[str]:
     """Under the main table: how far past the simulated days each analytic '*' size is extrapolated."""
-    items = [f"{d}/{m} {extrapolated_days_text(days)} = {factor:.1f}x{'!' if factor > EXTRAPOLATION_FLAG else ''}"
+    items = [f"{d}/{m} {extrapolated_days_text(days)} = {extrapolation_factor_text(factor)}"
              for d, m, days, factor in extrapolated_entries(s)]
     if not items:
         return []

@@ -24,6 +24,7 @@ from simulations.report import (
     extrapolated_days_text,
     INDISTINGUISHABLE_SHORT,
     extrapolated_entries,
+    extrapolation_factor_text,
     extrapolation_note,
     null_biased_verdict,
     null_detectable_text,
@@ -294,7 +295,7 @@ def answer_section(summary: dict[str, Any]) -> Html:
     if extrapolated:  # review 4, F2
         sim_days = ((summary.get("config") or {}).get("traffic") or {}).get("days", "-")
         legend.append(["~N* extrapolated: " + "; ".join(
-            f"{d} / {m} {extrapolated_days_text(days)} = {factor:.1f}x" + ("!" if factor > EXTRAPOLATION_FLAG else "")
+            f"{d} / {m} {extrapolated_days_text(days)} = {extrapolation_factor_text(factor)}"
             for d, m, days, factor in extrapolated) + " (" + extrapolation_note(sim_days) + ")."])
     held = [(d, m, e) for d, ms in designs.items() for m, e in ms.items() if str(e.get("se_measure") or "").startswith(
         "replicates'")]
