@@ -72,6 +72,8 @@ def test_stage_lines_in_order_with_sizes_knob_and_times() -> None:
         "ground truth [###############---------------] 1/2 runs, td  6s elapsed, ETA unknown",
         "ground truth [##############################] 2/2 runs  12s elapsed, ETA done",
         "ground truth: done in 12s",
+        "the first replicates compile the designs' and statistics' kernels (first run on this machine; cached "
+        "afterwards)",
         "replicates [------------------------------] 0/4  0s elapsed, ETA unknown",
         "replicates [##############################] 4/4  10s elapsed, ETA done",
         "analysing 4 replicates and writing the results folder out (summary.json, CSVs, plots, report.html) ...",
@@ -92,8 +94,17 @@ def test_warm_cache_no_compiling_line_and_quiet_prints_nothing() -> None:
 def test_every_replicate_resumed_no_compiling_line() -> None:
     stages, stream, clock = _stages(cold=True)
     stages.replicates(4, 4)  # nothing left to run (and no Monte Carlo truth): nothing compiles
-    assert "compiling" not in stream.getvalue()
+    assert "compil" not in stream.getvalue()
     assert stream.getvalue().splitlines()[-1].startswith("analysing 4 replicates")
+
+
+def test_cold_cache_without_monte_carlo_truth_one_note_before_the_replicates() -> None:
+    stages, stream, clock = _stages(cold=True)
+    stages.replicates(1, 4)  # an A/B-only config: the replicates are the first to run the simulator
+    stages.replicates(2, 4)
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("compiling the simulator's kernels as they are first used")
+    assert sum("compil" in line for line in lines) == 1
 
 
 def test_interrupted_message_says_what_is_kept_and_how_to_resume() -> None:

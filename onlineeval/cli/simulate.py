@@ -101,6 +101,7 @@ class _Stages:
         import time
 
         self._out, self._total, self._quiet, self._cold = output, replicates, quiet, cold
+        self._told = False  # the note on a cold cache shown
         self._truth_size, self._workers, self._runs = truth_impressions, workers, 1
         self._stream = stream
         self._clock = clock if clock is not None else time.monotonic
@@ -131,18 +132,28 @@ class _Stages:
             self._stage = ""
         return took
 
-    def _compiling(self) -> None:
-        if self._cold:
-            self._cold = False
+    def _compiling(self, stage: str) -> None:
+        """The note on a cold cache, at the first stage that runs the simulator; the ground truth's Monte Carlo
+        compiles the users' kernels only, so the replicates after it get a note of their own (the designs' and
+        the statistics' kernels: the first replicate of a tiny config took 44 s instead of 1 s)."""
+        if not self._cold:
+            return
+        if stage == "replicates" and self._told:
+            self._say("the first replicates compile the designs' and statistics' kernels (first run on this "
+                      "machine; cached afterwards)")
+        elif not self._told:
             self._say("compiling the simulator's kernels as they are first used (first run on this machine; "
                       "cached afterwards; about 10-30 s of CPU)")
+        self._told = True
+        if stage == "replicates":
+            self._cold = False
 
     def truth(self, done: int, total: int, label: str) -> None:
         """:func:`simulations.runner.truth_reporting`'s progress: impressions done of ``total``, ``label`` the run
         being computed (or, on workers, the one just finished)."""
         per_run = self._truth_size
         if done == 0 and self._stage != "ground truth":
-            self._compiling()
+            self._compiling("ground truth")
             self._begin("ground truth")
             self._runs = runs = max(total // per_run, 1)
             self._say(f"ground truth: {runs} Monte Carlo runs (each interleaving design's preferences, and under a "
@@ -162,7 +173,7 @@ class _Stages:
         self.done, self._total = done, total
         if first:
             if done < total:
-                self._compiling()
+                self._compiling("replicates")
             self._begin("replicates")
             if not self._quiet:
                 self._bar = _Progress(self._stream, self._clock)
