@@ -34,7 +34,9 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: 6 (2026-12-02): probabilistic interleaving's and multileaving's expected outcomes subtract P(D = d) - P(D = -d)
 #: pair by pair (the wins and losses were summed separately): A/A multileaving rows are exact ties (p-value 1, was
 #: rounding noise with p down to 5e-5) and other rows move in their last bits.
-STREAM_VERSION = 6
+#: 7 (2026-12-02): adaptive IPS's data-driven choice takes only the behaviours under which a first-click reward can
+#: be unbiased (cascade, standard; review 11 F1): its abandonment and reciprocal-rank numbers change, no random stream.
+STREAM_VERSION = 7
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

@@ -248,7 +248,9 @@ def _old_adaptive_terms(est, data, target, reward):
         choice = np.full(data.n, BEHAVIOURS.index(est.behaviours))
     else:
         types = data.user_type if data.user_type is not None else np.zeros(data.n, dtype=np.int64)
-        mapping = est.choose(types, terms)[0] if est.behaviours is None else dict(est.behaviours)
+        # the data-driven choice among the reward's candidates (review 11 F1: no independent on first-click rewards)
+        mapping = (est.choose(types, terms, candidates=est.candidates(reward))[0] if est.behaviours is None
+                   else dict(est.behaviours))
         uniq, inv = np.unique(types, return_inverse=True)
         choice = np.array([BEHAVIOURS.index(mapping[int(t)]) for t in uniq])[inv]
     stacked_w = np.stack([weights[b] for b in BEHAVIOURS])

@@ -73,6 +73,27 @@ bias against RIPS, far less noisy: there the choice is right nine times in ten, 
 interval covered 0.934-0.955 (four seeds) and the RMSE was at or below RIPS's (0.0158 against
 0.0161 at the bundled seed); it is biased for a user type that is not top-down.
 
+Candidate behaviours by reward kind
+-----------------------------------
+The data-driven choice only takes behaviours under which the metric's estimate *can* be unbiased
+(:func:`candidate_behaviours`). For an additive reward (clicks, DCG of clicks) slot ``j``'s reward is its click,
+which under the position-based model depends on the document at ``j`` alone, so all three behaviours are
+candidates. For a first-click reward (``reward.kind == "first_click"``: reciprocal rank of the first click,
+abandonment) slot ``j``'s reward is :math:`r_{ij} = f_j\,\mathbb 1[c_{ij} = 1,\ c_{il} = 0\ \forall l < j]`: it
+depends on the clicks at every slot above ``j``, hence on the documents at ``0..j``, under *every* click model,
+the position-based one included (the probability of no click above ``j`` is
+:math:`\prod_{l<j}(1 - \theta_l\,\alpha(s_{il}))`). Its expectation given the document at ``j`` alone is not a
+function of that document, so the item weight of the ``independent`` behaviour (IIPS) is biased for it whatever
+the users' click model (Kiyohara et al. 2023, Section 3: a behaviour gives an unbiased estimate when the reward's
+dependence is *covered* by the behaviour's action set; the first-click indicator's is the prefix ``0..j``). The
+``cascade`` behaviour's prefix weight covers it under the top-down models (PBM, cascade, DCM: the clicks at
+``0..j`` depend on the documents at ``0..j`` only) and ``standard`` covers it always. The candidates for a
+first-click reward are therefore ``cascade`` and ``standard``; the choice, the bootstrap's resamples and the
+simulator's whole-log choice (``simulations/designs/counterfactual``) all use this set. (Before this restriction the
+choice took ``independent`` on logs with small list propensities, and its abandonment estimate was IIPS's,
+outside [0, 1].) A fixed ``behaviours`` is used as given; ``independent`` on a first-click metric is then warned
+as IIPS is.
+
 (The paper optimises the behaviour over a partition of a continuous context space learned by a tree; with the discrete
 user types of our logs the partition is given, and the per-context choice is exact
 enumeration over the three candidates.)
@@ -104,13 +125,22 @@ from onlineeval.estimators.base import (
 )
 from onlineeval.estimators.derived import weighted_row_sum
 
-__all__ = ["BEHAVIOURS", "AdaptiveIPS", "ChoiceFeatures", "choice_features", "mse_score", "resampled_values"]
+__all__ = ["BEHAVIOURS", "AdaptiveIPS", "ChoiceFeatures", "candidate_behaviours", "choice_features", "mse_score",
+           "resampled_values"]
 
 #: behaviours from finest (lowest variance) to coarsest (least assumption)
 BEHAVIOURS: tuple[str, ...] = ("independent", "cascade", "standard")
 _LEVEL = {"independent": "item", "cascade": "prefix", "standard": "list"}
 #: each behaviour's slot weights (LoggedData.importance_weights levels)
 _WEIGHTS = {"independent": "item", "cascade": "prefix", "standard": "list_slots"}
+
+
+def candidate_behaviours(kind: str) -> tuple[str, ...]:
+    """The behaviours the data-driven choice may take for a reward of ``kind`` (module docstring, "Candidate
+    behaviours by reward kind"): all three for additive rewards; ``cascade`` and ``standard`` for first-click
+    rewards, whose slot reward depends on every slot above it, so that the item weight (``independent``) is biased
+    under every click model."""
+    return BEHAVIOURS[1:] if kind == "first_click" else BEHAVIOURS
 
 
 def _check_behaviour(value: Any, path: tuple[str | int, ...]) -> str:
@@ -178,6 +208,9 @@ class AdaptiveIPS(Estimator):
         # the estimator's own setting: PBM users (type 0) and cascade users (type 1) mixed,
         # each type's behaviour covered by its own mapping (see check_instances)
         ("mixture", "additive"),
+        # first-click rewards: the data-driven choice among cascade and standard, both covering every top-down
+        # user (check_instances with kind "first_click")
+        ("pbm", "first_click"), ("mixture", "first_click"),
     )
 
     def __post_init__(self) -> None:
@@ -203,11 +236,14 @@ class AdaptiveIPS(Estimator):
             raise ConfigError(("estimator", "reference"), f"must be 'standard' or 'cascade', got {self.reference!r}")
 
     @classmethod
-    def check_instances(cls, world: Any) -> list[Estimator]:
-        """A fixed behaviour covering the world's click family: independent for
+    def check_instances(cls, world: Any, kind: str | None = None) -> list[Estimator]:
+        """For first-click rewards (``kind``) the data-driven choice itself (its candidates, cascade and standard,
+        cover every top-down user). Otherwise a fixed behaviour covering the world's click family: independent for
         position-based worlds (additive rewards are declared unbiased there), cascade for
         cascade and DCM worlds, and per user type in the mixture world (independent for its
         PBM users, cascade for its cascade users)."""
+        if kind == "first_click":
+            return [cls()]
         family = getattr(world, "family", "")
         if family == "mixture":
             # the check worlds' mixture: user type 0 clicks by the PBM, type 1 by the cascade
@@ -226,6 +262,11 @@ class AdaptiveIPS(Estimator):
     def chooses_from_log(self) -> bool:
         """True for the data-driven choice (``behaviours`` None)."""
         return self.behaviours is None
+
+    @staticmethod
+    def candidates(reward: Any) -> tuple[str, ...]:
+        """The behaviours the data-driven choice takes for ``reward`` (:func:`candidate_behaviours` of its kind)."""
+        return candidate_behaviours(getattr(reward, "kind", "additive"))
 
     # ------------------------------------------------------------------------------
     def slot_weights(self, data: LoggedData, target: Target,
@@ -246,11 +287,13 @@ class AdaptiveIPS(Estimator):
         return {b: weighted_row_sum(w, r) for b, w in weights.items()}
 
     def select(self, types: np.ndarray | None, terms: Mapping[str, np.ndarray],
-               source: str | None = None) -> tuple[str | np.ndarray, dict[str, Any]]:
+               source: str | None = None,
+               candidates: tuple[str, ...] | None = None) -> tuple[str | np.ndarray, dict[str, Any]]:
         """The behaviour of each row: one name for every row, or an ``(n,)`` index into
         :data:`BEHAVIOURS` when the types' behaviours differ; and the notes (the chosen
         behaviours, the estimated MSEs of the data-driven choice). ``types`` is the log's
-        ``user_type`` (``None``: unknown)."""
+        ``user_type`` (``None``: unknown); ``candidates`` those the data-driven choice takes (:meth:`candidates` of
+        the reward; default: the behaviours in ``terms``)."""
         notes: dict[str, Any] = {}
         if isinstance(self.behaviours, str):
             notes["behaviours"] = self.behaviours
@@ -262,7 +305,7 @@ class AdaptiveIPS(Estimator):
             types = np.zeros(next(iter(terms.values())).shape[0], dtype=np.int64)  # one context: the whole log
         uniq = _type_codes(types)
         if self.behaviours is None:
-            mapping, mse = self.choose(types, terms, uniq)
+            mapping, mse = self.choose(types, terms, uniq, candidates)
             notes["estimated_mse"] = mse
         else:
             mapping = dict(self.behaviours)
@@ -286,8 +329,12 @@ class AdaptiveIPS(Estimator):
         behaviour's array itself when one behaviour serves every row."""
         if isinstance(choice, str):
             return values[choice]
-        c = choice if values["independent"].ndim == 1 else choice[:, None]
-        return np.where(c == 0, values["independent"], np.where(c == 1, values["cascade"], values["standard"]))
+        present = [(i, b) for i, b in enumerate(BEHAVIOURS) if b in values]  # a first-click choice has no independent
+        c = choice if values[present[0][1]].ndim == 1 else choice[:, None]
+        out = values[present[-1][1]]
+        for i, b in reversed(present[:-1]):
+            out = np.where(c == i, values[b], out)
+        return out
 
     def bootstrap_estimates(self, data: LoggedData, targets: list[Target], reward: Reward | str, n_boot: int,
                             rng: np.random.Generator) -> np.ndarray | None:
@@ -302,8 +349,9 @@ class AdaptiveIPS(Estimator):
         data.require(*self.needs, estimator=self.name)
         inv, g = data.user_groups
         types = data.user_type if data.user_type is not None else np.zeros(data.n, dtype=np.int64)
-        features = [choice_features(types, {b: data.slot_weighted_rewards(t, _WEIGHTS[b], rw) for b in BEHAVIOURS},
-                                    inv, g, self.reference) for t in targets]
+        names = self.candidates(rw)
+        features = [choice_features(types, {b: data.slot_weighted_rewards(t, _WEIGHTS[b], rw) for b in names},
+                                    inv, g, self.reference, names) for t in targets]
         out = np.empty((int(n_boot), len(targets)))
         from onlineeval.stats import cluster_resample_counts
 
@@ -315,17 +363,24 @@ class AdaptiveIPS(Estimator):
 
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         # one behaviour for every row: its weights and terms alone
-        names = (self.behaviours,) if isinstance(self.behaviours, str) else BEHAVIOURS
+        # the data-driven choice: the reward's candidates only (a first-click reward has no independent behaviour)
+        names = ((self.behaviours,) if isinstance(self.behaviours, str) else
+                 self.candidates(reward) if self.behaviours is None else BEHAVIOURS)
         weights = self.slot_weights(data, target, names)
         terms = {b: data.slot_weighted_rewards(target, _WEIGHTS[b], reward) for b in names}
         choice, notes = self.select(data.user_type, terms, data.source)
         return Terms(num=self.pick(choice, terms), weights=self.pick(choice, weights), notes=notes)
 
     def choose(
-        self, types: np.ndarray, terms: Mapping[str, np.ndarray], uniq: np.ndarray | None = None
+        self, types: np.ndarray, terms: Mapping[str, np.ndarray], uniq: np.ndarray | None = None,
+        candidates: tuple[str, ...] | None = None,
     ) -> tuple[dict[int, str], dict[str, dict[str, float | None]]]:
-        """The behaviour of least estimated MSE per type (module docstring) and the MSEs
+        """The behaviour of least estimated MSE per type among ``candidates`` (default: the behaviours in
+        ``terms``; :meth:`candidates` of the reward) (module docstring) and the MSEs
         (``uniq``: the sorted distinct types, when the caller has them)."""
+        names = tuple(b for b in BEHAVIOURS if (b in terms if candidates is None else b in candidates))
+        if self.reference not in names:
+            raise ValueError(f"adaptive_ips: the reference {self.reference!r} is not a candidate ({names})")
         n = types.size
         mapping: dict[int, str] = {}
         report: dict[str, dict[str, float | None]] = {}
@@ -336,7 +391,7 @@ class AdaptiveIPS(Estimator):
             share = n_u / n
             ref_u = ref.take(rows, axis=0)  # ref[rows] (the same values), without fancy indexing's overhead
             scores: dict[str, float] = {}
-            for b in BEHAVIOURS:
+            for b in names:
                 if b == self.reference:  # d = x - x: its bias term is 0 whatever the values (below)
                     scores[b] = mse_score(share, n_u, float(ref_u.var(ddof=1)) if n_u > 1 else np.nan)
                     continue
@@ -346,7 +401,7 @@ class AdaptiveIPS(Estimator):
                     scores[b] = mse_score(share, n_u, float(x.var(ddof=1)), float(d.var(ddof=1)), float(d.mean()))
                 else:
                     scores[b] = mse_score(share, n_u, np.nan, np.nan, float(d.mean()))
-            best = min(BEHAVIOURS, key=lambda b: (scores[b], BEHAVIOURS.index(b)))
+            best = min(names, key=lambda b: (scores[b], BEHAVIOURS.index(b)))
             mapping[int(t)] = best
             report[str(int(t))] = {b: (v if np.isfinite(v) else None) for b, v in scores.items()}  # JSON-able
         return mapping, report
@@ -375,6 +430,8 @@ class ChoiceFeatures:
     #: their columns per type: 3x faster at 400 resamples of 5,900 users); ``None`` beyond. A log of one type
     #: (or without types) whose every cluster holds rows has its sums as this layout (the same array, any size)
     dense: np.ndarray | None = None
+    #: the behaviours (indices into :data:`BEHAVIOURS`) the choice may take (:func:`candidate_behaviours`)
+    allowed: tuple[int, ...] = (0, 1, 2)
 
 
 #: the largest :attr:`ChoiceFeatures.dense` (values; 128 MB)
@@ -382,12 +439,20 @@ DENSE_CELLS = 1 << 24
 
 
 def choice_features(types: np.ndarray, terms: Mapping[str, np.ndarray], cluster: np.ndarray, n_clusters: int,
-                    reference: str = "standard") -> ChoiceFeatures:
+                    reference: str = "standard", candidates: tuple[str, ...] | None = None) -> ChoiceFeatures:
     """:class:`ChoiceFeatures` of a log: ``types`` (n,) each row's user type, ``terms`` each behaviour's (n,)
     terms (:meth:`AdaptiveIPS.behaviour_terms`), ``cluster`` (n,) each row's cluster in ``0..n_clusters - 1``
-    (the interval's resampling unit), ``reference`` the behaviour the bias is measured against."""
+    (the interval's resampling unit), ``reference`` the behaviour the bias is measured against, ``candidates`` the
+    behaviours the choice may take (default: those in ``terms``; a behaviour not in ``terms`` gets zero terms,
+    never chosen)."""
     ref = BEHAVIOURS.index(reference)
-    x = np.stack([np.asarray(terms[b], dtype=np.float64) for b in BEHAVIOURS], axis=1)  # (n, 3)
+    allowed = tuple(i for i, b in enumerate(BEHAVIOURS) if (b in terms if candidates is None else b in candidates))
+    if ref not in allowed or any(BEHAVIOURS[i] not in terms for i in allowed):
+        raise ValueError(f"choice_features: candidates {candidates} must hold the reference {reference!r} and have "
+                         "terms")
+    n_rows = np.asarray(types).shape[0]
+    x = np.stack([np.asarray(terms[b], dtype=np.float64) if b in terms else np.zeros(n_rows)
+                  for b in BEHAVIOURS], axis=1)  # (n, 3)
     clusters, sums, centres = [], [], []
     for t in _type_codes(types).tolist():
         rows = np.flatnonzero(types == t)
@@ -407,7 +472,7 @@ def choice_features(types: np.ndarray, terms: Mapping[str, np.ndarray], cluster:
         dense = np.zeros((int(n_clusters), 13 * len(sums)))
         for i, (used, per) in enumerate(zip(clusters, sums, strict=True)):
             dense[used, 13 * i:13 * (i + 1)] = per
-    return ChoiceFeatures(tuple(clusters), tuple(sums), tuple(centres), int(n_clusters), ref, dense)
+    return ChoiceFeatures(tuple(clusters), tuple(sums), tuple(centres), int(n_clusters), ref, dense, allowed)
 
 
 def resampled_values(features: ChoiceFeatures, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -429,6 +494,7 @@ def resampled_values(features: ChoiceFeatures, counts: np.ndarray) -> tuple[np.n
     total = np.sum([p[:, 0] for p in parts], axis=0) if parts else np.zeros(m)
     num = np.zeros(m)
     ref = features.reference
+    allowed = np.asarray(features.allowed, dtype=np.intp)
     pick = np.arange(m)
     with np.errstate(divide="ignore", invalid="ignore"):
         for p, (c, e) in zip(parts, features.centres, strict=True):
@@ -443,7 +509,8 @@ def resampled_values(features: ChoiceFeatures, counts: np.ndarray) -> tuple[np.n
             bias2[:, ref] = 0.0
             share = n / total[:, None]
             scores = share * share * (bias2 + vx)
-            choice = np.argmin(scores, axis=1)  # the first of equal scores: the finer behaviour
+            # the first of equal scores among the candidates: the finer behaviour
+            choice = allowed[np.argmin(scores[:, allowed], axis=1)]
             num += np.where(n[:, 0] > 0, p[pick, 1 + choice], 0.0)
     return num, total
 

@@ -44,6 +44,7 @@ from one call on the concatenated logs.
 
 from __future__ import annotations
 
+import inspect
 import math
 import pickle
 from collections.abc import Callable, Iterator
@@ -177,18 +178,29 @@ def _mc_summary(values: FloatArray, truth: float) -> tuple[float, float]:
     return mean - truth, se
 
 
+def _instances(cls: type[Estimator], world: CheckWorld, kind: str | None) -> list[Estimator]:
+    """``cls.check_instances(world)``; with ``kind=`` (the reward kind checked) for an estimator whose instances
+    depend on it (adaptive IPS: the data-driven choice on first-click rewards)."""
+    if kind is not None and "kind" in inspect.signature(cls.check_instances).parameters:
+        return list(cls.check_instances(world, kind=kind))  # type: ignore[call-arg]
+    return list(cls.check_instances(world))
+
+
 def _family_runs(
-    cls: type[Estimator], family: str, check: str
+    cls: type[Estimator], family: str, check: str, kind: str | None = None
 ) -> Iterator[tuple[Estimator, LoggedData, int, int, bool]]:
-    """Instances of ``cls`` in ``family``'s world with the replicate log and whether terms are local."""
+    """Instances of ``cls`` in ``family``'s world (for rewards of ``kind``) with the replicate log and whether
+    terms are local."""
     world = check_world(family)
-    instances = cls.check_instances(world)
+    instances = _instances(cls, world, kind)
     if not instances:
         raise _fail(cls, check, "check_instances returned no instance")
     full = replicate_log(family)
-    probe = check_rewards(cls.rewards[0], world.k)[0]
+    probe = check_rewards(kind or cls.rewards[0], world.k)[0]
     for est in instances:
-        local = _is_local(est, full, REPLICATE_SIZE, world.targets[0], probe)
+        # a data-driven choice (adaptive IPS) depends on the whole log even where two logs happen to choose alike
+        local = (not getattr(est, "chooses_from_log", False)
+                 and _is_local(est, full, REPLICATE_SIZE, world.targets[0], probe))
         if local:
             yield est, full, REPLICATES, REPLICATE_SIZE, True
         else:
@@ -203,7 +215,7 @@ def check_unbiased(cls: type[Estimator], family: str, kind: str) -> None:
     if kind not in cls.rewards:
         raise _fail(cls, check, f"declares {kind} rewards unbiased but supports only {cls.rewards}")
     world = check_world(family)
-    for est, log, reps, size, local in _family_runs(cls, family, check):
+    for est, log, reps, size, local in _family_runs(cls, family, check, kind):
         rewards = check_rewards(kind, world.k) if local else check_rewards(kind, world.k)[:1]
         for target in world.targets:
             for rw in rewards:
@@ -222,7 +234,7 @@ def check_biased(cls: type[Estimator], family: str, kind: str) -> None:
     if kind not in cls.rewards:
         raise _fail(cls, check, f"declares bias for {kind} rewards but supports only {cls.rewards}")
     world = check_world(family)
-    for est, log, reps, size, local in _family_runs(cls, family, check):
+    for est, log, reps, size, local in _family_runs(cls, family, check, kind):
         rw = check_rewards(kind, world.k)[0]
         seen = []
         for target in world.targets:

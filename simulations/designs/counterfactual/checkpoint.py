@@ -593,6 +593,8 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> Pa
         counts += group_rows(meta["user_type"], order, starts)
         grouped.append((order, starts))
     ref = BEHAVIOURS.index(est.reference)
+    # the reward's candidate behaviours (a first-click reward: cascade and standard, AdaptiveIPS.candidates)
+    allowed = tuple(BEHAVIOURS.index(b) for b in est.candidates(design.reward))
     per_target = []
     for chunks in stats_lists:
         terms = [[np.ascontiguousarray(stats[b], dtype=np.float64) for b in BEHAVIOURS] for stats in chunks]
@@ -602,7 +604,7 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> Pa
         group = np.empty((n_types, 3, 4))
         if not aips_chunk_stats(grouped, terms, counts, ref, group):
             return None
-        table = _choose_behaviours(group, counts, ref)
+        table = _choose_behaviours(group, counts, ref, allowed)
         per_user = np.zeros(design.population)
         for meta, chunk in zip(metas, terms, strict=True):
             aips_user_sums(meta["user_type"], table, *chunk, meta["user"], per_user)
@@ -615,8 +617,10 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> Pa
     return PairedEstimate(o[CF_EST], o[CF_SE], design.alpha)
 
 
-def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.ndarray:
-    """Per user type the index of the behaviour of least estimated MSE (ties: the finer one), from
+def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int,
+                       allowed: tuple[int, ...] = (0, 1, 2)) -> np.ndarray:
+    """Per user type the index of the behaviour of least estimated MSE among ``allowed`` (the reward's candidates,
+    :meth:`~onlineeval.estimators.AdaptiveIPS.candidates`; ties: the finer one), from
     :func:`aips_chunk_stats`' per-type statistics, scored by
     :func:`onlineeval.estimators.adaptive_ips.mse_score` as :meth:`~onlineeval.estimators.AdaptiveIPS.choose` does
     (``var(ddof=1)`` the centred sum of squares over ``n_u - 1``), on finite terms. Types without rows get 0 (never
@@ -630,12 +634,12 @@ def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int) -> np.nd
         if n_u == 0:
             continue
         share = n_u / n
-        scores = []
-        for b in range(3):
+        scores = {}
+        for b in allowed:
             _, ss_x, mean_d, ss_d = stats[t][b]
             var_x, var_d = (ss_x / (n_u - 1), ss_d / (n_u - 1)) if n_u > 1 else (math.nan, math.nan)
-            scores.append(mse_score(share, n_u, var_x) if b == ref else mse_score(share, n_u, var_x, var_d, mean_d))
-        table[t] = min(range(3), key=lambda b: (scores[b], b))
+            scores[b] = mse_score(share, n_u, var_x) if b == ref else mse_score(share, n_u, var_x, var_d, mean_d)
+        table[t] = min(allowed, key=lambda b: (scores[b], b))
     return table
 
 

@@ -531,7 +531,8 @@ class CounterfactualDesign(Design):
         out = []
         for t in self.target_names:
             stats = _one_chunk(self._row_stats[(label, t)])
-            choice, _ = est.select(meta["user_type"], stats)
+            # the reward's candidate behaviours only (a first-click reward: cascade and standard)
+            choice, _ = est.select(meta["user_type"], stats, candidates=est.candidates(self.reward))
             out += [np.bincount(meta["user"], est.pick(choice, stats), self.population)[users], impressions]
         return out
 
@@ -613,7 +614,7 @@ class CounterfactualDesign(Design):
         if (cluster < 0).any():  # a row of a user outside the active users: cannot be (they have impressions)
             raise RuntimeError(f"design {self.name!r}: a logged row's user has no impressions")
         features = [choice_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
-                                    users.size, est.reference) for t in self.target_names]
+                                    users.size, est.reference, est.candidates(self.reward)) for t in self.target_names]
 
         def differences(counts: np.ndarray) -> np.ndarray:
             (num_a, den_a), (num_b, den_b) = (resampled_values(f, counts) for f in features)
