@@ -487,7 +487,7 @@ def spread_notes(rel_se: float | None, floor_ratio: float | None, unreachable_sh
     """The notes of an unstable answer's range line (:func:`refit_spread`'s fields as written to summary.json):
     its relative SE, the floor ratio ('floor b = f x <floor_of>') and the share of refits not reachable (from
     0.05%)."""
-    from simulations.report import value_text
+    from simulations.report_numbers import value_text
 
     notes = []
     if rel_se is not None:

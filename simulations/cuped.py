@@ -487,7 +487,8 @@ def cuped_summary(
 
 def cuped_lines(summary: dict[str, Any]) -> list[str]:
     """The terminal block of :func:`cuped_summary`."""
-    from simulations.report import days_text, extrapolated_range_note, rate_text
+    from simulations.report_numbers import days_text, rate_text
+    from simulations.report_sizes import extrapolated_range_note
 
     cup = summary.get("cuped") or {}
     if not cup:
@@ -526,7 +527,7 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
                          f"{rate_text(vr['within_replicate']):>7s} "
                          f"{z:>7.1f}{'' if m['unbiased'] else '!'} {aa_s:>6s}  {days} ({base})")
     if starred:
-        from simulations.report import extrapolation_note
+        from simulations.report_sizes import extrapolation_note
 
         days = {e.get("simulated_days") for e in cup.values()}
         lines.append("  days needed: analytic from se^2 = a/N + b as the main table's; '*' beyond the simulated days, "
@@ -546,7 +547,8 @@ def _days_cell(days: float, factor: float | None, unstable: str) -> str:
     """A CUPED days-needed cell, marked as the main table's: within the simulated days the days alone (with
     ``unstable``, '?' or ''), beyond them '*', ``unstable`` and the factor (days / simulated days) with '!'
     beyond :data:`simulations.analysis.EXTRAPOLATION_FLAG`: '107.2*? 7.7x!'."""
-    from simulations.report import days_text, extrapolation_factor_text
+    from simulations.report_numbers import days_text
+    from simulations.report_sizes import extrapolation_factor_text
 
     if factor is None or not math.isfinite(factor) or factor <= 1.0:
         return days_text(days) + unstable
@@ -557,7 +559,7 @@ def _days_range(req: dict[str, Any]) -> str:
     """CUPED's days needed: the refits' 90% range, relative SE, floor ratio and unreachable share."""
     from simulations.analysis import spread_text
 
-    from simulations.report import days_text
+    from simulations.report_numbers import days_text
 
     return spread_text(req.get("days_range"), lambda v: f"{days_text(v)} days", req.get("impressions_rel_se"),
                        req.get("variance_floor_to_target"), req.get("unreachable_share"))

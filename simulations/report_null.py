@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, TYPE_CHECKING
 
-from simulations.analysis import NULL_BIAS_SE
+from simulations.analysis_null import NULL_BIAS_SE
 from simulations.report_numbers import _fmt, _number, rate_text, se_text, value_text
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def null_mean_detectable(n: dict[str, Any]) -> tuple[float, float, float, int] |
     None without the test."""
     from scipy import stats as sps
 
-    from simulations.analysis import t_noncentrality
+    from simulations.analysis_null import t_noncentrality
 
     t = n.get("null_mean_test")
     if not isinstance(t, dict) or not _number(t.get("se")):
@@ -125,7 +125,7 @@ def null_detectable_text(n: dict[str, Any], effect: Any) -> str:
     effect) with 80% power by the null replicates' mean test (3.47 x its SE, noncentral t; t_crit 2.6, 99 df)'."""
     from scipy import stats as sps
 
-    from simulations.analysis import NULL_DETECTABLE_POWER
+    from simulations.analysis_null import NULL_DETECTABLE_POWER
 
     def share(d: float) -> str:
         return (f" ({abs(d / effect):.0%} of the effect)"
@@ -170,7 +170,7 @@ def null_bias_evidence(n: dict[str, Any]) -> str:
     -0.00557 +- 0.00032, t -17, p 2e-31", "null Delta -0.00120 +- 0.00020, z 6.0", or the analytic-rate rule."""
     rules = n.get("bias_rules")
     if rules is None:  # a summary from before bias_rules
-        from simulations.analysis import null_bias_rules
+        from simulations.analysis_null import null_bias_rules
 
         rules = null_bias_rules({**n, "biased": True})
     parts = []

@@ -131,7 +131,7 @@ def truth_precision_text(e: dict[str, Any]) -> str | None:
     p = e.get("truth_precision")
     if not isinstance(p, dict) or p.get("adequate") or not _number(p.get("four_se_share")):
         return None
-    from simulations.analysis import TRUTH_MC_SHARE
+    from simulations.analysis_truth import TRUTH_MC_SHARE
 
     return (f"{value_text(e.get('true_effect'), True)} +- {se_text(e.get('true_effect_se'))} (4 SE = "
             f"{100.0 * p['four_se_share']:.0f}% of it > {TRUTH_MC_SHARE:.0%}!: set {p['key']} to about "
