@@ -28,9 +28,9 @@ from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixtur
 
 
 def test_failed_bootstrap_keeps_the_estimate(tmp_path: Path) -> None:
-    """Only one of five users ever sees the target's list: SNIPS is defined, but most
-    bootstrap resamples have no weight; the CLT numbers stay, the bootstrap is reported
-    missing with the reason."""
+    """Only one of five users ever sees the target's list: SNIPS is defined, but its weight sits in one cluster:
+    no standard error, CLT or bootstrap interval (review 11 F4: undefined, with the reason); the paired difference's
+    bootstrap is reported missing with the reason."""
     recs = []
     for i in range(10):
         user = i % 5
@@ -47,7 +47,8 @@ def test_failed_bootstrap_keeps_the_estimate(tmp_path: Path) -> None:
                    "--bootstrap", "200")
     r = doc["results"][0]
     assert r["estimate"] == pytest.approx(0.5) and r["boot_low"] is None
-    assert any(w.startswith("no bootstrap interval: cluster bootstrap") for w in r["warnings"])
+    assert r["se"] is None and r["ci_low"] is None
+    assert any(w.startswith("standard error and intervals undefined") for w in r["warnings"])
     assert doc["differences"][0]["estimate"] == 0.0
     assert any("snips T - S: no bootstrap interval: paired cluster bootstrap" in w for w in doc["warnings"])
 

@@ -25,7 +25,10 @@ def test_all_zero_weights_are_flagged(world: dict[str, Any]) -> None:
     run = write_run(world["tmp"] / "Z.run", lists, "Z")
     doc = json_out("--log", str(world["log"]), "--target", str(run), "--estimator", "ips", "--allow-unseen")
     (r,) = doc["results"]
-    assert r["estimate"] == 0.0 and r["se"] == 0.0 and r["diagnostics"]["zero_weight_share"] == 1.0
+    assert r["estimate"] == 0.0 and r["diagnostics"]["zero_weight_share"] == 1.0
+    # no zero-width interval (review 11 F4): se and interval undefined, with the reason
+    assert r["se"] is None and r["ci_low"] is None and r["ci_high"] is None
+    assert any(w.startswith("standard error and intervals undefined") for w in r["warnings"])
     assert r["diagnostics"]["support_violations"] is None and r["diagnostics"]["never_logged"] == 3000
     assert any(w.startswith("every weight is 0") for w in r["warnings"])
     # SNIPS is undefined there (0/0): reported per result and per difference, the rest still runs

@@ -202,15 +202,24 @@ class Estimator(ABC):
                 "(no logged impression agrees with the target where this estimator needs it)",
                 data.source,
             )
+        # fewer than two clusters carrying weight, or a delta-method se of exactly 0 (every weighted impression with
+        # the same reward: one matched impression without clicks): an interval of zero width would claim certainty,
+        # so the se and both intervals are undefined (NaN; OffPolicyEstimate.warnings says why), as for differences
+        # (weighted estimators only: a direct method's constant prediction has a delta se of 0 and its uncertainty
+        # in the model fit, which its bootstrap resamples)
+        weighted = terms.weights is not None
+        degenerate = weighted and clusters >= 2 and _weighted_clusters(data, terms) < 2
         if clusters >= 2:
             est = ratio_mean(num_u, den_u, alpha=alpha)
             value, se, lo, hi = est.estimate, est.se, est.ci_low, est.ci_high
+            if degenerate or (weighted and se == 0):
+                degenerate, se, lo, hi = True, math.nan, math.nan, math.nan
         else:
             value, se, lo, hi = float(num_u.sum() / den_u.sum()), math.nan, math.nan, math.nan
         fixed = self.clt_holds_fixed(rw)
         delta_se, se_source = se, DELTA_SE
         blo = bhi = math.nan
-        if n_boot:
+        if n_boot and not degenerate:
             if rng is None:
                 raise ValueError("n_boot > 0 needs rng (a numpy Generator)")
             if int(n_boot) < 100:
@@ -371,3 +380,16 @@ def get_estimator(name: str, **options: Any) -> Estimator:
         if isinstance(exc, ConfigError):
             raise
         raise ConfigError(("estimator",), f"{name}: {exc}") from None
+
+
+def _weighted_clusters(data: LoggedData, terms: Terms) -> int:
+    """How many clusters (users; impressions without user ids) hold an impression with a non-zero weight or a non-zero
+    term (``terms``; a model-based estimator's terms are its model's prediction wherever the weights are 0); 2 when
+    the estimator has no weights (the standard error alone decides)."""
+    if terms.weights is None:
+        return 2 if data.n >= 2 else data.n
+    w = np.asarray(terms.weights)
+    rows = np.flatnonzero(w.reshape(w.shape[0], -1).any(axis=1) | (np.asarray(terms.num) != 0))
+    if data.user is None:
+        return int(rows.size)
+    return int(np.unique(np.asarray(data.user)[rows]).size)

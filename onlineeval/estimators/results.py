@@ -104,6 +104,10 @@ class OffPolicyEstimate:
         if self.held_fixed is not None and self.se_source == DELTA_SE:
             out.append(refused_bootstrap_text(self.held_fixed, self.n_boot, self.se) if self.n_boot else
                        held_fixed_text(self.held_fixed, bootstrap_option))
+        if not math.isfinite(self.se) and self.clusters >= 2 and math.isfinite(self.value):
+            out.append("standard error and intervals undefined: fewer than two clusters (users) carry weight, or every "
+                       "weighted impression has the same reward (e.g. one matched impression without clicks), so the "
+                       "delta method's standard error is 0, a zero-width interval that says nothing about the target")
         out.extend(self.diagnostics.warnings())
         if self.held_fixed is not None and self.se_source == BOOTSTRAP_SE:
             out.append(bootstrap_se_text(self.held_fixed, self.n_boot, self.se, self.delta_se))
