@@ -1,0 +1,114 @@
+"""The simulate report's counterfactual section: the off-policy estimators against the exact truth.
+
+:func:`counterfactual_section`: every design's estimation error with its coverage and support, the cost of
+logging and the assumption sweep. Part of :mod:`simulations.html_report.simulate`, which re-exports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pathlib import Path
+
+from simulations.analysis import is_biased_entry as is_biased
+from simulations.html_report.page import Html, biased_mark, count, esc, fmt, image, join, note, table, tag
+from simulations.report import percent_text, rate_text, se_text, value_text
+
+
+def _coverage(e: dict[str, Any]) -> Html:
+    """An estimator's interval coverage, flagged outside the 99% binomial band of a valid interval's."""
+    cov = esc(rate_text(e.get("coverage")))
+    if e.get("coverage_within_band") is not False:
+        return cov
+    lo, hi = e.get("coverage_band") or (None, None)
+    return join([cov, tag("span", f" outside {rate_text(lo)}-{rate_text(hi)}", cls="flag")])
+
+
+def _support_cell(e: dict[str, Any]) -> Html:
+    """The terminal's support column of one estimator ('B 20,104 (72%)' per target), flagged where a target
+    has events of logging probability 0."""
+    sv = e.get("support_violations") or {}
+    text = ", ".join(f"{t} {count(v.get('violations_mean'))} ({fmt(100 * v['share'], '.0f')}%)"
+                     for t, v in sv.items() if isinstance(v.get("share"), (int, float))) or "-"
+    bad = [t for t, v in sv.items() if (v.get("violations_mean") or 0) > 0]
+    if not bad:
+        return esc(text)
+    return join([text, tag("span", f" cannot evaluate {', '.join(bad)} where its logging probability is 0",
+                           cls="flag")])
+
+
+def _logging_cost(cost: dict[str, Any]) -> Html | None:
+    """The cost of logging line: the logger's own metrics observed on the traffic it served against ranker A's
+    exact values, as the terminal prints it."""
+    if not cost:
+        return None
+    items = [f"{m} {value_text(c.get('logger_observed'))} vs {value_text(c.get('ranker_A_exact'))} "
+             f"({percent_text(c.get('relative'))}{', lower is better' if (c.get('improvement_sign') or 1) < 0 else ''})"
+             for m, c in cost.items()]
+    return tag("p", tag("strong", "Cost of logging: "), "the logger's own metrics observed on the traffic it served "
+               "(mean over replicates) vs ranker A's exact values: " + "; ".join(items), cls="lead")
+
+
+def _sweep_table(sweep: dict[str, Any]) -> Html:
+    """The assumption sweep's numbers as the terminal prints them: the exact truth and each estimator's error
+    +- SE at every value, labelled as one log's error (review 3, M5)."""
+    values = sweep.get("values") or []
+    rows: list[list[Any]] = [["truth (exact)", *(value_text(t, True) for t in sweep.get("truth") or [])]]
+    for label, e in (sweep.get("estimators") or {}).items():
+        rows.append([label, *(f"{value_text(b, True)} +- {se_text(se)}"
+                              for b, se in zip(e.get("bias") or [], e.get("se") or [], strict=False))])
+    label = sweep.get("error_label") or (f"estimate - exact truth of one {count(sweep.get('impressions'))}-impression "
+                                         "log per value, +- that log's SE")
+    return table([str(sweep.get("parameter")), *(fmt(v, "g") for v in values)], rows,
+                 caption=f"Assumption sweep ({sweep.get('design')}, {sweep.get('metric')}): {label}")
+
+
+def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None:
+    cf = summary.get("counterfactual") or {}
+    sweep = summary.get("assumption_sweep")
+    if not cf and not sweep:
+        return None
+    parts: list[Any] = []
+    for name, d in cf.items():
+        rows = []
+        entries = (summary.get("designs") or {}).get(name) or {}
+        for label, e in (d.get("estimators") or {}).items():
+            entry = entries.get(label) or {}
+            mark = biased_mark("no support") if entry.get("no_support") else biased_mark()
+            shown: Any = join([label, " ", mark]) if is_biased(entry) else label
+            rows.append([shown, value_text(e.get("bias"), True), se_text(e.get("bias_se")), se_text(e.get("rmse")),
+                         _coverage(e), fmt(e.get("undefined_share"), ".0%"), _support_cell(e),
+                         e.get("assumption", "-")])
+        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "support violated (impr.)",
+                            "assumption"], rows,
+                           text_columns=(0, 6), wrap_columns=(6, 7),
+                           caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
+                                   f"V({(d.get('targets') or ['A'])[0]}) of {d.get('metric')}, exact truth "
+                                   f"{value_text(d.get('true_effect'), True)}"))
+        parts.append(note("support violated: mean impressions per replicate on the last day whose target list has an "
+                          "event of logging probability 0 at the estimator's level (counted exactly); where it is not "
+                          "0 the estimator cannot evaluate that target there and is biased (marked 'no support', its "
+                          "sizes withheld) whatever the t-test of its bias says. "
+                          + (d.get("whole_log_refit") or "").capitalize() + "."))
+        held = [(label, e) for label, e in (d.get("estimators") or {}).items() if e.get("se_measure")
+                and str(e["se_measure"]).startswith("replicates'")]
+        for label, e in held:
+            parts.append(note(f"{label}: sizes and analytic power from the {e['se_measure']}; power: "
+                              f"{e.get('power_measure')}."))
+        cost = _logging_cost(d.get("logging_cost") or {})
+        if cost is not None:
+            parts.append(cost)
+    if cf:
+        parts.append(image(folder / "counterfactual_rmse.png", "RMSE against log size per estimator",
+                           "RMSE of each estimator against the number of logged impressions (daily checkpoints)."))
+    if sweep:
+        parts.append(image(folder / "assumption_sweep.png", "bias of each estimator across the swept assumption",
+                           f"One log's error +-2 SE of each estimator as {sweep.get('parameter')} moves."))
+        parts.append(_sweep_table(sweep))
+    conv = summary.get("conventions") or {}
+    if cf:
+        parts.append(note("coverage: share of replicates whose interval holds the exact truth on the last day; "
+                          "flagged outside the exact 99% binomial band of a valid interval's (below: the intervals "
+                          "under-cover or the estimate is biased; above: conservative)."))
+    parts.append(note("Counterfactual effect: ", conv.get("counterfactual_effect", "-")))
+    return join(parts)
