@@ -10,6 +10,7 @@ the queries sharing a spec and a list length under one policy and answers in the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +38,11 @@ class LogPolicy:
     """
 
     def __init__(self, policies: list[Any], ks: list[int], cols: list[int], group: NDArray[np.int64],
-                 local: NDArray[np.int64]) -> None:
+                 local: NDArray[np.int64], path: str | None = None, first_lines: Sequence[int] | None = None,
+                 query_ids: Sequence[str] | None = None) -> None:
+        self._path = path  # the log file, and per query index the line of its first logger and its id (messages)
+        self._first_lines = None if first_lines is None else [int(v) for v in first_lines]
+        self._query_ids = None if query_ids is None else list(query_ids)
         self._policies = policies  # per group
         self._ks = ks  # per group: the policy's k
         self._cols = cols  # per group: columns of its score matrix (the last one = non-candidate)
@@ -122,7 +127,25 @@ class LogPolicy:
     def pair_marginals(self, query_one: int) -> NDArray[np.float64]:
         """``(k, m, k, m)`` P(slot ``j`` shows ``a`` and slot ``l`` shows ``b``) of one query."""
         g = int(self._group[int(query_one)])
-        return np.asarray(self._policies[g].pair_marginals(int(self._local[int(query_one)])))
+        try:
+            return np.asarray(self._policies[g].pair_marginals(int(self._local[int(query_one)])))
+        except ConfigError as exc:
+            if tuple(exc.key_path) != ("pair_max_states",):
+                raise
+            q = int(query_one)
+            qid = repr(self._query_ids[q]) if self._query_ids is not None else str(q)
+            line = self._first_lines[q] if self._first_lines is not None else None
+            limit = getattr(self._policies[g], "pair_max_states", None)
+            what = re.sub(r"query \d+ has", f"query {qid} has", exc.message.split(" (raise ")[0])
+            # located in the text: the estimate command turns it into the estimator's undefined row (the others
+            # still report), whose message is this text alone
+            at = f"{self._path}:{line}" if self._path is not None and line is not None else "the log"
+            raise InputError(
+                f"logger: the pseudoinverse needs the logging policy's pair marginals of query {qid} (its logger at "
+                f"{at}, the query's first impression): {what}. Raise 'pair_max_states' (now {limit}), a key of each "
+                "line's \"logger\" object beside \"policy\" ({\"policy\": \"plackett_luce\", ..., "
+                "\"pair_max_states\": N}, N at least those states; the exact dynamic programme's time and memory grow "
+                "with N for each such query), or drop the pseudoinverse", self._path, line) from None
 
 
 def _logger_policy(
@@ -173,4 +196,7 @@ def _logger_policy(
         ks.append(k)
         cols.append(m)
     docs = [list(logger_rows[per_query[q][0]][1]) for q in range(nq)]
-    return LogPolicy(policies, ks, cols, group, local), "logger:" + ",".join(sorted(names)), docs
+    first_lines = [int(lines[per_query[q][0]]) for q in range(nq)]
+    ids = [str(query_ids[per_query[q][0]]) for q in range(nq)]
+    policy = LogPolicy(policies, ks, cols, group, local, path, first_lines, ids)
+    return policy, "logger:" + ",".join(sorted(names)), docs
