@@ -196,32 +196,100 @@ def runnable_estimators(log: LoggedLog, kind: str | None = None) -> list[str]:
 FAMILIES = ("pbm", "cascade", "dcm")
 
 
-def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog) -> str | None:
+#: the estimator whose weights each adaptive IPS behaviour uses (its unbiasedness is that estimator's)
+BEHAVIOUR_ESTIMATORS = {"independent": "iips", "cascade": "rips", "standard": "ips"}
+
+
+def chosen_behaviours(notes: dict[str, Any] | None) -> dict[str, str] | None:
+    """Adaptive IPS's behaviours on a log from its result's notes (``{user type: behaviour}``; ``{"all": b}`` for one
+    fixed behaviour), ``None`` when unknown (not run, undefined)."""
+    b = (notes or {}).get("behaviours")
+    if isinstance(b, str):
+        return {"all": b}
+    return dict(b) if isinstance(b, dict) and b else None
+
+
+def _families_under(name: str, kind: str) -> set[str]:
+    from onlineeval.estimators import estimator_class
+
+    under = estimator_class(name).unbiased_under
+    return set(FAMILIES) if ("any", kind) in under else {f for f in FAMILIES if (f, kind) in under}
+
+
+def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog,
+                        chosen: dict[str, str] | None = None) -> str | None:
     """The warning of an estimator known to be biased for the metric's reward kind (its ``biased_under`` names the
     kind under a click family), naming the estimator, the metric and its kind, the click models it is biased under
     and the estimators unbiased there that could run on this log; ``None`` when it is not, or when its bias comes
     from an option rather than the click model (``("any", kind)``: clipped IPS, whose bias is estimated and warned
-    on its own)."""
+    on its own). ``chosen``: adaptive IPS's behaviours for this target on this log (:func:`chosen_behaviours`):
+    adaptive IPS is named among the unbiased estimators only when each chosen behaviour's weights (iips, rips, ips:
+    :data:`BEHAVIOUR_ESTIMATORS`) are unbiased there, with a condition when its choice is unknown, and its own
+    estimate is warned when a chosen behaviour's weights are biased for the metric (:func:`adaptive_bias_warning`)."""
     from onlineeval.estimators import estimator_class
 
+    if est.name == "adaptive_ips":
+        return adaptive_bias_warning(reward, log, chosen)
     kind = reward.kind
     declared = {f for f, k in est.biased_under if k == kind}
     if not declared or "any" in declared:
         return None
     biased = [f for f in FAMILIES if f in declared]
     unbiased = [f for f in FAMILIES if (f, kind) in est.unbiased_under]
+    return _bias_text(est.name, reward, log, biased, unbiased, chosen)
 
-    def covers(name: str) -> bool:
-        under = estimator_class(name).unbiased_under
+
+def _bias_text(name: str, reward: Reward, log: LoggedLog, biased: list[str], unbiased: list[str],
+               chosen: dict[str, str] | None, lead: str | None = None) -> str:
+    from onlineeval.estimators import estimator_class
+
+    kind = reward.kind
+
+    def covers(other: str) -> bool:
+        if other == "adaptive_ips" and chosen is not None:  # what it chose on this log, not its declaration
+            return all(set(biased) <= _families_under(BEHAVIOUR_ESTIMATORS[b], kind) for b in chosen.values())
+        under = estimator_class(other).unbiased_under
         return ("any", kind) in under or all((f, kind) in under for f in biased)
 
-    others = [n for n in runnable_estimators(log, kind) if n != est.name and covers(n)]
+    others = [n if n != "adaptive_ips" or chosen is not None else
+              "adaptive_ips (if the behaviours it chooses cover each user type)"
+              for n in runnable_estimators(log, kind) if n != name and covers(n)]
     what = f"{reward.name} ({'an additive' if kind == 'additive' else 'a first-click'} reward)"
     where = (f"when clicks follow {', '.join(biased)} (unbiased only under {', '.join(unbiased)} clicks): its "
              "interval then covers" if unbiased else
              f"under every click model ({', '.join(biased)}): its interval covers")
-    return (f"{est.name} is biased for {what} {where} the target's value less often than its level says; estimators "
-            f"unbiased for {reward.name} there that run on this log: " + (", ".join(others) or "none"))
+    return (f"{lead or name + ' is'} biased for {what} {where} the target's value less often than its level says; "
+            f"estimators unbiased for {reward.name} there that run on this log: " + (", ".join(others) or "none"))
+
+
+def adaptive_bias_warning(reward: Reward, log: LoggedLog, chosen: dict[str, str] | None) -> str | None:
+    """Adaptive IPS's warning when a behaviour it chose on this log (``chosen``, :func:`chosen_behaviours`) weights
+    as an estimator biased for the metric (the independent behaviour: IIPS's item weights, biased for additive
+    rewards under cascade and DCM clicks; for first-click rewards it is no candidate of the data-driven choice, but
+    may be fixed): its estimate for those users is that estimator's. ``None`` when every chosen behaviour is
+    unbiased under the top-down click models."""
+    from onlineeval.estimators import estimator_class
+
+    if not chosen:
+        return None
+    kind = reward.kind
+    weak = {}
+    for t, b in chosen.items():
+        other = estimator_class(BEHAVIOUR_ESTIMATORS[b])
+        declared = {f for f, k in other.biased_under if k == kind}
+        if declared and "any" not in declared:
+            weak.setdefault(b, []).append(t)
+    if not weak:
+        return None
+    b, types = next(iter(weak.items()))
+    other = BEHAVIOUR_ESTIMATORS[b]
+    oc = estimator_class(other)
+    biased = [f for f in FAMILIES if (f, kind) in oc.biased_under]
+    unbiased = [f for f in FAMILIES if (f, kind) in oc.unbiased_under]
+    who = "every impression" if types == ["all"] else f"user type{'s' if len(types) > 1 else ''} {', '.join(types)}"
+    lead = (f"adaptive_ips chose the {b} behaviour ({other}'s weights) for {who} on this log, so its estimate there "
+            f"is {other}'s, which is")
+    return _bias_text("adaptive_ips", reward, log, biased, unbiased, None, lead)
 
 
 def metric_range(reward: Reward, k: int) -> tuple[float, float]:
@@ -413,6 +481,7 @@ def undefined_record(est: Estimator, name: str, data: LoggedData, message: str) 
 def one_estimate(
     est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
     alpha: float, n_boot: int, seed: int, bootstrap_option: str = "--bootstrap N",
+    chosen: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One estimator's record of one target (:data:`RESULT_KEYS`): :meth:`Estimator.estimate
     <onlineeval.estimators.base.Estimator.estimate>`'s numbers (its t_(G-1) CLT interval; for an estimator whose CLT
@@ -456,7 +525,9 @@ def one_estimate(
             "centred on the clipped value, not the target's; a larger cap (or ips / snips) removes it"
             if res.se > 0 else f"clipping bias estimated at {bias:+.4g}: the estimate is the clipped value, not the "
             "target's; a larger cap (or ips / snips) removes it")
-    biased = metric_bias_warning(est, reward, log)
+    # adaptive IPS's own behaviours from its notes; the others' advice from what it chose for this target (chosen)
+    biased = metric_bias_warning(est, reward, log, chosen_behaviours(diag.notes) if est.name == "adaptive_ips" else
+                                 chosen)
     if biased:
         out["warnings"].append(biased)
     outside = range_note(res.value, reward, data.k)
@@ -614,8 +685,16 @@ def estimate_targets(
             few_sub = few_clusters_text(sub)
             if few_sub:
                 warnings.append(f"{name} (the impressions of the queries it ranks): {few_sub}")
-        for est in estimators:
-            results.append(one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed, bootstrap_option))
+        # adaptive IPS first: the others' bias advice names it according to the behaviours it chose for this target
+        order = sorted(range(len(estimators)), key=lambda i: estimators[i].name != "adaptive_ips")
+        done: dict[int, dict[str, Any]] = {}
+        chosen = None
+        for i in order:
+            est = estimators[i]
+            done[i] = one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed, bootstrap_option, chosen)
+            if est.name == "adaptive_ips":
+                chosen = chosen_behaviours(done[i]["diagnostics"]["notes"] if done[i]["diagnostics"] else None)
+        results.extend(done[i] for i in range(len(estimators)))
 
     differences: list[dict[str, Any]] = []
     if baseline is not None:
