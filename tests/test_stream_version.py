@@ -38,7 +38,7 @@ there for these numbers: every estimator on every reward kind it takes, Welch's 
 injected broken split.
 
 **When a test here fails** because a change is meant to change numbers (another estimator formula, interval,
-sampler): bump ``STREAM_VERSION`` in ``simulations/job.py`` (a resumed run or sweep would otherwise mix replicates
+sampler): bump ``STREAM_VERSION`` in ``simulations/stream.py`` (a resumed run or sweep would otherwise mix replicates
 of both versions), then regenerate the stored numbers with ``python tests/test_stream_version.py --write-numbers``
 (it refuses while the stored numbers are of the same STREAM_VERSION and differ: bump first; ``--same-version``
 overrides it, for a change of this test's CONFIG only) and, if a digest failed, paste the digests
@@ -181,7 +181,8 @@ DIGESTS = {
     "world": "754f2d02a6365707",
 }
 
-MESSAGE = ("the numbers a seed gives changed for {name}: bump STREAM_VERSION in simulations/job.py (resumed runs must "
+MESSAGE = ("the numbers a seed gives changed for {name}: bump STREAM_VERSION in simulations/stream.py "
+           "(resumed runs must "
            "not mix versions) and update the digest here")
 
 
@@ -376,8 +377,8 @@ P_FIELDS = ("pvalue",)
 #: the keys of a row that say which number it is (the rest are the numbers compared)
 ROW_KEYS = ("replicate", "design", "aa", "day", "metric")
 REGENERATE = "python tests/test_stream_version.py --write-numbers"
-NUMBERS_MESSAGE = ("if the change is intended, bump STREAM_VERSION in simulations/job.py (a resumed run or sweep would "
-                   "otherwise mix replicates computed before and after it) and regenerate the stored numbers: "
+NUMBERS_MESSAGE = ("if the change is intended, bump STREAM_VERSION in simulations/stream.py (a resumed run or sweep "
+                   "would otherwise mix replicates computed before and after it) and regenerate the stored numbers: "
                    + REGENERATE)
 
 
@@ -695,7 +696,7 @@ def write_numbers(rows: list[dict[str, Any]], same_version: bool = False) -> str
             if changed:
                 first = next(iter(changed.items()))
                 raise SystemExit(f"numbers changed for {', '.join(changed)} (e.g. {first[0]}: {first[1][0]}) at "
-                                 f"the stored STREAM_VERSION {STREAM_VERSION}: bump it in simulations/job.py first, "
+                                 f"the stored STREAM_VERSION {STREAM_VERSION}: bump it in simulations/stream.py first, "
                                  "or pass --same-version if only this test's CONFIG changed them")
     NUMBERS_FILE.parent.mkdir(exist_ok=True)
     NUMBERS_FILE.write_text(numbers_text(rows))

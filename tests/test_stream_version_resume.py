@@ -191,14 +191,16 @@ def test_without_the_config_a_changed_version_is_still_named(
     config: Config, reference: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """load_partial without the config cannot tell whether the config changed too, but names the versions."""
+    other = job.STREAM_VERSION + 1  # any version but this one
     path = tmp_path / job.PARTIAL
-    _write_partial(path, _header_of_version(config, 7, monkeypatch), reference, (0,))
+    _write_partial(path, _header_of_version(config, other, monkeypatch), reference, (0,))
     log: list[str] = []
     assert job.load_partial(path, job.config_fingerprint(config), log.append) == {}
-    assert f"another stream version (7, this one {job.STREAM_VERSION})" in log[0]
+    assert f"another stream version ({other}, this one {job.STREAM_VERSION})" in log[0]
     log.clear()
     assert job.load_partial(path, job.config_fingerprint(config), log.append, config) == {}
-    assert f"(stream version 7, this one {job.STREAM_VERSION}), so they are recomputed rather than mixed" in log[0]
+    assert f"(stream version {other}, this one {job.STREAM_VERSION}), so they are recomputed rather than mixed" \
+        in log[0]
 
 
 # ------------------------------------------------------------------------------ sweeps
