@@ -87,7 +87,7 @@ from simulations.world import World, world_sampling
 from simulations.world import World, world_sampling
 
 
-__all__ = ["analyse", "curves", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel",
+__all__ = ["analyse", "curves", "improvement_sign", "expected_distinct_users", "variance_model", "required_impressions", "VarianceModel",
            "IMPROVEMENT_SIGN", "null_check", "null_rejection_rate", "NULL_BIAS_SE", "required_impressions_uncertainty",
            "target_variance", "UNSTABLE_FLOOR_RATIO", "UNSTABLE_REL_SE", "SIZE_BOOTSTRAP", "WITHHELD_REASON",
            "SizeRefits", "size_refits", "size_seed", "replicate_arrays", "refit_spread", "refit_sizes",
@@ -149,6 +149,20 @@ def _t_quantile(q: float, df: float) -> float:
 
 #: +1 where a higher value of the online metric is an improvement, -1 where lower is
 IMPROVEMENT_SIGN = {"reciprocal_rank": 1, "clicks_per_query": 1, "abandonment": -1, "delta_ab": 1}
+
+
+def improvement_sign(summary: Any, design: str, metric: str) -> int:
+    """:data:`IMPROVEMENT_SIGN` of a summary's ``designs[design][metric]`` entry: of the online metric it estimates.
+    A counterfactual design's entries are named by estimator (``snips``, ``rips``, ...), not by metric: their sign
+    is the design's metric's (its entry's ``improvement_sign``, or for a summary written without it the design's
+    ``counterfactual`` section's ``metric``); looking the estimator's label up gave +1 for abandonment, so its
+    improvement read as a loss."""
+    entry = ((summary.get("designs") or {}).get(design) or {}).get(metric)
+    if isinstance(entry, dict) and entry.get("improvement_sign") in (1, -1):
+        return int(entry["improvement_sign"])
+    cf = (summary.get("counterfactual") or {}).get(design)
+    online = cf.get("metric", metric) if isinstance(cf, dict) else metric
+    return IMPROVEMENT_SIGN.get(online, 1)
 
 
 def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float,
@@ -905,6 +919,8 @@ def analyse(
     refits: dict[tuple[str, str], SizeRefits | None] = {}
     # review 9, F1: the null check's family is every null-checked pair of every design of the run
     run_null_pairs = sum(1 for (_, m_) in truth if m_.startswith(NULL_PREFIX))
+    # the online metric each entry estimates: a counterfactual design's entries are its estimators
+    online_metric = {d.name: d.metric for d in config.designs if d.type == "counterfactual"}
     for (design, metric), c in table[~table["aa"]].groupby(["design", "metric"], sort=False):
         c = c.sort_values("day")
         last = c.iloc[-1]
@@ -932,6 +948,8 @@ def analyse(
         coverage_band = _coverage_band(last, alpha)
         entry = {
             "metric": metric,
+            # +1 when a larger value of the online metric (a counterfactual design's: its design's) is better
+            "improvement_sign": IMPROVEMENT_SIGN.get(online_metric.get(design, metric), 1),
             "primary": bool(last["primary"]),
             "true_effect": t.value,
             "true_effect_se": t.se,
@@ -1030,7 +1048,7 @@ def analyse(
             _withhold_analytic(entry, _no_support_reason(no_support) if no_support else WITHHELD_REASON)
         if t.baseline:
             # online relative *improvement* (lower abandonment is better) / offline relative gain
-            improvement = IMPROVEMENT_SIGN.get(metric, 1) * t.value / t.baseline
+            improvement = entry["improvement_sign"] * t.value / t.baseline
             entry["shrinkage_vs_offline"] = improvement / offline_rel if offline_rel else None
         aa = table[(table["aa"]) & (table["design"] == design) & (table["metric"] == metric)].sort_values("day")
         if len(aa):

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from onlineeval.stats import binomial_band
-from simulations.analysis import IMPROVEMENT_SIGN, is_biased_entry
+from simulations.analysis import improvement_sign, is_biased_entry
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -181,7 +181,7 @@ def online_points(result: SimulationResult) -> list[dict[str, Any]]:
                 else fd.get("mean_se")
             if not se or not math.isfinite(se) or se <= 0:
                 continue
-            sign = IMPROVEMENT_SIGN.get(metric, 1)
+            sign = improvement_sign(result.summary, design, metric)
             rel = e.get("relative_effect")
             base = (e["true_effect"] / rel) if rel else None
             label = f"{design}: {metric}"

@@ -176,7 +176,7 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "efficiency": "equal_traffic_efficiency = ((|effect| / mean SE)^2 of the design) / (the reference's) on the "
         "last simulated day: the ratio of the designs' information per impression at the simulated traffic. "
         "ratios = required impressions for the target power / the reference's: larger when the reference's SE "
-        "has a floor from returning users (se^2 = a/N + b). Their uncertainty (review 6, F1): *_rel_se = "
+        "has a floor from returning users (se^2 = a/N + b). Their uncertainty: *_rel_se = "
         "delta-method relative SEs, sqrt(rel_1^2 + rel_2^2) of the two designs' own: information's = "
         "2 sqrt((true_effect_se / effect)^2 + (the day's mean SE's relative SE)^2), a size's = its "
         "analytic_required_impressions_rel_se (refits that draw the truth from its Monte Carlo error); '?' above "

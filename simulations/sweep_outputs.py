@@ -318,7 +318,7 @@ def observations(
     """The shrinkage study's inputs: one row per point, design and metric
     (:data:`simulations.shrinkage.OBSERVATION_COLUMNS`), and the simulated experiments'
     last-day estimates and p-values (from each point's ``replicates.csv``)."""
-    from simulations.analysis import IMPROVEMENT_SIGN
+    from simulations.analysis import improvement_sign
     from simulations.sweep_null import WEAK, mark_of, null_family
 
     family = null_family(summaries)  # review 9, F1: a 'BIASED?' entry stays in the study, as its sizes stay shown
@@ -328,7 +328,7 @@ def observations(
         traffic, analysis = _get(s, ("config", "traffic")) or {}, _get(s, ("config", "analysis")) or {}
         kept = set()
         for design, metric, entry in _metrics(s):
-            sign = IMPROVEMENT_SIGN.get(metric, 1)
+            sign = improvement_sign(s, design, metric)
             vm = entry.get("variance_model") or {}
             final = entry.get("final_day") or {}
             obs.append({
