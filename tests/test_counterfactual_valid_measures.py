@@ -100,6 +100,11 @@ def test_adaptive_ips_is_sized_from_the_replicates_sd(boot_run):
     assert e["se_measure"].startswith("replicates' SD of the estimates")
     assert "the data-driven choice of behaviours" in e["se_measure"]
     assert e["power_measure"].startswith("last day's bootstrap test (100 resamples")
+    # review 11, F5: the se column's ratio to the SD with its precision, from the replicates' own numbers
+    q = e["se_sd_ratio"]
+    assert q["replicates"] == len(last) and q["ratio"] == pytest.approx(float(last["se"].mean()) / sd, rel=1e-12)
+    assert q["ratio"] == pytest.approx(e["final_day"]["mean_se"] / e["final_day"]["sd_estimate"], rel=1e-12)
+    assert f"mean SE / SD = {q['ratio']:.2f}" in e["se_measure"] and "replicates" in e["se_measure"]
     # the power counts the bootstrap test's rejections with the effect's sign
     power = float(np.mean((last["pvalue"] < cfg.analysis.alpha) & (np.sign(last["estimate"]) == np.sign(t))))
     assert e["final_day"]["power"] == pytest.approx(power)
