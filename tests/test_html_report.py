@@ -707,6 +707,22 @@ class DevTools:
         self.call("Target.closeTarget", {"targetId": target})
         return problems, state
 
+    def measure(self, url: str, width: int, expression: str) -> Any:
+        """Load ``url`` in a new tab whose window is ``width`` CSS pixels wide and return the JSON
+        value of ``expression`` (a string of JavaScript evaluating to JSON text) after the load."""
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        s = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.call("Page.enable", session=s)
+        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900, "deviceScaleFactor": 1,
+                                                         "mobile": False}, session=s)
+        self.call("Page.navigate", {"url": url}, session=s)
+        loaded = self._read(lambda m: m.get("method") == "Page.loadEventFired" and m.get("sessionId") == s, 60)
+        assert loaded is not None, "the page never finished loading"
+        value = json.loads(self.call("Runtime.evaluate", {"returnByValue": True, "expression": expression},
+                                     session=s)["result"]["value"])
+        self.call("Target.closeTarget", {"targetId": target})
+        return value
+
     def close(self) -> None:
         try:
             self.call("Browser.close")
@@ -777,3 +793,66 @@ def test_first_screen_shows_the_answer(sim: Path, sweep: Path, tmp_path: Path) -
     screenshot(blank, tmp_path / "blank.png")
     px = np.asarray(_first_screen(tmp_path / "blank.png"), dtype=np.int16)
     assert not np.any(np.all(np.abs(px - np.array(ANSWER_HEADER_RGB)) <= 3, axis=2).sum(axis=1) > WIDTH * 0.4)
+
+
+# every table's right edge and every <pre>'s text, measured in the laid-out page: what sticks out
+# past the window (a table wider than its scroll box, a <pre> line running off its box)
+_OVERFLOW_JS = """JSON.stringify({
+  innerWidth: window.innerWidth,
+  tables: [...document.querySelectorAll('table.answer')].map(t => ({id: t.id, right: t.getBoundingClientRect().right,
+    lastHeader: (t.tHead && t.tHead.rows[0].lastElementChild.textContent) || ''})),
+  pres: [...document.querySelectorAll('pre')].map(p => ({scroll: p.scrollWidth, client: p.clientWidth,
+    right: p.getBoundingClientRect().right})),
+  scrollWidth: document.documentElement.scrollWidth})"""
+
+
+def _overflows(state: dict[str, Any]) -> list[str]:
+    w = state["innerWidth"]
+    out = [f"answer table {t['id']} ends at {t['right']:.0f} px > {w} (last column {t['lastHeader']!r} hidden)"
+           for t in state["tables"] if t["right"] > w + 0.5]
+    out += [f"<pre> text {p['scroll']} px wide in a {p['client']} px box" for p in state["pres"]
+            if p["scroll"] > p["client"] + 1 or p["right"] > w + 0.5]
+    if state["scrollWidth"] > w:
+        out.append(f"page {state['scrollWidth']} px wide in a {w} px window")
+    return out
+
+
+def test_answer_tables_and_terminal_blocks_fit_the_window(sim: Path, sweep: Path, tmp_path: Path) -> None:
+    """Review 12, F4: at 1400 and 800 CSS px every answer table (simulate and sweep pages) ends inside
+    the window, so its last columns (null Delta, offline MDE) are visible without scrolling, and the
+    pasted terminal blocks (<pre>: sequential, multiple comparisons, SRM, CUPED ...) wrap instead of
+    running off-screen. The measurement catches the old stylesheet (main at most 1240 px wide, <pre>
+    lines unwrapped) on a page with a long terminal line."""
+    _browser()
+    import importlib
+
+    page_module = importlib.import_module("simulations.html_report.page")
+
+    pages = [sim / REPORT_NAME, sweep / REPORT_NAME]
+    assert len(list(sweep.glob(f"points/*/{REPORT_NAME}"))) == 3
+    pages.append(sorted(sweep.glob(f"points/*/{REPORT_NAME}"))[0])
+    old_css = page_module._CSS.replace(
+        "main { margin: 0 auto;", "main { max-width: 1240px; margin: 0 auto;").replace(
+        "white-space: pre-wrap;", "white-space: pre;").replace(
+        "table.answer td { font-size: 14px; white-space: normal; }", "table.answer td { font-size: 14px; }").replace(
+        "@media (max-width: 1000px)", "@media (max-width: 10px)")
+    assert old_css != page_module._CSS
+    long_line = "ab: " + " ".join(f"clause{i} at equal power the rule's mean 13.2 days cost 9.2" for i in range(12))
+    old = tmp_path / "old.html"
+    old.write_text((sim / REPORT_NAME).read_text(encoding="utf-8").replace(page_module._CSS, old_css).replace(
+        "<pre>", f"<pre>{long_line}\n", 1), encoding="utf-8")
+    assert "<pre>" in (sim / REPORT_NAME).read_text(encoding="utf-8")  # the sim page has terminal blocks
+    dt = DevTools()
+    try:
+        for width in (1400, 800):
+            for html in pages:
+                state = dt.measure(html.resolve().as_uri(), width, _OVERFLOW_JS)
+                assert state["innerWidth"] == width
+                assert state["tables"], f"{html}: no answer table"
+                assert _overflows(state) == [], (html, width, _overflows(state))
+            state = dt.measure(old.as_uri(), width, _OVERFLOW_JS)
+            problems = _overflows(state)
+            assert any(p.startswith("<pre>") for p in problems), problems
+        assert any(p.startswith("answer table") for p in _overflows(dt.measure(old.as_uri(), 800, _OVERFLOW_JS)))
+    finally:
+        dt.close()

@@ -186,7 +186,7 @@ _CSS = """
 * { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", Arial, sans-serif; margin: 0;
        color: #1d2733; background: #ffffff; font-size: 14px; line-height: 1.4; }
-main { max-width: 1240px; margin: 0 auto; padding: 14px 20px 40px; }
+main { margin: 0 auto; padding: 14px 20px 40px; }  /* no max-width: a wide table uses the window (review 12) */
 header h1 { font-size: 20px; margin: 0 0 2px; }
 header p { margin: 2px 0; color: #44505c; }
 nav { margin: 6px 0 0; font-size: 13px; }
@@ -202,21 +202,24 @@ td.wrap { white-space: normal; min-width: 320px; }
 tr.secondary td { color: #5c6670; }
 tr.primary td { font-weight: 600; }
 table.answer th { background: #1f5fa8; color: #ffffff; }
-table.answer td { font-size: 14px; }
+table.answer td { font-size: 14px; white-space: normal; }
+@media (max-width: 1000px) { table.answer td { font-size: 12.5px; } th, td { padding: 2px 4px; }
+                             th, table.answer td.text { overflow-wrap: anywhere; } }
 ul.legend { margin: 4px 0; padding-left: 18px; color: #44505c; font-size: 12.5px; max-width: 1180px; }
 table.tree td, table.tree th { font-size: 12px; }
 .biased { color: #ffffff; background: #b3261e; border-radius: 3px; padding: 0 4px; font-weight: 600;
           font-size: 12px; }
 .flag { color: #b3261e; font-weight: 600; }
 p.note, .note { color: #44505c; font-size: 12.5px; max-width: 1180px; margin: 4px 0; }
-p.lead { font-size: 15px; margin: 8px 0; }
+p.lead { font-size: 15px; margin: 8px 0; max-width: 1180px; }
 figure { margin: 8px 0 14px; }
 figure img { max-width: 100%; height: auto; border: 1px solid #e1e6eb; }
 figcaption { font-size: 12.5px; color: #44505c; }
 dl { margin: 2px 0 2px 0; }
 dt { font-weight: 600; font-size: 12.5px; margin-top: 4px; }
 dd { margin: 0 0 0 18px; font-size: 12.5px; }
-pre { background: #f4f6f8; border: 1px solid #dde3e9; padding: 8px; font-size: 12px; overflow-x: auto; }
+pre { background: #f4f6f8; border: 1px solid #dde3e9; padding: 8px; font-size: 12px; overflow-x: auto;
+      white-space: pre-wrap; overflow-wrap: anywhere; max-width: 1400px; }
 .scroll { overflow-x: auto; }
 details { margin: 8px 0; }
 summary { cursor: pointer; color: #1f5fa8; }
