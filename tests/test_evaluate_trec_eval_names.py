@@ -27,7 +27,10 @@ def invoke(*args: str):
 def reference(path: Path, measures: tuple[str, ...]) -> dict[tuple[str, str], float]:
     out = {}
     for line in path.read_text().splitlines():
-        name, qid, value = line.split()
+        fields = line.split()
+        if len(fields) != 3:  # the edge-case outputs end with the exit status (rc=0)
+            continue
+        name, qid, value = fields
         if name in measures:
             out[(name, qid)] = float(value)
     return out
@@ -105,3 +108,35 @@ def test_other_conventions_say_the_numbers_are_not_trec_evals(tiny: tuple[str, s
     assert "gain exponential (trec_eval: linear); NOT trec_eval's numbers" in over.stdout
     csv = invoke("--qrels", q, "--run", r, "--metrics", "ndcg_cut_10", "--preset", "default", "--format", "csv")
     assert "note: trec_eval names under conventions default" in csv.stderr
+
+
+def test_bpref_and_infap_are_trec_eval_names_too(shared_data: Path) -> None:
+    """Review 13, F1: bpref and infAP are trec_eval's names spelled as ours. A list of trec_eval names ending in
+    bpref is not refused and gives out.test.a's numbers; infAP alone chooses the trec_eval preset (edge case
+    qrels.edge.noq3: trec_eval 0.2917, where the default preset's empty=exclude gave 0.5833); with other names of
+    ours bpref takes the default preset and the output says its number is not trec_eval's."""
+    d = shared_data / "trec_eval"
+    e = d / "edge_cases"
+    ref = reference(d / "out.test.a", ("map", "P_10", "recip_rank", "bpref", "infAP"))
+    res = invoke("--qrels", str(d / "qrels.test"), "--run", str(d / "results.test"), "--metrics",
+                 "map,P_10,recip_rank,bpref,infAP")
+    assert res.exit_code == 0, res.output
+    assert "(chosen because every metric is a trec_eval name): they give trec_eval's numbers" in res.stdout
+    row = [float(v) for v in res.stdout.splitlines()[-1].split()[1:]]
+    for value, name in zip(row, ("map", "P_10", "recip_rank", "bpref", "infAP"), strict=True):
+        assert abs(value - ref[(name, "all")]) <= TOL, name
+    edge = reference(e / "out.edge.noq3.q", ("infAP", "bpref"))
+    for name in ("infAP", "bpref"):
+        alone = invoke("--qrels", str(e / "qrels.edge.noq3"), "--run", str(e / "run.edge"), "--metrics", name)
+        assert alone.exit_code == 0, alone.output
+        assert "conventions: name=trec_eval" in alone.stdout
+        assert abs(float(alone.stdout.splitlines()[-1].split()[1]) - edge[(name, "all")]) <= TOL, name
+    assert edge[("infAP", "all")] == 0.2917
+    mixed = invoke("--qrels", str(e / "qrels.edge.noq3"), "--run", str(e / "run.edge"), "--metrics", "bpref,nDCG@10")
+    assert mixed.exit_code == 0, mixed.output
+    assert "conventions: name=default" in mixed.stdout
+    assert "trec_eval names under conventions default: " in mixed.stdout and "NOT trec_eval's numbers" in mixed.stdout
+    refused = invoke("--qrels", str(e / "qrels.edge.noq3"), "--run", str(e / "run.edge"), "--metrics",
+                     "map,bpref,nDCG@10")
+    assert refused.exit_code == 2
+    assert "map is a trec_eval name and the other metrics are not" in refused.output

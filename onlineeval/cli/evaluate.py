@@ -233,7 +233,7 @@ def _preset_for_names(
     ``default`` preset (``lightgbm`` with ``--letor``: LETOR files come from learners that evaluate ties in
     input order)."""
     from onlineeval.errors import ConfigError
-    from onlineeval.metrics.names import trec_eval_named
+    from onlineeval.metrics.names import shared_name, trec_eval_named
 
     if preset_name is not None:
         return preset_name, False
@@ -244,6 +244,11 @@ def _preset_for_names(
         return "default", False
     if sum(len(t.metrics) for t in trec) == len(metric_names):
         return "trec_eval", True
+    # bpref / infAP are our names too: with other names of ours they take the default preset (the names line
+    # then says their numbers are not trec_eval's); only names that are trec_eval's alone make a refused mix
+    trec = [t for t in trec if not shared_name(t)]
+    if not trec:
+        return "default", False
     given = ", ".join(t.given for t in trec)
     raise ConfigError(
         ("metrics",),

@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 from onlineeval.errors import ConfigError
 
 __all__ = ["Translation", "common_rel_min", "external_names", "resolve_metric_list", "split_metric_list",
-           "trec_eval_named", "translate"]
+           "shared_name", "trec_eval_named", "translate"]
 
 
 @dataclass(frozen=True)
@@ -408,7 +408,10 @@ def resolve_metric_list(text: str, trec_eval_preset: bool = False) -> tuple[list
             done.append(found)
             continue
         names.append(str(metric))
-        if given in _TREC_OWN_DEFAULTS:
+        if str(metric) == given and _TREC_FIXED.get(given) == given:
+            # bpref, infAP: trec_eval's names spelled as ours; they promise trec_eval's number too
+            done.append(Translation(given, (str(metric),), "trec_eval", note="also onlineeval's name"))
+        elif given in _TREC_OWN_DEFAULTS:
             note = f"trec_eval's {given} is {_TREC_OWN_DEFAULTS[given]}, used under the trec_eval preset"
             done.append(Translation(given, (str(metric),), "alias", note=note))
         elif str(metric) != given:
@@ -422,6 +425,14 @@ def trec_eval_named(translations: list[Translation]) -> list[Translation]:
     preset's exponential gain and ``empty=exclude`` give another number). ``onlineeval evaluate`` uses the
     ``trec_eval`` preset when every metric is so named and no ``--preset`` is given."""
     return [t for t in translations if t.source == "trec_eval" or t.given in _TREC_OWN_DEFAULTS]
+
+
+def shared_name(translation: Translation) -> bool:
+    """Whether a trec_eval name is also our own spelling of the metric (``bpref``, ``infAP``): in a list with
+    other names of ours it does not force the ``trec_eval`` preset (the output then says its number is not
+    trec_eval's); alone or with trec_eval names only it chooses that preset, as ``map`` does."""
+    return translation.source == "trec_eval" and translation.metrics == (translation.given,) \
+        and _TREC_FIXED.get(translation.given) == translation.given
 
 
 def common_rel_min(translations: list[Translation], n_metrics: int, rel_min: int, fixed: bool = False) -> int:
