@@ -856,3 +856,24 @@ def test_answer_tables_and_terminal_blocks_fit_the_window(sim: Path, sweep: Path
         assert any(p.startswith("answer table") for p in _overflows(dt.measure(old.as_uri(), 800, _OVERFLOW_JS)))
     finally:
         dt.close()
+
+
+def test_unstable_sizes_show_their_ranges(sim: Path, tmp_path: Path) -> None:
+    """Review 12, F3: a '?' size's 90% range (the terminal's line) is on the page, in the answer
+    section; a stable size adds no such line."""
+    def edit(summary: dict[str, Any], _: Path) -> None:
+        e = summary["designs"]["ab"]["reciprocal_rank"]
+        e.update(analytic_required_impressions_unstable=True, analytic_required_impressions_range=[684373, 817272],
+                 analytic_required_impressions_rel_se=0.05, analytic_required_impressions_extrapolated=False)
+
+    text = parse(write_simulate_report(_copy_with(sim, tmp_path, edit))).text("answer")
+    assert "'?' unstable impressions needed (90% range" in text
+    assert "ab/reciprocal_rank: 684,373 to 817,272 (relative SE 5%" in text
+
+    def stable(summary: dict[str, Any], _: Path) -> None:
+        for metrics in summary["designs"].values():
+            for e in metrics.values():
+                e["analytic_required_impressions_unstable"] = False
+
+    assert "unstable impressions needed (90%" not in parse(write_simulate_report(
+        _copy_with(sim, tmp_path / "s", stable))).text("answer")
