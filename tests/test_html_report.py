@@ -494,6 +494,10 @@ def test_counterfactual_section_shows_support_cost_of_logging_sweep_and_measures
     assert sweep_rows == [["truth (exact)", "+0.0233", "+0.0228", "+0.0224"],
                           ["snips", "+0.00520 +- 0.0032", "+0.00400 +- 0.0031", "-0.00330 +- 0.0030"]]
     assert "one 300,000-impression log per value" in text
+    # review 12, F7: the header names the swept user type, as the plot's x label does
+    headers = [r for rs in page.tables.values() for r in rs if r[-3:] == ["0", "0.5", "1"]]
+    assert [h[0] for h in headers] == [
+        "share of the 'informational' users (cascade informational clicks): users.types[1].share"], headers
     _, *answer = page.tables["answer-table"]
     cf = {r[1]: r for r in answer if r[0].startswith("cf")}
     header = page.tables["answer-table"][0]

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, image, join, note, table, tag
+from simulations.plots import swept_parameter_label
 from simulations.report import percent_text, rate_text, se_text, value_text
 
 
@@ -49,7 +51,16 @@ def _logging_cost(cost: dict[str, Any]) -> Html | None:
                "(mean over replicates) vs ranker A's exact values: " + "; ".join(items), cls="lead")
 
 
-def _sweep_table(sweep: dict[str, Any]) -> Html:
+def _swept_label(sweep: dict[str, Any], summary: dict[str, Any]) -> str:
+    """The swept parameter as the plot labels it (:func:`simulations.plots.swept_parameter_label`: a user
+    type's share names the type), from the summary's effective config."""
+    types = (((summary.get("config") or {}).get("users") or {}).get("types")) or []
+    users = SimpleNamespace(types=[SimpleNamespace(name=t.get("name"), click_model=t.get("click_model") or {})
+                                   for t in types if isinstance(t, dict)])
+    return swept_parameter_label(str(sweep.get("parameter")), SimpleNamespace(users=users))
+
+
+def _sweep_table(sweep: dict[str, Any], summary: dict[str, Any]) -> Html:
     """The assumption sweep's numbers as the terminal prints them: the exact truth and each estimator's error
     +- SE at every value, labelled as one log's error (review 3, M5)."""
     values = sweep.get("values") or []
@@ -59,7 +70,7 @@ def _sweep_table(sweep: dict[str, Any]) -> Html:
                               for b, se in zip(e.get("bias") or [], e.get("se") or [], strict=False))])
     label = sweep.get("error_label") or (f"estimate - exact truth of one {count(sweep.get('impressions'))}-impression "
                                          "log per value, +- that log's SE")
-    return table([str(sweep.get("parameter")), *(fmt(v, "g") for v in values)], rows,
+    return table([_swept_label(sweep, summary), *(fmt(v, "g") for v in values)], rows,
                  caption=f"Assumption sweep ({sweep.get('design')}, {sweep.get('metric')}): {label}")
 
 
@@ -104,7 +115,7 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
     if sweep:
         parts.append(image(folder / "assumption_sweep.png", "bias of each estimator across the swept assumption",
                            f"One log's error +-2 SE of each estimator as {sweep.get('parameter')} moves."))
-        parts.append(_sweep_table(sweep))
+        parts.append(_sweep_table(sweep, summary))
     conv = summary.get("conventions") or {}
     if cf:
         parts.append(note("coverage: share of replicates whose interval holds the exact truth on the last day; "
