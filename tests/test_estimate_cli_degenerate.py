@@ -105,8 +105,9 @@ def test_bias_advice_follows_adaptive_ips_choice(world: dict) -> None:
     out = json_out(*args, "--estimator", "iips,adaptive_ips", "--option", "adaptive_ips.behaviours=independent")
     rows = {r["estimator"]: r for r in out["results"]}
     assert rows["adaptive_ips"]["estimate"] == rows["iips"]["estimate"]
-    own = _bias_warning(rows["adaptive_ips"], "adaptive_ips chose the independent behaviour (iips's weights)")
-    assert "when clicks follow cascade, dcm" in own
+    own = _bias_warning(rows["adaptive_ips"], "adaptive_ips is fixed to the independent behaviour (iips's weights) "
+                        "for every impression by the user's setting (behaviours=independent), not chosen on this log")
+    assert "when clicks follow cascade, dcm" in own and "would not take independent" not in own
     advice = _bias_warning(rows["iips"], "iips is biased").split("run on this log: ")[1]
     assert "adaptive_ips" not in advice and "rips" in advice
     # fixed to cascade (RIPS's weights, unbiased under top-down clicks): named, and no warning of its own
@@ -118,3 +119,27 @@ def test_bias_advice_follows_adaptive_ips_choice(world: dict) -> None:
     out = json_out(*args, "--estimator", "iips")
     assert "adaptive_ips (if the behaviours it chooses cover each user type)" in _bias_warning(out["results"][0],
                                                                                              "iips is biased")
+
+
+def test_a_fixed_adaptive_behaviour_is_worded_as_the_users_setting(world: dict) -> None:
+    """Review 13, F2: with --option adaptive_ips.behaviours=independent on a first-click metric, the warning and the
+    assumptions line say the behaviour is the user's setting (no 'chose ... on this log', no 'data-driven
+    choice'), and the warning adds that the data-driven choice would not take independent; without the option the
+    assumptions line keeps the data-driven choice and no such warning is given."""
+    args = ["--log", str(world["log"]), "--target", str(world["B"]), "--metric", "abandonment",
+            "--estimator", "iips,rips,adaptive_ips"]
+    out = json_out(*args, "--option", "adaptive_ips.behaviours=independent")
+    rows = {r["estimator"]: r for r in out["results"]}
+    own = _bias_warning(rows["adaptive_ips"], "adaptive_ips is fixed to the independent behaviour")
+    assert "(behaviours=independent), not chosen on this log" in own and "adaptive_ips chose" not in own
+    assert own.endswith("chooses among cascade and standard for a first-click metric and would not take independent")
+    assumption = out["assumptions"]["adaptive_ips"]
+    assert "data-driven choice" not in assumption and "fixed by the user: behaviours=independent" in assumption
+    text = invoke(*args, "--option", "adaptive_ips.behaviours=independent")
+    assert text.exit_code == 0, text.output
+    assert "adaptive_ips chose" not in text.stdout and "data-driven choice: by estimated MSE" not in text.stdout
+    assert "  adaptive_ips: each user type's behaviour is covered by the one the user fixed" in text.stdout
+    free = json_out(*args)
+    assert "data-driven choice: by estimated MSE per user type" in free["assumptions"]["adaptive_ips"]
+    rows = {r["estimator"]: r for r in free["results"]}
+    assert not any(w.startswith("adaptive_ips") and "biased for" in w for w in rows["adaptive_ips"]["warnings"])

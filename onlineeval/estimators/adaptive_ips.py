@@ -234,6 +234,11 @@ class AdaptiveIPS(Estimator):
             _check_behaviour(b, ("estimator", "behaviours"))
         if self.reference not in ("standard", "cascade"):
             raise ConfigError(("estimator", "reference"), f"must be 'standard' or 'cascade', got {self.reference!r}")
+        if self.behaviours is not None:  # the user's setting: nothing is chosen on the log
+            setting = (self.behaviours if isinstance(self.behaviours, str)
+                       else "{" + ", ".join(f"{t}: {v}" for t, v in self.behaviours) + "}")
+            object.__setattr__(self, "assumption", "each user type's behaviour is covered by the one the user fixed "
+                               f"(independent < cascade < standard); fixed by the user: behaviours={setting}")
 
     @classmethod
     def check_instances(cls, world: Any, kind: str | None = None) -> list[Estimator]:

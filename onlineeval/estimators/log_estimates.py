@@ -229,7 +229,7 @@ def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog,
     from onlineeval.estimators import estimator_class
 
     if est.name == "adaptive_ips":
-        return adaptive_bias_warning(reward, log, chosen)
+        return adaptive_bias_warning(reward, log, chosen, fixed=not getattr(est, "chooses_from_log", True))
     kind = reward.kind
     declared = {f for f, k in est.biased_under if k == kind}
     if not declared or "any" in declared:
@@ -262,12 +262,14 @@ def _bias_text(name: str, reward: Reward, log: LoggedLog, biased: list[str], unb
             f"estimators unbiased for {reward.name} there that run on this log: " + (", ".join(others) or "none"))
 
 
-def adaptive_bias_warning(reward: Reward, log: LoggedLog, chosen: dict[str, str] | None) -> str | None:
+def adaptive_bias_warning(reward: Reward, log: LoggedLog, chosen: dict[str, str] | None,
+                          fixed: bool = False) -> str | None:
     """Adaptive IPS's warning when a behaviour it chose on this log (``chosen``, :func:`chosen_behaviours`) weights
     as an estimator biased for the metric (the independent behaviour: IIPS's item weights, biased for additive
     rewards under cascade and DCM clicks; for first-click rewards it is no candidate of the data-driven choice, but
-    may be fixed): its estimate for those users is that estimator's. ``None`` when every chosen behaviour is
-    unbiased under the top-down click models."""
+    may be fixed): its estimate for those users is that estimator's. ``fixed``: the behaviours are the user's
+    setting (``behaviours=...``), not a choice made on the log, and the warning says so. ``None`` when every
+    chosen behaviour is unbiased under the top-down click models."""
     from onlineeval.estimators import estimator_class
 
     if not chosen:
@@ -287,9 +289,18 @@ def adaptive_bias_warning(reward: Reward, log: LoggedLog, chosen: dict[str, str]
     biased = [f for f in FAMILIES if (f, kind) in oc.biased_under]
     unbiased = [f for f in FAMILIES if (f, kind) in oc.unbiased_under]
     who = "every impression" if types == ["all"] else f"user type{'s' if len(types) > 1 else ''} {', '.join(types)}"
-    lead = (f"adaptive_ips chose the {b} behaviour ({other}'s weights) for {who} on this log, so its estimate there "
-            f"is {other}'s, which is")
-    return _bias_text("adaptive_ips", reward, log, biased, unbiased, None, lead)
+    if fixed:
+        setting = b if types == ["all"] else "{" + ", ".join(f"{t}: {v}" for t, v in chosen.items()) + "}"
+        lead = (f"adaptive_ips is fixed to the {b} behaviour ({other}'s weights) for {who} by the user's setting "
+                f"(behaviours={setting}), not chosen on this log, so its estimate there is {other}'s, which is")
+    else:
+        lead = (f"adaptive_ips chose the {b} behaviour ({other}'s weights) for {who} on this log, so its estimate "
+                f"there is {other}'s, which is")
+    text = _bias_text("adaptive_ips", reward, log, biased, unbiased, None, lead)
+    if fixed and kind == "first_click" and b == "independent":
+        text += ("; without the behaviours option adaptive_ips chooses among cascade and standard for a first-click "
+                 "metric and would not take independent")
+    return text
 
 
 def metric_range(reward: Reward, k: int) -> tuple[float, float]:
