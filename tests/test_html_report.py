@@ -476,7 +476,8 @@ def test_counterfactual_section_shows_support_cost_of_logging_sweep_and_measures
         shutil.copy(dst / "power_vs_days.png", dst / "counterfactual_rmse.png")
         shutil.copy(dst / "power_vs_days.png", dst / "assumption_sweep.png")
 
-    page = parse(write_simulate_report(_copy_with(sim, tmp_path, add)))
+    edited = _copy_with(sim, tmp_path, add)
+    page = parse(write_simulate_report(edited))
     assert page.errors == []
     rows = {r[0]: r for t, rs in page.tables.items() if t == "" for r in rs
             if r and r[0].startswith(("snips", "adaptive"))}
@@ -494,6 +495,28 @@ def test_counterfactual_section_shows_support_cost_of_logging_sweep_and_measures
     assert sweep_rows == [["truth (exact)", "+0.0233", "+0.0228", "+0.0224"],
                           ["snips", "+0.00520 +- 0.0032", "+0.00400 +- 0.0031", "-0.00330 +- 0.0030"]]
     assert "one 300,000-impression log per value" in text
+    # review 12, F3: the terminal's 'Estimation error on the last day' block, every design's row, on the page:
+    # the same title and, row by row, the same words as the terminal's fixed-width lines
+    from types import SimpleNamespace
+
+    from simulations.report_designs import _counterfactual_lines
+
+    class Present(dict):  # type: ignore[type-arg]  # the fabricated cf entry lacks the logger the block reads
+        def __bool__(self) -> bool:
+            return True
+
+    summary = json.loads((edited / "summary.json").read_text())
+    term = _counterfactual_lines(SimpleNamespace(  # type: ignore[arg-type]
+        summary={"designs": summary["designs"], "counterfactual": Present()},
+        config=SimpleNamespace(users=SimpleNamespace(population=SIM["users"]["population"]))))
+    assert term[1].startswith("Estimation error on the last day") and term[1].rstrip(":") in text
+    term_rows = [ln.split() for ln in term[3:]]
+    head, *rows = page.tables["estimation-error"]
+    assert head == ["design", "metric", "true effect", "bias", "+-", "SD", "RMSE", "coverage", "power@end",
+                    "impr. needed"]
+    assert [" ".join(r).split() for r in rows] == term_rows
+    assert len(rows) == sum(len(m) for m in summary["designs"].values()) >= 4
+    assert {r[0] for r in rows} >= {"ab", "team_draft", "cf"}
     # review 12, F7: the header names the swept user type, as the plot's x label does
     headers = [r for rs in page.tables.values() for r in rs if r[-3:] == ["0", "0.5", "1"]]
     assert [h[0] for h in headers] == [

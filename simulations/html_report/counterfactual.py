@@ -15,6 +15,8 @@ from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, image, join, note, table, tag
 from simulations.plots import swept_parameter_label
 from simulations.report import percent_text, rate_text, se_text, value_text
+from simulations.report_designs import _coverage_cell, _counterfactual_lines
+from simulations.report_sizes import OTHER_MEASURE_MARK, _other_measure, sample_size_cells
 
 
 def _coverage(e: dict[str, Any]) -> Html:
@@ -74,12 +76,42 @@ def _sweep_table(sweep: dict[str, Any], summary: dict[str, Any]) -> Html:
                  caption=f"Assumption sweep ({sweep.get('design')}, {sweep.get('metric')}): {label}")
 
 
+class _Present(dict):  # type: ignore[type-arg]
+    """An empty mapping that tests true (``if not cf`` passes, no item to read)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def _estimation_error_table(summary: dict[str, Any]) -> Html:
+    """The terminal's 'Estimation error on the last day' block (every design: A/B, interleaving and each
+    estimator) as a table: its title is the terminal's, its cells the terminal's own helpers' (review 12, F3)."""
+    population = ((summary.get("config") or {}).get("users") or {}).get("population")
+    # the terminal's title line: the block's helper on no rows (a non-empty-looking empty counterfactual
+    # mapping), so a summary the terminal helper cannot read (an older or partial one) still gets its title
+    bare = {"designs": {}, "counterfactual": _Present()}
+    result = SimpleNamespace(summary=bare, config=SimpleNamespace(users=SimpleNamespace(population=population)))
+    title = _counterfactual_lines(result)[1].rstrip(":")  # type: ignore[arg-type]
+    rows = []
+    for design, metrics in (summary.get("designs") or {}).items():
+        for metric, e in metrics.items():
+            fd = e.get("final_day") or {}
+            rows.append([design if e.get("primary") else "", metric, value_text(e.get("true_effect"), True),
+                         value_text(e.get("estimator_bias"), True), se_text(e.get("estimator_bias_se")),
+                         se_text(fd.get("sd_estimate")), se_text(fd.get("rmse")),
+                         _coverage_cell(fd.get("coverage"), e.get("coverage_within_band")),
+                         rate_text(fd.get("power")) + (OTHER_MEASURE_MARK if _other_measure(e) else ""),
+                         sample_size_cells(e, population)["impressions"] if e.get("detectable", True) else "-"])
+    return table(["design", "metric", "true effect", "bias", "+-", "SD", "RMSE", "coverage", "power@end",
+                  "impr. needed"], rows, text_columns=(0, 1), caption=title, id_="estimation-error")
+
+
 def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None:
     cf = summary.get("counterfactual") or {}
     sweep = summary.get("assumption_sweep")
     if not cf and not sweep:
         return None
-    parts: list[Any] = []
+    parts: list[Any] = [_estimation_error_table(summary)] if cf else []
     for name, d in cf.items():
         rows = []
         entries = (summary.get("designs") or {}).get(name) or {}
