@@ -287,6 +287,25 @@ def _trec_eval_names_note(translations: list[Any], conv: Conventions, chosen: bo
     )
 
 
+def _relevance_free_note(evals: list[RunEvaluation], conv: Conventions) -> str:
+    """The note on metrics that do not depend on relevance (Judged, Unjudged, the counts: ``empty_sensitive``
+    False) when ``empty=exclude`` left queries without a relevant document out of their means: ir_measures'
+    means count those queries (Judged@k per query is ir_measures' definition, its mean then is not)."""
+    if conv.empty != "exclude" or not evals:
+        return ""
+    free = [str(m) for m in evals[0].metrics if not type(m).empty_sensitive]
+    excluded = {e.run_id: e.counts.excluded_empty for e in evals}
+    if not free or not any(excluded.values()):
+        return ""
+    counts = set(excluded.values())
+    n = (f"{next(iter(counts))} quer{'y' if counts == {1} else 'ies'}" if len(counts) == 1 else
+         "queries (" + ", ".join(f"{k}: {v}" for k, v in excluded.items()) + ")")
+    return (f"{', '.join(free)} {'does' if len(free) == 1 else 'do'} not depend on relevance, yet empty=exclude "
+            f"leaves the {n} without a relevant document out of {'its mean' if len(free) == 1 else 'their means'}; "
+            "ir_measures' means count those queries (--empty zero gives those means, and 0 for relevance metrics on those "
+            "queries)")
+
+
 def _evaluate_coded(
     qrels: Path, paths: list[Path], names: list[str], ms: list[Metric], conv: Conventions
 ) -> tuple[list[RunEvaluation], dict[tuple[str, str], Any], dict[str, int]] | None:
@@ -393,6 +412,9 @@ def _report(
     from onlineeval.cli import evaluate_output as out
 
     output_format = o.output_format
+    free_note = _relevance_free_note(evals, conv)
+    if free_note:
+        names_note = names_note + "\n" + free_note if names_note else free_note
     long = None
     if o.per_query is not None or len(evals) > 1 or o.segments is not None:
         from onlineeval.metrics.tables import long_frame
@@ -455,6 +477,8 @@ def _report(
         trec_line = [line for line in names_note.split("\n") if line.startswith("trec_eval names")]
         if trec_line:
             doc["trec_eval_names"] = trec_line[0]
+        if free_note:
+            doc["relevance_free_note"] = free_note
         if coverage is not None:
             doc["segments"] = coverage
         for entry in doc["systems"]:
