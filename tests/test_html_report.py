@@ -526,7 +526,12 @@ def test_counterfactual_section_shows_support_cost_of_logging_sweep_and_measures
     header = page.tables["answer-table"][0]
     assert cf["snips"][0] == "cf biased" and cf["snips"][header.index("impressions needed")] == "no support"
     assert cf["adaptive_ips"][header.index("power at end")].endswith("b")
-    assert "cf / adaptive_ips: analytic power, days and sizes from the replicates' SD" in page.text("answer")
+    # review 12, F3: its analytic power is marked too (the terminal's '^' on both), the legend names the mark
+    analytic = header.index("analytic power")
+    assert cf["adaptive_ips"][analytic] == answer[0][analytic] + "sd" != "-sd", (cf, answer[0])
+    assert not cf["snips"][analytic].endswith("sd")
+    legend = page.text("answer")
+    assert "cf / adaptive_ips: analytic power sd , days and sizes from the replicates' SD" in legend, legend
     cf_mon = [r for rs in page.tables.values() for r in rs if len(r) == 6 and r[0] == "cf"
               and r[1].startswith("snips") and "/" in r[2]]
     assert len(cf_mon) == 1 and all(c.startswith("- / 0.500 / ") for c in cf_mon[0][2:]), cf_mon

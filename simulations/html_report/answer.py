@@ -87,6 +87,10 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
             null = e.get("null")
             cells = sample_size_html(e, population)
             days, impr, users = cells["days"], cells["impressions"], cells["users"]
+            analytic: Any = cells["analytic"]
+            if str(e.get("se_measure") or "").startswith("replicates'") and analytic != "-":
+                # review 12, F3: the terminal marks it '^' too; its measure is named in the legend
+                analytic = join([analytic, tag("sup", "sd")])
             name: Any = join([design, " ", biased_mark()]) if biased else design
             null_s: Any = "-" if null is None else value_text(null.get("delta"), True)
             if null is not None and null.get("biased"):
@@ -102,7 +106,7 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
             rows.append([
                 name, metric, effect, percent_text(rel),
                 value_text(e.get("shrinkage_vs_offline")),
-                power, cells["analytic"], days, impr, users,
+                power, analytic, days, impr, users,
                 _aa(e), null_s,
             ])
             classes.append("primary" if e.get("primary") else "secondary")
@@ -266,7 +270,8 @@ def answer_section(summary: dict[str, Any]) -> Html:
     held = [(d, m, e) for d, ms in designs.items() for m, e in ms.items() if str(e.get("se_measure") or "").startswith(
         "replicates'")]
     for d, m, e in held:
-        legend.append([f"{d} / {m}: analytic power, days and sizes from the {e['se_measure']}; power at end ",
+        legend.append([f"{d} / {m}: analytic power ", tag("sup", "sd"),
+                       f", days and sizes from the {e['se_measure']}; power at end ",
                        tag("sup", "b" if str(e.get("power_measure", "")).startswith("last day") else "w"), ": ",
                        str(e.get("power_measure")) + "."])
     body: list[Any] = [
