@@ -140,3 +140,29 @@ def test_bpref_and_infap_are_trec_eval_names_too(shared_data: Path) -> None:
                      "map,bpref,nDCG@10")
     assert refused.exit_code == 2
     assert "map is a trec_eval name and the other metrics are not" in refused.output
+
+
+def test_the_trec_eval_line_names_the_flags_of_depth_rel_min_and_missing(shared_data: Path) -> None:
+    """Review 13, F4: --depth, --rel-min and --missing zero are trec_eval options (-M, -l, -c): the line names the
+    flags whose trec_eval run gives the numbers. out.test.aqcM is `trec_eval -q -c -M100 qrels.test results.trunc`
+    (map 0.0947), out.test.aql `-l2` on qrels.rel_level (map 0.1667); --missing drop (no 10.0 option) averages
+    out.test.aqc's per-query map over the two queries results.trunc answers."""
+    d = shared_data / "trec_eval"
+    cases = [
+        (("--qrels", str(d / "qrels.test"), "--run", str(d / "results.trunc"), "--depth", "100", "--missing", "zero"),
+         "they give trec_eval -c -M100's numbers", reference(d / "out.test.aqcM", ("map",))[("map", "all")]),
+        (("--qrels", str(d / "qrels.rel_level"), "--run", str(d / "results.test"), "--rel-min", "2"),
+         "they give trec_eval -l2's numbers", reference(d / "out.test.aql", ("map",))[("map", "all")]),
+    ]
+    per_query = reference(d / "out.test.aqc", ("map",))
+    cases.append((("--qrels", str(d / "qrels.test"), "--run", str(d / "results.trunc"), "--missing", "drop"),
+                  "they give trec_eval's numbers on the queries the run answers; missing=drop has no trec_eval 10.0 "
+                  "option", (per_query[("map", "301")] + per_query[("map", "303")]) / 2))
+    for args, line, expected in cases:
+        res = invoke(*args, "--metrics", "map")
+        assert res.exit_code == 0, res.output
+        assert line in res.stdout, res.stdout
+        assert abs(float(res.stdout.splitlines()[-1].split()[1]) - expected) <= TOL, args
+    depth = invoke("--qrels", str(d / "qrels.test"), "--run", str(d / "results.test"), "--metrics", "map",
+                   "--depth", "10")
+    assert "they give trec_eval -M10's numbers" in depth.stdout

@@ -280,7 +280,20 @@ def _trec_eval_names_note(translations: list[Any], conv: Conventions, chosen: bo
     differ = [f"{k} {mine[k]} (trec_eval: {ref[k]})" for k in _TREC_EVAL_DEFINING if mine[k] != ref[k]]
     if not differ:
         why = "chosen because every metric is a trec_eval name" if chosen else "as trec_eval"
-        return f"trec_eval names under conventions {conv.name} ({why}): they give trec_eval's numbers"
+        # the conventions that are trec_eval options: name the flags a plain trec_eval run needs
+        flags = []
+        if conv.missing == "zero":
+            flags.append("-c")
+        if int(conv.rel_min) != int(ref["rel_min"]):
+            flags.append(f"-l{int(conv.rel_min)}")
+        if conv.depth is not None:
+            flags.append(f"-M{int(conv.depth)}")
+        whose = f"trec_eval {' '.join(flags)}'s" if flags else "trec_eval's"
+        text = f"trec_eval names under conventions {conv.name} ({why}): they give {whose} numbers"
+        if conv.missing == "drop":
+            text += (" on the queries the run answers; missing=drop has no trec_eval 10.0 option (10.0 exits with an "
+                     "error when a qrels query is missing from the run; 9.x and pytrec_eval leave it out, as here)")
+        return text
     return (
         f"trec_eval names under conventions {conv.name}: {', '.join(differ)}; NOT trec_eval's numbers "
         "(--preset trec_eval reproduces trec_eval)"
@@ -302,8 +315,8 @@ def _relevance_free_note(evals: list[RunEvaluation], conv: Conventions) -> str:
          "queries (" + ", ".join(f"{k}: {v}" for k, v in excluded.items()) + ")")
     return (f"{', '.join(free)} {'does' if len(free) == 1 else 'do'} not depend on relevance, yet empty=exclude "
             f"leaves the {n} without a relevant document out of {'its mean' if len(free) == 1 else 'their means'}; "
-            "ir_measures' means count those queries (--empty zero gives those means, and 0 for relevance metrics on those "
-            "queries)")
+            "ir_measures' means count those queries (--empty zero gives those means, and 0 for relevance metrics "
+            "on those queries)")
 
 
 def _evaluate_coded(
