@@ -909,3 +909,28 @@ def test_unstable_sizes_show_their_ranges(sim: Path, tmp_path: Path) -> None:
 
     assert "unstable impressions needed (90%" not in parse(write_simulate_report(
         _copy_with(sim, tmp_path / "s", stable))).text("answer")
+
+
+def test_sweep_points_say_which_point_they_are(sweep: Path, tmp_path: Path) -> None:
+    """Review 12, F7: each point's report.html names its sweep point and axis values and links back to the
+    sweep page; the sweep page's power-by-day table gives each row's axis values; a point folder copied out of
+    its sweep says nothing of a sweep; the effect.png caption says one panel per design on its own y axis."""
+    points = json.loads((sweep / "summary.json").read_text())["points"]
+    assert [p["overrides"]["rankers.B.noise"] for p in points] == [0.6, 0.75, 0.9]
+    for p in points:
+        raw = (sweep / p["folder"] / REPORT_NAME).read_text(encoding="utf-8")
+        want = f"sweep point {p['point']} of 3: rankers.B.noise = {p['overrides']['rankers.B.noise']}"
+        assert want in raw and 'href="../../report.html"' in raw, (p, raw[:2000])
+        assert (sweep / p["folder"] / "../../report.html").resolve() == (sweep / REPORT_NAME).resolve()
+    alone = tmp_path / "point-000"
+    shutil.copytree(sweep / points[0]["folder"], alone)
+    assert "sweep point" not in (write_simulate_report(alone)).read_text(encoding="utf-8")
+    page = parse(sweep / REPORT_NAME)
+    header = next(r for rs in page.tables.values() for r in rs if r[:2] == ["point", "rankers.B.noise"]
+                  and r[2:4] == ["design", "day 1"])
+    power_rows = [r for rs in page.tables.values() for r in rs if len(r) == len(header) and r[2] in ("ab", "td")
+                  and r[0] in ("0", "1", "2")]
+    noise = {str(p["point"]): f"{p['overrides']['rankers.B.noise']:g}" for p in points}
+    assert len(power_rows) == 6 and all(r[1] == noise[r[0]] for r in power_rows), power_rows
+    text = page.text("power")
+    assert "One panel per design, each on its own y axis" in text, text[:500]

@@ -31,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from simulations.html_report.page import page
-from simulations.html_report.simulate import header, load_summary, simulate_sections
+from simulations.html_report.simulate import header, load_summary, simulate_sections, sweep_points
 
 __all__ = ["REPORT_NAME", "simulate_report", "sweep_report", "write_simulate_report", "write_sweep_report"]
 
@@ -64,7 +64,13 @@ def write_simulate_report(folder: str | Path) -> Path:
 
 
 def write_sweep_report(folder: str | Path) -> Path:
-    """Write ``<folder>/report.html`` for a sweep folder; returns its path."""
+    """Write ``<folder>/report.html`` for a sweep folder, and again each point's own report.html (written
+    when the point finished, before the sweep's summary named its axis values: now it says which point it is
+    and links back here); returns the sweep page's path."""
     path = Path(folder) / REPORT_NAME
     path.write_text(sweep_report(folder), encoding="utf-8")
+    for point in sweep_points(Path(folder)):
+        sub = Path(folder) / str(point.get("folder"))
+        if (sub / "summary.json").is_file():
+            write_simulate_report(sub)
     return path

@@ -17,6 +17,7 @@ The answer, calibration (with the decisions) and counterfactual sections are bui
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,30 @@ def config_section(folder: Path, summary: dict[str, Any]) -> Html:
     ])
 
 
+def sweep_points(folder: Path) -> list[dict[str, Any]]:
+    """The points listed by a sweep folder's ``summary.json`` ([] when it has none or cannot be read)."""
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    points = summary.get("points") if isinstance(summary, dict) else None
+    return [p for p in points if isinstance(p, dict)] if isinstance(points, list) else []
+
+
+def sweep_point_of(folder: Path, summary: dict[str, Any]) -> tuple[dict[str, Any], int] | None:
+    """(the sweep's entry for this results folder, the sweep's number of points) when the folder is a point
+    of a sweep (``<sweep>/points/<name>``, listed by the sweep's summary with this run's config fingerprint),
+    else None."""
+    if folder.parent.name != "points":
+        return None
+    points = sweep_points(folder.parent.parent)
+    for point in points:
+        if (point.get("folder") == f"points/{folder.name}"
+                and point.get("fingerprint") == summary.get("config_fingerprint")):
+            return point, len(points)
+    return None
+
+
 def header(folder: Path, summary: dict[str, Any], title: str) -> Html:
     cfg = summary.get("config") or {}
     traffic, users = cfg.get("traffic") or {}, cfg.get("users") or {}
@@ -171,6 +196,12 @@ def header(folder: Path, summary: dict[str, Any], title: str) -> Html:
     ]
     if mix:
         parts.append(f"user types: {mix}")
+    found = sweep_point_of(folder, summary)
+    if found is not None:  # review 12, F7: which point of which sweep, and the way back
+        point, n_points = found
+        values = ", ".join(f"{k} = {v}" for k, v in (point.get("labels") or point.get("overrides") or {}).items())
+        parts.append(join([tag("strong", f"sweep point {point.get('point')} of {n_points}: {values}"), " (",
+                           tag("a", "the sweep's report", href="../../report.html"), ")"]))
     return join([tag("h1", title), *(tag("p", p) for p in parts),
                  tag("p", f"results folder: {folder}", cls="note")])
 

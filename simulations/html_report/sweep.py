@@ -359,9 +359,10 @@ def _mde_table(shrink: Mapping[str, Any]) -> Html:
 def effect_section(folder: Path, summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> Html:
     return join([
         image(folder / EFFECT_PLOT, "true online effect and mean estimate per design against the swept axis",
-              "Each design's true online effect (line; on a categorical axis a bar per value, no line) and mean "
-              "estimate (dots) of its primary metric against the plotted axis; one series per design and "
-              "combination of the other axes."),
+              "One panel per design, each on its own y axis (the designs' effects are on different scales: "
+              "compare designs by their sample sizes, not their effects): its true online effect (line; on a "
+              "categorical axis a bar per value, no line) and mean estimate (dots) of its primary metric against "
+              "the plotted axis; one series per combination of the other axes."),
         _power_table(folder, summary),
     ])
 
@@ -382,13 +383,17 @@ def _power_table(folder: Path, summary: Mapping[str, Any]) -> Html:
         for design, g in c.groupby("design", sort=False):
             by_day = dict(zip(g["day"].tolist(), g["power"].tolist(), strict=True))
             days_all += list(by_day)
-            series.append((str(p.get("point")), design, by_day))
+            series.append((p, design, by_day))
     if not series:
         return note("No point's curves.csv could be read.")
     days = sorted(set(days_all))
-    for point, design, by_day in series:
-        rows.append([point, design, *(fmt(by_day.get(d), ".2f") for d in days)])
-    return table(["point", "design", *(f"day {d}" for d in days)], rows, text_columns=(0, 1),
+    axes = [str(a) for a in summary.get("axes") or []]  # review 12, F7: which point each row is
+    for p, design, by_day in series:
+        values = p.get("labels") or p.get("overrides") or {}
+        rows.append([str(p.get("point")), *(_axis_value(values.get(a)) for a in axes), design,
+                     *(fmt(by_day.get(d), ".2f") for d in days)])
+    return table(["point", *(breakable(a) for a in axes), "design", *(f"day {d}" for d in days)], rows,
+                 text_columns=tuple(range(len(axes) + 2)),
                  caption="Power versus days: simulated power by day (primary metrics; share of replicates rejecting "
                          "at alpha with the right sign)")
 
