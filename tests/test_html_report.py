@@ -833,6 +833,8 @@ _OVERFLOW_JS = """JSON.stringify({
   innerWidth: window.innerWidth,
   tables: [...document.querySelectorAll('table.answer')].map(t => ({id: t.id, right: t.getBoundingClientRect().right,
     lastHeader: (t.tHead && t.tHead.rows[0].lastElementChild.textContent) || ''})),
+  boxes: [...document.querySelectorAll('div.scroll')].map(d => ({scroll: d.scrollWidth, client: d.clientWidth,
+    first: d.querySelector('th') ? d.querySelector('th').textContent : ''})),
   pres: [...document.querySelectorAll('pre')].map(p => ({scroll: p.scrollWidth, client: p.clientWidth,
     right: p.getBoundingClientRect().right})),
   scrollWidth: document.documentElement.scrollWidth})"""
@@ -882,6 +884,9 @@ def test_answer_tables_and_terminal_blocks_fit_the_window(sim: Path, sweep: Path
                 assert state["innerWidth"] == width
                 assert state["tables"], f"{html}: no answer table"
                 assert _overflows(state) == [], (html, width, _overflows(state))
+                if width == 1400 and html == pages[0]:  # every simulate table fits (the null check's verdict wraps)
+                    wide = [b for b in state["boxes"] if b["scroll"] > b["client"] + 1]
+                    assert wide == [], (html, wide)
             state = dt.measure(old.as_uri(), width, _OVERFLOW_JS)
             problems = _overflows(state)
             assert any(p.startswith("<pre>") for p in problems), problems

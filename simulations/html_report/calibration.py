@@ -64,7 +64,7 @@ def calibration_section(summary: dict[str, Any]) -> Html:
         parts.append(table(["design", "metric", "null Delta", "+- SE", "z", "rejects day 1", "rejects last day",
                             "analytic last day", "verdict"], null_rows,
                            caption="Null check: clicks that do not depend on relevance (every true effect 0)",
-                           text_columns=(0, 1, 8)))
+                           text_columns=(0, 1), wrap_columns=(8,)))  # review 12, F4: the verdict wraps
         parts.append(note("Null check: ", conv.get("null_check", "-")))
     parts.append(_monitoring(summary))
     parts.append(_decision_blocks(summary))
