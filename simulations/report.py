@@ -32,15 +32,18 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from onlineeval import __version__
-from simulations.analysis import EXTRAPOLATION_FLAG, SIZE_BOOTSTRAP, UNSTABLE_FLOOR_RATIO, UNSTABLE_REL_SE
+from simulations.analysis import (EXTRAPOLATION_FLAG, SIZE_BOOTSTRAP, UNSTABLE_FLOOR_RATIO, UNSTABLE_REL_SE,
+                                  is_biased_entry)
 from simulations.report_designs import _counterfactual_lines, _coverage_cell, _monitoring_lines, aa_degenerate_note
 from simulations.report_null import (
+    NULL_CAUTION_LEGEND,
     _null_lines,
     biased_ratio_why,
     null_bias_evidence,
     null_biased_verdict,
     null_detectable_text,
     null_direction,
+    null_caution,
     null_mean_caution,
     null_rate_note,
     null_unflagged_parts,
@@ -449,6 +452,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  analytic_if_unbiased); 'no support': biased the same way because an off-policy estimate's target leaves",
         "  the logger's support (named under the table).",
     ]
+    if any(null_caution(e) and not is_biased_entry(e) for ms in s["designs"].values() for e in ms.values()):
+        import textwrap
+
+        lines += textwrap.wrap(NULL_CAUTION_LEGEND, width=112, initial_indent="  ", subsequent_indent="  ")
     from simulations.decomposition import decomposition_lines
 
     lines += decomposition_lines(s)

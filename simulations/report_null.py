@@ -48,6 +48,27 @@ def null_mean_caution(n: dict[str, Any]) -> str | None:
             f"t {_t_text(t.get('t'))}, p {_p_text(float(t['pvalue']))}: bias not excluded")
 
 
+#: the main table's mark on the sizes of a design whose null check did not flag it but whose evidence is notable
+NULL_CAUTION_MARK = "~"
+
+#: its legend line (printed when a row carries the mark)
+NULL_CAUTION_LEGEND = (f"'{NULL_CAUTION_MARK}' = bias not excluded: the null check did not flag the design, but its "
+                       f"null Delta is beyond {NULL_NOTABLE_Z:g} SE of 0 or its null replicates' mean test has p < "
+                       f"{NULL_MEAN_NOTABLE_P:g} (see the null check): its sizes may partly measure a bias, and a run "
+                       "with more replicates may flag it")
+
+
+def null_caution(e: dict[str, Any]) -> bool:
+    """Whether a summary entry's null check, unflagged, has notable evidence of a bias (review 12, F2: a quick run
+    showed a design as the fastest that the full run flags BIASED, with the evidence only in the null table): its
+    null Delta's z above :data:`NULL_NOTABLE_Z` or :func:`null_mean_caution`."""
+    n = e.get("null")
+    if not isinstance(n, dict) or n.get("biased") or n.get("biased_null_replicates"):
+        return False
+    z = n.get("z")
+    return (isinstance(z, (int, float)) and math.isfinite(z) and z > NULL_NOTABLE_Z) or null_mean_caution(n) is not None
+
+
 def null_unflagged_parts(n: dict[str, Any]) -> tuple[str, str | None]:
     """(verdict from the null Delta's z, :func:`null_mean_caution`) of a null check the bias flag did not fire on:
     'no bias detected (z = 0.4)' only when |z| <= :data:`NULL_NOTABLE_Z` and the mean test is not notable ('no bias

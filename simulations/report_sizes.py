@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simulations.analysis import EXTRAPOLATION_FLAG, SIZE_BOOTSTRAP, is_biased_entry, spread_text
+from simulations.report_null import NULL_CAUTION_MARK, null_caution
 from simulations.report_numbers import _count, _number, count_text, days_text, rate_text
 
 
@@ -33,7 +34,8 @@ def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
     (shared by the terminal and report.html): 'biased' ('no support' when its target leaves the logger's support)
     / '-' for a biased entry, 'no detectable effect',
     '> 1 year' beyond :data:`MAX_DAYS_SHOWN` analytic days, 'whole population' from
-    :data:`WHOLE_POPULATION` of the users, and '?' after an unstable analytic size."""
+    :data:`WHOLE_POPULATION` of the users, '?' after an unstable analytic size and '~' after the days and the
+    impressions of a design whose unflagged null check has notable evidence of a bias (:func:`null_caution`)."""
     fd = e["final_day"]
     if is_biased_entry(e):
         # an off-policy estimate whose target leaves the logger's support says so (review 3, F-E)
@@ -43,7 +45,9 @@ def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
     if not e.get("detectable", True):
         return {"analytic": analytic, "days": "-", "impressions": "no detectable effect", "users": "-"}
     unstable = bool(e.get("analytic_required_impressions_unstable"))
-    mark = "?" if unstable else ""
+    # '~': an unflagged null check with notable evidence of a bias (review 12, F2)
+    caution = NULL_CAUTION_MARK if null_caution(e) else ""
+    mark = ("?" if unstable else "") + caution
     days = e.get("days_to_target_power")
     if days is not None:
         days_s = str(days)
@@ -51,8 +55,8 @@ def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
         days_s = analytic_days_text(e.get("analytic_required_days"), unstable, lambda d: f"~{days_text(d)}*")
     users = e.get("analytic_required_users")
     users_s = "whole population" if users is not None and users >= WHOLE_POPULATION * population else _count(users)
-    return {"analytic": analytic, "days": days_s, "impressions": _count(e.get("analytic_required_impressions")) + mark,
-            "users": users_s}
+    return {"analytic": analytic, "days": days_s + caution,
+            "impressions": _count(e.get("analytic_required_impressions")) + mark, "users": users_s}
 
 
 def analytic_days_text(days: Any, unstable: bool = False, number: Callable[[float], str] = days_text) -> str:

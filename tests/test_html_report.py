@@ -266,6 +266,13 @@ def _answer_expected(summary: dict[str, Any]) -> list[tuple[str, str, str, str, 
             impr = e["analytic_required_impressions"]
             users = e["analytic_required_users"]
             unstable = "?" if e["analytic_required_impressions_unstable"] else ""
+            # '~': an unflagged null check whose null Delta is beyond 2 SE or whose null replicates' mean test has
+            # p < 0.05 (review 12, F2)
+            n = e.get("null") or {}
+            p_mean = (n.get("null_mean_test") or {}).get("pvalue")
+            if n and not n.get("biased") and not n.get("biased_null_replicates") and (
+                    (n.get("z") or 0) > 2 or (p_mean is not None and p_mean < 0.05)):
+                unstable += "~"
             if biased:  # no sample size for a biased design, whatever summary.json kept
                 impr_s, users_s = "biased", "-"
             else:

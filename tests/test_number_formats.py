@@ -179,28 +179,36 @@ def test_terminal_writes_each_kind_by_its_rule(run: tuple[str, dict[str, Any], P
         assert_rate(row["power@end"], e["final_day"]["power"])
         assert_rate(row["analytic"], e["final_day"]["analytic_power"])
         mark = "?" if e["analytic_required_impressions_unstable"] else ""
+        # '~' (review 12, F2): an unflagged null check whose null Delta is beyond 2 SE or whose null replicates'
+        # mean test has p < 0.05; after the days and the impressions
+        n_ = e.get("null") or {}
+        p_mean = (n_.get("null_mean_test") or {}).get("pvalue")
+        caution = "~" if n_ and not n_.get("biased") and not n_.get("biased_null_replicates") and (
+            (n_.get("z") or 0) > 2 or (p_mean is not None and p_mean < 0.05)) else ""
+        if caution:
+            kinds.add("caution")
         days = row["days->pwr"]
         if e["days_to_target_power"] is not None:
-            assert days == str(e["days_to_target_power"])
+            assert days == str(e["days_to_target_power"]) + caution
             kinds.add("simulated")
         elif e["analytic_required_days"] is None:
-            assert days == "never" + mark
+            assert days == "never" + mark + caution
             kinds.add("never")
         else:
-            assert re.fullmatch(r"~\d+\.\d\*\??", days), days
-            assert float(days[1:].rstrip("*?")) == pytest.approx(round(e["analytic_required_days"], 1), abs=1e-9)
+            assert re.fullmatch(r"~\d+\.\d\*\??" + caution, days), days
+            assert float(days[1:].rstrip("*?~")) == pytest.approx(round(e["analytic_required_days"], 1), abs=1e-9)
             kinds.add("analytic")
         n = e["analytic_required_impressions"]
         if n is None:
-            assert row["impr. needed"] == "not reachable" + mark
+            assert row["impr. needed"] == "not reachable" + mark + caution
         else:
-            assert re.fullmatch(r"\d{1,3}(,\d{3})*\??", row["impr. needed"]), row["impr. needed"]
-            assert int(row["impr. needed"].rstrip("?").replace(",", "")) == round(n)
+            assert re.fullmatch(r"\d{1,3}(,\d{3})*\??" + caution, row["impr. needed"]), row["impr. needed"]
+            assert int(row["impr. needed"].rstrip("?~").replace(",", "")) == round(n)
         if e.get("null"):
             assert_value(row["null Delta"], e["null"]["delta"])
         if e.get("aa") and not e["aa"]["degenerate"]:
             assert_rate(row["A/A FPR"].rstrip("!"), e["aa"]["false_positive_rate"])
-    assert kinds == {"simulated", "never", "analytic"}  # this run prints every kind of days cell
+    assert kinds - {"caution"} == {"simulated", "never", "analytic"}  # this run prints every kind of days cell
 
     null_rows = [ln.split() for ln in text.split("  design         metric             null Delta")[1]
                  .split("\n  information")[0].splitlines()[1:]]
