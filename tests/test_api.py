@@ -495,8 +495,12 @@ def test_estimate_warnings_are_every_warning_the_cli_prints(tmp_path: Path) -> N
     assert [w.strip() for w in printed] == list(est.warnings)
     # ESS = (sum w)^2 / sum w^2 = 2 (two impressions of weight 2) for each estimator and list
     assert est.warnings[0].startswith("the CLT intervals and p-values rest on 4 clusters, fewer than 30")
-    assert est.warnings[1:] == tuple(f"{e} {t}: effective sample size 2.0 (< 100): the interval is unreliable"
-                                     for t in ("AB", "BA") for e in ("ips", "snips"))
+    ess = tuple(f"{e} {t}: effective sample size 2.0 (< 100): the interval is unreliable"
+                for t in ("AB", "BA") for e in ("ips", "snips"))
+    # SNIPS of AB: both weighted impressions have reward 1, so its delta-method SE is 0: undefined, not a
+    # zero-width interval (review 11, F4); BA's two rewards differ (0 and 1)
+    assert est.warnings[1] == ess[0] and est.warnings[2].startswith("snips AB: standard error and intervals undefined")
+    assert est.warnings[3:] == ess[1:]
 
 
 def test_api_errors_name_the_dataframe_columns(tmp_path: Path) -> None:

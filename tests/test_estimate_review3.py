@@ -55,8 +55,9 @@ def test_undefined_estimate_keeps_every_key(world: dict[str, Any]) -> None:
     assert diffs["snips"]["estimate"] is None and diffs["snips"]["pvalue"] is None and diffs["snips"]["n"] == 3000
     # IPS of the all-zero-weight target: 0 with standard error 0, and the warning says so
     ips = by[("ips", "Z")]
-    assert ips["estimate"] == 0.0 and ips["se"] == 0.0
-    assert any("(and its zero standard error) says nothing" in w for w in ips["warnings"])
+    assert ips["estimate"] == 0.0 and ips["se"] is None and ips["ci_low"] is None  # review 11, F4: no 0-width CI
+    assert any(w.startswith("standard error and intervals undefined") for w in ips["warnings"])
+    assert any("(and its standard error) says nothing" in w for w in ips["warnings"])
 
 
 # ------------------------------------------------------------------------------------------------ F-D

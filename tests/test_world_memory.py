@@ -100,7 +100,7 @@ def test_other_rankers_ties_and_the_full_list(monkeypatch):
 def _metric_names():
     from onlineeval.metrics import REGISTRY
 
-    names = [name + "@10" if name == "Unjudged" else name for name in sorted(REGISTRY)]
+    names = [name + "@10" if name in ("Unjudged", "Judged") else name for name in sorted(REGISTRY)]  # need a cut-off
     return [*names, "nDCG@10", "ERR@5", "P@5", "RBP(p=0.8)"]
 
 
