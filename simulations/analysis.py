@@ -863,13 +863,19 @@ HELD_SE_MEASURE = ("replicates' SD of the estimates (its delta-method SE holds {
 
 
 def se_sd_ratio(estimates: Any, ses: Any) -> dict[str, Any] | None:
-    r"""The mean reported SE over the replicates' SD of the estimates, with its delta-method SE: ``{"ratio", "se",
-    "replicates"}`` (``se`` None below 4 replicates), or None when undefined (fewer than 2 finite pairs, SD 0).
+    r"""The mean reported SE over the replicates' SD of the estimates, with its jackknife SE over the replicates:
+    ``{"ratio", "se", "replicates"}`` (``se`` None below 4 replicates or when a replicate's removal leaves no
+    spread), or None when undefined (fewer than 2 finite pairs, SD 0).
 
-    The SD's sampling error is the estimates' own: :math:`\mathrm{var}(s^2) \approx (m_4 - s^4 (R-3)/(R-1)) / R`
-    (:math:`m_4` their fourth central moment; the normal :math:`s^4 \cdot 2/(R-1)` is too small for heavy tails),
-    :math:`SE(s) = SE(s^2) / 2s`; the mean SE's is :math:`SD(se)/\sqrt R`; the two are combined as if independent
-    (the SEs and the estimates' deviations are only weakly related here)."""
+    Leaving replicate :math:`i` out gives :math:`\theta_{-i} = \bar m_{-i} / s_{-i}` in closed form
+    (:math:`(R-2)\,s_{-i}^2 = SS - R/(R-1)\,(x_i - \bar x)^2`), and
+    :math:`SE^2 = (R-1)/R \sum_i (\theta_{-i} - \bar\theta)^2`. Unlike a delta method that combines the SD's
+    error (from the estimates' fourth moment) and the mean SE's as if independent, it carries their correlation
+    (a replicate far from the mean often reports a larger SE) and the tails' own spread. Checked by simulation
+    (tests/test_se_sd_ratio.py): its mean over simulated sets is within 1% of the ratios' SD for 200 normal
+    replicates, also with SEs that grow with the estimate's distance from the mean (the independent combination
+    read 26% large there), and 3.5% below it for 60 t5 replicates (the fourth-moment formula read 19% below); its
+    square's mean is not below the spread (Efron-Stein), so that shortfall of the SE's mean is Jensen's."""
     x, se = np.asarray(estimates, dtype=np.float64), np.asarray(ses, dtype=np.float64)
     ok = np.isfinite(x) & np.isfinite(se)
     x, se = x[ok], se[ok]
@@ -882,11 +888,13 @@ def se_sd_ratio(estimates: Any, ses: Any) -> dict[str, Any] | None:
     ratio = m / s
     if r < 4:
         return {"ratio": ratio, "se": None, "replicates": r}
-    m4 = float(np.mean((x - x.mean()) ** 4))
-    var_s2 = max((m4 - s ** 4 * (r - 3) / (r - 1)) / r, 0.0)
-    rel_s = math.sqrt(var_s2) / (2 * s * s)
-    rel_m = float(se.std(ddof=1)) / math.sqrt(r) / m if m > 0 else 0.0
-    return {"ratio": ratio, "se": ratio * math.hypot(rel_s, rel_m), "replicates": r}
+    d = x - x.mean()
+    s2_loo = np.maximum(float(d @ d) - r / (r - 1) * d * d, 0.0) / (r - 2)
+    if not np.all(s2_loo > 0):
+        return {"ratio": ratio, "se": None, "replicates": r}
+    theta = (float(se.sum()) - se) / (r - 1) / np.sqrt(s2_loo)
+    jack = math.sqrt((r - 1) / r * float(np.sum((theta - theta.mean()) ** 2)))
+    return {"ratio": ratio, "se": jack, "replicates": r}
 
 
 def se_sd_ratio_text(q: dict[str, Any] | None) -> str:
@@ -896,7 +904,9 @@ def se_sd_ratio_text(q: dict[str, Any] | None) -> str:
         return "undefined"
     text = f"{q['ratio']:.2f}"
     if q.get("se") is None:
-        return f"{text} over {q['replicates']} replicates (too few for its SE)"
+        if q["replicates"] < 4:
+            return f"{text} over {q['replicates']} replicates (too few for its SE)"
+        return f"{text} over {q['replicates']} replicates (its SE undefined: one replicate holds all the spread)"
     text += f" +- {q['se']:.2f} over {q['replicates']} replicates"
     if q["ratio"] + 2 * q["se"] < 1:
         text += "; below 1 by more than 2 SE: the se column runs small"
