@@ -156,7 +156,34 @@ def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["  " + line for line in out]
 
 
-def _table(doc: dict[str, Any]) -> str:
+def se_legend(estimators: list[Any], reward: Any, results: list[dict[str, Any]],
+              differences: list[dict[str, Any]]) -> list[str]:
+    """The table's legend of its se column, worded by this run's settings: which estimators' rows carry 'b' (the
+    bootstrap's SD, because their delta method holds a data-driven choice or model fit fixed, named by
+    :meth:`~onlineeval.estimators.base.Estimator.clt_holds_fixed`), and an adaptive_ips whose behaviours the user
+    fixed (``--option adaptive_ips.behaviours=...``): nothing is chosen on the log, so its se stays the delta
+    method's. Empty when neither occurs."""
+    from onlineeval.estimators.intervals import DELTA_SE
+
+    marked = {r["estimator"] for r in [*results, *differences]
+              if r.get("estimate") is not None and r.get("se_source", DELTA_SE) != DELTA_SE}
+    held = [f"{e.name}: {e.clt_holds_fixed(reward)}" for e in estimators
+            if e.name in marked and e.clt_holds_fixed(reward) is not None]
+    lines = []
+    if marked:
+        lines.append("se 'b' = the bootstrap's SD, which makes again in every resample what the estimator's delta "
+                     "method holds fixed" + (f" ({'; '.join(held)})" if held else ""))
+    for e in estimators:
+        if getattr(e, "chooses_from_log", True) or getattr(e, "behaviours", None) is None:
+            continue
+        b = e.behaviours
+        setting = b if isinstance(b, str) else "{" + ", ".join(f"{t}: {v}" for t, v in b) + "}"
+        lines.append(f"{e.name}'s behaviours are fixed by the user's setting (behaviours={setting}), not chosen on "
+                     "this log, so its se is the delta method's and holds no data-driven choice fixed")
+    return lines
+
+
+def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> str:
     from onlineeval.estimators.base import MEAN_WEIGHT_TOLERANCE, MEAN_WEIGHT_Z
 
     lg, conv = doc["log"], doc["conventions"]
@@ -232,7 +259,7 @@ def _table(doc: dict[str, Any]) -> str:
                  "/ impressions (weight 0 there; not known support violations: the log has no logging policy)"
                  if written else "support viol. = impressions whose target list the logging policy cannot show / "
                  "impressions checked")
-              + "; se 'b' = the bootstrap's SD (the estimator's delta method holds a data-driven choice fixed)")]
+              + "".join(f"; {text}" for text in se_notes))]
     if doc.get("differences"):
         lines += [("differences: warnings = how many warnings a difference carries (its two estimates' and its "
                    "estimator's differences'), listed above; a difference is undefined where either estimate is "
@@ -376,7 +403,7 @@ def estimate_cmd(
     if output_format == "json":
         typer.echo(json.dumps(_clean(doc), indent=2))
     else:
-        typer.echo(_table(_clean(doc)))
+        typer.echo(_table(_clean(doc), se_legend(estimators, reward, results, differences)))
 
 
 def register(app: typer.Typer) -> None:
