@@ -80,13 +80,13 @@ import pandas as pd
 
 from onlineeval.errors import ConfigError
 from simulations.config import Config, config_from_mapping, format_path, has_key_path, set_path, sweep_path
+from simulations.executor_check import check_executor
 from simulations.executors import (
     TRUTH,
     ChunkRows,
     Executor,
     Task,
     TaskResult,
-    check_executor,
     make_executor,
 )
 from simulations.sweep_outputs import write_outputs

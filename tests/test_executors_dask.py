@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from onlineeval.errors import ConfigError
+from simulations.executor_check import parse_scheduler
 from simulations.executors import (
     TASK_MODULES,
     DaskExecutor,
     LocalExecutor,
     make_executor,
-    parse_scheduler,
     worker_stream_version,
 )
 from simulations.sweep import run_sweep

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 
 from onlineeval.cli import app
 from onlineeval.errors import ConfigError
-from simulations.executors import SCHEDULER, DaskExecutor, LocalExecutor, check_executor, make_executor
+from simulations.executor_check import SCHEDULER, check_executor
+from simulations.executors import DaskExecutor, LocalExecutor, make_executor
 from simulations.sweep import run_sweep, sweep_from_mapping
 from tests.test_sweep import BASE
 

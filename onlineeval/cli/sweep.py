@@ -85,7 +85,7 @@ def _named_options(scheduler: str | None, sets: Mapping[str, object]) -> Iterato
     file)``, as ``onlineeval simulate`` says it."""
     from onlineeval.errors import ConfigError
     from simulations.config import sweep_path
-    from simulations.executors import SCHEDULER
+    from simulations.executor_check import SCHEDULER
 
     try:
         yield
