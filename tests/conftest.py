@@ -32,3 +32,21 @@ def shared_data() -> Path:
     if path is None:
         pytest.skip("reference data ../shared/data is not present (fresh clone without shared/)")
     return path
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real simulate results folder (three designs, A/A and the null check on; :mod:`html_report_folders`),
+    built once per test run: the HTML report's tests (test_html_report.py, test_html_layout.py) read it."""
+    from html_report_folders import sim_folder
+
+    return sim_folder(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real sweep folder: three points (B's noise), each point with its own report (:mod:`html_report_folders`),
+    built once per test run: the HTML report's tests (test_html_report.py, test_html_layout.py) read it."""
+    from html_report_folders import sweep_folder
+
+    return sweep_folder(tmp_path_factory)
