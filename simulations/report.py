@@ -44,6 +44,7 @@ from simulations.report_null import (
     null_detectable_text,
     null_direction,
     null_caution,
+    null_caution_keys,
     null_mean_caution,
     null_rate_note,
     null_unflagged_parts,
@@ -417,7 +418,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     far = {d for d, ms in s["designs"].items() for e in ms.values()
            if e["primary"] and e.get("analytic_required_impressions_extrapolated")}
     lines += _ratio_lines(s["required_impressions_ratio"], cfg.analysis.power,
-                          ref_design is not None and ref_design.type == "ab", unstable, far)
+                          ref_design is not None and ref_design.type == "ab", unstable, far, null_caution_keys(s))
     lines += multileaving_lines(s)
     lines += [
         "",

@@ -54,8 +54,8 @@ NULL_CAUTION_MARK = "~"
 #: its legend line (printed when a row carries the mark)
 NULL_CAUTION_LEGEND = (f"'{NULL_CAUTION_MARK}' = bias not excluded: the null check did not flag the design, but its "
                        f"null Delta is beyond {NULL_NOTABLE_Z:g} SE of 0 or its null replicates' mean test has p < "
-                       f"{NULL_MEAN_NOTABLE_P:g} (see the null check): its sizes may partly measure a bias, and a run "
-                       "with more replicates may flag it")
+                       f"{NULL_MEAN_NOTABLE_P:g} (see the null check): its sizes and ratios may partly measure a bias, "
+                       "and a run with more replicates may flag it")
 
 
 def null_caution(e: dict[str, Any]) -> bool:
@@ -67,6 +67,22 @@ def null_caution(e: dict[str, Any]) -> bool:
         return False
     z = n.get("z")
     return (isinstance(z, (int, float)) and math.isfinite(z) and z > NULL_NOTABLE_Z) or null_mean_caution(n) is not None
+
+
+def null_caution_keys(s: dict[str, Any]) -> frozenset[str]:
+    """The entries of a summary that carry the '~' mark (:func:`null_caution`, biased entries left out: they show
+    'biased'), as 'design/metric', and 'design' when the design's primary entry does: what the ratio lines mark
+    ('~' on a ratio whose either size is marked)."""
+    from simulations.analysis import is_biased_entry
+
+    keys: set[str] = set()
+    for d, ms in (s.get("designs") or {}).items():
+        for m, e in ms.items():
+            if null_caution(e) and not is_biased_entry(e):
+                keys.add(f"{d}/{m}")
+                if e.get("primary"):
+                    keys.add(d)
+    return frozenset(keys)
 
 
 def null_unflagged_parts(n: dict[str, Any]) -> tuple[str, str | None]:

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from simulations.analysis import EXTRAPOLATION_FLAG, RATIO_UNCERTAIN_REL_SE
-from simulations.report_null import biased_ratio_why
+from simulations.report_null import NULL_CAUTION_MARK, biased_ratio_why
 from simulations.report_numbers import rate_text, value_text
 
 
@@ -22,16 +22,21 @@ INDISTINGUISHABLE_SHORT = ("|log ratio difference| < 2 SE of the difference, fro
 
 def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
                  unstable: set[str] | frozenset[str] = frozenset(),
-                 extrapolated: set[str] | frozenset[str] = frozenset()) -> list[str]:
+                 extrapolated: set[str] | frozenset[str] = frozenset(),
+                 caution: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Efficiency at equal traffic and the ratio of required impressions, biased designs marked, and
     '?' on a ratio whose either size is unstable (``unstable``: designs whose primary size is), '*' on one whose
     either size is extrapolated beyond :data:`EXTRAPOLATION_FLAG` x the simulated days (``extrapolated``; review 6,
-    F1: the main table's '!')."""
+    F1: the main table's '!'), '~' (:data:`simulations.report_null.NULL_CAUTION_MARK`) on both ratios of a design
+    when its or the reference's size carries the main table's null-caution mark (``caution``:
+    :func:`simulations.report_null.null_caution_keys`, 'design' for a primary entry, 'design/pair' for a
+    multileaving pair; review 12, F2: a quick run quoted balanced as '17.8x fewer' unmarked)."""
     ref = ratios.get("reference")
     if not ref:
         return []
     biased = ratios.get("biased", {})
     eff, need = [], []
+    marked = False  # some ratio carries '~'
     for d in ratios["ratios"]:
         if d == ref:
             continue
@@ -41,9 +46,12 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
         e_rel = (ratios.get("equal_traffic_efficiency_rel_se") or {}).get(d)
         r_rel = (ratios.get("ratios_rel_se") or {}).get(d)
         pairs = (ratios.get("by_pair") or {}).get(d)
+        cp = caution_pairs(d, ref, pairs, caution)
         if e is not None:
-            eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x{ratio_uncertainty_text(e_rel)}"
-                       + pair_range_text(pairs, "efficiency"))
+            tilde = "" if mark else ratio_caution(d, ref, pairs, "efficiency", caution)
+            span = pair_range_text(pairs, "efficiency", cp)
+            marked |= not mark and bool(tilde or NULL_CAUTION_MARK in span)
+            eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x{ratio_uncertainty_text(e_rel)}" + tilde + span)
         if r is not None or mark:
             if pairs:  # review 8, F5: a multileaving median's marks from the pairs it is the median of
                 mid = median_pairs(pairs, "ratio")
@@ -53,9 +61,13 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
                 is_unstable, is_far = ref in unstable or d in unstable, ref in extrapolated or d in extrapolated
             q = "?" if is_unstable and not ratio_uncertain(r_rel) else ""
             star = "*" if is_far else ""
-            unc = ratio_uncertainty_text(r_rel) + q + star + pair_range_text(pairs, "ratio")
-            need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{unc} ({value_text(1 / r)}x fewer)" if r < 1
-                        else f"{d} {value_text(r)}x{unc}")
+            tilde = "" if mark or r is None else ratio_caution(d, ref, pairs, "ratio", caution)
+            span = pair_range_text(pairs, "ratio", cp)
+            marked |= not mark and bool(tilde or NULL_CAUTION_MARK in span)
+            unc = ratio_uncertainty_text(r_rel) + q + star + span
+            # '~' after the whole ratio: 'balanced 0.0561x +-9% (17.8x fewer)~'
+            need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{unc} ({value_text(1 / r)}x fewer){tilde}"
+                        if r < 1 else f"{d} {value_text(r)}x{unc}{tilde}")
     lines = []
     if eff:
         lines.append(f"  information per impression at equal traffic ((effect/SE)^2 on day {ratios.get('last_day')}) "
@@ -67,6 +79,8 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
     if eff or need:
         lines.append(f"  (+-: 1 relative SE by the delta method, from the truths' Monte Carlo SEs and the SEs' own "
                      f"(sizes: their refits'); '?': above {RATIO_UNCERTAIN_REL_SE:.0%}, or an unstable size"
+                     + (f"; '{NULL_CAUTION_MARK}': its or the reference's size carries the main table's "
+                        f"'{NULL_CAUTION_MARK}' (bias not excluded)" if marked else "")
                      + ("; multileaving: median over the pairs, their range in brackets, '?' / '*' on the median "
                         "or a bracket end from a pair with such a size" if ratios.get("by_pair") else "") + ")")
     for key, what in (("equal_traffic_efficiency", "information per impression"), ("ratios", "impressions needed")):
@@ -109,6 +123,21 @@ def multileaving_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def ratio_caution(d: str, ref: str, pairs: Any, key: str, caution: set[str] | frozenset[str]) -> str:
+    """'~' when a ratio of design ``d`` to ``ref`` rests on a size the main table marks '~' (``caution``:
+    :func:`simulations.report_null.null_caution_keys`): their primary entries', or for a multileaving median
+    (``pairs``: by_pair) the pair(s) it is the median of (:func:`median_pairs`); '' otherwise."""
+    if not caution:
+        return ""
+    if isinstance(pairs, dict) and pairs:
+        mid = median_pairs(pairs, key)
+        marked = caution_pairs(d, ref, pairs, caution)
+        hit = any(p is q for m, p in pairs.items() if m in marked for q in mid)
+    else:
+        hit = d in caution or ref in caution
+    return NULL_CAUTION_MARK if hit else ""
+
+
 def ratio_uncertain(rel: Any) -> bool:
     """A ratio whose relative SE is unknown or above :data:`RATIO_UNCERTAIN_REL_SE` (review 6, F1)."""
     return not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel > RATIO_UNCERTAIN_REL_SE
@@ -138,18 +167,29 @@ def median_pairs(pairs: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return have[(k - 1) // 2: k // 2 + 1]
 
 
-def pair_range_text(pairs: Any, key: str) -> str:
+def pair_range_text(pairs: Any, key: str, caution: set[str] | frozenset[str] = frozenset()) -> str:
     """' [0.75-3.08 over 6 pairs]': the range of a multileaving design's per-pair ratios, or ''; a ratio range's
     end carries its pair's '?' / '*' (:func:`pair_size_marks`; review 8, F5: an end from a size extrapolated 54x
-    was shown bare)."""
+    was shown bare), and an end of either kind '~' when its pair is in ``caution`` (pair names whose size, the
+    design's or the reference's, carries the main table's null-caution mark: :func:`caution_pairs`)."""
     if not isinstance(pairs, dict):
         return ""
-    have = [p for p in pairs.values() if isinstance(p.get(key), (int, float))]
+    have = [(m, p) for m, p in pairs.items() if isinstance(p.get(key), (int, float))]
     if not have:
         return ""
-    lo, hi = min(have, key=lambda p: p[key]), max(have, key=lambda p: p[key])
+    lo, hi = min(have, key=lambda mp: mp[1][key]), max(have, key=lambda mp: mp[1][key])
 
-    def end(p: dict[str, Any]) -> str:
-        return value_text(p[key]) + (pair_size_marks(p) if key == "ratio" else "")
+    def end(mp: tuple[str, dict[str, Any]]) -> str:
+        m, p = mp
+        return (value_text(p[key]) + (pair_size_marks(p) if key == "ratio" else "")
+                + (NULL_CAUTION_MARK if m in caution else ""))
 
     return f" [{end(lo)}-{end(hi)} over {len(have)} pairs]"
+
+
+def caution_pairs(d: str, ref: str, pairs: Any, caution: set[str] | frozenset[str]) -> frozenset[str]:
+    """The pairs of a multileaving design ``d`` (``pairs``: by_pair) whose ratio to ``ref`` rests on a size the main
+    table marks '~' (``caution``: :func:`simulations.report_null.null_caution_keys`)."""
+    if not isinstance(pairs, dict) or not caution:
+        return frozenset()
+    return frozenset(m for m in pairs if f"{d}/{m}" in caution or f"{ref}/{m}" in caution)

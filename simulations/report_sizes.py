@@ -80,8 +80,13 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
         for metric, e in metrics.items():
             if is_biased_entry(e) or not e.get("analytic_required_impressions_unstable"):
                 continue
+            caution = NULL_CAUTION_MARK if null_caution(e) else ""  # review 12, F2: as the table's cell
+
+            def marked(v: float, caution: str = caution) -> str:
+                return count_text(v) + caution
+
             text = spread_text(
-                e.get("analytic_required_impressions_range"), count_text, e.get("analytic_required_impressions_rel_se"),
+                e.get("analytic_required_impressions_range"), marked, e.get("analytic_required_impressions_rel_se"),
                 e.get("variance_floor_to_target"), e.get("analytic_required_impressions_unreachable_share"))
             factor = e.get("analytic_required_days_extrapolation")
             if e.get("analytic_required_impressions_extrapolated") and _number(factor):
@@ -105,6 +110,13 @@ def extrapolated_entries(s: dict[str, Any]) -> list[tuple[str, str, float, float
             if _number(days) and _number(factor):
                 out.append((design, metric, float(days), float(factor)))
     return out
+
+
+def caution_of(s: dict[str, Any], design: str, metric: str) -> str:
+    """'~' (:data:`NULL_CAUTION_MARK`) when the summary's entry carries the main table's null-caution mark, else ''
+    (review 12, F2: every line quoting its size carries it)."""
+    e = ((s.get("designs") or {}).get(design) or {}).get(metric)
+    return NULL_CAUTION_MARK if isinstance(e, dict) and null_caution(e) else ""
 
 
 def extrapolated_days_text(days: float) -> str:
@@ -134,7 +146,7 @@ def extrapolation_note(simulated_days: Any) -> str:
 
 def _extrapolation_lines(s: dict[str, Any], simulated_days: int) -> list[str]:
     """Under the main table: how far past the simulated days each analytic '*' size is extrapolated."""
-    items = [f"{d}/{m} {extrapolated_days_text(days)} = {extrapolation_factor_text(factor)}"
+    items = [f"{d}/{m} {extrapolated_days_text(days)}{caution_of(s, d, m)} = {extrapolation_factor_text(factor)}"
              for d, m, days, factor in extrapolated_entries(s)]
     if not items:
         return []

@@ -1,11 +1,14 @@
 """Review 12, F2: a design whose null check did not flag it but whose evidence of a bias is notable carries '~' on
-its days and impressions in the main table (terminal and report.html share the cells), with a legend line."""
+its days and impressions in the main table (terminal and report.html share the cells), on its ratio lines and on
+the lines under the table that quote its sizes, with a legend line."""
 
 from __future__ import annotations
 
 import copy
 
-from simulations.report_null import NULL_CAUTION_LEGEND, null_caution
+from simulations.analysis import design_ratios
+from simulations.report_null import NULL_CAUTION_LEGEND, null_caution, null_caution_keys
+from simulations.report_ratios import _ratio_lines
 from simulations.report_sizes import sample_size_cells
 
 ENTRY = {
@@ -47,12 +50,58 @@ def test_unstable_and_caution_marks_combine():
     assert NULL_CAUTION_LEGEND.startswith("'~' = bias not excluded") and "2 SE" in NULL_CAUTION_LEGEND
 
 
+def _ratio_entry(metric: str, info: float, n: float, primary: bool = True, **null) -> dict:
+    e = {"metric": metric, "primary": primary, "information_last_day": info, "information_last_day_rel_se": 0.05,
+         "analytic_required_impressions": n, "analytic_required_impressions_rel_se": 0.05}
+    if null:
+        e["null"] = {"biased": False, "biased_null_replicates": False, "family_pairs": 2, **null}
+    return e
+
+
+def test_ratio_lines_carry_the_mark_of_either_size():
+    designs = {"ab": {"m": _ratio_entry("m", 1.0, 1e6)},
+               "td": {"m": _ratio_entry("m", 10.0, 1e5, z=0.3)},
+               "bal": {"m": _ratio_entry("m", 17.8, 5.6e4, z=3.6)}}
+    r = {"reference": "ab", "last_day": 7, **design_ratios(designs, "ab")}
+    keys = null_caution_keys({"designs": designs})
+    assert keys == {"bal", "bal/m"}
+    plain = "\n".join(_ratio_lines(r, 0.8, True))
+    assert "~" not in plain.replace("td ~ bal", "")
+    lines = _ratio_lines(r, 0.8, True, caution=keys)
+    eff = next(ln for ln in lines if "information per impression" in ln)
+    need = next(ln for ln in lines if "impressions needed" in ln)
+    assert "bal 17.8x +-7%~" in eff and "td 10.0x +-7%," in eff
+    assert "bal 0.0560x +-7% (17.9x fewer)~" in need and "td 0.100x +-7% (10.0x fewer)," in need
+    assert "'~': its or the reference's size carries the main table's '~'" in "\n".join(lines)
+    # a marked reference marks every ratio
+    lines = _ratio_lines(r, 0.8, True, caution={"ab"})
+    need = next(ln for ln in lines if "impressions needed" in ln)
+    assert "td 0.100x +-7% (10.0x fewer)~" in need and "bal 0.0560x +-7% (17.9x fewer)~" in need
+
+
+def test_multileaving_ratio_marks_follow_their_pairs():
+    pairs = ["delta_B_vs_A", "delta_C_vs_A", "delta_D_vs_A"]
+    sizes = {"delta_B_vs_A": 0.244e6, "delta_C_vs_A": 0.613e6, "delta_D_vs_A": 0.765e6}
+    ref = {p: _ratio_entry(p, 1.0, 1e6, p == pairs[0]) for p in pairs}
+    # pm's B vs A pair (the range's low end, not the median) carries the mark
+    pm = {p: _ratio_entry(p, 1.2, sizes[p], p == pairs[0], z=3.0 if p == pairs[0] else 0.1) for p in pairs}
+    r = {"reference": "tdm", "last_day": 7, **design_ratios({"tdm": ref, "pm": pm}, "tdm")}
+    keys = null_caution_keys({"designs": {"tdm": ref, "pm": pm}})
+    assert keys == {"pm", "pm/delta_B_vs_A"}
+    need = next(ln for ln in _ratio_lines(r, 0.8, False, caution=keys) if "impressions needed" in ln)
+    assert need.endswith("pm 0.613x +-7% [0.244~-0.765 over 3 pairs] (1.63x fewer)")
+    # the median's pair marked: the median carries it too
+    keys = frozenset({"pm/delta_C_vs_A"})
+    need = next(ln for ln in _ratio_lines(r, 0.8, False, caution=keys) if "impressions needed" in ln)
+    assert "pm 0.613x +-7% [0.244-0.765 over 3 pairs] (1.63x fewer)~" in need
+
 
 def test_the_terminal_and_the_page_mark_and_explain_it():
-    """A real small run's summary with team_draft's null Delta at z 3.6 (unflagged): the terminal's main table and
-    report.html's answer table mark its days and impressions and print the legend; the unedited summary has
-    neither."""
+    """A real small run's summary with team_draft's null Delta at z 3.6 (unflagged): the terminal's main table, its
+    ratio lines and the '?' / '*' lines under the table, and report.html's answer table, ratios and legend, mark its
+    sizes and print the legend; the summary without the evidence has neither."""
     import html
+    import re
 
     from simulations import simulate
     from simulations.config import config_from_mapping
@@ -68,15 +117,51 @@ def test_the_terminal_and_the_page_mark_and_explain_it():
         "analysis": {"aa": False, "truth_impressions": 20_000}}))
     legend_start = NULL_CAUTION_LEGEND[:40]
     e = result.summary["designs"]["td"]["delta_ab"]
-    assert isinstance(e.get("null"), dict)
+    assert isinstance(e.get("null"), dict) and e["null"]["family_pairs"] == 1
     e["null"].update({"z": 0.5, "biased": False, "biased_null_replicates": False, "null_mean_test": None})
+    # an unstable size, so that the '?' range line quotes it (the run's own is stable)
+    e["analytic_required_impressions_unstable"] = True
+    e["analytic_required_impressions_range"] = [1000.0, 2000.0]
     assert not null_caution(e)
-    text, page = terminal_summary(result), html.unescape(str(answer_section(result.summary)))
+
+    def texts() -> tuple[str, str, list[str], list[str]]:
+        text = terminal_summary(result)
+        page = html.unescape(str(answer_section(result.summary)))
+        ratio = [ln for ln in text.splitlines() if "relative to ab:" in ln]
+        items = re.findall(r"<li>(td: information per impression.*?)</li>", page)
+        assert len(ratio) == 2 and len(items) == 1
+        return text, page, ratio, items
+
+    text, page, ratio, items = texts()
     assert legend_start not in text and legend_start not in page
+    assert not any("~" in ln for ln in ratio) and "~" not in items[0]
+    assert "td/delta_ab: 1,000 to 2,000" in text and "td/delta_ab: 1,000 to 2,000" in page
+    assert "'~': its or the reference's size" not in text + page
+
     e["null"]["z"] = 3.6
     cells = sample_size_cells(e, result.config.users.population)
-    assert cells["days"].endswith("~") and cells["impressions"].endswith("~")
-    text, page = terminal_summary(result), html.unescape(str(answer_section(result.summary)))
+    assert cells["days"].endswith("~") and cells["impressions"].endswith("?~")
+    text, page, ratio, items = texts()
     row = next(ln for ln in text.splitlines() if ln.lstrip().startswith("td ") and "delta_ab" in ln)
     assert cells["impressions"] in row and legend_start in text.replace("\n  ", " ")
     assert cells["impressions"] in page and legend_start in page
+    # the ratio lines: 'td 666x +-15%~' and 'td 0.00150x +-15%?* (666x fewer)~' (numbers of this run)
+    r = result.summary["required_impressions_ratio"]
+    assert r["reference"] == "ab" and r["ratios"]["td"] < 1
+    assert re.search(r"relative to ab: td \S+x \+-\d+%~$", ratio[0]), ratio[0]
+    assert re.search(r"relative to ab: td \S+x \+-\d+%\??\*? \(\S+x fewer\)~", ratio[1]), ratio[1]
+    assert "'~': its or the reference's size carries the main table's '~'" in text
+    assert re.fullmatch(r"td: information per impression \S+x \+-\d+%~ ab's; impressions needed (for 80% power )?"
+                        r"\S+x \+-\d+%\?? ab's \(\S+x fewer\)~", items[0]), items[0]
+    assert "'~': its or the reference's size carries the answer table's '~'" in page
+    # the '?' range line under the table quotes the marked size: both ends carry the mark, terminal and page
+    assert "td/delta_ab: 1,000~ to 2,000~" in text and "td/delta_ab: 1,000~ to 2,000~" in page
+    # the '*' extrapolation line quotes days: marked when the design's are (ab's, unmarked, are not)
+    from simulations.report_sizes import _extrapolation_lines, extrapolated_entries
+
+    far = extrapolated_entries(result.summary)
+    assert far and all(d == "ab" for d, *_ in far)
+    e_far = copy.deepcopy(result.summary)
+    e_far["designs"]["ab"]["clicks_per_query"]["null"] = copy.deepcopy(e["null"])
+    line = " ".join(_extrapolation_lines(e_far, 2))
+    assert re.search(r"ab/clicks_per_query ~\S+ days~ = ", line) and re.search(r"ab/abandonment ~\S+ days = ", line)

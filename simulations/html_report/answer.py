@@ -11,7 +11,9 @@ from typing import Any
 
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, join, note, table, tag, tag_void
-from simulations.report_null import NULL_CAUTION_LEGEND, null_caution
+from simulations.report_null import NULL_CAUTION_LEGEND, NULL_CAUTION_MARK, null_caution, null_caution_keys
+from simulations.report_ratios import caution_pairs, ratio_caution
+from simulations.report_sizes import caution_of
 from simulations.report_sizes import _unstable_lines as unstable_size_lines  # the terminal's own text
 from simulations.report import (
     EXTRAPOLATION_FLAG,
@@ -121,6 +123,8 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
         return []
     biased = r.get("biased") or {}
     target = (summary.get("conventions") or {}).get("target_power")
+    caution = null_caution_keys(summary)  # review 12, F2: '~' as the terminal's ratio lines
+    marked = False
     items = []
     for d, need in (r.get("ratios") or {}).items():
         if d == ref:
@@ -132,14 +136,18 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
             items.append(tag("li", d, ": ", biased_mark(), f" ({why}): its ratios are not sensitivities"))
             continue
         pairs = (r.get("by_pair") or {}).get(d)
+        cp = caution_pairs(d, ref, pairs, caution)
+        tilde_e, tilde_r = (ratio_caution(d, ref, pairs, k, caution) for k in ("efficiency", "ratio"))
+        span_e, span_r = pair_range_text(pairs, "efficiency", cp), pair_range_text(pairs, "ratio", cp)
         text = (f"{d}: information per impression {value_text(eff)}x"
                 f"{ratio_uncertainty_text((r.get('equal_traffic_efficiency_rel_se') or {}).get(d))}"
-                f"{pair_range_text(pairs, 'efficiency')} {ref}'s")
+                f"{tilde_e}{span_e} {ref}'s")
+        marked |= bool(tilde_e or NULL_CAUTION_MARK in span_e)
         if isinstance(need, (int, float)):
             text += ((f"; impressions needed for {fmt(100 * target, '.0f')}% power " if target else "; impressions "
                       "needed ") + f"{value_text(need)}x{ratio_uncertainty_text((r.get('ratios_rel_se') or {}).get(d))}"
-                     f"{pair_range_text(pairs, 'ratio')} {ref}'s"
-                     + (f" ({value_text(1 / need)}x fewer)" if 0 < need < 1 else ""))
+                     f"{span_r} {ref}'s" + (f" ({value_text(1 / need)}x fewer)" if 0 < need < 1 else "") + tilde_r)
+            marked |= bool(tilde_r or NULL_CAUTION_MARK in span_r)
         items.append(tag("li", text))
     if not items:
         return []
@@ -150,6 +158,8 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
                                    + ", ".join(f"{a} ~ {b}" for a, b in same)))
     return [tag("p", f"Relative to {ref} (last simulated day {r.get('last_day')}; +-: 1 relative SE by the delta "
                      "method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25%"
+                     + (f"; '{NULL_CAUTION_MARK}': its or the reference's size carries the answer table's "
+                        f"'{NULL_CAUTION_MARK}' (bias not excluded, see the legend)" if marked else "")
                      + ("; multileaving: median over the pairs, their range in brackets, an end marked '?' / '*' "
                         f"when its pair's size is unstable / extrapolated beyond {EXTRAPOLATION_FLAG:g}x the "
                         "simulated days" if r.get("by_pair") else "") + "):",
@@ -264,7 +274,7 @@ def answer_section(summary: dict[str, Any]) -> Html:
     if extrapolated:  # review 4, F2
         sim_days = ((summary.get("config") or {}).get("traffic") or {}).get("days", "-")
         legend.append(["~N* extrapolated: " + "; ".join(
-            f"{d} / {m} {extrapolated_days_text(days)} = {extrapolation_factor_text(factor)}"
+            f"{d} / {m} {extrapolated_days_text(days)}{caution_of(summary, d, m)} = {extrapolation_factor_text(factor)}"
             for d, m, days, factor in extrapolated) + " (" + extrapolation_note(sim_days) + ")."])
     if any(null_caution(e) and not is_biased(e) for ms in designs.values() for e in ms.values()):
         legend.append([NULL_CAUTION_LEGEND + "."])  # review 12, F2: as the terminal's
