@@ -75,8 +75,12 @@ def test_csv_is_one_tidy_table_with_means_per_query_and_segments(files) -> None:
                 assert seg["n"].iloc[0] == len(in_seg)
                 assert seg["value"].iloc[0] == pytest.approx(per_q.loc[in_seg, "value"].mean())
             if str(m) == "RBP(p=0.8)":
-                assert agg["residual"].iloc[0] == pytest.approx(resid.mean("RBPResidual(p=0.8)"))
+                # RBP's interval takes the residual on RBP's queries (q3, no relevant document, is excluded from
+                # RBP's mean, though RBPResidual alone is relevance-free and counts it)
                 res_pq = resid.values[resid.metrics[0]][resid.counted]
+                assert agg["residual"].iloc[0] == pytest.approx(res_pq.mean())
+                assert resid.mean("RBPResidual(p=0.8)") == pytest.approx(resid.values[resid.metrics[0]].mean())
+                assert resid.n("RBPResidual(p=0.8)") == len(resid.queries) == ev.counts.counted + 1
                 np.testing.assert_allclose(per_q.loc[counted, "residual"], res_pq)
             else:
                 assert mine["residual"].isna().all()

@@ -54,10 +54,12 @@ class Evaluation:
     Attributes
     ----------
     per_query:
-        One row per counted query, system and metric: ``system, query, metric, value``.
+        One row per counted query, system and metric: ``system, query, metric, value`` (each metric's own
+        queries: under ``empty="exclude"`` Judged@k, Unjudged@k, NumRet and RBPResidual also count the queries
+        without a relevant document, which they do not depend on).
     aggregate:
         One row per system and metric: ``system, metric, value`` (mean over counted
-        queries), ``n`` (counted queries), ``residual`` (RBP's residual: the value is the
+        queries), ``n`` (counted queries of the metric), ``residual`` (RBP's residual: the value is the
         lower end of ``[RBP, RBP + residual]``), ``err_gmax`` (ERR's scale top from the
         qrels), ``sum`` (a count's sum over counted queries, NumQ, NumRet, NumRel, NumRelRet, NumNonRelJudgedRet, as
         trec_eval's ``all`` line; NaN for other metrics) and the query counts ``queries_*``
@@ -71,7 +73,8 @@ class Evaluation:
     baseline:
         The system the others are compared with.
     paired_queries:
-        Queries counted for every system (``None`` for one system).
+        Queries counted for every system, for every metric (``None`` for one system); under
+        ``empty="exclude"`` a relevance-free metric (Judged@k) is paired on more queries, its comparison's ``n``.
     translations:
         trec_eval / ir_measures names that were translated (``P_10 -> P@10``).
     runs:
@@ -236,8 +239,8 @@ def evaluate(
     comparisons: list[PairedResult] = []
     paired: int | None = None
     if len(evals) > 1:
-        long_c, paired = common_queries(long, len(evals))
-        if paired:
+        long_c, paired = common_queries(long, len(evals))  # each metric paired on its own queries
+        if len(long_c):  # (Judged@k can be paired where, under empty=exclude, no relevance metric is)
             from onlineeval.stats import compare_systems
 
             comparisons = compare_systems(long_c, baseline, seed=seed, n_permutations=permutations,

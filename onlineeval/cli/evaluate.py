@@ -300,23 +300,13 @@ def _trec_eval_names_note(translations: list[Any], conv: Conventions, chosen: bo
     )
 
 
-def _relevance_free_note(evals: list[RunEvaluation], conv: Conventions) -> str:
-    """The note on metrics that do not depend on relevance (Judged, Unjudged, the counts: ``empty_sensitive``
-    False) when ``empty=exclude`` left queries without a relevant document out of their means: ir_measures'
-    means count those queries (Judged@k per query is ir_measures' definition, its mean then is not)."""
-    if conv.empty != "exclude" or not evals:
-        return ""
-    free = [str(m) for m in evals[0].metrics if not type(m).empty_sensitive]
-    excluded = {e.run_id: e.counts.excluded_empty for e in evals}
-    if not free or not any(excluded.values()):
-        return ""
-    counts = set(excluded.values())
-    n = (f"{next(iter(counts))} quer{'y' if counts == {1} else 'ies'}" if len(counts) == 1 else
-         "queries (" + ", ".join(f"{k}: {v}" for k, v in excluded.items()) + ")")
-    return (f"{', '.join(free)} {'does' if len(free) == 1 else 'do'} not depend on relevance, yet empty=exclude "
-            f"leaves the {n} without a relevant document out of {'its mean' if len(free) == 1 else 'their means'}; "
-            "ir_measures' means count those queries (--empty zero gives those means, and 0 for relevance metrics "
-            "on those queries)")
+def _relevance_free_note(evals: list[RunEvaluation]) -> str:
+    """The note on the metrics that do not depend on relevance (Judged@k, Unjudged@k, NumRet, RBPResidual:
+    ``Metric.relevance_free``) when ``empty=exclude`` left queries without a relevant document out of the other
+    means: their means count those queries (as ir_measures' do), so they are over more queries."""
+    from onlineeval.cli.evaluate_output import per_metric_lines
+
+    return "\n".join(per_metric_lines(evals))
 
 
 def _evaluate_coded(
@@ -352,7 +342,7 @@ def _evaluate_coded(
         resid = {m: RBPResidual(k=m.k, p=m.p) for m in rbps}  # RBP(p=0.9) and its graded form share one
         for name, r in zip(names, runs):
             ev = cast("RunEvaluation", evaluate_coded(q, r, list(dict.fromkeys(resid.values())), conv, run_id=name))
-            queries = ev.queries[ev.counted].astype(str)
+            queries = ev.queries[ev.counted].astype(str)  # RBP's queries (RBPResidual alone counts every query)
             for m, res in resid.items():
                 residual_values[(name, str(m))] = pd.Series(ev.values[res][ev.counted], index=queries, dtype="float64")
     top = max(1, int(q.grade.max()))  # ERR's scale top, as metrics.tables.err_scales
@@ -425,9 +415,7 @@ def _report(
     from onlineeval.cli import evaluate_output as out
 
     output_format = o.output_format
-    free_note = _relevance_free_note(evals, conv)
-    if free_note:
-        names_note = names_note + "\n" + free_note if names_note else free_note
+    free_note = _relevance_free_note(evals)  # the table has it under its queries lines
     long = None
     if o.per_query is not None or len(evals) > 1 or o.segments is not None:
         from onlineeval.metrics.tables import long_frame
@@ -437,6 +425,7 @@ def _report(
         long.assign(**{f"convention_{k}": v for k, v in conv.describe().items()}).to_csv(o.per_query, index=False)
     comparisons: list[PairedResult] = []
     common_queries: int | None = None
+    paired: dict[str, int] = {}
     seg_frame = None
     if o.segments is not None:
         from onlineeval.stats import read_segments
@@ -446,9 +435,12 @@ def _report(
     want_comparisons = output_format != "csv" or o.comparisons_file is not None
     if len(evals) > 1:
         from onlineeval.metrics.tables import common_queries as common
+        from onlineeval.metrics.tables import paired_counts
 
+        # each metric paired on its own queries (Judged@k counts the queries without a relevant document)
         long_c, common_queries = common(long, len(evals))
-        if common_queries and want_comparisons:
+        paired = paired_counts(long_c)
+        if paired and want_comparisons:
             # (no query counted for every system: nothing to pair)
             from onlineeval.stats import compare_segments, compare_systems
 
@@ -463,7 +455,7 @@ def _report(
                 raise ConfigError(
                     ("permutations",),
                     f"not enough memory for the paired tests ({o.permutations} permutations, {o.bootstrap} bootstrap "
-                    f"replicates, {common_queries} paired queries); lower --permutations or --bootstrap",
+                    f"replicates, {max(paired.values())} paired queries); lower --permutations or --bootstrap",
                 ) from None
     coverage = None
     seg_means = None
@@ -475,7 +467,7 @@ def _report(
     if o.comparisons_file is not None:
         out.comparisons_frame(comparisons, conv, tests).to_csv(o.comparisons_file, index=False)
     if output_format == "json":
-        doc = out.json_doc(evals, conv, comparisons, common_queries, seg_means, o.with_per_query, tests)
+        doc = out.json_doc(evals, conv, comparisons, common_queries, seg_means, o.with_per_query, tests, paired)
         if err_gmax:
             from onlineeval.metrics.names import err_gmax_note
 
@@ -506,10 +498,12 @@ def _report(
         _echo(tidy.to_csv(index=False), nl=False)
         if names_note:
             _echo("note: " + names_note.replace("\n", "\nnote: "), err=True)
+        if free_note:
+            _echo("note: " + free_note.replace("\n", "\nnote: "), err=True)
         differ = out.query_sets(evals)
         if differ is not None:
             _echo(f"note: {differ['note']}", err=True)
-        if common_queries == 0:
+        if common_queries == 0 and not paired:
             _echo(f"note: {out.NO_PAIRS}", err=True)
         elif len(evals) > 1 and o.comparisons_file is None:
             _echo("note: paired comparisons are not in the csv table; write them with --comparisons FILE", err=True)
@@ -523,7 +517,7 @@ def _report(
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
             _echo("note: " + out.coverage_text(coverage), err=True)
     else:
-        text = out.table(evals, conv, comparisons, common_queries, seg_means, baseline)
+        text = out.table(evals, conv, comparisons, common_queries, seg_means, baseline, paired)
         if names_note:
             first, sep, rest = text.partition("\n")
             text = first + "\n" + names_note + sep + rest

@@ -116,18 +116,20 @@ def json_doc(
     seg_means: pd.DataFrame | None,
     with_per_query: bool,
     tests: dict[str, Any] | None = None,
+    paired: dict[str, int] | None = None,
 ) -> dict[str, Any]:
+    """The JSON document; ``paired`` (paired queries per metric) adds ``paired_queries_per_metric`` when the
+    metrics' counts differ (``paired_queries`` is the fewest)."""
     systems = []
     for ev in evals:
         entry: dict[str, Any] = {"name": ev.run_id, "counts": ev.counts.as_dict(), "metrics": {}}
         for m in ev.metrics:
-            rec: dict[str, Any] = {"mean": clean(ev.mean(m)), "n": int(ev.counted.sum())}
+            rows = ev.counted_for(m)  # the metric's own queries (relevance-free metrics: every evaluated one)
+            rec: dict[str, Any] = {"mean": clean(ev.mean(m)), "n": ev.n(m)}
             if type(m).summed:  # a count: trec_eval's and ir_measures' summary is the sum
                 rec["sum"] = clean(ev.total(m))
             if with_per_query:
-                rec["per_query"] = {
-                    str(q): clean(float(v)) for q, v in zip(ev.queries[ev.counted], ev.values[m][ev.counted])
-                }
+                rec["per_query"] = {str(q): clean(float(v)) for q, v in zip(ev.queries[rows], ev.values[m][rows])}
             entry["metrics"][str(m)] = rec
         systems.append(entry)
     out: dict[str, Any] = {
@@ -135,8 +137,13 @@ def json_doc(
         "metrics": [str(m) for m in evals[0].metrics],
         "systems": systems,
     }
+    per_metric = queries_per_metric(evals)
+    if per_metric is not None:
+        out["queries_per_metric"] = per_metric
     if common_queries is not None:
         out["paired_queries"] = common_queries
+        if paired and len(set(paired.values())) > 1:
+            out["paired_queries_per_metric"] = paired
         if tests is not None:
             out["tests"] = tests
         out["comparisons"] = []
@@ -198,7 +205,8 @@ def tidy(
 ) -> pd.DataFrame:
     """One long table: per system and metric the mean (``query`` = ``all``), each segment's
     mean (``query`` = ``segment:<attr>=<value>``) and, with ``--with-per-query``, every
-    counted query's value; ``n`` is the number of queries in the value. ``residual`` is the
+    counted query's value; ``n`` is the number of queries in the value (under ``empty=exclude`` a
+    relevance-free metric such as Judged@k also counts the queries without a relevant document). ``residual`` is the
     RBP residual (the value is the lower end of [RBP, RBP + residual]), ``err_gmax`` the
     ERR scale top taken from the qrels, ``sum`` a count's sum over the counted queries (on
     ``all`` rows of the counts, NumQ ... NumNonRelJudgedRet: what trec_eval's ``all`` line prints; the
@@ -210,8 +218,8 @@ def tidy(
 
     parts: list[pd.DataFrame] = []
     for ev in evals:
-        queries = ev.queries[ev.counted].astype(str)
         if with_per_query:
+            queries = ev.queries[ev.per_query_rows()].astype(str)
             clash = [q for q in queries if q == "all" or q.startswith("segment:")]
             if clash:
                 from onlineeval.errors import ConfigError
@@ -224,10 +232,12 @@ def tidy(
         for m in ev.metrics:
             parts.append(pd.DataFrame([{"query": "all"} | summary_row(ev, m, residuals, err_gmax)]))
             res = residuals.get((ev.run_id, str(m)))
-            if with_per_query and len(queries):
+            rows = ev.counted_for(m)  # the metric's own queries
+            if with_per_query and rows.any():
+                queries = ev.queries[rows].astype(str)
                 pq = pd.DataFrame(
                     {"system": ev.run_id, "query": queries, "metric": str(m),
-                     "value": ev.values[m][ev.counted].astype(np.float64), "n": 1}
+                     "value": ev.values[m][rows].astype(np.float64), "n": 1}
                 )
                 pq["residual"] = res.reindex(queries).to_numpy() if res is not None else math.nan
                 parts.append(pq)
@@ -311,24 +321,87 @@ def comparison_notes(comparisons: list[PairedResult]) -> list[str]:
     return notes
 
 
+def queries_per_metric(evals: list[RunEvaluation]) -> dict[str, dict[str, int]] | None:
+    """``{system: {metric: queries in its mean}}`` when some metric's mean is over another number of queries
+    than the ``counted`` of the queries line (``empty=exclude`` with queries excluded: a relevance-free metric
+    such as Judged@k counts them); ``None`` when every mean is over the counted queries."""
+    if not any(ev.n(m) != ev.counts.counted for ev in evals for m in ev.metrics):
+        return None
+    return {ev.run_id: {str(m): ev.n(m) for m in ev.metrics} for ev in evals}
+
+
+def per_metric_lines(evals: list[RunEvaluation]) -> list[str]:
+    """One line per system whose relevance-free metrics (Judged@k, Unjudged@k, NumRet, RBPResidual) are
+    averaged over more queries than the others (``empty=exclude`` excluded queries without a relevant
+    document: those metrics need none, and ir_measures' means count those queries)."""
+    lines = []
+    for ev in evals:
+        more = [m for m in ev.metrics if ev.n(m) != ev.counts.counted]
+        if not more:
+            continue
+        sizes = sorted({ev.n(m) for m in more})
+        extra = sizes[0] - ev.counts.counted
+        n_text = "/".join(str(n) for n in sizes)
+        who = ", ".join(str(m) for m in more)
+        one = len(more) == 1
+        text = (
+            f"queries per mean [{ev.run_id}]: {n_text} for {who} ({'it does' if one else 'they do'} not depend on "
+            f"relevance, so {'its mean counts' if one else 'their means count'} the {extra} "
+            f"{'query' if extra == 1 else 'queries'} without a relevant document too, as ir_measures' means do)"
+        )
+        if len(more) < len(ev.metrics):
+            text += f", {ev.counts.counted} for the other metrics (empty=exclude)"
+        lines.append(text)
+    return lines
+
+
 def query_sets(evals: list[RunEvaluation]) -> dict[str, Any] | None:
     """How many queries each system's means are over, and how many every system shares (the paired
-    comparisons' queries), when the systems' counted query sets differ (``--missing drop`` with runs that answer
-    different queries); ``None`` when they are the same (or there is one system)."""
+    comparisons' queries), when the systems' query sets of a metric differ (``--missing drop`` with runs that
+    answer different queries); ``None`` when they are the same (or there is one system).
+
+    ``counted`` and ``shared`` are those of the first metric whose sets differ; unless every metric's sets
+    differ alike (under ``empty=exclude`` the relevance-free ones, Judged@k, count more queries), ``by_metric``
+    gives ``{metric: {"counted": ..., "shared": ...}}`` for every metric whose sets differ."""
     if len(evals) < 2:
         return None
-    sets = [frozenset(str(q) for q in ev.queries[ev.counted]) for ev in evals]
-    if len(set(sets)) == 1:
+    groups: dict[tuple[frozenset[str], ...], list[str]] = {}
+    for m in evals[0].metrics:
+        sets = tuple(frozenset(str(q) for q in ev.queries[ev.counted_for(m)]) for ev in evals)
+        if len(set(sets)) > 1:
+            groups.setdefault(sets, []).append(str(m))
+    if not groups:
         return None
-    shared = len(frozenset.intersection(*sets))
-    counted = {ev.run_id: len(s) for ev, s in zip(evals, sets)}
-    each = ", ".join(f"{k}: {v}" for k, v in counted.items())
+    found = []
+    for sets, names in groups.items():
+        counted = {ev.run_id: len(q) for ev, q in zip(evals, sets)}
+        found.append((names, counted, len(frozenset.intersection(*sets))))
+    names, counted, shared = found[0]
+    every_metric = len(found) == 1 and len(names) == len(evals[0].metrics)
+    if every_metric:
+        each = ", ".join(f"{k}: {v}" for k, v in counted.items())
+        paired = f"the {shared} {'query' if shared == 1 else 'queries'} counted for every system"
+    else:  # the metrics' own query sets (empty=exclude: the relevance-free ones count more)
+        each = "; ".join(f"{', '.join(n)}: " + ", ".join(f"{k}: {v}" for k, v in c.items()) for n, c, _ in found)
+        paired = "the queries counted for every system (" + "; ".join(
+            f"{sh} for {', '.join(n)}" for n, _, sh in found) + ")"
     note = (
-        f"the systems' means are over different queries ({each}); the paired comparisons use the {shared} "
-        f"{'query' if shared == 1 else 'queries'} counted for every system, whose means are the comparisons' "
+        f"the systems' means are over different queries ({each}); the paired comparisons use {paired}, whose "
+        "means are the comparisons' "
         "base mean and sys mean (diff = sys mean - base mean), so a diff and the means above can differ, even in sign"
     )
-    return {"counted": counted, "shared": shared, "note": note}
+    out: dict[str, Any] = {"counted": counted, "shared": shared, "note": note}
+    if not every_metric:
+        out["by_metric"] = {m: {"counted": c, "shared": sh} for n, c, sh in found for m in n}
+    return out
+
+
+def _by_value(counts: dict[str, int]) -> dict[int, list[str]]:
+    """``{n: [metric, ...]}`` from ``{metric: n}`` (first-appearance order)."""
+    out: dict[int, list[str]] = {}
+    for m, n in counts.items():
+        out.setdefault(n, []).append(m)
+    return out
 
 
 def table(
@@ -338,7 +411,10 @@ def table(
     common_queries: int | None,
     seg_means: pd.DataFrame | None,
     baseline: str,
+    paired: dict[str, int] | None = None,
 ) -> str:
+    """The terminal table; ``paired`` (paired queries per metric) names the metrics paired on other numbers of
+    queries than ``common_queries`` (the fewest) in the comparisons' header."""
     lines: list[str] = []
     desc = conv.describe()
     lines.append("conventions: " + ", ".join(f"{k}={v}" for k, v in desc.items()))
@@ -349,6 +425,7 @@ def table(
             f"counted though empty {c.scored_empty}, filled (missing from run) {c.filled_missing}, "
             f"dropped (missing) {c.dropped_missing}, ignored (not in qrels) {c.ignored_unjudged}"
         )
+    lines.extend(per_metric_lines(evals))
     metrics = [str(m) for m in evals[0].metrics]
     width = max(8, *(len(ev.run_id) for ev in evals))
     cols = [max(8, len(m)) for m in metrics]
@@ -366,14 +443,17 @@ def table(
     differ = query_sets(evals)
     if differ is not None:
         lines.append(f"note: {differ['note']}")
-    if common_queries == 0:
+    if common_queries == 0 and not comparisons:
         lines.append("")
         lines.append(f"paired comparisons vs {baseline}: {NO_PAIRS}")
     if comparisons:
         lines.append("")
         level = f"{100 * comparisons[0].ci_level:g}%"
+        n_pairs = f"{common_queries} {'query' if common_queries == 1 else 'queries'}"
+        other = {m: n for m, n in (paired or {}).items() if n != common_queries}
+        n_pairs += "".join(f"; {', '.join(ms)}: {n}" for n, ms in _by_value(other).items())
         lines.append(
-            f"paired comparisons vs {baseline} ({common_queries} {'query' if common_queries == 1 else 'queries'}): "
+            f"paired comparisons vs {baseline} ({n_pairs}): "
             "diff = system - baseline; "
             f"BCa low/high = paired bootstrap BCa {level} CI;\n"
             "  p_rand = randomisation (sign-flip) test; p_holm = p_rand Holm-corrected within each segment "
@@ -418,8 +498,10 @@ def table(
         lines.append("")
         lines.append("means per segment:")
         for _, row in seg_means.iterrows():
+            n_seg, n_mean = int(row["segment_queries"]), int(row["count"])
+            inside = "" if n_mean == n_seg else f", {n_mean} in this mean"  # Judged@k and AP: other queries
             lines.append(
-                f"  {row['segment_attribute']}={row['segment_value']} ({row['segment_queries']} queries) "
+                f"  {row['segment_attribute']}={row['segment_value']} ({n_seg} queries{inside}) "
                 f"{row['system']} {row['metric']}: {fmt(row['mean'])}"
             )
     return "\n".join(lines)

@@ -196,6 +196,11 @@ class Metric:
     empty_sensitive:
         ``True`` (default) when a query without relevant documents follows the ``empty``
         convention (1 or 0); ``False`` for counts and judgement-coverage metrics.
+    relevance_free:
+        ``True`` when the per-query value uses no relevance grade, only which documents are retrieved and
+        which are judged (Judged, Unjudged, NumRet, RBPResidual): the value is defined on a query without
+        relevant documents, so ``empty="exclude"`` does not leave such a query out of this metric's mean
+        (ir_measures' and trec_eval's means count it). Every other metric's mean follows the ``empty`` rule.
     shown_params:
         Parameters always written in the canonical name (``RBP(p=0.8)``), others only
         when they differ from the default.
@@ -218,6 +223,7 @@ class Metric:
     tie_expectation: ClassVar[bool] = False
     shown_params: ClassVar[tuple[str, ...]] = ()
     empty_sensitive: ClassVar[bool] = True
+    relevance_free: ClassVar[bool] = False
     summed: ClassVar[bool] = False
 
     def __post_init__(self) -> None:

@@ -9,7 +9,9 @@
    (trec_eval ``-c``: 0 for every relevance metric) or *dropped*;
 5. queries without a relevant document are *excluded*, count 1, or count with the
    metric's own value for them (``empty="zero"``: 0 for every relevance-normalised
-   metric, as in trec_eval);
+   metric, as in trec_eval); a relevance-free metric (``Metric.relevance_free``: Judged,
+   Unjudged, NumRet, RBPResidual) is defined on them and counts them under every rule,
+   so under ``empty="exclude"`` its mean can be over more queries than the others';
 6. every metric kernel runs once over the padded batch.
 """
 
@@ -39,7 +41,8 @@ class QueryCounts:
     Attributes
     ----------
     counted:
-        Queries averaged (the denominator of every mean).
+        Queries averaged under the ``empty`` rule (the denominator of every mean but those of the
+        relevance-free metrics, :meth:`RunEvaluation.counted_for`, which also count the excluded queries).
     excluded_empty:
         Judged queries without a relevant document, excluded (``empty="exclude"``).
     scored_empty:
@@ -72,9 +75,15 @@ class RunEvaluation:
     queries:
         ``(q,)`` query ids of the evaluated rows (sorted).
     values:
-        ``{metric: (q,) float}``; NaN for a query excluded by the ``empty`` rule.
+        ``{metric: (q,) float}``; NaN for a query outside the metric's query set
+        (:meth:`counted_for`: excluded by the ``empty`` rule, unless the metric is relevance-free).
     counted:
-        ``(q,)`` bool, the query enters the means.
+        ``(q,)`` bool, the query enters the means under the ``empty`` rule (every metric's but the
+        relevance-free ones').
+    evaluated:
+        ``(q,)`` bool, every evaluated query: the query set of the relevance-free metrics
+        (``Metric.relevance_free``), which are defined on queries without a relevant document. Of size 0
+        when built without it: every metric then uses :attr:`counted`.
     """
 
     run_id: str
@@ -84,26 +93,52 @@ class RunEvaluation:
     counts: QueryCounts
     conventions: Conventions
     metrics: tuple[Metric, ...] = field(default=())
+    evaluated: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))
+
+    def _metric(self, metric: Metric | str) -> Metric:
+        return metric if isinstance(metric, Metric) else parse_metrics([metric])[0]
+
+    def counted_for(self, metric: Metric | str) -> np.ndarray:
+        """``(q,)`` bool, the queries of ``metric``'s mean: :attr:`counted` (the ``empty`` rule), or
+        every evaluated query for a relevance-free metric (Judged, Unjudged, NumRet, RBPResidual), whose
+        value needs no relevant document (under ``empty="exclude"`` the two differ when queries were excluded)."""
+        m = self._metric(metric)
+        if type(m).relevance_free and self.evaluated.size == self.counted.size:
+            return self.evaluated
+        return self.counted
+
+    def n(self, metric: Metric | str) -> int:
+        """How many queries ``metric``'s mean is over."""
+        return int(self.counted_for(metric).sum())
 
     def mean(self, metric: Metric | str) -> float:
-        """Mean over counted queries (NaN when none is counted)."""
-        m = metric if isinstance(metric, Metric) else parse_metrics([metric])[0]
-        v = self.values[m][self.counted]
+        """Mean over the metric's counted queries (:meth:`counted_for`; NaN when none is counted)."""
+        m = self._metric(metric)
+        v = self.values[m][self.counted_for(m)]
         return float(v.mean()) if v.size else float("nan")
 
     def total(self, metric: Metric | str) -> float:
-        """Sum over counted queries (0 when none is counted): the summary of a count such as
+        """Sum over the metric's counted queries (0 when none is counted): the summary of a count such as
         NumRet (``Metric.summed``), as trec_eval's ``all`` line gives it."""
-        m = metric if isinstance(metric, Metric) else parse_metrics([metric])[0]
-        return float(self.values[m][self.counted].sum())
+        m = self._metric(metric)
+        return float(self.values[m][self.counted_for(m)].sum())
+
+    def per_query_rows(self) -> np.ndarray:
+        """``(q,)`` bool, the queries counted for at least one metric (:meth:`counted_for`)."""
+        rows = self.counted.copy()
+        for m in self.metrics:
+            rows |= self.counted_for(m)
+        return rows
 
     def per_query(self) -> pd.DataFrame:
-        """``query`` column plus one column per metric (counted queries only)."""
+        """``query`` column plus one column per metric: the queries counted for some metric, NaN where a
+        query is not in that metric's set (an excluded query's relevance metrics beside its Judged@k)."""
         import pandas as pd
 
-        data = {"query": self.queries[self.counted]}
+        rows = self.per_query_rows()
+        data = {"query": self.queries[rows]}
         for m in self.metrics:
-            data[str(m)] = self.values[m][self.counted]
+            data[str(m)] = self.values[m][rows]
         return pd.DataFrame(data)
 
 
@@ -308,12 +343,14 @@ def finish_evaluation(
     counted = np.ones(len(queries), dtype=bool)
     if conventions.empty == "exclude":
         counted &= ~empty
+    evaluated = np.ones(len(queries), dtype=bool)
     values: dict[Metric, np.ndarray] = {}
     for m in ms:
         v = m.compute(batch, ctx).copy()
         if type(m).empty_sensitive and conventions.empty == "one":
             v[empty] = 1.0
-        v[~counted] = np.nan
+        if not type(m).relevance_free:  # a relevance-free metric is defined on every evaluated query
+            v[~counted] = np.nan
         values[m] = v
     counts = QueryCounts(
         counted=int(counted.sum()),
@@ -323,4 +360,4 @@ def finish_evaluation(
         dropped_missing=raw["dropped_missing"],
         ignored_unjudged=raw["ignored_unjudged"],
     )
-    return RunEvaluation(run_id, queries, values, counted, counts, conventions, tuple(ms))
+    return RunEvaluation(run_id, queries, values, counted, counts, conventions, tuple(ms), evaluated)

@@ -156,6 +156,7 @@ class Unjudged(AdditiveMetric):
 
     name: ClassVar[str] = "Unjudged"
     empty_sensitive: ClassVar[bool] = False
+    relevance_free: ClassVar[bool] = True
     aliases: ClassVar[tuple[str, ...]] = ("unj", "unjudged")
     cutoff: ClassVar[str] = "required"
 
@@ -181,11 +182,13 @@ class Judged(AdditiveMetric):
     report). When the run retrieves at least ``k`` documents and the qrels have no negative grade it is
     ``1 - Unjudged@k``; on a shorter list it divides by the list's length (ir_measures' rule), where
     Unjudged@k (trec_eval's ``unj``) counts the empty slots as judged. Score ties follow the conventions'
-    tie rule (ir_measures' judged provider breaks them by document id ascending).
+    tie rule (ir_measures' judged provider breaks them by document id ascending). It is relevance-free: under
+    ``empty="exclude"`` its mean still counts the queries without a relevant document, as ir_measures' does.
     """
 
     name: ClassVar[str] = "Judged"
     empty_sensitive: ClassVar[bool] = False
+    relevance_free: ClassVar[bool] = True
     aliases: ClassVar[tuple[str, ...]] = ()
     cutoff: ClassVar[str] = "required"
     reads_first_k: ClassVar[bool] = True
@@ -204,7 +207,9 @@ class NumQ(Metric):
     """Number of queries (1 per counted query); summed over queries in reports.
 
     The sum is the number of counted queries: trec_eval ``num_q``, ir_measures ``NumQ``; with
-    ``missing="zero"`` (trec_eval ``-c``) the filled queries count too.
+    ``missing="zero"`` (trec_eval ``-c``) the filled queries count too. It follows the ``empty`` rule (under
+    ``empty="exclude"`` it is the number of queries the relevance metrics' means are over), though a
+    relevance-free metric such as Judged@k may be averaged over more queries.
     """
 
     name: ClassVar[str] = "NumQ"
@@ -225,6 +230,7 @@ class NumRet(Metric):
 
     name: ClassVar[str] = "NumRet"
     empty_sensitive: ClassVar[bool] = False
+    relevance_free: ClassVar[bool] = True
     aliases: ClassVar[tuple[str, ...]] = ("num_ret",)
     summed: ClassVar[bool] = True
     cutoff: ClassVar[str] = "none"

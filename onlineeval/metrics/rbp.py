@@ -109,6 +109,7 @@ class RBPResidual(AdditiveMetric):
     form: str = "full"
     name: ClassVar[str] = "RBPResidual"
     empty_sensitive: ClassVar[bool] = False
+    relevance_free: ClassVar[bool] = True
     shown_params: ClassVar[tuple[str, ...]] = ("p",)
     aliases: ClassVar[tuple[str, ...]] = ("rbp_resid", "RBPResid")
 
