@@ -494,7 +494,7 @@ def run_sweep(
     """Run (or resume) a sweep and write its folder.
 
     When a point is left to compute, the backend is checked first
-    (:func:`simulations.executors.check_executor`: a malformed ``local:N``, Dask not importable, a
+    (:func:`simulations.executor_check.check_executor`: a malformed ``local:N``, Dask not importable, a
     scheduler address that refuses connections), before the lock or any point folder exists.
     The client builds each unfinished point's world (cheap: it is also what Dask
     scatters) and hands the executor one task per point for its ground truth, then the

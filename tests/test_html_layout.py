@@ -128,7 +128,8 @@ class DevTools:
             Promise.all([...document.images].map(i => i.decode().then(() => true, () => false))).then(ok => {
               const t = document.querySelector('table.answer');
               const r = t ? t.getBoundingClientRect() : null;
-              return JSON.stringify({title: document.title, images: ok, sections: document.querySelectorAll('section').length,
+              return JSON.stringify({title: document.title, images: ok,
+                sections: document.querySelectorAll('section').length,
                 answer: r && {top: r.top, bottom: r.bottom, left: r.left, right: r.right, rows: t.rows.length},
                 scrollWidth: document.documentElement.scrollWidth});
             })"""}, session=s)["result"]["value"])

@@ -80,7 +80,7 @@ def sweep_cmd(
 @contextlib.contextmanager
 def _named_options(scheduler: str | None, sets: Mapping[str, object]) -> Iterator[None]:
     """An error in a value the command line gave names the option, not the sweep file: one in ``--scheduler``
-    (the library's ``scheduler`` argument, :data:`simulations.executors.SCHEDULER`) reads ``--scheduler: ...``,
+    (the library's ``scheduler`` argument, :data:`simulations.executor_check.SCHEDULER`) reads ``--scheduler: ...``,
     without the file's name, and one at (or inside) a key that ``--set`` gave says ``(given by --set KEY, not the
     file)``, as ``onlineeval simulate`` says it."""
     from onlineeval.errors import ConfigError
