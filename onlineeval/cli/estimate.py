@@ -164,6 +164,7 @@ def se_legend(estimators: list[Any], reward: Any, results: list[dict[str, Any]],
     fixed (``--option adaptive_ips.behaviours=...``): nothing is chosen on the log, so its se stays the delta
     method's. Empty when neither occurs."""
     from onlineeval.estimators.intervals import DELTA_SE
+    from onlineeval.estimators.log_estimates import user_fixed_text
 
     marked = {r["estimator"] for r in [*results, *differences]
               if r.get("estimate") is not None and r.get("se_source", DELTA_SE) != DELTA_SE}
@@ -174,12 +175,9 @@ def se_legend(estimators: list[Any], reward: Any, results: list[dict[str, Any]],
         lines.append("se 'b' = the bootstrap's SD, which makes again in every resample what the estimator's delta "
                      "method holds fixed" + (f" ({'; '.join(held)})" if held else ""))
     for e in estimators:
-        if getattr(e, "chooses_from_log", True) or getattr(e, "behaviours", None) is None:
-            continue
-        b = e.behaviours
-        setting = b if isinstance(b, str) else "{" + ", ".join(f"{t}: {v}" for t, v in b) + "}"
-        lines.append(f"{e.name}'s behaviours are fixed by the user's setting (behaviours={setting}), not chosen on "
-                     "this log, so its se is the delta method's and holds no data-driven choice fixed")
+        fixed = user_fixed_text(e)
+        if fixed is not None:
+            lines.append(f"{fixed}, so its se is the delta method's and holds no data-driven choice fixed")
     return lines
 
 
@@ -388,7 +386,7 @@ def estimate_cmd(
 
     cat = catalogue()
     n_clusters = data.n if data.user is None else int(np.unique(data.user).size)
-    conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed)
+    conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed, estimators)
     doc = {
         "log": {"path": str(log), "impressions": data.n, "queries": len(lg.queries), "clusters": n_clusters,
                 "k": data.k, "propensities": list(lg.forms), "propensity_source": lg.source},

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from onlineeval.estimators.bias_advice import (
@@ -406,11 +407,60 @@ def one_estimate(
 
 
 
+def user_fixed_behaviours(est: Any) -> str | None:
+    """The user's setting that fixed an estimator's behaviours (``'behaviours=cascade'``, ``'behaviours={0: cascade,
+    1: standard}'``): adaptive IPS given its behaviours chooses nothing on the log. ``None`` for the data-driven choice
+    and for every other estimator."""
+    if getattr(est, "chooses_from_log", True) or getattr(est, "behaviours", None) is None:
+        return None
+    b = est.behaviours
+    return "behaviours=" + (b if isinstance(b, str) else "{" + ", ".join(f"{t}: {v}" for t, v in b) + "}")
+
+
+def user_fixed_text(est: Any) -> str | None:
+    """'adaptive_ips's behaviours are fixed by the user's setting (behaviours=cascade), not chosen on this log' when
+    the user fixed them (:func:`user_fixed_behaviours`), else ``None``: the one wording of the estimate command's se
+    legend and of the bootstrap convention (:func:`bootstrap_resample_text`)."""
+    setting = user_fixed_behaviours(est)
+    return None if setting is None else (f"{est.name}'s behaviours are fixed by the user's setting ({setting}), not "
+                                         "chosen on this log")
+
+
+#: the bootstrap convention's clause when the estimators are not known (worded for either setting)
+RESAMPLE_TEXT_UNKNOWN = ("adaptive_ips's data-driven choice of behaviours (unless the user fixed its behaviours) is "
+                         "run again in every resample, and dm's click model (when given by name) is fitted again on "
+                         "every resample")
+
+
+def bootstrap_resample_text(estimators: Sequence[Any] | None) -> str:
+    """What the bootstrap makes again in every resample, worded by the run's settings: adaptive IPS's data-driven
+    choice of behaviours is run again, but nothing is chosen when the user fixed its behaviours
+    (:func:`user_fixed_text`); dm's click model given by name is fitted again, a given fitted model stays as given.
+    '' when no estimator of the run does either; :data:`RESAMPLE_TEXT_UNKNOWN` when ``estimators`` is ``None``."""
+    if estimators is None:
+        return RESAMPLE_TEXT_UNKNOWN
+    parts = []
+    for est in estimators:
+        fixed = user_fixed_text(est)
+        if fixed is not None:
+            parts.append(f"{fixed}, so nothing is chosen again in the resamples: its terms are fixed per "
+                         "impression and their cluster sums are resampled")
+        elif getattr(est, "chooses_from_log", False):
+            parts.append(f"{est.name}'s data-driven choice of behaviours is run again in every resample")
+        elif getattr(est, "refits_in_bootstrap", None) is True:
+            parts.append(f"{est.name}'s click model (given by name) is fitted again on every resample")
+        elif getattr(est, "refits_in_bootstrap", None) is False:
+            parts.append(f"{est.name}'s click model is the fitted model given, the same in every resample")
+    return "; ".join(parts)
+
+
 def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: float, ties: str,
-                         bootstrap: int, seed: int) -> dict[str, Any]:
+                         bootstrap: int, seed: int, estimators: Sequence[Any] | None = None) -> dict[str, Any]:
     """The conventions every estimate of a log is computed under (printed by the CLI, returned
     by :func:`onlineeval.api.estimate`): metric and reward, interval, cluster unit,
-    propensity source, logging policy, tie rule, target depth, support, bootstrap, seed."""
+    propensity source, logging policy, tie rule, target depth, support, bootstrap, seed. The bootstrap's
+    convention names what it makes again in every resample for the run's ``estimators``
+    (:func:`bootstrap_resample_text`; not given: worded for either setting)."""
     from onlineeval.io.logged import LogPolicy
 
     data = lg.data
@@ -442,9 +492,8 @@ def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: floa
         "bootstrap": bootstrap,
         "bootstrap_interval": ("none" if not bootstrap else
                                f"{bootstrap} cluster resamples, percentile; generator numpy default_rng([seed, "
-                               "crc32(estimator), crc32(target)(, crc32(baseline))]); adaptive_ips's data-driven "
-                               "choice of behaviours is run again in every resample, and dm's click model (given by "
-                               "name) is fitted again on every resample"),
+                               "crc32(estimator), crc32(target)(, crc32(baseline))])" + "".join(
+                                   f"; {t}" for t in [bootstrap_resample_text(estimators)] if t)),
         "seed": seed,
     }
     return conventions

@@ -1,0 +1,67 @@
+"""The bootstrap convention of `onlineeval estimate` (conventions.bootstrap_interval) is worded by the run's
+settings: adaptive_ips's data-driven choice is said to be run again in every resample only when it chooses on the
+log; when the user fixed its behaviours the convention names the user's setting, in the words of the se column's
+legend (one function, log_estimates.user_fixed_text), and says that nothing is chosen again. Before, it named a
+data-driven choice whatever the setting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from estimate_cli_world import invoke, json_out, world  # noqa: F401  (world: the module-scoped fixture)
+
+from onlineeval.estimators import get_estimator
+from onlineeval.estimators.log_estimates import (
+    RESAMPLE_TEXT_UNKNOWN,
+    bootstrap_resample_text,
+    user_fixed_behaviours,
+    user_fixed_text,
+)
+
+DATA_DRIVEN = "adaptive_ips's data-driven choice of behaviours is run again in every resample"
+FIXED = "adaptive_ips's behaviours are fixed by the user's setting (behaviours=cascade), not chosen on this log"
+NOTHING = "so nothing is chosen again in the resamples"
+
+
+def _args(world: dict[str, Any], *extra: str) -> list[str]:
+    return ["--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+            "--estimator", "ips,adaptive_ips", "--seed", "3", *extra]
+
+
+def test_a_data_driven_choice_is_run_again_in_every_resample(world: dict[str, Any]) -> None:
+    conv = json_out(*_args(world, "--bootstrap", "100"))["conventions"]["bootstrap_interval"]
+    assert conv.startswith("100 cluster resamples, percentile; ") and conv.endswith("; " + DATA_DRIVEN)
+    assert "fixed by the user" not in conv and "dm's" not in conv
+
+
+def test_a_user_fixed_behaviour_is_not_chosen_again(world: dict[str, Any]) -> None:
+    args = _args(world, "--bootstrap", "100", "--option", "adaptive_ips.behaviours=cascade")
+    conv = json_out(*args)["conventions"]["bootstrap_interval"]
+    assert conv.endswith(f"; {FIXED}, {NOTHING}: its terms are fixed per impression and their cluster sums are "
+                         "resampled"), conv
+    assert "data-driven" not in conv
+    # the same words as the table's se legend (cli/estimate.py's se_legend)
+    table = invoke(*args)
+    assert table.exit_code == 0, table.output
+    assert f"{FIXED}, so its se is the delta method's" in table.stdout
+    # no bootstrap: no convention to word
+    assert json_out(*_args(world, "--option", "adaptive_ips.behaviours=cascade"))["conventions"][
+        "bootstrap_interval"] == "none"
+
+
+def test_the_wording_by_estimator() -> None:
+    free, fixed = get_estimator("adaptive_ips"), get_estimator("adaptive_ips", behaviours="cascade")
+    per_type = get_estimator("adaptive_ips", behaviours={1: "standard", 0: "cascade"})
+    assert user_fixed_behaviours(free) is None and user_fixed_text(free) is None
+    assert user_fixed_behaviours(fixed) == "behaviours=cascade" and user_fixed_text(fixed) == FIXED
+    assert user_fixed_behaviours(per_type) == "behaviours={0: cascade, 1: standard}"
+    ips, dm = get_estimator("ips"), get_estimator("dm", model="cascade")
+    assert user_fixed_behaviours(ips) is None and user_fixed_behaviours(dm) is None
+    assert bootstrap_resample_text([ips]) == ""
+    assert bootstrap_resample_text([ips, free]) == DATA_DRIVEN
+    assert bootstrap_resample_text([fixed]).startswith(f"{FIXED}, {NOTHING}")
+    assert bootstrap_resample_text([free, dm]) == (
+        f"{DATA_DRIVEN}; dm's click model (given by name) is fitted again on every resample")
+    # the estimators not known (a caller that does not pass them): worded for either setting
+    assert bootstrap_resample_text(None) == RESAMPLE_TEXT_UNKNOWN
+    assert "unless the user fixed its behaviours" in RESAMPLE_TEXT_UNKNOWN
