@@ -719,6 +719,10 @@ def multileaving_summary(rows: pd.DataFrame, designs: dict[str, dict[str, Any]],
                       "wrong); exact: the sign of the rankers' exact online difference in order_metric; own_truth: "
                       "the sign of the method's own expected Delta (its Monte Carlo truth)",
     }
+    # review 12, F3: the same rankers' offline values and gains, so that each pair's offline gain sits next to its
+    # online outcome (the summary held A's and B's alone)
+    out["offline"] = multileaving_offline(world, names, [p for ps in ml.values() for p in ps],
+                                          {r: values[r][key] for r in names})
     for d, pairs in ml.items():
         exact = {p: float(np.sign(better(*pair_rankers(p)))) for p in pairs}
         own = {p: float(np.sign(truth[(d, p)].value)) for p in pairs}
@@ -729,6 +733,51 @@ def multileaving_summary(rows: pd.DataFrame, designs: dict[str, dict[str, Any]],
             "error_rate_own_truth": pairwise_error_rates(rows, d, own),
         }
     return out
+
+
+def offline_metric_conventions(metric_name: str, depth: int | None) -> dict[str, Any]:
+    """The offline metric's conventions as the Offline line states them: its name, gain (DCG-family metrics: its own
+    ``gain`` or the default of :class:`onlineeval.conventions.Conventions`; ``None`` for others), cut-off (its ``@k``,
+    ``None`` without one: the shown lists' ``depth`` documents) and their text
+    (:func:`simulations.report_truth.offline_conventions_text`)."""
+    from onlineeval.conventions import Conventions, Gain
+    from onlineeval.metrics import parse_metric
+    from simulations.report_truth import offline_conventions_text
+
+    m = parse_metric(str(metric_name))
+    gain = None
+    if hasattr(m, "gain"):
+        gain = str(Conventions().gain if m.gain is None else Gain.parse(m.gain))
+    return {"metric": str(m), "gain": gain, "cutoff": m.k, "depth": depth,
+            "weighting": "weighted: by query frequency (the Offline line's); uniform: every query once",
+            "text": offline_conventions_text(str(m), depth)}
+
+
+def multileaving_offline(world: World, names: list[str], pairs: list[str],
+                         online: dict[str, float]) -> dict[str, Any]:
+    """The offline metric of the multileaving designs' rankers ``names`` (review 12, F3): each ranker's value
+    (frequency-weighted and uniform over queries, as the Offline line's A and B) and its gain over the first of
+    ``names`` (``baseline``: the online values' 'from' ranker), absolute and relative (weighted); their order; for
+    every pair ``delta_<X>_vs_<Y>`` of ``pairs`` X's value minus Y's (+ favours X, as the pair's online Delta) and
+    whether the weighted difference has the sign of the rankers' exact online difference (``online``: each
+    ranker's exact value of the order metric; ``same_sign_online``)."""
+    off = world.offline
+    w, u = off.weighted, off.uniform
+    base = names[0]
+
+    def rel(x: float, ref: float) -> float | None:
+        return x / ref if ref else None
+
+    rankers = {r: {"weighted": w[r], "uniform": u[r], "gain_weighted": w[r] - w[base],
+                   "gain_uniform": u[r] - u[base], "relative_gain_weighted": rel(w[r] - w[base], w[base])}
+               for r in names}
+    by_pair = {}
+    for p in dict.fromkeys(pairs):
+        x, y = pair_rankers(p)
+        by_pair[p] = {"weighted": w[x] - w[y], "uniform": u[x] - u[y], "relative_weighted": rel(w[x] - w[y], w[y]),
+                      "same_sign_online": bool(np.sign(w[x] - w[y]) == np.sign(online[x] - online[y]))}
+    return {"metric": off.metric, "conventions": offline_metric_conventions(off.metric, world.depth),
+            "baseline": base, "rankers": rankers, "order": sorted(names, key=lambda r: -w[r]), "pairs": by_pair}
 
 
 def _is_pair(metric: str) -> bool:
@@ -1165,6 +1214,9 @@ def analyse(
             "delta_world_se": world_se,
             "by_segment": offline.by_segment,
             "conventions": offline.conventions,
+            # review 12, F3: every other ranker's offline value (the terminal's 'other rankers' line)
+            "others": {r: {"uniform": offline.uniform[r], "weighted": offline.weighted[r]}
+                       for r in offline.weighted if r not in ("A", "B")},
         },
         "designs": designs,
         "required_impressions_ratio": {

@@ -60,6 +60,7 @@ from simulations.report_numbers import (
     significant,
     value_text,
 )
+from simulations.report_multileaving import multileaving_block
 from simulations.report_ratios import (
     INDISTINGUISHABLE_SHORT,
     _ratio_lines,
@@ -419,7 +420,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
            if e["primary"] and e.get("analytic_required_impressions_extrapolated")}
     lines += _ratio_lines(s["required_impressions_ratio"], cfg.analysis.power,
                           ref_design is not None and ref_design.type == "ab", unstable, far, null_caution_keys(s))
-    lines += multileaving_lines(s)
+    lines += multileaving_block(s)  # review 12, F3: with the rankers' offline values and gains
     lines += [
         "",
         "  true effect: population value (B - A; interleaving: Delta_AB, + favours B; methods differ in scale,",

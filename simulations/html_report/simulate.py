@@ -3,7 +3,8 @@
 A view of what :func:`simulations.report.write_results` wrote (``summary.json``,
 ``curves.csv``, ``config.effective.yaml``, the PNG plots): it formats those numbers and
 computes none of its own. Sections, answer first: the answer (days, users and impressions
-per design at the target power, shrinkage of the offline gain), power versus days, the
+per design at the target power, shrinkage of the offline gain), the multileaving designs' rankers
+offline against online (:mod:`simulations.html_report.multileaving`), power versus days, the
 offline-to-online shrinkage, A/A calibration and the null (bias) check with daily
 monitoring and the designs' own sequential and multiple-comparison decisions (their
 terminal text, from :mod:`simulations.sequential` and :mod:`simulations.multiple`), the
@@ -33,6 +34,7 @@ from simulations.html_report.answer import (
 )
 from simulations.html_report.calibration import _terminal_block, calibration_section, checks_section
 from simulations.html_report.counterfactual import counterfactual_section
+from simulations.html_report.multileaving import multileaving_section
 from simulations.html_report.page import Html, biased_mark, count, fmt, image, join, note, read_json, table, tag, tree
 from simulations.report import percent_text, rate_text, se_text, value_text
 
@@ -213,8 +215,11 @@ def other_section(summary: dict[str, Any]) -> Html | None:
 
 def simulate_sections(folder: Path, summary: dict[str, Any]) -> list[tuple[str, str, Html]]:
     """The report's sections ``(id, title, body)``, answer first."""
-    sections = [
-        ("answer", "The answer", answer_section(summary)),
+    sections = [("answer", "The answer", answer_section(summary))]
+    ml = multileaving_section(summary)
+    if ml is not None:  # review 12, F3: every ranker's offline value next to the online outcome
+        sections.append(("multileaving", "Multileaving: offline gain against online outcome", ml))
+    sections += [
         ("power", "Power versus days", power_section(folder, summary)),
         ("shrinkage", "Offline to online: shrinkage", shrinkage_section(folder, summary)),
         ("calibration", "A/A calibration and the null (bias) check", calibration_section(summary)),
