@@ -65,3 +65,12 @@ def test_the_wording_by_estimator() -> None:
     # the estimators not known (a caller that does not pass them): worded for either setting
     assert bootstrap_resample_text(None) == RESAMPLE_TEXT_UNKNOWN
     assert "unless the user fixed its behaviours" in RESAMPLE_TEXT_UNKNOWN
+
+
+def test_dm_with_a_given_fitted_model_fits_nothing_again(world: dict[str, Any]) -> None:
+    from estimate_cli_world import lib_data
+
+    fitted = get_estimator("dm", model="cascade").fit_model(lib_data(world["sim"]))
+    given = get_estimator("dm", model=fitted)
+    assert not given.refits_in_bootstrap
+    assert bootstrap_resample_text([given]) == "dm's click model is the fitted model given, the same in every resample"
