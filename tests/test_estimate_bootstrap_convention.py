@@ -74,3 +74,18 @@ def test_dm_with_a_given_fitted_model_fits_nothing_again(world: dict[str, Any]) 
     given = get_estimator("dm", model=fitted)
     assert not given.refits_in_bootstrap
     assert bootstrap_resample_text([given]) == "dm's click model is the fitted model given, the same in every resample"
+
+
+def test_the_python_api_words_it_by_the_run_as_the_cli_does(world: dict[str, Any]) -> None:
+    """onlineeval.estimate passes its estimators to the conventions (it did not: the API's convention read
+    'unless the user fixed its behaviours' whatever the setting)."""
+    from onlineeval.api import estimate
+
+    targets = {"B": world["B"]}
+    common = dict(baseline=("A", world["A"]), bootstrap=100, seed=3)
+    free = estimate(world["log"], targets, ["ips", "adaptive_ips"], **common).conventions["bootstrap_interval"]
+    assert free.endswith("; " + DATA_DRIVEN), free
+    options = {"adaptive_ips": {"behaviours": "cascade"}}
+    fixed = estimate(world["log"], targets, ["ips", "adaptive_ips"], options=options,
+                     **common).conventions["bootstrap_interval"]
+    assert f"; {FIXED}, {NOTHING}" in fixed and "unless the user fixed" not in fixed, fixed

@@ -229,7 +229,7 @@ def estimate(
         row |= {f"diag_{k}": v for k, v in (r.get("diagnostics") or {}).items()}
         row["warnings"] = tuple(r.get("warnings") or ())
         flat.append(row)
-    conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed)
+    conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed, ests)
     diffs = [{**d, "warnings": tuple(d.get("warnings") or ())} for d in out.differences]  # as the results' rows
     from onlineeval.cli.estimate import warning_lines
 
