@@ -18,8 +18,14 @@ results are written the partial file's records are kept, sorted and gzipped, in
 ``replicates.csv``): running the folder again with more replicates (or fewer, or the same)
 and the same fingerprint reuses its records, as replicates ``0 .. R-1`` of any number of
 replicates are the same numbers, and computes only the replicates it lacks; the results
-equal a fresh run's byte for byte. A finished file of another fingerprint is not reused
-(the run says why, and removes it); ``fresh`` removes it too.
+equal a fresh run's byte for byte. A folder holding the finished results of another config
+(summary.json or the finished file of another fingerprint: another ``--seed``, a ``--set``
+typo, an edited input file) is refused with nothing touched, the message naming both
+fingerprints and the keys that differ (review 15, F2), unless ``fresh``: the old outputs
+(:data:`RESULT_FILES`, figures, finished file) are then deleted before the new run's first
+record, so that the folder never holds one config's report beside another's records. The
+same config computed by an onlineeval of another stream version is recomputed (its outputs
+deleted the same way) without ``fresh``.
 
 One run at a time per results folder: the folder is locked (``.onlineeval.lock``, an
 ``fcntl`` lock held for the run's lifetime, released by the OS if the process dies); a
@@ -80,6 +86,9 @@ __all__ = [
     "prepare",
     "prepare_world",
     "keep_finished",
+    "other_results",
+    "refuse_other_results",
+    "remove_results",
     "reopen_records",
     "replicate_ranges",
     "resume_message",
@@ -315,6 +324,113 @@ def reopen_records(
     return done, ("finished" if done else "")
 
 
+#: the files a finished run writes into its folder, besides its figures (every ``*.png``) and :data:`FINISHED`
+RESULT_FILES = ("summary.json", "report.html", "config.effective.yaml", "replicates.csv", "curves.csv")
+
+
+@dataclass(frozen=True)
+class OtherResults:
+    """Finished results in a folder that are not a run's (:func:`other_results`)."""
+
+    fingerprint: str  # theirs
+    same_config: bool  # the same config and input files, computed by an onlineeval of another stream version
+    differences: str  # what differs, for a message
+
+
+def _finished_header(path: Path) -> dict[str, Any]:
+    import gzip
+    import zlib
+
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            header = json.loads(fh.readline())
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out or {prefix: {}}
+    if isinstance(data, list) and data and any(isinstance(v, (dict, list)) for v in data):
+        out = {}
+        for i, value in enumerate(data):
+            out.update(_flat(value, f"{prefix}[{i}]"))
+        return out
+    return {prefix: data}
+
+
+def _config_differences(old: Any, config: Config) -> str:
+    """The key paths whose values differ between a recorded effective config ``old`` and ``config`` (not the
+    output folder, the workers or the number of replicates), e.g. ``seed 20261202 -> 5``."""
+    if not isinstance(old, dict):
+        return "its config is not recorded"
+    new = json.loads(json.dumps(config.effective(), default=str))
+    old = json.loads(json.dumps(old, default=str))
+    for data in (old, new):
+        for key in ("output", "workers", "replicates"):
+            data.pop(key, None)
+    a, b = _flat(old), _flat(new)
+    keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k, "(unset)") != b.get(k, "(unset)")]
+    if not keys:
+        return "the same config keys; the contents of its input files differ"
+    shown = [f"{k} {json.dumps(a.get(k, '(unset)'))} -> {json.dumps(b.get(k, '(unset)'))}" for k in keys[:6]]
+    more = f" and {len(keys) - 6} more key(s)" if len(keys) > 6 else ""
+    return "; ".join(shown) + more
+
+
+def other_results(folder: Path, config: Config, fingerprint: str) -> OtherResults | None:
+    """The finished results in ``folder`` (its ``summary.json``, or the records of :data:`FINISHED`) when they are
+    another fingerprint's than ``fingerprint`` (``config``'s); ``None`` when there are none or they are this
+    fingerprint's."""
+    summary, finished = folder / "summary.json", folder / FINISHED
+    recorded: dict[str, Any] = {}
+    if summary.is_file():
+        try:
+            data = json.loads(summary.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            data = None
+        if not isinstance(data, dict):
+            return OtherResults("unknown", False, f"{summary} cannot be read")
+        recorded = {"fingerprint": data.get("config_fingerprint"), "stream_version": data.get("stream_version"),
+                    "config": data.get("config")}
+    if finished.is_file():
+        header = _finished_header(finished)
+        if not recorded or header.get("fingerprint") != fingerprint:
+            recorded = {"fingerprint": header.get("fingerprint"), "stream_version": header.get("stream_version"),
+                        "config": recorded.get("config")}
+    if not recorded or recorded["fingerprint"] == fingerprint:
+        return None
+    old = str(recorded["fingerprint"])
+    version = recorded["stream_version"]
+    known = version is None or (isinstance(version, int) and not isinstance(version, bool))
+    if known and version != STREAM_VERSION and _fingerprint(config, version) == old:
+        return OtherResults(old, True, f"the same config, computed by an onlineeval of stream version {version} "
+                            f"(this one {STREAM_VERSION}), whose numbers for a seed differ")
+    return OtherResults(old, False, _config_differences(recorded["config"], config))
+
+
+def refuse_other_results(folder: Path, found: OtherResults, fingerprint: str, what: str = "the folder ") -> OutputError:
+    """The error of a run refused because ``folder`` holds ``found``, another config's finished results."""
+    return OutputError(
+        f"{what}holds the finished results of another config (fingerprint {found.fingerprint}; this run's "
+        f"{fingerprint}): {found.differences}. Nothing was changed. Run with --fresh to replace them (they are "
+        "deleted), or choose another --output", str(folder))
+
+
+def remove_results(folder: Path) -> None:
+    """Delete a finished run's outputs from ``folder`` (:data:`RESULT_FILES`, its ``*.png`` figures and
+    :data:`FINISHED`): a run of another fingerprint (or ``fresh``) does this before it writes its first record,
+    so that the folder never holds one config's results beside another's records."""
+    for name in (*RESULT_FILES, FINISHED):
+        _remove(folder / name)
+    for png in sorted(folder.glob("*.png")):
+        _remove(png)
+
+
 def _remove(path: Path) -> None:
     try:
         path.unlink(missing_ok=True)
@@ -471,7 +587,18 @@ def simulate(
         raise write_error(exc, output, "nothing was run") from None
     with folder_lock(output), signals_interrupt():
         fingerprint = config_fingerprint(config)
+        found = other_results(output, config, fingerprint)
+        if found is not None and not found.same_config and not fresh:
+            # a --seed or --set typo must not cost an earlier run's results: refused before anything is touched
+            raise refuse_other_results(output, found, fingerprint)
         world, users, truths = prepare(config, say)
+        if found is not None or fresh:
+            # the old outputs go before the first record of this run is written: an interrupted run leaves only
+            # its own records, never another config's report beside them
+            if found is not None:
+                say(f"warning: replacing the finished results in {output} (fingerprint {found.fingerprint}): "
+                    f"{found.differences}; they are deleted now")
+            remove_results(output)
         partial = output / PARTIAL
         total = config.replicates
         done, source = reopen_records(output, fingerprint, say, config, fresh)

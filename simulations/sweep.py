@@ -50,7 +50,9 @@ their partial file. A finished point keeps its replicates' records
 with more ``replicates`` (or fewer) computes only the replicates each point lacks: replicate
 ``r`` is seeded by the ``r``-th spawned seed whatever their number, so the first ``R`` of an
 ``R'``-replicate point are those of its ``R``-replicate run, and the results equal a fresh
-run's byte for byte; any other change of the point (its fingerprint) reuses nothing. The
+run's byte for byte; any other change of the point (its fingerprint) reuses nothing, and a
+point folder holding another config's finished results is refused, nothing touched, unless
+``fresh``, which deletes them before the point's first record (:func:`simulations.job.other_results`). The
 whole sweep is one list of tasks for the executor: per point its ground truth, then its
 chunks of replicates; the client only builds the worlds (cheap, and what Dask ships to the
 workers) and, as soon as a point's truth and last chunk are in,
@@ -528,7 +530,10 @@ def run_sweep(
         keep_finished,
         partial_header,
         partial_record,
+        other_results,
         prepare_world,
+        refuse_other_results,
+        remove_results,
         reopen_records,
         resume_message,
         signals_interrupt,
@@ -556,6 +561,23 @@ def run_sweep(
     with contextlib.ExitStack() as stack:
         stack.enter_context(folder_lock(root))
         stack.enter_context(signals_interrupt())
+        others: dict[int, Any] = {}  # point -> the finished results of another config in its folder
+        for point in sweep.points:
+            folder = root / "points" / point.folder_name
+            if fresh or _finished(folder, fingerprints[point.index], point.config.replicates) is not None:
+                continue
+            found = other_results(folder, point.config.model_copy(update={"output": folder}),
+                                  fingerprints[point.index])
+            if found is not None:
+                others[point.index] = found
+        refused = [i for i, found in others.items() if not found.same_config]
+        if refused:
+            # a changed base or a --set typo must not cost the points' results: refused before anything is touched
+            first = refused[0]
+            more = (f" (and {len(refused) - 1} more point(s): {', '.join(str(i) for i in refused[1:])})"
+                    if len(refused) > 1 else "")
+            raise refuse_other_results(root / "points" / f"point-{first:03d}", others[first], fingerprints[first],
+                                       f"point {first}{more} ")
         open_points: dict[str, _Open] = {}
         tasks: list[Task] = []
         total_reps = sum(p.config.replicates for p in sweep.points)
@@ -574,6 +596,12 @@ def run_sweep(
                 raise ConfigError(("points",), f"points {open_points[fp].point.index} and {point.index} are the same "
                                   "simulation (same fingerprint); remove one")
             stack.enter_context(folder_lock(folder))
+            if point.index in others or fresh:
+                # before the point's first record: its folder never holds another config's report beside them
+                if point.index in others:
+                    say(f"warning: point {point.index}: replacing the finished results in {folder} (fingerprint "
+                        f"{others[point.index].fingerprint}): {others[point.index].differences}; they are deleted now")
+                remove_results(folder)
             partial = folder / PARTIAL
             records, source = reopen_records(folder, fp, say, config, fresh)
             done = {i: r for i, r in records.items() if i < config.replicates}

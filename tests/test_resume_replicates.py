@@ -21,6 +21,7 @@ import pytest
 
 import simulations.executors as executors
 import simulations.runner as runner
+from onlineeval.errors import OutputError
 from simulations.config import config_from_mapping
 from simulations.job import FINISHED, PARTIAL, replicate_ranges, simulate
 from simulations.sweep import run_sweep
@@ -111,12 +112,16 @@ def test_another_key_or_fresh_reuses_nothing(tmp_path: Path, ran: list[int]) -> 
     simulate(_config(3), out, workers=1)
     other = json.loads(json.dumps(BASE["rankers"]))
     other["B"]["noise"] = 0.7
+    before = _files(out)
     ran.clear()
+    # another config into a finished folder is refused (review 15, F2), nothing touched; --fresh replaces it
+    with pytest.raises(OutputError, match=r"holds the finished results of another config .*rankers\.B\.noise 0\.8 "
+                       r"-> 0\.7\. Nothing was changed\. Run with --fresh"):
+        simulate(_config(5, rankers=other), out, workers=1)
+    assert ran == [] and _files(out) == before
     log: list[str] = []
-    simulate(_config(5, rankers=other), out, workers=1, log=log.append)
+    simulate(_config(5, rankers=other), out, workers=1, fresh=True, log=log.append)
     assert sorted(ran) == [0, 1, 2, 3, 4]
-    assert any(m.startswith(f"warning: not reusing the 3 replicate record(s) of the finished run in {out / FINISHED}: "
-                            "they were computed for a different config or different input files") for m in log)
     assert not any(m.startswith("resuming:") for m in log)
     ref = tmp_path / "ref"
     simulate(_config(5, rankers=other), ref, workers=1)
@@ -125,7 +130,9 @@ def test_another_key_or_fresh_reuses_nothing(tmp_path: Path, ran: list[int]) -> 
     simulate(_config(5, rankers=other), out, workers=1, fresh=True)
     assert sorted(ran) == [0, 1, 2, 3, 4] and _files(out) == _files(ref)
     ran.clear()
-    simulate(_config(5, seed=12), out, workers=1)  # the seed is part of the fingerprint too
+    with pytest.raises(OutputError, match=r"seed 11 -> 12"):  # the seed is part of the fingerprint too
+        simulate(_config(5, seed=12), out, workers=1)
+    simulate(_config(5, seed=12), out, workers=1, fresh=True)
     assert sorted(ran) == [0, 1, 2, 3, 4]
 
 
@@ -145,10 +152,11 @@ def test_an_edited_input_file_reuses_nothing(tmp_path: Path, ran: list[int]) -> 
     simulate(_config(3, collection=coll), out, workers=1)
     _trec(files, 5)  # the same config, B's run file changed
     ran.clear()
-    log: list[str] = []
-    simulate(_config(5, collection=coll), out, workers=1, log=log.append)
+    with pytest.raises(OutputError, match="the same config keys; the contents of its input files differ"):
+        simulate(_config(5, collection=coll), out, workers=1)
+    assert ran == []
+    simulate(_config(5, collection=coll), out, workers=1, fresh=True)
     assert sorted(ran) == [0, 1, 2, 3, 4]
-    assert any(m.startswith("warning: not reusing the 3 replicate record(s)") for m in log)
     ref = tmp_path / "ref"
     simulate(_config(5, collection=coll), ref, workers=1)
     assert _files(out) == _files(ref)
@@ -211,10 +219,12 @@ def test_sweep_point_changed_otherwise_reuses_nothing(tmp_path: Path, ran: list[
     run_sweep(make_sweep(out, replicates=3), workers=1)
     changed = make_sweep(out, replicates=5, seed=12)  # every point's fingerprint changes
     ran.clear()
-    log: list[str] = []
-    run_sweep(changed, workers=1, log=log.append)
+    with pytest.raises(OutputError, match=r"point 0 \(and 2 more point\(s\): 1, 2\) holds the finished results of "
+                       r"another config .*seed 11 -> 12"):
+        run_sweep(changed, workers=1)
+    assert ran == []
+    run_sweep(changed, workers=1, fresh=True)
     assert Counter(ran) == {i: 3 for i in range(5)}
-    assert sum(m.startswith("warning: not reusing the 3 replicate record(s)") for m in log) == 3
     ref = tmp_path / "ref"
     run_sweep(make_sweep(ref, replicates=5, seed=12), workers=1)
     assert _sweep_files(out) == _sweep_files(ref)

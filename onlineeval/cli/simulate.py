@@ -37,7 +37,9 @@ def simulate_cmd(
         bool, typer.Option("--fresh", help=(
             "Recompute every replicate: ignore what an earlier run of the same config left in the output folder, "
             "an interrupted run's finished replicates and a finished run's replicates.finished.jsonl.gz (which "
-            "a run with another number of replicates otherwise reuses; --fresh deletes it)."))
+            "a run with another number of replicates otherwise reuses; --fresh deletes it). Also needed to run "
+            "another config into a folder holding a finished run's results, which are then deleted "
+            "(summary, report, figures, records) before the first new replicate is written."))
     ] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar (default: a bar with ETA on stderr).")

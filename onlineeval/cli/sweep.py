@@ -33,7 +33,10 @@ def sweep_cmd(
                                     "the tasks go on (0 = in this process; default 2, or 0 on one core). The folders "
                                     "do not depend on it.")
     ] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every point (ignore finished work).")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help=(
+        "Recompute every point (ignore finished work). Also needed when a point's folder holds the finished "
+        "results of another config (a changed base or grid), which are then deleted before it is recomputed."))
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
     set_: Annotated[
         Optional[list[str]],
