@@ -58,11 +58,11 @@ def test_cascade_model_by_hand() -> None:
 
 def test_dcm_and_sdbn_by_hand() -> None:
     # examined down to the last click: s1 {a, b, c}, s2 {a, b}, s3 all, s4 {b}
-    dcm = fit_log("dcm", TINY, pseudo=0.0)
+    dcm = fit_log("dcm", TINY, pseudo=0.0, method="closed_form")
     assert _table(dcm) == pytest.approx({"a": 1 / 3, "b": 2 / 4, "c": 1 / 2})
     # clicks at rank 1: s1, s4 (s4 last) -> 1 - 1/2; rank 2: s2 (last) -> 0; rank 3: s1 (last) -> 0
     np.testing.assert_allclose(dcm.continuation, [1 / 2, 0.0, 0.0])
-    sdbn = fit_log("sdbn", TINY, pseudo=0.0)
+    sdbn = fit_log("sdbn", TINY, pseudo=0.0, method="closed_form")
     assert _table(sdbn) == pytest.approx({"a": 1 / 3, "b": 2 / 4, "c": 1 / 2})
     assert _table(sdbn, "satisfaction") == pytest.approx({"a": 0.0, "b": 1.0, "c": 1.0})
     # SDBN session 1 by hand: a clicked & not satisfied, b skipped, c clicked (bottom)
@@ -475,7 +475,7 @@ def test_trace_records_smoothing_and_stopping_rule(tmp_path: Path) -> None:
     cases = {
         "rctr": ({}, 0.0, None),
         "dctr": ({"pseudo": 2.5}, 2.5, None),
-        "sdbn": ({}, 1.0, None),
+        "sdbn": ({"method": "closed_form"}, 1.0, None),
         "pbm": ({"max_iter": 4, "tol": 1e-3}, EMOptions().pseudo, (1e-3, 4)),
         "dcm": ({"method": "em", "pseudo": 0.0, "max_iter": 3}, 0.0, (EMOptions().tol, 3)),
     }

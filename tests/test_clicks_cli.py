@@ -61,8 +61,9 @@ def test_fit_writes_loadable_params(tsv_log: Path, tmp_path: Path) -> None:
 
 def test_fit_closed_form_and_em_options(tsv_log: Path, tmp_path: Path) -> None:
     out = tmp_path / "sdbn.json"
-    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "sdbn", "--out", str(out)])
-    assert result.exit_code == 0 and "closed form" in result.output
+    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "sdbn", "--out", str(out),
+                                 "--method", "closed_form"])
+    assert result.exit_code == 0 and "closed form: last-click approximation" in result.output
     out2 = tmp_path / "dbn.json"
     result = runner.invoke(
         app, ["clicks", "fit", "--log", str(tsv_log), "--model", "dbn", "--out", str(out2), "--max-iter", "3"]

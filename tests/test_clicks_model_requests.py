@@ -40,7 +40,9 @@ def test_resolve_models() -> None:
 @pytest.mark.parametrize(
     ("models", "message"),
     [(",", "give at least one model name"), ("pbm,nosuch", "no estimator for click model 'nosuch'"),
-     ("pbm:xx", "pbm:xx: the only suffix is ':em' (EM fit of dcm, sdbn)"),
+     ("pbm:xx", "pbm:xx: the suffixes are ':closed_form' (dcm, sdbn: the last-click closed form) and ':em'"),
+     ("pbm:closed_form", "pbm has no closed form; it is fitted by EM"),
+     ("cm:em", "cm is fitted in closed form only"),
      ("pbm,dbn,pbm", "pbm is given twice; give each model once")],
 )
 def test_cli_and_api_refuse_alike(tsv_log: Path, tmp_path: Path, models: str, message: str) -> None:

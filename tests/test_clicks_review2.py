@@ -137,9 +137,10 @@ def test_sdbn_closed_form_is_biased_and_em_recovers_the_truth() -> None:
     assert np.mean(errors["closed_form"]) > 0.05 and t["closed_form"] > 4, (errors, t)
     assert abs(t["em"]) < 4, (errors, t)
     assert abs(np.mean(alpha_em) / (np.std(alpha_em, ddof=1) / np.sqrt(len(alpha_em)))) < 4
-    closed, em = fit_log("sdbn", log), fit_log("sdbn", log, method="em")
+    closed, em = fit_log("sdbn", log, method="closed_form"), fit_log("sdbn", log)  # EM is the default (review 15)
     assert "last-click approximation" in closed.estimator and "not the maximum-likelihood" in closed.estimator
-    assert "--method em" in closed.estimator and em.estimator.startswith("EM: the maximum-likelihood")
+    assert "the default EM fit" in closed.estimator and em.estimator.startswith("EM: the maximum-likelihood")
+    assert em.trace == fit_log("sdbn", log, method="em").trace
     assert closed.to_dict()["fit"]["estimator"] == closed.estimator
     assert "last-click" not in fit_log("cm", log).estimator  # CM's closed form is its MLE
 
@@ -155,16 +156,18 @@ def test_cli_fit_says_approximation_and_dcm_last_rank_is_not_identified(tmp_path
 
     write_tsv(log, tmp_path / "log.tsv")
     runner = CliRunner()
-    for model, extra, words in (("sdbn", [], "closed form: last-click approximation, not the MLE; --method em"),
-                                ("dcm", [], "closed form: last-click approximation"),
-                                ("dcm", ["--method", "em"], "EM, "), ("cm", [], "(closed form; Beta")):
+    closed = ["--method", "closed_form"]
+    for model, extra, words in (("sdbn", closed, "closed form: last-click approximation, not the MLE, biased on "
+                                 "data from the model itself; without --method closed_form the fit is EM"),
+                                ("dcm", closed, "closed form: last-click approximation"),
+                                ("dcm", [], "(EM, the maximum likelihood, "), ("cm", [], "(closed form; Beta")):
         out = tmp_path / f"{model}.json"
         res = runner.invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", model,
                                   "--out", str(out), "-q", *extra])
         assert res.exit_code == 0, res.output
         assert words in res.stdout, res.stdout
         doc = json.loads(out.read_text())
-        assert ("approximation" in doc["fit"]["estimator"]) == (model != "cm" and not extra)
+        assert ("approximation" in doc["fit"]["estimator"]) == (model != "cm" and bool(extra))
         if model == "dcm":
             assert "continuation[2] (after a click at rank 3" in doc["conventions"]["dcm_last_rank"]
             assert "note (dcm_last_rank): continuation[2]" in res.stdout
@@ -172,11 +175,13 @@ def test_cli_fit_says_approximation_and_dcm_last_rank_is_not_identified(tmp_path
             # and the value it describes: the prior's 0.5 (EM), the pseudo-count's 1 / (n + 2) (closed form)
             last = doc["params"]["continuation"][2]
             n3 = int(log.clicks[:, 2].sum())
-            assert last == (0.5 if extra else pytest.approx(1 / (n3 + 2), rel=1e-12))
+            assert last == (0.5 if not extra else pytest.approx(1 / (n3 + 2), rel=1e-12))
     res = runner.invoke(app, ["clicks", "evaluate", "--log", str(tmp_path / "log.tsv"), "--models",
-                              "sdbn,sdbn:em,cm", "-q"])
+                              "sdbn:closed_form,sdbn,sdbn:em,cm", "-q"])
     assert res.exit_code == 0, res.output
-    assert "estimators: sdbn: closed form, the last-click approximation (not the MLE" in res.stdout
+    assert "estimators: sdbn:closed_form: closed form, the last-click approximation (not the MLE" in res.stdout
+    rows = {line.split()[0]: line.split()[1:] for line in res.stdout.splitlines() if line.startswith(("sdbn", "cm"))}
+    assert rows["sdbn"] == rows["sdbn:em"] != rows["sdbn:closed_form"], rows  # sdbn is the EM fit
 
 
 # -- A.2: PBM / UBM examination is on an arbitrary scale ---------------------------------------------------------------
@@ -358,16 +363,16 @@ def test_evaluate_clicks_has_the_printed_conventions_in_attrs(tmp_path: Path) ->
     from clickmodels.logs import write_tsv
 
     write_tsv(log, tmp_path / "log.tsv")
-    table = onlineeval.evaluate_clicks(tmp_path / "log.tsv", "rctr,sdbn", seed=1)
+    table = onlineeval.evaluate_clicks(tmp_path / "log.tsv", "rctr,sdbn:closed_form", seed=1)
     conv = table.attrs["conventions"]
-    res = CliRunner().invoke(app, ["clicks", "evaluate", "--log", str(tmp_path / "log.tsv"), "--models", "rctr,sdbn",
-                                   "--seed", "1"])
+    res = CliRunner().invoke(app, ["clicks", "evaluate", "--log", str(tmp_path / "log.tsv"), "--models",
+                                   "rctr,sdbn:closed_form", "--seed", "1"])
     assert res.exit_code == 0, res.output
     printed = next(line for line in res.stdout.splitlines() if line.startswith("conventions: "))
     assert printed == "conventions: " + "; ".join(conv[k] for k in ("log_likelihood", "perplexity", "clipping",
                                                                     "smoothing", "unseen_pairs"))
-    assert "a = 0 (plain MLE): rctr; a = 1: sdbn" in conv["smoothing"]
-    assert "sdbn: closed form (last-click approximation" in conv["estimators"]
+    assert "a = 0 (plain MLE): rctr; a = 1: sdbn:closed_form" in conv["smoothing"]
+    assert "sdbn:closed_form: closed form (last-click approximation" in conv["estimators"]
     assert conv["split"].startswith("random split, 25% of sessions held out") and "default_rng(1)" in conv["split"]
     assert "n_clipped" in conv and "1e-10" in conv["clipping"]
     assert table[["log_likelihood"]].attrs["conventions"] == conv  # pandas carries attrs through selections

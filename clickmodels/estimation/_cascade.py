@@ -51,7 +51,7 @@ __all__ = [
 #: the ``estimator`` label of the DCM and SDBN closed forms (``{ref}``: whose simplification)
 LAST_CLICK_ESTIMATOR = ("closed form (last-click approximation, {ref}: the last click is taken as where the user "
                         "stopped; not the maximum-likelihood estimate, biased on data from the model itself); "
-                        "--method em (method='em') for the maximum-likelihood fit")
+                        "the default EM fit (method='em') is the maximum-likelihood one")
 
 
 def attraction_through(log: ClickLog, stop: np.ndarray, pseudo: float) -> tuple[np.ndarray, np.ndarray]:

@@ -11,9 +11,13 @@ simplification; all slots of a session without clicks count as examined):
     \\lambda_r = 1 - \\frac{|\\{s : l_s = r\\}|}{|\\{s : c^{(s)}_r = 1\\}|}
 
 Under the model a user who goes on after the last click may simply find nothing else to
-click, so these are approximations, not the maximum-likelihood estimate (biased: lambda
-and attractiveness too low on logs simulated from DCM itself); they stay the default for
-comparability with PyClick and the literature. ``method="em"`` gives the exact MLE by EM with the
+click, so these are approximations, not the maximum-likelihood estimate, and biased on logs
+simulated from DCM itself: lambda too low (every last click counts as a stop; the deepest
+rank's lambda comes out near 0) and attractiveness too high (the skipped slots below the last
+click, examined when the user went on, are left out), each by many standard errors at usual
+log sizes (``tests/test_clickmodels_em_default.py``). They are available with
+``method="closed_form"`` for comparability with PyClick and the literature. The default,
+``method="em"``, gives the exact MLE by EM with the
 cascade-family posteriors: attraction as in DBN, and for a click at ``r`` with a shown
 slot below, the expected continuation is 1 above the last click and
 :math:`\\lambda_l Q_{l+1} / [(1-\\lambda_l) + \\lambda_l Q_{l+1}]` at it;
@@ -22,7 +26,7 @@ slot below, the expected continuation is 1 above the last click and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -79,23 +83,28 @@ class DCMFit(CascadeFamilyFit):
 
 
 def fit_dcm(
-    log: ClickLog, *, pseudo: float = 1.0, method: str = "closed_form", options: EMOptions | None = None
+    log: ClickLog, *, pseudo: float | None = None, method: str = "em", options: EMOptions | None = None
 ) -> DCMFit:
-    """Fit DCM in closed form (default) or by EM (``method="em"``, exact MLE).
+    """Fit DCM by EM (default, the exact MLE) or by the last-click closed form (``method="closed_form"``,
+    an approximation biased on data from DCM itself; see the module docstring).
 
     Parameters
     ----------
     pseudo:
-        Beta pseudo-count of the closed form (default 1).
+        Beta pseudo-count (default 1): of the closed form, or of EM's M-steps (then it replaces
+        ``options.pseudo``).
     method:
-        ``"closed_form"`` (default) or ``"em"``.
+        ``"em"`` (default) or ``"closed_form"``.
     options:
-        EM options (default :class:`EMOptions()`; its ``pseudo`` applies to EM).
+        EM options (default :class:`EMOptions()`).
     """
+    if method == "em" and pseudo is not None:
+        options = replace(options or EMOptions(), pseudo=pseudo)
     if method == "em":
         return _fit_dcm_em(log, options or EMOptions())
     if method != "closed_form":
         raise ConfigError(("method",), must_be_one_of(("closed_form", "em"), method))
+    pseudo = 1.0 if pseudo is None else pseudo
     last = log.last_click
     value, views = attraction_through(log, last, pseudo)
     clicks_r = rank_sum(log, log.clicks)

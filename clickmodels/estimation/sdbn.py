@@ -1,7 +1,9 @@
 """Simplified DBN (SDBN): DBN with :math:`\\gamma = 1`; the user stops only when satisfied.
 
-Closed-form estimates [CMR15, Sec. 4.2, after Chapelle & Zhang 2009], the default and an
-approximation, not the maximum-likelihood estimate: with :math:`\\gamma=1`
+Fitted by EM by default (the exact MLE: the DBN EM of :mod:`clickmodels.estimation.dbn` with
+:math:`\\gamma` fixed at 1). ``method="closed_form"`` gives the closed-form estimates [CMR15,
+Sec. 4.2, after Chapelle & Zhang 2009], an approximation, not the maximum-likelihood estimate: with
+:math:`\\gamma=1`
 every slot down to the last click :math:`l_s` is examined and the last click is the
 satisfying one, so
 
@@ -15,15 +17,14 @@ satisfying one, so
 satisfying one; under the model an unsatisfied user may also go on past the last click
 without clicking again, so these closed forms are an approximation [CMR15, Sec. 4.2], biased
 upwards in satisfaction by many standard errors on logs simulated from SDBN itself
-(``tests/test_clicks_review2.py``). They are kept as the default for comparability with
-PyClick's SDBN and the literature; the saved ``fit.estimator`` and the CLI say which was used.
-``method="em"`` gives the exact MLE instead: the DBN EM of :mod:`clickmodels.estimation.dbn`
-with :math:`\\gamma` fixed at 1.
+(``tests/test_clicks_review2.py``, ``tests/test_clickmodels_em_default.py``). They are kept,
+on request, for comparability with PyClick's SDBN and the literature; the saved
+``fit.estimator`` and the CLI say which was used.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -62,19 +63,23 @@ class SDBNFit(CascadeFamilyFit):
 
 
 def fit_sdbn(
-    log: ClickLog, *, pseudo: float = 1.0, method: str = "closed_form", options: EMOptions | None = None
+    log: ClickLog, *, pseudo: float | None = None, method: str = "em", options: EMOptions | None = None
 ) -> SDBNFit:
-    """Fit SDBN in closed form (default) or by EM (``method="em"``, exact MLE).
+    """Fit SDBN by EM (default, the exact MLE) or by the last-click closed form (``method="closed_form"``,
+    an approximation biased on data from SDBN itself; see the module docstring).
 
     Parameters
     ----------
     pseudo:
-        Beta pseudo-count of the closed form (default 1).
+        Beta pseudo-count (default 1): of the closed form, or of EM's M-steps (then it replaces
+        ``options.pseudo``).
     method:
-        ``"closed_form"`` (default) or ``"em"``.
+        ``"em"`` (default) or ``"closed_form"``.
     options:
-        EM options (default :class:`EMOptions()`; its ``pseudo`` applies to EM).
+        EM options (default :class:`EMOptions()`).
     """
+    if method == "em" and pseudo is not None:
+        options = replace(options or EMOptions(), pseudo=pseudo)
     if method == "em":
         alpha_e, sigma_e, _, tlog, views_e, clicks_e, trace = dbn_em(log, options or EMOptions(), 1.0)
         return SDBNFit(
@@ -84,6 +89,7 @@ def fit_sdbn(
         )
     if method != "closed_form":
         raise ConfigError(("method",), must_be_one_of(("closed_form", "em"), method))
+    pseudo = 1.0 if pseudo is None else pseudo
     last = log.last_click
     attr, views = attraction_through(log, last, pseudo)
     n_clicks = pair_sum(log, log.clicks)

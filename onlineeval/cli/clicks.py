@@ -8,6 +8,9 @@ rcm), rctr, dctr, cm (= cascade, cascade_model), dcm, sdbn, pbm, ubm, dbn, ccm; 
 parameters as JSON (model name, format version, conventions, parameters, fit trace);
 ``onlineeval clicks evaluate --log F --models pbm,ubm,dbn [--test-log G]`` prints a table of
 log-likelihood, perplexity and conditional perplexity (lower perplexity is better).
+dcm and sdbn are fitted by EM, the maximum likelihood, by default; ``--method closed_form`` (``fit``) or
+``dcm:closed_form`` (``evaluate``) gives their last-click closed form, biased on data from the model itself
+(:mod:`clickmodels.estimation`). ``fit`` prints which estimator it used and saves it (``fit.estimator``).
 Log formats (``--format``): ``tsv``, ``jsonl`` (documented in :mod:`clickmodels.logs`)
 and ``yandex``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), else yandex.
 """
@@ -76,16 +79,16 @@ def fit_name(name: str, option: str) -> str:
 @dataclass(frozen=True)
 class ModelRequest:
     """One entry of ``clicks evaluate --models`` / ``onlineeval.evaluate_clicks(models=...)``: a model to fit
-    (``name`` or ``name:em``) or the parameters a fit saved (a ``.json`` file)."""
+    (``name``, ``name:em`` or ``name:closed_form``) or the parameters a fit saved (a ``.json`` file)."""
 
     given: str  # as written: the label of a refitted model's row
     estimator: str | None = None  # the estimator's name (fit_name); None for a saved fit
-    method: str | None = None  # "em" for name:em, else None
+    method: str | None = None  # "em" / "closed_form" for name:em / name:closed_form, else None
     path: Path | None = None  # the saved fit, else None
 
     @property
     def base(self) -> str:
-        """The model name as written, without its ``:em``."""
+        """The model name as written, without its ``:em`` / ``:closed_form``."""
         return self.given.partition(":")[0]
 
 
@@ -93,12 +96,15 @@ def resolve_models(models: str | Sequence[str], option: str) -> list[ModelReques
     """The models of a comma-separated list or a sequence of names, all checked before any log is read.
 
     Empty names are skipped (``"pbm,dbn,"``); a name ending in ``.json`` is a saved fit; any other is a model
-    name (:func:`fit_name`) with an optional ``:em`` (the EM fit of dcm, sdbn).
+    name (:func:`fit_name`) with an optional ``:closed_form`` (dcm, sdbn: their last-click closed form, biased
+    on data from the model itself, instead of the default EM fit) or ``:em`` (the default; accepted for dcm, sdbn
+    and the models always fitted by EM).
 
     Raises
     ------
     ConfigError
-        Naming ``option``: no model, an unknown name, another suffix than ``:em``, or a name given twice
+        Naming ``option``: no model, an unknown name, another suffix than ``:em`` / ``:closed_form``, a suffix
+        the model does not take, or a name given twice
         (one row per name: the second would silently replace the first).
     """
     from onlineeval.errors import ConfigError
@@ -116,8 +122,10 @@ def resolve_models(models: str | Sequence[str], option: str) -> list[ModelReques
             continue
         base, _, method = name.partition(":")
         estimator = fit_name(base, option)
-        if method not in ("", "em"):
-            raise ConfigError((option,), f"{name}: the only suffix is ':em' (EM fit of dcm, sdbn)")
+        if method not in ("", "em", "closed_form"):
+            raise ConfigError((option,), f"{name}: the suffixes are ':closed_form' (dcm, sdbn: the last-click "
+                              "closed form) and ':em' (the default EM fit)")
+        _check_method(estimator, method or None, option)
         out.append(ModelRequest(name, estimator, method or None))
     return out
 
@@ -125,7 +133,7 @@ def resolve_models(models: str | Sequence[str], option: str) -> list[ModelReques
 def fit_models(requests: Sequence[ModelRequest], train: Any,
                options: Callable[[ModelRequest], dict] | None = None) -> dict[str, Any]:
     """``{label: fitted model}`` for :func:`resolve_models`' requests: each model fitted on ``train`` with
-    ``fit_log``'s keyword ``options(request)`` (default: ``method="em"`` for ``name:em``), each saved fit loaded
+    ``fit_log``'s keyword ``options(request)`` (default: the request's ``method``), each saved fit loaded
     and labelled ``model (file name)``."""
     from clickmodels.estimation import fit_log, load_fit
 
@@ -141,7 +149,8 @@ def fit_models(requests: Sequence[ModelRequest], train: Any,
 
 
 def _em_lists() -> tuple[str, str]:
-    """The models fitted by EM (always, and with ``--method em``), in :data:`FIT_MODELS` order."""
+    """The models fitted by EM only, and those fitted by EM unless ``--method closed_form``, in
+    :data:`FIT_MODELS` order."""
     from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
 
     return (", ".join(k for k in FIT_MODELS if k in EM_MODELS), ", ".join(k for k in FIT_MODELS if k in EM_OPTIONAL))
@@ -180,27 +189,35 @@ def _check_options(
         raise ConfigError(("--test-fraction",), f"must be in (0, 1), got {test_fraction}")
 
 
+def _check_method(key: str, method: Optional[str], option: str) -> None:
+    """``method`` (``None``, ``"em"``, ``"closed_form"``) is one the estimator ``key`` has."""
+    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
+    from onlineeval.errors import ConfigError
+
+    if method == "em" and key not in EM_MODELS | EM_OPTIONAL:
+        always, optional = _em_lists()
+        raise ConfigError((option,), f"{key} is fitted in closed form only (em: {always}, {optional})")
+    if method == "closed_form" and key in EM_MODELS:
+        raise ConfigError((option,), f"{key} has no closed form; it is fitted by EM")
+
+
 def _check_fit_options(model: str, method: Optional[str], out: Path) -> None:
     """``--model``, ``--method`` and ``--out`` checked before the log is read and fitted."""
-    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
     from onlineeval.errors import ConfigError, must_be_one_of
 
     key = fit_name(model, "--model")
     if method not in (None, "closed_form", "em"):
         raise ConfigError(("--method",), must_be_one_of(("closed_form", "em"), method))
-    if method == "em" and key not in EM_MODELS | EM_OPTIONAL:
-        always, optional = _em_lists()
-        raise ConfigError(("--method",), f"{key} is fitted in closed form only (em: {always}, {optional})")
-    if method == "closed_form" and key in EM_MODELS:
-        raise ConfigError(("--method",), f"{key} has no closed form; it is fitted by EM")
+    _check_method(key, method, "--method")
     if not out.parent.is_dir():
         raise ConfigError(("--out",), f"cannot write {out}: directory {out.parent} does not exist")
 
 
 def _uses_em(name: str, method: Optional[str]) -> bool:
-    from clickmodels.estimation import EM_MODELS
+    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
 
-    return fit_name(name, "--model") in EM_MODELS or method == "em"
+    key = fit_name(name, "--model")
+    return key in EM_MODELS or method == "em" or (method is None and key in EM_OPTIONAL)
 
 
 def _em_options(
@@ -233,7 +250,7 @@ def _em_options(
             if value is not None:
                 raise ConfigError(
                     (option,), f"{name} is fitted in closed form; EM options apply to {_em_lists()[0]} "
-                    f"and to {_em_lists()[1]} with --method em"
+                    f"and to {_em_lists()[1]} (unless --method closed_form)"
                 )
     return opts
 
@@ -349,7 +366,8 @@ def fit_command(
     tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop (default 1e-7).")] = None,
     pseudo: Annotated[Optional[float], typer.Option("--pseudo", help="Beta(a, a) pseudo-count of estimates.")] = None,
     method: Annotated[
-        Optional[str], typer.Option("--method", help="closed_form or em (dcm, sdbn: both; default closed_form).")
+        Optional[str], typer.Option("--method", help="em or closed_form (dcm, sdbn: both; default em, the "
+                                    "maximum likelihood; closed_form is the last-click approximation, biased).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No EM progress on stderr.")] = False,
 ) -> None:
@@ -371,11 +389,13 @@ def fit_command(
         typer.echo(dropped)
     tr = result.trace
     if tr.method != "closed_form":
-        how = f"EM, {tr.iterations} iterations, {'converged' if tr.converged else 'NOT converged (raise --max-iter)'}"
+        how = (f"EM, the maximum likelihood, {tr.iterations} iterations, "
+               f"{'converged' if tr.converged else 'NOT converged (raise --max-iter)'}")
     elif result.is_mle:  # the CTR baselines', CM's closed forms
         how = "closed form"
-    else:
-        how = "closed form: last-click approximation, not the MLE; --method em for the maximum-likelihood fit"
+    else:  # dcm, sdbn with --method closed_form
+        how = ("closed form: last-click approximation, not the MLE, biased on data from the model itself; "
+               "without --method closed_form the fit is EM, the maximum likelihood")
     typer.echo(
         f"{result.name}: fitted on {data.n_sessions} sessions ({how}; Beta(a, a) smoothing, a = {tr.pseudo:g}); "
         f"train log-likelihood {tr.log_likelihood[-1]:.4f} (sum over {data.n_sessions} sessions, natural log); "
@@ -391,8 +411,8 @@ def evaluate_command(
         str,
         typer.Option(
             "--models",
-            help=f"Comma-separated models ({MODEL_LIST}; name:em for the EM fit of dcm/sdbn) and/or fitted "
-            "params .json files.",
+            help=f"Comma-separated models ({MODEL_LIST}; dcm and sdbn are fitted by EM, name:closed_form for "
+            "their biased last-click closed form) and/or fitted params .json files.",
         ),
     ] = "rctr,pbm,ubm,dbn",
     test_log: Annotated[
@@ -422,8 +442,8 @@ def evaluate_command(
     if (max_iter is not None or tol is not None) and not any(_uses_em(r.base, r.method) for r in refit):
         option = "--max-iter" if max_iter is not None else "--tol"
         raise ConfigError(
-            (option,), f"no model in --models is fitted by EM ({_em_lists()[0]}, "
-            f"{', '.join(m + ':em' for m in _em_lists()[1].split(', '))}); drop the option"
+            (option,), f"no model in --models is fitted by EM ({_em_lists()[0]}, {_em_lists()[1]} "
+            "without ':closed_form'); drop the option"
         )
     if csv is not None and not csv.parent.is_dir():
         raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
@@ -466,8 +486,9 @@ def evaluate_command(
     typer.echo("conventions: " + "; ".join(conventions[k] for k in _PRINTED_CONVENTIONS))
     approx = [label for label, f in fits.items() if not f.is_mle]
     if approx:
-        typer.echo(f"estimators: {', '.join(approx)}: closed form, the last-click approximation (not the MLE; "
-                   "name:em for the maximum-likelihood fit)")
+        typer.echo(f"estimators: {', '.join(approx)}: closed form, the last-click approximation (not the MLE, "
+                   "biased on data from the model itself; the name without ':closed_form' is the "
+                   "maximum-likelihood EM fit)")
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         typer.echo(table[cols].to_string(float_format=lambda v: f"{v:.4f}", na_rep="refused"))
     for label, why in refused.items():
