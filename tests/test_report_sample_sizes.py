@@ -14,13 +14,13 @@ from scipy import stats as sps
 from onlineeval.errors import ConfigError
 from simulations.analysis import (
     UNSTABLE_FLOOR_RATIO,
-    _fit_rows,
     required_impressions,
     required_impressions_uncertainty,
     size_refits,
     target_variance,
     variance_model,
 )
+from simulations.analysis_sizes import _fit_rows
 from simulations.config import config_from_mapping, min_population
 from simulations.decomposition import STAGES, TOTAL_LABEL, decomposition_lines
 from simulations.report import sample_size_cells
