@@ -33,6 +33,9 @@ likelihood, by default; ``method="closed_form"`` gives the approximation on requ
 comparison with PyClick and the literature). Every fit records which in
 ``ClickModelFit.estimator`` (saved as ``fit.estimator``).
 
+Standard errors: :func:`clickmodels.estimation.bootstrap.bootstrap_se` (per-session bootstrap; DCM
+and SDBN, whose parameters are identified; ``clicks fit --bootstrap N``).
+
 Adding an estimator is one module: a fit record decorated with
 :func:`~clickmodels.estimation.base.register_fit` and a ``fit_<name>(log, ...)`` function
 listed in :data:`ESTIMATORS`.

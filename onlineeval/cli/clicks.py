@@ -10,7 +10,8 @@ parameters as JSON (model name, format version, conventions, parameters, fit tra
 log-likelihood, perplexity and conditional perplexity (lower perplexity is better).
 dcm and sdbn are fitted by EM, the maximum likelihood, by default; ``--method closed_form`` (``fit``) or
 ``dcm:closed_form`` (``evaluate``) gives their last-click closed form, biased on data from the model itself
-(:mod:`clickmodels.estimation`). ``fit`` prints which estimator it used and saves it (``fit.estimator``).
+(:mod:`clickmodels.estimation`). ``fit`` prints which estimator it used and saves it (``fit.estimator``);
+``fit --bootstrap N`` (dcm, sdbn) adds per-session bootstrap standard errors (:mod:`clickmodels.estimation.bootstrap`).
 Log formats (``--format``): ``tsv``, ``jsonl`` (documented in :mod:`clickmodels.logs`)
 and ``yandex``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), else yandex.
 """
@@ -370,18 +371,44 @@ def fit_command(
                                     "maximum likelihood; closed_form is the last-click approximation, biased).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No EM progress on stderr.")] = False,
+    bootstrap: Annotated[
+        Optional[int], typer.Option("--bootstrap", help="dcm, sdbn: standard errors from this many per-session "
+                                    "bootstrap refits (saved under standard_errors).")
+    ] = None,
+    seed: Annotated[
+        Optional[int], typer.Option("--seed", help="Seed of the --bootstrap resamples (default 0).")
+    ] = None,
 ) -> None:
     """Fit one click model to a log and save its parameters as JSON."""
+    import json
+
     from clickmodels.estimation import fit_log
+    from clickmodels.estimation.bootstrap import SE_MODELS, bootstrap_se
+    from onlineeval.errors import ConfigError
 
     _check_fit_options(model, method, out)
     _check_options(max_iter, tol, pseudo)
     _em_options(max_iter, tol, pseudo, model, method, strict=True)  # option errors before reading
+    if bootstrap is not None:
+        if fit_name(model, "--model") not in SE_MODELS:
+            raise ConfigError(("--bootstrap",), f"standard errors are available for {', '.join(SE_MODELS)}, "
+                              f"not {fit_name(model, '--model')}")
+        if bootstrap < 2:
+            raise ConfigError(("--bootstrap",), f"must be an integer >= 2 (replicates), got {bootstrap}")
+    elif seed is not None:
+        raise ConfigError(("--seed",), "applies to --bootstrap only")
     data = _read(log, format)
     note = _translation_note(model)
     result = fit_log(fit_name(model, "--model"), data,
                      **_em_options(max_iter, tol, pseudo, model, method, strict=True, progress=not quiet))
-    result.save(out)
+    boot = None
+    if bootstrap is not None:
+        boot = bootstrap_se(fit_name(model, "--model"), data, result, n_boot=bootstrap, seed=seed or 0,
+                            **_em_options(max_iter, tol, pseudo, model, method, strict=True))
+        doc = {**result.to_dict(), "standard_errors": boot.to_dict()}
+        out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    else:
+        result.save(out)
     if note:
         typer.echo(f"model: {note}")
     dropped = data.dropped_note(log)
@@ -401,6 +428,9 @@ def fit_command(
         f"train log-likelihood {tr.log_likelihood[-1]:.4f} (sum over {data.n_sessions} sessions, natural log); "
         f"wrote {out}"
     )
+    if boot is not None:
+        typer.echo(f"standard errors (per-session bootstrap, {boot.n_boot} replicates, seed {boot.seed}): "
+                   f"{boot.summary()}")
     for key, text in result.notes().items():
         typer.echo(f"note ({key}): {text}")
 

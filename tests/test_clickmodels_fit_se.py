@@ -1,0 +1,93 @@
+"""Per-session bootstrap standard errors of DCM and SDBN fits (clickmodels.estimation.bootstrap, ``clicks fit
+--bootstrap``), checked against the exact SEs of the expected Fisher information at the truth
+(tests/test_clickmodels_em_default.py, where those are checked against the spread of fits over independent logs).
+
+One 20,000-session log per model from that file's world, 100 replicates. For replicate SEs s_j of parameters with
+true SEs sigma_j, s_j^2 / sigma_j^2 has mean 1 and, for normal replicates, Cov(s_j^2/sigma_j^2, s_k^2/sigma_k^2)
+= 2 R_jk^2 / (B - 1) (R: the parameters' correlation matrix), so the mean over the p parameters has SE
+sqrt(2 tr(R^2) / (B - 1)) / p; the test asks for it within 4 of those SEs of 1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import test_clickmodels_em_default as world
+from clickmodels.estimation import fit_log
+from clickmodels.estimation.bootstrap import bootstrap_se
+from onlineeval.cli import app
+from onlineeval.errors import ConfigError
+
+N_LOG, B = 20_000, 100
+
+
+@pytest.mark.parametrize("model", ["dcm", "sdbn"])
+def test_bootstrap_se_matches_the_fisher_se(model: str) -> None:
+    log = world.simulate(model, 11).take(np.arange(N_LOG))
+    fit = fit_log(model, log)
+    boot = bootstrap_se(model, log, fit, n_boot=B, seed=3)
+    cov = world.fisher_covariance(model) * (world.N / N_LOG)
+    sigma = np.sqrt(np.diag(cov))
+    if model == "dcm":
+        assert np.isnan(boot.se["continuation"][-1])  # the deepest rank is not identified
+    got = world.estimates(model, _as_fit(fit, boot.se))
+    ratio2 = (got / sigma) ** 2
+    corr = cov / np.outer(sigma, sigma)
+    p = len(sigma)
+    sd_mean = np.sqrt(2 * np.trace(corr @ corr) / (B - 1)) / p
+    assert abs(ratio2.mean() - 1) < 4 * sd_mean, (ratio2.mean(), sd_mean, np.round(np.sqrt(ratio2), 2))
+    # each parameter on its own: s^2/sigma^2 ~ chi2(B-1)/(B-1), within 4 SE (sqrt(2/(B-1))) of 1
+    assert np.abs(ratio2 - 1).max() < 4 * np.sqrt(2 / (B - 1)), np.round(ratio2, 2)
+
+
+def _as_fit(fit, se: dict):  # type: ignore[no-untyped-def]
+    """The fit with its parameter values replaced by their SEs (to reuse the world's readers)."""
+    from dataclasses import replace
+
+    changes = {}
+    for f, v in se.items():
+        old = getattr(fit, f)
+        changes[f] = replace(old, value=np.nan_to_num(v)) if hasattr(old, "value") else np.nan_to_num(v)
+    return replace(fit, **changes)
+
+
+def test_bootstrap_se_refuses_other_models_and_one_replicate() -> None:
+    log = world.simulate("dcm", 1).take(np.arange(2000))
+    with pytest.raises(ConfigError, match="available for dcm, sdbn, not pbm"):
+        bootstrap_se("pbm", log, fit_log("pbm", log), n_boot=5)
+    with pytest.raises(ConfigError, match="integer >= 2"):
+        bootstrap_se("dcm", log, fit_log("dcm", log), n_boot=1)
+
+
+def test_cli_fit_bootstrap_writes_and_prints_the_ses(tmp_path: Path) -> None:
+    from clickmodels.logs import write_tsv
+
+    log = world.simulate("dcm", 2).take(np.arange(3000))
+    write_tsv(log, tmp_path / "log.tsv")
+    out = tmp_path / "dcm.json"
+    args = ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", "dcm", "--out", str(out), "-q"]
+    res = CliRunner().invoke(app, [*args, "--bootstrap", "20", "--seed", "4"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    se = doc["standard_errors"]
+    assert se["n_boot"] == 20 and se["seed"] == 4 and se["method"].startswith("per-session bootstrap")
+    assert len(se["se"]["attractiveness"]) == len(doc["params"]["attractiveness"]["value"])
+    assert se["se"]["continuation"][-1] is None and all(0 < x < 0.2 for x in se["se"]["continuation"][:-1])
+    assert "standard errors (per-session bootstrap, 20 replicates, seed 4): attractiveness median" in res.stdout
+    # the same replicates as the library call
+    from clickmodels.logs import read_click_log
+
+    data = read_click_log(tmp_path / "log.tsv", None)
+    lib = bootstrap_se("dcm", data, fit_log("dcm", data), n_boot=20, seed=4)
+    np.testing.assert_allclose([np.nan if x is None else x for x in se["se"]["continuation"]],
+                               lib.se["continuation"], rtol=1e-12)
+    res = CliRunner().invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", "pbm",
+                                   "--out", str(out), "--bootstrap", "20"])
+    assert res.exit_code == 2 and "--bootstrap: standard errors are available for dcm, sdbn, not pbm" in res.output
+    res = CliRunner().invoke(app, [*args, "--seed", "4"])
+    assert res.exit_code == 2 and "--seed: applies to --bootstrap" in res.output
