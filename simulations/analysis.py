@@ -45,8 +45,9 @@ measure it used (``se_measure``, ``power_measure``).
 The null check (:mod:`simulations.analysis_null`), the ground truth's precision (:mod:`simulations.analysis_truth`),
 the sample sizes with their uncertainty (:mod:`simulations.analysis_sizes`), the multileaving designs' rankers
 (:mod:`simulations.analysis_multileaving`), the bias tests with the withholding of biased entries' numbers
-(:mod:`simulations.analysis_bias`) and the ratios between designs (:mod:`simulations.analysis_ratios`) live in
-sibling modules, re-exported here.
+(:mod:`simulations.analysis_bias`), the ratios between designs (:mod:`simulations.analysis_ratios`) and the
+measures of estimates whose SE holds a choice fixed (:mod:`simulations.analysis_held`) live in sibling modules,
+re-exported here.
 """
 
 from __future__ import annotations
@@ -69,6 +70,13 @@ from simulations.analysis_bias import (
     _withhold_analytic,
     estimate_is_biased,
     is_biased_entry,
+)
+from simulations.analysis_held import (
+    HELD_POWER_BOOTSTRAP,
+    HELD_POWER_WITHHELD,
+    HELD_SE_MEASURE,
+    se_sd_ratio,
+    se_sd_ratio_text,
 )
 from simulations.analysis_multileaving import (
     MULTILEAVING_ORDER_METRIC,
@@ -259,72 +267,6 @@ def _first_day(c: pd.DataFrame, column: str, target: float) -> int | None:
         return None
     failed = np.flatnonzero(~ok)
     return int(c["day"].iloc[failed[-1] + 1 if failed.size else 0])
-
-
-#: which measure gives the sizes of an estimate whose SE holds a data-driven choice fixed
-HELD_SE_MEASURE = ("replicates' SD of the estimates (its delta-method SE holds {what} fixed and is too small; "
-                   "{se_is}: mean SE / SD = {ratio} on the last day)")
-
-
-def se_sd_ratio(estimates: Any, ses: Any) -> dict[str, Any] | None:
-    r"""The mean reported SE over the replicates' SD of the estimates, with its jackknife SE over the replicates:
-    ``{"ratio", "se", "replicates"}`` (``se`` None below 4 replicates or when a replicate's removal leaves no
-    spread), or None when undefined (fewer than 2 finite pairs, SD 0).
-
-    Leaving replicate :math:`i` out gives :math:`\theta_{-i} = \bar m_{-i} / s_{-i}` in closed form
-    (:math:`(R-2)\,s_{-i}^2 = SS - R/(R-1)\,(x_i - \bar x)^2`), and
-    :math:`SE^2 = (R-1)/R \sum_i (\theta_{-i} - \bar\theta)^2`. Unlike a delta method that combines the SD's
-    error (from the estimates' fourth moment) and the mean SE's as if independent, it carries their correlation
-    (a replicate far from the mean often reports a larger SE) and the tails' own spread. Checked by simulation
-    (tests/test_se_sd_ratio.py): its mean over simulated sets is within 1% of the ratios' SD for 200 normal
-    replicates, also with SEs that grow with the estimate's distance from the mean (the independent combination
-    read 26% large there), and 3.5% below it for 60 t5 replicates (the fourth-moment formula read 19% below); its
-    square's mean is not below the spread (Efron-Stein), so that shortfall of the SE's mean is Jensen's."""
-    x, se = np.asarray(estimates, dtype=np.float64), np.asarray(ses, dtype=np.float64)
-    ok = np.isfinite(x) & np.isfinite(se)
-    x, se = x[ok], se[ok]
-    r = int(x.size)
-    if r < 2:
-        return None
-    s, m = float(x.std(ddof=1)), float(se.mean())
-    if not s > 0:
-        return None
-    ratio = m / s
-    if r < 4:
-        return {"ratio": ratio, "se": None, "replicates": r}
-    d = x - x.mean()
-    s2_loo = np.maximum(float(d @ d) - r / (r - 1) * d * d, 0.0) / (r - 2)
-    if not np.all(s2_loo > 0):
-        return {"ratio": ratio, "se": None, "replicates": r}
-    theta = (float(se.sum()) - se) / (r - 1) / np.sqrt(s2_loo)
-    jack = math.sqrt((r - 1) / r * float(np.sum((theta - theta.mean()) ** 2)))
-    return {"ratio": ratio, "se": jack, "replicates": r}
-
-
-def se_sd_ratio_text(q: dict[str, Any] | None) -> str:
-    """'0.93 +- 0.05 over 200 replicates' of :func:`se_sd_ratio` (and '; below 1 by more than 2 SE: the se column
-    runs small' when it does), 'undefined' without one."""
-    if q is None:
-        return "undefined"
-    text = f"{q['ratio']:.2f}"
-    if q.get("se") is None:
-        if q["replicates"] < 4:
-            return f"{text} over {q['replicates']} replicates (too few for its SE)"
-        return f"{text} over {q['replicates']} replicates (its SE undefined: one replicate holds all the spread)"
-    text += f" +- {q['se']:.2f} over {q['replicates']} replicates"
-    if q["ratio"] + 2 * q["se"] < 1:
-        text += "; below 1 by more than 2 SE: the se column runs small"
-    return text
-
-
-#: ... and its power
-HELD_POWER_BOOTSTRAP = ("last day's bootstrap test ({b} resamples of the users, the choice made again in each; "
-                        "percentile p-value); other days' power not measured")
-
-
-HELD_POWER_WITHHELD = ("withheld: without the last day's bootstrap (designs[].bootstrap 0) its p-values come from "
-                       "the delta-method SE, which holds {what} fixed; the analytic power and sizes use the "
-                       "replicates' SD")
 
 
 def analyse(
