@@ -42,12 +42,13 @@ the last day's bootstrap test (the design's ``bootstrap``: SE and p-value from t
 again in each), other days' power is not measured, and without the bootstrap it is withheld. The entry says which
 measure it used (``se_measure``, ``power_measure``).
 
-The null check (:mod:`simulations.analysis_null`), the ground truth's precision (:mod:`simulations.analysis_truth`),
-the sample sizes with their uncertainty (:mod:`simulations.analysis_sizes`), the multileaving designs' rankers
-(:mod:`simulations.analysis_multileaving`), the bias tests with the withholding of biased entries' numbers
-(:mod:`simulations.analysis_bias`), the ratios between designs (:mod:`simulations.analysis_ratios`) and the
-measures of estimates whose SE holds a choice fixed (:mod:`simulations.analysis_held`) live in sibling modules,
-re-exported here.
+The parts live in sibling modules, re-exported here: the day-by-day curves (:mod:`simulations.analysis_curves`),
+the null check (:mod:`simulations.analysis_null`), the ground truth's precision (:mod:`simulations.analysis_truth`),
+the sample sizes with their uncertainty (:mod:`simulations.analysis_sizes`), the bias tests with the withholding of
+biased entries' numbers (:mod:`simulations.analysis_bias`), the measures of estimates whose SE holds a choice fixed
+(:mod:`simulations.analysis_held`), the ratios between designs (:mod:`simulations.analysis_ratios`) and the
+multileaving designs' rankers (:mod:`simulations.analysis_multileaving`). This module builds the summary from them
+(:func:`analyse`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ from simulations.analysis_bias import (
     _withhold_analytic,
     estimate_is_biased,
     is_biased_entry,
+)
+from simulations.analysis_curves import (
+    _coverage_band,
+    _first_day,
+    curves,
 )
 from simulations.analysis_held import (
     HELD_POWER_BOOTSTRAP,
@@ -178,95 +184,6 @@ def improvement_sign(summary: Any, design: str, metric: str) -> int:
     cf = (summary.get("counterfactual") or {}).get(design)
     online = cf.get("metric", metric) if isinstance(cf, dict) else metric
     return IMPROVEMENT_SIGN.get(online, 1)
-
-
-def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float,
-           held: dict[tuple[str, str], int | None] | None = None) -> pd.DataFrame:
-    """Per (design, aa, metric, day) summary over replicates.
-
-    ``held``: ``{(design, metric): the day whose p-values are valid, or None}`` for the estimates whose SE holds a
-    data-driven choice fixed (:func:`simulations.designs.counterfactual.held_fixed`): their analytic power uses
-    the replicates' SD of the estimates instead of the mean SE, and their power and rejection rate are NaN (not
-    measured) on every other day (their p-values there come from the too-small SE)."""
-    z = float(sps.norm.ppf(1 - alpha / 2))
-    held = held or {}
-    out = []
-    # sort=False keeps the run's order: designs as configured, each design's primary metric first
-    for (design, aa, metric, day), g in rows.groupby(["design", "aa", "metric", "day"], sort=False):
-        t = 0.0 if aa else truth[(design, metric)].value
-        reject = g["pvalue"].to_numpy() < alpha
-        defined = g["pvalue"].notna().to_numpy()
-        sign_ok = np.sign(g["estimate"].to_numpy()) == np.sign(t) if t != 0 else np.ones(len(g), bool)
-        se_mean = float(g["se"].mean())  # over replicates where the estimate is defined
-        r = len(g)
-        sd = float(g["estimate"].std(ddof=1)) if r > 1 else float("nan")
-        is_held = not aa and (design, metric) in held
-        se_power = sd if is_held else se_mean  # the SE the analytic power assumes
-        if t == 0:
-            analytic = float(alpha)  # A/A: the rejection rate either way
-        elif se_power > 0:
-            # rejections with the effect's sign, as the simulated power counts them
-            analytic = float(sps.norm.cdf(abs(t) / se_power - z))
-        else:
-            analytic = float("nan")
-        power = float(np.mean(reject & sign_ok))
-        rejection = float(reject.mean())
-        if is_held and held[(design, metric)] != int(day):
-            power = rejection = float("nan")
-        out.append(
-            {
-                "design": design,
-                "aa": bool(aa),
-                "metric": metric,
-                "primary": bool(g["primary"].iloc[0]),
-                "day": int(day),
-                "replicates": r,
-                "true_effect": t,
-                "power": power,
-                "power_se": math.sqrt(max(power * (1 - power), 1e-12) / r) if power == power else float("nan"),
-                "rejection_rate": rejection,
-                # replicates whose estimate was undefined at this checkpoint (too few users or
-                # comparisons yet); they count as not rejecting
-                "undefined": float(g["pvalue"].isna().mean()),
-                "analytic_power": analytic,
-                "mean_estimate": float(g["estimate"].mean()),
-                "sd_estimate": sd,
-                # root mean squared error about the true effect (replicates with a defined estimate)
-                "rmse": float(np.sqrt(np.nanmean((g["estimate"].to_numpy() - t) ** 2))) if defined.any()
-                else float("nan"),
-                "mean_se": se_mean,
-                "coverage": float(np.mean(((g["ci_low"] <= t) & (t <= g["ci_high"]))[defined])) if defined.any()
-                else float("nan"),
-                "mean_users": float(g["n_users"].mean()),
-                "mean_impressions": float(g["n_impressions"].mean()),
-            }
-        )
-    return pd.DataFrame(out)
-
-
-def _coverage_band(last: pd.Series, alpha: float) -> Any:
-    """The exact 99% binomial band of the number of a day's ``(1 - alpha)`` intervals holding the truth, over its
-    replicates with a defined interval (``replicates * (1 - undefined)``), or ``None`` when none is defined. A
-    coverage below it means the intervals under-cover here (too narrow, or the estimate is biased); above it, that
-    they are conservative (wider than their level needs). The truth's own Monte Carlo error, where it has one, is not
-    in the band, and the band is per row: of 20 rows with exact intervals, at most 0.2 are flagged by chance on
-    average."""
-    defined = int(round(float(last["replicates"]) * (1.0 - float(last["undefined"]))))
-    if defined < 1 or not math.isfinite(float(last["coverage"])):
-        return None
-    return binomial_band(defined, 1.0 - alpha, 0.99)
-
-
-def _first_day(c: pd.DataFrame, column: str, target: float) -> int | None:
-    """The first day from which ``column`` stays at or above ``target`` through the last day (``None``: not at
-    the last day). Simulated power is not monotone in the days (Monte Carlo error: with 10 replicates it reached
-    0.8 on day 6 and ended at 0.70), and a first crossing then named a day from which the experiment is not powered;
-    analytic power grows with the days, so for it this is the first crossing."""
-    ok = (c[column] >= target).to_numpy()  # NaN (undefined): not reached
-    if not ok.size or not ok[-1]:
-        return None
-    failed = np.flatnonzero(~ok)
-    return int(c["day"].iloc[failed[-1] + 1 if failed.size else 0])
 
 
 def analyse(
