@@ -68,6 +68,7 @@ from simulations.executor_check import ADDRESS, _dask_missing, _resolve, parse_s
 from simulations.runner import (
     Truth,
     compute_truth,
+    die_with_parent,
     one_blas_thread,
     replicate_seeds,
     resolve_workers,
@@ -205,6 +206,7 @@ def _init_local_worker() -> None:
     # inherited SIGTERM handler raises, so its terminate() would print a worker's traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()  # a killed client's workers end (review 15, F1)
     one_blas_thread()
 
 

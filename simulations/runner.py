@@ -174,12 +174,50 @@ def one_blas_thread() -> None:
     threadpool_limits(limits=1)
 
 
+#: the pid of the process that last forked in this interpreter (set just before each fork): a forked worker's parent
+_FORKED_FROM = [os.getpid()]
+_FORKED = [False]  # this process was forked from one that had imported this module (not spawned)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=lambda: _FORKED_FROM.__setitem__(0, os.getpid()),
+                        after_in_child=lambda: _FORKED.__setitem__(0, True))
+#: seconds between a worker's checks that its parent is alive
+PARENT_CHECK_INTERVAL = 0.25
+
+
+def die_with_parent(interval: float | None = None) -> None:
+    """End this worker process (``os._exit``) as soon as the process that forked it is gone (review 15, F1).
+
+    A run killed by ``kill -9``, the OOM killer or a batch scheduler cannot end its workers; they used to stay,
+    blocked on the task queue for good. A daemon thread compares ``os.getppid()`` with the pid that forked this
+    process every ``interval`` seconds (:data:`PARENT_CHECK_INTERVAL`): an orphan is re-parented (to 1 or a
+    subreaper), so its ``getppid()`` changes. Portable, and unlike Linux's ``PR_SET_PDEATHSIG`` (sent when the
+    *thread* that forked the child ends) it cannot end a reused pool's workers while the process lives. The
+    worker was forked, so it holds no folder lock (:func:`simulations.job._drop_locks_in_child`)."""
+    import threading
+    import time
+
+    # a spawned worker (another start method) knows its parent only as its parent now
+    parent = _FORKED_FROM[0] if _FORKED[0] else os.getppid()
+    wait = PARENT_CHECK_INTERVAL if interval is None else interval
+    if os.getppid() != parent:  # the parent died before this worker got here
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(wait)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="onlineeval-parent-watch", daemon=True).start()
+
+
 def _init_worker(config: Config, world: World) -> None:
     # the parent handles Ctrl-C and SIGTERM (cancels the queue and ends the workers); a worker
     # interrupted on its own would only print a traceback. A forked worker inherits the parent's
     # handler, which turns SIGTERM into an exception: the parent's terminate() must end it silently
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
     one_blas_thread()
     _WORKER.update(config=config, world=world, users=UserModels.from_config(config.users))
 
@@ -504,6 +542,7 @@ def _run_monte_carlo(
 def _init_truth_worker(config: Config, world: World, users: UserModels) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and SIGTERM (see _init_worker)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
     one_blas_thread()
     _WORKER.update(config=config, world=world, users=users)
 

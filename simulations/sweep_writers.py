@@ -127,6 +127,9 @@ def _init_writer() -> None:
     # the client handles Ctrl-C and SIGTERM (a forked writer would inherit its handler, which raises)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    from simulations.runner import die_with_parent
+
+    die_with_parent()  # a killed client's writers end (review 15, F1)
     import_writer_modules()  # inherited with fork: nothing to do
     gc.freeze()  # the objects inherited from the client are never collected here: no pass over them
 
