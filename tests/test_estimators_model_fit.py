@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
+from clickmodels.base import Impressions
 from clickmodels.estimation import EMOptions, fit_log
 from clickmodels.logs import from_arrays
 from onlineeval.errors import ConfigError, InputError
@@ -290,3 +291,63 @@ def test_fitting_options_out_of_range_are_config_errors():
             with pytest.raises(ConfigError, match=next(iter(k for k in opts if k != "model"))):
                 get_estimator(name, **opts)
     assert get_estimator("dm", model="cm", pseudo=0).pseudo == 0  # the boundary is allowed
+
+
+# ------------------------------------------------------------------------------ dcm / sdbn: EM by default
+def _clickmodels_fit(data: LoggedData, name: str, **opts):
+    log = from_arrays(data.query, data.shown, data.clicks)
+    return log, fit_log(name, log, pseudo=0.0, **opts)
+
+
+@pytest.mark.parametrize("name", ["dcm", "sdbn"])
+def test_dcm_and_sdbn_are_fitted_by_em_with_the_estimators_cap(name):
+    # review 15 F5 follow-up: dcm used the aggregated last-click closed form by default, sdbn fit_log's EM with its
+    # own 200-iteration cap; now both are clickmodels' EM (the MLE) with EM_MAX_ITER, like PBM / UBM / DBN / CCM
+    from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
+    from onlineeval.estimators.dm import EM_BY_DEFAULT, EM_MAX_ITER, EM_OR_CLOSED_FORM
+
+    assert EM_BY_DEFAULT == EM_MODELS | EM_OPTIONAL and EM_OR_CLOSED_FORM == EM_OPTIONAL
+    data = LOGS["dcm"]
+    log, ref = _clickmodels_fit(data, name, method="em", max_iter=EM_MAX_ITER)
+    assert ref.trace.method == "em" and ref.trace.converged
+    for est_name in ("dm", "dr_list", "cascade_dr"):
+        est = get_estimator(est_name, model=name, folds=1)
+        assert not est.aggregated and est.fits_by_em
+        fitted = est.fitted(data.take(np.arange(data.n)))
+        assert fitted.trace.method == "em" and fitted.trace.max_iter == EM_MAX_ITER
+        assert fitted.trace.iterations == ref.trace.iterations
+        mdl, want = fitted.model, ref.to_model(log.query_vocab, log.doc_vocab)
+        imp = Impressions(query=data.query, docs=data.shown)  # the same fit: the same probabilities, to the bit
+        np.testing.assert_array_equal(mdl.click_probabilities(imp), want.click_probabilities(imp))
+        no_click = np.zeros(data.shown.shape, dtype=bool)
+        np.testing.assert_array_equal(mdl.conditional_click_probabilities(imp, no_click),
+                                      want.conditional_click_probabilities(imp, no_click))
+        res = est.estimate(data, check_world("dcm").targets[0], "clicks_per_query")
+        text = f"{name} fitted on the log by EM (maximum likelihood; max_iter {EM_MAX_ITER}, tol 1e-07)"
+        assert res.assumption.endswith("; reward model: " + text) and res.diagnostics.notes["fit"] == text
+        assert res.diagnostics.notes["em_iterations"] == [ref.trace.iterations]
+        assert res.diagnostics.notes["em_converged"] is True
+
+
+def test_dcm_closed_form_only_on_request_and_said_to_be_biased():
+    data = LOGS["dcm"]
+    est = get_estimator("dm", model="dcm", method="closed_form")
+    assert est.aggregated and not est.fits_by_em  # the aggregated closed form (equal to clickmodels', above)
+    fitted = est.fitted(data)
+    assert fitted.trace.method == "closed_form"
+    _, ref = _clickmodels_fit(data, "dcm", method="closed_form")
+    np.testing.assert_allclose(fitted.params["continuation"], ref.continuation, rtol=CLOSED_TOL, atol=CLOSED_TOL)
+    res = est.estimate(data, check_world("dcm").targets[0], "clicks_per_query")
+    for text in (res.assumption, res.diagnostics.notes["fit"]):
+        assert "last-click closed form" in text and "biased" in text and "not the maximum likelihood" in text
+    # EM options with the closed form are refused (clickmodels' message, under the estimator's key)
+    with pytest.raises(ConfigError, match="no EM options"):
+        get_estimator("dm", model="sdbn", method="closed_form", max_iter=50).fitted(data)
+    # max_iter / tol without a method: EM (the default, no longer a silent switch) with that cap, said so
+    capped = get_estimator("dm", model="dcm", max_iter=3)
+    assert capped.fits_by_em and not capped.aggregated
+    res = capped.estimate(data, check_world("dcm").targets[0], "clicks_per_query")
+    assert res.diagnostics.notes["em_iterations"] == [3] and "max_iter 3," in res.assumption
+    assert any("EM stopped at max_iter 3" in w for w in res.diagnostics.notes["warnings"])
+    # cm and the CTR models: closed form, the maximum likelihood
+    assert get_estimator("dm", model="cm").fit_text() == "cm fitted on the log in closed form (maximum likelihood)"

@@ -152,7 +152,9 @@ def fit_clicks(
         A model name of ``onlineeval clicks`` (gctr, rctr, dctr, cm, dcm, sdbn, pbm, ubm,
         dbn, ccm, or an alias such as ``cascade``).
     method, max_iter, tol, pseudo:
-        ``closed_form`` or ``em``; EM's stopping rule; the Beta(a, a) pseudo-count.
+        ``closed_form`` or ``em`` (default: EM for pbm, ubm, dbn, ccm, dcm and sdbn, the closed form for
+        the CTR models and cm; ``closed_form`` gives dcm's and sdbn's last-click approximations, biased on
+        data from the model itself); EM's stopping rule; the Beta(a, a) pseudo-count.
     format:
         The file's format (default from its suffix).
     clicks_as:
@@ -207,8 +209,9 @@ def evaluate_clicks(
         Training sessions (see :func:`fit_clicks`, also for ``format`` and ``clicks_as``,
         which apply to ``test`` too).
     models:
-        Model names (``name:em`` for the EM fit of dcm / sdbn) and fitted-parameter ``.json``
-        files (labelled ``model (file name)`` as by the CLI), each once, checked before any
+        Model names (dcm and sdbn are fitted by EM, the maximum likelihood, by default;
+        ``dcm:closed_form`` / ``sdbn:closed_form`` for their last-click closed forms, biased on
+        data from the model itself) and fitted-parameter ``.json`` files (labelled ``model (file name)`` as by the CLI), each once, checked before any
         sessions are read (:func:`onlineeval.cli.clicks.resolve_models`, the CLI's); or
         ``{label: fitted model}``.
     test:
