@@ -40,9 +40,12 @@ and combines its tests (pairs, positions, scenarios, click models) with Bonferro
   :data:`~.exact.MAX_LISTS` (every scenario but for probabilistic's lists of 7, 9 and 12
   documents and probabilistic multileaving's of 9 and 11), else chi-square homogeneity
   against a sampled reference;
-* ``coin_no_preference`` (team-draft, two rankers): ``A=(1,2,3)``, ``B=(2,3,4)``, only document 3
-  clicked: the outcome is the round-2 coin, a sign test of the exact null 0 on ``n`` impressions
-  (a 0.52 coin: ``z = 0.04 sqrt(n)``, power 0.99 at ``n = 20000``);
+* ``coin_no_preference`` (team-draft, two rankers): the round-1 coin (``A=(1,2,3,4)``, ``B=(2,1,4,3)``,
+  only slot 1 clicked: the outcome is slot 1's team) and the round-2 coin (``A=(1,2,3)``, ``B=(2,3,4)``,
+  only document 3 clicked), each a sign test of the exact null 0 on ``n`` impressions of its own, the two
+  Bonferroni-combined (each at ``alpha / 12``: critical ``z`` 3.34). A 0.52 coin in round 1 alone, or in
+  round 2 alone, gives ``z = 0.04 sqrt(n)``: exact binomial power 0.990 at ``n = 20000`` (0.30 at 5000,
+  above 0.9999 at 60000); a 0.52 coin in every round is seen by both tests;
 * ``documented: balanced bias``: balanced interleaving's known counter-example, measured.
 
 Level: ``alpha`` holds for the whole battery; each of its ``s`` statistical checks
@@ -223,8 +226,8 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
         is detected with power above 0.999, a 1% bias with power about 0.8, a 4-point
         shift of one position's team share with power above 0.999 (exact reference); see the
         module docstring). A per-impression candidate's
-        interleave() is called about ``4 n`` to ``6 n`` times (one ``n`` more for team-draft's
-        ``coin_no_preference``, on lists of three); lower ``n`` for slow
+        interleave() is called about ``4 n`` to ``6 n`` times (``2 n`` more for team-draft's
+        ``coin_no_preference``, on lists of three and four); lower ``n`` for slow
         implementations (``better_ranker_wins`` draws at least
         :data:`BETTER_MIN_PER_SCENARIO` impressions per scenario whatever ``n``).
     alpha:
@@ -652,23 +655,42 @@ def _documented(candidate: Candidate, spec: MethodSpec, n: int, rng: np.random.G
     return out
 
 
-#: the scenario of :func:`_coin`: ``A=(1,2,3)``, ``B=(2,3,4)``, only document 3 clicked
+#: the scenarios of :func:`_coin`: round 1's coin (only slot 1 clicked; the lists' first documents differ) and
+#: round 2's (``A=(1,2,3)``, ``B=(2,3,4)``, only document 3 clicked)
+COIN1_LISTS: Lists = ((1, 2, 3, 4), (2, 1, 4, 3))
 COIN_LISTS: Lists = ((1, 2, 3), (2, 3, 4))
 
 
 def _coin(candidate: Candidate, spec: MethodSpec, n: int, rng: np.random.Generator) -> CheckResult:
-    """Team-draft's round coin, seen where nothing else decides: a sign test of the mean outcome 0.
+    """Team-draft's round coins, seen where nothing else decides: sign tests of the mean outcome 0.
 
-    On ``A=(1,2,3)``, ``B=(2,3,4)`` with only document 3 clicked (B ranks it higher, which team-draft
-    cannot see), round 1 shows 1 and 2 and document 3 goes to the team that picks first in round 2:
-    a correct team-draft's outcome is a fair coin (exact null, no approximation at any ``n``). A biased
-    coin shifts its mean by twice the bias on every impression, the most sensitive view of it.
+    Round 1: on ``A=(1,2,3,4)``, ``B=(2,1,4,3)`` with only slot 1 clicked, the outcome is the team of
+    slot 1, the round-1 coin (who takes the top slot, the one most users click). Round 2: on
+    ``A=(1,2,3)``, ``B=(2,3,4)`` with only document 3 clicked (B ranks it higher, which team-draft
+    cannot see), round 1 shows 1 and 2 and document 3 goes to the team that picks first in round 2.
+    For a correct team-draft each outcome is a fair coin (exact null, no approximation at any ``n``);
+    ``n`` impressions each, the two sign tests Bonferroni-combined. A biased coin shifts the mean by
+    twice the bias on every impression, the most sensitive view of it.
     """
-    s = candidate.sample(COIN_LISTS, n, rng)
-    o = np.sign(_values(candidate, spec, COIN_LISTS, s, s.shown == 3)[:, 1, 0])
-    p, c = sign_test(o)
-    return CheckResult("coin_no_preference", PENDING, "sign test p-value", p,
-                       f"A=(1,2,3), B=(2,3,4), only document 3 clicked (B ranks it higher; team-draft cannot see "
-                       f"it, so the outcome is the round-2 coin): mean outcome {o.mean():+.4f} over {o.size} "
-                       f"impressions (expected 0), wins {c['wins']}, losses {c['losses']}, ties {c['ties']}",
-                       counts=c, rule="null")
+    parts, pvals = [], []
+    counts = {"wins": 0, "losses": 0, "ties": 0}
+    per_round: dict[str, int] = {}
+    for rnd, lists in ((1, COIN1_LISTS), (2, COIN_LISTS)):
+        s = candidate.sample(lists, n, rng)
+        clicks = np.zeros(s.shown.shape, dtype=bool)
+        if rnd == 1:
+            clicks[:, 0] = s.shown[:, 0] >= 0
+            what = "A=(1,2,3,4), B=(2,1,4,3), only slot 1 clicked (its team is the round-1 coin)"
+        else:
+            clicks = s.shown == 3
+            what = ("A=(1,2,3), B=(2,3,4), only document 3 clicked (B ranks it higher; team-draft cannot see it, "
+                    "so the outcome is the round-2 coin)")
+        o = np.sign(_values(candidate, spec, lists, s, clicks)[:, 1, 0])
+        p, c = sign_test(o)
+        pvals.append(p)
+        counts = {k: counts[k] + c[k] for k in counts}
+        per_round.update({f"{k}_round{rnd}": v for k, v in c.items()})
+        parts.append(f"round {rnd}: {what}: mean outcome {o.mean():+.4f} over {o.size} impressions (expected 0), "
+                     f"wins {c['wins']}, losses {c['losses']}, ties {c['ties']}, p {p:.3g}")
+    return CheckResult("coin_no_preference", PENDING, "sign test p-value, Bonferroni over 2 rounds' coins",
+                       bonferroni(pvals), "; ".join(parts), counts={**counts, **per_round}, rule="null")
