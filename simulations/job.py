@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -73,6 +74,7 @@ from simulations.world import World, build_world
 __all__ = [
     "FINISHED",
     "PARTIAL",
+    "analysis_version",
     "PARTIAL_FORMAT",
     "Interrupted",
     "STREAM_VERSION",
@@ -180,6 +182,46 @@ def _fingerprint(config: Config, stream_version: int | None) -> str:
     if stream_version is not None:
         data["stream_version"] = stream_version
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+#: the packages whose sources make up :func:`analysis_version` (their ``cli`` subpackages left out) and the
+#: libraries whose versions it includes
+_ANALYSIS_PACKAGES = ("simulations", "onlineeval")
+_ANALYSIS_LIBRARIES = ("numpy", "scipy", "pandas", "statsmodels")
+
+
+@functools.lru_cache(maxsize=1)
+def analysis_version() -> str:
+    """The version of the code that turns replicates into results, stamped in every summary.json
+    (``"analysis_version"``; review 15, F3): a hash of the source of every module of :data:`_ANALYSIS_PACKAGES`
+    (the command-line layer excepted) and of the versions of numpy, scipy, pandas and statsmodels.
+
+    :data:`STREAM_VERSION` covers only the numbers a seed gives, and ``onlineeval_version`` is not bumped during
+    development, so a resumed sweep used to reuse points analysed by other code (1301495's size-refit correction
+    applied only to the points computed after it). A hand-bumped constant fails the same way the day someone
+    forgets it; the hash cannot. It changes more often than the analysis does (a comment, a help text), which costs
+    only a re-analysis of the finished points (their replicates are reused, their truths recomputed), never a
+    mix. Computed once per process (the first caller is the run's main process, before its workers fork)."""
+    import importlib.metadata
+    import importlib.util
+
+    h = hashlib.sha256()
+    for package in _ANALYSIS_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        roots = list(spec.submodule_search_locations or []) if spec is not None else []
+        for root in map(Path, roots):
+            for path in sorted(root.rglob("*.py")):
+                rel = path.relative_to(root)
+                if rel.parts[0] in ("cli", "__pycache__"):
+                    continue
+                h.update(f"{package}/{rel.as_posix()}\0".encode())
+                h.update(path.read_bytes())
+    for lib in _ANALYSIS_LIBRARIES:
+        try:
+            h.update(f"{lib}=={importlib.metadata.version(lib)}\0".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(f"{lib} missing\0".encode())
+    return h.hexdigest()[:16]
 
 
 def partial_header(fingerprint: str) -> str:
@@ -655,6 +697,7 @@ def simulate(
         Receives one-line progress messages.
     """
     say = log or (lambda _msg: None)
+    analysis_version()  # the code this run analyses with, hashed before anything (a worker) forks
     n_workers = resolve_workers(config.workers if workers is None else workers)
     if output is None:
         with signals_interrupt():
@@ -776,6 +819,7 @@ def finish(
     write the results folder when ``output`` is given (``fingerprint`` goes in summary.json)."""
     rows = pd.DataFrame([row for i in sorted(done) for row in done[i]])
     summary, curves = analyse(rows, truths, world, config)
+    summary["analysis_version"] = analysis_version()  # a sweep re-analyses a point stamped by other code
     summary["truth_by_segment"] = truth_by_segment(world, users)
     if any(d.type == "ab" for d in config.designs):
         from simulations.decomposition import decomposition_summary

@@ -44,8 +44,10 @@ of every input file it names: qrels, both runs, ..., and the code's
 :data:`simulations.job.STREAM_VERSION`, so a point finished or half-done by an
 onlineeval whose numbers differ is recomputed, not mixed) and partial file, so an interrupted
 sweep resumes: finished points (``summary.json`` with the point's fingerprint and
-replicates, no partial file) are read back, and unfinished ones keep the replicates in
-their partial file. A finished point keeps its replicates' records
+replicates, no partial file, analysed by this code: its ``analysis_version``,
+:func:`simulations.job.analysis_version`) are read back, a finished point analysed by other
+code is re-analysed from its kept records (its truth recomputed, no replicate re-simulated;
+review 15, F3), and unfinished ones keep the replicates in their partial file. A finished point keeps its replicates' records
 (``replicates.finished.jsonl.gz``, :data:`simulations.job.FINISHED`), so a sweep run again
 with more ``replicates`` (or fewer) computes only the replicates each point lacks: replicate
 ``r`` is seeded by the ``r``-th spawned seed whatever their number, so the first ``R`` of an
@@ -448,8 +450,9 @@ def _read_base(base: str, base_dir: Path, source: str | None) -> tuple[dict[str,
 
 
 # ------------------------------------------------------------------------------ running
-def _finished(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any] | None:
-    """The point's summary when its results folder is complete for this fingerprint."""
+def _complete(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any] | None:
+    """The point's summary when its results folder is complete for this fingerprint and number of replicates
+    (whatever code analysed it)."""
     from simulations.job import PARTIAL
 
     path = folder / "summary.json"
@@ -459,7 +462,20 @@ def _finished(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any]
         summary = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
-    if summary.get("config_fingerprint") != fingerprint or summary.get("config", {}).get("replicates") != replicates:
+    if not isinstance(summary, dict) or summary.get("config_fingerprint") != fingerprint \
+            or summary.get("config", {}).get("replicates") != replicates:
+        return None
+    return summary
+
+
+def _finished(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any] | None:
+    """The point's summary when its results folder is complete for this fingerprint and was analysed by this code
+    (its ``analysis_version``, :func:`simulations.job.analysis_version`); a point analysed by other code is
+    re-analysed from its kept records (review 15, F3), not reused."""
+    from simulations.job import analysis_version
+
+    summary = _complete(folder, fingerprint, replicates)
+    if summary is None or summary.get("analysis_version") != analysis_version():
         return None
     return summary
 
@@ -525,6 +541,7 @@ def run_sweep(
     from simulations.job import (
         FINISHED,
         PARTIAL,
+        analysis_version,
         config_fingerprint,
         folder_lock,
         keep_finished,
@@ -541,6 +558,7 @@ def run_sweep(
     )
 
     say = log or (lambda _msg: None)
+    analysis_version()  # the code this sweep analyses with, hashed before any worker or writer forks
     root = sweep.output
     fingerprints: dict[int, str] = {}
     for point in sweep.points:
@@ -592,6 +610,11 @@ def run_sweep(
                 summaries[point.index] = old
                 reps_done += config.replicates
                 continue
+            stale = None if fresh else _complete(folder, fp, config.replicates)
+            if stale is not None:
+                say(f"point {point.index}: re-analysing: its results were analysed by other code (analysis version "
+                    f"{stale.get('analysis_version') or 'not recorded'}, this one {analysis_version()}); its "
+                    "replicates are reused, not recomputed")
             if fp in open_points:
                 raise ConfigError(("points",), f"points {open_points[fp].point.index} and {point.index} are the same "
                                   "simulation (same fingerprint); remove one")
