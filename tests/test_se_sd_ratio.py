@@ -111,3 +111,24 @@ def test_its_mean_matches_the_ratios_spread(draw, r, old_passes):
     for scale in (1.2, 0.8):  # a 20% error in the SE would not pass
         gap_scaled, se_scaled = _gap(ratio, scale * jack)
         assert abs(gap_scaled) > 4 * se_scaled, (scale, gap_scaled, se_scaled)
+
+
+def test_a_leave_one_out_without_spread_gives_no_se_despite_rounding():
+    """Review 16, F4: five values of 1/3 and one of 0.9. Leaving 0.9 out leaves five equal values (the loop's SD is
+    exactly 0, so its jackknife is undefined), but the closed form SS - R/(R-1) d_i^2 kept ~1e-17 of rounding and
+    gave an SE of 2.2e7. Near-degenerate and random sets against the explicit loop."""
+    x, se = np.array([1 / 3] * 5 + [0.9]), np.full(6, 0.1)
+    assert np.std(np.delete(x, 5), ddof=1) == 0.0
+    q = se_sd_ratio(x, se)
+    assert q["se"] is None and q["replicates"] == 6
+    assert q["ratio"] == pytest.approx(0.1 / np.std(x, ddof=1), rel=1e-12)
+    assert se_sd_ratio_text(q).endswith("(its SE undefined: one replicate holds all the spread)")
+    rng = np.random.default_rng(16)
+    for r in (4, 6, 30):
+        for tiny in (1e-9, 1e-6, 1e-3, 1e-2):  # the rest's SS from ~1e-18 to ~1e-4 of the whole's
+            xr = np.append(1 / 3 + tiny * rng.standard_normal(r - 1), 0.9)
+            ser = rng.uniform(0.05, 0.15, r)
+            assert se_sd_ratio(xr, ser)["se"] == pytest.approx(_jackknife_by_loop(xr, ser), rel=1e-9), (r, tiny)
+        for _ in range(20):
+            xr, ser = rng.standard_normal(r) * rng.uniform(1e-3, 1e3), rng.uniform(0.5, 1.5, r)
+            assert se_sd_ratio(xr, ser)["se"] == pytest.approx(_jackknife_by_loop(xr, ser), rel=1e-9)
