@@ -117,14 +117,26 @@ def offline_metric_conventions(metric_name: str, depth: int | None) -> dict[str,
             "text": offline_conventions_text(str(m), depth)}
 
 
+def sign_agreement(offline: float, online: float) -> str:
+    """How an offline difference's sign compares with the online one's: 'same' (both 0 included), 'opposite' (one
+    positive, the other negative), 'offline tie' (offline exactly 0, online not: rankers identical down to the
+    offline cut-off may differ below it, where the online metric reads) or 'online tie' (the reverse)."""
+    if np.sign(offline) == np.sign(online):
+        return "same"
+    if offline == 0:
+        return "offline tie"
+    return "online tie" if online == 0 else "opposite"
+
+
 def multileaving_offline(world: World, names: list[str], pairs: list[str],
                          online: dict[str, float]) -> dict[str, Any]:
     """The offline metric of the multileaving designs' rankers ``names`` (review 12, F3): each ranker's value
     (frequency-weighted and uniform over queries, as the Offline line's A and B) and its gain over the first of
     ``names`` (``baseline``: the online values' 'from' ranker), absolute and relative (weighted); their order; for
     every pair ``delta_<X>_vs_<Y>`` of ``pairs`` X's value minus Y's (+ favours X, as the pair's online Delta) and
-    whether the weighted difference has the sign of the rankers' exact online difference (``online``: each
-    ranker's exact value of the order metric; ``same_sign_online``)."""
+    how the weighted difference's sign compares with the rankers' exact online difference's (``online``: each
+    ranker's exact value of the order metric): ``signs`` (:func:`sign_agreement`) and ``same_sign_online`` (True
+    'same', False 'opposite', None a tie on one side only: a tie is no contradiction, review 16, F6)."""
     off = world.offline
     w, u = off.weighted, off.uniform
     base = names[0]
@@ -138,8 +150,9 @@ def multileaving_offline(world: World, names: list[str], pairs: list[str],
     by_pair = {}
     for p in dict.fromkeys(pairs):
         x, y = pair_rankers(p)
+        signs = sign_agreement(w[x] - w[y], online[x] - online[y])
         by_pair[p] = {"weighted": w[x] - w[y], "uniform": u[x] - u[y], "relative_weighted": rel(w[x] - w[y], w[y]),
-                      "same_sign_online": bool(np.sign(w[x] - w[y]) == np.sign(online[x] - online[y]))}
+                      "signs": signs, "same_sign_online": {"same": True, "opposite": False}.get(signs)}
     return {"metric": off.metric, "conventions": offline_metric_conventions(off.metric, world.depth),
             "baseline": base, "rankers": rankers, "order": sorted(names, key=lambda r: -w[r]), "pairs": by_pair}
 

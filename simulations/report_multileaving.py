@@ -16,10 +16,25 @@ from simulations.report_numbers import percent_text, value_text
 from simulations.report_ratios import multileaving_lines
 
 __all__ = ["OPPOSITE_MARK", "multileaving_block", "multileaving_offline_lines", "offline_pair_rows",
-           "offline_ranker_rows", "offline_rankers_text"]
+           "offline_ranker_rows", "offline_rankers_text", "pair_signs"]
 
 #: a pair's mark where the offline and the exact online differences have opposite signs
 OPPOSITE_MARK = "!"
+
+
+def pair_signs(row: dict[str, Any]) -> str:
+    """A pair row's sign comparison (:func:`simulations.analysis.sign_agreement`): its ``signs``; for a summary
+    written before them (review 16, F6), from its two differences ('offline tie' where the offline one is exactly 0
+    and the online one not, 'online tie' the reverse), else from ``same_sign_online``."""
+    if row.get("signs"):
+        return str(row["signs"])
+    off, on = row.get("weighted"), row.get("exact_online")
+    if isinstance(off, (int, float)) and isinstance(on, (int, float)):
+        if off == 0 and on != 0:
+            return "offline tie"
+        if on == 0 and off != 0:
+            return "online tie"
+    return "same" if row.get("same_sign_online", True) else "opposite"
 
 
 def _offline(s: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -120,10 +135,13 @@ def multileaving_offline_lines(s: dict[str, Any]) -> list[str]:
     lines.append(f"  offline gain against online outcome by pair (+ favours the first ranker): the offline "
                  f"{off.get('metric')} difference (frequency-weighted; relative to the second ranker's), the exact "
                  f"online {key} difference, each design's true Delta ({', '.join(designs)}); "
-                 f"'{OPPOSITE_MARK}': the offline and exact online differences have opposite signs:")
+                 f"'{OPPOSITE_MARK}': the offline and exact online differences have opposite signs; 'offline tie' "
+                 f"('online tie'): that difference is exactly 0, the other not:")
+    marks = {"same": "", "opposite": f" {OPPOSITE_MARK}"}
     for row in pairs:
         cells = " ".join(f"{d} {value_text(t, True):>10s}" for d, t in row["designs"].items())
-        mark = "" if row.get("same_sign_online", True) else f" {OPPOSITE_MARK}"
+        signs = pair_signs(row)
+        mark = marks.get(signs, f" {signs}")
         lines.append(f"    {row['pair']:14s} offline {value_text(row.get('weighted'), True):>10s} "
                      f"{'(' + percent_text(row.get('relative_weighted')) + ')':>8s}  online "
                      f"{value_text(row.get('exact_online'), True):>10s}  {cells}{mark}")

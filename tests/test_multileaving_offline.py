@@ -116,7 +116,9 @@ def test_every_rankers_offline_value_is_the_metric_on_its_lists(run: Any) -> Non
         assert v["weighted"] == pytest.approx(w[x] - w[y], abs=1e-12)
         assert v["uniform"] == pytest.approx(u[x] - u[y], abs=1e-12)
         assert v["relative_weighted"] == pytest.approx((w[x] - w[y]) / w[y], rel=1e-10, abs=1e-14)
-        assert v["same_sign_online"] == (math.copysign(1, w[x] - w[y]) == math.copysign(1, online[x] - online[y]))
+        assert w[x] != w[y] and online[x] != online[y]  # no tie here (test_an_offline_tie_is_no_opposite_sign)
+        same = math.copysign(1, w[x] - w[y]) == math.copysign(1, online[x] - online[y])
+        assert v["same_sign_online"] is same and v["signs"] == ("same" if same else "opposite")
 
 
 def test_the_terminal_shows_them_under_the_online_values(run: Any) -> None:
@@ -144,7 +146,7 @@ def test_the_terminal_shows_them_under_the_online_values(run: Any) -> None:
         assert row[5] == value_text(exact, True)
         assert row[6:10] == ["tdm", value_text(ml["designs"]["tdm"]["pairs"][p]["own_truth"], True),
                              "pm", value_text(ml["designs"]["pm"]["pairs"][p]["own_truth"], True)]
-        assert (row[-1] == "!") == (not v["same_sign_online"])
+        assert (row[-1] == "!") == (v["signs"] == "opposite")
     assert lines[at + 3 + len(off["pairs"])].startswith("  pairwise error rate by day")
 
 
@@ -178,7 +180,7 @@ def test_the_page_shows_them_and_an_old_summary_still_renders(run: Any, tmp_path
                  value_text(v["uniform"], True), value_text(ml["designs"]["pm"]["pairs"][p]["exact_difference"], True),
                  value_text(ml["designs"]["tdm"]["pairs"][p]["own_truth"], True),
                  value_text(ml["designs"]["pm"]["pairs"][p]["own_truth"], True),
-                 "same" if v["same_sign_online"] else "opposite"]
+                 v["signs"]]
         assert "|".join(cells) in re.sub(r"(<[^>]+>)+", "|", section), p
     assert f"cut-off {K}" in section and "gain 2^g - 1" in section
     # a summary from before multileaving.offline / offline.others: no offline lines, no section, no error
@@ -198,3 +200,52 @@ def test_the_page_shows_them_and_an_old_summary_still_renders(run: Any, tmp_path
     assert "Multileaving: offline gain against online outcome" not in old_page
     assert "Multileaving: the rankers' exact online" in old_page
     assert "Multileaving: offline gain against online outcome" in _page_text(folder)
+
+
+def test_an_offline_tie_is_no_opposite_sign(run: Any) -> None:
+    """Review 16, F6: rankers equal down to the offline cut-off (offline difference exactly 0) may differ online;
+    the old np.sign comparison marked that pair '!' / 'opposite'. Now 'offline tie' (and 'online tie' the reverse),
+    same_sign_online None, in the summary, the terminal line and report.html; an old summary's pair (same_sign_online
+    False, offline 0) is read the same way."""
+    from types import SimpleNamespace
+
+    from simulations.analysis import multileaving_offline
+    from simulations.analysis_multileaving import sign_agreement
+    from simulations.html_report.multileaving import multileaving_section
+    from simulations.report import terminal_summary
+
+    world = SimpleNamespace(depth=K, offline=SimpleNamespace(
+        metric=f"nDCG@{K}", weighted={"A": 0.8, "B": 0.8, "C": 0.7, "D": 0.9},
+        uniform={"A": 0.7, "B": 0.7, "C": 0.6, "D": 0.8}))
+    online = {"A": 0.30, "B": 0.31, "C": 0.30, "D": 0.20}
+    pairs = ["delta_B_vs_A", "delta_C_vs_A", "delta_C_vs_B", "delta_D_vs_A"]
+    got = multileaving_offline(world, list(online), pairs, online)["pairs"]  # type: ignore[arg-type]
+    assert {p: (v["weighted"], v["signs"], v["same_sign_online"]) for p, v in got.items()} == {
+        "delta_B_vs_A": (0.0, "offline tie", None), "delta_C_vs_A": (pytest.approx(-0.1), "online tie", None),
+        "delta_C_vs_B": (pytest.approx(-0.1), "same", True), "delta_D_vs_A": (pytest.approx(0.1), "opposite", False)}
+    assert sign_agreement(0.0, 0.0) == "same" and sign_agreement(-0.0, 0.0) == "same"
+    assert sign_agreement(0.0, -0.01) == "offline tie" and sign_agreement(-2.0, 1e-300) == "opposite"
+    # rendered: one pair of the real run made an offline tie, another opposite
+    result, _ = run
+    s = copy.deepcopy(result.summary)
+    ml = s["multileaving"]
+    tie, opp = list(ml["offline"]["pairs"])[:2]
+    exact = {p: ml["designs"]["tdm"]["pairs"][p]["exact_difference"] for p in (tie, opp)}
+    assert exact[tie] != 0 and exact[opp] != 0
+    ml["offline"]["pairs"][tie].update(weighted=0.0, signs="offline tie", same_sign_online=None)
+    ml["offline"]["pairs"][opp].update(weighted=-exact[opp], signs="opposite", same_sign_online=False)
+    old = copy.deepcopy(s)  # as the old analysis wrote it: no 'signs', the tie 'False'
+    for p, v in old["multileaving"]["offline"]["pairs"].items():
+        del v["signs"]
+        v["same_sign_online"] = v["same_sign_online"] is not False and p != tie
+    for summary in (s, old):
+        lines = terminal_summary(dataclasses.replace(result, summary=summary)).splitlines()
+        row = {ln.split()[0]: ln for ln in lines if ln.startswith("    delta_")}
+        assert row[tie].endswith(" offline tie") and "!" not in row[tie]
+        assert row[opp].endswith(" !")
+        page = re.sub(r"(<[^>]+>)+", "|", html.unescape(str(multileaving_section(summary))))
+        table = page[page.index("Offline gain against online outcome"):]
+        cells = {c.split("|")[0]: c.rstrip("|").split("|") for c in table.split("|delta_")[1:]}
+        assert cells[tie[len("delta_"):]][-1] == "offline tie" and cells[opp[len("delta_"):]][-1] == "opposite"
+        assert [c[-1] for c in cells.values()].count("offline tie") == 1
+        assert "'offline tie' ('online tie'): that difference is exactly 0" in page

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulations.html_report.page import Html, join, note, table, tag
-from simulations.report_multileaving import offline_pair_rows, offline_ranker_rows, offline_rankers_text
+from simulations.report_multileaving import offline_pair_rows, offline_ranker_rows, offline_rankers_text, pair_signs
 from simulations.report_numbers import percent_text, value_text
 
 __all__ = ["multileaving_section"]
@@ -41,7 +41,7 @@ def multileaving_section(summary: dict[str, Any]) -> Html | None:
             [[r["pair"], value_text(r.get("weighted"), True), percent_text(r.get("relative_weighted")),
               value_text(r.get("uniform"), True), value_text(r.get("exact_online"), True),
               *(value_text(r["designs"].get(d), True) for d in designs),
-              "same" if r.get("same_sign_online", True) else "opposite"] for r in rows],
+              pair_signs(r)] for r in rows],
             caption="Offline gain against online outcome, by pair (+ favours the first ranker)",
             text_columns=(0, 5 + len(designs))))
     conv = (off.get("conventions") or {}).get("text")
@@ -50,5 +50,6 @@ def multileaving_section(summary: dict[str, Any]) -> Html | None:
         f"once), from the world's labels and the rankers' shown lists, as the Offline line's A and B. Online: the "
         f"rankers' exact {key} (what an A/B test of each measures) and each design's true Delta (its expected "
         "preference, from the truth Monte Carlo; methods differ in scale). 'opposite': the offline and the exact "
-        "online differences have opposite signs."))
+        "online differences have opposite signs; 'offline tie' ('online tie'): that difference is exactly 0, the "
+        "other not (no contradiction)."))
     return join(body)
