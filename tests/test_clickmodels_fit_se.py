@@ -91,3 +91,78 @@ def test_cli_fit_bootstrap_writes_and_prints_the_ses(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--bootstrap: standard errors are available for dcm, sdbn, not pbm" in res.output
     res = CliRunner().invoke(app, [*args, "--seed", "4"])
     assert res.exit_code == 2 and "--seed: applies to --bootstrap" in res.output
+
+
+def _loop_se(model: str, log, n_boot: int, seed: int) -> dict:  # type: ignore[no-untyped-def]
+    """The SEs recomputed by an explicit loop: the same draws, np.std(ddof=1) over the replicates informing each."""
+    fit = fit_log(model, log)
+    rng = np.random.default_rng(seed)
+    values: dict = {}
+    for _ in range(n_boot):
+        rep = fit_log(model, log.take(rng.integers(0, log.n_sessions, log.n_sessions)))
+        for f in type(fit).pair_fields:
+            t = getattr(rep, f)
+            for q, d, v, c in zip(t.query, t.doc, t.value, t.count):
+                if c > 0:
+                    values.setdefault((f, q, d), []).append(v)
+    return {f: np.array([np.std(values.get((f, q, d), [np.nan] * 2), ddof=1)
+                         for q, d in zip(getattr(fit, f).query, getattr(fit, f).doc)])
+            for f in type(fit).pair_fields}
+
+
+@pytest.mark.parametrize("model", ["dcm", "sdbn"])
+def test_informed_parameters_keep_the_replicates_sd(model: str) -> None:
+    """300 sessions: every pair is informed, and its SE is the plain SD of its replicates (as before the rule)."""
+    log = world.simulate(model, 1).take(np.arange(300))
+    boot = bootstrap_se(model, log, fit_log(model, log), n_boot=30, seed=0)
+    expected = _loop_se(model, log, 30, 0)
+    for f, se in expected.items():
+        assert all(r is None for r in boot.reason[f])
+        np.testing.assert_allclose(boot.se[f], se, rtol=1e-9)
+    if model == "dcm":
+        assert boot.reason["continuation"] == [None] * 5 + ["no observation"]
+        assert boot.undefined == {"continuation": {"no observation": 1}}
+    else:
+        assert boot.undefined == {} and boot.undefined_note() is None
+
+
+def test_a_never_clicked_pair_has_no_se() -> None:
+    """SDBN, 30 sessions: pair (q 0, doc 5) is never clicked; EM keeps its satisfaction at the start 0.5 in every
+    replicate (SD 0 before), its SE is now undefined; the pairs clicked once are undefined too, the others unchanged."""
+    log = world.simulate("sdbn", 1).take(np.arange(30))
+    fit = fit_log("sdbn", log)
+    boot = bootstrap_se("sdbn", log, fit, n_boot=30, seed=0)
+    t = fit.satisfaction
+    (i,) = np.where((t.query == "0") & (t.doc == "5"))[0]
+    assert t.count[i] == 0 and t.value[i] == 0.5
+    assert np.isnan(boot.se["satisfaction"][i]) and boot.reason["satisfaction"][i] == "no observation"
+    once = t.count == 1
+    assert once.sum() == 3 and all(boot.reason["satisfaction"][j] == "one observation" for j in np.where(once)[0])
+    assert boot.undefined == {"satisfaction": {"no observation": 1, "one observation": 3}}
+    defined = t.count >= 2
+    assert np.all(np.isfinite(boot.se["satisfaction"][defined])) and np.all(boot.se["satisfaction"][defined] > 0)
+    np.testing.assert_allclose(boot.se["satisfaction"][defined], _loop_se("sdbn", log, 30, 0)["satisfaction"][defined],
+                               rtol=1e-9)
+    doc = boot.to_dict()
+    assert doc["se"]["satisfaction"][i] is None and doc["undefined_reason"]["satisfaction"][i] == "no observation"
+    assert "satisfaction 4 of 16 (1 no observation, 3 one observation)" in boot.undefined_note()
+
+
+def test_one_session_log_has_no_zero_se(tmp_path: Path) -> None:
+    from clickmodels.logs import write_tsv
+
+    log = world.simulate("sdbn", 1).take(np.arange(1))
+    write_tsv(log, tmp_path / "log.tsv")
+    out = tmp_path / "sdbn.json"
+    res = CliRunner().invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", "sdbn",
+                                   "--out", str(out), "-q", "--bootstrap", "10"])
+    assert res.exit_code == 0, res.output
+    se = json.loads(out.read_text())["standard_errors"]
+    assert all(x is None for v in se["se"].values() for x in v), se["se"]
+    assert all(r is not None for v in se["undefined_reason"].values() for r in v)
+    assert "0.0000" not in res.stdout and "attractiveness n/a n/a" in res.stdout
+    assert "note (standard errors): standard errors undefined" in res.stdout
+    assert "the log has 1 session, so every replicate is the log itself" in res.stdout
+    for model in ("dcm", "sdbn"):
+        boot = bootstrap_se(model, log, fit_log(model, log), n_boot=5)
+        assert all(np.isnan(v).all() for v in boot.se.values())

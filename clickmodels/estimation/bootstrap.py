@@ -4,12 +4,30 @@ Sessions are the independent units: each of ``n_boot`` replicates draws ``n`` se
 replacement from the ``n`` of the log, refits the model with the same estimator and options
 (EM from its usual starting point, so a replicate converges as the fit itself did), and a
 parameter's standard error is the standard deviation (``ddof=1``) of its replicate values.
-A (query, document) pair missing from a replicate (none of its sessions drawn) has no value
-there; its SE is over the replicates that have it (``NaN`` with fewer than 2).
+A parameter that a replicate does not inform (a pair none of whose sessions were drawn, or
+whose drawn sessions have no observation of it: count 0 in the replicate's fit, where EM leaves
+it at its start value 0.5) has no value there; its SE is over the replicates that inform it.
 
 The SEs describe sampling variability only: for the last-click closed form
-(``method="closed_form"``) they say nothing of its bias. Parameters that are not identified
-get ``NaN``: DCM's deepest continuation (no document below it). Only DCM and SDBN are
+(``method="closed_form"``) they say nothing of its bias. A parameter's SE is undefined
+(``NaN``, ``null`` in JSON, ``n/a`` in print; :attr:`BootstrapSE.undefined` counts them by
+reason) when the bootstrap cannot measure its spread:
+
+- ``no observation``: no observation informs it (its count is 0: a pair never examined, a
+  satisfaction never clicked; a DCM rank never clicked with a slot below it). EM leaves such a
+  parameter at its starting value 0.5 in every replicate, so the replicates' SD is 0 although
+  the data say nothing about it; DCM's deepest continuation is always of this kind;
+- ``one observation``: informed by fewer than 2 observations. The plug-in distribution of one
+  observation is a point mass, so the bootstrap sees no spread (a proportion's bootstrap SE is
+  sqrt(p(1-p)/k) with the plug-in p, 0 when k = 1) while the true SE is large;
+- ``constant``: the same value in every replicate that has it (range <= 1e-12): the likelihood is
+  flat in it or every observation agrees (an estimate at 0 or 1), and SD 0 would read as a
+  parameter known exactly. A 1-session log is the extreme case: every replicate is the log;
+- ``few replicates``: informed in fewer than half of the replicates (or fewer than 2); a
+  parameter with k observations in distinct sessions is informed in about 1 - e^-k of them
+  (0.86 at k = 2), so this only guards against an SE over a small conditional subsample.
+
+The first applicable reason is recorded. Only DCM and SDBN are
 covered (:data:`SE_MODELS`): their parameters are identified and the SEs are checked there
 against the exact Fisher information and the spread over independent logs
 (``tests/test_clickmodels_fit_se.py``); PBM's and UBM's examination scale is not identified, so
@@ -27,10 +45,18 @@ from clickmodels.estimation.base import ClickModelFit, PairTable
 from clickmodels.logs import ClickLog
 from onlineeval.errors import ConfigError
 
-__all__ = ["SE_MODELS", "BootstrapSE", "bootstrap_se"]
+__all__ = ["SE_MODELS", "REASONS", "BootstrapSE", "bootstrap_se"]
 
 #: the models :func:`bootstrap_se` covers
 SE_MODELS = ("dcm", "sdbn")
+
+#: why an SE is undefined (module docstring), in the order they are checked
+REASONS = {
+    "no observation": "no observation informs it (count 0: never examined, or never clicked)",
+    "one observation": "a single observation informs it (the bootstrap of one value has no spread)",
+    "constant": "the same value in every replicate (flat likelihood, or an estimate at 0 or 1)",
+    "few replicates": "informed in fewer than half of the replicates",
+}
 
 
 @dataclass(frozen=True)
@@ -42,21 +68,49 @@ class BootstrapSE:
     n_boot, seed:
         Replicates and the seed of ``numpy.random.default_rng`` that drew them.
     se:
-        Per parameter field: an array aligned with the fit's field (a pair table's rows, an array's entries).
+        Per parameter field: an array aligned with the fit's field (a pair table's rows, an array's entries);
+        ``NaN`` where the SE is undefined.
+    reason:
+        Per parameter field: ``None`` where the SE is defined, else why not (one of :data:`REASONS`).
     """
 
     n_boot: int
     seed: int
     se: dict[str, np.ndarray]
+    reason: dict[str, list[str | None]]
+
+    @property
+    def undefined(self) -> dict[str, dict[str, int]]:
+        """Per field, the number of undefined SEs by reason (fields without any left out)."""
+        out: dict[str, dict[str, int]] = {}
+        for key, why in self.reason.items():
+            counts = {r: sum(1 for w in why if w == r) for r in REASONS}
+            counts = {r: c for r, c in counts.items() if c}
+            if counts:
+                out[key] = counts
+        return out
+
+    def undefined_note(self) -> str | None:
+        """One sentence on the undefined SEs (how many, why), or None when every SE is defined."""
+        parts = [f"{key} {sum(by.values())} of {len(self.reason[key])} ("
+                 + ", ".join(f"{c} {r}" for r, c in by.items()) + ")"
+                 for key, by in self.undefined.items()]
+        if not parts:
+            return None
+        return ("standard errors undefined (n/a; null in JSON), the bootstrap cannot measure their spread: "
+                + "; ".join(parts))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, saved by ``clicks fit --bootstrap`` under ``standard_errors``."""
         return {
             "method": "per-session bootstrap: sessions drawn with replacement, refitted with the same estimator; "
-            "SE = standard deviation of the replicates (ddof 1); null = not identified or fewer than 2 replicates",
+            "SE = standard deviation of the replicates (ddof 1); null = undefined, see undefined_reason",
             "n_boot": self.n_boot,
             "seed": self.seed,
             "se": {k: [None if not np.isfinite(x) else float(x) for x in v] for k, v in self.se.items()},
+            "undefined": self.undefined,
+            "undefined_reason": {k: list(v) for k, v in self.reason.items()},
+            "undefined_rule": {r: text for r, text in REASONS.items()},
         }
 
     def summary(self) -> str:
@@ -65,10 +119,11 @@ class BootstrapSE:
         for key, v in self.se.items():
             ok = v[np.isfinite(v)]
             if v.shape[0] > 12:
-                parts.append(f"{key} median {np.median(ok):.4f} (max {ok.max():.4f}, {ok.size} values)"
-                             if ok.size else f"{key} none")
+                na = f", {v.size - ok.size} n/a" if ok.size < v.size else ""
+                parts.append(f"{key} median {np.median(ok):.4f} (max {ok.max():.4f}, {ok.size} values{na})"
+                             if ok.size else f"{key} all {v.size} n/a")
             else:
-                parts.append(f"{key} " + " ".join("-" if not np.isfinite(x) else f"{x:.4f}" for x in v))
+                parts.append(f"{key} " + " ".join("n/a" if not np.isfinite(x) else f"{x:.4f}" for x in v))
         return "; ".join(parts)
 
 
@@ -84,17 +139,30 @@ class _Moments:
         self.n = np.zeros(self.center.shape)
         self.s1 = np.zeros(self.center.shape)
         self.s2 = np.zeros(self.center.shape)
+        self.lo = np.full(self.center.shape, np.inf)
+        self.hi = np.full(self.center.shape, -np.inf)
 
     def add(self, where: np.ndarray | slice, values: np.ndarray) -> None:
         d = values - self.center[where]
         self.n[where] += 1
         self.s1[where] += d
         self.s2[where] += d * d
+        self.lo[where] = np.minimum(self.lo[where], values)
+        self.hi[where] = np.maximum(self.hi[where], values)
 
     def sd(self) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             var = (self.s2 - self.s1**2 / self.n) / (self.n - 1)
         return np.where(self.n >= 2, np.sqrt(np.maximum(var, 0.0)), np.nan)
+
+
+def _array_count(key: str, field: str, log: ClickLog) -> np.ndarray:
+    """Observations informing an array parameter: DCM's continuation at rank r, clicks at r with a slot below."""
+    if (key, field) != ("dcm", "continuation"):
+        raise AssertionError(f"no observation count for {key}.{field}")
+    below = np.zeros(log.clicks.shape, dtype=bool)
+    below[:, :-1] = log.shown[:, 1:]
+    return (log.clicks & below).sum(axis=0).astype(float)
 
 
 def bootstrap_se(
@@ -123,17 +191,27 @@ def bootstrap_se(
     rng = np.random.default_rng(seed)
     n = log.n_sessions
     for _ in range(int(n_boot)):
-        rep = fit_log(key, log.take(rng.integers(0, n, n)), **options)
+        sample = log.take(rng.integers(0, n, n))
+        rep = fit_log(key, sample, **options)
         for f in pair_fields:
             table = getattr(rep, f)
             k, srt = keys[f], order[f]
             pos = srt[np.minimum(np.searchsorted(k, _pair_keys(table), sorter=srt), len(k) - 1)]
             if not np.array_equal(k[pos], _pair_keys(table)):  # a replicate's pairs are a subset of the log's
                 raise AssertionError("bootstrap replicate has a pair the full log lacks")
-            moments[f].add(pos, table.value)
+            informed = table.count > 0  # else the replicate's value is EM's start, not an estimate
+            moments[f].add(pos[informed], table.value[informed])
         for f in array_fields:
-            moments[f].add(slice(None), np.asarray(getattr(rep, f), dtype=float))
-    se = {f: m.sd() for f, m in moments.items()}
-    if key == "dcm":
-        se["continuation"][-1] = np.nan  # not identified: no document below the deepest rank
-    return BootstrapSE(int(n_boot), int(seed), se)
+            informed = _array_count(key, f, sample) > 0
+            moments[f].add(informed, np.asarray(getattr(rep, f), dtype=float)[informed])
+    counts = {f: np.asarray(getattr(fit, f).count, dtype=float) for f in pair_fields}
+    counts.update({f: _array_count(key, f, log) for f in array_fields})
+    se, reason = {}, {}
+    for f, m in moments.items():
+        count = counts.get(f, np.full(m.n.shape, np.inf))
+        why = np.select(
+            [count == 0, count < 2, (m.n >= 1) & (m.hi - m.lo <= 1e-12), (m.n < 2) | (m.n < n_boot / 2)],
+            list(REASONS), default="")
+        se[f] = np.where(why == "", m.sd(), np.nan)
+        reason[f] = [str(w) if w else None for w in why]
+    return BootstrapSE(int(n_boot), int(seed), se, reason)

@@ -431,6 +431,10 @@ def fit_command(
     if boot is not None:
         typer.echo(f"standard errors (per-session bootstrap, {boot.n_boot} replicates, seed {boot.seed}): "
                    f"{boot.summary()}")
+        if boot.undefined_note():
+            typer.echo(f"note (standard errors): {boot.undefined_note()}"
+                       + (f"; the log has {data.n_sessions} session, so every replicate is the log itself"
+                          if data.n_sessions < 2 else ""))
     for key, text in result.notes().items():
         typer.echo(f"note ({key}): {text}")
 
