@@ -69,7 +69,12 @@ once per (distinct query, target list) and weighted by the query's frequency; th
 linearised PBM terms take one more O(n k) pass. On 10^6 logged top-10 impressions
 (``benchmarks/bench_dm.py``, one core) the PBM direct method takes 0.4 s of CPU (3x plain
 IPS on the same log); the former per-slot fit took 8.2 s on 10^5 impressions (25x the
-aggregated path there) and about a minute on 10^6.
+aggregated path there) and about a minute on 10^6. DCM and SDBN by EM (their default, per
+session) cost far more than DCM's aggregated closed form: on that 10^6 log dm with dcm took 74.5 s
+of CPU against 0.40 s, with sdbn 110 s; on a 27,848-impression top-5 log 1.06 s (dcm, 69
+iterations) and 2.1 s (sdbn, 116) against 14 ms, so a bootstrap that refits dcm on 400 resamples
+costs about 7 minutes per log. A warm start from the closed form did not cut the iterations (see
+``benchmarks/bench_dm.py``).
 
 This module also holds :class:`ClickModelEstimator`, the shared base of the
 model-based estimators (:mod:`~onlineeval.estimators.dr`,
