@@ -123,7 +123,7 @@ def test_the_refits_undo_the_plug_in_bootstraps_variance():
     last (b = 0, a = se^2 N), so sqrt(a / N) is each resample's last-day value. 50,000 resamples of 30 replicates
     (one undefined: r = 29 that day): their variance against s^2 / r within 4 SE (fourth-moment SE of a variance,
     0.6%); the plain bootstrap's 29/30 (-3.4%) is 5 SE off. The SD path (spread): each resample's SD moved the
-    same way around the replicates' SD, written out for 50 resamples."""
+    same way on the log scale, around the replicates' SD (review 16, F3), written out for 50 resamples."""
     rng = np.random.default_rng(4)
     se = rng.gamma(4.0, 0.01, (30, 2))
     se[7, 1] = np.nan
@@ -145,7 +145,35 @@ def test_the_refits_undo_the_plug_in_bootstraps_variance():
     idx = np.random.default_rng(np.random.SeedSequence((5,))).integers(0, 30, size=(50, 30))
     whole = x[:, 1].std(ddof=1)
     sd_b = np.array([x[i, 1].std(ddof=1) for i in idx])
-    assert np.sqrt(spread.a / 8000.0) == pytest.approx(whole + math.sqrt(30 / 29) * (sd_b - whole), rel=1e-12)
+    assert np.sqrt(spread.a / 8000.0) == pytest.approx(whole * (sd_b / whole) ** math.sqrt(30 / 29), rel=1e-12)
+
+
+@pytest.mark.parametrize("r", [3, 4, 5])
+def test_the_sd_paths_correction_never_makes_an_sd_non_positive(r):
+    """Review 16, F3: the additive correction whole + f (SD_b - whole), f = sqrt(r / (r - 1)), made a resample's SD
+    below (1 - 1/f) whole non-positive (at 3 replicates 34% of the resamples had such a day), which _fit_rows
+    dropped: rows with no usable day became 'not reachable' (11.5% against the plain bootstrap's 4.5% at r = 3).
+    On the log scale, whole (SD_b / whole)^f, every positive SD stays positive. Review 16's model (5 days of
+    cumulative means, 20 sets of r replicates, 2,000 resamples each, spread=True): the refits are _fit_rows of the
+    SDs corrected so by hand, and exactly the plain bootstrap's rows have no usable day (a NaN). The old code fails
+    the latter at every r here."""
+    rng = np.random.default_rng(16)
+    days, m, f = 5, 2000, math.sqrt(r / (r - 1))
+    n = np.tile([1000.0, 2000.0, 3000.0, 4000.0, 5000.0], (r, 1))
+    hit = 0  # resamples with a day's SD in the additive form's non-positive zone
+    for rep in range(20):
+        est = np.cumsum(rng.standard_normal((r, days)) / math.sqrt(1000), axis=1) / np.arange(1, days + 1) + 0.05
+        refits = size_refits(est, n, 0.05, 0.0, (rep,), resamples=m, spread=True)
+        idx = np.random.default_rng(np.random.SeedSequence((rep,))).integers(0, r, size=(m, r))
+        sd_b = est[idx].std(axis=1, ddof=1)
+        whole = est.std(axis=0, ddof=1)
+        hit += int(np.any((sd_b > 0) & (whole + f * (sd_b - whole) <= 0), axis=1).sum())
+        plain_a, _, _ = _fit_rows(np.tile(n[0], (m, 1)), sd_b)
+        assert np.array_equal(np.isfinite(refits.a), np.isfinite(plain_a)), rep
+        hand_a, hand_b, _ = _fit_rows(np.tile(n[0], (m, 1)), whole * (sd_b / whole) ** f)
+        np.testing.assert_allclose(refits.a, hand_a, rtol=1e-9)
+        np.testing.assert_allclose(refits.b, hand_b, rtol=1e-9, atol=1e-15)
+    assert hit > {3: 0.2, 4: 0.1, 5: 0.02}[r] * 20 * m  # the case arises: 34%, 17%, 5.5% in review 16
 
 
 @pytest.mark.parametrize("floor_share", [0.2, 0.95])
