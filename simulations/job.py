@@ -643,11 +643,55 @@ def folder_lock(folder: Path) -> Iterator[None]:
         fh.close()
 
 
+def _numba_compiling() -> Any:
+    """numba's compiler lock when this thread holds it (numba is compiling or loading a kernel here), else
+    ``None``; numba is not imported for this."""
+    import sys
+
+    module = sys.modules.get("numba.core.compiler_lock")
+    lock = getattr(module, "global_compiler_lock", None)
+    try:
+        return lock if lock is not None and lock.is_locked() else None
+    except Exception:  # noqa: BLE001 - another numba: do not defer
+        return None
+
+
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
-    """Turn SIGTERM (and SIGINT) into :class:`Interrupted` in the main thread."""
+    """Turn SIGTERM (and SIGINT) into :class:`Interrupted` in the main thread.
+
+    Robust against numba's compilation (review 15, F4): an exception raised by the handler inside numba's JIT,
+    e.g. in llvmlite's ctypes callback (``ExecutionEngine._raw_object_cache_notify``), was swallowed there ("Exception
+    ignored on calling ctypes callback function") and left numba broken, so the run ended with ``RuntimeError: no
+    compiled object yet`` instead of the interruption. So:
+
+    - while this thread holds numba's compiler lock, the signal is recorded and not raised; a helper thread waits
+      for the lock and sends the signal again, which then raises at the first bytecode after the compilation;
+    - a signal whose exception was swallowed anyway (by any C callback) is not lost: an exception of another type
+      leaving the block after a signal is raised as that :class:`Interrupted` (chained to it), and a block ending
+      normally after a swallowed signal raises it at its end."""
+    import threading
+
+    got: list[int] = []  # signals received, in order
+    state = {"active": True, "raised": 0, "resending": False}
+
+    def resend(lock: Any, signum: int) -> None:
+        with lock:  # numba's RLock: free once the main thread's compilation is over
+            pass
+        state["resending"] = False
+        if state["active"]:
+            os.kill(os.getpid(), signum)
 
     def handler(signum: int, _frame: Any) -> None:
+        got.append(signum)
+        lock = _numba_compiling()
+        if lock is not None:
+            if not state["resending"]:
+                state["resending"] = True
+                threading.Thread(target=resend, args=(lock, signum), name="onlineeval-signal-resend",
+                                 daemon=True).start()
+            return
+        state["raised"] += 1
         raise Interrupted(signum)
 
     try:
@@ -657,7 +701,17 @@ def signals_interrupt() -> Iterator[None]:
         return
     try:
         yield
+    except Interrupted:
+        raise
+    except BaseException as exc:
+        if got:  # the signal's exception was swallowed (a C callback) and this is what followed it
+            raise Interrupted(got[-1]) from exc
+        raise
+    else:
+        if got:  # received, never raised here (swallowed, or deferred past the end of the block)
+            raise Interrupted(got[-1])
     finally:
+        state["active"] = False
         for s, h in previous.items():
             signal.signal(s, h)
 
