@@ -47,7 +47,8 @@ sweep resumes: finished points (``summary.json`` with the point's fingerprint an
 replicates, no partial file, analysed by this code: its ``analysis_version``,
 :func:`simulations.job.analysis_version`) are read back, a finished point analysed by other
 code is re-analysed from its kept records (its truth recomputed, no replicate re-simulated;
-review 15, F3), and unfinished ones keep the replicates in their partial file. A finished point keeps its replicates' records
+review 15, F3), and unfinished ones keep the replicates in their partial file. A finished point
+keeps its replicates' records
 (``replicates.finished.jsonl.gz``, :data:`simulations.job.FINISHED`), so a sweep run again
 with more ``replicates`` (or fewer) computes only the replicates each point lacks: replicate
 ``r`` is seeded by the ``r``-th spawned seed whatever their number, so the first ``R`` of an
