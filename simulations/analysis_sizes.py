@@ -353,9 +353,14 @@ def _nanmean0(x: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 def _nansd(x: np.ndarray, axis: int = 0) -> np.ndarray:
-    """The SD (ddof 1) over ``axis`` ignoring NaN; NaN (no warning) with fewer than 2 values."""
+    """The SD (ddof 1) over ``axis`` ignoring NaN; NaN (no warning) with fewer than 2 values; exactly 0 where the
+    values are all equal (a resample drawing one replicate r times: the mean's rounding would otherwise leave an SD
+    of ~1e-17, a usable day with a near-zero SE and so a near-zero size; 0 is not usable, see :func:`_fit_rows`)."""
     count = np.sum(~np.isnan(x), axis=axis)
     mean = _nanmean0(x, axis=axis)
     dev = np.where(np.isnan(x), 0.0, x - np.expand_dims(mean, axis))
+    same = np.nanmax(np.where(np.isnan(x), -np.inf, x), axis=axis) == np.nanmin(np.where(np.isnan(x), np.inf, x),
+                                                                                axis=axis)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(count > 1, np.sqrt((dev * dev).sum(axis=axis) / np.maximum(count - 1, 1)), np.nan)
+        sd = np.sqrt((dev * dev).sum(axis=axis) / np.maximum(count - 1, 1))
+    return np.where(count > 1, np.where(same, 0.0, sd), np.nan)

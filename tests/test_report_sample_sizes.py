@@ -156,16 +156,24 @@ def test_the_sd_paths_correction_never_makes_an_sd_non_positive(r):
     On the log scale, whole (SD_b / whole)^f, every positive SD stays positive. Review 16's model (5 days of
     cumulative means, 20 sets of r replicates, 2,000 resamples each, spread=True): the refits are _fit_rows of the
     SDs corrected so by hand, and exactly the plain bootstrap's rows have no usable day (a NaN). The old code fails
-    the latter at every r here."""
+    the latter at every r here. A resample drawing one replicate r times has no usable day (its SDs are exactly 0,
+    not NumPy's ~1e-17 rounding, which made a near-zero size)."""
     rng = np.random.default_rng(16)
     days, m, f = 5, 2000, math.sqrt(r / (r - 1))
     n = np.tile([1000.0, 2000.0, 3000.0, 4000.0, 5000.0], (r, 1))
     hit = 0  # resamples with a day's SD in the additive form's non-positive zone
+    noise = 0  # days of one-replicate resamples whose NumPy SD is rounding noise, not 0
     for rep in range(20):
         est = np.cumsum(rng.standard_normal((r, days)) / math.sqrt(1000), axis=1) / np.arange(1, days + 1) + 0.05
         refits = size_refits(est, n, 0.05, 0.0, (rep,), resamples=m, spread=True)
         idx = np.random.default_rng(np.random.SeedSequence((rep,))).integers(0, r, size=(m, r))
         sd_b = est[idx].std(axis=1, ddof=1)
+        # a resample drawing one replicate r times has SD exactly 0 (not usable), not NumPy's rounding (~1e-17)
+        same = est[idx].max(axis=1) == est[idx].min(axis=1)
+        noise += int((same & (sd_b > 0)).sum())
+        sd_b = np.where(same, 0.0, sd_b)
+        one = (idx == idx[:, :1]).all(axis=1)
+        assert np.isnan(refits.a[one]).all(), rep  # no usable day, so no size (was a near-zero size)
         whole = est.std(axis=0, ddof=1)
         hit += int(np.any((sd_b > 0) & (whole + f * (sd_b - whole) <= 0), axis=1).sum())
         plain_a, _, _ = _fit_rows(np.tile(n[0], (m, 1)), sd_b)
@@ -174,6 +182,8 @@ def test_the_sd_paths_correction_never_makes_an_sd_non_positive(r):
         np.testing.assert_allclose(refits.a, hand_a, rtol=1e-9)
         np.testing.assert_allclose(refits.b, hand_b, rtol=1e-9, atol=1e-15)
     assert hit > {3: 0.2, 4: 0.1, 5: 0.02}[r] * 20 * m  # the case arises: 34%, 17%, 5.5% in review 16
+    if r & (r - 1):  # and so does rounding noise in one-replicate resamples (1 in r^(r-1) of them): r equal
+        assert noise > 0  # values' mean is exact when r is a power of 2, so only r = 3, 5 show it
 
 
 @pytest.mark.parametrize("floor_share", [0.2, 0.95])
