@@ -34,6 +34,21 @@ from simulations.html_report import (
 from simulations.report import truth_world_cell
 
 
+def caution_mark(e: dict[str, Any]) -> bool:
+    """'~' on an entry, recomputed here from summary.json (review 12, F2, family-wise since 2efa60f): an unflagged
+    null check whose null Delta's two-sided p-value (scipy, from its z) or null replicates' mean test's p-value is
+    below 0.05 / (tests per pair x the run's null-checked pairs), two tests per pair when the mean test ran."""
+    from scipy.stats import norm
+
+    n = e.get("null") or {}
+    if not n or n.get("biased") or n.get("biased_null_replicates"):
+        return False
+    mean_test = n.get("null_mean_test")
+    level = 0.05 / ((2 if isinstance(mean_test, dict) else 1) * int(n.get("family_pairs") or 1))
+    z, p_mean = n.get("z"), (mean_test or {}).get("pvalue")
+    return (z is not None and 2 * norm.sf(z) < level) or (p_mean is not None and p_mean < level)
+
+
 def test_report_is_written_by_default(sim: Path, sweep: Path) -> None:
     """simulate and sweep write report.html with their other results; writing it again from
     the folder gives the same page."""
@@ -183,12 +198,7 @@ def _answer_expected(summary: dict[str, Any]) -> list[tuple[str, str, str, str, 
             impr = e["analytic_required_impressions"]
             users = e["analytic_required_users"]
             unstable = "?" if e["analytic_required_impressions_unstable"] else ""
-            # '~': an unflagged null check whose null Delta is beyond 2 SE or whose null replicates' mean test has
-            # p < 0.05 (review 12, F2)
-            n = e.get("null") or {}
-            p_mean = (n.get("null_mean_test") or {}).get("pvalue")
-            if n and not n.get("biased") and not n.get("biased_null_replicates") and (
-                    (n.get("z") or 0) > 2 or (p_mean is not None and p_mean < 0.05)):
+            if caution_mark(e):
                 unstable += "~"
             if biased:  # no sample size for a biased design, whatever summary.json kept
                 impr_s, users_s = "biased", "-"
@@ -587,3 +597,12 @@ def test_sweep_points_say_which_point_they_are(sweep: Path, tmp_path: Path) -> N
     assert len(power_rows) == 6 and all(r[1] == noise[r[0]] for r in power_rows), power_rows
     text = page.text("power")
     assert "One panel per design, each on its own y axis" in text, text[:500]
+
+
+def test_the_run_section_names_the_analysis_version(sim: Path) -> None:
+    """summary.json's analysis_version (review 15, F3: the hash of the code that analysed the run) is shown next to
+    the stream version, not left to 'Other results'."""
+    summary = json.loads((sim / "summary.json").read_text())
+    page = parse(sim / REPORT_NAME)
+    assert summary["analysis_version"] and f"analysis version {summary['analysis_version']}" in page.text("config")
+    assert "other" not in page.sections

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_html_report import parse
+from test_html_report import caution_mark, parse
 
 from simulations.report import (
     SHRINK_HEADER,
@@ -179,12 +179,8 @@ def test_terminal_writes_each_kind_by_its_rule(run: tuple[str, dict[str, Any], P
         assert_rate(row["power@end"], e["final_day"]["power"])
         assert_rate(row["analytic"], e["final_day"]["analytic_power"])
         mark = "?" if e["analytic_required_impressions_unstable"] else ""
-        # '~' (review 12, F2): an unflagged null check whose null Delta is beyond 2 SE or whose null replicates'
-        # mean test has p < 0.05; after the days and the impressions
-        n_ = e.get("null") or {}
-        p_mean = (n_.get("null_mean_test") or {}).get("pvalue")
-        caution = "~" if n_ and not n_.get("biased") and not n_.get("biased_null_replicates") and (
-            (n_.get("z") or 0) > 2 or (p_mean is not None and p_mean < 0.05)) else ""
+        # '~' (review 12, F2; family-wise): after the days and the impressions
+        caution = "~" if caution_mark(e) else ""
         if caution:
             kinds.add("caution")
         days = row["days->pwr"]

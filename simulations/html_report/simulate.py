@@ -45,7 +45,8 @@ __all__ = ["answer_rows", "is_biased", "population_of", "sample_size_html", "sim
 #: top-level keys of summary.json rendered by their own section (any other key is shown
 #: under "Other results", so a new result is never silently left out)
 KNOWN_KEYS = frozenset({
-    "onlineeval_version", "stream_version", "config_fingerprint", "conventions", "world", "truth", "offline", "designs",
+    "onlineeval_version", "stream_version", "analysis_version", "config_fingerprint", "conventions", "world", "truth",
+    "offline", "designs",
     "required_impressions_ratio", "monitoring", "truth_by_segment", "config", "counterfactual",
     "assumption_sweep", "sequential", "multiple", "decomposition", "cuped", "srm",
 })
@@ -154,7 +155,8 @@ def config_section(folder: Path, summary: dict[str, Any]) -> Html:
     files = sorted(names)
     return join([
         tag("p", f"onlineeval {summary.get('onlineeval_version', '?')} (stream version "
-                 f"{summary.get('stream_version', '?')}), config fingerprint "
+                 f"{summary.get('stream_version', '?')}, analysis version "
+                 f"{summary.get('analysis_version', '?')}), config fingerprint "
                  f"{summary.get('config_fingerprint', '?')}; the config with every default filled in "
                  "(config.effective.yaml):"),
         tag("pre", text),
