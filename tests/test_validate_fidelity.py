@@ -195,7 +195,8 @@ def test_batch_interleaver_on_the_command_line() -> None:
     doc = json.loads(res.output)
     assert doc["verdict"] == "PASS" and doc["exit_code"] == 0
     assert doc["subject"] == "onlineeval.interleaving.team_draft:TeamDraft"
-    assert next(c for c in doc["checks"] if c["name"] == "structure")["counts"]["total"] == DEFAULT_N // 7 * 7
+    # 7 scenarios of lists shown whole and 3 of long lists on a 10-slot page, n // 7 impressions each
+    assert next(c for c in doc["checks"] if c["name"] == "structure")["counts"]["total"] == DEFAULT_N // 7 * 10
     bad = runner.invoke(app, ["validate", "--interleaver", "onlineeval.interleaving.base:Interleaver"])
     assert bad.exit_code == 2 and "abstract" in bad.output
 

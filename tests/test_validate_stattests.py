@@ -73,14 +73,16 @@ def test_distribution_checks_count_each_distinct_test_once() -> None:
     td = validate_interleaver(reference_candidate("team_draft"), "team_draft", n=1400, seed=2)
     rows = {c.name: c for c in td.checks}
     assert rows["document_distribution"].status == "SKIPPED" and rows["document_distribution"].rule == "implied"
-    # 41 positions x scenarios: 2 constant, 19 second picks of a round, 20 distinct
-    assert rows["team_distribution"].statistic.endswith("Bonferroni over 20")
+    # 41 positions x scenarios of lists shown whole: 2 constant, 19 second picks of a round, 20 distinct; the three
+    # lists of 12-20 documents on a 10-slot page add 30 positions: 5 round coins each, 15 distinct
+    assert rows["team_distribution"].statistic.endswith("Bonferroni over 35")
     assert sum(c.rule in ("null", "power") for c in td.checks) == 6      # coin_no_preference is the sixth
     assert rows["team_distribution"].level == pytest.approx(0.01 / 6)
     bal = {c.name: c for c in validate_interleaver(reference_candidate("balanced"), "balanced", n=1400).checks}
-    assert bal["team_distribution"].statistic.endswith("Bonferroni over 7")      # one coin per impression
+    assert bal["team_distribution"].statistic.endswith("Bonferroni over 10")     # one coin per impression (7 + 3)
     assert bal["document_distribution"].rule == "implied"
     # probabilistic interleaving draws documents from a softmax: every document test is its own
     pr = {c.name: c for c in validate_interleaver(reference_candidate("probabilistic"), "probabilistic",
                                                   n=1400).checks}
-    assert pr["document_distribution"].statistic.endswith("Bonferroni over 41") and pr["document_distribution"].level
+    # 41 positions of lists shown whole, 30 of the three lists of 12 on a 10-slot page
+    assert pr["document_distribution"].statistic.endswith("Bonferroni over 71") and pr["document_distribution"].level

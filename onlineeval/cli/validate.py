@@ -78,7 +78,8 @@ def register(app: typer.Typer) -> None:
                         "outcome is detected with power above 0.999, 1% with about 0.8, a 4-point shift in a team "
                         "share of 1/2 with above 0.999 (tested against the reference's exact probabilities), a 0.52 "
                         "team-draft coin in round 1 alone or in round 2 alone with 0.99 already at 20000 "
-                        "(coin_no_preference: n impressions per round's coin); "
+                        "(coin_no_preference: n impressions per round's coin); the lists of 12-20 documents on a "
+                        "10-slot page get as many impressions per scenario as the short ones, on top of n; "
                         "lower it for slow implementations).")] = 60_000,
         alpha: Annotated[float, typer.Option(
             "--alpha", help="Level of the whole battery (split over its statistical checks).")] = 0.01,

@@ -48,6 +48,17 @@ and combines its tests (pairs, positions, scenarios, click models) with Bonferro
   above 0.9999 at 60000); a 0.52 coin in every round is seen by both tests;
 * ``documented: balanced bias``: balanced interleaving's known counter-example, measured.
 
+Cases: besides the lists of 4-8 documents shown whole, every method but optimized is also run on lists
+of 12-20 documents shown on a :data:`PAGE_LENGTH`-slot page (:data:`LONG_SCENARIOS`,
+:data:`ML_LONG_SCENARIOS`: team-draft's rounds 1-5, team-draft multileaving's rounds 1-4 with three
+rankers and 1-3 with four), in the structure, prefix, distribution, credit, outcome and random-click
+checks, each with as many impressions as a short scenario of its check (on top of ``n``, so the sizes and
+powers below hold for the short lists unchanged; the DOCUMENTED sign test of a method whose sign is biased
+pools the short lists only, where that bias is measured); the page length is passed to the batch API's
+``interleave(..., length)`` and to a per-impression
+``interleave(lists, rng, length=...)`` that declares it (else the candidate's whole draw is cut to the
+page). The report's ``size`` convention lists the cases (:func:`coverage`).
+
 Level: ``alpha`` holds for the whole battery; each of its ``s`` statistical checks
 (``s`` = 3 for balanced, 5 for optimized and the probabilistic methods, 6 for team-draft and
 team-draft multileaving; ``better_ranker_wins`` is one) is tested at ``alpha / s`` (Bonferroni), so a correct
@@ -95,6 +106,7 @@ from onlineeval.interleaving.validation.distributions import (
     _distributions,
     _outcome_distribution,
     _pairs,
+    outcomes_exact,
     exact_outcomes,    # noqa: F401  (re-exported: onlineeval.interleaving.validation.battery.exact_outcomes)
 )
 from onlineeval.interleaving.validation.exact import exact_draws
@@ -168,6 +180,52 @@ ML_BETTER_SCENARIOS: tuple[tuple[Lists, frozenset[int]], ...] = (
     (((1, 2, 3, 4, 5, 6, 7, 8), (5, 1, 2, 3, 4, 6, 7, 8), (5, 7, 1, 2, 3, 4, 6, 8)), frozenset({5, 7})),
 )
 
+#: page length of the long-list scenarios: the usual 10-result page, shorter than their lists
+PAGE_LENGTH = 10
+_SWAPPED = tuple(d + 1 if d % 2 else d - 1 for d in range(1, 21))      # 2, 1, 4, 3, ..., 20, 19
+#: rankings longer than the page (12-20 documents), shown on :data:`PAGE_LENGTH` slots: team-draft's round 5 and
+#: its 2^5 pick orders (exact), balanced's slots 9-10; added to the equivalence and fidelity scenarios of
+#: team-draft and balanced (probabilistic: :data:`PROB_LONG_SCENARIOS`; optimized: none, its draw is not the
+#: first slots of a longer one and its linear programme on such lists is not solved here)
+LONG_SCENARIOS: tuple[Lists, ...] = (
+    (tuple(range(1, 21)), _SWAPPED),                                                 # 20 each, pairs swapped
+    (tuple(range(1, 13)), tuple(range(13, 25))),                                     # 12 each, disjoint
+    (tuple(range(1, 13)), tuple(range(12, 0, -1))),                                  # 12 each, reversed
+)
+#: multileaving on a 10-slot page: three rankers (four rounds, the last of one slot) and four (three rounds)
+ML_LONG_SCENARIOS: tuple[Lists, ...] = (
+    (tuple(range(1, 16)), tuple(range(15, 0, -1)), _SWAPPED[:15]),
+    (tuple(range(1, 13)), tuple(range(12, 0, -1)), tuple(range(13, 25)),
+     tuple(x for pair in zip(range(1, 7), range(13, 19)) for x in pair)),
+)
+
+
+#: probabilistic methods: lists of 12 documents (one pool of 12, so the exact programme of :mod:`.exact` runs over
+#: 2^12 sets of shown documents) on the 10-slot page
+PROB_LONG_SCENARIOS: tuple[Lists, ...] = (
+    (tuple(range(1, 13)), _SWAPPED[:12]),
+    (tuple(range(1, 13)), tuple(range(12, 0, -1))),
+    (tuple(range(1, 13)), tuple(range(7, 13)) + tuple(range(1, 7))),
+)
+ML_PROB_LONG_SCENARIOS: tuple[Lists, ...] = (
+    (tuple(range(1, 13)), tuple(range(12, 0, -1)), _SWAPPED[:12]),
+    (tuple(range(1, 13)), tuple(range(12, 0, -1)), tuple(range(7, 13)) + tuple(range(1, 7)), _SWAPPED[:12]),
+)
+
+
+def page_length(lists: Lists) -> int | None:
+    """The page of a scenario: :data:`PAGE_LENGTH` slots when a list is longer, else ``None`` (the longest list)."""
+    return PAGE_LENGTH if max(len(x) for x in lists) > PAGE_LENGTH else None
+
+
+def _long_scenarios(spec: MethodSpec) -> tuple[Lists, ...]:
+    if spec.name == "optimized":
+        return ()
+    if spec.name.startswith("probabilistic"):
+        return ML_PROB_LONG_SCENARIOS if spec.multileave else PROB_LONG_SCENARIOS
+    return ML_LONG_SCENARIOS if spec.multileave else LONG_SCENARIOS
+
+
 #: largest ``n`` (impressions per statistical check): bounds the memory of the samples
 MAX_N = 10_000_000
 #: at most this many impressions per scenario are credited by both candidate and reference (exact check)
@@ -227,7 +285,8 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
         shift of one position's team share with power above 0.999 (exact reference); see the
         module docstring). A per-impression candidate's
         interleave() is called about ``4 n`` to ``6 n`` times (``2 n`` more for team-draft's
-        ``coin_no_preference``, on lists of three and four); lower ``n`` for slow
+        ``coin_no_preference``, on lists of three and four; the long-list scenarios take their share of
+        ``n``, on lists of 12-20 documents); lower ``n`` for slow
         implementations (``better_ranker_wins`` draws at least
         :data:`BETTER_MIN_PER_SCENARIO` impressions per scenario whatever ``n``).
     alpha:
@@ -270,26 +329,33 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
         equiv, fidelity, better = ML_EQUIVALENCE_SCENARIOS, ML_FIDELITY_SCENARIOS, ML_BETTER_SCENARIOS
     else:
         equiv, fidelity, better = EQUIVALENCE_SCENARIOS, FIDELITY_SCENARIOS, BETTER_SCENARIOS
-    checks: list[CheckResult] = []
+    # the long-list scenarios are added, each with as many impressions as a short one: the short ones keep
+    # n / len(short scenarios) each (the sizes and powers of the module docstring)
+    long = _long_scenarios(spec)
     per = max(50, n // len(equiv))
     per_fid = max(50, n // len(fidelity))
+    n_short_fid = len(fidelity)
+    equiv, fidelity = equiv + long, fidelity + long
+    checks: list[CheckResult] = []
     mode = "multileaving" if spec.multileave else "interleaving"
-    conv = conventions(spec, n=n, click_prob=click_prob, seed=seed, options=ref_il.options, timeout=timeout)
+    conv = conventions(spec, n=n, click_prob=click_prob, seed=seed, options=ref_il.options, timeout=timeout,
+                       told=getattr(candidate, "takes_length", None))
     stages = _stage_names(spec)
     stage = 0
     try:
         with watchdog(timeout):
-            cand = [candidate.sample(sc, per, rng_c) for sc in equiv]
-            exact = [exact_draws(ref_il, sc) for sc in equiv]
+            cand = [candidate.sample(sc, per, rng_c, page_length(sc)) for sc in equiv]
+            exact = [exact_draws(ref_il, sc, page_length(sc)) for sc in equiv]
             # a reference sample is needed for credit_agreement's rows, and in full where no exact one exists
-            refs = [ref.sample(sc, per if ex is None or ex.probs is None else min(per, CREDIT_AGREEMENT_ROWS), rng_r)
-                    for sc, ex in zip(equiv, exact)]
+            refs = [ref.sample(sc, per if ex is None or not outcomes_exact(ex) else min(per, CREDIT_AGREEMENT_ROWS),
+                               rng_r, page_length(sc)) for sc, ex in zip(equiv, exact)]
             one_based = _one_based(equiv, cand)
             checks.extend(_invariants(spec, equiv, cand, one_based))
             stage += 1
             checks.append(_aa(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
             stage += 1
-            checks.extend(_random_clicks(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
+            checks.extend(_random_clicks(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk,
+                                         n_short_fid))
             stage += 1
             checks.append(_better(candidate, spec, better, max(BETTER_MIN_PER_SCENARIO, n // (4 * len(better))),
                                   alpha, rng_c, rng_clk))
@@ -338,9 +404,52 @@ def _failed(checks: list[CheckResult], exc: CandidateError, stages: list[tuple[s
     return finalize(checks, alpha) + (row,) + tuple(skipped)
 
 
+def _span(values: Sequence[int]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def coverage(spec: MethodSpec, told: bool | None = None) -> str:
+    """What the battery's cases cover, computed from its scenario tuples: list lengths, pages, rankers, coins."""
+    if spec.multileave:
+        base = ML_EQUIVALENCE_SCENARIOS + ML_FIDELITY_SCENARIOS + tuple(sc for sc, _ in ML_BETTER_SCENARIOS)
+    else:
+        base = EQUIVALENCE_SCENARIOS + FIDELITY_SCENARIOS + tuple(sc for sc, _ in BETTER_SCENARIOS)
+    long = _long_scenarios(spec)
+    short_pages = [min(max(len(x) for x in sc), len(set().union(*sc))) for sc in base]
+    parts = [f"lists of {_span([len(x) for sc in base for x in sc])} documents shown whole "
+             f"(pages of {_span(short_pages)} slots)"]
+    if long:
+        parts.append(f"lists of {_span([len(x) for sc in long for x in sc])} documents on a {PAGE_LENGTH}-slot page")
+    else:
+        parts.append(f"no page shorter than the lists ({spec.name}'s draw depends on the page length; slots beyond "
+                     f"{max(short_pages)} not examined)")
+    rankers = sorted({len(sc) for sc in base + long})
+    parts.append(" and ".join(str(m) for m in rankers) + " rankers")
+    if spec.prefix_balanced:
+        top = max(PAGE_LENGTH if long else 0, *short_pages)
+        rounds = ", ".join(f"{-(-top // m)} with {m}" for m in rankers)
+        coins = "" if spec.multileave else "; coin_no_preference isolates the round-1 and round-2 coins"
+        parts.append(f"team-draft rounds drawn: up to {rounds} rankers (every round's pick order in the distribution "
+                     "checks)" + coins)
+    if long:
+        if told is None:
+            parts.append(f"the batch interleave() is called with length={PAGE_LENGTH} on the long lists")
+        elif told:
+            parts.append(f"interleave() declares length: it is called with length={PAGE_LENGTH} on the long lists")
+        else:
+            parts.append(f"interleave() takes no length: its whole draw on the long lists is cut to its first "
+                         f"{PAGE_LENGTH} slots")
+    return "; ".join(parts)
+
+
 def conventions(spec: MethodSpec, *, n: int, click_prob: float, seed: int,
-                options: dict[str, Any], timeout: float | None = None) -> tuple[tuple[str, str], ...]:
-    """The report's conventions: what every number means."""
+                options: dict[str, Any], timeout: float | None = None,
+                told: bool | None = None) -> tuple[tuple[str, str], ...]:
+    """The report's conventions: what every number means.
+
+    ``told``: the candidate's interleave() takes a ``length`` (``None``: a batch candidate).
+    """
     if spec.multileave:
         outcome = ("pref[j][i] > 0: ranker j (lists[j]) beats ranker i; every pair j > i is tested, "
                    "p-values Bonferroni-combined over pairs")
@@ -358,7 +467,7 @@ def conventions(spec: MethodSpec, *, n: int, click_prob: float, seed: int,
                                              else "")),
         ("fidelity scale", _fidelity_text(spec)),
         ("size", (f"{n} impressions per statistical check, split over the scenarios; seed {seed}; "
-                 f"reference options {options or 'default'}")),
+                 f"reference options {options or 'default'}; cases: {coverage(spec, told)}")),
         ("statistics", ("the statistic column names each value: a test's p-value (Bonferroni-combined over "
                         "the positions, pairs, scenarios and click models it lists) fails when below the level; "
                         "better_ranker_wins must reject (fails unless its largest p is below the level); exact "
@@ -410,7 +519,7 @@ def _invariants(spec: MethodSpec, scenarios: Sequence[Lists], samples: Sequence[
     prefix: list[str] = []
     for sc, s in zip(scenarios, samples):
         rk = pad_lists(sc, s.n)
-        page = np.full(s.n, min(max(len(x) for x in sc), int(union_sizes(rk[:, :1])[0])))
+        page = np.full(s.n, min(page_length(sc) or max(len(x) for x in sc), int(union_sizes(rk[:, :1])[0])))
         label = f"lists {[list(x) for x in sc]}"
         struct += [f"{label}: {msg}" if msg else "" for msg in
                    structure_violations(rk, s.shown, s.teams, page, spec.team_holds_doc, s.bad_length)]
@@ -442,7 +551,7 @@ def _aa(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[Lists], per:
     vals = []
     for sc in scenarios:
         lists = (sc[0],) * len(sc)
-        s = candidate.sample(lists, per, rng)
+        s = candidate.sample(lists, per, rng, page_length(lists))
         vals.append(_values(candidate, spec, lists, s, _clicks(s, click_prob, rng_clk)))
     if spec.aa_always_tie:
         decided = np.concatenate([(np.sign(v) != 0).any(axis=(1, 2)) for v in vals])
@@ -463,14 +572,17 @@ def _aa(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[Lists], per:
 
 def _random_clicks(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[Lists], per: int,
                    click_prob: float, alpha: float, rng: np.random.Generator,
-                   rng_clk: np.random.Generator) -> list[CheckResult]:
+                   rng_clk: np.random.Generator, n_short: int | None = None) -> list[CheckResult]:
+    """The random-click checks; a DOCUMENTED sign test (a method whose sign is biased) pools the first ``n_short``
+    scenarios only (the lists shown whole, where the documented bias is measured), a null one all of them."""
     m = max(len(sc) for sc in scenarios)
     uniform: list[NDArray[np.float64]] = []
     for sc in scenarios:
-        s = candidate.sample(sc, per, rng)
+        s = candidate.sample(sc, per, rng, page_length(sc))
         uniform.append(_values(candidate, spec, sc, s, _clicks(s, click_prob, rng_clk)))
     pvals, parts, counts = [], [], {"wins": 0, "losses": 0, "ties": 0}
-    for (j, i), v in _pooled(uniform).items():
+    signed = uniform if spec.sign_bias is None or n_short is None else uniform[:n_short]
+    for (j, i), v in _pooled(signed).items():
         p, c = sign_test(np.sign(v))
         pvals.append(p)
         counts = {k: counts[k] + c[k] for k in counts}
@@ -480,6 +592,8 @@ def _random_clicks(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[L
     pb = bonferroni(pvals)
     stat = "sign test p-value" + (f", Bonferroni over {len(pvals)} pairs" if len(pvals) > 1 else "")
     detail = f"random clicks (p = {click_prob:g} per slot): " + "; ".join(parts)
+    if len(signed) < len(uniform):
+        detail += f" (the {len(signed)} scenarios of lists shown whole)"
     out = []
     if spec.sign_bias is None:
         out.append(CheckResult("random_clicks_no_preference", PENDING, stat, pb, detail, counts=counts,
@@ -493,7 +607,7 @@ def _random_clicks(candidate: Candidate, spec: MethodSpec, scenarios: Sequence[L
         by_model = [(f"p = {click_prob:g}", uniform)]
         pos_vals = []
         for sc in scenarios:
-            s = candidate.sample(sc, per, rng)
+            s = candidate.sample(sc, per, rng, page_length(sc))
             pos_vals.append(_values(candidate, spec, sc, s, _clicks(s, _position_clicks(s.shown.shape[1]), rng_clk)))
         by_model.append(("0.9/rank", pos_vals))
         worst = ("", 1.0)

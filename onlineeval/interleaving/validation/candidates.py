@@ -3,9 +3,14 @@
 Per-impression protocol (a class with a no-argument constructor, or a module with two
 functions)::
 
-    interleave(lists, rng) -> (shown, teams)
+    interleave(lists, rng[, length=k]) -> (shown, teams)
         lists: the input rankings (lists of int document ids; lists[0] = A, lists[1] = B, ...)
         rng:   numpy.random.Generator (use it for every random choice)
+        length: optional; a candidate whose interleave() declares a ``length`` keyword parameter
+               is told the page length (the battery's long-list scenarios show 10 slots) and must
+               return exactly ``min(length, documents in the lists)`` slots; one without it returns
+               its whole interleaving and the battery keeps its first ``length`` slots (the page of
+               team-draft, balanced and probabilistic methods is the first slots of the whole draw)
         shown: the shown document ids; teams: the ranker index credited for each slot
     credit(shown, teams, clicks[, lists=lists]) -> outcome
         clicks: one bool per shown slot; methods whose credit needs the input rankings
@@ -214,8 +219,9 @@ class Candidate(ABC):
     name: str
 
     @abstractmethod
-    def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> Sample:
-        """``n`` interleavings of ``lists``."""
+    def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator,
+               length: int | None = None) -> Sample:
+        """``n`` interleavings of ``lists`` on a page of ``length`` slots (``None``: the longest list)."""
 
     @abstractmethod
     def values(self, lists: Sequence[Sequence[int]], shown: NDArray[np.int64], teams: NDArray[np.int64],
@@ -227,20 +233,36 @@ class ProtocolCandidate(Candidate):
     """A per-impression implementation (the protocol in the module docstring)."""
 
     def __init__(self, name: str, interleave_fn: Callable[..., Any], credit_fn: Callable[..., Any],
-                 wants_lists: bool = False) -> None:
+                 wants_lists: bool = False, takes_length: bool | None = None) -> None:
         self.name = name
         self.interleave_fn = interleave_fn
         self.credit_fn = credit_fn
         self.wants_lists = wants_lists
+        #: interleave() declares a ``length`` keyword: it is told the page length (else its draw is cut to the page)
+        self.takes_length = _has_parameter(interleave_fn, "length") if takes_length is None else takes_length
 
-    def interleave(self, lists: Sequence[Sequence[int]], rng: np.random.Generator) -> tuple[list[int], list[int]]:
-        """One call of the candidate's ``interleave``, its output checked (:func:`check_interleave_output`)."""
-        call = f"interleave({[list(x) for x in lists]})"
-        out = call_candidate(self.name, call, self.interleave_fn, [list(x) for x in lists], rng)
-        return check_interleave_output(self.name, call, out, sum(len(x) for x in lists))
+    def interleave(self, lists: Sequence[Sequence[int]], rng: np.random.Generator,
+                   length: int | None = None) -> tuple[list[int], list[int]]:
+        """One call of the candidate's ``interleave``, its output checked (:func:`check_interleave_output`).
 
-    def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> Sample:
-        rows = [self.interleave(lists, rng) for _ in range(n)]
+        With ``length`` shorter than the longest list: passed as ``length=`` when the candidate takes it
+        (its output is then checked as it is: ``structure`` counts the slots), else the candidate's
+        whole draw is cut to its first ``length`` slots.
+        """
+        told = length is not None and self.takes_length and length < max(len(x) for x in lists)
+        call = f"interleave({[list(x) for x in lists]}" + (f", length={length})" if told else ")")
+        if told:
+            out = call_candidate(self.name, call, self.interleave_fn, [list(x) for x in lists], rng, length=length)
+        else:
+            out = call_candidate(self.name, call, self.interleave_fn, [list(x) for x in lists], rng)
+        shown, teams = check_interleave_output(self.name, call, out, sum(len(x) for x in lists))
+        if length is not None and not told:
+            shown, teams = shown[:length], teams[:length]
+        return shown, teams
+
+    def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator,
+               length: int | None = None) -> Sample:
+        rows = [self.interleave(lists, rng, length) for _ in range(n)]
         k = max([max(len(s), len(t)) for s, t in rows] + [1])
         shown = np.full((n, k), -1, dtype=np.int64)
         teams = np.full((n, k), -1, dtype=np.int64)
@@ -312,9 +334,14 @@ class BatchCandidate(Candidate):
             raise CandidateError("output", self.name, call, f"returned {what} with NaN or infinite values")
         return arr
 
-    def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> Sample:
+    def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator,
+               length: int | None = None) -> Sample:
         call = f"interleave() on {n} impressions of {[list(x) for x in lists]}"
-        res = self._call(call, self.interleaver.interleave, list(pad_lists(lists, n)), rng)
+        if length is None:
+            res = self._call(call, self.interleaver.interleave, list(pad_lists(lists, n)), rng)
+        else:
+            call += f", length={length}"
+            res = self._call(call, self.interleaver.interleave, list(pad_lists(lists, n)), rng, int(length))
         if not isinstance(res, InterleavingResult):
             raise CandidateError("output", self.name, call, f"returned {short(res)}; an InterleavingResult expected")
         shown = self._checked(call, res.ranking, "iu", "a ranking").astype(np.int64)
@@ -362,6 +389,16 @@ class BatchCandidate(Candidate):
     def values(self, lists: Sequence[Sequence[int]], shown: NDArray[np.int64], teams: NDArray[np.int64],
                clicks: NDArray[np.bool_], scale: str) -> NDArray[np.float64]:
         return self.values_on(pad_lists(lists, shown.shape[0]), shown, teams, clicks, scale)
+
+
+def _has_parameter(fn: Callable[..., Any], name: str) -> bool:
+    """``fn`` declares a parameter ``name`` that can be passed by keyword (``**kwargs`` does not count)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    p = params.get(name)
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
 
 
 def _wants_lists(fn: Callable[..., Any]) -> bool:

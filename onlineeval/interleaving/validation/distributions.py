@@ -39,6 +39,16 @@ __all__ = ["exact_outcomes"]
 Lists = tuple[tuple[int, ...], ...]
 
 
+#: largest number of (draw, click vector) rows :func:`exact_outcomes` credits for one scenario (draws x 2^k);
+#: above it (a multileaving page of 10 slots: 648 draws x 1024 click vectors) the outcome check samples the reference
+MAX_OUTCOME_ROWS = 1 << 16
+
+
+def outcomes_exact(ex: ExactDraws | None) -> bool:
+    """The reference's outcome probabilities are computed exactly from ``ex`` (whole draws known, few enough)."""
+    return ex is not None and ex.probs is not None and len(ex.probs) * 2 ** ex.length <= MAX_OUTCOME_ROWS
+
+
 def _pairs(m: int) -> list[tuple[int, int]]:
     """``(j, i)`` with ``j > i``: the value ``pref[j, i]`` says ranker ``j`` beats ranker ``i``."""
     return [(j, i) for i in range(m) for j in range(i + 1, m)]
@@ -143,7 +153,7 @@ def _distributions(scenarios: Sequence[Lists], cand: Sequence[Sample], refs: Seq
 
 def _reference_text(exact: Sequence[ExactDraws | None], scenarios: Sequence[Lists], outcome: bool = False) -> str:
     """Which reference the tests used: exact probabilities (how obtained) or a sample of the reference."""
-    n_ex = sum(ex is not None and (not outcome or ex.probs is not None) for ex in exact)
+    n_ex = sum(ex is not None and (not outcome or outcomes_exact(ex)) for ex in exact)
     gof = ("exact reference probabilities (" + next(ex.how for ex in exact if ex is not None)
            + "); goodness of fit: exact binomial test for two cells, else Pearson chi-square, cells expecting "
            f"fewer than {MIN_EXPECTED:g} merged, an impossible category gives p = 0") if n_ex else ""
@@ -182,7 +192,8 @@ def _outcome_distribution(candidate: Candidate, ref: BatchCandidate, spec: Metho
     pvals = []
     for sc, cs, rs, ex in zip(scenarios, cand, refs, exact):
         cv = np.sign(candidate.values(sc, cs.shown, cs.teams, _clicks(cs, click_prob, rng_clk), spec.scale))
-        if ex is not None and ex.probs is not None:
+        if outcomes_exact(ex):
+            assert ex is not None
             probs = exact_outcomes(ref, spec.scale, sc, ex, click_prob)
             for j, i in _pairs(len(sc)):
                 pvals.append(goodness_of_fit(cv[:, j, i].astype(np.int64), probs[(j, i)]))
@@ -191,7 +202,7 @@ def _outcome_distribution(candidate: Candidate, ref: BatchCandidate, spec: Metho
         for j, i in _pairs(len(sc)):
             pvals.append(homogeneity(cv[:, j, i].astype(np.int64), rv[:, j, i].astype(np.int64)))
     pb = bonferroni(pvals)
-    n_ex = sum(ex is not None and ex.probs is not None for ex in exact)
+    n_ex = sum(outcomes_exact(ex) for ex in exact)
     stat = reference_statistic({"exact"} if n_ex == len(scenarios) else {"sampled"} if not n_ex else
                                {"exact", "sampled"})
     return CheckResult("outcome_distribution", PENDING,

@@ -52,6 +52,9 @@ Lists = tuple[tuple[int, ...], ...]
 #: largest number of distinct shown lists enumerated for the end-to-end outcome check (each is
 #: credited under all ``2^k`` click vectors); beyond it that scenario's outcome check is sampled
 MAX_LISTS = 1000
+#: probabilistic methods: the per-position programme runs over subsets of the documents (``2^U`` states);
+#: above this many distinct documents the battery samples the reference instead
+MAX_DP_DOCUMENTS = 12
 #: largest number of pick orders enumerated for one logged impression (``--log``): team-draft and team-draft
 #: multileaving have at most ``(m!)^ceil(k/m)`` on a page of ``k`` slots (two rankers: pages of up to 24 slots;
 #: three: 12; four: 8); an impression above it is tested against a sampled reference
@@ -248,13 +251,16 @@ def _optimized(il: Optimized, lists: Lists, length: int) -> ExactDraws:
                                     "positive probability")
 
 
-def exact_draws(interleaver: Interleaver, lists: Sequence[Sequence[int]]) -> ExactDraws | None:
-    """The exact distribution of ``interleaver``'s draw on ``lists`` (page length: the longest list).
+def exact_draws(interleaver: Interleaver, lists: Sequence[Sequence[int]],
+                length: int | None = None) -> ExactDraws | None:
+    """The exact distribution of ``interleaver``'s draw on ``lists`` with a page of ``length`` slots.
 
-    ``None`` for an interleaver this module cannot enumerate (the battery then samples the reference).
+    ``length`` defaults to the longest list. ``None`` for an interleaver this module cannot enumerate,
+    and for probabilistic methods on more than :data:`MAX_DP_DOCUMENTS` distinct documents (the
+    battery then samples the reference).
     """
     key = tuple(tuple(int(d) for d in x) for x in lists)
-    length = max(len(x) for x in key)
+    length = max(len(x) for x in key) if length is None else int(length)
     opts = tuple(sorted((k, repr(v)) for k, v in interleaver.options.items()))
     if isinstance(interleaver, Optimized):
         return _optimized(interleaver, key, length)        # cached by the interleaver itself
@@ -272,6 +278,8 @@ def _cached(cls: type, opts: Any, lists: Lists, length: int, tau: float | None) 
     if issubclass(cls, Balanced):
         return _balanced(lists, length)
     if issubclass(cls, Probabilistic) and tau is not None:
+        if len({d for x in lists for d in x}) > MAX_DP_DOCUMENTS:
+            return None
         return _probabilistic(lists, length, tau)
     return None
 
