@@ -606,3 +606,24 @@ def test_the_run_section_names_the_analysis_version(sim: Path) -> None:
     page = parse(sim / REPORT_NAME)
     assert summary["analysis_version"] and f"analysis version {summary['analysis_version']}" in page.text("config")
     assert "other" not in page.sections
+
+
+def test_sweep_page_explains_the_null_caution_mark_when_a_point_carries_it(sweep: Path, tmp_path: Path) -> None:
+    """The sweep's answer table shows a point's '~' (its own report's cells); the legend then says what it means,
+    and only then."""
+    from simulations.report_null import NULL_CAUTION_LEGEND
+
+    plain = parse(write_sweep_report(_copy_with(sweep, tmp_path / "a", lambda s, d: None)))
+    assert NULL_CAUTION_LEGEND not in plain.text("answer")
+
+    def mark(summary: dict[str, Any], dst: Path) -> None:
+        row = next(r for r in summary["rows"] if r.get("design") and r.get("metric"))
+        folder = dst / next(p["folder"] for p in summary["points"] if p["point"] == row["point"])
+        point = json.loads((folder / "summary.json").read_text())
+        e = point["designs"][row["design"]][row["metric"]]
+        e["null"] = {"z": 6.0, "biased": False, "family_pairs": 1}  # p ~ 2e-9: marked, not flagged
+        (folder / "summary.json").write_text(json.dumps(point))
+
+    page = parse(write_sweep_report(_copy_with(sweep, tmp_path / "b", mark)))
+    assert NULL_CAUTION_LEGEND in page.text("answer")
+    assert any("~" in cell for row in page.tables["answer-table"][1:] for cell in row)

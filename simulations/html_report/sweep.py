@@ -33,6 +33,7 @@ from simulations.html_report.page import (
 from simulations.html_report.simulate import is_biased, population_of, sample_size_html
 from simulations.report import (EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, null_bias_evidence, null_mean_caution,
                                 WHOLE_POPULATION)
+from simulations.report_null import NULL_CAUTION_LEGEND, null_caution
 from simulations.shrinkage_text import mde_cell
 from simulations.sweep_null import WEAK, WEAK_WHY, mark_of, null_family, null_family_text, sized_entry
 
@@ -56,6 +57,12 @@ def point_summaries(folder: Path, summary: Mapping[str, Any]) -> dict[int, dict[
 def _entry(points: Mapping[int, Mapping[str, Any]], row: Mapping[str, Any]) -> dict[str, Any]:
     s = points.get(int(row.get("point", -1))) or {}
     return ((s.get("designs") or {}).get(row.get("design")) or {}).get(row.get("metric")) or {}
+
+
+def _cautioned(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, Any]]) -> bool:
+    """Whether a row of the answer table carries the '~' null caution (a point's own entry: :func:`null_caution`,
+    as :func:`sample_size_html` marks it), so the legend explains it."""
+    return any(null_caution(_entry(points, row)) for row in summary.get("rows") or [])
 
 
 def _axis_value(v: Any) -> str:
@@ -252,6 +259,8 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
                 "its power and sample size are not sensitivities; ", _weak_mark(), ": ", WEAK_WHY,
                 ". Each point's folder has its own report.html with every metric (linked from the point number)."),
             *([tag("li", null_family_text(family))] if family else []),
+            *([tag("li", NULL_CAUTION_LEGEND + ", each point by its own run's family (the point's report shows the "
+                         "same cells).")] if _cautioned(summary, points) else []),
             cls="legend"),
     ]
     return join(parts)
