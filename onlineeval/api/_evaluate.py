@@ -73,8 +73,9 @@ class Evaluation:
     baseline:
         The system the others are compared with.
     paired_queries:
-        Queries counted for every system, for every metric (``None`` for one system); under
-        ``empty="exclude"`` a relevance-free metric (Judged@k) is paired on more queries, its comparison's ``n``.
+        Queries counted for every system, for every metric: the fewest over the metrics, 0 when one metric has
+        none (``None`` for one system); under ``empty="exclude"`` a relevance-free metric (Judged@k) is paired on
+        more queries, its comparison's ``n``.
     translations:
         trec_eval / ir_measures names that were translated (``P_10 -> P@10``).
     runs:
@@ -83,6 +84,14 @@ class Evaluation:
         With ``segments``: ``segment_attribute, segment_value, segment_queries, system,
         metric, mean, count`` per segment (queries without attributes form ``<missing>``);
         the comparisons then hold one row per segment too.
+    paired_queries_per_metric:
+        Paired queries of each metric (``None`` for one system).
+    unpaired:
+        The (segment, metric, system) comparisons without a paired query while another metric of the segment has
+        some (e.g. P@2 when no query has a relevant document under ``empty="exclude"``, Judged@2 paired): dicts
+        with ``segment_attribute, segment_value, metric, system, baseline``, ``n`` 0 and ``reason``.
+        :meth:`comparisons_frame` lists them (empty values, a ``reason`` column); :meth:`comparison` raises with
+        the reason.
     """
 
     per_query: pd.DataFrame
@@ -94,6 +103,8 @@ class Evaluation:
     translations: tuple[Translation, ...]
     runs: Mapping[str, RunEvaluation] = field(repr=False)
     segment_means: pd.DataFrame | None = None
+    paired_queries_per_metric: dict[str, int] | None = None
+    unpaired: tuple[dict[str, Any], ...] = ()
 
     @property
     def systems(self) -> list[str]:
@@ -123,20 +134,22 @@ class Evaluation:
         return float(rows["value"].iloc[0])
 
     def comparisons_frame(self) -> pd.DataFrame:
-        """The paired comparisons as one row each (the columns of ``--comparisons FILE``)."""
-        import pandas as pd
+        """The paired comparisons as one row each (the columns of ``--comparisons FILE``); the metrics without a
+        paired query (:attr:`unpaired`) as rows with n 0, empty values and a ``reason`` column."""
+        from onlineeval.cli.evaluate_output import comparisons_frame
 
-        if not self.comparisons:
-            return pd.DataFrame(columns=["segment_attribute", "segment_value", "metric", "system", "baseline", "n"])
-        from onlineeval.stats import results_to_frame
-
-        return results_to_frame(list(self.comparisons))
+        frame = comparisons_frame(list(self.comparisons), self.conventions, None, list(self.unpaired))
+        return frame[[c for c in frame.columns if not c.startswith("convention_")]]
 
     def comparison(self, system: str, metric: str) -> PairedResult:
         """The paired comparison of ``system`` against the baseline on ``metric``."""
         for r in self.comparisons:
             if r.system == system and r.metric == metric and r.segment_attribute is None:
                 return r
+        for u in self.unpaired:
+            if u["system"] == system and u["metric"] == metric and u["segment_attribute"] is None:
+                raise ConfigError(("metric",), f"no comparison of {system!r} on {metric!r} against "
+                                  f"{self.baseline!r}: {u['reason']}")
         raise ConfigError(("system",), f"no comparison of {system!r} on {metric!r} against {self.baseline!r}")
 
 
@@ -238,8 +251,15 @@ def evaluate(
     seg = None if segments is None else _segments(segments, set(long["query"]))
     comparisons: list[PairedResult] = []
     paired: int | None = None
+    per_metric: dict[str, int] | None = None
+    unpaired: list[dict[str, Any]] = []
     if len(evals) > 1:
+        from onlineeval.metrics.tables import paired_counts
+
         long_c, paired = common_queries(long, len(evals))  # each metric paired on its own queries
+        counts = paired_counts(long_c)
+        per_metric = {str(m): counts.get(str(m), 0) for m in evals[0].metrics}  # 0: a metric with no pair
+        paired = min(per_metric.values())
         if len(long_c):  # (Judged@k can be paired where, under empty=exclude, no relevance metric is)
             from onlineeval.stats import compare_systems
 
@@ -251,6 +271,9 @@ def evaluate(
                 comparisons = comparisons + compare_segments(long_c, seg, baseline, seed=seed,
                                                              n_permutations=permutations, n_bootstrap=bootstrap,
                                                              alpha=alpha)
+            from onlineeval.cli.evaluate_output import unpaired_rows
+
+            unpaired = unpaired_rows(evals, conv, long, long_c, baseline, comparisons, seg)
     seg_means = None
     if seg is not None:
         from onlineeval.stats import by_segment
@@ -263,7 +286,7 @@ def evaluate(
     aggregate["err_gmax"] = aggregate["err_gmax"].astype("Int64")
     per_query = long[["system", "query", "metric", "value"]].copy()
     return Evaluation(per_query, aggregate, conv, tuple(comparisons), baseline, paired, tuple(translations),
-                      dict(zip(names, evals)), seg_means)
+                      dict(zip(names, evals)), seg_means, per_metric, tuple(unpaired))
 
 
 def evaluate_letor(

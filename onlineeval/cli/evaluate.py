@@ -426,6 +426,7 @@ def _report(
     comparisons: list[PairedResult] = []
     common_queries: int | None = None
     paired: dict[str, int] = {}
+    unpaired: list[dict[str, Any]] = []  # metrics (per segment) without a paired query: n 0 and a reason
     seg_frame = None
     if o.segments is not None:
         from onlineeval.stats import read_segments
@@ -440,6 +441,9 @@ def _report(
         # each metric paired on its own queries (Judged@k counts the queries without a relevant document)
         long_c, common_queries = common(long, len(evals))
         paired = paired_counts(long_c)
+        if paired:  # every metric named, 0 for one without a paired query (not only the ones with some)
+            paired = {str(m): paired.get(str(m), 0) for m in evals[0].metrics}
+            common_queries = min(paired.values())
         if paired and want_comparisons:
             # (no query counted for every system: nothing to pair)
             from onlineeval.stats import compare_segments, compare_systems
@@ -457,6 +461,7 @@ def _report(
                     f"not enough memory for the paired tests ({o.permutations} permutations, {o.bootstrap} bootstrap "
                     f"replicates, {max(paired.values())} paired queries); lower --permutations or --bootstrap",
                 ) from None
+            unpaired = out.unpaired_rows(evals, conv, long, long_c, baseline, comparisons, seg_frame)
     coverage = None
     seg_means = None
     if o.segments is not None and seg_frame is not None:
@@ -465,9 +470,10 @@ def _report(
 
     tests = out.test_settings(o.seed, o.permutations, o.bootstrap, o.alpha, 1.0 - o.alpha)  # (compare_systems' level)
     if o.comparisons_file is not None:
-        out.comparisons_frame(comparisons, conv, tests).to_csv(o.comparisons_file, index=False)
+        out.comparisons_frame(comparisons, conv, tests, unpaired).to_csv(o.comparisons_file, index=False)
     if output_format == "json":
-        doc = out.json_doc(evals, conv, comparisons, common_queries, seg_means, o.with_per_query, tests, paired)
+        doc = out.json_doc(evals, conv, comparisons, common_queries, seg_means, o.with_per_query, tests, paired,
+                          unpaired)
         if err_gmax:
             from onlineeval.metrics.names import err_gmax_note
 
@@ -507,17 +513,20 @@ def _report(
             _echo(f"note: {out.NO_PAIRS}", err=True)
         elif len(evals) > 1 and o.comparisons_file is None:
             _echo("note: paired comparisons are not in the csv table; write them with --comparisons FILE", err=True)
+            for m in (m for m, n in paired.items() if n == 0):  # (not computed here: say which metric has none)
+                _echo(f"note: {m}: no query is paired across the systems (n = 0); --comparisons FILE says why",
+                      err=True)
         if err_gmax:
             from onlineeval.metrics.names import err_gmax_note
 
             for m, g in err_gmax.items():
                 _echo(f"note: {err_gmax_note(m, g)}", err=True)
-        for note in out.comparison_notes(comparisons):
+        for note in out.comparison_notes(comparisons) + out.unpaired_notes(unpaired):
             _echo(note if note.startswith("warning:") else f"note: {note}", err=True)
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
             _echo("note: " + out.coverage_text(coverage), err=True)
     else:
-        text = out.table(evals, conv, comparisons, common_queries, seg_means, baseline, paired)
+        text = out.table(evals, conv, comparisons, common_queries, seg_means, baseline, paired, unpaired)
         if names_note:
             first, sep, rest = text.partition("\n")
             text = first + "\n" + names_note + sep + rest

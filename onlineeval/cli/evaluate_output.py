@@ -117,9 +117,11 @@ def json_doc(
     with_per_query: bool,
     tests: dict[str, Any] | None = None,
     paired: dict[str, int] | None = None,
+    unpaired: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The JSON document; ``paired`` (paired queries per metric) adds ``paired_queries_per_metric`` when the
-    metrics' counts differ (``paired_queries`` is the fewest)."""
+    metrics' counts differ (``paired_queries`` is the fewest); ``unpaired`` (:func:`unpaired_rows`) are
+    comparisons with ``n`` 0, null values and a ``reason``."""
     systems = []
     for ev in evals:
         entry: dict[str, Any] = {"name": ev.run_id, "counts": ev.counts.as_dict(), "metrics": {}}
@@ -158,11 +160,71 @@ def json_doc(
         worst = worst_losses_to_frame(comparisons)
         out["worst_losses"] = [{k: clean(v) for k, v in row.items()} for row in worst.to_dict("records")]
         notes = comparison_notes(comparisons)
+        if unpaired:
+            nulls = dict.fromkeys(frame.columns)
+            out["comparisons"] += [{**nulls, **r} for r in unpaired]
+            notes = notes + unpaired_notes(unpaired)
         if notes:
             out["comparison_notes"] = notes
     if seg_means is not None:
         out["segment_means"] = [{k: clean(v) for k, v in row.items()} for row in seg_means.to_dict("records")]
     return out
+
+
+#: why a metric has no paired comparison (the ``reason`` of :func:`unpaired_rows`)
+NO_RELEVANT = "no queries to compare (empty=exclude: no query has a relevant document)"
+NO_RELEVANT_SEGMENT = "no queries to compare (empty=exclude: no query of this segment has a relevant document)"
+NOT_SHARED = "no queries to compare (no query is counted for every system)"
+
+
+def unpaired_rows(
+    evals: list[RunEvaluation],
+    conv: Conventions,
+    long: pd.DataFrame,
+    long_c: pd.DataFrame,
+    baseline: str,
+    comparisons: list[PairedResult],
+    seg_frame: pd.DataFrame | None = None,
+) -> list[dict[str, Any]]:
+    """The (segment, metric, system) comparisons that have no paired query while another metric of the same
+    segment has some: one record each with ``n`` 0 and ``reason``, so that no metric leaves the comparisons
+    silently. ``long`` is every system's counted rows, ``long_c`` the paired ones."""
+    metrics = [str(m) for m in evals[0].metrics]
+    systems = [ev.run_id for ev in evals if ev.run_id != baseline]
+    exclude = conv.describe().get("empty") == "exclude"
+    views: list[tuple[str | None, str | None, Any]] = [(None, None, None)]
+    if seg_frame is not None:
+        from onlineeval.stats.segments import iter_segments
+
+        views += [(v.attribute, v.value, set(v.queries)) for v in iter_segments(seg_frame, long["query"].unique())]
+    done = {(r.segment_attribute, r.segment_value, r.metric) for r in comparisons}
+    present = {(r.segment_attribute, r.segment_value) for r in comparisons}
+    rows: list[dict[str, Any]] = []
+    for attribute, value, queries in views:
+        if (attribute, value) not in present:
+            continue  # no metric paired here: the whole table is empty, said elsewhere
+        for m in metrics:
+            if (attribute, value, m) in done:
+                continue
+            own = long[long["metric"] == m]
+            if queries is not None:
+                own = own[own["query"].isin(queries)]
+            if exclude and not len(own):
+                reason = NO_RELEVANT if attribute is None else NO_RELEVANT_SEGMENT
+            else:
+                reason = NOT_SHARED
+            rows.extend({"segment_attribute": attribute, "segment_value": value, "metric": m, "system": s,
+                         "baseline": baseline, "n": 0, "reason": reason} for s in systems)
+    return rows
+
+
+def unpaired_notes(unpaired: list[dict[str, Any]]) -> list[str]:
+    """One note per (segment, metric) without paired queries."""
+    seen: dict[tuple[Any, Any, str], str] = {}
+    for r in unpaired:
+        seen.setdefault((r["segment_attribute"], r["segment_value"], r["metric"]), r["reason"])
+    return [f"{m}{'' if a is None else f' ({a}={v})'}: {reason}; it has no paired comparison (n = 0)"
+            for (a, v, m), reason in seen.items()]
 
 
 def _with_conventions(frame: pd.DataFrame, conv: Conventions) -> pd.DataFrame:
@@ -172,11 +234,15 @@ def _with_conventions(frame: pd.DataFrame, conv: Conventions) -> pd.DataFrame:
 
 
 def comparisons_frame(
-    comparisons: list[PairedResult], conv: Conventions, tests: dict[str, Any] | None = None
+    comparisons: list[PairedResult],
+    conv: Conventions,
+    tests: dict[str, Any] | None = None,
+    unpaired: list[dict[str, Any]] | None = None,
 ) -> pd.DataFrame:
     """The paired comparisons (``--comparisons FILE``), then the test settings (``seed``, ``randomization``,
     ``randomization_sides``, ``bootstrap``, ``correction``, ``correction_family``: :func:`test_settings`) and one
-    ``convention_*`` column per convention."""
+    ``convention_*`` column per convention; with ``unpaired`` (:func:`unpaired_rows`) their rows and a ``reason``
+    column."""
     import pandas as pd
 
     if comparisons:
@@ -185,6 +251,10 @@ def comparisons_frame(
         frame = results_to_frame(comparisons)
     else:
         frame = pd.DataFrame(columns=["segment_attribute", "segment_value", "metric", "system", "baseline", "n"])
+    if unpaired:  # the metrics without paired queries: n 0, empty values, a reason (a column only then)
+        ints = [c for c in frame.columns if pd.api.types.is_integer_dtype(frame[c])]
+        frame = pd.concat([frame.assign(reason=""), pd.DataFrame(unpaired)], ignore_index=True)
+        frame = frame.astype({c: "Int64" for c in ints})  # the counts stay integers beside the empty cells
     if tests is not None:
         for key in ("seed", "randomization", "randomization_sides", "bootstrap", "correction", "correction_family"):
             frame[key] = tests[key]
@@ -412,9 +482,11 @@ def table(
     seg_means: pd.DataFrame | None,
     baseline: str,
     paired: dict[str, int] | None = None,
+    unpaired: list[dict[str, Any]] | None = None,
 ) -> str:
     """The terminal table; ``paired`` (paired queries per metric) names the metrics paired on other numbers of
-    queries than ``common_queries`` (the fewest) in the comparisons' header."""
+    queries than ``common_queries`` (the fewest) in the comparisons' header; ``unpaired``
+    (:func:`unpaired_rows`) are rows with n 0 and their reason."""
     lines: list[str] = []
     desc = conv.describe()
     lines.append("conventions: " + ", ".join(f"{k}={v}" for k, v in desc.items()))
@@ -449,7 +521,10 @@ def table(
     if comparisons:
         lines.append("")
         level = f"{100 * comparisons[0].ci_level:g}%"
-        n_pairs = f"{common_queries} {'query' if common_queries == 1 else 'queries'}"
+        if common_queries == 0:  # not everyone's count: name the metrics without a paired query
+            n_pairs = "no query for " + ", ".join(m for m, n in (paired or {}).items() if n == 0)
+        else:
+            n_pairs = f"{common_queries} {'query' if common_queries == 1 else 'queries'}"
         other = {m: n for m, n in (paired or {}).items() if n != common_queries}
         n_pairs += "".join(f"; {', '.join(ms)}: {n}" for n, ms in _by_value(other).items())
         lines.append(
@@ -482,10 +557,16 @@ def table(
                     _defined(r, r.effect_size, 3),
                 ]
             )
+        reasons = [""] * len(rows)
+        for u in unpaired or []:
+            seg = "all" if u["segment_attribute"] is None else f"{u['segment_attribute']}={u['segment_value']}"
+            rows.append([seg, u["metric"], u["system"], "0", *(["-"] * (len(header) - 4))])
+            reasons.append(u["reason"])
         widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
         lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-        for row in rows:
-            lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+        for row, why in zip(rows, reasons):
+            lines.append(("  ".join(v.ljust(w) for v, w in zip(row, widths)) + "  " + why).rstrip()
+                         if why else "  ".join(v.ljust(w) for v, w in zip(row, widths)))
         lines.extend(comparison_notes(comparisons))
         worst = [r for r in comparisons if r.segment_attribute is None and r.worst]
         if worst:
