@@ -166,3 +166,21 @@ def test_one_session_log_has_no_zero_se(tmp_path: Path) -> None:
     for model in ("dcm", "sdbn"):
         boot = bootstrap_se(model, log, fit_log(model, log), n_boot=5)
         assert all(np.isnan(v).all() for v in boot.se.values())
+
+
+def test_replicates_that_never_move_give_no_se(tmp_path: Path) -> None:
+    """Three identical sessions (b then a, a clicked): every replicate is the log, so each parameter is the same in
+    all of them (attractiveness 0.2 and 0.8 with the Beta(1, 1) pseudo-counts over 3 views); the previous code
+    gave SE 0 for them, now 'constant' (or 'no observation': b's satisfaction, never clicked)."""
+    from clickmodels.logs import read_click_log
+
+    (tmp_path / "log.tsv").write_text("# session\tquery\tdocs\tclicks\n" + "".join(
+        f"{i}\tq\tb,a\ta\n" for i in range(3)))
+    log = read_click_log(tmp_path / "log.tsv", None)
+    for model in ("dcm", "sdbn"):
+        fit = fit_log(model, log)
+        boot = bootstrap_se(model, log, fit, n_boot=20)
+        assert list(fit.attractiveness.count) == [3, 3]
+        assert boot.reason["attractiveness"] == ["constant", "constant"]
+        assert all(np.isnan(v).all() for v in boot.se.values())
+    assert boot.reason["satisfaction"] == ["no observation", "constant"]
