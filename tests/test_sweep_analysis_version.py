@@ -17,25 +17,10 @@ from typing import Any
 
 import pytest
 
-import simulations.executors as executors
 import simulations.job as job
-import simulations.runner as runner
 from simulations.sweep import run_sweep
+from tests.test_resume_replicates import ran  # noqa: F401  (the fixture: replicates computed here)
 from tests.test_sweep import make_sweep
-
-
-@pytest.fixture
-def ran(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = runner.run_replicate
-
-    def counting(config: Any, world: Any, users: Any, seq: Any, index: int) -> Any:
-        calls.append(index)
-        return real(config, world, users, seq, index)
-
-    monkeypatch.setattr(runner, "run_replicate", counting)
-    monkeypatch.setattr(executors, "run_replicate", counting)
-    return calls
 
 
 @pytest.fixture(scope="module")
