@@ -379,6 +379,7 @@ class OtherResults:
     fingerprint: str  # theirs
     same_config: bool  # the same config and input files, computed by an onlineeval of another stream version
     differences: str  # what differs, for a message
+    inputs_only: bool = False  # the same config keys, only the contents of input files differ
 
 
 def _finished_header(path: Path) -> dict[str, Any]:
@@ -407,6 +408,10 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: data}
 
 
+#: :func:`_config_differences` when only the contents of input files differ
+INPUTS_ONLY = "the same config keys; the contents of its input files differ"
+
+
 def _config_differences(old: Any, config: Config) -> str:
     """The key paths whose values differ between a recorded effective config ``old`` and ``config`` (not the
     output folder, the workers or the number of replicates), e.g. ``seed 20261202 -> 5``."""
@@ -420,7 +425,7 @@ def _config_differences(old: Any, config: Config) -> str:
     a, b = _flat(old), _flat(new)
     keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k, "(unset)") != b.get(k, "(unset)")]
     if not keys:
-        return "the same config keys; the contents of its input files differ"
+        return INPUTS_ONLY
     shown = [f"{k} {json.dumps(a.get(k, '(unset)'))} -> {json.dumps(b.get(k, '(unset)'))}" for k in keys[:6]]
     more = f" and {len(keys) - 6} more key(s)" if len(keys) > 6 else ""
     return "; ".join(shown) + more
@@ -454,7 +459,8 @@ def other_results(folder: Path, config: Config, fingerprint: str) -> OtherResult
     if known and version != STREAM_VERSION and _fingerprint(config, version) == old:
         return OtherResults(old, True, f"the same config, computed by an onlineeval of stream version {version} "
                             f"(this one {STREAM_VERSION}), whose numbers for a seed differ")
-    return OtherResults(old, False, _config_differences(recorded["config"], config))
+    differences = _config_differences(recorded["config"], config)
+    return OtherResults(old, False, differences, differences == INPUTS_ONLY)
 
 
 def refuse_other_results(folder: Path, found: OtherResults, fingerprint: str, what: str = "the folder ") -> OutputError:

@@ -55,7 +55,8 @@ with more ``replicates`` (or fewer) computes only the replicates each point lack
 ``R'``-replicate point are those of its ``R``-replicate run, and the results equal a fresh
 run's byte for byte; any other change of the point (its fingerprint) reuses nothing, and a
 point folder holding another config's finished results is refused, nothing touched, unless
-``fresh``, which deletes them before the point's first record (:func:`simulations.job.other_results`). The
+``fresh``, which deletes them before the point's first record (:func:`simulations.job.other_results`); a point
+whose config keys are the same and only its input files' contents changed is recomputed with a warning. The
 whole sweep is one list of tasks for the executor: per point its ground truth, then its
 chunks of replicates; the client only builds the worlds (cheap, and what Dask ships to the
 workers) and, as soon as a point's truth and last chunk are in,
@@ -589,9 +590,11 @@ def run_sweep(
                                   fingerprints[point.index])
             if found is not None:
                 others[point.index] = found
-        refused = [i for i, found in others.items() if not found.same_config]
+        refused = [i for i, found in others.items() if not (found.same_config or found.inputs_only)]
         if refused:
-            # a changed base or a --set typo must not cost the points' results: refused before anything is touched
+            # a changed base or a --set typo must not cost the points' results: refused before anything is touched.
+            # A point whose input files alone changed (a sweep over a folder of runs, one run edited) is recomputed
+            # with a warning: its old results describe files that are no longer there, and the other points stay
             first = refused[0]
             more = (f" (and {len(refused) - 1} more point(s): {', '.join(str(i) for i in refused[1:])})"
                     if len(refused) > 1 else "")
