@@ -186,15 +186,17 @@ def _fingerprint(config: Config, stream_version: int | None) -> str:
 
 #: the packages whose sources make up :func:`analysis_version` (their ``cli`` subpackages left out) and the
 #: libraries whose versions it includes
-_ANALYSIS_PACKAGES = ("simulations", "onlineeval")
-_ANALYSIS_LIBRARIES = ("numpy", "scipy", "pandas", "statsmodels")
+#: (clickmodels too: the truths, the decomposition and the model-based estimators run its code; numba and llvmlite:
+#: the compiled kernels)
+_ANALYSIS_PACKAGES = ("simulations", "onlineeval", "clickmodels")
+_ANALYSIS_LIBRARIES = ("numpy", "scipy", "pandas", "statsmodels", "numba", "llvmlite")
 
 
 @functools.lru_cache(maxsize=1)
 def analysis_version() -> str:
     """The version of the code that turns replicates into results, stamped in every summary.json
     (``"analysis_version"``; review 15, F3): a hash of the source of every module of :data:`_ANALYSIS_PACKAGES`
-    (the command-line layer excepted) and of the versions of numpy, scipy, pandas and statsmodels.
+    (the command-line layer excepted) and of the versions of :data:`_ANALYSIS_LIBRARIES`.
 
     :data:`STREAM_VERSION` covers only the numbers a seed gives, and ``onlineeval_version`` is not bumped during
     development, so a resumed sweep used to reuse points analysed by other code (1301495's size-refit correction

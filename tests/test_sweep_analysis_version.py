@@ -104,3 +104,14 @@ def test_the_version_follows_the_sources(tmp_path: Path, monkeypatch: pytest.Mon
         monkeypatch.undo()
         sys.modules.pop("fake_analysis_pkg", None)
         job.analysis_version.cache_clear()
+
+
+def test_every_first_party_package_is_hashed() -> None:
+    """Review 17, F1: clickmodels (the truths, the decomposition and the model-based estimators run its code) was
+    left out, so a clickmodels fix left the version unchanged and a resumed sweep mixed analyses. Every package of
+    the repository (a top-level folder with an __init__.py, tests and benchmarks aside) is hashed, and so are the
+    versions of the compiled kernels' libraries."""
+    root = Path(job.__file__).resolve().parents[1]
+    packages = {p.parent.name for p in root.glob("*/__init__.py")} - {"tests", "benchmarks", "examples"}
+    assert packages and packages <= set(job._ANALYSIS_PACKAGES), packages
+    assert {"numba", "llvmlite"} <= set(job._ANALYSIS_LIBRARIES)
