@@ -89,3 +89,17 @@ def test_help_imports_no_registry() -> None:
         res = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
         assert res.stderr.strip().splitlines()[-1] == "[]", (args, res.stderr)
         assert "Usage: onlineeval" in res.stdout
+
+
+def test_list_metrics_marks_the_relevance_free_query_set() -> None:
+    """The listing says which metrics' means are over every evaluated query (``Metric.relevance_free``) rather
+    than the empty rule's queries, and says it for those alone: the mark follows the flag evaluate uses."""
+    from onlineeval.metrics.base import REGISTRY
+
+    records = json.loads(runner.invoke(app, ["list", "metrics", "--format", "json"], prog_name="onlineeval").stdout)
+    assert {r["name"]: r["relevance_free"] for r in records} == {n: c.relevance_free for n, c in REGISTRY.items()}
+    assert sum(r["relevance_free"] for r in records) >= 4
+    text = runner.invoke(app, ["list", "metrics"], prog_name="onlineeval").stdout
+    blocks = {b.split()[0]: b for b in text.split("\n\n")[1:]}
+    for name, cls in REGISTRY.items():
+        assert ("queries: every evaluated query" in blocks[name]) is cls.relevance_free, name

@@ -21,7 +21,8 @@ FORMATS = ("table", "json")
 
 def describe_metrics() -> list[dict[str, Any]]:
     """One record per registered metric: name, description, cut-off rule, parameters
-    (name, default, type), aliases, the foreign names that map to it and an example."""
+    (name, default, type), aliases, whether it is relevance-free (its mean over every evaluated
+    query, not the ``empty`` rule's), the foreign names that map to it and an example."""
     import dataclasses
 
     from onlineeval.metrics import REGISTRY
@@ -45,6 +46,7 @@ def describe_metrics() -> list[dict[str, Any]]:
                 "cutoff": cutoff,
                 "parameters": params,
                 "aliases": list(cls.aliases),
+                "relevance_free": bool(cls.relevance_free),
                 **external_names(name),
                 "example": example,
             }
@@ -85,12 +87,16 @@ def metrics_cmd(
         "Metrics for --metrics (names are case-insensitive; parameters by name, e.g. RBP(p=0.9)@20).",
         "trec_eval and ir_measures names are translated and the output says so; ir_measures' rel=r is the",
         "relevance threshold, one convention (rel_min, --rel-min) for a whole evaluation.",
+        "Queries: a metric's mean is over the queries the empty rule (--empty) counts, but a relevance-free",
+        "metric's (marked 'every evaluated query') is over every evaluated query: it needs no relevant document.",
     ]
     for r in records:
         lines.append("")
         lines.append(f"{r['name']}  [{r['cutoff']}]  {r['description']}")
         if r["parameters"]:
             lines.append("  parameters: " + ", ".join(f"{p['name']}={_default(p['default'])}" for p in r["parameters"]))
+        if r["relevance_free"]:
+            lines.append("  queries: every evaluated query (relevance-free: kept under --empty exclude)")
         if r["aliases"]:
             lines.append("  aliases: " + ", ".join(r["aliases"]))
         if r["trec_eval"]:
