@@ -45,6 +45,7 @@ from simulations.report_null import (
     null_direction,
     null_caution,
     null_caution_keys,
+    null_caution_legend,
     null_mean_caution,
     null_rate_note,
     null_unflagged_parts,
@@ -457,7 +458,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     if any(null_caution(e) and not is_biased_entry(e) for ms in s["designs"].values() for e in ms.values()):
         import textwrap
 
-        lines += textwrap.wrap(NULL_CAUTION_LEGEND, width=112, initial_indent="  ", subsequent_indent="  ")
+        lines += textwrap.wrap(null_caution_legend(s), width=112, initial_indent="  ", subsequent_indent="  ")
     from simulations.decomposition import decomposition_lines
 
     lines += decomposition_lines(s)

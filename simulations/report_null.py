@@ -55,24 +55,57 @@ NULL_CAUTION_MARK = "~"
 #: every null-checked pair of the run (the null check's own family, ``family_pairs``), Bonferroni
 NULL_CAUTION_FAMILY_LEVEL = 0.05
 
-#: its legend line (printed when a row carries the mark)
-NULL_CAUTION_LEGEND = (
-    f"'{NULL_CAUTION_MARK}' = bias not excluded: the null check did not flag the design, but its null Delta's z or "
-    f"its null replicates' mean test has p < {NULL_CAUTION_FAMILY_LEVEL:g} / (2 x the run's null-checked pairs) "
-    "(Bonferroni over both tests of every pair, the null check's family; the null check quotes any p < "
-    f"{NULL_MEAN_NOTABLE_P:g}): its sizes and ratios may partly measure a bias, and a run with more replicates may "
-    f"flag it. Under no bias some design of a run carries it in at most {NULL_CAUTION_FAMILY_LEVEL:.0%} of runs "
-    "(measured: 4.1% +- 1.1% of 316 runs of three unbiased team-draft designs at configs/interleaving.yaml's sizes)")
+def _caution_rule(n: dict[str, Any]) -> tuple[int, int | None]:
+    """``(tests, pairs)`` of an entry's '~' rule: two tests per pair when the null replicates' mean test ran (else
+    the null Delta's z alone), ``pairs`` its ``family_pairs`` (None for a summary from before it: one pair)."""
+    pairs = n.get("family_pairs")
+    return (2 if isinstance(n.get("null_mean_test"), dict) else 1,
+            int(pairs) if isinstance(pairs, int) and not isinstance(pairs, bool) and pairs > 0 else None)
 
 
 def null_caution_level(n: dict[str, Any]) -> float:
     """The p-value below which an unflagged null check's test earns the '~' mark (:func:`null_caution`):
     :data:`NULL_CAUTION_FAMILY_LEVEL` / (tests per pair x ``family_pairs``), two tests per pair when the null
     replicates' mean test ran (else the null Delta's z alone); 1 pair for a summary from before family_pairs."""
-    pairs = n.get("family_pairs")
-    pairs = int(pairs) if isinstance(pairs, int) and pairs > 0 else 1
-    tests = 2 if isinstance(n.get("null_mean_test"), dict) else 1
-    return NULL_CAUTION_FAMILY_LEVEL / (tests * pairs)
+    tests, pairs = _caution_rule(n)
+    return NULL_CAUTION_FAMILY_LEVEL / (tests * (pairs or 1))
+
+
+def _rule_text(tests: int, pairs: int | None) -> str:
+    """'0.05 / (2 tests x 3 null-checked pairs) = 0.0083': the level the rule used (review 17, F2)."""
+    level = NULL_CAUTION_FAMILY_LEVEL / (tests * (pairs or 1))
+    alone = "" if tests == 2 else " (the null Delta's z alone: no null replicates' mean test)"
+    if pairs is None:
+        return (f"{NULL_CAUTION_FAMILY_LEVEL:g} / {tests} = {level:.2g}{alone or ' (2 tests)'}, one pair assumed: "
+                "the summary records no count of null-checked pairs")
+    plural = "s" if pairs != 1 else ""
+    if tests == 2:
+        return f"{NULL_CAUTION_FAMILY_LEVEL:g} / (2 tests x {pairs} null-checked pair{plural}) = {level:.2g}"
+    return f"{NULL_CAUTION_FAMILY_LEVEL:g} / {pairs} null-checked pair{plural} = {level:.2g}{alone}"
+
+
+def null_caution_legend(summary: dict[str, Any] | None = None) -> str:
+    """The '~' legend line (printed when a row carries the mark), stating the level :func:`null_caution` used for
+    the summary's marked entries (review 17, F2: 0.05 / (2 x pairs) with the null replicates' mean test, 0.05 /
+    pairs without it, and what a summary without ``family_pairs`` assumes); without a summary the rule in general
+    (a sweep's points, each by its own run)."""
+    rules = sorted({_caution_rule(e["null"]) for ms in ((summary or {}).get("designs") or {}).values()
+                    if isinstance(ms, dict) for e in ms.values() if isinstance(e, dict) and null_caution(e)},
+                   key=lambda r: (r[1] or 0, r[0]))
+    if rules:
+        level = "; ".join(_rule_text(*r) for r in rules)
+    else:
+        level = (f"{NULL_CAUTION_FAMILY_LEVEL:g} / (2 x the run's null-checked pairs), or {NULL_CAUTION_FAMILY_LEVEL:g}"
+                 " / pairs in a run without the null replicates' mean test")
+    at_most = (f"Under no bias some design of a run carries it in at most {NULL_CAUTION_FAMILY_LEVEL:.0%} of runs "
+               "(measured: 4.1% +- 1.1% of 316 runs of three unbiased team-draft designs at configs/interleaving.yaml's "
+               "sizes)")
+    if any(pairs is None for _, pairs in rules):
+        at_most += "; that bound needs the run's count of pairs, which this summary does not record"
+    return (f"'{NULL_CAUTION_MARK}' = bias not excluded: the null check did not flag the design, but its null Delta's "
+            f"z or its null replicates' mean test has p < {level} (Bonferroni over the tests of every null-checked "
+            f"pair, the null check's family; the null check quotes any p < {NULL_MEAN_NOTABLE_P:g}): its sizes and "
+            f"ratios may partly measure a bias, and a run with more replicates may flag it. {at_most}")
 
 
 def null_caution(e: dict[str, Any]) -> bool:
@@ -108,6 +141,10 @@ def null_caution_keys(s: dict[str, Any]) -> frozenset[str]:
                 if e.get("primary"):
                     keys.add(d)
     return frozenset(keys)
+
+
+#: the legend's general form (:func:`null_caution_legend` without a summary)
+NULL_CAUTION_LEGEND = null_caution_legend()
 
 
 def null_unflagged_parts(n: dict[str, Any]) -> tuple[str, str | None]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, join, note, table, tag, tag_void
-from simulations.report_null import NULL_CAUTION_LEGEND, NULL_CAUTION_MARK, null_caution, null_caution_keys
+from simulations.report_null import NULL_CAUTION_MARK, null_caution, null_caution_keys, null_caution_legend
 from simulations.report_ratios import caution_pairs, ratio_caution
 from simulations.report_sizes import caution_of
 from simulations.report_sizes import _unstable_lines as unstable_size_lines  # the terminal's own text
@@ -277,7 +277,7 @@ def answer_section(summary: dict[str, Any]) -> Html:
             f"{d} / {m} {extrapolated_days_text(days)}{caution_of(summary, d, m)} = {extrapolation_factor_text(factor)}"
             for d, m, days, factor in extrapolated) + " (" + extrapolation_note(sim_days) + ")."])
     if any(null_caution(e) and not is_biased(e) for ms in designs.values() for e in ms.values()):
-        legend.append([NULL_CAUTION_LEGEND + "."])  # review 12, F2: as the terminal's
+        legend.append([null_caution_legend(summary) + "."])  # review 12, F2: as the terminal's
     for line in unstable_size_lines(summary, population_of(summary)) if designs else []:
         legend.append([line.strip() + "."])  # review 12, F3: the ranges the terminal prints
     held = [(d, m, e) for d, ms in designs.items() for m, e in ms.items() if str(e.get("se_measure") or "").startswith(
