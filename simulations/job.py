@@ -458,7 +458,10 @@ def other_results(folder: Path, config: Config, fingerprint: str) -> OtherResult
     old = str(recorded["fingerprint"])
     version = recorded["stream_version"]
     known = version is None or (isinstance(version, int) and not isinstance(version, bool))
-    if known and version != STREAM_VERSION and _fingerprint(config, version) == old:
+    if not known:  # review 17: never 'input files differ' for a version this code cannot read
+        return OtherResults(old, False, f"its recorded stream version {json.dumps(version, default=str)} is not "
+                            f"one this onlineeval knows (an integer; this one {STREAM_VERSION})")
+    if version != STREAM_VERSION and _fingerprint(config, version) == old:
         return OtherResults(old, True, f"the same config, computed by an onlineeval of stream version {version} "
                             f"(this one {STREAM_VERSION}), whose numbers for a seed differ")
     differences = _config_differences(recorded["config"], config)

@@ -113,3 +113,23 @@ def test_the_same_config_is_still_reused(finished: Path, tmp_path: Path) -> None
     log: list[str] = []
     job.simulate(_config(replicates=3), out, workers=1, log=log.append)  # more replicates: not another config
     assert any(m.startswith("resuming: 2 of 3 replicates reused") for m in log), log
+
+
+@pytest.mark.parametrize("version", ["7", 2.5, True, [1]])
+def test_a_recorded_stream_version_that_is_not_an_integer_is_named_not_called_input_files(
+    finished: Path, tmp_path: Path, version: Any
+) -> None:
+    """Review 17: a finished folder whose recorded stream version is not an integer, with the same config keys, was
+    taken for 'the same config keys; the contents of its input files differ' (inputs_only, which a sweep recomputes
+    as an edited input file): now its own reason, and not inputs_only."""
+    out = _copy(finished, tmp_path / "out")
+    summary = json.loads((out / "summary.json").read_text())
+    summary.update({"stream_version": version, "config_fingerprint": "0" * 16})
+    (out / "summary.json").write_text(json.dumps(summary))
+    found = job.other_results(out, _config(), job.config_fingerprint(_config()))
+    assert found is not None and not found.inputs_only and not found.same_config
+    assert found.differences != job.INPUTS_ONLY and "stream version" in found.differences
+    assert f"this one {job.STREAM_VERSION}" in found.differences and json.dumps(version) in found.differences
+    with pytest.raises(OutputError) as err:  # simulate refuses it (nothing touched) with that reason
+        job.simulate(_config(), out, workers=1)
+    assert "stream version" in str(err.value) and "input files differ" not in str(err.value)
