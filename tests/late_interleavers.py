@@ -52,24 +52,22 @@ class TDMLate(TeamDraftMultileave):
         return o
 
 
-class PagedTeamDraft(TeamDraft):
-    """Textbook team-draft that is told the page length (``interleave(lists, rng, length=k)``)."""
+class _Paged:
+    """Told the page length (``interleave(lists, rng, length=k)``): the class's own draw, cut to ``length`` slots."""
 
     def interleave(self, lists: list[list[int]], rng: np.random.Generator,
                    length: int | None = None) -> tuple[list[int], list[int]]:
-        shown, teams = super().interleave(lists, rng)
+        shown, teams = super().interleave(lists, rng)  # type: ignore[misc]
         k = len(shown) if length is None else length
         return shown[:k], teams[:k]
 
 
-class PagedLateAOnly(LateAOnly):
+class PagedTeamDraft(_Paged, TeamDraft):
+    """Textbook team-draft that is told the page length."""
+
+
+class PagedLateAOnly(_Paged, LateAOnly):
     """LateAOnly told the page length: it fills exactly ``length`` slots, A taking slots 9-10."""
-
-    def interleave(self, lists: list[list[int]], rng: np.random.Generator,
-                   length: int | None = None) -> tuple[list[int], list[int]]:
-        shown, teams = super().interleave(lists, rng)
-        k = len(shown) if length is None else length
-        return shown[:k], teams[:k]
 
 
 class IgnoresLength(TeamDraft):
