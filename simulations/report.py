@@ -68,6 +68,7 @@ from simulations.report_ratios import (
     multileaving_lines,
     pair_range_text,
     ratio_uncertainty_text,
+    size_mark_sets,
 )
 from simulations.report_sizes import (
     MAX_DAYS_SHOWN,
@@ -415,10 +416,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                      "not rejecting): " + ", ".join(undefined))
     lines += _null_lines(result)
     ref_design = next((d for d in cfg.designs if d.name == s["required_impressions_ratio"]["reference"]), None)
-    unstable = {d for d, ms in s["designs"].items() for e in ms.values()
-                if e["primary"] and e.get("analytic_required_impressions_unstable")}
-    far = {d for d, ms in s["designs"].items() for e in ms.values()
-           if e["primary"] and e.get("analytic_required_impressions_extrapolated")}
+    unstable, far = size_mark_sets(s)
     lines += _ratio_lines(s["required_impressions_ratio"], cfg.analysis.power,
                           ref_design is not None and ref_design.type == "ab", unstable, far, null_caution_keys(s))
     lines += multileaving_block(s)  # review 12, F3: with the rankers' offline values and gains

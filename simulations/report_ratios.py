@@ -53,14 +53,7 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
             marked |= not mark and bool(tilde or NULL_CAUTION_MARK in span)
             eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x{ratio_uncertainty_text(e_rel)}" + tilde + span)
         if r is not None or mark:
-            if pairs:  # review 8, F5: a multileaving median's marks from the pairs it is the median of
-                mid = median_pairs(pairs, "ratio")
-                is_unstable = any(p.get("unstable") for p in mid)
-                is_far = any(p.get("extrapolated") for p in mid)
-            else:
-                is_unstable, is_far = ref in unstable or d in unstable, ref in extrapolated or d in extrapolated
-            q = "?" if is_unstable and not ratio_uncertain(r_rel) else ""
-            star = "*" if is_far else ""
+            q, star = ratio_size_marks(d, ref, pairs, r_rel, unstable, extrapolated)
             tilde = "" if mark or r is None else ratio_caution(d, ref, pairs, "ratio", caution)
             span = pair_range_text(pairs, "ratio", cp)
             marked |= not mark and bool(tilde or NULL_CAUTION_MARK in span)
@@ -94,6 +87,31 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
                   ("  has a floor from returning users, se^2 = a/N + b, so near the target its required impressions "
                    "grow faster than 1/N)")]
     return lines
+
+
+def size_mark_sets(s: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """``(unstable, extrapolated)``: the designs whose primary size is unstable / extrapolated beyond
+    :data:`EXTRAPOLATION_FLAG` x the simulated days (the ratio lines' '?' and '*', terminal and report.html)."""
+    designs = s.get("designs") or {}
+    unstable = {d for d, ms in designs.items() for e in ms.values()
+                if e.get("primary") and e.get("analytic_required_impressions_unstable")}
+    far = {d for d, ms in designs.items() for e in ms.values()
+           if e.get("primary") and e.get("analytic_required_impressions_extrapolated")}
+    return unstable, far
+
+
+def ratio_size_marks(d: str, ref: str, pairs: Any, r_rel: Any, unstable: set[str] | frozenset[str],
+                     extrapolated: set[str] | frozenset[str]) -> tuple[str, str]:
+    """``('?', '*')`` or '' each, of the impressions-needed ratio of ``d`` to ``ref``: '?' when either size is
+    unstable (and the ratio's relative SE does not already earn it), '*' when either is extrapolated; for a
+    multileaving median (``pairs``) from the pairs it is the median of (review 8, F5)."""
+    if pairs:
+        mid = median_pairs(pairs, "ratio")
+        is_unstable = any(p.get("unstable") for p in mid)
+        is_far = any(p.get("extrapolated") for p in mid)
+    else:
+        is_unstable, is_far = ref in unstable or d in unstable, ref in extrapolated or d in extrapolated
+    return ("?" if is_unstable and not ratio_uncertain(r_rel) else ""), ("*" if is_far else "")
 
 
 def multileaving_lines(s: dict[str, Any]) -> list[str]:

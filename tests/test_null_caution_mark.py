@@ -210,7 +210,7 @@ def test_the_terminal_and_the_page_mark_and_explain_it():
     assert re.search(r"relative to ab: td \S+x \+-\d+%\??\*? \(\S+x fewer\)~", ratio[1]), ratio[1]
     assert "'~': its or the reference's size carries the main table's '~'" in text
     assert re.fullmatch(r"td: information per impression \S+x \+-\d+%~ ab's; impressions needed (for 80% power )?"
-                        r"\S+x \+-\d+%\?? ab's \(\S+x fewer\)~", items[0]), items[0]
+                        r"\S+x \+-\d+%\??\*? ab's \(\S+x fewer\)~", items[0]), items[0]
     assert "'~': its or the reference's size carries the answer table's '~'" in page
     # the '?' range line under the table quotes the marked size: both ends carry the mark, terminal and page
     assert "td/delta_ab: 1,000~ to 2,000~" in text and "td/delta_ab: 1,000~ to 2,000~" in page

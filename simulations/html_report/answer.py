@@ -12,7 +12,7 @@ from typing import Any
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, join, note, table, tag, tag_void
 from simulations.report_null import NULL_CAUTION_MARK, null_caution, null_caution_keys, null_caution_legend
-from simulations.report_ratios import caution_pairs, ratio_caution
+from simulations.report_ratios import caution_pairs, ratio_caution, ratio_size_marks, size_mark_sets
 from simulations.report_sizes import caution_of
 from simulations.report_sizes import _unstable_lines as unstable_size_lines  # the terminal's own text
 from simulations.report import (
@@ -124,7 +124,8 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
     biased = r.get("biased") or {}
     target = (summary.get("conventions") or {}).get("target_power")
     caution = null_caution_keys(summary)  # review 12, F2: '~' as the terminal's ratio lines
-    marked = False
+    unstable, far = size_mark_sets(summary)  # '?' / '*' on a size ratio, as the terminal's ratio lines
+    marked = starred = False
     items = []
     for d, need in (r.get("ratios") or {}).items():
         if d == ref:
@@ -144,8 +145,11 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
                 f"{tilde_e}{span_e} {ref}'s")
         marked |= bool(tilde_e or NULL_CAUTION_MARK in span_e)
         if isinstance(need, (int, float)):
+            r_rel = (r.get("ratios_rel_se") or {}).get(d)
+            q, star = ratio_size_marks(d, ref, pairs, r_rel, unstable, far)
+            starred |= bool(star or "*" in span_r)
             text += ((f"; impressions needed for {fmt(100 * target, '.0f')}% power " if target else "; impressions "
-                      "needed ") + f"{value_text(need)}x{ratio_uncertainty_text((r.get('ratios_rel_se') or {}).get(d))}"
+                      "needed ") + f"{value_text(need)}x{ratio_uncertainty_text(r_rel)}{q}{star}"
                      f"{span_r} {ref}'s" + (f" ({value_text(1 / need)}x fewer)" if 0 < need < 1 else "") + tilde_r)
             marked |= bool(tilde_r or NULL_CAUTION_MARK in span_r)
         items.append(tag("li", text))
@@ -157,7 +161,10 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
             items.append(tag("li", f"not distinguishable ({what}; {INDISTINGUISHABLE_SHORT}): "
                                    + ", ".join(f"{a} ~ {b}" for a, b in same)))
     return [tag("p", f"Relative to {ref} (last simulated day {r.get('last_day')}; +-: 1 relative SE by the delta "
-                     "method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25%"
+                     "method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25% or on a "
+                     "size ratio whose either size is unstable"
+                     + (f"; '*': a size ratio from a size extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated "
+                        "days (the answer table's '!')" if starred else "")
                      + (f"; '{NULL_CAUTION_MARK}': its or the reference's size carries the answer table's "
                         f"'{NULL_CAUTION_MARK}' (bias not excluded, see the legend)" if marked else "")
                      + ("; multileaving: median over the pairs, their range in brackets, an end marked '?' / '*' "
