@@ -247,7 +247,7 @@ def analyse(
         bias = float(last["mean_estimate"] - t.value)
         bias_se = float(math.hypot(last["sd_estimate"] / math.sqrt(r) if r > 1 else 0.0, t.se))
         z = float(sps.norm.ppf(1 - alpha / 2))
-        coverage_band = _coverage_band(last, alpha)
+        coverage_band = _coverage_band(last, alpha, t.se)
         entry = {
             "metric": metric,
             # +1 when a larger value of the online metric (a counterfactual design's: its design's) is better
@@ -265,7 +265,8 @@ def analyse(
                                                             "coverage", "mean_users", "mean_impressions",
                                                             "undefined")},
             # the exact 99% binomial band of the coverage of a valid (1 - alpha) interval over the replicates with
-            # a defined interval, and whether the coverage is inside it (None: no defined interval)
+            # a defined interval (its lower end widened by a Monte Carlo truth's own error: _coverage_band), and
+            # whether the coverage is inside it (None: no defined interval)
             "coverage_band": None if coverage_band is None else [coverage_band.lo_rate, coverage_band.hi_rate],
             "coverage_within_band": None if coverage_band is None else bool(
                 coverage_band.lo_rate <= float(last["coverage"]) <= coverage_band.hi_rate),

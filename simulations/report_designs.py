@@ -35,7 +35,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
     population = result.config.users.population
     lines = ["", ("Estimation error on the last day (every design; bias = mean estimate - true effect, +-: its SE; "
                   "coverage: share of replicates whose CI holds the truth, '!' outside the 99% binomial band of a "
-                  f"valid interval's; '{OTHER_MEASURE_MARK}', 'no support': see the main table):"),
+                  "valid interval's, its lower end widened by a Monte Carlo truth's own error; "
+                  f"'{OTHER_MEASURE_MARK}', 'no support': see the main table):"),
              (f"  {'design':14s} {'metric':22s} {'true effect':>12s} {'bias':>10s} {'+-':>8s} {'SD':>9s} "
               f"{'RMSE':>9s} {'coverage':>8s} {'power@end':>9s} {'impr. needed':>13s}")]
     for design, metrics in s["designs"].items():

@@ -152,6 +152,7 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
     if cf:
         parts.append(note("coverage: share of replicates whose interval holds the exact truth on the last day; "
                           "flagged outside the exact 99% binomial band of a valid interval's (below: the intervals "
-                          "under-cover or the estimate is biased; above: conservative)."))
+                          "under-cover or the estimate is biased; above: conservative); a Monte Carlo truth's own "
+                          "error widens its lower end."))
     parts.append(note("Counterfactual effect: ", conv.get("counterfactual_effect", "-")))
     return join(parts)
