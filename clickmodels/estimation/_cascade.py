@@ -26,6 +26,7 @@ sessions. Empty slots must carry ``alpha = 0`` and ``c0 = c1 = 1``.
 
 from __future__ import annotations
 
+import sys
 from abc import abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
@@ -46,7 +47,18 @@ __all__ = [
     "attraction_through",
     "prepare_slots",
     "LAST_CLICK_ESTIMATOR",
+    "compiled_em_sums",
 ]
+
+#: the cascade-family EM steps (DCM, SDBN, DBN): True: one compiled pass per iteration
+#: (:func:`clickmodels.estimation._cascade_compiled.cascade_em_sums`); False: NumPy (:func:`cascade_posterior` and
+#: the models' steps, the reference the tests compare with); None (default): compiled when numba is already loaded
+#: or the distinct sessions hold at least :data:`COMPILE_SLOTS` slots, else NumPy
+COMPILED: bool | None = None
+#: distinct-session slots from which ``COMPILED=None`` compiles: NumPy's step costs about 150 ns per slot and
+#: iteration, so with the usual 30-40 iterations about a second here, what loading numba and the cached kernel
+#: costs once per process
+COMPILE_SLOTS = 200_000
 
 #: the ``estimator`` label of the DCM and SDBN closed forms (``{ref}``: whose simplification)
 LAST_CLICK_ESTIMATOR = ("closed form (last-click approximation, {ref}: the last click is taken as where the user "
@@ -132,6 +144,46 @@ def chain_em_data(log: ClickLog) -> ChainEMData:
         n_clicks=pair_sum(log, log.clicks * w),
         n_sessions=n_sessions,
     )
+
+
+def compiled_em_sums(d: ChainEMData) -> bool:
+    """Whether the EM of ``d``'s log runs the compiled step (:data:`COMPILED`, :data:`COMPILE_SLOTS`)."""
+    if COMPILED is not None:
+        return COMPILED
+    return "numba" in sys.modules or d.log.docs.size >= COMPILE_SLOTS
+
+
+class CompiledSums:
+    """The arrays of :func:`~clickmodels.estimation._cascade_compiled.cascade_em_sums` for ``d``'s log (made once
+    per fit); :meth:`run` is one E-step, returning the weighted log-likelihood with the sums filled."""
+
+    def __init__(self, d: ChainEMData) -> None:
+        from clickmodels.estimation._cascade_compiled import cascade_em_sums
+
+        log = d.log
+        self._kernel = cascade_em_sums
+        self.codes = np.ascontiguousarray(log.pairs.codes, dtype=np.int64)
+        self.clicks = np.ascontiguousarray(log.clicks, dtype=np.bool_)
+        self.last = np.ascontiguousarray(d.last, dtype=np.int64)
+        self.weight = np.ascontiguousarray(d.weight, dtype=np.float64)
+        m, k = log.pairs.n_pairs, log.depth
+        self.att = np.zeros(m)
+        self.sat = np.zeros(m)
+        self.cont = np.zeros(k)
+        self.gamma_sums = np.zeros(2)
+
+    def run(self, alpha: np.ndarray, *, lam: np.ndarray | None = None, sigma: np.ndarray | None = None,
+            gamma: float = 1.0) -> float:
+        """DCM (``lam`` per rank) or SDBN / DBN (``sigma`` per pair, ``gamma``)."""
+        kind = 0 if lam is not None else 1
+        return float(self._kernel(
+            self.codes, self.clicks, self.last, self.weight, np.ascontiguousarray(alpha, dtype=np.float64), kind,
+            np.ascontiguousarray(lam if lam is not None else _NONE, dtype=np.float64),
+            np.ascontiguousarray(sigma if sigma is not None else _NONE, dtype=np.float64), float(gamma),
+            self.att, self.sat, self.cont, self.gamma_sums))
+
+
+_NONE = np.zeros(0)
 
 
 def prepare_slots(

@@ -31,8 +31,10 @@ import numpy as np
 
 from clickmodels.estimation._cascade import (
     CascadeFamilyFit,
+    CompiledSums,
     cascade_posterior,
     chain_em_data,
+    compiled_em_sums,
     prepare_slots,
 )
 from clickmodels.estimation._counts import pair_sum
@@ -109,6 +111,18 @@ def dbn_em(
         new_gamma = float(smoothed(num, den, opt.pseudo)) if gamma_fixed is None else gamma_fixed
         return (new_alpha, new_sigma, new_gamma), float(post.log_lik @ d.weight)
 
-    init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.pairs.n_pairs, 0.5), 0.5 if gamma_fixed is None else gamma_fixed)
+    if compiled_em_sums(d):  # the same E-step in one compiled pass (_cascade_compiled)
+        sums = CompiledSums(d)
+
+        def step(state: tuple[np.ndarray, np.ndarray, float]) -> tuple[tuple[np.ndarray, np.ndarray, float], float]:
+            alpha, sigma, gamma = state
+            ll = sums.run(alpha, sigma=sigma, gamma=gamma)
+            new_gamma = gamma_fixed if gamma_fixed is not None else float(
+                smoothed(sums.gamma_sums[0], sums.gamma_sums[1], opt.pseudo))
+            return (smoothed(sums.att, d.views, opt.pseudo), smoothed(sums.sat, d.n_clicks, opt.pseudo),
+                    new_gamma), ll
+
+    m = log.pairs.n_pairs
+    init = (np.full(m, 0.5), np.full(m, 0.5), 0.5 if gamma_fixed is None else gamma_fixed)
     (alpha, sigma, gamma), trace = run_em(d.n_sessions, opt, init, step)
     return alpha, sigma, gamma, log, d.views, d.n_clicks, trace

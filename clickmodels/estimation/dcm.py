@@ -34,9 +34,11 @@ import numpy as np
 from clickmodels.estimation._cascade import (
     LAST_CLICK_ESTIMATOR,
     CascadeFamilyFit,
+    CompiledSums,
     attraction_through,
     cascade_posterior,
     chain_em_data,
+    compiled_em_sums,
     prepare_slots,
 )
 from clickmodels.estimation._counts import pair_sum, rank_sum, ranks_grid
@@ -130,6 +132,14 @@ def _fit_dcm_em(log: ClickLog, opt: EMOptions) -> DCMFit:
         new_alpha = smoothed(pair_sum(log, d.attraction(a, post) * w), d.views, opt.pseudo)
         new_lam = smoothed(rank_sum(log, cont * w, click_next), click_den, opt.pseudo)
         return (new_alpha, new_lam), float(post.log_lik @ d.weight)
+
+    if compiled_em_sums(d):  # the same E-step in one compiled pass (_cascade_compiled)
+        sums = CompiledSums(d)
+
+        def step(state: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], float]:
+            alpha, lam = state
+            ll = sums.run(alpha, lam=lam)
+            return (smoothed(sums.att, d.views, opt.pseudo), smoothed(sums.cont, click_den, opt.pseudo)), ll
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.full(log.depth, 0.5))
     (alpha, lam), trace = run_em(d.n_sessions, opt, init, step)
