@@ -1,5 +1,6 @@
 """The logged-impressions reader (onlineeval.io.logged): arrays, id maps, targets, and every
-refusal naming file and line."""
+refusal naming file and line. Every test runs twice: line by line, and with the pyarrow reader first
+(``FAST_MIN_BYTES`` 0: it reads what it accepts and declines the rest, so the refusals are the same)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ import pytest
 
 from onlineeval.errors import InputError
 from onlineeval.io.logged import read_logged
+
+@pytest.fixture(autouse=True, params=["lines", "fast"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    import onlineeval.io.logged as logged
+
+    monkeypatch.setattr(logged, "FAST_MIN_BYTES", 0 if request.param == "fast" else 1 << 62)
+    return str(request.param)
+
 
 P3 = {"list": 1 / 60, "prefix": [1 / 5, 1 / 20, 1 / 60], "item": [0.2, 0.2, 0.2]}
 
