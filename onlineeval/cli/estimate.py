@@ -385,7 +385,7 @@ def estimate_cmd(
     results, differences, warnings = out.results, out.differences, out.warnings
 
     cat = catalogue()
-    n_clusters = data.n if data.user is None else int(np.unique(data.user).size)
+    n_clusters = data.user_groups[1]
     conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed, estimators)
     doc = {
         "log": {"path": str(log), "impressions": data.n, "queries": len(lg.queries), "clusters": n_clusters,

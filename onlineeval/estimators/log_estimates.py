@@ -184,8 +184,7 @@ def _cluster_sums(data: LoggedData, num: np.ndarray, den: np.ndarray) -> tuple[n
 
     if data.user is None:
         return num, den
-    _, inv = np.unique(data.user, return_inverse=True)
-    g = int(inv.max()) + 1
+    inv, g = data.user_groups  # np.unique's inverse, computed once per log
     return np.bincount(inv, num, g), np.bincount(inv, den, g)
 
 

@@ -211,8 +211,7 @@ def pipeline_bootstrap(
         order = all_rows
         sizes = np.ones(data.n, dtype=np.int64)
     else:
-        _, inv = np.unique(data.user, return_inverse=True)
-        inv = inv.reshape(-1)
+        inv = data.user_groups[0]  # np.unique's inverse, computed once per log
         order = np.argsort(inv, kind="stable")
         sizes = np.bincount(inv)
     starts = np.cumsum(sizes) - sizes
