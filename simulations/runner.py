@@ -192,7 +192,7 @@ def die_with_parent(interval: float | None = None) -> None:
     process every ``interval`` seconds (:data:`PARENT_CHECK_INTERVAL`): an orphan is re-parented (to 1 or a
     subreaper), so its ``getppid()`` changes. Portable, and unlike Linux's ``PR_SET_PDEATHSIG`` (sent when the
     *thread* that forked the child ends) it cannot end a reused pool's workers while the process lives. The
-    worker was forked, so it holds no folder lock (:func:`simulations.job._drop_locks_in_child`)."""
+    worker was forked, so it holds no folder lock (:func:`simulations.folder_lock._drop_locks_in_child`)."""
     import threading
     import time
 
