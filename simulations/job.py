@@ -53,7 +53,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from onlineeval.errors import ConfigError, OnlineEvalError, OutputError
+from onlineeval.errors import ConfigError, OutputError
 
 from simulations.analysis import analyse
 from simulations.config import Config
