@@ -1,7 +1,8 @@
 """The cascade-family EM's compiled step (clickmodels.estimation._cascade_compiled) against the NumPy step it
 replaces on large logs (cascade_posterior and the models' own steps, ``_cascade.COMPILED = False``): DCM, SDBN and
 DBN fitted both ways on the same logs give the same iterations, log-likelihoods and parameters to rounding (the
-sums run in another order), on logs with empty slots, sessions without clicks and clicks at the last rank."""
+sums run in another order; the compiled step counts the terms above the last clicks once, the NumPy step per
+session), on small and medium logs with empty slots, sessions without clicks and clicks at the last rank."""
 
 from __future__ import annotations
 
@@ -40,9 +41,10 @@ def _fit(name: str, log, compiled: bool, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["dcm", "sdbn", "dbn"])
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_compiled_em_equals_numpy_em(name, seed, monkeypatch):
-    log = _log(seed, empty=seed == 2)
+    """Seed 3: a medium log (40,000 sessions of 10 slots, 50 queries of 20 documents)."""
+    log = _log(seed, empty=seed == 2) if seed < 3 else _log(seed, n=40_000, k=10, docs=20, queries=50)
     ref = _fit(name, log, False, monkeypatch)
     fast = _fit(name, log, True, monkeypatch)
     assert fast.trace.iterations == ref.trace.iterations > 2

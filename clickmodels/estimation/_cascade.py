@@ -171,16 +171,59 @@ class CompiledSums:
         self.sat = np.zeros(m)
         self.cont = np.zeros(k)
         self.gamma_sums = np.zeros(2)
+        # above the last click every slot is examined, its attraction is its click and the user went on: the
+        # E-step's terms there are constants, summed here once as weighted counts per pair / rank (the kernel
+        # starts at the last click); the log-likelihood's terms there, count x log(parameter), in _prefix_ll
+        codes, clicks, w = self.codes, self.clicks, d.w
+        ranks = np.arange(k)[None, :]
+        shown = codes >= 0
+        before = shown & (ranks < self.last[:, None])
+        below = np.zeros_like(shown)
+        below[:, :-1] = shown[:, 1:]
+        wb = np.broadcast_to(w, codes.shape)
+        self._att0 = np.bincount(codes[shown & (ranks <= self.last[:, None]) & clicks],
+                                 weights=wb[shown & (ranks <= self.last[:, None]) & clicks], minlength=m)
+        self._cont0 = np.where(before & clicks & below, wb, 0.0).sum(axis=0)
+        self._gamma0 = float(np.where(before & below, wb, 0.0).sum())
+        click_pair = np.bincount(codes[before & clicks], weights=wb[before & clicks], minlength=m)
+        skip_pair = np.bincount(codes[before & ~clicks], weights=wb[before & ~clicks], minlength=m)
+        click_rank = np.where(before & clicks, wb, 0.0).sum(axis=0)
+        self._click_pairs = np.flatnonzero(click_pair)  # only counted parameters (others may be NaN)
+        self._click_pair_n = click_pair[self._click_pairs]
+        self._skip_pairs = np.flatnonzero(skip_pair)
+        self._skip_pair_n = skip_pair[self._skip_pairs]
+        self._click_ranks = np.flatnonzero(click_rank)
+        self._click_rank_n = click_rank[self._click_ranks]
+        self._skips = float(skip_pair.sum())
 
     def run(self, alpha: np.ndarray, *, lam: np.ndarray | None = None, sigma: np.ndarray | None = None,
             gamma: float = 1.0) -> float:
         """DCM (``lam`` per rank) or SDBN / DBN (``sigma`` per pair, ``gamma``)."""
         kind = 0 if lam is not None else 1
-        return float(self._kernel(
+        ll = float(self._kernel(
             self.codes, self.clicks, self.last, self.weight, np.ascontiguousarray(alpha, dtype=np.float64), kind,
             np.ascontiguousarray(lam if lam is not None else _NONE, dtype=np.float64),
             np.ascontiguousarray(sigma if sigma is not None else _NONE, dtype=np.float64), float(gamma),
             self.att, self.sat, self.cont, self.gamma_sums))
+        self.att += self._att0
+        if kind == 0:
+            self.cont += self._cont0
+        else:
+            self.gamma_sums += self._gamma0
+        return ll + self._prefix_ll(np.asarray(alpha, dtype=float), lam, sigma, float(gamma))
+
+    def _prefix_ll(self, alpha: np.ndarray, lam: np.ndarray | None, sigma: np.ndarray | None, gamma: float) -> float:
+        """The log-likelihood's terms above the last clicks: a click there :math:`\\log \\alpha + \\log c^1`,
+        a skip :math:`\\log(1 - \\alpha) + \\log c^0` (``c^0 = \\gamma``), with cascade_posterior's clamps."""
+        tiny = 1e-300  # sums of products, not BLAS dot products (a threaded dot took 12 ms on a busy machine)
+        ll = np.sum(self._click_pair_n * np.log(np.maximum(alpha[self._click_pairs], tiny)))
+        ll += np.sum(self._skip_pair_n * np.log(np.maximum(1.0 - alpha[self._skip_pairs], tiny)))
+        if lam is not None:
+            ll += np.sum(self._click_rank_n * np.log(np.maximum(np.asarray(lam, dtype=float)[self._click_ranks], tiny)))
+        else:
+            c1 = gamma * (1.0 - np.asarray(sigma, dtype=float)[self._click_pairs])
+            ll += np.sum(self._click_pair_n * np.log(np.maximum(c1, tiny)))
+        return float(ll + self._skips * np.log(max(gamma, tiny)))
 
 
 _NONE = np.zeros(0)
