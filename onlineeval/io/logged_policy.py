@@ -162,9 +162,12 @@ def _logger_policy(
     ``logger_rows``: each impression's ``(options, scores)``; ``query_ids``: its query id (for messages)."""
     nq = int(query_k.size)
     per_query: dict[int, tuple[int, str]] = {}  # query -> (first row, its logger as canonical JSON)
-    for i, (options, scores) in enumerate(logger_rows):
-        key = json.dumps([options, scores], sort_keys=True)
+    for i, row in enumerate(logger_rows):
         q = int(qcodes[i])
+        if q in per_query and logger_rows[per_query[q][0]] is row:  # the reader's shared object: the same logger
+            continue
+        options, scores = row
+        key = json.dumps([options, scores], sort_keys=True)
         if q not in per_query:
             per_query[q] = (i, key)
         elif per_query[q][1] != key:
