@@ -45,7 +45,7 @@ of every input file it names: qrels, both runs, ..., and the code's
 onlineeval whose numbers differ is recomputed, not mixed) and partial file, so an interrupted
 sweep resumes: finished points (``summary.json`` with the point's fingerprint and
 replicates, no partial file, analysed by this code: its ``analysis_version``,
-:func:`simulations.job.analysis_version`) are read back, a finished point analysed by other
+:func:`simulations.resume_guard.analysis_version`) are read back, a finished point analysed by other
 code is re-analysed from its kept records (its truth recomputed, no replicate re-simulated;
 review 15, F3), and unfinished ones keep the replicates in their partial file. A finished point
 keeps its replicates' records
@@ -55,7 +55,7 @@ with more ``replicates`` (or fewer) computes only the replicates each point lack
 ``R'``-replicate point are those of its ``R``-replicate run, and the results equal a fresh
 run's byte for byte; any other change of the point (its fingerprint) reuses nothing, and a
 point folder holding another config's finished results is refused, nothing touched, unless
-``fresh``, which deletes them before the point's first record (:func:`simulations.job.other_results`); a point
+``fresh``, which deletes them before the point's first record (:func:`simulations.resume_guard.other_results`); a point
 whose config keys are the same and only its input files' contents changed is recomputed with a warning. The
 whole sweep is one list of tasks for the executor: per point its ground truth, then its
 chunks of replicates; the client only builds the worlds (cheap, and what Dask ships to the
@@ -472,9 +472,9 @@ def _complete(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any]
 
 def _finished(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any] | None:
     """The point's summary when its results folder is complete for this fingerprint and was analysed by this code
-    (its ``analysis_version``, :func:`simulations.job.analysis_version`); a point analysed by other code is
+    (its ``analysis_version``, :func:`simulations.resume_guard.analysis_version`); a point analysed by other code is
     re-analysed from its kept records (review 15, F3), not reused."""
-    from simulations.job import analysis_version
+    from simulations.resume_guard import analysis_version
 
     summary = _complete(folder, fingerprint, replicates)
     if summary is None or summary.get("analysis_version") != analysis_version():
@@ -543,19 +543,21 @@ def run_sweep(
     from simulations.job import (
         FINISHED,
         PARTIAL,
-        analysis_version,
         config_fingerprint,
         folder_lock,
         keep_finished,
         partial_header,
         partial_record,
-        other_results,
         prepare_world,
-        refuse_other_results,
-        remove_results,
         reopen_records,
         resume_message,
         signals_interrupt,
+    )
+    from simulations.resume_guard import (
+        analysis_version,
+        other_results,
+        refuse_other_results,
+        remove_results,
         write_error,
     )
 

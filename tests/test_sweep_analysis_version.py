@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import simulations.job as job
+import simulations.resume_guard as resume_guard
 from simulations.sweep import run_sweep
 from tests.test_resume_replicates import ran  # noqa: F401  (the fixture: replicates computed here)
 from tests.test_sweep import make_sweep
@@ -84,7 +85,7 @@ def test_the_version_follows_the_sources(tmp_path: Path, monkeypatch: pytest.Mon
     (pkg / "stats.py").write_text("X = 1\n")
     (pkg / "cli" / "main.py").write_text("HELP = 'a'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(job, "_ANALYSIS_PACKAGES", ("fake_analysis_pkg",))
+    monkeypatch.setattr(resume_guard, "_ANALYSIS_PACKAGES", ("fake_analysis_pkg",))
     job.analysis_version.cache_clear()
     try:
         first = job.analysis_version()
@@ -113,5 +114,5 @@ def test_every_first_party_package_is_hashed() -> None:
     versions of the compiled kernels' libraries."""
     root = Path(job.__file__).resolve().parents[1]
     packages = {p.parent.name for p in root.glob("*/__init__.py")} - {"tests", "benchmarks", "examples"}
-    assert packages and packages <= set(job._ANALYSIS_PACKAGES), packages
-    assert {"numba", "llvmlite"} <= set(job._ANALYSIS_LIBRARIES)
+    assert packages and packages <= set(resume_guard._ANALYSIS_PACKAGES), packages
+    assert {"numba", "llvmlite"} <= set(resume_guard._ANALYSIS_LIBRARIES)
