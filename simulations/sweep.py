@@ -482,6 +482,31 @@ def _finished(folder: Path, fingerprint: str, replicates: int) -> dict[str, Any]
     return summary
 
 
+@dataclass(frozen=True)
+class _PointPlan:
+    """What :func:`run_sweep` does with a point's folder (:func:`_point_plan`). A point whose folder holds another
+    config's finished results that are not recomputed (not the same config, not only its input files) is refused
+    before this, for every point at once, with nothing touched."""
+
+    reuse: dict[str, Any] | None  # finished for this fingerprint by this code: its summary, read back
+    stale: dict[str, Any] | None  # complete for this fingerprint but analysed by other code: re-analysed
+    replace: Any  # the finished results of another config (OtherResults) that are deleted and recomputed
+    remove: bool  # the folder's old outputs are deleted before the point's first record (replace, or fresh)
+
+
+def _point_plan(folder: Path, fingerprint: str, replicates: int, fresh: bool, found: Any) -> _PointPlan:
+    """Reuse, re-analyse, replace or (re)compute a point: ``found`` is the other config's finished results in its
+    folder (:func:`simulations.resume_guard.other_results`, ``None``: none); ``fresh`` reuses nothing and deletes
+    the folder's outputs. The remaining replicate records are sorted out by
+    :func:`simulations.job.reopen_records`."""
+    if fresh:
+        return _PointPlan(None, None, found, True)
+    old = _finished(folder, fingerprint, replicates)
+    if old is not None:
+        return _PointPlan(old, None, None, False)
+    return _PointPlan(None, _complete(folder, fingerprint, replicates), found, found is not None)
+
+
 @dataclass
 class _Open:
     """A point being computed: its world, truths (``None`` until its truth task is in),
@@ -611,25 +636,24 @@ def run_sweep(
             folder.mkdir(exist_ok=True)
             config = point.config.model_copy(update={"output": folder})
             fp = fingerprints[point.index]
-            old = None if fresh else _finished(folder, fp, config.replicates)
-            if old is not None:
-                summaries[point.index] = old
+            plan = _point_plan(folder, fp, config.replicates, fresh, others.get(point.index))
+            if plan.reuse is not None:
+                summaries[point.index] = plan.reuse
                 reps_done += config.replicates
                 continue
-            stale = None if fresh else _complete(folder, fp, config.replicates)
-            if stale is not None:
+            if plan.stale is not None:
                 say(f"point {point.index}: re-analysing: its results were analysed by other code (analysis version "
-                    f"{stale.get('analysis_version') or 'not recorded'}, this one {analysis_version()}); its "
+                    f"{plan.stale.get('analysis_version') or 'not recorded'}, this one {analysis_version()}); its "
                     "replicates are reused, not recomputed")
             if fp in open_points:
                 raise ConfigError(("points",), f"points {open_points[fp].point.index} and {point.index} are the same "
                                   "simulation (same fingerprint); remove one")
             stack.enter_context(folder_lock(folder))
-            if point.index in others or fresh:
+            if plan.remove:
                 # before the point's first record: its folder never holds another config's report beside them
-                if point.index in others:
+                if plan.replace is not None:
                     say(f"warning: point {point.index}: replacing the finished results in {folder} (fingerprint "
-                        f"{others[point.index].fingerprint}): {others[point.index].differences}; they are deleted now")
+                        f"{plan.replace.fingerprint}): {plan.replace.differences}; they are deleted now")
                 remove_results(folder)
             partial = folder / PARTIAL
             records, source = reopen_records(folder, fp, say, config, fresh)
