@@ -333,3 +333,14 @@ def test_progress_bars_on_a_terminal() -> None:
     assert "sweep points" in text and "40/40" in text and "ETA done" in text
     assert "sweep: points" not in text  # no plain lines on a terminal
     p.close()  # idempotent
+
+
+def test_two_points_of_one_simulation_are_refused(tmp_path: Path) -> None:
+    """Two points with the same fingerprint (the same config twice) are refused before anything runs, naming both
+    (run_sweep's per-point plan, simulations.sweep._point_plan); a different value is not."""
+    sweep = sweep_from_mapping({"base": BASE, "points": [POINTS[0], dict(POINTS[0])], "output": str(tmp_path / "s")})
+    with pytest.raises(ConfigError, match="points 0 and 1 are the same simulation"):
+        run_sweep(sweep, workers=1)
+    for partial in (tmp_path / "s").rglob("replicates.partial.jsonl"):  # no replicate ran: headers only
+        assert len(partial.read_text(encoding="utf-8").splitlines()) <= 1, partial
+    assert not list((tmp_path / "s").rglob("summary.json"))
