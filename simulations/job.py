@@ -25,7 +25,8 @@ fingerprints and the keys that differ (review 15, F2), unless ``fresh``: the old
 (:data:`RESULT_FILES`, figures, finished file) are then deleted before the new run's first
 record, so that the folder never holds one config's report beside another's records. The
 same config computed by an onlineeval of another stream version is recomputed (its outputs
-deleted the same way) without ``fresh``.
+deleted the same way) without ``fresh``. Those rules live in :mod:`simulations.resume_guard` (and the folder lock
+below in :mod:`simulations.folder_lock`); this module re-exports their public names.
 
 One run at a time per results folder: the folder is locked (``.onlineeval.lock``, an
 ``fcntl`` lock held for the run's lifetime, released by the OS if the process dies; the
