@@ -14,16 +14,7 @@ import pytest
 import onlineeval.io.logged as logged
 from onlineeval.errors import InputError
 from onlineeval.io.logged import read_logged
-
-
-def _policies() -> Any:
-    try:
-        from simulations import policies
-
-        policies.build_policy  # noqa: B018
-    except (ImportError, AttributeError):
-        pytest.skip("simulations.policies.build_policy is not available")
-    return policies
+from simulations import policies
 
 
 def _log(tmp_path: Path, n: int = 600, change: tuple[int, dict[str, Any]] | None = None) -> Path:
@@ -53,7 +44,7 @@ def test_one_logger_object_per_query(tmp_path: Path, monkeypatch: pytest.MonkeyP
         return real(rows, *args, **kw)
 
     monkeypatch.setattr(logged, "_logger_policy", spy)
-    log = read_logged(_log(tmp_path), policies=_policies())
+    log = read_logged(_log(tmp_path), policies=policies)
     rows = seen[0]
     assert len(rows) == 600 and len({id(r) for r in rows}) == 3  # one per query (each line its own before)
     assert len({id(r[1]) for r in rows}) == 3
@@ -66,7 +57,7 @@ def test_one_logger_object_per_query(tmp_path: Path, monkeypatch: pytest.MonkeyP
 @pytest.mark.parametrize("change", [{"d0": 5.0}, {"zz": 1.0}])
 def test_a_later_differing_logger_is_refused_with_its_line(tmp_path: Path, change: dict[str, float]) -> None:
     with pytest.raises(InputError, match=r":401: the logger \(spec or scores\) differs from line 2 ") as err:
-        read_logged(_log(tmp_path, change=(400, change)), policies=_policies())
+        read_logged(_log(tmp_path, change=(400, change)), policies=policies)
     assert err.value.line == 401
 
 
@@ -80,4 +71,4 @@ def test_int_and_float_scores_still_differ(tmp_path: Path) -> None:
         lines[i] = json.dumps(obj)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r":4: the logger \(spec or scores\) differs from line 1 "):
-        read_logged(path, policies=_policies())
+        read_logged(path, policies=policies)
