@@ -49,7 +49,10 @@ def test_count_em_equals_impression_em(seed, pseudo):
         ref = impression_em(data, tol, max_iter, pseudo)
         gamma = np.asarray(ref.examination)
         np.testing.assert_allclose(ours.examination, gamma / gamma[0], rtol=1e-9)
-        assert ours.iterations == ref.trace.iterations
+        # the same stopping rule on log-likelihoods summed in other orders: at tol 1e-12 the last change sits within
+        # rounding of the threshold (seed 3: 799 against 798 once clickmodels' compress ordered the distinct rows by
+        # hash), so one iteration more or less is the same fit (the parameters agree to 1e-9 above)
+        assert abs(ours.iterations - ref.trace.iterations) <= (1 if tol == 1e-12 else 0)
         assert ours.log_likelihood == pytest.approx(ref.trace.log_likelihood[-1], rel=1e-12)
 
 
