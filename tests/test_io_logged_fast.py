@@ -119,3 +119,16 @@ GOOD = {"query": "q1", "shown": ["a", "b"], "clicks": ["b"], "propensities": {"l
 ])
 def test_fast_reader_declines_what_it_could_read_otherwise(tmp_path, bad):
     assert logged._read_fast(str(_write(tmp_path, bad)), None) is None
+
+
+@pytest.mark.parametrize("variant", ["crlf", "bom"])
+def test_fast_reader_equals_line_by_line_on_windows_line_ends_and_a_byte_order_mark(tmp_path, monkeypatch, variant):
+    records = _records(3, 400, "ids", "some", True, ("list", "prefix", "item"), False)
+    path = tmp_path / "log.jsonl"
+    if variant == "crlf":
+        path.write_bytes(("\r\n".join(json.dumps(r) for r in records) + "\r\n").encode("utf-8"))
+    else:
+        path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8-sig")
+    fast = logged._read_fast(str(path), None)
+    assert fast is not None
+    _assert_same(fast, _line_by_line(path, monkeypatch))
