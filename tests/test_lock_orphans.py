@@ -152,7 +152,10 @@ def test_pool_workers_end_when_their_parent_is_killed(init: str) -> None:
 
 def test_simulate_killed_leaves_a_folder_that_resumes(tmp_path: Path) -> None:
     data = json.loads(json.dumps(BASE))
-    data.update(replicates=40, workers=2)
+    # replicates of this config take milliseconds each: with 40 the pool could finish them all between two looks
+    # below (the run then in its analysis, no workers left to see: a flaky failure in CI); 2,000 leave seconds, and
+    # the run is killed after its first records anyway
+    data.update(replicates=2000, workers=2)
     data["traffic"]["days"] = 4
     config = tmp_path / "cfg.json"
     config.write_text(json.dumps(data))
@@ -166,7 +169,7 @@ def test_simulate_killed_leaves_a_folder_that_resumes(tmp_path: Path) -> None:
             partial = out / job.PARTIAL
             if partial.is_file() and len(partial.read_text().splitlines()) >= 2:
                 break
-            time.sleep(0.2)
+            time.sleep(0.05)
         workers = _children(run.pid)
         assert run.poll() is None and len(workers) >= 2, "the run ended before it could be killed"
         run.kill()
