@@ -1,4 +1,4 @@
-"""The pyarrow reader of logged impressions (onlineeval.io.logged._read_fast) against the line-by-line reader (the
+"""The pyarrow reader of logged impressions (onlineeval.io.logged_fast._read_fast) against the line-by-line reader (the
 reference): on random logs with every variant of the format it accepts, the same LoggedLog to the bit; on logs the
 line-by-line reader would refuse or read otherwise, it declines (None). tests/test_io_logged.py runs every one of its
 tests through both readers too."""
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import onlineeval.io.logged as logged
+from onlineeval.io.logged_fast import _read_fast
 
 
 def _records(seed: int, n: int, clicks: str, users: str, user_type: bool, forms: tuple[str, ...],
@@ -86,7 +87,7 @@ def _assert_same(a: logged.LoggedLog, b: logged.LoggedLog) -> None:
 @pytest.mark.parametrize("end", [True, False])
 def test_fast_reader_equals_line_by_line(tmp_path, monkeypatch, clicks, users, user_type, forms, int_queries, end):
     path = _write(tmp_path, _records(7, 600, clicks, users, user_type, forms, int_queries), newline_at_end=end)
-    fast = logged._read_fast(str(path), None)
+    fast = _read_fast(str(path), None)
     assert fast is not None
     _assert_same(fast, _line_by_line(path, monkeypatch))
 
@@ -118,7 +119,7 @@ GOOD = {"query": "q1", "shown": ["a", "b"], "clicks": ["b"], "propensities": {"l
     [GOOD, {**GOOD, "user": True}],
 ])
 def test_fast_reader_declines_what_it_could_read_otherwise(tmp_path, bad):
-    assert logged._read_fast(str(_write(tmp_path, bad)), None) is None
+    assert _read_fast(str(_write(tmp_path, bad)), None) is None
 
 
 @pytest.mark.parametrize("variant", ["crlf", "bom"])
@@ -129,6 +130,6 @@ def test_fast_reader_equals_line_by_line_on_windows_line_ends_and_a_byte_order_m
         path.write_bytes(("\r\n".join(json.dumps(r) for r in records) + "\r\n").encode("utf-8"))
     else:
         path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8-sig")
-    fast = logged._read_fast(str(path), None)
+    fast = _read_fast(str(path), None)
     assert fast is not None
     _assert_same(fast, _line_by_line(path, monkeypatch))
