@@ -302,7 +302,8 @@ class BootstrapProgress(ProgressLines):
 # --------------------------------------------------------------------------- command
 @guarded
 def estimate_cmd(
-    log: Annotated[Path, typer.Option("--log", "-l", help="Logged impressions, JSON lines (see the README).")],
+    log: Annotated[Path, typer.Option("--log", "-l", help="Logged impressions, JSON lines, plain or gzipped (see "
+                                      "the README).")],
     target: Annotated[list[Path], typer.Option("--target", "-t", help="TREC run of a ranker to estimate; "
                                                 "repeat for several.")],
     estimator: Annotated[str, typer.Option("--estimator", "-e", help="Comma-separated estimators, e.g. "

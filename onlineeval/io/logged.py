@@ -1,6 +1,6 @@
 r"""Logged impressions (JSON lines) for off-policy estimation, and targets in their id space.
 
-One JSON object per line, one impression each::
+One JSON object per line, one impression each (the file plain or gzipped)::
 
     {"query": "q7", "user": "u3", "user_type": 0, "shown": ["d3", "d9", "d1"], "clicks": ["d9"],
      "propensities": {"list": 0.0167, "prefix": [0.2, 0.05, 0.0167], "item": [0.2, 0.2, 0.2]}}
@@ -396,7 +396,7 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
     Parameters
     ----------
     path:
-        The log file.
+        The log file, plain or gzipped (gzip's magic bytes; e.g. ``.jsonl.gz``).
     policies:
         The logging-policy package for logs with ``logger`` lines: anything with
         ``available_policies()`` and ``build_policy(spec, scores, k)``, i.e.
@@ -420,13 +420,16 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
         policy, non-UTF-8 bytes, an empty log.
     """
     name = str(path)
-    if Path(path).is_file() and Path(path).stat().st_size >= FAST_MIN_BYTES:
+    raw = _gunzipped(name)  # None: not gzipped
+    size = len(raw) if raw is not None else (Path(path).stat().st_size if Path(path).is_file() else 0)
+    if size >= FAST_MIN_BYTES:
         from onlineeval.io.logged_fast import _read_fast  # it imports this module
 
-        fast = _read_fast(name, policies)
+        fast = _read_fast(name, policies, raw)
         if fast is not None:
             return fast
-    raw = Path(path).read_bytes()
+    if raw is None:
+        raw = Path(path).read_bytes()
     text = _decode(name, raw)
     rows = _Rows([], [], [], [], [], [], [], [], [], [])
     first: dict[str, Any] = {"policies": policies,
@@ -455,6 +458,27 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
     if not rows.lines:
         raise InputError("the log is empty (no impressions)", name)
     return _assemble(rows, name, policies)
+
+
+def _gunzipped(name: str) -> bytes | None:
+    """The decompressed bytes of a gzipped log (one that starts with gzip's magic bytes ``1f 8b``, whatever its
+    name; ``onlineeval simulate``'s ``export_log`` writes ``.jsonl.gz``), or ``None`` for any other file (read as
+    it is). A damaged gzip stream is an :class:`InputError` naming the file."""
+    import gzip
+    import zlib
+
+    try:
+        with open(name, "rb") as fh:
+            if fh.read(2) != b"\x1f\x8b":
+                return None
+    except OSError:
+        return None  # (the reader below reports a missing or unreadable file as it always did)
+    try:
+        with gzip.open(name, "rb") as fh:
+            return fh.read()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"a damaged gzip file ({exc}); the log must be UTF-8 JSON lines, plain or gzipped",
+                         name) from None
 
 
 #: logs of at least this many bytes are read first by :func:`~onlineeval.io.logged_fast._read_fast` (pyarrow's
