@@ -56,6 +56,7 @@ from onlineeval.errors import ConfigError, OutputError
 
 from simulations.analysis import analyse
 from simulations.config import Config
+from simulations.export_log import export_logs  # (imports nothing of simulations: the writers have it at hand)
 from simulations.folder_lock import LOCK, _drop_locks_in_child, folder_lock, lock_holders  # noqa: F401 (re-exported)
 from simulations.resume_guard import (  # noqa: F401 (re-exported: OtherResults, INPUTS_ONLY, RESULT_FILES)
     INPUTS_ONLY,
@@ -624,6 +625,8 @@ def finish(
         from simulations.report import write_results
 
         try:
+            # designs[i].export_log: the simulated logs, before summary.json (a finished run has all of them)
+            export_logs(config, world, users, output, fingerprint)
             write_results(result, fingerprint)
         except OSError as exc:
             raise write_error(exc, output, f"the finished replicates are kept in {output / PARTIAL}") from None

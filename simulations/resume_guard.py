@@ -19,6 +19,7 @@ from typing import Any
 from onlineeval.errors import OutputError
 
 from simulations.config import Config
+from simulations.export_log import remove_logs
 from simulations.stream import FINISHED
 
 __all__ = [
@@ -188,13 +189,18 @@ def refuse_other_results(folder: Path, found: OtherResults, fingerprint: str, wh
 
 
 def remove_results(folder: Path) -> None:
-    """Delete a finished run's outputs from ``folder`` (:data:`RESULT_FILES`, its ``*.png`` figures and
-    :data:`FINISHED`): a run of another fingerprint (or ``fresh``) does this before it writes its first record,
-    so that the folder never holds one config's results beside another's records."""
+    """Delete a finished run's outputs from ``folder`` (:data:`RESULT_FILES`, its ``*.png`` figures,
+    :data:`FINISHED` and the exported logs, :func:`simulations.export_log.remove_logs`): a run of another
+    fingerprint (or ``fresh``) does this before it writes its first record, so that the folder never holds one
+    config's results beside another's records."""
     for name in (*RESULT_FILES, FINISHED):
         _remove(folder / name)
     for png in sorted(folder.glob("*.png")):
         _remove(png)
+    try:
+        remove_logs(folder)  # the exported logs of designs[i].export_log
+    except OSError as exc:
+        raise write_error(exc, folder, "nothing was run") from None
 
 
 def _remove(path: Path) -> None:

@@ -89,13 +89,18 @@ def replicate_seeds(seed: int, replicates: int) -> list[np.random.SeedSequence]:
 
 
 def build_replicate(
-    config: Config, world: World, users: UserModels, seq: np.random.SeedSequence
+    config: Config, world: World, users: UserModels, seq: np.random.SeedSequence,
+    only: Callable[[DesignSpec], bool] | None = None,
 ) -> tuple[TrafficModel, list[Design]]:
     """The traffic model and the designs of one replicate, each on its own child stream:
-    traffic on key ``(0,)``, a design on ``(1, name, aa)`` (its null variant ``(1, name, 2)``)."""
+    traffic on key ``(0,)``, a design on ``(1, name, aa)`` (its null variant ``(1, name, 2)``). ``only``: build
+    just the designs it accepts (their numbers are the same: every design has its own stream and sees the same
+    traffic; :mod:`simulations.export_log` replays a counterfactual design this way)."""
     traffic = TrafficModel(config.traffic, config.users, world.frequency, np.random.default_rng(child_seed(seq, 0)))
     designs: list[Design] = []
     for spec in design_specs(config):
+        if only is not None and not only(spec):
+            continue
         cls = design_class(spec.config.type)
         rng = np.random.default_rng(child_seed(seq, 1, spec.config.name, 2 if spec.null else int(spec.aa)))
         design = cls(spec.config, world, users, rng, config.users.population, config.analysis.alpha, aa=spec.aa)

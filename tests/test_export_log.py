@@ -95,3 +95,262 @@ def test_a_gzipped_log_with_a_bad_line_names_its_line_and_a_damaged_one_the_file
     with pytest.raises(InputError, match="damaged gzip file") as info:
         logged.read_logged(cut)
     assert info.value.path == str(cut)
+
+
+# ----------------------------------------------------------------------------- the exported simulated log
+ESTIMATORS = ("ips", "snips", "rips", "iips")
+#: the design's metric: a first-click reward, whose position weights depend on the list length k
+METRIC = "reciprocal_rank"
+
+
+def _config(export_log: Any = 2, replicates: int = 3, **extra: Any) -> Any:
+    from simulations.config import config_from_mapping
+
+    return config_from_mapping(_mapping(export_log, replicates, **extra))
+
+
+def _mapping(export_log: Any = 2, replicates: int = 3, **extra: Any) -> dict[str, Any]:
+    cf = {"name": "cf", "type": "counterfactual", "metric": METRIC, "targets": ["A", "B"],
+          "logger": {"policy": "mixture", "components": [
+              {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 10, "weight": 0.7},
+              {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 10, "scores": "B", "weight": 0.3}]},
+          "estimators": list(ESTIMATORS), **({"export_log": export_log} if export_log is not None else {})}
+    return {
+        "seed": 5, "replicates": replicates, "workers": 1,
+        "collection": {"n_queries": 60, "candidates": 10},
+        "rankers": {"depth": 4, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.4}},
+        "offline_metric": "nDCG@4",
+        "users": {"population": 500, "activity": {"sigma": 0.5}, "types": [
+            {"name": "pbm", "share": 0.5, "click_model": {"name": "pbm", "preset": "ai2018"}},
+            {"name": "cascade", "share": 0.5, "click_model": {"name": "cascade", "preset": "navigational"}}]},
+        "traffic": {"days": 2, "queries_per_day": 1200, "batch_hours": 24},
+        "designs": [{"name": "ab", "type": "ab", "metric": "clicks_per_query"}, cf],
+        "analysis": {"aa": True, "truth_impressions": 2000},
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``onlineeval simulate`` of the config exporting the logs of replicates 0 and 1 of 3."""
+    import pandas as pd
+    import yaml
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+    from simulations.job import prepare_world
+
+    tmp = tmp_path_factory.mktemp("export")
+    out = tmp / "out"
+    (tmp / "cf.yaml").write_text(yaml.safe_dump(_mapping() | {"output": str(out)}), encoding="utf-8")
+    res = CliRunner().invoke(app, ["simulate", "--config", str(tmp / "cf.yaml")])
+    assert res.exit_code == 0, res.output
+    config = _config()
+    return {"out": out, "config": config, "rows": pd.read_csv(out / "replicates.csv"), "stderr": res.stderr,
+            "world": prepare_world(config)[0]}
+
+
+def _design_log(config: Any, world: Any, replicate: int) -> Any:
+    """The design's whole log in replicate ``replicate`` as the job runs it (every design of the config, its A/A
+    variants included: :func:`simulations.runner.run_replicate`'s steps)."""
+    from simulations.runner import build_replicate, replicate_seeds
+    from simulations.traffic import run_traffic
+    from simulations.users import UserModels
+
+    users = UserModels.from_config(config.users)
+    traffic, designs = build_replicate(config, world, users, replicate_seeds(config.seed, config.replicates)[replicate])
+    assert len(designs) == 4  # ab, cf and their A/A variants
+
+    def on_day_end(day: int) -> None:
+        for design in designs:
+            design.checkpoint(day)
+
+    run_traffic(traffic, designs, on_day_end)
+    (cf,) = [d for d in designs if d.name == "cf" and not d.aa]
+    return cf.log()
+
+
+def test_export_log_writes_the_first_replicates_logs_and_the_targets_runs(run: dict[str, Any]) -> None:
+    out: Path = run["out"]
+    folder = out / "logs" / "cf"
+    assert sorted(p.name for p in folder.iterdir()) == ["A.run", "B.run", "replicate_0.jsonl.gz",
+                                                        "replicate_1.jsonl.gz"]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == summary["config_fingerprint"]
+    assert summary["config"]["designs"][1]["export_log"] == 2
+    assert not list(out.rglob("*.tmp"))
+    rows, world = run["rows"], run["world"]
+    for r in (0, 1):
+        raw = (folder / f"replicate_{r}.jsonl.gz").read_bytes()
+        assert raw[4:8] == b"\0\0\0\0"  # no time stamp: the same log gives the same bytes
+        lines = gzip.decompress(raw).decode().splitlines()
+        last = rows[(rows.replicate == r) & (rows.design == "cf") & (~rows.aa) & (rows.day == 2)]
+        assert len(lines) == int(last["n_impressions"].iloc[0])
+        first = json.loads(lines[0])
+        assert set(first) == {"query", "user", "user_type", "shown", "clicks", "propensities"}
+        assert set(first["propensities"]) == {"list", "prefix", "item"} and len(first["shown"]) == 4
+    # the runs: every query, the world's ranking in rank order, distinct descending scores
+    for ranker in ("A", "B"):
+        lines = (folder / f"{ranker}.run").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == world.n_queries * 4
+        q0 = [ln.split() for ln in lines[:4]]
+        assert [f[0] for f in q0] == ["q0"] * 4 and [f[3] for f in q0] == ["1", "2", "3", "4"]
+        assert [f[2] for f in q0] == [f"d{d}" for d in world.rankings[ranker][0]]
+        assert [float(f[4]) for f in q0] == [4.0, 3.0, 2.0, 1.0]
+
+
+def test_simulate_says_where_the_logs_are_and_the_estimate_command_it_names_runs(run: dict[str, Any]) -> None:
+    from estimate_cli_world import invoke
+
+    (line,) = [ln for ln in run["stderr"].splitlines() if ln.startswith("simulated log of design cf")]
+    assert line.startswith(f"simulated log of design cf, replicates 0-1: {run['out'] / 'logs' / 'cf'}/replicate_<r>")
+    command = line.split("e.g. onlineeval estimate ", 1)[1].split()
+    assert command[-4:] == ["--estimator", ",".join(ESTIMATORS), "--metric", METRIC]
+    res = invoke(*command)
+    assert res.exit_code == 0, res.output
+    assert "differences target - baseline" in res.stdout
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-10 * max(abs(a), abs(b))
+
+
+@pytest.mark.parametrize("replicate", [0, 1])
+def test_estimate_on_the_exported_log_gives_the_designs_estimates(run: dict[str, Any], replicate: int) -> None:
+    from onlineeval.estimators import DeterministicTarget, get_estimator, get_reward
+
+    from estimate_cli_world import json_out
+
+    out, config, world = run["out"], run["config"], run["world"]
+    folder = out / "logs" / "cf"
+    doc = json_out("--log", str(folder / f"replicate_{replicate}.jsonl.gz"), "--target", str(folder / "B.run"),
+                   "--baseline", str(folder / "A.run"), "--estimator", ",".join(ESTIMATORS), "--metric", METRIC)
+    values = {(r["estimator"], r["target"]): r["estimate"] for r in doc["results"]}
+    diffs = {d["estimator"]: d["estimate"] for d in doc["differences"]}
+    # from the design's own log, with the estimators directly (the design's ratio of per-impression terms)
+    data = _design_log(config, world, replicate)
+    reward = get_reward(METRIC, world.depth)
+    for name in ESTIMATORS:
+        est = get_estimator(name)
+        v = {}
+        for t in ("A", "B"):
+            terms = est.terms(data, DeterministicTarget(world.rankings[t], t), reward)
+            v[t] = float(terms.num.sum() / (data.n if terms.den is None else terms.den.sum()))
+            assert _close(values[(name, t)], v[t]), (name, t, values[(name, t)], v[t])
+        assert _close(diffs[name], v["B"] - v["A"]), (name, diffs[name], v["B"] - v["A"])
+    # and the difference the job recorded for the replicate on its last day
+    rows = run["rows"]
+    last = rows[(rows.replicate == replicate) & (rows.design == "cf") & (~rows.aa) & (rows.day == 2)]
+    for name in ESTIMATORS:
+        recorded = float(last.loc[last.metric == name, "estimate"].iloc[0])
+        assert _close(diffs[name], recorded), (name, diffs[name], recorded)
+    # the log read back is the design's log: the same impressions, clicks and propensities in the same order
+    lg = logged.read_logged(folder / f"replicate_{replicate}.jsonl.gz")
+    assert lg.data.n == data.n
+    np.testing.assert_array_equal(lg.data.clicks, data.clicks)
+    for form in ("p_list", "p_prefix", "p_item", "user_type"):
+        np.testing.assert_array_equal(getattr(lg.data, form), getattr(data, form))
+    np.testing.assert_array_equal(np.asarray(lg.queries)[lg.data.query], np.asarray(world.query_ids)[data.query])
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (-1, "designs[1].export_log: must be at least 0, got -1"),
+    ("1", "designs[1].export_log: must be an integer, got '1'"),
+    (True, "designs[1].export_log: must be an integer, got True"),
+    (1.5, "designs[1].export_log: must be an integer, got 1.5"),
+    (1001, "designs[1].export_log: must be at most 1000, got 1001"),
+])
+def test_a_bad_export_log_is_refused_naming_the_key(value: Any, message: str) -> None:
+    from onlineeval.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        _config(export_log=value)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("design", [{"name": "ab", "type": "ab", "export_log": 1},
+                                    {"name": "td", "type": "interleaving", "method": "team_draft", "export_log": 1}])
+def test_export_log_is_refused_on_other_design_types(design: dict[str, Any]) -> None:
+    from onlineeval.errors import ConfigError
+    from simulations.config import config_from_mapping
+
+    with pytest.raises(ConfigError, match=r"designs\[0\]: export_log: only for designs of type counterfactual"):
+        config_from_mapping({"seed": 1, "designs": [design]})
+
+
+def test_without_the_option_nothing_is_written_and_the_fingerprint_is_unchanged(tmp_path: Path) -> None:
+    from simulations.job import config_fingerprint, simulate
+
+    absent, zero = _config(export_log=None, replicates=1), _config(export_log=0, replicates=1)
+    assert "export_log" not in absent.effective()["designs"][1]  # the effective config of every earlier config
+    assert config_fingerprint(absent) == config_fingerprint(zero) != config_fingerprint(_config(export_log=1))
+    simulate(zero, tmp_path / "out", workers=1)
+    assert (tmp_path / "out" / "summary.json").is_file() and not (tmp_path / "out" / "logs").exists()
+
+
+def test_a_resumed_run_keeps_the_logs_and_another_config_removes_them(tmp_path: Path) -> None:
+    from simulations.export_log import export_logs
+    from simulations.job import config_fingerprint, prepare_world, remove_results, simulate
+
+    out = tmp_path / "out"
+    config = _config(export_log=1, replicates=2)
+    simulate(config, out, workers=1)
+    log = out / "logs" / "cf" / "replicate_0.jsonl.gz"
+    assert not (out / "logs" / "cf" / "replicate_1.jsonl.gz").exists()
+    stat, data = log.stat(), log.read_bytes()
+    # the same config again (all its replicates finished): the log is kept, not written again
+    simulate(config, out, workers=1)
+    assert log.stat().st_mtime_ns == stat.st_mtime_ns and log.stat().st_ino == stat.st_ino
+    # a run interrupted while exporting (a temporary file, the log not yet renamed): the missing log is written
+    world, users = prepare_world(config)
+    fingerprint = config_fingerprint(config)
+    log.unlink()
+    log.with_name(log.name + ".tmp").write_bytes(b"half")
+    assert export_logs(config, world, users, out, fingerprint) == [log]
+    assert log.read_bytes() == data and not list(out.rglob("*.tmp"))
+    # another fingerprint's logs (an interrupted run of another config left them) are replaced
+    (out / "logs" / ".fingerprint").write_text("0123456789abcdef\n", encoding="utf-8")
+    log.write_bytes(b"another config's log")
+    (out / "logs" / "cf" / "replicate_7.jsonl.gz").write_bytes(b"another config's log")
+    written = export_logs(config, world, users, out, fingerprint)
+    assert sorted(p.name for p in written) == ["A.run", "B.run", "replicate_0.jsonl.gz"]
+    assert log.read_bytes() == data and not (out / "logs" / "cf" / "replicate_7.jsonl.gz").exists()
+    assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == fingerprint
+    # computed again on 2 worker processes (--fresh): the same bytes, written by this process as before
+    simulate(config, out, workers=2, fresh=True)
+    assert log.read_bytes() == data
+    # another config replacing these results (--fresh, or the same config of another stream version): the logs go
+    # with its other outputs, before its first record
+    remove_results(out)
+    assert not (out / "logs").exists() and not (out / "summary.json").exists()
+    # a config exporting none finishing where another config's logs were left (its run interrupted): they go
+    export_logs(config, world, users, out, fingerprint)
+    assert log.read_bytes() == data
+    other = _config(export_log=None, replicates=2)
+    assert export_logs(other, world, users, out, config_fingerprint(other)) == [] and not (out / "logs").exists()
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("dask", marks=pytest.mark.slow)])
+def test_a_sweep_exports_the_same_logs_on_any_backend(run: dict[str, Any], tmp_path: Path, backend: str) -> None:
+    """A sweep point's logs are written with its folder (by a writer process here) whatever runs its replicates:
+    2 local worker processes, or a Dask cluster of 2 workers; the bytes of ``onlineeval simulate``'s 1 worker."""
+    from simulations.sweep import run_sweep, sweep_from_mapping
+
+    sweep = sweep_from_mapping({"base": _mapping(), "points": [{"seed": 5}], "output": str(tmp_path / "s")})
+    if backend == "dask":
+        pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+        from simulations.executors import DaskExecutor
+
+        executor = DaskExecutor("local:2")
+        try:
+            run_sweep(sweep, executor=executor, writers=1)
+        finally:
+            executor.close()
+    else:
+        run_sweep(sweep, workers=2, writers=1)
+    ours, theirs = tmp_path / "s" / "points" / "point-000" / "logs", run["out"] / "logs"
+    names = sorted(str(p.relative_to(theirs)) for p in theirs.rglob("*") if p.is_file())
+    assert names == [".fingerprint", "cf/A.run", "cf/B.run", "cf/replicate_0.jsonl.gz", "cf/replicate_1.jsonl.gz"]
+    assert sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file()) == names
+    for name in names:
+        assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name

@@ -86,6 +86,10 @@ def simulate_cmd(
     finally:
         stages.close()
     stages.finished()
+    from simulations.export_log import export_hint
+
+    for line in export_hint(cfg, out):  # designs[i].export_log: where the simulated logs are
+        log(line)
     typer.echo(terminal_summary(result, str(config)))
 
 

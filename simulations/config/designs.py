@@ -73,7 +73,7 @@ class EstimatorSpec(_Strict):
 
 
 #: keys of a design entry that only counterfactual designs use
-_COUNTERFACTUAL_KEYS = ("logger", "targets", "estimators", "bootstrap", "refit_days")
+_COUNTERFACTUAL_KEYS = ("logger", "targets", "estimators", "bootstrap", "refit_days", "export_log")
 
 
 #: keys of a design entry its type does not use (left out of the effective config)
@@ -215,6 +215,13 @@ class DesignConfig(_Strict):
         description="counterfactual: estimators that fit a model on the whole log are recomputed every "
         "refit_days days and on the last day (0 = on the last day only)",
     )
+    export_log: Annotated[int, Strict(), Field(ge=0, le=1000)] = Field(
+        0,
+        description="counterfactual: write the simulated logs of the first N replicates (0..N-1, at most the run's "
+        "replicates; default 0 = none) in the format `onlineeval estimate` reads, as "
+        "<output>/logs/<design>/replicate_<r>.jsonl.gz, with the targets' rankings as TREC runs "
+        "<output>/logs/<design>/<ranker>.run (simulations/export_log.py); part of the config's fingerprint",
+    )
     analysis: DesignAnalysis = Field(
         default_factory=DesignAnalysis,
         description="sequential test, monitoring (daily or per batch) and multiple-comparison correction",
@@ -245,6 +252,8 @@ class DesignConfig(_Strict):
             data.pop(key, None)
         if self.analysis.is_default():
             data.pop("analysis", None)  # designs without one keep their former effective config
+        if not self.export_log:
+            data.pop("export_log", None)  # likewise: designs that export no log keep their fingerprint
         return data
 
     @model_validator(mode="after")

@@ -1,0 +1,221 @@
+"""A counterfactual design's simulated log in the format ``onlineeval estimate`` reads (``designs[i].export_log``).
+
+With ``export_log: N`` a counterfactual design's logs of replicates ``0 .. min(N, replicates) - 1`` are written as
+``<output>/logs/<design>/replicate_<r>.jsonl.gz`` (gzipped JSON lines, one impression each: ``query``, ``user``,
+``user_type``, ``shown``, ``clicks`` as a 0/1 list, ``propensities`` ``{list, prefix, item}``; README, "onlineeval
+estimate"), and the design's targets as TREC runs ``<output>/logs/<design>/<ranker>.run`` (the world's rankings,
+the ones the design's estimators evaluate): ``onlineeval estimate --log replicate_0.jsonl.gz --target B.run
+--baseline A.run`` then computes from the same impressions the point estimates the design computed, and the run's
+``summary.json`` holds the exact truth. Ids: queries are the world's query ids (``q0``, ... in a synthetic world),
+documents ``d<j>`` with ``j`` the candidate's index within its query, users ``u<i>``, user types the index of
+``users.types``. A run lists each query's documents in rank order with distinct descending scores, so every tie
+rule of ``estimate`` reads the same lists, and ``estimate`` cuts each to the length of the log's lists.
+
+Where and when (:func:`export_logs`, called by :func:`simulations.job.finish` before it writes the results): the
+process that writes the results folder (``onlineeval simulate``'s own process; a sweep's point writer) runs each
+exported replicate once more, with only the exported designs (every design has its own random stream and sees the
+same traffic, so they are the replicate's numbers: replicate ``r``'s seed is the ``r``-th spawned one whatever the
+number of replicates), whatever the number of workers or the executor (a Dask worker never writes into the folder).
+Cost: one replicate's time per exported replicate; nothing (one ``stat``) without the option.
+
+Files are written atomically (a ``.tmp`` file renamed), so an interrupted run leaves whole files or none. The folder
+``<output>/logs`` belongs to one config: ``logs/.fingerprint`` holds the fingerprint of the run that wrote it
+(``export_log`` is part of the effective config, so of the fingerprint). A run finding another fingerprint's logs
+(or none recorded) deletes them before it writes its own; a resumed run of the same fingerprint keeps the files it
+finds and writes only the missing ones; :func:`simulations.resume_guard.remove_results` deletes them with a
+finished run's other outputs (:func:`remove_logs`). A summary.json of a fingerprint is written after its logs, so
+a finished run of an exporting config has all of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simulations.config import Config, DesignConfig
+    from simulations.users import UserModels
+    from simulations.world import World
+
+__all__ = ["LOGS", "MARKER", "export_hint", "export_logs", "exported", "log_path", "remove_logs", "replay_logs",
+           "run_path"]
+
+#: the folder of the exported logs inside a results folder
+LOGS = "logs"
+#: the file in :data:`LOGS` holding the fingerprint of the run whose logs it holds
+MARKER = ".fingerprint"
+_REPLICATE = re.compile(r"^replicate_(\d+)\.jsonl\.gz$")
+
+
+def exported(config: Config) -> list[tuple[DesignConfig, int]]:
+    """``(design, number of replicates whose log it exports)`` of every design with ``export_log``."""
+    return [(d, min(d.export_log, config.replicates)) for d in config.designs
+            if d.type == "counterfactual" and d.export_log > 0]
+
+
+def export_hint(config: Config, output: Path) -> list[str]:
+    """One line per exporting design for ``onlineeval simulate``'s stderr: where its logs are, and the ``onlineeval
+    estimate`` command that reads the first (its estimators without options, its metric)."""
+    out = []
+    for design, n in exported(config):
+        folder = output / LOGS / design.name
+        names = ",".join(dict.fromkeys(e.name for e in design.estimators if not e.options)) or "ips"
+        base, cand = design.targets
+        span = "replicate 0" if n == 1 else f"replicates 0-{n - 1}"
+        out.append(f"simulated log of design {design.name}, {span}: {folder}/replicate_<r>.jsonl.gz (the exact truth: "
+                   f"summary.json); e.g. onlineeval estimate --log {log_path(output, design.name, 0)} --target "
+                   f"{run_path(output, design.name, cand)} --baseline {run_path(output, design.name, base)} "
+                   f"--estimator {names} --metric {design.metric}")
+    return out
+
+
+def log_path(output: Path, design: str, replicate: int) -> Path:
+    return output / LOGS / design / f"replicate_{replicate}.jsonl.gz"
+
+
+def run_path(output: Path, design: str, ranker: str) -> Path:
+    return output / LOGS / design / f"{ranker}.run"
+
+
+def remove_logs(folder: Path) -> None:
+    """Delete the exported logs of ``folder`` (the files this module writes in ``folder/logs``: logs, runs,
+    temporary files and :data:`MARKER`; the folders when they are then empty). Nothing when there are none."""
+    root = folder / LOGS
+    if not root.is_dir():
+        return
+    for sub in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in sorted([*sub.glob("replicate_*.jsonl.gz"), *sub.glob("*.run"), *sub.glob("*.tmp")]):
+            path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty: something of the user's
+            sub.rmdir()
+    for name in (MARKER, MARKER + ".tmp"):
+        (root / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        root.rmdir()
+
+
+def _recorded(marker: Path) -> str | None:
+    try:
+        return marker.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def export_logs(config: Config, world: World, users: UserModels, output: Path, fingerprint: str) -> list[Path]:
+    """Write the logs and runs ``config``'s designs export into ``output`` (module docstring); return the files
+    written now (those already there for this fingerprint are kept, not written again)."""
+    wanted = exported(config)
+    root = output / LOGS
+    if not wanted:
+        if root.is_dir():  # another config's logs (a config that exports none has another fingerprint)
+            remove_logs(output)
+        return []
+    if _recorded(root / MARKER) != fingerprint:
+        remove_logs(output)
+    root.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    if _recorded(root / MARKER) != fingerprint:
+        _write_atomic(root / MARKER, [(fingerprint + "\n").encode()])  # first: every file below is this run's
+    todo: dict[int, list[str]] = {}
+    for design, n in wanted:
+        (root / design.name).mkdir(exist_ok=True)
+        for ranker in design.targets:
+            path = run_path(output, design.name, ranker)
+            if not path.is_file():
+                _write_atomic(path, _run_lines(world, ranker))
+                written.append(path)
+        for path in sorted((root / design.name).glob("replicate_*.jsonl.gz")):
+            match = _REPLICATE.match(path.name)
+            if match and int(match.group(1)) >= n:  # kept by a run of this config with more replicates
+                path.unlink()
+        for r in range(n):
+            if not log_path(output, design.name, r).is_file():
+                todo.setdefault(r, []).append(design.name)
+    if not todo:
+        return written
+    from simulations.runner import replicate_seeds
+
+    seqs = replicate_seeds(config.seed, config.replicates)
+    for r in sorted(todo):
+        for name, data in replay_logs(config, world, users, seqs[r], set(todo[r])).items():
+            path = log_path(output, name, r)
+            _write_atomic(path, _log_lines(world, data), compress=True)
+            written.append(path)
+    return written
+
+
+def replay_logs(config: Config, world: World, users: UserModels, seq: Any, names: set[str]) -> dict[str, Any]:
+    """The whole logs (:meth:`CounterfactualDesign.log`, a :class:`onlineeval.estimators.LoggedData`) of the
+    counterfactual designs ``names`` in the replicate of seed sequence ``seq``: the replicate run again
+    (:func:`simulations.runner.run_replicate`'s steps, checkpoints included) with only those designs (not their
+    A/A variants)."""
+    from simulations.runner import build_replicate, no_cyclic_gc
+    from simulations.sequential import batch_looks
+    from simulations.traffic import run_traffic
+
+    with no_cyclic_gc():
+        traffic, designs = build_replicate(config, world, users, seq,
+                                           only=lambda s: s.config.name in names and not s.aa and not s.null)
+
+        def on_day_end(day: int) -> None:
+            for design in designs:
+                design.checkpoint(day)
+
+        run_traffic(traffic, [*designs, *batch_looks(designs)], on_day_end)
+        return {design.name: design.log() for design in designs}
+
+
+def _run_lines(world: World, ranker: str) -> Iterator[bytes]:
+    """The TREC run of ``ranker``'s rankings: every query in the world's order, its documents in rank order with
+    scores ``depth - rank + 1`` (distinct, so no tie rule reorders them); empty slots left out."""
+    rankings = world.rankings[ranker]
+    depth = rankings.shape[1]
+    for q, qid in enumerate(world.query_ids):
+        yield "".join(f"{qid} Q0 d{doc} {r + 1} {depth - r} {ranker}\n"
+                      for r, doc in enumerate(rankings[q].tolist()) if doc >= 0).encode()
+
+
+def _log_lines(world: World, data: Any, chunk: int = 4096) -> Iterator[bytes]:
+    """The log ``data`` as JSON lines (module docstring), ``chunk`` impressions at a time. The propensities are
+    written as Python's shortest round-tripping decimals, so the reader gets the design's very floats."""
+    qids = world.query_ids
+    for lo in range(0, data.n, chunk):
+        hi = min(lo + chunk, data.n)
+        cols = [x[lo:hi].tolist() for x in (data.query, data.user, data.user_type, data.shown, data.clicks,
+                                             data.p_list, data.p_prefix, data.p_item)]
+        out = []
+        for q, user, utype, shown, clicks, p_list, p_prefix, p_item in zip(*cols, strict=True):
+            keep = [j for j, doc in enumerate(shown) if doc >= 0]  # (an empty slot of a short candidate list)
+            obj = {"query": qids[q], "user": f"u{user}", "user_type": int(utype),
+                   "shown": [f"d{shown[j]}" for j in keep], "clicks": [int(clicks[j]) for j in keep],
+                   "propensities": {"list": p_list, "prefix": [p_prefix[j] for j in keep],
+                                    "item": [p_item[j] for j in keep]}}
+            out.append(json.dumps(obj, separators=(",", ":")))
+        yield ("\n".join(out) + "\n").encode()
+
+
+def _write_atomic(path: Path, parts: Any, compress: bool = False) -> None:
+    """Write the byte strings ``parts`` to ``path`` through ``<path>.tmp`` and a rename (``compress``: gzipped,
+    no time stamp or name in the header, so the same log gives the same bytes); the temporary file is removed
+    when the write fails or is interrupted."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as raw:
+            if compress:
+                with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as fh:
+                    for part in parts:
+                        fh.write(part)
+            else:
+                for part in parts:
+                    raw.write(part)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
