@@ -85,16 +85,17 @@ def run_path(output: Path, design: str, ranker: str) -> Path:
 
 def remove_logs(folder: Path) -> None:
     """Delete the exported logs of ``folder`` (the files this module writes in ``folder/logs``: logs, runs,
-    temporary files and :data:`MARKER`; the folders when they are then empty). Nothing when there are none."""
+    temporary files and, last, :data:`MARKER`; the folders when they are then empty). Nothing when there are none,
+    or when ``folder/logs`` has no :data:`MARKER` (written before any log: the folder is someone else's)."""
     root = folder / LOGS
-    if not root.is_dir():
+    if not (root / MARKER).is_file():
         return
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         for path in sorted([*sub.glob("replicate_*.jsonl.gz"), *sub.glob("*.run"), *sub.glob("*.tmp")]):
             path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # not empty: something of the user's
             sub.rmdir()
-    for name in (MARKER, MARKER + ".tmp"):
+    for name in (MARKER + ".tmp", MARKER):
         (root / name).unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         root.rmdir()

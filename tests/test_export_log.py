@@ -328,6 +328,12 @@ def test_a_resumed_run_keeps_the_logs_and_another_config_removes_them(tmp_path: 
     assert log.read_bytes() == data
     other = _config(export_log=None, replicates=2)
     assert export_logs(other, world, users, out, config_fingerprint(other)) == [] and not (out / "logs").exists()
+    # a logs folder without the fingerprint file is not this module's: nothing in it is deleted
+    mine = out / "logs" / "cf" / "notes.run"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("kept\n", encoding="utf-8")
+    remove_results(out)
+    assert export_logs(other, world, users, out, config_fingerprint(other)) == [] and mine.is_file()
 
 
 @pytest.mark.parametrize("backend", ["local", pytest.param("dask", marks=pytest.mark.slow)])
