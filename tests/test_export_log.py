@@ -360,3 +360,18 @@ def test_a_sweep_exports_the_same_logs_on_any_backend(run: dict[str, Any], tmp_p
     assert sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file()) == names
     for name in names:
         assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+
+
+def test_another_export_log_is_another_config_and_its_run_is_refused_naming_the_key(run: dict[str, Any]) -> None:
+    from onlineeval.errors import OutputError
+    from simulations.job import config_fingerprint, simulate
+    from simulations.resume_guard import other_results
+
+    other = _config(export_log=1)
+    found = other_results(run["out"], other, config_fingerprint(other))
+    assert found is not None and not found.same_config
+    assert found.differences == "designs[1].export_log 2 -> 1"
+    before = sorted(p.name for p in (run["out"] / "logs" / "cf").iterdir())
+    with pytest.raises(OutputError, match="designs\\[1\\].export_log 2 -> 1"):
+        simulate(other, run["out"], workers=1)
+    assert sorted(p.name for p in (run["out"] / "logs" / "cf").iterdir()) == before
