@@ -99,6 +99,9 @@ def test_a_gzipped_log_with_a_bad_line_names_its_line_and_a_damaged_one_the_file
 
 # ----------------------------------------------------------------------------- the exported simulated log
 ESTIMATORS = ("ips", "snips", "rips", "iips")
+#: and two more the design runs: adaptive IPS (its behaviours chosen per user type on the whole log) and clipped IPS
+#: (an option, given to estimate by --option)
+MORE = {"adaptive_ips": {}, "clipped_ips": {"cap": 5}}
 #: the design's metric: a first-click reward, whose position weights depend on the list length k
 METRIC = "reciprocal_rank"
 
@@ -114,7 +117,8 @@ def _mapping(export_log: Any = 2, replicates: int = 3, **extra: Any) -> dict[str
           "logger": {"policy": "mixture", "components": [
               {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 10, "weight": 0.7},
               {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 10, "scores": "B", "weight": 0.3}]},
-          "estimators": list(ESTIMATORS), **({"export_log": export_log} if export_log is not None else {})}
+          "estimators": [*ESTIMATORS, "adaptive_ips", {"name": "clipped_ips", "cap": 5}],
+          **({"export_log": export_log} if export_log is not None else {})}
     return {
         "seed": 5, "replicates": replicates, "workers": 1,
         "collection": {"n_queries": 60, "candidates": 10},
@@ -205,7 +209,7 @@ def test_simulate_says_where_the_logs_are_and_the_estimate_command_it_names_runs
     (line,) = [ln for ln in run["stderr"].splitlines() if ln.startswith("simulated log of design cf")]
     assert line.startswith(f"simulated log of design cf, replicates 0-1: {run['out'] / 'logs' / 'cf'}/replicate_<r>")
     command = line.split("e.g. onlineeval estimate ", 1)[1].split()
-    assert command[-4:] == ["--estimator", ",".join(ESTIMATORS), "--metric", METRIC]
+    assert command[-4:] == ["--estimator", ",".join([*ESTIMATORS, "adaptive_ips"]), "--metric", METRIC]
     res = invoke(*command)
     assert res.exit_code == 0, res.output
     assert "differences target - baseline" in res.stdout
@@ -224,14 +228,15 @@ def test_estimate_on_the_exported_log_gives_the_designs_estimates(run: dict[str,
     out, config, world = run["out"], run["config"], run["world"]
     folder = out / "logs" / "cf"
     doc = json_out("--log", str(folder / f"replicate_{replicate}.jsonl.gz"), "--target", str(folder / "B.run"),
-                   "--baseline", str(folder / "A.run"), "--estimator", ",".join(ESTIMATORS), "--metric", METRIC)
+                   "--baseline", str(folder / "A.run"), "--estimator", ",".join([*ESTIMATORS, *MORE]),
+                   "--option", "clipped_ips.cap=5", "--metric", METRIC)
     values = {(r["estimator"], r["target"]): r["estimate"] for r in doc["results"]}
     diffs = {d["estimator"]: d["estimate"] for d in doc["differences"]}
     # from the design's own log, with the estimators directly (the design's ratio of per-impression terms)
     data = _design_log(config, world, replicate)
     reward = get_reward(METRIC, world.depth)
-    for name in ESTIMATORS:
-        est = get_estimator(name)
+    for name in [*ESTIMATORS, *MORE]:
+        est = get_estimator(name, **MORE.get(name, {}))
         v = {}
         for t in ("A", "B"):
             terms = est.terms(data, DeterministicTarget(world.rankings[t], t), reward)
@@ -241,8 +246,9 @@ def test_estimate_on_the_exported_log_gives_the_designs_estimates(run: dict[str,
     # and the difference the job recorded for the replicate on its last day
     rows = run["rows"]
     last = rows[(rows.replicate == replicate) & (rows.design == "cf") & (~rows.aa) & (rows.day == 2)]
-    for name in ESTIMATORS:
-        recorded = float(last.loc[last.metric == name, "estimate"].iloc[0])
+    for name, label in [*((n, n) for n in ESTIMATORS), ("adaptive_ips", "adaptive_ips"),
+                        ("clipped_ips", "clipped_ips(cap=5)")]:
+        recorded = float(last.loc[last.metric == label, "estimate"].iloc[0])
         assert _close(diffs[name], recorded), (name, diffs[name], recorded)
     # the log read back is the design's log: the same impressions, clicks and propensities in the same order
     lg = logged.read_logged(folder / f"replicate_{replicate}.jsonl.gz")
