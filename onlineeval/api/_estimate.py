@@ -145,8 +145,8 @@ def estimate(
         A DataFrame with one impression per row: ``query``, ``shown`` (list of doc ids),
         ``clicks`` (clicked ids or 0/1), optional ``user`` and ``user_type``, and the
         logging propensities as columns ``p_list`` / ``p_prefix`` / ``p_item`` (or a
-        ``propensities`` dict, or a ``logger`` spec); or a JSON-lines file
-        (:mod:`onlineeval.io.logged`).
+        ``propensities`` dict, or a ``logger`` spec); or a JSON-lines file, plain or gzipped
+        (:mod:`onlineeval.io.logged`; e.g. a simulated log of ``designs[i].export_log``).
     targets:
         ``{name: run}``: a run DataFrame / dict of dicts / TREC file (ranked by score with
         ``ties``), or ``{query: [doc ids in rank order]}``.
