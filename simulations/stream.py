@@ -36,7 +36,10 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: rounding noise with p down to 5e-5) and other rows move in their last bits.
 #: 7 (2026-12-02): adaptive IPS's data-driven choice takes only the behaviours under which a first-click reward can
 #: be unbiased (cascade, standard; review 11 F1): its abandonment and reciprocal-rank numbers change, no random stream.
-STREAM_VERSION = 7
+#: 8 (2026-12-03): click models fitted by EM (the direct method's and doubly robust estimators' models) run
+#: SQUAREM-accelerated EM (:func:`clickmodels.estimation._em.run_em`): fits stop nearer the maximum, so their
+#: estimates move, no random stream.
+STREAM_VERSION = 8
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

@@ -99,20 +99,33 @@ def dbn_log() -> ClickLog:
     return _sim_chain(ALPHA, 0.8 * (1 - SIGMA), 0.8, 4000, seed=11)
 
 
+@pytest.mark.parametrize("accelerate", [False, True])
 @pytest.mark.parametrize("name", ["pbm", "ubm", "dbn", "ccm", "dcm:em", "sdbn:em"])
-def test_em_log_likelihood_never_decreases(name: str, dbn_log: ClickLog) -> None:
+def test_em_log_likelihood_never_decreases(name: str, accelerate: bool, dbn_log: ClickLog) -> None:
+    """Without pseudo-counts EM's objective is the log-likelihood: it never decreases (plain EM from one iteration
+    to the next, SQUAREM from one cycle's start to the next); tol 0 runs the whole budget of E-steps unless two
+    entries are equal (SQUAREM can reach the fixed point to the last bit within 25)."""
     base, _, method = name.partition(":")
-    fit = fit_log(base, dbn_log, pseudo=0.0, tol=0.0, max_iter=25, method=method or None)
+    fit = fit_log(base, dbn_log, pseudo=0.0, tol=0.0, max_iter=25, method=method or None, accelerate=accelerate)
     ll = np.array(fit.trace.log_likelihood)
-    assert fit.trace.iterations == 25 and not fit.trace.converged
+    assert fit.trace.accelerated is accelerate
+    if accelerate:
+        assert fit.trace.iterations <= 25 and len(ll) <= fit.trace.iterations
+        assert fit.trace.converged == (fit.trace.iterations < 25 or ll[-1] == ll[-2])
+        assert not fit.trace.converged or ll[-1] == ll[-2]
+    else:
+        assert fit.trace.iterations == 25 and not fit.trace.converged
     assert np.all(np.diff(ll) >= -1e-7 * np.abs(ll[:-1]))
     assert ll[-1] > ll[0]
 
 
-def test_em_stops_on_relative_tolerance(dbn_log: ClickLog) -> None:
-    fit = fit_pbm(dbn_log, EMOptions(tol=1e-4, max_iter=500))
+@pytest.mark.parametrize("accelerate", [False, True])
+def test_em_stops_on_relative_tolerance(dbn_log: ClickLog, accelerate: bool) -> None:
+    fit = fit_pbm(dbn_log, EMOptions(tol=1e-4, max_iter=500, accelerate=accelerate))
     ll = fit.trace.log_likelihood
-    assert fit.trace.converged and fit.trace.iterations == len(ll) < 500
+    assert fit.trace.converged and fit.trace.iterations < 500
+    # plain EM: one entry per iteration; SQUAREM: one per cycle of up to three E-steps, the last cycle's first
+    assert fit.trace.iterations == (3 * len(ll) - 2 if accelerate else len(ll))
     assert abs(ll[-1] - ll[-2]) <= 1e-4 * abs(ll[-2])
     assert abs(ll[-2] - ll[-3]) > 1e-4 * abs(ll[-3])
 
@@ -396,7 +409,7 @@ def test_vectorised_em_equals_per_session_reference(model: str) -> None:
     query = rng.integers(0, 2, n)
     clicks = (rng.random(docs.shape) < 0.3) & (docs >= 0)
     log = from_arrays(query, docs, clicks)
-    fitted = fit_log(model, log, max_iter=7, tol=0.0)
+    fitted = fit_log(model, log, max_iter=7, tol=0.0, accelerate=False)  # the reference's plain EM iterations
     alpha, gamma = _naive_em(log, model, 7)
     t = fitted.attractiveness
     for q, d, v in zip(t.query, t.doc, t.value):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from clickmodels.estimation import fit_log
@@ -27,17 +28,24 @@ def small_log(n: int = 400, seed: int = 0):
     return from_sessions(sessions, lines=list(range(1, n + 1)))
 
 
-def test_callback_sees_every_iteration_of_the_trace() -> None:
+@pytest.mark.parametrize("accelerate", [False, True])
+def test_callback_sees_every_iteration_of_the_trace(accelerate: bool) -> None:
+    """Plain EM calls back after every iteration; SQUAREM after each cycle's first E-step (its E-steps so far,
+    1, 4, 7, ...: a cycle is three), with the log-likelihood the trace records."""
     seen: list[tuple[int, int, float, float | None]] = []
-    fit = fit_log("pbm", small_log(), on_iteration=lambda *a: seen.append(a))
+    fit = fit_log("pbm", small_log(), on_iteration=lambda *a: seen.append(a), accelerate=accelerate)
     tr = fit.trace
-    assert [s[0] for s in seen] == list(range(1, tr.iterations + 1))
+    assert tr.accelerated is accelerate
+    if accelerate:
+        assert [s[0] for s in seen] == list(range(1, tr.iterations + 1, 3)) and len(seen) >= 3
+    else:
+        assert [s[0] for s in seen] == list(range(1, tr.iterations + 1))
     assert [s[2] for s in seen] == list(tr.log_likelihood)
     assert all(s[1] == tr.max_iter for s in seen) and seen[0][3] is None
     lls = tr.log_likelihood
     for (_, _, _, change), prev, cur in zip(seen[1:], lls[:-1], lls[1:], strict=True):
         assert change == abs(cur - prev) / abs(prev)
-    again = fit_log("pbm", small_log())  # the callback does not change the fit
+    again = fit_log("pbm", small_log(), accelerate=accelerate)  # the callback does not change the fit
     assert again.trace.log_likelihood == tr.log_likelihood
 
 

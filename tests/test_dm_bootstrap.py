@@ -124,12 +124,17 @@ def test_em_iterations_and_a_fit_stopped_at_its_cap_are_reported():
         # by default the doubly robust estimators cross-fit: one fit per fold
         default = get_estimator(name).estimate(data, target, "clicks_per_query").diagnostics.notes
         assert len(default["em_iterations"]) == (1 if name == "dm" else 2) == default["folds"], name
-        capped = get_estimator(name, max_iter=3, folds=1).estimate(data, target, "clicks_per_query").diagnostics
-        assert capped.notes["em_iterations"] == [3] and capped.notes["em_converged"] is False, name
+        # 5 E-steps: SQUAREM's first cycle (three) and two of the second, two log-likelihoods recorded
+        capped = get_estimator(name, max_iter=5, folds=1).estimate(data, target, "clicks_per_query").diagnostics
+        assert capped.notes["em_iterations"] == [5] and capped.notes["em_converged"] is False, name
         (line,) = [w for w in capped.warnings() if "EM stopped" in w]
-        ll = aggregated_fit(data, "pbm", pseudo=0.0, max_iter=3).trace.log_likelihood
-        assert line.startswith(f"{name} (pbm): EM stopped at max_iter 3 before its tolerance (last relative "
-                               f"log-likelihood change {abs(ll[2] - ll[1]) / abs(ll[1]):.1e} > tol 1e-07)"), line
+        ll = aggregated_fit(data, "pbm", pseudo=0.0, max_iter=5).trace.log_likelihood
+        assert len(ll) == 2
+        assert line.startswith(f"{name} (pbm): EM stopped at max_iter 5 before its tolerance (last relative "
+                               f"log-likelihood change {abs(ll[1] - ll[0]) / abs(ll[0]):.1e} > tol 1e-09)"), line
+        capped = get_estimator(name, max_iter=2, folds=1).estimate(data, target, "clicks_per_query").diagnostics
+        (line,) = [w for w in capped.warnings() if "EM stopped" in w]
+        assert "(no log-likelihood change measured yet, tol 1e-09)" in line, line
     folds = get_estimator("dm", folds=2).estimate(data, target, "clicks_per_query").diagnostics.notes
     assert len(folds["em_iterations"]) == 2
     closed = get_estimator("dm", model="cm").estimate(data, target, "clicks_per_query").diagnostics.notes

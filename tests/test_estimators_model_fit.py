@@ -10,11 +10,14 @@ References, independent of the aggregation:
   index and the unseen / rare target-pair notes.
 
 Tolerance: both EM implementations run the same iterations in exact arithmetic; they
-differ by floating-point summation order only. EM stops when the relative change of the
-log-likelihood is at most ``tol`` (1e-7), so a difference that could move the stopping
-iteration (or any estimate) by more than that resolution fails: the iteration counts must
-be equal, the log-likelihood traces within ``tol`` relative, and every estimate, SE and
-interval end within ``tol`` relative (closed forms: 1e-12).
+differ by floating-point summation order only. The iteration counts must be equal and the
+log-likelihood traces within ``tol`` (1e-9) relative. SQUAREM's extrapolation
+(:func:`clickmodels.estimation._em.run_em`) carries those last-bit differences far along a
+flat likelihood (PBM without pseudo-counts can trade attractiveness against examination):
+the parameters, estimates, SEs and interval ends agree within :data:`EM_TOL` (1e-6)
+relative (1e-9 absolute), not to ``tol`` (measured: up to 2.5e-7 relative, 7e-10
+absolute on these logs, against SEs of 6e-4 and more); a formula error moves them by far
+more. Closed forms: 1e-12.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from onlineeval.estimators.model_fit import (
     pair_index,
 )
 
-EM_TOL = EMOptions().tol
+EM_TOL = 1e-6  # see the module docstring
 CLOSED_TOL = 1e-12
 
 
@@ -109,7 +112,7 @@ def test_aggregated_fit_equals_the_clickmodels_fit(log_name, name, pseudo):
     tol = EM_TOL if em else CLOSED_TOL
     if em:  # the same iterations and log-likelihoods
         assert ours.trace.iterations == ref.trace.iterations
-        np.testing.assert_allclose(ours.trace.log_likelihood, ref.trace.log_likelihood, rtol=EM_TOL)
+        np.testing.assert_allclose(ours.trace.log_likelihood, ref.trace.log_likelihood, rtol=EMOptions().tol)
     mdl = ours.model
     assert type(mdl) is type(ref.to_model(log.query_vocab, log.doc_vocab))
     if ours.attraction is not None:
@@ -323,7 +326,7 @@ def test_dcm_and_sdbn_are_fitted_by_em_with_the_estimators_cap(name):
         np.testing.assert_array_equal(mdl.conditional_click_probabilities(imp, no_click),
                                       want.conditional_click_probabilities(imp, no_click))
         res = est.estimate(data, check_world("dcm").targets[0], "clicks_per_query")
-        text = f"{name} fitted on the log by EM (maximum likelihood; max_iter {EM_MAX_ITER}, tol 1e-07)"
+        text = f"{name} fitted on the log by EM (maximum likelihood; max_iter {EM_MAX_ITER}, tol 1e-09)"
         assert res.assumption.endswith("; reward model: " + text) and res.diagnostics.notes["fit"] == text
         assert res.diagnostics.notes["em_iterations"] == [ref.trace.iterations]
         assert res.diagnostics.notes["em_converged"] is True

@@ -142,6 +142,7 @@ def fit_log(
     tol: float | None = None,
     pseudo: float | None = None,
     on_iteration: Callable[[int, int, float, float | None], None] | None = None,
+    accelerate: bool | None = None,
 ) -> ClickModelFit:
     """Fit the click model ``name`` to ``log``.
 
@@ -164,6 +165,8 @@ def fit_log(
     on_iteration:
         EM only: called after every iteration with ``(iteration, max_iter,
         log_likelihood, relative_change)`` (progress of a long fit); ignored by closed forms.
+    accelerate:
+        EM only: SQUAREM-accelerated EM (default of :class:`EMOptions`: on) or plain EM (False).
     """
     key = canonical_name(name)
     if method not in (None, "closed_form", "em"):
@@ -179,14 +182,16 @@ def fit_log(
             max_iter=base.max_iter if max_iter is None else max_iter,
             tol=base.tol if tol is None else tol,
             pseudo=base.pseudo if pseudo is None else pseudo,
+            accelerate=base.accelerate if accelerate is None else accelerate,
             on_iteration=on_iteration,
         )
         if key in EM_OPTIONAL:
             return ESTIMATORS[key](log, method="em", options=opt)
         return ESTIMATORS[key](log, opt)
-    if max_iter is not None or tol is not None:
+    if max_iter is not None or tol is not None or accelerate is not None:
         why = "with method='closed_form' has" if key in EM_OPTIONAL else "has a closed form;"
-        raise ConfigError(("max_iter" if max_iter is not None else "tol",), f"{key} {why} no EM options")
+        option = "max_iter" if max_iter is not None else "tol" if tol is not None else "accelerate"
+        raise ConfigError((option,), f"{key} {why} no EM options")
     kwargs: dict[str, Any] = {"method": "closed_form"} if key in EM_OPTIONAL else {}
     if pseudo is not None:
         kwargs["pseudo"] = pseudo

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -17,29 +17,134 @@ S = TypeVar("S")
 def run_em(
     n_sessions: int, options: EMOptions, state: S, step: Callable[[S], tuple[S, float]]
 ) -> tuple[S, FitTrace]:
-    """Iterate ``state, ll = step(state)`` until convergence or ``options.max_iter``.
+    """Iterate ``state, ll = step(state)`` until convergence or ``options.max_iter`` E-steps.
 
     ``step`` runs one E-step at the current parameters (returning their training
-    log-likelihood ``ll``) and the M-step (returning the new parameters). The trace holds
-    ``ll`` of every iteration; EM stops after iteration ``t`` when
-    :math:`|LL_t - LL_{t-1}| \\le tol\\,|LL_{t-1}|`.
+    log-likelihood ``ll``) and the M-step (returning the new parameters): the EM map
+    :math:`F`. ``state`` is a tuple of arrays of probabilities (each M-step's
+    :func:`~clickmodels.estimation.base.smoothed` estimates).
+
+    Plain EM (``options.accelerate`` False) runs :math:`\\theta_{t+1} = F(\\theta_t)` and stops
+    after iteration ``t`` when :math:`|LL_t - LL_{t-1}| \\le tol\\,|LL_{t-1}|`; the trace
+    holds ``ll`` of every iteration. EM converges linearly, as slowly as the fraction of
+    information the hidden variables miss: where the likelihood is flat (a model that
+    fits the log poorly, e.g. DCM on position-based clicks) a step changes the
+    log-likelihood by less than ``tol`` while the parameters are still far from the
+    maximum (DCM's continuation 0.07 apart from two starts at tol 1e-7 on 2 x 10^5
+    sessions of ``benchmarks/bench_dm.py``'s log).
+
+    Accelerated EM (``options.accelerate``, the default) is SQUAREM (Varadhan and Roland,
+    *Simple and globally convergent methods for accelerating the convergence of any EM
+    algorithm*, Scand. J. Statist. 35, 2008; step length S3): from :math:`\\theta_0`,
+    :math:`\\theta_1 = F(\\theta_0)`, :math:`\\theta_2 = F(\\theta_1)`,
+    :math:`r = \\theta_1 - \\theta_0`, :math:`v = \\theta_2 - \\theta_1 - r`,
+    :math:`s = \\min(-\\lVert r\\rVert / \\lVert v\\rVert, -1)` and the extrapolated
+    :math:`\\theta' = \\theta_0 - 2 s r + s^2 v` (clipped into [0, 1]; :math:`s = -1` gives
+    :math:`\\theta_2`); the cycle's next start is :math:`F(\\theta')` when the objective at
+    :math:`\\theta'` is at least that at :math:`\\theta_1` (``ll`` plus the pseudo-counts'
+    Beta log-density :math:`a \\sum (\\log p + \\log(1 - p))` that the M-step maximises
+    with it; plain ``ll`` when ``pseudo`` is 0), else :math:`\\theta_2` (the EM path), so the
+    objective never decreases from one cycle's start to the next. Its fixed points are EM's; each cycle costs three
+    E-steps. The stopping rule compares the log-likelihoods at consecutive cycles' starts
+    (the trace holds them; ``iterations`` counts E-steps, bounded by ``max_iter``): an
+    accelerated cycle's change is small only near the maximum. On the log above it stops
+    after 28 E-steps with the two starts 2e-5 apart (plain EM: 45 E-steps, 0.07; plain EM
+    to tol 1e-12, 178 E-steps: the same maximum to 6e-6).
     """
+    if not options.accelerate:
+        return _plain(n_sessions, options, state, step)
+    lls: list[float] = []
+    converged = False
+    e_steps = 0
+    theta = state
+    while True:
+        start = theta
+        theta, ll = step(start)  # F(theta_0), and the log-likelihood at the cycle's start
+        e_steps += 1
+        lls.append(ll)
+        if _stop(lls, e_steps, options):
+            converged = _converged(lls, options)
+            break
+        first = theta
+        theta, ll_1 = step(first)  # F(theta_1)
+        e_steps += 1
+        if e_steps >= options.max_iter:
+            break
+        x0, x1, x2 = _flat(start), _flat(first), _flat(theta)
+        r = x1 - x0
+        v = x2 - x1 - r
+        norm_v = float(np.sqrt(v @ v))
+        if not norm_v > 0.0:  # a fixed point (or no step at all): the EM path
+            continue
+        s = min(-float(np.sqrt(r @ r)) / norm_v, -1.0)  # the S3 step length
+        jump = _unflat(np.clip(x0 - 2.0 * s * r + s * s * v, 0.0, 1.0), start)
+        after, ll_jump = step(jump)
+        e_steps += 1
+        if _objective(jump, ll_jump, options.pseudo) >= _objective(first, ll_1, options.pseudo):
+            theta = after
+        if e_steps >= options.max_iter:
+            break
+    trace = FitTrace(
+        "em", e_steps, tuple(lls), converged, n_sessions,
+        pseudo=options.pseudo, tol=options.tol, max_iter=options.max_iter, accelerated=True,
+    )
+    return theta, trace
+
+
+def _converged(lls: list[float], options: EMOptions) -> bool:
+    return len(lls) >= 2 and abs(lls[-1] - lls[-2]) <= options.tol * abs(lls[-2])
+
+
+def _stop(lls: list[float], e_steps: int, options: EMOptions) -> bool:
+    """Report the iteration to ``options.on_iteration``; whether EM stops here (converged or out of E-steps)."""
+    change = abs(lls[-1] - lls[-2]) / abs(lls[-2]) if len(lls) >= 2 and lls[-2] != 0 else None
+    if options.on_iteration is not None:
+        options.on_iteration(e_steps, options.max_iter, lls[-1], change)
+    return _converged(lls, options) or e_steps >= options.max_iter
+
+
+def _plain(n_sessions: int, options: EMOptions, state: S, step: Callable[[S], tuple[S, float]]) -> tuple[S, FitTrace]:
     lls: list[float] = []
     converged = False
     for it in range(1, options.max_iter + 1):
         state, ll = step(state)
         lls.append(ll)
-        change = abs(lls[-1] - lls[-2]) / abs(lls[-2]) if len(lls) >= 2 and lls[-2] != 0 else None
-        if options.on_iteration is not None:
-            options.on_iteration(it, options.max_iter, ll, change)
-        if len(lls) >= 2 and abs(lls[-1] - lls[-2]) <= options.tol * abs(lls[-2]):
-            converged = True
+        if _stop(lls, it, options):
+            converged = _converged(lls, options)
             break
     trace = FitTrace(
         "em", len(lls), tuple(lls), converged, n_sessions,
-        pseudo=options.pseudo, tol=options.tol, max_iter=options.max_iter,
+        pseudo=options.pseudo, tol=options.tol, max_iter=options.max_iter, accelerated=False,
     )
     return state, trace
+
+
+def _flat(state: Any) -> np.ndarray:
+    return np.concatenate([np.ravel(np.asarray(x, dtype=np.float64)) for x in state])
+
+
+def _unflat(x: np.ndarray, like: Any) -> Any:
+    out, at = [], 0
+    for part in like:
+        shape = np.shape(part)
+        size = int(np.prod(shape))
+        out.append(x[at:at + size].reshape(shape))
+        at += size
+    return tuple(out)
+
+
+def _objective(state: Any, ll: float, pseudo: float) -> float:
+    """What EM's M-step with ``pseudo`` pseudo-counts increases: ``ll`` plus ``pseudo`` times the sum of
+    :math:`\\log p + \\log(1 - p)` over the parameters strictly inside (0, 1) (those at 0 or 1 are fixed cells:
+    no observation, no step); NaN compares as not larger."""
+    if pseudo == 0:
+        return ll
+    total = 0.0
+    for part in state:
+        p = np.asarray(part, dtype=np.float64)
+        p = p[(p > 0.0) & (p < 1.0)]
+        total += float(np.sum(np.log(p) + np.log1p(-p)))
+    return ll + pseudo * total
 
 
 def examination_posteriors(

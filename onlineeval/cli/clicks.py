@@ -264,7 +264,7 @@ class FitProgress(ProgressLines):
     ``ETA <=`` the time left at the current rate if EM ran to ``max_iter`` (an upper bound: it
     stops earlier once it converges). Off a terminal, a line at most every ``every`` seconds and the last,
     e.g. ``fitting dbn: EM iteration 37/200, log-likelihood -123456.7891, relative change
-    3.2e-06 (stops below 1e-07), 12s``; a fit shorter than ``every`` seconds prints nothing
+    3.2e-06 (stops below 1e-09), 12s``; a fit shorter than ``every`` seconds prints nothing
     (:class:`~onlineeval.cli._progress.ProgressLines`).
     """
 
@@ -364,7 +364,7 @@ def fit_command(
     out: Annotated[Path, typer.Option("--out", help="Where to write the fitted parameters (JSON).")],
     format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
     max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum iterations (default 200).")] = None,
-    tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop (default 1e-7).")] = None,
+    tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop (default 1e-9).")] = None,
     pseudo: Annotated[Optional[float], typer.Option("--pseudo", help="Beta(a, a) pseudo-count of estimates.")] = None,
     method: Annotated[
         Optional[str], typer.Option("--method", help="em or closed_form (dcm, sdbn: both; default em, the "

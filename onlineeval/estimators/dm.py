@@ -271,7 +271,7 @@ class ClickModelEstimator(Estimator):
     method, max_iter, tol:
         Fitting options passed to :func:`clickmodels.estimation.fit_log` (``None``: its defaults: EM, the maximum
         likelihood, for PBM, UBM, DBN, CCM, DCM and SDBN, the closed form, also the maximum likelihood, for CM and
-        the CTR models; every EM fit with ``max_iter`` :data:`EM_MAX_ITER` and clickmodels' ``tol``, 1e-7).
+        the CTR models; every EM fit with ``max_iter`` :data:`EM_MAX_ITER` and clickmodels' ``tol``, 1e-9).
         ``method="closed_form"`` fits DCM or SDBN by the last-click closed form instead (on request only: it is
         not the maximum likelihood and is biased on data from the model itself, see :data:`CLOSED_FORM_NOTE`).
         The estimate's ``assumption`` and ``notes["fit"]`` say which fit was used (:meth:`fit_text`). Only with a
@@ -376,8 +376,10 @@ class ClickModelEstimator(Estimator):
         pseudo = 0.0 if self.pseudo is None else float(self.pseudo)
         smoothing = "" if pseudo == 0 else f", pseudo-count {pseudo:g}"
         if self.fits_by_em:
+            from clickmodels.estimation.base import EMOptions
+
             cap = EM_MAX_ITER if self.max_iter is None else int(self.max_iter)
-            tol = 1e-7 if self.tol is None else float(self.tol)  # clickmodels' EMOptions().tol
+            tol = EMOptions().tol if self.tol is None else float(self.tol)  # clickmodels' default
             return (f"{self.model_name} fitted on the log by EM (maximum likelihood; max_iter {cap}, tol {tol:g}"
                     f"{smoothing})")
         if self.model_name in EM_OR_CLOSED_FORM:
@@ -489,11 +491,12 @@ class ClickModelEstimator(Estimator):
             if stopped:
                 t = stopped[0]
                 ll = t.log_likelihood
-                change = abs(ll[-1] - ll[-2]) / abs(ll[-2]) if len(ll) >= 2 and ll[-2] else math.nan
+                change = (f"last relative log-likelihood change {abs(ll[-1] - ll[-2]) / abs(ll[-2]):.1e} > tol "
+                          f"{t.tol:g}" if len(ll) >= 2 and ll[-2] else f"no log-likelihood change measured yet, tol "
+                          f"{t.tol:g}")  # (SQUAREM records one log-likelihood per cycle of three E-steps)
                 notes.setdefault("warnings", []).append(
                     f"{self.name} ({self.model_name}): EM stopped at max_iter {t.max_iter} before its tolerance "
-                    f"(last relative log-likelihood change {change:.1e} > tol {t.tol:g}): the fitted model is not "
-                    f"the maximum-likelihood one; raise the option max_iter")
+                    f"({change}): the fitted model is not the maximum-likelihood one; raise the option max_iter")
         return notes
 
     @staticmethod

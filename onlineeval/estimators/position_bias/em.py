@@ -280,7 +280,9 @@ def _regression_em(cells: Cells, x: FloatArray, k: int, n_sessions: int, *, max_
         new_theta = smoothed(np.bincount(cs, clicks + s * g * (1.0 - a), k), slot_views, 0.0)
         return (new_beta, new_theta), ll
 
-    (beta, theta), trace = run_em(n_sessions, EMOptions(max_iter=max_iter, tol=tol, pseudo=0.0),
+    # plain EM: beta is a regression's coefficients, not probabilities (run_em's acceleration extrapolates within
+    # [0, 1]), and each step is a generalised one (Newton steps)
+    (beta, theta), trace = run_em(n_sessions, EMOptions(max_iter=max_iter, tol=tol, pseudo=0.0, accelerate=False),
                                   (np.zeros(x.shape[1]), np.full(k, 0.5)), step)
     return beta, theta, trace
 
