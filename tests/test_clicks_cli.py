@@ -68,7 +68,15 @@ def test_fit_closed_form_and_em_options(tsv_log: Path, tmp_path: Path) -> None:
     result = runner.invoke(
         app, ["clicks", "fit", "--log", str(tsv_log), "--model", "dbn", "--out", str(out2), "--max-iter", "3"]
     )
-    assert result.exit_code == 0 and "3 iterations" in result.output and "NOT converged" in result.output
+    assert result.exit_code == 0 and "SQUAREM-accelerated, 3 E-steps" in result.output
+    assert "NOT converged" in result.output
+    assert json.loads(out2.read_text())["fit"]["accelerated"] is True
+    result = runner.invoke(
+        app, ["clicks", "fit", "--log", str(tsv_log), "--model", "dbn", "--out", str(out2), "--max-iter", "3",
+              "--plain-em"]
+    )
+    assert result.exit_code == 0 and "EM, the maximum likelihood, 3 iterations, NOT converged" in result.output
+    assert json.loads(out2.read_text())["fit"]["accelerated"] is False
     result = runner.invoke(
         app, ["clicks", "fit", "--log", str(tsv_log), "--model", "dcm", "--out", str(out2), "--method", "em"]
     )
@@ -130,7 +138,7 @@ def test_errors_are_one_line_and_exit_2(tsv_log: Path, tmp_path: Path) -> None:
 
 def test_em_options_for_a_closed_form_fit_are_refused(tsv_log: Path, tmp_path: Path) -> None:
     out = tmp_path / "cm.json"
-    for opt in (["--max-iter", "3"], ["--tol", "1e-3"]):
+    for opt in (["--max-iter", "3"], ["--tol", "1e-3"], ["--plain-em"]):
         result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "cm", "--out", str(out), *opt])
         assert result.exit_code == 2, result.output
         assert opt[0] in result.output and "closed form" in result.output and not out.exists()

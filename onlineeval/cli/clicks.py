@@ -171,6 +171,10 @@ def _read(path: Path, fmt: Optional[str]):  # type: ignore[no-untyped-def]
     return read_click_log(path, fmt)  # type: ignore[arg-type]
 
 
+_PLAIN_EM_HELP = ("EM: plain EM, one E-step and M-step per iteration (default: SQUAREM-accelerated EM, the same "
+                  "maximum in fewer E-steps and far nearer it where the likelihood is flat).")
+
+
 def _check_options(
     max_iter: Optional[int] = None,
     tol: Optional[float] = None,
@@ -229,10 +233,12 @@ def _em_options(
     method: Optional[str] = None,
     strict: bool = False,
     progress: bool = False,
+    plain_em: bool = False,
 ) -> dict:
     """Keyword options of ``fit_log``; with ``strict``, EM options for a closed-form fit
     are an error naming the option (``evaluate`` applies them to its EM models only);
-    with ``progress``, an EM fit reports its iterations on stderr (:class:`FitProgress`)."""
+    with ``progress``, an EM fit reports its iterations on stderr (:class:`FitProgress`); ``plain_em``: plain EM
+    instead of SQUAREM-accelerated EM (``--plain-em``)."""
     from clickmodels.estimation.base import EMOptions
     from onlineeval.errors import ConfigError
 
@@ -244,10 +250,12 @@ def _em_options(
             opts["max_iter"] = max_iter
         if tol is not None:
             opts["tol"] = tol
+        if plain_em:
+            opts["accelerate"] = False
         if progress:
             opts["on_iteration"] = FitProgress(name, EMOptions().tol if tol is None else tol)
     elif strict:
-        for option, value in (("--max-iter", max_iter), ("--tol", tol)):
+        for option, value in (("--max-iter", max_iter), ("--tol", tol), ("--plain-em", True if plain_em else None)):
             if value is not None:
                 raise ConfigError(
                     (option,), f"{name} is fitted in closed form; EM options apply to {_em_lists()[0]} "
@@ -363,8 +371,10 @@ def fit_command(
     model: Annotated[str, typer.Option("--model", help=f"Model: {MODEL_LIST}.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the fitted parameters (JSON).")],
     format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
-    max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum iterations (default 200).")] = None,
-    tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop (default 1e-9).")] = None,
+    max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum E-steps (default 200).")] = None,
+    tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop (default 1e-9).")] = (
+        None),
+    plain_em: Annotated[bool, typer.Option("--plain-em", help=_PLAIN_EM_HELP)] = False,
     pseudo: Annotated[Optional[float], typer.Option("--pseudo", help="Beta(a, a) pseudo-count of estimates.")] = None,
     method: Annotated[
         Optional[str], typer.Option("--method", help="em or closed_form (dcm, sdbn: both; default em, the "
@@ -388,7 +398,7 @@ def fit_command(
 
     _check_fit_options(model, method, out)
     _check_options(max_iter, tol, pseudo)
-    _em_options(max_iter, tol, pseudo, model, method, strict=True)  # option errors before reading
+    _em_options(max_iter, tol, pseudo, model, method, strict=True, plain_em=plain_em)  # errors before reading
     if bootstrap is not None:
         if fit_name(model, "--model") not in SE_MODELS:
             raise ConfigError(("--bootstrap",), f"standard errors are available for {', '.join(SE_MODELS)}, "
@@ -400,11 +410,12 @@ def fit_command(
     data = _read(log, format)
     note = _translation_note(model)
     result = fit_log(fit_name(model, "--model"), data,
-                     **_em_options(max_iter, tol, pseudo, model, method, strict=True, progress=not quiet))
+                     **_em_options(max_iter, tol, pseudo, model, method, strict=True, progress=not quiet,
+                                   plain_em=plain_em))
     boot = None
     if bootstrap is not None:
         boot = bootstrap_se(fit_name(model, "--model"), data, result, n_boot=bootstrap, seed=seed or 0,
-                            **_em_options(max_iter, tol, pseudo, model, method, strict=True))
+                            **_em_options(max_iter, tol, pseudo, model, method, strict=True, plain_em=plain_em))
         doc = {**result.to_dict(), "standard_errors": boot.to_dict()}
         out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     else:
@@ -416,7 +427,9 @@ def fit_command(
         typer.echo(dropped)
     tr = result.trace
     if tr.method != "closed_form":
-        how = (f"EM, the maximum likelihood, {tr.iterations} iterations, "
+        steps = (f"SQUAREM-accelerated, {tr.iterations} E-steps" if tr.accelerated else
+                 f"{tr.iterations} iterations")
+        how = (f"EM, the maximum likelihood, {steps}, "
                f"{'converged' if tr.converged else 'NOT converged (raise --max-iter)'}")
     elif result.is_mle:  # the CTR baselines', CM's closed forms
         how = "closed form"
@@ -456,8 +469,9 @@ def evaluate_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random split.")] = 0,
     format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
     test_format: Annotated[Optional[str], typer.Option("--test-format", help="Format of --test-log (default: --format).")] = None,
-    max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum iterations.")] = None,
+    max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum E-steps.")] = None,
     tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop.")] = None,
+    plain_em: Annotated[bool, typer.Option("--plain-em", help=_PLAIN_EM_HELP)] = False,
     by_rank: Annotated[bool, typer.Option("--by-rank", help="Also print perplexity per rank.")] = False,
     csv: Annotated[Optional[Path], typer.Option("--csv", help="Also write the full table as CSV.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No EM progress on stderr.")] = False,
@@ -489,7 +503,8 @@ def evaluate_command(
         test = _read(test_log, test_format or format)
         dropped.append(test.dropped_note(test_log))
     fits = fit_models(requests, train,
-                      lambda r: _em_options(max_iter, tol, None, r.base, r.method, progress=not quiet))
+                      lambda r: _em_options(max_iter, tol, None, r.base, r.method, progress=not quiet,
+                                            plain_em=plain_em))
     table = compare(fits, test, on_error="row")
     refused = {label: why for label, why in table.get("refused", pd.Series(dtype=str)).items() if why}
     if len(refused) == len(table):
@@ -535,7 +550,8 @@ def evaluate_command(
     for label, fitted in fits.items():
         trace = fitted.trace
         if trace.iterations and not trace.converged:
-            typer.echo(f"warning: {label}: EM stopped after {trace.iterations} iterations without converging "
+            steps = "E-steps" if trace.accelerated else "iterations"
+            typer.echo(f"warning: {label}: EM stopped after {trace.iterations} {steps} without converging "
                        "(raise --max-iter or --tol)", err=True)
     if refused:
         typer.echo(f"warning: {len(refused)} of {len(table)} models not scored ({', '.join(refused)}): see their "
