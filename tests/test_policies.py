@@ -411,6 +411,32 @@ def test_monte_carlo_marginals_do_not_depend_on_the_batch() -> None:
     assert not np.array_equal(a, c)
 
 
+@pytest.mark.parametrize("dp_max_states", [50_000, 0])  # exact tables, Monte Carlo ones
+def test_plackett_luce_dense_lookups_equal_the_per_query_tables(dp_max_states: int) -> None:
+    """The item propensities and shown probabilities gathered from the dense copy of the tables equal the per-query
+    lookups (``DENSE_MAX_BYTES`` 0 turns the copy off) bit for bit, on the policy's own lists and on lists with empty
+    slots, repeats and non-candidates; a pickled policy carries no dense copy."""
+    import pickle
+
+    from simulations.policies.plackett_luce import PlackettLucePolicy
+
+    rng = np.random.default_rng(4)
+    scores = rng.normal(size=(40, 9))
+    scores[3, 6:] = -np.inf  # a query with 6 candidates
+    dense = PlackettLucePolicy(scores, 4, 0.7, dp_max_states=dp_max_states)
+    loop = PlackettLucePolicy(scores, 4, 0.7, dp_max_states=dp_max_states)
+    loop.DENSE_MAX_BYTES = 0
+    q = rng.integers(0, 40, 3000)
+    lists = dense.sample(q, np.random.default_rng(5))
+    lists[:300] = rng.integers(-1, 9, (300, 4))  # empty slots, repeats, non-candidates of query 3
+    for a, b in ((dense.propensities(q, lists), loop.propensities(q, lists)),):
+        for form in ("list", "prefix", "item"):
+            np.testing.assert_array_equal(getattr(a, form), getattr(b, form), err_msg=form)
+    np.testing.assert_array_equal(dense.shown_probability(q, lists), loop.shown_probability(q, lists))
+    assert loop._dense_mean is None and dense._dense_mean is not None
+    assert pickle.loads(pickle.dumps(dense))._dense_mean is None
+
+
 # --------------------------------------------------------------------------- errors
 @pytest.mark.parametrize(("spec", "path", "words"), [
     ({"policy": "greedy"}, ("policy",), "allowed: deterministic"),

@@ -251,6 +251,21 @@ class PlackettLucePolicy(LoggingPolicy):
         self.logits: FloatArray = self.scores / self.temperature
         self.logits.setflags(write=False)
         self._tables: dict[int, MarginalTable] = {}
+        # every computed table's marginals and shown probabilities also in one dense (Q, m, k) / (Q, m) array, when
+        # that holds at most DENSE_MAX_BYTES (:meth:`_dense`): a batch's lookups are then one gather, not one
+        # Python call per distinct query
+        self._dense_mean: FloatArray | None = None
+        self._dense_shown: FloatArray | None = None
+        self._dense_seen: np.ndarray | None = None
+
+    #: the largest dense copy of the tables (:meth:`_dense`) in bytes; worlds whose ``Q m (k + 1)`` floats exceed it
+    #: look each distinct query's table up in a Python loop (the same numbers)
+    DENSE_MAX_BYTES = 64 << 20
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()  # the dense copy is rebuilt where the policy is used, never shipped
+        state["_dense_mean"] = state["_dense_shown"] = state["_dense_seen"] = None
+        return state
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], scores: Any, k: int,
@@ -426,6 +441,26 @@ class PlackettLucePolicy(LoggingPolicy):
     def _marginals(self, uq: IntArray) -> FloatArray:
         return self._stack(uq, "mean")
 
+    def _dense(self, q: IntArray) -> tuple[FloatArray, FloatArray] | None:
+        """``(mean, shown)``: every table of the queries ``q`` (valid query indexes) copied into the dense
+        ``(Q, m, k)`` and ``(Q, m)`` arrays (the tables computed, and cached, where missing), or ``None`` when those
+        would exceed :data:`DENSE_MAX_BYTES`. Rows of queries not yet asked for are zeros, never read."""
+        n_q = self.logits.shape[0]
+        if 8 * n_q * self.m * (self.k + 1) > self.DENSE_MAX_BYTES:
+            return None
+        if self._dense_mean is None or self._dense_shown is None or self._dense_seen is None:
+            self._dense_mean = np.zeros((n_q, self.m, self.k))
+            self._dense_shown = np.zeros((n_q, self.m))
+            self._dense_seen = np.zeros(n_q, dtype=bool)
+        seen = self._dense_seen
+        if q.size and not seen[q].all():
+            for u in np.unique(q[~seen[q]]).tolist():
+                t = self.table(u)
+                self._dense_mean[u] = t.mean
+                self._dense_shown[u] = t.shown
+                seen[u] = True
+        return self._dense_mean, self._dense_shown
+
     def _grouped(self, q: IntArray, fill: Any) -> None:
         """Call ``fill(rows, table)`` once per distinct query."""
         uq, inv = np.unique(q, return_inverse=True)
@@ -435,9 +470,12 @@ class PlackettLucePolicy(LoggingPolicy):
             fill(order[bounds[i]: bounds[i + 1]], self.table(int(u)))
 
     def _item(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
-        out = np.zeros((q.size, self.k))
         j = np.arange(self.k)[None, :]
         rr = np.maximum(r, 0)
+        dense = self._dense(q)
+        if dense is not None:  # the tables' values gathered at once (the loop below, without it)
+            return dense[0][q[:, None], rr, j]
+        out = np.zeros((q.size, self.k))
 
         def fill(rows: IntArray, t: MarginalTable) -> None:
             out[rows] = t.mean[rr[rows], j]
@@ -446,8 +484,11 @@ class PlackettLucePolicy(LoggingPolicy):
         return out
 
     def _shown(self, q: IntArray, d: IntArray, valid: BoolArray) -> FloatArray:
-        out = np.zeros(d.shape)
         dd = np.maximum(d, 0)
+        dense = self._dense(q)
+        if dense is not None:
+            return dense[1][q[:, None], dd]
+        out = np.zeros(d.shape)
 
         def fill(rows: IntArray, t: MarginalTable) -> None:
             out[rows] = t.shown[dd[rows]]
