@@ -38,7 +38,8 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: be unbiased (cascade, standard; review 11 F1): its abandonment and reciprocal-rank numbers change, no random stream.
 #: 8 (2026-12-03): click models fitted by EM (the direct method's and doubly robust estimators' models) run
 #: SQUAREM-accelerated EM (:func:`clickmodels.estimation._em.run_em`): fits stop nearer the maximum, so their
-#: estimates move, no random stream.
+#: estimates move; and a Plackett-Luce logger draws its lists slot by slot, k uniforms an impression, instead of one
+#: Gumbel key per candidate (the same distribution, other lists for a seed).
 STREAM_VERSION = 8
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
