@@ -40,7 +40,7 @@ from numba.extending import intrinsic, overload
 
 from simulations.kernels import grade_clicks
 
-__all__ = ["fused_terms", "logged_propensities", "pl_sample", "sample_lists"]
+__all__ = ["fused_terms", "logged_propensities", "pl_prefix", "pl_sample", "sample_lists"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")  # x / 0.0 is inf or NaN, as in numpy: no check
 
@@ -197,6 +197,40 @@ def pl_sample(query, u, weights, order, totals, logits, out):
         for j in range(k):  # reset the row's marks
             if out[i, j] >= 0:
                 placed[out[i, j]] = False
+
+
+@_jit
+def pl_prefix(query, r, ranks, e, total, out, risky):
+    """:meth:`simulations.policies.plackett_luce.PlackettLucePolicy._prefix`'s fast path row by row, the same
+    operations in the same order: ``w_j`` the weight ``e[q, r_j]`` of a candidate slot (``ranks >= 0``) else 0,
+    ``rem_j = total[q] - (w_0 + ... + w_j - w_j)`` (the running sum, then less ``w_j``, as ``cumsum - w``), the slot
+    factor ``w_j / rem_j`` (a candidate with ``rem_j > 0``), 1 (an empty slot) or 0, and ``out`` their running
+    product; ``risky[i]`` where a shown slot has ``rem_j < 1e-6 total`` or a candidate's weight is 0 (the caller
+    recomputes those rows in log space)."""
+    n, k = r.shape
+    for i in range(n):
+        q = query[i]
+        t = total[q]
+        run = 0.0
+        prod = 1.0
+        bad = False
+        for j in range(k):
+            ok = ranks[i, j] >= 0
+            d = r[i, j]
+            w = e[q, d if d > 0 else 0] if ok else 0.0
+            run = w if j == 0 else run + w
+            rem = t - (run - w)
+            if ok and rem > 0:
+                f = w / rem
+            elif d < 0:
+                f = 1.0
+            else:
+                f = 0.0
+            prod = f if j == 0 else prod * f
+            out[i, j] = prod
+            if (rem < 1e-6 * t and d >= 0) or (w == 0 and ok):
+                bad = True
+        risky[i] = bad
 
 
 @_jit

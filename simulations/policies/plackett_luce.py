@@ -265,7 +265,8 @@ class PlackettLucePolicy(LoggingPolicy):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()  # the dense copy is rebuilt where the policy is used, never shipped
         state["_dense_mean"] = state["_dense_shown"] = state["_dense_seen"] = None
-        state.pop("_sampler", None)  # the sampler's tables too (made again on first use)
+        state.pop("_sampler", None)  # the sampler's and the prefix's tables too (made again on first use)
+        state.pop("_prefix_tab", None)
         state.pop("_lgc", None)
         return state
 
@@ -391,11 +392,43 @@ class PlackettLucePolicy(LoggingPolicy):
                 total -= w[pick]
         return out
 
+    #: whether :meth:`_prefix` runs its fast path compiled (:func:`simulations.policies.kernels.pl_prefix`: the same
+    #: operations, the same numbers); False runs the NumPy code (the tested reference)
+    compiled_prefix: bool = True
+
     def _prefix(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
         """Products of softmax ratios. Fast path: the remaining mass is the query's total
         minus the weights already placed (``O(n k)`` after one ``exp`` per candidate); rows
         where that subtraction could lose more than ~1e-9 relative precision (remaining mass
-        below 1e-6 of the total, or underflowed weights) are recomputed exactly in log space."""
+        below 1e-6 of the total, or underflowed weights) are recomputed exactly in log space.
+        Compiled (:attr:`compiled_prefix`) the fast path reads each query's weights and total from tables made once
+        (the same elementwise ``exp`` and row sums as on the batch's distinct queries): 0.55 -> 0.05 us an
+        impression at 20 candidates, k = 5."""
+        if self.compiled_prefix and q.dtype == np.int64 and r.dtype == np.int64:
+            from simulations.policies import kernels
+
+            e, total = self._prefix_tables()
+            out = np.empty((q.size, self.k))
+            risky = np.empty(q.size, dtype=bool)
+            kernels.pl_prefix(np.ascontiguousarray(q), np.ascontiguousarray(r), np.ascontiguousarray(ranks),
+                              e, total, out, risky)
+            if risky.any():
+                idx = np.flatnonzero(risky)
+                out[idx] = self._prefix_logspace(q[idx], r[idx])
+            return out
+        return self._prefix_numpy(q, r, ranks)
+
+    def _prefix_tables(self) -> tuple[FloatArray, FloatArray]:
+        """``(e, total)``: :meth:`_prefix_numpy`'s weights ``exp(logits - max)`` of every query and their row sums
+        (numpy's, row by row the same as on any subset of the rows), made once."""
+        kept = self.__dict__.get("_prefix_tab")
+        if kept is None:
+            e = self._sampler_tables()[0]  # the same elementwise formula
+            kept = self._prefix_tab = (e, np.ascontiguousarray(e.sum(axis=1)))
+        return kept
+
+    def _prefix_numpy(self, q: IntArray, r: IntArray, ranks: IntArray) -> FloatArray:
+        """:meth:`_prefix` in NumPy (the reference of the compiled fast path)."""
         uq, inv = np.unique(q, return_inverse=True)
         lg_u = self.logits[uq]
         fin = np.isfinite(lg_u)
