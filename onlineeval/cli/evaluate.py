@@ -104,13 +104,15 @@ def evaluate_cmd(
         ),
     ] = None,
     query_file: Annotated[
-        Optional[Path], typer.Option("--query-file", help="Group sizes for a LETOR file without qid: (LightGBM .query).")
+        Optional[Path], typer.Option("--query-file",
+                                     help="Group sizes for a LETOR file without qid: (LightGBM .query).")
     ] = None,
     metrics: Annotated[
         str, typer.Option("--metrics", "-m", help='Comma-separated metrics, e.g. "nDCG@10,ERR@10,RBP(p=0.8),AP".')
     ] = "nDCG@10,AP,RR,P@10",
     baseline: Annotated[
-        Optional[str], typer.Option("--baseline", "-b", help="System the others are compared with (file stem, or feature<N>); default the first system.")
+        Optional[str], typer.Option("--baseline", "-b", help="System the others are compared with (file stem, or "
+                                    "feature<N>); default the first system.")
     ] = None,
     preset_name: Annotated[
         Optional[str],
@@ -132,10 +134,13 @@ def evaluate_cmd(
     missing: Annotated[
         Optional[str], typer.Option("--missing", help="Qrels queries absent from a run: error, zero or drop.")
     ] = None,
-    rel_min: Annotated[Optional[int], typer.Option("--rel-min", help="Smallest relevant grade for binary metrics.")] = None,
-    depth: Annotated[Optional[int], typer.Option("--depth", min=1, help="Read at most this many documents per query.")] = None,
+    rel_min: Annotated[Optional[int], typer.Option("--rel-min",
+                                                   help="Smallest relevant grade for binary metrics.")] = None,
+    depth: Annotated[Optional[int], typer.Option("--depth", min=1,
+                                                 help="Read at most this many documents per query.")] = None,
     per_query: Annotated[
-        Optional[Path], typer.Option("--per-query", help="Write per-query values (query,system,metric,value,convention_*) to this CSV.")
+        Optional[Path], typer.Option("--per-query", help="Write per-query values (query,system,metric,value,"
+                                     "convention_*) to this CSV.")
     ] = None,
     with_per_query: Annotated[
         bool, typer.Option("--with-per-query", help="Include per-query values in the JSON output and the csv table.")
@@ -159,7 +164,8 @@ def evaluate_cmd(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the randomisation test and bootstrap.")] = 0,
-    permutations: Annotated[int, typer.Option("--permutations", min=1, help="Randomisation-test permutations.")] = 10_000,
+    permutations: Annotated[int, typer.Option("--permutations", min=1,
+                                              help="Randomisation-test permutations.")] = 10_000,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=100, help="Bootstrap replicates.")] = 10_000,
     alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level.")] = 0.05,
 ) -> None:
@@ -218,7 +224,8 @@ def evaluate_cmd(
     residuals = {key: float(v.mean()) if len(v) else math.nan for key, v in residual_values.items()}
     _report(
         evals, conv, residual_values, residuals, err_gmax, translations, names_note, baseline,
-        _Options(per_query, with_per_query, segments, output_format, comparisons_file, seed, permutations, bootstrap, alpha),
+        _Options(per_query, with_per_query, segments, output_format, comparisons_file, seed, permutations, bootstrap,
+                 alpha),
     )
 
 

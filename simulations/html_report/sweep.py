@@ -141,7 +141,8 @@ def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, An
         point = row.get("point")
         link = (reports or {}).get(point) if isinstance(point, int) else None
         out.append([
-            tag("a", str(point), href=link) if link else str(point), *(_axis_value(row.get(a)) for a in axes), design, row.get("metric"),
+            tag("a", str(point), href=link) if link else str(point), *(_axis_value(row.get(a)) for a in axes), design,
+            row.get("metric"),
             fmt(row.get("offline_delta"), ".4f", True), truth, fmt(row.get("shrinkage_vs_offline"), ".2f"),
             fmt(row.get("power_last_day"), ".2f"), days, impr, users,
             fmt(row.get("aa_false_positive_rate"), ".3f"),
@@ -230,8 +231,8 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
     axes = list(summary.get("axes") or [])
     family = sweep_null_family(summary, points)
     days_head = f"days to {fmt(100 * target, '.0f')}% power" if isinstance(target, (int, float)) else "days to target"
-    header = ["point", *(breakable(a) for a in axes), "design", "metric", "offline delta", "true effect", "shrinkage", "power at end",
-              days_head, "impressions needed", "users needed", "A/A FPR"]
+    header = ["point", *(breakable(a) for a in axes), "design", "metric", "offline delta", "true effect", "shrinkage",
+              "power at end", days_head, "impressions needed", "users needed", "A/A FPR"]
     caption = "Per point and design (the design's primary metric)" + (
         f": days, users and impressions for {fmt(100 * target, '.0f')}% power at alpha {fmt(alpha, 'g')}"
         if isinstance(target, (int, float)) else "")
@@ -251,7 +252,8 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
                       "analytic for the target power (users: expected distinct users; 'whole population': at least "
                       f"{WHOLE_POPULATION:.0%} of the point's users). '?': unstable, the fitted floor b is near the "
                       "target se^2 or the size is loosely determined by the replicates, or extrapolated beyond "
-                      f"{EXTRAPOLATION_FLAG:g}x the simulated days (model-dependent; its 90% range, in the point's report, leaves out the "
+                      f"{EXTRAPOLATION_FLAG:g}x the simulated days (model-dependent; its 90% range, "
+                      "in the point's report, leaves out the "
                       "a/N + b model's own error). The same cells as each point's own report."),
             tag("li", "A/A FPR: rejection rate with B replaced by A; ", biased_mark(),
                 ": the point's null check (or the exact truth) finds the design biased there, at the sweep's level "
@@ -447,10 +449,11 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
         elif e.get("no_support"):
             verdict = join([biased_mark("BIASED"), " (no support: the target leaves the logger's support)"])
         elif is_biased(e):
-            verdict = join([biased_mark("BIASED"), " (mean estimate misses the exact truth beyond chance: t-test at the level of 4 normal SEs)"])
+            verdict = join([biased_mark("BIASED"),
+                            " (mean estimate misses the exact truth beyond chance: t-test at the level of 4 normal SEs)"])
         rows.append([str(row.get("point")), row.get("design"), row.get("metric"),
-                     fmt((aa or {}).get("false_positive_rate"), ".3f"), f"{fmt(band[0], '.3f')} - {fmt(band[1], '.3f')}",
-                     within, verdict])
+                     fmt((aa or {}).get("false_positive_rate"), ".3f"),
+                     f"{fmt(band[0], '.3f')} - {fmt(band[1], '.3f')}", within, verdict])
     if not rows:
         return note("No A/A runs or null checks in this sweep (analysis.aa and analysis.null off, or the points' "
                     "summary.json files are missing).")

@@ -149,7 +149,8 @@ class SpecReader:
             raise ConfigError((*self.path, "scores"), "required: which ranker's scores; allowed: "
                               + ", ".join(map(str, scores)))
         if name not in scores:
-            raise ConfigError((*self.path, "scores"), f"unknown scores {name!r}; allowed: " + ", ".join(map(str, scores)))
+            raise ConfigError((*self.path, "scores"),
+                              f"unknown scores {name!r}; allowed: " + ", ".join(map(str, scores)))
         return scores[name]
 
     def finish(self) -> None:
@@ -166,7 +167,8 @@ def _scores_matrix(scores: ArrayLike) -> FloatArray:
     except (TypeError, ValueError):
         raise InputError("scores: expected a (queries, candidates) matrix of numbers") from None
     if s.ndim != 2 or s.shape[1] == 0:
-        raise InputError(f"scores: expected a (queries, candidates) matrix with at least one column, got shape {s.shape}")
+        raise InputError(f"scores: expected a (queries, candidates) matrix with at least one column, got shape "
+                         f"{s.shape}")
     if np.isnan(s).any():
         q, d = np.argwhere(np.isnan(s))[0]
         raise InputError(f"scores: NaN for query row {q}, candidate {d}; use -inf to mark a non-candidate")
