@@ -450,7 +450,8 @@ def calibration_section(summary: Mapping[str, Any], points: Mapping[int, Mapping
             verdict = join([biased_mark("BIASED"), " (no support: the target leaves the logger's support)"])
         elif is_biased(e):
             verdict = join([biased_mark("BIASED"),
-                            " (mean estimate misses the exact truth beyond chance: t-test at the level of 4 normal SEs)"])
+                            " (mean estimate misses the exact truth beyond chance: t-test at the level of 4 normal "
+                            "SEs)"])
         rows.append([str(row.get("point")), row.get("design"), row.get("metric"),
                      fmt((aa or {}).get("false_positive_rate"), ".3f"),
                      f"{fmt(band[0], '.3f')} - {fmt(band[1], '.3f')}", within, verdict])
