@@ -35,9 +35,11 @@ def _log(seed: int, n: int = 4000, k: int = 6, docs: int = 12, queries: int = 5,
     return from_arrays(q, ids, clicks)
 
 
-def _fit(name: str, log, compiled: bool, monkeypatch):
+def _fit(name: str, log, compiled: bool, monkeypatch, accelerate: bool = False):
+    """Plain EM by default: the two E-steps compared iteration by iteration (SQUAREM's extrapolation would carry
+    their last-bit differences further; compared at a looser tolerance below)."""
     monkeypatch.setattr(_cascade, "COMPILED", compiled)
-    return fit_log(name, log, method="em")
+    return fit_log(name, log, method="em", accelerate=accelerate)
 
 
 @pytest.mark.parametrize("name", ["dcm", "sdbn", "dbn"])
@@ -56,6 +58,10 @@ def test_compiled_em_equals_numpy_em(name, seed, monkeypatch):
         np.testing.assert_allclose(fast.satisfaction.value, ref.satisfaction.value, rtol=1e-9, atol=1e-12)
     if name == "dbn":
         assert fast.gamma == pytest.approx(ref.gamma, rel=1e-9)
+    # SQUAREM-accelerated (the default): the same maximum, the E-steps' rounding carried by the extrapolation
+    fast, ref = _fit(name, log, True, monkeypatch, True), _fit(name, log, False, monkeypatch, True)
+    assert fast.trace.accelerated and abs(fast.trace.iterations - ref.trace.iterations) <= 3
+    np.testing.assert_allclose(fast.attractiveness.value, ref.attractiveness.value, rtol=1e-6, atol=1e-9)
 
 
 def test_default_switches_to_compiled_on_large_logs(monkeypatch):
