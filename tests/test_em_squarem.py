@@ -123,9 +123,15 @@ def test_objective_never_decreases_between_cycle_starts(name, pseudo, log, monke
 
 @pytest.mark.parametrize("max_iter", [1, 2, 3, 4, 5, 7])
 def test_max_iter_bounds_the_e_steps(max_iter, log):
-    f = fit("dcm", log, max_iter=max_iter, tol=0.0)
+    """At most max_iter E-steps; the progress callback hears of each cycle's start and, when the budget ends within
+    a cycle, of the last E-step too (a progress display then shows the fit's end)."""
+    seen: list = []
+    f = fit("dcm", log, max_iter=max_iter, tol=0.0, on_iteration=lambda *a: seen.append(a))
     assert f.trace.iterations == max_iter and not f.trace.converged
     assert len(f.trace.log_likelihood) == (max_iter + 2) // 3
+    starts = list(range(1, max_iter + 1, 3))
+    assert [a[0] for a in seen] == starts + ([max_iter] if starts[-1] != max_iter else [])
+    assert seen[-1][2] == f.trace.log_likelihood[-1]
 
 
 def test_the_trace_says_whether_em_was_accelerated(log, tmp_path):

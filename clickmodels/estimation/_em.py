@@ -55,13 +55,14 @@ def run_em(
         return _plain(n_sessions, options, state, step)
     lls: list[float] = []
     converged = False
-    e_steps = 0
+    e_steps = reported = 0
     theta = state
     while True:
         start = theta
         theta, ll = step(start)  # F(theta_0), and the log-likelihood at the cycle's start
         e_steps += 1
         lls.append(ll)
+        reported = e_steps
         if _stop(lls, e_steps, options):
             converged = _converged(lls, options)
             break
@@ -84,6 +85,11 @@ def run_em(
             theta = after
         if e_steps >= options.max_iter:
             break
+    if options.on_iteration is not None and reported != e_steps:
+        # out of E-steps within a cycle: the progress display hears of the last one (with the last log-likelihood
+        # recorded: the cycle's others are not recorded)
+        change = abs(lls[-1] - lls[-2]) / abs(lls[-2]) if len(lls) >= 2 and lls[-2] != 0 else None
+        options.on_iteration(e_steps, options.max_iter, lls[-1], change)
     trace = FitTrace(
         "em", e_steps, tuple(lls), converged, n_sessions,
         pseudo=options.pseudo, tol=options.tol, max_iter=options.max_iter, accelerated=True,
