@@ -81,7 +81,10 @@ def run_em(
         jump = _unflat(np.clip(x0 - 2.0 * s * r + s * s * v, 0.0, 1.0), start)
         after, ll_jump = step(jump)
         e_steps += 1
-        if _objective(jump, ll_jump, options.pseudo) >= _objective(first, ll_1, options.pseudo):
+        # the penalty over the parameters the M-step left inside (0, 1): a jump clipped onto 0 or 1 there has
+        # objective -inf (leaving its log-density out would accept a worse point)
+        inside = (x1 > 0.0) & (x1 < 1.0)
+        if _objective(jump, ll_jump, options.pseudo, inside) >= _objective(first, ll_1, options.pseudo, inside):
             theta = after
         if e_steps >= options.max_iter:
             break
@@ -139,17 +142,17 @@ def _unflat(x: np.ndarray, like: Any) -> Any:
     return tuple(out)
 
 
-def _objective(state: Any, ll: float, pseudo: float) -> float:
+def _objective(state: Any, ll: float, pseudo: float, inside: np.ndarray | None = None) -> float:
     """What EM's M-step with ``pseudo`` pseudo-counts increases: ``ll`` plus ``pseudo`` times the sum of
-    :math:`\\log p + \\log(1 - p)` over the parameters strictly inside (0, 1) (those at 0 or 1 are fixed cells:
-    no observation, no step); NaN compares as not larger."""
+    :math:`\\log p + \\log(1 - p)` over the parameters ``inside`` (a mask of the flattened state; default: those
+    strictly inside (0, 1) -- those at 0 or 1 are fixed cells: UBM's unused gammas, SDBN's gamma); a parameter of
+    the mask at 0 or 1 gives -inf; NaN compares as not larger."""
     if pseudo == 0:
         return ll
-    total = 0.0
-    for part in state:
-        p = np.asarray(part, dtype=np.float64)
-        p = p[(p > 0.0) & (p < 1.0)]
-        total += float(np.sum(np.log(p) + np.log1p(-p)))
+    x = _flat(state)
+    p = x[(x > 0.0) & (x < 1.0)] if inside is None else x[inside]
+    with np.errstate(divide="ignore"):
+        total = float(np.sum(np.log(p) + np.log1p(-p)))
     return ll + pseudo * total
 
 
