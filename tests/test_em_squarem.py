@@ -153,7 +153,7 @@ def test_options_refuse_acceleration_for_closed_forms(log):
 @pytest.mark.parametrize("name", ["pbm", "ubm"])
 def test_a_jump_clipped_onto_zero_is_not_accepted_with_pseudo_counts(name, monkeypatch):
     """A log without clicks: the extrapolation overshoots the small attractiveness estimates (1 / (views + 2))
-    and is clipped onto 0, where the Beta log-density is -inf; leaving those parameters out of the objective
+    and was clipped onto 0, where the Beta log-density is -inf; leaving those parameters out of the objective
     accepted such jumps and lowered the objective between cycle starts by 1.07 (seen before the fix)."""
     rng = np.random.default_rng(0)
     n = 300
@@ -165,3 +165,9 @@ def test_a_jump_clipped_onto_zero_is_not_accepted_with_pseudo_counts(name, monke
     obj = np.array([_objective(s, ll, 1.0) for s, ll, _ in starts])
     assert fitted.trace.converged and len(obj) >= 3
     assert np.all(np.diff(obj) >= -1e-10 * np.abs(obj[:-1])), np.diff(obj).min()
+    # the step is shortened so that no jump leaves (0, 1): every E-step's parameters strictly inside (UBM's unused
+    # gammas above the diagonal stay 0)
+    for s, _, _ in seen[1:]:
+        gamma = s[1][np.tril_indices(s[1].shape[0])] if name == "ubm" else s[1]
+        assert np.all((s[0] > 0.0) & (s[0] < 1.0)) and np.all((gamma > 0.0) & (gamma < 1.0))
+        assert name != "ubm" or np.all(np.triu(s[1], 1) == 0.0)

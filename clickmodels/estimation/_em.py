@@ -78,12 +78,21 @@ def run_em(
         if not norm_v > 0.0:  # a fixed point (or no step at all): the EM path
             continue
         s = min(-float(np.sqrt(r @ r)) / norm_v, -1.0)  # the S3 step length
-        jump = _unflat(np.clip(x0 - 2.0 * s * r + s * s * v, 0.0, 1.0), start)
+        inside = (x1 > 0.0) & (x1 < 1.0)
+        raw = x0 - 2.0 * s * r + s * s * v
+        if options.pseudo > 0:
+            # the Beta log-density is -inf on 0 and 1: a parameter the M-step left inside (0, 1) must stay inside,
+            # the step length halved towards -1 (theta_2, inside) until it does
+            for _ in range(30):
+                if s == -1.0 or np.all((raw[inside] > 0.0) & (raw[inside] < 1.0)):
+                    break
+                s = (s - 1.0) / 2.0 if s < -1.0 - 1e-3 else -1.0
+                raw = x0 - 2.0 * s * r + s * s * v
+        jump = _unflat(np.clip(raw, 0.0, 1.0), start)
         after, ll_jump = step(jump)
         e_steps += 1
-        # the penalty over the parameters the M-step left inside (0, 1): a jump clipped onto 0 or 1 there has
+        # the penalty over the parameters the M-step left inside (0, 1): a jump still on 0 or 1 there has
         # objective -inf (leaving its log-density out would accept a worse point)
-        inside = (x1 > 0.0) & (x1 < 1.0)
         if _objective(jump, ll_jump, options.pseudo, inside) >= _objective(first, ll_1, options.pseudo, inside):
             theta = after
         if e_steps >= options.max_iter:
