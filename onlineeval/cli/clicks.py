@@ -371,7 +371,7 @@ def fit_command(
     model: Annotated[str, typer.Option("--model", help=f"Model: {MODEL_LIST}.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the fitted parameters (JSON).")],
     format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
-    max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum E-steps (default 200).")] = None,
+    max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum E-steps (default 1000).")] = None,
     tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop (default 1e-9).")] = (
         None),
     plain_em: Annotated[bool, typer.Option("--plain-em", help=_PLAIN_EM_HELP)] = False,
