@@ -293,3 +293,11 @@ def test_logger_refusals(tmp_path: Path) -> None:
     path = write(tmp_path, [base | {"shown": ["b", "a"], "logger": {"policy": "deterministic", "scores": sc}}])
     with pytest.raises(InputError, match=r":1: the logging policy gives the shown list probability 0"):
         read_logged(path, policies=policies)
+    # a Plackett-Luce logger's Monte Carlo item marginal of 0 is an estimate, not an impossibility: 'a' (score 12)
+    # is first in both sampled prefixes, so its slot-2 estimate is 0 while the list (b, a) has a positive exact
+    # probability: the error says so and what to raise
+    pl = {"policy": "plackett_luce", "dp_max_states": 0, "mc_samples": 2, "scores": {"a": 12.0, "b": 0.0, "c": 0.0}}
+    path = write(tmp_path, [base | {"shown": ["a", "b"], "logger": pl}, base | {"shown": ["b", "a"], "logger": pl}])
+    with pytest.raises(InputError, match=r":2: the logging policy's item propensity of a shown document is 0 in its "
+                                         r"Monte Carlo estimate .* raise the logger's mc_samples"):
+        read_logged(path, policies=policies)

@@ -588,9 +588,18 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
         shown[valid] = pair_col[pcodes]
         p = logger.propensities(qcodes, shown)
         for form, values in (("list", p.list[:, None]), ("prefix", p.prefix), ("item", p.item)):
-            fail((np.where(valid[:, : values.shape[1]], values, 1.0) <= 0).any(axis=1),
-                 f"the logging policy gives the shown list probability 0 ({form} propensity); it cannot have "
-                 "shown it (check the policy, its options and the scores)")
+            zero = (np.where(valid[:, : values.shape[1]], values, 1.0) <= 0).any(axis=1)
+            if form == "item" and zero.any():
+                # a Monte Carlo item marginal (Plackett-Luce above dp_max_states) of 0 is an estimate, not an
+                # impossibility: the list's exact prefix probabilities were positive
+                estimated = zero & ~np.asarray(logger.marginals_exact(qcodes), dtype=bool)
+                fail(estimated, "the logging policy's item propensity of a shown document is 0 in its Monte Carlo "
+                     "estimate (the exact list and prefix probabilities are positive: the document is shown at "
+                     "that slot more rarely than the estimate's draws resolve); raise the logger's mc_samples, or "
+                     "dp_max_states for exact item marginals, or use estimators that need no item propensities "
+                     "(ips, snips, rips)")
+            fail(zero, f"the logging policy gives the shown list probability 0 ({form} propensity); it cannot have "
+                       "shown it (check the policy, its options and the scores)")
         props = {"p_list": p.list, "p_prefix": p.prefix, "p_item": p.item}
     else:
         shown[valid] = local[pcodes]

@@ -67,6 +67,16 @@ class LogPolicy:
             count += int(np.count_nonzero(~np.asarray(p.marginals_exact(rows), dtype=bool)))
         return count
 
+    def marginals_exact(self, query: Any) -> NDArray[np.bool_]:
+        """Per log query index in ``query``: whether its item propensities are exact (not a Monte Carlo estimate)."""
+        q = np.asarray(query, dtype=np.int64).reshape(-1)
+        out = np.ones(q.size, dtype=bool)
+        groups = self._group[q]
+        for g in np.unique(groups):  # a loop over distinct policies
+            rows = np.flatnonzero(groups == g)
+            out[rows] = np.asarray(self._policies[g].marginals_exact(self._local[q[rows]]), dtype=bool)
+        return out
+
     def _columns(self, g: int, r: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
         """Group ``g``'s columns of documents ``r``, ``(rows, k_g)`` (``-1`` empty); slots past
         ``k_g`` are dropped (the caller handles them)."""
