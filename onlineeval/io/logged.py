@@ -596,8 +596,7 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
                 fail(estimated, "the logging policy's item propensity of a shown document is 0 in its Monte Carlo "
                      "estimate (the exact list and prefix probabilities are positive: the document is shown at "
                      "that slot more rarely than the estimate's draws resolve); raise the logger's mc_samples, or "
-                     "dp_max_states for exact item marginals, or use estimators that need no item propensities "
-                     "(ips, snips, rips)")
+                     "dp_max_states for exact item marginals")
             fail(zero, f"the logging policy gives the shown list probability 0 ({form} propensity); it cannot have "
                        "shown it (check the policy, its options and the scores)")
         props = {"p_list": p.list, "p_prefix": p.prefix, "p_item": p.item}
