@@ -411,6 +411,16 @@ def test_monte_carlo_marginals_do_not_depend_on_the_batch() -> None:
     assert not np.array_equal(a, c)
 
 
+def _hard_scores(rng: np.random.Generator, n_q: int, m: int) -> np.ndarray:
+    """Scores of every scale (0.1 to 2000 per query), query 0 with half its columns non-candidates, query 1 with
+    one candidate."""
+    scores = rng.normal(size=(n_q, m)) * rng.choice([0.1, 1.0, 50.0, 2000.0], size=(n_q, 1))
+    scores[0, m // 2:] = -np.inf
+    scores[1, :] = -np.inf
+    scores[1, 0] = 3.0
+    return scores
+
+
 def test_plackett_luce_sampler_equals_its_reference() -> None:
     """The compiled slot-by-slot sampler draws the lists of its plain-Python reference from the same uniforms (one
     per slot), on scores of every scale (logits thousands apart: the weights left underflow and are rescaled),
@@ -420,10 +430,7 @@ def test_plackett_luce_sampler_equals_its_reference() -> None:
 
     rng = np.random.default_rng(11)
     for n_q, m, k in ((50, 9, 4), (30, 20, 5), (10, 100, 10), (20, 6, 6)):
-        scores = rng.normal(size=(n_q, m)) * rng.choice([0.1, 1.0, 50.0, 2000.0], size=(n_q, 1))
-        scores[0, m // 2:] = -np.inf
-        scores[1, :] = -np.inf
-        scores[1, 0] = 3.0
+        scores = _hard_scores(rng, n_q, m)
         scores[2, :3] = 1e4  # ties
         pol = PlackettLucePolicy(scores, k, 0.5)
         q = rng.integers(0, n_q, 3000)
@@ -442,11 +449,7 @@ def test_plackett_luce_compiled_prefix_equals_numpy() -> None:
 
     rng = np.random.default_rng(12)
     for n_q, m, k in ((50, 9, 4), (30, 20, 5), (10, 100, 10), (300, 40, 3)):
-        scores = rng.normal(size=(n_q, m)) * rng.choice([0.1, 1.0, 50.0, 2000.0], size=(n_q, 1))
-        scores[0, m // 2:] = -np.inf
-        scores[1, :] = -np.inf
-        scores[1, 0] = 3.0
-        pol = PlackettLucePolicy(scores, k, 0.5)
+        pol = PlackettLucePolicy(_hard_scores(rng, n_q, m), k, 0.5)
         q = rng.integers(0, n_q, 4000)
         lists = pol.sample(q, np.random.default_rng(1))
         lists[:400] = rng.integers(-1, m, (400, k))
