@@ -314,20 +314,20 @@ class PlackettLucePolicy(LoggingPolicy):
     # ------------------------------------------------------------------ sampling and lists
     def _sample(self, q: IntArray, rng: np.random.Generator) -> IntArray:
         """Slot by slot: ``k`` uniforms per impression (``rng.random((n, k))``), each inverting the softmax over
-        the candidates left, walked by descending weight (:func:`simulations.policies.kernels.pl_sample`,
-        compiled; the reference :meth:`_sample_reference`). Drawing ``m`` Gumbel keys per impression and keeping
-        the ``k`` largest (the sampler of stream versions up to 7) cost 1.3 us an impression at 20 candidates,
-        k = 5 (the Gumbel draws 0.5 of it)."""
-        from simulations.policies import kernels
+        the candidates left, walked by descending weight (:func:`simulations.policies.pl_kernels.pl_sample`,
+        compiled; tested against a plain-Python reference in tests/test_plackett_luce_kernels.py). Drawing ``m``
+        Gumbel keys per impression and keeping the ``k`` largest (the sampler of stream versions up to 7) cost
+        1.3 us an impression at 20 candidates, k = 5 (the Gumbel draws 0.5 of it)."""
+        from simulations.policies import pl_kernels
 
         weights, order, totals = self._sampler_tables()
         u = rng.random((q.size, self.k))
         out = np.empty((q.size, self.k), dtype=np.int64)
-        kernels.pl_sample(np.ascontiguousarray(q, dtype=np.int64), u, weights, order, totals, self._logits_c(), out)
+        pl_kernels.pl_sample(np.ascontiguousarray(q, dtype=np.int64), u, weights, order, totals, self._logits_c(), out)
         return out
 
     def _sampler_tables(self) -> tuple[FloatArray, IntArray, FloatArray]:
-        """``(weights, order, totals)`` of :func:`~simulations.policies.kernels.pl_sample`, made once:
+        """``(weights, order, totals)`` of :func:`~simulations.policies.pl_kernels.pl_sample`, made once:
         ``exp(logits - max)`` per query (0 for non-candidates), the candidates by descending weight (ties by
         column) then ``-1``, and the weights summed in that order."""
         kept = self.__dict__.get("_sampler")
@@ -351,48 +351,7 @@ class PlackettLucePolicy(LoggingPolicy):
             lg = self._lgc = np.ascontiguousarray(self.logits, dtype=np.float64)
         return lg
 
-    def _sample_reference(self, q: IntArray, u: FloatArray) -> IntArray:
-        """:meth:`_sample`'s lists from its uniforms ``u`` ``(n, k)``, in plain Python (the test reference of the
-        compiled sampler: the same operations in the same order)."""
-        weights, order, totals = self._sampler_tables()
-        logits = self.logits
-        out = np.full((q.size, self.k), -1, dtype=np.int64)
-        for i, qq in enumerate(q.tolist()):
-            cands = [int(c) for c in order[qq] if c >= 0]
-            w = {c: float(weights[qq, c]) for c in cands}
-            total = first = float(totals[qq])
-            placed: set[int] = set()
-            for j in range(self.k):
-                if j >= len(cands):
-                    break
-                if not total > 1e-6 * first:
-                    total = 0.0
-                    for c in cands:
-                        if c not in placed:
-                            total += w[c]
-                    if not total > 1e-290:
-                        top = max(float(logits[qq, c]) for c in cands if c not in placed)
-                        total = 0.0
-                        for c in cands:
-                            w[c] = 0.0 if c in placed else float(np.exp(logits[qq, c] - top))
-                            total += w[c]
-                    first = total
-                x = float(u[i, j]) * total
-                run, pick, last = 0.0, -1, -1
-                for c in cands:
-                    if c not in placed and w[c] > 0.0:
-                        run += w[c]
-                        last = c
-                        if run > x:
-                            pick = c
-                            break
-                pick = last if pick < 0 else pick
-                out[i, j] = pick
-                placed.add(pick)
-                total -= w[pick]
-        return out
-
-    #: whether :meth:`_prefix` runs its fast path compiled (:func:`simulations.policies.kernels.pl_prefix`: the same
+    #: whether :meth:`_prefix` runs its fast path compiled (:func:`simulations.policies.pl_kernels.pl_prefix`: the same
     #: operations, the same numbers); False runs the NumPy code (the tested reference)
     compiled_prefix: bool = True
 
@@ -405,12 +364,12 @@ class PlackettLucePolicy(LoggingPolicy):
         (the same elementwise ``exp`` and row sums as on the batch's distinct queries): 0.55 -> 0.05 us an
         impression at 20 candidates, k = 5."""
         if self.compiled_prefix and q.dtype == np.int64 and r.dtype == np.int64:
-            from simulations.policies import kernels
+            from simulations.policies import pl_kernels
 
             e, total = self._prefix_tables()
             out = np.empty((q.size, self.k))
             risky = np.empty(q.size, dtype=bool)
-            kernels.pl_prefix(np.ascontiguousarray(q), np.ascontiguousarray(r), np.ascontiguousarray(ranks),
+            pl_kernels.pl_prefix(np.ascontiguousarray(q), np.ascontiguousarray(r), np.ascontiguousarray(ranks),
                               e, total, out, risky)
             if risky.any():
                 idx = np.flatnonzero(risky)
