@@ -100,8 +100,7 @@ def run_em(
     if options.on_iteration is not None and reported != e_steps:
         # out of E-steps within a cycle: the progress display hears of the last one (with the last log-likelihood
         # recorded: the cycle's others are not recorded)
-        change = abs(lls[-1] - lls[-2]) / abs(lls[-2]) if len(lls) >= 2 and lls[-2] != 0 else None
-        options.on_iteration(e_steps, options.max_iter, lls[-1], change)
+        options.on_iteration(e_steps, options.max_iter, lls[-1], _change(lls))
     trace = FitTrace(
         "em", e_steps, tuple(lls), converged, n_sessions,
         pseudo=options.pseudo, tol=options.tol, max_iter=options.max_iter, accelerated=True,
@@ -113,11 +112,15 @@ def _converged(lls: list[float], options: EMOptions) -> bool:
     return len(lls) >= 2 and abs(lls[-1] - lls[-2]) <= options.tol * abs(lls[-2])
 
 
+def _change(lls: list[float]) -> float | None:
+    """The last relative log-likelihood change (``None`` before two entries or after a 0)."""
+    return abs(lls[-1] - lls[-2]) / abs(lls[-2]) if len(lls) >= 2 and lls[-2] != 0 else None
+
+
 def _stop(lls: list[float], e_steps: int, options: EMOptions) -> bool:
     """Report the iteration to ``options.on_iteration``; whether EM stops here (converged or out of E-steps)."""
-    change = abs(lls[-1] - lls[-2]) / abs(lls[-2]) if len(lls) >= 2 and lls[-2] != 0 else None
     if options.on_iteration is not None:
-        options.on_iteration(e_steps, options.max_iter, lls[-1], change)
+        options.on_iteration(e_steps, options.max_iter, lls[-1], _change(lls))
     return _converged(lls, options) or e_steps >= options.max_iter
 
 
