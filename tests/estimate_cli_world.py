@@ -87,14 +87,16 @@ def write_run(path: Path, lists: dict[int, list[int]], tag: str) -> Path:
 
 
 def lib_data(sim: Sim, users: bool = True) -> LoggedData:
-    """The same log built directly (sorted query ids; own document numbering q * M + c)."""
+    """The same log built directly (sorted query ids; own document numbering q * M + c; the users numbered in the
+    sorted order of their ids, as the reader numbers them)."""
     ids = sorted({f"q{q}" for q in sim.query})
+    user = np.unique(np.array([f"u{u}" for u in sim.user]), return_inverse=True)[1] if users else None
     qidx = np.array([ids.index(f"q{q}") for q in sim.query])
     n = sim.query.size
     return LoggedData(
         qidx, sim.query[:, None] * M + sim.shown, sim.clicks,
         p_list=np.full(n, 1 / 60), p_prefix=np.tile([1 / 5, 1 / 20, 1 / 60], (n, 1)), p_item=np.full((n, K), 0.2),
-        user=sim.user if users else None,
+        user=user,
     )
 
 

@@ -47,7 +47,7 @@ def test_difference_equals_independent_delta_method(world: dict[str, Any]) -> No
         for t in (tb, ta):
             terms = est.terms(data, t, reward)
             den = np.ones(data.n) if terms.den is None else terms.den
-            cols += [np.bincount(sim.user, terms.num), np.bincount(sim.user, den)]
+            cols += [np.bincount(data.user, terms.num), np.bincount(data.user, den)]
         z = np.column_stack(cols)  # (G, 4)
         g = z.shape[0]
         mean = z.mean(axis=0)

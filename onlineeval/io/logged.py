@@ -223,6 +223,27 @@ def _id(value: Any, key: str, path: str, line: int) -> str:
     raise InputError(f"{key!r} must be a non-empty string or an integer, got {value!r}", path, line)
 
 
+def cluster_codes(users: NDArray[Any]) -> NDArray[np.int64]:
+    """The cluster code of each impression from its user id (``None``: no user): the users numbered in the sorted
+    order of their ids (``0 .. U - 1``), then each impression without a user a cluster of its own, in line order.
+
+    The codes of a user do not depend on the order of the lines, so neither do the bootstrap's resamples of the
+    clusters nor the cross-fitting folds of the model-based estimators (fold ``f`` holds the users whose code is
+    ``f`` modulo the folds): a log read with its lines shuffled gives the same numbers."""
+    import pandas as pd
+
+    none = np.fromiter((u is None for u in users), dtype=bool, count=users.size)
+    codes = np.empty(users.size, dtype=np.int64)
+    named = users[~none]
+    if named.size:
+        found, uniq = pd.factorize(named, sort=True)
+        codes[~none] = found
+    else:
+        uniq = ()
+    codes[none] = len(uniq) + np.arange(int(none.sum()), dtype=np.int64)
+    return codes
+
+
 @dataclass
 class _Rows:
     """Per-line values collected while reading (lists, turned into arrays at the end)."""
@@ -525,8 +546,7 @@ def _assemble(rows: _Rows, path: str, policies: Any) -> LoggedLog:
     user = None
     no_user = sum(u is None for u in rows.user)
     if no_user < n:
-        labels = np.asarray([("u:" + u) if u is not None else f"#{i}" for i, u in enumerate(rows.user)], dtype=object)
-        user = pd.factorize(labels)[0].astype(np.int64)
+        user = cluster_codes(np.asarray(rows.user, dtype=object))
     return _build(
         path, policies, lines, np.asarray(rows.query, dtype=object), lengths, dcodes, np.asarray(duniq, dtype=object),
         _padded(rows.clicks, lengths, k, False, bool), user, int(no_user),

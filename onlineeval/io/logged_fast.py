@@ -9,7 +9,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from onlineeval.io.logged import _KEYS_PROP, LoggedLog, _build  # (logged imports this module only when reading)
+from onlineeval.io.logged import (  # (logged imports this module only when reading)
+    _KEYS_PROP,
+    LoggedLog,
+    _build,
+    cluster_codes,
+)
 
 #: the top-level keys :func:`_read_fast` reads (a log with other keys, or a ``logger``, is read line by line)
 _FAST_KEYS = frozenset(("query", "user", "user_type", "shown", "clicks", "propensities"))
@@ -99,7 +104,7 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
             labels = ids(col)
             if labels is None:
                 return None
-            user, no_user = _cluster_codes(labels), int(col.null_count)
+            user, no_user = cluster_codes(labels), int(col.null_count)
     user_type = None
     if "user_type" in names:
         col = column("user_type")
@@ -184,16 +189,3 @@ def _fast_clicks(col: Any, codes: NDArray[np.int64], lengths: NDArray[np.int64],
     if (taken > 1).any():  # a click listed twice
         return None
     return taken == 1
-
-
-def _cluster_codes(labels: NDArray[Any]) -> NDArray[np.int64]:
-    """The cluster code of each impression as :func:`_assemble` numbers them (``pd.factorize`` of ``'u:' + user``,
-    an impression without a user ``'#i'``: a cluster of its own), from the user ids (None: no user)."""
-    import pandas as pd
-
-    none = np.array([u is None for u in labels], dtype=bool)
-    codes, _ = pd.factorize(labels[~none]) if (~none).any() else (np.zeros(0, dtype=np.int64), None)
-    keys = np.empty(labels.size, dtype=np.int64)
-    keys[~none] = codes
-    keys[none] = -1 - np.flatnonzero(none)  # each its own key, never a user's
-    return pd.factorize(keys)[0].astype(np.int64)
