@@ -293,11 +293,29 @@ def test_logger_refusals(tmp_path: Path) -> None:
     path = write(tmp_path, [base | {"shown": ["b", "a"], "logger": {"policy": "deterministic", "scores": sc}}])
     with pytest.raises(InputError, match=r":1: the logging policy gives the shown list probability 0"):
         read_logged(path, policies=policies)
-    # a Plackett-Luce logger's Monte Carlo item marginal of 0 is an estimate, not an impossibility: 'a' (score 12)
-    # is first in both sampled prefixes, so its slot-2 estimate is 0 while the list (b, a) has a positive exact
-    # probability: the error says so and what to raise
+
+
+def test_estimated_zero_item_marginal_refuses_only_item_estimators(tmp_path: Path) -> None:
+    """A Plackett-Luce logger's Monte Carlo item marginal of 0 is an estimate, not an impossibility: 'a' (score 12)
+    is first in both sampled prefixes, so its slot-2 estimate is 0 while the list (b, a) has a positive exact
+    probability. The log is read (list and prefix propensities are exact); the estimators that read item
+    propensities are refused with the line and what to raise, the others run."""
+    import simulations.policies as policies
+    from onlineeval.estimators import get_estimator
+    from onlineeval.estimators.log_estimates import check_needs
+
+    base = {"query": "q", "clicks": []}
     pl = {"policy": "plackett_luce", "dp_max_states": 0, "mc_samples": 2, "scores": {"a": 12.0, "b": 0.0, "c": 0.0}}
     path = write(tmp_path, [base | {"shown": ["a", "b"], "logger": pl}, base | {"shown": ["b", "a"], "logger": pl}])
-    with pytest.raises(InputError, match=r":2: the logging policy's item propensity of a shown document is 0 in its "
-                                         r"Monte Carlo estimate .* raise the logger's mc_samples"):
-        read_logged(path, policies=policies)
+    lg = read_logged(path, policies=policies)
+    assert lg.data.p_item is None and "p_item" not in lg.forms
+    assert lg.data.p_list is not None and lg.data.p_prefix is not None and lg.item_refusal is not None
+    check_needs(lg, [get_estimator(n) for n in ("ips", "snips", "rips")])
+    with pytest.raises(InputError, match=r":2: estimator 'iips' needs item propensities, withheld: the logging "
+                                         r"policy's item propensity of a shown document is 0 in its Monte Carlo "
+                                         r"estimate .* raise the logger's mc_samples"):
+        check_needs(lg, [get_estimator("ips"), get_estimator("iips")])
+    # an exact item marginal (the dynamic programme) is positive: nothing is withheld
+    path = write(tmp_path, [base | {"shown": ["b", "a"], "logger": pl | {"dp_max_states": 10 ** 6}}], "exact.jsonl")
+    exact = read_logged(path, policies=policies)
+    assert exact.item_refusal is None and exact.data.p_item is not None and float(exact.data.p_item[0, 1]) > 0

@@ -135,6 +135,9 @@ def check_needs(log: LoggedLog, estimators: list[Estimator]) -> None:
 
     for est in estimators:
         missing = missing_needs(log, est)
+        if log.item_refusal is not None and "propensities.item" in missing:
+            raise InputError(f"estimator {est.name!r} needs item propensities, withheld: "
+                             f"{log.item_refusal[0]}", log.path, log.item_refusal[1])
         if missing:
             have = ("a logging policy (all propensity forms computed from it)" if log.data.logger is not None else
                     ", ".join(_log_key(f) for f in log.forms) or "no propensities")

@@ -143,6 +143,10 @@ class LoggedLog:
         Impressions without a ``user`` (each its own cluster).
     short:
         Impressions shorter than the longest list of their query.
+    item_refusal:
+        Why the item propensities are withheld (``p_item`` None though the log names its logger) and the
+        first line concerned: a Plackett-Luce logger's Monte Carlo item marginal of a shown document was 0.
+        Only estimators that read item propensities are refused (:func:`check_needs` raises this).
     """
 
     data: LoggedData
@@ -154,6 +158,7 @@ class LoggedLog:
     source: str
     no_user: int
     short: int
+    item_refusal: tuple[str, int] | None = None
 
     @property
     def path(self) -> str | None:
@@ -598,6 +603,7 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
     props: dict[str, Any] = {}
     source = "log"
     logger = None
+    item_refusal: tuple[str, int] | None = None
     if logger_rows:
         # documents are the logger's candidate columns of their query
         logger, source, docs = _logger_policy(logger_rows, query_list, qcodes, query_k, lines, path,
@@ -607,19 +613,25 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
                                count=pair_q.size)  # a loop over distinct (query, document) pairs
         shown[valid] = pair_col[pcodes]
         p = logger.propensities(qcodes, shown)
+        props = {"p_list": p.list, "p_prefix": p.prefix, "p_item": p.item}
         for form, values in (("list", p.list[:, None]), ("prefix", p.prefix), ("item", p.item)):
             zero = (np.where(valid[:, : values.shape[1]], values, 1.0) <= 0).any(axis=1)
             if form == "item" and zero.any():
                 # a Monte Carlo item marginal (Plackett-Luce above dp_max_states) of 0 is an estimate, not an
-                # impossibility: the list's exact prefix probabilities were positive
+                # impossibility: the list's exact prefix probabilities were positive. The item form is withheld
+                # and only the estimators that read it are refused (check_needs), the others run.
                 estimated = zero & ~np.asarray(logger.marginals_exact(qcodes), dtype=bool)
-                fail(estimated, "the logging policy's item propensity of a shown document is 0 in its Monte Carlo "
-                     "estimate (the exact list and prefix probabilities are positive: the document is shown at "
-                     "that slot more rarely than the estimate's draws resolve); raise the logger's mc_samples, or "
-                     "dp_max_states for exact item marginals")
+                if estimated.any():
+                    item_refusal = (
+                        "the logging policy's item propensity of a shown document is 0 in its Monte Carlo estimate "
+                        "(the exact list and prefix probabilities are positive: the document is shown at that slot "
+                        "more rarely than the estimate's draws resolve); raise the logger's mc_samples, or "
+                        "dp_max_states for exact item marginals, or use estimators that do not read item "
+                        "propensities", int(lines[int(np.argmax(estimated))]))
+                    del props["p_item"]
+                    zero = zero & ~estimated
             fail(zero, f"the logging policy gives the shown list probability 0 ({form} propensity); it cannot have "
                        "shown it (check the policy, its options and the scores)")
-        props = {"p_list": p.list, "p_prefix": p.prefix, "p_item": p.item}
     else:
         shown[valid] = local[pcodes]
         if p_list is not None:
@@ -660,7 +672,7 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
     data = LoggedData(qcodes, shown, clicks, user=user, user_type=user_type, logger=logger, source=path, **props)
     return LoggedLog(
         data, tuple(str(q) for q in queries), tuple(tuple(d) for d in docs), lines, query_k,
-        tuple(props), source, int(no_user), short,
+        tuple(props), source, int(no_user), short, item_refusal,
     )
 
 
