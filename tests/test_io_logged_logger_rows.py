@@ -1,6 +1,6 @@
 """A log with ``logger`` lines keeps one logger (options, scores) per query, not one per line (review 18: 10^6 lines
 of 30 scores each held 9 GB while read), and still refuses a query whose logger differs on a later line, naming it,
-with the same comparison as before (the canonical JSON: a score 1 and a score 1.0 differ)."""
+comparing values (a score 1 and a score 1.0 are the same logger)."""
 
 from __future__ import annotations
 
@@ -61,14 +61,23 @@ def test_a_later_differing_logger_is_refused_with_its_line(tmp_path: Path, chang
     assert err.value.line == 401
 
 
-def test_int_and_float_scores_still_differ(tmp_path: Path) -> None:
-    """1 and 1.0 compare equal in Python but not as canonical JSON, which the reader used before: still refused."""
+def test_int_and_float_scores_are_the_same_logger(tmp_path: Path) -> None:
+    """A score written 1 on one line and 1.0 on another is the same policy (the reader compares values, not canonical
+    JSON as it once did, which refused this log); 1 and 1.0001 still differ and are refused, naming both lines."""
     path = _log(tmp_path, n=6)
     lines = path.read_text(encoding="utf-8").splitlines()
-    for i in (0, 3):  # q0's two lines: score 1 (int) on the first, 1.0 on the second
-        obj = json.loads(lines[i])
-        obj["logger"]["scores"]["d0"] = 1 if i == 0 else 1.0
-        lines[i] = json.dumps(obj)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def with_scores(first: float, second: float) -> None:
+        for i, value in ((0, first), (3, second)):  # q0's two lines
+            obj = json.loads(lines[i])
+            obj["logger"]["scores"]["d0"] = value
+            lines[i] = json.dumps(obj)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    with_scores(1, 1.0)
+    assert '"d0": 1,' in path.read_text(encoding="utf-8") and '"d0": 1.0,' in path.read_text(encoding="utf-8")
+    lg = read_logged(path, policies=policies)
+    assert lg.data.n == 6 and np.all(lg.data.p_list > 0)
+    with_scores(1, 1.0001)
     with pytest.raises(InputError, match=r":4: the logger \(spec or scores\) differs from line 1 "):
         read_logged(path, policies=policies)

@@ -367,12 +367,13 @@ def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, An
         # one logger per query: a line whose logger equals (as _logger_policy compares them) its query's first one
         # keeps that one's objects, so the log holds one scores dict per query, not one per line (review 18: 10^6
         # lines of 30 scores took 9 GB); a differing one is kept as read and refused there with both lines
+        # (deep ==, no canonical JSON per line: equal JSON means equal values, and numerically equal values, 1 and
+        # 1.0, are the same policy)
         known = first.setdefault("logger_of_query", {}).get(query)
-        key = json.dumps(list(spec), sort_keys=True)
         if known is None:
-            first["logger_of_query"][query] = (spec, key)
-        elif known[1] == key:
-            spec = known[0]
+            first["logger_of_query"][query] = spec
+        elif known == spec:
+            spec = known
         rows.logger.append(spec)
     rows.lines.append(line)
     rows.query.append(query)
