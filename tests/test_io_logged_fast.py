@@ -133,3 +133,23 @@ def test_fast_reader_equals_line_by_line_on_windows_line_ends_and_a_byte_order_m
     fast = _read_fast(str(path), None)
     assert fast is not None
     _assert_same(fast, _line_by_line(path, monkeypatch))
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_logger_log_is_declined_before_pyarrow_parses_it(tmp_path, monkeypatch, gzipped):
+    """The first line names a ``logger`` (or another key the fast reader does not read): declined from that line,
+    without a whole-file parse by pyarrow (which would fail on the key anyway); a plain log still reaches pyarrow."""
+    import gzip
+
+    import pyarrow.json as pj
+
+    calls = []
+    real = pj.read_json
+    monkeypatch.setattr(pj, "read_json", lambda *a, **k: calls.append(1) or real(*a, **k))
+    logger = {**GOOD, "logger": {"policy": "deterministic", "scores": {"a": 1.0, "b": 0.5}}}
+    for records, parsed in (([logger, GOOD], 0), ([{**GOOD, "extra": 1}], 0), ([GOOD, logger], 1), ([GOOD], 1)):
+        path = _write(tmp_path, records)
+        data = gzip.decompress(gzip.compress(path.read_bytes())) if gzipped else None
+        calls.clear()
+        assert _read_fast(str(path), None, data) is None or records == [GOOD]
+        assert len(calls) == parsed, records

@@ -20,6 +20,24 @@ from onlineeval.io.logged import (  # (logged imports this module only when read
 _FAST_KEYS = frozenset(("query", "user", "user_type", "shown", "clicks", "propensities"))
 
 
+def _first_line_fits(path: str, data: bytes | None) -> bool:
+    """Whether the first line is an object with the keys of :data:`_FAST_KEYS` only, checked before pyarrow parses
+    the whole log: a log naming its ``logger`` (or with other keys) is declined at once instead of after a full parse
+    (0.56 s of 10^5 Plackett-Luce logger lines). A first line that does not parse is left to pyarrow's verdict."""
+    import json
+
+    if data is None:
+        with open(path, "rb") as fh:
+            head = fh.readline(1 << 20)
+    else:
+        head = data[: data.find(b"\n")] if b"\n" in data[: 1 << 20] else data[: 1 << 20]
+    try:
+        obj = json.loads(head)
+    except ValueError:
+        return True
+    return not isinstance(obj, dict) or set(obj) <= _FAST_KEYS
+
+
 def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog | None:
     """The log read by pyarrow's JSON reader and checked on whole columns, or ``None`` where it declines: then the
     line-by-line reader (the reference, whose errors name the line) reads it.
@@ -35,6 +53,8 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
     equal on every log of ``tests/test_io_logged.py`` and on random logs. 10^6 top-5 impressions (360 MB): read
     in about 6 s (1.5 GB at most) against about 38 s (2.8 GB) line by line. ``data``: the log's bytes, read from
     them instead of the file (a gzipped log, decompressed by :func:`~onlineeval.io.logged.read_logged`)."""
+    if not _first_line_fits(path, data):
+        return None
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
