@@ -81,3 +81,16 @@ def test_int_and_float_scores_are_the_same_logger(tmp_path: Path) -> None:
     with_scores(1, 1.0001)
     with pytest.raises(InputError, match=r":4: the logger \(spec or scores\) differs from line 1 "):
         read_logged(path, policies=policies)
+
+
+def test_a_later_line_with_the_same_logger_still_has_its_shown_documents_checked(tmp_path: Path) -> None:
+    """A line whose logger equals its query's first one skips the logger's own checks (done on that first line)
+    but not the check of its shown documents against the logger's candidates."""
+    path = _log(tmp_path, n=9)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    obj = json.loads(lines[6])  # q0's third line
+    obj["shown"][1] = "zz"
+    lines[6] = json.dumps(obj)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r":7: shown document 'zz' is not among the logger's scored candidates"):
+        read_logged(path, policies=policies)

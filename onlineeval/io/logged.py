@@ -363,17 +363,22 @@ def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, An
         if first["policies"] is None:
             raise InputError("this log names its logging policy ('logger'); reading it needs the policies "
                              "package: read_logged(path, policies=simulations.policies)", path, line)
-        spec = _logger_spec(obj["logger"], shown, path, line, first["allowed"])
-        # one logger per query: a line whose logger equals (as _logger_policy compares them) its query's first one
-        # keeps that one's objects, so the log holds one scores dict per query, not one per line (review 18: 10^6
-        # lines of 30 scores took 9 GB); a differing one is kept as read and refused there with both lines
-        # (deep ==, no canonical JSON per line: equal JSON means equal values, and numerically equal values, 1 and
-        # 1.0, are the same policy)
+        # one logger per query: a line whose logger equals its query's first one keeps that one's objects, so the
+        # log holds one scores dict per query, not one per line (review 18: 10^6 lines of 30 scores took 9 GB); a
+        # differing one is checked, kept as read and refused by _logger_policy with both lines (deep ==, no
+        # canonical JSON per line: equal JSON means equal values, and numerically equal values, 1 and 1.0, are the
+        # same policy). An equal logger was checked on the query's first line: only its shown documents are.
+        raw = obj["logger"]
         known = first.setdefault("logger_of_query", {}).get(query)
-        if known is None:
-            first["logger_of_query"][query] = spec
-        elif known == spec:
-            spec = known
+        if known is not None and known[0] == raw:
+            spec = known[1]
+            if not spec[1].keys() >= set(shown):
+                missing = next(d for d in shown if d not in spec[1])
+                raise InputError(f"shown document {missing!r} is not among the logger's scored candidates", path, line)
+        else:
+            spec = _logger_spec(raw, shown, path, line, first["allowed"])
+            if known is None:
+                first["logger_of_query"][query] = (raw, spec)
         rows.logger.append(spec)
     rows.lines.append(line)
     rows.query.append(query)
