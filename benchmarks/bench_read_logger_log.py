@@ -15,8 +15,8 @@ written, measured in the same run.
     python benchmarks/bench_read_logger_log.py [--lines 100000] [--candidates 20] [--queries 200] [--repeat 3]
 
 Measured 2026-12-04 (2 cores, idle; defaults; 19c5ad0): logger 4.5 s and 601 MB, written 0.61 s and 357 MB.
-A logger log's whole ``estimate`` of ips, snips, rips took 9.96 s and 813 MB before a593f08 / 6fc06ab / 19c5ad0, 5.8 s and
-628 MB after.
+A logger log's whole ``estimate`` of ips, snips, rips took 9.96 s and 813 MB before a593f08 / 6fc06ab / 19c5ad0,
+5.8 s and 628 MB after.
 """
 
 from __future__ import annotations
