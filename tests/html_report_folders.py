@@ -1,7 +1,8 @@
-"""The two results folders the HTML report's tests read (``tests/test_html_report.py`` without a browser,
+"""The results folders the HTML report's tests read (``tests/test_html_report.py`` without a browser,
 ``tests/test_html_layout.py`` in headless chromium): a real simulate run (:data:`SIM`: three designs, A/A and the
 null check on) and a real three-point sweep (:data:`SWEEP_BASE`, B's noise), each built once per test run and
-shared by the pytest-xdist workers. The ``sim`` and ``sweep`` fixtures of ``tests/conftest.py`` hand them to the
+shared by the pytest-xdist workers; and a small run of the bundled ``configs/counterfactual.yaml``
+(:func:`counterfactual_folder`: every counterfactual table and plot, the assumption sweep). The ``sim`` and ``sweep`` fixtures of ``tests/conftest.py`` hand them to the
 tests, which only read them (they copy a folder to edit it).
 """
 
@@ -82,3 +83,22 @@ def sweep_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     grid = {"rankers.B.noise": [0.6, 0.75, 0.9]}
     return built_once(tmp_path_factory, "sweep", lambda out: run_sweep(
         sweep_from_mapping({"base": SWEEP_BASE, "grid": grid, "output": str(out)}), workers=1))
+
+
+def counterfactual_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real simulate results folder of the bundled configs/counterfactual.yaml, made small (6 replicates of 2
+    days, 150 queries, 100 bootstrap resamples, a two-value assumption sweep): its estimators, labels and flags
+    are the bundled config's, so its tables are as wide as a user's."""
+    import yaml
+
+    m = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "counterfactual.yaml").read_text())
+    m.update(replicates=6, workers=1)
+    m["collection"]["n_queries"] = 150
+    m["users"]["population"] = 800
+    m["traffic"].update(days=2, queries_per_day=800)
+    (cf,) = [d for d in m["designs"] if d["type"] == "counterfactual"]
+    cf["bootstrap"] = 100
+    m["analysis"]["truth_impressions"] = 20_000
+    m["analysis"]["assumption_sweep"].update(impressions=20_000, values=[0, 1])
+    return built_once(tmp_path_factory, "counterfactual",
+                      lambda out: simulate(config_from_mapping(m), output=out, workers=1))

@@ -306,3 +306,28 @@ def test_answer_tables_and_terminal_blocks_fit_the_window(sim: Path, sweep: Path
         assert any(p.startswith("answer table") for p in _overflows(dt.measure(old.as_uri(), 800, _OVERFLOW_JS)))
     finally:
         dt.close()
+
+
+def test_counterfactual_report_renders_and_every_table_fits(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The bundled configs/counterfactual.yaml's report (made small, with the config's own estimators and flags):
+    loads with no console message or failed load, every plot decodes, and at 1280 (the screenshot's width) and
+    1400 CSS px no table is wider than its box, so the per-estimator table's 'assumption' column is visible
+    without scrolling (it was cut off at 1280 while the short 'support violated' cells were held 320 px wide)."""
+    _browser()
+    from html_report_folders import counterfactual_folder
+
+    page = (counterfactual_folder(tmp_path_factory) / REPORT_NAME).resolve()
+    assert "Counterfactual estimators" in page.read_text(encoding="utf-8")
+    dt = DevTools()
+    try:
+        problems, state = dt.load(page.as_uri())
+        assert problems == [], problems
+        assert len(state["images"]) >= 4 and all(state["images"]), state["images"]
+        for width in (WIDTH, 1400):
+            state = dt.measure(page.as_uri(), width, _OVERFLOW_JS)
+            assert _overflows(state) == [], (width, _overflows(state))
+            assert any(b["first"] == "estimator" for b in state["boxes"])  # the per-estimator table is measured
+            wide = [b for b in state["boxes"] if b["scroll"] > b["client"] + 1]
+            assert wide == [], (width, wide)
+    finally:
+        dt.close()

@@ -124,7 +124,7 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
                          e.get("assumption", "-")])
         parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "support violated (impr.)",
                             "assumption"], rows,
-                           text_columns=(0, 6), wrap_columns=(6, 7),
+                           text_columns=(0, 6), wrap_columns=(7,),
                            caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
                                    f"V({(d.get('targets') or ['A'])[0]}) of {d.get('metric')}, exact truth "
                                    f"{value_text(d.get('true_effect'), True)}"))
