@@ -273,6 +273,10 @@ def _wrap(label: str, width: int = 46) -> str:
     return "\n".join(textwrap.wrap(label, width, break_long_words=False)) or label
 
 
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_LINESTYLES = ("-", "--", "-.", ":")
+
+
 def counterfactual_figures(result: SimulationResult) -> dict[str, Figure]:
     """With counterfactual designs, ``counterfactual_rmse``: RMSE against log size per estimator
     (daily checkpoints); with ``analysis.assumption_sweep``, ``assumption_sweep``: each
@@ -285,10 +289,17 @@ def counterfactual_figures(result: SimulationResult) -> dict[str, Figure]:
         fig = Figure(figsize=(6.5 * len(cf), 4.5), constrained_layout=True)
         axes = fig.subplots(1, len(cf), squeeze=False)
         for ax, (name, d) in zip(axes[0], cf.items(), strict=True):
-            for label, e in d["estimators"].items():
-                pts = [(b["impressions"], b["rmse"]) for b in e["by_day"] if b["rmse"] == b["rmse"]]
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), marker="o", ms=3, label=label)
+            for k, (label, e) in enumerate(d["estimators"].items()):
+                pts = [(b["impressions"], b["rmse"]) for b in e["by_day"]
+                       if b["rmse"] is not None and b["rmse"] == b["rmse"]]
+                if not pts:
+                    continue
+                # a marker and line style of its own: estimators of equal RMSE draw on top of each other; one
+                # measured on the last day only (fitted on the whole log) is a single point, drawn large on top
+                alone = len(pts) == 1 and len(e["by_day"]) > 1
+                ax.plot(*zip(*pts, strict=True), marker=_MARKERS[k % len(_MARKERS)], ms=8 if alone else 4,
+                        ls=_LINESTYLES[k % len(_LINESTYLES)], zorder=3 if alone else 2,
+                        label=f"{label} (last day only)" if alone else label)
             ax.set(xlabel="logged impressions", ylabel=f"RMSE of V(B) - V(A) ({d['metric']})", xscale="log",
                    yscale="log", title=f"{name}: error against log size")
             ax.legend(fontsize=7)

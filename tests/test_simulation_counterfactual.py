@@ -476,3 +476,23 @@ def test_estimators_accumulated_batch_by_batch_have_terms_that_do_not_depend_on_
             np.testing.assert_allclose(whole.den, np.concatenate([p.den for p in parts]), rtol=1e-12, err_msg=name)
         checked.append(name)
     assert {"ips", "snips", "rips", "iips", "snrips"} <= set(checked), checked
+
+
+def test_rmse_plot_draws_every_estimator_distinguishably():
+    """The RMSE-against-log-size plot: each estimator has its own marker and line style (two of equal RMSE were
+    drawn one on top of the other, one of them invisible), and one measured on the last day only (fitted on the
+    whole log: its other days' RMSE None) is a single large point named so in the legend (a None was plotted)."""
+    from types import SimpleNamespace
+
+    from simulations.plots import counterfactual_figures
+
+    days = [{"impressions": n, "rmse": r} for n, r in ((1000, 0.04), (2000, 0.03), (3000, 0.02))]
+    last_only = [{"impressions": n, "rmse": None} for n in (1000, 2000)] + [{"impressions": 3000, "rmse": 0.02}]
+    estimators = {"a": {"by_day": days}, "b": {"by_day": days}, "c": {"by_day": last_only},
+                  "d": {"by_day": [{"impressions": n, "rmse": float("nan")} for n in (1000, 2000)]}}
+    summary = {"counterfactual": {"cf": {"metric": "clicks_per_query", "estimators": estimators}}}
+    fig = counterfactual_figures(SimpleNamespace(summary=summary, config=None))["counterfactual_rmse"]
+    lines = fig.axes[0].lines
+    assert [ln.get_label() for ln in lines] == ["a", "b", "c (last day only)"]  # d: no finite RMSE, not drawn
+    assert len({(ln.get_marker(), ln.get_linestyle()) for ln in lines}) == 3
+    assert list(lines[2].get_xdata()) == [3000] and lines[2].get_markersize() > lines[0].get_markersize()
