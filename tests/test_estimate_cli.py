@@ -101,3 +101,8 @@ def test_readme_estimate_example_reproduces(tmp_path: Path, monkeypatch: pytest.
     assert (f"the true values are {truth['B']:.4f} clicks per query for B and {truth['A']:.4f} for A" in readme)
     # the set-up's largest weights, as the README describes them: 1 / (0.3 / (8*7*6*5)) and 1 / (0.3 / 8)
     assert "5600" in out[3] and "26.67" in out[6]
+    # estimator notes are for people: 4 significant digits (the JSON keeps every digit), no Python dict repr
+    notes = out[out.index("estimator notes:") + 1:]
+    notes = notes[:notes.index("")]
+    assert any(line.startswith("  pbm_ips B: examination = [1, 0.") for line in notes), notes
+    assert not any(re.search(r"\d\.0*[1-9]\d{4,}|'", line) for line in notes), notes

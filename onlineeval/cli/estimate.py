@@ -143,6 +143,20 @@ def _g(x: Any) -> str:
     return f"{x:.4g}"
 
 
+def _note_value(v: Any) -> str:
+    """An estimator note's value for people: floats to 4 significant digits, lists and mappings
+    with their items so (the JSON output keeps every digit)."""
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_note_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_note_value(x) for x in v) + "]"
+    return str(v)
+
+
 def _mean_w(d: dict[str, Any]) -> str:
     """The mean weight, marked '*' when it is off its expectation (:meth:`Diagnostics.mean_weight_off`)."""
     text = _g(d.get("mean_weight"))
@@ -239,7 +253,7 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
              if r["estimate"] is not None and r["diagnostics"]["notes"]]
     if notes:
         lines += ["", "estimator notes:"]
-        lines += [f"  {e} {t}: " + ", ".join(f"{k} = {v}" for k, v in n.items()) for e, t, n in notes]
+        lines += [f"  {e} {t}: " + ", ".join(f"{k} = {_note_value(v)}" for k, v in n.items()) for e, t, n in notes]
     warns = warning_lines(doc["warnings"], doc["results"], doc.get("differences", []))
     if warns:
         lines += ["", "warnings:"] + [f"  {w}" for w in warns]
