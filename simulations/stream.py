@@ -40,7 +40,10 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: SQUAREM-accelerated EM (:func:`clickmodels.estimation._em.run_em`): fits stop nearer the maximum, so their
 #: estimates move; and a Plackett-Luce logger draws its lists slot by slot, k uniforms an impression, instead of one
 #: Gumbel key per candidate (the same distribution, other lists for a seed).
-STREAM_VERSION = 8
+#: 9 (2026-12-04): a Plackett-Luce logger's item marginals above dp_max_states are the exponential race's quadrature
+#: (exact to ~1e-13) instead of a Monte Carlo estimate (now item_method: monte_carlo): the item-level estimators'
+#: numbers of such loggers change for a seed, no random stream.
+STREAM_VERSION = 9
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

@@ -305,7 +305,8 @@ def test_estimated_zero_item_marginal_refuses_only_item_estimators(tmp_path: Pat
     from onlineeval.estimators.log_estimates import check_needs
 
     base = {"query": "q", "clicks": []}
-    pl = {"policy": "plackett_luce", "dp_max_states": 0, "mc_samples": 2, "scores": {"a": 12.0, "b": 0.0, "c": 0.0}}
+    pl = {"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo", "mc_samples": 2,
+          "scores": {"a": 12.0, "b": 0.0, "c": 0.0}}
     path = write(tmp_path, [base | {"shown": ["a", "b"], "logger": pl}, base | {"shown": ["b", "a"], "logger": pl}])
     lg = read_logged(path, policies=policies)
     assert lg.data.p_item is None and "p_item" not in lg.forms
@@ -313,9 +314,16 @@ def test_estimated_zero_item_marginal_refuses_only_item_estimators(tmp_path: Pat
     check_needs(lg, [get_estimator(n) for n in ("ips", "snips", "rips")])
     with pytest.raises(InputError, match=r":2: estimator 'iips' needs item propensities, withheld: the logging "
                                          r"policy's item propensity of a shown document is 0 in its Monte Carlo "
-                                         r"estimate .* raise the logger's mc_samples"):
+                                         r"estimate .* drop the logger's item_method: monte_carlo \(the default "
+                                         r"quadrature is exact\) or raise its mc_samples"):
         check_needs(lg, [get_estimator("ips"), get_estimator("iips")])
     # an exact item marginal (the dynamic programme) is positive: nothing is withheld
     path = write(tmp_path, [base | {"shown": ["b", "a"], "logger": pl | {"dp_max_states": 10 ** 6}}], "exact.jsonl")
     exact = read_logged(path, policies=policies)
     assert exact.item_refusal is None and exact.data.p_item is not None and float(exact.data.p_item[0, 1]) > 0
+    # the default above dp_max_states, the exponential race's quadrature, is exact too: the same value
+    quad = {k: v for k, v in pl.items() if k not in ("item_method", "mc_samples")}
+    path = write(tmp_path, [base | {"shown": ["b", "a"], "logger": quad}], "quadrature.jsonl")
+    by_quad = read_logged(path, policies=policies)
+    assert by_quad.item_refusal is None and by_quad.data.p_item is not None
+    np.testing.assert_allclose(by_quad.data.p_item, exact.data.p_item, rtol=1e-11)

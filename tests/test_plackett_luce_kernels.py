@@ -128,8 +128,8 @@ def test_plackett_luce_dense_lookups_equal_the_per_query_tables(dp_max_states: i
     rng = np.random.default_rng(4)
     scores = rng.normal(size=(40, 9))
     scores[3, 6:] = -np.inf  # a query with 6 candidates
-    dense = PlackettLucePolicy(scores, 4, 0.7, dp_max_states=dp_max_states)
-    loop = PlackettLucePolicy(scores, 4, 0.7, dp_max_states=dp_max_states)
+    dense = PlackettLucePolicy(scores, 4, 0.7, dp_max_states=dp_max_states, item_method="monte_carlo")
+    loop = PlackettLucePolicy(scores, 4, 0.7, dp_max_states=dp_max_states, item_method="monte_carlo")
     loop.DENSE_MAX_BYTES = 0
     q = rng.integers(0, 40, 3000)
     lists = dense.sample(q, np.random.default_rng(5))

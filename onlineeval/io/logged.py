@@ -623,17 +623,18 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
         for form, values in (("list", p.list[:, None]), ("prefix", p.prefix), ("item", p.item)):
             zero = (np.where(valid[:, : values.shape[1]], values, 1.0) <= 0).any(axis=1)
             if form == "item" and zero.any():
-                # a Monte Carlo item marginal (Plackett-Luce above dp_max_states) of 0 is an estimate, not an
-                # impossibility: the list's exact prefix probabilities were positive. The item form is withheld
-                # and only the estimators that read it are refused (check_needs), the others run.
+                # a Monte Carlo item marginal (Plackett-Luce above dp_max_states with item_method: monte_carlo) of 0
+                # is an estimate, not an impossibility: the list's exact prefix probabilities were positive. The
+                # item form is withheld and only the estimators that read it are refused (check_needs), the others
+                # run.
                 estimated = zero & ~np.asarray(logger.marginals_exact(qcodes), dtype=bool)
                 if estimated.any():
                     item_refusal = (
                         "the logging policy's item propensity of a shown document is 0 in its Monte Carlo estimate "
                         "(the exact list and prefix probabilities are positive: the document is shown at that slot "
-                        "more rarely than the estimate's draws resolve); raise the logger's mc_samples, or "
-                        "dp_max_states for exact item marginals, or use estimators that do not read item "
-                        "propensities", int(lines[int(np.argmax(estimated))]))
+                        "more rarely than the estimate's draws resolve); drop the logger's item_method: "
+                        "monte_carlo (the default quadrature is exact) or raise its mc_samples, or use estimators "
+                        "that do not read item propensities", int(lines[int(np.argmax(estimated))]))
                     del props["p_item"]
                     zero = zero & ~estimated
             fail(zero, f"the logging policy gives the shown list probability 0 ({form} propensity); it cannot have "

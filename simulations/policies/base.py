@@ -131,6 +131,12 @@ class SpecReader:
             raise ConfigError((*self.path, key), f"must be an integer {band}, got {v}")
         return v
 
+    def choice(self, key: str, allowed: Sequence[str], default: str) -> str:
+        value = self._get(key, default)
+        if value not in allowed:
+            raise ConfigError((*self.path, key), f"got {value!r}; allowed: {', '.join(allowed)}")
+        return str(value)
+
     def raw(self, key: str, default: Any = None) -> Any:
         return self._get(key, default)
 

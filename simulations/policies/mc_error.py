@@ -85,7 +85,7 @@ def _item_ips(policy: LoggingPolicy, query: Any, shown: Any, clicks: Any, target
     pi = target.propensities(query, shown).item
     if np.any(valid & (p_item <= 0)):
         raise InputError("item-level IPS: a shown document has item propensity 0 under the logging policy "
-                         "(a Monte Carlo marginal of 0: raise mc_samples)")
+                         "(a Monte Carlo marginal of 0: raise mc_samples, or use item_method: quadrature)")
     w = np.where(valid, pi / np.where(valid, p_item, 1.0), 0.0)
     terms = (w * reward.slot_rewards(clicks)).sum(axis=1)
     n = terms.size

@@ -1,5 +1,5 @@
-"""Compiled kernels of the Plackett-Luce logger (numba): its slot-by-slot sampler and the fast path of its prefix
-propensities (:class:`simulations.policies.plackett_luce.PlackettLucePolicy`). Out of
+"""Compiled kernels of the Plackett-Luce logger (numba): its slot-by-slot sampler, the fast path of its prefix
+propensities, the exponential race's quadrature of its item marginals (:mod:`simulations.policies.pl_quadrature`) (:class:`simulations.policies.plackett_luce.PlackettLucePolicy`). Out of
 :mod:`simulations.policies.kernels` (the epsilon-greedy mixture's and the counterfactual step's kernels); imported
 lazily by the policy, compiled on first call and cached (``cache=True``)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["pl_prefix", "pl_sample"]
+__all__ = ["pl_prefix", "pl_race", "pl_sample"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
 
@@ -125,3 +125,49 @@ def pl_prefix(query, r, ranks, e, total, out, risky):
             if (rem < 1e-6 * t and d >= 0) or (w == 0 and ok):
                 bad = True
         risky[i] = bad
+
+
+@_jit
+def pl_race(lg, tau, h, out):
+    """``out[x, s] +=`` the trapezoidal sum over the nodes ``tau`` (step ``h``) of the exponential race's integrand
+    of :mod:`simulations.policies.pl_quadrature`: ``h phi(tau + lg[x])`` times the probability that exactly ``s``
+    of the other candidates arrive before ``exp(tau)``, from prefix and suffix Poisson-binomials truncated at
+    ``k = out.shape[1]`` states. Node by node (memory ``O(c k)``), the same sums as
+    :func:`simulations.policies.pl_quadrature._marginals_at_step` (the tested reference) in another order."""
+    c, k = out.shape
+    fwd = np.zeros((c + 1, k))
+    bwd = np.zeros((c + 1, k))
+    before = np.empty(c)
+    after = np.empty(c)
+    for n in range(tau.size):
+        t = tau[n]
+        for d in range(c):
+            e = np.exp(t + lg[d])
+            after[d] = np.exp(-e)
+            before[d] = -np.expm1(-e)
+        fwd[0, :] = 0.0
+        fwd[0, 0] = 1.0
+        for i in range(c):
+            a = after[i]
+            b = before[i]
+            fwd[i + 1, 0] = fwd[i, 0] * a
+            for s in range(1, k):
+                fwd[i + 1, s] = fwd[i, s] * a + fwd[i, s - 1] * b
+        bwd[c, :] = 0.0
+        bwd[c, 0] = 1.0
+        for i in range(c - 1, -1, -1):
+            a = after[i]
+            b = before[i]
+            bwd[i, 0] = bwd[i + 1, 0] * a
+            for s in range(1, k):
+                bwd[i, s] = bwd[i + 1, s] * a + bwd[i + 1, s - 1] * b
+        for i in range(c):
+            z = t + lg[i]
+            w = h * np.exp(z - np.exp(z))
+            if w == 0.0:
+                continue
+            for s in range(k):
+                acc = 0.0
+                for a2 in range(s + 1):
+                    acc += fwd[i, a2] * bwd[i + 1, s - a2]
+                out[i, s] += w * acc

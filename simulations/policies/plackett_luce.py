@@ -30,7 +30,11 @@ from the joint event "slot ``j`` shows ``a``" (one column per ``a``) and are exa
 ``pair_max_states`` (default 20,000) states; above it :meth:`pair_marginals` raises a
 :class:`ConfigError`.
 
-Above ``dp_max_states`` the marginals are a seeded Monte Carlo estimate: ``mc_samples``
+Above ``dp_max_states`` the marginals are, by default (``item_method: quadrature``), the one-dimensional
+integral of the exponential race (:mod:`simulations.policies.pl_quadrature`: a trapezoidal rule whose error is
+about 1e-13 relative, checked against enumeration; ``O(c N k^2)``, compiled: about 4 ms a query at 90 candidates
+and k = 10, 50 ms at 1,000, faster than the Monte Carlo estimate), exact for every use here and marked so. With ``item_method: monte_carlo`` (the only way before
+it) they are a seeded Monte Carlo estimate: ``mc_samples``
 (default 2,000) Gumbel top-k prefixes are drawn per query (seed from ``mc_seed`` and the
 query index, so a query's estimate does not depend on the batch) and each contributes
 the *conditional* probabilities given its sampled prefix,
@@ -230,19 +234,24 @@ def _rb_moments_fast(lg: FloatArray, prefix: IntArray, kk: int) -> tuple[FloatAr
 @register_policy
 class PlackettLucePolicy(LoggingPolicy):
     """Plackett-Luce over ``scores / temperature`` (spec ``{"policy": "plackett_luce",
-    "temperature": 1.0}``; options ``dp_max_states`` (50,000), ``pair_max_states``
-    (20,000), ``mc_samples`` (2,000), ``mc_seed`` (0); see the module docstring)."""
+    "temperature": 1.0}``; options ``dp_max_states`` (50,000), ``item_method`` (``quadrature`` or
+    ``monte_carlo`` above ``dp_max_states``), ``pair_max_states`` (20,000), ``mc_samples`` (2,000),
+    ``mc_seed`` (0); see the module docstring)."""
 
     name = "plackett_luce"
-    may_be_monte_carlo = True
+    ITEM_METHODS = ("quadrature", "monte_carlo")
 
     def __init__(self, scores: Any, k: int, temperature: float = 1.0, *, dp_max_states: int = 50_000,
-                 pair_max_states: int = 20_000, mc_samples: int = 2_000, mc_seed: int = 0) -> None:
+                 pair_max_states: int = 20_000, mc_samples: int = 2_000, mc_seed: int = 0,
+                 item_method: str = "quadrature") -> None:
         super().__init__(scores, k)
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
             raise ConfigError(("temperature",), f"must be a finite number > 0, got {temperature!r}")
         if mc_samples < 2:
             raise ConfigError(("mc_samples",), f"must be an integer >= 2, got {mc_samples!r}")
+        if item_method not in self.ITEM_METHODS:
+            raise ConfigError(("item_method",), f"must be one of {', '.join(self.ITEM_METHODS)}, got {item_method!r}")
+        self.item_method = str(item_method)
         self.temperature = float(temperature)
         self.dp_max_states = int(dp_max_states)
         self.pair_max_states = int(pair_max_states)
@@ -280,12 +289,20 @@ class PlackettLucePolicy(LoggingPolicy):
         pair = rd.integer("pair_max_states", 20_000, low=0)
         mc = rd.integer("mc_samples", 2_000, low=2)
         seed = rd.integer("mc_seed", 0, low=0)
+        method = rd.choice("item_method", cls.ITEM_METHODS, "quadrature")
         rd.finish()
-        return cls(s, k, t, dp_max_states=dp, pair_max_states=pair, mc_samples=mc, mc_seed=seed)
+        return cls(s, k, t, dp_max_states=dp, pair_max_states=pair, mc_samples=mc, mc_seed=seed,
+                   item_method=method)
+
+    @property
+    def may_be_monte_carlo(self) -> bool:  # type: ignore[override]
+        """True when item marginals above ``dp_max_states`` are Monte Carlo (``item_method: monte_carlo``)."""
+        return self.item_method == "monte_carlo"
 
     def with_mc_seed(self, seed: int) -> PlackettLucePolicy:
         out = PlackettLucePolicy(self.scores, self.k, self.temperature, dp_max_states=self.dp_max_states,
-                                 pair_max_states=self.pair_max_states, mc_samples=self.mc_samples, mc_seed=int(seed))
+                                 pair_max_states=self.pair_max_states, mc_samples=self.mc_samples, mc_seed=int(seed),
+                                 item_method=self.item_method)
         out._tables.update({q: t for q, t in self._tables.items() if t.exact})
         return out
 
@@ -300,9 +317,14 @@ class PlackettLucePolicy(LoggingPolicy):
             "list": "exact: product of softmax ratios over the remaining candidates (log space)",
             "prefix": "exact: product of softmax ratios over the remaining candidates (log space)",
             "item": (f"exact by a subset dynamic programme when sum_(s<k) C(c, s) <= {self.dp_max_states} states "
-                     f"(c = the query's candidates), else Monte Carlo: {self.mc_samples} Gumbel top-k prefixes per "
-                     f"query, Rao-Blackwellised, seed ({self.mc_seed}, query index); standard errors from "
-                     "marginal_se / item_se, exactness from marginals_exact"),
+                     "(c = the query's candidates), else "
+                     + ("by the exponential race's one-dimensional integral (trapezoidal rule, relative error about "
+                        "1e-13; each slot's marginals checked to sum to 1 within 1e-10)"
+                        if self.item_method == "quadrature" else
+                        f"Monte Carlo: {self.mc_samples} Gumbel top-k prefixes per query, Rao-Blackwellised, seed "
+                        f"({self.mc_seed}, query index); standard errors from marginal_se / item_se, exactness from "
+                        "marginals_exact")),
+            "item_method": self.item_method,
             "shown_probability": "sum over slots of the item marginals (same exactness)",
             "pair_marginals": f"exact by a dynamic programme up to {self.pair_max_states} states, else an error",
             "dp_max_states": self.dp_max_states,
@@ -427,14 +449,18 @@ class PlackettLucePolicy(LoggingPolicy):
         return out
 
     # ------------------------------------------------------------------ marginals
-    def _exact_q(self, q: int) -> bool:
+    def _dp_q(self, q: int) -> bool:
         return dp_states(int(self.n_candidates[q]), self.k) <= self.dp_max_states
+
+    def _exact_q(self, q: int) -> bool:
+        return self.item_method == "quadrature" or self._dp_q(q)
 
     def table(self, query_one: int) -> MarginalTable:
         """Item-position marginals of one query with standard errors (cached)."""
         q = self._query_one(query_one)
         if q not in self._tables:
-            self._tables[q] = self._dp_table(q) if self._exact_q(q) else self._mc_table(q)
+            self._tables[q] = (self._dp_table(q) if self._dp_q(q) else self._quad_table(q)
+                               if self.item_method == "quadrature" else self._mc_table(q))
         return self._tables[q]
 
     def _cand(self, q: int) -> tuple[IntArray, FloatArray]:
@@ -475,6 +501,19 @@ class PlackettLucePolicy(LoggingPolicy):
                         marg[:, s] += p[a: a + step] @ _rho(lg, lev.notin[a: a + step])
         zeros = np.zeros((c, kk))
         return self._embed(cand, marg, zeros, np.zeros(c), True, "exact subset dynamic programme")
+
+    def _quad_table(self, q: int) -> MarginalTable:
+        from simulations.policies.pl_quadrature import race_marginals
+
+        cand, lg = self._cand(q)
+        kk = min(self.k, cand.size)
+        if kk == 0:
+            marg, h = np.zeros((cand.size, 0)), 0.0
+        else:
+            marg, h = race_marginals(lg, kk)
+        zeros = np.zeros(marg.shape)
+        return self._embed(cand, marg, zeros, np.zeros(cand.size), True,
+                           f"exponential-race quadrature (trapezoidal, step {h:g})")
 
     def _mc_table(self, q: int) -> MarginalTable:
         cand, lg = self._cand(q)
