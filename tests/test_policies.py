@@ -278,7 +278,8 @@ def test_plackett_luce_extreme_scores_stay_exact() -> None:
     p = pol.propensities([0, 0], [[0, 1, 2], [0, 2, 1]])
     a, b = math.exp(30) / z / (1 + math.e), math.exp(30) / z * math.e / (1 + math.e)
     np.testing.assert_allclose(p.prefix, [[math.exp(30) / z, a, a], [math.exp(30) / z, b, b]], rtol=1e-13)
-    mc = build_policy({"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo"}, np.array([[1000.0, 0.0, 0.0]]), 2)
+    mc = build_policy({"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo"},
+                      np.array([[1000.0, 0.0, 0.0]]), 2)
     np.testing.assert_allclose(mc.item_position_marginals([0])[0], [[1, 0], [0, 0.5], [0, 0.5]])
 
 
@@ -289,7 +290,8 @@ def test_plackett_luce_monte_carlo_within_4se_of_dp() -> None:
     s[1, 7:] = NEG
     k = 5
     exact = build_policy({"policy": "plackett_luce"}, s, k)
-    mc = build_policy({"policy": "plackett_luce", "dp_max_states": 10, "item_method": "monte_carlo", "mc_samples": 3000, "mc_seed": 5}, s, k)
+    mc = build_policy({"policy": "plackett_luce", "dp_max_states": 10, "item_method": "monte_carlo",
+                       "mc_samples": 3000, "mc_seed": 5}, s, k)
     q = np.arange(3)
     assert exact.marginals_exact(q).all() and not mc.marginals_exact(q).any()
     assert "Monte Carlo" in mc.conventions()["item"]
@@ -326,7 +328,8 @@ def test_rao_blackwell_moments_fast_form_equals_direct() -> None:
     pre = np.argsort(-(lg + rng.gumbel(size=(50, 5))), axis=1)[:, :2]
     assert _rb_moments_fast(lg, pre, 3) is None
     s = lg[None, :]
-    mc = build_policy({"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo", "mc_samples": 500}, s, 3)
+    mc = build_policy({"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo",
+                       "mc_samples": 500}, s, 3)
     ex = build_policy({"policy": "plackett_luce"}, s, 3)
     diff = np.abs(mc.item_position_marginals([0]) - ex.item_position_marginals([0]))
     assert np.all(diff <= 4 * mc.marginal_se([0]) + 1e-12)
@@ -336,7 +339,8 @@ def test_plackett_luce_monte_carlo_is_unbiased_over_seeds() -> None:
     """Mean over 40 independent seeds within 4 SE of the DP (the SEs shrink by sqrt(40))."""
     s = np.array([[1.0, 0.5, 0.0, -0.5, 2.0, 0.3]])
     exact = build_policy({"policy": "plackett_luce"}, s, 3).item_position_marginals([0])[0]
-    base = build_policy({"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo", "mc_samples": 200}, s, 3)
+    base = build_policy({"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo",
+                         "mc_samples": 200}, s, 3)
     draws = np.stack([base.with_mc_seed(i).item_position_marginals([0])[0] for i in range(40)])
     se = draws.std(axis=0, ddof=1) / math.sqrt(40)
     assert np.all(np.abs(draws.mean(axis=0) - exact) <= 4 * se + 1e-12)
@@ -515,7 +519,8 @@ def test_marginal_error_effect_matches_delta_method() -> None:
     sampling error of an SD over 300 re-draws plus the first-order term's slack."""
     s = np.array([[1.0, 0.2, -0.3, 0.8, 0.0]])
     k, R, draws = 3, 2000, 300
-    pol = build_policy({"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo", "mc_samples": R}, s, k)
+    pol = build_policy({"policy": "plackett_luce", "dp_max_states": 0, "item_method": "monte_carlo",
+                        "mc_samples": R}, s, k)
     exact = build_policy({"policy": "plackett_luce"}, s, k)
     rng = np.random.default_rng(5)
     n = 4000

@@ -1,5 +1,6 @@
 """Compiled kernels of the Plackett-Luce logger (numba): its slot-by-slot sampler, the fast path of its prefix
-propensities, the exponential race's quadrature of its item marginals (:mod:`simulations.policies.pl_quadrature`) (:class:`simulations.policies.plackett_luce.PlackettLucePolicy`). Out of
+propensities and the exponential race's quadrature of its item marginals (:mod:`simulations.policies.pl_quadrature`;
+:class:`simulations.policies.plackett_luce.PlackettLucePolicy`). Out of
 :mod:`simulations.policies.kernels` (the epsilon-greedy mixture's and the counterfactual step's kernels); imported
 lazily by the policy, compiled on first call and cached (``cache=True``)."""
 

@@ -20,8 +20,8 @@ document's own mass), leaving each document out of the Poisson-binomial with pre
 reference :func:`_marginals_at_step` works in chunks of nodes of bounded memory). The trapezoidal rule
 on an analytic integrand that vanishes at both ends converges geometrically in ``1 / h``: at ``h = 0.1`` (and
 still at 0.2; 0.3 gives 4e-10) the marginals agree with brute-force enumeration in log space to about 1e-13
-relative error, marginals of 1e-50 included (tests/test_pl_quadrature.py, logits spread over 100 units, ties). Each slot's marginals sum to 1, which
-:func:`race_marginals` checks, halving ``h`` where they do not (to 1e-10).
+relative error, marginals of 1e-50 included (tests/test_pl_quadrature.py, logits spread over 100 units, ties).
+Each slot's marginals sum to 1, which :func:`race_marginals` checks, halving ``h`` where they do not (to 1e-10).
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ from the joint event "slot ``j`` shows ``a``" (one column per ``a``) and are exa
 Above ``dp_max_states`` the marginals are, by default (``item_method: quadrature``), the one-dimensional
 integral of the exponential race (:mod:`simulations.policies.pl_quadrature`: a trapezoidal rule whose error is
 about 1e-13 relative, checked against enumeration; ``O(c N k^2)``, compiled: about 4 ms a query at 90 candidates
-and k = 10, 50 ms at 1,000, faster than the Monte Carlo estimate), exact for every use here and marked so. With ``item_method: monte_carlo`` (the only way before
-it) they are a seeded Monte Carlo estimate: ``mc_samples``
+and k = 10, 50 ms at 1,000, faster than the Monte Carlo estimate), exact for every use here and marked so.
+With ``item_method: monte_carlo`` (the only way before it) they are a seeded Monte Carlo estimate: ``mc_samples``
 (default 2,000) Gumbel top-k prefixes are drawn per query (seed from ``mc_seed`` and the
 query index, so a query's estimate does not depend on the batch) and each contributes
 the *conditional* probabilities given its sampled prefix,
