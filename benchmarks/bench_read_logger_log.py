@@ -4,9 +4,10 @@
 the policy); a log with written ``propensities`` is read by pyarrow's column reader. Both logs hold the same
 impressions: ``--lines`` top-10 lists drawn from a Plackett-Luce logger (temperature 1) over ``--candidates``
 scored candidates of ``--queries`` queries, clicks at random; the written log carries the propensities read from
-the logger log (``repr`` round-trips them, so both reads give the same arrays: checked; the item form only where
-the logger log has it: above ``dp_max_states`` its item marginals are Monte Carlo estimates, withheld where one of a
-shown document is 0, as at the default sizes here). Each read runs in its own subprocess
+the logger log (``repr`` round-trips them, so both reads give the same arrays: checked; all three forms: above
+``dp_max_states`` the item marginals are the exponential race's quadrature, exact, where before 09b96b9 they were
+Monte Carlo estimates, withheld at the default sizes here because one of a shown document was 0). Each read runs in
+its own subprocess
 (``read_logged(path, policies=simulations.policies)`` after the imports), so one's peak cannot hide the other's;
 printed per log: the read's wall seconds (median of ``--repeat``) and the process's peak resident set size
 (``VmHWM``: ``ru_maxrss`` would keep this process's own peak across fork and exec), and the ratios logger /
@@ -14,7 +15,9 @@ written, measured in the same run.
 
     python benchmarks/bench_read_logger_log.py [--lines 100000] [--candidates 20] [--queries 200] [--repeat 3]
 
-Measured 2026-12-04 (2 cores, idle; defaults; 19c5ad0): logger 4.5 s and 601 MB, written 0.61 s and 357 MB.
+Measured 2026-12-04 (2 cores, idle; defaults; 19c5ad0): logger 4.5 s and 601 MB, written 0.61 s and 357 MB
+(list and prefix forms only). After 09b96b9 (the item form in both): logger 4.99 s and 600 MB, written 1.20 s and
+415 MB (4.15x, 1.45x).
 A logger log's whole ``estimate`` of ips, snips, rips took 9.96 s and 813 MB before a593f08 / 6fc06ab / 19c5ad0,
 5.8 s and 628 MB after.
 """
