@@ -36,8 +36,8 @@ API (every policy)
 list, prefix and item probabilities of *any* lists; ``shown_probability(query, docs)``,
 ``item_position_marginals(query)`` ``(n, m, k)`` and ``pair_marginals(query_one)``
 ``(k, m, k, m)``; ``describe()`` and ``conventions()`` say what they are. Where item
-marginals are Monte Carlo (Plackett-Luce above its DP budget) ``marginals_exact(query)``
-is False and ``marginal_se``, ``item_se`` and ``shown_se`` give their standard errors
+marginals are Monte Carlo (Plackett-Luce above its DP budget with ``item_method: monte_carlo``)
+``marginals_exact(query)`` is False and ``marginal_se``, ``item_se`` and ``shown_se`` give their standard errors
 (0 where exact); ``with_mc_seed(seed)`` gives an independent re-draw.
 
 *Rank policies* (deterministic, epsilon-greedy, RandTop-n, swap, RandPair) randomise
@@ -219,7 +219,8 @@ class LoggingPolicy(ABC):
     """
 
     name: ClassVar[str] = ""
-    #: True when item marginals may be Monte Carlo estimates (Plackett-Luce above the DP budget)
+    #: True when item marginals may be Monte Carlo estimates (Plackett-Luce above the DP budget with
+    #: item_method: monte_carlo)
     may_be_monte_carlo: ClassVar[bool] = False
 
     def __init__(self, scores: ArrayLike, k: int) -> None:
