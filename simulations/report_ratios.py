@@ -162,10 +162,11 @@ def ratio_uncertain(rel: Any) -> bool:
 
 
 def ratio_uncertainty_text(rel: Any) -> str:
-    """' +-9%' (1 relative SE), with '?' when above :data:`RATIO_UNCERTAIN_REL_SE`; ' +-?' when unknown."""
+    """' +-9%' (1 relative SE; ' +-0.5%' below 1%, so a small uncertainty never reads as none), with '?' when
+    above :data:`RATIO_UNCERTAIN_REL_SE`; ' +-?' when unknown."""
     if not isinstance(rel, (int, float)) or not math.isfinite(rel):
         return " +-?"
-    pct = f"{100 * rel:.0f}%" if rel < 10 else f"{rel:.0f}x"
+    pct = f"{100 * rel:.1g}%" if 0 < rel < 0.0095 else f"{100 * rel:.0f}%" if rel < 10 else f"{rel:.0f}x"
     return f" +-{pct}" + ("?" if rel > RATIO_UNCERTAIN_REL_SE else "")
 
 

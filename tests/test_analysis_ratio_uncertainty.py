@@ -131,6 +131,8 @@ def test_report_prints_the_uncertainty_the_mark_and_the_note():
     assert ratio_uncertainty_text(0.074) == " +-7%"
     assert ratio_uncertainty_text(RATIO_UNCERTAIN_REL_SE + 0.01) == " +-26%?"
     assert ratio_uncertainty_text(None) == " +-?"
+    # below 1% one significant digit: the bundled counterfactual config's 0.0046 printed '+-0%', as if exact
+    assert ratio_uncertainty_text(0.0046) == " +-0.5%" and ratio_uncertainty_text(0.0) == " +-0%"
     designs = {
         "ab": {"rr": _entry("rr", 0.05, 0.01, 1e6, 0.05, True)},
         "td": {"delta_ab": _entry("delta_ab", 0.51, 0.074, 9.8e4, 0.064, True)},
