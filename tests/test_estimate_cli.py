@@ -41,8 +41,9 @@ def test_json_keys_and_table(world: dict[str, Any]) -> None:
     assert doc["results"][0]["boot_low"] is None  # no bootstrap asked: null, not NaN
     conv = doc["conventions"]
     for key in ("metric", "reward", "alpha", "cluster_unit", "propensity_source", "logging_policy", "ties", "seed",
-                "bootstrap", "bootstrap_interval", "target_depth", "support", "interval"):
+                "bootstrap", "bootstrap_interval", "target_depth", "support", "interval", "item_propensities"):
         assert key in conv
+    assert conv["item_propensities"] == "as written in the log"
     assert conv["metric"] == "abandonment" and conv["reward"].startswith("abandonment: 1 + sum_j")
     assert conv["seed"] == 9 and conv["cluster_unit"] == "user" and conv["ties"].startswith("docno_desc")
     assert doc["assumptions"]["ips"] == get_estimator("ips").assumption

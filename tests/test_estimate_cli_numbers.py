@@ -145,3 +145,4 @@ def test_round_trip_ips_within_4_se_of_truth(tmp_path: Path, logger: bool) -> No
                 assert r["diagnostics"]["support_violations"] == 0 and r["diagnostics"]["support_checked"] == 20000
         if logger:
             assert doc["log"]["propensity_source"] == "logger:randtop"
+            assert doc["conventions"]["item_propensities"] == "randtop: exact P(slot j shows list[j])"

@@ -144,3 +144,33 @@ def test_compiled_kernel_equals_the_numpy_reference(monkeypatch: pytest.MonkeyPa
         monkeypatch.setattr(pq, "compiled", True)
         assert h1 == h2
         np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-300)
+
+
+def test_estimate_on_a_logger_log_names_how_item_propensities_were_computed(tmp_path) -> None:
+    """`onlineeval estimate` on a log whose lines name a Plackett-Luce logger above its DP budget (12 candidates,
+    top 6, dp_max_states 0): the item estimator runs (no Monte Carlo zero can withhold the item form), its weights
+    are the quadrature's, and the conventions say how the item propensities were computed."""
+    import json
+
+    from estimate_cli_world import json_out
+
+    rng = np.random.default_rng(3)
+    docs = [f"d{i}" for i in range(12)]
+    scores = dict(zip(docs, rng.normal(size=12).round(3).tolist()))
+    spec = {"policy": "plackett_luce", "dp_max_states": 0, "scores": scores}
+    pol = PlackettLucePolicy(np.array([[scores[d] for d in docs]]), 6, dp_max_states=0)
+    shown = pol.sample(np.zeros(300, dtype=np.int64), np.random.default_rng(4))
+    log = tmp_path / "pl.jsonl"
+    log.write_text("".join(json.dumps({"query": "q", "user": f"u{i}", "shown": [docs[d] for d in row],
+                                       "clicks": [docs[row[0]]], "logger": spec}) + "\n"
+                           for i, row in enumerate(shown.tolist())))
+    run = tmp_path / "T.run"
+    run.write_text("".join(f"q Q0 {d} {r + 1} {12 - r} T\n" for r, d in enumerate(docs)))
+    doc = json_out("--log", str(log), "--target", str(run), "--estimator", "iips")
+    assert "exponential race" in doc["conventions"]["item_propensities"]
+    (res,) = doc["results"]
+    # IIPS with clicks on slot 1 only: the weight of a row showing T's first document d0 there is 1 / P(d0 at slot 1)
+    top = [docs[row[0]] for row in shown.tolist()]
+    w = np.exp(np.array([scores[d] for d in docs]))
+    p0 = w[0] / w.sum()  # slot 1 of Plackett-Luce: the softmax, in closed form
+    assert res["estimate"] == pytest.approx(top.count("d0") / 300 / p0, rel=1e-9)

@@ -484,6 +484,8 @@ def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: floa
                               f"{lg.source} (propensities computed from the logged scores)"),
         "logging_policy": ("; ".join(lg.data.logger.describe()) if isinstance(lg.data.logger, LogPolicy) else
                            "not given (propensities written in the log)"),
+        "item_propensities": ("; ".join(lg.data.logger.item_methods()) if isinstance(lg.data.logger, LogPolicy) else
+                              "as written in the log" if "p_item" in lg.forms else "none (not in the log)"),
         "ties": f"{ties} (runs ranked by score; ties broken by "
                 + ("document id descending, as trec_eval)" if ties == "docno_desc" else "file order)"),
         "target_depth": "a target's list for a query is its top k, k = the longest list the log shows for it",

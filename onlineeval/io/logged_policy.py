@@ -58,6 +58,17 @@ class LogPolicy:
         """One line per distinct policy (the policies' own descriptions)."""
         return sorted({str(p.describe()) for p in self._policies})
 
+    def item_methods(self) -> list[str]:
+        """How each distinct policy computes its item-position propensities (its conventions' ``item``; a
+        mixture's components' too)."""
+        out: set[str] = set()
+        for p in self._policies:
+            conv = p.conventions()
+            for c in [conv, *conv.get("components", [])]:
+                if c.get("item"):
+                    out.add(f"{c.get('policy', p.name)}: {c['item']}")
+        return sorted(out)
+
     def monte_carlo_queries(self) -> int:
         """Log queries whose item propensities are Monte Carlo estimates (Plackett-Luce
         above its exact budget), not exact values."""
