@@ -7,8 +7,9 @@ Example::
 
 The log holds impressions of a randomised logging policy with their logging propensities
 (or the policy and its scores), one JSON object per line (format in
-:mod:`onlineeval.io.logged`). Each target is a TREC run: its list for a query is its top
-``k`` documents under the tie rule, ``k`` the length of the log's lists for that query.
+:mod:`onlineeval.io.logged`). Each target is a TREC run or a score file (``query doc score`` lines): its
+list for a query is its top ``k`` documents under the tie rule, ``k`` the length of the log's lists for that
+query.
 For every estimator and target the command prints the estimate of
 
 .. math::
@@ -95,13 +96,14 @@ def _target_names(paths: list[Path]) -> list[str]:
 
 
 def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: bool) -> TargetMap:
-    """A TREC run as a target in the log's id space (errors name the run file and line)."""
+    """A TREC run or a ``query doc score`` file as a target in the log's id space (errors name the file and
+    line)."""
     from onlineeval.errors import InputError
     from onlineeval.estimators.log_estimates import unseen_refused, unseen_text
-    from onlineeval.io import ranked_doc_lists, read_run
+    from onlineeval.io import ranked_doc_lists, read_ranking
     from onlineeval.io.logged import locate_run_lines
 
-    lists = ranked_doc_lists(read_run(path), ties)
+    lists = ranked_doc_lists(read_ranking(path), ties)
     tmap = log.target(lists, name)
     if not tmap.ranked.any():
         queries = sorted(lists)
@@ -318,13 +320,13 @@ class BootstrapProgress(ProgressLines):
 def estimate_cmd(
     log: Annotated[Path, typer.Option("--log", "-l", help="Logged impressions, JSON lines, plain or gzipped (see "
                                       "the README).")],
-    target: Annotated[list[Path], typer.Option("--target", "-t", help="TREC run of a ranker to estimate; "
-                                                "repeat for several.")],
+    target: Annotated[list[Path], typer.Option("--target", "-t", help="TREC run (6 columns) or score file "
+                                                "(query doc score) of a ranker to estimate; repeat for several.")],
     estimator: Annotated[str, typer.Option("--estimator", "-e", help="Comma-separated estimators, e.g. "
                                            "ips,snips (`onlineeval list estimators` lists them with "
                                            "their assumptions).")],
-    baseline: Annotated[Path | None, typer.Option("--baseline", "-b", help="TREC run of the baseline: each "
-                                                     "target minus it, paired on the same log.")] = None,
+    baseline: Annotated[Path | None, typer.Option("--baseline", "-b", help="TREC run or score file of the "
+                                                     "baseline: each target minus it, paired on the same log.")] = None,
     metric: Annotated[str, typer.Option("--metric", "-m", help="clicks_per_query, reciprocal_rank or "
                                         "abandonment.")] = "clicks_per_query",
     alpha: Annotated[float, typer.Option("--alpha", help="Two-sided level of the intervals.")] = 0.05,

@@ -3,6 +3,7 @@
 Public functions
 ----------------
 :func:`read_qrels` (``query, doc, grade``), :func:`read_run` (``query, doc, score``),
+:func:`read_scores` (a ``query doc score`` file, the same frame), :func:`read_ranking` (either, by its columns),
 :func:`qrels_from_frame`, :func:`run_from_frame`, :func:`read_letor`,
 :func:`rank_run` (padded :class:`RankedRun`), :func:`ranked_doc_lists`
 (``{query: [doc, ...]}``) and :func:`join_grades`.
@@ -13,13 +14,22 @@ from __future__ import annotations
 from typing import Any
 
 from onlineeval.io.ranking import RankedRun, join_grades, rank_run, ranked_doc_lists
-from onlineeval.io.trec import qrels_from_frame, read_qrels, read_run, run_from_frame
+from onlineeval.io.trec import (
+    qrels_from_frame,
+    read_qrels,
+    read_ranking,
+    read_run,
+    read_scores,
+    run_from_frame,
+)
 
 __all__ = [
     "read_qrels",
     "read_letor",
     "LetorData",
+    "read_ranking",
     "read_run",
+    "read_scores",
     "qrels_from_frame",
     "run_from_frame",
     "RankedRun",

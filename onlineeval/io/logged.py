@@ -690,13 +690,14 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
 
 
 def locate_run_lines(path: str | PathLike[str], pairs: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
-    """1-based line of each ``(query, doc)`` of ``pairs`` in a TREC run file (absent pairs left out)."""
+    """1-based line of each ``(query, doc)`` of ``pairs`` in a TREC run file, or a ``query doc score`` file
+    (lines of 3 columns; absent pairs left out)."""
     text = Path(path).read_bytes().decode("utf-8", errors="replace")
     out: dict[tuple[str, str], int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if len(fields) >= 3 and not fields[0].startswith("#"):
-            key = (fields[0], fields[2])
+            key = (fields[0], fields[1] if len(fields) == 3 else fields[2])
             if key in pairs and key not in out:
                 out[key] = number
     return out

@@ -254,6 +254,69 @@ def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFra
     return out
 
 
+def _scan_scores(path: str, data: bytes) -> pd.DataFrame:
+    import pandas as pd
+
+    seen: set[tuple[str, str]] = set()
+    rows: list[tuple[str, str, float]] = []
+    for number, fields in _data_lines(path, data):
+        if len(fields) != 3:
+            raise InputError(f"expected 3 columns (query doc score) as on the first line, found {len(fields)}",
+                             path, number)
+        try:
+            score = float(fields[2])
+        except ValueError:
+            raise InputError(f"score must be a number, got {fields[2]!r}", path, number) from None
+        if not math.isfinite(score):
+            raise InputError(f"score must be finite, got {fields[2]!r}", path, number)
+        key = (fields[0], fields[1])
+        if key in seen:
+            raise InputError(f"document {fields[1]!r} appears twice for query {fields[0]!r}", path, number)
+        seen.add(key)
+        rows.append((fields[0], fields[1], score))
+    if not rows:
+        raise InputError("the file has no data lines (only comments or blank lines)", path, None)
+    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+
+
+def read_scores(path: str | PathLike[str]) -> pd.DataFrame:
+    """Read a score file: one ``query doc score`` per line (whitespace-separated; ``#`` comment lines and blank
+    lines skipped), e.g. a ranker's scores of every candidate. The same frame as :func:`read_run` (columns
+    ``query``, ``doc``, ``score`` in file order; ``attrs["run_id"]`` the file's stem); a line with another number
+    of columns, a non-numeric or non-finite score, or a document scored twice for one query is an
+    :class:`InputError` naming the file and line."""
+    import pandas as pd
+
+    name, data = _read_bytes(path)
+    df = None if b"\x00" in data else _fast_table(data, 3, {0: object, 1: object, 2: np.float64})
+    if df is None or not np.isfinite(df[2].to_numpy()).all():
+        out = _scan_scores(name, data)
+    else:
+        queries, docs = df[0].to_numpy(dtype=object), df[1].to_numpy(dtype=object)
+        out = pd.DataFrame({"query": _obj(queries), "doc": _obj(docs), "score": df[2].to_numpy()})
+        if _has_duplicate_pairs(queries, docs):
+            _scan_scores(name, data)
+    out.attrs["run_id"] = Path(name).stem
+    out.attrs["path"] = name
+    return out
+
+
+def read_ranking(path: str | PathLike[str]) -> pd.DataFrame:
+    """A ranker's scores from a TREC run (6 columns: query Q0 doc rank score tag) or a score file (3 columns:
+    query doc score, :func:`read_scores`), told apart by the first data line's number of columns."""
+    name, data = _read_bytes(path)
+    first = next(_data_lines(name, data), None)
+    if first is None:
+        raise InputError("the file has no data lines (only comments or blank lines)", name, None)
+    number, fields = first
+    if len(fields) == 3:
+        return read_scores(path)
+    if len(fields) >= 6:
+        return read_run(path)
+    raise InputError(f"expected a TREC run (6 columns: query Q0 doc rank score tag) or a score file (3 columns: "
+                     f"query doc score), found {len(fields)} columns", name, number)
+
+
 def _check_frame(df: pd.DataFrame, columns: tuple[str, str, str], what: str) -> pd.DataFrame:
     import pandas as pd
 

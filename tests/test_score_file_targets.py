@@ -1,0 +1,78 @@
+"""Score files (``query doc score`` lines) as rankings: :func:`onlineeval.io.read_scores`, the format sniffing of
+:func:`onlineeval.io.read_ranking`, and ``onlineeval estimate`` targets given as score files (the issue's "the
+targets are TREC runs or score files"): the same numbers as the same rankings written as TREC runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from estimate_cli_world import invoke, json_out, world  # noqa: F401  (world: the module-scoped fixture)
+from onlineeval.errors import InputError
+from onlineeval.io import read_ranking, read_run, read_scores
+
+
+def _as_scores(run: Path, out: Path) -> Path:
+    """The TREC run's (query, doc, score) columns as a score file, in reversed line order (the order of a
+    score file's lines must not matter: the scores rank)."""
+    lines = [ln.split() for ln in run.read_text().splitlines() if ln.strip()]
+    out.write_text("# query doc score\n" + "".join(f"{f[0]}\t{f[2]}  {f[4]}\n" for f in reversed(lines)))
+    return out
+
+
+def test_read_scores_matches_read_run_and_sniffing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "A.run"
+    run.write_text("q1 Q0 d1 1 2.5 A\nq1 Q0 d2 2 1.0 A\nq2 Q0 d1 1 -3e-2 A\n")
+    scores = _as_scores(run, tmp_path / "A.scores")
+    a, b = read_run(run), read_scores(scores)
+    key = ["query", "doc"]
+    pa, pb = a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True)
+    assert pa[key].equals(pb[key]) and np.array_equal(pa["score"], pb["score"])
+    assert b.attrs["run_id"] == "A" and b.attrs["path"] == str(scores)
+    assert read_ranking(scores).equals(b) and read_ranking(run).equals(a)
+    # the line scan (where the C reader declines a file) gives the same frame as the fast path
+    import onlineeval.io.trec as trec
+
+    fast = read_scores(scores)
+    monkeypatch.setattr(trec, "_fast_table", lambda *a, **k: None)
+    scanned = read_scores(scores)
+    assert scanned.to_dict("list") == fast.to_dict("list") and scanned.attrs == fast.attrs
+
+
+@pytest.mark.parametrize("text, message, line", [
+    ("q1 d1\n", r"expected a TREC run \(6 columns: query Q0 doc rank score tag\) or a score file \(3 columns", 1),
+    ("q1 d1 1\nq1 d2 x\n", r"score must be a number, got 'x'", 2),
+    ("q1 d1 1\nq1 d2 nan\n", r"score must be finite, got 'nan'", 2),
+    ("q1 d1 1\nq1 d2 1 2\n", r"expected 3 columns \(query doc score\) as on the first line, found 4", 2),
+    ("q1 d1 1\nq2 d1 2\nq1 d1 3\n", r"document 'd1' appears twice for query 'q1'", 3),
+    ("# only a comment\n", r"no data lines", None),
+])
+def test_bad_score_files_name_the_file_and_line(tmp_path: Path, text: str, message: str, line: int | None) -> None:
+    path = tmp_path / "bad.scores"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as err:
+        read_ranking(path)
+    assert str(path) in str(err.value)
+    if line is not None:
+        assert f"{path}:{line}:" in str(err.value)
+
+
+def test_estimate_takes_score_files_as_targets(world: dict, tmp_path: Path) -> None:  # noqa: F811
+    """The same estimates (bit for bit) with the target and the baseline given as score files as with the TREC
+    runs; a run's label is its file's stem."""
+    by_run = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
+                      "--estimator", "ips,snips,rips")
+    b = _as_scores(world["B"], tmp_path / "B.scores")
+    a = _as_scores(world["A"], tmp_path / "A.scores")
+    by_scores = json_out("--log", str(world["log"]), "--target", str(b), "--baseline", str(a),
+                         "--estimator", "ips,snips,rips")
+    for key in ("results", "differences"):
+        got = [(r["estimator"], r["target"], r["estimate"], r["se"]) for r in by_scores[key]]
+        want = [(r["estimator"], r["target"], r["estimate"], r["se"]) for r in by_run[key]]
+        assert got == want and len(got) >= 3
+    bad = tmp_path / "short.scores"
+    bad.write_text("q0 d0\n")
+    result = invoke("--log", str(world["log"]), "--target", str(bad), "--estimator", "ips")
+    assert result.exit_code == 2 and f"{bad}:1:" in result.output
