@@ -76,3 +76,17 @@ def test_estimate_takes_score_files_as_targets(world: dict, tmp_path: Path) -> N
     bad.write_text("q0 d0\n")
     result = invoke("--log", str(world["log"]), "--target", str(bad), "--estimator", "ips")
     assert result.exit_code == 2 and f"{bad}:1:" in result.output
+
+
+def test_python_api_reads_score_files_as_runs(world: dict, tmp_path: Path) -> None:  # noqa: F811
+    """onlineeval.estimate with run paths: a score file gives the TREC run's results."""
+    import pandas as pd
+
+    import onlineeval
+
+    b = _as_scores(world["B"], tmp_path / "B.scores")
+    by_run = onlineeval.estimate(world["log"], {"B": world["B"]}, "ips,rips", baseline=("A", world["A"]))
+    by_scores = onlineeval.estimate(world["log"], {"B": b}, "ips,rips", baseline=("A", world["A"]))
+    pd.testing.assert_frame_equal(by_run.results.drop(columns=["warnings"]),
+                                  by_scores.results.drop(columns=["warnings"]))
+    assert by_scores.value("rips", "B") == by_run.value("rips", "B")

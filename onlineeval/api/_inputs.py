@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 PathLike = Union[str, "os.PathLike[str]"]
-#: a qrels or run: a DataFrame, a pytrec_eval dict of dicts, or a TREC file
+#: a qrels or run: a DataFrame, a pytrec_eval dict of dicts, or a TREC file (a run also a query doc score file)
 TableLike = Union["pd.DataFrame", Mapping[str, Mapping[str, float]], PathLike]
 
 #: ir_measures' column names -> onlineeval's (qrels: relevance, runs: score)
@@ -32,11 +32,11 @@ def _frame(table: Any, kind: str, value: str, name: str) -> pd.DataFrame:
     """A qrels (``value`` = grade) or run (``value`` = score) frame from any accepted form."""
     import pandas as pd
 
-    from onlineeval.io import qrels_from_frame, read_qrels, read_run, run_from_frame
+    from onlineeval.io import qrels_from_frame, read_qrels, read_ranking, run_from_frame
 
-    if _is_path(table):
+    if _is_path(table):  # a run file: a TREC run or a query doc score file (read_ranking tells them apart)
         path = Path(table)
-        return read_qrels(path, check_unique=False) if kind == "qrels" else read_run(path, check_unique=False)
+        return read_qrels(path, check_unique=False) if kind == "qrels" else read_ranking(path, check_unique=False)
     if isinstance(table, pd.DataFrame):
         frame = table.rename(columns={k: v for k, v in IR_MEASURES_COLUMNS.items() if k in table.columns})
         if kind == "run" and "grade" in frame.columns and "score" not in frame.columns:

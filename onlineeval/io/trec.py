@@ -301,9 +301,10 @@ def read_scores(path: str | PathLike[str]) -> pd.DataFrame:
     return out
 
 
-def read_ranking(path: str | PathLike[str]) -> pd.DataFrame:
-    """A ranker's scores from a TREC run (6 columns: query Q0 doc rank score tag) or a score file (3 columns:
-    query doc score, :func:`read_scores`), told apart by the first data line's number of columns."""
+def read_ranking(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFrame:
+    """A ranker's scores from a TREC run (6 columns: query Q0 doc rank score tag; ``check_unique`` as
+    :func:`read_run`'s) or a score file (3 columns: query doc score, :func:`read_scores`), told apart by the first
+    data line's number of columns."""
     name, data = _read_bytes(path)
     first = next(_data_lines(name, data), None)
     if first is None:
@@ -312,7 +313,7 @@ def read_ranking(path: str | PathLike[str]) -> pd.DataFrame:
     if len(fields) == 3:
         return read_scores(path)
     if len(fields) >= 6:
-        return read_run(path)
+        return read_run(path, check_unique=check_unique)
     raise InputError(f"expected a TREC run (6 columns: query Q0 doc rank score tag) or a score file (3 columns: "
                      f"query doc score), found {len(fields)} columns", name, number)
 
