@@ -45,7 +45,7 @@ def test_read_scores_matches_read_run_and_sniffing(tmp_path: Path, monkeypatch: 
     ("q1 d1\n", r"expected a TREC run \(6 columns: query Q0 doc rank score tag\) or a score file \(3 columns", 1),
     ("q1 d1 1\nq1 d2 x\n", r"score must be a number, got 'x'", 2),
     ("q1 d1 1\nq1 d2 nan\n", r"score must be finite, got 'nan'", 2),
-    ("q1 d1 1\nq1 d2 1 2\n", r"expected 3 columns \(query doc score\) as on the first line, found 4", 2),
+    ("q1 d1 1\nq1 d2 1 2\n", r"expected 3 columns \(query doc score, as on the first line\), found 4", 2),
     ("q1 d1 1\nq2 d1 2\nq1 d1 3\n", r"document 'd1' appears twice for query 'q1'", 3),
     ("# only a comment\n", r"no data lines", None),
 ])

@@ -143,35 +143,41 @@ def locate_qrels_problem(path: str) -> None:
     _scan_qrels(path, Path(path).read_bytes())
 
 
+def _scored_rows(path: str, data: bytes, columns: int, exact: bool, layout: str, doc: int,
+                 score: int) -> tuple[list[tuple[str, str, float]], list[str]]:
+    """The ``(query, doc, score)`` rows of a run or score file's data lines (document in column ``doc``, score in
+    ``score``; ``columns`` of them, exactly or at least) and the first line's fields; a located
+    :class:`InputError` for a short line, a non-numeric or non-finite score, a document listed twice for a
+    query, or no data line."""
+    seen: set[tuple[str, str]] = set()
+    rows: list[tuple[str, str, float]] = []
+    first: list[str] = []
+    for number, fields in _data_lines(path, data):
+        if len(fields) < columns or exact and len(fields) != columns:
+            raise InputError(f"expected {columns} columns ({layout}), found {len(fields)}", path, number)
+        try:
+            value = float(fields[score])
+        except ValueError:
+            raise InputError(f"score must be a number, got {fields[score]!r}", path, number) from None
+        if not math.isfinite(value):
+            raise InputError(f"score must be finite, got {fields[score]!r}", path, number)
+        key = (fields[0], fields[doc])
+        if key in seen:
+            raise InputError(f"document {fields[doc]!r} appears twice for query {fields[0]!r}", path, number)
+        seen.add(key)
+        rows.append((fields[0], fields[doc], value))
+        first = first or fields
+    if not rows:
+        raise InputError("the file has no data lines (only comments or blank lines)", path, None)
+    return rows, first
+
+
 def _scan_run(path: str, data: bytes) -> pd.DataFrame:
     import pandas as pd
 
-    seen: set[tuple[str, str]] = set()
-    count = 0
-    rows: list[tuple[str, str, float]] = []
-    tag = ""
-    for number, fields in _data_lines(path, data):
-        count += 1
-        if len(fields) < 6:
-            raise InputError(
-                f"expected 6 columns (query Q0 doc rank score tag), found {len(fields)}", path, number
-            )
-        try:
-            score = float(fields[4])
-        except ValueError:
-            raise InputError(f"score must be a number, got {fields[4]!r}", path, number) from None
-        if not math.isfinite(score):
-            raise InputError(f"score must be finite, got {fields[4]!r}", path, number)
-        key = (fields[0], fields[2])
-        if key in seen:
-            raise InputError(f"document {fields[2]!r} appears twice for query {fields[0]!r}", path, number)
-        seen.add(key)
-        rows.append((fields[0], fields[2], score))
-        tag = tag or fields[5]
-    if count == 0:
-        raise InputError("the file has no data lines (only comments or blank lines)", path, None)
+    rows, first = _scored_rows(path, data, 6, False, "query Q0 doc rank score tag", 2, 4)
     out = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
-    out.attrs["run_id"] = tag
+    out.attrs["run_id"] = first[5]
     return out
 
 
@@ -257,25 +263,7 @@ def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFra
 def _scan_scores(path: str, data: bytes) -> pd.DataFrame:
     import pandas as pd
 
-    seen: set[tuple[str, str]] = set()
-    rows: list[tuple[str, str, float]] = []
-    for number, fields in _data_lines(path, data):
-        if len(fields) != 3:
-            raise InputError(f"expected 3 columns (query doc score) as on the first line, found {len(fields)}",
-                             path, number)
-        try:
-            score = float(fields[2])
-        except ValueError:
-            raise InputError(f"score must be a number, got {fields[2]!r}", path, number) from None
-        if not math.isfinite(score):
-            raise InputError(f"score must be finite, got {fields[2]!r}", path, number)
-        key = (fields[0], fields[1])
-        if key in seen:
-            raise InputError(f"document {fields[1]!r} appears twice for query {fields[0]!r}", path, number)
-        seen.add(key)
-        rows.append((fields[0], fields[1], score))
-    if not rows:
-        raise InputError("the file has no data lines (only comments or blank lines)", path, None)
+    rows, _ = _scored_rows(path, data, 3, True, "query doc score, as on the first line", 1, 2)
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
 
