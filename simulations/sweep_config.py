@@ -229,7 +229,7 @@ def _check_run_files(
     a malformed file, or one that retrieves no query of the qrels, is a ConfigError at
     ``grid.<axis>`` naming the file and the line."""
     from onlineeval.errors import InputError
-    from onlineeval.io import read_qrels, read_run
+    from onlineeval.io import read_qrels, read_ranking
     from simulations.config import TrecCollection
 
     path = sweep_path(axis)
@@ -246,7 +246,7 @@ def _check_run_files(
             key = str(coll.qrels)
             if key not in judged:
                 judged[key] = set(read_qrels(coll.qrels)["query"].astype(str))
-            run = read_run(value)
+            run = read_ranking(value)
         except InputError as exc:
             raise ConfigError(("grid", axis), f"{axis} = {labels[value]!r} (point {point.index}): {exc}",
                               source) from None

@@ -177,7 +177,7 @@ def _synthetic(config: Config, coll: SyntheticCollection, seq: np.random.SeedSeq
 
 
 def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> World:
-    from onlineeval.io import ranked_doc_lists, read_qrels, read_run
+    from onlineeval.io import ranked_doc_lists, read_qrels, read_ranking
 
     qrels = read_qrels(coll.qrels)
     too_high = qrels["grade"].to_numpy() > _MAX_GRADE
@@ -193,7 +193,7 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
     # that ranking (a cut-off only truncates it); the run's table is dropped once ranked
     full_lists: dict[str, dict[str, list[str]]] = {}
     for name in config.ranker_names():
-        run = read_run(coll.runs[name])
+        run = read_ranking(coll.runs[name])  # a TREC run or a query doc score file
         full_lists[name] = {str(k): v for k, v in ranked_doc_lists(run, coll.ties, qrels, None).items()}
         del run
     judged_queries = list(dict.fromkeys(qrels["query"].astype(str)))

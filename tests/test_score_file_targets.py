@@ -1,6 +1,7 @@
-"""Score files (``query doc score`` lines) as rankings: :func:`onlineeval.io.read_scores`, the format sniffing of
-:func:`onlineeval.io.read_ranking`, and ``onlineeval estimate`` targets given as score files (the issue's "the
-targets are TREC runs or score files"): the same numbers as the same rankings written as TREC runs."""
+"""Score files (``query doc score`` lines) as rankings: :func:`onlineeval.io.read_doc_scores`, the format sniffing
+of :func:`onlineeval.io.read_ranking`, and ``onlineeval estimate`` targets given as score files (the issue's "the
+targets are TREC runs or score files"), ``evaluate --run``, the Python API and a trec collection's runs: the same
+numbers as the same rankings written as TREC runs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from estimate_cli_world import invoke, json_out, world  # noqa: F401  (world: the module-scoped fixture)
 from onlineeval.errors import InputError
-from onlineeval.io import read_ranking, read_run, read_scores
+from onlineeval.io import read_ranking, read_run, read_doc_scores
 
 
 def _as_scores(run: Path, out: Path) -> Path:
@@ -26,7 +27,7 @@ def test_read_scores_matches_read_run_and_sniffing(tmp_path: Path, monkeypatch: 
     run = tmp_path / "A.run"
     run.write_text("q1 Q0 d1 1 2.5 A\nq1 Q0 d2 2 1.0 A\nq2 Q0 d1 1 -3e-2 A\n")
     scores = _as_scores(run, tmp_path / "A.scores")
-    a, b = read_run(run), read_scores(scores)
+    a, b = read_run(run), read_doc_scores(scores)
     key = ["query", "doc"]
     pa, pb = a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True)
     assert pa[key].equals(pb[key]) and np.array_equal(pa["score"], pb["score"])
@@ -35,9 +36,9 @@ def test_read_scores_matches_read_run_and_sniffing(tmp_path: Path, monkeypatch: 
     # the line scan (where the C reader declines a file) gives the same frame as the fast path
     import onlineeval.io.trec as trec
 
-    fast = read_scores(scores)
+    fast = read_doc_scores(scores)
     monkeypatch.setattr(trec, "_fast_table", lambda *a, **k: None)
-    scanned = read_scores(scores)
+    scanned = read_doc_scores(scores)
     assert scanned.to_dict("list") == fast.to_dict("list") and scanned.attrs == fast.attrs
 
 
@@ -90,3 +91,35 @@ def test_python_api_reads_score_files_as_runs(world: dict, tmp_path: Path) -> No
     pd.testing.assert_frame_equal(by_run.results.drop(columns=["warnings"]),
                                   by_scores.results.drop(columns=["warnings"]))
     assert by_scores.value("rips", "B") == by_run.value("rips", "B")
+
+
+def test_evaluate_and_the_simulator_read_score_files_as_runs(tmp_path: Path) -> None:
+    """`onlineeval evaluate --run` and a trec collection's runs take a query doc score file too: the same means
+    as the TREC run (its label the file's stem), and the same simulated world."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+    from simulations.config import config_from_mapping
+    from simulations.world import build_world
+
+    rng = np.random.default_rng(2)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{q} 0 d{d} {int(rng.integers(0, 3))}\n" for q in range(6) for d in range(8)))
+    run = tmp_path / "A.run"
+    run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {rng.normal():.6f} A\n" for q in range(6) for d in range(8)))
+    scores = _as_scores(run, tmp_path / "A.scores")
+    runner = CliRunner()
+    docs = [json.loads(runner.invoke(app, ["evaluate", "--qrels", str(qrels), "--run", str(p), "--metrics",
+                                           "nDCG@5,AP", "--format", "json"]).stdout) for p in (run, scores)]
+    assert docs[0]["systems"] == docs[1]["systems"] and docs[0]["systems"][0]["name"] == "A"
+    assert docs[0]["systems"][0]["metrics"]["AP"]["n"] == 6
+    mapping = {"seed": 1, "collection": {"type": "trec", "qrels": str(qrels), "runs": {"A": str(run), "B": str(run)}},
+               "rankers": {"depth": 5}, "users": {"population": 50}, "traffic": {"days": 1, "queries_per_day": 10},
+               "designs": [{"name": "ab", "type": "ab", "metric": "clicks_per_query"}]}
+    by_run = build_world(config_from_mapping(mapping), np.random.default_rng(0))
+    mapping["collection"]["runs"]["B"] = str(scores)
+    by_scores = build_world(config_from_mapping(mapping), np.random.default_rng(0))
+    assert np.array_equal(by_scores.rankings["B"], by_run.rankings["A"])
+    assert np.array_equal(by_scores.ranked_labels("B"), by_run.ranked_labels("B"))

@@ -370,14 +370,14 @@ def _evaluate_frames(
     """The systems evaluated from pandas frames (any TREC file the readers accept; LETOR)."""
     import pandas as pd
 
-    from onlineeval.io import read_qrels, read_run
+    from onlineeval.io import read_qrels, read_ranking
     from onlineeval.metrics.evaluate import evaluate_run
     from onlineeval.metrics.tables import err_scales, rbp_residuals
 
     runs: list[pd.DataFrame] = []
     if qrels is not None:
         q = read_qrels(qrels, check_unique=False)  # evaluate_run checks repeated pairs
-        runs = [read_run(path, check_unique=False) for path in paths]
+        runs = [read_ranking(path, check_unique=False) for path in paths]  # TREC runs or query doc score files
     else:
         from onlineeval.io import read_letor
         from onlineeval.io.letor import read_scores

@@ -3,7 +3,8 @@
 Public functions
 ----------------
 :func:`read_qrels` (``query, doc, grade``), :func:`read_run` (``query, doc, score``),
-:func:`read_scores` (a ``query doc score`` file, the same frame), :func:`read_ranking` (either, by its columns),
+:func:`read_doc_scores` (a ``query doc score`` file, the same frame; not LETOR's one-number-per-line score files),
+:func:`read_ranking` (either, by its columns),
 :func:`qrels_from_frame`, :func:`run_from_frame`, :func:`read_letor`,
 :func:`rank_run` (padded :class:`RankedRun`), :func:`ranked_doc_lists`
 (``{query: [doc, ...]}``) and :func:`join_grades`.
@@ -16,10 +17,10 @@ from typing import Any
 from onlineeval.io.ranking import RankedRun, join_grades, rank_run, ranked_doc_lists
 from onlineeval.io.trec import (
     qrels_from_frame,
+    read_doc_scores,
     read_qrels,
     read_ranking,
     read_run,
-    read_scores,
     run_from_frame,
 )
 
@@ -29,7 +30,7 @@ __all__ = [
     "LetorData",
     "read_ranking",
     "read_run",
-    "read_scores",
+    "read_doc_scores",
     "qrels_from_frame",
     "run_from_frame",
     "RankedRun",

@@ -267,7 +267,7 @@ def _scan_scores(path: str, data: bytes) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
 
-def read_scores(path: str | PathLike[str]) -> pd.DataFrame:
+def read_doc_scores(path: str | PathLike[str]) -> pd.DataFrame:
     """Read a score file: one ``query doc score`` per line (whitespace-separated; ``#`` comment lines and blank
     lines skipped), e.g. a ranker's scores of every candidate. The same frame as :func:`read_run` (columns
     ``query``, ``doc``, ``score`` in file order; ``attrs["run_id"]`` the file's stem); a line with another number
@@ -291,7 +291,7 @@ def read_scores(path: str | PathLike[str]) -> pd.DataFrame:
 
 def read_ranking(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFrame:
     """A ranker's scores from a TREC run (6 columns: query Q0 doc rank score tag; ``check_unique`` as
-    :func:`read_run`'s) or a score file (3 columns: query doc score, :func:`read_scores`), told apart by the first
+    :func:`read_run`'s) or a score file (3 columns: query doc score, :func:`read_doc_scores`), told apart by the first
     data line's number of columns."""
     name, data = _read_bytes(path)
     first = next(_data_lines(name, data), None)
@@ -299,7 +299,7 @@ def read_ranking(path: str | PathLike[str], check_unique: bool = True) -> pd.Dat
         raise InputError("the file has no data lines (only comments or blank lines)", name, None)
     number, fields = first
     if len(fields) == 3:
-        return read_scores(path)
+        return read_doc_scores(path)
     if len(fields) >= 6:
         return read_run(path, check_unique=check_unique)
     raise InputError(f"expected a TREC run (6 columns: query Q0 doc rank score tag) or a score file (3 columns: "
