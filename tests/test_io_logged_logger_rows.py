@@ -94,3 +94,61 @@ def test_a_later_line_with_the_same_logger_still_has_its_shown_documents_checked
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r":7: shown document 'zz' is not among the logger's scored candidates"):
         read_logged(path, policies=policies)
+
+
+def _arrays(lg: Any) -> dict[str, Any]:
+    d = lg.data
+    return {name: getattr(d, name) for name in ("query", "shown", "clicks", "p_list", "p_prefix", "p_item", "user")}
+
+
+def test_kept_logger_texts_give_the_whole_decode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A logger's text is decoded once and given back to the later lines that repeat it (the lines decoded with a
+    sentinel in its place): the log read so equals the log read decoding every line whole, array for array; the
+    kept path runs (most lines decode without their logger); a top-level logger whose text differs (one score)
+    is decoded whole and still refused naming its line."""
+    path = _log(tmp_path)
+    sentinel_lines = []
+    real = logged._LoggerTexts.decode
+
+    def counting(self: Any, line: str) -> Any:
+        obj = real(self, line)
+        sentinel_lines.append(any(line.startswith(t, line.find('"logger":')) for b in self.kept.values()
+                                  for t, _ in b))
+        return obj
+
+    monkeypatch.setattr(logged._LoggerTexts, "decode", counting)
+    fast = read_logged(path, policies=policies)
+    assert sum(sentinel_lines) >= 590  # every line after its query's first
+    monkeypatch.setattr(logged._LoggerTexts, "decode", lambda self, line: logged._DECODER.decode(line))
+    whole = read_logged(path, policies=policies)
+    for name, a in _arrays(fast).items():
+        b = _arrays(whole)[name]
+        assert (a is None and b is None) or np.array_equal(a, b), name
+    monkeypatch.undo()
+    with pytest.raises(InputError, match=r"log.jsonl:8\b"):
+        read_logged(_log(tmp_path, change=(7, {"d0": 9.5})), policies=policies)
+
+
+def test_kept_logger_texts_keep_errors_and_nested_keys(tmp_path: Path) -> None:
+    """A later line that repeats a kept logger but is malformed elsewhere names its own column (as decoded whole);
+    an object holding a nested "logger" key before the top-level one is read as written (its own logger used)."""
+    spec = {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 3, "scores": {"a": 1.0, "b": 0.5, "c": 0.1}}
+    good = json.dumps({"query": "q", "shown": ["a", "b"], "clicks": ["a"], "logger": spec})
+    bad = json.dumps({"query": "q", "shown": ["a", "b"], "clicks": ["a"], "logger": spec})[:-1] + ', "x": }'
+    path = tmp_path / "bad.jsonl"
+    path.write_text(good + "\n" + bad + "\n")
+    with pytest.raises(json.JSONDecodeError) as whole:
+        json.loads(bad)
+    with pytest.raises(InputError, match=rf"bad.jsonl:2: malformed JSON: .*\(column {whole.value.colno}\)"):
+        read_logged(path, policies=policies)
+    other = dict(spec, scores={"a": 0.1, "b": 0.5, "c": 1.0})
+    nested = json.dumps({"meta": {"logger": spec}, "query": "q", "shown": ["c", "b"], "clicks": [],
+                         "logger": other})
+    path = tmp_path / "nested.jsonl"
+    path.write_text(json.dumps({"query": "q", "shown": ["c", "b"], "clicks": [], "logger": other}) + "\n"
+                    + json.dumps({"query": "r", "shown": ["a", "b"], "clicks": [], "logger": spec}) + "\n"
+                    + nested + "\n")
+    # the third line's first '"logger":' is meta's, whose text is query r's kept logger: had that been taken as the
+    # line's logger, query q would have two loggers and be refused; its own top-level one is read
+    lg = read_logged(path, policies=policies)
+    assert lg.data.p_list.size == 3
