@@ -76,7 +76,10 @@ def test_option_errors(world: dict[str, Any]) -> None:
     one_line_error(invoke(*base, "--estimator", "ips,nope"), f"--estimator: must be one of {allowed}; got 'nope'")
     one_line_error(invoke(*base, "--estimator", "ips,ips"), "named twice")
     one_line_error(invoke(*base, "--estimator", "ips", "--metric", "ndcg"), "--metric: must be one of clicks_per_query, "
-                   "reciprocal_rank, abandonment; got 'ndcg'")
+                   "reciprocal_rank, abandonment or utility:<metric> (clicks weighted by an offline metric's C/W/L "
+                   "weights, e.g. utility:RBP(p=0.8), utility:nDCG@10); got 'ndcg'")
+    one_line_error(invoke(*base, "--estimator", "ips", "--metric", "utility:RR"), "--metric: utility:RR: RR's C/W/L "
+                   "weights depend on the grades")
     one_line_error(invoke(*base, "--estimator", "ips", "--bootstrap", "50"), "--bootstrap: must be 0")
     one_line_error(invoke(*base, "--estimator", "ips", "--alpha", "1.5"), "--alpha: must be in (0, 1)")
     one_line_error(invoke(*base, "--estimator", "ips", "--format", "xml"), "--format: must be one of table, json")

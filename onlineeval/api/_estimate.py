@@ -153,7 +153,8 @@ def estimate(
     estimators:
         Names (``"ips,snips"`` or a list; :func:`onlineeval.estimators.catalogue`).
     metric:
-        ``clicks_per_query``, ``reciprocal_rank`` or ``abandonment``.
+        ``clicks_per_query``, ``reciprocal_rank``, ``abandonment``, or ``utility:<metric>`` (clicks weighted by
+        an offline metric's C/W/L weights, :func:`onlineeval.estimators.rewards.utility_reward`).
     baseline:
         ``(name, run)``: each target minus it, paired on the same impressions.
     alpha, bootstrap, seed, options, ties:

@@ -327,8 +327,10 @@ def estimate_cmd(
                                            "their assumptions).")],
     baseline: Annotated[Path | None, typer.Option("--baseline", "-b", help="TREC run or score file of the "
                                                      "baseline: each target minus it, paired on the same log.")] = None,
-    metric: Annotated[str, typer.Option("--metric", "-m", help="clicks_per_query, reciprocal_rank or "
-                                        "abandonment.")] = "clicks_per_query",
+    metric: Annotated[str, typer.Option("--metric", "-m", help="clicks_per_query, reciprocal_rank, "
+                                        "abandonment, or utility:<metric>: clicks weighted by an offline metric's "
+                                        "C/W/L weights (utility:RBP(p=0.8), utility:nDCG@10, utility:P@5)."
+                                        )] = "clicks_per_query",
     alpha: Annotated[float, typer.Option("--alpha", help="Two-sided level of the intervals.")] = 0.05,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Cluster-bootstrap replicates (0 = none, "
                                            "else >= 100).")] = 0,

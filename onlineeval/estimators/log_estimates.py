@@ -98,8 +98,17 @@ def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix:
     setting as the caller spells it (``prefix`` ``"--"`` for the CLI's options, ``""`` for the API's arguments)."""
     from onlineeval.errors import ConfigError, must_be_one_of
 
-    if metric not in METRICS:
-        raise ConfigError((f"{prefix}metric",), must_be_one_of(METRICS, metric))
+    from onlineeval.estimators.rewards import UTILITY_PREFIX, get_reward
+
+    if metric.startswith(UTILITY_PREFIX):  # the metric-user utility: the metric checked by building the reward
+        try:
+            get_reward(metric, 1)
+        except ConfigError as exc:
+            raise ConfigError((f"{prefix}metric",), exc.message) from None
+    elif metric not in METRICS:
+        raise ConfigError((f"{prefix}metric",), must_be_one_of(METRICS, metric, note=(
+            f" or {UTILITY_PREFIX}<metric> (clicks weighted by an offline metric's C/W/L weights, e.g. "
+            "utility:RBP(p=0.8), utility:nDCG@10)")))
     if not 0 < alpha < 1:
         raise ConfigError((f"{prefix}alpha",), f"must be in (0, 1), got {alpha}")
     if bootstrap != 0 and bootstrap < 100:

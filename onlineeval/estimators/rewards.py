@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from onlineeval.errors import ConfigError, InputError, must_be_one_of
+from onlineeval.errors import ConfigError, InputError
 
 __all__ = ["REWARDS", "Reward", "first_click", "get_reward"]
 
@@ -118,8 +118,42 @@ REWARDS: dict[str, Callable[[int], Reward]] = {
 }
 
 
+#: the prefix of a metric-user utility reward's name: ``utility:<metric>`` (:func:`utility_reward`)
+UTILITY_PREFIX = "utility:"
+
+
+def utility_reward(metric: str, k: int) -> Reward:
+    r"""The metric-user utility of an offline metric with a static C/W/L user (P@k, RBP, DCG@k / nDCG@k's
+    discount): the clicks weighted by the metric's C/W/L weights,
+    :math:`U = \sum_{j \le k} W(j)\, c_j`, the metric's expected rate of gain with a click as the gain (a
+    precision user's clicks per slot, an RBP user's :math:`(1-p) p^{j-1}`-weighted clicks). An additive reward of
+    ``k`` slots named ``utility:<metric>``; a metric without a C/W/L user, or whose weights depend on the grades
+    (RR, AP, ERR, INST: no click-only utility), is a :class:`ConfigError`."""
+    from onlineeval.metrics import parse_metric
+
+    try:
+        m = parse_metric(metric)
+    except (ValueError, ConfigError) as exc:
+        raise ConfigError(("reward",), f"utility:{metric}: {exc}") from None
+    probes = np.array([[0] * k, [1] * k, [3] * k, [0, 3] * (k // 2) + [0] * (k % 2)])
+    try:
+        weights = np.asarray(m.cwl(probes).weight, dtype=np.float64)
+    except (TypeError, ValueError, ConfigError):
+        raise ConfigError(("reward",), f"utility:{metric}: {m} has no static C/W/L user model, so no metric-user "
+                          "utility of clicks (metrics with one: P@k, RBP(p=...), nDCG@k / DCG@k)") from None
+    if weights.shape != (probes.shape[0], k) or not np.allclose(weights, weights[0], rtol=0, atol=1e-12):
+        raise ConfigError(("reward",), f"utility:{metric}: {m}'s C/W/L weights depend on the grades (an adaptive "
+                          "user such as RR's or INST's), so no utility of clicks alone (static ones: P@k, "
+                          "RBP(p=...), nDCG@k / DCG@k)")
+    return Reward(f"{UTILITY_PREFIX}{m}", "additive", weights[0])
+
+
 def get_reward(name: str, k: int) -> Reward:
-    """The built-in reward ``name`` for lists of ``k`` slots (``ConfigError`` listing the names)."""
+    """The built-in reward ``name`` for lists of ``k`` slots, or ``utility:<metric>`` (:func:`utility_reward`);
+    ``ConfigError`` listing the names."""
+    if name.startswith(UTILITY_PREFIX):
+        return utility_reward(name[len(UTILITY_PREFIX):], k)
     if name not in REWARDS:
-        raise ConfigError(("reward",), must_be_one_of(REWARDS, name))
+        raise ConfigError(("reward",), f"must be one of {', '.join(REWARDS)} or {UTILITY_PREFIX}<metric> (clicks "
+                          f"weighted by the metric's C/W/L weights, e.g. utility:RBP(p=0.8)); got {name!r}")
     return REWARDS[name](k)
