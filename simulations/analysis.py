@@ -144,6 +144,7 @@ from simulations.analysis_truth import (
     truth_world_se,
 )
 from simulations.config import Config
+from simulations.designs.counterfactual.metric import reward_name
 from simulations.runner import NULL_PREFIX, Truth
 from simulations.world import World, world_sampling
 
@@ -523,7 +524,7 @@ def counterfactual_summary(
             }
         t = truth.get((design.name, design.estimators[0].label))
         out[design.name] = {
-            "metric": design.metric,
+            "metric": reward_name(design.metric, config.offline_metric),  # utility: utility:<offline metric>
             "targets": list(design.targets),
             "logger": design.logger.model_dump() if design.logger is not None else None,
             "true_effect": None if t is None else t.value,

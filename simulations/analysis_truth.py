@@ -91,7 +91,12 @@ def exact_truth_per_query(config: Config, world: World, users: Any = None) -> di
                 out[(design.name, metric)] = vb - get("A")[metric]
         elif design.type == "counterfactual":
             base, cand = design.targets
-            d = pool(cand)[design.metric] - pool(base)[design.metric]
+            if design.metric in pool(base):
+                d = pool(cand)[design.metric] - pool(base)[design.metric]
+            else:  # the offline metric's utility
+                from simulations.designs.counterfactual.metric import exact_values
+
+                d = exact_values(world, users, cand, design.metric) - exact_values(world, users, base, design.metric)
             for spec in design.estimators:
                 out[(design.name, spec.label)] = d
     return out

@@ -396,7 +396,12 @@ def counterfactual_truth(
         if name not in per_ranker:
             per_ranker[name] = {m: float(world.frequency @ v) for m, v in exact_ab_metrics(world, users, name).items()}
     base, cand = design.targets
-    va, vb = per_ranker[base][design.metric], per_ranker[cand][design.metric]
+    if design.metric in per_ranker[base]:
+        va, vb = per_ranker[base][design.metric], per_ranker[cand][design.metric]
+    else:  # the offline metric's utility (simulations.designs.counterfactual.metric)
+        from simulations.designs.counterfactual.metric import exact_values
+
+        va, vb = (float(world.frequency @ exact_values(world, users, r, design.metric)) for r in (base, cand))
     out = [Truth(design.name, spec.label, vb - va, 0.0, "exact", va) for spec in design.estimators]
     out += [Truth(design.name, f"logging:{m}", v, 0.0, "exact value of ranker A", None)
             for m, v in per_ranker["A"].items()]

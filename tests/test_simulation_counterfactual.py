@@ -496,3 +496,35 @@ def test_rmse_plot_draws_every_estimator_distinguishably():
     assert [ln.get_label() for ln in lines] == ["a", "b", "c (last day only)"]  # d: no finite RMSE, not drawn
     assert len({(ln.get_marker(), ln.get_linestyle()) for ln in lines}) == 3
     assert list(lines[2].get_xdata()) == [3000] and lines[2].get_markersize() > lines[0].get_markersize()
+
+
+def test_utility_metric_truth_config_and_run():
+    """metric: utility, the offline metric's metric-user utility (#8's list of online metrics): with offline_metric
+    P@5 on 5 slots it is exactly clicks per query / 5 (the truth, both worlds' targets); the summary names it
+    utility:P@5; an unbiased estimator's mean over replicates is within 4 SE of it; an A/B design and an adaptive
+    offline metric are refused naming the key."""
+    from simulations.runner import compute_truth, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+
+    def cfg_with(metric, offline="P@5", **kw):
+        cfg = _config(estimators=("snips", "rips"), metric=metric, replicates=24, **kw)
+        return config_from_mapping({**cfg.effective(), "offline_metric": offline})
+
+    util, clicks = cfg_with("utility"), cfg_with("clicks_per_query")
+    world = build_world(util, world_seed(util.seed))
+    users = UserModels.from_config(util.users)
+    tu = {t.metric: t for t in compute_truth(util, world, users) if t.design == "cf"}
+    tc = {t.metric: t for t in compute_truth(clicks, world, users) if t.design == "cf"}
+    assert tu["rips"].value == pytest.approx(tc["rips"].value / 5, rel=1e-12, abs=1e-15)
+    assert tu["rips"].baseline == pytest.approx(tc["rips"].baseline / 5, rel=1e-12)
+    result = _run(util)
+    cf = result.summary["counterfactual"]["cf"]
+    assert cf["metric"] == "utility:P@5" and cf["true_effect"] == pytest.approx(tu["rips"].value, rel=1e-12)
+    rows = result.rows[(result.rows["design"] == "cf") & (result.rows["metric"] == "rips")]
+    last = rows[rows["day"] == rows["day"].max()]["estimate"].to_numpy()
+    assert abs(last.mean() - tu["rips"].value) <= 4 * last.std(ddof=1) / np.sqrt(last.size)
+    with pytest.raises(ConfigError, match=r"designs\[0\].metric: utility \(of offline_metric RR\)"):
+        cfg_with("utility", offline="RR")
+    with pytest.raises(ConfigError, match="applies to counterfactual designs only"):
+        _config(designs=[{"name": "ab", "type": "ab", "metric": "utility"}])

@@ -201,7 +201,8 @@ def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
     metric; the logging policy known with valid options."""
     import numpy as np
 
-    from onlineeval.estimators import available_estimators, estimator_class, get_estimator, get_reward
+    from onlineeval.estimators import available_estimators, estimator_class, get_estimator
+    from simulations.designs.counterfactual.metric import design_reward
     from simulations.policies import build_policy
 
     design = config.designs[i]
@@ -209,7 +210,11 @@ def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
         raise ConfigError(("designs", i, "bootstrap"), f"{design.bootstrap} resamples are too few for a percentile "
                           f"interval; allowed: 0 (the delta-method interval) or {MIN_BOOTSTRAP} to 100000 (as "
                           "onlineeval estimate --bootstrap)", source)
-    reward = get_reward(design.metric, config.rankers.depth)
+    try:
+        reward = design_reward(design.metric, config.offline_metric, config.rankers.depth)
+    except ConfigError as exc:  # utility of an offline metric without a static C/W/L user
+        raise ConfigError(("designs", i, "metric"), f"utility (of offline_metric {config.offline_metric}): "
+                          + exc.message.split(": ", 1)[-1], source) from None
     for j, spec in enumerate(design.estimators):
         key: tuple[str | int, ...] = ("designs", i, "estimators", j)
         if spec.name not in available_estimators():

@@ -183,8 +183,9 @@ class DesignConfig(_Strict):
     method: str | None = Field(None, description="interleaving method (registry name)")
     options: dict[str, Any] = Field(default_factory=dict, description="interleaver options")
     share_b: Probability = Field(0.5, description="A/B: share of users in arm B")
-    metric: Literal["clicks_per_query", "abandonment", "reciprocal_rank"] = Field(
-        "reciprocal_rank", description="A/B: the primary metric for power and sample size"
+    metric: Literal["clicks_per_query", "abandonment", "reciprocal_rank", "utility"] = Field(
+        "reciprocal_rank", description="A/B: the primary metric for power and sample size; counterfactual: the "
+        "online metric estimated, also 'utility' (the offline metric's metric-user utility of clicks)"
     )
     test: Literal["delta", "welch"] | None = Field(
         None,
@@ -260,6 +261,9 @@ class DesignConfig(_Strict):
     def _check_kind(self) -> DesignConfig:
         if self.type == "counterfactual":
             return self._check_counterfactual()
+        if self.metric == "utility":
+            raise ValueError("metric 'utility' (the offline metric's metric-user utility) applies to counterfactual "
+                             "designs only; A/B designs: clicks_per_query, abandonment, reciprocal_rank")
         if self.type == "interleaving" and not self.method:
             raise ValueError("an interleaving design needs 'method' (e.g. team_draft, balanced)")
         if self.type == "ab" and self.method is not None:

@@ -125,10 +125,11 @@ class CounterfactualDesign(Design):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from onlineeval.estimators import DeterministicTarget, get_reward
+        from onlineeval.estimators import DeterministicTarget
+        from simulations.designs.counterfactual.metric import design_reward
 
         cfg = self.config
-        self.reward = get_reward(cfg.metric, self.world.depth)
+        self.reward = design_reward(cfg.metric, self.world.offline.metric, self.world.depth)
         self.estimators = build_estimators(cfg)
         self.support_rows: list[tuple[str, str]] = []
         self._log: list[dict[str, np.ndarray]] = []

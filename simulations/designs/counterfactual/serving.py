@@ -68,7 +68,7 @@ def interval_warnings(config: Any) -> list[str]:
     per design whose direct method fits its click model on the log without the bootstrap and without the linearised
     PBM interval (:meth:`~onlineeval.estimators.DirectMethod.linearised`): its interval holds the fitted model fixed
     (about 12% coverage for 95% in ``tests/test_dm_bootstrap.py``)."""
-    from onlineeval.estimators import get_reward
+    from simulations.designs.counterfactual.metric import design_reward
 
     out = []
     for i, design in enumerate(config.designs):
@@ -81,7 +81,7 @@ def interval_warnings(config: Any) -> list[str]:
                        f"and designs[{i}].bootstrap is 0: its delta-method interval holds the choice fixed and "
                        f"covers below the nominal level; designs[{i}].bootstrap: 400 gives an interval that makes the "
                        "choice again in every resample")
-        reward = get_reward(design.metric, config.rankers.depth)
+        reward = design_reward(design.metric, config.offline_metric, config.rankers.depth)
         fitted = [label for label, est in estimators if not est.chooses_from_log and est.clt_holds_fixed(reward)]
         if fitted:
             out.append(f"warning: design {design.name!r}: {', '.join(fitted)} fits its click model on the log and "
@@ -98,13 +98,13 @@ def held_fixed(config: Any) -> dict[tuple[str, str], str]:
     log): such an SE is too small (adaptive IPS's 0.70 of its replicates' SD on ``configs/counterfactual.yaml``),
     so the analysis sizes these estimators from the replicates' SD of their estimates and counts their power only
     from the last day's bootstrap test (:func:`simulations.analysis.analyse`)."""
-    from onlineeval.estimators import get_reward
+    from simulations.designs.counterfactual.metric import design_reward
 
     out: dict[tuple[str, str], str] = {}
     for design in config.designs:
         if design.type != "counterfactual":
             continue
-        reward = get_reward(design.metric, config.rankers.depth)
+        reward = design_reward(design.metric, config.offline_metric, config.rankers.depth)
         for label, est in build_estimators(design):
             reason = est.clt_holds_fixed(reward)
             if reason:

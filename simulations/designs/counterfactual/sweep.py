@@ -58,15 +58,15 @@ def sweep_point(design: DesignConfig, world: World, users: Any, n: int, rng: np.
     """One point of an assumption sweep: the exact :math:`V(B) - V(A)` under ``users`` and,
     per estimator, its estimate from one direct log of ``n`` impressions with its SE (the
     paired difference over impressions) and bias."""
-    from onlineeval.estimators import DeterministicTarget, get_reward
-    from simulations.runner import exact_ab_metrics
+    from onlineeval.estimators import DeterministicTarget
+    from simulations.designs.counterfactual.metric import design_reward, exact_values
 
     base, cand = design.targets
-    values = {r: float(world.frequency @ exact_ab_metrics(world, users, r)[design.metric]) for r in (base, cand)}
+    values = {r: float(world.frequency @ exact_values(world, users, r, design.metric)) for r in (base, cand)}
     truth = values[cand] - values[base]
     policy = shared_policy(design.logger, world)  # type: ignore[arg-type]
     data = direct_log(world, users, policy, n, rng)
-    reward = get_reward(design.metric, world.depth)
+    reward = design_reward(design.metric, world.offline.metric, world.depth)
     targets = [DeterministicTarget(world.rankings[t], t) for t in (base, cand)]
     out: dict[str, Any] = {"truth": truth, "estimators": {}}
     for label, est in build_estimators(design):
@@ -86,6 +86,7 @@ def assumption_sweep(config: Any, world: World) -> dict[str, Any]:
     ``impressions`` impressions. The logs of all values use the same random stream
     (common random numbers), so the curves differ by the parameter, not by noise."""
     from simulations.config import config_from_mapping, sweep_path, swept_mapping
+    from simulations.designs.counterfactual.metric import reward_name
     from simulations.users import UserModels
 
     sweep = config.analysis.assumption_sweep
@@ -101,7 +102,7 @@ def assumption_sweep(config: Any, world: World) -> dict[str, Any]:
     labels = [label for label, _ in build_estimators(design)]
     return {
         "design": design.name,
-        "metric": design.metric,
+        "metric": reward_name(design.metric, config.offline_metric),
         "parameter": sweep.parameter,
         "values": list(sweep.values),
         "impressions": sweep.impressions,
