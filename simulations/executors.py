@@ -307,6 +307,7 @@ TASK_MODULES: tuple[str, ...] = (
     "onlineeval.stats.srm",
     "simulations.cuped",
     "simulations.designs.counterfactual.checkpoint",
+    "simulations.designs.counterfactual.metric",
     "simulations.designs.counterfactual.step",
     "simulations.kernels",
     "simulations.policies.kernels",
