@@ -123,3 +123,22 @@ def test_evaluate_and_the_simulator_read_score_files_as_runs(tmp_path: Path) -> 
     by_scores = build_world(config_from_mapping(mapping), np.random.default_rng(0))
     assert np.array_equal(by_scores.rankings["B"], by_run.rankings["A"])
     assert np.array_equal(by_scores.ranked_labels("B"), by_run.ranked_labels("B"))
+
+
+def test_read_ranking_reads_the_file_once_and_sniffs_past_comments(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The format is told from the first data line (a byte-order mark, blank and '#' lines before it skipped), and
+    the file is read once: a large run is not read and split a second time to find its format."""
+    import onlineeval.io.trec as trec
+
+    path = tmp_path / "A.scores"
+    path.write_bytes("\ufeff# query doc score\n\n  q1 d1 2.5\nq1 d2 1\n".encode())
+    reads = []
+    real = trec._read_bytes
+    monkeypatch.setattr(trec, "_read_bytes", lambda p: reads.append(p) or real(p))
+    frame = read_ranking(path)
+    assert reads == [path] and frame.to_dict("list") == {"query": ["q1", "q1"], "doc": ["d1", "d2"],
+                                                         "score": [2.5, 1.0]}
+    run = tmp_path / "B.run"
+    run.write_text("# comment\nq1 Q0 d1 1 2.5 B\n")
+    assert read_ranking(run).attrs["run_id"] == "B" and len(reads) == 2

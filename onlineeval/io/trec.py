@@ -13,6 +13,7 @@ reports any problem the file is re-scanned line by line to locate it exactly.
 
 from __future__ import annotations
 
+import codecs
 import io
 import math
 from os import PathLike
@@ -237,9 +238,14 @@ def read_run(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFra
         Empty file, a line with fewer than 6 columns, a non-numeric or non-finite score, or a
         document listed twice for one query; the message names the file and line.
     """
+    name, data = _read_bytes(path)
+    return _run_frame(name, data, check_unique)
+
+
+def _run_frame(name: str, data: bytes, check_unique: bool) -> pd.DataFrame:
+    """:func:`read_run` of the file's bytes."""
     import pandas as pd
 
-    name, data = _read_bytes(path)
     # columns 2 and 4 (Q0, rank) are not needed; a line with too many fields still fails
     # the C reader, and one with too few leaves column 6 empty
     df = None if b"\x00" in data else _fast_table(
@@ -273,9 +279,14 @@ def read_doc_scores(path: str | PathLike[str]) -> pd.DataFrame:
     ``query``, ``doc``, ``score`` in file order; ``attrs["run_id"]`` the file's stem); a line with another number
     of columns, a non-numeric or non-finite score, or a document scored twice for one query is an
     :class:`InputError` naming the file and line."""
+    name, data = _read_bytes(path)
+    return _doc_scores_frame(name, data)
+
+
+def _doc_scores_frame(name: str, data: bytes) -> pd.DataFrame:
+    """:func:`read_doc_scores` of the file's bytes."""
     import pandas as pd
 
-    name, data = _read_bytes(path)
     df = None if b"\x00" in data else _fast_table(data, 3, {0: object, 1: object, 2: np.float64})
     if df is None or not np.isfinite(df[2].to_numpy()).all():
         out = _scan_scores(name, data)
@@ -289,19 +300,35 @@ def read_doc_scores(path: str | PathLike[str]) -> pd.DataFrame:
     return out
 
 
+def _first_data_fields(data: bytes) -> tuple[int, list[bytes]] | None:
+    """``(line number, fields)`` of the first line that is neither blank nor a ``#`` comment (a leading byte-order
+    mark dropped), scanning only up to it; ``None`` when there is none."""
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    number = 1
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        fields = data[start:end].split()
+        if fields and not fields[0].startswith(b"#"):
+            return number, fields
+        start, number = end + 1, number + 1
+    return None
+
+
 def read_ranking(path: str | PathLike[str], check_unique: bool = True) -> pd.DataFrame:
     """A ranker's scores from a TREC run (6 columns: query Q0 doc rank score tag; ``check_unique`` as
     :func:`read_run`'s) or a score file (3 columns: query doc score, :func:`read_doc_scores`), told apart by the first
-    data line's number of columns."""
+    data line's number of columns. The file is read once, and only its first data line is looked at before the
+    reader of its format parses it (a run of millions of lines is not split twice)."""
     name, data = _read_bytes(path)
-    first = next(_data_lines(name, data), None)
+    first = _first_data_fields(data)
     if first is None:
         raise InputError("the file has no data lines (only comments or blank lines)", name, None)
     number, fields = first
     if len(fields) == 3:
-        return read_doc_scores(path)
+        return _doc_scores_frame(name, data)
     if len(fields) >= 6:
-        return read_run(path, check_unique=check_unique)
+        return _run_frame(name, data, check_unique)
     raise InputError(f"expected a TREC run (6 columns: query Q0 doc rank score tag) or a score file (3 columns: "
                      f"query doc score), found {len(fields)} columns", name, number)
 
