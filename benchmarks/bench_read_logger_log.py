@@ -17,7 +17,7 @@ written, measured in the same run.
 
 Measured 2026-12-04 (2 cores, idle; defaults; 19c5ad0): logger 4.5 s and 601 MB, written 0.61 s and 357 MB
 (list and prefix forms only). After 09b96b9 (the item form in both): logger 4.99 s and 600 MB, written 1.20 s and
-415 MB (4.15x, 1.45x). After the logger's text is decoded once per query (_LoggerTexts): logger 3.61 s and 603 MB,
+415 MB (4.15x, 1.45x). After the logger's text is decoded once per query (LoggerTexts): logger 3.61 s and 603 MB,
 written 1.13 s and 419 MB (3.18x).
 A logger log's whole ``estimate`` of ips, snips, rips took 9.96 s and 813 MB before a593f08 / 6fc06ab / 19c5ad0,
 5.8 s and 628 MB after.

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import onlineeval.io.logged as logged
+import onlineeval.io.logged_json as logged_json
 from onlineeval.errors import InputError
 from onlineeval.io.logged import read_logged
 from simulations import policies
@@ -108,7 +109,7 @@ def test_kept_logger_texts_give_the_whole_decode(tmp_path: Path, monkeypatch: py
     is decoded whole and still refused naming its line."""
     path = _log(tmp_path)
     sentinel_lines = []
-    real = logged._LoggerTexts.decode
+    real = logged_json.LoggerTexts.decode
 
     def counting(self: Any, line: str) -> Any:
         obj = real(self, line)
@@ -116,10 +117,10 @@ def test_kept_logger_texts_give_the_whole_decode(tmp_path: Path, monkeypatch: py
                                   for t, _ in b))
         return obj
 
-    monkeypatch.setattr(logged._LoggerTexts, "decode", counting)
+    monkeypatch.setattr(logged_json.LoggerTexts, "decode", counting)
     fast = read_logged(path, policies=policies)
     assert sum(sentinel_lines) >= 590  # every line after its query's first
-    monkeypatch.setattr(logged._LoggerTexts, "decode", lambda self, line: logged._DECODER.decode(line))
+    monkeypatch.setattr(logged_json.LoggerTexts, "decode", lambda self, line: logged_json.DECODER.decode(line))
     whole = read_logged(path, policies=policies)
     for name, a in _arrays(fast).items():
         b = _arrays(whole)[name]

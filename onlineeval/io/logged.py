@@ -73,6 +73,7 @@ from numpy.typing import NDArray
 
 from onlineeval.errors import InputError
 from onlineeval.estimators.base import DeterministicTarget, LoggedData
+from onlineeval.io.logged_json import DuplicateKey, LoggerTexts
 from onlineeval.io.logged_policy import LogPolicy, _logger_policy
 
 __all__ = ["FORMS", "LogPolicy", "LoggedLog", "TargetMap", "UnseenSlot", "locate_run_lines", "read_logged"]
@@ -263,81 +264,6 @@ class _Rows:
     p_prefix: list[list[float]]
     p_item: list[list[float]]
     logger: list[tuple[dict[str, Any], dict[str, float]]]
-
-
-class _DuplicateKey(ValueError):
-    """A JSON object of a log line names a key twice (its ``args[0]``)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json.loads``'s ``object_pairs_hook``: the object as a dict, or :class:`_DuplicateKey` when a key repeats
-    (plain ``json.loads`` keeps the last value silently)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
-    return out
-
-
-#: one decoder for every line: ``json.loads`` with a hook builds a new ``JSONDecoder`` per call (a line of
-#: bench_read_logger_log's logger log: 24 -> 19 us, collector paused); ``decode`` is what ``loads`` calls, so the
-#: same objects and errors (a byte-order mark is dropped before, by the utf-8-sig decoding)
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
-
-
-class _LoggerTexts:
-    """Decodes log lines, parsing a ``"logger"`` object once per distinct text.
-
-    A log that names its logging policy repeats its query's logger, scores and all, on every line: most of each
-    line's bytes, and most of the time ``json`` spends on it (17 -> 3.6 us a line of bench_read_logger_log's log).
-    After a line is decoded whole, its logger's exact text (from the top-level ``"logger":`` key to the end of its
-    value, checked to decode to the very value the line holds) is kept, keyed by its first :attr:`KEY` characters;
-    a later line holding that text at its ``"logger":`` key is decoded with the text replaced by a sentinel string,
-    and gets the kept object back in its place (the same object: equal text, equal value). A line where the
-    sentinel does not come back as the top-level ``logger`` value is decoded whole, as are lines whose logger was
-    not seen before (each then kept). Duplicate keys and malformed JSON are found as before: a kept text was
-    decoded whole once, the rest of the line is decoded every time, and a line that fails is decoded whole again,
-    so its error names its own column."""
-
-    KEY = 96
-    PER_KEY = 8
-    _SENTINEL = '"logger":"\\u0000onlineeval kept logger"'
-    _SENTINEL_VALUE = "\x00onlineeval kept logger"
-
-    def __init__(self) -> None:
-        self.kept: dict[str, list[tuple[str, Any]]] = {}
-
-    def decode(self, line: str) -> Any:
-        at = line.find('"logger":')
-        if at >= 0 and self.kept:
-            for text, value in self.kept.get(line[at: at + self.KEY], ()):
-                if line.startswith(text, at):
-                    try:
-                        obj = _DECODER.decode(line[:at] + self._SENTINEL + line[at + len(text):])
-                    except (ValueError, RecursionError):  # decoded whole below: its error's column is the line's
-                        break
-                    if isinstance(obj, dict) and obj.get("logger") == self._SENTINEL_VALUE:
-                        obj["logger"] = value
-                        return obj
-                    break
-        obj = _DECODER.decode(line)
-        if at >= 0 and isinstance(obj, dict) and isinstance(obj.get("logger"), dict):
-            self._keep(line, at, obj["logger"])
-        return obj
-
-    def _keep(self, line: str, at: int, value: Any) -> None:
-        start = at + len('"logger":')
-        while start < len(line) and line[start] in " \t\r":
-            start += 1
-        try:
-            parsed, end = _DECODER.raw_decode(line, start)
-        except (ValueError, RecursionError):
-            return
-        if parsed != value:  # a "logger" key nested before the top-level one: nothing kept
-            return
-        bucket = self.kept.setdefault(line[at: at + self.KEY], [])
-        if len(bucket) < self.PER_KEY:
-            bucket.append((line[at:end], value))
 
 
 def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, Any]) -> None:
@@ -531,14 +457,14 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
     # collector meanwhile spares it rescanning them (reading 100,000 lines: ~2x faster)
     was_enabled = gc.isenabled()
     gc.disable()
-    loggers = _LoggerTexts()
+    loggers = LoggerTexts()
     try:
         for number, line in enumerate(text.split("\n"), start=1):  # reading JSON is one call per line
             if not line.strip():
                 continue
             try:
                 obj = loggers.decode(line)
-            except _DuplicateKey as exc:
+            except DuplicateKey as exc:
                 raise InputError(f"key {exc.args[0]!r} appears twice in one object (JSON keys must be unique; the "
                                  "reader would otherwise keep one of the values silently)", name, number) from None
             except json.JSONDecodeError as exc:
