@@ -90,13 +90,11 @@ def exact_truth_per_query(config: Config, world: World, users: Any = None) -> di
             for metric, vb in get("B").items():
                 out[(design.name, metric)] = vb - get("A")[metric]
         elif design.type == "counterfactual":
-            base, cand = design.targets
-            if design.metric in pool(base):
-                d = pool(cand)[design.metric] - pool(base)[design.metric]
-            else:  # the offline metric's utility
-                from simulations.designs.counterfactual.metric import exact_values
+            from simulations.designs.counterfactual.metric import exact_values
 
-                d = exact_values(world, users, cand, design.metric) - exact_values(world, users, base, design.metric)
+            base, cand = design.targets
+            d = (exact_values(world, users, cand, design.metric, pool(cand))
+                 - exact_values(world, users, base, design.metric, pool(base)))
             for spec in design.estimators:
                 out[(design.name, spec.label)] = d
     return out

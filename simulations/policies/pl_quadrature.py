@@ -41,9 +41,14 @@ _LOW_PAD, _HIGH_PAD = 40.0, 4.0
 _CHUNK_BYTES = 48 << 20
 
 
+def _nodes(lg: FloatArray, h: float) -> FloatArray:
+    """The trapezoidal rule's nodes in log arrival time: step ``h`` over ``[-max(l) - 40, 4 - min(l)]``."""
+    return np.arange(-float(lg.max()) - _LOW_PAD, _HIGH_PAD - float(lg.min()) + h, h)
+
+
 def _marginals_at_step(lg: FloatArray, k: int, h: float) -> FloatArray:
     c = lg.size
-    tau = np.arange(-float(lg.max()) - _LOW_PAD, _HIGH_PAD - float(lg.min()) + h, h)
+    tau = _nodes(lg, h)
     out = np.zeros((c, k))
     chunk = max(16, int(_CHUNK_BYTES // (3 * 8 * (c + 1) * k)))
     for a in range(0, tau.size, chunk):
@@ -76,7 +81,7 @@ def _marginals_at_step(lg: FloatArray, k: int, h: float) -> FloatArray:
 def _marginals_compiled(lg: FloatArray, k: int, h: float) -> FloatArray:
     from simulations.policies import pl_kernels
 
-    tau = np.arange(-float(lg.max()) - _LOW_PAD, _HIGH_PAD - float(lg.min()) + h, h)
+    tau = _nodes(lg, h)
     out = np.zeros((lg.size, k))
     with np.errstate(over="ignore", under="ignore"):
         pl_kernels.pl_race(np.ascontiguousarray(lg), tau, float(h), out)

@@ -26,14 +26,15 @@ def design_reward(metric: str, offline_metric: str, depth: int) -> Any:
     return get_reward(reward_name(metric, offline_metric), depth)
 
 
-def exact_values(world: Any, users: Any, ranker: str, metric: str) -> np.ndarray:
+def exact_values(world: Any, users: Any, ranker: str, metric: str,
+                 ab_metrics: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """``(Q,)`` exact expectation of ``metric`` per query when ``ranker``'s list is shown (user types by share):
-    the A/B metrics of :func:`simulations.runner.exact_ab_metrics`; ``utility``: the click probabilities of the
-    shown slots times the reward's weights."""
+    the A/B metrics of :func:`simulations.runner.exact_ab_metrics` (``ab_metrics``, when the caller has them
+    already); ``utility``: the click probabilities of the shown slots times the reward's weights."""
     from simulations.runner import exact_ab_metrics
 
     if metric != UTILITY:
-        return exact_ab_metrics(world, users, ranker)[metric]
+        return (ab_metrics if ab_metrics is not None else exact_ab_metrics(world, users, ranker))[metric]
     shown = world.ranked_labels(ranker)
     reward = design_reward(metric, world.offline.metric, shown.shape[1])
     return np.asarray(users.click_probabilities(shown)) @ reward.position_weights(shown.shape[1])
