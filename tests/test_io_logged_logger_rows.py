@@ -108,18 +108,22 @@ def test_kept_logger_texts_give_the_whole_decode(tmp_path: Path, monkeypatch: py
     kept path runs (most lines decode without their logger); a top-level logger whose text differs (one score)
     is decoded whole and still refused naming its line."""
     path = _log(tmp_path)
-    sentinel_lines = []
-    real = logged_json.LoggerTexts.decode
+    decoded: list[bool] = []  # per decode call: whether the line's logger was replaced by the sentinel
+    real = logged_json.DECODER
 
-    def counting(self: Any, line: str) -> Any:
-        obj = real(self, line)
-        sentinel_lines.append(any(line.startswith(t, line.find('"logger":')) for b in self.kept.values()
-                                  for t, _ in b))
-        return obj
+    class Counting:
+        def decode(self, line: str) -> Any:
+            decoded.append("onlineeval kept logger" in line)
+            return real.decode(line)
 
-    monkeypatch.setattr(logged_json.LoggerTexts, "decode", counting)
+        def raw_decode(self, line: str, start: int) -> Any:
+            return real.raw_decode(line, start)
+
+    monkeypatch.setattr(logged_json, "DECODER", Counting())
     fast = read_logged(path, policies=policies)
-    assert sum(sentinel_lines) >= 590  # every line after its query's first
+    # one decode per line, none decoded twice: the 3 queries' first lines whole, the other 597 with the sentinel
+    assert len(decoded) == 600 and sum(decoded) == 597
+    monkeypatch.setattr(logged_json, "DECODER", real)
     monkeypatch.setattr(logged_json.LoggerTexts, "decode", lambda self, line: logged_json.DECODER.decode(line))
     whole = read_logged(path, policies=policies)
     for name, a in _arrays(fast).items():
