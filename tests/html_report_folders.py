@@ -2,8 +2,9 @@
 ``tests/test_html_layout.py`` in headless chromium): a real simulate run (:data:`SIM`: three designs, A/A and the
 null check on) and a real three-point sweep (:data:`SWEEP_BASE`, B's noise), each built once per test run and
 shared by the pytest-xdist workers; and a small run of the bundled ``configs/counterfactual.yaml``
-(:func:`counterfactual_folder`: every counterfactual table and plot, the assumption sweep). The ``sim`` and ``sweep`` fixtures of ``tests/conftest.py`` hand them to the
-tests, which only read them (they copy a folder to edit it).
+(:func:`counterfactual_folder`: every counterfactual table and plot, the assumption sweep). The ``sim`` and
+``sweep`` fixtures of ``tests/conftest.py`` hand them to the tests, which only read them (they copy a folder to
+edit it).
 """
 
 from __future__ import annotations
