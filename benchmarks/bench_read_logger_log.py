@@ -1,7 +1,8 @@
 """Reading a log that names its logging policy (``logger`` lines) against the same log with written propensities.
 
 ``onlineeval estimate`` computes a ``logger`` log's propensities itself (and checks every target's support against
-the policy); a log with written ``propensities`` is read by pyarrow's column reader. Both logs hold the same
+the policy); both are read by pyarrow's column reader (the logger log with its loggers blanked and decoded once per
+query). Both logs hold the same
 impressions: ``--lines`` top-10 lists drawn from a Plackett-Luce logger (temperature 1) over ``--candidates``
 scored candidates of ``--queries`` queries, clicks at random; the written log carries the propensities read from
 the logger log (``repr`` round-trips them, so both reads give the same arrays: checked; all three forms: above
@@ -18,7 +19,10 @@ written, measured in the same run.
 Measured 2026-12-04 (2 cores, idle; defaults; 19c5ad0): logger 4.5 s and 601 MB, written 0.61 s and 357 MB
 (list and prefix forms only). After 09b96b9 (the item form in both): logger 4.99 s and 600 MB, written 1.20 s and
 415 MB (4.15x, 1.45x). After the logger's text is decoded once per query (LoggerTexts): logger 3.61 s and 603 MB,
-written 1.13 s and 419 MB (3.18x).
+written 1.13 s and 419 MB (3.18x). After the fast reader takes logger logs too (each line's logger blanked for
+pyarrow and decoded once per query, onlineeval.io.logged_scan): logger 1.53-1.72 s and 575-581 MB, written
+0.71-0.77 s (2.2x); with ``--candidates 100 --queries 1000`` logger 7.95 s and 1,048 MB, written 0.81 s, most of
+the difference the logger's item marginals (Plackett-Luce quadrature, 4.1 s for the 1,000 queries).
 A logger log's whole ``estimate`` of ips, snips, rips took 9.96 s and 813 MB before a593f08 / 6fc06ab / 19c5ad0,
 5.8 s and 628 MB after.
 """

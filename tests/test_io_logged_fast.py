@@ -137,8 +137,9 @@ def test_fast_reader_equals_line_by_line_on_windows_line_ends_and_a_byte_order_m
 
 @pytest.mark.parametrize("gzipped", [False, True])
 def test_a_logger_log_is_declined_before_pyarrow_parses_it(tmp_path, monkeypatch, gzipped):
-    """The first line names a ``logger`` (or another key the fast reader does not read): declined from that line,
-    without a whole-file parse by pyarrow (which would fail on the key anyway); a plain log still reaches pyarrow."""
+    """The first line names a ``logger`` and no policies package is given (the line-by-line reader's error), or the
+    first line has another key the fast reader does not read: declined from that line, without a whole-file parse by
+    pyarrow; a plain log still reaches pyarrow (a logger log with the package: tests/test_io_logged_fast_logger.py)."""
     import gzip
 
     import pyarrow.json as pj
