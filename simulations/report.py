@@ -65,6 +65,7 @@ from simulations.report_multileaving import multileaving_block
 from simulations.report_ratios import (
     INDISTINGUISHABLE_SHORT,
     _ratio_lines,
+    design_labels,
     multileaving_lines,
     pair_range_text,
     ratio_uncertainty_text,
@@ -405,6 +406,9 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"{value_text(shrink):>16s} {power:>9s} {analytic:>8s} {cells['days']:>9s} "
                 f"{cells['impressions']:>19s} {cells['users']:>16s} {fpr:>8s} {null_s:>10s}"
             )
+    for design, c in (s.get("counterfactual") or {}).items():
+        lines.append(f"  {design}: each row an off-policy estimator of {c.get('metric')} (V(B) - V(A) from the "
+                     "logger's log; the counterfactual section below)")
     lines += _truth_world_lines(s, result.world.notes.get("collection") != "trec")
     lines += _unstable_lines(s, population)
     lines += _extrapolation_lines(s, cfg.traffic.days)
@@ -418,7 +422,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     ref_design = next((d for d in cfg.designs if d.name == s["required_impressions_ratio"]["reference"]), None)
     unstable, far = size_mark_sets(s)
     lines += _ratio_lines(s["required_impressions_ratio"], cfg.analysis.power,
-                          ref_design is not None and ref_design.type == "ab", unstable, far, null_caution_keys(s))
+                          ref_design is not None and ref_design.type == "ab", unstable, far, null_caution_keys(s),
+                          design_labels(s))
     lines += multileaving_block(s)  # review 12, F3: with the rankers' offline values and gains
     lines += [
         "",

@@ -20,20 +20,34 @@ INDISTINGUISHABLE_SHORT = ("|log ratio difference| < 2 SE of the difference, fro
                            "and the reference's, which cancel only where both ratios use the same reference pair(s)")
 
 
+def design_labels(s: dict[str, Any]) -> dict[str, str]:
+    """How the ratio lines name a design whose rows are not metrics of its own: a counterfactual design's ratios are
+    those of its first (primary) estimator, named with it (``counterfactual (snips)``); other designs by name."""
+    out = {}
+    for d in s.get("counterfactual") or {}:
+        primary = next((m for m, e in ((s.get("designs") or {}).get(d) or {}).items() if e.get("primary")), None)
+        if primary is not None:
+            out[d] = f"{d} ({primary})"
+    return out
+
+
 def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
                  unstable: set[str] | frozenset[str] = frozenset(),
                  extrapolated: set[str] | frozenset[str] = frozenset(),
-                 caution: set[str] | frozenset[str] = frozenset()) -> list[str]:
+                 caution: set[str] | frozenset[str] = frozenset(),
+                 labels: dict[str, str] | None = None) -> list[str]:
     """Efficiency at equal traffic and the ratio of required impressions, biased designs marked, and
     '?' on a ratio whose either size is unstable (``unstable``: designs whose primary size is), '*' on one whose
     either size is extrapolated beyond :data:`EXTRAPOLATION_FLAG` x the simulated days (``extrapolated``; review 6,
     F1: the main table's '!'), '~' (:data:`simulations.report_null.NULL_CAUTION_MARK`) on both ratios of a design
     when its or the reference's size carries the main table's null-caution mark (``caution``:
     :func:`simulations.report_null.null_caution_keys`, 'design' for a primary entry, 'design/pair' for a
-    multileaving pair; review 12, F2: a quick run quoted balanced as '17.8x fewer' unmarked)."""
+    multileaving pair; review 12, F2: a quick run quoted balanced as '17.8x fewer' unmarked). ``labels``: how to
+    name a design (:func:`design_labels`; the rest by name)."""
     ref = ratios.get("reference")
     if not ref:
         return []
+    names = labels or {}
     biased = ratios.get("biased", {})
     eff, need = [], []
     marked = False  # some ratio carries '~'
@@ -51,7 +65,9 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
             tilde = "" if mark else ratio_caution(d, ref, pairs, "efficiency", caution)
             span = pair_range_text(pairs, "efficiency", cp)
             marked |= not mark and bool(tilde or NULL_CAUTION_MARK in span)
-            eff.append(f"{d} {mark}" if mark else f"{d} {value_text(e)}x{ratio_uncertainty_text(e_rel)}" + tilde + span)
+            name = names.get(d, d)
+            eff.append(f"{name} {mark}" if mark
+                       else f"{name} {value_text(e)}x{ratio_uncertainty_text(e_rel)}" + tilde + span)
         if r is not None or mark:
             q, star = ratio_size_marks(d, ref, pairs, r_rel, unstable, extrapolated)
             tilde = "" if mark or r is None else ratio_caution(d, ref, pairs, "ratio", caution)
@@ -59,14 +75,15 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
             marked |= not mark and bool(tilde or NULL_CAUTION_MARK in span)
             unc = ratio_uncertainty_text(r_rel) + q + star + span
             # '~' after the whole ratio: 'balanced 0.0561x +-9% (17.8x fewer)~'
-            need.append(f"{d} {mark}" if mark else f"{d} {value_text(r)}x{unc} ({value_text(1 / r)}x fewer){tilde}"
-                        if r < 1 else f"{d} {value_text(r)}x{unc}{tilde}")
+            name = names.get(d, d)
+            need.append(f"{name} {mark}" if mark else f"{name} {value_text(r)}x{unc} ({value_text(1 / r)}x fewer)"
+                        f"{tilde}" if r < 1 else f"{name} {value_text(r)}x{unc}{tilde}")
     lines = []
     if eff:
         lines.append(f"  information per impression at equal traffic ((effect/SE)^2 on day {ratios.get('last_day')}) "
-                     f"relative to {ref}: " + ", ".join(eff))
+                     f"relative to {names.get(ref, ref)}: " + ", ".join(eff))
     if need:
-        lines.append(f"  impressions needed for {power:.0%} power relative to {ref}: " + ", ".join(need)
+        lines.append(f"  impressions needed for {power:.0%} power relative to {names.get(ref, ref)}: " + ", ".join(need)
                      + (f" ('*': from a size extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated days, "
                         "the main table's '!')" if any("*" in n for n in need) else ""))
     if eff or need:
@@ -80,7 +97,7 @@ def _ratio_lines(ratios: dict[str, Any], power: float, ref_is_ab: bool,
         same = (ratios.get("indistinguishable") or {}).get(key) or []
         if same:
             lines.append(f"  not distinguishable ({what}; {INDISTINGUISHABLE_SHORT}): "
-                         + ", ".join(f"{a} ~ {b}" for a, b in same))
+                         + ", ".join(f"{names.get(a, a)} ~ {names.get(b, b)}" for a, b in same))
     if eff and need and ref_is_ab:
         lines += [(f"  (the first is the efficiency over the simulated days; the second holds at the target power "
                    f"only: {ref}'s SE"),

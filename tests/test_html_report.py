@@ -363,7 +363,10 @@ def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: P
                     ["clipped_ips(cap=5) biased", "-0.211", "0.010", "0.21", "0.000 outside 0.915-0.980", "0%", "-",
                      "biased by clipping <w>"]]
     _, *answer = page.tables["answer-table"]
-    marked = {r[1]: r[0].endswith("biased") for r in answer if r[0].startswith("cf")}
+    # the metric cell names the estimated metric under the estimator
+    assert all(r[1].endswith("of clicks_per_query") for r in answer if r[0].startswith("cf"))
+    marked = {r[1].removesuffix("of clicks_per_query"): r[0].endswith("biased") for r in answer
+              if r[0].startswith("cf")}
     assert marked == {"snips": False, "clipped_ips(cap=5)": True}
     assert "RMSE of each estimator" in page.text("counterfactual")
 
@@ -456,7 +459,7 @@ def test_counterfactual_section_shows_support_cost_of_logging_sweep_and_measures
     assert [h[0] for h in headers] == [
         "share of the 'informational' users (cascade informational clicks): users.types[1].share"], headers
     _, *answer = page.tables["answer-table"]
-    cf = {r[1]: r for r in answer if r[0].startswith("cf")}
+    cf = {r[1].removesuffix("of clicks_per_query"): r for r in answer if r[0].startswith("cf")}
     header = page.tables["answer-table"][0]
     assert cf["snips"][0] == "cf biased" and cf["snips"][header.index("impressions needed")] == "no support"
     assert cf["adaptive_ips"][header.index("power at end")].endswith("b")

@@ -12,7 +12,7 @@ from typing import Any
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, join, note, table, tag, tag_void
 from simulations.report_null import NULL_CAUTION_MARK, null_caution, null_caution_keys, null_caution_legend
-from simulations.report_ratios import caution_pairs, ratio_caution, ratio_size_marks, size_mark_sets
+from simulations.report_ratios import caution_pairs, design_labels, ratio_caution, ratio_size_marks, size_mark_sets
 from simulations.report_sizes import caution_of
 from simulations.report_sizes import _unstable_lines as unstable_size_lines  # the terminal's own text
 from simulations.report import (
@@ -79,8 +79,12 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
     rows: list[list[Any]] = []
     classes: list[str | None] = []
     population = population_of(summary)
+    counterfactual = summary.get("counterfactual") or {}
     for design, metrics in (summary.get("designs") or {}).items():
         for metric, e in metrics.items():
+            label: Any = metric
+            if design in counterfactual:  # the row is an estimator of the design's metric
+                label = join([metric, tag_void("br"), tag("small", f"of {counterfactual[design].get('metric')}")])
             fd = e.get("final_day") or {}
             biased = is_biased(e)
             rel = e.get("relative_effect")
@@ -107,7 +111,7 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
                 share = f"MC 4 SE {100 * precision['four_se_share']:.0f}%!"
                 effect = join([effect, tag_void("br"), tag("small", share)])
             rows.append([
-                name, metric, effect, percent_text(rel),
+                name, label, effect, percent_text(rel),
                 value_text(e.get("shrinkage_vs_offline")),
                 power, analytic, days, impr, users,
                 _aa(e), null_s,
@@ -127,20 +131,22 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
     unstable, far = size_mark_sets(summary)  # '?' / '*' on a size ratio, as the terminal's ratio lines
     marked = starred = False
     items = []
+    labels = design_labels(summary)
     for d, need in (r.get("ratios") or {}).items():
         if d == ref:
             continue
+        label = labels.get(d, d)
         eff = (r.get("equal_traffic_efficiency") or {}).get(d)
         if d in biased:
             b = biased[d]
             why = biased_ratio_why(b)
-            items.append(tag("li", d, ": ", biased_mark(), f" ({why}): its ratios are not sensitivities"))
+            items.append(tag("li", label, ": ", biased_mark(), f" ({why}): its ratios are not sensitivities"))
             continue
         pairs = (r.get("by_pair") or {}).get(d)
         cp = caution_pairs(d, ref, pairs, caution)
         tilde_e, tilde_r = (ratio_caution(d, ref, pairs, k, caution) for k in ("efficiency", "ratio"))
         span_e, span_r = pair_range_text(pairs, "efficiency", cp), pair_range_text(pairs, "ratio", cp)
-        text = (f"{d}: information per impression {value_text(eff)}x"
+        text = (f"{label}: information per impression {value_text(eff)}x"
                 f"{ratio_uncertainty_text((r.get('equal_traffic_efficiency_rel_se') or {}).get(d))}"
                 f"{tilde_e}{span_e} {ref}'s")
         marked |= bool(tilde_e or NULL_CAUTION_MARK in span_e)
@@ -159,9 +165,9 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
         same = (r.get("indistinguishable") or {}).get(key) or []
         if same:
             items.append(tag("li", f"not distinguishable ({what}; {INDISTINGUISHABLE_SHORT}): "
-                                   + ", ".join(f"{a} ~ {b}" for a, b in same)))
-    return [tag("p", f"Relative to {ref} (last simulated day {r.get('last_day')}; +-: 1 relative SE by the delta "
-                     "method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25% or on a "
+                                   + ", ".join(f"{labels.get(a, a)} ~ {labels.get(b, b)}" for a, b in same)))
+    return [tag("p", f"Relative to {labels.get(ref, ref)} (last simulated day {r.get('last_day')}; +-: 1 relative "
+                     "SE by the delta method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25% or on a "
                      "size ratio whose either size is unstable"
                      + (f"; '*': a size ratio from a size extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated "
                         "days (the answer table's '!')" if starred else "")
