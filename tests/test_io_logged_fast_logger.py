@@ -277,3 +277,18 @@ def test_the_scan_refuses_lines_that_end_open_and_compares_bytes():
     assert (counts == 1).all()
     assert first_differing(buf, starts, ends, np.array([0, 0, 1])) == 2
     assert first_differing(buf, starts, ends, np.array([0, 0, 2])) == -1
+
+
+def test_a_log_above_the_fast_size_is_read_alike_at_a_users_size(tmp_path, monkeypatch):
+    """10,000 Plackett-Luce impressions (above ``FAST_MIN_BYTES``, read_logged's own choice of reader): the whole
+    LoggedLog equals the line-by-line reader's."""
+    records = _records(21, 10_000, LOGGERS[0], odd=True, user_type=True)
+    path = _write(tmp_path, records)
+    assert path.stat().st_size > logged.FAST_MIN_BYTES
+    calls = []
+    real = logged._parse_line
+    monkeypatch.setattr(logged, "_parse_line", lambda *a: calls.append(1) or real(*a))
+    fast = logged.read_logged(path, policies=policies)
+    assert not calls  # the fast reader took it
+    _assert_same(fast, _line_by_line(path, monkeypatch))
+    assert calls  # (and the reference is the line-by-line reader)
