@@ -24,8 +24,8 @@ def test_json_keys_and_table(world: dict[str, Any]) -> None:
     args = ["--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
             "--estimator", "ips,snips", "--metric", "abandonment", "--seed", "9"]
     doc = json_out(*args)
-    assert set(doc) == {"log", "metric", "estimators", "assumptions", "results", "differences", "warnings",
-                        "conventions"}
+    assert set(doc) == {"fingerprint", "inputs", "log", "metric", "estimators", "assumptions", "results",
+                        "differences", "warnings", "conventions"}
     assert doc["log"] == {"path": str(world["log"]), "impressions": 3000, "queries": 4, "clusters": 300, "k": 3,
                           "propensities": ["p_list", "p_prefix", "p_item"], "propensity_source": "log"}
     assert set(doc["results"][0]) == {"estimator", "target", "estimate", "se", "ci_low", "ci_high", "boot_low",

@@ -261,6 +261,13 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
         lines += ["", "warnings:"] + [f"  {w}" for w in warns]
     lines += ["", "conventions:"]
     lines += [f"  {k}: {v}" for k, v in conv.items()]
+    if doc.get("inputs"):  # what determines these numbers: the files' contents and the options
+        ins = doc["inputs"]
+        files = [("log", ins["log"])] + [(name, e) for part in ("targets", "baseline")
+                                         for name, e in (ins.get(part) or {}).items()]
+        lines.append("  inputs (SHA-256, first 12 hex digits; --format json: in full): "
+                     + ", ".join(f"{name} {e['sha256'][:12]}" for name, e in files))
+        lines.append(f"  fingerprint: {doc['fingerprint']} (of the inputs' SHA-256, the options and the version)")
     lines += ["", ("diagnostics: ESS = (sum w)^2 / sum w^2 of the weights, in impressions (slot-level estimators: "
               "of the slot weights of shown slots, divided by the mean number of shown slots per impression; "
               "the JSON's ess is the undivided count of slots); max w = largest weight; mean w = mean weight "
@@ -406,7 +413,17 @@ def estimate_cmd(
     cat = catalogue()
     n_clusters = data.user_groups[1]
     conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed, estimators)
+    from onlineeval.io.digest import fingerprint, input_entry
+
+    inputs: dict[str, Any] = {"log": input_entry(log),
+                              "targets": {name: input_entry(path) for name, path in zip(labels, paths)}}
+    if baseline is not None:
+        inputs["baseline"] = {labels[-1]: input_entry(baseline)}
+    settings = {"metric": metric, "estimators": [[e.name, opts[e.name]] for e in estimators], "alpha": alpha,
+                "bootstrap": bootstrap, "seed": seed, "ties": ties, "allow_unseen": allow_unseen}
     doc = {
+        "fingerprint": fingerprint(inputs, settings),
+        "inputs": inputs,
         "log": {"path": str(log), "impressions": data.n, "queries": len(lg.queries), "clusters": n_clusters,
                 "k": data.k, "propensities": list(lg.forms), "propensity_source": lg.source},
         "metric": metric,

@@ -222,10 +222,20 @@ def evaluate_cmd(
         done = _evaluate_frames(qrels, letor, paths, features, query_file, names, ms, conv)
     evals, residual_values, err_gmax = done
     residuals = {key: float(v.mean()) if len(v) else math.nan for key, v in residual_values.items()}
+    from onlineeval.io.digest import fingerprint, input_entry
+
+    inputs: dict[str, Any] = {"qrels": input_entry(qrels)} if qrels is not None else {"letor": input_entry(letor)}
+    inputs["runs" if qrels is not None else "scores"] = {n: input_entry(p) for n, p in zip(names, paths)}
+    for key, extra in (("query_file", query_file), ("segments", segments)):
+        if extra is not None:
+            inputs[key] = input_entry(extra)
+    settings = {"metrics": [str(m) for m in ms], "conventions": conv.describe(), "features": features,
+                "baseline": baseline, "seed": seed, "permutations": permutations, "bootstrap": bootstrap,
+                "alpha": alpha}
     _report(
         evals, conv, residual_values, residuals, err_gmax, translations, names_note, baseline,
         _Options(per_query, with_per_query, segments, output_format, comparisons_file, seed, permutations, bootstrap,
-                 alpha),
+                 alpha, inputs, fingerprint(inputs, settings)),
     )
 
 
@@ -405,6 +415,8 @@ class _Options(NamedTuple):
     permutations: int
     bootstrap: int
     alpha: float
+    inputs: dict[str, Any]  # each input file's path, size and SHA-256 (onlineeval.io.digest.input_entry)
+    fingerprint: str  # of the inputs' SHA-256, the options and the version
 
 
 def _report(
@@ -499,6 +511,7 @@ def _report(
             doc["relevance_free_note"] = free_note
         if coverage is not None:
             doc["segments"] = coverage
+        doc["inputs"], doc["fingerprint"] = o.inputs, o.fingerprint
         for entry in doc["systems"]:
             for metric, rec in entry["metrics"].items():
                 if (entry["name"], metric) in residuals and rec["mean"] is not None:
@@ -554,7 +567,19 @@ def _report(
                         high = low + residuals[(ev.run_id, str(m))]
                         lines.append(f"  {ev.run_id} {m}: [{out.fmt(low)}, {out.fmt(high)}]")
             text += "\n" + "\n".join(lines)
-        _echo(text)
+        first, sep, rest = text.partition("\n")  # under the conventions line: what the numbers come from
+        _echo(first + "\n" + _inputs_text(o) + sep + rest)
+
+
+def _inputs_text(o: _Options) -> str:
+    """The input files' SHA-256 (first 12 hex digits) and the fingerprint, two lines."""
+    singular = {"runs": "run", "scores": "scores"}
+    files = [(f"{singular.get(key, key)} {name}" if name else key, e) for key, v in o.inputs.items()
+             for name, e in (v.items() if "sha256" not in v else [("", v)])]
+    return ("inputs (SHA-256, first 12 hex digits; --format json: in full): "
+            + ", ".join(f"{label} {e['sha256'][:12]}" for label, e in files)
+            + f"\nfingerprint: {o.fingerprint} (of the inputs' SHA-256, the metrics, conventions and test options, and "
+              "the version)")
 
 
 def _echo(message: str, err: bool = False, nl: bool = True) -> None:

@@ -1,0 +1,55 @@
+"""What determines a command's numbers, fingerprinted: the SHA-256 of every input file's bytes (as stored: a gzipped
+log's compressed bytes) and a short fingerprint of those digests with the options in force and the package version,
+which ``onlineeval estimate`` and ``onlineeval evaluate`` print (their JSON lists every digest), so two outputs with
+the same fingerprint come from the same files and settings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from onlineeval.errors import InputError
+
+__all__ = ["file_sha256", "fingerprint", "input_entry"]
+
+
+def file_sha256(path: str | PathLike[str]) -> str:
+    """The hex SHA-256 of the file's bytes, read in 1 MB blocks; an unreadable file is an
+    :class:`~onlineeval.errors.InputError` naming it."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", str(path)) from None
+    return h.hexdigest()
+
+
+def input_entry(path: str | PathLike[str]) -> dict[str, Any]:
+    """``{"path", "bytes", "sha256"}`` of one input file."""
+    p = Path(path)
+    digest = file_sha256(p)
+    return {"path": str(p), "bytes": p.stat().st_size, "sha256": digest}
+
+
+def fingerprint(inputs: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """16 hex digits of the SHA-256 of the inputs' digests (their paths left out: a moved file keeps its
+    fingerprint), the options and the package version, as canonical JSON."""
+    from onlineeval import __version__
+
+    def digests(x: Any) -> Any:
+        if isinstance(x, Mapping):
+            if "sha256" in x:
+                return x["sha256"]
+            return {str(k): digests(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [digests(v) for v in x]
+        return x
+
+    body = {"inputs": digests(inputs), "options": options, "version": __version__}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,54 @@
+"""`onlineeval estimate` fingerprints what determines its numbers: the SHA-256 of the log's and every run's bytes
+(checked against hashlib on the files) and a fingerprint of those with the options, which moves with any byte of an
+input or any option and not with a file's path."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+from estimate_cli_world import invoke, json_out, world  # noqa: F401  (world: the module-scoped fixture)
+
+
+def _args(log: Path, target: Path, baseline: Path, *extra: str) -> list[str]:
+    return ["--log", str(log), "--target", str(target), "--baseline", str(baseline), "--estimator", "ips,rips,clipped_ips", "--option", "clipped_ips.cap=50",
+            *extra]
+
+
+def test_inputs_are_the_files_sha256_and_the_table_prints_them(world: dict[str, Any]) -> None:
+    args = _args(world["log"], world["B"], world["A"])
+    doc = json_out(*args)
+    for entry, path in ((doc["inputs"]["log"], world["log"]), (doc["inputs"]["targets"]["B"], world["B"]),
+                        (doc["inputs"]["baseline"]["A"], world["A"])):
+        raw = Path(path).read_bytes()
+        assert entry == {"path": str(path), "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+    assert len(doc["fingerprint"]) == 16 and int(doc["fingerprint"], 16) >= 0
+    out = invoke(*args)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    ins = doc["inputs"]
+    assert (f"  inputs (SHA-256, first 12 hex digits; --format json: in full): log {ins['log']['sha256'][:12]}, "
+            f"B {ins['targets']['B']['sha256'][:12]}, A {ins['baseline']['A']['sha256'][:12]}") in lines
+    assert f"  fingerprint: {doc['fingerprint']} (of the inputs' SHA-256, the options and the version)" in lines
+
+
+def test_the_fingerprint_moves_with_every_input_and_option_not_with_paths(world: dict[str, Any],
+                                                                          tmp_path: Path) -> None:
+    log, b, a = (shutil.copy(world[key], tmp_path / Path(world[key]).name) for key in ("log", "B", "A"))
+    base = json_out(*_args(Path(log), Path(b), Path(a)))["fingerprint"]
+    assert json_out(*_args(world["log"], world["B"], world["A"]))["fingerprint"] == base  # same bytes elsewhere
+    seen = {base}
+    for extra in (["--alpha", "0.1"], ["--seed", "3"], ["--ties", "input_order"], ["--metric", "abandonment"],
+                  ["--option", "clipped_ips.cap=5"]):
+        fp = json_out(*_args(Path(log), Path(b), Path(a), *extra))["fingerprint"]
+        assert fp not in seen, extra
+        seen.add(fp)
+    for path in (Path(log), Path(b), Path(a)):  # one byte of one input: a trailing newline
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n")
+        fp = json_out(*_args(Path(log), Path(b), Path(a)))["fingerprint"]
+        path.write_bytes(original)
+        assert fp not in seen, path.name
+        seen.add(fp)

@@ -1,0 +1,80 @@
+"""`onlineeval evaluate` fingerprints what determines its numbers: the SHA-256 of the qrels (or LETOR file), every
+run (or score file) and the segments file (checked against hashlib on the files), printed under the conventions line
+and listed in full in the JSON, and a fingerprint of those with the metrics, conventions and test options, which
+moves with any byte of an input or any such option and not with a file's path."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from test_evaluate_cli import files, invoke  # noqa: F401  (files: the fixture)
+
+
+def _sha(path: Path) -> dict[str, object]:
+    raw = path.read_bytes()
+    return {"path": str(path), "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def _args(qrels: Path, a: Path, b: Path, *extra: str) -> list[str]:
+    return ["--qrels", str(qrels), "--run", str(a), "--run", str(b), "--permutations", "100", "--bootstrap", "100",
+            "--missing", "zero", *extra]
+
+
+def _json(*args: str) -> dict:
+    res = invoke(*args, "--format", "json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_json_lists_each_inputs_sha256_and_the_table_prints_them_under_the_conventions(files, tmp_path):
+    seg = tmp_path / "seg.tsv"
+    seg.write_text("query\tbucket\nq1\thead\nq2\ttail\n")
+    args = _args(files["qrels.txt"], files["A.txt"], files["B.txt"], "--segments", str(seg))
+    doc = _json(*args)
+    assert doc["inputs"] == {"qrels": _sha(files["qrels.txt"]),
+                             "runs": {"A": _sha(files["A.txt"]), "B": _sha(files["B.txt"])},
+                             "segments": _sha(seg)}
+    assert len(doc["fingerprint"]) == 16
+    res = invoke(*args)
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    short = {k: v["sha256"][:12] for k, v in [("qrels", doc["inputs"]["qrels"]), ("A", doc["inputs"]["runs"]["A"]),
+                                               ("B", doc["inputs"]["runs"]["B"]), ("seg", doc["inputs"]["segments"])]}
+    assert lines[0].startswith("conventions: ")
+    assert lines[1] == ("inputs (SHA-256, first 12 hex digits; --format json: in full): "
+                        f"qrels {short['qrels']}, run A {short['A']}, run B {short['B']}, segments {short['seg']}")
+    assert lines[2] == (f"fingerprint: {doc['fingerprint']} (of the inputs' SHA-256, the metrics, conventions and "
+                        "test options, and the version)")
+
+
+def test_letor_and_score_files_are_fingerprinted_too(tmp_path):
+    letor = tmp_path / "test.txt"
+    letor.write_text("2 qid:1 1:0.1\n0 qid:1 1:0.2\n1 qid:2 1:0.3\n0 qid:2 1:0.4\n")
+    a = tmp_path / "a.pred"
+    a.write_text("0.9\n0.1\n0.2\n0.8\n")
+    doc = _json("--letor", str(letor), "--scores", str(a), "--metrics", "nDCG@1")
+    assert doc["inputs"] == {"letor": _sha(letor), "scores": {"a": _sha(a)}}
+
+
+def test_the_fingerprint_moves_with_every_input_and_option_not_with_paths(files, tmp_path):
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    q, a, b = (Path(shutil.copy(files[n], moved / n)) for n in ("qrels.txt", "A.txt", "B.txt"))
+    base = _json(*_args(q, a, b))["fingerprint"]
+    assert _json(*_args(files["qrels.txt"], files["A.txt"], files["B.txt"]))["fingerprint"] == base
+    seen = {base}
+    for extra in (["--metrics", "AP"], ["--gain", "linear"], ["--ties", "input_order"], ["--seed", "2"],
+                  ["--alpha", "0.1"], ["--baseline", "B"], ["--depth", "2"], ["--permutations", "200"]):
+        fp = _json(*_args(q, a, b, *extra))["fingerprint"]
+        assert fp not in seen, extra
+        seen.add(fp)
+    for path in (q, a, b):  # one more byte in one input: a trailing newline
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n")
+        fp = _json(*_args(q, a, b))["fingerprint"]
+        path.write_bytes(original)
+        assert fp not in seen, path.name
+        seen.add(fp)
