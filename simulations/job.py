@@ -166,14 +166,13 @@ def input_files(config: Config) -> list[tuple[str, Path]]:
 
 
 def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
+    from onlineeval.errors import InputError
+    from onlineeval.io.digest import file_sha256
+
     try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    except OSError as exc:
-        raise OutputError(f"cannot read input file: {exc.strerror or exc}", str(path)) from None
-    return h.hexdigest()
+        return file_sha256(path)
+    except InputError as exc:  # (an output error here, as it always was: the run cannot fingerprint its inputs)
+        raise OutputError(exc.message, str(path)) from None
 
 
 def config_fingerprint(config: Config) -> str:

@@ -26,7 +26,7 @@ def file_sha256(path: str | PathLike[str]) -> str:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", str(path)) from None
+        raise InputError(f"cannot read input file: {exc.strerror or exc}", str(path)) from None
     return h.hexdigest()
 
 
