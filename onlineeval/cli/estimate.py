@@ -390,7 +390,9 @@ def estimate_cmd(
     check_rewards(estimators, reward)
 
     import simulations.policies
+    from onlineeval.io.digest import InputDigests, fingerprint
 
+    digests = InputDigests({"log": log} | {f"target:{n}": p for n, p in zip(labels, all_paths)})  # while reading
     lg = read_logged(log, policies=simulations.policies)
     data = lg.data
     reward = get_reward(metric, data.k)
@@ -413,12 +415,11 @@ def estimate_cmd(
     cat = catalogue()
     n_clusters = data.user_groups[1]
     conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed, estimators)
-    from onlineeval.io.digest import fingerprint, input_entry
-
-    inputs: dict[str, Any] = {"log": input_entry(log),
-                              "targets": {name: input_entry(path) for name, path in zip(labels, paths)}}
+    entries = digests.entries()
+    inputs: dict[str, Any] = {"log": entries["log"],
+                              "targets": {name: entries[f"target:{name}"] for name in labels[:len(paths)]}}
     if baseline is not None:
-        inputs["baseline"] = {labels[-1]: input_entry(baseline)}
+        inputs["baseline"] = {labels[-1]: entries[f"target:{labels[-1]}"]}
     settings = {"metric": metric, "estimators": [[e.name, opts[e.name]] for e in estimators], "alpha": alpha,
                 "bootstrap": bootstrap, "seed": seed, "ties": ties, "allow_unseen": allow_unseen}
     doc = {

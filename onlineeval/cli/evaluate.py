@@ -217,18 +217,22 @@ def evaluate_cmd(
     if len(set(names)) != len(names):
         raise ConfigError(("score-feature",), f"two systems share a name: {', '.join(names)}")
     baseline = names[0] if baseline is None else _resolve_baseline(baseline, names, paths)
+    from onlineeval.io.digest import InputDigests, fingerprint
+
+    files: dict[str, Path] = {"qrels": qrels} if qrels is not None else {"letor": cast(Path, letor)}
+    files |= {f"system:{n}": p for n, p in zip(names, paths)}
+    files |= {key: extra for key, extra in (("query_file", query_file), ("segments", segments)) if extra is not None}
+    digests = InputDigests(files)  # hashed while the files are read and evaluated
     done = _evaluate_coded(qrels, paths, names, ms, conv) if qrels is not None else None
     if done is None:
         done = _evaluate_frames(qrels, letor, paths, features, query_file, names, ms, conv)
     evals, residual_values, err_gmax = done
     residuals = {key: float(v.mean()) if len(v) else math.nan for key, v in residual_values.items()}
-    from onlineeval.io.digest import fingerprint, input_entry
-
-    inputs: dict[str, Any] = {"qrels": input_entry(qrels)} if qrels is not None else {"letor": input_entry(letor)}
-    inputs["runs" if qrels is not None else "scores"] = {n: input_entry(p) for n, p in zip(names, paths)}
-    for key, extra in (("query_file", query_file), ("segments", segments)):
-        if extra is not None:
-            inputs[key] = input_entry(extra)
+    entries = digests.entries()
+    source = "qrels" if qrels is not None else "letor"
+    inputs: dict[str, Any] = {source: entries[source], "runs" if qrels is not None else "scores": {
+        n: entries[f"system:{n}"] for n, _ in zip(names, paths)}}
+    inputs |= {key: entries[key] for key in ("query_file", "segments") if key in entries}
     settings = {"metrics": [str(m) for m in ms], "conventions": conv.describe(), "features": features,
                 "baseline": baseline, "seed": seed, "permutations": permutations, "bootstrap": bootstrap,
                 "alpha": alpha}

@@ -14,7 +14,7 @@ from typing import Any
 
 from onlineeval.errors import InputError
 
-__all__ = ["file_sha256", "fingerprint", "input_entry"]
+__all__ = ["InputDigests", "file_sha256", "fingerprint", "input_entry"]
 
 
 def file_sha256(path: str | PathLike[str]) -> str:
@@ -53,3 +53,21 @@ def fingerprint(inputs: Mapping[str, Any], options: Mapping[str, Any]) -> str:
 
     body = {"inputs": digests(inputs), "options": options, "version": __version__}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class InputDigests:
+    """:func:`input_entry` of each file, computed in a background thread from the moment this is made, while the
+    command reads and computes (hashlib releases the GIL while it hashes, the reads while they wait: on a machine
+    with a core to spare the digests cost no wall time; evaluate's 400 MB run at 100k queries x 100 documents takes
+    about 0.25 s to hash). :meth:`entries` waits for them, raising the first file's error."""
+
+    def __init__(self, paths: Mapping[str, str | PathLike[str]]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="onlineeval-digest")
+        self._futures = {key: self._pool.submit(input_entry, path) for key, path in paths.items()}
+        self._pool.shutdown(wait=False)
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """``{key: {"path", "bytes", "sha256"}}`` in the order the paths were given."""
+        return {key: f.result() for key, f in self._futures.items()}
