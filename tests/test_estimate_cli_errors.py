@@ -89,6 +89,9 @@ def test_option_errors(world: dict[str, Any]) -> None:
     one_line_error(invoke(*base, "--estimator", "ips", "--option", "ips.bogus=1"),
                    "--option ips.bogus: unknown option")
     one_line_error(invoke(*base, "--estimator", "ips", "--baseline", str(world["B"])), "given twice")
+    # one option twice: the later one would silently win
+    one_line_error(invoke(*base, "--estimator", "clipped_ips", "--option", "clipped_ips.cap=5", "--option",
+                          "clipped_ips.cap=10"), "--option: 'clipped_ips.cap' is given twice (5 and 10); give each option once")
 
 
 def test_option_errors_name_what_the_user_typed(world: dict[str, Any]) -> None:

@@ -79,6 +79,9 @@ def parse_options(option: list[str] | None, names: list[str]) -> dict[str, dict[
                 parsed = float(parsed) if parsed.strip().lower() not in ("nan", "inf", "-inf", "+inf") else parsed
             except ValueError:
                 pass
+        if key in out[name]:  # the later one would silently win
+            raise ConfigError(("--option",), f"{left.strip()!r} is given twice ({out[name][key]!r} and {parsed!r}); "
+                              "give each option once")
         out[name][key] = parsed
     return out
 
