@@ -22,7 +22,9 @@ Measured 2026-12-04 (2 cores, idle; defaults; 19c5ad0): logger 4.5 s and 601 MB,
 written 1.13 s and 419 MB (3.18x). After the fast reader takes logger logs too (each line's logger blanked for
 pyarrow and decoded once per query, onlineeval.io.logged_scan): logger 1.53-1.72 s and 575-581 MB, written
 0.71-0.77 s (2.2x); with ``--candidates 100 --queries 1000`` logger 7.95 s and 1,048 MB, written 0.81 s, most of
-the difference the logger's item marginals (Plackett-Luce quadrature, 4.1 s for the 1,000 queries).
+the difference the logger's item marginals (Plackett-Luce quadrature, 4.1 s for the 1,000 queries). With the
+loggers cut out for pyarrow instead of blanked with spaces: logger 1.59-1.81 s and 536-539 MB, written 0.82-1.02 s
+(1.8-1.9x; the machine slower than in the line before).
 A logger log's whole ``estimate`` of ips, snips, rips took 9.96 s and 813 MB before a593f08 / 6fc06ab / 19c5ad0,
 5.8 s and 628 MB after.
 """

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import onlineeval.io.logged as logged
 from onlineeval.errors import InputError
 from onlineeval.io.logged_fast import _read_fast
-from onlineeval.io.logged_scan import BAD, blank_loggers, first_differing, logger_spans
+from onlineeval.io.logged_scan import BAD, first_differing, logger_spans, null_loggers
 from simulations import policies
 from tests.test_io_logged_fast import _assert_same as _assert_same_but_logger
 
@@ -248,7 +248,8 @@ _values = st.recursive(_scalars, lambda inner: st.one_of(
                           st.booleans()), min_size=1, max_size=6))
 def test_the_scan_finds_each_lines_top_level_logger_object(lines):
     """Per line: count 1 and the span's bytes decoding to the line's ``logger`` value when that is an object;
-    ``BAD`` or more when it is another value; 0 without one; blanked, the line parses with ``logger`` null."""
+    ``BAD`` or more when it is another value; 0 without one; with the taken spans replaced by ``null``, each line
+    parses to its object with ``logger`` null."""
     texts = [json.dumps(obj, ensure_ascii=ascii_) for obj, ascii_ in lines]
     raw = "\n".join(texts).encode("utf-8")
     buf = np.frombuffer(raw, dtype=np.uint8)
@@ -263,8 +264,8 @@ def test_the_scan_finds_each_lines_top_level_logger_object(lines):
             assert c >= BAD
     ok = counts == 1
     if ok.any() and (ends[ok] - starts[ok] >= 4).all():
-        blanked = blank_loggers(buf, starts[ok], ends[ok]).tobytes().decode("utf-8").split("\n")
-        for (obj, _), line, taken in zip(lines, blanked, ok, strict=True):
+        nulled = null_loggers(buf, starts[ok], ends[ok]).tobytes().decode("utf-8").split("\n")
+        for (obj, _), line, taken in zip(lines, nulled, ok, strict=True):
             assert json.loads(line) == ({**obj, "logger": None} if taken else obj)
 
 
@@ -292,3 +293,19 @@ def test_a_log_above_the_fast_size_is_read_alike_at_a_users_size(tmp_path, monke
     assert not calls  # the fast reader took it
     _assert_same(fast, _line_by_line(path, monkeypatch))
     assert calls  # (and the reference is the line-by-line reader)
+
+
+def test_lines_longer_than_pyarrows_block_are_read_fast(tmp_path, monkeypatch):
+    """A logger of 60,000 scores makes each line about 2 MB, more than pyarrow's JSON block (1 MB): with the loggers
+    replaced by ``null`` pyarrow reads short lines (before, it refused the log and every line was read in Python)."""
+    rng = np.random.default_rng(3)
+    scores = {f"doc{j}": float(x) for j, x in enumerate(rng.normal(size=60_000))}
+    spec = {"policy": "epsilon_greedy", "epsilon": 0.5, "n": 5, "scores": scores}
+    top = sorted(scores, key=scores.__getitem__, reverse=True)[:2]  # the policy's own top 2: positive probability
+    records = [{"query": "q1", "user": f"u{i % 3}", "shown": top, "clicks": top[1:] if i % 2 else [],
+                "logger": spec} for i in range(6)]
+    path = _write(tmp_path, records)
+    assert min(len(line) for line in path.read_bytes().split(b"\n")[:-1]) > 1 << 20
+    fast = _read_fast(str(path), policies)
+    assert fast is not None
+    _assert_same(fast, _line_by_line(path, monkeypatch))

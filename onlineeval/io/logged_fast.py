@@ -2,7 +2,7 @@
 declining to :func:`onlineeval.io.logged.read_logged`'s line-by-line reader wherever that could refuse a line or read
 it otherwise. Moved out of :mod:`onlineeval.io.logged`, which calls it for logs of at least ``FAST_MIN_BYTES``.
 
-A log that names its ``logger`` is read the same way with each line's logger object blanked
+A log that names its ``logger`` is read the same way with each line's logger object replaced by ``null``
 (:mod:`onlineeval.io.logged_scan`) and decoded once per query: 10^5 Plackett-Luce lines of 20 candidates
 (``benchmarks/bench_read_logger_log.py``) 1.5-1.7 s in a fresh process against 3.6 s line by line, most of the rest
 the logger's own propensities (at 100 candidates and 1,000 queries: 8.0-8.4 s against 10.7 s, of which 4.1 s the
@@ -28,8 +28,9 @@ _BOM = b"\xef\xbb\xbf"
 
 
 def _first_line_mode(path: str, data: bytes | None) -> str | None:
-    """``"logger"`` when the first line is an object naming its ``logger`` (and no ``propensities``), ``"plain"``
-    when it is one with keys of :data:`_FAST_KEYS` only (or does not parse: pyarrow's verdict), ``None`` (declined
+    """``"logger"`` when the first line is an object naming its ``logger`` (and no ``propensities``; or a line that
+    does not parse in its first 1 MB and holds ``"logger"``: the scan's verdict), ``"plain"`` when it is one with
+    keys of :data:`_FAST_KEYS` only (or does not parse: pyarrow's verdict), ``None`` (declined
     before pyarrow parses the whole log) when it has other keys or both forms."""
     import json
 
@@ -40,8 +41,8 @@ def _first_line_mode(path: str, data: bytes | None) -> str | None:
         head = data[: data.find(b"\n")] if b"\n" in data[: 1 << 20] else data[: 1 << 20]
     try:
         obj = json.loads(head.removeprefix(_BOM))
-    except ValueError:
-        return "plain"
+    except ValueError:  # malformed, or a first line longer than 1 MB (cut): one naming a logger goes to the scan
+        return "logger" if b'"logger"' in head else "plain"
     if not isinstance(obj, dict):
         return "plain"
     if not set(obj) <= _FAST_KEYS or ("logger" in obj and "propensities" in obj):
@@ -82,8 +83,8 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
         spans = _logger_spans(path, data)
         if spans is None:
             return None
-        data, buf, starts, ends, blanked = spans  # (the line ends are counted below from these bytes)
-        source: Any = pa.BufferReader(pa.py_buffer(blanked))
+        data, buf, starts, ends, nulled = spans  # (the line ends are counted below from these bytes)
+        source: Any = pa.BufferReader(pa.py_buffer(nulled))
     else:
         source = path if data is None else pa.BufferReader(data)
     try:
@@ -163,7 +164,7 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
             return None
     lines = np.arange(1, n + 1, dtype=np.int64)
     if spans is not None:
-        if starts.size < n or table.column("logger").null_count != n:  # (every line's logger was blanked)
+        if starts.size < n or table.column("logger").null_count != n:  # (every line's logger was replaced)
             return None
         logger_rows = _logger_rows(path, policies, buf, starts[:n], ends[:n], query_ids, offsets, lengths, dcodes,
                                    duniq)
@@ -204,13 +205,13 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
 
 
 def _logger_spans(path: str, data: bytes | None) -> tuple[bytes, Any, Any, Any, Any] | None:
-    """``(raw, buf, starts, ends, blanked)`` of a logger log: its bytes (and as a uint8 array), each line's logger
+    """``(raw, buf, starts, ends, nulled)`` of a logger log: its bytes (and as a uint8 array), each line's logger
     value span
-    (:func:`~onlineeval.io.logged_scan.logger_spans`) and the bytes with the spans blanked, or ``None`` (declined)
+    (:func:`~onlineeval.io.logged_scan.logger_spans`) and the bytes with the spans replaced by ``null``, or ``None`` (declined)
     unless every line has exactly one top-level logger object of at least four bytes (the last line may be empty)."""
     from pathlib import Path
 
-    from onlineeval.io.logged_scan import blank_loggers, logger_spans
+    from onlineeval.io.logged_scan import logger_spans, null_loggers
 
     raw = Path(path).read_bytes() if data is None else data
     buf = np.frombuffer(raw, dtype=np.uint8)
@@ -221,7 +222,7 @@ def _logger_spans(path: str, data: bytes | None) -> tuple[bytes, Any, Any, Any, 
     starts, ends = starts[:rows], ends[:rows]
     if (counts[:rows] != 1).any() or (ends - starts < 4).any():
         return None
-    return raw, buf, starts, ends, blank_loggers(buf, starts, ends)
+    return raw, buf, starts, ends, null_loggers(buf, starts, ends)
 
 
 def _logger_rows(path: str, policies: Any, buf: Any, starts: Any, ends: Any, query_ids: Any, offsets: Any,

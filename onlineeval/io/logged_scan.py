@@ -3,8 +3,8 @@
 A log that names its logging policy repeats its query's ``"logger"`` object (the policy and the scores of every
 candidate) on each line: most of its bytes. pyarrow's JSON reader would turn the scores into one struct field per
 distinct document id (thousands of fields on a real log), so the fast reader hands pyarrow the log with each line's
-top-level logger *value* overwritten by ``null`` and spaces (:func:`blank_loggers`: the same length, so the line
-numbers and columns stay), reads the rest as for a log with written propensities, and decodes each query's logger
+top-level logger *value* replaced by ``null`` (:func:`null_loggers`: the lines stay, each as short as it is without
+its logger), reads the rest as for a log with written propensities, and decodes each query's logger
 text once with the reader's own decoder after checking that every line of the query holds the very same bytes
 (:func:`first_differing`).
 
@@ -14,7 +14,7 @@ are not taken for it. Its verdicts are deliberately narrow: a line is *accepted*
 ``"logger"`` key (written without escapes) whose value is an object of at least four bytes; anything else (no
 logger, two, a value of another type, a line that ends inside a string or an object) makes the fast reader decline,
 and the line-by-line reader, the reference, reads the log and names the line of any error. Whether the rest of a
-line is valid JSON is pyarrow's verdict on the blanked log, whether the logger text is is the decoder's.
+line is valid JSON is pyarrow's verdict on that log, whether the logger text is is the decoder's.
 
 Compiled by numba on first use (``njit(cache=True, nogil=True)``, as :mod:`onlineeval.estimators.model_fit`'s fit;
 ``NUMBA_DISABLE_JIT=1`` runs the same functions as plain Python, slowly).
@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["blank_loggers", "first_differing", "logger_spans"]
+__all__ = ["first_differing", "logger_spans", "null_loggers"]
 
 _KEY = np.frombuffer(b"logger", dtype=np.uint8)
 
@@ -148,16 +148,25 @@ def _first_differing(buf: NDArray[np.uint8], starts: NDArray[np.int64], ends: ND
     return -1
 
 
-def _blank(buf: NDArray[np.uint8], starts: NDArray[np.int64], ends: NDArray[np.int64]) -> None:
-    """Overwrites each span with ``null`` and spaces (spans of at least four bytes)."""
+def _replace(buf: NDArray[np.uint8], starts: NDArray[np.int64], ends: NDArray[np.int64],
+             out: NDArray[np.uint8]) -> None:
+    """``buf`` with each span (in order, not overlapping) replaced by ``null``, into ``out`` (its size)."""
+    at = 0
+    src = 0
     for i in range(starts.size):
         s = starts[i]
-        buf[s] = 110  # n
-        buf[s + 1] = 117  # u
-        buf[s + 2] = 108  # l
-        buf[s + 3] = 108  # l
-        for j in range(s + 4, ends[i]):
-            buf[j] = _SPACE
+        for j in range(src, s):
+            out[at] = buf[j]
+            at += 1
+        out[at] = 110  # n
+        out[at + 1] = 117  # u
+        out[at + 2] = 108  # l
+        out[at + 3] = 108  # l
+        at += 4
+        src = ends[i]
+    for j in range(src, buf.size):
+        out[at] = buf[j]
+        at += 1
 
 
 @functools.cache
@@ -165,7 +174,7 @@ def _kernels() -> tuple[Callable[..., None], Callable[..., int], Callable[..., N
     import numba
 
     jit = numba.njit(cache=True, nogil=True)
-    return jit(_logger_spans), jit(_first_differing), jit(_blank)
+    return jit(_logger_spans), jit(_first_differing), jit(_replace)
 
 
 def logger_spans(raw: bytes) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
@@ -187,8 +196,10 @@ def first_differing(buf: NDArray[np.uint8], starts: NDArray[np.int64], ends: NDA
     return int(_kernels()[1](buf, starts, ends, ref))
 
 
-def blank_loggers(buf: NDArray[np.uint8], starts: NDArray[np.int64], ends: NDArray[np.int64]) -> NDArray[np.uint8]:
-    """A copy of ``buf`` with every span (at least four bytes each) overwritten by ``null`` and spaces."""
-    out = buf.copy()
-    _kernels()[2](out, starts, ends)
+def null_loggers(buf: NDArray[np.uint8], starts: NDArray[np.int64], ends: NDArray[np.int64]) -> NDArray[np.uint8]:
+    """A copy of ``buf`` with every span (ordered, each at least four bytes) replaced by ``null``: the lines keep
+    their order and line ends (a span holds none), and shrink to what pyarrow must read (a line longer than its
+    block size, a logger of some 30,000 scores, would make it refuse the log)."""
+    out = np.empty(buf.size - int((ends - starts).sum()) + 4 * starts.size, dtype=np.uint8)
+    _kernels()[2](buf, starts, ends, out)
     return out
