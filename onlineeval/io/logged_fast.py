@@ -206,9 +206,9 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
 
 def _logger_spans(path: str, data: bytes | None) -> tuple[bytes, Any, Any, Any, Any] | None:
     """``(raw, buf, starts, ends, nulled)`` of a logger log: its bytes (and as a uint8 array), each line's logger
-    value span
-    (:func:`~onlineeval.io.logged_scan.logger_spans`) and the bytes with the spans replaced by ``null``, or ``None`` (declined)
-    unless every line has exactly one top-level logger object of at least four bytes (the last line may be empty)."""
+    value span (:func:`~onlineeval.io.logged_scan.logger_spans`) and the bytes with the spans replaced by ``null``,
+    or ``None`` (declined) unless every line has exactly one top-level logger object of at least four bytes (the
+    last line may be empty)."""
     from pathlib import Path
 
     from onlineeval.io.logged_scan import logger_spans, null_loggers
