@@ -325,6 +325,28 @@ class BootstrapProgress(ProgressLines):
         self.update(done >= total, text)
 
 
+class PropensityProgress(ProgressLines):
+    """The progress of the logging policy's propensities computed from a log's ``logger`` lines
+    (:data:`simulations.policies.base.PROPENSITY_PROGRESS`: a Plackett-Luce logger's item marginals, query by
+    query), on stderr as :class:`BootstrapProgress` writes its lines, e.g. ``Plackett-Luce item propensities of
+    10000 queries: 1200/10000, 5s, about 37s left``; a computation shorter than ``every`` seconds prints nothing."""
+
+    def __init__(self, stream: Any = None, every: float = 5.0, clock: Any = None) -> None:
+        super().__init__(stream, every, clock)
+        self._what: str | None = None
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        if what != self._what or done == 1:  # a new computation
+            self._what = what
+            self.start()
+
+        def text(spent: float) -> str:
+            left = "" if done >= total else f", about {duration(spent / done * (total - done))} left"
+            return f"{what}: {done}/{total}, {duration(spent)}{left}"
+
+        self.update(done >= total, text)
+
+
 # --------------------------------------------------------------------------- command
 @guarded
 def estimate_cmd(
@@ -394,25 +416,30 @@ def estimate_cmd(
 
     import simulations.policies
     from onlineeval.io.digest import InputDigests, fingerprint
+    from simulations.policies.base import PROPENSITY_PROGRESS
 
     digests = InputDigests({"log": log} | {f"target:{n}": p for n, p in zip(labels, all_paths)})  # while reading
-    lg = read_logged(log, policies=simulations.policies)
-    data = lg.data
-    reward = get_reward(metric, data.k)
-    check_needs(lg, estimators)
-    maps = [load_target(p, n, lg, ties, allow_unseen) for p, n in zip(all_paths, labels)]
-
-    labelled = dict(zip(labels, all_paths))
-    base = maps[-1] if baseline is not None else None
-    from onlineeval.estimators.base import BOOTSTRAP_PROGRESS
-
-    token = BOOTSTRAP_PROGRESS.set(BootstrapProgress())
+    propensity_token = PROPENSITY_PROGRESS.set(PropensityProgress())  # a logger's propensities, while read and used
     try:
-        out = estimate_targets(lg, maps[:-1] if base is not None else maps, estimators, reward, alpha=alpha,
-                               bootstrap=bootstrap, seed=seed, baseline=base,
-                               sources={name: str(path) for name, path in labelled.items()})
+        lg = read_logged(log, policies=simulations.policies)
+        data = lg.data
+        reward = get_reward(metric, data.k)
+        check_needs(lg, estimators)
+        maps = [load_target(p, n, lg, ties, allow_unseen) for p, n in zip(all_paths, labels)]
+
+        labelled = dict(zip(labels, all_paths))
+        base = maps[-1] if baseline is not None else None
+        from onlineeval.estimators.base import BOOTSTRAP_PROGRESS
+
+        token = BOOTSTRAP_PROGRESS.set(BootstrapProgress())
+        try:
+            out = estimate_targets(lg, maps[:-1] if base is not None else maps, estimators, reward, alpha=alpha,
+                                   bootstrap=bootstrap, seed=seed, baseline=base,
+                                   sources={name: str(path) for name, path in labelled.items()})
+        finally:
+            BOOTSTRAP_PROGRESS.reset(token)
     finally:
-        BOOTSTRAP_PROGRESS.reset(token)
+        PROPENSITY_PROGRESS.reset(propensity_token)
     results, differences, warnings = out.results, out.differences, out.warnings
 
     cat = catalogue()

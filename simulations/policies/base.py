@@ -52,7 +52,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -64,6 +65,7 @@ from onlineeval.estimators.base import Propensities
 
 __all__ = [
     "POLICIES",
+    "PROPENSITY_PROGRESS",
     "LoggingPolicy",
     "RankPolicy",
     "SpecReader",
@@ -76,6 +78,12 @@ __all__ = [
     "running_and",
     "running_product",
 ]
+
+#: a reporter of long propensity computations, called ``(what, done, total)`` after each unit of work (a query's
+#: Plackett-Luce item marginals); set by a command that shows progress (``onlineeval estimate``), ``None`` (silent)
+#: otherwise. A context variable: a thread or task that sets it affects itself only.
+PROPENSITY_PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("propensity_progress",
+                                                                                   default=None)
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

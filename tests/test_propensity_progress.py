@@ -1,0 +1,87 @@
+"""Long propensity computations report their progress: a Plackett-Luce logger's item marginals, query by query, to
+simulations.policies.base.PROPENSITY_PROGRESS when set (each query once, cached ones not again), which
+`onlineeval estimate` sets to rate-limited lines on stderr (a computation shorter than 5 s prints nothing)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+from typer.testing import CliRunner
+
+from onlineeval.cli import app
+from simulations.policies import build_policy
+from simulations.policies.base import PROPENSITY_PROGRESS
+
+
+def test_plackett_luce_reports_each_query_once():
+    rng = np.random.default_rng(4)
+    scores = rng.normal(size=(7, 30))
+    policy = build_policy({"policy": "plackett_luce", "temperature": 1.0, "dp_max_states": 0}, scores, 4)
+    calls: list[tuple[str, int, int]] = []
+    token = PROPENSITY_PROGRESS.set(lambda what, done, total: calls.append((what, done, total)))
+    try:
+        q = np.array([3, 1, 3, 5, 1])
+        shown = policy.sample(q, rng)
+        p1 = policy.propensities(q, shown)
+        assert calls == [("Plackett-Luce item propensities of 3 queries", i, 3) for i in (1, 2, 3)]
+        calls.clear()
+        q2 = np.arange(7)
+        policy.propensities(q2, policy.sample(q2, rng))  # 3 cached, 4 new
+        assert calls == [("Plackett-Luce item propensities of 4 queries", i, 4) for i in (1, 2, 3, 4)]
+    finally:
+        PROPENSITY_PROGRESS.reset(token)
+    calls.clear()
+    # without a reporter: silent, the same numbers (a fresh policy)
+    again = build_policy({"policy": "plackett_luce", "temperature": 1.0, "dp_max_states": 0}, scores, 4)
+    np.testing.assert_array_equal(again.propensities(q, shown).item, p1.item)
+    assert calls == []
+
+
+def test_propensity_progress_lines():
+    from onlineeval.cli.estimate import PropensityProgress
+
+    t = [0.0]
+    out = io.StringIO()
+    p = PropensityProgress(out, every=5.0, clock=lambda: t[0])
+    for done in range(1, 4):  # 3 queries in 2 s: nothing
+        t[0] = done - 1.0
+        p("Plackett-Luce item propensities of 3 queries", done, 3)
+    assert out.getvalue() == ""
+    what = "Plackett-Luce item propensities of 100 queries"
+    for done in range(1, 101):  # 1 s each after the first
+        t[0] = 10.0 + (done - 1)
+        p(what, done, 100)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"{what}: 6/100, 5s, about 1m18s left"
+    assert lines[-1] == f"{what}: 100/100, 1m39s"
+
+
+def test_estimate_prints_the_progress_of_a_loggers_propensities(tmp_path: Path, monkeypatch):
+    from onlineeval.cli import estimate as cli_estimate
+
+    original = cli_estimate.PropensityProgress.__init__
+    monkeypatch.setattr(cli_estimate.PropensityProgress, "__init__",
+                        lambda self, stream=None, every=5.0, clock=None: original(self, stream, 0.0, clock))
+    rng = np.random.default_rng(5)
+    lines, run = [], []
+    for q in range(6):
+        scores = {f"d{j}": float(s) for j, s in enumerate(rng.normal(size=25))}
+        spec = {"policy": "plackett_luce", "temperature": 1.0, "dp_max_states": 10, "scores": scores}
+        docs = sorted(scores, key=scores.__getitem__, reverse=True)
+        run += [f"q{q} Q0 {d} {r + 1} {25 - r} B" for r, d in enumerate(docs)]
+        for i in range(20):
+            shown = list(rng.permutation(docs)[:3])
+            lines.append(json.dumps({"query": f"q{q}", "user": f"u{i}", "shown": shown, "clicks": shown[:1],
+                                     "logger": spec}))
+    (tmp_path / "log.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "B.run").write_text("\n".join(run) + "\n")
+    result = CliRunner().invoke(app, ["estimate", "--log", str(tmp_path / "log.jsonl"), "--target",
+                                      str(tmp_path / "B.run"), "--estimator", "iips"])
+    assert result.exit_code == 0, result.output
+    progress = [ln for ln in result.stderr.splitlines() if ln.startswith("Plackett-Luce item propensities")]
+    assert progress and re.fullmatch(r"Plackett-Luce item propensities of 6 queries: 6/6, \d+s", progress[-1]), \
+        progress
