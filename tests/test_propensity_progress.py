@@ -85,3 +85,34 @@ def test_estimate_prints_the_progress_of_a_loggers_propensities(tmp_path: Path, 
     progress = [ln for ln in result.stderr.splitlines() if ln.startswith("Plackett-Luce item propensities")]
     assert progress and re.fullmatch(r"Plackett-Luce item propensities of 6 queries: 6/6, \d+s", progress[-1]), \
         progress
+
+
+def test_quadrature_tables_side_by_side_give_the_same_bits(monkeypatch):
+    """With PROPENSITY_THREADS above 1 the quadrature tables are computed in threads (its compiled kernel releases
+    the GIL): the same marginals to the bit as one thread, progress still reported once per query in order."""
+    import threading
+
+    from simulations.policies.base import PROPENSITY_THREADS
+    from simulations.policies.plackett_luce import PlackettLucePolicy
+
+    names: list[str] = []
+    real = PlackettLucePolicy._quad_table
+    monkeypatch.setattr(PlackettLucePolicy, "_quad_table",
+                        lambda self, q: names.append(threading.current_thread().name) or real(self, q))
+    rng = np.random.default_rng(6)
+    scores = rng.normal(size=(9, 40))
+    out = {}
+    for threads in (1, 3):
+        names.clear()
+        calls: list[tuple[int, int]] = []
+        policy = build_policy({"policy": "plackett_luce", "temperature": 0.8, "dp_max_states": 0}, scores, 5)
+        t1, t2 = PROPENSITY_THREADS.set(threads), PROPENSITY_PROGRESS.set(lambda w, d, n: calls.append((d, n)))
+        try:
+            out[threads] = policy.item_position_marginals(np.arange(9))
+        finally:
+            PROPENSITY_THREADS.reset(t1)
+            PROPENSITY_PROGRESS.reset(t2)
+        assert calls == [(d, 9) for d in range(1, 10)]
+        on_main = [n == threading.main_thread().name for n in names]
+        assert len(names) == 9 and (all(on_main) if threads == 1 else not any(on_main)), names
+    np.testing.assert_array_equal(out[1], out[3])

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -416,10 +417,11 @@ def estimate_cmd(
 
     import simulations.policies
     from onlineeval.io.digest import InputDigests, fingerprint
-    from simulations.policies.base import PROPENSITY_PROGRESS
+    from simulations.policies.base import PROPENSITY_PROGRESS, PROPENSITY_THREADS
 
     digests = InputDigests({"log": log} | {f"target:{n}": p for n, p in zip(labels, all_paths)})  # while reading
     propensity_token = PROPENSITY_PROGRESS.set(PropensityProgress())  # a logger's propensities, while read and used
+    threads_token = PROPENSITY_THREADS.set(os.cpu_count() or 1)  # (the same numbers for any count)
     try:
         lg = read_logged(log, policies=simulations.policies)
         data = lg.data
@@ -440,6 +442,7 @@ def estimate_cmd(
             BOOTSTRAP_PROGRESS.reset(token)
     finally:
         PROPENSITY_PROGRESS.reset(propensity_token)
+        PROPENSITY_THREADS.reset(threads_token)
     results, differences, warnings = out.results, out.differences, out.warnings
 
     cat = catalogue()

@@ -66,6 +66,7 @@ from onlineeval.estimators.base import Propensities
 __all__ = [
     "POLICIES",
     "PROPENSITY_PROGRESS",
+    "PROPENSITY_THREADS",
     "LoggingPolicy",
     "RankPolicy",
     "SpecReader",
@@ -84,6 +85,11 @@ __all__ = [
 #: otherwise. A context variable: a thread or task that sets it affects itself only.
 PROPENSITY_PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("propensity_progress",
                                                                                    default=None)
+
+#: threads for independent per-query propensity work (Plackett-Luce quadrature tables, compiled without the GIL):
+#: 1 by default (the simulator runs one process per core); ``onlineeval estimate`` sets the machine's cores. The
+#: numbers do not depend on it (each query's table is computed alone, the same arithmetic).
+PROPENSITY_THREADS: ContextVar[int] = ContextVar("propensity_threads", default=1)
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -69,6 +69,7 @@ from scipy import sparse
 from onlineeval.errors import ConfigError
 from simulations.policies.base import (
     PROPENSITY_PROGRESS,
+    PROPENSITY_THREADS,
     BoolArray,
     FloatArray,
     IntArray,
@@ -542,10 +543,25 @@ class PlackettLucePolicy(LoggingPolicy):
         of many candidates: 4 ms a query at 90 candidates and k = 10 by quadrature)."""
         missing = list(dict.fromkeys(int(u) for u in queries if int(u) not in self._tables))
         report = PROPENSITY_PROGRESS.get()
-        for done, u in enumerate(missing, start=1):
-            self.table(u)
-            if report is not None:
-                report(f"Plackett-Luce item propensities of {len(missing)} queries", done, len(missing))
+        what = f"Plackett-Luce item propensities of {len(missing)} queries"
+        done = 0
+        threads = PROPENSITY_THREADS.get()
+        quad = [u for u in missing if self.item_method == "quadrature" and not self._dp_q(u)]
+        if threads > 1 and len(quad) > 1:  # the compiled quadrature releases the GIL: its queries side by side
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(threads, len(quad)), thread_name_prefix="onlineeval-pl") as pool:
+                for u, table in zip(quad, pool.map(self._quad_table, quad)):
+                    self._tables[u] = table
+                    done += 1
+                    if report is not None:
+                        report(what, done, len(missing))
+        for u in missing:
+            if u not in self._tables:
+                self.table(u)
+                done += 1
+                if report is not None:
+                    report(what, done, len(missing))
 
     def _stack(self, uq: IntArray, what: str) -> FloatArray:
         self._ensure_tables(uq.tolist())
