@@ -3,7 +3,8 @@
 :class:`ProgressLines` writes a task's progress as whole lines (for logs and pipes, where a live bar
 would be noise): at most one every ``every`` seconds, then the last one, and nothing at all for a task
 shorter than ``every`` seconds. ``estimate``'s :class:`~onlineeval.cli.estimate.BootstrapProgress` and
-``clicks``' :class:`~onlineeval.cli.clicks.FitProgress` (off a terminal) are built on it.
+:class:`~onlineeval.cli.estimate.PropensityProgress` (:class:`CountProgress`) and ``clicks``'
+:class:`~onlineeval.cli.clicks.FitProgress` (off a terminal) are built on it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ProgressLines", "duration"]
+__all__ = ["CountProgress", "ProgressLines", "duration"]
 
 
 class ProgressLines:
@@ -46,6 +47,30 @@ class ProgressLines:
         self._stream.write(f"{text(now - self._t0)}\n")
         self._stream.flush()
         self._shown = True
+
+
+class CountProgress(ProgressLines):
+    """Progress lines of counted tasks reported as ``(what, done, total)`` calls: ``{prefix}{what}: {done}/{total}
+    {unit}, {time spent}, about {time left} left`` (the last line without the time left); a call with another
+    ``what``, or ``done`` 1, starts a new task. Subclasses set :attr:`prefix` and :attr:`unit`."""
+
+    prefix = ""
+    unit = ""
+
+    def __init__(self, stream: Any = None, every: float = 5.0, clock: Callable[[], float] | None = None) -> None:
+        super().__init__(stream, every, clock)
+        self._what: str | None = None
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        if what != self._what or done == 1:  # a new task
+            self._what = what
+            self.start()
+
+        def text(spent: float) -> str:
+            left = "" if done >= total else f", about {duration(spent / done * (total - done))} left"
+            return f"{self.prefix}{what}: {done}/{total}{self.unit}, {duration(spent)}{left}"
+
+        self.update(done >= total, text)
 
 
 def duration(seconds: float) -> str:

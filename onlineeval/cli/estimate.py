@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from onlineeval.cli._common import guarded
-from onlineeval.cli._progress import ProgressLines, duration
+from onlineeval.cli._progress import CountProgress
 
 if TYPE_CHECKING:  # pragma: no cover
 
@@ -303,49 +303,22 @@ def warning_lines(
     ] + [f"{r['estimator']} {r['target']} - {r['baseline']}: {r['error']}" for r in differences if r.get("error")]
 
 
-class BootstrapProgress(ProgressLines):
+class BootstrapProgress(CountProgress):
     """The progress of a bootstrap that fits a model again on every resample
     (:data:`onlineeval.estimators.base.BOOTSTRAP_PROGRESS`), on stderr: a line at most every ``every`` seconds and
     the last, e.g. ``bootstrap of dm (cm fitted again on every resample) of B: 120/1000 resamples, 14s, about 1m43s
     left``; a bootstrap shorter than ``every`` seconds prints nothing
-    (:class:`~onlineeval.cli._progress.ProgressLines`)."""
+    (:class:`~onlineeval.cli._progress.CountProgress`)."""
 
-    def __init__(self, stream: Any = None, every: float = 5.0, clock: Any = None) -> None:
-        super().__init__(stream, every, clock)
-        self._what: str | None = None
-
-    def __call__(self, what: str, done: int, total: int) -> None:
-        if what != self._what or done == 1:  # a new bootstrap
-            self._what = what
-            self.start()
-
-        def text(spent: float) -> str:
-            left = "" if done >= total else f", about {duration(spent / done * (total - done))} left"
-            return f"bootstrap of {what}: {done}/{total} resamples, {duration(spent)}{left}"
-
-        self.update(done >= total, text)
+    prefix = "bootstrap of "
+    unit = " resamples"
 
 
-class PropensityProgress(ProgressLines):
+class PropensityProgress(CountProgress):
     """The progress of the logging policy's propensities computed from a log's ``logger`` lines
     (:data:`simulations.policies.base.PROPENSITY_PROGRESS`: a Plackett-Luce logger's item marginals, query by
     query), on stderr as :class:`BootstrapProgress` writes its lines, e.g. ``Plackett-Luce item propensities of
     10000 queries: 1200/10000, 5s, about 37s left``; a computation shorter than ``every`` seconds prints nothing."""
-
-    def __init__(self, stream: Any = None, every: float = 5.0, clock: Any = None) -> None:
-        super().__init__(stream, every, clock)
-        self._what: str | None = None
-
-    def __call__(self, what: str, done: int, total: int) -> None:
-        if what != self._what or done == 1:  # a new computation
-            self._what = what
-            self.start()
-
-        def text(spent: float) -> str:
-            left = "" if done >= total else f", about {duration(spent / done * (total - done))} left"
-            return f"{what}: {done}/{total}, {duration(spent)}{left}"
-
-        self.update(done >= total, text)
 
 
 # --------------------------------------------------------------------------- command
