@@ -383,6 +383,17 @@ def gain_source(n_systems: int) -> str:
     return f"the median |offline delta| of the group's {n_systems} system{'' if n_systems == 1 else 's'}, rounded"
 
 
+def _unit(first: Any) -> str:
+    """What a relation's online effect is of: its metric, or for an estimator of a counterfactual design the online
+    metric it estimates, named with it (``clicks_per_query (what snips estimates)``: the effect is the exact truth, the
+    estimator only sets the spread of one experiment)."""
+    metric = str(first["metric"])
+    unit = first.get("unit") if hasattr(first, "get") else None
+    if not isinstance(unit, str) or not unit or unit == metric:
+        return metric
+    return f"{unit} (what {metric} estimates)"
+
+
 def _sentence(pred: dict[str, Any], metric: str, offline_metric: str, level: float, source: str = "") -> str:
     lo, hi = pred["ci"]
     plo, phi = pred["prediction_interval"]
@@ -428,12 +439,13 @@ def _relation(obs: pd.DataFrame, estimates: pd.DataFrame, offline_metric: str, l
         predictions = [origin.predict(v) for v in picks]
         median = origin.predict(_nice(float(np.median(gains))))
         source = gain_source(int(gains.size))
-        sentence = _sentence(median, str(first["metric"]), offline_metric, level, source)
+        unit = _unit(first)
+        sentence = _sentence(median, unit, offline_metric, level, source)
         if both is not None:
             lo, hi = both.ci(0)
             if lo > 0 or hi < 0:
-                sentence_intercept = _sentence(both.predict(median["offline_gain"]), str(first["metric"]),
-                                               offline_metric, level, source)
+                sentence_intercept = _sentence(both.predict(median["offline_gain"]), unit, offline_metric, level,
+                                               source)
     decision = _decision(obs, estimates)
     return {
         "design": str(first["design"]), "metric": str(first["metric"]), "primary": bool(first["primary"]),
@@ -520,8 +532,9 @@ OBSERVATION_COLUMNS = (
 )
 #: optional observation columns: ``analytic_withheld``, true where the point's analysis withheld the design's
 #: analytic numbers (biased),
-#: and ``system``, a key of the point's ranker pair (A, B, collection): points sharing it are one system
-OPTIONAL_OBSERVATION_COLUMNS = ("analytic_withheld", "system")
+#: ``system``, a key of the point's ranker pair (A, B, collection): points sharing it are one system, and ``unit``,
+#: the online metric the effect is of (a counterfactual design's estimator rows: the metric they estimate)
+OPTIONAL_OBSERVATION_COLUMNS = ("analytic_withheld", "system", "unit")
 
 
 def shrinkage_study(

@@ -331,8 +331,11 @@ def observations(
             sign = improvement_sign(s, design, metric)
             vm = entry.get("variance_model") or {}
             final = entry.get("final_day") or {}
+            counterfactual = (s.get("counterfactual") or {}).get(design) or {}
             obs.append({
                 "point": point.index, "design": design, "metric": metric, "primary": bool(entry.get("primary")),
+                # the online metric the effect is of: a counterfactual design's rows are estimators of its metric
+                "unit": str(counterfactual.get("metric") or metric),
                 "improvement_sign": sign, "offline_delta": float(_get(s, ("offline", "delta", "weighted"))),
                 "online_effect": sign * float(entry["true_effect"]),
                 "online_effect_se": float(entry.get("true_effect_se") or 0.0),

@@ -59,3 +59,17 @@ def test_prediction_at_a_gain_of_ones_own(gain: float) -> None:
             again = prediction_at(fit, p["offline_gain"], study["level"])
             assert again["ci"] == pytest.approx(p["ci"], rel=1e-12)
             assert again["prediction_interval"] == pytest.approx(p["prediction_interval"], rel=1e-12)
+
+
+def test_a_counterfactual_estimators_sentence_names_the_metric_it_estimates() -> None:
+    """A counterfactual design's rows are estimators (metric 'snips') of an online metric (the sweep's observations'
+    ``unit``): the sentence predicts an effect of that metric, named with the estimator, not 'of snips'."""
+    obs, est, groups = _table()
+    plain = shrinkage_study(obs, est, groups, ["users.click_model.preset"], "nDCG@10")["groups"][0]["relations"][0]
+    metric = plain["metric"]
+    obs = obs.assign(unit="clicks_per_query")
+    rel = shrinkage_study(obs, est, groups, ["users.click_model.preset"], "nDCG@10")["groups"][0]["relations"][0]
+    assert f" predicts an online effect of {plain['sentence'].split(' predicts an online effect of ')[1].split()[0]} "\
+           f"clicks_per_query (what {metric} estimates) [" in rel["sentence"]
+    same = shrinkage_study(obs.assign(unit=obs["metric"]), est, groups, ["users.click_model.preset"], "nDCG@10")
+    assert same["groups"][0]["relations"][0]["sentence"] == plain["sentence"]  # a metric's own unit: as before
