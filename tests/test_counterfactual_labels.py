@@ -41,3 +41,17 @@ def test_html_answer_table_and_ratios_name_them_too(labelled_run):
         assert f"{estimator}<br><small>of reciprocal_rank</small>" in answer
     assert "clicks_per_query<br>" not in answer  # the A/B design's rows are its metrics
     assert re.search(r"<li>cf \(rips\): information per impression", page)
+
+
+def test_sweep_answer_table_names_the_estimated_metric():
+    """The sweep report's per-point rows of a counterfactual design (its primary estimator) say which metric the
+    estimator estimates, from the point's own summary; other designs' rows are their metrics."""
+    from simulations.html_report.sweep import answer_rows
+
+    summary = {"axes": ["x"], "rows": [
+        {"point": 0, "x": 1.0, "design": "cf", "metric": "snips", "offline_delta": 0.02, "true_effect": 0.01},
+        {"point": 0, "x": 1.0, "design": "ab", "metric": "clicks_per_query", "offline_delta": 0.02,
+         "true_effect": 0.01}]}
+    points = {0: {"counterfactual": {"cf": {"metric": "reciprocal_rank"}}, "designs": {}}}
+    cells = [str(r[3]) for r in answer_rows(summary, points)]
+    assert cells == ["snips<br><small>of reciprocal_rank</small>", "clicks_per_query"]

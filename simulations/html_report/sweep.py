@@ -28,6 +28,7 @@ from simulations.html_report.page import (
     read_json,
     table,
     tag,
+    tag_void,
     tree,
 )
 from simulations.html_report.simulate import is_biased, population_of, sample_size_html
@@ -140,9 +141,14 @@ def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, An
             join([row.get("design"), " ", _weak_mark()]) if weak else row.get("design"))
         point = row.get("point")
         link = (reports or {}).get(point) if isinstance(point, int) else None
+        metric: Any = row.get("metric")
+        of = (((points.get(int(row.get("point", -1))) or {}).get("counterfactual") or {}).get(row.get("design"))
+              or {}).get("metric")
+        if of:  # a counterfactual design's row is an estimator of its metric (as the point's own answer table)
+            metric = join([metric, tag_void("br"), tag("small", f"of {of}")])
         out.append([
             tag("a", str(point), href=link) if link else str(point), *(_axis_value(row.get(a)) for a in axes), design,
-            row.get("metric"),
+            metric,
             fmt(row.get("offline_delta"), ".4f", True), truth, fmt(row.get("shrinkage_vs_offline"), ".2f"),
             fmt(row.get("power_last_day"), ".2f"), days, impr, users,
             fmt(row.get("aa_false_positive_rate"), ".3f"),
