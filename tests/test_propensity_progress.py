@@ -116,3 +116,34 @@ def test_quadrature_tables_side_by_side_give_the_same_bits(monkeypatch):
         on_main = [n == threading.main_thread().name for n in names]
         assert len(names) == 9 and (all(on_main) if threads == 1 else not any(on_main)), names
     np.testing.assert_array_equal(out[1], out[3])
+
+
+def test_the_python_apis_estimate_reads_a_logger_log_with_the_machines_threads(tmp_path: Path, monkeypatch):
+    """onlineeval.api.estimate computes a logger's quadrature tables as the CLI does: PROPENSITY_THREADS is the
+    machine's cores while the log is read (and 1 again after)."""
+    import os
+
+    import onlineeval.api as api
+    from simulations.policies.base import PROPENSITY_THREADS
+    from simulations.policies.plackett_luce import PlackettLucePolicy
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 7)  # (distinct from the default 1 on any machine)
+    seen: list[int] = []
+    real = PlackettLucePolicy._ensure_tables
+    monkeypatch.setattr(PlackettLucePolicy, "_ensure_tables",
+                        lambda self, q: seen.append(PROPENSITY_THREADS.get()) or real(self, q))
+    rng = np.random.default_rng(8)
+    lines = []
+    lists = {}
+    for q in range(3):
+        scores = {f"d{j}": float(s) for j, s in enumerate(rng.normal(size=12))}
+        lists[f"q{q}"] = sorted(scores, key=scores.__getitem__, reverse=True)
+        for i in range(10):
+            shown = list(rng.permutation(lists[f"q{q}"])[:3])
+            lines.append(json.dumps({"query": f"q{q}", "shown": shown, "clicks": shown[:1], "logger": {
+                "policy": "plackett_luce", "temperature": 1.0, "dp_max_states": 5, "scores": scores}}))
+    (tmp_path / "log.jsonl").write_text("\n".join(lines) + "\n")
+    out = api.estimate(tmp_path / "log.jsonl", {"B": lists}, "iips")
+    assert np.isfinite(out.value("iips", "B"))
+    assert seen and set(seen) == {7}
+    assert PROPENSITY_THREADS.get() == 1

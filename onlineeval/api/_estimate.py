@@ -196,7 +196,17 @@ def estimate(
         raise ConfigError(("options", unknown[0]), f"is not one of the estimators ({', '.join(names)})")
     ests = [get_estimator(n, **opts.get(n, {})) for n in names]
     check_rewards(ests, get_reward(metric, 1), key="metric")
-    lg = _logged(log, simulations.policies)
+    import os
+
+    from simulations.policies.base import PROPENSITY_THREADS
+
+    # as the CLI: a logger's Plackett-Luce quadrature tables (computed while the log is read) side by side on the
+    # machine's cores, the same numbers for any count
+    token = PROPENSITY_THREADS.set(os.cpu_count() or 1)
+    try:
+        lg = _logged(log, simulations.policies)
+    finally:
+        PROPENSITY_THREADS.reset(token)
     reward = get_reward(metric, lg.data.k)
     try:
         check_needs(lg, ests)
