@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from estimate_cli_world import invoke, json_out, world  # noqa: F401  (world: the module-scoped fixture)
 
 
@@ -52,3 +53,24 @@ def test_the_fingerprint_moves_with_every_input_and_option_not_with_paths(world:
         path.write_bytes(original)
         assert fp not in seen, path.name
         seen.add(fp)
+
+
+def test_the_python_api_gives_the_clis_inputs_and_fingerprint(world: dict[str, Any]) -> None:
+    """onlineeval.api.estimate on the same files, names and options: the same digests and fingerprint as the CLI;
+    None for a log given in memory."""
+    import onlineeval.api as api
+
+    doc = json_out(*_args(world["log"], world["B"], world["A"]))
+    out = api.estimate(world["log"], {"B": world["B"]}, ["ips", "rips", "clipped_ips"], baseline=("A", world["A"]),
+                       options={"clipped_ips": {"cap": 50}})
+    assert out.inputs == doc["inputs"] and out.fingerprint == doc["fingerprint"]
+    other = api.estimate(world["log"], {"B": world["B"]}, ["ips", "rips", "clipped_ips"], baseline=("A", world["A"]),
+                         options={"clipped_ips": {"cap": 5}})
+    assert other.fingerprint != out.fingerprint
+    import pandas as pd
+
+    frame = pd.read_json(world["log"], lines=True, dtype=False)
+    in_memory = api.estimate(frame, {"B": world["B"]}, "ips")
+    assert in_memory.inputs is None and in_memory.fingerprint is None
+    assert in_memory.value("ips", "B") == pytest.approx(api.estimate(world["log"], {"B": world["B"]}, "ips")
+                                                        .value("ips", "B"), rel=1e-12)

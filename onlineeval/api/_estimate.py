@@ -39,12 +39,18 @@ class Estimates:
     conventions:
         The metric and its reward, the level, the cluster unit, where the propensities come
         from, the tie rule of the runs and the bootstrap (keys of the CLI's ``conventions``).
+    inputs, fingerprint:
+        When the log and every run are files: each file's path, size and SHA-256 (``{"log": ..., "targets":
+        {name: ...}, "baseline": {name: ...}}``) and the fingerprint of those with the options, the CLI's for the
+        same files, names and options (:mod:`onlineeval.io.digest`); ``None`` when an input is in memory.
     """
 
     results: pd.DataFrame
     differences: pd.DataFrame
     warnings: tuple[str, ...]
     conventions: Mapping[str, Any] = field(default_factory=dict)
+    inputs: Mapping[str, Any] | None = None
+    fingerprint: str | None = None
 
     def value(self, estimator: str, target: str) -> float:
         """The estimate of ``target`` by ``estimator``."""
@@ -245,4 +251,15 @@ def estimate(
     from onlineeval.cli.estimate import warning_lines
 
     warns = tuple(warning_lines(out.warnings, out.results, out.differences))
-    return Estimates(pd.DataFrame(flat), pd.DataFrame(diffs), warns, conventions)
+    inputs, fp = None, None
+    runs = [*targets.items(), *([baseline] if baseline is not None else [])]
+    if _is_path(log) and all(_is_path(run) for _, run in runs):  # what determines the numbers, as the CLI's
+        from onlineeval.io.digest import fingerprint, input_entry
+
+        inputs = {"log": input_entry(log), "targets": {name: input_entry(run) for name, run in targets.items()}}
+        if baseline is not None:
+            inputs["baseline"] = {baseline[0]: input_entry(baseline[1])}
+        fp = fingerprint(inputs, {"metric": metric, "estimators": [[e.name, opts.get(e.name, {})] for e in ests],
+                                  "alpha": alpha, "bootstrap": bootstrap, "seed": seed, "ties": ties,
+                                  "allow_unseen": allow_unseen})
+    return Estimates(pd.DataFrame(flat), pd.DataFrame(diffs), warns, conventions, inputs, fp)
