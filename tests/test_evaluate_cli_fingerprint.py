@@ -78,3 +78,21 @@ def test_the_fingerprint_moves_with_every_input_and_option_not_with_paths(files,
         path.write_bytes(original)
         assert fp not in seen, path.name
         seen.add(fp)
+
+
+def test_the_python_api_gives_the_clis_inputs_and_fingerprint(files, tmp_path):
+    """onlineeval.evaluate on the same files and options (runs named as the CLI names them): the same digests and
+    fingerprint as the CLI; None for qrels given in memory."""
+    import onlineeval
+
+    seg = tmp_path / "seg.tsv"
+    seg.write_text("query\tbucket\nq1\thead\nq2\ttail\n")
+    doc = _json(*_args(files["qrels.txt"], files["A.txt"], files["B.txt"], "--segments", str(seg)))
+    out = onlineeval.evaluate(files["qrels.txt"], [files["A.txt"], files["B.txt"]], "nDCG@10,AP,RR,P@10",
+                              missing="zero", permutations=100, bootstrap=100, segments=seg)
+    assert out.inputs == doc["inputs"] and out.fingerprint == doc["fingerprint"]
+    from onlineeval.io import read_qrels
+
+    in_memory = onlineeval.evaluate(read_qrels(files["qrels.txt"]), [files["A.txt"], files["B.txt"]], "AP",
+                                    missing="zero", permutations=100, bootstrap=100)
+    assert in_memory.inputs is None and in_memory.fingerprint is None

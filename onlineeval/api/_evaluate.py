@@ -86,6 +86,11 @@ class Evaluation:
         the comparisons then hold one row per segment too.
     paired_queries_per_metric:
         Paired queries of each metric (``None`` for one system).
+    inputs, fingerprint:
+        When the qrels, every run (and the segments, if given) are files: each file's path, size and SHA-256
+        (``{"qrels": ..., "runs": {name: ...}, "segments": ...}``) and the fingerprint of those with the metrics,
+        conventions and test options, the CLI's for the same files, names and options
+        (:mod:`onlineeval.io.digest`); ``None`` when an input is in memory.
     unpaired:
         The (segment, metric, system) comparisons without a paired query while another metric of the segment has
         some (e.g. P@2 when no query has a relevant document under ``empty="exclude"``, Judged@2 paired): dicts
@@ -105,6 +110,8 @@ class Evaluation:
     segment_means: pd.DataFrame | None = None
     paired_queries_per_metric: dict[str, int] | None = None
     unpaired: tuple[dict[str, Any], ...] = ()
+    inputs: Mapping[str, Any] | None = None
+    fingerprint: str | None = None
 
     @property
     def systems(self) -> list[str]:
@@ -285,8 +292,26 @@ def evaluate(
     aggregate = pd.DataFrame([summary_row(ev, m, residuals, gmax) for ev in evals for m in ev.metrics])
     aggregate["err_gmax"] = aggregate["err_gmax"].astype("Int64")
     per_query = long[["system", "query", "metric", "value"]].copy()
+    inputs, fp = _digests(qrels, named, segments, {
+        "metrics": [str(m) for m in ms], "conventions": conv.describe(), "features": [], "baseline": baseline,
+        "seed": seed, "permutations": permutations, "bootstrap": bootstrap, "alpha": alpha})
     return Evaluation(per_query, aggregate, conv, tuple(comparisons), baseline, paired, tuple(translations),
-                      dict(zip(names, evals)), seg_means, per_metric, tuple(unpaired))
+                      dict(zip(names, evals)), seg_means, per_metric, tuple(unpaired), inputs, fp)
+
+
+def _digests(qrels: Any, named: Mapping[str, Any], segments: Any,
+             settings: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """``(inputs, fingerprint)`` as ``onlineeval evaluate`` makes them, or ``(None, None)`` when an input is in
+    memory."""
+    if not (_is_path(qrels) and all(_is_path(r) for r in named.values())
+            and (segments is None or _is_path(segments))):
+        return None, None
+    from onlineeval.io.digest import fingerprint, input_entry
+
+    inputs: dict[str, Any] = {"qrels": input_entry(qrels), "runs": {n: input_entry(r) for n, r in named.items()}}
+    if segments is not None:
+        inputs["segments"] = input_entry(segments)
+    return inputs, fingerprint(inputs, settings)
 
 
 def evaluate_letor(
