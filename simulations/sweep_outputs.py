@@ -111,6 +111,9 @@ def terminal_table(rows: pd.DataFrame, cols: Sequence[str], axes: Sequence[str] 
     :func:`days_cell` (never a bare NaN). When :data:`WORLD_AXIS` is an axis (``axes``; default the columns between
     ``point`` and ``design``), the per-design spread across worlds follows (:func:`world_spread_text`)."""
     shown = rows[list(cols)].copy()
+    if "metric" in shown.columns and "estimated_metric" in rows.columns:  # an estimator: 'snips of clicks_per_query'
+        shown["metric"] = [m if not isinstance(e, str) or not e else f"{m} of {e}"
+                           for m, e in zip(rows["metric"], rows["estimated_metric"])]
     if "analytic_required_days" in shown.columns:
         shown["analytic_required_days"] = [days_cell(r) for r in rows.to_dict(orient="records")]
     text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
@@ -279,8 +282,9 @@ def _metrics(summary: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]
 
 def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per point and design: the axes' values (a file axis shows the file's name),
-    the offline delta and the design's primary metric's truth and simulated results. ``null_mark`` is the sweep's
-    mark of the null check (:func:`simulations.sweep_null.null_family`): a 'BIASED?' row has the sizes its point
+    the offline delta and the design's primary metric's truth and simulated results (``estimated_metric``: the
+    online metric a counterfactual design's primary estimator estimates, None for other designs). ``null_mark`` is
+    the sweep's mark of the null check (:func:`simulations.sweep_null.null_family`): a 'BIASED?' row has the sizes its point
     withheld (review 9, F1), 'BIASED' keeps them withheld; ``rows.attrs["null_family"]`` is the family."""
     from simulations.sweep_null import WEAK, mark_of, null_family, sized_entry
 
@@ -298,8 +302,11 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
             m = sized_entry(metrics[name]) if mark == WEAK else metrics[name]
             row: dict[str, Any] = {"point": point.index, "folder": f"points/{point.folder_name}"}
             row.update({a: point.label(a) for a in sweep.axes})
-            row.update(design=design, metric=name, replicates=_get(s, ("config", "replicates")),
-                       offline_delta=offline)
+            # the online metric a counterfactual design's estimator estimates (None for other designs, whose
+            # metric is their own)
+            estimated = ((s.get("counterfactual") or {}).get(design) or {}).get("metric")
+            row.update(design=design, metric=name, estimated_metric=estimated,
+                       replicates=_get(s, ("config", "replicates")), offline_delta=offline)
             row.update({col: _get(m, path) for col, path in _COLUMNS})
             for col, missing in _FLAGS.items():  # a reason string or a flag; null: the flag's default
                 row[col] = missing if row[col] is None else bool(row[col])

@@ -55,3 +55,32 @@ def test_sweep_answer_table_names_the_estimated_metric():
     points = {0: {"counterfactual": {"cf": {"metric": "reciprocal_rank"}}, "designs": {}}}
     cells = [str(r[3]) for r in answer_rows(summary, points)]
     assert cells == ["snips<br><small>of reciprocal_rank</small>", "clicks_per_query"]
+
+
+def test_sweep_terminal_table_names_the_estimated_metric():
+    """The sweep's terminal table: a counterfactual design's row is 'snips of clicks_per_query' (points.csv's
+    estimated_metric), other rows their metric."""
+    import pandas as pd
+
+    from simulations.sweep_outputs import terminal_table
+
+    rows = pd.DataFrame({"point": [0, 0], "design": ["cf", "ab"], "metric": ["snips", "clicks_per_query"],
+                         "estimated_metric": ["clicks_per_query", None], "true_effect": [0.01, 0.01]})
+    lines = terminal_table(rows, ["point", "design", "metric", "true_effect"]).splitlines()
+    assert lines[1].split()[:5] == ["0", "cf", "snips", "of", "clicks_per_query"]
+    assert lines[2].split()[:3] == ["0", "ab", "clicks_per_query"] and " of " not in lines[2]
+
+
+def test_sweep_point_rows_carry_the_estimated_metric():
+    """points.csv's estimated_metric: the point summary's counterfactual metric for that design, empty for others."""
+    from types import SimpleNamespace
+
+    from simulations.sweep_outputs import point_rows
+
+    entry = {"primary": True, "true_effect": 0.01, "final_day": {}}
+    summary = {"designs": {"cf": {"snips": entry}, "ab": {"clicks_per_query": entry}},
+               "counterfactual": {"cf": {"metric": "reciprocal_rank"}}, "offline": {"delta": {"weighted": 0.02}}}
+    point = SimpleNamespace(index=0, folder_name="point-000", label=lambda a: None, config=SimpleNamespace())
+    rows = point_rows(SimpleNamespace(points=[point], axes=[]), {0: summary})
+    got = dict(zip(rows["design"], rows["estimated_metric"]))
+    assert got["cf"] == "reciprocal_rank" and not isinstance(got["ab"], str)  # (None, or NaN in the frame)
