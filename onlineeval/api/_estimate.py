@@ -254,12 +254,10 @@ def estimate(
     inputs, fp = None, None
     runs = [*targets.items(), *([baseline] if baseline is not None else [])]
     if _is_path(log) and all(_is_path(run) for _, run in runs):  # what determines the numbers, as the CLI's
-        from onlineeval.io.digest import fingerprint, input_entry
+        from onlineeval.io.digest import estimate_settings, fingerprint, input_entry
 
         inputs = {"log": input_entry(log), "targets": {name: input_entry(run) for name, run in targets.items()}}
         if baseline is not None:
             inputs["baseline"] = {baseline[0]: input_entry(baseline[1])}
-        fp = fingerprint(inputs, {"metric": metric, "estimators": [[e.name, opts.get(e.name, {})] for e in ests],
-                                  "alpha": alpha, "bootstrap": bootstrap, "seed": seed, "ties": ties,
-                                  "allow_unseen": allow_unseen})
+        fp = fingerprint(inputs, estimate_settings(metric, ests, opts, alpha, bootstrap, seed, ties, allow_unseen))
     return Estimates(pd.DataFrame(flat), pd.DataFrame(diffs), warns, conventions, inputs, fp)

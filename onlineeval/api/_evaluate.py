@@ -292,9 +292,10 @@ def evaluate(
     aggregate = pd.DataFrame([summary_row(ev, m, residuals, gmax) for ev in evals for m in ev.metrics])
     aggregate["err_gmax"] = aggregate["err_gmax"].astype("Int64")
     per_query = long[["system", "query", "metric", "value"]].copy()
-    inputs, fp = _digests(qrels, named, segments, {
-        "metrics": [str(m) for m in ms], "conventions": conv.describe(), "features": [], "baseline": baseline,
-        "seed": seed, "permutations": permutations, "bootstrap": bootstrap, "alpha": alpha})
+    from onlineeval.io.digest import evaluate_settings
+
+    inputs, fp = _digests(qrels, named, segments, evaluate_settings(ms, conv.describe(), [], baseline, seed,
+                                                                     permutations, bootstrap, alpha))
     return Evaluation(per_query, aggregate, conv, tuple(comparisons), baseline, paired, tuple(translations),
                       dict(zip(names, evals)), seg_means, per_metric, tuple(unpaired), inputs, fp)
 

@@ -269,8 +269,9 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
         ins = doc["inputs"]
         files = [("log", ins["log"])] + [(name, e) for part in ("targets", "baseline")
                                          for name, e in (ins.get(part) or {}).items()]
-        lines.append("  inputs (SHA-256, first 12 hex digits; --format json: in full): "
-                     + ", ".join(f"{name} {e['sha256'][:12]}" for name, e in files))
+        from onlineeval.io.digest import inputs_line
+
+        lines.append("  " + inputs_line(files))
         lines.append(f"  fingerprint: {doc['fingerprint']} (of the inputs' SHA-256, the options and the version)")
     lines += ["", ("diagnostics: ESS = (sum w)^2 / sum w^2 of the weights, in impressions (slot-level estimators: "
               "of the slot weights of shown slots, divided by the mean number of shown slots per impression; "
@@ -389,7 +390,7 @@ def estimate_cmd(
     check_rewards(estimators, reward)
 
     import simulations.policies
-    from onlineeval.io.digest import InputDigests, fingerprint
+    from onlineeval.io.digest import InputDigests, estimate_settings, fingerprint
     from simulations.policies.base import PROPENSITY_PROGRESS, PROPENSITY_THREADS
 
     digests = InputDigests({"log": log} | {f"target:{n}": p for n, p in zip(labels, all_paths)})  # while reading
@@ -426,8 +427,7 @@ def estimate_cmd(
                               "targets": {name: entries[f"target:{name}"] for name in labels[:len(paths)]}}
     if baseline is not None:
         inputs["baseline"] = {labels[-1]: entries[f"target:{labels[-1]}"]}
-    settings = {"metric": metric, "estimators": [[e.name, opts[e.name]] for e in estimators], "alpha": alpha,
-                "bootstrap": bootstrap, "seed": seed, "ties": ties, "allow_unseen": allow_unseen}
+    settings = estimate_settings(metric, estimators, opts, alpha, bootstrap, seed, ties, allow_unseen)
     doc = {
         "fingerprint": fingerprint(inputs, settings),
         "inputs": inputs,

@@ -217,7 +217,7 @@ def evaluate_cmd(
     if len(set(names)) != len(names):
         raise ConfigError(("score-feature",), f"two systems share a name: {', '.join(names)}")
     baseline = names[0] if baseline is None else _resolve_baseline(baseline, names, paths)
-    from onlineeval.io.digest import InputDigests, fingerprint
+    from onlineeval.io.digest import InputDigests, evaluate_settings, fingerprint
 
     files: dict[str, Path] = {"qrels": qrels} if qrels is not None else {"letor": cast(Path, letor)}
     files |= {f"system:{n}": p for n, p in zip(names, paths)}
@@ -233,9 +233,7 @@ def evaluate_cmd(
     inputs: dict[str, Any] = {source: entries[source], "runs" if qrels is not None else "scores": {
         n: entries[f"system:{n}"] for n, _ in zip(names, paths)}}
     inputs |= {key: entries[key] for key in ("query_file", "segments") if key in entries}
-    settings = {"metrics": [str(m) for m in ms], "conventions": conv.describe(), "features": features,
-                "baseline": baseline, "seed": seed, "permutations": permutations, "bootstrap": bootstrap,
-                "alpha": alpha}
+    settings = evaluate_settings(ms, conv.describe(), features, baseline, seed, permutations, bootstrap, alpha)
     _report(
         evals, conv, residual_values, residuals, err_gmax, translations, names_note, baseline,
         _Options(per_query, with_per_query, segments, output_format, comparisons_file, seed, permutations, bootstrap,
@@ -580,8 +578,9 @@ def _inputs_text(o: _Options) -> str:
     singular = {"runs": "run", "scores": "scores"}
     files = [(f"{singular.get(key, key)} {name}" if name else key, e) for key, v in o.inputs.items()
              for name, e in (v.items() if "sha256" not in v else [("", v)])]
-    return ("inputs (SHA-256, first 12 hex digits; --format json: in full): "
-            + ", ".join(f"{label} {e['sha256'][:12]}" for label, e in files)
+    from onlineeval.io.digest import inputs_line
+
+    return (inputs_line(files)
             + f"\nfingerprint: {o.fingerprint} (of the inputs' SHA-256, the metrics, conventions and test options, and "
               "the version)")
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from onlineeval.errors import InputError
 
-__all__ = ["InputDigests", "file_sha256", "fingerprint", "input_entry"]
+__all__ = ["InputDigests", "estimate_settings", "evaluate_settings", "file_sha256", "fingerprint", "input_entry",
+           "inputs_line"]
 
 
 def file_sha256(path: str | PathLike[str]) -> str:
@@ -71,3 +72,26 @@ class InputDigests:
     def entries(self) -> dict[str, dict[str, Any]]:
         """``{key: {"path", "bytes", "sha256"}}`` in the order the paths were given."""
         return {key: f.result() for key, f in self._futures.items()}
+
+
+def estimate_settings(metric: str, estimators: Any, options: Mapping[str, Mapping[str, Any]], alpha: float,
+                      bootstrap: int, seed: int, ties: str, allow_unseen: bool) -> dict[str, Any]:
+    """The options that determine ``estimate``'s numbers, as its fingerprint hashes them (the CLI and the Python
+    API build them here, so the same files and options give the same fingerprint); ``estimators``: the estimator
+    objects in order."""
+    return {"metric": metric, "estimators": [[e.name, dict(options.get(e.name, {}))] for e in estimators],
+            "alpha": alpha, "bootstrap": bootstrap, "seed": seed, "ties": ties, "allow_unseen": allow_unseen}
+
+
+def evaluate_settings(metrics: Any, conventions: Mapping[str, Any], features: Any, baseline: str, seed: int,
+                      permutations: int, bootstrap: int, alpha: float) -> dict[str, Any]:
+    """The options that determine ``evaluate``'s numbers, as its fingerprint hashes them (CLI and Python API)."""
+    return {"metrics": [str(m) for m in metrics], "conventions": dict(conventions), "features": list(features),
+            "baseline": baseline, "seed": seed, "permutations": permutations, "bootstrap": bootstrap, "alpha": alpha}
+
+
+def inputs_line(files: Any) -> str:
+    """``inputs (SHA-256, first 12 hex digits; --format json: in full): label abc..., ...`` of ``(label, entry)``
+    pairs, as ``estimate`` and ``evaluate`` print them."""
+    return ("inputs (SHA-256, first 12 hex digits; --format json: in full): "
+            + ", ".join(f"{label} {e['sha256'][:12]}" for label, e in files))
