@@ -8,6 +8,7 @@ pairs: :func:`pair_range_text`). Re-exported by :mod:`simulations.report`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from simulations.analysis import EXTRAPOLATION_FLAG, RATIO_UNCERTAIN_REL_SE
@@ -18,6 +19,13 @@ from simulations.report_numbers import rate_text, value_text
 #: the 'not distinguishable' rule in the legend (review 8, F4; summary.json indistinguishable.rule in full)
 INDISTINGUISHABLE_SHORT = ("|log ratio difference| < 2 SE of the difference, from both designs' own relative SEs "
                            "and the reference's, which cancel only where both ratios use the same reference pair(s)")
+
+
+def estimated_metric(s: Mapping[str, Any], design: Any) -> str | None:
+    """The online metric a counterfactual design of summary ``s`` estimates (each of its rows is an estimator of
+    it), or ``None`` for another design."""
+    metric = (((s.get("counterfactual") or {}).get(design)) or {}).get("metric")
+    return str(metric) if metric else None
 
 
 def design_labels(s: dict[str, Any]) -> dict[str, str]:

@@ -286,6 +286,7 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
     online metric a counterfactual design's primary estimator estimates, None for other designs). ``null_mark`` is
     the sweep's mark of the null check (:func:`simulations.sweep_null.null_family`): a 'BIASED?' row has the sizes its point
     withheld (review 9, F1), 'BIASED' keeps them withheld; ``rows.attrs["null_family"]`` is the family."""
+    from simulations.report_ratios import estimated_metric
     from simulations.sweep_null import WEAK, mark_of, null_family, sized_entry
 
     family = null_family(summaries)
@@ -304,8 +305,7 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
             row.update({a: point.label(a) for a in sweep.axes})
             # the online metric a counterfactual design's estimator estimates (None for other designs, whose
             # metric is their own)
-            estimated = ((s.get("counterfactual") or {}).get(design) or {}).get("metric")
-            row.update(design=design, metric=name, estimated_metric=estimated,
+            row.update(design=design, metric=name, estimated_metric=estimated_metric(s, design),
                        replicates=_get(s, ("config", "replicates")), offline_delta=offline)
             row.update({col: _get(m, path) for col, path in _COLUMNS})
             for col, missing in _FLAGS.items():  # a reason string or a flag; null: the flag's default
@@ -326,6 +326,7 @@ def observations(
     (:data:`simulations.shrinkage.OBSERVATION_COLUMNS`), and the simulated experiments'
     last-day estimates and p-values (from each point's ``replicates.csv``)."""
     from simulations.analysis import improvement_sign
+    from simulations.report_ratios import estimated_metric
     from simulations.sweep_null import WEAK, mark_of, null_family
 
     family = null_family(summaries)  # review 9, F1: a 'BIASED?' entry stays in the study, as its sizes stay shown
@@ -338,11 +339,10 @@ def observations(
             sign = improvement_sign(s, design, metric)
             vm = entry.get("variance_model") or {}
             final = entry.get("final_day") or {}
-            counterfactual = (s.get("counterfactual") or {}).get(design) or {}
             obs.append({
                 "point": point.index, "design": design, "metric": metric, "primary": bool(entry.get("primary")),
                 # the online metric the effect is of: a counterfactual design's rows are estimators of its metric
-                "unit": str(counterfactual.get("metric") or metric),
+                "unit": estimated_metric(s, design) or metric,
                 "improvement_sign": sign, "offline_delta": float(_get(s, ("offline", "delta", "weighted"))),
                 "online_effect": sign * float(entry["true_effect"]),
                 "online_effect_se": float(entry.get("true_effect_se") or 0.0),

@@ -12,7 +12,14 @@ from typing import Any
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, join, note, table, tag, tag_void
 from simulations.report_null import NULL_CAUTION_MARK, null_caution, null_caution_keys, null_caution_legend
-from simulations.report_ratios import caution_pairs, design_labels, ratio_caution, ratio_size_marks, size_mark_sets
+from simulations.report_ratios import (
+    caution_pairs,
+    design_labels,
+    estimated_metric,
+    ratio_caution,
+    ratio_size_marks,
+    size_mark_sets,
+)
 from simulations.report_sizes import caution_of
 from simulations.report_sizes import _unstable_lines as unstable_size_lines  # the terminal's own text
 from simulations.report import (
@@ -79,12 +86,12 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
     rows: list[list[Any]] = []
     classes: list[str | None] = []
     population = population_of(summary)
-    counterfactual = summary.get("counterfactual") or {}
     for design, metrics in (summary.get("designs") or {}).items():
+        of = estimated_metric(summary, design)
         for metric, e in metrics.items():
             label: Any = metric
-            if design in counterfactual:  # the row is an estimator of the design's metric
-                label = join([metric, tag_void("br"), tag("small", f"of {counterfactual[design].get('metric')}")])
+            if of:  # the row is an estimator of the design's metric
+                label = join([metric, tag_void("br"), tag("small", f"of {of}")])
             fd = e.get("final_day") or {}
             biased = is_biased(e)
             rel = e.get("relative_effect")

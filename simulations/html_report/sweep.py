@@ -35,6 +35,7 @@ from simulations.html_report.simulate import is_biased, population_of, sample_si
 from simulations.report import (EXTRAPOLATION_FLAG, MAX_DAYS_SHOWN, null_bias_evidence, null_mean_caution,
                                 WHOLE_POPULATION)
 from simulations.report_null import NULL_CAUTION_LEGEND, null_caution
+from simulations.report_ratios import estimated_metric
 from simulations.shrinkage_text import mde_cell
 from simulations.sweep_null import WEAK, WEAK_WHY, mark_of, null_family, null_family_text, sized_entry
 
@@ -142,8 +143,7 @@ def answer_rows(summary: Mapping[str, Any], points: Mapping[int, Mapping[str, An
         point = row.get("point")
         link = (reports or {}).get(point) if isinstance(point, int) else None
         metric: Any = row.get("metric")
-        of = (((points.get(int(row.get("point", -1))) or {}).get("counterfactual") or {}).get(row.get("design"))
-              or {}).get("metric")
+        of = estimated_metric(points.get(int(row.get("point", -1))) or {}, row.get("design"))
         if of:  # a counterfactual design's row is an estimator of its metric (as the point's own answer table)
             metric = join([metric, tag_void("br"), tag("small", f"of {of}")])
         out.append([

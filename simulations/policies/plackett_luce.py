@@ -584,8 +584,9 @@ class PlackettLucePolicy(LoggingPolicy):
             self._dense_seen = np.zeros(n_q, dtype=bool)
         seen = self._dense_seen
         if q.size and not seen[q].all():
-            self._ensure_tables(np.unique(q[~seen[q]]).tolist())
-            for u in np.unique(q[~seen[q]]).tolist():
+            missing = np.unique(q[~seen[q]]).tolist()
+            self._ensure_tables(missing)
+            for u in missing:
                 t = self.table(u)
                 self._dense_mean[u] = t.mean
                 self._dense_shown[u] = t.shown
