@@ -204,15 +204,12 @@ def estimate(
     check_rewards(ests, get_reward(metric, 1), key="metric")
     import os
 
-    from simulations.policies.base import PROPENSITY_THREADS
+    from simulations.policies.base import propensity_settings
 
     # as the CLI: a logger's Plackett-Luce quadrature tables (computed while the log is read) side by side on the
-    # machine's cores, the same numbers for any count
-    token = PROPENSITY_THREADS.set(os.cpu_count() or 1)
-    try:
+    # machine's cores, the same numbers for any count (no progress lines: a library call)
+    with propensity_settings(os.cpu_count() or 1):
         lg = _logged(log, simulations.policies)
-    finally:
-        PROPENSITY_THREADS.reset(token)
     reward = get_reward(metric, lg.data.k)
     try:
         check_needs(lg, ests)

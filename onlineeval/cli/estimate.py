@@ -391,12 +391,12 @@ def estimate_cmd(
 
     import simulations.policies
     from onlineeval.io.digest import InputDigests, estimate_settings, fingerprint
-    from simulations.policies.base import PROPENSITY_PROGRESS, PROPENSITY_THREADS
+    from simulations.policies.base import propensity_settings
 
     digests = InputDigests({"log": log} | {f"target:{n}": p for n, p in zip(labels, all_paths)})  # while reading
-    propensity_token = PROPENSITY_PROGRESS.set(PropensityProgress())  # a logger's propensities, while read and used
-    threads_token = PROPENSITY_THREADS.set(os.cpu_count() or 1)  # (the same numbers for any count)
-    try:
+    # a logger's propensities, while the log is read and used: on every core (the same numbers for any count), with
+    # progress lines
+    with propensity_settings(os.cpu_count() or 1, PropensityProgress()):
         lg = read_logged(log, policies=simulations.policies)
         data = lg.data
         reward = get_reward(metric, data.k)
@@ -414,9 +414,6 @@ def estimate_cmd(
                                    sources={name: str(path) for name, path in labelled.items()})
         finally:
             BOOTSTRAP_PROGRESS.reset(token)
-    finally:
-        PROPENSITY_PROGRESS.reset(propensity_token)
-        PROPENSITY_THREADS.reset(threads_token)
     results, differences, warnings = out.results, out.differences, out.warnings
 
     cat = catalogue()

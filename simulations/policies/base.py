@@ -50,9 +50,10 @@ class maps ranks to documents.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -67,6 +68,7 @@ __all__ = [
     "POLICIES",
     "PROPENSITY_PROGRESS",
     "PROPENSITY_THREADS",
+    "propensity_settings",
     "LoggingPolicy",
     "RankPolicy",
     "SpecReader",
@@ -90,6 +92,20 @@ PROPENSITY_PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = Contex
 #: 1 by default (the simulator runs one process per core); ``onlineeval estimate`` sets the machine's cores. The
 #: numbers do not depend on it (each query's table is computed alone, the same arithmetic).
 PROPENSITY_THREADS: ContextVar[int] = ContextVar("propensity_threads", default=1)
+
+
+
+@contextlib.contextmanager
+def propensity_settings(threads: int, progress: Callable[[str, int, int], None] | None = None) -> Iterator[None]:
+    """:data:`PROPENSITY_THREADS` and :data:`PROPENSITY_PROGRESS` set for the ``with`` block (a command's own
+    settings: ``onlineeval estimate`` and the Python API's ``estimate``), restored after it."""
+    threads_token, progress_token = PROPENSITY_THREADS.set(int(threads)), PROPENSITY_PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        PROPENSITY_PROGRESS.reset(progress_token)
+        PROPENSITY_THREADS.reset(threads_token)
+
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
