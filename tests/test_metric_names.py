@@ -260,7 +260,8 @@ def test_rel_and_judged_through_the_cli(collection: tuple[Path, Path], tmp_path:
         assert min(len(scores) for scores in run.values()) >= k
         assert doc["systems"][0]["metrics"][f"Judged@{k}"]["mean"] == pytest.approx(np.mean(direct), abs=1e-12)
     table = runner.invoke(app, ["evaluate", "--qrels", str(graded), "--run", str(run_path), "--metrics", "P_10"])
-    assert "names: P_10 -> P@10 (trec_eval name)" in table.stdout.splitlines()[1]
+    header = table.stdout.split("\n\n")[0].splitlines()  # the lines above the table
+    assert "names: P_10 -> P@10 (trec_eval name)" in header
     mixed = runner.invoke(app, ["evaluate", "--qrels", str(graded), "--run", str(run_path),
                                 "--metrics", "P(rel=2)@10,AP"])
     assert mixed.exit_code == 2 and "applies to every metric" in mixed.output
