@@ -96,3 +96,46 @@ def test_the_python_api_gives_the_clis_inputs_and_fingerprint(files, tmp_path):
     in_memory = onlineeval.evaluate(read_qrels(files["qrels.txt"]), [files["A.txt"], files["B.txt"]], "AP",
                                     missing="zero", permutations=100, bootstrap=100)
     assert in_memory.inputs is None and in_memory.fingerprint is None
+
+
+def _csv(text_or_path: str | Path):
+    import io
+
+    import pandas as pd
+
+    source = text_or_path if isinstance(text_or_path, Path) else io.StringIO(text_or_path)
+    return pd.read_csv(source, dtype={"fingerprint": str, "system_sha256": str, "baseline_sha256": str})
+
+
+def test_every_csv_row_names_its_systems_sha256_and_the_fingerprint(files, tmp_path):
+    """--format csv, --per-query and --comparisons: each row carries its system's (and a comparison's baseline's)
+    input SHA-256 and the command's fingerprint, the JSON's for the same call."""
+    a, b = files["A.txt"], files["B.txt"]
+    per_query, comparisons = tmp_path / "pq.csv", tmp_path / "cmp.csv"
+    args = _args(files["qrels.txt"], a, b, "--metrics", "AP,P@2")
+    doc = _json(*args)
+    sha = {"A": _sha(a)["sha256"], "B": _sha(b)["sha256"]}
+    assert sha["A"] != sha["B"]
+    res = invoke(*args, "--format", "csv", "--per-query", str(per_query), "--comparisons", str(comparisons))
+    assert res.exit_code == 0, res.output
+    for frame in (_csv(res.stdout), _csv(per_query), _csv(comparisons)):
+        assert len(frame) and set(frame["system"]) <= {"A", "B"}
+        assert list(frame["system_sha256"]) == [sha[s] for s in frame["system"]]
+        assert set(frame["fingerprint"]) == {doc["fingerprint"]}
+    cmp = _csv(comparisons)
+    assert list(cmp["baseline"]) == ["A"] * len(cmp) and set(cmp["baseline_sha256"]) == {sha["A"]}
+
+
+def test_a_letor_features_csv_rows_carry_the_letor_files_sha256(tmp_path):
+    letor = tmp_path / "test.txt"
+    letor.write_text("2 qid:1 1:0.1 2:0.5\n0 qid:1 1:0.2 2:0.1\n1 qid:2 1:0.3 2:0.2\n0 qid:2 1:0.4 2:0.9\n")
+    a = tmp_path / "a.pred"
+    a.write_text("0.9\n0.1\n0.2\n0.8\n")
+    args = ["--letor", str(letor), "--scores", str(a), "--score-feature", "2", "--metrics", "nDCG@1"]
+    res = invoke(*args, "--format", "csv")
+    assert res.exit_code == 0, res.output
+    frame = _csv(res.stdout)
+    expected = {"a": _sha(a)["sha256"], "feature2": _sha(letor)["sha256"]}
+    assert set(frame["system"]) == set(expected)
+    assert list(frame["system_sha256"]) == [expected[s] for s in frame["system"]]
+    assert set(frame["fingerprint"]) == {_json(*args)["fingerprint"]}

@@ -49,7 +49,8 @@ def test_csv_is_one_tidy_table_with_means_per_query_and_segments(files) -> None:
     res = run(files, "--format", "csv", "--segments", str(files["seg.tsv"]), "--with-per-query")
     table = pd.read_csv(io.StringIO(res.stdout))
     assert list(table.columns[:8]) == ["system", "query", "metric", "value", "n", "residual", "err_gmax", "sum"]
-    assert all(c.startswith(("queries_", "convention_")) for c in table.columns[8:])
+    assert all(c.startswith(("queries_", "convention_")) for c in table.columns[8:-2])
+    assert list(table.columns[-2:]) == ["system_sha256", "fingerprint"]  # (tests/test_evaluate_cli_fingerprint.py)
     assert (table["convention_name"] == "default").all()
     assert "--comparisons" in res.stderr  # says where the comparisons went
     qrels = read_qrels(files["qrels.txt"])

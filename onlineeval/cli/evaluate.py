@@ -442,8 +442,10 @@ def _report(
         from onlineeval.metrics.tables import long_frame
 
         long = long_frame(evals)
+    digests = out.system_digests(o.inputs)
     if o.per_query is not None:
-        long.assign(**{f"convention_{k}": v for k, v in conv.describe().items()}).to_csv(o.per_query, index=False)
+        per_query = long.assign(**{f"convention_{k}": v for k, v in conv.describe().items()})
+        out.with_digests(per_query, digests, o.fingerprint).to_csv(o.per_query, index=False)
     comparisons: list[PairedResult] = []
     common_queries: int | None = None
     paired: dict[str, int] = {}
@@ -491,7 +493,8 @@ def _report(
 
     tests = out.test_settings(o.seed, o.permutations, o.bootstrap, o.alpha, 1.0 - o.alpha)  # (compare_systems' level)
     if o.comparisons_file is not None:
-        out.comparisons_frame(comparisons, conv, tests, unpaired).to_csv(o.comparisons_file, index=False)
+        frame = out.comparisons_frame(comparisons, conv, tests, unpaired)
+        out.with_digests(frame, digests, o.fingerprint, ("system", "baseline")).to_csv(o.comparisons_file, index=False)
     if output_format == "json":
         doc = out.json_doc(evals, conv, comparisons, common_queries, seg_means, o.with_per_query, tests, paired,
                           unpaired)
@@ -522,7 +525,8 @@ def _report(
                     rec["interval"] = [rec["mean"], out.clean(rec["mean"] + res)]
         _echo(json.dumps(doc, indent=2))
     elif output_format == "csv":
-        tidy = out.tidy(evals, conv, seg_means, residual_values, err_gmax, o.with_per_query)
+        tidy = out.with_digests(out.tidy(evals, conv, seg_means, residual_values, err_gmax, o.with_per_query),
+                                digests, o.fingerprint)
         _echo(tidy.to_csv(index=False), nl=False)
         if names_note:
             _echo("note: " + names_note.replace("\n", "\nnote: "), err=True)

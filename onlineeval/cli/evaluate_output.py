@@ -233,6 +233,25 @@ def _with_conventions(frame: pd.DataFrame, conv: Conventions) -> pd.DataFrame:
     return frame
 
 
+def system_digests(inputs: dict[str, Any]) -> dict[str, str]:
+    """Each system's input SHA-256 from a command's ``inputs`` (:mod:`onlineeval.io.digest`): its run or score
+    file's; a LETOR feature's (``--score-feature``) is the LETOR file's, whose column it is."""
+    own = inputs.get("runs", inputs.get("scores", {}))
+    letor = inputs.get("letor", {}).get("sha256")
+    out = {str(name): entry["sha256"] for name, entry in own.items()}
+    return out | ({"*": letor} if letor is not None else {})
+
+
+def with_digests(frame: pd.DataFrame, digests: dict[str, str], fingerprint: str,
+                 columns: tuple[str, ...] = ("system",)) -> pd.DataFrame:
+    """``frame`` with a ``<column>_sha256`` for each of ``columns`` (the SHA-256 of that system's input file,
+    :func:`system_digests`) and the command's ``fingerprint``: what a CSV's numbers come from, on every row."""
+    for column in columns:
+        frame[f"{column}_sha256"] = [digests.get(str(name), digests.get("*", "")) for name in frame[column]]
+    frame["fingerprint"] = fingerprint
+    return frame
+
+
 def comparisons_frame(
     comparisons: list[PairedResult],
     conv: Conventions,
