@@ -57,7 +57,8 @@ def test_the_fingerprint_moves_with_every_input_and_option_not_with_paths(world:
 
 def test_the_python_api_gives_the_clis_inputs_and_fingerprint(world: dict[str, Any]) -> None:
     """onlineeval.api.estimate on the same files, names and options: the same digests and fingerprint as the CLI;
-    None for a log given in memory."""
+    a log in memory digested by the impressions read from its rows (the same rows, the same digest; one click
+    changed, another; a column the reader ignores, the same)."""
     import onlineeval.api as api
 
     doc = json_out(*_args(world["log"], world["B"], world["A"]))
@@ -71,6 +72,16 @@ def test_the_python_api_gives_the_clis_inputs_and_fingerprint(world: dict[str, A
 
     frame = pd.read_json(world["log"], lines=True, dtype=False)
     in_memory = api.estimate(frame, {"B": world["B"]}, "ips")
-    assert in_memory.inputs is None and in_memory.fingerprint is None
+    assert in_memory.inputs["log"]["in_memory"] == "DataFrame" and in_memory.inputs["log"]["records"] == len(frame)
+    assert in_memory.inputs["targets"]["B"] == doc["inputs"]["targets"]["B"]  # a file: its bytes' digest
+    assert len(in_memory.fingerprint) == 16
+    assert api.estimate(frame.copy(), {"B": world["B"]}, "ips").fingerprint == in_memory.fingerprint
+    assert api.estimate(frame.assign(note="x"), {"B": world["B"]}, "ips").fingerprint == in_memory.fingerprint
+    clicked = frame.copy()
+    clicked.at[0, "clicks"] = [] if len(frame["clicks"].iloc[0]) else [frame["shown"].iloc[0][0]]
+    assert api.estimate(clicked, {"B": world["B"]}, "ips").fingerprint != in_memory.fingerprint
+    lists = {"B": {"q0": ["d0", "d1"]}}  # a target in memory: its canonical JSON's digest
+    first, second = (api.estimate(frame, t, "ips", allow_unseen=True) for t in (lists, {"B": {"q0": ["d1", "d0"]}}))
+    assert first.inputs["targets"]["B"]["in_memory"] == "dict" and first.fingerprint != second.fingerprint
     assert in_memory.value("ips", "B") == pytest.approx(api.estimate(world["log"], {"B": world["B"]}, "ips")
                                                         .value("ips", "B"), rel=1e-12)

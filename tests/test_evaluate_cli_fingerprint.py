@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from test_evaluate_cli import files, invoke  # noqa: F401  (files: the fixture)
 
 
@@ -82,7 +84,8 @@ def test_the_fingerprint_moves_with_every_input_and_option_not_with_paths(files,
 
 def test_the_python_api_gives_the_clis_inputs_and_fingerprint(files, tmp_path):
     """onlineeval.evaluate on the same files and options (runs named as the CLI names them): the same digests and
-    fingerprint as the CLI; None for qrels given in memory."""
+    fingerprint as the CLI; qrels and runs in memory digested by their content (the same content, the same
+    fingerprint; one grade or score changed, another)."""
     import onlineeval
 
     seg = tmp_path / "seg.tsv"
@@ -93,9 +96,26 @@ def test_the_python_api_gives_the_clis_inputs_and_fingerprint(files, tmp_path):
     assert out.inputs == doc["inputs"] and out.fingerprint == doc["fingerprint"]
     from onlineeval.io import read_qrels
 
-    in_memory = onlineeval.evaluate(read_qrels(files["qrels.txt"]), [files["A.txt"], files["B.txt"]], "AP",
-                                    missing="zero", permutations=100, bootstrap=100)
-    assert in_memory.inputs is None and in_memory.fingerprint is None
+    from onlineeval.io import read_run
+
+    def api(qrels, runs):
+        return onlineeval.evaluate(qrels, runs, "AP", missing="zero", permutations=100, bootstrap=100)
+
+    qrels, run_a = read_qrels(files["qrels.txt"]), read_run(files["A.txt"])
+    in_memory = api(qrels, {"A": run_a, "B": files["B.txt"]})
+    assert in_memory.inputs["qrels"] == {"in_memory": "DataFrame",
+                                         "sha256": in_memory.inputs["qrels"]["sha256"]}
+    assert in_memory.inputs["runs"]["B"] == doc["inputs"]["runs"]["B"]  # a file: its bytes' digest, as the CLI's
+    assert len(in_memory.fingerprint) == 16
+    again = api(read_qrels(files["qrels.txt"]), {"A": read_run(files["A.txt"]), "B": files["B.txt"]})
+    assert again.fingerprint == in_memory.fingerprint  # the same content read again
+    seen = {in_memory.fingerprint}
+    grade, score = qrels.copy(), run_a.copy()
+    grade.loc[grade.index[0], "grade"] += 1
+    score.loc[score.index[-1], "score"] = float(np.nextafter(score["score"].iloc[-1], np.inf))  # one ulp
+    for changed in (api(grade, {"A": run_a, "B": files["B.txt"]}), api(qrels, {"A": score, "B": files["B.txt"]})):
+        assert changed.fingerprint not in seen
+        seen.add(changed.fingerprint)
 
 
 def _csv(text_or_path: str | Path):

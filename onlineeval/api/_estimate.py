@@ -40,9 +40,12 @@ class Estimates:
         The metric and its reward, the level, the cluster unit, where the propensities come
         from, the tie rule of the runs and the bootstrap (keys of the CLI's ``conventions``).
     inputs, fingerprint:
-        When the log and every run are files: each file's path, size and SHA-256 (``{"log": ..., "targets":
-        {name: ...}, "baseline": {name: ...}}``) and the fingerprint of those with the options, the CLI's for the
-        same files, names and options (:mod:`onlineeval.io.digest`); ``None`` when an input is in memory.
+        Each input's digest (``{"log": ..., "targets": {name: ...}, "baseline": {name: ...}}``) and the
+        fingerprint of those with the options (:mod:`onlineeval.io.digest`): a file's path, size and SHA-256 (for
+        files only, the CLI's fingerprint for the same files, names and options); an input in memory its type and
+        the SHA-256 of its canonical JSON (``in_memory``; a DataFrame log: of the impressions read from its rows,
+        :class:`~onlineeval.io.digest.RecordsDigest`), so the same content and options give the same
+        fingerprint; ``None`` when an input has no such form.
     """
 
     results: pd.DataFrame
@@ -76,14 +79,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _logged(log: Any, policies: Any) -> Any:
-    """A :class:`onlineeval.io.logged.LoggedLog` from a DataFrame of impressions or a JSON-lines file."""
+def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
+    """A :class:`onlineeval.io.logged.LoggedLog` from a DataFrame of impressions or a JSON-lines file, and the
+    log's digest: the file's (:func:`onlineeval.io.digest.input_entry`) or that of the records read from the
+    DataFrame's rows (:class:`onlineeval.io.digest.RecordsDigest`)."""
     import pandas as pd
 
+    from onlineeval.io.digest import RecordsDigest, input_entry
     from onlineeval.io.logged import logged_from_records, read_logged
 
     if _is_path(log):
-        return read_logged(log, policies=policies)
+        return read_logged(log, policies=policies), input_entry(log)
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"log: expected a DataFrame (query, shown, clicks, p_list / p_prefix / p_item or "
                          f"propensities or logger) or a JSON-lines file; got {type(log).__name__}")
@@ -99,8 +105,9 @@ def _logged(log: Any, policies: Any) -> Any:
                 obj["propensities"] = {_PROPENSITY_COLUMNS[c]: _plain(rec[c]) for c in p_columns}
             yield obj
 
+    digest = RecordsDigest()
     try:
-        return logged_from_records(records(), policies, "DataFrame")
+        return logged_from_records(digest.through(records()), policies, "DataFrame"), digest.entry("DataFrame")
     except InputError as exc:
         raise _in_columns(exc, log) from None
 
@@ -209,7 +216,7 @@ def estimate(
     # as the CLI: a logger's Plackett-Luce quadrature tables (computed while the log is read) side by side on the
     # machine's cores, the same numbers for any count (no progress lines: a library call)
     with propensity_settings(os.cpu_count() or 1):
-        lg = _logged(log, simulations.policies)
+        lg, log_entry = _logged(log, simulations.policies)
     reward = get_reward(metric, lg.data.k)
     try:
         check_needs(lg, ests)
@@ -248,13 +255,17 @@ def estimate(
     from onlineeval.cli.estimate import warning_lines
 
     warns = tuple(warning_lines(out.warnings, out.results, out.differences))
-    inputs, fp = None, None
-    runs = [*targets.items(), *([baseline] if baseline is not None else [])]
-    if _is_path(log) and all(_is_path(run) for _, run in runs):  # what determines the numbers, as the CLI's
-        from onlineeval.io.digest import estimate_settings, fingerprint, input_entry
+    from onlineeval.io.digest import estimate_settings, fingerprint, input_entry, memory_entry
 
-        inputs = {"log": input_entry(log), "targets": {name: input_entry(run) for name, run in targets.items()}}
-        if baseline is not None:
-            inputs["baseline"] = {baseline[0]: input_entry(baseline[1])}
+    def entry(x: Any) -> dict[str, Any] | None:  # what determines the numbers, as the CLI's for files
+        return input_entry(x) if _is_path(x) else memory_entry(x)
+
+    inputs: dict[str, Any] | None = {"log": log_entry, "targets": {name: entry(run) for name, run in targets.items()}}
+    if baseline is not None:
+        inputs["baseline"] = {baseline[0]: entry(baseline[1])}
+    fp = None
+    if log_entry is None or any(e is None for part in list(inputs.values())[1:] for e in part.values()):
+        inputs = None  # an input without a canonical form (no digest)
+    else:
         fp = fingerprint(inputs, estimate_settings(metric, ests, opts, alpha, bootstrap, seed, ties, allow_unseen))
     return Estimates(pd.DataFrame(flat), pd.DataFrame(diffs), warns, conventions, inputs, fp)

@@ -87,10 +87,11 @@ class Evaluation:
     paired_queries_per_metric:
         Paired queries of each metric (``None`` for one system).
     inputs, fingerprint:
-        When the qrels, every run (and the segments, if given) are files: each file's path, size and SHA-256
-        (``{"qrels": ..., "runs": {name: ...}, "segments": ...}``) and the fingerprint of those with the metrics,
-        conventions and test options, the CLI's for the same files, names and options
-        (:mod:`onlineeval.io.digest`); ``None`` when an input is in memory.
+        Each input's digest (``{"qrels": ..., "runs": {name: ...}, "segments": ...}``) and the fingerprint of
+        those with the metrics, conventions and test options (:mod:`onlineeval.io.digest`): a file's path, size
+        and SHA-256 (for files only, the CLI's fingerprint for the same files, names and options); an input in
+        memory (a DataFrame, a dict of dicts) its type and the SHA-256 of its canonical JSON (``in_memory``), so the
+        same content and options give the same fingerprint; ``None`` when an input has no such form.
     unpaired:
         The (segment, metric, system) comparisons without a paired query while another metric of the segment has
         some (e.g. P@2 when no query has a relevant document under ``empty="exclude"``, Judged@2 paired): dicts
@@ -302,16 +303,18 @@ def evaluate(
 
 def _digests(qrels: Any, named: Mapping[str, Any], segments: Any,
              settings: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """``(inputs, fingerprint)`` as ``onlineeval evaluate`` makes them, or ``(None, None)`` when an input is in
-    memory."""
-    if not (_is_path(qrels) and all(_is_path(r) for r in named.values())
-            and (segments is None or _is_path(segments))):
-        return None, None
-    from onlineeval.io.digest import fingerprint, input_entry
+    """``(inputs, fingerprint)`` as ``onlineeval evaluate`` makes them for files; an input in memory is digested by
+    :func:`onlineeval.io.digest.memory_entry`; ``(None, None)`` when one has no canonical form."""
+    from onlineeval.io.digest import fingerprint, input_entry, memory_entry
 
-    inputs: dict[str, Any] = {"qrels": input_entry(qrels), "runs": {n: input_entry(r) for n, r in named.items()}}
+    def entry(x: Any) -> dict[str, Any] | None:
+        return input_entry(x) if _is_path(x) else memory_entry(x)
+
+    inputs: dict[str, Any] = {"qrels": entry(qrels), "runs": {n: entry(r) for n, r in named.items()}}
     if segments is not None:
-        inputs["segments"] = input_entry(segments)
+        inputs["segments"] = entry(segments)
+    if any(e is None for e in (inputs["qrels"], inputs.get("segments", {}), *inputs["runs"].values())):
+        return None, None
     return inputs, fingerprint(inputs, settings)
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from onlineeval.errors import InputError
 
-__all__ = ["InputDigests", "estimate_settings", "evaluate_settings", "file_sha256", "fingerprint", "input_entry",
-           "inputs_line"]
+__all__ = ["InputDigests", "RecordsDigest", "estimate_settings", "evaluate_settings", "file_sha256", "fingerprint", "input_entry",
+           "inputs_line", "memory_entry"]
 
 
 def file_sha256(path: str | PathLike[str]) -> str:
@@ -36,6 +36,86 @@ def input_entry(path: str | PathLike[str]) -> dict[str, Any]:
     p = Path(path)
     digest = file_sha256(p)
     return {"path": str(p), "bytes": p.stat().st_size, "sha256": digest}
+
+
+def _canonical(x: Any) -> Any:
+    """JSON's ``default`` for :func:`memory_entry`: a DataFrame as its column names and columns' values (its index
+    left out: the commands read rows, not labels), a Series or numpy value as its values, another mapping as a
+    dict; anything else is a ``TypeError`` (no canonical form: no digest)."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(x, pd.DataFrame):
+        return {"columns": [str(c) for c in x.columns], "data": [x[c].tolist() for c in x.columns]}
+    if isinstance(x, (pd.Series, pd.Index, np.ndarray, np.generic)):
+        return x.tolist()
+    if isinstance(x, Mapping):
+        return {str(k): v for k, v in x.items()}
+    raise TypeError(type(x).__name__)
+
+
+def memory_entry(obj: Any) -> dict[str, Any] | None:
+    """``{"in_memory", "sha256"}`` of an input given in memory to the Python API (a DataFrame, a dict of dicts,
+    lists of ids): the type's name and the SHA-256 of the object's canonical JSON (keys and rows in the order given,
+    floats written exactly, :func:`_canonical`; a DataFrame's columns encoded in blocks of rows, each block as a
+    JSON list), so the same content gives the same digest in any process; ``None`` for an object without such a
+    form. It is not the digest of any file holding the same content (that one is of the file's bytes)."""
+    import pandas as pd
+
+    h = hashlib.sha256()
+    encode = json.JSONEncoder(default=_canonical, allow_nan=True, separators=(",", ":")).encode
+    try:
+        if isinstance(obj, pd.DataFrame):
+            h.update(encode({"columns": [str(c) for c in obj.columns], "rows": len(obj)}).encode())
+            block = 1 << 16
+            for c in obj.columns:
+                values = obj[c].tolist()
+                for at in range(0, len(values), block):
+                    h.update(encode(values[at: at + block]).encode("utf-8", "surrogatepass"))
+        else:
+            h.update(encode(obj).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        return None
+    return {"in_memory": type(obj).__name__, "sha256": h.hexdigest()}
+
+
+class RecordsDigest:
+    """The SHA-256 of records (a log's impressions as the JSON reader's dicts) as they pass through
+    :meth:`through`, encoded as JSON lists of :data:`BLOCK` records (floats written exactly): the digest of a
+    DataFrame log as the Python API reads it (only what the reader takes from each row, so a column it ignores
+    does not move it). :meth:`entry` is ``None`` when a record has no JSON form."""
+
+    BLOCK = 4096
+
+    def __init__(self) -> None:
+        self._h: Any = hashlib.sha256()
+        self._block: list[Any] = []
+        self._encode = json.JSONEncoder(default=_canonical, allow_nan=True, separators=(",", ":")).encode
+        self.count = 0
+
+    def _flush(self) -> None:
+        if self._h is not None and self._block:
+            try:
+                self._h.update(self._encode(self._block).encode("utf-8", "surrogatepass"))
+            except (TypeError, ValueError):
+                self._h = None
+        self.count += len(self._block)
+        self._block.clear()
+
+    def through(self, records: Any) -> Any:
+        """``records``, each passed on as it comes and hashed."""
+        for rec in records:
+            self._block.append(rec)
+            if len(self._block) >= self.BLOCK:
+                self._flush()
+            yield rec
+        self._flush()
+
+    def entry(self, kind: str) -> dict[str, Any] | None:
+        """``{"in_memory": kind, "records", "sha256"}`` of the records seen, or ``None``."""
+        if self._h is None:
+            return None
+        return {"in_memory": kind, "records": self.count, "sha256": self._h.hexdigest()}
 
 
 def fingerprint(inputs: Mapping[str, Any], options: Mapping[str, Any]) -> str:
