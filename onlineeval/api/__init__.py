@@ -53,7 +53,6 @@ from onlineeval.errors import ConfigError, InputError
 from onlineeval.api._clicks import SessionsLike, _click_log, _id_list  # noqa: F401
 from onlineeval.api._estimate import (  # noqa: F401
     _LOG_COLUMNS,
-    _PROPENSITY_COLUMNS,
     _logged,
     _plain,
     _target_lists,

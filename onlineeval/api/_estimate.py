@@ -43,9 +43,10 @@ class Estimates:
         Each input's digest (``{"log": ..., "targets": {name: ...}, "baseline": {name: ...}}``) and the
         fingerprint of those with the options (:mod:`onlineeval.io.digest`): a file's path, size and SHA-256 (for
         files only, the CLI's fingerprint for the same files, names and options); an input in memory its type and
-        the SHA-256 of its canonical JSON (``in_memory``; a DataFrame log: of the impressions read from its rows,
-        :class:`~onlineeval.io.digest.RecordsDigest`), so the same content and options give the same
-        fingerprint; ``None`` when an input has no such form.
+        the SHA-256 of its canonical JSON (``in_memory``; a DataFrame log: of the Arrow table of the columns the
+        reader takes, :func:`~onlineeval.io.digest.table_entry`, or where that path declines of the impressions
+        read from its rows, :class:`~onlineeval.io.digest.RecordsDigest`), so the same content and options give
+        the same fingerprint; ``None`` when an input has no such form.
     """
 
     results: pd.DataFrame
@@ -65,7 +66,6 @@ class Estimates:
 
 #: DataFrame column -> JSON key of a logged impression (:mod:`onlineeval.io.logged`)
 _LOG_COLUMNS = ("query", "user", "user_type", "shown", "clicks", "propensities", "logger")
-_PROPENSITY_COLUMNS = {"p_list": "list", "p_prefix": "prefix", "p_item": "item"}
 
 
 def _plain(value: Any) -> Any:
@@ -81,19 +81,31 @@ def _plain(value: Any) -> Any:
 
 def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
     """A :class:`onlineeval.io.logged.LoggedLog` from a DataFrame of impressions or a JSON-lines file, and the
-    log's digest: the file's (:func:`onlineeval.io.digest.input_entry`) or that of the records read from the
-    DataFrame's rows (:class:`onlineeval.io.digest.RecordsDigest`)."""
+    log's digest: the file's (:func:`onlineeval.io.digest.input_entry`); a DataFrame with written propensities is
+    converted by pyarrow and checked on whole columns (:func:`onlineeval.io.logged_fast.read_frame_fast`, the same
+    log and errors as its records: 10^5 impressions in about 0.3 s against 3 s) and digested as that table
+    (:func:`onlineeval.io.digest.table_entry`); where that declines, the records read from its rows are the
+    reference and are digested as they are read (:class:`onlineeval.io.digest.RecordsDigest`)."""
     import pandas as pd
 
-    from onlineeval.io.digest import RecordsDigest, input_entry
+    from onlineeval.io.digest import RecordsDigest, input_entry, table_entry
     from onlineeval.io.logged import logged_from_records, read_logged
+    from onlineeval.io.logged_fast import FRAME_FORMS, frame_table, read_frame_fast
 
     if _is_path(log):
         return read_logged(log, policies=policies), input_entry(log)
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"log: expected a DataFrame (query, shown, clicks, p_list / p_prefix / p_item or "
                          f"propensities or logger) or a JSON-lines file; got {type(log).__name__}")
-    p_columns = [c for c in _PROPENSITY_COLUMNS if c in log.columns]
+    table = frame_table(log)
+    if table is not None:
+        try:
+            fast = read_frame_fast(table, "DataFrame", policies)
+        except InputError as exc:  # (its rows are numbered as the records' are; no file)
+            raise _in_columns(InputError(exc.message, None, exc.line), log) from None
+        if fast is not None:
+            return fast, table_entry(table, "DataFrame")
+    p_columns = [c for c in FRAME_FORMS if c in log.columns]
 
     def records() -> Iterator[dict[str, Any]]:
         for rec in log.to_dict("records"):
@@ -102,7 +114,7 @@ def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
                 if col in rec and not (isinstance(rec[col], float) and math.isnan(rec[col])) and rec[col] is not None:
                     obj[col] = _plain(rec[col])
             if p_columns:
-                obj["propensities"] = {_PROPENSITY_COLUMNS[c]: _plain(rec[c]) for c in p_columns}
+                obj["propensities"] = {FRAME_FORMS[c]: _plain(rec[c]) for c in p_columns}
             yield obj
 
     digest = RecordsDigest()
@@ -117,8 +129,10 @@ def _in_columns(exc: InputError, log: Any) -> InputError:
     JSON-lines keys ``propensities.list`` ... (review 2, E.4); unchanged for a file or a ``propensities`` column."""
     import pandas as pd
 
+    from onlineeval.io.logged_fast import FRAME_FORMS
+
     if (not isinstance(log, pd.DataFrame) or "propensities" in log.columns
-            or not any(c in log.columns for c in _PROPENSITY_COLUMNS)):
+            or not any(c in log.columns for c in FRAME_FORMS)):
         return exc
     return InputError(re.sub(r"propensities\.(list|prefix|item)\b", r"p_\1", exc.message), exc.path, exc.line)
 

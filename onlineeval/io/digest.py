@@ -15,7 +15,7 @@ from typing import Any
 from onlineeval.errors import InputError
 
 __all__ = ["InputDigests", "RecordsDigest", "estimate_settings", "evaluate_settings", "file_sha256", "fingerprint", "input_entry",
-           "inputs_line", "memory_entry"]
+           "inputs_line", "memory_entry", "table_entry"]
 
 
 def file_sha256(path: str | PathLike[str]) -> str:
@@ -77,6 +77,21 @@ def memory_entry(obj: Any) -> dict[str, Any] | None:
     except (TypeError, ValueError):
         return None
     return {"in_memory": type(obj).__name__, "sha256": h.hexdigest()}
+
+
+def table_entry(table: Any, kind: str) -> dict[str, Any]:
+    """``{"in_memory": kind, "records", "sha256"}`` of a pyarrow table (a DataFrame log as
+    :func:`onlineeval.io.logged_fast.frame_table` converts it): the SHA-256 of its Arrow IPC stream, one chunk per
+    column, the schema's metadata left out, so the same content gives the same digest (with the same pyarrow: another
+    version may write other bytes, which changes the fingerprint and never makes two contents agree)."""
+    import pyarrow as pa
+
+    table = table.combine_chunks().replace_schema_metadata(None)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    digest = hashlib.sha256(memoryview(sink.getvalue())).hexdigest()
+    return {"in_memory": kind, "records": table.num_rows, "sha256": digest}
 
 
 class RecordsDigest:

@@ -74,7 +74,6 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
         return None
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.json as pj
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         return None
@@ -107,6 +106,18 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
             ends_with_newline = fh.read(1) == b"\n"
     if newlines != (n if ends_with_newline else n - 1):
         return None
+    return _from_table(table, path, policies, None if spans is None else (buf, starts, ends))
+
+
+def _from_table(table: Any, path: str, policies: Any, spans: tuple[Any, Any, Any] | None) -> LoggedLog | None:
+    """The log of ``table`` (pyarrow's, one impression per row; rows numbered from 1 as lines) checked on whole
+    columns, or ``None`` where the line-by-line reader could refuse a row or read it otherwise (:func:`_read_fast`);
+    ``spans``: a logger log's ``(buf, starts, ends)`` (:func:`_logger_spans`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    names = set(table.column_names)
 
     def column(key: str) -> Any:
         return table.column(key).combine_chunks()
@@ -164,6 +175,7 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
             return None
     lines = np.arange(1, n + 1, dtype=np.int64)
     if spans is not None:
+        buf, starts, ends = spans
         if starts.size < n or table.column("logger").null_count != n:  # (every line's logger was replaced)
             return None
         logger_rows = _logger_rows(path, policies, buf, starts[:n], ends[:n], query_ids, offsets, lengths, dcodes,
@@ -202,6 +214,61 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
         return None
     return _build(path, policies, lines, query_ids, lengths, dcodes, duniq, clicks, user, no_user, user_type,
                   p["list"], p["prefix"], p["item"], [], [])
+
+
+#: DataFrame columns of the propensity forms (the Python API's spelling) -> the log's keys
+FRAME_FORMS = {"p_list": "list", "p_prefix": "prefix", "p_item": "item"}
+_FRAME_IDS = ("query", "user", "user_type", "shown", "clicks")
+
+
+def frame_table(frame: Any) -> Any:
+    """The pyarrow table of a DataFrame of impressions with written propensities, as the JSON reader would give
+    it for the same impressions written as a log: the columns ``query``, ``user``, ``user_type``, ``shown``,
+    ``clicks`` (those present) and ``propensities``, a struct of the ``p_list`` / ``p_prefix`` / ``p_item``
+    columns (or the frame's own ``propensities`` column of dicts); a missing value (``None``, NaN) is null, as a
+    key left out of a line. ``None`` where the frame has another form (a ``logger`` column with a value, both
+    ``propensities`` and ``p_*`` columns, no propensities) or pyarrow cannot convert a column: then the records
+    read from its rows are the reference (:func:`onlineeval.io.logged.logged_from_records`)."""
+    import pyarrow as pa
+
+    if "logger" in frame.columns and frame["logger"].notna().any():
+        return None
+    p_columns = [c for c in FRAME_FORMS if c in frame.columns]
+    if bool(p_columns) == ("propensities" in frame.columns) or not len(frame):
+        return None
+    def array(c: str) -> Any:
+        try:
+            return pa.array(frame[c], from_pandas=True)
+        except (pa.ArrowException, TypeError, ValueError):  # e.g. numpy cells of two types (an empty float array
+            return pa.array(frame[c].map(_listed), from_pandas=True)  # beside string ones): as lists, as records
+
+    try:
+        arrays = {c: array(c) for c in _FRAME_IDS if c in frame.columns}
+        if p_columns:
+            parts = [array(c) for c in p_columns]
+            arrays["propensities"] = pa.StructArray.from_arrays(parts, names=[FRAME_FORMS[c] for c in p_columns])
+        else:
+            arrays["propensities"] = pa.array(frame["propensities"], from_pandas=True)
+        table = pa.table(arrays)
+        table.validate(full=True)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    return table
+
+
+def _listed(value: Any) -> Any:
+    """A numpy array cell as a list of Python values (as the Python API's records carry it)."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+def read_frame_fast(table: Any, name: str, policies: Any) -> LoggedLog | None:
+    """The log of :func:`frame_table`'s ``table`` checked on whole columns (rows numbered from 1, as
+    :func:`onlineeval.io.logged.logged_from_records` numbers them), or ``None`` (declined) where the records read
+    from its rows could be refused or read otherwise (:func:`_from_table`); ``name`` labels it in errors."""
+    names = set(table.column_names)
+    if not {"query", "shown", "clicks", "propensities"} <= names or not names <= _FAST_KEYS:
+        return None
+    return _from_table(table, name, policies, None)
 
 
 def _logger_spans(path: str, data: bytes | None) -> tuple[bytes, Any, Any, Any, Any] | None:
