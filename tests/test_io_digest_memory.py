@@ -1,6 +1,7 @@
 """Digests of inputs given in memory (onlineeval.io.digest.memory_entry, RecordsDigest): the SHA-256 of the
-content's canonical JSON, checked against hashlib on the JSON written out independently; the same content gives
-the same digest, any change of a value (one ulp of a float) another, a DataFrame's index none."""
+content's canonical JSON (checked against hashlib on the JSON written out independently) or, for a DataFrame pyarrow
+converts, of its Arrow table; the same content gives the same digest, any change of a value (one ulp of a float),
+a name or a type another, a DataFrame's index none."""
 
 from __future__ import annotations
 
@@ -25,21 +26,29 @@ def test_a_dict_is_the_sha256_of_its_compact_json_with_exact_floats():
     assert memory_entry({"q2": run["q2"], "q1": run["q1"]})["sha256"] != memory_entry(run)["sha256"]  # order given
 
 
-def test_a_dataframe_is_its_columns_in_blocks_and_not_its_index():
+def test_a_dataframe_is_its_arrow_table_and_not_its_index():
     frame = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "c"],
                           "score": np.array([0.5, 0.25, 1e-17])})
-    header = json.dumps({"columns": ["query_id", "doc_id", "score"], "rows": 3}, separators=(",", ":"))
-    body = "".join(json.dumps(frame[c].tolist(), separators=(",", ":")) for c in frame.columns)
-    assert memory_entry(frame) == {"in_memory": "DataFrame", "sha256": _sha(header + body)}
-    assert memory_entry(frame.set_index(pd.Index([7, 8, 9]))) == memory_entry(frame)
+    entry = memory_entry(frame)
+    assert entry["in_memory"] == "DataFrame" and len(entry["sha256"]) == 64
+    assert memory_entry(frame.copy()) == entry  # the same content, another object
+    assert memory_entry(frame.set_index(pd.Index([7, 8, 9]))) == entry
     changed = frame.copy()
     changed.loc[2, "score"] = float(np.nextafter(1e-17, 1.0))
-    assert memory_entry(changed) != memory_entry(frame)
-    big = pd.DataFrame({"x": np.arange(70_000, dtype=np.float64)})  # more than one block of rows
-    again = pd.DataFrame({"x": np.arange(70_000, dtype=np.float64)})
-    assert memory_entry(big) == memory_entry(again)
+    assert memory_entry(changed) != entry
+    assert memory_entry(frame.rename(columns={"score": "grade"})) != entry
+    assert memory_entry(frame.astype({"score": np.float32})) != entry  # another type: other numbers
+    big = pd.DataFrame({"x": np.arange(70_000, dtype=np.float64)})
+    again = big.copy()
     again.loc[69_999, "x"] = 0.0
-    assert memory_entry(big) != memory_entry(again)
+    assert memory_entry(big) == memory_entry(big.copy()) != memory_entry(again)
+
+
+def test_a_dataframe_pyarrow_cannot_convert_is_its_columns_json_in_blocks():
+    frame = pd.DataFrame({"query": ["q1", 2, "q3"], "score": [0.5, 0.25, 1e-17]})  # mixed ids: no Arrow column
+    header = json.dumps({"columns": ["query", "score"], "rows": 3}, separators=(",", ":"))
+    body = "".join(json.dumps(frame[c].tolist(), separators=(",", ":")) for c in frame.columns)
+    assert memory_entry(frame) == {"in_memory": "DataFrame", "sha256": _sha(header + body)}
 
 
 def test_numpy_values_are_their_python_values_and_other_objects_have_no_digest():

@@ -56,9 +56,10 @@ def _canonical(x: Any) -> Any:
 
 def memory_entry(obj: Any) -> dict[str, Any] | None:
     """``{"in_memory", "sha256"}`` of an input given in memory to the Python API (a DataFrame, a dict of dicts,
-    lists of ids): the type's name and the SHA-256 of the object's canonical JSON (keys and rows in the order given,
-    floats written exactly, :func:`_canonical`; a DataFrame's columns encoded in blocks of rows, each block as a
-    JSON list), so the same content gives the same digest in any process; ``None`` for an object without such a
+    lists of ids): a DataFrame's the SHA-256 of the Arrow table of its columns (:func:`table_entry`, its index left
+    out: the commands read rows, not labels; where pyarrow cannot convert a column, of its columns' canonical JSON
+    in blocks of rows), anything else's of its canonical JSON (keys and rows in the order given, floats written
+    exactly, :func:`_canonical`), so the same content gives the same digest; ``None`` for an object without such a
     form. It is not the digest of any file holding the same content (that one is of the file's bytes)."""
     import pandas as pd
 
@@ -66,6 +67,14 @@ def memory_entry(obj: Any) -> dict[str, Any] | None:
     encode = json.JSONEncoder(default=_canonical, allow_nan=True, separators=(",", ":")).encode
     try:
         if isinstance(obj, pd.DataFrame):
+            import pyarrow as pa
+
+            try:
+                table = pa.Table.from_pandas(obj, preserve_index=False)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                pass
+            else:
+                return {"in_memory": "DataFrame", "sha256": table_entry(table, "DataFrame")["sha256"]}
             h.update(encode({"columns": [str(c) for c in obj.columns], "rows": len(obj)}).encode())
             block = 1 << 16
             for c in obj.columns:
