@@ -90,8 +90,9 @@ class Evaluation:
         Each input's digest (``{"qrels": ..., "runs": {name: ...}, "segments": ...}``) and the fingerprint of
         those with the metrics, conventions and test options (:mod:`onlineeval.io.digest`): a file's path, size
         and SHA-256 (for files only, the CLI's fingerprint for the same files, names and options); an input in
-        memory (a DataFrame, a dict of dicts) its type and the SHA-256 of its canonical JSON (``in_memory``), so the
-        same content and options give the same fingerprint; ``None`` when an input has no such form.
+        memory its type (``in_memory``) and the SHA-256 of its content (a DataFrame's Arrow table, a dict of dicts'
+        canonical JSON: :func:`~onlineeval.io.digest.memory_entry`), so the same content and options give the same
+        fingerprint; ``None`` when an input has no such form.
     unpaired:
         The (segment, metric, system) comparisons without a paired query while another metric of the segment has
         some (e.g. P@2 when no query has a relevant document under ``empty="exclude"``, Judged@2 paired): dicts
