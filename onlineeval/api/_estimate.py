@@ -96,7 +96,7 @@ def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
         return read_logged(log, policies=policies), input_entry(log)
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"log: expected a DataFrame (query, shown, clicks, p_list / p_prefix / p_item or "
-                         f"propensities or logger) or a JSON-lines file; got {type(log).__name__}")
+                         f"propensities or logger) or a JSON-lines or Parquet file; got {type(log).__name__}")
     table = frame_table(log)
     if table is not None:
         try:
@@ -173,7 +173,8 @@ def estimate(
         ``clicks`` (clicked ids or 0/1), optional ``user`` and ``user_type``, and the
         logging propensities as columns ``p_list`` / ``p_prefix`` / ``p_item`` (or a
         ``propensities`` dict, or a ``logger`` spec); or a JSON-lines file, plain or gzipped
-        (:mod:`onlineeval.io.logged`; e.g. a simulated log of ``designs[i].export_log``).
+        (:mod:`onlineeval.io.logged`; e.g. a simulated log of ``designs[i].export_log``), or a Parquet file
+        (:mod:`onlineeval.io.logged_parquet`).
     targets:
         ``{name: run}``: a run DataFrame / dict of dicts / TREC file (ranked by score with
         ``ties``), or ``{query: [doc ids in rank order]}``.

@@ -7,7 +7,8 @@ Example::
 
 The log holds impressions of a randomised logging policy with their logging propensities
 (or the policy and its scores), one JSON object per line (format in
-:mod:`onlineeval.io.logged`). Each target is a TREC run or a score file (``query doc score`` lines): its
+:mod:`onlineeval.io.logged`) or one row of a Parquet file
+(:mod:`onlineeval.io.logged_parquet`). Each target is a TREC run or a score file (``query doc score`` lines): its
 list for a query is its top ``k`` documents under the tie rule, ``k`` the length of the log's lists for that
 query.
 For every estimator and target the command prints the estimate of
@@ -325,8 +326,8 @@ class PropensityProgress(CountProgress):
 # --------------------------------------------------------------------------- command
 @guarded
 def estimate_cmd(
-    log: Annotated[Path, typer.Option("--log", "-l", help="Logged impressions, JSON lines, plain or gzipped (see "
-                                      "the README).")],
+    log: Annotated[Path, typer.Option("--log", "-l", help="Logged impressions: JSON lines, plain or gzipped, "
+                                      "or Parquet (see the README).")],
     target: Annotated[list[Path], typer.Option("--target", "-t", help="TREC run (6 columns) or score file "
                                                 "(query doc score) of a ranker to estimate; repeat for several.")],
     estimator: Annotated[str, typer.Option("--estimator", "-e", help="Comma-separated estimators, e.g. "

@@ -410,12 +410,13 @@ def _decode(path: str, raw: bytes) -> str:
 
 
 def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
-    """Read a JSON-lines log of impressions (format in the module docstring).
+    """Read a JSON-lines log of impressions (format in the module docstring), or a Parquet file of them
+    (:mod:`onlineeval.io.logged_parquet`: told by its magic bytes; errors name the row).
 
     Parameters
     ----------
     path:
-        The log file, plain or gzipped (gzip's magic bytes; e.g. ``.jsonl.gz``).
+        The log file, plain or gzipped (gzip's magic bytes; e.g. ``.jsonl.gz``), or Parquet.
     policies:
         The logging-policy package for logs with ``logger`` lines: anything with
         ``available_policies()`` and ``build_policy(spec, scores, k)``, i.e.
@@ -439,6 +440,10 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
         policy, non-UTF-8 bytes, an empty log.
     """
     name = str(path)
+    from onlineeval.io.logged_parquet import is_parquet, read_parquet_log  # it imports this module
+
+    if is_parquet(name):  # one impression per row of a Parquet file
+        return read_parquet_log(name, policies)
     raw = _gunzipped(name)  # None: not gzipped
     size = len(raw) if raw is not None else (Path(path).stat().st_size if Path(path).is_file() else 0)
     if size >= FAST_MIN_BYTES:

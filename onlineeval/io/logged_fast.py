@@ -236,6 +236,7 @@ def frame_table(frame: Any) -> Any:
     p_columns = [c for c in FRAME_FORMS if c in frame.columns]
     if bool(p_columns) == ("propensities" in frame.columns) or not len(frame):
         return None
+
     def array(c: str) -> Any:
         try:
             return pa.array(frame[c], from_pandas=True)

@@ -1,0 +1,132 @@
+"""Logged impressions in a Parquet file (``onlineeval estimate --log logs.parquet``), one impression per row.
+
+The columns are the JSON-lines log's keys (:mod:`onlineeval.io.logged`): ``query``, ``shown`` (a list of document
+ids), ``clicks`` (clicked ids, or 0/1 or booleans aligned with ``shown``), optional ``user`` and ``user_type``, and
+the propensities either as a ``propensities`` struct (fields ``list``, ``prefix``, ``item``) or as the columns
+``p_list``, ``p_prefix``, ``p_item`` (the Python API's spelling), or a ``logger`` column holding each row's logger
+(as JSON text, or a struct). Other columns (timestamps, positions, features) are ignored; a null is a value left
+out, as a key missing from a JSON line.
+
+A table with written propensities is checked on whole columns by the JSON log's own column checks
+(:func:`onlineeval.io.logged_fast.read_frame_fast`); where those decline (a ``logger`` column, large or dictionary
+types, anything the checks could refuse) its rows are read one by one as the JSON reader's records
+(:func:`onlineeval.io.logged.logged_from_records`, the reference): the same numbers either way (tested), and an
+error names the file and the row (1-based)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from onlineeval.errors import InputError
+from onlineeval.io.logged import LoggedLog, logged_from_records
+from onlineeval.io.logged_fast import _FRAME_IDS, FRAME_FORMS, read_frame_fast
+
+__all__ = ["is_parquet", "read_parquet_log"]
+
+#: the first (and last) four bytes of every Parquet file
+MAGIC = b"PAR1"
+#: the columns a row's record is made of (the JSON log's keys and the propensity columns)
+_KEYS = (*_FRAME_IDS, "propensities", "logger")
+
+
+def is_parquet(path: str | PathLike[str]) -> bool:
+    """Whether ``path`` is a Parquet file: its first four bytes are ``PAR1``."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+def _at_row(exc: InputError, name: str) -> InputError:
+    """``exc`` naming the file and, as ``row N``, the row (the readers number rows as lines)."""
+    if exc.line is None:
+        return InputError(exc.message, name)
+    return InputError(f"row {exc.line}: {exc.message}", name)
+
+
+def _table(table: Any) -> Any:
+    """The log's columns as :func:`~onlineeval.io.logged_fast.read_frame_fast` reads them (the propensity columns
+    as one ``propensities`` struct), or ``None`` where the rows are read one by one instead (a ``logger`` column
+    with a value, both or neither form of propensities, no rows)."""
+    import pyarrow as pa
+
+    names = set(table.column_names)
+    if "logger" in names and table.column("logger").null_count < table.num_rows:
+        return None
+    p_columns = [c for c in FRAME_FORMS if c in names]
+    if bool(p_columns) == ("propensities" in names) or not table.num_rows:
+        return None
+    arrays = {c: table.column(c).combine_chunks() for c in _FRAME_IDS if c in names}
+    if p_columns:
+        parts = [table.column(c).combine_chunks() for c in p_columns]
+        try:
+            arrays["propensities"] = pa.StructArray.from_arrays(parts, names=[FRAME_FORMS[c] for c in p_columns])
+        except (pa.ArrowException, ValueError):
+            return None
+    else:
+        arrays["propensities"] = table.column("propensities").combine_chunks()
+    return pa.table(arrays)
+
+
+def _records(table: Any) -> Iterator[dict[str, Any]]:
+    """Each row as the JSON reader's record: nulls (and NaN) left out, the propensity columns as one
+    ``propensities`` object (their values as they are: a null there is a missing form, which the reader names),
+    a ``logger`` given as JSON text decoded."""
+    names = table.column_names
+    p_columns = [c for c in FRAME_FORMS if c in names]
+    keep = [c for c in (*_KEYS, *p_columns) if c in names]
+    for number, row in enumerate(table.select(keep).to_pylist(), start=1):
+        obj: dict[str, Any] = {}
+        for key in _KEYS:
+            value = row.get(key)
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                continue
+            if key == "logger" and isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"logger is not valid JSON text ({exc.msg}, at character {exc.pos})", None,
+                                     number) from None
+            obj[key] = value
+        if p_columns:
+            obj["propensities"] = {FRAME_FORMS[c]: row[c] for c in p_columns}
+        yield obj
+
+
+def read_parquet_log(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
+    """The log of a Parquet file (see the module docstring); what :func:`onlineeval.io.logged.read_logged` returns
+    for a JSON-lines log of the same impressions. Errors (:class:`~onlineeval.errors.InputError`) name the file and
+    the row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = str(path)
+    if not Path(name).is_file():
+        raise InputError("no such file", name)
+    try:
+        table = pq.read_table(name)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"cannot read it as Parquet: {exc}", name) from None
+    if not table.num_rows:
+        raise InputError("the log is empty (no impressions)", name)
+    lacking = [c for c in ("query", "shown", "clicks") if c not in table.column_names]
+    if lacking:
+        raise InputError(f"the Parquet log lacks the column(s) {', '.join(lacking)}; it needs query, shown, clicks "
+                         "and the propensities (a propensities struct or p_list / p_prefix / p_item columns) or a "
+                         f"logger column (has {', '.join(table.column_names)})", name)
+    fast_table = _table(table)
+    try:
+        if fast_table is not None:
+            fast = read_frame_fast(fast_table, name, policies)
+            if fast is not None:
+                return fast
+        return logged_from_records(_records(table), policies, name)
+    except InputError as exc:
+        raise _at_row(exc, name) from None
+

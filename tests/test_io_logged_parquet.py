@@ -1,0 +1,168 @@
+"""Logged impressions in a Parquet file (onlineeval.io.logged_parquet, read by read_logged and so by `onlineeval
+estimate --log x.parquet`): the same LoggedLog to the bit as the JSON-lines log of the same impressions, whether its
+columns are the JSON keys (a propensities struct) or the Python API's (p_list / p_prefix / p_item, other columns
+beside), whether the whole-column checks read it or its rows are read one by one (the reference); a logger column
+of JSON text as the JSON log's logger lines; bad rows refused with the JSON reader's message, naming the file and the
+row."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_io_logged_fast import _assert_same, _records
+
+import onlineeval.io.logged as logged
+import onlineeval.io.logged_parquet as logged_parquet
+from onlineeval.errors import InputError
+from simulations import policies
+
+
+def _jsonl(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _struct_parquet(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.Table.from_pylist(records), path)
+    return path
+
+
+def _columns_parquet(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    """The API's spelling (p_* columns) written by pandas, with a timestamp and a position column beside."""
+    rows = [{**{k: v for k, v in r.items() if k != "propensities"},
+             **{f"p_{f}": v for f, v in r["propensities"].items()}} for r in records]
+    frame = pd.DataFrame(rows).assign(ts=pd.Timestamp("2026-12-04"), position=np.arange(len(rows)))
+    path = tmp_path / "log_columns.parquet"
+    frame.to_parquet(path)
+    return path
+
+
+def _same(got: logged.LoggedLog, expected: logged.LoggedLog) -> None:
+    """Every field equal but the data's ``source`` (the file's name)."""
+    assert got.data.source.endswith(".parquet")
+    _assert_same(dataclasses.replace(got, data=dataclasses.replace(got.data, source=expected.data.source)), expected)
+
+
+def _reference(path: Path, monkeypatch: pytest.MonkeyPatch) -> logged.LoggedLog:
+    """The rows read one by one (the whole-column checks switched off)."""
+    with monkeypatch.context() as m:
+        m.setattr(logged_parquet, "_table", lambda table: None)
+        return logged.read_logged(path)
+
+
+@pytest.mark.parametrize(("clicks", "users", "user_type", "forms", "int_queries"), [
+    ("ids", "some", False, ("list", "prefix", "item"), False),
+    ("flags", "none", True, ("prefix",), True),
+    ("bools", "int", False, ("item", "list"), False),
+    ("ids", "int", True, ("list",), True),
+])
+@pytest.mark.parametrize("layout", [_struct_parquet, _columns_parquet])
+def test_a_parquet_log_equals_the_json_lines_log(tmp_path, monkeypatch, clicks, users, user_type, forms,
+                                                 int_queries, layout):
+    records = _records(5, 700, clicks, users, user_type, forms, int_queries)
+    if clicks == "flags":  # (pandas makes an all-empty 0/1 list column null-typed: keep them full)
+        for rec in records:
+            rec["clicks"] = rec["clicks"] or [0] * len(rec["shown"])
+    expected = logged.read_logged(_jsonl(tmp_path, records))
+    path = layout(tmp_path, records)
+    seen = []
+    real = logged_parquet.read_frame_fast
+    with monkeypatch.context() as m:
+        m.setattr(logged_parquet, "read_frame_fast", lambda *a: seen.append(real(*a)) or seen[-1])
+        _same(logged.read_logged(path), expected)
+    assert seen and seen[0] is not None  # read on whole columns
+    _same(_reference(path, monkeypatch), expected)
+
+
+def test_a_logger_column_of_json_text_is_read_as_the_logger_lines(tmp_path):
+    from test_io_logged_fast_logger import LOGGERS
+    from test_io_logged_fast_logger import _records as logger_records
+
+    records = logger_records(3, 300, LOGGERS[0])
+    expected = logged.read_logged(_jsonl(tmp_path, records), policies=policies)
+    rows = [{**r, "logger": json.dumps(r["logger"])} for r in records]
+    path = tmp_path / "logger.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    got = logged.read_logged(path, policies=policies)
+    _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
+          dataclasses.replace(expected, data=dataclasses.replace(expected.data, logger=None)))
+    every = np.arange(len(got.queries))
+    np.testing.assert_array_equal(got.data.logger.item_position_marginals(every),
+                                  expected.data.logger.item_position_marginals(every))
+    assert got.source == expected.source
+
+
+GOOD = {"query": "q1", "shown": ["a", "b"], "clicks": ["b"], "propensities": {"list": 0.25, "prefix": [0.5, 0.25]}}
+
+
+@pytest.mark.parametrize("bad", [
+    {"propensities": {"list": 1.5, "prefix": [1.5, 1.5]}},
+    {"propensities": {"list": 0.5, "prefix": [0.25, 0.5]}},  # a prefix that increases
+    {"clicks": ["c"]},  # a click on a document not shown
+    {"shown": ["a", "a"]},
+    {"query": ""},
+])
+@pytest.mark.parametrize("rows", ["whole columns", "one by one"])
+def test_a_bad_row_is_refused_with_the_json_readers_message_naming_file_and_row(tmp_path, monkeypatch, bad, rows):
+    records = [GOOD, GOOD, {**GOOD, **bad}, GOOD]
+    with pytest.raises(InputError) as expected:
+        logged.read_logged(_jsonl(tmp_path, records))
+    path = _struct_parquet(tmp_path, records)
+    with pytest.raises(InputError) as got:
+        if rows == "one by one":
+            _reference(path, monkeypatch)
+        else:
+            logged.read_logged(path)
+    assert expected.value.line == 3
+    assert (got.value.path, got.value.line) == (str(path), None)
+    assert got.value.message == f"row 3: {expected.value.message}"
+    assert str(got.value).startswith(f"{path}: row 3: ")
+
+
+def test_missing_columns_a_broken_file_and_bad_logger_text_are_clear_errors(tmp_path):
+    path = tmp_path / "no_clicks.parquet"
+    pq.write_table(pa.Table.from_pylist([{"query": "q1", "shown": ["a"]}]), path)
+    with pytest.raises(InputError, match="lacks the column.s. clicks; it needs query, shown, clicks"):
+        logged.read_logged(path)
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1" + b"\x00" * 64)
+    with pytest.raises(InputError, match="cannot read it as Parquet") as exc:
+        logged.read_logged(broken)
+    assert exc.value.path == str(broken)
+    bad_logger = tmp_path / "bad_logger.parquet"
+    pq.write_table(pa.Table.from_pylist([{"query": "q1", "shown": ["a"], "clicks": [], "logger": "{oops"}]),
+                   bad_logger)
+    with pytest.raises(InputError, match=r"row 1: logger is not valid JSON text") as exc:
+        logged.read_logged(bad_logger, policies=policies)
+    assert exc.value.path == str(bad_logger)
+
+
+def test_estimate_reads_a_parquet_log_and_fingerprints_its_bytes(tmp_path):
+    import hashlib
+
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    records = _records(9, 400, "ids", "some", False, ("list", "prefix", "item"), False)
+    run = tmp_path / "B.run"
+    run.write_text("".join(f"q{q} Q0 d{q + j} {j + 1} {10 - j} B\n" for q in range(30) for j in range(5)))
+    outs = []
+    for path in (_jsonl(tmp_path, records), _struct_parquet(tmp_path, records)):
+        res = CliRunner().invoke(app, ["estimate", "--log", str(path), "--target", str(run), "--estimator",
+                                       "ips,rips,iips", "--allow-unseen", "--format", "json"])
+        assert res.exit_code == 0, res.output
+        outs.append(json.loads(res.stdout))
+    assert [r["estimate"] for r in outs[0]["results"]] == [r["estimate"] for r in outs[1]["results"]]
+    parquet = _struct_parquet(tmp_path, records)
+    assert outs[1]["inputs"]["log"]["sha256"] == hashlib.sha256(parquet.read_bytes()).hexdigest()
