@@ -6,7 +6,11 @@ A log that names its ``logger`` is read the same way with each line's logger obj
 (:mod:`onlineeval.io.logged_scan`) and decoded once per query: 10^5 Plackett-Luce lines of 20 candidates
 (``benchmarks/bench_read_logger_log.py``) 1.5-1.7 s in a fresh process against 3.6 s line by line, most of the rest
 the logger's own propensities (at 100 candidates and 1,000 queries: 8.0-8.4 s against 10.7 s, of which 4.1 s the
-quadrature of the item marginals)."""
+quadrature of the item marginals).
+
+The same column checks (:func:`_from_table`) read a table that is not JSON text: the Python API's DataFrame of
+impressions (:func:`frame_table`, :func:`read_frame_fast`) and a Parquet log (:mod:`onlineeval.io.logged_parquet`),
+each declining to its own row-by-row reference."""
 
 from __future__ import annotations
 
