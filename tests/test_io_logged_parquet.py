@@ -49,7 +49,7 @@ def _columns_parquet(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
 
 def _same(got: logged.LoggedLog, expected: logged.LoggedLog) -> None:
     """Every field equal but the data's ``source`` (the file's name)."""
-    assert got.data.source.endswith(".parquet")
+    assert got.data.source != expected.data.source  # (the Parquet file's or directory's name)
     _assert_same(dataclasses.replace(got, data=dataclasses.replace(got.data, source=expected.data.source)), expected)
 
 
@@ -166,3 +166,37 @@ def test_estimate_reads_a_parquet_log_and_fingerprints_its_bytes(tmp_path):
     assert [r["estimate"] for r in outs[0]["results"]] == [r["estimate"] for r in outs[1]["results"]]
     parquet = _struct_parquet(tmp_path, records)
     assert outs[1]["inputs"]["log"]["sha256"] == hashlib.sha256(parquet.read_bytes()).hexdigest()
+
+
+def test_a_directory_of_parquet_files_is_one_log_and_its_digest_covers_every_file(tmp_path):
+    """A dataset as Spark writes one (part files in key=value folders, a _SUCCESS marker): the log of its rows,
+    equal to the JSON-lines log of the same impressions; its digest moves with a byte of any file and with a file
+    added, not with the directory's place."""
+    import shutil
+
+    from onlineeval.io.digest import input_entry
+
+    records = _records(8, 900, "ids", "some", True, ("list", "prefix"), False)
+    expected = logged.read_logged(_jsonl(tmp_path, records))
+    root = tmp_path / "dataset"
+    for i, (lo, hi) in enumerate([(0, 400), (400, 900)]):
+        folder = root / f"date=2026-12-0{i + 1}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(records[lo:hi]), folder / "part-00000.snappy.parquet")
+    (root / "_SUCCESS").write_bytes(b"")
+    assert logged_parquet.is_parquet(root)
+    _same(logged.read_logged(root), expected)
+    entry = input_entry(root)
+    assert (entry["files"], entry["bytes"]) == (3, sum(f.stat().st_size for f in root.rglob("*") if f.is_file()))
+    moved = Path(shutil.copytree(root, tmp_path / "elsewhere"))
+    assert input_entry(moved)["sha256"] == entry["sha256"]
+    (moved / "_SUCCESS").write_bytes(b"\n")
+    assert input_entry(moved)["sha256"] != entry["sha256"]
+    (moved / "_SUCCESS").write_bytes(b"")
+    (moved / "extra.txt").write_bytes(b"")
+    assert input_entry(moved)["sha256"] != entry["sha256"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="a directory holding no Parquet file") as exc:
+        logged.read_logged(empty)
+    assert exc.value.path == str(empty)

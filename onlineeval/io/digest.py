@@ -32,8 +32,18 @@ def file_sha256(path: str | PathLike[str]) -> str:
 
 
 def input_entry(path: str | PathLike[str]) -> dict[str, Any]:
-    """``{"path", "bytes", "sha256"}`` of one input file."""
+    """``{"path", "bytes", "sha256"}`` of one input file; of a directory (a Parquet dataset, as Spark writes one)
+    ``{"path", "files", "bytes", "sha256"}``: the SHA-256 of each file's path relative to it and SHA-256, one line
+    per file in sorted order, over every file below it (so a byte of any file, a file added, removed or renamed
+    changes it)."""
     p = Path(path)
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file())
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f"{f.relative_to(p).as_posix()}\0{file_sha256(f)}\n".encode())
+        return {"path": str(p), "files": len(files), "bytes": sum(f.stat().st_size for f in files),
+                "sha256": h.hexdigest()}
     digest = file_sha256(p)
     return {"path": str(p), "bytes": p.stat().st_size, "sha256": digest}
 

@@ -442,8 +442,11 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
     name = str(path)
     from onlineeval.io.logged_parquet import is_parquet, read_parquet_log  # it imports this module
 
-    if is_parquet(name):  # one impression per row of a Parquet file
+    if is_parquet(name):  # one impression per row of a Parquet file (or of a directory of them)
         return read_parquet_log(name, policies)
+    if Path(name).is_dir():
+        raise InputError("a directory holding no Parquet file; the log is a JSON-lines file (plain or gzipped), a "
+                         "Parquet file or a directory of Parquet files", name)
     raw = _gunzipped(name)  # None: not gzipped
     size = len(raw) if raw is not None else (Path(path).stat().st_size if Path(path).is_file() else 0)
     if size >= FAST_MIN_BYTES:

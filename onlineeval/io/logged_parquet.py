@@ -5,7 +5,9 @@ ids), ``clicks`` (clicked ids, or 0/1 or booleans aligned with ``shown``), optio
 the propensities either as a ``propensities`` struct (fields ``list``, ``prefix``, ``item``) or as the columns
 ``p_list``, ``p_prefix``, ``p_item`` (the Python API's spelling), or a ``logger`` column holding each row's logger
 (as JSON text, or a struct). Other columns (timestamps, positions, features) are ignored; a null is a value left
-out, as a key missing from a JSON line.
+out, as a key missing from a JSON line. A directory of Parquet files (a dataset, as Spark writes one) is read as
+one table (pyarrow's dataset: files in sorted order, names starting with ``_`` or ``.`` skipped, ``key=value``
+folders' keys as columns, ignored); its rows are numbered across the files in that order.
 
 A table with written propensities is checked on whole columns by the JSON log's own column checks
 (:func:`onlineeval.io.logged_fast.read_frame_fast`); where those decline (a ``logger`` column, large or dictionary
@@ -34,13 +36,21 @@ MAGIC = b"PAR1"
 _KEYS = (*_FRAME_IDS, "propensities", "logger")
 
 
-def is_parquet(path: str | PathLike[str]) -> bool:
-    """Whether ``path`` is a Parquet file: its first four bytes are ``PAR1``."""
+def _magic(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
             return fh.read(4) == MAGIC
     except OSError:
         return False
+
+
+def is_parquet(path: str | PathLike[str]) -> bool:
+    """Whether ``path`` is a Parquet file (its first four bytes are ``PAR1``) or a directory holding one (a
+    dataset, as Spark writes one: ``part-*.parquet`` files, maybe in ``key=value`` folders, beside ``_SUCCESS``)."""
+    p = Path(path)
+    if p.is_dir():
+        return any(_magic(f) for f in p.rglob("*") if f.is_file() and not f.name.startswith(("_", ".")))
+    return _magic(p)
 
 
 def _at_row(exc: InputError, name: str) -> InputError:
@@ -107,10 +117,10 @@ def read_parquet_log(path: str | PathLike[str], policies: Any = None) -> LoggedL
     import pyarrow.parquet as pq
 
     name = str(path)
-    if not Path(name).is_file():
-        raise InputError("no such file", name)
+    if not Path(name).exists():
+        raise InputError("no such file or directory", name)
     try:
-        table = pq.read_table(name)
+        table = pq.read_table(name)  # a directory: its files as one dataset (partition keys as columns, ignored)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"cannot read it as Parquet: {exc}", name) from None
     if not table.num_rows:
