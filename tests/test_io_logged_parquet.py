@@ -200,3 +200,27 @@ def test_a_directory_of_parquet_files_is_one_log_and_its_digest_covers_every_fil
     with pytest.raises(InputError, match="a directory holding no Parquet file") as exc:
         logged.read_logged(empty)
     assert exc.value.path == str(empty)
+
+
+def test_spark_types_are_read_on_whole_columns_with_the_same_numbers(tmp_path, monkeypatch):
+    """int32 user types and 0/1 clicks, float32 propensities (their values exact in float64) and large strings, as
+    Spark and pandas write them: cast to the JSON reader's types (the same values) and read on whole columns."""
+    records = _records(12, 500, "flags", "some", True, ("list", "prefix", "item"), False)
+    for rec in records:
+        rec["clicks"] = rec["clicks"] or [0] * len(rec["shown"])
+        rec["propensities"] = {f: (float(np.float32(v)) if f == "list" else [float(np.float32(x)) for x in v])
+                               for f, v in rec["propensities"].items()}
+    expected = logged.read_logged(_jsonl(tmp_path, records))
+    schema = pa.schema([("query", pa.large_string()), ("shown", pa.list_(pa.large_string())),
+                        ("clicks", pa.list_(pa.int32())), ("user", pa.large_string()), ("user_type", pa.int32()),
+                        ("propensities", pa.struct([("list", pa.float32()), ("prefix", pa.list_(pa.float32())),
+                                                    ("item", pa.list_(pa.float32()))]))])
+    path = tmp_path / "spark.parquet"
+    pq.write_table(pa.Table.from_pylist(records, schema=schema), path)
+    seen = []
+    real = logged_parquet.read_frame_fast
+    with monkeypatch.context() as m:
+        m.setattr(logged_parquet, "read_frame_fast", lambda *a: seen.append(real(*a)) or seen[-1])
+        _same(logged.read_logged(path), expected)
+    assert seen and seen[0] is not None  # read on whole columns
+    _same(_reference(path, monkeypatch), expected)

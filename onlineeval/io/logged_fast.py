@@ -248,17 +248,44 @@ def frame_table(frame: Any) -> Any:
             return pa.array(frame[c].map(_listed), from_pandas=True)  # beside string ones): as lists, as records
 
     try:
-        arrays = {c: array(c) for c in _FRAME_IDS if c in frame.columns}
+        arrays = {c: normalised(array(c)) for c in _FRAME_IDS if c in frame.columns}
         if p_columns:
-            parts = [array(c) for c in p_columns]
+            parts = [normalised(array(c)) for c in p_columns]
             arrays["propensities"] = pa.StructArray.from_arrays(parts, names=[FRAME_FORMS[c] for c in p_columns])
         else:
-            arrays["propensities"] = pa.array(frame["propensities"], from_pandas=True)
+            arrays["propensities"] = normalised(pa.array(frame["propensities"], from_pandas=True))
         table = pa.table(arrays)
         table.validate(full=True)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     return table
+
+
+def normalised(array: Any) -> Any:
+    """``array`` with the types the JSON reader gives (what :func:`_from_table` reads): narrower integers as int64,
+    large strings and lists as strings and lists, also inside lists and structs (the same values: a Parquet file
+    from Spark writes int32 flags and user types, pandas large strings); left as it is where a cast fails (then
+    the column checks decline)."""
+    import pyarrow as pa
+
+    def target(t: Any) -> Any:
+        if pa.types.is_integer(t):
+            return pa.int64()
+        if pa.types.is_large_string(t):
+            return pa.string()
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return pa.list_(target(t.value_type))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(t.field(i).name, target(t.field(i).type)) for i in range(t.num_fields)])
+        return t
+
+    want = target(array.type)
+    if want == array.type:
+        return array
+    try:
+        return array.cast(want)
+    except (pa.ArrowException, ValueError):
+        return array
 
 
 def _listed(value: Any) -> Any:

@@ -26,7 +26,7 @@ from typing import Any
 
 from onlineeval.errors import InputError
 from onlineeval.io.logged import LoggedLog, logged_from_records
-from onlineeval.io.logged_fast import _FRAME_IDS, FRAME_FORMS, read_frame_fast
+from onlineeval.io.logged_fast import _FRAME_IDS, FRAME_FORMS, normalised, read_frame_fast
 
 __all__ = ["is_parquet", "read_parquet_log"]
 
@@ -72,15 +72,15 @@ def _table(table: Any) -> Any:
     p_columns = [c for c in FRAME_FORMS if c in names]
     if bool(p_columns) == ("propensities" in names) or not table.num_rows:
         return None
-    arrays = {c: table.column(c).combine_chunks() for c in _FRAME_IDS if c in names}
+    arrays = {c: normalised(table.column(c).combine_chunks()) for c in _FRAME_IDS if c in names}
     if p_columns:
-        parts = [table.column(c).combine_chunks() for c in p_columns]
+        parts = [normalised(table.column(c).combine_chunks()) for c in p_columns]
         try:
             arrays["propensities"] = pa.StructArray.from_arrays(parts, names=[FRAME_FORMS[c] for c in p_columns])
         except (pa.ArrowException, ValueError):
             return None
     else:
-        arrays["propensities"] = table.column("propensities").combine_chunks()
+        arrays["propensities"] = normalised(table.column("propensities").combine_chunks())
     return pa.table(arrays)
 
 
