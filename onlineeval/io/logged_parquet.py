@@ -12,9 +12,9 @@ folders' keys as columns, ignored); its rows are numbered across the files in th
 A table with written propensities is checked on whole columns by the JSON log's own column checks
 (:func:`onlineeval.io.logged_fast.read_frame_fast`); where those decline (a ``logger`` column, dictionary-encoded or
 unsigned 64-bit columns, anything the checks could refuse; narrower integers and large strings are cast to the JSON
-reader's types first, :func:`~onlineeval.io.logged_fast.normalised`) its rows are read one by one as the JSON reader's records
-(:func:`onlineeval.io.logged.logged_from_records`, the reference): the same numbers either way (tested), and an
-error names the file and the row (1-based)."""
+reader's types first, :func:`~onlineeval.io.logged_fast.normalised`) its rows are read one by one as the JSON
+reader's records (:func:`onlineeval.io.logged.logged_from_records`, the reference): the same numbers either way
+(tested), and an error names the file and the row (1-based)."""
 
 from __future__ import annotations
 
