@@ -84,22 +84,37 @@ def test_a_parquet_log_equals_the_json_lines_log(tmp_path, monkeypatch, clicks, 
     _same(_reference(path, monkeypatch), expected)
 
 
-def test_a_logger_column_of_json_text_is_read_as_the_logger_lines(tmp_path):
+@pytest.mark.parametrize("encoding", ["json text", "struct", "map"])
+@pytest.mark.parametrize("spec", range(5))
+def test_a_logger_column_is_read_as_the_logger_lines(tmp_path, encoding, spec):
+    """A logger column as JSON text, as the struct pyarrow writes of dicts (every key seen on any row: the documents
+    of other queries' scores are null here) or with its scores as a map: the JSON log's logger lines."""
     from test_io_logged_fast_logger import LOGGERS
     from test_io_logged_fast_logger import _records as logger_records
 
-    records = logger_records(3, 300, LOGGERS[0])
+    records = logger_records(3, 300, LOGGERS[spec])
     expected = logged.read_logged(_jsonl(tmp_path, records), policies=policies)
-    rows = [{**r, "logger": json.dumps(r["logger"])} for r in records]
     path = tmp_path / "logger.parquet"
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    if encoding == "json text":
+        table = pa.Table.from_pylist([{**r, "logger": json.dumps(r["logger"])} for r in records])
+    elif encoding == "struct":
+        table = pa.Table.from_pylist(records)
+    else:
+        rows = [{**r, "logger": {**r["logger"], "scores": list(r["logger"]["scores"].items())}} for r in records]
+        plain = pa.Table.from_pylist(records)  # (its types, the scores then made a map)
+        logger_type = plain.schema.field("logger").type
+        fields = [pa.field("scores", pa.map_(pa.string(), pa.float64())) if f.name == "scores" else f
+                  for f in logger_type]
+        table = pa.Table.from_pylist(rows, schema=plain.schema.set(plain.schema.get_field_index("logger"),
+                                                                    pa.field("logger", pa.struct(fields))))
+    pq.write_table(table, path)
     got = logged.read_logged(path, policies=policies)
     _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
           dataclasses.replace(expected, data=dataclasses.replace(expected.data, logger=None)))
     every = np.arange(len(got.queries))
     np.testing.assert_array_equal(got.data.logger.item_position_marginals(every),
                                   expected.data.logger.item_position_marginals(every))
-    assert got.source == expected.source
+    assert got.source == expected.source and got.data.logger.describe() == expected.data.logger.describe()
 
 
 GOOD = {"query": "q1", "shown": ["a", "b"], "clicks": ["b"], "propensities": {"list": 0.25, "prefix": [0.5, 0.25]}}

@@ -4,7 +4,7 @@ The columns are the JSON-lines log's keys (:mod:`onlineeval.io.logged`): ``query
 ids), ``clicks`` (clicked ids, or 0/1 or booleans aligned with ``shown``), optional ``user`` and ``user_type``, and
 the propensities either as a ``propensities`` struct (fields ``list``, ``prefix``, ``item``) or as the columns
 ``p_list``, ``p_prefix``, ``p_item`` (the Python API's spelling), or a ``logger`` column holding each row's logger
-(as JSON text, or a struct). Other columns (timestamps, positions, features) are ignored; a null is a value left
+(as JSON text, or a struct whose null fields are left out, its ``scores`` a struct or a map). Other columns (timestamps, positions, features) are ignored; a null is a value left
 out, as a key missing from a JSON line. A directory of Parquet files (a dataset, as Spark writes one) is read as
 one table (pyarrow's dataset: files in sorted order, names starting with ``_`` or ``.`` skipped, ``key=value``
 folders' keys as columns, ignored); its rows are numbered across the files in that order.
@@ -85,6 +85,30 @@ def _table(table: Any) -> Any:
     return pa.table(arrays)
 
 
+def _logger(value: Any, number: int) -> Any:
+    """A row's logger as the JSON log's object: JSON text decoded; a struct (a dict) without its null fields, which
+    are those other rows' loggers have (pyarrow writes a column of dicts as one struct of every key seen: a
+    document scored for another query is a null score here), and its ``scores`` given as a map (key-value pairs)
+    as an object."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"logger is not valid JSON text ({exc.msg}, at character {exc.pos})", None,
+                             number) from None
+    if not isinstance(value, dict):
+        return value
+    out = {k: v for k, v in value.items() if v is not None}
+    scores = out.get("scores")
+    if isinstance(scores, list) and all(isinstance(p, tuple) and len(p) == 2 for p in scores):
+        out["scores"] = dict(scores)
+    elif isinstance(scores, dict):
+        out["scores"] = {d: v for d, v in scores.items() if v is not None}
+    if isinstance(out.get("components"), list):
+        out["components"] = [_logger(c, number) for c in out["components"]]
+    return out
+
+
 def _records(table: Any) -> Iterator[dict[str, Any]]:
     """Each row as the JSON reader's record: nulls (and NaN) left out, the propensity columns as one
     ``propensities`` object (their values as they are: a null there is a missing form, which the reader names),
@@ -98,12 +122,8 @@ def _records(table: Any) -> Iterator[dict[str, Any]]:
             value = row.get(key)
             if value is None or (isinstance(value, float) and math.isnan(value)):
                 continue
-            if key == "logger" and isinstance(value, str):
-                try:
-                    value = json.loads(value)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"logger is not valid JSON text ({exc.msg}, at character {exc.pos})", None,
-                                     number) from None
+            if key == "logger":
+                value = _logger(value, number)
             obj[key] = value
         if p_columns:
             obj["propensities"] = {FRAME_FORMS[c]: row[c] for c in p_columns}
