@@ -212,3 +212,13 @@ def test_mutated_frames_read_the_same_by_both_paths(monkeypatch):
         else:
             assert fast == ref
     assert read_on_columns > 150
+
+
+def test_an_error_names_the_other_row_as_a_row():
+    """The readers name another line of the log (``line 1``); for a DataFrame it is a row, as the error's own."""
+    good = {"query": "q1", "shown": ["a", "b"], "clicks": ["b"], "propensities": {"list": 0.25, "prefix": [0.5, 0.25]}}
+    frame = pd.DataFrame([good, good, {**good, "propensities": {"list": 0.25}}, good])
+    with pytest.raises(InputError) as exc:
+        _logged(frame, simulations.policies)
+    assert str(exc.value).startswith("row 3: carries propensities list but row 1 carries propensities list, prefix")
+    assert "line 1" not in exc.value.message

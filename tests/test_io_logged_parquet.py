@@ -108,7 +108,15 @@ def test_a_logger_column_is_read_as_the_logger_lines(tmp_path, encoding, spec):
         table = pa.Table.from_pylist(rows, schema=plain.schema.set(plain.schema.get_field_index("logger"),
                                                                     pa.field("logger", pa.struct(fields))))
     pq.write_table(table, path)
-    got = logged.read_logged(path, policies=policies)
+    seen = []
+    real = logged_parquet.read_logger_table_fast
+    logged_parquet.read_logger_table_fast = lambda *a: seen.append(real(*a)) or seen[-1]
+    try:
+        got = logged.read_logged(path, policies=policies)
+    finally:
+        logged_parquet.read_logger_table_fast = real
+    if encoding == "json text":  # decoded once per query on whole columns
+        assert seen and seen[0] is not None
     _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
           dataclasses.replace(expected, data=dataclasses.replace(expected.data, logger=None)))
     every = np.arange(len(got.queries))
@@ -239,3 +247,34 @@ def test_spark_types_are_read_on_whole_columns_with_the_same_numbers(tmp_path, m
         _same(logged.read_logged(path), expected)
     assert seen and seen[0] is not None  # read on whole columns
     _same(_reference(path, monkeypatch), expected)
+
+
+def test_loggers_of_one_query_written_differently_go_row_by_row(tmp_path):
+    """The same logger in other bytes (key order) on a later row of its query: the whole-column path declines and the
+    rows are read as records, which compare values (the same log); a different logger there is refused naming the
+    rows, as the JSON reader names the lines."""
+    from test_io_logged_fast_logger import LOGGERS
+    from test_io_logged_fast_logger import _records as logger_records
+
+    records = logger_records(4, 200, LOGGERS[0])
+    expected = logged.read_logged(_jsonl(tmp_path, records), policies=policies)
+    q = records[0]["query"]
+    later = next(i for i, r in enumerate(records) if i > 0 and r["query"] == q)
+    texts = [json.dumps(r["logger"]) for r in records]
+    texts[later] = json.dumps(dict(reversed(list(records[later]["logger"].items()))))  # the same value, other bytes
+    path = tmp_path / "reordered.parquet"
+    pq.write_table(pa.Table.from_pylist([{**r, "logger": t} for r, t in zip(records, texts)]), path)
+    got = logged.read_logged(path, policies=policies)
+    _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
+          dataclasses.replace(expected, data=dataclasses.replace(expected.data, logger=None)))
+    changed = [dict(r) for r in records]
+    changed[later] = {**records[later], "logger": {**records[later]["logger"], "temperature": 0.5}}
+    with pytest.raises(InputError) as json_error:
+        logged.read_logged(_jsonl(tmp_path, changed), policies=policies)
+    path = tmp_path / "changed.parquet"
+    pq.write_table(pa.Table.from_pylist([{**r, "logger": json.dumps(r["logger"])} for r in changed]), path)
+    with pytest.raises(InputError) as parquet_error:
+        logged.read_logged(path, policies=policies)
+    assert json_error.value.line == later + 1 and "differs from line 1 " in json_error.value.message
+    assert parquet_error.value.message == (f"row {later + 1}: "
+                                           + json_error.value.message.replace("from line 1 ", "from row 1 "))

@@ -126,15 +126,19 @@ def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
 
 def _in_columns(exc: InputError, log: Any) -> InputError:
     """``exc`` naming the DataFrame columns ``p_list``, ``p_prefix``, ``p_item`` where the log reader names the
-    JSON-lines keys ``propensities.list`` ... (review 2, E.4); unchanged for a file or a ``propensities`` column."""
+    JSON-lines keys ``propensities.list`` ... (review 2, E.4; not for a ``propensities`` column) and other rows as
+    rows (``row 4`` where the reader says ``line 4``); unchanged for a file."""
     import pandas as pd
 
     from onlineeval.io.logged_fast import FRAME_FORMS
+    from onlineeval.io.logged_parquet import as_rows
 
-    if (not isinstance(log, pd.DataFrame) or "propensities" in log.columns
-            or not any(c in log.columns for c in FRAME_FORMS)):
+    if not isinstance(log, pd.DataFrame):
         return exc
-    return InputError(re.sub(r"propensities\.(list|prefix|item)\b", r"p_\1", exc.message), exc.path, exc.line)
+    message = as_rows(exc.message)  # other rows named as rows, as the error's own
+    if "propensities" not in log.columns and any(c in log.columns for c in FRAME_FORMS):
+        message = re.sub(r"propensities\.(list|prefix|item)\b", r"p_\1", message)
+    return InputError(message, exc.path, exc.line)
 
 
 def _target_lists(run: Any, ties: str, name: str) -> dict[str, list[str]]:

@@ -303,6 +303,25 @@ def read_frame_fast(table: Any, name: str, policies: Any) -> LoggedLog | None:
     return _from_table(table, name, policies, None)
 
 
+def read_logger_table_fast(table: Any, name: str, policies: Any, texts: Any) -> LoggedLog | None:
+    """The log of a table whose loggers are JSON text (``texts``: a pyarrow string array, one per row; the table's
+    ``logger`` column all null) checked on whole columns as a JSON-lines logger log is (each query's first row's
+    logger decoded once, every other row's compared with it byte for byte: :func:`_logger_rows`), or ``None``
+    (declined) where the records read from its rows could be refused or read otherwise."""
+    import pyarrow as pa
+
+    names = set(table.column_names)
+    if policies is None or not {"query", "shown", "clicks", "logger"} <= names or "propensities" in names \
+            or not names <= _FAST_KEYS or not pa.types.is_string(texts.type) or texts.null_count:
+        return None
+    offsets_buf, data_buf = texts.buffers()[1], texts.buffers()[2]
+    if data_buf is None or len(texts) != table.num_rows:
+        return None
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[texts.offset: texts.offset + len(texts) + 1].astype(np.int64)
+    buf = np.frombuffer(data_buf, dtype=np.uint8)
+    return _from_table(table, name, policies, (buf, offsets[:-1].copy(), offsets[1:].copy()))
+
+
 def _logger_spans(path: str, data: bytes | None) -> tuple[bytes, Any, Any, Any, Any] | None:
     """``(raw, buf, starts, ends, nulled)`` of a logger log: its bytes (and as a uint8 array), each line's logger
     value span (:func:`~onlineeval.io.logged_scan.logger_spans`) and the bytes with the spans replaced by ``null``,

@@ -4,22 +4,26 @@ The columns are the JSON-lines log's keys (:mod:`onlineeval.io.logged`): ``query
 ids), ``clicks`` (clicked ids, or 0/1 or booleans aligned with ``shown``), optional ``user`` and ``user_type``, and
 the propensities either as a ``propensities`` struct (fields ``list``, ``prefix``, ``item``) or as the columns
 ``p_list``, ``p_prefix``, ``p_item`` (the Python API's spelling), or a ``logger`` column holding each row's logger
-(as JSON text, or a struct whose null fields are left out, its ``scores`` a struct or a map). Other columns (timestamps, positions, features) are ignored; a null is a value left
-out, as a key missing from a JSON line. A directory of Parquet files (a dataset, as Spark writes one) is read as
-one table (pyarrow's dataset: files in sorted order, names starting with ``_`` or ``.`` skipped, ``key=value``
-folders' keys as columns, ignored); its rows are numbered across the files in that order.
+(as JSON text, or a struct whose null fields are left out, its ``scores`` a struct or a map). Other columns
+(timestamps, positions, features) are ignored; a null is a value left out, as a key missing from a JSON line. A
+directory of Parquet files (a dataset, as Spark writes one) is read as one table (pyarrow's dataset: files in
+sorted order, names starting with ``_`` or ``.`` skipped, ``key=value`` folders' keys as columns, ignored); its
+rows are numbered across the files in that order.
 
-A table with written propensities is checked on whole columns by the JSON log's own column checks
-(:func:`onlineeval.io.logged_fast.read_frame_fast`); where those decline (a ``logger`` column, dictionary-encoded or
-unsigned 64-bit columns, anything the checks could refuse; narrower integers and large strings are cast to the JSON
-reader's types first, :func:`~onlineeval.io.logged_fast.normalised`) its rows are read one by one as the JSON
-reader's records (:func:`onlineeval.io.logged.logged_from_records`, the reference): the same numbers either way
-(tested), and an error names the file and the row (1-based)."""
+A table with written propensities, or with loggers as JSON text, is checked on whole columns by the JSON log's own
+column checks (:func:`onlineeval.io.logged_fast.read_frame_fast`; ``read_logger_table_fast``: each query's first
+logger decoded once, the others compared with it byte for byte). Where those decline (loggers as structs, loggers
+of one query written differently, dictionary-encoded or unsigned 64-bit columns, anything the checks could refuse;
+narrower integers and large strings are cast to the JSON reader's types first,
+:func:`~onlineeval.io.logged_fast.normalised`) its rows are read one by one as the JSON reader's records
+(:func:`onlineeval.io.logged.logged_from_records`, the reference): the same numbers either way (tested), and an
+error names the file and the row (1-based)."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from os import PathLike
 from pathlib import Path
@@ -27,7 +31,7 @@ from typing import Any
 
 from onlineeval.errors import InputError
 from onlineeval.io.logged import LoggedLog, logged_from_records
-from onlineeval.io.logged_fast import _FRAME_IDS, FRAME_FORMS, normalised, read_frame_fast
+from onlineeval.io.logged_fast import _FRAME_IDS, FRAME_FORMS, normalised, read_frame_fast, read_logger_table_fast
 
 __all__ = ["is_parquet", "read_parquet_log"]
 
@@ -54,11 +58,33 @@ def is_parquet(path: str | PathLike[str]) -> bool:
     return _magic(p)
 
 
+def as_rows(message: str) -> str:
+    """A reader's message with the other lines it names (``line 4``) named as rows (``row 4``): the readers number
+    a table's rows as a file's lines."""
+    return re.sub(r"\b(on )?line (\d+)\b", lambda m: f"{'in ' if m.group(1) else ''}row {m.group(2)}", message)
+
+
 def _at_row(exc: InputError, name: str) -> InputError:
     """``exc`` naming the file and, as ``row N``, the row (the readers number rows as lines)."""
     if exc.line is None:
-        return InputError(exc.message, name)
-    return InputError(f"row {exc.line}: {exc.message}", name)
+        return InputError(as_rows(exc.message), name)
+    return InputError(f"row {exc.line}: {as_rows(exc.message)}", name)
+
+
+def _logger_table(table: Any) -> tuple[Any, Any] | None:
+    """``(table, texts)`` for :func:`~onlineeval.io.logged_fast.read_logger_table_fast` when every row's logger is
+    JSON text (no propensity columns): the log's columns with ``logger`` all null, and the texts; else ``None``."""
+    import pyarrow as pa
+
+    names = set(table.column_names)
+    if "propensities" in names or any(c in names for c in FRAME_FORMS):
+        return None
+    texts = normalised(table.column("logger").combine_chunks())
+    if not pa.types.is_string(texts.type) or texts.null_count:
+        return None
+    arrays = {c: normalised(table.column(c).combine_chunks()) for c in _FRAME_IDS if c in names}
+    arrays["logger"] = pa.nulls(table.num_rows)
+    return pa.table(arrays), texts
 
 
 def _table(table: Any) -> Any:
@@ -152,9 +178,15 @@ def read_parquet_log(path: str | PathLike[str], policies: Any = None) -> LoggedL
                          "and the propensities (a propensities struct or p_list / p_prefix / p_item columns) or a "
                          f"logger column (has {', '.join(table.column_names)})", name)
     fast_table = _table(table)
+    logger_table = _logger_table(table) if fast_table is None and "logger" in table.column_names else None
     try:
         if fast_table is not None:
             fast = read_frame_fast(fast_table, name, policies)
+            if fast is not None:
+                return fast
+        if logger_table is not None:  # loggers as JSON text: decoded once per query, as a JSON-lines log's
+            without_loggers, texts = logger_table
+            fast = read_logger_table_fast(without_loggers, name, policies, texts)
             if fast is not None:
                 return fast
         return logged_from_records(_records(table), policies, name)
