@@ -60,6 +60,23 @@ def _reference(path: Path, monkeypatch: pytest.MonkeyPatch) -> logged.LoggedLog:
         return logged.read_logged(path)
 
 
+def _read_watching(path: Path, reader: str, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> tuple[Any, list]:
+    """``read_logged(path)`` and what the whole-column ``reader`` of logged_parquet returned (None: declined)."""
+    seen: list[Any] = []
+    real = getattr(logged_parquet, reader)
+    with monkeypatch.context() as m:
+        m.setattr(logged_parquet, reader, lambda *a: seen.append(real(*a)) or seen[-1])
+        return logged.read_logged(path, **kwargs), seen
+
+
+def _same_both_ways(path: Path, expected: logged.LoggedLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read on whole columns (not declined) and row by row, both equal to ``expected``."""
+    got, seen = _read_watching(path, "read_frame_fast", monkeypatch)
+    _same(got, expected)
+    assert seen and seen[0] is not None  # read on whole columns
+    _same(_reference(path, monkeypatch), expected)
+
+
 @pytest.mark.parametrize(("clicks", "users", "user_type", "forms", "int_queries"), [
     ("ids", "some", False, ("list", "prefix", "item"), False),
     ("flags", "none", True, ("prefix",), True),
@@ -75,18 +92,12 @@ def test_a_parquet_log_equals_the_json_lines_log(tmp_path, monkeypatch, clicks, 
             rec["clicks"] = rec["clicks"] or [0] * len(rec["shown"])
     expected = logged.read_logged(_jsonl(tmp_path, records))
     path = layout(tmp_path, records)
-    seen = []
-    real = logged_parquet.read_frame_fast
-    with monkeypatch.context() as m:
-        m.setattr(logged_parquet, "read_frame_fast", lambda *a: seen.append(real(*a)) or seen[-1])
-        _same(logged.read_logged(path), expected)
-    assert seen and seen[0] is not None  # read on whole columns
-    _same(_reference(path, monkeypatch), expected)
+    _same_both_ways(path, expected, monkeypatch)
 
 
 @pytest.mark.parametrize("encoding", ["json text", "struct", "map"])
 @pytest.mark.parametrize("spec", range(5))
-def test_a_logger_column_is_read_as_the_logger_lines(tmp_path, encoding, spec):
+def test_a_logger_column_is_read_as_the_logger_lines(tmp_path, monkeypatch, encoding, spec):
     """A logger column as JSON text, as the struct pyarrow writes of dicts (every key seen on any row: the documents
     of other queries' scores are null here) or with its scores as a map: the JSON log's logger lines."""
     from test_io_logged_fast_logger import LOGGERS
@@ -108,13 +119,7 @@ def test_a_logger_column_is_read_as_the_logger_lines(tmp_path, encoding, spec):
         table = pa.Table.from_pylist(rows, schema=plain.schema.set(plain.schema.get_field_index("logger"),
                                                                     pa.field("logger", pa.struct(fields))))
     pq.write_table(table, path)
-    seen = []
-    real = logged_parquet.read_logger_table_fast
-    logged_parquet.read_logger_table_fast = lambda *a: seen.append(real(*a)) or seen[-1]
-    try:
-        got = logged.read_logged(path, policies=policies)
-    finally:
-        logged_parquet.read_logger_table_fast = real
+    got, seen = _read_watching(path, "read_logger_table_fast", monkeypatch, policies=policies)
     if encoding == "json text":  # decoded once per query on whole columns
         assert seen and seen[0] is not None
     _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
@@ -240,13 +245,7 @@ def test_spark_types_are_read_on_whole_columns_with_the_same_numbers(tmp_path, m
                                                     ("item", pa.list_(pa.float32()))]))])
     path = tmp_path / "spark.parquet"
     pq.write_table(pa.Table.from_pylist(records, schema=schema), path)
-    seen = []
-    real = logged_parquet.read_frame_fast
-    with monkeypatch.context() as m:
-        m.setattr(logged_parquet, "read_frame_fast", lambda *a: seen.append(real(*a)) or seen[-1])
-        _same(logged.read_logged(path), expected)
-    assert seen and seen[0] is not None  # read on whole columns
-    _same(_reference(path, monkeypatch), expected)
+    _same_both_ways(path, expected, monkeypatch)
 
 
 def test_loggers_of_one_query_written_differently_go_row_by_row(tmp_path):
