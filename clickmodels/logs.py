@@ -1,4 +1,4 @@
-"""Click logs: a typed record of search sessions and readers for three text formats.
+"""Click logs: a typed record of search sessions and readers for three text formats and Parquet.
 
 A :class:`ClickLog` holds ``n`` sessions (one result page each) as numpy arrays with one
 row per session, in the layout of DESIGN.md "Data in flight": ``docs`` is ``(n, k)`` with
@@ -38,6 +38,11 @@ separators irregular. As documented for that data, clicks on documents not on th
 are ignored (their number is kept in :attr:`ClickLog.n_dropped_clicks`); session ids are
 ``<line>:<index>``.
 
+``parquet`` (a Parquet file, or a directory of them as Spark writes one; told by its magic bytes): one row per
+session with the ``jsonl`` format's keys as columns (``query``, ``docs`` a list of ids, optional ``session`` and
+``clicks``: ids, or one boolean per shown document); other columns are ignored and a null is a key left out;
+errors name the row.
+
 Clicks are reduced to the per-slot indicator ``clicks`` (a document clicked twice counts
 once) and ``click_order``: the 1-based rank of the slot's first click among the
 session's distinct clicked slots (repeated clicks are dropped), ``0`` where not clicked.
@@ -71,7 +76,7 @@ __all__ = [
     "train_test_split",
 ]
 
-LogFormat = Literal["tsv", "jsonl", "yandex"]
+LogFormat = Literal["tsv", "jsonl", "yandex", "parquet"]
 
 
 #: the largest (query vocabulary x document vocabulary) grid :attr:`ClickLog.pairs` indexes by a table whatever
@@ -512,29 +517,62 @@ def read_jsonl(path: str | Path) -> ClickLog:
             raise InputError(
                 f"unknown key(s) {sorted(unknown)}; allowed: session, query, docs, clicks", src, lineno
             )
-        if "query" not in obj or "docs" not in obj:
-            raise InputError("'query' and 'docs' are required", src, lineno)
-        docs = obj["docs"]
-        clicks = obj.get("clicks", [])
-        if not isinstance(docs, list) or not isinstance(clicks, list):
-            raise InputError("'docs' and 'clicks' must be lists", src, lineno)
-        sid = _json_id(obj.get("session", str(lineno)), "'session'", src, lineno)
-        q = _json_id(obj["query"], "'query'", src, lineno)
-        shown = [_json_id(d, "a document id", src, lineno) for d in docs]
-        if clicks and all(isinstance(c, bool) for c in clicks):  # one true/false per shown document
-            if len(clicks) != len(shown):
-                raise InputError(f"'clicks' as true/false flags needs one per shown document: {len(clicks)} flags "
-                                 f"for {len(shown)} documents", src, lineno)
-            clicked = [d for d, c in zip(shown, clicks) if c]
-        elif any(isinstance(c, bool) for c in clicks):
-            raise InputError("'clicks' mixes true/false and ids: give the clicked ids, or true/false for every "
-                             "shown document", src, lineno)
-        else:
-            clicked = [_json_id(d, "a clicked id", src, lineno) for d in clicks]
-        sessions.append((sid, q, shown, clicked))
+        sessions.append(_json_session(obj, src, lineno))
         lines.append(lineno)
     return from_sessions(sessions, source=src, lines=lines,
                          flags_hint=" (for one flag per shown document write true/false)")
+
+
+def _json_session(obj: dict[str, Any], src: str, lineno: int) -> tuple[str, str, list[str], list[str]]:
+    """``(session, query, shown, clicked)`` of one JSON object of the ``jsonl`` format (or a Parquet row as one)."""
+    if "query" not in obj or "docs" not in obj:
+        raise InputError("'query' and 'docs' are required", src, lineno)
+    docs = obj["docs"]
+    clicks = obj.get("clicks", [])
+    if not isinstance(docs, list) or not isinstance(clicks, list):
+        raise InputError("'docs' and 'clicks' must be lists", src, lineno)
+    sid = _json_id(obj.get("session", str(lineno)), "'session'", src, lineno)
+    q = _json_id(obj["query"], "'query'", src, lineno)
+    shown = [_json_id(d, "a document id", src, lineno) for d in docs]
+    if clicks and all(isinstance(c, bool) for c in clicks):  # one true/false per shown document
+        if len(clicks) != len(shown):
+            raise InputError(f"'clicks' as true/false flags needs one per shown document: {len(clicks)} flags "
+                             f"for {len(shown)} documents", src, lineno)
+        clicked = [d for d, c in zip(shown, clicks) if c]
+    elif any(isinstance(c, bool) for c in clicks):
+        raise InputError("'clicks' mixes true/false and ids: give the clicked ids, or true/false for every "
+                         "shown document", src, lineno)
+    else:
+        clicked = [_json_id(d, "a clicked id", src, lineno) for d in clicks]
+    return sid, q, shown, clicked
+
+
+def read_parquet(path: str | Path) -> ClickLog:
+    """Read a Parquet file (or a directory of them) of sessions: one row per session, the ``jsonl`` format's keys
+    as columns (``query``, ``docs``, optional ``session`` and ``clicks``: ids or one boolean per shown document);
+    other columns are ignored, a null is a key left out. Errors name the file and the row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = str(path)
+    try:
+        table = pq.read_table(src)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"cannot read it as Parquet: {exc}", src) from None
+    keys = [c for c in ("session", "query", "docs", "clicks") if c in table.column_names]
+    if "query" not in keys or "docs" not in keys:
+        raise InputError(f"the Parquet click log needs the columns query and docs (optional: session, clicks); has "
+                         f"{', '.join(table.column_names)}", src)
+    sessions: list[tuple[str, str, list[str], list[str]]] = []
+    try:
+        for row, values in enumerate(table.select(keys).to_pylist(), start=1):
+            sessions.append(_json_session({k: v for k, v in values.items() if v is not None}, src, row))
+        return from_sessions(sessions, source=src, lines=list(range(1, len(sessions) + 1)),
+                             flags_hint=" (for one flag per shown document give booleans)")
+    except InputError as exc:  # rows, not lines
+        if exc.line is None:
+            raise
+        raise InputError(f"row {exc.line}: {exc.message}", exc.path) from None
 
 
 def read_yandex(path: str | Path) -> ClickLog:
@@ -599,11 +637,12 @@ def write_jsonl(log: ClickLog, path: str | Path) -> None:
             fh.write(json.dumps({"session": sid, "query": q, "docs": shown, "clicks": clicked}) + "\n")
 
 
-_READERS = {"tsv": read_tsv, "jsonl": read_jsonl, "yandex": read_yandex}
+_READERS = {"tsv": read_tsv, "jsonl": read_jsonl, "yandex": read_yandex, "parquet": read_parquet}
 
 
 def read_click_log(path: str | Path, format: LogFormat | None = None) -> ClickLog:
-    """Read a click log; ``format`` defaults from the suffix (``.tsv``, ``.jsonl``), else ``yandex``.
+    """Read a click log; ``format`` defaults from the suffix (``.tsv``, ``.jsonl``), Parquet from its magic bytes
+    (``PAR1``; or a directory of Parquet files), else ``yandex``.
 
     Raises
     ------
@@ -613,6 +652,10 @@ def read_click_log(path: str | Path, format: LogFormat | None = None) -> ClickLo
     if format is None:
         suffix = Path(path).suffix.lower()
         format = "tsv" if suffix == ".tsv" else "jsonl" if suffix in (".jsonl", ".json") else "yandex"
+        if format == "yandex":
+            from onlineeval.io.logged_parquet import is_parquet
+
+            format = "parquet" if is_parquet(path) else format
         inferred = True
     else:
         inferred = False
@@ -626,7 +669,7 @@ def read_click_log(path: str | Path, format: LogFormat | None = None) -> ClickLo
             raise
         raise InputError(
             f"{exc.message} (read as 'yandex' because the name does not end in .tsv or .jsonl; "
-            "give the format: --format / format=tsv, jsonl or yandex)",
+            "give the format: --format / format=tsv, jsonl, yandex or parquet)",
             exc.path,
             exc.line,
         ) from None

@@ -24,6 +24,13 @@ import onlineeval.io.logged_parquet as logged_parquet
 from onlineeval.errors import InputError
 from simulations import policies
 
+def _table(rows: list[dict]) -> pa.Table:
+    """The rows as a table with a column per key of any row (a row without it: null), which
+    ``pa.Table.from_pylist`` does not give (it takes the first row's keys)."""
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    return pa.table({k: [r.get(k) for r in rows] for k in keys})
+
+
 
 def _jsonl(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
     path = tmp_path / "log.jsonl"
@@ -33,7 +40,7 @@ def _jsonl(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
 
 def _struct_parquet(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
     path = tmp_path / "log.parquet"
-    pq.write_table(pa.Table.from_pylist(records), path)
+    pq.write_table(_table(records), path)
     return path
 
 
@@ -107,12 +114,12 @@ def test_a_logger_column_is_read_as_the_logger_lines(tmp_path, monkeypatch, enco
     expected = logged.read_logged(_jsonl(tmp_path, records), policies=policies)
     path = tmp_path / "logger.parquet"
     if encoding == "json text":
-        table = pa.Table.from_pylist([{**r, "logger": json.dumps(r["logger"])} for r in records])
+        table = _table([{**r, "logger": json.dumps(r["logger"])} for r in records])
     elif encoding == "struct":
-        table = pa.Table.from_pylist(records)
+        table = _table(records)
     else:
         rows = [{**r, "logger": {**r["logger"], "scores": list(r["logger"]["scores"].items())}} for r in records]
-        plain = pa.Table.from_pylist(records)  # (its types, the scores then made a map)
+        plain = _table(records)  # (its types, the scores then made a map)
         logger_type = plain.schema.field("logger").type
         fields = [pa.field("scores", pa.map_(pa.string(), pa.float64())) if f.name == "scores" else f
                   for f in logger_type]
@@ -159,7 +166,7 @@ def test_a_bad_row_is_refused_with_the_json_readers_message_naming_file_and_row(
 
 def test_missing_columns_a_broken_file_and_bad_logger_text_are_clear_errors(tmp_path):
     path = tmp_path / "no_clicks.parquet"
-    pq.write_table(pa.Table.from_pylist([{"query": "q1", "shown": ["a"]}]), path)
+    pq.write_table(_table([{"query": "q1", "shown": ["a"]}]), path)
     with pytest.raises(InputError, match="lacks the column.s. clicks; it needs query, shown, clicks"):
         logged.read_logged(path)
     broken = tmp_path / "broken.parquet"
@@ -168,7 +175,7 @@ def test_missing_columns_a_broken_file_and_bad_logger_text_are_clear_errors(tmp_
         logged.read_logged(broken)
     assert exc.value.path == str(broken)
     bad_logger = tmp_path / "bad_logger.parquet"
-    pq.write_table(pa.Table.from_pylist([{"query": "q1", "shown": ["a"], "clicks": [], "logger": "{oops"}]),
+    pq.write_table(_table([{"query": "q1", "shown": ["a"], "clicks": [], "logger": "{oops"}]),
                    bad_logger)
     with pytest.raises(InputError, match=r"row 1: logger is not valid JSON text") as exc:
         logged.read_logged(bad_logger, policies=policies)
@@ -210,7 +217,7 @@ def test_a_directory_of_parquet_files_is_one_log_and_its_digest_covers_every_fil
     for i, (lo, hi) in enumerate([(0, 400), (400, 900)]):
         folder = root / f"date=2026-12-0{i + 1}"
         folder.mkdir(parents=True)
-        pq.write_table(pa.Table.from_pylist(records[lo:hi]), folder / "part-00000.snappy.parquet")
+        pq.write_table(_table(records[lo:hi]), folder / "part-00000.snappy.parquet")
     (root / "_SUCCESS").write_bytes(b"")
     assert logged_parquet.is_parquet(root)
     _same(logged.read_logged(root), expected)
@@ -262,7 +269,7 @@ def test_loggers_of_one_query_written_differently_go_row_by_row(tmp_path):
     texts = [json.dumps(r["logger"]) for r in records]
     texts[later] = json.dumps(dict(reversed(list(records[later]["logger"].items()))))  # the same value, other bytes
     path = tmp_path / "reordered.parquet"
-    pq.write_table(pa.Table.from_pylist([{**r, "logger": t} for r, t in zip(records, texts)]), path)
+    pq.write_table(_table([{**r, "logger": t} for r, t in zip(records, texts)]), path)
     got = logged.read_logged(path, policies=policies)
     _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
           dataclasses.replace(expected, data=dataclasses.replace(expected.data, logger=None)))
@@ -271,7 +278,7 @@ def test_loggers_of_one_query_written_differently_go_row_by_row(tmp_path):
     with pytest.raises(InputError) as json_error:
         logged.read_logged(_jsonl(tmp_path, changed), policies=policies)
     path = tmp_path / "changed.parquet"
-    pq.write_table(pa.Table.from_pylist([{**r, "logger": json.dumps(r["logger"])} for r in changed]), path)
+    pq.write_table(_table([{**r, "logger": json.dumps(r["logger"])} for r in changed]), path)
     with pytest.raises(InputError) as parquet_error:
         logged.read_logged(path, policies=policies)
     assert json_error.value.line == later + 1 and "differs from line 1 " in json_error.value.message

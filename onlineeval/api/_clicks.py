@@ -147,7 +147,7 @@ def fit_clicks(
         A DataFrame with columns ``query``, ``docs`` (shown document ids in rank order: a
         list or a comma-separated string), ``clicks`` (the clicked ids, or one bool per
         shown document: see ``clicks_as``) and optionally ``session``; a
-        :class:`clickmodels.logs.ClickLog`; or a click-log file (tsv, jsonl, yandex).
+        :class:`clickmodels.logs.ClickLog`; or a click-log file (tsv, jsonl, yandex, parquet).
     model:
         A model name of ``onlineeval clicks`` (gctr, rctr, dctr, cm, dcm, sdbn, pbm, ubm,
         dbn, ccm, or an alias such as ``cascade``).

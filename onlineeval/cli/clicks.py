@@ -12,8 +12,9 @@ dcm and sdbn are fitted by EM, the maximum likelihood, by default; ``--method cl
 ``dcm:closed_form`` (``evaluate``) gives their last-click closed form, biased on data from the model itself
 (:mod:`clickmodels.estimation`). ``fit`` prints which estimator it used and saves it (``fit.estimator``);
 ``fit --bootstrap N`` (dcm, sdbn) adds per-session bootstrap standard errors (:mod:`clickmodels.estimation.bootstrap`).
-Log formats (``--format``): ``tsv``, ``jsonl`` (documented in :mod:`clickmodels.logs`)
-and ``yandex``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), else yandex.
+Log formats (``--format``): ``tsv``, ``jsonl`` (documented in :mod:`clickmodels.logs`),
+``yandex`` and ``parquet``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), Parquet from its
+first bytes, else yandex.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import typer
 from onlineeval.cli._common import guarded
 from onlineeval.cli._progress import ProgressLines
 
-_FORMAT_HELP = "Log format: tsv, jsonl or yandex (default: from the suffix, else yandex)."
+_FORMAT_HELP = ("Log format: tsv, jsonl, yandex or parquet (default: from the suffix, Parquet from its first "
+                "bytes, else yandex).")
 
 #: The one list of click models ``clicks fit`` / ``clicks evaluate`` fit: estimator name ->
 #: (what it is, the other names accepted for it: clickmodels' aliases and the ``simulate``
