@@ -52,7 +52,6 @@ from onlineeval.errors import ConfigError, InputError
 # the submodules' helpers and type aliases, still importable from here as when the API was one module
 from onlineeval.api._clicks import SessionsLike, _click_log, _id_list  # noqa: F401
 from onlineeval.api._estimate import (  # noqa: F401
-    _LOG_COLUMNS,
     _logged,
     _plain,
     _target_lists,

@@ -6,9 +6,8 @@ columns) or a JSON-lines log.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,10 +63,6 @@ class Estimates:
         return float(r["estimate"].iloc[0])
 
 
-#: DataFrame column -> JSON key of a logged impression (:mod:`onlineeval.io.logged`)
-_LOG_COLUMNS = ("query", "user", "user_type", "shown", "clicks", "propensities", "logger")
-
-
 def _plain(value: Any) -> Any:
     """numpy scalars and arrays as Python values (the JSON reader's types)."""
     if hasattr(value, "tolist"):  # numpy arrays and scalars (np.str_, np.float64, ...)
@@ -90,7 +85,7 @@ def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
 
     from onlineeval.io.digest import RecordsDigest, input_entry, table_entry
     from onlineeval.io.logged import logged_from_records, read_logged
-    from onlineeval.io.logged_fast import FRAME_FORMS, frame_table, read_frame_fast
+    from onlineeval.io.logged_fast import FRAME_FORMS, frame_table, read_frame_fast, row_records
 
     if _is_path(log):
         return read_logged(log, policies=policies), input_entry(log)
@@ -107,19 +102,10 @@ def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
             return fast, table_entry(table, "DataFrame")
     p_columns = [c for c in FRAME_FORMS if c in log.columns]
 
-    def records() -> Iterator[dict[str, Any]]:
-        for rec in log.to_dict("records"):
-            obj: dict[str, Any] = {}
-            for col in _LOG_COLUMNS:
-                if col in rec and not (isinstance(rec[col], float) and math.isnan(rec[col])) and rec[col] is not None:
-                    obj[col] = _plain(rec[col])
-            if p_columns:
-                obj["propensities"] = {FRAME_FORMS[c]: _plain(rec[c]) for c in p_columns}
-            yield obj
-
+    records = row_records(log.to_dict("records"), p_columns, plain=_plain)
     digest = RecordsDigest()
     try:
-        return logged_from_records(digest.through(records()), policies, "DataFrame"), digest.entry("DataFrame")
+        return logged_from_records(digest.through(records), policies, "DataFrame"), digest.entry("DataFrame")
     except InputError as exc:
         raise _in_columns(exc, log) from None
 

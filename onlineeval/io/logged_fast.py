@@ -225,20 +225,65 @@ FRAME_FORMS = {"p_list": "list", "p_prefix": "prefix", "p_item": "item"}
 _FRAME_IDS = ("query", "user", "user_type", "shown", "clicks")
 
 
+#: the keys of a logged impression a table's row gives (its other columns are ignored)
+ROW_KEYS = (*_FRAME_IDS, "propensities", "logger")
+
+
+def row_records(rows: Any, p_columns: Any, plain: Any = None, logger: Any = None) -> Any:
+    """Each row (a mapping of column to value) as the JSON reader's record, the reference reading of a table's
+    rows: the keys of :data:`ROW_KEYS`, a null (``None``, NaN) left out as a key missing from a line, the
+    ``p_columns`` (of :data:`FRAME_FORMS`) as one ``propensities`` object with their values as they are (a null
+    there is a missing form, which the reader names); ``plain(value)`` converts every value taken (numpy to
+    Python), ``logger(value, row)`` a logger (the row numbered from 1)."""
+    for number, row in enumerate(rows, start=1):
+        obj: dict[str, Any] = {}
+        for key in ROW_KEYS:
+            value = row.get(key)
+            if value is None or (isinstance(value, float) and value != value):  # (NaN)
+                continue
+            value = plain(value) if plain is not None else value
+            obj[key] = logger(value, number) if logger is not None and key == "logger" else value
+        if p_columns:
+            obj["propensities"] = {FRAME_FORMS[c]: plain(row[c]) if plain is not None else row[c] for c in p_columns}
+        yield obj
+
+
+def propensity_table(names: Any, column: Any, rows: int) -> Any:
+    """The pyarrow table :func:`read_frame_fast` reads, from a table-like source's column ``names`` and ``column``
+    (a name -> pyarrow array): the columns ``query``, ``user``, ``user_type``, ``shown``, ``clicks`` (those present,
+    :func:`normalised`) and ``propensities``, a struct of the ``p_list`` / ``p_prefix`` / ``p_item`` columns or the
+    source's own ``propensities`` column; ``None`` where the source has another form (both forms of propensities or
+    neither, no rows) or a column does not convert. A DataFrame (:func:`frame_table`) and a Parquet table
+    (:mod:`onlineeval.io.logged_parquet`) are made by it."""
+    import pyarrow as pa
+
+    names = set(names)
+    p_columns = [c for c in FRAME_FORMS if c in names]
+    if bool(p_columns) == ("propensities" in names) or not rows:
+        return None
+    try:
+        arrays = {c: normalised(column(c)) for c in _FRAME_IDS if c in names}
+        if p_columns:
+            parts = [normalised(column(c)) for c in p_columns]
+            arrays["propensities"] = pa.StructArray.from_arrays(parts, names=[FRAME_FORMS[c] for c in p_columns])
+        else:
+            arrays["propensities"] = normalised(column("propensities"))
+        table = pa.table(arrays)
+        table.validate(full=True)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    return table
+
+
 def frame_table(frame: Any) -> Any:
     """The pyarrow table of a DataFrame of impressions with written propensities, as the JSON reader would give
-    it for the same impressions written as a log: the columns ``query``, ``user``, ``user_type``, ``shown``,
-    ``clicks`` (those present) and ``propensities``, a struct of the ``p_list`` / ``p_prefix`` / ``p_item``
-    columns (or the frame's own ``propensities`` column of dicts); a missing value (``None``, NaN) is null, as a
-    key left out of a line. ``None`` where the frame has another form (a ``logger`` column with a value, both
-    ``propensities`` and ``p_*`` columns, no propensities) or pyarrow cannot convert a column: then the records
+    it for the same impressions written as a log (:func:`propensity_table`); a missing value (``None``, NaN) is
+    null, as a key left out of a line. ``None`` where the frame has another form (a ``logger`` column with a value,
+    both ``propensities`` and ``p_*`` columns, no propensities) or pyarrow cannot convert a column: then the records
     read from its rows are the reference (:func:`onlineeval.io.logged.logged_from_records`)."""
     import pyarrow as pa
 
     if "logger" in frame.columns and frame["logger"].notna().any():
-        return None
-    p_columns = [c for c in FRAME_FORMS if c in frame.columns]
-    if bool(p_columns) == ("propensities" in frame.columns) or not len(frame):
         return None
 
     def array(c: str) -> Any:
@@ -247,18 +292,7 @@ def frame_table(frame: Any) -> Any:
         except (pa.ArrowException, TypeError, ValueError):  # e.g. numpy cells of two types (an empty float array
             return pa.array(frame[c].map(_listed), from_pandas=True)  # beside string ones): as lists, as records
 
-    try:
-        arrays = {c: normalised(array(c)) for c in _FRAME_IDS if c in frame.columns}
-        if p_columns:
-            parts = [normalised(array(c)) for c in p_columns]
-            arrays["propensities"] = pa.StructArray.from_arrays(parts, names=[FRAME_FORMS[c] for c in p_columns])
-        else:
-            arrays["propensities"] = normalised(pa.array(frame["propensities"], from_pandas=True))
-        table = pa.table(arrays)
-        table.validate(full=True)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return None
-    return table
+    return propensity_table(frame.columns, array, len(frame))
 
 
 def normalised(array: Any) -> Any:

@@ -22,7 +22,6 @@ error names the file and the row (1-based)."""
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterator
 from os import PathLike
@@ -31,14 +30,21 @@ from typing import Any
 
 from onlineeval.errors import InputError
 from onlineeval.io.logged import LoggedLog, logged_from_records
-from onlineeval.io.logged_fast import _FRAME_IDS, FRAME_FORMS, normalised, read_frame_fast, read_logger_table_fast
+from onlineeval.io.logged_fast import (
+    _FRAME_IDS,
+    FRAME_FORMS,
+    normalised,
+    propensity_table,
+    read_frame_fast,
+    read_logger_table_fast,
+    row_records,
+    ROW_KEYS,
+)
 
 __all__ = ["is_parquet", "read_parquet_log"]
 
 #: the first (and last) four bytes of every Parquet file
 MAGIC = b"PAR1"
-#: the columns a row's record is made of (the JSON log's keys and the propensity columns)
-_KEYS = (*_FRAME_IDS, "propensities", "logger")
 
 
 def _magic(path: Path) -> bool:
@@ -88,27 +94,13 @@ def _logger_table(table: Any) -> tuple[Any, Any] | None:
 
 
 def _table(table: Any) -> Any:
-    """The log's columns as :func:`~onlineeval.io.logged_fast.read_frame_fast` reads them (the propensity columns
-    as one ``propensities`` struct), or ``None`` where the rows are read one by one instead (a ``logger`` column
-    with a value, both or neither form of propensities, no rows)."""
-    import pyarrow as pa
-
-    names = set(table.column_names)
+    """The log's columns as :func:`~onlineeval.io.logged_fast.read_frame_fast` reads them
+    (:func:`~onlineeval.io.logged_fast.propensity_table`), or ``None`` where the rows are read one by one instead (a
+    ``logger`` column with a value, both or neither form of propensities, no rows)."""
+    names = table.column_names
     if "logger" in names and table.column("logger").null_count < table.num_rows:
         return None
-    p_columns = [c for c in FRAME_FORMS if c in names]
-    if bool(p_columns) == ("propensities" in names) or not table.num_rows:
-        return None
-    arrays = {c: normalised(table.column(c).combine_chunks()) for c in _FRAME_IDS if c in names}
-    if p_columns:
-        parts = [normalised(table.column(c).combine_chunks()) for c in p_columns]
-        try:
-            arrays["propensities"] = pa.StructArray.from_arrays(parts, names=[FRAME_FORMS[c] for c in p_columns])
-        except (pa.ArrowException, ValueError):
-            return None
-    else:
-        arrays["propensities"] = normalised(table.column("propensities").combine_chunks())
-    return pa.table(arrays)
+    return propensity_table(names, lambda c: table.column(c).combine_chunks(), table.num_rows)
 
 
 def _logger(value: Any, number: int) -> Any:
@@ -136,24 +128,12 @@ def _logger(value: Any, number: int) -> Any:
 
 
 def _records(table: Any) -> Iterator[dict[str, Any]]:
-    """Each row as the JSON reader's record: nulls (and NaN) left out, the propensity columns as one
-    ``propensities`` object (their values as they are: a null there is a missing form, which the reader names),
-    a ``logger`` given as JSON text decoded."""
+    """Each row as the JSON reader's record (:func:`~onlineeval.io.logged_fast.row_records`), a ``logger`` given
+    as JSON text decoded or as a struct without its null fields (:func:`_logger`)."""
     names = table.column_names
     p_columns = [c for c in FRAME_FORMS if c in names]
-    keep = [c for c in (*_KEYS, *p_columns) if c in names]
-    for number, row in enumerate(table.select(keep).to_pylist(), start=1):
-        obj: dict[str, Any] = {}
-        for key in _KEYS:
-            value = row.get(key)
-            if value is None or (isinstance(value, float) and math.isnan(value)):
-                continue
-            if key == "logger":
-                value = _logger(value, number)
-            obj[key] = value
-        if p_columns:
-            obj["propensities"] = {FRAME_FORMS[c]: row[c] for c in p_columns}
-        yield obj
+    keep = [c for c in (*ROW_KEYS, *p_columns) if c in names]
+    return row_records(table.select(keep).to_pylist(), p_columns, logger=_logger)
 
 
 def read_parquet_log(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
