@@ -1,5 +1,5 @@
 """Long propensity computations report their progress: a Plackett-Luce logger's item marginals, query by query, to
-simulations.policies.base.PROPENSITY_PROGRESS when set (each query once, cached ones not again), which
+simulations.policies.settings.PROPENSITY_PROGRESS when set (each query once, cached ones not again), which
 `onlineeval estimate` sets to rate-limited lines on stderr (a computation shorter than 5 s prints nothing)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from onlineeval.cli import app
 from simulations.policies import build_policy
-from simulations.policies.base import PROPENSITY_PROGRESS
+from simulations.policies.settings import PROPENSITY_PROGRESS
 
 
 def test_plackett_luce_reports_each_query_once():
@@ -92,8 +92,8 @@ def test_quadrature_tables_side_by_side_give_the_same_bits(monkeypatch):
     the GIL): the same marginals to the bit as one thread, progress still reported once per query in order."""
     import threading
 
-    from simulations.policies.base import PROPENSITY_THREADS
     from simulations.policies.plackett_luce import PlackettLucePolicy
+    from simulations.policies.settings import propensity_settings
 
     names: list[str] = []
     real = PlackettLucePolicy._quad_table
@@ -106,12 +106,8 @@ def test_quadrature_tables_side_by_side_give_the_same_bits(monkeypatch):
         names.clear()
         calls: list[tuple[int, int]] = []
         policy = build_policy({"policy": "plackett_luce", "temperature": 0.8, "dp_max_states": 0}, scores, 5)
-        t1, t2 = PROPENSITY_THREADS.set(threads), PROPENSITY_PROGRESS.set(lambda w, d, n: calls.append((d, n)))
-        try:
+        with propensity_settings(threads, lambda w, d, n: calls.append((d, n))):
             out[threads] = policy.item_position_marginals(np.arange(9))
-        finally:
-            PROPENSITY_THREADS.reset(t1)
-            PROPENSITY_PROGRESS.reset(t2)
         assert calls == [(d, 9) for d in range(1, 10)]
         on_main = [n == threading.main_thread().name for n in names]
         assert len(names) == 9 and (all(on_main) if threads == 1 else not any(on_main)), names
@@ -124,7 +120,7 @@ def test_the_python_apis_estimate_reads_a_logger_log_with_the_machines_threads(t
     import os
 
     import onlineeval.api as api
-    from simulations.policies.base import PROPENSITY_THREADS
+    from simulations.policies.settings import PROPENSITY_THREADS
     from simulations.policies.plackett_luce import PlackettLucePolicy
 
     monkeypatch.setattr(os, "cpu_count", lambda: 7)  # (distinct from the default 1 on any machine)

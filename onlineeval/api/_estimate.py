@@ -216,7 +216,7 @@ def estimate(
     check_rewards(ests, get_reward(metric, 1), key="metric")
     import os
 
-    from simulations.policies.base import propensity_settings
+    from simulations.policies.settings import propensity_settings
 
     # as the CLI: a logger's Plackett-Luce quadrature tables (computed while the log is read) side by side on the
     # machine's cores, the same numbers for any count (no progress lines: a library call)

@@ -318,7 +318,7 @@ class BootstrapProgress(CountProgress):
 
 class PropensityProgress(CountProgress):
     """The progress of the logging policy's propensities computed from a log's ``logger`` lines
-    (:data:`simulations.policies.base.PROPENSITY_PROGRESS`: a Plackett-Luce logger's item marginals, query by
+    (:data:`simulations.policies.settings.PROPENSITY_PROGRESS`: a Plackett-Luce logger's item marginals, query by
     query), on stderr as :class:`BootstrapProgress` writes its lines, e.g. ``Plackett-Luce item propensities of
     10000 queries: 1200/10000, 5s, about 37s left``; a computation shorter than ``every`` seconds prints nothing."""
 
@@ -392,7 +392,7 @@ def estimate_cmd(
 
     import simulations.policies
     from onlineeval.io.digest import InputDigests, estimate_settings, fingerprint
-    from simulations.policies.base import propensity_settings
+    from simulations.policies.settings import propensity_settings
 
     digests = InputDigests({"log": log} | {f"target:{n}": p for n, p in zip(labels, all_paths)})  # while reading
     # a logger's propensities, while the log is read and used: on every core (the same numbers for any count), with

@@ -50,11 +50,9 @@ class maps ranks to documents.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -63,6 +61,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.estimators.base import Propensities
+from simulations.policies.settings import PROPENSITY_PROGRESS, PROPENSITY_THREADS, propensity_settings
 
 __all__ = [
     "POLICIES",
@@ -81,31 +80,6 @@ __all__ = [
     "running_and",
     "running_product",
 ]
-
-#: a reporter of long propensity computations, called ``(what, done, total)`` after each unit of work (a query's
-#: Plackett-Luce item marginals); set by a command that shows progress (``onlineeval estimate``), ``None`` (silent)
-#: otherwise. A context variable: a thread or task that sets it affects itself only.
-PROPENSITY_PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("propensity_progress",
-                                                                                   default=None)
-
-#: threads for independent per-query propensity work (Plackett-Luce quadrature tables, compiled without the GIL):
-#: 1 by default (the simulator runs one process per core); ``onlineeval estimate`` sets the machine's cores. The
-#: numbers do not depend on it (each query's table is computed alone, the same arithmetic).
-PROPENSITY_THREADS: ContextVar[int] = ContextVar("propensity_threads", default=1)
-
-
-
-@contextlib.contextmanager
-def propensity_settings(threads: int, progress: Callable[[str, int, int], None] | None = None) -> Iterator[None]:
-    """:data:`PROPENSITY_THREADS` and :data:`PROPENSITY_PROGRESS` set for the ``with`` block (a command's own
-    settings: ``onlineeval estimate`` and the Python API's ``estimate``), restored after it."""
-    threads_token, progress_token = PROPENSITY_THREADS.set(int(threads)), PROPENSITY_PROGRESS.set(progress)
-    try:
-        yield
-    finally:
-        PROPENSITY_PROGRESS.reset(progress_token)
-        PROPENSITY_THREADS.reset(threads_token)
-
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

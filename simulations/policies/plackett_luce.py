@@ -67,9 +67,8 @@ from numpy.typing import ArrayLike
 from scipy import sparse
 
 from onlineeval.errors import ConfigError
+from simulations.policies.settings import PROPENSITY_PROGRESS, PROPENSITY_THREADS
 from simulations.policies.base import (
-    PROPENSITY_PROGRESS,
-    PROPENSITY_THREADS,
     BoolArray,
     FloatArray,
     IntArray,
@@ -539,7 +538,7 @@ class PlackettLucePolicy(LoggingPolicy):
 
     def _ensure_tables(self, queries: Sequence[int]) -> None:
         """The tables of ``queries`` (valid indexes) computed where missing, each reported to
-        :data:`~simulations.policies.base.PROPENSITY_PROGRESS` when set (a long estimate on a log of many queries
+        :data:`~simulations.policies.settings.PROPENSITY_PROGRESS` when set (a long estimate on a log of many queries
         of many candidates: 4 ms a query at 90 candidates and k = 10 by quadrature)."""
         missing = list(dict.fromkeys(int(u) for u in queries if int(u) not in self._tables))
         report = PROPENSITY_PROGRESS.get()
