@@ -1,0 +1,39 @@
+"""Click logs in Parquet (the ``parquet`` format of :mod:`clickmodels.logs`): one row per session, the ``jsonl``
+format's keys as columns, each row checked as that format's line is (:func:`clickmodels.logs._json_session`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clickmodels.logs import ClickLog, _json_session, from_sessions
+from onlineeval.errors import InputError
+
+__all__ = ["read_parquet_sessions"]
+
+
+def read_parquet_sessions(path: str | Path) -> ClickLog:
+    """Read a Parquet file (or a directory of them) of sessions: one row per session, the ``jsonl`` format's keys
+    as columns (``query``, ``docs``, optional ``session`` and ``clicks``: ids or one boolean per shown document);
+    other columns are ignored, a null is a key left out. Errors name the file and the row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = str(path)
+    try:
+        table = pq.read_table(src)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"cannot read it as Parquet: {exc}", src) from None
+    keys = [c for c in ("session", "query", "docs", "clicks") if c in table.column_names]
+    if "query" not in keys or "docs" not in keys:
+        raise InputError(f"the Parquet click log needs the columns query and docs (optional: session, clicks); has "
+                         f"{', '.join(table.column_names)}", src)
+    sessions: list[tuple[str, str, list[str], list[str]]] = []
+    try:
+        for row, values in enumerate(table.select(keys).to_pylist(), start=1):
+            sessions.append(_json_session({k: v for k, v in values.items() if v is not None}, src, row))
+        return from_sessions(sessions, source=src, lines=list(range(1, len(sessions) + 1)),
+                             flags_hint=" (for one flag per shown document give booleans)")
+    except InputError as exc:  # rows, not lines
+        if exc.line is None:
+            raise
+        raise InputError(f"row {exc.line}: {exc.message}", exc.path) from None
