@@ -7,6 +7,7 @@ from pathlib import Path
 
 from clickmodels.logs import ClickLog, _json_session, from_sessions
 from onlineeval.errors import InputError
+from onlineeval.io.parquet_rows import read_parquet_table
 
 __all__ = ["read_parquet_sessions"]
 
@@ -14,15 +15,10 @@ __all__ = ["read_parquet_sessions"]
 def read_parquet_sessions(path: str | Path) -> ClickLog:
     """Read a Parquet file (or a directory of them) of sessions: one row per session, the ``jsonl`` format's keys
     as columns (``query``, ``docs``, optional ``session`` and ``clicks``: ids or one boolean per shown document);
-    other columns are ignored, a null is a key left out. Errors name the file and the row."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    other columns are ignored, a null is a key left out. Errors name the file and the row (in a directory: the
+    file holding the row, and the row in it)."""
     src = str(path)
-    try:
-        table = pq.read_table(src)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"cannot read it as Parquet: {exc}", src) from None
+    table, places = read_parquet_table(src)
     keys = [c for c in ("session", "query", "docs", "clicks") if c in table.column_names]
     if "query" not in keys or "docs" not in keys:
         raise InputError(f"the Parquet click log needs the columns query and docs (optional: session, clicks); has "
@@ -33,7 +29,7 @@ def read_parquet_sessions(path: str | Path) -> ClickLog:
             sessions.append(_json_session({k: v for k, v in values.items() if v is not None}, src, row))
         return from_sessions(sessions, source=src, lines=list(range(1, len(sessions) + 1)),
                              flags_hint=" (for one flag per shown document give booleans)")
-    except InputError as exc:  # rows, not lines
+    except InputError as exc:  # rows, not lines, in the file of a dataset holding the row
         if exc.line is None:
             raise
-        raise InputError(f"row {exc.line}: {exc.message}", exc.path) from None
+        raise places.error(exc, exc.message) from None

@@ -104,3 +104,18 @@ def test_missing_columns_and_a_broken_file_are_clear_errors(tmp_path):
     broken.write_bytes(b"PAR1" + b"\x00" * 32)
     with pytest.raises(InputError, match="cannot read it as Parquet"):
         read_click_log(broken)
+
+
+def test_an_error_in_a_directory_names_the_file_holding_the_row_and_the_row_in_it(tmp_path):
+    rows = [{**ROWS[i % 4], "session": f"s{i}"} for i in range(9)]
+    rows[6] = {**rows[6], "docs": []}
+    with pytest.raises(InputError) as expected:
+        read_jsonl(_jsonl(tmp_path, rows[6:7]))
+    root = tmp_path / "sessions"
+    for i, (lo, hi) in enumerate([(0, 4), (4, 5), (5, 9)]):
+        (root / f"day={i}").mkdir(parents=True)
+        pq.write_table(_table(rows[lo:hi]), root / f"day={i}" / "part-0.parquet")
+    with pytest.raises(InputError) as got:
+        read_click_log(root)
+    assert (got.value.path, got.value.line) == (str(root / "day=2" / "part-0.parquet"), None)
+    assert got.value.message == f"row 2: {expected.value.message}"

@@ -284,3 +284,50 @@ def test_loggers_of_one_query_written_differently_go_row_by_row(tmp_path):
     assert json_error.value.line == later + 1 and "differs from line 1 " in json_error.value.message
     assert parquet_error.value.message == (f"row {later + 1}: "
                                            + json_error.value.message.replace("from line 1 ", "from row 1 "))
+
+
+@pytest.mark.parametrize("rows", ["whole columns", "one by one"])
+@pytest.mark.parametrize("at", [0, 7, 29])
+def test_an_error_in_a_dataset_names_the_file_holding_the_row_and_the_row_in_it(tmp_path, monkeypatch, rows, at):
+    """Twelve part files (part-0 ... part-11, so that name order and number order differ; one of them empty) in
+    key=value folders: a bad row is named in its own file, which read alone holds the bad row at that row."""
+    records = [{**GOOD, "query": f"q{i}"} for i in range(30)]
+    records[at] = {**records[at], "propensities": {"list": 1.5, "prefix": [1.5, 1.5]}}
+    root = tmp_path / "dataset"
+    sizes = [3, 0, 4, 2, 1, 5, 2, 3, 1, 4, 3, 2]
+    starts = np.cumsum([0, *sizes])
+    for i, size in enumerate(sizes):
+        folder = root / f"day={i % 3}"
+        folder.mkdir(parents=True, exist_ok=True)
+        part = records[starts[i]:starts[i] + size] or records[:1]
+        pq.write_table(_table(part).slice(0, size), folder / f"part-{i}.parquet")
+    (root / "_SUCCESS").write_bytes(b"")
+    with pytest.raises(InputError) as expected:
+        logged.read_logged(_jsonl(tmp_path, [records[at]]))
+    with pytest.raises(InputError) as got:
+        _reference(root, monkeypatch) if rows == "one by one" else logged.read_logged(root)
+    file = Path(got.value.path)
+    assert file.parent.parent == root and file.name.startswith("part-") and got.value.line is None
+    local = int(got.value.message.split(":")[0].removeprefix("row "))
+    assert pq.read_table(file).to_pylist()[local - 1]["query"] == f"q{at}"
+    assert got.value.message == f"row {local}: {expected.value.message}"
+    assert str(got.value).startswith(f"{file}: row {local}: ")
+
+
+def test_an_error_citing_a_row_of_another_file_names_that_file(tmp_path, monkeypatch):
+    """The first file's rows carry user_type, the second's do not: the second file's first row is refused citing
+    the first file's first row by its path below the directory."""
+    records = [{**GOOD, "user_type": 1}, {**GOOD, "user_type": 0}, GOOD, GOOD]
+    with pytest.raises(InputError) as expected:
+        logged.read_logged(_jsonl(tmp_path, records))
+    assert expected.value.line == 3 and "on line 1" in expected.value.message
+    root = tmp_path / "dataset"
+    for i, (lo, hi) in enumerate([(0, 2), (2, 4)]):
+        (root / f"day={i}").mkdir(parents=True)
+        pq.write_table(_table(records[lo:hi]), root / f"day={i}" / "part-0.parquet")
+    for read in (lambda: logged.read_logged(root), lambda: _reference(root, monkeypatch)):
+        with pytest.raises(InputError) as got:
+            read()
+        assert got.value.path == str(root / "day=1" / "part-0.parquet")
+        assert got.value.message == "row 1: " + expected.value.message.replace(
+            "on line 1", f"in row 1 of {Path('day=0', 'part-0.parquet')}")

@@ -7,8 +7,8 @@ the propensities either as a ``propensities`` struct (fields ``list``, ``prefix`
 (as JSON text, or a struct whose null fields are left out, its ``scores`` a struct or a map). Other columns
 (timestamps, positions, features) are ignored; a null is a value left out, as a key missing from a JSON line. A
 directory of Parquet files (a dataset, as Spark writes one) is read as one table (pyarrow's dataset: files in
-sorted order, names starting with ``_`` or ``.`` skipped, ``key=value`` folders' keys as columns, ignored); its
-rows are numbered across the files in that order.
+sorted order, names starting with ``_`` or ``.`` skipped, ``key=value`` folders' keys as columns, ignored); an
+error names the file of the row concerned and the row in it (:mod:`onlineeval.io.parquet_rows`).
 
 A table with written propensities, or with loggers as JSON text, is checked on whole columns by the JSON log's own
 column checks (:func:`onlineeval.io.logged_fast.read_frame_fast`; ``read_logger_table_fast``: each query's first
@@ -40,6 +40,7 @@ from onlineeval.io.logged_fast import (
     row_records,
     ROW_KEYS,
 )
+from onlineeval.io.parquet_rows import read_parquet_table
 
 __all__ = ["is_parquet", "read_parquet_log"]
 
@@ -68,13 +69,6 @@ def as_rows(message: str) -> str:
     """A reader's message with the other lines it names (``line 4``) named as rows (``row 4``): the readers number
     a table's rows as a file's lines."""
     return re.sub(r"\b(on )?line (\d+)\b", lambda m: f"{'in ' if m.group(1) else ''}row {m.group(2)}", message)
-
-
-def _at_row(exc: InputError, name: str) -> InputError:
-    """``exc`` naming the file and, as ``row N``, the row (the readers number rows as lines)."""
-    if exc.line is None:
-        return InputError(as_rows(exc.message), name)
-    return InputError(f"row {exc.line}: {as_rows(exc.message)}", name)
 
 
 def _logger_table(table: Any) -> tuple[Any, Any] | None:
@@ -140,16 +134,10 @@ def read_parquet_log(path: str | PathLike[str], policies: Any = None) -> LoggedL
     """The log of a Parquet file (see the module docstring); what :func:`onlineeval.io.logged.read_logged` returns
     for a JSON-lines log of the same impressions. Errors (:class:`~onlineeval.errors.InputError`) name the file and
     the row."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     name = str(path)
     if not Path(name).exists():
         raise InputError("no such file or directory", name)
-    try:
-        table = pq.read_table(name)  # a directory: its files as one dataset (partition keys as columns, ignored)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"cannot read it as Parquet: {exc}", name) from None
+    table, places = read_parquet_table(name)  # a directory: its files as one dataset (partition keys ignored)
     if not table.num_rows:
         raise InputError("the log is empty (no impressions)", name)
     lacking = [c for c in ("query", "shown", "clicks") if c not in table.column_names]
@@ -170,6 +158,6 @@ def read_parquet_log(path: str | PathLike[str], policies: Any = None) -> LoggedL
             if fast is not None:
                 return fast
         return logged_from_records(_records(table), policies, name)
-    except InputError as exc:
-        raise _at_row(exc, name) from None
+    except InputError as exc:  # the readers number the rows as lines, across a dataset's files
+        raise places.error(exc, as_rows(exc.message)) from None
 
