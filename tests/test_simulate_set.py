@@ -28,8 +28,8 @@ SMALL = {
 
 def test_values_are_yaml():
     sets = parse_sets(["traffic.days=7", "designs[0].analysis={sequential: msprt, looks: [1, 2]}",
-                       "users.click_model.preset=navigational", "rankers.B.noise=0.8", "traffic.days=3"])
-    assert sets == {"traffic.days": 3, "designs[0].analysis": {"sequential": "msprt", "looks": [1, 2]},
+                       "users.click_model.preset=navigational", "rankers.B.noise=0.8"])
+    assert sets == {"traffic.days": 7, "designs[0].analysis": {"sequential": "msprt", "looks": [1, 2]},
                     "users.click_model.preset": "navigational", "rankers.B.noise": 0.8}
 
 
@@ -42,6 +42,27 @@ def test_malformed_options_are_named(item, text):
     with pytest.raises(ConfigError, match=text.replace("[", r"\[")) as info:
         parse_sets([item])
     assert "--set" in str(info.value)
+
+
+@pytest.mark.parametrize(("items", "text"), [
+    (["traffic.days=7", "rankers.B.noise=0.8", "traffic.days=3"],
+     "--set traffic.days is given twice (--set 'traffic.days=7' and --set 'traffic.days=3'); give each key once"),
+    (["designs[0].analysis.looks=[7]", "designs[0].analysis={sequential: msprt}"],
+     "--set 'designs[0].analysis={sequential: msprt}' would replace --set 'designs[0].analysis.looks=[7]' given "
+     "before it; give designs[0].analysis first"),
+])
+def test_a_key_given_twice_or_replacing_an_earlier_one_is_refused(tmp_path, items, text):
+    """The later --set would silently win: refused (through the CLI too), where a key inside an earlier one refines
+    it."""
+    with pytest.raises(ConfigError) as info:
+        parse_sets(items)
+    assert str(info.value).startswith(text)
+    assert parse_sets(["users={population: 5}", "users.population=7"]) == {"users": {"population": 5},
+                                                                          "users.population": 7}
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(SMALL))
+    res = CliRunner().invoke(app, ["simulate", "--config", str(config), *(f"--set={i}" for i in items)])
+    assert res.exit_code != 0 and text in " ".join(res.output.split())
 
 
 def test_key_paths_with_list_indices(tmp_path):

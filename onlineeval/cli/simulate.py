@@ -255,11 +255,15 @@ def _load(config: Path, overrides: dict[str, object], set_keys: set[str]):  # no
 def parse_sets(items: list[str]) -> dict[str, object]:
     """``--set KEY=VALUE`` options as key path -> value; the value is YAML (``7``, ``msprt``,
     ``[7, 14]``, ``{pre_days: 7}``, ``null`` to switch off an optional block), read with the config's
-    limits. A later ``--set`` of the same key wins. Raises :class:`ConfigError` naming the option."""
+    limits. A key given twice, or given after a key inside it that it would replace (``users`` after
+    ``users.population``), is refused: the later one would silently win. A key inside one given before it
+    (``users.population`` after ``users``) refines it. Raises :class:`ConfigError` naming the option."""
     from onlineeval.errors import ConfigError
+    from simulations.config import sweep_path
     from simulations.yaml_safe import load_yaml_text
 
     sets: dict[str, object] = {}
+    paths: dict[tuple[str | int, ...], str] = {}
     for item in items:
         key, eq, text = item.partition("=")
         if not eq or not key.strip():
@@ -267,6 +271,15 @@ def parse_sets(items: list[str]) -> dict[str, object]:
         if not text.strip():
             raise ConfigError((), f"--set {item!r}: the value is empty; give a value, e.g. --set {key.strip()}=7 "
                               f"(or {key.strip()}=null to switch off an optional block)")
+        path = sweep_path(key.strip())
+        if path in paths:
+            raise ConfigError((), f"--set {key.strip()} is given twice (--set {paths[path]!r} and --set {item!r}); "
+                              "give each key once")
+        inside = [given for p, given in paths.items() if len(p) > len(path) and p[: len(path)] == path]
+        if path and inside:
+            raise ConfigError((), f"--set {item!r} would replace --set {inside[0]!r} given before it; give "
+                              f"{key.strip()} first (a key inside it given after it refines it)")
+        paths[path] = item
         # YAML null (null, ~) sets the key to none: an optional block (analysis.assumption_sweep: null) is switched
         # off; a key that needs a value refuses it, naming the key
         sets[key.strip()] = load_yaml_text(text, f"--set {key.strip()}")
