@@ -404,6 +404,17 @@ def analyse(
     }
     if counterfactual:
         summary["counterfactual"] = counterfactual
+    utility = [d.name for d in config.designs if d.type == "ab" and d.metric == "utility"]
+    if utility:  # what an A/B design's 'utility' row measures
+        from simulations.designs.ab import utility_weights
+
+        depth = world.ranked_labels("A").shape[1]
+        summary["utility"] = {
+            "designs": utility, "offline_metric": offline.metric,
+            "rank_weights": [float(w) for w in utility_weights(world, depth)],
+            "definition": f"per query sum_j w_j c_j: the clicks c_j weighted by {offline.metric}'s static C/W/L "
+                          "weights w_j (its metric user's utility; the counterfactual designs' 'utility')",
+        }
     from simulations.sequential import monitoring_summary
 
     # daily monitoring: peeking's false-positive rate and two always-valid rules (primary metrics)

@@ -61,16 +61,21 @@ def exact_truth_per_query(config: Config, world: World, users: Any = None) -> di
     means' per-query expectation, user types by share, as :func:`~simulations.runner.per_user_mean_metrics`) and a
     counterfactual design's estimator rows (its metric, targets' difference). Interleaving truths are Monte Carlo:
     not here."""
-    from simulations.runner import exact_ab_metrics, exact_ab_metrics_of
+    from simulations.runner import exact_ab_metrics_of
     from simulations.users import UserModels
 
     users = users if users is not None else UserModels.from_config(config.users)
     pooled: dict[str, dict[str, np.ndarray]] = {}
     by_type: dict[str, dict[str, np.ndarray]] = {}
+    weights = None  # the utility metric's rank weights, where an A/B design has metric: utility
+    if any(d.type == "ab" and d.metric == "utility" for d in config.designs):
+        from simulations.designs.ab import utility_weights
+
+        weights = utility_weights(world, world.ranked_labels("A").shape[1])
 
     def pool(ranker: str) -> dict[str, np.ndarray]:
         if ranker not in pooled:
-            pooled[ranker] = exact_ab_metrics(world, users, ranker)
+            pooled[ranker] = exact_ab_metrics_of(users, world.ranked_labels(ranker), weights)
         return pooled[ranker]
 
     def per_user(ranker: str) -> dict[str, np.ndarray]:
@@ -78,7 +83,7 @@ def exact_truth_per_query(config: Config, world: World, users: Any = None) -> di
             shown = world.ranked_labels(ranker)
             acc: dict[str, np.ndarray] = {}
             for share, name, model in zip(users.shares, users.names, users.models, strict=True):
-                for metric, v in exact_ab_metrics_of(UserModels([name], [1.0], [model]), shown).items():
+                for metric, v in exact_ab_metrics_of(UserModels([name], [1.0], [model]), shown, weights).items():
                     acc[metric] = acc.get(metric, 0.0) + float(share) * v
             by_type[ranker] = acc
         return by_type[ranker]

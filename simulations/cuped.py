@@ -86,7 +86,8 @@ class PrePeriod:
     days:
         Length of the pre-period.
     sums:
-        ``impressions``, ``clicks``, ``abandoned``, ``rr``: arrays of shape ``(population,)``.
+        ``impressions``, ``clicks``, ``abandoned``, ``rr`` (and ``utility`` for a design whose metric is
+        ``utility``): arrays of shape ``(population,)``.
     """
 
     days: int
@@ -96,39 +97,55 @@ class PrePeriod:
     block: np.ndarray | None = None
 
 
-def pre_block(pre: PrePeriod) -> np.ndarray:
-    """The pre-period's ``(4, population)`` rows ``impressions``, ``clicks``, ``abandoned``, ``rr`` (its block, or
-    the sums stacked when they are not the block's rows)."""
-    keys = ("impressions", *_SUMS)
-    if pre.block is not None and all(pre.sums[k].base is pre.block for k in keys):
+def pre_block(pre: PrePeriod, accumulators: tuple[str, ...] = _SUMS) -> np.ndarray:
+    """The pre-period's rows ``impressions`` and ``accumulators`` (by default ``clicks``, ``abandoned``, ``rr``: an
+    A/B design's :attr:`~simulations.designs.ab.ABDesign.accumulators`), ``(1 + len(accumulators), population)``:
+    its block, or the sums stacked when they are not the block's rows (or not all of them)."""
+    keys = ("impressions", *accumulators)
+    if (pre.block is not None and len(pre.block) == len(keys)
+            and all(pre.sums[k].base is pre.block and np.shares_memory(pre.sums[k], pre.block[i])
+                    for i, k in enumerate(keys))):
         return pre.block
     return np.stack([pre.sums[k] for k in keys])
 
 
-def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np.random.Generator) -> PrePeriod:
-    """Simulate ``days`` days before hour 0 with ranker A for everyone.
+def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np.random.Generator,
+                        utility: bool = False) -> PrePeriod:
+    """Simulate ``days`` days before hour 0 with ranker A for everyone (``utility``: also each user's sum of the
+    ``utility`` metric, :func:`simulations.designs.ab.utility_values`; no other number changes).
 
     ``traffic`` (:class:`simulations.traffic.TrafficModel`) supplies the users' activities and
     types and the arrival model; a shallow copy draws the arrivals from ``rng``, which also
     samples the clicks, so the replicate's own traffic stream is not touched.
     """
-    from simulations.designs.ab import _click_patterns, _click_values, run_step, step_inputs
+    from simulations.designs.ab import (
+        _click_patterns,
+        _click_values,
+        run_step,
+        step_inputs,
+        utility_values,
+        utility_weights,
+    )
 
     model = copy.copy(traffic)
     model.rng = rng
     population = traffic.population
-    block = np.zeros((1 + len(_SUMS), population), dtype=np.float64)
-    sums = {k: block[i] for i, k in enumerate(("impressions", *_SUMS))}  # rows of one block: one gather per arm
+    keys = ("impressions", *_SUMS, *(("utility",) if utility else ()))
+    block = np.zeros((len(keys), population), dtype=np.float64)
+    sums = {k: block[i] for i, k in enumerate(keys)}  # rows of one block: one gather per arm
     grades_a = world.ranked_labels("A")  # (Q, depth): rows equal to shown_labels of A's lists
     by_pattern = _click_patterns(grades_a.shape[1])
+    weights = utility_weights(world, grades_a.shape[1]) if utility else None
     step = traffic.batch_hours
-    fused = step_inputs(users, grades_a, population)  # the A/A batch step's compiled loop (the same draws and sums)
+    # the A/A batch step's compiled loop (the same draws and sums)
+    fused = step_inputs(users, grades_a, population, weights)
     no_b = np.zeros(population, dtype=np.bool_)
     for hour in range(-24 * days, 0, step):
         batch = model.batch(hour, step)
         if len(batch) == 0:
             continue
-        if fused is not None and run_step(fused, batch, no_b, 0, rng, sums["clicks"], sums["abandoned"], sums["rr"]):
+        if fused is not None and run_step(fused, batch, no_b, 0, rng, sums["clicks"], sums["abandoned"], sums["rr"],
+                                          sums.get("utility")):
             from simulations import kernels
 
             kernels.add_ones(sums["impressions"], batch.user)
@@ -141,21 +158,23 @@ def simulate_pre_period(traffic: Any, world: Any, users: Any, days: int, rng: np
         np.add.at(sums["clicks"], batch.user, n_clicks)
         np.add.at(sums["abandoned"], batch.user, abandoned)
         sums["rr"] += np.bincount(batch.user, weights=rr, minlength=population)
+        if weights is not None:
+            sums["utility"] += np.bincount(batch.user, weights=utility_values(clicks, weights), minlength=population)
     return PrePeriod(days, sums, block)
 
 
 def attach_pre_periods(traffic: Any, designs: list[Any], seq: np.random.SeedSequence) -> None:
     """Give every A/B design with ``analysis.cuped`` its replicate's pre-period (attribute
-    ``pre_period``), one simulation per distinct ``pre_days`` on key ``(3, "pre_period", N)``."""
+    ``pre_period``), one simulation per distinct ``pre_days`` on key ``(3, "pre_period", N)`` (with the
+    ``utility`` sums when a design of those days has ``metric: utility``: the same draws and other sums)."""
     done: dict[int, PrePeriod] = {}
-    for design in designs:
-        opts = getattr(design.config.analysis, "cuped", None)
-        if design.kind != "ab" or opts is None:
-            continue
-        n = opts.pre_days
+    cuped = [d for d in designs if d.kind == "ab" and getattr(d.config.analysis, "cuped", None) is not None]
+    for design in cuped:
+        n = design.config.analysis.cuped.pre_days
         if n not in done:
             rng = np.random.default_rng(child_seed(seq, _PRE_KEY, "pre_period", n))
-            done[n] = simulate_pre_period(traffic, design.world, design.users, n, rng)
+            utility = any(d.config.metric == "utility" and d.config.analysis.cuped.pre_days == n for d in cuped)
+            done[n] = simulate_pre_period(traffic, design.world, design.users, n, rng, utility)
         design.pre_period = done[n]
 
 

@@ -613,7 +613,8 @@ def finish(
     rows = pd.DataFrame([row for i in sorted(done) for row in done[i]])
     summary, curves = analyse(rows, truths, world, config)
     summary["analysis_version"] = analysis_version()  # a sweep re-analyses a point stamped by other code
-    summary["truth_by_segment"] = truth_by_segment(world, users)
+    summary["truth_by_segment"] = truth_by_segment(
+        world, users, any(d.type == "ab" and d.metric == "utility" for d in config.designs))
     if any(d.type == "ab" for d in config.designs):
         from simulations.decomposition import decomposition_summary
 

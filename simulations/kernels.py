@@ -278,14 +278,17 @@ def interleaving_step(coins, coin_step, half, combos, query, grades, other, null
 
 @_jit
 def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds, width, independent, use_t1, use_t3,
-            block, n_clicks, abandoned, rr, sum_clicks, sum_abandoned, sum_rr, scratch):
+            block, n_clicks, abandoned, rr, sum_clicks, sum_abandoned, sum_rr, scratch, utility, sum_utility,
+            scratch_utility):
     """One batch step of an A/B design on lists of ``k <= 16`` slots: each impression's shown grades (row
     ``query + b_rows * in_b[user]`` of ``grades``: arm A's rows then, ``b_rows`` further, arm B's; ``b_rows = 0``
     in an A/A test), its clicks (:func:`grade_clicks`), its click pattern (bit ``r`` = rank ``r`` clicked) and
     the pattern's ``n_clicks``, ``abandoned`` and ``rr`` (:func:`simulations.designs.ab._click_patterns`) added to
     the user's sums: clicks and abandonment impression by impression (``np.add.at``'s order; integers, exact),
     reciprocal ranks as ``sum_rr += np.bincount(user, weights=rr)`` adds them (each user's batch total summed in
-    impression order from 0.0 in ``scratch``, all zeros before and after, then added to the user's sum)."""
+    impression order from 0.0 in ``scratch``, all zeros before and after, then added to the user's sum). With a
+    ``utility`` table (one value per pattern; empty: none), each pattern's utility is added to ``sum_utility`` as
+    the reciprocal ranks are (through ``scratch_utility``)."""
     n = query.shape[0]
     k = grades.shape[1]
     shown = np.empty((n, k), dtype=np.int8)
@@ -295,15 +298,23 @@ def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds,
             shown[i, r] = grades[row, r]
     clicks = np.empty((n, k), dtype=np.bool_)
     grade_clicks(shown, user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
+    with_utility = utility.shape[0] > 0
     for i in range(n):
         pattern = _row_bits(clicks, i)
         who = user[i]
         sum_clicks[who] += n_clicks[pattern]
         sum_abandoned[who] += abandoned[pattern]
         scratch[who] += rr[pattern]
+        if with_utility:
+            scratch_utility[who] += utility[pattern]
     for i in range(n):
         who = user[i]
         total = scratch[who]
         if total != 0.0:  # the user's first impression in the batch (adding 0.0 would change no sum)
             sum_rr[who] += total
             scratch[who] = 0.0
+        if with_utility:
+            total = scratch_utility[who]
+            if total != 0.0:
+                sum_utility[who] += total
+                scratch_utility[who] = 0.0

@@ -122,7 +122,9 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "streams keyed by name); the world uses SeedSequence((seed, 0x776F726C64)), the truth "
         "(seed, 0x7472757468, ...)",
         "randomisation_unit": "user (A/B arms by a salted SplitMix64 hash of the user id)",
-        "ab_effect": {d.name: _ab_convention(d.test) for d in cfg.designs if d.type == "ab"},
+        "ab_effect": {d.name: _ab_convention(d.test) + (
+            f"; utility: per query sum_j w_j c_j, the clicks weighted by {cfg.offline_metric}'s static C/W/L weights"
+            if d.metric == "utility" else "") for d in cfg.designs if d.type == "ab"},
         "interleaving_effect": {
             d.name: _interleaving_convention(d.method or "") for d in cfg.designs if d.type == "interleaving"
         },
@@ -409,6 +411,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     for design, c in (s.get("counterfactual") or {}).items():
         lines.append(f"  {design}: each row an off-policy estimator of {c.get('metric')} (V(B) - V(A) from the "
                      "logger's log; the counterfactual section below)")
+    utility = s.get("utility")
+    if utility:
+        weights = ", ".join(f"{w:.3g}" for w in utility["rank_weights"])
+        lines.append(f"  utility ({', '.join(utility['designs'])}): {utility['definition']}; w = {weights}")
     lines += _truth_world_lines(s, result.world.notes.get("collection") != "trec")
     lines += _unstable_lines(s, population)
     lines += _extrapolation_lines(s, cfg.traffic.days)

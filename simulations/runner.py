@@ -316,7 +316,7 @@ def exact_ab_metrics(world: World, users: UserModels, ranker: str) -> dict[str, 
     return exact_ab_metrics_of(users, world.ranked_labels(ranker))
 
 
-def per_user_mean_metrics(world: World, users: UserModels, ranker: str) -> dict[str, float]:
+def per_user_mean_metrics(world: World, users: UserModels, ranker: str, utility: bool = False) -> dict[str, float]:
     r"""Exact expectations of the A/B metrics as per-user means (``test: welch``): every
     user weighs the same, whatever their activity.
 
@@ -333,31 +333,50 @@ def per_user_mean_metrics(world: World, users: UserModels, ranker: str) -> dict[
     (Exact, no Monte Carlo. The query-weighted ratio of the delta design,
     :math:`\sum_u \sum_i m_i / \sum_u n_u`, has the same limit *here* because types do not
     depend on activity; a population whose heavy users behave differently would separate them.)
+
+    ``utility``: also the ``utility`` metric's (:func:`exact_ab_metrics_of`).
     """
     shown = world.ranked_labels(ranker)
+    weights = _utility_weights(world, shown) if utility else None
     out: dict[str, float] = {}
     for share, name, model in zip(users.shares, users.names, users.models, strict=True):
         one = UserModels([name], [1.0], [model])
-        for metric, per_query in exact_ab_metrics_of(one, shown).items():
+        for metric, per_query in exact_ab_metrics_of(one, shown, weights).items():
             out[metric] = out.get(metric, 0.0) + float(share) * float(world.frequency @ per_query)
     return out
 
 
-def exact_ab_metrics_of(users: UserModels, shown: np.ndarray) -> dict[str, np.ndarray]:
-    """:func:`exact_ab_metrics` for given shown grades ``(Q, k)``."""
+def exact_ab_metrics_of(users: UserModels, shown: np.ndarray,
+                        utility_weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """:func:`exact_ab_metrics` for given shown grades ``(Q, k)``; with the ``utility`` metric's rank weights
+    (:func:`simulations.designs.ab.utility_weights`) also its expectation, the click probabilities times them."""
     first = users.first_click_distribution(shown)
-    return {
-        "clicks_per_query": users.click_probabilities(shown).sum(axis=1),
+    probabilities = users.click_probabilities(shown)
+    out = {
+        "clicks_per_query": probabilities.sum(axis=1),
         "abandonment": first[:, -1],
         "reciprocal_rank": first[:, :-1] @ (1.0 / np.arange(1, shown.shape[1] + 1)),
     }
+    if utility_weights is not None:
+        out["utility"] = np.asarray(probabilities) @ utility_weights
+    return out
 
 
-def truth_by_segment(world: World, users: UserModels) -> dict[str, dict[str, dict[str, float]]]:
-    """Exact A/B metrics of A and B and their difference within head, torso and tail."""
+def _utility_weights(world: World, shown: np.ndarray) -> np.ndarray:
+    from simulations.designs.ab import utility_weights
+
+    return utility_weights(world, shown.shape[1])
+
+
+def truth_by_segment(world: World, users: UserModels,
+                     utility: bool = False) -> dict[str, dict[str, dict[str, float]]]:
+    """Exact A/B metrics of A and B and their difference within head, torso and tail (``utility``: the
+    ``utility`` metric's too)."""
     from simulations.world import SEGMENT_NAMES
 
-    per_query = {name: exact_ab_metrics(world, users, name) for name in ("A", "B")}
+    per_query = {name: exact_ab_metrics_of(users, world.ranked_labels(name),
+                                           _utility_weights(world, world.ranked_labels(name)) if utility else None)
+                 for name in ("A", "B")}
     out: dict[str, dict[str, dict[str, float]]] = {}
     for s, seg in enumerate(SEGMENT_NAMES):
         mask = world.segment == s
@@ -438,16 +457,25 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
     per_ranker = {name: {m: float(world.frequency @ v) for m, v in pq.items()} for name, pq in per_query.items()}
     per_user: dict[str, dict[str, float]] = {}
     runs = monte_carlo_truths(config)
+    ab_values = {name: dict(values) for name, values in per_ranker.items()}  # an A/B design's metrics
+    if any(d.type == "ab" and d.metric == "utility" for d in config.designs):  # and metric: utility's
+        for name in ("A", "B"):
+            shown = world.ranked_labels(name)
+            expected = np.asarray(users.click_probabilities(shown)) @ _utility_weights(world, shown)
+            ab_values[name]["utility"] = float(world.frequency @ expected)
     for index, design in enumerate(config.designs):
         if design.type == "ab":
+            metrics = [m for m in ab_values["A"] if m != "utility" or design.metric == "utility"]
             if design.test == "welch":
-                per_user = per_user or {r: per_user_mean_metrics(world, users, r) for r in ("A", "B")}
-                parts.append([Truth(design.name, metric, per_user["B"][metric] - va, 0.0,
-                                    "exact (per-user means, users weighted equally)", va)
-                              for metric, va in per_user["A"].items()])
+                utility = design.metric == "utility"
+                if not per_user or utility and "utility" not in per_user["A"]:
+                    per_user = {r: per_user_mean_metrics(world, users, r, utility) for r in ("A", "B")}
+                parts.append([Truth(design.name, metric, per_user["B"][metric] - per_user["A"][metric], 0.0,
+                                    "exact (per-user means, users weighted equally)", per_user["A"][metric])
+                              for metric in metrics])
                 continue
-            parts.append([Truth(design.name, metric, per_ranker["B"][metric] - va, 0.0, "exact", va)
-                          for metric, va in per_ranker["A"].items()])
+            parts.append([Truth(design.name, metric, ab_values["B"][metric] - ab_values["A"][metric], 0.0, "exact",
+                                ab_values["A"][metric]) for metric in metrics])
             continue
         if design.type == "counterfactual":
             parts.append(counterfactual_truth(design, world, users, per_ranker, index))

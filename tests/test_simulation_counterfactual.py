@@ -526,5 +526,5 @@ def test_utility_metric_truth_config_and_run():
     assert abs(last.mean() - tu["rips"].value) <= 4 * last.std(ddof=1) / np.sqrt(last.size)
     with pytest.raises(ConfigError, match=r"designs\[0\].metric: utility \(of offline_metric RR\)"):
         cfg_with("utility", offline="RR")
-    with pytest.raises(ConfigError, match="applies to counterfactual designs only"):
-        _config(designs=[{"name": "ab", "type": "ab", "metric": "utility"}])
+    with pytest.raises(ConfigError, match="applies to A/B and counterfactual designs"):  # (A/B: tests/test_ab_utility)
+        _config(designs=[{"name": "td", "type": "interleaving", "method": "team_draft", "metric": "utility"}])

@@ -61,6 +61,8 @@ def _check_components(config: Config, source: str | None) -> None:
         if design.type == "counterfactual":
             _check_counterfactual(config, i, source)
             continue
+        if design.type == "ab" and design.metric == "utility":
+            _check_utility(config, i, source)
         if design.type != "interleaving":
             continue
         allowed = available_interleavers()
@@ -196,13 +198,25 @@ def _check_design_analysis(config: Config, i: int, source: str | None) -> None:
 MIN_BOOTSTRAP = 100
 
 
+def _check_utility(config: Config, i: int, source: str | None) -> Any:
+    """The reward of design ``i``'s metric (the ``utility`` of the offline metric: a ConfigError at the design's
+    ``metric`` where the offline metric has no static C/W/L weights)."""
+    from simulations.designs.counterfactual.metric import design_reward
+
+    design = config.designs[i]
+    try:
+        return design_reward(design.metric, config.offline_metric, config.rankers.depth)
+    except ConfigError as exc:  # utility of an offline metric without a static C/W/L user
+        raise ConfigError(("designs", i, "metric"), f"utility (of offline_metric {config.offline_metric}): "
+                          + exc.message.split(": ", 1)[-1], source) from None
+
+
 def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
     """Estimators registered, their options valid, each able to estimate the design's
     metric; the logging policy known with valid options."""
     import numpy as np
 
     from onlineeval.estimators import available_estimators, estimator_class, get_estimator
-    from simulations.designs.counterfactual.metric import design_reward
     from simulations.policies import build_policy
 
     design = config.designs[i]
@@ -210,11 +224,7 @@ def _check_counterfactual(config: Config, i: int, source: str | None) -> None:
         raise ConfigError(("designs", i, "bootstrap"), f"{design.bootstrap} resamples are too few for a percentile "
                           f"interval; allowed: 0 (the delta-method interval) or {MIN_BOOTSTRAP} to 100000 (as "
                           "onlineeval estimate --bootstrap)", source)
-    try:
-        reward = design_reward(design.metric, config.offline_metric, config.rankers.depth)
-    except ConfigError as exc:  # utility of an offline metric without a static C/W/L user
-        raise ConfigError(("designs", i, "metric"), f"utility (of offline_metric {config.offline_metric}): "
-                          + exc.message.split(": ", 1)[-1], source) from None
+    reward = _check_utility(config, i, source)
     for j, spec in enumerate(design.estimators):
         key: tuple[str | int, ...] = ("designs", i, "estimators", j)
         if spec.name not in available_estimators():

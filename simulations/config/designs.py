@@ -185,7 +185,8 @@ class DesignConfig(_Strict):
     share_b: Probability = Field(0.5, description="A/B: share of users in arm B")
     metric: Literal["clicks_per_query", "abandonment", "reciprocal_rank", "utility"] = Field(
         "reciprocal_rank", description="A/B: the primary metric for power and sample size; counterfactual: the "
-        "online metric estimated, also 'utility' (the offline metric's metric-user utility of clicks)"
+        "online metric estimated; 'utility' (both): the offline metric's metric-user utility of the clicks (the "
+        "clicks weighted by its static C/W/L weights)"
     )
     test: Literal["delta", "welch"] | None = Field(
         None,
@@ -261,9 +262,9 @@ class DesignConfig(_Strict):
     def _check_kind(self) -> DesignConfig:
         if self.type == "counterfactual":
             return self._check_counterfactual()
-        if self.metric == "utility":
-            raise ValueError("metric 'utility' (the offline metric's metric-user utility) applies to counterfactual "
-                             "designs only; A/B designs: clicks_per_query, abandonment, reciprocal_rank")
+        if self.metric == "utility" and self.type == "interleaving":
+            raise ValueError("metric 'utility' (the offline metric's metric-user utility) applies to A/B and "
+                             "counterfactual designs; interleaving designs compare clicks credited to each ranker")
         if self.type == "interleaving" and not self.method:
             raise ValueError("an interleaving design needs 'method' (e.g. team_draft, balanced)")
         if self.type == "ab" and self.method is not None:

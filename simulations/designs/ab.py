@@ -5,7 +5,10 @@ method, because the user and not the query is the randomisation unit):
 
 - ``clicks_per_query``: clicks / queries;
 - ``abandonment``: queries without a click / queries;
-- ``reciprocal_rank``: sum of 1/rank of the first click (0 without a click) / queries.
+- ``reciprocal_rank``: sum of 1/rank of the first click (0 without a click) / queries;
+- ``utility`` (a design whose ``metric`` is ``utility``; the others do not carry it): the offline metric's
+  metric-user utility of the clicks, :math:`\\sum_j w_j c_j` with the metric's static C/W/L weights
+  (:func:`onlineeval.estimators.rewards.utility_reward`, as the counterfactual designs' ``utility``) / queries.
 
 Each estimate is the difference B - A of the two arms' ratios (``test: delta``), or,
 with ``test: welch``, of the two arms' means of per-user ratios, compared with Welch's
@@ -27,7 +30,7 @@ __all__ = ["ABDesign", "hash_unit"]
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 #: metric -> the per-user sum it divides by the user's queries
-METRICS = {"clicks_per_query": "clicks", "abandonment": "abandoned", "reciprocal_rank": "rr"}
+METRICS = {"clicks_per_query": "clicks", "abandonment": "abandoned", "reciprocal_rank": "rr", "utility": "utility"}
 _METRIC_OF = {v: k for k, v in METRICS.items()}
 
 
@@ -59,6 +62,33 @@ def _click_patterns(depth: int) -> tuple[np.ndarray, ...] | None:
     first = np.argmax(bits, axis=1)
     rr = np.where(n_clicks > 0, 1.0 / (first + 1.0), 0.0)
     return 2.0 ** np.arange(depth), n_clicks.astype(np.float64), (n_clicks == 0).astype(np.float64), rr
+
+
+def utility_weights(world: Any, depth: int) -> np.ndarray:
+    """The offline metric's static C/W/L weights of ranks 1..``depth`` (the ``utility`` metric's): those of the
+    counterfactual designs' ``utility`` reward (:func:`simulations.designs.counterfactual.metric.design_reward`)."""
+    from simulations.designs.counterfactual.metric import UTILITY, design_reward
+
+    return np.asarray(design_reward(UTILITY, world.offline.metric, depth).position_weights(depth), dtype=np.float64)
+
+
+def utility_values(clicks: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each row's utility :math:`\\sum_r w_r c_r` of ``(n, depth)`` boolean clicks, added rank by rank from 0.0 (the
+    per-pattern table :func:`utility_patterns` is made by the same additions: the same bits)."""
+    out = np.zeros(clicks.shape[0], dtype=np.float64)
+    for r in range(clicks.shape[1]):
+        out = out + np.where(clicks[:, r], weights[r], 0.0)
+    return out
+
+
+def utility_patterns(weights: np.ndarray) -> np.ndarray | None:
+    """Every click pattern's utility (bit ``r`` = rank ``r`` clicked, as :func:`_click_patterns`), None for more
+    than 16 ranks."""
+    depth = weights.size
+    if depth > 16:
+        return None
+    bits = ((np.arange(2**depth)[:, None] >> np.arange(depth)) & 1).astype(np.bool_)
+    return utility_values(bits, weights)
 
 
 def _click_values(clicks: np.ndarray, by_pattern: tuple[np.ndarray, ...] | None) -> tuple[np.ndarray, ...]:
@@ -97,34 +127,45 @@ class StepInputs(NamedTuple):
     grades: np.ndarray  # (rows, k) int8, C-contiguous
     by_pattern: tuple[np.ndarray, ...]  # _click_patterns of k
     scratch: np.ndarray  # (population,) zeros: the reciprocal ranks' batch totals
+    utility: np.ndarray  # per click pattern: the utility (utility_patterns), or empty without the utility metric
+    scratch_utility: np.ndarray  # (population,) zeros: the utilities' batch totals (empty without)
 
 
-def step_inputs(users: Any, grades: np.ndarray, population: int) -> StepInputs | None:
-    """The compiled A/B batch step's inputs for shown-grade rows ``grades``, or ``None`` where it does not apply:
-    lists longer than 16 ranks, click models without grade tables (:meth:`simulations.users.UserModels.chains`),
-    or (int8) grades the models do not know (their own path raises)."""
+def step_inputs(users: Any, grades: np.ndarray, population: int,
+                weights: np.ndarray | None = None) -> StepInputs | None:
+    """The compiled A/B batch step's inputs for shown-grade rows ``grades`` (with the utility's rank weights
+    ``weights``, :func:`utility_weights`, when the design carries it), or ``None`` where it does not apply: lists
+    longer than 16 ranks, click models without grade tables (:meth:`simulations.users.UserModels.chains`), or (int8)
+    grades the models do not know (their own path raises)."""
     by_pattern = _click_patterns(grades.shape[1])
     chains = None if by_pattern is None else users.chains(grades.shape[1])
     if chains is None or grades.dtype != np.int8 or not grades.size or not chains.accepts(grades):
         return None
-    return StepInputs(chains, np.ascontiguousarray(grades), by_pattern, np.zeros(population, dtype=np.float64))
+    utility = np.zeros(0) if weights is None else utility_patterns(weights)
+    scratch_utility = np.zeros(0 if weights is None else population, dtype=np.float64)
+    return StepInputs(chains, np.ascontiguousarray(grades), by_pattern, np.zeros(population, dtype=np.float64),
+                      utility, scratch_utility)
 
 
 def run_step(step: StepInputs, batch: Batch, in_b: np.ndarray, b_rows: int, rng: np.random.Generator,
-             clicks: np.ndarray, abandoned: np.ndarray, rr: np.ndarray) -> bool:
+             clicks: np.ndarray, abandoned: np.ndarray, rr: np.ndarray, utility: np.ndarray | None = None) -> bool:
     """One A/B batch step by the compiled loop (:func:`simulations.kernels.ab_step`: row ``query + b_rows *
-    in_b[user]`` of ``step.grades``), its clicks, abandonment and reciprocal ranks added to the per-user sums;
-    ``False`` (nothing drawn) where a row's user type or grade is one the kernels cannot sample."""
+    in_b[user]`` of ``step.grades``), its clicks, abandonment and reciprocal ranks (and, with ``step.utility``,
+    the utilities into ``utility``) added to the per-user sums; ``False`` (nothing drawn) where a row's user type or
+    grade is one the kernels cannot sample."""
     counts = step.chains.counts(step.grades[:0], batch.user_type, len(batch))
     if counts is None:
         return False
     from clickmodels.kernels import BLOCK
     from simulations import kernels
 
+    if step.utility.size and utility is None:
+        raise ValueError("the step carries the utility: give its per-user sums")
     chains = step.chains
     kernels.ab_step(step.grades, batch.query, batch.user, in_b, b_rows, batch.user_type, counts,
                     chains.uniforms(counts, rng), chains.thresholds, chains.width, chains.independent_flags,
-                    chains.use_t1, chains.use_t3, BLOCK, *step.by_pattern[1:], clicks, abandoned, rr, step.scratch)
+                    chains.use_t1, chains.use_t3, BLOCK, *step.by_pattern[1:], clicks, abandoned, rr, step.scratch,
+                    step.utility, step.scratch_utility if utility is None else utility, step.scratch_utility)
     return True
 
 
@@ -134,8 +175,14 @@ class ABDesign(Design):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # the per-user sums as rows of one (4, population) block (impressions, clicks, abandoned, rr): a
-        # checkpoint gathers an arm's four sums in one take; updated in place through the views in self.sums
+        # metric: utility: a fourth metric sum, the clicks weighted by the offline metric's C/W/L weights
+        self.utility_weights: np.ndarray | None = None
+        if self.config.metric == "utility":
+            self.accumulators = (*type(self).accumulators, "utility")
+            self.sums["utility"] = np.zeros(self.population, dtype=np.float64)
+            self.utility_weights = utility_weights(self.world, self.world.ranked_labels("A").shape[1])
+        # the per-user sums as rows of one (4, population) block (impressions, clicks, abandoned, rr; and utility):
+        # a checkpoint gathers an arm's sums in one take; updated in place through the views in self.sums
         self._block = np.zeros((len(self.sums), self.population), dtype=np.float64)
         self.sums = {k: self._block[i] for i, k in enumerate(self.sums)}
         self.ranking_a = self.world.rankings["A"]
@@ -203,7 +250,7 @@ class ABDesign(Design):
             if pre is not None:
                 from simulations.cuped import pre_block
 
-                pre_rows = pre_block(pre)
+                pre_rows = pre_block(pre, self.accumulators)
                 pa, pb = pre_rows.take(users_a, axis=1), pre_rows.take(users_b, axis=1)
                 n_pre = int(np.count_nonzero(pa[0]) + np.count_nonzero(pb[0]))
             if users_a.size >= 2 and users_b.size >= 2:  # _has_data
@@ -235,7 +282,7 @@ class ABDesign(Design):
         if pre is not None:
             from simulations.cuped import pre_block
 
-            pre_rows = pre_block(pre)
+            pre_rows = pre_block(pre, self.accumulators)
         arms, users_a, users_b, residual = ab_arm_parts(block[0], block[1:], self.in_b, pre_rows, scratch_of(self))
         imp_a, imp_b = block[0].take(users_a), block[0].take(users_b)
         unadjusted = adjusted = pooled = None
@@ -281,7 +328,7 @@ class ABDesign(Design):
         b_rows = 0 if self.grades_ab is None else self.grades_a.shape[0]
         # everything after the uniforms' draw in one compiled loop (the same numbers, tested)
         if step is not None and run_step(step, batch, self.in_b, b_rows, self.rng, self.sums["clicks"],
-                                         self.sums["abandoned"], self.sums["rr"]):
+                                         self.sums["abandoned"], self.sums["rr"], self.sums.get("utility")):
             return
         q = batch.query
         if self.grades_ab is None:  # A/A: both arms show A
@@ -294,12 +341,14 @@ class ABDesign(Design):
         self._add_exact("clicks", batch.user, n_clicks)
         self._add_exact("abandoned", batch.user, abandoned)
         self._add("rr", batch.user, rr)
+        if self.utility_weights is not None:
+            self._add("utility", batch.user, utility_values(clicks, self.utility_weights))
 
     def _kernel_inputs(self) -> StepInputs | None:
         """:func:`step_inputs` of both arms' stacked grades (A's alone in an A/A test), built on first use."""
         if self._kernel is None:
             grades = self.grades_a if self.grades_ab is None else self.grades_ab
-            self._kernel = (step_inputs(self.users, grades, self.population),)
+            self._kernel = (step_inputs(self.users, grades, self.population, self.utility_weights),)
         return self._kernel[0]
 
     def checkpoint(self, day: int) -> None:
@@ -330,7 +379,8 @@ class ABDesign(Design):
         return in_b >= 2 and users.size - in_b >= 2  # two users per arm for a variance
 
     def metric_names(self) -> list[str]:
-        return [self.config.metric, *[m for m in METRICS if m != self.config.metric]]
+        carried = [_METRIC_OF[k] for k in self.accumulators]
+        return [self.config.metric, *[m for m in carried if m != self.config.metric]]
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray],
                    metrics: list[str] | None = None) -> dict[str, Any]:

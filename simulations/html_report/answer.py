@@ -281,6 +281,11 @@ def answer_section(summary: dict[str, Any]) -> Html:
                        "lists the logger never shows (logging probability 0, counted exactly by the simulation): "
                        "biased whatever the t-test of its bias says, so its sizes are withheld; see the "
                        "counterfactual section's support column.")])
+    utility = summary.get("utility")
+    if utility:  # what an A/B design's 'utility' row measures, as the terminal's line under the table
+        weights = ", ".join(f"{w:.3g}" for w in utility.get("rank_weights") or [])
+        legend.append([f"utility ({', '.join(utility.get('designs') or [])}): {utility.get('definition')}; "
+                       f"w = {weights}."])
     imprecise = truth_precision_items(summary)
     if imprecise:  # review 4, F3
         legend.append(["MC 4 SE under a true effect: " + "; ".join(f"{d} / {m} {text}" for d, m, text in imprecise)
