@@ -177,8 +177,10 @@ __all__ = [
     "user_form",
 ]
 
-#: the A/B metrics decomposed (those of :func:`simulations.runner.exact_ab_metrics_of`)
+#: the A/B metrics decomposed (those of :func:`simulations.runner.exact_ab_metrics_of`); and ``utility`` where an A/B
+#: design has it (:func:`decompose`'s ``utility_weights``)
 ONLINE_METRICS = ("clicks_per_query", "reciprocal_rank", "abandonment")
+UTILITY = "utility"
 
 #: the stages in order: key, the cause switched on to reach it, description
 STAGES: tuple[tuple[str, str | None, str], ...] = (
@@ -218,7 +220,8 @@ User = Chain | Independent
 
 
 # --------------------------------------------------------------------------- exact online metrics
-def online_metrics(user: User, shape: tuple[int, int]) -> dict[str, np.ndarray]:
+def online_metrics(user: User, shape: tuple[int, int],
+                   utility_weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
     r"""Per-list exact expectations of the A/B metrics for one user form.
 
     Chain: :math:`P(C_r) = P(E_r) a_r` (:func:`clickmodels.kernels.chain_examination`) and
@@ -226,30 +229,36 @@ def online_metrics(user: User, shape: tuple[int, int]) -> dict[str, np.ndarray]:
     (:func:`clickmodels.kernels.chain_conditional`); independent: :math:`P(C_r) = p_r = e_r a_r`.
     Then :math:`P(\text{first} = r) = p_r \prod_{j<r}(1 - p_j)`, abandonment
     :math:`\prod_r (1 - p_r)` and the first click's reciprocal rank
-    :math:`\sum_r P(\text{first} = r)/r` (0 without a click).
+    :math:`\sum_r P(\text{first} = r)/r` (0 without a click). With ``utility_weights`` :math:`w` also the
+    ``utility`` metric's :math:`\sum_r w_r P(C_r)`.
     """
     if isinstance(user, Independent):
         p = np.broadcast_to(user.exam * user.attract, shape).astype(np.float64)
-        clicks = p.sum(axis=1)
+        marginal = p
     else:
         a, c1, c0 = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in user)
-        clicks = (kernels.chain_examination(a, c1, c0, shape) * a).sum(axis=1)
+        marginal = kernels.chain_examination(a, c1, c0, shape) * a
         p = kernels.chain_conditional(a, c1, c0, np.zeros(shape, dtype=bool))
+    clicks = marginal.sum(axis=1)
     survive = np.cumprod(1.0 - p, axis=1)
     before = np.concatenate([np.ones((shape[0], 1)), survive[:, :-1]], axis=1)
     first = p * before
-    return {
+    out = {
         "clicks_per_query": clicks,
         "reciprocal_rank": first @ (1.0 / np.arange(1, shape[1] + 1)),
         "abandonment": survive[:, -1] if shape[1] else np.ones(shape[0]),
     }
+    if utility_weights is not None:
+        out[UTILITY] = marginal @ utility_weights
+    return out
 
 
-def _mixture(parts: Sequence[tuple[float, User]], shape: tuple[int, int]) -> dict[str, np.ndarray]:
-    out = {m: np.zeros(shape[0]) for m in ONLINE_METRICS}
+def _mixture(parts: Sequence[tuple[float, User]], shape: tuple[int, int],
+             utility_weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
     for share, user in parts:
-        for m, v in online_metrics(user, shape).items():
-            out[m] += share * v
+        for m, v in online_metrics(user, shape, utility_weights).items():
+            out[m] = out.get(m, np.zeros(shape[0])) + share * v
     return out
 
 
@@ -365,9 +374,11 @@ def _switch(user: User, on: frozenset[str], gain: np.ndarray, cont: np.ndarray) 
     return Chain(a, c1, c0)
 
 
-def decompose(world: World, users: UserModels, offline_metric: str) -> Decomposition:
+def decompose(world: World, users: UserModels, offline_metric: str,
+              utility_weights: np.ndarray | None = None) -> Decomposition:
     """Every stage and variant of the decomposition for rankers A and B of ``world``
-    (module docstring): the offline stages and the online model for every subset of causes.
+    (module docstring): the offline stages and the online model for every subset of causes (with
+    ``utility_weights``, :func:`simulations.designs.ab.utility_weights`, also of the ``utility`` metric).
 
     Raises
     ------
@@ -404,15 +415,16 @@ def decompose(world: World, users: UserModels, offline_metric: str) -> Decomposi
             except NotDecomposable as exc:
                 reasons[",".join(sorted(on))] = exc.reason
                 continue
-            per_query[body] = _mixture(switched, shape)
+            per_query[body] = _mixture(switched, shape, utility_weights)
             states.setdefault(on, {})[ranker] = _weighted(per_query[body], weights["frequency" in on])
     everything = frozenset(CAUSES)
     stage_sets = {"W2": {"frequency"}, "W3": {"frequency", "attractiveness"},
                   "W4": {"frequency", "attractiveness", "examination"},
                   "W5": {"frequency", "attractiveness", "examination", "satisfaction"}, "W6": everything}
+    online = (*ONLINE_METRICS, *((UTILITY,) if utility_weights is not None else ()))
     values = {
-        "W0": {r: {m: off.uniform[r] for m in ONLINE_METRICS} for r in ("A", "B")},
-        "W1": {r: {m: off.weighted[r] for m in ONLINE_METRICS} for r in ("A", "B")},
+        "W0": {r: {m: off.uniform[r] for m in online} for r in ("A", "B")},
+        "W1": {r: {m: off.weighted[r] for m in online} for r in ("A", "B")},
         **{k: states[frozenset(s)] for k, s in stage_sets.items() if frozenset(s) in states},
         **{"-" + c: states[everything - {c}] for c in CAUSES if everything - {c} in states},
     }
@@ -463,8 +475,10 @@ def order_averaged_factors(g: dict[frozenset[str], float | None]) -> dict[str, f
     return out
 
 
-def decomposition_summary(world: World, users: UserModels, offline_metric: str) -> dict[str, Any]:
-    """The ``decomposition`` entry of ``summary.json`` (structure in the module docstring)."""
+def decomposition_summary(world: World, users: UserModels, offline_metric: str,
+                          utility: bool = False) -> dict[str, Any]:
+    """The ``decomposition`` entry of ``summary.json`` (structure in the module docstring); ``utility``: also of the
+    ``utility`` metric (an A/B design has it)."""
     conventions = {
         "offline_metric": offline_metric,
         "relative_improvement": "G = sign * (V(B) - V(A)) / V(A); sign +1 offline, IMPROVEMENT_SIGN online "
@@ -477,13 +491,18 @@ def decomposition_summary(world: World, users: UserModels, offline_metric: str) 
                           "on weighs the same); G6 / G0 = scale_uniform * prod by construction",
         "exact": "exact expectations (no Monte Carlo); W6 is the exact A/B truth of the report",
     }
+    weights = None
+    if utility:
+        from simulations.designs.ab import utility_weights
+
+        weights = utility_weights(world, world.ranked_labels("A").shape[1])
     try:
-        dec = decompose(world, users, offline_metric)
+        dec = decompose(world, users, offline_metric, weights)
     except NotDecomposable as exc:
         return {"status": "not_decomposable", "reason": exc.reason, "conventions": conventions}
     conventions["dominant_type"] = f"{dec.dominant}: the type with the largest share (W3 to W5, 'mixture' off)"
     metrics: dict[str, Any] = {}
-    for metric in ONLINE_METRICS:
+    for metric in (*ONLINE_METRICS, *((UTILITY,) if utility else ())):
         sign = IMPROVEMENT_SIGN.get(metric, 1)
         g = {key: _relative(dec.values[key], metric, 1 if key in ("W0", "W1") else sign)
              for key in dec.values}

@@ -613,13 +613,13 @@ def finish(
     rows = pd.DataFrame([row for i in sorted(done) for row in done[i]])
     summary, curves = analyse(rows, truths, world, config)
     summary["analysis_version"] = analysis_version()  # a sweep re-analyses a point stamped by other code
-    summary["truth_by_segment"] = truth_by_segment(
-        world, users, any(d.type == "ab" and d.metric == "utility" for d in config.designs))
+    utility = any(d.type == "ab" and d.metric == "utility" for d in config.designs)  # an A/B design carries it
+    summary["truth_by_segment"] = truth_by_segment(world, users, utility)
     if any(d.type == "ab" for d in config.designs):
         from simulations.decomposition import decomposition_summary
 
         # the shrinkage of the pair split into its causes, on the exact A/B truth
-        summary["decomposition"] = decomposition_summary(world, users, config.offline_metric)
+        summary["decomposition"] = decomposition_summary(world, users, config.offline_metric, utility)
     result = SimulationResult(config, world, truths, rows, curves, summary, output)
     if output is not None:
         from simulations.report import write_results

@@ -111,16 +111,21 @@ def _enumerate_independent(p):
     return out
 
 
+#: nDCG@5's C/W/L weights (the discounts over their sum): the utility metric's clicks weights
+UTILITY_W = [1 / math.log2(r + 1) / sum(1 / math.log2(j + 1) for j in range(1, 6)) for r in range(1, 6)]
+
+
 def _metrics_of(dist):
     clicks = sum(prob * sum(c) for c, prob in dist.items())
     rr = sum(prob * (1.0 / (c.index(1) + 1)) for c, prob in dist.items() if 1 in c)
     aband = sum(prob for c, prob in dist.items() if 1 not in c)
-    return {"clicks_per_query": clicks, "reciprocal_rank": rr, "abandonment": aband}
+    utility = sum(prob * sum(w for w, ci in zip(UTILITY_W, c) if ci) for c, prob in dist.items())
+    return {"clicks_per_query": clicks, "reciprocal_rank": rr, "abandonment": aband, "utility": utility}
 
 
 def _brute(labels, per_slot, weights):
     """Weighted metrics; ``per_slot(grades) -> [(share, ('chain', a, c1, c0) | ('ind', p))]``."""
-    acc = {m: 0.0 for m in ONLINE_METRICS}
+    acc = {m: 0.0 for m in (*ONLINE_METRICS, "utility")}
     for q in range(labels.shape[0]):
         grades = [int(g) for g in labels[q]]
         for share, spec in per_slot(grades):
@@ -146,8 +151,18 @@ def cascade_world():
     return config, world, users, decompose(world, users, config.offline_metric)
 
 
-def test_every_stage_equals_brute_force_enumeration(cascade_world):
-    _, world, _users, dec = cascade_world
+@pytest.mark.parametrize("utility", [False, True])
+def test_every_stage_equals_brute_force_enumeration(cascade_world, utility):
+    """Every stage and variant of every metric (with ``utility``: also the utility metric's, nDCG@5's weights on the
+    clicks; the other metrics' values unchanged by it)."""
+    config, world, users, dec = cascade_world
+    metrics = ONLINE_METRICS
+    if utility:
+        from simulations.designs.ab import utility_weights
+
+        np.testing.assert_allclose(utility_weights(world, 5), UTILITY_W, rtol=1e-14)
+        dec = decompose(world, users, config.offline_metric, utility_weights(world, 5))
+        metrics = (*ONLINE_METRICS, "utility")
     f = world.frequency
     uniform = np.full(world.n_queries, 1.0 / world.n_queries)
     stages = {
@@ -167,8 +182,25 @@ def test_every_stage_equals_brute_force_enumeration(cascade_world):
         assert (labels >= 0).all()
         for key, (per_slot, w) in stages.items():
             ref = _brute(labels, per_slot, w)
-            for m in ONLINE_METRICS:
+            assert set(dec.values[key][ranker]) == set(metrics)
+            for m in metrics:
                 assert dec.values[key][ranker][m] == pytest.approx(ref[m], rel=1e-12, abs=1e-14), (key, ranker, m)
+
+
+def test_the_utility_metric_in_the_summary_and_its_w6_equal_the_ab_designs_truth():
+    """With an A/B design of metric utility: the decomposition's utility column, whose W6 is that design's exact
+    truth (simulations.runner.compute_truth), on a PBM + cascade population (an independent-click type too)."""
+    types = [*_cascade_types()[:1], {"name": "pbm", "share": 0.4, "click_model": {"name": "pbm", "preset": "ai2018"}}]
+    config = _config(types, designs=[{"name": "ab", "type": "ab", "metric": "utility"}])
+    world, users = _world(config)
+    s = decomposition_summary(world, users, config.offline_metric, utility=True)
+    assert set(s["metrics"]) == {*ONLINE_METRICS, "utility"}
+    assert set(decomposition_summary(world, users, config.offline_metric)["metrics"]) == set(ONLINE_METRICS)
+    truth = {t.metric: t for t in compute_truth(config, world, users) if t.design == "ab"}["utility"]
+    e = s["metrics"]["utility"]
+    assert e["stages"]["W6"]["B"] - e["stages"]["W6"]["A"] == pytest.approx(truth.value, rel=1e-12, abs=1e-15)
+    assert e["stages"]["W6"]["A"] == pytest.approx(truth.baseline, rel=1e-12)
+    assert math.prod(x["factor"] for x in e["sequential"]) == pytest.approx(e["total"], rel=PRODUCT_TOLERANCE)
 
 
 def test_offline_stages_and_w6_match_the_report(cascade_world):
