@@ -166,3 +166,16 @@ def test_dm_bootstrap_reports_its_progress(world: dict[str, Any], monkeypatch: p
                         lines[-1]), lines[-1]
     assert re.fullmatch(r"bootstrap of dm .* of B: 1/100 resamples, \d+s, about \S+ left", lines[0]), lines[0]
     assert len(lines) == 100  # dm's resamples only (ips's bootstrap fits nothing)
+
+
+def test_the_python_apis_estimate_reports_progress_to_on_progress(world: dict[str, Any]) -> None:
+    """onlineeval.api.estimate(on_progress=...) gets the CLI's progress calls (a dm bootstrap's resamples; a
+    logger's Plackett-Luce propensities: tests/test_propensity_progress.py); the same numbers as without it."""
+    from onlineeval.api import estimate
+
+    calls: list[tuple[str, int, int]] = []
+    kwargs = dict(estimators="dm,ips", metric="reciprocal_rank", bootstrap=100, options={"dm": {"model": "cascade"}})
+    got = estimate(world["log"], {"B": world["B"]}, on_progress=lambda *c: calls.append(c), **kwargs)
+    assert calls == [("dm (cm fitted again on every resample) of B", i, 100) for i in range(1, 101)]
+    plain = estimate(world["log"], {"B": world["B"]}, **kwargs)
+    assert got.results.equals(plain.results)

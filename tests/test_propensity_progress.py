@@ -143,3 +143,7 @@ def test_the_python_apis_estimate_reads_a_logger_log_with_the_machines_threads(t
     assert np.isfinite(out.value("iips", "B"))
     assert seen and set(seen) == {7}
     assert PROPENSITY_THREADS.get() == 1
+    calls: list[tuple[str, int, int]] = []  # on_progress: the CLI's progress calls, query by query
+    again = api.estimate(tmp_path / "log.jsonl", {"B": lists}, "iips", on_progress=lambda *c: calls.append(c))
+    assert calls == [("Plackett-Luce item propensities of 3 queries", i, 3) for i in (1, 2, 3)]
+    assert again.value("iips", "B") == out.value("iips", "B")

@@ -7,7 +7,7 @@ columns) or a JSON-lines log.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -149,6 +149,7 @@ def estimate(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     ties: str = "docno_desc",
     allow_unseen: bool = False,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> Estimates:
     """Off-policy estimates of targets' online metric from a logged click log, as ``onlineeval estimate``.
 
@@ -184,6 +185,12 @@ def estimate(
         :class:`InputError`. Logs with written propensities never need it: documents never
         logged for a query get weight 0 and a warning (whether the policy could show them is
         unknown from written propensities).
+    on_progress:
+        Called ``(what, done, total)`` as long computations go on, as ``onlineeval estimate``'s progress lines
+        report them: a ``logger``'s Plackett-Luce item propensities query by query (``what`` e.g.
+        ``"Plackett-Luce item propensities of 10000 queries"``) and a bootstrap that fits a model again on every
+        resample (``what`` e.g. ``"dm (cm fitted again on every resample) of B"``); ``None`` (default): silent.
+        It changes no number.
 
     Returns
     -------
@@ -219,8 +226,8 @@ def estimate(
     from simulations.policies.settings import propensity_settings
 
     # as the CLI: a logger's Plackett-Luce quadrature tables (computed while the log is read) side by side on the
-    # machine's cores, the same numbers for any count (no progress lines: a library call)
-    with propensity_settings(os.cpu_count() or 1):
+    # machine's cores, the same numbers for any count (progress to on_progress, if given)
+    with propensity_settings(os.cpu_count() or 1, on_progress):
         lg, log_entry = _logged(log, simulations.policies)
     reward = get_reward(metric, lg.data.k)
     try:
@@ -246,9 +253,15 @@ def estimate(
                              "anyway, counting them as support violations)", path, line)
         maps[name] = tmap
     base = maps.pop(baseline[0]) if baseline is not None else None
-    out = estimate_targets(lg, list(maps.values()), ests, reward, alpha=alpha, bootstrap=bootstrap, seed=seed,
-                           baseline=base, sources={name: f"target {name!r}" for name in [*maps, *(
-                               [baseline[0]] if baseline is not None else [])]}, bootstrap_option="bootstrap=N")
+    from onlineeval.estimators.base import BOOTSTRAP_PROGRESS
+
+    token = BOOTSTRAP_PROGRESS.set(on_progress)
+    try:
+        out = estimate_targets(lg, list(maps.values()), ests, reward, alpha=alpha, bootstrap=bootstrap, seed=seed,
+                               baseline=base, sources={name: f"target {name!r}" for name in [*maps, *(
+                                   [baseline[0]] if baseline is not None else [])]}, bootstrap_option="bootstrap=N")
+    finally:
+        BOOTSTRAP_PROGRESS.reset(token)
     flat = []
     for r in out.results:
         row = {k: v for k, v in r.items() if k not in ("diagnostics", "warnings")}
