@@ -506,7 +506,7 @@ def cuped_summary(
 
 def cuped_lines(summary: dict[str, Any]) -> list[str]:
     """The terminal block of :func:`cuped_summary`."""
-    from simulations.report_numbers import days_text, rate_text
+    from simulations.report_numbers import rate_text
     from simulations.report_sizes import extrapolated_range_note
 
     cup = summary.get("cuped") or {}

@@ -11,7 +11,6 @@ import json
 from typing import Any, TYPE_CHECKING
 
 from simulations.analysis import is_biased_entry
-from simulations.report_null import null_rate_note
 from simulations.report_numbers import _fmt, days_text, percent_text, rate_text, se_text, value_text
 from simulations.report_sizes import OTHER_MEASURE_MARK, _other_measure, sample_size_cells
 

@@ -355,8 +355,6 @@ def estimate_cmd(
                                                "warning.")] = False,
 ) -> None:
     """Off-policy estimates of rankers' online metrics from a logged click log (with propensities)."""
-    import numpy as np
-
     from onlineeval.errors import ConfigError, must_be_one_of
     from onlineeval.estimators import catalogue, get_estimator, get_reward
     from onlineeval.estimators.log_estimates import (

@@ -294,7 +294,7 @@ class StackedEpsilonGreedy:
     def sample_numpy(self, mixture: MixturePolicy, q: IntArray, rng: np.random.Generator) -> IntArray:
         """:meth:`sample` in NumPy (the reference of the compiled path)."""
         comps = mixture.components
-        n, k, m, Q = q.size, self.k, self.m, self.Q
+        n, m, Q = q.size, self.m, self.Q
         pick = mixture._pick(n, rng)
         rows = np.arange(n)
         rt_rows, rt_at = [], []
