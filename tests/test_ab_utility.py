@@ -108,9 +108,9 @@ def test_precision_at_k_utility_is_exactly_clicks_per_query_over_k():
     for name in ("d", "w", "c"):
         assert truth[(name, "utility")].value == pytest.approx(truth[(name, "clicks_per_query")].value / 5, rel=1e-12)
         for prefix in ("", "cuped:") if name == "c" else ("",):
-            u = rows[(rows.design == name) & (rows.metric == prefix + "utility")].sort_values(["replicate", "aa", "day"])
-            c = rows[(rows.design == name) & (rows.metric == prefix + "clicks_per_query")].sort_values(
-                ["replicate", "aa", "day"])
+            order = ["replicate", "aa", "day"]
+            u = rows[(rows.design == name) & (rows.metric == prefix + "utility")].sort_values(order)
+            c = rows[(rows.design == name) & (rows.metric == prefix + "clicks_per_query")].sort_values(order)
             assert len(u) == len(c) > 0
             np.testing.assert_allclose(u.estimate.to_numpy(), c.estimate.to_numpy() / 5, rtol=1e-9, atol=1e-15)
             np.testing.assert_allclose(u.se.to_numpy(), c.se.to_numpy() / 5, rtol=1e-9)
@@ -165,7 +165,8 @@ def test_the_pre_period_keeps_its_draws_and_sums_with_the_utility():
     for key in plain.sums:
         assert plain.sums[key].tobytes() == with_u.sums[key].tobytes()
     np.testing.assert_allclose(with_u.sums["utility"], with_u.sums["clicks"] / 5, rtol=1e-12)
-    assert pre_block(with_u).shape[0] == 4 and pre_block(with_u, ab.ABDesign.accumulators + ("utility",)) is with_u.block
+    assert pre_block(with_u).shape[0] == 4
+    assert pre_block(with_u, (*ab.ABDesign.accumulators, "utility")) is with_u.block
 
 
 def test_utility_is_refused_where_it_does_not_apply():
