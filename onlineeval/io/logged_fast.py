@@ -45,6 +45,8 @@ def _first_line_mode(path: str, data: bytes | None) -> str | None:
         head = data[: data.find(b"\n")] if b"\n" in data[: 1 << 20] else data[: 1 << 20]
     try:
         obj = json.loads(head.removeprefix(_BOM))
+    except RecursionError:  # nested too deeply: the line-by-line reader says so, naming the line
+        return None
     except ValueError:  # malformed, or a first line longer than 1 MB (cut): one naming a logger goes to the scan
         return "logger" if b'"logger"' in head else "plain"
     if not isinstance(obj, dict):
@@ -52,6 +54,15 @@ def _first_line_mode(path: str, data: bytes | None) -> str | None:
     if not set(obj) <= _FAST_KEYS or ("logger" in obj and "propensities" in obj):
         return None
     return "logger" if "logger" in obj else "plain"
+
+
+def _mapped(path: str) -> Any:
+    """The file's bytes memory-mapped (not read into memory), empty for an empty file or one that cannot be mapped
+    (pyarrow then says what is wrong with it)."""
+    try:
+        return np.memmap(path, dtype=np.uint8, mode="r")
+    except (ValueError, OSError):
+        return np.zeros(0, dtype=np.uint8)
 
 
 def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog | None:
@@ -81,14 +92,20 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
         import pyarrow.json as pj
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         return None
+    from onlineeval.io.logged_scan import deeper_than
+
     spans = None
     if mode == "logger":
         spans = _logger_spans(path, data)
         if spans is None:
             return None
         data, buf, starts, ends, nulled = spans  # (the line ends are counted below from these bytes)
+        if deeper_than(nulled):  # pyarrow's parser would overflow its stack: the reference names the line
+            return None
         source: Any = pa.BufferReader(pa.py_buffer(nulled))
     else:
+        if deeper_than(data if data is not None else _mapped(path)):
+            return None  # (as above)
         source = path if data is None else pa.BufferReader(data)
     try:
         table = pj.read_json(source)
