@@ -497,7 +497,14 @@ def _json_id(value: object, what: str, src: str, lineno: int) -> str:
 
 
 def read_jsonl(path: str | Path) -> ClickLog:
-    """Read the documented JSON-lines format (see the module docstring)."""
+    """Read the documented JSON-lines format (see the module docstring): parsed by pyarrow and read on whole columns
+    (:func:`clickmodels.logs_columns.jsonl_sessions`) or, where that declines, line by line (the reference, whose
+    errors name the line)."""
+    from clickmodels.logs_columns import jsonl_sessions
+
+    fast = jsonl_sessions(path)
+    if fast is not None:
+        return fast
     src = str(path)
     sessions: list[tuple[str, str, list[str], list[str]]] = []
     lines: list[int] = []

@@ -1,5 +1,7 @@
 """Click logs in Parquet (the ``parquet`` format of :mod:`clickmodels.logs`): one row per session, the ``jsonl``
-format's keys as columns, each row checked as that format's line is (:func:`clickmodels.logs._json_session`)."""
+format's keys as columns, read on whole columns (:mod:`clickmodels.logs_columns`) or, where that declines, each row
+checked as that format's line is (:func:`clickmodels.logs._json_session`: the reference, whose errors name the
+row)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,11 @@ def read_parquet_sessions(path: str | Path) -> ClickLog:
     if "query" not in keys or "docs" not in keys:
         raise InputError(f"the Parquet click log needs the columns query and docs (optional: session, clicks); has "
                          f"{', '.join(table.column_names)}", src)
+    from clickmodels.logs_columns import sessions_from_columns
+
+    fast = sessions_from_columns(table, src)  # on whole columns; None: the rows one by one (the reference)
+    if fast is not None:
+        return fast
     sessions: list[tuple[str, str, list[str], list[str]]] = []
     try:
         for row, values in enumerate(table.select(keys).to_pylist(), start=1):

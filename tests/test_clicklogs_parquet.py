@@ -119,3 +119,89 @@ def test_an_error_in_a_directory_names_the_file_holding_the_row_and_the_row_in_i
         read_click_log(root)
     assert (got.value.path, got.value.line) == (str(root / "day=2" / "part-0.parquet"), None)
     assert got.value.message == f"row 2: {expected.value.message}"
+
+
+def _reference(path, monkeypatch):
+    """The rows read one by one (the whole-column reader switched off)."""
+    import clickmodels.logs_columns as logs_columns
+
+    with monkeypatch.context() as m:
+        m.setattr(logs_columns, "sessions_from_columns", lambda table, source: None)
+        return read_click_log(path)
+
+
+def _random_rows(rng, n, ids, clicks, sessions):
+    """n sessions of 1-6 documents out of 15 per query, clicks as ids (repeats, any order) or booleans."""
+    rows = []
+    for i in range(n):
+        q = int(rng.integers(0, 9))
+        docs = [f"d{q}-{j}" for j in rng.permutation(15)[: rng.integers(1, 7)]]
+        clicked = [d for d in rng.permutation(docs) if rng.random() < 0.4]
+        clicked += clicked[:1] if rng.random() < 0.3 else []  # a repeated click
+        row = {"query": f"q{q}", "docs": docs}
+        if clicks == "ids":
+            row["clicks"] = None if rng.random() < 0.1 else clicked
+        elif clicks == "booleans":
+            row["clicks"] = [] if rng.random() < 0.1 else [d in clicked for d in docs]
+        if sessions == "strings":
+            row["session"] = f"s{i}"
+        elif sessions == "some null":
+            row["session"] = None if rng.random() < 0.3 else f"session-{i * 7}"
+        if ids == "integers":
+            row = {k: (v if k in ("session", "clicks") and not isinstance(v, list) else
+                       [int(x.replace("d", "").replace("-", "")) if isinstance(x, str) else x for x in v]
+                       if isinstance(v, list) else int(v[1:]) if k == "query" else v) for k, v in row.items()}
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("ids", ["strings", "integers"])
+@pytest.mark.parametrize("clicks", ["ids", "booleans", "none"])
+@pytest.mark.parametrize("sessions", ["strings", "some null", "none"])
+@pytest.mark.parametrize("types", ["plain", "spark"])
+def test_whole_columns_give_the_row_by_row_log_to_the_bit(tmp_path, monkeypatch, ids, clicks, sessions, types):
+    """The whole-column reader (clickmodels.logs_columns) and the rows one by one (the reference) give the same
+    ClickLog, every field; 'spark': int32 integers and large strings / lists, as Spark and pandas write them."""
+    import clickmodels.logs_columns as logs_columns
+
+    rng = np.random.default_rng(hash((ids, clicks, sessions, types)) % 2**32)
+    rows = _random_rows(rng, 300, ids, clicks, sessions)
+    table = _table(rows).append_column("position", pa.array(np.arange(300), pa.int64()))
+    if types == "spark":
+        def cast(t):
+            if pa.types.is_integer(t):
+                return pa.int32()
+            if pa.types.is_string(t):
+                return pa.large_string()
+            if pa.types.is_list(t):
+                return pa.large_list(cast(t.value_type))
+            return t
+        table = table.cast(pa.schema([pa.field(f.name, cast(f.type)) for f in table.schema]))
+    path = tmp_path / "sessions.parquet"
+    pq.write_table(table, path)
+    seen = []
+    real = logs_columns.sessions_from_columns
+    monkeypatch.setattr(logs_columns, "sessions_from_columns", lambda t, s: seen.append(real(t, s)) or seen[-1])
+    got = read_click_log(path)
+    assert seen and seen[0] is not None  # read on whole columns
+    monkeypatch.undo()
+    _assert_same(got, _reference(path, monkeypatch))
+    if clicks != "none":
+        assert got.click_order.max() >= 2 and got.clicks.any() and not got.clicks.all()
+
+
+@pytest.mark.parametrize("bad", [
+    {"docs": ["d1", "d1"]}, {"docs": ["d1", ""]}, {"docs": []}, {"clicks": ["d9"]}, {"query": None},
+    {"docs": None}, {"clicks": ["d1", None]},
+])
+def test_what_the_reference_refuses_is_declined_and_refused_with_its_row(tmp_path, bad):
+    rows = [dict(r) for r in ROWS]
+    rows[1] = {**rows[1], **bad}
+    path = tmp_path / "bad.parquet"
+    pq.write_table(_table(rows), path)
+    from clickmodels.logs_columns import sessions_from_columns
+
+    assert sessions_from_columns(pq.read_table(path), str(path)) is None
+    with pytest.raises(InputError) as got:
+        read_click_log(path)
+    assert got.value.path == str(path) and got.value.message.startswith("row 2: ")
