@@ -217,7 +217,7 @@ def _kernels() -> tuple[Callable[..., None], Callable[..., int], Callable[..., N
 def deeper_than(buf: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether some line of the JSON-lines bytes ``buf`` (``bytes``, a buffer or a ``uint8`` array, e.g. a memory
     map) nests values more than ``limit`` levels deep (:data:`MAX_DEPTH`): a fast reader then declines before pyarrow
-    parses it. About 1 ns per byte."""
+    parses it. About 1.5 ns per byte (366 MB in 0.55 s on the 2-core machine; a tenth of the fast reader's time)."""
     array = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
     return bool(_kernels()[3](array, int(limit)))
 
