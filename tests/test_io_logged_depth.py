@@ -75,3 +75,21 @@ def test_estimates_fast_reader_declines_deep_nesting_instead_of_crashing(tmp_pat
     res = subprocess.run([sys.executable, "-c", _SCRIPT, str(path)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
     assert res.stdout.strip() == "2 malformed JSON: nested too deeply"
+
+
+def test_a_parquet_loggers_json_text_nested_too_deeply_is_a_clear_error(tmp_path):
+    """(It was a RecursionError traceback.)"""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from onlineeval.errors import InputError
+    from onlineeval.io.logged import read_logged
+    from simulations import policies
+
+    deep = '{"policy": "plackett_luce", "x": ' + "[" * 30000 + "]" * 30000 + "}"
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.table({"query": ["q1"], "shown": [["a"]], "clicks": [[]], "logger": [deep]}), path)
+    with pytest.raises(InputError) as exc:
+        read_logged(path, policies=policies)
+    assert (exc.value.path, exc.value.message) == (str(path), "row 1: logger is not valid JSON text (nested too "
+                                                              "deeply)")

@@ -108,6 +108,8 @@ def _logger(value: Any, number: int) -> Any:
         except json.JSONDecodeError as exc:
             raise InputError(f"logger is not valid JSON text ({exc.msg}, at character {exc.pos})", None,
                              number) from None
+        except RecursionError:
+            raise InputError("logger is not valid JSON text (nested too deeply)", None, number) from None
     if not isinstance(value, dict):
         return value
     out = {k: v for k, v in value.items() if v is not None}
