@@ -517,6 +517,10 @@ def read_jsonl(path: str | Path) -> ClickLog:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", src, lineno) from None
         except RecursionError:
             raise InputError("JSON nested too deeply; a line is one flat object", src, lineno) from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits (Python's limit)
+            from onlineeval.io.logged_json import json_value_error
+
+            raise InputError(f"invalid JSON: {json_value_error(exc)}", src, lineno) from None
         if not isinstance(obj, dict):
             raise InputError("each line must be a JSON object", src, lineno)
         unknown = set(obj) - {"session", "query", "docs", "clicks"}

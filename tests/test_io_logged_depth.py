@@ -93,3 +93,46 @@ def test_a_parquet_loggers_json_text_nested_too_deeply_is_a_clear_error(tmp_path
         read_logged(path, policies=policies)
     assert (exc.value.path, exc.value.message) == (str(path), "row 1: logger is not valid JSON text (nested too "
                                                               "deeply)")
+
+
+def test_an_integer_too_long_for_python_is_a_clear_error_naming_the_line(tmp_path):
+    """json refuses integers of more than 4300 digits with a ValueError that is not a JSONDecodeError (it was a
+    traceback in estimate's and the click-log reader, and in a Parquet logger's text)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from clickmodels.logs import read_jsonl
+    from onlineeval.errors import InputError
+    from onlineeval.io.logged import read_logged
+    from simulations import policies
+
+    big = "9" * 5000
+    good = '{"query": "q1", "shown": ["a"], "clicks": [], "propensities": {"list": 0.5}}'
+    log = tmp_path / "log.jsonl"
+    log.write_text(f'{good}\n{{"query": "q1", "shown": ["a"], "clicks": [], "user": {big}, '
+                   '"propensities": {"list": 0.5}}\n')
+    with pytest.raises(InputError) as exc:
+        read_logged(log)
+    assert (exc.value.line, exc.value.message) == (2, "malformed JSON: an integer of more than 4300 digits")
+    clicks = tmp_path / "clicks.jsonl"
+    clicks.write_text(f'{{"query": "q1", "docs": ["a"]}}\n{{"query": "q1", "docs": ["a"], "session": {big}}}\n')
+    with pytest.raises(InputError) as exc:
+        read_jsonl(clicks)
+    assert (exc.value.line, exc.value.message) == (2, "invalid JSON: an integer of more than 4300 digits")
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.table({"query": ["q1"], "shown": [["a"]], "clicks": [[]], "logger": [f'{{"x": {big}}}']}), path)
+    with pytest.raises(InputError, match=r"row 1: logger is not valid JSON text \(an integer of more than 4300"):
+        read_logged(path, policies=policies)
+
+
+def test_a_fitted_parameters_file_nested_too_deeply_or_with_a_huge_integer_is_a_clear_error(tmp_path):
+    from clickmodels.estimation.base import load_fit
+    from onlineeval.errors import InputError
+
+    for text, message in [('{"model": ' + "[" * 30000 + "]" * 30000 + "}", "nested too deeply"),
+                          ('{"model": ' + "9" * 5000 + "}", "an integer of more than 4300 digits")]:
+        path = tmp_path / "fit.json"
+        path.write_text(text)
+        with pytest.raises(InputError, match=message) as exc:
+            load_fit(path)
+        assert exc.value.path == str(path)

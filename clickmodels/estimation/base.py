@@ -622,6 +622,12 @@ def load_fit(path: str | Path) -> ClickModelFit:
         raise InputError(f"invalid JSON: {exc.msg}", src, exc.lineno) from None
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text; expected a fitted-parameters JSON file", src) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply; expected a fitted-parameters JSON file", src) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        from onlineeval.io.logged_json import json_value_error
+
+        raise InputError(f"invalid JSON: {json_value_error(exc)}", src) from None
     return fit_from_dict(data, src)
 
 

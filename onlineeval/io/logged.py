@@ -73,7 +73,7 @@ from numpy.typing import NDArray
 
 from onlineeval.errors import InputError
 from onlineeval.estimators.base import DeterministicTarget, LoggedData
-from onlineeval.io.logged_json import DuplicateKey, LoggerTexts
+from onlineeval.io.logged_json import DuplicateKey, LoggerTexts, json_value_error
 from onlineeval.io.logged_policy import LogPolicy, _logger_policy
 
 __all__ = ["FORMS", "LogPolicy", "LoggedLog", "TargetMap", "UnseenSlot", "locate_run_lines", "read_logged"]
@@ -479,6 +479,8 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
                 raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", name, number) from None
             except RecursionError:
                 raise InputError("malformed JSON: nested too deeply", name, number) from None
+            except ValueError as exc:  # e.g. an integer of more than 4300 digits (Python's limit)
+                raise InputError(f"malformed JSON: {json_value_error(exc)}", name, number) from None
             _parse_line(obj, rows, name, number, first)
     finally:
         if was_enabled:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["DECODER", "DuplicateKey", "LoggerTexts"]
+__all__ = ["DECODER", "DuplicateKey", "LoggerTexts", "json_value_error"]
 
 
 class DuplicateKey(ValueError):
@@ -84,3 +84,14 @@ class LoggerTexts:
         bucket = self.kept.setdefault(line[at: at + self.KEY], [])
         if len(bucket) < self.PER_KEY:
             bucket.append((line[at:end], value))
+
+
+def json_value_error(exc: ValueError) -> str:
+    """What a ``ValueError`` of the JSON decoder other than a syntax error means, in words (Python refuses to read an
+    integer of more than 4300 digits: ``sys.get_int_max_str_digits()``)."""
+    import sys
+
+    text = str(exc)
+    if "integer string conversion" in text:
+        return f"an integer of more than {sys.get_int_max_str_digits()} digits"
+    return text[:200]

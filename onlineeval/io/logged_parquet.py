@@ -30,6 +30,7 @@ from typing import Any
 
 from onlineeval.errors import InputError
 from onlineeval.io.logged import LoggedLog, logged_from_records
+from onlineeval.io.logged_json import json_value_error
 from onlineeval.io.logged_fast import (
     _FRAME_IDS,
     FRAME_FORMS,
@@ -110,6 +111,8 @@ def _logger(value: Any, number: int) -> Any:
                              number) from None
         except RecursionError:
             raise InputError("logger is not valid JSON text (nested too deeply)", None, number) from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            raise InputError(f"logger is not valid JSON text ({json_value_error(exc)})", None, number) from None
     if not isinstance(value, dict):
         return value
     out = {k: v for k, v in value.items() if v is not None}
