@@ -153,6 +153,10 @@ def load_yaml_text(text: str, source: str) -> Any:
         raise ConfigError((), f"not valid YAML: {excerpt(problem, 160)[1:-1]}", where) from None
     except RecursionError:
         raise ConfigError((), "nested too deeply; refused", source) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits (Python's limit on reading one)
+        from onlineeval.io.logged_json import json_value_error
+
+        raise ConfigError((), f"not valid YAML: {json_value_error(exc)}", source) from None
     finally:
         if loader is not None:
             loader.dispose()

@@ -56,3 +56,12 @@ def test_large_wrong_value_is_echoed_as_a_short_excerpt(tmp_path: Path) -> None:
         load_config(_write(tmp_path, "seed: [" + ", ".join(["1"] * 20000) + "]\n"))
     assert str(info.value).startswith(f"{tmp_path / 'c.yaml'}: seed:")
     assert len(str(info.value)) < 300
+
+
+def test_an_integer_too_long_for_python_is_refused_not_a_value_error(tmp_path: Path) -> None:
+    """Python refuses to read an integer of more than 4300 digits (a ValueError; it was a traceback)."""
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: " + "9" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="not valid YAML: an integer of more than 4300 digits") as exc:
+        load_yaml(path)
+    assert str(path) in str(exc.value)
