@@ -349,3 +349,24 @@ def test_mde_outside_the_metric_range_is_reported_as_none() -> None:
     assert doc["at_size"]["mde_absolute"] is None
     doc = run_json("proportion", "--baseline", "0.999", "--users", "10", "--method", "pooled")
     assert doc["at_size"]["mde_absolute"] is None
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("proportion", "--baseline", "0.1", "--mde", "nan"), "--mde: must be a finite number, got nan"),
+    (("proportion", "--baseline", "0.1", "--relative-mde", "inf"), "--relative-mde: must be a finite number, got inf"),
+    (("ratio", "--num-mean", "1", "--num-var", "1", "--den-mean", "1", "--den-var", "1", "--cov", "0", "--mde", "nan"),
+     "--mde: must be a finite number, got nan"),
+    (("interleaving", "--delta", "nan", "--sd", "1"), "--delta: must be a finite number, got nan"),
+    (("interleaving", "--delta", "inf", "--sd", "1", "--users", "100"), "--delta: must be a finite number, got inf"),
+    (("proportion", "--baseline", "0.1", "--target", "0.2", "--looks", "1001"), "--looks: at most 1000 looks"),
+])
+def test_effects_that_are_not_finite_and_too_many_looks_are_refused(args, message):
+    """(A non-finite effect printed 'effect: nan / required: -' or 'required users: 0'; 10,000 looks ran for hours
+    and 20,000 named an internal 'fractions' argument.)"""
+    assert message in " ".join(run_error(*args).split())
+
+
+def test_close_information_fractions_are_named_as_plain_numbers():
+    with pytest.raises(Exception) as exc:
+        sq.spending_boundaries([0.5, 0.50001], 0.05, "obrien_fleming", "two-sided")
+    assert "information fractions 0.5 and 0.50001," in str(exc.value) and "np.float64" not in str(exc.value)

@@ -208,6 +208,9 @@ def _effect(
         if users is None:
             raise ConfigError(("--mde",), "give the effect (--mde, --relative-mde or --target) or a size (--users)")
         return None
+    value = next(v for v in (mde, relative, target) if v is not None)
+    if not math.isfinite(value):
+        raise ConfigError((given[0],), f"must be a finite number, got {value}")
     if mde is not None:
         return mde
     if baseline is None or baseline == 0:
@@ -359,6 +362,8 @@ def interleaving_cmd(
     m = dataclasses.replace(m, units_per_user=impressions_per_user)
     if delta is None and users is None:
         raise ConfigError(("--delta",), "give the expected preference (--delta) or a size (--users)")
+    if delta is not None and not math.isfinite(delta):
+        raise ConfigError(("--delta",), f"must be a finite number, got {delta}")
     _emit(calculate(m, st, delta, users), output_format)
 
 

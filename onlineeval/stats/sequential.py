@@ -132,7 +132,8 @@ def _check_fractions(fractions: ArrayLike) -> NDArray[np.float64]:
     if close.any():
         k = int(np.argmax(close))
         raise InputError(
-            f"fractions: looks {k + 1} and {k + 2} are at information fractions {t[k]!r} and {t[k + 1]!r}, less "
+            f"fractions: looks {k + 1} and {k + 2} are at information fractions {float(t[k]):.8g} and "
+            f"{float(t[k + 1]):.8g}, less "
             f"than {MIN_FRACTION_STEP:g} of the first apart: for the boundaries' numerical integration that is the "
             "same look twice (its grid would need tens of thousands of points); merge the two looks"
         )
