@@ -422,3 +422,28 @@ def test_looks_closer_than_the_minimum_step_are_refused_and_fine_grids_are_block
         _recursion.KERNEL_CELLS = old
     np.testing.assert_allclose(blocked.upper, whole.upper, rtol=1e-12)
     np.testing.assert_allclose(blocked_cross.upper, sq.crossing_probabilities(whole, 1.5).upper, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("looks", "alternative", "kind"), [(150, "larger", "obrien_fleming"),
+                                                              (500, "two-sided", "pocock")])
+def test_the_banded_kernel_of_many_looks_equals_the_dense_one(monkeypatch, looks, alternative, kind):
+    """Many looks close in information: the recursion integrates the band of the previous grid within 12 sd of the
+    increment (onlineeval.stats._recursion.BANDED); the boundaries and the crossing probabilities at a drift are the
+    dense kernel's to 1e-12 relative, and the band is used."""
+    from onlineeval.stats import _recursion
+
+    fractions = sq.equal_fractions(looks)
+    out = {}
+    calls = []
+    real = _recursion._banded_density
+    monkeypatch.setattr(_recursion, "_banded_density", lambda *a: calls.append(1) or real(*a))
+    for banded in (True, False):
+        monkeypatch.setattr(_recursion, "BANDED", banded)
+        calls.clear()
+        b = sq.spending_boundaries(fractions, 0.05, kind, alternative)
+        c = sq.crossing_probabilities(b, drift=2.5)
+        out[banded] = (np.asarray(b.upper, dtype=float), np.asarray(c.upper, dtype=float),
+                       np.asarray(c.lower, dtype=float))
+        assert bool(calls) == banded  # the band is used where it applies
+    for got, want in zip(out[True], out[False], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)

@@ -55,7 +55,8 @@ from typing import Any
 from onlineeval.errors import ConfigError, must_be_one_of
 
 #: the most looks ``--looks`` takes: the crossing probabilities' numerical integration grows about with the square of
-#: the looks (2-core machine: 300 looks 1-9 s, 1,000 looks 4-90 s by design; 10,000 would take hours, and past 10,000
+#: the looks (2-core machine: 1,000 looks 2-19 s by design, with the banded kernel of onlineeval.stats._recursion;
+#: 10,000 would take hours, and past 10,000
 #: equally spaced looks two are less than ``MIN_FRACTION_STEP`` of the information apart, the same look twice)
 MAX_LOOKS = 1_000
 
@@ -131,8 +132,8 @@ def check_settings(st: Settings) -> Settings:
         raise ConfigError(("--looks",), f"must be a positive integer, got {st.looks}")
     if st.looks is not None and st.looks > MAX_LOOKS:
         raise ConfigError(("--looks",), f"at most {MAX_LOOKS} looks (the crossing probabilities' numerical "
-                          f"integration grows about with the square of the looks: {MAX_LOOKS} take up to a minute "
-                          f"and a half), got {st.looks}")
+                          f"integration grows about with the square of the looks: {MAX_LOOKS} take up to 20 s), "
+                          f"got {st.looks}")
     if st.sequential != "none" and st.looks is None:
         raise ConfigError(("--looks",), f"--sequential {st.sequential} needs the number of looks, e.g. --looks 14")
     if st.sequential in ("msprt", "confidence_sequence") and st.alternative != "two-sided":

@@ -14,11 +14,38 @@ _SF = np.frompyfunc(lambda x: 0.5 * math.erfc(x * _INV_SQRT2), 1, 1)
 _TAIL_SDS = 12.0  # the grid covers +-12 sd around the mean of S_k (mass outside < 1e-32)
 #: largest transition kernel (grid points x previous grid points) built at once; larger ones by blocks of rows
 KERNEL_CELLS = 1 << 22
+#: integrate only the band of previous grid points within 12 sd of the increment (the normal kernel beyond is below
+#: 1e-31 of its peak) where that band is under a quarter of the previous grid: many looks close in information (a
+#: fine grid over a wide interval: from some 100 looks one-sided, some 400 two-sided; e.g. 720 hourly looks, the
+#: analysis 2 min -> 40 s, 1,000 looks of `onlineeval power` 87 s -> 17 s). Elsewhere the dense sums are as they
+#: were (bit for bit the former numbers); with the band, the same to 1e-12 relative (tested; 2e-14 on the summary of a
+#: 720-look run). False: always the dense kernel (the reference).
+BANDED = True
 
 
 def _sf(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """Upper normal tail ``1 - Phi(x)`` elementwise, accurate far into the tail (via erfc)."""
     return np.asarray(_SF(np.asarray(x, dtype=np.float64)), dtype=np.float64)
+
+
+def _banded_density(s: NDArray[np.float64], prev_s: NDArray[np.float64], prev_g: NDArray[np.float64], mu: float,
+                    sd: float, lo_i: NDArray[np.intp], hi_i: NDArray[np.intp], width: int) -> NDArray[np.float64]:
+    """The density at the grid ``s`` from the weighted previous density ``prev_g`` at ``prev_s``, each point summing
+    only the previous points ``lo_i[i]:hi_i[i]`` (at most ``width``) within 12 sd of the increment (:data:`BANDED`);
+    by blocks of rows (bounded memory)."""
+    m = s.size
+    dens = np.empty(m)
+    rows = max(1, KERNEL_CELLS // max(width, 1))
+    offsets = np.arange(width)
+    for start in range(0, m, rows):
+        stop = min(m, start + rows)
+        idx = lo_i[start:stop, None] + offsets
+        valid = idx < hi_i[start:stop, None]
+        np.minimum(idx, prev_s.size - 1, out=idx)
+        z = (s[start:stop, None] - prev_s[idx] - mu) / sd
+        kern = np.where(valid, np.exp(-0.5 * z * z), 0.0) / (sd * math.sqrt(2.0 * math.pi))
+        dens[start:stop] = (kern * prev_g[idx]).sum(axis=1)
+    return dens
 
 
 class _Recursion:
@@ -88,7 +115,12 @@ class _Recursion:
             prev_s, prev_g = self.s, self.g
             if prev_s is None or prev_g is None:  # look 0 always sets the grid
                 raise RuntimeError("sequential recursion: no grid after look 0")
-            if m * prev_s.size <= KERNEL_CELLS:
+            lo_i = np.searchsorted(prev_s, s - mu - _TAIL_SDS * sd, side="left")
+            hi_i = np.searchsorted(prev_s, s - mu + _TAIL_SDS * sd, side="right")
+            width = int((hi_i - lo_i).max())
+            if BANDED and width * 4 < prev_s.size:  # a band (see BANDED)
+                dens = _banded_density(s, prev_s, prev_g, mu, sd, lo_i, hi_i, width)
+            elif m * prev_s.size <= KERNEL_CELLS:
                 kern = np.exp(-0.5 * ((s[:, None] - prev_s[None, :] - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
                 dens = kern @ prev_g
             else:  # a fine grid (looks close in information): the kernel by blocks of rows, bounded memory
