@@ -110,19 +110,13 @@ def sessions_from_columns(table: Any, source: str) -> Any:
             return None
     query_codes, query_dict = _codes(query, pc)
     session = column.get("session")
-    if session is None:
-        sids = np.arange(1, n + 1).astype(str)
-    else:
-        if not _ids(session, pa) and not pa.types.is_null(session.type):
+    sids = np.arange(1, n + 1).astype(str).astype(object)  # a session without an id: its row number (the reference)
+    if session is not None and not pa.types.is_null(session.type):
+        if not _ids(session, pa):
             return None
-        sids = np.arange(1, n + 1).astype(str)
-        if not pa.types.is_null(session.type):
-            given = session.is_valid().to_numpy(zero_copy_only=False)
-            values = _strings(session.drop_null())
-            sids = sids.astype(values.dtype if values.dtype.itemsize > sids.dtype.itemsize else sids.dtype)
-            sids[given] = values
+        sids[session.is_valid().to_numpy(zero_copy_only=False)] = _strings(session.drop_null())
     return ClickLog(
-        session_ids=np.asarray(sids.tolist(), dtype=str),
+        session_ids=sids.astype(str),  # (the longest id's width, as the reference's np.asarray of its strings)
         query=query_codes,
         docs=grid,
         clicks=order > 0,
