@@ -120,7 +120,8 @@ def test_precision_at_k_utility_is_exactly_clicks_per_query_over_k():
 
 def test_the_estimates_mean_is_within_4_se_of_the_exact_truth():
     """nDCG@5's utility on a PBM + cascade population: 60 replicates' last-day estimates (delta and welch) against
-    the exact truths (click probabilities times the rank weights; welch: per-user means)."""
+    the exact truths (click probabilities times the rank weights; welch: per-user means), and the A/A variant's
+    (B replaced by A) against 0: unbiased under the null too, not only calibrated."""
     from simulations.job import simulate
 
     designs = [{"name": "d", "type": "ab", "metric": "utility"},
@@ -134,6 +135,8 @@ def test_the_estimates_mean_is_within_4_se_of_the_exact_truth():
         se = est.std(ddof=1) / math.sqrt(est.size)
         assert abs(est.mean() - truth[(name, "utility")]) < 4 * se, (name, est.mean(), truth[(name, "utility")], se)
         assert truth[(name, "utility")] > 4 * se  # a true effect the test can tell from 0
+        null = rows[(rows.design == name) & (rows.metric == "utility") & rows.aa].estimate.to_numpy()
+        assert null.size == 60 and abs(null.mean()) < 4 * null.std(ddof=1) / math.sqrt(null.size)  # A/A: no bias
     summary = result.summary
     assert summary["utility"]["designs"] == ["d", "w"] and summary["utility"]["offline_metric"] == "nDCG@5"
     np.testing.assert_allclose(summary["utility"]["rank_weights"], ab.utility_weights(result.world, 5), rtol=1e-15)
