@@ -102,11 +102,23 @@ def test_a_parquet_log_equals_the_json_lines_log(tmp_path, monkeypatch, clicks, 
     _same_both_ways(path, expected, monkeypatch)
 
 
+def _map_table(records: list[dict[str, Any]]) -> pa.Table:
+    """The records as a table whose loggers are structs with their scores as a map (in each record's key order)."""
+    rows = [{**r, "logger": {**r["logger"], "scores": list(r["logger"]["scores"].items())}} for r in records]
+    plain = _table(records)  # (its types, the scores then made a map)
+    logger_type = plain.schema.field("logger").type
+    fields = [pa.field("scores", pa.map_(pa.string(), pa.float64())) if f.name == "scores" else f
+              for f in logger_type]
+    return pa.Table.from_pylist(rows, schema=plain.schema.set(plain.schema.get_field_index("logger"),
+                                                               pa.field("logger", pa.struct(fields))))
+
+
 @pytest.mark.parametrize("encoding", ["json text", "struct", "map"])
 @pytest.mark.parametrize("spec", range(5))
 def test_a_logger_column_is_read_as_the_logger_lines(tmp_path, monkeypatch, encoding, spec):
     """A logger column as JSON text, as the struct pyarrow writes of dicts (every key seen on any row: the documents
-    of other queries' scores are null here) or with its scores as a map: the JSON log's logger lines."""
+    of other queries' scores are null here) or with its scores as a map: the JSON log's logger lines, read on whole
+    columns (each query's first logger decoded once)."""
     from test_io_logged_fast_logger import LOGGERS
     from test_io_logged_fast_logger import _records as logger_records
 
@@ -118,17 +130,11 @@ def test_a_logger_column_is_read_as_the_logger_lines(tmp_path, monkeypatch, enco
     elif encoding == "struct":
         table = _table(records)
     else:
-        rows = [{**r, "logger": {**r["logger"], "scores": list(r["logger"]["scores"].items())}} for r in records]
-        plain = _table(records)  # (its types, the scores then made a map)
-        logger_type = plain.schema.field("logger").type
-        fields = [pa.field("scores", pa.map_(pa.string(), pa.float64())) if f.name == "scores" else f
-                  for f in logger_type]
-        table = pa.Table.from_pylist(rows, schema=plain.schema.set(plain.schema.get_field_index("logger"),
-                                                                    pa.field("logger", pa.struct(fields))))
+        table = _map_table(records)
     pq.write_table(table, path)
-    got, seen = _read_watching(path, "read_logger_table_fast", monkeypatch, policies=policies)
-    if encoding == "json text":  # decoded once per query on whole columns
-        assert seen and seen[0] is not None
+    reader = "read_logger_table_fast" if encoding == "json text" else "read_logger_struct_fast"
+    got, seen = _read_watching(path, reader, monkeypatch, policies=policies)
+    assert seen and seen[0] is not None  # decoded once per query on whole columns
     _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
           dataclasses.replace(expected, data=dataclasses.replace(expected.data, logger=None)))
     every = np.arange(len(got.queries))
@@ -286,6 +292,70 @@ def test_loggers_of_one_query_written_differently_go_row_by_row(tmp_path):
                                            + json_error.value.message.replace("from line 1 ", "from row 1 "))
 
 
+@pytest.mark.parametrize("change", ["temperature", "score", "negative zero", "extra key", "scores reordered",
+                                    "first row changed"])
+@pytest.mark.parametrize("encoding", ["struct", "map"])
+def test_struct_loggers_of_one_query_that_differ_are_read_as_the_json_lines_log(tmp_path, monkeypatch, change,
+                                                                                  encoding):
+    """A row of a query whose struct logger is not its first row's (another temperature or score, -0.0 for 0.0, a key
+    only that row has) or holds the same scores in another order: the whole-column reader declines (it compares
+    floats bit for bit, maps in order) and the rows read one by one give what the JSON-lines log of the same records
+    gives: the same log, or the same error naming the row."""
+    from test_io_logged_fast_logger import LOGGERS
+    from test_io_logged_fast_logger import _records as logger_records
+
+    records = logger_records(6, 200, LOGGERS[0])
+    q = records[0]["query"]
+    doc = next(iter(records[0]["logger"]["scores"]))
+    for r in records:  # (a score of exactly 0.0 for the negative zero)
+        if r["query"] == q:
+            r["logger"] = {**r["logger"], "scores": {**r["logger"]["scores"], doc: 0.0}}
+    later = next(i for i, r in enumerate(records) if i > 0 and r["query"] == q)
+    at = 0 if change == "first row changed" else later
+    logger = records[at]["logger"]
+    scores = dict(logger["scores"])
+    if change in ("temperature", "first row changed"):
+        logger = {**logger, "temperature": 0.5}
+    elif change == "score":
+        scores[doc] = 0.25
+    elif change == "negative zero":
+        scores[doc] = -0.0
+    elif change == "extra key":
+        logger = {**logger, "pair_max_states": 5000}
+    else:
+        scores = dict(reversed(list(scores.items())))
+    records[at] = {**records[at], "logger": {**logger, "scores": scores}}
+    table = _table(records) if encoding == "struct" else _map_table(records)
+    path = tmp_path / "changed.parquet"
+    pq.write_table(table, path)
+    try:
+        expected: Any = logged.read_logged(_jsonl(tmp_path, records), policies=policies)
+    except InputError as exc:
+        expected = exc
+    if encoding == "struct" and change == "scores reordered":  # (a struct's fields have one order: the same value)
+        got, seen = _read_watching(path, "read_logger_struct_fast", monkeypatch, policies=policies)
+        assert seen[0] is not None
+        _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
+              dataclasses.replace(expected, data=dataclasses.replace(expected.data, logger=None)))
+        return
+    seen: list[Any] = []
+    real = logged_parquet.read_logger_struct_fast
+    monkeypatch.setattr(logged_parquet, "read_logger_struct_fast", lambda *a: seen.append(real(*a)) or seen[-1])
+    if isinstance(expected, InputError):
+        assert change in ("temperature", "score", "extra key", "first row changed")
+        assert "differs from line" in expected.message
+        with pytest.raises(InputError) as got_error:
+            logged.read_logged(path, policies=policies)
+        assert expected.line == later + 1
+        assert got_error.value.message == f"row {later + 1}: " + logged_parquet.as_rows(expected.message)
+    else:
+        assert change in ("scores reordered", "negative zero")  # the same value (the reader's ==: -0.0 == 0.0)
+        got = logged.read_logged(path, policies=policies)
+        _same(dataclasses.replace(got, data=dataclasses.replace(got.data, logger=None)),
+              dataclasses.replace(expected, data=dataclasses.replace(expected.data, logger=None)))
+    assert seen == [None]  # declined: the rows were read one by one
+
+
 @pytest.mark.parametrize("rows", ["whole columns", "one by one"])
 @pytest.mark.parametrize("at", [0, 7, 29])
 def test_an_error_in_a_dataset_names_the_file_holding_the_row_and_the_row_in_it(tmp_path, monkeypatch, rows, at):
@@ -331,3 +401,66 @@ def test_an_error_citing_a_row_of_another_file_names_that_file(tmp_path, monkeyp
         assert got.value.path == str(root / "day=1" / "part-0.parquet")
         assert got.value.message == "row 1: " + expected.value.message.replace(
             "on line 1", f"in row 1 of {Path('day=0', 'part-0.parquet')}")
+
+
+def _py_same(x: Any, y: Any) -> bool:
+    """The reference of same_rows on Python values (``as_py``): nulls only equal nulls, floats bit for bit, dicts
+    key by key, lists and a map's (key, value) pairs element by element in order."""
+    import struct
+
+    if x is None or y is None:
+        return x is None and y is None
+    if isinstance(x, float):
+        return isinstance(y, float) and struct.pack("<d", x) == struct.pack("<d", y)
+    if isinstance(x, dict):
+        return isinstance(y, dict) and x.keys() == y.keys() and all(_py_same(x[k], y[k]) for k in x)
+    if isinstance(x, (list, tuple)):
+        return isinstance(y, (list, tuple)) and len(x) == len(y) and all(_py_same(u, v) for u, v in zip(x, y))
+    return type(x) is type(y) and x == y
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_same_rows_compares_nested_values_as_python_does_on_their_values(seed):
+    """same_rows (the whole-column comparison of struct loggers) against a comparison of the rows' Python values, on
+    random nested structs of few distinct values (so that many pairs are equal): nulls at every level, -0.0 and NaN,
+    float32, int32, booleans, a null-typed field, lists, maps, a list of structs, large strings; the array sliced
+    (an offset into its buffers); a type it does not compare gives None."""
+    from onlineeval.io.logged_fast import same_rows
+
+    rng = np.random.default_rng(seed)
+    kind = pa.struct([
+        ("s", pa.string()), ("f", pa.float64()), ("g", pa.float32()), ("i", pa.int32()), ("b", pa.bool_()),
+        ("n", pa.null()), ("l", pa.list_(pa.float64())), ("m", pa.map_(pa.string(), pa.int64())),
+        ("t", pa.struct([("x", pa.large_string()), ("y", pa.list_(pa.struct([("z", pa.float64())])))])),
+    ])
+
+    def pick(values: list[Any]) -> Any:
+        return values[int(rng.integers(len(values)))]
+
+    def floats() -> list[Any]:
+        return [pick([0.0, -0.0, 1.5, float("nan"), None]) for _ in range(int(rng.integers(3)))]
+
+    def row() -> Any:
+        if rng.random() < 0.05:
+            return None
+        return {"s": pick(["a", "b", None]), "f": pick([0.0, -0.0, 2.0, float("nan"), None]),
+                "g": pick([0.5, -0.0, None]), "i": pick([0, 1, None]), "b": pick([True, False, None]), "n": None,
+                "l": pick([None, floats()]), "m": pick([None, [], [("a", 1)], [("a", 1), ("b", 2)], [("b", 2), ("a", 1)],
+                                                         [("a", None)]]),
+                "t": pick([None, {"x": pick(["u", None]), "y": pick([None, [{"z": pick([1.0, None])}],
+                                                                     [None], [{"z": 1.0}, {"z": -0.0}]])}])}
+
+    whole = pa.array([row() for _ in range(400)], type=kind)
+    arr = whole.slice(7, 380)
+    values = arr.to_pylist()
+    a = rng.integers(len(arr), size=3000)
+    b = np.where(rng.random(3000) < 0.1, a, rng.integers(len(arr), size=3000))
+    got = same_rows(arr, a, b)
+    expected = np.array([_py_same(values[i], values[j]) for i, j in zip(a, b)])
+    np.testing.assert_array_equal(got, expected)
+    assert 0.05 < expected.mean() < 0.95  # (both answers are common)
+    for name in ("l", "m", "t"):  # each field alone too (its own nulls, not the struct's)
+        field = arr.field(name)
+        np.testing.assert_array_equal(same_rows(field, a, b),
+                                      [_py_same(field[int(i)].as_py(), field[int(j)].as_py()) for i, j in zip(a, b)])
+    assert same_rows(pa.array([1, 2], type=pa.timestamp("s")), np.array([0]), np.array([1])) is None

@@ -127,13 +127,14 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
             ends_with_newline = fh.read(1) == b"\n"
     if newlines != (n if ends_with_newline else n - 1):
         return None
-    return _from_table(table, path, policies, None if spans is None else (buf, starts, ends))
+    return _from_table(table, path, policies, None if spans is None else TextLoggers(buf, starts, ends))
 
 
-def _from_table(table: Any, path: str, policies: Any, spans: tuple[Any, Any, Any] | None) -> LoggedLog | None:
+def _from_table(table: Any, path: str, policies: Any, loggers: LoggerSource | None) -> LoggedLog | None:
     """The log of ``table`` (pyarrow's, one impression per row; rows numbered from 1 as lines) checked on whole
     columns, or ``None`` where the line-by-line reader could refuse a row or read it otherwise (:func:`_read_fast`);
-    ``spans``: a logger log's ``(buf, starts, ends)`` (:func:`_logger_spans`)."""
+    ``loggers``: a logger log's loggers (the table's ``logger`` column all null), :class:`TextLoggers` or
+    :class:`StructLoggers`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -195,12 +196,10 @@ def _from_table(table: Any, path: str, policies: Any, spans: tuple[Any, Any, Any
         elif col.null_count != n:  # on some lines only, or not integers: the line-by-line reader says which
             return None
     lines = np.arange(1, n + 1, dtype=np.int64)
-    if spans is not None:
-        buf, starts, ends = spans
-        if starts.size < n or table.column("logger").null_count != n:  # (every line's logger was replaced)
+    if loggers is not None:
+        if table.column("logger").null_count != n:  # (every line's logger was replaced)
             return None
-        logger_rows = _logger_rows(path, policies, buf, starts[:n], ends[:n], query_ids, offsets, lengths, dcodes,
-                                   duniq)
+        logger_rows = _logger_rows(path, policies, loggers, n, query_ids, offsets, lengths, dcodes, duniq)
         if logger_rows is None:
             return None
         return _build(path, policies, lines, query_ids, lengths, dcodes, duniq, clicks, user, no_user, user_type,
@@ -370,7 +369,23 @@ def read_logger_table_fast(table: Any, name: str, policies: Any, texts: Any) -> 
         return None
     offsets = np.frombuffer(offsets_buf, dtype=np.int32)[texts.offset: texts.offset + len(texts) + 1].astype(np.int64)
     buf = np.frombuffer(data_buf, dtype=np.uint8)
-    return _from_table(table, name, policies, (buf, offsets[:-1].copy(), offsets[1:].copy()))
+    return _from_table(table, name, policies, TextLoggers(buf, offsets[:-1].copy(), offsets[1:].copy()))
+
+
+def read_logger_struct_fast(table: Any, name: str, policies: Any, column: Any, decode: Any) -> LoggedLog | None:
+    """The log of a table whose loggers are Arrow structs (``column``: one per row, no nulls; the table's ``logger``
+    column all null) checked on whole columns as :func:`read_logger_table_fast` checks JSON text: each query's first
+    row's logger made the reader's object by ``decode(value, row)`` (its ``as_py()``; the row from 1) once, every
+    other row's compared with it value for value (:func:`same_rows`), or ``None`` (declined) where the records read
+    from its rows could be refused or read otherwise."""
+    import pyarrow as pa
+
+    names = set(table.column_names)
+    if policies is None or not {"query", "shown", "clicks", "logger"} <= names or "propensities" in names \
+            or not names <= _FAST_KEYS or not pa.types.is_struct(column.type) or column.null_count \
+            or len(column) != table.num_rows:
+        return None
+    return _from_table(table, name, policies, StructLoggers(column, decode))
 
 
 def _logger_spans(path: str, data: bytes | None) -> tuple[bytes, Any, Any, Any, Any] | None:
@@ -394,24 +409,108 @@ def _logger_spans(path: str, data: bytes | None) -> tuple[bytes, Any, Any, Any, 
     return raw, buf, starts, ends, null_loggers(buf, starts, ends)
 
 
-def _logger_rows(path: str, policies: Any, buf: Any, starts: Any, ends: Any, query_ids: Any, offsets: Any,
+class TextLoggers:
+    """Loggers as JSON text: row ``i``'s the bytes ``buf[starts[i]:ends[i]]``, compared byte for byte (the line-by-line
+    reader compares values: other bytes of the same value decline) and decoded by the JSON reader's decoder."""
+
+    def __init__(self, buf: Any, starts: Any, ends: Any) -> None:
+        self.buf, self.starts, self.ends = buf, starts, ends
+
+    def same_as(self, n: int, ref: NDArray[np.int64]) -> bool:
+        """Whether each of the ``n`` rows' logger equals row ``ref[i]``'s."""
+        from onlineeval.io.logged_scan import first_differing
+
+        return self.starts.size >= n and first_differing(self.buf, self.starts[:n], self.ends[:n], ref) < 0
+
+    def decode(self, row: int) -> Any:
+        from onlineeval.io.logged_json import DECODER
+
+        return DECODER.decode(self.buf[self.starts[row]: self.ends[row]].tobytes().decode("utf-8"))
+
+
+class StructLoggers:
+    """Loggers as an Arrow struct column (a Parquet log's): compared value for value, nulls as values and floats
+    bit for bit (:func:`same_rows`; a map's entries in their order: the same scores in another order decline), each
+    row's made the reader's object by ``decode(value.as_py(), row + 1)`` (the Parquet reader's own conversion)."""
+
+    def __init__(self, column: Any, decode: Any) -> None:
+        self.column, self._decode = column, decode
+
+    def same_as(self, n: int, ref: NDArray[np.int64]) -> bool:
+        same = same_rows(self.column, np.arange(n, dtype=np.int64), ref)
+        return same is not None and bool(same.all())
+
+    def decode(self, row: int) -> Any:
+        return self._decode(self.column[row].as_py(), row + 1)
+
+
+LoggerSource = TextLoggers | StructLoggers
+
+
+def same_rows(arr: Any, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.bool_] | None:
+    """Whether row ``a[i]`` of the Arrow array ``arr`` holds the same value as row ``b[i]``: the same nulls, strings,
+    integers and booleans equal, floats bit for bit (stricter than the line-by-line reader's ``==``, to which the
+    caller declines: ``-0.0`` is not ``0.0`` here, and NaN is NaN),
+    structs field by field, lists and maps of the same length element by element in order; ``None`` for a type it
+    does not compare (dictionaries, timestamps, ...: the caller declines)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = arr.type
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    same = valid[a] == valid[b]
+    both = valid[a] & valid[b]
+    if pa.types.is_null(t):
+        return same
+    if pa.types.is_struct(t):
+        for child in arr.flatten():  # (the struct's nulls merged into each field)
+            part = same_rows(child, a, b)
+            if part is None:
+                return None
+            same &= part
+        return same
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        off = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int64)  # (into the whole values: not sliced)
+        length = np.where(valid, np.diff(off), 0)
+        same &= length[a] == length[b]
+        pick = np.flatnonzero(same & both & (length[a] > 0))
+        if pick.size:
+            la = length[a[pick]]
+            first = np.cumsum(la) - la
+            within = np.arange(int(la.sum()), dtype=np.int64) - np.repeat(first, la)
+            elements = same_rows(arr.values, np.repeat(off[a[pick]], la) + within,
+                                 np.repeat(off[b[pick]], la) + within)
+            if elements is None:
+                return None
+            same[pick] &= np.logical_and.reduceat(elements, first)
+        return same
+    if pa.types.is_floating(t):
+        values = np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64).view(np.int64)
+    elif pa.types.is_integer(t) or pa.types.is_boolean(t):
+        values = np.asarray(arr.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(zero_copy_only=False))
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        values = pc.dictionary_encode(arr).indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    else:
+        return None
+    return same & ((values[a] == values[b]) | ~both)
+
+
+def _logger_rows(path: str, policies: Any, loggers: LoggerSource, n: int, query_ids: Any, offsets: Any,
                  lengths: Any, dcodes: Any, duniq: Any) -> list[Any] | None:
     """Each row's ``(options, scores)`` as the line-by-line reader makes them (one object per query, from its first
-    line's logger, decoded by the same decoder and checked by the same :func:`~onlineeval.io.logged._logger_spec`),
-    or ``None`` (declined) where a line's logger bytes differ from its query's first line's (the line-by-line reader
-    then compares their values, and refuses different ones naming both lines), a logger does not decode or is
-    refused, or a shown document is not among its query's scored candidates."""
+    line's logger, decoded by ``loggers.decode`` and checked by the same :func:`~onlineeval.io.logged._logger_spec`),
+    or ``None`` (declined) where a line's logger differs from its query's first line's (``loggers.same_as``: the
+    line-by-line reader compares their values, and refuses different ones naming both lines), a logger does not
+    decode or is refused, or a shown document is not among its query's scored candidates."""
     import pandas as pd
 
     from onlineeval.errors import InputError
     from onlineeval.io.logged import _logger_spec
-    from onlineeval.io.logged_json import DECODER
-    from onlineeval.io.logged_scan import first_differing
 
     qcodes, _ = pd.factorize(query_ids)
     qcodes = qcodes.astype(np.int64)
     _, first_row = np.unique(qcodes, return_index=True)  # (codes 0..Q-1 in order of first line)
-    if first_differing(buf, starts, ends, first_row[qcodes].astype(np.int64)) >= 0:
+    if not loggers.same_as(n, first_row[qcodes].astype(np.int64)):
         return None
     allowed = tuple(policies.available_policies())
     base = int(offsets[0])
@@ -419,8 +518,7 @@ def _logger_rows(path: str, policies: Any, buf: Any, starts: Any, ends: Any, que
     for row in first_row.tolist():
         shown = [str(d) for d in duniq[dcodes[int(offsets[row]) - base: int(offsets[row + 1]) - base]]]
         try:
-            raw = DECODER.decode(buf[starts[row]: ends[row]].tobytes().decode("utf-8"))
-            specs.append(_logger_spec(raw, shown, path, row + 1, allowed))
+            specs.append(_logger_spec(loggers.decode(row), shown, path, row + 1, allowed))
         except (ValueError, RecursionError, InputError):
             return None
     width = max(len(duniq), 1)

@@ -10,10 +10,11 @@ directory of Parquet files (a dataset, as Spark writes one) is read as one table
 sorted order, names starting with ``_`` or ``.`` skipped, ``key=value`` folders' keys as columns, ignored); an
 error names the file of the row concerned and the row in it (:mod:`onlineeval.io.parquet_rows`).
 
-A table with written propensities, or with loggers as JSON text, is checked on whole columns by the JSON log's own
-column checks (:func:`onlineeval.io.logged_fast.read_frame_fast`; ``read_logger_table_fast``: each query's first
-logger decoded once, the others compared with it byte for byte). Where those decline (loggers as structs, loggers
-of one query written differently, dictionary-encoded or unsigned 64-bit columns, anything the checks could refuse;
+A table with written propensities, or with loggers as JSON text or structs, is checked on whole columns by the JSON
+log's own column checks (:func:`onlineeval.io.logged_fast.read_frame_fast`; ``read_logger_table_fast`` and
+``read_logger_struct_fast``: each query's first logger decoded once, the others compared with it byte for byte, or
+value for value with floats bit for bit). Where those decline (loggers of one query written differently, a map of
+scores in another order, dictionary-encoded or unsigned 64-bit columns, anything the checks could refuse;
 narrower integers and large strings are cast to the JSON reader's types first,
 :func:`~onlineeval.io.logged_fast.normalised`) its rows are read one by one as the JSON reader's records
 (:func:`onlineeval.io.logged.logged_from_records`, the reference): the same numbers either way (tested), and an
@@ -37,6 +38,7 @@ from onlineeval.io.logged_fast import (
     normalised,
     propensity_table,
     read_frame_fast,
+    read_logger_struct_fast,
     read_logger_table_fast,
     row_records,
     ROW_KEYS,
@@ -73,15 +75,16 @@ def as_rows(message: str) -> str:
 
 
 def _logger_table(table: Any) -> tuple[Any, Any] | None:
-    """``(table, texts)`` for :func:`~onlineeval.io.logged_fast.read_logger_table_fast` when every row's logger is
-    JSON text (no propensity columns): the log's columns with ``logger`` all null, and the texts; else ``None``."""
+    """``(table, loggers)`` for :func:`~onlineeval.io.logged_fast.read_logger_table_fast` when every row's logger is
+    JSON text, or for :func:`~onlineeval.io.logged_fast.read_logger_struct_fast` when every row's is a struct (no
+    propensity columns): the log's columns with ``logger`` all null, and the loggers' column; else ``None``."""
     import pyarrow as pa
 
     names = set(table.column_names)
     if "propensities" in names or any(c in names for c in FRAME_FORMS):
         return None
     texts = normalised(table.column("logger").combine_chunks())
-    if not pa.types.is_string(texts.type) or texts.null_count:
+    if not (pa.types.is_string(texts.type) or pa.types.is_struct(texts.type)) or texts.null_count:
         return None
     arrays = {c: normalised(table.column(c).combine_chunks()) for c in _FRAME_IDS if c in names}
     arrays["logger"] = pa.nulls(table.num_rows)
@@ -139,6 +142,8 @@ def read_parquet_log(path: str | PathLike[str], policies: Any = None) -> LoggedL
     """The log of a Parquet file (see the module docstring); what :func:`onlineeval.io.logged.read_logged` returns
     for a JSON-lines log of the same impressions. Errors (:class:`~onlineeval.errors.InputError`) name the file and
     the row."""
+    import pyarrow as pa
+
     name = str(path)
     if not Path(name).exists():
         raise InputError("no such file or directory", name)
@@ -157,9 +162,12 @@ def read_parquet_log(path: str | PathLike[str], policies: Any = None) -> LoggedL
             fast = read_frame_fast(fast_table, name, policies)
             if fast is not None:
                 return fast
-        if logger_table is not None:  # loggers as JSON text: decoded once per query, as a JSON-lines log's
-            without_loggers, texts = logger_table
-            fast = read_logger_table_fast(without_loggers, name, policies, texts)
+        if logger_table is not None:  # loggers as JSON text or structs: decoded once per query
+            without_loggers, loggers = logger_table
+            if pa.types.is_struct(loggers.type):
+                fast = read_logger_struct_fast(without_loggers, name, policies, loggers, _logger)
+            else:  # (as a JSON-lines log's)
+                fast = read_logger_table_fast(without_loggers, name, policies, loggers)
             if fast is not None:
                 return fast
         return logged_from_records(_records(table), policies, name)
