@@ -462,7 +462,14 @@ def _numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 
 def read_tsv(path: str | Path) -> ClickLog:
-    """Read the documented TSV format (see the module docstring)."""
+    """Read the documented TSV format (see the module docstring): parsed by pyarrow and read on whole columns
+    (:func:`clickmodels.logs_columns.tsv_sessions`) or, where that declines, line by line (the reference, whose errors
+    name the line)."""
+    from clickmodels.logs_columns import tsv_sessions
+
+    fast = tsv_sessions(path)
+    if fast is not None:
+        return fast
     src = str(path)
     sessions: list[tuple[str, str, list[str], list[str]]] = []
     lines: list[int] = []

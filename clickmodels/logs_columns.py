@@ -1,4 +1,5 @@
-"""A click log's sessions read on whole columns (a Parquet table, :mod:`clickmodels.logs_parquet`): the
+"""A click log's sessions read on whole columns (a Parquet table, :mod:`clickmodels.logs_parquet`; a ``jsonl`` or
+``tsv`` log parsed by pyarrow, :func:`jsonl_sessions`, :func:`tsv_sessions`): the
 :class:`~clickmodels.logs.ClickLog` the row-by-row reader builds (each row checked by
 :func:`clickmodels.logs._json_session`, then :func:`clickmodels.logs.from_sessions`), to the bit, computed with
 pyarrow and NumPy; ``None`` (declined) wherever the row-by-row reader could refuse a row or the columns are not of the
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["jsonl_sessions", "sessions_from_columns"]
+__all__ = ["jsonl_sessions", "sessions_from_columns", "tsv_sessions"]
 
 #: the keys of the ``jsonl`` format (another key is an error of the reference)
 KEYS = frozenset({"session", "query", "docs", "clicks"})
@@ -160,3 +161,78 @@ def jsonl_sessions(path: Any) -> Any:
     if table.num_rows != lines or not set(table.column_names) <= KEYS:
         return None
     return sessions_from_columns(table, str(path))
+
+
+#: the ``tsv`` format's four fields
+TSV_FIELDS = ("session", "query", "docs", "clicks")
+
+
+def _stripped(array: Any, pa: Any, pc: Any) -> Any:
+    """An Arrow string array with every value stripped as Python strips it (``str.strip``: Unicode whitespace), the
+    distinct values stripped once each."""
+    encoded = pc.dictionary_encode(array)
+    uniques = [value.strip() for value in encoded.dictionary.to_pylist()]
+    return pc.take(pa.array(uniques, type=pa.string()), encoded.indices)
+
+
+def tsv_sessions(path: Any) -> Any:
+    """The :class:`~clickmodels.logs.ClickLog` of a ``tsv`` click log parsed by pyarrow's CSV reader (tab-separated,
+    no quoting, every field a string) and read on whole columns (:func:`sessions_from_columns`), as the line-by-line
+    reader (:func:`clickmodels.logs.read_tsv`) builds it: ids stripped as it strips them (``str.strip`` of each
+    distinct value), the shown and clicked lists split on commas, a clicks field that is empty or blank no click.
+    ``None`` (declined: that reader then reads it and names the line of any error) where a line does not have four
+    fields, is blank or a comment (skipped by the reference: the line numbers would differ) or has an empty session or
+    query id, the text holds a carriage return other than a line end's ``\\r\\n`` or is not UTF-8, a click list
+    holds an empty id, or :func:`sessions_from_columns` declines."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pv
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark (the reference drops it from the first line)
+    if b"\r" in data:  # CRLF line ends are stripped by the reference; a carriage return elsewhere is kept
+        data = data.replace(b"\r\n", b"\n")
+        if b"\r" in data:
+            return None
+    if not data:
+        return None
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    try:
+        table = pv.read_csv(
+            pa.BufferReader(data),
+            read_options=pv.ReadOptions(column_names=list(TSV_FIELDS)),
+            parse_options=pv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False, double_quote=False,
+                                          newlines_in_values=False, ignore_empty_lines=False),
+            convert_options=pv.ConvertOptions(column_types={c: pa.string() for c in TSV_FIELDS},
+                                              strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                              check_utf8=True))
+        table.validate(full=True)
+    except (pa.ArrowException, ValueError):  # a line of another number of fields, invalid UTF-8
+        return None
+    if table.num_rows != lines:
+        return None
+    session = _stripped(table.column("session").combine_chunks(), pa, pc)
+    query = _stripped(table.column("query").combine_chunks(), pa, pc)
+    if pc.any(pc.equal(session, "")).as_py() or pc.any(pc.equal(query, "")).as_py() \
+            or pc.any(pc.starts_with(session, "#")).as_py():
+        return None  # an empty id (or a blank line), a comment: the reference skips or refuses the line
+    lists = {}
+    for field in ("docs", "clicks"):
+        pieces = pc.split_pattern(table.column(field).combine_chunks(), ",")
+        flat = _stripped(pieces.flatten(), pa, pc)
+        offsets = np.asarray(pieces.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+        if field == "clicks":  # an empty (or blank) field: no click; an empty id in a list: refused by the reference
+            empty = np.asarray(pc.equal(flat, "").to_numpy(zero_copy_only=False), dtype=bool)
+            lengths = np.diff(offsets)
+            none = (lengths == 1) & empty[np.minimum(offsets[:-1], max(len(flat) - 1, 0))] if len(flat) else \
+                np.zeros(lengths.size, dtype=bool)
+            if empty.sum() != none.sum():
+                return None
+            flat = flat.filter(pa.array(~empty))
+            offsets = np.concatenate([[0], np.cumsum(np.where(none, 0, lengths))])
+        lists[field] = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), flat)
+    return sessions_from_columns(pa.table({"session": session, "query": query, **lists}), str(path))
