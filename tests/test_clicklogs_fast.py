@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,19 +19,21 @@ from clickmodels.logs import read_jsonl
 from onlineeval.errors import InputError
 
 
-def _reference(path: Path, monkeypatch: pytest.MonkeyPatch):
+def _reference(path: Path, monkeypatch: pytest.MonkeyPatch, read: Any = read_jsonl, fast: str = "jsonl_sessions"):
+    """``read(path)`` with the whole-column reader ``clickmodels.logs_columns.<fast>`` declining: line by line."""
     with monkeypatch.context() as m:
-        m.setattr(logs_columns, "jsonl_sessions", lambda path: None)
-        return read_jsonl(path)
+        m.setattr(logs_columns, fast, lambda path: None)
+        return read(path)
 
 
-def _watching(path: Path, monkeypatch: pytest.MonkeyPatch):
-    """``read_jsonl(path)`` and what the whole-column reader returned (None: declined)."""
+def _watching(path: Path, monkeypatch: pytest.MonkeyPatch, read: Any = read_jsonl, fast: str = "jsonl_sessions"):
+    """``read(path)`` and what the whole-column reader ``clickmodels.logs_columns.<fast>`` returned (None:
+    declined)."""
     seen = []
-    real = logs_columns.jsonl_sessions
+    real = getattr(logs_columns, fast)
     with monkeypatch.context() as m:
-        m.setattr(logs_columns, "jsonl_sessions", lambda p: seen.append(real(p)) or seen[-1])
-        return read_jsonl(path), seen[0]
+        m.setattr(logs_columns, fast, lambda p: seen.append(real(p)) or seen[-1])
+        return read(path), seen[0]
 
 
 @pytest.mark.parametrize("ids", ["strings", "integers"])

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_clicklogs_fast import _reference as line_by_line
+from test_clicklogs_fast import _watching as watching
 from test_clicklogs_parquet import _assert_same, _random_rows
 
 import clickmodels.logs_columns as logs_columns
@@ -21,18 +23,12 @@ PADDING = ["", " ", "  ", "\u00a0", "\u2003", "\x1f", "\u2028", "\x0b"]
 
 
 def _reference(path: Path, monkeypatch: pytest.MonkeyPatch):
-    with monkeypatch.context() as m:
-        m.setattr(logs_columns, "tsv_sessions", lambda path: None)
-        return read_tsv(path)
+    return line_by_line(path, monkeypatch, read_tsv, "tsv_sessions")
 
 
 def _watching(path: Path, monkeypatch: pytest.MonkeyPatch):
     """``read_tsv(path)`` and what the whole-column reader returned (None: declined)."""
-    seen = []
-    real = logs_columns.tsv_sessions
-    with monkeypatch.context() as m:
-        m.setattr(logs_columns, "tsv_sessions", lambda p: seen.append(real(p)) or seen[-1])
-        return read_tsv(path), seen[0]
+    return watching(path, monkeypatch, read_tsv, "tsv_sessions")
 
 
 def _padded(rng: np.random.Generator, value: str) -> str:
