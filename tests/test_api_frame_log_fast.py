@@ -222,3 +222,48 @@ def test_an_error_names_the_other_row_as_a_row():
         _logged(frame, simulations.policies)
     assert str(exc.value).startswith("row 3: carries propensities list but row 1 carries propensities list, prefix")
     assert "line 1" not in exc.value.message
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_frame_of_loggers_reads_as_the_json_lines_log_with_the_digest_of_its_records(shared):
+    """A DataFrame whose logger column holds dicts (one object per query shared by its rows, or a copy on every row;
+    numpy scalars among the scores; a mixture's components): read row by row with each logger object converted once
+    (onlineeval.api._estimate._plain_once), the JSON-lines log of the same records, and the digest of the records as
+    every row converted on its own gives it. A row whose logger differs from its query's first is refused naming
+    both rows."""
+    import copy
+    import json
+
+    from test_io_logged_fast_logger import LOGGERS
+    from test_io_logged_fast_logger import _assert_same as same_logger_log
+    from test_io_logged_fast_logger import _records as logger_records
+
+    from onlineeval.api._estimate import _plain
+    from onlineeval.io.digest import RecordsDigest
+    from onlineeval.io.logged import logged_from_records
+
+    for spec in (LOGGERS[0], LOGGERS[4]):
+        records = logger_records(5, 300, spec)
+        lines = [json.dumps(r) for r in records]  # (the JSON lines' records, read under the frame's name)
+        expected = logged_from_records((json.loads(line) for line in lines), simulations.policies, "DataFrame")
+        objects: dict[str, Any] = {}
+        rows = []
+        for r in records:
+            logger = objects.setdefault(r["query"], copy.deepcopy(r["logger"])) if shared else copy.deepcopy(r["logger"])
+            rows.append({**r, "logger": logger})
+        frame = pd.DataFrame(rows)
+        first = next(iter(frame.at[0, "logger"]["scores"]))
+        frame.at[0, "logger"]["scores"][first] = np.float64(frame.at[0, "logger"]["scores"][first])
+        got, digest = _logged(frame, simulations.policies)
+        same_logger_log(got, expected)
+        reference = RecordsDigest()
+        records_one_by_one = logged_fast.row_records(frame.to_dict("records"), [], plain=_plain)
+        same_logger_log(logged_from_records(reference.through(records_one_by_one), simulations.policies, "DataFrame"),
+                        expected)
+        assert digest == reference.entry("DataFrame") and digest is not None
+    q = frame.at[0, "query"]
+    later = int(np.flatnonzero(frame["query"].to_numpy() == q)[1])
+    frame.at[later, "logger"] = {**frame.at[later, "logger"], "policy": "randtop", "n": 2}
+    with pytest.raises(InputError) as exc:
+        _logged(frame, simulations.policies)
+    assert exc.value.line == later + 1 and "differs from row 1 " in exc.value.message

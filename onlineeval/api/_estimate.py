@@ -63,8 +63,14 @@ class Estimates:
         return float(r["estimate"].iloc[0])
 
 
+#: the JSON reader's scalar types, taken as they are by :func:`_plain` (exact types: not numpy's subclasses)
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def _plain(value: Any) -> Any:
     """numpy scalars and arrays as Python values (the JSON reader's types)."""
+    if type(value) in _JSON_SCALARS:
+        return value
     if hasattr(value, "tolist"):  # numpy arrays and scalars (np.str_, np.float64, ...)
         return value.tolist()
     if isinstance(value, (list, tuple)):
@@ -72,6 +78,26 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+def _plain_once() -> Any:
+    """:func:`_plain` converting each mapping object once: a DataFrame's ``logger`` column typically holds one dict
+    per query, shared by that query's rows, which were converted (their scores value by value) on every row. The same
+    values; the rows of one object then share its converted object, as the JSON reader's records share their query's
+    first logger (nothing downstream changes a record's values)."""
+    seen: dict[int, tuple[Any, Any]] = {}
+
+    def plain(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return _plain(value)
+        hit = seen.get(id(value))
+        if hit is not None and hit[0] is value:  # (the object itself: held by the frame, its id not reused)
+            return hit[1]
+        out = _plain(value)
+        seen[id(value)] = (value, out)
+        return out
+
+    return plain
 
 
 def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
@@ -102,7 +128,7 @@ def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
             return fast, table_entry(table, "DataFrame")
     p_columns = [c for c in FRAME_FORMS if c in log.columns]
 
-    records = row_records(log.to_dict("records"), p_columns, plain=_plain)
+    records = row_records(log.to_dict("records"), p_columns, plain=_plain_once())
     digest = RecordsDigest()
     try:
         return logged_from_records(digest.through(records), policies, "DataFrame"), digest.entry("DataFrame")
