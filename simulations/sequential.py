@@ -171,6 +171,29 @@ def _schedule(looks: int | list[int] | None, n_looks: int, per_day: int) -> np.n
     return idx[idx < n_looks]
 
 
+#: scheduled looks from which ``onlineeval simulate`` says that a design's sequential analysis takes long
+#: (:func:`many_looks`): its planned days integrate the crossing probabilities look by look, for several drifts
+#: (2-core machine, 2026-12-04: 720 hourly looks about 40 s, 1,440 and 4,320 looks 1.5-2 min, msprt or
+#: obrien_fleming)
+MANY_LOOKS = 500
+
+
+def many_looks(config: Any) -> list[tuple[str, int]]:
+    """``(design, looks)`` of the config's designs with a sequential rule scheduled at :data:`MANY_LOOKS` looks or
+    more (the analysis's slow part, announced before it runs)."""
+    out = []
+    for dc in config.designs:
+        an = dc.analysis
+        if an.sequential == "none":
+            continue
+        per_day = 24 // config.traffic.batch_hours if an.monitoring == "batch" else 1
+        n_looks = config.traffic.days * per_day
+        looks = int(_schedule(an.looks, n_looks, per_day).size)
+        if looks >= MANY_LOOKS:
+            out.append((dc.name, looks))
+    return out
+
+
 def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.ndarray, rule: str, alpha: float,
                  tau: float, fractions: np.ndarray, day_of_look: np.ndarray, truth: float,
                  null: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:

@@ -91,6 +91,36 @@ def test_warm_cache_no_compiling_line_and_quiet_prints_nothing() -> None:
     assert stages.done == 4  # counted for the message of an interruption all the same
 
 
+def test_designs_of_many_looks_are_announced_before_their_long_analysis() -> None:
+    """simulations.sequential.many_looks: the designs with a sequential rule at MANY_LOOKS scheduled looks or more
+    (every batch, a number of looks, a list of days), told on the line after "analysing"; none for fewer looks."""
+    from simulations.config import config_from_mapping
+    from simulations.sequential import MANY_LOOKS, many_looks
+    from simulations.yaml_safe import load_yaml_text
+
+    base = load_yaml_text(CONFIG.format(replicates=2, workers=1, qpd=100, truth=1000), "test")
+    base["traffic"] |= {"days": 30, "batch_hours": 1}
+    base["designs"] = [
+        {"name": "hourly", "type": "ab", "analysis": {"sequential": "obrien_fleming", "monitoring": "batch"}},
+        {"name": "daily", "type": "ab", "analysis": {"sequential": "msprt"}},
+        {"name": "fewer", "type": "interleaving", "method": "team_draft",
+         "analysis": {"sequential": "msprt", "monitoring": "batch", "looks": MANY_LOOKS - 1}},
+        {"name": "enough", "type": "interleaving", "method": "team_draft",
+         "analysis": {"sequential": "pocock", "monitoring": "batch", "looks": MANY_LOOKS}},
+        {"name": "fixed", "type": "ab", "analysis": {"monitoring": "batch"}},
+    ]
+    assert many_looks(config_from_mapping(base)) == [("hourly", 720), ("enough", MANY_LOOKS)]
+    stream, clock = io.StringIO(), _Clock()
+    stages = _Stages(Path("out"), 4, 1000, stream=stream, clock=clock, many_looks=[("hourly", 720), ("b", 4320)])
+    stages.replicates(4, 4)
+    lines = stream.getvalue().splitlines()
+    assert lines[-2].startswith("analysing 4 replicates")
+    assert lines[-1].startswith("  the sequential analysis of hourly (720 looks), b (4,320 looks) integrates")
+    stream, clock = io.StringIO(), _Clock()
+    _Stages(Path("out"), 4, 1000, stream=stream, clock=clock, many_looks=[]).replicates(4, 4)
+    assert stream.getvalue().splitlines()[-1].startswith("analysing 4 replicates")
+
+
 def test_every_replicate_resumed_no_compiling_line() -> None:
     stages, stream, clock = _stages(cold=True)
     stages.replicates(4, 4)  # nothing left to run (and no Monte Carlo truth): nothing compiles
