@@ -224,14 +224,30 @@ def test_an_error_names_the_other_row_as_a_row():
     assert "line 1" not in exc.value.message
 
 
-@pytest.mark.parametrize("shared", [True, False])
-def test_a_frame_of_loggers_reads_as_the_json_lines_log_with_the_digest_of_its_records(shared):
-    """A DataFrame whose logger column holds dicts (one object per query shared by its rows, or a copy on every row;
-    numpy scalars among the scores; a mixture's components): read row by row with each logger object converted once
-    (onlineeval.api._estimate._plain_once), the JSON-lines log of the same records, and the digest of the records as
-    every row converted on its own gives it. A row whose logger differs from its query's first is refused naming
-    both rows."""
+def _logger_frame(records: list[dict[str, Any]], shared: bool) -> pd.DataFrame:
+    """The records as a DataFrame whose logger column holds dicts: one object per query shared by its rows
+    (``shared``) or a copy on every row; the first row's first score a numpy float."""
     import copy
+
+    objects: dict[str, Any] = {}
+    rows = []
+    for r in records:
+        logger = objects.setdefault(r["query"], copy.deepcopy(r["logger"])) if shared else copy.deepcopy(r["logger"])
+        rows.append({**r, "logger": logger})
+    frame = pd.DataFrame(rows)
+    first = next(iter(frame.at[0, "logger"]["scores"]))
+    frame.at[0, "logger"]["scores"][first] = np.float64(frame.at[0, "logger"]["scores"][first])
+    return frame
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_frame_of_loggers_reads_as_the_json_lines_log_both_ways(monkeypatch, shared):
+    """A DataFrame whose logger column holds dicts (one object per query shared by its rows, or a copy on every row;
+    numpy scalars among the scores; a mixture's components) is the JSON-lines log of the same records: read on whole
+    columns (onlineeval.io.logged_fast.read_logger_objects_fast: each query's first logger decoded once, the other
+    rows compared with it) and row by row (the reference, each logger object converted once by
+    onlineeval.api._estimate._plain_once), whose digest is that of the records as every row converted on its own
+    gives it. A row whose logger differs from its query's first declines, and is refused naming both rows."""
     import json
 
     from test_io_logged_fast_logger import LOGGERS
@@ -242,28 +258,116 @@ def test_a_frame_of_loggers_reads_as_the_json_lines_log_with_the_digest_of_its_r
     from onlineeval.io.digest import RecordsDigest
     from onlineeval.io.logged import logged_from_records
 
+    real = logged_fast.read_logger_objects_fast
     for spec in (LOGGERS[0], LOGGERS[4]):
         records = logger_records(5, 300, spec)
         lines = [json.dumps(r) for r in records]  # (the JSON lines' records, read under the frame's name)
         expected = logged_from_records((json.loads(line) for line in lines), simulations.policies, "DataFrame")
-        objects: dict[str, Any] = {}
-        rows = []
-        for r in records:
-            logger = objects.setdefault(r["query"], copy.deepcopy(r["logger"])) if shared else copy.deepcopy(r["logger"])
-            rows.append({**r, "logger": logger})
-        frame = pd.DataFrame(rows)
-        first = next(iter(frame.at[0, "logger"]["scores"]))
-        frame.at[0, "logger"]["scores"][first] = np.float64(frame.at[0, "logger"]["scores"][first])
-        got, digest = _logged(frame, simulations.policies)
+        frame = _logger_frame(records, shared)
+        seen: list[Any] = []
+        with monkeypatch.context() as m:
+            m.setattr(logged_fast, "read_logger_objects_fast", lambda *a: seen.append(real(*a)) or seen[-1])
+            got, digest = _logged(frame, simulations.policies)
+        assert seen and seen[0] is not None  # on whole columns
+        same_logger_log(got, expected)
+        with monkeypatch.context() as m:
+            m.setattr(logged_fast, "logger_frame_table", lambda frame: None)
+            got, records_digest = _logged(frame, simulations.policies)
         same_logger_log(got, expected)
         reference = RecordsDigest()
-        records_one_by_one = logged_fast.row_records(frame.to_dict("records"), [], plain=_plain)
-        same_logger_log(logged_from_records(reference.through(records_one_by_one), simulations.policies, "DataFrame"),
-                        expected)
-        assert digest == reference.entry("DataFrame") and digest is not None
+        list(reference.through(logged_fast.row_records(frame.to_dict("records"), [], plain=_plain)))
+        assert records_digest == reference.entry("DataFrame") and records_digest is not None
+        assert digest != records_digest and digest["records"] == len(frame)
     q = frame.at[0, "query"]
     later = int(np.flatnonzero(frame["query"].to_numpy() == q)[1])
     frame.at[later, "logger"] = {**frame.at[later, "logger"], "policy": "randtop", "n": 2}
-    with pytest.raises(InputError) as exc:
+    seen.clear()
+    with monkeypatch.context() as m, pytest.raises(InputError) as exc:
+        m.setattr(logged_fast, "read_logger_objects_fast", lambda *a: seen.append(real(*a)) or seen[-1])
         _logged(frame, simulations.policies)
+    assert seen == [None]
     assert exc.value.line == later + 1 and "differs from row 1 " in exc.value.message
+
+
+def test_a_frame_of_loggers_has_a_digest_of_what_the_reader_takes():
+    """The digest of a logger DataFrame read on whole columns: the same for the same content (a copy; loggers shared
+    by a query's rows or one copy per row), not moved by a column the reader ignores, moved by one score of one
+    query's logger (by one ulp) and by a click."""
+    import copy
+
+    from test_io_logged_fast_logger import LOGGERS
+    from test_io_logged_fast_logger import _records as logger_records
+
+    records = logger_records(7, 200, LOGGERS[0])
+    frame = _logger_frame(records, shared=True)
+
+    def digest(f: pd.DataFrame) -> Any:
+        return _logged(f, simulations.policies)[1]
+
+    base = digest(frame)
+    assert digest(frame.copy()) == base == digest(_logger_frame(records, shared=False))
+    assert digest(frame.assign(note="x")) == base
+    bumped = frame.copy()
+    bumped["logger"] = [copy.deepcopy(x) for x in frame["logger"]]
+    q = bumped.at[3, "query"]
+    for i in np.flatnonzero(bumped["query"].to_numpy() == q):
+        doc = next(iter(bumped.at[i, "logger"]["scores"]))
+        bumped.at[i, "logger"]["scores"][doc] = float(np.nextafter(bumped.at[i, "logger"]["scores"][doc], 9.0))
+    assert digest(bumped) != base
+    clicked = frame.copy()
+    clicked.at[0, "clicks"] = [] if frame.at[0, "clicks"] else [frame.at[0, "shown"][0]]
+    assert digest(clicked) != base
+
+
+
+
+@pytest.mark.parametrize("change", ["numpy array inside", "text logger", "missing on a row", "not a dict"])
+def test_logger_objects_it_cannot_compare_are_declined_to_the_rows(monkeypatch, change):
+    """Logger objects whose == has no single truth value (a numpy array inside a copy), JSON text, a missing logger
+    or another type on a row: the whole-column reader declines, and the read (log or error) is the rows'."""
+    import copy
+    import json
+
+    from test_io_logged_fast_logger import LOGGERS
+    from test_io_logged_fast_logger import _records as logger_records
+
+    records = logger_records(9, 60, LOGGERS[4])
+    frame = _logger_frame(records, shared=False)
+    q = frame.at[0, "query"]
+    later = int(np.flatnonzero(frame["query"].to_numpy() == q)[1])
+    if change == "numpy array inside":
+        for i in np.flatnonzero(frame["query"].to_numpy() == q):
+            logger = copy.deepcopy(frame.at[i, "logger"])
+            logger["components"] = np.array(logger["components"], dtype=object)
+            frame.at[i, "logger"] = logger
+    elif change == "text logger":
+        frame["logger"] = [json.dumps({**x, "scores": {d: float(v) for d, v in x["scores"].items()}})
+                           for x in frame["logger"]]
+    elif change == "missing on a row":
+        frame.at[later, "logger"] = None
+    else:
+        frame.at[later, "logger"] = [("policy", "randtop")]
+    real = logged_fast.read_logger_objects_fast
+    seen: list[Any] = []
+
+    def read() -> Any:
+        try:
+            log, _ = _logged(frame, simulations.policies)
+        except InputError as exc:
+            return (exc.message, exc.line)
+        return log
+
+    with monkeypatch.context() as m:
+        m.setattr(logged_fast, "read_logger_objects_fast", lambda *a: seen.append(real(*a)) or seen[-1])
+        got = read()
+    with monkeypatch.context() as m:
+        m.setattr(logged_fast, "logger_frame_table", lambda frame: None)
+        reference = read()
+    assert seen == [None]  # declined
+    if isinstance(reference, tuple):
+        assert got == reference
+    else:
+        from test_io_logged_fast_logger import _assert_same as same_logger_log
+
+        assert change == "numpy array inside"
+        same_logger_log(got, reference)

@@ -297,18 +297,40 @@ def frame_table(frame: Any) -> Any:
     null, as a key left out of a line. ``None`` where the frame has another form (a ``logger`` column with a value,
     both ``propensities`` and ``p_*`` columns, no propensities) or pyarrow cannot convert a column: then the records
     read from its rows are the reference (:func:`onlineeval.io.logged.logged_from_records`)."""
-    import pyarrow as pa
 
     if "logger" in frame.columns and frame["logger"].notna().any():
         return None
+    return propensity_table(frame.columns, lambda c: _frame_array(frame, c), len(frame))
 
-    def array(c: str) -> Any:
-        try:
-            return pa.array(frame[c], from_pandas=True)
-        except (pa.ArrowException, TypeError, ValueError):  # e.g. numpy cells of two types (an empty float array
-            return pa.array(frame[c].map(_listed), from_pandas=True)  # beside string ones): as lists, as records
 
-    return propensity_table(frame.columns, array, len(frame))
+def _frame_array(frame: Any, c: str) -> Any:
+    """The DataFrame's column ``c`` as a pyarrow array (a missing value null)."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(frame[c], from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):  # e.g. numpy cells of two types (an empty float array
+        return pa.array(frame[c].map(_listed), from_pandas=True)  # beside string ones): as lists, as records
+
+
+def logger_frame_table(frame: Any) -> Any:
+    """The pyarrow table of a DataFrame of impressions whose ``logger`` column holds each row's logger (no
+    propensity columns): its columns as :func:`frame_table` converts them, ``logger`` all null (the loggers are read
+    from the frame's objects, :class:`ObjectLoggers`); ``None`` where it has another form or a column does not
+    convert."""
+    import pyarrow as pa
+
+    names = set(frame.columns)
+    if "logger" not in names or "propensities" in names or any(c in names for c in FRAME_FORMS) or not len(frame):
+        return None
+    try:
+        arrays = {c: normalised(_frame_array(frame, c)) for c in _FRAME_IDS if c in names}
+        arrays["logger"] = pa.nulls(len(frame))
+        table = pa.table(arrays)
+        table.validate(full=True)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    return table
 
 
 def normalised(array: Any) -> Any:
@@ -370,6 +392,18 @@ def read_logger_table_fast(table: Any, name: str, policies: Any, texts: Any) -> 
     offsets = np.frombuffer(offsets_buf, dtype=np.int32)[texts.offset: texts.offset + len(texts) + 1].astype(np.int64)
     buf = np.frombuffer(data_buf, dtype=np.uint8)
     return _from_table(table, name, policies, TextLoggers(buf, offsets[:-1].copy(), offsets[1:].copy()))
+
+
+def read_logger_objects_fast(table: Any, name: str, policies: Any, objects: list[Any], plain: Any) -> LoggedLog | None:
+    """The log of a DataFrame's table (:func:`logger_frame_table`) whose loggers are the Python ``objects`` (one per
+    row), checked on whole columns as :func:`read_logger_table_fast` checks JSON text: each query's first row's
+    logger made the reader's object by ``plain`` once, every other row's compared with it (:class:`ObjectLoggers`),
+    or ``None`` (declined) where the records read from its rows could be refused or read otherwise."""
+    names = set(table.column_names)
+    if policies is None or not {"query", "shown", "clicks", "logger"} <= names or "propensities" in names \
+            or not names <= _FAST_KEYS or len(objects) != table.num_rows:
+        return None
+    return _from_table(table, name, policies, ObjectLoggers(objects, plain))
 
 
 def read_logger_struct_fast(table: Any, name: str, policies: Any, column: Any, decode: Any) -> LoggedLog | None:
@@ -444,7 +478,33 @@ class StructLoggers:
         return self._decode(self.column[row].as_py(), row + 1)
 
 
-LoggerSource = TextLoggers | StructLoggers
+class ObjectLoggers:
+    """Loggers as Python objects (a DataFrame's ``logger`` column): a row's equals its reference row's where it is
+    the same object or a dict ``==`` to it (the line-by-line reader's own comparison; anything else, such as numpy
+    arrays inside, whose ``==`` has no single truth value, declines), made the reader's object by ``plain`` (numpy
+    values as Python's, as the records of the rows are made)."""
+
+    def __init__(self, objects: list[Any], plain: Any) -> None:
+        self.objects, self._plain = objects, plain
+
+    def same_as(self, n: int, ref: NDArray[np.int64]) -> bool:
+        objects = self.objects
+        if len(objects) != n:
+            return False
+        try:
+            for a, r in zip(objects, ref.tolist()):
+                b = objects[r]
+                if a is not b and not (type(a) is dict and type(b) is dict and (a == b) is True):
+                    return False
+        except (TypeError, ValueError):  # (an ambiguous truth value)
+            return False
+        return True
+
+    def decode(self, row: int) -> Any:
+        return self._plain(self.objects[row])
+
+
+LoggerSource = TextLoggers | StructLoggers | ObjectLoggers
 
 
 def same_rows(arr: Any, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.bool_] | None:
