@@ -133,8 +133,8 @@ def _read_fast(path: str, policies: Any, data: bytes | None = None) -> LoggedLog
 def _from_table(table: Any, path: str, policies: Any, loggers: LoggerSource | None) -> LoggedLog | None:
     """The log of ``table`` (pyarrow's, one impression per row; rows numbered from 1 as lines) checked on whole
     columns, or ``None`` where the line-by-line reader could refuse a row or read it otherwise (:func:`_read_fast`);
-    ``loggers``: a logger log's loggers (the table's ``logger`` column all null), :class:`TextLoggers` or
-    :class:`StructLoggers`."""
+    ``loggers``: a logger log's loggers (the table's ``logger`` column all null), :class:`TextLoggers`,
+    :class:`StructLoggers` or :class:`ObjectLoggers`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -297,7 +297,6 @@ def frame_table(frame: Any) -> Any:
     null, as a key left out of a line. ``None`` where the frame has another form (a ``logger`` column with a value,
     both ``propensities`` and ``p_*`` columns, no propensities) or pyarrow cannot convert a column: then the records
     read from its rows are the reference (:func:`onlineeval.io.logged.logged_from_records`)."""
-
     if "logger" in frame.columns and frame["logger"].notna().any():
         return None
     return propensity_table(frame.columns, lambda c: _frame_array(frame, c), len(frame))
@@ -471,7 +470,12 @@ class StructLoggers:
         self.column, self._decode = column, decode
 
     def same_as(self, n: int, ref: NDArray[np.int64]) -> bool:
-        same = same_rows(self.column, np.arange(n, dtype=np.int64), ref)
+        import pyarrow as pa
+
+        try:
+            same = same_rows(self.column, np.arange(n, dtype=np.int64), ref)
+        except (pa.ArrowException, TypeError, ValueError, NotImplementedError):  # (a type pyarrow cannot fill or cast)
+            return False
         return same is not None and bool(same.all())
 
     def decode(self, row: int) -> Any:
@@ -510,9 +514,9 @@ LoggerSource = TextLoggers | StructLoggers | ObjectLoggers
 def same_rows(arr: Any, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.bool_] | None:
     """Whether row ``a[i]`` of the Arrow array ``arr`` holds the same value as row ``b[i]``: the same nulls, strings,
     integers and booleans equal, floats bit for bit (stricter than the line-by-line reader's ``==``, to which the
-    caller declines: ``-0.0`` is not ``0.0`` here, and NaN is NaN),
-    structs field by field, lists and maps of the same length element by element in order; ``None`` for a type it
-    does not compare (dictionaries, timestamps, ...: the caller declines)."""
+    caller declines: ``-0.0`` is not ``0.0`` here, and NaN is NaN), structs field by field, lists and maps of the
+    same length element by element in order; ``None`` for a type it does not compare (dictionaries, timestamps,
+    ...: the caller declines)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
