@@ -107,9 +107,9 @@ def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
     log and errors as its records: 10^5 impressions in about 0.4 s against 3.1 s) and digested as that table
     (:func:`onlineeval.io.digest.table_entry`), as is one with a ``logger`` column of dicts
     (:func:`~onlineeval.io.logged_fast.read_logger_objects_fast`: 10^5 Plackett-Luce rows in about 1.0-1.4 s
-    against 4.4-4.9 s; the digest's ``logger`` column each query's logger as canonical JSON, :func:`_logger_table_entry`); where
-    those decline, the records read from its rows are the reference and are digested as they are read
-    (:class:`onlineeval.io.digest.RecordsDigest`)."""
+    against 4.4-4.9 s; the digest's ``logger`` column each query's logger as canonical JSON,
+    :func:`_logger_table_entry`); where those decline, the records read from its rows are the reference and are
+    digested as they are read (:class:`onlineeval.io.digest.RecordsDigest`)."""
     import pandas as pd
 
     from onlineeval.io.digest import RecordsDigest, input_entry, table_entry
