@@ -445,8 +445,8 @@ def test_same_rows_compares_nested_values_as_python_does_on_their_values(seed):
             return None
         return {"s": pick(["a", "b", None]), "f": pick([0.0, -0.0, 2.0, float("nan"), None]),
                 "g": pick([0.5, -0.0, None]), "i": pick([0, 1, None]), "b": pick([True, False, None]), "n": None,
-                "l": pick([None, floats()]), "m": pick([None, [], [("a", 1)], [("a", 1), ("b", 2)], [("b", 2), ("a", 1)],
-                                                         [("a", None)]]),
+                "l": pick([None, floats()]),
+                "m": pick([None, [], [("a", 1)], [("a", 1), ("b", 2)], [("b", 2), ("a", 1)], [("a", None)]]),
                 "t": pick([None, {"x": pick(["u", None]), "y": pick([None, [{"z": pick([1.0, None])}],
                                                                      [None], [{"z": 1.0}, {"z": -0.0}]])}])}
 
