@@ -92,6 +92,51 @@ def _clicked(clicks: Any, shown: list[str], row: int, clicks_as: str) -> list[st
     return ids
 
 
+def _frame_sessions(sessions: Any, clicks_as: str) -> ClickLog | None:
+    """The :class:`~clickmodels.logs.ClickLog` of a DataFrame of sessions converted by pyarrow and read on whole
+    columns (:func:`clickmodels.logs_columns.sessions_from_columns`), as the rows read one by one below (the
+    reference) make it, or ``None`` (declined: the rows are read one by one, whose errors name the row). Taken:
+    ``query`` strings or integers; ``docs`` lists of string or integer ids; ``clicks`` lists of clicked string ids
+    (``clicks_as`` auto or ids) or of booleans, one per shown document (auto or flags; with flags, on every row),
+    missing or empty for no click (not with flags); ``session`` without a missing value (its strings, as the rows'
+    ``astype(str)``; absent: the row's index from 0). Anything else declines (comma-separated strings, integer
+    clicks, whose reading depends on the documents, floats, ...)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from clickmodels.logs_columns import sessions_from_columns
+
+    n = len(sessions)
+    if not n:
+        return None
+    try:
+        arrays = {c: pa.array(sessions[c], from_pandas=True) for c in ("query", "docs", "clicks")}
+        if "session" in sessions.columns:
+            if sessions["session"].isna().any():
+                return None
+            arrays["session"] = pa.array(sessions["session"].astype(str).tolist(), type=pa.string())
+        else:
+            arrays["session"] = pa.array(np.arange(n).astype(str).tolist(), type=pa.string())
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    clicks = arrays["clicks"]
+    if not (pa.types.is_list(clicks.type) or pa.types.is_large_list(clicks.type)):
+        return None
+    kind = clicks.type.value_type
+    if pa.types.is_boolean(kind):
+        if clicks_as == "ids":  # (booleans as ids: the rows' error)
+            return None
+        if clicks_as == "flags":  # one flag per shown document on every row
+            docs = arrays["docs"]
+            if clicks.null_count or not (pa.types.is_list(docs.type) or pa.types.is_large_list(docs.type)) \
+                    or not np.array_equal(np.diff(clicks.offsets.to_numpy()), np.diff(docs.offsets.to_numpy())):
+                return None
+    elif not ((pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind))
+              and clicks_as != "flags"):
+        return None
+    return sessions_from_columns(pa.table(arrays), None)
+
+
 def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", clicks_as: str = "auto") -> ClickLog:
     """A :class:`clickmodels.logs.ClickLog` from a DataFrame of sessions, a ClickLog or a file."""
     import pandas as pd
@@ -118,6 +163,9 @@ def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", cl
     if lacking:
         raise InputError(f"{name} lacks column(s) {', '.join(lacking)}; needs session (optional), query, docs "
                          "(shown ids in rank order), clicks (clicked ids, or one bool per shown document)")
+    fast = _frame_sessions(sessions, clicks_as)
+    if fast is not None:
+        return fast
     sids = sessions["session"].astype(str).tolist() if "session" in sessions.columns else \
         [str(i) for i in range(len(sessions))]
     out = []
