@@ -45,7 +45,7 @@ def parse_scheduler(spec: str, where: Sequence[str | int] = ADDRESS,
     spec = spec.strip()
     if spec == "local" or spec.startswith("local:"):  # not "localhost:8786", an address
         _, _, n = spec.partition(":")
-        if not n.isdigit() or int(n) < 1:
+        if not n.isdecimal() or int(n) < 1:
             raise ConfigError(where, f"'local:N' needs a whole number of workers N >= 1, got {spec!r}", source)
         return "local", int(n)
     if not spec:
@@ -68,7 +68,7 @@ def _tcp_host_port(address: str) -> tuple[str, int] | None:
         port_text = tail[1:] if tail.startswith(":") else ""
     else:
         host, _, port_text = rest.partition(":")
-    if not host or (port_text and not port_text.isdigit()):
+    if not host or (port_text and not port_text.isdecimal()):
         return None
     return host, int(port_text) if port_text else 8786
 

@@ -62,7 +62,7 @@ def lock_holders(path: Path) -> list[int]:
     except OSError:
         return found
     for entry in entries:
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdecimal() or int(entry) == os.getpid():
             continue
         fd_dir = f"/proc/{entry}/fd"
         try:
@@ -81,7 +81,7 @@ def lock_holders(path: Path) -> list[int]:
 
 def _in_use_message(path: Path, holder: str) -> str:
     """Why the lock at ``path`` cannot be taken: another live run, or processes left behind by a dead one."""
-    pid = int(holder) if holder.isdigit() else None
+    pid = int(holder) if holder.isdecimal() else None
     if pid is None or _alive(pid):
         return (f"results folder is in use by another onlineeval run (pid {holder}); wait for it to finish "
                 "or choose another --output")

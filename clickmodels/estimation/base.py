@@ -244,6 +244,15 @@ class PairTable:
             raise InputError(f"{where}: {msg}", source) from None
 
 
+def _is_int_text(text: str) -> bool:
+    """Whether ``int(text)`` reads ``text`` (the id that a list of ids fails on is named)."""
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _to_int_ids(ids: np.ndarray, vocab: np.ndarray | None, what: str) -> np.ndarray:
     if vocab is not None:
         vocab = np.asarray(vocab).astype(str)
@@ -252,9 +261,9 @@ def _to_int_ids(ids: np.ndarray, vocab: np.ndarray | None, what: str) -> np.ndar
     try:
         out = np.array([int(x) for x in ids], dtype=np.int64)
     except ValueError:
-        bad = next(x for x in ids if not x.strip().lstrip("-").isdigit())
+        bad = next(x for x in ids if not _is_int_text(x))
         raise InputError(
-            f"{what} id {bad!r} is not an integer; pass the vocabulary that maps ids to integer codes"
+            f"{what} id {str(bad)!r} is not an integer; pass the vocabulary that maps ids to integer codes"
         ) from None
     if out.size and (out.min() < 0 or out.max() >= 2**31):
         raise InputError(f"{what} ids must be integers in [0, 2**31)")

@@ -218,7 +218,7 @@ class AdaptiveIPS(Estimator):
         if isinstance(b, Mapping):
             items = []
             for key, value in b.items():
-                if isinstance(key, str) and key.strip().isdigit():  # JSON object keys are strings
+                if isinstance(key, str) and key.strip().isdecimal():  # JSON object keys are strings
                     key = int(key)
                 if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
                     raise ConfigError(("estimator", "behaviours", str(key)),

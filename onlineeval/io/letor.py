@@ -157,7 +157,7 @@ def read_letor(
             if key == "qid":
                 qid = val
                 continue
-            if key.isdigit():
+            if key.isdecimal():  # (not isdigit: "²" is a digit int() refuses)
                 max_feature = max(max_feature, int(key))
             if feature_key is not None and tok.startswith(feature_key):
                 feature_seen = True
