@@ -284,6 +284,10 @@ def estimate(
     check_settings(metric, alpha, bootstrap, ties, prefix="")
     if not targets:
         raise ConfigError(("targets",), "give at least one target")
+    if not isinstance(estimators, str) and not (isinstance(estimators, (list, tuple))
+                                                and all(isinstance(e, str) for e in estimators)):
+        raise ConfigError(("estimators",), "must be estimator names: a comma-separated string ('ips,snips') or a "
+                          f"list of names, got {type(estimators).__name__}")
     names = parse_estimators(estimators if isinstance(estimators, str) else ",".join(estimators), key="estimators")
     opts = {k: dict(v) for k, v in (options or {}).items()}
     unknown = [k for k in opts if k not in names]

@@ -71,6 +71,9 @@ def fit_name(name: str, option: str) -> str:
     """
     from onlineeval.errors import ConfigError
 
+    if not isinstance(name, str):  # (the Python API: anything may be passed)
+        raise ConfigError((option,), f"must be a click-model name (text), got {type(name).__name__}; allowed: "
+                          f"{MODEL_LIST}")
     key = name.strip().lower()
     for estimator, (_, others) in FIT_MODELS.items():
         if key == estimator or key in others:
