@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -34,3 +35,46 @@ def test_names_as_a_string_a_list_or_a_tuple_give_the_same_estimates():
     results = [onlineeval.estimate(LOG, target, e).results for e in ("ips,snips", ["ips", "snips"], ("ips", "snips"))]
     for other in results[1:]:
         pd.testing.assert_frame_equal(other, results[0])
+
+
+QRELS = pd.DataFrame({"query": ["q1", "q1", "q2", "q2"], "doc": ["a", "b", "a", "b"], "grade": [1, 0, 0, 1]})
+RUNS = {name: pd.DataFrame({"query": ["q1", "q1", "q2", "q2"], "doc": ["a", "b", "a", "b"], "score": s})
+        for name, s in (("A", [2.0, 1.0, 2.0, 1.0]), ("B", [1.0, 2.0, 1.0, 2.0]))}
+
+
+@pytest.mark.parametrize(("call", "key"), [
+    (lambda: onlineeval.evaluate(QRELS, RUNS, None), "metrics"),
+    (lambda: onlineeval.evaluate(QRELS, RUNS, "nDCG@10", seed=-1), "seed"),
+    (lambda: onlineeval.evaluate(QRELS, RUNS, "nDCG@10", seed=None), "seed"),
+    (lambda: onlineeval.evaluate(QRELS, RUNS, "nDCG@10", bootstrap="x"), "bootstrap"),
+    (lambda: onlineeval.evaluate(QRELS, RUNS, "nDCG@10", permutations=0), "permutations"),
+    (lambda: onlineeval.evaluate(QRELS, RUNS, "nDCG@10", alpha=None), "alpha"),
+    (lambda: onlineeval.estimate(LOG, {"B": {"q1": ["a", "b"]}}, "ips", bootstrap="x"), "bootstrap"),
+    (lambda: onlineeval.estimate(LOG, {"B": {"q1": ["a", "b"]}}, "ips", alpha="0.1"), "alpha"),
+    (lambda: onlineeval.evaluate_clicks(SESSIONS, None), "models"),
+    (lambda: onlineeval.evaluate_clicks(SESSIONS, {}), "models"),
+    (lambda: onlineeval.evaluate_clicks(SESSIONS, "rctr", test_fraction=None), "test_fraction"),
+    (lambda: onlineeval.evaluate_clicks(SESSIONS, "rctr", seed=-1), "seed"),
+    (lambda: onlineeval.fit_clicks(SESSIONS, "pbm", max_iter=""), "max_iter"),
+    (lambda: onlineeval.fit_clicks(SESSIONS, "pbm", tol="small"), "tol"),
+    (lambda: onlineeval.fit_clicks(SESSIONS, "pbm", method=1), "method"),
+    (lambda: onlineeval.sample_clicks(None, [[1, 0]], np.random.default_rng(0)), "model"),
+    (lambda: onlineeval.validate("onlineeval.interleaving.team_draft:TeamDraft", ["team_draft"]), "method"),
+])
+def test_odd_arguments_are_config_errors_naming_the_argument(call, key):
+    """None, text for numbers, a negative seed, an empty mapping...: TypeError, KeyError, AttributeError or NumPy's
+    ValueError from inside before."""
+    with pytest.raises(ConfigError) as exc:
+        call()
+    assert exc.value.key_path[-1] == key
+
+
+def test_metric_names_may_be_any_sequence_of_named_things():
+    class Measure:  # as ir_measures' measure objects: their text is the name
+        def __str__(self) -> str:
+            return "nDCG@10"
+
+    a = onlineeval.evaluate(QRELS, RUNS, [Measure(), "AP"])
+    b = onlineeval.evaluate(QRELS, RUNS, "nDCG@10,AP")
+    assert a.metrics == b.metrics == ["nDCG@10", "AP"]
+    assert [a.mean("B", m) for m in a.metrics] == [b.mean("B", m) for m in b.metrics]

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from onlineeval.api._inputs import PathLike, _is_path
+from onlineeval.api._inputs import PathLike, _is_path, check_number, check_seed, names_text
 from onlineeval.errors import ConfigError, InputError, must_be_one_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -236,6 +236,11 @@ def fit_clicks(
     key = fit_name(model, "model")
     opts = {k: v for k, v in {"method": method, "max_iter": max_iter, "tol": tol, "pseudo": pseudo}.items()
             if v is not None}
+    for name, value in opts.items():  # (their ranges are the estimators' to check)
+        if name == "method" and not isinstance(value, str):
+            raise ConfigError(("method",), f"must be 'em' or 'closed_form', got {value!r}")
+        if name != "method":
+            check_number(value, name)
     return fit_log(key, _click_log(sessions, format, clicks_as=clicks_as), **opts)
 
 
@@ -285,12 +290,17 @@ def evaluate_clicks(
     from clickmodels.logs import train_test_split
     from onlineeval.cli.clicks import evaluate_conventions, fit_models, resolve_models
 
-    requests = None if isinstance(models, Mapping) else resolve_models(models, "models")  # before any reading
+    if isinstance(models, Mapping):
+        if not models:
+            raise ConfigError(("models",), "give at least one model (a name, or a name -> fitted model mapping)")
+        requests = None
+    else:  # before any reading
+        requests = resolve_models(names_text(models, "models", "click-model names"), "models")
     train = _click_log(sessions, format, clicks_as=clicks_as)
     if test is None:
-        if not 0 < test_fraction < 1:
+        if not 0 < check_number(test_fraction, "test_fraction") < 1:
             raise ConfigError(("test_fraction",), f"must be in (0, 1), got {test_fraction}")
-        train, held = train_test_split(train, test_fraction, np.random.default_rng(seed))
+        train, held = train_test_split(train, test_fraction, np.random.default_rng(check_seed(seed)))
     else:
         held = _click_log(test, format, "test", clicks_as)
     fits = dict(models) if requests is None else fit_models(requests, train)
@@ -343,4 +353,7 @@ def sample_clicks(
 
     m = clickmodels.build({"name": model} if isinstance(model, str) else model) if isinstance(
         model, (str, Mapping)) else model
+    if not callable(getattr(m, "sample", None)):
+        raise ConfigError(("model",), "must be a click model, a spec such as {'name': 'cascade', 'preset': "
+                          f"'navigational'}} or a model name, got {type(model).__name__}")
     return m.sample(labels, rng)

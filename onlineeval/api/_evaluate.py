@@ -29,7 +29,9 @@ def _conventions(
     from onlineeval.conventions import Gain, preset
     from onlineeval.metrics.names import common_rel_min, resolve_metric_list
 
-    text = metrics if isinstance(metrics, str) else ",".join(str(m) for m in metrics)
+    from onlineeval.api._inputs import names_text
+
+    text = names_text(metrics, "metrics", "metric names")
     names, translations = resolve_metric_list(text, trec_eval_preset=preset_name == "trec_eval")
     base = preset(preset_name)
     rel_min = overrides.get("rel_min")
@@ -162,6 +164,22 @@ class Evaluation:
         raise ConfigError(("system",), f"no comparison of {system!r} on {metric!r} against {self.baseline!r}")
 
 
+def _check_test_options(seed: Any, permutations: Any, bootstrap: Any, alpha: Any) -> None:
+    """The paired tests' options of :func:`evaluate` (a :class:`~onlineeval.errors.ConfigError` naming the
+    argument): a seed >= 0, whole numbers of permutations and resamples >= 1, a level in (0, 1)."""
+    import numbers
+
+    from onlineeval.api._inputs import check_seed
+    from onlineeval.errors import ConfigError
+
+    check_seed(seed)
+    for key, value in (("permutations", permutations), ("bootstrap", bootstrap)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ConfigError((key,), f"must be a whole number >= 1, got {value!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise ConfigError(("alpha",), f"must be in (0, 1), got {alpha!r}")
+
+
 def evaluate(
     qrels: TableLike,
     runs: TableLike | Mapping[str, TableLike] | Sequence[PathLike],
@@ -242,6 +260,7 @@ def evaluate(
         summary_row,
     )
 
+    _check_test_options(seed, permutations, bootstrap, alpha)
     conv_opts = {"gain": gain, "ties": ties, "empty": empty, "missing": missing, "rel_min": rel_min, "depth": depth}
     names_list, translations, conv = _conventions(metrics, preset, conv_opts)
     ms = parse_metrics(names_list)

@@ -106,3 +106,40 @@ def _named_runs(runs: Any) -> dict[str, Any]:
     if len(items) == 1:
         return {"run": items[0]}
     return {f"run{i + 1}": r for i, r in enumerate(items)}
+
+
+def check_seed(seed: Any, key: str = "seed") -> int:
+    """``seed`` as a whole number >= 0 (NumPy's seeds), else a :class:`~onlineeval.errors.ConfigError` naming ``key``."""
+    import numbers
+
+    from onlineeval.errors import ConfigError
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ConfigError((key,), f"must be a whole number >= 0, got {seed!r}")
+    return int(seed)
+
+
+def check_number(value: Any, key: str) -> float:
+    """``value`` as a number (not a bool, not text), else a :class:`~onlineeval.errors.ConfigError` naming ``key``."""
+    import numbers
+
+    from onlineeval.errors import ConfigError
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError((key,), f"must be a number, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def names_text(value: Any, key: str, what: str) -> str:
+    """Names given as a comma-separated string or a sequence (each item as its text: e.g. ir_measures' measure
+    objects), as one comma-separated string; anything else a :class:`~onlineeval.errors.ConfigError` naming ``key``."""
+    from collections.abc import Mapping, Sequence
+
+    from onlineeval.errors import ConfigError
+
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, Mapping)):
+        return ",".join(str(v) for v in value)
+    raise ConfigError((key,), f"must be {what}: a comma-separated string or a list of names, got "
+                      f"{type(value).__name__}")

@@ -52,6 +52,10 @@ def validate(
         validate_interleaver,
     )
 
+    if not isinstance(method, str):
+        from onlineeval.errors import ConfigError
+
+        raise ConfigError(("method",), f"must be an interleaving method's name (text), got {type(method).__name__}")
     opts = dict(options or {})
     if isinstance(candidate, str):
         cand = load_candidate(candidate, timeout=timeout)

@@ -19,6 +19,7 @@ Deng, Knoblich and Lu 2018 for two ratios on the same clusters).
 from __future__ import annotations
 
 import math
+import numbers
 import zlib
 from dataclasses import dataclass
 from collections.abc import Sequence
@@ -109,8 +110,11 @@ def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix:
         raise ConfigError((f"{prefix}metric",), must_be_one_of(METRICS, metric, note=(
             f" or {UTILITY_PREFIX}<metric> (clicks weighted by an offline metric's C/W/L weights, e.g. "
             "utility:RBP(p=0.8), utility:nDCG@10)")))
-    if not 0 < alpha < 1:
-        raise ConfigError((f"{prefix}alpha",), f"must be in (0, 1), got {alpha}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise ConfigError((f"{prefix}alpha",), f"must be in (0, 1), got {alpha!r}")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, numbers.Integral):
+        raise ConfigError((f"{prefix}bootstrap",), f"must be a whole number: 0 (no bootstrap) or >= 100 replicates, "
+                          f"got {bootstrap!r}")
     if bootstrap != 0 and bootstrap < 100:
         raise ConfigError((f"{prefix}bootstrap",), f"must be 0 (no bootstrap) or >= 100 replicates, got {bootstrap}")
     if ties not in TIES:
