@@ -260,5 +260,5 @@ def preset(name: str) -> Conventions:
     """The named preset (``trec_eval``, ``lightgbm``, ``xgboost`` or ``default``)."""
     try:
         return PRESETS[name]
-    except KeyError:
+    except (KeyError, TypeError):  # (TypeError: an unhashable value from the Python API)
         raise ConfigError(("preset",), f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None

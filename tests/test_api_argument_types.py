@@ -78,3 +78,33 @@ def test_metric_names_may_be_any_sequence_of_named_things():
     b = onlineeval.evaluate(QRELS, RUNS, "nDCG@10,AP")
     assert a.metrics == b.metrics == ["nDCG@10", "AP"]
     assert [a.mean("B", m) for m in a.metrics] == [b.mean("B", m) for m in b.metrics]
+
+
+CONFIG = {"seed": 1, "replicates": 2, "workers": 1, "collection": {"type": "synthetic", "n_queries": 30, "candidates": 8},
+          "rankers": {"depth": 5, "A": {"noise": 1.0}, "B": {"noise": 0.9}}, "users": {"population": 200},
+          "traffic": {"days": 2, "queries_per_day": 100}, "designs": [{"name": "ab", "type": "ab"}],
+          "analysis": {"aa": False}}
+
+
+@pytest.mark.parametrize(("kwargs", "key"), [
+    ({"workers": ""}, "workers"), ({"workers": -1}, "workers"), ({"workers": True}, "workers"),
+    ({"overrides": "traffic.days=3"}, "overrides"), ({"overrides": ["x"]}, "overrides"),
+])
+def test_simulate_arguments_of_the_wrong_kind_are_refused_before_running(tmp_path, kwargs, key):
+    with pytest.raises(ConfigError) as exc:
+        onlineeval.simulate(CONFIG, output=tmp_path / "out", **kwargs)
+    assert exc.value.key_path == (key,)
+    assert not (tmp_path / "out").exists()  # (nothing ran)
+
+
+@pytest.mark.parametrize(("kwargs", "key"), [
+    ({"scores": None}, "scores"), ({"scores": "A.txt"}, "scores"), ({"scores": [1.5]}, "scores"),
+    ({"features": None}, "features"), ({"features": "1"}, "features"), ({"preset": []}, "preset"),
+])
+def test_evaluate_letor_arguments_of_the_wrong_kind_are_refused(tmp_path, kwargs, key):
+    letor = tmp_path / "x.letor"
+    letor.write_text("1 qid:1 1:0.5 2:0.1 # a\n0 qid:1 1:0.2 2:0.3 # b\n")
+    with pytest.raises(ConfigError) as exc:
+        onlineeval.evaluate_letor(letor, **({"features": [1]} | kwargs))
+    assert exc.value.key_path == (key,)
+    assert onlineeval.evaluate_letor(letor, features=[1, 2]).metrics  # (the same call, well-formed, reads)

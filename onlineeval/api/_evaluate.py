@@ -386,8 +386,15 @@ def evaluate_letor(
     if isinstance(scores, Mapping):
         named: dict[str, Any] = {str(k): v for k, v in scores.items()}
     else:
+        if isinstance(scores, (str, bytes)) or not isinstance(scores, Sequence) or not all(
+                _is_path(p) for p in scores):
+            raise ConfigError(("scores",), "must be a mapping of system name to score file or array, or a list of "
+                              f"score files, got {type(scores).__name__}")
         paths = [Path(p) for p in scores]
         named = dict(zip(_named_runs(paths), paths)) if paths else {}
+    if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
+        raise ConfigError(("features",), f"must be a list of feature columns (integers >= 1), got "
+                          f"{type(features).__name__}")
     for f in features:
         if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 1:
             raise ConfigError(("features",), f"feature columns are integers >= 1, got {f!r}")

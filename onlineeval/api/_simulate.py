@@ -7,6 +7,7 @@ tables as DataFrames, plots as matplotlib figures.
 from __future__ import annotations
 
 import copy
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,6 +228,12 @@ def simulate(
     from simulations.config import Config, config_from_mapping, load_config, set_key_path
     from simulations.job import simulate as run_job
 
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ConfigError(("overrides",), f"must be a mapping of key paths to values ({{'traffic.days': 7}}), got "
+                          f"{type(overrides).__name__}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, numbers.Integral)
+                                or workers < 0):
+        raise ConfigError(("workers",), f"must be a whole number >= 0 (0: all cores), got {workers!r}")
     sets = dict(overrides or {})
     sets.update({k.replace("__", "."): v for k, v in key_path_overrides.items()})
     if isinstance(config, Config):
