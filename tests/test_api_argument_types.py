@@ -108,3 +108,31 @@ def test_evaluate_letor_arguments_of_the_wrong_kind_are_refused(tmp_path, kwargs
         onlineeval.evaluate_letor(letor, **({"features": [1]} | kwargs))
     assert exc.value.key_path == (key,)
     assert onlineeval.evaluate_letor(letor, features=[1, 2]).metrics  # (the same call, well-formed, reads)
+
+
+def test_an_empty_output_path_is_refused_everywhere(tmp_path, monkeypatch):
+    """An empty output (Path("") is the current folder) in a config, `--output ''` of simulate and sweep, and the
+    API's output="" wrote the results into the current folder: refused naming where it was given."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({**CONFIG, "output": ""}))
+    runner = CliRunner()
+    result = runner.invoke(app, ["simulate", "--config", str(config)])
+    assert result.exit_code != 0 and "output: an empty path would write the results into the current folder" in \
+        result.output
+    config.write_text(yaml.safe_dump({**CONFIG, "output": "out"}))
+    result = runner.invoke(app, ["simulate", "--config", str(config), "--output", " "])
+    assert result.exit_code != 0 and "--output: an empty path" in result.output
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"base: {config}\ngrid: {{seed: [1, 2]}}\nreplicates: 2\n")
+    result = runner.invoke(app, ["sweep", "--config", str(sweep), "--output", ""])
+    assert result.exit_code != 0 and "--output: an empty path" in result.output
+    for run in (lambda: onlineeval.simulate(CONFIG, output=""), lambda: onlineeval.sweep(str(sweep), output=" ")):
+        with pytest.raises(ConfigError, match="an empty path would write"):
+            run()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "s.yaml"]  # nothing written

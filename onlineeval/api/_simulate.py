@@ -176,6 +176,13 @@ class Simulation:
         return terminal_summary(self.result, source)
 
 
+def _check_output(output: Any) -> None:
+    """An output folder given as empty text (``Path("")`` is the current folder: surely a slip) is refused."""
+    if isinstance(output, str) and not output.strip():
+        raise ConfigError(("output",), "an empty path would write the results into the current folder; give a "
+                          "folder such as results/run1 (or '.' for the current folder)")
+
+
 def simulate(
     config: PathLike | Mapping[str, Any] | Config,
     *,
@@ -228,6 +235,7 @@ def simulate(
     from simulations.config import Config, config_from_mapping, load_config, set_key_path
     from simulations.job import simulate as run_job
 
+    _check_output(output)
     if overrides is not None and not isinstance(overrides, Mapping):
         raise ConfigError(("overrides",), f"must be a mapping of key paths to values ({{'traffic.days': 7}}), got "
                           f"{type(overrides).__name__}")
@@ -364,6 +372,7 @@ def sweep(
     if writers is not None and (isinstance(writers, bool) or not isinstance(writers, int) or writers < 0):
         raise ConfigError(("writers",), f"must be a whole number >= 0 of writer processes (0: write the points' "
                           f"folders in this process) or None (the default: 2, or 0 on one core), got {writers!r}")
+    _check_output(output)
     temp: str | None = None
     if _is_path(config):
         text = Path(config)

@@ -24,7 +24,8 @@ def set_option(help_text: str) -> Any:
 def simulate_cmd(
     config: Annotated[Path, typer.Option("--config", "-c", help="YAML config (see README: config reference).")],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Results directory (default: the config's 'output').")
+        Optional[str], typer.Option("--output", "-o", metavar="DIR",
+                                    help="Results directory (default: the config's 'output').")
     ] = None,
     replicates: Annotated[
         Optional[int], typer.Option("--replicates", "-r", min=1, help="Override the number of replicates.")
@@ -53,6 +54,7 @@ def simulate_cmd(
     ] = None,
 ) -> None:
     """Simulate A and B online: power versus days, required sample size, A/A false positives."""
+    from onlineeval.errors import ConfigError
     from simulations.job import simulate
     from simulations.report import terminal_summary
 
@@ -62,7 +64,10 @@ def simulate_cmd(
     if seed is not None:
         overrides["seed"] = seed
     if output is not None:
-        overrides["output"] = str(output)
+        if not output.strip():  # (an empty path is the current folder: surely a slip)
+            raise ConfigError(("--output",), "an empty path would write the results into the current folder; give a "
+                              "folder such as results/run1 (or '.' for the current folder)")
+        overrides["output"] = output
     cfg = _load(config, overrides, set(parse_sets(set_ or [])))
     out = Path(cfg.output)  # relative paths are relative to the working directory
 

@@ -17,7 +17,8 @@ from onlineeval.cli.simulate import set_option
 def sweep_cmd(
     config: Annotated[Path, typer.Option("--config", "-c", help="Sweep YAML: base config plus grid or points.")],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Sweep folder (default: the sweep config's 'output').")
+        Optional[str], typer.Option("--output", "-o", metavar="DIR",
+                                    help="Sweep folder (default: the sweep config's 'output').")
     ] = None,
     scheduler: Annotated[
         Optional[str],
@@ -48,12 +49,16 @@ def sweep_cmd(
 ) -> None:
     """Run a simulate config at every point of a grid or list; resume an interrupted sweep."""
     from onlineeval.cli.simulate import parse_sets
+    from onlineeval.errors import ConfigError
     from simulations.shrinkage import format_shrinkage
     from simulations.sweep import load_sweep, run_sweep
     from simulations.sweep_outputs import TERMINAL_LEGEND, terminal_table
 
     sets = parse_sets(set_ or [])
     with _named_options(scheduler, sets):
+        if output is not None and not output.strip():  # (an empty path is the current folder: surely a slip)
+            raise ConfigError(("--output",), "an empty path would write the sweep into the current folder; give a "
+                              "folder such as results/sweep1 (or '.' for the current folder)")
         sweep = load_sweep(config, output, sets)
 
     def log(msg: str) -> None:

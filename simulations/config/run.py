@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, Strict, model_serializer, model_validator
+from pydantic import Field, Strict, field_validator, model_serializer, model_validator
 
 from simulations.config.designs import DesignConfig
 from simulations.config.sections import (
@@ -81,6 +81,14 @@ class Config(_Strict):
         min_length=1,
     )
     analysis: AnalysisConfig = AnalysisConfig()
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _output_not_empty(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():  # (Path("") is the current folder: surely a slip)
+            raise ValueError("an empty path would write the results into the current folder; give a folder such as "
+                             "results/run1 (or '.' for the current folder)")
+        return value
 
     @model_validator(mode="before")
     @classmethod
