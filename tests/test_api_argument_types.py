@@ -80,7 +80,8 @@ def test_metric_names_may_be_any_sequence_of_named_things():
     assert [a.mean("B", m) for m in a.metrics] == [b.mean("B", m) for m in b.metrics]
 
 
-CONFIG = {"seed": 1, "replicates": 2, "workers": 1, "collection": {"type": "synthetic", "n_queries": 30, "candidates": 8},
+CONFIG = {"seed": 1, "replicates": 2, "workers": 1,
+          "collection": {"type": "synthetic", "n_queries": 30, "candidates": 8},
           "rankers": {"depth": 5, "A": {"noise": 1.0}, "B": {"noise": 0.9}}, "users": {"population": 200},
           "traffic": {"days": 2, "queries_per_day": 100}, "designs": [{"name": "ab", "type": "ab"}],
           "analysis": {"aa": False}}

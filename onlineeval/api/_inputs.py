@@ -109,7 +109,8 @@ def _named_runs(runs: Any) -> dict[str, Any]:
 
 
 def check_seed(seed: Any, key: str = "seed") -> int:
-    """``seed`` as a whole number >= 0 (NumPy's seeds), else a :class:`~onlineeval.errors.ConfigError` naming ``key``."""
+    """``seed`` as a whole number >= 0 (NumPy's seeds), else a :class:`~onlineeval.errors.ConfigError` naming
+    ``key``."""
     import numbers
 
     from onlineeval.errors import ConfigError
