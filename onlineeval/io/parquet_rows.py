@@ -60,8 +60,10 @@ class ParquetRows:
 
 def read_parquet_table(path: str) -> tuple[Any, ParquetRows]:
     """The table of a Parquet file or of a directory of them (pyarrow's dataset: files in sorted order, names
-    starting with ``_`` or ``.`` skipped, ``key=value`` folders' keys as columns), and its rows' files. Raises
-    :class:`~onlineeval.errors.InputError` (naming ``path``) where pyarrow cannot read it."""
+    starting with ``_`` or ``.`` skipped, ``key=value`` folders' keys as columns; files of different columns or
+    struct fields read with the union of their schemas), and its rows' files. Raises
+    :class:`~onlineeval.errors.InputError` (naming ``path``) where pyarrow cannot read it (e.g. a column of other
+    types in two files)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -70,6 +72,15 @@ def read_parquet_table(path: str) -> tuple[Any, ParquetRows]:
             table = pq.read_table(path)
             return table, ParquetRows(path, (path,), (0,))
         dataset = pq.ParquetDataset(path)
+        schemas = [fragment.physical_schema for fragment in dataset.fragments]
+        if any(not schema.equals(schemas[0], check_metadata=False) for schema in schemas[1:]):
+            # pyarrow reads every file with the first file's schema: a column only later files have is dropped, and
+            # a struct's fields only they have (a logger's scores of other documents) are silently nulled. Read with
+            # the union of the files' schemas instead (the partition keys' dictionaries as their values' type).
+            unified = pa.unify_schemas([dataset.schema, *schemas], promote_options="permissive")
+            unified = pa.schema([pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
+                                 for f in unified])
+            dataset = pq.ParquetDataset(path, schema=unified)
         table = dataset.read()
         counts = [fragment.count_rows() for fragment in dataset.fragments]
     except (pa.ArrowException, OSError) as exc:
