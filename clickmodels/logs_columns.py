@@ -215,6 +215,14 @@ def tsv_sessions(path: Any) -> Any:
         return None
     if table.num_rows != lines:
         return None
+    try:
+        return _tsv_columns(table, str(path), pa, pc)
+    except (pa.ArrowException, OverflowError):  # e.g. more than 2**31 bytes of one column (32-bit offsets)
+        return None
+
+
+def _tsv_columns(table: Any, source: str, pa: Any, pc: Any) -> Any:
+    """:func:`tsv_sessions`' ClickLog of the CSV reader's table of strings (or ``None``: declined)."""
     session = _stripped(table.column("session").combine_chunks(), pa, pc)
     query = _stripped(table.column("query").combine_chunks(), pa, pc)
     if pc.any(pc.equal(session, "")).as_py() or pc.any(pc.equal(query, "")).as_py() \
@@ -235,4 +243,4 @@ def tsv_sessions(path: Any) -> Any:
             flat = flat.filter(pa.array(~empty))
             offsets = np.concatenate([[0], np.cumsum(np.where(none, 0, lengths))])
         lists[field] = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), flat)
-    return sessions_from_columns(pa.table({"session": session, "query": query, **lists}), str(path))
+    return sessions_from_columns(pa.table({"session": session, "query": query, **lists}), source)
