@@ -134,7 +134,10 @@ def _frame_sessions(sessions: Any, clicks_as: str) -> ClickLog | None:
     elif not ((pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind))
               and clicks_as != "flags"):
         return None
-    return sessions_from_columns(pa.table(arrays), None)
+    try:
+        return sessions_from_columns(pa.table(arrays), None)
+    except (pa.ArrowException, OverflowError):  # e.g. more than 2**31 document ids (32-bit list offsets)
+        return None
 
 
 def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", clicks_as: str = "auto") -> ClickLog:
