@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["OnlineEvalError", "InputError", "ConfigError", "OutputError", "format_key_path", "must_be_one_of"]
+__all__ = ["OnlineEvalError", "InputError", "ConfigError", "OutputError", "check_seed", "format_key_path",
+           "must_be_one_of"]
 
 
 class OnlineEvalError(Exception):
@@ -131,6 +132,16 @@ def must_be_one_of(allowed: Iterable[object], got: object, key: str | None = Non
     """
     head = f"{key} must" if key else "must"
     return f"{head} be one of {', '.join(map(str, allowed))}{note}; got {got!r}"
+
+
+def check_seed(seed: object, key: str = "seed") -> int:
+    """``seed`` as an int: a :class:`ConfigError` naming ``key`` unless a non-negative integer (NumPy's seeds are
+    non-negative; not a bool)."""
+    import numbers
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ConfigError((key,), f"must be a non-negative integer, got {seed!r}")
+    return int(seed)
 
 
 class OutputError(OnlineEvalError):

@@ -10,8 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from onlineeval.api._inputs import PathLike, _is_path, check_number, check_seed, names_text
-from onlineeval.errors import ConfigError, InputError, must_be_one_of
+from onlineeval.api._inputs import PathLike, _is_path, check_number, names_text
+from onlineeval.errors import ConfigError, InputError, check_seed, must_be_one_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

@@ -169,8 +169,7 @@ def _check_test_options(seed: Any, permutations: Any, bootstrap: Any, alpha: Any
     argument): a seed >= 0, whole numbers of permutations and resamples >= 1, a level in (0, 1)."""
     import numbers
 
-    from onlineeval.api._inputs import check_seed
-    from onlineeval.errors import ConfigError
+    from onlineeval.errors import ConfigError, check_seed
 
     check_seed(seed)
     for key, value in (("permutations", permutations), ("bootstrap", bootstrap)):

@@ -108,18 +108,6 @@ def _named_runs(runs: Any) -> dict[str, Any]:
     return {f"run{i + 1}": r for i, r in enumerate(items)}
 
 
-def check_seed(seed: Any, key: str = "seed") -> int:
-    """``seed`` as a whole number >= 0 (NumPy's seeds), else a :class:`~onlineeval.errors.ConfigError` naming
-    ``key``."""
-    import numbers
-
-    from onlineeval.errors import ConfigError
-
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ConfigError((key,), f"must be a whole number >= 0, got {seed!r}")
-    return int(seed)
-
-
 def check_number(value: Any, key: str) -> float:
     """``value`` as a number (not a bool, not text), else a :class:`~onlineeval.errors.ConfigError` naming ``key``."""
     import numbers

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from onlineeval.errors import ConfigError, InputError
+from onlineeval.errors import ConfigError, InputError, check_seed
 
 __all__ = ["CHECK_OF_KIND", "DEFAULT_TIMEOUT", "CandidateError", "Watchdog", "call_candidate", "check_seed",
            "check_timeout", "short"]
@@ -238,13 +238,6 @@ def watchdog(timeout: float | None) -> Iterator[Watchdog]:
     """``with watchdog(10.0):`` candidate calls inside are timed (see :class:`Watchdog`)."""
     with Watchdog(timeout) as dog:
         yield dog
-
-
-def check_seed(seed: object) -> int:
-    """``seed`` as an int (``ConfigError`` unless a non-negative integer: numpy's seeds are non-negative)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError(("seed",), f"must be a non-negative integer, got {seed!r}")
-    return int(seed)
 
 
 def check_timeout(timeout: object) -> float | None:
