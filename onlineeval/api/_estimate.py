@@ -161,19 +161,16 @@ def _logger_table_entry(table: Any, objects: list[Any], plain: Any) -> dict[str,
     table with the ``logger`` column holding each row's logger as the canonical JSON of its query's first row's (a
     dictionary array: each logger's text once; every row's was checked equal to it), or ``None`` where a logger
     has no JSON form (the records are then read and digested one by one)."""
-    import json
-
     import numpy as np
     import pandas as pd
     import pyarrow as pa
 
-    from onlineeval.io.digest import _canonical, table_entry
+    from onlineeval.io.digest import canonical_json, table_entry
 
-    encode = json.JSONEncoder(default=_canonical, allow_nan=True, separators=(",", ":")).encode
     codes, _ = pd.factorize(np.asarray(table.column("query").to_numpy(zero_copy_only=False), dtype=object))
     _, first = np.unique(codes, return_index=True)  # (codes in order of first row)
     try:
-        texts = pa.array([encode(plain(objects[row])) for row in first.tolist()], type=pa.string())
+        texts = pa.array([canonical_json(plain(objects[row])) for row in first.tolist()], type=pa.string())
     except (TypeError, ValueError):
         return None
     loggers = pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), texts)

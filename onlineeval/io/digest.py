@@ -64,6 +64,11 @@ def _canonical(x: Any) -> Any:
     raise TypeError(type(x).__name__)
 
 
+#: the canonical JSON text of a value (:func:`_canonical` for DataFrames, numpy values and mappings; floats written
+#: exactly; compact): what the in-memory digests hash. ``TypeError`` / ``ValueError`` for a value without one.
+canonical_json = json.JSONEncoder(default=_canonical, allow_nan=True, separators=(",", ":")).encode
+
+
 def memory_entry(obj: Any) -> dict[str, Any] | None:
     """``{"in_memory", "sha256"}`` of an input given in memory to the Python API (a DataFrame, a dict of dicts,
     lists of ids): a DataFrame's the SHA-256 of the Arrow table of its columns (:func:`table_entry`, its index left
@@ -74,7 +79,7 @@ def memory_entry(obj: Any) -> dict[str, Any] | None:
     import pandas as pd
 
     h = hashlib.sha256()
-    encode = json.JSONEncoder(default=_canonical, allow_nan=True, separators=(",", ":")).encode
+    encode = canonical_json
     try:
         if isinstance(obj, pd.DataFrame):
             import pyarrow as pa
@@ -124,7 +129,7 @@ class RecordsDigest:
     def __init__(self) -> None:
         self._h: Any = hashlib.sha256()
         self._block: list[Any] = []
-        self._encode = json.JSONEncoder(default=_canonical, allow_nan=True, separators=(",", ":")).encode
+        self._encode = canonical_json
         self.count = 0
 
     def _flush(self) -> None:
