@@ -530,4 +530,7 @@ def test_a_column_only_later_files_have_is_read(tmp_path):
         pq.write_table(_table(part), root / f"day={day}" / "part-0.parquet")
     with pytest.raises(InputError) as got:
         logged.read_logged(root)
-    assert "user_type" in expected.value.message and "user_type" in got.value.message
+    assert expected.value.line == 3  # (the first row giving it; row 1 of the second file)
+    assert got.value.path == str(root / "day=1" / "part-0.parquet")
+    assert got.value.message == "row 1: " + expected.value.message.replace(
+        "on line 1", f"in row 1 of {Path('day=0', 'part-0.parquet')}")
