@@ -180,6 +180,10 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
     if not isinstance(by, list) or any(a not in axes for a in by):
         raise ConfigError(("shrinkage_by",), f"must list axes of this sweep (the shrinkage study is split by their "
                           f"values), got {data.get('shrinkage_by')!r}; axes: {', '.join(axes)}", source)
+    from simulations.config.run import EMPTY_OUTPUT, is_empty_output
+
+    if is_empty_output(data.get("output")):  # (not the default: Path("") would be the current folder)
+        raise ConfigError(("output",), EMPTY_OUTPUT, source)
     out = Path(data.get("output") or "results/sweep")
     return SweepConfig(axes, points, out, chunk, dict(executor), plot_x, source, list(by))
 

@@ -112,8 +112,9 @@ def test_evaluate_letor_arguments_of_the_wrong_kind_are_refused(tmp_path, kwargs
 
 
 def test_an_empty_output_path_is_refused_everywhere(tmp_path, monkeypatch):
-    """An empty output (Path("") is the current folder) in a config, `--output ''` of simulate and sweep, and the
-    API's output="" wrote the results into the current folder: refused naming where it was given."""
+    """An empty output (Path("") is the current folder) in a config, `--output ''` of simulate and sweep, a sweep
+    file's `output: ''` and the API's output="" wrote the results into the current folder (the sweep file's: the
+    default folder, silently): refused naming where it was given."""
     import yaml
     from typer.testing import CliRunner
 
@@ -133,6 +134,9 @@ def test_an_empty_output_path_is_refused_everywhere(tmp_path, monkeypatch):
     sweep.write_text(f"base: {config}\ngrid: {{seed: [1, 2]}}\nreplicates: 2\n")
     result = runner.invoke(app, ["sweep", "--config", str(sweep), "--output", ""])
     assert result.exit_code != 0 and "--output: an empty path" in result.output
+    sweep.write_text(f"base: {config}\ngrid: {{seed: [1, 2]}}\nreplicates: 2\noutput: ''\n")
+    result = runner.invoke(app, ["sweep", "--config", str(sweep)])
+    assert result.exit_code != 0 and "output: an empty path" in result.output
     for run in (lambda: onlineeval.simulate(CONFIG, output=""), lambda: onlineeval.sweep(str(sweep), output=" ")):
         with pytest.raises(ConfigError, match="an empty path would write"):
             run()

@@ -177,10 +177,10 @@ class Simulation:
 
 
 def _check_output(output: Any) -> None:
-    """An output folder given as empty text (``Path("")`` is the current folder: surely a slip) is refused."""
-    if isinstance(output, str) and not output.strip():
-        raise ConfigError(("output",), "an empty path would write the results into the current folder; give a "
-                          "folder such as results/run1 (or '.' for the current folder)")
+    """An output folder given as empty text is refused (:func:`simulations.config.run.check_output`)."""
+    from simulations.config.run import check_output
+
+    check_output(output, "output")
 
 
 def simulate(

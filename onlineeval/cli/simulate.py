@@ -54,7 +54,7 @@ def simulate_cmd(
     ] = None,
 ) -> None:
     """Simulate A and B online: power versus days, required sample size, A/A false positives."""
-    from onlineeval.errors import ConfigError
+    from simulations.config.run import check_output
     from simulations.job import simulate
     from simulations.report import terminal_summary
 
@@ -64,9 +64,7 @@ def simulate_cmd(
     if seed is not None:
         overrides["seed"] = seed
     if output is not None:
-        if not output.strip():  # (an empty path is the current folder: surely a slip)
-            raise ConfigError(("--output",), "an empty path would write the results into the current folder; give a "
-                              "folder such as results/run1 (or '.' for the current folder)")
+        check_output(output, "--output")  # (named as the option, not the config's key)
         overrides["output"] = output
     cfg = _load(config, overrides, set(parse_sets(set_ or [])))
     out = Path(cfg.output)  # relative paths are relative to the working directory

@@ -49,16 +49,14 @@ def sweep_cmd(
 ) -> None:
     """Run a simulate config at every point of a grid or list; resume an interrupted sweep."""
     from onlineeval.cli.simulate import parse_sets
-    from onlineeval.errors import ConfigError
+    from simulations.config.run import check_output
     from simulations.shrinkage import format_shrinkage
     from simulations.sweep import load_sweep, run_sweep
     from simulations.sweep_outputs import TERMINAL_LEGEND, terminal_table
 
     sets = parse_sets(set_ or [])
     with _named_options(scheduler, sets):
-        if output is not None and not output.strip():  # (an empty path is the current folder: surely a slip)
-            raise ConfigError(("--output",), "an empty path would write the sweep into the current folder; give a "
-                              "folder such as results/sweep1 (or '.' for the current folder)")
+        check_output(output, "--output")
         sweep = load_sweep(config, output, sets)
 
     def log(msg: str) -> None:

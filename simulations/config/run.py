@@ -60,6 +60,24 @@ class AnalysisConfig(_Strict):
         return data
 
 
+#: why an output folder given as empty text is refused (``Path("")`` is the current folder: surely a slip); for a
+#: config's ``output``, ``simulate`` / ``sweep --output`` and the API's ``output`` (:func:`check_output`)
+EMPTY_OUTPUT = ("an empty path would write the results into the current folder; give a folder such as results/run1 "
+                "(or '.' for the current folder)")
+
+
+def is_empty_output(value: Any) -> bool:
+    return isinstance(value, str) and not value.strip()
+
+
+def check_output(value: Any, key: str) -> None:
+    """A :class:`~onlineeval.errors.ConfigError` naming ``key`` for an output folder given as empty text."""
+    from onlineeval.errors import ConfigError
+
+    if is_empty_output(value):
+        raise ConfigError((key,), EMPTY_OUTPUT)
+
+
 class Config(_Strict):
     """A whole simulation run."""
 
@@ -85,9 +103,8 @@ class Config(_Strict):
     @field_validator("output", mode="before")
     @classmethod
     def _output_not_empty(cls, value: Any) -> Any:
-        if isinstance(value, str) and not value.strip():  # (Path("") is the current folder: surely a slip)
-            raise ValueError("an empty path would write the results into the current folder; give a folder such as "
-                             "results/run1 (or '.' for the current folder)")
+        if is_empty_output(value):
+            raise ValueError(EMPTY_OUTPUT)
         return value
 
     @model_validator(mode="before")
