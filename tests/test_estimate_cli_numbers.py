@@ -12,7 +12,7 @@ import numpy as np
 import scipy.stats
 import pytest
 
-from onlineeval.estimators import available_estimators, get_estimator, get_reward
+from onlineeval.estimators import get_estimator, get_reward
 
 from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixture)
     EXAM,
@@ -55,8 +55,6 @@ def test_numbers_equal_the_library_call(world: dict[str, Any], metric: str) -> N
 
 
 def test_options_reach_the_estimator(world: dict[str, Any]) -> None:
-    if "clipped_ips" not in available_estimators():
-        pytest.skip("clipped_ips is not registered")
     from dataclasses import fields
 
     from onlineeval.estimators import estimator_class
@@ -119,22 +117,17 @@ def truth(attract: np.ndarray, lists: dict[int, list[int]], weights: np.ndarray,
 @pytest.mark.parametrize("logger", [False, True], ids=["propensities", "logger"])
 def test_round_trip_ips_within_4_se_of_truth(tmp_path: Path, logger: bool) -> None:
     """A uniformly random logger over 4 documents showing 2 (list propensity 1/12), PBM
-    clicks: IPS (any reward), and the slot-level estimators where registered and unbiased
+    clicks: IPS (any reward), and the slot-level estimators unbiased there
     (IIPS and, given the logger, the pseudoinverse for clicks; RIPS for both), within 4 SE
     of the exact value; the band is narrow enough that the reversed ranker's value lies
     outside it."""
-    if logger:
-        try:
-            from simulations.policies import build_policy  # noqa: F401
-        except ImportError:
-            pytest.skip("simulations.policies.build_policy is not available yet")
     sim = simulate(20000, 3, 2000, seed=2026, m=4, k=2)
     log = write_log(sim, tmp_path / "rt.jsonl", logger=logger)
     lists = {q: [int(c) for c in np.argsort(-sim.attract[q])] for q in range(3)}  # most attractive first
     run = write_run(tmp_path / "T.run", lists, "T")
     extra = {"clicks_per_query": ["iips", "rips"] + (["pseudoinverse"] if logger else []), "reciprocal_rank": ["rips"]}
     for metric in ("clicks_per_query", "reciprocal_rank"):
-        names = ["ips"] + [e for e in extra[metric] if e in available_estimators()]
+        names = ["ips"] + extra[metric]
         doc = json_out("--log", str(log), "--target", str(run), "--estimator", ",".join(names), "--metric", metric)
         exact = truth(sim.attract, lists, np.full(3, 1 / 3), metric, 2)
         reversed_value = truth(sim.attract, {q: c[::-1] for q, c in lists.items()}, np.full(3, 1 / 3), metric, 2)

@@ -47,8 +47,6 @@ def world():
     from simulations.users import UserModels
     from simulations.world import build_world
 
-    if not CONFIG.exists():
-        pytest.skip(f"{CONFIG} is absent")
     cfg0 = load_config(CONFIG)
     eff = cfg0.effective()
     eff["users"]["types"] = PBM_USERS

@@ -205,12 +205,8 @@ def test_non_utf8_and_empty(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------ logger path
 def _policies() -> Any:
-    try:
-        from simulations import policies
+    from simulations import policies
 
-        policies.build_policy  # noqa: B018
-    except (ImportError, AttributeError):
-        pytest.skip("simulations.policies.build_policy is not available")
     return policies
 
 

@@ -1,8 +1,4 @@
-"""The "## Python" section's code blocks run, in order, in one namespace (docs that run).
-
-The section is read from README.md when it has a "## Python" section, else from the draft
-``../notes/readme_python.md`` next to the repository; the test skips when neither exists.
-"""
+"""The README's "## Python" section's code blocks run, in order, in one namespace (docs that run)."""
 
 from __future__ import annotations
 
@@ -12,20 +8,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DRAFT = REPO.parent / "notes" / "readme_python.md"
 
 
 def python_section() -> tuple[str, str] | None:
-    """(source name, text of the ``## Python`` section up to the next ``## `` heading)."""
+    """(source name, text of the README's ``## Python`` section up to the next ``## `` heading)."""
     readme = REPO / "README.md"
-    for path in (readme, DRAFT):
-        if not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8")
-        match = re.search(r"^## Python[^\n]*\n(.*?)(?=^## |\Z)", text, flags=re.MULTILINE | re.DOTALL)
-        if match:
-            return str(path), match.group(1)
-    return None
+    text = readme.read_text(encoding="utf-8")
+    match = re.search(r"^## Python[^\n]*\n(.*?)(?=^## |\Z)", text, flags=re.MULTILINE | re.DOTALL)
+    return (str(readme), match.group(1)) if match else None
 
 
 def code_blocks(text: str) -> list[str]:
@@ -34,8 +24,7 @@ def code_blocks(text: str) -> list[str]:
 
 def test_python_section_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     found = python_section()
-    if found is None:
-        pytest.skip("no '## Python' section in README.md and no draft ../notes/readme_python.md")
+    assert found is not None, "README.md lost its '## Python' section"
     source, text = found
     blocks = code_blocks(text)
     assert len(blocks) >= 5, f"{source}: the Python section lost its examples"
