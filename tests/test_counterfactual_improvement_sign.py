@@ -14,7 +14,6 @@ import pytest
 
 from test_simulation_counterfactual import CASCADE, LOGGER, PBM
 
-pytest.importorskip("simulations.policies")
 
 
 @pytest.fixture(scope="module")

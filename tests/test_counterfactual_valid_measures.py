@@ -21,7 +21,6 @@ from scipy import stats as sps
 
 from test_simulation_counterfactual import CASCADE, PBM, _config, _run
 
-pytest.importorskip("simulations.policies")
 
 MIXED = [{"name": "pbm", "share": 0.5, "click_model": PBM}, {"name": "nav", "share": 0.5, "click_model": CASCADE}]
 

@@ -150,7 +150,7 @@ def close(a: float, b: float, rel: float) -> bool:
 # ----------------------------------------------------------------------------- the logs
 def sim_log(seed: int, users: bool, policy: str = "epsilon_greedy"):
     """A simulator log with short candidate lists (empty slots), user types and a logger."""
-    policies = pytest.importorskip("simulations.policies")
+    import simulations.policies as policies
     rng = np.random.default_rng(seed)
     n_q, m, k = 25, 7, 4
     scores = rng.normal(size=(n_q, m))

@@ -534,7 +534,7 @@ def test_pi_weights_are_cached_per_logger_and_target() -> None:
 
 def test_pi_with_the_simulator_plackett_luce_policy() -> None:
     """The simulator's logging policy gives the same PI weights as the brute-force table."""
-    policies = pytest.importorskip("simulations.policies")
+    import simulations.policies as policies
     scores = np.random.default_rng(8).normal(size=(2, 5))
     policy = policies.build_policy({"policy": "plackett_luce"}, scores, 3)
     w = make_world(5, 3, 11)

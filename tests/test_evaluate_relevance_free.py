@@ -204,7 +204,7 @@ def test_judged_on_trec_data_equals_ir_measures_definition_and_other_metrics_kee
 
 @pytest.mark.skipif(not (TREC / "qrels.comment.test").exists(), reason=f"trec_eval's test data is not in {TREC}")
 def test_judged_on_trec_data_equals_ir_measures() -> None:
-    irm = pytest.importorskip("ir_measures", reason="ir_measures is not installed (pip install ir_measures)")
+    import ir_measures as irm
     qrels_path, run_path = TREC / "qrels.comment.test", TREC / "results.comment.test"
     qrels = list(irm.read_trec_qrels(str(qrels_path)))
     run = list(irm.read_trec_run(str(run_path)))

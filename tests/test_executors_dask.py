@@ -26,7 +26,7 @@ from simulations.executors import (
 from simulations.sweep import run_sweep
 from tests.test_sweep import make_sweep
 
-distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+import distributed
 
 
 @pytest.fixture(scope="module")

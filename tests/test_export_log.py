@@ -377,7 +377,6 @@ def test_a_sweep_exports_the_same_logs_on_any_backend(run: dict[str, Any], tmp_p
 
     sweep = sweep_from_mapping({"base": _mapping(), "points": [{"seed": 5}], "output": str(tmp_path / "s")})
     if backend == "dask":
-        pytest.importorskip("distributed", reason="dask[distributed] is not installed")
         from simulations.executors import DaskExecutor
 
         executor = DaskExecutor("local:2")

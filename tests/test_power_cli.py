@@ -18,8 +18,8 @@ from onlineeval.stats import sequential as sq
 from onlineeval.stats.online import ratio_mean
 from onlineeval.stats.power import required_n_two_sample
 
-smp = pytest.importorskip("statsmodels.stats.power")
-spr = pytest.importorskip("statsmodels.stats.proportion")
+import statsmodels.stats.power as smp
+import statsmodels.stats.proportion as spr
 
 runner = CliRunner()
 

@@ -28,7 +28,7 @@ from simulations.shrinkage import (
     shrinkage_study,
 )
 
-sm = pytest.importorskip("statsmodels.api", reason="statsmodels is a test dependency")
+import statsmodels.api as sm
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -16,7 +16,7 @@ from test_shrinkage import _table
 
 from simulations.shrinkage import CONVENTIONS, fit_relation, format_shrinkage, prediction_at, shrinkage_study
 
-sm = pytest.importorskip("statsmodels.api", reason="statsmodels is a test dependency")
+import statsmodels.api as sm
 
 
 def _study() -> dict:

@@ -22,7 +22,7 @@ from simulations.html_report.sweep import _mde_table, shrinkage_headline
 from simulations.shrinkage import format_shrinkage, shrinkage_study
 from simulations.sweep_outputs import system_key
 
-sm = pytest.importorskip("statsmodels.api", reason="statsmodels is a test dependency")
+import statsmodels.api as sm
 
 AXIS = "users.click_model.preset"
 BASE = {"design": "ab", "metric": "reciprocal_rank", "primary": True, "improvement_sign": 1, "alpha": 0.05,

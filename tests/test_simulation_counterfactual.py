@@ -20,7 +20,6 @@ from scipy import stats
 from onlineeval.errors import ConfigError
 from simulations.config import config_from_mapping
 
-pytest.importorskip("simulations.policies")
 
 EXAM = [0.9, 0.7, 0.5, 0.35, 0.25]
 ATTR = [0.05, 0.2, 0.4, 0.7, 0.95]

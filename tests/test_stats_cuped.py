@@ -12,7 +12,7 @@ from onlineeval.errors import InputError
 from onlineeval.stats.cuped import cuped_mean, cuped_ratio
 from onlineeval.stats.online import ratio_diff_batch, welch_diff_batch
 
-sm = pytest.importorskip("statsmodels.api")
+import statsmodels.api as sm
 
 
 def _ols_arm(ya, xa, yb, xb, ma=None, mb=None):

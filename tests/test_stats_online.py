@@ -22,7 +22,7 @@ from onlineeval.stats import (
     welch_diff,
 )
 
-sm = pytest.importorskip("statsmodels.api")
+import statsmodels.api as sm
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW  # noqa: E402
 from scipy_seed import seeded  # noqa: E402  (rng= from scipy 1.15, random_state= before)
 

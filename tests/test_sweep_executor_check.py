@@ -99,7 +99,6 @@ def test_missing_dask_is_refused_before_anything_exists(tmp_path: Path, no_dask:
 
 
 def test_unreachable_scheduler_is_refused_before_anything_exists(tmp_path: Path, closed_port: int) -> None:
-    pytest.importorskip("distributed", reason="dask[distributed] is not installed")
     out = tmp_path / "sweep"
     for address in (f"tcp://127.0.0.1:{closed_port}", f"127.0.0.1:{closed_port}"):
         with pytest.raises(ConfigError) as info:
@@ -112,7 +111,6 @@ def test_unreachable_scheduler_is_refused_before_anything_exists(tmp_path: Path,
 def test_check_passes_a_listening_address_and_local_n_without_starting_anything(listening_port: int) -> None:
     """The Dask-installed branch: the check connects to a listening port and returns; ``local:N`` starts no
     cluster (no thread, no child process)."""
-    pytest.importorskip("distributed", reason="dask[distributed] is not installed")
     import multiprocessing
 
     threads = threading.active_count()

@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 
 from test_simulation_counterfactual import CASCADE, LOGGER, PBM
 
-pytest.importorskip("simulations.policies")
 
 NARROW = {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 6, "ranker": "A"}
 

@@ -7,7 +7,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-threadpoolctl = pytest.importorskip("threadpoolctl")
+import threadpoolctl
 
 
 def _blas_threads() -> list[int]:
