@@ -61,8 +61,16 @@ class ERR(Metric):
         return max(1, int(judged.max(initial=0)), int(codes.max(initial=0)))
 
     def _cascade(self, codes: np.ndarray, gmax: int) -> Cascade:
+        top = int(codes.max(initial=0))
+        if top > gmax:  # only a set gmax can be below a grade (the default is the qrels' or the batch's top)
+            raise ConfigError(("metrics", "ERR", "gmax"),
+                              f"{self}: a ranked document has grade {top}, above gmax={gmax}: its satisfaction "
+                              f"probability (2^{top} - 1) / 2^{gmax} would exceed 1 and ERR leave [0, 1]; set gmax to "
+                              f"at least {top} (the top grade of the qrels' scale) or leave it unset")
         g = np.maximum(codes, 0).astype(np.float64)
-        sat = np.where(codes > 0, (np.exp2(g) - 1.0) / 2.0**gmax, 0.0)
+        # (2^g - 1) / 2^gmax as 2^(g - gmax) - 2^-gmax: the same number to the bit (one rounding of the same real,
+        # scaled by powers of two), without 2^gmax overflowing for grades of 1024 and more
+        sat = np.where(codes > 0, np.exp2(g - gmax) - np.exp2(-float(gmax)), 0.0)
         q = codes.shape[0]
         exam = np.cumprod(np.concatenate([np.ones((q, 1)), 1.0 - sat[:, :-1]], axis=1), axis=1)
         return Cascade(sat, exam, sat * exam)
