@@ -127,15 +127,18 @@ class Gain:
         g = np.asarray(grades)
         pos = np.maximum(g, 0).astype(np.float64)
         if self.kind == "exponential":
+            top = int(np.max(g, initial=0))
+            if top >= _EXP_GRADE_LIMIT:
+                raise ConfigError(("gain",), f"exponential gains 2^g - 1 of grades of {_EXP_GRADE_LIMIT} and more "
+                                  f"overflow a float64 (or DCG's sums of them) and the qrels hold grade {top}: set the "
+                                  "gain to linear or a table ('grade=gain,...')")
             out = np.exp2(pos) - 1.0
         elif self.kind == "linear":
             out = pos
-        else:
-            top = int(max(int(pos.max(initial=0)), max((gr for gr, _ in self.table), default=0)))
-            lut = np.arange(top + 1, dtype=np.float64)
+        else:  # a grade the table does not name gains the grade itself; no dense table up to the top grade
+            out = pos.copy()
             for grade, value in self.table:
-                lut[grade] = value
-            out = lut[pos.astype(np.int64)]
+                out[pos == grade] = value
         return np.where(g > 0, out, 0.0) if self.kind != "table" else np.where(g >= 0, out, 0.0)
 
     def __str__(self) -> str:
@@ -143,6 +146,10 @@ class Gain:
             return self.kind
         return ",".join(f"{g}={v:g}" for g, v in self.table)
 
+
+#: exponential gains 2^g - 1 are refused from this grade on: 2^1024 is infinite in float64, and DCG's sums of gains
+#: of grade 1000 stay finite below 2^24 documents (the discounts' sum) = 2^1000 x 2^24 << 2^1024
+_EXP_GRADE_LIMIT = 1000
 
 EXPONENTIAL = Gain("exponential")
 LINEAR = Gain("linear")
