@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+import warnings
 from fractions import Fraction
 from pathlib import Path
 
@@ -110,3 +111,39 @@ def test_gain_table_of_a_huge_grade_allocates_nothing_dense() -> None:
     assert peak < 1 << 20  # was a 16 GiB table up to the largest grade
     assert out.tolist() == [2**31 - 1, 9.0, 3.0, 0.0, 0.0, 7.0]
     assert LINEAR(grades).tolist() == [2**31 - 1, 2.0, 1.0, 0.0, 0.0, 7.0]
+
+
+GRADE_TEXTS = ["1", "+1", "-1", "01", "-0", "1.0", "1.", ".0", "-1.0", "1e2", "1E2", "1e0", "2.0000000000000001",
+               "1.5", "nan", "inf", "-inf", "1e999", "1e10", "9.3e18", "99999999999999999999", "2147483647",
+               "2147483648", "-2147483648", "-2147483649", "1_0", "0x1", "\u0661", "\u00b2", "1e", "e1", "--1", "+"]
+
+
+@pytest.mark.parametrize("text", GRADE_TEXTS)
+def test_a_grade_reads_the_same_on_both_paths_or_is_refused_at_its_line(tmp_path: Path, text: str) -> None:
+    """The C reader's integer column takes whole-valued decimals (``1.0``, ``1e2``); the line scan (which names a bad
+    line, and which a repeated pair sends the file to) now reads a grade the same way: the same grade both ways, or
+    both refuse naming line 1 (``1.0`` with a repeated pair was refused as not an integer; ``1_0`` and Arabic-Indic
+    digits, which Python's int takes, gave 'could not parse the file' without a line)."""
+    from onlineeval.errors import InputError
+    from onlineeval.io import read_qrels
+
+    plain = tmp_path / "plain"
+    plain.write_text(f"1 0 d1 {text}\n1 0 d2 0\n")
+    twice = tmp_path / "twice"
+    twice.write_text(f"1 0 d1 {text}\n1 0 d2 0\n1 0 d2 1\n")  # a document judged twice: the line scan reads it
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # pandas' cast of 1e999 to an integer column is the reader's business
+            got = read_qrels(plain)
+    except InputError as exc:
+        assert exc.line == 1 and exc.path == str(plain), exc
+        with pytest.raises(InputError) as again:
+            read_qrels(twice)
+        assert again.value.line == 1 and again.value.message == exc.message
+        return
+    grade = int(got["grade"].iloc[0])
+    want = int(float(text)) if text.lstrip("+-").isascii() else None
+    assert grade == want
+    with pytest.raises(InputError) as err:  # the scan read line 1's grade and reached the repeated pair
+        read_qrels(twice)
+    assert err.value.line == 3 and "judged twice" in err.value.message

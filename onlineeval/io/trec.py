@@ -16,6 +16,8 @@ from __future__ import annotations
 import codecs
 import io
 import math
+import re
+import warnings
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,16 +87,20 @@ def _fast_table(
     if not body or body.isspace():
         return None
     try:
-        df = pd.read_csv(
-            io.BytesIO(body),
-            sep=r"\s+",
-            header=None,
-            dtype=dtypes,  # type: ignore[arg-type]
-            engine="c",
-            na_filter=False,
-            skip_blank_lines=True,
-            usecols=usecols,
-        )
+        with warnings.catch_warnings():
+            # an integer column's 1e999 or 9.3e18 is cast from a float with a RuntimeWarning; the value it gives
+            # (INT64_MIN) is outside the grades' range, so the caller sends the file to the line scan, which names it
+            warnings.simplefilter("ignore", RuntimeWarning)
+            df = pd.read_csv(
+                io.BytesIO(body),
+                sep=r"\s+",
+                header=None,
+                dtype=dtypes,  # type: ignore[arg-type]
+                engine="c",
+                na_filter=False,
+                skip_blank_lines=True,
+                usecols=usecols,
+            )
     except Exception:  # noqa: BLE001 - any irregularity (e.g. pandas' KeyError on a short first line):
         return None  # the line scan then names the file and line
     if list(df.columns) != (list(range(ncols)) if usecols is None else list(usecols)):
@@ -111,6 +117,23 @@ def _data_lines(path: str, data: bytes):
         yield number, stripped.split()
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _grade(text: str) -> int | None:
+    """A grade's text as the C reader's integer column reads it: ASCII digits with an optional sign, or a decimal
+    number whose value (as a float64) is a whole number (``1.0``, ``1e2``); ``None`` for anything else (``1.5``,
+    ``nan``, ``1_0``, digits of other scripts, which Python's ``int`` would take)."""
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    if _DECIMAL.fullmatch(text):
+        value = float(text)
+        if math.isfinite(value) and value == math.floor(value):
+            return int(value)
+    return None
+
+
 def _scan_qrels(path: str, data: bytes) -> None:
     seen: set[tuple[str, str]] = set()
     count = 0
@@ -120,10 +143,9 @@ def _scan_qrels(path: str, data: bytes) -> None:
             raise InputError(
                 f"expected 4 columns (query iteration doc grade), found {len(fields)}", path, number
             )
-        try:
-            grade = int(fields[3])
-        except ValueError:
-            raise InputError(f"grade must be an integer, got {fields[3]!r}", path, number) from None
+        grade = _grade(fields[3])
+        if grade is None:
+            raise InputError(f"grade must be an integer, got {fields[3]!r}", path, number)
         if not _GRADE_MIN <= grade <= _GRADE_MAX:
             raise InputError(f"grade {fields[3]} is out of range [{_GRADE_MIN}, {_GRADE_MAX}]", path, number)
         key = (fields[0], fields[2])
