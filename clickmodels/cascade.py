@@ -127,7 +127,7 @@ def _cascade_tables(reader: SpecReader) -> tuple[ByGrade, ByGrade]:
             key = "click" if reader.has("click") else "stop"
             raise ConfigError((key,), "give either 'preset' or 'click' and 'stop', not both")
         name = reader.raw("preset")
-        if name not in data:
+        if not isinstance(name, str) or name not in data:
             raise ConfigError(("preset",), f"unknown cascade preset {name!r}; allowed: {', '.join(data)}")
         grades = reader.raw("grades", 5)
         if str(grades) not in data[name] or isinstance(grades, bool):

@@ -128,7 +128,7 @@ class PBM(IndependentModel):
         if reader.has("preset"):
             data = _presets.load("pbm")["presets"]
             name = reader.raw("preset")
-            if name not in data:
+            if not isinstance(name, str) or name not in data:
                 raise ConfigError(("preset",), f"unknown pbm preset {name!r}; allowed: {', '.join(data)}")
             if reader.has("examination"):
                 raise ConfigError(("examination",), "give either 'preset' or 'examination', not both")
@@ -139,7 +139,7 @@ class PBM(IndependentModel):
                     raise ConfigError(("noise",), "give either 'click' or 'noise', not both")
                 click = reader.vector("click")
             else:
-                grades = reader.integer("grades", 5, lo=2)
+                grades = reader.integer("grades", 5, lo=2, hi=1000)  # (2^g - 1) / (2^gmax - 1) finite
                 noise = reader.number("noise", float(data[name]["noise"]))
                 click = noisy_grade_clicks(grades, noise)
         else:

@@ -71,17 +71,22 @@ class SpecReader:
             raise ConfigError((key,), must_be_one_of(options, value))
         return str(value)
 
-    def integer(self, key: str, default: int, lo: int = 1) -> int:
+    def integer(self, key: str, default: int, lo: int = 1, hi: int | None = None) -> int:
         value = self.spec.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-            raise ConfigError((key,), f"must be an integer >= {lo}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo \
+                or (hi is not None and value > hi):
+            band = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+            raise ConfigError((key,), f"must be an integer {band}, got {value!r}")
         return int(value)
 
 
 def _number(value: Any, path: tuple[str | int, ...], lo: float, hi: float, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ConfigError(path, f"must be {what} in [{lo}, {hi}], got {value!r}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an integer beyond float64's range
+        raise ConfigError(path, f"must be {what} in [{lo}, {hi}], got {value!r}") from None
     if math.isnan(v) or not (lo <= v <= hi):
         raise ConfigError(path, f"must be {what} in [{lo}, {hi}], got {value!r}")
     return v

@@ -6,6 +6,8 @@ never a traceback. Library code raises these (not ``assert``) for bad input.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Sequence
 
 __all__ = ["OnlineEvalError", "InputError", "ConfigError", "OutputError", "check_seed", "format_key_path",
@@ -142,6 +144,21 @@ def check_seed(seed: object, key: str = "seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ConfigError((key,), f"must be a non-negative integer, got {seed!r}")
     return int(seed)
+
+
+def finite_number(value: object) -> float | None:
+    """``value`` as a finite float when it is a real number (not a bool) within float64's range, else ``None``
+    (text, a bool, NaN, an infinity, or an integer such as 10**400 that ``float`` refuses with an OverflowError):
+    for options checked as "a finite number"."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        x = float(value)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
 
 
 class OutputError(OnlineEvalError):

@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, finite_number
 from onlineeval.estimators.base import (
     Estimator,
     LoggedData,
@@ -118,7 +118,7 @@ class ClippedIPS(Estimator):
             raise ConfigError(("estimator", "cap"), "clipped_ips needs the option cap (a number > 0)")
         if isinstance(cap, bool) or not isinstance(cap, (int, float, np.integer, np.floating)):
             raise ConfigError(("estimator", "cap"), f"must be a number > 0, got {cap!r}")
-        if not math.isfinite(float(cap)) or float(cap) <= 0:
+        if finite_number(cap) is None or float(cap) <= 0:
             raise ConfigError(("estimator", "cap"), f"must be a finite number > 0, got {cap!r}")
         object.__setattr__(self, "cap", float(cap))
 

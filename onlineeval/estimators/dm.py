@@ -96,7 +96,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from onlineeval.errors import ConfigError, InputError, must_be_one_of
+from onlineeval.errors import ConfigError, InputError, finite_number, must_be_one_of
 from onlineeval.estimators.base import (
     BOOTSTRAP_PROGRESS,
     BoolArray,
@@ -331,7 +331,7 @@ class ClickModelEstimator(Estimator):
             value = getattr(self, key)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or value < low:
+            if not isinstance(value, kinds) or finite_number(value) is None or value < low:
                 what = "an integer" if key == "max_iter" else "a finite number"
                 raise ConfigError(("estimator", key), f"{self.name}: must be {what} >= {low}, got {value!r}")
         # the instance's assumption names the fit (the class's text, listed by `estimators`, stays general)

@@ -274,7 +274,7 @@ class PBMIPS(Estimator):
         if self.examination is not None:
             try:
                 theta = tuple(float(x) for x in np.asarray(self.examination, dtype=np.float64).reshape(-1))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ConfigError(("estimator", "examination"), "must be a list of positive numbers") from None
             if not theta or not all(math.isfinite(x) and x > 0 for x in theta):
                 raise ConfigError(("estimator", "examination"),

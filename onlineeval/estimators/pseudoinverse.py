@@ -88,14 +88,13 @@ Zitouni, I. (2017). Off-policy evaluation for slate recommendation. *NeurIPS 201
 
 from __future__ import annotations
 
-import math
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from onlineeval.errors import ConfigError, InputError, OnlineEvalError
+from onlineeval.errors import ConfigError, InputError, OnlineEvalError, finite_number
 from onlineeval.estimators.base import (
     Estimator,
     FloatArray,
@@ -387,7 +386,7 @@ class PseudoInverse(Estimator):
     def __post_init__(self) -> None:
         r = self.rcond
         if isinstance(r, bool) or not isinstance(r, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(float(r)) or not 0 <= float(r) < 1:
+                or finite_number(r) is None or not 0 <= float(r) < 1:
             raise ConfigError(("estimator", "rcond"), f"must be a number in [0, 1), got {r!r}")
         object.__setattr__(self, "rcond", float(r))
 

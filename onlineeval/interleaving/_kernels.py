@@ -30,7 +30,7 @@ def check_positive_float(method: str, key: str, value: Any, *, allow_zero: bool 
     """Validate a positive (or non-negative) finite float option."""
     try:
         v = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (an integer beyond float64's range)
         raise ConfigError(("interleaver", key), f"{method}: must be a number, got {value!r}") from None
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero) or isinstance(value, bool):
         bound = ">= 0" if allow_zero else "> 0"

@@ -414,7 +414,10 @@ def _parse_own(name: str) -> Metric:
             continue
         default = fields[key].default
         if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
-            kwargs[key] = float(value)
+            try:
+                kwargs[key] = float(value)
+            except OverflowError:
+                raise ConfigError(("metrics", name, key), f"must be a number in float64's range, got {value}") from None
     try:
         return cls(**kwargs)
     except ConfigError:

@@ -56,6 +56,11 @@ def _check_components(config: Config, source: str | None) -> None:
 
             check_click_model_ranks(model, spec, key, config, source)
     _check_population(config, source)
+    from simulations.resources import check_memory
+
+    # before anything is allocated (the counterfactual designs' loggers are checked on a stand-in score table of
+    # the collection's width): refuse what cannot fit
+    check_memory(config, source)
     for i, design in enumerate(config.designs):
         _check_design_analysis(config, i, source)
         if design.type == "counterfactual":
@@ -114,9 +119,6 @@ def _check_components(config: Config, source: str | None) -> None:
                 config_from_mapping(data)
             except ConfigError as exc:
                 raise ConfigError((*key, "values", j), f"{sweep.parameter} = {value}: {exc}", source) from None
-    from simulations.resources import check_memory
-
-    check_memory(config, source)  # before anything is allocated: refuse what cannot fit
 
 
 def _missing_file_message(path: Path) -> str:

@@ -115,7 +115,10 @@ class SpecReader:
         value = self._get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise ConfigError((*self.path, key), f"must be a number, got {value!r}")
-        x = float(value)
+        try:
+            x = float(value)
+        except OverflowError:  # an integer beyond float64's range: not finite either
+            x = math.inf
         lo_ok = low is None or (x > low if low_open else x >= low)
         hi_ok = high is None or (x < high if high_open else x <= high)
         if not math.isfinite(x) or not lo_ok or not hi_ok:
@@ -158,7 +161,7 @@ class SpecReader:
                 return next(iter(scores.values()))
             raise ConfigError((*self.path, "scores"), "required: which ranker's scores; allowed: "
                               + ", ".join(map(str, scores)))
-        if name not in scores:
+        if not isinstance(name, str) or name not in scores:
             raise ConfigError((*self.path, "scores"),
                               f"unknown scores {name!r}; allowed: " + ", ".join(map(str, scores)))
         return scores[name]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, finite_number
 from onlineeval.estimators.base import Propensities
 from simulations.policies.base import (
     BoolArray,
@@ -104,9 +104,11 @@ class MixturePolicy(LoggingPolicy):
         if all(w is None for w in weights):
             weights = [1.0 / len(comps)] * len(comps)
         for i, w in enumerate(weights):
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w > 0) or not np.isfinite(w):
+            value = finite_number(w)
+            if value is None or not value > 0:
                 raise ConfigError((*path, "components", i, "weight"), f"must be a positive number (all components "
                                   f"give one, or none for equal weights), got {w!r}")
+            weights[i] = value
         if abs(sum(weights) - 1.0) > 1e-9:
             raise ConfigError((*path, "components"), f"weights must sum to 1, got {sum(weights):g}")
         return cls(comps, weights)
