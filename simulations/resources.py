@@ -12,6 +12,7 @@ exact; sizes of TREC collections are read from the files' byte sizes.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -38,7 +39,18 @@ class MemoryEstimate:
 
 
 def _gib(x: float) -> str:
+    if not math.isfinite(x):
+        return "10^308+ bytes"  # (a size beyond float64's range)
     return f"{x / 2**30:,.1f} GiB" if x >= 2**28 else f"{x / 2**20:,.0f} MiB"
+
+
+def _f(x: object) -> float:
+    """A config's size as a float: an integer beyond float64's range (the configs' sizes are unbounded integers)
+    as infinity, which the check then refuses, instead of an OverflowError."""
+    try:
+        return float(x)  # type: ignore[arg-type]
+    except OverflowError:
+        return math.inf
 
 
 def estimate_memory(config: object, workers: int | None = None) -> MemoryEstimate:
@@ -46,14 +58,14 @@ def estimate_memory(config: object, workers: int | None = None) -> MemoryEstimat
     from simulations.config import SyntheticCollection
 
     coll = config.collection  # type: ignore[attr-defined]
-    rankers = 2 + len(getattr(config.rankers, "others", {}) or {})  # type: ignore[attr-defined]
-    depth = config.rankers.depth  # type: ignore[attr-defined]
+    rankers = 2.0 + len(getattr(config.rankers, "others", {}) or {})  # type: ignore[attr-defined]
+    depth = _f(config.rankers.depth)  # type: ignore[attr-defined]
     parts: dict[str, float] = {}
     if isinstance(coll, SyntheticCollection):
-        cells = float(coll.n_queries) * float(coll.candidates)
+        cells = _f(coll.n_queries) * _f(coll.candidates)
         # labels drawn as int64, shared and own normal noise, the score and its argsort (8 bytes
         # each) at the peak, plus every ranker's kept float32 score table and int32 top-depth list
-        parts["collection.n_queries"] = cells * (40.0 + 4.0 * rankers) + float(coll.n_queries) * depth * 4 * rankers
+        parts["collection.n_queries"] = cells * (40.0 + 4.0 * rankers) + _f(coll.n_queries) * depth * 4 * rankers
     else:
         # a TREC collection is about as large in memory as its files (ids as Python strings)
         size = 0.0
@@ -63,22 +75,22 @@ def estimate_memory(config: object, workers: int | None = None) -> MemoryEstimat
             except OSError:
                 pass
         parts["collection"] = 12.0 * size
-    users = float(config.users.population)  # type: ignore[attr-defined]
+    users = _f(config.users.population)  # type: ignore[attr-defined]
     designs = len(config.designs) * (2 if config.analysis.aa else 1)  # type: ignore[attr-defined]
     replicas = max(1, min(workers or os.cpu_count() or 1, config.replicates))  # type: ignore[attr-defined]
     # per process: activity, type, arm and ~6 per-user sums per design, float64
     parts["users.population"] = replicas * users * 8.0 * (4 + 6 * designs)
     traffic = config.traffic  # type: ignore[attr-defined]
-    per_batch = traffic.queries_per_day * traffic.batch_hours / 24.0 * 1.5  # Poisson and diurnal peaks
+    per_batch = _f(traffic.queries_per_day) * _f(traffic.batch_hours) / 24.0 * 1.5  # Poisson and diurnal peaks
     counterfactual = sum(1 for d in config.designs if d.type == "counterfactual")  # type: ignore[attr-defined]
     per_replicate = per_batch * depth * 64.0 * designs
     # a counterfactual design keeps its whole log: ids, clicks and three propensities per slot
-    per_replicate += counterfactual * traffic.days * traffic.queries_per_day * depth * 48.0 * 1.2
+    per_replicate += counterfactual * _f(traffic.days) * _f(traffic.queries_per_day) * depth * 48.0 * 1.2
     parts["traffic.queries_per_day"] = replicas * per_replicate
     interleaving = [d for d in config.designs if d.type == "interleaving"]  # type: ignore[attr-defined]
     if interleaving:
         pairs = max(len(d.rankers) * (len(d.rankers) - 1) // 2 for d in interleaving)
-        parts["analysis.truth_impressions"] = float(config.analysis.truth_impressions) * 8.0 * (pairs + 1)  # type: ignore[attr-defined]
+        parts["analysis.truth_impressions"] = _f(config.analysis.truth_impressions) * 8.0 * (pairs + 1)  # type: ignore[attr-defined]
     return MemoryEstimate(parts)
 
 

@@ -146,3 +146,15 @@ def test_every_key_of_the_bundled_configs(config: str) -> None:
             _refused_clearly(lambda: config_from_mapping(mapping))
             tried += 1
     assert tried > 200
+
+
+@pytest.mark.parametrize(("override", "key"), [({"collection": {"n_queries": 10**400}}, "collection.n_queries"),
+                                               ({"users": {"population": 10**400}}, "users.population"),
+                                               ({"collection": {"candidates": 10**30}}, "collection.n_queries")])
+def test_sizes_beyond_float64_are_refused_by_the_memory_check(override: dict[str, Any], key: str) -> None:
+    """The sizes are unbounded integers: the memory estimate counts one beyond float64's range as infinite (it was an
+    OverflowError) and refuses it like any config that cannot fit, naming the size."""
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping(override)
+    assert str(err.value).startswith(f"{key}: this config needs about ")
+    assert "of memory" in err.value.message

@@ -25,8 +25,8 @@ class SyntheticCollection(_Strict):
     """Synthetic queries with graded candidates and Zipf-like query frequencies."""
 
     type: Literal["synthetic"] = "synthetic"
-    n_queries: Annotated[int, Strict(), Field(gt=0, le=1_000_000_000)] = 2000
-    candidates: Annotated[int, Strict(), Field(ge=2, le=1_000_000_000)] = 50
+    n_queries: PositiveInt = 2000
+    candidates: Annotated[int, Strict(), Field(ge=2)] = 50
     label_distribution: list[Probability] = Field(
         default_factory=lambda: [0.60, 0.22, 0.11, 0.05, 0.02],
         description="P(grade g) for g = 0..G-1; most candidates non-relevant, the top grade rare.",
@@ -115,7 +115,7 @@ class UsersConfig(_Strict):
     the user-level analysis matters).
     """
 
-    population: Annotated[int, Strict(), Field(gt=0, le=1_000_000_000_000)] = 20000
+    population: PositiveInt = 20000
     activity: ActivityConfig = ActivityConfig()
     click_model: dict[str, Any] | None = Field(
         None, description="default (without 'types'): {name: cascade, preset: informational}"
