@@ -30,6 +30,7 @@ Tie rules (``Conventions.ties``)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -95,6 +96,9 @@ class Gain:
             grades = [g for g, _ in self.table]
             if len(set(grades)) != len(grades) or any(g < 0 for g in grades):
                 raise ConfigError(("gain",), "table grades must be distinct and >= 0")
+            bad = [f"{g}={v:g}" for g, v in self.table if not math.isfinite(v)]
+            if bad:  # a NaN or infinite gain makes every DCG it enters NaN or infinite
+                raise ConfigError(("gain",), f"table gains must be finite numbers, got {', '.join(bad)}")
 
     @classmethod
     def from_table(cls, table: Mapping[int, float]) -> Gain:

@@ -147,3 +147,13 @@ def test_a_grade_reads_the_same_on_both_paths_or_is_refused_at_its_line(tmp_path
     with pytest.raises(InputError) as err:  # the scan read line 1's grade and reached the repeated pair
         read_qrels(twice)
     assert err.value.line == 3 and "judged twice" in err.value.message
+
+
+@pytest.mark.parametrize("table", ["1=1e999", "1=nan,2=3", "2=-inf"])
+def test_gain_tables_of_non_finite_gains_are_refused(tmp_path: Path, table: str) -> None:
+    """A gain of inf or nan made every DCG it entered NaN (nDCG printed nan)."""
+    with pytest.raises(ConfigError, match="table gains must be finite numbers"):
+        Gain.parse(table)
+    q, r = _write(tmp_path, "1 0 d1 1\n1 0 d2 2\n", "1 Q0 d2 1 2.0 r\n1 Q0 d1 2 1.0 r\n")
+    code, out = _evaluate("--qrels", q, "--run", r, "-m", "nDCG@10", "--gain", table)
+    assert code != 0 and "gain: table gains must be finite numbers" in out and "nDCG" not in out, out
