@@ -146,6 +146,12 @@ def check_seed(seed: object, key: str = "seed") -> int:
     return int(seed)
 
 
+#: the most resamples (bootstrap replicates, randomisation-test permutations) a command or API call takes: each
+#: keeps one float64 per resample and metric (80 MB at the limit); 10**20 failed inside NumPy ("maximum allowed
+#: dimension exceeded")
+MAX_RESAMPLES = 10_000_000
+
+
 def finite_number(value: object) -> float | None:
     """``value`` as a finite float when it is a real number (not a bool) within float64's range, else ``None``
     (text, a bool, NaN, an infinity, or an integer such as 10**400 that ``float`` refuses with an OverflowError):

@@ -169,12 +169,12 @@ def _check_test_options(seed: Any, permutations: Any, bootstrap: Any, alpha: Any
     argument): a seed >= 0, whole numbers of permutations and resamples >= 1, a level in (0, 1)."""
     import numbers
 
-    from onlineeval.errors import ConfigError, check_seed
+    from onlineeval.errors import MAX_RESAMPLES, ConfigError, check_seed
 
     check_seed(seed)
     for key, value in (("permutations", permutations), ("bootstrap", bootstrap)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ConfigError((key,), f"must be a whole number >= 1, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_RESAMPLES:
+            raise ConfigError((key,), f"must be a whole number in [1, {MAX_RESAMPLES:,}], got {value!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
         raise ConfigError(("alpha",), f"must be in (0, 1), got {alpha!r}")
 

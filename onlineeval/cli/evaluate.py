@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, Optional, cast
 
 # typer imported on first use (cli._common's lazy binding): the direct path writes its output without typer
 from onlineeval.cli._common import guarded, typer
+from onlineeval.errors import MAX_RESAMPLES
 
 if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.conventions import Conventions
@@ -164,9 +165,10 @@ def evaluate_cmd(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the randomisation test and bootstrap.")] = 0,
-    permutations: Annotated[int, typer.Option("--permutations", min=1,
+    permutations: Annotated[int, typer.Option("--permutations", min=1, max=MAX_RESAMPLES,
                                               help="Randomisation-test permutations.")] = 10_000,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", min=100, help="Bootstrap replicates.")] = 10_000,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=100, max=MAX_RESAMPLES,
+                                           help="Bootstrap replicates.")] = 10_000,
     alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level.")] = 0.05,
 ) -> None:
     """Offline metrics of runs under explicit conventions, with paired significance tests."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from onlineeval.cli._argv import Option, parse_options
+from onlineeval.errors import MAX_RESAMPLES
 
 __all__ = ["direct_params", "run_direct"]
 
@@ -42,8 +43,8 @@ _DIRECT_OPTIONS: dict[str, Option] = _table(
     (("--format", "-f"), Option("output_format", "str", default="table")),
     (("--comparisons",), Option("comparisons_file", "path")),
     (("--seed",), Option("seed", "int", default=0, low=0)),
-    (("--permutations",), Option("permutations", "int", default=10_000, low=1)),
-    (("--bootstrap",), Option("bootstrap", "int", default=10_000, low=100)),
+    (("--permutations",), Option("permutations", "int", default=10_000, low=1, high=MAX_RESAMPLES)),
+    (("--bootstrap",), Option("bootstrap", "int", default=10_000, low=100, high=MAX_RESAMPLES)),
     (("--alpha",), Option("alpha", "float", default=0.05, low=0.0, high=1.0)),
 )
 

@@ -97,7 +97,7 @@ def never_logged_text(name: str, tmap: Any, impressions: int) -> str:
 def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix: str = "--") -> None:
     """The estimate command's and :func:`onlineeval.estimate`'s shared settings checked, each error naming the
     setting as the caller spells it (``prefix`` ``"--"`` for the CLI's options, ``""`` for the API's arguments)."""
-    from onlineeval.errors import ConfigError, must_be_one_of
+    from onlineeval.errors import MAX_RESAMPLES, ConfigError, must_be_one_of
 
     from onlineeval.estimators.rewards import UTILITY_PREFIX, get_reward
 
@@ -115,8 +115,9 @@ def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix:
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, numbers.Integral):
         raise ConfigError((f"{prefix}bootstrap",), f"must be a whole number: 0 (no bootstrap) or >= 100 replicates, "
                           f"got {bootstrap!r}")
-    if bootstrap != 0 and bootstrap < 100:
-        raise ConfigError((f"{prefix}bootstrap",), f"must be 0 (no bootstrap) or >= 100 replicates, got {bootstrap}")
+    if bootstrap != 0 and not 100 <= bootstrap <= MAX_RESAMPLES:
+        raise ConfigError((f"{prefix}bootstrap",), f"must be 0 (no bootstrap) or 100 to {MAX_RESAMPLES:,} replicates, "
+                          f"got {bootstrap}")
     if ties not in TIES:
         raise ConfigError((f"{prefix}ties",), must_be_one_of(TIES, ties, note=" (runs are ranked without qrels)"))
 
