@@ -152,6 +152,19 @@ def check_seed(seed: object, key: str = "seed") -> int:
 MAX_RESAMPLES = 10_000_000
 
 
+#: the smallest significance level evaluate and power take: the tests use 1 - alpha and 1 - alpha / 2, which
+#: round to 1 (an infinite quantile) below about 1e-16; at 1e-12 they are exact to about 1e-4 relative
+MIN_ALPHA = 1e-12
+
+
+def significance_level(value: object, key: str = "alpha") -> float:
+    """``value`` as a significance level in [MIN_ALPHA, 1), else a :class:`ConfigError` naming ``key``."""
+    x = finite_number(value)
+    if x is None or not MIN_ALPHA <= x < 1.0:
+        raise ConfigError((key,), f"must be in [{MIN_ALPHA:g}, 1), got {value!r}")
+    return x
+
+
 def finite_number(value: object) -> float | None:
     """``value`` as a finite float when it is a real number (not a bool) within float64's range, else ``None``
     (text, a bool, NaN, an infinity, or an integer such as 10**400 that ``float`` refuses with an OverflowError):

@@ -281,7 +281,7 @@ def test_sequential_size_is_inflated_and_reaches_the_power_by_monte_carlo(design
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["proportion", "--baseline", "0.1", "--target", "0.105", "--alpha", "1.5"], "--alpha: must be in (0, 1)"),
+        (["proportion", "--baseline", "0.1", "--target", "0.105", "--alpha", "1.5"], "--alpha: must be in [1e-12, 1)"),
         (["proportion", "--baseline", "0.1", "--target", "0.105", "--sequential", "pocock"], "--looks"),
         (["proportion", "--baseline", "0.1", "--target", "0.105", "--sequential", "msprt", "--looks", "3",
           "--alternative", "larger"], "two-sided"),

@@ -166,17 +166,16 @@ class Evaluation:
 
 def _check_test_options(seed: Any, permutations: Any, bootstrap: Any, alpha: Any) -> None:
     """The paired tests' options of :func:`evaluate` (a :class:`~onlineeval.errors.ConfigError` naming the
-    argument): a seed >= 0, whole numbers of permutations and resamples >= 1, a level in (0, 1)."""
+    argument): a seed >= 0, whole numbers of permutations and resamples in [1, MAX_RESAMPLES], a level in [MIN_ALPHA, 1)."""
     import numbers
 
-    from onlineeval.errors import MAX_RESAMPLES, ConfigError, check_seed
+    from onlineeval.errors import MAX_RESAMPLES, ConfigError, check_seed, significance_level
 
     check_seed(seed)
     for key, value in (("permutations", permutations), ("bootstrap", bootstrap)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_RESAMPLES:
             raise ConfigError((key,), f"must be a whole number in [1, {MAX_RESAMPLES:,}], got {value!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
-        raise ConfigError(("alpha",), f"must be in (0, 1), got {alpha!r}")
+    significance_level(alpha)
 
 
 def evaluate(

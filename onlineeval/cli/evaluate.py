@@ -172,10 +172,11 @@ def evaluate_cmd(
     alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level.")] = 0.05,
 ) -> None:
     """Offline metrics of runs under explicit conventions, with paired significance tests."""
-    from onlineeval.errors import ConfigError, must_be_one_of
+    from onlineeval.errors import ConfigError, must_be_one_of, significance_level
 
     if output_format not in FORMATS:  # before the imports: a typo costs no start-up
         raise ConfigError(("format",), must_be_one_of(FORMATS, output_format))
+    significance_level(alpha, "--alpha")  # (0 and 1 are in the option's range for typer; the tests need (0, 1))
     from onlineeval.conventions import Gain, preset
     from onlineeval.metrics import parse_metrics
 

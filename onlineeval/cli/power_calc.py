@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from onlineeval.errors import ConfigError, must_be_one_of
+from onlineeval.errors import ConfigError, must_be_one_of, significance_level
 
 #: the most looks ``--looks`` takes: the crossing probabilities' numerical integration grows about with the square of
 #: the looks (2-core machine: 1,000 looks 2-19 s by design, with the banded kernel of onlineeval.stats._recursion;
@@ -118,8 +118,7 @@ class Settings:
 
 def check_settings(st: Settings) -> Settings:
     """Validate the shared options (errors name the option)."""
-    if not 0.0 < st.alpha < 1.0:
-        raise ConfigError(("--alpha",), f"must be in (0, 1), got {st.alpha}")
+    significance_level(st.alpha, "--alpha")
     if not st.alpha < st.power < 1.0:
         raise ConfigError(("--power",), f"must be in (alpha, 1) = ({st.alpha}, 1), got {st.power}")
     if st.alternative not in ALTERNATIVES:
@@ -307,7 +306,10 @@ def _required_n(m: Metric, effect: float, drifts: _Drifts, st: Settings) -> tupl
     if w == 0 or (st.alternative == "larger" and w < 0) or (st.alternative == "smaller" and w > 0):
         return math.inf, math.nan
     d = drifts(m.s0(effect) / m.s1(effect))
-    return (d * m.s1(effect) / abs(w)) ** 2, d
+    try:
+        return (d * m.s1(effect) / abs(w)) ** 2, d
+    except OverflowError:  # an effect so small (or a baseline so near 0) that no float counts the users
+        return math.inf, d
 
 
 def _drift_n(m: Metric, effect: float, n: float) -> float:
@@ -385,8 +387,8 @@ def calculate(m: Metric, st: Settings, effect: float | None, users: int | None) 
         fpr = sq.peeking_fpr(sq.equal_fractions(st.looks), st.alpha, st.alternative)
         out["peeking_false_positive_rate"] = float(fpr[-1])
     if effect is not None:
-        n, _ = _required_n(m, effect, drifts, st)
-        out["required"] = _sizes(m, n, st)
+        n, drift = _required_n(m, effect, drifts, st)
+        out["required"] = _sizes(m, n, st, drift)
         if st.sequential != "none" and math.isfinite(n):
             for key in ("alternative", "null"):
                 frac = out["design"][f"expected_fraction_{key}"]
@@ -404,9 +406,12 @@ def calculate(m: Metric, st: Settings, effect: float | None, users: int | None) 
     return out
 
 
-def _sizes(m: Metric, n: float, st: Settings) -> dict[str, Any]:
+def _sizes(m: Metric, n: float, st: Settings, drift: float) -> dict[str, Any]:
     if not math.isfinite(n):
-        return {"users_total": None, "note": "the effect is 0 or in the direction the test does not look for"}
+        if math.isnan(drift):  # no drift: the effect is 0 or looked for the other way
+            return {"users_total": None, "note": "the effect is 0 or in the direction the test does not look for"}
+        return {"users_total": None, "note": "more users than a float64 counts: the effect is too small for any "
+                                             "finite experiment"}
     if not m.per_arm:
         users = math.ceil(n - 1e-9)
         return {"users_total": users, "impressions_total": users * m.units_per_user}

@@ -1,0 +1,64 @@
+"""Significance levels and effects at the edges: evaluate's and power's alpha of 0, 1 or below 1e-12 refused naming
+the option (the tests use 1 - alpha, which rounds to 1: a ValueError or StatisticsError traceback from inside), and
+power's required size beyond float64's range named as such (an OverflowError traceback for --baseline 1e-320)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import onlineeval.api as api
+from onlineeval.cli import app
+from onlineeval.errors import MIN_ALPHA, ConfigError
+
+QRELS = "1 0 d1 2\n1 0 d2 1\n2 0 d3 1\n2 0 d4 0\n"
+RUN_A = "1 Q0 d1 1 2.0 a\n1 Q0 d2 2 1.0 a\n2 Q0 d3 1 2.0 a\n2 Q0 d4 2 1.0 a\n"
+RUN_B = "1 Q0 d2 1 2.0 b\n1 Q0 d1 2 1.0 b\n2 Q0 d4 1 2.0 b\n2 Q0 d3 2 1.0 b\n"
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, list(args), prog_name="onlineeval")
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    return res.exit_code, res.output
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> list[str]:
+    paths = []
+    for name, text in (("qrels", QRELS), ("a.run", RUN_A), ("b.run", RUN_B)):
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    return paths
+
+
+@pytest.mark.parametrize("alpha", ["0", "1", "1e-300", "9.9e-13"])
+def test_evaluate_refuses_levels_its_tests_cannot_use(files: list[str], alpha: str) -> None:
+    q, a, b = files
+    code, out = _cli("evaluate", "--qrels", q, "--run", a, "--run", b, "-m", "P@1", "--alpha", alpha)
+    assert code != 0 and f"--alpha: must be in [1e-12, 1), got {float(alpha)}" in out, out
+    with pytest.raises(ConfigError) as err:
+        api.evaluate(q, [a, b], metrics="P@1", alpha=float(alpha))
+    assert err.value.key_path == ("alpha",)
+
+
+def test_evaluate_takes_the_smallest_level(files: list[str]) -> None:
+    q, a, b = files
+    code, out = _cli("evaluate", "--qrels", q, "--run", a, "--run", b, "-m", "P@1", "--alpha", str(MIN_ALPHA))
+    assert code == 0, out
+    assert api.evaluate(q, [a, b], metrics="P@1", alpha=MIN_ALPHA) is not None
+
+
+@pytest.mark.parametrize("alpha", ["1e-300", "0"])
+def test_power_refuses_levels_its_quantiles_cannot_use(alpha: str) -> None:
+    code, out = _cli("power", "proportion", "--baseline", "0.1", "--relative-mde", "0.02", "--alpha", alpha)
+    assert code != 0 and "--alpha: must be in [1e-12, 1)" in out, out
+
+
+def test_power_names_a_size_beyond_float64() -> None:
+    code, out = _cli("power", "proportion", "--baseline", "1e-320", "--relative-mde", "0.02")
+    assert code == 0, out
+    assert "required: - (more users than a float64 counts: the effect is too small for any finite experiment)" in out
+    code, out = _cli("power", "proportion", "--baseline", "0.1", "--target", "0.1")  # a zero effect: as before
+    assert code == 0 and "required: - (the effect is 0 or in the direction the test does not look for)" in out, out
