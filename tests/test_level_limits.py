@@ -62,3 +62,21 @@ def test_power_names_a_size_beyond_float64() -> None:
     assert "required: - (more users than a float64 counts: the effect is too small for any finite experiment)" in out
     code, out = _cli("power", "proportion", "--baseline", "0.1", "--target", "0.1")  # a zero effect: as before
     assert code == 0 and "required: - (the effect is 0 or in the direction the test does not look for)" in out, out
+
+
+@pytest.mark.parametrize("args", [["interleaving", "--delta", "0.02", "--sd", "1e-300"],
+                                  ["interleaving", "--delta", "1e300", "--sd", "1"],
+                                  ["ratio", "--num-mean", "1", "--num-var", "1", "--den-mean", "1", "--den-var", "1",
+                                   "--cov", "0", "--relative-mde", "1e300"]])
+def test_power_requires_at_least_one_user(args: list[str]) -> None:
+    """An effect far above the noise needs a fraction of a user: the size is one (per arm), not 0 (it printed
+    'required users: 0 (impressions 0)')."""
+    code, out = _cli("power", *args)
+    assert code == 0, out
+    assert "required users: 1 (impressions 1)" in out or "required users per arm: A 1, B 1 (total 2)" in out, out
+
+
+def test_power_ratio_moments_beyond_float64_are_refused() -> None:
+    code, out = _cli("power", "ratio", "--num-mean", "1e300", "--num-var", "1e300", "--den-mean", "1e-300",
+                     "--den-var", "1", "--cov", "0", "--relative-mde", "0.02")
+    assert code != 0 and "--den-mean: the ratio 1e+300 / 1e-300 or its per-user delta-method variance is beyond" in out

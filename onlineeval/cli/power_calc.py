@@ -243,7 +243,11 @@ def ratio_metric(
     if num_var < 0 or den_var < 0:
         raise ConfigError(("--num-var" if num_var < 0 else "--den-var",), "variances must be >= 0")
     r = num_mean / den_mean
-    var_e = (num_var - 2.0 * r * cov + r * r * den_var) / (den_mean * den_mean)
+    square = den_mean * den_mean
+    var_e = (num_var - 2.0 * r * cov + r * r * den_var) / square if square > 0 else math.inf
+    if not (math.isfinite(r) and math.isfinite(var_e)):  # (e.g. --den-mean 1e-300: its square is 0)
+        raise ConfigError(("--den-mean",), f"the ratio {num_mean:g} / {den_mean:g} or its per-user delta-method "
+                          "variance is beyond float64's range; give the moments in other units")
     if not var_e > 0:
         raise ConfigError(
             ("--cov",), f"the per-user delta-method variance is {var_e:.3g} <= 0; check the variances and covariance"
@@ -412,11 +416,12 @@ def _sizes(m: Metric, n: float, st: Settings, drift: float) -> dict[str, Any]:
             return {"users_total": None, "note": "the effect is 0 or in the direction the test does not look for"}
         return {"users_total": None, "note": "more users than a float64 counts: the effect is too small for any "
                                              "finite experiment"}
+    # at least one user (per arm): an effect far above the noise needs a fraction of a user, not none
     if not m.per_arm:
-        users = math.ceil(n - 1e-9)
+        users = max(1, math.ceil(n - 1e-9))
         return {"users_total": users, "impressions_total": users * m.units_per_user}
-    a = math.ceil((1 - st.share_b) * n - 1e-9)
-    bb = math.ceil(st.share_b * n - 1e-9)
+    a = max(1, math.ceil((1 - st.share_b) * n - 1e-9))
+    bb = max(1, math.ceil(st.share_b * n - 1e-9))
     return {
         "users_per_arm": {"A": a, "B": bb},
         "users_total": a + bb,
