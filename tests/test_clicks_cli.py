@@ -197,3 +197,32 @@ def test_bad_options_name_the_option_before_reading_the_log(args: list[str], opt
     result = runner.invoke(app, ["clicks", args[0], "--log", str(missing), *args[1:]])
     assert result.exit_code == 2, result.output
     assert f"{option}:" in result.output and "not_read" not in result.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--tol", "1e999"], "--tol: must be a finite number >= 0"),
+    (["--pseudo", "1e999"], "--pseudo: must be a finite number >= 0"),  # was 'pair table values must be ...'
+    (["--model", "dcm", "--bootstrap", "99999999999999999999"], "--bootstrap: must be an integer in [2, 100,000]"),
+    (["--model", "dcm", "--bootstrap", "3", "--seed", "-1"], "--seed: must be at least 0, got -1"),  # a traceback
+])  # fmt: skip
+def test_fit_refuses_options_out_of_range(tsv_log: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    argv = ["clicks", "fit", "--log", str(tsv_log), "--out", str(tmp_path / "m.json")]
+    argv += args if "--model" in args else ["--model", "pbm", *args]
+    result = runner.invoke(app, argv)
+    assert result.exit_code != 0 and message in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_evaluate_refuses_a_negative_seed(tsv_log: Path) -> None:
+    result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--models", "pbm", "--seed", "-1"])
+    assert result.exit_code != 0 and "--seed: must be at least 0, got -1" in result.output, result.output
+
+
+@pytest.mark.parametrize("key", ["tol", "pseudo"])
+def test_api_fit_refuses_non_finite_options(tsv_log: Path, key: str) -> None:
+    import onlineeval
+    from onlineeval.errors import InputError
+
+    with pytest.raises(InputError, match=f"{key} must be a finite number >= 0, got inf"):
+        onlineeval.fit_clicks(tsv_log, "pbm", **{key: float("inf")})

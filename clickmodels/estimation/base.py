@@ -31,6 +31,8 @@ Claypool, 2015 (chapters 3-4), cited as [CMR15] in the estimators.
 
 from __future__ import annotations
 
+import math
+
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -357,10 +359,10 @@ class EMOptions:
     def __post_init__(self) -> None:
         if self.max_iter < 1:
             raise InputError(f"max_iter must be >= 1, got {self.max_iter}")
-        if not self.tol >= 0:
-            raise InputError(f"tol must be >= 0, got {self.tol}")
-        if not self.pseudo >= 0:
-            raise InputError(f"pseudo must be >= 0, got {self.pseudo}")
+        if not (self.tol >= 0 and math.isfinite(self.tol)):
+            raise InputError(f"tol must be a finite number >= 0, got {self.tol}")
+        if not (self.pseudo >= 0 and math.isfinite(self.pseudo)):  # (inf made every estimate 0/0)
+            raise InputError(f"pseudo must be a finite number >= 0, got {self.pseudo}")
 
 
 def slot_values(per_pair: np.ndarray, log: ClickLog, fill: float = 0.0) -> np.ndarray:

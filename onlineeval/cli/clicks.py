@@ -30,6 +30,8 @@ import typer
 from onlineeval.cli._common import guarded
 from onlineeval.cli._progress import ProgressLines
 
+#: the most bootstrap replicates `clicks fit --bootstrap` takes (each refits the model on a resample of the sessions)
+MAX_REFITS = 100_000
 _FORMAT_HELP = ("Log format: tsv, jsonl, yandex or parquet (default: from the suffix, Parquet from its first "
                 "bytes, else yandex).")
 
@@ -191,10 +193,11 @@ def _check_options(
 
     if max_iter is not None and max_iter < 1:
         raise ConfigError(("--max-iter",), f"must be an integer >= 1, got {max_iter}")
-    if tol is not None and not tol >= 0:
-        raise ConfigError(("--tol",), f"must be >= 0 (relative change of the training LL), got {tol}")
-    if pseudo is not None and not pseudo >= 0:
-        raise ConfigError(("--pseudo",), f"must be >= 0 (Beta(a, a) pseudo-count; 0 = plain MLE), got {pseudo}")
+    if tol is not None and not (tol >= 0 and math.isfinite(tol)):
+        raise ConfigError(("--tol",), f"must be a finite number >= 0 (relative change of the training LL), got {tol}")
+    if pseudo is not None and not (pseudo >= 0 and math.isfinite(pseudo)):
+        raise ConfigError(("--pseudo",), f"must be a finite number >= 0 (Beta(a, a) pseudo-count; 0 = plain MLE), "
+                          f"got {pseudo}")
     if test_fraction is not None and not 0 < test_fraction < 1:
         raise ConfigError(("--test-fraction",), f"must be in (0, 1), got {test_fraction}")
 
@@ -391,7 +394,7 @@ def fit_command(
                                     "bootstrap refits (saved under standard_errors).")
     ] = None,
     seed: Annotated[
-        Optional[int], typer.Option("--seed", help="Seed of the --bootstrap resamples (default 0).")
+        Optional[int], typer.Option("--seed", min=0, help="Seed of the --bootstrap resamples (default 0).")
     ] = None,
 ) -> None:
     """Fit one click model to a log and save its parameters as JSON."""
@@ -408,8 +411,9 @@ def fit_command(
         if fit_name(model, "--model") not in SE_MODELS:
             raise ConfigError(("--bootstrap",), f"standard errors are available for {', '.join(SE_MODELS)}, "
                               f"not {fit_name(model, '--model')}")
-        if bootstrap < 2:
-            raise ConfigError(("--bootstrap",), f"must be an integer >= 2 (replicates), got {bootstrap}")
+        if not 2 <= bootstrap <= MAX_REFITS:
+            raise ConfigError(("--bootstrap",), f"must be an integer in [2, {MAX_REFITS:,}] (replicates, one refit "
+                              f"of the model each), got {bootstrap}")
     elif seed is not None:
         raise ConfigError(("--seed",), "applies to --bootstrap only")
     data = _read(log, format)
@@ -471,7 +475,7 @@ def evaluate_command(
         Optional[Path], typer.Option("--test-log", help="Held-out log (default: a random split of --log).")
     ] = None,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share held out without --test-log.")] = 0.25,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random split.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the random split.")] = 0,
     format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
     test_format: Annotated[Optional[str], typer.Option("--test-format", help="Format of --test-log (default: --format).")] = None,
     max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum E-steps.")] = None,
