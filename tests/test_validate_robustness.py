@@ -206,12 +206,26 @@ def test_exceptions_in_candidate_calls_fail_the_run(tmp_path: Path, monkeypatch:
     (["--timeout", "-1"], "--timeout: must be a number of seconds >= 0"),
     (["--timeout", "nan"], "--timeout: must be a number of seconds >= 0"),
     (["--n", "100000000000"], "--n: must be an integer of at least 100 and at most 10,000,000"),
-    (["--alpha", "inf"], "--alpha: must be in (0, 1)"),
+    (["--alpha", "inf"], "--alpha: must be in [1e-12, 1)"),
+    (["--alpha", "1e-300"], "--alpha: must be in [1e-12, 1)"),  # a correct implementation failed better_ranker_wins
 ])
 def test_bad_options_are_one_line_errors(args: list[str], match: str) -> None:
     res = CliRunner().invoke(app, ["validate", "-i", "onlineeval.interleaving.team_draft:TeamDraft", *args])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.output.strip().splitlines() == [f"error: {match}" + res.output.strip().split(match, 1)[1]]
+
+
+@pytest.mark.parametrize("alpha", ["5", "0", "nan", "-1", "1e-300"])
+def test_log_mode_refuses_a_level_outside_its_range(tmp_path: Path, alpha: str) -> None:
+    """Log mode never checked --alpha: at 5 every p-value is below the level and a correct log failed."""
+    p = tmp_path / "log.jsonl"
+    p.write_text('{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [1,0]}\n'
+                 '{"rankings": [[1,2],[2,1]], "shown": [2,1], "teams": [1,0], "clicks": [0,1]}\n')
+    res = CliRunner().invoke(app, ["validate", "--log", str(p), "--alpha", alpha])
+    assert res.exit_code == 2 and res.output.strip() == f"error: --alpha: must be in [1e-12, 1), got {float(alpha)}"
+    with pytest.raises(ConfigError, match="alpha"):
+        validate_log(read_log(p), alpha=float(alpha))
+    assert CliRunner().invoke(app, ["validate", "--log", str(p)]).output.strip().endswith("RESULT: PASS")
 
 
 def test_negative_seed_in_log_mode(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from onlineeval.errors import ConfigError
+from onlineeval.errors import ConfigError, significance_level
 from onlineeval.interleaving.registry import get_interleaver
 from onlineeval.interleaving.validation.candidates import (
     CREDIT,
@@ -238,7 +238,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
     Raises
     ------
     ConfigError
-        For ``alpha`` outside (0, 1), ``n`` outside ``100..10^7``, a negative ``seed``,
+        For ``alpha`` outside [1e-12, 1), ``n`` outside ``100..10^7``, a negative ``seed``,
         ``click_prob`` outside (0, 1), a negative ``timeout``, an unknown method or option.
     CandidateError
         When a candidate call raises, exits, times out or returns malformed output; its
@@ -246,8 +246,9 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
         (``candidate_exception``, ``candidate_exit``, ``candidate_timeout`` or
         ``candidate_output``) and the checks not run (exit code 1).
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ConfigError(("alpha",), f"must be in (0, 1), got {alpha!r}")
+    # [1e-12, 1): below it better_ranker_wins, which must reject at alpha / checks, fails a correct implementation
+    # (at alpha 1e-300 and n 100 its p of 1e-125 is above the level)
+    significance_level(alpha)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 100 <= n <= MAX_N:
         raise ConfigError(("n",), f"must be an integer of at least 100 and at most {MAX_N:,}, got {n!r}")
     check_seed(seed)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from onlineeval.errors import InputError
+from onlineeval.errors import InputError, significance_level
 from onlineeval.interleaving.registry import get_interleaver
 from onlineeval.interleaving.validation.candidates import BatchCandidate
 from onlineeval.interleaving.validation.exact import MAX_LOG_DRAWS, team_probabilities
@@ -315,6 +315,7 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
     if not records:
         raise InputError("no impressions to validate")
     check_seed(seed)
+    significance_level(alpha)  # (unchecked, --alpha 5 failed every correct log: each p-value is below 5)
     spec = method_spec(method)
     ref_il = get_interleaver(method, **(options or {}))
     m = len(records[0].rankings)
