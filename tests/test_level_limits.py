@@ -80,3 +80,20 @@ def test_power_ratio_moments_beyond_float64_are_refused() -> None:
     code, out = _cli("power", "ratio", "--num-mean", "1e300", "--num-var", "1e300", "--den-mean", "1e-300",
                      "--den-var", "1", "--cov", "0", "--relative-mde", "0.02")
     assert code != 0 and "--den-mean: the ratio 1e+300 / 1e-300 or its per-user delta-method variance is beyond" in out
+
+
+@pytest.mark.parametrize("key", ["analysis.alpha", "designs[0].analysis.srm.alpha"])
+def test_simulate_configs_refuse_levels_below_the_smallest(key: str) -> None:
+    """analysis.alpha = 1e-300 ran every replicate and then ended the analysis in a StatisticsError traceback."""
+    from simulations.config import config_from_mapping
+
+    mapping: dict = {"designs": [{"name": "ab", "type": "ab"}]}
+    if key == "analysis.alpha":
+        mapping["analysis"] = {"alpha": 1e-300}
+    else:
+        mapping["designs"][0]["analysis"] = {"srm": {"alpha": 1e-300}}
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping(mapping)
+    assert "must be at least 1e-12" in str(err.value) and "alpha" in str(err.value)
+    if key == "analysis.alpha":
+        config_from_mapping({"designs": [{"name": "ab", "type": "ab"}], "analysis": {"alpha": MIN_ALPHA}})

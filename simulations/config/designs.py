@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_serializer, model_validator
 
+from onlineeval.errors import MIN_ALPHA
+
 from simulations.config.sections import Probability, _Strict
 from simulations.yaml_safe import excerpt
 
@@ -106,7 +108,7 @@ class SrmOptions(_Strict):
     """``analysis.srm`` of an A/B design: the flagging threshold of the sample-ratio-mismatch
     checks (default 0.001) and an optional injected broken split."""
 
-    alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.001
+    alpha: Annotated[float, Field(ge=MIN_ALPHA, lt=1.0)] = 0.001  # (as analysis.alpha)
     inject: SrmInject | None = None
 
 

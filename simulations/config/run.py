@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, Strict, field_validator, model_serializer, model_validator
 
+from onlineeval.errors import MIN_ALPHA
+
 from simulations.config.designs import DesignConfig
 from simulations.config.sections import (
     Collection,
@@ -37,7 +39,9 @@ class AssumptionSweep(_Strict):
 
 
 class AnalysisConfig(_Strict):
-    alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+    # at least onlineeval.errors.MIN_ALPHA (1e-12): the analysis' normal quantiles of 1 - alpha / 2 are infinite
+    # below about 1e-16 (1e-300 ended the run's analysis in a StatisticsError traceback)
+    alpha: Annotated[float, Field(ge=MIN_ALPHA, lt=1.0)] = 0.05
     power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
     aa: bool = Field(True, description="also run each design as A/A (B replaced by A)")
     null: bool = Field(
