@@ -182,9 +182,12 @@ def sweep_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None, so
                           f"values), got {data.get('shrinkage_by')!r}; axes: {', '.join(axes)}", source)
     from simulations.config.run import EMPTY_OUTPUT, is_empty_output
 
-    if is_empty_output(data.get("output")):  # (not the default: Path("") would be the current folder)
+    given = data.get("output")
+    if is_empty_output(given):  # (not the default: Path("") would be the current folder)
         raise ConfigError(("output",), EMPTY_OUTPUT, source)
-    out = Path(data.get("output") or "results/sweep")
+    if given is not None and not isinstance(given, str):  # (0 or false fell back to the default folder silently)
+        raise ConfigError(("output",), f"must be a folder path (text), got {given!r}", source)
+    out = Path(given if given is not None else "results/sweep")
     return SweepConfig(axes, points, out, chunk, dict(executor), plot_x, source, list(by))
 
 

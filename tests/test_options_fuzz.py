@@ -132,9 +132,13 @@ def _leaves(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
         yield path
 
 
-@pytest.mark.parametrize("config", sorted(p.name for p in (REPO / "configs").glob("*.yaml") if p.name != "sweep.yaml"))
+@pytest.mark.parametrize("config", sorted(p.name for p in (REPO / "configs").glob("*.yaml")))
 def test_every_key_of_the_bundled_configs(config: str) -> None:
+    """(A sweep's ``output: 0`` or ``false`` fell back to results/sweep silently: now refused too.)"""
+    from simulations.sweep_config import sweep_from_mapping
+
     base = yaml.safe_load((REPO / "configs" / config).read_text(encoding="utf-8"))
+    load = sweep_from_mapping if "base" in base else config_from_mapping
     tried = 0
     for path in sorted(set(_leaves(base)), key=repr):
         for value in ODD:
@@ -143,7 +147,7 @@ def test_every_key_of_the_bundled_configs(config: str) -> None:
             for key in path[:-1]:
                 node = node[key]
             node[path[-1]] = value
-            _refused_clearly(lambda: config_from_mapping(mapping))
+            _refused_clearly(lambda: load(mapping))
             tried += 1
     assert tried > 200
 
@@ -158,3 +162,12 @@ def test_sizes_beyond_float64_are_refused_by_the_memory_check(override: dict[str
         config_from_mapping(override)
     assert str(err.value).startswith(f"{key}: this config needs about ")
     assert "of memory" in err.value.message
+
+
+@pytest.mark.parametrize("value", [0, False, -1, [1]])
+def test_a_sweep_output_that_is_not_text_is_refused(value: Any) -> None:
+    from simulations.sweep_config import sweep_from_mapping
+
+    base = yaml.safe_load((REPO / "configs" / "sweep.yaml").read_text(encoding="utf-8"))
+    with pytest.raises(ConfigError, match=r"^output: must be a folder path \(text\), got "):
+        sweep_from_mapping({**base, "output": value})
