@@ -1,6 +1,8 @@
-"""Significance levels and effects at the edges: evaluate's and power's alpha of 0, 1 or below 1e-12 refused naming
-the option (the tests use 1 - alpha, which rounds to 1: a ValueError or StatisticsError traceback from inside), and
-power's required size beyond float64's range named as such (an OverflowError traceback for --baseline 1e-320)."""
+"""Significance levels, resamples and effects at the edges: evaluate's and power's alpha of 0, 1 or below 1e-12
+refused naming the option (the tests use 1 - alpha, which rounds to 1: a ValueError or StatisticsError traceback from
+inside); bootstrap replicates and randomisation-test permutations capped at onlineeval.errors.MAX_RESAMPLES in every
+command and API call that takes them (10**20 failed inside NumPy: 'maximum allowed dimension exceeded'); power's
+required size beyond float64's range named as such (an OverflowError traceback for --baseline 1e-320)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typer.testing import CliRunner
 
 import onlineeval.api as api
 from onlineeval.cli import app
-from onlineeval.errors import MIN_ALPHA, ConfigError
+from onlineeval.errors import MAX_RESAMPLES, MIN_ALPHA, ConfigError
 
 QRELS = "1 0 d1 2\n1 0 d2 1\n2 0 d3 1\n2 0 d4 0\n"
 RUN_A = "1 Q0 d1 1 2.0 a\n1 Q0 d2 2 1.0 a\n2 Q0 d3 1 2.0 a\n2 Q0 d4 2 1.0 a\n"
@@ -97,3 +99,27 @@ def test_simulate_configs_refuse_levels_below_the_smallest(key: str) -> None:
     assert "must be at least 1e-12" in str(err.value) and "alpha" in str(err.value)
     if key == "analysis.alpha":
         config_from_mapping({"designs": [{"name": "ab", "type": "ab"}], "analysis": {"alpha": MIN_ALPHA}})
+
+
+@pytest.mark.parametrize("option", ["--bootstrap", "--permutations"])
+@pytest.mark.parametrize("value", [MAX_RESAMPLES + 1, 10**20])
+def test_evaluate_refuses_more_resamples_than_the_limit(files: list[str], option: str, value: int) -> None:
+    q, a, b = files
+    res = CliRunner().invoke(app, ["evaluate", "--qrels", q, "--run", a, "--run", b, "-m", "P@1", option, str(value)])
+    assert res.exit_code != 0
+    assert f"{option}: must be at most {MAX_RESAMPLES}, got {value}" in res.output, res.output
+    for key in ("bootstrap", "permutations"):
+        with pytest.raises(ConfigError) as err:
+            api.evaluate(q, [a, b], metrics="P@1", **{key: value})
+        assert err.value.key_path == (key,) and f"[1, {MAX_RESAMPLES:,}]" in err.value.message
+
+
+def test_estimate_settings_refuse_more_resamples_than_the_limit() -> None:
+    from onlineeval.estimators.log_estimates import check_settings
+
+    check_settings("clicks_per_query", 0.05, MAX_RESAMPLES, "docno_desc")  # the limit itself
+    for prefix in ("--", ""):
+        with pytest.raises(ConfigError) as err:
+            check_settings("clicks_per_query", 0.05, 10**20, "docno_desc", prefix=prefix)
+        assert err.value.key_path == (f"{prefix}bootstrap",)
+        assert f"100 to {MAX_RESAMPLES:,} replicates, got {10**20}" in err.value.message
