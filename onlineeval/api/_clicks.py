@@ -27,13 +27,31 @@ SessionsLike = Union["pd.DataFrame", "ClickLog", PathLike]
 def _id_list(value: Any, row: int, column: str) -> list[str]:
     if isinstance(value, str):
         return [t.strip() for t in value.split(",")] if value.strip() else []
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return []
     try:
-        return [_id_text(v) for v in value]
+        return _ids(value, row, column)
     except TypeError:
         raise InputError(f"column {column!r}: expected a list of ids or a comma-separated string, got "
                          f"{type(value).__name__}", None, row) from None
+
+
+def _missing(value: Any) -> bool:
+    """None, a float NaN or pandas' NA / NaT (a missing cell)."""
+    import pandas as pd
+
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
+
+
+def _ids(values: Any, row: int, column: str) -> list[str]:
+    """The ids of a list cell; a missing one (None, NaN) an error naming the row, as the click-log files refuse
+    ``null`` ids (it was read as the id 'None')."""
+    out = []
+    for v in values:
+        if _missing(v):
+            raise InputError(f"column {column!r}: an id is missing (None or NaN) in {list(values)!r}", None, row)
+        out.append(_id_text(v))
+    return out
 
 
 def _id_text(value: Any) -> str:
@@ -78,7 +96,7 @@ def _clicked(clicks: Any, shown: list[str], row: int, clicks_as: str) -> list[st
     if clicks_as == "auto" and any(_is_bool(v) for v in values):
         raise InputError(f"clicks {values!r} mix bools and ids: give the clicked ids, or one bool per shown "
                          "document", None, row)
-    ids = [_id_text(v) for v in values]
+    ids = _ids(values, row, "clicks")
     if clicks_as == "auto" and values and len(values) == len(shown) and all(_is_01_int(v) for v in values):
         shown_set = set(shown)
         if all(d in shown_set for d in ids):  # both readings are possible: refuse to guess
@@ -119,6 +137,12 @@ def _frame_sessions(sessions: Any, clicks_as: str) -> ClickLog | None:
             arrays["session"] = pa.array(np.arange(n).astype(str).tolist(), type=pa.string())
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
+    if arrays["query"].null_count:  # a missing query or id: the rows' error
+        return None
+    for c in ("docs", "clicks"):
+        a = arrays[c]
+        if (pa.types.is_list(a.type) or pa.types.is_large_list(a.type)) and a.flatten().null_count:
+            return None
     clicks = arrays["clicks"]
     if not (pa.types.is_list(clicks.type) or pa.types.is_large_list(clicks.type)):
         return None
@@ -174,6 +198,8 @@ def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", cl
     out = []
     for i, (sid, query, docs, clicks) in enumerate(zip(sids, sessions["query"], sessions["docs"],
                                                        sessions["clicks"]), start=1):
+        if _missing(query):  # (it was read as the query 'None' or 'nan')
+            raise InputError("column 'query': the query is missing (None or NaN)", None, i)
         shown = _id_list(docs, i, "docs")
         out.append((sid, str(query), shown, _clicked(clicks, shown, i, clicks_as)))
     return from_sessions(out, lines=list(range(1, len(out) + 1)))
