@@ -67,3 +67,40 @@ def test_missing_clicks_are_still_no_click() -> None:
     same = SESSIONS.copy()
     same.at[0, "clicks"] = []
     assert onlineeval.fit_clicks(sessions, "pbm").to_dict() == onlineeval.fit_clicks(same, "pbm").to_dict()
+
+
+def test_a_missing_session_id_is_refused() -> None:
+    sessions = SESSIONS.copy()
+    sessions["session"] = [f"s{i}" for i in range(len(sessions))]
+    sessions["session"] = sessions["session"].astype(object)
+    sessions.at[1, "session"] = None
+    with pytest.raises(InputError) as err:
+        onlineeval.fit_clicks(sessions, "pbm")
+    assert err.value.line == 2 and err.value.message == "column 'session': the session id is missing (None or NaN)"
+
+
+def _segment_frames() -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    ids = [str(i) for i in range(30) for _ in range(2)]
+    qrels = pd.DataFrame({"query_id": ids, "doc_id": ["a", "b"] * 30, "relevance": [1, 0] * 30})
+    runs = {name: pd.DataFrame({"query_id": ids, "doc_id": ["a", "b"] * 30, "score": scores * 30})
+            for name, scores in (("a", [2.0, 1.0]), ("b", [1.0, 2.0]))}
+    return qrels, runs
+
+
+@pytest.mark.parametrize("missing", MISSING, ids=repr)
+def test_a_missing_segment_value_or_query_is_refused(missing: Any) -> None:
+    """As the segments file refuses an empty value (a TypeError from the segments' sort before)."""
+    qrels, runs = _segment_frames()
+    values = ["nav"] * 10 + ["x"] * 5 + ["inf"] * 15
+    seg = pd.DataFrame({"query": [str(i) for i in range(30)], "type": values})
+    assert len(onlineeval.evaluate(qrels, runs, metrics="P@1", segments=seg).segment_means) == 6
+    bad = seg.astype(object)
+    bad.loc[10, "type"] = missing
+    with pytest.raises(InputError) as err:
+        onlineeval.evaluate(qrels, runs, metrics="P@1", segments=bad)
+    assert err.value.line == 11 and "the value of 'type' is missing (None or NaN) for query '10'" in err.value.message
+    bad = seg.astype(object)
+    bad.loc[29, "query"] = missing
+    with pytest.raises(InputError) as err:
+        onlineeval.evaluate(qrels, runs, metrics="P@1", segments=bad)
+    assert err.value.line == 30 and "segments: a query id is missing (None or NaN)" in err.value.message

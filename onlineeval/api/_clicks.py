@@ -193,6 +193,9 @@ def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", cl
     fast = _frame_sessions(sessions, clicks_as)
     if fast is not None:
         return fast
+    if "session" in sessions.columns and sessions["session"].isna().any():  # (pandas 3 keeps it missing)
+        row = int(sessions["session"].isna().to_numpy().argmax()) + 1
+        raise InputError("column 'session': the session id is missing (None or NaN)", None, row)
     sids = sessions["session"].astype(str).tolist() if "session" in sessions.columns else \
         [str(i) for i in range(len(sessions))]
     out = []

@@ -425,9 +425,10 @@ def _segments(segments: Any, evaluated: set[str]) -> pd.DataFrame:
     Raises
     ------
     InputError
-        A frame without a query column, a query twice (its row), or no evaluated query
-        among its queries (ids of another collection would all be ``<missing>``).
+        A frame without a query column, a query twice (its row), a missing query id or value (its row), or no
+        evaluated query among its queries (ids of another collection would all be ``<missing>``).
     """
+    import numpy as np
     import pandas as pd
 
     from onlineeval.stats import read_segments
@@ -442,6 +443,16 @@ def _segments(segments: Any, evaluated: set[str]) -> pd.DataFrame:
         frame = segments.set_index(key) if key is not None else segments
         if key is None and frame.index.name is None:
             raise InputError("segments: needs a query column (query, query_id or qid) or an index of query ids")
+        # a missing query id or value (None, NaN) is refused as the segments file refuses an empty one: under
+        # pandas 3 it stayed missing through astype(str) and the segments' sort raised a TypeError
+        na_index = pd.isna(frame.index.to_numpy())
+        if na_index.any():
+            raise InputError("segments: a query id is missing (None or NaN)", None, int(na_index.argmax()) + 1)
+        na = frame.isna().to_numpy()
+        if na.any():
+            row, col = (int(x[0]) for x in np.nonzero(na))
+            raise InputError(f"segments: the value of {str(frame.columns[col])!r} is missing (None or NaN) for query "
+                             f"{str(frame.index[row])!r}", None, row + 1)
         seg = frame.astype(str)
         seg.index = seg.index.astype(str).rename("query")
         dup = seg.index.duplicated()
