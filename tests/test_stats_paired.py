@@ -192,9 +192,9 @@ def test_cli_out_of_memory_in_paired_tests_is_a_clear_error(tmp_path: Path, monk
     (tmp_path / "A").write_text("q1 Q0 a 1 2 A\nq2 Q0 b 1 2 A\n")
     (tmp_path / "B").write_text("q1 Q0 x 1 2 B\nq2 Q0 b 1 2 B\n")
     res = CliRunner().invoke(app, ["evaluate", "--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "A"),
-                                   "--run", str(tmp_path / "B"), "--permutations", "100000000"])
+                                   "--run", str(tmp_path / "B"), "--permutations", "10000000"])
     assert res.exit_code == 2
-    assert "not enough memory for the paired tests (100000000 permutations" in res.output
+    assert "not enough memory for the paired tests (10000000 permutations" in res.output
     assert "lower --permutations or --bootstrap" in res.output and "Traceback" not in res.output
 
 
