@@ -90,7 +90,8 @@ def estimate_memory(config: object, workers: int | None = None) -> MemoryEstimat
     interleaving = [d for d in config.designs if d.type == "interleaving"]  # type: ignore[attr-defined]
     if interleaving:
         pairs = max(len(d.rankers) * (len(d.rankers) - 1) // 2 for d in interleaving)
-        parts["analysis.truth_impressions"] = _f(config.analysis.truth_impressions) * 8.0 * (pairs + 1)  # type: ignore[attr-defined]
+        truth = _f(config.analysis.truth_impressions)  # type: ignore[attr-defined]
+        parts["analysis.truth_impressions"] = truth * 8.0 * (pairs + 1)
     return MemoryEstimate(parts)
 
 

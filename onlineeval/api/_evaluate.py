@@ -166,7 +166,8 @@ class Evaluation:
 
 def _check_test_options(seed: Any, permutations: Any, bootstrap: Any, alpha: Any) -> None:
     """The paired tests' options of :func:`evaluate` (a :class:`~onlineeval.errors.ConfigError` naming the
-    argument): a seed >= 0, whole numbers of permutations and resamples in [1, MAX_RESAMPLES], a level in [MIN_ALPHA, 1)."""
+    argument): a seed >= 0, whole numbers of permutations and resamples in [1, MAX_RESAMPLES], a level in
+    [MIN_ALPHA, 1)."""
     import numbers
 
     from onlineeval.errors import MAX_RESAMPLES, ConfigError, check_seed, significance_level
