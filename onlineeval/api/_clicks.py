@@ -6,6 +6,7 @@ docs, clicks``), a :class:`clickmodels.logs.ClickLog` or a click-log file, and s
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
@@ -36,21 +37,32 @@ def _id_list(value: Any, row: int, column: str) -> list[str]:
                          f"{type(value).__name__}", None, row) from None
 
 
-def _missing(value: Any) -> bool:
-    """None, a float NaN or pandas' NA / NaT (a missing cell)."""
+@functools.cache
+def _na_singletons() -> tuple[Any, Any]:
     import pandas as pd
 
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
+    return pd.NA, pd.NaT
+
+
+def _missing(value: Any) -> bool:
+    """None, a float NaN or pandas' NA / NaT (a missing cell)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    na, nat = _na_singletons()
+    return value is na or value is nat
+
+
+#: the texts of the missing values (str(None), str(nan), str(pd.NA), str(pd.NaT)): an id list holding none of them
+#: holds no missing value, so the values are checked one by one only when one shows up
+_MISSING_TEXTS = frozenset(("None", "nan", "<NA>", "NaT"))
 
 
 def _ids(values: Any, row: int, column: str) -> list[str]:
     """The ids of a list cell; a missing one (None, NaN) an error naming the row, as the click-log files refuse
     ``null`` ids (it was read as the id 'None')."""
-    out = []
-    for v in values:
-        if _missing(v):
-            raise InputError(f"column {column!r}: an id is missing (None or NaN) in {list(values)!r}", None, row)
-        out.append(_id_text(v))
+    out = [_id_text(v) for v in values]
+    if not _MISSING_TEXTS.isdisjoint(out) and any(_missing(v) for v in values):
+        raise InputError(f"column {column!r}: an id is missing (None or NaN) in {list(values)!r}", None, row)
     return out
 
 
