@@ -7,11 +7,10 @@ never a traceback. Library code raises these (not ``assert``) for bad input.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable, Sequence
 
-__all__ = ["OnlineEvalError", "InputError", "ConfigError", "OutputError", "check_seed", "format_key_path",
-           "must_be_one_of"]
+__all__ = ["MAX_RESAMPLES", "MIN_ALPHA", "OnlineEvalError", "InputError", "ConfigError", "OutputError", "check_seed",
+           "finite_number", "format_key_path", "must_be_one_of", "significance_level"]
 
 
 class OnlineEvalError(Exception):

@@ -31,9 +31,8 @@ Claypool, 2015 (chapters 3-4), cited as [CMR15] in the estimators.
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace

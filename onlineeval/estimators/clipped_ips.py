@@ -118,9 +118,10 @@ class ClippedIPS(Estimator):
             raise ConfigError(("estimator", "cap"), "clipped_ips needs the option cap (a number > 0)")
         if isinstance(cap, bool) or not isinstance(cap, (int, float, np.integer, np.floating)):
             raise ConfigError(("estimator", "cap"), f"must be a number > 0, got {cap!r}")
-        if finite_number(cap) is None or float(cap) <= 0:
+        value = finite_number(cap)
+        if value is None or value <= 0:
             raise ConfigError(("estimator", "cap"), f"must be a finite number > 0, got {cap!r}")
-        object.__setattr__(self, "cap", float(cap))
+        object.__setattr__(self, "cap", value)
 
     @classmethod
     def check_instances(cls, world: Any) -> list[Estimator]:

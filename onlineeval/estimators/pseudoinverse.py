@@ -384,11 +384,10 @@ class PseudoInverse(Estimator):
     biased_under = (("pbm", "first_click"), ("cascade", "additive"), ("cascade", "first_click"))
 
     def __post_init__(self) -> None:
-        r = self.rcond
-        if isinstance(r, bool) or not isinstance(r, (int, float, np.integer, np.floating)) \
-                or finite_number(r) is None or not 0 <= float(r) < 1:
-            raise ConfigError(("estimator", "rcond"), f"must be a number in [0, 1), got {r!r}")
-        object.__setattr__(self, "rcond", float(r))
+        r = finite_number(self.rcond)  # (None for a bool, text, NaN or a number beyond float64)
+        if r is None or not 0 <= r < 1:
+            raise ConfigError(("estimator", "rcond"), f"must be a number in [0, 1), got {self.rcond!r}")
+        object.__setattr__(self, "rcond", r)
 
     def _queries_weights(self, logger: Any, target: Target, queries: IntArray, k: int,
                          source: str | None) -> list[tuple[FloatArray, float, bool]]:
