@@ -61,8 +61,10 @@ class ERR(Metric):
         return max(1, int(judged.max(initial=0)), int(codes.max(initial=0)))
 
     def _cascade(self, codes: np.ndarray, gmax: int) -> Cascade:
-        top = int(codes.max(initial=0))
-        if top > gmax:  # only a set gmax can be below a grade (the default is the qrels' or the batch's top)
+        # only a set gmax can be below a grade (the default is the qrels' or the batch's top): no pass over the
+        # grades otherwise
+        top = int(codes.max(initial=0)) if self.gmax is not None else gmax
+        if top > gmax:
             raise ConfigError(("metrics", "ERR", "gmax"),
                               f"{self}: a ranked document has grade {top}, above gmax={gmax}: its satisfaction "
                               f"probability (2^{top} - 1) / 2^{gmax} would exceed 1 and ERR leave [0, 1]; set gmax to "

@@ -9,7 +9,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_serializer, model_validator
 
 from onlineeval.errors import MIN_ALPHA
-
 from simulations.config.sections import Probability, _Strict
 from simulations.yaml_safe import excerpt
 

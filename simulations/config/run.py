@@ -10,7 +10,6 @@ from typing import Annotated, Any
 from pydantic import Field, Strict, field_validator, model_serializer, model_validator
 
 from onlineeval.errors import MIN_ALPHA
-
 from simulations.config.designs import DesignConfig
 from simulations.config.sections import (
     Collection,
