@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from onlineeval.cli._common import guarded
+from onlineeval.cli._common import fixed, guarded
 from onlineeval.cli._progress import CountProgress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,7 +141,7 @@ def _clean(value: Any) -> Any:
 def _f(x: Any, digits: int = 4) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
-    return f"{x:.{digits}f}"
+    return fixed(x, digits)
 
 
 def _g(x: Any) -> str:
@@ -247,7 +247,7 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
                 continue
             boot_se = r.get("se_source", "delta method") != "delta method"
             rows.append([
-                r["estimator"], r["target"], r["baseline"], f"{r['estimate']:+.4f}",
+                r["estimator"], r["target"], r["baseline"], fixed(r["estimate"], signed=True),
                 _f(r["se"]) + ("b" if boot_se else ""),
                 f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
                 f"[{_f(r['boot_low'])}, {_f(r['boot_high'])}]" if conv["bootstrap"] else "-",

@@ -353,7 +353,9 @@ def tidy(
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
-    return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+    from onlineeval.cli._common import fixed
+
+    return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else fixed(x, digits)
 
 
 def _defined(r: PairedResult, x: float, digits: int = 4) -> str:

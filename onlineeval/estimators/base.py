@@ -194,8 +194,7 @@ class Estimator(ABC):
         rw = self._reward(reward, data.k)
         terms = self.terms(data, target, rw)
         num_u, den_u, clusters = self._cluster_sums(data, terms)
-        if not np.isfinite(num_u).all() or not np.isfinite(den_u).all():
-            raise InputError(f"estimator {self.name!r}: non-finite terms (a propensity of 0?)", data.source)
+        check_cluster_sums(self.name, num_u, den_u, data.source)
         if den_u.sum() <= 0:
             raise InputError(
                 f"estimator {self.name!r}: undefined, the log gives the target no positive weight "
@@ -338,6 +337,25 @@ class Estimator(ABC):
     @abstractmethod
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         """Per-impression terms for validated ``data`` and a supported ``reward``."""
+
+
+#: The largest per-cluster sum of an estimator's terms that its variance can square and sum in float64 (about
+#: 1.8e308) for up to 10^28 clusters. The log's importance weights stop at :data:`~onlineeval.estimators.logs.MAX_WEIGHT`
+#: (1e100); an estimator's own terms (a tiny examination probability, a reward model's prediction) may go beyond.
+MAX_CLUSTER_SUM = 1e140
+
+
+def check_cluster_sums(name: str, num: FloatArray, den: FloatArray, source: str | None, what: str = "") -> None:
+    """Refuse per-cluster sums of an estimator's terms (``num``, ``den``) that are not finite or beyond
+    :data:`MAX_CLUSTER_SUM` in size: its value or variance would be NaN or infinite, reported as an undefined
+    standard error for another reason. ``what`` names the target (`` for 'B'``)."""
+    hi = max(float(np.max(np.abs(num), initial=0.0)), float(np.max(np.abs(den), initial=0.0)))
+    if hi <= MAX_CLUSTER_SUM:
+        return
+    size = "are not finite" if not math.isfinite(hi) else f"reach {hi:.3g}, beyond {MAX_CLUSTER_SUM:.0e}"
+    raise InputError(f"estimator {name!r}: undefined{what}: its terms summed per cluster {size}, where float64 "
+                     "cannot hold their variance (a weight, an examination or click probability near 0, or a "
+                     "reward model's prediction out of range)", source)
 
 
 # ------------------------------------------------------------------------------ registry

@@ -256,6 +256,7 @@ def paired_difference(
     from scipy.stats import t as t_dist
 
     from onlineeval.errors import InputError
+    from onlineeval.estimators.base import check_cluster_sums
     from onlineeval.stats import ratio_linearization
 
     sums = []
@@ -263,7 +264,8 @@ def paired_difference(
         terms = estimator.terms(data, t, reward)
         den = np.ones(data.n) if terms.den is None else np.asarray(terms.den, dtype=np.float64)
         x, y = _cluster_sums(data, np.asarray(terms.num, dtype=np.float64), den)
-        if not (np.isfinite(x).all() and np.isfinite(y).all()) or y.sum() <= 0:
+        check_cluster_sums(estimator.name, x, y, data.source, f" for {getattr(t, 'name', 'target')!r}")
+        if y.sum() <= 0:
             raise InputError(f"estimator {estimator.name!r}: undefined for {getattr(t, 'name', 'target')!r} "
                              "(no positive weight)", data.source)
         # (slot weights are 0 at empty slots); a doubly robust estimate with every weight 0 is its reward model's

@@ -40,6 +40,27 @@ def _propensity(x: Any, name: str, shape: tuple[int, ...]) -> FloatArray | None:
     return arr
 
 
+#: The largest importance weight an estimate may rest on. A weight above it means a logged event of probability
+#: below 1e-100 under the logger (none happens in a real log: its propensity is wrong), and its square, in every
+#: variance and effective sample size, leaves float64's range (about 1.8e308) once summed.
+MAX_WEIGHT = 1e100
+
+
+def _weight_too_large(w: FloatArray, p_log: FloatArray, level: str, source: str | None) -> None:
+    """Refuse weights ``w`` with an entry above :data:`MAX_WEIGHT` (or infinite), naming the first such
+    impression (0-based, as the propensity checks do), its weight and its logging propensity."""
+    flat = w.reshape(w.shape[0], -1)
+    row = int(np.flatnonzero(~(flat <= MAX_WEIGHT).all(axis=1))[0])
+    col = int(np.flatnonzero(~(flat[row] <= MAX_WEIGHT))[0])
+    p = float(np.asarray(p_log).reshape(w.shape[0], -1)[row, col])
+    where = "" if w.ndim == 1 else f", slot {col + 1}"
+    raise InputError(
+        f"impression {row}{where}: importance weight {float(flat[row, col]):.3g} at the {level} level (the target's "
+        f"probability over the logging propensity {p:.3g}): weights above {MAX_WEIGHT:.0e} are refused. An event "
+        "that rare under the logger is not in a real log unless its propensity is wrong, and the squares of such "
+        "weights overflow float64 in the variance; check the log's propensities", source)
+
+
 @dataclass(frozen=True, eq=False)
 class LoggedData:
     """A batch of logged impressions (one row each) with the logging propensities.
@@ -232,9 +253,13 @@ class LoggedData:
             else:
                 p = self.target_propensities(target)
                 num = p.list if level == "list" else (p.item if level == "item" else p.prefix)
-            if level == "list":
-                return np.divide(num, self.p_list)
-            return self._on_shown(np.divide(num, self.p_item if level == "item" else self.p_prefix))
+            p_log = self.p_list if level == "list" else (self.p_item if level == "item" else self.p_prefix)
+            with np.errstate(over="ignore"):  # a weight beyond float64's range is refused just below
+                w = np.divide(num, p_log)
+            w = w if level == "list" else self._on_shown(w)
+            if w.size and not w.max() <= MAX_WEIGHT:  # (one pass; NaN cannot occur: the propensities are > 0)
+                _weight_too_large(w, p_log, level, self.source)
+            return w
         w = self.cached(("weights", level), compute, target=target)
         # the target's propensities are kept only until every weight the log allows is derived
         sec = self._cache.section(target)
