@@ -50,6 +50,34 @@ def test_issue_example_57756_per_arm_is_statsmodels_normalindpower_with_cohens_h
     assert "A 57,756, B 57,756" in text
 
 
+@pytest.mark.parametrize("base", [0.1, 0.5, 0.9])
+@pytest.mark.parametrize("d", [1e-8, 1e-10, 1e-15, -1e-15])
+def test_arcsine_effect_of_a_tiny_difference_is_exact(base: float, d: float) -> None:
+    """Cohen's h of a tiny difference: 2 asin(sqrt(p + d)) - 2 asin(sqrt(p)) loses about 1e-16 / |d| of itself when
+    the two arcsines are subtracted (statsmodels' proportion_effectsize does; 8e-8 at d = 1e-10, 3% at d = -1e-15).
+    Reference: the Taylor series to second order, d / s + d^2 (2p - 1) / (4 s^3) with s = sqrt(p (1 - p)), whose
+    next term is below float64's resolution for |d| <= 1e-8 (about 1e-11 of it at 1e-6)."""
+    from onlineeval.cli.power_calc import Settings, proportion_metric
+
+    m = proportion_metric(base, "arcsine", Settings(alpha=0.05, power=0.8, alternative="two-sided", share_b=0.5))
+    s = math.sqrt(base * (1 - base))
+    ref = d / s + d * d * (2 * base - 1) / (4 * s ** 3)
+    assert m.w(d) == pytest.approx(ref, rel=1e-12, abs=0)
+
+
+def test_arcsine_size_of_an_effect_below_the_baselines_resolution() -> None:
+    """--relative-mde 1e-17 on 0.1: baseline + effect rounds to the baseline, and the two arcsines' difference was
+    0 ("the effect is 0"); the effect is 1e-18, and its size is (z_0.975 + z_0.8)^2 / h^2 per arm. Sizes beyond
+    10^15 are printed to 4 significant digits (their other digits are float64's noise)."""
+    doc = run_json("proportion", "--baseline", "0.1", "--relative-mde", "1e-17")
+    h = 1e-18 / math.sqrt(0.09)  # the effect 0.1 x 1e-17 (the Taylor series' next term is 1e-34 of it)
+    # the size scales as 1 / h^2 at a fixed drift: statsmodels' size for h = 0.01, scaled
+    ref = smp.NormalIndPower().solve_power(effect_size=0.01, alpha=0.05, power=0.8, ratio=1.0) * (0.01 / h) ** 2
+    assert doc["required"]["unrounded_total"] / 2 == pytest.approx(ref, rel=1e-9)
+    text = runner.invoke(app, ["power", "proportion", "--baseline", "0.1", "--relative-mde", "1e-17"]).output
+    assert "required users per arm: A 1.413e+36, B 1.413e+36 (total 2.826e+36)" in text
+
+
 @pytest.mark.parametrize("alternative", ["two-sided", "larger", "smaller"])
 @pytest.mark.parametrize("share_b", [0.5, 0.3])
 def test_arcsine_size_power_and_mde_match_statsmodels(alternative: str, share_b: float) -> None:
@@ -98,6 +126,8 @@ def test_unpooled_method_matches_normalindpower_with_the_unpooled_sd() -> None:
 def test_relative_mde_and_peeking_rate() -> None:
     a = run_json("proportion", "--baseline", "0.10", "--relative-mde", "0.05", "--looks", "5")
     b = run_json("proportion", "--baseline", "0.10", "--mde", "0.005")
+    # 0.05 x 0.10 is 0.005000000000000001, one ulp above 0.005: the unrounded sizes differ in their last digits
+    assert a["required"].pop("unrounded_total") == pytest.approx(b["required"].pop("unrounded_total"), rel=1e-13)
     assert a["required"] == b["required"]
     assert a["peeking_false_positive_rate"] == pytest.approx(float(sq.peeking_fpr(sq.equal_fractions(5))[-1]), rel=1e-12)
     assert a["peeking_false_positive_rate"] == pytest.approx(0.1417, abs=5e-4)

@@ -119,7 +119,8 @@ def _fmt(x: Any) -> str:
             return f"{x:.4g}"
         return f"{x:,.6g}" if abs(x) < 1000 else f"{x:,.0f}"
     if isinstance(x, int):
-        return f"{x:,}"
+        # a size computed in float64 is exact to about 16 digits: beyond 10^15 its other digits are noise
+        return f"{x:,}" if abs(x) < 10**15 else f"{float(x):.4g}"
     return str(x)
 
 

@@ -213,7 +213,13 @@ def proportion_metric(p_a: float, method: str, st: Settings) -> Metric:
 
     def w(d: float) -> float:
         if method == "arcsine":
-            return 2.0 * math.asin(math.sqrt(p_a + d)) - 2.0 * math.asin(math.sqrt(p_a))
+            # 2 asin(sqrt(p_b)) - 2 asin(sqrt(p_a)) without subtracting the two arcsines (whose difference loses
+            # about 1e-16 / |d| of itself: 8e-8 at d = 1e-10, 3% at d = -1e-15): for x, y in [0, 1],
+            # asin x - asin y = asin(x sqrt(1 - y^2) - y sqrt(1 - x^2)), and that argument is
+            # (x^2 - y^2) / (x sqrt(1 - y^2) + y sqrt(1 - x^2)) = d / (sqrt(p_b (1 - p_a)) + sqrt(p_a (1 - p_b)))
+            p_b = p_a + d
+            arg = d / (math.sqrt(p_b * (1.0 - p_a)) + math.sqrt(p_a * (1.0 - p_b)))
+            return 2.0 * math.asin(min(1.0, max(-1.0, arg)))
         return d
 
     def s1(d: float) -> float:
