@@ -24,9 +24,9 @@ every run (tests/test_estimate_cli.py runs this and compares the command's outpu
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -79,8 +79,11 @@ def make(outdir: Path) -> dict[str, float]:
             for name, orders in (("A", a_order), ("B", b_order))}
 
 
-def main() -> None:
-    outdir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("outdir", nargs="?", type=Path, default=Path("."),
+                        help="folder to write logged.jsonl, A.run and B.run into (default: the current folder)")
+    outdir = parser.parse_args(argv).outdir
     truth = make(outdir)
     print(f"wrote {outdir / 'logged.jsonl'}, {outdir / 'A.run'}, {outdir / 'B.run'}; exact clicks per query: "
           f"A {truth['A']:.4f}, B {truth['B']:.4f}, B - A {truth['B'] - truth['A']:+.4f}")

@@ -18,7 +18,7 @@ from numpy's ``default_rng(SEED)``, so the files are the same on every run.
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -75,8 +75,10 @@ def make(outdir: Path) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    outdir = Path(args[0]) if args else DEFAULT_OUT
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("outdir", nargs="?", type=Path, default=DEFAULT_OUT,
+                        help="folder to write qrels.txt, A.run and B.run into (default: examples/trec_example)")
+    outdir = parser.parse_args(argv).outdir
     c = make(outdir)
     print(f"wrote {outdir / 'qrels.txt'}, {outdir / 'A.run'}, {outdir / 'B.run'}: {c['queries']} queries, "
           f"{c['judged']} judged documents ({c['relevant']} relevant; {c['no_relevant_queries']} queries "

@@ -134,3 +134,16 @@ def test_shipped_config_end_to_end_and_offline_deltas(tmp_path: Path, monkeypatc
     assert same.comparison("B", "nDCG@10").mean_diff == pytest.approx(off["delta"]["uniform"], abs=1e-15)
     # the two commands' offline deltas differ for these runs (gain conventions), by far more than rounding
     assert abs(trec.comparison("B", "nDCG@10").mean_diff - off["delta"]["uniform"]) > 1e-3
+
+
+@pytest.mark.parametrize("script", ["make_trec_example.py", "make_logged_example.py"])
+def test_example_scripts_take_help_and_refuse_extra_arguments(script: str, tmp_path: Path) -> None:
+    """`--help` printed nothing useful and wrote the files into a folder named --help; a second argument was
+    ignored. Both scripts now parse their arguments: --help shows the docstring and writes nothing."""
+    path = REPO / "examples" / script
+    shown = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert shown.returncode == 0 and shown.stdout.startswith(f"usage: {script} [-h] [outdir]")
+    assert "Write the" in shown.stdout and list(tmp_path.iterdir()) == []
+    extra = subprocess.run([sys.executable, str(path), "a", "b"], capture_output=True, text=True, cwd=tmp_path)
+    assert extra.returncode == 2 and "unrecognized arguments: b" in extra.stderr
+    assert list(tmp_path.iterdir()) == []
