@@ -203,8 +203,11 @@ def test_exceptions_in_candidate_calls_fail_the_run(tmp_path: Path, monkeypatch:
 # ----------------------------------------------------------------------------- 2. bad options
 @pytest.mark.parametrize("args, match", [
     (["--seed", "-1"], "--seed: must be a non-negative integer, got -1"),
-    (["--timeout", "-1"], "--timeout: must be a number of seconds >= 0"),
-    (["--timeout", "nan"], "--timeout: must be a number of seconds >= 0"),
+    (["--timeout", "-1"], "--timeout: must be a number of seconds from 0 to 1e+09 (0: no limit), got -1.0"),
+    (["--timeout", "nan"], "--timeout: must be a number of seconds from 0 to 1e+09 (0: no limit), got nan"),
+    # setitimer's time_t: 1e20 seconds raised an OverflowError traceback at the first timed call
+    (["--timeout", "1e20"], "--timeout: must be a number of seconds from 0 to 1e+09 (0: no limit), got 1e+20"),
+    (["--timeout", "1e308"], "--timeout: must be a number of seconds from 0 to 1e+09 (0: no limit), got 1e+308"),
     (["--n", "100000000000"], "--n: must be an integer of at least 100 and at most 10,000,000"),
     (["--alpha", "inf"], "--alpha: must be in [1e-12, 1)"),
     (["--alpha", "1e-300"], "--alpha: must be in [1e-12, 1)"),  # a correct implementation failed better_ranker_wins

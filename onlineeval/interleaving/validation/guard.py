@@ -37,9 +37,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import numpy as np
 
-from onlineeval.errors import ConfigError, InputError, check_seed
+from onlineeval.errors import ConfigError, InputError, check_seed, finite_number
 
 __all__ = ["CHECK_OF_KIND", "DEFAULT_TIMEOUT", "CandidateError", "Watchdog", "call_candidate", "check_seed",
            "check_timeout", "short"]
@@ -240,11 +239,18 @@ def watchdog(timeout: float | None) -> Iterator[Watchdog]:
         yield dog
 
 
+#: The longest timeout per call, in seconds (about 31 years): ``setitimer`` takes no more than the platform's time_t
+#: (10^20 seconds raised an OverflowError when the first call was timed); 0 asks for no limit.
+MAX_TIMEOUT = 1e9
+
+
 def check_timeout(timeout: object) -> float | None:
-    """Seconds per candidate call: a positive finite number, or ``None`` / ``0`` for no limit."""
+    """Seconds per candidate call: a positive finite number up to :data:`MAX_TIMEOUT`, or ``None`` / ``0`` for no
+    limit."""
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not np.isfinite(timeout) \
-            or timeout < 0:
-        raise ConfigError(("timeout",), f"must be a number of seconds >= 0 (0: no limit), got {timeout!r}")
-    return float(timeout) or None
+    seconds = finite_number(timeout)
+    if seconds is None or not 0 <= seconds <= MAX_TIMEOUT:
+        raise ConfigError(("timeout",), f"must be a number of seconds from 0 to {MAX_TIMEOUT:.0e} (0: no limit), "
+                                        f"got {timeout!r:.40}")
+    return seconds or None
