@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from onlineeval.api._inputs import PathLike, _is_path, check_number, names_text
+from onlineeval.api._inputs import PathLike, _is_path, check_number, check_unique_columns, index_hint, names_text
 from onlineeval.errors import ConfigError, InputError, check_seed, must_be_one_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -201,7 +201,9 @@ def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", cl
     lacking = [c for c in need if c not in sessions.columns]
     if lacking:
         raise InputError(f"{name} lacks column(s) {', '.join(lacking)}; needs session (optional), query, docs "
-                         "(shown ids in rank order), clicks (clicked ids, or one bool per shown document)")
+                         "(shown ids in rank order), clicks (clicked ids, or one bool per shown document)"
+                         + index_hint(sessions, lacking + ["session"], {}))
+    check_unique_columns(sessions, name)
     fast = _frame_sessions(sessions, clicks_as)
     if fast is not None:
         return fast

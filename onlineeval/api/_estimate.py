@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from onlineeval.api._inputs import PathLike, _frame, _is_path
+from onlineeval.api._inputs import PathLike, _frame, _is_path, check_unique_columns, index_hint
 from onlineeval.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,6 +128,10 @@ def _logged(log: Any, policies: Any) -> tuple[Any, dict[str, Any] | None]:
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"log: expected a DataFrame (query, shown, clicks, p_list / p_prefix / p_item or "
                          f"propensities or logger) or a JSON-lines or Parquet file; got {type(log).__name__}")
+    check_unique_columns(log, "log")
+    hint = index_hint(log, [c for c in ("query", "user", "shown", "clicks") if c not in log.columns], {})
+    if hint:  # (the reader said "row 1: missing key 'query'", and an index of users was not read: no clusters)
+        raise InputError(f"log: {hint[2:]}")
     table = frame_table(log)
     if table is not None:
         try:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onlineeval.api._inputs import PathLike, TableLike, _frame, _is_path, _named_runs
+from onlineeval.api._inputs import PathLike, TableLike, _frame, _is_path, _named_runs, check_unique_columns
 from onlineeval.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -439,6 +439,7 @@ def _segments(segments: Any, evaluated: set[str]) -> pd.DataFrame:
         where = str(segments)
         seg = read_segments(segments)
     elif isinstance(segments, pd.DataFrame):
+        check_unique_columns(segments, "segments")
         cols = {str(c).lower(): c for c in segments.columns}
         key = next((cols[k] for k in ("query", "query_id", "qid") if k in cols), None)
         frame = segments.set_index(key) if key is not None else segments

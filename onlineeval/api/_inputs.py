@@ -48,7 +48,14 @@ def _frame(table: Any, kind: str, value: str, name: str) -> pd.DataFrame:
         lacking = [spelled[c] for c in needed if c not in frame.columns]
         if lacking:
             raise InputError(f"{name}: the DataFrame lacks column(s) {', '.join(lacking)}; it needs "
-                             f"{', '.join(spelled[c] for c in needed)} (has {', '.join(map(str, table.columns))})")
+                             f"{', '.join(spelled[c] for c in needed)} (has {', '.join(map(str, table.columns))})"
+                             + index_hint(table, [c for c in needed if c not in frame.columns],
+                                          {v: k for k, v in IR_MEASURES_COLUMNS.items()}))
+        twice = [c for c in needed if int((frame.columns == c).sum()) > 1]
+        if twice:  # (pandas' own error: "Per-column arrays must each be 1-dimensional")
+            raise InputError(f"{name}: the DataFrame has more than one {spelled[twice[0]]} column (has "
+                             f"{', '.join(map(str, table.columns))}); keep one")
+        check_unique_columns(table, name)
     elif isinstance(table, Mapping):
         q: list[str] = []
         d: list[str] = []
@@ -74,6 +81,30 @@ def _frame(table: Any, kind: str, value: str, name: str) -> pd.DataFrame:
             message += f" (query {frame['query'].iloc[line - 1]!r}, document {frame['doc'].iloc[line - 1]!r})"
             line = None
         raise InputError(message, exc.path, line) from None
+
+
+def check_unique_columns(frame: Any, name: str) -> None:
+    """Refuse a DataFrame with a column name more than once (``pd.concat(..., axis=1)`` of overlapping frames, or
+    ``query`` beside ``query_id``, which the API reads as ``query``), naming it: pandas then hands out a frame for
+    the name, and the readers failed with ``KeyError: 0`` or read the pairs of values as tuples."""
+    columns = frame.columns
+    dup = columns[columns.duplicated()]
+    if len(dup):
+        raise InputError(f"{name}: the DataFrame has the column {str(dup[0])!r} more than once (has "
+                         f"{', '.join(map(str, columns))}); keep one")
+
+
+def index_hint(table: Any, lacking: list[str], aliases: Mapping[str, str]) -> str:
+    """``"; query is the DataFrame's index, not a column (only columns are read): pass df.reset_index()"`` when a
+    lacking column (or its ``aliases`` spelling) names a level of ``table``'s index (``df.set_index("query")``),
+    else ``""``."""
+    names = [n for n in getattr(table.index, "names", []) if n is not None]
+    found = [str(n) for n in names if n in lacking or n in {aliases.get(c) for c in lacking}]
+    if not found:
+        return ""
+    are = "is" if len(found) == 1 else "are"
+    return (f"; {' and '.join(found)} {are} the DataFrame's index, not a column (only columns are read): pass "
+            "df.reset_index()")
 
 
 def _is_single_table(x: Any) -> bool:
