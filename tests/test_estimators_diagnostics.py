@@ -129,3 +129,14 @@ def test_mean_weight_over_shown_slots_of_short_lists(users: bool) -> None:
     mean, se = _cluster_ratio(w.sum(axis=1), slots, user if users else np.arange(n))
     assert d.weights_per_impression == pytest.approx(slots.mean(), rel=1e-12)
     assert d.mean_weight == pytest.approx(mean, rel=1e-12) and d.mean_weight_se == pytest.approx(se, rel=1e-9)
+
+
+@pytest.mark.parametrize("ess, warned", [(100.0, False), (99.99999999999, False), (99.9999, True), (99.0, True)])
+def test_ess_warning_ignores_rounding_at_the_threshold(ess: float, warned: bool) -> None:
+    """An ESS of exactly 100 computed as 99.99999999999 (the rounding of (sum w)^2 / sum w^2: 100 of 200
+    impressions with equal weights of 1e90) was warned as "effective sample size 100.0 (< 100)"."""
+    from onlineeval.estimators.diagnostics import Diagnostics
+
+    d = Diagnostics(ess, 2.0, 0.01, 0.5, 0, 200, weight_level="list", weights_per_impression=1.0)
+    assert d.ess_impressions == ess
+    assert any(w.startswith("effective sample size") for w in d.warnings()) is warned

@@ -96,7 +96,9 @@ class Diagnostics:
                 "shows documents at positions the logging policy never uses, so the estimate is biased there"
             )
         ess = self.ess_impressions
-        if ess < 100 and ess == ess:
+        # (an ESS of 100 computed as 99.99999999999 by the rounding of (sum w)^2 / sum w^2 is 100: it printed as
+        # "effective sample size 100.0 (< 100)")
+        if ess < 100 * (1 - 1e-9) and ess == ess:
             if self.weight_level == "slot":
                 out.append(f"effective sample size {ess:.1f} impressions (< 100; {self.ess:.1f} slots over "
                            f"{self.weights_per_impression:.3g} shown slots per impression): the interval is unreliable")
