@@ -251,6 +251,25 @@ def test_csv_errors_name_file_and_line(tmp_path: Path) -> None:
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize("text, message", [
+    # csv.DictReader kept the last 'clicks' column's values without a word
+    ("clicks,queries,clicks\n1,2,3\n2,3,4\n5,5,5\n",
+     ":1: the header names column 'clicks' (from --num-col) 2 times (clicks, queries, clicks): which one is meant?"),
+    # the mean overflowed, and the error blamed --den-mean, an option not given
+    ("clicks,queries\n1e308,1\n1e308,2\n1,3\n",
+     ": the values of column 'clicks' (from --num-col) are too large for float64: their mean or variance overflows "
+     "(largest 1e+308); give them in other units"),
+    ("clicks,queries\n1,1e308\n1,1e308\n1,3\n",
+     ": the values of column 'queries' (from --den-col) are too large for float64: their mean or variance overflows "
+     "(largest 1e+308); give them in other units"),
+])
+def test_csv_duplicate_columns_and_overflowing_values(tmp_path: Path, text: str, message: str) -> None:
+    bad = tmp_path / "u.csv"
+    bad.write_text(text, encoding="utf-8")
+    out = run_error("ratio", "--csv", str(bad), "--num-col", "clicks", "--den-col", "queries", "--relative-mde", "0.02")
+    assert " ".join(out.split()) == f"error: {bad}{message}"
+
+
 # ----------------------------------------------------------------------------- interleaving
 
 

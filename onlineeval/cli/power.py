@@ -66,6 +66,9 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
                 raise InputError(
                     f"no column {col!r} (from {opt}); the header has {', '.join(cols) or 'nothing'}", name, 1
                 )
+            if cols.count(col) > 1:  # (csv.DictReader keeps the last one's values, silently)
+                raise InputError(f"the header names column {col!r} (from {opt}) {cols.count(col)} times "
+                                 f"({', '.join(cols)}): which one is meant?", name, 1)
         xs: list[float] = []
         ys: list[float] = []
         for row in reader:
@@ -102,8 +105,17 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
     import numpy as np
 
     data = np.array([xs, ys])
-    cov = np.cov(data, ddof=1)
-    return float(data[0].mean()), float(cov[0, 0]), float(data[1].mean()), float(cov[1, 1]), float(cov[0, 1]), n
+    with np.errstate(over="ignore", invalid="ignore"):  # refused just below, naming the file and column
+        cov = np.cov(data, ddof=1)
+        means = data.mean(axis=1)
+    for i, (opt, col) in enumerate((("--num-col", num_col), ("--den-col", den_col))):
+        if not (math.isfinite(means[i]) and math.isfinite(cov[i, i])):
+            raise InputError(f"the values of column {col!r} (from {opt}) are too large for float64: their mean or "
+                             f"variance overflows (largest {np.abs(data[i]).max():.3g}); give them in other units", name)
+    if not math.isfinite(cov[0, 1]):
+        raise InputError(f"the covariance of columns {num_col!r} and {den_col!r} overflows float64; give them in "
+                         "other units", name)
+    return float(means[0]), float(cov[0, 0]), float(means[1]), float(cov[1, 1]), float(cov[0, 1]), n
 
 
 # ----------------------------------------------------------------------------- output
