@@ -508,6 +508,7 @@ def read_jsonl(path: str | Path) -> ClickLog:
     (:func:`clickmodels.logs_columns.jsonl_sessions`) or, where that declines, line by line (the reference, whose
     errors name the line)."""
     from clickmodels.logs_columns import jsonl_sessions
+    from onlineeval.io.logged_json import DuplicateKey, unique_keys
 
     fast = jsonl_sessions(path)
     if fast is not None:
@@ -519,9 +520,12 @@ def read_jsonl(path: str | Path) -> ClickLog:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = json.loads(raw, object_pairs_hook=unique_keys)  # (plain json.loads keeps a repeated key's last value)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", src, lineno) from None
+        except DuplicateKey as exc:
+            raise InputError(f"key {exc.args[0]!r} appears twice in one object (JSON keys must be unique)", src,
+                             lineno) from None
         except RecursionError:
             raise InputError("JSON nested too deeply; a line is one flat object", src, lineno) from None
         except ValueError as exc:  # e.g. an integer of more than 4300 digits (Python's limit)

@@ -376,3 +376,15 @@ def test_evaluate_clicks_has_the_printed_conventions_in_attrs(tmp_path: Path) ->
     assert conv["split"].startswith("random split, 25% of sessions held out") and "default_rng(1)" in conv["split"]
     assert "n_clipped" in conv and "1e-10" in conv["clipping"]
     assert table[["log_likelihood"]].attrs["conventions"] == conv  # pandas carries attrs through selections
+
+
+@pytest.mark.parametrize("key", ["clicks", "docs", "query"])
+def test_jsonl_key_twice_in_one_object_is_refused(tmp_path: Path, key: str) -> None:
+    """A click log line naming a key twice was read with the last value (json.loads's default), as the logged
+    (estimate) reader refuses it."""
+    fields = {"session": '"s1"', "query": '"q"', "docs": '["a", "b"]', "clicks": '["a"]'}
+    body = ", ".join(f'"{k}": {v}' for k, v in fields.items()) + f', "{key}": {fields[key]}'
+    path = tmp_path / "twice.jsonl"
+    path.write_text('{"session": "s0", "query": "q", "docs": ["a", "b"], "clicks": []}\n{' + body + "}\n")
+    with pytest.raises(InputError, match=f"twice.jsonl:2: key '{key}' appears twice in one object"):
+        read_click_log(path)

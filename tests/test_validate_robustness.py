@@ -361,6 +361,9 @@ LINE = '{"rankings": [[1,2],[2,1]], "shown": [1,2], "teams": [0,1], "clicks": [1
     (json.dumps({"rankings": [[1]] * 65, "shown": [1], "teams": [0], "clicks": [0]}) + "\n", "65 rankings; at most 64"),
     ('{"rankings": [[' + "9" * 5000 + ", 2], [2, 1]]}\n", "not valid JSON"),
     ('{"pad": "' + "x" * (4 * 1024 * 1024) + '"}\n', "line longer than 4,194,304 bytes"),
+    # a key twice was read with its last value (json.loads's default)
+    ('{"rankings": [[1, 2], [2, 1]], "shown": [1, 2], "teams": [0, 1], "teams": [1, 0], "clicks": [0, 0]}\n',
+     "key 'teams' appears twice in one object"),
 ])
 def test_log_limits_and_deep_nesting_name_file_and_line(tmp_path: Path, bad: str, match: str) -> None:
     p = tmp_path / "log.jsonl"

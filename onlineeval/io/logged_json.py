@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["DECODER", "DuplicateKey", "LoggerTexts", "json_value_error"]
+__all__ = ["DECODER", "DuplicateKey", "LoggerTexts", "json_value_error", "unique_keys"]
 
 
 class DuplicateKey(ValueError):
@@ -24,6 +24,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         raise DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
     return out
 
+
+#: the hook under its public name (the click logs' JSON-lines reader, :func:`clickmodels.logs.read_jsonl`, passes it to
+#: ``json.loads``)
+unique_keys = _unique_keys
 
 #: one decoder for every line: ``json.loads`` with a hook builds a new ``JSONDecoder`` per call (a line of
 #: bench_read_logger_log's logger log: 24 -> 19 us, collector paused); ``decode`` is what ``loads`` calls, so the

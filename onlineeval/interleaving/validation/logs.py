@@ -44,6 +44,7 @@ from onlineeval.interleaving.validation.stattests import (
     pooled_goodness_of_fit,
     reference_statistic,
 )
+from onlineeval.io.logged_json import DuplicateKey, unique_keys
 
 __all__ = ["LogRecord", "read_log", "validate_log"]
 
@@ -268,9 +269,12 @@ def read_log(path: str | Path) -> list[LogRecord]:
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = json.loads(raw, object_pairs_hook=unique_keys)  # (plain json.loads keeps a repeated key's last)
             except json.JSONDecodeError as exc:
                 raise InputError(f"not valid JSON ({exc.msg})", p, i) from None
+            except DuplicateKey as exc:
+                raise InputError(f"key {exc.args[0]!r} appears twice in one object (JSON keys must be unique)", p,
+                                 i) from None
             except RecursionError:
                 raise InputError("JSON nested too deeply (an impression is one flat object of lists)", p, i) \
                     from None
