@@ -186,6 +186,13 @@ def test_missing_columns_a_broken_file_and_bad_logger_text_are_clear_errors(tmp_
     with pytest.raises(InputError, match=r"row 1: logger is not valid JSON text") as exc:
         logged.read_logged(bad_logger, policies=policies)
     assert exc.value.path == str(bad_logger)
+    # a score named twice in a logger's JSON text was read with its last value; the JSON-lines reader refuses it
+    twice = tmp_path / "twice.parquet"
+    text = '{"policy": "plackett_luce", "temperature": 1.0, "scores": {"a": 1.0, "a": 2.0, "b": 0.5}}'
+    pq.write_table(_table([{"query": "q1", "shown": ["a"], "clicks": [], "logger": text}]), twice)
+    with pytest.raises(InputError, match=r"row 1: logger: key 'a' appears twice in one object") as exc:
+        logged.read_logged(twice, policies=policies)
+    assert exc.value.path == str(twice)
 
 
 def test_estimate_reads_a_parquet_log_and_fingerprints_its_bytes(tmp_path):
