@@ -186,6 +186,19 @@ def test_missing_columns_a_broken_file_and_bad_logger_text_are_clear_errors(tmp_
     with pytest.raises(InputError, match=r"row 1: logger is not valid JSON text") as exc:
         logged.read_logged(bad_logger, policies=policies)
     assert exc.value.path == str(bad_logger)
+    # a column twice in a file (Parquet allows it): pyarrow failed on the name with a dump of the schema
+    dup = pa.Table.from_arrays([pa.array(["q1"]), pa.array([["a"]]), pa.array([[]], pa.list_(pa.string())),
+                                pa.array([0.5]), pa.array(["q2"])], names=["query", "shown", "clicks", "p_list", "query"])
+    pq.write_table(dup, tmp_path / "dup.parquet")
+    folder = tmp_path / "dataset"
+    folder.mkdir()
+    pq.write_table(dup, folder / "part-0.parquet")
+    for where, named in ((tmp_path / "dup.parquet", tmp_path / "dup.parquet"), (folder, folder / "part-0.parquet")):
+        with pytest.raises(InputError) as exc:
+            logged.read_logged(where)
+        assert (exc.value.path, exc.value.message) == (
+            str(named), "the column 'query' appears 2 times in the file's schema (query, shown, clicks, p_list, "
+                        "query); keep one")
     # a score named twice in a logger's JSON text was read with its last value; the JSON-lines reader refuses it
     twice = tmp_path / "twice.parquet"
     text = '{"policy": "plackett_luce", "temperature": 1.0, "scores": {"a": 1.0, "a": 2.0, "b": 0.5}}'

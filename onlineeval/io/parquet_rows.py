@@ -9,6 +9,7 @@ import itertools
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from onlineeval.errors import InputError
@@ -58,6 +59,16 @@ class ParquetRows:
         return InputError(f"row {local}: {self.cite(rows_message, file)}", file)
 
 
+def _unique_names(schema: Any, path: str) -> None:
+    """Refuse a Parquet schema naming a column twice (Parquet allows it; pyarrow then fails on the name with a
+    dump of the schema), naming the column and the file."""
+    names = list(schema.names)
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise InputError(f"the column {twice!r} appears {names.count(twice)} times in the file's schema "
+                         f"({', '.join(names)}); keep one", path)
+
+
 def read_parquet_table(path: str) -> tuple[Any, ParquetRows]:
     """The table of a Parquet file or of a directory of them (pyarrow's dataset: files in sorted order, names
     starting with ``_`` or ``.`` skipped, ``key=value`` folders' keys as columns; files of different columns or
@@ -69,6 +80,7 @@ def read_parquet_table(path: str) -> tuple[Any, ParquetRows]:
 
     try:
         if not os.path.isdir(path):
+            _unique_names(pq.read_schema(path), path)
             table = pq.read_table(path)
             return table, ParquetRows(path, (path,), (0,))
         dataset = pq.ParquetDataset(path)
@@ -84,6 +96,13 @@ def read_parquet_table(path: str) -> tuple[Any, ParquetRows]:
         table = dataset.read()
         counts = [fragment.count_rows() for fragment in dataset.fragments]
     except (pa.ArrowException, OSError) as exc:
+        if os.path.isdir(path):  # a file naming a column twice: pyarrow's "Can't unify schema with duplicate ..."
+            for file in sorted(Path(path).rglob("*.parquet")):
+                try:
+                    schema = pq.read_schema(file)
+                except (pa.ArrowException, OSError):
+                    continue
+                _unique_names(schema, str(file))
         raise InputError(f"cannot read it as Parquet: {exc}", path) from None
     files = tuple(str(f) for f in dataset.files)
     if len(files) != len(counts) or sum(counts) != table.num_rows:  # (not seen: then rows are numbered across files)
