@@ -321,3 +321,17 @@ def test_no_query_counted_by_every_system_gives_no_comparison_not_an_error(tmp_p
     assert data["systems"][0]["metrics"]["AP"] == {"mean": None, "n": 0}
     csv = invoke(*base, "--format", "csv")
     assert csv.exit_code == 0 and "no query is counted for every system" in csv.stderr
+
+
+def test_letor_score_file_lines_hold_one_score(tmp_path: Path) -> None:
+    """A score file line with two fields ('0.2 0.3', a multi-column prediction file) was read as its first field
+    without a word; it is refused naming the line."""
+    letor = tmp_path / "l.txt"
+    letor.write_text("2 qid:1 1:0.5\n0 qid:1 1:0.2\n1 qid:1 1:0.9\n1 qid:2 1:0.1\n0 qid:2 1:0.3\n")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.write_text("0.5\n0.2\n0.9\n0.1\n0.3\n")
+    bad.write_text("0.5\n0.2 0.3\n0.9\n0.1\n0.3\n")
+    assert invoke("--letor", str(letor), "--scores", str(good)).exit_code == 0
+    res = invoke("--letor", str(letor), "--scores", str(good), "--scores", str(bad))
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"{bad}:2: expected one score per line, got 2 fields ('0.2 0.3'); write the score column alone" in res.output

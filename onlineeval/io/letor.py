@@ -44,8 +44,8 @@ def read_scores(path: str | PathLike[str], n: int) -> np.ndarray:
     Raises
     ------
     InputError
-        With file and line: a non-numeric or non-finite score; without a line: a count
-        other than ``n``.
+        With file and line: a non-numeric or non-finite score, a line of more than one field; without a
+        line: a count other than ``n``.
     """
     path = str(path)
     values: list[float] = []
@@ -53,10 +53,14 @@ def read_scores(path: str | PathLike[str], n: int) -> np.ndarray:
         text = line.strip()
         if not text:
             continue
+        fields = text.split()
+        if len(fields) > 1:  # (the first field was taken silently: a multi-column prediction file's first column)
+            raise InputError(f"expected one score per line, got {len(fields)} fields ({text[:60]!r}); write the "
+                             "score column alone", path, number)
         try:
-            v = float(text.split()[0])
+            v = float(fields[0])
         except ValueError:
-            raise InputError(f"score must be a number, got {text.split()[0]!r}", path, number) from None
+            raise InputError(f"score must be a number, got {fields[0]!r}", path, number) from None
         if not math.isfinite(v):
             raise InputError(f"score must be finite, got {text!r}", path, number)
         values.append(v)
