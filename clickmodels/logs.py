@@ -524,8 +524,7 @@ def read_jsonl(path: str | Path) -> ClickLog:
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", src, lineno) from None
         except DuplicateKey as exc:
-            raise InputError(f"key {exc.args[0]!r} appears twice in one object (JSON keys must be unique)", src,
-                             lineno) from None
+            raise InputError(exc.text(), src, lineno) from None
         except RecursionError:
             raise InputError("JSON nested too deeply; a line is one flat object", src, lineno) from None
         except ValueError as exc:  # e.g. an integer of more than 4300 digits (Python's limit)

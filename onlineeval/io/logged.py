@@ -473,8 +473,7 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
             try:
                 obj = loggers.decode(line)
             except DuplicateKey as exc:
-                raise InputError(f"key {exc.args[0]!r} appears twice in one object (JSON keys must be unique; the "
-                                 "reader would otherwise keep one of the values silently)", name, number) from None
+                raise InputError(exc.text(), name, number) from None
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", name, number) from None
             except RecursionError:

@@ -14,6 +14,11 @@ __all__ = ["DECODER", "DuplicateKey", "LoggerTexts", "json_value_error", "unique
 class DuplicateKey(ValueError):
     """A JSON object of a log line names a key twice (its ``args[0]``)."""
 
+    def text(self) -> str:
+        """The readers' message for it (each adds the file and line)."""
+        return (f"key {self.args[0]!r} appears twice in one object (JSON keys must be unique; the reader would "
+                "otherwise keep one of the values silently)")
+
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``json.loads``'s ``object_pairs_hook``: the object as a dict, or :class:`DuplicateKey` when a key repeats

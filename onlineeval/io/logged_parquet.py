@@ -113,8 +113,7 @@ def _logger(value: Any, number: int) -> Any:
             raise InputError(f"logger is not valid JSON text ({exc.msg}, at character {exc.pos})", None,
                              number) from None
         except DuplicateKey as exc:
-            raise InputError(f"logger: key {exc.args[0]!r} appears twice in one object (JSON keys must be unique)",
-                             None, number) from None
+            raise InputError(f"logger: {exc.text()}", None, number) from None
         except RecursionError:
             raise InputError("logger is not valid JSON text (nested too deeply)", None, number) from None
         except ValueError as exc:  # e.g. an integer of more than 4300 digits

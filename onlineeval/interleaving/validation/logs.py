@@ -273,8 +273,7 @@ def read_log(path: str | Path) -> list[LogRecord]:
             except json.JSONDecodeError as exc:
                 raise InputError(f"not valid JSON ({exc.msg})", p, i) from None
             except DuplicateKey as exc:
-                raise InputError(f"key {exc.args[0]!r} appears twice in one object (JSON keys must be unique)", p,
-                                 i) from None
+                raise InputError(exc.text(), p, i) from None
             except RecursionError:
                 raise InputError("JSON nested too deeply (an impression is one flat object of lists)", p, i) \
                     from None
