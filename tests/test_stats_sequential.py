@@ -448,3 +448,17 @@ def test_the_banded_kernel_of_many_looks_equals_the_dense_one(monkeypatch, looks
         assert bool(calls) == banded  # the band is used where it applies
     for got, want in zip(out[True], out[False], strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("design", ["obrien_fleming", "pocock"])
+def test_group_sequential_rules_take_a_zero_standard_error(design: str) -> None:
+    """A look with se 0 and an estimate off the null has an infinite z (p = 0, as the fixed and peeking rules read
+    it); the group-sequential rules passed it to group_sequential_test, which refuses infinities, so a simulation
+    with a look of two users (traffic.queries_per_day=1) failed in its analysis after every replicate had run.
+    The look now rejects, as it does under the other rules; an estimate equal to the null (z = 0) does not."""
+    est = np.array([[0.1, -0.5, 0.3], [0.1, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    se = np.array([[0.1, 0.0, 0.1], [0.1, 0.0, 0.1], [0.1, 0.1, 0.1]])
+    r = sq.sequential_test(est, se, design, alpha=0.05)
+    assert r.reject.tolist() == [True, False, False] and r.stop_look.tolist() == [1, -1, -1]
+    for rule in ("none", "peeking"):  # the same convention: se 0 and an estimate off the null is a rejection
+        assert sq.sequential_test(est[:, :2], se[:, :2], rule, alpha=0.05).reject.tolist() == [True, False, False]
