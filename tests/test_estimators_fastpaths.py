@@ -321,7 +321,7 @@ def test_small_helpers_equal_numpy() -> None:
     c = rng.random((500, 6)) < 0.3
     before = np.cumsum(c, axis=1) - c
     assert np.array_equal(first_click(c), (c & (before == 0)).astype(float))
-    lists = rng.integers(-1, 5, size=(40, 4))
+    lists = np.array([rng.permutation(6)[:4] for _ in range(40)]) - 1  # rankings: no document twice (-1 empty)
     target = DeterministicTarget(lists)
     q = rng.integers(0, 40, 300)
     r = np.where(rng.random((300, 4)) < 0.6, lists[q], rng.integers(-1, 5, size=(300, 4)))

@@ -589,8 +589,10 @@ def test_with_the_simulators_logging_policies():
 
 def test_target_slots_against_a_loop():
     rng = np.random.default_rng(24)
-    lists = rng.integers(-1, 12, (7, 5))
-    lists[2, :] = [3, 3, 4, -1, -1]  # a repeated document keeps its first slot
+    lists = np.array([rng.permutation(13)[:5] for _ in range(7)]) - 1  # rankings: no document twice (-1 empty)
+    lists[2, :] = [3, 5, 4, -1, -1]
+    with pytest.raises(InputError, match="the list of query index 2 holds document 3 twice"):  # (was read as slot 0)
+        DeterministicTarget(np.where(np.arange(7)[:, None] == 2, [3, 3, 4, -1, -1], lists))
     target = DeterministicTarget(lists)
     q = rng.integers(0, 7, 60)
     shown = np.array([rng.permutation(14)[:4] for _ in q]) - 1

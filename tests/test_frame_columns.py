@@ -78,3 +78,22 @@ def test_segments_with_a_column_twice() -> None:
         onlineeval.evaluate(QRELS, {"r": RUN}, segments=pd.concat([segments, segments[["query"]]], axis=1))
     with pytest.raises(InputError, match="segments: " + TWICE.format("kind")):
         onlineeval.evaluate(QRELS, {"r": RUN}, segments=pd.concat([segments, segments[["kind"]]], axis=1))
+
+
+def test_ready_target_lists_refuse_a_document_twice_or_a_missing_id(tmp_path: Path) -> None:
+    """A target given as ready lists ({query: [doc, ...]}) with a document twice was estimated as if another
+    document stood in its second slot (IIPS 1.28 instead of 1.18 on the README's log), and a None id was read as
+    the document 'None'. Both are refused naming the target and query; DeterministicTarget refuses the same."""
+    import numpy as np
+
+    from onlineeval.estimators import DeterministicTarget
+
+    good = {"q1": ["d1", "d2"], "q2": ["d2", "d1"]}
+    onlineeval.estimate(LOG, {"B": good}, "ips")
+    with pytest.raises(InputError, match="target 'B': query 'q2' lists document 'd2' twice"):
+        onlineeval.estimate(LOG, {"B": {"q1": ["d1", "d2"], "q2": ["d2", "d2"]}}, "ips")
+    with pytest.raises(InputError, match="target 'B': query 'q1': document ids must be strings or integers, got None"):
+        onlineeval.estimate(LOG, {"B": {"q1": [None, "d2"], "q2": ["d2", "d1"]}}, "ips")
+    with pytest.raises(InputError, match="target 'T': the list of query index 1 holds document 3 twice"):
+        DeterministicTarget(np.array([[0, 1, 2], [3, 1, 3]]), "T")
+    assert DeterministicTarget(np.array([[0, 1, -1, -1]]), "T").lists.tolist() == [[0, 1, -1, -1]]  # empty slots

@@ -99,7 +99,8 @@ def test_pbm_ips_terms_equal_the_plain_formula(kind, doc_scale):
     uq = np.unique(data.query)
     docs = np.unique(data.shown[data.valid])
     lists = np.full((int(uq.max()) + 1, K), -1, dtype=np.int64)
-    lists[uq] = rng.choice(np.append(docs, [-5]), (uq.size, K))  # some never-logged documents too
+    pool = np.append(docs, [-5])  # some never-logged documents too; a ranking holds each document once
+    lists[uq] = np.array([rng.choice(pool, K, replace=False) for _ in uq])
     lists[uq[::7], K - 1] = -1
     target = DeterministicTarget(lists, "B")
     theta = THETA / THETA[0]

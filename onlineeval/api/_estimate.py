@@ -203,8 +203,26 @@ def _target_lists(run: Any, ties: str, name: str) -> dict[str, list[str]]:
     from onlineeval.io import ranked_doc_lists
 
     if isinstance(run, Mapping) and run and all(isinstance(v, (list, tuple)) for v in run.values()):
-        return {str(q): [str(d) for d in docs] for q, docs in run.items()}
+        return {str(q): _ready_list(q, docs, name) for q, docs in run.items()}
     return ranked_doc_lists(_frame(run, "run", "score", f"target {name!r}"), ties)
+
+
+def _ready_list(query: Any, docs: Sequence[Any], name: str) -> list[str]:
+    """A target's ready ranked list of ``query`` as text ids, refusing what a run file cannot hold: an id that is
+    neither a string nor an integer (None or NaN was read as the document 'None' or 'nan') and a document listed twice
+    (its second slot was estimated as if another document stood there)."""
+    import numbers
+
+    out = []
+    for d in docs:
+        if isinstance(d, bool) or not isinstance(d, (str, numbers.Integral)):
+            raise InputError(f"target {name!r}: query {query!r}: document ids must be strings or integers, got {d!r}")
+        out.append(str(d))
+    if len(set(out)) != len(out):
+        twice = next(d for i, d in enumerate(out) if d in out[:i])
+        raise InputError(f"target {name!r}: query {query!r} lists document {twice!r} twice (a ranking shows each "
+                         "document once)")
+    return out
 
 
 def estimate(

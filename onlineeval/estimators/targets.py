@@ -75,6 +75,14 @@ class DeterministicTarget:
         arr = _matrix(self.lists, "target lists", np.int64)
         if arr.ndim != 2:
             raise InputError(f"target lists: expected a (queries, k) matrix, got shape {arr.shape}")
+        if arr.shape[1] > 1:  # a document twice in a ranking (its second slot was estimated as another document's)
+            srt = np.sort(arr, axis=1)
+            twice = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
+            if twice.any():
+                q = int(np.flatnonzero(twice.any(axis=1))[0])
+                doc = int(srt[q, 1:][twice[q]][0])
+                raise InputError(f"target {self.name!r}: the list of query index {q} holds document {doc} twice (a "
+                                 "ranking shows each document once; -1 marks an empty slot)")
         object.__setattr__(self, "lists", arr)
 
     def rankings(self, query: IntArray) -> IntArray:
