@@ -111,7 +111,8 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
     for i, (opt, col) in enumerate((("--num-col", num_col), ("--den-col", den_col))):
         if not (math.isfinite(means[i]) and math.isfinite(cov[i, i])):
             raise InputError(f"the values of column {col!r} (from {opt}) are too large for float64: their mean or "
-                             f"variance overflows (largest {np.abs(data[i]).max():.3g}); give them in other units", name)
+                             f"variance overflows (largest {np.abs(data[i]).max():.3g}); give them in other units",
+                             name)
     if not math.isfinite(cov[0, 1]):
         raise InputError(f"the covariance of columns {num_col!r} and {den_col!r} overflows float64; give them in "
                          "other units", name)

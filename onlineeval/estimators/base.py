@@ -340,8 +340,9 @@ class Estimator(ABC):
 
 
 #: The largest per-cluster sum of an estimator's terms that its variance can square and sum in float64 (about
-#: 1.8e308) for up to 10^28 clusters. The log's importance weights stop at :data:`~onlineeval.estimators.logs.MAX_WEIGHT`
-#: (1e100); an estimator's own terms (a tiny examination probability, a reward model's prediction) may go beyond.
+#: 1.8e308) for up to 10^28 clusters. The log's importance weights stop at
+#: :data:`~onlineeval.estimators.logs.MAX_WEIGHT` (1e100); an estimator's own terms (a tiny examination probability,
+#: a reward model's prediction) may go beyond.
 MAX_CLUSTER_SUM = 1e140
 
 
