@@ -508,7 +508,7 @@ def read_jsonl(path: str | Path) -> ClickLog:
     (:func:`clickmodels.logs_columns.jsonl_sessions`) or, where that declines, line by line (the reference, whose
     errors name the line)."""
     from clickmodels.logs_columns import jsonl_sessions
-    from onlineeval.io.logged_json import DuplicateKey, unique_keys
+    from onlineeval.io.logged_json import DuplicateKey, loads_unique
 
     fast = jsonl_sessions(path)
     if fast is not None:
@@ -520,7 +520,7 @@ def read_jsonl(path: str | Path) -> ClickLog:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw, object_pairs_hook=unique_keys)  # (plain json.loads keeps a repeated key's last value)
+            obj = loads_unique(raw)  # (plain json.loads keeps a repeated key's last value)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", src, lineno) from None
         except DuplicateKey as exc:

@@ -323,3 +323,29 @@ def test_estimated_zero_item_marginal_refuses_only_item_estimators(tmp_path: Pat
     by_quad = read_logged(path, policies=policies)
     assert by_quad.item_refusal is None and by_quad.data.p_item is not None
     np.testing.assert_allclose(by_quad.data.p_item, exact.data.p_item, rtol=1e-11)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1, "b": [1, 2]}', "\ufeff{}", "{bad", "[1, 2]", '"x"', " 3 ", "{} x",
+                                  '{"n": ' + "9" * 5000 + "}", "[" * 100_000 + "]" * 100_000])
+def test_loads_unique_is_json_loads(text: str) -> None:
+    """The line readers' decoder (one shared JSONDecoder, not one built per call) gives json.loads's objects and
+    errors, a byte-order mark and the integer-digit limit included."""
+    import json
+
+    from onlineeval.io.logged_json import loads_unique
+
+    def outcome(f: Any) -> Any:
+        try:
+            return ("value", f(text))
+        except (ValueError, RecursionError) as exc:
+            return (type(exc).__name__, str(exc))
+
+    assert outcome(loads_unique) == outcome(json.loads)
+
+
+def test_loads_unique_refuses_a_key_twice() -> None:
+    from onlineeval.io.logged_json import DuplicateKey, loads_unique
+
+    with pytest.raises(DuplicateKey) as exc:
+        loads_unique('{"a": {"b": 1, "b": 2}}')
+    assert exc.value.text().startswith("key 'b' appears twice in one object")

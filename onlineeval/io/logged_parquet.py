@@ -31,7 +31,7 @@ from typing import Any
 
 from onlineeval.errors import InputError
 from onlineeval.io.logged import LoggedLog, logged_from_records
-from onlineeval.io.logged_json import DuplicateKey, json_value_error, unique_keys
+from onlineeval.io.logged_json import DuplicateKey, json_value_error, loads_unique
 from onlineeval.io.logged_fast import (
     _FRAME_IDS,
     FRAME_FORMS,
@@ -108,7 +108,7 @@ def _logger(value: Any, number: int) -> Any:
     as an object."""
     if isinstance(value, str):
         try:
-            return json.loads(value, object_pairs_hook=unique_keys)  # a key twice is refused, as in a JSON-lines log
+            return loads_unique(value)  # a key twice is refused, as in a JSON-lines log
         except json.JSONDecodeError as exc:
             raise InputError(f"logger is not valid JSON text ({exc.msg}, at character {exc.pos})", None,
                              number) from None

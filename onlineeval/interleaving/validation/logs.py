@@ -44,7 +44,7 @@ from onlineeval.interleaving.validation.stattests import (
     pooled_goodness_of_fit,
     reference_statistic,
 )
-from onlineeval.io.logged_json import DuplicateKey, unique_keys
+from onlineeval.io.logged_json import DuplicateKey, loads_unique
 
 __all__ = ["LogRecord", "read_log", "validate_log"]
 
@@ -269,7 +269,7 @@ def read_log(path: str | Path) -> list[LogRecord]:
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw, object_pairs_hook=unique_keys)  # (plain json.loads keeps a repeated key's last)
+                obj = loads_unique(raw)  # (plain json.loads keeps a repeated key's last value)
             except json.JSONDecodeError as exc:
                 raise InputError(f"not valid JSON ({exc.msg})", p, i) from None
             except DuplicateKey as exc:
