@@ -28,6 +28,8 @@ from onlineeval.estimators.logs import MAX_WEIGHT
 from onlineeval.estimators.rewards import get_reward
 
 runner = CliRunner()
+#: NumPy's overflow and invalid-value warnings used to reach the terminal: any RuntimeWarning fails a test here
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 N = 200
 
 
@@ -59,8 +61,7 @@ def _estimate(tmp: Path, *extra: str) -> Any:
 @pytest.mark.parametrize("p", [5e-324, 1e-300, 1e-160, 1e-101])
 def test_weights_beyond_the_limit_are_refused_naming_the_impression(files: Path, p: float) -> None:
     _write_log(files / "log.jsonl", p)
-    with _no_runtime_warnings():
-        result = _estimate(files, "--format", "json")
+    result = _estimate(files, "--format", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     w = 1.0 / p
@@ -74,25 +75,10 @@ def test_weights_beyond_the_limit_are_refused_naming_the_impression(files: Path,
         assert "weights above 1e+100 are refused" in r["error"]
 
 
-class _no_runtime_warnings:
-    """NumPy's RuntimeWarnings (overflow, invalid) turned into errors for the block."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        warnings.simplefilter("error", RuntimeWarning)
-
-    def __exit__(self, *exc: Any) -> None:
-        self._ctx.__exit__(*exc)
-
-
 def test_weights_at_the_limit_are_estimated_and_printed_in_scientific_notation(files: Path) -> None:
     p = 1e-90
     _write_log(files / "log.jsonl", p)
-    with _no_runtime_warnings():
-        doc = json.loads(_estimate(files, "--format", "json").stdout)
+    doc = json.loads(_estimate(files, "--format", "json").stdout)
     by = {r["estimator"]: r for r in doc["results"]}
     # IPS's exact value: the mean over impressions of w R, w = 1/p on the odd rows (B's list), R = their clicks
     rows = np.arange(N)
@@ -152,7 +138,7 @@ def test_cluster_sums_beyond_the_limit_are_refused(factor: float, text: str) -> 
     target, other = DeterministicTarget(np.array([[0, 1]]), "B"), DeterministicTarget(np.array([[1, 0]]), "A")
     est = _HugeTerms()
     est.factor = factor
-    with _no_runtime_warnings(), np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # (the test's own terms: 0 x inf)
         with pytest.raises(InputError, match=f"estimator 'huge_terms_test': undefined: .*{text}"):
             est.estimate(data, target)
         with pytest.raises(InputError, match=f"undefined for 'B': .*{text}"):
