@@ -209,7 +209,7 @@ def fresh(log: LoggedData, target: DeterministicTarget) -> tuple[LoggedData, Det
     logger) and a new target object."""
     logger = dataclasses.replace(log.logger) if log.logger is not None else None
     opt = {name: getattr(log, name) for name in ("p_list", "p_prefix", "p_item", "user", "user_type")}
-    return (LoggedData(log.query, log.shown, log.clicks, logger=logger, source=log.source, **opt),
+    return (LoggedData(log.query, log.shown, log.clicks, logger=logger, source=log.source, lists_checked=True, **opt),
             DeterministicTarget(target.lists, target.name))
 
 

@@ -294,7 +294,7 @@ def test_derived_arrays_are_read_only_and_not_pickled() -> None:
 
 def test_constructor_copies_writable_arrays_and_keeps_frozen_ones() -> None:
     rng = np.random.default_rng(2)
-    shown = rng.integers(0, 9, size=(50, 3))
+    shown = np.argsort(rng.random((50, 9)), axis=1)[:, :3]  # rankings: no document twice in a list
     clicks = rng.random((50, 3)) < 0.3
     p_list = rng.uniform(0.1, 1.0, 50)
     log = LoggedData(np.zeros(50, dtype=np.int64), shown, clicks, p_list=p_list)
@@ -309,6 +309,30 @@ def test_constructor_copies_writable_arrays_and_keeps_frozen_ones() -> None:
     assert is_frozen(part.shown) and np.array_equal(part.shown, log.shown[10:30])
     with pytest.raises(Exception, match="propensities must be in"):
         LoggedData(log.query, log.shown, log.clicks, p_list=np.where(np.arange(50) == 7, np.nan, 0.5))
+
+
+def test_rows_no_logger_can_show_are_refused_naming_the_impression() -> None:
+    # a log built by hand with a document twice in a row, an empty slot before a document or an id below -1 was
+    # accepted and estimated (the readers refuse such lines; LoggedData itself did not)
+    rng = np.random.default_rng(3)
+    shown = np.argsort(rng.random((40, 12)), axis=1)[:, :4]
+    shown[5, 3] = -1  # trailing empty slots are the convention
+    q, clicks = np.zeros(40, dtype=np.int64), np.zeros((40, 4), dtype=bool)
+    LoggedData(q, shown, clicks, source="hand.npz")
+    for row, change, match in [
+        (7, [3, 1, 3, 0], "impression 7 shows document 3 twice"),
+        (9, [-1, 1, 2, 0], "impression 9 has an empty slot \\(-1\\) at slot 1 before document 1 at slot 2"),
+        (11, [4, 1, -1, 0], "impression 11 has an empty slot \\(-1\\) at slot 3 before document 0 at slot 4"),
+        (13, [4, -2, 2, 0], "impression 13, slot 2 holds -2"),
+    ]:
+        bad = shown.copy()
+        bad[row] = change
+        with pytest.raises(InputError, match="hand.npz: shown: " + match):
+            LoggedData(q, bad, clicks, source="hand.npz")
+    ok = LoggedData(q, np.vstack([shown[:20], [[3, 1, 3, 0]] * 20]), clicks, lists_checked=True)  # told: kept
+    with pytest.raises(InputError, match="impression 0 shows document 3 twice"):
+        LoggedData(q, ok.shown[::-1], clicks)  # a log made of another's rows, not by take(): checked
+    assert np.array_equal(ok.take(np.arange(20, 40)).shown, ok.shown[20:])  # take() trusts its log
 
 
 def test_small_helpers_equal_numpy() -> None:

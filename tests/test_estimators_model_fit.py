@@ -270,8 +270,10 @@ def test_logs_a_click_model_cannot_be_fitted_on_are_refused():
     base = LOGS["ragged"].take(np.arange(50))
     gap = base.shown.copy()
     gap[0, :] = [1, -1, 2, 3, 4]
-    bad = [
-        (LoggedData(base.query, gap, base.clicks & (gap >= 0), p_list=base.p_list), "at the end"),
+    with pytest.raises(InputError, match="impression 0 has an empty slot .* before document 2 at slot 3"):
+        LoggedData(base.query, gap, base.clicks & (gap >= 0), p_list=base.p_list)  # the log refuses it itself
+    bad = [  # the models' own check of the gap, for rows passed as checked
+        (LoggedData(base.query, gap, base.clicks & (gap >= 0), p_list=base.p_list, lists_checked=True), "at the end"),
         (LoggedData(base.query - 1, base.shown, base.clicks, p_list=base.p_list), ">= 0"),
         (LoggedData(base.query, np.where(base.shown >= 0, base.shown + 2**31, -1), base.clicks,
                     p_list=base.p_list), "below 2\\*\\*31"),

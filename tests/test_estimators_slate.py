@@ -454,7 +454,12 @@ def test_pi_independent_uniform_slots_closed_form() -> None:
         logger = EnumLogger(m, k, np.full((1, m**k), float(m) ** -k), replacement=True)
         lists = logger.lists
         target = DeterministicTarget(np.array([[(j + 1) % m for j in range(k)]]))
-        log = LoggedData(np.zeros(len(lists), dtype=np.int64), lists, np.zeros(lists.shape, bool), logger=logger)
+        # slates of independent slots repeat documents, which a ranked list never does: LoggedData refuses such rows
+        # unless told they are meant (lists_checked), as here to reproduce the paper's slate setting
+        with pytest.raises(InputError, match="twice"):
+            LoggedData(np.zeros(len(lists), dtype=np.int64), lists, np.zeros(lists.shape, bool), logger=logger)
+        log = LoggedData(np.zeros(len(lists), dtype=np.int64), lists, np.zeros(lists.shape, bool), logger=logger,
+                         lists_checked=True)
         t = PseudoInverse().terms(log, target, "clicks_per_query")
         agree = (lists == target.lists[0][None, :]).sum(axis=1)
         assert np.allclose(t.weights, m * agree - k + 1, atol=1e-9)

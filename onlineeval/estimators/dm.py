@@ -609,7 +609,7 @@ class DirectMethod(ClickModelEstimator):
         if rows.size == 0:
             raise InputError(f"{self.name}: an empty bootstrap resample", data.source)
         sub = LoggedData(data.query[rows], data.shown[rows], data.clicks[rows],
-                         user=None if data.user is None else data.user[rows], source=data.source)
+                         user=None if data.user is None else data.user[rows], source=data.source, lists_checked=True)
         return np.array([float(self.predictions(sub, t, rw).target_sums().mean()) for t in targets])
 
     def bootstrap_estimates(self, data: LoggedData, targets: list[Target], reward: Reward | str, n_boot: int,

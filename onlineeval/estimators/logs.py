@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,32 @@ def _propensity(x: Any, name: str, shape: tuple[int, ...]) -> FloatArray | None:
         raise InputError(f"{name}: propensities must be in (0, 1], found {arr[tuple(idx)]!r} at impression "
                          f"{int(idx[0])}")
     return arr
+
+
+def _check_lists(shown: IntArray, source: str | None) -> None:
+    """Refuse a row of ``shown`` that no logger can show: an id below -1, an empty slot (-1) before a shown
+    document (empty slots only trail) or a document shown twice, naming the first such impression (0-based, as the
+    propensity checks do). The log's readers refuse such lines naming file and line; this is the check of a log
+    built by hand (a sort of the rows: about 0.08 s per 10^6 impressions of 10 slots)."""
+    n, k = shown.shape
+    if int(shown.min()) < -1:
+        row, col = (int(i) for i in np.argwhere(shown < -1)[0])
+        raise InputError(f"shown: impression {row}, slot {col + 1} holds {int(shown[row, col])} (document ids are "
+                         f">= 0, -1 marks an empty slot)", source)
+    if k == 1:
+        return
+    empty = shown < 0
+    gap = empty[:, :-1] & ~empty[:, 1:]
+    if gap.any():
+        row, col = (int(i) for i in np.argwhere(gap)[0])
+        raise InputError(f"shown: impression {row} has an empty slot (-1) at slot {col + 1} before document "
+                         f"{int(shown[row, col + 1])} at slot {col + 2} (empty slots only trail)", source)
+    ordered = np.sort(shown, axis=1)
+    twice = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
+    if twice.any():
+        row, col = (int(i) for i in np.argwhere(twice)[0])
+        raise InputError(f"shown: impression {row} shows document {int(ordered[row, col])} twice (a list shows "
+                         f"each document once)", source)
 
 
 #: The largest importance weight an estimate may rest on. A weight above it means a logged event of probability
@@ -90,6 +116,11 @@ class LoggedData:
         ``(n, k, p)`` float feature vectors :math:`x_{qd}` of the shown documents (one per
         (query, document); empty slots ignored), for regression EM's relevance model
         (:func:`onlineeval.estimators.position_bias.estimate_em`); ``None``: no features.
+    lists_checked:
+        Keyword only, not kept: ``True`` skips the check of ``shown``'s rows (ids >= -1, empty slots only trailing,
+        no document twice in a row), for rows already checked (the log's readers, :meth:`take`) or meant to break
+        them (slates of independent slots that repeat a document, the pseudoinverse's original setting). A ranked
+        list that breaks them gives estimates of lists no logger shows.
 
     Notes
     -----
@@ -111,11 +142,15 @@ class LoggedData:
     logger: PropensityModel | None = None
     source: str | None = None
     features: FloatArray | None = None
+    _: KW_ONLY
+    lists_checked: InitVar[bool] = False
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, lists_checked: bool) -> None:
         shown = _matrix(self.shown, "shown", np.int64)
         if shown.ndim != 2 or shown.shape[0] == 0 or shown.shape[1] == 0:
             raise InputError(f"shown: expected a non-empty (n, k) matrix, got shape {shown.shape}", self.source)
+        if not lists_checked:
+            _check_lists(shown, self.source)
         n, k = shown.shape
         object.__setattr__(self, "shown", shown)
         object.__setattr__(self, "query", _matrix(self.query, "query", np.int64, (n,)))
@@ -320,7 +355,7 @@ class LoggedData:
         opt = {name: part(getattr(self, name))
                for name in ("p_list", "p_prefix", "p_item", "user", "user_type", "features")}
         return LoggedData(part(self.query), part(self.shown), part(self.clicks), logger=self.logger,
-                          source=self.source, **opt)
+                          source=self.source, lists_checked=True, **opt)
 
     def require(self, *names: str, estimator: str = "") -> None:
         """Raise :class:`InputError` when a propensity an estimator needs is missing."""

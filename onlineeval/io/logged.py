@@ -673,7 +673,8 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
                      "document at slot j)")
 
     short = int((lengths < query_k[qcodes]).sum())
-    data = LoggedData(qcodes, shown, clicks, user=user, user_type=user_type, logger=logger, source=path, **props)
+    data = LoggedData(qcodes, shown, clicks, user=user, user_type=user_type, logger=logger, source=path,
+                      lists_checked=True, **props)  # each line's list checked above
     return LoggedLog(
         data, tuple(str(q) for q in queries), tuple(tuple(d) for d in docs), lines, query_k,
         tuple(props), source, int(no_user), short, item_refusal,

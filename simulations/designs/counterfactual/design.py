@@ -263,8 +263,9 @@ class CounterfactualDesign(Design):
         for own in (shown, clicks, p.list, p.prefix, p.item):
             if isinstance(own, np.ndarray) and own.base is None:  # this batch's own arrays: made read-only,
                 own.setflags(write=False)  # the log keeps them without a copy (LoggedData keeps frozen arrays)
+        # the logger's own draws (rankings by construction; the whole log's rows are checked again in .log)
         data = LoggedData(batch.query, shown, clicks, p_list=p.list, p_prefix=p.prefix, p_item=p.item,
-                          user=batch.user, user_type=batch.user_type, logger=self.policy)
+                          user=batch.user, user_type=batch.user_type, logger=self.policy, lists_checked=True)
         for target in self.targets:
             target.forget()  # the cache holds one batch (keyed by the arrays' identity)
         if same is not None and runs is not None:  # the targets' lists are the known lists: indicators at hand
