@@ -63,6 +63,7 @@ def test_defaults_are_complete():
          "users", "sum to 1"),
         ({"users": {"types": [{"name": "a", "share": 1.0, "click_model": {"name": "cascade", "preset": "nope"}}]}},
          "users.types[0].click_model.preset", "informational"),
+        ({"users": {"types": []}}, "users", "types: an empty list; give at least one user type"),  # ran the default
         ({"traffic": {"diurnal": [1.0] * 23}}, "traffic", "24 hourly weights"),
         ({"designs": [{"name": "m", "type": "interleaving", "method": "team_draft_multileave",
                        "rankers": ["A", "B", "Z"]}]}, "", "unknown ranker(s) Z; defined: A, B"),

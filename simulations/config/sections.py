@@ -125,6 +125,10 @@ class UsersConfig(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _default_model(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("types"), list) and not data["types"] \
+                and data.get("click_model") is None:  # an empty mixture ran with the default click model, silently
+            raise ValueError("types: an empty list; give at least one user type, or leave 'types' out (one "
+                             "'click_model' for everybody; without it: cascade, preset informational)")
         if isinstance(data, dict) and not data.get("types") and data.get("click_model") is None:
             data = {**data, "click_model": dict(DEFAULT_CLICK_MODEL)}
         return data
