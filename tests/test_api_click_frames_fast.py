@@ -48,6 +48,7 @@ def _same(a: Any, b: Any) -> None:
 
 def _frame(rng: np.random.Generator, kind: str) -> pd.DataFrame:
     n = int(rng.integers(1, 60))
+    int_type = pick(rng, [np.int64, np.uint8])  # one per frame (pyarrow does not mix NumPy dtypes in a column)
     rows = []
     for i in range(n):
         q = int(rng.integers(5))
@@ -59,6 +60,9 @@ def _frame(rng: np.random.Generator, kind: str) -> pd.DataFrame:
             row["clicks"] = [d in clicked for d in docs]
         elif kind == "flags or empty":
             row["clicks"] = [d in clicked for d in docs] if rng.random() < 0.8 else pick(rng, [[], None])
+        elif kind == "integer flags":  # 0/1 integers (a CSV's column), as lists or numpy arrays
+            flags = [int(d in clicked) for d in docs]
+            row["clicks"] = flags if rng.random() < 0.5 else np.array(flags, dtype=int_type)
         elif kind == "integer ids":
             row["docs"] = [int(d[1]) * 100 + int(d.split("-")[1]) for d in docs]
             row["query"] = q
@@ -91,10 +95,14 @@ BAD = [
     lambda f: f.assign(clicks=[[1, 0]] + list(f["clicks"][1:])),  # integers: ids or flags
     lambda f: f.assign(query=[1.5] + list(f["query"][1:])),
     lambda f: f.assign(docs=[np.array(f["docs"][0], dtype=object)] + list(f["docs"][1:])),  # a numpy cell
+    lambda f: f.assign(clicks=[[2] + [0] * (len(f["docs"][0]) - 1)] + list(f["clicks"][1:])),  # a flag 2
+    lambda f: f.assign(clicks=[[-1] + [0] * (len(f["docs"][0]) - 1)] + list(f["clicks"][1:])),  # a flag -1
+    lambda f: f.assign(clicks=[[True] + [0] * (len(f["docs"][0]) - 1)] + list(f["clicks"][1:])),  # bool and 0
+    lambda f: f.assign(clicks=[[1] * (len(f["docs"][0]) + 1)] + list(f["clicks"][1:])),  # one flag too many
 ]
 
 
-@pytest.mark.parametrize("kind", ["ids", "flags", "flags or empty", "integer ids"])
+@pytest.mark.parametrize("kind", ["ids", "flags", "flags or empty", "integer flags", "integer ids"])
 @pytest.mark.parametrize("clicks_as", ["auto", "ids", "flags"])
 @pytest.mark.parametrize("bad", [None, *range(len(BAD))])
 def test_whole_columns_give_the_rows_log_or_error(monkeypatch, kind, clicks_as, bad):
@@ -109,5 +117,6 @@ def test_whole_columns_give_the_rows_log_or_error(monkeypatch, kind, clicks_as, 
         if isinstance(reference, tuple):
             assert seen == [None]  # declined where the rows are refused
         elif bad is None and (kind, clicks_as) in (("ids", "auto"), ("ids", "ids"), ("flags", "auto"),
-                                                   ("flags", "flags"), ("flags or empty", "auto")):
+                                                   ("flags", "flags"), ("flags or empty", "auto"),
+                                                   ("integer flags", "flags")):
             assert seen[0] is not None  # read on whole columns

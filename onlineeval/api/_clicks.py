@@ -128,9 +128,10 @@ def _frame_sessions(sessions: Any, clicks_as: str) -> ClickLog | None:
     reference) make it, or ``None`` (declined: the rows are read one by one, whose errors name the row). Taken:
     ``query`` strings or integers; ``docs`` lists of string or integer ids; ``clicks`` lists of clicked string ids
     (``clicks_as`` auto or ids) or of booleans, one per shown document (auto or flags; with flags, on every row),
-    missing or empty for no click (not with flags); ``session`` without a missing value (its strings, as the rows'
-    ``astype(str)``; absent: the row's index from 0). Anything else declines (comma-separated strings, integer
-    clicks, whose reading depends on the documents, floats, ...)."""
+    or of 0/1 integers, one per shown document (flags only, on every row), missing or empty for no click (not with
+    flags); ``session`` without a missing value (its strings, as the rows' ``astype(str)``; absent: the row's index
+    from 0). Anything else declines (comma-separated strings, integer clicks with auto or ids, whose reading
+    depends on the documents, floats, ...)."""
     import numpy as np
     import pyarrow as pa
 
@@ -159,6 +160,11 @@ def _frame_sessions(sessions: Any, clicks_as: str) -> ClickLog | None:
     if not (pa.types.is_list(clicks.type) or pa.types.is_large_list(clicks.type)):
         return None
     kind = clicks.type.value_type
+    if clicks_as == "flags" and pa.types.is_integer(kind):  # 0/1 flags (the common integer column): as bools
+        clicks = _int_flags(clicks)
+        if clicks is None:  # a missing list or value, or a value other than 0 and 1: the rows' error
+            return None
+        arrays["clicks"], kind = clicks, clicks.type.value_type
     if pa.types.is_boolean(kind):
         if clicks_as == "ids":  # (booleans as ids: the rows' error)
             return None
@@ -174,6 +180,26 @@ def _frame_sessions(sessions: Any, clicks_as: str) -> ClickLog | None:
         return sessions_from_columns(pa.table(arrays), None)
     except (pa.ArrowException, OverflowError):  # e.g. more than 2**31 document ids (32-bit list offsets)
         return None
+
+
+def _int_flags(clicks: Any) -> Any:
+    """The list array ``clicks`` of 0/1 integers as the same lists of booleans, or ``None`` when a list or a value
+    is missing or a value is neither 0 nor 1 (the rows' reading, :func:`_clicked`, then names the row)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    flat = clicks.flatten()
+    if clicks.null_count or flat.null_count:
+        return None
+    if len(flat):
+        lo_hi = pc.min_max(flat)
+        if lo_hi["min"].as_py() < 0 or lo_hi["max"].as_py() > 1:
+            return None
+    lengths = np.asarray(pc.list_value_length(clicks).to_numpy(zero_copy_only=False), dtype=np.int64)
+    large = pa.types.is_large_list(clicks.type)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), type=pa.int64() if large else pa.int32())
+    return (pa.LargeListArray if large else pa.ListArray).from_arrays(offsets, pc.cast(flat, pa.bool_()))
 
 
 def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", clicks_as: str = "auto") -> ClickLog:
