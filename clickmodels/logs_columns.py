@@ -1,7 +1,7 @@
 """A click log's sessions read on whole columns (a Parquet table, :mod:`clickmodels.logs_parquet`; a ``jsonl`` or
 ``tsv`` log parsed by pyarrow, :func:`jsonl_sessions`, :func:`tsv_sessions`): the
 :class:`~clickmodels.logs.ClickLog` the row-by-row reader builds (each row checked by
-:func:`clickmodels.logs._json_session`, then :func:`clickmodels.logs.from_sessions`), to the bit, computed with
+:func:`clickmodels.logs_files._json_session`, then :func:`clickmodels.logs.from_sessions`), to the bit, computed with
 pyarrow and NumPy; ``None`` (declined) wherever the row-by-row reader could refuse a row or the columns are not of the
 types handled here, so that the reference reads it and names the row of its error.
 
@@ -131,7 +131,7 @@ def sessions_from_columns(table: Any, source: str) -> Any:
 
 def jsonl_sessions(path: Any) -> Any:
     """The :class:`~clickmodels.logs.ClickLog` of a ``jsonl`` click log parsed by pyarrow and read on whole columns
-    (:func:`sessions_from_columns`), as the line-by-line reader (:func:`clickmodels.logs.read_jsonl`) builds it;
+    (:func:`sessions_from_columns`), as the line-by-line reader (:func:`clickmodels.logs_files.read_jsonl`) builds it;
     ``None`` (declined: that reader then reads it and names the line of any error) where pyarrow cannot parse it (a
     line that is not one JSON object, a key twice, an id that is neither a string nor an integer everywhere,
     invalid UTF-8, ...), the text holds ``null`` anywhere (a JSON null is refused by the reference where a key left
@@ -178,7 +178,7 @@ def _stripped(array: Any, pa: Any, pc: Any) -> Any:
 def tsv_sessions(path: Any) -> Any:
     """The :class:`~clickmodels.logs.ClickLog` of a ``tsv`` click log parsed by pyarrow's CSV reader (tab-separated,
     no quoting, every field a string) and read on whole columns (:func:`sessions_from_columns`), as the line-by-line
-    reader (:func:`clickmodels.logs.read_tsv`) builds it: ids stripped as it strips them (``str.strip`` of each
+    reader (:func:`clickmodels.logs_files.read_tsv`) builds it: ids stripped as it strips them (``str.strip`` of each
     distinct value), the shown and clicked lists split on commas, a clicks field that is empty or blank no click.
     ``None`` (declined: that reader then reads it and names the line of any error) where a line does not have four
     fields, is blank or a comment (skipped by the reference: the line numbers would differ) or has an empty session or

@@ -1,13 +1,14 @@
-"""Click logs in Parquet (the ``parquet`` format of :mod:`clickmodels.logs`): one row per session, the ``jsonl``
+"""Click logs in Parquet (the ``parquet`` format of :mod:`clickmodels.logs_files`): one row per session, the ``jsonl``
 format's keys as columns, read on whole columns (:mod:`clickmodels.logs_columns`) or, where that declines, each row
-checked as that format's line is (:func:`clickmodels.logs._json_session`: the reference, whose errors name the
+checked as that format's line is (:func:`clickmodels.logs_files._json_session`: the reference, whose errors name the
 row)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from clickmodels.logs import ClickLog, _json_session, from_sessions
+from clickmodels.logs import ClickLog, from_sessions
+from clickmodels.logs_files import _json_session
 from onlineeval.errors import InputError
 from onlineeval.io.parquet_rows import read_parquet_table
 
