@@ -62,7 +62,7 @@ from onlineeval.estimators import (
     Propensities,
     get_estimator,
 )
-from onlineeval.estimators.dm import ClickModelEstimator
+from onlineeval.estimators.model_based import ClickModelEstimator
 
 CASES: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("dm", {}, "clicks_per_query"),  # PBM by EM, linearised SE

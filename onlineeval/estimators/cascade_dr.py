@@ -71,7 +71,7 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.dm import ClickModelEstimator
+from onlineeval.estimators.model_based import ClickModelEstimator
 
 __all__ = ["CascadeDR"]
 
@@ -80,7 +80,7 @@ __all__ = ["CascadeDR"]
 @dataclass(frozen=True)
 class CascadeDR(ClickModelEstimator):
     """Cascade doubly robust estimator (see the module docstring). Options as in
-    :class:`~onlineeval.estimators.dm.ClickModelEstimator` (default: a PBM fitted on the
+    :class:`~onlineeval.estimators.model_based.ClickModelEstimator` (default: a PBM fitted on the
     log; any fittable click model or a model object)."""
 
     name = "cascade_dr"

@@ -37,7 +37,7 @@ weights. Its variance is that of whole-list IPS times the residual's share.
 
 Both need a deterministic target (``target.rankings``); for a deterministic target the
 weights are :math:`1[\cdot]/\mu(\cdot)`. The reward model is a click model fitted on the
-log (default ``pbm``) or given; see :class:`~onlineeval.estimators.dm.ClickModelEstimator`
+log (default ``pbm``) or given; see :class:`~onlineeval.estimators.model_based.ClickModelEstimator`
 for the options. A model fitted by name is cross-fitted by default (``folds`` 2: the
 impressions of each half of the users are corrected by a model fitted on the other half),
 so it never sees the clicks it corrects and "weights right" unbiasedness is exact. Fitted
@@ -83,7 +83,7 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.dm import ClickModelEstimator
+from onlineeval.estimators.model_based import ClickModelEstimator
 
 __all__ = ["DR", "ListDR"]
 
@@ -96,7 +96,7 @@ INDEPENDENT_MODELS: tuple[str, ...] = ("pbm", "dctr", "rctr", "gctr")
 class DR(ClickModelEstimator):
     """Slot-level doubly robust estimator with item (IIPS) weights (see the module docstring).
 
-    Options as in :class:`~onlineeval.estimators.dm.ClickModelEstimator`; ``model`` must
+    Options as in :class:`~onlineeval.estimators.model_based.ClickModelEstimator`; ``model`` must
     be an independent-click model (``pbm`` by default, ``dctr``, ``rctr``, ``gctr``, or an
     object whose slot predictions depend on the slot's document only)."""
 
@@ -145,7 +145,7 @@ class DR(ClickModelEstimator):
 class ListDR(ClickModelEstimator):
     """Doubly robust estimator with whole-list weights (see the module docstring).
 
-    Options as in :class:`~onlineeval.estimators.dm.ClickModelEstimator` (any fittable
+    Options as in :class:`~onlineeval.estimators.model_based.ClickModelEstimator` (any fittable
     click model; default ``pbm``)."""
 
     name = "dr_list"

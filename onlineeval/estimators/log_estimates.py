@@ -221,7 +221,7 @@ CLIPPING_BIAS_SE = 0.5
 
 def _has_reward_model(estimator: Estimator) -> bool:
     """Whether the estimate has a click-model part besides its weighted terms (the doubly robust estimators)."""
-    from onlineeval.estimators.dm import ClickModelEstimator
+    from onlineeval.estimators.model_based import ClickModelEstimator
 
     return isinstance(estimator, ClickModelEstimator)
 

@@ -645,7 +645,7 @@ def logged_probabilities(fit: AggregatedFit, data: LoggedData, rows: IntArray | 
     r"""``(r, k)`` the fitted model's probabilities behind the expected slot rewards of the
     *logged* lists of ``rows`` (all rows for ``None``): the marginal click probability
     (additive rewards) or the click probability given no click above (first click), as
-    :func:`~onlineeval.estimators.dm.expected_slot_rewards` asks the model, computed from
+    :func:`~onlineeval.estimators.model_based.expected_slot_rewards` asks the model, computed from
     the pair codes (no table lookups). ``None`` for a model without this shortcut (UBM)."""
     if fit.name == "ubm":
         return None
