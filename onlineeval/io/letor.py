@@ -24,6 +24,9 @@ from onlineeval.io.text import text_lines
 __all__ = ["LetorData", "read_letor", "read_scores"]
 
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
+#: every byte but the space and the colon: deleted from a line's tokens, it leaves their skeleton (``b": : :"`` when
+#: each token holds one colon), which tells at C speed whether every token holds one (:func:`_fast_tokens`)
+_NOT_SEP = bytes(b for b in range(256) if b not in b" :")
 
 
 class LetorData(NamedTuple):
@@ -103,6 +106,88 @@ def _check_qids_agree(qids: list[str | None], groups: np.ndarray, lines: list[in
             )
 
 
+def _feature_value(val: str, feature_key: str | None, score_feature: int | None, name: str, number: int) -> float:
+    """The score feature's value ``val`` as a finite float, else an error naming the line."""
+    try:
+        value = float(val)
+    except ValueError:
+        raise InputError(f"feature value must be a number, got {str(feature_key) + val!r}", name, number) from None
+    if not math.isfinite(value):
+        raise InputError(
+            f"feature {int(score_feature or 0)} is a system's score (--score-feature) and must be finite, got {val}",
+            name, number,
+        )
+    return value
+
+
+def _tokens(tokens: list[str], feature_key: str | None, score_feature: int | None, name: str,
+            number: int) -> tuple[str | None, float, bool, int]:
+    """``(qid, score feature's value, whether the feature occurs, largest feature index)`` of a line's tokens after
+    its label, one token at a time (the reference of :func:`_fast_tokens`); a token that is not
+    ``key:value`` is an error naming the line. The last ``qid:`` and the last score feature count."""
+    qid = None
+    value = 0.0
+    seen = False
+    max_feature = 0
+    for tok in tokens:
+        key, sep, val = tok.partition(":")
+        if not sep or not key or not val:
+            raise InputError(f"expected idx:value or qid:Q, got {tok!r}", name, number)
+        if key == "qid":
+            qid = val
+            continue
+        if key.isdecimal():  # (not isdigit: "²" is a digit int() refuses)
+            max_feature = max(max_feature, int(key))
+        if feature_key is not None and tok.startswith(feature_key):
+            seen = True
+            value = _feature_value(val, feature_key, score_feature, name, number)
+    return qid, value, seen, max_feature
+
+
+def _fast_tokens(tokens: list[str], feature_key: str | None) -> tuple[str | None, str | None] | None:
+    """``(qid, the score feature's value text or None)`` of a line's tokens after its label, as :func:`_tokens` reads
+    them, by string operations on the whole line instead of a Python step per token (:func:`read_letor` of 200,000
+    lines of 136 features, 276 MB: 3.3 s against 10.4 s, with a score feature 3.6 s against 12.3 s, 2026-12-04);
+    ``None`` where they do not decide (a token without a colon, or starting or ending with one,
+    ``qid:`` anywhere but alone in the first token, the score feature twice, non-ASCII text): :func:`_tokens` then
+    reads the line."""
+    line = " ".join(tokens)
+    if not line:
+        return None, None
+    if not line.isascii() or line[0] == ":" or line[-1] == ":" or " :" in line or ": " in line:
+        return None
+    skeleton = line.encode().translate(None, _NOT_SEP)  # each token's colons, the tokens one space apart
+    if not skeleton or b"  " in skeleton or skeleton[0] == 32 or skeleton[-1] == 32:  # a token without a colon
+        return None
+    qid = None
+    if "qid:" in line:
+        if not tokens[0].startswith("qid:") or line.count("qid:") != 1:
+            return None
+        qid = tokens[0][4:]
+    value = None
+    if feature_key is not None:
+        spaced = " " + line
+        at = spaced.find(" " + feature_key)
+        if at >= 0:
+            if spaced.find(" " + feature_key, at + 1) >= 0:
+                return None
+            start = at + 1 + len(feature_key)
+            end = spaced.find(" ", start)
+            value = spaced[start:] if end < 0 else spaced[start:end]
+    return qid, value
+
+
+def _max_feature(path: str | PathLike[str]) -> int:
+    """The largest feature index of a LETOR file (for the message of a score feature on no line): a second pass,
+    made only then."""
+    out = 0
+    for _, line in text_lines(path):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            out = max(out, _tokens(text.partition("#")[0].split()[1:], None, None, str(path), 0)[3])
+    return out
+
+
 def read_letor(
     path: str | PathLike[str],
     scores: str | PathLike[str] | Sequence[float] | np.ndarray | None = None,
@@ -138,42 +223,30 @@ def read_letor(
     if score_feature is not None and (isinstance(score_feature, bool) or int(score_feature) < 1):
         raise InputError(f"score_feature must be a feature index >= 1, got {score_feature!r}", name, None)
     feature_key = None if score_feature is None else f"{int(score_feature)}:"
-    max_feature = 0
     feature_seen = False
     for number, line in text_lines(path):
         text = line.strip()
         if not text or text.startswith("#"):
             continue
         body, _, comment = text.partition("#")
-        tokens = body.split()
+        body = body.strip()
+        label, *after = body.split(maxsplit=1)
+        rest = after[0] if after else ""
         try:
-            label_f = float(tokens[0])
+            label_f = float(label)
         except ValueError:
-            raise InputError(f"label must be an integer grade, got {tokens[0]!r}", name, number) from None
+            raise InputError(f"label must be an integer grade, got {label!r}", name, number) from None
         if not math.isfinite(label_f) or abs(label_f) > 2**31 or label_f != round(label_f):
-            raise InputError(f"label must be an integer grade, got {tokens[0]!r}", name, number)
-        qid = None
-        value = 0.0
-        for tok in tokens[1:]:
-            key, sep, val = tok.partition(":")
-            if not sep or not key or not val:
-                raise InputError(f"expected idx:value or qid:Q, got {tok!r}", name, number)
-            if key == "qid":
-                qid = val
-                continue
-            if key.isdecimal():  # (not isdigit: "²" is a digit int() refuses)
-                max_feature = max(max_feature, int(key))
-            if feature_key is not None and tok.startswith(feature_key):
-                feature_seen = True
-                try:
-                    value = float(val)
-                except ValueError:
-                    raise InputError(f"feature value must be a number, got {tok!r}", name, number) from None
-                if not math.isfinite(value):
-                    raise InputError(
-                        f"feature {int(score_feature)} is a system's score (--score-feature) and must be finite, "
-                        f"got {val}", name, number,
-                    )
+            raise InputError(f"label must be an integer grade, got {label!r}", name, number)
+        tokens = rest.split()
+        fast = _fast_tokens(tokens, feature_key)
+        if fast is not None:
+            qid, val = fast
+            value = 0.0 if val is None else _feature_value(val, feature_key, score_feature, name, number)
+            feature_seen |= val is not None
+        else:  # the per-token loop (the reference; it names a token that is wrong)
+            qid, value, seen, _ = _tokens(tokens, feature_key, score_feature, name, number)
+            feature_seen |= seen
         if qid is None and query_file is None:
             raise InputError("no qid:Q on the line (give query_file for LightGBM-style files)", name, number)
         m = _DOCID.search(comment)
@@ -187,6 +260,7 @@ def read_letor(
     if n == 0:
         raise InputError("the file has no data lines", name, None)
     if feature_key is not None and not feature_seen:
+        max_feature = _max_feature(path)
         raise InputError(
             f"score feature {score_feature} occurs on no line (the file's features go up to {max_feature}); "
             "scoring by it would give every document 0", name, None,
