@@ -379,8 +379,7 @@ def evaluate_letor(
     import numpy as np
     import pandas as pd
 
-    from onlineeval.io import read_letor
-    from onlineeval.io.letor import read_scores
+    from onlineeval.io.letor import read_letor_features, read_scores
 
     if isinstance(scores, Mapping):
         named: dict[str, Any] = {str(k): v for k, v in scores.items()}
@@ -401,8 +400,7 @@ def evaluate_letor(
             raise ConfigError(("features",), f"two systems share the name feature{f}")
     if not named and not features:
         raise ConfigError(("scores",), "give at least one score file (or array) or a feature column")
-    data = read_letor(letor, query_file=query_file)
-    qrels = data.qrels
+    qrels, by_feature = read_letor_features(letor, [int(f) for f in features], query_file=query_file)  # one pass
     runs: dict[str, pd.DataFrame] = {}
     for name, value in named.items():
         if _is_path(value):
@@ -416,7 +414,7 @@ def evaluate_letor(
                                  str(letor))
         runs[name] = pd.DataFrame({"query": qrels["query"].to_numpy(), "doc": qrels["doc"].to_numpy(), "score": s})
     for f in features:
-        runs[f"feature{f}"] = read_letor(letor, score_feature=int(f), query_file=query_file).run
+        runs[f"feature{f}"] = by_feature[int(f)]
     return evaluate(qrels, runs, metrics, preset=preset, **options)
 
 

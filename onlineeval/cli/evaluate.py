@@ -394,18 +394,17 @@ def _evaluate_frames(
         q = read_qrels(qrels, check_unique=False)  # evaluate_run checks repeated pairs
         runs = [read_ranking(path, check_unique=False) for path in paths]  # TREC runs or query doc score files
     else:
-        from onlineeval.io import read_letor
-        from onlineeval.io.letor import read_scores
+        from onlineeval.io.letor import read_letor_features, read_scores
 
-        q = read_letor(cast(Path, letor), query_file=query_file).qrels  # parsed once for all score files
+        # parsed once, for all score files and score features
+        q, by_feature = read_letor_features(cast(Path, letor), features, query_file=query_file)
         for path in paths:
             frame = pd.DataFrame(
                 {"query": q["query"].to_numpy(), "doc": q["doc"].to_numpy(), "score": read_scores(path, len(q))}
             )
             frame.attrs["path"] = str(path)
             runs.append(frame)
-        for f in features:
-            runs.append(cast("pd.DataFrame", read_letor(cast(Path, letor), score_feature=f, query_file=query_file).run))
+        runs += [by_feature[f] for f in features]
     evals = [evaluate_run(q, r, ms, conv, run_id=name) for name, r in zip(names, runs)]
     return evals, rbp_residuals(q, runs, names, ms, conv), err_scales(q, ms)
 

@@ -21,7 +21,7 @@ import pandas as pd
 from onlineeval.errors import InputError
 from onlineeval.io.text import text_lines
 
-__all__ = ["LetorData", "read_letor", "read_scores"]
+__all__ = ["LetorData", "read_letor", "read_letor_features", "read_scores"]
 
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
 #: every byte but the space and the colon: deleted from a line's tokens, it leaves their skeleton (``b": : :"`` when
@@ -106,28 +106,27 @@ def _check_qids_agree(qids: list[str | None], groups: np.ndarray, lines: list[in
             )
 
 
-def _feature_value(val: str, feature_key: str | None, score_feature: int | None, name: str, number: int) -> float:
+def _feature_value(val: str, feature: int, name: str, number: int) -> float:
     """The score feature's value ``val`` as a finite float, else an error naming the line."""
     try:
         value = float(val)
     except ValueError:
-        raise InputError(f"feature value must be a number, got {str(feature_key) + val!r}", name, number) from None
+        raise InputError(f"feature value must be a number, got {f'{feature}:{val}'!r}", name, number) from None
     if not math.isfinite(value):
         raise InputError(
-            f"feature {int(score_feature or 0)} is a system's score (--score-feature) and must be finite, got {val}",
-            name, number,
+            f"feature {feature} is a system's score (--score-feature) and must be finite, got {val}", name, number,
         )
     return value
 
 
-def _tokens(tokens: list[str], feature_key: str | None, score_feature: int | None, name: str,
-            number: int) -> tuple[str | None, float, bool, int]:
-    """``(qid, score feature's value, whether the feature occurs, largest feature index)`` of a line's tokens after
-    its label, one token at a time (the reference of :func:`_fast_tokens`); a token that is not
-    ``key:value`` is an error naming the line. The last ``qid:`` and the last score feature count."""
+def _tokens(tokens: list[str], features: tuple[int, ...], name: str,
+            number: int) -> tuple[str | None, list[float | None], int]:
+    """``(qid, each score feature's value or None where it does not occur, largest feature index)`` of a line's
+    tokens after its label, one token at a time (the reference of :func:`_fast_tokens`); a token that is not
+    ``key:value`` is an error naming the line. The last ``qid:`` and a feature's last occurrence count."""
+    keys = [f"{f}:" for f in features]
     qid = None
-    value = 0.0
-    seen = False
+    values: list[float | None] = [None] * len(features)
     max_feature = 0
     for tok in tokens:
         key, sep, val = tok.partition(":")
@@ -138,22 +137,22 @@ def _tokens(tokens: list[str], feature_key: str | None, score_feature: int | Non
             continue
         if key.isdecimal():  # (not isdigit: "²" is a digit int() refuses)
             max_feature = max(max_feature, int(key))
-        if feature_key is not None and tok.startswith(feature_key):
-            seen = True
-            value = _feature_value(val, feature_key, score_feature, name, number)
-    return qid, value, seen, max_feature
+        for i, feature_key in enumerate(keys):
+            if tok.startswith(feature_key):
+                values[i] = _feature_value(val, features[i], name, number)
+    return qid, values, max_feature
 
 
-def _fast_tokens(tokens: list[str], feature_key: str | None) -> tuple[str | None, str | None] | None:
-    """``(qid, the score feature's value text or None)`` of a line's tokens after its label, as :func:`_tokens` reads
-    them, by string operations on the whole line instead of a Python step per token (:func:`read_letor` of 200,000
-    lines of 136 features, 276 MB: 3.3 s against 10.4 s, with a score feature 3.6 s against 12.3 s, 2026-12-04);
-    ``None`` where they do not decide (a token without a colon, or starting or ending with one,
-    ``qid:`` anywhere but alone in the first token, the score feature twice, non-ASCII text): :func:`_tokens` then
-    reads the line."""
+def _fast_tokens(tokens: list[str], keys: tuple[str, ...]) -> tuple[str | None, list[str | None]] | None:
+    """``(qid, the text of each score feature's value, None where it does not occur)`` of a line's tokens after its
+    label (``keys``: the features' ``"<index>:"``), as :func:`_tokens` reads them, by string operations on the whole
+    line instead of a Python step per token (:func:`read_letor` of 200,000 lines of 136 features, 276 MB: 3.3 s
+    against 10.4 s, with a score feature 3.6 s against 12.3 s, 2026-12-04); ``None`` where they do not decide (a
+    token without a colon, or starting or ending with one, ``qid:`` anywhere but alone in the first token, a score
+    feature twice, non-ASCII text): :func:`_tokens` then reads the line."""
     line = " ".join(tokens)
     if not line:
-        return None, None
+        return None, [None] * len(keys)
     if not line.isascii() or line[0] == ":" or line[-1] == ":" or " :" in line or ": " in line:
         return None
     skeleton = line.encode().translate(None, _NOT_SEP)  # each token's colons, the tokens one space apart
@@ -164,17 +163,19 @@ def _fast_tokens(tokens: list[str], feature_key: str | None) -> tuple[str | None
         if not tokens[0].startswith("qid:") or line.count("qid:") != 1:
             return None
         qid = tokens[0][4:]
-    value = None
-    if feature_key is not None:
-        spaced = " " + line
+    values: list[str | None] = []
+    spaced = " " + line
+    for feature_key in keys:
         at = spaced.find(" " + feature_key)
-        if at >= 0:
-            if spaced.find(" " + feature_key, at + 1) >= 0:
-                return None
-            start = at + 1 + len(feature_key)
-            end = spaced.find(" ", start)
-            value = spaced[start:] if end < 0 else spaced[start:end]
-    return qid, value
+        if at < 0:
+            values.append(None)
+            continue
+        if spaced.find(" " + feature_key, at + 1) >= 0:
+            return None
+        start = at + 1 + len(feature_key)
+        end = spaced.find(" ", start)
+        values.append(spaced[start:] if end < 0 else spaced[start:end])
+    return qid, values
 
 
 def _max_feature(path: str | PathLike[str]) -> int:
@@ -184,8 +185,106 @@ def _max_feature(path: str | PathLike[str]) -> int:
     for _, line in text_lines(path):
         text = line.strip()
         if text and not text.startswith("#"):
-            out = max(out, _tokens(text.partition("#")[0].split()[1:], None, None, str(path), 0)[3])
+            out = max(out, _tokens(text.partition("#")[0].split()[1:], (), str(path), 0)[2])
     return out
+
+
+def _feature_index(feature: object, name: str) -> int:
+    if isinstance(feature, bool) or not isinstance(feature, (int, np.integer)) or int(feature) < 1:
+        raise InputError(f"score_feature must be a feature index >= 1, got {feature!r}", name, None)
+    return int(feature)
+
+
+def _read(path: str | PathLike[str], features: tuple[int, ...],
+          query_file: str | PathLike[str] | None) -> tuple[pd.DataFrame, np.ndarray]:
+    """The qrels of a LETOR file and its score features' values, ``(n, len(features))`` (0 where a line lacks one),
+    in one pass over the file (see :func:`read_letor`)."""
+    name = str(path)
+    labels: list[int] = []
+    qids: list[str | None] = []
+    docs: list[str] = []
+    feats: list[list[float]] = []
+    line_numbers: list[int] = []
+    keys = tuple(f"{f}:" for f in features)
+    seen = [False] * len(features)
+    for number, line in text_lines(path):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        body, _, comment = text.partition("#")
+        body = body.strip()
+        label, *after = body.split(maxsplit=1)
+        rest = after[0] if after else ""
+        try:
+            label_f = float(label)
+        except ValueError:
+            raise InputError(f"label must be an integer grade, got {label!r}", name, number) from None
+        if not math.isfinite(label_f) or abs(label_f) > 2**31 or label_f != round(label_f):
+            raise InputError(f"label must be an integer grade, got {label!r}", name, number)
+        tokens = rest.split()
+        fast = _fast_tokens(tokens, keys)
+        if fast is not None:
+            qid, texts = fast
+            values = [None if t is None else _feature_value(t, f, name, number) for t, f in zip(texts, features)]
+        else:  # the per-token loop (the reference; it names a token that is wrong)
+            qid, values, _ = _tokens(tokens, features, name, number)
+        if qid is None and query_file is None:
+            raise InputError("no qid:Q on the line (give query_file for LightGBM-style files)", name, number)
+        m = _DOCID.search(comment)
+        doc = m.group(1) if m else (comment.split()[0] if comment.split() else f"L{number}")
+        labels.append(int(label_f))
+        qids.append(qid)
+        docs.append(doc)
+        if features:
+            for i, v in enumerate(values):
+                seen[i] |= v is not None
+            feats.append([0.0 if v is None else v for v in values])
+        line_numbers.append(number)
+    n = len(labels)
+    if n == 0:
+        raise InputError("the file has no data lines", name, None)
+    for f, was in zip(features, seen):
+        if not was:
+            raise InputError(
+                f"score feature {f} occurs on no line (the file's features go up to {_max_feature(path)}); "
+                "scoring by it would give every document 0", name, None,
+            )
+    if query_file is not None:
+        groups = _read_groups(str(query_file), n)
+        if any(q is not None for q in qids):
+            _check_qids_agree(qids, groups, line_numbers, name, str(query_file))
+        queries = groups.astype(str).astype(object)
+    else:
+        queries = np.asarray(qids, dtype=object)
+    qrels = pd.DataFrame({"query": queries, "doc": np.asarray(docs, dtype=object), "grade": np.asarray(labels, dtype=np.int64)})
+    dup = qrels.duplicated(["query", "doc"]).to_numpy()
+    if dup.any():
+        i = int(np.argmax(dup))
+        first = int(np.argmax((qrels["query"] == queries[i]).to_numpy() & (qrels["doc"] == docs[i]).to_numpy()))
+        raise InputError(
+            f"document {docs[i]!r} appears twice for query {queries[i]!r} (first on line {line_numbers[first]})",
+            name,
+            line_numbers[i],
+        )
+    qrels.attrs["path"] = name
+    return qrels, np.asarray(feats, dtype=np.float64).reshape(n, len(features))
+
+
+def _run(qrels: pd.DataFrame, scores: np.ndarray, name: str) -> pd.DataFrame:
+    run = pd.DataFrame({"query": qrels["query"].to_numpy(), "doc": qrels["doc"].to_numpy(), "score": scores})
+    run.attrs["path"] = name
+    run.attrs["run_id"] = Path(name).stem
+    return run
+
+
+def read_letor_features(path: str | PathLike[str], features: Sequence[int],
+                        query_file: str | PathLike[str] | None = None) -> tuple[pd.DataFrame, dict[int, pd.DataFrame]]:
+    """The qrels of a LETOR file and one run per score feature (``{feature: run}``, each as
+    ``read_letor(path, score_feature=feature).run``), in one pass over the file instead of one per feature."""
+    name = str(path)
+    index = tuple(dict.fromkeys(_feature_index(f, name) for f in features))
+    qrels, values = _read(path, index, query_file)
+    return qrels, {f: _run(qrels, values[:, i].copy(), name) for i, f in enumerate(index)}
 
 
 def read_letor(
@@ -215,87 +314,19 @@ def read_letor(
     name = str(path)
     if scores is not None and score_feature is not None:
         raise InputError("give scores or score_feature, not both", name, None)
-    labels: list[int] = []
-    qids: list[str | None] = []
-    docs: list[str] = []
-    feats: list[float] = []
-    line_numbers: list[int] = []
-    if score_feature is not None and (isinstance(score_feature, bool) or int(score_feature) < 1):
-        raise InputError(f"score_feature must be a feature index >= 1, got {score_feature!r}", name, None)
-    feature_key = None if score_feature is None else f"{int(score_feature)}:"
-    feature_seen = False
-    for number, line in text_lines(path):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        body, _, comment = text.partition("#")
-        body = body.strip()
-        label, *after = body.split(maxsplit=1)
-        rest = after[0] if after else ""
-        try:
-            label_f = float(label)
-        except ValueError:
-            raise InputError(f"label must be an integer grade, got {label!r}", name, number) from None
-        if not math.isfinite(label_f) or abs(label_f) > 2**31 or label_f != round(label_f):
-            raise InputError(f"label must be an integer grade, got {label!r}", name, number)
-        tokens = rest.split()
-        fast = _fast_tokens(tokens, feature_key)
-        if fast is not None:
-            qid, val = fast
-            value = 0.0 if val is None else _feature_value(val, feature_key, score_feature, name, number)
-            feature_seen |= val is not None
-        else:  # the per-token loop (the reference; it names a token that is wrong)
-            qid, value, seen, _ = _tokens(tokens, feature_key, score_feature, name, number)
-            feature_seen |= seen
-        if qid is None and query_file is None:
-            raise InputError("no qid:Q on the line (give query_file for LightGBM-style files)", name, number)
-        m = _DOCID.search(comment)
-        doc = m.group(1) if m else (comment.split()[0] if comment.split() else f"L{number}")
-        labels.append(int(label_f))
-        qids.append(qid)
-        docs.append(doc)
-        feats.append(value)
-        line_numbers.append(number)
-    n = len(labels)
-    if n == 0:
-        raise InputError("the file has no data lines", name, None)
-    if feature_key is not None and not feature_seen:
-        max_feature = _max_feature(path)
-        raise InputError(
-            f"score feature {score_feature} occurs on no line (the file's features go up to {max_feature}); "
-            "scoring by it would give every document 0", name, None,
-        )
-    if query_file is not None:
-        groups = _read_groups(str(query_file), n)
-        if any(q is not None for q in qids):
-            _check_qids_agree(qids, groups, line_numbers, name, str(query_file))
-        queries = groups.astype(str).astype(object)
+    features = () if score_feature is None else (_feature_index(score_feature, name),)
+    qrels, values = _read(path, features, query_file)
+    n = len(qrels)
+    if score_feature is not None:
+        return LetorData(qrels, _run(qrels, values[:, 0].copy(), name))
+    if scores is None:
+        return LetorData(qrels, None)
+    if isinstance(scores, (str, PathLike)):
+        s = read_scores(scores, n)
     else:
-        queries = np.asarray(qids, dtype=object)
-    qrels = pd.DataFrame({"query": queries, "doc": np.asarray(docs, dtype=object), "grade": np.asarray(labels, dtype=np.int64)})
-    dup = qrels.duplicated(["query", "doc"]).to_numpy()
-    if dup.any():
-        i = int(np.argmax(dup))
-        first = int(np.argmax((qrels["query"] == queries[i]).to_numpy() & (qrels["doc"] == docs[i]).to_numpy()))
-        raise InputError(
-            f"document {docs[i]!r} appears twice for query {queries[i]!r} (first on line {line_numbers[first]})",
-            name,
-            line_numbers[i],
-        )
-    qrels.attrs["path"] = name
-    run = None
-    if scores is not None or score_feature is not None:
-        if score_feature is not None:
-            s = np.asarray(feats, dtype=np.float64)
-        elif isinstance(scores, (str, PathLike)):
-            s = read_scores(scores, n)
-        else:
-            s = np.asarray(scores, dtype=np.float64)
-            if s.shape != (n,):
-                raise InputError(f"{s.size} scores given for {n} documents", name, None)
-            if not np.isfinite(s).all():
-                raise InputError("scores must be finite", name, None)
-        run = pd.DataFrame({"query": queries, "doc": qrels["doc"].to_numpy(), "score": s})
-        run.attrs["path"] = name
-        run.attrs["run_id"] = Path(name).stem
-    return LetorData(qrels, run)
+        s = np.asarray(scores, dtype=np.float64)
+        if s.shape != (n,):
+            raise InputError(f"{s.size} scores given for {n} documents", name, None)
+        if not np.isfinite(s).all():
+            raise InputError("scores must be finite", name, None)
+    return LetorData(qrels, _run(qrels, s, name))
