@@ -577,7 +577,9 @@ def _run(
     """Run the replicates not in ``done``, appending each finished one to ``partial_fh``."""
     total = config.replicates
     todo = [i for i in range(total) if i not in done]
-    say(f"running {len(todo)} replicates on {min(n_workers, max(len(todo), 1))} worker(s)")
+    used, cores = min(n_workers, max(len(todo), 1)), os.cpu_count() or 1
+    over = f" (more processes than this machine's {cores} cores: each adds memory, none adds speed)" if used > cores else ""
+    say(f"running {len(todo)} replicates on {used} worker(s){over}")
     if on_progress is not None:
         on_progress(len(done), total)
 

@@ -251,3 +251,21 @@ def test_ctrl_c_says_how_many_replicates_are_kept(tmp_path: Path) -> None:
     kept = len(partial.read_text().splitlines()) - 1
     assert err.splitlines()[-1] == (f"interrupted (stopped by SIGINT); {kept} of 400 replicates are kept in {partial}; "
                                     "run the same command again to resume (only the missing ones are computed)"), err
+
+
+def test_more_workers_than_cores_are_said_to_add_memory_not_speed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # --workers 64 on a 2-core machine started 64 processes without a word (each imports the package)
+    import simulations.job as job
+
+    class Config:
+        replicates = 10
+
+    said: list[str] = []
+    monkeypatch.setattr(job, "run_replicates", lambda config, world, todo, n, on_done: None)
+    monkeypatch.setattr(job.os, "cpu_count", lambda: 2)
+    for workers, todo_done, note in ((64, {}, True), (2, {}, False), (64, {i: [] for i in range(9)}, False)):
+        said.clear()
+        job._run(Config(), None, dict(todo_done), workers, None, None, said.append)  # type: ignore[arg-type]
+        used = min(workers, 10 - len(todo_done))
+        assert said[0].startswith(f"running {10 - len(todo_done)} replicates on {used} worker(s)")
+        assert ("more processes than this machine's 2 cores: each adds memory, none adds speed" in said[0]) is note
