@@ -100,7 +100,7 @@ def test_direct_parse_equals_typers(name: str, args: list[str]) -> None:
         ["--qrels", "q.txt", "--run", "a.run"],
         ["-q", "q.txt", "-r", "a.run", "--run=b.run", "-r", "c.run", "--metrics", "nDCG@10,AP", "-b", "b",
          "--preset", "trec_eval", "--depth", "100", "--with-per-query", "-f", "json", "--alpha", "0.01"],
-        ["--letor", "x.svm", "--score-feature", "3", "--score-feature", "0", "--scores", "s.txt",
+        ["--letor", "x.svm", "--score-feature", "3", "--score-feature", "1", "--scores", "s.txt",
          "--ties", "expected", "--seed", "7", "--permutations", "1000", "--bootstrap", "100"],
     ],
 )  # fmt: skip

@@ -70,14 +70,14 @@ def _run_direct(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> dict[str, A
         ["-q", "q.txt", "-r", "a.txt", "-r", "b.txt", "--run=c.txt", "-m", "AP,nDCG@10", "--preset", "trec_eval",
          "-b", "a", "-f", "json", "--with-per-query"],
         ["--qrels=q", "--run", "a", "--depth", "5", "--rel-min", "2", "--with-per-query", "--format", "json"],
-        ["--letor", "l.txt", "--scores", "s1", "--scores=s2", "--score-feature", "0", "--score-feature=+12",
+        ["--letor", "l.txt", "--scores", "s1", "--scores=s2", "--score-feature", "1", "--score-feature=+12",
          "--query-file", "f.query", "--baseline", "s1"],
         ["--qrels", "q", "--run", "a", "--seed", "7", "--permutations", "1", "--bootstrap", "100", "--alpha", "0.1",
          "--ties", "expected", "--empty", "one", "--missing", "zero", "--gain", "1=1,2=3", "--per-query", "pq.csv",
          "--segments", "s.tsv", "--comparisons", "c.csv", "-f", "csv", "-b", "a"],
         # signed and leading-zero integers
         ["--rel-min", "-1", "--depth", "05", "--seed", "+7", "--permutations", "0001", "--bootstrap", "+00100"],
-        ["--rel-min=-0", "--seed=-0", "--score-feature", "-0", "--score-feature", "007"],
+        ["--rel-min=-0", "--seed=-0", "--score-feature", "+01", "--score-feature", "007"],
         ["--rel-min", "+3", "--depth", "999999999999999999"],
         # exponent and other plain floats
         ["--alpha", "1e-3"], ["--alpha", "5E-2"], ["--alpha=.5"], ["--alpha", "1."], ["--alpha", "+0.25e+0"],
@@ -101,7 +101,7 @@ def test_run_direct_passes_what_typer_passes(monkeypatch: pytest.MonkeyPatch, ar
     [
         ["--bootstrap", "99"], ["--bootstrap", "-100"], ["--alpha", "1.0000001"], ["--alpha", "-1e-9"],
         ["--alpha", "1e400"], ["--depth", "0"], ["--depth", "-1"], ["--seed", "-1"], ["--permutations", "0"],
-        ["--score-feature", "-1"],
+        ["--score-feature", "-1"], ["--score-feature", "0"], ["--score-feature", "-0"],
     ],
 )  # fmt: skip
 def test_bounds_just_outside_go_to_typer_which_rejects_them(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> None:

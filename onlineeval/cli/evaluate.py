@@ -100,7 +100,7 @@ def evaluate_cmd(
     score_feature: Annotated[
         Optional[list[int]],
         typer.Option(
-            "--score-feature", min=0,
+            "--score-feature", min=1,
             help="Use this feature column of the --letor file as a system's score (named feature<N>); repeatable.",
         ),
     ] = None,

@@ -26,7 +26,7 @@ _DIRECT_OPTIONS: dict[str, Option] = _table(
     (("--run", "-r"), Option("run", "path", multiple=True)),
     (("--letor",), Option("letor", "path")),
     (("--scores",), Option("scores", "path", multiple=True)),
-    (("--score-feature",), Option("score_feature", "int", multiple=True, low=0)),
+    (("--score-feature",), Option("score_feature", "int", multiple=True, low=1)),
     (("--query-file",), Option("query_file", "path")),
     (("--metrics", "-m"), Option("metrics", "str", default="nDCG@10,AP,RR,P@10")),
     (("--baseline", "-b"), Option("baseline", "str")),
