@@ -246,7 +246,9 @@ def analyse(
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
         r = int(last["replicates"])
         bias = float(last["mean_estimate"] - t.value)
-        bias_se = float(math.hypot(last["sd_estimate"] / math.sqrt(r) if r > 1 else 0.0, t.se))
+        # undefined with one replicate (no spread to measure; it was printed as the truth's SE alone, 0 for an exact
+        # truth, so a single replicate's miss looked like a bias measured exactly)
+        bias_se = float(math.hypot(last["sd_estimate"] / math.sqrt(r), t.se)) if r > 1 else None
         z = float(sps.norm.ppf(1 - alpha / 2))
         coverage_band = _coverage_band(last, alpha, t.se)
         entry = {

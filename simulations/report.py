@@ -378,6 +378,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                      + (f" ({percent_text((v['B'] - v['A']) / v['A'])})" if v["A"] else
                         f" (no relative change: A's {off['metric']} is 0 here)") + tail)
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
+    if cfg.replicates < 2:
+        lines.append("  (one replicate: power, coverage and false-positive rates below are one outcome each (0 or 1), "
+                     "biases are one replicate's miss with no SE, and no bias can be detected; run replicates >= 2 "
+                     "(the bundled configs run 100 to 200) before reading them)")
     header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {SHRINK_HEADER:>16s} "
               f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>19s} {'users needed':>16s} "
               f"{'A/A FPR':>8s} {'null Delta':>10s}")

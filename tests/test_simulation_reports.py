@@ -252,3 +252,44 @@ def test_multileaving_plots_show_every_pair_and_a_non_empty_online_panel(tmp_pat
     assert any("C vs A" in t for t in offline_ticks)
     for name in written_files(result):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_one_replicate_has_no_bias_se_and_the_report_says_what_its_rates_are(tmp_path):
+    # with one replicate the bias's SE was the truth's SE alone (0 for an exact truth): a single replicate's miss
+    # printed as a bias measured to +- 0.0 (the estimation-error and counterfactual tables)
+    from pathlib import Path
+
+    mapping = yaml.safe_load((Path(__file__).parents[1] / "configs" / "counterfactual.yaml").read_text())
+    mapping["traffic"].update(days=2, queries_per_day=300)
+    mapping["analysis"].update(truth_impressions=10_000, assumption_sweep=None)
+    mapping["users"]["population"] = 500
+    for d in mapping["designs"]:
+        d.pop("bootstrap", None)
+    results = {}
+    for r in (1, 2):
+        cfg = config_from_mapping({**mapping, "replicates": r, "workers": 1})
+        results[r] = simulate(cfg, output=tmp_path / str(r), workers=1)
+    one, two = results[1], results[2]
+    assert list(_entries(one.summary)) and all(e["estimator_bias_se"] is None for e in _entries(one.summary))
+    assert all(e["estimator_bias_se"] > 0 for e in _entries(two.summary))
+    text = terminal_summary(one)
+    assert "(one replicate: power, coverage and false-positive rates below are one outcome each (0 or 1)" in text
+    table = text.split("Estimation error on the last day")[1].splitlines()
+    row = next(line.split() for line in table if line.startswith("  ab "))
+    assert row[:2] == ["ab", "clicks_per_query"] and row[4:6] == ["-", "-"], row  # bias's SE and the SD: undefined
+    cf = text.split("Counterfactual design counterfactual")[1].splitlines()
+    snips = next(line.split() for line in cf if line.startswith("  snips "))
+    assert snips[2] == "-", snips
+    assert "(one replicate:" not in terminal_summary(two)
+
+
+def _entries(summary):
+    stack = [summary]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if "estimator_bias_se" in x:
+                yield x
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
