@@ -50,6 +50,10 @@ def _count_nodes(node: yaml.Node, budget: int) -> int:
     return count
 
 
+_NULL_TAG = "tag:yaml.org,2002:null"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader with limits on depth and aliases, refusing duplicate keys."""
 
@@ -83,6 +87,11 @@ class _Loader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _NULL_TAG and key_node.style is None \
+                    and key_node.value in ("null", "Null", "NULL"):
+                # the key written null (analysis.null, as the README names it) is the string, not YAML's null:
+                # read as None it failed with "analysis.None: keys should be strings"
+                key_node.tag = _STR_TAG
             key = self.construct_object(key_node, deep=True)
             try:
                 hash(key)

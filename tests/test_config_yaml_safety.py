@@ -65,3 +65,18 @@ def test_an_integer_too_long_for_python_is_refused_not_a_value_error(tmp_path: P
     with pytest.raises(ConfigError, match="not valid YAML: an integer of more than 4300 digits") as exc:
         load_yaml(path)
     assert str(path) in str(exc.value)
+
+
+def test_a_key_written_null_is_the_string_null_as_the_readme_names_analysis_null(tmp_path):
+    # `analysis: {null: false}` (README: analysis.null) was read with YAML's null as the key and failed with
+    # "analysis.None: keys should be strings, got None"
+    from simulations.config import load_config
+    from simulations.yaml_safe import load_yaml_text
+
+    assert load_yaml_text("a: null\nnull: 1\nb: {null: ~}\n", "t") == {"a": None, "null": 1, "b": {"null": None}}
+    assert load_yaml_text("~: 1\n", "t") == {None: 1}  # only the word null, not ~ or an empty key
+    with pytest.raises(ConfigError, match="duplicate key 'null'"):
+        load_yaml_text("null: 1\n'null': 2\n", "t")
+    path = tmp_path / "c.yaml"
+    path.write_text("replicates: 2\nanalysis:\n  null: false\n  aa: false\n")
+    assert load_config(path).analysis.null is False
