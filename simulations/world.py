@@ -268,6 +268,7 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
 
 def _read_frequencies(path: Path, qindex: dict[str, int]) -> np.ndarray:
     from onlineeval.errors import InputError
+    from onlineeval.io.text import plain_float
 
     counts = np.zeros(len(qindex), dtype=np.float64)
     with open(path, encoding="utf-8") as fh:
@@ -278,10 +279,9 @@ def _read_frequencies(path: Path, qindex: dict[str, int]) -> np.ndarray:
             parts = line.split()
             if len(parts) != 2:
                 raise InputError(f"expected 'query count', got {len(parts)} columns", path, lineno)
-            try:
-                count = float(parts[1])
-            except ValueError:
-                raise InputError(f"count {parts[1]!r} is not a number", path, lineno) from None
+            count = plain_float(parts[1])
+            if count is None:
+                raise InputError(f"count {parts[1]!r} is not a number", path, lineno)
             if not np.isfinite(count) or count < 0:
                 raise InputError(f"count must be a non-negative number, got {parts[1]!r}", path, lineno)
             if parts[0] in qindex:

@@ -46,3 +46,64 @@ def test_the_id_a_list_of_integer_ids_fails_on_is_named():
         with pytest.raises(InputError, match=f"query id '{ids[-1]}' is not an integer"):
             _to_int_ids(np.array(ids), None, "query")
     assert _to_int_ids(np.array(["3", " 1"]), None, "query").tolist() == [3, 1]
+
+
+@pytest.mark.parametrize("odd", ["1_0", "\uff11", "\u0661", "0x10"])
+def test_numbers_python_reads_but_trec_eval_does_not_are_refused_in_every_numeric_field(tmp_path, odd):
+    # Python's float() and int() read 1_0 as 10 and digits of other scripts (fullwidth 1, Arabic-Indic 1) as
+    # numbers; trec_eval's atof reads "1_0" as 1 and "\uff11" as 0, so a run or score file scored silently otherwise
+    from onlineeval.cli.power import moments_from_csv
+    from onlineeval.io.letor import read_letor, read_scores
+    from onlineeval.io.trec import read_ranking, read_run
+    from simulations.world import _read_frequencies
+
+    def refused(match, fn, *args, line=2):
+        with pytest.raises(InputError, match=match) as info:
+            fn(*args)
+        assert info.value.line == line, info.value
+
+    run = tmp_path / "r.run"
+    run.write_text(f"1 Q0 a 1 2.0 x\n1 Q0 b 2 {odd} x\n", encoding="utf-8")
+    refused(f"score must be a number, got {odd!r}", read_run, run)
+    three = tmp_path / "r.tsv"
+    three.write_text(f"1 a 2.0\n1 b {odd}\n", encoding="utf-8")
+    refused(f"score must be a number, got {odd!r}", read_ranking, three)
+    letor = tmp_path / "l.txt"
+    letor.write_text("1 qid:1 1:0.5 # a\n0 qid:1 1:0.2 # b\n", encoding="utf-8")
+    scores = tmp_path / "s.txt"
+    scores.write_text(f"0.5\n{odd}\n", encoding="utf-8")
+    refused(f"score must be a number, got {odd!r}", read_scores, scores, 2)
+    bad_feature = tmp_path / "f.txt"
+    bad_feature.write_text(f"1 qid:1 1:0.5 # a\n0 qid:1 1:{odd} # b\n", encoding="utf-8")
+    refused("feature value must be a number", read_letor, bad_feature, None, 1)
+    bad_label = tmp_path / "g.txt"
+    bad_label.write_text(f"1 qid:1 1:0.5 # a\n{odd} qid:1 1:0.2 # b\n", encoding="utf-8")
+    refused(f"label must be an integer grade, got {odd!r}", read_letor, bad_label)
+    groups = tmp_path / "q.query"
+    groups.write_text(f"1\n{odd}\n", encoding="utf-8")
+    plain = tmp_path / "p.txt"
+    plain.write_text("1 1:0.5 # a\n0 1:0.2 # b\n", encoding="utf-8")
+    refused(f"group size must be an integer, got {odd!r}", read_letor, plain, None, None, groups)
+    users = tmp_path / "u.csv"
+    users.write_text(f"clicks,queries\n1,2\n{odd},3\n3,4\n", encoding="utf-8")
+    refused("expected numbers", moments_from_csv, users, "clicks", "queries", line=3)
+    freq = tmp_path / "freq.txt"
+    freq.write_text(f"1 5\n2 {odd}\n", encoding="utf-8")
+    refused(f"count {odd!r} is not a number", _read_frequencies, freq, {"1": 0, "2": 1})
+
+
+def test_plain_spellings_of_numbers_still_read(tmp_path):
+    from onlineeval.cli.power import moments_from_csv
+    from onlineeval.io.letor import read_scores
+    from onlineeval.io.text import plain_float, plain_int
+
+    for text, value in (("+.5", 0.5), ("1.", 1.0), ("-2E+3", -2000.0), (" 3 ", 3.0), ("1e-3", 0.001)):
+        assert plain_float(text) == value
+    assert plain_float("inf") == float("inf") and plain_float("NaN") != plain_float("NaN")
+    assert plain_int("+07") == 7 and plain_int("1.0") is None
+    scores = tmp_path / "s.txt"
+    scores.write_text("+.5\n1.\n-2E+3\n", encoding="utf-8")
+    assert read_scores(scores, 3).tolist() == [0.5, 1.0, -2000.0]
+    users = tmp_path / "u.csv"
+    users.write_text("clicks,queries\n 1 ,2\n3,4.0\n", encoding="utf-8")
+    assert moments_from_csv(users, "clicks", "queries")[-1] == 2

@@ -57,6 +57,8 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
     line (a missing column, a row with more or fewer fields than the header, a non-numeric or negative
     denominator, fewer than 2 users, denominators all 0).
     """
+    from onlineeval.io.text import plain_float
+
     name = str(path)
     with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
@@ -84,12 +86,11 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
                     f"{given} field{'' if given == 1 else 's'} but the header has {len(cols)} ({', '.join(cols)})",
                     name, line,
                 )
-            try:
-                x, y = float(row[num_col]), float(row[den_col])
-            except (TypeError, ValueError):
+            x, y = plain_float(row[num_col]), plain_float(row[den_col])
+            if x is None or y is None:  # (float() also took 1_0 as 10 and digits of other scripts)
                 raise InputError(
                     f"{num_col}={row.get(num_col)!r}, {den_col}={row.get(den_col)!r}: expected numbers", name, line
-                ) from None
+                )
             if not (math.isfinite(x) and math.isfinite(y)) or y < 0:
                 raise InputError(f"{num_col}={x}, {den_col}={y}: values must be finite, denominators >= 0", name, line)
             xs.append(x)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from onlineeval.errors import InputError
-from onlineeval.io.text import text_lines
+from onlineeval.io.text import plain_float, plain_int, text_lines
 
 __all__ = ["LetorData", "read_letor", "read_letor_features", "read_scores"]
 
@@ -60,10 +60,9 @@ def read_scores(path: str | PathLike[str], n: int) -> np.ndarray:
         if len(fields) > 1:  # (the first field was taken silently: a multi-column prediction file's first column)
             raise InputError(f"expected one score per line, got {len(fields)} fields ({text[:60]!r}); write the "
                              "score column alone", path, number)
-        try:
-            v = float(fields[0])
-        except ValueError:
-            raise InputError(f"score must be a number, got {fields[0]!r}", path, number) from None
+        v = plain_float(fields[0])
+        if v is None:
+            raise InputError(f"score must be a number, got {fields[0]!r}", path, number)
         if not math.isfinite(v):
             raise InputError(f"score must be finite, got {text!r}", path, number)
         values.append(v)
@@ -78,10 +77,9 @@ def _read_groups(path: str, n: int) -> np.ndarray:
         text = line.strip()
         if not text:
             continue
-        try:
-            size = int(text)
-        except ValueError:
-            raise InputError(f"group size must be an integer, got {text!r}", path, number) from None
+        size = plain_int(text)
+        if size is None:
+            raise InputError(f"group size must be an integer, got {text!r}", path, number)
         if size < 1:
             raise InputError(f"group size must be positive, got {size}", path, number)
         sizes.append(size)
@@ -108,10 +106,9 @@ def _check_qids_agree(qids: list[str | None], groups: np.ndarray, lines: list[in
 
 def _feature_value(val: str, feature: int, name: str, number: int) -> float:
     """The score feature's value ``val`` as a finite float, else an error naming the line."""
-    try:
-        value = float(val)
-    except ValueError:
-        raise InputError(f"feature value must be a number, got {f'{feature}:{val}'!r}", name, number) from None
+    value = plain_float(val)
+    if value is None:
+        raise InputError(f"feature value must be a number, got {f'{feature}:{val}'!r}", name, number)
     if not math.isfinite(value):
         raise InputError(
             f"feature {feature} is a system's score (--score-feature) and must be finite, got {val}", name, number,
@@ -215,10 +212,9 @@ def _read(path: str | PathLike[str], features: tuple[int, ...],
         body = body.strip()
         label, *after = body.split(maxsplit=1)
         rest = after[0] if after else ""
-        try:
-            label_f = float(label)
-        except ValueError:
-            raise InputError(f"label must be an integer grade, got {label!r}", name, number) from None
+        label_f = plain_float(label)
+        if label_f is None:
+            raise InputError(f"label must be an integer grade, got {label!r}", name, number)
         if not math.isfinite(label_f) or abs(label_f) > 2**31 or label_f != round(label_f):
             raise InputError(f"label must be an integer grade, got {label!r}", name, number)
         tokens = rest.split()

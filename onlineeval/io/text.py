@@ -3,13 +3,33 @@ bytes, each refused with the file and line (a NUL would silently cut or merge an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from os import PathLike
 from pathlib import Path
 
 from onlineeval.errors import InputError
 
-__all__ = ["check_not_compressed", "text_lines"]
+__all__ = ["check_not_compressed", "plain_float", "plain_int", "text_lines"]
+
+#: a number as C's strtod / trec_eval read it in decimal: ASCII digits, optional sign, point and exponent, and the
+#: words inf, infinity and nan (the callers refuse them as not finite). Python's float() also takes 1_0 (as 10) and
+#: digits of other scripts (fullwidth "\uff11" as 1), which trec_eval reads otherwise (atof: 1 and 0)
+_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
+                    r"|[nN][aA][nN])")
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def plain_float(text: str) -> float | None:
+    """``float(text)`` when ``text`` (surrounding whitespace aside) is a plain decimal number (or inf / nan), else
+    ``None``."""
+    text = text.strip()
+    return float(text) if _FLOAT.fullmatch(text) else None
+
+
+def plain_int(text: str) -> int | None:
+    """``int(text)`` when ``text`` is ASCII digits with an optional sign, else ``None``."""
+    return int(text) if _INT.fullmatch(text) else None
 
 #: magic bytes of compressed files people pass by mistake (runs from ir_datasets and Anserini are often .gz)
 _COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip -k"), (b"BZh", "bzip2", "bunzip2 -k"),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from onlineeval.errors import InputError
-from onlineeval.io.text import check_not_compressed, text_lines
+from onlineeval.io.text import check_not_compressed, plain_float, text_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -178,10 +178,9 @@ def _scored_rows(path: str, data: bytes, columns: int, exact: bool, layout: str,
     for number, fields in _data_lines(path, data):
         if len(fields) < columns or exact and len(fields) != columns:
             raise InputError(f"expected {columns} columns ({layout}), found {len(fields)}", path, number)
-        try:
-            value = float(fields[score])
-        except ValueError:
-            raise InputError(f"score must be a number, got {fields[score]!r}", path, number) from None
+        value = plain_float(fields[score])
+        if value is None:
+            raise InputError(f"score must be a number, got {fields[score]!r}", path, number)
         if not math.isfinite(value):
             raise InputError(f"score must be finite, got {fields[score]!r}", path, number)
         key = (fields[0], fields[doc])
