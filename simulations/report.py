@@ -364,6 +364,13 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"run (shown an empty list); {notes.get(f'queries_only_in_run_{r}', 0)} run queries without "
                 f"judgments (left out); ties: {notes.get('ties')}"
             )
+        if "frequencies_queries_counted" in notes:
+            missing = int(notes["frequencies_queries_without_count"])
+            lines.append(
+                f"  query frequencies (collection.frequencies): {notes['frequencies_queries_counted']} judged queries "
+                f"counted, {missing} without a positive count (never drawn{'!' if missing else ''}), "
+                f"{notes['frequencies_lines_not_judged']} lines for queries not judged (left out)"
+            )
     ab_metric = next((d.metric for d in cfg.designs if d.type == "ab"), "reciprocal_rank")
     seg_truth = s.get("truth_by_segment", {})
     for seg, v in off["by_segment"].items():

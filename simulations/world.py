@@ -256,7 +256,12 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
                     sc[i, j] = -float(rank)
         scores[name] = sc
     if coll.frequencies is not None:
-        frequency = _read_frequencies(coll.frequencies, qindex)
+        frequency, ignored = _read_frequencies(coll.frequencies, qindex)
+        # how the file met the judged queries (a file keyed otherwise, "q1" against "1", matched only a few of them
+        # silently, and those took all the traffic): in the summary's world and the report's run lines
+        notes["frequencies_queries_counted"] = int((frequency > 0).sum())
+        notes["frequencies_queries_without_count"] = int((frequency == 0).sum())
+        notes["frequencies_lines_not_judged"] = ignored
     else:
         frequency = zipf_frequencies(q, coll.zipf_exponent)[rng.permutation(q)]
     n_grades = int(labels.max()) + 1
@@ -266,11 +271,14 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
                    scores=scores)
 
 
-def _read_frequencies(path: Path, qindex: dict[str, int]) -> np.ndarray:
+def _read_frequencies(path: Path, qindex: dict[str, int]) -> tuple[np.ndarray, int]:
+    """The query frequencies of a ``query count`` file over the judged queries ``qindex`` (summing to 1; 0 for a
+    judged query the file does not count) and the number of its lines whose query is not judged (left out)."""
     from onlineeval.errors import InputError
     from onlineeval.io.text import plain_float
 
     counts = np.zeros(len(qindex), dtype=np.float64)
+    ignored = 0
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             line = line.strip()
@@ -286,9 +294,11 @@ def _read_frequencies(path: Path, qindex: dict[str, int]) -> np.ndarray:
                 raise InputError(f"count must be a non-negative number, got {parts[1]!r}", path, lineno)
             if parts[0] in qindex:
                 counts[qindex[parts[0]]] += count
+            else:
+                ignored += 1
     if counts.sum() <= 0:
         raise InputError("no judged query has a positive count", path)
-    return counts / counts.sum()
+    return counts / counts.sum(), ignored
 
 
 def _offline_per_query(metric, labels: np.ndarray, rankings: dict[str, np.ndarray],

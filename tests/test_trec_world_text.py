@@ -151,3 +151,24 @@ def test_spread_by_hand_with_synthetic_and_trec_rows() -> None:
     old = world_spread_text(world_spread(rows.drop(columns=["seed_draws"]), ["seed", "kind"]))
     assert old.startswith("across worlds (the seed axis: each seed draws its own world;")
     assert old.endswith(WORLD_SPREAD_LEGEND) and "seed_draws" not in old
+
+
+def test_a_frequencies_file_says_how_it_met_the_judged_queries(tmp_path: Path) -> None:
+    # a file keyed otherwise ("1" against the qrels' "q1") matched a few queries silently, and those took all the
+    # traffic; the world's notes (summary.json) and the report's run lines now count what it matched
+    cfg = _trec(tmp_path, frequencies=True)
+    freq = tmp_path / "freq.txt"
+    lines = freq.read_text().splitlines()
+    # 3 of the judged queries keep their line, the others are keyed without the 'q', plus a query not judged
+    freq.write_text("\n".join(lines[:3] + [line[1:] for line in lines[3:]] + ["zz 7", "q5 0"]) + "\n")
+    world = build_world(config_from_mapping(cfg), world_seed(0))
+    notes = world.notes
+    assert notes["frequencies_queries_counted"] == 3 == int((world.frequency > 0).sum())
+    assert notes["frequencies_queries_without_count"] == world.n_queries - 3
+    assert notes["frequencies_lines_not_judged"] == 27 + 1  # the 27 unprefixed lines and zz (q5 0 is judged)
+    result = simulate(config_from_mapping({**cfg, "replicates": 2}), output=tmp_path / "run", workers=1)
+    text = " ".join(terminal_summary(result).split())
+    assert (f"query frequencies (collection.frequencies): 3 judged queries counted, {world.n_queries - 3} without a "
+            "positive count (never drawn!), 28 lines for queries not judged (left out)") in text
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["world"]["frequencies_lines_not_judged"] == 28
