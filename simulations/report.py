@@ -110,6 +110,12 @@ if TYPE_CHECKING:
 
 __all__ = ["conventions", "terminal_summary", "write_results"]
 
+#: what a run of one replicate's rates and biases are (the terminal's Online table and report.html's answer legend)
+ONE_REPLICATE_NOTE = ("one replicate: power, coverage and false-positive rates below are one outcome each (0 or 1), "
+                      "and an estimate's bias against its truth is one replicate's miss, with no SE and not tested "
+                      "(the null check's Monte Carlo does not depend on replicates); run replicates >= 2 (the "
+                      "bundled configs run 100 to 200) before reading them")
+
 
 def conventions(result: SimulationResult) -> dict[str, Any]:
     """Every convention the run's numbers depend on, stated explicitly."""
@@ -333,7 +339,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     off = s["offline"]
     lines = [
         f"onlineeval {__version__} simulate {source}".rstrip(),
-        f"  seed {cfg.seed}, {cfg.replicates} replicates x {cfg.traffic.days} days x "
+        f"  seed {cfg.seed}, {cfg.replicates} replicate{'' if cfg.replicates == 1 else 's'} x {cfg.traffic.days} "
+        f"day{'' if cfg.traffic.days == 1 else 's'} x "
         f"~{cfg.traffic.queries_per_day:,} queries/day, {cfg.users.population:,} users",
         *[f"  users{'' if n == 'all' else ' ' + n} ({sh:.0%}): click model {json.dumps(spec)}"
           for n, sh, spec in cfg.users.mixture()],
@@ -386,9 +393,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                         f" (no relative change: A's {off['metric']} is 0 here)") + tail)
     lines += ["", f"Online (alpha {cfg.analysis.alpha}, target power {cfg.analysis.power:.0%}):"]
     if cfg.replicates < 2:
-        lines.append("  (one replicate: power, coverage and false-positive rates below are one outcome each (0 or 1), "
-                     "biases are one replicate's miss with no SE, and no bias can be detected; run replicates >= 2 "
-                     "(the bundled configs run 100 to 200) before reading them)")
+        lines.append(f"  ({ONE_REPLICATE_NOTE})")
     header = (f"  {'design':14s} {'metric':18s} {'true effect':>13s} {'rel':>7s} {SHRINK_HEADER:>16s} "
               f"{'power@end':>9s} {'analytic':>8s} {'days->pwr':>9s} {'impr. needed':>19s} {'users needed':>16s} "
               f"{'A/A FPR':>8s} {'null Delta':>10s}")

@@ -274,6 +274,7 @@ def test_one_replicate_has_no_bias_se_and_the_report_says_what_its_rates_are(tmp
     assert all(e["estimator_bias_se"] > 0 for e in _entries(two.summary))
     text = terminal_summary(one)
     assert "(one replicate: power, coverage and false-positive rates below are one outcome each (0 or 1)" in text
+    assert ", 1 replicate x 2 days x " in text
     table = text.split("Estimation error on the last day")[1].splitlines()
     row = next(line.split() for line in table if line.startswith("  ab "))
     assert row[:2] == ["ab", "clicks_per_query"] and row[4:6] == ["-", "-"], row  # bias's SE and the SD: undefined
@@ -293,3 +294,17 @@ def _entries(summary):
             stack.extend(x.values())
         elif isinstance(x, list):
             stack.extend(x)
+
+
+def test_one_replicate_note_in_report_html(tmp_path):
+    from html import unescape
+
+    from simulations.html_report.answer import answer_section
+    from simulations.report import ONE_REPLICATE_NOTE
+
+    for r, shown in ((1, True), (2, False), (None, False)):
+        summary = {"conventions": {"alpha": 0.05, "target_power": 0.8}, "designs": {},
+                   "config": {} if r is None else {"replicates": r}}
+        page = unescape(str(answer_section(summary)))
+        assert ("One replicate: power, coverage and false-positive rates" in page) is shown
+    assert ONE_REPLICATE_NOTE.startswith("one replicate:")

@@ -25,6 +25,7 @@ from simulations.report_sizes import _unstable_lines as unstable_size_lines  # t
 from simulations.report import (
     EXTRAPOLATION_FLAG,
     INDISTINGUISHABLE_SHORT,
+    ONE_REPLICATE_NOTE,
     TRUTH_PRECISION_NOTE,
     biased_ratio_why,
     extrapolated_days_text,
@@ -275,6 +276,8 @@ def answer_section(summary: dict[str, Any]) -> Html:
          "it biased on these rankers; its power measures its bias as much as the effect, so its analytic power, "
          "days and sizes are not given ('-'; summary.json keeps them under analytic_if_unbiased).")],
     ]
+    if ((summary.get("config") or {}).get("replicates") or 2) < 2:
+        legend.insert(0, [ONE_REPLICATE_NOTE[0].upper() + ONE_REPLICATE_NOTE[1:] + "."])
     designs = summary.get("designs") or {}
     if any(e.get("no_support") for m in designs.values() for e in m.values()):
         legend.append([biased_mark("no support"), (": an off-policy estimate whose target shows, on part of the log, "

@@ -195,8 +195,9 @@ def header(folder: Path, summary: dict[str, Any], title: str) -> Html:
     mix = "; ".join(f"{u.get('name')} ({fmt(100 * u['share'], '.0f')}%)"
                     for u in conv.get("user_types") or [] if isinstance(u.get("share"), (int, float)))
     parts = [
-        (f"seed {cfg.get('seed')}, {cfg.get('replicates')} replicates x {traffic.get('days')} days x "
-        f"~{count(traffic.get('queries_per_day'))} queries/day, {count(users.get('population'))} users"),
+        (f"seed {cfg.get('seed')}, {cfg.get('replicates')} replicate{'' if cfg.get('replicates') == 1 else 's'} x "
+         f"{traffic.get('days')} day{'' if traffic.get('days') == 1 else 's'} x "
+         f"~{count(traffic.get('queries_per_day'))} queries/day, {count(users.get('population'))} users"),
     ]
     if mix:
         parts.append(f"user types: {mix}")
