@@ -362,7 +362,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             f"{r} {value_text(w[r])} (uniform {value_text(u[r])})" for r in others))
     notes = result.world.notes
     if notes.get("collection") == "trec":
-        for r in ("A", "B"):
+        for r in [n for n in cfg.ranker_names() if f"shown_{n}" in notes]:  # A, B and rankers.others (multileaving)
             shown = int(notes.get(f"shown_{r}", 0))
             unj = int(notes.get(f"unjudged_shown_{r}", 0))
             lines.append(

@@ -172,3 +172,21 @@ def test_a_frequencies_file_says_how_it_met_the_judged_queries(tmp_path: Path) -
             "positive count (never drawn!), 28 lines for queries not judged (left out)") in text
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["world"]["frequencies_lines_not_judged"] == 28
+
+
+def test_every_run_of_a_trec_collection_gets_its_line(tmp_path: Path) -> None:
+    # the report's run lines (unjudged shown documents, judged queries missing from the run, run queries without
+    # judgments) named A and B only; a third ranker's run (multileaving) was accounted in summary.json alone
+    cfg = _trec(tmp_path)
+    lines = (tmp_path / "runs" / "cand2.run").read_text().splitlines()
+    short = tmp_path / "runs" / "short.run"
+    short.write_text("\n".join(line for line in lines if not line.startswith("q0 ")) + "\n")
+    cfg["collection"]["runs"]["C"] = str(short)
+    cfg["designs"] = [{"name": "ml", "type": "interleaving", "method": "team_draft_multileave",
+                       "rankers": ["A", "B", "C"]}]
+    result = simulate(config_from_mapping(cfg), output=tmp_path / "run", workers=1)
+    text = terminal_summary(result)
+    runs = [line.split(":")[0].strip() for line in text.splitlines() if line.startswith("  run ")]
+    assert runs == ["run A", "run B", "run C"]
+    line_c = next(line for line in text.splitlines() if line.startswith("  run C:"))
+    assert "1 judged queries missing from the run" in line_c
