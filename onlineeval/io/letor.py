@@ -143,8 +143,8 @@ def _tokens(tokens: list[str], features: tuple[int, ...], name: str,
 def _fast_tokens(tokens: list[str], keys: tuple[str, ...]) -> tuple[str | None, list[str | None]] | None:
     """``(qid, the text of each score feature's value, None where it does not occur)`` of a line's tokens after its
     label (``keys``: the features' ``"<index>:"``), as :func:`_tokens` reads them, by string operations on the whole
-    line instead of a Python step per token (:func:`read_letor` of 200,000 lines of 136 features, 276 MB: 3.3 s
-    against 10.4 s, with a score feature 3.6 s against 12.3 s, 2026-12-04); ``None`` where they do not decide (a
+    line instead of a Python step per token (200,000 lines of 136 features, 280 MB: 4.2 s against the loop's 13.2 s,
+    ``benchmarks/bench_letor.py``, 2026-12-04; 10.4 s before this path); ``None`` where they do not decide (a
     token without a colon, or starting or ending with one, ``qid:`` anywhere but alone in the first token, a score
     feature twice, non-ASCII text): :func:`_tokens` then reads the line."""
     line = " ".join(tokens)
