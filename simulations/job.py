@@ -578,7 +578,8 @@ def _run(
     total = config.replicates
     todo = [i for i in range(total) if i not in done]
     used, cores = min(n_workers, max(len(todo), 1)), os.cpu_count() or 1
-    over = f" (more processes than this machine's {cores} cores: each adds memory, none adds speed)" if used > cores else ""
+    over = (f" (more processes than this machine's {cores} cores: each adds memory, none adds speed)"
+            if used > cores else "")
     say(f"running {len(todo)} replicates on {used} worker(s){over}")
     if on_progress is not None:
         on_progress(len(done), total)

@@ -62,8 +62,8 @@ def test_fast_tokens_decide_common_lines_and_decline_the_others() -> None:
     assert letor._fast_tokens("qid:3 1:0.5 10:1".split(), ("7:", "10:", "1:")) == ("3", [None, "1", "0.5"])
     assert letor._fast_tokens("1:0.5 10:1".split(), ()) == (None, [])
     assert letor._fast_tokens([], ("7:",)) == (None, [None])
-    for tokens in ("qid:3 bare", "bare 1:2", "bare", "1:2 bare 3:4", "qid:3 :a", "qid:3 a:", "1:2 qid:3", "qid:3 qid:4", "qid:3 7:1 7:2", "qid:3 1:ü",
-                   "qid:3 a::"):
+    for tokens in ("qid:3 bare", "bare 1:2", "bare", "1:2 bare 3:4", "qid:3 :a", "qid:3 a:", "1:2 qid:3",
+                   "qid:3 qid:4", "qid:3 7:1 7:2", "qid:3 1:ü", "qid:3 a::"):
         assert letor._fast_tokens(tokens.split(), ("7:",)) is None, tokens
 
 
