@@ -185,7 +185,6 @@ def _frame_sessions(sessions: Any, clicks_as: str) -> ClickLog | None:
 def _int_flags(clicks: Any) -> Any:
     """The list array ``clicks`` of 0/1 integers as the same lists of booleans, or ``None`` when a list or a value
     is missing or a value is neither 0 nor 1 (the rows' reading, :func:`_clicked`, then names the row)."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -196,10 +195,7 @@ def _int_flags(clicks: Any) -> Any:
         lo_hi = pc.min_max(flat)
         if lo_hi["min"].as_py() < 0 or lo_hi["max"].as_py() > 1:
             return None
-    lengths = np.asarray(pc.list_value_length(clicks).to_numpy(zero_copy_only=False), dtype=np.int64)
-    large = pa.types.is_large_list(clicks.type)
-    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), type=pa.int64() if large else pa.int32())
-    return (pa.LargeListArray if large else pa.ListArray).from_arrays(offsets, pc.cast(flat, pa.bool_()))
+    return clicks.cast(pa.large_list(pa.bool_()) if pa.types.is_large_list(clicks.type) else pa.list_(pa.bool_()))
 
 
 def _click_log(sessions: Any, fmt: str | None = None, name: str = "sessions", clicks_as: str = "auto") -> ClickLog:
