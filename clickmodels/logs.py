@@ -34,8 +34,8 @@ __all__ = [
 
 #: the names of :mod:`clickmodels.logs_files` (the file formats) importable from here, as before they moved there
 _FILE_NAMES = frozenset(("LogFormat", "read_click_log", "read_tsv", "read_jsonl", "read_parquet", "read_yandex",
-                         "write_tsv", "write_jsonl", "_json_session", "_numbered_lines"))
-__all__ += sorted(name for name in _FILE_NAMES if not name.startswith("_"))
+                         "write_tsv", "write_jsonl"))
+__all__ += sorted(_FILE_NAMES)
 
 
 def __getattr__(name: str) -> Any:
