@@ -101,6 +101,10 @@ def test_plain_spellings_of_numbers_still_read(tmp_path):
         assert plain_float(text) == value
     assert plain_float("inf") == float("inf") and plain_float("NaN") != plain_float("NaN")
     assert plain_int("+07") == 7 and plain_int("1.0") is None
+    from onlineeval.io.text import plain_whole
+
+    assert [plain_whole(t) for t in ("3", "-2", "1.0", "1e2", "2.", "1.5", "nan", "inf", "1_0", "\uff11")] == [
+        3, -2, 1, 100, 2, None, None, None, None, None]
     scores = tmp_path / "s.txt"
     scores.write_text("+.5\n1.\n-2E+3\n", encoding="utf-8")
     assert read_scores(scores, 3).tolist() == [0.5, 1.0, -2000.0]

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from onlineeval.errors import InputError
-from onlineeval.io.text import plain_float, plain_int, text_lines
+from onlineeval.io.text import plain_float, plain_int, plain_whole, text_lines
 
 __all__ = ["LetorData", "read_letor", "read_letor_features", "read_scores"]
 
@@ -212,10 +212,8 @@ def _read(path: str | PathLike[str], features: tuple[int, ...],
         body = body.strip()
         label, *after = body.split(maxsplit=1)
         rest = after[0] if after else ""
-        label_f = plain_float(label)
-        if label_f is None:
-            raise InputError(f"label must be an integer grade, got {label!r}", name, number)
-        if not math.isfinite(label_f) or abs(label_f) > 2**31 or label_f != round(label_f):
+        grade = plain_whole(label)
+        if grade is None or abs(grade) > 2**31:
             raise InputError(f"label must be an integer grade, got {label!r}", name, number)
         tokens = rest.split()
         fast = _fast_tokens(tokens, keys)
@@ -228,7 +226,7 @@ def _read(path: str | PathLike[str], features: tuple[int, ...],
             raise InputError("no qid:Q on the line (give query_file for LightGBM-style files)", name, number)
         m = _DOCID.search(comment)
         doc = m.group(1) if m else (comment.split()[0] if comment.split() else f"L{number}")
-        labels.append(int(label_f))
+        labels.append(grade)
         qids.append(qid)
         docs.append(doc)
         if features:

@@ -3,6 +3,7 @@ bytes, each refused with the file and line (a NUL would silently cut or merge an
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from os import PathLike
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from onlineeval.errors import InputError
 
-__all__ = ["check_not_compressed", "plain_float", "plain_int", "text_lines"]
+__all__ = ["check_not_compressed", "plain_float", "plain_int", "plain_whole", "text_lines"]
 
 #: a number as C's strtod / trec_eval read it in decimal: ASCII digits, optional sign, point and exponent, and the
 #: words inf, infinity and nan (the callers refuse them as not finite). Python's float() also takes 1_0 (as 10) and
@@ -30,6 +31,19 @@ def plain_float(text: str) -> float | None:
 def plain_int(text: str) -> int | None:
     """``int(text)`` when ``text`` is ASCII digits with an optional sign, else ``None``."""
     return int(text) if _INT.fullmatch(text) else None
+
+
+def plain_whole(text: str) -> int | None:
+    """A whole number's text as a C reader's integer column reads it (a qrels grade, a LETOR label): ASCII digits
+    with an optional sign, or a plain decimal number whose float64 value is whole (``1.0``, ``1e2``); ``None`` for
+    anything else (``1.5``, ``nan``, ``1_0``, digits of other scripts)."""
+    whole = plain_int(text)
+    if whole is not None:
+        return whole
+    value = plain_float(text)
+    if value is not None and math.isfinite(value) and value == math.floor(value):
+        return int(value)
+    return None
 
 #: magic bytes of compressed files people pass by mistake (runs from ir_datasets and Anserini are often .gz)
 _COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip -k"), (b"BZh", "bzip2", "bunzip2 -k"),

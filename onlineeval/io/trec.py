@@ -16,7 +16,6 @@ from __future__ import annotations
 import codecs
 import io
 import math
-import re
 import warnings
 from os import PathLike
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from onlineeval.errors import InputError
-from onlineeval.io.text import check_not_compressed, plain_float, text_lines
+from onlineeval.io.text import check_not_compressed, plain_float, plain_whole, text_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -117,23 +116,6 @@ def _data_lines(path: str, data: bytes):
         yield number, stripped.split()
 
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-def _grade(text: str) -> int | None:
-    """A grade's text as the C reader's integer column reads it: ASCII digits with an optional sign, or a decimal
-    number whose value (as a float64) is a whole number (``1.0``, ``1e2``); ``None`` for anything else (``1.5``,
-    ``nan``, ``1_0``, digits of other scripts, which Python's ``int`` would take)."""
-    if _INTEGER.fullmatch(text):
-        return int(text)
-    if _DECIMAL.fullmatch(text):
-        value = float(text)
-        if math.isfinite(value) and value == math.floor(value):
-            return int(value)
-    return None
-
-
 def _scan_qrels(path: str, data: bytes) -> None:
     seen: set[tuple[str, str]] = set()
     count = 0
@@ -143,7 +125,7 @@ def _scan_qrels(path: str, data: bytes) -> None:
             raise InputError(
                 f"expected 4 columns (query iteration doc grade), found {len(fields)}", path, number
             )
-        grade = _grade(fields[3])
+        grade = plain_whole(fields[3])
         if grade is None:
             raise InputError(f"grade must be an integer, got {fields[3]!r}", path, number)
         if not _GRADE_MIN <= grade <= _GRADE_MAX:
