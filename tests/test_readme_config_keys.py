@@ -54,5 +54,5 @@ def test_each_key_loads_from_yaml_as_the_table_writes_it(key: str, default: str)
         assert Path(value).name == expected
     elif isinstance(expected, dict):
         assert dict(value) == expected
-    else:
-        assert value == pytest.approx(expected) if isinstance(expected, float) else value == expected
+    else:  # the config keeps YAML's float: equal exactly
+        assert value == expected and type(value) is type(expected), (value, expected)
