@@ -113,17 +113,16 @@ class Gain:
             return EXPONENTIAL
         if text in ("linear", "lin"):
             return LINEAR
+        from onlineeval.io.text import plain_float, plain_int
+
         table: dict[int, float] = {}
         for part in text.split(","):
             grade, sep, value = part.partition("=")
-            try:
-                if not sep:
-                    raise ValueError
-                table[int(grade)] = float(value)
-            except ValueError:
-                raise ConfigError(
-                    ("gain",), f"expected exponential, linear or 'grade=gain,...', got {text!r}"
-                ) from None
+            # plain decimal spellings only: int() and float() take 1_0 (10) and digits of other scripts
+            whole, number = plain_int(grade.strip()), plain_float(value)
+            if not sep or whole is None or number is None:
+                raise ConfigError(("gain",), f"expected exponential, linear or 'grade=gain,...', got {text!r}")
+            table[whole] = number
         return cls.from_table(table)
 
     def __call__(self, grades: np.ndarray) -> np.ndarray:

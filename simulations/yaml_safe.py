@@ -9,6 +9,7 @@ last of duplicate keys without a word. :func:`load_yaml` refuses all three with 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,25 @@ def _count_nodes(node: yaml.Node, budget: int) -> int:
 
 _NULL_TAG = "tag:yaml.org,2002:null"
 _STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+#: YAML 1.1 numbers whose value a reader of YAML 1.2 (or of the config) takes otherwise: a leading 0 (010 is octal 8
+#: in YAML 1.1, decimal 10 in YAML 1.2) and base 60 (1:30 is 90)
+_AMBIGUOUS_NUMBER = re.compile(r"[-+]?0[0-9_]*[0-9][0-9_]*|[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?")
+
+
+def _ambiguous(text: str) -> str:
+    """Why a plain scalar PyYAML (YAML 1.1) reads as a number is refused: its value differs between YAML 1.1 and
+    YAML 1.2 (010 is 8 in YAML 1.1 and 10 in YAML 1.2; 1:30 is 90 in YAML 1.1 and the text '1:30' in YAML 1.2)."""
+    quote = f"or quote it ('{text}') if text is meant"
+    if ":" in text:
+        return f"{text} is a base-60 number in YAML 1.1 (1:30 is 90); write the number in decimal, {quote}"
+    sign, digits = text[0] if text[0] in "+-" else "", text.lstrip("+-").replace("_", "").lstrip("0") or "0"
+    octal = f" ({int(sign + digits, 8)})" if set(digits) <= set("01234567") else ""
+    return (f"{text}: a leading 0 makes it octal in YAML 1.1{octal} and decimal in YAML 1.2; write "
+            f"{'-' if sign == '-' and digits != '0' else ''}{digits}{'' if sign else f' (or 0o{digits} for octal)'}, "
+            f"{quote}")
 
 
 class _Loader(yaml.SafeLoader):
@@ -64,7 +84,9 @@ class _Loader(yaml.SafeLoader):
         self._aliases = 0
 
     def _where(self, mark: Any) -> str:
-        return f"{self._source}:{mark.line + 1}" if mark is not None else self._source
+        # a command-line option's text (--set key, --option ...) is named without a line
+        return f"{self._source}:{mark.line + 1}" if mark is not None and not self._source.startswith("-") \
+            else self._source
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102 - PyYAML hook
         if self.check_event(yaml.AliasEvent):
@@ -106,6 +128,33 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    text = loader.construct_scalar(node)
+    if _AMBIGUOUS_NUMBER.fullmatch(text):
+        raise ConfigError((), _ambiguous(text), loader._where(node.start_mark))
+    if text.startswith("0o"):  # YAML 1.2's octal
+        return int(text[2:].replace("_", ""), 8)
+    return loader.construct_yaml_int(node)
+
+
+def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    text = loader.construct_scalar(node)
+    if _AMBIGUOUS_NUMBER.fullmatch(text):
+        raise ConfigError((), _ambiguous(text), loader._where(node.start_mark))
+    return loader.construct_yaml_float(node)
+
+
+# YAML 1.1's numbers as PyYAML reads them (1_000 is 1000, 0x1f is 31), and three changes: the numbers YAML 1.2 writes
+# that YAML 1.1 leaves as text are numbers (1e3 and 1.0e3, the text '1e3' in YAML 1.1: a config value written 1e6
+# is a million; 0o17, YAML 1.2's octal), and the numbers whose value YAML 1.1 and YAML 1.2 read differently (010:
+# 8 or 10; 1:30: 90 or text) are refused naming the line, not read as 8 and 90 without a word
+_Loader.add_implicit_resolver(_FLOAT_TAG, re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"),
+                              list("-+0123456789."))
+_Loader.add_implicit_resolver(_INT_TAG, re.compile(r"^0o[0-7_]+$"), ["0"])
+_Loader.add_constructor(_INT_TAG, _construct_int)
+_Loader.add_constructor(_FLOAT_TAG, _construct_float)
+
+
 def load_yaml(path: str | Path) -> Any:
     """Parse the YAML file ``path`` with the limits above.
 
@@ -132,9 +181,11 @@ def load_yaml(path: str | Path) -> Any:
     return load_yaml_text(text, source)
 
 
-def load_yaml_text(text: str, source: str) -> Any:
+def load_yaml_text(text: str, source: str, invalid_as_text: bool = False) -> Any:
     """Parse the YAML document ``text`` with the limits above; errors name ``source`` (a file
-    with the line, or e.g. the command-line option the text came from)."""
+    with the line, or e.g. the command-line option the text came from). With ``invalid_as_text``
+    text that is not valid YAML is returned as it is (an option's value such as ``a: b``); the
+    limits and the refused numbers (010, 1:30) still raise."""
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise ConfigError((), f"the YAML text is more than {MAX_BYTES:,} bytes; refused", source)
     text = text.removeprefix("\ufeff")
@@ -151,6 +202,8 @@ def load_yaml_text(text: str, source: str) -> Any:
     except ConfigError:
         raise
     except yaml.YAMLError as exc:
+        if invalid_as_text:
+            return text
         mark = getattr(exc, "problem_mark", None)
         if mark is None and isinstance(exc, yaml.reader.ReaderError):
             line = text[: exc.position].count("\n") + 1

@@ -59,9 +59,8 @@ FORMATS = ("table", "json")
 # ------------------------------------------------------------------------------ options
 def parse_options(option: list[str] | None, names: list[str]) -> dict[str, dict[str, Any]]:
     """``--option estimator.key=value`` (value parsed as YAML) -> ``{estimator: {key: value}}``."""
-    import yaml
-
     from onlineeval.errors import ConfigError
+    from simulations.yaml_safe import load_yaml_text
 
     out: dict[str, dict[str, Any]] = {name: {} for name in names}
     for item in option or []:
@@ -72,15 +71,8 @@ def parse_options(option: list[str] | None, names: list[str]) -> dict[str, dict[
         if name not in out:
             raise ConfigError(("--option",), f"{item!r}: {name!r} is not one of the estimators given with "
                               f"--estimator ({', '.join(names)})")
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError:
-            parsed = value
-        if isinstance(parsed, str):  # YAML 1.1 reads 1e9 (no dot) as a string: a number is meant
-            try:
-                parsed = float(parsed) if parsed.strip().lower() not in ("nan", "inf", "-inf", "+inf") else parsed
-            except ValueError:
-                pass
+        # 1e9 is a number; 010 and 1:30 are refused (YAML 1.1 reads them as 8 and 90, YAML 1.2 as 10 and text)
+        parsed = load_yaml_text(value, f"--option {left.strip()}", invalid_as_text=True)
         if key in out[name]:  # the later one would silently win
             raise ConfigError(("--option",), f"{left.strip()!r} is given twice ({out[name][key]!r} and {parsed!r}); "
                               "give each option once")

@@ -39,12 +39,10 @@ def _parse_options(option: list[str] | None) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(("--option",), f"expected key=value, got {item!r}")
-        import yaml
+        from simulations.yaml_safe import load_yaml_text
 
-        try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            out[key.strip()] = value
+        # 1e9 is a number; 010 and 1:30 are refused (YAML 1.1 reads them as 8 and 90, YAML 1.2 as 10 and text)
+        out[key.strip()] = load_yaml_text(value, f"--option {key.strip()}", invalid_as_text=True)
     return out
 
 

@@ -401,10 +401,11 @@ def _parse_own(name: str) -> Metric:
             allowed = ", ".join(fields) or "none"
             raise ConfigError(("metrics", name), f"unknown parameter {key!r} for {cls.name}; allowed: {allowed}")
     if m.group("k") is not None:
-        try:
-            k = int(m.group("k"))
-        except ValueError:
-            raise ConfigError(("metrics", name), f"cut-off must be an integer, got {m.group('k')!r}") from None
+        from onlineeval.io.text import plain_int
+
+        k = plain_int(m.group("k"))  # int() takes 1_0 (10) and digits of other scripts
+        if k is None:
+            raise ConfigError(("metrics", name), f"cut-off must be an integer, got {m.group('k')!r}")
         if k > MAX_CUTOFF:
             # the kernels work on (queries, k) arrays: an absurd cut-off would exhaust memory
             raise ConfigError(("metrics", name), f"cut-off must be at most {MAX_CUTOFF:,}, got {m.group('k')}")
@@ -442,6 +443,8 @@ def _did_you_mean(head: str) -> str:
 
 
 def _parse_args(text: str, args: str) -> dict[str, Any]:
+    from onlineeval.io.text import plain_float
+
     try:
         tree = ast.parse(f"_f{args}", mode="eval")
     except SyntaxError:
@@ -450,6 +453,13 @@ def _parse_args(text: str, args: str) -> dict[str, Any]:
     if not isinstance(call, ast.Call) or call.args:
         raise ConfigError(("metrics", text), "parameters must be given by name, e.g. RBP(p=0.8)")
     out: dict[str, Any] = {}
+    source = f"_f{args}"
+    for node in ast.walk(call):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex)) \
+                and not isinstance(node.value, bool):
+            written = ast.get_source_segment(source, node) or ""
+            if plain_float(written) is None:  # 1_0, 0x10, 1j: Python's literals, not a number as written
+                raise ConfigError(("metrics", text), f"parameter value {written} is not a plain decimal number")
     for kw in call.keywords:
         if kw.arg is None:
             raise ConfigError(("metrics", text), "** is not allowed in a metric name")

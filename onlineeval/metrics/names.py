@@ -45,6 +45,7 @@ S. MacAvaney, C. Macdonald, I. Ounis. "Streamlining Evaluation with ir-measures"
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -156,10 +157,11 @@ _LIST_CONTINUATION = re.compile(rf"^\s*{_NUMBER}(?:\s*=\s*{_NUMBER})?\s*$")
 
 
 def _number(text: str, integer: bool, given: str) -> str:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(("metrics", given), f"parameter {text!r} is not a number") from None
+    from onlineeval.io.text import plain_float
+
+    value = plain_float(text)  # float() takes 1_0 (10) and digits of other scripts
+    if value is None or not math.isfinite(value):
+        raise ConfigError(("metrics", given), f"parameter {text!r} is not a number")
     if integer:
         if value != int(value) or value < 1:
             raise ConfigError(("metrics", given), f"cut-off {text!r} must be a positive integer")
