@@ -254,7 +254,9 @@ class Estimator(ABC):
         """What this estimator's CLT interval holds fixed that the estimate itself takes from the log (its
         :meth:`bootstrap_estimates` does it again in every resample), or ``None``: adaptive IPS's data-driven choice
         of behaviours here; the direct method adds its click model fitted on the log."""
-        return "the data-driven choice of behaviours" if self.chooses_from_log else None
+        from onlineeval.estimators.intervals import CHOICE_HELD
+
+        return CHOICE_HELD if self.chooses_from_log else None
 
     def bootstrap_estimates(self, data: LoggedData, targets: list[Target], reward: Reward | str, n_boot: int,
                             rng: np.random.Generator) -> FloatArray | None:

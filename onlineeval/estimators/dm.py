@@ -151,8 +151,9 @@ class DirectMethod(ClickModelEstimator):
 
     def clt_holds_fixed(self, reward: Reward) -> str | None:
         """The click model fitted on the log, unless the CLT interval is the linearised PBM's (:meth:`linearised`)."""
-        return "the click model fitted on the log" if self.refits_in_bootstrap and not self.linearised(reward) \
-            else None
+        from onlineeval.estimators.intervals import MODEL_HELD
+
+        return MODEL_HELD if self.refits_in_bootstrap and not self.linearised(reward) else None
 
     @property
     def refits_in_bootstrap(self) -> bool:
@@ -215,13 +216,9 @@ class DirectMethod(ClickModelEstimator):
             num = num + corr - corr.mean()
             notes["se"] = ("linearised: includes the fitted relevances' error (the examination treated as known), "
                            "the value is the model's")
-        else:
-            notes["se"] = "given the fitted model: excludes its fitting error"
-            if isinstance(self.model, str):
-                notes.setdefault("warnings", []).append((
-                    f"dm ({self.model_name}): the CLT interval treats the fitted click model as known and excludes "
-                    "its fitting error, which can be many times larger; a bootstrap interval (estimate --bootstrap N, "
-                    "n_boot=N in the library) fits the model again in every resample and carries it"))
+        else:  # a model fitted on the log: the estimate's warnings say so (clt_holds_fixed), or, with a bootstrap,
+            # that its se is the bootstrap's (the model fitted again in each resample)
+            notes["se"] = "delta method: given the fitted model, excluding its fitting error"
         return Terms(num=num, weights=None, notes=notes)
 
 

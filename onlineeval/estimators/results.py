@@ -11,8 +11,10 @@ from typing import Any
 from onlineeval.estimators._arrays import FloatArray
 from onlineeval.estimators.diagnostics import Diagnostics
 from onlineeval.estimators.intervals import (
+    _MEASURED,
     BOOTSTRAP_SE,
     DELTA_SE,
+    again_text,
     bootstrap_se_text,
     few_clusters_text,
     held_fixed_text,
@@ -46,12 +48,12 @@ def refused_bootstrap_text(fixed: str, n_boot: int, se: float) -> str:
     of ``n_boot`` replicates was asked for but could not run on the log (the reason is the ``no bootstrap interval``
     warning that follows it): no advice to ask for a bootstrap, and nothing about the standard error ``se`` unless it
     is finite (one cluster has none)."""
-    text = (f"the bootstrap asked for ({n_boot} resamples, to make {fixed} again in each) could not be run on this "
-            "log (see 'no bootstrap interval' below)")
+    text = (f"the bootstrap asked for ({n_boot} resamples; it {again_text(fixed)} in each) could not be run on "
+            "this log (see 'no bootstrap interval' below)")
     if math.isfinite(se):
+        measured = f" ({_MEASURED[fixed]})" if fixed in _MEASURED else ""
         text += (f", so its standard error, CLT interval and p-values are the delta method's: they hold {fixed} "
-                 "fixed and are too small (adaptive_ips: about 0.7 of its estimates' SD over 200 replicates of "
-                 "configs/counterfactual.yaml)")
+                 f"fixed and are too small{measured}")
     return text
 
 
