@@ -262,6 +262,13 @@ def test_csv_errors_name_file_and_line(tmp_path: Path) -> None:
     ("clicks,queries\n1,1e308\n1,1e308\n1,3\n",
      ": the values of column 'queries' (from --den-col) are too large for float64: their mean or variance overflows "
      "(largest 1e+308); give them in other units"),
+    # every user with the same ratio: the error blamed --cov, an option not given
+    ("clicks,queries\n1,2\n2,4\n0.5,1\n0,0\n",
+     ": every user's clicks is 0.5 x their queries (the same ratio for all 4 users): the delta-method variance is 0, "
+     "so there is no spread to size an experiment by"),
+    ("clicks,queries\n1,3\n2,6\n0.1,0.3\n",
+     ": every user's clicks is 0.333333 x their queries (the same ratio for all 3 users): the delta-method variance "
+     "is 0, so there is no spread to size an experiment by"),
 ])
 def test_csv_duplicate_columns_and_overflowing_values(tmp_path: Path, text: str, message: str) -> None:
     bad = tmp_path / "u.csv"

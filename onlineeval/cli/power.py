@@ -117,6 +117,13 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
     if not math.isfinite(cov[0, 1]):
         raise InputError(f"the covariance of columns {num_col!r} and {den_col!r} overflows float64; give them in "
                          "other units", name)
+    ratio = data[0].sum() / data[1].sum()
+    residual = data[0] - ratio * data[1]  # the linearised ratio per user (times the mean denominator)
+    if not np.abs(residual).max() > 1e-12 * max(np.abs(data[0]).max(), np.abs(ratio * data[1]).max()):
+        # (else the ratio's check blamed --cov, an option not given)
+        raise InputError(f"every user's {num_col} is {ratio:.6g} x their {den_col} (the same ratio for all {n} "
+                         "users): the delta-method variance is 0, so there is no spread to size an experiment by",
+                         name)
     return float(means[0]), float(cov[0, 0]), float(means[1]), float(cov[1, 1]), float(cov[0, 1]), n
 
 
