@@ -133,6 +133,14 @@ def test_relative_mde_and_peeking_rate() -> None:
     assert a["peeking_false_positive_rate"] == pytest.approx(0.1417, abs=5e-4)
 
 
+@pytest.mark.parametrize("effect", [("--target", "0.1"), ("--relative-mde", "0.1"), ("--mde", "0.1")])
+def test_a_baseline_of_zero_is_refused_as_the_baseline(effect: tuple[str, str]) -> None:
+    """--baseline 0 --target 0.1 said "--target: a relative effect or a target value needs a non-zero baseline":
+    a target needs no baseline other than 0; the baseline is what is wrong."""
+    out = run_error("proportion", "--baseline", "0", *effect)
+    assert " ".join(out.split()) == "error: --baseline: must be a proportion in (0, 1), got 0.0"
+
+
 # ----------------------------------------------------------------------------- ratio metric
 
 

@@ -235,10 +235,12 @@ def _effect(
         raise ConfigError((given[0],), f"must be a finite number, got {value}")
     if mde is not None:
         return mde
-    if baseline is None or baseline == 0:
-        raise ConfigError((given[0],), "a relative effect or a target value needs a non-zero baseline")
     if relative is not None:
+        if baseline is None or baseline == 0:
+            raise ConfigError((given[0],), "a relative effect needs a non-zero baseline")
         return relative * baseline
+    if baseline is None:  # (the commands that take --target have a baseline)
+        raise ConfigError((given[0],), "a target value needs a baseline")
     return float(target) - baseline  # type: ignore[arg-type]
 
 
@@ -289,8 +291,8 @@ def proportion_cmd(
     st = _settings(alpha, power, alternative, share_b, sequential, looks)
     if not impressions_per_user > 0:
         raise ConfigError(("--impressions-per-user",), f"must be > 0, got {impressions_per_user}")
+    m = proportion_metric(baseline, method, st)  # (its baseline checked before the effect relative to it)
     effect = _effect(baseline, mde, relative_mde, target, users)
-    m = proportion_metric(baseline, method, st)
     if effect is not None and not 0.0 < baseline + effect < 1.0:
         raise ConfigError(("--target",), f"the treatment proportion {baseline + effect} must be in (0, 1)")
     m = dataclasses.replace(m, units_per_user=impressions_per_user)
