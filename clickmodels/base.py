@@ -311,7 +311,10 @@ def _build_fitted(cls: type[ClickModel], spec: Mapping[str, Any]) -> ClickModel:
     ``{"name": "pbm", "fitted": "params.json", "click": [...]}``: the position bias
     (examination, continuation, perseverance, ...) is the one fitted on click logs
     (``onlineeval clicks fit --out params.json``); the per-document parameters, which the
-    file holds per logged (query, document) pair, are given by grade for simulation.
+    file holds per logged (query, document) pair, are given by grade for simulation. PBM's and
+    UBM's examination, identified only up to a factor (``ClickModelFit.scale_free``), is scaled
+    so that its largest value is 1: ``click`` is then the click probability of a document at the
+    most examined rank, whatever scale EM reached.
     """
     from dataclasses import fields as dc_fields
 
@@ -346,6 +349,14 @@ def _build_fitted(cls: type[ClickModel], spec: Mapping[str, Any]) -> ClickModel:
         kwargs[f] = ByGrade(values)
     for f in (*getattr(fit, "array_fields", ()), *getattr(fit, "float_fields", ())):
         kwargs[f] = getattr(fit, f)
+    for f in getattr(fit, "scale_free", ()):
+        # EM leaves PBM's and UBM's examination on an arbitrary scale (only its product with the attractiveness is
+        # identified: here 0.86 at rank 1 on one log, another value from another start); with the attractiveness
+        # given by grade that scale would multiply every click probability, so the largest examination is 1 and
+        # `click` is the click probability of a document examined there
+        top = float(np.max(kwargs[f]))
+        if top > 0:
+            kwargs[f] = np.asarray(kwargs[f], dtype=np.float64) / top
     known = {f.name for f in dc_fields(cls)}
     unknown = set(kwargs) - known
     if unknown:

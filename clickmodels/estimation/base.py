@@ -429,6 +429,10 @@ class ClickModelFit(ABC):
 
     #: number of dimensions of each array field (default 1)
     array_ndim: ClassVar[Mapping[str, int]] = {}
+    #: array fields identified only up to a common factor, through their product with a pair field (PBM's and UBM's
+    #: examination times attractiveness): the ``fitted`` form of :func:`clickmodels.build`, which takes the pair
+    #: field by grade from the spec, scales them so that their largest value is 1
+    scale_free: ClassVar[tuple[str, ...]] = ()
 
     #: what the closed form is (the CTR baselines' and CM's are the maximum-likelihood estimates; DCM's and
     #: SDBN's are approximations and override this)
@@ -579,7 +583,8 @@ def scale_note(product: str, ratio: str, first: float) -> str:
     """The note of a model whose examination and attractiveness are identified only through their product."""
     return (f"only {product} is identified (every examination times c and every attractiveness divided by c give "
             f"the same clicks): examination is on the arbitrary scale EM reached (here {first:.4g} at rank 1), "
-            f"attractiveness on its inverse; compare {ratio} across fits, not the values")
+            f"attractiveness on its inverse; compare {ratio} across fits, not the values (simulate's "
+            "{name: ..., fitted: <this file>, click: [...]} scales examination so that its largest value is 1)")
 
 
 def fit_from_dict(data: Any, source: str | None = None) -> ClickModelFit:

@@ -46,6 +46,7 @@ class PBMFit(ClickModelFit):
     name: ClassVar[str] = "pbm"
     pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness",)
     array_fields: ClassVar[tuple[str, ...]] = ("examination",)
+    scale_free: ClassVar[tuple[str, ...]] = ("examination",)
 
     attractiveness: PairTable
     examination: np.ndarray

@@ -49,6 +49,7 @@ class UBMFit(ClickModelFit):
     name: ClassVar[str] = "ubm"
     pair_fields: ClassVar[tuple[str, ...]] = ("attractiveness",)
     array_fields: ClassVar[tuple[str, ...]] = ("examination",)
+    scale_free: ClassVar[tuple[str, ...]] = ("examination",)
 
     array_ndim: ClassVar[Mapping[str, int]] = {"examination": 2}
 
