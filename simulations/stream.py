@@ -43,7 +43,10 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: 9 (2026-12-04): a Plackett-Luce logger's item marginals above dp_max_states are the exponential race's quadrature
 #: (exact to ~1e-13) instead of a Monte Carlo estimate (now item_method: monte_carlo): the item-level estimators'
 #: numbers of such loggers change for a seed, no random stream.
-STREAM_VERSION = 9
+#: 10 (2026-12-04): a PBM or UBM fitted on logs and used by grade (``{name: pbm, fitted: file, click: [...]}``) has
+#: its examination scaled so that its largest value is 1 (EM's arbitrary scale multiplied every click probability):
+#: such users click otherwise for a seed, no random stream.
+STREAM_VERSION = 10
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws
