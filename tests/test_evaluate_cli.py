@@ -335,3 +335,24 @@ def test_letor_score_file_lines_hold_one_score(tmp_path: Path) -> None:
     res = invoke("--letor", str(letor), "--scores", str(good), "--scores", str(bad))
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert f"{bad}:2: expected one score per line, got 2 fields ('0.2 0.3'); write the score column alone" in res.output
+
+
+def test_a_mean_over_no_query_says_why_it_is_nan(tmp_path: Path) -> None:
+    """Every judged query without a relevant document (empty=exclude) or missing from the run (missing=drop): the
+    means are nan, and a note under the table says which and why (the counts line alone said 'counted 0')."""
+    (tmp_path / "q.qrels").write_text("q1 0 d1 0\nq2 0 d2 0\n")
+    (tmp_path / "n.run").write_text("q1 Q0 d1 1 3.0 r\nq2 Q0 d2 1 2.0 r\n")
+    res = invoke("--qrels", str(tmp_path / "q.qrels"), "--run", str(tmp_path / "n.run"), "-m", "nDCG@10,RR,NumRet")
+    assert res.exit_code == 0, res.output
+    assert "note: n: nDCG@10, RR averaged over no query, so undefined (nan): 2 judged queries have no relevant " \
+           "document and empty=exclude leaves them out (--empty zero, as trec_eval, or one counts them)" in res.output
+    assert "NumRet averaged" not in res.output  # a count: summed, 2
+    res = invoke("--qrels", str(tmp_path / "q.qrels"), "--run", str(tmp_path / "n.run"), "-m", "nDCG@10",
+                 "--empty", "zero")
+    assert "averaged over no query" not in res.output
+    (tmp_path / "one.qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "other.run").write_text("q9 Q0 d1 1 3.0 r\n")
+    res = invoke("--qrels", str(tmp_path / "one.qrels"), "--run", str(tmp_path / "other.run"), "-m", "P@5",
+                 "--missing", "drop")
+    assert "note: other: P@5 averaged over no query, so undefined (nan): 1 judged query is missing from the run " \
+           "and missing=drop leaves it out" in res.output

@@ -446,6 +446,27 @@ def per_metric_lines(evals: list[RunEvaluation]) -> list[str]:
     return lines
 
 
+def no_query_notes(evals: list[RunEvaluation]) -> list[str]:
+    """A note per system with metrics averaged over no query (their means print nan): which, and why."""
+    lines = []
+    for ev in evals:
+        empty = [str(m) for m in ev.metrics if ev.n(m) == 0 and not type(m).summed]
+        if not empty:
+            continue
+        c = ev.counts
+        why = []
+        if c.excluded_empty:
+            why.append(f"{c.excluded_empty} judged {'query has' if c.excluded_empty == 1 else 'queries have'} no "
+                       f"relevant document and empty=exclude leaves {'it' if c.excluded_empty == 1 else 'them'} out "
+                       f"(--empty zero, as trec_eval, or one counts {'it' if c.excluded_empty == 1 else 'them'})")
+        if c.dropped_missing:
+            why.append(f"{c.dropped_missing} judged {'query is' if c.dropped_missing == 1 else 'queries are'} "
+                       f"missing from the run and missing=drop leaves {'it' if c.dropped_missing == 1 else 'them'} out")
+        lines.append(f"note: {ev.run_id}: {', '.join(empty)} averaged over no query, so undefined (nan)"
+                     + (f": {'; '.join(why)}" if why else ""))
+    return lines
+
+
 def query_sets(evals: list[RunEvaluation]) -> dict[str, Any] | None:
     """How many queries each system's means are over, and how many every system shares (the paired
     comparisons' queries), when the systems' query sets of a metric differ (``--missing drop`` with runs that
@@ -527,6 +548,7 @@ def table(
     for ev in evals:
         vals = [summary(ev, m).rjust(w) for m, w in zip(ev.metrics, cols)]
         lines.append(ev.run_id.ljust(width) + "  " + "  ".join(vals))
+    lines.extend(no_query_notes(evals))
     counts = [str(m) for m in evals[0].metrics if type(m).summed]
     if counts:
         lines.append(
