@@ -24,6 +24,8 @@ import time
 import numpy as np
 import pandas as pd
 
+from _timing import fast_against_reference  # benchmarks/_timing.py (run as scripts from this folder)
+
 
 def frame(sessions: int, queries: int, flags: bool, seed: int = 0, ints: bool = False) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
@@ -55,18 +57,9 @@ def main() -> None:
     import onlineeval.api._clicks as api_clicks
 
     sessions = frame(args.sessions, args.queries, args.flags or args.int_flags, ints=args.int_flags)
-    original = api_clicks._frame_sessions
-    best = {"columns": float("inf"), "rows": float("inf")}
-    logs = {}
-    for _ in range(args.repeat):
-        for name in best:
-            api_clicks._frame_sessions = original if name == "columns" else (lambda s, c: None)
-            try:
-                start = time.perf_counter()
-                logs[name] = api_clicks._click_log(sessions, clicks_as=clicks_as)
-                best[name] = min(best[name], time.perf_counter() - start)
-            finally:
-                api_clicks._frame_sessions = original
+    best, logs = fast_against_reference(api_clicks, ["_frame_sessions"],
+                                        lambda: api_clicks._click_log(sessions, clicks_as=clicks_as), args.repeat,
+                                        ("columns", "rows"))
     for field in ("query", "docs", "clicks", "click_order", "session_ids", "query_vocab", "doc_vocab"):
         np.testing.assert_array_equal(getattr(logs["columns"], field), getattr(logs["rows"], field), err_msg=field)
     start = time.perf_counter()

@@ -23,10 +23,11 @@ converted on its own) and 4.4 s (each object once).
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import pandas as pd
+
+from _timing import fast_against_reference  # benchmarks/_timing.py (run as scripts from this folder)
 
 
 def frame(rows: int, queries: int, seed: int = 0) -> pd.DataFrame:
@@ -84,24 +85,8 @@ def main() -> None:
 
     log = (logger_frame if args.logger else frame)(args.rows, args.queries)
     names = ("logger_frame_table",) if args.logger else ("frame_table",)
-    originals = {name: getattr(logged_fast, name) for name in names}
-
-    def rows_only(frame: pd.DataFrame) -> None:
-        return None
-
-    best = {"columns": float("inf"), "rows": float("inf")}
-    logs = {}
-    for _ in range(args.repeat):
-        for name in best:
-            for f in names:
-                setattr(logged_fast, f, originals[f] if name == "columns" else rows_only)
-            try:
-                start = time.perf_counter()
-                logs[name], _ = _logged(log, simulations.policies)
-                best[name] = min(best[name], time.perf_counter() - start)
-            finally:
-                for f in names:
-                    setattr(logged_fast, f, originals[f])
+    best, logs = fast_against_reference(logged_fast, names, lambda: _logged(log, simulations.policies)[0],
+                                        args.repeat, ("columns", "rows"))
     a, b = logs["columns"].data, logs["rows"].data
     fields = ("query", "shown", "clicks", "p_list", "p_prefix", "p_item", "user")
     for field in fields:

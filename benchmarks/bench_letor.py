@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+from _timing import fast_against_reference  # benchmarks/_timing.py (run as scripts from this folder)
 
 
 def write(path: Path, lines: int, features: int, seed: int = 0) -> None:
@@ -42,24 +43,15 @@ def main() -> None:
 
     import onlineeval.io.letor as letor
 
-    original = letor._fast_tokens
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "letor.txt"
         write(path, args.lines, args.features)
         size = path.stat().st_size / 1e6
         print(f"{args.lines:,} lines x {args.features} features ({size:.0f} MB), best of {args.repeat}:")
         for feature in (None, 7):
-            best = {"fast": float("inf"), "loop": float("inf")}
-            got = {}
-            for _ in range(args.repeat):
-                for name in best:
-                    letor._fast_tokens = original if name == "fast" else (lambda tokens, key: None)
-                    try:
-                        start = time.perf_counter()
-                        got[name] = letor.read_letor(path, score_feature=feature)
-                        best[name] = min(best[name], time.perf_counter() - start)
-                    finally:
-                        letor._fast_tokens = original
+            best, got = fast_against_reference(
+                letor, ["_fast_tokens"], lambda feature=feature: letor.read_letor(path, score_feature=feature),
+                args.repeat, ("fast", "loop"))
             assert got["fast"].qrels.equals(got["loop"].qrels)
             assert (got["fast"].run is None) == (got["loop"].run is None)
             if got["fast"].run is not None:
