@@ -4,7 +4,9 @@ last-key-wins; errors with file and line and at most a short excerpt of the inpu
 PyYAML's ``safe_load`` accepts an alias bomb (a few hundred bytes that expand to
 gigabytes), recurses without bound on deep nesting (``RecursionError``), and keeps the
 last of duplicate keys without a word. :func:`load_yaml` refuses all three with a
-:class:`~onlineeval.errors.ConfigError` naming the file and line.
+:class:`~onlineeval.errors.ConfigError` naming the file and line. It also reads YAML 1.1's
+numbers where their value would surprise: ``010`` (octal 8 in YAML 1.1, 10 in YAML 1.2) and
+``1:30`` (base 60: 90) are refused, ``1e-3`` (text in YAML 1.1) is a number.
 """
 
 from __future__ import annotations
@@ -184,7 +186,7 @@ def load_yaml(path: str | Path) -> Any:
 def load_yaml_text(text: str, source: str, invalid_as_text: bool = False) -> Any:
     """Parse the YAML document ``text`` with the limits above; errors name ``source`` (a file
     with the line, or e.g. the command-line option the text came from). With ``invalid_as_text``
-    text that is not valid YAML is returned as it is (an option's value such as ``a: b``); the
+    text that is not valid YAML is returned as it is (an option's value such as ``[a``); the
     limits and the refused numbers (010, 1:30) still raise."""
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise ConfigError((), f"the YAML text is more than {MAX_BYTES:,} bytes; refused", source)

@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.estimators.logs import LoggedData
 
 __all__ = ["BOOTSTRAP_SE", "CHOICE_HELD", "DELTA_SE", "FEW_CLUSTERS", "MODEL_HELD", "again_text", "bootstrap_se_text",
-           "clt_interval", "clt_quantile", "effective_clusters", "few_clusters_text", "held_fixed_text"]
+           "clt_interval", "clt_quantile", "effective_clusters", "few_clusters_text", "held_fixed_text",
+           "measured_text"]
 
 #: what a delta-method standard error holds fixed (``Estimator.clt_holds_fixed``): adaptive IPS's choice ...
 CHOICE_HELD = "the data-driven choice of behaviours"
@@ -41,6 +42,11 @@ _MEASURED = {
 def again_text(fixed: str) -> str:
     """What the bootstrap of an estimator holding ``fixed`` does in every resample (``fits the model again``)."""
     return _AGAIN.get(fixed, "makes it again")
+
+
+def measured_text(fixed: str) -> str:
+    """`` (how far off the held-fixed standard error was, where measured)`` for ``fixed``, else ``""``."""
+    return f" ({_MEASURED[fixed]})" if fixed in _MEASURED else ""
 
 #: fewer effective clusters than this make the CLT interval's warning (:func:`few_clusters_text`)
 FEW_CLUSTERS = 30
@@ -106,8 +112,8 @@ def held_fixed_text(fixed: str, bootstrap_option: str = "n_boot=N") -> str:
     fixed, without a bootstrap: the standard error is too small, by how much where it was measured, and how to get
     a valid one (``bootstrap_option`` as the caller spells it: the library's ``n_boot=N``, the CLI's
     ``--bootstrap N``, the API's ``bootstrap=N``)."""
-    measured = f" ({_MEASURED[fixed]})" if fixed in _MEASURED else ""
-    return (f"its standard error, CLT interval and p-values hold {fixed} fixed and are too small{measured}; "
+    return (f"its standard error, CLT interval and p-values hold {fixed} fixed and are too small"
+            f"{measured_text(fixed)}; "
             f"{bootstrap_option} (e.g. 1000) {again_text(fixed)} in every resample and reports that bootstrap's SD "
             "as se, with the interval and p-values from it")
 

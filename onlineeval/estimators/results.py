@@ -11,13 +11,13 @@ from typing import Any
 from onlineeval.estimators._arrays import FloatArray
 from onlineeval.estimators.diagnostics import Diagnostics
 from onlineeval.estimators.intervals import (
-    _MEASURED,
     BOOTSTRAP_SE,
     DELTA_SE,
     again_text,
     bootstrap_se_text,
     few_clusters_text,
     held_fixed_text,
+    measured_text,
 )
 
 
@@ -51,9 +51,8 @@ def refused_bootstrap_text(fixed: str, n_boot: int, se: float) -> str:
     text = (f"the bootstrap asked for ({n_boot} resamples; it {again_text(fixed)} in each) could not be run on "
             "this log (see 'no bootstrap interval' below)")
     if math.isfinite(se):
-        measured = f" ({_MEASURED[fixed]})" if fixed in _MEASURED else ""
         text += (f", so its standard error, CLT interval and p-values are the delta method's: they hold {fixed} "
-                 f"fixed and are too small{measured}")
+                 f"fixed and are too small{measured_text(fixed)}")
     return text
 
 
