@@ -168,3 +168,43 @@ def test_conformance_of_every_metric_user(metric: str) -> None:
     adaptive, goal-sensitive): the whole suite runs on each, not only on its example."""
     model = clickmodels.build({"name": "metric", "metric": metric, "click": [0.2, 0.4, 0.6, 0.8, 0.95]})
     assert check_click_model(model) == [c.__name__ for c in CHECKS]
+
+
+@dataclass(frozen=True, eq=False)
+class _SlightlyBiasedSampler(Cascade):
+    """Clicks about 1% more often than its exact probabilities say at the top ranks (a share of the examined, not
+    clicked documents gets a click)."""
+
+    def _sample(self, imp: Impressions, rng: np.random.Generator) -> ClickSample:
+        out = super()._sample(imp, rng)
+        extra = (rng.random(out.clicks.shape) < 0.02) & out.examined & ~out.clicks
+        return ClickSample(out.clicks | extra, out.propensity, out.examined)
+
+
+#: copies of the default batch for the check at the simulator's sizes: 64 x 8000 = 512,000 impressions, per-rank
+#: tolerance 4 SE (about 0.0026 at a click rate of 0.3, under 1% of it)
+AT_SCALE = 8000
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_model_samples_its_exact_probabilities_at_the_simulators_size(name: str) -> None:
+    """Our models through their own Monte Carlo check at half a million impressions (the simulator samples
+    millions): the default size (400 copies, 25,600 impressions) lets a bias of a few percent through."""
+    from clickmodels.checks import default_batch
+
+    model = clickmodels.model_class(name).example()
+    check_monte_carlo(model, default_batch(model), reps=AT_SCALE)
+
+
+def test_a_one_percent_bias_passes_the_default_size_and_fails_at_scale() -> None:
+    from clickmodels.checks import default_batch
+
+    model = _SlightlyBiasedSampler(**_base())
+    imp = default_batch(model)
+    exact = model.click_probabilities(imp).mean(axis=0)
+    big = Impressions(labels=np.tile(imp.labels, (AT_SCALE, 1)))
+    sampled = model.sample(big, np.random.default_rng(0)).clicks.mean(axis=0)
+    assert 0.005 < sampled[0] / exact[0] - 1 < 0.02  # the bias it is meant to have at rank 1
+    check_monte_carlo(model, imp)  # (the default size does not see it)
+    with pytest.raises(CheckFailed, match="Monte Carlo"):
+        check_monte_carlo(model, imp, reps=AT_SCALE)
