@@ -181,30 +181,30 @@ class _SlightlyBiasedSampler(Cascade):
         return ClickSample(out.clicks | extra, out.propensity, out.examined)
 
 
-#: copies of the default batch for the check at the simulator's sizes: 64 x 8000 = 512,000 impressions, per-rank
-#: tolerance 4 SE (about 0.0026 at a click rate of 0.3, under 1% of it)
-AT_SCALE = 8000
+#: the former default size of check_monte_carlo: 64 x 400 = 25,600 impressions
+FORMER_REPS = 400
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_model_samples_its_exact_probabilities_at_the_simulators_size(name: str) -> None:
-    """Our models through their own Monte Carlo check at half a million impressions (the simulator samples
-    millions): the default size (400 copies, 25,600 impressions) lets a bias of a few percent through."""
-    from clickmodels.checks import default_batch
+    """Our models through their own Monte Carlo check at its default size, half a million impressions (the simulator
+    samples millions; MONTE_CARLO_REPS copies of the default batch)."""
+    from clickmodels.checks import MONTE_CARLO_REPS, default_batch
 
     model = clickmodels.model_class(name).example()
-    check_monte_carlo(model, default_batch(model), reps=AT_SCALE)
+    assert default_batch(model).shape[0] * MONTE_CARLO_REPS >= 500_000
+    check_monte_carlo(model, default_batch(model))
 
 
-def test_a_one_percent_bias_passes_the_default_size_and_fails_at_scale() -> None:
-    from clickmodels.checks import default_batch
+def test_a_one_percent_bias_passed_the_former_default_size_and_fails_at_the_default() -> None:
+    from clickmodels.checks import MONTE_CARLO_REPS, default_batch
 
     model = _SlightlyBiasedSampler(**_base())
     imp = default_batch(model)
     exact = model.click_probabilities(imp).mean(axis=0)
-    big = Impressions(labels=np.tile(imp.labels, (AT_SCALE, 1)))
+    big = Impressions(labels=np.tile(imp.labels, (MONTE_CARLO_REPS, 1)))
     sampled = model.sample(big, np.random.default_rng(0)).clicks.mean(axis=0)
     assert 0.005 < sampled[0] / exact[0] - 1 < 0.02  # the bias it is meant to have at rank 1
-    check_monte_carlo(model, imp)  # (the default size does not see it)
+    check_monte_carlo(model, imp, reps=FORMER_REPS)  # (400 copies did not see it)
     with pytest.raises(CheckFailed, match="Monte Carlo"):
-        check_monte_carlo(model, imp, reps=AT_SCALE)
+        check_monte_carlo(model, imp)
