@@ -378,8 +378,12 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
                 f"counted, {missing} without a positive count (never drawn{'!' if missing else ''}), "
                 f"{notes['frequencies_lines_not_judged']} lines for queries not judged (left out)"
             )
-    ab_metric = next((d.metric for d in cfg.designs if d.type == "ab"), "reciprocal_rank")
     seg_truth = s.get("truth_by_segment", {})
+    # the online metric of the segments' line: the first A/B design's, else the first counterfactual design's (a
+    # config of counterfactual designs alone printed reciprocal_rank beside a design of clicks_per_query)
+    known = {m for v in seg_truth.values() for m in v}
+    ab_metric = next((d.metric for kind in ("ab", "counterfactual") for d in cfg.designs
+                      if d.type == kind and d.metric in known), "reciprocal_rank")
     for seg, v in off["by_segment"].items():
         online = seg_truth.get(seg, {}).get(ab_metric)
         tail = "" if online is None else (

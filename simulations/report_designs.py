@@ -135,7 +135,8 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
         biased = is_biased_entry(d)
         metric = e["metric"] + (" [biased]" if biased else "")
         lines.append(f"  {design:14s} {metric:18s} " + "  ".join(f"{c:>28s}" for c in cells))
-    lines.append("  ('!' = A/A rate above its band; [biased]: see the null check, its power is not a sensitivity; "
+    lines.append("  ('!' = A/A rate above its band; [biased]: biased in the main table (null check, bias test or no "
+                 "support), its power is not a sensitivity; "
                  "mSPRT's mixture scale and O'Brien-Fleming's")
     lines.append("  information fractions are planned from the mean SEs by day; see summary.json 'monitoring')")
     if nulls:

@@ -526,3 +526,17 @@ def test_utility_metric_truth_config_and_run():
         cfg_with("utility", offline="RR")
     with pytest.raises(ConfigError, match="applies to A/B and counterfactual designs"):  # (A/B: tests/test_ab_utility)
         _config(designs=[{"name": "td", "type": "interleaving", "method": "team_draft", "metric": "utility"}])
+
+
+def test_segment_lines_name_the_counterfactual_designs_metric(pbm_run):
+    """A config of counterfactual designs alone: the head/torso/tail lines gave the online reciprocal_rank beside a
+    design of clicks_per_query; they give the design's metric, with its exact values."""
+    from simulations.report import terminal_summary
+    from simulations.report_numbers import value_text
+
+    text = terminal_summary(pbm_run)
+    lines = [ln for ln in text.splitlines() if ln.startswith(("  head ", "  torso", "  tail "))]
+    assert lines and all("; online clicks_per_query " in ln for ln in lines), lines
+    for ln in lines:
+        delta = pbm_run.summary["truth_by_segment"][ln.split()[0]]["clicks_per_query"]["delta"]
+        assert f"; online clicks_per_query {value_text(delta, True)} (" in ln, (ln, delta)
