@@ -89,6 +89,7 @@ def power_figure(result: SimulationResult) -> Figure:
     rejection rates against the binomial band of alpha."""
     from matplotlib import rcParams
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     cfg = result.config
     curves = result.curves
@@ -98,7 +99,10 @@ def power_figure(result: SimulationResult) -> Figure:
     colours = rcParams["axes.prop_cycle"].by_key()["color"]
     metric_colour: dict[str, str] = {}
     fig = Figure(figsize=(13, 5), constrained_layout=True)
-    axes = fig.subplots(1, 2)
+    # one day axis for both panels, ticks on whole days (a 2-day run was ticked 1.0, 1.2, ..., and a right panel
+    # with nothing to draw ran from 0 to 1)
+    axes = fig.subplots(1, 2, sharex=True)
+    axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
     ax = axes[0]
     for k, (name, metric) in enumerate(series):
         c = curves[(curves["design"] == name) & (curves["metric"] == metric) & (~curves["aa"])].sort_values("day")

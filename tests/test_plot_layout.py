@@ -144,6 +144,19 @@ def test_aa_of_ties_left_out_with_a_note() -> None:
     assert aa_ties({"aa": {"degenerate": True}}) and not aa_ties({"aa": {"degenerate": False}}) and not aa_ties({})
 
 
+def test_both_panels_share_a_day_axis_ticked_on_whole_days() -> None:
+    """A right panel with nothing drawn (every A/A a tie) ran from 0 to 1, and a short run was ticked 1.0, 1.2, ...:
+    both panels show the run's days, on whole-day ticks."""
+    tied = {k: [0.0] * 3 for k in ("ab", "team_draft", "balanced")}
+    fig = power_figure(_result(tied, {"ab", "team_draft", "balanced"}))
+    left, right = fig.axes[:2]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    assert right.get_xlim() == left.get_xlim() and left.get_xlim()[0] < 1 and left.get_xlim()[1] > 3
+    ticks = [t for t in left.get_xticks() if left.get_xlim()[0] <= t <= left.get_xlim()[1]]
+    assert ticks == [1.0, 2.0, 3.0], ticks
+
+
 def _sweep(clipped: bool) -> dict[str, Any]:
     est = {"snips": {"bias": [0.005, 0.004, -0.003], "se": [0.003, 0.003, 0.003]},
            "rips": {"bias": [0.002, 0.001, 0.003], "se": [0.003, 0.003, 0.003]},
