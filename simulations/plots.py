@@ -301,9 +301,12 @@ def counterfactual_figures(result: SimulationResult) -> dict[str, Figure]:
                 # a marker and line style of its own: estimators of equal RMSE draw on top of each other; one
                 # measured on the last day only (fitted on the whole log) is a single point, drawn large on top
                 alone = len(pts) == 1 and len(e["by_day"]) > 1
+                # marked as the tables mark it: its RMSE is mostly its bias, not a sensitivity
+                entry = (result.summary.get("designs") or {}).get(name, {}).get(label, {})
+                mark = (" [no support]" if entry.get("no_support") else " [biased]") if is_biased_entry(entry) else ""
                 ax.plot(*zip(*pts, strict=True), marker=_MARKERS[k % len(_MARKERS)], ms=8 if alone else 4,
                         ls=_LINESTYLES[k % len(_LINESTYLES)], zorder=3 if alone else 2,
-                        label=f"{label} (last day only)" if alone else label)
+                        label=label + mark + (" (last day only)" if alone else ""))
             ax.set(xlabel="logged impressions", ylabel=f"RMSE of V(B) - V(A) ({d['metric']})", xscale="log",
                    yscale="log", title=f"{name}: error against log size")
             ax.legend(fontsize=7)

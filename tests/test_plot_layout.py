@@ -203,3 +203,23 @@ def test_far_off_rule() -> None:
 def test_swept_parameter_label(parameter: str, want: str) -> None:
     assert swept_parameter_label(parameter, _CONFIG) == want
     assert swept_parameter_label(parameter, None) == parameter
+
+
+def test_rmse_plot_marks_estimators_the_tables_mark() -> None:
+    """counterfactual_rmse.png drew a biased estimator (clipped IPS) or one whose target leaves the logger's support
+    like the others; its legend now says what the tables say ([biased], [no support])."""
+    from simulations.plots import counterfactual_figures
+
+    def by_day(rmse: float) -> list[dict[str, float]]:
+        return [{"impressions": 4000.0 * d, "rmse": rmse / d} for d in (1, 2, 3)]
+
+    summary = {
+        "counterfactual": {"cf": {"metric": "clicks_per_query", "estimators": {
+            "snips": {"by_day": by_day(0.05)}, "clipped_ips(cap=5)": {"by_day": by_day(0.2)},
+            "ips": {"by_day": by_day(0.08)}}}},
+        "designs": {"cf": {"snips": {}, "clipped_ips(cap=5)": {"biased_estimate": True},
+                           "ips": {"no_support": {"B": {"share": 0.4}}}}},
+    }
+    fig = counterfactual_figures(SimpleNamespace(summary=summary))["counterfactual_rmse"]
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels == ["snips", "clipped_ips(cap=5) [biased]", "ips [no support]"]
