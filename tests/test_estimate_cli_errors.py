@@ -88,7 +88,14 @@ def test_option_errors(world: dict[str, Any]) -> None:
     one_line_error(invoke(*base, "--estimator", "ips", "--option", "snips.x=1"), "'snips' is not one of the estimators")
     one_line_error(invoke(*base, "--estimator", "ips", "--option", "ips.bogus=1"),
                    "--option ips.bogus: unknown option")
-    one_line_error(invoke(*base, "--estimator", "ips", "--baseline", str(world["B"])), "given twice")
+    # the baseline given as a target too (it said "--target: the same run file is given twice"), also spelled otherwise
+    for spelling in (str(world["B"]), str(world["B"].parent / "." / world["B"].name)):
+        one_line_error(invoke(*base, "--estimator", "ips", "--baseline", spelling),
+                       f"--baseline: {Path(spelling)} is also given as a --target: the baseline is compared with the "
+                       "targets, so give it once, as --baseline")
+    # one run file twice as a target, spelled otherwise (B.run and ./B.run): estimated twice before, named apart
+    one_line_error(invoke(*base, "--target", str(world["B"].parent / "." / world["B"].name), "--estimator", "ips"),
+                   "--target: the same run file is given twice")
     # one option twice: the later one would silently win
     one_line_error(invoke(*base, "--estimator", "clipped_ips", "--option", "clipped_ips.cap=5", "--option",
                           "clipped_ips.cap=10"), "--option: 'clipped_ips.cap' is given twice (5 and 10); give each option once")

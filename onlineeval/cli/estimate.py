@@ -86,10 +86,10 @@ def _target_names(paths: list[Path]) -> list[str]:
     stems = [p.stem for p in paths]
     if len(set(stems)) == len(stems):
         return stems
-    names = [str(p) for p in paths]
-    if len(set(names)) != len(names):
+    resolved = [p.resolve() for p in paths]  # (B.run and ./B.run are one file)
+    if len(set(resolved)) != len(resolved):
         raise ConfigError(("--target",), "the same run file is given twice")
-    return names
+    return [str(p) for p in paths]
 
 
 def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: bool) -> TargetMap:
@@ -373,6 +373,9 @@ def estimate_cmd(
     paths = list(target)
     if not paths:
         raise ConfigError(("--target",), "give at least one target run")
+    if baseline is not None and baseline.resolve() in {p.resolve() for p in paths}:
+        raise ConfigError(("--baseline",), f"{baseline} is also given as a --target: the baseline is compared with "
+                          "the targets, so give it once, as --baseline")
     all_paths = paths + ([baseline] if baseline is not None else [])
     labels = _target_names(all_paths)
     if len(set(labels)) != len(labels):
