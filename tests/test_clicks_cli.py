@@ -226,3 +226,36 @@ def test_api_fit_refuses_non_finite_options(tsv_log: Path, key: str) -> None:
 
     with pytest.raises(InputError, match=f"{key} must be a finite number >= 0, got inf"):
         onlineeval.fit_clicks(tsv_log, "pbm", **{key: float("inf")})
+
+
+def test_evaluate_refuses_the_training_log_as_its_held_out_log(tsv_log: Path, tmp_path: Path) -> None:
+    """--test-log the same file as --log (or a copy of it) printed in-sample figures under 'held-out log'."""
+    import shutil
+
+    copy = tmp_path / "copy.tsv"
+    shutil.copy(tsv_log, copy)
+    for test in (tsv_log, tsv_log.parent / "." / tsv_log.name, copy):
+        res = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--test-log", str(test),
+                                  "--models", "pbm"])
+        assert res.exit_code == 2, res.output
+        assert f"--test-log: {test} holds the same sessions as --log {tsv_log}: its figures would be in-sample" \
+            in " ".join(res.output.split())
+    other = tmp_path / "other.tsv"
+    other.write_text("\n".join(tsv_log.read_text().splitlines()[:-1]) + "\n")  # one session fewer
+    res = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--test-log", str(other), "--models", "pbm"])
+    assert res.exit_code == 0, res.output
+
+
+def test_api_evaluate_clicks_refuses_the_training_sessions_as_test(tsv_log: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import onlineeval
+    from onlineeval.errors import ConfigError
+
+    copy = tmp_path / "copy.tsv"
+    shutil.copy(tsv_log, copy)
+    frame = pd.read_csv(tsv_log, sep="\t", header=None, names=["session", "query", "docs", "clicks"])
+    for sessions, test in ((tsv_log, tsv_log), (tsv_log, str(copy)), (frame, frame)):
+        with pytest.raises(ConfigError, match=r"^test: holds the same sessions as sessions: its figures would be "
+                                              r"in-sample, not held out"):
+            onlineeval.evaluate_clicks(sessions, "pbm", test=test)

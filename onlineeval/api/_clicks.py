@@ -364,6 +364,14 @@ def evaluate_clicks(
         requests = None
     else:  # before any reading
         requests = resolve_models(names_text(models, "models", "click-model names"), "models")
+    if test is not None:  # the training sessions as their own test: in-sample figures, not held out
+        from pathlib import Path
+
+        from onlineeval.cli.clicks import same_file
+
+        if test is sessions or (_is_path(test) and _is_path(sessions) and same_file(Path(sessions), Path(test))):
+            raise ConfigError(("test",), "holds the same sessions as sessions: its figures would be in-sample, not "
+                              "held out; give other sessions, or leave test out (a random split of sessions)")
     train = _click_log(sessions, format, clicks_as=clicks_as)
     if test is None:
         if not 0 < check_number(test_fraction, "test_fraction") < 1:

@@ -504,6 +504,10 @@ def evaluate_command(
         )
     if csv is not None and not csv.parent.is_dir():
         raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
+    if test_log is not None and same_file(log, test_log):
+        raise ConfigError(("--test-log",), f"{test_log} holds the same sessions as --log {log}: its figures would "
+                          "be in-sample, not held out; give a log of other sessions, or leave --test-log out (a "
+                          "random split of --log)")
     train = _read(log, format)
     dropped = [train.dropped_note(log)]
     if test_log is None:
@@ -565,6 +569,17 @@ def evaluate_command(
     if refused:
         typer.echo(f"warning: {len(refused)} of {len(table)} models not scored ({', '.join(refused)}): see their "
                    "rows", err=True)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two log paths are one file, or two files of the same bytes (a copy)."""
+    if a.resolve() == b.resolve():
+        return True
+    if not (a.is_file() and b.is_file()) or a.stat().st_size != b.stat().st_size:
+        return False
+    from onlineeval.io.digest import file_sha256
+
+    return file_sha256(a) == file_sha256(b)
 
 
 def register(app: typer.Typer) -> None:
