@@ -228,8 +228,9 @@ def test_api_fit_refuses_non_finite_options(tsv_log: Path, key: str) -> None:
         onlineeval.fit_clicks(tsv_log, "pbm", **{key: float("inf")})
 
 
-def test_evaluate_refuses_the_training_log_as_its_held_out_log(tsv_log: Path, tmp_path: Path) -> None:
-    """--test-log the same file as --log (or a copy of it) printed in-sample figures under 'held-out log'."""
+def test_evaluate_says_when_its_test_log_is_the_training_log(tsv_log: Path, tmp_path: Path) -> None:
+    """--test-log the same file as --log (or a copy of it) printed in-sample figures under 'held-out log'; the split
+    line and a warning say they are in-sample (a model given as a fitted file is not trained on --log: no warning)."""
     import shutil
 
     copy = tmp_path / "copy.tsv"
@@ -237,25 +238,35 @@ def test_evaluate_refuses_the_training_log_as_its_held_out_log(tsv_log: Path, tm
     for test in (tsv_log, tsv_log.parent / "." / tsv_log.name, copy):
         res = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--test-log", str(test),
                                   "--models", "pbm"])
-        assert res.exit_code == 2, res.output
-        assert f"--test-log: {test} holds the same sessions as --log {tsv_log}: its figures would be in-sample" \
-            in " ".join(res.output.split())
+        assert res.exit_code == 0, res.output
+        text = " ".join(res.output.split())
+        assert f"(test log {test}: the training log --log {tsv_log} itself, so the figures of the models fitted on " \
+               "it are in-sample, not held out" in text and "held-out log" not in text
+        assert f"warning: --test-log {test} is the training log: the figures of the models fitted on it are " \
+               "in-sample, not held out" in " ".join(res.stderr.split())
     other = tmp_path / "other.tsv"
     other.write_text("\n".join(tsv_log.read_text().splitlines()[:-1]) + "\n")  # one session fewer
     res = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--test-log", str(other), "--models", "pbm"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 0 and f"held-out log {other}" in res.output and "in-sample" not in res.output
+    fit = tmp_path / "pbm.json"
+    fitted = runner.invoke(app, ["clicks", "fit", "--log", str(other), "--model", "pbm", "--out", str(fit)])
+    assert fitted.exit_code == 0, fitted.output
+    res = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--test-log", str(copy), "--models",
+                              str(fit)])
+    assert res.exit_code == 0 and "in-sample" not in res.output, res.output
 
 
-def test_api_evaluate_clicks_refuses_the_training_sessions_as_test(tsv_log: Path, tmp_path: Path) -> None:
+def test_api_evaluate_clicks_says_when_test_holds_the_training_sessions(tsv_log: Path, tmp_path: Path) -> None:
     import shutil
 
     import onlineeval
-    from onlineeval.errors import ConfigError
 
     copy = tmp_path / "copy.tsv"
     shutil.copy(tsv_log, copy)
-    frame = pd.read_csv(tsv_log, sep="\t", header=None, names=["session", "query", "docs", "clicks"])
+    frame = pd.read_csv(tsv_log, sep="\t", comment="#", header=None, names=["session", "query", "docs", "clicks"],
+                        keep_default_na=False, dtype=str)
     for sessions, test in ((tsv_log, tsv_log), (tsv_log, str(copy)), (frame, frame)):
-        with pytest.raises(ConfigError, match=r"^test: holds the same sessions as sessions: its figures would be "
-                                              r"in-sample, not held out"):
-            onlineeval.evaluate_clicks(sessions, "pbm", test=test)
+        with pytest.warns(UserWarning, match="test holds the training sessions: the figures of the models fitted on "
+                                             "them are in-sample"):
+            table = onlineeval.evaluate_clicks(sessions, "pbm", test=test)
+        assert table.attrs["conventions"]["split"] == "in-sample: test holds the training sessions"

@@ -364,14 +364,19 @@ def evaluate_clicks(
         requests = None
     else:  # before any reading
         requests = resolve_models(names_text(models, "models", "click-model names"), "models")
-    if test is not None:  # the training sessions as their own test: in-sample figures, not held out
+    in_sample = False  # the training sessions as their own test: in-sample figures for the models fitted on them
+    if test is not None and requests is not None and any(r.path is None for r in requests):
         from pathlib import Path
 
         from onlineeval.cli.clicks import same_file
 
-        if test is sessions or (_is_path(test) and _is_path(sessions) and same_file(Path(sessions), Path(test))):
-            raise ConfigError(("test",), "holds the same sessions as sessions: its figures would be in-sample, not "
-                              "held out; give other sessions, or leave test out (a random split of sessions)")
+        in_sample = test is sessions or (_is_path(test) and _is_path(sessions) and same_file(Path(sessions),
+                                                                                               Path(test)))
+        if in_sample:
+            import warnings
+
+            warnings.warn("test holds the training sessions: the figures of the models fitted on them are in-sample, "
+                          "not held out (conventions['split'] says so)", UserWarning, stacklevel=2)
     train = _click_log(sessions, format, clicks_as=clicks_as)
     if test is None:
         if not 0 < check_number(test_fraction, "test_fraction") < 1:
@@ -391,7 +396,8 @@ def evaluate_clicks(
         warnings.warn(f"{len(refused)} of {len(table)} models not scored (NaN rows, reason in the 'refused' column): "
                       + "; ".join(f"{m}: {w}" for m, w in refused.items()), UserWarning, stacklevel=2)
     conventions = evaluate_conventions(fits)
-    conventions["split"] = "held-out sessions given as test" if test is not None else (
+    conventions["split"] = ("in-sample: test holds the training sessions" if in_sample else
+                            "held-out sessions given as test") if test is not None else (
         f"random split, {test_fraction:.0%} of sessions held out (numpy.random.default_rng({seed}))")
     table.attrs["conventions"] = conventions
     return table

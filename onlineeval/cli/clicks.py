@@ -504,10 +504,8 @@ def evaluate_command(
         )
     if csv is not None and not csv.parent.is_dir():
         raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
-    if test_log is not None and same_file(log, test_log):
-        raise ConfigError(("--test-log",), f"{test_log} holds the same sessions as --log {log}: its figures would "
-                          "be in-sample, not held out; give a log of other sessions, or leave --test-log out (a "
-                          "random split of --log)")
+    # the training log as its own test (the file or a copy): in-sample figures for the models fitted on it
+    in_sample = test_log is not None and bool(refit) and same_file(log, test_log)
     train = _read(log, format)
     dropped = [train.dropped_note(log)]
     if test_log is None:
@@ -535,8 +533,8 @@ def evaluate_command(
         cols += [c for c in table.columns if c.startswith("perplexity@")]
     from clickmodels.estimation.base import PROB_EPS
 
-    split = f"held-out log {test_log}" if test_log is not None else (
-        f"random split of {log}, {test_fraction:.0%} of sessions held out (seed {seed})")
+    split = (IN_SAMPLE.format(test=test_log, train=log) if in_sample else f"held-out log {test_log}") \
+        if test_log is not None else f"random split of {log}, {test_fraction:.0%} of sessions held out (seed {seed})"
     typer.echo(f"train: {train.n_sessions} sessions, test: {test.n_sessions} sessions ({split})")
     for line in dropped:
         if line:
@@ -569,6 +567,14 @@ def evaluate_command(
     if refused:
         typer.echo(f"warning: {len(refused)} of {len(table)} models not scored ({', '.join(refused)}): see their "
                    "rows", err=True)
+    if in_sample:
+        typer.echo(f"warning: --test-log {test_log} is the training log: the figures of the models fitted on it are "
+                   "in-sample, not held out", err=True)
+
+
+#: the split line of clicks evaluate when --test-log is the training log (its figures are not held out)
+IN_SAMPLE = ("test log {test}: the training log --log {train} itself, so the figures of the models fitted on it are "
+             "in-sample, not held out (give a log of other sessions, or leave --test-log out for a random split)")
 
 
 def same_file(a: Path, b: Path) -> bool:
