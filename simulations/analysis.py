@@ -81,6 +81,7 @@ from simulations.analysis_held import (
     HELD_POWER_BOOTSTRAP,
     HELD_POWER_WITHHELD,
     HELD_SE_MEASURE,
+    sd_precision_text,
     se_sd_ratio,
     se_sd_ratio_text,
 )
@@ -339,7 +340,9 @@ def analyse(
             ratio = se_sd_ratio_text(entry["se_sd_ratio"])
             se_is = "its se column is the bootstrap SD" if held[(design, metric)] is not None else \
                 "its se column is the delta-method SE"
-            entry["se_measure"] = HELD_SE_MEASURE.format(what=what, se_is=se_is, ratio=ratio)
+            n_sd = int(np.isfinite(estimates_last).sum())
+            entry["se_measure"] = HELD_SE_MEASURE.format(what=what, se_is=se_is, ratio=ratio,
+                                                         precision=sd_precision_text(n_sd))
             if held[(design, metric)] is None:
                 entry["power_measure"] = HELD_POWER_WITHHELD.format(what=what)
                 entry["power_if_delta_method"] = entry["final_day"]["power"]

@@ -104,6 +104,12 @@ def test_adaptive_ips_is_sized_from_the_replicates_sd(boot_run):
     assert q["replicates"] == len(last) and q["ratio"] == pytest.approx(float(last["se"].mean()) / sd, rel=1e-12)
     assert q["ratio"] == pytest.approx(e["final_day"]["mean_se"] / e["final_day"]["sd_estimate"], rel=1e-12)
     assert f"mean SE / SD = {q['ratio']:.2f}" in e["se_measure"] and "replicates" in e["se_measure"]
+    # how precise that SD is (normal estimates: relative SE 1 / sqrt(2 (R - 1)), the sizes twice that), and too few
+    # replicates said so (this run's are few: the analytic power was printed as if measured)
+    rel = 1 / math.sqrt(2 * (len(last) - 1))
+    assert (f"that SD over {len(last)} replicates has a relative SE of about {rel:.0%} (normal estimates), the sizes, "
+            f"which scale with its square, about {2 * rel:.0%}") in e["se_measure"]
+    assert ("too few replicates to read the analytic power and sizes" in e["se_measure"]) == (2 * rel > 0.25)
     # the power counts the bootstrap test's rejections with the effect's sign
     power = float(np.mean((last["pvalue"] < cfg.analysis.alpha) & (np.sign(last["estimate"]) == np.sign(t))))
     assert e["final_day"]["power"] == pytest.approx(power)
