@@ -21,8 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from onlineeval.estimators.logs import LoggedData
 
 __all__ = ["BOOTSTRAP_SE", "CHOICE_HELD", "DELTA_SE", "FEW_CLUSTERS", "MODEL_HELD", "again_text", "bootstrap_se_text",
-           "clt_interval", "clt_quantile", "effective_clusters", "few_clusters_text", "held_fixed_text",
-           "measured_text"]
+           "clt_interval", "clt_quantile", "differences_held_text", "effective_clusters", "few_clusters_text",
+           "held_fixed_text", "measured_text", "refused_paired_text"]
 
 #: what a delta-method standard error holds fixed (``Estimator.clt_holds_fixed``): adaptive IPS's choice ...
 CHOICE_HELD = "the data-driven choice of behaviours"
@@ -116,6 +116,27 @@ def held_fixed_text(fixed: str, bootstrap_option: str = "n_boot=N") -> str:
             f"{measured_text(fixed)}; "
             f"{bootstrap_option} (e.g. 1000) {again_text(fixed)} in every resample and reports that bootstrap's SD "
             "as se, with the interval and p-values from it")
+
+
+def differences_held_text(fixed: str, bootstrap: int, bootstrap_option: str = "n_boot=N") -> str:
+    """The warning of the paired differences of an estimator whose delta method holds ``fixed``: with a bootstrap
+    (``bootstrap`` resamples) their se is the paired bootstrap's; without one, too small, and how to get one."""
+    return (f"the differences' delta-method standard error holds {fixed} fixed and understates the uncertainty; " + (
+        f"their se, interval and p-value are the paired bootstrap's (SD of the resamples' differences; it "
+        f"{again_text(fixed)} in every resample; se_source)" if bootstrap else
+        f"their se, CLT interval and p-value are too small; {bootstrap_option} (e.g. 1000) takes them from a "
+        f"bootstrap that {again_text(fixed)} in every resample"))
+
+
+def refused_paired_text(fixed: str, n_boot: int, se_finite: bool) -> str:
+    """The warning of a paired difference whose bootstrap of ``n_boot`` resamples (asked for, to redo ``fixed``)
+    could not run on the log: no advice to ask for one; its delta-method se, when it has one, holds ``fixed``."""
+    text = (f"the paired bootstrap asked for ({n_boot} resamples; it {again_text(fixed)} in each) could not be run "
+            "on this log (see 'no bootstrap interval' above)")
+    if se_finite:
+        text += (f", so its se, CLT interval and p-value are the delta method's: they hold {fixed} fixed and "
+                 "understate the uncertainty")
+    return text
 
 
 def bootstrap_se_text(fixed: str, n_boot: int, se: float, delta_se: float) -> str:

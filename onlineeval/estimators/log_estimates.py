@@ -35,11 +35,12 @@ from onlineeval.estimators.bias_advice import (
 from onlineeval.estimators.intervals import (  # noqa: F401  (re-exported: their home was this module)
     BOOTSTRAP_SE,
     FEW_CLUSTERS,
-    again_text,
     clt_interval,
     clt_quantile,
+    differences_held_text,
     effective_clusters,
     few_clusters_text,
+    refused_paired_text,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -661,12 +662,7 @@ def estimate_targets(
                         fixed = est.clt_holds_fixed(reward)
                         if fixed is not None:  # refused: no 'the paired bootstrap's se' nor advice to ask for one
                             diff["refused"] = True
-                            text = (f"{pair}: the paired bootstrap asked for ({bootstrap} resamples; it "
-                                    f"{again_text(fixed)} in each) could not be run on this log (see 'no bootstrap "
-                                    "interval' above)")
-                            if math.isfinite(diff["se"]):
-                                text += (", so its se, CLT interval and p-value are the delta method's: they hold "
-                                         f"{fixed} fixed and understate the uncertainty")
+                            text = f"{pair}: {refused_paired_text(fixed, bootstrap, math.isfinite(diff['se']))}"
                             warnings.append(text)
                             diff["warnings"].append(text)
     fixed_warning: dict[str, str] = {}
@@ -674,13 +670,7 @@ def estimate_targets(
         for est in estimators:
             fixed = est.clt_holds_fixed(reward)
             if fixed is not None and not all(d.get("refused") for d in differences if d["estimator"] == est.name):
-                fixed_warning[est.name] = (
-                    f"{est.name}: the differences' delta-method standard error holds {fixed} fixed and understates "
-                    "the uncertainty; " + (
-                        "their se, interval and p-value are the paired bootstrap's (SD of the resamples' differences; it "
-                        f"{again_text(fixed)} in every resample; se_source)" if bootstrap else
-                        f"their se, CLT interval and p-value are too small; {bootstrap_option} (e.g. 1000) takes them "
-                        f"from a bootstrap that {again_text(fixed)} in every resample"))
+                fixed_warning[est.name] = f"{est.name}: {differences_held_text(fixed, bootstrap, bootstrap_option)}"
                 warnings.append(fixed_warning[est.name])
     # each difference carries the warnings of its two estimates and of its estimator's differences
     by_row = {(r["estimator"], r["target"]): r["warnings"] for r in results}
