@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import special
 from scipy import stats as sps
 
 from test_simulation_counterfactual import CASCADE, PBM, _config, _run
@@ -104,9 +105,11 @@ def test_adaptive_ips_is_sized_from_the_replicates_sd(boot_run):
     assert q["replicates"] == len(last) and q["ratio"] == pytest.approx(float(last["se"].mean()) / sd, rel=1e-12)
     assert q["ratio"] == pytest.approx(e["final_day"]["mean_se"] / e["final_day"]["sd_estimate"], rel=1e-12)
     assert f"mean SE / SD = {q['ratio']:.2f}" in e["se_measure"] and "replicates" in e["se_measure"]
-    # how precise that SD is (normal estimates: relative SE 1 / sqrt(2 (R - 1)), the sizes twice that), and too few
+    # how precise that SD is (normal estimates: relative SE sqrt(1 - c4^2) / c4, the sizes twice that), and too few
     # replicates said so (this run's are few: the analytic power was printed as if measured)
-    rel = 1 / math.sqrt(2 * (len(last) - 1))
+    r_ = len(last)
+    c4 = math.sqrt(2 / (r_ - 1)) * math.exp(special.gammaln(r_ / 2) - special.gammaln((r_ - 1) / 2))
+    rel = math.sqrt(1 - c4 * c4) / c4
     assert (f"that SD over {len(last)} replicates has a relative SE of about {rel:.0%} (normal estimates), the sizes, "
             f"which scale with its square, about {2 * rel:.0%}") in e["se_measure"]
     assert ("too few replicates to read the analytic power and sizes" in e["se_measure"]) == (2 * rel > 0.25)
