@@ -275,27 +275,28 @@ def _read_frequencies(path: Path, qindex: dict[str, int]) -> tuple[np.ndarray, i
     """The query frequencies of a ``query count`` file over the judged queries ``qindex`` (summing to 1; 0 for a
     judged query the file does not count) and the number of its lines whose query is not judged (left out)."""
     from onlineeval.errors import InputError
-    from onlineeval.io.text import plain_float
+    from onlineeval.io.text import plain_float, text_lines
 
     counts = np.zeros(len(qindex), dtype=np.float64)
     ignored = 0
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            parts = line.split()
-            if len(parts) != 2:
-                raise InputError(f"expected 'query count', got {len(parts)} columns", path, lineno)
-            count = plain_float(parts[1])
-            if count is None:
-                raise InputError(f"count {parts[1]!r} is not a number", path, lineno)
-            if not np.isfinite(count) or count < 0:
-                raise InputError(f"count must be a non-negative number, got {parts[1]!r}", path, lineno)
-            if parts[0] in qindex:
-                counts[qindex[parts[0]]] += count
-            else:
-                ignored += 1
+    # text_lines, as the other readers: a compressed or non-UTF-8 file, or a NUL byte, is refused naming the line
+    # (open() raised a bare UnicodeDecodeError)
+    for lineno, line in text_lines(path):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise InputError(f"expected 'query count', got {len(parts)} columns", path, lineno)
+        count = plain_float(parts[1])
+        if count is None:
+            raise InputError(f"count {parts[1]!r} is not a number", path, lineno)
+        if not np.isfinite(count) or count < 0:
+            raise InputError(f"count must be a non-negative number, got {parts[1]!r}", path, lineno)
+        if parts[0] in qindex:
+            counts[qindex[parts[0]]] += count
+        else:
+            ignored += 1
     if counts.sum() <= 0:
         raise InputError("no judged query has a positive count", path)
     return counts / counts.sum(), ignored

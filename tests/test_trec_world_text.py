@@ -190,3 +190,24 @@ def test_every_run_of_a_trec_collection_gets_its_line(tmp_path: Path) -> None:
     assert runs == ["run A", "run B", "run C"]
     line_c = next(line for line in text.splitlines() if line.startswith("  run C:"))
     assert "1 judged queries missing from the run" in line_c
+
+
+def test_a_frequencies_file_that_is_not_plain_text_is_refused_naming_it(tmp_path: Path) -> None:
+    """collection.frequencies gzipped or not UTF-8 raised a bare UnicodeDecodeError; it is read as the other text
+    inputs are (onlineeval.io.text.text_lines): the file and line, and what to do."""
+    import gzip
+
+    from onlineeval.errors import InputError
+    from simulations.world import _read_frequencies
+
+    packed = tmp_path / "freq.txt.gz"
+    packed.write_bytes(gzip.compress(b"q1 5\n"))
+    with pytest.raises(InputError, match=r"gzip-compressed .*decompress it first"):
+        _read_frequencies(packed, {"q1": 0})
+    latin = tmp_path / "freq.txt"
+    latin.write_bytes(b"q1 5\nq\xe9 2\n")
+    with pytest.raises(InputError, match=r"freq.txt:2: not UTF-8 text \(byte 0xe9\)"):
+        _read_frequencies(latin, {"q1": 0})
+    latin.write_bytes(b"q1 5\r\nq2 3\nq9 1\n")  # CRLF lines and a query not judged, as before
+    freq, ignored = _read_frequencies(latin, {"q1": 0, "q2": 1})
+    assert freq.tolist() == [5 / 8, 3 / 8] and ignored == 1
