@@ -36,9 +36,13 @@ from onlineeval.estimators.checks import (
     check_self_normalised_bounds,
     check_unbiased,
     check_world,
+    click_pattern_probabilities,
+    enumerated_log,
     estimator_checks,
+    expected_value,
     exact_event_probabilities,
     plackett_luce_policy,
+    sample_clicks,
     sample_log,
     uniform_policy,
 )
@@ -212,6 +216,69 @@ def test_sampler_matches_exact_click_probabilities(family: str) -> None:
     assert np.all(np.abs(freq - world.query_probs) <= 4 * np.sqrt(world.query_probs * (1 - world.query_probs) / log.n))
 
 
+@pytest.mark.parametrize("family", ["pbm", "cascade", "dcm"])
+def test_click_pattern_probabilities(family: str) -> None:
+    """The joint law of the clicks: rows sum to 1, its margins are exact_event_probabilities' (clicks and first
+    clicks), and the sampler's pattern frequencies agree within 4 SE (a chi-square-free check per pattern)."""
+    from onlineeval.estimators.exact_worlds import click_patterns
+
+    rng = np.random.default_rng(4)
+    alpha = rng.uniform(0.05, 0.95, (6, 3))
+    exam, cont = np.array([1.0, 0.6, 0.3]), np.array([0.5, 0.6, 0.7])
+    pp = click_pattern_probabilities(family, alpha, exam, cont)
+    pats = click_patterns(3)
+    assert pats.shape == (8, 3) and len({tuple(r) for r in pats.tolist()}) == 8
+    np.testing.assert_allclose(pp.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    click, first = exact_event_probabilities(family, alpha, exam, cont)
+    np.testing.assert_allclose(pp @ pats, click, rtol=0, atol=1e-15)
+    is_first = pats & (np.cumsum(pats, axis=1) == 1)
+    np.testing.assert_allclose(pp @ is_first, first, rtol=0, atol=1e-15)
+    if family == "cascade":  # two clicks are impossible
+        assert np.all(pp[:, pats.sum(axis=1) > 1] == 0)
+    # the sampler (an independent implementation) draws the patterns with these probabilities
+    n = 400_000
+    row = alpha[[2]].repeat(n, axis=0)
+    drawn = sample_clicks(family, row, np.random.default_rng(12), exam, cont)
+    code = drawn.astype(np.int64) @ (1 << np.arange(3))
+    freq = np.bincount(code, minlength=8) / n
+    se = np.sqrt(pp[2] * (1 - pp[2]) / n)
+    assert np.all(np.abs(freq - pp[2]) <= 4 * se + 1e-12), (freq - pp[2]) / np.maximum(se, 1e-300)
+
+
+@pytest.mark.parametrize("family", ["pbm", "cascade", "dcm", "mixture"])
+def test_enumerated_log_gives_the_exact_values(family: str) -> None:
+    """Every impression of a check world with its probability: they sum to 1, the queries' and the lists'
+    probabilities are the world's, and the probability-weighted rewards of the rows showing a target's list, divided
+    by that list's logging probability, are the target's exact value (whole-list IPS in expectation, by hand)."""
+    world = check_world(family)
+    log, prob = enumerated_log(world)
+    assert prob.min() > 0 and abs(prob.sum() - 1) < 1e-12
+    assert len({(q, *s, t, *c) for q, s, t, c in zip(log.query.tolist(), log.shown.tolist(), log.user_type.tolist(),
+                                                      log.clicks.tolist(), strict=True)}) == log.n
+    np.testing.assert_allclose(np.bincount(log.query, weights=prob), world.query_probs, rtol=1e-12)
+    for target in world.targets:
+        hits = np.all(log.shown == target.rankings(log.query), axis=1)
+        for rw in check_rewards("additive", world.k) + check_rewards("first_click", world.k):
+            r = rw.slot_rewards(log.clicks).sum(axis=1)
+            value = rw.offset + float(prob[hits] @ (r[hits] / log.p_list[hits]))
+            assert value == pytest.approx(world.truth(target, rw), rel=1e-12, abs=0)
+
+
+def test_expected_value_of_registered_estimators() -> None:
+    """expected_value on estimators with per-impression terms: the exact values (IPS, RIPS, IIPS under PBM), and a
+    self-normalised IPS converges to the same value; IIPS under the cascade model misses it (its declared bias)."""
+    world = check_world("pbm")
+    rw = check_rewards("additive", world.k)[0]
+    for name in ("ips", "snips", "rips", "iips"):
+        est = estimator_class(name)()
+        for target in world.targets:
+            assert expected_value(est, world, target, rw) == pytest.approx(world.truth(target, rw), rel=1e-12)
+    cascade = check_world("cascade")
+    bias = expected_value(estimator_class("iips")(), cascade, cascade.targets[1], rw) - cascade.truth(
+        cascade.targets[1], rw)
+    assert abs(bias) > 0.01
+
+
 def test_deterministic_logger_violates_support_at_every_level() -> None:
     world = check_world("pbm")
     det = check_world("pbm", "deterministic").logger
@@ -263,6 +330,54 @@ class _UnboundedSN(Estimator):
     def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
         w = target.propensities(data.query, data.shown).list / data.p_list
         return Terms(num=w * reward.slot_rewards(data.clicks).sum(axis=1), den=0.5 * w, weights=w)
+
+
+@dataclass(frozen=True)
+class _OnePercentIPS(Estimator):
+    """Whole-list IPS 1% too high: what the Monte Carlo check (tolerance 4-9% of the value for IPS at 200
+    replicates of 2,500 impressions) cannot see."""
+
+    name = "one_percent_ips"
+    needs = ("p_list",)
+    unbiased_under = (("any", "additive"),)
+
+    def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
+        w = target.propensities(data.query, data.shown).list / data.p_list
+        return Terms(num=1.01 * w * reward.slot_rewards(data.clicks).sum(axis=1), weights=w)
+
+
+@dataclass(frozen=True)
+class _SlightlySNIPS(Estimator):
+    """Self-normalised IPS whose denominator adds 0.2% of a weight per impression: it converges to 0.998 of the
+    value."""
+
+    name = "slightly_snips"
+    needs = ("p_list",)
+    self_normalised = True
+    unbiased_under = (("pbm", "additive"),)
+
+    def _terms(self, data: LoggedData, target: Target, reward: Reward) -> Terms:
+        w = target.propensities(data.query, data.shown).list / data.p_list
+        return Terms(num=w * reward.slot_rewards(data.clicks).sum(axis=1), den=w + 0.002, weights=w)
+
+
+def test_suite_catches_a_one_percent_bias() -> None:
+    """A 1% bias passes the Monte Carlo comparison and fails the exact expectation of the terms."""
+    from onlineeval.estimators import checks
+
+    world = check_world("pbm")
+    est = _OnePercentIPS()
+    for target in world.targets:  # what the suite's Monte Carlo alone concluded: within 4 SE
+        rw = check_rewards("additive", world.k)[0]
+        log = checks.replicate_log("pbm")
+        values = checks._replicate_values(_OnePercentIPS, est, log, checks.REPLICATES, checks.REPLICATE_SIZE,
+                                          target, rw, True, "x")
+        bias, se = checks._mc_summary(values, world.truth(target, rw))
+        assert abs(bias) <= checks.Z * se
+    with pytest.raises(CheckFailed, match=r"exact expectation .* \(bias \+[0-9.e-]+, \+1\.000%\)"):
+        check_unbiased(_OnePercentIPS, "pbm", "additive")
+    with pytest.raises(CheckFailed, match=r"exact expectation .*, -0\.[0-9]+%\)"):
+        check_unbiased(_SlightlySNIPS, "pbm", "additive")
 
 
 def test_suite_catches_wrong_propensity() -> None:

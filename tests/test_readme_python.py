@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,10 @@ def test_python_section_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyP
     blocks = code_blocks(text)
     assert len(blocks) >= 5, f"{source}: the Python section lost its examples"
     monkeypatch.chdir(tmp_path)  # examples that write files write here
-    namespace: dict[str, object] = {"__name__": "readme_python"}
+    # the blocks run as the body of a module, as a user's script runs: classes they define pickle by reference
+    module = types.ModuleType("readme_python")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     for i, block in enumerate(blocks, start=1):
         code = compile(block, f"{source} python block {i}", "exec")
         exec(code, namespace)  # noqa: S102 - running the documentation is the point

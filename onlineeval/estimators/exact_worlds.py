@@ -49,6 +49,8 @@ __all__ = [
     "REPLICATE_SIZE",
     "CheckWorld",
     "check_world",
+    "click_pattern_probabilities",
+    "enumerated_log",
     "exact_event_probabilities",
     "replicate_log",
     "sample_clicks",
@@ -95,6 +97,93 @@ def exact_event_probabilities(
         exam = _exclusive_cumprod(1.0 - a * (1.0 - lam))
         return exam * a, first
     raise InputError(must_be_one_of(("pbm", "cascade", "dcm"), family, "click family"))
+
+
+def click_patterns(k: int) -> NDArray[np.bool_]:
+    """``(2^k, k)`` every click pattern of ``k`` slots (row ``i``: the bits of ``i``, slot 0 the lowest)."""
+    return (np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1 == 1
+
+
+def click_pattern_probabilities(
+    family: str, alpha: FloatArray, examination: FloatArray | None = None, continuation: FloatArray | None = None
+) -> FloatArray:
+    r"""Exact ``(n, 2^k)`` probability of every click pattern (:func:`click_patterns`) of lists with attraction
+    ``alpha`` ``(n, k)``: the joint law of the clicks, where :func:`exact_event_probabilities` gives its margins.
+
+    - ``pbm``: independent slots, :math:`\prod_j (\theta_j\alpha_j)^{c_j}(1 - \theta_j\alpha_j)^{1 - c_j}`;
+    - ``cascade``: a pattern with one click at :math:`j` has :math:`\alpha_j\prod_{i<j}(1 - \alpha_i)`, no click
+      :math:`\prod_i (1 - \alpha_i)`, two or more clicks 0;
+    - ``dcm``: the slots read top-down with the user's hidden state (still examining or gone): an examined slot is
+      clicked with :math:`\alpha_j`; after a click the user goes on with :math:`\lambda_j`, after a skip always; a
+      slot after the user left is never clicked. The pattern's probability sums over the hidden states.
+    """
+    a = np.asarray(alpha, dtype=np.float64)
+    n, k = a.shape
+    pats = click_patterns(k)
+    out = np.empty((n, pats.shape[0]))
+    if family == "pbm":
+        if examination is None:
+            raise InputError("pbm needs examination probabilities")
+        c = a * np.asarray(examination, dtype=np.float64)[None, :k]
+        for i, pat in enumerate(pats):
+            out[:, i] = np.prod(np.where(pat[None, :], c, 1.0 - c), axis=1)
+        return out
+    if family == "cascade":
+        lam = np.zeros(k)
+    elif family == "dcm":
+        if continuation is None:
+            raise InputError("dcm needs continuation probabilities")
+        lam = np.asarray(continuation, dtype=np.float64)[:k]
+    else:
+        raise InputError(must_be_one_of(("pbm", "cascade", "dcm"), family, "click family"))
+    # the cascade model is the DCM that never goes on after a click
+    for i, pat in enumerate(pats):
+        examining = np.ones(n)  # P(pattern so far, still examining)
+        gone = np.zeros(n)  # P(pattern so far, left)
+        for j in range(k):
+            if pat[j]:
+                clicked = examining * a[:, j]
+                examining, gone = clicked * lam[j], clicked * (1.0 - lam[j])  # a left user never clicks
+            else:
+                examining = examining * (1.0 - a[:, j])
+        out[:, i] = examining + gone
+    return out
+
+
+def enumerated_log(world: CheckWorld, logger: Any = None) -> tuple[LoggedData, FloatArray]:
+    r"""Every impression ``world`` can log, once, with its exact probability: ``(log, probability)``.
+
+    One row per query, list the logger shows with positive probability, user type and click pattern of positive
+    probability, the probability :math:`P(q)\,\mu(\mathbf s \mid q)\,P(t)\,P(\mathbf c \mid q, \mathbf s, t)`
+    (they sum to 1). The expectation of any per-impression quantity under the world's log is then an exact sum:
+    ``probability @ values``. ``logger``: an :class:`EnumeratedPolicy` other than the world's. Each row is its own
+    user (cluster)."""
+    pol = world.logger if logger is None else logger
+    pats = click_patterns(world.k)
+    queries, lists, probs = [], [], []
+    for q in range(world.n_queries):
+        keep = pol.probs[q] > 0
+        lists.append(pol.lists[keep])
+        queries.append(np.full(int(keep.sum()), q, dtype=np.int64))
+        probs.append(world.query_probs[q] * pol.probs[q][keep])
+    query, shown, p_shown = np.concatenate(queries), np.concatenate(lists), np.concatenate(probs)
+    alpha = world.attraction[query[:, None], shown]
+    rows_q, rows_s, rows_t, rows_c, rows_p = [], [], [], [], []
+    for t, (fam, share) in enumerate(zip(world.type_families, world.type_shares, strict=True)):
+        pp = click_pattern_probabilities(fam, alpha, world.examination, world.continuation)
+        for i in range(pats.shape[0]):
+            keep = pp[:, i] > 0
+            rows_q.append(query[keep])
+            rows_s.append(shown[keep])
+            rows_t.append(np.full(int(keep.sum()), t, dtype=np.int64))
+            rows_c.append(np.broadcast_to(pats[i], (int(keep.sum()), world.k)))
+            rows_p.append(p_shown[keep] * share * pp[keep, i])
+    q_all, s_all = np.concatenate(rows_q), np.concatenate(rows_s)
+    p = pol.propensities(q_all, s_all)
+    log = LoggedData(q_all, s_all, np.concatenate(rows_c), p_list=p.list, p_prefix=p.prefix, p_item=p.item,
+                     user=np.arange(q_all.size), user_type=np.concatenate(rows_t), logger=pol,
+                     source=f"every impression of check world {world.name}")
+    return log, np.concatenate(rows_p)
 
 
 def sample_clicks(
