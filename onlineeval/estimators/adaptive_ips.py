@@ -54,8 +54,17 @@ estimated MSE is chosen per context (ties: the finer one). Since the choice uses
 same data, the data-driven estimate is not exactly unbiased: over 1,000 replicates of
 ``configs/counterfactual.yaml`` its bias was +0.0025 +- 0.0006 at the bundled seed (11% of the
 effect, RIPS +0.0011 +- 0.0005 on the same replicates) and +0.0007, -0.0002 and +0.0006
-(+- 0.0006) under three other seeds. The chosen behaviours and their estimated MSEs are in
-the diagnostics' notes.
+(+- 0.0006) under three other seeds. On small logs with a noisy reference the selection bias is large: in the
+conformance suite's worlds (4 queries, 5 candidates, 3 slots, a Plackett-Luce logger) at 2,500 impressions, 800
+logs each, the first-click estimates of the ideal list were off by -2.8% to -5.5% (reciprocal rank; 3.5 to 7.7
+SE) and +34% to +95% of the value (abandonment, whose value there is 0.03-0.08), while the fixed cascade
+behaviour on the same logs is unbiased (exactly, by the suite's enumeration); at 10,000 impressions -0.7% to
+-0.8% and +13% to +31% (1.2-1.9 SE at 400 logs). The standard reference's terms and their estimated variance move
+together (a log that happens to hold a large weight has a high estimate and a high variance), so the choice
+keeps the cascade behaviour when the reference is high and may switch when it is low
+(``tests/test_adaptive_ips_selection_bias.py``). The conformance suite therefore checks fixed behaviours for
+unbiasedness (:meth:`AdaptiveIPS.check_instances`), not the choice. The chosen behaviours and their estimated
+MSEs are in the diagnostics' notes.
 
 Intervals. The CLT interval holds the choice fixed: it leaves out how the choice itself
 varies from log to log, and covers less than the nominal level where the choice is close
@@ -198,7 +207,8 @@ class AdaptiveIPS(Estimator):
 
     name = "adaptive_ips"
     assumption = ("each user type's behaviour is covered by its chosen one (independent < cascade < standard); "
-                  "data-driven choice: by estimated MSE per user type")
+                  "data-driven choice: by estimated MSE per user type, on the same log (a selection bias that "
+                  "shrinks as the log grows)")
     needs = ("p_item", "p_prefix", "p_list")
     weights_expectation = 1.0  # each behaviour's slot weights are pi/mu (Diagnostics.mean_weight)
     unbiased_under = (
@@ -208,8 +218,9 @@ class AdaptiveIPS(Estimator):
         # the estimator's own setting: PBM users (type 0) and cascade users (type 1) mixed,
         # each type's behaviour covered by its own mapping (see check_instances)
         ("mixture", "additive"),
-        # first-click rewards: the data-driven choice among cascade and standard, both covering every top-down
-        # user (check_instances with kind "first_click")
+        # first-click rewards: the cascade behaviour, which covers every top-down user (check_instances with kind
+        # "first_click"); the data-driven choice among cascade and standard is not unbiased on logs of the suite's
+        # size (its selection bias: module docstring, tests/test_adaptive_ips_selection_bias.py)
         ("pbm", "first_click"), ("mixture", "first_click"),
     )
 
@@ -242,13 +253,14 @@ class AdaptiveIPS(Estimator):
 
     @classmethod
     def check_instances(cls, world: Any, kind: str | None = None) -> list[Estimator]:
-        """For first-click rewards (``kind``) the data-driven choice itself (its candidates, cascade and standard,
-        cover every top-down user). Otherwise a fixed behaviour covering the world's click family: independent for
-        position-based worlds (additive rewards are declared unbiased there), cascade for
-        cascade and DCM worlds, and per user type in the mixture world (independent for its
-        PBM users, cascade for its cascade users)."""
+        """A fixed behaviour covering the world's users for the reward ``kind``: for first-click rewards cascade
+        (its prefix weights cover every top-down user, the PBM's included); for additive rewards independent for
+        position-based worlds, cascade for cascade and DCM worlds, and per user type in the mixture world
+        (independent for its PBM users, cascade for its cascade users). Not the data-driven choice: choosing on the
+        same log biases it on logs of the suite's size (module docstring), which the suite's checks of
+        unbiasedness would (rightly) fail."""
         if kind == "first_click":
-            return [cls()]
+            return [cls(behaviours="cascade")]
         family = getattr(world, "family", "")
         if family == "mixture":
             # the check worlds' mixture: user type 0 clicks by the PBM, type 1 by the cascade
