@@ -434,3 +434,26 @@ def test_close_information_fractions_are_named_as_plain_numbers():
     with pytest.raises(Exception) as exc:
         sq.spending_boundaries([0.5, 0.50001], 0.05, "obrien_fleming", "two-sided")
     assert "information fractions 0.5 and 0.50001," in str(exc.value) and "np.float64" not in str(exc.value)
+
+
+def test_sequential_designs_name_their_boundary_rule() -> None:
+    """The report says which family the boundaries belong to: the spending designs are Lan-DeMets alpha spending
+    (gsDesign's sfLDOF values for five looks, not the classical O'Brien-Fleming constants of Jennison & Turnbull
+    Table 2.3: 4.562, 3.226, ...), the mSPRT's mixture variance is tau^2 = x se^2 with mixture_tau's x."""
+    doc = run_json("proportion", "--baseline", "0.10", "--target", "0.105", "--sequential", "obrien_fleming",
+                "--looks", "5")
+    np.testing.assert_allclose(doc["design"]["upper"], [4.877, 3.357, 2.680, 2.290, 2.031], atol=1e-3)
+    assert doc["design"]["description"].startswith("Lan-DeMets alpha spending of O'Brien-Fleming type (alpha/2 "
+                                                   "spent on each side), 5 equally spaced looks")
+    one = run_json("interleaving", "--delta", "0.02", "--sd", "0.9", "--sequential", "pocock", "--looks", "1",
+                "--alternative", "larger")
+    assert "Pocock type (one-sided), 1 equally spaced look (" in one["design"]["description"]
+    text = runner.invoke(app, ["power", "interleaving", "--delta", "0.02", "--sd", "0.9", "--sequential", "pocock",
+                               "--looks", "1", "--alternative", "larger"]).output
+    assert "design pocock with 1 look\n" in text
+    ms = run_json("interleaving", "--delta", "0.02", "--sd", "0.9", "--sequential", "msprt", "--looks", "14")
+    x = float(sq.mixture_tau(1.0, 0.05)) ** 2
+    assert f"tau^2 = {x:.4g} x the last look's se^2" in ms["design"]["description"]
+    text = runner.invoke(app, ["power", "interleaving", "--delta", "0.02", "--sd", "0.9", "--sequential", "msprt",
+                               "--looks", "14"]).output
+    assert "design: " + ms["design"]["description"] + "\n" in text

@@ -159,7 +159,8 @@ def render_text(doc: dict[str, Any]) -> str:
     lines.append(
         f"alpha {doc['alpha']} ({doc['alternative']}), power {doc['power_target']}"
         + (f", share in B {doc['share_b']}" if doc["share_b"] is not None else "")
-        + (f", design {doc['sequential']} with {doc['looks']} looks" if doc["sequential"] != "none" else "")
+        + (f", design {doc['sequential']} with {doc['looks']} look{'s' if doc['looks'] != 1 else ''}"
+           if doc["sequential"] != "none" else "")
     )
     if "effect" in doc:
         e = doc["effect"]
@@ -168,6 +169,7 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append(f"effect: {effect_text(e['absolute'])}{rel}{to}")
     if "design" in doc:
         d = doc["design"]
+        lines.append(f"design: {d['description']}")
         edge = d["upper"] if d["alternative"] != "smaller" else d["lower"]
         ups = ", ".join("inf" if v is None else f"{v:.3f}" for v in edge)
         lines.append(f"boundaries (|z|): {ups}")

@@ -154,6 +154,22 @@ def design(st: Settings) -> Any:
     return sq.spending_boundaries(fractions, st.alpha, st.sequential, st.alternative)
 
 
+def design_text(st: Settings) -> str:
+    """What the sequential design is, for the report (the boundaries' rule, so a reader comparing them with another
+    tool's knows which family they belong to)."""
+    from onlineeval.stats import sequential as sq
+
+    looks = f"{st.looks or 1} equally spaced look{'s' if (st.looks or 1) > 1 else ''}"
+    if st.sequential in ("msprt", "confidence_sequence"):
+        x = sq._mixture_x(st.alpha)
+        return (f"normal-mixture mSPRT, always valid (mixture variance tau^2 = {x:.4g} x the last look's se^2), "
+                f"{looks}")
+    sides = "alpha/2 spent on each side" if st.alternative == "two-sided" else "one-sided"
+    name = "O'Brien-Fleming" if st.sequential == "obrien_fleming" else "Pocock"
+    return (f"Lan-DeMets alpha spending of {name} type ({sides}), {looks} (the classical {name} design's "
+            "boundaries differ)")
+
+
 def _scaled(b: Any, c: float) -> Any:
     """The boundaries on the scale of :math:`Z^{(1)}` (multiplied by :math:`c = s_0/s_1`)."""
     from onlineeval.stats.sequential import Boundaries
@@ -389,6 +405,7 @@ def calculate(m: Metric, st: Settings, effect: float | None, users: int | None) 
         d_seq, d_fix = drifts(c), required_drift(fixed, st.power, c)
         out["design"] = {
             **b.to_dict(),
+            "description": design_text(st),
             "inflation_factor": (d_seq / d_fix) ** 2,
             "expected_fraction_alternative": sq.crossing_probabilities(_scaled(b, c), d_seq).expected_fraction,
             "expected_fraction_null": sq.crossing_probabilities(_scaled(b, c), 0.0).expected_fraction,
