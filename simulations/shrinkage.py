@@ -36,8 +36,9 @@ design and metric, the study gives:
 - **Kendall's tau-b** between the offline and the online orderings of the group's
   systems (each distinct B against the common baseline), with the Monte Carlo spread of
   tau when the truth is Monte Carlo (tau recomputed on truths redrawn from
-  :math:`N(y_i, s_i^2)`), and the tau of one experiment of D days (each simulated
-  replicate's estimates of the systems, per traffic level; mean and SD over replicates).
+  :math:`N(y_i, s_i^2)`), and the tau of one experiment of D days (per traffic level; each
+  system's estimate from another replicate, as separate experiments would be: the points share their seed,
+  so the same replicate of two points shares its draws; mean and SD over the sets).
   Schuth et al. (2015) and Chapelle et al. (2012) report these for interleaving against
   judgments.
 - **the MDE curve**: the smallest offline gain an experiment of D days detects with the
@@ -98,7 +99,8 @@ float may be ``null`` where it is undefined)::
               },
               "kendall_tau": {"truth": tau | null, "n_systems": n, "n_truths": t, "truth_mc_sd": sd | null,
                               "experiment": [{"queries_per_day": q, "days": D, "replicates": R,
-                                              "mean": .., "sd": .., "n_systems": n, "n_truths": t}]}
+                                              "mean": .., "sd": .., "n_systems": n, "n_truths": t,
+                                              "note": ..}]}   # note (mean, sd null): fewer replicates than systems
                                            # n_systems: distinct ranker pairs, as the relation's; n_truths: the
                                            # distinct truths tau ranks (more when pairs are seen with several);
                                            # null tau and no experiment entry below 2 systems
@@ -199,7 +201,11 @@ CONVENTIONS = {
             "SEs of 0); decision: share of simulated experiments of the point's days whose estimate has the other "
             "sign / is significant the other way (two-sided, the point's alpha), and the normal-theory values",
     "tau": "Kendall's tau-b between the offline and online orderings of a group's systems (all against one "
-           "baseline A); experiment: tau of one simulated experiment's estimates, mean and SD over replicates",
+           "baseline A); experiment: tau of one simulated experiment per system, each system's from another "
+           "replicate (the system at position j of the group takes replicate r + j, mod R: the points share their "
+           "seed, so one replicate index of two points shares its traffic and click draws and their estimates move "
+           "together, correlation 0.99 on configs/sweep.yaml, ordering the systems as no set of separate "
+           "experiments would), mean and SD over the R such sets; none with fewer replicates than systems",
     "mde": "smallest offline gain detectable with the configured power at two-sided alpha in D days: "
            "(z_{1-alpha/2} + z_power) se(D) / slope, se(D)^2 = a / (D * queries per day) + b (median variance "
            "model of the group's points at that traffic), slope through the origin; its interval from the slope's "
@@ -369,12 +375,20 @@ def _tau_block(obs: pd.DataFrame, systems: pd.DataFrame, estimates: pd.DataFrame
             continue
         sign = float(sub["improvement_sign"].iloc[0])
         xs = sub["offline_delta"].to_numpy(dtype=np.float64)
-        taus = np.array([kendall_tau_b(xs, sign * r) for r in table.to_numpy()])
+        entry: dict[str, Any] = {"queries_per_day": float(qpd), "days": int(days), "replicates": len(table),
+                                 "mean": None, "sd": None, "n_systems": pairs, "n_truths": len(sub)}
+        out["experiment"].append(entry)
+        n_rep, n_col = table.shape
+        if n_rep < n_col:  # some set would take one replicate index twice: shared draws again
+            entry["note"] = f"{n_rep} replicates for {n_col} systems: too few to give every system its own"
+            continue
+        vals = table.to_numpy()
+        # set r: the j-th system's replicate r + j (mod R); each replicate of each point used once
+        sets = vals[(np.arange(n_rep)[:, None] + np.arange(n_col)[None, :]) % n_rep, np.arange(n_col)[None, :]]
+        taus = np.array([kendall_tau_b(xs, sign * r) for r in sets])
         taus = taus[np.isfinite(taus)]  # tau is undefined for an experiment whose estimates are all equal
-        out["experiment"].append({"queries_per_day": float(qpd), "days": int(days), "replicates": len(table),
-                                  "mean": float(taus.mean()) if taus.size else None,
-                                  "sd": float(taus.std(ddof=1)) if taus.size > 1 else None,
-                                  "n_systems": pairs, "n_truths": len(sub)})
+        entry["mean"] = float(taus.mean()) if taus.size else None
+        entry["sd"] = float(taus.std(ddof=1)) if taus.size > 1 else None
     return out
 
 

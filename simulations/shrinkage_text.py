@@ -100,8 +100,9 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
             if k["truth_mc_sd"] is not None:
                 text += f" (MC sd {k['truth_mc_sd']:.2f})"
             for e in k["experiment"]:
-                text += (f"; one experiment of {e['days']} d at {e['queries_per_day']:g} queries/day: "
-                         f"{_fmt(e['mean'], '.2f')} +- {_fmt(e['sd'], '.2f')}")
+                text += (f"; one experiment per system of {e['days']} d at {e['queries_per_day']:g} queries/day: "
+                         + (f"- ({e['note']})" if e.get("note") else
+                            f"{_fmt(e['mean'], '.2f')} +- {_fmt(e['sd'], '.2f')}"))
             lines.append(text)
     mdes = [(", ".join(str(v) for v in g["key"].values()) or g["label"], m) for g in study["groups"] for m in g["mde"]]
     if mdes:

@@ -211,11 +211,14 @@ def test_study_counts_and_decisions_by_hand() -> None:
         o = obs[obs["point"] == d["point"]].iloc[0]
         se = math.sqrt(2.0 / o["impressions"])
         assert d["analytic_opposite_sign"] == pytest.approx(sps.norm.cdf(-sx * o["online_effect"] / se))
-    # one experiment's tau per traffic level: recomputed from each replicate's estimates
+    # one experiment per system's tau per traffic level: recomputed with the j-th system's estimate from
+    # replicate r + j (mod 20), so no set holds two estimates of one replicate index (shared draws)
     for e in rel["kendall_tau"]["experiment"]:
         pts = [0, 2, 4] if e["queries_per_day"] == 1000 else [1, 3, 5]
         table = est[est["point"].isin(pts)].pivot(index="replicate", columns="point", values="estimate")[pts]
-        taus = [sps.kendalltau(xs, -row).statistic for row in table.to_numpy()]
+        vals = table.to_numpy()
+        taus = [sps.kendalltau(xs, -np.array([vals[(r + j) % 20, j] for j in range(3)])).statistic
+                for r in range(20)]
         assert e["mean"] == pytest.approx(np.mean(taus)) and e["replicates"] == 20
     # MDE curve at each traffic level of the group: (z + z) se(D) / slope
     mde = {m["queries_per_day"]: m for m in g1["mde"]}

@@ -222,3 +222,35 @@ def test_kendall_tau_counts_ranker_pairs_like_the_relation() -> None:
         assert (tau["n_systems"], tau["n_truths"]) == (3, 3) and tau["experiment"][0]["n_systems"] == 3
         assert tau["truth"] == pytest.approx(sps.kendalltau(xs, ys).statistic, abs=1e-12)
     assert "Kendall tau, offline vs true online order (3 systems): 1.00" in format_shrinkage(_study(pts, [AXIS]))
+
+
+def test_one_experiment_per_system_does_not_share_a_replicate_s_draws() -> None:
+    """The sweep's points share their seed, so replicate r of every point sees the same traffic and click draws:
+    estimates that move together (here the same noise added to every point's truth). Ranked replicate by replicate
+    they would order the systems as their truths do every time (tau 1.00 +- 0.00, what the sweep printed for
+    configs/sweep.yaml's A/B test, whose adjacent systems one week of traffic misorders about a quarter of the
+    time). Each system takes another replicate; too few replicates for the systems gives no tau, with a note."""
+    xs = [0.01, 0.02, 0.03, 0.04, 0.05]
+    ys = [0.004, 0.008, 0.012, 0.016, 0.020]
+    obs = pd.DataFrame([{**BASE, "point": p, "system": f"p{p}", "offline_delta": x, "online_effect": y}
+                        for p, (x, y) in enumerate(zip(xs, ys))])
+    rng = np.random.default_rng(3)
+    common = rng.normal(0, 0.01, 400)  # one draw per replicate index, shared by every point
+    est = pd.DataFrame([{"point": p, "design": "ab", "metric": "reciprocal_rank", "replicate": r,
+                         "estimate": y + common[r], "pvalue": 0.5}
+                        for p, y in enumerate(ys) for r in range(400)])
+    labels = {p: {"rankers.B.noise": f"p{p}"} for p in range(5)}
+    study = shrinkage_study(obs, est, {p: {} for p in labels}, [], "nDCG@10", labels=labels)
+    (exp,) = study["groups"][0]["relations"][0]["kendall_tau"]["experiment"]
+    # separate experiments: the estimates are independent N(y, 0.01^2), adjacent truths 0.004 apart
+    draws = np.array(ys)[None, :] + rng.normal(0, 0.01, (20000, 5))
+    independent = np.mean([sps.kendalltau(xs, d).statistic for d in draws])
+    assert 0.3 < independent < 0.8
+    assert exp["mean"] == pytest.approx(independent, abs=4 * exp["sd"] / math.sqrt(400))
+    assert exp["mean"] < 0.9 and exp["sd"] > 0.1  # not 1.00 +- 0.00
+    few = est[est["replicate"] < 4]
+    study = shrinkage_study(obs, few, {p: {} for p in labels}, [], "nDCG@10", labels=labels)
+    (exp,) = study["groups"][0]["relations"][0]["kendall_tau"]["experiment"]
+    assert exp["mean"] is None and exp["note"] == "4 replicates for 5 systems: too few to give every system its own"
+    assert "one experiment per system of 3 d at 1000 queries/day: - (4 replicates for 5 systems" in \
+        format_shrinkage(study)

@@ -197,7 +197,8 @@ def shrinkage_headline(shrink: Any) -> list[Html]:
         sign = r.get("sign_agreement") or {}
         truth, dec = sign.get("truth") or {}, sign.get("decision_mean") or {}
         tau = r.get("kendall_tau") or {}
-        exp = [f"{fmt(e.get('mean'), '.2f')} +- {fmt(e.get('sd'), '.2f')}" for e in tau.get("experiment") or []]
+        exp = [f"- ({e['note']})" if e.get("note") else f"{fmt(e.get('mean'), '.2f')} +- {fmt(e.get('sd'), '.2f')}"
+               for e in tau.get("experiment") or []]
         rows.append([
             g.get("label", "-"), r.get("design"), r.get("metric"), str(r.get("n_systems", "-")),
             f"{fmt(fit.get('slope'), '.3g')} {_ci(fit.get('slope_ci'))}" if fit else "too few systems",
@@ -215,7 +216,7 @@ def shrinkage_headline(shrink: Any) -> list[Html]:
     return [
         table(["group", "design", "metric", "systems", f"slope (online per offline unit) {pct}CI",
                "true sign disagrees", "experiments with the other sign (sim. / analytic)", "Kendall tau (truth)",
-               "Kendall tau (one experiment)", f"offline MDE ({shrink.get('offline_metric', 'offline')})"], rows,
+               "Kendall tau (one experiment per system)", f"offline MDE ({shrink.get('offline_metric', 'offline')})"], rows,
               cls="answer", id_="shrinkage-headline", text_columns=(0, 1, 2, 9),
               caption=f"Offline to online across the points (shrinkage study, primary metrics; {pct}intervals)"),
         tag("ul", *warnings, *sentences, cls="sentences") if warnings or sentences else esc(""),
@@ -224,8 +225,9 @@ def shrinkage_headline(shrink: Any) -> list[Html]:
              "true sign disagrees: systems whose true online effect has the other sign than their offline delta; "
              "experiments with the other sign: share of the simulated experiments (the point's days) whose estimate "
              "has the other sign, simulated / normal theory, mean over the group's points; Kendall tau: offline "
-             "against online order of the group's systems, for the truth and for one experiment (mean +- SD over "
-             "replicates); offline MDE: the smallest offline gain detectable with the target power in the simulated "
+             "against online order of the group's systems, for the truth and for one experiment per system, each "
+             "system's estimate from another replicate as separate experiments would give them (the points share "
+             "their seed: one replicate of every point shares its draws; mean +- SD over the sets); offline MDE: the smallest offline gain detectable with the target power in the simulated "
              "days [its interval from the slope's CI; unbounded and the MDE flagged '!' when that CI includes 0]. "
              "Conventions in full: ", tag("a", "the shrinkage study", href="#shrinkage"), "."),
     ]
