@@ -403,6 +403,7 @@ def fit_command(
     from clickmodels.estimation import fit_log
     from clickmodels.estimation.bootstrap import SE_MODELS, bootstrap_se
     from onlineeval.errors import ConfigError
+    from onlineeval.io.digest import InputDigests, fingerprint
 
     _check_fit_options(model, method, out)
     _check_options(max_iter, tol, pseudo)
@@ -416,19 +417,24 @@ def fit_command(
                               f"of the model each), got {bootstrap}")
     elif seed is not None:
         raise ConfigError(("--seed",), "applies to --bootstrap only")
+    digests = InputDigests({"log": log})  # hashed while the log is read and fitted
     data = _read(log, format)
     note = _translation_note(model)
     result = fit_log(fit_name(model, "--model"), data,
                      **_em_options(max_iter, tol, pseudo, model, method, strict=True, progress=not quiet,
                                    plain_em=plain_em))
     boot = None
+    doc = result.to_dict()
     if bootstrap is not None:
         boot = bootstrap_se(fit_name(model, "--model"), data, result, n_boot=bootstrap, seed=seed or 0,
                             **_em_options(max_iter, tol, pseudo, model, method, strict=True, plain_em=plain_em))
-        doc = {**result.to_dict(), "standard_errors": boot.to_dict()}
-        out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    else:
-        result.save(out)
+        doc["standard_errors"] = boot.to_dict()
+    inputs = digests.entries()
+    options = {"command": "clicks fit", "model": fit_name(model, "--model"), "format": format,
+               "max_iter": max_iter, "tol": tol, "plain_em": plain_em, "pseudo": pseudo, "method": method,
+               "bootstrap": bootstrap, "seed": seed}
+    doc.update(inputs=inputs, options=options, fingerprint=fingerprint(inputs, options))
+    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if note:
         typer.echo(f"model: {note}")
     dropped = data.dropped_note(log)
@@ -450,6 +456,9 @@ def fit_command(
         f"train log-likelihood {tr.log_likelihood[-1]:.4f} (sum over {data.n_sessions} sessions, natural log); "
         f"wrote {out}"
     )
+    typer.echo(f"inputs (SHA-256, first 12 hex digits; {out.name} holds them in full): log "
+               f"{inputs['log']['sha256'][:12]}; fingerprint: {doc['fingerprint']} (of the log's SHA-256, the model "
+               "and fit options, and the version)")
     if boot is not None:
         typer.echo(f"standard errors (per-session bootstrap, {boot.n_boot} replicates, seed {boot.seed}): "
                    f"{boot.summary()}")
@@ -492,6 +501,7 @@ def evaluate_command(
     from clickmodels.evaluation import compare
     from clickmodels.logs import train_test_split
     from onlineeval.errors import ConfigError
+    from onlineeval.io.digest import InputDigests, fingerprint
 
     requests = resolve_models(models, "--models")
     _check_options(max_iter, tol, None, test_fraction if test_log is None else None)
@@ -506,6 +516,9 @@ def evaluate_command(
         raise ConfigError(("--csv",), f"cannot write {csv}: directory {csv.parent} does not exist")
     # the training log as its own test (the file or a copy): in-sample figures for the models fitted on it
     in_sample = test_log is not None and bool(refit) and same_file(log, test_log)
+    files: dict[str, Path] = {"log": log, **({"test_log": test_log} if test_log is not None else {})}
+    files.update({f"model {r.given}": r.path for r in requests if r.path is not None})
+    digests = InputDigests(files)  # hashed while the logs are read and the models fitted
     train = _read(log, format)
     dropped = [train.dropped_note(log)]
     if test_log is None:
@@ -517,6 +530,17 @@ def evaluate_command(
                       lambda r: _em_options(max_iter, tol, None, r.base, r.method, progress=not quiet,
                                             plain_em=plain_em))
     table = compare(fits, test, on_error="row")
+    inputs = digests.entries()
+    options = {"command": "clicks evaluate", "models": [r.given for r in requests],
+               "format": format, "test_format": (test_format or format) if test_log is not None else None,
+               "test_fraction": test_fraction if test_log is None else None, "seed": seed if test_log is None else None,
+               "max_iter": max_iter, "tol": tol, "plain_em": plain_em}
+    fp = fingerprint(inputs, options)
+    table["log_sha256"] = inputs["log"]["sha256"]
+    table["test_log_sha256"] = inputs["test_log"]["sha256"] if test_log is not None else ""
+    saved = {label: inputs[f"model {r.given}"]["sha256"] for r, label in zip(requests, fits, strict=True) if r.path}
+    table["model_sha256"] = [saved.get(label, "") for label in table.index]  # a saved fit's file; refitted: none
+    table["fingerprint"] = fp
     refused = {label: why for label, why in table.get("refused", pd.Series(dtype=str)).items() if why}
     if len(refused) == len(table):
         from onlineeval.errors import InputError
@@ -536,6 +560,10 @@ def evaluate_command(
     split = (IN_SAMPLE.format(test=test_log, train=log) if in_sample else f"held-out log {test_log}") \
         if test_log is not None else f"random split of {log}, {test_fraction:.0%} of sessions held out (seed {seed})"
     typer.echo(f"train: {train.n_sessions} sessions, test: {test.n_sessions} sessions ({split})")
+    shown = [("test log" if key == "test_log" else key, entry) for key, entry in inputs.items()]
+    typer.echo("inputs (SHA-256, first 12 hex digits; --csv: in full): "
+               + ", ".join(f"{label} {e['sha256'][:12]}" for label, e in shown)
+               + f"; fingerprint: {fp} (of the inputs' SHA-256, the models, split and fit options, and the version)")
     for line in dropped:
         if line:
             typer.echo(line)
