@@ -93,3 +93,26 @@ def test_a_saved_fit_with_its_provenance_still_loads(tmp_path: Path) -> None:
     _fit(log, tmp_path / "f.json")
     fit = load_fit(tmp_path / "f.json")
     assert fit.name == "pbm" and np.all(np.asarray(fit.examination) > 0)
+
+
+def test_the_api_gives_the_cli_s_fingerprint_and_digests_frames_and_fitted_models(tmp_path: Path) -> None:
+    import onlineeval
+
+    train = _write_log(tmp_path / "train.tsv")
+    test = _write_log(tmp_path / "test.tsv", seed=4)
+    for extra, kwargs in (([], {"seed": 3}), (["--test-log", str(test)], {"test": str(test)})):
+        api = onlineeval.evaluate_clicks(str(train), "cm,pbm", **kwargs)
+        cli = runner.invoke(app, ["clicks", "evaluate", "--log", str(train), "--models", "cm,pbm", "-q", *extra,
+                                  *(["--seed", "3"] if "seed" in kwargs else [])])
+        assert f"; fingerprint: {api.attrs['fingerprint']} (" in cli.output
+        assert api.attrs["inputs"]["log"]["sha256"] == _sha(train)
+    frame = pd.DataFrame({"session": ["s1", "s2", "s3", "s4"], "query": ["q"] * 4, "docs": [["a", "b"]] * 4,
+                          "clicks": [["a"], [], ["b"], ["a"]]})
+    fitted = onlineeval.fit_clicks(frame, "pbm")
+    one = onlineeval.evaluate_clicks(frame, {"pbm": fitted}, test=frame)
+    assert one.attrs["inputs"]["log"]["in_memory"] == "DataFrame" and one.attrs["inputs"]["model pbm"]["sha256"]
+    changed = frame.assign(clicks=[["a"], [], ["b"], ["b"]])
+    two = onlineeval.evaluate_clicks(frame, {"pbm": onlineeval.fit_clicks(changed, "pbm")}, test=frame)
+    assert two.attrs["inputs"]["log"] == one.attrs["inputs"]["log"]
+    assert two.attrs["inputs"]["model pbm"] != one.attrs["inputs"]["model pbm"]
+    assert two.attrs["fingerprint"] != one.attrs["fingerprint"]

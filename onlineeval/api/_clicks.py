@@ -349,7 +349,11 @@ def evaluate_clicks(
         its reason in a last column ``refused`` (present only then); if no model can, an
         :class:`~onlineeval.errors.InputError`; refused models also raise a ``UserWarning``
         (the CLI's warning line). ``attrs["conventions"]``: what the numbers mean (the definitions ``clicks evaluate``
-        prints, each model's smoothing and estimator, the split), a dict of strings.
+        prints, each model's smoothing and estimator, the split), a dict of strings. ``attrs["inputs"]``: the
+        SHA-256 of each input (``log``, ``test_log``, ``model <label>``): a file's bytes (the CLI's), a DataFrame's
+        content or a fitted model's parameters (:func:`onlineeval.io.digest.memory_entry`; ``None`` for an input
+        without a canonical form); ``attrs["fingerprint"]``: of those with the options and the version, the CLI's
+        for the same files and options.
     """
     import numpy as np
     import pandas as pd
@@ -400,7 +404,33 @@ def evaluate_clicks(
                             "held-out sessions given as test") if test is not None else (
         f"random split, {test_fraction:.0%} of sessions held out (numpy.random.default_rng({seed}))")
     table.attrs["conventions"] = conventions
+    table.attrs["inputs"] = _inputs({"log": sessions, **({"test_log": test} if test is not None else {}),
+                                     **({f"model {r.given}": r.path for r in requests if r.path is not None}
+                                        if requests is not None else
+                                        {f"model {label}": fit for label, fit in models.items()})})  # type: ignore[union-attr]
+    from onlineeval.cli.clicks import evaluate_options
+    from onlineeval.io.digest import fingerprint
+
+    labels = [r.given for r in requests] if requests is not None else list(models)  # type: ignore[arg-type]
+    table.attrs["fingerprint"] = fingerprint(table.attrs["inputs"], evaluate_options(
+        labels, format, format, test is not None, test_fraction, seed))
     return table
+
+
+def _inputs(objects: Mapping[str, Any]) -> dict[str, Any]:
+    """Each input's digest for :func:`evaluate_clicks`' ``attrs["inputs"]``: a file's (its bytes), a fitted model's
+    (its parameters' canonical JSON), anything else's content (:func:`~onlineeval.io.digest.memory_entry`)."""
+    from onlineeval.io.digest import input_entry, memory_entry
+
+    out: dict[str, Any] = {}
+    for key, obj in objects.items():
+        if _is_path(obj):
+            out[key] = input_entry(obj)
+        elif callable(getattr(obj, "to_dict", None)) and not hasattr(obj, "columns"):
+            out[key] = memory_entry(obj.to_dict())
+        else:
+            out[key] = memory_entry(obj)
+    return out
 
 
 def sample_clicks(

@@ -531,10 +531,8 @@ def evaluate_command(
                                             plain_em=plain_em))
     table = compare(fits, test, on_error="row")
     inputs = digests.entries()
-    options = {"command": "clicks evaluate", "models": [r.given for r in requests],
-               "format": format, "test_format": (test_format or format) if test_log is not None else None,
-               "test_fraction": test_fraction if test_log is None else None, "seed": seed if test_log is None else None,
-               "max_iter": max_iter, "tol": tol, "plain_em": plain_em}
+    options = evaluate_options([r.given for r in requests], format, test_format, test_log is not None, test_fraction,
+                               seed, max_iter, tol, plain_em)
     fp = fingerprint(inputs, options)
     table["log_sha256"] = inputs["log"]["sha256"]
     table["test_log_sha256"] = inputs["test_log"]["sha256"] if test_log is not None else ""
@@ -598,6 +596,18 @@ def evaluate_command(
     if in_sample:
         typer.echo(f"warning: --test-log {test_log} is the training log: the figures of the models fitted on it are "
                    "in-sample, not held out", err=True)
+
+
+def evaluate_options(models: list[str], format: str | None, test_format: str | None, has_test: bool,
+                     test_fraction: float, seed: int, max_iter: int | None = None, tol: float | None = None,
+                     plain_em: bool = False) -> dict[str, Any]:
+    """The options that determine ``clicks evaluate``'s numbers, as its fingerprint hashes them (the CLI and
+    :func:`onlineeval.evaluate_clicks` build them here, so the same files and options give the same fingerprint):
+    the models as given, the formats, the split (the fraction and seed of a random one) and the EM options."""
+    return {"command": "clicks evaluate", "models": models, "format": format,
+            "test_format": (test_format or format) if has_test else None,
+            "test_fraction": None if has_test else test_fraction, "seed": None if has_test else seed,
+            "max_iter": max_iter, "tol": tol, "plain_em": plain_em}
 
 
 #: the split line of clicks evaluate when --test-log is the training log (its figures are not held out)
