@@ -444,3 +444,28 @@ def test_benchmark_logger_matches_enumeration() -> None:
         docs = np.array([[0, 1, 2, 3, 4, 9]])
         np.testing.assert_allclose(closed.shown_probability(np.array([q]), docs),
                                    exact.shown_probability(np.array([q]), docs), atol=1e-15)
+
+
+@pytest.mark.parametrize("family", ["pbm", "cascade", "dcm"])
+def test_clipped_ips_bias_is_its_declared_formula_exactly(family: str) -> None:
+    """Clipped IPS's assumption says E[estimate] - V = -E[(w - cap)^+ R]: by enumeration of every impression, with
+    the weights of the world's own lists and the rewards' exact expectations (not the estimator's terms)."""
+    world = check_world(family)
+    log, prob = enumerated_log(world)
+    for cap in (2.0, 5.0, 40.0):
+        est = estimator_class("clipped_ips")(cap=cap)
+        for target in world.targets:
+            hit = np.all(log.shown == target.rankings(log.query), axis=1)
+            w = np.where(hit, 1.0 / log.p_list, 0.0)
+            for rw in check_rewards("additive", world.k) + check_rewards("first_click", world.k):
+                r = rw.offset + rw.slot_rewards(log.clicks).sum(axis=1)  # R: the whole reward (abandonment: 1 - ...)
+                bias = -float(prob @ (np.maximum(w - cap, 0.0) * r))
+                got = expected_value(est, world, target, rw) - world.truth(target, rw)
+                assert got == pytest.approx(bias, rel=1e-9, abs=1e-12), (cap, target.name, rw.name)
+                if cap >= w.max():
+                    assert bias == 0.0
+    top = float(1.0 / log.p_list.min())  # at or above every weight: unbiased, exactly
+    rw = check_rewards("additive", world.k)[0]
+    for target in world.targets:
+        est = estimator_class("clipped_ips")(cap=top)
+        assert expected_value(est, world, target, rw) == pytest.approx(world.truth(target, rw), rel=1e-12)
