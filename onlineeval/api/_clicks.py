@@ -404,10 +404,12 @@ def evaluate_clicks(
                             "held-out sessions given as test") if test is not None else (
         f"random split, {test_fraction:.0%} of sessions held out (numpy.random.default_rng({seed}))")
     table.attrs["conventions"] = conventions
-    table.attrs["inputs"] = _inputs({"log": sessions, **({"test_log": test} if test is not None else {}),
-                                     **({f"model {r.given}": r.path for r in requests if r.path is not None}
-                                        if requests is not None else
-                                        {f"model {label}": fit for label, fit in models.items()})})  # type: ignore[union-attr]
+    given: dict[str, Any] = {"log": sessions, **({"test_log": test} if test is not None else {})}
+    if requests is None:  # {label: fitted model}: its parameters
+        given.update({f"model {label}": fit for label, fit in models.items()})  # type: ignore[union-attr]
+    else:  # the saved fits' files
+        given.update({f"model {r.given}": r.path for r in requests if r.path is not None})
+    table.attrs["inputs"] = _inputs(given)
     from onlineeval.cli.clicks import evaluate_options
     from onlineeval.io.digest import fingerprint
 

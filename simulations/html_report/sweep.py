@@ -216,7 +216,8 @@ def shrinkage_headline(shrink: Any) -> list[Html]:
     return [
         table(["group", "design", "metric", "systems", f"slope (online per offline unit) {pct}CI",
                "true sign disagrees", "experiments with the other sign (sim. / analytic)", "Kendall tau (truth)",
-               "Kendall tau (one experiment per system)", f"offline MDE ({shrink.get('offline_metric', 'offline')})"], rows,
+               "Kendall tau (one experiment per system)",
+               f"offline MDE ({shrink.get('offline_metric', 'offline')})"], rows,
               cls="answer", id_="shrinkage-headline", text_columns=(0, 1, 2, 9),
               caption=f"Offline to online across the points (shrinkage study, primary metrics; {pct}intervals)"),
         tag("ul", *warnings, *sentences, cls="sentences") if warnings or sentences else esc(""),
@@ -227,8 +228,9 @@ def shrinkage_headline(shrink: Any) -> list[Html]:
              "has the other sign, simulated / normal theory, mean over the group's points; Kendall tau: offline "
              "against online order of the group's systems, for the truth and for one experiment per system, each "
              "system's estimate from another replicate as separate experiments would give them (the points share "
-             "their seed: one replicate of every point shares its draws; mean +- SD over the sets); offline MDE: the smallest offline gain detectable with the target power in the simulated "
-             "days [its interval from the slope's CI; unbounded and the MDE flagged '!' when that CI includes 0]. "
+             "their seed: one replicate of every point shares its draws; mean +- SD over the sets); offline MDE: "
+             "the smallest offline gain detectable with the target power in the simulated days [its interval from "
+             "the slope's CI; unbounded and the MDE flagged '!' when that CI includes 0]. "
              "Conventions in full: ", tag("a", "the shrinkage study", href="#shrinkage"), "."),
     ]
 
