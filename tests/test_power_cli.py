@@ -457,3 +457,13 @@ def test_sequential_designs_name_their_boundary_rule() -> None:
     text = runner.invoke(app, ["power", "interleaving", "--delta", "0.02", "--sd", "0.9", "--sequential", "msprt",
                                "--looks", "14"]).output
     assert "design: " + ms["design"]["description"] + "\n" in text
+
+
+def test_whole_impression_counts_and_tiny_relative_effects_are_written_out() -> None:
+    """Impressions equal to users (one per user) are written as the users are (22,873,223, not 2.287e+07), and a
+    relative effect too small for two decimals of a percent is not printed as +0.00%."""
+    text = runner.invoke(app, ["power", "proportion", "--baseline", "1e-6", "--target", "2e-6"]).output
+    assert "required users per arm: A 22,873,223, B 22,873,223" in text
+    assert "impressions per arm:    A 22,873,223, B 22,873,223" in text
+    tiny = runner.invoke(app, ["power", "proportion", "--baseline", "0.1", "--mde", "1e-9"]).output
+    assert "effect: +1.00e-09 (+1e-06%) -> 0.1" in tiny and "+0.00%" not in tiny

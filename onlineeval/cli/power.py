@@ -145,6 +145,19 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
+def _count(x: Any) -> str:
+    """An impressions count: a whole number as the user counts beside it are written (22,873,223, not 2.287e+07),
+    a fractional one (users x a mean of impressions per user) as :func:`_fmt` writes floats."""
+    v = float(x)
+    return _fmt(int(v)) if math.isfinite(v) and v == int(v) else _fmt(v)
+
+
+def _pct(x: float) -> str:
+    """A relative effect in percent: two decimals, or three significant digits where two decimals would print a
+    non-zero effect as +0.00%."""
+    return f"{x:+.2%}" if x == 0 or abs(x) >= 5e-5 or not math.isfinite(x) else f"{100 * x:+.3g}%"
+
+
 def render_text(doc: dict[str, Any]) -> str:
     """A short human-readable report of :func:`calculate`'s answer."""
     lines = [f"metric: {doc['metric']}" + (f" ({doc['method']})" if "method" in doc else "")]
@@ -164,7 +177,7 @@ def render_text(doc: dict[str, Any]) -> str:
     )
     if "effect" in doc:
         e = doc["effect"]
-        rel = f" ({e['relative']:+.2%})" if e["relative"] is not None else ""
+        rel = f" ({_pct(e['relative'])})" if e["relative"] is not None else ""
         to = f" -> {_fmt(e['treatment_value'])}" if e["treatment_value"] is not None else ""
         lines.append(f"effect: {effect_text(e['absolute'])}{rel}{to}")
     if "design" in doc:
@@ -190,10 +203,10 @@ def render_text(doc: dict[str, Any]) -> str:
         elif "users_per_arm" in r:
             u, i = r["users_per_arm"], r["impressions_per_arm"]
             lines.append(f"required users per arm: A {_fmt(u['A'])}, B {_fmt(u['B'])} (total {_fmt(r['users_total'])})")
-            lines.append(f"impressions per arm:    A {_fmt(float(i['A']))}, B {_fmt(float(i['B']))}")
+            lines.append(f"impressions per arm:    A {_count(i['A'])}, B {_count(i['B'])}")
         else:
             lines.append(
-                f"required users: {_fmt(r['users_total'])} (impressions {_fmt(float(r['impressions_total']))})"
+                f"required users: {_fmt(r['users_total'])} (impressions {_count(r['impressions_total'])})"
             )
         if "expected_users_alternative" in r:
             lines.append(
@@ -208,7 +221,7 @@ def render_text(doc: dict[str, Any]) -> str:
         if a["mde_absolute"] is None:
             lines.append(f"{head}: no effect within the metric's range reaches power {doc['power_target']}")
         else:
-            rel = f" ({a['mde_relative']:+.2%})" if a["mde_relative"] is not None else ""
+            rel = f" ({_pct(a['mde_relative'])})" if a["mde_relative"] is not None else ""
             lines.append(f"{head}: minimum detectable effect {effect_text(a['mde_absolute'])}{rel}")
     return "\n".join(lines)
 
