@@ -55,8 +55,13 @@ def rate_text(x: Any, signed: bool = False) -> str:
 
 
 def percent_text(x: Any, signed: bool = True) -> str:
-    """A relative change given as a fraction (0.047) as a percentage to 0.1% (``+4.7%``)."""
-    return format(100.0 * float(x), ("+" if signed else "") + ".1f") + "%" if _number(x) else "-"
+    """A relative change given as a fraction (0.047) as a percentage to 0.1% (``+4.7%``); one below 0.05% but not 0
+    to one significant digit (``+0.003%``), where 0.1% would print a change as ``+0.0%``."""
+    if not _number(x):
+        return "-"
+    v = 100.0 * float(x)
+    sign = "+" if signed else ""
+    return format(v, sign + ".1f") + "%" if v == 0 or abs(v) >= 0.05 else format(v, sign + ".1g") + "%"
 
 
 def count_text(x: Any) -> str:

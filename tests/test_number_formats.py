@@ -92,6 +92,8 @@ def test_each_kind_of_number() -> None:
     assert se_text(0.000891) == "0.00089" and se_text(0.1) == "0.10" and significant(123.4, 1) == "1e+02"
     assert rate_text(0.75) == "0.750" and rate_text(0.0, signed=True) == "+0.000" and rate_text(None) == "-"
     assert percent_text(0.047) == "+4.7%" and percent_text(-0.2778) == "-27.8%" and percent_text(None) == "-"
+    # a change below 0.05% is not written +0.0% (one significant digit); exactly 0 is
+    assert percent_text(0.00004) == "+0.004%" and percent_text(-3.1e-5) == "-0.003%" and percent_text(0.0) == "+0.0%"
     assert count_text(2274.6) == "2,275" and count_text(math.inf) == "not reachable" and count_text(None) == (
         "not reachable")
     assert days_text(2.84) == "2.8" and days_text(None) == "-" and days_text(math.inf) == "-"
