@@ -116,3 +116,23 @@ def test_the_api_gives_the_cli_s_fingerprint_and_digests_frames_and_fitted_model
     assert two.attrs["inputs"]["log"] == one.attrs["inputs"]["log"]
     assert two.attrs["inputs"]["model pbm"] != one.attrs["inputs"]["model pbm"]
     assert two.attrs["fingerprint"] != one.attrs["fingerprint"]
+
+
+def test_fit_clicks_carries_the_cli_s_provenance_and_save_keeps_it(tmp_path: Path) -> None:
+    import onlineeval
+
+    log = _write_log(tmp_path / "log.tsv")
+    doc, _ = _fit(log, tmp_path / "cli.json")
+    api = onlineeval.fit_clicks(str(log), "pbm")
+    assert api.provenance["fingerprint"] == doc["fingerprint"]
+    assert api.provenance["inputs"]["log"]["sha256"] == _sha(log)
+    api.save(tmp_path / "api.json")
+    saved = json.loads((tmp_path / "api.json").read_text(encoding="utf-8"))
+    assert saved["fingerprint"] == doc["fingerprint"] and saved["options"] == doc["options"]
+    back = load_fit(tmp_path / "api.json")
+    assert back.provenance["fingerprint"] == doc["fingerprint"]
+    frame = pd.DataFrame({"session": ["s1", "s2", "s3"], "query": ["q"] * 3, "docs": [["a", "b"]] * 3,
+                          "clicks": [["a"], [], ["b"]]})
+    one = onlineeval.fit_clicks(frame, "pbm").provenance
+    two = onlineeval.fit_clicks(frame.assign(clicks=[["a"], [], ["a"]]), "pbm").provenance
+    assert one["inputs"]["log"]["in_memory"] == "DataFrame" and one["fingerprint"] != two["fingerprint"]

@@ -447,6 +447,10 @@ class ClickModelFit(ABC):
         return self.trace.method != "closed_form" or self.closed_form_is_mle
 
     trace: FitTrace = field(kw_only=True)
+    #: what determined the numbers, when the fit was made from a log by ``onlineeval clicks fit`` or
+    #: :func:`onlineeval.fit_clicks`: ``{"inputs": {"log": {..., "sha256"}}, "options": {...}, "fingerprint": ...}``
+    #: (:mod:`onlineeval.io.digest`); saved with the parameters and read back; ``None`` otherwise
+    provenance: Mapping[str, Any] | None = field(default=None, kw_only=True, compare=False)
 
     def __post_init__(self) -> None:
         for f in self.array_fields:
@@ -544,6 +548,7 @@ class ClickModelFit(ABC):
             "conventions": {**CONVENTIONS, **self.notes()},
             "params": self.params_dict(),
             "fit": {**self.trace.to_dict(), "estimator": self.estimator},
+            **(dict(self.provenance) if self.provenance else {}),
         }
 
     def save(self, path: str | Path) -> None:
@@ -614,7 +619,13 @@ def fit_from_dict(data: Any, source: str | None = None) -> ClickModelFit:
         )
     except (TypeError, ValueError, AttributeError):
         raise InputError("fit: malformed fit trace", source) from None
-    return FIT_TYPES[name]._from_params(params, trace, source)
+    fit = FIT_TYPES[name]._from_params(params, trace, source)
+    provenance = {k: data[k] for k in PROVENANCE_KEYS if k in data}
+    return replace(fit, provenance=provenance) if provenance else fit
+
+
+#: the keys of a saved fit that say what determined it (:attr:`ClickModelFit.provenance`)
+PROVENANCE_KEYS = ("inputs", "options", "fingerprint")
 
 
 def load_model(

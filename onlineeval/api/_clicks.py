@@ -287,7 +287,9 @@ def fit_clicks(
     Returns
     -------
     clickmodels.estimation.base.ClickModelFit
-        Its ``save(path)`` writes the JSON of ``clicks fit --out``.
+        Its ``save(path)`` writes the JSON of ``clicks fit --out``. ``provenance``: the sessions' SHA-256 (a file's
+        bytes, a DataFrame's content; ``inputs``), the ``options`` and their ``fingerprint``, the CLI's for the same
+        file and options; saved with the parameters.
 
     Example
     -------
@@ -309,7 +311,15 @@ def fit_clicks(
             raise ConfigError(("method",), f"must be 'em' or 'closed_form', got {value!r}")
         if name != "method":
             check_number(value, name)
-    return fit_log(key, _click_log(sessions, format, clicks_as=clicks_as), **opts)
+    fit = fit_log(key, _click_log(sessions, format, clicks_as=clicks_as), **opts)
+    from dataclasses import replace
+
+    from onlineeval.cli.clicks import fit_options
+    from onlineeval.io.digest import fingerprint
+
+    inputs = _inputs({"log": sessions})
+    options = fit_options(key, format, max_iter, tol, pseudo, method)
+    return replace(fit, provenance={"inputs": inputs, "options": options, "fingerprint": fingerprint(inputs, options)})
 
 
 def evaluate_clicks(

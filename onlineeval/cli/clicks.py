@@ -402,6 +402,8 @@ def fit_command(
 
     from clickmodels.estimation import fit_log
     from clickmodels.estimation.bootstrap import SE_MODELS, bootstrap_se
+    from dataclasses import replace
+
     from onlineeval.errors import ConfigError
     from onlineeval.io.digest import InputDigests, fingerprint
 
@@ -424,16 +426,15 @@ def fit_command(
                      **_em_options(max_iter, tol, pseudo, model, method, strict=True, progress=not quiet,
                                    plain_em=plain_em))
     boot = None
+    inputs = digests.entries()
+    options = fit_options(fit_name(model, "--model"), format, max_iter, tol, pseudo, method, plain_em, bootstrap, seed)
+    result = replace(result, provenance={"inputs": inputs, "options": options,
+                                         "fingerprint": fingerprint(inputs, options)})
     doc = result.to_dict()
     if bootstrap is not None:
         boot = bootstrap_se(fit_name(model, "--model"), data, result, n_boot=bootstrap, seed=seed or 0,
                             **_em_options(max_iter, tol, pseudo, model, method, strict=True, plain_em=plain_em))
         doc["standard_errors"] = boot.to_dict()
-    inputs = digests.entries()
-    options = {"command": "clicks fit", "model": fit_name(model, "--model"), "format": format,
-               "max_iter": max_iter, "tol": tol, "plain_em": plain_em, "pseudo": pseudo, "method": method,
-               "bootstrap": bootstrap, "seed": seed}
-    doc.update(inputs=inputs, options=options, fingerprint=fingerprint(inputs, options))
     out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if note:
         typer.echo(f"model: {note}")
@@ -457,7 +458,7 @@ def fit_command(
         f"wrote {out}"
     )
     typer.echo(f"inputs (SHA-256, first 12 hex digits; {out.name} holds them in full): log "
-               f"{inputs['log']['sha256'][:12]}; fingerprint: {doc['fingerprint']} (of the log's SHA-256, the model "
+               f"{inputs['log']['sha256'][:12]}; fingerprint: {result.provenance['fingerprint']} (of the log's SHA-256, the model "
                "and fit options, and the version)")
     if boot is not None:
         typer.echo(f"standard errors (per-session bootstrap, {boot.n_boot} replicates, seed {boot.seed}): "
@@ -596,6 +597,15 @@ def evaluate_command(
     if in_sample:
         typer.echo(f"warning: --test-log {test_log} is the training log: the figures of the models fitted on it are "
                    "in-sample, not held out", err=True)
+
+
+def fit_options(model: str, format: str | None, max_iter: int | None = None, tol: float | None = None,
+                pseudo: float | None = None, method: str | None = None, plain_em: bool = False,
+                bootstrap: int | None = None, seed: int | None = None) -> dict[str, Any]:
+    """The options that determine ``clicks fit``'s numbers, as its fingerprint hashes them (the CLI and
+    :func:`onlineeval.fit_clicks` build them here, so the same file and options give the same fingerprint)."""
+    return {"command": "clicks fit", "model": model, "format": format, "max_iter": max_iter, "tol": tol,
+            "plain_em": plain_em, "pseudo": pseudo, "method": method, "bootstrap": bootstrap, "seed": seed}
 
 
 def evaluate_options(models: list[str], format: str | None, test_format: str | None, has_test: bool,
