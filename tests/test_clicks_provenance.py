@@ -110,7 +110,7 @@ def test_the_api_gives_the_cli_s_fingerprint_and_digests_frames_and_fitted_model
                           "clicks": [["a"], [], ["b"], ["a"]]})
     fitted = onlineeval.fit_clicks(frame, "pbm")
     one = onlineeval.evaluate_clicks(frame, {"pbm": fitted}, test=frame)
-    assert one.attrs["inputs"]["log"]["in_memory"] == "DataFrame" and one.attrs["inputs"]["model pbm"]["sha256"]
+    assert one.attrs["inputs"]["log"]["in_memory"] == "sessions" and one.attrs["inputs"]["model pbm"]["sha256"]
     changed = frame.assign(clicks=[["a"], [], ["b"], ["b"]])
     two = onlineeval.evaluate_clicks(frame, {"pbm": onlineeval.fit_clicks(changed, "pbm")}, test=frame)
     assert two.attrs["inputs"]["log"] == one.attrs["inputs"]["log"]
@@ -135,4 +135,9 @@ def test_fit_clicks_carries_the_cli_s_provenance_and_save_keeps_it(tmp_path: Pat
                           "clicks": [["a"], [], ["b"]]})
     one = onlineeval.fit_clicks(frame, "pbm").provenance
     two = onlineeval.fit_clicks(frame.assign(clicks=[["a"], [], ["a"]]), "pbm").provenance
-    assert one["inputs"]["log"]["in_memory"] == "DataFrame" and one["fingerprint"] != two["fingerprint"]
+    assert one["inputs"]["log"]["in_memory"] == "sessions" and one["fingerprint"] != two["fingerprint"]
+    # digested as read: a column the reader ignores, or a missing clicks cell as None or [], changes nothing
+    extra = onlineeval.fit_clicks(frame.assign(timestamp=[1, 2, 3]), "pbm").provenance
+    missing = frame.astype({"clicks": object})
+    missing.at[1, "clicks"] = None
+    assert extra["fingerprint"] == one["fingerprint"] == onlineeval.fit_clicks(missing, "pbm").provenance["fingerprint"]

@@ -288,8 +288,8 @@ def fit_clicks(
     -------
     clickmodels.estimation.base.ClickModelFit
         Its ``save(path)`` writes the JSON of ``clicks fit --out``. ``provenance``: the sessions' SHA-256 (a file's
-        bytes, a DataFrame's content; ``inputs``), the ``options`` and their ``fingerprint``, the CLI's for the same
-        file and options; saved with the parameters.
+        bytes; sessions in memory as read; ``inputs``), the ``options`` and their ``fingerprint``, the CLI's for the
+        same file and options; saved with the parameters.
 
     Example
     -------
@@ -311,13 +311,14 @@ def fit_clicks(
             raise ConfigError(("method",), f"must be 'em' or 'closed_form', got {value!r}")
         if name != "method":
             check_number(value, name)
-    fit = fit_log(key, _click_log(sessions, format, clicks_as=clicks_as), **opts)
+    log = _click_log(sessions, format, clicks_as=clicks_as)
+    fit = fit_log(key, log, **opts)
     from dataclasses import replace
 
     from onlineeval.cli.clicks import fit_options
     from onlineeval.io.digest import fingerprint
 
-    inputs = _inputs({"log": sessions})
+    inputs = _inputs({"log": sessions if _is_path(sessions) else log})
     options = fit_options(key, format, max_iter, tol, pseudo, method)
     return replace(fit, provenance={"inputs": inputs, "options": options, "fingerprint": fingerprint(inputs, options)})
 
@@ -360,10 +361,10 @@ def evaluate_clicks(
         :class:`~onlineeval.errors.InputError`; refused models also raise a ``UserWarning``
         (the CLI's warning line). ``attrs["conventions"]``: what the numbers mean (the definitions ``clicks evaluate``
         prints, each model's smoothing and estimator, the split), a dict of strings. ``attrs["inputs"]``: the
-        SHA-256 of each input (``log``, ``test_log``, ``model <label>``): a file's bytes (the CLI's), a DataFrame's
-        content or a fitted model's parameters (:func:`onlineeval.io.digest.memory_entry`; ``None`` for an input
-        without a canonical form); ``attrs["fingerprint"]``: of those with the options and the version, the CLI's
-        for the same files and options.
+        SHA-256 of each input (``log``, ``test_log``, ``model <label>``): a file's bytes (the CLI's), sessions in
+        memory as read (columns the reader ignores leave it unchanged) or a fitted model's parameters;
+        ``attrs["fingerprint"]``: of those with the options and the version, the CLI's for the same files and
+        options.
     """
     import numpy as np
     import pandas as pd
@@ -392,12 +393,14 @@ def evaluate_clicks(
             warnings.warn("test holds the training sessions: the figures of the models fitted on them are in-sample, "
                           "not held out (conventions['split'] says so)", UserWarning, stacklevel=2)
     train = _click_log(sessions, format, clicks_as=clicks_as)
+    given: dict[str, Any] = {"log": sessions if _is_path(sessions) else train}  # a file's bytes, else as read
     if test is None:
         if not 0 < check_number(test_fraction, "test_fraction") < 1:
             raise ConfigError(("test_fraction",), f"must be in (0, 1), got {test_fraction}")
         train, held = train_test_split(train, test_fraction, np.random.default_rng(check_seed(seed)))
     else:
         held = _click_log(test, format, "test", clicks_as)
+        given["test_log"] = test if _is_path(test) else held
     fits = dict(models) if requests is None else fit_models(requests, train)
     table = compare(fits, held, on_error="row")
     if "refused" in table.columns and (table["refused"] != "").all():
@@ -414,7 +417,6 @@ def evaluate_clicks(
                             "held-out sessions given as test") if test is not None else (
         f"random split, {test_fraction:.0%} of sessions held out (numpy.random.default_rng({seed}))")
     table.attrs["conventions"] = conventions
-    given: dict[str, Any] = {"log": sessions, **({"test_log": test} if test is not None else {})}
     if requests is None:  # {label: fitted model}: its parameters
         given.update({f"model {label}": fit for label, fit in models.items()})  # type: ignore[union-attr]
     else:  # the saved fits' files
@@ -430,19 +432,44 @@ def evaluate_clicks(
 
 
 def _inputs(objects: Mapping[str, Any]) -> dict[str, Any]:
-    """Each input's digest for :func:`evaluate_clicks`' ``attrs["inputs"]``: a file's (its bytes), a fitted model's
-    (its parameters' canonical JSON), anything else's content (:func:`~onlineeval.io.digest.memory_entry`)."""
+    """Each input's digest for :func:`fit_clicks`' ``provenance`` and :func:`evaluate_clicks`' ``attrs["inputs"]``:
+    a file's (its bytes, as the CLI's), sessions given in memory as read (:func:`_sessions_entry`: a column the
+    reader ignores, or a missing clicks cell written as ``None`` or ``[]``, leaves it unchanged), a fitted model's
+    parameters (its :meth:`to_dict` without its own provenance)."""
+    from clickmodels.estimation.base import PROVENANCE_KEYS
+    from clickmodels.logs import ClickLog
     from onlineeval.io.digest import input_entry, memory_entry
 
     out: dict[str, Any] = {}
     for key, obj in objects.items():
         if _is_path(obj):
             out[key] = input_entry(obj)
-        elif callable(getattr(obj, "to_dict", None)) and not hasattr(obj, "columns"):
-            out[key] = memory_entry(obj.to_dict())
-        else:
-            out[key] = memory_entry(obj)
+        elif isinstance(obj, ClickLog):
+            out[key] = _sessions_entry(obj)
+        else:  # a fitted model
+            out[key] = memory_entry({k: v for k, v in obj.to_dict().items() if k not in PROVENANCE_KEYS})
     return out
+
+
+def _sessions_entry(log: Any) -> dict[str, Any]:
+    """``{"in_memory": "sessions", "sessions", "sha256"}`` of a :class:`~clickmodels.logs.ClickLog` as read: its
+    sessions' ids, queries, shown documents, clicks and click order, and the vocabularies the codes index."""
+    import hashlib
+
+    import numpy as np
+
+    from onlineeval.io.digest import canonical_json
+
+    h = hashlib.sha256()
+    for name in ("query", "docs", "clicks", "click_order"):
+        arr = np.ascontiguousarray(getattr(log, name))
+        h.update(f"{name}\0{arr.dtype.str}\0{arr.shape}\0".encode())
+        h.update(memoryview(arr).cast("B"))
+    for name in ("session_ids", "query_vocab", "doc_vocab"):
+        h.update(f"{name}\0".encode())
+        text = canonical_json([str(v) for v in np.asarray(getattr(log, name)).tolist()])
+        h.update(text.encode("utf-8", "surrogatepass"))
+    return {"in_memory": "sessions", "sessions": int(log.n_sessions), "sha256": h.hexdigest()}
 
 
 def sample_clicks(
