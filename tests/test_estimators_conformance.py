@@ -93,6 +93,14 @@ def test_exact_probabilities_match_clickmodels(family: str) -> None:
     ref_first = cond * np.concatenate([np.ones((cond.shape[0], 1)), np.cumprod(1 - cond, axis=1)[:, :-1]], axis=1)
     np.testing.assert_allclose(click, ref_click, rtol=0, atol=1e-14)
     np.testing.assert_allclose(first, ref_first, rtol=0, atol=1e-14)
+    # the joint law of the clicks (the enumeration behind the suite's exact expectations) is clickmodels' too:
+    # every click pattern's probability against exp(log_likelihood) of that pattern
+    from onlineeval.estimators.exact_worlds import click_patterns
+
+    joint = click_pattern_probabilities(family, alpha[query[:, None], lists], world.examination, world.continuation)
+    for i, pat in enumerate(click_patterns(world.k)):
+        ref = np.exp(model.log_likelihood(labels, np.broadcast_to(pat, labels.shape)))
+        np.testing.assert_allclose(joint[:, i], ref, rtol=1e-12, atol=1e-15)
     # and the cascade spec with stop = 1 after a click is the same model
     if family == "cascade":
         other = clickmodels.build({"name": "cascade", "click": click_table, "stop": [1.0] * len(click_table)})
