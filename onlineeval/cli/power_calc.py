@@ -161,7 +161,7 @@ def design_text(st: Settings) -> str:
 
     looks = f"{st.looks or 1} equally spaced look{'s' if (st.looks or 1) > 1 else ''}"
     if st.sequential in ("msprt", "confidence_sequence"):
-        x = sq._mixture_x(st.alpha)
+        x = float(sq.mixture_tau(1.0, st.alpha)) ** 2  # tau at the last look for se 1: tau^2 = x se^2
         return (f"normal-mixture mSPRT, always valid (mixture variance tau^2 = {x:.4g} x the last look's se^2), "
                 f"{looks}")
     sides = "alpha/2 spent on each side" if st.alternative == "two-sided" else "one-sided"

@@ -51,6 +51,7 @@ from one call on the concatenated logs.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import pickle
@@ -220,6 +221,13 @@ def _family_runs(
             yield est, fitted, FITTED_REPLICATES, REPLICATE_SIZE, False
 
 
+@functools.lru_cache(maxsize=8)
+def _enumerated(world: CheckWorld) -> tuple[LoggedData, FloatArray]:
+    """:func:`enumerated_log` of ``world``, made once per world (the suite's worlds are cached objects; a log is
+    read-only, so every estimator and target shares it and its derived arrays)."""
+    return enumerated_log(world)
+
+
 def expected_value(est: Estimator, world: CheckWorld, target: DeterministicTarget, reward: Reward) -> float:
     r"""The exact expectation of a per-impression estimator's terms under ``world``'s log:
     :math:`c_0 + E[\text{num}] / E[\text{den}]` (``den`` None: 1), each expectation a sum over every impression the
@@ -227,7 +235,7 @@ def expected_value(est: Estimator, world: CheckWorld, target: DeterministicTarge
     is the mean of its estimates over logs of any size; for a ratio (self-normalised) estimator the value its
     estimates converge to as the log grows. Meaningful only for estimators whose terms are per-impression (not
     fitted on the whole log)."""
-    log, prob = enumerated_log(world)
+    log, prob = _enumerated(world)
     t = est.terms(log, target, reward)
     num = float(prob @ np.asarray(t.num, dtype=np.float64))
     den = 1.0 if t.den is None else float(prob @ np.asarray(t.den, dtype=np.float64))
