@@ -433,43 +433,23 @@ def evaluate_clicks(
 
 def _inputs(objects: Mapping[str, Any]) -> dict[str, Any]:
     """Each input's digest for :func:`fit_clicks`' ``provenance`` and :func:`evaluate_clicks`' ``attrs["inputs"]``:
-    a file's (its bytes, as the CLI's), sessions given in memory as read (:func:`_sessions_entry`: a column the
+    a file's (its bytes, as the CLI's), sessions given in memory as read (:func:`onlineeval.io.digest.click_log_entry`: a column the
     reader ignores, or a missing clicks cell written as ``None`` or ``[]``, leaves it unchanged), a fitted model's
     parameters (its :meth:`to_dict` without its own provenance)."""
     from clickmodels.estimation.base import PROVENANCE_KEYS
     from clickmodels.logs import ClickLog
-    from onlineeval.io.digest import input_entry, memory_entry
+    from onlineeval.io.digest import click_log_entry, input_entry, memory_entry
 
     out: dict[str, Any] = {}
     for key, obj in objects.items():
         if _is_path(obj):
             out[key] = input_entry(obj)
         elif isinstance(obj, ClickLog):
-            out[key] = _sessions_entry(obj)
+            out[key] = click_log_entry(obj)
         else:  # a fitted model
             out[key] = memory_entry({k: v for k, v in obj.to_dict().items() if k not in PROVENANCE_KEYS})
     return out
 
-
-def _sessions_entry(log: Any) -> dict[str, Any]:
-    """``{"in_memory": "sessions", "sessions", "sha256"}`` of a :class:`~clickmodels.logs.ClickLog` as read: its
-    sessions' ids, queries, shown documents, clicks and click order, and the vocabularies the codes index."""
-    import hashlib
-
-    import numpy as np
-
-    from onlineeval.io.digest import canonical_json
-
-    h = hashlib.sha256()
-    for name in ("query", "docs", "clicks", "click_order"):
-        arr = np.ascontiguousarray(getattr(log, name))
-        h.update(f"{name}\0{arr.dtype.str}\0{arr.shape}\0".encode())
-        h.update(memoryview(arr).cast("B"))
-    for name in ("session_ids", "query_vocab", "doc_vocab"):
-        h.update(f"{name}\0".encode())
-        text = canonical_json([str(v) for v in np.asarray(getattr(log, name)).tolist()])
-        h.update(text.encode("utf-8", "surrogatepass"))
-    return {"in_memory": "sessions", "sessions": int(log.n_sessions), "sha256": h.hexdigest()}
 
 
 def sample_clicks(

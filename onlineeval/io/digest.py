@@ -14,7 +14,7 @@ from typing import Any
 
 from onlineeval.errors import InputError
 
-__all__ = ["InputDigests", "RecordsDigest", "estimate_settings", "evaluate_settings", "file_sha256", "fingerprint",
+__all__ = ["InputDigests", "RecordsDigest", "click_log_entry", "estimate_settings", "evaluate_settings", "file_sha256", "fingerprint",
            "input_entry", "inputs_line", "memory_entry", "table_entry"]
 
 
@@ -116,6 +116,23 @@ def table_entry(table: Any, kind: str) -> dict[str, Any]:
         writer.write_table(table)
     digest = hashlib.sha256(memoryview(sink.getvalue())).hexdigest()
     return {"in_memory": kind, "records": table.num_rows, "sha256": digest}
+
+
+def click_log_entry(log: Any) -> dict[str, Any]:
+    """``{"in_memory": "sessions", "sessions", "sha256"}`` of a :class:`~clickmodels.logs.ClickLog` as read: its
+    sessions' ids, queries, shown documents, clicks and click order, and the vocabularies the codes index."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    for name in ("query", "docs", "clicks", "click_order"):
+        arr = np.ascontiguousarray(getattr(log, name))
+        h.update(f"{name}\0{arr.dtype.str}\0{arr.shape}\0".encode())
+        h.update(memoryview(arr).cast("B"))
+    for name in ("session_ids", "query_vocab", "doc_vocab"):
+        h.update(f"{name}\0".encode())
+        text = canonical_json([str(v) for v in np.asarray(getattr(log, name)).tolist()])
+        h.update(text.encode("utf-8", "surrogatepass"))
+    return {"in_memory": "sessions", "sessions": int(log.n_sessions), "sha256": h.hexdigest()}
 
 
 class RecordsDigest:
