@@ -12,11 +12,12 @@ import numpy as np
 import scipy.stats
 import pytest
 
-from onlineeval.estimators import get_estimator, get_reward
+from onlineeval.estimators import DeterministicTarget, get_estimator, get_reward
 
 from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixture)
     EXAM,
     K,
+    M,
     json_out,
     lib_data,
     lib_target,
@@ -97,6 +98,32 @@ def test_queries_missing_from_a_run_are_left_out_with_a_warning(world: dict[str,
     assert doc["results"][0]["n"] == int(keep.sum())
     assert doc["results"][0]["estimate"] == pytest.approx(lib.value, rel=1e-12)
     assert any("2 of 4 log queries are not in" in w for w in doc["warnings"])
+
+
+def test_a_run_shorter_than_the_logs_page_is_estimated_as_that_page_with_a_warning(world: dict[str, Any]) -> None:
+    """A run ranking fewer documents for a query than the log shows (a run cut at a smaller depth): its page there
+    has empty slots, which earn no reward; the estimate is that shorter page's (the library's with the slots
+    empty), and a warning names the queries, their depths and impressions (it was silent)."""
+    sim = world["sim"]
+    lists = {q: list(world["best"][q]) for q in world["best"]}
+    lists[0] = lists[0][:1]
+    lists[2] = lists[2][:2]
+    run = write_run(world["tmp"] / "S.run", lists, "S")
+    doc = json_out("--log", str(world["log"]), "--target", str(run), "--estimator", "iips,rips")
+    ids = sorted({int(q) for q in sim.query}, key=lambda q: f"q{q}")
+    mat = np.full((len(ids), K), -1)
+    for i, q in enumerate(ids):
+        mat[i, : len(lists[q][:K])] = [q * M + c for c in lists[q][:K]]
+    for r in doc["results"]:
+        lib = get_estimator(r["estimator"]).estimate(lib_data(sim), DeterministicTarget(mat, "S"))
+        assert r["estimate"] == pytest.approx(lib.value, rel=1e-12), r["estimator"]
+    rows = int(np.isin(sim.query, [0, 2]).sum())
+    text = [w for w in doc["warnings"] if "ranks fewer documents than the log's lists show" in w]
+    assert len(text) == 1, doc["warnings"]
+    assert f"for 2 of 4 queries it ranks (q0: 1 of {K}, q2: 2 of {K} documents; {rows} impressions)" in text[0]
+    assert "empty slots earn no reward" in text[0] and str(run) in text[0]
+    full = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", "iips")
+    assert not any("ranks fewer documents" in w for w in full["warnings"])
 
 
 def truth(attract: np.ndarray, lists: dict[int, list[int]], weights: np.ndarray, metric: str, k: int) -> float:

@@ -96,6 +96,27 @@ def never_logged_text(name: str, tmap: Any, impressions: int) -> str:
             "or predict them from no data")
 
 
+def shorter_target_text(name: str, lg: Any, tmap: Any, source: str) -> str | None:
+    """The warning of a target whose list is shorter than the log's for some of the queries it ranks (a run cut
+    at a smaller depth than the page, or a query with few retrieved documents), or ``None``.
+
+    The target's list is its top ``query_k`` documents; with fewer, its page there has empty slots, which earn no
+    reward: every estimate is then the value of that shorter page, lower than the same ranker's on a full page for
+    additive rewards (clicks per query, utility), not a property of the ranker's order."""
+    import numpy as np
+
+    short = np.flatnonzero(tmap.ranked & (tmap.depth < lg.query_k))
+    if short.size == 0:
+        return None
+    rows = int(np.isin(lg.data.query, short).sum())
+    shown = ", ".join(f"{lg.queries[q]}: {int(tmap.depth[q])} of {int(lg.query_k[q])}" for q in short[:3])
+    more = f", ... ({short.size - 3} more)" if short.size > 3 else ""
+    return (f"{name}: ranks fewer documents than the log's lists show for {short.size} of {int(tmap.ranked.sum())} "
+            f"queries it ranks ({shown}{more} documents; {rows} impressions) in {source}: its page there is "
+            "shorter (empty slots earn no reward), so its estimates are those of the shorter page, not of the same "
+            "order filling the log's page")
+
+
 def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix: str = "--") -> None:
     """The estimate command's and :func:`onlineeval.estimate`'s shared settings checked, each error naming the
     setting as the caller spells it (``prefix`` ``"--"`` for the CLI's options, ``""`` for the API's arguments)."""
@@ -607,6 +628,9 @@ def estimate_targets(
             warnings.append(
                 f"{name}: {missing} of {len(lg.queries)} log queries are not in {sources.get(name, 'the target')}; "
                 f"their {data.n - rows.size} impressions are left out of its estimates")
+        shorter = shorter_target_text(name, lg, tmap, sources.get(name, "the target"))
+        if shorter:
+            warnings.append(shorter)
         if tmap.unseen:
             count, _ = support_count(lg, tmap, rows)
             warnings.append(never_logged_text(name, tmap, count) if not unseen_refused(lg) else
