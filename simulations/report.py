@@ -368,8 +368,10 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             lines.append(
                 f"  run {r}: {unj} of {shown} shown documents unjudged ({unj / max(shown, 1):.1%}, counted as "
                 f"non-relevant); {notes.get(f'queries_missing_from_run_{r}', 0)} judged queries missing from the "
-                f"run (shown an empty list); {notes.get(f'queries_only_in_run_{r}', 0)} run queries without "
-                f"judgments (left out); ties: {notes.get('ties')}"
+                f"run (shown an empty list); {notes.get(f'queries_short_in_run_{r}', 0)} judged queries ranked to "
+                f"fewer than {result.world.depth} documents (a shorter page there); "
+                f"{notes.get(f'queries_only_in_run_{r}', 0)} run queries without judgments (left out); "
+                f"ties: {notes.get('ties')}"
             )
         if "frequencies_queries_counted" in notes:
             missing = int(notes["frequencies_queries_without_count"])

@@ -216,6 +216,9 @@ def _trec(config: Config, coll: TrecCollection, rng: np.random.Generator) -> Wor
         notes[f"queries_only_in_run_{name}"] = len(in_run - set(qindex))
         notes[f"queries_missing_from_run_{name}"] = len(set(qindex) - in_run)
         ranked_docs[name] = [[str(d) for d in full.get(qid, ())[:depth]] for qid in judged_queries]
+        # ranked, but to fewer documents than the page holds: its list there is a shorter page (empty slots)
+        notes[f"queries_short_in_run_{name}"] = sum(
+            1 for qid, lst in zip(judged_queries, ranked_docs[name]) if qid in in_run and len(lst) < depth)
         unjudged = 0
         shown = 0
         for i, lst in enumerate(ranked_docs[name]):

@@ -190,6 +190,33 @@ def test_every_run_of_a_trec_collection_gets_its_line(tmp_path: Path) -> None:
     assert runs == ["run A", "run B", "run C"]
     line_c = next(line for line in text.splitlines() if line.startswith("  run C:"))
     assert "1 judged queries missing from the run" in line_c
+    assert "0 judged queries ranked to fewer than" in line_c
+
+
+def test_a_run_shorter_than_the_page_for_a_query_is_counted(tmp_path: Path) -> None:
+    """A run ranking fewer documents than rankers.depth for a judged query shows a shorter page there: the run's
+    line counts those queries (it said only that fewer documents were shown in all)."""
+    cfg = _trec(tmp_path)
+    depth = cfg["rankers"]["depth"]
+    lines = Path(cfg["collection"]["runs"]["B"]).read_text().splitlines()
+    cut = tmp_path / "runs" / "cut.run"
+    kept, seen = [], {}
+    for line in lines:
+        q = line.split()[0]
+        seen[q] = seen.get(q, 0) + 1
+        if q not in ("q0", "q1") or seen[q] <= 2:
+            kept.append(line)
+    cut.write_text("\n".join(kept) + "\n")
+    cfg["collection"]["runs"]["B"] = str(cut)
+    cfg["replicates"] = 2
+    result = simulate(config_from_mapping(cfg), output=tmp_path / "run", workers=1)
+    text = terminal_summary(result)
+    line_b = next(line for line in text.splitlines() if line.startswith("  run B:"))
+    line_a = next(line for line in text.splitlines() if line.startswith("  run A:"))
+    assert f"2 judged queries ranked to fewer than {depth} documents (a shorter page there)" in line_b
+    assert f"0 judged queries ranked to fewer than {depth} documents" in line_a
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["world"]["queries_short_in_run_B"] == 2
 
 
 def test_a_frequencies_file_that_is_not_plain_text_is_refused_naming_it(tmp_path: Path) -> None:
