@@ -154,6 +154,8 @@ def _former_trec(config):
         notes[f"queries_only_in_run_{name}"] = len(in_run - set(qindex))
         notes[f"queries_missing_from_run_{name}"] = len(set(qindex) - in_run)
         ranked_docs[name] = [list(per_query.get(qid, [])) for qid in judged_queries]
+        notes[f"queries_short_in_run_{name}"] = sum(  # (a note added later: the same count, written out here)
+            1 for qid in judged_queries if qid in in_run and len(per_query[qid]) < depth)
         unjudged = shown = 0
         for i, lst in enumerate(ranked_docs[name]):
             for doc in lst:
