@@ -11,7 +11,8 @@ interval fails with probability below 1% and the seeds are fixed.
 - CLT (delta-method, clustered by user) intervals of ``ips`` and ``snips`` (cascade world,
   reciprocal rank: unbiased for any click model), ``rips`` (DCM world, reciprocal rank)
   and ``snrips`` (DCM world, reciprocal rank) and ``iips`` (PBM world, clicks per query: its
-  assumption), when registered;
+  assumption); ``pseudoinverse`` and ``dr`` (PBM world, clicks per query), ``dr_list`` (cascade world,
+  reciprocal rank) and ``cascade_dr`` (DCM world, reciprocal rank), whose click models are fitted on each log;
 
 With uniform random logging (about 80 target lists per log of 5,000) the delta-method
 interval of ``snips`` covered 459/500 (below the band: the Wald interval of a mean of ~80
@@ -37,6 +38,12 @@ CASES = [
     ("rips", "dcm", "reciprocal_rank"),
     ("snrips", "dcm", "reciprocal_rank"),
     ("iips", "pbm", "clicks_per_query"),
+    # the model-based and the pseudoinverse estimators' CLT intervals (a click model fitted on the log: dr, dr_list,
+    # cascade_dr; the logger's pair marginals: pseudoinverse), each in a world of its assumption
+    ("pseudoinverse", "pbm", "clicks_per_query"),
+    ("dr", "pbm", "clicks_per_query"),
+    ("dr_list", "cascade", "reciprocal_rank"),
+    ("cascade_dr", "dcm", "reciprocal_rank"),
 ]
 
 
