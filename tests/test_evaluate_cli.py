@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -244,6 +245,44 @@ def test_table_names_the_interval_and_holm_family(files) -> None:
     assert "paired bootstrap BCa 95% CI" in res.output
     assert "Holm-corrected within each segment table over systems x metrics" in res.output
     assert "d_z" in res.output
+
+
+def test_table_says_how_many_resamples_and_sign_vectors_and_the_seed(files, tmp_path: Path) -> None:
+    """The BCa columns and p_rand depend on the bootstrap's and the randomisation test's draws: the legend names
+    their counts and the seed (only the JSON had them), and whether p_rand is exact (all 2^n sign vectors) or
+    Monte Carlo (with its largest SE, 0.5 / sqrt(B)), per comparison where they differ (segments)."""
+    res = invoke("--qrels", str(files["qrels.txt"]), "--run", str(files["A.txt"]), "--run", str(files["B.txt"]),
+                 "--metrics", "AP", "--permutations", "100", "--bootstrap", "200", "--seed", "7")
+    assert res.exit_code == 0, res.output
+    assert "paired bootstrap BCa 95% CI (200 resamples of the queries, seed 7);" in res.output
+    assert "p_rand = randomisation (sign-flip) test (exact: all 2^n sign vectors);" in res.output
+    rng = np.random.default_rng(3)
+    qrels, run_a, run_b = [], [], []
+    for q in range(12):
+        for d in range(5):
+            qrels.append(f"q{q} 0 d{d} {int(rng.integers(0, 3))}")
+            run_a.append(f"q{q} Q0 d{d} {d + 1} {5 - d} A")
+            run_b.append(f"q{q} Q0 d{d} {d + 1} {rng.random():.6f} B")
+    for name, lines in (("qrels", qrels), ("A", run_a), ("B", run_b)):
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    seg = tmp_path / "seg.tsv"
+    seg.write_text("query\tbucket\n" + "".join(f"q{q}\t{'head' if q < 3 else 'tail'}\n" for q in range(12)))
+    args = ("--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "A.txt"), "--run", str(tmp_path / "B.txt"),
+            "--metrics", "nDCG", "--permutations", "400", "--bootstrap", "300", "--seed", "5")
+    res = invoke(*args)
+    assert res.exit_code == 0, res.output
+    assert ("p_rand = randomisation (sign-flip) test (400 random sign vectors, seed 5, Monte Carlo SE of p at most "
+            "0.025);") in res.output  # 2^12 > 400
+    assert "(300 resamples of the queries, seed 5)" in res.output
+    res = invoke(*args, "--segments", str(seg))  # head: 3 queries, 2^3 <= 400: exact; all and tail: drawn
+    assert res.exit_code == 0, res.output
+    assert ("p_rand = randomisation (sign-flip) test (exact over all 2^n sign vectors where 2^n <= 400, else 400 "
+            "random sign vectors, seed 5, Monte Carlo SE of p at most 0.025);") in res.output
+    one = tmp_path / "one.txt"
+    one.write_text("".join(line + "\n" for line in qrels if line.startswith("q0 ")))
+    res = invoke("--qrels", str(one), *args[2:])  # one query: no test, no interval, nothing to name
+    assert res.exit_code == 0, res.output
+    assert "BCa 95% CI;" in res.output and "p_rand = randomisation (sign-flip) test;" in res.output
 
 
 def test_segments_that_match_no_evaluated_query_are_an_error(files, tmp_path: Path) -> None:

@@ -554,7 +554,7 @@ def _report(
         if coverage is not None and (coverage["not_evaluated"] or coverage["evaluated_without_attributes"]):
             _echo("note: " + out.coverage_text(coverage), err=True)
     else:
-        text = out.table(evals, conv, comparisons, common_queries, seg_means, baseline, paired, unpaired)
+        text = out.table(evals, conv, comparisons, common_queries, seg_means, baseline, paired, unpaired, seed=o.seed)
         if names_note:
             first, sep, rest = text.partition("\n")
             text = first + "\n" + names_note + sep + rest

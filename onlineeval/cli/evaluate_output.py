@@ -516,6 +516,30 @@ def _by_value(counts: dict[str, int]) -> dict[int, list[str]]:
     return out
 
 
+def _bootstrap_text(comparisons: list[PairedResult], seed: int | None) -> str:
+    """`` (10,000 resamples of the queries, seed 0)``: what the BCa columns were computed from (comparisons on one
+    query have no interval: left out)."""
+    counts = sorted({r.n_bootstrap for r in comparisons if r.n_bootstrap > 0})
+    if not counts:
+        return ""
+    what = "/".join(f"{c:,}" for c in counts)
+    return f" ({what} resamples of the queries{'' if seed is None else f', seed {seed}'})"
+
+
+def _randomization_text(comparisons: list[PairedResult], seed: int | None) -> str:
+    """How the randomisation p-values were computed: exact over all 2^n sign vectors, or ``B`` random ones (with
+    the seed and the largest Monte Carlo SE of a p-value, 0.5 / sqrt(B)), or each where it applies (comparisons on
+    one query have no test: left out)."""
+    exact = any(r.randomization_exact for r in comparisons)
+    counts = sorted({r.n_permutations for r in comparisons if not r.randomization_exact and r.n_permutations > 0})
+    if not counts:
+        return " (exact: all 2^n sign vectors)" if exact else ""
+    b = max(counts)
+    drawn = (f"{'/'.join(f'{c:,}' for c in counts)} random sign vectors{'' if seed is None else f', seed {seed}'}, "
+             f"Monte Carlo SE of p at most {0.5 / math.sqrt(b):.2g}")
+    return f" (exact over all 2^n sign vectors where 2^n <= {b:,}, else {drawn})" if exact else f" ({drawn})"
+
+
 def table(
     evals: list[RunEvaluation],
     conv: Conventions,
@@ -525,6 +549,7 @@ def table(
     baseline: str,
     paired: dict[str, int] | None = None,
     unpaired: list[dict[str, Any]] | None = None,
+    seed: int | None = None,
 ) -> str:
     """The terminal table; ``paired`` (paired queries per metric) names the metrics paired on other numbers of
     queries than ``common_queries`` (the fewest) in the comparisons' header; ``unpaired``
@@ -573,8 +598,9 @@ def table(
         lines.append(
             f"paired comparisons vs {baseline} ({n_pairs}): "
             "diff = system - baseline; "
-            f"BCa low/high = paired bootstrap BCa {level} CI;\n"
-            "  p_rand = randomisation (sign-flip) test; p_holm = p_rand Holm-corrected within each segment "
+            f"BCa low/high = paired bootstrap BCa {level} CI{_bootstrap_text(comparisons, seed)};\n"
+            f"  p_rand = randomisation (sign-flip) test{_randomization_text(comparisons, seed)}; "
+            "p_holm = p_rand Holm-corrected within each segment "
             f"table over systems x metrics (* = significant at alpha {comparisons[0].alpha:g});\n"
             "  p_t = paired t-test; W/L/T = wins/losses/ties; d_z = mean diff / sd of diffs"
         )
