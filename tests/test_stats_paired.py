@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import scipy.stats as st
 from statsmodels.stats import multitest
 
 from onlineeval.errors import InputError
+from onlineeval.stats.compare import comparison_seeds
 from onlineeval.stats import (
     MISSING_SEGMENT,
     by_segment,
@@ -309,6 +311,35 @@ def test_compare_systems_reproducible_and_row_order_free() -> None:
     assert [r.p_randomization for r in a] != [r.p_randomization for r in c]
     ss = np.random.SeedSequence(7)
     assert compare_systems(df, "A", **(kw | {"seed": ss})) == a == compare_systems(df, "A", **(kw | {"seed": ss}))
+
+
+def test_a_comparisons_draws_do_not_depend_on_what_else_is_compared() -> None:
+    """Each comparison's randomisation test and bootstrap draw from streams keyed by its names: B vs A on nDCG@10
+    gives the same p-value and interval alone, beside AP, beside system C and with the metrics in another order
+    (its streams were the k-th spawned child of the sorted (metric, system) pairs: adding AP moved them). Only
+    Holm's adjustment, over the whole family, changes. The draws are the documented children of the seed."""
+    df = _frame(2)
+    kw = dict(seed=11, n_permutations=500, n_bootstrap=300)
+    keys = ("p_randomization", "n_permutations", "ci_percentile_low", "ci_percentile_high", "ci_bca_low",
+            "ci_bca_high", "p_t")
+
+    def b_ndcg(frame: pd.DataFrame) -> tuple[float, ...]:
+        (r,) = [r for r in compare_systems(frame, "A", **kw) if (r.metric, r.system) == ("nDCG@10", "B")]
+        return tuple(getattr(r, k) for k in keys)
+
+    alone = b_ndcg(df[(df.metric == "nDCG@10") & (df.system != "C")])
+    assert alone[1] == 500  # drawn, not exact (2^80 sign vectors)
+    assert b_ndcg(df) == alone
+    assert b_ndcg(df[df.system != "C"]) == alone
+    assert b_ndcg(df[df.metric == "nDCG@10"]) == alone
+    assert b_ndcg(pd.concat([df[df.metric == "AP"], df[df.metric == "nDCG@10"]])) == alone
+    sub = df[df.metric == "nDCG@10"].pivot(index="query", columns="system", values="value")
+    d = (sub["B"] - sub["A"]).to_numpy()
+    perm_seed, boot_seed = comparison_seeds(np.random.SeedSequence(11), "nDCG@10", "B", "A")
+    assert alone[0] == randomization_test(d, np.random.default_rng(perm_seed), 500).pvalue
+    boot = paired_bootstrap(d, np.random.default_rng(boot_seed), 300, 0.95)
+    assert alone[2:6] == (boot.percentile_low, boot.percentile_high, boot.bca_low, boot.bca_high)
+    assert perm_seed.spawn_key == (*[zlib.crc32(x.encode()) for x in ("nDCG@10", "B", "A")], 0)
 
 
 def test_compare_systems_frames() -> None:

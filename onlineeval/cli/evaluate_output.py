@@ -85,16 +85,20 @@ RANDOMIZATION = ("two-sided paired randomisation (sign-flip) test of the mean di
                  "vectors when 2^n <= n_permutations (p = count(|T*| >= |T|) / 2^n), else n_permutations random "
                  "sign vectors with p = (b + 1) / (B + 1)")
 BOOTSTRAP = "paired bootstrap of the mean difference (queries resampled): BCa and percentile intervals"
+STREAMS = ("each comparison's randomisation-test and bootstrap streams are children of SeedSequence(seed) keyed by "
+           "the CRC-32 of its metric, system and baseline names: the same whatever else the call compares")
 CORRECTION = "Holm"
 CORRECTION_FAMILY = ("the systems x metrics of one segment table: all queries ('all'), and each "
                      "segment_attribute=segment_value separately")
 
 
 def test_settings(seed: int, n_permutations: int, n_bootstrap: int, alpha: float, level: float) -> dict[str, Any]:
-    """The settings that reproduce the paired comparisons: the seed (numpy SeedSequence, one stream per metric x
-    system pair), the counts and the tests' definitions (JSON ``tests``; ``--comparisons`` columns)."""
+    """The settings that reproduce the paired comparisons: the seed (numpy SeedSequence; each comparison's streams
+    keyed by its names, :func:`onlineeval.stats.compare.comparison_seeds`), the counts and the tests' definitions
+    (JSON ``tests``; ``--comparisons`` columns)."""
     return {
         "seed": seed,
+        "streams": STREAMS,
         "n_permutations": n_permutations,
         "randomization": RANDOMIZATION,
         "randomization_sides": "two-sided",

@@ -8,9 +8,11 @@ t-test), Holm's correction over every comparison of one call (systems x metrics)
 effect size :math:`d_z = \bar d / s_d`, wins / losses / ties and the worst per-query losses,
 in one :class:`PairedResult` each; :func:`results_to_frame` and :func:`worst_losses_to_frame` tabulate them.
 
-Everything random is driven by one seed: ``SeedSequence(seed).spawn`` gives each
-comparison its own streams, assigned in sorted (metric, system) order so the results do
-not depend on the order of the input rows.
+Everything random is driven by one seed: each comparison's two streams (randomisation test, bootstrap) are
+children of ``SeedSequence(seed)`` keyed by the CRC-32 of its metric, system and baseline names
+(:func:`comparison_seeds`), so a comparison's p-value and interval depend neither on the order of the input rows
+nor on which other metrics and systems the call compares (``--metrics nDCG@10`` and ``--metrics nDCG@10,AP`` give
+nDCG@10 the same numbers).
 """
 
 from __future__ import annotations
@@ -233,6 +235,18 @@ def _compare_one(
     )
 
 
+def comparison_seeds(root: np.random.SeedSequence, metric: str, system: str,
+                     baseline: str) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+    """The randomisation test's and the bootstrap's streams of one comparison: children of ``root`` whose spawn
+    keys extend ``root``'s by the CRC-32 of the metric, system and baseline names and 0 or 1 (as
+    ``SeedSequence.spawn`` extends it by a counter), so they are the same whatever else the call compares."""
+    import zlib
+
+    key = (*root.spawn_key, *(zlib.crc32(str(name).encode("utf-8")) for name in (metric, system, baseline)))
+    return tuple(  # type: ignore[return-value]
+        np.random.SeedSequence(root.entropy, spawn_key=(*key, j), pool_size=root.pool_size) for j in (0, 1))
+
+
 def _fresh_root(seed: int | np.random.SeedSequence) -> np.random.SeedSequence:
     """A new ``SeedSequence`` equal to ``seed`` (spawning never mutates the caller's)."""
     if isinstance(seed, np.random.SeedSequence):
@@ -272,8 +286,8 @@ def compare_systems(
     baseline:
         The system the others are compared with.
     seed:
-        Root seed (int or ``SeedSequence``); each comparison gets its own child streams
-        via ``SeedSequence.spawn``, assigned in sorted (metric, system) order.
+        Root seed (int or ``SeedSequence``); each comparison gets its own child streams, keyed by its metric,
+        system and baseline names (:func:`comparison_seeds`): the same whatever else is compared.
     n_permutations:
         Random sign vectors of the randomisation test (exact enumeration when
         ``2**n <= n_permutations``). Default 10,000.
@@ -314,21 +328,17 @@ def compare_systems(
         raise InputError(f"need at least two systems to compare, got only {baseline!r}")
     others = [s for s in systems if s != baseline]
     metrics = _first_appearance(frame["metric"])
-    pairs = [(m, s) for m in metrics for s in others]
     root = _fresh_root(seed)
-    children = root.spawn(2 * len(pairs))
-    slot = {pair: k for k, pair in enumerate(sorted(pairs))}
     results: list[PairedResult] = []
     for metric in metrics:
         table = _aligned(frame, metric, systems)
         queries = table.index.to_numpy()
         base = table[baseline].to_numpy(dtype=np.float64)
         for system in others:
-            k = slot[(metric, system)]
             results.append(
                 _compare_one(
                     metric, system, baseline, queries, base, table[system].to_numpy(dtype=np.float64),
-                    (children[2 * k], children[2 * k + 1]), n_perm, n_boot, alpha, n_worst, tie_tol,
+                    comparison_seeds(root, metric, system, baseline), n_perm, n_boot, alpha, n_worst, tie_tol,
                 )  # fmt: skip
             )
     return _with_holm(results)
