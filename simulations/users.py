@@ -126,6 +126,20 @@ class UserModels:
             out[:, -1] += share * survive[:, -1]
         return out
 
+    def sample_coupled(self, labels: np.ndarray, user_type: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Clicks ``(n, k)`` as :meth:`sample`, from ``rng.random((n, k))`` drawn in row order, row ``i`` reading
+        its own ``k`` uniforms whatever its type (:meth:`_GradeChains.sample_rows`): two mixtures of the same
+        models with other shares, given the same rng, couple their clicks row by row. Models without grade chains
+        (or labels they do not take) sample as :meth:`sample` does after that draw (not coupled)."""
+        labels = np.asarray(labels)
+        u_rows = rng.random(labels.shape)
+        chains = self.chains(labels.shape[1]) if labels.ndim == 2 else None
+        if chains is not None and labels.size and np.issubdtype(labels.dtype, np.integer):
+            clicks = chains.sample_rows(labels, user_type, u_rows)
+            if clicks is not None:
+                return clicks
+        return self.sample(labels, user_type, rng)
+
     def draw_types(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Types of ``n`` users drawn by share."""
         if len(self.models) == 1:
@@ -305,6 +319,34 @@ class _GradeChains:
                 rng.random(out=u[at:end])
                 at = end
         return u
+
+    def sample_rows(self, labels: np.ndarray, user_type: np.ndarray, u_rows: np.ndarray) -> np.ndarray | None:
+        """Clicks ``(n, k)`` of integer ``labels`` of users of types ``user_type`` where row ``i`` reads the uniforms
+        ``u_rows[i]`` ``(n, k)`` whatever its type (the kernel's uniforms laid out type by type and block by block
+        from the rows'): common random numbers across user mixtures, as the assumption sweep needs (a row whose
+        type stays gets the same clicks; one whose type changes, the other model's on the same uniforms).
+        :meth:`sample` instead draws each type's uniforms in turn, so one row changing type moves the uniforms of
+        every later row of both types. ``None`` (nothing read) when :meth:`counts` refuses the rows."""
+        from clickmodels.kernels import BLOCK
+        from simulations import kernels
+
+        n, k = labels.shape
+        counts = self.counts(labels, user_type, n)
+        if counts is None:
+            return None
+        order = np.argsort(user_type, kind="stable") if self.n_types > 1 else np.arange(n)
+        u = np.empty(n * k, dtype=np.float64)
+        at = lo = 0
+        for size in counts[:-1].tolist():
+            for first in range(0, size, BLOCK):
+                b = min(BLOCK, size - first)
+                u[at:at + k * b] = u_rows[order[lo + first:lo + first + b]].T.ravel()  # (k, b): rank by rank
+                at += k * b
+            lo += size
+        out = np.empty(labels.shape, dtype=bool)
+        kernels.grade_clicks(labels, user_type, counts, u, self.thresholds, self.width, self.independent_flags,
+                             self.use_t1, self.use_t3, BLOCK, out)
+        return out
 
     def sample(self, labels: np.ndarray, user_type: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
         """Clicks ``(n, k)`` of integer ``labels`` of users of types ``user_type``

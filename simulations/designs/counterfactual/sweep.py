@@ -21,9 +21,11 @@ __all__ = ["ERROR_LABEL", "assumption_sweep", "direct_log", "sweep_point"]
 _SWEEP_TAG = 0x7377656570  # "sweep"
 
 #: what the sweep's 'bias +- se' of an estimator is (summary.json ``assumption_sweep.error_label``, the report's
-#: table and plot): one log's error with that log's SE, not the mean error over logs; with common random numbers the
-#: unbiased estimators' errors move together from value to value (snips +0.0052, +0.0040, -0.0033, ... on
-#: configs/counterfactual.yaml: review 3, M5)
+#: table and plot): one log's error with that log's SE, not the mean error over logs (review 3, M5). With common
+#: random numbers (the same queries, user-type uniforms, lists and per-row click uniforms at every value:
+#: :meth:`simulations.users.UserModels.sample_coupled`) the errors move together from value to value: measured over
+#: 20 seeds on configs/counterfactual.yaml, adjacent values' errors correlate 0.73-0.96 (0.15-0.85 when each type's
+#: click uniforms were drawn in turn, so one user changing type redrew every later row's clicks)
 ERROR_LABEL = ("estimate - exact truth of one {n}-impression log per value (not a mean over logs: the same random "
                "stream at every value, so the unbiased estimators' errors move together), +- that log's SE")
 _SWEEP_CHUNK = 100_000
@@ -31,7 +33,9 @@ _SWEEP_CHUNK = 100_000
 
 def direct_log(world: World, users: Any, policy: Any, n: int, rng: np.random.Generator) -> Any:
     """``n`` impressions served by ``policy`` without SimPy: queries by frequency, user
-    types by share, clicks from the types' click models. Every impression is its own
+    types by share, clicks from the types' click models, each row from its own uniforms whatever its type
+    (:meth:`~simulations.users.UserModels.sample_coupled`), so the same ``rng`` under other type shares gives the
+    same queries and lists and the same clicks on every row whose type stays. Every impression is its own
     cluster (``user`` is ``None``)."""
     from onlineeval.estimators import LoggedData
     from simulations.sampling import draw_from_cdf
@@ -44,7 +48,8 @@ def direct_log(world: World, users: Any, policy: Any, n: int, rng: np.random.Gen
         q = draw_from_cdf(cdf, rng.random(m)).astype(np.int64)
         types = users.draw_types(m, rng)
         shown = np.asarray(policy.sample(q, rng), dtype=np.int64)
-        clicks = users.sample(shown_labels(world.labels, q, shown), types, rng)
+        # row i's click uniforms are its own whatever its type (UserModels.sample_coupled): common random numbers
+        clicks = users.sample_coupled(shown_labels(world.labels, q, shown), types, rng)
         p = distinct_propensities(policy, q, shown, world.labels.shape[1])
         for key, v in zip(parts, (q, shown, clicks, types, p.list, p.prefix, p.item), strict=True):
             parts[key].append(np.asarray(v))

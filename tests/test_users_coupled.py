@@ -1,0 +1,125 @@
+"""Coupled click sampling (``UserModels.sample_coupled``, ``_GradeChains.sample_rows``): every row reads its own
+uniforms whatever its user type, so two mixtures of the same models with other shares, given the same generator,
+click alike on every row whose type stays (the assumption sweep's common random numbers). Checked: the law (click
+rates per type and rank against the models' exact probabilities, within 4 SE), the same clicks as the type-by-type
+sampler where the two read the same uniforms, row independence across blocks, and the coupling in the sweep's
+direct logs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import clickmodels
+from clickmodels.kernels import BLOCK
+from simulations.users import UserModels
+
+K = 5
+SPECS = [{"name": "cascade", "preset": "navigational"}, {"name": "pbm", "preset": "ai2018"},
+         {"name": "dcm", "click": [0.1, 0.3, 0.5, 0.7, 0.9], "continuation": [0.6, 0.65, 0.7, 0.75, 0.8]}]
+
+
+def _users(shares: list[float]) -> UserModels:
+    return UserModels([f"t{i}" for i in range(len(SPECS))], shares, [clickmodels.build(s) for s in SPECS],
+                      [dict(s) for s in SPECS])
+
+
+def _labels(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 5, size=(n, K)).astype(np.int8)
+    labels[rng.random(n) < 0.1, -1] = -1  # some lists one slot short
+    return labels
+
+
+def test_the_law_is_each_types_model() -> None:
+    """Click rates per type and rank of fixed lists against each model's exact click probabilities (4 SE)."""
+    users = _users([0.3, 0.3, 0.4])
+    rng = np.random.default_rng(5)
+    pattern = _labels(4, 1)
+    n = 60_000
+    labels = np.repeat(pattern, n // 4, axis=0)
+    types = rng.integers(0, 3, size=labels.shape[0]).astype(np.int8)
+    clicks = users.sample_coupled(labels, types, rng)
+    for t, model in enumerate(users.models):
+        exact = np.asarray(model.click_probabilities(pattern), dtype=np.float64)
+        for j in range(4):
+            rows = (types == t) & (np.arange(labels.shape[0]) // (n // 4) == j)
+            rate = clicks[rows].mean(axis=0)
+            se = np.sqrt(exact[j] * (1 - exact[j]) / rows.sum())
+            assert np.all(np.abs(rate - exact[j]) <= 4 * se + 1e-12), (t, j, rate, exact[j])
+
+
+def test_one_type_reads_the_uniforms_the_type_by_type_sampler_reads() -> None:
+    """With one type and one block, sample() draws rng.random((k, n)); sample_rows on its transpose gives the same
+    clicks bit for bit (the same comparisons on the same numbers)."""
+    users = UserModels(["nav"], [1.0], [clickmodels.build(SPECS[2])], [dict(SPECS[2])])
+    labels = _labels(3000, 2)
+    types = np.zeros(3000, dtype=np.int8)
+    a = users.sample(labels, types, np.random.default_rng(9))
+    u = np.random.default_rng(9).random((K, 3000))
+    b = users.chains(K).sample_rows(labels, types, u.T)
+    assert np.array_equal(a, b)
+
+
+def test_each_row_reads_its_own_uniforms_across_blocks_and_types() -> None:
+    """A row's clicks depend on its own uniforms and type only: the whole call (two blocks of one type) equals calls
+    on subsets, and a mixture with other types on some rows clicks alike on every row whose type stays."""
+    n = BLOCK * 2 + 500
+    users = _users([0.8, 0.1, 0.1])
+    labels = _labels(n, 3)
+    rng = np.random.default_rng(4)
+    types = users.draw_types(n, rng)
+    assert (types == 0).sum() > BLOCK  # type 0's rows span two blocks
+    u = rng.random((n, K))
+    chains = users.chains(K)
+    full = chains.sample_rows(labels, types, u)
+    pick = np.sort(rng.choice(n, 700, replace=False))
+    assert np.array_equal(chains.sample_rows(labels[pick], types[pick], u[pick]), full[pick])
+    other = types.copy()
+    flip = rng.random(n) < 0.2
+    other[flip] = (other[flip] + 1) % 3
+    moved = chains.sample_rows(labels, other, u)
+    assert np.array_equal(moved[~flip], full[~flip])
+    assert not np.array_equal(moved[flip], full[flip])  # (the other models do click otherwise)
+    # the type-by-type sampler shares nothing row by row once a row changes type: most later rows click otherwise
+    a = users.sample(labels, types, np.random.default_rng(8))
+    b = users.sample(labels, other, np.random.default_rng(8))
+    assert (a[~flip] != b[~flip]).any(axis=1).mean() > 0.2
+
+
+def test_rows_the_chains_refuse_go_to_the_models_own_path() -> None:
+    """Labels the chains refuse (a grade the models do not know): sample() serves after the row uniforms' draw,
+    with the model's own error."""
+    users = UserModels(["c"], [1.0], [clickmodels.build(SPECS[0])], [dict(SPECS[0])])
+    labels = np.full((50, K), 9)  # a grade the cascade preset does not know: no chains, the model's own error
+    from onlineeval.errors import InputError
+
+    with pytest.raises(InputError) as coupled:
+        users.sample_coupled(labels, np.zeros(50, dtype=np.int8), np.random.default_rng(1))
+    with pytest.raises(InputError) as plain:
+        users.sample(labels, np.zeros(50, dtype=np.int8), np.random.default_rng(1))
+    assert str(coupled.value) == str(plain.value)
+
+
+def test_the_sweeps_direct_logs_are_coupled_across_shares() -> None:
+    """The assumption sweep's logs at two shares of the cascade users, from the same seed: the same queries, user
+    uniforms and lists, and the same clicks on every impression whose user type stays."""
+    from simulations.config import load_config
+    from simulations.designs.counterfactual import direct_log, shared_policy
+    from simulations.runner import world_seed
+    from simulations.world import build_world
+
+    cfg = load_config("configs/counterfactual.yaml")
+    world = build_world(cfg, world_seed(cfg.seed))
+    policy = shared_policy(cfg.designs[2].logger, world)
+    logs = []
+    for share in (0.25, 0.75):
+        users = UserModels([t.name for t in cfg.users.types], [1 - share, share],
+                           [clickmodels.build(dict(t.click_model)) for t in cfg.users.types],
+                           [dict(t.click_model) for t in cfg.users.types])
+        logs.append(direct_log(world, users, policy, 20_000, np.random.default_rng(np.random.SeedSequence(3))))
+    a, b = logs
+    assert np.array_equal(a.query, b.query) and np.array_equal(a.shown, b.shown)
+    stay = a.user_type == b.user_type
+    assert 0.4 < stay.mean() < 0.6  # about half the users change type between shares 0.25 and 0.75
+    assert np.array_equal(a.clicks[stay], b.clicks[stay])
