@@ -360,8 +360,8 @@ def analyse(
             _withhold_analytic(entry, _no_support_reason(no_support) if no_support else WITHHELD_REASON)
         if t.baseline:
             # online relative *improvement* (lower abandonment is better) / offline relative gain
-            improvement = entry["improvement_sign"] * t.value / t.baseline
-            entry["shrinkage_vs_offline"] = improvement / offline_rel if offline_rel else None
+            improvement = entry["improvement_sign"] * t.value / t.baseline + 0.0  # (+ 0.0: no -0.0 of a 0 effect)
+            entry["shrinkage_vs_offline"] = improvement / offline_rel + 0.0 if offline_rel else None
         aa = table[(table["aa"]) & (table["design"] == design) & (table["metric"] == metric)].sort_values("day")
         if len(aa):
             r_aa = int(aa["replicates"].iloc[-1])

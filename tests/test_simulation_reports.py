@@ -308,3 +308,20 @@ def test_one_replicate_note_in_report_html(tmp_path):
         page = unescape(str(answer_section(summary)))
         assert ("One replicate: power, coverage and false-positive rates" in page) is shown
     assert ONE_REPLICATE_NOTE.startswith("one replicate:")
+
+
+def test_a_zero_effect_has_no_negative_zero_shrinkage(tmp_path):
+    """One query whose two rankers show the same documents: abandonment (which cascade users' order does not
+    change) has an exact effect of 0, and its shrinkage is 0 (it was -0.0, the improvement's sign -1 times 0 over
+    B's positive offline gain at seed 7, printed '-0.00')."""
+    cfg = _config(seed=7, collection={"type": "synthetic", "n_queries": 1, "candidates": 10}, replicates=3,
+                  designs=[{"name": "ab", "type": "ab", "metric": "abandonment"}],
+                  analysis={"truth_impressions": 10_000})
+    result = simulate(cfg, output=tmp_path / "run", workers=1)
+    entry = result.summary["designs"]["ab"]["abandonment"]
+    assert entry["true_effect"] == 0.0 and entry["improvement_sign"] == -1
+    shrink = entry["shrinkage_vs_offline"]
+    assert shrink == 0.0 and math.copysign(1.0, shrink) == 1.0
+    row = next(line for line in terminal_summary(result).splitlines() if line.lstrip().startswith("ab ")
+               and "abandonment" in line)
+    assert "-0.00" not in row, row
