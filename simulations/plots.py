@@ -388,7 +388,8 @@ def assumption_sweep_figure(sweep: Mapping[str, Any], config: Any = None) -> Fig
         ax.set(ylabel=f"estimate - truth, V(B) - V(A)\n({sweep['metric']}; one log, ±2 SE)")
         ax.legend(fontsize=7)
     title = (f"Assumption sweep: one {sweep['impressions']:,}-impression log per value\n"
-             "(common random numbers: unbiased estimators wander together)")
+             + ("(common random numbers: unbiased estimators wander together)" if sweep.get("coupled", True) else
+                "(the same queries and lists, clicks not coupled: read each point against its SE)"))
     if far:
         axes[0].set_title("the other estimators", fontsize=10)
         axes[1].set_title(f"far off (would stretch the others' y range over {FAR_OFF:g}x): own y axis",

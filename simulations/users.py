@@ -126,6 +126,11 @@ class UserModels:
             out[:, -1] += share * survive[:, -1]
         return out
 
+    def couples(self, k: int) -> bool:
+        """Whether :meth:`sample_coupled` couples rows of ``k`` slots (every type's model has grade chains:
+        :meth:`chains`); otherwise it samples as :meth:`sample` does, each type's rows in turn."""
+        return self.chains(k) is not None
+
     def sample_coupled(self, labels: np.ndarray, user_type: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Clicks ``(n, k)`` as :meth:`sample`, from ``rng.random((n, k))`` drawn in row order, row ``i`` reading
         its own ``k`` uniforms whatever its type (:meth:`_GradeChains.sample_rows`): two mixtures of the same

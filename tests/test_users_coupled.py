@@ -123,3 +123,32 @@ def test_the_sweeps_direct_logs_are_coupled_across_shares() -> None:
     stay = a.user_type == b.user_type
     assert 0.4 < stay.mean() < 0.6  # about half the users change type between shares 0.25 and 0.75
     assert np.array_equal(a.clicks[stay], b.clicks[stay])
+
+
+def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
+    """A user type whose click model has no grade chain (UBM: examination by the last click's rank) samples type by
+    type: the sweep's label and plot no longer claim that the errors move together, and name that type."""
+    import yaml
+
+    from simulations.config import config_from_mapping
+    from simulations.designs.counterfactual.sweep import ERROR_LABEL, assumption_sweep
+    from simulations.runner import world_seed
+    from simulations.world import build_world
+
+    mapping = yaml.safe_load(open("configs/counterfactual.yaml", encoding="utf-8"))
+    mapping["analysis"]["assumption_sweep"]["impressions"] = 5_000
+    mapping["analysis"]["assumption_sweep"]["values"] = [0.25, 0.75]
+    cfg = config_from_mapping(mapping)
+    world = build_world(cfg, world_seed(cfg.seed))
+    coupled = assumption_sweep(cfg, world)
+    assert coupled["coupled"] and coupled["error_label"] == ERROR_LABEL.format(n="5,000")
+    mapping["users"]["types"][0]["click_model"] = {
+        "name": "ubm", "click": [0.1, 0.3, 0.5, 0.7, 0.9],
+        "examination": [[0.95], [0.7, 0.9], [0.5, 0.6, 0.85], [0.4, 0.45, 0.6, 0.8], [0.3, 0.35, 0.4, 0.6, 0.8]]}
+    cfg = config_from_mapping(mapping)
+    assert not UserModels.from_config(cfg.users).couples(world.depth)
+    sweep = assumption_sweep(cfg, world)
+    assert not sweep["coupled"]
+    assert "not the same clicks, which the click model of user type 'pbm' cannot couple row by row" \
+        in sweep["error_label"]
+    assert "move together" not in sweep["error_label"]

@@ -16,7 +16,7 @@ from simulations.designs.counterfactual.serving import (
 )
 from simulations.world import World
 
-__all__ = ["ERROR_LABEL", "assumption_sweep", "direct_log", "sweep_point"]
+__all__ = ["ERROR_LABEL", "UNCOUPLED_LABEL", "assumption_sweep", "direct_log", "sweep_point"]
 
 _SWEEP_TAG = 0x7377656570  # "sweep"
 
@@ -28,6 +28,12 @@ _SWEEP_TAG = 0x7377656570  # "sweep"
 #: click uniforms were drawn in turn, so one user changing type redrew every later row's clicks)
 ERROR_LABEL = ("estimate - exact truth of one {n}-impression log per value (not a mean over logs: the same random "
                "stream at every value, so the unbiased estimators' errors move together), +- that log's SE")
+#: the label when some value's click models cannot be coupled row by row (a model without grade chains, such as
+#: one fitted per query and document: :meth:`simulations.users.UserModels.couples`): the queries and lists are
+#: common, the clicks are not
+UNCOUPLED_LABEL = ("estimate - exact truth of one {n}-impression log per value (not a mean over logs: the same "
+                   "queries and lists at every value, but not the same clicks, which {models} cannot couple row by "
+                   "row: the errors move partly apart, so read each against its SE), +- that log's SE")
 _SWEEP_CHUNK = 100_000
 
 
@@ -99,9 +105,15 @@ def assumption_sweep(config: Any, world: World) -> dict[str, Any]:
                   and (sweep.design is None or d.name == sweep.design))
     path = sweep_path(sweep.parameter)
     points = []
+    uncoupled: list[str] = []
     for value in sweep.values:
         point_cfg = config_from_mapping(swept_mapping(config.effective(), path, value))
         users = UserModels.from_config(point_cfg.users)
+        if not users.couples(world.depth):  # the types whose model has no grade chain of its own, else all
+            alone = [n for n, m in zip(users.names, users.models, strict=True)
+                     if getattr(m, "n_grades", None) is not None and UserModels([n], [1.0], [m]).chains(
+                         world.depth) is None]
+            uncoupled += [n for n in (alone or users.names) if n not in uncoupled]
         rng = np.random.default_rng(np.random.SeedSequence((config.seed, _SWEEP_TAG)))
         points.append(sweep_point(design, world, users, sweep.impressions, rng, config.analysis.alpha))
     labels = [label for label, _ in build_estimators(design)]
@@ -119,5 +131,10 @@ def assumption_sweep(config: Any, world: World) -> dict[str, Any]:
         "method": "one direct log per value (no SimPy, each impression its own cluster), common random numbers "
         "across values; bias = estimate - exact V(B) - V(A); se = the paired difference's delta-method SE",
         # what 'bias +- SE' is: one log's error, not a mean over logs (review 3, M5)
-        "error_label": ERROR_LABEL.format(n=f"{sweep.impressions:,}"),
+        "error_label": (UNCOUPLED_LABEL.format(
+            n=f"{sweep.impressions:,}",
+            models=(f"the click model of user type {uncoupled[0]!r}" if len(uncoupled) == 1 else
+                    "the click models of user types " + ", ".join(repr(n) for n in uncoupled)))
+                        if uncoupled else ERROR_LABEL.format(n=f"{sweep.impressions:,}")),
+        "coupled": not uncoupled,
     }
