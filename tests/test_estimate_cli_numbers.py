@@ -109,7 +109,7 @@ def test_a_run_shorter_than_the_logs_page_is_estimated_as_that_page_with_a_warni
     lists[0] = lists[0][:1]
     lists[2] = lists[2][:2]
     run = write_run(world["tmp"] / "S.run", lists, "S")
-    doc = json_out("--log", str(world["log"]), "--target", str(run), "--estimator", "iips,rips")
+    doc = json_out("--log", str(world["log"]), "--target", str(run), "--estimator", "iips,rips,ips")
     ids = sorted({int(q) for q in sim.query}, key=lambda q: f"q{q}")
     mat = np.full((len(ids), K), -1)
     for i, q in enumerate(ids):
@@ -122,6 +122,12 @@ def test_a_run_shorter_than_the_logs_page_is_estimated_as_that_page_with_a_warni
     assert len(text) == 1, doc["warnings"]
     assert f"for 2 of 4 queries it ranks (q0: 1 of {K}, q2: 2 of {K} documents; {rows} impressions)" in text[0]
     assert "empty slots earn no reward" in text[0] and str(run) in text[0]
+    # whole-list IPS never matches the shorter list where every logged list is longer: weight 0 on those rows
+    assert text[0].endswith("; ips weigh by the whole list, which no logged list of those queries equals where all "
+                            "are longer: weight 0 there (no support for the shorter page, biased)")
+    terms = get_estimator("ips").terms(lib_data(sim), DeterministicTarget(mat, "S"), get_reward("clicks_per_query", K))
+    rows_short = np.isin(sim.query, [0, 2])
+    assert rows_short.any() and np.all(terms.num[rows_short] == 0)
     full = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--estimator", "iips")
     assert not any("ranks fewer documents" in w for w in full["warnings"])
 

@@ -96,13 +96,15 @@ def never_logged_text(name: str, tmap: Any, impressions: int) -> str:
             "or predict them from no data")
 
 
-def shorter_target_text(name: str, lg: Any, tmap: Any, source: str) -> str | None:
+def shorter_target_text(name: str, lg: Any, tmap: Any, source: str, whole_list: Sequence[str] = ()) -> str | None:
     """The warning of a target whose list is shorter than the log's for some of the queries it ranks (a run cut
     at a smaller depth than the page, or a query with few retrieved documents), or ``None``.
 
     The target's list is its top ``query_k`` documents; with fewer, its page there has empty slots, which earn no
-    reward: every estimate is then the value of that shorter page, lower than the same ranker's on a full page for
-    additive rewards (clicks per query, utility), not a property of the ranker's order."""
+    reward: slot-level estimates are then the value of that shorter page, lower than the same ranker's on a full
+    page for additive rewards (clicks per query, utility), not a property of the ranker's order. Estimators that
+    weigh by the whole list (``whole_list``: those reading the list propensity) find no logged list equal to the
+    shorter one where every logged list of the query is longer: weight 0 there, no support for that page."""
     import numpy as np
 
     short = np.flatnonzero(tmap.ranked & (tmap.depth < lg.query_k))
@@ -111,10 +113,14 @@ def shorter_target_text(name: str, lg: Any, tmap: Any, source: str) -> str | Non
     rows = int(np.isin(lg.data.query, short).sum())
     shown = ", ".join(f"{lg.queries[q]}: {int(tmap.depth[q])} of {int(lg.query_k[q])}" for q in short[:3])
     more = f", ... ({short.size - 3} more)" if short.size > 3 else ""
-    return (f"{name}: ranks fewer documents than the log's lists show for {short.size} of {int(tmap.ranked.sum())} "
+    text = (f"{name}: ranks fewer documents than the log's lists show for {short.size} of {int(tmap.ranked.sum())} "
             f"queries it ranks ({shown}{more} documents; {rows} impressions) in {source}: its page there is "
-            "shorter (empty slots earn no reward), so its estimates are those of the shorter page, not of the same "
-            "order filling the log's page")
+            "shorter (empty slots earn no reward), so the slot-level estimates are those of the shorter page, not "
+            "of the same order filling the log's page")
+    if whole_list:
+        text += (f"; {', '.join(whole_list)} weigh by the whole list, which no logged list of those queries equals "
+                 "where all are longer: weight 0 there (no support for the shorter page, biased)")
+    return text
 
 
 def check_settings(metric: str, alpha: float, bootstrap: int, ties: str, prefix: str = "--") -> None:
@@ -628,7 +634,8 @@ def estimate_targets(
             warnings.append(
                 f"{name}: {missing} of {len(lg.queries)} log queries are not in {sources.get(name, 'the target')}; "
                 f"their {data.n - rows.size} impressions are left out of its estimates")
-        shorter = shorter_target_text(name, lg, tmap, sources.get(name, "the target"))
+        shorter = shorter_target_text(name, lg, tmap, sources.get(name, "the target"),
+                                      [e.name for e in estimators if "p_list" in e.needs])
         if shorter:
             warnings.append(shorter)
         if tmap.unseen:
