@@ -635,7 +635,9 @@ def estimate_targets(
                 f"{name}: {missing} of {len(lg.queries)} log queries are not in {sources.get(name, 'the target')}; "
                 f"their {data.n - rows.size} impressions are left out of its estimates")
         shorter = shorter_target_text(name, lg, tmap, sources.get(name, "the target"),
-                                      [e.name for e in estimators if "p_list" in e.needs])
+                                      [e.name + (" (where it chooses the standard behaviour)"
+                                                 if e.name == "adaptive_ips" else "")
+                                       for e in estimators if "p_list" in e.needs])
         if shorter:
             warnings.append(shorter)
         if tmap.unseen:
