@@ -29,8 +29,7 @@ _SWEEP_TAG = 0x7377656570  # "sweep"
 ERROR_LABEL = ("estimate - exact truth of one {n}-impression log per value (not a mean over logs: the same random "
                "stream at every value, so the unbiased estimators' errors move together), +- that log's SE")
 #: the label when some value's click models cannot be coupled row by row (a model without grade chains, such as
-#: one fitted per query and document: :meth:`simulations.users.UserModels.couples`): the queries and lists are
-#: common, the clicks are not
+#: UBM: :meth:`simulations.users.UserModels.couples`): the queries and lists are common, the clicks are not
 UNCOUPLED_LABEL = ("estimate - exact truth of one {n}-impression log per value (not a mean over logs: the same "
                    "queries and lists at every value, but not the same clicks, which {models} cannot couple row by "
                    "row: the errors move partly apart, so read each against its SE), +- that log's SE")
@@ -104,15 +103,15 @@ def assumption_sweep(config: Any, world: World) -> dict[str, Any]:
     design = next(d for d in config.designs if d.type == "counterfactual"
                   and (sweep.design is None or d.name == sweep.design))
     path = sweep_path(sweep.parameter)
+    k = shared_policy(design.logger, world).k  # type: ignore[arg-type]  # (the shown lists' slots)
     points = []
     uncoupled: list[str] = []
     for value in sweep.values:
         point_cfg = config_from_mapping(swept_mapping(config.effective(), path, value))
         users = UserModels.from_config(point_cfg.users)
-        if not users.couples(world.depth):  # the types whose model has no grade chain of its own, else all
+        if not users.couples(k):  # the types whose model has no grade chain of its own, else all
             alone = [n for n, m in zip(users.names, users.models, strict=True)
-                     if getattr(m, "n_grades", None) is not None and UserModels([n], [1.0], [m]).chains(
-                         world.depth) is None]
+                     if getattr(m, "n_grades", None) is not None and UserModels([n], [1.0], [m]).chains(k) is None]
             uncoupled += [n for n in (alone or users.names) if n not in uncoupled]
         rng = np.random.default_rng(np.random.SeedSequence((config.seed, _SWEEP_TAG)))
         points.append(sweep_point(design, world, users, sweep.impressions, rng, config.analysis.alpha))
