@@ -98,18 +98,7 @@ def test_band_is_the_binomial_99_percent_interval() -> None:
     assert binom.cdf(lo - 1, 500, 0.95) <= 0.005 and binom.sf(hi, 500, 0.95) <= 0.005
 
 
-DIFFERENCE_CASES = [
-    ("ips", "cascade", "reciprocal_rank"),
-    ("snips", "cascade", "reciprocal_rank"),
-    ("rips", "dcm", "reciprocal_rank"),
-    ("snrips", "dcm", "reciprocal_rank"),
-    ("iips", "pbm", "clicks_per_query"),
-    ("pbm_ips", "pbm", "clicks_per_query"),
-    ("pseudoinverse", "pbm", "clicks_per_query"),
-    ("dr", "pbm", "clicks_per_query"),
-    ("dr_list", "cascade", "reciprocal_rank"),
-    ("cascade_dr", "dcm", "reciprocal_rank"),
-]
+DIFFERENCE_CASES = [*CASES, ("pbm_ips", "pbm", "clicks_per_query")]
 
 
 @pytest.mark.slow
