@@ -24,6 +24,10 @@ from simulations.config import config_from_mapping
         ({"traffic": {"days": 0}}, "traffic.days: must be at least 1, got 0"),
         ({"users": {"population": -1}}, "users.population: must be greater than 0, got -1"),
         ({"traffic": {"days": 1.5}}, "traffic.days: must be an integer, got 1.5"),
+        # 1e4 in a YAML file or --set is the number 10000.0: the message says how to write it
+        ({"traffic": {"queries_per_day": 1e4}}, "traffic.queries_per_day: must be an integer, got 10000.0 (write "
+                                                "10000: an integer key takes a whole number without a point or "
+                                                "exponent)"),
         ({"users": {"types": [{"name": "a", "share": "x"}]}},
          "users.types[0].share: must be a number, got 'x' (and 1 more problem)"),
         ({"analysis": {"aa": "maybe"}}, "analysis.aa: must be true or false, got 'maybe'"),

@@ -82,6 +82,10 @@ def _first_error(exc: ValidationError, source: str | None) -> ConfigError:
         message = "required key is missing"
     elif plain is not None:  # a bound or a type
         message = plain
+        value = err.get("input")
+        if kind in ("int_type", "int_from_float") and isinstance(value, float) and value.is_integer() \
+                and abs(value) < 1e18:  # 1e4 or 10000.0 for an integer key: say how to write it
+            message += f" (write {int(value)}: an integer key takes a whole number without a point or exponent)"
     elif kind in ("literal_error", "enum") and "expected" in ctx:
         expected = str(ctx["expected"])
         one_of = "one of " if " or " in expected else ""
