@@ -130,3 +130,50 @@ def test_flags_show_no_value_placeholder_in_any_help_page() -> None:
     assert rows["--help"][1:3] == ["Show", "this"]
     res = runner.invoke(app, ["sweep", "--quiet", "true", "-c", "x.yaml"], prog_name="onlineeval")
     assert res.exit_code == 2 and res.stderr == "error: unexpected argument(s) 'true' (see 'onlineeval sweep --help')\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        # click kept the last silently: snips was never estimated, qrels a never read, AP never computed
+        (["estimate", "-l", "x", "--target", "t", "--estimator", "snips", "--estimator", "ips"],
+         "--estimator: given twice ('snips' and 'ips')"),
+        (["evaluate", "--qrels", "a", "--qrels", "b", "-r", "r"], "--qrels: given twice ('a' and 'b')"),
+        (["evaluate", "-q", "q", "-r", "r", "--metrics", "AP", "--metrics=nDCG"], "--metrics: given twice ('AP' and "
+                                                                                  "'nDCG')"),
+        (["evaluate", "-q", "q", "-r", "r", "--format", "json", "-f", "table"], "-f: given twice ('json' and 'table')"),
+        (["power", "proportion", "--baseline", "0.3", "--baseline", "0.2"],
+         "--baseline: given twice ('0.3' and '0.2')"),
+        (["simulate", "-c", "x.yaml", "--output", "a", "--output", "b"], "--output: given twice ('a' and 'b')"),
+        (["clicks", "fit", "--log", "l", "--model", "dcm", "--model", "pbm", "--out", "o"],
+         "--model: given twice ('dcm' and 'pbm')"),
+        (["clicks", "fit", "--log", "l", "--model", "dcm", "--out", "o", "-q", "--quiet"],
+         "--quiet: given twice ('-q' and '--quiet')"),
+    ],
+)
+def test_an_option_given_twice_is_refused(args: list[str], line: str) -> None:
+    """An option that takes one value, given twice, is refused naming both values (click kept the last without a
+    word); repeatable options (--run, --target, --set) are not."""
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    command = " ".join(a for a in args[:2] if not a.startswith("-"))
+    assert result.output.strip() == (f"error: {line} but takes one value; give it once (the later would replace the "
+                                      f"earlier) (see 'onlineeval {command} --help')")
+
+
+def test_repeatable_options_and_values_after_a_double_dash_are_not_repeats(tmp_path) -> None:
+    from onlineeval.cli._usage import repeated_option
+    from typer.main import get_command
+
+    root = get_command(app)
+    estimate = root.commands["estimate"]
+    assert repeated_option(estimate, ["--target", "a", "--target", "b", "--option", "x=1", "--option", "y=2"]) is None
+    assert repeated_option(estimate, ["--estimator", "ips", "--", "--estimator", "snips"]) is None
+    # a value that looks like the option's name is the value, not a second use
+    assert repeated_option(estimate, ["--log", "--estimator", "--estimator", "ips"]) is None
+    simulate = root.commands["simulate"]
+    assert repeated_option(simulate, ["--set", "a=1", "--set", "b=2"]) is None
+    # through the evaluate command's direct start-up path (a process), which hands repeated options to typer
+    proc = subprocess.run([sys.executable, "-m", "onlineeval.cli", "evaluate", "-q", "q", "-r", "r", "--seed", "1",
+                           "--seed", "2"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: --seed: given twice ('1' and '2')"), proc.stderr

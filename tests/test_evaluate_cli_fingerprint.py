@@ -21,8 +21,11 @@ def _sha(path: Path) -> dict[str, object]:
 
 
 def _args(qrels: Path, a: Path, b: Path, *extra: str) -> list[str]:
-    return ["--qrels", str(qrels), "--run", str(a), "--run", str(b), "--permutations", "100", "--bootstrap", "100",
-            "--missing", "zero", *extra]
+    """The command's arguments; an option in ``extra`` replaces the default one (an option given twice is refused)."""
+    given = {extra[i] for i in range(0, len(extra), 2)}
+    defaults = [("--permutations", "100"), ("--bootstrap", "100"), ("--missing", "zero")]
+    return ["--qrels", str(qrels), "--run", str(a), "--run", str(b),
+            *[x for name, value in defaults if name not in given for x in (name, value)], *extra]
 
 
 def _json(*args: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onlineeval.cli._usage import OneLineGroup
+from onlineeval.cli._usage import OneLineGroup, refuse_repeated_options
 
 __all__ = ["RootGroup", "flags_without_metavar"]
 
@@ -46,3 +46,4 @@ class RootGroup(OneLineGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         flags_without_metavar(self)
+        refuse_repeated_options(self)

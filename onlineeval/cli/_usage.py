@@ -34,7 +34,7 @@ try:  # typer >= 0.2x: its own copy of click
 except ImportError:  # pragma: no cover - older typer on click itself
     from click import exceptions as _click_exceptions  # type: ignore[no-redef]
 
-__all__ = ["OneLineGroup", "usage_message"]
+__all__ = ["OneLineGroup", "refuse_repeated_options", "repeated_option", "usage_message"]
 
 _UsageError = _click_exceptions.UsageError
 # click >= 8.2 raises it for a group run without arguments; it prints the help, not an error
@@ -156,6 +156,67 @@ def usage_message(exc: Any, argv: Sequence[str] = (), root: Any = None) -> str:
     if extra:
         return f"unexpected argument(s) {extra.group(1)!r} ({see})"
     return f"{_lower_first(exc.message)} ({see})"
+
+
+def repeated_option(command: Any, args: Sequence[str]) -> tuple[str, str, str] | None:
+    """The first option of ``command`` that ``args`` (its own arguments) give twice though it takes one value, as
+    ``(name as typed the second time, first value, second value)``, or ``None``. click keeps the last silently
+    (``--estimator snips --estimator ips`` estimated ips alone; ``--qrels a --qrels b`` read b). Repeatable
+    options (``--target``, ``--run``, ``--set``) and counters are not checked; the scan stops at ``--``."""
+    names: dict[str, Any] = {}
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", "") != "option" or getattr(param, "multiple", False) \
+                or getattr(param, "count", False):
+            continue
+        for name in (*param.opts, *param.secondary_opts):
+            names[name] = param
+    seen: dict[int, str] = {}
+    i = 0
+    while i < len(args):
+        token = str(args[i])
+        i += 1
+        if token == "--":
+            break
+        if not token.startswith("-") or token == "-":
+            continue
+        head, eq, value = token.partition("=") if token.startswith("--") else (token[:2], "", token[2:])
+        param = names.get(head)
+        if param is None:
+            continue
+        takes_value = not getattr(param, "is_flag", False)
+        if takes_value and not eq and not value:
+            value = str(args[i]) if i < len(args) else ""
+            i += 1
+        shown = value if takes_value else head
+        if id(param) in seen:
+            return head, seen[id(param)], shown
+        seen[id(param)] = shown
+    return None
+
+
+def refuse_repeated_options(command: Any) -> None:
+    """Make every command below ``command`` refuse an option given twice that takes one value
+    (:func:`repeated_option`): a usage error, one line (``error: --estimator: given twice ...``)."""
+    subs = getattr(command, "commands", None)
+    if subs is not None:
+        for sub in subs.values():
+            refuse_repeated_options(sub)
+        return
+    if getattr(command.parse_args, "_refuses_repeats", False):
+        return
+    parse = command.parse_args
+
+    def parse_args(ctx: Any, args: list[str]) -> Any:
+        found = repeated_option(command, args)
+        if found is not None:
+            name, first, second = found
+            raise _click_exceptions.BadOptionUsage(
+                name, f"given twice ({first!r} and {second!r}) but takes one value; give it once (the later "
+                "would replace the earlier)", ctx=ctx)
+        return parse(ctx, args)
+
+    parse_args._refuses_repeats = True  # type: ignore[attr-defined]
+    command.parse_args = parse_args
 
 
 def _report(exc: Any, argv: Sequence[str], root: Any = None) -> typer.Exit:
