@@ -296,9 +296,8 @@ def estimate(
         estimate_conventions,
         estimate_targets,
         parse_estimators,
-        unseen_refused,
-        unseen_text,
     )
+    from onlineeval.estimators.target_support import unseen_refused, unseen_text
 
     check_settings(metric, alpha, bootstrap, ties, prefix="")
     if not targets:

@@ -96,7 +96,7 @@ def load_target(path: Path, name: str, log: LoggedLog, ties: str, allow_unseen: 
     """A TREC run or a ``query doc score`` file as a target in the log's id space (errors name the file and
     line)."""
     from onlineeval.errors import InputError
-    from onlineeval.estimators.log_estimates import unseen_refused, unseen_text
+    from onlineeval.estimators.target_support import unseen_refused, unseen_text
     from onlineeval.io import ranked_doc_lists, read_ranking
     from onlineeval.io.logged import locate_run_lines
 
