@@ -109,17 +109,19 @@ class TargetMap:
         the log never shows for that query (logger path: that is not a candidate).
     unseen_query:
         ``(Q,)`` bool: queries with at least one unseen slot.
-    depth:
-        ``(Q,)`` how many documents the ranker's list holds for each log query (at most the log's
-        list length of the query, ``query_k``; 0 where it does not rank the query): below ``query_k``
-        the target's page is shorter than the log's (empty slots, no reward there).
     """
 
     target: DeterministicTarget
     ranked: NDArray[np.bool_]
     unseen: tuple[UnseenSlot, ...]
     unseen_query: NDArray[np.bool_]
-    depth: NDArray[np.int64]
+
+    @property
+    def depth(self) -> NDArray[np.int64]:
+        """``(Q,)`` how many documents the ranker's list holds for each log query (at most the log's list length of
+        the query, ``query_k``; 0 where it does not rank the query): below ``query_k`` the target's page is shorter
+        than the log's (empty slots, no reward there)."""
+        return (np.asarray(self.target.lists) >= 0).sum(axis=1).astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,8 +199,7 @@ class LoggedLog:
                     mat[qi, j] = extra.setdefault(d, len(known) + len(extra))
                     unseen.append(UnseenSlot(qid, j + 1, str(d)))
                     unseen_query[qi] = True
-        depth = (mat >= 0).sum(axis=1).astype(np.int64)
-        return TargetMap(DeterministicTarget(mat, name), ranked, tuple(unseen), unseen_query, depth)
+        return TargetMap(DeterministicTarget(mat, name), ranked, tuple(unseen), unseen_query)
 
 
 # ---------------------------------------------------------------------------- reading
