@@ -7,6 +7,8 @@ direct logs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ import clickmodels
 from clickmodels.kernels import BLOCK
 from simulations.users import UserModels
 
+REPO = Path(__file__).resolve().parents[1]
 K = 5
 SPECS = [{"name": "cascade", "preset": "navigational"}, {"name": "pbm", "preset": "ai2018"},
          {"name": "dcm", "click": [0.1, 0.3, 0.5, 0.7, 0.9], "continuation": [0.6, 0.65, 0.7, 0.75, 0.8]}]
@@ -109,7 +112,7 @@ def test_the_sweeps_direct_logs_are_coupled_across_shares() -> None:
     from simulations.runner import world_seed
     from simulations.world import build_world
 
-    cfg = load_config("configs/counterfactual.yaml")
+    cfg = load_config(REPO / "configs" / "counterfactual.yaml")
     world = build_world(cfg, world_seed(cfg.seed))
     policy = shared_policy(cfg.designs[2].logger, world)
     logs = []
@@ -135,7 +138,7 @@ def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
     from simulations.runner import world_seed
     from simulations.world import build_world
 
-    mapping = yaml.safe_load(open("configs/counterfactual.yaml", encoding="utf-8"))
+    mapping = yaml.safe_load((REPO / "configs" / "counterfactual.yaml").read_text(encoding="utf-8"))
     mapping["analysis"]["assumption_sweep"]["impressions"] = 5_000
     mapping["analysis"]["assumption_sweep"]["values"] = [0.25, 0.75]
     cfg = config_from_mapping(mapping)
