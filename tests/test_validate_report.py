@@ -76,8 +76,8 @@ def test_text_table_names_every_statistic(failing_report: ValidationReport) -> N
 
 def test_json_document(failing_report: ValidationReport) -> None:
     doc = json.loads(failing_report.to_json())
-    assert set(doc) == {"subject", "method", "mode", "alpha", "level", "checks", "conventions", "verdict",
-                        "exit_code", "exit_codes"}
+    assert set(doc) == {"subject", "method", "mode", "fingerprint", "inputs", "settings", "alpha", "level", "checks",
+                        "conventions", "verdict", "exit_code", "exit_codes"}
     assert doc["verdict"] == "FAIL" and doc["exit_code"] == 1
     assert doc["exit_codes"] == {str(k): v for k, v in EXIT_CODES.items()}
     assert {"outcome", "scale", "statistics", "fidelity scale"} <= set(doc["conventions"])

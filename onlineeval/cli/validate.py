@@ -127,8 +127,12 @@ def register(app: typer.Typer) -> None:
                 report = validate_interleaver(candidate, method, n=n, alpha=alpha, seed=seed, options=options,
                                               timeout=limit)
             elif log is not None:
+                from onlineeval.io.digest import InputDigests
+
+                digests = InputDigests({"log": log})  # the file's bytes, hashed while it is read
                 records = read_log(log)
-                report = validate_log(records, method, alpha=alpha, seed=seed, options=options, subject=str(log))
+                report = validate_log(records, method, alpha=alpha, seed=seed, options=options, subject=str(log),
+                                      source=digests.entries()["log"])
             else:  # pragma: no cover - excluded by the exactly-one check
                 raise ConfigError(("validate",), "give exactly one of --interleaver or --log")
         except CandidateError as exc:   # the candidate failed a call: a failed validation with its report

@@ -149,6 +149,7 @@ from onlineeval.interleaving.validation.report import (
     CheckResult,
     ValidationReport,
     finalize,
+    stamped,
 )
 from onlineeval.interleaving.validation.stattests import (
     bonferroni,
@@ -277,6 +278,9 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                        told=getattr(candidate, "takes_length", None))
     stages = _stage_names(spec)
     stage = 0
+    inputs = {"candidate": candidate.sources()}
+    settings = {"mode": mode, "method": method, "options": dict(ref_il.options), "n": int(n), "alpha": alpha,
+                "seed": int(seed), "click_prob": click_prob, "timeout": timeout}
     try:
         with watchdog(timeout):
             cand = [candidate.sample(sc, per, rng_c, page_length(sc)) for sc in equiv]
@@ -310,10 +314,11 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                 if spec.prefix_balanced:
                     checks.append(_coin(candidate, spec, n, rng_c))
     except CandidateError as exc:
-        exc.report = ValidationReport(candidate.name, method, _failed(checks, exc, stages, stage, alpha), alpha,
-                                      conv, mode)
+        exc.report = stamped(ValidationReport(candidate.name, method, _failed(checks, exc, stages, stage, alpha),
+                                              alpha, conv, mode), inputs, settings)
         raise
-    return ValidationReport(candidate.name, method, finalize(checks, alpha), alpha, conv, mode)
+    return stamped(ValidationReport(candidate.name, method, finalize(checks, alpha), alpha, conv, mode), inputs,
+                   settings)
 
 
 def _stage_names(spec: MethodSpec) -> list[tuple[str, ...]]:

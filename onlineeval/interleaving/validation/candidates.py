@@ -218,6 +218,38 @@ class Candidate(ABC):
 
     name: str
 
+    def calls(self) -> dict[str, Any]:
+        """The Python objects whose defining files identify this candidate's code, by name."""
+        return {}
+
+    def sources(self) -> dict[str, Any]:
+        """``{"files": [...], "unhashed": [...], "covers": ...}``: the SHA-256 of each file defining
+        :meth:`calls` (:func:`onlineeval.io.digest.input_entry`, each file once, in the order of the calls), and
+        the calls without a Python source file (a builtin, a ``functools.partial``, code typed at a prompt).
+        Hashed on the first call and kept, so the digest is of the code as it was loaded."""
+        cached = getattr(self, "_sources", None)
+        if cached is not None:
+            return cached
+        from onlineeval.interleaving.validation.report import CANDIDATE_FILES
+        from onlineeval.io.digest import input_entry
+
+        files: dict[str, Any] = {}
+        unhashed = []
+        for label, obj in self.calls().items():
+            try:
+                path = inspect.getsourcefile(obj)
+            except (TypeError, OSError):
+                path = None
+            if path is None or not Path(path).is_file():
+                unhashed.append(f"{label}()" if label != "class" else f"the class {getattr(obj, '__name__', obj)}")
+                continue
+            key = str(Path(path).resolve())
+            if key not in files:
+                files[key] = input_entry(path)
+        out = {"files": list(files.values()), "unhashed": unhashed, "covers": CANDIDATE_FILES}
+        self._sources = out
+        return out
+
     @abstractmethod
     def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator,
                length: int | None = None) -> Sample:
@@ -240,6 +272,9 @@ class ProtocolCandidate(Candidate):
         self.wants_lists = wants_lists
         #: interleave() declares a ``length`` keyword: it is told the page length (else its draw is cut to the page)
         self.takes_length = _has_parameter(interleave_fn, "length") if takes_length is None else takes_length
+
+    def calls(self) -> dict[str, Any]:
+        return {"interleave": self.interleave_fn, "credit": self.credit_fn}
 
     def interleave(self, lists: Sequence[Sequence[int]], rng: np.random.Generator,
                    length: int | None = None) -> tuple[list[int], list[int]]:
@@ -314,6 +349,9 @@ class BatchCandidate(Candidate):
         self.name = name
         self.interleaver = interleaver
         self.trusted = trusted
+
+    def calls(self) -> dict[str, Any]:
+        return {"class": type(self.interleaver)}
 
     def _call(self, call: str, fn: Callable[..., Any], *args: Any) -> Any:
         """A batch call: onlineeval's own reference directly, a candidate's under the watchdog."""
@@ -468,7 +506,9 @@ def load_candidate(spec: str, timeout: float | None = DEFAULT_TIMEOUT) -> Candid
             raise ConfigError(("interleaver",), f"cannot import {module_part!r}: the candidate {exc.detail} while "
                               "being imported") from None
         if not attr:
-            return _from_object(spec, module)
+            candidate = _from_object(spec, module)
+            candidate.sources()  # the code as it was loaded
+            return candidate
         obj = module
         for part in attr.split("."):
             if not hasattr(obj, part):
@@ -484,7 +524,9 @@ def load_candidate(spec: str, timeout: float | None = DEFAULT_TIMEOUT) -> Candid
                     f"the constructor {exc.detail}"
                 raise ConfigError(("interleaver",), f"cannot construct {spec} without arguments: {detail}") \
                     from None
-    return _from_object(spec, obj)
+    candidate = _from_object(spec, obj)
+    candidate.sources()  # the code as it was loaded
+    return candidate
 
 
 def reference_candidate(method: str, **options: Any) -> Candidate:

@@ -34,6 +34,7 @@ from onlineeval.interleaving.validation.report import (
     CheckResult,
     ValidationReport,
     finalize,
+    stamped,
 )
 from onlineeval.interleaving.validation.stattests import (
     bonferroni,
@@ -307,13 +308,18 @@ def _arrays(records: Sequence[LogRecord]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, alpha: float = 0.01,
-                 seed: int = 0, options: dict[str, Any] | None = None, subject: str = "log") -> ValidationReport:
+                 seed: int = 0, options: dict[str, Any] | None = None, subject: str = "log",
+                 source: dict[str, Any] | None = None) -> ValidationReport:
     """Check logged impressions: structure, prefix balance, team distribution against the reference, outcomes.
 
     The page length of an impression is its shown length; the reference is run on the
     logged inputs with that page length (impressions grouped by page length). Impressions
     are checked in consecutive chunks of at most :data:`CHUNK_CELLS` padded cells, so memory
     is bounded per chunk whatever the widths in the rest of the log.
+
+    ``source``: the log file's digest (:func:`onlineeval.io.digest.input_entry`, as ``onlineeval validate --log``
+    gives it); without it the report's ``inputs`` hold the SHA-256 of the records' content (rankings, shown, teams,
+    clicks, outcome; :func:`_records_entry`).
     """
     if not records:
         raise InputError("no impressions to validate")
@@ -435,7 +441,23 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
         ("statistics", ("exact checks print violations/total and fail on any violation; a test's p-values are "
                        "Bonferroni-combined over positions and fail when below the level")),
     )
-    return ValidationReport(subject, method, finalize(checks, alpha), alpha, conv, "log")
+    settings = {"mode": "log", "method": method, "options": dict(ref_il.options), "alpha": alpha, "seed": int(seed)}
+    return stamped(ValidationReport(subject, method, finalize(checks, alpha), alpha, conv, "log"),
+                   {"log": source if source is not None else _records_entry(records)}, settings)
+
+
+def _records_entry(records: Sequence[LogRecord]) -> dict[str, Any]:
+    """``{"in_memory": "records", "records", "sha256"}`` of logged impressions given in memory: their content as
+    JSON lists (their line numbers left out)."""
+    from onlineeval.io.digest import RecordsDigest
+
+    digest = RecordsDigest()
+    for _ in digest.through([[list(map(list, r.rankings)), list(r.shown), list(r.teams), list(r.clicks), r.outcome]
+                             for r in records]):
+        pass
+    entry = digest.entry("records")
+    assert entry is not None  # ints, bools and None always have a JSON form
+    return entry
 
 
 def _chunks(records: Sequence[LogRecord], m: int) -> Iterator[NDArray[np.int64]]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import Any
 
 __all__ = ["DOCUMENTED", "EXIT_CODES", "FAIL", "PASS", "PENDING", "SKIPPED", "CheckResult", "ValidationReport",
-           "finalize"]
+           "finalize", "stamped"]
 
 PASS, FAIL, DOCUMENTED, SKIPPED = "PASS", "FAIL", "DOCUMENTED", "SKIPPED"
 #: status of a statistical check before :func:`finalize` compares its p-value with the level
@@ -130,6 +131,16 @@ class ValidationReport:
         fidelity check, how to read each statistic.
     mode:
         ``"interleaving"`` (two rankers), ``"multileaving"`` (three or more) or ``"log"``.
+    inputs:
+        What was checked, by content (:func:`stamped`): the SHA-256 of the files defining the candidate's calls
+        (``{"candidate": {"files": [...], "unhashed": [...]}}``) or of the log (``{"log": {...}}``); empty where
+        the report was made without them.
+    settings:
+        The options that determine the numbers (method, the reference's options, sizes, level, seed, ...).
+    fingerprint:
+        16 hex digits of the inputs' digests, the settings and the package version
+        (:func:`onlineeval.io.digest.fingerprint`): two reports with the same fingerprint checked the same code or
+        log the same way; ``None`` where a part of the candidate has no Python source file to hash.
     """
 
     subject: str
@@ -138,6 +149,9 @@ class ValidationReport:
     alpha: float
     conventions: tuple[tuple[str, str], ...] = ()
     mode: str = "interleaving"
+    inputs: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -171,6 +185,7 @@ class ValidationReport:
                          f"probability at most {self.alpha:g}")
         for key, text in self.conventions:
             lines.append(f"  {key}: {text}")
+        lines += self._inputs_lines()
         lines.append("")
         w_name = max([len(c.name) for c in self.checks] + [5])
         w_stat = max([len(c.statistic) for c in self.checks] + [9])
@@ -185,12 +200,35 @@ class ValidationReport:
                                    else f"FAIL ({n_fail} check{'s' if n_fail != 1 else ''} failed)"))
         return "\n".join(lines)
 
+    def _inputs_lines(self) -> list[str]:
+        """The inputs' digests and the fingerprint, as the text report prints them (none without inputs)."""
+        if not self.inputs:
+            return []
+        from onlineeval.io.digest import inputs_line
+
+        files = [("log", self.inputs["log"])] if "log" in self.inputs else []
+        cand = self.inputs.get("candidate", {})
+        files += [(PurePath(e["path"]).name, e) for e in cand.get("files", [])]
+        lines = [f"  {inputs_line(files)}"] if files else []
+        if cand:
+            lines.append(f"  candidate code: {CANDIDATE_FILES}")
+        if self.fingerprint is not None:
+            lines.append(f"  fingerprint: {self.fingerprint} (of the inputs' SHA-256, the settings and the version)")
+        else:
+            lines.append("  fingerprint: none (" + ", ".join(cand.get("unhashed", [])) + " without a Python source "
+                         "file to hash: the report does not identify the code it checked)")
+        return lines
+
     def as_dict(self) -> dict[str, Any]:
-        """The report as one JSON-ready document (checks, conventions, verdict, exit-code semantics)."""
+        """The report as one JSON-ready document (what was checked and how, checks, conventions, verdict,
+        exit-code semantics)."""
         return {
             "subject": self.subject,
             "method": self.method,
             "mode": self.mode,
+            "fingerprint": self.fingerprint,
+            "inputs": self.inputs,
+            "settings": self.settings,
             "alpha": self.alpha,
             "level": self.level,
             "checks": [c.as_dict() for c in self.checks],
@@ -203,6 +241,22 @@ class ValidationReport:
     def to_json(self) -> str:
         """:meth:`as_dict` serialised (strict JSON: no NaN)."""
         return json.dumps(self.as_dict(), indent=2, allow_nan=False)
+
+
+#: what the candidate's digests cover (the text report and the JSON's inputs say it)
+CANDIDATE_FILES = ("the files that define its interleave() and credit() (or its Interleaver class), hashed as they "
+                   "were when it was loaded; modules they import are not hashed")
+
+
+def stamped(report: ValidationReport, inputs: dict[str, Any], settings: dict[str, Any]) -> ValidationReport:
+    """``report`` with what it checked (``inputs``: file digests, as :func:`onlineeval.io.digest.input_entry` gives
+    them), the ``settings`` that determine its numbers and their fingerprint (``None`` where the candidate lists
+    calls without a source file, ``inputs["candidate"]["unhashed"]``)."""
+    from onlineeval.io.digest import fingerprint
+
+    complete = not inputs.get("candidate", {}).get("unhashed")
+    return replace(report, inputs=dict(inputs), settings=dict(settings),
+                   fingerprint=fingerprint(inputs, settings) if complete else None)
 
 
 def finalize(checks: list[CheckResult], alpha: float) -> tuple[CheckResult, ...]:
