@@ -294,6 +294,8 @@ def analyse(
             "analytic_required_impressions_unstable": bool(size_unc["unstable"] or extrapolated),
             "analytic_required_impressions_extrapolated": extrapolated,
             "variance_floor_to_target": size_unc["floor_ratio"],
+            # False with fewer than FLOOR_MIN_POINTS days: b = 0 assumed, not fitted (the size is flagged '?')
+            "variance_floor_fitted": size_unc["floor_fitted"],
             "analytic_required_days": n_req / queries_per_day if math.isfinite(n_req) else None,
             # review 4, F2: how far past the simulated days the a/N + b fit is extrapolated (analytic days /
             # simulated days); its error grows with this (9-14% measured at 9x)

@@ -40,6 +40,11 @@ def expected_distinct_users(impressions: float | np.ndarray, population: int, si
     return population * (w * -np.expm1(-rate)).sum(axis=-1)
 
 
+#: checkpoints (days) the variance model needs to fit a floor ``b``; with fewer it assumes none (se^2 = a/N), an
+#: assumption, not a measurement: every size from such a fit is flagged unstable ('?') and says so
+FLOOR_MIN_POINTS = 3
+
+
 class VarianceModel(NamedTuple):
     r""":math:`se^2(N) = a / N + b` fitted to the daily checkpoints (mean SE over replicates).
 
@@ -57,6 +62,11 @@ class VarianceModel(NamedTuple):
     @property
     def floor_se(self) -> float:
         return math.sqrt(self.b)
+
+    @property
+    def floor_fitted(self) -> bool:
+        """False with fewer than :data:`FLOOR_MIN_POINTS` usable checkpoints: ``b = 0`` is assumed, not fitted."""
+        return self.points >= FLOOR_MIN_POINTS
 
 
 def variance_model(impressions: np.ndarray, se: np.ndarray) -> VarianceModel:
@@ -93,7 +103,7 @@ def _fit_rows(n: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
         slope = (xc * (v - v_bar[:, None])).sum(axis=1) / sxx
         intercept = v_bar - slope * x_bar
     spread = np.where(ok, x, -np.inf).max(axis=1) > np.where(ok, x, np.inf).min(axis=1)  # distinct 1/N
-    good = some & (points >= 3) & spread & (sxx > 0) & (slope > 0) & (intercept >= 0)
+    good = some & (points >= FLOOR_MIN_POINTS) & spread & (sxx > 0) & (slope > 0) & (intercept >= 0)
     last = n.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)  # the last usable checkpoint
     rows = np.arange(n.shape[0])
     through_last = v[rows, last] * np.where(ok, n, 0.0)[rows, last]
@@ -243,24 +253,30 @@ def _inflated(resampled: np.ndarray, whole: np.ndarray, values: np.ndarray, log:
         return np.where(whole > 0, whole * (resampled / whole) ** factor, resampled)
 
 
-def refit_spread(point: float, refits: np.ndarray, floor_ratio: float | None) -> dict[str, Any]:
+def refit_spread(point: float, refits: np.ndarray, floor_ratio: float | None,
+                 floor_fitted: bool = True) -> dict[str, Any]:
     """The spread of an answer computed from the variance model over its refits (:func:`size_refits`; ``inf``
     = not reachable) and whether it is unstable, by one rule for every such answer (sizes, days, planned
     sequential days): ``rel_se`` = half the 16-84% range over the point value (None when the point or the
     84th percentile is not reachable), ``range`` = the 5% and 95% points, ``unreachable_share``, and
     ``unstable``: a finite answer with ``floor_ratio > UNSTABLE_FLOOR_RATIO`` (the answer moves by
     ``f / (1 - f)`` times a relative change of ``b``) or ``rel_se > UNSTABLE_REL_SE`` (or undefined) or a
-    95% point not reachable; a 'not reachable' answer that at least 10% of the refits reach."""
+    95% point not reachable, or from a model whose floor was not fitted (``floor_fitted`` False: fewer than
+    :data:`FLOOR_MIN_POINTS` checkpoints, ``b = 0`` assumed, so the refits' spread leaves out the floor the
+    answer depends on most; ``floor_ratio`` is then ``None``); a 'not reachable' answer that at least 10% of the
+    refits reach."""
     q05, q16, q84, q95 = np.quantile(refits, [0.05, 0.16, 0.84, 0.95], method="inverted_cdf")
     unreachable = float(np.mean(np.isinf(refits)))
     rel_se = float((q84 - q16) / 2 / point) if math.isfinite(point) and np.isfinite(q84) else None
+    if not floor_fitted:
+        floor_ratio = None
     if math.isfinite(point):
         unstable = ((floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO or rel_se is None or rel_se > UNSTABLE_REL_SE
-                    or not np.isfinite(q95))
+                    or not np.isfinite(q95) or not floor_fitted)
     else:
         unstable = unreachable < 0.9
     return {"rel_se": rel_se, "range": [float(q05), float(q95)], "unreachable_share": unreachable,
-            "floor_ratio": floor_ratio, "unstable": bool(unstable)}
+            "floor_ratio": floor_ratio, "floor_fitted": bool(floor_fitted), "unstable": bool(unstable)}
 
 
 def required_impressions_uncertainty(
@@ -298,25 +314,36 @@ def size_uncertainty(fit: VarianceModel, refits: SizeRefits | None, effect: floa
     than 2 replicates or no effect), so the main table and the sequential plan read the same refits."""
     point = required_impressions(fit, effect, alpha, power)
     target = target_variance(effect, alpha, power) if effect else 0.0
-    floor_ratio = float(fit.b / target) if target > 0 and np.isfinite(fit.b) else None
+    fitted = fit.floor_fitted
+    floor_ratio = float(fit.b / target) if target > 0 and np.isfinite(fit.b) and fitted else None
     if refits is None:
         return {"rel_se": None, "range": None, "unreachable_share": None, "floor_ratio": floor_ratio,
-                "unstable": bool(math.isfinite(point) and (floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO),
+                "floor_fitted": fitted,
+                "unstable": bool(math.isfinite(point) and ((floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO
+                                                           or not fitted)),
                 "resamples": 0}
-    return {**refit_spread(point, refit_sizes(refits, alpha, power), floor_ratio), "resamples": int(refits.a.size)}
+    return {**refit_spread(point, refit_sizes(refits, alpha, power), floor_ratio, fitted),
+            "resamples": int(refits.a.size)}
+
+
+#: the range note of an answer whose variance model could not fit a floor (:func:`spread_notes`)
+FLOOR_NOT_FITTED = (f"floor b not fitted (fewer than {FLOOR_MIN_POINTS} simulated days): se^2 = a/N assumed, too "
+                    "small beyond the simulated days if returning users give the SE a floor")
 
 
 def spread_notes(rel_se: float | None, floor_ratio: float | None, unreachable_share: float | None,
-                 floor_of: str = "the target se^2") -> list[str]:
+                 floor_of: str = "the target se^2", floor_fitted: bool | None = True) -> list[str]:
     """The notes of an unstable answer's range line (:func:`refit_spread`'s fields as written to summary.json):
-    its relative SE, the floor ratio ('floor b = f x <floor_of>') and the share of refits not reachable (from
-    0.05%)."""
+    its relative SE, the floor ratio ('floor b = f x <floor_of>'; :data:`FLOOR_NOT_FITTED` where ``floor_fitted``
+    is False) and the share of refits not reachable (from 0.05%)."""
     from simulations.report_numbers import value_text
 
     notes = []
     if rel_se is not None:
         notes.append(f"relative SE {rel_se:.0%}")
-    if floor_ratio is not None:
+    if floor_fitted is False:
+        notes.append(FLOOR_NOT_FITTED)
+    elif floor_ratio is not None:
         notes.append(f"floor b = {value_text(floor_ratio)} x {floor_of}")
     if (unreachable_share or 0.0) >= 0.0005:
         notes.append(f"{unreachable_share:.1%} of refits not reachable")
@@ -324,7 +351,8 @@ def spread_notes(rel_se: float | None, floor_ratio: float | None, unreachable_sh
 
 
 def spread_text(span: Any, fmt: Any, rel_se: float | None, floor_ratio: float | None,
-                unreachable_share: float | None, floor_of: str = "the target se^2") -> str:
+                unreachable_share: float | None, floor_of: str = "the target se^2",
+                floor_fitted: bool | None = True) -> str:
     """'lo to hi (notes)': an unstable answer's 90% range over the refits (``span``, ``None`` ends = not reachable:
     summary.json's null for inf; ``-`` without a range), each end by ``fmt``, then :func:`spread_notes`."""
     def cell(v: float | None) -> str:
@@ -332,7 +360,7 @@ def spread_text(span: Any, fmt: Any, rel_se: float | None, floor_ratio: float | 
 
     lo, hi = span or (None, None)
     text = "-" if span is None else f"{cell(lo)} to {cell(hi)}"
-    notes = spread_notes(rel_se, floor_ratio, unreachable_share, floor_of)
+    notes = spread_notes(rel_se, floor_ratio, unreachable_share, floor_of, floor_fitted)
     return text + (f" ({', '.join(notes)})" if notes else "")
 
 

@@ -484,6 +484,7 @@ def cuped_summary(
                     "impressions_rel_se": unc["rel_se"], "impressions_range": lo_hi,
                     "days_range": None if lo_hi is None else [v / qpd for v in lo_hi],
                     "unreachable_share": unc["unreachable_share"], "variance_floor_to_target": unc["floor_ratio"],
+                    "variance_floor_fitted": unc["floor_fitted"],
                     # as the main table's '?': the refits' rule, or extrapolated beyond EXTRAPOLATION_FLAG
                     "unstable": bool(unc["unstable"] or m["required"]["extrapolated"])})
             if main.get("analytic_withheld") or not m["unbiased"]:
@@ -581,4 +582,5 @@ def _days_range(req: dict[str, Any]) -> str:
     from simulations.report_numbers import days_text
 
     return spread_text(req.get("days_range"), lambda v: f"{days_text(v)} days", req.get("impressions_rel_se"),
-                       req.get("variance_floor_to_target"), req.get("unreachable_share"))
+                       req.get("variance_floor_to_target"), req.get("unreachable_share"),
+                       floor_fitted=req.get("variance_floor_fitted", True))

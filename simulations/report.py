@@ -34,6 +34,7 @@ import yaml
 from onlineeval import __version__
 from simulations.analysis import (EXTRAPOLATION_FLAG, SIZE_BOOTSTRAP, UNSTABLE_FLOOR_RATIO, UNSTABLE_REL_SE,
                                   is_biased_entry)
+from simulations.analysis_sizes import FLOOR_MIN_POINTS
 from simulations.report_designs import _counterfactual_lines, _coverage_cell, _monitoring_lines, aa_degenerate_note
 from simulations.report_null import (
     NULL_CAUTION_LEGEND,
@@ -146,7 +147,9 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "16-84% range of the refits / the value (null when either is not reachable), "
         "analytic_required_impressions_range = the refits' 5% and 95% points (null = not reachable), "
         "variance_floor_to_target = b / T with T the target se^2 (the answer moves by b / (T - b) times any "
-        f"relative change of b); unstable ('?' in the report): b / T > {UNSTABLE_FLOOR_RATIO} or the relative SE "
+        f"relative change of b; null with variance_floor_fitted false: fewer than {FLOOR_MIN_POINTS} days, b = 0 "
+        "assumed, not fitted, and the answer unstable); unstable ('?' in the report): b / T > "
+        f"{UNSTABLE_FLOOR_RATIO} or the relative SE "
         f"above {UNSTABLE_REL_SE} (or undefined) or the 95% point not reachable, or 'not reachable' while 10% or "
         f"more of the refits reach it, or the analytic days extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated "
         "days (analytic_required_impressions_extrapolated: the answer then depends on the a/N + b model, whose own "

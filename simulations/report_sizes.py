@@ -87,7 +87,8 @@ def _unstable_lines(s: dict[str, Any], population: int) -> list[str]:
 
             text = spread_text(
                 e.get("analytic_required_impressions_range"), marked, e.get("analytic_required_impressions_rel_se"),
-                e.get("variance_floor_to_target"), e.get("analytic_required_impressions_unreachable_share"))
+                e.get("variance_floor_to_target"), e.get("analytic_required_impressions_unreachable_share"),
+                floor_fitted=e.get("variance_floor_fitted", True))
             factor = e.get("analytic_required_days_extrapolation")
             if e.get("analytic_required_impressions_extrapolated") and _number(factor):
                 text += extrapolated_range_note(factor)

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulations.analysis_sizes import FLOOR_MIN_POINTS
 from simulations.sequential_looks import BATCH_PREFIX, BatchLooks, batch_looks
 from simulations.sequential_text import null_rate_note, null_rate_text, sequential_lines
 
@@ -388,15 +389,17 @@ def _planned(rule: str, fractions: np.ndarray, alpha: float, power: float, x: fl
     if refits is not None:
         out["uncertainty"] = _planned_uncertainty(
             out, refits, fractions, inflation, {"expected_days_effect": stops[d_seq], "expected_days_null": stops[0.0]},
-            alpha, power, queries_per_day, float(b), info_fixed)
+            alpha, power, queries_per_day, float(b), info_fixed,
+            floor_fitted=int(fit.get("points", FLOOR_MIN_POINTS)) >= FLOOR_MIN_POINTS)
     return out
 
 
 def _planned_uncertainty(out: dict[str, Any], refits: Any, fractions: np.ndarray, inflation: float,
                          stops: dict[str, np.ndarray], alpha: float, power: float, queries_per_day: float,
-                         b: float, info_fixed: float) -> dict[str, Any]:
+                         b: float, info_fixed: float, floor_fitted: bool = True) -> dict[str, Any]:
     """Each planned number of :func:`_planned` from every refit of the variance model, spread and flagged
-    by :func:`simulations.analysis.refit_spread` (see :func:`_planned`)."""
+    by :func:`simulations.analysis.refit_spread` (see :func:`_planned`; ``floor_fitted`` False: the model's
+    floor was assumed 0, not fitted, and every number is flagged)."""
     from simulations.analysis import refit_spread
 
     z = NormalDist()
@@ -415,8 +418,8 @@ def _planned_uncertainty(out: dict[str, Any], refits: Any, fractions: np.ndarray
     def ratio(info: float) -> float:
         return b * info
 
-    result = {"fixed_days": refit_spread(point(out["fixed_days"]), fixed_r, ratio(info_fixed)),
-              "max_days": refit_spread(point(out["max_days"]), max_r, ratio(inflation * info_fixed))}
+    result = {"fixed_days": refit_spread(point(out["fixed_days"]), fixed_r, ratio(info_fixed), floor_fitted),
+              "max_days": refit_spread(point(out["max_days"]), max_r, ratio(inflation * info_fixed), floor_fitted)}
     max_info = inflation * info_fixed
     for key, stop in stops.items():
         refit_days = (stop[None, :] * at_r).sum(axis=1) + (1.0 - stop.sum()) * max_r
@@ -429,7 +432,7 @@ def _planned_uncertainty(out: dict[str, Any], refits: Any, fractions: np.ndarray
             d_k = np.array([out["max_days"] * (1 / max_info - b) / (1 / i - b) for i in infos])
             amp = float((weights * d_k / e * (b * infos) / (1 - b * infos)).sum())
             f = amp / (1 + amp)
-        result[key] = refit_spread(point(e), refit_days, f)
+        result[key] = refit_spread(point(e), refit_days, f, floor_fitted)
     return result
 
 

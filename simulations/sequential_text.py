@@ -169,4 +169,4 @@ def _range_days(u: dict[str, Any]) -> str:
     from simulations.analysis import spread_text
 
     return spread_text(u.get("range"), _fmt_days, u.get("rel_se"), u.get("floor_ratio"), u.get("unreachable_share"),
-                       floor_of="the se^2 it needs")
+                       floor_of="the se^2 it needs", floor_fitted=u.get("floor_fitted", True))
