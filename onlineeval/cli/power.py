@@ -169,6 +169,8 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append(f"assumes: {doc['assumption']}")
     if doc["metric"] == "interleaving" and "estimand" in doc:
         lines.append(f"estimand: {doc['estimand']}")
+    if "test" in doc:
+        lines.append(f"test: {doc['test']}")
     lines.append(
         f"alpha {doc['alpha']} ({doc['alternative']}), power {doc['power_target']}"
         + (f", share in B {doc['share_b']}" if doc["share_b"] is not None else "")
@@ -208,6 +210,10 @@ def render_text(doc: dict[str, Any]) -> str:
             lines.append(
                 f"required users: {_fmt(r['users_total'])} (impressions {_count(r['impressions_total'])})"
             )
+        t_n = r.get("t_test_users")
+        if t_n is not None and t_n != r.get("users_total"):
+            lines.append(f"a one-sample t-test (n - 1 degrees of freedom, the SD estimated from the users) needs "
+                         f"{_fmt(t_n)} users")
         if "expected_users_alternative" in r:
             lines.append(
                 f"expected users: {_fmt(r['expected_users_alternative'])} under the effect, "
@@ -217,7 +223,10 @@ def render_text(doc: dict[str, Any]) -> str:
         a = doc["at_size"]
         head = f"with {_fmt(a['users_total'])} users"
         if "power" in a:
-            lines.append(f"{head}: power {a['power']:.4f}")
+            t_power = a.get("power_t_test")
+            t_text = f" (a one-sample t-test's: {t_power:.4f})" if t_power is not None and \
+                f"{t_power:.4f}" != f"{a['power']:.4f}" else ""
+            lines.append(f"{head}: power {a['power']:.4f}{t_text}")
         if a["mde_absolute"] is None:
             lines.append(f"{head}: no effect within the metric's range reaches power {doc['power_target']}")
         else:

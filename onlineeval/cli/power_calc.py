@@ -99,6 +99,17 @@ RATIO_ASSUMPTIONS = {
 }
 
 
+#: the test each metric's answer is for, printed with every answer (``test``)
+PROPORTION_TESTS = {
+    "arcsine": "two-sample z-test of Cohen's h = 2 asin sqrt(p_B) - 2 asin sqrt(p_A) (normal approximation)",
+    "pooled": "two-sample z-test of p_B - p_A, pooled variance under H0 (normal approximation)",
+    "unpooled": "two-sample Wald z-test of p_B - p_A, each arm's own variance (normal approximation)",
+}
+RATIO_TEST = "two-sample z-test of R_B - R_A, delta-method variances over users (normal approximation)"
+INTERLEAVING_TEST = ("one-sample z-test of the mean per-user preference (normal approximation; fixed horizon: the "
+                     "one-sample t-test's size and power beside it where they differ)")
+
+
 @dataclass(frozen=True)
 class Settings:
     """What every metric shares: level, target power, sidedness, allocation and the design."""
@@ -250,7 +261,7 @@ def proportion_metric(p_a: float, method: str, st: Settings) -> Metric:
         pbar = (1 - s) * p_a + s * (p_a + d)
         return math.sqrt(pbar * (1 - pbar) * k)
 
-    details = {"baseline": p_a, "method": method}
+    details = {"baseline": p_a, "method": method, "test": PROPORTION_TESTS[method]}
     return Metric("proportion", w, s0, s1, -p_a, 1.0 - p_a, p_a, details, constant_c=method != "pooled")
 
 
@@ -280,6 +291,7 @@ def ratio_metric(
         "ratio": r, "sd_linearized": math.sqrt(var_e), "num_mean": num_mean, "num_var": num_var,
         "den_mean": den_mean, "den_var": den_var, "cov": cov, "source": source,
         "treatment_variance": treatment_variance, "assumption": RATIO_ASSUMPTIONS[treatment_variance],
+        "test": RATIO_TEST,
     }  # fmt: skip
     if treatment_variance == "same":
         scale = math.sqrt(var_e * st.kappa)
@@ -307,7 +319,7 @@ def interleaving_metric(sd: float) -> Metric:
         raise ConfigError(("--sd",), f"the per-user standard deviation must be finite and > 0, got {sd}")
     return Metric(
         "interleaving", lambda d: d, lambda d: sd, lambda d: sd, -math.inf, math.inf, None,
-        {"sd": sd, "estimand": INTERLEAVING_ESTIMAND},
+        {"sd": sd, "estimand": INTERLEAVING_ESTIMAND, "test": INTERLEAVING_TEST},
         per_arm=False, linear=True,
     )  # fmt: skip
 
@@ -413,9 +425,15 @@ def calculate(m: Metric, st: Settings, effect: float | None, users: int | None) 
     elif st.looks is not None and st.looks > 1:
         fpr = sq.peeking_fpr(sq.equal_fractions(st.looks), st.alpha, st.alternative)
         out["peeking_false_positive_rate"] = float(fpr[-1])
+    t_test = m.name == "interleaving" and st.sequential == "none"  # a one-sample t-test: exact beside the z-test
     if effect is not None:
         n, drift = _required_n(m, effect, drifts, st)
         out["required"] = _sizes(m, n, st, drift)
+        if t_test and out["required"]["users_total"] is not None:
+            from onlineeval.stats.power import required_n_one_sample_t
+
+            t_n = required_n_one_sample_t(effect, m.details["sd"], st.alpha, st.power, st.alternative)
+            out["required"]["t_test_users"] = int(t_n) if math.isfinite(t_n) else None
         if st.sequential != "none" and math.isfinite(n):
             for key in ("alternative", "null"):
                 frac = out["design"][f"expected_fraction_{key}"]
@@ -426,6 +444,10 @@ def calculate(m: Metric, st: Settings, effect: float | None, users: int | None) 
             at["users_per_arm"] = {"A": (1 - st.share_b) * users, "B": st.share_b * users}
         if effect is not None:
             at["power"] = _power_n(m, effect, users, b)
+            if t_test:
+                from onlineeval.stats.power import power_one_sample_t
+
+                at["power_t_test"] = power_one_sample_t(effect, m.details["sd"], users, st.alpha, st.alternative)
         mde = _mde(m, float(users), drifts, st)
         at["mde_absolute"] = mde
         at["mde_relative"] = mde / m.baseline if (mde is not None and m.baseline) else None
