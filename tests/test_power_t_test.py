@@ -90,3 +90,17 @@ def test_every_answer_names_its_test(args: list[str], test: str) -> None:
     assert res.exit_code == 0, res.output
     line, = [x for x in res.output.splitlines() if x.startswith("test: ")]
     assert test in line
+
+
+def test_far_tails_and_huge_sizes() -> None:
+    """scipy's nct.cdf is NaN far in the lower tail (df 1, nc 70.7 at -12.7): the power is 1, not NaN; beyond 10^12
+    users no t-test size is printed (the two agree to a few users there, and floats stop counting users)."""
+    assert power_one_sample_t(50.0, 1.0, 2) == pytest.approx(1.0, abs=1e-6)
+    assert power_one_sample_t(-50.0, 1.0, 2) == pytest.approx(1.0, abs=1e-6)
+    assert power_one_sample_t(50.0, 1.0, 2, alternative="smaller") == pytest.approx(0.0, abs=1e-12)
+    assert required_n_one_sample_t(50.0, 1.0) == 2
+    out = runner.invoke(app, ["power", "interleaving", "--delta", "50", "--sd", "1", "--users", "2"]).output
+    assert "nan" not in out
+    doc = json.loads(runner.invoke(app, ["power", "interleaving", "--delta", "1e-12", "--sd", "1", "--format",
+                                         "json"]).output)
+    assert doc["required"]["users_total"] > 1e12 and "t_test_users" not in doc["required"]

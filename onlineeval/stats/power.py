@@ -21,6 +21,7 @@ apply ``np.ceil`` for a count of units.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -282,13 +283,15 @@ def power_one_sample_t(
     sigma = float(_positive(sd, "sd"))
     if isinstance(n, bool) or int(n) != n or n < 2:
         raise ValueError(f"n must be an integer of at least 2, got {n!r}")
-    df = int(n) - 1
-    nc = mu * np.sqrt(int(n)) / sigma
+    df = float(int(n) - 1)
+    nc = mu * math.sqrt(float(n)) / sigma
+    # both tails as upper tails (P(T < -c | nc) = P(T > c | -nc)): scipy's nct.cdf gives NaN far in the lower tail
+    # (df 1, nc 70.7 at -12.7), its sf does not
     if alternative == "two-sided":
         crit = _sps.t.ppf(1.0 - alpha / 2.0, df)
-        return float(_sps.nct.sf(crit, df, nc) + _sps.nct.cdf(-crit, df, nc))
+        return float(_sps.nct.sf(crit, df, nc) + _sps.nct.sf(crit, df, -nc))
     crit = _sps.t.ppf(1.0 - alpha, df)
-    return float(_sps.nct.sf(crit, df, nc) if alternative == "larger" else _sps.nct.cdf(-crit, df, nc))
+    return float(_sps.nct.sf(crit, df, nc if alternative == "larger" else -nc))
 
 
 def required_n_one_sample_t(

@@ -149,8 +149,8 @@ class ValidationReport:
     alpha: float
     conventions: tuple[tuple[str, str], ...] = ()
     mode: str = "interleaving"
-    inputs: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict, hash=False)
+    settings: dict[str, Any] = field(default_factory=dict, hash=False)
     fingerprint: str | None = None
 
     @property
