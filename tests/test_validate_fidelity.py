@@ -192,7 +192,7 @@ def test_batch_interleaver_on_the_command_line() -> None:
     res = runner.invoke(app, ["validate", "--interleaver", "onlineeval.interleaving.team_draft:TeamDraft",
                               "--format", "json"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = json.loads(res.stdout)
     assert doc["verdict"] == "PASS" and doc["exit_code"] == 0
     assert doc["subject"] == "onlineeval.interleaving.team_draft:TeamDraft"
     # 7 scenarios of lists shown whole and 3 of long lists on a 10-slot page, n // 7 impressions each

@@ -112,7 +112,7 @@ def test_cli_log_with_short_pages_and_json(tmp_path: Path) -> None:
     write_log(p, "team_draft", 1500, 20, 10, 3)
     res = CliRunner().invoke(app, ["validate", "--log", str(p), "--format", "json"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = json.loads(res.stdout)
     assert doc["mode"] == "log" and doc["verdict"] == "PASS"
     assert [c["name"] for c in doc["checks"]] == ["structure", "prefix_balance", "team_distribution",
                                                   "credit_agreement"]

@@ -226,7 +226,7 @@ def test_coin_power_quoted_in_the_help() -> None:
 def test_the_size_line_states_the_cases_text_and_json() -> None:
     res = CliRunner().invoke(app, ["validate", "-i", "onlineeval.interleaving.team_draft:TeamDraft", "--n", "100",
                                    "-f", "json"])
-    size = json.loads(res.output)["conventions"]["size"]
+    size = json.loads(res.stdout)["conventions"]["size"]
     assert size.startswith("100 impressions per statistical check")
     for part in ("lists of 4-8 documents shown whole (pages of 5-8 slots)",
                  "lists of 12-20 documents on a 10-slot page", "2 rankers", "up to 5 with 2 rankers",

@@ -87,7 +87,7 @@ def test_cli_multileaving(monkeypatch: pytest.MonkeyPatch) -> None:
     ok = runner.invoke(app, ["validate", "--interleaver", "broken_interleavers:TeamDraftMultileave",
                              "--method", "team_draft_multileave", "--n", "3000", "--format", "json"])
     assert ok.exit_code == 0, ok.output
-    doc = json.loads(ok.output)
+    doc = json.loads(ok.stdout)
     assert doc["mode"] == "multileaving" and doc["verdict"] == "PASS"
     assert "ranker j" in doc["conventions"]["outcome"]
     bad = runner.invoke(app, ["validate", "--interleaver", "broken_interleavers:FixedOrderTeamDraftMultileave",

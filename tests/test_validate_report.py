@@ -100,7 +100,7 @@ def test_cli_json_exit_codes(monkeypatch: pytest.MonkeyPatch) -> None:
     bad = runner.invoke(app, ["validate", "--interleaver", "broken_interleavers:OffByOnePrefixTeamDraft",
                               "--n", "3000", "--format", "json"])
     assert bad.exit_code == 1
-    doc = json.loads(bad.output)                       # exactly one JSON document on stdout
+    doc = json.loads(bad.stdout)                       # exactly one JSON document on stdout
     assert doc["exit_code"] == 1 and doc["verdict"] == "FAIL"
     fmt = runner.invoke(app, ["validate", "--interleaver", "broken_interleavers:TeamDraft", "--format", "xml"])
     assert fmt.exit_code == 2 and "--format" in fmt.output and "text, json" in fmt.output

@@ -169,7 +169,7 @@ def test_cli_reports_malformed_output_with_exit_1(tmp_path: Path, monkeypatch: p
     assert "RESULT: FAIL (1 check failed)" in res.output
     res = runner.invoke(app, ["validate", "-i", f"{path}:S", "--n", str(N), "--format", "json"])
     assert res.exit_code == 1
-    doc = json.loads(res.output)
+    doc = json.loads(res.stdout)
     assert doc["verdict"] == "FAIL" and doc["exit_code"] == 1
     row = next(c for c in doc["checks"] if c["status"] == "FAIL")
     assert row["name"] == "candidate_output" and "a str, not a number" in row["message"]

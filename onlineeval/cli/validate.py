@@ -46,6 +46,39 @@ def _parse_options(option: list[str] | None) -> dict[str, Any]:
     return out
 
 
+class ValidateProgress:
+    """Progress lines of a validation run on stderr (:mod:`onlineeval.interleaving.validation.progress`): the stage
+    running and the impressions through the candidate so far, at most one line every 5 seconds and none for a run
+    shorter than that (:class:`~onlineeval.cli._progress.ProgressLines`), then a last line."""
+
+    def __init__(self, stream: Any = None, every: float = 5.0, clock: Any = None) -> None:
+        from onlineeval.cli._progress import ProgressLines
+
+        self._lines = ProgressLines(stream, every, clock)
+        self._stage = ""
+        self._calls = 0
+
+    def stage(self, names: tuple[str, ...], index: int, total: int) -> None:
+        self._stage = f"stage {index + 1}/{total}" + (f" ({', '.join(names)})" if names else "")
+        self._show(False)
+
+    def calls(self, k: int) -> None:
+        self._calls += k
+        self._show(False)
+
+    def done(self) -> None:
+        self._show(True)
+
+    def _show(self, last: bool) -> None:
+        from onlineeval.cli._progress import duration
+
+        def text(spent: float) -> str:
+            head = "validate: done" if last else f"validate: {self._stage}"
+            return f"{head}: {self._calls:,} impressions through the candidate's calls, {duration(spent)}"
+
+        self._lines.update(last, text)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``validate`` command to the main app."""
 
@@ -124,8 +157,16 @@ def register(app: typer.Typer) -> None:
                 if cwd not in sys.path:
                     sys.path.insert(0, cwd)
                 candidate = load_candidate(interleaver, timeout=limit)
-                report = validate_interleaver(candidate, method, n=n, alpha=alpha, seed=seed, options=options,
-                                              timeout=limit)
+                from onlineeval.interleaving.validation.progress import VALIDATION_PROGRESS
+
+                progress = ValidateProgress()
+                token = VALIDATION_PROGRESS.set(progress)
+                try:
+                    report = validate_interleaver(candidate, method, n=n, alpha=alpha, seed=seed, options=options,
+                                                  timeout=limit)
+                finally:
+                    VALIDATION_PROGRESS.reset(token)
+                    progress.done()
             elif log is not None:
                 from onlineeval.io.digest import InputDigests
 

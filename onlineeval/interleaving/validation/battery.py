@@ -141,6 +141,7 @@ from onlineeval.interleaving.validation.invariants import (
     union_sizes,
 )
 from onlineeval.interleaving.validation.methods import MethodSpec, method_spec
+from onlineeval.interleaving.validation.progress import stage as progress_stage
 from onlineeval.interleaving.validation.report import (
     DOCUMENTED,
     FAIL,
@@ -283,6 +284,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                 "seed": int(seed), "click_prob": click_prob, "timeout": timeout}
     try:
         with watchdog(timeout):
+            progress_stage(stages[0], 0, len(stages))
             cand = [candidate.sample(sc, per, rng_c, page_length(sc)) for sc in equiv]
             exact = [exact_draws(ref_il, sc, page_length(sc)) for sc in equiv]
             # a reference sample is needed for credit_agreement's rows, and in full where no exact one exists
@@ -291,24 +293,31 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
             one_based = _one_based(equiv, cand)
             checks.extend(_invariants(spec, equiv, cand, one_based))
             stage += 1
+            progress_stage(stages[stage], stage, len(stages))
             checks.append(_aa(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk))
             stage += 1
+            progress_stage(stages[stage], stage, len(stages))
             checks.extend(_random_clicks(candidate, spec, fidelity, per_fid, click_prob, alpha, rng_c, rng_clk,
                                          n_short_fid))
             stage += 1
+            progress_stage(stages[stage], stage, len(stages))
             checks.append(_better(candidate, spec, better, max(BETTER_MIN_PER_SCENARIO, n // (4 * len(better))),
                                   alpha, rng_c, rng_clk))
             stage += 1
+            progress_stage(stages[stage], stage, len(stages))
             dist = _distributions(equiv, cand, refs, ref_il.options.get("tau"), exact)
             checks.extend(_label_skipped(c.name) if one_based and c.name == "team_distribution" else c
                           for c in dist)
             stage += 1
+            progress_stage(stages[stage], stage, len(stages))
             checks.append(_label_skipped("credit_agreement") if one_based else
                           _credit_agreement(candidate, ref, spec, equiv, refs, click_prob, rng_x))
             stage += 1
+            progress_stage(stages[stage], stage, len(stages))
             checks.append(_outcome_distribution(candidate, ref, spec, equiv, cand, refs, click_prob, rng_clk,
                                                 rng_x, exact))
             stage += 1
+            progress_stage(stages[stage], stage, len(stages))
             if not spec.multileave:
                 checks.extend(_documented(candidate, spec, per, rng_c, rng_clk))
                 if spec.prefix_balanced:

@@ -60,6 +60,8 @@ from onlineeval.interleaving.validation.guard import (
     short,
     watchdog,
 )
+from onlineeval.interleaving.validation.progress import CALLS_EVERY
+from onlineeval.interleaving.validation.progress import calls as progress_calls
 
 __all__ = ["BatchCandidate", "Candidate", "Sample", "load_candidate", "reference_candidate"]
 
@@ -297,7 +299,12 @@ class ProtocolCandidate(Candidate):
 
     def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator,
                length: int | None = None) -> Sample:
-        rows = [self.interleave(lists, rng, length) for _ in range(n)]
+        rows = []
+        for i in range(n):
+            rows.append(self.interleave(lists, rng, length))
+            if (i + 1) % CALLS_EVERY == 0:
+                progress_calls(CALLS_EVERY)
+        progress_calls(n % CALLS_EVERY)
         k = max([max(len(s), len(t)) for s, t in rows] + [1])
         shown = np.full((n, k), -1, dtype=np.int64)
         teams = np.full((n, k), -1, dtype=np.int64)
@@ -339,6 +346,9 @@ class ProtocolCandidate(Candidate):
             keep = shown[r] >= 0
             out[r] = self.credit(lists, shown[r][keep].tolist(), teams[r][keep].tolist(),
                                  clicks[r][keep].tolist())
+            if (r + 1) % CALLS_EVERY == 0:
+                progress_calls(CALLS_EVERY)
+        progress_calls(shown.shape[0] % CALLS_EVERY)
         return out
 
 
@@ -388,6 +398,8 @@ class BatchCandidate(Candidate):
             raise CandidateError("output", self.name, call, f"returned a ranking of shape {shown.shape} and team "
                                  f"labels of shape {team.shape}; ({n}, k) expected")
         teams = np.where(shown >= 0, team, -1)
+        if not self.trusted:
+            progress_calls(n)
         return Sample(shown, teams, np.zeros(n, dtype=bool))
 
     def result(self, rankings: NDArray[np.int64], shown: NDArray[np.int64],
@@ -402,6 +414,8 @@ class BatchCandidate(Candidate):
         res = self.result(rankings, shown, teams)
         c = clicks & (shown >= 0)
         n, m = shown.shape[0], rankings.shape[0]
+        if not self.trusted:
+            progress_calls(n)
         if scale == EXPECTED and hasattr(il, "expected_preferences"):
             # within the method's tie tolerance the value is a tie, so its sign is the method's outcome
             call = f"expected_preferences() on {n} impressions"
