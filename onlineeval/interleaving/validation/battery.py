@@ -98,6 +98,7 @@ from onlineeval.interleaving.validation.candidates import (
     SIGN,
     BatchCandidate,
     Candidate,
+    ProtocolCandidate,
     Sample,
     pad_lists,
 )
@@ -279,6 +280,8 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                        told=getattr(candidate, "takes_length", None))
     stages = _stage_names(spec)
     stage = 0
+    if isinstance(candidate, ProtocolCandidate):  # lists shown whole: a longer draw is cut to the page, as documented
+        candidate.cut_whole = spec.name != "optimized"
     inputs = {"candidate": candidate.sources()}
     settings = {"mode": mode, "method": method, "options": dict(ref_il.options), "n": int(n), "alpha": alpha,
                 "seed": int(seed), "click_prob": click_prob, "timeout": timeout}

@@ -10,7 +10,9 @@ functions)::
                is told the page length (the battery's long-list scenarios show 10 slots) and must
                return exactly ``min(length, documents in the lists)`` slots; one without it returns
                its whole interleaving and the battery keeps its first ``length`` slots (the page of
-               team-draft, balanced and probabilistic methods is the first slots of the whole draw)
+               team-draft, balanced and probabilistic methods is the first slots of the whole draw); on
+               the lists shown whole (no length given) the page is the longest list (or every document,
+               when fewer) and a longer draw is cut to it in the same way (optimized: never cut)
         shown: the shown document ids; teams: the ranker index credited for each slot
     credit(shown, teams, clicks[, lists=lists]) -> outcome
         clicks: one bool per shown slot; methods whose credit needs the input rankings
@@ -274,6 +276,12 @@ class ProtocolCandidate(Candidate):
         self.wants_lists = wants_lists
         #: interleave() declares a ``length`` keyword: it is told the page length (else its draw is cut to the page)
         self.takes_length = _has_parameter(interleave_fn, "length") if takes_length is None else takes_length
+        #: lists shown whole (no page length given): a draw longer than their page, the longest list (or every
+        #: document, when fewer), is cut to it as a long list's draw is cut to its 10 slots, where the method's page
+        #: is the first slots of its whole draw (every method but optimized, whose draw depends on the page length:
+        #: :func:`~onlineeval.interleaving.validation.validate_interleaver` sets it per method). A team-draft that
+        #: interleaves until every document is placed is then checked on its page, not failed for its tail.
+        self.cut_whole = True
 
     def calls(self) -> dict[str, Any]:
         return {"interleave": self.interleave_fn, "credit": self.credit_fn}
@@ -295,6 +303,9 @@ class ProtocolCandidate(Candidate):
         shown, teams = check_interleave_output(self.name, call, out, sum(len(x) for x in lists))
         if length is not None and not told:
             shown, teams = shown[:length], teams[:length]
+        elif length is None and self.cut_whole and len(shown) == len(teams):
+            page = min(max(len(x) for x in lists), len(set().union(*(set(x) for x in lists))))
+            shown, teams = shown[:page], teams[:page]
         return shown, teams
 
     def sample(self, lists: Sequence[Sequence[int]], n: int, rng: np.random.Generator,

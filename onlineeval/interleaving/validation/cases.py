@@ -110,8 +110,10 @@ def coverage(spec: MethodSpec, told: bool | None = None) -> str:
         base = EQUIVALENCE_SCENARIOS + FIDELITY_SCENARIOS + tuple(sc for sc, _ in BETTER_SCENARIOS)
     long = _long_scenarios(spec)
     short_pages = [min(max(len(x) for x in sc), len(set().union(*sc))) for sc in base]
+    cut = told is not None and spec.name != "optimized"  # a per-impression candidate's longer draw is cut to the page
     parts = [f"lists of {_span([len(x) for sc in base for x in sc])} documents shown whole "
-             f"(pages of {_span(short_pages)} slots)"]
+             f"(pages of {_span(short_pages)} slots" + ("; a longer draw is cut to its first page slots" if cut
+                                                        else "") + ")"]
     if long:
         parts.append(f"lists of {_span([len(x) for sc in long for x in sc])} documents on a {PAGE_LENGTH}-slot page")
     else:
