@@ -75,7 +75,9 @@ def test_a_row_sized_from_another_measure_is_marked_and_names_it(cli_run):
             f"{e['power_measure']}") in table
     rips = next(ln for ln in table if ln.split()[:2] == ["cf", "rips"])
     assert "^" not in rips and summary["designs"]["cf"]["rips"]["se_measure"] == "mean reported SE over the replicates"
-    assert not any("cf/rips" in ln and "^" in ln for ln in table)  # no '^' note names RIPS (other notes may)
+    # no '^' note names RIPS (other notes may: the '?' line's "se^2" names it in this 2-day run, whose sizes assume
+    # an unfitted floor)
+    assert not any(ln.lstrip().startswith("'^'") and "cf/rips" in ln for ln in table)
     # the estimation-error table marks the same power
     err = text.split("Estimation error on the last day")[1].split("\n\n")[0].splitlines()
     assert power in next(ln for ln in err if ln.split()[:1] == ["adaptive_ips"]).split()
