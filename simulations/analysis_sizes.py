@@ -40,7 +40,8 @@ def expected_distinct_users(impressions: float | np.ndarray, population: int, si
     return population * (w * -np.expm1(-rate)).sum(axis=-1)
 
 
-#: checkpoints (days) the variance model needs to fit a floor ``b``; with fewer it assumes none (se^2 = a/N), an
+#: checkpoints (days with a measured SE) the variance model needs to fit a floor ``b``; with fewer (a run of fewer
+#: days, or an SE measured on the last day only, as adaptive IPS's bootstrap SD) it assumes none (se^2 = a/N), an
 #: assumption, not a measurement: every size from such a fit is flagged unstable ('?') and says so
 FLOOR_MIN_POINTS = 3
 
@@ -327,8 +328,9 @@ def size_uncertainty(fit: VarianceModel, refits: SizeRefits | None, effect: floa
 
 
 #: the range note of an answer whose variance model could not fit a floor (:func:`spread_notes`)
-FLOOR_NOT_FITTED = (f"floor b not fitted (fewer than {FLOOR_MIN_POINTS} simulated days): se^2 = a/N assumed, too "
-                    "small beyond the simulated days if returning users give the SE a floor")
+FLOOR_NOT_FITTED = (f"floor b not fitted (fewer than {FLOOR_MIN_POINTS} days with a measured SE: a short run, or an "
+                    "SE measured on the last day only): se^2 = a/N assumed, too small beyond them if returning users "
+                    "give the SE a floor")
 
 
 def spread_notes(rel_se: float | None, floor_ratio: float | None, unreachable_share: float | None,
