@@ -35,7 +35,7 @@ class TeamDraft:
 
     def interleave(self, lists: list[list[int]], rng: np.random.Generator) -> tuple[list[int], list[int]]:
         a, b = lists
-        k = max(len(a), len(b))
+        k = self._page(a, b)
         shown: list[int] = []
         teams: list[int] = []
         na = nb = 0
@@ -57,6 +57,10 @@ class TeamDraft:
 
     def _a_turn(self, na: int, nb: int, rng: np.random.Generator) -> bool:
         return na < nb or (na == nb and rng.random() < self.p_a_first)
+
+    def _page(self, a: list[int], b: list[int]) -> int:
+        """The slots it fills: the longest list's length."""
+        return max(len(a), len(b))
 
     def credit(self, shown: list[int], teams: list[int], clicks: list[bool]) -> int:
         ca = sum(1 for t, c in zip(teams, clicks) if c and t == 0)

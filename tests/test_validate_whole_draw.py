@@ -22,24 +22,8 @@ from broken_interleavers import TeamDraft as PagedTextbook  # noqa: E402
 class UntilPlaced(PagedTextbook):
     """Textbook team-draft run until every document of either list is placed (no page length)."""
 
-    def interleave(self, lists, rng):  # type: ignore[no-untyped-def]
-        a, b = lists
-        shown: list[int] = []
-        teams: list[int] = []
-        na = nb = 0
-        while True:
-            rest_a = [d for d in a if d not in shown]
-            rest_b = [d for d in b if d not in shown]
-            if not rest_a and not rest_b:
-                return shown, teams
-            if rest_a and (not rest_b or self._a_turn(na, nb, rng)):
-                shown.append(rest_a[0])
-                teams.append(0)
-                na += 1
-            else:
-                shown.append(rest_b[0])
-                teams.append(1)
-                nb += 1
+    def _page(self, a: list[int], b: list[int]) -> int:
+        return len(set(a) | set(b))
 
 
 class TailDuplicates(PagedTextbook):
