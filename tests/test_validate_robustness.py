@@ -446,3 +446,20 @@ def test_sorted_membership_equals_the_broadcast() -> None:
         earlier = np.tril(np.ones((k, k), dtype=bool), -1)
         repeat = ((shown[:, :, None] == shown[:, None, :]) & earlier[None]).any(axis=2)
         assert np.array_equal(invariants.repeated_slots(shown), repeat)
+
+
+def test_team_labels_named_a_and_b_are_told_the_index_they_stand_for() -> None:
+    """A team's own implementation that labels slots 'A' / 'B' fails as malformed output, and the row says which
+    integer each name stands for (the ranker's index in the lists given)."""
+
+    class Named(bi.TeamDraft):
+        def interleave(self, lists, rng):  # type: ignore[no-untyped-def]
+            shown, teams = super().interleave(lists, rng)
+            return shown, ["AB"[t] for t in teams]
+
+    with pytest.raises(CandidateError) as info:
+        validate_interleaver(_from_object("named", Named()), "team_draft", n=200)
+    assert info.value.report is not None
+    row = next(c for c in info.value.report.checks if c.name == "candidate_output")
+    assert row.failed and re.search(r"team label '[AB]' \(str\)", row.message)
+    assert "0 for lists[0] (A), 1 for lists[1] (B)" in row.message

@@ -140,9 +140,12 @@ def _int_sequence(name: str, call: str, seq: Any, what: str, low: int, high: int
                              "documents in all")
     for j, v in enumerate(seq):
         if not _is_int(v):
+            # a team label written as the ranker's name ('A', 'B'): say which integer the battery reads
+            hint = ("; a team label is the index of the ranker in the lists given: 0 for lists[0] (A), 1 for "
+                    "lists[1] (B), ...") if what == "team label" and isinstance(v, str) else ""
             raise CandidateError("output", name, call, f"returned {what} {short(v, 60)} ({type(v).__name__}) at "
                                  f"slot {j + 1}; {what}s must be integers (int or numpy integer; bool and float "
-                                 "are refused, even when integral-valued)")
+                                 "are refused, even when integral-valued)" + hint)
         if not low <= v <= high:
             raise CandidateError("output", name, call, f"returned {what} {v} at slot {j + 1}; allowed {low}..{high}")
     return [int(v) for v in seq]
