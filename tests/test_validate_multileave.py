@@ -77,7 +77,7 @@ def test_credit_of_the_wrong_shape_is_one_line() -> None:
         def credit(self, shown, teams, clicks, lists):  # type: ignore[no-untyped-def]
             return [1, 2]
 
-    with pytest.raises(InputError, match="3 credits .* or an 3 x 3 preference matrix"):
+    with pytest.raises(InputError, match="3 credits .* or a 3 x 3 preference matrix"):
         validate_interleaver(_from_object("wrong", WrongShape()), "team_draft_multileave", n=200)
 
 

@@ -463,3 +463,15 @@ def test_team_labels_named_a_and_b_are_told_the_index_they_stand_for() -> None:
     row = next(c for c in info.value.report.checks if c.name == "candidate_output")
     assert row.failed and re.search(r"team label '[AB]' \(str\)", row.message)
     assert "0 for lists[0] (A), 1 for lists[1] (B)" in row.message
+
+
+def test_a_winner_named_as_text_is_told_the_sign_it_stands_for() -> None:
+    class Winner(bi.TeamDraft):
+        def credit(self, shown, teams, clicks):  # type: ignore[no-untyped-def]
+            return {1: "B", -1: "A", 0: "tie"}[super().credit(shown, teams, clicks)]
+
+    with pytest.raises(CandidateError) as info:
+        validate_interleaver(_from_object("winner", Winner()), "team_draft", n=200)
+    row = next(c for c in info.value.report.checks if c.name == "candidate_output")
+    assert "a str, not a number" in row.message
+    assert "a winner named as text is the sign: > 0 when B (lists[1]) wins, < 0 for A, 0 for a tie" in row.message

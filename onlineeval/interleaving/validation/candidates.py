@@ -340,8 +340,10 @@ class ProtocolCandidate(Candidate):
                                  lists=[list(x) for x in lists])
         else:
             out = call_candidate(self.name, call, self.credit_fn, list(shown), list(teams), list(clicks))
-        allowed = (f"a number (two rankers), {m} credits (one per ranker) or an {m} x {m} preference matrix "
+        allowed = (f"a number (two rankers), {m} credits (one per ranker) or a {m} x {m} preference matrix "
                    "(real numbers)")
+        if isinstance(out, str) and m == 2:  # a winner's name ('A', 'B', 'tie'): the number it stands for
+            allowed += "; a winner named as text is the sign: > 0 when B (lists[1]) wins, < 0 for A, 0 for a tie"
         arr = check_credit_output(self.name, call, out, allowed)
         if arr.ndim == 0 and m == 2:
             v = float(arr)
