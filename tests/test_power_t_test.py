@@ -52,6 +52,13 @@ def test_t_test_power_against_monte_carlo() -> None:
     assert expected < 0.79  # visibly short of the 0.8 the z-test's 32 users promise
 
 
+@pytest.mark.parametrize("alternative", ["two-sided", "larger", "smaller"])
+@pytest.mark.parametrize("n", [2, 5, 32, 10_000])
+def test_under_the_null_the_power_is_the_level(n: int, alternative: str) -> None:
+    """Effect 0: the noncentral t is Student's t, so the rejection rate is alpha itself (no bias at any size)."""
+    assert power_one_sample_t(0.0, 1.0, n, 0.05, alternative) == pytest.approx(0.05, abs=1e-12)
+
+
 def test_no_size_for_an_effect_it_cannot_see() -> None:
     assert math.isinf(required_n_one_sample_t(0.0, 1.0))
     assert math.isinf(required_n_one_sample_t(-0.5, 1.0, alternative="larger"))
