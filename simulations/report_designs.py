@@ -109,8 +109,9 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
     from simulations.sequential import null_rate_note, null_rate_text
 
     degenerate: list[str] = []
-    # review 6, F3: a design whose A/A is identically 0 shows each rule's rate on its null-variant replicates
-    # (simulations.sequential puts them under summary.json sequential[design].null_monitoring)
+    # review 6, F3: a design whose A/A is identically 0 shows each rule's rate on its null-variant replicates, or a
+    # counterfactual design's on its own replicates at the exact truth (simulations.sequential puts them under
+    # summary.json sequential[design].null_monitoring)
     nulls: dict[str, Any] = {}
     seq = result.summary.get("sequential") or {}
     for design, e in mon.items():
@@ -120,7 +121,7 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
             r = e["rules"][rule]
             label = "A/A"
             if r.get("aa_degenerate") and null_rate_text(null_rules.get(rule) or {}):
-                label, aa = "null", null_rate_text(null_rules[rule]).split(" ", 1)[1]
+                label, aa = null_rate_text(null_rules[rule]).split(" ", 1)  # 'null' or 'truth' and the rate
                 nulls[design] = null_rules[rule]
             elif r.get("aa_degenerate"):
                 aa = "-"  # identically 0: says nothing about the rule under a real null (review 3, M6)
@@ -135,8 +136,8 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
         biased = is_biased_entry(d)
         metric = e["metric"] + (" [biased]" if biased else "")
         lines.append(f"  {design:14s} {metric:18s} " + "  ".join(f"{c:>28s}" for c in cells))
-    lines.append("  ('!' = A/A rate above its band; [biased]: biased in the main table (null check, bias test or no "
-                 "support), its power is not a sensitivity; "
+    lines.append("  ('!' = A/A (null, truth) rate above its band; [biased]: biased in the main table (null check, "
+                 "bias test or no support), its power is not a sensitivity; "
                  "mSPRT's mixture scale and O'Brien-Fleming's")
     lines.append("  information fractions are planned from the mean SEs by day; see summary.json 'monitoring')")
     if nulls:

@@ -123,7 +123,7 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
                 r = aa_res.reject.size
                 band = binomial_band(r, alpha, 0.99)
                 fpr = float(np.mean(aa_res.reject))
-                degenerate = bool(np.all(np.nan_to_num(aa_est) == 0) and np.all(np.nan_to_num(aa_se) == 0))
+                degenerate = _degenerate(aa_est, aa_se)
                 rec["aa_false_positive_rate"] = fpr
                 rec["aa_binomial_99_band"] = [band.lo_rate, band.hi_rate]
                 rec["aa_within_band_or_below"] = None if degenerate else bool(round(fpr * r) <= band.hi)
@@ -197,9 +197,10 @@ def many_looks(config: Any) -> list[tuple[str, int]]:
 
 def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.ndarray, rule: str, alpha: float,
                  tau: float, fractions: np.ndarray, day_of_look: np.ndarray, truth: float,
-                 null: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+                 null: tuple[np.ndarray, np.ndarray] | None = None, null_kind: str = "null") -> dict[str, Any]:
     """Power, decisions and A/A rate of one rule on (replicates, looks) series; with ``null`` (the design's
-    null-variant series at the same looks) also the rule's rate on it (:func:`_null_rate`)."""
+    null-variant series at the same looks, or with ``null_kind`` ``truth`` its own series minus its exact truth:
+    :func:`truth_null`) also the rule's rate on it (:func:`_null_rate`)."""
     from onlineeval.stats import binomial_band
     from onlineeval.stats.sequential import sequential_test
 
@@ -230,7 +231,7 @@ def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.
         r = int(aa.reject.size)
         band = binomial_band(r, alpha, 0.99)
         fpr = float(np.mean(aa.reject))
-        degenerate = bool(np.all(np.nan_to_num(aa_est) == 0) and np.all(np.nan_to_num(aa_se) == 0))
+        degenerate = _degenerate(aa_est, aa_se)
         rec.update({
             "aa_false_positive_rate": fpr,
             "aa_replicates": r,
@@ -239,47 +240,85 @@ def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.
             "aa_degenerate": degenerate,
         })
     if null is not None and null[0].size:
-        rec.update({f"null_{k}": v for k, v in _null_rate(run(*null), alpha).items()})
+        rec.update({f"null_{k}": v for k, v in _null_rate(run(*null), alpha, null_kind).items()})
     return rec
 
 
-def _null_rate(res: Any, alpha: float) -> dict[str, Any]:
-    """A rule's rejection share on a design's null-variant replicates (the null user: every true effect 0), any
-    sign, with the exact 99% binomial band of ``alpha`` (review 6, F3)."""
+def _null_rate(res: Any, alpha: float, kind: str = "null") -> dict[str, Any]:
+    """A rule's rejection share on replicates where its null holds, any sign, with the exact 99% binomial band of
+    ``alpha`` (review 6, F3). ``kind``: ``null``, the design's null-variant replicates (the null user: every true
+    effect 0); ``truth``, the design's own replicates tested at their exact true effect (:func:`truth_null`)."""
     from onlineeval.stats import binomial_band
 
     r = int(res.reject.size)
     band = binomial_band(r, alpha, 0.99)
     k = int(res.reject.sum())
     return {"false_positive_rate": k / r if r else math.nan, "replicates": r,
-            "binomial_99_band": [band.lo_rate, band.hi_rate], "within_band_or_below": bool(k <= band.hi)}
+            "binomial_99_band": [band.lo_rate, band.hi_rate], "within_band_or_below": bool(k <= band.hi),
+            "kind": kind}
+
+
+def _degenerate(aa_est: np.ndarray, aa_se: np.ndarray) -> bool:
+    """Whether an A/A series is identically 0 (every comparison a tie, or the off-policy paired difference 0)."""
+    return bool(aa_est.size) and bool(np.all(np.nan_to_num(aa_est) == 0) and np.all(np.nan_to_num(aa_se) == 0))
+
+
+def truth_null(main: Mapping[str, Any] | None, aa_est: np.ndarray, aa_se: np.ndarray) -> float | None:
+    """The exact true effect at which a design's own replicates stand in for its A/A under a monitoring rule, or
+    ``None``.
+
+    A design whose A/A is identically 0 (a counterfactual design: both targets A, the paired difference 0) cannot
+    reject under any rule, so its A/A says nothing about what peeking does to it, and it has no null-variant
+    replicates (those are the interleaving designs'). Its estimate of B - A has an exact truth (from the click
+    models, no Monte Carlo error), so the hypothesis H0: B - A = that truth is true in every replicate: the rule
+    applied to ``estimate - truth`` with the same SEs rejects a true null, and the share of replicates that ever
+    reject is the rule's false-positive rate (one minus its coverage of the truth, look by look). It counts what
+    the estimator's bias and an SE that is too small early on do to the rule, as a real null would. ``None`` for a
+    Monte Carlo truth (its own error would count as false positives) or an A/A that is not identically 0 (the
+    design's A/A rate is measured)."""
+    if main is None or not _degenerate(aa_est, aa_se):
+        return None
+    truth, se = main.get("true_effect"), main.get("true_effect_se")
+    if main.get("truth_method") != "exact" or se != 0 or truth is None or not math.isfinite(float(truth)):
+        return None
+    return float(truth)
 
 
 def _null_monitoring(rows: pd.DataFrame, side_rows: pd.DataFrame, design: str, metric: str, alpha: float,
-                     null_entry: dict[str, Any] | None) -> dict[str, Any] | None:
+                     main: dict[str, Any] | None) -> dict[str, Any] | None:
     """Review 6, F3: the daily monitoring rules of :data:`MONITORING` on the design's null-variant series
     (side rows ``null:<metric>``: the design run on the same traffic with the null user), with the mixture scale
     and the information fractions :func:`monitoring_summary` plans from the real pair's daily mean SEs
     (:func:`_monitoring_plan`), so that a design whose A/A is identically 0 still gets each rule's false-positive
-    rate under a real null. ``None`` without null-variant rows. ``biased``: the design's null check flags it (its
-    null rate then counts its bias)."""
+    rate under a real null. Without null-variant rows, the design's own series tested at its exact truth where
+    :func:`truth_null` gives one (``kind``: ``truth``; else ``null``). ``None`` without either. ``biased``: the
+    design's null check (or, at the truth, its bias test or support) flags it: its rate then counts its bias."""
+    from simulations.analysis_bias import is_biased_entry
     from simulations.designs.interleaving import NULL_PREFIX
 
     mine = rows[(rows["design"] == design) & (rows["metric"] == metric)]
     null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
-    if not len(null_rows) or not len(mine):
+    if not len(mine):
         return None
     est, se = _series(mine, aa=False)
-    n_est, n_se = _series(null_rows, aa=False)
+    if len(null_rows):
+        kind, name, biased = "null", NULL_PREFIX + metric, bool(((main or {}).get("null") or {}).get("biased"))
+        n_est, n_se = _series(null_rows, aa=False)
+    else:
+        truth = truth_null(main, *_series(mine, aa=True))
+        if truth is None:
+            return None
+        kind, name, biased = "truth", metric, is_biased_entry(main or {})
+        n_est, n_se = est - truth, se
     if n_est.size == 0 or n_est.shape[1] != est.shape[1]:
         return None
     plan = _monitoring_plan(se, alpha)
     if plan is None:
         return None
     tau, fractions = plan
-    return {"metric": NULL_PREFIX + metric, "replicates": int(n_est.shape[0]), "tau": tau,
-            "biased": bool((null_entry or {}).get("biased")),
-            "rules": {rule: _null_rate(_test(n_est, n_se, rule, alpha, tau, fractions), alpha) for rule in MONITORING}}
+    return {"metric": name, "kind": kind, "replicates": int(n_est.shape[0]), "tau": tau, "biased": biased,
+            "rules": {rule: _null_rate(_test(n_est, n_se, rule, alpha, tau, fractions), alpha, kind)
+                      for rule in MONITORING}}
 
 
 def _fixed_power_by_look(est: np.ndarray, se: np.ndarray, alpha: float, truth: float) -> np.ndarray:
@@ -489,11 +528,16 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
         from simulations.designs.interleaving import NULL_PREFIX
 
         null: tuple[np.ndarray, np.ndarray] | None = None
+        null_kind = "null"
         if not batch:
             n_est, n_se = _series(side_rows[(side_rows["design"] == dc.name)
                                             & (side_rows["metric"] == NULL_PREFIX + metric)], aa=False)
             if n_est.size and n_est.shape[1] == n_looks:
                 null = (n_est[:, idx], n_se[:, idx])
+        at_truth = truth_null(metrics[metric], aa_est, aa_se) if null is None else None
+        if at_truth is not None:
+            # no null variant (a counterfactual design): its own looks tested at the exact truth, per-batch ones too
+            null, null_kind = (est - at_truth, se), "truth"
         fractions = _planned_fractions(planned_se)
         tau = float(an.tau) if an.tau is not None else float(mixture_tau(planned_se[-1], alpha))
         truth = float(metrics[metric]["true_effect"])
@@ -508,11 +552,11 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
             "tau_source": None if an.sequential not in ("msprt", "confidence_sequence") else (
                 "config" if an.tau is not None else "planned: mixture_tau(mean SE at the horizon, alpha)"),
             "fractions": [float(t) for t in fractions],
-            "rules": {r: _rule_record(est, se, aa_est, aa_se, r, alpha, tau, fractions, day_of_look, truth, null)
+            "rules": {r: _rule_record(est, se, aa_est, aa_se, r, alpha, tau, fractions, day_of_look, truth, null,
+                                      null_kind)
                       for r in rules},
             # review 6, F3: the daily monitoring table's rules on the null-variant series
-            "null_monitoring": _null_monitoring(rows, side_rows, dc.name, metric, alpha,
-                                                metrics[metric].get("null")),
+            "null_monitoring": _null_monitoring(rows, side_rows, dc.name, metric, alpha, metrics[metric]),
         }
         fixed = entry["rules"]["fixed"]
         decision = dict(entry["rules"][rules[-1] if an.sequential != "none" else "fixed"])

@@ -30,7 +30,7 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
     lines = ["", ("Sequential decisions (designs[i].analysis on the primary metric; A/A: share of replicates that ever "
                   "reject, '!' above its 99% band; power: rejections with the right sign; day: mean day of the "
                   "decision, the last day when none):"),
-             (f"  {'design':14s} {'rule':26s} {'looks':>12s} {'A/A FPR':>11s} {'power':>6s} {'day':>5s}   "
+             (f"  {'design':14s} {'rule':26s} {'looks':>12s} {'A/A FPR':>12s} {'power':>6s} {'day':>5s}   "
               "against the fixed horizon")]
     unstable: list[tuple[str, str, dict[str, Any]]] = []
     degenerate: list[str] = []
@@ -78,7 +78,7 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
         # a biased design's power is not a sensitivity: no comparison at equal power
         simulated = "" if d.get("planned_withheld") else _simulated_text(e, d, fixed)
         verdict += ("; " + simulated) if simulated else ""
-        lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>11s} {rate_text(d['power']):>6s} "
+        lines.append(f"  {design:14s} {rule:26s} {looks:>12s} {aa:>12s} {rate_text(d['power']):>6s} "
                      f"{_fmt_days(d['mean_decision_day']):>5s}   {verdict}")
     lines.append("  (tau planned from the mean SE at the horizon unless set; spending boundaries at the information "
                  "fractions of the mean SEs by look; planned: the fixed")
@@ -108,27 +108,52 @@ def sequential_lines(summary: dict[str, Any], batch_hours: int) -> list[str]:
 
 def null_rate_text(rec: dict[str, Any]) -> str:
     """'null 0.100' ('!' above its 99% band): a rule's rate on the design's null-variant replicates (``null_*``
-    keys of a rule record, or a :func:`simulations.sequential._null_rate` record); '' when there is none."""
+    keys of a rule record, or a :func:`simulations.sequential._null_rate` record); 'truth 0.100' for its rate on the
+    design's own replicates tested at their exact truth (``kind`` ``truth``); '' when there is none."""
     r = rec.get("null_false_positive_rate", rec.get("false_positive_rate"))
     ok = rec.get("null_within_band_or_below", rec.get("within_band_or_below"))
     if r is None or not math.isfinite(r):
         return ""
-    return f"null {r:.3f}" + ("" if ok else "!")
+    return f"{_kind(rec)} {r:.3f}" + ("" if ok else "!")
+
+
+def _kind(rec: Mapping[str, Any]) -> str:
+    return str(rec.get("null_kind", rec.get("kind", "null")))
 
 
 def null_rate_note(designs: Any, biased: Any = ()) -> str:
-    """What a 'null' rate in place of a degenerate A/A rate is (review 6, F3): the monitoring and sequential tables."""
-    some = next(iter(designs.values()), None) if isinstance(designs, Mapping) else None
-    band = (some or {}).get("null_binomial_99_band") or (some or {}).get("binomial_99_band")
-    text = (f"  null ({', '.join(designs)}): the design's A/A compares A with itself and is identically 0 (every "
-            "comparison a tie), so it cannot reject under any rule; in its place the same rule on the design's "
-            "null-variant replicates (the same traffic with the null user, whose clicks ignore relevance: every true "
-            "effect 0), share that ever reject either way, '!' above the 99% binomial band of alpha"
-            + (f" {band[0]:.3f}-{band[1]:.3f}" if band else "") + ": the rule's false-positive rate under a real null")
-    if biased:
-        text += (f"; {', '.join(biased)} biased (null check): its null rate counts its bias as well, not only "
-                 "false positives")
-    return text
+    """What a 'null' or 'truth' rate in place of a degenerate A/A rate is (review 6, F3): the monitoring and
+    sequential tables. ``designs``: name -> the rule record shown (a mapping), or names (read as null-variant
+    rates). One line per kind shown, joined by newlines."""
+    records = designs if isinstance(designs, Mapping) else dict.fromkeys(designs, {})
+    lines = []
+    for kind in ("null", "truth"):
+        names = [d for d, rec in records.items() if _kind(rec or {}) == kind]
+        if not names:
+            continue
+        some = records[names[0]] or {}
+        band = some.get("null_binomial_99_band") or some.get("binomial_99_band")
+        band_text = f" {band[0]:.3f}-{band[1]:.3f}" if band else ""
+        if kind == "null":
+            text = (f"  null ({', '.join(names)}): the design's A/A compares A with itself and is identically 0 (every "
+                    "comparison a tie), so it cannot reject under any rule; in its place the same rule on the design's "
+                    "null-variant replicates (the same traffic with the null user, whose clicks ignore relevance: "
+                    "every true effect 0), share that ever reject either way, '!' above the 99% binomial band of alpha"
+                    + band_text + ": the rule's false-positive rate under a real null")
+        else:
+            text = (f"  truth ({', '.join(names)}): the design's A/A compares A with itself and is identically 0 (the "
+                    "off-policy paired difference 0), so it cannot reject under any rule; in its place the same rule "
+                    "on the design's own replicates testing their exact true effect (H0: B - A = the truth from the "
+                    "click models, true in every replicate: the rule on estimate - truth with the same SEs), share "
+                    "that ever reject either way, '!' above the 99% binomial band of alpha" + band_text + ": the "
+                    "rule's false-positive rate when its null holds (1 - its coverage of the truth), with the "
+                    "estimator's bias and its SE's error by look")
+        mine = [d for d in biased if d in names]
+        if mine:
+            text += (f"; {', '.join(mine)} biased ({'null check' if kind == 'null' else 'see the main table'}): its "
+                     f"{kind} rate counts its bias as well, not only false positives")
+        lines.append(text)
+    return "\n".join(lines)
 
 
 def _simulated_text(e: dict[str, Any], d: dict[str, Any], fixed: dict[str, Any]) -> str:

@@ -111,7 +111,9 @@ def test_the_sweep_heading_is_its_error_label(cli_run):
     assert "bias +- SE" not in text
 
 
-def test_the_identically_zero_off_policy_aa_prints_no_peeking_rate(cli_run):
+def test_the_identically_zero_off_policy_aa_prints_the_rate_at_the_truth(cli_run):
+    # the A/A is identically 0: in its place each rule's rate on the replicates tested at their exact truth
+    # (tests/test_counterfactual_truth_null.py recomputes it); it printed '-' with an unmeasured claim before
     text, summary = cli_run
     mon = summary["monitoring"]["cf"]["rules"]
     assert mon["peeking"]["aa_degenerate"] and mon["fixed"]["aa_degenerate"]
@@ -119,17 +121,17 @@ def test_the_identically_zero_off_policy_aa_prints_no_peeking_rate(cli_run):
     block = text.split("Daily monitoring")[1].split("\n\n")[0].splitlines()
     assert not any("0 (ties)" in ln for ln in block)
     row = next(ln for ln in block if ln.split()[:1] == ["cf"])
-    assert row.count("A/A        -") == 4
-    note = ("  A/A '-' (cf, cfns): the design's A/A compares A with itself and is identically 0 (every comparison a "
-            "tie, or the off-policy paired difference 0), so it cannot reject under any rule and says nothing about "
-            "peeking: under a real null (two different rankers of equal value) daily peeking at its z-test inflates "
-            "false positives like the other designs'")
-    assert note in block
+    assert row.split().count("truth") == 4 and "A/A" not in row.split()
+    assert any(ln.startswith("  truth (cf, cfns): the design's A/A compares A with itself") for ln in block)
+    # cfns leaves the logger's support ('no support'): its rate counts that bias
+    assert any(ln.endswith("cfns biased (see the main table): its truth rate counts its bias as well, not only false "
+                           "positives") for ln in block)
+    assert not any(ln.startswith("  A/A '-'") for ln in block)
     seq = text.split("Sequential decisions")[1].split("\n\n")[0].splitlines()
     assert not any("0 (ties)" in ln for ln in seq)
     row = next(ln for ln in seq if ln.split()[:1] == ["cf"])
-    assert row.split()[4] == "-"  # design, rule, looks (2 words), A/A
-    assert note.replace("(cf, cfns)", "(cf)") in seq
+    assert row.split()[4] == "truth"  # design, rule, looks (2 words), then the rate
+    assert any(ln.startswith("  truth (cf): ") for ln in seq)
 
 
 def test_the_conventions_say_the_bootstrap_gives_adaptive_ips_its_se_and_p_value(cli_run):

@@ -172,7 +172,7 @@ def _monitoring(summary: dict[str, Any]) -> Html:
                   "O'Brien-Fleming's information fractions are planned from the mean SEs by day.")]
     if nulls:
         biased = [d for d in nulls if seq[d]["null_monitoring"].get("biased")]
-        notes.append(note(null_rate_legend(nulls, biased).strip() + "."))
+        notes += [note(line.strip() + ".") for line in null_rate_legend(nulls, biased).splitlines()]
     if degenerate:
         notes.append(note(aa_degenerate_note(dict.fromkeys(degenerate)).strip() + "."))
     return join([
