@@ -166,6 +166,11 @@ def render_text(doc: dict[str, Any]) -> str:
             f"ratio: {_fmt(doc['ratio'])}   per-user sd of the linearised ratio: {_fmt(doc['sd_linearized'])}"
             f"   (from {doc['source']})"
         )
+        if "inputs" in doc:
+            from onlineeval.io.digest import inputs_line
+
+            lines.append(inputs_line(doc["inputs"].items()) + f"; fingerprint: {doc['fingerprint']} (of the "
+                         "CSV's SHA-256, the options and the version)")
         lines.append(f"assumes: {doc['assumption']}")
     if doc["metric"] == "interleaving" and "estimand" in doc:
         lines.append(f"estimand: {doc['estimand']}")
@@ -367,7 +372,17 @@ def ratio_cmd(
         source = "moments given"
     m = ratio_metric(mx, vx, my, vy, cxy, st, source, treatment_variance)
     effect = _effect(m.baseline, mde, relative_mde, None, users)
-    _emit(calculate(m, st, effect, users), output_format)
+    doc = calculate(m, st, effect, users)
+    if csv_path is not None:
+        # the numbers come from the file's content: name it by its bytes, as evaluate and estimate name theirs
+        from onlineeval.io.digest import fingerprint, input_entry
+
+        doc["inputs"] = {"csv": input_entry(csv_path)}
+        options = {"num_col": num_col, "den_col": den_col, "treatment_variance": treatment_variance,
+                   "mde": mde, "relative_mde": relative_mde, "users": users, "alpha": alpha, "power": power,
+                   "alternative": alternative, "share_b": share_b, "sequential": sequential, "looks": looks}
+        doc["fingerprint"] = fingerprint(doc["inputs"], options)
+    _emit(doc, output_format)
 
 
 @guarded
