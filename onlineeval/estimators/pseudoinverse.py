@@ -350,10 +350,12 @@ _CACHE: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, dict[tuple
 
 
 def _cache_for(logger: Any, target: Any) -> dict[tuple[int, int, float], Any] | None:
-    """The weight cache of a (logger, target) pair; ``None`` when either cannot be weakly referenced."""
+    """The weight cache of a (logger, target) pair; ``None`` when either cannot be weakly referenced. A target
+    that wraps another (the simulation's per-replicate wrapper of a shared target) names the immutable target whose
+    weights these are by ``cache_key``, so every wrapper of it shares them."""
     try:
         per_logger = _CACHE.setdefault(logger, weakref.WeakKeyDictionary())
-        return per_logger.setdefault(target, {})
+        return per_logger.setdefault(getattr(target, "cache_key", target), {})
     except TypeError:
         return None
 

@@ -103,6 +103,7 @@ from simulations.designs.counterfactual.serving import (
     known_list_propensities,
     refits_on_whole_log,
     shared_policy,
+    shared_target,
     stack_known,
 )
 from simulations.traffic import Batch
@@ -125,7 +126,6 @@ class CounterfactualDesign(Design):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from onlineeval.estimators import DeterministicTarget
         from simulations.designs.counterfactual.metric import design_reward
 
         cfg = self.config
@@ -137,7 +137,7 @@ class CounterfactualDesign(Design):
             return  # the paired difference of a target with itself is 0: nothing to serve or log
         self.policy = shared_policy(cfg.logger, self.world)  # type: ignore[arg-type]
         self.target_names = list(cfg.targets)
-        self.targets = [_BatchTarget(DeterministicTarget(self.world.rankings[t], t)) for t in self.target_names]
+        self.targets = [_BatchTarget(shared_target(self.world, t)) for t in self.target_names]
         self._batch_reward = _BatchReward(self.reward)
         # the targets' lists with their logging propensities for every query (looked up for
         # the rows that show them); None when a target list does not fit the logger's slots

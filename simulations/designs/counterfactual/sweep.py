@@ -13,6 +13,7 @@ from simulations.designs.counterfactual.serving import (
     build_estimators,
     distinct_propensities,
     shared_policy,
+    shared_target,
 )
 from simulations.world import World
 
@@ -68,7 +69,6 @@ def sweep_point(design: DesignConfig, world: World, users: Any, n: int, rng: np.
     """One point of an assumption sweep: the exact :math:`V(B) - V(A)` under ``users`` and,
     per estimator, its estimate from one direct log of ``n`` impressions with its SE (the
     paired difference over impressions) and bias."""
-    from onlineeval.estimators import DeterministicTarget
     from simulations.designs.counterfactual.metric import design_reward, exact_values
 
     base, cand = design.targets
@@ -77,7 +77,7 @@ def sweep_point(design: DesignConfig, world: World, users: Any, n: int, rng: np.
     policy = shared_policy(design.logger, world)  # type: ignore[arg-type]
     data = direct_log(world, users, policy, n, rng)
     reward = design_reward(design.metric, world.offline.metric, world.depth)
-    targets = [DeterministicTarget(world.rankings[t], t) for t in (base, cand)]
+    targets = [shared_target(world, t) for t in (base, cand)]
     out: dict[str, Any] = {"truth": truth, "estimators": {}}
     for label, est in build_estimators(design):
         x = []
