@@ -536,7 +536,7 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
                 null = (n_est[:, idx], n_se[:, idx])
         at_truth = truth_null(metrics[metric], aa_est, aa_se) if null is None else None
         if at_truth is not None:
-            # no null variant (a counterfactual design): its own looks tested at the exact truth, per-batch ones too
+            # no null variant (a counterfactual design): its own looks tested at the exact truth
             null, null_kind = (est - at_truth, se), "truth"
         fractions = _planned_fractions(planned_se)
         tau = float(an.tau) if an.tau is not None else float(mixture_tau(planned_se[-1], alpha))
