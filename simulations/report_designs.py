@@ -8,6 +8,7 @@ the assumption sweep), :func:`_monitoring_lines` (what daily looks do to each pr
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, TYPE_CHECKING
 
 from simulations.analysis import is_biased_entry
@@ -73,11 +74,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
         cost = d["logging_cost"]
         if cost:
             lines.append("  cost of logging (the logger's own metrics observed on the traffic it served, mean over "
-                         "replicates, vs ranker A's exact values): "
-                         + "; ".join(f"{m} {value_text(c['logger_observed'])} vs {value_text(c['ranker_A_exact'])} "
-                                     f"({percent_text(c['relative'])}"
-                                     f"{', lower is better' if c['improvement_sign'] < 0 else ''})"
-                                     for m, c in cost.items()))
+                         "replicates, vs ranker A's exact values; +-: the mean's SE over the replicates): "
+                         + "; ".join(logging_cost_text(m, c) for m, c in cost.items()))
     sweep = s.get("assumption_sweep")
     if sweep:
         # what each cell is: one log's error, not a mean over logs (review 3, M5)
@@ -145,6 +143,19 @@ def _monitoring_lines(result: SimulationResult) -> list[str]:
     if degenerate:
         lines.append(aa_degenerate_note(dict.fromkeys(degenerate)))
     return lines
+
+
+def logging_cost_text(metric: str, c: dict[str, Any]) -> str:
+    """``clicks_per_query 0.972 vs 1.05 (-7.8% +- 0.1%)``: the logger's observed metric (a Monte Carlo mean over the
+    replicates) against ranker A's exact value, the relative difference with its SE (the observed mean's, over the
+    replicates; left out with one replicate)."""
+    rel, se, ref = c.get("relative"), c.get("cost_se"), c.get("ranker_A_exact")
+    err = ""
+    if isinstance(se, (int, float)) and math.isfinite(se) and isinstance(ref, (int, float)) and ref:
+        err = f" +- {percent_text(se / abs(ref), signed=False)}"
+    lower = ", lower is better" if (c.get("improvement_sign") or 1) < 0 else ""
+    return (f"{metric} {value_text(c.get('logger_observed'))} vs {value_text(ref)} "
+            f"({percent_text(rel)}{err}{lower})")
 
 
 def aa_degenerate_note(designs: Any) -> str:

@@ -399,7 +399,7 @@ def test_counterfactual_section_shows_support_cost_of_logging_sweep_and_measures
                     "power_measure": "last day's bootstrap test (400 resamples)"}},
             "logging_cost": {
                 "clicks_per_query": {"logger_observed": 0.9723, "ranker_A_exact": 1.0539, "relative": -0.0774,
-                                     "improvement_sign": 1},
+                                     "improvement_sign": 1, "cost_se": 0.00042},
                 "abandonment": {"logger_observed": 0.2614, "ranker_A_exact": 0.2086, "relative": 0.253,
                                 "improvement_sign": -1}}}}
         summary["assumption_sweep"] = {
@@ -422,9 +422,10 @@ def test_counterfactual_section_shows_support_cost_of_logging_sweep_and_measures
                                            "probability is 0")
     assert rows["adaptive_ips"][6] == "A 0 (0%)"
     text = page.text("counterfactual")
+    # the relative cost's SE where the summary has one (0.00042 / 1.0539 = 0.04%; a summary without cost_se: none)
     assert ("Cost of logging: the logger's own metrics observed on the traffic it served (mean over replicates) vs "
-            "ranker A's exact values: clicks_per_query 0.972 vs 1.05 (-7.7%); abandonment 0.261 vs 0.209 (+25.3%, "
-            "lower is better)") in text
+            "ranker A's exact values (+-: the mean's SE over the replicates): clicks_per_query 0.972 vs 1.05 (-7.7% "
+            "+- 0.04%); abandonment 0.261 vs 0.209 (+25.3%, lower is better)") in text
     assert "adaptive_ips: sizes and analytic power from the replicates' SD of the estimates (why); power: last " \
         "day's bootstrap test (400 resamples)." in text
     sweep_rows = [r for t, rs in page.tables.items() for r in rs if r and r[0] in ("truth (exact)", "snips")

@@ -140,3 +140,17 @@ def test_the_conventions_say_the_bootstrap_gives_adaptive_ips_its_se_and_p_value
     assert ("takes its last-day SE (the resamples' SD) and p-value (percentile bootstrap, min(1, 2 min(1 + #(<= 0), "
             "1 + #(>= 0)) / (B + 1))) from the resamples") in text
     assert "adaptive IPS's behaviours, a DM whose click model is fitted on the log" in text
+
+
+def test_the_cost_of_logging_carries_its_monte_carlo_error(cli_run):
+    # the logger's observed metrics are means over the replicates: the relative cost is printed with its SE
+    text, summary = cli_run
+    cost = summary["counterfactual"]["cf"]["logging_cost"]
+    r = summary["config"]["replicates"]
+    line = next(ln for ln in text.splitlines() if ln.startswith("  cost of logging ("))
+    assert "+-: the mean's SE over the replicates" in line
+    for metric, c in cost.items():
+        assert c["cost_se"] == pytest.approx(c["logger_observed_sd"] / r ** 0.5, rel=1e-12)
+        rel_se = 100 * c["cost_se"] / abs(c["ranker_A_exact"])
+        shown = f"{rel_se:.1f}%" if rel_se >= 0.05 else f"{rel_se:.1g}%"
+        assert f"{metric} " in line and f"{100 * c['relative']:+.1f}% +- {shown}" in line

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, image, join, note, table, tag
 from simulations.plots import swept_parameter_label
-from simulations.report import percent_text, rate_text, se_text, value_text
-from simulations.report_designs import _coverage_cell, _counterfactual_lines
+from simulations.report import rate_text, se_text, value_text
+from simulations.report_designs import _counterfactual_lines, _coverage_cell, logging_cost_text
 from simulations.report_sizes import OTHER_MEASURE_MARK, _other_measure, sample_size_cells
 
 
@@ -46,11 +46,10 @@ def _logging_cost(cost: dict[str, Any]) -> Html | None:
     exact values, as the terminal prints it."""
     if not cost:
         return None
-    items = [f"{m} {value_text(c.get('logger_observed'))} vs {value_text(c.get('ranker_A_exact'))} "
-             f"({percent_text(c.get('relative'))}{', lower is better' if (c.get('improvement_sign') or 1) < 0 else ''})"
-             for m, c in cost.items()]
+    items = [logging_cost_text(m, c) for m, c in cost.items()]
     return tag("p", tag("strong", "Cost of logging: "), "the logger's own metrics observed on the traffic it served "
-               "(mean over replicates) vs ranker A's exact values: " + "; ".join(items), cls="lead")
+               "(mean over replicates) vs ranker A's exact values (+-: the mean's SE over the replicates): "
+               + "; ".join(items), cls="lead")
 
 
 def _swept_label(sweep: dict[str, Any], summary: dict[str, Any]) -> str:
