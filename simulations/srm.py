@@ -200,11 +200,16 @@ def srm_lines(summary: dict[str, Any]) -> list[str]:
                   "its 99% binomial band under a correct split; impressions: clustered by user, naive: as independent "
                   "units; any day: flagged at some daily look):"),
              f"  {'design':12s} {'variant':10s} {'users':>14s} {'impressions':>14s} {'naive impr.':>14s}  B share"]
+    naive_only: list[str] = []  # correct-looking splits that only the naive impressions check flags
     for design, e in srm.items():
         for variant in ("experiment", "aa"):
             v = e.get(variant)
             if not v:
                 continue
+            checks = [v.get(check) for check in SRM_CHECKS]
+            if (not e.get("inject") and all(c is not None for c in checks) and not checks[2]["within_band"]
+                    and checks[0]["within_band"] and checks[1]["within_band"]):
+                naive_only.append(f"{design} {variant}")
             cells = []
             for check in SRM_CHECKS:
                 c = v.get(check)
@@ -222,4 +227,9 @@ def srm_lines(summary: dict[str, Any]) -> list[str]:
                 lines.append(f"      {metric:17s} bias {value_text(x['bias'], True)} (SE {se_text(x['bias_se'])}, "
                              f"{z:+.1f} SE{', biased' if x['biased'] else ''}; "
                              f"truth {value_text(x['true_effect'], True)})")
+    if naive_only:
+        lines.append(f"  naive impr. flagged ({', '.join(naive_only)}) while the users' and the clustered impressions' "
+                     "checks are within their bands: a returning user's impressions all go to one arm, so they are not "
+                     "independent units, and a check that counts them as such (a dashboard's) flags a correct split; "
+                     "read the clustered check")
     return lines
