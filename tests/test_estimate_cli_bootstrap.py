@@ -29,8 +29,9 @@ from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixtur
 
 def test_failed_bootstrap_keeps_the_estimate(tmp_path: Path) -> None:
     """Only one of five users ever sees the target's list: SNIPS is defined, but its weight sits in one cluster:
-    no standard error, CLT or bootstrap interval (review 11 F4: undefined, with the reason); the paired difference's
-    bootstrap is reported missing with the reason."""
+    no standard error, CLT or bootstrap interval (review 11 F4: undefined, with the reason); nor has the paired
+    difference (its bootstrap was tried and reported missing before; its standard error and p-value are undefined
+    for the same reason as the estimates')."""
     recs = []
     for i in range(10):
         user = i % 5
@@ -49,8 +50,10 @@ def test_failed_bootstrap_keeps_the_estimate(tmp_path: Path) -> None:
     assert r["estimate"] == pytest.approx(0.5) and r["boot_low"] is None
     assert r["se"] is None and r["ci_low"] is None
     assert any(w.startswith("standard error and intervals undefined") for w in r["warnings"])
-    assert doc["differences"][0]["estimate"] == 0.0
-    assert any("snips T - S: no bootstrap interval: paired cluster bootstrap" in w for w in doc["warnings"])
+    d = doc["differences"][0]
+    assert d["estimate"] == 0.0 and d["se"] is None and d["pvalue"] is None and d["boot_low"] is None
+    assert any(w.startswith("snips T - S: standard error, interval and p-value undefined: the weights of T and S")
+               for w in doc["warnings"])
 
 
 def test_adaptive_ips_bootstrap_makes_its_choice_again(world: dict[str, Any]) -> None:

@@ -143,3 +143,78 @@ def test_a_fixed_adaptive_behaviour_is_worded_as_the_users_setting(world: dict) 
     assert "data-driven choice: by estimated MSE per user type" in free["assumptions"]["adaptive_ips"]
     rows = {r["estimator"]: r for r in free["results"]}
     assert not any(w.startswith("adaptive_ips") and "biased for" in w for w in rows["adaptive_ips"]["warnings"])
+
+
+DIFF_WARN = "standard error, interval and p-value undefined"
+
+
+def _two_single_impression_targets(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """40 impressions of q0 (uniform logging of 3 of 6 candidates); target T's list a, b, c is shown once (line 1,
+    clicked), baseline S's list d, e, f once (line 3, not clicked): each estimate rests on one user."""
+    rng = np.random.default_rng(4)
+    docs = list("abcdef")
+    lines = []
+    for i in range(40):
+        shown = [docs[j] for j in rng.permutation(6)[:3]]
+        while shown in (["a", "b", "c"], ["d", "e", "f"]):
+            shown = [docs[j] for j in rng.permutation(6)[:3]]
+        if i == 0:
+            shown = ["a", "b", "c"]
+        if i == 2:
+            shown = ["d", "e", "f"]
+        rec = {"query": "q0", "user": f"u{i}", "shown": shown, "clicks": [shown[0]] if i == 0 or i % 2 else [],
+               "propensities": {"list": 1 / 120, "prefix": [1 / 6, 1 / 30, 1 / 120], "item": [1 / 6] * 3}}
+        lines.append(json.dumps(rec))
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    t, s = tmp_path / "T.run", tmp_path / "S.run"
+    t.write_text("q0 Q0 a 1 3 T\nq0 Q0 b 2 2 T\nq0 Q0 c 3 1 T\n", encoding="utf-8")
+    s.write_text("q0 Q0 d 1 3 S\nq0 Q0 e 2 2 S\nq0 Q0 f 3 1 S\n", encoding="utf-8")
+    return log, t, s
+
+
+def test_a_difference_of_two_single_cluster_estimates_is_not_certain(tmp_path: Path) -> None:
+    # SNIPS of T is 1 (its one matched impression was clicked), of S 0: the difference -1... was printed with
+    # se 0.0000, interval [1.0000, 1.0000] and p 0 (influence values all 0), which a CI gate reads as significant;
+    # whole-list IPS's se came from the two single values alone. Both undefined now, with a warning naming the sides.
+    log, t, s = _two_single_impression_targets(tmp_path)
+    out = json_out("--log", str(log), "--target", str(t), "--baseline", str(s), "--estimator", "snips,ips,iips",
+                   "--bootstrap", "200")
+    diffs = {d["estimator"]: d for d in out["differences"]}
+    for name in ("snips", "ips"):
+        d = diffs[name]
+        assert d["estimate"] == (1.0 if name == "snips" else 120 / 40)
+        assert d["se"] is None and d["pvalue"] is None and d["ci_low"] is None and d["boot_low"] is None, d
+        assert any(w.startswith(f"{name} T - S: {DIFF_WARN}: the weights of T and S rest on fewer than two")
+                   for w in d["warnings"])
+    # item-level weights spread over many users: an ordinary difference
+    assert diffs["iips"]["se"] > 0 and 0 < diffs["iips"]["pvalue"] <= 1
+    assert not any(DIFF_WARN in w for w in diffs["iips"]["warnings"])
+    table = invoke("--log", str(log), "--target", str(t), "--baseline", str(s), "--estimator", "snips")
+    assert table.exit_code == 0 and DIFF_WARN in table.stdout
+    row = next(ln for ln in table.stdout.splitlines() if ln.split()[:3] == ["snips", "T", "S"])
+    assert row.split()[4:8] == ["-", "[-,", "-]", "-"]
+
+
+def test_library_difference_with_zero_spread() -> None:
+    from onlineeval.estimators.log_estimates import paired_difference
+
+    # T's list [0, 1] matched on user 0 only (clicked), S's [1, 0] on users 1 and 2 (each clicked): T's side rests
+    # on one cluster, so the difference has no standard error; when both sides spread over clusters it has one
+    shown = np.array([[0, 1], [1, 0], [1, 0], [0, 1], [1, 0]])
+    clicks = np.array([[1, 0], [1, 0], [0, 0], [0, 0], [1, 0]], bool)
+    data = LoggedData(np.zeros(5, dtype=np.int64), shown, clicks, p_list=np.full(5, 0.5),
+                      user=np.array([0, 1, 2, 3, 3]))
+    t, s = DeterministicTarget(np.array([[0, 1]]), "T"), DeterministicTarget(np.array([[1, 0]]), "S")
+    from onlineeval.estimators import get_reward
+
+    reward = get_reward("clicks_per_query", 2)
+    d = paired_difference(get_estimator("snips"), data, t, s, reward)
+    assert d["unmeasured"] == [] and d["se"] > 0  # T on users 0 and 3, S on 1, 2 and 3
+    one = LoggedData(np.zeros(5, dtype=np.int64), shown, clicks, p_list=np.full(5, 0.5),
+                     user=np.array([0, 1, 2, 1, 1]))  # T's impressions: users 0 and 1; S's: 1, 2, 1
+    assert paired_difference(get_estimator("snips"), one, t, s, reward)["unmeasured"] == []
+    lone = LoggedData(np.zeros(5, dtype=np.int64), shown, clicks, p_list=np.full(5, 0.5),
+                      user=np.array([0, 1, 2, 0, 1]))  # T's impressions both of user 0
+    d = paired_difference(get_estimator("snips"), lone, t, s, reward)
+    assert d["unmeasured"] == ["T"] and math.isnan(d["se"]) and math.isnan(d["pvalue"]) and math.isnan(d["ci_low"])

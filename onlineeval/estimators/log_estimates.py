@@ -224,10 +224,12 @@ def paired_difference(
     from scipy.stats import t as t_dist
 
     from onlineeval.errors import InputError
-    from onlineeval.estimators.base import check_cluster_sums
+    from onlineeval.estimators.base import _weighted_clusters, check_cluster_sums
     from onlineeval.stats import ratio_linearization
 
     sums = []
+    weighted = []  # per side: whether the estimator weights its impressions (IPS family, DR) or not (DM)
+    thin = []  # per side: weights on fewer than two clusters (users)
     for t in (target, baseline):
         terms = estimator.terms(data, t, reward)
         den = np.ones(data.n) if terms.den is None else np.asarray(terms.den, dtype=np.float64)
@@ -242,20 +244,34 @@ def paired_difference(
             raise InputError(f"estimator {estimator.name!r}: undefined for {getattr(t, 'name', 'target')!r}: every "
                              "weight is 0 (no logged impression agrees with it where the estimator needs it), so "
                              "its estimate and zero standard error say nothing about it", data.source)
+        weighted.append(terms.weights is not None)
+        thin.append(terms.weights is not None and x.size >= 2 and _weighted_clusters(data, terms) < 2)
         sums.append((x, y))
     (xt, yt), (xb, yb) = sums
     g = xt.size
+    degenerate = False
     if g >= 2:
         rt, et = ratio_linearization(xt, yt)
         rb, eb = ratio_linearization(xb, yb)
         d = et - eb
         se = float(math.sqrt(np.sum((d - d.mean()) ** 2) / (g * (g - 1))))
+        # as for an estimate (Estimator.estimate): a weighted side whose weights rest on one cluster, or whose own
+        # influence values do not vary (a delta-method se of 0: every weighted impression with the same reward), has
+        # no measured spread; the difference's se would leave its uncertainty out (0 when both sides are so: a
+        # 'p 0' certainty that is not there), so it is undefined, and so are the interval, p-value and bootstrap
+        side_se = [math.sqrt(np.sum((e - e.mean()) ** 2) / (g * (g - 1))) for e in (et, eb)]
+        flat = [v <= 1e-12 * max(abs(r), 1e-300) for v, r in zip(side_se, (rt, rb), strict=True)]
+        names = (getattr(target, "name", "target"), getattr(baseline, "name", "baseline"))
+        bare = [n for n, w, th, fl in zip(names, weighted, thin, flat, strict=True) if w and (th or fl)]
+        degenerate = bool(bare)
+        if degenerate:
+            se = math.nan
     else:
         rt, rb, se = float(xt.sum() / yt.sum()), float(xb.sum() / yb.sum()), math.nan
     diff = rt - rb
     blo = bhi = math.nan
     se_source = "delta method"
-    if n_boot:
+    if n_boot and not degenerate:
         if rng is None:
             raise ValueError("n_boot > 0 needs rng")
         if g < 2:  # every resample would be the log itself: a zero-width interval, as if certain
@@ -275,11 +291,14 @@ def paired_difference(
         blo, bhi = (float(v) for v in np.quantile(reps, [alpha / 2, 1 - alpha / 2]))
         if whole is not None and estimator.clt_holds_fixed(reward) is not None:  # F-A: the delta method's is too small
             se, se_source = float(np.std(reps, ddof=1)), BOOTSTRAP_SE
+    if se == 0 and diff != 0:
+        # no spread measured (a model-based estimator's constant predictions): not a certain difference
+        se = math.nan
     lo, hi = clt_interval(diff, se, g, alpha)
     if se > 0:
         p = float(2 * t_dist.sf(abs(diff) / se, g - 1))
     else:
-        p = math.nan if math.isnan(se) else (1.0 if diff == 0 else 0.0)
+        p = math.nan if math.isnan(se) else 1.0  # se 0 and difference 0: the two estimates agree on every cluster
     return {
         "estimator": estimator.name,
         "target": getattr(target, "name", "target"),
@@ -294,6 +313,8 @@ def paired_difference(
         "n": data.n,
         "clusters": g,
         "se_source": se_source,
+        # why the se is undefined although both estimates are defined (the caller words the warning)
+        "unmeasured": bare if degenerate else [],
     }
 
 
@@ -609,6 +630,13 @@ def estimate_targets(
                 try:
                     differences.append(paired_difference(est, sub, tmap.target, base.target, reward, alpha,
                                                          bootstrap, rng))
+                    if differences[-1]["unmeasured"]:
+                        warnings.append(f"{pair}: standard error, interval and p-value undefined: the weights of "
+                                        f"{' and '.join(differences[-1]['unmeasured'])} rest on fewer than two "
+                                        "clusters (users) or on impressions with one reward, whose spread the delta "
+                                        "method cannot measure (a standard error of 0 would read as a certain "
+                                        "difference)")
+                        differences[-1]["warnings"] = [warnings[-1]]
                 except InputError as exc:
                     try:  # is it the bootstrap alone that fails?
                         diff = (paired_difference(est, sub, tmap.target, base.target, reward, alpha)
