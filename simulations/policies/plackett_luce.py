@@ -28,7 +28,7 @@ over :math:`\sum_{s < k} \binom{c}{s}` states (``dp_max_states``, default 50,000
 all of ``c = 20, k = 6``; ``c = 100, k = 3``). Pair marginals start the same programme
 from the joint event "slot ``j`` shows ``a``" (one column per ``a``) and are exact up to
 ``pair_max_states`` (default 20,000) states; above it :meth:`pair_marginals` raises a
-:class:`ConfigError`.
+:class:`ConfigError`. Both programmes are in :mod:`simulations.policies.pl_subsets`.
 
 Above ``dp_max_states`` the marginals are, by default (``item_method: quadrature``), the one-dimensional
 integral of the exponential race (:mod:`simulations.policies.pl_quadrature`: a trapezoidal rule whose error is
@@ -55,18 +55,15 @@ an estimate.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import sparse
 
 from onlineeval.errors import ConfigError
+from simulations.policies.pl_subsets import dp_states, item_marginals, masked_lse, pair_marginals
 from simulations.policies.settings import PROPENSITY_PROGRESS, PROPENSITY_THREADS
 from simulations.policies.base import (
     BoolArray,
@@ -79,68 +76,6 @@ from simulations.policies.base import (
 )
 
 __all__ = ["PlackettLucePolicy", "dp_states"]
-
-
-def dp_states(c: int, k: int) -> int:
-    """Number of states of the subset DP for ``c`` candidates and ``k`` slots:
-    :math:`\\sum_{s < \\min(k, c)} \\binom{c}{s}`."""
-    return sum(math.comb(c, s) for s in range(min(k, c)))
-
-
-@dataclass(frozen=True)
-class _Level:
-    """Subsets of size ``s`` of ``range(c)`` in colex order and the transitions to size ``s+1``."""
-
-    combos: IntArray  # (N_s, s)
-    notin: BoolArray  # (N_s, c)
-    src: IntArray  # (E,) subset index
-    add: IntArray  # (E,) added candidate
-    dst: IntArray  # (E,) index of src + add at level s+1
-
-
-@lru_cache(maxsize=16)
-def _levels(c: int, kk: int) -> tuple[_Level, ...]:
-    """Subset levels ``0..kk-1`` (colex rank :math:`\\sum_i \\binom{a_i}{i+1}` = position)."""
-    binom = np.array([[math.comb(n, r) for r in range(kk + 2)] for n in range(c + 1)], dtype=np.int64)
-    out = []
-    for s in range(kk):
-        tuples = list(itertools.combinations(range(c), s))
-        combos = np.array(tuples, dtype=np.int64).reshape(len(tuples), s)
-        rank = binom[combos, np.arange(1, s + 1)[None, :]].sum(axis=1) if s else np.zeros(1, dtype=np.int64)
-        combos = combos[np.argsort(rank)]
-        n_s = combos.shape[0]
-        notin = np.ones((n_s, c), dtype=bool)
-        if s:
-            notin[np.repeat(np.arange(n_s), s), combos.ravel()] = False
-        if s + 1 < kk:  # transitions S -> S + {x} (none out of the last level)
-            src, add = np.nonzero(notin)
-            a = combos[src]  # (E, s)
-            less = a < add[:, None]
-            i = np.arange(s)[None, :]
-            part = np.where(less, binom[a, i + 1], binom[a, i + 2]).sum(axis=1) if s else np.zeros(src.size, np.int64)
-            dst = part + binom[add, less.sum(axis=1) + 1]
-        else:
-            src = add = dst = np.zeros(0, dtype=np.int64)
-        for arr in (combos, notin, src, add, dst):
-            arr.setflags(write=False)
-        out.append(_Level(combos, notin, src, add, dst))
-    return tuple(out)
-
-
-def _masked_lse(logits: FloatArray, avail: BoolArray) -> FloatArray:
-    """Row-wise log-sum-exp of ``logits`` over ``avail`` (``-inf`` for an empty row)."""
-    lm = np.where(avail, logits, -np.inf)
-    mx = lm.max(axis=-1)
-    safe = np.where(np.isfinite(mx), mx, 0.0)
-    with np.errstate(divide="ignore"):
-        return safe + np.log(np.exp(lm - safe[..., None]).sum(axis=-1))
-
-
-def _rho(logits: FloatArray, notin: BoolArray) -> FloatArray:
-    """``(N, c)``: :math:`\\rho_S(x)` for each subset row (0 for ``x`` in ``S``)."""
-    lse = _masked_lse(logits[None, :], notin)
-    with np.errstate(invalid="ignore"):
-        return np.exp(np.where(notin, logits[None, :] - lse[:, None], -np.inf))
 
 
 def _rb_moments_direct(lg: FloatArray, prefix: IntArray, kk: int) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -164,7 +99,7 @@ def _rb_moments_direct(lg: FloatArray, prefix: IntArray, kk: int) -> tuple[Float
         if fast:  # (R, c) conditional P(x at slot s | sampled prefix) = e_x / remaining mass
             cond = avail * (e[None, :] / (avail @ e)[:, None])
         else:
-            lse = _masked_lse(lgr, avail > 0)
+            lse = masked_lse(lgr, avail > 0)
             cond = np.exp(np.where(avail > 0, lgr - lse[:, None], -np.inf))
         if s == 0:  # the first slot is the softmax itself: exact
             marg[:, 0] = cond[0]
@@ -451,7 +386,7 @@ class PlackettLucePolicy(LoggingPolicy):
             has = d >= 0
             dd = np.maximum(d, 0)
             num = np.where(has & avail[rows, dd], logits[rows, dd], -np.inf)
-            lse = _masked_lse(logits, avail)
+            lse = masked_lse(logits, avail)
             step = np.where(has, num - np.where(np.isfinite(lse), lse, 0.0), 0.0)
             logp = logp + step
             out[:, j] = np.exp(logp)
@@ -493,24 +428,9 @@ class PlackettLucePolicy(LoggingPolicy):
 
     def _dp_table(self, q: int) -> MarginalTable:
         cand, lg = self._cand(q)
-        c = cand.size
-        kk = min(self.k, c)
-        marg = np.zeros((c, kk))
-        if kk:
-            levels = _levels(c, kk)
-            p = np.ones(1)
-            for s, lev in enumerate(levels):
-                if s + 1 < kk:
-                    rho = _rho(lg, lev.notin)
-                    marg[:, s] = p @ rho
-                    p = np.bincount(lev.dst, weights=p[lev.src] * rho[lev.src, lev.add],
-                                    minlength=levels[s + 1].combos.shape[0])
-                else:  # the largest level: in chunks of about 2M cells to bound memory
-                    step = max(1, (1 << 21) // c)
-                    for a in range(0, lev.notin.shape[0], step):
-                        marg[:, s] += p[a: a + step] @ _rho(lg, lev.notin[a: a + step])
-        zeros = np.zeros((c, kk))
-        return self._embed(cand, marg, zeros, np.zeros(c), True, "exact subset dynamic programme")
+        marg = item_marginals(lg, self.k)
+        zeros = np.zeros_like(marg)
+        return self._embed(cand, marg, zeros, np.zeros(cand.size), True, "exact subset dynamic programme")
 
     def _quad_table(self, q: int) -> MarginalTable:
         from simulations.policies.pl_quadrature import race_marginals
@@ -683,30 +603,6 @@ class PlackettLucePolicy(LoggingPolicy):
                               f"{self.pair_max_states} DP states; query {q} has {c} candidates and k = {self.k}, "
                               f"{states} states (raise pair_max_states, or use a policy with closed-form pairs)")
         out = np.zeros((self.k, self.m, self.k, self.m))
-        if kk == 0:
-            return out
-        levels = _levels(c, kk)
-        rhos = [_rho(lg, lev.notin) for lev in levels]
-        trans = []
-        for s in range(kk - 1):
-            lev = levels[s]
-            trans.append(sparse.csr_matrix((rhos[s][lev.src, lev.add], (lev.dst, lev.src)),
-                                           shape=(levels[s + 1].combos.shape[0], lev.combos.shape[0])))
-        joint = np.zeros((kk, c, kk, c))
-        p = np.ones(1)
-        for j in range(kk):
-            lev = levels[j]
-            joint[j, :, j, :] = np.diag(p @ rhos[j])
-            if j + 1 < kk:
-                # z[T, a]: P(top j+1 set = T and slot j shows a)
-                z = sparse.coo_matrix((p[lev.src] * rhos[j][lev.src, lev.add], (lev.dst, lev.add)),
-                                      shape=(levels[j + 1].combos.shape[0], c)).toarray()
-                for s in range(j + 1, kk):
-                    pair = z.T @ rhos[s]  # [a, b] = P(slot j shows a, slot s shows b)
-                    joint[j, :, s, :] = pair
-                    joint[s, :, j, :] = pair.T
-                    if s + 1 < kk:
-                        z = trans[s] @ z
-                p = trans[j] @ p
-        out[np.ix_(np.arange(kk), cand, np.arange(kk), cand)] = joint
+        if kk:
+            out[np.ix_(np.arange(kk), cand, np.arange(kk), cand)] = pair_marginals(lg, self.k)
         return out
