@@ -1,4 +1,4 @@
-"""Standard errors of a fit by the per-session bootstrap (DCM and SDBN).
+"""Standard errors of a fit by the per-session bootstrap (DCM, SDBN, PBM and UBM).
 
 Sessions are the independent units: each of ``n_boot`` replicates draws ``n`` sessions with
 replacement from the ``n`` of the log, refits the model with the same estimator and options
@@ -27,15 +27,25 @@ reason) when the bootstrap cannot measure its spread:
   parameter with k observations in distinct sessions is informed in about 1 - e^-k of them
   (0.86 at k = 2), so this only guards against an SE over a small conditional subsample.
 
-The first applicable reason is recorded. Only DCM and SDBN are
-covered (:data:`SE_MODELS`): their parameters are identified and the SEs are checked there
-against the exact Fisher information and the spread over independent logs
-(``tests/test_clickmodels_fit_se.py``); PBM's and UBM's examination scale is not identified, so
-their raw parameters have no meaningful SE, and the other models are not checked.
+The first applicable reason is recorded.
+
+PBM's and UBM's examination is identified only up to a factor (every examination times ``c`` and
+every attractiveness divided by ``c`` give the same clicks; EM stops on whichever scale its path
+reaches, another one in each replicate), so their raw parameters have no meaningful SE. Their SEs
+are of the identified values on the *rank-1 scale* (:func:`rank1_scale`): examination divided by
+its value at rank 1 (for UBM: rank 1, no click above), the counterfactual learning-to-rank
+propensities relative to the top, and attractiveness times it, the click probability of the
+document at rank 1. The full fit's values on that scale are saved beside the SEs
+(:attr:`BootstrapSE.values`); the reference entry is 1 by definition (reason ``scale reference``).
+
+Covered (:data:`SE_MODELS`): DCM, SDBN, PBM and UBM, whose parameters (on that scale) are identified; the SEs
+are checked against the exact Fisher information (``tests/test_clickmodels_fit_se.py``,
+``tests/test_clickmodels_fit_se_scaled.py``). DBN, CCM and the CTR baselines are not checked.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,10 +58,20 @@ from onlineeval.errors import ConfigError
 __all__ = ["SE_MODELS", "REASONS", "BootstrapSE", "bootstrap_se"]
 
 #: the models :func:`bootstrap_se` covers
-SE_MODELS = ("dcm", "sdbn")
+SE_MODELS = ("dcm", "sdbn", "pbm", "ubm")
+#: the models whose SEs are of the values on the rank-1 scale (:func:`rank1_scale`; the module docstring)
+SCALED_MODELS = ("pbm", "ubm")
+
+#: what the rank-1 scale is (saved with the SEs)
+RANK1_SCALE = ("rank-1 scale: examination / its value at rank 1 (UBM: rank 1, no click above), attractiveness x "
+               "that value (the click probability at rank 1); only these products are identified, the raw values' "
+               "scale is wherever EM stopped")
 
 #: why an SE is undefined (module docstring), in the order they are checked
 REASONS = {
+    "scale reference": "1 by definition (the unit of the rank-1 scale: examination at rank 1, no click above)",
+    "cannot occur": "not a parameter: UBM's examination[r][j] with j > r (the closest click above rank r is above "
+    "it), always 0",
     "no observation": "no observation informs it (count 0: never examined, or never clicked)",
     "one observation": "a single observation informs it (the bootstrap of one value has no spread)",
     "constant": "the same value in every replicate (flat likelihood, or an estimate at 0 or 1)",
@@ -71,28 +91,39 @@ class BootstrapSE:
         Per parameter field: an array aligned with the fit's field (a pair table's rows, an array's entries);
         ``NaN`` where the SE is undefined.
     reason:
-        Per parameter field: ``None`` where the SE is defined, else why not (one of :data:`REASONS`).
+        Per parameter field: ``None`` where the SE is defined, else why not (one of :data:`REASONS`); nested as
+        the field (UBM's examination: rows of ranks).
+    values:
+        PBM, UBM: the fit's values on the rank-1 scale (:func:`rank1_scale`), which the SEs are of; else None.
     """
 
     n_boot: int
     seed: int
     se: dict[str, np.ndarray]
-    reason: dict[str, list[str | None]]
+    reason: dict[str, list[Any]]
+    #: PBM, UBM: the full fit's values on the rank-1 scale, per field (what the SEs are of); None for the others
+    values: dict[str, np.ndarray] | None = None
 
     @property
     def undefined(self) -> dict[str, dict[str, int]]:
-        """Per field, the number of undefined SEs by reason (fields without any left out)."""
+        """Per field, the number of undefined SEs by reason (fields without any left out; entries that cannot
+        occur are not parameters and not counted)."""
         out: dict[str, dict[str, int]] = {}
         for key, why in self.reason.items():
-            counts = {r: sum(1 for w in why if w == r) for r in REASONS}
+            flat = np.asarray(why, dtype=object).ravel().tolist()
+            counts = {r: sum(1 for w in flat if w == r) for r in REASONS if r != "cannot occur"}
             counts = {r: c for r, c in counts.items() if c}
             if counts:
                 out[key] = counts
         return out
 
+    def parameters(self, key: str) -> int:
+        """How many parameters field ``key`` holds (its entries but those that cannot occur)."""
+        return sum(1 for w in np.asarray(self.reason[key], dtype=object).ravel().tolist() if w != "cannot occur")
+
     def undefined_note(self) -> str | None:
         """One sentence on the undefined SEs (how many, why), or None when every SE is defined."""
-        parts = [f"{key} {sum(by.values())} of {len(self.reason[key])} ("
+        parts = [f"{key} {sum(by.values())} of {self.parameters(key)} ("
                  + ", ".join(f"{c} {r}" for r, c in by.items()) + ")"
                  for key, by in self.undefined.items()]
         if not parts:
@@ -102,29 +133,61 @@ class BootstrapSE:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, saved by ``clicks fit --bootstrap`` under ``standard_errors``."""
-        return {
+        out = {
             "method": "per-session bootstrap: sessions drawn with replacement, refitted with the same estimator; "
             "SE = standard deviation of the replicates (ddof 1); null = undefined, see undefined_reason",
             "n_boot": self.n_boot,
             "seed": self.seed,
-            "se": {k: [None if not np.isfinite(x) else float(x) for x in v] for k, v in self.se.items()},
+            "se": {k: _nullable(v) for k, v in self.se.items()},
             "undefined": self.undefined,
             "undefined_reason": {k: list(v) for k, v in self.reason.items()},
             "undefined_rule": {r: text for r, text in REASONS.items()},
         }
+        if self.values is not None:  # the SEs are of these, not of params' raw values
+            out["scale"] = RANK1_SCALE
+            out["values"] = {k: _nullable(v) for k, v in self.values.items()}
+        return out
 
     def summary(self) -> str:
-        """One line: per field, the median SE (pair tables) or every SE (arrays)."""
+        """One line: per field, the median SE (pair tables) or every SE (arrays; on the rank-1 scale each value
+        with its SE, the reference entry marked)."""
         parts = []
         for key, v in self.se.items():
             ok = v[np.isfinite(v)]
-            if v.shape[0] > 12:
-                na = f", {v.size - ok.size} n/a" if ok.size < v.size else ""
+            if v.size > 12:
+                total = self.parameters(key)
+                na = f", {total - ok.size} n/a" if ok.size < total else ""
                 parts.append(f"{key} median {np.median(ok):.4f} (max {ok.max():.4f}, {ok.size} values{na})"
-                             if ok.size else f"{key} all {v.size} n/a")
-            else:
+                             if ok.size else f"{key} all {total} n/a")
+            elif self.values is None:
                 parts.append(f"{key} " + " ".join("n/a" if not np.isfinite(x) else f"{x:.4f}" for x in v))
-        return "; ".join(parts)
+            else:
+                why = np.asarray(self.reason[key], dtype=object).ravel()
+                parts.append(f"{key} " + " ".join(
+                    f"{x:.4f} (reference)" if w == "scale reference" else
+                    f"{x:.4f} +- " + ("n/a" if not np.isfinite(e) else f"{e:.4f}")
+                    for x, e, w in zip(self.values[key].ravel(), v.ravel(), why, strict=True)))
+        text = "; ".join(parts)
+        return text if self.values is None else f"on the rank-1 scale (value +- SE): {text}"
+
+
+def _nullable(v: np.ndarray) -> list[Any]:
+    """JSON form of an array (nested as it is), None where not finite."""
+    return np.where(np.isfinite(v), np.asarray(v, dtype=float), None).tolist()  # type: ignore[no-any-return]
+
+
+def rank1_scale(fit: ClickModelFit) -> ClickModelFit | None:
+    """A PBM or UBM fit on the rank-1 scale: examination divided by its first entry (rank 1; UBM: rank 1, no click
+    above), attractiveness multiplied by it, so the click probabilities are unchanged (module docstring); None when
+    that entry is not > 0 (no scale to refer to)."""
+    from dataclasses import replace
+
+    gamma = np.asarray(fit.examination, dtype=float)  # type: ignore[attr-defined]
+    c = float(gamma.flat[0])
+    if not (math.isfinite(c) and c > 0):
+        return None
+    att = fit.attractiveness  # type: ignore[attr-defined]
+    return replace(fit, examination=gamma / c, attractiveness=replace(att, value=np.asarray(att.value) * c))
 
 
 def _pair_keys(table: PairTable) -> np.ndarray:
@@ -157,12 +220,28 @@ class _Moments:
 
 
 def _array_count(key: str, field: str, log: ClickLog) -> np.ndarray:
-    """Observations informing an array parameter: DCM's continuation at rank r, clicks at r with a slot below."""
-    if (key, field) != ("dcm", "continuation"):
-        raise AssertionError(f"no observation count for {key}.{field}")
-    below = np.zeros(log.clicks.shape, dtype=bool)
-    below[:, :-1] = log.shown[:, 1:]
-    return (log.clicks & below).sum(axis=0).astype(float)
+    """Observations informing an array parameter: DCM's continuation at rank r, clicks at r with a slot below;
+    PBM's examination at rank r, the sessions showing a slot there; UBM's ``examination[r, p + 1]``, the slots
+    shown at rank r whose closest click above is at rank p (-1: none)."""
+    if (key, field) == ("dcm", "continuation"):
+        below = np.zeros(log.clicks.shape, dtype=bool)
+        below[:, :-1] = log.shown[:, 1:]
+        return (log.clicks & below).sum(axis=0).astype(float)
+    if (key, field) == ("pbm", "examination"):
+        return np.asarray(log.shown, dtype=bool).sum(axis=0).astype(float)
+    if (key, field) == ("ubm", "examination"):
+        shown, clicks = np.asarray(log.shown, dtype=bool), np.asarray(log.clicks, dtype=bool)
+        k = shown.shape[1]
+        ranks = np.arange(1, k + 1)
+        # column of each slot: 1 + the rank of the closest click above it (0: none)
+        last = np.maximum.accumulate(np.where(clicks & shown, ranks[None, :], 0), axis=1)
+        col = np.zeros(shown.shape, dtype=np.int64)
+        col[:, 1:] = last[:, :-1]
+        rows = np.broadcast_to(np.arange(k)[None, :], shown.shape)
+        out = np.zeros((k, k))
+        np.add.at(out, (rows[shown], col[shown]), 1.0)
+        return out
+    raise AssertionError(f"no observation count for {key}.{field}")
 
 
 def bootstrap_se(
@@ -182,6 +261,14 @@ def bootstrap_se(
         raise ConfigError(("bootstrap",), f"standard errors are available for {', '.join(SE_MODELS)}, not {key}")
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
         raise ConfigError(("bootstrap",), f"must be an integer >= 2 (replicates), got {n_boot!r}")
+    scaled = key in SCALED_MODELS
+    if scaled:
+        fit_scaled = rank1_scale(fit)
+        if fit_scaled is None:
+            first = float(np.asarray(fit.examination).flat[0])  # type: ignore[attr-defined]
+            raise ConfigError(("bootstrap",), f"{key}: the fit's examination at rank 1 is {first!r}, not > 0, so "
+                              "its rank-1 scale, on which the standard errors are measured, is undefined")
+        fit = fit_scaled
     pair_fields = [f for f in type(fit).pair_fields]
     array_fields = [f for f in type(fit).array_fields]
     keys = {f: _pair_keys(getattr(fit, f)) for f in pair_fields}
@@ -193,6 +280,10 @@ def bootstrap_se(
     for _ in range(int(n_boot)):
         sample = log.take(rng.integers(0, n, n))
         rep = fit_log(key, sample, **options)
+        if scaled:
+            rep = rank1_scale(rep)
+            if rep is None:  # no scale in this replicate (examination 0 at rank 1): it informs nothing
+                continue
         for f in pair_fields:
             table = getattr(rep, f)
             k, srt = keys[f], order[f]
@@ -209,9 +300,20 @@ def bootstrap_se(
     se, reason = {}, {}
     for f, m in moments.items():
         count = counts.get(f, np.full(m.n.shape, np.inf))
+        reference = np.zeros(m.n.shape, dtype=bool)
+        impossible = np.zeros(m.n.shape, dtype=bool)
+        if scaled and f == "examination":
+            reference.flat[0] = True
+            if m.n.ndim == 2:  # UBM
+                impossible = np.triu(np.ones(m.n.shape, dtype=bool), 1)
         why = np.select(
-            [count == 0, count < 2, (m.n >= 1) & (m.hi - m.lo <= 1e-12), (m.n < 2) | (m.n < n_boot / 2)],
+            [reference, impossible, count == 0, count < 2, (m.n >= 1) & (m.hi - m.lo <= 1e-12),
+             (m.n < 2) | (m.n < n_boot / 2)],
             list(REASONS), default="")
         se[f] = np.where(why == "", m.sd(), np.nan)
-        reason[f] = [str(w) if w else None for w in why]
-    return BootstrapSE(int(n_boot), int(seed), se, reason)
+        reason[f] = np.where(why == "", None, why).tolist()
+    values = None
+    if scaled:
+        values = {f: np.asarray(getattr(fit, f).value if f in pair_fields else getattr(fit, f), dtype=float)
+                  for f in moments}
+    return BootstrapSE(int(n_boot), int(seed), se, reason, values)
