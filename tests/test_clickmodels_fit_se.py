@@ -58,8 +58,8 @@ def _as_fit(fit, se: dict):  # type: ignore[no-untyped-def]
 
 def test_bootstrap_se_refuses_other_models_and_one_replicate() -> None:
     log = world.simulate("dcm", 1).take(np.arange(2000))
-    with pytest.raises(ConfigError, match="available for dcm, sdbn, pbm, ubm, not dbn"):
-        bootstrap_se("dbn", log, fit_log("dbn", log), n_boot=5)
+    with pytest.raises(ConfigError, match="available for dcm, sdbn, dbn, ccm, pbm, ubm, not cm"):
+        bootstrap_se("cm", log, fit_log("cm", log), n_boot=5)
     with pytest.raises(ConfigError, match="integer >= 2"):
         bootstrap_se("dcm", log, fit_log("dcm", log), n_boot=1)
 
@@ -86,9 +86,9 @@ def test_cli_fit_bootstrap_writes_and_prints_the_ses(tmp_path: Path) -> None:
     lib = bootstrap_se("dcm", data, fit_log("dcm", data), n_boot=20, seed=4)
     np.testing.assert_allclose([np.nan if x is None else x for x in se["se"]["continuation"]],
                                lib.se["continuation"], rtol=1e-12)
-    res = CliRunner().invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", "ccm",
+    res = CliRunner().invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", "rctr",
                                    "--out", str(out), "--bootstrap", "20"])
-    assert res.exit_code == 2 and "--bootstrap: standard errors are available for dcm, sdbn, pbm, ubm, not ccm" in res.output
+    assert res.exit_code == 2 and "--bootstrap: standard errors are available for dcm, sdbn, dbn, ccm, pbm, ubm, not rctr" in res.output
     res = CliRunner().invoke(app, [*args, "--seed", "4"])
     assert res.exit_code == 2 and "--seed: applies to --bootstrap" in res.output
 

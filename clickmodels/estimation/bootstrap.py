@@ -1,4 +1,4 @@
-"""Standard errors of a fit by the per-session bootstrap (DCM, SDBN, PBM and UBM).
+"""Standard errors of a fit by the per-session bootstrap (DCM, SDBN, DBN, CCM, PBM and UBM).
 
 Sessions are the independent units: each of ``n_boot`` replicates draws ``n`` sessions with
 replacement from the ``n`` of the log, refits the model with the same estimator and options
@@ -38,9 +38,10 @@ propensities relative to the top, and attractiveness times it, the click probabi
 document at rank 1. The full fit's values on that scale are saved beside the SEs
 (:attr:`BootstrapSE.values`); the reference entry is 1 by definition (reason ``scale reference``).
 
-Covered (:data:`SE_MODELS`): DCM, SDBN, PBM and UBM, whose parameters (on that scale) are identified; the SEs
-are checked against the exact Fisher information (``tests/test_clickmodels_fit_se.py``,
-``tests/test_clickmodels_fit_se_scaled.py``). DBN, CCM and the CTR baselines are not checked.
+Covered (:data:`SE_MODELS`): DCM, SDBN, DBN, CCM, PBM and UBM, whose parameters (PBM's and UBM's on that scale)
+are identified; the SEs are checked against the exact Fisher information (``tests/test_clickmodels_fit_se.py``,
+``tests/test_clickmodels_fit_se_scaled.py``, ``tests/test_clickmodels_fit_se_chains.py``). Scalars (DBN's gamma,
+CCM's taus) are 0-d arrays here and numbers in JSON. The CTR baselines and CM have closed forms and none.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from onlineeval.errors import ConfigError
 __all__ = ["SE_MODELS", "REASONS", "BootstrapSE", "bootstrap_se"]
 
 #: the models :func:`bootstrap_se` covers
-SE_MODELS = ("dcm", "sdbn", "pbm", "ubm")
+SE_MODELS = ("dcm", "sdbn", "dbn", "ccm", "pbm", "ubm")
 #: the models whose SEs are of the values on the rank-1 scale (:func:`rank1_scale`; the module docstring)
 SCALED_MODELS = ("pbm", "ubm")
 
@@ -140,7 +141,7 @@ class BootstrapSE:
             "seed": self.seed,
             "se": {k: _nullable(v) for k, v in self.se.items()},
             "undefined": self.undefined,
-            "undefined_reason": {k: list(v) for k, v in self.reason.items()},
+            "undefined_reason": {k: (list(v) if isinstance(v, list) else v) for k, v in self.reason.items()},
             "undefined_rule": {r: text for r, text in REASONS.items()},
         }
         if self.values is not None:  # the SEs are of these, not of params' raw values
@@ -160,7 +161,7 @@ class BootstrapSE:
                 parts.append(f"{key} median {np.median(ok):.4f} (max {ok.max():.4f}, {ok.size} values{na})"
                              if ok.size else f"{key} all {total} n/a")
             elif self.values is None:
-                parts.append(f"{key} " + " ".join("n/a" if not np.isfinite(x) else f"{x:.4f}" for x in v))
+                parts.append(f"{key} " + " ".join("n/a" if not np.isfinite(x) else f"{x:.4f}" for x in v.ravel()))
             else:
                 why = np.asarray(self.reason[key], dtype=object).ravel()
                 parts.append(f"{key} " + " ".join(
@@ -222,11 +223,15 @@ class _Moments:
 def _array_count(key: str, field: str, log: ClickLog) -> np.ndarray:
     """Observations informing an array parameter: DCM's continuation at rank r, clicks at r with a slot below;
     PBM's examination at rank r, the sessions showing a slot there; UBM's ``examination[r, p + 1]``, the slots
-    shown at rank r whose closest click above is at rank p (-1: none)."""
-    if (key, field) == ("dcm", "continuation"):
+    shown at rank r whose closest click above is at rank p (-1: none); DBN's gamma and CCM's tau1, the moves into a
+    shown slot; CCM's tau2 and tau3, the clicks with a slot below (0-d arrays for the scalars)."""
+    if (key, field) in (("dcm", "continuation"), ("ccm", "tau2"), ("ccm", "tau3")):
         below = np.zeros(log.clicks.shape, dtype=bool)
         below[:, :-1] = log.shown[:, 1:]
-        return (log.clicks & below).sum(axis=0).astype(float)
+        per_rank = (log.clicks & below).sum(axis=0).astype(float)
+        return per_rank if key == "dcm" else np.asarray(per_rank.sum())
+    if (key, field) in (("dbn", "gamma"), ("ccm", "tau1")):  # every move into a shown slot
+        return np.asarray(float(np.asarray(log.shown, dtype=bool)[:, 1:].sum()))
     if (key, field) == ("pbm", "examination"):
         return np.asarray(log.shown, dtype=bool).sum(axis=0).astype(float)
     if (key, field) == ("ubm", "examination"):
@@ -270,7 +275,7 @@ def bootstrap_se(
                               "its rank-1 scale, on which the standard errors are measured, is undefined")
         fit = fit_scaled
     pair_fields = [f for f in type(fit).pair_fields]
-    array_fields = [f for f in type(fit).array_fields]
+    array_fields = [*type(fit).array_fields, *type(fit).float_fields]  # scalars as 0-d arrays
     keys = {f: _pair_keys(getattr(fit, f)) for f in pair_fields}
     order = {f: np.argsort(k) for f, k in keys.items()}
     moments = {f: _Moments(getattr(fit, f).value) for f in pair_fields}

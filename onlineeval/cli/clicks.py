@@ -11,7 +11,7 @@ log-likelihood, perplexity and conditional perplexity (lower perplexity is bette
 dcm and sdbn are fitted by EM, the maximum likelihood, by default; ``--method closed_form`` (``fit``) or
 ``dcm:closed_form`` (``evaluate``) gives their last-click closed form, biased on data from the model itself
 (:mod:`clickmodels.estimation`). ``fit`` prints which estimator it used and saves it (``fit.estimator``);
-``fit --bootstrap N`` (dcm, sdbn, pbm, ubm) adds per-session bootstrap standard errors (:mod:`clickmodels.estimation.bootstrap`).
+``fit --bootstrap N`` (dcm, sdbn, dbn, ccm, pbm, ubm) adds per-session bootstrap standard errors (:mod:`clickmodels.estimation.bootstrap`).
 Log formats (``--format``): ``tsv``, ``jsonl`` (documented in :mod:`clickmodels.logs`),
 ``yandex`` and ``parquet``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), Parquet from its
 first bytes, else yandex.
@@ -390,8 +390,8 @@ def fit_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No EM progress on stderr.")] = False,
     bootstrap: Annotated[
-        Optional[int], typer.Option("--bootstrap", help="dcm, sdbn, pbm, ubm: standard errors from this many "
-                                    "per-session bootstrap refits (saved under standard_errors; pbm, ubm: of the "
+        Optional[int], typer.Option("--bootstrap", help="dcm, sdbn, dbn, ccm, pbm, ubm: standard errors from this "
+                                    "many per-session bootstrap refits (saved under standard_errors; pbm, ubm: of the "
                                     "values on the rank-1 scale, saved with them).")
     ] = None,
     seed: Annotated[
