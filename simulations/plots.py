@@ -87,9 +87,12 @@ def power_figure(result: SimulationResult) -> Figure:
     """``power_vs_days``: simulated power against days of every design's primary metric and
     every pair of an interleaving design (biased designs marked), and the A/A and null-user
     rejection rates against the binomial band of alpha."""
+    import numpy as np
     from matplotlib import rcParams
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
+
+    from simulations.sequential import truth_rejection_by_day
 
     cfg = result.config
     curves = result.curves
@@ -129,6 +132,7 @@ def power_figure(result: SimulationResult) -> Figure:
         ax.axhspan(band.lo_rate, band.hi_rate, color="grey", alpha=0.15, label="99% binomial band of alpha")
     top = 0.1
     ties = []  # designs whose A/A comparisons are all ties: a line at 0 by construction, not drawn
+    truth_drawn: list[str] = []  # of those, the ones whose rejection rate at their exact truth is drawn instead
     for k, (name, c) in enumerate(aa.groupby("design", sort=False)):
         c = c.sort_values("day")
         colour = colours[k % len(colours)]
@@ -136,6 +140,15 @@ def power_figure(result: SimulationResult) -> Figure:
         entry = result.summary["designs"].get(name, {}).get(metric, {})
         if aa_ties(entry):
             ties.append(str(name))
+            rows = getattr(result, "rows", None)
+            at_truth = None if rows is None else truth_rejection_by_day(rows, str(name), metric, entry,
+                                                                        cfg.analysis.alpha)
+            if at_truth is not None:  # in its place: the rate of rejecting its exact truth, a true null
+                ax.plot(at_truth[0], at_truth[1], ls="-.", marker="s", ms=3, color=colour,
+                        label=f"{name} at its exact truth" + (" [biased]" if is_biased_entry(entry) else "")
+                        + " (simulated; H0: B - A = truth)")
+                top = max(top, float(np.nanmax(at_truth[1])))
+                truth_drawn.append(str(name))
         else:
             ax.plot(c["day"], c["rejection_rate"], marker="o", ms=3, color=colour, label=f"{name} A/A (simulated)")
             top = max(top, float(c["rejection_rate"].max()))
@@ -147,9 +160,10 @@ def power_figure(result: SimulationResult) -> Figure:
                     + (", biased)" if null["biased"] else ")"))
             top = max(top, max(null["rejection_rate"]))
     ax.axhline(cfg.analysis.alpha, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="days" + (f"\n{_wrap(aa_ties_note(ties), 72)}" if ties else ""),
-           ylabel="rejection rate when no ranker is better",
-           title="No better ranker: A/A and null user (clicks ignore relevance)",
+    ax.set(xlabel="days" + (f"\n{_wrap(aa_ties_note(ties, truth_drawn), 72)}" if ties else ""),
+           ylabel="rejection rate when no ranker is better" if not truth_drawn else "rejection rate under a true null",
+           title="No better ranker: A/A and null user (clicks ignore relevance)" if not truth_drawn else
+           "True nulls: A/A, null user, exact truth (H0: B - A = truth)",
            ylim=(0, min(1.02, 1.1 * top)))
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
@@ -163,10 +177,18 @@ def aa_ties(entry: Mapping[str, Any]) -> bool:
     return bool((entry.get("aa") or {}).get("degenerate"))
 
 
-def aa_ties_note(designs: Sequence[str]) -> str:
-    """The power figure's note on the A/A lines it leaves out (:func:`aa_ties`)."""
-    return (f"A/A of {', '.join(designs)} not drawn: every comparison a tie (estimate and SE 0), "
-            "so it cannot reject: no calibration check")
+def aa_ties_note(designs: Sequence[str], at_truth: Sequence[str] = ()) -> str:
+    """The power figure's note on the A/A lines it leaves out (:func:`aa_ties`) and on the exact-truth lines drawn
+    in place of some (``at_truth``: :func:`simulations.sequential.truth_rejection_by_day`)."""
+    bare = [d for d in designs if d not in at_truth]
+    text = (f"A/A of {', '.join(designs)} not drawn: every comparison a tie (estimate and SE 0), so it cannot "
+            "reject")
+    if at_truth:
+        text += (f"; drawn instead for {', '.join(at_truth)}: the test of H0: B - A = the exact truth (true in every "
+                 "replicate), the false-positive rate by day")
+    if bare:
+        text += f"; {', '.join(bare)}: no calibration check"
+    return text
 
 
 def online_points(result: SimulationResult) -> list[dict[str, Any]]:

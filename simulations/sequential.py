@@ -321,6 +321,29 @@ def _null_monitoring(rows: pd.DataFrame, side_rows: pd.DataFrame, design: str, m
                       for rule in MONITORING}}
 
 
+def truth_rejection_by_day(rows: pd.DataFrame, design: str, metric: str, main: Mapping[str, Any] | None,
+                           alpha: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(days, rates)``: with each day as the horizon, the share of a design's replicates whose fixed-horizon test of
+    H0: B - A = the exact truth rejects (one minus the coverage of the truth by day), for a design whose A/A is
+    identically 0 and whose truth is exact (:func:`truth_null`, the same test as the monitoring tables' ``truth``
+    rates on the last day); ``None`` otherwise. What the power figure draws in place of such a design's A/A."""
+    from onlineeval.stats.sequential import sequential_test
+
+    mine = rows[(rows["design"] == design) & (rows["metric"] == metric)]
+    if not len(mine):
+        return None
+    truth = truth_null(main, *_series(mine, aa=True))
+    if truth is None:
+        return None
+    est, se = _series(mine, aa=False)
+    if est.size == 0:
+        return None
+    days = np.sort(mine.loc[~mine["aa"].astype(bool), "day"].unique())
+    reject = sequential_test((est - truth).reshape(-1, 1), se.reshape(-1, 1), "none",
+                             alpha=alpha).reject.reshape(est.shape)
+    return days, reject.mean(axis=0)
+
+
 def _fixed_power_by_look(est: np.ndarray, se: np.ndarray, alpha: float, truth: float) -> np.ndarray:
     """The fixed-horizon test's power (rejections at ``alpha`` with the sign of ``truth``; any rejection when it is
     0) with each look taken as the horizon: the simulated power curve at the looks."""

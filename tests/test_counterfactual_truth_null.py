@@ -28,6 +28,7 @@ from onlineeval.stats.sequential import sequential_test
 
 ALPHA = 0.05
 RULES = ("fixed", "peeking", "msprt", "obrien_fleming")
+RUN_DIR: dict = {}  # the fixture's results folder (the power figure is drawn again from its files)
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,7 @@ def run(tmp_path_factory):
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     rows = pd.read_csv(out / "replicates.csv")
+    RUN_DIR["out"] = out
     return result.stdout, summary, rows, (out / "report.html").read_text()
 
 
@@ -160,3 +162,42 @@ def test_report_html_says_the_same(run):
     assert f"truth {rules['fixed']['false_positive_rate']:.3f}" in page
     assert "truth (cf, cfi): the design&#x27;s A/A compares A with itself" in page or \
         "truth (cf, cfi): the design's A/A compares A with itself" in page
+
+
+def test_the_power_figure_draws_the_rate_at_the_truth_by_day(run):
+    """The figure's right panel said 'A/A of cf not drawn ...: no calibration check' although the design's rate at
+    its exact truth is measured: it draws that rate by day (each day as the horizon; by hand: |estimate - truth| / se
+    against the normal quantile), the last day's equal to the monitoring table's fixed-horizon rate."""
+    from types import SimpleNamespace
+
+    from simulations.config.loading import load_config
+    from simulations.plots import aa_ties_note, power_figure
+    from simulations.sequential import truth_rejection_by_day
+
+    _, summary, rows, page = run
+    out = RUN_DIR["out"]
+    assert ("For cf, cfi, whose A/A is identically 0: the rate of rejecting the exact truth (H0: B - A = truth, true "
+            "in every replicate) with each day as the horizon.") in page
+    entry = summary["designs"]["cf"]["snips"]
+    days, rates = truth_rejection_by_day(rows, "cf", "snips", entry, ALPHA)
+    est, se = _series(rows, "cf", "snips")
+    by_hand = np.mean(np.abs(est - entry["true_effect"]) / se >= stats.norm.ppf(1 - ALPHA / 2), axis=0)
+    np.testing.assert_allclose(rates, by_hand, atol=1e-12)
+    assert list(days) == [1, 2, 3, 4] and rates.max() > 0
+    assert rates[-1] == pytest.approx(summary["sequential"]["cf"]["null_monitoring"]["rules"]["fixed"]
+                                      ["false_positive_rate"], abs=1e-12)
+    # an interleaving design (Monte Carlo truth, A/A measured) has none
+    assert truth_rejection_by_day(rows, "td", "delta_ab", summary["designs"]["td"]["delta_ab"], ALPHA) is None
+    result = SimpleNamespace(config=load_config(out / "config.effective.yaml"), summary=summary, rows=rows,
+                             curves=pd.read_csv(out / "curves.csv"))
+    fig = power_figure(result)
+    ax = fig.axes[1]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    drawn = lines["cf at its exact truth (simulated; H0: B - A = truth)"]
+    np.testing.assert_allclose(drawn.get_ydata(), by_hand, atol=1e-12)
+    assert "cfi at its exact truth [biased] (simulated; H0: B - A = truth)" in lines  # IIPS: its rate counts its bias
+    label = ax.get_xlabel().replace("\n", " ")
+    assert ("drawn instead for cf, cfi: the test of H0: B - A = the exact truth (true in every replicate), the "
+            "false-positive rate by day") in label
+    assert "no calibration check" not in label and ax.get_title().startswith("True nulls")
+    assert aa_ties_note(["x", "y"], ["y"]).endswith("; x: no calibration check")

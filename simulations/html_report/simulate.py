@@ -82,10 +82,14 @@ def _power_table(folder: Path, summary: dict[str, Any]) -> Html:
 
 def power_section(folder: Path, summary: dict[str, Any]) -> Html:
     conv = summary.get("conventions") or {}
+    at_truth = [name for name, rec in (summary.get("sequential") or {}).items()
+                if ((rec or {}).get("null_monitoring") or {}).get("kind") == "truth"]
+    truth_text = (f" For {', '.join(at_truth)}, whose A/A is identically 0: the rate of rejecting the exact truth "
+                  "(H0: B - A = truth, true in every replicate) with each day as the horizon." if at_truth else "")
     return join([
         image(folder / "power_vs_days.png", "power versus days for every design; A/A and null-user rejection rates",
               "Left: simulated power by day (band: +-2 SE), dotted line: the target power. Right: rejection rate when "
-              "no ranker is better (A/A and the null user), grey band: the 99% binomial band of alpha."),
+              "no ranker is better (A/A and the null user), grey band: the 99% binomial band of alpha." + truth_text),
         _power_table(folder, summary),
         note("Power: ", conv.get("power", "-"), f"; alpha {fmt(conv.get('alpha'), 'g')}."),
     ])
