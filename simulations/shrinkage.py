@@ -413,8 +413,8 @@ def _sentence(pred: dict[str, Any], metric: str, offline_metric: str, level: flo
     plo, phi = pred["prediction_interval"]
     where = f" ({source})" if source else ""
     return (f"an offline gain of {pred['offline_gain']:+.3g} {offline_metric}{where} predicts an online effect of "
-            f"{pred['online_effect']:+.3g} {metric} [{level:.0%} CI {lo:+.3g}, {hi:+.3g}; one new pair "
-            f"{plo:+.3g} to {phi:+.3g}]")
+            f"{pred['online_effect']:+#.3g} {metric} [{level:.0%} CI {lo:+#.3g}, {hi:+#.3g}; one new pair "
+            f"{plo:+#.3g} to {phi:+#.3g}]")  # '#': three digits each ('+0.0200', not '+0.02')
 
 
 def prediction_at(fit: Mapping[str, Any], offline_gain: float, level: float) -> dict[str, Any]:
