@@ -467,3 +467,20 @@ def test_whole_impression_counts_and_tiny_relative_effects_are_written_out() -> 
     assert "impressions per arm:    A 22,873,223, B 22,873,223" in text
     tiny = runner.invoke(app, ["power", "proportion", "--baseline", "0.1", "--mde", "1e-9"]).output
     assert "effect: +1.00e-09 (+1e-06%) -> 0.1" in tiny and "+0.00%" not in tiny
+
+
+def test_small_expected_users_print_one_decimal() -> None:
+    """A small sequential design's expected users printed six significant digits (25.7241): one decimal below
+    1,000, the JSON's value rounded."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    args = ["power", "interleaving", "--delta", "0.2", "--sd", "0.5", "--sequential", "msprt", "--looks", "5"]
+    text = CliRunner().invoke(app, args).stdout
+    doc = json.loads(CliRunner().invoke(app, [*args, "--format", "json"]).stdout)["required"]
+    alt, null = doc["expected_users_alternative"], doc["expected_users_null"]
+    assert alt < 1000 and null < 1000 and alt != round(alt, 1)
+    assert f"expected users: {alt:.1f} under the effect, {null:.1f} under H0" in text

@@ -130,6 +130,14 @@ def moments_from_csv(path: Path, num_col: str, den_col: str) -> tuple[float, flo
 # ----------------------------------------------------------------------------- output
 
 
+def _expected(x: Any) -> str:
+    """An expected number of users (a mean over the stopping looks): whole users from 1,000 on, one decimal below
+    (25.7, not 25.7241: the digits past it say nothing a plan can use)."""
+    if isinstance(x, float) and math.isfinite(x) and abs(x) < 1000:
+        return f"{x:.1f}"
+    return _fmt(x)
+
+
 def _fmt(x: Any) -> str:
     if x is None:
         return "-"
@@ -221,8 +229,8 @@ def render_text(doc: dict[str, Any]) -> str:
                          f"{_fmt(t_n)} users")
         if "expected_users_alternative" in r:
             lines.append(
-                f"expected users: {_fmt(r['expected_users_alternative'])} under the effect, "
-                f"{_fmt(r['expected_users_null'])} under H0"
+                f"expected users: {_expected(r['expected_users_alternative'])} under the effect, "
+                f"{_expected(r['expected_users_null'])} under H0"
             )
     if "at_size" in doc:
         a = doc["at_size"]
