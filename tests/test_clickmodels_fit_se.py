@@ -184,3 +184,27 @@ def test_replicates_that_never_move_give_no_se(tmp_path: Path) -> None:
         assert boot.reason["attractiveness"] == ["constant", "constant"]
         assert all(np.isnan(v).all() for v in boot.se.values())
     assert boot.reason["satisfaction"] == ["no observation", "constant"]
+
+
+def test_the_refits_report_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bootstrap refits the model n times (seconds each on a large log) and printed nothing while it ran:
+    ``progress(what, done, total)`` after each refit; the CLI's lines on stderr with the time left (none with -q)."""
+    from clickmodels.logs import write_tsv
+    from onlineeval.cli.clicks import RefitProgress
+
+    log = world.simulate("sdbn", 3).take(np.arange(400))
+    calls: list = []
+    bootstrap_se("sdbn", log, fit_log("sdbn", log), n_boot=4, seed=0, progress=lambda *a: calls.append(a))
+    assert calls == [("sdbn fitted again on resampled sessions", i, 4) for i in (1, 2, 3, 4)]
+    write_tsv(log, tmp_path / "log.tsv")
+    monkeypatch.setattr(RefitProgress, "EVERY", 0.0)
+    args = ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", "sdbn", "--out",
+            str(tmp_path / "f.json"), "--bootstrap", "3"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    lines = [x for x in res.stderr.splitlines() if x.startswith("bootstrap: ")]
+    assert lines[0].startswith("bootstrap: sdbn fitted again on resampled sessions: 1/3 refits, ")
+    assert "left" in lines[0] and lines[-1].startswith("bootstrap: sdbn fitted again on resampled sessions: 3/3 "
+                                                        "refits, ") and "left" not in lines[-1]
+    res = CliRunner().invoke(app, [*args, "-q"])
+    assert res.exit_code == 0 and "bootstrap: " not in res.stderr

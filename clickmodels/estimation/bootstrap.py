@@ -47,6 +47,7 @@ CCM's taus) are 0-d arrays here and numbers in JSON. The CTR baselines and CM ha
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,9 +251,13 @@ def _array_count(key: str, field: str, log: ClickLog) -> np.ndarray:
 
 
 def bootstrap_se(
-    name: str, log: ClickLog, fit: ClickModelFit, *, n_boot: int = 100, seed: int = 0, **options: Any
+    name: str, log: ClickLog, fit: ClickModelFit, *, n_boot: int = 100, seed: int = 0,
+    progress: Callable[[str, int, int], None] | None = None, **options: Any
 ) -> BootstrapSE:
     """Per-session bootstrap SEs of ``fit`` = ``fit_log(name, log, **options)`` (see the module docstring).
+
+    ``progress(what, done, n_boot)`` is called after each refit (``clicks fit --bootstrap`` prints a line at most
+    every few seconds with the time left: a refit of a large log takes seconds).
 
     Raises
     ------
@@ -282,12 +287,14 @@ def bootstrap_se(
     moments.update({f: _Moments(np.asarray(getattr(fit, f), dtype=float)) for f in array_fields})
     rng = np.random.default_rng(seed)
     n = log.n_sessions
-    for _ in range(int(n_boot)):
+    for b in range(int(n_boot)):
         sample = log.take(rng.integers(0, n, n))
         rep = fit_log(key, sample, **options)
         if scaled:
             rep = rank1_scale(rep)
             if rep is None:  # no scale in this replicate (examination 0 at rank 1): it informs nothing
+                if progress is not None:
+                    progress(f"{key} fitted again on resampled sessions", b + 1, int(n_boot))
                 continue
         for f in pair_fields:
             table = getattr(rep, f)
@@ -300,6 +307,8 @@ def bootstrap_se(
         for f in array_fields:
             informed = _array_count(key, f, sample) > 0
             moments[f].add(informed, np.asarray(getattr(rep, f), dtype=float)[informed])
+        if progress is not None:
+            progress(f"{key} fitted again on resampled sessions", b + 1, int(n_boot))
     counts = {f: np.asarray(getattr(fit, f).count, dtype=float) for f in pair_fields}
     counts.update({f: _array_count(key, f, log) for f in array_fields})
     se, reason = {}, {}

@@ -4,7 +4,8 @@
 would be noise): at most one every ``every`` seconds, then the last one, and nothing at all for a task
 shorter than ``every`` seconds. ``estimate``'s :class:`~onlineeval.cli.estimate.BootstrapProgress` and
 :class:`~onlineeval.cli.estimate.PropensityProgress` (:class:`CountProgress`) and ``clicks``'
-:class:`~onlineeval.cli.clicks.FitProgress` (off a terminal) are built on it.
+:class:`~onlineeval.cli.clicks.FitProgress` (off a terminal) and :class:`~onlineeval.cli.clicks.RefitProgress`
+(``fit --bootstrap``) are built on it.
 """
 
 from __future__ import annotations

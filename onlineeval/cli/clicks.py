@@ -28,7 +28,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from onlineeval.cli._common import guarded
-from onlineeval.cli._progress import ProgressLines
+from onlineeval.cli._progress import CountProgress, ProgressLines
 
 #: the most bootstrap replicates `clicks fit --bootstrap` takes (each refits the model on a resample of the sessions)
 MAX_REFITS = 100_000
@@ -272,6 +272,20 @@ def _em_options(
     return opts
 
 
+class RefitProgress(CountProgress):
+    """``clicks fit --bootstrap``'s progress on stderr: a line at most every :attr:`EVERY` seconds and the last, e.g.
+    ``bootstrap: dbn fitted again on resampled sessions: 37/200 refits, 1m02s, about 4m34s left``; a bootstrap
+    shorter than that prints nothing (:class:`~onlineeval.cli._progress.CountProgress`)."""
+
+    prefix = "bootstrap: "
+    unit = " refits"
+    #: seconds between lines
+    EVERY = 5.0
+
+    def __init__(self, stream: Any = None, clock: Callable[[], float] | None = None) -> None:
+        super().__init__(stream, self.EVERY, clock)
+
+
 class FitProgress(ProgressLines):
     """EM progress of one fit on stderr.
 
@@ -434,6 +448,7 @@ def fit_command(
     doc = result.to_dict()
     if bootstrap is not None:
         boot = bootstrap_se(fit_name(model, "--model"), data, result, n_boot=bootstrap, seed=seed or 0,
+                            progress=None if quiet else RefitProgress(),
                             **_em_options(max_iter, tol, pseudo, model, method, strict=True, plain_em=plain_em))
         doc["standard_errors"] = boot.to_dict()
     out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
