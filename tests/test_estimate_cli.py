@@ -33,7 +33,7 @@ def test_json_keys_and_table(world: dict[str, Any]) -> None:
                                       "warnings", "error"}
     assert set(doc["results"][0]["diagnostics"]) == {
         "ess", "max_weight", "top1_share", "zero_weight_share", "support_violations", "support_checked", "notes",
-        "weight_level", "weights_per_impression", "ess_impressions", "mean_weight", "mean_weight_se",
+        "weight_level", "weights_per_impression", "ess_clusters", "ess_impressions", "mean_weight", "mean_weight_se",
         "mean_weight_expected", "mean_weight_off", "never_logged"}
     assert set(doc["differences"][0]) == {"estimator", "target", "baseline", "estimate", "se", "ci_low", "ci_high",
                                           "pvalue", "boot_low", "boot_high", "n", "clusters", "se_source", "warnings",

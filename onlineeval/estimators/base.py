@@ -93,10 +93,11 @@ from onlineeval.estimators.diagnostics import (  # noqa: F401  (re-exported: the
     MEAN_WEIGHT_TOLERANCE,
     MEAN_WEIGHT_Z,
     Diagnostics,
+    cluster_ess,
     mean_weight,
     support_violations,
 )
-from onlineeval.estimators.intervals import BOOTSTRAP_SE, DELTA_SE, clt_interval, effective_clusters
+from onlineeval.estimators.intervals import BOOTSTRAP_SE, DELTA_SE, FEW_CLUSTERS, clt_interval, effective_clusters
 from onlineeval.estimators.logs import LoggedData, _propensity, _reward_key  # noqa: F401  (re-exported)
 from onlineeval.estimators.results import OffPolicyEstimate, Terms
 from onlineeval.estimators.rewards import REWARDS, Reward, first_click, get_reward
@@ -309,16 +310,21 @@ class Estimator(ABC):
             else:
                 ess, mx, top, zero = weight_statistics(w, data.valid, data.all_valid)
         violations, checked = support_violations(data, target, self.support_level)
-        level, per, mean, mean_se = None, math.nan, math.nan, math.nan
+        level, per, mean, mean_se, users = None, math.nan, math.nan, math.nan, math.nan
         if terms.weights is not None:
             w = np.asarray(terms.weights, dtype=np.float64)
             if is_frozen(w):  # a log's own weight array (shared by estimators): its mean once
-                hit = data.cached(("mean_weight", id(w)), lambda: (w, mean_weight(data, w)), target=target)
-                level, per, mean, mean_se = hit[1] if hit[0] is w else mean_weight(data, w)
+                hit = data.cached(("mean_weight", id(w)), lambda: (w, mean_weight(data, w), cluster_ess(data, w)),
+                                  target=target)
+                (level, per, mean, mean_se), users = hit[1:] if hit[0] is w else (mean_weight(data, w),
+                                                                                 cluster_ess(data, w))
             else:
                 level, per, mean, mean_se = mean_weight(data, w)
+                users = cluster_ess(data, w)
+        if effective_clusters(data)[1] < FEW_CLUSTERS:  # the log itself has few users: its own warning says so
+            users = math.nan
         return Diagnostics(ess, mx, top, zero, violations, checked, dict(terms.notes), level, per, mean, mean_se,
-                           self.weights_expectation if level is not None else None)
+                           self.weights_expectation if level is not None else None, users)
 
     #: the expectation of each importance weight under the logging policy with full support (1 for weights that are
     #: ratios pi/mu of the target's and the logger's probabilities of the same event), ``None`` when it has no known

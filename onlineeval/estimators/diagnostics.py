@@ -18,7 +18,8 @@ from onlineeval.estimators.derived import row_sum
 if TYPE_CHECKING:
     from onlineeval.estimators.base import FloatArray, LoggedData, Target
 
-__all__ = ["MEAN_WEIGHT_TOLERANCE", "MEAN_WEIGHT_Z", "Diagnostics", "mean_weight", "support_violations"]
+__all__ = ["FEW_WEIGHTED_CLUSTERS", "MEAN_WEIGHT_TOLERANCE", "MEAN_WEIGHT_Z", "Diagnostics", "cluster_ess",
+           "mean_weight", "support_violations"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ class Diagnostics:
     mean_weight: float = math.nan
     mean_weight_se: float = math.nan
     mean_weight_expected: float | None = None
+    #: the weights' effective number of clusters (users): :math:`(\sum_u W_u)^2 / \sum_u W_u^2` with :math:`W_u`
+    #: user u's total absolute weight (:func:`cluster_ess`); NaN without user ids (clusters are impressions: ``ess``)
+    #: and in a log with fewer than ``intervals.FEW_CLUSTERS`` effective users (the log's own warning says so)
+    ess_clusters: float = math.nan
 
     @property
     def ess_impressions(self) -> float:
@@ -104,6 +109,13 @@ class Diagnostics:
                            f"{self.weights_per_impression:.3g} shown slots per impression): the interval is unreliable")
             else:
                 out.append(f"effective sample size {ess:.1f} (< 100): the interval is unreliable")
+        if ess >= 100 * (1 - 1e-9) and self.ess_clusters < FEW_WEIGHTED_CLUSTERS:
+            # enough impressions carry weight, but they belong to a few users: the clustered standard error
+            # averages over about that many independent units (the impressions' ESS above does not see it)
+            out.append(f"the weights rest on {self.ess_clusters:.1f} effective users (clusters: (sum W_u)^2 / sum "
+                       f"W_u^2 of each user's total weight; < {FEW_WEIGHTED_CLUSTERS}) although "
+                       f"{ess:.0f} effective impressions carry them: a few users' clicks decide the estimate, and "
+                       "the clustered standard error and its t interval are unreliable with so few")
         if self.mean_weight_off():
             what = "per shown slot " if self.weight_level == "slot" else ""
             out.append(
@@ -118,10 +130,28 @@ class Diagnostics:
         return out
 
 
+#: the fewest effective users (clusters) the weights may rest on without a warning (:attr:`Diagnostics.ess_clusters`;
+#: the log's own effective clusters by impressions have the same threshold, ``intervals.FEW_CLUSTERS``)
+FEW_WEIGHTED_CLUSTERS = 30
+
 #: the mean importance weight's warning: more than this many of its standard errors from its expectation
 MEAN_WEIGHT_Z = 4.0
 #: ... and more than this share of the expectation from it
 MEAN_WEIGHT_TOLERANCE = 0.05
+
+
+def cluster_ess(data: LoggedData, w: FloatArray) -> float:
+    """:attr:`Diagnostics.ess_clusters` of list weights ``(n,)`` or slot weights ``(n, k)`` (shown slots only): each
+    user's total absolute weight :math:`W_u`, then :math:`(\\sum W_u)^2 / \\sum W_u^2` (the number of users for equal
+    totals, near 1 when one user holds the weight); NaN without user ids or without any weight."""
+    if data.user is None:
+        return math.nan
+    a = np.abs(w)
+    rows = a if a.ndim == 1 else (a @ np.ones(a.shape[1]) if data.all_valid else np.where(data.valid, a, 0.0).sum(1))
+    inv, g = data.user_groups
+    per_user = np.bincount(inv, rows, g)
+    s2 = float(per_user @ per_user)
+    return float(per_user.sum() ** 2 / s2) if s2 > 0 else math.nan
 
 
 def mean_weight(data: LoggedData, w: FloatArray) -> tuple[str, float, float, float]:

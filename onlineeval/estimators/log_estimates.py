@@ -328,7 +328,7 @@ DIFFERENCE_KEYS = ("estimator", "target", "baseline", "estimate", "se", "ci_low"
 #: the keys of an estimate's ``diagnostics`` (the :class:`Diagnostics` fields and the derived ones)
 DIAGNOSTIC_KEYS = ("ess", "max_weight", "top1_share", "zero_weight_share", "support_violations", "support_checked",
                    "never_logged", "notes", "weight_level", "weights_per_impression", "mean_weight", "mean_weight_se",
-                   "mean_weight_expected", "ess_impressions", "mean_weight_off")
+                   "mean_weight_expected", "ess_clusters", "ess_impressions", "mean_weight_off")
 
 
 def undefined_record(est: Estimator, name: str, data: LoggedData, message: str) -> dict[str, Any]:
