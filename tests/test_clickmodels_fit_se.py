@@ -32,17 +32,22 @@ def test_bootstrap_se_matches_the_fisher_se(model: str) -> None:
     fit = fit_log(model, log)
     boot = bootstrap_se(model, log, fit, n_boot=B, seed=3)
     cov = world.fisher_covariance(model) * (world.N / N_LOG)
-    sigma = np.sqrt(np.diag(cov))
     if model == "dcm":
         assert np.isnan(boot.se["continuation"][-1])  # the deepest rank is not identified
-    got = world.estimates(model, _as_fit(fit, boot.se))
+    check_against_fisher(world.estimates(model, _as_fit(fit, boot.se)), cov, B)
+
+
+def check_against_fisher(got: np.ndarray, cov: np.ndarray, n_boot: int) -> None:
+    """Bootstrap SEs ``got`` against the Fisher covariance ``cov`` (the module docstring's statistic): the mean of
+    s^2 / sigma^2 over the parameters within 4 of its SE of 1, and each within 4 sqrt(2 / (B - 1)) of 1 (s^2 /
+    sigma^2 ~ chi2(B - 1) / (B - 1) for normal replicates)."""
+    sigma = np.sqrt(np.diag(cov))
+    assert np.isfinite(got).all(), got
     ratio2 = (got / sigma) ** 2
     corr = cov / np.outer(sigma, sigma)
-    p = len(sigma)
-    sd_mean = np.sqrt(2 * np.trace(corr @ corr) / (B - 1)) / p
+    sd_mean = np.sqrt(2 * np.trace(corr @ corr) / (n_boot - 1)) / len(sigma)
     assert abs(ratio2.mean() - 1) < 4 * sd_mean, (ratio2.mean(), sd_mean, np.round(np.sqrt(ratio2), 2))
-    # each parameter on its own: s^2/sigma^2 ~ chi2(B-1)/(B-1), within 4 SE (sqrt(2/(B-1))) of 1
-    assert np.abs(ratio2 - 1).max() < 4 * np.sqrt(2 / (B - 1)), np.round(ratio2, 2)
+    assert np.abs(ratio2 - 1).max() < 4 * np.sqrt(2 / (n_boot - 1)), np.round(ratio2, 2)
 
 
 def _as_fit(fit, se: dict):  # type: ignore[no-untyped-def]
