@@ -196,6 +196,7 @@ def se_legend(estimators: list[Any], reward: Any, results: list[dict[str, Any]],
 
 def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> str:
     from onlineeval.estimators.base import MEAN_WEIGHT_TOLERANCE, MEAN_WEIGHT_Z
+    from onlineeval.estimators.diagnostics import FEW_WEIGHTED_CLUSTERS
 
     lg, conv = doc["log"], doc["conventions"]
     level = f"{100 * (1 - conv['alpha']):g}%"
@@ -273,7 +274,8 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
               f"for weights pi/mu (JSON: mean_weight_expected); '*' = more than {MEAN_WEIGHT_Z:g} of its standard "
               f"errors (clustered like the estimate) and {MEAN_WEIGHT_TOLERANCE:.0%} from it, see warnings; top1% = "
               "share of the total weight held by the "
-              "largest 1% of weights; zero-w = share of impressions whose weights are all 0; "
+              "largest 1% of weights; zero-w = share of impressions whose weights are all 0; the weights' "
+              f"effective number of users (JSON: ess_clusters) is warned about below {FEW_WEIGHTED_CLUSTERS}; "
               + ("never logged = impressions whose target list holds a document the log never shows for the query "
                  "/ impressions (weight 0 there; not known support violations: the log has no logging policy)"
                  if written else "support viol. = impressions whose target list the logging policy cannot show / "
