@@ -218,3 +218,11 @@ def test_cli_fit_bootstrap_pbm_writes_values_and_ses(tmp_path: Path) -> None:
     assert "on the rank-1 scale (value +- SE): attractiveness median" in line
     v, e = lib.values["examination"], lib.se["examination"]
     assert f"examination 1.0000 (reference) {v[1]:.4f} +- {e[1]:.4f} {v[2]:.4f} +- {e[2]:.4f}" in line
+
+
+def test_the_scale_note_points_at_the_bootstrap_values() -> None:
+    fit = fit_log("pbm", simulate("pbm", 4).take(np.arange(500)))
+    note = fit.notes()["pbm_scale"]
+    assert "compare examination[r] / examination[0] across fits" in note
+    assert note.endswith("clicks fit --bootstrap saves the values on that rank-1 scale with standard errors, under "
+                         "standard_errors.values)")

@@ -589,7 +589,9 @@ def scale_note(product: str, ratio: str, first: float) -> str:
     return (f"only {product} is identified (every examination times c and every attractiveness divided by c give "
             f"the same clicks): examination is on the arbitrary scale EM reached (here {first:.4g} at rank 1), "
             f"attractiveness on its inverse; compare {ratio} across fits, not the values (simulate's "
-            "{name: ..., fitted: <this file>, click: [...]} scales examination so that its largest value is 1)")
+            "{name: ..., fitted: <this file>, click: [...]} scales examination so that its largest value is 1; "
+            "clicks fit --bootstrap saves the values on that rank-1 scale with standard errors, under "
+            "standard_errors.values)")
 
 
 def fit_from_dict(data: Any, source: str | None = None) -> ClickModelFit:
