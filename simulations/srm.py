@@ -206,9 +206,10 @@ def srm_lines(summary: dict[str, Any]) -> list[str]:
             v = e.get(variant)
             if not v:
                 continue
-            checks = [v.get(check) for check in SRM_CHECKS]
-            if (not e.get("inject") and all(c is not None for c in checks) and not checks[2]["within_band"]
-                    and checks[0]["within_band"] and checks[1]["within_band"]):
+            checks = {check: v.get(check) for check in SRM_CHECKS}
+            if (not e.get("inject") and all(c is not None for c in checks.values())
+                    and not checks["impressions_naive"]["within_band"]
+                    and checks["users"]["within_band"] and checks["impressions"]["within_band"]):
                 naive_only.append(f"{design} {variant}")
             cells = []
             for check in SRM_CHECKS:
