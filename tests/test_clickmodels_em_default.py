@@ -75,29 +75,36 @@ def truth(model: str) -> np.ndarray:
     return np.concatenate([ALPHA.ravel(), LAMBDA[:-1] if model == "dcm" else SIGMA.ravel()])
 
 
-def fisher_covariance(model: str) -> np.ndarray:
-    """Inverse expected information of ``N`` sessions at the truth."""
-    theta0 = truth(model)
+def pattern_information(theta0: np.ndarray, logps: list) -> np.ndarray:  # type: ignore[type-arg]
+    """Expected information of one session at ``theta0``, the session's list drawn uniformly from ``logps`` (per list,
+    ``theta -> log P`` of every click pattern): sum over patterns of P score score^T, scores by central differences
+    (h = 1e-6); each list's pattern probabilities must sum to 1."""
     p = len(theta0)
     info = np.zeros((p, p))
     h = 1e-6
-    for q, li in itertools.product(range(Q), range(L)):
-        docs = LISTS[q, li]
-
-        def logp(theta: np.ndarray) -> np.ndarray:
-            alpha, second = unpack(model, theta)
-            go = second if model == "dcm" else 1 - second[q, docs]
-            return pattern_log_probs(alpha[q, docs], go[:K])
-
+    for logp in logps:
         prob = np.exp(logp(theta0))
         assert abs(prob.sum() - 1) < 1e-12
-        score = np.empty((len(PATTERNS), p))
+        score = np.empty((len(prob), p))
         for j in range(p):
             step = np.zeros(p)
             step[j] = h
             score[:, j] = (logp(theta0 + step) - logp(theta0 - step)) / (2 * h)
-        info += (score * prob[:, None]).T @ score / (Q * L)
-    return np.linalg.inv(N * info)
+        info += (score * prob[:, None]).T @ score / len(logps)
+    return info
+
+
+def fisher_covariance(model: str) -> np.ndarray:
+    """Inverse expected information of ``N`` sessions at the truth."""
+    def logp_of(q: int, docs: np.ndarray):  # type: ignore[no-untyped-def]
+        def logp(theta: np.ndarray) -> np.ndarray:
+            alpha, second = unpack(model, theta)
+            go = second if model == "dcm" else 1 - second[q, docs]
+            return pattern_log_probs(alpha[q, docs], go[:K])
+        return logp
+
+    logps = [logp_of(q, LISTS[q, li]) for q, li in itertools.product(range(Q), range(L))]
+    return np.linalg.inv(N * pattern_information(truth(model), logps))
 
 
 def estimates(model: str, fit) -> np.ndarray:  # type: ignore[no-untyped-def]

@@ -24,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clickmodels.estimation import fit_log
+from test_clickmodels_em_default import pattern_information
 from test_clickmodels_fit_se import check_against_fisher
 from clickmodels.estimation.bootstrap import bootstrap_se
 from clickmodels.logs import ClickLog, from_arrays
@@ -93,25 +94,12 @@ def pattern_log_probs(alpha: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> np.n
 
 
 def fisher_covariance(model: str) -> np.ndarray:
-    theta0 = truth(model)
-    p = theta0.size
-    info = np.zeros((p, p))
-    h = 1e-6
-    for q, li in itertools.product(range(Q), range(L)):
-        docs = LISTS[q, li]
+    """Inverse expected information of ``N_LOG`` sessions at the truth (lists uniform)."""
+    def logp_of(q: int, docs: np.ndarray):  # type: ignore[no-untyped-def]
+        return lambda theta: pattern_log_probs(*_continuations(model, theta, q, docs))
 
-        def logp(theta: np.ndarray) -> np.ndarray:
-            return pattern_log_probs(*_continuations(model, theta, q, docs))
-
-        prob = np.exp(logp(theta0))
-        assert abs(prob.sum() - 1) < 1e-12
-        score = np.empty((len(PATTERNS), p))
-        for j in range(p):
-            step = np.zeros(p)
-            step[j] = h
-            score[:, j] = (logp(theta0 + step) - logp(theta0 - step)) / (2 * h)
-        info += (score * prob[:, None]).T @ score / (Q * L)
-    return np.linalg.inv(N_LOG * info)
+    logps = [logp_of(q, LISTS[q, li]) for q, li in itertools.product(range(Q), range(L))]
+    return np.linalg.inv(N_LOG * pattern_information(truth(model), logps))
 
 
 def values(model: str, tables: dict, scalars: dict) -> np.ndarray:  # type: ignore[type-arg]
