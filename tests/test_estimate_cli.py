@@ -29,15 +29,15 @@ def test_json_keys_and_table(world: dict[str, Any]) -> None:
     assert doc["log"] == {"path": str(world["log"]), "impressions": 3000, "queries": 4, "clusters": 300, "k": 3,
                           "propensities": ["p_list", "p_prefix", "p_item"], "propensity_source": "log"}
     assert set(doc["results"][0]) == {"estimator", "target", "estimate", "se", "ci_low", "ci_high", "boot_low",
-                                      "boot_high", "n", "clusters", "se_source", "assumption", "diagnostics",
-                                      "warnings", "error"}
+                                      "boot_high", "n", "clusters", "df", "se_source", "assumption",
+                                      "diagnostics", "warnings", "error"}
     assert set(doc["results"][0]["diagnostics"]) == {
         "ess", "max_weight", "top1_share", "zero_weight_share", "support_violations", "support_checked", "notes",
         "weight_level", "weights_per_impression", "ess_clusters", "ess_impressions", "mean_weight", "mean_weight_se",
         "mean_weight_expected", "mean_weight_off", "never_logged"}
     assert set(doc["differences"][0]) == {"estimator", "target", "baseline", "estimate", "se", "ci_low", "ci_high",
-                                          "pvalue", "boot_low", "boot_high", "n", "clusters", "se_source", "warnings",
-                                          "error"}
+                                          "pvalue", "boot_low", "boot_high", "n", "clusters", "df", "se_source",
+                                          "warnings", "error"}
     assert doc["results"][0]["boot_low"] is None  # no bootstrap asked: null, not NaN
     conv = doc["conventions"]
     for key in ("metric", "reward", "alpha", "cluster_unit", "propensity_source", "logging_policy", "ties", "seed",

@@ -16,6 +16,7 @@ import pytest
 
 from onlineeval.estimators import get_estimator, get_reward
 
+from dense_df import dense_df
 from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixture)
     K,
     invoke,
@@ -43,11 +44,13 @@ def test_difference_equals_independent_delta_method(world: dict[str, Any]) -> No
     assert [r["target"] for r in doc["results"]] == ["B"] * len(names) + ["A"] * len(names)
     for r in doc["differences"]:
         est = get_estimator(r["estimator"])
-        cols = []
+        cols, ws, dens = [], [], []
         for t in (tb, ta):
             terms = est.terms(data, t, reward)
             den = np.ones(data.n) if terms.den is None else terms.den
             cols += [np.bincount(data.user, terms.num), np.bincount(data.user, den)]
+            ws.append(terms.weights)
+            dens.append(den)
         z = np.column_stack(cols)  # (G, 4)
         g = z.shape[0]
         mean = z.mean(axis=0)
@@ -56,9 +59,12 @@ def test_difference_equals_independent_delta_method(world: dict[str, Any]) -> No
         se = float(np.sqrt(grad @ np.cov(z, rowvar=False, ddof=1) @ grad / g))
         assert r["estimate"] == pytest.approx(rb - ra, rel=1e-12)
         assert r["se"] == pytest.approx(se, rel=1e-9)
-        # t quantile with G - 1 degrees of freedom (scipy's), and the p-value from the same t
-        assert r["ci_high"] - r["ci_low"] == pytest.approx(2 * scipy.stats.t.ppf(0.975, g - 1) * se, rel=1e-9)
-        assert r["pvalue"] == pytest.approx(2 * scipy.stats.t.sf(abs(rb - ra) / se, g - 1), rel=1e-9)
+        # t quantile (scipy's) with Bell and McCaffrey's degrees of freedom of the difference (the dense reference;
+        # G - 1 for an estimator without weights), and the p-value from the same t
+        df = g - 1 if ws[0] is None else dense_df(data.user, ws, dens, valid=data.valid)
+        assert 1 <= df <= g - 1 and r["df"] == pytest.approx(df, rel=1e-9)
+        assert r["ci_high"] - r["ci_low"] == pytest.approx(2 * scipy.stats.t.ppf(0.975, df) * se, rel=1e-9)
+        assert r["pvalue"] == pytest.approx(2 * scipy.stats.t.sf(abs(rb - ra) / se, df), rel=1e-9)
         assert r["se_source"] == "delta method"
         # the two estimates printed above it differ by the same amount (same impressions)
         vals = {x["target"]: x["estimate"] for x in doc["results"] if x["estimator"] == r["estimator"]}
@@ -150,7 +156,7 @@ def test_difference_is_undefined_when_the_target_has_no_weight(tmp_path: Path) -
     table = invoke(*args, "--estimator", "ips,snips")
     assert table.exit_code == 0, table.output
     row = next(line for line in table.stdout.splitlines() if re.match(r"\s+ips\s+B\s+A\s", line))
-    assert row.split()[3:] == ["undefined", "-", "-", "-", "-", "-", str(len(ips["warnings"]))]
+    assert row.split()[3:] == ["undefined", "-", "-", "-", "-", "-", "-", str(len(ips["warnings"]))]
     assert "ips B - A: estimator 'ips': undefined for 'B': every weight is 0" in table.stdout
 
 

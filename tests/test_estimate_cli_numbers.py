@@ -14,6 +14,7 @@ import pytest
 
 from onlineeval.estimators import DeterministicTarget, get_estimator, get_reward
 
+from dense_df import dense_df
 from estimate_cli_world import (  # noqa: F401  (world: the module-scoped fixture)
     EXAM,
     K,
@@ -41,8 +42,13 @@ def test_numbers_equal_the_library_call(world: dict[str, Any], metric: str) -> N
     for r in doc["results"]:
         rng = np.random.default_rng([5, zlib.crc32(r["estimator"].encode()), zlib.crc32(b"B")])
         lib = get_estimator(r["estimator"]).estimate(data, target, reward, alpha=0.1, n_boot=200, rng=rng)
-        # the CLT interval with the t quantile of G - 1 = 299 degrees of freedom (review 3, F-G)
-        q = scipy.stats.t.ppf(0.95, 299)
+        # the CLT interval with the t quantile of Bell and McCaffrey's degrees of freedom (the dense reference of
+        # the estimate's weights; 299 = G - 1 for an estimator without weights)
+        terms = get_estimator(r["estimator"]).terms(data, target, reward)
+        df = 299 if terms.weights is None else dense_df(data.user, [terms.weights], [
+            np.ones(data.n) if terms.den is None else terms.den], valid=data.valid)
+        assert 1 <= df <= 299 and r["df"] == pytest.approx(df, rel=1e-9) and lib.df == r["df"]
+        q = scipy.stats.t.ppf(0.95, df)
         for key, value in (("estimate", lib.value), ("se", lib.se), ("ci_low", lib.value - q * lib.se),
                            ("ci_high", lib.value + q * lib.se), ("boot_low", lib.boot_low),
                            ("boot_high", lib.boot_high)):

@@ -124,7 +124,7 @@ def test_iips_abandonment_outside_its_range_is_noted(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------------ F-G
 def test_few_clusters_warned_and_t_quantile_used(world: dict[str, Any], tmp_path: Path) -> None:
-    """The world's log with its 300 users folded into 4: the interval is estimate -+ t_3 x se and the log is
+    """The world's log with its 300 users folded into 4: the interval is estimate -+ t_df x se (df at most 3) and the log is
     warned of its 4 clusters; with 300 users, one holding 2,700 of 3,000 impressions (effective number 1.2), the
     warning names the effective number; the world's log itself (300 similar users) is not warned."""
     recs = [json.loads(x) for x in world["log"].read_text().splitlines()]
@@ -139,7 +139,9 @@ def test_few_clusters_warned_and_t_quantile_used(world: dict[str, Any], tmp_path
         (w,) = [w for w in doc["warnings"] if "fewer than 30" in w]
         if variant == "few":
             assert r["clusters"] == 4 and w.startswith("the CLT intervals and p-values rest on 4 clusters, fewer")
-            q = scipy.stats.t.ppf(0.975, 3)
+            # t with Bell and McCaffrey's df: at most G - 1 = 3 (the world's weights vary between the 4 users)
+            assert 1 <= r["df"] <= 3
+            q = scipy.stats.t.ppf(0.975, r["df"])
             assert (r["ci_low"], r["ci_high"]) == pytest.approx((r["estimate"] - q * r["se"],
                                                                  r["estimate"] + q * r["se"]), rel=1e-12)
         else:
@@ -160,7 +162,7 @@ def test_effective_clusters_definition() -> None:
 # ------------------------------------------------------------------------------------------------ F-A, M2
 def test_adaptive_ips_se_and_p_from_its_bootstrap(world: dict[str, Any]) -> None:
     """With --bootstrap, adaptive_ips's se is the SD of its reselecting bootstrap (AdaptiveIPS.bootstrap_estimates
-    with the command's generators), its interval estimate -+ t_(G-1) x that SD, the difference's se and p-value the
+    with the command's generators), its interval estimate -+ t_df x that SD, the difference's se and p-value the
     paired bootstrap's, each marked (se_source, a warning, 'b' in the table); IPS keeps the delta method's."""
     args = ["--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]), "--estimator",
             "adaptive_ips,ips", "--metric", "clicks_per_query", "--bootstrap", "200", "--seed", "4"]
@@ -173,7 +175,8 @@ def test_adaptive_ips_se_and_p_from_its_bootstrap(world: dict[str, Any]) -> None
     crc = [zlib.crc32(x) for x in (b"adaptive_ips", b"B", b"A")]
     reps = est.bootstrap_estimates(data, [tb], reward, 200, np.random.default_rng([4, crc[0], crc[1]]))[:, 0]
     row = next(r for r in doc["results"] if r["target"] == "B" and r["estimator"] == "adaptive_ips")
-    sd, q = float(np.std(reps, ddof=1)), scipy.stats.t.ppf(0.975, 299)
+    sd, q = float(np.std(reps, ddof=1)), scipy.stats.t.ppf(0.975, row["df"])  # the df of its weights (below 299)
+    assert 1 <= row["df"] <= 299
     assert row["se"] == pytest.approx(sd, rel=1e-12) and row["se_source"].startswith("bootstrap SD")
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((row["estimate"] - q * sd, row["estimate"] + q * sd))
     delta = est.estimate(data, tb, reward).se
@@ -186,7 +189,8 @@ def test_adaptive_ips_se_and_p_from_its_bootstrap(world: dict[str, Any]) -> None
     diff = next(d for d in doc["differences"] if d["estimator"] == "adaptive_ips")
     psd = float(np.std(pair[:, 0] - pair[:, 1], ddof=1))
     assert diff["se"] == pytest.approx(psd, rel=1e-12)
-    assert diff["pvalue"] == pytest.approx(2 * scipy.stats.t.sf(abs(diff["estimate"]) / psd, 299), rel=1e-9)
+    assert 1 <= diff["df"] <= 299
+    assert diff["pvalue"] == pytest.approx(2 * scipy.stats.t.sf(abs(diff["estimate"]) / psd, diff["df"]), rel=1e-9)
     ips = next(r for r in doc["results"] if r["target"] == "B" and r["estimator"] == "ips")
     assert ips["se_source"] == "delta method"
     assert ips["se"] == pytest.approx(get_estimator("ips").estimate(data, tb, reward).se, rel=1e-12)

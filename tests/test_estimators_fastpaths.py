@@ -125,7 +125,10 @@ def ref_diagnostics(data: LoggedData, weights: np.ndarray) -> tuple[float, float
     return ess, float(flat.max()), top, float(np.mean(row == 0))
 
 
-def ref_estimate(data: LoggedData, num: np.ndarray, den: np.ndarray | None, reward: Reward, seed: int) -> dict:
+def ref_estimate(data: LoggedData, num: np.ndarray, den: np.ndarray | None, reward: Reward, seed: int,
+                 weights: np.ndarray | None) -> dict:
+    from onlineeval.estimators.intervals import estimate_df
+
     den = np.ones(data.n) if den is None else den
     if data.user is None:
         nu, du = num, den
@@ -135,7 +138,9 @@ def ref_estimate(data: LoggedData, num: np.ndarray, den: np.ndarray | None, rewa
     est = ratio_mean(nu, du, alpha=ALPHA)
     boot = cluster_bootstrap_ratio(nu, du, N_BOOT, np.random.default_rng(seed), alpha=ALPHA)
     off = reward.offset
-    q = float(scipy.stats.t.ppf(1 - ALPHA / 2, nu.size - 1))  # the CLT interval's t_(G-1) quantile
+    # the CLT interval's t quantile, its degrees of freedom from the reference weights on the fresh log (their value
+    # is checked against a dense reference in tests/test_estimators_intervals.py)
+    q = float(scipy.stats.t.ppf(1 - ALPHA / 2, estimate_df(data, weights, du)))
     value = est.estimate + off
     return {"value": value, "se": est.se, "ci_low": value - q * est.se, "ci_high": value + q * est.se,
             "boot_low": boot.ci_low + off, "boot_high": boot.ci_high + off}
@@ -198,7 +203,7 @@ def check_all(log: LoggedData, fresh: LoggedData, targets: list, rewards: list, 
                     assert den is not None and den.sum() <= 0, (name, exc)
                     continue
                 num, den, weights = ref_terms(name, opts, fresh, target, reward)
-                want = ref_estimate(fresh, num, den, reward, seed)
+                want = ref_estimate(fresh, num, den, reward, seed, weights)
                 rel = pi_rel if name == "pseudoinverse" else 0.0
                 for key, value in want.items():
                     assert close(getattr(got, key), value, rel), (name, opts, target.name, reward.name, key)

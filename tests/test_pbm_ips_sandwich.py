@@ -26,6 +26,8 @@ from onlineeval.estimators.pbm_ips import (
 )
 from onlineeval.estimators.position_bias import estimate_em
 
+from dense_df import dense_df
+
 K, N_Q, N_CAND = 4, 30, 6
 THETA = 0.9 * np.array([1.0, 0.55, 0.35, 0.22])  # absolute examination
 ALPHA = np.random.default_rng(9).uniform(0.1, 0.8, (N_Q, N_CAND))
@@ -258,9 +260,12 @@ def test_known_examination_interval_is_the_plain_plug_in():
     terms = est.terms(data, TARGET, "clicks_per_query")
     inv, g = data.user_groups
     ref = ratio_mean(np.bincount(inv, terms.num, g), np.bincount(inv, np.ones(data.n), g))
-    q = float(stats.t.ppf(0.975, g - 1))  # Estimator.estimate's CLT interval: t_(G-1), G users
-    assert (out.value, out.se) == (ref.estimate, ref.se)
-    assert (out.ci_low, out.ci_high) == (ref.estimate - q * ref.se, ref.estimate + q * ref.se)
+    # Estimator.estimate's CLT interval: t with Bell and McCaffrey's df of the weights (the dense reference)
+    df = dense_df(data.user, [terms.weights], [np.ones(data.n)], valid=data.valid)
+    q = float(stats.t.ppf(0.975, df))
+    assert (out.value, out.se) == (ref.estimate, ref.se) and out.df == pytest.approx(df, rel=1e-9)
+    assert (out.ci_low, out.ci_high) == pytest.approx((ref.estimate - q * ref.se, ref.estimate + q * ref.se),
+                                                      rel=1e-12)
     assert terms.notes["variance"].startswith("plug-in")
 
 

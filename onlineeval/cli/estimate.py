@@ -142,6 +142,13 @@ def _g(x: Any) -> str:
     return f"{x:.4g}"
 
 
+def _df(x: Any) -> str:
+    """An interval's degrees of freedom for people: whole numbers from 100 on, one decimal below."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
+
+
 def _note_value(v: Any) -> str:
     """An estimator note's value for people: floats to 4 significant digits, lists and mappings
     with their items so (the JSON output keeps every digit)."""
@@ -206,7 +213,7 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
         "",
     ]
     written = lg["propensity_source"] == "log"
-    header = ["estimator", "target", "estimate", "se", f"CI {level}", f"boot {level}", "n", "ESS", "max w",
+    header = ["estimator", "target", "estimate", "se", f"CI {level}", "df", f"boot {level}", "n", "ESS", "max w",
               "mean w", "top1%", "zero-w", "never logged" if written else "support viol."]
     rows = []
     for r in doc["results"]:
@@ -221,7 +228,7 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
         boot_se = r.get("se_source", "delta method") != "delta method"
         rows.append([
             r["estimator"], r["target"], _f(r["estimate"]), _f(r["se"]) + ("b" if boot_se else ""),
-            f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
+            f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]", _df(r.get("df")),
             f"[{_f(r['boot_low'])}, {_f(r['boot_high'])}]" if conv["bootstrap"] else "-",
             str(r["n"]), _g(d["ess_impressions"]), _g(d["max_weight"]), _mean_w(d), _g(d["top1_share"]),
             _g(d["zero_weight_share"]), sv,
@@ -229,20 +236,20 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
     lines += _grid(header, rows)
     if doc.get("differences"):
         lines += ["", (f"differences target - baseline (paired on the same impressions; delta method over "
-                  f"{conv['cluster_unit']} clusters; p: two-sided, t with G - 1 degrees of freedom):")]
-        header = ["estimator", "target", "baseline", "difference", "se", f"CI {level}", f"boot {level}", "p", "n",
+                  f"{conv['cluster_unit']} clusters; p: two-sided, t with df degrees of freedom):")]
+        header = ["estimator", "target", "baseline", "difference", "se", f"CI {level}", "df", f"boot {level}", "p", "n",
                   "warnings"]
         rows = []
         for r in doc["differences"]:
             flagged = str(len(r["warnings"])) if r.get("warnings") else "-"
             if r["estimate"] is None:
-                rows.append([r["estimator"], r["target"], r["baseline"], "undefined"] + ["-"] * 5 + [flagged])
+                rows.append([r["estimator"], r["target"], r["baseline"], "undefined"] + ["-"] * 6 + [flagged])
                 continue
             boot_se = r.get("se_source", "delta method") != "delta method"
             rows.append([
                 r["estimator"], r["target"], r["baseline"], fixed(r["estimate"], signed=True),
                 _f(r["se"]) + ("b" if boot_se else ""),
-                f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
+                f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]", _df(r.get("df")),
                 f"[{_f(r['boot_low'])}, {_f(r['boot_high'])}]" if conv["bootstrap"] else "-",
                 _g(r["pvalue"]), str(r["n"]), flagged,
             ])
@@ -267,7 +274,10 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
 
         lines.append("  " + inputs_line(files))
         lines.append(f"  fingerprint: {doc['fingerprint']} (of the inputs' SHA-256, the options and the version)")
-    lines += ["", ("diagnostics: ESS = (sum w)^2 / sum w^2 of the weights, in impressions (slot-level estimators: "
+    lines += ["", ("df = the degrees of freedom of the CI's t quantile (and of p): Bell and McCaffrey's for the "
+                   "clustered variance, G - 1 when the clusters carry equal weight, fewer where a few users hold the "
+                   "weight (conventions: interval)"),
+              ("diagnostics: ESS = (sum w)^2 / sum w^2 of the weights, in impressions (slot-level estimators: "
               "of the slot weights of shown slots, divided by the mean number of shown slots per impression; "
               "the JSON's ess is the undivided count of slots); max w = largest weight; mean w = mean weight "
               "(slot-level: per shown slot), whose expectation under the logging policy with full support is 1 "

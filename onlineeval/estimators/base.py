@@ -32,7 +32,8 @@ denominators, so that
 
 (``den = 1`` for the plain estimators). The base class turns the terms into the
 estimate, a CLT interval (delta method over clusters: users when the log has them,
-impressions otherwise; :func:`onlineeval.stats.ratio_mean`; t_(G-1) quantiles, the rules of
+impressions otherwise; :func:`onlineeval.stats.ratio_mean`; t quantiles with Bell and McCaffrey's degrees of
+freedom, G - 1 for G clusters of equal weight: the rules of
 :mod:`~onlineeval.estimators.intervals`), an optional seeded
 cluster-bootstrap percentile interval, and the weight diagnostics. Adding an estimator
 is one file: subclass, set ``name`` and ``assumption``, implement ``_terms``, decorate
@@ -97,7 +98,8 @@ from onlineeval.estimators.diagnostics import (  # noqa: F401  (re-exported: the
     mean_weight,
     support_violations,
 )
-from onlineeval.estimators.intervals import BOOTSTRAP_SE, DELTA_SE, FEW_CLUSTERS, clt_interval, effective_clusters
+from onlineeval.estimators.intervals import (BOOTSTRAP_SE, DELTA_SE, FEW_CLUSTERS, clt_interval, effective_clusters,
+                                             estimate_df)
 from onlineeval.estimators.logs import LoggedData, _propensity, _reward_key  # noqa: F401  (re-exported)
 from onlineeval.estimators.results import OffPolicyEstimate, Terms
 from onlineeval.estimators.rewards import REWARDS, Reward, first_click, get_reward
@@ -180,8 +182,10 @@ class Estimator(ABC):
     ) -> OffPolicyEstimate:
         """Estimate ``target``'s value of ``reward`` from ``data``.
 
-        The CLT interval is ``value -+ t_(G-1)(1 - alpha/2) x se`` with ``G`` clusters (users; impressions without
-        user ids) and ``se`` the delta method's over clusters (:mod:`~onlineeval.estimators.intervals`). ``n_boot``
+        The CLT interval is ``value -+ t_df(1 - alpha/2) x se`` with ``se`` the delta method's over clusters (users;
+        impressions without user ids) and ``df`` Bell and McCaffrey's degrees of freedom of that variance (``G - 1``
+        for ``G`` clusters of equal weight, fewer where a few hold the weight; ``df`` of the result;
+        :mod:`~onlineeval.estimators.intervals`). ``n_boot``
         > 0 adds a cluster-bootstrap percentile interval (needs ``rng``); for an estimator whose delta method holds
         a data-driven choice fixed (:meth:`clt_holds_fixed`) and that makes it again in every resample
         (:meth:`bootstrap_estimates`), the SD of the bootstrap's estimates is then ``se`` (``se_source``) and the
@@ -234,14 +238,16 @@ class Estimator(ABC):
                 if fixed is not None:  # the delta method holds the choice fixed: the bootstrap's SD is the se
                     se, se_source = float(np.std(reps[:, 0], ddof=1)), BOOTSTRAP_SE
         value += rw.offset
+        # the interval's degrees of freedom; none where the interval is undefined
+        df = estimate_df(data, terms.weights, den_u) if clusters >= 2 and math.isfinite(se) else math.nan
         if math.isfinite(se):
-            lo, hi = clt_interval(value, se, clusters, alpha)
+            lo, hi = clt_interval(value, se, df, alpha)
         else:
             lo, hi = lo + rw.offset, hi + rw.offset
         return OffPolicyEstimate(
             self.name, getattr(target, "name", "target"), rw.name, value, se, lo, hi, blo, bhi, float(alpha), data.n,
             clusters, self.assumption, self.diagnostics(data, target, terms), se_source, delta_se, fixed, int(n_boot),
-            effective_clusters(data)[1],
+            effective_clusters(data)[1], df,
         )
 
     @property

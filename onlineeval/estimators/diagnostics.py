@@ -115,7 +115,8 @@ class Diagnostics:
             out.append(f"the weights rest on {self.ess_clusters:.1f} effective users (clusters: (sum W_u)^2 / sum "
                        f"W_u^2 of each user's total weight; < {FEW_WEIGHTED_CLUSTERS}) although "
                        f"{ess:.0f} effective impressions carry them: a few users' clicks decide the estimate, and "
-                       "the clustered standard error and its t interval are unreliable with so few")
+                       "the clustered standard error and its t interval are unreliable with so few (the interval's "
+                       "degrees of freedom, df, allow for them only approximately)")
         if self.mean_weight_off():
             what = "per shown slot " if self.weight_level == "slot" else ""
             out.append(

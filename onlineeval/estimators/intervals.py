@@ -2,8 +2,9 @@ r"""The CLT interval of an off-policy estimate and its warnings: one rule for :m
 <onlineeval.estimators.base.Estimator.estimate>` (library callers) and ``onlineeval estimate`` /
 :func:`onlineeval.estimate` (:mod:`onlineeval.estimators.log_estimates`, which reads its numbers from it).
 
-- Interval: ``estimate -+ t_(G-1)(1 - alpha/2) x se`` with ``G`` clusters (users; impressions without user ids)
-  (:func:`clt_quantile`, :func:`clt_interval`), not ``z``.
+- Interval: ``estimate -+ t_df(1 - alpha/2) x se`` (:func:`clt_quantile`, :func:`clt_interval`), not ``z``, with
+  ``df`` Bell and McCaffrey's degrees of freedom of the clustered variance (:func:`working_df`): ``G - 1`` for ``G``
+  clusters (users; impressions without user ids) of equal weight, fewer where a few clusters hold the weight.
 - Few clusters: fewer than :data:`FEW_CLUSTERS` effective clusters by impressions (:func:`effective_clusters`)
   make a warning (:func:`few_clusters_text`).
 - A standard error that holds a data-driven choice fixed (adaptive IPS's behaviours, the direct method's fitted
@@ -15,14 +16,33 @@ r"""The CLT interval of an off-policy estimate and its warnings: one rule for :m
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
+    from onlineeval.estimators._arrays import FloatArray, IntArray
     from onlineeval.estimators.logs import LoggedData
 
-__all__ = ["BOOTSTRAP_SE", "CHOICE_HELD", "DELTA_SE", "FEW_CLUSTERS", "MODEL_HELD", "again_text", "bootstrap_se_text",
-           "clt_interval", "clt_quantile", "differences_held_text", "effective_clusters", "few_clusters_text",
-           "held_fixed_text", "measured_text", "refused_paired_text"]
+__all__ = [
+    "BOOTSTRAP_SE",
+    "CHOICE_HELD",
+    "DELTA_SE",
+    "FEW_CLUSTERS",
+    "MODEL_HELD",
+    "again_text",
+    "bootstrap_se_text",
+    "clt_interval",
+    "clt_quantile",
+    "difference_df",
+    "differences_held_text",
+    "effective_clusters",
+    "estimate_df",
+    "few_clusters_text",
+    "held_fixed_text",
+    "measured_text",
+    "refused_paired_text",
+    "working_df",
+]
 
 #: what a delta-method standard error holds fixed (``Estimator.clt_holds_fixed``): adaptive IPS's choice ...
 CHOICE_HELD = "the data-driven choice of behaviours"
@@ -58,21 +78,118 @@ DELTA_SE = "delta method"
 BOOTSTRAP_SE = "bootstrap SD (the data-driven choice or model fit made again in every resample)"
 
 
-def clt_quantile(alpha: float, clusters: int) -> float:
-    r"""The CLT intervals' quantile: :math:`t_{G-1}(1-\alpha/2)` for ``G`` clusters (the reference distribution of a
-    mean over ``G`` clusters with the CR1 standard error, :math:`G/(G-1)` times the sum of squared cluster
-    deviations; Cameron and Miller 2015, Stata's convention), not :math:`z`: with 4 clusters :math:`z` = 1.96 covers
-    about 86%, :math:`t_3` = 3.18 95% (tests/test_estimate_review3.py measures both); at 300 clusters they differ by
-    0.4%. NaN with fewer than 2 clusters."""
+def clt_quantile(alpha: float, df: float) -> float:
+    r"""The CLT intervals' quantile :math:`t_{\nu}(1-\alpha/2)` with ``df`` :math:`\nu` degrees of freedom
+    (:func:`working_df`; ``G - 1`` for ``G`` clusters of equal weight: the reference distribution of a mean over
+    ``G`` clusters with the CR1 standard error, :math:`G/(G-1)` times the sum of squared cluster deviations; Cameron
+    and Miller 2015), not :math:`z`: with 4 clusters :math:`z` = 1.96 covers about 86%, :math:`t_3` = 3.18 95%
+    (tests/test_estimate_review3.py measures both); at 300 clusters they differ by 0.4%. NaN when ``df`` is below 1
+    or NaN (fewer than 2 clusters)."""
     from scipy.stats import t
 
-    return float(t.ppf(1 - alpha / 2, clusters - 1)) if clusters >= 2 else math.nan
+    return float(t.ppf(1 - alpha / 2, df)) if df >= 1 else math.nan
 
 
-def clt_interval(value: float, se: float, clusters: int, alpha: float) -> tuple[float, float]:
-    """``value -+ t_{G-1}(1 - alpha/2) x se`` (:func:`clt_quantile`)."""
-    q = clt_quantile(alpha, clusters)
+def clt_interval(value: float, se: float, df: float, alpha: float) -> tuple[float, float]:
+    """``value -+ t_df(1 - alpha/2) x se`` (:func:`clt_quantile`)."""
+    q = clt_quantile(alpha, df)
     return value - q * se, value + q * se
+
+
+def working_df(inv: IntArray, g: int, sides: Sequence[tuple[FloatArray, FloatArray, float]]) -> float:
+    r"""Bell and McCaffrey's (2002) degrees of freedom of the clustered (CR1) variance of a sum of ratio estimates
+    :math:`\sum_s \sigma_s \hat R_s`, :math:`\hat R_s = \sum_i w_{s,i} y_i / \sum_i d_{s,i}`, under the working model
+    in which the rewards :math:`y` (per impression, or per slot for slot weights) are independent with equal variance
+    (Imbens and Kolesar 2016; Pustejovsky and Tipton 2018).
+
+    ``inv`` (n,): each impression's cluster in ``0..g-1``; ``sides``: ``(w, dc, sign)`` per estimate, ``w`` its
+    weights (n,) or (n, k) (0 at empty slots), ``dc`` (g,) the clusters' sums of its denominators, ``sign`` +1 or -1
+    (a difference is two sides). Each reward's coefficient in cluster ``c``'s deviation :math:`x_c - \hat R y_c` is
+    :math:`w (1[i \in c] - q_c) / D` with :math:`q_c = D_c / D` the cluster's share of the denominators; the variance
+    is the quadratic form :math:`y' C' C y`, and its Satterthwaite degrees of freedom
+    :math:`\operatorname{tr}(CC')^2 / \operatorname{tr}((CC')^2)` are computed from the ``g x g`` matrix
+    :math:`CC'` = a diagonal plus a rank-``2 x sides`` term, without forming it (O(n + g); tests/dense_df.py forms it).
+
+    ``g - 1`` when the clusters carry equal weight (equal sizes and weights), near 1 when one or two clusters hold it;
+    never above ``g - 1``. ``g - 1`` where nothing carries weight (the standard error is then undefined anyway).
+    The realised weights are the design: where a few impressions per cluster carry weight (whole-list IPS) the
+    degrees of freedom fall below ``g - 1`` even for clusters of equal size, as the variance then rests on those few
+    impressions (tests/test_estimators_intervals.py measures the coverage with a few heavy users).
+    """
+    import numpy as np
+
+    m = len(sides)
+    q = np.empty((g, m))
+    ws, factor = [], []
+    for s, (w, dc, sign) in enumerate(sides):
+        w = np.asarray(w, dtype=np.float64)
+        total = float(dc.sum())
+        big = max(float(w.max()), -float(w.min())) if w.size else 0.0
+        if not (total > 0 and math.isfinite(big)):
+            return float(g - 1)
+        if big > 1e100:  # weights of 1e200: their squares would overflow
+            w, big = w / big, 1.0
+        q[:, s] = dc / total
+        ws.append(w)
+        factor.append((float(sign) / total, big / total))
+    # the degrees of freedom do not depend on the coefficients' common scale: the largest coefficient is 1
+    top = max(b for _, b in factor)
+    if not top > 0:
+        return float(g - 1)
+    f = [a / top for a, _ in factor]
+    # rows[s][t]: per impression, the sum over its slots of the scaled coefficients' products of sides s and t
+    rows = [[None] * m for _ in range(m)]
+    for s in range(m):
+        for t in range(s, m):
+            prod = ws[s] * ws[t] if ws[s].ndim == 1 else np.einsum("ij,ij->i", ws[s], ws[t])
+            rows[s][t] = rows[t][s] = prod * (f[s] * f[t])
+    diag_rows = rows[0][0] if m == 1 else sum(rows[s][t] for s in range(m) for t in range(m))
+    diag = np.bincount(inv, diag_rows, g)  # per cluster: sum over its rewards of (sum_s coefficient_s)^2
+    cross = (-diag[:, None] if m == 1 else
+             np.stack([-np.bincount(inv, sum(rows[s][r] for s in range(m)), g) for r in range(m)], axis=1))
+    a = np.array([[float(rows[s][t].sum()) for t in range(m)] for s in range(m)])
+    # CC' = diag + cross q' + q cross' + q a q' = diag + P W P', P = [cross, q], W = [[0, I], [I, a]]
+    p = np.hstack([cross, q])
+    w_mat = np.block([[np.zeros((m, m)), np.eye(m)], [np.eye(m), a]])
+    wptp = w_mat @ (p.T @ p)
+    tr1 = float(diag.sum() + np.trace(wptp))
+    tr2 = float(diag @ diag + 2 * np.trace(w_mat @ (p.T @ (diag[:, None] * p))) + np.trace(wptp @ wptp))
+    if not (tr1 > 0 and tr2 > 0 and math.isfinite(tr1) and math.isfinite(tr2)):
+        return float(g - 1)
+    return float(min(max(tr1 * tr1 / tr2, 1.0), g - 1))
+
+
+def estimate_df(data: LoggedData, weights: FloatArray | None, den_sums: FloatArray) -> float:
+    """:func:`working_df` of one estimate of ``data`` with these ``weights`` (list (n,) or slot (n, k); an estimator
+    without weights, the direct method: ``G - 1``) and its clusters' sums of denominators ``den_sums`` (g,); NaN
+    with fewer than 2 clusters."""
+    inv, g = data.user_groups
+    if g < 2:
+        return math.nan
+    if weights is None:
+        return float(g - 1)
+    return working_df(inv, g, [(_shown(data, weights), den_sums, 1.0)])
+
+
+def difference_df(data: LoggedData, sides: Sequence[tuple[FloatArray | None, FloatArray]]) -> float:
+    """:func:`working_df` of the difference of two estimates of ``data`` (``(weights, clusters' sums of
+    denominators)`` of the target's, then the baseline's); ``G - 1`` when either has no weights; NaN with fewer than
+    2 clusters."""
+    import numpy as np
+
+    inv, g = data.user_groups
+    if g < 2:
+        return math.nan
+    if any(w is None for w, _ in sides) or len({np.shape(w) for w, _ in sides}) != 1:
+        return float(g - 1)
+    return working_df(inv, g, [(_shown(data, w), dc, sign) for (w, dc), sign in zip(sides, (1.0, -1.0), strict=True)])
+
+
+def _shown(data: LoggedData, w: FloatArray) -> FloatArray:
+    import numpy as np
+
+    w = np.asarray(w, dtype=np.float64)
+    return w if w.ndim == 1 or data.all_valid else np.where(data.valid, w, 0.0)
 
 
 def effective_clusters(data: LoggedData) -> tuple[int, float]:
@@ -102,9 +219,10 @@ def few_clusters_text(data: LoggedData | None = None, *, clusters: int = 0, effe
         return None
     size = (f" (effective number by impressions {eff:.1f}: a few clusters hold most impressions)"
             if eff < 0.8 * g else "")
-    return (f"the CLT intervals and p-values rest on {g} clusters{size}, fewer than {FEW_CLUSTERS}: they use t_(G-1) "
-            "quantiles, which correct for few clusters of similar size but not for a few dominant ones, so they may "
-            "cover less than their level; treat them as approximate (more users, or the cluster bootstrap as a check)")
+    return (f"the CLT intervals and p-values rest on {g} clusters{size}, fewer than {FEW_CLUSTERS}: their t "
+            "quantiles' degrees of freedom (df: G - 1 for clusters of equal weight, fewer for a few dominant ones) "
+            "correct for that only approximately, so they may cover less than their level; treat them as "
+            "approximate (more users, or the cluster bootstrap as a check)")
 
 
 def held_fixed_text(fixed: str, bootstrap_option: str = "n_boot=N") -> str:

@@ -37,6 +37,7 @@ from onlineeval.estimators.intervals import (  # noqa: F401  (re-exported: their
     FEW_CLUSTERS,
     clt_interval,
     clt_quantile,
+    difference_df,
     differences_held_text,
     effective_clusters,
     few_clusters_text,
@@ -207,7 +208,8 @@ def paired_difference(
     r"""``estimator``'s estimate for ``target`` minus that for ``baseline`` on the same log.
 
     Standard error from the per-cluster influence values (module docstring), interval and two-sided p-value of
-    :math:`\Delta = 0` with :math:`t_{G-1}` quantiles (:func:`clt_quantile`); with ``n_boot`` >= 100 a paired
+    :math:`\Delta = 0` with :math:`t_{\nu}` quantiles (:func:`clt_quantile`; :math:`\nu` Bell and McCaffrey's degrees
+    of freedom of the difference's clustered variance, :func:`difference_df`, ``df``); with ``n_boot`` >= 100 a paired
     cluster-bootstrap percentile interval (clusters resampled once for both estimates). For an estimator whose CLT
     holds a data-driven choice fixed (:meth:`~onlineeval.estimators.base.Estimator.clt_holds_fixed`: adaptive IPS,
     dm) and that resamples it (its ``bootstrap_estimates``), the bootstrap's SD replaces the delta-method standard
@@ -228,6 +230,7 @@ def paired_difference(
     from onlineeval.stats import ratio_linearization
 
     sums = []
+    df_sides = []  # per side: (weights, denominators), for the difference's degrees of freedom
     weighted = []  # per side: whether the estimator weights its impressions (IPS family, DR) or not (DM)
     thin = []  # per side: weights on fewer than two clusters (users)
     for t in (target, baseline):
@@ -245,6 +248,7 @@ def paired_difference(
                              "weight is 0 (no logged impression agrees with it where the estimator needs it), so "
                              "its estimate and zero standard error say nothing about it", data.source)
         weighted.append(terms.weights is not None)
+        df_sides.append((terms.weights, y))
         thin.append(terms.weights is not None and x.size >= 2 and _weighted_clusters(data, terms) < 2)
         sums.append((x, y))
     (xt, yt), (xb, yb) = sums
@@ -294,9 +298,10 @@ def paired_difference(
     if se == 0 and diff != 0:
         # no spread measured (a model-based estimator's constant predictions): not a certain difference
         se = math.nan
-    lo, hi = clt_interval(diff, se, g, alpha)
+    df = difference_df(data, df_sides) if math.isfinite(se) else math.nan  # none where the interval is undefined
+    lo, hi = clt_interval(diff, se, df, alpha)
     if se > 0:
-        p = float(2 * t_dist.sf(abs(diff) / se, g - 1))
+        p = float(2 * t_dist.sf(abs(diff) / se, df))
     else:
         p = math.nan if math.isnan(se) else 1.0  # se 0 and difference 0: the two estimates agree on every cluster
     return {
@@ -312,6 +317,7 @@ def paired_difference(
         "boot_high": bhi,
         "n": data.n,
         "clusters": g,
+        "df": df,
         "se_source": se_source,
         # why the se is undefined although both estimates are defined (the caller words the warning)
         "unmeasured": bare if degenerate else [],
@@ -321,10 +327,10 @@ def paired_difference(
 #: the keys of an estimate's record (:func:`one_estimate`; JSON ``results``), every one present (``None`` where
 #: undefined)
 RESULT_KEYS = ("estimator", "target", "estimate", "se", "ci_low", "ci_high", "boot_low", "boot_high", "n", "clusters",
-               "se_source", "assumption", "diagnostics", "warnings", "error")
+               "df", "se_source", "assumption", "diagnostics", "warnings", "error")
 #: the keys of a difference's record (:func:`estimate_targets`; JSON ``differences``)
 DIFFERENCE_KEYS = ("estimator", "target", "baseline", "estimate", "se", "ci_low", "ci_high", "pvalue", "boot_low",
-                   "boot_high", "n", "clusters", "se_source", "warnings", "error")
+                   "boot_high", "n", "clusters", "df", "se_source", "warnings", "error")
 #: the keys of an estimate's ``diagnostics`` (the :class:`Diagnostics` fields and the derived ones)
 DIAGNOSTIC_KEYS = ("ess", "max_weight", "top1_share", "zero_weight_share", "support_violations", "support_checked",
                    "never_logged", "notes", "weight_level", "weights_per_impression", "mean_weight", "mean_weight_se",
@@ -347,7 +353,7 @@ def one_estimate(
     chosen: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One estimator's record of one target (:data:`RESULT_KEYS`): :meth:`Estimator.estimate
-    <onlineeval.estimators.base.Estimator.estimate>`'s numbers (its t_(G-1) CLT interval; for an estimator whose CLT
+    <onlineeval.estimators.base.Estimator.estimate>`'s numbers (its t_df CLT interval; for an estimator whose CLT
     holds a data-driven choice fixed and a bootstrap asked for, the bootstrap's SD as ``se``), the bootstrap interval
     (or why there is none), the diagnostics and every warning (fewer than 30 effective clusters are warned once per
     log by :func:`estimate_targets`)."""
@@ -474,9 +480,11 @@ def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: floa
         "metric": metric,
         "reward": reward.describe(),
         "alpha": alpha,
-        "interval": ("estimate +- t_(G-1)(1-alpha/2) x se with G clusters, se by the delta method over clusters "
-                     "(CR1); for estimators whose delta method holds a data-driven choice fixed (adaptive_ips, dm), "
-                     "with a bootstrap, se = the bootstrap's SD (se_source)"),
+        "interval": ("estimate +- t_df(1-alpha/2) x se, se by the delta method over clusters (CR1), df Bell and "
+                     "McCaffrey's degrees of freedom of that variance under a working model of independent rewards "
+                     "of equal variance (G - 1 for G clusters of equal weight, fewer where a few clusters hold the "
+                     "weight; each record's df); for estimators whose delta method holds a data-driven choice "
+                     "fixed (adaptive_ips, dm), with a bootstrap, se = the bootstrap's SD (se_source)"),
         "cluster_unit": unit,
         "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
                               f"{lg.source} (propensities computed from the logged scores)"),

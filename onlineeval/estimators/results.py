@@ -60,8 +60,9 @@ def refused_bootstrap_text(fixed: str, n_boot: int, se: float) -> str:
 class OffPolicyEstimate:
     """An off-policy estimate of a target's value with intervals and diagnostics.
 
-    ``ci_low, ci_high``: the CLT interval ``value -+ t_(G-1)(1 - alpha/2) x se`` with ``G = clusters``
-    (:func:`~onlineeval.estimators.intervals.clt_interval`); ``boot_low, boot_high``: the cluster bootstrap's
+    ``ci_low, ci_high``: the CLT interval ``value -+ t_df(1 - alpha/2) x se`` with ``df`` Bell and McCaffrey's
+    degrees of freedom (``clusters - 1`` for clusters of equal weight; :func:`~onlineeval.estimators.intervals.
+    working_df`, :func:`~onlineeval.estimators.intervals.clt_interval`); ``boot_low, boot_high``: the cluster bootstrap's
     percentile interval (NaN without one). ``se_source``: ``"delta method"`` or, for an estimator whose delta method
     holds a data-driven choice fixed (``held_fixed`` names it; ``None`` for the others) estimated with a bootstrap,
     :data:`~onlineeval.estimators.intervals.BOOTSTRAP_SE`: ``se`` (and the CLT interval) is then the SD of the
@@ -92,6 +93,7 @@ class OffPolicyEstimate:
     held_fixed: str | None = None
     n_boot: int = 0
     effective_clusters: float = math.nan
+    df: float = math.nan
 
     def warnings(self, bootstrap_option: str = "n_boot=N", *, clusters: bool = True) -> list[str]:
         """Every warning of the estimate: a standard error holding a data-driven choice fixed without a bootstrap
