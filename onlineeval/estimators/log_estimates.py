@@ -230,7 +230,7 @@ def paired_difference(
     from onlineeval.stats import ratio_linearization
 
     sums = []
-    df_sides = []  # per side: (weights, denominators), for the difference's degrees of freedom
+    df_sides = []  # per side: (weights, clusters' sums of denominators), for the degrees of freedom
     weighted = []  # per side: whether the estimator weights its impressions (IPS family, DR) or not (DM)
     thin = []  # per side: weights on fewer than two clusters (users)
     for t in (target, baseline):
