@@ -100,6 +100,8 @@ def test_equal_clusters_give_g_minus_1_and_the_dense_reference_agrees() -> None:
     assert working_df(inv, 7, [(np.ones((35, 3)), sizes, 1.0)]) == pytest.approx(6.0, rel=1e-12)
     # the scale of the weights does not matter, up to weights whose squares overflow
     assert working_df(inv, 7, [(1e200 * ones, sizes, 1.0)]) == pytest.approx(6.0, rel=1e-12)
+    assert working_df(inv, 7, [(1e-200 * ones, sizes, 1.0)]) == pytest.approx(6.0, rel=1e-12)
+    assert working_df(inv, 7, [(0 * ones, sizes, 1.0)]) == 6.0  # nothing carries weight: G - 1 (se undefined)
     rng = np.random.default_rng(20261205)
     for trial in range(8):
         n = 80

@@ -120,29 +120,23 @@ def working_df(inv: IntArray, g: int, sides: Sequence[tuple[FloatArray, FloatArr
 
     m = len(sides)
     q = np.empty((g, m))
-    ws, factor = [], []
+    ws, f = [], []
     for s, (w, dc, sign) in enumerate(sides):
-        w = np.asarray(w, dtype=np.float64)
         total = float(dc.sum())
-        big = max(float(w.max()), -float(w.min())) if w.size else 0.0
-        if not (total > 0 and math.isfinite(big)):
+        if not total > 0:
             return float(g - 1)
-        if big > 1e100:  # weights of 1e200: their squares would overflow
-            w, big = w / big, 1.0
         q[:, s] = dc / total
-        ws.append(w)
-        factor.append((float(sign) / total, big / total))
-    # the degrees of freedom do not depend on the coefficients' common scale: the largest coefficient is 1
-    top = max(b for _, b in factor)
-    if not top > 0:
-        return float(g - 1)
-    f = [a / top for a, _ in factor]
-    # rows[s][t]: per impression, the sum over its slots of the scaled coefficients' products of sides s and t
-    rows = [[None] * m for _ in range(m)]
-    for s in range(m):
-        for t in range(s, m):
-            prod = ws[s] * ws[t] if ws[s].ndim == 1 else np.einsum("ij,ij->i", ws[s], ws[t])
-            rows[s][t] = rows[t][s] = prod * (f[s] * f[t])
+        ws.append(np.asarray(w, dtype=np.float64))
+        f.append(float(sign) / total)
+    rows = _row_products(ws, f)
+    if rows is None:  # weights whose squares overflow or underflow (1e200, 1e-200): each side to a largest of 1
+        big = [max(float(w.max()), -float(w.min())) if w.size else 0.0 for w in ws]
+        if not all(b > 0 and math.isfinite(b) for b in big):
+            return float(g - 1)
+        rows = _row_products([w / b for w, b in zip(ws, big, strict=True)],
+                             [a * b for a, b in zip(f, big, strict=True)])
+        if rows is None:
+            return float(g - 1)
     diag_rows = rows[0][0] if m == 1 else sum(rows[s][t] for s in range(m) for t in range(m))
     diag = np.bincount(inv, diag_rows, g)  # per cluster: sum over its rewards of (sum_s coefficient_s)^2
     cross = (-diag[:, None] if m == 1 else
@@ -157,6 +151,26 @@ def working_df(inv: IntArray, g: int, sides: Sequence[tuple[FloatArray, FloatArr
     if not (tr1 > 0 and tr2 > 0 and math.isfinite(tr1) and math.isfinite(tr2)):
         return float(g - 1)
     return float(min(max(tr1 * tr1 / tr2, 1.0), g - 1))
+
+
+def _row_products(ws: list[FloatArray], f: list[float]) -> list[list[FloatArray]] | None:
+    """Per impression, the sum over its slots of the products of sides ``s`` and ``t``'s coefficients ``f_s w_s``,
+    all divided by the largest of the squares (the degrees of freedom do not depend on a common scale); ``None``
+    where a square overflows or every one is 0 (the caller rescales the weights)."""
+    import numpy as np
+
+    m = len(ws)
+    raw = [[None] * m for _ in range(m)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for s in range(m):
+            for t in range(s, m):
+                prod = ws[s] * ws[t] if ws[s].ndim == 1 else np.einsum("ij,ij->i", ws[s], ws[t])
+                raw[s][t] = raw[t][s] = prod
+        tops = [float(raw[s][s].max()) * f[s] * f[s] if raw[s][s].size else 0.0 for s in range(m)]
+    top = max(tops)
+    if not (top > 0 and math.isfinite(top)) or any(not math.isfinite(x) for x in tops):
+        return None
+    return [[raw[s][t] * (f[s] * f[t] / top) for t in range(m)] for s in range(m)]
 
 
 def estimate_df(data: LoggedData, weights: FloatArray | None, den_sums: FloatArray) -> float:
