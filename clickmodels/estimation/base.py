@@ -451,6 +451,11 @@ class ClickModelFit(ABC):
     #: :func:`onlineeval.fit_clicks`: ``{"inputs": {"log": {..., "sha256"}}, "options": {...}, "fingerprint": ...}``
     #: (:mod:`onlineeval.io.digest`); saved with the parameters and read back; ``None`` otherwise
     provenance: Mapping[str, Any] | None = field(default=None, kw_only=True, compare=False)
+    #: per-session bootstrap standard errors of the parameters
+    #: (:class:`clickmodels.estimation.bootstrap.BootstrapSE`), when the fit was made with them (``clicks fit
+    #: --bootstrap N``, :func:`onlineeval.fit_clicks` with ``bootstrap=N``); saved under ``standard_errors`` and read
+    #: back; ``None`` otherwise
+    standard_errors: Any = field(default=None, kw_only=True, compare=False)
 
     def __post_init__(self) -> None:
         for f in self.array_fields:
@@ -549,6 +554,7 @@ class ClickModelFit(ABC):
             "params": self.params_dict(),
             "fit": {**self.trace.to_dict(), "estimator": self.estimator},
             **(dict(self.provenance) if self.provenance else {}),
+            **({"standard_errors": self.standard_errors.to_dict()} if self.standard_errors is not None else {}),
         }
 
     def save(self, path: str | Path) -> None:
@@ -623,7 +629,13 @@ def fit_from_dict(data: Any, source: str | None = None) -> ClickModelFit:
         raise InputError("fit: malformed fit trace", source) from None
     fit = FIT_TYPES[name]._from_params(params, trace, source)
     provenance = {k: data[k] for k in PROVENANCE_KEYS if k in data}
-    return replace(fit, provenance=provenance) if provenance else fit
+    if provenance:
+        fit = replace(fit, provenance=provenance)
+    if data.get("standard_errors") is not None:
+        from clickmodels.estimation.bootstrap import BootstrapSE
+
+        fit = replace(fit, standard_errors=BootstrapSE.from_dict(data["standard_errors"], source))
+    return fit
 
 
 #: the keys of a saved fit that say what determined it (:attr:`ClickModelFit.provenance`)

@@ -150,6 +150,28 @@ class BootstrapSE:
             out["values"] = {k: _nullable(v) for k, v in self.values.items()}
         return out
 
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> BootstrapSE:
+        """Inverse of :meth:`to_dict` (a saved fit's ``standard_errors``; ``null`` SEs read as NaN); a malformed
+        entry raises :class:`~onlineeval.errors.InputError` naming its key."""
+        from onlineeval.errors import InputError
+
+        if not isinstance(data, dict):
+            raise InputError("standard_errors: expected an object (n_boot, seed, se, undefined_reason)", source)
+        try:
+            se = {str(k): _from_nullable(v) for k, v in data["se"].items()}
+            reason = {str(k): v for k, v in data["undefined_reason"].items()}
+            values = (None if data.get("values") is None else
+                      {str(k): _from_nullable(v) for k, v in data["values"].items()})
+            out = cls(n_boot=int(data["n_boot"]), seed=int(data["seed"]), se=se, reason=reason, values=values)
+        except KeyError as exc:
+            raise InputError(f"standard_errors: missing key {exc.args[0]!r}", source) from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"standard_errors: malformed ({exc})", source) from None
+        if set(out.reason) != set(out.se):
+            raise InputError("standard_errors: se and undefined_reason name different fields", source)
+        return out
+
     def summary(self) -> str:
         """One line: per field, the median SE (pair tables) or every SE (arrays; on the rank-1 scale each value
         with its SE, the reference entry marked)."""
@@ -171,6 +193,17 @@ class BootstrapSE:
                     for x, e, w in zip(self.values[key].ravel(), v.ravel(), why, strict=True)))
         text = "; ".join(parts)
         return text if self.values is None else f"on the rank-1 scale (value +- SE): {text}"
+
+
+def _from_nullable(v: Any) -> np.ndarray:
+    """:func:`_nullable`'s inverse: a nested list with ``None`` where undefined, as a float array with NaN."""
+    return np.asarray(_none_to_nan(v), dtype=float)
+
+
+def _none_to_nan(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_none_to_nan(x) for x in v]
+    return math.nan if v is None else v
 
 
 def _nullable(v: np.ndarray) -> list[Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from onlineeval.api._inputs import PathLike, _is_path, check_number, check_unique_columns, index_hint, names_text
@@ -254,6 +254,9 @@ def fit_clicks(
     pseudo: float | None = None,
     format: str | None = None,
     clicks_as: str = "auto",
+    bootstrap: int | None = None,
+    seed: int | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> ClickModelFit:
     """Fit a click model to sessions, as ``onlineeval clicks fit``.
 
@@ -283,11 +286,21 @@ def fit_clicks(
         either (0/1 values, one per shown document, and the documents include ids 0 / 1)
         is refused rather than guessed. ``"ids"``: every list is clicked ids; ``"flags"``:
         every list is one bool or 0/1 per shown document.
+    bootstrap, seed:
+        As ``clicks fit --bootstrap N --seed S`` (dcm, sdbn, dbn, ccm, pbm, ubm): per-session bootstrap standard
+        errors from ``bootstrap`` refits (2 to 100,000) on resamples drawn with ``numpy.random.default_rng(seed)``
+        (default seed 0), in the fit's ``standard_errors``
+        (:class:`clickmodels.estimation.bootstrap.BootstrapSE`: ``se``, ``summary()``; PBM's and UBM's of the
+        values on the rank-1 scale, ``values``).
+    on_progress:
+        ``f(what, done, total)`` after each bootstrap refit (where the CLI prints its progress lines); it changes
+        no number.
 
     Returns
     -------
     clickmodels.estimation.base.ClickModelFit
-        Its ``save(path)`` writes the JSON of ``clicks fit --out``. ``provenance``: the sessions' SHA-256 (a file's
+        Its ``save(path)`` writes the JSON of ``clicks fit --out`` (with ``bootstrap``: of ``clicks fit --bootstrap
+        N``, the standard errors included). ``provenance``: the sessions' SHA-256 (a file's
         bytes; sessions in memory as read; ``inputs``), the ``options`` and their ``fingerprint``, the CLI's for the
         same file and options; saved with the parameters.
 
@@ -311,6 +324,7 @@ def fit_clicks(
             raise ConfigError(("method",), f"must be 'em' or 'closed_form', got {value!r}")
         if name != "method":
             check_number(value, name)
+    _check_bootstrap(key, bootstrap, seed)
     log = _click_log(sessions, format, clicks_as=clicks_as)
     fit = fit_log(key, log, **opts)
     from dataclasses import replace
@@ -319,8 +333,35 @@ def fit_clicks(
     from onlineeval.io.digest import fingerprint
 
     inputs = _inputs({"log": sessions if _is_path(sessions) else log})
-    options = fit_options(key, format, max_iter, tol, pseudo, method)
-    return replace(fit, provenance={"inputs": inputs, "options": options, "fingerprint": fingerprint(inputs, options)})
+    options = fit_options(key, format, max_iter, tol, pseudo, method, bootstrap=bootstrap, seed=seed)
+    fit = replace(fit, provenance={"inputs": inputs, "options": options, "fingerprint": fingerprint(inputs, options)})
+    if bootstrap is not None:
+        from clickmodels.estimation.bootstrap import bootstrap_se
+
+        fit = replace(fit, standard_errors=bootstrap_se(key, log, fit, n_boot=int(bootstrap), seed=int(seed or 0),
+                                                        progress=on_progress, **opts))
+    return fit
+
+
+def _check_bootstrap(key: str, bootstrap: Any, seed: Any) -> None:
+    """:func:`fit_clicks`'s ``bootstrap`` and ``seed`` checked as ``clicks fit`` checks ``--bootstrap`` and ``--seed``
+    (before the sessions are read)."""
+    import numbers
+
+    from clickmodels.estimation.bootstrap import SE_MODELS
+    from onlineeval.cli.clicks import MAX_REFITS
+
+    if bootstrap is None:
+        if seed is not None:
+            raise ConfigError(("seed",), "applies to bootstrap only")
+        return
+    if key not in SE_MODELS:
+        raise ConfigError(("bootstrap",), f"standard errors are available for {', '.join(SE_MODELS)}, not {key}")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, numbers.Integral) or not 2 <= bootstrap <= MAX_REFITS:
+        raise ConfigError(("bootstrap",), f"must be an integer in [2, {MAX_REFITS:,}] (replicates, one refit of the "
+                          f"model each), got {bootstrap!r}")
+    if seed is not None:
+        check_seed(seed)
 
 
 def evaluate_clicks(

@@ -445,12 +445,12 @@ def fit_command(
     options = fit_options(fit_name(model, "--model"), format, max_iter, tol, pseudo, method, plain_em, bootstrap, seed)
     result = replace(result, provenance={"inputs": inputs, "options": options,
                                          "fingerprint": fingerprint(inputs, options)})
-    doc = result.to_dict()
     if bootstrap is not None:
         boot = bootstrap_se(fit_name(model, "--model"), data, result, n_boot=bootstrap, seed=seed or 0,
                             progress=None if quiet else RefitProgress(),
                             **_em_options(max_iter, tol, pseudo, model, method, strict=True, plain_em=plain_em))
-        doc["standard_errors"] = boot.to_dict()
+        result = replace(result, standard_errors=boot)  # saved under standard_errors
+    doc = result.to_dict()
     out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if note:
         typer.echo(f"model: {note}")
