@@ -368,3 +368,18 @@ def test_a_refused_paired_bootstrap_does_not_claim_the_bootstraps_se(world: dict
     monkeypatch.setattr(log_estimates, "paired_difference", original)
     doc = json_out("--log", str(world["log"]), *args)
     assert any(booted in w for w in doc["warnings"]) and not any("asked for" in w for w in doc["warnings"])
+
+
+def test_the_quantile_takes_degrees_of_freedom_by_keyword_only() -> None:
+    """clt_quantile's and clt_interval's second / third argument was the number of clusters G (t_(G-1)); a call
+    written for that fails now instead of silently taking G degrees of freedom."""
+    from onlineeval.estimators.intervals import clt_interval, clt_quantile
+
+    with pytest.raises(TypeError):
+        clt_quantile(0.05, 4)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        clt_interval(1.0, 0.1, 4, 0.05)  # type: ignore[misc]
+    assert clt_quantile(0.05, df=3) == pytest.approx(scipy.stats.t.ppf(0.975, 3), rel=1e-15)
+    assert clt_interval(1.0, 0.1, df=3, alpha=0.05) == pytest.approx((1 - 0.1 * 3.182446305284263,
+                                                                      1 + 0.1 * 3.182446305284263), rel=1e-12)
+    assert math.isnan(clt_quantile(0.05, df=math.nan)) and math.isnan(clt_quantile(0.05, df=0.5))

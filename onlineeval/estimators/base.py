@@ -241,7 +241,7 @@ class Estimator(ABC):
         # the interval's degrees of freedom; none where the interval is undefined
         df = estimate_df(data, terms.weights, den_u) if clusters >= 2 and math.isfinite(se) else math.nan
         if math.isfinite(se):
-            lo, hi = clt_interval(value, se, df, alpha)
+            lo, hi = clt_interval(value, se, df=df, alpha=alpha)
         else:
             lo, hi = lo + rw.offset, hi + rw.offset
         return OffPolicyEstimate(

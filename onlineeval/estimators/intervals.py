@@ -78,21 +78,23 @@ DELTA_SE = "delta method"
 BOOTSTRAP_SE = "bootstrap SD (the data-driven choice or model fit made again in every resample)"
 
 
-def clt_quantile(alpha: float, df: float) -> float:
+def clt_quantile(alpha: float, *, df: float) -> float:
     r"""The CLT intervals' quantile :math:`t_{\nu}(1-\alpha/2)` with ``df`` :math:`\nu` degrees of freedom
     (:func:`working_df`; ``G - 1`` for ``G`` clusters of equal weight: the reference distribution of a mean over
     ``G`` clusters with the CR1 standard error, :math:`G/(G-1)` times the sum of squared cluster deviations; Cameron
     and Miller 2015), not :math:`z`: with 4 clusters :math:`z` = 1.96 covers about 86%, :math:`t_3` = 3.18 95%
     (tests/test_estimate_review3.py measures both); at 300 clusters they differ by 0.4%. NaN when ``df`` is below 1
-    or NaN (fewer than 2 clusters)."""
+    or NaN (fewer than 2 clusters). ``df`` is keyword-only: the second argument was the number of clusters ``G``
+    before, and a call written for that now fails instead of taking ``G`` degrees of freedom."""
     from scipy.stats import t
 
     return float(t.ppf(1 - alpha / 2, df)) if df >= 1 else math.nan
 
 
-def clt_interval(value: float, se: float, df: float, alpha: float) -> tuple[float, float]:
-    """``value -+ t_df(1 - alpha/2) x se`` (:func:`clt_quantile`)."""
-    q = clt_quantile(alpha, df)
+def clt_interval(value: float, se: float, *, df: float, alpha: float) -> tuple[float, float]:
+    """``value -+ t_df(1 - alpha/2) x se`` (:func:`clt_quantile`; keyword-only ``df``, which replaced the number of
+    clusters, and ``alpha``)."""
+    q = clt_quantile(alpha, df=df)
     return value - q * se, value + q * se
 
 

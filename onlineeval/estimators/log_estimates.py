@@ -299,7 +299,7 @@ def paired_difference(
         # no spread measured (a model-based estimator's constant predictions): not a certain difference
         se = math.nan
     df = difference_df(data, df_sides) if math.isfinite(se) else math.nan  # none where the interval is undefined
-    lo, hi = clt_interval(diff, se, df, alpha)
+    lo, hi = clt_interval(diff, se, df=df, alpha=alpha)
     if se > 0:
         p = float(2 * t_dist.sf(abs(diff) / se, df))
     else:
