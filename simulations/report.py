@@ -250,7 +250,10 @@ def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
         "a DM whose click model is fitted on the log) takes its last-day SE (the resamples' SD) and p-value "
         "(percentile bootstrap, min(1, 2 min(1 + #(<= 0), 1 + #(>= 0)) / (B + 1))) from the resamples, so its "
         "power@end counts that test; its analytic power and sizes use the replicates' SD of its estimates; without "
-        "the bootstrap its simulated power is withheld (summary entries' se_measure, power_measure)",
+        "the bootstrap its simulated power is withheld (summary entries' se_measure, power_measure). z, not t: "
+        "onlineeval estimate on one such log (export_log) takes t with Bell and McCaffrey's degrees of freedom "
+        "(its df), the same interval to about 0.1% with thousands of users and weight spread over them, wider "
+        "where a few users hold the weight",
         "counterfactual_truth": "exact V(B) - V(A) from the click models (as the A/B truth)",
         "counterfactual_cost": "per impression: one logger draw, the shown list's propensities, clicks, and each "
         "incremental estimator's terms for two targets; a checkpoint is O(users) per estimator; estimators that "
