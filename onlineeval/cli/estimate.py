@@ -32,7 +32,9 @@ for target ``T``) and influence values :math:`e^T_g = (x^T_g - \hat R_T\, y^T_g)
         (d_g - \bar d)^2, \quad d_g = e^T_g - e^A_g
 
 (the delta method of Deng, Knoblich and Lu 2018 for two ratios on the same clusters; the
-covariance of the two estimates enters through :math:`d_g`). Bad input gives one line
+covariance of the two estimates enters through :math:`d_g`). Intervals and p-values take t with Bell and
+McCaffrey's degrees of freedom of these variances (:func:`onlineeval.estimators.intervals.working_df`; ``df`` in
+every record). Bad input gives one line
 naming the file and line, exit code 2.
 """
 

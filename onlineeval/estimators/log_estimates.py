@@ -10,7 +10,8 @@ estimates
 
     V(\pi) = \mathbb E_q\,\mathbb E_{\mathbf s\sim\pi(q)}\,\mathbb E[R \mid q, \mathbf s]
 
-with its CLT interval (delta method over clusters: users, or impressions without user ids), an
+with its CLT interval (delta method over clusters: users, or impressions without user ids; t with Bell and
+McCaffrey's degrees of freedom, :func:`~onlineeval.estimators.intervals.working_df`), an
 optional cluster bootstrap interval and the weight diagnostics; with a baseline also each target
 minus the baseline on the same impressions (:func:`paired_difference`: the delta method of
 Deng, Knoblich and Lu 2018 for two ratios on the same clusters).
