@@ -324,7 +324,9 @@ def fit_clicks(
             raise ConfigError(("method",), f"must be 'em' or 'closed_form', got {value!r}")
         if name != "method":
             check_number(value, name)
-    _check_bootstrap(key, bootstrap, seed)
+    from onlineeval.cli.clicks import check_bootstrap
+
+    check_bootstrap(key, bootstrap, seed, "bootstrap", "seed")
     log = _click_log(sessions, format, clicks_as=clicks_as)
     fit = fit_log(key, log, **opts)
     from dataclasses import replace
@@ -341,27 +343,6 @@ def fit_clicks(
         fit = replace(fit, standard_errors=bootstrap_se(key, log, fit, n_boot=int(bootstrap), seed=int(seed or 0),
                                                         progress=on_progress, **opts))
     return fit
-
-
-def _check_bootstrap(key: str, bootstrap: Any, seed: Any) -> None:
-    """:func:`fit_clicks`'s ``bootstrap`` and ``seed`` checked as ``clicks fit`` checks ``--bootstrap`` and ``--seed``
-    (before the sessions are read)."""
-    import numbers
-
-    from clickmodels.estimation.bootstrap import SE_MODELS
-    from onlineeval.cli.clicks import MAX_REFITS
-
-    if bootstrap is None:
-        if seed is not None:
-            raise ConfigError(("seed",), "applies to bootstrap only")
-        return
-    if key not in SE_MODELS:
-        raise ConfigError(("bootstrap",), f"standard errors are available for {', '.join(SE_MODELS)}, not {key}")
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, numbers.Integral) or not 2 <= bootstrap <= MAX_REFITS:
-        raise ConfigError(("bootstrap",), f"must be an integer in [2, {MAX_REFITS:,}] (replicates, one refit of the "
-                          f"model each), got {bootstrap!r}")
-    if seed is not None:
-        check_seed(seed)
 
 
 def evaluate_clicks(

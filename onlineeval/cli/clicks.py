@@ -416,24 +416,15 @@ def fit_command(
     import json
 
     from clickmodels.estimation import fit_log
-    from clickmodels.estimation.bootstrap import SE_MODELS, bootstrap_se
+    from clickmodels.estimation.bootstrap import bootstrap_se
     from dataclasses import replace
 
-    from onlineeval.errors import ConfigError
     from onlineeval.io.digest import InputDigests, fingerprint
 
     _check_fit_options(model, method, out)
     _check_options(max_iter, tol, pseudo)
     _em_options(max_iter, tol, pseudo, model, method, strict=True, plain_em=plain_em)  # errors before reading
-    if bootstrap is not None:
-        if fit_name(model, "--model") not in SE_MODELS:
-            raise ConfigError(("--bootstrap",), f"standard errors are available for {', '.join(SE_MODELS)}, "
-                              f"not {fit_name(model, '--model')}")
-        if not 2 <= bootstrap <= MAX_REFITS:
-            raise ConfigError(("--bootstrap",), f"must be an integer in [2, {MAX_REFITS:,}] (replicates, one refit "
-                              f"of the model each), got {bootstrap}")
-    elif seed is not None:
-        raise ConfigError(("--seed",), "applies to --bootstrap only")
+    check_bootstrap(fit_name(model, "--model"), bootstrap, seed, "--bootstrap", "--seed")
     digests = InputDigests({"log": log})  # hashed while the log is read and fitted
     data = _read(log, format)
     note = _translation_note(model)
@@ -613,6 +604,28 @@ def evaluate_command(
     if in_sample:
         typer.echo(f"warning: --test-log {test_log} is the training log: the figures of the models fitted on it are "
                    "in-sample, not held out", err=True)
+
+
+def check_bootstrap(key: str, bootstrap: Any, seed: Any, bootstrap_key: str, seed_key: str) -> None:
+    """``clicks fit --bootstrap N --seed S``'s and :func:`onlineeval.fit_clicks`'s ``bootstrap=N, seed=S`` checks
+    (before the log is read), the errors naming ``bootstrap_key`` / ``seed_key`` as the caller spells them: a model
+    with standard errors, an integer in [2, :data:`MAX_REFITS`], a seed only with a bootstrap, a non-negative one."""
+    import numbers
+
+    from clickmodels.estimation.bootstrap import SE_MODELS
+    from onlineeval.errors import ConfigError, check_seed
+
+    if bootstrap is None:
+        if seed is not None:
+            raise ConfigError((seed_key,), f"applies to {bootstrap_key} only")
+        return
+    if key not in SE_MODELS:
+        raise ConfigError((bootstrap_key,), f"standard errors are available for {', '.join(SE_MODELS)}, not {key}")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, numbers.Integral) or not 2 <= bootstrap <= MAX_REFITS:
+        raise ConfigError((bootstrap_key,), f"must be an integer in [2, {MAX_REFITS:,}] (replicates, one refit of "
+                          f"the model each), got {bootstrap!r}")
+    if seed is not None:
+        check_seed(seed, seed_key)
 
 
 def fit_options(model: str, format: str | None, max_iter: int | None = None, tol: float | None = None,
