@@ -179,18 +179,13 @@ def estimate_df(data: LoggedData, weights: FloatArray | None, den_sums: FloatArr
     """:func:`working_df` of one estimate of ``data`` with these ``weights`` (list (n,) or slot (n, k); an estimator
     without weights, the direct method: ``G - 1``) and its clusters' sums of denominators ``den_sums`` (g,); NaN
     with fewer than 2 clusters."""
-    inv, g = data.user_groups
-    if g < 2:
-        return math.nan
-    if weights is None:
-        return float(g - 1)
-    return working_df(inv, g, [(_shown(data, weights), den_sums, 1.0)])
+    return difference_df(data, [(weights, den_sums)])
 
 
 def difference_df(data: LoggedData, sides: Sequence[tuple[FloatArray | None, FloatArray]]) -> float:
     """:func:`working_df` of the difference of two estimates of ``data`` (``(weights, clusters' sums of
-    denominators)`` of the target's, then the baseline's); ``G - 1`` when either has no weights; NaN with fewer than
-    2 clusters."""
+    denominators)`` of the target's, then the baseline's; one side: that estimate's); ``G - 1`` when a side has no
+    weights (or the sides' weights differ in shape); NaN with fewer than 2 clusters."""
     import numpy as np
 
     inv, g = data.user_groups
@@ -198,7 +193,7 @@ def difference_df(data: LoggedData, sides: Sequence[tuple[FloatArray | None, Flo
         return math.nan
     if any(w is None for w, _ in sides) or len({np.shape(w) for w, _ in sides}) != 1:
         return float(g - 1)
-    return working_df(inv, g, [(_shown(data, w), dc, sign) for (w, dc), sign in zip(sides, (1.0, -1.0), strict=True)])
+    return working_df(inv, g, [(_shown(data, w), dc, sign) for (w, dc), sign in zip(sides, (1.0, -1.0))])
 
 
 def _shown(data: LoggedData, w: FloatArray) -> FloatArray:
