@@ -225,6 +225,10 @@ def analyse(
     run_null_pairs = sum(1 for (_, m_) in truth if m_.startswith(NULL_PREFIX))
     # the online metric each entry estimates: a counterfactual design's entries are its estimators
     online_metric = {d.name: d.metric for d in config.designs if d.type == "counterfactual"}
+    # each off-policy estimator against the exact truth on one large direct log, whatever the replicates' count
+    from simulations.designs.counterfactual.bias_check import bias_checks
+
+    checks = bias_checks(config, world)
     for (design, metric), c in table[~table["aa"]].groupby(["design", "metric"], sort=False):
         c = c.sort_values("day")
         last = c.iloc[-1]
@@ -310,6 +314,8 @@ def analyse(
         # (e.g. IIPS under cascade users, clipped IPS): its power and sample size measure its bias
         # as much as the effect, so the report marks them instead of presenting them as sensitivity
         entry["biased_estimate"] = estimate_is_biased(bias, float(last["sd_estimate"]), r, t.se)
+        if (design, metric) in checks:
+            entry["bias_check"] = checks[(design, metric)]
         if abs(t.value) <= 2 * t.se:
             # the truth is 0 or within its Monte Carlo error of 0 (e.g. identical rankers): no effect
             # to detect, so no sample size is given
@@ -512,6 +518,7 @@ def counterfactual_summary(
                 "se_measure": e.get("se_measure"),
                 "power_measure": e.get("power_measure"),
                 "no_support": bool(e.get("no_support")),
+                "bias_check": e.get("bias_check"),
                 "analytic_withheld": e.get("analytic_withheld"),
                 "by_day": [
                     {"day": int(r.day), "impressions": float(r.mean_impressions),

@@ -156,7 +156,8 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "error the range leaves out). CUPED's days needed (its own fit, seeded by 'cuped:<metric>') and the sequential "
         "plan's days (the main size's refits; floor ratio b x the information each needs, R b / T for the maximum) are "
         "refitted and flagged by the same rule (cuped.*.required.unstable, sequential.*.decision.planned.uncertainty)",
-        "biased_sample_sizes": "an entry found biased (null check, or its mean estimate against the exact truth) has "
+        "biased_sample_sizes": "an entry found biased (null check, its mean estimate against the exact truth, or an "
+        "off-policy estimate's bias check) has "
         "analytic power, analytic days, required impressions, days and users null, the reason in "
         "analytic_withheld and the values computed as if it were unbiased under analytic_if_unbiased "
         "(curves.csv keeps each day's analytic power for every design); the sequential plan of a biased primary "
@@ -237,6 +238,7 @@ def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
     if not designs:
         return {}
     from onlineeval.estimators import catalogue
+    from simulations.designs.counterfactual.bias_check import CHECK_METHOD
 
     cat = catalogue()
     return {
@@ -262,6 +264,10 @@ def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
         "(reported as estimate 0, SE 0: cannot reject)",
         "counterfactual_logging_cost": "the logger's online metrics observed on the traffic it served (mean over "
         "replicates on the last day) against ranker A's exact values",
+        "counterfactual_bias_check": (f"analysis.bias_check = {result.config.analysis.bias_check:,} impressions: "
+                                      + CHECK_METHOD + "; summary entries' bias_check"
+                                      if result.config.analysis.bias_check else
+                                      "none (analysis.bias_check = 0): the replicates' test alone finds biases"),
         "estimator_catalogue": {
             spec.name: cat.get(spec.name, {}) for d in designs for spec in d.estimators
         },
@@ -487,7 +493,9 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "  A/A cannot reject; null Delta: expected Delta when clicks do not depend on relevance (every true",
         "  effect 0); 'biased' = the design is biased on these rankers (null check) or its estimate's mean over",
         "  replicates misses the exact truth beyond chance (a t-test at the level of 4 normal SEs, p < 6.3e-5,",
-        "  on the replicates' SD and the truth's Monte Carlo error): its power measures its bias as much as",
+        "  on the replicates' SD and the truth's Monte Carlo error; an off-policy estimate also by its bias check,",
+        "  one direct log against the exact truth, the counterfactual section's 'check'): its power measures its",
+        "  bias as much as",
         "  the effect, so its analytic power, days and sizes are not given ('-'; summary.json keeps them under",
         "  analytic_if_unbiased); 'no support': biased the same way because an off-policy estimate's target leaves",
         "  the logger's support (named under the table).",

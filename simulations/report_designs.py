@@ -12,6 +12,7 @@ import math
 from typing import Any, TYPE_CHECKING
 
 from simulations.analysis import is_biased_entry
+from simulations.designs.counterfactual.bias_check import MAX_SKEW
 from simulations.report_numbers import _fmt, days_text, percent_text, rate_text, se_text, value_text
 from simulations.report_sizes import OTHER_MEASURE_MARK, _other_measure, sample_size_cells
 
@@ -22,6 +23,39 @@ if TYPE_CHECKING:
 def _coverage_cell(coverage: Any, within: bool | None) -> str:
     """The coverage with '!' when it is outside the binomial band of a valid interval's."""
     return rate_text(coverage) + ("!" if within is False else "")
+
+
+def check_cell(check: Any) -> str:
+    """An estimator's bias check (summary ``bias_check``) in one cell: ``z +6.4!`` (``!``: biased), ``z -0.1``,
+    ``inconclusive`` (heavy-tailed weights), ``undefined``, or ``-`` (no check)."""
+    if not check:
+        return "-"
+    if not check.get("reliable"):
+        return "undefined" if str(check.get("note") or "").startswith("undefined") else "inconclusive"
+    return f"z {check['z']:+.1f}" + ("!" if check.get("biased") else "")
+
+
+def check_lines(estimators: dict[str, Any]) -> list[str]:
+    """What the estimator table's ``check`` column is, with the biased ones' errors and what each check detects."""
+    checks = {label: e.get("bias_check") for label, e in estimators.items() if e.get("bias_check")}
+    if not checks:
+        return []
+    n = next(iter(checks.values()))["impressions"]
+    text = (f"  check: each estimator's V(B) - V(A) on one direct log of {n:,} impressions (no SimPy; the config's "
+            "users; each impression its own cluster) against the exact truth, z = error / its SE, whatever the "
+            f"number of replicates; '!' = |z| > 4: biased (marked so in the main table); 'inconclusive': the "
+            f"estimate's skewness is above {MAX_SKEW:g} (heavy-tailed weights, one log's z is not normal), the "
+            "replicates' test alone applies")
+    biased = [f"{label} {value_text(c['bias'], True)} +- {se_text(c['se'])}" for label, c in checks.items()
+              if c.get("biased")]
+    if biased:
+        text += "; errors of the biased: " + ", ".join(biased)
+    detects = [f"{label} {value_text(c['detects'])}" for label, c in checks.items()
+               if c.get("detects") is not None and not c.get("biased")]
+    if detects:
+        power = next(c["detects_power"] for c in checks.values() if c.get("detects") is not None)
+        text += (f"; |bias| each check finds with {power:.0%} power (4 SE + z_power SE): " + ", ".join(detects))
+    return [text]
 
 
 def _counterfactual_lines(result: SimulationResult) -> list[str]:
@@ -56,7 +90,7 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
         lines += ["", (f"Counterfactual design {name}: logger {json.dumps(logger)}; metric {d['metric']}, "
                        f"V({d['targets'][1]}) - V({d['targets'][0]}) = {value_text(d['true_effect'], True)} (exact)")]
         lines.append(f"  {'estimator':22s} {'bias':>10s} {'+-':>8s} {'RMSE':>9s} {'undef.':>6s} "
-                     f"{'support violated (impr.)':>26s}  assumption")
+                     f"{'support violated (impr.)':>26s} {'check':>13s}  assumption")
         for label, e in d["estimators"].items():
             sv = e["support_violations"]
             support = ", ".join(f"{t} {v['violations_mean']:,.0f} ({v['share']:.0%})" for t, v in sv.items()
@@ -66,11 +100,12 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
                 bad = [t for t, v in sv.items() if v["violations_mean"] > 0]
                 flag = f"  [cannot evaluate {', '.join(bad)} where its logging probability is 0]"
             lines.append(f"  {label[:22]:22s} {value_text(e['bias'], True):>10s} {se_text(e['bias_se']):>8s} "
-                         f"{se_text(e['rmse']):>9s} {_fmt(e['undefined_share'], '.0%'):>6s} {support:>26s}  "
-                         f"{e['assumption']}{flag}")
+                         f"{se_text(e['rmse']):>9s} {_fmt(e['undefined_share'], '.0%'):>6s} {support:>26s} "
+                         f"{check_cell(e.get('bias_check')):>13s}  {e['assumption']}{flag}")
         lines.append(f"  ({d['whole_log_refit']}; support: mean impressions per replicate on the last day whose "
                      "target list has an event of logging probability 0 at the estimator's level; A/A: both targets "
                      "are A, the paired difference is identically 0, shown as '0 (ties)')")
+        lines += check_lines(d["estimators"])
         cost = d["logging_cost"]
         if cost:
             lines.append("  cost of logging (the logger's own metrics observed on the traffic it served, mean over "

@@ -359,9 +359,9 @@ def test_counterfactual_estimators_keep_their_biased_mark(sim: Path, tmp_path: P
     assert "counterfactual" in page.sections and page.errors == []
     rows = [r for t, rs in page.tables.items() if t == "" for r in rs if r and r[0].startswith(("snips", "clipped"))]
     # bias to 3 significant figures, its SE and the RMSE to 2, coverage and its band to 3 decimals
-    assert rows == [["snips", "-0.00326", "0.014", "0.031", "0.945", "0%", "-", "none on clicks"],
+    assert rows == [["snips", "-0.00326", "0.014", "0.031", "0.945", "0%", "-", "-", "none on clicks"],
                     ["clipped_ips(cap=5) biased", "-0.211", "0.010", "0.21", "0.000 outside 0.915-0.980", "0%", "-",
-                     "biased by clipping <w>"]]
+                     "-", "biased by clipping <w>"]]
     _, *answer = page.tables["answer-table"]
     # the metric cell names the estimated metric under the estimator
     assert all(r[1].endswith("of clicks_per_query") for r in answer if r[0].startswith("cf"))

@@ -37,6 +37,10 @@ class AssumptionSweep(_Strict):
     design: str | None = Field(None, description="the counterfactual design to sweep (default: the first)")
 
 
+#: impressions of the counterfactual designs' bias check by default (analysis.bias_check)
+BIAS_CHECK_DEFAULT = 1_000_000
+
+
 class AnalysisConfig(_Strict):
     # at least onlineeval.errors.MIN_ALPHA (1e-12): the analysis' normal quantiles of 1 - alpha / 2 are infinite
     # below about 1e-16 (1e-300 ended the run's analysis in a StatisticsError traceback)
@@ -54,12 +58,28 @@ class AnalysisConfig(_Strict):
     assumption_sweep: AssumptionSweep | None = Field(
         None, description="counterfactual designs: vary one click-model parameter, show each estimator's bias"
     )
+    bias_check: Annotated[int, Strict(), Field(ge=0, le=50_000_000)] = Field(
+        BIAS_CHECK_DEFAULT,
+        description="counterfactual designs: impressions of one direct log (no SimPy) on which each estimator's "
+        "V(B) - V(A) is tested against the exact truth, beside the replicates' test (0 = no check; else at least "
+        "10,000)",
+    )
+
+    @field_validator("bias_check")
+    @classmethod
+    def _bias_check_size(cls, value: int) -> int:
+        if 0 < value < 10_000:
+            raise ValueError(f"{value} impressions are too few for the bias check (its z is read against the "
+                             "normal); give 0 (no check) or at least 10000")
+        return value
 
     @model_serializer(mode="wrap")
     def _drop_unused(self, handler: Any) -> Any:
         data = handler(self)
         if self.assumption_sweep is None:
             data.pop("assumption_sweep", None)  # configs without a sweep keep their former form
+        if self.bias_check == BIAS_CHECK_DEFAULT:
+            data.pop("bias_check", None)  # likewise: the default check keeps the configs' former form
         return data
 
 

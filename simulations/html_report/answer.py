@@ -272,7 +272,8 @@ def answer_section(summary: dict[str, Any]) -> Html:
          "every comparison is a tie, so A/A cannot reject). null Delta: expected Delta when clicks do not depend on "
          "relevance (every true effect 0).")],
         [biased_mark(), (": the null check (or, for any estimate, the exact truth: the mean misses it beyond chance, "
-                          "a t-test at the level of 4 normal SEs) finds "
+                          "a t-test at the level of 4 normal SEs; for an off-policy estimate also its bias check, one "
+                          "direct log against the exact truth, in the counterfactual section) finds "
          "it biased on these rankers; its power measures its bias as much as the effect, so its analytic power, "
          "days and sizes are not given ('-'; summary.json keeps them under analytic_if_unbiased).")],
     ]

@@ -15,7 +15,13 @@ from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, image, join, note, table, tag
 from simulations.plots import swept_parameter_label
 from simulations.report import rate_text, se_text, value_text
-from simulations.report_designs import _counterfactual_lines, _coverage_cell, logging_cost_text
+from simulations.report_designs import (
+    _counterfactual_lines,
+    _coverage_cell,
+    check_cell,
+    check_lines,
+    logging_cost_text,
+)
 from simulations.report_sizes import OTHER_MEASURE_MARK, _other_measure, sample_size_cells
 
 
@@ -120,10 +126,10 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
             shown: Any = join([label, " ", mark]) if is_biased(entry) else label
             rows.append([shown, value_text(e.get("bias"), True), se_text(e.get("bias_se")), se_text(e.get("rmse")),
                          _coverage(e), fmt(e.get("undefined_share"), ".0%"), _support_cell(e),
-                         e.get("assumption", "-")])
+                         check_cell(e.get("bias_check")), e.get("assumption", "-")])
         parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "support violated (impr.)",
-                            "assumption"], rows,
-                           text_columns=(0, 6), wrap_columns=(7,),
+                            "check", "assumption"], rows,
+                           text_columns=(0, 6, 7), wrap_columns=(8,),
                            caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
                                    f"V({(d.get('targets') or ['A'])[0]}) of {d.get('metric')}, exact truth "
                                    f"{value_text(d.get('true_effect'), True)}"))
@@ -132,6 +138,8 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
                           "0 the estimator cannot evaluate that target there and is biased (marked 'no support', its "
                           "sizes withheld) whatever the t-test of its bias says. "
                           + (d.get("whole_log_refit") or "").capitalize() + "."))
+        for line in check_lines(d.get("estimators") or {}):
+            parts.append(note(line.strip()[0].upper() + line.strip()[1:] + "."))
         held = [(label, e) for label, e in (d.get("estimators") or {}).items() if e.get("se_measure")
                 and str(e["se_measure"]).startswith("replicates'")]
         for label, e in held:

@@ -2,7 +2,8 @@
 estimators read its log), split by job: :mod:`.design` (the design and its estimand),
 :mod:`.paired` (the paired difference a checkpoint reports), :mod:`.serving` (what the
 batches share: policy, target indicators, rewards, known-list propensities) and
-:mod:`.sweep` (the assumption sweep)."""
+:mod:`.sweep` (the assumption sweep) and :mod:`.bias_check` (each estimator against the exact truth on one large
+direct log)."""
 
 from __future__ import annotations
 
