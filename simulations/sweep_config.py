@@ -39,8 +39,16 @@ class SweepPoint:
         return f"point-{self.index:03d}"
 
     def label(self, axis: str) -> Any:
-        """How the point's value of ``axis`` is shown (``None`` when the point does not set it)."""
-        return self.labels.get(axis, self.overrides.get(axis))
+        """How the point's value of ``axis`` is shown (``None`` when the point does not set it). A list or mapping
+        (an axis of estimator lists or logger specs) is shown as its compact JSON text: one hashable value for the
+        tables' cells, the plots' groups and the shrinkage study's (its lists crashed the effect plot's
+        grouping after every point had run)."""
+        value = self.labels.get(axis, self.overrides.get(axis))
+        if isinstance(value, (list, tuple, dict)):
+            import json
+
+            return json.dumps(value, separators=(", ", ": "), default=str)
+        return value
 
 
 @dataclass(frozen=True)
