@@ -453,17 +453,23 @@ def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
     metric's difference and an interleaving Delta_AB cannot be compared on one axis): the design's true effect
     (line) and mean estimate (markers) of its primary metric against the plot axis, one line per combination
     of the other axes. A categorical plot axis (e.g. the click model's preset) gets markers only, the truth as
-    a bar: a line between categories would suggest a trend."""
+    a bar: a line between categories would suggest a trend. Axes with one value at every point are neither the
+    default x nor part of the lines' labels; long labels (a logger spec's JSON text) are wrapped."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # axes whose value is the same at every point neither make a good x nor tell lines apart (their long labels,
+    # a logger spec or an estimator list, squeezed the panels to nothing)
+    varying = [a for a in sweep.axes if a in rows and rows[a].map(str).nunique() > 1] or list(sweep.axes)
     x = sweep.plot_x
     if x is None:
-        numeric = [a for a in sweep.axes if pd.to_numeric(rows[a], errors="coerce").notna().all()]
-        x = numeric[0] if numeric else sweep.axes[0]
-    others = [a for a in sweep.axes if a != x]
+        numeric = [a for a in varying if pd.to_numeric(rows[a], errors="coerce").notna().all()]
+        x = numeric[0] if numeric else varying[0]
+    others = [a for a in varying if a != x]
     categorical = not pd.to_numeric(rows[x], errors="coerce").notna().all() if len(rows) else False
     designs = list(dict.fromkeys(rows["design"])) if len(rows) else []
     ncols = min(max(len(designs), 1), 3)
@@ -476,9 +482,9 @@ def _plot(sweep: SweepConfig, rows: pd.DataFrame, path: Path) -> None:
         groups = mine.groupby(others, sort=False, dropna=False) if others else [((), mine)]
         for key, group in groups:
             key = key if isinstance(key, tuple) else (key,)
-            label = ", ".join(f"{a}={v}" for a, v in zip(others, key)) or None
+            label = textwrap.fill(", ".join(f"{a}={v}" for a, v in zip(others, key)), 60) or None
             g = group if categorical else group.sort_values(x)
-            xs = g[x].astype(str) if categorical else g[x]
+            xs = g[x].map(lambda v: textwrap.fill(str(v), 28)) if categorical else g[x]
             if categorical:  # no line between categories: the truth as a bar-shaped marker
                 line, = ax.plot(xs, g["true_effect"], ls="none", marker="_", ms=16, mew=2, label=label)
             else:

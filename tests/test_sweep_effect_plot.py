@@ -80,3 +80,18 @@ def test_one_panel_and_y_axis_per_design(monkeypatch: pytest.MonkeyPatch, tmp_pa
                                                                        f"{other}=informational"]
     (ab_lo, ab_hi), (td_lo, td_hi) = panels[0].get_ylim(), panels[1].get_ylim()
     assert ab_hi < 0.05 < td_hi  # own y axes: the A/B panel is not stretched to the interleaving scale
+
+
+def test_axes_with_one_value_are_neither_x_nor_legend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # a grid whose numeric axis has one value and whose varying axis is a logger spec (shown as JSON text): the
+    # numeric axis was taken as x (every point at one x) and every line's legend label carried the constant
+    # axes' long texts, which squeezed the panels to nothing ("constrained_layout not applied")
+    logger, days = "designs[2].logger", "traffic.days"
+    specs = ['{"policy": "epsilon_greedy", "ranker": "A", "epsilon": 0.2, "n": 20}',
+             '{"policy": "randtop", "ranker": "A", "n": 5}']
+    panels = _axes(monkeypatch, _rows(logger, specs, {days: 2}), [logger, days], None, tmp_path / "effect.png")
+    for ax in panels:
+        assert ax.get_xlabel() == logger
+        assert ax.get_legend() is None
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert len(ticks) == 2 and all(max(len(line) for line in t.split("\n")) <= 28 for t in ticks)
