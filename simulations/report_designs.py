@@ -12,7 +12,7 @@ import math
 from typing import Any, TYPE_CHECKING
 
 from simulations.analysis import is_biased_entry
-from simulations.designs.counterfactual.bias_check import MAX_SKEW
+from simulations.designs.counterfactual.bias_check import MAX_SKEW, MIN_ESS
 from simulations.report_numbers import _fmt, days_text, percent_text, rate_text, se_text, value_text
 from simulations.report_sizes import OTHER_MEASURE_MARK, _other_measure, sample_size_cells
 
@@ -44,8 +44,9 @@ def check_lines(estimators: dict[str, Any]) -> list[str]:
     text = (f"  check: each estimator's V(B) - V(A) on one direct log of {n:,} impressions (no SimPy; the config's "
             "users; each impression its own cluster) against the exact truth, z = error / its SE, whatever the "
             f"number of replicates; '!' = |z| > 4: biased (marked so in the main table); 'inconclusive': the "
-            f"estimate's skewness is above {MAX_SKEW:g} (heavy-tailed weights, one log's z is not normal), the "
-            "replicates' test alone applies")
+            f"estimate's skewness is above {MAX_SKEW:g} or a target's weights have an effective sample size below "
+            f"{MIN_ESS:,} or a mean off its expectation (heavy-tailed weights, or a log that has not drawn them: one "
+            "log's z is not normal there), the replicates' test alone applies")
     biased = [f"{label} {value_text(c['bias'], True)} +- {se_text(c['se'])}" for label, c in checks.items()
               if c.get("biased")]
     if biased:

@@ -21,7 +21,7 @@ from test_simulation_counterfactual import CASCADE, PBM, _config, _run
 from onlineeval.errors import ConfigError
 from simulations.analysis import is_biased_entry
 from simulations.config import config_from_mapping, load_config
-from simulations.designs.counterfactual.bias_check import MAX_SKEW, _skewness, check_design
+from simulations.designs.counterfactual.bias_check import MAX_SKEW, MIN_ESS, _skewness, check_design
 from simulations.report import conventions, terminal_summary
 from simulations.runner import world_seed
 from simulations.users import UserModels
@@ -69,6 +69,28 @@ def test_heavy_tailed_weights_make_the_check_inconclusive_not_biased():
     assert ips["detects"] is None and "inconclusive" in ips["note"]
     # no unbiased estimator is flagged on this log, whatever its z
     assert not any(out[label]["biased"] for label in ("ips", "snips", "rips"))
+
+
+def test_a_log_that_never_draws_the_targets_weights_is_inconclusive_not_biased():
+    # one epsilon-greedy logger around A over 20 candidates: B's whole list has probability about 0.2 / (20 x 19 x
+    # 18 x 17 x 16), so 10^6 impressions hardly ever show it; whole-list IPS of B is then near 0 with a tiny SE (z
+    # about -1000 on an unbiased estimator) and light-tailed in what the log holds (skewness below 0.001): the mean
+    # weight, 1 in expectation, says the log has not drawn B's weights
+    overrides = {"designs[2].logger": {"policy": "epsilon_greedy", "ranker": "A", "epsilon": 0.2, "n": 20},
+                 "designs[2].estimators": ["ips", "snips"]}
+    out = _check(overrides, 1_000_000, [0, 9])
+    ips = out["ips"]
+    assert ips["z"] < -100 and abs(ips["skewness"]) <= MAX_SKEW
+    assert not ips["reliable"] and not ips["biased"] and "not drawn enough of the target's weights" in ips["note"]
+    assert "B's mean weight" in ips["note"]
+    # another log draws B's list a few times: IPS is then heavy-tailed (skewness about 1), while SNIPS of B is the
+    # mean reward of those few impressions, with a delta-method SE from them alone (z -91, skewness small): the
+    # weights' effective sample size says so
+    out = _check(overrides, 1_000_000, [1, 2])
+    assert out["ips"]["skewness"] > MAX_SKEW and not out["ips"]["biased"]
+    snips = out["snips"]
+    assert snips["z"] < -50 and abs(snips["skewness"]) <= MAX_SKEW
+    assert not snips["biased"] and f"(< {MIN_ESS:,})" in snips["note"]
 
 
 def test_skewness_is_the_estimates_sampling_skewness_of_the_linearised_contributions():

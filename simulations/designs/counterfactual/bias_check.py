@@ -20,7 +20,12 @@ per-impression contributions over :math:`\sqrt n`, is at most :data:`MAX_SKEW` (
 the 4-SE point is :math:`2.5\gamma`, 0.025); those 18 had 0.03-0.56 and none of the 180 is flagged, while IIPS
 (biased, light-tailed item weights: 0.003-0.004) is flagged in all 30 logs at temperature 1 (z 7.8-12.3); at 0.5 its
 skewness is 0.03-0.95 and its check inconclusive. Beyond it the check is ``inconclusive`` and says why; the
-replicates' test still applies. On configs/counterfactual.yaml itself (epsilon-greedy logger, 40 seeds): SNIPS, IPS,
+replicates' test still applies. Skewness cannot see weights the log has not drawn at all: with one epsilon-greedy
+logger around A over 20 candidates, B's whole list has probability about 1e-7, a log of 10^6 impressions hardly
+shows it, and whole-list IPS of B sat at z -1,087 with skewness below 0.001 (SNIPS of B, on the few draws of
+another log, at -91); so each target's weights must also have an effective sample size of at least
+:data:`MIN_ESS` impressions and a mean weight within 4 SE (or 5%) of its expectation (the diagnostics' own
+rule, :meth:`onlineeval.estimators.Diagnostics.mean_weight_off`). On configs/counterfactual.yaml itself (epsilon-greedy logger, 40 seeds): SNIPS, IPS,
 RIPS and adaptive IPS never flagged (their z's SD 0.88-1.06, skewness at most 0.0032), IIPS and clipped IPS always
 (z 4.2-7.9 and about -70).
 """
@@ -36,19 +41,26 @@ from simulations.designs.counterfactual.paired import paired_difference
 from simulations.designs.counterfactual.serving import build_estimators, shared_policy, shared_target
 from simulations.designs.counterfactual.sweep import direct_log
 
-__all__ = ["CHECK_METHOD", "MAX_SKEW", "bias_checks", "check_design"]
+__all__ = ["CHECK_METHOD", "MAX_SKEW", "MIN_ESS", "bias_checks", "check_design"]
 
 _CHECK_TAG = 0x636865636B  # "check"
 
 #: the largest skewness of the check's estimate at which its z is compared with the normal (see the docstring)
 MAX_SKEW = 0.01
 
+#: the fewest effective impressions (the weights' ESS, each target's) at which the check's z is read: a target
+#: whose estimate rests on a few impressions (a few draws of a list of probability 1e-7) has a ratio estimate and a
+#: delta-method SE from those few alone (SNIPS at z -91 on an unbiased estimate, its skewness small)
+MIN_ESS = 1000
+
 #: what the check is (summary.json ``bias_check.method``)
 CHECK_METHOD = ("one direct log (no SimPy; each impression its own cluster) of the design's logger serving the "
                 "config's users; z = (estimate - exact V(B) - V(A)) / the paired difference's delta-method SE; "
                 "biased where |z| > 4 and the estimate's skewness (sample skewness of the per-impression "
-                f"contributions / sqrt(n)) is at most {MAX_SKEW:g}, inconclusive above it (heavy-tailed weights: "
-                "one log's z is not normal there)")
+                f"contributions / sqrt(n)) is at most {MAX_SKEW:g}, each target's weights have an effective sample "
+                f"size of at least {MIN_ESS:,} impressions and a mean weight within 4 SE (or 5%) of its expectation; "
+                "inconclusive otherwise (heavy-tailed weights, or a log that has not drawn the target's large "
+                "weights: one log's z is not normal there)")
 
 
 def _norm_cdf(x: float) -> float:
@@ -85,17 +97,28 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
     out: dict[str, dict[str, Any]] = {}
     for label, est in build_estimators(design):
         x: list[np.ndarray] = []
-        for target in targets:
+        unseen: list[str] = []  # targets whose mean weight is off its expectation: the log missed their weights
+        for name, target in zip(design.targets, targets, strict=True):
             terms = est.terms(data, target, reward)
             x += [np.asarray(terms.num, dtype=np.float64),
                   np.ones(data.n) if terms.den is None else np.asarray(terms.den, dtype=np.float64)]
+            diag = est.diagnostics(data, target, terms)
+            if diag.mean_weight_off():
+                unseen.append(f"{name}'s mean weight {diag.mean_weight:.3g} (se {diag.mean_weight_se:.2g}), "
+                              f"expected {diag.mean_weight_expected:g}")
+            elif diag.ess_impressions < MIN_ESS:  # (NaN, no weights: the direct method, nothing to gate)
+                unseen.append(f"{name}'s weights have an effective sample size of {diag.ess_impressions:,.0f} "
+                              f"impressions (< {MIN_ESS:,})")
         e = paired_difference(x[0], x[1], x[2], x[3], alpha)
         defined = math.isfinite(e.estimate) and math.isfinite(e.se) and e.se > 0
         z = (e.estimate - truth) / e.se if defined else math.nan
         skew = _skewness(x) if defined else math.nan
-        reliable = defined and math.isfinite(skew) and abs(skew) <= MAX_SKEW
+        reliable = defined and math.isfinite(skew) and abs(skew) <= MAX_SKEW and not unseen
         if not defined:
             why = "undefined: no positive weight or no spread in the check's log"
+        elif unseen:
+            why = (f"inconclusive: the log has not drawn enough of the target's weights ({'; '.join(unseen)}), so "
+                   "one log's error and SE say little about the estimator's bias")
         elif not reliable:
             why = (f"inconclusive: the estimate's skewness {skew:.2g} > {MAX_SKEW:g} (heavy-tailed weights: one "
                    "log's z is not normal)")
