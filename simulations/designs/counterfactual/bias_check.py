@@ -97,7 +97,7 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
     out: dict[str, dict[str, Any]] = {}
     for label, est in build_estimators(design):
         x: list[np.ndarray] = []
-        unseen: list[str] = []  # targets whose mean weight is off its expectation: the log missed their weights
+        unseen: list[str] = []  # targets whose weights the log has not drawn enough of (mean weight off, low ESS)
         for name, target in zip(design.targets, targets, strict=True):
             terms = est.terms(data, target, reward)
             x += [np.asarray(terms.num, dtype=np.float64),
