@@ -106,11 +106,11 @@ def test_skewness_is_the_estimates_sampling_skewness_of_the_linearised_contribut
     assert math.isnan(_skewness([ones, ones, ones, ones]))
 
 
-def test_a_short_run_that_the_replicates_cannot_judge_still_marks_iips_biased():
+def test_a_short_run_that_the_replicates_cannot_judge_still_marks_iips_biased(tmp_path: Path):
     # half cascade users (IIPS's independence broken), 8 replicates of 2 days: the replicates' t-test cannot see
     # IIPS's bias, the check does, and the main table withholds its sizes
     types = [{"name": "pbm", "share": 0.5, "click_model": PBM}, {"name": "nav", "share": 0.5, "click_model": CASCADE}]
-    res = _run(_config(types=types, estimators=("iips", "ips", "rips"), replicates=8, days=2))
+    res = _run(_config(types=types, estimators=("iips", "ips", "rips"), replicates=8, days=2), output=tmp_path / "r")
     entries = res.summary["designs"]["cf"]
     iips = entries["iips"]
     assert not iips["biased_estimate"]  # the replicates' test alone would not flag it
@@ -122,6 +122,11 @@ def test_a_short_run_that_the_replicates_cannot_judge_still_marks_iips_biased():
     text = terminal_summary(res)
     assert "z +" in text and "errors of the biased: iips" in text
     assert "bias_check = 1,000,000 impressions" in conventions(res)["counterfactual_bias_check"]
+    # report.html's estimator table: the check column, IIPS's z with its '!'
+    html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    section = html[html.index('<section id="counterfactual">'):]
+    assert "<th>check</th>" in section or '<th class="text">check</th>' in section
+    assert f"z {iips['bias_check']['z']:+.1f}!" in section
     # analysis.bias_check: 0 switches it off (the replicates' test alone)
     off = _run(_config(types=types, estimators=("iips",), replicates=8, days=2, analysis={"bias_check": 0}))
     assert "bias_check" not in off.summary["designs"]["cf"]["iips"]
