@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from simulations.designs.counterfactual.paired import paired_difference
+from simulations.designs.counterfactual.paired import _linearization, paired_difference
 from simulations.designs.counterfactual.serving import build_estimators, shared_policy, shared_target
 from simulations.designs.counterfactual.sweep import direct_log
 
@@ -63,16 +63,14 @@ CHECK_METHOD = ("one direct log (no SimPy; each impression its own cluster) of t
                 "weights: one log's z is not normal there)")
 
 
-def _norm_cdf(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
 def _skewness(x: list[np.ndarray]) -> float:
     """The skewness of the paired difference's estimate: the sample skewness of its per-impression linearised
-    contributions over sqrt(n) (NaN without spread)."""
+    contributions (:func:`~.paired.paired_difference`'s, from the same linearisation) over sqrt(n) (NaN without
+    spread)."""
+    from onlineeval.stats import ratio_linearization
+
     num_a, den_a, num_b, den_b = x
-    r_a, r_b = num_a.sum() / den_a.sum(), num_b.sum() / den_b.sum()
-    d = (num_b - r_b * den_b) / den_b.mean() - (num_a - r_a * den_a) / den_a.mean()
+    d = _linearization(num_b, den_b, ratio_linearization)[1] - _linearization(num_a, den_a, ratio_linearization)[1]
     d = d - d.mean()
     m2 = float(d @ d) / d.size
     if not m2 > 0:
@@ -81,12 +79,15 @@ def _skewness(x: list[np.ndarray]) -> float:
 
 
 def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Generator, alpha: float,
-                 z_rule: float, z_power: float) -> dict[str, dict[str, Any]]:
+                 z_rule: float, power: float) -> dict[str, dict[str, Any]]:
     """Per estimator label of ``design``: the check on one direct log of ``n`` impressions (see the module
-    docstring). ``z_rule``: the |z| beyond which a reliable check flags a bias; ``z_power``: the normal quantile of
-    the target power, for the smallest bias the check finds with that power (``detects``)."""
+    docstring). ``z_rule``: the |z| beyond which a reliable check flags a bias; ``power``: the target power, for the
+    smallest bias the check finds with that power (``detects``)."""
+    from scipy import stats as sps
+
     from simulations.designs.counterfactual.metric import design_reward, exact_values
 
+    z_power = float(sps.norm.ppf(power))
     base, cand = design.targets
     values = {r: float(world.frequency @ exact_values(world, users, r, design.metric)) for r in (base, cand)}
     truth = values[cand] - values[base]
@@ -136,7 +137,7 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
             "biased": bool(reliable and abs(z) > z_rule),
             # the smallest |bias| this check finds with the target power (the null check's 'detects')
             "detects": (z_rule + z_power) * e.se if reliable else None,
-            "detects_power": float(_norm_cdf(z_power)),
+            "detects_power": power,
             "note": why,
         }
     return out
@@ -146,8 +147,6 @@ def bias_checks(config: Any, world: Any) -> dict[tuple[str, str], dict[str, Any]
     """``{(design, estimator label): check}`` of every counterfactual design of ``config``
     (``analysis.bias_check`` impressions each; empty when it is 0). Each design's log has its own stream,
     ``SeedSequence((seed, "check", design's position in designs))``."""
-    from scipy import stats as sps
-
     from simulations.analysis_null import NULL_BIAS_SE
     from simulations.users import UserModels
 
@@ -156,7 +155,6 @@ def bias_checks(config: Any, world: Any) -> dict[tuple[str, str], dict[str, Any]
         return {}
     users = None
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    z_power = float(sps.norm.ppf(config.analysis.power))
     for i, design in enumerate(config.designs):
         if design.type != "counterfactual":
             continue
@@ -164,6 +162,6 @@ def bias_checks(config: Any, world: Any) -> dict[tuple[str, str], dict[str, Any]
             users = UserModels.from_config(config.users)
         rng = np.random.default_rng(np.random.SeedSequence((config.seed, _CHECK_TAG, i)))
         for label, check in check_design(design, world, users, n, rng, config.analysis.alpha, NULL_BIAS_SE,
-                                         z_power).items():
+                                         config.analysis.power).items():
             out[(design.name, label)] = check
     return out
