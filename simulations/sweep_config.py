@@ -42,12 +42,13 @@ class SweepPoint:
         """How the point's value of ``axis`` is shown (``None`` when the point does not set it). A list or mapping
         (an axis of estimator lists or logger specs) is shown as its compact JSON text: one hashable value for the
         tables' cells, the plots' groups and the shrinkage study's (its lists crashed the effect plot's
-        grouping after every point had run)."""
+        grouping after every point had run). A mapping's keys are sorted, so two spellings of one logger spec (keys
+        in another order, as two listed points may write it) are one label, one group of the shrinkage study."""
         value = self.labels.get(axis, self.overrides.get(axis))
         if isinstance(value, (list, tuple, dict)):
             import json
 
-            return json.dumps(value, separators=(", ", ": "), default=str)
+            return json.dumps(value, separators=(", ", ": "), sort_keys=True, default=str)
         return value
 
 

@@ -28,7 +28,7 @@ def test_list_and_mapping_axes_run_and_are_shown_as_json_text(tmp_path: Path) ->
     run_sweep(sweep, workers=1)
     rows = pd.read_csv(out / "points.csv")
     assert len(set(rows["point"])) == 4
-    shown = {json.dumps(v, separators=(", ", ": ")) for v in LOGGERS}
+    shown = {json.dumps(v, separators=(", ", ": "), sort_keys=True) for v in LOGGERS}
     assert set(rows["designs[1].logger"]) == shown
     assert set(rows["designs[1].estimators"]) == {'["ips", "snips"]', '["snips"]'}
     assert set(pd.read_parquet(out / "points.parquet")["designs[1].logger"]) == shown
@@ -37,3 +37,16 @@ def test_list_and_mapping_axes_run_and_are_shown_as_json_text(tmp_path: Path) ->
     assert (out / "effect.png").stat().st_size > 0 and (out / "report.html").is_file()
     # the shrinkage study's groups are the loggers' texts
     assert {g["key"]["designs[1].logger"] for g in summary["shrinkage"]["groups"]} == shown
+
+
+def test_two_spellings_of_one_mapping_are_one_label(tmp_path: Path) -> None:
+    """Two listed points writing one logger spec with its keys in another order: one label, one shrinkage group
+    (json.dumps in the user's key order made them two)."""
+    spec = LOGGERS[1]
+    reordered = dict(reversed(list(spec.items())))
+    assert list(reordered) != list(spec) and reordered == spec
+    sweep = sweep_from_mapping({
+        "base": BASE, "points": [{"designs[1].logger": spec}, {"designs[1].logger": reordered}],
+        "output": str(tmp_path / "sweep"), "seed": 7, "replicates": 2})
+    labels = {p.label("designs[1].logger") for p in sweep.points}
+    assert labels == {'{"n": 5, "policy": "randtop", "ranker": "A"}'}
