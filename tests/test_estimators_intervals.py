@@ -408,3 +408,17 @@ def test_paired_difference_intervals_cover_where_a_few_users_hold_the_weight(nam
     floor = 0.95 - 4 * math.sqrt(0.95 * 0.05 / reps)
     assert covered / reps >= floor, (covered, floor)
     assert covered_g / reps < floor, (covered_g, floor)
+
+
+def test_difference_df_takes_one_or_two_sides() -> None:
+    """difference_df signs its first side +1 and its second -1; a third side was cut by the zip without a word: now
+    a clear error (and no sides one too)."""
+    from onlineeval.estimators.intervals import difference_df
+
+    data = _balanced_log(np.random.default_rng(3), 6, 4)
+    w, dc = np.ones(data.n), np.full(6, 4.0)
+    assert difference_df(data, [(w, dc)]) == pytest.approx(5.0)
+    assert difference_df(data, [(2 * w, dc), (w, dc)]) == pytest.approx(5.0)
+    for sides in ([], [(w, dc)] * 3):
+        with pytest.raises(ValueError, match="one or two sides"):
+            difference_df(data, sides)

@@ -188,12 +188,14 @@ def difference_df(data: LoggedData, sides: Sequence[tuple[FloatArray | None, Flo
     weights (or the sides' weights differ in shape); NaN with fewer than 2 clusters."""
     import numpy as np
 
+    if not 1 <= len(sides) <= 2:  # the signs are +1 for the first side, -1 for the second: a third would be cut
+        raise ValueError(f"difference_df: one or two sides expected, got {len(sides)}")
     inv, g = data.user_groups
     if g < 2:
         return math.nan
     if any(w is None for w, _ in sides) or len({np.shape(w) for w, _ in sides}) != 1:
         return float(g - 1)
-    return working_df(inv, g, [(_shown(data, w), dc, sign) for (w, dc), sign in zip(sides, (1.0, -1.0))])
+    return working_df(inv, g, [(_shown(data, w), dc, sign) for (w, dc), sign in zip(sides, (1.0, -1.0)[:len(sides)], strict=True)])
 
 
 def _shown(data: LoggedData, w: FloatArray) -> FloatArray:
