@@ -519,6 +519,7 @@ def counterfactual_summary(
                 "power_measure": e.get("power_measure"),
                 "no_support": bool(e.get("no_support")),
                 "bias_check": e.get("bias_check"),
+                "biased_in_main_table": is_biased_entry(e),
                 "analytic_withheld": e.get("analytic_withheld"),
                 "by_day": [
                     {"day": int(r.day), "impressions": float(r.mean_impressions),

@@ -26,12 +26,16 @@ def _coverage_cell(coverage: Any, within: bool | None) -> str:
 
 
 def check_cell(check: Any) -> str:
-    """An estimator's bias check (summary ``bias_check``) in one cell: ``z +6.4!`` (``!``: biased), ``z -0.1``,
-    ``inconclusive`` (heavy-tailed weights), ``undefined``, or ``-`` (no check)."""
+    """An estimator's bias check (summary ``bias_check``) in one cell: ``z +6.4!`` (``!``: biased), ``z -0.1``, why
+    it is inconclusive (``heavy tail``: the estimate's skewness; ``not drawn``: the log has hardly drawn a target's
+    weights), ``undefined``, or ``-`` (no check)."""
     if not check:
         return "-"
     if not check.get("reliable"):
-        return "undefined" if str(check.get("note") or "").startswith("undefined") else "inconclusive"
+        reason = check.get("inconclusive")
+        if reason is None:  # a summary written before the reasons were kept
+            return "undefined" if str(check.get("note") or "").startswith("undefined") else "inconclusive"
+        return str(reason)
     return f"z {check['z']:+.1f}" + ("!" if check.get("biased") else "")
 
 
@@ -43,10 +47,20 @@ def check_lines(estimators: dict[str, Any]) -> list[str]:
     n = next(iter(checks.values()))["impressions"]
     text = (f"  check: each estimator's V(B) - V(A) on one direct log of {n:,} impressions (no SimPy; the config's "
             "users; each impression its own cluster) against the exact truth, z = error / its SE, whatever the "
-            f"number of replicates; '!' = |z| > 4: biased (marked so in the main table); 'inconclusive': the "
-            f"estimate's skewness is above {MAX_SKEW:g} or a target's weights have an effective sample size below "
-            f"{MIN_ESS:,} or a mean off its expectation (heavy-tailed weights, or a log that has not drawn them: one "
-            "log's z is not normal there), the replicates' test alone applies")
+            f"number of replicates; '!' = |z| > 4: biased (marked so in the main table); inconclusive, the "
+            f"replicates' test alone applies: 'heavy tail', the estimate's skewness is above {MAX_SKEW:g} "
+            "(heavy-tailed weights: one log's z is not normal there), 'not drawn', a target's weights have an "
+            f"effective sample size below {MIN_ESS:,} or a mean off its expectation (the log has hardly drawn them)")
+    unseen = {label: c for label, c in checks.items() if c.get("inconclusive") == "not drawn"}
+    if unseen:
+        text += "; not drawn: " + ", ".join(f"{label} ({'; '.join(c.get('not_drawn') or [])})"
+                                            for label, c in unseen.items())
+        marked = [label for label in unseen if estimators[label].get("biased_in_main_table")]
+        if marked:
+            text += (f"; {', '.join(marked)} {'is' if len(marked) == 1 else 'are'} marked biased in the main table "
+                     "by the replicates' test: with logs of this size the estimate misses the truth because the log "
+                     "does not draw the target's large weights (too rarely shown), whether or not the estimator's "
+                     "assumption holds")
     biased = [f"{label} {value_text(c['bias'], True)} +- {se_text(c['se'])}" for label, c in checks.items()
               if c.get("biased")]
     if biased:

@@ -92,6 +92,10 @@ def test_heavy_tailed_weights_make_the_check_inconclusive_not_biased():
     assert ips["z"] < -4  # what a plain 4-SE rule would call a bias
     assert ips["skewness"] > MAX_SKEW and not ips["reliable"] and not ips["biased"]
     assert ips["detects"] is None and "inconclusive" in ips["note"]
+    # why: B's whole-list weights rest on a few impressions (effective sample size 78); IIPS's item weights are
+    # drawn enough, its estimate heavy-tailed
+    assert ips["inconclusive"] == "not drawn" and "effective sample size of 78 " in ips["not_drawn"][0]
+    assert out["iips"]["inconclusive"] == "heavy tail" and out["iips"]["not_drawn"] == []
     # no unbiased estimator is flagged on this log, whatever its z
     assert not any(out[label]["biased"] for label in ("ips", "snips", "rips"))
 
@@ -108,6 +112,7 @@ def test_a_log_that_never_draws_the_targets_weights_is_inconclusive_not_biased()
     assert ips["z"] < -100 and abs(ips["skewness"]) <= MAX_SKEW
     assert not ips["reliable"] and not ips["biased"] and "not drawn enough of the target's weights" in ips["note"]
     assert "B's mean weight" in ips["note"]
+    assert ips["inconclusive"] == "not drawn" and [t[:15] for t in ips["not_drawn"]] == ["B's mean weight"]
     # another log draws B's list a few times: IPS is then heavy-tailed (skewness about 1), while SNIPS of B is the
     # mean reward of those few impressions, with a delta-method SE from them alone (z -91, skewness small): the
     # weights' effective sample size says so
@@ -116,6 +121,7 @@ def test_a_log_that_never_draws_the_targets_weights_is_inconclusive_not_biased()
     snips = out["snips"]
     assert snips["z"] < -50 and abs(snips["skewness"]) <= MAX_SKEW
     assert not snips["biased"] and f"(< {MIN_ESS:,})" in snips["note"]
+    assert snips["inconclusive"] == "not drawn" and f"(< {MIN_ESS:,})" in snips["not_drawn"][0]
 
 
 def test_skewness_is_the_estimates_sampling_skewness_of_the_linearised_contributions():
@@ -169,3 +175,30 @@ def test_the_default_check_keeps_the_effective_config_and_another_size_is_in_it(
     assert "bias_check" not in config_from_mapping({}).effective()["analysis"]
     assert config_from_mapping({"analysis": {"bias_check": 20_000}}).effective()["analysis"]["bias_check"] == 20_000
 
+
+
+def test_the_check_column_says_why_a_check_is_inconclusive():
+    """The terminal and HTML check column: 'heavy tail' or 'not drawn' instead of one 'inconclusive' for both; the
+    legend lists what each 'not drawn' target lacks and says why such an estimator is marked biased in the main table
+    (its replicates' mean) although its check concluded nothing: a log that never draws the target's large weights
+    (IPS at -1.08 with B's list shown with probability about 1e-7) looked like a biased estimator."""
+    from simulations.report_designs import check_cell, check_lines
+
+    base = {"impressions": 1_000_000, "reliable": False, "biased": False, "detects": None, "detects_power": 0.8,
+            "bias": -1.07, "se": 0.0008, "z": -1336.0, "skewness": 0.0}
+    unseen = {**base, "inconclusive": "not drawn", "not_drawn": ["B's mean weight 0.000543 (se 2.4e-05), expected 1"],
+              "note": "inconclusive: the log has not drawn enough of the target's weights (...)"}
+    tail = {**base, "inconclusive": "heavy tail", "not_drawn": [], "note": "inconclusive: the estimate's skewness"}
+    assert check_cell(unseen) == "not drawn" and check_cell(tail) == "heavy tail"
+    assert check_cell({**base, "inconclusive": "undefined", "note": "undefined: no positive weight"}) == "undefined"
+    # a summary.json written before the reasons were kept
+    assert check_cell({k: v for k, v in tail.items() if k not in ("inconclusive", "not_drawn")}) == "inconclusive"
+    assert check_cell({**base, "reliable": True, "biased": True, "z": 6.41}) == "z +6.4!"
+    [text] = check_lines({"ips": {"bias_check": unseen, "biased_in_main_table": True},
+                          "snips": {"bias_check": unseen, "biased_in_main_table": False},
+                          "rips": {"bias_check": tail, "biased_in_main_table": False}})
+    assert "not drawn: ips (B's mean weight 0.000543 (se 2.4e-05), expected 1), snips (B's mean" in text
+    assert "; ips is marked biased in the main table by the replicates' test" in text
+    assert "rips (" not in text and "snips is marked" not in text
+    [text] = check_lines({"rips": {"bias_check": tail, "biased_in_main_table": True}})
+    assert "not drawn:" not in text and "marked biased in the main table by" not in text

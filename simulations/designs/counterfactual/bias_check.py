@@ -108,13 +108,15 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
                 unseen.append(f"{name}'s mean weight {diag.mean_weight:.3g} (se {diag.mean_weight_se:.2g}), "
                               f"expected {diag.mean_weight_expected:g}")
             elif diag.ess_impressions < MIN_ESS:  # (NaN, no weights: the direct method, nothing to gate)
-                unseen.append(f"{name}'s weights have an effective sample size of {diag.ess_impressions:,.0f} "
-                              f"impressions (< {MIN_ESS:,})")
+                ess = f"{diag.ess_impressions:,.0f}"
+                unseen.append(f"{name}'s weights have an effective sample size of {ess} "
+                              f"impression{'' if ess == '1' else 's'} (< {MIN_ESS:,})")
         e = paired_difference(x[0], x[1], x[2], x[3], alpha)
         defined = math.isfinite(e.estimate) and math.isfinite(e.se) and e.se > 0
         z = (e.estimate - truth) / e.se if defined else math.nan
         skew = _skewness(x) if defined else math.nan
         reliable = defined and math.isfinite(skew) and abs(skew) <= MAX_SKEW and not unseen
+        reason = None if reliable else "undefined" if not defined else "not drawn" if unseen else "heavy tail"
         if not defined:
             why = "undefined: no positive weight or no spread in the check's log"
         elif unseen:
@@ -134,6 +136,10 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
             "z": z,
             "skewness": skew,
             "reliable": bool(reliable),
+            # why an unreliable check says nothing: 'undefined', 'not drawn' (a target's weights: effective sample
+            # size or mean off, each target's reason in 'not_drawn'), 'heavy tail' (the estimate's skewness)
+            "inconclusive": reason,
+            "not_drawn": unseen,
             "biased": bool(reliable and abs(z) > z_rule),
             # the smallest |bias| this check finds with the target power (the null check's 'detects')
             "detects": (z_rule + z_power) * e.se if reliable else None,
