@@ -46,10 +46,7 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: 10 (2026-12-04): a PBM or UBM fitted on logs and used by grade (``{name: pbm, fitted: file, click: [...]}``) has
 #: its examination scaled so that its largest value is 1 (EM's arbitrary scale multiplied every click probability):
 #: such users click otherwise for a seed, no random stream.
-#: 11 (2026-12-05): a counterfactual design's last-day intervals and p-values take Student's t with Bell and
-#: McCaffrey's degrees of freedom of the difference on the whole log (what ``onlineeval estimate`` gives for it)
-#: instead of z: its last-day records change for a seed, no random stream.
-STREAM_VERSION = 11
+STREAM_VERSION = 10
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

@@ -140,11 +140,11 @@ def test_the_conventions_say_the_bootstrap_gives_adaptive_ips_its_se_and_p_value
     assert ("takes its last-day SE (the resamples' SD) and p-value (percentile bootstrap, min(1, 2 min(1 + #(<= 0), "
             "1 + #(>= 0)) / (B + 1))) from the resamples") in text
     assert "adaptive IPS's behaviours, a DM whose click model is fitted on the log" in text
-    # the last day's t with Bell and McCaffrey's df, as estimate gives them (tests/test_export_log.py checks the
-    # numbers), and z on the earlier days and in the daily monitoring rules: said
-    assert ("on the last day the interval estimate +- t_df(1-alpha/2) x se and a two-sided t-test with df Bell and "
-            "McCaffrey's degrees of freedom of the difference on the whole log (what onlineeval estimate prints") in text
-    assert "on earlier days a two-sided z-test and interval (the daily monitoring rules" in text
+    # the design's z against estimate's t with Bell and McCaffrey's df: said, and 'about 0.1%' holds from 1,000 df
+    assert "z, not t: onlineeval estimate on one such log (export_log) takes t with Bell and McCaffrey's" in text
+    import scipy.stats
+
+    assert scipy.stats.t.ppf(0.975, 1000) / scipy.stats.norm.ppf(0.975) - 1 < 0.0013
 
 
 def test_the_cost_of_logging_carries_its_monte_carlo_error(cli_run):

@@ -506,8 +506,6 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
             else:  # what paired_differences gives such a row
                 x = _gathered_rows(design, label, users)
                 value = paired_difference(x[0], x[1], x[2], x[3], alpha)
-        if day == design.last_day:
-            value = design._with_last_day_df(value, est)
         if last and math.isfinite(value.estimate):
             reselect = design._reselect(label, est, users)
             if reselect is not None:  # the resamples' differences come from the rows (x gives their count only)

@@ -27,9 +27,7 @@ two ratio estimates from the same log,
 from the per-user influence values :math:`e_{tu} = (x_{tu} - \hat R_t y_{tu}) / \bar y_t`
 (:func:`onlineeval.stats.ratio_linearization`): :math:`\widehat{\mathrm{se}}^2 =
 \sum_u (d_u - \bar d)^2 / (n(n-1))` with :math:`d_u = e_{Bu} - e_{Au}`, a two-sided z-test
-and interval on the daily looks and, on the last day, Student's t with Bell and McCaffrey's degrees of freedom of the
-difference on the whole log (:meth:`CounterfactualDesign._with_last_day_df`: the interval and test ``onlineeval
-estimate`` gives for that log). Users are the clusters because they persist (Deng, Knoblich and Lu 2018).
+and interval. Users are the clusters because they persist (Deng, Knoblich and Lu 2018).
 
 Cost: per impression, one draw from the logger, the clicks, the logging propensities of the shown list (rows that
 show a target's list take them from a per-query table computed once, :func:`known_list_propensities`), each
@@ -390,15 +388,6 @@ class CounterfactualDesign(Design):
         return LoggedData(c["query"], c["shown"], c["clicks"], p_list=c["p_list"], p_prefix=c["p_prefix"],
                           p_item=c["p_item"], user=c["user"], user_type=c["user_type"], logger=self.policy)
 
-    def _whole_log_once(self) -> Any:
-        """:meth:`log`, made once for a log that has not grown since (its users' groups and the targets' terms are
-        then computed once for every estimator of a checkpoint)."""
-        kept = self.__dict__.get("_whole_kept")
-        rows = sum(int(c["query"].shape[0]) for c in self._log)
-        if kept is None or kept[0] != rows:
-            kept = self._whole_kept = (rows, self.log())
-        return kept[1]
-
     def _log_propensities(self, query: np.ndarray, shown: np.ndarray) -> Any:
         """The logging propensities of the logger's own lists ``shown`` of ``query``, as :meth:`_logged` computes
         them (its compiled kernel, or :func:`known_list_propensities`: the same numbers, tested)."""
@@ -514,8 +503,6 @@ class CounterfactualDesign(Design):
             else:
                 x = x_of[label]
                 out[label] = paired[label]
-            if day is not None and day == self.last_day:
-                out[label] = self._with_last_day_df(out[label], est)
             if last and math.isfinite(out[label].estimate):
                 out[label] = self._bootstrap(out[label], x, self._reselect(label, est, users),
                                              test=bool(est.clt_holds_fixed(self.reward)))
@@ -527,30 +514,6 @@ class CounterfactualDesign(Design):
         for label, t in self.support_rows:
             out[f"support:{label}:{t}"] = _Count(violations[(label, t)])
         return out
-
-    def _with_last_day_df(self, value: PairedEstimate, est: Any) -> PairedEstimate:
-        """The last day's paired difference with Student's t quantile and p-value of Bell and McCaffrey's degrees of
-        freedom (:func:`onlineeval.estimators.intervals.difference_df` of the estimator's weights of both targets on
-        the whole log), as ``onlineeval estimate`` gives them for the same log: the design's coverage and power are
-        then those of the intervals and tests users get from the command (z before: a log whose weights rest on a
-        few users, e.g. whole-list IPS under a Plackett-Luce logger, had df of 2-10 where z's interval is a
-        quarter to a half too narrow). Earlier days keep z (the daily looks' rules are z-tests on the estimate and
-        its SE). Unchanged where the standard error is undefined or 0."""
-        if not (math.isfinite(value.estimate) and value.se > 0 and math.isfinite(value.se)):
-            return value
-        from onlineeval.estimators.intervals import difference_df
-
-        data = self._whole_log_once()
-        inv, g = data.user_groups
-        sides = []
-        for target in reversed(self.targets):  # the target, then the baseline (as estimate's difference)
-            target.forget()
-            terms = est.terms(data, target.target, self.reward)
-            den = np.ones(data.n) if terms.den is None else np.asarray(terms.den, dtype=np.float64)
-            sides.append((terms.weights, np.bincount(inv, den, g)))
-        for target in self.targets:
-            target.forget()
-        return value.with_df(difference_df(data, sides), self.alpha)
 
     def _whole_log_sums(self, est: Any, data: Any, users: np.ndarray) -> list[np.ndarray]:
         out = []

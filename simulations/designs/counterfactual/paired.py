@@ -45,19 +45,6 @@ class PairedEstimate:
             self.ci_low = self.ci_high = self.estimate
             self.pvalue = 1.0 if self.estimate == 0 else 0.0
 
-    def with_df(self, df: float, alpha: float) -> PairedEstimate:
-        """The interval and two-sided test with Student's t of ``df`` degrees of freedom in place of z (as
-        ``onlineeval estimate`` computes them: :func:`onlineeval.estimators.intervals.clt_interval`, p = 2 t_df
-        survival of |estimate| / se); unchanged where the standard error is not positive or ``df`` not finite."""
-        if self.se > 0 and math.isfinite(self.se) and math.isfinite(df):
-            from scipy.stats import t as t_dist
-
-            from onlineeval.estimators.intervals import clt_interval
-
-            self.ci_low, self.ci_high = clt_interval(self.estimate, self.se, df=df, alpha=alpha)
-            self.pvalue = float(2 * t_dist.sf(abs(self.estimate) / self.se, df))
-        return self
-
 
 def paired_difference(
     num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray, alpha: float
