@@ -157,7 +157,7 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "plan's days (the main size's refits; floor ratio b x the information each needs, R b / T for the maximum) are "
         "refitted and flagged by the same rule (cuped.*.required.unstable, sequential.*.decision.planned.uncertainty)",
         "biased_sample_sizes": "an entry found biased (null check, its mean estimate against the exact truth, or an "
-        "off-policy estimate's bias check) has "
+        "off-policy estimate's bias check, or its target outside the logger's support: no_support) has "
         "analytic power, analytic days, required impressions, days and users null, the reason in "
         "analytic_withheld and the values computed as if it were unbiased under analytic_if_unbiased "
         "(curves.csv keeps each day's analytic power for every design); the sequential plan of a biased primary "

@@ -28,7 +28,8 @@ def _coverage_cell(coverage: Any, within: bool | None) -> str:
 def check_cell(check: Any) -> str:
     """An estimator's bias check (summary ``bias_check``) in one cell: ``z +6.4!`` (``!``: biased), ``z -0.1``, why
     it is inconclusive (``heavy tail``: the estimate's skewness; ``not drawn``: the log has hardly drawn a target's
-    weights), ``undefined``, or ``-`` (no check)."""
+    weights; ``no support``: a target's list has events of logging probability 0), ``undefined``, or ``-`` (no
+    check)."""
     if not check:
         return "-"
     if not check.get("reliable"):
@@ -50,7 +51,9 @@ def check_lines(estimators: dict[str, Any]) -> list[str]:
             f"number of replicates; '!' = |z| > 4: biased (marked so in the main table); inconclusive, the "
             f"replicates' test alone applies: 'heavy tail', the estimate's skewness is above {MAX_SKEW:g} "
             "(heavy-tailed weights: one log's z is not normal there), 'not drawn', a target's weights have an "
-            f"effective sample size below {MIN_ESS:,} or a mean off its expectation (the log has hardly drawn them)")
+            f"effective sample size below {MIN_ESS:,} or a mean off its expectation (the log has hardly drawn them), "
+            "'no support', a target's list has events the logger cannot draw (the estimator is biased there: the "
+            "support column)")
     unseen = {label: c for label, c in checks.items() if c.get("inconclusive") == "not drawn"}
     if unseen:
         text += "; not drawn: " + ", ".join(f"{label} ({'; '.join(c.get('not_drawn') or [])})"

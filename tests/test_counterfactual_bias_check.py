@@ -202,3 +202,21 @@ def test_the_check_column_says_why_a_check_is_inconclusive():
     assert "rips (" not in text and "snips is marked" not in text
     [text] = check_lines({"rips": {"bias_check": tail, "biased_in_main_table": True}})
     assert "not drawn:" not in text and "marked biased in the main table by" not in text
+
+
+def test_a_target_outside_the_loggers_support_is_said_so_not_not_drawn():
+    """RandTop-3 around A cannot show B's lists (B differs from A below the top 3): the check's log has B's weights
+    0 on almost every impression; 'not drawn' said the log had hardly drawn them, where no log can: the check says
+    'no support' with the count (and the main table marks the estimator biased by its support count)."""
+    from simulations.report_designs import check_cell
+
+    overrides = {"designs[2].logger": {"policy": "randtop", "ranker": "A", "n": 3},
+                 "designs[2].estimators": ["ips", "snips"]}
+    out = _check(overrides, 50_000, [0, 5])
+    for label in ("ips", "snips"):
+        c = out[label]
+        assert not c["reliable"] and not c["biased"] and c["inconclusive"] == "no support", (label, c)
+        [text] = c["no_support"]
+        assert text.startswith("B's list leaves the logger's support on ") and text.endswith(" of 50,000 impressions")
+        assert int(text.split(" on ")[1].split(" of ")[0].replace(",", "")) > 40_000
+        assert c["note"].startswith("no support: B's list leaves") and check_cell(c) == "no support"

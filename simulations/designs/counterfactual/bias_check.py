@@ -99,12 +99,16 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
     for label, est in build_estimators(design):
         x: list[np.ndarray] = []
         unseen: list[str] = []  # targets whose weights the log has not drawn enough of (mean weight off, low ESS)
+        unsupported: list[str] = []  # targets with events the logger cannot draw (probability 0)
         for name, target in zip(design.targets, targets, strict=True):
             terms = est.terms(data, target, reward)
             x += [np.asarray(terms.num, dtype=np.float64),
                   np.ones(data.n) if terms.den is None else np.asarray(terms.den, dtype=np.float64)]
             diag = est.diagnostics(data, target, terms)
-            if diag.mean_weight_off():
+            if diag.support_violations:  # events of logging probability 0: the mean weight is off by construction
+                unsupported.append(f"{name}'s list leaves the logger's support on {diag.support_violations:,} of "
+                                   f"{diag.support_checked:,} impressions")
+            elif diag.mean_weight_off():
                 unseen.append(f"{name}'s mean weight {diag.mean_weight:.3g} (se {diag.mean_weight_se:.2g}), "
                               f"expected {diag.mean_weight_expected:g}")
             elif diag.ess_impressions < MIN_ESS:  # (NaN, no weights: the direct method, nothing to gate)
@@ -115,9 +119,13 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
         defined = math.isfinite(e.estimate) and math.isfinite(e.se) and e.se > 0
         z = (e.estimate - truth) / e.se if defined else math.nan
         skew = _skewness(x) if defined else math.nan
-        reliable = defined and math.isfinite(skew) and abs(skew) <= MAX_SKEW and not unseen
-        reason = None if reliable else "undefined" if not defined else "not drawn" if unseen else "heavy tail"
-        if not defined:
+        reliable = defined and math.isfinite(skew) and abs(skew) <= MAX_SKEW and not unseen and not unsupported
+        reason = (None if reliable else "no support" if unsupported else "undefined" if not defined else
+                  "not drawn" if unseen else "heavy tail")
+        if unsupported:
+            why = (f"no support: {'; '.join(unsupported)} (the estimator cannot evaluate the target there: biased "
+                   "whatever the check's z, as the main table's support count says)")
+        elif not defined:
             why = "undefined: no positive weight or no spread in the check's log"
         elif unseen:
             why = (f"inconclusive: the log has not drawn enough of the target's weights ({'; '.join(unseen)}), so "
@@ -136,10 +144,12 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
             "z": z,
             "skewness": skew,
             "reliable": bool(reliable),
-            # why an unreliable check says nothing: 'undefined', 'not drawn' (a target's weights: effective sample
-            # size or mean off, each target's reason in 'not_drawn'), 'heavy tail' (the estimate's skewness)
+            # why an unreliable check says nothing: 'no support' (a target's events of logging probability 0, each
+            # one's count in 'no_support'), 'undefined', 'not drawn' (a target's weights: effective sample size or
+            # mean off, each target's reason in 'not_drawn'), 'heavy tail' (the estimate's skewness)
             "inconclusive": reason,
             "not_drawn": unseen,
+            "no_support": unsupported,
             "biased": bool(reliable and abs(z) > z_rule),
             # the smallest |bias| this check finds with the target power (the null check's 'detects')
             "detects": (z_rule + z_power) * e.se if reliable else None,
