@@ -89,7 +89,8 @@ def format_shrinkage(study: Mapping[str, Any], primary_only: bool = True) -> str
                          f"{_fmt(d['share_significant_opposite'], '.1%')} (mean over the group's points)")
             if rel.get("biased_points"):
                 lines.append(f"    biased on {rel['biased_points']} of {rel['n_points']} points (the point's null "
-                             "check, its mean against the exact truth, an off-policy estimate's bias check or its target outside the logger's support): no normal-theory share or MDE from them")
+                             "check, its mean against the exact truth, an off-policy estimate's bias check or its "
+                             "target outside the logger's support): no normal-theory share or MDE from them")
             k = rel["kendall_tau"]
             n_sys, n_truths = k.get("n_systems"), k.get("n_truths")
             systems_text = f"{n_sys} system{'' if n_sys == 1 else 's'}"

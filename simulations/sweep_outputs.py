@@ -94,7 +94,8 @@ def _flag(value: Any, missing: bool) -> bool:
 #: the terminal table's legend of its analytic_required_days cells
 TERMINAL_LEGEND = (
     "(analytic_required_days: 'biased' = the design or its estimate is biased on this point (null check, its mean "
-    "against the exact truth, an off-policy estimate's bias check, or its target outside the logger's support), so no analytic days or sizes are given (points.csv: analytic_withheld true, NaN "
+    "against the exact truth, an off-policy estimate's bias check, or its target outside the logger's support), so "
+    "no analytic days or sizes are given (points.csv: analytic_withheld true, NaN "
     "days; the point's summary.json keeps the values computed as if unbiased under analytic_if_unbiased); "
     "'BIASED?' after the days = flagged only by its null replicates' mean test at its run's level (0.01 / the run's "
     "null-checked pairs), not at the sweep's (0.01 / every point's): its sizes are kept (points.csv null_mark); "

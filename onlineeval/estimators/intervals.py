@@ -195,7 +195,8 @@ def difference_df(data: LoggedData, sides: Sequence[tuple[FloatArray | None, Flo
         return math.nan
     if any(w is None for w, _ in sides) or len({np.shape(w) for w, _ in sides}) != 1:
         return float(g - 1)
-    return working_df(inv, g, [(_shown(data, w), dc, sign) for (w, dc), sign in zip(sides, (1.0, -1.0)[:len(sides)], strict=True)])
+    signs = (1.0, -1.0)[:len(sides)]
+    return working_df(inv, g, [(_shown(data, w), dc, sign) for (w, dc), sign in zip(sides, signs, strict=True)])
 
 
 def _shown(data: LoggedData, w: FloatArray) -> FloatArray:
