@@ -220,3 +220,24 @@ def test_a_target_outside_the_loggers_support_is_said_so_not_not_drawn():
         assert text.startswith("B's list leaves the logger's support on ") and text.endswith(" of 50,000 impressions")
         assert int(text.split(" on ")[1].split(" of ")[0].replace(",", "")) > 40_000
         assert c["note"].startswith("no support: B's list leaves") and check_cell(c) == "no support"
+
+
+def test_an_estimator_marked_biased_because_its_log_never_draws_the_targets_list_is_explained(tmp_path: Path):
+    """End to end: an epsilon-greedy logger around A (epsilon 0.05 over 12 candidates) shows B's whole list with
+    probability about 5e-7, so whole-list IPS of B is 0 on every replicate's log and on the check's: the replicates'
+    test marks IPS biased (its mean is -V(A)), the check is inconclusive ('not drawn': B's mean weight far below 1),
+    and the terminal legend says why the unbiased estimator is marked so."""
+    logger = {"policy": "epsilon_greedy", "ranker": "A", "epsilon": 0.05, "n": 12}
+    res = _run(_config(estimators=("ips",), logger=logger, replicates=8, days=2,
+                       analysis={"bias_check": 50_000}))
+    ips = res.summary["designs"]["cf"]["ips"]
+    assert ips["biased_estimate"] and is_biased_entry(ips) and not ips.get("no_support")
+    check = ips["bias_check"]
+    assert check["inconclusive"] == "not drawn" and not check["biased"]
+    assert [t[:15] for t in check["not_drawn"]] == ["B's mean weight"]
+    assert res.summary["counterfactual"]["cf"]["estimators"]["ips"]["biased_in_main_table"]
+    text = terminal_summary(res)
+    row = next(line for line in text.splitlines() if line.startswith("  ips ") and "not drawn" in line)
+    assert row.split()[0] == "ips"
+    assert "; not drawn: ips (B's mean weight " in text
+    assert "; ips is marked biased in the main table by the replicates' test: with logs of this size" in text
