@@ -3,9 +3,10 @@
 :func:`is_biased_entry` is the one test behind every 'biased' mark: the design's null check, the estimate's mean
 against the exact truth (:func:`estimate_is_biased`, a Welch t-test at the null check's level), an off-policy
 estimate's bias check (one large direct log against the exact truth: the entry's ``bias_check``,
-:mod:`simulations.designs.counterfactual.bias_check`), or an off-policy estimate whose target leaves the logger's support (``no_support``: the design's ``support:<estimator>:<target>``
-side rows, :func:`_support_violations`). A biased entry's analytic power, days and sizes move under
-``analytic_if_unbiased`` (:func:`_withhold_analytic`, with :data:`WITHHELD_REASON` or :data:`NO_SUPPORT_REASON`).
+:mod:`simulations.designs.counterfactual.bias_check`), or an off-policy estimate whose target leaves the logger's
+support (``no_support``: the design's ``support:<estimator>:<target>`` side rows, :func:`_support_violations`).
+A biased entry's analytic power, days and sizes move under ``analytic_if_unbiased`` (:func:`_withhold_analytic`,
+with :data:`WITHHELD_REASON` or :data:`NO_SUPPORT_REASON`).
 Re-exported by :mod:`simulations.analysis`.
 """
 
@@ -23,9 +24,9 @@ from simulations.analysis_null import NULL_BIAS_P
 def is_biased_entry(entry: dict[str, Any]) -> bool:
     """A summary entry (design x metric) found biased: by its null check or, for an estimate, against the exact
     truth (:func:`estimate_is_biased`; an off-policy estimate also by its bias check on one large direct log,
-    :mod:`simulations.designs.counterfactual.bias_check`), or an off-policy estimate whose target leaves the logger's support
-    (``no_support``: events of logging probability 0 counted exactly on the last day; biased whatever the t-test
-    says). The one test behind every 'biased' mark and withheld number."""
+    :mod:`simulations.designs.counterfactual.bias_check`), or an off-policy estimate whose target leaves the
+    logger's support (``no_support``: events of logging probability 0 counted exactly on the last day; biased
+    whatever the t-test says). The one test behind every 'biased' mark and withheld number."""
     return (bool((entry.get("null") or {}).get("biased")) or bool(entry.get("biased_estimate"))
             or bool((entry.get("bias_check") or {}).get("biased")) or bool(entry.get("no_support")))
 

@@ -25,9 +25,9 @@ logger around A over 20 candidates, B's whole list has probability about 1e-7, a
 shows it, and whole-list IPS of B sat at z -1,087 with skewness below 0.001 (SNIPS of B, on the few draws of
 another log, at -91); so each target's weights must also have an effective sample size of at least
 :data:`MIN_ESS` impressions and a mean weight within 4 SE (or 5%) of its expectation (the diagnostics' own
-rule, :meth:`onlineeval.estimators.Diagnostics.mean_weight_off`). On configs/counterfactual.yaml itself (epsilon-greedy logger, 40 seeds): SNIPS, IPS,
-RIPS and adaptive IPS never flagged (their z's SD 0.88-1.06, skewness at most 0.0032), IIPS and clipped IPS always
-(z 4.2-7.9 and about -70).
+rule, :meth:`onlineeval.estimators.Diagnostics.mean_weight_off`). On configs/counterfactual.yaml itself
+(epsilon-greedy logger, 40 seeds): SNIPS, IPS, RIPS and adaptive IPS never flagged (their z's SD 0.88-1.06,
+skewness at most 0.0032), IIPS and clipped IPS always (z 4.2-7.9 and about -70).
 """
 
 from __future__ import annotations
@@ -122,19 +122,15 @@ def check_design(design: Any, world: Any, users: Any, n: int, rng: np.random.Gen
         reliable = defined and math.isfinite(skew) and abs(skew) <= MAX_SKEW and not unseen and not unsupported
         reason = (None if reliable else "no support" if unsupported else "undefined" if not defined else
                   "not drawn" if unseen else "heavy tail")
-        if unsupported:
-            why = (f"no support: {'; '.join(unsupported)} (the estimator cannot evaluate the target there: biased "
-                   "whatever the check's z, as the main table's support count says)")
-        elif not defined:
-            why = "undefined: no positive weight or no spread in the check's log"
-        elif unseen:
-            why = (f"inconclusive: the log has not drawn enough of the target's weights ({'; '.join(unseen)}), so "
-                   "one log's error and SE say little about the estimator's bias")
-        elif not reliable:
-            why = (f"inconclusive: the estimate's skewness {skew:.2g} > {MAX_SKEW:g} (heavy-tailed weights: one "
-                   "log's z is not normal)")
-        else:
-            why = None
+        why = None if reason is None else {
+            "no support": f"no support: {'; '.join(unsupported)} (the estimator cannot evaluate the target there: "
+                          "biased whatever the check's z, as the main table's support count says)",
+            "undefined": "undefined: no positive weight or no spread in the check's log",
+            "not drawn": f"inconclusive: the log has not drawn enough of the target's weights ({'; '.join(unseen)}), "
+                         "so one log's error and SE say little about the estimator's bias",
+            "heavy tail": f"inconclusive: the estimate's skewness {skew:.2g} > {MAX_SKEW:g} (heavy-tailed weights: "
+                          "one log's z is not normal)",
+        }[reason]
         out[label] = {
             "impressions": int(n),
             "truth": truth,
