@@ -37,7 +37,9 @@ Fields
     document among them); the propensities are computed with
     :func:`simulations.policies.build_policy` (the caller passes the policies package:
     ``read_logged(path, policies=simulations.policies)``, so this core module does not
-    import the simulator). One logger per query: every impression of
+    import the simulator). A ``mixture``'s component may carry its own ``scores`` of the
+    same candidates (a component randomising around another ranker; without them it uses the
+    logger's). One logger per query: every impression of
     a query carries the same spec and scores (give per-impression ``propensities``
     otherwise). The log's :class:`LogPolicy` (these policies in the log's id space) is in
     :mod:`onlineeval.io.logged_policy`.
@@ -402,8 +404,36 @@ def _logger_spec(spec: Any, shown: list[str], path: str, line: int,
     if not scores.keys() >= set(shown):
         missing = next(d for d in shown if d not in scores)
         raise InputError(f"shown document {missing!r} is not among the logger's scored candidates", path, line)
+    _own_scores(spec, scores, "logger", path, line)
     options = {key: value for key, value in spec.items() if key != "scores"}
     return options, scores
+
+
+def _own_scores(spec: dict[str, Any], scores: dict[str, Any], where: str, path: str, line: int) -> None:
+    """Checks a mixture's components' own ``scores`` (intervention harvesting: each component randomises around
+    its own ranker): each an object scoring exactly the documents of ``scores`` (the logger's candidates) with
+    finite numbers; a component without one uses the logger's. Nested mixtures are checked likewise."""
+    components = spec.get("components")
+    if spec.get("policy") != "mixture" or not isinstance(components, list):
+        return
+    for i, comp in enumerate(components):
+        if not isinstance(comp, dict) or "scores" not in comp:
+            continue  # (a malformed component is the policy's error, naming its key)
+        own, at = comp["scores"], f"{where}.components[{i}].scores"
+        if not isinstance(own, dict) or not own:
+            raise InputError(f"{at} must be an object {{doc id: score}} of the logger's candidates (its own "
+                             f"ranker's scores; without it the component uses logger.scores), got {own!r:.60}",
+                             path, line)
+        if not (set(map(type, own.values())) <= _NUMBER_TYPES and all(map(math.isfinite, own.values()))):
+            d, v = next((d, v) for d, v in own.items() if not _is_number(v))
+            raise InputError(f"{at}[{d!r}] must be a finite number, got {v!r}", path, line)
+        if own.keys() != scores.keys():
+            missing = next((d for d in scores if d not in own), None)
+            what = (f"misses {missing!r}" if missing is not None
+                    else f"scores {next(d for d in own if d not in scores)!r}, which logger.scores does not")
+            raise InputError(f"{at} must score the logger's candidates, those of logger.scores: it {what}", path,
+                             line)
+        _own_scores(comp, own, at.removesuffix(".scores"), path, line)
 
 
 def _decode(path: str, raw: bytes) -> str:

@@ -169,6 +169,44 @@ class LogPolicy:
                 "with N for each such query), or drop the pseudoinverse", self._path, line) from None
 
 
+def _named_scores(options: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, float]]]:
+    """``options`` (a logger without its ``scores``) with its mixture components' own ``scores`` objects taken
+    out, and those objects in the order met: each becomes the name ``"@i"`` (i = 1, 2, ...) of a score matrix, and,
+    where any component has its own, every other non-mixture component names the logger's, ``"@0"``. Queries
+    whose loggers differ only in scores then share one policy over their score matrices."""
+    found: list[dict[str, float]] = []
+
+    def walk(spec: dict[str, Any]) -> dict[str, Any]:
+        components = spec.get("components")
+        if spec.get("policy") != "mixture" or not isinstance(components, list):
+            return spec
+        out = []
+        for comp in components:
+            if isinstance(comp, dict):
+                comp = dict(comp)
+                if isinstance(comp.get("scores"), dict):
+                    found.append(comp["scores"])
+                    comp["scores"] = f"@{len(found)}"
+                comp = walk(comp)
+            out.append(comp)
+        return {**spec, "components": out}
+
+    named = walk(options)
+    if not found:
+        return options, found
+
+    def fill(spec: dict[str, Any]) -> None:
+        for comp in spec.get("components") or ():
+            if isinstance(comp, dict):
+                if comp.get("policy") == "mixture":
+                    fill(comp)
+                else:
+                    comp.setdefault("scores", "@0")
+
+    fill(named)
+    return named, found
+
+
 def _logger_policy(
     logger_rows: Sequence[tuple[dict[str, Any], dict[str, float]]],
     query_ids: Sequence[str],
@@ -197,8 +235,10 @@ def _logger_policy(
                 f"{query_ids[i]!r}; the logger path needs one logging policy per query (give per-impression "
                 "'propensities' instead)", path, int(lines[i]))
     groups: dict[tuple[str, int], list[int]] = {}
+    own: list[list[dict[str, float]]] = []  # per query: its mixture components' own scores, in spec order
     for q in range(nq):  # a loop over distinct queries
-        options = logger_rows[per_query[q][0]][0]
+        options, found = _named_scores(logger_rows[per_query[q][0]][0])
+        own.append(found)
         groups.setdefault((json.dumps(options, sort_keys=True), int(query_k[q])), []).append(q)
     policies, ks, cols = [], [], []
     group = np.zeros(nq, dtype=np.int64)
@@ -206,15 +246,18 @@ def _logger_policy(
     names = set()
     for g, ((spec_text, k), members) in enumerate(groups.items()):
         m = max(len(logger_rows[per_query[q][0]][1]) for q in members) + 1
-        mat = np.full((len(members), m), -np.inf)
+        mats = [np.full((len(members), m), -np.inf) for _ in range(1 + len(own[members[0]]))]
         for row, q in enumerate(members):
             scores = logger_rows[per_query[q][0]][1]
-            mat[row, : len(scores)] = list(scores.values())
+            mats[0][row, : len(scores)] = list(scores.values())
+            for mat, theirs in zip(mats[1:], own[q], strict=True):  # the candidates in logger.scores' order
+                mat[row, : len(scores)] = [theirs[d] for d in scores]
             group[q], local[q] = g, row
         spec = json.loads(spec_text)
         names.add(str(spec["policy"]))
         try:
-            policies.append(build_policy(spec, mat, k))
+            policies.append(build_policy(spec, mats[0] if len(mats) == 1 else
+                                         {f"@{i}": mat for i, mat in enumerate(mats)}, k))
         except (ConfigError, InputError, ValueError, TypeError) as exc:
             raise InputError(f"logger: {exc}", path, int(lines[per_query[members[0]][0]])) from None
         ks.append(k)
