@@ -2,8 +2,9 @@
 
 With ``export_log: N`` a counterfactual design's logs of replicates ``0 .. min(N, replicates) - 1`` are written as
 ``<output>/logs/<design>/replicate_<r>.jsonl.gz`` (gzipped JSON lines, one impression each: ``query``, ``user``,
-``user_type``, ``shown``, ``clicks`` as a 0/1 list, ``propensities`` ``{list, prefix, item}``; README, "onlineeval
-estimate"), and the design's targets as TREC runs ``<output>/logs/<design>/<ranker>.run`` (the world's rankings,
+``user_type``, ``shown``, ``clicks`` as a 0/1 list, and the ``logger``: the design's policy spec with the scores of
+the query's candidates, :func:`logger_texts`; a policy whose propensities may be Monte Carlo estimates writes
+``propensities`` ``{list, prefix, item}`` instead; README, "onlineeval estimate"), and the design's targets as TREC runs ``<output>/logs/<design>/<ranker>.run`` (the world's rankings,
 the ones the design's estimators evaluate): ``onlineeval estimate --log replicate_0.jsonl.gz --target B.run
 --baseline A.run`` then computes from the same impressions the point estimates the design computed, and the run's
 ``summary.json`` holds the exact truth. Ids: queries are the world's query ids (``q0``, ... in a synthetic world),
@@ -37,6 +38,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from simulations.config import Config, DesignConfig
@@ -146,7 +149,8 @@ def export_logs(config: Config, world: World, users: UserModels, output: Path, f
     for r in sorted(todo):
         for name, data in replay_logs(config, world, users, seqs[r], set(todo[r])).items():
             path = log_path(output, name, r)
-            _write_atomic(path, _log_lines(world, data), compress=True)
+            design = next(d for d, _ in wanted if d.name == name)
+            _write_atomic(path, _log_lines(world, data, logger_texts(design, world)), compress=True)
             written.append(path)
     return written
 
@@ -182,8 +186,47 @@ def _run_lines(world: World, ranker: str) -> Iterator[bytes]:
                       for r, doc in enumerate(rankings[q].tolist()) if doc >= 0).encode()
 
 
-def _log_lines(world: World, data: Any, chunk: int = 4096) -> Iterator[bytes]:
-    """The log ``data`` as JSON lines (module docstring), ``chunk`` impressions at a time. The propensities are
+def logger_texts(design: DesignConfig, world: World) -> list[str] | None:
+    """Per query of the world, the JSON text of the design's logging policy as a log line's ``logger`` (README,
+    "onlineeval estimate"): the policy's spec with ``scores`` objects of the query's candidates (``d<j>``: the
+    logger's ranker's; a mixture's component around another ranker, its own) in place of ranker names, so that
+    ``estimate`` computes the propensities from the policy itself, checks each target's support against it and
+    can run the pseudoinverse. ``None`` (the propensities are written instead) for a policy whose propensities
+    may be Monte Carlo estimates (a Plackett-Luce logger with ``item_method: monte_carlo``): the reader's estimate
+    would draw other samples than the design's."""
+    from simulations.designs.counterfactual.serving import shared_policy
+
+    if shared_policy(design.logger, world).may_be_monte_carlo:
+        return None
+    logger = design.logger
+    spec = logger.spec()
+    scores = {name: np.asarray(m, dtype=np.float64) for name, m in world.scores.items()}
+
+    def spec_of(q: int) -> dict[str, Any]:
+        def named(name: str) -> dict[str, float]:
+            row = scores[name][q]
+            return {f"d{j}": float(row[j]) for j in np.flatnonzero(np.isfinite(row)).tolist()}
+
+        def walk(part: dict[str, Any], top: bool) -> dict[str, Any]:
+            # keys sorted (one text for one config however its mapping was ordered), the scores last, in column order
+            out = {k: part[k] for k in sorted(part) if k != "scores"}
+            name = part.get("scores", logger.ranker if top else None)
+            if isinstance(out.get("components"), list):
+                out["components"] = [walk(c, False) if isinstance(c, dict) else c for c in out["components"]]
+            if top:
+                out["scores"] = named(str(name))
+            elif name is not None and name != logger.ranker:
+                out["scores"] = named(str(name))
+            return out
+
+        return walk(spec, True)
+
+    return [json.dumps(spec_of(q), separators=(",", ":")) for q in range(len(world.query_ids))]
+
+
+def _log_lines(world: World, data: Any, loggers: list[str] | None = None, chunk: int = 4096) -> Iterator[bytes]:
+    """The log ``data`` as JSON lines (module docstring), ``chunk`` impressions at a time: each line's ``logger``
+    (the text of its query in ``loggers``, :func:`logger_texts`), or without ``loggers`` its ``propensities``,
     written as Python's shortest round-tripping decimals, so the reader gets the design's very floats."""
     qids = world.query_ids
     for lo in range(0, data.n, chunk):
@@ -194,10 +237,13 @@ def _log_lines(world: World, data: Any, chunk: int = 4096) -> Iterator[bytes]:
         for q, user, utype, shown, clicks, p_list, p_prefix, p_item in zip(*cols, strict=True):
             keep = [j for j, doc in enumerate(shown) if doc >= 0]  # (an empty slot of a short candidate list)
             obj = {"query": qids[q], "user": f"u{user}", "user_type": int(utype),
-                   "shown": [f"d{shown[j]}" for j in keep], "clicks": [int(clicks[j]) for j in keep],
-                   "propensities": {"list": p_list, "prefix": [p_prefix[j] for j in keep],
-                                    "item": [p_item[j] for j in keep]}}
-            out.append(json.dumps(obj, separators=(",", ":")))
+                   "shown": [f"d{shown[j]}" for j in keep], "clicks": [int(clicks[j]) for j in keep]}
+            if loggers is None:
+                obj["propensities"] = {"list": p_list, "prefix": [p_prefix[j] for j in keep],
+                                       "item": [p_item[j] for j in keep]}
+                out.append(json.dumps(obj, separators=(",", ":")))
+            else:
+                out.append(json.dumps(obj, separators=(",", ":"))[:-1] + ',"logger":' + loggers[q] + "}")
         yield ("\n".join(out) + "\n").encode()
 
 
