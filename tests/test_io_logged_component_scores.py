@@ -71,8 +71,11 @@ def test_component_scores_give_the_mixture_of_each_components_own_ranking(tmp_pa
         np.testing.assert_allclose(d.p_prefix[i, :2], pre, rtol=1e-12)
         np.testing.assert_allclose(d.p_item[i, :2], item, rtol=1e-12)
     assert hit_b > 10  # B's own top document is shown first often: the component's scores are used
-    # the two queries' loggers differ only in scores: one policy over both
+    # the two queries' loggers differ only in scores: one policy over both, described with its own-score component
     assert len(d.logger.policies) == 1
+    (text,) = d.logger.describe()
+    assert text.startswith("mixture") and text.endswith(" (components 1 with their own logged scores, the others "
+                                                        "with the logger's)")
     # the deterministic component puts B's top pair at (0, 1) with probability W_DET + RandTop's 1/12
     q1 = log.queries.index("q1")
     col = {doc: j for j, doc in enumerate(log.docs[q1])}
@@ -90,6 +93,7 @@ def test_component_scores_equal_to_the_loggers_read_as_a_component_without_them(
     b = read_logged(_write(tmp_path, without, "plain.jsonl"), policies=policies).data
     for form in ("p_list", "p_prefix", "p_item"):
         np.testing.assert_array_equal(getattr(a, form), getattr(b, form))
+    assert "own logged scores" in a.logger.describe()[0] and "own logged scores" not in b.logger.describe()[0]
 
 
 @pytest.mark.parametrize(("own", "message"), [

@@ -39,7 +39,8 @@ class LogPolicy:
 
     def __init__(self, policies: list[Any], ks: list[int], cols: list[int], group: NDArray[np.int64],
                  local: NDArray[np.int64], path: str | None = None, first_lines: Sequence[int] | None = None,
-                 query_ids: Sequence[str] | None = None) -> None:
+                 query_ids: Sequence[str] | None = None,
+                 own_components: Sequence[tuple[int, ...]] | None = None) -> None:
         self._path = path  # the log file, and per query index the line of its first logger and its id (messages)
         self._first_lines = None if first_lines is None else [int(v) for v in first_lines]
         self._query_ids = None if query_ids is None else list(query_ids)
@@ -48,6 +49,8 @@ class LogPolicy:
         self._cols = cols  # per group: columns of its score matrix (the last one = non-candidate)
         self._group = group  # per query index
         self._local = local  # per query index: its row in its group's score matrix
+        # per group: the (1-based) mixture components carrying their own logged scores (descriptions)
+        self._own_components = [tuple(o) for o in own_components] if own_components else [()] * len(policies)
 
     @property
     def policies(self) -> tuple[Any, ...]:
@@ -55,8 +58,11 @@ class LogPolicy:
         return tuple(self._policies)
 
     def describe(self) -> list[str]:
-        """One line per distinct policy (the policies' own descriptions)."""
-        return sorted({str(p.describe()) for p in self._policies})
+        """One line per distinct policy (the policies' own descriptions; a mixture whose components carry their own
+        scores says which: each randomises around its own ranker, not the logger's)."""
+        return sorted({str(p.describe()) + (f" (components {', '.join(map(str, o))} with their own logged scores, "
+                                            "the others with the logger's)" if o else "")
+                       for p, o in zip(self._policies, self._own_components, strict=True)})
 
     def item_methods(self) -> list[str]:
         """How each distinct policy computes its item-position propensities (its conventions' ``item``; a
@@ -240,7 +246,7 @@ def _logger_policy(
         options, found = _named_scores(logger_rows[per_query[q][0]][0])
         own.append(found)
         groups.setdefault((json.dumps(options, sort_keys=True), int(query_k[q])), []).append(q)
-    policies, ks, cols = [], [], []
+    policies, ks, cols, own_components = [], [], [], []
     group = np.zeros(nq, dtype=np.int64)
     local = np.zeros(nq, dtype=np.int64)
     names = set()
@@ -255,6 +261,8 @@ def _logger_policy(
             group[q], local[q] = g, row
         spec = json.loads(spec_text)
         names.add(str(spec["policy"]))
+        own_components.append(tuple(i + 1 for i, c in enumerate(spec.get("components") or ())
+                                    if isinstance(c, dict) and str(c.get("scores", "@0")) != "@0"))
         try:
             policies.append(build_policy(spec, mats[0] if len(mats) == 1 else
                                          {f"@{i}": mat for i, mat in enumerate(mats)}, k))
@@ -265,5 +273,5 @@ def _logger_policy(
     docs = [list(logger_rows[per_query[q][0]][1]) for q in range(nq)]
     first_lines = [int(lines[per_query[q][0]]) for q in range(nq)]
     ids = [str(query_ids[per_query[q][0]]) for q in range(nq)]
-    policy = LogPolicy(policies, ks, cols, group, local, path, first_lines, ids)
+    policy = LogPolicy(policies, ks, cols, group, local, path, first_lines, ids, own_components)
     return policy, "logger:" + ",".join(sorted(names)), docs
