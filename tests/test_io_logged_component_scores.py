@@ -74,7 +74,7 @@ def test_component_scores_give_the_mixture_of_each_components_own_ranking(tmp_pa
     # the two queries' loggers differ only in scores: one policy over both, described with its own-score component
     assert len(d.logger.policies) == 1
     (text,) = d.logger.describe()
-    assert text.startswith("mixture") and text.endswith(" (components 1 with their own logged scores, the others "
+    assert text.startswith("mixture") and text.endswith(" (component 1 with its own logged scores, the others "
                                                         "with the logger's)")
     # the deterministic component puts B's top pair at (0, 1) with probability W_DET + RandTop's 1/12
     q1 = log.queries.index("q1")

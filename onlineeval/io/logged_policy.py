@@ -60,9 +60,13 @@ class LogPolicy:
     def describe(self) -> list[str]:
         """One line per distinct policy (the policies' own descriptions; a mixture whose components carry their own
         scores says which: each randomises around its own ranker, not the logger's)."""
-        return sorted({str(p.describe()) + (f" (components {', '.join(map(str, o))} with their own logged scores, "
-                                            "the others with the logger's)" if o else "")
-                       for p, o in zip(self._policies, self._own_components, strict=True)})
+        def note(o: tuple[int, ...]) -> str:
+            if not o:
+                return ""
+            which = f"component {o[0]} with its" if len(o) == 1 else f"components {', '.join(map(str, o))} with their"
+            return f" ({which} own logged scores, the others with the logger's)"
+
+        return sorted({str(p.describe()) + note(o) for p, o in zip(self._policies, self._own_components, strict=True)})
 
     def item_methods(self) -> list[str]:
         """How each distinct policy computes its item-position propensities (its conventions' ``item``; a
