@@ -81,9 +81,13 @@ from simulations.analysis_held import (
     HELD_POWER_BOOTSTRAP,
     HELD_POWER_WITHHELD,
     HELD_SE_MEASURE,
+    SMALL_SE_MEASURE,
+    SMALL_SE_POWER,
+    SMALL_SE_SES,
     sd_precision_text,
     se_sd_ratio,
     se_sd_ratio_text,
+    small_se,
 )
 from simulations.analysis_multileaving import (
     MULTILEAVING_ORDER_METRIC,
@@ -162,6 +166,20 @@ __all__ = ["analyse", "curves", "improvement_sign", "expected_distinct_users", "
            "pairwise_error_rates", "ranker_online_values", "MULTILEAVING_ORDER_METRIC"]
 
 
+def _small_se_entries(rows: pd.DataFrame, held: dict[tuple[str, str], Any],
+                      day: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """``{(design, metric): its se_sd_ratio}`` of the entries (not A/A, not held fixed) whose reported SE runs
+    small on ``day``, the last (:func:`simulations.analysis_held.small_se`)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    last = rows[(~rows["aa"]) & (rows["day"] == day)]
+    for key, g in last.groupby(["design", "metric"], sort=False):
+        if key not in held:
+            q = small_se(g["estimate"].to_numpy(dtype=np.float64), g["se"].to_numpy(dtype=np.float64))
+            if q is not None:
+                out[(str(key[0]), str(key[1]))] = q
+    return out
+
+
 def side_row_mask(rows: pd.DataFrame) -> pd.Series:
     """Rows that are not a design's effect estimates: metric ``"<kind>:<name>"`` (null variants,
     per-batch looks, SRM checks, CUPED rows, counterfactual side records)."""
@@ -210,7 +228,10 @@ def analyse(
     boot = {d.name: int(getattr(d, "bootstrap", 0) or 0) for d in config.designs}
     final_day = int(rows["day"].max()) if len(rows) else 0
     held = {key: (final_day if boot.get(key[0]) else None) for key in held_what}
-    table = curves(rows, truth, alpha, held)
+    # estimates whose reported SE runs small on the last day (review of the off-policy sizes): sized from the
+    # replicates' SD as the held-fixed ones, their simulated power kept and marked
+    small = _small_se_entries(rows, held, final_day)
+    table = curves(rows, truth, alpha, held, sd_power=set(small))
     designs: dict[str, Any] = {}
     offline = world.offline
     offline_rel = offline.delta("weighted") / offline.weighted["A"] if offline.weighted["A"] else float("nan")
@@ -234,15 +255,16 @@ def analyse(
         last = c.iloc[-1]
         t = truth[(design, metric)]
         is_held = (design, metric) in held
+        by_sd = is_held or (design, metric) in small
         # the SE the sizes assume: the replicates' SD of the estimates where the reported SE is too small
-        se_col = "sd_estimate" if is_held else "mean_se"
+        se_col = "sd_estimate" if by_sd else "mean_se"
         fit = variance_model(c["mean_impressions"].to_numpy(), c[se_col].to_numpy())
         n_req = required_impressions(fit, t.value, alpha, target_power)
         # the fit's own uncertainty: refits on bootstrap resamples of the replicates (seeded by the config)
         g = by_replicate[(design, metric)]
-        wide_se, wide_n = replicate_arrays(g, sorted(c["day"]), "estimate" if is_held else "se")
+        wide_se, wide_n = replicate_arrays(g, sorted(c["day"]), "estimate" if by_sd else "se")
         refits[(design, metric)] = size_refits(wide_se, wide_n, t.value, t.se, size_seed(config.seed, design, metric),
-                                               spread=is_held)
+                                               spread=by_sd)
         size_unc = size_uncertainty(fit, refits[(design, metric)], t.value, alpha, target_power)
         # review 4, F2: analytic days / simulated days; beyond EXTRAPOLATION_FLAG the size is model-dependent
         extrapolation = extrapolation_factor(n_req, queries_per_day, config.traffic.days)
@@ -334,7 +356,7 @@ def analyse(
         # relative efficiency per impression at that traffic
         entry["information_last_day"] = (t.value / se_last) ** 2 if se_last > 0 and np.isfinite(se_last) else None
         # review 6, F1: its delta-method relative SE from the truth's Monte Carlo SE and the day's SE's own
-        entry["information_last_day_rel_se"] = information_rel_se(t.value, t.se, wide_se[:, -1], spread=is_held)
+        entry["information_last_day_rel_se"] = information_rel_se(t.value, t.se, wide_se[:, -1], spread=by_sd)
         null = truth.get((design, NULL_PREFIX + metric))
         if null is not None:
             null_rows = side_rows[(side_rows["design"] == design) & (side_rows["metric"] == NULL_PREFIX + metric)]
@@ -359,6 +381,14 @@ def analyse(
                     entry[key] = None
             else:
                 entry["power_measure"] = HELD_POWER_BOOTSTRAP.format(b=boot[design])
+        elif by_sd:
+            entry["se_sd_ratio"] = small[(design, metric)]
+            n_sd = int(np.isfinite(wide_se[:, -1]).sum())
+            q = small[(design, metric)]
+            entry["se_measure"] = SMALL_SE_MEASURE.format(
+                ratio=f"{q['ratio']:.2f} +- {q['se']:.2f} over {q['replicates']} replicates", k=SMALL_SE_SES,
+                precision=sd_precision_text(n_sd))
+            entry["power_measure"] = SMALL_SE_POWER
         else:
             entry["se_measure"] = "mean reported SE over the replicates"
         no_support = _support_violations(side_rows, design, metric)

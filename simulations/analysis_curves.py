@@ -23,13 +23,16 @@ from simulations.runner import Truth
 
 
 def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float,
-           held: dict[tuple[str, str], int | None] | None = None) -> pd.DataFrame:
+           held: dict[tuple[str, str], int | None] | None = None,
+           sd_power: set[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Per (design, aa, metric, day) summary over replicates.
 
     ``held``: ``{(design, metric): the day whose p-values are valid, or None}`` for the estimates whose SE holds a
     data-driven choice fixed (:func:`simulations.designs.counterfactual.held_fixed`): their analytic power uses
     the replicates' SD of the estimates instead of the mean SE, and their power and rejection rate are NaN (not
-    measured) on every other day (their p-values there come from the too-small SE)."""
+    measured) on every other day (their p-values there come from the too-small SE). ``sd_power``: estimates whose
+    reported SE runs small (:func:`simulations.analysis_held.small_se`): their analytic power uses the SD too, their
+    power is measured as usual."""
     z = float(sps.norm.ppf(1 - alpha / 2))
     held = held or {}
     out = []
@@ -43,7 +46,8 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
         r = len(g)
         sd = float(g["estimate"].std(ddof=1)) if r > 1 else float("nan")
         is_held = not aa and (design, metric) in held
-        se_power = sd if is_held else se_mean  # the SE the analytic power assumes
+        by_sd = is_held or (not aa and (design, metric) in (sd_power or ()))
+        se_power = sd if by_sd else se_mean  # the SE the analytic power assumes
         if t == 0:
             analytic = float(alpha)  # A/A: the rejection rate either way
         elif se_power > 0:

@@ -47,6 +47,14 @@ from simulations.report import (
 )
 
 
+
+def _power_mark(e: dict[str, Any]) -> str:
+    """The superscript after an entry's power at end that another measure gives (its ``power_measure``, named in
+    the legend): 'b' the last day's bootstrap test, 'w' withheld, 'se' the replicates' p-values from a reported
+    SE that runs small (their power overstated)."""
+    measure = str(e.get("power_measure") or "")
+    return "b" if measure.startswith("last day") else "w" if measure.startswith("withheld") else "se"
+
 def _cells_without_population(e: dict[str, Any]) -> dict[str, str]:
     """:func:`simulations.report.sample_size_cells` for a summary without its config (no population to cap
     the users needed by)."""
@@ -98,7 +106,7 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
             rel = e.get("relative_effect")
             power: Any = rate_text(fd.get("power"))
             if e.get("power_measure"):  # an estimate whose SE holds a data-driven choice fixed (review 3, F-A)
-                power = join([power, tag("sup", "b" if str(e["power_measure"]).startswith("last day") else "w")])
+                power = join([power, tag("sup", _power_mark(e))])
             null = e.get("null")
             cells = sample_size_html(e, population)
             days, impr, users = cells["days"], cells["impressions"], cells["users"]
@@ -314,7 +322,7 @@ def answer_section(summary: dict[str, Any]) -> Html:
     for d, m, e in held:
         legend.append([f"{d} / {m}: analytic power ", tag("sup", "sd"),
                        f", days and sizes from the {e['se_measure']}; power at end ",
-                       tag("sup", "b" if str(e.get("power_measure", "")).startswith("last day") else "w"), ": ",
+                       tag("sup", _power_mark(e)), ": ",
                        str(e.get("power_measure")) + "."])
     body: list[Any] = [
         _offline_line(summary),
