@@ -46,7 +46,10 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: 10 (2026-12-04): a PBM or UBM fitted on logs and used by grade (``{name: pbm, fitted: file, click: [...]}``) has
 #: its examination scaled so that its largest value is 1 (EM's arbitrary scale multiplied every click probability):
 #: such users click otherwise for a seed, no random stream.
-STREAM_VERSION = 10
+#: 11 (2026-12-05): a counterfactual row whose paired difference is not 0 but whose SE is 0 (no spread measured)
+#: has its SE, interval and p-value undefined instead of a zero-width interval and p 0: such records change (none
+#: in the bundled configs), no random stream.
+STREAM_VERSION = 11
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

@@ -516,7 +516,7 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
             value = design._bootstrap(value, x, reselect, test=bool(est.clt_holds_fixed(design.reward)))
         values.append(_values(value))
     for m in range(3):  # the logger's three metrics (ratio_means: the SE is the square root of the variance)
-        values.append(_values(PairedEstimate(est_[m], math.sqrt(se_[m]), alpha) if ok[m] else
+        values.append(_values(PairedEstimate(est_[m], math.sqrt(se_[m]), alpha, zero_se_certain=True) if ok[m] else
                               PairedEstimate(math.nan, math.nan, alpha)))
     values += [(float(count),) + (math.nan,) * 4 for count in violation_counts(design)]
     return values

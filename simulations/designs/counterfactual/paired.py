@@ -26,11 +26,19 @@ _Z: dict[float, float] = {}
 
 
 class PairedEstimate:
-    """An estimate with its interval and two-sided z-test (what a checkpoint row holds)."""
+    """An estimate with its interval and two-sided z-test (what a checkpoint row holds).
+
+    A standard error of 0 for a difference of 0 is a tie on every user (the A/A design's): a zero-width interval
+    and p 1. For any other difference it measured no spread (every user's linearised term the same, as where one
+    user holds all of a side's weight), not a certain difference: the SE, interval and p-value are undefined
+    (NaN; a replicate counted as not rejecting, outside the coverage), the estimate kept, as ``onlineeval
+    estimate`` reports it (it gave p 0, a rejection in power and in the truth rates). ``zero_se_certain``: the
+    former rule (a zero-width interval, p 0 unless the estimate is 0), which the logger's own metrics keep
+    (:func:`ratio_means`: :func:`onlineeval.stats.ratio_mean`'s numbers exactly)."""
 
     __slots__ = ("ci_high", "ci_low", "estimate", "pvalue", "se")
 
-    def __init__(self, estimate: float, se: float, alpha: float) -> None:
+    def __init__(self, estimate: float, se: float, alpha: float, zero_se_certain: bool = False) -> None:
         self.estimate, self.se = float(estimate), float(se)
         if not (math.isfinite(self.estimate) and math.isfinite(self.se)):
             self.ci_low = self.ci_high = self.pvalue = math.nan
@@ -41,9 +49,11 @@ class PairedEstimate:
                 z = _Z[alpha] = float(-_spc.ndtri(alpha / 2.0))
             self.ci_low, self.ci_high = self.estimate - z * self.se, self.estimate + z * self.se
             self.pvalue = float(min(1.0, 2.0 * _spc.ndtr(-abs(self.estimate) / self.se)))
-        else:  # no spread: the interval is the point, the test rejects unless it is 0
+        elif self.estimate == 0 or zero_se_certain:  # a tie on every user: the interval is the point
             self.ci_low = self.ci_high = self.estimate
             self.pvalue = 1.0 if self.estimate == 0 else 0.0
+        else:  # no spread measured for a difference: undefined, not certain
+            self.se = self.ci_low = self.ci_high = self.pvalue = math.nan
 
 
 def paired_difference(
@@ -142,4 +152,4 @@ def ratio_means(num: np.ndarray, den: np.ndarray, alpha: float) -> list[PairedEs
         y = np.array(np.broadcast_to(den, x.shape), dtype=np.float64)  # ratio_mean_batch's own copy
     r, var = _delta_kernel(x, y)
     se = np.sqrt(var)
-    return [PairedEstimate(r[i], se[i], alpha) for i in range(x.shape[0])]
+    return [PairedEstimate(r[i], se[i], alpha, zero_se_certain=True) for i in range(x.shape[0])]
