@@ -456,8 +456,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
                  for m, e in ms.items() if e["final_day"]["undefined"] > 0]
     if undefined:
-        lines.append("  undefined on the last day in some replicates (too few users or comparisons; counted as "
-                     "not rejecting): " + ", ".join(undefined))
+        lines.append("  undefined on the last day in some replicates (too few users or comparisons, or an off-policy "
+                     "difference with no spread measured; counted as not rejecting): " + ", ".join(undefined))
     lines += _null_lines(result)
     ref_design = next((d for d in cfg.designs if d.name == s["required_impressions_ratio"]["reference"]), None)
     unstable, far = size_mark_sets(s)
