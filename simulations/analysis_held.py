@@ -113,8 +113,8 @@ SMALL_SE_SES = 4.0
 
 #: which measure gives the sizes of an estimate whose reported SE runs small (:func:`small_se`)
 SMALL_SE_MEASURE = ("replicates' SD of the estimates (its reported SE runs small: mean SE / SD = {ratio} on the last "
-                    "day, below 1 by more than {k:g} of its jackknife SEs, as where a log rarely draws the large "
-                    "weights that make the spread{precision})")
+                    "day, below 1 by more than {k:g} of its jackknife SEs: its spread comes from rare large "
+                    "values, such as off-policy weights a log seldom draws or a metric's rare events{precision})")
 
 #: ... and its simulated power
 SMALL_SE_POWER = ("the replicates' p-values, from the reported SE that runs small: they reject more often than a "
