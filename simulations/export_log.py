@@ -51,8 +51,11 @@ __all__ = ["LOGS", "MARKER", "export_hint", "export_logs", "exported", "log_path
 
 #: the folder of the exported logs inside a results folder
 LOGS = "logs"
-#: the file in :data:`LOGS` holding the fingerprint of the run whose logs it holds
+#: the file in :data:`LOGS` holding the fingerprint of the run whose logs it holds, with :data:`FORMAT`
 MARKER = ".fingerprint"
+#: the version of the files' form, recorded after the fingerprint in :data:`MARKER`: logs of the same config
+#: written in another form (before 2: the propensities only, whatever ``export_form``) are written again, not mixed
+FORMAT = "export-format 2"
 _REPLICATE = re.compile(r"^replicate_(\d+)\.jsonl\.gz$")
 
 
@@ -120,12 +123,13 @@ def export_logs(config: Config, world: World, users: UserModels, output: Path, f
         if root.is_dir():  # another config's logs (a config that exports none has another fingerprint)
             remove_logs(output)
         return []
-    if _recorded(root / MARKER) != fingerprint:
+    mark = f"{fingerprint} {FORMAT}"
+    if _recorded(root / MARKER) != mark:
         remove_logs(output)
     root.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    if _recorded(root / MARKER) != fingerprint:
-        _write_atomic(root / MARKER, [(fingerprint + "\n").encode()])  # first: every file below is this run's
+    if _recorded(root / MARKER) != mark:
+        _write_atomic(root / MARKER, [(mark + "\n").encode()])  # first: every file below is this run's
     todo: dict[int, list[str]] = {}
     for design, n in wanted:
         (root / design.name).mkdir(exist_ok=True)
@@ -187,7 +191,7 @@ def _run_lines(world: World, ranker: str) -> Iterator[bytes]:
 
 
 def logger_texts(design: DesignConfig, world: World) -> list[str] | None:
-    """Per query of the world, the JSON text of the design's logging policy as a log line's ``logger`` (README,
+    """With ``export_form: logger`` (the default), per query of the world, the JSON text of the design's logging policy as a log line's ``logger`` (README,
     "onlineeval estimate"): the policy's spec with ``scores`` objects of the query's candidates (``d<j>``: the
     logger's ranker's; a mixture's component around another ranker, its own) in place of ranker names, so that
     ``estimate`` computes the propensities from the policy itself, checks each target's support against it and
@@ -196,7 +200,7 @@ def logger_texts(design: DesignConfig, world: World) -> list[str] | None:
     would draw other samples than the design's."""
     from simulations.designs.counterfactual.serving import shared_policy
 
-    if shared_policy(design.logger, world).may_be_monte_carlo:
+    if design.export_form != "logger" or shared_policy(design.logger, world).may_be_monte_carlo:
         return None
     logger = design.logger
     spec = logger.spec()

@@ -180,7 +180,8 @@ def test_export_log_writes_the_first_replicates_logs_and_the_targets_runs(run: d
     assert sorted(p.name for p in folder.iterdir()) == ["A.run", "B.run", "replicate_0.jsonl.gz",
                                                         "replicate_1.jsonl.gz"]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == summary["config_fingerprint"]
+    assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == \
+        f"{summary['config_fingerprint']} export-format 2"
     assert summary["config"]["designs"][1]["export_log"] == 2
     assert not list(out.rglob("*.tmp"))
     rows, world = run["rows"], run["world"]
@@ -362,7 +363,14 @@ def test_a_resumed_run_keeps_the_logs_and_another_config_removes_them(tmp_path: 
     written = export_logs(config, world, users, out, fingerprint)
     assert sorted(p.name for p in written) == ["A.run", "B.run", "replicate_0.jsonl.gz"]
     assert log.read_bytes() == data and not (out / "logs" / "cf" / "replicate_7.jsonl.gz").exists()
-    assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == fingerprint
+    assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == f"{fingerprint} export-format 2"
+    # the same config's logs in the form written before (the marker the fingerprint alone: propensities only) are
+    # written again, not kept beside this form's
+    (out / "logs" / ".fingerprint").write_text(fingerprint + "\n", encoding="utf-8")
+    log.write_bytes(b"the former form's log")
+    assert sorted(p.name for p in export_logs(config, world, users, out, fingerprint)) == \
+        ["A.run", "B.run", "replicate_0.jsonl.gz"]
+    assert log.read_bytes() == data
     # computed again on 2 worker processes (--fresh): the same bytes, written by this process as before
     simulate(config, out, workers=2, fresh=True)
     assert log.read_bytes() == data
@@ -502,3 +510,43 @@ def test_a_plackett_luce_logger_read_back_gives_the_designs_propensities(tmp_pat
     assert lg.data.n == data.n
     for form in ("p_list", "p_prefix", "p_item"):
         np.testing.assert_allclose(getattr(lg.data, form), getattr(data, form), rtol=1e-12, atol=0)
+
+
+def test_export_form_propensities_writes_the_propensities_of_what_was_shown(run: dict[str, Any],
+                                                                          tmp_path: Path) -> None:
+    """``export_form: propensities``: each line carries the list, prefix and item propensities (the design's
+    floats), no logger; another config than the default form's (its fingerprint differs), the same impressions."""
+    from simulations import policies
+    from simulations.config import config_from_mapping
+    from simulations.job import config_fingerprint, simulate
+
+    config = _config(export_log=1, replicates=1)
+    mapping = _mapping(export_log=1, replicates=1)
+    mapping["designs"][1]["export_form"] = "propensities"
+    config_p = config_from_mapping(mapping)
+    assert config_fingerprint(config_p) != config_fingerprint(config)
+    assert config_p.designs[1].model_dump()["export_form"] == "propensities"
+    assert "export_form" not in config.designs[1].model_dump()  # the default is left out (fingerprints kept)
+    simulate(config_p, tmp_path / "out", workers=1)
+    path = tmp_path / "out" / "logs" / "cf" / "replicate_0.jsonl.gz"
+    first = json.loads(gzip.decompress(path.read_bytes()).splitlines()[0])
+    assert set(first) == {"query", "user", "user_type", "shown", "clicks", "propensities"}
+    written = logged.read_logged(path).data
+    theirs = logged.read_logged(run["out"] / "logs" / "cf" / "replicate_0.jsonl.gz", policies=policies).data
+    for form in ("p_list", "p_prefix", "p_item", "clicks"):
+        np.testing.assert_array_equal(getattr(written, form), getattr(theirs, form))
+
+
+@pytest.mark.parametrize(("design", "value", "message"), [
+    (1, "csv", "designs[1].export_form: must be one of 'logger' or 'propensities', got 'csv'"),
+    (0, "logger", "designs[0]: export_form: only for designs of type counterfactual"),
+])
+def test_a_bad_export_form_is_refused_naming_the_key(design: int, value: str, message: str) -> None:
+    from onlineeval.errors import ConfigError
+    from simulations.config import config_from_mapping
+
+    mapping = _mapping()
+    mapping["designs"][design]["export_form"] = value
+    with pytest.raises(ConfigError) as info:
+        config_from_mapping(mapping)
+    assert str(info.value) == message

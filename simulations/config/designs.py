@@ -74,7 +74,7 @@ class EstimatorSpec(_Strict):
 
 
 #: keys of a design entry that only counterfactual designs use
-_COUNTERFACTUAL_KEYS = ("logger", "targets", "estimators", "bootstrap", "refit_days", "export_log")
+_COUNTERFACTUAL_KEYS = ("logger", "targets", "estimators", "bootstrap", "refit_days", "export_log", "export_form")
 
 
 #: keys of a design entry its type does not use (left out of the effective config)
@@ -225,6 +225,13 @@ class DesignConfig(_Strict):
         "<output>/logs/<design>/replicate_<r>.jsonl.gz, with the targets' rankings as TREC runs "
         "<output>/logs/<design>/<ranker>.run (simulations/export_log.py); part of the config's fingerprint",
     )
+    export_form: Literal["logger", "propensities"] = Field(
+        "logger",
+        description="counterfactual: what each exported log line carries about its logging: 'logger' (default: the "
+        "policy's spec and its rankers' scores of the query's candidates, so `estimate` computes the propensities, "
+        "checks the targets' support and can run the pseudoinverse; about 18x the bytes of configs/"
+        "counterfactual.yaml's log) or 'propensities' (list, prefix and item propensities of what was shown)",
+    )
     analysis: DesignAnalysis = Field(
         default_factory=DesignAnalysis,
         description="sequential test, monitoring (daily or per batch) and multiple-comparison correction",
@@ -257,6 +264,8 @@ class DesignConfig(_Strict):
             data.pop("analysis", None)  # designs without one keep their former effective config
         if not self.export_log:
             data.pop("export_log", None)  # likewise: designs that export no log keep their fingerprint
+        if not self.export_log or self.export_form == "logger":
+            data.pop("export_form", None)  # (the default, or nothing exported)
         return data
 
     @model_validator(mode="after")
