@@ -127,7 +127,8 @@ def small_se(estimates: Any, ses: Any) -> dict[str, Any] | None:
     held-fixed estimate's), else None (no SE for the ratio: None too). On configs/counterfactual.yaml at 1,000
     replicates no estimate but adaptive IPS (held fixed already) comes near it (RIPS 0.94 +- 0.02 at one seed, 1.07
     at another); with an epsilon-greedy logger at epsilon 0.05 and 150 queries a day, SNIPS 0.13 +- 0.03 and RIPS
-    0.12 +- 0.20 over 200 replicates (sized from the mean SE, their sizes would be 1 / ratio^2, about 60x, too small)."""
+    0.12 +- 0.20 over 200 replicates (sized from the mean SE, their sizes would be 1 / ratio^2, about 60x, too
+    small)."""
     q = se_sd_ratio(estimates, ses)
     if q is None or q.get("se") is None or not q["ratio"] + SMALL_SE_SES * q["se"] < 1:
         return None

@@ -3,9 +3,10 @@
 With ``export_log: N`` a counterfactual design's logs of replicates ``0 .. min(N, replicates) - 1`` are written as
 ``<output>/logs/<design>/replicate_<r>.jsonl.gz`` (gzipped JSON lines, one impression each: ``query``, ``user``,
 ``user_type``, ``shown``, ``clicks`` as a 0/1 list, and the ``logger``: the design's policy spec with the scores of
-the query's candidates, :func:`logger_texts`; a policy whose propensities may be Monte Carlo estimates writes
-``propensities`` ``{list, prefix, item}`` instead; README, "onlineeval estimate"), and the design's targets as TREC runs ``<output>/logs/<design>/<ranker>.run`` (the world's rankings,
-the ones the design's estimators evaluate): ``onlineeval estimate --log replicate_0.jsonl.gz --target B.run
+the query's candidates, :func:`logger_texts`; with ``export_form: propensities``, or a policy whose propensities may
+be Monte Carlo estimates, the ``propensities`` ``{list, prefix, item}`` instead; README, "onlineeval estimate"), and
+the design's targets as TREC runs ``<output>/logs/<design>/<ranker>.run`` (the world's rankings, the ones the
+design's estimators evaluate): ``onlineeval estimate --log replicate_0.jsonl.gz --target B.run
 --baseline A.run`` then computes from the same impressions the point estimates the design computed, and the run's
 ``summary.json`` holds the exact truth. Ids: queries are the world's query ids (``q0``, ... in a synthetic world),
 documents ``d<j>`` with ``j`` the candidate's index within its query, users ``u<i>``, user types the index of
@@ -191,13 +192,14 @@ def _run_lines(world: World, ranker: str) -> Iterator[bytes]:
 
 
 def logger_texts(design: DesignConfig, world: World) -> list[str] | None:
-    """With ``export_form: logger`` (the default), per query of the world, the JSON text of the design's logging policy as a log line's ``logger`` (README,
-    "onlineeval estimate"): the policy's spec with ``scores`` objects of the query's candidates (``d<j>``: the
-    logger's ranker's; a mixture's component around another ranker, its own) in place of ranker names, so that
-    ``estimate`` computes the propensities from the policy itself, checks each target's support against it and
-    can run the pseudoinverse. ``None`` (the propensities are written instead) for a policy whose propensities
-    may be Monte Carlo estimates (a Plackett-Luce logger with ``item_method: monte_carlo``): the reader's estimate
-    would draw other samples than the design's."""
+    """With ``export_form: logger`` (the default), per query of the world, the JSON text of the design's logging
+    policy as a log line's ``logger`` (README, "onlineeval estimate"): the policy's spec with ``scores`` objects of
+    the query's candidates (``d<j>``: the logger's ranker's; a mixture's component around another ranker, its own)
+    in place of ranker names, so that ``estimate`` computes the propensities from the policy itself, checks each
+    target's support against it and can run the pseudoinverse. ``None`` (the propensities are written instead)
+    with ``export_form: propensities`` and for a policy whose propensities may be Monte Carlo estimates (a
+    Plackett-Luce logger with ``item_method: monte_carlo``): the reader's estimate would draw other samples than
+    the design's."""
     from simulations.designs.counterfactual.serving import shared_policy
 
     if design.export_form != "logger" or shared_policy(design.logger, world).may_be_monte_carlo:
