@@ -372,7 +372,7 @@ def analyse(
                 "its se column is the delta-method SE"
             n_sd = int(np.isfinite(estimates_last).sum())
             entry["se_measure"] = HELD_SE_MEASURE.format(what=what, se_is=se_is, ratio=ratio,
-                                                         precision=sd_precision_text(n_sd))
+                                                         precision=sd_precision_text(n_sd, estimates_last))
             if held[(design, metric)] is None:
                 entry["power_measure"] = HELD_POWER_WITHHELD.format(what=what)
                 entry["power_if_delta_method"] = entry["final_day"]["power"]
@@ -387,7 +387,7 @@ def analyse(
             q = small[(design, metric)]
             entry["se_measure"] = SMALL_SE_MEASURE.format(
                 ratio=f"{q['ratio']:.2f} +- {q['se']:.2f} over {q['replicates']} replicates", k=SMALL_SE_SES,
-                precision=sd_precision_text(n_sd))
+                precision=sd_precision_text(n_sd, wide_se[:, -1]))
             entry["power_measure"] = SMALL_SE_POWER
         else:
             entry["se_measure"] = "mean reported SE over the replicates"
