@@ -63,7 +63,6 @@ from __future__ import annotations
 import gc
 import itertools
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
@@ -76,7 +75,7 @@ from numpy.typing import NDArray
 from onlineeval.errors import InputError
 from onlineeval.estimators.base import DeterministicTarget, LoggedData
 from onlineeval.io.logged_json import DuplicateKey, LoggerTexts, json_value_error
-from onlineeval.io.logged_policy import LogPolicy, _logger_policy
+from onlineeval.io.logged_policy import _NUMBER_TYPES, LogPolicy, _is_number, _logger_policy, _logger_spec
 
 __all__ = ["FORMS", "LogPolicy", "LoggedLog", "TargetMap", "UnseenSlot", "locate_run_lines", "read_logged"]
 
@@ -208,15 +207,10 @@ class LoggedLog:
 _KEYS_PROP = frozenset(FORMS)
 
 
-_NUMBER_TYPES = frozenset((int, float))
 _STR = {str}
 _FLAG_TYPES = frozenset((int, bool))
 _FLAGS = frozenset((0, 1))
 _FORM_ORDER = {frozenset(c): c for r in (1, 2, 3) for c in itertools.combinations(FORMS, r)}
-
-
-def _is_number(x: Any) -> bool:
-    return (type(x) is float or type(x) is int) and math.isfinite(x)
 
 
 def _number_list(value: Any, what: str, length: int, path: str, line: int) -> list[float]:
@@ -382,58 +376,6 @@ def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, An
     rows.user_type.append(utype)
     rows.shown.append(shown)
     rows.clicks.append(flags)
-
-
-def _logger_spec(spec: Any, shown: list[str], path: str, line: int,
-                 allowed: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, float]]:
-    if not isinstance(spec, dict):
-        raise InputError(f"'logger' must be an object with policy, its options and scores, got {spec!r}", path, line)
-    if "policy" not in spec or "scores" not in spec:
-        raise InputError("'logger' needs 'policy' and 'scores' (the logging policy's score of each candidate)",
-                         path, line)
-    if spec["policy"] not in allowed:
-        raise InputError(f"unknown logging policy {spec['policy']!r}; allowed: {', '.join(allowed) or 'none'}",
-                         path, line)
-    scores = spec["scores"]
-    if not isinstance(scores, dict) or not scores:
-        raise InputError("'logger.scores' must be a non-empty object {doc id: score}", path, line)
-    values = scores.values()
-    if not (set(map(type, values)) <= _NUMBER_TYPES and all(map(math.isfinite, values))):
-        d, v = next((d, v) for d, v in scores.items() if not _is_number(v))
-        raise InputError(f"logger.scores[{d!r}] must be a finite number, got {v!r}", path, line)
-    if not scores.keys() >= set(shown):
-        missing = next(d for d in shown if d not in scores)
-        raise InputError(f"shown document {missing!r} is not among the logger's scored candidates", path, line)
-    _own_scores(spec, scores, "logger", path, line)
-    options = {key: value for key, value in spec.items() if key != "scores"}
-    return options, scores
-
-
-def _own_scores(spec: dict[str, Any], scores: dict[str, Any], where: str, path: str, line: int) -> None:
-    """Checks a mixture's components' own ``scores`` (intervention harvesting: each component randomises around
-    its own ranker): each an object scoring exactly the documents of ``scores`` (the logger's candidates) with
-    finite numbers; a component without one uses the logger's. Nested mixtures are checked likewise."""
-    components = spec.get("components")
-    if spec.get("policy") != "mixture" or not isinstance(components, list):
-        return
-    for i, comp in enumerate(components):
-        if not isinstance(comp, dict) or "scores" not in comp:
-            continue  # (a malformed component is the policy's error, naming its key)
-        own, at = comp["scores"], f"{where}.components[{i}].scores"
-        if not isinstance(own, dict) or not own:
-            raise InputError(f"{at} must be an object {{doc id: score}} of the logger's candidates (its own "
-                             f"ranker's scores; without it the component uses logger.scores), got {own!r:.60}",
-                             path, line)
-        if not (set(map(type, own.values())) <= _NUMBER_TYPES and all(map(math.isfinite, own.values()))):
-            d, v = next((d, v) for d, v in own.items() if not _is_number(v))
-            raise InputError(f"{at}[{d!r}] must be a finite number, got {v!r}", path, line)
-        if own.keys() != scores.keys():
-            missing = next((d for d in scores if d not in own), None)
-            what = (f"misses {missing!r}" if missing is not None
-                    else f"scores {next(d for d in own if d not in scores)!r}, which logger.scores does not")
-            raise InputError(f"{at} must score the logger's candidates, those of logger.scores: it {what}", path,
-                             line)
-        _own_scores(comp, own, at.removesuffix(".scores"), path, line)
 
 
 def _decode(path: str, raw: bytes) -> str:

@@ -4,12 +4,15 @@ A log whose lines carry a ``logger`` (a policy spec and the scores of the query'
 gets its propensities from :mod:`simulations.policies` policies, built here by the caller's
 ``build_policy`` (this core package does not import the simulator). :class:`LogPolicy` groups
 the queries sharing a spec and a list length under one policy and answers in the log's
-(query index, per-query document index) space; :mod:`onlineeval.io.logged` re-exports it.
+(query index, per-query document index) space; :mod:`onlineeval.io.logged` re-exports it. Each line's ``logger``
+is checked here too (:func:`_logger_spec`: its policy, its scores, a mixture's components' own scores), for both
+readers (:mod:`onlineeval.io.logged`, :mod:`onlineeval.io.logged_fast`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -177,6 +180,71 @@ class LogPolicy:
                 "line's \"logger\" object beside \"policy\" ({\"policy\": \"plackett_luce\", ..., "
                 "\"pair_max_states\": N}, N at least those states; the exact dynamic programme's time and memory grow "
                 "with N for each such query), or drop the pseudoinverse", self._path, line) from None
+
+
+#: the JSON number types (bool excluded: ``type(True) is bool``)
+_NUMBER_TYPES = frozenset((int, float))
+
+
+def _is_number(x: Any) -> bool:
+    return (type(x) is float or type(x) is int) and math.isfinite(x)
+
+
+def _finite_scores(scores: dict[str, Any], at: str, path: str, line: int) -> None:
+    """Every value of ``scores`` a finite JSON number, else an error naming ``at[doc]``, the value and the line."""
+    values = scores.values()
+    if not (set(map(type, values)) <= _NUMBER_TYPES and all(map(math.isfinite, values))):
+        d, v = next((d, v) for d, v in scores.items() if not _is_number(v))
+        raise InputError(f"{at}[{d!r}] must be a finite number, got {v!r}", path, line)
+
+
+def _logger_spec(spec: Any, shown: list[str], path: str, line: int,
+                 allowed: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, float]]:
+    """A line's ``logger`` checked (naming the line): ``(options, scores)``, the spec without its ``scores`` and the
+    candidates' scores (every shown document among them; a mixture's components' own scores checked too)."""
+    if not isinstance(spec, dict):
+        raise InputError(f"'logger' must be an object with policy, its options and scores, got {spec!r}", path, line)
+    if "policy" not in spec or "scores" not in spec:
+        raise InputError("'logger' needs 'policy' and 'scores' (the logging policy's score of each candidate)",
+                         path, line)
+    if spec["policy"] not in allowed:
+        raise InputError(f"unknown logging policy {spec['policy']!r}; allowed: {', '.join(allowed) or 'none'}",
+                         path, line)
+    scores = spec["scores"]
+    if not isinstance(scores, dict) or not scores:
+        raise InputError("'logger.scores' must be a non-empty object {doc id: score}", path, line)
+    _finite_scores(scores, "logger.scores", path, line)
+    if not scores.keys() >= set(shown):
+        missing = next(d for d in shown if d not in scores)
+        raise InputError(f"shown document {missing!r} is not among the logger's scored candidates", path, line)
+    _own_scores(spec, scores, "logger", path, line)
+    options = {key: value for key, value in spec.items() if key != "scores"}
+    return options, scores
+
+
+def _own_scores(spec: dict[str, Any], scores: dict[str, Any], where: str, path: str, line: int) -> None:
+    """Checks a mixture's components' own ``scores`` (intervention harvesting: each component randomises around
+    its own ranker): each an object scoring exactly the documents of ``scores`` (the logger's candidates) with
+    finite numbers; a component without one uses the logger's. Nested mixtures are checked likewise."""
+    components = spec.get("components")
+    if spec.get("policy") != "mixture" or not isinstance(components, list):
+        return
+    for i, comp in enumerate(components):
+        if not isinstance(comp, dict) or "scores" not in comp:
+            continue  # (a malformed component is the policy's error, naming its key)
+        own, at = comp["scores"], f"{where}.components[{i}].scores"
+        if not isinstance(own, dict) or not own:
+            raise InputError(f"{at} must be an object {{doc id: score}} of the logger's candidates (its own "
+                             f"ranker's scores; without it the component uses logger.scores), got {own!r:.60}",
+                             path, line)
+        _finite_scores(own, at, path, line)
+        if own.keys() != scores.keys():
+            missing = next((d for d in scores if d not in own), None)
+            what = (f"misses {missing!r}" if missing is not None
+                    else f"scores {next(d for d in own if d not in scores)!r}, which logger.scores does not")
+            raise InputError(f"{at} must score the logger's candidates, those of logger.scores: it {what}", path,
+                             line)
+        _own_scores(comp, own, at.removesuffix(".scores"), path, line)
 
 
 def _named_scores(options: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, float]]]:
