@@ -382,9 +382,8 @@ def analyse(
             else:
                 entry["power_measure"] = HELD_POWER_BOOTSTRAP.format(b=boot[design])
         elif by_sd:
-            entry["se_sd_ratio"] = small[(design, metric)]
+            q = entry["se_sd_ratio"] = small[(design, metric)]
             n_sd = int(np.isfinite(wide_se[:, -1]).sum())
-            q = small[(design, metric)]
             entry["se_measure"] = SMALL_SE_MEASURE.format(
                 ratio=f"{q['ratio']:.2f} +- {q['se']:.2f} over {q['replicates']} replicates", k=SMALL_SE_SES,
                 precision=sd_precision_text(n_sd, wide_se[:, -1]))

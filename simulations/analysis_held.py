@@ -31,7 +31,7 @@ def sd_relative_se(replicates: int) -> float:
 
 def sd_jackknife_rel_se(estimates: Any) -> float | None:
     r"""The jackknife relative SE of the SD of ``estimates`` (finite values only): leaving value :math:`i` out gives
-    :math:`(R-2)\,s_{-i}^2 = SS - R/(R-1)\,(x_i - \bar x)^2`, and :math:`SE^2 = (R-1)/R \sum_i (s_{-i} -
+    :math:`(R-2)\,s_{-i}^2 = SS_{-i}` (:func:`_leave_one_out_ss`), and :math:`SE^2 = (R-1)/R \sum_i (s_{-i} -
     \bar s_{-})^2`, over :math:`s`. Unlike :func:`sd_relative_se` it assumes no distribution: with heavy tails it is
     several times the normal value (a few replicates holding the spread). None below 4 values or with SD 0."""
     x = np.asarray(estimates, dtype=np.float64)
@@ -39,11 +39,10 @@ def sd_jackknife_rel_se(estimates: Any) -> float | None:
     r = int(x.size)
     if r < 4:
         return None
-    d = x - x.mean()
-    ss = float(d @ d)
+    ss, ss_loo = _leave_one_out_ss(x)
     if not ss > 0:
         return None
-    s_loo = np.sqrt(np.maximum(ss - r / (r - 1) * d * d, 0.0) / (r - 2))
+    s_loo = np.sqrt(ss_loo / (r - 2))
     jack = math.sqrt((r - 1) / r * float(np.sum((s_loo - s_loo.mean()) ** 2)))
     return jack / math.sqrt(ss / (r - 1))
 
@@ -75,6 +74,22 @@ def sd_precision_text(replicates: int, estimates: Any = None) -> str:
     return text + (": too few replicates to read the analytic power and sizes" if 2 * rel > 0.25 else "")
 
 
+def _leave_one_out_ss(x: np.ndarray) -> tuple[float, np.ndarray]:
+    r"""``(SS, SS_{-i})``: the sum of squared deviations of ``x`` (finite, 3 or more values) and, for each ``i``, that
+    of ``x`` without value ``i``, in closed form :math:`SS - R/(R-1)\,(x_i - \bar x)^2`. The closed form cancels
+    where value ``i`` holds nearly all the spread (1/3 five times and 0.9 once left ~1e-17 for an SD of 0, an SE
+    of 2.2e7): those values' leave-one-out SS are computed directly, 0 when the rest are equal. Elsewhere (at
+    least 1e-4 of SS) it loses at most ~4 of float64's 16 digits."""
+    r = x.size
+    d = x - x.mean()
+    ss = float(d @ d)
+    ss_loo = np.maximum(ss - r / (r - 1) * d * d, 0.0)
+    for i in np.flatnonzero(ss_loo < 1e-4 * ss):
+        rest = np.delete(x, i)
+        ss_loo[i] = 0.0 if np.ptp(rest) == 0 else float(np.sum((rest - rest.mean()) ** 2))
+    return ss, ss_loo
+
+
 def se_sd_ratio(estimates: Any, ses: Any) -> dict[str, Any] | None:
     r"""The mean reported SE over the replicates' SD of the estimates, with its jackknife SE over the replicates:
     ``{"ratio", "se", "replicates"}`` (``se`` None below 4 replicates or when a replicate's removal leaves no
@@ -102,16 +117,7 @@ def se_sd_ratio(estimates: Any, ses: Any) -> dict[str, Any] | None:
     ratio = m / s
     if r < 4:
         return {"ratio": ratio, "se": None, "replicates": r}
-    d = x - x.mean()
-    ss = float(d @ d)
-    ss_loo = np.maximum(ss - r / (r - 1) * d * d, 0.0)
-    # the closed form cancels where replicate i holds nearly all the spread (1/3 five times and 0.9 once left
-    # ~1e-17 for an SD of 0, an SE of 2.2e7): those replicates' leave-one-out SS computed directly, 0 when the
-    # rest are equal. Elsewhere (at least 1e-4 of SS) it loses at most ~4 of float64's 16 digits
-    for i in np.flatnonzero(ss_loo < 1e-4 * ss):
-        rest = np.delete(x, i)
-        ss_loo[i] = 0.0 if np.ptp(rest) == 0 else float(np.sum((rest - rest.mean()) ** 2))
-    s2_loo = ss_loo / (r - 2)
+    s2_loo = _leave_one_out_ss(x)[1] / (r - 2)
     if not np.all(s2_loo > 0):
         return {"ratio": ratio, "se": None, "replicates": r}
     theta = (float(se.sum()) - se) / (r - 1) / np.sqrt(s2_loo)
@@ -161,7 +167,9 @@ def small_se(estimates: Any, ses: Any) -> dict[str, Any] | None:
     replicates no estimate but adaptive IPS (held fixed already) comes near it (RIPS 0.94 +- 0.02 at one seed, 1.07
     at another); with an epsilon-greedy logger at epsilon 0.05 and 150 queries a day, SNIPS 0.13 +- 0.03 and RIPS
     0.12 +- 0.20 over 200 replicates (sized from the mean SE, their sizes would be 1 / ratio^2, about 60x, too
-    small)."""
+    small). Under its null (SEs right, 5% noise on each) it fired in 0 of 4,000 sets of 30 normal estimates, 3 of
+    4,000 of 30 skewed ones (centred lognormal), 1 of 1,500 of 200 normal ones; 0.1-0.5% at 5-10 replicates
+    (tests/test_small_se_sizes.py)."""
     q = se_sd_ratio(estimates, ses)
     if q is None or q.get("se") is None or not q["ratio"] + SMALL_SE_SES * q["se"] < 1:
         return None

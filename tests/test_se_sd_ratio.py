@@ -162,6 +162,11 @@ def test_sd_jackknife_rel_se_against_its_loop_and_the_kurtosis_formula() -> None
     jack = np.sqrt((x.size - 1) / x.size * np.sum((loo - loo.mean()) ** 2)) / x.std(ddof=1)
     assert sd_jackknife_rel_se(x) == pytest.approx(jack, rel=1e-9)
     assert sd_jackknife_rel_se(x[:3]) is None and sd_jackknife_rel_se(np.ones(10)) is None
+    # one value holding all the spread (the closed form's cancellation): the loop's value, not rounding noise
+    y = np.array([1 / 3] * 5 + [0.9])
+    loo = np.array([np.delete(y, i).std(ddof=1) for i in range(y.size)])
+    jack = np.sqrt((y.size - 1) / y.size * np.sum((loo - loo.mean()) ** 2)) / y.std(ddof=1)
+    assert sd_jackknife_rel_se(y) == pytest.approx(jack, rel=1e-9, abs=1e-12)
     r = 4000
     for draw, kappa in ((lambda n: rng.standard_normal(n), 3.0), (lambda n: rng.laplace(size=n), 6.0)):
         vals = np.array([sd_jackknife_rel_se(draw(r)) for _ in range(40)])
