@@ -310,6 +310,9 @@ def analyse(
             "impressions_at_target_power": None if at is None else float(at["mean_impressions"]),
             "users_at_target_power": None if at is None else float(at["mean_users"]),
             "variance_model": fit._asdict(),
+            # no day has a measured SE (every replicate's SE undefined; or, sized from the replicates' SD, one
+            # replicate): no power, days or size can be computed, and None below means that, not 'not reachable'
+            "no_se": fit.points == 0,
             "analytic_required_impressions": n_req,
             # the uncertainty of n_req from the replicates (the (a, b) fit refitted on bootstrap resamples of
             # them) and the truth's Monte Carlo error: see required_impressions_uncertainty

@@ -313,6 +313,11 @@ def size_uncertainty(fit: VarianceModel, refits: SizeRefits | None, effect: floa
                      power: float) -> dict[str, Any]:
     """:func:`required_impressions_uncertainty` from refits already drawn (:func:`size_refits`; ``None``: fewer
     than 2 replicates or no effect), so the main table and the sequential plan read the same refits."""
+    if fit.points == 0:
+        # no day with a measured SE: the refits have nothing to fit either, so no share of them is 'not
+        # reachable' (every one was, and 100% said the floor is above the target, which nothing measured)
+        return {"rel_se": None, "range": None, "unreachable_share": None, "floor_ratio": None, "floor_fitted": False,
+                "unstable": False, "resamples": 0}
     point = required_impressions(fit, effect, alpha, power)
     target = target_variance(effect, alpha, power) if effect else 0.0
     fitted = fit.floor_fitted

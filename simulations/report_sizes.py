@@ -29,10 +29,15 @@ WHOLE_POPULATION = 0.99
 MAX_DAYS_SHOWN = 365
 
 
+#: the impressions cell of an entry with no measured SE on any day (summary.json ``no_se``): nothing to size from
+NO_SE = "no SE"
+
+
 def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
     """The main table's analytic power, days->pwr, impressions and users needed of one summary entry
     (shared by the terminal and report.html): 'biased' ('no support' when its target leaves the logger's support)
     / '-' for a biased entry, 'no detectable effect',
+    :data:`NO_SE` (days and users '-') where no day has a measured SE,
     '> 1 year' beyond :data:`MAX_DAYS_SHOWN` analytic days, 'whole population' from
     :data:`WHOLE_POPULATION` of the users, '?' after an unstable analytic size and '~' after the days and the
     impressions of a design whose unflagged null check has notable evidence of a bias (:func:`null_caution`)."""
@@ -44,6 +49,9 @@ def sample_size_cells(e: dict[str, Any], population: int) -> dict[str, str]:
     analytic = rate_text(fd.get("analytic_power"))
     if not e.get("detectable", True):
         return {"analytic": analytic, "days": "-", "impressions": "no detectable effect", "users": "-"}
+    if e.get("no_se"):
+        # not 'never' / 'not reachable': those say the SE floor is above the target, which nothing measured here
+        return {"analytic": analytic, "days": "-", "impressions": NO_SE, "users": "-"}
     unstable = bool(e.get("analytic_required_impressions_unstable"))
     # '~': an unflagged null check with notable evidence of a bias (review 12, F2)
     caution = NULL_CAUTION_MARK if null_caution(e) else ""
@@ -168,6 +176,24 @@ def _other_measure(e: dict[str, Any]) -> bool:
     return str(e.get("se_measure") or "").startswith("replicates'") or bool(e.get("power_measure"))
 
 
+def no_se_entries(s: dict[str, Any]) -> list[str]:
+    """``design/metric`` of the detectable, unbiased entries with no measured SE on any day (:data:`NO_SE`)."""
+    return [f"{design}/{metric}" for design, metrics in s["designs"].items() for metric, e in metrics.items()
+            if e.get("no_se") and e.get("detectable", True) and not is_biased_entry(e)]
+
+
+#: what :data:`NO_SE` means (the terminal's line under the table and the HTML legend)
+NO_SE_NOTE = ("no day of the run has a measured standard error for it (every replicate's SE undefined: too few "
+              "users or impressions drawn by a target; or, sized from the replicates' SD, a single replicate), so no "
+              "analytic power, days or size can be computed: run more replicates or more traffic")
+
+
+def no_se_lines(s: dict[str, Any]) -> list[str]:
+    """The line under the main table naming the entries marked :data:`NO_SE`."""
+    items = no_se_entries(s)
+    return [f"  '{NO_SE}' {', '.join(items)}: {NO_SE_NOTE}"] if items else []
+
+
 def _measure_lines(s: dict[str, Any]) -> list[str]:
     """Under the main table: the measure of each entry marked :data:`OTHER_MEASURE_MARK`, and the entries marked
     'no support' (target outside the logger's support) with the share of the last day's impressions."""
@@ -182,6 +208,7 @@ def _measure_lines(s: dict[str, Any]) -> list[str]:
     unsupported = [f"{design}/{metric} (" + ", ".join(
         f"{t}: {v['share']:.0%}" if _number(v.get("share")) else f"{t}: some" for t, v in e["no_support"].items()) + ")"
         for design, metrics in s["designs"].items() for metric, e in metrics.items() if e.get("no_support")]
+    lines += no_se_lines(s)
     if unsupported:
         lines.append("  'no support': " + ", ".join(unsupported) + " of the last day's impressions have a target list "
                      "with an event of logging probability 0 (counted exactly by the simulation): the estimator "

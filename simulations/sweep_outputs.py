@@ -59,18 +59,22 @@ _COLUMNS = (
     ("analytic_required_impressions_unstable", ("analytic_required_impressions_unstable",)),
     ("analytic_withheld", ("analytic_withheld",)),
     ("detectable", ("detectable",)),
+    ("no_se", ("no_se",)),
     ("aa_false_positive_rate", ("aa", "false_positive_rate")),
 )
 
 #: flags of points.csv, read as booleans: analytic_withheld (the design or its estimate is biased, so the point's
 #: analytic days and sizes are null; its summary.json gives the reason and keeps them under analytic_if_unbiased),
-#: the analytic size's instability ('?') and detectable (false: the truth is within 2 Monte Carlo SEs of 0)
-_FLAGS = {"analytic_withheld": False, "analytic_required_impressions_unstable": False, "detectable": True}
+#: the analytic size's instability ('?'), detectable (false: the truth is within 2 Monte Carlo SEs of 0) and no_se
+#: (true: no day of the point has a measured SE, so nothing to size from)
+_FLAGS = {"analytic_withheld": False, "analytic_required_impressions_unstable": False, "detectable": True,
+          "no_se": False}
 
 
 def days_cell(row: Mapping[str, Any]) -> str:
     """The terminal's analytic days of one row of points.csv: 'biased' when the point withheld them (the
     design or its estimate is biased), 'no effect' when the truth is within 2 Monte Carlo SEs of 0, else
+    'no SE' when no day of the point has a measured SE, else
     :func:`simulations.report.analytic_days_text` (simulate's rule: 'never', '> 1 year', or the days to 1 decimal;
     with '?' when the analytic size is unstable)."""
     from simulations.report import analytic_days_text
@@ -79,6 +83,8 @@ def days_cell(row: Mapping[str, Any]) -> str:
         return "biased"
     if not _flag(row.get("detectable"), True):
         return "no effect"
+    if _flag(row.get("no_se"), False):
+        return "no SE"  # not 'never': nothing measured says the SE floor is above the target
     text = analytic_days_text(row.get("analytic_required_days"),
                               _flag(row.get("analytic_required_impressions_unstable"), False))
     return f"{text} BIASED?" if row.get("null_mark") == "BIASED?" else text
@@ -101,7 +107,8 @@ TERMINAL_LEGEND = (
     "null-checked pairs), not at the sweep's (0.01 / every point's): its sizes are kept (points.csv null_mark); "
     "'never' = the SE floor of returning users is above the target; '> 1 year' = more than 365 days; 'no effect' = "
     "the truth is within 2 Monte "
-    "Carlo SEs of 0; '?' = unstable: the se^2 = a/N + b fit behind it is near its floor or loosely determined by "
+    "Carlo SEs of 0; 'no SE' = no day of the point has a measured SE (points.csv no_se), nothing to size from; "
+    "'?' = unstable: the se^2 = a/N + b fit behind it is near its floor or loosely determined by "
     "the replicates, or extrapolated beyond 3x the simulated days (model-dependent; 90% range in the point's "
     "report, without the model's own error))"
 )

@@ -20,7 +20,7 @@ from simulations.report_ratios import (
     ratio_size_marks,
     size_mark_sets,
 )
-from simulations.report_sizes import caution_of
+from simulations.report_sizes import NO_SE, NO_SE_NOTE, caution_of, no_se_entries
 from simulations.report_sizes import _unstable_lines as unstable_size_lines  # the terminal's own text
 from simulations.report import (
     EXTRAPOLATION_FLAG,
@@ -294,6 +294,9 @@ def answer_section(summary: dict[str, Any]) -> Html:
                        "biased whatever the t-test of its bias says, so its sizes are withheld; see the "
                        "counterfactual section's support column.")])
     utility = summary.get("utility")
+    no_se = no_se_entries(summary)
+    if no_se:
+        legend.append([f"{NO_SE}: {', '.join(no_se)}: {NO_SE_NOTE}."])
     if utility:  # what an A/B design's 'utility' row measures, as the terminal's line under the table
         weights = ", ".join(f"{w:.3g}" for w in utility.get("rank_weights") or [])
         legend.append([f"utility ({', '.join(utility.get('designs') or [])}): {utility.get('definition')}; "
