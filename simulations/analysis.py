@@ -272,10 +272,13 @@ def analyse(
         day_sim = _first_day(c, "power", target_power)
         at = c[c["day"] == day_sim].iloc[0] if day_sim is not None else None
         r = int(last["replicates"])
+        # the replicates with an estimate on the last day: the mean estimate and its SD are over them, so the
+        # bias's SE is over them too (it divided the SD by all replicates' root, too small where some were undefined)
+        r_est = int(last["estimates"])
         bias = float(last["mean_estimate"] - t.value)
         # undefined with one replicate (no spread to measure; it was printed as the truth's SE alone, 0 for an exact
         # truth, so a single replicate's miss looked like a bias measured exactly)
-        bias_se = float(math.hypot(last["sd_estimate"] / math.sqrt(r), t.se)) if r > 1 else None
+        bias_se = float(math.hypot(last["sd_estimate"] / math.sqrt(r_est), t.se)) if r_est > 1 else None
         z = float(sps.norm.ppf(1 - alpha / 2))
         coverage_band = _coverage_band(last, alpha, t.se)
         entry = {
@@ -293,7 +296,7 @@ def analyse(
             "final_day": {k: _jsonable(last[k]) for k in ("day", "power", "power_se", "analytic_power",
                                                             "mean_estimate", "sd_estimate", "rmse", "mean_se",
                                                             "coverage", "mean_users", "mean_impressions",
-                                                            "undefined")},
+                                                            "undefined", "replicates", "estimates")},
             # the exact 99% binomial band of the coverage of a valid (1 - alpha) interval over the replicates with
             # a defined interval (its lower end widened by a Monte Carlo truth's own error: _coverage_band), and
             # whether the coverage is inside it (None: no defined interval)
@@ -338,7 +341,7 @@ def analyse(
         # an estimator whose replicates miss the truth by more than NULL_BIAS_SE standard errors
         # (e.g. IIPS under cascade users, clipped IPS): its power and sample size measure its bias
         # as much as the effect, so the report marks them instead of presenting them as sensitivity
-        entry["biased_estimate"] = estimate_is_biased(bias, float(last["sd_estimate"]), r, t.se)
+        entry["biased_estimate"] = estimate_is_biased(bias, float(last["sd_estimate"]), r_est, t.se)
         if (design, metric) in checks:
             entry["bias_check"] = checks[(design, metric)]
         if abs(t.value) <= 2 * t.se:
@@ -544,7 +547,11 @@ def counterfactual_summary(
                 "coverage_band": e["coverage_band"],
                 "coverage_within_band": e["coverage_within_band"],
                 "mean_se": fd["mean_se"],
-                "undefined_share": fd["undefined"],
+                # replicates whose estimate is undefined on the last day (a target without weight: its list never
+                # drawn); bias, SD and RMSE are over the others. interval_undefined_share: without an interval
+                # (these, and estimates without an SE), counted as not rejecting, left out of the coverage
+                "undefined_share": 1.0 - fd["estimates"] / fd["replicates"] if fd["replicates"] else None,
+                "interval_undefined_share": fd["undefined"],
                 "support_violations": support,
                 # which measure its sizes and power come from (review 3, F-A), and why its sizes are withheld
                 "se_measure": e.get("se_measure"),

@@ -41,6 +41,9 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
         t = 0.0 if aa else truth[(design, metric)].value
         reject = g["pvalue"].to_numpy() < alpha
         defined = g["pvalue"].notna().to_numpy()
+        # replicates with an estimate (a subset of them may lack an SE, hence an interval and a p-value): the mean,
+        # SD and RMSE of the estimates are over these, and so is the mean's SE
+        estimated = np.isfinite(g["estimate"].to_numpy(dtype=np.float64))
         sign_ok = np.sign(g["estimate"].to_numpy()) == np.sign(t) if t != 0 else np.ones(len(g), bool)
         se_mean = float(g["se"].mean())  # over replicates where the estimate is defined
         r = len(g)
@@ -74,11 +77,13 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
                 # replicates whose estimate was undefined at this checkpoint (too few users or
                 # comparisons yet); they count as not rejecting
                 "undefined": float(g["pvalue"].isna().mean()),
+                "estimates": int(estimated.sum()),
                 "analytic_power": analytic,
                 "mean_estimate": float(g["estimate"].mean()),
                 "sd_estimate": sd,
-                # root mean squared error about the true effect (replicates with a defined estimate)
-                "rmse": float(np.sqrt(np.nanmean((g["estimate"].to_numpy() - t) ** 2))) if defined.any()
+                # root mean squared error about the true effect (replicates with a defined estimate, as the mean
+                # and SD: it was NaN where no replicate had a p-value, beside a mean of the estimates)
+                "rmse": float(np.sqrt(np.nanmean((g["estimate"].to_numpy() - t) ** 2))) if estimated.any()
                 else float("nan"),
                 "mean_se": se_mean,
                 "coverage": float(np.mean(((g["ci_low"] <= t) & (t <= g["ci_high"]))[defined])) if defined.any()

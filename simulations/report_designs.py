@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from simulations.job import SimulationResult
 
 
+#: the counterfactual table's undef. column (summary.json ``undefined_share``)
+UNDEFINED_NOTE = ("undef.: share of replicates whose estimate is undefined on the last day (a target with no weight "
+                  "in the log, e.g. its list never drawn; bias, its +-, RMSE and SD are over the others)")
+
+
 def _coverage_cell(coverage: Any, within: bool | None) -> str:
     """The coverage with '!' when it is outside the binomial band of a valid interval's."""
     return rate_text(coverage) + ("!" if within is False else "")
@@ -120,7 +125,8 @@ def _counterfactual_lines(result: SimulationResult) -> list[str]:
             lines.append(f"  {label[:22]:22s} {value_text(e['bias'], True):>10s} {se_text(e['bias_se']):>8s} "
                          f"{se_text(e['rmse']):>9s} {_fmt(e['undefined_share'], '.0%'):>6s} {support:>26s} "
                          f"{check_cell(e.get('bias_check')):>13s}  {e['assumption']}{flag}")
-        lines.append(f"  ({d['whole_log_refit']}; support: mean impressions per replicate on the last day whose "
+        lines.append(f"  ({d['whole_log_refit']}; {UNDEFINED_NOTE}; support: mean impressions per replicate on the "
+                     "last day whose "
                      "target list has an event of logging probability 0 at the estimator's level; A/A: both targets "
                      "are A, the paired difference is identically 0, shown as '0 (ties)')")
         lines += check_lines(d["estimators"])

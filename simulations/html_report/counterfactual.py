@@ -16,6 +16,7 @@ from simulations.html_report.page import Html, biased_mark, count, esc, fmt, ima
 from simulations.plots import swept_parameter_label
 from simulations.report import rate_text, se_text, value_text
 from simulations.report_designs import (
+    UNDEFINED_NOTE,
     _counterfactual_lines,
     _coverage_cell,
     check_cell,
@@ -127,7 +128,7 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
             rows.append([shown, value_text(e.get("bias"), True), se_text(e.get("bias_se")), se_text(e.get("rmse")),
                          _coverage(e), fmt(e.get("undefined_share"), ".0%"), _support_cell(e),
                          check_cell(e.get("bias_check")), e.get("assumption", "-")])
-        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undefined", "support violated (impr.)",
+        parts.append(table(["estimator", "bias", "+- SE", "RMSE", "coverage", "undef.", "support violated (impr.)",
                             "check", "assumption"], rows,
                            text_columns=(0, 6, 7), wrap_columns=(8,),
                            caption=f"{name}: V({(d.get('targets') or ['A', 'B'])[-1]}) - "
@@ -136,8 +137,8 @@ def counterfactual_section(folder: Path, summary: dict[str, Any]) -> Html | None
         parts.append(note("support violated: mean impressions per replicate on the last day whose target list has an "
                           "event of logging probability 0 at the estimator's level (counted exactly); where it is not "
                           "0 the estimator cannot evaluate that target there and is biased (marked 'no support', its "
-                          "sizes withheld) whatever the t-test of its bias says. "
-                          + (d.get("whole_log_refit") or "").capitalize() + "."))
+                          "sizes withheld) whatever the t-test of its bias says. " + UNDEFINED_NOTE[0].upper()
+                          + UNDEFINED_NOTE[1:] + ". " + (d.get("whole_log_refit") or "").capitalize() + "."))
         for line in check_lines(d.get("estimators") or {}):
             parts.append(note(line.strip()[0].upper() + line.strip()[1:] + "."))
         held = [(label, e) for label, e in (d.get("estimators") or {}).items() if e.get("se_measure")
