@@ -45,7 +45,9 @@ def value_gradient(data: LoggedData, theta: FloatArray, kind: str, w: FloatArray
         if rho_pair is None:
             raise ValueError(f"value_gradient: kind {kind!r} needs rho_pair")
         r = rho_pair[code]
-    grad = np.bincount(s, w[s] / r, k)
+    # float64 whatever the clicks: np.bincount of no values returns int64 zeros, even with (empty) float weights,
+    # and the in-place subtractions below then failed on a log without a click on a target's pair
+    grad = np.bincount(s, w[s] / r, k).astype(np.float64, copy=False)
     coef = w[s] * theta[s] / (r * r)
     if kind == "logged":
         grad -= np.bincount(cols, coef, k)

@@ -359,7 +359,8 @@ class PBMIPS(Estimator):
             # the numerator adds the clicked slots only (clicks are sparse)
             c_rows, c_cols = _clicked_positions(data)
             c_codes = pairs.codes_at(data, c_rows, c_cols)
-            num = np.bincount(c_rows, (ratio_pair * w[s_pair])[c_codes], data.n)
+            # float64 also without clicks (np.bincount of no values is int64, whatever the weights' type)
+            num = np.bincount(c_rows, (ratio_pair * w[s_pair])[c_codes], data.n).astype(np.float64, copy=False)
             if kind == "empirical":
                 num = _empirical_influence(data, theta, w, pairs, ratio_pair * w[s_pair], c_codes, num)
         else:
