@@ -75,7 +75,9 @@ class ConfigError(OnlineEvalError, ValueError):
         self.key_path = tuple(key_path)
         self.message = message
         self.source = source
-        super().__init__(str(self))
+        # args are the constructor's: SimPy re-raises an exception from a process as type(exc)(*exc.args), which
+        # with the rendered text alone lost the error in a TypeError (str() renders it either way)
+        super().__init__(self.key_path, message, source)
 
     def __reduce__(self) -> tuple[type, tuple[tuple[str | int, ...], str, str | None]]:
         # rebuilt from its fields when it crosses a process boundary: pickle's default calls the class with

@@ -83,6 +83,7 @@ from typing import Any
 
 import numpy as np
 
+from onlineeval.errors import ConfigError, InputError
 from simulations.designs.base import CheckpointRow, Design, _values, register_design
 from simulations.designs.counterfactual.fused import FusedTerms, stack_propensities, stacked_indicators
 from simulations.designs.counterfactual.paired import (
@@ -354,7 +355,10 @@ class CounterfactualDesign(Design):
                     num, den = fused[label]
                     num, den = num[i], (None if den is None else den[i])
                 else:
-                    terms = est.terms(data, target, self._batch_reward)
+                    try:
+                        terms = est.terms(data, target, self._batch_reward)
+                    except (InputError, ConfigError) as exc:
+                        raise self._estimator_error(est, data.n, exc) from None
                     num, den = terms.num, terms.den
                 self._add(f"num:{label}:{t}", batch.user, num)
                 dens[f"den:{label}:{t}"] = den
@@ -519,11 +523,29 @@ class CounterfactualDesign(Design):
         out = []
         for target in self.targets:
             target.forget()
-            terms = est.terms(data, target.target, self.reward)
+            try:
+                terms = est.terms(data, target.target, self.reward)
+            except (InputError, ConfigError) as exc:  # what the estimator cannot use in this log, named by the config
+                raise self._estimator_error(est, data.n, exc) from None
             den = np.ones(data.n) if terms.den is None else terms.den
             out += [np.bincount(data.user, terms.num, self.population)[users],
                     np.bincount(data.user, den, self.population)[users]]
         return out
+
+    def _estimator_error(self, est: Any, n: int, exc: Exception) -> Exception:
+        """The ``ConfigError`` of a whole-log estimator that cannot estimate from a replicate's log (e.g. PBM-IPS
+        whose examination the log does not identify, or the pseudoinverse beyond a Plackett-Luce logger's
+        ``pair_max_states``): it names the design's estimator (its key in the config) and the log, then the error
+        it met (a logger's key path included)."""
+        j, label = next((j, label) for j, (label, e) in enumerate(self.estimators) if e is est)
+        what = str(exc) if isinstance(exc, ConfigError) else str(getattr(exc, "message", exc))
+        if self.whole_log[label]:
+            log = f"a replicate's whole log (days 1-{getattr(self, '_day', None)}, {n:,} impressions)"
+        else:
+            log = f"a batch of a replicate's log ({n:,} impressions)"
+        return ConfigError(("designs", self.config.name, "estimators", j),
+                           f"{label} cannot estimate from {log}: {what}. A log it cannot use stops the run: give "
+                           "it the options that make it usable, or a logger and traffic whose logs it can use")
 
     def _row_stat_sums(self, label: str, est: Any, users: np.ndarray, impressions: np.ndarray) -> list[np.ndarray]:
         """:meth:`_whole_log_sums` from the per-row statistics kept batch by batch (the
