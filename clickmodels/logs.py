@@ -425,7 +425,9 @@ def train_test_split(
     n = log.n_sessions
     n_test = int(round(test_fraction * n))
     if n_test == 0 or n_test == n:
-        raise InputError(f"cannot split {n} sessions with test_fraction={test_fraction}")
+        raise InputError(f"cannot split {n} session{'s' if n != 1 else ''} with test_fraction={test_fraction}: "
+                         f"{n_test} would be held out (at least 1, and at least 1 kept for fitting); give more "
+                         "sessions or a held-out log (--test-log)", log.source)
     perm = rng.permutation(n)
     test = np.zeros(n, dtype=bool)
     test[perm[:n_test]] = True

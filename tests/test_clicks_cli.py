@@ -270,3 +270,13 @@ def test_api_evaluate_clicks_says_when_test_holds_the_training_sessions(tsv_log:
                                              "them are in-sample"):
             table = onlineeval.evaluate_clicks(sessions, "pbm", test=test)
         assert table.attrs["conventions"]["split"] == "in-sample: test holds the training sessions"
+
+
+def test_evaluate_on_a_log_too_small_to_split_names_the_file(tmp_path: Path) -> None:
+    log = tmp_path / "tiny.tsv"
+    log.write_text("s1\tq1\td1,d2\td1\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["clicks", "evaluate", "--log", str(log), "--models", "pbm"])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert f"{log}: cannot split 1 session with test_fraction=0.25: 0 would be held out" in text
+    assert "--test-log" in text
