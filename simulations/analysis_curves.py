@@ -74,8 +74,8 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
                 "power": power,
                 "power_se": math.sqrt(max(power * (1 - power), 1e-12) / r) if power == power else float("nan"),
                 "rejection_rate": rejection,
-                # replicates whose estimate was undefined at this checkpoint (too few users or
-                # comparisons yet); they count as not rejecting
+                # replicates without a p-value at this checkpoint (no estimate: too few users or comparisons yet;
+                # or an estimate without an SE); they count as not rejecting. estimates: those with an estimate
                 "undefined": float(g["pvalue"].isna().mean()),
                 "estimates": int(estimated.sum()),
                 "analytic_power": analytic,

@@ -533,7 +533,7 @@ class CounterfactualDesign(Design):
         return out
 
     def _estimator_error(self, est: Any, n: int, exc: Exception) -> Exception:
-        """The ``ConfigError`` of a whole-log estimator that cannot estimate from a replicate's log (e.g. PBM-IPS
+        """The ``ConfigError`` of an estimator that cannot estimate from a replicate's log or a batch of it (PBM-IPS
         whose examination the log does not identify, or the pseudoinverse beyond a Plackett-Luce logger's
         ``pair_max_states``): it names the design's estimator (its key in the config) and the log, then the error
         it met (a logger's key path included)."""
