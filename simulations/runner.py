@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from onlineeval.errors import ConfigError
 from simulations.config import Config, DesignConfig
 from simulations.designs import Design, design_class
 from simulations.designs.base import CheckpointRow
@@ -161,8 +162,21 @@ def run_replicate(
         from simulations.sequential import batch_looks
 
         # designs monitored per batch (analysis.monitoring: batch) also record a look after every batch
-        run_traffic(traffic, [*designs, *batch_looks(designs)], on_day_end)
+        try:
+            run_traffic(traffic, [*designs, *batch_looks(designs)], on_day_end)
+        except ConfigError as exc:
+            raise _design_indexed(exc, config) from None
         return replicate_rows(designs, index)
+
+
+def _design_indexed(exc: ConfigError, config: Config) -> ConfigError:
+    """A design's error raised during a replicate (keyed ``designs.<name>...``: the design knows its name, not its
+    place) keyed by the design's index in the config, as every other config error is: ``designs[2]...``."""
+    path = exc.key_path
+    names = [d.name for d in config.designs]
+    if len(path) >= 2 and path[0] == "designs" and isinstance(path[1], str) and path[1] in names:
+        return ConfigError(("designs", names.index(path[1]), *path[2:]), exc.message, exc.source)
+    return exc
 
 
 # ---------------------------------------------------------------------------- parallel execution
@@ -401,7 +415,6 @@ def counterfactual_truth(
     :math:`V(B) - V(A)` of the design's metric (the targets, baseline first); a
     ``logging:<metric>`` row's reference is ranker A's exact value (the logger's cost is
     its observed value minus that)."""
-    from onlineeval.errors import ConfigError
     from simulations.designs.counterfactual import shared_policy
 
     if design.logger is not None:

@@ -3,7 +3,8 @@ the error it met. Before, a ConfigError raised inside the simulation (the pseudo
 beyond its ``pair_max_states``) reached the user as ``TypeError: ConfigError.__init__() missing 1 required
 positional argument``: SimPy re-raises a process's exception as ``type(exc)(*exc.args)``, and ConfigError's args
 were its rendered text alone. An InputError there (PBM-IPS whose examination the log does not identify) named
-neither the design nor the estimator."""
+neither the design nor the estimator. Both now name the design's estimator by its key (the design's index, as every
+config error)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _run(tmp: Path, logger: dict[str, Any], estimators: list[Any], queries_per_d
     cf = next(d for d in mapping["designs"] if d["type"] == "counterfactual")
     cf.pop("bootstrap", None)
     cf.update(logger=logger, estimators=estimators)
-    mapping["designs"] = [cf]
+    mapping["designs"] = [{"name": "ab", "type": "ab", "metric": "clicks_per_query"}, cf]  # cf is designs[1]
     mapping["analysis"].update(assumption_sweep=None, bias_check=0, aa=False, truth_impressions=20000)
     (tmp / "cf.yaml").write_text(yaml.safe_dump(mapping), encoding="utf-8")
     return CliRunner().invoke(app, ["simulate", "--config", str(tmp / "cf.yaml"), "--quiet"])
@@ -46,7 +47,7 @@ def test_a_logger_error_met_by_an_estimator_names_the_estimator_and_the_loggers_
                ["ips", "pseudoinverse"], 200)
     assert res.exit_code == 2, res.output
     assert not isinstance(res.exception, TypeError) and "Traceback" not in res.output
-    assert "designs.counterfactual.estimators[1]: pseudoinverse cannot estimate from a batch of a replicate's log" \
+    assert "designs[1].estimators[1]: pseudoinverse cannot estimate from a batch of a replicate's log" \
         in res.output
     assert "pair_max_states: Plackett-Luce pair marginals are exact only up to 100 DP states" in res.output
 
@@ -58,6 +59,6 @@ def test_an_estimator_that_cannot_use_the_whole_log_names_itself(tmp_path: Path)
                ["ips", "pbm_ips"], 3)
     assert res.exit_code == 2, res.output
     text = " ".join(res.output.split())
-    assert "designs.counterfactual.estimators[1]: pbm_ips cannot estimate from a replicate's whole log (days 1-1" \
+    assert "designs[1].estimators[1]: pbm_ips cannot estimate from a replicate's whole log (days 1-1" \
         in text
     assert "identify the examination probabilities of this log" in text

@@ -536,7 +536,8 @@ class CounterfactualDesign(Design):
         """The ``ConfigError`` of an estimator that cannot estimate from a replicate's log or a batch of it (PBM-IPS
         whose examination the log does not identify, or the pseudoinverse beyond a Plackett-Luce logger's
         ``pair_max_states``): it names the design's estimator (its key in the config) and the log, then the error
-        it met (a logger's key path included)."""
+        it met (a logger's key path included). Keyed ``designs.<name>``: :func:`simulations.runner.run_replicate`
+        re-keys it by the design's index (``designs[2]``)."""
         j, label = next((j, label) for j, (label, e) in enumerate(self.estimators) if e is est)
         what = str(exc) if isinstance(exc, ConfigError) else str(getattr(exc, "message", exc))
         if self.whole_log[label]:
