@@ -1,0 +1,99 @@
+"""The direct method's CLT interval for first-click rewards (reciprocal rank, abandonment) with a PBM fitted on the
+log is linearised in the fitted relevances, as the additive reward's: before, it held the fitted model fixed and
+covered the exact value in 16-26 of 200 logs for 190 nominal."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from clickmodels import PBM, ByQueryDoc
+from onlineeval.estimators import Reward, get_reward
+from onlineeval.estimators.checks import check_world, sample_log
+from onlineeval.estimators.dm import DirectMethod, _value_gradient
+
+Q, M, K = 3, 6, 4
+
+
+def _model(rng: np.random.Generator) -> tuple[PBM, np.ndarray]:
+    theta = np.array([1.0, *rng.uniform(0.2, 0.9, K - 1)])
+    alpha = rng.uniform(0.05, 0.95, (Q, M))
+    alpha[0, 2] = 1.0  # a sure click at the top (h = 1): the recursion needs no division by 1 - h
+    q, d = np.meshgrid(np.arange(Q), np.arange(M), indexing="ij")
+    return PBM(examination=theta, attractiveness=ByQueryDoc(q.ravel(), d.ravel(), alpha.ravel(), default=0.5)), alpha
+
+
+def _brute_value(h: np.ndarray, reward: Reward) -> float:
+    """The list's expected reward (offset left out) by enumerating every click pattern of independent clicks with
+    probabilities ``h`` (a PBM's), the first click's slot weight for first-click rewards, every click's for
+    additive ones."""
+    w = reward.position_weights(h.size)
+    total = 0.0
+    for pattern in itertools.product((0, 1), repeat=h.size):
+        c = np.array(pattern, dtype=bool)
+        p = float(np.prod(np.where(c, h, 1.0 - h)))
+        if reward.kind == "additive":
+            total += p * float(w[c].sum())
+        elif c.any():
+            total += p * float(w[int(np.argmax(c))])
+    return total
+
+
+REWARDS = [get_reward("reciprocal_rank", K), get_reward("abandonment", K), get_reward("clicks_per_query", K),
+           Reward("odd_first", "first_click", np.array([0.3, -1.2, 2.0, 0.7]))]
+
+
+@pytest.mark.parametrize("reward", REWARDS, ids=lambda r: r.name)
+def test_value_gradient_equals_finite_differences_of_the_enumerated_value(reward):
+    rng = np.random.default_rng(3)
+    mdl, alpha = _model(rng)
+    theta = np.asarray(mdl.examination)
+    query = np.array([0, 0, 1, 2, 2])
+    lists = np.array([[2, 0, 1, 3], [0, 1, 2, -1], [5, 4, 3, 2], [1, 1, 0, 4], [3, -1, -1, -1]])
+    grad = _value_gradient(mdl, query, lists, theta, reward)
+    eps = 1e-6
+    for i in range(lists.shape[0]):
+        valid = lists[i] >= 0
+        a = np.where(valid, alpha[query[i], np.maximum(lists[i], 0)], 0.0)
+        for s in range(K):
+            if not valid[s]:
+                assert grad[i, s] == 0.0
+                continue
+            up, down = a.copy(), a.copy()
+            up[s] += eps
+            down[s] -= eps
+            fd = (_brute_value(theta * up, reward) - _brute_value(theta * down, reward)) / (2 * eps)
+            assert grad[i, s] == pytest.approx(fd, rel=1e-6, abs=1e-8), (i, s)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reward", ["reciprocal_rank", "abandonment"])
+def test_first_click_interval_carries_the_fit_error(reward):
+    # 200 logs of 4,000 impressions of the suite's PBM world, a PBM fitted on each: the plug-in interval (the model
+    # held fixed) covered 16-26 of them, its SE 0.05-0.07 of the estimates' SD; linearised, 185-198, SE 0.93-1.22
+    # of the SD. The bounds: the SD over the SEs within the chi2(199) band at 4 normal SEs, coverage at least the
+    # lower end of the 99% binomial band of 0.95 (over-coverage is not failed: the examination's fitting error is
+    # held fixed, which for the ideal list makes the interval conservative, as the additive reward's, 194)
+    world = check_world("pbm")
+    reps, n = 200, 4000
+    big = sample_log(world, reps * n, np.random.default_rng(7))
+    est = DirectMethod()
+    p = 2 * stats.norm.sf(4.0)
+    lo_sd, hi_sd = (float(np.sqrt(stats.chi2.ppf(x, reps - 1) / (reps - 1))) for x in (p / 2, 1 - p / 2))
+    lo_cover = stats.binom.ppf(0.005, reps, 0.95)
+    for target in world.targets:
+        truth = world.truth(target, reward)
+        vals, ses, covered = np.empty(reps), np.empty(reps), 0
+        for r in range(reps):
+            e = est.estimate(big.take(np.arange(r * n, (r + 1) * n)), target, reward)
+            vals[r], ses[r] = e.value, e.se
+            covered += e.ci_low <= truth <= e.ci_high
+            if r == 0:
+                assert e.held_fixed is None and e.diagnostics.notes["se"].startswith("linearised")
+                assert not any("fitting error" in w or "held fixed" in w for w in e.warnings()), e.warnings()
+        ratio = vals.std(ddof=1) / ses.mean()
+        assert lo_sd <= ratio <= hi_sd, (target.name, ratio, lo_sd, hi_sd)
+        assert covered >= lo_cover, (target.name, covered, lo_cover)
