@@ -47,7 +47,8 @@ first click's chance at each slot in the relevances above it, :func:`_value_grad
 200 logs of 4,000 impressions of the PBM check world the plug-in interval covered the exact
 value 16-26 times for 190 nominal, the linearised one 185-198 (binomial band 181-197), its
 SE 0.93-1.22 times the estimates' SD, as the additive reward's there (0.92-1.20: conservative
-for the ideal list, measured, not explained). Its SE is right, but on sparse logs the maximum-likelihood relevances of rarely shown pairs bias the value: over 400 logs of
+for the ideal list, measured, not explained). Its SE is right, but on sparse logs the
+maximum-likelihood relevances of rarely shown pairs bias the value: over 400 logs of
 4,000 impressions of 200 Zipf-distributed queries (PBM users) it was 0.71 SE off and
 covered 350 of 400 (band 368-390), in band at 20,000 impressions (the coverage audit of
 2026-12-02). For other models or
