@@ -49,9 +49,9 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: 11 (2026-12-05): a counterfactual row whose paired difference is not 0 but whose SE is 0 (no spread measured)
 #: has its SE, interval and p-value undefined instead of a zero-width interval and p 0: such records change (none
 #: in the bundled configs), no random stream.
-#: 12 (2026-12-06): the direct method's CLT interval for first-click rewards with a PBM fitted on the log is
-#: linearised in the fitted relevances (it held the fitted model fixed): its SE, interval and p-value change (a
-#: counterfactual design's dm on reciprocal rank or abandonment without the bootstrap), no random stream.
+#: 12 (2026-12-06): the direct method's CLT interval is linearised in the fitted relevances for first-click rewards
+#: with a PBM fitted on the log and for every reward with a cascade model (it held the fitted model fixed): its SE,
+#: interval and p-value change (a counterfactual design's dm without the bootstrap), no random stream.
 STREAM_VERSION = 12
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's

@@ -1,6 +1,6 @@
 """The simulator warns when adaptive IPS's data-driven choice runs without the last day's bootstrap: its
 delta-method interval then holds the choice fixed and covers below the nominal level; and when the direct method
-fits its click model on the log without it (except the linearised interval of a PBM)."""
+fits its click model on the log without it (except the linearised intervals of a PBM and a cascade model)."""
 
 from __future__ import annotations
 
@@ -48,8 +48,9 @@ def test_fixed_behaviours_or_no_adaptive_ips_need_no_warning(estimators):
 @pytest.mark.parametrize(("estimators", "metric", "warned"), [
     (["dm"], None, False),  # a PBM, clicks per query: the linearised interval carries the fit's error
     (["dm"], "reciprocal_rank", False),  # a PBM, first-click reward: linearised too
-    ([{"name": "dm", "model": "cascade"}], "reciprocal_rank", True),
-    ([{"name": "dm", "model": "cascade"}], None, True),
+    ([{"name": "dm", "model": "cascade"}], "reciprocal_rank", False),  # a cascade model: linearised
+    ([{"name": "dm", "model": "cascade"}], None, False),
+    ([{"name": "dm", "model": "dcm"}], "reciprocal_rank", True),
     ([{"name": "dm", "model": "pbm", "folds": 2}], None, True),
     (["dr"], None, False),
 ])

@@ -92,17 +92,19 @@ def test_adaptive_ips_without_bootstrap_warns_of_its_fixed_choice(world: dict[st
 
 
 def test_dm_bootstrap_fits_its_model_again(world: dict[str, Any]) -> None:
-    """dm's bootstrap intervals (a cascade model fitted on the log), of the estimate and of the difference, are
+    """dm's bootstrap intervals (a cascade model cross-fitted on the log, whose CLT interval holds the fitted models
+    fixed), of the estimate and of the difference, are
     DirectMethod.bootstrap_estimates' with the command's generators (the model fitted again on every resample); its
     CLT interval's warning names the bootstrap."""
     doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
-                   "--estimator", "dm", "--option", "dm.model=cascade", "--metric", "reciprocal_rank",
+                   "--estimator", "dm", "--option", "dm.model=cascade", "--option", "dm.folds=2",
+                   "--metric", "reciprocal_rank",
                    "--bootstrap", "150", "--seed", "4")
     sim = world["sim"]
     data = lib_data(sim)
     tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
     reward = get_reward("reciprocal_rank", K)
-    est = get_estimator("dm", model="cascade")
+    est = get_estimator("dm", model="cascade", folds=2)
     crc = [zlib.crc32(x) for x in (b"dm", b"B", b"A")]
     reps = est.bootstrap_estimates(data, [tb], reward, 150, np.random.default_rng([4, crc[0], crc[1]]))
     row = next(r for r in doc["results"] if r["target"] == "B")

@@ -86,7 +86,9 @@ def test_same_ranker_as_baseline_gives_zero(world: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(("options", "metric", "warned"), [
-    (("--estimator", "dm", "--option", "dm.model=cascade"), "reciprocal_rank", True),
+    (("--estimator", "dm", "--option", "dm.model=cascade", "--option", "dm.folds=2"), "reciprocal_rank", True),
+    (("--estimator", "dm", "--option", "dm.model=cascade"), "reciprocal_rank", False),  # linearised
+    (("--estimator", "dm"), "reciprocal_rank", False),  # a PBM, first click: linearised
     (("--estimator", "dm"), "clicks_per_query", False),  # a PBM, additive: the linearised interval
     (("--estimator", "adaptive_ips"), "clicks_per_query", True),
     (("--estimator", "ips,rips"), "clicks_per_query", False),
