@@ -597,7 +597,8 @@ def counterfactual_summary(
             "estimators": estimators,
             "logging_cost": cost,
             "whole_log_refit": "estimators fitting a model on the whole log are computed on the last day"
-            + (f" and every {design.refit_days} days" if design.refit_days else " only"),
+            + (f" and every {design.refit_days} days, a refit on a log the estimator cannot use undefined"
+               if design.refit_days else " only"),
         }
     return out
 

@@ -12,6 +12,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -62,3 +63,36 @@ def test_an_estimator_that_cannot_use_the_whole_log_names_itself(tmp_path: Path)
     assert "designs[1].estimators[1]: pbm_ips cannot estimate from a replicate's whole log (days 1-1" \
         in text
     assert "identify the examination probabilities of this log" in text
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_an_early_refit_on_a_log_it_cannot_use_is_undefined_that_day(tmp_path: Path, monkeypatch: Any,
+                                                                     compiled: bool) -> None:
+    # 60 queries a day, refit every day: a day-1 log of about 50 impressions often holds no intervention that
+    # identifies PBM-IPS's examination probabilities. That day's estimate is undefined in those replicates (as the
+    # days between refits are) and the run goes on; later, larger logs serve. Before, the first such day stopped the
+    # run. On the last day such a log still stops it (the test above).
+    import pandas as pd
+
+    from simulations import stat_kernels
+
+    monkeypatch.setattr(stat_kernels, "COMPILED", compiled)  # the compiled checkpoint, or the design's NumPy one
+    mapping = yaml.safe_load((REPO / "configs" / "counterfactual.yaml").read_text(encoding="utf-8"))
+    mapping.update(replicates=12, workers=1, output=str(tmp_path / "out"))
+    mapping["traffic"].update(days=4, queries_per_day=60)
+    cf = next(d for d in mapping["designs"] if d["type"] == "counterfactual")
+    cf.pop("bootstrap", None)
+    cf.update(estimators=["ips", "pbm_ips"], refit_days=1)
+    mapping["designs"] = [cf]
+    mapping["analysis"].update(assumption_sweep=None, bias_check=0, aa=False, truth_impressions=20000)
+    (tmp_path / "cf.yaml").write_text(yaml.safe_dump(mapping), encoding="utf-8")
+    res = CliRunner().invoke(app, ["simulate", "--config", str(tmp_path / "cf.yaml"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    rows = pd.read_csv(tmp_path / "out" / "replicates.csv")
+    pbm = rows[(rows["metric"] == "pbm_ips") & ~rows["aa"]]
+    defined = pbm.groupby("day")["estimate"].apply(lambda s: int(s.notna().sum()))
+    assert defined.loc[1] < 12, defined  # some day-1 logs did not identify the examination
+    assert defined.loc[4] == 12, defined  # the last day's whole logs all did
+    ips = rows[(rows["metric"] == "ips") & ~rows["aa"]]
+    assert ips["estimate"].notna().all()  # the other estimators are untouched
+    assert "a refit on a log the estimator cannot use undefined" in " ".join(res.output.split())

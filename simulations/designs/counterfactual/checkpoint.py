@@ -43,7 +43,7 @@ import numpy as np
 from simulations import stat_kernels as sk
 from simulations.designs.base import CheckpointRow, _values
 from simulations.designs.counterfactual.paired import PairedEstimate, paired_difference
-from simulations.designs.counterfactual.serving import _one_chunk
+from simulations.designs.counterfactual.serving import EarlyRefit, _one_chunk
 from simulations.stat_kernels import _centre, _gather, _jit, _linear, _neumaier
 
 __all__ = ["CF_EST", "CF_OK", "CF_SE", "aips_chunk_stats", "aips_pass", "aips_table", "aips_user_sums", "cf_checkpoint",
@@ -497,7 +497,11 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
                     value = paired_difference(x[0], x[1], x[2], x[3], alpha)
             else:
                 whole = design.log() if whole is None else whole
-                x = design._whole_log_sums(est, whole, users)
+                try:
+                    x = design._whole_log_sums(est, whole, users, day)
+                except EarlyRefit:  # a refit before the last day on a log it cannot use: undefined that day
+                    values.append((math.nan,) * 5)
+                    continue
                 value = paired_difference(x[0], x[1], x[2], x[3], alpha)
         else:
             i = 3 + accumulated.index(label)

@@ -93,6 +93,7 @@ from simulations.designs.counterfactual.paired import (
     ratio_means,
 )
 from simulations.designs.counterfactual.serving import (
+    EarlyRefit,
     _BatchReward,
     _BatchTarget,
     _one_chunk,
@@ -502,7 +503,11 @@ class CounterfactualDesign(Design):
                     x = self._row_stat_sums(label, est, users, sums["impressions"])
                 else:
                     whole = self.log() if whole is None else whole
-                    x = self._whole_log_sums(est, whole, users)
+                    try:
+                        x = self._whole_log_sums(est, whole, users, day)
+                    except EarlyRefit:  # a refit before the last day on a log it cannot use: undefined that day
+                        out[label] = PairedEstimate(math.nan, math.nan, alpha)
+                        continue
                 out[label] = paired_difference(x[0], x[1], x[2], x[3], alpha)
             else:
                 x = x_of[label]
@@ -519,13 +524,21 @@ class CounterfactualDesign(Design):
             out[f"support:{label}:{t}"] = _Count(violations[(label, t)])
         return out
 
-    def _whole_log_sums(self, est: Any, data: Any, users: np.ndarray) -> list[np.ndarray]:
+    def _whole_log_sums(self, est: Any, data: Any, users: np.ndarray, day: int | None = None) -> list[np.ndarray]:
+        """Per target, the per-user sums of ``est``'s terms on the replicate's whole log (numerators, denominators).
+        A log the estimator cannot use (its ``InputError``: PBM-IPS whose examination it does not identify) on a
+        refit before the last day (``day``, :attr:`CounterfactualDesign.config` ``refit_days``) raises
+        :class:`~simulations.designs.counterfactual.serving.EarlyRefit`: that day's estimate is undefined, as the days between refits are, and a later, larger
+        log may serve. On the last day, or with a ``ConfigError`` (a logger's ``pair_max_states``: no log of the
+        config serves), the run stops with :meth:`_estimator_error`."""
         out = []
         for target in self.targets:
             target.forget()
             try:
                 terms = est.terms(data, target.target, self.reward)
             except (InputError, ConfigError) as exc:  # what the estimator cannot use in this log, named by the config
+                if isinstance(exc, InputError) and day is not None and day != self.last_day:
+                    raise EarlyRefit from None
                 raise self._estimator_error(est, data.n, exc) from None
             den = np.ones(data.n) if terms.den is None else terms.den
             out += [np.bincount(data.user, terms.num, self.population)[users],
@@ -545,8 +558,9 @@ class CounterfactualDesign(Design):
         else:
             log = f"a batch of a replicate's log ({n:,} impressions)"
         return ConfigError(("designs", self.config.name, "estimators", j),
-                           f"{label} cannot estimate from {log}: {what}. A log it cannot use stops the run: give "
-                           "it the options that make it usable, or a logger and traffic whose logs it can use")
+                           f"{label} cannot estimate from {log}: {what}. A log it cannot use stops the run (a refit "
+                           "before the last day on such a log is undefined instead): give it the options that make it "
+                           "usable, or a logger and traffic whose logs it can use")
 
     def _row_stat_sums(self, label: str, est: Any, users: np.ndarray, impressions: np.ndarray) -> list[np.ndarray]:
         """:meth:`_whole_log_sums` from the per-row statistics kept batch by batch (the

@@ -14,6 +14,7 @@ from simulations.policies.base import running_and
 from simulations.world import World
 
 __all__ = [
+    "EarlyRefit",
     "WHOLE_LOG_ESTIMATORS",
     "build_estimators",
     "distinct_propensities",
@@ -24,6 +25,12 @@ __all__ = [
     "stack_known",
     "support_mask",
 ]
+
+class EarlyRefit(Exception):
+    """A whole-log estimator's refit before the last day met a log it cannot use
+    (:meth:`~simulations.designs.counterfactual.CounterfactualDesign._whole_log_sums`): that day's estimate is
+    undefined."""
+
 
 #: estimators whose per-impression terms depend on the whole log (they fit a model on it)
 WHOLE_LOG_ESTIMATORS = ("dm", "dr", "dr_list", "cascade_dr", "adaptive_ips")
