@@ -529,8 +529,8 @@ class CounterfactualDesign(Design):
         A log the estimator cannot use (its ``InputError``: PBM-IPS whose examination it does not identify) on a
         refit before the last day (``day``, :attr:`CounterfactualDesign.config` ``refit_days``) raises
         :class:`~simulations.designs.counterfactual.serving.EarlyRefit`: that day's estimate is undefined, as the
-        days between refits are, and a later, larger log may serve. On the last day, or with a ``ConfigError`` (a logger's ``pair_max_states``: no log of the
-        config serves), the run stops with :meth:`_estimator_error`."""
+        days between refits are, and a later, larger log may serve. On the last day, or with a ``ConfigError`` (a
+        logger's ``pair_max_states``: no log of the config serves), the run stops with :meth:`_estimator_error`."""
         out = []
         for target in self.targets:
             target.forget()
