@@ -160,7 +160,8 @@ class DirectMethod(ClickModelEstimator):
             and reward.kind in ("additive", "first_click")
 
     def clt_holds_fixed(self, reward: Reward) -> str | None:
-        """The click model fitted on the log, unless the CLT interval is the linearised PBM's (:meth:`linearised`)."""
+        """The click model fitted on the log, unless the CLT interval is linearised (:meth:`linearised`: a PBM or a
+        cascade model fitted on the whole log)."""
         from onlineeval.estimators.intervals import MODEL_HELD
 
         return MODEL_HELD if self.refits_in_bootstrap and not self.linearised(reward) else None
