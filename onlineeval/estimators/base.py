@@ -161,6 +161,12 @@ class Estimator(ABC):
     #: pairs under which the estimator is known to be biased (the suite shows the bias)
     biased_under: ClassVar[tuple[tuple[str, str], ...]] = ()
 
+    def bias_families(self) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+        """``(unbiased_under, biased_under)`` of this instance: the class's declarations, which the conformance suite
+        checks on its instances; an estimator whose assumption an option changes (the direct method's click model)
+        gives its own (:func:`onlineeval.estimators.bias_advice.metric_bias_warning` reads these)."""
+        return self.unbiased_under, self.biased_under
+
     @classmethod
     def check_instances(cls, world: Any) -> list[Estimator]:
         """The instances the conformance suite runs in ``world``

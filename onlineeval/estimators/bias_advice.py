@@ -103,11 +103,12 @@ def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog,
     if est.name == "adaptive_ips":
         return adaptive_bias_warning(reward, log, chosen, fixed=not getattr(est, "chooses_from_log", True))
     kind = reward.kind
-    declared = {f for f, k in est.biased_under if k == kind}
+    unbiased_under, biased_under = est.bias_families()  # this instance's (the direct method's: its model's)
+    declared = {f for f, k in biased_under if k == kind}
     if not declared or "any" in declared:
         return None
     biased = [f for f in FAMILIES if f in declared]
-    unbiased = [f for f in FAMILIES if (f, kind) in est.unbiased_under]
+    unbiased = [f for f in FAMILIES if (f, kind) in unbiased_under]
     return _bias_text(est.name, reward, log, biased, unbiased, chosen)
 
 

@@ -135,6 +135,37 @@ __all__ = ["CLOSED_FORM_NOTE", "EM_BY_DEFAULT", "EM_MAX_ITER", "EM_OR_CLOSED_FOR
            "target_lists"]
 
 
+def _families(unbiased: str, biased: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """``("cascade dcm:first_click", "pbm dcm:additive")`` -> the pairs of ``Estimator.unbiased_under`` and
+    ``biased_under``: a family alone stands for both reward kinds."""
+    def pairs(text: str) -> tuple[tuple[str, str], ...]:
+        out: list[tuple[str, str]] = []
+        for item in text.split():
+            fam, _, kind = item.partition(":")
+            out += [(fam, k) for k in ((kind,) if kind else ("additive", "first_click"))]
+        return tuple(out)
+    return pairs(unbiased), pairs(biased)
+
+
+#: per click model fitted on the log by name: the click families under which the direct method is consistent (the
+#: model's own and those it nests) and those under which it is biased; a pair in neither is not declared. A cascade
+#: model nests nothing else, but a DCM user behaves as a cascade one down to the first click, so first-click rewards
+#: are consistent under DCM clicks (the coverage audit: reciprocal rank 95 of 100 covered); a DCM nests the cascade
+#: (continuation 0); UBM nests PBM (examination by rank alone) and the cascade (examined until a click, never after);
+#: DBN, SDBN and CCM nest the cascade (satisfied by every click); the CTR models hold no examination at all.
+MODEL_FAMILIES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
+    "cm": _families("cascade dcm:first_click", "pbm dcm:additive"),
+    "dcm": _families("cascade dcm", "pbm"),
+    "ubm": _families("pbm cascade dcm:first_click", ""),
+    "dbn": _families("cascade", "pbm"),
+    "sdbn": _families("cascade", "pbm"),
+    "ccm": _families("cascade", "pbm"),
+    "dctr": _families("", "pbm cascade dcm"),
+    "rctr": _families("", "pbm cascade dcm"),
+    "gctr": _families("", "pbm cascade dcm"),
+}
+
+
 @register_estimator
 @dataclass(frozen=True)
 class DirectMethod(ClickModelEstimator):
@@ -150,7 +181,18 @@ class DirectMethod(ClickModelEstimator):
     needs = ()
     support_level = "any"
     unbiased_under = (("pbm", "additive"), ("pbm", "first_click"))
-    biased_under = (("cascade", "additive"), ("cascade", "first_click"))
+    biased_under = (("cascade", "additive"), ("cascade", "first_click"), ("dcm", "additive"), ("dcm", "first_click"))
+
+    def bias_families(self) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+        """The click families (of :data:`~onlineeval.estimators.bias_advice.FAMILIES`) under which a direct method
+        with this click model fitted on the log is consistent, and those under which it is biased
+        (:data:`MODEL_FAMILIES`); a PBM's are the class's (the conformance suite's); a model given ready-made:
+        none declared (whether it is right is not known)."""
+        if not isinstance(self.model, str):
+            return (), ()
+        if self.model_name == "pbm" or self.model_name not in MODEL_FAMILIES:
+            return self.unbiased_under, self.biased_under
+        return MODEL_FAMILIES[self.model_name]
 
     def linearised(self, reward: Reward) -> bool:
         """Whether the CLT interval carries the fit's error to first order (a PBM or a cascade model fitted on the
