@@ -36,8 +36,17 @@ def test_a_cascade_models_warning_names_the_clicks_it_is_biased_under():
     assert fixed.bias_families() == ((), ()) and metric_bias_warning(fixed, rr, Log()) is None
 
 
+def test_every_fittable_model_declares_its_families():
+    # a model name without an entry would declare nothing (no bias warning); the PBM's entry is the class's
+    from onlineeval.estimators.dm import DirectMethod
+    from onlineeval.estimators.model_based import FITTABLE
+
+    assert {get_estimator("dm", model=m).model_name for m in FITTABLE} == set(MODEL_FAMILIES)
+    assert MODEL_FAMILIES["pbm"] == (DirectMethod.unbiased_under, DirectMethod.biased_under)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["pbm", *MODEL_FAMILIES])
+@pytest.mark.parametrize("model", list(MODEL_FAMILIES))
 def test_declared_families_hold_in_the_suites_worlds(model):
     est = get_estimator("dm", model=model)
     unbiased, biased = est.bias_families()

@@ -154,6 +154,7 @@ def _families(unbiased: str, biased: str) -> tuple[tuple[tuple[str, str], ...], 
 #: (continuation 0); UBM nests PBM (examination by rank alone) and the cascade (examined until a click, never after);
 #: DBN, SDBN and CCM nest the cascade (satisfied by every click); the CTR models hold no examination at all.
 MODEL_FAMILIES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
+    "pbm": _families("pbm", "cascade dcm"),  # the class's declarations (the default model: the conformance suite's)
     "cm": _families("cascade dcm:first_click", "pbm dcm:additive"),
     "dcm": _families("cascade dcm", "pbm"),
     "ubm": _families("pbm cascade dcm:first_click", ""),
@@ -180,26 +181,23 @@ class DirectMethod(ClickModelEstimator):
     )
     needs = ()
     support_level = "any"
-    unbiased_under = (("pbm", "additive"), ("pbm", "first_click"))
-    biased_under = (("cascade", "additive"), ("cascade", "first_click"), ("dcm", "additive"), ("dcm", "first_click"))
+    unbiased_under, biased_under = MODEL_FAMILIES["pbm"]
 
     def bias_families(self) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         """The click families (of :data:`~onlineeval.estimators.bias_advice.FAMILIES`) under which a direct method
         with this click model fitted on the log is consistent, and those under which it is biased
-        (:data:`MODEL_FAMILIES`); a PBM's are the class's (the conformance suite's); a model given ready-made:
-        none declared (whether it is right is not known)."""
+        (:data:`MODEL_FAMILIES`; a PBM's are the class's, which the conformance suite checks); a model given
+        ready-made: none declared (whether it is right is not known)."""
         if not isinstance(self.model, str):
             return (), ()
-        if self.model_name == "pbm" or self.model_name not in MODEL_FAMILIES:
-            return self.unbiased_under, self.biased_under
-        return MODEL_FAMILIES[self.model_name]
+        return MODEL_FAMILIES.get(self.model_name, ((), ()))
 
     def linearised(self, reward: Reward) -> bool:
         """Whether the CLT interval carries the fit's error to first order (a PBM or a cascade model fitted on the
-        whole log, additive or first-click rewards: :func:`_pbm_correction`, the examination treated as known, and
-        :func:`_cm_correction`); otherwise it holds the fitted model fixed."""
-        return self.model_name in ("pbm", "cm") and isinstance(self.model, str) and self.folds == 1 \
-            and reward.kind in ("additive", "first_click")
+        whole log, every reward: :func:`_pbm_correction`, the examination treated as known, and
+        :func:`_cm_correction`); otherwise it holds the fitted model fixed. (``reward``: the interface's; both
+        reward kinds are linearised.)"""
+        return self.model_name in ("pbm", "cm") and isinstance(self.model, str) and self.folds == 1
 
     def clt_holds_fixed(self, reward: Reward) -> str | None:
         """The click model fitted on the log, unless the CLT interval is linearised (:meth:`linearised`: a PBM or a
