@@ -299,7 +299,6 @@ def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) 
     the click and the slot's examination depends on the (query, document) pair only, so
     they are computed once per pair of the log; one O(n k) pass gathers them.
     """
-    from clickmodels.base import Impressions  # lazy
     from onlineeval.estimators.model_fit import cells, pair_index
 
     idx = pair_index(data)
@@ -307,8 +306,7 @@ def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) 
     theta = np.asarray(mdl.examination, dtype=np.float64)[:k]
     cl = cells(data, "rank")
     exam_mass = np.bincount(cl.pair, cl.shows * theta[cl.exam], minlength=m)  # E_qd
-    alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.query, docs=idx.doc[:, None])),
-                       dtype=np.float64)[:, 0]
+    alpha = _pair_alpha(mdl, idx)
     ratio = _pair_ratios(mdl, idx, k, target, reward, theta, exam_mass, reward.kind != "additive")
     # sum_j ratio (c_ij - theta_j alpha): the clicked slots' ratios minus the model's part
     rows, cols = np.nonzero(data.clicks)
@@ -332,7 +330,6 @@ def _cm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     a cascade's click at a slot is its first click, so the value's derivative is the first-click reward's
     (:func:`_value_gradient` with the examination 1) for additive rewards too. A target pair the log shows but never
     examines adds nothing (no impression carries its error; the diagnostics count such rarely shown pairs)."""
-    from clickmodels.base import Impressions  # lazy
     from onlineeval.estimators.model_fit import pair_index
 
     idx = pair_index(data)
@@ -341,11 +338,18 @@ def _cm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     stop = np.where(clicks.any(axis=1), clicks.argmax(axis=1), k - 1)
     examined = (idx.code >= 0) & (np.arange(k)[None, :] <= stop[:, None])
     views = np.bincount(idx.code[examined], minlength=idx.n_pairs).astype(np.float64)
-    alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.query, docs=idx.doc[:, None])),
-                       dtype=np.float64)[:, 0]
+    alpha = _pair_alpha(mdl, idx)
     ratio = _pair_ratios(mdl, idx, k, target, reward, np.ones(k), views, True)
     residual = clicks - np.append(alpha, 0.0)[idx.code]
     return np.where(examined, np.append(ratio, 0.0)[idx.code] * residual, 0.0).sum(axis=1)
+
+
+def _pair_alpha(mdl: Any, idx: Any) -> FloatArray:
+    """The fitted relevance of each (query, document) pair of the log (``idx``: its pair index)."""
+    from clickmodels.base import Impressions  # lazy
+
+    return np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.query, docs=idx.doc[:, None])),
+                      dtype=np.float64)[:, 0]
 
 
 def _pair_ratios(mdl: Any, idx: Any, k: int, target: Target, reward: Reward, theta: FloatArray,

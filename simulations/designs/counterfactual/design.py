@@ -94,6 +94,7 @@ from simulations.designs.counterfactual.paired import (
 )
 from simulations.designs.counterfactual.serving import (
     EarlyRefit,
+    estimator_error,
     _BatchReward,
     _BatchTarget,
     _one_chunk,
@@ -359,7 +360,7 @@ class CounterfactualDesign(Design):
                     try:
                         terms = est.terms(data, target, self._batch_reward)
                     except (InputError, ConfigError) as exc:
-                        raise self._estimator_error(est, data.n, exc) from None
+                        raise estimator_error(self, est, data.n, exc) from None
                     num, den = terms.num, terms.den
                 self._add(f"num:{label}:{t}", batch.user, num)
                 dens[f"den:{label}:{t}"] = den
@@ -530,7 +531,8 @@ class CounterfactualDesign(Design):
         refit before the last day (``day``, :attr:`CounterfactualDesign.config` ``refit_days``) raises
         :class:`~simulations.designs.counterfactual.serving.EarlyRefit`: that day's estimate is undefined, as the
         days between refits are, and a later, larger log may serve. On the last day, or with a ``ConfigError`` (a
-        logger's ``pair_max_states``: no log of the config serves), the run stops with :meth:`_estimator_error`."""
+        logger's ``pair_max_states``: no log of the config serves), the run stops with
+        :func:`~simulations.designs.counterfactual.serving.estimator_error`."""
         out = []
         for target in self.targets:
             target.forget()
@@ -539,28 +541,11 @@ class CounterfactualDesign(Design):
             except (InputError, ConfigError) as exc:  # what the estimator cannot use in this log, named by the config
                 if isinstance(exc, InputError) and day is not None and day != self.last_day:
                     raise EarlyRefit from None
-                raise self._estimator_error(est, data.n, exc) from None
+                raise estimator_error(self, est, data.n, exc) from None
             den = np.ones(data.n) if terms.den is None else terms.den
             out += [np.bincount(data.user, terms.num, self.population)[users],
                     np.bincount(data.user, den, self.population)[users]]
         return out
-
-    def _estimator_error(self, est: Any, n: int, exc: Exception) -> Exception:
-        """The ``ConfigError`` of an estimator that cannot estimate from a replicate's log or a batch of it (PBM-IPS
-        whose examination the log does not identify, or the pseudoinverse beyond a Plackett-Luce logger's
-        ``pair_max_states``): it names the design's estimator (its key in the config) and the log, then the error
-        it met (a logger's key path included). Keyed ``designs.<name>``: :func:`simulations.runner.run_replicate`
-        re-keys it by the design's index (``designs[2]``)."""
-        j, label = next((j, label) for j, (label, e) in enumerate(self.estimators) if e is est)
-        what = str(exc) if isinstance(exc, ConfigError) else str(getattr(exc, "message", exc))
-        if self.whole_log[label]:
-            log = f"a replicate's whole log (days 1-{getattr(self, '_day', None)}, {n:,} impressions)"
-        else:
-            log = f"a batch of a replicate's log ({n:,} impressions)"
-        return ConfigError(("designs", self.config.name, "estimators", j),
-                           f"{label} cannot estimate from {log}: {what}. A log it cannot use stops the run (a refit "
-                           "before the last day on such a log is undefined instead): give it the options that make it "
-                           "usable, or a logger and traffic whose logs it can use")
 
     def _row_stat_sums(self, label: str, est: Any, users: np.ndarray, impressions: np.ndarray) -> list[np.ndarray]:
         """:meth:`_whole_log_sums` from the per-row statistics kept batch by batch (the

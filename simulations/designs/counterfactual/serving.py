@@ -18,6 +18,7 @@ __all__ = [
     "WHOLE_LOG_ESTIMATORS",
     "build_estimators",
     "distinct_propensities",
+    "estimator_error",
     "known_list_propensities",
     "refits_on_whole_log",
     "shared_policy",
@@ -30,6 +31,27 @@ class EarlyRefit(Exception):
     """A whole-log estimator's refit before the last day met a log it cannot use
     (:meth:`~simulations.designs.counterfactual.CounterfactualDesign._whole_log_sums`): that day's estimate is
     undefined."""
+
+
+def estimator_error(design: Any, est: Any, n: int, exc: Exception) -> Exception:
+    """The ``ConfigError`` of an estimator of ``design`` (a
+    :class:`~simulations.designs.counterfactual.CounterfactualDesign`) that cannot estimate from a replicate's log or
+    a batch of it (``n`` impressions; PBM-IPS whose examination the log does not identify, or the pseudoinverse
+    beyond a Plackett-Luce logger's ``pair_max_states``): it names the design's estimator (its key in the config)
+    and the log, then the error ``exc`` it met (a logger's key path included). Keyed ``designs.<name>``:
+    :func:`simulations.runner.run_replicate` re-keys it by the design's index (``designs[2]``)."""
+    from onlineeval.errors import ConfigError
+
+    j, label = next((j, label) for j, (label, e) in enumerate(design.estimators) if e is est)
+    what = str(exc) if isinstance(exc, ConfigError) else str(getattr(exc, "message", exc))
+    if design.whole_log[label]:
+        log = f"a replicate's whole log (days 1-{getattr(design, '_day', None)}, {n:,} impressions)"
+    else:
+        log = f"a batch of a replicate's log ({n:,} impressions)"
+    return ConfigError(("designs", design.config.name, "estimators", j),
+                       f"{label} cannot estimate from {log}: {what}. A log it cannot use stops the run (a refit "
+                       "before the last day on such a log is undefined instead): give it the options that make it "
+                       "usable, or a logger and traffic whose logs it can use")
 
 
 #: estimators whose per-impression terms depend on the whole log (they fit a model on it)
