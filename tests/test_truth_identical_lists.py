@@ -1,0 +1,80 @@
+"""The interleaving truth counts the impressions of queries on which every ranker of the design shows the same list at
+their exact expected outcome, 0 (:func:`simulations.runner.identical_lists`).
+
+Before, team-draft's Monte Carlo truth carried those impressions' coin-flip noise: with B identical to A on every
+query (a team checking the tool on a null) the truth was -0.0083 +- 0.0032 on one seed, 2.6 SEs from 0, and the
+report sized an experiment for that noise (79.6 days needed) where it should say there is no effect to detect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import simulations.runner as runner
+from simulations.config import config_from_mapping
+from simulations.runner import NULL_PREFIX, compute_truth, identical_lists, world_seed
+from simulations.users import UserModels
+from simulations.world import build_world
+
+
+def _config(rankers: dict[str, Any], candidates: int, n: int) -> Any:
+    return config_from_mapping({
+        "seed": 5,
+        "collection": {"type": "synthetic", "n_queries": 200, "candidates": candidates},
+        "rankers": rankers,
+        "users": {"population": 800, "types": [
+            {"name": "nav", "share": 0.6, "click_model": {"name": "cascade", "preset": "navigational"}},
+            {"name": "pbm", "share": 0.4, "click_model": {"name": "pbm", "preset": "ai2018"}}]},
+        "designs": [{"name": "team_draft", "type": "interleaving", "method": "team_draft"},
+                    {"name": "multi", "type": "interleaving", "method": "team_draft_multileave",
+                     "rankers": ["A", "B", "C"]}],
+        "analysis": {"truth_impressions": n},
+    })
+
+
+def _truths(cfg: Any) -> dict[tuple[str, str], Any]:
+    world = build_world(cfg, world_seed(cfg.seed))
+    return {(t.design, t.metric): t for t in compute_truth(cfg, world, UserModels.from_config(cfg.users))}
+
+
+def test_identical_lists_marks_the_queries_where_every_list_agrees() -> None:
+    a = np.array([[0, 1, 2], [0, 1, 2], [2, 1, -1], [3, 4, 5]])
+    b = np.array([[0, 1, 2], [1, 0, 2], [2, 1, -1], [3, 4, 5]])
+    c = np.array([[0, 1, 2], [0, 1, 2], [2, 1, -1], [3, 5, 4]])
+    assert identical_lists([a, b]).tolist() == [True, False, True, True]
+    assert identical_lists([a, b, c]).tolist() == [True, False, True, False]
+
+
+def test_rankers_that_agree_on_every_query_have_a_truth_of_exactly_zero() -> None:
+    # B and C are A (the same noise, fully correlated): every pair's truth and null Delta are 0 with SE 0
+    same = {"noise": 1.0}
+    cfg = _config({"depth": 10, "noise_correlation": 1.0, "A": same, "B": same, "others": {"C": same}}, 25, 50_000)
+    world = build_world(cfg, world_seed(cfg.seed))
+    assert identical_lists([world.rankings[r] for r in ("A", "B", "C")]).all()
+    truths = _truths(cfg)
+    assert len(truths) == 8  # team-draft's pair and the multileave's three, each with its null row
+    for (design, metric), t in truths.items():
+        assert (t.value, t.se) == (0.0, 0.0), (design, metric, t)
+
+
+def test_counting_agreeing_queries_at_zero_removes_only_zero_mean_noise(monkeypatch: pytest.MonkeyPatch) -> None:
+    # short lists of 4 of 4 candidates with correlated noise: A and B agree on 56% of the queries (47% of the
+    # traffic). The same stream with those impressions counted as drawn: the truths differ by the agreeing
+    # impressions' outcomes alone, whose mean is 0 (within 4 of the former truth's SEs, which that noise is most of),
+    # and the SE shrinks by about the noise left out
+    rankers = {"depth": 4, "noise_correlation": 0.9, "A": {"noise": 1.0}, "B": {"noise": 0.9},
+               "others": {"C": {"noise": 0.95}}}
+    cfg = _config(rankers, 4, 400_000)
+    new = _truths(cfg)
+    monkeypatch.setattr(runner, "identical_lists", lambda lists: np.zeros(lists[0].shape[0], dtype=bool))
+    old = _truths(cfg)
+    for key in (("team_draft", "delta_ab"), ("team_draft", NULL_PREFIX + "delta_ab")):
+        assert abs(new[key].value - old[key].value) < 4 * old[key].se, (key, new[key], old[key])
+        assert new[key].se < 0.85 * old[key].se, (key, new[key].se, old[key].se)
+    # the multileave's pairs: rows where all three lists agree are zeroed, fewer; the SE still shrinks
+    for key in [k for k in new if k[0] == "multi"]:
+        assert abs(new[key].value - old[key].value) < 4 * old[key].se, (key, new[key], old[key])
+        assert new[key].se < old[key].se, key
