@@ -52,7 +52,11 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: 12 (2026-12-06): the direct method's CLT interval is linearised in the fitted relevances for first-click rewards
 #: with a PBM fitted on the log and for every reward with a cascade model (it held the fitted model fixed): its SE,
 #: interval and p-value change (a counterfactual design's dm without the bootstrap), no random stream.
-STREAM_VERSION = 12
+#: 13 (2026-12-06): EM's dots (SQUAREM's step length, the log-likelihood) are summed in NumPy's order, not by BLAS,
+#: whose kernel differs by CPU and steered SQUAREM's choices and the stopping iteration: a model fitted by EM (dm,
+#: dr, dr_list, cascade_dr, PBM-IPS's estimated examination) stops at another point (the
+#: stream test's dm moved 0.2% on one machine, 5e-5 on another), the same on every CPU now; no random stream.
+STREAM_VERSION = 13
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

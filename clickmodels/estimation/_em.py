@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from clickmodels.estimation.base import EMOptions, FitTrace, bernoulli_log_likelihood
+from clickmodels.estimation.base import EMOptions, FitTrace, bernoulli_log_likelihood, ordered_dot
 
 __all__ = ["run_em", "examination_posteriors"]
 
@@ -74,10 +74,10 @@ def run_em(
         x0, x1, x2 = _flat(start), _flat(first), _flat(theta)
         r = x1 - x0
         v = x2 - x1 - r
-        norm_v = float(np.sqrt(v @ v))
+        norm_v = float(np.sqrt(ordered_dot(v, v)))  # not BLAS: see ordered_dot
         if not norm_v > 0.0:  # a fixed point (or no step at all): the EM path
             continue
-        s = min(-float(np.sqrt(r @ r)) / norm_v, -1.0)  # the S3 step length
+        s = min(-float(np.sqrt(ordered_dot(r, r))) / norm_v, -1.0)  # the S3 step length
         inside = (x1 > 0.0) & (x1 < 1.0)
         raw = x0 - 2.0 * s * r + s * s * v
         if options.pseudo > 0:
@@ -184,7 +184,7 @@ def examination_posteriors(
     log-likelihood at ``(a, g)`` weighted by the session multiplicities ``weight``.
     """
     p = a * g
-    ll = float(bernoulli_log_likelihood(p, clicks, shown) @ weight)
+    ll = ordered_dot(bernoulli_log_likelihood(p, clicks, shown), weight)
     with np.errstate(invalid="ignore", divide="ignore"):
         skip = np.where(p < 1.0, 1.0 / np.where(p < 1.0, 1.0 - p, 1.0), 0.0)
     post_a = np.where(clicks, 1.0, a * (1.0 - g) * skip)

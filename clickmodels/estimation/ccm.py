@@ -42,6 +42,7 @@ from clickmodels.estimation._em import run_em
 from clickmodels.estimation.base import (
     EMOptions,
     PairTable,
+    ordered_dot,
     register_fit,
     slot_values,
     smoothed,
@@ -108,7 +109,7 @@ def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
                 smoothed(np.where(click_next, on_s1 * w, 0.0).sum(), np.where(click_next, p_s1 * w, 0.0).sum(), opt.pseudo),
             ]
         )
-        return (new_alpha, new_tau), float(post.log_lik @ d.weight)
+        return (new_alpha, new_tau), ordered_dot(post.log_lik, d.weight)
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.array([0.5, 0.5, 0.5]))
     (alpha, tau), trace = run_em(d.n_sessions, opt, init, step)

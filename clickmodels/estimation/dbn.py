@@ -43,6 +43,7 @@ from clickmodels.estimation.base import (
     EMOptions,
     FitTrace,
     PairTable,
+    ordered_dot,
     register_fit,
     slot_values,
     smoothed,
@@ -109,7 +110,7 @@ def dbn_em(
         num = np.where(d.has_next, exam_next * w, 0.0).sum()
         den = np.where(d.has_next, (exam - post_s) * w, 0.0).sum()
         new_gamma = float(smoothed(num, den, opt.pseudo)) if gamma_fixed is None else gamma_fixed
-        return (new_alpha, new_sigma, new_gamma), float(post.log_lik @ d.weight)
+        return (new_alpha, new_sigma, new_gamma), ordered_dot(post.log_lik, d.weight)
 
     if compiled_em_sums(d):  # the same E-step in one compiled pass (_cascade_compiled)
         sums = CompiledSums(d)

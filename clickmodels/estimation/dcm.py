@@ -48,6 +48,7 @@ from clickmodels.estimation.base import (
     PairTable,
     by_rank,
     interim_trace,
+    ordered_dot,
     register_fit,
     slot_values,
     smoothed,
@@ -131,7 +132,7 @@ def _fit_dcm_em(log: ClickLog, opt: EMOptions) -> DCMFit:
         cont = np.where(d.before, 1.0, np.where(d.at_last, on_last, 0.0))
         new_alpha = smoothed(pair_sum(log, d.attraction(a, post) * w), d.views, opt.pseudo)
         new_lam = smoothed(rank_sum(log, cont * w, click_next), click_den, opt.pseudo)
-        return (new_alpha, new_lam), float(post.log_lik @ d.weight)
+        return (new_alpha, new_lam), ordered_dot(post.log_lik, d.weight)
 
     if compiled_em_sums(d):  # the same E-step in one compiled pass (_cascade_compiled)
         sums = CompiledSums(d)
