@@ -430,7 +430,9 @@ def test_looks_closer_than_the_minimum_step_are_refused_and_fine_grids_are_block
 def test_the_banded_kernel_of_many_looks_equals_the_dense_one(monkeypatch, looks, alternative, kind):
     """Many looks close in information: the recursion integrates the band of the previous grid within 12 sd of the
     increment (onlineeval.stats._recursion.BANDED); the boundaries and the crossing probabilities at a drift are the
-    dense kernel's to 1e-12 relative, and the band is used."""
+    dense kernel's to 1e-11 relative, and the band is used. (The mass the band leaves out is below 1e-30 of a look's;
+    what differs is rounding over 500 looks' quadratures, whose last bits depend on the CPU's BLAS kernel: 1.01e-12
+    at look 386 of the Pocock case, a probability of 8.4e-9, on an AMD EPYC where 1e-12 had passed elsewhere.)"""
     from onlineeval.stats import _recursion
 
     fractions = sq.equal_fractions(looks)
@@ -447,7 +449,7 @@ def test_the_banded_kernel_of_many_looks_equals_the_dense_one(monkeypatch, looks
                        np.asarray(c.lower, dtype=float))
         assert bool(calls) == banded  # the band is used where it applies
     for got, want in zip(out[True], out[False], strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-300)
 
 
 @pytest.mark.parametrize("design", ["obrien_fleming", "pocock"])
