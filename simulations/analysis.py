@@ -421,6 +421,10 @@ def analyse(
                 "degenerate": degenerate,
                 "within_band": None if degenerate else band.contains(round(fpr * r_aa)),
                 "by_day": [float(x) for x in aa["rejection_rate"]],
+                # what a rate above the band comes from (the report's note): the A/A replicates' mean SE over their
+                # estimates' SD (with its jackknife SE) and the users the last day's estimate rests on
+                "se_sd_ratio": None if degenerate else se_sd_ratio(last_aa["estimate"], last_aa["se"]),
+                "mean_users": float(last_aa["n_users"].mean()) if len(last_aa) else None,
             }
         designs.setdefault(design, {})[metric] = entry
     # sample-size ratios between designs (primary metrics), relative to the first design

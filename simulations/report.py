@@ -81,6 +81,7 @@ from simulations.report_sizes import (
     _measure_lines,
     _other_measure,
     _unstable_lines,
+    aa_excess_lines,
     analytic_days_text,
     extrapolated_days_text,
     extrapolated_entries,
@@ -453,6 +454,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     lines += _unstable_lines(s, population)
     lines += _extrapolation_lines(s, cfg.traffic.days)
     lines += _measure_lines(s)
+    lines += aa_excess_lines(s)
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
                  for m, e in ms.items() if e["final_day"]["undefined"] > 0]
     if undefined:

@@ -215,3 +215,49 @@ def _measure_lines(s: dict[str, Any]) -> list[str]:
                      "cannot see the target's value there and is biased whatever the t-test of its bias says; its "
                      "analytic power, days and sizes are withheld (summary.json: analytic_if_unbiased)")
     return lines
+
+
+def aa_excess_text(design: str, metric: str, aa: dict[str, Any] | None, alpha: float) -> str | None:
+    r"""Why an A/A false-positive rate is above its 99% band, as far as the run measures it (None when it is not
+    above): the A/A replicates' mean SE over their estimates' SD (``aa["se_sd_ratio"]``,
+    :func:`simulations.analysis_held.se_sd_ratio`), the users the last day's estimate rests on, and the rate a
+    two-sided z test at ``alpha`` would have with normal estimates and an SE at that ratio of their spread
+    (:math:`2\,\Phi(-z_{1-\alpha/2}\,\text{ratio})`): the part of the excess the small SE explains, the rest
+    being the SE's spread over the replicates and the estimates' tails. A delta-method SE over users runs small, and
+    its z test's tails are heavy, where few users (or a few heavy ones) carry the estimate; both shrink as users
+    grow."""
+    if not aa or aa.get("degenerate") or aa.get("within_band") is not False:
+        return None
+    band = aa.get("binomial_99_band") or [None, None]
+    rate = aa.get("false_positive_rate")
+    if not (_number(rate) and _number(band[1]) and rate > band[1]):
+        return None
+    from scipy.stats import norm
+
+    from simulations.analysis_held import se_sd_ratio_text
+
+    q = aa.get("se_sd_ratio")
+    users = aa.get("mean_users")
+    on = f", on {users:,.0f} users (the A/A replicates' last day, mean)" if _number(users) else ""
+    head = f"{design}/{metric} {rate:.3f} (band {band[0]:.3f}-{band[1]:.3f})"
+    if q is None or q.get("se") is None:
+        return f"{head}: the A/A replicates' mean SE over their estimates' SD is {se_sd_ratio_text(q)}{on}"
+    normal = float(2.0 * norm.sf(norm.isf(alpha / 2.0) * q["ratio"]))
+    text = (f"{head}: the A/A replicates' mean SE is {q['ratio']:.2f} of their estimates' SD (+- {q['se']:.2f}, "
+            f"{q['replicates']} replicates){on}; ")
+    if q["ratio"] + 2 * q["se"] < 1:
+        return text + (f"the SE runs small (below 1 by more than 2 of its SEs): with normal estimates an SE at "
+                       f"{q['ratio']:.2f} of their spread would reject {normal:.3f}, the rest is the SE's "
+                       "spread over the replicates and the estimates' tails. A delta-method SE over users runs small, "
+                       "and its z test's tails are heavy, where few users (or a few heavy ones: users.activity) carry "
+                       "the estimate; more users (users.population) bring both towards alpha")
+    return text + ("the SE is not measurably small, so the excess is in the estimates' tails (a z test reads "
+                   "them as normal; skewed where few users carry the estimate)")
+
+
+def aa_excess_lines(s: dict[str, Any]) -> list[str]:
+    """Under the main table: :func:`aa_excess_text` of every entry whose A/A rate is above its band."""
+    alpha = float(((s.get("config") or {}).get("analysis") or {}).get("alpha", 0.05))
+    items = [text for design, metrics in s["designs"].items() for metric, e in metrics.items()
+             if (text := aa_excess_text(design, metric, e.get("aa"), alpha))]
+    return [f"  A/A FPR above its band: {item}" for item in items]

@@ -11,6 +11,7 @@ from typing import Any
 
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, esc, fmt, join, note, table, tag, tree
+from simulations.report_sizes import aa_excess_text
 from simulations.report import (
     days_text,
     null_biased_verdict,
@@ -58,6 +59,12 @@ def calibration_section(summary: dict[str, Any]) -> Html:
     if rows:
         parts.append(table(["design", "metric", "A/A FPR (last day)", "replicates", "99% binomial band of alpha",
                             "within band"], rows, caption="A/A calibration (B replaced by A)", text_columns=(0, 1, 5)))
+        alpha = float(((summary.get("config") or {}).get("analysis") or {}).get("alpha", 0.05))
+        for design, metrics in (summary.get("designs") or {}).items():
+            for metric, e in metrics.items():
+                excess = aa_excess_text(design, metric, e.get("aa"), alpha)
+                if excess:
+                    parts.append(note("A/A FPR above its band: ", excess))
     else:
         parts.append(note("No A/A runs in this simulation (analysis.aa: false)."))
     if null_rows:
