@@ -648,18 +648,19 @@ def null_interleaving_truth(config: Config, design: DesignConfig, world: World, 
 
 
 def identical_lists(lists: list[np.ndarray]) -> np.ndarray:
-    """``(n_queries,)`` bool: the queries on which every one of ``lists`` (each ``(n_queries, depth)``, the design's
-    rankers' lists) is the same list.
+    """``(n_queries,)`` bool: the queries on which every one of ``lists`` (each ``(n_queries, depth)``) is the same
+    list; :func:`_interleaving_truth` asks it of each pair of the design's rankers.
 
-    There every pair's expected outcome is exactly 0, under any click model and the null user alike, for every method
-    that treats its rankers alike (renaming them renames the teams and nothing else: the interleaved list's law is
-    the same and the clicks depend on the list only, so the outcome's mean equals its own negative); every
-    registered method does (:func:`onlineeval.interleaving.checks.check_aa_no_preference`, and balanced, probabilistic
-    and optimized interleaving credit such an impression a tie outright). Team-draft's outcome there is a fair coin's
-    noise: :func:`_interleaving_truth` counts such impressions at their exact 0 instead, which keeps the estimate
-    unbiased and takes that noise out of the truth's Monte Carlo error (where every query's lists agree, B is A,
-    the truth is exactly 0 with SE 0, not a few SEs of noise the sizes would be computed from). The impressions
-    still count in the denominator (impressions with a click), as in the design's Delta."""
+    There the pair's expected outcome is exactly 0, under any click model and the null user alike, for every method
+    that treats its rankers alike (renaming the two renames their teams and nothing else: the interleaved list's law
+    is the same and the clicks depend on the list only, so the outcome's mean equals its own negative); every
+    registered method does (:func:`onlineeval.interleaving.checks.check_aa_no_preference` for two rankers,
+    :func:`~onlineeval.interleaving.checks.check_multileave_identical_pair` for two identical ones of three; balanced,
+    probabilistic and optimized interleaving credit such an impression a tie outright). Team-draft's outcome there
+    is a fair coin's noise: :func:`_interleaving_truth` counts such impressions at their exact 0 instead, which keeps
+    the estimate unbiased and takes that noise out of the truth's Monte Carlo error (where every query's lists agree,
+    B is A, the truth is exactly 0 with SE 0, not a few SEs of noise the sizes would be computed from). The
+    impressions still count in the denominator (impressions with a click), as in the design's Delta."""
     same = np.ones(lists[0].shape[0], dtype=bool)
     for other in lists[1:]:
         same &= (np.asarray(other) == np.asarray(lists[0])).all(axis=1)
@@ -684,7 +685,8 @@ def _interleaving_truth(
     den = np.empty(n)
     cdf = np.cumsum(world.frequency)
     null_labels = world.ranked_labels("A") if null else None
-    same = identical_lists(lists)
+    # per pair: the queries on which its two rankers show the same list (all of them, with two rankers)
+    same = np.stack([identical_lists([lists[i], lists[j]]) for _, i, j in pairs], axis=1)
     for lo in range(0, n, _TRUTH_CHUNK):
         m = min(_TRUTH_CHUNK, n - lo)
         q = draw_from_cdf(cdf, rng.random(m))
@@ -696,7 +698,7 @@ def _interleaving_truth(
             labels = shown_labels(world.labels, q, np.asarray(shown.ranking))
         clicks = users.sample(labels, users.draw_types(m, rng), rng)
         num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0
-        num[lo : lo + m][same[q]] = 0.0  # every ranker's list the same: each pair's expected outcome is exactly 0
+        num[lo : lo + m][same[q]] = 0.0  # the pair's two lists the same: its expected outcome is exactly 0
         den[lo : lo + m] = clicks.any(axis=1)
         if tick is not None:
             tick(m)

@@ -74,7 +74,38 @@ def test_counting_agreeing_queries_at_zero_removes_only_zero_mean_noise(monkeypa
     for key in (("team_draft", "delta_ab"), ("team_draft", NULL_PREFIX + "delta_ab")):
         assert abs(new[key].value - old[key].value) < 4 * old[key].se, (key, new[key], old[key])
         assert new[key].se < 0.85 * old[key].se, (key, new[key].se, old[key].se)
-    # the multileave's pairs: rows where all three lists agree are zeroed, fewer; the SE still shrinks
+    # the multileave's pairs: each pair's rows where its two lists agree; the SE shrinks as well
     for key in [k for k in new if k[0] == "multi"]:
         assert abs(new[key].value - old[key].value) < 4 * old[key].se, (key, new[key], old[key])
         assert new[key].se < old[key].se, key
+
+
+def test_a_multileave_pair_of_identical_rankers_has_a_truth_of_exactly_zero() -> None:
+    # C is B (the same noise, fully correlated with it) while A differs: the pair C vs B is exactly 0, the others not
+    rankers = {"depth": 10, "noise_correlation": 1.0, "A": {"noise": 0.5}, "B": {"noise": 1.0},
+               "others": {"C": {"noise": 1.0}}}
+    cfg = _config(rankers, 25, 50_000)
+    world = build_world(cfg, world_seed(cfg.seed))
+    assert identical_lists([world.rankings["B"], world.rankings["C"]]).all()
+    assert not identical_lists([world.rankings["A"], world.rankings["B"]]).all()
+    truths = _truths(cfg)
+    for metric in ("delta_C_vs_B", NULL_PREFIX + "delta_C_vs_B"):
+        assert (truths[("multi", metric)].value, truths[("multi", metric)].se) == (0.0, 0.0)
+    for metric in ("delta_B_vs_A", "delta_C_vs_A"):
+        assert truths[("multi", metric)].se > 0 and truths[("multi", metric)].value != 0.0
+
+
+def test_the_conformance_check_of_an_identical_pair_fails_a_method_that_favours_one_of_them() -> None:
+    from onlineeval.interleaving import get_interleaver
+    from onlineeval.interleaving.checks import ConformanceError, check_multileave_identical_pair
+
+    class Favouring(type(get_interleaver("team_draft_multileave"))):  # type: ignore[misc]
+        def preferences(self, result, clicks):  # type: ignore[no-untyped-def]
+            pref = np.array(super().preferences(result, clicks), dtype=np.int8)
+            tied = (pref[:, 1, 2] == 0) & clicks.any(axis=1)
+            pref[tied, 1, 2], pref[tied, 2, 1] = -1, 1  # ranker 2 wins its ties with ranker 1 where there are clicks
+            return pref
+
+    check_multileave_identical_pair(get_interleaver("team_draft_multileave"))
+    with pytest.raises(ConformanceError, match="two identical rankers of three"):
+        check_multileave_identical_pair(Favouring())

@@ -12,7 +12,8 @@ is shown once; lists are filled to ``min(k, |union|)``; team labels are rankers 
 for methods that say so, hold the document); same seed gives the same result;
 inputs and clicks are not modified; credit / outcome / preferences agree with each
 other; no click means no preference; identical rankers give no preference under
-random clicks (within 4 standard errors); the method pickles; a real-valued ``expected_preferences``
+random clicks (within 4 standard errors), and two identical rankers of three none between them; the method
+pickles; a real-valued ``expected_preferences``
 (where a method has one) lies in [-1, 1] and has the sign of ``preferences``; the single-impression
 API agrees with the batch API; bad input raises ``InputError``; multileaving methods
 accept three rankers.
@@ -212,6 +213,30 @@ def check_multileaving(il: Interleaver) -> None:
         raise _fail(il, "multileaving preferences must be antisymmetric")
 
 
+def check_multileave_identical_pair(il: Interleaver) -> None:
+    """Three rankers, two of them identical on every query: that pair's mean preference is 0 within 4 SE, with
+    clicks that depend on the slot (not on the teams). Every method here treats its rankers alike, so renaming the
+    two identical ones changes nothing but their teams' names; the simulator's truth counts such a pair's
+    impressions at 0 (:func:`simulations.runner.identical_lists`) on that ground. Read as the simulator reads a
+    method: its ``expected_preferences`` where it has one, else ``preferences``."""
+    if il.max_rankers is not None and il.max_rankers < 3:
+        return
+    rng = np.random.default_rng(11)
+    n, k = 20_000, 6
+    pool = [np.argsort(rng.random((40, 9)), axis=1)[:, :k] for _ in range(2)]
+    q = rng.integers(0, 40, size=n)
+    a, b = pool[0][q], pool[1][q]
+    res = il.interleave([a, b, b.copy()], rng)
+    clicks = rng.random((n, k)) < 0.5 * 0.75 ** np.arange(k)
+    expected = getattr(il, "expected_preferences", None)
+    pref = np.asarray(expected(res, clicks) if expected is not None else il.preferences(res, clicks), dtype=float)
+    out = pref[:, 1, 2]
+    sd = out.std(ddof=1)
+    if abs(out.mean()) > 4 * sd / np.sqrt(n) + 1e-12:
+        raise _fail(il, f"two identical rankers of three: their pair's mean preference {out.mean():+.4f} beyond 4 SE "
+                        f"({sd / np.sqrt(n):.4f})")
+
+
 _CHECKS: tuple[Callable[[Interleaver], None], ...] = (
     check_output_structure,
     check_deterministic_given_seed,
@@ -223,6 +248,7 @@ _CHECKS: tuple[Callable[[Interleaver], None], ...] = (
     check_bad_input_raises,
     check_expected_preferences,
     check_multileaving,
+    check_multileave_identical_pair,
 )
 
 
