@@ -39,7 +39,8 @@ m = copy.deepcopy(t.CONFIG)
 m["designs"] = [d for d in m["designs"] if d["name"] == "cf_first_click_models"]
 cfg = config_from_mapping(m)
 rows = run_replicate(cfg, *prepare_world(cfg), replicate_seeds(cfg.seed, 1)[0], 0)
-out = [json.dumps([str(r["metric"]), float(r["estimate"]), float(r["se"])]) for r in rows if not r["aa"] and r["day"] == 2]
+out = [json.dumps([str(r["metric"]), float(r["estimate"]), float(r["se"])])
+       for r in rows if not r["aa"] and r["day"] == 2]
 rng = np.random.default_rng(3)
 n, k = 3000, 5
 docs = np.argsort(rng.random((n, 8)), axis=1)[:, :k]
@@ -79,7 +80,8 @@ def test_em_fits_do_not_depend_on_the_blas_kernel() -> None:
         assert got["fits"] == first["fits"], (label, outputs)
         assert got["estimates"].keys() == first["estimates"].keys(), (label, outputs)
         for metric, values in got["estimates"].items():
-            assert values == pytest.approx(first["estimates"][metric], rel=1e-12, abs=0.0, nan_ok=True), (label, metric, outputs)
+            want = first["estimates"][metric]
+            assert values == pytest.approx(want, rel=1e-12, abs=0.0, nan_ok=True), (label, metric, outputs)
 
 
 def _parse(text: str) -> dict[str, dict[str, object]]:

@@ -11,7 +11,6 @@ from typing import Any
 
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, esc, fmt, join, note, table, tag, tree
-from simulations.report_sizes import aa_excess_text
 from simulations.report import (
     days_text,
     null_biased_verdict,
@@ -22,6 +21,7 @@ from simulations.report import (
     se_text,
     value_text,
 )
+from simulations.report_sizes import aa_excess_text
 
 
 def calibration_section(summary: dict[str, Any]) -> Html:
