@@ -2,7 +2,7 @@
 model fitted on the log is consistent under cascade clicks and biased under PBM ones, so `estimate`'s bias warning
 for `dm` with `model: cascade` names PBM clicks, not the cascade ones it named before (the class's declarations are
 the default PBM's). Every declared pair is measured here in the suite's worlds: over 16 logs of 20,000 impressions
-the mean estimate lies within 4 of its standard errors of the exact value where the model is declared consistent,
+(120,000 for DBN and CCM under DCM clicks, whose first-click bias is small) the mean estimate lies within 4 of its standard errors of the exact value where the model is declared consistent,
 and beyond 4 for at least one target where it is declared biased."""
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ def test_every_fittable_model_declares_its_families():
 def test_declared_families_hold_in_the_suites_worlds(model):
     est = get_estimator("dm", model=model)
     unbiased, biased = est.bias_families()
-    reps, n = 16, 20_000
+    reps = 16
     for family in FAMILIES:
         world = check_world(family)
+        # DBN's and CCM's first-click bias under DCM clicks is small (0.16-1.7%): 120,000 impressions a log show it
+        n = 120_000 if model in ("dbn", "ccm") and family == "dcm" else 20_000
         big = sample_log(world, reps * n, np.random.default_rng(5))
         for kind, reward in REWARDS.items():
             if (family, kind) not in unbiased and (family, kind) not in biased:
