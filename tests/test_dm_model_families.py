@@ -2,8 +2,9 @@
 model fitted on the log is consistent under cascade clicks and biased under PBM ones, so `estimate`'s bias warning
 for `dm` with `model: cascade` names PBM clicks, not the cascade ones it named before (the class's declarations are
 the default PBM's). Every declared pair is measured here in the suite's worlds: over 16 logs of 20,000 impressions
-(120,000 for DBN and CCM under DCM clicks, whose first-click bias is small) the mean estimate lies within 4 of its standard errors of the exact value where the model is declared consistent,
-and beyond 4 for at least one target where it is declared biased."""
+(120,000 for DBN and CCM under DCM clicks, whose first-click bias is small) the mean estimate lies within 4 of its
+standard errors of the exact value where the model is declared consistent, and beyond 4 for at least one target
+where it is declared biased."""
 
 from __future__ import annotations
 
