@@ -94,7 +94,7 @@ def null_check(
     pairs: int = 1,
 ) -> dict[str, Any]:
     """An interleaving design's behaviour under the null user (clicks independent of
-    relevance, every true effect 0; :func:`simulations.runner.null_interleaving_truth`).
+    relevance, every true effect 0; :func:`simulations.truth_interleaving.null_interleaving_truth`).
 
     ``delta`` +- ``se``: the expected Delta under the null (Monte Carlo over the truth's
     impressions). ``rejection_rate`` by day: the share of the design's null replicates

@@ -17,7 +17,6 @@ from __future__ import annotations
 import gc
 import os
 import signal
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -31,10 +30,11 @@ from simulations.config import Config, DesignConfig
 from simulations.designs import Design, design_class
 from simulations.designs.base import CheckpointRow
 from simulations.designs.interleaving import NULL_PREFIX
-from simulations.sampling import child_seed, draw_from_cdf
+from simulations.sampling import child_seed
 from simulations.traffic import TrafficModel, run_traffic
 from simulations.users import UserModels
-from simulations.world import World, shown_labels
+from simulations.truth_interleaving import interleaving_truth, null_interleaving_truth
+from simulations.world import World
 
 __all__ = [
     "DesignSpec",
@@ -54,11 +54,10 @@ __all__ = [
     "truth_reporting",
     "Truth",
     "TruthRun",
+    "NULL_PREFIX",  # (re-exported: simulations.analysis and tests read it here)
 ]
 
 _WORLD_TAG = 0x776F726C64  # "world"
-_TRUTH_TAG = 0x7472757468  # "truth"
-_TRUTH_CHUNK = 200_000
 
 
 @dataclass(frozen=True)
@@ -534,7 +533,7 @@ def truth_reporting(
 ) -> Iterator[None]:
     """In the block, :func:`compute_truth` (which :func:`simulations.job.prepare` calls) reports its Monte Carlo
     progress as ``progress(impressions done, impressions in all, label of the run)`` (a first call with 0 done
-    before the first run starts; one after every chunk of :data:`_TRUTH_CHUNK` impressions in this process, or
+    before the first run starts; one after every chunk of :data:`~simulations.truth_interleaving.TRUTH_CHUNK` impressions in this process, or
     after every run on workers; a last one with all done) and runs the Monte Carlo runs in ``workers`` processes
     (at most one per run; 1 = this process). Nothing changes any number. For the command line (``onlineeval
     simulate``), which calls :func:`simulations.job.simulate` as a whole; elsewhere (the sweep's tasks, the
@@ -571,7 +570,7 @@ def _run_monte_carlo(
                 if progress is not None:
                     progress(done, total, label)
 
-            out[run] = _interleaving_truth(config, config.designs[run.index], world, users, run.null, tick)
+            out[run] = interleaving_truth(config, config.designs[run.index], world, users, run.null, tick)
         return out
     pool = ProcessPoolExecutor(max_workers=n_workers, initializer=_init_truth_worker,
                                initargs=(config, world, users))
@@ -600,7 +599,7 @@ def _init_truth_worker(config: Config, world: World, users: UserModels) -> None:
 
 def _truth_work(run: TruthRun) -> list[Truth]:
     config = _WORKER["config"]
-    return _interleaving_truth(config, config.designs[run.index], _WORKER["world"], _WORKER["users"], run.null)
+    return interleaving_truth(config, config.designs[run.index], _WORKER["world"], _WORKER["users"], run.null)
 
 
 def kernels_cached() -> bool | None:
@@ -630,86 +629,3 @@ def kernels_cached() -> bool | None:
         return False
     except Exception:  # noqa: BLE001 - a private numba API: when it changes, say nothing rather than guess
         return None
-
-
-def null_interleaving_truth(config: Config, design: DesignConfig, world: World, users: UserModels) -> list[Truth]:
-    """Expected Delta of an interleaving design's pairs under a null user (metric ``null:<pair>``).
-
-    The null user clicks like the config's users on ranker A's list for *another* query,
-    drawn independently by frequency: each impression's clicks are those of the click
-    model on the grades of that independent list, so they follow the users' position and
-    click rates but do not depend on which documents are shown. Every true effect is then
-    exactly 0 and the expected Delta of an unbiased method is 0; a Monte Carlo value
-    beyond its standard error (``analysis.truth_impressions`` impressions, delta method
-    for a ratio of means) is the method's bias on these rankers (Hofmann, Whiteson and
-    de Rijke 2011 show balanced interleaving's).
-    """
-    return _interleaving_truth(config, design, world, users, null=True)
-
-
-def identical_lists(lists: list[np.ndarray]) -> np.ndarray:
-    """``(n_queries,)`` bool: the queries on which every one of ``lists`` (each ``(n_queries, depth)``) is the same
-    list; :func:`_interleaving_truth` asks it of each pair of the design's rankers.
-
-    There the pair's expected outcome is exactly 0, under any click model and the null user alike, for every method
-    that treats its rankers alike (renaming the two renames their teams and nothing else: the interleaved list's law
-    is the same and the clicks depend on the list only, so the outcome's mean equals its own negative); every
-    registered method does (:func:`onlineeval.interleaving.checks.check_aa_no_preference` for two rankers,
-    :func:`~onlineeval.interleaving.checks.check_multileave_identical_pair` for two identical ones of three; balanced,
-    probabilistic and optimized interleaving credit such an impression a tie outright). Team-draft's outcome there
-    is a fair coin's noise: :func:`_interleaving_truth` counts such impressions at their exact 0 instead, which keeps
-    the estimate unbiased and takes that noise out of the truth's Monte Carlo error (where every query's lists agree,
-    B is A, the truth is exactly 0 with SE 0, not a few SEs of noise the sizes would be computed from). The
-    impressions still count in the denominator (impressions with a click), as in the design's Delta."""
-    same = np.ones(lists[0].shape[0], dtype=bool)
-    for other in lists[1:]:
-        same &= (np.asarray(other) == np.asarray(lists[0])).all(axis=1)
-    return same
-
-
-def _interleaving_truth(
-    config: Config, design: DesignConfig, world: World, users: UserModels, null: bool,
-    tick: Callable[[int], None] | None = None,
-) -> list[Truth]:
-    from simulations.designs.interleaving import pair_metrics, pair_outcomes, shared_interleaver
-
-    n = config.analysis.truth_impressions
-    il = shared_interleaver(design.method or "", design.options)
-    lists = [world.rankings[r] for r in design.rankers]
-    pairs = pair_metrics(design.rankers)
-    key: tuple[int, ...] = (config.seed, _TRUTH_TAG, zlib.crc32(design.name.encode()))
-    if null:
-        key += (zlib.crc32(b"null"),)
-    rng = np.random.default_rng(np.random.SeedSequence(key))
-    num = np.empty((n, len(pairs)))
-    den = np.empty(n)
-    cdf = np.cumsum(world.frequency)
-    null_labels = world.ranked_labels("A") if null else None
-    # per pair: the queries on which its two rankers show the same list (all of them, with two rankers)
-    same = np.stack([identical_lists([lists[i], lists[j]]) for _, i, j in pairs], axis=1)
-    for lo in range(0, n, _TRUTH_CHUNK):
-        m = min(_TRUTH_CHUNK, n - lo)
-        q = draw_from_cdf(cdf, rng.random(m))
-        shown = il.interleave([r[q] for r in lists], rng, length=world.depth)
-        if null_labels is not None:
-            ranking = np.asarray(shown.ranking)  # slots the interleaved list leaves empty stay empty
-            labels = np.where(ranking >= 0, null_labels[draw_from_cdf(cdf, rng.random(m))], -1).astype(np.int8)
-        else:
-            labels = shown_labels(world.labels, q, np.asarray(shown.ranking))
-        clicks = users.sample(labels, users.draw_types(m, rng), rng)
-        num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0
-        num[lo : lo + m][same[q]] = 0.0  # the pair's two lists the same: its expected outcome is exactly 0
-        den[lo : lo + m] = clicks.any(axis=1)
-        if tick is not None:
-            tick(m)
-    out = []
-    for p, (metric, _, _) in enumerate(pairs):
-        value = num[:, p].sum() / den.sum()
-        # delta method for a ratio of means of iid impressions
-        se = float(np.sqrt(np.mean((num[:, p] - value * den) ** 2) / n) / den.mean())
-        if null:
-            out.append(Truth(design.name, NULL_PREFIX + metric, float(value), se,
-                             f"monte_carlo(n={n}), null user: clicks on ranker A's list for an independent query", None))
-        else:
-            out.append(Truth(design.name, metric, float(value), se, f"monte_carlo(n={n})", None))
-    return out

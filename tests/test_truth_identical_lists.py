@@ -1,5 +1,5 @@
 """The interleaving truth counts the impressions of queries on which every ranker of the design shows the same list at
-their exact expected outcome, 0 (:func:`simulations.runner.identical_lists`).
+their exact expected outcome, 0 (:func:`simulations.truth_interleaving.identical_lists`).
 
 Before, team-draft's Monte Carlo truth carried those impressions' coin-flip noise: with B identical to A on every
 query (a team checking the tool on a null) the truth was -0.0083 +- 0.0032 on one seed, 2.6 SEs from 0, and the
@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import simulations.runner as runner
+import simulations.truth_interleaving as truth_interleaving
 from simulations.config import config_from_mapping
-from simulations.runner import NULL_PREFIX, compute_truth, identical_lists, world_seed
+from simulations.runner import NULL_PREFIX, compute_truth, world_seed
+from simulations.truth_interleaving import identical_lists
 from simulations.users import UserModels
 from simulations.world import build_world
 
@@ -69,7 +70,7 @@ def test_counting_agreeing_queries_at_zero_removes_only_zero_mean_noise(monkeypa
                "others": {"C": {"noise": 0.95}}}
     cfg = _config(rankers, 4, 400_000)
     new = _truths(cfg)
-    monkeypatch.setattr(runner, "identical_lists", lambda lists: np.zeros(lists[0].shape[0], dtype=bool))
+    monkeypatch.setattr(truth_interleaving, "identical_lists", lambda lists: np.zeros(lists[0].shape[0], dtype=bool))
     old = _truths(cfg)
     for key in (("team_draft", "delta_ab"), ("team_draft", NULL_PREFIX + "delta_ab")):
         assert abs(new[key].value - old[key].value) < 4 * old[key].se, (key, new[key], old[key])
