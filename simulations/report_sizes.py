@@ -255,9 +255,18 @@ def aa_excess_text(design: str, metric: str, aa: dict[str, Any] | None, alpha: f
                    "them as normal; skewed where few users carry the estimate)")
 
 
+#: how the report and the HTML page introduce each :func:`aa_excess_texts` item
+AA_EXCESS_LEAD = "A/A FPR above its band: "
+
+
+def aa_excess_texts(s: dict[str, Any]) -> list[str]:
+    """:func:`aa_excess_text` of every entry of the summary ``s`` whose A/A rate is above its band (at the summary's
+    ``conventions.alpha``)."""
+    alpha = float((s.get("conventions") or {}).get("alpha", 0.05))
+    return [text for design, metrics in (s.get("designs") or {}).items() for metric, e in metrics.items()
+            if (text := aa_excess_text(design, metric, e.get("aa"), alpha))]
+
+
 def aa_excess_lines(s: dict[str, Any]) -> list[str]:
-    """Under the main table: :func:`aa_excess_text` of every entry whose A/A rate is above its band."""
-    alpha = float(((s.get("config") or {}).get("analysis") or {}).get("alpha", 0.05))
-    items = [text for design, metrics in s["designs"].items() for metric, e in metrics.items()
-             if (text := aa_excess_text(design, metric, e.get("aa"), alpha))]
-    return [f"  A/A FPR above its band: {item}" for item in items]
+    """Under the main table: one line per :func:`aa_excess_texts` item."""
+    return [f"  {AA_EXCESS_LEAD}{text}" for text in aa_excess_texts(s)]

@@ -21,7 +21,7 @@ from simulations.report import (
     se_text,
     value_text,
 )
-from simulations.report_sizes import aa_excess_text
+from simulations.report_sizes import AA_EXCESS_LEAD, aa_excess_texts
 
 
 def calibration_section(summary: dict[str, Any]) -> Html:
@@ -59,12 +59,7 @@ def calibration_section(summary: dict[str, Any]) -> Html:
     if rows:
         parts.append(table(["design", "metric", "A/A FPR (last day)", "replicates", "99% binomial band of alpha",
                             "within band"], rows, caption="A/A calibration (B replaced by A)", text_columns=(0, 1, 5)))
-        alpha = float(((summary.get("config") or {}).get("analysis") or {}).get("alpha", 0.05))
-        for design, metrics in (summary.get("designs") or {}).items():
-            for metric, e in metrics.items():
-                excess = aa_excess_text(design, metric, e.get("aa"), alpha)
-                if excess:
-                    parts.append(note("A/A FPR above its band: ", excess))
+        parts += [note(AA_EXCESS_LEAD, text) for text in aa_excess_texts(summary)]
     else:
         parts.append(note("No A/A runs in this simulation (analysis.aa: false)."))
     if null_rows:

@@ -27,6 +27,7 @@ __all__ = [
     "support_mask",
 ]
 
+
 class EarlyRefit(Exception):
     """A whole-log estimator's refit before the last day met a log it cannot use
     (:meth:`~simulations.designs.counterfactual.CounterfactualDesign._whole_log_sums`): that day's estimate is
