@@ -533,11 +533,12 @@ def truth_reporting(
 ) -> Iterator[None]:
     """In the block, :func:`compute_truth` (which :func:`simulations.job.prepare` calls) reports its Monte Carlo
     progress as ``progress(impressions done, impressions in all, label of the run)`` (a first call with 0 done
-    before the first run starts; one after every chunk of :data:`~simulations.truth_interleaving.TRUTH_CHUNK` impressions in this process, or
-    after every run on workers; a last one with all done) and runs the Monte Carlo runs in ``workers`` processes
-    (at most one per run; 1 = this process). Nothing changes any number. For the command line (``onlineeval
-    simulate``), which calls :func:`simulations.job.simulate` as a whole; elsewhere (the sweep's tasks, the
-    API) :func:`compute_truth` runs silently in the calling process."""
+    before the first run starts; one after every chunk of :data:`~simulations.truth_interleaving.TRUTH_CHUNK`
+    impressions in this process, or after every run on workers; a last one with all done) and runs the Monte Carlo
+    runs in ``workers`` processes (at most one per run; 1 = this process). Nothing changes any number. For the
+    command line (``onlineeval simulate``), which calls :func:`simulations.job.simulate` as a whole; elsewhere (the
+    sweep's tasks, the API) :func:`compute_truth` runs silently in the calling process.
+    """
     previous = dict(_TRUTH_REPORTING)
     _TRUTH_REPORTING.clear()
     _TRUTH_REPORTING.update(progress=progress, workers=max(int(workers), 1))

@@ -110,8 +110,8 @@ def interleaving_truth(
         # delta method for a ratio of means of iid impressions
         se = float(np.sqrt(np.mean((num[:, p] - value * den) ** 2) / n) / den.mean())
         if null:
-            out.append(Truth(design.name, NULL_PREFIX + metric, float(value), se,
-                             f"monte_carlo(n={n}), null user: clicks on ranker A's list for an independent query", None))
+            method = f"monte_carlo(n={n}), null user: clicks on ranker A's list for an independent query"
+            out.append(Truth(design.name, NULL_PREFIX + metric, float(value), se, method, None))
         else:
             out.append(Truth(design.name, metric, float(value), se, f"monte_carlo(n={n})", None))
     return out
