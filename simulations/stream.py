@@ -56,7 +56,9 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: whose kernel differs by CPU and steered SQUAREM's choices and the stopping iteration: a model fitted by EM (dm,
 #: dr, dr_list, cascade_dr, PBM-IPS's estimated examination) stops at another point (the
 #: stream test's dm moved 0.2% on one machine, 5e-5 on another), the same on every CPU now; no random stream.
-STREAM_VERSION = 13
+#: 14 (2026-12-06): the direct method's CLT interval with a PBM fitted on the log carries the fitted examination's
+#: error too (it held the examination fixed): its SE, interval and p-value change, no random stream.
+STREAM_VERSION = 14
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

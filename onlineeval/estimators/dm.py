@@ -39,27 +39,27 @@ the 400,000-impression log of ``configs/counterfactual.yaml`` by +0.0044 to +0.0
 (8 seeds; truth 0.0233, SE 0.0013).
 
 Interval: for a PBM fitted on the whole log (the default) the per-impression terms are
-linearised in the fitted relevances (see :func:`_pbm_correction`), so the CLT interval
-carries their fitting error (the examination is treated as known); over 8 such logs the
-estimates of clicks per query spread by 0.0012 where the former plug-in SE said 0.00013.
+linearised in the fitted relevances and examination (see :func:`_pbm_correction`: the
+maximum likelihood's influence function), so the CLT interval carries their fitting error;
+over 8 such logs the estimates of clicks per query spread by 0.0012 where the former plug-in
+SE said 0.00013.
 A cascade model (``cm``) fitted on the whole log is linearised likewise
 (:func:`_cm_correction`: its closed-form relevances are clicks over examinations down to the
 first click): on 200 logs of 4,000 impressions of the cascade check world its interval covered
 186-192 for 190 nominal (SE 0.96-1.00 of the SD; held fixed: 24-34, SE 0.07-0.09 of the SD).
 First-click rewards (reciprocal rank, abandonment) are linearised too (the derivative of the
-first click's chance at each slot in the relevances above it, :func:`_value_gradient`): over
-200 logs of 4,000 impressions of the PBM check world the plug-in interval covered the exact
-value 16-26 times for 190 nominal, the linearised one 185-198 (binomial band 181-197), its
-SE 0.93-1.22 times the estimates' SD, as the additive reward's there (0.92-1.20). The spread is
-the examination's: the SE is that of the value with the examination known (on those 200 logs,
-clicks per query, it is 1.002 and 1.000 of the SD of the value refitted with the true
-examination, ideal and shuffled list), and fitting the examination too moves the SD down for
-the ideal list (its error and the relevances' offset each other: SE 1.20 of the SD, conservative)
-and up for the shuffled one (SE 0.92 of the SD). Its SE is right, but on sparse logs the
+first click's chance at each slot in the click probabilities above it, :func:`_click_gradient`):
+over 1,000 logs of 4,000 impressions of the PBM check world the interval covered the exact
+value 943-955 times for 950 nominal (clicks per query, reciprocal rank, abandonment; ideal and
+shuffled list; band 936-963), its SE 0.98-1.00 times the estimates' SD (the plug-in one: 16-26 of
+200 for 190 nominal). With the examination held fixed (until 2026-12-06) the SE was 1.19-1.22
+times the SD for the ideal list (conservative) and 0.88 for the shuffled one (915 of 1,000
+covered): the fitted examination's error and the relevances' offset each other for one list and
+add up for the other. Its SE is right, but on sparse logs the
 maximum-likelihood relevances of rarely shown pairs bias the value: over 400 logs of
 4,000 impressions of 200 Zipf-distributed queries (PBM users) it was 0.71 SE off and
 covered 350 of 400 (band 368-390), in band at 20,000 impressions (the coverage audit of
-2026-12-02). For other models or
+2026-12-02, the examination then held fixed in the SE). For other models or
 cross-fitting it is a CLT interval *given the fitted model*, which excludes the fitting
 error; ``notes["warnings"]`` says so (a cascade model cross-fitted over two folds of the users of
 each of 100 logs of 2,000 impressions of the cascade check world, reciprocal rank: 20 covered
@@ -204,7 +204,7 @@ class DirectMethod(ClickModelEstimator):
 
     def linearised(self, reward: Reward) -> bool:
         """Whether the CLT interval carries the fit's error to first order (a PBM or a cascade model fitted on the
-        whole log, every reward: :func:`_pbm_correction`, the examination treated as known, and
+        whole log, every reward: :func:`_pbm_correction`, its relevances and examination, and
         :func:`_cm_correction`); otherwise it holds the fitted model fixed. (``reward``: the interface's; both
         reward kinds are linearised.)"""
         return self.model_name in ("pbm", "cm") and isinstance(self.model, str) and self.folds == 1
@@ -276,9 +276,10 @@ class DirectMethod(ClickModelEstimator):
             corr = correction(self.fit_model(data), data, target, reward)
             notes["correction_mean"] = float(corr.mean())
             num = num + corr - corr.mean()
-            held = ("the examination treated as known" if self.model_name == "pbm" else
-                    "a slot examined down to the first click, as the cascade's closed form counts it")
-            notes["se"] = f"linearised: includes the fitted relevances' error ({held}), the value is the model's"
+            notes["se"] = ("linearised: includes the fitted relevances' and examination's error, the value is the "
+                           "model's" if self.model_name == "pbm" else
+                           "linearised: includes the fitted relevances' error (a slot examined down to the first "
+                           "click, as the cascade's closed form counts it), the value is the model's")
         else:  # a model fitted on the log: the estimate's warnings say so (clt_holds_fixed), or, with a bootstrap,
             # that its se is the bootstrap's (the model fitted again in each resample)
             notes["se"] = "delta method: given the fitted model, excluding its fitting error"
@@ -286,44 +287,56 @@ class DirectMethod(ClickModelEstimator):
 
 
 def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
-    r"""Per-impression linearisation of a fitted PBM's DM value in the relevances.
+    r"""Per-impression linearisation of a fitted PBM's DM value in its relevances and its examination.
 
-    With :math:`\hat\theta` fixed, the relevance of a pair is (to first order) the
-    ratio :math:`\hat\alpha_{qd} = C_{qd}/E_{qd}` of its clicks to its examination
-    mass :math:`E_{qd} = \sum_{i: q_i = q}\hat\theta_{\mathrm{slot}_i(d)}`, so the
-    influence of impression ``i`` on :math:`\hat V` adds
+    The PBM's maximum likelihood :math:`(\hat\alpha, \hat\theta)` is an M-estimator (its score equations), so
+    to first order :math:`\hat V - V \approx \frac1n\sum_i \nabla V^\top A^{-1} s_i` with :math:`A` the
+    information and :math:`s_i` impression ``i``'s scores (Stefanski and Boos 2002): the influence of impression
+    ``i`` on the relevances of the pairs it shows and on every slot's examination, weighted by the value's
+    gradient in each (:math:`\partial V/\partial\alpha_{qd}`: :func:`_value_gradient`, summed over the target's
+    slots holding ``d`` and weighted by the query's impressions; :math:`\partial V/\partial\theta_s`: the
+    relevance at slot ``s`` times the same derivative in the slot's click probability, summed over the log's
+    queries). :func:`~onlineeval.estimators.position_bias.influence.pair_linearisation` (the examination
+    estimators' own, for PBM-IPS) computes it, the relevances eliminated block by block and the examination
+    normalised to its slot 0 (the value depends on products :math:`\theta_j\alpha_{qd}` only, so the
+    normalisation does not change it). Pairs never clicked or clicked surely (fitted probability within
+    :data:`~onlineeval.estimators.position_bias.influence.BOUNDARY` of 1) sit on the boundary and are held fixed.
+    The terms' mean is 0 at the maximum (recorded as ``notes["correction_mean"]`` and removed, so the value stays
+    the model's); they add the fitted model's variance to the CLT interval.
 
-    .. math::
-
-        \sum_{j} \frac{\partial V_{q_i}}{\partial \alpha_{q_i d_{ij}}}\,\frac{n_{q_i}}{E_{q_i d_{ij}}}
-            \big(c_{ij} - \hat\theta_j\hat\alpha_{q_i d_{ij}}\big)
-
-    with :math:`V_q` the model's value of the target's list of query ``q`` (:func:`_value_gradient`: for additive
-    rewards :math:`w_s\hat\theta_s`, ``s`` the document's slot in the target's list, the PBM-IPS weight with the
-    empirical propensity; for first-click rewards also the slots below, whose chance to hold the first click the
-    document's relevance lowers), times the model's residual. Its mean is 0 at the moment estimate and near 0 at the
-    MLE (recorded as ``notes["correction_mean"]`` and removed, so the value stays the model's); it adds the variance
-    of the fitted relevances to the CLT interval.
-
-    ``mdl`` is a PBM (``examination`` and an ``attractiveness`` table). Every factor but
-    the click and the slot's examination depends on the (query, document) pair only, so
-    they are computed once per pair of the log; one O(n k) pass gathers them.
+    Until 2026-12-06 the examination was held fixed (the relevances' part alone, with their moment form
+    :math:`C_{qd}/E_{qd}`): over 1,000 logs of 4,000 impressions of the PBM check world
+    (:func:`~onlineeval.estimators.exact_worlds.check_world`) its SE was 1.19-1.22 times the estimates' SD for the
+    ideal list and 0.88 for the shuffled one (clicks per query: 915 of 1,000 covered, band 936-963); with the
+    examination's part 0.98-1.00 of the SD for both lists and both reward kinds, 943-955 covered. ``mdl`` is a PBM
+    (``examination`` and an ``attractiveness`` table); one O(n k) pass gathers the per-pair factors.
     """
-    from onlineeval.estimators.model_fit import cells, pair_index
+    from clickmodels.base import Impressions  # lazy
+    from onlineeval.estimators.model_fit import pair_index
+    from onlineeval.estimators.position_bias._core import _cells
+    from onlineeval.estimators.position_bias.influence import pair_linearisation
 
     idx = pair_index(data)
-    k, m = data.k, idx.n_pairs
+    k, m, n = data.k, idx.n_pairs, data.n
     theta = np.asarray(mdl.examination, dtype=np.float64)[:k]
-    cl = cells(data, "rank")
-    exam_mass = np.bincount(cl.pair, cl.shows * theta[cl.exam], minlength=m)  # E_qd
     alpha = _pair_alpha(mdl, idx)
-    ratio = _pair_ratios(mdl, idx, k, target, reward, theta, exam_mass, reward.kind != "additive")
-    # sum_j ratio (c_ij - theta_j alpha): the clicked slots' ratios minus the model's part
-    rows, cols = np.nonzero(data.clicks)
-    clicked = np.bincount(rows, ratio[idx.code[rows, cols]], minlength=data.n)
-    # code -1 (empty slot): the appended 0; einsum, not a (threaded) BLAS product
-    expected = np.einsum("ij,j->i", np.append(ratio * alpha, 0.0)[idx.code], theta)
-    return clicked - expected
+    rows, slot = np.nonzero(idx.code >= 0)
+    pair, clicked = idx.code[rows, slot], data.clicks[rows, slot]
+    cl = _cells(pair, slot, clicked, k)
+    # the target's slots: the model's relevance (its default for a pair the log never shows), 0 at empty slots
+    t_uq = target_lists(target, idx.uq, k)
+    t_code = idx.lookup(np.arange(idx.uq.size), t_uq)
+    t_alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))),
+                         dtype=np.float64).reshape(t_uq.shape)
+    t_alpha = np.where(t_uq >= 0, t_alpha, 0.0)
+    # n_q / n dV_q / dh_s at each target slot (h = theta alpha, the slot's click probability given no click above)
+    dv_dh = _click_gradient(t_alpha, theta, reward) * (idx.n_q / n)[:, None]
+    shown = t_code >= 0
+    g_alpha = np.bincount(t_code[shown], (dv_dh * theta[None, :])[shown], minlength=m)
+    g_theta = np.einsum("uk,uk->k", dv_dh, t_alpha)
+    t0 = theta[0]  # the linearisation's normalisation: theta / theta_0, alpha theta_0 (the same products)
+    lin = pair_linearisation(cl, alpha * t0, theta / t0, rows, clicked, cl.of_position, n)
+    return lin(g_theta * t0, g_alpha / t0)
 
 
 def _cm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
@@ -399,14 +412,23 @@ def _value_gradient(alpha: FloatArray, theta: FloatArray, reward: Reward, first_
     kind. Empty slots (relevance 0) get 0 only where the caller masks them (:func:`_pair_ratios` reads only the
     target's documents).
     """
+    return theta[None, :] * _click_gradient(alpha, theta, reward, first_click)
+
+
+def _click_gradient(alpha: FloatArray, theta: FloatArray, reward: Reward, first_click: bool | None = None
+                    ) -> FloatArray:
+    r"""``(n, k)``: the derivative of the same value in each slot's click probability given no click above,
+    :math:`h_s = \theta_s\alpha_s`: :math:`w_s` (additive) or :math:`S_s(w_s - T_s)` (first click; see
+    :func:`_value_gradient`, which is this times :math:`\theta_s`; the derivative in :math:`\theta_s` is this
+    times :math:`\alpha_s`)."""
     n, k = alpha.shape
     w = reward.position_weights(k)
     if not (reward.kind != "additive" if first_click is None else first_click):
-        return np.broadcast_to((w * theta)[None, :], (n, k)).copy()
+        return np.broadcast_to(w[None, :], (n, k)).copy()
     h = theta[None, :] * alpha
     above = np.ones((n, k))
     above[:, 1:] = np.cumprod(1.0 - h[:, :-1], axis=1)
     tail = np.zeros((n, k))
     for s in range(k - 2, -1, -1):
         tail[:, s] = w[s + 1] * h[:, s + 1] + (1.0 - h[:, s + 1]) * tail[:, s + 1]
-    return theta[None, :] * above * (w[None, :] - tail)
+    return above * (w[None, :] - tail)

@@ -30,6 +30,12 @@ Maximum likelihood, one relevance per pair (harvest, em ``"pair"``)
     :math:`h = \tilde S^{-1}(\theta\circ g)_{1..}`, :math:`\bar h = (0, h)` and
     :math:`H_m = \sum_{c \in m} w_c\bar h_{j(c)}/W_m` (a pair shown at one slot adds
     exactly 0). :math:`\psi_i = n\sum_{\text{positions of } i} r\,(\bar h_j - H_m)`.
+    A function of the relevances too (gradient :math:`g_\alpha`, the direct method's value:
+    :mod:`onlineeval.estimators.dm`) adds their block: with :math:`f_m = \alpha_m g_{\alpha,m}/W_m`
+    (the relevance's influence with the examination known) the examination's part takes the
+    profile gradient, :math:`h = \tilde S^{-1}(\theta\circ g - \textstyle\sum_{c \in j} w_c f_{m(c)})_{1..}`,
+    and a position adds :math:`r\,(f_m + \bar h_j - H_m)` (block elimination of the
+    relevances; the same :math:`g^\top A^{-1}s` as the dense inverse, tested).
     Pairs with a fitted click probability within :math:`10^{-9}` of 1 sit on the boundary
     of the parameter space (always clicked); their relevance is held fixed (they add
     nothing), as are pairs never clicked (:math:`\hat\alpha_m = 0`, where :math:`r = 0`).
@@ -46,6 +52,8 @@ Ratios of sums (swap, randtop)
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -73,12 +81,14 @@ def _solve(a: FloatArray, b: FloatArray) -> FloatArray:
 
 
 def pair_linearisation(cells: Cells, alpha: FloatArray, theta: FloatArray, rows: IntArray,
-                       clicked: NDArray[np.bool_], cell_of: IntArray, n: int) -> Linearisation:
+                       clicked: NDArray[np.bool_], cell_of: IntArray, n: int) -> Callable[..., FloatArray]:
     """Linearisation of the PBM maximum likelihood with one relevance per pair (module
     docstring), at the normalised fit ``alpha`` (per pair), ``theta`` (``theta[0] == 1``).
 
     ``cells``: the cells the fit used; ``rows``, ``clicked``, ``cell_of``: every position
     the cells aggregate (impression row, click, cell index); ``n``: impressions in the log.
+    The returned function takes the gradient in ``theta`` (``(k,)``; its entry 0 is not used: the
+    normalisation) and optionally ``alpha_grad``, ``(n_pairs,)`` the gradient in ``alpha``.
     """
     from scipy.sparse import csr_matrix
 
@@ -101,11 +111,17 @@ def pair_linearisation(cells: Cells, alpha: FloatArray, theta: FloatArray, rows:
     hit = np.flatnonzero(clicked)
     hit_rows, hit_cells = rows[hit], cell_of[hit]
 
-    def linearisation(grad: FloatArray) -> FloatArray:
+    def linearisation(grad: FloatArray, alpha_grad: FloatArray | None = None) -> FloatArray:
         g = np.asarray(grad, dtype=np.float64)[:k]
-        h_bar = np.concatenate([[0.0], _solve(s_tilde[1:, 1:], (theta * g)[1:])])
+        lam = theta * g
+        if alpha_grad is not None:  # f_m, 0 for pairs held fixed (W_m = 0)
+            f = alpha * np.asarray(alpha_grad, dtype=np.float64) * inv_w
+            lam = lam - np.bincount(cs, w * f[cp], k)
+        h_bar = np.concatenate([[0.0], _solve(s_tilde[1:, 1:], lam[1:])])
         h_pair = np.bincount(cp, w * h_bar[cs], n_pairs) * inv_w
         coef = h_bar[cs] - h_pair[cp]
+        if alpha_grad is not None:
+            coef = coef + f[cp]
         skip, click = r_skip * coef, r_click * coef
         psi = np.bincount(rows, skip[cell_of], n) + np.bincount(hit_rows, (click - skip)[hit_cells], n)
         psi *= n
