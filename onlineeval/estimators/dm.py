@@ -38,7 +38,7 @@ pseudo-counts pull rarely shown pairs towards relevance 1/2 and biased V(B) - V(
 the 400,000-impression log of ``configs/counterfactual.yaml`` by +0.0044 to +0.0076
 (8 seeds; truth 0.0233, SE 0.0013).
 
-Interval: for a PBM fitted on the whole log (the default) the per-impression terms are
+Interval: for a PBM fitted on the whole log (the default) or a UBM the per-impression terms are
 linearised in the fitted relevances and examination (see :func:`_pbm_correction`: the
 maximum likelihood's influence function), so the CLT interval carries their fitting error;
 over 8 such logs the estimates of clicks per query spread by 0.0012 where the former plug-in
@@ -203,11 +203,11 @@ class DirectMethod(ClickModelEstimator):
         return MODEL_FAMILIES.get(self.model_name, ((), ()))
 
     def linearised(self, reward: Reward) -> bool:
-        """Whether the CLT interval carries the fit's error to first order (a PBM or a cascade model fitted on the
-        whole log, every reward: :func:`_pbm_correction`, its relevances and examination, and
+        """Whether the CLT interval carries the fit's error to first order (a PBM, UBM or cascade model fitted on the
+        whole log, every reward: :func:`_pbm_correction`, their relevances and examination, and
         :func:`_cm_correction`); otherwise it holds the fitted model fixed. (``reward``: the interface's; both
         reward kinds are linearised.)"""
-        return self.model_name in ("pbm", "cm") and isinstance(self.model, str) and self.folds == 1
+        return self.model_name in ("pbm", "ubm", "cm") and isinstance(self.model, str) and self.folds == 1
 
     def clt_holds_fixed(self, reward: Reward) -> str | None:
         """The click model fitted on the log, unless the CLT interval is linearised (:meth:`linearised`: a PBM or a
@@ -272,12 +272,12 @@ class DirectMethod(ClickModelEstimator):
         notes: dict[str, Any] = {**self.model_notes(data, pred), **_rare_notes(data, pred.t_uq)}
         num = pred.target_sums()
         if linearise:
-            correction = _pbm_correction if self.model_name == "pbm" else _cm_correction
+            correction = _cm_correction if self.model_name == "cm" else _pbm_correction
             corr = correction(self.fit_model(data), data, target, reward)
             notes["correction_mean"] = float(corr.mean())
             num = num + corr - corr.mean()
             notes["se"] = ("linearised: includes the fitted relevances' and examination's error, the value is the "
-                           "model's" if self.model_name == "pbm" else
+                           "model's" if self.model_name != "cm" else
                            "linearised: includes the fitted relevances' error (a slot examined down to the first "
                            "click, as the cascade's closed form counts it), the value is the model's")
         else:  # a model fitted on the log: the estimate's warnings say so (clt_holds_fixed), or, with a bootstrap,
@@ -287,29 +287,36 @@ class DirectMethod(ClickModelEstimator):
 
 
 def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
-    r"""Per-impression linearisation of a fitted PBM's DM value in its relevances and its examination.
+    r"""Per-impression linearisation of a fitted PBM's or UBM's DM value in its relevances and its examination.
 
-    The PBM's maximum likelihood :math:`(\hat\alpha, \hat\theta)` is an M-estimator (its score equations), so
+    The model's maximum likelihood :math:`(\hat\alpha, \hat\gamma)` is an M-estimator (its score equations), so
     to first order :math:`\hat V - V \approx \frac1n\sum_i \nabla V^\top A^{-1} s_i` with :math:`A` the
     information and :math:`s_i` impression ``i``'s scores (Stefanski and Boos 2002): the influence of impression
-    ``i`` on the relevances of the pairs it shows and on every slot's examination, weighted by the value's
-    gradient in each (:math:`\partial V/\partial\alpha_{qd}`: :func:`_value_gradient`, summed over the target's
-    slots holding ``d`` and weighted by the query's impressions; :math:`\partial V/\partial\theta_s`: the
-    relevance at slot ``s`` times the same derivative in the slot's click probability, summed over the log's
-    queries). :func:`~onlineeval.estimators.position_bias.influence.pair_linearisation` (the examination
-    estimators' own, for PBM-IPS) computes it, the relevances eliminated block by block and the examination
-    normalised to its slot 0 (the value depends on products :math:`\theta_j\alpha_{qd}` only, so the
-    normalisation does not change it). Pairs never clicked or clicked surely (fitted probability within
-    :data:`~onlineeval.estimators.position_bias.influence.BOUNDARY` of 1) sit on the boundary and are held fixed.
-    The terms' mean is 0 at the maximum (recorded as ``notes["correction_mean"]`` and removed, so the value stays
-    the model's); they add the fitted model's variance to the CLT interval.
+    ``i`` on the relevances of the pairs it shows and on the examination parameters its slots use, weighted by the
+    value's gradient in each. Both models click a slot with probability :math:`h = \gamma_e\,\alpha_{qd}` given
+    what happened above, ``e`` the slot's examination parameter: its rank (PBM) or its rank and the previous
+    click's (UBM, :func:`_ubm_click_gradient`), so both are the same likelihood over (pair, examination index)
+    cells, which :func:`~onlineeval.estimators.position_bias.influence.pair_linearisation` (the examination
+    estimators' own, for PBM-IPS) linearises, the relevances eliminated block by block and the examination
+    normalised to rank 0's (the value depends on the products :math:`\gamma_e\alpha_{qd}` only). The value's
+    gradient in each target slot's click probabilities, :math:`\partial V_q/\partial h`, weighted by the
+    query's impressions, gives :math:`\partial V/\partial\alpha_{qd} = \sum \gamma_e\,\partial V/\partial h`
+    and :math:`\partial V/\partial\gamma_e = \sum \alpha\,\partial V/\partial h`. Pairs never clicked or
+    clicked surely (fitted probability within :data:`~onlineeval.estimators.position_bias.influence.BOUNDARY`
+    of 1), and examination parameters the log never uses, are held fixed. The terms' mean is 0 at the maximum
+    (recorded as ``notes["correction_mean"]`` and removed, so the value stays the model's); they add the fitted
+    model's variance to the CLT interval.
 
-    Until 2026-12-06 the examination was held fixed (the relevances' part alone, with their moment form
-    :math:`C_{qd}/E_{qd}`): over 1,000 logs of 4,000 impressions of the PBM check world
-    (:func:`~onlineeval.estimators.exact_worlds.check_world`) its SE was 1.19-1.22 times the estimates' SD for the
-    ideal list and 0.88 for the shuffled one (clicks per query: 915 of 1,000 covered, band 936-963); with the
-    examination's part 0.98-1.00 of the SD for both lists and both reward kinds, 943-955 covered. ``mdl`` is a PBM
-    (``examination`` and an ``attractiveness`` table); one O(n k) pass gathers the per-pair factors.
+    Until 2026-12-06 a PBM's examination was held fixed (the relevances' part alone, in their moment form
+    :math:`C_{qd}/E_{qd}`) and a UBM's whole fit: over 1,000 logs of 4,000 impressions of the PBM check world
+    (:func:`~onlineeval.estimators.exact_worlds.check_world`) the PBM's SE was 1.19-1.22 times the estimates' SD
+    for the ideal list and 0.88 for the shuffled one (clicks per query: 915 of 1,000 covered, band 936-963); now
+    0.98-1.00 for both lists and both reward kinds, 943-955 covered. A UBM fitted on 300 such logs (it nests the
+    PBM): 277-287 of 300 covered, SE 0.98-1.04 of the SD (held fixed: 28-38, SE 0.06-0.08). Where a pair the value
+    uses is held fixed (a target document clicked on every show at rank 0) the value is not free of the models'
+    scale, so the normalisation (rank 0's examination without a click above held at its fit) is part of the
+    convention. ``mdl``: a PBM or UBM (``examination`` and an ``attractiveness`` table); one O(n k) pass gathers
+    the positions.
     """
     from clickmodels.base import Impressions  # lazy
     from onlineeval.estimators.model_fit import pair_index
@@ -318,25 +325,37 @@ def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) 
 
     idx = pair_index(data)
     k, m, n = data.k, idx.n_pairs, data.n
-    theta = np.asarray(mdl.examination, dtype=np.float64)[:k]
+    gamma = np.asarray(mdl.examination, dtype=np.float64)
+    ubm = gamma.ndim == 2
+    gamma = gamma[:k, :k] if ubm else gamma[:k, None]  # (k, states): states = 1 (PBM) or k (UBM)
     alpha = _pair_alpha(mdl, idx)
     rows, slot = np.nonzero(idx.code >= 0)
     pair, clicked = idx.code[rows, slot], data.clicks[rows, slot]
-    cl = _cells(pair, slot, clicked, k)
+    state = np.zeros(rows.size, dtype=np.int64)
+    if ubm:  # 0: no click above, else 1 + the previous click's rank
+        last = np.where(data.clicks, np.arange(k)[None, :] + 1, 0)
+        before = np.zeros(data.shown.shape, dtype=np.int64)
+        before[:, 1:] = np.maximum.accumulate(last, axis=1)[:, :-1]
+        state = before[rows, slot]
+    n_states = gamma.shape[1]
+    used, exam = np.unique(slot * n_states + state, return_inverse=True)  # the examination parameters the log uses
+    cl = _cells(pair, exam.reshape(-1), clicked, used.size)
     # the target's slots: the model's relevance (its default for a pair the log never shows), 0 at empty slots
     t_uq = target_lists(target, idx.uq, k)
     t_code = idx.lookup(np.arange(idx.uq.size), t_uq)
     t_alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))),
                          dtype=np.float64).reshape(t_uq.shape)
     t_alpha = np.where(t_uq >= 0, t_alpha, 0.0)
-    # n_q / n dV_q / dh_s at each target slot (h = theta alpha, the slot's click probability given no click above)
-    dv_dh = _click_gradient(t_alpha, theta, reward) * (idx.n_q / n)[:, None]
+    # n_q / n dV_q / dh at each target slot and state, h = gamma alpha (the click probability given that state)
+    dv_dh = (_ubm_click_gradient(t_alpha, gamma, reward) if ubm else
+             _click_gradient(t_alpha, gamma[:, 0], reward)[:, :, None]) * (idx.n_q / n)[:, None, None]
     shown = t_code >= 0
-    g_alpha = np.bincount(t_code[shown], (dv_dh * theta[None, :])[shown], minlength=m)
-    g_theta = np.einsum("uk,uk->k", dv_dh, t_alpha)
-    t0 = theta[0]  # the linearisation's normalisation: theta / theta_0, alpha theta_0 (the same products)
+    g_alpha = np.bincount(t_code[shown], np.einsum("usj,sj->us", dv_dh, gamma)[shown], minlength=m)
+    g_gamma = np.einsum("usj,us->sj", dv_dh, t_alpha).reshape(-1)[used]
+    theta = gamma.reshape(-1)[used]
+    t0 = theta[0]  # the linearisation's normalisation (rank 0 without a click above): theta / t0, alpha t0
     lin = pair_linearisation(cl, alpha * t0, theta / t0, rows, clicked, cl.of_position, n)
-    return lin(g_theta * t0, g_alpha / t0)
+    return lin(g_gamma * t0, g_alpha / t0)
 
 
 def _cm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
@@ -413,6 +432,42 @@ def _value_gradient(alpha: FloatArray, theta: FloatArray, reward: Reward, first_
     target's documents).
     """
     return theta[None, :] * _click_gradient(alpha, theta, reward, first_click)
+
+
+def _ubm_click_gradient(alpha: FloatArray, gamma: FloatArray, reward: Reward) -> FloatArray:
+    r"""``(n, k, k)``: the derivative of a UBM's value of lists whose documents have the relevances ``alpha``
+    (``(n, k)``, 0 at empty slots) in :math:`h_{sj} = \gamma_{sj}\alpha_s`, slot ``s``'s click probability in state
+    ``j`` (0: no click above, else 1 + the previous click's rank; ``gamma`` ``(k, k)``, the model's
+    ``examination``).
+
+    Forward, the state's distribution :math:`\pi_s(j)` (:math:`\pi_0(0) = 1`; a click at ``s`` moves to state
+    :math:`s + 1`, a skip keeps the state); backward, the value still to come from each state,
+    :math:`\lambda_s(j) = h_{sj}(r_{sj} + \lambda_{s+1}(s+1)) + (1 - h_{sj})\lambda_{s+1}(j)`,
+    :math:`\lambda_k = 0`, with the slot's reward :math:`r_{sj} = w_s` (additive) or :math:`w_s[j = 0]` (first
+    click: only a click from state 0 is the first); then
+    :math:`\partial V/\partial h_{sj} = \pi_s(j)\,(r_{sj} + \lambda_{s+1}(s+1) - \lambda_{s+1}(j))`. With one
+    state (a PBM) this is :func:`_click_gradient`."""
+    n, k = alpha.shape
+    w = reward.position_weights(k)
+    h = gamma[None, :, :] * alpha[:, :, None]
+    r = np.zeros((k, k))
+    if reward.kind == "additive":
+        r[:] = w[:, None]
+    else:
+        r[:, 0] = w
+    pi = np.zeros((n, k + 1, k + 1))  # pi[:, s, j]: state j before slot s
+    pi[:, 0, 0] = 1.0
+    for s in range(k):
+        pi[:, s + 1, : s + 1] = pi[:, s, : s + 1] * (1.0 - h[:, s, : s + 1])
+        pi[:, s + 1, s + 1] = np.einsum("nj,nj->n", pi[:, s, : s + 1], h[:, s, : s + 1])
+    lam = np.zeros((n, k + 1))  # lam[:, j] = lambda_{s+1}(j) while going back
+    out = np.zeros((n, k, k))
+    for s in range(k - 1, -1, -1):
+        after_click = lam[:, s + 1][:, None]
+        out[:, s, : s + 1] = pi[:, s, : s + 1] * (r[None, s, : s + 1] + after_click - lam[:, : s + 1])
+        lam[:, : s + 1] = h[:, s, : s + 1] * (r[None, s, : s + 1] + after_click) \
+            + (1.0 - h[:, s, : s + 1]) * lam[:, : s + 1]
+    return out
 
 
 def _click_gradient(alpha: FloatArray, theta: FloatArray, reward: Reward, first_click: bool | None = None
