@@ -313,7 +313,9 @@ def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) 
     (:func:`~onlineeval.estimators.exact_worlds.check_world`) the PBM's SE was 1.19-1.22 times the estimates' SD
     for the ideal list and 0.88 for the shuffled one (clicks per query: 915 of 1,000 covered, band 936-963); now
     0.98-1.00 for both lists and both reward kinds, 943-955 covered. A UBM fitted on 300 such logs (it nests the
-    PBM): 277-287 of 300 covered, SE 0.98-1.04 of the SD (held fixed: 28-38, SE 0.06-0.08). Where a pair the value
+    PBM): 277-287 of 300 covered, SE 0.98-1.04 of the SD (held fixed: 28-38, SE 0.06-0.08); on 1,000 logs of a UBM
+    world (its examination depends on the previous click; ``tests/test_dm_linearised_intervals.py``) 939-964 of
+    1,000, SE 0.96-1.05 of the SD. Where a pair the value
     uses is held fixed (a target document clicked on every show at rank 0) the value is not free of the models'
     scale, so the normalisation (rank 0's examination without a click above held at its fit) is part of the
     convention. ``mdl``: a PBM or UBM (``examination`` and an ``attractiveness`` table); one O(n k) pass gathers
