@@ -166,8 +166,8 @@ def test_the_dcm_terms_against_numerical_derivatives():
 @pytest.mark.slow
 def test_the_dcm_interval_covers():
     # 1,000 logs of 4,000 impressions of the DCM world, a DCM fitted on each by EM: held fixed (before 2026-12-06)
-    # the interval covered 71 of 380 (SE far below the SD); linearised SE 1.00-1.03 of the SD, 946-957 of 1,000
-    # covered (the cascade world, continuation 0 on the boundary: 0.98-1.01, 281-283 of 300)
+    # the interval covered 71 of 400, 380 nominal (SE far below the SD); linearised SE 1.00-1.03 of the SD, 946-957
+    # of 1,000 covered (the cascade world, continuation 0 on the boundary: 0.98-1.01, 281-283 of 300)
     world = check_world("dcm")
     reps, n = 1000, 4000
     big = sample_log(world, reps * n, np.random.default_rng(7))

@@ -62,7 +62,7 @@ covered 350 of 400 (band 368-390), in band at 20,000 impressions (the coverage a
 2026-12-02, the examination then held fixed in the SE). A DCM fitted by EM (its default) is
 linearised by its observed information (:mod:`~onlineeval.estimators.dcm_linearisation`): over
 1,000 logs of 4,000 impressions of the DCM check world 946-957 covered for 950 nominal (SE
-1.00-1.03 of the SD; held fixed, until 2026-12-06, 71 of 380). For other models (DCM's closed
+1.00-1.03 of the SD; held fixed, until 2026-12-06, 71 of 400, 380 nominal). For other models (DCM's closed
 form, DBN, SDBN, CCM, the CTR models) or
 cross-fitting it is a CLT interval *given the fitted model*, which excludes the fitting
 error; ``notes["warnings"]`` says so (a cascade model cross-fitted over two folds of the users of
@@ -87,8 +87,9 @@ once per (distinct query, target list) and weighted by the query's frequency; th
 linearised PBM / UBM terms take one more O(n k) pass. On 10^6 logged top-10 impressions
 (``benchmarks/bench_dm.py``, one core) the PBM direct method takes 0.32 s of CPU (4.6x plain
 IPS's 0.07 s on the same log, 2026-12-06, with the examination's terms; their first version
-renumbered the examination indices by ``np.unique``, a sort of every position: 1.1 s); the former per-slot fit took 8.2 s on 10^5 impressions (25x the
-aggregated path there) and about a minute on 10^6. DCM and SDBN by EM (their default, per
+renumbered the examination indices by ``np.unique``, a sort of every position: 1.1 s); the
+former per-slot fit took 8.2 s on 10^5 impressions (25x the aggregated path there) and about
+a minute on 10^6. DCM and SDBN by EM (their default, per
 session) cost far more than DCM's aggregated closed form: on that 10^6 log dm with dcm took 74.5 s
 of CPU against 0.40 s, with sdbn 110 s; on a 27,848-impression top-5 log 1.06 s (dcm, 69
 iterations) and 2.1 s (sdbn, 116) against 14 ms, so a bootstrap that refits dcm on 400 resamples
@@ -212,8 +213,8 @@ class DirectMethod(ClickModelEstimator):
         """Whether the CLT interval carries the fit's error to first order (a PBM, UBM or cascade model fitted on the
         whole log, every reward: :func:`_pbm_correction`, their relevances and examination, and
         :func:`_cm_correction`; a DCM fitted on it by EM, the maximum likelihood:
-        :func:`~onlineeval.estimators.dcm_linearisation.dcm_correction`); otherwise it holds the fitted model fixed. (``reward``: the interface's; both
-        reward kinds are linearised.)"""
+        :func:`~onlineeval.estimators.dcm_linearisation.dcm_correction`); otherwise it holds the fitted model fixed.
+        (``reward``: the interface's; both reward kinds are linearised.)"""
         if not (isinstance(self.model, str) and self.folds == 1):
             return False
         return self.model_name in ("pbm", "ubm", "cm") or (self.model_name == "dcm" and self.fits_by_em)
