@@ -39,9 +39,9 @@ slot below shows what the user did) are held fixed.
 Measured: over 1,000 logs of 4,000 impressions of the DCM check world the 95% interval covered 946-957 times (SE
 1.00-1.03 of the estimates' SD; held fixed, 71 of 400, 380 nominal); the cascade world (continuation 0, on the
 boundary) 281-283 of 300 (``tests/test_dm_dcm_world.py``, which also checks the terms against numerical
-derivatives of the forward filter's log-likelihood). Cost (``benchmarks/bench_dm.py``, 10^6 top-10 impressions, one core): ``dm`` with a DCM
-6.9 s of CPU against 2.1 s with the model held fixed (its EM fit alone), against about 800 s for a bootstrap of 400
-refits.
+derivatives of the forward filter's log-likelihood). Cost (``benchmarks/bench_dm.py``, 10^6 top-10
+impressions, one core): ``dm`` with a DCM 6.9 s of CPU against 2.1 s with the model held fixed (its EM fit alone),
+against about 800 s for a bootstrap of 400 refits.
 """
 
 from __future__ import annotations
