@@ -15,12 +15,11 @@ rank); the closed form (method='closed_form') on the same replicates -0.184 (z -
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from scipy import stats
 
+from click_patterns import dcm_chance, pattern_value
 from onlineeval.estimators import get_estimator, get_reward
 from onlineeval.estimators.checks import (
     REPLICATE_SIZE,
@@ -81,22 +80,8 @@ def _session_ll(alpha: np.ndarray, lam: np.ndarray, clicks: np.ndarray, valid: n
 
 
 def _dcm_value(alpha: np.ndarray, lam: np.ndarray, reward) -> float:
-    """A DCM's expected reward of one list by enumerating every click pattern and both choices after each click."""
-    k = alpha.size
-    w = reward.position_weights(k)
-    total = 0.0
-    for pattern in itertools.product((0, 1), repeat=k):
-        # P(pattern): the forward filter of _session_ll on one list
-        prob, exam = 1.0, 1.0
-        for r, c in enumerate(pattern):
-            p = exam * alpha[r]
-            prob *= p if c else 1.0 - p
-            exam = lam[r] if c else (exam * (1.0 - alpha[r]) / (1.0 - p) if p < 1 else 0.0)
-        if reward.kind == "additive":
-            total += prob * float(np.dot(w, pattern))
-        elif any(pattern):
-            total += prob * float(w[pattern.index(1)])
-    return total
+    """A DCM's expected reward of one list by enumerating every click pattern (its chance by the forward filter)."""
+    return pattern_value(alpha.size, reward, dcm_chance(alpha, lam))
 
 
 def test_the_dcm_terms_against_numerical_derivatives():

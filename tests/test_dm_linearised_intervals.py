@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from click_patterns import pattern_value, ubm_chance
 from clickmodels import PBM, ByQueryDoc
 from onlineeval.estimators import Reward, get_reward
 from onlineeval.estimators.checks import check_world, sample_log
@@ -73,20 +74,7 @@ def test_value_gradient_equals_finite_differences_of_the_enumerated_value(reward
 def _brute_ubm_value(alpha: np.ndarray, gamma: np.ndarray, reward: Reward) -> float:
     """A UBM's expected reward of one list (offset left out) by enumerating every click pattern: slot ``s`` clicked
     with probability ``gamma[s, j] alpha[s]``, ``j`` 0 without a click above, else 1 + the previous click's rank."""
-    k = alpha.size
-    w = reward.position_weights(k)
-    total = 0.0
-    for pattern in itertools.product((0, 1), repeat=k):
-        prob, state = 1.0, 0
-        for s, c in enumerate(pattern):
-            h = gamma[s, state] * alpha[s]
-            prob *= h if c else 1.0 - h
-            state = s + 1 if c else state
-        if reward.kind == "additive":
-            total += prob * float(np.dot(w, pattern))
-        elif any(pattern):
-            total += prob * float(w[pattern.index(1)])
-    return total
+    return pattern_value(alpha.size, reward, ubm_chance(alpha, gamma))
 
 
 @pytest.mark.parametrize("reward", REWARDS, ids=lambda r: r.name)

@@ -22,13 +22,13 @@ more. Closed forms: 1e-12.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
 
+from click_patterns import pattern_value, ubm_chance
 from clickmodels.base import Impressions
 from clickmodels.estimation import EMOptions, fit_log
 from clickmodels.logs import from_arrays
@@ -213,7 +213,6 @@ def _brute_value(mdl, data: LoggedData, target: DeterministicTarget, reward: Rew
     from clickmodels.base import Impressions
 
     k = data.k
-    w = reward.position_weights(k)
     total = 0.0
     for q, n_q in Counter(int(q) for q in data.query).items():
         a = []
@@ -223,16 +222,7 @@ def _brute_value(mdl, data: LoggedData, target: DeterministicTarget, reward: Rew
                 alpha[(q, d)] = float(mdl.attractiveness.lookup(Impressions(query=np.array([q]),
                                                                             docs=np.array([[d]])))[0, 0])
             a.append(alpha[(q, d)])
-        for pattern in itertools.product((0, 1), repeat=k):
-            prob, state = 1.0, 0
-            for s, c in enumerate(pattern):
-                h = gamma[s, state if gamma.shape[1] > 1 else 0] * a[s]
-                prob *= h if c else 1.0 - h
-                state = s + 1 if c else state
-            if reward.kind == "additive":
-                total += n_q * prob * float(np.dot(w, pattern))
-            elif any(pattern):
-                total += n_q * prob * float(w[pattern.index(1)])
+        total += n_q * pattern_value(k, reward, ubm_chance(a, gamma))
     return total / data.n
 
 

@@ -117,48 +117,34 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     # the parameters: pair p -> p, slot r's continuation -> m + r
     free = np.concatenate([(alpha_pair > BOUNDARY) & (alpha_pair < 1 - BOUNDARY),
                            (lam > BOUNDARY) & (lam < 1 - BOUNDARY)])
-    rows_i: list[np.ndarray] = []
-    cols_i: list[np.ndarray] = []
-    vals: list[np.ndarray] = []
-
-    def add(r: np.ndarray, col: np.ndarray, v: np.ndarray) -> None:
-        rows_i.append(r)
-        cols_i.append(col)
-        vals.append(v)
-
-    # scores per session (row i, parameter, value), and the information's entries
-    s_row: list[np.ndarray] = []
-    s_par: list[np.ndarray] = []
-    s_val: list[np.ndarray] = []
-
-    def score(r: np.ndarray, par: np.ndarray, v: np.ndarray) -> None:
-        s_row.append(r)
-        s_par.append(par)
-        s_val.append(v)
+    # the information's entries (row, column, value) and the sessions' scores (session, parameter, value), as parts
+    entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    scores: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    add, score = entries.append, scores.append  # each takes one (rows, columns or parameters, values) part
 
     hi, hj = np.nonzero(head)
     ch = c[hi, hj]
     ah = safe_a[hi, hj]
-    score(hi, pc[hi, hj], np.where(ch, 1.0 / ah, -1.0 / (1.0 - ah)))
-    add(pc[hi, hj], pc[hi, hj], np.where(ch, 1.0 / ah ** 2, 1.0 / (1.0 - ah) ** 2))
+    score((hi, pc[hi, hj], np.where(ch, 1.0 / ah, -1.0 / (1.0 - ah))))
+    add((pc[hi, hj], pc[hi, hj], np.where(ch, 1.0 / ah ** 2, 1.0 / (1.0 - ah) ** 2)))
     ci, cj = np.nonzero(cont)
-    score(ci, m + cj, 1.0 / safe_l[cj])
-    add(m + cj, m + cj, 1.0 / safe_l[cj] ** 2)
+    score((ci, m + cj, 1.0 / safe_l[cj]))
+    add((m + cj, m + cj, 1.0 / safe_l[cj] ** 2))
     sess = np.flatnonzero(has & tail.any(axis=1))
     ls, ps, ds, lm = last[sess], p_tail[sess], d[sess], ll[sess]
-    score(sess, m + ls, (ps - 1.0) / ds)
-    add(m + ls, m + ls, (ps - 1.0) ** 2 / ds ** 2)
+    score((sess, m + ls, (ps - 1.0) / ds))
+    add((m + ls, m + ls, (ps - 1.0) ** 2 / ds ** 2))
     tail_s, u_s, pc_s = tail[sess], u[sess], pc[sess]
     for r in range(k):
         on = tail_s[:, r]
         si = sess[on]
         ur = u_s[on, r]
         pr = pc_s[on, r]
-        score(si, pr, -lm[on] * ps[on] * ur / ds[on])
+        score((si, pr, -lm[on] * ps[on] * ur / ds[on]))
         cross = ps[on] * ur / ds[on] ** 2
-        add(m + ls[on], pr, cross)
-        add(pr, m + ls[on], cross)
-        add(pr, pr, (lm[on] * ps[on] * ur / ds[on]) ** 2)
+        add((m + ls[on], pr, cross))
+        add((pr, m + ls[on], cross))
+        add((pr, pr, (lm[on] * ps[on] * ur / ds[on]) ** 2))
     # the relevances below one last click, pairwise (the bulk of the entries): summed per pair of pairs first, by a
     # count over compact keys (pair, the other pair's rank among its query's pairs) where that table is small
     coef = -lm * (1.0 - lm) * ps / ds ** 2
@@ -187,10 +173,11 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
         val = np.concatenate(kv) if kv else np.zeros(0)
     p1 = key // width
     p2 = first[idx.qi[p1]] + key % width
-    add(p1, p2, val)
-    add(p2, p1, val)
+    add((p1, p2, val))
+    add((p2, p1, val))
     n_par = m + k
-    info = csc_matrix((np.concatenate(vals), (np.concatenate(rows_i), np.concatenate(cols_i))), shape=(n_par, n_par))
+    rows_i, cols_i, vals = (np.concatenate(x) for x in zip(*entries))
+    info = csc_matrix((vals, (rows_i, cols_i)), shape=(n_par, n_par))
     free &= info.diagonal() > 0  # a parameter the log does not inform
     # the value's gradient, weighted by each query's share of the impressions
     t_uq = target_lists(target, idx.uq, k)
@@ -207,6 +194,5 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     y = np.zeros(n_par)
     if keep.size:
         y[keep] = np.atleast_1d(spsolve(info[keep][:, keep].tocsc(), g[keep]))
-    rows = np.concatenate(s_row)
-    par = np.concatenate(s_par)
-    return n * np.bincount(rows, y[par] * np.concatenate(s_val), minlength=n)
+    rows, par, val = (np.concatenate(x) for x in zip(*scores))
+    return n * np.bincount(rows, y[par] * val, minlength=n)
