@@ -259,7 +259,7 @@ def test_a_failed_bootstrap_keeps_the_held_choice_warning(world: dict[str, Any],
     path = tmp_path / "one.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     args = ("--log", str(path), "--target", str(world["B"]), "--estimator", "adaptive_ips,ips,dm", "--option",
-            "dm.model=sdbn")  # (a PBM's, UBM's, cascade model's, DCM's intervals are linearised: nothing held)
+            "dm.model=dbn")  # (a PBM's, UBM's, cascade model's, DCM's, SDBN's are linearised: nothing held)
     doc = json_out(*args, "--bootstrap", "100")
     by = {r["estimator"]: r for r in doc["results"]}
     for name in ("adaptive_ips", "ips", "dm"):
@@ -298,8 +298,8 @@ def test_a_refused_bootstrap_with_a_standard_error_says_it_holds_the_choice_fixe
     measured = {  # each estimator's own measured figure (dm quoted adaptive IPS's before)
         "adaptive_ips": "adaptive_ips: about 0.7 of its estimates' SD over 200 replicates of "
                         "configs/counterfactual.yaml; 4.4x too small on simulated 50,000-impression logs",
-        "dm": "dm: its 95% intervals held the exact reciprocal rank in 65 of 400 simulated 2,000-impression logs of "
-              "cascade clicks, an SDBN fitted on each"}[name]
+        "dm": "dm: its 95% intervals held the exact reciprocal rank in 69 of 400 simulated 2,000-impression logs of "
+              "PBM clicks, a PBM cross-fitted over two folds of the users on each"}[name]
     assert sum(f"; n_boot=N (e.g. 1000) {again}" in w for w in plain.warnings()) == 1
     refused = replace(plain, n_boot=100)
     for option in ("n_boot=N", "bootstrap=N", "--bootstrap N"):

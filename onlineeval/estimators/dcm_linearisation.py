@@ -1,4 +1,4 @@
-r"""The direct method's per-impression terms for a DCM fitted on the log by maximum likelihood (EM).
+r"""The direct method's per-impression terms for a DCM or SDBN fitted on the log by maximum likelihood (EM).
 
 A DCM user (Guo, Liu and Wang 2009) examines the list from the top, clicks a document at an examined slot with
 probability :math:`\alpha_{qd}` and, after a click at slot ``r``, goes on with probability :math:`\lambda_r` (after
@@ -39,10 +39,16 @@ clicks the users had likely left) are held fixed. Without that floor, on sparse 
 4,000 impressions) parameters with an information of 1e-72 made the SE about 1e14 and, through rounding, moved the
 value itself (``tests/test_dm_dcm_world.py``).
 
+An SDBN (Chapelle and Zhang 2009, :math:`\gamma = 1`) has the same likelihood with the continuation after a click
+on a document its :math:`1 - \sigma_{qd}` (satisfaction per pair, not a continuation per slot): the same terms with
+one continuation parameter per pair (:func:`dcm_correction` reads which the model has).
+
 Measured: over 1,000 logs of 4,000 impressions of the DCM check world the 95% interval covered 946-957 times (SE
 1.00-1.03 of the estimates' SD; held fixed, 71 of 400, 380 nominal); the cascade world (continuation 0, on the
 boundary) 281-283 of 300 (``tests/test_dm_dcm_world.py``, which also checks the terms against numerical
-derivatives of the forward filter's log-likelihood). Cost (``benchmarks/bench_dm.py``, 10^6 top-10
+derivatives of the forward filter's log-likelihood). An SDBN fitted on 400 logs of 4,000 impressions of an SDBN
+world (satisfaction 0.2-0.8 per pair): 377-384 of 400 covered, SE 0.99-1.01 of the SD (held fixed: 65 of 400 on
+the cascade world's logs). Cost (``benchmarks/bench_dm.py``, 10^6 top-10
 impressions, one core): ``dm`` with a DCM 6.9 s of CPU against 2.1 s with the model held fixed (its EM fit alone),
 against about 800 s for a bootstrap of 400 refits.
 """
@@ -71,11 +77,13 @@ MIN_INFORMATION = 4.0
 def dcm_value_gradient(alpha: FloatArray, lam: FloatArray, reward: Reward) -> tuple[FloatArray, FloatArray]:
     """``(d V / d alpha, d V / d lambda)``, each ``(n, k)``: the derivatives of a DCM's value of lists whose
     documents have the relevances ``alpha`` (``(n, k)``, 0 at empty slots) in each slot's relevance and
-    continuation ``lam`` (``(k,)``; module docstring)."""
+    continuation ``lam`` (``(k,)`` by slot, a DCM's, or ``(n, k)`` by the slot's document, an SDBN's ``1 -
+    satisfaction``; module docstring)."""
     n, k = alpha.shape
     w = reward.position_weights(k)
     additive = reward.kind == "additive"
-    f = 1.0 - alpha * (1.0 - lam)[None, :] if additive else 1.0 - alpha
+    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (n, k))
+    f = 1.0 - alpha * (1.0 - lam) if additive else 1.0 - alpha
     exam = np.ones((n, k))
     exam[:, 1:] = np.cumprod(f[:, :-1], axis=1)
     rest = np.zeros((n, k + 1))  # rest[:, s]: R_s
@@ -83,13 +91,15 @@ def dcm_value_gradient(alpha: FloatArray, lam: FloatArray, reward: Reward) -> tu
         rest[:, s] = w[s] * alpha[:, s] + f[:, s] * rest[:, s + 1]
     below = rest[:, 1:]
     if additive:
-        return exam * (w[None, :] - (1.0 - lam)[None, :] * below), exam * alpha * below
+        return exam * (w[None, :] - (1.0 - lam) * below), exam * alpha * below
     return exam * (w[None, :] - below), np.zeros((n, k))
 
 
 def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
-    """``(n,)``: each impression's linearised influence on the direct method's value with the DCM ``mdl`` fitted on
-    ``data`` by maximum likelihood (module docstring), ``n grad V' H^-1 s_i``; its mean is 0 at the maximum."""
+    """``(n,)``: each impression's linearised influence on the direct method's value with the DCM or SDBN ``mdl``
+    fitted on ``data`` by maximum likelihood (module docstring), ``n grad V' H^-1 s_i``; its mean is 0 at the
+    maximum. An SDBN is the same likelihood with the continuation after a click on a document its ``1 -
+    satisfaction`` (one parameter per pair, not per slot)."""
     from scipy.sparse import csc_matrix
     from scipy.sparse.linalg import spsolve
 
@@ -99,12 +109,18 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
 
     idx = pair_index(data)
     k, m, n = data.k, idx.n_pairs, data.n
-    lam = np.asarray(mdl.continuation, dtype=np.float64)[:k]
-    alpha_pair = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.query, docs=idx.doc[:, None])),
-                            dtype=np.float64)[:, 0]
+    pairs = Impressions(query=idx.query, docs=idx.doc[:, None])
+    alpha_pair = np.asarray(mdl.attractiveness.lookup(pairs), dtype=np.float64)[:, 0]
     code = idx.code
     valid = code >= 0
     pc = np.where(valid, code, 0)
+    per_pair = hasattr(mdl, "satisfaction")  # an SDBN: the continuation 1 - satisfaction of the clicked document
+    if per_pair:
+        lam = 1.0 - np.asarray(mdl.satisfaction.lookup(pairs), dtype=np.float64)[:, 0]
+        cont_of = pc  # each position's continuation parameter
+    else:
+        lam = np.asarray(mdl.continuation, dtype=np.float64)[:k]
+        cont_of = np.broadcast_to(np.arange(k)[None, :], pc.shape)
     a = np.where(valid, alpha_pair[pc], 0.0)
     c = np.asarray(data.clicks, dtype=bool) & valid
     rank = np.arange(k)[None, :]
@@ -119,9 +135,10 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     safe_l = np.clip(lam, BOUNDARY, 1 - BOUNDARY)
     u = 1.0 / np.where(tail, 1.0 - safe_a, 1.0)
     p_tail = np.prod(np.where(tail, 1.0 - safe_a, 1.0), axis=1)
-    ll = np.where(has, safe_l[np.minimum(last, k - 1)], 0.0)  # lambda_l of each session with a click
+    last_cont = cont_of[np.arange(n), np.minimum(last, k - 1)]  # the continuation parameter after the last click
+    ll = np.where(has, safe_l[last_cont], 0.0)  # lambda_l of each session with a click
     d = np.where(has, 1.0 - ll + ll * p_tail, 1.0)
-    # the parameters: pair p -> p, slot r's continuation -> m + r
+    # the parameters: pair p -> p, continuation j (a DCM's slot, an SDBN's pair) -> m + j
     free = np.concatenate([(alpha_pair > BOUNDARY) & (alpha_pair < 1 - BOUNDARY),
                            (lam > BOUNDARY) & (lam < 1 - BOUNDARY)])
     # the information's entries (row, column, value) and the sessions' scores (session, parameter, value), as parts
@@ -135,10 +152,11 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     score((hi, pc[hi, hj], np.where(ch, 1.0 / ah, -1.0 / (1.0 - ah))))
     add((pc[hi, hj], pc[hi, hj], np.where(ch, 1.0 / ah ** 2, 1.0 / (1.0 - ah) ** 2)))
     ci, cj = np.nonzero(cont)
-    score((ci, m + cj, 1.0 / safe_l[cj]))
-    add((m + cj, m + cj, 1.0 / safe_l[cj] ** 2))
+    cc = cont_of[ci, cj]
+    score((ci, m + cc, 1.0 / safe_l[cc]))
+    add((m + cc, m + cc, 1.0 / safe_l[cc] ** 2))
     sess = np.flatnonzero(has & tail.any(axis=1))
-    ls, ps, ds, lm = last[sess], p_tail[sess], d[sess], ll[sess]
+    ls, ps, ds, lm = last_cont[sess], p_tail[sess], d[sess], ll[sess]
     score((sess, m + ls, (ps - 1.0) / ds))
     add((m + ls, m + ls, (ps - 1.0) ** 2 / ds ** 2))
     tail_s, u_s, pc_s = tail[sess], u[sess], pc[sess]
@@ -182,7 +200,7 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     p2 = first[idx.qi[p1]] + key % width
     add((p1, p2, val))
     add((p2, p1, val))
-    n_par = m + k
+    n_par = m + lam.size
     rows_i, cols_i, vals = (np.concatenate(x) for x in zip(*entries))
     info = csc_matrix((vals, (rows_i, cols_i)), shape=(n_par, n_par))
     free &= info.diagonal() >= MIN_INFORMATION  # a parameter the log does not inform (about)
@@ -192,18 +210,24 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     t_alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))),
                          dtype=np.float64).reshape(t_uq.shape)
     t_alpha = np.where(t_uq >= 0, t_alpha, 0.0)
-    d_alpha, d_lam = dcm_value_gradient(t_alpha, lam, reward)
-    share = (idx.n_q / n)[:, None]
     shown = t_code >= 0
-    g = np.concatenate([np.bincount(t_code[shown], (d_alpha * share)[shown], minlength=m),
-                        (d_lam * share).sum(axis=0)])
+    if per_pair:  # the target documents' own continuations (the model's default for a pair the log never shows)
+        t_lam = 1.0 - np.asarray(mdl.satisfaction.lookup(Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))),
+                                 dtype=np.float64).reshape(t_uq.shape)
+    else:
+        t_lam = lam
+    d_alpha, d_lam = dcm_value_gradient(t_alpha, t_lam, reward)
+    share = (idx.n_q / n)[:, None]
+    g_lam = (np.bincount(t_code[shown], (d_lam * share)[shown], minlength=m) if per_pair else
+             (d_lam * share).sum(axis=0))
+    g = np.concatenate([np.bincount(t_code[shown], (d_alpha * share)[shown], minlength=m), g_lam])
     keep = np.flatnonzero(free)
     y = np.zeros(n_par)
     if keep.size:
         y[keep] = np.atleast_1d(spsolve(info[keep][:, keep].tocsc(), g[keep]))
     if not np.all(np.isfinite(y)):
-        raise InputError("dm: the fitted DCM's information is singular on this log, so its linearised interval is "
-                         "undefined; a bootstrap (n_boot, --bootstrap) fits the model again on every resample",
-                         data.source)
+        raise InputError(f"dm: the fitted {type(mdl).__name__}'s information is singular on this log, so its "
+                         "linearised interval is undefined; a bootstrap (n_boot, --bootstrap) fits the model again on "
+                         "every resample", data.source)
     rows, par, val = (np.concatenate(x) for x in zip(*scores))
     return n * np.bincount(rows, y[par] * val, minlength=n)

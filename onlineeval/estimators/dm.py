@@ -62,8 +62,9 @@ covered 350 of 400 (band 368-390), in band at 20,000 impressions (the coverage a
 2026-12-02, the examination then held fixed in the SE). A DCM fitted by EM (its default) is
 linearised by its observed information (:mod:`~onlineeval.estimators.dcm_linearisation`): over
 1,000 logs of 4,000 impressions of the DCM check world 946-957 covered for 950 nominal (SE
-1.00-1.03 of the SD; held fixed, until 2026-12-06, 71 of 400, 380 nominal). For other models (DCM's closed
-form, DBN, SDBN, CCM, the CTR models) or
+1.00-1.03 of the SD; held fixed, until 2026-12-06, 71 of 400, 380 nominal), and an SDBN by EM
+likewise (its satisfaction per pair as the continuation: 377-384 of 400 on an SDBN world). For
+other models (DCM's closed form, DBN, CCM, the CTR models) or
 cross-fitting it is a CLT interval *given the fitted model*, which excludes the fitting
 error; ``notes["warnings"]`` says so (a cascade model cross-fitted over two folds of the users of
 each of 100 logs of 2,000 impressions of the cascade check world, reciprocal rank: 20 covered
@@ -212,12 +213,12 @@ class DirectMethod(ClickModelEstimator):
     def linearised(self, reward: Reward) -> bool:
         """Whether the CLT interval carries the fit's error to first order (a PBM, UBM or cascade model fitted on the
         whole log, every reward: :func:`_pbm_correction`, their relevances and examination, and
-        :func:`_cm_correction`; a DCM fitted on it by EM, the maximum likelihood:
+        :func:`_cm_correction`; a DCM or SDBN fitted on it by EM, the maximum likelihood:
         :func:`~onlineeval.estimators.dcm_linearisation.dcm_correction`); otherwise it holds the fitted model fixed.
         (``reward``: the interface's; both reward kinds are linearised.)"""
         if not (isinstance(self.model, str) and self.folds == 1):
             return False
-        return self.model_name in ("pbm", "ubm", "cm") or (self.model_name == "dcm" and self.fits_by_em)
+        return self.model_name in ("pbm", "ubm", "cm") or (self.model_name in ("dcm", "sdbn") and self.fits_by_em)
 
     def clt_holds_fixed(self, reward: Reward) -> str | None:
         """The click model fitted on the log, unless the CLT interval is linearised (:meth:`linearised`: a PBM or a
@@ -407,6 +408,7 @@ _LINEARISED = {
     "cm": (_cm_correction, "relevances' error (a slot examined down to the first click, as the cascade's closed form "
                            "counts it)"),
     "dcm": (dcm_correction, "relevances' and continuations' error (the maximum likelihood's observed information)"),
+    "sdbn": (dcm_correction, "relevances' and satisfactions' error (the maximum likelihood's observed information)"),
 }
 
 
