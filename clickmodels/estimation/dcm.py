@@ -128,7 +128,11 @@ def _fit_dcm_em(log: ClickLog, opt: EMOptions) -> DCMFit:
         alpha, lam = state
         a, c0, c1 = prepare_slots(slot_values(alpha, log), np.ones(1), lam[None, :], log.shown)
         post = cascade_posterior(a, c0, c1, log.clicks, d.last)
-        on_last = c1 * post.after_last[:, None] / post.stop_norm[:, None]
+        # sessions whose stopping chance is 0 have no last-click continuation to share out (their entries are not
+        # read: d.at_last is False there); the division is skipped rather than made 0 / 0 (a RuntimeWarning)
+        norm = post.stop_norm[:, None]
+        share = c1 * post.after_last[:, None]
+        on_last = np.divide(share, norm, out=np.zeros(share.shape), where=norm > 0)
         cont = np.where(d.before, 1.0, np.where(d.at_last, on_last, 0.0))
         new_alpha = smoothed(pair_sum(log, d.attraction(a, post) * w), d.views, opt.pseudo)
         new_lam = smoothed(rank_sum(log, cont * w, click_next), click_den, opt.pseudo)
