@@ -104,7 +104,7 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     from scipy.sparse.linalg import spsolve
 
     from clickmodels.base import Impressions  # lazy
-    from onlineeval.estimators.model_based import target_lists
+    from onlineeval.estimators.model_based import target_slot_values
     from onlineeval.estimators.model_fit import pair_index
 
     idx = pair_index(data)
@@ -205,17 +205,11 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     info = csc_matrix((vals, (rows_i, cols_i)), shape=(n_par, n_par))
     free &= info.diagonal() >= MIN_INFORMATION  # a parameter the log does not inform (about)
     # the value's gradient, weighted by each query's share of the impressions
-    t_uq = target_lists(target, idx.uq, k)
-    t_code = idx.lookup(np.arange(idx.uq.size), t_uq)
-    t_alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))),
-                         dtype=np.float64).reshape(t_uq.shape)
-    t_alpha = np.where(t_uq >= 0, t_alpha, 0.0)
+    # the target documents' relevances and (an SDBN's) own continuations; the model's default for unseen pairs
+    _, t_code, t_alpha, *t_sat = target_slot_values(
+        (mdl.attractiveness, mdl.satisfaction) if per_pair else (mdl.attractiveness,), idx, target, k)
     shown = t_code >= 0
-    if per_pair:  # the target documents' own continuations (the model's default for a pair the log never shows)
-        t_lam = 1.0 - np.asarray(mdl.satisfaction.lookup(Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))),
-                                 dtype=np.float64).reshape(t_uq.shape)
-    else:
-        t_lam = lam
+    t_lam = 1.0 - t_sat[0] if per_pair else lam
     d_alpha, d_lam = dcm_value_gradient(t_alpha, t_lam, reward)
     share = (idx.n_q / n)[:, None]
     g_lam = (np.bincount(t_code[shown], (d_lam * share)[shown], minlength=m) if per_pair else

@@ -140,6 +140,7 @@ from onlineeval.estimators.model_based import (  # the shared base (importable f
     expected_slot_rewards,
     slot_rewards_from,
     target_lists,
+    target_slot_values,
 )
 
 __all__ = ["CLOSED_FORM_NOTE", "EM_BY_DEFAULT", "EM_MAX_ITER", "EM_OR_CLOSED_FORM", "FITTABLE", "RARE_SHOWS",
@@ -216,9 +217,9 @@ class DirectMethod(ClickModelEstimator):
         :func:`_cm_correction`; a DCM or SDBN fitted on it by EM, the maximum likelihood:
         :func:`~onlineeval.estimators.dcm_linearisation.dcm_correction`); otherwise it holds the fitted model fixed.
         (``reward``: the interface's; both reward kinds are linearised.)"""
-        if not (isinstance(self.model, str) and self.folds == 1):
-            return False
-        return self.model_name in ("pbm", "ubm", "cm") or (self.model_name in ("dcm", "sdbn") and self.fits_by_em)
+        entry = _LINEARISED.get(self.model_name)
+        return (entry is not None and isinstance(self.model, str) and self.folds == 1
+                and (self.fits_by_em or not entry[2]))
 
     def clt_holds_fixed(self, reward: Reward) -> str | None:
         """The click model fitted on the log, unless the CLT interval is linearised (:meth:`linearised`: a PBM or a
@@ -283,7 +284,7 @@ class DirectMethod(ClickModelEstimator):
         notes: dict[str, Any] = {**self.model_notes(data, pred), **_rare_notes(data, pred.t_uq)}
         num = pred.target_sums()
         if linearise:
-            correction, what = _LINEARISED[self.model_name]
+            correction, what, _ = _LINEARISED[self.model_name]
             corr = correction(self.fit_model(data), data, target, reward)
             notes["correction_mean"] = float(corr.mean())
             num = num + corr - corr.mean()
@@ -328,7 +329,6 @@ def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) 
     convention. ``mdl``: a PBM or UBM (``examination`` and an ``attractiveness`` table); one O(n k) pass gathers
     the positions.
     """
-    from clickmodels.base import Impressions  # lazy
     from onlineeval.estimators.model_fit import pair_index
     from onlineeval.estimators.position_bias._core import _cells
     from onlineeval.estimators.position_bias.influence import pair_linearisation
@@ -356,11 +356,7 @@ def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) 
     used = np.flatnonzero(present)
     cl = _cells(pair, (np.cumsum(present) - 1)[code], clicked, used.size)
     # the target's slots: the model's relevance (its default for a pair the log never shows), 0 at empty slots
-    t_uq = target_lists(target, idx.uq, k)
-    t_code = idx.lookup(np.arange(idx.uq.size), t_uq)
-    t_alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))),
-                         dtype=np.float64).reshape(t_uq.shape)
-    t_alpha = np.where(t_uq >= 0, t_alpha, 0.0)
+    _, t_code, t_alpha = target_slot_values((mdl.attractiveness,), idx, target, k)
     # n_q / n dV_q / dh at each target slot and state, h = gamma alpha (the click probability given that state)
     dv_dh = (_ubm_click_gradient(t_alpha, gamma, reward) if ubm else
              _click_gradient(t_alpha, gamma[:, 0], reward)[:, :, None]) * (idx.n_q / n)[:, None, None]
@@ -401,14 +397,17 @@ def _cm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     return np.where(examined, np.append(ratio, 0.0)[idx.code] * residual, 0.0).sum(axis=1)
 
 
-#: per click model whose CLT interval is linearised (:meth:`DirectMethod.linearised`): its terms and what they carry
+#: per click model whose CLT interval is linearised (:meth:`DirectMethod.linearised`): its terms, what they carry,
+#: and whether only its maximum likelihood by EM is (DCM's and SDBN's closed forms are not linearised)
 _LINEARISED = {
-    "pbm": (_pbm_correction, "relevances' and examination's error"),
-    "ubm": (_pbm_correction, "relevances' and examination's error"),
+    "pbm": (_pbm_correction, "relevances' and examination's error", False),
+    "ubm": (_pbm_correction, "relevances' and examination's error", False),
     "cm": (_cm_correction, "relevances' error (a slot examined down to the first click, as the cascade's closed form "
-                           "counts it)"),
-    "dcm": (dcm_correction, "relevances' and continuations' error (the maximum likelihood's observed information)"),
-    "sdbn": (dcm_correction, "relevances' and satisfactions' error (the maximum likelihood's observed information)"),
+                           "counts it)", False),
+    "dcm": (dcm_correction, "relevances' and continuations' error (the maximum likelihood's observed information)",
+            True),
+    "sdbn": (dcm_correction, "relevances' and satisfactions' error (the maximum likelihood's observed information)",
+             True),
 }
 
 
@@ -426,14 +425,9 @@ def _pair_ratios(mdl: Any, idx: Any, k: int, target: Target, reward: Reward, the
     holding the document, :func:`_value_gradient`) over its examination mass per impression of its query
     (``mass / n_q``); 0 for a pair the target does not show or the log never examines (a target's pairs the log
     never shows have no impression to carry their influence)."""
-    from clickmodels.base import Impressions  # lazy
 
-    t_uq = target_lists(target, idx.uq, k)
-    t_code = idx.lookup(np.arange(idx.uq.size), t_uq)
-    # the target's relevances: the model's (its default for a pair the log never shows), 0 at empty slots
-    t_alpha = np.asarray(mdl.attractiveness.lookup(Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))),
-                         dtype=np.float64).reshape(t_uq.shape)
-    grad = _value_gradient(np.where(t_uq >= 0, t_alpha, 0.0), theta, reward, first_click)
+    _, t_code, t_alpha = target_slot_values((mdl.attractiveness,), idx, target, k)
+    grad = _value_gradient(t_alpha, theta, reward, first_click)
     shown = t_code >= 0
     g_pair = np.bincount(t_code[shown], grad[shown], minlength=idx.n_pairs)
     rho = mass / idx.n_q[idx.qi]

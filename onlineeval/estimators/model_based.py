@@ -25,7 +25,8 @@ from onlineeval.estimators.base import (
 )
 
 __all__ = ["CLOSED_FORM_NOTE", "EM_BY_DEFAULT", "EM_MAX_ITER", "EM_OR_CLOSED_FORM", "FITTABLE", "RARE_SHOWS",
-           "ClickModelEstimator", "Predictions", "expected_slot_rewards", "slot_rewards_from", "target_lists"]
+           "ClickModelEstimator", "Predictions", "expected_slot_rewards", "slot_rewards_from", "target_lists",
+           "target_slot_values"]
 
 #: Click-model names the estimators fit on the log (``cascade`` is an alias of ``cm``).
 FITTABLE: tuple[str, ...] = ("pbm", "ubm", "dbn", "sdbn", "cm", "cascade", "dcm", "ccm", "dctr", "rctr", "gctr")
@@ -95,6 +96,22 @@ def slot_rewards_from(p: FloatArray, valid: BoolArray | None, reward: Reward, wh
     if weighted:
         out *= w[None, :]
     return out
+
+
+def target_slot_values(tables: Any, idx: Any, target: Target, k: int) -> tuple[Any, ...]:
+    """The target's list for each of the log's distinct queries (``idx``: its pair index), cut or padded to ``k``,
+    its slots' pair codes (``-1``: empty, or a pair the log never shows) and, per click-model table in ``tables``
+    (e.g. ``attractiveness``), its values at those slots: the model's (its default for a pair the log never shows),
+    0 at empty slots. ``(t_uq, t_code, *values)``, each ``(U, k)``: what the linearised intervals of
+    :mod:`~onlineeval.estimators.dm` and :mod:`~onlineeval.estimators.dcm_linearisation` read."""
+    from clickmodels.base import Impressions  # lazy
+
+    t_uq = target_lists(target, idx.uq, k)
+    t_code = idx.lookup(np.arange(idx.uq.size), t_uq)
+    slots = Impressions(query=idx.uq, docs=np.maximum(t_uq, 0))
+    values = [np.where(t_uq >= 0, np.asarray(t.lookup(slots), dtype=np.float64).reshape(t_uq.shape), 0.0)
+              for t in tables]
+    return (t_uq, t_code, *values)
 
 
 def target_lists(target: Target, query: IntArray, k: int) -> IntArray:
