@@ -37,13 +37,17 @@ def ubm_chance(alpha: Sequence[float], gamma: np.ndarray) -> Callable[[int, Sequ
     return chance
 
 
-def dcm_chance(alpha: Sequence[float], lam: Sequence[float]) -> Callable[[int, Sequence[int]], float]:
-    """A DCM's click chance given the clicks above: the chance the user still examines slot ``s`` (after a click
-    the continuation, after a skip updated by Bayes' rule) times the relevance (the forward filter)."""
+def dcm_chance(alpha: Sequence[float], lam: Sequence[float],
+               skip: Sequence[float] | float = 1.0) -> Callable[[int, Sequence[int]], float]:
+    """A DCM's (an SDBN's, a DBN's) click chance given the clicks above: the chance the user still examines slot
+    ``s`` (after a click the continuation ``lam``, after a skip updated by Bayes' rule and times the continuation
+    after a skip, ``skip``: 1 for a DCM, a DBN's perseverance) times the relevance (the forward filter)."""
+    go_on = np.broadcast_to(np.asarray(skip, dtype=np.float64), (len(alpha),))
+
     def chance(s: int, above: Sequence[int]) -> float:
         exam = 1.0
         for r, c in enumerate(above):
             p = exam * alpha[r]
-            exam = lam[r] if c else (exam * (1.0 - alpha[r]) / (1.0 - p) if p < 1 else 0.0)
+            exam = lam[r] if c else (exam * (1.0 - alpha[r]) / (1.0 - p) * go_on[r] if p < 1 else 0.0)
         return exam * float(alpha[s])
     return chance
