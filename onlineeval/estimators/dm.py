@@ -64,9 +64,9 @@ linearised by its observed information (:mod:`~onlineeval.estimators.dcm_lineari
 1,000 logs of 4,000 impressions of the DCM check world 946-957 covered for 950 nominal (SE
 1.00-1.03 of the SD; held fixed, until 2026-12-06, 71 of 400, 380 nominal), and an SDBN by EM
 likewise (its satisfaction per pair as the continuation: 377-384 of 400 on an SDBN world), and a DBN
-(:mod:`~onlineeval.estimators.dbn_linearisation`, perseverance too: 940-959 of 1,000 on a DBN world; held
-fixed 105-138). For
-other models (DCM's closed form, CCM, the CTR models) or
+or CCM (:mod:`~onlineeval.estimators.chain_linearisation`, the shared continuations too: 940-959 of 1,000 on a DBN
+world, 933-956 on a CCM world; held fixed 105-138 and 34-126). For
+other models (DCM's closed form, the CTR models) or
 cross-fitting it is a CLT interval *given the fitted model*, which excludes the fitting
 error; ``notes["warnings"]`` says so (a cascade model cross-fitted over two folds of the users of
 each of 100 logs of 2,000 impressions of the cascade check world, reciprocal rank: 20 covered
@@ -128,7 +128,7 @@ from onlineeval.estimators.base import (
     Terms,
     register_estimator,
 )
-from onlineeval.estimators.dbn_linearisation import dbn_correction
+from onlineeval.estimators.chain_linearisation import chain_correction
 from onlineeval.estimators.dcm_linearisation import dcm_correction
 from onlineeval.estimators.model_based import (  # the shared base (importable from here, as before it moved)
     CLOSED_FORM_NOTE,
@@ -218,8 +218,8 @@ class DirectMethod(ClickModelEstimator):
         """Whether the CLT interval carries the fit's error to first order (a PBM, UBM or cascade model fitted on the
         whole log, every reward: :func:`_pbm_correction`, their relevances and examination, and
         :func:`_cm_correction`; a DCM or SDBN fitted on it by EM, the maximum likelihood:
-        :func:`~onlineeval.estimators.dcm_linearisation.dcm_correction`, a DBN likewise:
-        :func:`~onlineeval.estimators.dbn_linearisation.dbn_correction`); otherwise it holds the fitted model fixed.
+        :func:`~onlineeval.estimators.dcm_linearisation.dcm_correction`, a DBN or CCM likewise:
+        :func:`~onlineeval.estimators.chain_linearisation.chain_correction`); otherwise it holds the fitted model fixed.
         (``reward``: the interface's; both reward kinds are linearised.)"""
         entry = _LINEARISED.get(self.model_name)
         return (entry is not None and isinstance(self.model, str) and self.folds == 1
@@ -402,7 +402,8 @@ def _cm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
 
 
 #: per click model whose CLT interval is linearised (:meth:`DirectMethod.linearised`): its terms, what they carry,
-#: and whether only its maximum likelihood by EM is (DCM's and SDBN's closed forms are not linearised; DBN has EM only)
+#: and whether only its maximum likelihood by EM is (DCM's and SDBN's closed forms are not linearised; DBN and CCM
+#: have EM only)
 _LINEARISED = {
     "pbm": (_pbm_correction, "relevances' and examination's error", False),
     "ubm": (_pbm_correction, "relevances' and examination's error", False),
@@ -412,8 +413,10 @@ _LINEARISED = {
             True),
     "sdbn": (dcm_correction, "relevances' and satisfactions' error (the maximum likelihood's observed information)",
              True),
-    "dbn": (dbn_correction, "relevances', satisfactions' and perseverance's error (the maximum likelihood's observed "
-                            "information)", True),
+    "dbn": (chain_correction, "relevances', satisfactions' and perseverance's error (the maximum likelihood's observed "
+                              "information)", True),
+    "ccm": (chain_correction, "relevances' and continuations' error (the maximum likelihood's observed information)",
+            True),
 }
 
 
