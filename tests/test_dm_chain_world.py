@@ -15,6 +15,8 @@ import pytest
 from scipy import stats
 
 from click_patterns import dcm_chance, pattern_value
+from numerical_derivatives import check_terms, scores_and_information
+from sparse_worlds import sd_band, sparse_estimates
 from onlineeval.estimators import get_estimator, get_reward
 from onlineeval.estimators.checks import check_world
 
@@ -140,27 +142,13 @@ def test_the_terms_against_numerical_derivatives(name):
     def lls(x: np.ndarray, free: list) -> np.ndarray:
         return model_at(x, free)[0].log_likelihood(sessions, data.clicks)
 
-    def information(free: list) -> tuple[np.ndarray, np.ndarray]:
-        x0 = x_all[free]
-        steps = 1e-3 * np.minimum(x0, 1.0 - x0)
-        eye = np.eye(x0.size) * steps[:, None]
-        scores = np.stack([(lls(x0 + e, free) - lls(x0 - e, free)) / (2 * h) for e, h in zip(eye, steps)], axis=1)
-        info = np.empty((x0.size, x0.size))
-        for i, ei in enumerate(eye):
-            for j, ej in enumerate(eye[: i + 1]):
-                v = -sum(sign * float(lls(x0 + si * ei + sj * ej, free).sum())
-                         for sign, si, sj in ((1, 1, 1), (-1, 1, -1), (-1, -1, 1), (1, -1, -1)))
-                info[i, j] = info[j, i] = v / (4 * steps[i] * steps[j])
-        return scores, info
-
-    scores, info = information(inside)
+    scores, info = scores_and_information(lambda x: lls(x, inside), x_all[inside])
     informed = np.diag(info) >= MIN_INFORMATION
     free = [j for j, ok in zip(inside, informed) if ok]
     scores, info = scores[:, informed], info[np.ix_(informed, informed)]
     assert all(fam * m + s in free for s in range(chain.shared.size)), free  # the shared parameters are free
     assert len(free) >= fam * m - 10, (len(free), m)  # and most others
     x0 = x_all[free]
-    eye = np.eye(x0.size)
     filled = np.ones(k, dtype=bool)
     for rw_name in REWARDS:
         reward = get_reward(rw_name, k)
@@ -174,15 +162,7 @@ def test_the_terms_against_numerical_derivatives(name):
                              full[fam * m:], filled, reward) for q, row in zip(idx.uq, t_lists)]
                 return float(np.dot(idx.n_q, vq) / data.n)
 
-            g = np.array([(value(x0 + 1e-6 * e) - value(x0 - 1e-6 * e)) / 2e-6 for e in eye])
-            want = data.n * scores @ np.linalg.solve(info, g)
-            got = chain_correction(mdl, data, target, reward)
-            scale = np.abs(want).max()
-            np.testing.assert_allclose(got - got.mean(), want - want.mean(), rtol=0, atol=1e-4 * scale)
-            with pytest.MonkeyPatch.context() as mp:  # the information's pairwise entries summed by the sparse matrix
-                mp.setattr("onlineeval.estimators.dcm_linearisation.TABLE_MAX", 0)
-                np.testing.assert_allclose(chain_correction(mdl, data, target, reward), got, rtol=1e-10,
-                                           atol=1e-12 * scale)
+            check_terms(chain_correction, mdl, data, target, reward, scores, info, value, x0)
 
 
 @pytest.mark.slow
@@ -224,35 +204,15 @@ def test_the_interval_on_sparse_logs_stays_finite(model):
     # the SD over the mean SE within the chi2(59) band at 4 normal SEs, every SE finite and below 1, the value the
     # model's own (DM itself is biased here: the documented rare-pair bias)
     from clickmodels import DBN, ByQueryDoc
-    from clickmodels.base import Impressions
-    from onlineeval.estimators import DeterministicTarget, LoggedData
 
-    q_n, m, k, reps, n = 200, 10, 5, 60, 4000
+    q_n, m = 200, 10
     rng = np.random.default_rng(1)
     alpha = rng.uniform(0.02, 0.8, (q_n, m))
-    q_probs = 1.0 / np.arange(1, q_n + 1)
-    q_probs /= q_probs.sum()
     qq, dd = np.meshgrid(np.arange(q_n), np.arange(m), indexing="ij")
     world = DBN(ByQueryDoc(qq.ravel(), dd.ravel(), alpha.ravel(), default=0.5),
                 ByQueryDoc(qq.ravel(), dd.ravel(), rng.uniform(0.2, 0.8, q_n * m), default=0.5), GAMMA)
-    order = np.argsort(-alpha, axis=1)
-    target = DeterministicTarget(order[:, :k], "ideal")
-    production = order[:, [3, 1, 0, 2, 4]]
-    est = get_estimator("dm", model=model)
-    vals, ses = np.empty(reps), np.empty(reps)
-    for r in range(reps):
-        q = rng.choice(q_n, n, p=q_probs)
-        shown = production[q].copy()
-        rand = rng.random(n) < 0.3
-        shown[rand] = np.argsort(rng.random((int(rand.sum()), m)), axis=1)[:, :k]
-        data = LoggedData(q, shown, world.sample(Impressions(query=q, docs=shown), rng).clicks,
-                          user=rng.integers(0, n // 3, n))
-        e = est.estimate(data, target, "clicks_per_query")
-        vals[r], ses[r] = e.value, e.se
-        model_value = est.predictions(data, target, get_reward("clicks_per_query", k)).target_sums().mean()
-        assert e.value == pytest.approx(model_value, rel=1e-12, abs=1e-12)
-    p = 2 * stats.norm.sf(4.0)
-    lo, hi = (float(np.sqrt(stats.chi2.ppf(x, reps - 1) / (reps - 1))) for x in (p / 2, 1 - p / 2))
+    vals, ses = sparse_estimates(world, alpha, model, rng)
+    lo, hi = sd_band(vals.size)
     assert np.all(np.isfinite(ses)) and ses.max() < 1.0, ses.max()
     assert lo <= vals.std(ddof=1) / ses.mean() <= hi, vals.std(ddof=1) / ses.mean()
 

@@ -20,6 +20,8 @@ import pytest
 from scipy import stats
 
 from click_patterns import dcm_chance, pattern_value
+from numerical_derivatives import check_terms, scores_and_information
+from sparse_worlds import sd_band, sparse_estimates
 from onlineeval.estimators import get_estimator, get_reward
 from onlineeval.estimators.checks import (
     REPLICATE_SIZE,
@@ -153,28 +155,12 @@ def test_the_cascade_family_terms_against_numerical_derivatives(model):
         lam_at = np.broadcast_to(lam[None, :], valid.shape) if model == "dcm" else lam[pos]
         return _session_ll(np.where(valid, a[pos], 0.0), lam_at, data.clicks, valid)
 
-    def information(free: list) -> tuple[np.ndarray, np.ndarray]:
-        # steps relative to each parameter's distance from its bounds: a relevance of 0.014 (an SDBN world's pair)
-        # has a fourth derivative that puts a fixed step of 1e-5 0.02% off
-        x0 = np.concatenate([alpha0, lam0])[free]
-        steps = 1e-3 * np.minimum(x0, 1.0 - x0)
-        eye = np.eye(x0.size) * steps[:, None]
-        scores = np.stack([(lls(x0 + e, free) - lls(x0 - e, free)) / (2 * h) for e, h in zip(eye, steps)], axis=1)
-        info = np.empty((x0.size, x0.size))
-        for i, ei in enumerate(eye):
-            for j, ej in enumerate(eye[: i + 1]):
-                v = -sum(sign * float(lls(x0 + si * ei + sj * ej, free).sum())
-                         for sign, si, sj in ((1, 1, 1), (-1, 1, -1), (-1, -1, 1), (1, -1, -1)))
-                info[i, j] = info[j, i] = v / (4 * steps[i] * steps[j])
-        return scores, info
-
-    scores, info = information(inside)
+    scores, info = scores_and_information(lambda x: lls(x, inside), np.concatenate([alpha0, lam0])[inside])
     informed = np.diag(info) >= MIN_INFORMATION
     free = [j for j, ok in zip(inside, informed) if ok]
     scores, info = scores[:, informed], info[np.ix_(informed, informed)]
     assert len(free) >= m // 2 + (k - 1 if model == "dcm" else 5), (len(free), m)  # most parameters are free
     x0 = np.concatenate([alpha0, lam0])[free]
-    eye = np.eye(x0.size)
     for rw_name in REWARDS:
         reward = get_reward(rw_name, k)
         for target in world.targets:
@@ -188,15 +174,7 @@ def test_the_cascade_family_terms_against_numerical_derivatives(model):
                                  reward) for q, row in zip(idx.uq, t_lists)]
                 return float(np.dot(idx.n_q, vq) / data.n)
 
-            g = np.array([(value(x0 + 1e-6 * e) - value(x0 - 1e-6 * e)) / 2e-6 for e in eye])
-            want = data.n * scores @ np.linalg.solve(info, g)
-            got = dcm_correction(mdl, data, target, reward)
-            scale = np.abs(want).max()
-            np.testing.assert_allclose(got - got.mean(), want - want.mean(), rtol=0, atol=1e-4 * scale)
-            with pytest.MonkeyPatch.context() as mp:  # the information's pairwise entries summed by the sparse matrix
-                mp.setattr("onlineeval.estimators.dcm_linearisation.TABLE_MAX", 0)
-                np.testing.assert_allclose(dcm_correction(mdl, data, target, reward), got, rtol=1e-10,
-                                           atol=1e-12 * scale)
+            check_terms(dcm_correction, mdl, data, target, reward, scores, info, value, x0)
 
 
 @pytest.mark.slow
@@ -232,35 +210,15 @@ def test_the_dcm_interval_on_sparse_logs_stays_finite_and_calibrated():
     # value by rounding before they were held fixed (MIN_INFORMATION). Clicks per query: the SD over the mean SE
     # within the chi2(59) band at 4 normal SEs (measured 1.03-1.06 on 100-200 logs), the value the model's own
     from clickmodels import DCM, ByQueryDoc
-    from clickmodels.base import Impressions
-    from onlineeval.estimators import DeterministicTarget, LoggedData
 
-    q_n, m, k, reps, n = 200, 10, 5, 60, 4000
+    q_n, m = 200, 10
     rng = np.random.default_rng(1)
     alpha = rng.uniform(0.02, 0.8, (q_n, m))
-    q_probs = 1.0 / np.arange(1, q_n + 1)
-    q_probs /= q_probs.sum()
     qq, dd = np.meshgrid(np.arange(q_n), np.arange(m), indexing="ij")
-    model = DCM(attractiveness=ByQueryDoc(qq.ravel(), dd.ravel(), alpha.ravel(), default=0.5),
+    world = DCM(attractiveness=ByQueryDoc(qq.ravel(), dd.ravel(), alpha.ravel(), default=0.5),
                 continuation=np.array([0.6, 0.5, 0.55, 0.6, 0.7]))
-    order = np.argsort(-alpha, axis=1)
-    target = DeterministicTarget(order[:, :k], "ideal")
-    production = order[:, [3, 1, 0, 2, 4]]
-    est = get_estimator("dm", model="dcm")
-    vals, ses = np.empty(reps), np.empty(reps)
-    for r in range(reps):
-        q = rng.choice(q_n, n, p=q_probs)
-        shown = production[q].copy()
-        rand = rng.random(n) < 0.3
-        shown[rand] = np.argsort(rng.random((int(rand.sum()), m)), axis=1)[:, :k]
-        data = LoggedData(q, shown, model.sample(Impressions(query=q, docs=shown), rng).clicks,
-                          user=rng.integers(0, n // 3, n))
-        e = est.estimate(data, target, "clicks_per_query")
-        vals[r], ses[r] = e.value, e.se
-        model_value = est.predictions(data, target, get_reward("clicks_per_query", k)).target_sums().mean()
-        assert e.value == pytest.approx(model_value, rel=1e-12, abs=1e-12)
-    p = 2 * stats.norm.sf(4.0)
-    lo, hi = (float(np.sqrt(stats.chi2.ppf(x, reps - 1) / (reps - 1))) for x in (p / 2, 1 - p / 2))
+    vals, ses = sparse_estimates(world, alpha, "dcm", rng)
+    lo, hi = sd_band(vals.size)
     assert np.all(np.isfinite(ses)) and lo <= vals.std(ddof=1) / ses.mean() <= hi, vals.std(ddof=1) / ses.mean()
 
 

@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from onlineeval.estimators.base import FloatArray, LoggedData, Reward, Target
-from onlineeval.estimators.dcm_linearisation import BOUNDARY, PairSums, solved_terms
+from onlineeval.estimators.dcm_linearisation import BOUNDARY, PairSums, exam_and_rest, solved_terms
 
 __all__ = ["chain_correction", "chain_value_gradient"]
 
@@ -125,12 +125,8 @@ def chain_value_gradient(chain: _Chain, values: list[FloatArray], filled: np.nda
     g = sh[chain.skip]
     cv, first, _ = chain.click([np.where(filled, v, 0.5) for v in values], sh)
     f = np.where(filled, (a * cv if additive else 0.0) + (1.0 - a) * g, 1.0)
-    exam = np.ones((n, k))
-    exam[:, 1:] = np.cumprod(f[:, :-1], axis=1)
-    rest = np.zeros((n, k + 1))  # rest[:, s]: R_s
-    for s in range(k - 1, -1, -1):
-        rest[:, s] = w[s] * a[:, s] + f[:, s] * rest[:, s + 1]
-    er = np.where(filled, exam * rest[:, 1:], 0.0)  # E_s R_{s+1}
+    exam, below = exam_and_rest(a, f, w)
+    er = np.where(filled, exam * below, 0.0)  # E_s R_{s+1}
     d_fam = [np.zeros((n, k)) for _ in values]
     d_shared = np.zeros((n, sh.size))
     d_fam[0] += np.where(filled, exam * w[None, :], 0.0) + er * ((cv if additive else 0.0) - g)

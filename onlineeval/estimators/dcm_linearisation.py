@@ -62,7 +62,8 @@ import numpy as np
 from onlineeval.errors import InputError
 from onlineeval.estimators.base import FloatArray, LoggedData, Reward, Target
 
-__all__ = ["BOUNDARY", "PairSums", "dcm_correction", "dcm_value_gradient", "solved_terms", "weakly_informed"]
+__all__ = ["BOUNDARY", "PairSums", "dcm_correction", "dcm_value_gradient", "exam_and_rest", "solved_terms",
+           "weakly_informed"]
 
 #: a relevance or continuation this close to 0 or 1 is on the boundary (held fixed)
 BOUNDARY = 1e-9
@@ -84,15 +85,24 @@ def dcm_value_gradient(alpha: FloatArray, lam: FloatArray, reward: Reward) -> tu
     additive = reward.kind == "additive"
     lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (n, k))
     f = 1.0 - alpha * (1.0 - lam) if additive else 1.0 - alpha
+    exam, below = exam_and_rest(alpha, f, w)
+    if additive:
+        return exam * (w[None, :] - (1.0 - lam) * below), exam * alpha * below
+    return exam * (w[None, :] - below), np.zeros((n, k))
+
+
+def exam_and_rest(alpha: FloatArray, f: FloatArray, w: FloatArray) -> tuple[FloatArray, FloatArray]:
+    r"""``(E, R)``, each ``(n, k)``, of a cascade chain's value :math:`V = \sum_s w_s\alpha_s E_s`: :math:`E_s` the
+    chance that slot ``s`` is examined (:math:`E_{s+1} = E_s f_s`, ``f`` the chance of going on past a slot) and
+    :math:`R_{s+1}` the value still to come below slot ``s`` given that ``s + 1`` is examined (:math:`R_s = w_s\alpha_s
+    + f_s R_{s+1}`, 0 below the last slot)."""
+    n, k = alpha.shape
     exam = np.ones((n, k))
     exam[:, 1:] = np.cumprod(f[:, :-1], axis=1)
     rest = np.zeros((n, k + 1))  # rest[:, s]: R_s
     for s in range(k - 1, -1, -1):
         rest[:, s] = w[s] * alpha[:, s] + f[:, s] * rest[:, s + 1]
-    below = rest[:, 1:]
-    if additive:
-        return exam * (w[None, :] - (1.0 - lam) * below), exam * alpha * below
-    return exam * (w[None, :] - below), np.zeros((n, k))
+    return exam, rest[:, 1:]
 
 
 def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
