@@ -55,7 +55,8 @@ def test_fixed_behaviours_or_no_adaptive_ips_need_no_warning(estimators):
     ([{"name": "dm", "model": "sdbn"}], "reciprocal_rank", False),  # an SDBN by EM: linearised (2026-12-06)
     ([{"name": "dm", "model": "dbn"}], "reciprocal_rank", False),  # a DBN by EM: linearised (2026-12-06)
     ([{"name": "dm", "model": "ccm"}], "reciprocal_rank", False),  # a CCM by EM: linearised (2026-12-06)
-    ([{"name": "dm", "model": "dctr"}], "reciprocal_rank", True),  # a CTR model: held fixed
+    ([{"name": "dm", "model": "dctr"}], "reciprocal_rank", False),  # a CTR model: linearised (2026-12-06)
+    ([{"name": "dm", "model": "sdbn", "method": "closed_form"}], "reciprocal_rank", True),
     ([{"name": "dm", "model": "pbm", "folds": 2}], None, True),
     (["dr"], None, False),
 ])

@@ -259,7 +259,7 @@ def test_a_failed_bootstrap_keeps_the_held_choice_warning(world: dict[str, Any],
     path = tmp_path / "one.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     args = ("--log", str(path), "--target", str(world["B"]), "--estimator", "adaptive_ips,ips,dm", "--option",
-            "dm.model=dctr")  # (a PBM's, UBM's, cascade model's, DCM's, SDBN's, DBN's, CCM's are linearised)
+            "dm.model=dcm", "--option", "dm.method=closed_form")  # (a closed-form DCM: held fixed)
     doc = json_out(*args, "--bootstrap", "100")
     by = {r["estimator"]: r for r in doc["results"]}
     for name in ("adaptive_ips", "ips", "dm"):

@@ -116,8 +116,8 @@ def interval_warnings(config: Any) -> list[str]:
     fixed and covers below the nominal level (0.875-0.904 for 0.95 over 1,000 replicates of
     ``configs/counterfactual.yaml`` under each of three seeds; :mod:`onlineeval.estimators.adaptive_ips`); and one
     per design whose direct method fits its click model on the log without the bootstrap and without a linearised
-    interval (a PBM, UBM, cascade model, DCM, SDBN, DBN or CCM by EM fitted on the whole
-    log:
+    interval (a PBM, UBM, cascade model, CTR model, or DCM, SDBN, DBN or CCM by EM, fitted on
+    the whole log:
     :meth:`~onlineeval.estimators.DirectMethod.linearised`):
     its interval holds the fitted model fixed (20 of 100 covered for 95 in ``tests/test_dm_bootstrap.py``)."""
     from simulations.designs.counterfactual.metric import design_reward
