@@ -52,8 +52,10 @@ clicks per query and reciprocal rank of both targets 940-959 times (SE 0.96-1.03
 model held fixed (before 2026-12-06), 105-138 times (SE 0.06-0.08 of the SD). A CCM world (the same relevances,
 tau 0.85 / 0.7 / 0.3): 933-956 (SE 0.96-1.03 of the SD; another 1,000 logs of the shuffled list: 945-952, SE 1.01);
 held fixed, 34-126 (SE 0.03-0.08 of the SD). Cost on 10^6 top-10 impressions (``benchmarks/bench_dm.py``'s log, one
-core): ``dm`` with a DBN 13.7 s of CPU against 4.3 s held fixed (its EM fit); with a CCM about 95 s either way
-(its EM fit: the linearisation adds about 3%).
+core, one BLAS thread, a fresh log each run): ``dm`` with a DBN 9.1-9.6 s of CPU against 4.3 s held fixed (its EM
+fit; 11.9 s before the pairwise sums were compiled); with a CCM about 95 s either way (its EM fit: the linearisation
+adds a few per cent). Called again on the same log, the DBN's terms take 1.9 s: the rest of a first call is the
+first touch of its large temporaries.
 """
 
 from __future__ import annotations
@@ -207,6 +209,13 @@ class _Information:
                 self.pairs[key] = PairSums(self.idx)
             self.pairs[key].add(p1, p2, v)
 
+    def tail_pairs(self, tail: np.ndarray, pc: np.ndarray, a: np.ndarray, b: np.ndarray, u: np.ndarray,
+                   v: np.ndarray) -> None:
+        """The relevances' entries between two slots of one session's tail (:meth:`PairSums.add_tail_pairs`)."""
+        if (0, 0) not in self.pairs:
+            self.pairs[(0, 0)] = PairSums(self.idx)
+        self.pairs[(0, 0)].add_tail_pairs(tail, pc, a, b, u, v)
+
     def entries(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``(row, column, value)`` parts of the whole symmetric matrix."""
         out = []
@@ -327,12 +336,9 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
         tc = ti[clicked_tail]
         info.cross(kind, None if p is None else p[rc], alpha, pr[clicked_tail],
                    f_i[rc] * fr[clicked_tail] / f[tc] - dc[rc] * g_r[clicked_tail] / f[tc])
+    # two relevances below it: f_r f_r2 / f^2 - f_rr2 / f, f_rr2 = c u_r u_r2 S_r2 (r2 > r)
     f_rk = c_l[:, None] * (-u * s_sum[:, :k]) / f[:, None]  # f_r / f, (sessions, k)
-    for r in range(k):
-        for r2 in range(r + 1, k):
-            on2 = tail[:, r] & tail[:, r2]
-            cross = c_l[on2] * u[on2, r] * u[on2, r2] * s_sum[on2, r2] / f[on2]  # f_rr2 / f (r2 > r)
-            info.cross(alpha, t_pc[on2, r], alpha, t_pc[on2, r2], f_rk[on2, r] * f_rk[on2, r2] - cross)
+    info.tail_pairs(tail, t_pc, f_rk, -c_l / f, u, s_sum[:, :k])
     # the value's gradient, weighted by each query's share of the impressions
     t_uq, t_code, *t_values = target_slot_values(chain.tables, idx, target, k)
     shown = t_code >= 0
