@@ -78,6 +78,8 @@ CASES: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("dm", {"model": "dcm"}, "clicks_per_query"),
     ("dm", {"model": "dcm", "method": "closed_form"}, "clicks_per_query"),
     ("dm", {"model": "sdbn"}, "clicks_per_query"),
+    ("dm", {"model": "dbn"}, "clicks_per_query"),  # linearised by estimators.chain_linearisation (2026-12-06)
+    ("dm", {"model": "dctr"}, "clicks_per_query"),  # linearised in closed form (_ctr_correction)
 )
 
 
