@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 
 def zipf_query_probs(q_n: int) -> np.ndarray:
@@ -42,9 +41,3 @@ def sparse_estimates(world, alpha: np.ndarray, model: str, rng: np.random.Genera
         model_value = est.predictions(data, target, get_reward("clicks_per_query", k)).target_sums().mean()
         assert e.value == pytest.approx(model_value, rel=1e-12, abs=1e-12)
     return vals, ses
-
-
-def sd_band(reps: int) -> tuple[float, float]:
-    """The band of an SD over a correct SE among ``reps`` normal estimates: chi2(reps - 1) at 4 normal SEs."""
-    p = 2 * stats.norm.sf(4.0)
-    return tuple(float(np.sqrt(stats.chi2.ppf(x, reps - 1) / (reps - 1))) for x in (p / 2, 1 - p / 2))

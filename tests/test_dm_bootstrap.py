@@ -223,7 +223,8 @@ def test_the_coverage_the_warning_quotes_is_measured_here():
     """The held-fixed warning's figure for dm (intervals._MEASURED): 400 logs of 2,000 impressions of the PBM world
     (the seed of the coverage test above), a PBM cross-fitted over two folds of the users on each (cross-fitting is
     not linearised, as a PBM, UBM, cascade model, CTR model or (by EM) DCM, SDBN, DBN or CCM fitted on the whole log
-    is; consistent there: the mean within 1.9 SE of the truth); without a bootstrap its 95% CLT interval holds the exact reciprocal rank in 69
+    is; consistent there: the mean within 1.9 SE of the truth); without a bootstrap its 95% CLT interval holds the
+    exact reciprocal rank in 69
     (about 17%; a DCM on the DCM world's logs, before its interval was linearised: 71; an SDBN on the cascade
     world's, before its: 65)."""
     from onlineeval.estimators.intervals import MODEL_HELD, held_fixed_text

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from click_patterns import dcm_chance, pattern_value
 from numerical_derivatives import check_terms, scores_and_information
-from sparse_worlds import sd_band, sparse_estimates
+from coverage_checks import assert_linearised_coverage, sd_band
+from sparse_worlds import sparse_estimates
 from onlineeval.estimators import get_estimator, get_reward
 from onlineeval.estimators.checks import check_world
 
@@ -173,25 +173,9 @@ def test_the_interval_covers(name):
     # of the SD, the means within 1.7 SE of the exact values). CCM: held fixed 34-126 (SE 0.03-0.08 of the SD);
     # linearised 933-956 (SE 0.96-1.03 of the SD; the shuffled list's 0.96 here was 1.01 on another 1,000 logs,
     # seed 5: 945-952 covered)
-    reps, n = 1000, 4000
-    logs = _logs(name, reps, n, np.random.default_rng(3))
-    est = get_estimator("dm", model=name)
-    p = 2 * stats.norm.sf(4.0)
-    lo_sd, hi_sd = (float(np.sqrt(stats.chi2.ppf(x, reps - 1) / (reps - 1))) for x in (p / 2, 1 - p / 2))
-    lo_cover = stats.binom.ppf(0.005, reps, 0.95)
-    for rw in REWARDS:
-        for target in check_world("pbm").targets:
-            truth = _truth(name, target, rw)
-            vals, ses, covered = np.empty(reps), np.empty(reps), 0
-            for r, data in enumerate(logs):
-                e = est.estimate(data, target, rw)
-                vals[r], ses[r] = e.value, e.se
-                covered += e.ci_low <= truth <= e.ci_high
-            assert e.held_fixed is None and e.diagnostics.notes["se"].startswith("linearised"), e.warnings()
-            sd = vals.std(ddof=1)
-            assert lo_sd <= sd / ses.mean() <= hi_sd, (target.name, rw, sd / ses.mean())
-            assert covered >= lo_cover, (target.name, rw, covered)
-            assert abs(vals.mean() - truth) <= 4 * sd / np.sqrt(reps), (target.name, rw, vals.mean(), truth)
+    logs = _logs(name, 1000, 4000, np.random.default_rng(3))
+    assert_linearised_coverage(get_estimator("dm", model=name), logs, [
+        (target, rw, _truth(name, target, rw)) for rw in REWARDS for target in check_world("pbm").targets])
 
 
 @pytest.mark.slow

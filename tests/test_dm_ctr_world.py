@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from click_patterns import pattern_value
+from coverage_checks import assert_linearised_coverage
 from onlineeval.estimators import LoggedData, get_estimator, get_reward
 from onlineeval.estimators.checks import check_world
 
@@ -120,22 +120,6 @@ def test_the_interval_covers(name):
     # 1,000 logs of 4,000 impressions of the model's world, the model fitted on each in closed form: held fixed
     # (before 2026-12-06) the interval covered 134-171 of 1,000 for dctr (SE 0.09-0.11 of the SD) and 0-2 for rctr
     # and gctr (SE 0: every impression's plug-in term is the same value); linearised 937-952, SE 0.97-1.01 of the SD
-    reps, n = 1000, 4000
-    logs = _logs(name, reps, n, np.random.default_rng(3))
-    est = get_estimator("dm", model=name)
-    p = 2 * stats.norm.sf(4.0)
-    lo_sd, hi_sd = (float(np.sqrt(stats.chi2.ppf(x, reps - 1) / (reps - 1))) for x in (p / 2, 1 - p / 2))
-    lo_cover = stats.binom.ppf(0.005, reps, 0.95)
-    for rw in REWARDS:
-        for target in check_world("pbm").targets:
-            truth = _truth(name, target, rw)
-            vals, ses, covered = np.empty(reps), np.empty(reps), 0
-            for r, data in enumerate(logs):
-                e = est.estimate(data, target, rw)
-                vals[r], ses[r] = e.value, e.se
-                covered += e.ci_low <= truth <= e.ci_high
-            assert e.held_fixed is None and e.diagnostics.notes["se"].startswith("linearised"), e.warnings()
-            sd = vals.std(ddof=1)
-            assert lo_sd <= sd / ses.mean() <= hi_sd, (target.name, rw, sd / ses.mean())
-            assert covered >= lo_cover, (target.name, rw, covered)
-            assert abs(vals.mean() - truth) <= 4 * sd / np.sqrt(reps), (target.name, rw, vals.mean(), truth)
+    logs = _logs(name, 1000, 4000, np.random.default_rng(3))
+    assert_linearised_coverage(get_estimator("dm", model=name), logs, [
+        (target, rw, _truth(name, target, rw)) for rw in REWARDS for target in check_world("pbm").targets])

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from click_patterns import dcm_chance, pattern_value
 from numerical_derivatives import check_terms, scores_and_information
-from sparse_worlds import sd_band, sparse_estimates
+from coverage_checks import assert_linearised_coverage, sd_band
+from sparse_worlds import sparse_estimates
 from onlineeval.estimators import get_estimator, get_reward
 from onlineeval.estimators.checks import (
     REPLICATE_SIZE,
@@ -185,23 +185,9 @@ def test_the_dcm_interval_covers():
     world = check_world("dcm")
     reps, n = 1000, 4000
     big = sample_log(world, reps * n, np.random.default_rng(7))
-    est = get_estimator("dm", model="dcm")
-    p = 2 * stats.norm.sf(4.0)
-    lo_sd, hi_sd = (float(np.sqrt(stats.chi2.ppf(x, reps - 1) / (reps - 1))) for x in (p / 2, 1 - p / 2))
-    lo_cover = stats.binom.ppf(0.005, reps, 0.95)
     logs = [big.take(np.arange(r * n, (r + 1) * n)) for r in range(reps)]
-    for rw in REWARDS:
-        for target in world.targets:
-            truth = world.truth(target, rw)
-            vals, ses, covered = np.empty(reps), np.empty(reps), 0
-            for r, data in enumerate(logs):
-                e = est.estimate(data, target, rw)
-                vals[r], ses[r] = e.value, e.se
-                covered += e.ci_low <= truth <= e.ci_high
-            assert e.held_fixed is None and e.diagnostics.notes["se"].startswith("linearised"), e.warnings()
-            ratio = vals.std(ddof=1) / ses.mean()
-            assert lo_sd <= ratio <= hi_sd, (target.name, rw, ratio)
-            assert covered >= lo_cover, (target.name, rw, covered)
+    assert_linearised_coverage(get_estimator("dm", model="dcm"), logs, [
+        (target, rw, world.truth(target, rw)) for rw in REWARDS for target in world.targets], check_mean=False)
 
 
 def test_the_dcm_interval_on_sparse_logs_stays_finite_and_calibrated():
@@ -237,25 +223,11 @@ def test_the_sdbn_interval_covers():
     # 600 logs of 4,000 impressions of an SDBN world (satisfaction 0.2-0.8 per pair, uniform logger), an SDBN fitted
     # on each by EM: held fixed (before 2026-12-06) an SDBN's interval covered 65 of 400 on the cascade world's logs
     # (SE 0.10 of the SD); linearised, on 400 logs of this world, SE 0.99-1.01 of the SD, 377-384 of 400 covered
-    reps, n = 600, 4000
-    logs = _sdbn_logs(reps, n, np.random.default_rng(3))
+    logs = _sdbn_logs(600, 4000, np.random.default_rng(3))
     est = get_estimator("dm", model="sdbn")
-    p = 2 * stats.norm.sf(4.0)
-    lo_sd, hi_sd = (float(np.sqrt(stats.chi2.ppf(x, reps - 1) / (reps - 1))) for x in (p / 2, 1 - p / 2))
-    lo_cover = stats.binom.ppf(0.005, reps, 0.95)
-    for rw in REWARDS:
-        for target in check_world("pbm").targets:
-            truth = _sdbn_truth(target, rw)
-            vals, ses, covered = np.empty(reps), np.empty(reps), 0
-            for r, data in enumerate(logs):
-                e = est.estimate(data, target, rw)
-                vals[r], ses[r] = e.value, e.se
-                covered += e.ci_low <= truth <= e.ci_high
-            assert e.held_fixed is None and "satisfactions' error" in e.diagnostics.notes["se"]
-            sd = vals.std(ddof=1)
-            assert lo_sd <= sd / ses.mean() <= hi_sd, (target.name, rw, sd / ses.mean())
-            assert covered >= lo_cover, (target.name, rw, covered)
-            assert abs(vals.mean() - truth) <= 4 * sd / np.sqrt(reps), (target.name, rw, vals.mean(), truth)
+    targets = check_world("pbm").targets
+    assert_linearised_coverage(est, logs, [(t, rw, _sdbn_truth(t, rw)) for rw in REWARDS for t in targets])
+    assert "satisfactions' error" in est.estimate(logs[0], targets[0], REWARDS[0]).diagnostics.notes["se"]
 
 
 def test_dcm_em_on_a_sparse_log_warns_nothing():
