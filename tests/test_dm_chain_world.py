@@ -225,3 +225,19 @@ def test_the_weakly_informed_rule_on_small_blocks():
     assert held([[3.0, 0.0], [0.0, 100.0]], [0, 0]) == [True, False]
     assert held([[3.0, 0.0], [0.0, 100.0]], [-1, -1]) == [True, False]
     assert held([[6.7, 6.53], [6.53, 6.37]], [0, 0], free=[False, True]) == [False, False]  # the first already fixed
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_terms_over_chunks_of_sessions_are_the_one_pass_terms(monkeypatch, name):
+    # a log longer than CHUNK is linearised in two passes over chunks of sessions (the information, then the scores
+    # with its solution): the same terms as one pass, to rounding (a chunk of 97 sessions: 16 chunks, the last short)
+    from onlineeval.estimators.chain_linearisation import chain_correction
+
+    data = _logs(name, 1, 1500, np.random.default_rng(5), empty_share=0.2)[0]
+    mdl = get_estimator("dm", model=name).fit_model(data)
+    reward = get_reward("reciprocal_rank", data.k)
+    target = check_world("pbm").targets[1]
+    whole = chain_correction(mdl, data, target, reward)
+    monkeypatch.setattr("onlineeval.estimators.chain_linearisation.CHUNK", 97)
+    np.testing.assert_allclose(chain_correction(mdl, data, target, reward), whole, rtol=0,
+                               atol=1e-12 * np.abs(whole).max())

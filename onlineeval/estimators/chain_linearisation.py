@@ -67,9 +67,20 @@ from typing import Any
 import numpy as np
 
 from onlineeval.estimators.base import FloatArray, LoggedData, Reward, Target
-from onlineeval.estimators.dcm_linearisation import BOUNDARY, PairSums, exam_and_rest, solved_terms
+from onlineeval.estimators.dcm_linearisation import (
+    BOUNDARY,
+    PairSums,
+    exam_and_rest,
+    score_sums,
+    solved_information,
+)
 
-__all__ = ["chain_correction", "chain_value_gradient"]
+__all__ = ["CHUNK", "chain_correction", "chain_value_gradient"]
+
+#: sessions per chunk: a longer log is linearised in two passes over chunks (the information, then the scores with
+#: its solution), so its memory stays that of a chunk's temporaries (at 10^6 top-10 impressions one pass peaked at
+#: 2.3 GB for ``dm`` with a DBN, 1.0 GB held fixed)
+CHUNK = 1 << 18
 
 #: a parameter of a chain: ("f", family) a table per (query, document) pair (family 0 the relevance), ("s", i) the
 #: i-th shared parameter
@@ -172,7 +183,8 @@ class _Information:
     """The observed information's entries as they are added: the diagonal and the shared parameters' rows summed
     per parameter, the entries between two pairs of one query in :class:`PairSums` per pair of families."""
 
-    def __init__(self, idx: Any, families: int, shared: int) -> None:
+    def __init__(self, idx: Any, families: int, shared: int, active: bool = True) -> None:
+        self.active = active  # False: adds nothing (the scores' pass over chunks of sessions)
         self.idx, self.m, self.base = idx, idx.n_pairs, families * idx.n_pairs
         self.n_par = self.base + shared
         self.diag = np.zeros(self.n_par)
@@ -185,6 +197,8 @@ class _Information:
 
     def on_diag(self, kind: Kind, pair: np.ndarray | None, v: np.ndarray) -> None:
         """``v`` at the diagonal entries of ``kind`` (at ``pair``)."""
+        if not self.active:
+            return
         if kind[0] == "f":
             self.diag += np.bincount(kind[1] * self.m + pair, v, minlength=self.n_par)
         else:
@@ -193,6 +207,8 @@ class _Information:
     def cross(self, k1: Kind, p1: np.ndarray | None, k2: Kind, p2: np.ndarray | None, v: np.ndarray) -> None:
         """``v`` at the entries of two distinct appearances of parameters, both ``(P1, P2)`` and ``(P2, P1)`` (twice
         on the diagonal where both are the same shared parameter); pairs of the same query."""
+        if not self.active:
+            return
         if k1[0] == "s" and k2[0] == "s":
             total = float(np.sum(v))
             if k1[1] == k2[1]:
@@ -212,6 +228,8 @@ class _Information:
     def tail_pairs(self, tail: np.ndarray, pc: np.ndarray, a: np.ndarray, b: np.ndarray, u: np.ndarray,
                    v: np.ndarray) -> None:
         """The relevances' entries between two slots of one session's tail (:meth:`PairSums.add_tail_pairs`)."""
+        if not self.active:
+            return
         if (0, 0) not in self.pairs:
             self.pairs[(0, 0)] = PairSums(self.idx)
         self.pairs[(0, 0)].add_tail_pairs(tail, pc, a, b, u, v)
@@ -248,12 +266,12 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
     per_pair = [np.asarray(t.lookup(pairs), dtype=np.float64)[:, 0] for t in chain.tables]
     families, n_shared = len(per_pair), chain.shared.size
     code = idx.code
-    filled = code >= 0
-    pc = np.where(filled, code, 0)
-    c = np.asarray(data.clicks, dtype=bool) & filled
+    filled_all = code >= 0
+    pc_all = np.where(filled_all, code, 0)
+    c_all = np.asarray(data.clicks, dtype=bool) & filled_all
     rank = np.arange(k)[None, :]
-    has = c.any(axis=1)
-    last = np.where(has, k - 1 - np.argmax(c[:, ::-1], axis=1), -1)  # -1: no click
+    has_all = c_all.any(axis=1)
+    last_all = np.where(has_all, k - 1 - np.argmax(c_all[:, ::-1], axis=1), -1)  # -1: no click
 
     def inside(x: np.ndarray) -> np.ndarray:
         return (x > BOUNDARY) & (x < 1 - BOUNDARY)
@@ -262,83 +280,94 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
         return np.clip(x, BOUNDARY, 1 - BOUNDARY)
 
     free = np.concatenate([inside(t) for t in per_pair] + [inside(chain.shared)])
-    at_slot = [np.where(filled, safe(t[pc]), 0.0) for t in per_pair]
-    a = at_slot[0]
+    at_slot_all = [np.where(filled_all, safe(t[pc_all]), 0.0) for t in per_pair]
     sh = safe(chain.shared)
     g = float(sh[chain.skip])
     skip: Kind = ("s", chain.skip)
     alpha: Kind = ("f", 0)
     info = _Information(idx, families, n_shared)
-    scores: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    score = scores.append  # each takes one (sessions, parameters, values) part
 
-    def click_terms(rows: np.ndarray, cols: np.ndarray) -> Any:
-        """The continuation after the clicks at ``(rows, cols)``: its value, terms and the terms' pairs."""
-        cv, first, second = chain.click([v[rows, cols] for v in at_slot], sh)
-        return cv, [(kind, pc[rows, cols] if kind[0] == "f" else None, dc) for kind, dc in first], second
+    def sessions(lo: int, hi: int, info: _Information, score: Any) -> None:
+        """Add the information of sessions ``lo`` to ``hi`` to ``info`` and pass their scores to ``score`` (parts of
+        ``(session - lo, parameter, value)``)."""
+        c, filled, pc, last, has = c_all[lo:hi], filled_all[lo:hi], pc_all[lo:hi], last_all[lo:hi], has_all[lo:hi]
+        at_slot = [v[lo:hi] for v in at_slot_all]
+        a = at_slot[0]
 
-    # the slots down to the last click: clicks and skips, the continuations above it
-    hi, hj = np.nonzero(filled & (rank <= last[:, None]))
-    ch, ah, ph = c[hi, hj], a[hi, hj], pc[hi, hj]
-    score((hi, ph, np.where(ch, 1.0 / ah, -1.0 / (1.0 - ah))))
-    info.on_diag(alpha, ph, np.where(ch, 1.0 / ah ** 2, 1.0 / (1.0 - ah) ** 2))
-    skips = (filled & ~c & (rank < last[:, None])).sum(axis=1).astype(np.float64)
-    s_on = np.flatnonzero(skips)
-    score((s_on, np.full(s_on.size, info.index(skip, None)), skips[s_on] / g))
-    info.diag[info.index(skip, None)] += skips.sum() / g ** 2
-    ci, cj = np.nonzero(c & (rank < last[:, None]))
-    cv, terms, second = click_terms(ci, cj)
-    for kind, p, dc in terms:
-        score((ci, np.broadcast_to(info.index(kind, p), ci.shape), dc / cv))
-    _click_information(info, terms, second, cv)
-    # the last term log f, f = 1 - c_l (1 - G): sessions with a non-empty slot below the last click (else f = 1)
-    tail_all = filled & (rank > last[:, None])
-    sess = np.flatnonzero(tail_all.any(axis=1))
-    t_a, start = a[sess], last[sess] + 1
-    tail = tail_all[sess]
-    s_sum, s_sum1, g_gg = _tail_sums(t_a, filled[sess], start, g)
-    at = np.arange(sess.size)
-    big_g, g_g = s_sum[at, start], s_sum1[at, start]
-    cs = np.flatnonzero(has[sess])  # the sessions with a click: their continuation after it
-    c_l = np.ones(sess.size)
-    cv, terms, second = click_terms(sess[cs], last[sess[cs]])
-    c_l[cs] = cv
-    f = 1.0 - c_l * (1.0 - big_g)
-    # the click's terms: f_i = (G - 1) dc_i, f_ij = (G - 1) d2c_ij
-    f_cs = f[cs]
-    for kind, p, dc in terms:
-        score((sess[cs], np.broadcast_to(info.index(kind, p), cs.shape), (big_g[cs] - 1.0) * dc / f_cs))
-    _click_information(info, [(kind, p, (big_g[cs] - 1.0) * dc) for kind, p, dc in terms],
-                       [(i, j, (big_g[cs] - 1.0) * d2) for i, j, d2 in second], f_cs)
-    # the skip's continuation g: f_g = c G_g; with the click's terms f_ig = dc_i G_g
-    f_g = c_l * g_g
-    score((sess, np.full(sess.size, info.index(skip, None)), f_g / f))
-    info.on_diag(skip, None, (f_g / f) ** 2 - c_l * g_gg / f)
-    for kind, p, dc in terms:
-        info.cross(kind, p, skip, None, (big_g[cs] - 1.0) * dc * f_g[cs] / f_cs ** 2 - dc * g_g[cs] / f_cs)
-    # the relevances below the last click: f_r = c G_r, G_r = -u_r S_r, d g: -u_r S'_r
-    ti, tj = np.nonzero(tail)
-    t_pc = pc[sess]
-    pr = t_pc[ti, tj]
-    u = 1.0 / (1.0 - t_a)
-    g_r = -u[ti, tj] * s_sum[ti, tj]
-    f_t = f[ti]
-    fr = c_l[ti] * g_r / f_t  # f_r / f
-    score((sess[ti], pr, fr))
-    info.on_diag(alpha, pr, fr ** 2)
-    info.cross(skip, None, alpha, pr, f_g[ti] / f_t * fr - c_l[ti] * (-u[ti, tj] * s_sum1[ti, tj]) / f_t)
-    clicked_tail = np.flatnonzero(has[sess][ti])  # with the click's terms: f_ir = dc_i G_r
-    row_of = np.full(sess.size, -1)
-    row_of[cs] = np.arange(cs.size)
-    rc = row_of[ti[clicked_tail]]
-    for kind, p, dc in terms:
-        f_i = (big_g[cs] - 1.0) * dc
-        tc = ti[clicked_tail]
-        info.cross(kind, None if p is None else p[rc], alpha, pr[clicked_tail],
-                   f_i[rc] * fr[clicked_tail] / f[tc] - dc[rc] * g_r[clicked_tail] / f[tc])
-    # two relevances below it: f_r f_r2 / f^2 - f_rr2 / f, f_rr2 = c u_r u_r2 S_r2 (r2 > r)
-    f_rk = c_l[:, None] * (-u * s_sum[:, :k]) / f[:, None]  # f_r / f, (sessions, k)
-    info.tail_pairs(tail, t_pc, f_rk, -c_l / f, u, s_sum[:, :k])
+        def click_terms(rows: np.ndarray, cols: np.ndarray) -> Any:
+            """The continuation after the clicks at ``(rows, cols)``: its value, terms and the terms' pairs."""
+            cv, first, second = chain.click([v[rows, cols] for v in at_slot], sh)
+            return cv, [(kind, pc[rows, cols] if kind[0] == "f" else None, dc) for kind, dc in first], second
+
+        # the slots down to the last click: clicks and skips, the continuations above it
+        hi, hj = np.nonzero(filled & (rank <= last[:, None]))
+        ch, ah, ph = c[hi, hj], a[hi, hj], pc[hi, hj]
+        score((hi, ph, np.where(ch, 1.0 / ah, -1.0 / (1.0 - ah))))
+        info.on_diag(alpha, ph, np.where(ch, 1.0 / ah ** 2, 1.0 / (1.0 - ah) ** 2))
+        skips = (filled & ~c & (rank < last[:, None])).sum(axis=1).astype(np.float64)
+        s_on = np.flatnonzero(skips)
+        score((s_on, np.full(s_on.size, info.index(skip, None)), skips[s_on] / g))
+        info.diag[info.index(skip, None)] += skips.sum() / g ** 2
+        ci, cj = np.nonzero(c & (rank < last[:, None]))
+        cv, terms, second = click_terms(ci, cj)
+        for kind, p, dc in terms:
+            score((ci, np.broadcast_to(info.index(kind, p), ci.shape), dc / cv))
+        _click_information(info, terms, second, cv)
+        # the last term log f, f = 1 - c_l (1 - G): sessions with a non-empty slot below the last click (else f = 1)
+        tail_all = filled & (rank > last[:, None])
+        sess = np.flatnonzero(tail_all.any(axis=1))
+        t_a, start = a[sess], last[sess] + 1
+        tail = tail_all[sess]
+        s_sum, s_sum1, g_gg = _tail_sums(t_a, filled[sess], start, g)
+        at = np.arange(sess.size)
+        big_g, g_g = s_sum[at, start], s_sum1[at, start]
+        cs = np.flatnonzero(has[sess])  # the sessions with a click: their continuation after it
+        c_l = np.ones(sess.size)
+        cv, terms, second = click_terms(sess[cs], last[sess[cs]])
+        c_l[cs] = cv
+        f = 1.0 - c_l * (1.0 - big_g)
+        # the click's terms: f_i = (G - 1) dc_i, f_ij = (G - 1) d2c_ij
+        f_cs = f[cs]
+        for kind, p, dc in terms:
+            score((sess[cs], np.broadcast_to(info.index(kind, p), cs.shape), (big_g[cs] - 1.0) * dc / f_cs))
+        _click_information(info, [(kind, p, (big_g[cs] - 1.0) * dc) for kind, p, dc in terms],
+                           [(i, j, (big_g[cs] - 1.0) * d2) for i, j, d2 in second], f_cs)
+        # the skip's continuation g: f_g = c G_g; with the click's terms f_ig = dc_i G_g
+        f_g = c_l * g_g
+        score((sess, np.full(sess.size, info.index(skip, None)), f_g / f))
+        info.on_diag(skip, None, (f_g / f) ** 2 - c_l * g_gg / f)
+        for kind, p, dc in terms:
+            info.cross(kind, p, skip, None, (big_g[cs] - 1.0) * dc * f_g[cs] / f_cs ** 2 - dc * g_g[cs] / f_cs)
+        # the relevances below the last click: f_r = c G_r, G_r = -u_r S_r, d g: -u_r S'_r
+        ti, tj = np.nonzero(tail)
+        t_pc = pc[sess]
+        pr = t_pc[ti, tj]
+        u = 1.0 / (1.0 - t_a)
+        g_r = -u[ti, tj] * s_sum[ti, tj]
+        f_t = f[ti]
+        fr = c_l[ti] * g_r / f_t  # f_r / f
+        score((sess[ti], pr, fr))
+        info.on_diag(alpha, pr, fr ** 2)
+        info.cross(skip, None, alpha, pr, f_g[ti] / f_t * fr - c_l[ti] * (-u[ti, tj] * s_sum1[ti, tj]) / f_t)
+        clicked_tail = np.flatnonzero(has[sess][ti])  # with the click's terms: f_ir = dc_i G_r
+        row_of = np.full(sess.size, -1)
+        row_of[cs] = np.arange(cs.size)
+        rc = row_of[ti[clicked_tail]]
+        for kind, p, dc in terms:
+            f_i = (big_g[cs] - 1.0) * dc
+            tc = ti[clicked_tail]
+            info.cross(kind, None if p is None else p[rc], alpha, pr[clicked_tail],
+                       f_i[rc] * fr[clicked_tail] / f[tc] - dc[rc] * g_r[clicked_tail] / f[tc])
+        # two relevances below it: f_r f_r2 / f^2 - f_rr2 / f, f_rr2 = c u_r u_r2 S_r2 (r2 > r)
+        f_rk = c_l[:, None] * (-u * s_sum[:, :k]) / f[:, None]  # f_r / f, (sessions, k)
+        info.tail_pairs(tail, t_pc, f_rk, -c_l / f, u, s_sum[:, :k])
+
+    if n <= CHUNK:  # one pass: the scores kept until the information is solved
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        sessions(0, n, info, parts.append)
+    else:  # the information over chunks of sessions, then the scores chunk by chunk: bounded memory
+        for lo in range(0, n, CHUNK):
+            sessions(lo, min(lo + CHUNK, n), info, lambda part: None)
     # the value's gradient, weighted by each query's share of the impressions
     t_uq, t_code, *t_values = target_slot_values(chain.tables, idx, target, k)
     shown = t_code >= 0
@@ -347,7 +376,17 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
     g_vec = np.concatenate([np.bincount(t_code[shown], (d * share[:, None])[shown], minlength=m) for d in d_fam]
                            + [share @ d_shared])
     block = np.concatenate([idx.qi] * families + [np.full(n_shared, -1)])
-    return solved_terms(mdl, data, info.entries(), scores, free, g_vec, block)
+    y = solved_information(mdl, data, info.entries(), free, g_vec, block)
+    if n <= CHUNK:
+        return n * score_sums(parts, y, n)
+    out = np.empty(n)
+    idle = _Information(idx, families, n_shared, active=False)
+    for lo in range(0, n, CHUNK):
+        hi = min(lo + CHUNK, n)
+        parts = []
+        sessions(lo, hi, idle, parts.append)
+        out[lo:hi] = n * score_sums(parts, y, hi - lo)
+    return out
 
 
 def _click_information(info: _Information, terms: list[Any], second: list[tuple[int, int, np.ndarray]],

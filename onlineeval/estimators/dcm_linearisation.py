@@ -67,8 +67,8 @@ import numpy as np
 from onlineeval.errors import InputError
 from onlineeval.estimators.base import FloatArray, LoggedData, Reward, Target
 
-__all__ = ["BOUNDARY", "PairSums", "dcm_correction", "dcm_value_gradient", "exam_and_rest", "solved_terms",
-           "weakly_informed"]
+__all__ = ["BOUNDARY", "PairSums", "dcm_correction", "dcm_value_gradient", "exam_and_rest", "score_sums",
+           "solved_information", "solved_terms", "weakly_informed"]
 
 #: a relevance or continuation this close to 0 or 1 is on the boundary (held fixed)
 BOUNDARY = 1e-9
@@ -276,17 +276,25 @@ def solved_terms(mdl: Any, data: LoggedData, entries: list[tuple[np.ndarray, ...
                  block: np.ndarray) -> FloatArray:
     """``(n,)``: ``n g' H^-1 s_i`` per session ``i``: ``H`` the information summed from ``entries`` (parts of
     ``(row, column, value)``), ``s_i`` the scores summed from ``scores`` (parts of ``(session, parameter,
-    value)``), the parameters not ``free`` or that the log does not inform held fixed (:func:`weakly_informed`:
-    ``block`` each parameter's query, ``-1`` for the parameters every query shares); a non-finite solve is a
-    clear error naming the bootstrap. Both are summed part by part, not concatenated first: at 10^6 top-10
-    impressions the peak memory of ``dm`` with a DCM 2.6 -> 1.9 GB, with a DBN 2.6 -> 2.3 GB (held fixed: 1.0 GB;
-    the terms round differently in the last bits, 3e-14 of the largest on the DCM check world's log)."""
+    value)``), solved by :func:`solved_information`."""
+    return data.n * score_sums(scores, solved_information(mdl, data, entries, free, g, block), data.n)
+
+
+def solved_information(mdl: Any, data: LoggedData, entries: Any, free: np.ndarray, g: FloatArray,
+                       block: np.ndarray) -> FloatArray:
+    """``H^-1 g`` with ``H`` the information summed from ``entries`` (parts of ``(row, column, value)``), the
+    parameters not ``free`` or that the log does not inform held fixed (0; :func:`weakly_informed`: ``block`` each
+    parameter's query, ``-1`` for the parameters every query shares); a non-finite solve is a clear error naming
+    the bootstrap. The parts are summed one by one, not concatenated first (and :func:`score_sums` likewise): at
+    10^6 top-10 impressions the peak memory of ``dm`` with a DCM 2.6 -> 1.9 GB, with a DBN 2.6 -> 2.3 GB (held
+    fixed: 1.0 GB; the terms round differently in the last bits, 3e-14 of the largest on the DCM check world's
+    log)."""
     from scipy.sparse import csc_matrix
     from scipy.sparse.linalg import spsolve
 
-    n, n_par = data.n, g.size
+    n_par = g.size
     info = csc_matrix((n_par, n_par))
-    for rows_i, cols_i, vals in entries:  # part by part (each part's duplicates summed): no copy of them all at once
+    for rows_i, cols_i, vals in entries:  # part by part (each part's duplicates summed)
         info = info + csc_matrix((vals, (rows_i, cols_i)), shape=(n_par, n_par))
     free = free & ~weakly_informed(info, free, block)
     keep = np.flatnonzero(free)
@@ -297,10 +305,15 @@ def solved_terms(mdl: Any, data: LoggedData, entries: list[tuple[np.ndarray, ...
         raise InputError(f"dm: the fitted {type(mdl).__name__}'s information is singular on this log, so its "
                          "linearised interval is undefined; a bootstrap (n_boot, --bootstrap) fits the model again on "
                          "every resample", data.source)
+    return y
+
+
+def score_sums(scores: Any, y: FloatArray, n: int) -> FloatArray:
+    """``(n,)``: per session, its scores (parts of ``(session, parameter, value)``) weighted by ``y``."""
     out = np.zeros(n)
     for rows, par, val in scores:
         out += np.bincount(rows, y[par] * val, minlength=n)
-    return n * out
+    return out
 
 
 def weakly_informed(info: Any, free: np.ndarray, block: np.ndarray) -> np.ndarray:
