@@ -238,6 +238,6 @@ def test_the_terms_over_chunks_of_sessions_are_the_one_pass_terms(monkeypatch, n
     reward = get_reward("reciprocal_rank", data.k)
     target = check_world("pbm").targets[1]
     whole = chain_correction(mdl, data, target, reward)
-    monkeypatch.setattr("onlineeval.estimators.chain_linearisation.CHUNK", 97)
+    monkeypatch.setattr("onlineeval.estimators.dcm_linearisation.CHUNK", 97)
     np.testing.assert_allclose(chain_correction(mdl, data, target, reward), whole, rtol=0,
                                atol=1e-12 * np.abs(whole).max())

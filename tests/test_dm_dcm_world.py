@@ -254,3 +254,20 @@ def test_dcm_em_on_a_sparse_log_warns_nothing():
         warnings.simplefilter("error")
         e = get_estimator("dm", model="dcm").estimate(data, DeterministicTarget(production, "A"), "clicks_per_query")
     assert np.isfinite(e.value) and np.isfinite(e.se)
+
+
+@pytest.mark.parametrize("model", ["dcm", "sdbn"])
+def test_the_terms_over_chunks_of_sessions_are_the_one_pass_terms(monkeypatch, model):
+    # a log longer than CHUNK is linearised in two passes over chunks of sessions (the information, then the scores
+    # with its solution): the same terms as one pass, to rounding (a chunk of 97 sessions: 9 chunks, the last short)
+    from onlineeval.estimators.dcm_linearisation import dcm_correction
+
+    world = check_world("dcm" if model == "dcm" else "pbm")
+    data = replicate_log("dcm").take(np.arange(800)) if model == "dcm" else \
+        _sdbn_logs(1, 800, np.random.default_rng(2))[0]
+    mdl = get_estimator("dm", model=model).fit_model(data)
+    reward = get_reward("reciprocal_rank", data.k)
+    whole = dcm_correction(mdl, data, world.targets[1], reward)
+    monkeypatch.setattr("onlineeval.estimators.dcm_linearisation.CHUNK", 97)
+    np.testing.assert_allclose(dcm_correction(mdl, data, world.targets[1], reward), whole, rtol=0,
+                               atol=1e-12 * np.abs(whole).max())

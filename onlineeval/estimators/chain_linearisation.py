@@ -52,10 +52,9 @@ clicks per query and reciprocal rank of both targets 940-959 times (SE 0.96-1.03
 model held fixed (before 2026-12-06), 105-138 times (SE 0.06-0.08 of the SD). A CCM world (the same relevances,
 tau 0.85 / 0.7 / 0.3): 933-956 (SE 0.96-1.03 of the SD; another 1,000 logs of the shuffled list: 945-952, SE 1.01);
 held fixed, 34-126 (SE 0.03-0.08 of the SD). Cost on 10^6 top-10 impressions (``benchmarks/bench_dm.py``'s log, one
-core, one BLAS thread, a fresh log each run): ``dm`` with a DBN 9.1-9.6 s of CPU against 4.3 s held fixed (its EM
-fit; 11.9 s before the pairwise sums were compiled); with a CCM about 95 s either way (its EM fit: the linearisation
-adds a few per cent). Called again on the same log, the DBN's terms take 1.9 s: the rest of a first call is the
-first touch of its large temporaries.
+core, one BLAS thread, a fresh log each run): ``dm`` with a DBN 7.3 s of CPU and a peak of 1.2 GB against 4.3 s and
+1.0 GB held fixed (its EM fit; 11.9 s and 2.6 GB before the pairwise sums were compiled and the sessions taken in
+chunks); with a CCM about 95 s either way (its EM fit: the linearisation adds a few per cent).
 """
 
 from __future__ import annotations
@@ -66,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from onlineeval.estimators import dcm_linearisation as _dcm
 from onlineeval.estimators.base import FloatArray, LoggedData, Reward, Target
 from onlineeval.estimators.dcm_linearisation import (
     BOUNDARY,
@@ -75,12 +75,8 @@ from onlineeval.estimators.dcm_linearisation import (
     solved_information,
 )
 
-__all__ = ["CHUNK", "chain_correction", "chain_value_gradient"]
+__all__ = ["chain_correction", "chain_value_gradient"]
 
-#: sessions per chunk: a longer log is linearised in two passes over chunks (the information, then the scores with
-#: its solution), so its memory stays that of a chunk's temporaries (at 10^6 top-10 impressions one pass peaked at
-#: 2.3 GB for ``dm`` with a DBN, 1.0 GB held fixed)
-CHUNK = 1 << 18
 
 #: a parameter of a chain: ("f", family) a table per (query, document) pair (family 0 the relevance), ("s", i) the
 #: i-th shared parameter
@@ -362,12 +358,12 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
         f_rk = c_l[:, None] * (-u * s_sum[:, :k]) / f[:, None]  # f_r / f, (sessions, k)
         info.tail_pairs(tail, t_pc, f_rk, -c_l / f, u, s_sum[:, :k])
 
-    if n <= CHUNK:  # one pass: the scores kept until the information is solved
+    if n <= _dcm.CHUNK:  # one pass: the scores kept until the information is solved
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         sessions(0, n, info, parts.append)
     else:  # the information over chunks of sessions, then the scores chunk by chunk: bounded memory
-        for lo in range(0, n, CHUNK):
-            sessions(lo, min(lo + CHUNK, n), info, lambda part: None)
+        for lo in range(0, n, _dcm.CHUNK):
+            sessions(lo, min(lo + _dcm.CHUNK, n), info, lambda part: None)
     # the value's gradient, weighted by each query's share of the impressions
     t_uq, t_code, *t_values = target_slot_values(chain.tables, idx, target, k)
     shown = t_code >= 0
@@ -377,12 +373,12 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
                            + [share @ d_shared])
     block = np.concatenate([idx.qi] * families + [np.full(n_shared, -1)])
     y = solved_information(mdl, data, info.entries(), free, g_vec, block)
-    if n <= CHUNK:
+    if n <= _dcm.CHUNK:
         return n * score_sums(parts, y, n)
     out = np.empty(n)
     idle = _Information(idx, families, n_shared, active=False)
-    for lo in range(0, n, CHUNK):
-        hi = min(lo + CHUNK, n)
+    for lo in range(0, n, _dcm.CHUNK):
+        hi = min(lo + _dcm.CHUNK, n)
         parts = []
         sessions(lo, hi, idle, parts.append)
         out[lo:hi] = n * score_sums(parts, y, hi - lo)

@@ -52,9 +52,10 @@ boundary) 281-283 of 300 (``tests/test_dm_dcm_world.py``, which also checks the 
 derivatives of the forward filter's log-likelihood). An SDBN fitted on 400 logs of 4,000 impressions of an SDBN
 world (satisfaction 0.2-0.8 per pair): 377-384 of 400 covered, SE 0.99-1.01 of the SD (held fixed: 65 of 400 on
 the cascade world's logs). Cost (``benchmarks/bench_dm.py``'s log, 10^6 top-10
-impressions, one core, one BLAS thread, a fresh log each run): ``dm`` with a DCM 5.9-8.0 s of CPU against 2.1 s with
-the model held fixed (its EM fit alone; 8.3 s before the relevances' pairwise sums were compiled,
-:meth:`PairSums.add_tail_pairs`), against about 800 s for a bootstrap of 400 refits.
+impressions, one core, one BLAS thread, a fresh log each run): ``dm`` with a DCM 5.0 s of CPU and a peak of 1.0 GB
+against 2.1 s and 1.0 GB with the model held fixed (its EM fit alone; 8.3 s and 2.6 GB before the relevances'
+pairwise sums were compiled, :meth:`PairSums.add_tail_pairs`, and the sessions taken in chunks, :data:`CHUNK`),
+against about 800 s for a bootstrap of 400 refits.
 """
 
 from __future__ import annotations
@@ -67,14 +68,19 @@ import numpy as np
 from onlineeval.errors import InputError
 from onlineeval.estimators.base import FloatArray, LoggedData, Reward, Target
 
-__all__ = ["BOUNDARY", "PairSums", "dcm_correction", "dcm_value_gradient", "exam_and_rest", "score_sums",
-           "solved_information", "solved_terms", "weakly_informed"]
+__all__ = ["BOUNDARY", "CHUNK", "PairSums", "dcm_correction", "dcm_value_gradient", "exam_and_rest", "score_sums",
+           "solved_information", "weakly_informed"]
 
 #: a relevance or continuation this close to 0 or 1 is on the boundary (held fixed)
 BOUNDARY = 1e-9
 #: the largest (pair, pair of the same query) table the information's pairwise entries are summed in before the
 #: sparse matrix is built (else the matrix sums them: about twice the time at 10^6 top-10 impressions)
 TABLE_MAX = 1 << 22
+#: sessions per chunk: a longer log is linearised in two passes over chunks (the information, then the scores with
+#: its solution), so its memory stays that of a chunk's temporaries (:mod:`~onlineeval.estimators.chain_linearisation`
+#: reads it too): at 10^6 top-10 impressions ``dm`` with a DBN peaked at 2.3 GB in one pass, 1.2 GB in chunks (held
+#: fixed 1.0 GB)
+CHUNK = 1 << 18
 #: a parameter whose information (its diagonal entry) is below this is held fixed: a probability's variance cannot
 #: exceed 1/4, so below 4 the log does not locate it within its range (one Bernoulli observation gives at least 4)
 MIN_INFORMATION = 4.0
@@ -115,6 +121,8 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     fitted on ``data`` by maximum likelihood (module docstring), ``n grad V' H^-1 s_i``; its mean is 0 at the
     maximum. An SDBN is the same likelihood with the continuation after a click on a document its ``1 -
     satisfaction`` (one parameter per pair, not per slot)."""
+    from scipy.sparse import csc_matrix
+
     from clickmodels.base import Impressions  # lazy
     from onlineeval.estimators.model_based import target_slot_values
     from onlineeval.estimators.model_fit import pair_index
@@ -125,70 +133,79 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     alpha_pair = np.asarray(mdl.attractiveness.lookup(pairs), dtype=np.float64)[:, 0]
     code = idx.code
     valid = code >= 0
-    pc = np.where(valid, code, 0)
+    pc_all = np.where(valid, code, 0)
     per_pair = hasattr(mdl, "satisfaction")  # an SDBN: the continuation 1 - satisfaction of the clicked document
-    if per_pair:
+    if per_pair:  # each position's continuation parameter: its pair's (an SDBN's) or its slot's (a DCM's)
         lam = 1.0 - np.asarray(mdl.satisfaction.lookup(pairs), dtype=np.float64)[:, 0]
-        cont_of = pc  # each position's continuation parameter
     else:
         lam = np.asarray(mdl.continuation, dtype=np.float64)[:k]
-        cont_of = np.broadcast_to(np.arange(k)[None, :], pc.shape)
-    a = np.where(valid, alpha_pair[pc], 0.0)
-    c = np.asarray(data.clicks, dtype=bool) & valid
+    c_all = np.asarray(data.clicks, dtype=bool) & valid
     rank = np.arange(k)[None, :]
-    has = c.any(axis=1)
-    last = np.where(has, k - 1 - np.argmax(c[:, ::-1], axis=1), k)  # k: no click (every slot a skip)
-    head = valid & (rank <= last[:, None])
-    tail = valid & (rank > last[:, None])
-    cont = c & (rank < last[:, None])
-    # the derivatives at the boundary's edge (BOUNDARY inside it): finite; a parameter on it is held fixed, and the
-    # others' derivatives move by about BOUNDARY
-    safe_a = np.clip(a, BOUNDARY, 1 - BOUNDARY)
     safe_l = np.clip(lam, BOUNDARY, 1 - BOUNDARY)
-    u = 1.0 / np.where(tail, 1.0 - safe_a, 1.0)
-    p_tail = np.prod(np.where(tail, 1.0 - safe_a, 1.0), axis=1)
-    last_cont = cont_of[np.arange(n), np.minimum(last, k - 1)]  # the continuation parameter after the last click
-    ll = np.where(has, safe_l[last_cont], 0.0)  # lambda_l of each session with a click
-    d = np.where(has, 1.0 - ll + ll * p_tail, 1.0)
     # the parameters: pair p -> p, continuation j (a DCM's slot, an SDBN's pair) -> m + j
     free = np.concatenate([(alpha_pair > BOUNDARY) & (alpha_pair < 1 - BOUNDARY),
                            (lam > BOUNDARY) & (lam < 1 - BOUNDARY)])
-    # the information's entries (row, column, value) and the sessions' scores (session, parameter, value), as parts
-    entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    scores: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    add, score = entries.append, scores.append  # each takes one (rows, columns or parameters, values) part
-
-    hi, hj = np.nonzero(head)
-    ch = c[hi, hj]
-    ah = safe_a[hi, hj]
-    score((hi, pc[hi, hj], np.where(ch, 1.0 / ah, -1.0 / (1.0 - ah))))
-    add((pc[hi, hj], pc[hi, hj], np.where(ch, 1.0 / ah ** 2, 1.0 / (1.0 - ah) ** 2)))
-    ci, cj = np.nonzero(cont)
-    cc = cont_of[ci, cj]
-    score((ci, m + cc, 1.0 / safe_l[cc]))
-    add((m + cc, m + cc, 1.0 / safe_l[cc] ** 2))
-    sess = np.flatnonzero(has & tail.any(axis=1))
-    ls, ps, ds, lm = last_cont[sess], p_tail[sess], d[sess], ll[sess]
-    score((sess, m + ls, (ps - 1.0) / ds))
-    add((m + ls, m + ls, (ps - 1.0) ** 2 / ds ** 2))
-    tail_s, u_s, pc_s = tail[sess], u[sess], pc[sess]
-    for r in range(k):
-        on = tail_s[:, r]
-        si = sess[on]
-        ur = u_s[on, r]
-        pr = pc_s[on, r]
-        score((si, pr, -lm[on] * ps[on] * ur / ds[on]))
-        cross = ps[on] * ur / ds[on] ** 2
-        add((m + ls[on], pr, cross))
-        add((pr, m + ls[on], cross))
-        add((pr, pr, (lm[on] * ps[on] * ur / ds[on]) ** 2))
-    # the relevances below one last click, pairwise (the bulk of the entries)
-    coef = -lm * (1.0 - lm) * ps / ds ** 2
     pairs_of_pairs = PairSums(idx)
-    pairs_of_pairs.add_tail_pairs(tail_s, pc_s, None, coef, u_s, None)
+
+    def sessions(lo: int, hi: int, add: Any, score: Any, pairwise: bool) -> None:
+        """Pass the information's entries of sessions ``lo`` to ``hi`` to ``add`` (parts of ``(row, column,
+        value)``; with ``pairwise`` the relevances' pairwise ones to ``pairs_of_pairs``) and their scores to
+        ``score`` (parts of ``(session - lo, parameter, value)``)."""
+        v, pc, c = valid[lo:hi], pc_all[lo:hi], c_all[lo:hi]
+        cont_of = pc if per_pair else np.broadcast_to(np.arange(k)[None, :], pc.shape)
+        a = np.where(v, alpha_pair[pc], 0.0)
+        has = c.any(axis=1)
+        last = np.where(has, k - 1 - np.argmax(c[:, ::-1], axis=1), k)  # k: no click (every slot a skip)
+        head = v & (rank <= last[:, None])
+        tail = v & (rank > last[:, None])
+        cont = c & (rank < last[:, None])
+        # the derivatives at the boundary's edge (BOUNDARY inside it): finite; a parameter on it is held fixed, and
+        # the others' derivatives move by about BOUNDARY
+        safe_a = np.clip(a, BOUNDARY, 1 - BOUNDARY)
+        u = 1.0 / np.where(tail, 1.0 - safe_a, 1.0)
+        p_tail = np.prod(np.where(tail, 1.0 - safe_a, 1.0), axis=1)
+        last_cont = cont_of[np.arange(hi - lo), np.minimum(last, k - 1)]  # the continuation after the last click
+        ll = np.where(has, safe_l[last_cont], 0.0)  # lambda_l of each session with a click
+        d = np.where(has, 1.0 - ll + ll * p_tail, 1.0)
+        hi_, hj = np.nonzero(head)
+        ch = c[hi_, hj]
+        ah = safe_a[hi_, hj]
+        score((hi_, pc[hi_, hj], np.where(ch, 1.0 / ah, -1.0 / (1.0 - ah))))
+        add((pc[hi_, hj], pc[hi_, hj], np.where(ch, 1.0 / ah ** 2, 1.0 / (1.0 - ah) ** 2)))
+        ci, cj = np.nonzero(cont)
+        cc = cont_of[ci, cj]
+        score((ci, m + cc, 1.0 / safe_l[cc]))
+        add((m + cc, m + cc, 1.0 / safe_l[cc] ** 2))
+        sess = np.flatnonzero(has & tail.any(axis=1))
+        ls, ps, ds, lm = last_cont[sess], p_tail[sess], d[sess], ll[sess]
+        score((sess, m + ls, (ps - 1.0) / ds))
+        add((m + ls, m + ls, (ps - 1.0) ** 2 / ds ** 2))
+        tail_s, u_s, pc_s = tail[sess], u[sess], pc[sess]
+        for r in range(k):
+            on = tail_s[:, r]
+            si = sess[on]
+            ur = u_s[on, r]
+            pr = pc_s[on, r]
+            score((si, pr, -lm[on] * ps[on] * ur / ds[on]))
+            cross = ps[on] * ur / ds[on] ** 2
+            add((m + ls[on], pr, cross))
+            add((pr, m + ls[on], cross))
+            add((pr, pr, (lm[on] * ps[on] * ur / ds[on]) ** 2))
+        if pairwise:  # the relevances below one last click, pairwise (the bulk of the entries)
+            pairs_of_pairs.add_tail_pairs(tail_s, pc_s, None, -lm * (1.0 - lm) * ps / ds ** 2, u_s, None)
+
+    n_par = m + lam.size
+    info = csc_matrix((n_par, n_par))
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for lo in range(0, n, CHUNK):  # the information chunk by chunk (one chunk: the scores kept for the solve)
+        chunk: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        sessions(lo, min(lo + CHUNK, n), chunk.append, parts.append if n <= CHUNK else _ignore, True)
+        for rows_i, cols_i, vals in chunk:
+            info = info + csc_matrix((vals, (rows_i, cols_i)), shape=(n_par, n_par))
     p1, p2, val = pairs_of_pairs.entries()
-    add((p1, p2, val))
-    add((p2, p1, val))
+    entries = [(p1, p2, val), (p2, p1, val)]
+    coo = info.tocoo()
+    entries.append((coo.row, coo.col, coo.data))
     # the value's gradient, weighted by each query's share of the impressions
     # the target documents' relevances and (an SDBN's) own continuations; the model's default for unseen pairs
     _, t_code, t_alpha, *t_sat = target_slot_values(
@@ -202,7 +219,20 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     g = np.concatenate([np.bincount(t_code[shown], (d_alpha * share)[shown], minlength=m), g_lam])
     # each pair's relevance (and satisfaction) in its query's block; a DCM's continuations are shared
     block = np.concatenate([idx.qi, idx.qi if per_pair else np.full(lam.size, -1)])
-    return solved_terms(mdl, data, entries, scores, free, g, block)
+    y = solved_information(mdl, data, entries, free, g, block)
+    if n <= CHUNK:
+        return n * score_sums(parts, y, n)
+    out = np.empty(n)
+    for lo in range(0, n, CHUNK):  # the scores chunk by chunk, with the solution
+        hi = min(lo + CHUNK, n)
+        parts = []
+        sessions(lo, hi, _ignore, parts.append, False)
+        out[lo:hi] = n * score_sums(parts, y, hi - lo)
+    return out
+
+
+def _ignore(part: Any) -> None:
+    """A part nobody needs (the scores of the information's pass over chunks; the entries of the scores' pass)."""
 
 
 class PairSums:
@@ -271,24 +301,12 @@ class PairSums:
         return p1, self.first[self.qi[p1]] + key % self.width, val
 
 
-def solved_terms(mdl: Any, data: LoggedData, entries: list[tuple[np.ndarray, ...]],
-                 scores: list[tuple[np.ndarray, ...]], free: np.ndarray, g: FloatArray,
-                 block: np.ndarray) -> FloatArray:
-    """``(n,)``: ``n g' H^-1 s_i`` per session ``i``: ``H`` the information summed from ``entries`` (parts of
-    ``(row, column, value)``), ``s_i`` the scores summed from ``scores`` (parts of ``(session, parameter,
-    value)``), solved by :func:`solved_information`."""
-    return data.n * score_sums(scores, solved_information(mdl, data, entries, free, g, block), data.n)
-
-
 def solved_information(mdl: Any, data: LoggedData, entries: Any, free: np.ndarray, g: FloatArray,
                        block: np.ndarray) -> FloatArray:
     """``H^-1 g`` with ``H`` the information summed from ``entries`` (parts of ``(row, column, value)``), the
     parameters not ``free`` or that the log does not inform held fixed (0; :func:`weakly_informed`: ``block`` each
     parameter's query, ``-1`` for the parameters every query shares); a non-finite solve is a clear error naming
-    the bootstrap. The parts are summed one by one, not concatenated first (and :func:`score_sums` likewise): at
-    10^6 top-10 impressions the peak memory of ``dm`` with a DCM 2.6 -> 1.9 GB, with a DBN 2.6 -> 2.3 GB (held
-    fixed: 1.0 GB; the terms round differently in the last bits, 3e-14 of the largest on the DCM check world's
-    log)."""
+    the bootstrap. The parts are summed one by one, not concatenated first (and :func:`score_sums` likewise)."""
     from scipy.sparse import csc_matrix
     from scipy.sparse.linalg import spsolve
 
