@@ -303,7 +303,7 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
         skips = (filled & ~c & (rank < last[:, None])).sum(axis=1).astype(np.float64)
         s_on = np.flatnonzero(skips)
         score((s_on, np.full(s_on.size, info.index(skip, None)), skips[s_on] / g))
-        info.diag[info.index(skip, None)] += skips.sum() / g ** 2
+        info.on_diag(skip, None, skips.sum() / g ** 2)
         ci, cj = np.nonzero(c & (rank < last[:, None]))
         cv, terms, second = click_terms(ci, cj)
         for kind, p, dc in terms:
@@ -343,6 +343,8 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
         f_t = f[ti]
         fr = c_l[ti] * g_r / f_t  # f_r / f
         score((sess[ti], pr, fr))
+        if not info.active:  # the scores' pass over chunks: the rest is information, summed in the first pass
+            return
         info.on_diag(alpha, pr, fr ** 2)
         info.cross(skip, None, alpha, pr, f_g[ti] / f_t * fr - c_l[ti] * (-u[ti, tj] * s_sum1[ti, tj]) / f_t)
         clicked_tail = np.flatnonzero(has[sess][ti])  # with the click's terms: f_ir = dc_i G_r
@@ -363,7 +365,7 @@ def chain_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward)
         sessions(0, n, info, parts.append)
     else:  # the information over chunks of sessions, then the scores chunk by chunk: bounded memory
         for lo in range(0, n, _dcm.CHUNK):
-            sessions(lo, min(lo + _dcm.CHUNK, n), info, lambda part: None)
+            sessions(lo, min(lo + _dcm.CHUNK, n), info, _dcm.discard)
     # the value's gradient, weighted by each query's share of the impressions
     t_uq, t_code, *t_values = target_slot_values(chain.tables, idx, target, k)
     shown = t_code >= 0

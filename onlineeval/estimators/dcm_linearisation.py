@@ -68,8 +68,8 @@ import numpy as np
 from onlineeval.errors import InputError
 from onlineeval.estimators.base import FloatArray, LoggedData, Reward, Target
 
-__all__ = ["BOUNDARY", "CHUNK", "PairSums", "dcm_correction", "dcm_value_gradient", "exam_and_rest", "score_sums",
-           "solved_information", "weakly_informed"]
+__all__ = ["BOUNDARY", "CHUNK", "PairSums", "dcm_correction", "dcm_value_gradient", "discard", "exam_and_rest",
+           "score_sums", "solved_information", "weakly_informed"]
 
 #: a relevance or continuation this close to 0 or 1 is on the boundary (held fixed)
 BOUNDARY = 1e-9
@@ -199,7 +199,7 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for lo in range(0, n, CHUNK):  # the information chunk by chunk (one chunk: the scores kept for the solve)
         chunk: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        sessions(lo, min(lo + CHUNK, n), chunk.append, parts.append if n <= CHUNK else _ignore, True)
+        sessions(lo, min(lo + CHUNK, n), chunk.append, parts.append if n <= CHUNK else discard, True)
         for rows_i, cols_i, vals in chunk:
             info = info + csc_matrix((vals, (rows_i, cols_i)), shape=(n_par, n_par))
     p1, p2, val = pairs_of_pairs.entries()
@@ -226,12 +226,12 @@ def dcm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -
     for lo in range(0, n, CHUNK):  # the scores chunk by chunk, with the solution
         hi = min(lo + CHUNK, n)
         parts = []
-        sessions(lo, hi, _ignore, parts.append, False)
+        sessions(lo, hi, discard, parts.append, False)
         out[lo:hi] = n * score_sums(parts, y, hi - lo)
     return out
 
 
-def _ignore(part: Any) -> None:
+def discard(part: Any) -> None:
     """A part nobody needs (the scores of the information's pass over chunks; the entries of the scores' pass)."""
 
 
