@@ -80,6 +80,7 @@ CASES: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("dm", {"model": "sdbn"}, "clicks_per_query"),
     ("dm", {"model": "dbn"}, "clicks_per_query"),  # linearised by estimators.chain_linearisation (2026-12-06)
     ("dm", {"model": "dctr"}, "clicks_per_query"),  # linearised in closed form (_ctr_correction)
+    ("dm", {"model": "ccm"}, "clicks_per_query"),  # CCM's EM by the compiled E-step (2026-12-06: 9.1 s, was 102 s)
 )
 
 

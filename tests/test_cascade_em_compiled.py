@@ -1,6 +1,6 @@
 """The cascade-family EM's compiled step (clickmodels.estimation._cascade_compiled) against the NumPy step it
-replaces on large logs (cascade_posterior and the models' own steps, ``_cascade.COMPILED = False``): DCM, SDBN and
-DBN fitted both ways on the same logs give the same iterations, log-likelihoods and parameters to rounding (the
+replaces on large logs (cascade_posterior and the models' own steps, ``_cascade.COMPILED = False``): DCM, SDBN,
+DBN and CCM fitted both ways on the same logs give the same iterations, log-likelihoods and parameters to rounding (the
 sums run in another order; the compiled step counts the terms above the last clicks once, the NumPy step per
 session), on small and medium logs with empty slots, sessions without clicks and clicks at the last rank."""
 
@@ -42,7 +42,7 @@ def _fit(name: str, log, compiled: bool, monkeypatch, accelerate: bool = False):
     return fit_log(name, log, method="em", accelerate=accelerate)
 
 
-@pytest.mark.parametrize("name", ["dcm", "sdbn", "dbn"])
+@pytest.mark.parametrize("name", ["dcm", "sdbn", "dbn", "ccm"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_compiled_em_equals_numpy_em(name, seed, monkeypatch):
     """Seed 3: a medium log (40,000 sessions of 10 slots, 50 queries of 20 documents)."""
@@ -54,6 +54,9 @@ def test_compiled_em_equals_numpy_em(name, seed, monkeypatch):
     np.testing.assert_allclose(fast.attractiveness.value, ref.attractiveness.value, rtol=1e-9, atol=1e-12)
     if name == "dcm":
         np.testing.assert_allclose(fast.continuation, ref.continuation, rtol=1e-9, atol=1e-12)
+    elif name == "ccm":
+        for t in ("tau1", "tau2", "tau3"):
+            assert getattr(fast, t) == pytest.approx(getattr(ref, t), rel=1e-9)
     else:
         np.testing.assert_allclose(fast.satisfaction.value, ref.satisfaction.value, rtol=1e-9, atol=1e-12)
     if name == "dbn":

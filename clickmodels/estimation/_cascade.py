@@ -50,7 +50,7 @@ __all__ = [
     "compiled_em_sums",
 ]
 
-#: the cascade-family EM steps (DCM, SDBN, DBN): True: one compiled pass per iteration
+#: the cascade-family EM steps (DCM, SDBN, DBN, CCM): True: one compiled pass per iteration
 #: (:func:`clickmodels.estimation._cascade_compiled.cascade_em_sums`); False: NumPy (:func:`cascade_posterior` and
 #: the models' steps, the reference the tests compare with); None (default): compiled when numba is already loaded
 #: or the distinct sessions hold at least :data:`COMPILE_SLOTS` slots, else NumPy
@@ -171,6 +171,7 @@ class CompiledSums:
         self.sat = np.zeros(m)
         self.cont = np.zeros(k)
         self.gamma_sums = np.zeros(2)
+        self.tau_sums = np.zeros(4)
         # above the last click every slot is examined, its attraction is its click and the user went on: the
         # E-step's terms there are constants, summed here once as weighted counts per pair / rank (the kernel
         # starts at the last click); the log-likelihood's terms there, count x log(parameter), in _prefix_ll
@@ -195,33 +196,67 @@ class CompiledSums:
         self._click_ranks = np.flatnonzero(click_rank)
         self._click_rank_n = click_rank[self._click_ranks]
         self._skips = float(skip_pair.sum())
+        # CCM: a click above the last click with a shown slot below is a chance to go on after a click (tau2 or
+        # tau3, by its satisfaction posterior, a function of its pair's alpha); a skip there one for tau1 (taken)
+        click_next = np.bincount(codes[before & clicks & below], weights=wb[before & clicks & below], minlength=m)
+        self._click_next_n = click_next[self._click_pairs]
+        self._skip_next0 = float(np.where(before & ~clicks & below, wb, 0.0).sum())
 
     def run(self, alpha: np.ndarray, *, lam: np.ndarray | None = None, sigma: np.ndarray | None = None,
-            gamma: float = 1.0) -> float:
-        """DCM (``lam`` per rank) or SDBN / DBN (``sigma`` per pair, ``gamma``)."""
-        kind = 0 if lam is not None else 1
+            gamma: float = 1.0, tau: tuple[float, float, float] | None = None) -> float:
+        """DCM (``lam`` per rank), SDBN / DBN (``sigma`` per pair, ``gamma``) or CCM (``tau``: tau1, tau2, tau3;
+        ``sat`` then holds the satisfaction posteriors at the clicks, ``gamma_sums`` tau1's sums and ``tau_sums``
+        tau2's and tau3's numerators and denominators)."""
+        kind = 0 if lam is not None else 2 if tau is not None else 1
+        alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+        if tau is not None:
+            gamma = float(tau[0])
         ll = float(self._kernel(
-            self.codes, self.clicks, self.last, self.weight, np.ascontiguousarray(alpha, dtype=np.float64), kind,
+            self.codes, self.clicks, self.last, self.weight, alpha, kind,
             np.ascontiguousarray(lam if lam is not None else _NONE, dtype=np.float64),
             np.ascontiguousarray(sigma if sigma is not None else _NONE, dtype=np.float64), float(gamma),
-            self.att, self.sat, self.cont, self.gamma_sums))
+            np.array(tau[1:] if tau is not None else (0.0, 0.0), dtype=np.float64),
+            self.att, self.sat, self.cont, self.gamma_sums, self.tau_sums))
         self.att += self._att0
         if kind == 0:
             self.cont += self._cont0
-        else:
+        elif kind == 1:
             self.gamma_sums += self._gamma0
-        return ll + self._prefix_ll(np.asarray(alpha, dtype=float), lam, sigma, float(gamma))
+        else:
+            self._ccm_prefix(alpha, float(tau[1]), float(tau[2]))
+        return ll + self._prefix_ll(alpha, lam, sigma, float(gamma), tau)
 
-    def _prefix_ll(self, alpha: np.ndarray, lam: np.ndarray | None, sigma: np.ndarray | None, gamma: float) -> float:
+    def _ccm_prefix(self, alpha: np.ndarray, t2: float, t3: float) -> None:
+        """CCM's sums above the last clicks: a click there was followed by an examined slot, so its satisfaction
+        posterior is :math:`\\alpha \\tau_3 / c^1` (:math:`\\alpha` where :math:`c^1 = 0`), the same for every
+        click of its pair: counted per pair into ``sat`` and, where a shown slot follows, into tau3's sums (tau2's
+        with its complement); the skips there with a shown slot below into tau1's (examined, went on)."""
+        a = alpha[self._click_pairs]
+        c1 = t2 * (1.0 - a) + t3 * a
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mid = np.where(c1 > 0, a * t3 / np.where(c1 > 0, c1, 1.0), a)
+        self.sat[self._click_pairs] += self._click_pair_n * mid
+        on1 = float(np.sum(self._click_next_n * mid))
+        on0 = float(np.sum(self._click_next_n * (1.0 - mid)))
+        self.tau_sums += (on0, on0, on1, on1)
+        self.gamma_sums += self._skip_next0
+
+    def _prefix_ll(self, alpha: np.ndarray, lam: np.ndarray | None, sigma: np.ndarray | None, gamma: float,
+                   tau: tuple[float, float, float] | None = None) -> float:
         """The log-likelihood's terms above the last clicks: a click there :math:`\\log \\alpha + \\log c^1`,
-        a skip :math:`\\log(1 - \\alpha) + \\log c^0` (``c^0 = \\gamma``), with cascade_posterior's clamps."""
+        a skip :math:`\\log(1 - \\alpha) + \\log c^0` (``c^0 = \\gamma``, tau1 for CCM), with cascade_posterior's
+        clamps."""
         tiny = 1e-300  # sums of products, not BLAS dot products (a threaded dot took 12 ms on a busy machine)
-        ll = np.sum(self._click_pair_n * np.log(np.maximum(alpha[self._click_pairs], tiny)))
+        a = alpha[self._click_pairs]
+        ll = np.sum(self._click_pair_n * np.log(np.maximum(a, tiny)))
         ll += np.sum(self._skip_pair_n * np.log(np.maximum(1.0 - alpha[self._skip_pairs], tiny)))
         if lam is not None:
             ll += np.sum(self._click_rank_n * np.log(np.maximum(np.asarray(lam, dtype=float)[self._click_ranks], tiny)))
         else:
-            c1 = gamma * (1.0 - np.asarray(sigma, dtype=float)[self._click_pairs])
+            if tau is not None:
+                c1 = float(tau[1]) * (1.0 - a) + float(tau[2]) * a
+            else:
+                c1 = gamma * (1.0 - np.asarray(sigma, dtype=float)[self._click_pairs])
             ll += np.sum(self._click_pair_n * np.log(np.maximum(c1, tiny)))
         return float(ll + self._skips * np.log(max(gamma, tiny)))
 

@@ -33,7 +33,9 @@ import numpy as np
 
 from clickmodels.estimation._cascade import (
     CascadeFamilyFit,
+    CompiledSums,
     cascade_posterior,
+    compiled_em_sums,
     chain_em_data,
     prepare_slots,
 )
@@ -110,6 +112,17 @@ def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
             ]
         )
         return (new_alpha, new_tau), ordered_dot(post.log_lik, d.weight)
+
+    if compiled_em_sums(d):  # the same E-step in one compiled pass (_cascade_compiled)
+        sums = CompiledSums(d)
+
+        def step(state: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], float]:
+            alpha, tau = state
+            ll = sums.run(alpha, tau=(float(tau[0]), float(tau[1]), float(tau[2])))
+            g, t = sums.gamma_sums, sums.tau_sums
+            new_tau = np.array([smoothed(g[0], g[1], opt.pseudo), smoothed(t[0], t[1], opt.pseudo),
+                                smoothed(t[2], t[3], opt.pseudo)])
+            return (smoothed(sums.att + sums.sat, views + n_clicks, opt.pseudo), new_tau), ll
 
     init = (np.full(log.pairs.n_pairs, 0.5), np.array([0.5, 0.5, 0.5]))
     (alpha, tau), trace = run_em(d.n_sessions, opt, init, step)
