@@ -9,7 +9,8 @@ the design's targets as TREC runs ``<output>/logs/<design>/<ranker>.run`` (the w
 design's estimators evaluate): ``onlineeval estimate --log replicate_0.jsonl.gz --target B.run
 --baseline A.run`` then computes from the same impressions the point estimates the design computed, and the run's
 ``summary.json`` holds the exact truth. Ids: queries are the world's query ids (``q0``, ... in a synthetic world),
-documents ``d<j>`` with ``j`` the candidate's index within its query, users ``u<i>``, user types the index of
+documents ``d<j>`` with ``j`` the candidate's index within its query, users ``u<i>`` (``i`` zero-padded to the log's
+widest, so that the ids sort as the simulator's users: the cross-fitting folds match), user types the index of
 ``users.types``. A run lists each query's documents in rank order with distinct descending scores, so every tie
 rule of ``estimate`` reads the same lists, and ``estimate`` cuts each to the length of the log's lists.
 
@@ -55,8 +56,9 @@ LOGS = "logs"
 #: the file in :data:`LOGS` holding the fingerprint of the run whose logs it holds, with :data:`FORMAT`
 MARKER = ".fingerprint"
 #: the version of the files' form, recorded after the fingerprint in :data:`MARKER`: logs of the same config
-#: written in another form (before 2: the propensities only, whatever ``export_form``) are written again, not mixed
-FORMAT = "export-format 2"
+#: written in another form (before 2: the propensities only, whatever ``export_form``; before 3: user ids unpadded,
+#: which sort otherwise than the simulator's users) are written again, not mixed
+FORMAT = "export-format 3"
 _REPLICATE = re.compile(r"^replicate_(\d+)\.jsonl\.gz$")
 
 
@@ -235,6 +237,10 @@ def _log_lines(world: World, data: Any, loggers: list[str] | None = None, chunk:
     (the text of its query in ``loggers``, :func:`logger_texts`), or without ``loggers`` its ``propensities``,
     written as Python's shortest round-tripping decimals, so the reader gets the design's very floats."""
     qids = world.query_ids
+    # users "u<i>" zero-padded to one width: their ids sort as the simulator's user numbers do, so the folds that
+    # estimate's readers make from the sorted ids (cross-fitted dm / dr / cascade_dr, adaptive_ips folds) are the
+    # design's
+    width = len(str(int(data.user.max()))) if data.n else 1
     for lo in range(0, data.n, chunk):
         hi = min(lo + chunk, data.n)
         cols = [x[lo:hi].tolist() for x in (data.query, data.user, data.user_type, data.shown, data.clicks,
@@ -242,7 +248,7 @@ def _log_lines(world: World, data: Any, loggers: list[str] | None = None, chunk:
         out = []
         for q, user, utype, shown, clicks, p_list, p_prefix, p_item in zip(*cols, strict=True):
             keep = [j for j, doc in enumerate(shown) if doc >= 0]  # (an empty slot of a short candidate list)
-            obj = {"query": qids[q], "user": f"u{user}", "user_type": int(utype),
+            obj = {"query": qids[q], "user": f"u{user:0{width}d}", "user_type": int(utype),
                    "shown": [f"d{shown[j]}" for j in keep], "clicks": [int(clicks[j]) for j in keep]}
             if loggers is None:
                 obj["propensities"] = {"list": p_list, "prefix": [p_prefix[j] for j in keep],

@@ -181,7 +181,7 @@ def test_export_log_writes_the_first_replicates_logs_and_the_targets_runs(run: d
                                                         "replicate_1.jsonl.gz"]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == \
-        f"{summary['config_fingerprint']} export-format 2"
+        f"{summary['config_fingerprint']} export-format 3"
     assert summary["config"]["designs"][1]["export_log"] == 2
     assert not list(out.rglob("*.tmp"))
     rows, world = run["rows"], run["world"]
@@ -286,16 +286,16 @@ def test_estimate_on_the_exported_log_gives_the_model_based_estimates(run: dict[
     names = ("dm", "dr_list", "cascade_dr")  # (reciprocal rank: dr and pbm_ips take additive rewards only)
     doc = json_out("--log", str(folder / "replicate_0.jsonl.gz"), "--target", str(folder / "B.run"),
                    "--baseline", str(folder / "A.run"), "--estimator", ",".join(names), "--metric", METRIC,
-                   "--option", "dr_list.folds=1", "--option", "cascade_dr.folds=1",
                    *(f"--option={n}.{k}" for n in ("dm", "dr_list") for k in ("tol=1e-14", "max_iter=100000")))
     values = {(r["estimator"], r["target"]): r["estimate"] for r in doc["results"]}
     data = _design_log(config, world, 0)
     reward = get_reward(METRIC, world.depth)
     for name in names:
         for t in ("A", "B"):
-            # one fold: cross-fitting splits the users by their ids, which the file writes as strings
+            # dr_list and cascade_dr cross-fitted (their default): the file's user ids sort as the design's users,
+            # so the folds are the same
             em = {"tol": 1e-14, "max_iter": 100_000} if name in ("dm", "dr_list") else {}
-            est = get_estimator(name, **em, **({} if name == "dm" else {"folds": 1}))
+            est = get_estimator(name, **em)
             want = est.estimate(data, DeterministicTarget(world.rankings[t], t), reward).value
             assert values[(name, t)] == pytest.approx(want, rel=1e-6), (name, t)
     assert len({values[(n, "B")] for n in names}) == 3  # three different estimators, not one number
@@ -363,7 +363,7 @@ def test_a_resumed_run_keeps_the_logs_and_another_config_removes_them(tmp_path: 
     written = export_logs(config, world, users, out, fingerprint)
     assert sorted(p.name for p in written) == ["A.run", "B.run", "replicate_0.jsonl.gz"]
     assert log.read_bytes() == data and not (out / "logs" / "cf" / "replicate_7.jsonl.gz").exists()
-    assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == f"{fingerprint} export-format 2"
+    assert (out / "logs" / ".fingerprint").read_text(encoding="utf-8").strip() == f"{fingerprint} export-format 3"
     # the same config's logs in the form written before (the marker the fingerprint alone: propensities only) are
     # written again, not kept beside this form's
     (out / "logs" / ".fingerprint").write_text(fingerprint + "\n", encoding="utf-8")
