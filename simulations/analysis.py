@@ -540,7 +540,8 @@ def counterfactual_summary(
             estimators[spec.label] = {
                 "estimator": spec.name,
                 "options": dict(spec.options),
-                "assumption": cls.assumption,
+                # the instance's (its options may change it: adaptive IPS's fixed or cross-fitted choice)
+                "assumption": _assumption(cls, spec.options),
                 "needs": list(cls.needs),
                 "self_normalised": bool(cls.self_normalised),
                 "bias": e["estimator_bias"],
@@ -605,6 +606,16 @@ def counterfactual_summary(
                if design.refit_days else " only"),
         }
     return out
+
+
+def _assumption(cls: Any, options: Any) -> str:
+    """The assumption the catalogue prints for an estimator of ``cls`` with the config's ``options``: the instance's
+    (adaptive IPS's says whether its behaviours are fixed, chosen on the whole log or cross-fitted), the class's where
+    the options do not build one (the design, which built it, would have stopped)."""
+    try:
+        return str(cls(**dict(options)).assumption)
+    except (TypeError, ValueError):
+        return str(cls.assumption)
 
 
 def _jsonable(x: Any) -> Any:

@@ -63,3 +63,25 @@ def test_the_suite_checks_fixed_behaviours() -> None:
         assert [i.behaviours for i in instances] == ["cascade"]
         assert not any(i.chooses_from_log for i in instances)
     assert "selection bias" in cls().assumption and "selection bias" not in cls(behaviours="cascade").assumption
+
+
+def test_the_cross_fitted_choice_removes_the_selection_bias() -> None:
+    """The same world and log size, folds=2: each fold's behaviours are chosen on the other fold's rows, so the
+    choice does not depend on the rows it weights, and with both candidates unbiased here (cascade and standard
+    for a first-click reward under top-down users) the estimate is unbiased: within 4 SE of the exact value over
+    800 logs, where the whole-log choice is 5.5% low (-7.7 SE). Its spread is smaller too (measured: SD 0.136
+    against 0.180)."""
+    cls = estimator_class("adaptive_ips")
+    world = check_world("mixture")
+    rw = check_rewards("first_click", world.k)[0]
+    target = world.targets[0]
+    truth = world.truth(target, rw)
+    rng = np.random.default_rng(11)
+    whole, crossed = np.empty(LOGS), np.empty(LOGS)
+    for r in range(LOGS):
+        log = sample_log(world, SIZE, rng)
+        whole[r] = cls().estimate(log, target, rw).value
+        crossed[r] = cls(folds=2).estimate(log, target, rw).value
+    assert whole.mean() - truth < -4 * _se(whole)  # the comparison has power: the whole-log choice is biased here
+    assert abs(crossed.mean() - truth) <= 4 * _se(crossed), (crossed.mean() - truth, _se(crossed))
+    assert crossed.std() < whole.std()

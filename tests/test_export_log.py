@@ -117,7 +117,8 @@ def _mapping(export_log: Any = 2, replicates: int = 3, **extra: Any) -> dict[str
           "logger": {"policy": "mixture", "components": [
               {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 10, "weight": 0.7},
               {"policy": "epsilon_greedy", "epsilon": 0.3, "n": 10, "scores": "B", "weight": 0.3}]},
-          "estimators": [*ESTIMATORS, "adaptive_ips", {"name": "clipped_ips", "cap": 5}],
+          "estimators": [*ESTIMATORS, "adaptive_ips", {"name": "clipped_ips", "cap": 5},
+                         {"name": "adaptive_ips", "folds": 2}],
           **({"export_log": export_log} if export_log is not None else {})}
     return {
         "seed": 5, "replicates": replicates, "workers": 1,
@@ -268,6 +269,41 @@ def test_estimate_on_the_exported_log_gives_the_designs_estimates(run: dict[str,
     for form in ("p_list", "p_prefix", "p_item", "user_type"):
         np.testing.assert_array_equal(getattr(lg.data, form), getattr(data, form))
     np.testing.assert_array_equal(np.asarray(lg.queries)[lg.data.query], np.asarray(world.query_ids)[data.query])
+
+
+def test_the_cross_fitted_choice_makes_the_designs_folds_from_the_exported_ids(run: dict[str, Any]) -> None:
+    """adaptive_ips with folds=2: ``estimate`` on the exported log (users ``u<i>`` zero-padded, so sorted as the
+    simulator's numbers) gives the design's last-day difference and what the estimator computes on the design's own
+    log. With the ids written unpadded (``u7`` sorts after ``u10``) the folds, and so the estimate, differ. Replicate
+    0, where the folds' choices differ from the whole log's (in replicate 1 every choice is the same)."""
+    replicate = 0
+    from onlineeval.estimators import DeterministicTarget, get_estimator, get_reward
+
+    from estimate_cli_world import json_out
+
+    out, config, world = run["out"], run["config"], run["world"]
+    folder = out / "logs" / "cf"
+    path = folder / f"replicate_{replicate}.jsonl.gz"
+    args = ("--target", str(folder / "B.run"), "--baseline", str(folder / "A.run"), "--estimator", "adaptive_ips",
+            "--option", "adaptive_ips.folds=2", "--metric", METRIC)
+    diff = json_out("--log", str(path), *args)["differences"][0]["estimate"]
+    rows = run["rows"]
+    last = rows[(rows.replicate == replicate) & (rows.design == "cf") & (~rows.aa) & (rows.day == 2)]
+    recorded = float(last.loc[last.metric == "adaptive_ips(folds=2)", "estimate"].iloc[0])
+    assert _close(diff, recorded), (diff, recorded)
+    data = _design_log(config, world, replicate)
+    est, reward = get_estimator("adaptive_ips", folds=2), get_reward(METRIC, world.depth)
+    v = {t: est.estimate(data, DeterministicTarget(world.rankings[t], t), reward).value for t in ("A", "B")}
+    assert _close(diff, v["B"] - v["A"]), (diff, v)
+    one_fold = float(last.loc[last.metric == "adaptive_ips", "estimate"].iloc[0])
+    assert not _close(diff, one_fold)  # the folds change the choice here: the comparison can fail
+    unpadded = out / f"unpadded_{replicate}.jsonl.gz"
+    with gzip.open(path, "rt") as src, gzip.open(unpadded, "wt") as dst:
+        for line in src:
+            rec = json.loads(line)
+            rec["user"] = "u" + str(int(rec["user"][1:]))
+            dst.write(json.dumps(rec) + "\n")
+    assert not _close(json_out("--log", str(unpadded), *args)["differences"][0]["estimate"], recorded)
 
 
 def test_estimate_on_the_exported_log_gives_the_model_based_estimates(run: dict[str, Any]) -> None:

@@ -25,8 +25,8 @@ from onlineeval.estimators.base import (
 )
 
 __all__ = ["CLOSED_FORM_NOTE", "EM_BY_DEFAULT", "EM_MAX_ITER", "EM_OR_CLOSED_FORM", "FITTABLE", "RARE_SHOWS",
-           "ClickModelEstimator", "Predictions", "expected_slot_rewards", "slot_rewards_from", "target_lists",
-           "target_slot_values"]
+           "ClickModelEstimator", "Predictions", "expected_slot_rewards", "fold_ids", "slot_rewards_from",
+           "target_lists", "target_slot_values"]
 
 #: Click-model names the estimators fit on the log (``cascade`` is an alias of ``cm``).
 FITTABLE: tuple[str, ...] = ("pbm", "ubm", "dbn", "sdbn", "cm", "cascade", "dcm", "ccm", "dctr", "rctr", "gctr")
@@ -137,8 +137,11 @@ def target_lists(target: Target, query: IntArray, k: int) -> IntArray:
     return t
 
 
-def _fold_ids(data: LoggedData, folds: int) -> IntArray:
-    """Fold of each impression: by user (clusters stay whole) when the log has users."""
+def fold_ids(data: LoggedData, folds: int) -> IntArray:
+    """Fold of each impression for cross-fitting over ``folds`` folds: by user (clusters stay whole) when the log
+    has users, the users' rank among the log's sorted user ids modulo ``folds`` (the direct and doubly robust
+    methods' model fits, adaptive IPS's cross-fitted choice; the simulator's counterfactual design assigns its active
+    users the same way); the impression's index modulo ``folds`` without users."""
     if data.user is None:
         return np.arange(data.n, dtype=np.int64) % folds
     inv, _ = data.user_groups  # np.unique's inverse, computed once per log
@@ -376,7 +379,7 @@ class ClickModelEstimator(Estimator):
             fold = None
             parts = [self.fitted(data)]
         else:
-            fold = _fold_ids(data, self.folds)
+            fold = fold_ids(data, self.folds)
             if np.unique(fold).size < self.folds:
                 raise InputError(f"{self.name}: {self.folds} folds (cross-fitting) need at least {self.folds} "
                                  "users/impressions; set the option folds to 1 to fit on the whole log",

@@ -567,12 +567,12 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> Pa
     :meth:`~onlineeval.estimators.AdaptiveIPS.choose`'s scores and order), the chosen terms' per-user sums
     (:func:`aips_user_sums`, chunks in order: ``np.bincount``'s bits) and their
     paired difference (:func:`cf_paired_counts`). None (the caller takes the NumPy path) for
-    fixed behaviours, user types that are not small non-negative integers, users outside the population,
-    non-finite terms, or a row the kernel does not take."""
+    fixed behaviours, a cross-fitted choice (``folds > 1``), user types that are not small non-negative integers,
+    users outside the population, non-finite terms, or a row the kernel does not take."""
     from onlineeval.estimators.adaptive_ips import BEHAVIOURS
 
-    if not est.chooses_from_log or not hasattr(est, "choose"):
-        return None
+    if not est.chooses_from_log or not hasattr(est, "choose") or getattr(est, "folds", 1) != 1:
+        return None  # (a cross-fitted choice: the NumPy path, design._row_stat_sums)
     metas = design._row_meta
     stats_lists = [design._row_stats[(label, t)] for t in design.target_names]
     if len(metas) > design.max_chunks or any(len(chunks) != len(metas) for chunks in stats_lists):

@@ -552,13 +552,29 @@ class CounterfactualDesign(Design):
         same rows in the same order as the whole log, so the same numbers); the
         denominators are the users' impression counts."""
         meta = _one_chunk(self._row_meta)
+        fold = self._folds(est, meta["user"], users)
         out = []
         for t in self.target_names:
             stats = _one_chunk(self._row_stats[(label, t)])
             # the reward's candidate behaviours only (a first-click reward: cascade and standard)
-            choice, _ = est.select(meta["user_type"], stats, candidates=est.candidates(self.reward))
+            choice, _ = est.select(meta["user_type"], stats, candidates=est.candidates(self.reward), fold=fold)
             out += [np.bincount(meta["user"], est.pick(choice, stats), self.population)[users], impressions]
         return out
+
+    def _folds(self, est: Any, user: np.ndarray, users: np.ndarray) -> np.ndarray | None:
+        """Each logged row's fold of a cross-fitted choice (adaptive IPS with ``folds > 1``; else ``None``): the
+        rank of its user among the active ``users`` (ascending) modulo the folds, as
+        :func:`onlineeval.estimators.model_based.fold_ids` assigns a log's users (so ``onlineeval estimate`` on the
+        exported log makes the same folds on the last day); a clear error with fewer users than folds."""
+        folds = int(getattr(est, "folds", 1) or 1)
+        if folds == 1 or not getattr(est, "chooses_from_log", False):
+            return None
+        if users.size < folds:
+            raise InputError(f"design {self.name!r}: adaptive_ips with folds={folds} (cross-fitting) needs at least "
+                             f"{folds} users with impressions, the log has {users.size}")
+        position = np.full(self.population, -1, dtype=np.int64)
+        position[users] = np.arange(users.size)
+        return position[user] % folds
 
     def _bootstrap(self, est: PairedEstimate, x: list[np.ndarray],
                    resampled: Callable[[np.ndarray], np.ndarray] | None = None, test: bool = False) -> PairedEstimate:
@@ -637,8 +653,15 @@ class CounterfactualDesign(Design):
         cluster = position[meta["user"]]
         if (cluster < 0).any():  # a row of a user outside the active users: cannot be (they have impressions)
             raise RuntimeError(f"design {self.name!r}: a logged row's user has no impressions")
-        features = [choice_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
-                                    users.size, est.reference, est.candidates(self.reward)) for t in self.target_names]
+        fold = self._folds(est, meta["user"], users)
+        if fold is None:
+            features = [choice_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
+                                        users.size, est.reference, est.candidates(self.reward))
+                        for t in self.target_names]
+        else:  # cross-fitted: per fold its rows' features and the other folds' (the choice), as the estimator's
+            features = [est.resampling_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
+                                                users.size, est.candidates(self.reward), fold)
+                        for t in self.target_names]
 
         def differences(counts: np.ndarray) -> np.ndarray:
             (num_a, den_a), (num_b, den_b) = (resampled_values(f, counts) for f in features)
