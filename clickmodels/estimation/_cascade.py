@@ -252,11 +252,10 @@ class CompiledSums:
         ll += np.sum(self._skip_pair_n * np.log(np.maximum(1.0 - alpha[self._skip_pairs], tiny)))
         if lam is not None:
             ll += np.sum(self._click_rank_n * np.log(np.maximum(np.asarray(lam, dtype=float)[self._click_ranks], tiny)))
+        elif tau is not None:
+            ll += np.sum(self._click_pair_n * np.log(np.maximum(float(tau[1]) * (1.0 - a) + float(tau[2]) * a, tiny)))
         else:
-            if tau is not None:
-                c1 = float(tau[1]) * (1.0 - a) + float(tau[2]) * a
-            else:
-                c1 = gamma * (1.0 - np.asarray(sigma, dtype=float)[self._click_pairs])
+            c1 = gamma * (1.0 - np.asarray(sigma, dtype=float)[self._click_pairs])
             ll += np.sum(self._click_pair_n * np.log(np.maximum(c1, tiny)))
         return float(ll + self._skips * np.log(max(gamma, tiny)))
 

@@ -566,7 +566,7 @@ class CounterfactualDesign(Design):
         rank of its user among the active ``users`` (ascending) modulo the folds, as
         :func:`onlineeval.estimators.model_based.fold_ids` assigns a log's users (so ``onlineeval estimate`` on the
         exported log makes the same folds on the last day); a clear error with fewer users than folds."""
-        folds = int(getattr(est, "folds", 1) or 1)
+        folds = getattr(est, "folds", 1)
         if folds == 1 or not getattr(est, "chooses_from_log", False):
             return None
         if users.size < folds:
@@ -645,7 +645,7 @@ class CounterfactualDesign(Design):
             return self._refitted(est, users)
         if not est.chooses_from_log or (label, self.target_names[0]) not in self._row_stats:
             return None
-        from onlineeval.estimators.adaptive_ips import choice_features, resampled_values
+        from onlineeval.estimators.adaptive_ips import resampled_values
 
         meta = _one_chunk(self._row_meta)
         position = np.full(self.population, -1, dtype=np.int64)
@@ -653,15 +653,10 @@ class CounterfactualDesign(Design):
         cluster = position[meta["user"]]
         if (cluster < 0).any():  # a row of a user outside the active users: cannot be (they have impressions)
             raise RuntimeError(f"design {self.name!r}: a logged row's user has no impressions")
+        # the estimator's own features (cross-fitted: per fold its rows' and the other folds', on which it chooses)
         fold = self._folds(est, meta["user"], users)
-        if fold is None:
-            features = [choice_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
-                                        users.size, est.reference, est.candidates(self.reward))
-                        for t in self.target_names]
-        else:  # cross-fitted: per fold its rows' features and the other folds' (the choice), as the estimator's
-            features = [est.resampling_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
-                                                users.size, est.candidates(self.reward), fold)
-                        for t in self.target_names]
+        features = [est.resampling_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
+                                            users.size, est.candidates(self.reward), fold) for t in self.target_names]
 
         def differences(counts: np.ndarray) -> np.ndarray:
             (num_a, den_a), (num_b, den_b) = (resampled_values(f, counts) for f in features)
