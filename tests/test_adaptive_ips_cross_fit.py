@@ -175,3 +175,47 @@ def test_the_simulation_summary_prints_the_instances_assumption():
     assert "fixed by the user: behaviours=cascade" in _assumption(cls, {"behaviours": "cascade"})
     assert _assumption(cls, {}) == cls.assumption
     assert _assumption(estimator_class("clipped_ips"), {"cap": 5}) == estimator_class("clipped_ips").assumption
+
+
+def _nbytes(features) -> int:
+    """The bytes of the arrays of :class:`ChoiceFeatures` or :class:`CrossFitFeatures`."""
+    parts = [features.whole, *features.own] if isinstance(features, CrossFitFeatures) else [features]
+    total = sum(c.nbytes for c in getattr(features, "cols", ()))
+    for f in parts:
+        total += sum(a.nbytes for a in (*f.clusters, *f.sums, *f.centres))
+        total += f.dense.nbytes if f.dense is not None and not any(f.dense is s for s in f.sums) else 0
+    return total
+
+
+def test_the_cross_fitted_features_do_not_grow_with_the_folds():
+    """The resamples' features hold the whole log's sums once and each fold's own rows' over its own clusters (the
+    other folds' sums are the whole's less the fold's own): about twice the whole-log choice's bytes for any number
+    of folds (a table per fold for its rows and one for the others' held 1.5 GB per target at 300,000 users and 10
+    folds); the resamples the same as the choice made by hand on the resampled log."""
+    log, target = _log(8)
+    inv, g = log.user_groups
+    est1 = get_estimator("adaptive_ips")
+    terms, rw = _terms(est1, log, target)
+    base = _nbytes(est1.resampling_features(log.user_type, terms, inv, g, est1.candidates(rw)))
+    for folds in (2, 10):
+        est = get_estimator("adaptive_ips", folds=folds)
+        fold = fold_ids(log, folds)
+        features = est.resampling_features(log.user_type, terms, inv, g, est.candidates(rw), fold)
+        assert len(features.own) == folds
+        assert _nbytes(features) <= 2.2 * base
+    counts = np.stack([np.bincount(np.random.default_rng(9).integers(0, g, g), minlength=g)]).astype(np.float64)
+    num, den = resampled_values(features, counts)
+    order = np.argsort(inv, kind="stable")
+    starts = np.searchsorted(inv[order], np.arange(g + 1))
+    rows = np.concatenate([np.tile(order[starts[c]:starts[c + 1]], int(k)) for c, k in enumerate(counts[0]) if k])
+    want = _by_hand(log.user_type[rows], {b: v[rows] for b, v in terms.items()}, fold[rows], 10)
+    assert den[0] == rows.size and num[0] == pytest.approx(want.sum(), rel=1e-9)
+
+
+def test_folds_that_split_a_cluster_are_refused():
+    log, target = _log(9)
+    inv, g = log.user_groups
+    est = get_estimator("adaptive_ips", folds=2)
+    terms, rw = _terms(est, log, target)
+    with pytest.raises(ValueError, match="more than one fold"):
+        est.resampling_features(log.user_type, terms, inv, g, est.candidates(rw), np.arange(log.n) % 2)
