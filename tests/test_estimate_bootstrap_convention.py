@@ -61,7 +61,9 @@ def test_the_wording_by_estimator() -> None:
     assert bootstrap_resample_text([ips, free]) == DATA_DRIVEN
     assert bootstrap_resample_text([fixed]).startswith(f"{FIXED}, {NOTHING}")
     assert bootstrap_resample_text([free, dm]) == (
-        f"{DATA_DRIVEN}; dm's click model (given by name) is fitted again on every resample")
+        f"{DATA_DRIVEN}; dm's click model (given by name) is fitted again on every resample, once for every target "
+        "and difference (their resamples shared: generator default_rng([seed, crc32(estimator)]), with the "
+        "impressions' crc32 where a target ranks some of the log's queries only)")
     # the estimators not known (a caller that does not pass them): worded for either setting
     assert bootstrap_resample_text(None) == RESAMPLE_TEXT_UNKNOWN
     assert "unless the user fixed its behaviours" in RESAMPLE_TEXT_UNKNOWN

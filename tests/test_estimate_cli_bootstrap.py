@@ -91,37 +91,50 @@ def test_adaptive_ips_without_bootstrap_warns_of_its_fixed_choice(world: dict[st
     assert not any(warned in w for w in fixed["results"][0]["warnings"])
 
 
-def test_dm_bootstrap_fits_its_model_again(world: dict[str, Any]) -> None:
+def test_dm_bootstrap_fits_its_model_again(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """dm's bootstrap intervals (a cascade model cross-fitted on the log, whose CLT interval holds the fitted models
-    fixed), of the estimate and of the difference, are
-    DirectMethod.bootstrap_estimates' with the command's generators (the model fitted again on every resample); its
-    CLT interval's warning names the bootstrap."""
+    fixed), of each estimate and of the difference, are DirectMethod.bootstrap_estimates' of the target and the
+    baseline together, from the estimator's generator (the model fitted again on every resample, once for both
+    targets and their difference: 150 fits for 150 resamples, where each target and the difference drew and fitted
+    their own, 450); its CLT interval's warning names the bootstrap."""
+    from onlineeval.estimators.dm import DirectMethod
+
+    fits = [0]
+    original = DirectMethod.resampled_values
+
+    def counted(self, *args, **kwargs):
+        fits[0] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(DirectMethod, "resampled_values", counted)
     doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
                    "--estimator", "dm", "--option", "dm.model=cascade", "--option", "dm.folds=2",
                    "--metric", "reciprocal_rank",
                    "--bootstrap", "150", "--seed", "4")
+    assert fits[0] == 150
+    monkeypatch.setattr(DirectMethod, "resampled_values", original)
     sim = world["sim"]
     data = lib_data(sim)
     tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
     reward = get_reward("reciprocal_rank", K)
     est = get_estimator("dm", model="cascade", folds=2)
-    crc = [zlib.crc32(x) for x in (b"dm", b"B", b"A")]
-    reps = est.bootstrap_estimates(data, [tb], reward, 150, np.random.default_rng([4, crc[0], crc[1]]))
-    row = next(r for r in doc["results"] if r["target"] == "B")
-    lo, hi = np.quantile(reps[:, 0], [0.025, 0.975]) + reward.offset
+    pair = est.bootstrap_estimates(data, [tb, ta], reward, 150, np.random.default_rng([4, zlib.crc32(b"dm")]))
+    row, row_a = (next(r for r in doc["results"] if r["target"] == t) for t in ("B", "A"))
+    lo, hi = np.quantile(pair[:, 0], [0.025, 0.975]) + reward.offset
     assert (row["boot_low"], row["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
+    assert (row_a["boot_low"], row_a["boot_high"]) == pytest.approx(
+        tuple(np.quantile(pair[:, 1], [0.025, 0.975]) + reward.offset), rel=1e-12)
     # the refitted model's spread is far wider than the delta method's interval that holds it fixed, so the se,
     # interval and p-values are the bootstrap's (review 3, F-A)
     fixed_se = est.estimate(data, tb, reward).se
     assert hi - lo > 3 * 2 * 1.96 * fixed_se
-    sd = float(np.std(reps[:, 0], ddof=1))
+    sd = float(np.std(pair[:, 0], ddof=1))
     assert row["se"] == pytest.approx(sd, rel=1e-12) and row["se_source"].startswith("bootstrap SD")
     assert row["ci_high"] - row["ci_low"] == pytest.approx(2 * scipy.stats.t.ppf(0.975, 299) * sd, rel=1e-9)
     assert any(w.startswith("se, interval and p-values are its bootstrap's") and f"{fixed_se:.4g}" in w
                for w in row["warnings"])
     # the se is the refitting bootstrap's: no warning says the interval excludes the fitting error (one did)
     assert not any("excludes its fitting error" in w or "are too small" in w for w in row["warnings"])
-    pair = est.bootstrap_estimates(data, [tb, ta], reward, 150, np.random.default_rng([4, *crc]))
     diff = doc["differences"][0]
     assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
         tuple(np.quantile(pair[:, 0] - pair[:, 1], [0.025, 0.975])), rel=1e-12)
@@ -185,3 +198,46 @@ def test_the_python_apis_estimate_reports_progress_to_on_progress(world: dict[st
     assert calls == [("dm (cm fitted again on every resample) of B", i, 100) for i in range(1, 101)]
     plain = estimate(world["log"], {"B": world["B"]}, **kwargs)
     assert got.results.equals(plain.results)
+
+
+def test_dm_bootstrap_of_a_target_ranking_some_queries_resamples_its_own_impressions(
+        world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target ranking two of the four queries is estimated on their impressions: its refitting bootstrap (and its
+    difference's, on the same impressions) draws from the estimator's generator keyed by those impressions' crc32,
+    every target ranking them evaluated on each fit; the whole log's resamples serve the others. Two passes of fits
+    for three targets and two differences (five before)."""
+    from onlineeval.estimators.dm import DirectMethod
+    from estimate_cli_world import write_run
+
+    best = world["best"]
+    swapped = {q: [best[q][1], best[q][0], *best[q][2:]] for q in best}
+    c_run = write_run(world["tmp"] / "C.run", {q: swapped[q] for q in (0, 1)}, "C")
+    fits = [0]
+    original = DirectMethod.resampled_values
+
+    def counted(self, *args, **kwargs):
+        fits[0] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(DirectMethod, "resampled_values", counted)
+    doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--target", str(c_run), "--baseline",
+                   str(world["A"]), "--estimator", "dm", "--option", "dm.model=cascade", "--metric", "reciprocal_rank",
+                   "--bootstrap", "120", "--seed", "4")
+    assert fits[0] == 240
+    monkeypatch.setattr(DirectMethod, "resampled_values", original)
+    sim = world["sim"]
+    data = lib_data(sim)
+    rows = np.flatnonzero(np.isin(sim.query, [0, 1]))
+    tb, ta = lib_target(sim, best, "B"), lib_target(sim, world["worst"], "A")
+    tc = lib_target(sim, swapped, "C")
+    reward = get_reward("reciprocal_rank", K)
+    est = get_estimator("dm", model="cascade")
+    key = [4, zlib.crc32(b"dm"), zlib.crc32(rows.astype(np.int64).tobytes())]
+    reps = est.bootstrap_estimates(data.take(rows), [tb, tc, ta], reward, 120, np.random.default_rng(key))
+    row = next(r for r in doc["results"] if r["target"] == "C")
+    assert row["n"] == rows.size
+    assert (row["boot_low"], row["boot_high"]) == pytest.approx(
+        tuple(np.quantile(reps[:, 1], [0.025, 0.975]) + reward.offset), rel=1e-12)
+    diff = next(d for d in doc["differences"] if d["target"] == "C")
+    assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
+        tuple(np.quantile(reps[:, 1] - reps[:, 2], [0.025, 0.975])), rel=1e-12)

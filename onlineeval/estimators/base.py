@@ -185,6 +185,7 @@ class Estimator(ABC):
         alpha: float = 0.05,
         n_boot: int = 0,
         rng: np.random.Generator | None = None,
+        boot_reps: np.ndarray | None = None,
     ) -> OffPolicyEstimate:
         """Estimate ``target``'s value of ``reward`` from ``data``.
 
@@ -195,8 +196,11 @@ class Estimator(ABC):
         > 0 adds a cluster-bootstrap percentile interval (needs ``rng``); for an estimator whose delta method holds
         a data-driven choice fixed (:meth:`clt_holds_fixed`) and that makes it again in every resample
         (:meth:`bootstrap_estimates`), the SD of the bootstrap's estimates is then ``se`` (``se_source``) and the
-        CLT interval is built from it. The result's :meth:`~OffPolicyEstimate.warnings` say when the interval rests
-        on fewer than 30 effective clusters or on a standard error holding a choice fixed.
+        CLT interval is built from it. ``boot_reps`` ``(n_boot,)``: those estimates computed by the caller (without
+        the reward's offset), instead of :meth:`bootstrap_estimates` (a refitting estimator's resamples, fitted once
+        for every target: :func:`onlineeval.estimators.log_estimates.estimate_targets`). The result's
+        :meth:`~OffPolicyEstimate.warnings` say when the interval rests on fewer than 30 effective clusters or on a
+        standard error holding a choice fixed.
         Raises :class:`InputError` when a needed propensity is missing, the reward kind is
         not supported, or the estimate is undefined (e.g. no positive weight).
         """
@@ -230,12 +234,17 @@ class Estimator(ABC):
         delta_se, se_source = se, DELTA_SE
         blo = bhi = math.nan
         if n_boot and not degenerate:
-            if rng is None:
+            if rng is None and (boot_reps is None or clusters < 2):
                 raise ValueError("n_boot > 0 needs rng (a numpy Generator)")
             if int(n_boot) < 100:
                 raise ValueError(f"n_boot must be >= 100, got {n_boot}")
             # one cluster: every resample is the log itself; cluster_bootstrap_ratio refuses it (InputError)
-            reps = self.bootstrap_estimates(data, [target], rw, n_boot, rng) if clusters >= 2 else None
+            if clusters < 2:
+                reps = None
+            elif boot_reps is not None:  # the caller's resamples (a refitting estimator's, shared by targets)
+                reps = np.asarray(boot_reps, dtype=np.float64).reshape(int(n_boot), 1)
+            else:
+                reps = self.bootstrap_estimates(data, [target], rw, n_boot, rng)
             if reps is None:
                 b = cluster_bootstrap_ratio(num_u, den_u, n_boot, rng, alpha=alpha)
                 blo, bhi = b.ci_low + rw.offset, b.ci_high + rw.offset

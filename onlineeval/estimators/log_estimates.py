@@ -175,6 +175,50 @@ def _cluster_sums(data: LoggedData, num: np.ndarray, den: np.ndarray) -> tuple[n
     return np.bincount(inv, num, g), np.bincount(inv, den, g)
 
 
+class SharedRefits:
+    """The bootstrap of the estimators that fit their click model again on every resample (``refits_in_bootstrap``:
+    ``dm`` with a model given by name), shared by every target and difference: per
+    (estimator, impressions) one pass of resamples, each fitted once and evaluated for every target that ranks all
+    of those impressions' queries (:meth:`bootstrap_estimates` of them together), from the generator
+    ``default_rng([seed, crc32(estimator)])`` (and the impressions' crc32 when they are not the whole log's). Each
+    target's interval and each difference's read their columns, so the differences are paired with the targets'
+    intervals on the same resamples; the numbers still do not depend on what else the command computes. Before,
+    each target and each difference drew its own resamples and fitted them all again: a target and a baseline cost
+    three passes (``dm`` with a PBM on 10^6 impressions and 200 resamples: 47 s, about 15 s a pass)."""
+
+    def __init__(self, data: LoggedData, maps: Sequence[TargetMap], reward: Reward, n_boot: int, seed: int) -> None:
+        self.data, self.maps, self.reward, self.n_boot, self.seed = data, list(maps), reward, int(n_boot), int(seed)
+        self._done: dict[tuple[int, int, int], tuple[Any, list[str], Exception | None]] = {}
+
+    def reps(self, est: Estimator, sub: LoggedData, rows: np.ndarray, names: Sequence[str]) -> np.ndarray | None:
+        """``(n_boot, len(names))`` bootstrap estimates of the targets ``names`` on ``sub`` (the log's ``rows``), or
+        ``None`` where the estimator's own path serves (no bootstrap asked for, an estimator that does not refit,
+        fewer than two clusters: its own error then); raises the resamples' :class:`InputError` for every request."""
+        import numpy as np
+
+        from onlineeval.errors import InputError
+
+        if not self.n_boot or getattr(est, "refits_in_bootstrap", None) is not True or sub.user_groups[1] < 2:
+            return None
+        whole = rows.size == self.data.n
+        crc = 0 if whole else zlib.crc32(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+        key = (id(est), int(rows.size), crc)
+        if key not in self._done:
+            queries = self.data.query[rows]
+            ranking = [m for m in self.maps if bool(m.ranked[queries].all())]
+            rng = boot_rng(self.seed, est.name) if whole else np.random.default_rng(
+                [self.seed, zlib.crc32(est.name.encode("utf-8")), crc])
+            try:
+                values = est.bootstrap_estimates(sub, [m.target for m in ranking], self.reward, self.n_boot, rng)
+                self._done[key] = (values, [m.target.name for m in ranking], None)
+            except InputError as exc:
+                self._done[key] = (None, [], exc)
+        values, have, exc = self._done[key]
+        if exc is not None:
+            raise exc
+        return values[:, [have.index(n) for n in names]]
+
+
 def boot_rng(seed: int, *names: str) -> np.random.Generator:
     """The bootstrap generator of one (estimator, target[, baseline]): ``default_rng([seed,
     crc32(name), ...])``, so a result does not depend on what else the command computes."""
@@ -205,6 +249,7 @@ def paired_difference(
     alpha: float = 0.05,
     n_boot: int = 0,
     rng: np.random.Generator | None = None,
+    whole: np.ndarray | None = None,
 ) -> dict[str, Any]:
     r"""``estimator``'s estimate for ``target`` minus that for ``baseline`` on the same log.
 
@@ -214,7 +259,8 @@ def paired_difference(
     cluster-bootstrap percentile interval (clusters resampled once for both estimates). For an estimator whose CLT
     holds a data-driven choice fixed (:meth:`~onlineeval.estimators.base.Estimator.clt_holds_fixed`: adaptive IPS,
     dm) and that resamples it (its ``bootstrap_estimates``), the bootstrap's SD replaces the delta-method standard
-    error in ``se``, the interval and the p-value (``se_source``).
+    error in ``se``, the interval and the p-value (``se_source``). ``whole`` ``(n_boot, 2)``: its
+    ``bootstrap_estimates`` of ``[target, baseline]`` computed by the caller (:class:`SharedRefits`).
 
     Raises
     ------
@@ -282,7 +328,8 @@ def paired_difference(
         if g < 2:  # every resample would be the log itself: a zero-width interval, as if certain
             raise InputError("paired cluster bootstrap: the log has one cluster (user); a bootstrap needs at least "
                              "two", data.source)
-        whole = estimator.bootstrap_estimates(data, [target, baseline], reward, n_boot, rng)
+        if whole is None:
+            whole = estimator.bootstrap_estimates(data, [target, baseline], reward, n_boot, rng)
         reps = np.empty(n_boot) if whole is None else whole[:, 0] - whole[:, 1]
         block = max(1, min(n_boot, (1 << 22) // g))
         for start in range(0, n_boot if whole is None else 0, block):
@@ -352,6 +399,7 @@ def one_estimate(
     est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
     alpha: float, n_boot: int, seed: int, bootstrap_option: str = "--bootstrap N",
     chosen: dict[str, str] | None = None,
+    shared: SharedRefits | None = None,
 ) -> dict[str, Any]:
     """One estimator's record of one target (:data:`RESULT_KEYS`): :meth:`Estimator.estimate
     <onlineeval.estimators.base.Estimator.estimate>`'s numbers (its t_df CLT interval; for an estimator whose CLT
@@ -366,14 +414,16 @@ def one_estimate(
     extra: list[str] = []
     rng = boot_rng(seed, est.name, name) if n_boot else None
     try:
-        res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot, rng=rng)
+        reps = shared.reps(est, data, rows, [name]) if shared is not None else None
+        res = est.estimate(data, tmap.target, reward, alpha=alpha, n_boot=n_boot, rng=rng, boot_reps=reps)
     except InputError as exc:
+        message = exc.message
         try:  # is it the bootstrap alone that fails (too few clusters with weight)?
             res = est.estimate(data, tmap.target, reward, alpha=alpha) if n_boot else None
-        except InputError:
-            res = None
+        except InputError as own:  # the estimate's own error (the shared resamples are drawn before it is met)
+            res, message = None, own.message
         if res is None:
-            return undefined_record(est, name, data, exc.message)
+            return undefined_record(est, name, data, message)
         # the bootstrap asked for and refused: its warnings say so instead of advising one (se_source stays delta)
         res = replace(res, n_boot=int(n_boot))
         extra.append(f"no bootstrap interval: {exc.message}")
@@ -436,7 +486,7 @@ def user_fixed_text(est: Any) -> str | None:
 #: the bootstrap convention's clause when the estimators are not known (worded for either setting)
 RESAMPLE_TEXT_UNKNOWN = ("adaptive_ips's data-driven choice of behaviours (unless the user fixed its behaviours) is "
                          "run again in every resample, and dm's click model (when given by name) is fitted again on "
-                         "every resample")
+                         "every resample, once for every target and difference")
 
 
 def bootstrap_resample_text(estimators: Sequence[Any] | None) -> str:
@@ -455,7 +505,10 @@ def bootstrap_resample_text(estimators: Sequence[Any] | None) -> str:
         elif getattr(est, "chooses_from_log", False):
             parts.append(f"{est.name}'s data-driven choice of behaviours is run again in every resample")
         elif getattr(est, "refits_in_bootstrap", None) is True:
-            parts.append(f"{est.name}'s click model (given by name) is fitted again on every resample")
+            parts.append(f"{est.name}'s click model (given by name) is fitted again on every resample, once for "
+                         "every target and difference (their resamples shared: generator default_rng([seed, "
+                         "crc32(estimator)]), with the impressions' crc32 where a target ranks some of the log's "
+                         "queries only)")
         elif getattr(est, "refits_in_bootstrap", None) is False:
             parts.append(f"{est.name}'s click model is the fitted model given, the same in every resample")
     return "; ".join(parts)
@@ -588,6 +641,7 @@ def estimate_targets(
         warnings.append(few)
     results: list[dict[str, Any]] = []
     everyone = list(maps) + ([baseline] if baseline is not None else [])
+    shared = SharedRefits(data, everyone, reward, bootstrap, seed)
     for tmap in everyone:
         name = tmap.target.name
         rows = np.flatnonzero(tmap.ranked[data.query])
@@ -619,7 +673,8 @@ def estimate_targets(
         chosen = None
         for i in order:
             est = estimators[i]
-            done[i] = one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed, bootstrap_option, chosen)
+            done[i] = one_estimate(est, lg, sub, tmap, rows, reward, alpha, bootstrap, seed, bootstrap_option, chosen,
+                                   shared)
             if est.name == "adaptive_ips":
                 chosen = chosen_behaviours(done[i]["diagnostics"]["notes"] if done[i]["diagnostics"] else None)
         results.extend(done[i] for i in range(len(estimators)))
@@ -637,8 +692,9 @@ def estimate_targets(
                 rng = boot_rng(seed, est.name, tmap.target.name, base.target.name) if bootstrap else None
                 pair = f"{est.name} {tmap.target.name} - {base.target.name}"
                 try:
+                    whole = shared.reps(est, sub, rows, [tmap.target.name, base.target.name])
                     differences.append(paired_difference(est, sub, tmap.target, base.target, reward, alpha,
-                                                         bootstrap, rng))
+                                                         bootstrap, rng, whole))
                     if differences[-1]["unmeasured"]:
                         warnings.append(f"{pair}: standard error, interval and p-value undefined: the weights of "
                                         f"{' and '.join(differences[-1]['unmeasured'])} rest on fewer than two "
@@ -647,16 +703,17 @@ def estimate_targets(
                                         "difference)")
                         differences[-1]["warnings"] = [warnings[-1]]
                 except InputError as exc:
+                    message = exc.message
                     try:  # is it the bootstrap alone that fails?
                         diff = (paired_difference(est, sub, tmap.target, base.target, reward, alpha)
                                 if bootstrap else None)
-                    except InputError:
-                        diff = None
+                    except InputError as own:  # the difference's own error
+                        diff, message = None, own.message
                     if diff is None:
                         differences.append({**dict.fromkeys(DIFFERENCE_KEYS), "estimator": est.name,
                                             "target": tmap.target.name, "baseline": base.target.name,
                                             "n": sub.n, "clusters": effective_clusters(sub)[0],
-                                            "error": exc.message})
+                                            "error": message})
                     else:
                         differences.append(diff)
                         warnings.append(f"{pair}: no bootstrap interval: {exc.message}")
