@@ -91,28 +91,34 @@ def test_adaptive_ips_without_bootstrap_warns_of_its_fixed_choice(world: dict[st
     assert not any(warned in w for w in fixed["results"][0]["warnings"])
 
 
+def _count_fits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``[fits]``: the calls of DirectMethod.resampled_values (one click-model fit of one resample) from now on."""
+    from onlineeval.estimators.dm import DirectMethod
+
+    fits = [0]
+    original = DirectMethod.resampled_values
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fits[0] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(DirectMethod, "resampled_values", counted)
+    return fits
+
+
 def test_dm_bootstrap_fits_its_model_again(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """dm's bootstrap intervals (a cascade model cross-fitted on the log, whose CLT interval holds the fitted models
     fixed), of each estimate and of the difference, are DirectMethod.bootstrap_estimates' of the target and the
     baseline together, from the estimator's generator (the model fitted again on every resample, once for both
     targets and their difference: 150 fits for 150 resamples, where each target and the difference drew and fitted
     their own, 450); its CLT interval's warning names the bootstrap."""
-    from onlineeval.estimators.dm import DirectMethod
-
-    fits = [0]
-    original = DirectMethod.resampled_values
-
-    def counted(self, *args, **kwargs):
-        fits[0] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(DirectMethod, "resampled_values", counted)
+    fits = _count_fits(monkeypatch)
     doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
                    "--estimator", "dm", "--option", "dm.model=cascade", "--option", "dm.folds=2",
                    "--metric", "reciprocal_rank",
                    "--bootstrap", "150", "--seed", "4")
     assert fits[0] == 150
-    monkeypatch.setattr(DirectMethod, "resampled_values", original)
+    monkeypatch.undo()
     sim = world["sim"]
     data = lib_data(sim)
     tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
@@ -206,25 +212,17 @@ def test_dm_bootstrap_of_a_target_ranking_some_queries_resamples_its_own_impress
     difference's, on the same impressions) draws from the estimator's generator keyed by those impressions' crc32,
     every target ranking them evaluated on each fit; the whole log's resamples serve the others. Two passes of fits
     for three targets and two differences (five before)."""
-    from onlineeval.estimators.dm import DirectMethod
     from estimate_cli_world import write_run
 
     best = world["best"]
     swapped = {q: [best[q][1], best[q][0], *best[q][2:]] for q in best}
     c_run = write_run(world["tmp"] / "C.run", {q: swapped[q] for q in (0, 1)}, "C")
-    fits = [0]
-    original = DirectMethod.resampled_values
-
-    def counted(self, *args, **kwargs):
-        fits[0] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(DirectMethod, "resampled_values", counted)
+    fits = _count_fits(monkeypatch)
     doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--target", str(c_run), "--baseline",
                    str(world["A"]), "--estimator", "dm", "--option", "dm.model=cascade", "--metric", "reciprocal_rank",
                    "--bootstrap", "120", "--seed", "4")
     assert fits[0] == 240
-    monkeypatch.setattr(DirectMethod, "resampled_values", original)
+    monkeypatch.undo()
     sim = world["sim"]
     data = lib_data(sim)
     rows = np.flatnonzero(np.isin(sim.query, [0, 1]))
