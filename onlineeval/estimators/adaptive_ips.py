@@ -583,7 +583,7 @@ class CrossFitFeatures:
     fold, so in a resample the other folds' rows' sums, on which a fold's behaviours are chosen, are the whole's
     less the fold's own: the features hold about two logs' worth of sums whatever the number of folds (one table
     for the own rows of each fold and one for the other rows of each fold before: 1.5 GB per target at 300,000
-    users and 10 folds, 0.14 GB now). ``reference`` the reference behaviour's index, which a type the other folds'
+    users and 10 folds, 0.19 GB now). ``reference`` the reference behaviour's index, which a type the other folds'
     resampled rows do not hold takes."""
 
     whole: ChoiceFeatures
