@@ -40,9 +40,9 @@ def test_one_type_in_every_cluster_keeps_one_copy_of_its_sums(n, monkeypatch):
     its rows): the dense layout is the type's sums themselves (the same memory, not a second (n, 13) copy: 104 MB
     per target at 10^6 rows), at any size, and gives the gather layout's numbers."""
     from onlineeval.estimators.adaptive_ips import BEHAVIOURS, choice_features, resampled_values
-    import onlineeval.estimators.adaptive_ips as aips
+    import onlineeval.estimators.adaptive_resampling as resampling
 
-    monkeypatch.setattr(aips, "DENSE_CELLS", 13 * 100)  # the 60 clusters' layout would be a copy within it
+    monkeypatch.setattr(resampling, "DENSE_CELLS", 13 * 100)  # the 60 clusters' layout would be a copy within it
     rng = np.random.default_rng(1)
     terms = {b: rng.random(n) * (i + 1) for i, b in enumerate(BEHAVIOURS)}
     f = choice_features(np.zeros(n, dtype=np.int64), terms, np.arange(n), n)
