@@ -18,7 +18,9 @@ from onlineeval.estimators.log_estimates import (
     user_fixed_text,
 )
 
-DATA_DRIVEN = "adaptive_ips's data-driven choice of behaviours is run again in every resample"
+SHARED = ("resamples shared by every target and difference: generator default_rng([seed, crc32(estimator)]), with the "
+          "impressions' crc32 where a target ranks some of the log's queries only")
+DATA_DRIVEN = f"adaptive_ips's data-driven choice of behaviours is run again in every resample ({SHARED})"
 FIXED = "adaptive_ips's behaviours are fixed by the user's setting (behaviours=cascade), not chosen on this log"
 NOTHING = "so nothing is chosen again in the resamples"
 
@@ -62,8 +64,7 @@ def test_the_wording_by_estimator() -> None:
     assert bootstrap_resample_text([fixed]).startswith(f"{FIXED}, {NOTHING}")
     assert bootstrap_resample_text([free, dm]) == (
         f"{DATA_DRIVEN}; dm's click model (given by name) is fitted again on every resample, once for every target "
-        "and difference (their resamples shared: generator default_rng([seed, crc32(estimator)]), with the "
-        "impressions' crc32 where a target ranks some of the log's queries only)")
+        f"and difference ({SHARED})")
     # the estimators not known (a caller that does not pass them): worded for either setting
     assert bootstrap_resample_text(None) == RESAMPLE_TEXT_UNKNOWN
     assert "unless the user fixed its behaviours" in RESAMPLE_TEXT_UNKNOWN

@@ -56,22 +56,32 @@ def test_failed_bootstrap_keeps_the_estimate(tmp_path: Path) -> None:
                for w in doc["warnings"])
 
 
-def test_adaptive_ips_bootstrap_makes_its_choice_again(world: dict[str, Any]) -> None:
+def test_adaptive_ips_bootstrap_makes_its_choice_again(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """adaptive_ips's bootstrap intervals, of each estimate and of the difference, are its reselecting bootstrap's
-    (AdaptiveIPS.bootstrap_estimates with the command's generators), not the plain bootstrap of the chosen terms."""
+    (AdaptiveIPS.bootstrap_estimates from the estimator's generator, target by target on the same resamples), not
+    the plain bootstrap of the chosen terms; the difference's resamples are the targets' own: two passes of the
+    choice for a target and a baseline (three before, the difference drawing its own)."""
+    from onlineeval.estimators.adaptive_ips import AdaptiveIPS
+
+    passes = []
+    original = AdaptiveIPS.bootstrap_estimates
+    monkeypatch.setattr(AdaptiveIPS, "bootstrap_estimates",
+                        lambda self, data, targets, *a, **k: passes.append(len(targets)) or original(self, data,
+                                                                                                      targets, *a, **k))
     doc = json_out("--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]),
                    "--estimator", "adaptive_ips", "--metric", "clicks_per_query", "--bootstrap", "200", "--seed", "4")
+    assert passes == [1, 1]
+    monkeypatch.undo()
     sim = world["sim"]
     data = lib_data(sim)
     tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
     reward = get_reward("clicks_per_query", K)
     est = get_estimator("adaptive_ips")
-    crc = [zlib.crc32(x) for x in (b"adaptive_ips", b"B", b"A")]
-    reps = est.bootstrap_estimates(data, [tb], reward, 200, np.random.default_rng([4, crc[0], crc[1]]))
-    row = next(r for r in doc["results"] if r["target"] == "B")
-    lo, hi = np.quantile(reps[:, 0], [0.025, 0.975]) + reward.offset
-    assert (row["boot_low"], row["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
-    pair = est.bootstrap_estimates(data, [tb, ta], reward, 200, np.random.default_rng([4, *crc]))
+    pair = est.bootstrap_estimates(data, [tb, ta], reward, 200, np.random.default_rng([4, zlib.crc32(b"adaptive_ips")]))
+    for name, column in (("B", 0), ("A", 1)):
+        row = next(r for r in doc["results"] if r["target"] == name)
+        lo, hi = np.quantile(pair[:, column], [0.025, 0.975]) + reward.offset
+        assert (row["boot_low"], row["boot_high"]) == pytest.approx((lo, hi), rel=1e-12)
     diff = doc["differences"][0]
     assert (diff["boot_low"], diff["boot_high"]) == pytest.approx(
         tuple(np.quantile(pair[:, 0] - pair[:, 1], [0.025, 0.975])), rel=1e-12)

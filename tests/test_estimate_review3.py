@@ -162,8 +162,9 @@ def test_effective_clusters_definition() -> None:
 # ------------------------------------------------------------------------------------------------ F-A, M2
 def test_adaptive_ips_se_and_p_from_its_bootstrap(world: dict[str, Any]) -> None:
     """With --bootstrap, adaptive_ips's se is the SD of its reselecting bootstrap (AdaptiveIPS.bootstrap_estimates
-    with the command's generators), its interval estimate -+ t_df x that SD, the difference's se and p-value the
-    paired bootstrap's, each marked (se_source, a warning, 'b' in the table); IPS keeps the delta method's."""
+    from the estimator's generator, whose resamples the targets and the difference share), its interval
+    estimate -+ t_df x that SD, the difference's se and p-value the paired bootstrap's, each marked (se_source, a
+    warning, 'b' in the table); IPS keeps the delta method's."""
     args = ["--log", str(world["log"]), "--target", str(world["B"]), "--baseline", str(world["A"]), "--estimator",
             "adaptive_ips,ips", "--metric", "clicks_per_query", "--bootstrap", "200", "--seed", "4"]
     doc = json_out(*args)
@@ -172,8 +173,8 @@ def test_adaptive_ips_se_and_p_from_its_bootstrap(world: dict[str, Any]) -> None
     tb, ta = lib_target(sim, world["best"], "B"), lib_target(sim, world["worst"], "A")
     reward = get_reward("clicks_per_query", K)
     est = get_estimator("adaptive_ips")
-    crc = [zlib.crc32(x) for x in (b"adaptive_ips", b"B", b"A")]
-    reps = est.bootstrap_estimates(data, [tb], reward, 200, np.random.default_rng([4, crc[0], crc[1]]))[:, 0]
+    pair = est.bootstrap_estimates(data, [tb, ta], reward, 200, np.random.default_rng([4, zlib.crc32(b"adaptive_ips")]))
+    reps = pair[:, 0]
     row = next(r for r in doc["results"] if r["target"] == "B" and r["estimator"] == "adaptive_ips")
     sd, q = float(np.std(reps, ddof=1)), scipy.stats.t.ppf(0.975, row["df"])  # the df of its weights (below 299)
     assert 1 <= row["df"] <= 299
@@ -185,7 +186,6 @@ def test_adaptive_ips_se_and_p_from_its_bootstrap(world: dict[str, Any]) -> None
     # the CLT-only warning (no bootstrap asked) is not repeated next to the bootstrap's se, nor in the notes
     assert not any("covers below the nominal level" in w or "too small; --bootstrap" in w for w in row["warnings"])
     assert "warnings" not in row["diagnostics"]["notes"]
-    pair = est.bootstrap_estimates(data, [tb, ta], reward, 200, np.random.default_rng([4, *crc]))
     diff = next(d for d in doc["differences"] if d["estimator"] == "adaptive_ips")
     psd = float(np.std(pair[:, 0] - pair[:, 1], ddof=1))
     assert diff["se"] == pytest.approx(psd, rel=1e-12)

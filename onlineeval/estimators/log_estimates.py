@@ -44,7 +44,7 @@ from onlineeval.estimators.intervals import (  # noqa: F401  (re-exported: their
     refused_paired_text,
 )
 
-from onlineeval.estimators.log_bootstrap import SharedRefits, boot_rng  # re-exported: their home was here
+from onlineeval.estimators.log_bootstrap import SHARED_RESAMPLES_TEXT, SharedResamples, boot_rng  # re-exported
 from onlineeval.estimators.target_support import (
     never_logged_text,
     shorter_target_text,
@@ -208,7 +208,7 @@ def paired_difference(
     holds a data-driven choice fixed (:meth:`~onlineeval.estimators.base.Estimator.clt_holds_fixed`: adaptive IPS,
     dm) and that resamples it (its ``bootstrap_estimates``), the bootstrap's SD replaces the delta-method standard
     error in ``se``, the interval and the p-value (``se_source``). ``whole`` ``(n_boot, 2)``: its
-    ``bootstrap_estimates`` of ``[target, baseline]`` computed by the caller (:class:`SharedRefits`).
+    ``bootstrap_estimates`` of ``[target, baseline]`` computed by the caller (:class:`SharedResamples`).
 
     Raises
     ------
@@ -347,7 +347,7 @@ def one_estimate(
     est: Estimator, log: LoggedLog, data: LoggedData, tmap: TargetMap, rows: np.ndarray, reward: Reward,
     alpha: float, n_boot: int, seed: int, bootstrap_option: str = "--bootstrap N",
     chosen: dict[str, str] | None = None,
-    shared: SharedRefits | None = None,
+    shared: SharedResamples | None = None,
 ) -> dict[str, Any]:
     """One estimator's record of one target (:data:`RESULT_KEYS`): :meth:`Estimator.estimate
     <onlineeval.estimators.base.Estimator.estimate>`'s numbers (its t_df CLT interval; for an estimator whose CLT
@@ -434,7 +434,7 @@ def user_fixed_text(est: Any) -> str | None:
 #: the bootstrap convention's clause when the estimators are not known (worded for either setting)
 RESAMPLE_TEXT_UNKNOWN = ("adaptive_ips's data-driven choice of behaviours (unless the user fixed its behaviours) is "
                          "run again in every resample, and dm's click model (when given by name) is fitted again on "
-                         "every resample, once for every target and difference")
+                         f"every resample, once for every target and difference ({SHARED_RESAMPLES_TEXT})")
 
 
 def bootstrap_resample_text(estimators: Sequence[Any] | None) -> str:
@@ -451,12 +451,11 @@ def bootstrap_resample_text(estimators: Sequence[Any] | None) -> str:
             parts.append(f"{fixed}, so nothing is chosen again in the resamples: its terms are fixed per "
                          "impression and their cluster sums are resampled")
         elif getattr(est, "chooses_from_log", False):
-            parts.append(f"{est.name}'s data-driven choice of behaviours is run again in every resample")
+            parts.append(f"{est.name}'s data-driven choice of behaviours is run again in every resample "
+                         f"({SHARED_RESAMPLES_TEXT})")
         elif getattr(est, "refits_in_bootstrap", None) is True:
             parts.append(f"{est.name}'s click model (given by name) is fitted again on every resample, once for "
-                         "every target and difference (their resamples shared: generator default_rng([seed, "
-                         "crc32(estimator)]), with the impressions' crc32 where a target ranks some of the log's "
-                         "queries only)")
+                         f"every target and difference ({SHARED_RESAMPLES_TEXT})")
         elif getattr(est, "refits_in_bootstrap", None) is False:
             parts.append(f"{est.name}'s click model is the fitted model given, the same in every resample")
     return "; ".join(parts)
@@ -589,7 +588,7 @@ def estimate_targets(
         warnings.append(few)
     results: list[dict[str, Any]] = []
     everyone = list(maps) + ([baseline] if baseline is not None else [])
-    shared = SharedRefits(data, everyone, reward, bootstrap, seed)
+    shared = SharedResamples(data, everyone, reward, bootstrap, seed)
     for tmap in everyone:
         name = tmap.target.name
         rows = np.flatnonzero(tmap.ranked[data.query])
