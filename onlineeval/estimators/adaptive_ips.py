@@ -467,8 +467,9 @@ class AdaptiveIPS(Estimator):
                             n_clusters: int, candidates: tuple[str, ...], fold: np.ndarray | None = None,
                             ) -> ChoiceFeatures | CrossFitFeatures:
         """What :func:`resampled_values` reads to run this estimator's choice again in a resample of the clusters:
-        :func:`choice_features` of the rows, or cross-fitted (``fold`` each row's fold, ``folds > 1``) per fold
-        those of its rows and of the other folds' rows (:class:`CrossFitFeatures`)."""
+        :func:`choice_features` of the rows, or cross-fitted (``fold`` each row's fold, ``folds > 1``: every
+        cluster's rows in one fold) those of every row plus, per fold, those of its own rows over its own clusters
+        (:class:`CrossFitFeatures`: the other folds' sums are the whole's less the fold's own)."""
         whole = choice_features(types, terms, cluster, n_clusters, self.reference, candidates)
         if fold is None:
             return whole

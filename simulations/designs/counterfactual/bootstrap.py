@@ -117,7 +117,8 @@ class LastDayBootstrap:
         cluster = position[meta["user"]]
         if (cluster < 0).any():  # a row of a user outside the active users: cannot be (they have impressions)
             raise RuntimeError(f"design {self.name!r}: a logged row's user has no impressions")
-        # the estimator's own features (cross-fitted: per fold its rows' and the other folds', on which it chooses)
+        # the estimator's own features (cross-fitted: the whole log's and each fold's own; a fold chooses on the
+        # whole's less its own)
         fold = self._folds(est, meta["user"], users)
         features = [est.resampling_features(meta["user_type"], _one_chunk(self._row_stats[(label, t)]), cluster,
                                             users.size, est.candidates(self.reward), fold) for t in self.target_names]
