@@ -124,6 +124,50 @@ def test_equal_clusters_give_g_minus_1_and_the_dense_reference_agrees() -> None:
         assert 1 <= one <= g - 1 and 1 <= two <= g - 1
 
 
+
+def test_clustered_df_from_the_clusters_sums_is_the_dense_reference() -> None:
+    """clustered_df (what a simulation computes from per-user sums of the weights' products, without the weights):
+    the dense tr(CC')^2 / tr((CC')^2) of tests/dense_df.py to 1e-9 on random designs (unequal clusters, list and slot
+    weights with empty slots, self-normalised denominators, one side and differences, either order of the sides);
+    G - 1 for equal clusters; the scale of the sums does not matter; fewer than 2 clusters NaN."""
+    from onlineeval.estimators.intervals import clustered_df
+
+    rng = np.random.default_rng(20261206)
+    for trial in range(12):
+        n = 90
+        labels = rng.integers(0, 13, n)
+        inv = np.unique(labels, return_inverse=True)[1]
+        g = int(inv.max()) + 1
+        slots = trial % 2 == 1
+        shape = (n, 4) if slots else (n,)
+        wb = rng.exponential(1, shape) ** 2 * (rng.random(shape) < 0.3)
+        wa = rng.exponential(1, shape) * (rng.random(shape) < 0.7)
+        db = wb if (trial // 2) % 2 and not slots else np.ones(n)
+        da = rng.exponential(1, n) if trial >= 6 else np.ones(n)
+        valid = rng.random((n, 4)) < 0.8 if slots else None
+        wb_s, wa_s = (np.where(valid, wb, 0.0), np.where(valid, wa, 0.0)) if slots else (wb, wa)
+
+        def sums(x, y):  # each cluster's sum over its rewards of x y
+            return np.bincount(inv, (x * y).sum(axis=1) if slots else x * y, g)
+
+        dbc, dac = np.bincount(inv, db, g), np.bincount(inv, da, g)
+        one = clustered_df([dbc], [[sums(wb_s, wb_s)]])
+        two = clustered_df([dbc, dac], [[sums(wb_s, wb_s), sums(wb_s, wa_s)], [None, sums(wa_s, wa_s)]])
+        swapped = clustered_df([dac, dbc], [[sums(wa_s, wa_s), sums(wa_s, wb_s)], [None, sums(wb_s, wb_s)]])
+        assert one == pytest.approx(dense_df(labels, [wb], [db], valid=valid), rel=1e-9), trial
+        assert two == pytest.approx(dense_df(labels, [wb, wa], [db, da], valid=valid), rel=1e-9), trial
+        assert swapped == pytest.approx(two, rel=1e-12), trial
+        scaled = clustered_df([dbc, dac], [[1e9 * sums(wb_s, wb_s), 1e9 * sums(wb_s, wa_s)],
+                                           [None, 1e9 * sums(wa_s, wa_s)]])
+        assert scaled == pytest.approx(two, rel=1e-12), trial
+    sizes = np.full(7, 5.0)
+    assert clustered_df([sizes], [[sizes]]) == pytest.approx(6.0, rel=1e-12)  # 7 equal clusters of weight 1
+    assert clustered_df([sizes, sizes], [[9 * sizes, 3 * sizes], [None, sizes]]) == pytest.approx(6.0, rel=1e-12)
+    assert clustered_df([sizes], [[0 * sizes]]) == 6.0  # nothing carries weight: G - 1
+    assert math.isnan(clustered_df([np.ones(1)], [[np.ones(1)]]))
+    with pytest.raises(ValueError, match="one or two sides"):
+        clustered_df([sizes] * 3, [[sizes] * 3] * 3)
+
 def _heavy_user_log(rng: np.random.Generator) -> LoggedData:
     """5 users of 400 impressions among 300 of 2 (a few heavy users, bots or crawlers, beside many light ones)."""
     sizes = np.r_[np.full(5, 400), np.full(300, 2)]

@@ -33,6 +33,7 @@ __all__ = [
     "bootstrap_se_text",
     "clt_interval",
     "clt_quantile",
+    "clustered_df",
     "difference_df",
     "differences_held_text",
     "effective_clusters",
@@ -139,11 +140,62 @@ def working_df(inv: IntArray, g: int, sides: Sequence[tuple[FloatArray, FloatArr
                              [a * b for a, b in zip(f, big, strict=True)])
         if rows is None:
             return float(g - 1)
-    diag_rows = rows[0][0] if m == 1 else sum(rows[s][t] for s in range(m) for t in range(m))
-    diag = np.bincount(inv, diag_rows, g)  # per cluster: sum over its rewards of (sum_s coefficient_s)^2
-    cross = (-diag[:, None] if m == 1 else
-             np.stack([-np.bincount(inv, sum(rows[s][r] for s in range(m)), g) for r in range(m)], axis=1))
-    a = np.array([[float(rows[s][t].sum()) for t in range(m)] for s in range(m)])
+    # per cluster: the sums over its rewards of the products of the sides' coefficients
+    pc = [[np.bincount(inv, rows[s][t], g) if t >= s else None for t in range(m)] for s in range(m)]
+    return _df_of_cluster_sums(pc, q, g)
+
+
+def clustered_df(dens: Sequence[FloatArray], products: Sequence[Sequence[FloatArray]],
+                 signs: Sequence[float] = (1.0, -1.0)) -> float:
+    r""":func:`working_df` from the clusters' sums alone: ``dens[s]`` (g,) each cluster's sum of side ``s``'s
+    denominators, ``products[s][t]`` (g,) for ``t >= s`` each cluster's sum over its rewards (impressions, or shown
+    slots for slot weights) of :math:`w_{s} w_{t}` (the sides' weights at the same reward), ``signs`` the sides'
+    (+1 the target, -1 the baseline of a difference). Every term of :math:`CC'` is linear in these sums, so a
+    design that adds them up impression by impression per user has the degrees of freedom ``onlineeval estimate``
+    computes for its log without keeping the weights (the same number to rounding: ``working_df`` forms the
+    products per reward, scaled, then sums them per cluster). ``g - 1`` where a side's denominators do not sum to a
+    positive number or a sum is not finite; NaN with fewer than 2 clusters."""
+    import numpy as np
+
+    m = len(dens)
+    if not 1 <= m <= len(signs):
+        raise ValueError(f"clustered_df: one or two sides expected, got {m}")
+    g = int(np.shape(dens[0])[0])
+    if g < 2:
+        return math.nan
+    q = np.empty((g, m))
+    f = []
+    for s in range(m):
+        dc = np.asarray(dens[s], dtype=np.float64)
+        total = float(dc.sum())
+        if not (total > 0 and math.isfinite(total)):
+            return float(g - 1)
+        q[:, s] = dc / total
+        f.append(float(signs[s]) / total)
+    raw = [[np.asarray(products[s][t], dtype=np.float64) if t >= s else None for t in range(m)] for s in range(m)]
+    top = max(float(raw[s][s].max()) * f[s] * f[s] for s in range(m))  # a common scale: the df do not depend on it
+    if not (top > 0 and math.isfinite(top)):
+        return float(g - 1)
+    pc = [[raw[s][t] * (f[s] * f[t] / top) if t >= s else None for t in range(m)] for s in range(m)]
+    return _df_of_cluster_sums(pc, q, g)
+
+
+def _df_of_cluster_sums(pc: list[list[FloatArray | None]], q: FloatArray, g: int) -> float:
+    """The Satterthwaite degrees of freedom of :func:`working_df` from ``pc[s][t]`` (g,) (``t >= s``), the clusters'
+    sums of the products of sides ``s`` and ``t``'s coefficients (any common scale), and ``q`` (g, m), the clusters'
+    shares of each side's denominators."""
+    import numpy as np
+
+    m = q.shape[1]
+
+    def sums(s: int, t: int) -> FloatArray:
+        x = pc[min(s, t)][max(s, t)]
+        assert x is not None
+        return x
+
+    diag = sums(0, 0) if m == 1 else sum(sums(s, t) for s in range(m) for t in range(m))
+    cross = np.stack([-sum(sums(s, r) for s in range(m)) for r in range(m)], axis=1)
+    a = np.array([[float(sums(s, t).sum()) for t in range(m)] for s in range(m)])
     # CC' = diag + cross q' + q cross' + q a q' = diag + P W P', P = [cross, q], W = [[0, I], [I, a]]
     p = np.hstack([cross, q])
     w_mat = np.block([[np.zeros((m, m)), np.eye(m)], [np.eye(m), a]])
