@@ -245,18 +245,19 @@ def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
     return {
         "counterfactual_effect": "per estimator: V(B) - V(A) of the design's metric, the difference of the two "
         "targets' ratio estimates from the same log (sum of per-impression terms over users / sum of "
-        "denominators), delta-method SE of the paired difference from per-user influence values, two-sided "
-        "z-test; with bootstrap > 0 the last day's interval is a cluster (user) bootstrap percentile interval (the "
+        "denominators), delta-method SE of the paired difference from per-user influence values; interval "
+        "estimate +- t_df(1-alpha/2) x se and two-sided t-test, df Bell and McCaffrey's degrees of freedom of the "
+        "difference (from per-user sums of the two targets' weights' products), on every day what onlineeval "
+        "estimate prints for that day's log (export_log), so coverage and power are those of the command's "
+        "intervals and tests (the daily monitoring rules are z-tests on each look's estimate and SE); with "
+        "bootstrap > 0 the last day's interval is a cluster (user) bootstrap percentile interval (the "
         "same resamples of the users for every estimator; adaptive IPS's data-driven choice is run again in each: "
         "its delta-method interval holds the choice fixed and covers less than the nominal level). With the "
         "bootstrap, an estimator whose delta-method SE holds a data-driven choice fixed (adaptive IPS's behaviours, "
         "a DM whose click model is fitted on the log) takes its last-day SE (the resamples' SD) and p-value "
         "(percentile bootstrap, min(1, 2 min(1 + #(<= 0), 1 + #(>= 0)) / (B + 1))) from the resamples, so its "
         "power@end counts that test; its analytic power and sizes use the replicates' SD of its estimates; without "
-        "the bootstrap its simulated power is withheld (summary entries' se_measure, power_measure). z, not t: "
-        "onlineeval estimate on one such log (export_log) takes t with Bell and McCaffrey's degrees of freedom "
-        "(its df), the same interval to about 0.1% with thousands of users and weight spread over them, wider "
-        "where a few users hold the weight",
+        "the bootstrap its simulated power is withheld (summary entries' se_measure, power_measure)",
         "counterfactual_truth": "exact V(B) - V(A) from the click models (as the A/B truth)",
         "counterfactual_cost": "per impression: one logger draw, the shown list's propensities, clicks, and each "
         "incremental estimator's terms for two targets; a checkpoint is O(users) per estimator; estimators that "

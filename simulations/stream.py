@@ -58,7 +58,10 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: stream test's dm moved 0.2% on one machine, 5e-5 on another), the same on every CPU now; no random stream.
 #: 14 (2026-12-06): the direct method's CLT interval with a PBM fitted on the log carries the fitted examination's
 #: error too (it held the examination fixed): its SE, interval and p-value change, no random stream.
-STREAM_VERSION = 14
+#: 15 (2026-12-06): the counterfactual design's intervals and p-values take Student's t with Bell and McCaffrey's
+#: degrees of freedom of each difference (``onlineeval estimate``'s), not z: every interval and p-value of its
+#: differences changes (most by under 0.1% with thousands of users), no estimate and no random stream.
+STREAM_VERSION = 15
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

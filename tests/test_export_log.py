@@ -271,6 +271,35 @@ def test_estimate_on_the_exported_log_gives_the_designs_estimates(run: dict[str,
     np.testing.assert_array_equal(np.asarray(lg.queries)[lg.data.query], np.asarray(world.query_ids)[data.query])
 
 
+@pytest.mark.parametrize("replicate", [0, 1])
+def test_the_designs_intervals_and_tests_are_those_estimate_prints(run: dict[str, Any], replicate: int) -> None:
+    """The design's last-day standard error, interval and p-value of each difference are ``estimate``'s on the
+    exported log (t with Bell and McCaffrey's degrees of freedom, which the design computes from per-user sums of the
+    weights' products; it used z before, so its coverage and power were not those of the intervals the command gives
+    for the same log). The degrees of freedom here are well below G - 1, so z or G - 1 would not match."""
+    from estimate_cli_world import json_out
+
+    out = run["out"]
+    folder = out / "logs" / "cf"
+    doc = json_out("--log", str(folder / f"replicate_{replicate}.jsonl.gz"), "--target", str(folder / "B.run"),
+                   "--baseline", str(folder / "A.run"), "--estimator", ",".join([*ESTIMATORS, *MORE]),
+                   "--option", "clipped_ips.cap=5", "--metric", METRIC)
+    diffs = {d["estimator"]: d for d in doc["differences"]}
+    rows = run["rows"]
+    mine = rows[(rows.replicate == replicate) & (rows.design == "cf") & (~rows.aa) & (rows.day == 2)]
+    users = int(mine["n_users"].iloc[0])
+    low = 0
+    for name, label in [*((n, n) for n in ESTIMATORS), ("adaptive_ips", "adaptive_ips"),
+                        ("clipped_ips", "clipped_ips(cap=5)")]:
+        want = diffs[name]
+        assert 1 <= want["df"] <= users - 1
+        low += want["df"] < 0.8 * (users - 1)
+        rec = mine[mine.metric == label].iloc[0]
+        for key in ("se", "ci_low", "ci_high", "pvalue"):
+            assert abs(rec[key] - want[key]) <= 1e-9 * max(abs(want[key]), 1e-3), (name, key, rec[key], want[key])
+    assert low >= 2  # the comparison can fail: G - 1 degrees of freedom would not give these intervals
+
+
 def test_the_cross_fitted_choice_makes_the_designs_folds_from_the_exported_ids(run: dict[str, Any]) -> None:
     """adaptive_ips with folds=2: ``estimate`` on the exported log (users ``u<i>`` zero-padded, so sorted as the
     simulator's numbers) gives the design's last-day difference and what the estimator computes on the design's own

@@ -435,8 +435,13 @@ def test_bootstrap_interval_agrees_with_the_delta_method():
     boot_width = (last["ci_high"] - last["ci_low"]).to_numpy()
     se_log = math.sqrt(2 * (p * (1 - p) - p * p) / b) / (stats.norm.pdf(z) * 2 * z)
     assert np.all(np.abs(np.log(boot_width / delta_width)) <= 4 * se_log), (boot_width, delta_width, se_log)
+    # day 1 (no bootstrap): the t interval of the difference's degrees of freedom (tests/test_counterfactual_df.py
+    # checks them against estimate's): a t quantile of 1 to G - 1 degrees of freedom, wider than z
     first = rows[(rows["metric"] == "rips") & (rows["day"] == 1)]
-    np.testing.assert_allclose(first["ci_high"] - first["ci_low"], 2 * 1.959964 * first["se"], rtol=1e-6)
+    q = ((first["ci_high"] - first["ci_low"]) / (2 * first["se"])).to_numpy()
+    g = first["n_users"].to_numpy()
+    assert np.all(q >= stats.t.ppf(0.975, g - 1) * (1 - 1e-12)) and np.all(q <= stats.t.ppf(0.975, 1))
+    assert np.all(q > 1.959964 * (1 + 1e-6))
 
 
 def test_estimators_accumulated_batch_by_batch_have_terms_that_do_not_depend_on_the_rest_of_the_log():

@@ -346,6 +346,9 @@ def fused_terms(tp_list, tp_prefix, tp_item, p_list, p_prefix, p_item, r, big_r,
 #: the values of a row for one target in :func:`counterfactual_step` (entry ``VAL_CLIPPED + c``: clipped IPS with
 #: cap ``caps[c]``); ``adds`` looks them up by ``t * (VAL_CLIPPED + len(caps)) + entry``
 VAL_IPS, VAL_PREFIX, VAL_ITEM, VAL_WEIGHT, VAL_HT, VAL_CLIPPED = 0, 1, 2, 3, 4, 5
+#: the kinds of weights of :func:`counterfactual_step`'s ``specs`` (``W_CLIPPED + c``: clipped IPS with cap
+#: ``caps[c]``; :data:`W_LIST` and the clipped kinds are list weights, the others slot weights)
+W_LIST, W_STD, W_PREFIX, W_ITEM, W_CLIPPED = 0, 1, 2, 3, 4
 
 
 @_jit
@@ -407,7 +410,7 @@ def _slot_rewards(clicks, first, w, r):
 def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts, u, thresholds, width, independent,
                         use_t1, use_t3, block, reward_kind, reward_w, lists, t_list, t_prefix, t_item, rank_of, n_eff,
                         w_det, w_rt, det_tab, rt_tab, weights, m, n_queries, recip, caps, c0, adds, units, obs, acc,
-                        scratch, slot, touched, query_count, beh):
+                        scratch, slot, touched, query_count, beh, specs, prow):
     """One batch of the counterfactual design's serving after the draws, in one pass over its ``n`` rows: the
     logging propensities of the logger's own lists (:func:`logged_propensities`' numbers, used and not kept: the
     design's log computes them when asked), the IPS family's terms of the ``T`` deterministic targets
@@ -432,7 +435,13 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
     ``units`` the rows of all-ones denominators (they get the impression counts); ``obs`` the rows of the
     impression counts and the logger's clicks, abandonment and reciprocal rank. ``beh`` ``(3, T, n)`` (or no
     rows) receives adaptive IPS's behaviour terms (``independent``, ``cascade``, ``standard``), ``query_count``
-    ``(Q,)`` the impressions per query. ``lists`` ... ``n_queries``: :func:`logged_propensities`' tables (``lists``
+    ``(Q,)`` the impressions per query. ``specs`` ``(S, 4)`` int64 (or no rows): the products of two targets'
+    weights whose per-user sums go to rows ``prow`` ``(S,)`` of ``acc`` (the differences' degrees of freedom,
+    :class:`~simulations.designs.counterfactual.products.ProductLayout`), each ``(kind_a, target_a, kind_b,
+    target_b)`` with kinds :data:`W_LIST`, :data:`W_STD`, :data:`W_PREFIX`, :data:`W_ITEM`, ``W_CLIPPED + c``: list
+    weights multiplied, slot weights (0 at empty slots) multiplied slot by slot and summed as :func:`_row_sum`
+    (:func:`~simulations.designs.counterfactual.products.products_of`' numbers). ``lists`` ... ``n_queries``:
+    :func:`logged_propensities`' tables (``lists``
     and ``rank_of`` of any signed integer type: the step passes its own copies in the smallest type that holds
     their values, int8 for fewer than 128 documents a query, fewer cache lines to miss).
 
@@ -449,6 +458,9 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
     n_adds = adds.shape[0]
     n_caps = caps.shape[0]
     keep_beh = beh.shape[0] > 0
+    n_specs = specs.shape[0]
+    wts = np.zeros((n_t, W_CLIPPED + n_caps, k))  # the targets' weights by kind (list kinds: slot 0)
+    prod = np.empty(k, dtype=np.float64)
     vals = np.empty((n_t, VAL_CLIPPED + n_caps), dtype=np.float64)
     flat = vals.reshape(-1)  # a view: vals[t, x] is flat[t * (VAL_CLIPPED + n_caps) + x]
     same = np.empty((n_t, k), dtype=np.bool_)
@@ -572,6 +584,15 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
                 sp = _row_sum(bp, k, acc8)
                 si = _row_sum(bi, k, acc8)
                 ss = _row_sum(bs, k, acc8)
+            if n_specs > 0:
+                for j in range(k):
+                    ok = shown[i, j] >= 0
+                    wts[t, W_PREFIX, j] = (inv_p[j] if runs[t, j] else zero_p[j]) if ok else 0.0
+                    wts[t, W_ITEM, j] = (inv_i[j] if same[t, j] else zero_i[j]) if ok else 0.0
+                    wts[t, W_STD, j] = wl if ok else 0.0
+                wts[t, W_LIST, 0] = wl
+                for c in range(n_caps):
+                    wts[t, W_CLIPPED + c, 0] = _clipped(wl, caps[c])
             if keep_beh:
                 beh[0, t, i] = si
                 beh[1, t, i] = sp
@@ -587,6 +608,15 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
                 vals[t, VAL_CLIPPED + c] = _ht(wc, wc * big, c0)
         for a in range(n_adds):  # no branch: each addition's column and value were looked up once, at set-up
             scratch[at, adds[a, 0]] += flat[adds[a, 1]]
+        for e in range(n_specs):  # the products of two targets' weights
+            ka, ta, kb, tb = specs[e, 0], specs[e, 1], specs[e, 2], specs[e, 3]
+            if ka == W_LIST or ka >= W_CLIPPED:
+                v = wts[ta, ka, 0] * wts[tb, kb, 0]
+            else:
+                for j in range(k):
+                    prod[j] = wts[ta, ka, j] * wts[tb, kb, j]
+                v = _row_sum(prod, k, acc8)
+            scratch[at, prow[e]] += v
     for a in range(n_touched):
         count = scratch[a, imp_row]
         for b in range(units.shape[0]):  # all-ones denominators: the impression counts (exact integers)

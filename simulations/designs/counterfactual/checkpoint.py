@@ -42,7 +42,9 @@ import numpy as np
 
 from simulations import stat_kernels as sk
 from simulations.designs.base import CheckpointRow, _values
+from simulations.designs.counterfactual.df_kernel import DF_ROWS, cf_dfs
 from simulations.designs.counterfactual.paired import PairedEstimate, paired_difference
+from simulations.designs.counterfactual.products import adaptive_df
 from simulations.designs.counterfactual.serving import EarlyRefit, _one_chunk
 from simulations.stat_kernels import _centre, _gather, _jit, _linear, _neumaier
 
@@ -482,8 +484,13 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
     last = design.config.bootstrap and day == design.last_day
     ok = (out[:, CF_OK] == 1.0).tolist()
     est_, se_ = out[:, CF_EST].tolist(), out[:, CF_SE].tolist()
+    dfs = _accumulated_dfs(design, users)
     values: list[Any] = []
     whole = None
+
+    def row(r: int) -> np.ndarray:
+        return acc[r].take(users)  # type: ignore[no-any-return]
+
     for label, est in design.estimators:
         x: Any = None
         if design.whole_log[label]:
@@ -491,18 +498,23 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
                 values.append((math.nan,) * 5)
                 continue
             if (label, design.target_names[0]) in design._row_stats:
-                value = _adaptive_choice(design, label, est, users)
+                codes: list[np.ndarray] = []
+                value = _adaptive_choice(design, label, est, users, codes)
                 if value is None:
-                    x = design._row_stat_sums(label, est, users, acc[0].take(users))
+                    codes.clear()
+                    x = design._row_stat_sums(label, est, users, acc[0].take(users), codes)
                     value = paired_difference(x[0], x[1], x[2], x[3], alpha)
+                value.with_df(adaptive_df(design._products, label, row, codes, acc[0].take(users)), alpha)
             else:
                 whole = design.log() if whole is None else whole
+                weights: list[Any] = []
                 try:
-                    x = design._whole_log_sums(est, whole, users, day)
+                    x = design._whole_log_sums(est, whole, users, day, weights)
                 except EarlyRefit:  # a refit before the last day on a log it cannot use: undefined that day
                     values.append((math.nan,) * 5)
                     continue
                 value = paired_difference(x[0], x[1], x[2], x[3], alpha)
+                value.with_df(design._whole_log_df(weights, whole, users, x), alpha)
         else:
             i = 3 + accumulated.index(label)
             if ok[i]:
@@ -510,6 +522,7 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
             else:  # what paired_differences gives such a row
                 x = _gathered_rows(design, label, users)
                 value = paired_difference(x[0], x[1], x[2], x[3], alpha)
+            value.with_df(dfs[i - 3], alpha)
         if last and math.isfinite(value.estimate):
             reselect = design._reselect(label, est, users)
             if reselect is not None:  # the resamples' differences come from the rows (x gives their count only)
@@ -524,6 +537,23 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
                               PairedEstimate(math.nan, math.nan, alpha)))
     values += [(float(count),) + (math.nan,) * 4 for count in violation_counts(design)]
     return values
+
+
+def _accumulated_dfs(design: Any, users: np.ndarray) -> list[float]:
+    """The degrees of freedom of each accumulated estimator's difference over the active ``users``
+    (:func:`~simulations.designs.counterfactual.df_kernel.cf_dfs`; ``G - 1`` for an estimator without weights), in
+    the order of ``design._acc_labels``."""
+    labels = design._acc_labels
+    if not labels:
+        return []
+    e, lo = len(labels), design._block
+    first, pairs = design._products.first, design._products.pairs
+    rows = np.array([[lo + 2 * e + i, lo + 3 * e + i, *(first + p for p in pairs[label])]
+                     for i, label in enumerate(labels)], dtype=np.int64).reshape(e, DF_ROWS)
+    out = np.empty(e)
+    cf_dfs(design._acc, users, users.size, rows, out)
+    g1 = float(users.size - 1)
+    return [g1 if label in design._unweighted else float(v) for label, v in zip(labels, out.tolist(), strict=True)]
 
 
 def _gathered_rows(design: Any, label: str, users: np.ndarray) -> list[np.ndarray]:
@@ -558,7 +588,8 @@ def violation_counts(design: Any) -> list[int]:
     return [counts[i] for i in which]
 
 
-def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> PairedEstimate | None:
+def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray,
+                     codes: list[np.ndarray] | None = None) -> PairedEstimate | None:
     """The paired difference of the design's ``_row_stat_sums`` by the compiled kernels, batch chunk by batch chunk
     (concatenating the log's 28,000 rows of configs/counterfactual.yaml cost 0.5 ms a target, more than the
     statistics): adaptive IPS's data-driven choice per user type (the rows grouped by type,
@@ -613,6 +644,11 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray) -> Pa
         for meta, chunk in zip(metas, terms, strict=True):
             aips_user_sums(meta["user_type"], table, *chunk, meta["user"], per_user)
         per_target.append(per_user)
+        if codes is not None:  # each active user's behaviour (its type's), for the degrees of freedom
+            code = np.full(design.population, -1, dtype=np.int64)
+            for meta in metas:
+                code[meta["user"]] = table[meta["user_type"]]
+            codes.append(code.take(users))
     o = np.empty(3)
     imp = design._acc[0]
     cf_paired_counts(per_target[0], per_target[1], imp, users, sk.scratch_of(design).rows(1), o)

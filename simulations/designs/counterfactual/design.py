@@ -26,8 +26,12 @@ two ratio estimates from the same log,
 (the reward's constant offset cancels), with the delta-method standard error over users
 from the per-user influence values :math:`e_{tu} = (x_{tu} - \hat R_t y_{tu}) / \bar y_t`
 (:func:`onlineeval.stats.ratio_linearization`): :math:`\widehat{\mathrm{se}}^2 =
-\sum_u (d_u - \bar d)^2 / (n(n-1))` with :math:`d_u = e_{Bu} - e_{Au}`, a two-sided z-test
-and interval. Users are the clusters because they persist (Deng, Knoblich and Lu 2018).
+\sum_u (d_u - \bar d)^2 / (n(n-1))` with :math:`d_u = e_{Bu} - e_{Au}`, and on every day the
+interval and two-sided test of Student's t with Bell and McCaffrey's degrees of freedom of the
+difference (:meth:`PairedEstimate.with_df`), what ``onlineeval estimate`` prints for that day's log:
+the design adds up per user the products of the two targets' weights, from which the degrees of
+freedom follow without the weights (:mod:`simulations.designs.counterfactual.products`). Users are
+the clusters because they persist (Deng, Knoblich and Lu 2018).
 
 Cost: per impression, one draw from the logger, the clicks, the logging propensities of the shown list (rows that
 show a target's list take them from a per-query table computed once, :func:`known_list_propensities`), each
@@ -92,6 +96,15 @@ from simulations.designs.counterfactual.paired import (
     paired_differences,
     ratio_means,
 )
+from simulations.designs.counterfactual.products import (
+    ProductLayout,
+    adaptive_df,
+    batch_weights,
+    choice_codes,
+    difference_df_of_sums,
+    products_of,
+    user_products,
+)
 from simulations.designs.counterfactual.serving import (
     EarlyRefit,
     estimator_error,
@@ -110,6 +123,13 @@ from simulations.designs.counterfactual.serving import (
     stack_known,
 )
 from simulations.traffic import Batch
+
+
+def _shown(data: Any, w: Any) -> np.ndarray:
+    """``w`` as float64, 0 at empty slots (slot weights; as ``estimate``'s degrees of freedom read them)."""
+    from onlineeval.estimators.intervals import _shown as shown
+
+    return shown(data, w)
 
 __all__ = ["LOGGING_METRICS", "CounterfactualDesign", "bootstrap_test"]  # (bootstrap_test: bootstrap.py)
 
@@ -189,6 +209,12 @@ class CounterfactualDesign(LastDayBootstrap, Design):
         for part in ("num", "den"):
             for t in self.target_names:
                 keys += [f"{part}:{label}:{t}" for label in self._acc_labels]
+        # then the per-user sums of the weights' products (the differences' degrees of freedom, products.py)
+        self._products = ProductLayout.build(self.estimators, self.whole_log, self._fused,
+                                             {label for label, _ in self._row_stats})
+        self._products.first = len(keys)
+        keys += self._products.keys()
+        self._unweighted: set[str] = set()  # accumulated estimators without weights (df G - 1, as estimate)
         self._rows = {key: i for i, key in enumerate(keys)}
         self._acc = np.zeros((len(keys), self.population))
         self.sums = {key: self._acc[i] for key, i in self._rows.items()}
@@ -343,6 +369,7 @@ class CounterfactualDesign(LastDayBootstrap, Design):
         if self._fused is not None:
             fused, behaviours = self._fused.compute(data, self._target_p, self._batch_reward)
         dens: dict[str, np.ndarray | None] = {}
+        own: dict[tuple[str, int], np.ndarray] = {}  # the weights of the estimators the fused kinds do not cover
         for label, est in self.estimators:
             for i, (t, target) in enumerate(zip(self.target_names, self.targets, strict=True)):
                 if self.whole_log[label]:
@@ -352,6 +379,9 @@ class CounterfactualDesign(LastDayBootstrap, Design):
                             continue
                         data.require(*est.needs, estimator=est.name)
                         self._row_stats[(label, t)].append(est.behaviour_terms(data, target, self._batch_reward))
+                        kinds = self._products.behaviour_kind[label]
+                        for b, w in est.slot_weights(data, target).items():
+                            own[(kinds[b], i)] = _shown(data, w)
                     continue
                 if label in fused:  # the same numbers as est.terms
                     num, den = fused[label]
@@ -362,9 +392,29 @@ class CounterfactualDesign(LastDayBootstrap, Design):
                     except (InputError, ConfigError) as exc:
                         raise estimator_error(self, est, data.n, exc) from None
                     num, den = terms.num, terms.den
+                    if terms.weights is None:
+                        self._unweighted.add(label)
+                    else:
+                        own[(self._products.kind_of[label], i)] = _shown(data, terms.weights)
                 self._add(f"num:{label}:{t}", batch.user, num)
                 dens[f"den:{label}:{t}"] = den
         self._add_dens(batch.user, dens)
+        self._add_products(data, batch.user, own)
+
+    def _add_products(self, data: Any, user: np.ndarray, own: dict[tuple[str, int], np.ndarray]) -> None:
+        """Add a batch's products of the two sides' weights to their rows (:mod:`.products`): the fused kinds'
+        weights from the targets' propensities of the batch (:func:`batch_weights`), the others' from ``own``
+        (their ``Terms.weights`` or behaviours' slot weights, 0 at empty slots)."""
+        layout = self._products
+        kinds = {k for ka, sa, kb, sb in layout.specs for k, side in ((ka, sa), (kb, sb))
+                 if not k.startswith(("own:", "beh:")) and (k, side) not in own}
+        weights = dict(own)  # (a fused kind given by an estimator's own terms: the same numbers)
+        if kinds and self._target_p is not None:
+            weights.update(batch_weights(data, self._target_p, kinds))
+        for (ka, sa, kb, sb), key in zip(layout.specs, layout.keys(), strict=True):
+            x, y = weights.get((ka, sa)), weights.get((kb, sb))
+            if x is not None and y is not None:  # (an estimator without weights: none; its df are G - 1)
+                self._add(key, user, products_of(x, y))
 
     @property
     def violations(self) -> dict[tuple[str, str], int]:
@@ -492,6 +542,8 @@ class CounterfactualDesign(LastDayBootstrap, Design):
             lo = self._block
             num_a, num_b, den_a, den_b = (g[lo + i * e: lo + (i + 1) * e] for i in range(4))
             paired = dict(zip(self._acc_labels, paired_differences(num_a, den_a, num_b, den_b, alpha), strict=True))
+            for i, label in enumerate(self._acc_labels):  # t with the difference's degrees of freedom
+                paired[label].with_df(self._pair_df(label, den_a[i], den_b[i], g.__getitem__), alpha)
             x_of = {label: [num_a[i], den_a[i], num_b[i], den_b[i]] for i, label in enumerate(self._acc_labels)}
         out: dict[str, Any] = {}
         whole = None
@@ -501,15 +553,19 @@ class CounterfactualDesign(LastDayBootstrap, Design):
                     out[label] = PairedEstimate(math.nan, math.nan, alpha)
                     continue
                 if (label, self.target_names[0]) in self._row_stats:
-                    x = self._row_stat_sums(label, est, users, sums["impressions"])
+                    codes: list[np.ndarray] = []
+                    x = self._row_stat_sums(label, est, users, sums["impressions"], codes)
+                    df = adaptive_df(self._products, label, self._gathered.__getitem__, codes, x[1])
                 else:
                     whole = self.log() if whole is None else whole
+                    weights: list[Any] = []
                     try:
-                        x = self._whole_log_sums(est, whole, users, day)
+                        x = self._whole_log_sums(est, whole, users, day, weights)
                     except EarlyRefit:  # a refit before the last day on a log it cannot use: undefined that day
                         out[label] = PairedEstimate(math.nan, math.nan, alpha)
                         continue
-                out[label] = paired_difference(x[0], x[1], x[2], x[3], alpha)
+                    df = self._whole_log_df(weights, whole, users, x)
+                out[label] = paired_difference(x[0], x[1], x[2], x[3], alpha).with_df(df, alpha)
             else:
                 x = x_of[label]
                 out[label] = paired[label]
@@ -525,7 +581,26 @@ class CounterfactualDesign(LastDayBootstrap, Design):
             out[f"support:{label}:{t}"] = _Count(violations[(label, t)])
         return out
 
-    def _whole_log_sums(self, est: Any, data: Any, users: np.ndarray, day: int | None = None) -> list[np.ndarray]:
+    def _pair_df(self, label: str, den_a: np.ndarray, den_b: np.ndarray, row: Any) -> float:
+        """The degrees of freedom of an accumulated estimator's difference from the active users' denominators and
+        the product rows of its weights (``row(r)``: the active users' values of row ``r`` of the sums matrix);
+        ``G - 1`` for an estimator without weights."""
+        if label in self._unweighted:
+            return float(den_a.size - 1)
+        first = self._products.first
+        aa, ab, bb = (row(first + i) for i in self._products.pairs[label])
+        return difference_df_of_sums(den_a, den_b, aa, ab, bb)
+
+    def _whole_log_df(self, weights: list[Any], data: Any, users: np.ndarray, x: list[np.ndarray]) -> float:
+        """The degrees of freedom of a whole-log estimator's difference from its weights on the whole log (one array
+        per target, ``None`` for none: ``G - 1``) and its per-user sums ``x`` (:meth:`_whole_log_sums`)."""
+        if any(w is None for w in weights) or np.shape(weights[0]) != np.shape(weights[1]):
+            return float(users.size - 1)
+        aa, ab, bb = (p.take(users) for p in user_products(weights, data.user, self.population))
+        return difference_df_of_sums(x[1], x[3], aa, ab, bb)
+
+    def _whole_log_sums(self, est: Any, data: Any, users: np.ndarray, day: int | None = None,
+                        weights: list[Any] | None = None) -> list[np.ndarray]:
         """Per target, the per-user sums of ``est``'s terms on the replicate's whole log (numerators, denominators).
         A log the estimator cannot use (its ``InputError``: PBM-IPS whose examination it does not identify) on a
         refit before the last day (``day``, :attr:`CounterfactualDesign.config` ``refit_days``) raises
@@ -543,14 +618,18 @@ class CounterfactualDesign(LastDayBootstrap, Design):
                     raise EarlyRefit from None
                 raise estimator_error(self, est, data.n, exc) from None
             den = np.ones(data.n) if terms.den is None else terms.den
+            if weights is not None:  # the weights, 0 at empty slots (the degrees of freedom: _whole_log_df)
+                weights.append(None if terms.weights is None else _shown(data, terms.weights))
             out += [np.bincount(data.user, terms.num, self.population)[users],
                     np.bincount(data.user, den, self.population)[users]]
         return out
 
-    def _row_stat_sums(self, label: str, est: Any, users: np.ndarray, impressions: np.ndarray) -> list[np.ndarray]:
+    def _row_stat_sums(self, label: str, est: Any, users: np.ndarray, impressions: np.ndarray,
+                       codes: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """:meth:`_whole_log_sums` from the per-row statistics kept batch by batch (the
         same rows in the same order as the whole log, so the same numbers); the
-        denominators are the users' impression counts."""
+        denominators are the users' impression counts. ``codes``: each target's behaviour index of every active
+        user (:func:`choice_codes`) appended to it."""
         meta = _one_chunk(self._row_meta)
         fold = self._folds(est, meta["user"], users)
         out = []
@@ -558,6 +637,8 @@ class CounterfactualDesign(LastDayBootstrap, Design):
             stats = _one_chunk(self._row_stats[(label, t)])
             # the reward's candidate behaviours only (a first-click reward: cascade and standard)
             choice, _ = est.select(meta["user_type"], stats, candidates=est.candidates(self.reward), fold=fold)
+            if codes is not None:
+                codes.append(choice_codes(choice, meta["user"], self.population).take(users))
             out += [np.bincount(meta["user"], est.pick(choice, stats), self.population)[users], impressions]
         return out
 

@@ -26,7 +26,10 @@ _Z: dict[float, float] = {}
 
 
 class PairedEstimate:
-    """An estimate with its interval and two-sided z-test (what a checkpoint row holds).
+    """An estimate with its interval and two-sided test (what a checkpoint row holds): z, or Student's t with ``df``
+    degrees of freedom where given (:meth:`with_df`: the design's differences take Bell and McCaffrey's, as
+    ``onlineeval estimate`` does; the interval :func:`onlineeval.estimators.intervals.clt_interval`'s, the p-value
+    ``2 t_df.sf(|estimate| / se)``).
 
     A standard error of 0 for a difference of 0 is a tie on every user (the A/A design's): a zero-width interval
     and p 1. For any other difference it measured no spread (every user's linearised term the same, as where one
@@ -54,6 +57,17 @@ class PairedEstimate:
             self.pvalue = 1.0 if self.estimate == 0 else 0.0
         else:  # no spread measured for a difference: undefined, not certain
             self.se = self.ci_low = self.ci_high = self.pvalue = math.nan
+
+    def with_df(self, df: float, alpha: float) -> PairedEstimate:
+        """The interval and two-sided test with Student's t of ``df`` degrees of freedom in place of z (``onlineeval
+        estimate``'s: ``estimate -+ t_df(1 - alpha/2) x se``, ``p = 2 t_df.sf(|estimate| / se)``); unchanged where
+        the standard error is not a positive number or ``df`` is below 1 or not finite (undefined: fewer than two
+        clusters). Returns ``self``."""
+        if self.se > 0 and math.isfinite(self.se) and math.isfinite(df) and df >= 1:
+            q = float(_spc.stdtrit(df, 1.0 - alpha / 2.0))
+            self.ci_low, self.ci_high = self.estimate - q * self.se, self.estimate + q * self.se
+            self.pvalue = float(min(1.0, 2.0 * _spc.stdtr(df, -abs(self.estimate) / self.se)))
+        return self
 
 
 def paired_difference(

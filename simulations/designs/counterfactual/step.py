@@ -113,6 +113,18 @@ def _single(policy: Any) -> Any:
     return policy.own_stack()
 
 
+def _product_specs(layout: Any, caps: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's ``specs`` ``(S, 4)`` and ``prow`` ``(S,)`` of a design's
+    :class:`~simulations.designs.counterfactual.products.ProductLayout` (its fused kinds as the kernel's codes, a
+    clipped kind as the index of its cap among ``caps``)."""
+    from simulations.policies import kernels
+
+    codes = {"list": kernels.W_LIST, "std": kernels.W_STD, "prefix": kernels.W_PREFIX, "item": kernels.W_ITEM}
+    codes.update({f"clipped:{cap!r}": kernels.W_CLIPPED + c for c, cap in reversed(list(enumerate(caps)))})
+    specs = np.array([[codes[ka], sa, codes[kb], sb] for ka, sa, kb, sb in layout.specs], dtype=np.int64)
+    return specs.reshape(-1, 4), np.arange(layout.first, layout.first + len(layout.specs), dtype=np.int64)
+
+
 def _reward_tables(reward: Any, k: int) -> tuple[int, np.ndarray]:
     """``(kind, weights)`` of the kernel's slot rewards: ``kind`` 0 additive, 1 first click (the weights ``(k,)``
     float64, or no entries for ``None``), or ``-1`` when the kernel does not compute them (a reward of another type
@@ -189,6 +201,7 @@ class CompiledStep:
                 else:
                     units.append(rows[f"den:{label}:{target}"])
         self.adds = np.array(adds, dtype=np.int64).reshape(-1, 2)
+        self.specs, self.prow = _product_specs(design._products, caps)
         self.units = np.array(units, dtype=np.int64)
         self.caps = np.array(caps, dtype=np.float64)
         self.c0 = float(design.reward.offset)  # IPS and clipped IPS weight the whole reward (Horvitz-Thompson)
@@ -235,6 +248,8 @@ class CompiledStep:
                 return None
         if set(design._row_stats) != {(label, t) for label in fused.behaviour_labels for t in design.target_names}:
             return None
+        if any(k.startswith(("own:", "beh:")) for spec in design._products.specs for k in spec[::2]):
+            return None  # (products of weights the kernel does not compute)
         return cls(design, kernel)
 
     def run(self, design: Any, batch: Batch) -> None:
@@ -275,7 +290,7 @@ class CompiledStep:
             query, batch.user, shown, clicks, r, labels, types, counts, u, *chain_args, kind, self.reward_w,
             self.lists, self.t_list, self.t_prefix, self.t_item, self.rank_of, s._n_eff, s._w_det, s._w_rt,
             s.det_tab, s.rt_tab, s._weights, s.m, s.Q, self.recip, self.caps, self.c0, self.adds, self.units, self.obs,
-            design._acc, self.scratch, self.slot, self.touched, design._query_count, beh)
+            design._acc, self.scratch, self.slot, self.touched, design._query_count, beh, self.specs, self.prow)
         for own in (shown, clicks):
             own.setflags(write=False)  # the log keeps them without a copy
         # the log's propensities are computed when the log is asked for (CounterfactualDesign.log: the same numbers)
