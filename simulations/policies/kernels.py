@@ -459,7 +459,22 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
     n_caps = caps.shape[0]
     keep_beh = beh.shape[0] > 0
     n_specs = specs.shape[0]
-    wts = np.zeros((n_t, W_CLIPPED + n_caps, k))  # the targets' weights by kind (list kinds: slot 0)
+    # the targets' weights by kind, flat: target t's kind x at [(t * n_kinds + x) * k, ... + k) (list kinds: the
+    # first entry), with per (target, kind) whether a weight is not +0.0 and whether all are finite: a product
+    # with a side of +0.0 weights and finite other side is +0.0, which adds nothing to a user's sum (its sums of
+    # products of non-negative weights are never -0.0), so it is skipped (the same bits as adding it)
+    n_kinds = W_CLIPPED + n_caps
+    wts = np.zeros(n_t * n_kinds * k)
+    nonzero = np.zeros(n_t * n_kinds, dtype=np.bool_)
+    finite = np.ones(n_t * n_kinds, dtype=np.bool_)
+    spec_a = np.empty(n_specs, dtype=np.int64)  # each spec's (target, kind) index on each side
+    spec_b = np.empty(n_specs, dtype=np.int64)
+    spec_list = np.empty(n_specs, dtype=np.bool_)
+    for e in range(n_specs):
+        spec_a[e] = specs[e, 1] * n_kinds + specs[e, 0]
+        spec_b[e] = specs[e, 3] * n_kinds + specs[e, 2]
+        spec_list[e] = specs[e, 0] == W_LIST or specs[e, 0] >= W_CLIPPED
+    slot_specs = not spec_list.all()
     prod = np.empty(k, dtype=np.float64)
     vals = np.empty((n_t, VAL_CLIPPED + n_caps), dtype=np.float64)
     flat = vals.reshape(-1)  # a view: vals[t, x] is flat[t * (VAL_CLIPPED + n_caps) + x]
@@ -551,6 +566,12 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
             x = pi[j]
             inv_i[j] = 1.0 / x
             zero_i[j] = 0.0 if x > 0.0 else 0.0 / x
+        fin_p = fin_i = True
+        if slot_specs:  # whether every shown slot's prefix (item) weight is finite, for every target (both forms)
+            for j in range(k):
+                if shown[i, j] >= 0:
+                    fin_p &= zero_p[j] == 0.0 and inv_p[j] - inv_p[j] == 0.0
+                    fin_i &= zero_i[j] == 0.0 and inv_i[j] - inv_i[j] == 0.0
         for t in range(n_t):
             wl = inv_l if runs[t, k - 1] else zero_l
             if short:  # the slot sums left to right, from the first slot's term, then + 0.0
@@ -584,15 +605,35 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
                 sp = _row_sum(bp, k, acc8)
                 si = _row_sum(bi, k, acc8)
                 ss = _row_sum(bs, k, acc8)
-            if n_specs > 0:
-                for j in range(k):
+            if n_specs > 0:  # the target's weights by kind (the terms' above), flagged
+                base = t * n_kinds
+                pre, item, std = (base + W_PREFIX) * k, (base + W_ITEM) * k, (base + W_STD) * k
+                nz_p = nz_i = any_ok = False
+                for j in range(k if slot_specs else 0):  # (list weights alone: no slot's needed)
                     ok = shown[i, j] >= 0
-                    wts[t, W_PREFIX, j] = (inv_p[j] if runs[t, j] else zero_p[j]) if ok else 0.0
-                    wts[t, W_ITEM, j] = (inv_i[j] if same[t, j] else zero_i[j]) if ok else 0.0
-                    wts[t, W_STD, j] = wl if ok else 0.0
-                wts[t, W_LIST, 0] = wl
+                    xp = (inv_p[j] if runs[t, j] else zero_p[j]) if ok else 0.0
+                    xi = (inv_i[j] if same[t, j] else zero_i[j]) if ok else 0.0
+                    wts[pre + j] = xp
+                    wts[item + j] = xi
+                    wts[std + j] = wl if ok else 0.0
+                    nz_p |= xp != 0.0
+                    nz_i |= xi != 0.0
+                    any_ok |= ok
+                nonzero[base + W_PREFIX] = nz_p
+                finite[base + W_PREFIX] = fin_p
+                nonzero[base + W_ITEM] = nz_i
+                finite[base + W_ITEM] = fin_i
+                wl_fin = wl - wl == 0.0
+                nonzero[base + W_STD] = any_ok and wl != 0.0
+                finite[base + W_STD] = wl_fin or not any_ok
+                wts[(base + W_LIST) * k] = wl
+                nonzero[base + W_LIST] = wl != 0.0
+                finite[base + W_LIST] = wl_fin
                 for c in range(n_caps):
-                    wts[t, W_CLIPPED + c, 0] = _clipped(wl, caps[c])
+                    wc = _clipped(wl, caps[c])
+                    wts[(base + W_CLIPPED + c) * k] = wc
+                    nonzero[base + W_CLIPPED + c] = wc != 0.0
+                    finite[base + W_CLIPPED + c] = wc - wc == 0.0
             if keep_beh:
                 beh[0, t, i] = si
                 beh[1, t, i] = sp
@@ -609,12 +650,20 @@ def counterfactual_step(query, user, shown, clicks, r, labels, user_type, counts
         for a in range(n_adds):  # no branch: each addition's column and value were looked up once, at set-up
             scratch[at, adds[a, 0]] += flat[adds[a, 1]]
         for e in range(n_specs):  # the products of two targets' weights
-            ka, ta, kb, tb = specs[e, 0], specs[e, 1], specs[e, 2], specs[e, 3]
-            if ka == W_LIST or ka >= W_CLIPPED:
-                v = wts[ta, ka, 0] * wts[tb, kb, 0]
+            a, b = spec_a[e], spec_b[e]
+            if not ((nonzero[a] or not finite[b]) and (nonzero[b] or not finite[a])):
+                continue  # +0.0 (see above)
+            oa, ob = a * k, b * k
+            if spec_list[e]:
+                v = wts[oa] * wts[ob]
+            elif short:  # _row_sum's order: left to right from the first product, then + 0.0
+                v = wts[oa] * wts[ob]
+                for j in range(1, k):
+                    v += wts[oa + j] * wts[ob + j]
+                v = v + 0.0
             else:
                 for j in range(k):
-                    prod[j] = wts[ta, ka, j] * wts[tb, kb, j]
+                    prod[j] = wts[oa + j] * wts[ob + j]
                 v = _row_sum(prod, k, acc8)
             scratch[at, prow[e]] += v
     for a in range(n_touched):

@@ -6,7 +6,8 @@ reference). The kernels compute, in passes over the rows of the design's sums ma
 active users, the logger's three metrics (:func:`~simulations.designs.counterfactual.paired.ratio_means`) and each
 accumulated estimator's paired difference (:func:`~simulations.designs.counterfactual.paired.paired_differences`),
 and on a due day adaptive IPS's whole-log choice (:meth:`onlineeval.estimators.AdaptiveIPS.choose`, ``pick`` and the
-per-user sums of ``np.bincount``) batch chunk by batch chunk. The numerics are :mod:`simulations.stat_kernels`'
+per-user sums of ``np.bincount``) batch chunk by batch chunk, and each difference's degrees of freedom from the product
+rows (:mod:`simulations.designs.counterfactual.df_kernel`; about 20 us an estimator at 4,700 active users). The numerics are :mod:`simulations.stat_kernels`'
 (blocked Neumaier sums, the two-pass centring; its helpers are called from here): the NumPy path's numbers to 1e-12
 with the same decisions and choices (``tests/test_counterfactual_checkpoint_kernels.py``). Rows the kernels do not
 take (a non-finite sum, a negative denominator, a denominator summing to 0) are computed by the NumPy path's
@@ -42,9 +43,9 @@ import numpy as np
 
 from simulations import stat_kernels as sk
 from simulations.designs.base import CheckpointRow, _values
-from simulations.designs.counterfactual.df_kernel import DF_ROWS, cf_dfs
+from simulations.designs.counterfactual.df_kernel import DF_ROWS, cf_dfs, df_arrays
 from simulations.designs.counterfactual.paired import PairedEstimate, paired_difference
-from simulations.designs.counterfactual.products import adaptive_df
+from simulations.designs.counterfactual.products import adaptive_rows
 from simulations.designs.counterfactual.serving import EarlyRefit, _one_chunk
 from simulations.stat_kernels import _centre, _gather, _jit, _linear, _neumaier
 
@@ -488,9 +489,6 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
     values: list[Any] = []
     whole = None
 
-    def row(r: int) -> np.ndarray:
-        return acc[r].take(users)  # type: ignore[no-any-return]
-
     for label, est in design.estimators:
         x: Any = None
         if design.whole_log[label]:
@@ -504,7 +502,7 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
                     codes.clear()
                     x = design._row_stat_sums(label, est, users, acc[0].take(users), codes)
                     value = paired_difference(x[0], x[1], x[2], x[3], alpha)
-                value.with_df(adaptive_df(design._products, label, row, codes, acc[0].take(users)), alpha)
+                value.with_df(_adaptive_df(design, label, users, codes), alpha)
             else:
                 whole = design.log() if whole is None else whole
                 weights: list[Any] = []
@@ -554,6 +552,20 @@ def _accumulated_dfs(design: Any, users: np.ndarray) -> list[float]:
     cf_dfs(design._acc, users, users.size, rows, out)
     g1 = float(users.size - 1)
     return [g1 if label in design._unweighted else float(v) for label, v in zip(labels, out.tolist(), strict=True)]
+
+
+def _adaptive_df(design: Any, label: str, users: np.ndarray, codes: list[np.ndarray]) -> float:
+    """The degrees of freedom of adaptive IPS's difference (:func:`~simulations.designs.counterfactual.products.
+    adaptive_rows`' products of each user's behaviours, :func:`~simulations.designs.counterfactual.df_kernel.
+    df_arrays`), the denominators the users' impressions."""
+    rows = adaptive_rows(design._products, label, codes)
+    if rows is None:
+        return math.nan
+    acc = design._acc
+    aa, ab, bb = (np.ascontiguousarray(acc[r, users]) for r in rows)
+    den = acc[0].take(users)
+    total = float(den.sum())
+    return float(df_arrays(den, den, aa, ab, bb, users.size, total, total))
 
 
 def _gathered_rows(design: Any, label: str, users: np.ndarray) -> list[np.ndarray]:
@@ -631,6 +643,7 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray,
     # the reward's candidate behaviours (a first-click reward: cascade and standard, AdaptiveIPS.candidates)
     allowed = tuple(BEHAVIOURS.index(b) for b in est.candidates(design.reward))
     per_target = []
+    user_types = None
     for chunks in stats_lists:
         terms = [[np.ascontiguousarray(stats[b], dtype=np.float64) for b in BEHAVIOURS] for stats in chunks]
         if any(v.ndim != 1 or v.size != meta["user_type"].size for meta, chunk in zip(metas, terms, strict=True)
@@ -645,10 +658,12 @@ def _adaptive_choice(design: Any, label: str, est: Any, users: np.ndarray,
             aips_user_sums(meta["user_type"], table, *chunk, meta["user"], per_user)
         per_target.append(per_user)
         if codes is not None:  # each active user's behaviour (its type's), for the degrees of freedom
-            code = np.full(design.population, -1, dtype=np.int64)
-            for meta in metas:
-                code[meta["user"]] = table[meta["user_type"]]
-            codes.append(code.take(users))
+            if user_types is None:
+                every = np.zeros(design.population, dtype=np.int64)
+                for meta in metas:
+                    every[meta["user"]] = meta["user_type"]  # (a user's rows share its type)
+                user_types = every.take(users)
+            codes.append(table[user_types])
     o = np.empty(3)
     imp = design._acc[0]
     cf_paired_counts(per_target[0], per_target[1], imp, users, sk.scratch_of(design).rows(1), o)

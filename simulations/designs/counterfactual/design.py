@@ -99,10 +99,10 @@ from simulations.designs.counterfactual.paired import (
 from simulations.designs.counterfactual.products import (
     ProductLayout,
     adaptive_df,
+    add_products,
     batch_weights,
     choice_codes,
     difference_df_of_sums,
-    products_of,
     user_products,
 )
 from simulations.designs.counterfactual.serving import (
@@ -411,10 +411,7 @@ class CounterfactualDesign(LastDayBootstrap, Design):
         weights = dict(own)  # (a fused kind given by an estimator's own terms: the same numbers)
         if kinds and self._target_p is not None:
             weights.update(batch_weights(data, self._target_p, kinds))
-        for (ka, sa, kb, sb), key in zip(layout.specs, layout.keys(), strict=True):
-            x, y = weights.get((ka, sa)), weights.get((kb, sb))
-            if x is not None and y is not None:  # (an estimator without weights: none; its df are G - 1)
-                self._add(key, user, products_of(x, y))
+        add_products(self._acc, layout, weights, user)  # (an estimator without weights adds none: df G - 1)
 
     @property
     def violations(self) -> dict[tuple[str, str], int]:
@@ -555,7 +552,7 @@ class CounterfactualDesign(LastDayBootstrap, Design):
                 if (label, self.target_names[0]) in self._row_stats:
                     codes: list[np.ndarray] = []
                     x = self._row_stat_sums(label, est, users, sums["impressions"], codes)
-                    df = adaptive_df(self._products, label, self._gathered.__getitem__, codes, x[1])
+                    df = adaptive_df(self._products, label, self._gathered, codes, x[1])
                 else:
                     whole = self.log() if whole is None else whole
                     weights: list[Any] = []

@@ -14,8 +14,10 @@ stream) and does the rest in one pass over the batch's rows
 (:func:`simulations.policies.kernels.counterfactual_step`): the shown grades and the clicks
 (:func:`simulations.kernels.grade_clicks`, as :meth:`Design._clicks` samples them) and the slot rewards
 (:meth:`~onlineeval.estimators.Reward.slot_rewards`), then for each row the match with the targets' lists, its
-logging propensities, its slot and list rewards' weighted sums for each target, and its additions to the per-user
-sums. Before anything is drawn for the clicks, the rows' user types are counted
+logging propensities, its slot and list rewards' weighted sums for each target, the products of the two targets'
+weights the differences' degrees of freedom need (:mod:`~simulations.designs.counterfactual.products`: ``specs``,
+a product skipped where one side's weights are all +0.0 and the other's finite, which adds exactly nothing), and its
+additions to the per-user sums. Before anything is drawn for the clicks, the rows' user types are counted
 (:func:`simulations.kernels.shown_row_counts`); a row of an unknown type (or a document outside the grades table)
 sends the batch's clicks to ``design._clicks`` as before, and so do click models without grade chains, world grades
 the chains do not know, a reward the kernel does not compute and an instance's own ``_clicks`` (the benchmark's
