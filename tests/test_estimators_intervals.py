@@ -87,6 +87,27 @@ def test_clt_interval_is_t_with_bell_mccaffrey_degrees_of_freedom(g: int, alpha:
     assert (flat.ci_high - flat.value) / flat.se == pytest.approx(t_quantile(alpha, df), rel=1e-9)
 
 
+def _random_design(rng: np.random.Generator, trial: int, n: int, groups: int, k: int, b_share: float,
+                   a_share: float, unequal_from: int) -> tuple[Any, ...]:
+    """A random design of the degrees of freedom's tests: ``n`` rewards in up to ``groups`` clusters, list weights
+    (even ``trial``) or slot weights of ``k`` slots with empty ones (odd), B's weights heavy-tailed and non-zero on
+    ``b_share`` of them, A's on ``a_share``, B's denominators its weights (SNIPS-like) every other pair of trials,
+    A's unequal from trial ``unequal_from``: ``(labels, inv, g, wb, wa, db, da, valid, wb_s, wa_s)``, ``_s`` the
+    weights with empty slots 0."""
+    labels = rng.integers(0, groups, n)
+    inv = np.unique(labels, return_inverse=True)[1]
+    g = int(inv.max()) + 1
+    slots = trial % 2 == 1
+    shape = (n, k) if slots else (n,)
+    wb = rng.exponential(1, shape) ** 2 * (rng.random(shape) < b_share)
+    wa = rng.exponential(1, shape) * (rng.random(shape) < a_share)
+    db = wb if (trial // 2) % 2 and not slots else np.ones(n)  # SNIPS-like: the weights are the denominators
+    da = rng.exponential(1, n) if trial >= unequal_from else np.ones(n)
+    valid = rng.random((n, k)) < 0.8 if slots else None
+    wb_s, wa_s = (np.where(valid, wb, 0.0), np.where(valid, wa, 0.0)) if slots else (wb, wa)
+    return labels, inv, g, wb, wa, db, da, valid, wb_s, wa_s
+
+
 def test_equal_clusters_give_g_minus_1_and_the_dense_reference_agrees() -> None:
     """working_df: G - 1 exactly for G clusters of equal size and equal weights (one estimate, and the difference of
     two with proportional weights); on random designs (unequal clusters, list and slot weights with empty slots,
@@ -104,18 +125,7 @@ def test_equal_clusters_give_g_minus_1_and_the_dense_reference_agrees() -> None:
     assert working_df(inv, 7, [(0 * ones, sizes, 1.0)]) == 6.0  # nothing carries weight: G - 1 (se undefined)
     rng = np.random.default_rng(20261205)
     for trial in range(8):
-        n = 80
-        labels = rng.integers(0, 11, n)
-        inv = np.unique(labels, return_inverse=True)[1]
-        g = int(inv.max()) + 1
-        slots = trial % 2 == 1
-        shape = (n, 3) if slots else (n,)
-        wb = rng.exponential(1, shape) ** 2 * (rng.random(shape) < 0.4)
-        wa = rng.exponential(1, shape)
-        db = wb if (trial // 2) % 2 and not slots else np.ones(n)  # SNIPS-like: the weights are the denominators
-        da = rng.exponential(1, n) if trial >= 4 else np.ones(n)
-        valid = rng.random((n, 3)) < 0.8 if slots else None
-        wb_s, wa_s = (np.where(valid, wb, 0.0), np.where(valid, wa, 0.0)) if slots else (wb, wa)
+        labels, inv, g, wb, wa, db, da, valid, wb_s, wa_s = _random_design(rng, trial, 80, 11, 3, 0.4, 1.0, 4)
         dbc, dac = np.bincount(inv, db, g), np.bincount(inv, da, g)  # the clusters' sums of the denominators
         one = working_df(inv, g, [(wb_s, dbc, 1.0)])
         two = working_df(inv, g, [(wb_s, dbc, 1.0), (wa_s, dac, -1.0)])
@@ -134,18 +144,8 @@ def test_clustered_df_from_the_clusters_sums_is_the_dense_reference() -> None:
 
     rng = np.random.default_rng(20261206)
     for trial in range(12):
-        n = 90
-        labels = rng.integers(0, 13, n)
-        inv = np.unique(labels, return_inverse=True)[1]
-        g = int(inv.max()) + 1
-        slots = trial % 2 == 1
-        shape = (n, 4) if slots else (n,)
-        wb = rng.exponential(1, shape) ** 2 * (rng.random(shape) < 0.3)
-        wa = rng.exponential(1, shape) * (rng.random(shape) < 0.7)
-        db = wb if (trial // 2) % 2 and not slots else np.ones(n)
-        da = rng.exponential(1, n) if trial >= 6 else np.ones(n)
-        valid = rng.random((n, 4)) < 0.8 if slots else None
-        wb_s, wa_s = (np.where(valid, wb, 0.0), np.where(valid, wa, 0.0)) if slots else (wb, wa)
+        labels, inv, g, wb, wa, db, da, valid, wb_s, wa_s = _random_design(rng, trial, 90, 13, 4, 0.3, 0.7, 6)
+        slots = wb.ndim == 2
 
         def sums(x, y):  # each cluster's sum over its rewards of x y
             return np.bincount(inv, (x * y).sum(axis=1) if slots else x * y, g)
