@@ -6,10 +6,11 @@ reference). The kernels compute, in passes over the rows of the design's sums ma
 active users, the logger's three metrics (:func:`~simulations.designs.counterfactual.paired.ratio_means`) and each
 accumulated estimator's paired difference (:func:`~simulations.designs.counterfactual.paired.paired_differences`),
 and on a due day adaptive IPS's whole-log choice (:meth:`onlineeval.estimators.AdaptiveIPS.choose`, ``pick`` and the
-per-user sums of ``np.bincount``) batch chunk by batch chunk, and each difference's degrees of freedom from the product
-rows (:mod:`simulations.designs.counterfactual.df_kernel`; about 20 us an estimator at 4,700 active users). The numerics are :mod:`simulations.stat_kernels`'
-(blocked Neumaier sums, the two-pass centring; its helpers are called from here): the NumPy path's numbers to 1e-12
-with the same decisions and choices (``tests/test_counterfactual_checkpoint_kernels.py``). Rows the kernels do not
+per-user sums of ``np.bincount``) batch chunk by batch chunk, and each difference's degrees of freedom from the
+product rows (:mod:`simulations.designs.counterfactual.df_kernel`; about 20 us an estimator at 4,700 active users).
+The numerics are :mod:`simulations.stat_kernels`' (blocked Neumaier sums, the two-pass centring; its helpers are
+called from here): the NumPy path's numbers to 1e-12 with the same decisions and choices
+(``tests/test_counterfactual_checkpoint_kernels.py``). Rows the kernels do not
 take (a non-finite sum, a negative denominator, a denominator summing to 0) are computed by the NumPy path's
 :func:`~simulations.designs.counterfactual.paired.paired_difference`, as there. Compiled once per machine: about
 6.7 s of CPU with an empty cache.
@@ -488,7 +489,6 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
     dfs = _accumulated_dfs(design, users)
     values: list[Any] = []
     whole = None
-
     for label, est in design.estimators:
         x: Any = None
         if design.whole_log[label]:

@@ -129,17 +129,17 @@ from simulations.designs.counterfactual.serving import (
 )
 from simulations.traffic import Batch
 
+__all__ = ["LOGGING_METRICS", "CounterfactualDesign", "bootstrap_test"]  # (bootstrap_test: bootstrap.py)
+
+#: the logger's own online metrics recorded as ``logging:<metric>`` rows
+LOGGING_METRICS = ("clicks_per_query", "abandonment", "reciprocal_rank")
+
 
 def _shown(data: Any, w: Any) -> np.ndarray:
     """``w`` as float64, 0 at empty slots (slot weights; as ``estimate``'s degrees of freedom read them)."""
     from onlineeval.estimators.intervals import _shown as shown
 
     return shown(data, w)
-
-__all__ = ["LOGGING_METRICS", "CounterfactualDesign", "bootstrap_test"]  # (bootstrap_test: bootstrap.py)
-
-#: the logger's own online metrics recorded as ``logging:<metric>`` rows
-LOGGING_METRICS = ("clicks_per_query", "abandonment", "reciprocal_rank")
 
 
 # ------------------------------------------------------------------------------ the design

@@ -26,13 +26,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SLOT_KINDS", "ProductLayout", "adaptive_df", "adaptive_rows", "add_products", "batch_weights", "choice_codes", "difference_df_of_sums",
-           "products_of", "user_products"]
+__all__ = ["ProductLayout", "adaptive_df", "adaptive_rows", "add_products", "batch_weights",
+           "choice_codes", "difference_df_of_sums", "products_of", "user_products"]
 
 #: adaptive IPS's behaviours and the fused weights each takes
 BEHAVIOUR_KINDS = {"independent": "item", "cascade": "prefix", "standard": "std"}
-#: the fused kinds of slot weights (``(n, k)``); the others (``list``, ``clipped:<cap>``) are list weights ``(n,)``
-SLOT_KINDS = ("std", "prefix", "item")
 
 
 def _fused_kind(kind: str, est: Any) -> str:
