@@ -22,10 +22,10 @@ ESTIMATORS = ["ips", "snips", "rips", "iips", {"name": "clipped_ips", "cap": 3},
               {"name": "adaptive_ips", "folds": 2}, "snrips", "cascade_dr"]
 
 
-def _config(population: int, logger: dict[str, Any], estimators: list[Any]) -> Any:
+def _config(population: int, logger: dict[str, Any], estimators: list[Any], metric: str = "reciprocal_rank") -> Any:
     from simulations.config import config_from_mapping
 
-    cf = {"name": "cf", "type": "counterfactual", "metric": "reciprocal_rank", "targets": ["A", "B"],
+    cf = {"name": "cf", "type": "counterfactual", "metric": metric, "targets": ["A", "B"],
           "logger": logger, "estimators": estimators, "refit_days": 1}
     return config_from_mapping({
         "seed": 11, "replicates": 1, "workers": 1,
@@ -138,3 +138,16 @@ def test_a_plackett_luce_logger_gives_few_degrees_of_freedom_and_the_design_uses
     shares = _check_against_the_library(design, world, labels)
     assert min(shares) < 0.2, shares
     assert not math.isnan(min(shares))
+
+
+def test_the_other_estimators_under_a_plackett_luce_logger() -> None:
+    """The estimators of other weights on an additive metric under a Plackett-Luce logger (the general path): PBM-IPS
+    (its click-propensity ratios, accumulated through its own Terms.weights), the pseudoinverse (its slot weights),
+    the doubly robust estimators (their weights on the whole log, refitted daily) and the direct method (no weights:
+    G - 1, as estimate): every day's row is estimate's."""
+    names = ["pbm_ips", "pseudoinverse", "dr", "dr_list", "dm"]
+    config = _config(80, {"policy": "plackett_luce", "temperature": 1.0}, names, metric="clicks_per_query")
+    design, world = _run(config, True, True)
+    assert design._step is None and design._unweighted == set()
+    shares = _check_against_the_library(design, world, {n: n for n in names})
+    assert min(shares) < 0.9 and max(shares) <= 1.0
