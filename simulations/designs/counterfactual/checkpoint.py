@@ -44,9 +44,8 @@ import numpy as np
 
 from simulations import stat_kernels as sk
 from simulations.designs.base import CheckpointRow, _values
-from simulations.designs.counterfactual.df_kernel import DF_ROWS, cf_dfs, df_arrays
+from simulations.designs.counterfactual.df_kernel import accumulated_dfs, adaptive_dfs
 from simulations.designs.counterfactual.paired import PairedEstimate, paired_difference
-from simulations.designs.counterfactual.products import adaptive_rows
 from simulations.designs.counterfactual.serving import EarlyRefit, _one_chunk
 from simulations.stat_kernels import _centre, _gather, _jit, _linear, _neumaier
 
@@ -486,7 +485,7 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
     last = design.config.bootstrap and day == design.last_day
     ok = (out[:, CF_OK] == 1.0).tolist()
     est_, se_ = out[:, CF_EST].tolist(), out[:, CF_SE].tolist()
-    dfs = _accumulated_dfs(design, users)
+    dfs = accumulated_dfs(design, users)
     values: list[Any] = []
     whole = None
     for label, est in design.estimators:
@@ -502,7 +501,7 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
                     codes.clear()
                     x = design._row_stat_sums(label, est, users, acc[0].take(users), codes)
                     value = paired_difference(x[0], x[1], x[2], x[3], alpha)
-                value.with_df(_adaptive_df(design, label, users, codes), alpha)
+                value.with_df(adaptive_dfs(design, label, users, codes), alpha)
             else:
                 whole = design.log() if whole is None else whole
                 weights: list[Any] = []
@@ -535,37 +534,6 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
                               PairedEstimate(math.nan, math.nan, alpha)))
     values += [(float(count),) + (math.nan,) * 4 for count in violation_counts(design)]
     return values
-
-
-def _accumulated_dfs(design: Any, users: np.ndarray) -> list[float]:
-    """The degrees of freedom of each accumulated estimator's difference over the active ``users``
-    (:func:`~simulations.designs.counterfactual.df_kernel.cf_dfs`; ``G - 1`` for an estimator without weights), in
-    the order of ``design._acc_labels``."""
-    labels = design._acc_labels
-    if not labels:
-        return []
-    e, lo = len(labels), design._block
-    first, pairs = design._products.first, design._products.pairs
-    rows = np.array([[lo + 2 * e + i, lo + 3 * e + i, *(first + p for p in pairs[label])]
-                     for i, label in enumerate(labels)], dtype=np.int64).reshape(e, DF_ROWS)
-    out = np.empty(e)
-    cf_dfs(design._acc, users, users.size, rows, out)
-    g1 = float(users.size - 1)
-    return [g1 if label in design._unweighted else float(v) for label, v in zip(labels, out.tolist(), strict=True)]
-
-
-def _adaptive_df(design: Any, label: str, users: np.ndarray, codes: list[np.ndarray]) -> float:
-    """The degrees of freedom of adaptive IPS's difference (:func:`~simulations.designs.counterfactual.products.
-    adaptive_rows`' products of each user's behaviours, :func:`~simulations.designs.counterfactual.df_kernel.
-    df_arrays`), the denominators the users' impressions."""
-    rows = adaptive_rows(design._products, label, codes)
-    if rows is None:
-        return math.nan
-    acc = design._acc
-    aa, ab, bb = (np.ascontiguousarray(acc[r, users]) for r in rows)
-    den = acc[0].take(users)
-    total = float(den.sum())
-    return float(df_arrays(den, den, aa, ab, bb, users.size, total, total))
 
 
 def _gathered_rows(design: Any, label: str, users: np.ndarray) -> list[np.ndarray]:

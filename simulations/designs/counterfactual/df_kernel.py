@@ -3,17 +3,21 @@
 and the weights' products (:mod:`simulations.designs.counterfactual.products`), gathered from the design's sums
 matrix estimator by estimator, in one pass. The same formulas: ``CC' = diag + P W P'`` with ``P = [cross, q]``,
 its traces from the ``4 x 4`` moments ``P'P`` and ``P' diag P``; the NumPy path's numbers to rounding (the rows'
-intervals and p-values to 1e-12, ``tests/test_counterfactual_checkpoint_kernels.py``). Imported by
-:mod:`simulations.designs.counterfactual.checkpoint`."""
+intervals and p-values to 1e-12, ``tests/test_counterfactual_checkpoint_kernels.py``). Its drivers,
+:func:`accumulated_dfs` and :func:`adaptive_dfs`, are called by :mod:`simulations.designs.counterfactual.checkpoint`."""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
+from simulations.designs.counterfactual.products import adaptive_rows
 from simulations.stat_kernels import _jit
 
 
-__all__ = ["DF_ROWS", "cf_dfs", "df_arrays"]
+__all__ = ["DF_ROWS", "accumulated_dfs", "adaptive_dfs", "cf_dfs", "df_arrays"]
 
 #: the entries of a row of :func:`cf_dfs`' ``rows``: the rows of the sums matrix of the first target's (A's)
 #: denominators, the second's (B's), and the products A A, A B, B B
@@ -116,3 +120,33 @@ def cf_dfs(acc, users, n, rows, out):
             if c < 2:
                 totals[r] = s
         out[e] = df_arrays(work[0], work[1], work[2], work[3], work[4], n, totals[rows[e, 0]], totals[rows[e, 1]])
+
+
+# ----------------------------------------------------------------------------- the drivers (the checkpoint calls)
+def accumulated_dfs(design: Any, users: np.ndarray) -> list[float]:
+    """The degrees of freedom of each accumulated estimator's difference over the active ``users`` (:func:`cf_dfs`;
+    ``G - 1`` for an estimator without weights), in the order of ``design._acc_labels``."""
+    labels = design._acc_labels
+    if not labels:
+        return []
+    e, lo = len(labels), design._block
+    first, pairs = design._products.first, design._products.pairs
+    rows = np.array([[lo + 2 * e + i, lo + 3 * e + i, *(first + p for p in pairs[label])]
+                     for i, label in enumerate(labels)], dtype=np.int64).reshape(e, DF_ROWS)
+    out = np.empty(e)
+    cf_dfs(design._acc, users, users.size, rows, out)
+    g1 = float(users.size - 1)
+    return [g1 if label in design._unweighted else float(v) for label, v in zip(labels, out.tolist(), strict=True)]
+
+
+def adaptive_dfs(design: Any, label: str, users: np.ndarray, codes: list[np.ndarray]) -> float:
+    """The degrees of freedom of adaptive IPS's difference (:func:`~simulations.designs.counterfactual.products.
+    adaptive_rows`' products of each user's behaviours, :func:`df_arrays`), the denominators the users' impressions."""
+    rows = adaptive_rows(design._products, label, codes)
+    if rows is None:
+        return math.nan
+    acc = design._acc
+    aa, ab, bb = (np.ascontiguousarray(acc[r, users]) for r in rows)
+    den = acc[0].take(users)
+    total = float(den.sum())
+    return float(df_arrays(den, den, aa, ab, bb, users.size, total, total))
