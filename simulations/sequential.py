@@ -4,7 +4,8 @@ always-valid alternatives, from the daily checkpoints the designs already record
 For every design's primary metric the replicates' daily (estimate, SE) series are tested
 four ways (:func:`onlineeval.stats.sequential.sequential_test`):
 
-- ``fixed``: the fixed-horizon z-test on the last day only (what the main table reports);
+- ``fixed``: the fixed-horizon z-test on the last day only (what the main table reports; Student's t of the rows'
+  degrees of freedom where their intervals are t intervals, the counterfactual design's);
 - ``peeking``: the same test every day, stopping at the first p < alpha;
 - ``msprt``: the mixture SPRT's always-valid p-values (Johari et al. 2017), with the mixture
   scale tau planned from the mean standard error on the last day
@@ -66,13 +67,33 @@ def _series(rows: pd.DataFrame, aa: bool) -> tuple[np.ndarray, np.ndarray]:
     return est.sort_index(axis=1).to_numpy(dtype=float), se.sort_index(axis=1).to_numpy(dtype=float)
 
 
+def _df_series(rows: pd.DataFrame, aa: bool) -> np.ndarray | None:
+    """(replicates, days) degrees of freedom of the rows' intervals (the counterfactual design's Student t), as
+    :func:`_series` lays them out; ``None`` where every row's are z's (``inf``; rows without the column): the
+    fixed-horizon and peeking rules then test with z, as every other rule does."""
+    if "df" not in rows.columns:
+        return None
+    sub = rows[rows["aa"] == aa]
+    df = sub.pivot_table(index="replicate", columns="day", values="df", aggfunc="first", dropna=False)
+    out = df.sort_index(axis=1).to_numpy(dtype=float)
+    return out if np.isfinite(out).any() else None
+
+
+def _cols(x: np.ndarray | None, idx: np.ndarray) -> np.ndarray | None:
+    """``x[:, idx]`` (``None`` stays ``None``)."""
+    return None if x is None else x[:, idx]
+
+
 def _test(est: np.ndarray, se: np.ndarray, design: str, alpha: float, tau: float,
-          fractions: np.ndarray) -> Any:
+          fractions: np.ndarray, df: np.ndarray | None = None) -> Any:
+    """One monitoring rule on (replicates, looks) series; ``df`` (:func:`_df_series`): the fixed-horizon and peeking
+    tests take Student's t of the looks' degrees of freedom (the rows' own intervals' and p-values')."""
     from onlineeval.stats.sequential import sequential_test
 
     kind = "none" if design == "fixed" else design
     return sequential_test(est, se, kind, alpha=alpha, tau=tau if design == "msprt" else None,
-                           fractions=fractions if design == "obrien_fleming" else None)
+                           fractions=fractions if design == "obrien_fleming" else None,
+                           df=df if kind in ("none", "peeking") else None)
 
 
 def _monitoring_plan(se: np.ndarray, alpha: float) -> tuple[float, np.ndarray] | None:
@@ -101,6 +122,7 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
         est, se = _series(mine, aa=False)
         if est.size == 0 or est.shape[1] < 2:
             continue
+        df, aa_df = _df_series(mine, aa=False), _df_series(mine, aa=True)
         days = est.shape[1]
         plan = _monitoring_plan(se, alpha)
         if plan is None:
@@ -110,7 +132,7 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
         aa_est, aa_se = _series(mine, aa=True)
         entry: dict[str, Any] = {"metric": metric, "tau": tau, "fractions": fractions.tolist(), "rules": {}}
         for rule in MONITORING:
-            res = _test(est, se, rule, alpha, tau, fractions)
+            res = _test(est, se, rule, alpha, tau, fractions, df)
             stop = np.where(res.reject, res.stop_look, days - 1)
             first = np.take_along_axis(est, np.clip(res.stop_look, 0, days - 1)[:, None], axis=1)[:, 0]
             right_sign = res.reject & (np.sign(first) == np.sign(truth)) if truth != 0 else res.reject
@@ -119,7 +141,7 @@ def monitoring_summary(rows: pd.DataFrame, designs: dict[str, Any], alpha: float
                 "mean_decision_day": float(np.mean(stop + 1)),
             }
             if aa_est.size:
-                aa_res = _test(aa_est, aa_se, rule, alpha, tau, fractions)
+                aa_res = _test(aa_est, aa_se, rule, alpha, tau, fractions, aa_df)
                 r = aa_res.reject.size
                 band = binomial_band(r, alpha, 0.99)
                 fpr = float(np.mean(aa_res.reject))
@@ -197,20 +219,23 @@ def many_looks(config: Any) -> list[tuple[str, int]]:
 
 def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.ndarray, rule: str, alpha: float,
                  tau: float, fractions: np.ndarray, day_of_look: np.ndarray, truth: float,
-                 null: tuple[np.ndarray, np.ndarray] | None = None, null_kind: str = "null") -> dict[str, Any]:
+                 null: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None, null_kind: str = "null",
+                 df: np.ndarray | None = None, aa_df: np.ndarray | None = None) -> dict[str, Any]:
     """Power, decisions and A/A rate of one rule on (replicates, looks) series; with ``null`` (the design's
     null-variant series at the same looks, or with ``null_kind`` ``truth`` its own series minus its exact truth:
-    :func:`truth_null`) also the rule's rate on it (:func:`_null_rate`)."""
+    :func:`truth_null`; with their degrees of freedom) also the rule's rate on it (:func:`_null_rate`). ``df``,
+    ``aa_df``: the looks' degrees of freedom (:func:`_df_series`; the fixed-horizon and peeking tests' t)."""
     from onlineeval.stats import binomial_band
     from onlineeval.stats.sequential import sequential_test
 
-    def run(e: np.ndarray, s: np.ndarray) -> Any:
+    def run(e: np.ndarray, s: np.ndarray, d: np.ndarray | None = None) -> Any:
         kind = "none" if rule == "fixed" else rule
         return sequential_test(e, s, kind, alpha=alpha, tau=tau if kind in ("msprt", "confidence_sequence") else None,
-                               fractions=fractions if kind in ("obrien_fleming", "pocock") else None)
+                               fractions=fractions if kind in ("obrien_fleming", "pocock") else None,
+                               df=d if kind in ("none", "peeking") else None)
 
     k = est.shape[1]
-    res = run(est, se)
+    res = run(est, se, df)
     at = np.clip(res.stop_look, 0, k - 1)
     first = np.take_along_axis(est, at[:, None], axis=1)[:, 0]
     right = res.reject & (np.sign(first) == np.sign(truth)) if truth != 0 else res.reject
@@ -227,7 +252,7 @@ def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.
         "replicates": int(est.shape[0]),
     }
     if aa_est.size:
-        aa = run(aa_est, aa_se)
+        aa = run(aa_est, aa_se, aa_df)
         r = int(aa.reject.size)
         band = binomial_band(r, alpha, 0.99)
         fpr = float(np.mean(aa.reject))
@@ -304,12 +329,13 @@ def _null_monitoring(rows: pd.DataFrame, side_rows: pd.DataFrame, design: str, m
     if len(null_rows):
         kind, name, biased = "null", NULL_PREFIX + metric, bool(((main or {}).get("null") or {}).get("biased"))
         n_est, n_se = _series(null_rows, aa=False)
+        n_df = _df_series(null_rows, aa=False)
     else:
         truth = truth_null(main, *_series(mine, aa=True))
         if truth is None:
             return None
         kind, name, biased = "truth", metric, is_biased_entry(main or {})
-        n_est, n_se = est - truth, se
+        n_est, n_se, n_df = est - truth, se, _df_series(mine, aa=False)
     if n_est.size == 0 or n_est.shape[1] != est.shape[1]:
         return None
     plan = _monitoring_plan(se, alpha)
@@ -317,7 +343,7 @@ def _null_monitoring(rows: pd.DataFrame, side_rows: pd.DataFrame, design: str, m
         return None
     tau, fractions = plan
     return {"metric": name, "kind": kind, "replicates": int(n_est.shape[0]), "tau": tau, "biased": biased,
-            "rules": {rule: _null_rate(_test(n_est, n_se, rule, alpha, tau, fractions), alpha, kind)
+            "rules": {rule: _null_rate(_test(n_est, n_se, rule, alpha, tau, fractions, n_df), alpha, kind)
                       for rule in MONITORING}}
 
 
@@ -338,16 +364,19 @@ def truth_rejection_by_day(rows: pd.DataFrame, design: str, metric: str, main: M
         return None
     days = np.sort(mine.loc[~mine["aa"].astype(bool), "day"].unique())
     # the simulated power curve's per-look test on estimate - truth: any rejection counts when the truth is 0
-    return days, _fixed_power_by_look(est - truth, se, alpha, 0.0)
+    return days, _fixed_power_by_look(est - truth, se, alpha, 0.0, _df_series(mine, aa=False))
 
 
-def _fixed_power_by_look(est: np.ndarray, se: np.ndarray, alpha: float, truth: float) -> np.ndarray:
+def _fixed_power_by_look(est: np.ndarray, se: np.ndarray, alpha: float, truth: float,
+                         df: np.ndarray | None = None) -> np.ndarray:
     """The fixed-horizon test's power (rejections at ``alpha`` with the sign of ``truth``; any rejection when it is
-    0) with each look taken as the horizon: the simulated power curve at the looks."""
+    0) with each look taken as the horizon: the simulated power curve at the looks (``df``: each look's t, as
+    :func:`_test`)."""
     from onlineeval.stats.sequential import sequential_test
 
     # the fixed-horizon rule reads only its last look: every (replicate, look) is its own one-look test
-    reject = sequential_test(est.reshape(-1, 1), se.reshape(-1, 1), "none", alpha=alpha).reject.reshape(est.shape)
+    reject = sequential_test(est.reshape(-1, 1), se.reshape(-1, 1), "none", alpha=alpha,
+                             df=None if df is None else df.reshape(-1, 1)).reject.reshape(est.shape)
     ok = reject & (np.sign(est) == np.sign(truth)) if truth != 0 else reject
     return ok.mean(axis=0)
 
@@ -531,6 +560,7 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
         if est.size == 0:
             continue
         aa_est, aa_se = _series(mine, aa=True)
+        df, aa_df = _df_series(mine, aa=False), _df_series(mine, aa=True)
         n_looks = est.shape[1]
         day_of_look = np.arange(1, n_looks + 1) / per_day
         idx = _schedule(an.looks, n_looks, per_day)
@@ -542,22 +572,23 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
                             "note": "the design's standard error is undefined at the horizon; no sequential analysis"}
             continue
         est, se, day_of_look, planned_se = est[:, idx], se[:, idx], day_of_look[idx], mean_se[idx]
+        df = _cols(df, idx)
         if aa_est.size:
-            aa_est, aa_se = aa_est[:, idx], aa_se[:, idx]
+            aa_est, aa_se, aa_df = aa_est[:, idx], aa_se[:, idx], _cols(aa_df, idx)
         # review 6, F3: the design's null-variant series (daily; per-batch looks are not recorded for it)
         from simulations.designs.interleaving import NULL_PREFIX
 
-        null: tuple[np.ndarray, np.ndarray] | None = None
+        null: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
         null_kind = "null"
         if not batch:
-            n_est, n_se = _series(side_rows[(side_rows["design"] == dc.name)
-                                            & (side_rows["metric"] == NULL_PREFIX + metric)], aa=False)
+            null_rows = side_rows[(side_rows["design"] == dc.name) & (side_rows["metric"] == NULL_PREFIX + metric)]
+            n_est, n_se = _series(null_rows, aa=False)
             if n_est.size and n_est.shape[1] == n_looks:
-                null = (n_est[:, idx], n_se[:, idx])
+                null = (n_est[:, idx], n_se[:, idx], _cols(_df_series(null_rows, aa=False), idx))
         at_truth = truth_null(metrics[metric], aa_est, aa_se) if null is None else None
         if at_truth is not None:
             # no null variant (a counterfactual design): its own looks tested at the exact truth
-            null, null_kind = (est - at_truth, se), "truth"
+            null, null_kind = (est - at_truth, se, df), "truth"
         fractions = _planned_fractions(planned_se)
         tau = float(an.tau) if an.tau is not None else float(mixture_tau(planned_se[-1], alpha))
         truth = float(metrics[metric]["true_effect"])
@@ -573,7 +604,7 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
                 "config" if an.tau is not None else "planned: mixture_tau(mean SE at the horizon, alpha)"),
             "fractions": [float(t) for t in fractions],
             "rules": {r: _rule_record(est, se, aa_est, aa_se, r, alpha, tau, fractions, day_of_look, truth, null,
-                                      null_kind)
+                                      null_kind, df, aa_df)
                       for r in rules},
             # review 6, F3: the daily monitoring table's rules on the null-variant series
             "null_monitoring": _null_monitoring(rows, side_rows, dc.name, metric, alpha, metrics[metric]),
@@ -586,7 +617,7 @@ def sequential_summary(rows: pd.DataFrame, side_rows: pd.DataFrame, designs: dic
         decision["power_vs_fixed"] = decision["power"] - fixed["power"]
         # review 6, F4: at equal power in the simulation: the fixed horizon's power with each look as the horizon
         # (the curves' power at those looks), and the day from which it stays at the rule's power
-        fixed_power = _fixed_power_by_look(est, se, alpha, truth)
+        fixed_power = _fixed_power_by_look(est, se, alpha, truth, df)
         entry["fixed_power_by_look"] = [float(x) for x in fixed_power]
         at_power = _first_look(fixed_power, decision["power"]) if decision["power"] > 0 else None
         decision["fixed_day_at_power"] = None if at_power is None else float(day_of_look[at_power])

@@ -59,10 +59,11 @@ class BatchLooks:
             if design._has_data(users, sums):
                 est = _primary_estimate(design, users, sums)
                 vals = (float(est.estimate), float(est.se), float(est.ci_low), float(est.ci_high), float(est.pvalue))
+                df = float(getattr(est, "df", math.inf))  # (Student's t of these degrees of freedom; inf: z)
             else:
-                vals = (math.nan,) * 5
+                vals, df = (math.nan,) * 5, math.inf
             design.rows.append(CheckpointRow(design.name, design.aa, self.look, BATCH_PREFIX + metric, True, *vals,
-                                             int(users.size), int(design.sums["impressions"].sum())))
+                                             int(users.size), int(design.sums["impressions"].sum()), df))
 
 
 def _primary_estimate(design: Any, users: np.ndarray, sums: dict[str, np.ndarray]) -> Any:

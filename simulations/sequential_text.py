@@ -146,10 +146,10 @@ def null_rate_note(designs: Any, biased: Any = ()) -> str:
                     "on the design's own replicates testing their exact true effect (H0: B - A = the truth from the "
                     "click models, true in every replicate: the rule on estimate - truth with the same SEs), share "
                     "that ever reject either way, '!' above the 99% binomial band of alpha" + band_text + ": the "
-                    "rule's false-positive rate when its null holds (1 - the coverage of z intervals: every rule "
-                    "here is a z-test on each look's estimate and SE, where the main table's coverage and power use "
-                    "t with the difference's degrees of freedom), with the estimator's bias and its SE's error by "
-                    "look")
+                    "rule's false-positive rate when its null holds (the fixed-horizon rule's: 1 - its coverage of "
+                    "the truth; fixed and peeking take each look's t, with the difference's degrees of freedom, the "
+                    "mSPRT and O'Brien-Fleming rules are normal-theory), with the estimator's bias and its SE's "
+                    "error by look")
         mine = [d for d in biased if d in names]
         if mine:
             text += (f"; {', '.join(mine)} biased ({'null check' if kind == 'null' else 'see the main table'}): its "

@@ -60,7 +60,8 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: error too (it held the examination fixed): its SE, interval and p-value change, no random stream.
 #: 15 (2026-12-06): the counterfactual design's intervals and p-values take Student's t with Bell and McCaffrey's
 #: degrees of freedom of each difference (``onlineeval estimate``'s), not z: every interval and p-value of its
-#: differences changes (most by under 0.1% with thousands of users), no estimate and no random stream.
+#: differences changes (most by under 0.1% with thousands of users), no estimate and no random stream; the
+#: replicates' rows gain a ``df`` field (those degrees of freedom; ``inf`` for z).
 STREAM_VERSION = 15
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's

@@ -151,3 +151,39 @@ def test_the_other_estimators_under_a_plackett_luce_logger() -> None:
     assert design._step is None and design._unweighted == set()
     shares = _check_against_the_library(design, world, {n: n for n in names})
     assert min(shares) < 0.9 and max(shares) <= 1.0
+
+
+def test_the_monitoring_rules_fixed_horizon_is_the_main_tables_test(tmp_path) -> None:
+    """configs/counterfactual.yaml with 40 users and no bootstrap (df 8-28 of 39): the daily monitoring's fixed-horizon
+    rule takes each look's t (replicates.csv's df), so its power is the main table's power@end and its rejection
+    rate of the exact truth is one minus the table's coverage; z's differ here (power 0.4 against 0.3, the truth
+    rejected in 5% against 3.3%), so the comparison can fail. The A/B design's rows stay z's (df inf)."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from onlineeval.cli import app
+
+    config = Path(__file__).resolve().parents[1] / "configs" / "counterfactual.yaml"
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["simulate", "--config", str(config), "--set", f"output={out}",
+                                   "--set", "users.population=40", "--set", "designs[2].bootstrap=0",
+                                   "--set", "analysis.assumption_sweep=null", "--set", "replicates=60",
+                                   "--set", "analysis.bias_check=0", "--set", "workers=1"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    rows, curves = pd.read_csv(out / "replicates.csv"), pd.read_csv(out / "curves.csv")
+    last = curves[(curves.design == "counterfactual") & (curves.metric == "snips") & (~curves.aa)].iloc[-1]
+    fixed = summary["monitoring"]["counterfactual"]["rules"]["fixed"]
+    assert fixed["power"] == pytest.approx(last["power"], abs=1e-12)
+    null = summary["sequential"]["counterfactual"]["null_monitoring"]
+    assert null["kind"] == "truth"
+    assert null["rules"]["fixed"]["false_positive_rate"] == pytest.approx(1 - last["coverage"], abs=1e-12)
+    mine = rows[(rows.design == "counterfactual") & (rows.metric == "snips") & (~rows.aa) & (rows.day == 7)]
+    z = stats.norm.ppf(0.975)
+    truth = last["true_effect"]
+    z_power = np.mean((np.abs(mine.estimate / mine.se) >= z) & (np.sign(mine.estimate) == np.sign(truth)))
+    assert mine["df"].max() < 39 and z_power != pytest.approx(last["power"], abs=1e-12)
+    assert np.isinf(rows.loc[rows.design == "ab", "df"]).all()

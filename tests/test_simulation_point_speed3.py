@@ -335,18 +335,19 @@ def test_checkpoint_row_init_takes_the_fields_in_order():
     names = [f.name for f in dataclasses.fields(CheckpointRow)]
     params = list(inspect.signature(CheckpointRow.__init__).parameters)[1:]
     assert params == names
-    values = ("ab", False, 3, "cuped:x", True, 0.1, 0.02, -1.0, 2.0, 0.5, 10, 20)
+    values = ("ab", False, 3, "cuped:x", True, 0.1, 0.02, -1.0, 2.0, 0.5, 10, 20, 7.5)
     row = CheckpointRow(*values)
     assert list(row.__dict__) == names and tuple(row.__dict__.values()) == values
     assert dataclasses.astuple(row) == values
     assert CheckpointRow(**dict(zip(names, values))) == row and hash(CheckpointRow(*values)) == hash(row)
-    assert row != CheckpointRow(*values[:-1], 21)
+    assert row != CheckpointRow(*values[:-2], 21, 7.5)
+    assert CheckpointRow(*values[:-1]).df == math.inf  # z's (every design but the counterfactual's differences)
     assert pickle.loads(pickle.dumps(row)) == row
     assert repr(row).startswith("CheckpointRow(design='ab', aa=False, day=3,")
     with pytest.raises(dataclasses.FrozenInstanceError):
         row.day = 4  # type: ignore[misc]
     with pytest.raises(TypeError):
-        CheckpointRow(*values[:-1])  # a field missing
+        CheckpointRow(*values[:-2])  # a field without a default missing
     assert math.isnan(CheckpointRow(*values[:6], math.nan, *values[7:]).se)
 
 

@@ -144,7 +144,8 @@ def test_the_conventions_say_the_bootstrap_gives_adaptive_ips_its_se_and_p_value
     # numbers), and z in the daily monitoring rules: said
     assert ("interval estimate +- t_df(1-alpha/2) x se and two-sided t-test, df Bell and McCaffrey's degrees of "
             "freedom of the difference") in text
-    assert "the daily monitoring rules are z-tests on each look's estimate and SE" in text
+    assert ("the daily monitoring's fixed-horizon and peeking rules take the same t, its mSPRT and O'Brien-Fleming "
+            "rules are normal-theory") in text
     assert "z, not t" not in text
 
 

@@ -252,6 +252,7 @@ def sequential_test(
     null: float = 0.0,
     tau: ArrayLike | None = None,
     fractions: ArrayLike | None = None,
+    df: ArrayLike | None = None,
 ) -> SequentialResult:
     r"""One entry point for every design, on estimates and standard errors with looks on the last axis.
 
@@ -274,6 +275,11 @@ def sequential_test(
     fractions:
         Information fractions of the looks for the spending designs; default ``k/K``
         (equally spaced). With unequal traffic use the planned :math:`\mathrm{se}_K^2/\mathrm{se}_k^2`.
+    df:
+        For ``"none"`` and ``"peeking"``: each look's degrees of freedom (shape of ``estimate``, or broadcast to
+        it), the test then Student's t of them (an estimate whose interval is a t interval, e.g. Bell and
+        McCaffrey's for a clustered ratio); ``inf`` or NaN entries, and ``None``, keep z. The other designs are
+        normal-theory and ignore it.
 
     Returns
     -------
@@ -294,11 +300,25 @@ def sequential_test(
         z = np.where(s > 0, d / np.where(s > 0, s, 1.0), np.where(d == 0, 0.0, np.copysign(np.inf, d)))
     z = np.where(np.isnan(d) | np.isnan(s), np.nan, z)
     k = z.shape[-1]
+    t_df = None if df is None else np.broadcast_to(np.asarray(df, dtype=np.float64), z.shape)
+    if t_df is not None and not np.isfinite(t_df).any():
+        t_df = None  # every look z's
     if design == "peeking":
         p = np.minimum(1.0, 2.0 * _sf(np.abs(z)))
+        if t_df is not None:
+            from scipy.special import stdtr
+
+            fin = np.isfinite(t_df)
+            p = np.where(fin, np.minimum(1.0, 2.0 * stdtr(np.where(fin, t_df, 1.0), -np.abs(z))), p)
         return peeking_test(np.where(np.isnan(z), np.nan, p), a)
     if design == "none":
         crit = _z(1.0 - a / 2.0)
+        if t_df is not None:
+            from scipy.special import stdtrit
+
+            last_df = t_df[..., -1]
+            fin = np.isfinite(last_df)
+            crit = np.where(fin, stdtrit(np.where(fin, last_df, 1.0), 1.0 - a / 2.0), crit)
         with np.errstate(invalid="ignore"):
             last = np.abs(z[..., -1]) >= crit
         cross = np.zeros(z.shape, dtype=bool)

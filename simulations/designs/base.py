@@ -40,7 +40,11 @@ class CheckpointRow:
     Frozen (assigning a field raises). Its ``__init__`` is written here rather than generated: the generated one
     of a frozen dataclass sets each field through ``object.__setattr__`` (2.7 us a row against 0.9; a checkpoint of
     the counterfactual design makes 21 rows). It takes the fields in their declared order, by position or name
-    (``tests/test_simulation_point_speed3.py`` checks its parameters against :func:`dataclasses.fields`)."""
+    (``tests/test_simulation_point_speed3.py`` checks its parameters against :func:`dataclasses.fields`).
+
+    ``df``: the degrees of freedom of the Student t the interval and p-value took (the counterfactual design's
+    differences: Bell and McCaffrey's, as ``onlineeval estimate``'s); ``inf`` where they are z's (every other
+    design and metric). The daily monitoring rules' fixed-horizon and peeking tests read it."""
 
     design: str
     aa: bool
@@ -54,12 +58,14 @@ class CheckpointRow:
     pvalue: float
     n_users: int
     n_impressions: int
+    df: float = math.inf
 
     def __init__(self, design: str, aa: bool, day: int, metric: str, primary: bool, estimate: float, se: float,
-                 ci_low: float, ci_high: float, pvalue: float, n_users: int, n_impressions: int) -> None:
+                 ci_low: float, ci_high: float, pvalue: float, n_users: int, n_impressions: int,
+                 df: float = math.inf) -> None:
         self.__dict__.update(design=design, aa=aa, day=day, metric=metric, primary=primary, estimate=estimate, se=se,
                              ci_low=ci_low, ci_high=ci_high, pvalue=pvalue, n_users=n_users,
-                             n_impressions=n_impressions)
+                             n_impressions=n_impressions, df=df)
 
 
 DESIGNS: dict[str, type[Design]] = {}

@@ -528,7 +528,7 @@ def _estimates(design: Any, day: int, users: np.ndarray, out: np.ndarray) -> lis
                 x = (_gathered_rows(design, label, users) if label in accumulated else
                      design._row_stat_sums(label, est, users, acc[0].take(users)))
             value = design._bootstrap(value, x, reselect, test=bool(est.clt_holds_fixed(design.reward)))
-        values.append(_values(value))
+        values.append((*_values(value), value.df))
     for m in range(3):  # the logger's three metrics (ratio_means: the SE is the square root of the variance)
         values.append(_values(PairedEstimate(est_[m], math.sqrt(se_[m]), alpha, zero_se_certain=True) if ok[m] else
                               PairedEstimate(math.nan, math.nan, alpha)))
@@ -668,6 +668,7 @@ def _choose_behaviours(group: np.ndarray, counts: np.ndarray, ref: int,
 
 def _append_rows(rows: list[Any], name: str, aa: bool, day: int, metrics: list[str], values: list[Any],
                  n_users: int, n_impressions: int) -> None:
-    """Append one :class:`CheckpointRow` per metric (the first primary) with its five values."""
+    """Append one :class:`CheckpointRow` per metric (the first primary) with its five values (and its degrees of
+    freedom where a sixth is given)."""
     for i, (metric, v) in enumerate(zip(metrics, values, strict=True)):
-        rows.append(CheckpointRow(name, aa, day, metric, i == 0, *v, n_users, n_impressions))
+        rows.append(CheckpointRow(name, aa, day, metric, i == 0, *v[:5], n_users, n_impressions, *v[5:]))

@@ -497,13 +497,14 @@ class CounterfactualDesign(LastDayBootstrap, Design):
         gathered = self._gathered = self._acc.take(users, axis=1)
         sums = {key: gathered[i] for key, i in self._rows.items()}
         if self._has_data(users, sums):
-            estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
+            estimates = {m: (*_values(e), float(getattr(e, "df", math.inf)))
+                         for m, e in self._estimates(users, sums).items()}
         else:
-            estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
+            estimates = {m: (math.nan,) * 5 + (math.inf,) for m in self.metric_names()}
         n_users, n_impr = int(users.size), int(impressions.sum())
-        for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
+        for i, (metric, (est, se, lo, hi, p, df)) in enumerate(estimates.items()):
             self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users,
-                                           n_impr))
+                                           n_impr, df))
 
     def _count_rows(self) -> set[int]:
         """The denominator rows that hold the impression counts (all-ones terms): those :meth:`_add_dens` keeps as

@@ -39,10 +39,11 @@ class PairedEstimate:
     former rule (a zero-width interval, p 0 unless the estimate is 0), which the logger's own metrics keep
     (:func:`ratio_means`: :func:`onlineeval.stats.ratio_mean`'s numbers exactly)."""
 
-    __slots__ = ("ci_high", "ci_low", "estimate", "pvalue", "se")
+    __slots__ = ("ci_high", "ci_low", "df", "estimate", "pvalue", "se")
 
     def __init__(self, estimate: float, se: float, alpha: float, zero_se_certain: bool = False) -> None:
         self.estimate, self.se = float(estimate), float(se)
+        self.df = math.inf  # z (with_df: Student's t of these degrees of freedom)
         if not (math.isfinite(self.estimate) and math.isfinite(self.se)):
             self.ci_low = self.ci_high = self.pvalue = math.nan
             self.estimate = self.se = math.nan
@@ -67,6 +68,7 @@ class PairedEstimate:
             q = float(_spc.stdtrit(df, 1.0 - alpha / 2.0))
             self.ci_low, self.ci_high = self.estimate - q * self.se, self.estimate + q * self.se
             self.pvalue = float(min(1.0, 2.0 * _spc.stdtr(df, -abs(self.estimate) / self.se)))
+            self.df = float(df)
         return self
 
 
