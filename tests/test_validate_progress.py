@@ -72,6 +72,85 @@ def test_the_battery_reports_every_stage_and_every_candidate_call() -> None:
     assert VALIDATION_PROGRESS.get() is None
 
 
+class Planned:
+    """A reporter keeping the planned totals and the calls."""
+
+    def __init__(self) -> None:
+        self.plans: list[int] = []
+        self.calls_seen = 0
+
+    def plan(self, total: int) -> None:
+        self.plans.append(total)
+
+    def stage(self, names: tuple[str, ...], index: int, total: int) -> None:
+        pass
+
+    def calls(self, k: int) -> None:
+        self.calls_seen += k
+
+
+def _run_planned(candidate, method: str, n: int, seed: int) -> Planned:  # noqa: ANN001
+    rec = Planned()
+    token = VALIDATION_PROGRESS.set(rec)
+    try:
+        validate_interleaver(candidate, method, n=n, seed=seed)
+    finally:
+        VALIDATION_PROGRESS.reset(token)
+    return rec
+
+
+@pytest.mark.parametrize("method", ["team_draft", "team_draft_multileave", "balanced", "probabilistic",
+                                    "probabilistic_multileave", "optimized"])
+def test_the_planned_total_is_the_candidates_impressions_for_every_method(method: str) -> None:
+    from onlineeval.interleaving.registry import get_interleaver
+
+    # n = 700: not a multiple of the scenarios' counts, so each stage's rounding counts
+    rec = _run_planned(_from_object("batch", get_interleaver(method)), method, 700, 3)
+    assert len(rec.plans) == 1 and rec.plans[0] == rec.calls_seen > 700
+
+
+def test_the_planned_total_counts_every_per_impression_call() -> None:
+    cand = Counted()
+    rec = _run_planned(_from_object("counted", cand), "team_draft", 1100, 4)
+    assert rec.plans == [cand.n] and rec.calls_seen == cand.n
+
+
+class OneBased(Counted):
+    """Counted with 1-based team labels (credit_agreement is then skipped: the plan shrinks by its credits)."""
+
+    def interleave(self, lists, rng):  # noqa: ANN001, ANN201
+        shown, teams = super().interleave(lists, rng)
+        return shown, [t + 1 for t in teams]
+
+    def credit(self, shown, teams, clicks):  # noqa: ANN001, ANN201
+        return super().credit(shown, [t - 1 for t in teams], clicks)
+
+
+def test_a_skipped_check_takes_its_impressions_off_the_plan() -> None:
+    cand = OneBased()
+    rec = _run_planned(_from_object("one-based", cand), "team_draft", 600, 5)
+    assert len(rec.plans) == 2 and rec.plans[0] > rec.plans[1] == cand.n == rec.calls_seen
+
+
+def test_progress_lines_give_the_share_of_the_plan_and_the_time_left() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    p = ValidateProgress(out, every=5.0, clock=lambda: now[0])
+    p.plan(10_000)
+    p.stage(("structure",), 0, 8)
+    now[0] = 6.0
+    p.calls(2_000)
+    now[0] = 12.0
+    p.calls(10_000 - 2_000)
+    p.done()
+    assert out.getvalue().splitlines() == [
+        "validate: stage 1/8 (structure): 2,000 of 10,000 impressions through the candidate's calls (20%), 6s, "
+        "about 24s left",
+        "validate: stage 1/8 (structure): 10,000 of 10,000 impressions through the candidate's calls (100%), 12s",
+        "validate: done: 10,000 impressions through the candidate's calls, 12s",
+    ]
+
+
 def test_batch_candidates_count_their_impressions_and_the_reference_none() -> None:
     seen = []
     reporter = type("R", (), {"stage": lambda self, *a: None, "calls": lambda self, k: seen.append(k)})()

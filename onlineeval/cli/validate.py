@@ -48,7 +48,9 @@ def _parse_options(option: list[str] | None) -> dict[str, Any]:
 
 class ValidateProgress:
     """Progress lines of a validation run on stderr (:mod:`onlineeval.interleaving.validation.progress`): the stage
-    running and the impressions through the candidate so far, at most one line every 5 seconds and none for a run
+    running and the impressions through the candidate so far, of the battery's planned total (its share and about
+    how long the rest takes at the rate so far: the reference's own work, enumerations and tests, runs between
+    the candidate's calls, so the time left is a rough guide), at most one line every 5 seconds and none for a run
     shorter than that (:class:`~onlineeval.cli._progress.ProgressLines`), then a last line."""
 
     def __init__(self, stream: Any = None, every: float = 5.0, clock: Any = None) -> None:
@@ -57,6 +59,10 @@ class ValidateProgress:
         self._lines = ProgressLines(stream, every, clock)
         self._stage = ""
         self._calls = 0
+        self._total = 0
+
+    def plan(self, total: int) -> None:
+        self._total = total
 
     def stage(self, names: tuple[str, ...], index: int, total: int) -> None:
         self._stage = f"stage {index + 1}/{total}" + (f" ({', '.join(names)})" if names else "")
@@ -74,7 +80,12 @@ class ValidateProgress:
 
         def text(spent: float) -> str:
             head = "validate: done" if last else f"validate: {self._stage}"
-            return f"{head}: {self._calls:,} impressions through the candidate's calls, {duration(spent)}"
+            done, total = self._calls, self._total
+            if last or not total:
+                return f"{head}: {done:,} impressions through the candidate's calls, {duration(spent)}"
+            left = f", about {duration(spent / done * (total - done))} left" if 0 < done < total else ""
+            return (f"{head}: {done:,} of {total:,} impressions through the candidate's calls "
+                    f"({100 * done / total:.0f}%), {duration(spent)}{left}")
 
         self._lines.update(last, text)
 

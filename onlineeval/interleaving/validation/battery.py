@@ -142,6 +142,8 @@ from onlineeval.interleaving.validation.invariants import (
     union_sizes,
 )
 from onlineeval.interleaving.validation.methods import MethodSpec, method_spec
+from onlineeval.interleaving.validation.progress import plan as progress_plan
+from onlineeval.interleaving.validation.progress import planned_calls
 from onlineeval.interleaving.validation.progress import stage as progress_stage
 from onlineeval.interleaving.validation.report import (
     DOCUMENTED,
@@ -272,8 +274,11 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
     long = _long_scenarios(spec)
     per = max(50, n // len(equiv))
     per_fid = max(50, n // len(fidelity))
+    per_better = max(BETTER_MIN_PER_SCENARIO, n // (4 * len(better)))
     n_short_fid = len(fidelity)
     equiv, fidelity = equiv + long, fidelity + long
+    planned = planned_calls(spec, n, per, per_fid, per_better, len(equiv), len(fidelity), len(better),
+                            min(per, CREDIT_AGREEMENT_ROWS))
     checks: list[CheckResult] = []
     mode = "multileaving" if spec.multileave else "interleaving"
     conv = conventions(spec, n=n, click_prob=click_prob, seed=seed, options=ref_il.options, timeout=timeout,
@@ -287,6 +292,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                 "seed": int(seed), "click_prob": click_prob, "timeout": timeout}
     try:
         with watchdog(timeout):
+            progress_plan(sum(planned))
             progress_stage(stages[0], 0, len(stages))
             cand = [candidate.sample(sc, per, rng_c, page_length(sc)) for sc in equiv]
             exact = [exact_draws(ref_il, sc, page_length(sc)) for sc in equiv]
@@ -294,6 +300,8 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
             refs = [ref.sample(sc, per if ex is None or not outcomes_exact(ex) else min(per, CREDIT_AGREEMENT_ROWS),
                                rng_r, page_length(sc)) for sc, ex in zip(equiv, exact)]
             one_based = _one_based(equiv, cand)
+            if one_based:  # credit_agreement is skipped
+                progress_plan(sum(planned) - planned[5])
             checks.extend(_invariants(spec, equiv, cand, one_based))
             stage += 1
             progress_stage(stages[stage], stage, len(stages))
@@ -304,8 +312,7 @@ def validate_interleaver(candidate: Candidate, method: str = "team_draft", *, n:
                                          n_short_fid))
             stage += 1
             progress_stage(stages[stage], stage, len(stages))
-            checks.append(_better(candidate, spec, better, max(BETTER_MIN_PER_SCENARIO, n // (4 * len(better))),
-                                  alpha, rng_c, rng_clk))
+            checks.append(_better(candidate, spec, better, per_better, alpha, rng_c, rng_clk))
             stage += 1
             progress_stage(stages[stage], stage, len(stages))
             dist = _distributions(equiv, cand, refs, ref_il.options.get("tau"), exact)
