@@ -62,7 +62,10 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: degrees of freedom of each difference (``onlineeval estimate``'s), not z: every interval and p-value of its
 #: differences changes (most by under 0.1% with thousands of users), no estimate and no random stream; the
 #: replicates' rows gain a ``df`` field (those degrees of freedom; ``inf`` for z).
-STREAM_VERSION = 15
+#: 16 (2026-12-06): an A/B design with ``test: welch`` records its Welch t's degrees of freedom on its daily rows
+#: (``inf`` before, as for z; its per-batch looks had them), which the daily monitoring's fixed-horizon and peeking
+#: rules read: no estimate, interval or p-value changes, those rules' rejections of such a design do.
+STREAM_VERSION = 16
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

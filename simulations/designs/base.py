@@ -43,8 +43,9 @@ class CheckpointRow:
     (``tests/test_simulation_point_speed3.py`` checks its parameters against :func:`dataclasses.fields`).
 
     ``df``: the degrees of freedom of the Student t the interval and p-value took (the counterfactual design's
-    differences: Bell and McCaffrey's, as ``onlineeval estimate``'s); ``inf`` where they are z's (every other
-    design and metric). The daily monitoring rules' fixed-horizon and peeking tests read it."""
+    differences: Bell and McCaffrey's, as ``onlineeval estimate``'s; an A/B design's with ``test: welch``: Welch's);
+    ``inf`` where they are z's (every other design and metric). The daily monitoring rules' fixed-horizon and peeking
+    tests read it."""
 
     design: str
     aa: bool
@@ -164,6 +165,7 @@ class Design(ABC):
 
     def checkpoint(self, day: int) -> None:
         compiled = self._checkpoint_values()
+        dfs: dict[str, float] = {}  # (compiled paths and undefined estimates: z's inf)
         if compiled is not None:
             n_users, n_impr, estimates = compiled
         else:
@@ -173,14 +175,17 @@ class Design(ABC):
             users = np.flatnonzero(active)
             sums = self._active_sums(users)
             if self._has_data(users, sums):
-                estimates = {m: _values(e) for m, e in self._estimates(users, sums).items()}
+                found = self._estimates(users, sums)
+                estimates = {m: _values(e) for m, e in found.items()}
+                # the t the interval and p-value took (test: welch's Welch df), for the monitoring's rules
+                dfs = {m: float(getattr(e, "df", math.inf)) for m, e in found.items()}
             else:
                 # too little data so far (e.g. fewer than two users in an arm, or no click yet):
                 # the checkpoint is undefined, recorded as NaN, and counts as "not rejected"
                 estimates = {m: (math.nan,) * 5 for m in self.metric_names()}
         for i, (metric, (est, se, lo, hi, p)) in enumerate(estimates.items()):
             self.rows.append(CheckpointRow(self.name, self.aa, day, metric, i == 0, est, se, lo, hi, p, n_users,
-                                           n_impr))
+                                           n_impr, dfs.get(metric, math.inf)))
 
     def _checkpoint_values(self, primary: bool = False
                            ) -> tuple[int, int, dict[str, tuple[float, ...]]] | None:
