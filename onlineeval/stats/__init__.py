@@ -2,6 +2,8 @@
 
 * :mod:`onlineeval.stats.online` - per-user analysis of A/B tests and interleaving:
   Welch t-test, delta-method ratio metrics, cluster bootstrap.
+* :mod:`onlineeval.stats.small_sample` - a ratio metric's A/B difference with few users (CR2 variance, Student's t
+  with Bell and McCaffrey's degrees of freedom).
 * :mod:`onlineeval.stats.power` - analytic power / sample size, binomial bands.
 * :mod:`onlineeval.stats.paired` - paired significance tests of offline evaluation
   (randomisation test, bootstrap CIs, t-test, Holm) and segment analysis.
@@ -93,6 +95,7 @@ if TYPE_CHECKING:
         sequential_test,
         spending_boundaries,
     )
+    from onlineeval.stats.small_sample import ratio_diff_cr2
     from onlineeval.stats.srm import (
         SrmResult,
         srm_chisquare,
@@ -108,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "ratio_diff_batch": "online",
     "ratio_mean": "online",
     "ratio_diff": "online",
+    "ratio_diff_cr2": "small_sample",
     "ratio_linearization": "online",
     "cluster_bootstrap_ratio": "online",
     "cluster_resample_counts": "online",
@@ -164,7 +168,7 @@ _EXPORTS: dict[str, str] = {
     "adjust_pvalues": "multiple",
     "reject_adjusted": "multiple",
 }
-_SUBMODULES = frozenset({"online", "paired", "power", "sequential", "cuped", "srm", "multiple"})
+_SUBMODULES = frozenset({"online", "paired", "power", "sequential", "cuped", "srm", "multiple", "small_sample"})
 
 __all__ = [
     "MISSING_SEGMENT",
@@ -214,6 +218,7 @@ __all__ = [
     "randomization_test",
     "ratio_diff",
     "ratio_diff_batch",
+    "ratio_diff_cr2",
     "ratio_linearization",
     "ratio_mean",
     "ratio_mean_batch",

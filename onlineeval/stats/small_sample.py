@@ -1,0 +1,143 @@
+r"""A ratio metric's difference between two arms with few users: the bias-reduced (CR2) variance and Student's t with
+Bell and McCaffrey's degrees of freedom.
+
+:func:`onlineeval.stats.ratio_diff` (the delta method, Deng, Knoblich and Lu 2018) refers
+:math:`(\hat R_B - \hat R_A) / \mathrm{se}` to the normal distribution. With few users, and most where activity is
+heavy-tailed (a few users hold many of an arm's impressions), that interval covers less than its level: the
+residuals of the heavy users are shrunk by their own weight in the ratio (their leverage), so the variance is
+underestimated, and its own spread is that of a few users, not of many. :func:`ratio_diff_cr2` corrects both, as
+:mod:`onlineeval.estimators.intervals` does for off-policy estimates (Bell and McCaffrey 2002; Imbens and Kolesar
+2016; Pustejovsky and Tipton 2018):
+
+- the variance is the cluster-robust CR2 one of the impression-level regression of the metric on the arm
+  (clusters: users), which for a ratio of sums takes the closed form
+
+  .. math::
+
+      \widehat{\operatorname{Var}}(\hat R) = \frac{1}{N^2} \sum_i \frac{e_i^2}{1 - h_i},
+      \qquad e_i = x_i - \hat R\, y_i, \quad h_i = y_i / N, \quad N = \sum_i y_i
+
+  per arm (user :math:`i`'s numerator :math:`x_i` and denominator :math:`y_i`, :math:`h_i` its leverage: the
+  adjustment :math:`(I - H_{ii})^{-1/2}` of its impressions' residuals, whose sum it scales by
+  :math:`(1 - h_i)^{-1/2}`), unbiased when the impressions are independent with equal variance (the working
+  model), where the delta method's :math:`\frac{m}{m - 1} \sum_i e_i^2 / N^2` falls short by
+  :math:`\sum_i y_i^2 / N^2` of its share;
+- the reference distribution is Student's t with the Satterthwaite degrees of freedom
+  :math:`\operatorname{tr}(A)^2 / \operatorname{tr}(A^2)` of that variance as a quadratic form :math:`y' A y` under
+  the working model: with :math:`p_i = y_i / N` and :math:`w_i = p_i / (1 - p_i)`, an arm contributes
+  :math:`1 / N` to :math:`\operatorname{tr}(A)` and
+  :math:`(\sum w_i^2 - 2 \sum w_i^2 p_i + (\sum w_i p_i)^2) / N^2` to :math:`\operatorname{tr}(A^2)`. Users of one
+  impression each give :math:`2m - 2` (the pooled two-sample t's) for two arms of :math:`m`; fewer where a few users
+  hold the impressions.
+
+Measured (the A/B design's world with 40 users of lognormal activity, sigma 1, two user types clicking at 5% and
+70%; 20,000 A/A replicates): the delta method's z interval covers 0.903, the CR2 variance with this t 0.941; at
+200 users 0.937 and 0.946. tests/test_ratio_cr2.py checks the closed forms against the dense impression-level
+computation and the coverage against the binomial band of the level.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from onlineeval.errors import InputError
+from onlineeval.stats._checks import check_alpha
+
+__all__ = ["cr2_arm", "ratio_diff_cr2", "ratio_diff_cr2_values"]
+
+#: :attr:`onlineeval.stats.Estimate.method` of :func:`ratio_diff_cr2`
+METHOD = "delta-cr2-t"
+
+
+def cr2_arm(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float, float, float]:
+    """``(R, var, tr, tr2)`` of one arm from its users' numerators ``x`` and denominators ``y`` (1-d float64):
+    the ratio of sums, its CR2 variance, and the arm's parts of :math:`\\operatorname{tr}(A)` and
+    :math:`\\operatorname{tr}(A^2)` (see the module docstring). NaN variance and traces where the denominators do
+    not sum to a positive number or one user holds all of them (leverage 1: the CR2 adjustment is undefined)."""
+    n_total = float(y.sum())
+    if not (n_total > 0 and math.isfinite(n_total)):
+        return math.nan, math.nan, math.nan, math.nan
+    r = float(x.sum()) / n_total
+    p = y / n_total
+    keep = 1.0 - p
+    if not bool((keep > 0).all()):
+        return r, math.nan, math.nan, math.nan
+    e = x - r * y
+    var = float(np.dot(e * e, 1.0 / keep)) / (n_total * n_total)
+    w = p / keep
+    w2 = w * w
+    tr2 = (float(w2.sum()) - 2.0 * float(np.dot(w2, p)) + float(np.dot(w, p)) ** 2) / (n_total * n_total)
+    return r, var, 1.0 / n_total, tr2
+
+
+def _combine(a: tuple[float, float, float, float], b: tuple[float, float, float, float]
+             ) -> tuple[float, float, float, float]:
+    """``(difference, se, df, R_A)`` of arms ``a`` (A) and ``b`` (B) from :func:`cr2_arm`."""
+    diff = b[0] - a[0]
+    var = a[1] + b[1]
+    tr2 = a[3] + b[3]
+    if not (tr2 > 0 and math.isfinite(var)):
+        return diff, math.nan, math.nan, a[0]
+    df = (a[2] + b[2]) ** 2 / tr2
+    return diff, math.sqrt(var), df, a[0]
+
+
+def ratio_diff_cr2_values(num_a: NDArray[np.float64], den_a: NDArray[np.float64], num_b: NDArray[np.float64],
+                          den_b: NDArray[np.float64], alpha: float = 0.05, *, null: float = 0.0
+                          ) -> tuple[tuple[float, float, float, float, float], float]:
+    """:func:`ratio_diff_cr2`'s ``(estimate, se, ci_low, ci_high, pvalue)`` and degrees of freedom on trusted 1-d
+    float64 arrays (nothing checked; NaN where undefined: see :func:`cr2_arm`)."""
+    from onlineeval.stats.online import _tests
+
+    diff, se, df, _ = _combine(cr2_arm(num_a, den_a), cr2_arm(num_b, den_b))
+    if math.isnan(se):
+        return (diff, math.nan, math.nan, math.nan, math.nan), math.nan
+    _, p, lo, hi = _tests(np.asarray(diff), np.asarray(se), float(null), check_alpha(alpha), np.asarray(df))
+    return (diff, se, float(lo), float(hi), float(p)), df
+
+
+def ratio_diff_cr2(num_a: ArrayLike, den_a: ArrayLike, num_b: ArrayLike, den_b: ArrayLike, alpha: float = 0.05,
+                   *, null: float = 0.0) -> Any:
+    r"""Difference :math:`R_B - R_A` of a ratio metric between two arms for few users: the CR2 variance and
+    Student's t with Bell and McCaffrey's degrees of freedom (see the module docstring).
+
+    Parameters
+    ----------
+    num_a, den_a, num_b, den_b:
+        Per-user numerators and denominators of arm A (control) and B (treatment), as for
+        :func:`onlineeval.stats.ratio_diff`; at least 2 users with positive denominators per arm.
+    alpha:
+        Two-sided level of the interval. Default 0.05.
+    null:
+        Difference under the null hypothesis. Default 0.
+
+    Returns
+    -------
+    Estimate
+        ``method="delta-cr2-t"``, ``df`` the degrees of freedom, ``reference`` = :math:`R_A`. The estimate is
+        :func:`~onlineeval.stats.ratio_diff`'s; the interval and p-value are
+        :math:`\hat\Delta \pm t_{\nu}(1 - \alpha/2)\,\mathrm{se}` and the two-sided t-test.
+
+    Raises
+    ------
+    InputError
+        For arrays :func:`~onlineeval.stats.ratio_diff` refuses, and for an arm whose denominators are all on one
+        user (its leverage is 1: the CR2 variance is undefined).
+    """
+    from onlineeval.stats.online import Estimate, _pairs, _tests
+
+    xa, ya = _pairs(num_a, den_a, "a")
+    xb, yb = _pairs(num_b, den_b, "b")
+    for arm, y in (("a", ya), ("b", yb)):
+        if int(np.count_nonzero(y > 0)) < 2:
+            raise InputError(f"den_{arm}: one user holds every denominator of the arm; the bias-reduced (CR2) "
+                             "variance needs at least 2 users with positive denominators (use ratio_diff)")
+    alpha = check_alpha(alpha)
+    est, se, df, reference = _combine(cr2_arm(xa, ya), cr2_arm(xb, yb))
+    stat, p, lo, hi = _tests(np.asarray(est), np.asarray(se), float(null), alpha, np.asarray(df))
+    return Estimate(est, se, float(lo), float(hi), float(p), int(xa.size + xb.size), float(stat), df, METHOD, alpha,
+                    float(null), reference)

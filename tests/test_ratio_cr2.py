@@ -1,0 +1,132 @@
+"""``ratio_diff_cr2``: the A/B difference of a ratio metric with the bias-reduced (CR2) variance and Student's t with
+Bell and McCaffrey's degrees of freedom.
+
+References independent of the closed forms in onlineeval/stats/small_sample.py: the dense impression-level
+computation (the regression of each impression's value on the arm, clustered by user: the hat matrix, each
+cluster's adjustment (I - H_cc)^(-1/2) by an eigendecomposition, the CR2 sandwich, and the Satterthwaite degrees of
+freedom tr(A)^2 / tr(A^2) of the variance as a quadratic form y' A y under independent impressions of equal
+variance), the pooled two-sample t's 2m - 2 degrees of freedom for users of one impression each, and a Monte
+Carlo coverage measured against the binomial band of the level (4 standard errors)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from onlineeval.errors import InputError
+from onlineeval.stats import ratio_diff
+from onlineeval.stats.small_sample import ratio_diff_cr2, ratio_diff_cr2_values
+
+
+def _dense(x_a, n_a, x_b, n_b, rng):  # noqa: ANN001, ANN202
+    """(difference, se, df) from the impression-level regression clustered by user; each user's numerator is split
+    over its impressions at random (the CR2 variance of a ratio depends on the users' sums only)."""
+    values, arm, cluster = [], [], []
+    c = 0
+    for b, (xs, ns) in enumerate(((x_a, n_a), (x_b, n_b))):
+        for x, n in zip(xs, ns, strict=True):
+            n = int(n)
+            share = rng.dirichlet(np.ones(n)) if n > 1 else np.ones(n)
+            values.extend(x * share)
+            arm.extend([b] * n)
+            cluster.extend([c] * n)
+            c += 1
+    y = np.asarray(values)
+    design = np.column_stack([np.ones(y.size), np.asarray(arm, dtype=float)])
+    cluster = np.asarray(cluster)
+    bread = np.linalg.inv(design.T @ design)
+    hat = design @ bread @ design.T
+    resid = (np.eye(y.size) - hat) @ y
+    beta = bread @ design.T @ y
+    contrast = bread[1]  # the arm coefficient's row of (X'X)^-1
+    rows = []
+    for g in range(c):
+        idx = np.flatnonzero(cluster == g)
+        vals, vecs = np.linalg.eigh(np.eye(idx.size) - hat[np.ix_(idx, idx)])
+        adjust = vecs @ np.diag(vals ** -0.5) @ vecs.T
+        # the cluster's score as a linear function of y: contrast' X_c' A_c (I - H)[c, :]
+        rows.append(contrast @ design[idx].T @ adjust @ (np.eye(y.size) - hat)[idx])
+    rows = np.asarray(rows)
+    var = float(np.sum((rows @ y) ** 2))
+    quad = rows.T @ rows
+    df = float(np.trace(quad) ** 2 / np.trace(quad @ quad))
+    return float(beta[1]), math.sqrt(var), df
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_closed_forms_are_the_dense_impression_level_cr2_and_its_degrees_of_freedom(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m_a, m_b = rng.integers(3, 9, 2)
+    n_a = np.maximum(1, np.round(np.exp(rng.normal(1.0, 1.0, m_a))))
+    n_b = np.maximum(1, np.round(np.exp(rng.normal(1.0, 1.0, m_b))))
+    x_a = rng.binomial(n_a.astype(int), 0.3).astype(float) + rng.random(m_a)
+    x_b = rng.binomial(n_b.astype(int), 0.5).astype(float)
+    if seed == 3:
+        n_a[0] = 0.0  # a user without impressions: leverage 0, its numerator all residual
+        x_a[0] = 0.0
+    est = ratio_diff_cr2(x_a, n_a, x_b, n_b)
+    diff, se, df = _dense(x_a, n_a, x_b, n_b, rng)
+    assert est.estimate == pytest.approx(diff, rel=1e-10, abs=1e-13)
+    assert est.se == pytest.approx(se, rel=1e-9)
+    assert est.df == pytest.approx(df, rel=1e-9)
+    q = stats.t.ppf(0.975, df)
+    assert (est.ci_low, est.ci_high) == pytest.approx((diff - q * se, diff + q * se), rel=1e-9)
+    assert est.pvalue == pytest.approx(2 * stats.t.sf(abs(diff / se), df), rel=1e-8)
+    assert est.method == "delta-cr2-t" and est.reference == pytest.approx(x_a.sum() / n_a.sum())
+    # the estimate is the delta method's; its se is at least the delta method's share of the leverage larger
+    assert est.estimate == ratio_diff(x_a, n_a, x_b, n_b).estimate
+
+
+def test_users_of_one_impression_each_give_welch_satterthwaites_degrees_of_freedom_at_equal_variances() -> None:
+    """The working model's df for users of one impression each: Welch and Satterthwaite's formula with the two arms'
+    variances equal, (1/m_a + 1/m_b)^2 / (1/(m_a^2 (m_a - 1)) + 1/(m_b^2 (m_b - 1))): the pooled t's 2m - 2 for arms
+    of m users."""
+    rng = np.random.default_rng(5)
+    for m_a, m_b in ((10, 10), (4, 9)):
+        x_a, x_b = rng.random(m_a), rng.random(m_b)
+        est = ratio_diff_cr2(x_a, np.ones(m_a), x_b, np.ones(m_b))
+        want = (1 / m_a + 1 / m_b) ** 2 / (1 / (m_a ** 2 * (m_a - 1)) + 1 / (m_b ** 2 * (m_b - 1)))
+        assert est.df == pytest.approx(want, rel=1e-12)
+        if m_a == m_b:
+            assert est.df == pytest.approx(2 * m_a - 2, rel=1e-12)
+        # and the variance is each arm's unbiased sample variance over its size (Welch's se)
+        welch = math.sqrt(x_a.var(ddof=1) / m_a + x_b.var(ddof=1) / m_b)
+        assert est.se == pytest.approx(welch, rel=1e-12)
+
+
+def test_coverage_is_within_the_binomial_band_where_the_delta_methods_z_is_not() -> None:
+    """20 users of lognormal activity (sigma 1) clicking independently at one rate (the working model): the A/A
+    difference's 95% interval, 4,000 replicates (fixed seed), in the band 0.95 -+ 4 binomial SE (0.0034 each; 20,000
+    replicates measured 0.952), where the delta method's z covers 0.904. (Users who differ beyond the working model,
+    two types clicking at 5% and 70%: 0.943 against z's 0.873, measured, not tested: the module docstring.)"""
+    rng = np.random.default_rng(20261206)
+    reps, users = 4000, 20
+    cover_t = cover_z = 0
+    done = 0
+    while done < reps:
+        n = np.maximum(1, np.round(np.exp(rng.normal(1.0, 1.0, users))))
+        x = rng.binomial(n.astype(int), 0.3).astype(float)
+        b = rng.random(users) < 0.5
+        if b.sum() < 2 or (~b).sum() < 2:
+            continue
+        done += 1
+        (est, se, lo, hi, _), df = ratio_diff_cr2_values(x[~b], n[~b], x[b], n[b])
+        cover_t += lo <= 0.0 <= hi
+        z = ratio_diff(x[~b], n[~b], x[b], n[b])
+        cover_z += z.ci_low <= 0.0 <= z.ci_high
+    band = 4 * math.sqrt(0.95 * 0.05 / reps)
+    assert abs(cover_t / reps - 0.95) < band, cover_t / reps
+    assert cover_z / reps < 0.95 - band, cover_z / reps  # the delta method's z undercovers here
+
+
+def test_an_arm_on_one_user_is_refused_and_the_values_path_gives_nan() -> None:
+    with pytest.raises(InputError, match="den_b: one user holds every denominator"):
+        ratio_diff_cr2([1.0, 2.0, 1.0], [3.0, 4.0, 2.0], [1.0, 0.0], [5.0, 0.0])
+    vals, df = ratio_diff_cr2_values(np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([1.0, 0.0]),
+                                     np.array([5.0, 0.0]))
+    assert math.isnan(vals[1]) and math.isnan(vals[4]) and math.isnan(df)
+    with pytest.raises(InputError, match="den_a: one user holds every denominator"):
+        ratio_diff_cr2([0.0, 1.0], [0.0, 1.0], [1.0, 2.0], [1.0, 2.0])
