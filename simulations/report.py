@@ -282,6 +282,10 @@ def _ab_convention(test: str | None) -> str:
     if test == "welch":
         return ("difference B - A of the arms' means of per-user ratios (each user's sum / their queries; users "
                 "weighted equally), Welch's unequal-variance t-test, two-sided")
+    if test == "delta_t":
+        return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
+                "bias-reduced (CR2) SE over users and a two-sided t-test with Bell and McCaffrey's degrees of "
+                "freedom (replicates.csv's df)")
     return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
             "delta-method SE over users, two-sided z-test")
 
@@ -456,7 +460,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     lines += _unstable_lines(s, population)
     lines += _extrapolation_lines(s, cfg.traffic.days)
     lines += _measure_lines(s)
-    lines += aa_excess_lines(s)
+    delta_ab = {d.name for d in cfg.designs if d.type == "ab" and d.test in (None, "delta")}
+    lines += aa_excess_lines(s, delta_ab)
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
                  for m, e in ms.items() if e["final_day"]["undefined"] > 0]
     if undefined:

@@ -189,10 +189,12 @@ class DesignConfig(_Strict):
         "online metric estimated; 'utility' (both): the offline metric's metric-user utility of the clicks (the "
         "clicks weighted by its static C/W/L weights)"
     )
-    test: Literal["delta", "welch"] | None = Field(
+    test: Literal["delta", "welch", "delta_t"] | None = Field(
         None,
         description="A/B: 'delta' (default) = ratio of per-user sums with the delta method (query-weighted); "
-        "'welch' = per-user means compared with Welch's t-test (user-weighted)",
+        "'welch' = per-user means compared with Welch's t-test (user-weighted); 'delta_t' = the delta method's "
+        "ratio of sums with the bias-reduced (CR2) variance and Student's t with Bell and McCaffrey's degrees of "
+        "freedom (for few users, where the delta method's z interval covers less than its level)",
     )
     rankers: list[str] = Field(
         default_factory=lambda: ["A", "B"],

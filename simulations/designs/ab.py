@@ -12,7 +12,10 @@ method, because the user and not the query is the randomisation unit):
 
 Each estimate is the difference B - A of the two arms' ratios (``test: delta``), or,
 with ``test: welch``, of the two arms' means of per-user ratios, compared with Welch's
-unequal-variance t-test (each user weighs the same, whatever their activity).
+unequal-variance t-test (each user weighs the same, whatever their activity). ``test: delta_t``: the delta
+method's difference with the bias-reduced (CR2) variance and Student's t with Bell and McCaffrey's degrees of
+freedom (:func:`onlineeval.stats.ratio_diff_cr2`: nominal coverage with few users where the delta method's z
+falls short), recorded on the rows (``df``) for the daily monitoring's fixed-horizon and peeking rules.
 """
 
 from __future__ import annotations
@@ -28,6 +31,17 @@ from simulations.traffic import Batch
 __all__ = ["ABDesign", "hash_unit"]
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+class TValues(NamedTuple):
+    """An estimate's five numbers and the degrees of freedom of the t they took (``test: delta_t``)."""
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    pvalue: float
+    df: float
+
 
 #: metric -> the per-user sum it divides by the user's queries
 METRICS = {"clicks_per_query": "clicks", "abandonment": "abandoned", "reciprocal_rank": "rr", "utility": "utility"}
@@ -309,7 +323,7 @@ class ABDesign(Design):
         :data:`simulations.stat_kernels.COMPILED` off take their own paths."""
         from simulations import stat_kernels
 
-        if not (primary and stat_kernels.COMPILED and self.config.test != "welch"):
+        if not (primary and stat_kernels.COMPILED and self.config.test == "delta"):
             return None
         metric = self.metric_names()[0]
         n_users, values = stat_kernels.ab_diff_values(self, [self.accumulators.index(METRICS[metric]) + 1],
@@ -358,7 +372,7 @@ class ABDesign(Design):
         from simulations.designs.base import CheckpointRow
         from simulations.srm import srm_rows
 
-        if self.config.test == "welch":
+        if self.config.test != "delta":  # welch, delta_t: Design.checkpoint, whose rows keep the t's df
             super().checkpoint(day)
         else:  # the rows of Design.checkpoint from checkpoint_stats (the same numbers)
             st = self.checkpoint_stats()
@@ -388,8 +402,9 @@ class ABDesign(Design):
         ``test: delta`` gathers each arm's sums from the population arrays by the arm's user ids
         (:meth:`active_arms`: the values and order of the boolean masks) and takes
         :func:`onlineeval.stats.online.ratio_diff_values`, the lean path of ``ratio_diff`` (the same numbers,
-        bit for bit); ``sums`` may then be empty. ``test: welch`` reads ``sums`` (the impressions and the
-        metrics' sums of the active users)."""
+        bit for bit); ``sums`` may then be empty. ``test: delta_t`` gathers them the same way and takes
+        :func:`onlineeval.stats.small_sample.ratio_diff_cr2_values` (an :class:`TValues` with its df). ``test:
+        welch`` reads ``sums`` (the impressions and the metrics' sums of the active users)."""
         from onlineeval.stats import welch_diff
         from onlineeval.stats.online import ratio_diff_values
 
@@ -411,5 +426,13 @@ class ABDesign(Design):
             den_a, den_b = den.take(users_a), den.take(users_b)
             for metric in names:
                 num = self.sums[METRICS[metric]]
-                out[metric] = ratio_diff_values(num.take(users_a), den_a, num.take(users_b), den_b, alpha=self.alpha)
+                if self.config.test == "delta_t":
+                    from onlineeval.stats.small_sample import ratio_diff_cr2_values
+
+                    vals, df = ratio_diff_cr2_values(num.take(users_a), den_a, num.take(users_b), den_b,
+                                                     alpha=self.alpha)
+                    out[metric] = TValues(*vals, df)
+                else:
+                    out[metric] = ratio_diff_values(num.take(users_a), den_a, num.take(users_b), den_b,
+                                                    alpha=self.alpha)
         return out

@@ -1,0 +1,123 @@
+"""A/B designs with ``test: delta_t``: the delta method's difference with the bias-reduced (CR2) variance and
+Student's t with Bell and McCaffrey's degrees of freedom (:func:`onlineeval.stats.ratio_diff_cr2`), for few users.
+
+References: the library's ``ratio_diff_cr2`` on the design's own per-user sums (tests/test_ratio_cr2.py checks it
+against the dense impression-level computation), and the A/A false-positive rate against its 99% binomial band
+where the delta method's z is above it (a Monte Carlo with a fixed seed)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from onlineeval.cli import app
+from onlineeval.errors import ConfigError
+from simulations.config import config_from_mapping
+
+
+def _mapping(population: int, designs: list[dict], replicates: int = 1, days: int = 3, batch_hours: int = 12) -> dict:
+    return {
+        "seed": 5, "replicates": replicates, "workers": 1,
+        "collection": {"n_queries": 60, "candidates": 10},
+        "rankers": {"depth": 5, "noise_correlation": 0.5, "A": {"noise": 1.0}, "B": {"noise": 0.3}},
+        "offline_metric": "nDCG@5",
+        "users": {"population": population, "activity": {"sigma": 1.0}, "types": [
+            {"name": "nav", "share": 0.6, "click_model": {"name": "cascade", "preset": "navigational"}},
+            {"name": "inf", "share": 0.4, "click_model": {"name": "cascade", "preset": "informational"}}]},
+        "traffic": {"days": days, "queries_per_day": 300, "batch_hours": batch_hours},
+        "designs": designs,
+        "analysis": {"aa": True},
+    }
+
+
+def test_every_days_rows_are_ratio_diff_cr2_on_the_designs_own_sums() -> None:
+    from onlineeval.stats import ratio_diff_cr2
+    from simulations.designs.ab import METRICS
+    from simulations.runner import build_replicate, replicate_seeds, world_seed
+    from simulations.users import UserModels
+    from simulations.world import build_world
+    from tests.test_simulation_point_speed import drive_batches
+
+    config = config_from_mapping(_mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t"}]))
+    world = build_world(config, world_seed(config.seed))
+    traffic, designs = build_replicate(config, world, UserModels.from_config(config.users),
+                                       replicate_seeds(config.seed, 1)[0])
+    checked = 0
+
+    def on_day_end(day: int) -> None:
+        nonlocal checked
+        for d in designs:
+            d.checkpoint(day)
+            if d.kind != "ab":
+                continue
+            imp = d.sums["impressions"]
+            active = imp > 0
+            a, b = active & ~d.in_b, active & d.in_b
+            rows = {r.metric: r for r in d.rows if r.day == day and r.metric in METRICS}
+            for metric, key in METRICS.items():
+                if metric not in rows:
+                    continue
+                row = rows[metric]
+                want = ratio_diff_cr2(d.sums[key][a], imp[a], d.sums[key][b], imp[b], d.alpha)
+                got = (row.estimate, row.se, row.ci_low, row.ci_high, row.pvalue, row.df)
+                assert got == pytest.approx((want.estimate, want.se, want.ci_low, want.ci_high, want.pvalue,
+                                             want.df), rel=1e-12, abs=1e-15)
+                assert math.isfinite(row.df) and row.df < active.sum() - 2
+                checked += 1
+
+    drive_batches(traffic, designs, on_day_end)
+    assert checked == 2 * 3 * 3  # the design and its A/A variant, three metrics, three days
+
+
+def test_cuped_is_refused_with_delta_t() -> None:
+    design = {"name": "abt", "type": "ab", "test": "delta_t", "analysis": {"cuped": {"pre_days": 2}}}
+    with pytest.raises(ConfigError, match=r"designs\[0\]\.analysis\.cuped.*test: delta_t"):
+        config_from_mapping(_mapping(60, [design]))
+
+
+def _simulate(tmp_path: Path, mapping: dict) -> tuple[dict, pd.DataFrame, str]:
+    import yaml
+
+    mapping["output"] = str(tmp_path / "out")
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(mapping), encoding="utf-8")
+    res = CliRunner().invoke(app, ["simulate", "--config", str(path)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    return summary, pd.read_csv(tmp_path / "out" / "replicates.csv"), res.output
+
+
+def test_few_users_the_aa_rate_is_in_its_band_where_the_delta_methods_z_is_above_it(tmp_path: Path) -> None:
+    """40 users of lognormal activity (sigma 1), two user types: the A/A false-positive rate of the fixed-horizon test
+    over 200 replicates. delta (z) is flagged above its 99% band (0.120), delta_t is inside it (0.060), and the
+    report names delta_t for the flagged design."""
+    summary, _, output = _simulate(tmp_path, _mapping(40, [{"name": "ab", "type": "ab", "test": "delta"},
+                                                           {"name": "abt", "type": "ab", "test": "delta_t"}],
+                                                      replicates=200, batch_hours=24))
+    z_aa = summary["designs"]["ab"]["reciprocal_rank"]["aa"]
+    t_aa = summary["designs"]["abt"]["reciprocal_rank"]["aa"]
+    assert z_aa["within_band"] is False and z_aa["false_positive_rate"] > z_aa["binomial_99_band"][1]
+    assert t_aa["within_band"] is True
+    flagged = [line for line in output.splitlines() if line.startswith("  A/A FPR above its band: ")]
+    assert flagged and all(line.split(": ")[1].startswith("ab/") for line in flagged)
+    assert all("test: delta_t (the bias-reduced SE" in line for line in flagged)
+    conv = summary["conventions"]["ab_effect"]
+    assert "z-test" in conv["ab"] and "Bell and McCaffrey" in conv["abt"]
+
+
+def test_the_last_batch_look_of_each_day_is_the_daily_row_df_included(tmp_path: Path) -> None:
+    _, rows, _ = _simulate(tmp_path, _mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t",
+                                                    "analysis": {"monitoring": "batch"}}], replicates=3))
+    mine = rows[(rows.design == "abt") & ~rows.aa]
+    daily = mine[mine.metric == "reciprocal_rank"].set_index(["replicate", "day"])
+    looks = mine[mine.metric == "batch:reciprocal_rank"]
+    last = looks[looks.day % 2 == 0].assign(day=lambda f: f.day // 2).set_index(["replicate", "day"])
+    assert len(daily) == 9 and np.isfinite(daily.df).all()
+    for col in ("estimate", "se", "pvalue", "df"):
+        np.testing.assert_allclose(last.loc[daily.index, col], daily[col], rtol=1e-12)
