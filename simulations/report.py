@@ -134,7 +134,10 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
             f"; utility: per query sum_j w_j c_j, the clicks weighted by {cfg.offline_metric}'s static C/W/L weights"
             if d.metric == "utility" else "") for d in cfg.designs if d.type == "ab"},
         "interleaving_effect": {
-            d.name: _interleaving_convention(d.method or "") for d in cfg.designs if d.type == "interleaving"
+            d.name: _interleaving_convention(d.method or "") + (
+                "; test: delta_t: the bias-reduced (CR2) SE clustered by user and a two-sided t-test with Bell and "
+                "McCaffrey's degrees of freedom (replicates.csv's df) instead of the delta method's z"
+                if d.test == "delta_t" else "") for d in cfg.designs if d.type == "interleaving"
         },
         "interleaving_note": "impressions without a click are not comparisons; Delta = sum over users of "
         "outcome/2 / number of compared impressions, delta-method SE clustered by user; positive favours the "
@@ -460,7 +463,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
     lines += _unstable_lines(s, population)
     lines += _extrapolation_lines(s, cfg.traffic.days)
     lines += _measure_lines(s)
-    delta_ab = {d.name for d in cfg.designs if d.type == "ab" and d.test in (None, "delta")}
+    delta_ab = {d.name for d in cfg.designs if d.type in ("ab", "interleaving") and d.test in (None, "delta")}
     lines += aa_excess_lines(s, delta_ab)
     undefined = [f"{d}/{m} ({e['final_day']['undefined']:.0%})" for d, ms in s["designs"].items()
                  for m, e in ms.items() if e["final_day"]["undefined"] > 0]

@@ -226,8 +226,9 @@ def aa_excess_text(design: str, metric: str, aa: dict[str, Any] | None, alpha: f
     (:math:`2\,\Phi(-z_{1-\alpha/2}\,\text{ratio})`): the part of the excess the small SE explains, the rest
     being the SE's spread over the replicates and the estimates' tails. A delta-method SE over users runs small, and
     its z test's tails are heavy, where few users (or a few heavy ones) carry the estimate; both shrink as users
-    grow. ``delta_ab``: the design is an A/B design with ``test: delta``, whose small-sample analysis
-    ``test: delta_t`` (:func:`onlineeval.stats.ratio_diff_cr2`) the text then names."""
+    grow. ``delta_ab``: the design is an A/B or interleaving design with ``test: delta``, whose small-sample
+    analysis ``test: delta_t`` (:func:`onlineeval.stats.ratio_diff_cr2`, :func:`~onlineeval.stats.ratio_mean_cr2`)
+    the text then names."""
     if not aa or aa.get("degenerate") or aa.get("within_band") is not False:
         return None
     band = aa.get("binomial_99_band") or [None, None]
@@ -254,7 +255,7 @@ def aa_excess_text(design: str, metric: str, aa: dict[str, Any] | None, alpha: f
                        "and its z test's tails are heavy, where few users (or a few heavy ones: users.activity) carry "
                        "the estimate; more users (users.population) bring both towards alpha"
                        + ("; test: delta_t (the bias-reduced SE and Student's t with Bell and McCaffrey's degrees of "
-                          "freedom) is the A/B analysis made for few users" if delta_ab else ""))
+                          "freedom) is the analysis made for few users" if delta_ab else ""))
     return text + ("the SE is not measurably small, so the excess is in the estimates' tails (a z test reads "
                    "them as normal; skewed where few users carry the estimate)")
 
@@ -265,12 +266,13 @@ AA_EXCESS_LEAD = "A/A FPR above its band: "
 
 def aa_excess_texts(s: dict[str, Any], delta_ab: set[str] | None = None) -> list[str]:
     """:func:`aa_excess_text` of every entry of the summary ``s`` whose A/A rate is above its band (at the summary's
-    ``conventions.alpha``); ``delta_ab`` the A/B designs with ``test: delta`` (by default read from the summary's
-    ``config``)."""
+    ``conventions.alpha``); ``delta_ab`` the A/B and interleaving designs with ``test: delta`` (by default read from
+    the summary's ``config``)."""
     alpha = float((s.get("conventions") or {}).get("alpha", 0.05))
     if delta_ab is None:
         delta_ab = {d.get("name") for d in (s.get("config") or {}).get("designs") or []
-                    if isinstance(d, dict) and d.get("type") == "ab" and d.get("test") in (None, "delta")}
+                    if isinstance(d, dict) and d.get("type") in ("ab", "interleaving")
+                    and d.get("test") in (None, "delta")}
     return [text for design, metrics in (s.get("designs") or {}).items() for metric, e in metrics.items()
             if (text := aa_excess_text(design, metric, e.get("aa"), alpha, design in delta_ab))]
 

@@ -17,16 +17,18 @@ import pytest
 from scipy import stats
 
 from onlineeval.errors import InputError
-from onlineeval.stats import ratio_diff
-from onlineeval.stats.small_sample import ratio_diff_cr2, ratio_diff_cr2_values
+from onlineeval.stats import ratio_diff, ratio_mean
+from onlineeval.stats.small_sample import ratio_diff_cr2, ratio_diff_cr2_values, ratio_mean_cr2
 
 
 def _dense(x_a, n_a, x_b, n_b, rng):  # noqa: ANN001, ANN202
-    """(difference, se, df) from the impression-level regression clustered by user; each user's numerator is split
-    over its impressions at random (the CR2 variance of a ratio depends on the users' sums only)."""
+    """(difference, se, df) from the impression-level regression clustered by user (on the intercept and arm B's
+    indicator; without arm B, ``x_b`` None, on the intercept alone: the mean); each user's numerator is split over
+    its impressions at random (the CR2 variance of a ratio depends on the users' sums only)."""
     values, arm, cluster = [], [], []
     c = 0
-    for b, (xs, ns) in enumerate(((x_a, n_a), (x_b, n_b))):
+    arms = ((x_a, n_a),) if x_b is None else ((x_a, n_a), (x_b, n_b))
+    for b, (xs, ns) in enumerate(arms):
         for x, n in zip(xs, ns, strict=True):
             n = int(n)
             share = rng.dirichlet(np.ones(n)) if n > 1 else np.ones(n)
@@ -35,13 +37,15 @@ def _dense(x_a, n_a, x_b, n_b, rng):  # noqa: ANN001, ANN202
             cluster.extend([c] * n)
             c += 1
     y = np.asarray(values)
-    design = np.column_stack([np.ones(y.size), np.asarray(arm, dtype=float)])
+    columns = [np.ones(y.size)] + ([] if x_b is None else [np.asarray(arm, dtype=float)])
+    design = np.column_stack(columns)
     cluster = np.asarray(cluster)
     bread = np.linalg.inv(design.T @ design)
     hat = design @ bread @ design.T
     resid = (np.eye(y.size) - hat) @ y
     beta = bread @ design.T @ y
-    contrast = bread[1]  # the arm coefficient's row of (X'X)^-1
+    coef = len(columns) - 1  # the arm's coefficient (the intercept for one arm)
+    contrast = bread[coef]  # its row of (X'X)^-1
     rows = []
     for g in range(c):
         idx = np.flatnonzero(cluster == g)
@@ -53,7 +57,7 @@ def _dense(x_a, n_a, x_b, n_b, rng):  # noqa: ANN001, ANN202
     var = float(np.sum((rows @ y) ** 2))
     quad = rows.T @ rows
     df = float(np.trace(quad) ** 2 / np.trace(quad @ quad))
-    return float(beta[1]), math.sqrt(var), df
+    return float(beta[coef]), math.sqrt(var), df
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -78,6 +82,27 @@ def test_the_closed_forms_are_the_dense_impression_level_cr2_and_its_degrees_of_
     assert est.method == "delta-cr2-t" and est.reference == pytest.approx(x_a.sum() / n_a.sum())
     # the estimate is the delta method's; its se is at least the delta method's share of the leverage larger
     assert est.estimate == ratio_diff(x_a, n_a, x_b, n_b).estimate
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_arms_ratio_is_the_dense_cr2_of_the_mean(seed: int) -> None:
+    """ratio_mean_cr2 (the interleaving designs' delta_t): a per-user credit over comparisons, signed numerators."""
+    rng = np.random.default_rng(10 + seed)
+    m = int(rng.integers(3, 10))
+    n = np.maximum(1, np.round(np.exp(rng.normal(1.0, 1.2, m))))
+    x = rng.binomial(n.astype(int), 0.4).astype(float) - rng.binomial(n.astype(int), 0.3)
+    est = ratio_mean_cr2(x, n)
+    mean, se, df = _dense(x, n, None, None, rng)
+    assert est.estimate == pytest.approx(mean, rel=1e-10, abs=1e-13)
+    assert est.estimate == ratio_mean(x, n).estimate
+    assert est.se == pytest.approx(se, rel=1e-9)
+    assert est.df == pytest.approx(df, rel=1e-9)
+    assert est.pvalue == pytest.approx(2 * stats.t.sf(abs(mean / se), df), rel=1e-8)
+    # users of equal denominators: G - 1, and the sample variance's SE
+    y = rng.random(m)
+    flat = ratio_mean_cr2(y, np.full(m, 3.0))
+    assert flat.df == pytest.approx(m - 1, rel=1e-12)
+    assert flat.se == pytest.approx(y.std(ddof=1) / math.sqrt(m) / 3.0, rel=1e-12)
 
 
 def test_users_of_one_impression_each_give_welch_satterthwaites_degrees_of_freedom_at_equal_variances() -> None:
@@ -130,3 +155,5 @@ def test_an_arm_on_one_user_is_refused_and_the_values_path_gives_nan() -> None:
     assert math.isnan(vals[1]) and math.isnan(vals[4]) and math.isnan(df)
     with pytest.raises(InputError, match="den_a: one user holds every denominator"):
         ratio_diff_cr2([0.0, 1.0], [0.0, 1.0], [1.0, 2.0], [1.0, 2.0])
+    with pytest.raises(InputError, match="den: one user holds every denominator"):
+        ratio_mean_cr2([0.0, 1.0], [0.0, 1.0])

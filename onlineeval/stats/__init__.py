@@ -95,7 +95,7 @@ if TYPE_CHECKING:
         sequential_test,
         spending_boundaries,
     )
-    from onlineeval.stats.small_sample import ratio_diff_cr2
+    from onlineeval.stats.small_sample import ratio_diff_cr2, ratio_mean_cr2
     from onlineeval.stats.srm import (
         SrmResult,
         srm_chisquare,
@@ -112,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "ratio_mean": "online",
     "ratio_diff": "online",
     "ratio_diff_cr2": "small_sample",
+    "ratio_mean_cr2": "small_sample",
     "ratio_linearization": "online",
     "cluster_bootstrap_ratio": "online",
     "cluster_resample_counts": "online",
@@ -219,6 +220,7 @@ __all__ = [
     "ratio_diff",
     "ratio_diff_batch",
     "ratio_diff_cr2",
+    "ratio_mean_cr2",
     "ratio_linearization",
     "ratio_mean",
     "ratio_mean_batch",

@@ -58,7 +58,7 @@ from numpy.typing import ArrayLike, NDArray
 from onlineeval.errors import InputError
 from onlineeval.stats._checks import check_alpha
 
-__all__ = ["cr2_arm", "ratio_diff_cr2", "ratio_diff_cr2_values"]
+__all__ = ["cr2_arm", "ratio_diff_cr2", "ratio_diff_cr2_values", "ratio_mean_cr2", "ratio_mean_cr2_values"]
 
 #: :attr:`onlineeval.stats.Estimate.method` of :func:`ratio_diff_cr2`
 METHOD = "delta-cr2-t"
@@ -87,14 +87,9 @@ def cr2_arm(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, floa
 
 def _combine(a: tuple[float, float, float, float], b: tuple[float, float, float, float]
              ) -> tuple[float, float, float, float]:
-    """``(difference, se, df, R_A)`` of arms ``a`` (A) and ``b`` (B) from :func:`cr2_arm`."""
-    diff = b[0] - a[0]
-    var = a[1] + b[1]
-    tr2 = a[3] + b[3]
-    if not (tr2 > 0 and math.isfinite(var)):
-        return diff, math.nan, math.nan, a[0]
-    df = (a[2] + b[2]) ** 2 / tr2
-    return diff, math.sqrt(var), df, a[0]
+    """``(difference, var, tr, tr2)`` of arms ``a`` (A) and ``b`` (B) from :func:`cr2_arm` (independent arms:
+    the variances and the traces add)."""
+    return b[0] - a[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]
 
 
 def ratio_diff_cr2_values(num_a: NDArray[np.float64], den_a: NDArray[np.float64], num_b: NDArray[np.float64],
@@ -102,13 +97,57 @@ def ratio_diff_cr2_values(num_a: NDArray[np.float64], den_a: NDArray[np.float64]
                           ) -> tuple[tuple[float, float, float, float, float], float]:
     """:func:`ratio_diff_cr2`'s ``(estimate, se, ci_low, ci_high, pvalue)`` and degrees of freedom on trusted 1-d
     float64 arrays (nothing checked; NaN where undefined: see :func:`cr2_arm`)."""
+    vals, df, _ = _values_of(*_combine(cr2_arm(num_a, den_a), cr2_arm(num_b, den_b)), float(null), alpha)
+    return vals, df
+
+
+def _values_of(est: float, var: float, tr: float, tr2: float, null: float, alpha: float
+               ) -> tuple[tuple[float, float, float, float, float], float, float]:
+    """``((estimate, se, ci_low, ci_high, pvalue), df, statistic)`` of an estimate with CR2 variance ``var`` and the
+    traces ``tr``, ``tr2`` of its quadratic form (NaN where the variance is undefined)."""
     from onlineeval.stats.online import _tests
 
-    diff, se, df, _ = _combine(cr2_arm(num_a, den_a), cr2_arm(num_b, den_b))
-    if math.isnan(se):
-        return (diff, math.nan, math.nan, math.nan, math.nan), math.nan
-    _, p, lo, hi = _tests(np.asarray(diff), np.asarray(se), float(null), check_alpha(alpha), np.asarray(df))
-    return (diff, se, float(lo), float(hi), float(p)), df
+    if not (tr2 > 0 and math.isfinite(var)):
+        return (est, math.nan, math.nan, math.nan, math.nan), math.nan, math.nan
+    se, df = math.sqrt(var), tr * tr / tr2
+    stat, p, lo, hi = _tests(np.asarray(est), np.asarray(se), float(null), check_alpha(alpha), np.asarray(df))
+    return (est, se, float(lo), float(hi), float(p)), df, float(stat)
+
+
+def ratio_mean_cr2_values(num: NDArray[np.float64], den: NDArray[np.float64], alpha: float = 0.05, *,
+                          null: float = 0.0) -> tuple[tuple[float, float, float, float, float], float]:
+    """:func:`ratio_mean_cr2`'s five numbers and degrees of freedom on trusted 1-d float64 arrays (nothing checked;
+    NaN where undefined: see :func:`cr2_arm`)."""
+    vals, df, _ = _values_of(*cr2_arm(num, den), float(null), alpha)
+    return vals, df
+
+
+def _one_user(den: NDArray[np.float64], name: str) -> None:
+    if int(np.count_nonzero(den > 0)) < 2:
+        raise InputError(f"{name}: one user holds every denominator; the bias-reduced (CR2) variance needs at "
+                         "least 2 users with positive denominators (use the delta method's function)")
+
+
+def ratio_mean_cr2(num: ArrayLike, den: ArrayLike, alpha: float = 0.05, *, null: float = 0.0) -> Any:
+    r"""A ratio metric :math:`R = \sum_i x_i / \sum_i y_i` over users for few users: the CR2 variance and Student's t
+    with Bell and McCaffrey's degrees of freedom (one arm of the module docstring's forms: :math:`\nu = 1 /
+    (\sum w_i^2 - 2 \sum w_i^2 p_i + (\sum w_i p_i)^2)`, ``G - 1`` for ``G`` users of equal denominators; the
+    interleaving designs' ``test: delta_t``).
+
+    Parameters and errors as :func:`onlineeval.stats.ratio_mean` (at least 2 users with positive denominators).
+
+    Returns
+    -------
+    Estimate
+        ``method="delta-cr2-t"``, ``df`` the degrees of freedom; the estimate is ``ratio_mean``'s.
+    """
+    from onlineeval.stats.online import Estimate, _pairs
+
+    x, y = _pairs(num, den, "")
+    _one_user(y, "den")
+    alpha = check_alpha(alpha)
+    (est, se, lo, hi, p), df, stat = _values_of(*cr2_arm(x, y), float(null), alpha)
+    return Estimate(est, se, lo, hi, p, int(x.size), stat, df, METHOD, alpha, float(null), None)
 
 
 def ratio_diff_cr2(num_a: ArrayLike, den_a: ArrayLike, num_b: ArrayLike, den_b: ArrayLike, alpha: float = 0.05,
@@ -139,16 +178,13 @@ def ratio_diff_cr2(num_a: ArrayLike, den_a: ArrayLike, num_b: ArrayLike, den_b: 
         For arrays :func:`~onlineeval.stats.ratio_diff` refuses, and for an arm whose denominators are all on one
         user (its leverage is 1: the CR2 variance is undefined).
     """
-    from onlineeval.stats.online import Estimate, _pairs, _tests
+    from onlineeval.stats.online import Estimate, _pairs
 
     xa, ya = _pairs(num_a, den_a, "a")
     xb, yb = _pairs(num_b, den_b, "b")
-    for arm, y in (("a", ya), ("b", yb)):
-        if int(np.count_nonzero(y > 0)) < 2:
-            raise InputError(f"den_{arm}: one user holds every denominator of the arm; the bias-reduced (CR2) "
-                             "variance needs at least 2 users with positive denominators (use ratio_diff)")
+    _one_user(ya, "den_a")
+    _one_user(yb, "den_b")
     alpha = check_alpha(alpha)
-    est, se, df, reference = _combine(cr2_arm(xa, ya), cr2_arm(xb, yb))
-    stat, p, lo, hi = _tests(np.asarray(est), np.asarray(se), float(null), alpha, np.asarray(df))
-    return Estimate(est, se, float(lo), float(hi), float(p), int(xa.size + xb.size), float(stat), df, METHOD, alpha,
-                    float(null), reference)
+    arm_a = cr2_arm(xa, ya)
+    (est, se, lo, hi, p), df, stat = _values_of(*_combine(arm_a, cr2_arm(xb, yb)), float(null), alpha)
+    return Estimate(est, se, lo, hi, p, int(xa.size + xb.size), stat, df, METHOD, alpha, float(null), arm_a[0])

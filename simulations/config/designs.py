@@ -80,7 +80,7 @@ _COUNTERFACTUAL_KEYS = ("logger", "targets", "estimators", "bootstrap", "refit_d
 #: keys of a design entry its type does not use (left out of the effective config)
 _UNUSED_KEYS = {
     "ab": ("method", "options", "rankers", *_COUNTERFACTUAL_KEYS),
-    "interleaving": ("share_b", "metric", "test", *_COUNTERFACTUAL_KEYS),
+    "interleaving": ("share_b", "metric", *_COUNTERFACTUAL_KEYS),  # ('test': kept when it is delta_t)
     "counterfactual": ("method", "options", "share_b", "test", "rankers"),
 }
 
@@ -194,7 +194,8 @@ class DesignConfig(_Strict):
         description="A/B: 'delta' (default) = ratio of per-user sums with the delta method (query-weighted); "
         "'welch' = per-user means compared with Welch's t-test (user-weighted); 'delta_t' = the delta method's "
         "ratio of sums with the bias-reduced (CR2) variance and Student's t with Bell and McCaffrey's degrees of "
-        "freedom (for few users, where the delta method's z interval covers less than its level)",
+        "freedom (for few users, where the delta method's z interval covers less than its level); interleaving: "
+        "'delta' (default) or 'delta_t', the same two for its per-user credits over comparisons",
     )
     rankers: list[str] = Field(
         default_factory=lambda: ["A", "B"],
@@ -262,6 +263,8 @@ class DesignConfig(_Strict):
         data = handler(self)
         for key in _UNUSED_KEYS.get(self.type, ()):
             data.pop(key, None)
+        if self.type == "interleaving" and self.test in (None, "delta"):
+            data.pop("test", None)  # (the default: interleaving designs keep their former effective config)
         if self.analysis.is_default():
             data.pop("analysis", None)  # designs without one keep their former effective config
         if not self.export_log:
@@ -281,8 +284,10 @@ class DesignConfig(_Strict):
             raise ValueError("an interleaving design needs 'method' (e.g. team_draft, balanced)")
         if self.type == "ab" and self.method is not None:
             raise ValueError("'method' applies to interleaving designs only")
-        if self.type == "interleaving" and self.test is not None:
-            raise ValueError("'test' applies to A/B designs only (interleaving uses the delta method)")
+        if self.type == "interleaving" and self.test == "welch":
+            raise ValueError("test 'welch' (per-user means) applies to A/B designs; an interleaving design takes "
+                             "'delta' (the default: the delta method's z) or 'delta_t' (the bias-reduced SE and "
+                             "Student's t, for few users)")
         if self.type == "ab" and not 0.0 < self.share_b < 1.0:
             raise ValueError("share_b must be strictly between 0 and 1 for an A/B test")
         if self.type == "ab" and self.rankers != ["A", "B"]:

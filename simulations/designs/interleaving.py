@@ -530,7 +530,7 @@ class InterleavingDesign(Design):
         tested), or None when :data:`simulations.stat_kernels.COMPILED` is off."""
         from simulations import stat_kernels
 
-        if not stat_kernels.COMPILED:
+        if not stat_kernels.COMPILED or self.config.test == "delta_t":  # (delta_t: the NumPy path, with its df)
             return None
         pairs = self.pairs[:1] if primary else self.pairs
         names = self.metric_names()[:len(pairs)]
@@ -552,8 +552,20 @@ class InterleavingDesign(Design):
         return [prefix + metric for metric, _, _ in self.pairs]
 
     def _estimates(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
+        """Each pair's preference: ``ratio_mean``'s numbers (the delta method's z), or with ``test: delta_t``
+        :func:`onlineeval.stats.small_sample.ratio_mean_cr2_values`' (the bias-reduced SE and Student's t, its df
+        on the rows)."""
         from onlineeval.stats.online import ratio_mean_values  # ratio_mean's numbers, bit for bit
 
+        if self.config.test == "delta_t":
+            from onlineeval.stats.small_sample import ratio_mean_cr2_values
+            from simulations.designs.ab import TValues
+
+            out = {}
+            for name, (metric, _, _) in zip(self.metric_names(), self.pairs, strict=True):
+                vals, df = ratio_mean_cr2_values(sums[f"num:{metric}"], sums["compared"], alpha=self.alpha)
+                out[name] = TValues(*vals, df)
+            return out
         return {
             name: ratio_mean_values(sums[f"num:{metric}"], sums["compared"], alpha=self.alpha)
             for name, (metric, _, _) in zip(self.metric_names(), self.pairs, strict=True)
