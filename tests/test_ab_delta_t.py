@@ -21,7 +21,7 @@ from onlineeval.errors import ConfigError
 from simulations.config import config_from_mapping
 
 
-def _mapping(population: int, designs: list[dict], replicates: int = 1, days: int = 3, batch_hours: int = 12) -> dict:
+def few_users_mapping(population: int, designs: list[dict], replicates: int = 1, days: int = 3, batch_hours: int = 12) -> dict:
     return {
         "seed": 5, "replicates": replicates, "workers": 1,
         "collection": {"n_queries": 60, "candidates": 10},
@@ -36,52 +36,64 @@ def _mapping(population: int, designs: list[dict], replicates: int = 1, days: in
     }
 
 
-def test_every_days_rows_are_ratio_diff_cr2_on_the_designs_own_sums() -> None:
-    from onlineeval.stats import ratio_diff_cr2
-    from simulations.designs.ab import METRICS
+def each_checkpoint(config, check) -> None:  # noqa: ANN001
+    """One replicate of ``config`` batch by batch; after each day's checkpoint of each design, ``check(design, day)``."""
     from simulations.runner import build_replicate, replicate_seeds, world_seed
     from simulations.users import UserModels
     from simulations.world import build_world
     from tests.test_simulation_point_speed import drive_batches
 
-    config = config_from_mapping(_mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t"}]))
     world = build_world(config, world_seed(config.seed))
     traffic, designs = build_replicate(config, world, UserModels.from_config(config.users),
                                        replicate_seeds(config.seed, 1)[0])
-    checked = 0
 
     def on_day_end(day: int) -> None:
-        nonlocal checked
         for d in designs:
             d.checkpoint(day)
-            if d.kind != "ab":
-                continue
-            imp = d.sums["impressions"]
-            active = imp > 0
-            a, b = active & ~d.in_b, active & d.in_b
-            rows = {r.metric: r for r in d.rows if r.day == day and r.metric in METRICS}
-            for metric, key in METRICS.items():
-                if metric not in rows:
-                    continue
-                row = rows[metric]
-                want = ratio_diff_cr2(d.sums[key][a], imp[a], d.sums[key][b], imp[b], d.alpha)
-                got = (row.estimate, row.se, row.ci_low, row.ci_high, row.pvalue, row.df)
-                assert got == pytest.approx((want.estimate, want.se, want.ci_low, want.ci_high, want.pvalue,
-                                             want.df), rel=1e-12, abs=1e-15)
-                assert math.isfinite(row.df) and row.df < active.sum() - 2
-                checked += 1
+            check(d, day)
 
     drive_batches(traffic, designs, on_day_end)
+
+
+def same_row(row, want) -> None:  # noqa: ANN001
+    """A checkpoint row's five numbers and df are the library estimate's (to rounding)."""
+    got = (row.estimate, row.se, row.ci_low, row.ci_high, row.pvalue, row.df)
+    assert got == pytest.approx((want.estimate, want.se, want.ci_low, want.ci_high, want.pvalue, want.df),
+                                rel=1e-12, abs=1e-15)
+    assert math.isfinite(row.df)
+
+
+def test_every_days_rows_are_ratio_diff_cr2_on_the_designs_own_sums() -> None:
+    from onlineeval.stats import ratio_diff_cr2
+    from simulations.designs.ab import METRICS
+
+    checked = 0
+
+    def check(d, day: int) -> None:  # noqa: ANN001
+        nonlocal checked
+        if d.kind != "ab":
+            return
+        imp = d.sums["impressions"]
+        active = imp > 0
+        a, b = active & ~d.in_b, active & d.in_b
+        rows = {r.metric: r for r in d.rows if r.day == day and r.metric in METRICS}
+        for metric, key in METRICS.items():
+            if metric in rows:
+                same_row(rows[metric], ratio_diff_cr2(d.sums[key][a], imp[a], d.sums[key][b], imp[b], d.alpha))
+                assert rows[metric].df < active.sum() - 2
+                checked += 1
+
+    each_checkpoint(config_from_mapping(few_users_mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t"}])), check)
     assert checked == 2 * 3 * 3  # the design and its A/A variant, three metrics, three days
 
 
 def test_cuped_is_refused_with_delta_t() -> None:
     design = {"name": "abt", "type": "ab", "test": "delta_t", "analysis": {"cuped": {"pre_days": 2}}}
     with pytest.raises(ConfigError, match=r"designs\[0\]\.analysis\.cuped.*test: delta_t"):
-        config_from_mapping(_mapping(60, [design]))
+        config_from_mapping(few_users_mapping(60, [design]))
 
 
-def _simulate(tmp_path: Path, mapping: dict) -> tuple[dict, pd.DataFrame, str]:
+def simulate(tmp_path: Path, mapping: dict) -> tuple[dict, pd.DataFrame, str]:
     import yaml
 
     mapping["output"] = str(tmp_path / "out")
@@ -97,7 +109,7 @@ def test_few_users_the_aa_rate_is_in_its_band_where_the_delta_methods_z_is_above
     """40 users of lognormal activity (sigma 1), two user types: the A/A false-positive rate of the fixed-horizon test
     over 200 replicates. delta (z) is flagged above its 99% band (0.120), delta_t is inside it (0.060), and the
     report names delta_t for the flagged design."""
-    summary, _, output = _simulate(tmp_path, _mapping(40, [{"name": "ab", "type": "ab", "test": "delta"},
+    summary, _, output = simulate(tmp_path, few_users_mapping(40, [{"name": "ab", "type": "ab", "test": "delta"},
                                                            {"name": "abt", "type": "ab", "test": "delta_t"}],
                                                       replicates=200, batch_hours=24))
     z_aa = summary["designs"]["ab"]["reciprocal_rank"]["aa"]
@@ -112,7 +124,7 @@ def test_few_users_the_aa_rate_is_in_its_band_where_the_delta_methods_z_is_above
 
 
 def test_the_last_batch_look_of_each_day_is_the_daily_row_df_included(tmp_path: Path) -> None:
-    _, rows, _ = _simulate(tmp_path, _mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t",
+    _, rows, _ = simulate(tmp_path, few_users_mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t",
                                                     "analysis": {"monitoring": "batch"}}], replicates=3))
     mine = rows[(rows.design == "abt") & ~rows.aa]
     daily = mine[mine.metric == "reciprocal_rank"].set_index(["replicate", "day"])

@@ -8,64 +8,46 @@ Carlo with a fixed seed)."""
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 
 import pytest
-import yaml
-from typer.testing import CliRunner
 
-from onlineeval.cli import app
 from onlineeval.errors import ConfigError
 from simulations.config import config_from_mapping
-from tests.test_ab_delta_t import _mapping
+from tests.test_ab_delta_t import few_users_mapping, each_checkpoint, same_row, simulate
 
 
 def test_every_days_rows_are_ratio_mean_cr2_on_the_designs_own_sums() -> None:
     from onlineeval.stats import ratio_mean_cr2
-    from simulations.runner import build_replicate, replicate_seeds, world_seed
-    from simulations.users import UserModels
-    from simulations.world import build_world
-    from tests.test_simulation_point_speed import drive_batches
 
-    mapping = _mapping(60, [{"name": "ml", "type": "interleaving", "method": "team_draft_multileave",
+    mapping = few_users_mapping(60, [{"name": "ml", "type": "interleaving", "method": "team_draft_multileave",
                              "rankers": ["A", "B", "C"], "test": "delta_t"}])
     mapping["rankers"]["others"] = {"C": {"noise": 0.6}}
-    config = config_from_mapping(mapping)
-    world = build_world(config, world_seed(config.seed))
-    traffic, designs = build_replicate(config, world, UserModels.from_config(config.users),
-                                       replicate_seeds(config.seed, 1)[0])
     checked = 0
 
-    def on_day_end(day: int) -> None:
+    def check(d, day: int) -> None:  # noqa: ANN001
         nonlocal checked
-        for d in designs:
-            d.checkpoint(day)
-            if d.kind != "interleaving" or d.aa:
-                continue
-            active = d.sums["impressions"] > 0
-            rows = {r.metric: r for r in d.rows if r.day == day}
-            for name, (metric, _, _) in zip(d.metric_names(), d.pairs, strict=True):
-                row = rows[name]
-                want = ratio_mean_cr2(d.sums[f"num:{metric}"][active], d.sums["compared"][active], d.alpha)
-                got = (row.estimate, row.se, row.ci_low, row.ci_high, row.pvalue, row.df)
-                assert got == pytest.approx((want.estimate, want.se, want.ci_low, want.ci_high, want.pvalue,
-                                             want.df), rel=1e-12, abs=1e-15)
-                assert math.isfinite(row.df) and row.df <= active.sum() - 1 + 1e-9
-                checked += 1
+        if d.kind != "interleaving" or d.aa:
+            return
+        active = d.sums["impressions"] > 0
+        rows = {r.metric: r for r in d.rows if r.day == day}
+        for name, (metric, _, _) in zip(d.metric_names(), d.pairs, strict=True):
+            same_row(rows[name], ratio_mean_cr2(d.sums[f"num:{metric}"][active], d.sums["compared"][active],
+                                                d.alpha))
+            assert rows[name].df <= active.sum() - 1 + 1e-9
+            checked += 1
 
-    drive_batches(traffic, designs, on_day_end)
+    each_checkpoint(config_from_mapping(mapping), check)
     assert checked == 2 * 3 * 3  # the design and its null variant (clicks blind to relevance), three pairs, days
 
 
 def test_the_config_takes_delta_t_for_interleaving_and_refuses_welch() -> None:
     base = {"name": "td", "type": "interleaving", "method": "team_draft"}
     with pytest.raises(ConfigError, match="test 'welch' .* applies to A/B designs"):
-        config_from_mapping(_mapping(60, [{**base, "test": "welch"}]))
-    plain = config_from_mapping(_mapping(60, [base])).effective()["designs"][0]
-    explicit = config_from_mapping(_mapping(60, [{**base, "test": "delta"}])).effective()["designs"][0]
-    small = config_from_mapping(_mapping(60, [{**base, "test": "delta_t"}])).effective()["designs"][0]
+        config_from_mapping(few_users_mapping(60, [{**base, "test": "welch"}]))
+    plain = config_from_mapping(few_users_mapping(60, [base])).effective()["designs"][0]
+    explicit = config_from_mapping(few_users_mapping(60, [{**base, "test": "delta"}])).effective()["designs"][0]
+    small = config_from_mapping(few_users_mapping(60, [{**base, "test": "delta_t"}])).effective()["designs"][0]
     assert "test" not in plain and explicit == plain  # the default keeps the former effective config
     assert small["test"] == "delta_t"
 
@@ -73,18 +55,13 @@ def test_the_config_takes_delta_t_for_interleaving_and_refuses_welch() -> None:
 def test_few_users_team_drafts_aa_rate_is_in_its_band_with_delta_t(tmp_path: Path) -> None:
     """40 users of lognormal activity (sigma 1), two user types, 200 replicates: team-draft's A/A false-positive
     rate with the delta method's z is above its 99% band (0.105), with delta_t inside it (0.040)."""
-    mapping = _mapping(40, [{"name": "td", "type": "interleaving", "method": "team_draft"},
+    mapping = few_users_mapping(40, [{"name": "td", "type": "interleaving", "method": "team_draft"},
                             {"name": "tdt", "type": "interleaving", "method": "team_draft", "test": "delta_t"}],
                        replicates=200, batch_hours=24)
-    mapping["output"] = str(tmp_path / "out")
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(mapping), encoding="utf-8")
-    res = CliRunner().invoke(app, ["simulate", "--config", str(path)])
-    assert res.exit_code == 0, res.output
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    summary, _, output = simulate(tmp_path, mapping)
     z_aa, t_aa = (summary["designs"][d]["delta_ab"]["aa"] for d in ("td", "tdt"))
     assert z_aa["within_band"] is False and t_aa["within_band"] is True
-    flagged = [line for line in res.output.splitlines() if line.startswith("  A/A FPR above its band: ")]
+    flagged = [line for line in output.splitlines() if line.startswith("  A/A FPR above its band: ")]
     assert [line.split(": ")[1].split(" ")[0] for line in flagged] == ["td/delta_ab"]
     assert "test: delta_t (the bias-reduced SE" in flagged[0]
     assert "Bell and McCaffrey" in summary["conventions"]["interleaving_effect"]["tdt"]

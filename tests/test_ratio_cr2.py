@@ -42,7 +42,6 @@ def _dense(x_a, n_a, x_b, n_b, rng):  # noqa: ANN001, ANN202
     cluster = np.asarray(cluster)
     bread = np.linalg.inv(design.T @ design)
     hat = design @ bread @ design.T
-    resid = (np.eye(y.size) - hat) @ y
     beta = bread @ design.T @ y
     coef = len(columns) - 1  # the arm's coefficient (the intercept for one arm)
     contrast = bread[coef]  # its row of (X'X)^-1
