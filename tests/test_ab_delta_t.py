@@ -21,7 +21,8 @@ from onlineeval.errors import ConfigError
 from simulations.config import config_from_mapping
 
 
-def few_users_mapping(population: int, designs: list[dict], replicates: int = 1, days: int = 3, batch_hours: int = 12) -> dict:
+def few_users_mapping(population: int, designs: list[dict], replicates: int = 1, days: int = 3,
+                      batch_hours: int = 12) -> dict:
     return {
         "seed": 5, "replicates": replicates, "workers": 1,
         "collection": {"n_queries": 60, "candidates": 10},
@@ -37,7 +38,8 @@ def few_users_mapping(population: int, designs: list[dict], replicates: int = 1,
 
 
 def each_checkpoint(config, check) -> None:  # noqa: ANN001
-    """One replicate of ``config`` batch by batch; after each day's checkpoint of each design, ``check(design, day)``."""
+    """One replicate of ``config`` batch by batch; after each day's checkpoint of each design,
+    ``check(design, day)``."""
     from simulations.runner import build_replicate, replicate_seeds, world_seed
     from simulations.users import UserModels
     from simulations.world import build_world
@@ -83,7 +85,8 @@ def test_every_days_rows_are_ratio_diff_cr2_on_the_designs_own_sums() -> None:
                 assert rows[metric].df < active.sum() - 2
                 checked += 1
 
-    each_checkpoint(config_from_mapping(few_users_mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t"}])), check)
+    config = config_from_mapping(few_users_mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t"}]))
+    each_checkpoint(config, check)
     assert checked == 2 * 3 * 3  # the design and its A/A variant, three metrics, three days
 
 
