@@ -6,7 +6,9 @@ For each design and metric, at every daily checkpoint over the R replicates:
   the effect with the sign of the true effect; ``rejection_rate``: rejections either way;
 - ``analytic_power``: the normal-approximation power for the true effect and the mean
   standard error at that checkpoint, counted like ``power`` (rejections with the effect's
-  sign): :math:`\\Phi(|\\delta|/se - z_{1-\\alpha/2})`;
+  sign): :math:`\\Phi(|\\delta|/se - q)`, :math:`q = z_{1-\\alpha/2}`, or the t critical value of the rows'
+  median degrees of freedom where they are t rows (the counterfactual design's differences, ``test: welch``
+  and ``delta_t``);
 - the mean estimate, its spread across replicates, the mean standard error, CI coverage
   of the true value, users and impressions;
 - for A/A variants, the false-positive rate with its exact binomial 99% band around alpha;

@@ -54,8 +54,9 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
         if t == 0:
             analytic = float(alpha)  # A/A: the rejection rate either way
         elif se_power > 0:
-            # rejections with the effect's sign, as the simulated power counts them
-            analytic = float(sps.norm.cdf(abs(t) / se_power - z))
+            # rejections with the effect's sign, as the simulated power counts them, at the critical value of the
+            # test the rows took: Student's t of their median degrees of freedom where they are t's, else z
+            analytic = float(sps.norm.cdf(abs(t) / se_power - _critical(g, alpha, z)))
         else:
             analytic = float("nan")
         power = float(np.mean(reject & sign_ok))
@@ -93,6 +94,19 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
             }
         )
     return pd.DataFrame(out)
+
+
+def _critical(g: pd.DataFrame, alpha: float, z: float) -> float:
+    """The two-sided critical value of a day's rows ``g``: ``t_df(1 - alpha/2)`` at the median of their finite
+    degrees of freedom (``df``: the counterfactual design's differences, ``test: welch`` and ``delta_t``), ``z``
+    where every row is a z row (``df`` inf) or none has an estimate."""
+    if "df" not in g:
+        return z
+    df = g["df"].to_numpy(dtype=np.float64)
+    df = df[np.isfinite(df) & np.isfinite(g["se"].to_numpy(dtype=np.float64))]
+    if df.size == 0:
+        return z
+    return float(sps.t.ppf(1 - alpha / 2, float(np.median(df))))
 
 
 def _coverage_band(last: pd.Series, alpha: float, truth_se: float = 0.0) -> Any:

@@ -64,7 +64,9 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: replicates' rows gain a ``df`` field (those degrees of freedom; ``inf`` for z).
 #: 16 (2026-12-06): an A/B design with ``test: welch`` records its Welch t's degrees of freedom on its daily rows
 #: (``inf`` before, as for z; its per-batch looks had them), which the daily monitoring's fixed-horizon and peeking
-#: rules read: no estimate, interval or p-value changes, those rules' rejections of such a design do.
+#: rules read: no estimate, interval or p-value changes, those rules' rejections of such a design do; and a
+#: counterfactual estimator whose last-day SE and p-value are its bootstrap's (``clt_holds_fixed``) records ``inf``
+#: there (no t), not the delta method's df.
 STREAM_VERSION = 16
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's

@@ -62,6 +62,9 @@ def test_adaptive_ips_tests_with_its_bootstrap_on_the_last_day(boot_run):
     assert np.allclose(k, np.round(k), atol=1e-9)
     # ... and rejects where the bootstrap interval excludes 0 (the delta-method p-value rejected where it held 0)
     assert np.array_equal(p < 0.05, (lo > 0) | (hi < 0))
+    # no Student t on such a row: its df is inf (the CLT's df stays on the other estimators' rows, whose p-value
+    # is the t's), so the monitoring and the analytic power read it with z
+    assert np.isinf(last["df"]).all()
     # the SE is the resamples' SD: the 95% percentile interval's width / (2 x 1.96) over it is, for B = 100 normal
     # resamples (np.quantile's interpolation, SD ddof 1; simulated here), ln ratio ~ mean -0.041, SD 0.052 (the
     # interpolated 2.5/97.5% points of 100 draws sit inward): each row within 4 SD of that, ratio 0.78-1.18 (the

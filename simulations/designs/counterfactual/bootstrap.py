@@ -51,7 +51,8 @@ class LastDayBootstrap:
         ``clt_holds_fixed``, adaptive IPS's behaviours, a click model fitted on the log) the SE and the p-value
         are replaced too, so its power is counted from a valid test: ``se`` = the resamples' SD and ``pvalue`` =
         the percentile bootstrap's two-sided p-value (:func:`bootstrap_test`), below ``alpha`` when the percentile
-        interval excludes 0 (up to the quantiles' interpolation and the +1 of the p-value). The delta-method SE
+        interval excludes 0 (up to the quantiles' interpolation and the +1 of the p-value), and its row's ``df`` is
+        ``inf`` (no Student t: the daily monitoring and the analytic power read its SE with z). The delta-method SE
         of adaptive IPS was 0.70 of its replicates' SD (review 3, F-A): its p-values rejected in 35% of replicates
         where its own bootstrap interval excluded 0 in 17.5%."""
         n, b = x[0].shape[0], self.config.bootstrap
@@ -68,6 +69,7 @@ class LastDayBootstrap:
             est.ci_low, est.ci_high = (float(v) for v in np.quantile(stats, [self.alpha / 2, 1 - self.alpha / 2]))
         if test:
             est.se, est.pvalue = bootstrap_test(stats)
+            est.df = math.inf  # (no t: the row's p-value is the bootstrap's; the monitoring and analytic power take z)
         return est
 
 
