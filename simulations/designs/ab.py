@@ -25,23 +25,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from simulations.designs.base import Design, register_design
+from simulations.designs.base import Design, TValues, register_design
 from simulations.traffic import Batch
 
 __all__ = ["ABDesign", "hash_unit"]
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-class TValues(NamedTuple):
-    """An estimate's five numbers and the degrees of freedom of the t they took (``test: delta_t``)."""
-
-    estimate: float
-    se: float
-    ci_low: float
-    ci_high: float
-    pvalue: float
-    df: float
-
 
 #: metric -> the per-user sum it divides by the user's queries
 METRICS = {"clicks_per_query": "clicks", "abandonment": "abandoned", "reciprocal_rank": "rr", "utility": "utility"}
@@ -319,7 +308,7 @@ class ABDesign(Design):
                            ) -> tuple[int, int, dict[str, tuple[float, ...]]] | None:
         """The per-batch look's numbers (``primary``: the primary metric's difference, ``test: delta``) by the
         compiled kernels (:func:`simulations.stat_kernels.ab_diff_values`; the NumPy path's numbers to rounding,
-        tested), or None: the daily checkpoint (:meth:`checkpoint_stats`), ``test: welch`` and
+        tested), or None: the daily checkpoint (:meth:`checkpoint_stats`), ``test: welch`` / ``delta_t`` and
         :data:`simulations.stat_kernels.COMPILED` off take their own paths."""
         from simulations import stat_kernels
 

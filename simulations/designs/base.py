@@ -17,7 +17,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -27,6 +27,18 @@ from simulations.users import UserModels
 from simulations.world import World, shown_labels
 
 __all__ = ["Design", "CheckpointRow", "register_design", "design_class", "DESIGNS"]
+
+
+class TValues(NamedTuple):
+    """An estimate's five numbers and the degrees of freedom of the t they took (``test: delta_t``; read by
+    :meth:`Design.checkpoint` and the per-batch looks as an estimate's ``df``)."""
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    pvalue: float
+    df: float
 
 
 def _values(est: Any) -> tuple[float, float, float, float, float]:

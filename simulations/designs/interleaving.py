@@ -559,7 +559,7 @@ class InterleavingDesign(Design):
 
         if self.config.test == "delta_t":
             from onlineeval.stats.small_sample import ratio_mean_cr2_values
-            from simulations.designs.ab import TValues
+            from simulations.designs.base import TValues
 
             out = {}
             for name, (metric, _, _) in zip(self.metric_names(), self.pairs, strict=True):
