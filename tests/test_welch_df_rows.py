@@ -49,7 +49,8 @@ def test_welch_rows_carry_their_df_and_the_fixed_rule_is_the_tables_test(tmp_pat
     last_day = int(mine.day.max())
     end = mine[(mine.day == last_day) & mine.pvalue.notna()]  # (an arm of fewer than 2 users: undefined, inf)
     assert len(end) >= 70
-    # the rows' df are Welch's: finite, at most the users less 2 (Welch-Satterthwaite's bound), and their t gives the rows' p-values
+    # the rows' df are Welch's: finite, at most the users less 2 (Welch-Satterthwaite's bound), and their t
+    # gives the rows' p-values
     assert np.isfinite(end.df).all() and (end.df <= end.n_users - 2 + 1e-9).all() and end.df.min() < 10
     t_p = 2 * stats.t.sf(np.abs(end.estimate / end.se), end.df)
     assert np.allclose(t_p, end.pvalue, rtol=1e-9, atol=1e-12)
