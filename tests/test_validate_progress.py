@@ -197,3 +197,72 @@ def test_the_json_report_stays_alone_on_stdout(tmp_path: Path, monkeypatch: pyte
     assert res.exit_code == 0
     assert res.stdout.lstrip().startswith("{") and "validate: done" in res.stderr
     assert "validate: stage 1/8" in res.stderr
+
+
+# ---------------------------------------------------------------- validate --log
+def test_a_logs_passes_report_their_progress_to_the_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_log reports bytes of the file's size, validate_log the impressions of each pass, every PROGRESS_EVERY
+    lines (monkeypatched small) and at each pass's end (done = total), done never decreasing."""
+    from onlineeval.interleaving.validation import logs, read_log, validate_log
+    from tests.test_validate import write_log
+
+    monkeypatch.setattr(logs, "PROGRESS_EVERY", 100)
+    monkeypatch.setattr(logs, "CHUNK_CELLS", 3_000)  # several chunks (15 cells a row)
+    path = tmp_path / "log.jsonl"
+    write_log(path, 1050, np.random.default_rng(3))
+    seen: list[tuple[str, int, int]] = []
+    records = read_log(path, on_progress=lambda *a: seen.append(a))
+    report = validate_log(records, "team_draft", on_progress=lambda *a: seen.append(a))
+    assert report.passed
+    size = path.stat().st_size
+    by_pass: dict[str, list[tuple[int, int]]] = {}
+    for what, done, total in seen:
+        by_pass.setdefault(what, []).append((done, total))
+    assert list(by_pass) == ["reading", "reference", "checking"]
+    assert {t for _, t in by_pass["reading"]} == {size} and len(by_pass["reading"]) == 11  # 10 reports, the end
+    assert {t for _, t in by_pass["reference"]} == {t for _, t in by_pass["checking"]} == {1050}
+    assert len(by_pass["reference"]) == 11 and len(by_pass["checking"]) > 3
+    for steps in by_pass.values():
+        done = [d for d, _ in steps]
+        assert done == sorted(done) and done[-1] == steps[-1][1]
+
+
+def test_log_progress_lines_name_the_pass_its_share_and_the_time_left() -> None:
+    from onlineeval.cli.validate import LogProgress
+
+    now = [0.0]
+    out = io.StringIO()
+    p = LogProgress(out, every=5.0, clock=lambda: now[0])
+    now[0] = 6.0
+    p("reading", 20_000_000, 80_000_000)
+    now[0] = 8.0
+    p("reading", 80_000_000, 80_000_000)  # within 5 s of the last line: nothing
+    now[0] = 9.0
+    p("checking", 0, 1000)  # the checks begin (3 s after the last line: nothing)
+    now[0] = 16.0
+    p("checking", 250, 1000)  # (7 s into this pass: 21 s more at its rate)
+    p.done()
+    assert out.getvalue().splitlines() == [
+        "validate: reading the log: 20.0 of 80.0 MB (25%), 6s, about 18s left in this pass",
+        "validate: checking the impressions: 250 of 1,000 impressions (25%), 16s, about 21s left in this pass",
+        "validate: done: 1,000 logged impressions checked, 16s",
+    ]
+    quiet = io.StringIO()
+    q = LogProgress(quiet, every=5.0, clock=lambda: 1.0)
+    q("reading", 10, 10)
+    q.done()
+    assert quiet.getvalue() == ""
+
+
+def test_validate_log_shows_progress_and_keeps_stdout_for_the_report(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from onlineeval.cli.validate import LogProgress
+    from tests.test_validate import write_log
+
+    monkeypatch.setattr(LogProgress.__init__, "__defaults__", (None, 0.0, None))  # every line due
+    path = tmp_path / "log.jsonl"
+    write_log(path, 300, np.random.default_rng(4))
+    res = CliRunner().invoke(app, ["validate", "--log", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.lstrip().startswith("{")
+    assert "validate: reading the log:" in res.stderr and "validate: done: 300 logged impressions" in res.stderr

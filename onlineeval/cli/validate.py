@@ -90,6 +90,58 @@ class ValidateProgress:
         self._lines.update(last, text)
 
 
+class LogProgress:
+    """Progress lines of ``validate --log`` on stderr, one task over its passes (:func:`~onlineeval.interleaving.
+    validation.read_log`'s bytes, then :func:`~onlineeval.interleaving.validation.validate_log`'s impressions: the
+    reference's team probabilities, the checks): at most one line every 5 seconds, each with the pass's share and
+    about how long the pass still takes at its rate so far, none for a run shorter than that, then a last line
+    (:class:`~onlineeval.cli._progress.ProgressLines`)."""
+
+    _WHAT = {"reading": "reading the log", "reference": "the reference's team probabilities",
+             "checking": "checking the impressions"}
+
+    def __init__(self, stream: Any = None, every: float = 5.0, clock: Any = None) -> None:
+        from onlineeval.cli._progress import ProgressLines
+
+        self._lines = ProgressLines(stream, every, clock)
+        self._clock = self._lines._clock
+        self._what = ""
+        self._since = self._clock()  # the first pass's start: now (the reading begins)
+        self._impressions = 0
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        from onlineeval.cli._progress import duration
+
+        now = self._clock()
+        if what != self._what:  # a new pass begins as the previous one's last report comes
+            if self._what:
+                self._since = now
+            self._what = what
+        if what != "reading":
+            self._impressions = total
+
+        def text(spent: float) -> str:
+            if what == "reading":
+                amount = f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB"
+            else:
+                amount = f"{done:,} of {total:,} impressions"
+            share = done / total if total > 0 else 1.0
+            left = ""
+            if 0 < done < total:
+                left = f", about {duration((now - self._since) / done * (total - done))} left in this pass"
+            return f"validate: {self._WHAT.get(what, what)}: {amount} ({share:.0%}), {duration(spent)}{left}"
+
+        self._lines.update(False, text)
+
+    def done(self) -> None:
+        from onlineeval.cli._progress import duration
+
+        def text(spent: float) -> str:
+            return f"validate: done: {self._impressions:,} logged impressions checked, {duration(spent)}"
+
+        self._lines.update(True, text)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``validate`` command to the main app."""
 
@@ -182,9 +234,13 @@ def register(app: typer.Typer) -> None:
                 from onlineeval.io.digest import InputDigests
 
                 digests = InputDigests({"log": log})  # the file's bytes, hashed while it is read
-                records = read_log(log)
-                report = validate_log(records, method, alpha=alpha, seed=seed, options=options, subject=str(log),
-                                      source=digests.entries()["log"])
+                shown = LogProgress()
+                try:
+                    records = read_log(log, on_progress=shown)
+                    report = validate_log(records, method, alpha=alpha, seed=seed, options=options,
+                                          subject=str(log), source=digests.entries()["log"], on_progress=shown)
+                finally:
+                    shown.done()
             else:  # pragma: no cover - excluded by the exactly-one check
                 raise ConfigError(("validate",), "give exactly one of --interleaver or --log")
         except CandidateError as exc:   # the candidate failed a call: a failed validation with its report

@@ -10,7 +10,8 @@ are compared position by position.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -220,7 +221,11 @@ def _shift(rankings: Sequence[Sequence[int]], shown: Sequence[int]) -> int:
     return next((step for step in (-1, 1) if all(d + step in pool for d in shown)), 0)
 
 
-def read_log(path: str | Path) -> list[LogRecord]:
+#: lines (impressions) between two reports to a log validation's ``on_progress``
+PROGRESS_EVERY = 20_000
+
+
+def read_log(path: str | Path, *, on_progress: Callable[[str, int, int], None] | None = None) -> list[LogRecord]:
     """Read an impressions log (JSON lines) with ``rankings``, ``shown``, ``teams``, ``clicks`` [, ``outcome``].
 
     Every line is one impression, a JSON object with:
@@ -244,6 +249,9 @@ def read_log(path: str | Path) -> list[LogRecord]:
     documents, a shown list of at most 1,000, a line of at most :data:`MAX_LINE_BYTES`
     (4 MiB, refused before parsing); JSON nested too deeply for the parser is refused too.
 
+    ``on_progress(what, done, total)``, if given, is called every :data:`PROGRESS_EVERY` lines and at the end
+    with ``what`` ``"reading"`` and the bytes read of the file's size.
+
     Raises
     ------
     InputError
@@ -254,12 +262,15 @@ def read_log(path: str | Path) -> list[LogRecord]:
     n_rankers: int | None = None
     docs = _DocIds()
     with open(p, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
         i = 0
         while True:
             raw_bytes = fh.readline(MAX_LINE_BYTES + 1)
             if not raw_bytes:
                 break
             i += 1
+            if on_progress is not None and i % PROGRESS_EVERY == 0:
+                on_progress("reading", min(fh.tell(), size - 1), size)
             if len(raw_bytes) > MAX_LINE_BYTES:
                 raise InputError(f"line longer than {MAX_LINE_BYTES:,} bytes; one impression per line, at most "
                                  f"{MAX_RANKING_LENGTH:,} documents per ranking", p, i)
@@ -285,6 +296,8 @@ def read_log(path: str | Path) -> list[LogRecord]:
             records.append(rec)
     if not records:
         raise InputError("the log holds no impressions", p)
+    if on_progress is not None:
+        on_progress("reading", size, size)
     return records
 
 
@@ -309,13 +322,18 @@ def _arrays(records: Sequence[LogRecord]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, alpha: float = 0.01,
                  seed: int = 0, options: dict[str, Any] | None = None, subject: str = "log",
-                 source: dict[str, Any] | None = None) -> ValidationReport:
+                 source: dict[str, Any] | None = None,
+                 on_progress: Callable[[str, int, int], None] | None = None) -> ValidationReport:
     """Check logged impressions: structure, prefix balance, team distribution against the reference, outcomes.
 
     The page length of an impression is its shown length; the reference is run on the
     logged inputs with that page length (impressions grouped by page length). Impressions
     are checked in consecutive chunks of at most :data:`CHUNK_CELLS` padded cells, so memory
     is bounded per chunk whatever the widths in the rest of the log.
+
+    ``on_progress(what, done, total)``, if given, is called every :data:`PROGRESS_EVERY` impressions and at the end
+    of each pass with the impressions done of all: ``what`` ``"reference"`` (the reference's exact team
+    probabilities of each impression's inputs) and ``"checking"`` (the checks, chunk by chunk).
 
     ``source``: the log file's digest (:func:`onlineeval.io.digest.input_entry`, as ``onlineeval validate --log``
     gives it); without it the report's ``inputs`` hold the SHA-256 of the records' content (rankings, shown, teams,
@@ -348,7 +366,10 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
     table: dict[tuple[float, ...], int] = {}
     cache: dict[tuple[tuple[tuple[int, ...], ...], int], NDArray[np.int64] | None] = {}
     exact_ids: list[NDArray[np.int64] | None] = []
-    for rec in records:
+    n_records = len(records)
+    for done, rec in enumerate(records, 1):
+        if on_progress is not None and (done % PROGRESS_EVERY == 0 or done == n_records):
+            on_progress("reference", done, n_records)
         key = (rec.rankings, len(rec.shown))
         if key not in cache:
             probs = team_probabilities(ref_il, rec.rankings, len(rec.shown))
@@ -359,7 +380,11 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
     del cache
     is_exact = np.asarray([ids is not None for ids in exact_ids], dtype=bool)
     slots_id = []                                       # per shown slot: its exact distribution (-1: sampled)
+    checked = 0
     for chunk in _chunks(records, m):
+        if on_progress is not None:
+            on_progress("checking", checked, n_records)
+        checked += chunk.size
         recs = [records[r] for r in chunk]
         rk, shown, teams, clicks = _arrays(recs)
         pg = page[chunk]
@@ -396,6 +421,8 @@ def validate_log(records: Sequence[LogRecord], method: str = "team_draft", *, al
             out_logged += [int(recs[int(r)].outcome or 0) for r in idx]
             out_ref += exp.tolist()
             out_ok += ok.tolist()
+    if on_progress is not None:
+        on_progress("checking", n_records, n_records)
     checks = [_exact_lines("structure", struct, lines, "impressions violate the invariants")]
     if any(struct):
         foreign = [rec for rec, msg in zip(records, struct) if "is in no input list" in msg]
