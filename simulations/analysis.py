@@ -8,7 +8,7 @@ For each design and metric, at every daily checkpoint over the R replicates:
   standard error at that checkpoint, counted like ``power`` (rejections with the effect's
   sign): :math:`\\Phi(|\\delta|/se - q)`, :math:`q = z_{1-\\alpha/2}`, or the t critical value of the rows'
   median degrees of freedom where they are t rows (the counterfactual design's differences, ``test: welch``
-  and ``delta_t``);
+  and ``delta_t``) and the mean SE is the measure (z where the replicates' SD stands in for it);
 - the mean estimate, its spread across replicates, the mean standard error, CI coverage
   of the true value, users and impressions;
 - for A/A variants, the false-positive rate with its exact binomial 99% band around alpha;

@@ -55,8 +55,9 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
             analytic = float(alpha)  # A/A: the rejection rate either way
         elif se_power > 0:
             # rejections with the effect's sign, as the simulated power counts them, at the critical value of the
-            # test the rows took: Student's t of their median degrees of freedom where they are t's, else z
-            analytic = float(sps.norm.cdf(abs(t) / se_power - _critical(g, alpha, z)))
+            # test the rows took: Student's t of their median degrees of freedom where they are t's, else z (from
+            # the replicates' SD: z, the normal power of a test whose SE were right, as the sizes take it)
+            analytic = float(sps.norm.cdf(abs(t) / se_power - (z if by_sd else _critical(g, alpha, z))))
         else:
             analytic = float("nan")
         power = float(np.mean(reject & sign_ok))
