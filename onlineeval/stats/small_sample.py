@@ -20,8 +20,9 @@ underestimated, and its own spread is that of a few users, not of many. :func:`r
   per arm (user :math:`i`'s numerator :math:`x_i` and denominator :math:`y_i`, :math:`h_i` its leverage: the
   adjustment :math:`(I - H_{ii})^{-1/2}` of its impressions' residuals, whose sum it scales by
   :math:`(1 - h_i)^{-1/2}`), unbiased when the impressions are independent with equal variance (the working
-  model), where the delta method's :math:`\frac{m}{m - 1} \sum_i e_i^2 / N^2` falls short by
-  :math:`\sum_i y_i^2 / N^2` of its share;
+  model), where the delta method's :math:`\frac{m}{m - 1} \sum_i e_i^2 / N^2` has the expectation
+  :math:`\frac{m}{m - 1} (1 - \sum_i y_i^2 / N^2)` times the variance (1 for users of equal activity, well below
+  it where a few users hold the impressions);
 - the reference distribution is Student's t with the Satterthwaite degrees of freedom
   :math:`\operatorname{tr}(A)^2 / \operatorname{tr}(A^2)` of that variance as a quadratic form :math:`y' A y` under
   the working model: with :math:`p_i = y_i / N` and :math:`w_i = p_i / (1 - p_i)`, an arm contributes
@@ -42,7 +43,7 @@ two user types (5% and 70%)             0.943       0.933       0.938       0.92
 ======================================  ==========  ==========  ==========  ==========
 
 Under the working model the interval is nominal (slightly conservative); where users differ beyond it (their own
-click rates) it still falls short, by a third to a fifth of z's shortfall. tests/test_ratio_cr2.py checks the
+click rates) it still falls short, by a tenth to a quarter of z's shortfall. tests/test_ratio_cr2.py checks the
 closed forms against the dense impression-level computation and the coverage against the binomial band of the
 level.
 """
