@@ -55,8 +55,9 @@ class CheckpointRow:
     (``tests/test_simulation_point_speed3.py`` checks its parameters against :func:`dataclasses.fields`).
 
     ``df``: the degrees of freedom of the Student t the interval and p-value took (the counterfactual design's
-    differences: Bell and McCaffrey's, as ``onlineeval estimate``'s; an A/B design's with ``test: welch``: Welch's);
-    ``inf`` where they are z's (every other design and metric). The daily monitoring rules' fixed-horizon and peeking
+    differences: Bell and McCaffrey's, as ``onlineeval estimate``'s; an A/B design's with ``test: welch``: Welch's;
+    A/B and interleaving designs with ``test: delta_t``: the CR2 variance's Bell and McCaffrey df); ``inf`` where
+    they are z's (``test: delta``, the logger's own metrics, a last-day bootstrap test). The daily monitoring rules' fixed-horizon and peeking
     tests read it."""
 
     design: str
