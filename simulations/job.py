@@ -95,6 +95,7 @@ __all__ = [
     "finish",
     "folder_lock",
     "input_files",
+    "count_partial",
     "load_partial",
     "parse_partial_record",
     "partial_header",
@@ -243,6 +244,19 @@ def parse_partial_record(line: str) -> tuple[int, list[dict[str, Any]]] | None:
         item = json.loads(body)
         return int(item["replicate"]), list(item["rows"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def count_partial(path: Path) -> int | None:
+    """How many replicates the partial file at ``path`` holds intact (distinct replicates among its records whose
+    checksum holds: what a resume reuses), or ``None`` where it cannot be read. An interrupted run's message counts
+    them here rather than taking the progress count, which is reported after each record is written and flushed (a
+    signal between the two left the message one short of the file)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            next(fh, None)  # the header
+            return len({parsed[0] for line in fh if (parsed := parse_partial_record(line)) is not None})
+    except OSError:
         return None
 
 

@@ -253,6 +253,23 @@ def test_ctrl_c_says_how_many_replicates_are_kept(tmp_path: Path) -> None:
                                     "run the same command again to resume (only the missing ones are computed)"), err
 
 
+def test_the_interrupt_message_counts_the_partial_file_not_the_progress(tmp_path: Path) -> None:
+    # a finished replicate is written and flushed before its count reaches the progress: a SIGINT between the two
+    # said "55 of 400 replicates are kept" while the file held 56 (seen in CI); the message counts the file
+    from simulations.job import PARTIAL, partial_header, partial_record
+
+    stages = _Stages(tmp_path, 10, 1000, quiet=True, stream=io.StringIO())
+    stages.replicates(2, 10)  # the progress heard of two
+    records = [partial_record(i, [{"design": "ab", "replicate": i}]) for i in (4, 0, 7, 0)]  # 0 twice: one replicate
+    torn = partial_record(9, [{"design": "ab"}])[:-5]  # an interrupted write: not kept, recomputed by a resume
+    (tmp_path / PARTIAL).write_text(partial_header("f" * 64) + "".join(records) + torn)
+    assert stages.kept_text().startswith(f"3 of 10 replicates are kept in {tmp_path / PARTIAL}; ")
+    (tmp_path / PARTIAL).write_text(partial_header("f" * 64) + "".join(partial_record(i, []) for i in range(10)))
+    assert stages.kept_text().startswith("all 10 replicates are kept in ")
+    (tmp_path / PARTIAL).unlink()  # unreadable: the progress count stands
+    assert stages.kept_text().startswith("2 of 10 replicates are kept in ")
+
+
 def test_more_workers_than_cores_are_said_to_add_memory_not_speed(monkeypatch: pytest.MonkeyPatch) -> None:
     # --workers 64 on a 2-core machine started 64 processes without a word (each imports the package)
     import simulations.job as job

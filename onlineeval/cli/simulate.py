@@ -105,7 +105,8 @@ class _Stages:
     simulator compiles them), the replicates' progress bar, the analysis and the writing of the results folder (with
     a line on the designs whose sequential analysis takes long, ``many_looks``:
     :func:`simulations.sequential.many_looks`), and the times of the stages at the end. Also counts the finished
-    replicates for the message of an interrupted run."""
+    replicates (the message of an interrupted run counts the partial file's intact records, the progress count only
+    where the file cannot be read)."""
 
     def __init__(self, output: Path, replicates: int, truth_impressions: int, workers: int = 1, quiet: bool = False,
                  cold: bool = False, stream: TextIO | None = None, clock: Callable[[], float] | None = None,
@@ -217,16 +218,18 @@ class _Stages:
 
     def kept_text(self) -> str:
         """What an interrupted run keeps, and how to go on."""
-        from simulations.job import PARTIAL
+        from simulations.job import PARTIAL, count_partial
 
         where = self._out / PARTIAL
         if self.done is None:
             return (f"stopped before the replicates started; finished replicates of earlier runs stay in {self._out}; "
                     "run the same command again to resume")
-        if self.done >= self._total:
+        kept = count_partial(where)  # the file, not the progress count (reported just after each write)
+        kept = self.done if kept is None else kept
+        if kept >= self._total:
             return (f"all {self._total} replicates are kept in {where}; run the same command again to write "
                     "the results")
-        return (f"{self.done} of {self._total} replicates are kept in {where}; run the same command again to "
+        return (f"{kept} of {self._total} replicates are kept in {where}; run the same command again to "
                 "resume (only the missing ones are computed)")
 
 
