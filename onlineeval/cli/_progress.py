@@ -49,6 +49,11 @@ class ProgressLines:
         self._stream.flush()
         self._shown = True
 
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock the lines are timed by (for a caller that times its own parts, such as a pass's rate)."""
+        return self._clock
+
 
 class CountProgress(ProgressLines):
     """Progress lines of counted tasks reported as ``(what, done, total)`` calls: ``{prefix}{what}: {done}/{total}

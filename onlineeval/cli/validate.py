@@ -104,7 +104,7 @@ class LogProgress:
         from onlineeval.cli._progress import ProgressLines
 
         self._lines = ProgressLines(stream, every, clock)
-        self._clock = self._lines._clock
+        self._clock = self._lines.clock
         self._what = ""
         self._since = self._clock()  # the first pass's start: now (the reading begins)
         self._impressions = 0
