@@ -253,7 +253,7 @@ def _counterfactual_conventions(result: SimulationResult) -> dict[str, Any]:
         "difference (from per-user sums of the two targets' weights' products), on every day what onlineeval "
         "estimate prints for that day's log (export_log), so coverage and power are those of the command's "
         "intervals and tests (the daily monitoring's fixed-horizon and peeking rules take the same t, its mSPRT and "
-        "O'Brien-Fleming rules are normal-theory); with "
+        "O'Brien-Fleming rules each look's t as the normal deviate of the same tail probability); with "
         "bootstrap > 0 the last day's interval is a cluster (user) bootstrap percentile interval (the "
         "same resamples of the users for every estimator; adaptive IPS's data-driven choice is run again in each: "
         "its delta-method interval holds the choice fixed and covers less than the nominal level). With the "

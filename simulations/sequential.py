@@ -5,7 +5,9 @@ For every design's primary metric the replicates' daily (estimate, SE) series ar
 four ways (:func:`onlineeval.stats.sequential.sequential_test`):
 
 - ``fixed``: the fixed-horizon z-test on the last day only (what the main table reports; Student's t of the rows'
-  degrees of freedom where their intervals are t intervals, the counterfactual design's);
+  degrees of freedom where their intervals are t intervals: the counterfactual design's, ``test: welch`` and
+  ``delta_t``; the mSPRT and the spending boundaries then take each look's t as the normal deviate of the same
+  tail probability, :func:`onlineeval.stats.z_equivalent`, Jennison and Turnbull's significance level approach);
 - ``peeking``: the same test every day, stopping at the first p < alpha;
 - ``msprt``: the mixture SPRT's always-valid p-values (Johari et al. 2017), with the mixture
   scale tau planned from the mean standard error on the last day
@@ -69,8 +71,8 @@ def _series(rows: pd.DataFrame, aa: bool) -> tuple[np.ndarray, np.ndarray]:
 
 def _df_series(rows: pd.DataFrame, aa: bool) -> np.ndarray | None:
     """(replicates, days) degrees of freedom of the rows' intervals (the counterfactual design's Student t), as
-    :func:`_series` lays them out; ``None`` where every row's are z's (``inf``; rows without the column): the
-    fixed-horizon and peeking rules then test with z, as every other rule does."""
+    :func:`_series` lays them out; ``None`` where every row's are z's (``inf``; rows without the column): every
+    rule then tests with z."""
     if "df" not in rows.columns:
         return None
     sub = rows[rows["aa"] == aa]
@@ -86,14 +88,15 @@ def _cols(x: np.ndarray | None, idx: np.ndarray) -> np.ndarray | None:
 
 def _test(est: np.ndarray, se: np.ndarray, design: str, alpha: float, tau: float,
           fractions: np.ndarray, df: np.ndarray | None = None) -> Any:
-    """One monitoring rule on (replicates, looks) series; ``df`` (:func:`_df_series`): the fixed-horizon and peeking
-    tests take Student's t of the looks' degrees of freedom (the rows' own intervals' and p-values')."""
+    """One monitoring rule on (replicates, looks) series; ``df`` (:func:`_df_series`): the looks' Student t (the rows'
+    own intervals' and p-values'), for the mSPRT and the spending boundaries as normal deviates of the same tail
+    probability."""
     from onlineeval.stats.sequential import sequential_test
 
     kind = "none" if design == "fixed" else design
     return sequential_test(est, se, kind, alpha=alpha, tau=tau if design == "msprt" else None,
                            fractions=fractions if design == "obrien_fleming" else None,
-                           df=df if kind in ("none", "peeking") else None)
+                           df=df)
 
 
 def _monitoring_plan(se: np.ndarray, alpha: float) -> tuple[float, np.ndarray] | None:
@@ -224,7 +227,7 @@ def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.
     """Power, decisions and A/A rate of one rule on (replicates, looks) series; with ``null`` (the design's
     null-variant series at the same looks, or with ``null_kind`` ``truth`` its own series minus its exact truth:
     :func:`truth_null`; with their degrees of freedom) also the rule's rate on it (:func:`_null_rate`). ``df``,
-    ``aa_df``: the looks' degrees of freedom (:func:`_df_series`; the fixed-horizon and peeking tests' t)."""
+    ``aa_df``: the looks' degrees of freedom (:func:`_df_series`; every rule's t, :func:`_test`)."""
     from onlineeval.stats import binomial_band
     from onlineeval.stats.sequential import sequential_test
 
@@ -232,7 +235,7 @@ def _rule_record(est: np.ndarray, se: np.ndarray, aa_est: np.ndarray, aa_se: np.
         kind = "none" if rule == "fixed" else rule
         return sequential_test(e, s, kind, alpha=alpha, tau=tau if kind in ("msprt", "confidence_sequence") else None,
                                fractions=fractions if kind in ("obrien_fleming", "pocock") else None,
-                               df=d if kind in ("none", "peeking") else None)
+                               df=d)
 
     k = est.shape[1]
     res = run(est, se, df)

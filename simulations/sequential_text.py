@@ -148,7 +148,8 @@ def null_rate_note(designs: Any, biased: Any = ()) -> str:
                     "that ever reject either way, '!' above the 99% binomial band of alpha" + band_text + ": the "
                     "rule's false-positive rate when its null holds (the fixed-horizon rule's: 1 - its coverage of "
                     "the truth; fixed and peeking take each look's t, with the difference's degrees of freedom, the "
-                    "mSPRT and O'Brien-Fleming rules are normal-theory), with the estimator's bias and its SE's "
+                    "mSPRT and O'Brien-Fleming rules that t as the normal deviate of the same tail probability), "
+                    "with the estimator's bias and its SE's "
                     "error by look")
         mine = [d for d in biased if d in names]
         if mine:

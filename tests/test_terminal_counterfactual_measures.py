@@ -141,11 +141,11 @@ def test_the_conventions_say_the_bootstrap_gives_adaptive_ips_its_se_and_p_value
             "1 + #(>= 0)) / (B + 1))) from the resamples") in text
     assert "adaptive IPS's behaviours, a DM whose click model is fitted on the log" in text
     # t with Bell and McCaffrey's df on every day, as estimate gives them (tests/test_counterfactual_df.py checks the
-    # numbers), and z in the daily monitoring rules: said
+    # numbers), and how the daily monitoring rules take it: said
     assert ("interval estimate +- t_df(1-alpha/2) x se and two-sided t-test, df Bell and McCaffrey's degrees of "
             "freedom of the difference") in text
     assert ("the daily monitoring's fixed-horizon and peeking rules take the same t, its mSPRT and O'Brien-Fleming "
-            "rules are normal-theory") in text
+            "rules each look's t as the normal deviate of the same tail probability") in text
     assert "z, not t" not in text
 
 

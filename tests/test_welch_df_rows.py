@@ -1,7 +1,8 @@
 """An A/B design with ``test: welch`` records its Welch t's degrees of freedom on its daily rows (replicates.csv's
 ``df``), as its per-batch looks did: its intervals and p-values are Welch's t, so the daily monitoring's
-fixed-horizon and peeking rules take that t too (:func:`onlineeval.stats.sequential_test` with ``df``) and the
-fixed rule's power is the main table's power@end. Before, the daily rows said ``inf`` (z) and the monitoring
+rules take that t too (:func:`onlineeval.stats.sequential_test` with ``df``: fixed-horizon and peeking by its
+p-values, the mSPRT and O'Brien-Fleming as normal deviates of its tails) and the fixed rule's power is the main
+table's power@end. Before, the daily rows said ``inf`` (z) and the monitoring
 rejected with z where the table's test was t."""
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def _config(tmp_path: Path) -> Path:
             {"name": "inf", "share": 0.4, "click_model": {"name": "cascade", "preset": "informational"}}]},
         "traffic": {"days": 3, "queries_per_day": 60, "batch_hours": 24},
         "designs": [{"name": "ab", "type": "ab", "metric": "reciprocal_rank", "test": "welch",
-                     "analysis": {"monitoring": "daily"}}],
+                     "analysis": {"monitoring": "daily"}},
+                    {"name": "ab_of", "type": "ab", "metric": "reciprocal_rank", "test": "welch",
+                     "analysis": {"sequential": "obrien_fleming"}}],
         "analysis": {"aa": True},
     }
     path = tmp_path / "welch.yaml"
@@ -63,6 +66,34 @@ def test_welch_rows_carry_their_df_and_the_fixed_rule_is_the_tables_test(tmp_pat
     every = mine[mine.day == last_day]  # (undefined rows are not rejections)
     z_power = np.mean((np.abs(every.estimate / every.se) >= z) & (np.sign(every.estimate) == np.sign(truth)))
     assert z_power != pytest.approx(curve["power"], abs=1e-12)
+    # the mSPRT and O'Brien-Fleming rules take the same t (each look's t as the normal deviate of its tail
+    # probability): their A/A rates are sequential_test's on the rows' (estimate, se, df), not z's
+    from onlineeval.stats import sequential_test
+
+    mon = summary["monitoring"]["ab"]
+
+    def looks(design: str, col: str) -> np.ndarray:
+        aa_rows = rows[(rows.design == design) & rows.primary & rows.aa]
+        return aa_rows.pivot_table(index="replicate", columns="day", values=col, dropna=False).sort_index(
+            axis=1).to_numpy(dtype=float)
+
+    differs = 0
+    # the design's own O'Brien-Fleming test (designs[i].analysis.sequential) as well
+    own = summary["sequential"]["ab_of"]
+    kw_own = {"fractions": np.array(own["fractions"])}
+    with_t = sequential_test(looks("ab_of", "estimate"), looks("ab_of", "se"), "obrien_fleming",
+                             df=looks("ab_of", "df"), **kw_own)
+    assert own["rules"]["obrien_fleming"]["aa_false_positive_rate"] == pytest.approx(with_t.reject.mean(), abs=1e-12)
+    differs += with_t.reject.mean() != sequential_test(looks("ab_of", "estimate"), looks("ab_of", "se"),
+                                                       "obrien_fleming", **kw_own).reject.mean()
+    for rule in ("msprt", "obrien_fleming"):
+        kw = {"tau": mon["tau"]} if rule == "msprt" else {"fractions": np.array(mon["fractions"])}
+        est, se = looks("ab", "estimate"), looks("ab", "se")
+        with_t = sequential_test(est, se, rule, df=looks("ab", "df"), **kw).reject.mean()
+        with_z = sequential_test(est, se, rule, **kw).reject.mean()
+        assert mon["rules"][rule]["aa_false_positive_rate"] == pytest.approx(with_t, abs=1e-12), rule
+        differs += with_t != with_z
+    assert differs >= 2  # z's rates differ here, so the comparisons can fail
 
 
 def test_the_analytic_power_takes_the_rows_t() -> None:

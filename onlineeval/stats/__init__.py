@@ -94,6 +94,7 @@ if TYPE_CHECKING:
         peeking_test,
         sequential_test,
         spending_boundaries,
+        z_equivalent,
     )
     from onlineeval.stats.small_sample import ratio_diff_cr2, ratio_mean_cr2
     from onlineeval.stats.srm import (
@@ -159,6 +160,7 @@ _EXPORTS: dict[str, str] = {
     "group_sequential_test": "sequential",
     "peeking_test": "sequential",
     "sequential_test": "sequential",
+    "z_equivalent": "sequential",
     "equal_fractions": "sequential",
     "CupedResult": "cuped",
     "cuped_mean": "cuped",
@@ -237,6 +239,7 @@ __all__ = [
     "welch_diff",
     "welch_diff_batch",
     "worst_losses_to_frame",
+    "z_equivalent",
 ]
 
 

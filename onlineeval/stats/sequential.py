@@ -82,6 +82,7 @@ __all__ = [
     "sequential_test",
     "spending",
     "spending_boundaries",
+    "z_equivalent",
 ]
 
 SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
@@ -506,7 +507,8 @@ def inflation_factor(boundaries: Boundaries, power: float = 0.8) -> float:
 #: the tests on data (estimates and SEs with looks on the last axis) live in :mod:`onlineeval.stats.sequential_tests`;
 #: importing them from here still works (loaded on first use: that module builds on the boundaries above)
 _DATA_LEVEL = frozenset(
-    ("SequentialResult", "confidence_sequence", "group_sequential_test", "msprt", "peeking_test", "sequential_test")
+    ("SequentialResult", "confidence_sequence", "group_sequential_test", "msprt", "peeking_test", "sequential_test",
+     "z_equivalent")
 )
 
 

@@ -15,7 +15,7 @@ with ``test: welch``, of the two arms' means of per-user ratios, compared with W
 unequal-variance t-test (each user weighs the same, whatever their activity). ``test: delta_t``: the delta
 method's difference with the bias-reduced (CR2) variance and Student's t with Bell and McCaffrey's degrees of
 freedom (:func:`onlineeval.stats.ratio_diff_cr2`: nominal coverage with few users where the delta method's z
-falls short), recorded on the rows (``df``) for the daily monitoring's fixed-horizon and peeking rules.
+falls short), recorded on the rows (``df``) for the daily monitoring's and the sequential tests' rules.
 """
 
 from __future__ import annotations
