@@ -464,7 +464,7 @@ def test_estimate_warns_as_the_cli_does(tmp_path: Path) -> None:
     run.write_text("".join(f"q1 Q0 {d} {i + 1} {10 - i} B\n" for i, d in enumerate(only_q1["q1"])))
     api_warnings = onlineeval.estimate(frame, {"B": only_q1}, "ips").warnings
     doc = cli_json("estimate", "--log", str(path), "--target", str(run), "--estimator", "ips")
-    from onlineeval.cli.estimate import warning_lines
+    from onlineeval.estimators.results import warning_lines
 
     printed = warning_lines(doc["warnings"], doc["results"], doc["differences"])
     assert [w.replace(str(run), "target 'B'") for w in printed] == list(api_warnings)

@@ -91,7 +91,7 @@ def test_simulate_name_cascade_fits_the_cascade_model_and_says_so(cascade_log: P
 
 def test_em_model_lists_in_messages_come_from_the_estimators() -> None:
     from clickmodels.estimation import EM_MODELS, EM_OPTIONAL
-    from onlineeval.cli.clicks import _em_lists
+    from onlineeval.click_fits import em_lists as _em_lists
 
     always, optional = _em_lists()
     assert set(always.split(", ")) == set(EM_MODELS) and set(optional.split(", ")) == set(EM_OPTIONAL)

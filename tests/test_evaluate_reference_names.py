@@ -277,7 +277,7 @@ def test_identical_runs_print_p_t_and_d_z_undefined(tmp_path: Path) -> None:
 def test_few_queries_coverage_formula_against_monte_carlo() -> None:
     """The note's coverage, P(|t_{n-1}| < z sqrt((n-1)/n)), is the coverage of mean +- z * (plug-in SE) for normal
     differences: checked by simulating that interval (seeded, 200,000 samples per n; tolerance 4 binomial SEs)."""
-    from onlineeval.cli.evaluate_output import _percentile_coverage
+    from onlineeval.metrics.evaluate_output import _percentile_coverage
 
     rng = np.random.default_rng(20261202)
     z = stats.norm.ppf(0.975)

@@ -314,7 +314,7 @@ def fit_clicks(
     [0.5, 0.5]
     """
     from clickmodels.estimation import fit_log
-    from onlineeval.cli.clicks import fit_name
+    from onlineeval.click_fits import fit_name
 
     key = fit_name(model, "model")
     opts = {k: v for k, v in {"method": method, "max_iter": max_iter, "tol": tol, "pseudo": pseudo}.items()
@@ -324,14 +324,14 @@ def fit_clicks(
             raise ConfigError(("method",), f"must be 'em' or 'closed_form', got {value!r}")
         if name != "method":
             check_number(value, name)
-    from onlineeval.cli.clicks import check_bootstrap
+    from onlineeval.click_fits import check_bootstrap
 
     check_bootstrap(key, bootstrap, seed, "bootstrap", "seed")
     log = _click_log(sessions, format, clicks_as=clicks_as)
     fit = fit_log(key, log, **opts)
     from dataclasses import replace
 
-    from onlineeval.cli.clicks import fit_options
+    from onlineeval.click_fits import fit_options
     from onlineeval.io.digest import fingerprint
 
     inputs = _inputs({"log": sessions if _is_path(sessions) else log})
@@ -366,7 +366,7 @@ def evaluate_clicks(
         Model names (dcm and sdbn are fitted by EM, the maximum likelihood, by default;
         ``dcm:closed_form`` / ``sdbn:closed_form`` for their last-click closed forms, biased on
         data from the model itself) and fitted-parameter ``.json`` files (labelled ``model (file name)`` as by the CLI), each once, checked before any
-        sessions are read (:func:`onlineeval.cli.clicks.resolve_models`, the CLI's); or
+        sessions are read (:func:`onlineeval.click_fits.resolve_models`, as the CLI checks them); or
         ``{label: fitted model}``.
     test:
         Held-out sessions; default a random split of ``sessions`` with ``test_fraction``
@@ -393,7 +393,7 @@ def evaluate_clicks(
 
     from clickmodels.evaluation import compare
     from clickmodels.logs import train_test_split
-    from onlineeval.cli.clicks import evaluate_conventions, fit_models, resolve_models
+    from onlineeval.click_fits import evaluate_conventions, fit_models, resolve_models
 
     if isinstance(models, Mapping):
         if not models:
@@ -405,7 +405,7 @@ def evaluate_clicks(
     if test is not None and requests is not None and any(r.path is None for r in requests):
         from pathlib import Path
 
-        from onlineeval.cli.clicks import same_file
+        from onlineeval.click_fits import same_file
 
         in_sample = test is sessions or (_is_path(test) and _is_path(sessions) and same_file(Path(sessions),
                                                                                                Path(test)))
@@ -444,7 +444,7 @@ def evaluate_clicks(
     else:  # the saved fits' files
         given.update({f"model {r.given}": r.path for r in requests if r.path is not None})
     table.attrs["inputs"] = _inputs(given)
-    from onlineeval.cli.clicks import evaluate_options
+    from onlineeval.click_fits import evaluate_options
     from onlineeval.io.digest import fingerprint
 
     labels = [r.given for r in requests] if requests is not None else list(models)  # type: ignore[arg-type]

@@ -362,7 +362,7 @@ def estimate(
         flat.append(row)
     conventions = estimate_conventions(lg, metric, reward, alpha, ties, bootstrap, seed, ests)
     diffs = [{**d, "warnings": tuple(d.get("warnings") or ())} for d in out.differences]  # as the results' rows
-    from onlineeval.cli.estimate import warning_lines
+    from onlineeval.estimators.results import warning_lines
 
     warns = tuple(warning_lines(out.warnings, out.results, out.differences))
     from onlineeval.io.digest import estimate_settings, fingerprint, input_entry, memory_entry

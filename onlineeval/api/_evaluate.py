@@ -147,7 +147,7 @@ class Evaluation:
     def comparisons_frame(self) -> pd.DataFrame:
         """The paired comparisons as one row each (the columns of ``--comparisons FILE``); the metrics without a
         paired query (:attr:`unpaired`) as rows with n 0, empty values and a ``reason`` column."""
-        from onlineeval.cli.evaluate_output import comparisons_frame
+        from onlineeval.metrics.evaluate_output import comparisons_frame
 
         frame = comparisons_frame(list(self.comparisons), self.conventions, None, list(self.unpaired))
         return frame[[c for c in frame.columns if not c.startswith("convention_")]]
@@ -298,7 +298,7 @@ def evaluate(
                 comparisons = comparisons + compare_segments(long_c, seg, baseline, seed=seed,
                                                              n_permutations=permutations, n_bootstrap=bootstrap,
                                                              alpha=alpha)
-            from onlineeval.cli.evaluate_output import unpaired_rows
+            from onlineeval.metrics.evaluate_output import unpaired_rows
 
             unpaired = unpaired_rows(evals, conv, long, long_c, baseline, comparisons, seg)
     seg_means = None

@@ -131,9 +131,9 @@ def _named_runs(runs: Any) -> dict[str, Any]:
     if not items:
         raise ConfigError(("runs",), "give at least one run")
     if all(_is_path(r) for r in items):
-        from onlineeval.cli.evaluate import _system_names
+        from onlineeval.io.trec import system_names
 
-        return dict(zip(_system_names([Path(r) for r in items]), items))
+        return dict(zip(system_names([Path(r) for r in items]), items))
     if len(items) == 1:
         return {"run": items[0]}
     return {f"run{i + 1}": r for i, r in enumerate(items)}

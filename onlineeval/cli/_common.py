@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from onlineeval.errors import OnlineEvalError
+from onlineeval.formatting import FIXED_LIMIT, fixed  # the commands' and the API's one rule, importable from here
 
 
 class LazyTyper:
@@ -39,28 +40,13 @@ else:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-__all__ = ["guarded", "fail", "effect_text"]
+__all__ = ["FIXED_LIMIT", "effect_text", "fail", "fixed", "guarded"]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``error: message`` to stderr and return the exit to raise."""
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
-
-
-#: from this size on, :func:`fixed` prints in scientific notation (an estimate resting on a weight of 1e89, or a DCG
-#: of exponential gains of grade 900, would otherwise print its 90 or 270 digits and widen its table's column)
-FIXED_LIMIT = 1e6
-
-
-def fixed(x: float, digits: int = 4, *, signed: bool = False) -> str:
-    """A table's number with ``digits`` decimals (``0.6700``, ``+0.6318`` with ``signed``); from
-    :data:`FIXED_LIMIT` in size in scientific notation with as many (``3.3500e+89``); ``inf`` and ``nan`` as
-    Python prints them."""
-    sign = "+" if signed else ""
-    if math.isfinite(x) and abs(x) >= FIXED_LIMIT:
-        return f"{x:{sign}.{digits}e}"
-    return f"{x:{sign}.{digits}f}"
 
 
 def effect_text(x: float, digits: int = 3) -> str:

@@ -263,6 +263,8 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
     if notes:
         lines += ["", "estimator notes:"]
         lines += [f"  {e} {t}: " + ", ".join(f"{k} = {_note_value(v)}" for k, v in n.items()) for e, t, n in notes]
+    from onlineeval.estimators.results import warning_lines
+
     warns = warning_lines(doc["warnings"], doc["results"], doc.get("differences", []))
     if warns:
         lines += ["", "warnings:"] + [f"  {w}" for w in warns]
@@ -298,17 +300,6 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
                    "estimator's differences'), listed above; a difference is undefined where either estimate is "
                    "(e.g. every weight 0)")]
     return "\n".join(lines)
-
-
-def warning_lines(
-    warnings: list[str], results: list[dict[str, Any]], differences: list[dict[str, Any]]
-) -> list[str]:
-    """Every warning the table prints, in its order: the log's and targets' ``warnings``, each estimate's (prefixed
-    ``"<estimator> <target>: "``) and each undefined difference's error (prefixed ``"<estimator> <target> -
-    <baseline>: "``); also :attr:`onlineeval.Estimates.warnings`."""
-    return list(warnings) + [
-        f"{r['estimator']} {r['target']}: {w}" for r in results for w in (r.get("warnings") or ())
-    ] + [f"{r['estimator']} {r['target']} - {r['baseline']}: {r['error']}" for r in differences if r.get("error")]
 
 
 class BootstrapProgress(CountProgress):

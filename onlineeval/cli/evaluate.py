@@ -46,26 +46,6 @@ if TYPE_CHECKING:  # pragma: no cover
 FORMATS = ("table", "json", "csv")
 
 
-def _system_names(paths: list[Path]) -> list[str]:
-    """A short unique name per run file: the stem (``bm25`` for ``runs/bm25.txt``), else
-    the file name (``results.test``, ``results.trunc``), else the shortest distinguishing
-    tail of the path (``a/run.txt``, ``b/run.txt``)."""
-    from onlineeval.errors import ConfigError
-
-    resolved = [p.resolve() for p in paths]
-    if len(set(resolved)) != len(resolved):
-        raise ConfigError(("run",), "the same run file is given twice")
-    for candidate in ([p.stem for p in paths], [p.name for p in paths]):
-        if len(set(candidate)) == len(candidate):
-            return candidate
-    depth = 2
-    while True:
-        names = ["/".join(r.parts[-depth:]) for r in resolved]
-        if len(set(names)) == len(names):
-            return names
-        depth += 1
-
-
 def _resolve_baseline(baseline: str, names: list[str], paths: list[Path]) -> str:
     """The system named ``baseline``: its short name, or the path or stem it was given by."""
     from onlineeval.errors import ConfigError
@@ -216,7 +196,9 @@ def evaluate_cmd(
     for option, target in (("per-query", per_query), ("comparisons", comparisons_file)):
         if target is not None and not target.parent.is_dir():
             raise ConfigError((option,), f"the folder {target.parent} does not exist")
-    names = _system_names(paths) + [f"feature{f}" for f in features]
+    from onlineeval.io.trec import system_names
+
+    names = system_names(paths) + [f"feature{f}" for f in features]
     if len(set(names)) != len(names):
         raise ConfigError(("score-feature",), f"two systems share a name: {', '.join(names)}")
     baseline = names[0] if baseline is None else _resolve_baseline(baseline, names, paths)
@@ -326,7 +308,7 @@ def _relevance_free_note(evals: list[RunEvaluation]) -> str:
     """The note on the metrics that do not depend on relevance (Judged@k, Unjudged@k, NumRet, RBPResidual:
     ``Metric.relevance_free``) when ``empty=exclude`` left queries without a relevant document out of the other
     means: their means count those queries (as ir_measures' do), so they are over more queries."""
-    from onlineeval.cli.evaluate_output import per_metric_lines
+    from onlineeval.metrics.evaluate_output import per_metric_lines
 
     return "\n".join(per_metric_lines(evals))
 
@@ -435,7 +417,7 @@ def _report(
     o: _Options,
 ) -> None:
     """Paired comparisons (several systems), segments, and the output in the asked format."""
-    from onlineeval.cli import evaluate_output as out
+    from onlineeval.metrics import evaluate_output as out
 
     output_format = o.output_format
     free_note = _relevance_free_note(evals)  # the table has it under its queries lines

@@ -123,3 +123,15 @@ class OffPolicyEstimate:
         from dataclasses import asdict
 
         return asdict(self)
+
+
+def warning_lines(
+    warnings: list[str], results: list[dict[str, Any]], differences: list[dict[str, Any]]
+) -> list[str]:
+    """Every warning the table prints, in its order: the log's and targets' ``warnings``, each estimate's (prefixed
+    ``"<estimator> <target>: "``) and each undefined difference's error (prefixed ``"<estimator> <target> -
+    <baseline>: "``): what ``onlineeval estimate`` prints and :attr:`onlineeval.Estimates.warnings` holds, from
+    :class:`~onlineeval.estimators.log_estimates.LogEstimates`' lists (or their JSON)."""
+    return list(warnings) + [
+        f"{r['estimator']} {r['target']}: {w}" for r in results for w in (r.get("warnings") or ())
+    ] + [f"{r['estimator']} {r['target']} - {r['baseline']}: {r['error']}" for r in differences if r.get("error")]

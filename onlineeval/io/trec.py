@@ -29,7 +29,7 @@ from onlineeval.io.text import check_not_compressed, plain_float, plain_whole, t
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["read_qrels", "read_run", "qrels_from_frame", "run_from_frame"]
+__all__ = ["qrels_from_frame", "read_qrels", "read_run", "run_from_frame", "system_names"]
 
 QRELS_COLUMNS = ("query", "doc", "grade")
 RUN_COLUMNS = ("query", "doc", "score")
@@ -399,3 +399,24 @@ def run_from_frame(df: pd.DataFrame) -> pd.DataFrame:
         raise InputError(f"score must be a finite number, got {_plain(df['score'].iloc[row])!r}", None, row + 1)
     out["score"] = s
     return out
+
+
+def system_names(paths: list[Path]) -> list[str]:
+    """A short unique name per run file: the stem (``bm25`` for ``runs/bm25.txt``), else
+    the file name (``results.test``, ``results.trunc``), else the shortest distinguishing
+    tail of the path (``a/run.txt``, ``b/run.txt``): the names ``onlineeval evaluate`` and
+    :func:`onlineeval.evaluate` give run files. Two paths of one file are a :class:`~onlineeval.errors.ConfigError`."""
+    from onlineeval.errors import ConfigError
+
+    resolved = [p.resolve() for p in paths]
+    if len(set(resolved)) != len(resolved):
+        raise ConfigError(("run",), "the same run file is given twice")
+    for candidate in ([p.stem for p in paths], [p.name for p in paths]):
+        if len(set(candidate)) == len(candidate):
+            return candidate
+    depth = 2
+    while True:
+        names = ["/".join(r.parts[-depth:]) for r in resolved]
+        if len(set(names)) == len(names):
+            return names
+        depth += 1

@@ -1,8 +1,9 @@
 """Output of ``onlineeval evaluate``: the table, JSON and tidy csv, segment summaries.
 
-Split from :mod:`onlineeval.cli.evaluate` (which parses the options and evaluates); every
-function here formats :class:`~onlineeval.metrics.evaluate.RunEvaluation` objects and
-paired comparisons that are already computed. pandas is imported only by the outputs that
+Used by the command (:mod:`onlineeval.cli.evaluate`, which parses the options and evaluates) and by the Python
+API (:func:`onlineeval.evaluate`'s comparison frames), so it lives outside the command line; every function here
+formats :class:`~onlineeval.metrics.evaluate.RunEvaluation` objects and paired comparisons that are already
+computed. pandas is imported only by the outputs that
 build frames (csv, segments, comparisons), so a plain table or JSON of one run needs none.
 """
 
@@ -357,7 +358,7 @@ def tidy(
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
-    from onlineeval.cli._common import fixed
+    from onlineeval.formatting import fixed
 
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else fixed(x, digits)
 
