@@ -57,9 +57,10 @@ class CheckpointRow:
     ``df``: the degrees of freedom of the Student t the interval and p-value took (the counterfactual design's
     differences: Bell and McCaffrey's, as ``onlineeval estimate``'s; an A/B design's with ``test: welch``: Welch's;
     A/B and interleaving designs with ``test: delta_t``: the CR2 variance's Bell and McCaffrey df); ``inf`` where
-    they are z's (``test: delta``, the logger's own metrics, a last-day bootstrap test). The daily monitoring's rules and the
-    designs' own sequential tests read it (fixed-horizon and peeking: the t's p-values; mSPRT and spending
-    boundaries: each t as the normal deviate of the same tail probability, :func:`onlineeval.stats.z_equivalent`)."""
+    they are z's (``test: delta``, the logger's own metrics, a last-day bootstrap test). The daily monitoring's
+    rules and the designs' own sequential tests read it (fixed-horizon and peeking: the t's p-values; mSPRT and
+    spending boundaries: each t as the normal deviate of the same tail probability,
+    :func:`onlineeval.stats.z_equivalent`)."""
 
     design: str
     aa: bool
