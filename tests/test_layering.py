@@ -1,7 +1,9 @@
-"""The command line is the outer layer: the library (onlineeval's packages, clickmodels, simulations) and the Python
-API (:mod:`onlineeval.api`) never import :mod:`onlineeval.cli`. What both share (the click-model fits' names and
+"""Imports point down only. The command line is the outer layer: the library (onlineeval's packages, clickmodels,
+simulations) and the Python API (:mod:`onlineeval.api`) never import :mod:`onlineeval.cli`. What both share (the click-model fits' names and
 options, evaluate's output frames, the estimate's warning lines, the number format) lives outside it; before, the
-API imported ten helpers from the CLI's modules, so a change to a command's module could break the API."""
+API imported ten helpers from the CLI's modules, so a change to a command's module could break the API. And the core (onlineeval's packages but the CLI and the API, and
+clickmodels) never imports the simulator: ``onlineeval estimate`` reads a log's logging policy through the policies
+package its caller passes (``read_logged(path, policies=simulations.policies)``)."""
 
 from __future__ import annotations
 
@@ -43,3 +45,14 @@ def test_the_check_sees_every_form_of_importing_the_cli(tmp_path: Path) -> None:
         assert any(_cli(n) for _, n in _imports(path)), line
     path.write_text("from onlineeval.click_fits import fit_name\nfrom onlineeval import clickless\n")
     assert not any(_cli(n) for _, n in _imports(path))
+
+
+def test_the_core_never_imports_the_simulator() -> None:
+    top = [ROOT / "onlineeval" / "cli", ROOT / "onlineeval" / "api"]
+    files = [p for pkg in ("onlineeval", "clickmodels") for p in sorted((ROOT / pkg).rglob("*.py"))
+             if not any(t in p.parents for t in top)]
+    assert len(files) > 100
+    bad = [f"{p.relative_to(ROOT)}:{line}: {name}" for p in files for line, name in _imports(p)
+           if name == "simulations" or name.startswith("simulations.")]
+    assert not bad, "\n".join(bad)
+
