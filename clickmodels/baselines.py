@@ -90,7 +90,8 @@ class RankCTR(IndependentModel):
 
     p: NDArray[np.float64]
 
-    example_spec: ClassVar[Mapping[str, Any]] = {"name": "rctr", "p": [0.4, 0.2, 0.12, 0.08, 0.06, 0.05, 0.04, 0.03, 0.03, 0.02]}
+    example_spec: ClassVar[Mapping[str, Any]] = {
+        "name": "rctr", "p": [0.4, 0.2, 0.12, 0.08, 0.06, 0.05, 0.04, 0.03, 0.03, 0.02]}
 
     def __post_init__(self) -> None:
         p = frozen_array(self.p)

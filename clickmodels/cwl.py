@@ -140,7 +140,8 @@ class MetricUser(ChainModel):
         reader = SpecReader(spec, ("metric", "click"))
         name = reader.raw("metric")
         if not isinstance(name, str):
-            raise ConfigError(("metric",), f"is required: a metric name with a C/W/L profile, e.g. 'RBP(p=0.8)', got {name!r}")
+            raise ConfigError(("metric",), "is required: a metric name with a C/W/L profile, e.g. 'RBP(p=0.8)', "
+                              f"got {name!r}")
         try:
             metric = parse_metric(name)
         except ConfigError as exc:

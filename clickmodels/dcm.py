@@ -41,7 +41,8 @@ class DCM(ChainModel):
     continuation: NDArray[np.float64]
 
     example_spec: ClassVar[Mapping[str, Any]] = {
-        "name": "dcm", "click": [0.1, 0.3, 0.5, 0.7, 0.9], "continuation": [0.6, 0.65, 0.7, 0.75, 0.8, 0.8, 0.85, 0.85, 0.9, 0.9]
+        "name": "dcm", "click": [0.1, 0.3, 0.5, 0.7, 0.9],
+        "continuation": [0.6, 0.65, 0.7, 0.75, 0.8, 0.8, 0.85, 0.85, 0.9, 0.9]
     }
 
     def __post_init__(self) -> None:

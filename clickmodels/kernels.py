@@ -190,7 +190,8 @@ def chain_sample_grades(
     return clicks.T, examined.T, exam.T
 
 
-def chain_examination(attract: ArrayLike, cont_click: ArrayLike, cont_skip: ArrayLike, shape: tuple[int, int]) -> FloatArray:
+def chain_examination(attract: ArrayLike, cont_click: ArrayLike, cont_skip: ArrayLike,
+                      shape: tuple[int, int]) -> FloatArray:
     """(n, k) exact examination probabilities of the chain (cumulative product)."""
     a = np.broadcast_to(np.asarray(attract, dtype=np.float64), shape)
     c1 = np.broadcast_to(np.asarray(cont_click, dtype=np.float64), shape)

@@ -304,8 +304,10 @@ def from_arrays(
     c = c.astype(bool)
     if q.size and q.min() < 0 or d.size and d.min() < -1:
         raise InputError("query codes must be >= 0 and document codes >= -1")
-    qv = np.arange(int(q.max()) + 1 if q.size else 0).astype(str) if query_vocab is None else np.asarray(query_vocab).astype(str)
-    dv = np.arange(int(d.max()) + 1 if d.size else 0).astype(str) if doc_vocab is None else np.asarray(doc_vocab).astype(str)
+    qv = (np.arange(int(q.max()) + 1 if q.size else 0).astype(str) if query_vocab is None
+          else np.asarray(query_vocab).astype(str))
+    dv = (np.arange(int(d.max()) + 1 if d.size else 0).astype(str) if doc_vocab is None
+          else np.asarray(doc_vocab).astype(str))
     sid = np.arange(q.size).astype(str) if session_ids is None else np.asarray(session_ids).astype(str)
     order = (np.cumsum(c, axis=1) * c).astype(np.int16)
     return ClickLog(sid, q, d, c, order, qv, dv)

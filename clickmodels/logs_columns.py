@@ -135,8 +135,9 @@ def jsonl_sessions(path: Any) -> Any:
     ``None`` (declined: that reader then reads it and names the line of any error) where pyarrow cannot parse it (a
     line that is not one JSON object, a key twice, an id that is neither a string nor an integer everywhere,
     invalid UTF-8, ...), the text holds ``null`` anywhere (a JSON null is refused by the reference where a key left
-    out is not, and pyarrow reads both as null), a line is blank (the reference numbers lines, and a session without an id is named by its
-    line), values nest deeper than :data:`onlineeval.io.logged_scan.MAX_DEPTH` (pyarrow's parser would overflow
+    out is not, and pyarrow reads both as null), a line is blank (the reference numbers lines, and a session without
+    an id is named by its line), values nest deeper than :data:`onlineeval.io.logged_scan.MAX_DEPTH` (pyarrow's
+    parser would overflow
     its stack), a key is not one of the format's, or :func:`sessions_from_columns` declines."""
     import pyarrow as pa
     import pyarrow.json as pj

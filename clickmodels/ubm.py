@@ -87,7 +87,8 @@ class UBM(ClickModel):
         gamma = np.zeros((k, k))
         for r, row in enumerate(rows):
             if isinstance(row, (str, bytes)) or not isinstance(row, Sequence) or len(row) != r + 1:
-                raise ConfigError(("examination", r), f"row {r} must list {r + 1} probabilities (no click, then click at rank 1..{r})")
+                raise ConfigError(("examination", r),
+                                  f"row {r} must list {r + 1} probabilities (no click, then click at rank 1..{r})")
             for j, v in enumerate(row):
                 gamma[r, j] = _number(v, ("examination", r, j), 0.0, 1.0, "a probability")
         return cls(ByGrade(click), gamma)

@@ -516,7 +516,8 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
     lines = ["", ("CUPED (pre-period: the same users on ranker A; covariate = each user's pre-period metric, delta-"
                   "method influence values for ratios; users without pre-period activity: value 0 + an indicator; "
                   "last day; reduction = 1 - var_adj/var_unadj across replicates +- bootstrap SE, within = 1 - "
-                  "mean se_adj^2/se^2, R^2 = theory (rho: pre value alone); bias vs the exact truth; '!' = beyond 4 SE):"),
+                  "mean se_adj^2/se^2, R^2 = theory (rho: pre value alone); bias vs the exact truth; '!' = "
+                  "beyond 4 SE):"),
              (f"  {'design':10s} {'metric':17s} {'pre':>4s} {'with pre':>8s} {'rho':>6s} {'R^2':>6s} "
               f"{'reduction':>15s} {'within':>7s} {'bias/SE':>8s} {'A/A':>6s}  days needed (unadjusted)")]
     unstable: list[str] = []

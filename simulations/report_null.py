@@ -98,7 +98,8 @@ def null_caution_legend(summary: dict[str, Any] | None = None) -> str:
         level = (f"{NULL_CAUTION_FAMILY_LEVEL:g} / (2 x the run's null-checked pairs), or {NULL_CAUTION_FAMILY_LEVEL:g}"
                  " / pairs in a run without the null replicates' mean test")
     at_most = (f"Under no bias some design of a run carries it in at most {NULL_CAUTION_FAMILY_LEVEL:.0%} of runs "
-               "(measured: 4.1% +- 1.1% of 316 runs of three unbiased team-draft designs at configs/interleaving.yaml's "
+               "(measured: 4.1% +- 1.1% of 316 runs of three unbiased team-draft designs at "
+               "configs/interleaving.yaml's "
                "sizes)")
     if any(pairs is None for _, pairs in rules):
         at_most += "; that bound needs the run's count of pairs, which this summary does not record"

@@ -196,7 +196,8 @@ def srm_lines(summary: dict[str, Any]) -> list[str]:
     srm = summary.get("srm") or {}
     if not srm:
         return []
-    lines = ["", ("Sample ratio mismatch (share of replicates flagged at p < the SRM alpha on the last day, '!' = outside "
+    lines = ["", ("Sample ratio mismatch (share of replicates flagged at p < the SRM alpha on the last day, '!' = "
+                  "outside "
                   "its 99% binomial band under a correct split; impressions: clustered by user, naive: as independent "
                   "units; any day: flagged at some daily look):"),
              f"  {'design':12s} {'variant':10s} {'users':>14s} {'impressions':>14s} {'naive impr.':>14s}  B share"]

@@ -292,7 +292,8 @@ def point_rows(sweep: SweepConfig, summaries: Mapping[int, Mapping[str, Any]]) -
     """One row per point and design: the axes' values (a file axis shows the file's name),
     the offline delta and the design's primary metric's truth and simulated results (``estimated_metric``: the
     online metric a counterfactual design's primary estimator estimates, None for other designs). ``null_mark`` is
-    the sweep's mark of the null check (:func:`simulations.sweep_null.null_family`): a 'BIASED?' row has the sizes its point
+    the sweep's mark of the null check (:func:`simulations.sweep_null.null_family`): a 'BIASED?' row has the sizes
+    its point
     withheld (review 9, F1), 'BIASED' keeps them withheld; ``rows.attrs["null_family"]`` is the family."""
     from simulations.report_ratios import estimated_metric
     from simulations.sweep_null import WEAK, mark_of, null_family, sized_entry

@@ -106,9 +106,12 @@ def fit_ccm(log: ClickLog, options: EMOptions | None = None) -> CCMFit:
         exam_next[:, :-1] = exam[:, 1:]
         new_tau = np.array(
             [
-                smoothed(np.where(skip_next, exam_next * w, 0.0).sum(), np.where(skip_next, exam * w, 0.0).sum(), opt.pseudo),
-                smoothed(np.where(click_next, on_s0 * w, 0.0).sum(), np.where(click_next, p_s0 * w, 0.0).sum(), opt.pseudo),
-                smoothed(np.where(click_next, on_s1 * w, 0.0).sum(), np.where(click_next, p_s1 * w, 0.0).sum(), opt.pseudo),
+                smoothed(np.where(skip_next, exam_next * w, 0.0).sum(), np.where(skip_next, exam * w, 0.0).sum(),
+                         opt.pseudo),
+                smoothed(np.where(click_next, on_s0 * w, 0.0).sum(), np.where(click_next, p_s0 * w, 0.0).sum(),
+                         opt.pseudo),
+                smoothed(np.where(click_next, on_s1 * w, 0.0).sum(), np.where(click_next, p_s1 * w, 0.0).sum(),
+                         opt.pseudo),
             ]
         )
         return (new_alpha, new_tau), ordered_dot(post.log_lik, d.weight)

@@ -365,7 +365,8 @@ def evaluate_clicks(
     models:
         Model names (dcm and sdbn are fitted by EM, the maximum likelihood, by default;
         ``dcm:closed_form`` / ``sdbn:closed_form`` for their last-click closed forms, biased on
-        data from the model itself) and fitted-parameter ``.json`` files (labelled ``model (file name)`` as by the CLI), each once, checked before any
+        data from the model itself) and fitted-parameter ``.json`` files (labelled ``model (file name)`` as by the
+        CLI), each once, checked before any
         sessions are read (:func:`onlineeval.click_fits.resolve_models`, as the CLI checks them); or
         ``{label: fitted model}``.
     test:
@@ -455,7 +456,8 @@ def evaluate_clicks(
 
 def _inputs(objects: Mapping[str, Any]) -> dict[str, Any]:
     """Each input's digest for :func:`fit_clicks`' ``provenance`` and :func:`evaluate_clicks`' ``attrs["inputs"]``:
-    a file's (its bytes, as the CLI's), sessions given in memory as read (:func:`onlineeval.io.digest.click_log_entry`: a column the
+    a file's (its bytes, as the CLI's), sessions given in memory as read
+    (:func:`onlineeval.io.digest.click_log_entry`: a column the
     reader ignores, or a missing clicks cell written as ``None`` or ``[]``, leaves it unchanged), a fitted model's
     parameters (its :meth:`to_dict` without its own provenance)."""
     from clickmodels.estimation.base import PROVENANCE_KEYS

@@ -11,7 +11,8 @@ log-likelihood, perplexity and conditional perplexity (lower perplexity is bette
 dcm and sdbn are fitted by EM, the maximum likelihood, by default; ``--method closed_form`` (``fit``) or
 ``dcm:closed_form`` (``evaluate``) gives their last-click closed form, biased on data from the model itself
 (:mod:`clickmodels.estimation`). ``fit`` prints which estimator it used and saves it (``fit.estimator``);
-``fit --bootstrap N`` (dcm, sdbn, dbn, ccm, pbm, ubm) adds per-session bootstrap standard errors (:mod:`clickmodels.estimation.bootstrap`).
+``fit --bootstrap N`` (dcm, sdbn, dbn, ccm, pbm, ubm) adds per-session bootstrap standard errors
+(:mod:`clickmodels.estimation.bootstrap`).
 Log formats (``--format``): ``tsv``, ``jsonl`` (documented in :mod:`clickmodels.logs`),
 ``yandex`` and ``parquet``; by default chosen from the file suffix (``.tsv``, ``.jsonl``), Parquet from its
 first bytes, else yandex.
@@ -296,7 +297,8 @@ def fit_command(
         f"wrote {out}"
     )
     typer.echo(f"inputs (SHA-256, first 12 hex digits; {out.name} holds them in full): log "
-               f"{inputs['log']['sha256'][:12]}; fingerprint: {result.provenance['fingerprint']} (of the log's SHA-256, the model "
+               f"{inputs['log']['sha256'][:12]}; fingerprint: {result.provenance['fingerprint']} (of the log's "
+               "SHA-256, the model "
                "and fit options, and the version)")
     if boot is not None:
         typer.echo(f"standard errors (per-session bootstrap, {boot.n_boot} replicates, seed {boot.seed}): "
@@ -325,7 +327,9 @@ def evaluate_command(
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share held out without --test-log.")] = 0.25,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the random split.")] = 0,
     format: Annotated[Optional[str], typer.Option("--format", help=_FORMAT_HELP)] = None,
-    test_format: Annotated[Optional[str], typer.Option("--test-format", help="Format of --test-log (default: --format).")] = None,
+    test_format: Annotated[
+        Optional[str], typer.Option("--test-format", help="Format of --test-log (default: --format).")
+    ] = None,
     max_iter: Annotated[Optional[int], typer.Option("--max-iter", help="EM: maximum E-steps.")] = None,
     tol: Annotated[Optional[float], typer.Option("--tol", help="EM: relative LL change to stop.")] = None,
     plain_em: Annotated[bool, typer.Option("--plain-em", help=_PLAIN_EM_HELP)] = False,

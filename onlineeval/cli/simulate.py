@@ -31,7 +31,8 @@ def simulate_cmd(
         Optional[int], typer.Option("--replicates", "-r", min=1, help="Override the number of replicates.")
     ] = None,
     workers: Annotated[
-        Optional[int], typer.Option("--workers", "-w", min=0, help="Processes (0 = all cores); numbers do not depend on it.")
+        Optional[int],
+        typer.Option("--workers", "-w", min=0, help="Processes (0 = all cores); numbers do not depend on it."),
     ] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", min=0, help="Override the root seed.")] = None,
     fresh: Annotated[

@@ -249,7 +249,8 @@ class AggregatedFit:
         default where the training log never showed it)."""
         assert self.attraction is not None  # only called for models with a pair table (not input validation)
         query = index.query
-        if index.n_pairs == self.query.size and np.array_equal(query, self.query) and np.array_equal(index.doc, self.doc):
+        if (index.n_pairs == self.query.size and np.array_equal(query, self.query)
+                and np.array_equal(index.doc, self.doc)):
             return self.attraction
         own = pair_keys(self.query, self.doc)
         want = pair_keys(query, index.doc)
@@ -641,7 +642,8 @@ def _fit_closed_form(data: LoggedData, idx: PairIndex, name: str, pseudo: float)
     return AggregatedFit(name, idx.query, idx.doc, value, _default(value, views), params, trace)
 
 
-def logged_probabilities(fit: AggregatedFit, data: LoggedData, rows: IntArray | None, reward: Reward) -> FloatArray | None:
+def logged_probabilities(fit: AggregatedFit, data: LoggedData, rows: IntArray | None,
+                         reward: Reward) -> FloatArray | None:
     r"""``(r, k)`` the fitted model's probabilities behind the expected slot rewards of the
     *logged* lists of ``rows`` (all rows for ``None``): the marginal click probability
     (additive rewards) or the click probability given no click above (first click), as

@@ -62,7 +62,8 @@ class OffPolicyEstimate:
 
     ``ci_low, ci_high``: the CLT interval ``value -+ t_df(1 - alpha/2) x se`` with ``df`` Bell and McCaffrey's
     degrees of freedom (``clusters - 1`` for clusters of equal weight; :func:`~onlineeval.estimators.intervals.
-    working_df`, :func:`~onlineeval.estimators.intervals.clt_interval`); ``boot_low, boot_high``: the cluster bootstrap's
+    working_df`, :func:`~onlineeval.estimators.intervals.clt_interval`); ``boot_low, boot_high``: the cluster
+    bootstrap's
     percentile interval (NaN without one). ``se_source``: ``"delta method"`` or, for an estimator whose delta method
     holds a data-driven choice fixed (``held_fixed`` names it; ``None`` for the others) estimated with a bootstrap,
     :data:`~onlineeval.estimators.intervals.BOOTSTRAP_SE`: ``se`` (and the CLT interval) is then the SD of the

@@ -217,7 +217,8 @@ def check_multileave_identical_pair(il: Interleaver) -> None:
     """Three rankers, two of them identical on every query: that pair's mean preference is 0 within 4 SE, with
     clicks that depend on the slot (not on the teams). Every method here treats its rankers alike, so renaming the
     two identical ones changes nothing but their teams' names; the simulator's truth counts such a pair's
-    impressions at 0 (:func:`simulations.truth_interleaving.identical_lists`) on that ground. Read as the simulator reads a
+    impressions at 0 (:func:`simulations.truth_interleaving.identical_lists`) on that ground. Read as the simulator
+    reads a
     method: its ``expected_preferences`` where it has one, else ``preferences``."""
     if il.max_rankers is not None and il.max_rankers < 3:
         return

@@ -145,7 +145,8 @@ def slot_posteriors(result: InterleavingResult, tau: float) -> NDArray[np.float6
 
 def pairwise_win_difference(qi: NDArray[np.float64], qj: NDArray[np.float64],
                             clicks: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """Exact ``P(X_i > X_j) - P(X_i < X_j)`` where each clicked slot adds 1 to ``X_i`` w.p. ``qi``, to ``X_j`` w.p. ``qj``.
+    """Exact ``P(X_i > X_j) - P(X_i < X_j)`` where each clicked slot adds 1 to ``X_i`` w.p. ``qi``, to ``X_j`` w.p.
+    ``qj``.
 
     Dynamic programme over the difference ``D = X_i - X_j`` in ``[-c, c]``:
 

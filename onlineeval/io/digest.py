@@ -14,8 +14,8 @@ from typing import Any
 
 from onlineeval.errors import InputError
 
-__all__ = ["InputDigests", "RecordsDigest", "click_log_entry", "estimate_settings", "evaluate_settings", "file_sha256", "fingerprint",
-           "input_entry", "inputs_line", "memory_entry", "table_entry"]
+__all__ = ["InputDigests", "RecordsDigest", "click_log_entry", "estimate_settings", "evaluate_settings", "file_sha256",
+           "fingerprint", "input_entry", "inputs_line", "memory_entry", "table_entry"]
 
 
 def file_sha256(path: str | PathLike[str]) -> str:

@@ -250,7 +250,8 @@ def _read(path: str | PathLike[str], features: tuple[int, ...],
         queries = groups.astype(str).astype(object)
     else:
         queries = np.asarray(qids, dtype=object)
-    qrels = pd.DataFrame({"query": queries, "doc": np.asarray(docs, dtype=object), "grade": np.asarray(labels, dtype=np.int64)})
+    qrels = pd.DataFrame({"query": queries, "doc": np.asarray(docs, dtype=object),
+                          "grade": np.asarray(labels, dtype=np.int64)})
     dup = qrels.duplicated(["query", "doc"]).to_numpy()
     if dup.any():
         i = int(np.argmax(dup))

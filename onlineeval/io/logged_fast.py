@@ -562,7 +562,8 @@ def same_rows(arr: Any, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[n
 def _logger_rows(path: str, policies: Any, loggers: LoggerSource, n: int, query_ids: Any, offsets: Any,
                  lengths: Any, dcodes: Any, duniq: Any) -> list[Any] | None:
     """Each row's ``(options, scores)`` as the line-by-line reader makes them (one object per query, from its first
-    line's logger, decoded by ``loggers.decode`` and checked by the same :func:`~onlineeval.io.logged_policy._logger_spec`),
+    line's logger, decoded by ``loggers.decode`` and checked by the same
+    :func:`~onlineeval.io.logged_policy._logger_spec`),
     or ``None`` (declined) where a line's logger differs from its query's first line's (``loggers.same_as``: the
     line-by-line reader compares their values, and refuses different ones naming both lines), a logger does not
     decode or is refused, or a shown document is not among its query's scored candidates."""

@@ -3,7 +3,8 @@
 qrels: ``query iteration doc grade`` (4 whitespace-separated columns; grades are
 integers and may be negative: trec_eval treats a negative grade as "pooled but not
 judged"). Runs: ``query Q0 doc rank score tag`` (6 columns; text after the sixth column is
-ignored, as trec_eval does); the rank column is ignored, scores decide. Lines whose first non-blank character is ``#`` are comments (a ``#``
+ignored, as trec_eval does); the rank column is ignored, scores decide. Lines whose first non-blank character is
+``#`` are comments (a ``#``
 inside a document id is part of the id); blank lines are skipped.
 
 Malformed input raises :class:`~onlineeval.errors.InputError` naming the file, the line

@@ -239,7 +239,8 @@ def _columns(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nd
     return np.ascontiguousarray(rows[:, :width].T), length
 
 
-def _plain_number(cols: np.ndarray, length: np.ndarray, allow_dot: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _plain_number(cols: np.ndarray, length: np.ndarray,
+                  allow_dot: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Digits, sign and fraction of numbers ``-?D+(.D+)?`` (``-?D+`` without ``allow_dot``):
     the integer of all digits, the number of fraction digits, the sign; ``None`` when a
     number is written otherwise or has more than 15 digits. One pass over the positions;
@@ -494,7 +495,8 @@ class _Rows:
         return ByteIds(self.query[: self.n]), ByteIds(self.doc[: self.n]), self.value[: self.n]
 
 
-def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int, ncols: int) -> tuple[ByteIds, ByteIds, np.ndarray, str] | None:
+def _scan_chunk(raw: Buffer, buf: np.ndarray, a: int, b: int,
+                ncols: int) -> tuple[ByteIds, ByteIds, np.ndarray, str] | None:
     """Query ids, doc ids, the numbers (grades or scores) and the first line's tag (field 6
     of a run) of the lines in bytes ``[a, b)``; ``None`` outside the reader's format."""
     got = _fields(raw, buf, a, b, ncols)

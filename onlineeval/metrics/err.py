@@ -41,7 +41,8 @@ class ERR(Metric):
     (:func:`onlineeval.metrics.evaluate.evaluate_run` passes it in the context, so a
     query scores the same whichever queries a run answers), else the largest grade in
     the batch (at least 1). ir_measures' ERR (gdeval.pl's) fixes gmax = 4 instead: on 0-3 graded qrels
-    ``ERR(gmax=4)@k`` is their ``ERR@k`` and ours (gmax = 3) about twice it. ERR is a cascade model, not a static C/W/L model: its utility is
+    ``ERR(gmax=4)@k`` is their ``ERR@k`` and ours (gmax = 3) about twice it. ERR is a cascade model, not a static
+    C/W/L model: its utility is
     paid on stopping, so :meth:`cwl` raises and :meth:`cascade` gives the user model.
     """
 

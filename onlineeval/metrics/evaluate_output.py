@@ -339,7 +339,8 @@ def tidy(
         seg = pd.DataFrame(
             {
                 "system": seg_means["system"].to_numpy(),
-                "query": [f"segment:{a}={v}" for a, v in zip(seg_means["segment_attribute"], seg_means["segment_value"])],
+                "query": [f"segment:{a}={v}"
+                          for a, v in zip(seg_means["segment_attribute"], seg_means["segment_value"])],
                 "metric": seg_means["metric"].to_numpy(),
                 "value": seg_means["mean"].to_numpy(dtype=np.float64),
                 "n": seg_means["count"].to_numpy(dtype=np.int64),

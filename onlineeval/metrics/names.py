@@ -24,7 +24,8 @@ ir_measures
     ``nDCG@10``, ``P@10``, ``AP@100``, ``RR``, ``ERR@10``, ``RBP(p=0.8)``, ``Success@10``
     are our own spellings. ir_measures' ERR is gdeval.pl's, whose scale top is fixed at gmax = 4; ours takes the
     top grade of the qrels (gmax = 3 on 0-3 graded qrels, where ours is about twice theirs): ``ERR(gmax=4)@10``
-    is their ERR@10, and the output's gmax line says so (:func:`err_gmax_note`). ``R@100`` is Recall@100, ``IPrec@0.5`` is interpolated
+    is their ERR@10, and the output's gmax line says so (:func:`err_gmax_note`). ``R@100`` is Recall@100,
+    ``IPrec@0.5`` is interpolated
     precision at recall 0.5 (the ``@`` is a recall level there), ``Rprec``, ``Bpref``,
     ``NumQ``, ``NumRet``, ``NumRel``, ``NumRelRet``, ``SetP`` and ``SetR`` their trec_eval forms.
     ``rel=r`` (``P(rel=2)@10``) is the relevance threshold, which onlineeval holds in one

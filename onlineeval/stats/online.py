@@ -230,7 +230,8 @@ def _batch_pairs(
     x = _as_batch(num, f"num{sfx}")
     y = _as_batch(den, f"den{sfx}")
     if x.shape != y.shape:
-        raise InputError(f"num{sfx} and den{sfx} must have the same shape (one value per user); got {x.shape} and {y.shape}")
+        raise InputError(f"num{sfx} and den{sfx} must have the same shape (one value per user); got {x.shape} and "
+                         f"{y.shape}")
     if (y < 0).any():
         raise InputError(f"den{sfx}: denominators must be >= 0 (e.g. a count of queries)")
     return x, y

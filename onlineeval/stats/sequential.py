@@ -400,7 +400,8 @@ def classic_boundaries(
 
 
 def peeking_boundaries(fractions: ArrayLike, alpha: float = 0.05, alternative: str = "two-sided") -> Boundaries:
-    """The naive rule: the fixed-horizon critical value :math:`z_{1-\\alpha/2}` (or :math:`z_{1-\\alpha}`) at every look."""
+    """The naive rule: the fixed-horizon critical value :math:`z_{1-\\alpha/2}` (or :math:`z_{1-\\alpha}`) at every
+    look."""
     t = _check_fractions(fractions)
     a = _check_alpha(alpha)
     alternative = _check_alternative(alternative)

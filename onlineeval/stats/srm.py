@@ -176,7 +176,8 @@ def srm_impressions(
     try:
         ta, tb = np.broadcast_arrays(ma.sum(axis=-1), mb.sum(axis=-1))
     except ValueError:
-        raise InputError(f"imp_a and imp_b: leading shapes {ma.shape[:-1]} and {mb.shape[:-1]} do not broadcast") from None
+        raise InputError(f"imp_a and imp_b: leading shapes {ma.shape[:-1]} and {mb.shape[:-1]} do not "
+                         "broadcast") from None
     ss = (ma * ma).sum(axis=-1) + (mb * mb).sum(axis=-1)
     tot = ta + tb
     var = pb * (1.0 - pb) * ss

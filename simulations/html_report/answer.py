@@ -183,7 +183,8 @@ def _ratios(summary: dict[str, Any]) -> list[Html]:
             items.append(tag("li", f"not distinguishable ({what}; {INDISTINGUISHABLE_SHORT}): "
                                    + ", ".join(f"{labels.get(a, a)} ~ {labels.get(b, b)}" for a, b in same)))
     return [tag("p", f"Relative to {labels.get(ref, ref)} (last simulated day {r.get('last_day')}; +-: 1 relative "
-                     "SE by the delta method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above 25% or on a "
+                     "SE by the delta method from the truths' Monte Carlo SEs and the SEs' or sizes' own, '?' above "
+                     "25% or on a "
                      "size ratio whose either size is unstable"
                      + (f"; '*': a size ratio from a size extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated "
                         "days (the answer table's '!')" if starred else "")

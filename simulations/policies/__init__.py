@@ -79,7 +79,8 @@ def build_policy(spec: Mapping[str, Any] | str, scores: Any, k: int,
     if isinstance(spec, str):
         spec = {"policy": spec}
     if not isinstance(spec, Mapping):
-        raise ConfigError(tuple(path), f"a policy spec must be a mapping with a 'policy' key, got {type(spec).__name__}")
+        raise ConfigError(tuple(path),
+                          f"a policy spec must be a mapping with a 'policy' key, got {type(spec).__name__}")
     cls = policy_class(spec.get("policy"), path)
     for matrix in (scores.values() if isinstance(scores, Mapping) else (scores,)):
         m = np.shape(matrix)[1] if np.ndim(matrix) == 2 else None
