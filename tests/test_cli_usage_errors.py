@@ -43,6 +43,9 @@ runner = CliRunner()
         (["power", "proportion", "--basline", "0.1"],
          "--basline: no such option for 'onlineeval power proportion' (did you mean --baseline?)"),
         (["metrics", "--zzz"], "--zzz: no such option for 'onlineeval metrics' (see 'onlineeval metrics --help')"),
+        # click's only close match is --help, never what a mistyped option meant ('did you mean --help?' before)
+        (["power", "proportion", "--p1", "0.1"],
+         "--p1: no such option for 'onlineeval power proportion' (see 'onlineeval power proportion --help')"),
         (["nosuch"], "no such command 'nosuch' for 'onlineeval'; commands: simulate, evaluate, metrics, validate, "
                      "estimate, sweep, clicks, power, list"),
         # a sub-group's unknown command: the same line, with click's guess

@@ -129,8 +129,11 @@ def usage_message(exc: Any, argv: Sequence[str] = (), root: Any = None) -> str:
     see = f"see '{path} --help'"
     if isinstance(exc, _click_exceptions.NoSuchOption):
         text = f"{exc.option_name}: no such option for '{path}'"
-        if exc.possibilities:
-            return f"{text} (did you mean {' or '.join(sorted(exc.possibilities))}?)"
+        # click's close matches, but --help (every command has it, and a mistyped option is never it: '--p1' was
+        # answered 'did you mean --help?')
+        close = sorted(p for p in exc.possibilities or () if p != "--help")
+        if close:
+            return f"{text} (did you mean {' or '.join(close)}?)"
         commands = _commands(ctx)
         if commands:
             return f"{text}; give a command first: {', '.join(commands)}"
