@@ -124,7 +124,8 @@ def test_iips_abandonment_outside_its_range_is_noted(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------------ F-G
 def test_few_clusters_warned_and_t_quantile_used(world: dict[str, Any], tmp_path: Path) -> None:
-    """The world's log with its 300 users folded into 4: the interval is estimate -+ t_df x se (df at most 3) and the log is
+    """The world's log with its 300 users folded into 4: the interval is estimate -+ t_df x se (df at most 3) and the
+    log is
     warned of its 4 clusters; with 300 users, one holding 2,700 of 3,000 impressions (effective number 1.2), the
     warning names the effective number; the world's log itself (300 similar users) is not warned."""
     recs = [json.loads(x) for x in world["log"].read_text().splitlines()]

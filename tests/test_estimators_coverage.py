@@ -3,7 +3,8 @@
 Each case estimates the exact value of the ideal target (:mod:`onlineeval.estimators.checks`
 worlds) on ``R`` independent logs of an epsilon-greedy logger (the ideal list with
 probability 0.2, else one of the 60 ordered triples of 5 candidates uniformly, so the
-target's list has propensity 0.213 and the others 0.0133) and counts how often the 95% interval covers the exact value. With
+target's list has propensity 0.213 and the others 0.0133) and counts how often the 95% interval covers the exact
+value. With
 nominal coverage 0.95 the count is Binomial(R, 0.95); the test accepts counts inside the
 central 99% band of that distribution (:func:`scipy.stats.binom.interval`), so a correct
 interval fails with probability below 1% and the seeds are fixed.

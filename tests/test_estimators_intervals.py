@@ -251,7 +251,8 @@ def test_bootstrap_sd_is_the_se_of_an_estimator_that_holds_a_choice_fixed(name: 
     """Adaptive IPS (its data-driven choice of behaviours) and the direct method with a fitted click model: with
     n_boot, Estimator.estimate's se is the SD of the estimator's own bootstrap estimates (the choice made again in
     every resample, the same generator), its CLT interval value -+ t_df x that SD (df of its weights), its
-    percentile interval their quantiles, the delta method's se kept in delta_se and a note in the warnings; IPS keeps its delta-method se."""
+    percentile interval their quantiles, the delta method's se kept in delta_se and a note in the warnings; IPS keeps
+    its delta-method se."""
     data = _balanced_log(np.random.default_rng(5), 60, 10)
     reward = get_reward("reciprocal_rank", K)
     est = get_estimator(name, **options)

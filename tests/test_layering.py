@@ -1,7 +1,9 @@
 """Imports point down only. The command line is the outer layer: the library (onlineeval's packages, clickmodels,
-simulations) and the Python API (:mod:`onlineeval.api`) never import :mod:`onlineeval.cli`. What both share (the click-model fits' names and
+simulations) and the Python API (:mod:`onlineeval.api`) never import :mod:`onlineeval.cli`. What both share (the
+click-model fits' names and
 options, evaluate's output frames, the estimate's warning lines, the number format) lives outside it; before, the
-API imported ten helpers from the CLI's modules, so a change to a command's module could break the API. And the core (onlineeval's packages but the CLI and the API, and
+API imported ten helpers from the CLI's modules, so a change to a command's module could break the API. And the core
+(onlineeval's packages but the CLI and the API, and
 clickmodels) never imports the simulator: ``onlineeval estimate`` reads a log's logging policy through the policies
 package its caller passes (``read_logged(path, policies=simulations.policies)``)."""
 

@@ -1,7 +1,8 @@
 """A Plackett-Luce policy keeps the pair marginals it computed (a dynamic programme per query), up to
 PAIR_CACHE_BYTES: the pseudoinverse asks once per target, and with its own store of decompositions full (1,000
 queries of 20 candidates) it asked the policy again for every query of the second target (1,719 programmes for
-one replicate of configs/counterfactual.yaml with that logger, 999 now). The kept arrays are the computed ones, read-only;
+one replicate of configs/counterfactual.yaml with that logger, 999 now). The kept arrays are the computed ones,
+read-only;
 beyond the bound a query's are computed on every call (the same numbers); a pickled policy (a worker's copy)
 does not carry them; a re-seeded copy (exact pairs: no Monte Carlo) keeps them. The values themselves are checked
 against brute-force enumeration in the policies' own tests."""
