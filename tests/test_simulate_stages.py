@@ -260,10 +260,14 @@ def test_the_interrupt_message_counts_the_partial_file_not_the_progress(tmp_path
 
     stages = _Stages(tmp_path, 10, 1000, quiet=True, stream=io.StringIO())
     stages.replicates(2, 10)  # the progress heard of two
-    records = [partial_record(i, [{"design": "ab", "replicate": i}]) for i in (4, 0, 7, 0)]  # 0 twice: one replicate
+    records = [partial_record(i, [{"design": "ab", "replicate": i}]) for i in (4, 0, 7)]
     torn = partial_record(9, [{"design": "ab"}])[:-5]  # an interrupted write: not kept, recomputed by a resume
     (tmp_path / PARTIAL).write_text(partial_header("f" * 64) + "".join(records) + torn)
     assert stages.kept_text().startswith(f"3 of 10 replicates are kept in {tmp_path / PARTIAL}; ")
+    # what a resume reuses: the same three
+    from simulations.job import load_partial
+
+    assert sorted(load_partial(tmp_path / PARTIAL, "f" * 64)) == [0, 4, 7]
     (tmp_path / PARTIAL).write_text(partial_header("f" * 64) + "".join(partial_record(i, []) for i in range(10)))
     assert stages.kept_text().startswith("all 10 replicates are kept in ")
     (tmp_path / PARTIAL).unlink()  # unreadable: the progress count stands
