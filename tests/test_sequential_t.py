@@ -128,3 +128,11 @@ def test_degrees_of_freedom_must_be_positive_and_fit_the_looks() -> None:
         sequential_test(est, se, "obrien_fleming", df=np.full((3, 4), -1.0))
     with pytest.raises(InputError, match=r"df: shape \(5,\) does not broadcast to the looks' \(3, 4\)"):
         sequential_test(est, se, "msprt", tau=1.0, df=np.ones(5))
+    from onlineeval.stats import z_equivalent
+
+    with pytest.raises(InputError, match="df: degrees of freedom must be > 0"):
+        z_equivalent([1.0, 2.0], [3.0, 0.0])
+    np.testing.assert_array_equal(z_equivalent([1.0, -2.0], np.inf), [1.0, -2.0])
+    np.testing.assert_allclose(z_equivalent([1.0, -2.0], [4.0, 9.0]),
+                               [stats.norm.isf(stats.t.sf(1.0, 4.0)), -stats.norm.isf(stats.t.sf(2.0, 9.0))],
+                               rtol=1e-12)

@@ -133,7 +133,9 @@ def z_equivalent(t: ArrayLike, df: ArrayLike) -> NDArray[np.float64]:
     from scipy.special import ndtri, stdtr
 
     x = np.asarray(t, dtype=np.float64)
-    d = np.broadcast_to(np.asarray(df, dtype=np.float64), x.shape)
+    d = _looks_df(df, x.shape)
+    if d is None:
+        return x.copy()
     fin = np.isfinite(d) & np.isfinite(x)
     with np.errstate(divide="ignore"):
         tail = stdtr(np.where(fin, d, 1.0), -np.abs(np.where(fin, x, 0.0)))  # one-sided tail, in (0, 0.5]
