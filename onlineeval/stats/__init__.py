@@ -96,7 +96,7 @@ if TYPE_CHECKING:
         spending_boundaries,
         z_equivalent,
     )
-    from onlineeval.stats.small_sample import ratio_diff_cr2, ratio_mean_cr2
+    from onlineeval.stats.small_sample import intra_user_correlation, ratio_diff_cr2, ratio_mean_cr2
     from onlineeval.stats.srm import (
         SrmResult,
         srm_chisquare,
@@ -113,6 +113,7 @@ _EXPORTS: dict[str, str] = {
     "ratio_mean": "online",
     "ratio_diff": "online",
     "ratio_diff_cr2": "small_sample",
+    "intra_user_correlation": "small_sample",
     "ratio_mean_cr2": "small_sample",
     "ratio_linearization": "online",
     "cluster_bootstrap_ratio": "online",
@@ -205,6 +206,7 @@ __all__ = [
     "group_sequential_test",
     "holm",
     "inflation_factor",
+    "intra_user_correlation",
     "iter_segments",
     "mde_two_sample",
     "mixture_boundaries",
