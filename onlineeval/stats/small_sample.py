@@ -166,7 +166,7 @@ def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, gr
         raise InputError("den and num_sq must be >= 0 (counts of impressions, sums of squares)")
     on = y > 0
     x, y, q, g = x[on], y[on], q[on], g[on]
-    between = x * x / np.where(on[on], y, 1.0)
+    between = x * x / y  # each user's share of the between-users sum of squares
     short = q < between * (1.0 - 1e-9) - 1e-12
     if short.any():
         i = int(np.flatnonzero(on)[np.flatnonzero(short)[0]])
