@@ -136,7 +136,8 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "interleaving_effect": {
             d.name: _interleaving_convention(d.method or "") + (
                 "; test: delta_t: the bias-reduced (CR2) SE clustered by user and a two-sided t-test with Bell and "
-                "McCaffrey's degrees of freedom (replicates.csv's df) instead of the delta method's z"
+                "McCaffrey's degrees of freedom (replicates.csv's df) at the estimated intra-user correlation of the "
+                "comparisons' credits (one-way ANOVA) instead of the delta method's z"
                 if d.test == "delta_t" else "") for d in cfg.designs if d.type == "interleaving"
         },
         "interleaving_note": "impressions without a click are not comparisons; Delta = sum over users of "
@@ -288,7 +289,8 @@ def _ab_convention(test: str | None) -> str:
     if test == "delta_t":
         return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
                 "bias-reduced (CR2) SE over users and a two-sided t-test with Bell and McCaffrey's degrees of "
-                "freedom (replicates.csv's df)")
+                "freedom (replicates.csv's df) at the estimated intra-user correlation of the per-query values (one-way "
+                "ANOVA, the arms as groups)")
     return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
             "delta-method SE over users, two-sided z-test")
 

@@ -67,7 +67,11 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: rules read: no estimate, interval or p-value changes, those rules' rejections of such a design do; and a
 #: counterfactual estimator whose last-day SE and p-value are its bootstrap's (``clt_holds_fixed``) records ``inf``
 #: there (no t), not the delta method's df.
-STREAM_VERSION = 16
+#: 17 (2026-12-07): A/B and interleaving designs with ``test: delta_t`` compute their df under the estimated
+#: intra-user correlation of the per-impression values (:func:`onlineeval.stats.intra_user_correlation`), not under
+#: independent impressions: their intervals and p-values change (estimates and SEs do not; such designs now take
+#: the NumPy batch step, which gives the compiled one's numbers, to add the values' squares), no random stream.
+STREAM_VERSION = 17
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

@@ -65,10 +65,39 @@ def same_row(row, want) -> None:  # noqa: ANN001
     assert math.isfinite(row.df)
 
 
-def test_every_days_rows_are_ratio_diff_cr2_on_the_designs_own_sums() -> None:
-    from onlineeval.stats import ratio_diff_cr2
-    from simulations.designs.ab import METRICS
+def test_every_days_rows_are_ratio_diff_cr2_on_the_designs_own_sums(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every day's rows: ratio_diff_cr2 on the design's per-user sums with the df at the intra-user correlation of
+    the per-impression values (onlineeval.stats.intra_user_correlation, the arms as groups), whose sums of squares
+    the test adds up itself from the values the design computes impression by impression (recorded), not from the
+    design's own squares."""
+    import simulations.designs.ab as ab
+    from onlineeval.stats import intra_user_correlation, ratio_diff_cr2
 
+    mine: dict[int, dict[str, np.ndarray]] = {}  # id(design) -> the test's own sums of squares
+    seen: list = []
+
+    def process(self, batch):  # noqa: ANN001, ANN202
+        seen[:] = [self, batch.user]
+        return original_process(self, batch)
+
+    def click_values(clicks, by_pattern):  # noqa: ANN001, ANN202
+        out = original_values(clicks, by_pattern)
+        design, user = seen
+        own = mine.setdefault(id(design), {k: np.zeros(design.population) for k in ("clicks", "rr", "utility")})
+        np.add.at(own["clicks"], user, out[0] ** 2)
+        np.add.at(own["rr"], user, out[2] ** 2)
+        return out
+
+    def utility(clicks, weights):  # noqa: ANN001, ANN202
+        out = original_utility(clicks, weights)
+        design, user = seen
+        np.add.at(mine[id(design)]["utility"], user, out ** 2)
+        return out
+
+    original_process, original_values, original_utility = ab.ABDesign._process, ab._click_values, ab.utility_values
+    monkeypatch.setattr(ab.ABDesign, "_process", process)
+    monkeypatch.setattr(ab, "_click_values", click_values)
+    monkeypatch.setattr(ab, "utility_values", utility)
     checked = 0
 
     def check(d, day: int) -> None:  # noqa: ANN001
@@ -78,16 +107,28 @@ def test_every_days_rows_are_ratio_diff_cr2_on_the_designs_own_sums() -> None:
         imp = d.sums["impressions"]
         active = imp > 0
         a, b = active & ~d.in_b, active & d.in_b
-        rows = {r.metric: r for r in d.rows if r.day == day and r.metric in METRICS}
-        for metric, key in METRICS.items():
+        rows = {r.metric: r for r in d.rows if r.day == day and r.metric in ab.METRICS}
+        own = mine[id(d)]
+        for metric, key in ab.METRICS.items():
             if metric in rows:
-                same_row(rows[metric], ratio_diff_cr2(d.sums[key][a], imp[a], d.sums[key][b], imp[b], d.alpha))
-                assert rows[metric].df < active.sum() - 2
+                square = d.sums[key] if key == "abandoned" else own[key]  # 0/1: its own square
+                if key != "abandoned":
+                    np.testing.assert_allclose(d.squares[key], square, rtol=1e-12, atol=1e-12)
+                users = np.concatenate([np.flatnonzero(a), np.flatnonzero(b)])
+                icc = intra_user_correlation(d.sums[key][users], imp[users], square[users],
+                                             groups=np.r_[np.zeros(a.sum()), np.ones(b.sum())])
+                want = ratio_diff_cr2(d.sums[key][a], imp[a], d.sums[key][b], imp[b], d.alpha, icc=icc)
+                same_row(rows[metric], want)
                 checked += 1
+                rhos.append(icc)
 
-    config = config_from_mapping(few_users_mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t"}]))
+    rhos: list[float] = []
+    config = config_from_mapping(few_users_mapping(60, [{"name": "abt", "type": "ab", "test": "delta_t"},
+                                                        {"name": "abu", "type": "ab", "test": "delta_t",
+                                                         "metric": "utility"}]))
     each_checkpoint(config, check)
-    assert checked == 2 * 3 * 3  # the design and its A/A variant, three metrics, three days
+    assert checked == 2 * 3 * 3 + 2 * 4 * 3  # each design and its A/A variant, their metrics, three days
+    assert max(rhos) > 0.05  # the two user types' impressions are correlated: the df differ from rho 0's
 
 
 def test_cuped_is_refused_with_delta_t() -> None:
@@ -110,7 +151,7 @@ def simulate(tmp_path: Path, mapping: dict) -> tuple[dict, pd.DataFrame, str]:
 
 def test_few_users_the_aa_rate_is_in_its_band_where_the_delta_methods_z_is_above_it(tmp_path: Path) -> None:
     """40 users of lognormal activity (sigma 1), two user types: the A/A false-positive rate of the fixed-horizon test
-    over 200 replicates. delta (z) is flagged above its 99% band (0.120), delta_t is inside it (0.060), and the
+    over 200 replicates. delta (z) is flagged above its 99% band (0.120), delta_t is inside it (0.040), and the
     report names delta_t for the flagged design."""
     summary, _, output = simulate(tmp_path, few_users_mapping(40, [{"name": "ab", "type": "ab", "test": "delta"},
                                                            {"name": "abt", "type": "ab", "test": "delta_t"}],

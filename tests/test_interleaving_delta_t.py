@@ -17,13 +17,34 @@ from simulations.config import config_from_mapping
 from tests.test_ab_delta_t import few_users_mapping, each_checkpoint, same_row, simulate
 
 
-def test_every_days_rows_are_ratio_mean_cr2_on_the_designs_own_sums() -> None:
-    from onlineeval.stats import ratio_mean_cr2
+def test_every_days_rows_are_ratio_mean_cr2_on_the_designs_own_sums(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every day's rows: ratio_mean_cr2 on the design's per-user sums with the df at the intra-user correlation of
+    the halved outcomes, whose sums of squares the test adds up itself from the outcomes the design adds to its
+    numerators (recorded), for a three-ranker multileaving design (the general path) and two-ranker team-draft (the
+    table's path)."""
+    import numpy as np
 
+    from onlineeval.stats import intra_user_correlation, ratio_mean_cr2
+    from simulations.designs.interleaving import InterleavingDesign
+
+    mine: dict[tuple[int, str], np.ndarray] = {}  # (id(design), pair) -> the test's own sums of squares
+
+    def recorder(original):  # noqa: ANN001, ANN202
+        def add(self, key, user, weights):  # noqa: ANN001, ANN202
+            if key.startswith("num:"):
+                own = mine.setdefault((id(self), key[4:]), np.zeros(self.population))
+                np.add.at(own, user, np.asarray(weights, dtype=np.float64) ** 2)
+            return original(self, key, user, weights)
+        return add
+
+    monkeypatch.setattr(InterleavingDesign, "_add", recorder(InterleavingDesign._add))
+    monkeypatch.setattr(InterleavingDesign, "_add_exact", recorder(InterleavingDesign._add_exact))
     mapping = few_users_mapping(60, [{"name": "ml", "type": "interleaving", "method": "team_draft_multileave",
-                             "rankers": ["A", "B", "C"], "test": "delta_t"}])
+                                      "rankers": ["A", "B", "C"], "test": "delta_t"},
+                                     {"name": "td", "type": "interleaving", "method": "team_draft",
+                                      "test": "delta_t"}])
     mapping["rankers"]["others"] = {"C": {"noise": 0.6}}
-    checked = 0
+    checked, rhos = 0, []
 
     def check(d, day: int) -> None:  # noqa: ANN001
         nonlocal checked
@@ -32,13 +53,16 @@ def test_every_days_rows_are_ratio_mean_cr2_on_the_designs_own_sums() -> None:
         active = d.sums["impressions"] > 0
         rows = {r.metric: r for r in d.rows if r.day == day}
         for name, (metric, _, _) in zip(d.metric_names(), d.pairs, strict=True):
-            same_row(rows[name], ratio_mean_cr2(d.sums[f"num:{metric}"][active], d.sums["compared"][active],
-                                                d.alpha))
-            assert rows[name].df <= active.sum() - 1 + 1e-9
+            num, compared, own = d.sums[f"num:{metric}"], d.sums["compared"], mine[(id(d), metric)]
+            np.testing.assert_allclose(d.sums[f"sq:{metric}"], own, rtol=1e-12, atol=1e-12)
+            icc = intra_user_correlation(num[active], compared[active], own[active])
+            same_row(rows[name], ratio_mean_cr2(num[active], compared[active], d.alpha, icc=icc))
+            rhos.append(icc)
             checked += 1
 
     each_checkpoint(config_from_mapping(mapping), check)
-    assert checked == 2 * 3 * 3  # the design and its null variant (clicks blind to relevance), three pairs, days
+    assert checked == 2 * 3 * 3 + 2 * 1 * 3  # each design and its null variant (clicks blind to relevance), pairs
+    assert max(rhos) > 0.0  # the df differ from independent impressions' somewhere
 
 
 def test_the_config_takes_delta_t_for_interleaving_and_refuses_welch() -> None:

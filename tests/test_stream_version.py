@@ -121,6 +121,12 @@ CONFIG: dict[str, Any] = {
                         "pseudoinverse"]},
         {"name": "cf_first_click_models", "type": "counterfactual", "metric": "reciprocal_rank",
          "logger": {"policy": "plackett_luce", "ranker": "A"}, "estimators": ["dm", "dr_list", "cascade_dr"]},
+        # test: delta_t (the CR2 SE and t with the df at the intra-user correlation): A/B with per-batch looks,
+        # two-ranker team-draft (its table's path) and a multileaving pair set
+        {"name": "ab_delta_t", "type": "ab", "test": "delta_t", "analysis": {"monitoring": "batch"}},
+        {"name": "team_draft_delta_t", "type": "interleaving", "method": "team_draft", "test": "delta_t"},
+        {"name": "multileave_delta_t", "type": "interleaving", "method": "team_draft_multileave",
+         "rankers": ["A", "B", "C"], "test": "delta_t"},
     ],
 }
 
@@ -177,6 +183,14 @@ DIGESTS = {
     "team_draft_multileave": "5ebee3ca36c780a8",
     "team_draft_multileave (A/A)": "6ba1b64e1cd66f32",
     "team_draft_multileave (null)": "fcd3190d745798ce",
+    "ab_delta_t": "1126eb6634e74fb2",
+    "ab_delta_t (A/A)": "752b57791658d9fe",
+    "multileave_delta_t": "3792a48ee4a73e0e",
+    "multileave_delta_t (A/A)": "6c44770acd4eef1f",
+    "multileave_delta_t (null)": "aae6808188274406",
+    "team_draft_delta_t": "d1c13e28e5d2a0ae",
+    "team_draft_delta_t (A/A)": "1f95f20901bd73b8",
+    "team_draft_delta_t (null)": "24e58bde87a4d33f",
     "traffic": "8ed84aa7eb616183",
     "world": "754f2d02a6365707",
 }

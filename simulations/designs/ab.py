@@ -15,7 +15,10 @@ with ``test: welch``, of the two arms' means of per-user ratios, compared with W
 unequal-variance t-test (each user weighs the same, whatever their activity). ``test: delta_t``: the delta
 method's difference with the bias-reduced (CR2) variance and Student's t with Bell and McCaffrey's degrees of
 freedom (:func:`onlineeval.stats.ratio_diff_cr2`: nominal coverage with few users where the delta method's z
-falls short), recorded on the rows (``df``) for the daily monitoring's and the sequential tests' rules.
+falls short) computed at the estimated intra-user correlation of the per-query values
+(:meth:`ABDesign.intra_user_correlation`; the design adds up each metric's squares for it, on the NumPy batch step,
+whose numbers are the compiled one's), recorded on the rows (``df``) for the daily monitoring's and the
+sequential tests' rules.
 """
 
 from __future__ import annotations
@@ -210,6 +213,11 @@ class ABDesign(Design):
         self._arms: tuple[np.ndarray, ...] | None = None  # active_arms() until the next batch
         self._stats: CheckpointStats | None = None  # checkpoint_stats() until the next batch
         self._kernel: tuple[Any, ...] | None = None  # the compiled batch step's inputs (_kernel_inputs)
+        # test: delta_t: each metric's per-user sum of its per-impression values' squares (abandonment is 0/1: its
+        # own sum), for the intra-user correlation its df take (onlineeval.stats.intra_user_correlation)
+        self.squares: dict[str, np.ndarray] | None = None
+        if self.config.test == "delta_t":
+            self.squares = {k: np.zeros(self.population) for k in self.accumulators if k != "abandoned"}
 
     def active_arms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(users, ia, ib, users_a, users_b)``: the active users (ascending), the positions among them of
@@ -327,7 +335,7 @@ class ABDesign(Design):
     def _process(self, batch: Batch) -> None:
         if self.injection is not None:
             self.injection.apply(self.in_b, batch)
-        step = self._kernel_inputs()
+        step = None if self.squares is not None else self._kernel_inputs()  # (delta_t: the squares, here)
         b_rows = 0 if self.grades_ab is None else self.grades_a.shape[0]
         # everything after the uniforms' draw in one compiled loop (the same numbers, tested)
         if step is not None and run_step(step, batch, self.in_b, b_rows, self.rng, self.sums["clicks"],
@@ -344,8 +352,13 @@ class ABDesign(Design):
         self._add_exact("clicks", batch.user, n_clicks)
         self._add_exact("abandoned", batch.user, abandoned)
         self._add("rr", batch.user, rr)
-        if self.utility_weights is not None:
-            self._add("utility", batch.user, utility_values(clicks, self.utility_weights))
+        utility = None if self.utility_weights is None else utility_values(clicks, self.utility_weights)
+        if utility is not None:
+            self._add("utility", batch.user, utility)
+        if self.squares is not None:
+            for key, values in (("clicks", n_clicks), ("rr", rr), ("utility", utility)):
+                if values is not None:
+                    self.squares[key] += np.bincount(batch.user, weights=values * values, minlength=self.population)
 
     def _kernel_inputs(self) -> StepInputs | None:
         """:func:`step_inputs` of both arms' stacked grades (A's alone in an A/A test), built on first use."""
@@ -380,6 +393,20 @@ class ABDesign(Design):
     def _has_data(self, users: np.ndarray, sums: dict[str, np.ndarray]) -> bool:
         in_b = int(self.in_b[users].sum())
         return in_b >= 2 and users.size - in_b >= 2  # two users per arm for a variance
+
+    def intra_user_correlation(self, metric: str, users_a: np.ndarray, users_b: np.ndarray) -> float:
+        """``test: delta_t``: the correlation of a user's impressions of ``metric`` among the arms' users (the arms
+        as fixed effects; :func:`onlineeval.stats.intra_user_correlation` of the sums, counts and sums of squares),
+        under which its df are computed."""
+        from onlineeval.stats.small_sample import intra_user_correlation
+
+        assert self.squares is not None
+        key = METRICS[metric]
+        users = np.concatenate([users_a, users_b])
+        num = self.sums[key].take(users)
+        square = num if key == "abandoned" else self.squares[key].take(users)
+        groups = np.concatenate([np.zeros(users_a.size, dtype=np.int8), np.ones(users_b.size, dtype=np.int8)])
+        return intra_user_correlation(num, self.sums["impressions"].take(users), square, groups=groups)
 
     def metric_names(self) -> list[str]:
         carried = [_METRIC_OF[k] for k in self.accumulators]
@@ -418,8 +445,9 @@ class ABDesign(Design):
                 if self.config.test == "delta_t":
                     from onlineeval.stats.small_sample import ratio_diff_cr2_values
 
+                    icc = self.intra_user_correlation(metric, users_a, users_b)
                     vals, df = ratio_diff_cr2_values(num.take(users_a), den_a, num.take(users_b), den_b,
-                                                     alpha=self.alpha)
+                                                     alpha=self.alpha, icc=icc)
                     out[metric] = TValues(*vals, df)
                 else:
                     out[metric] = ratio_diff_values(num.take(users_a), den_a, num.take(users_b), den_b,

@@ -408,6 +408,12 @@ class InterleavingDesign(Design):
         for metric, _, _ in self.pairs:
             self.sums[f"num:{metric}"] = np.zeros(self.population)
         self.sums["compared"] = np.zeros(self.population)
+        # test: delta_t: each pair's per-user sum of its halved outcomes' squares, for the intra-user correlation
+        # its df take (onlineeval.stats.intra_user_correlation)
+        self.squares = self.config.test == "delta_t"
+        if self.squares:
+            for metric, _, _ in self.pairs:
+                self.sums[f"sq:{metric}"] = np.zeros(self.population)
         self.null_labels: np.ndarray | None = None
         # two-ranker team-draft and balanced: the draw is a lookup in a per-process table
         self.table = draw_table(self.interleaver, self.ranker_lists, self.world.labels, self.world.depth)
@@ -448,6 +454,8 @@ class InterleavingDesign(Design):
         add = self._add if key is None else self._add_exact
         for p, (metric, _, _) in enumerate(self.pairs):
             add(f"num:{metric}", batch.user, outcomes[:, p] / 2.0)
+            if self.squares:
+                self._add(f"sq:{metric}", batch.user, (outcomes[:, p] / 2.0) ** 2)
         self._add_exact("compared", batch.user, clicks.any(axis=1).astype(np.float64))
 
     def _process_table(self, batch: Batch) -> None:
@@ -461,7 +469,7 @@ class InterleavingDesign(Design):
         n = len(batch)
         coins = table.draw_coin_rows(n, self.rng)
         other = None if self.null_labels is None else self._null_queries(n)
-        fused = self._kernel_inputs()
+        fused = None if self.squares else self._kernel_inputs()  # (delta_t: the squares, below)
         counts = None if fused is None else fused[0].counts(_NO_LABELS, batch.user_type, n)
         if counts is not None:
             from clickmodels.kernels import BLOCK
@@ -492,6 +500,8 @@ class InterleavingDesign(Design):
             half = table.outcome_bits(key, clicked) * 0.5
             compared = clicked != 0
         self._add_exact(f"num:{self.pairs[0][0]}", batch.user, half)
+        if self.squares:
+            self._add_exact(f"sq:{self.pairs[0][0]}", batch.user, half * half)
         self._add_exact("compared", batch.user, compared.astype(np.float64))
 
     def _kernel_inputs(self) -> tuple[Any, ...] | None:
@@ -561,9 +571,13 @@ class InterleavingDesign(Design):
             from onlineeval.stats.small_sample import ratio_mean_cr2_values
             from simulations.designs.base import TValues
 
+            from onlineeval.stats.small_sample import intra_user_correlation
+
             out = {}
             for name, (metric, _, _) in zip(self.metric_names(), self.pairs, strict=True):
-                vals, df = ratio_mean_cr2_values(sums[f"num:{metric}"], sums["compared"], alpha=self.alpha)
+                num = sums[f"num:{metric}"]
+                icc = intra_user_correlation(num, sums["compared"], sums[f"sq:{metric}"])
+                vals, df = ratio_mean_cr2_values(num, sums["compared"], alpha=self.alpha, icc=icc)
                 out[name] = TValues(*vals, df)
             return out
         return {
