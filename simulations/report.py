@@ -152,7 +152,8 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "16-84% range of the refits / the value (null when either is not reachable), "
         "analytic_required_impressions_range = the refits' 5% and 95% points (null = not reachable), "
         "variance_floor_to_target = b / T with T the target se^2 (the answer moves by b / (T - b) times any "
-        f"relative change of b; null with variance_floor_fitted false: fewer than {FLOOR_MIN_POINTS} days with a measured SE, b = 0 "
+        f"relative change of b; null with variance_floor_fitted false: fewer than {FLOOR_MIN_POINTS} days with a "
+        "measured SE, b = 0 "
         "assumed, not fitted, and the answer unstable); unstable ('?' in the report): b / T > "
         f"{UNSTABLE_FLOOR_RATIO} or the relative SE "
         f"above {UNSTABLE_REL_SE} (or undefined) or the 95% point not reachable, or 'not reachable' while 10% or "
@@ -289,8 +290,8 @@ def _ab_convention(test: str | None) -> str:
     if test == "delta_t":
         return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
                 "bias-reduced (CR2) SE over users and a two-sided t-test with Bell and McCaffrey's degrees of "
-                "freedom (replicates.csv's df) at the estimated intra-user correlation of the per-query values (one-way "
-                "ANOVA, the arms as groups)")
+                "freedom (replicates.csv's df) at the estimated intra-user correlation of the per-query values "
+                "(one-way ANOVA, the arms as groups)")
     return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
             "delta-method SE over users, two-sided z-test")
 
