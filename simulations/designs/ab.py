@@ -178,6 +178,8 @@ def run_step(step: StepInputs, batch: Batch, in_b: np.ndarray, b_rows: int, rng:
 @register_design("ab")
 class ABDesign(Design):
     accumulators = ("clicks", "abandoned", "rr")
+    #: test: delta_t: each metric's per-user sums of its values' squares (set in __init__; None otherwise)
+    squares: dict[str, np.ndarray] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -398,6 +398,9 @@ def pair_outcomes(interleaver: Any, shown: Any, clicks: np.ndarray, n_rankers: i
 
 @register_design("interleaving")
 class InterleavingDesign(Design):
+    #: test: delta_t: the per-user sums of the halved credits' squares are kept (``sq:<pair>``), set in __init__
+    squares: bool = False
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.interleaver = shared_interleaver(self.config.method or "", self.config.options)
