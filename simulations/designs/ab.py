@@ -217,7 +217,6 @@ class ABDesign(Design):
         self._kernel: tuple[Any, ...] | None = None  # the compiled batch step's inputs (_kernel_inputs)
         # test: delta_t: each metric's per-user sum of its per-impression values' squares (abandonment is 0/1: its
         # own sum), for the intra-user correlation its df take (onlineeval.stats.intra_user_correlation)
-        self.squares: dict[str, np.ndarray] | None = None
         if self.config.test == "delta_t":
             self.squares = {k: np.zeros(self.population) for k in self.accumulators if k != "abandoned"}
 
