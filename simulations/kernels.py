@@ -224,13 +224,14 @@ def _row_bits(clicks, i):
 @_jit
 def interleaving_step(coins, coin_step, half, combos, query, grades, other, null_labels, valid,
                       user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block,
-                      balanced, team_bits, valid_bits, kappa, n_set, highest, user, num, compared):
+                      balanced, team_bits, valid_bits, kappa, n_set, highest, user, num, compared, square):
     """One batch step of a two-ranker team-draft or balanced interleaving design with prefix credit on a
     :class:`~simulations.designs.interleaving.DrawTable` of lists of ``k <= 16`` slots: each impression's table
     row from its coins and query (:meth:`DrawTable.draw_keys`), its shown grades (the table's, or under the null
     user the grades of ranker A's list of the query ``other`` at the table row's filled slots, ``valid``), its
     clicks (:func:`grade_clicks`), their bit mask, the outcome (:meth:`DrawTable.outcome_bits`) and the per-user
-    sums ``num += outcome / 2`` and ``compared += (any click)``.
+    sums ``num += outcome / 2`` and ``compared += (any click)``; with a non-empty ``square`` (``test: delta_t``)
+    also ``square += (outcome / 2) ** 2`` (0 or 1/4: exact).
 
     ``coins`` ``(m, n)`` uint8: row ``coin_step * i`` holds bit ``i`` of the coin pattern, ``i < half``;
     the key is that pattern plus ``query * combos``. ``other`` has no rows unless under the null user
@@ -244,6 +245,7 @@ def interleaving_step(coins, coin_step, half, combos, query, grades, other, null
     shown = np.empty((n, k), dtype=np.int8)  # the rows' shown grades
     null = other.shape[0] > 0
     masked = valid.shape[0] > 0
+    with_square = square.shape[0] > 0
     for i in range(n):
         key = 0
         for c in range(half):
@@ -274,12 +276,14 @@ def interleaving_step(coins, coin_step, half, combos, query, grades, other, null
         who = user[i]
         num[who] += outcome
         compared[who] += 1.0 if clicked != 0 else 0.0
+        if with_square:
+            square[who] += outcome * outcome
 
 
 @_jit
 def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds, width, independent, use_t1, use_t3,
             block, n_clicks, abandoned, rr, sum_clicks, sum_abandoned, sum_rr, scratch, utility, sum_utility,
-            scratch_utility):
+            scratch_utility, squares, scratch_squares):
     """One batch step of an A/B design on lists of ``k <= 16`` slots: each impression's shown grades (row
     ``query + b_rows * in_b[user]`` of ``grades``: arm A's rows then, ``b_rows`` further, arm B's; ``b_rows = 0``
     in an A/A test), its clicks (:func:`grade_clicks`), its click pattern (bit ``r`` = rank ``r`` clicked) and
@@ -288,7 +292,10 @@ def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds,
     reciprocal ranks as ``sum_rr += np.bincount(user, weights=rr)`` adds them (each user's batch total summed in
     impression order from 0.0 in ``scratch``, all zeros before and after, then added to the user's sum). With a
     ``utility`` table (one value per pattern; empty: none), each pattern's utility is added to ``sum_utility`` as
-    the reciprocal ranks are (through ``scratch_utility``)."""
+    the reciprocal ranks are (through ``scratch_utility``). With ``squares`` of rows (``test: delta_t``; no rows:
+    none), the values' squares are added up too, row 0 the clicks' (integers, impression by impression), row 1 the
+    reciprocal ranks' and row 2 (with the utility) the utilities' as ``np.bincount(user, weights=v * v)`` adds them
+    (through the same rows of ``scratch_squares``, all zeros before and after)."""
     n = query.shape[0]
     k = grades.shape[1]
     shown = np.empty((n, k), dtype=np.int8)
@@ -299,6 +306,7 @@ def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds,
     clicks = np.empty((n, k), dtype=np.bool_)
     grade_clicks(shown, user_type, counts, u, thresholds, width, independent, use_t1, use_t3, block, clicks)
     with_utility = utility.shape[0] > 0
+    n_squares = squares.shape[0]
     for i in range(n):
         pattern = _row_bits(clicks, i)
         who = user[i]
@@ -307,6 +315,12 @@ def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds,
         scratch[who] += rr[pattern]
         if with_utility:
             scratch_utility[who] += utility[pattern]
+        if n_squares > 0:
+            c = np.float64(n_clicks[pattern])
+            squares[0, who] += c * c
+            scratch_squares[1, who] += rr[pattern] * rr[pattern]
+            if n_squares > 2:
+                scratch_squares[2, who] += utility[pattern] * utility[pattern]
     for i in range(n):
         who = user[i]
         total = scratch[who]
@@ -318,3 +332,8 @@ def ab_step(grades, query, user, in_b, b_rows, user_type, counts, u, thresholds,
             if total != 0.0:
                 sum_utility[who] += total
                 scratch_utility[who] = 0.0
+        for j in range(1, n_squares):
+            total = scratch_squares[j, who]
+            if total != 0.0:
+                squares[j, who] += total
+                scratch_squares[j, who] = 0.0

@@ -73,14 +73,17 @@ def _reference_process(self, batch) -> None:
     type(self)._process(self, batch)
 
 
-@pytest.mark.parametrize("depth", [5, 17])
-def test_the_compiled_step_equals_the_numpy_step_with_the_utility(depth):
+@pytest.mark.parametrize(("depth", "test"), [(5, "delta"), (17, "delta"), (5, "delta_t"), (17, "delta_t")])
+def test_the_compiled_step_equals_the_numpy_step_with_the_utility(depth, test):
     """Per-user sums (the utility's among them), draws and checkpoint rows equal bit for bit (17 ranks: both the
-    NumPy step, which adds the row-by-row utilities)."""
+    NumPy step, which adds the row-by-row utilities); with test: delta_t the three rows of squares too (clicks,
+    reciprocal ranks, utilities)."""
     from tests.test_simulation_point_speed3 import ab_designs_both_ways
 
-    config = _config("RBP(p=0.8)", depth, [{"name": "ab_u", "type": "ab", "metric": "utility",
-                                            "analysis": {"cuped": {"pre_days": 1}}}])
+    design = {"name": "ab_u", "type": "ab", "metric": "utility", "test": test}
+    if test == "delta":
+        design["analysis"] = {"cuped": {"pre_days": 1}}  # (refused with delta_t)
+    config = _config("RBP(p=0.8)", depth, [design])
     runs = ab_designs_both_ways(config, _reference_process)
     for new, ref in zip(*runs, strict=True):
         assert list(new.sums) == ["impressions", "clicks", "abandoned", "rr", "utility"]
@@ -91,7 +94,11 @@ def test_the_compiled_step_equals_the_numpy_step_with_the_utility(depth):
         assert [repr(r) for r in new.rows] == [repr(r) for r in ref.rows]
         assert new.sums["utility"].sum() > 0 and new.metric_names() == ["utility", "clicks_per_query",
                                                                         "abandonment", "reciprocal_rank"]
-        assert any(r.metric == "cuped:utility" for r in new.rows)
+        assert any(r.metric == "cuped:utility" for r in new.rows) == (test == "delta")
+        assert new._square_rows.tobytes() == ref._square_rows.tobytes()
+        assert new._square_rows.shape == ((3, new.population) if test == "delta_t" else (0, 0))
+        if test == "delta_t":
+            assert list(new.squares) == ["clicks", "rr", "utility"] and new.squares["utility"].sum() > 0
 
 
 def test_precision_at_k_utility_is_exactly_clicks_per_query_over_k():

@@ -102,6 +102,8 @@ def reference_process_table(design, batch) -> None:
         half = table.outcome_bits(key, clicked) * 0.5
         compared = clicked != 0
     np.add.at(design.sums[f"num:{design.pairs[0][0]}"], batch.user, half)
+    if design.squares:  # test: delta_t (after the kernels: the NumPy step's squares)
+        np.add.at(design.sums[f"sq:{design.pairs[0][0]}"], batch.user, half * half)
     np.add.at(design.sums["compared"], batch.user, compared.astype(np.float64))
 
 
@@ -224,8 +226,9 @@ class _Batch:
         return int(self.user.shape[0])
 
 
-def _design(method, length, names, null, same, seed):
-    """An InterleavingDesign on edge-case lists (shared prefixes, short lists, empty slots) without a world."""
+def _design(method, length, names, null, same, seed, squares=False):
+    """An InterleavingDesign on edge-case lists (shared prefixes, short lists, empty slots) without a world (with
+    ``squares``: test: delta_t's sums of squares)."""
     from test_simulation_point_speed import lists_with_edge_cases
 
     rng = np.random.default_rng(seed)
@@ -240,6 +243,9 @@ def _design(method, length, names, null, same, seed):
     d.population = 400
     d.pairs = [("delta_ab", 0, 1)]
     d.sums = {"num:delta_ab": np.zeros(d.population), "compared": np.zeros(d.population)}
+    if squares:
+        d.squares = True
+        d.sums["sq:delta_ab"] = np.zeros(d.population)
     d.null_labels = None
     d._kernel = None
     if null:
@@ -254,12 +260,14 @@ def _design(method, length, names, null, same, seed):
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
 @pytest.mark.parametrize("length", [1, 5, 10, 16])
-@pytest.mark.parametrize(("null", "same"), [(False, False), (True, False), (False, True)])
-def test_interleaving_step_equals_the_numpy_batch_step(method, length, null, same):
+@pytest.mark.parametrize(("null", "same", "squares"), [(False, False, False), (True, False, False),
+                                                     (False, True, False), (False, False, True), (True, False, True)])
+def test_interleaving_step_equals_the_numpy_batch_step(method, length, null, same, squares):
+    """With ``squares`` (test: delta_t) the compiled step adds the halved outcomes' squares as the NumPy step."""
     names = ("nav", "pbm", "inf") if length <= 10 else ("nav", "inf")  # PBM (ai2018) has 10 ranks
     runs = []
     for reference in (False, True):
-        d = _design(method, length, names, null, same, seed=length)
+        d = _design(method, length, names, null, same, seed=length, squares=squares)
         assert d.table.bits is not None
         rng = np.random.default_rng(77)
         n_queries = d.table.stacked.shape[1]
@@ -279,6 +287,9 @@ def test_interleaving_step_equals_the_numpy_batch_step(method, length, null, sam
     assert ref.sums["compared"].sum() > 100
     if length > 1 and not same:
         assert (ref.sums["num:delta_ab"] != 0).sum() > 20
+    assert ("sq:delta_ab" in ref.sums) == squares
+    if squares and length > 1 and not same:
+        assert (ref.sums["sq:delta_ab"] != 0).sum() > 20
 
 
 def test_interleaving_step_falls_back_without_grade_tables():
@@ -321,8 +332,12 @@ def reference_ab_process(self, batch) -> None:
 def _ab_config(depth, types, inject):
     from simulations.config import config_from_mapping
 
+    return config_from_mapping(_ab_mapping(depth, types, inject))
+
+
+def _ab_mapping(depth, types, inject):
     srm = {"inject": {"user_type": types[-1], "arm": "B", "share": 0.3}} if inject else {}
-    return config_from_mapping({
+    return {
         "seed": depth, "replicates": 1,
         "collection": {"n_queries": 150, "candidates": max(12, depth + 2)}, "rankers": {"depth": depth},
         "users": {"population": 700, "activity": {"sigma": 1.2},
@@ -331,7 +346,7 @@ def _ab_config(depth, types, inject):
         "designs": [{"name": "ab", "type": "ab", "metric": "reciprocal_rank", "share_b": 0.4,
                      "analysis": {"srm": srm, "cuped": {"pre_days": 1}}}],
         "analysis": {"alpha": 0.05, "truth_impressions": 2000, "null": False, "aa": True},
-    })
+    }
 
 
 @pytest.mark.parametrize(("depth", "types", "inject"), [
@@ -353,6 +368,44 @@ def test_ab_step_equals_the_numpy_batch_step(depth, types, inject):
         for x, y in zip(new.rows, ref.rows, strict=True):
             assert repr(x) == repr(y)
         assert ref.sums["rr"].sum() > 0 and (ref.sums["abandoned"].sum() > 0 or depth > 10)
+
+
+def _numpy_step(self, batch) -> None:
+    """ABDesign._process's NumPy step (the compiled step switched off)."""
+    self._kernel = (None,)
+    type(self)._process(self, batch)
+
+
+@pytest.mark.parametrize(("depth", "types", "inject"), [
+    (10, ("nav", "inf"), False), (10, ("nav", "pbm", "inf"), True), (1, ("nav", "random"), False),
+    (16, ("dbn", "inf"), False), (17, ("nav", "inf"), False)])
+def test_ab_step_adds_the_squares_as_the_numpy_step(depth, types, inject):
+    """test: delta_t: the compiled step adds the clicks' and reciprocal ranks' squares (rows 0 and 1 of the design's
+    squares) as the NumPy step's bincounts, bit for bit, and leaves its scratch rows at 0; sums, draws and rows (with
+    their df at the squares' intra-user correlation) equal too (17 ranks: both the NumPy step)."""
+    from simulations.config import config_from_mapping
+    from tests.test_simulation_point_speed3 import ab_designs_both_ways
+
+    mapping = _ab_mapping(depth, types, inject)
+    for d in mapping["designs"]:
+        d["test"] = "delta_t"
+        d["analysis"].pop("cuped")  # (CUPED with delta_t is refused)
+    runs = ab_designs_both_ways(config_from_mapping(mapping), _numpy_step)
+    for new, ref in zip(*runs, strict=True):
+        assert (new._kernel_inputs() is None) == (depth > 16) and ref._kernel_inputs() is None
+        assert new._square_rows.shape == (2, new.population) and list(new.squares) == ["clicks", "rr"]
+        if depth <= 16:
+            assert not new._kernel_inputs().scratch_squares.any()
+        assert new._square_rows.tobytes() == ref._square_rows.tobytes()
+        assert new.squares["rr"] is not None and new.squares["rr"].base is new._square_rows  # views of the rows
+        for key in ref.sums:
+            assert new.sums[key].tobytes() == ref.sums[key].tobytes(), key
+        assert new.rng.bit_generator.state == ref.rng.bit_generator.state
+        assert len(new.rows) == len(ref.rows) >= 18  # 3 days x 3 metrics, with SRM rows
+        assert [repr(x) for x in new.rows] == [repr(y) for y in ref.rows]
+        assert any(0 < r.df < 1e6 for r in new.rows)
+        assert (ref.squares["rr"] > ref.sums["rr"] ** 2 / np.maximum(ref.sums["impressions"], 1) - 1e-12).all()
+        assert ref.squares["clicks"].sum() >= ref.sums["clicks"].sum() > 0
 
 
 # ----------------------------------------------------------------------------- JIT off, imports

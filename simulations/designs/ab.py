@@ -16,8 +16,8 @@ unequal-variance t-test (each user weighs the same, whatever their activity). ``
 method's difference with the bias-reduced (CR2) variance and Student's t with Bell and McCaffrey's degrees of
 freedom (:func:`onlineeval.stats.ratio_diff_cr2`: nominal coverage with few users where the delta method's z
 falls short) computed at the estimated intra-user correlation of the per-query values
-(:meth:`ABDesign.intra_user_correlation`; the design adds up each metric's squares for it, on the NumPy batch step,
-whose numbers are the compiled one's), recorded on the rows (``df``) for the daily monitoring's and the
+(:meth:`ABDesign.intra_user_correlation`; the design adds up each metric's squares for it, in the compiled batch
+step as the NumPy one does, bit for bit), recorded on the rows (``df``) for the daily monitoring's and the
 sequential tests' rules.
 """
 
@@ -135,12 +135,18 @@ class StepInputs(NamedTuple):
     scratch: np.ndarray  # (population,) zeros: the reciprocal ranks' batch totals
     utility: np.ndarray  # per click pattern: the utility (utility_patterns), or empty without the utility metric
     scratch_utility: np.ndarray  # (population,) zeros: the utilities' batch totals (empty without)
+    scratch_squares: np.ndarray  # (rows, population) zeros: the squares' batch totals (test: delta_t; no rows without)
+
+
+#: the compiled step's squares without ``test: delta_t`` (no rows)
+NO_SQUARES = np.zeros((0, 0), dtype=np.float64)
 
 
 def step_inputs(users: Any, grades: np.ndarray, population: int,
-                weights: np.ndarray | None = None) -> StepInputs | None:
+                weights: np.ndarray | None = None, squares: int = 0) -> StepInputs | None:
     """The compiled A/B batch step's inputs for shown-grade rows ``grades`` (with the utility's rank weights
-    ``weights``, :func:`utility_weights`, when the design carries it), or ``None`` where it does not apply: lists
+    ``weights``, :func:`utility_weights`, when the design carries it; with ``squares`` rows of sums of squares,
+    ``test: delta_t``'s), or ``None`` where it does not apply: lists
     longer than 16 ranks, click models without grade tables (:meth:`simulations.users.UserModels.chains`), or (int8)
     grades the models do not know (their own path raises)."""
     by_pattern = _click_patterns(grades.shape[1])
@@ -149,16 +155,19 @@ def step_inputs(users: Any, grades: np.ndarray, population: int,
         return None
     utility = np.zeros(0) if weights is None else utility_patterns(weights)
     scratch_utility = np.zeros(0 if weights is None else population, dtype=np.float64)
+    scratch_squares = np.zeros((squares, population if squares else 0), dtype=np.float64)
     return StepInputs(chains, np.ascontiguousarray(grades), by_pattern, np.zeros(population, dtype=np.float64),
-                      utility, scratch_utility)
+                      utility, scratch_utility, scratch_squares)
 
 
 def run_step(step: StepInputs, batch: Batch, in_b: np.ndarray, b_rows: int, rng: np.random.Generator,
-             clicks: np.ndarray, abandoned: np.ndarray, rr: np.ndarray, utility: np.ndarray | None = None) -> bool:
+             clicks: np.ndarray, abandoned: np.ndarray, rr: np.ndarray, utility: np.ndarray | None = None,
+             squares: np.ndarray | None = None) -> bool:
     """One A/B batch step by the compiled loop (:func:`simulations.kernels.ab_step`: row ``query + b_rows *
     in_b[user]`` of ``step.grades``), its clicks, abandonment and reciprocal ranks (and, with ``step.utility``,
-    the utilities into ``utility``) added to the per-user sums; ``False`` (nothing drawn) where a row's user type or
-    grade is one the kernels cannot sample."""
+    the utilities into ``utility``; with ``step.scratch_squares``' rows, the values' squares into the rows of
+    ``squares``: clicks, reciprocal ranks, utilities) added to the per-user sums; ``False`` (nothing drawn) where a
+    row's user type or grade is one the kernels cannot sample."""
     counts = step.chains.counts(step.grades[:0], batch.user_type, len(batch))
     if counts is None:
         return False
@@ -167,19 +176,26 @@ def run_step(step: StepInputs, batch: Batch, in_b: np.ndarray, b_rows: int, rng:
 
     if step.utility.size and utility is None:
         raise ValueError("the step carries the utility: give its per-user sums")
+    if squares is None:
+        squares = NO_SQUARES
+    if squares.shape != step.scratch_squares.shape:
+        raise ValueError(f"the step adds up {step.scratch_squares.shape[0]} rows of squares, not {squares.shape[0]}")
     chains = step.chains
     kernels.ab_step(step.grades, batch.query, batch.user, in_b, b_rows, batch.user_type, counts,
                     chains.uniforms(counts, rng), chains.thresholds, chains.width, chains.independent_flags,
                     chains.use_t1, chains.use_t3, BLOCK, *step.by_pattern[1:], clicks, abandoned, rr, step.scratch,
-                    step.utility, step.scratch_utility if utility is None else utility, step.scratch_utility)
+                    step.utility, step.scratch_utility if utility is None else utility, step.scratch_utility,
+                    squares, step.scratch_squares)
     return True
 
 
 @register_design("ab")
 class ABDesign(Design):
     accumulators = ("clicks", "abandoned", "rr")
-    #: test: delta_t: each metric's per-user sums of its values' squares (set in __init__; None otherwise)
+    #: test: delta_t: each metric's per-user sums of its values' squares (set in __init__; None otherwise): views of
+    #: the rows of ``_square_rows`` (clicks, rr and, with the utility, utility: the compiled step's order)
     squares: dict[str, np.ndarray] | None = None
+    _square_rows: np.ndarray = NO_SQUARES
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -218,7 +234,9 @@ class ABDesign(Design):
         # test: delta_t: each metric's per-user sum of its per-impression values' squares (abandonment is 0/1: its
         # own sum), for the intra-user correlation its df take (onlineeval.stats.intra_user_correlation)
         if self.config.test == "delta_t":
-            self.squares = {k: np.zeros(self.population) for k in self.accumulators if k != "abandoned"}
+            keys = [k for k in self.accumulators if k != "abandoned"]  # clicks, rr (, utility)
+            self._square_rows = np.zeros((len(keys), self.population), dtype=np.float64)
+            self.squares = {k: self._square_rows[i] for i, k in enumerate(keys)}
 
     def active_arms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(users, ia, ib, users_a, users_b)``: the active users (ascending), the positions among them of
@@ -336,11 +354,12 @@ class ABDesign(Design):
     def _process(self, batch: Batch) -> None:
         if self.injection is not None:
             self.injection.apply(self.in_b, batch)
-        step = None if self.squares is not None else self._kernel_inputs()  # (delta_t: the squares, here)
+        step = self._kernel_inputs()
         b_rows = 0 if self.grades_ab is None else self.grades_a.shape[0]
         # everything after the uniforms' draw in one compiled loop (the same numbers, tested)
         if step is not None and run_step(step, batch, self.in_b, b_rows, self.rng, self.sums["clicks"],
-                                         self.sums["abandoned"], self.sums["rr"], self.sums.get("utility")):
+                                         self.sums["abandoned"], self.sums["rr"], self.sums.get("utility"),
+                                         self._square_rows):
             return
         q = batch.query
         if self.grades_ab is None:  # A/A: both arms show A
@@ -365,7 +384,8 @@ class ABDesign(Design):
         """:func:`step_inputs` of both arms' stacked grades (A's alone in an A/A test), built on first use."""
         if self._kernel is None:
             grades = self.grades_a if self.grades_ab is None else self.grades_ab
-            self._kernel = (step_inputs(self.users, grades, self.population, self.utility_weights),)
+            self._kernel = (step_inputs(self.users, grades, self.population, self.utility_weights,
+                                        self._square_rows.shape[0]),)
         return self._kernel[0]
 
     def checkpoint(self, day: int) -> None:

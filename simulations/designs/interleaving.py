@@ -71,6 +71,7 @@ _TABLES: dict[tuple[Any, ...], tuple[list[weakref.ref[np.ndarray]], DrawTable]] 
 #: the compiled batch step's empty arguments (no null user's queries, labels or filled-slot mask)
 _NO_QUERIES = np.zeros(0, dtype=np.intp)
 _NO_LABELS = np.zeros((0, 0), dtype=np.int8)
+_NO_SQUARES = np.zeros(0, dtype=np.float64)  # the compiled step's sums of squares without test: delta_t
 _NO_VALID = np.zeros((0, 0), dtype=np.bool_)
 
 #: longest list whose click patterns a :class:`DrawTable` handles as uint16 bit masks
@@ -472,7 +473,7 @@ class InterleavingDesign(Design):
         n = len(batch)
         coins = table.draw_coin_rows(n, self.rng)
         other = None if self.null_labels is None else self._null_queries(n)
-        fused = None if self.squares else self._kernel_inputs()  # (delta_t: the squares, below)
+        fused = self._kernel_inputs()
         counts = None if fused is None else fused[0].counts(_NO_LABELS, batch.user_type, n)
         if counts is not None:
             from clickmodels.kernels import BLOCK
@@ -485,7 +486,8 @@ class InterleavingDesign(Design):
                 batch.user_type, counts, chains.uniforms(counts, self.rng), chains.thresholds, chains.width,
                 chains.independent_flags, chains.use_t1, chains.use_t3, BLOCK, table.method == "balanced",
                 team_bits, valid_bits, kappa, _set_bits(), _highest_bit(), batch.user,
-                self.sums[f"num:{self.pairs[0][0]}"], self.sums["compared"])
+                self.sums[f"num:{self.pairs[0][0]}"], self.sums["compared"],
+                self.sums[f"sq:{self.pairs[0][0]}"] if self.squares else _NO_SQUARES)
             return
         key = table.keys(coins, batch.query)
         if other is None:
