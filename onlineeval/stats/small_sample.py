@@ -127,8 +127,8 @@ def _traces(y: NDArray[np.float64], p: NDArray[np.float64], keep: NDArray[np.flo
     return tr, tr2
 
 
-def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, groups: ArrayLike | None = None
-                           ) -> float:
+def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, groups: ArrayLike | None = None,
+                           *, check: bool = True) -> float:
     r"""The correlation of a user's impressions (the intraclass correlation of the per-impression values, users as
     classes), by one-way analysis of variance from per-user sums: ``num`` the sum of a user's values, ``den`` their
     number (each impression's denominator 1: queries, comparisons), ``num_sq`` the sum of their squares; ``groups``
@@ -146,6 +146,9 @@ def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, gr
     :func:`ratio_diff_cr2` / :func:`ratio_mean_cr2`'s degrees of freedom (``icc``): under users whose own rates
     differ (a mixture of user types) independent impressions overstate the degrees of freedom.
 
+    ``check=False`` skips the checks below, for callers whose sums are float64 arrays valid by construction (the
+    simulator's designs, which call it at every checkpoint and look): the same number.
+
     Raises
     ------
     InputError
@@ -155,40 +158,58 @@ def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, gr
     x = np.asarray(num, dtype=np.float64).ravel()
     y = np.asarray(den, dtype=np.float64).ravel()
     q = np.asarray(num_sq, dtype=np.float64).ravel()
-    g = np.zeros(x.size, dtype=np.int64) if groups is None else np.unique(np.asarray(groups).ravel(),
-                                                                           return_inverse=True)[1].ravel()
-    if not (x.size == y.size == q.size == g.size):
-        raise InputError(f"num, den, num_sq and groups must have one value per user each; got {x.size}, {y.size}, "
-                         f"{q.size} and {g.size}")
-    if not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(q).all()):
-        raise InputError("num, den and num_sq must be finite")
-    if (y < 0).any() or (q < 0).any():
-        raise InputError("den and num_sq must be >= 0 (counts of impressions, sums of squares)")
+    g = None if groups is None else _group_codes(groups)
+    if check:
+        n_groups = x.size if g is None else g.size
+        if not (x.size == y.size == q.size == n_groups):
+            raise InputError(f"num, den, num_sq and groups must have one value per user each; got {x.size}, "
+                             f"{y.size}, {q.size} and {n_groups}")
+        if not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(q).all()):
+            raise InputError("num, den and num_sq must be finite")
+        if (y < 0).any() or (q < 0).any():
+            raise InputError("den and num_sq must be >= 0 (counts of impressions, sums of squares)")
     on = y > 0
-    x, y, q, g = x[on], y[on], q[on], g[on]
+    if not on.all():  # users without impressions carry nothing
+        x, y, q = x[on], y[on], q[on]
+        g = None if g is None else g[on]
     between = x * x / y  # each user's share of the between-users sum of squares
-    short = q < between * (1.0 - 1e-9) - 1e-12
-    if short.any():
-        i = int(np.flatnonzero(on)[np.flatnonzero(short)[0]])
-        raise InputError(f"num_sq: user {i}'s sum of squares is below its sum's square over its count, so it is not "
-                         "the sum of the squares of the same values")
+    within = q - between  # each user's within sum of squares (>= 0 up to rounding)
+    if check:
+        short = within < -(between * 1e-9 + 1e-12)
+        if short.any():
+            i = int(np.flatnonzero(on)[np.flatnonzero(short)[0]])
+            raise InputError(f"num_sq: user {i}'s sum of squares is below its sum's square over its count, so it is "
+                             "not the sum of the squares of the same values")
     m, n_total = x.size, float(y.sum())
-    n_groups = int(np.unique(g).size)
+    if g is None:  # one group
+        n_groups = 1 if m else 0
+        gx, gy, gyy = np.array([x.sum()]), np.array([n_total]), np.array([np.dot(y, y)])
+    else:
+        present = np.bincount(g) > 0  # the groups with users who have impressions
+        n_groups = int(present.sum())
+        # each group's sums (X_g, N_g and the sum of y_i^2) in one pass each
+        gx, gy = np.bincount(g, weights=x)[present], np.bincount(g, weights=y)[present]
+        gyy = np.bincount(g, weights=y * y)[present]
     df_b, df_w = m - n_groups, n_total - m
     if df_b <= 0 or df_w <= 0:
         return 0.0
-    ssb = float(between.sum())
-    n0_sum = 0.0
-    for grp in np.unique(g):
-        sel = g == grp
-        ssb -= float(x[sel].sum()) ** 2 / float(y[sel].sum())
-        n0_sum += float(np.dot(y[sel], y[sel])) / float(y[sel].sum())
-    msb, msw = ssb / df_b, max(float((q - between).sum()), 0.0) / df_w
+    ssb = float(between.sum()) - float((gx * gx / gy).sum())
+    n0_sum = float((gyy / gy).sum())
+    msb, msw = ssb / df_b, max(float(within.sum()), 0.0) / df_w
     n0 = (n_total - n0_sum) / df_b
     den_rho = msb + (n0 - 1.0) * msw
     if not den_rho > 0:
         return 0.0
     return float(min(1.0, max(0.0, (msb - msw) / den_rho)))
+
+
+def _group_codes(groups: ArrayLike) -> np.ndarray:
+    """Non-negative integer codes of ``groups`` (equal labels, equal codes): small non-negative integers (or
+    booleans) as they are, other labels by their sorted unique values."""
+    a = np.asarray(groups).ravel()
+    if a.dtype.kind in "biu" and (a.size == 0 or (int(a.min()) >= 0 and int(a.max()) <= 4 * a.size + 64)):
+        return a.astype(np.intp)
+    return np.unique(a, return_inverse=True)[1].ravel().astype(np.intp)
 
 
 def _check_icc(icc: float) -> float:
