@@ -26,7 +26,8 @@ from clickmodels.logs import ClickLog, read_yandex
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "clicklogs" / "yandex_wscd_pyclick_sample"
 
 
-def naive_em(log: ClickLog, model: str, iters: int) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
+def naive_em(log: ClickLog, model: str, iters: int
+             ) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
     """Per-session Python EM (PBM: examination by rank; UBM: by (rank, previous click)).
 
     Same start (0.5), same Beta(1, 1) pseudo-counts as the vectorised estimator.
@@ -77,7 +78,8 @@ def main() -> None:
         t_full = time.perf_counter() - t0
         print(
             f"\n{name.upper()} full fit: {t_full:.2f} s, {full.trace.iterations} iterations "
-            f"(converged={full.trace.converged}), {slots * full.trace.iterations / t_full / 1e6:.2f} M slot-iterations/s"
+            f"(converged={full.trace.converged}), "
+            f"{slots * full.trace.iterations / t_full / 1e6:.2f} M slot-iterations/s"
         )
         n_it = args.naive_iters
         t0 = time.perf_counter()

@@ -187,7 +187,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000, help="impressions per vectorised batch")
     parser.add_argument("--n-py", type=int, default=20_000, help="impressions for the plain-Python baseline")
     args = parser.parse_args()
-    bench("team_draft interleave+outcome (click credit per team, its sign)", "team_draft", args.n, args.n_py, plain_team_draft, ">= 1,000,000/s", 0)
+    bench("team_draft interleave+outcome (click credit per team, its sign)", "team_draft", args.n, args.n_py,
+          plain_team_draft, ">= 1,000,000/s", 0)
     bench("balanced interleave+outcome (Joachims 2003)", "balanced", args.n, args.n_py, py_balanced,
           "team_draft's rate", 3)
     bench("probabilistic interleave+exact outcome", "probabilistic", min(args.n, 200_000), min(args.n_py, 5_000),

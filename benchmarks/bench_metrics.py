@@ -74,7 +74,8 @@ def with_ranx(qrels_path: Path, run_path: Path) -> dict[str, float]:
     qrels = Qrels.from_file(str(qrels_path), kind="trec")
     run = Run.from_file(str(run_path), kind="trec")
     res = evaluate(qrels, run, ["ndcg@10", "map", "mrr", "precision@10"])
-    return dict(zip(["nDCG@10", "AP", "RR", "P@10"], (float(res[k]) for k in ["ndcg@10", "map", "mrr", "precision@10"])))
+    names = ["ndcg@10", "map", "mrr", "precision@10"]
+    return dict(zip(["nDCG@10", "AP", "RR", "P@10"], (float(res[k]) for k in names)))
 
 
 def timed(fn, *args, repeat: int = 3):

@@ -216,7 +216,8 @@ def _sessions(draw: st.DrawFn) -> list[tuple[str, str, list[str], list[str]]]:
 
 @settings(max_examples=40, deadline=None)
 @given(_sessions())
-def test_write_read_round_trip(tmp_path_factory: pytest.TempPathFactory, sessions: list) -> None:  # type: ignore[type-arg]
+def test_write_read_round_trip(tmp_path_factory: pytest.TempPathFactory,
+                               sessions: list) -> None:  # type: ignore[type-arg]
     log = from_sessions(sessions)
     folder = tmp_path_factory.mktemp("rt")
     write_tsv(log, folder / "l.tsv")

@@ -111,10 +111,12 @@ def test_exact_matches_independent_python_simulation() -> None:
 
 
 SPECS = [
-    *({"name": "cascade", "preset": p, "grades": g} for p in ("perfect", "navigational", "informational", "almost_random") for g in (2, 3, 5)),
+    *({"name": "cascade", "preset": p, "grades": g}
+      for p in ("perfect", "navigational", "informational", "almost_random") for g in (2, 3, 5)),
     {"name": "cascade", "preset": "navigational", "stop_mode": "every_rank"},
     {"name": "cascade", "click": [0.05, 0.3, 0.5, 0.7, 0.95], "stop": [0.2, 0.3, 0.5, 0.7, 0.9]},
-    {"name": "pbm", "examination": [0.68, 0.61, 0.48, 0.34, 0.28, 0.20, 0.11, 0.10, 0.08, 0.06], "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
+    {"name": "pbm", "examination": [0.68, 0.61, 0.48, 0.34, 0.28, 0.20, 0.11, 0.10, 0.08, 0.06],
+     "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
     {"name": "pbm", "preset": "ai2018", "eta": 0.5},
     {"name": "rbp", "p": 0.8, "click": [0.05, 0.3, 0.5, 0.7, 0.95]},
     {"name": "cm", "click": [0.05, 0.3, 0.5, 0.7, 0.95]},
@@ -140,7 +142,8 @@ def test_fast_path_equals_generic_path() -> None:
     rng = np.random.default_rng(3)
     labels = rng.integers(-1, 5, size=(500, 10))
     extra = [clickmodels.model_class(n).example_spec for n in ("dbn", "sdbn", "dcm", "ccm")]
-    extra += [{"name": "metric", "metric": m, "click": [0.1, 0.3, 0.5, 0.7, 0.9]} for m in ("RBP(p=0.7)", "P@4", "nDCG@5", "INSQ(T=2)")]
+    extra += [{"name": "metric", "metric": m, "click": [0.1, 0.3, 0.5, 0.7, 0.9]}
+              for m in ("RBP(p=0.7)", "P@4", "nDCG@5", "INSQ(T=2)")]
     for spec in [*SPECS[-6:], *extra]:
         model = clickmodels.build(spec)
         fast = model.sample(labels, np.random.default_rng(9))

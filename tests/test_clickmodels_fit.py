@@ -320,7 +320,8 @@ def test_bad_options_and_params() -> None:
 def test_unseen_pairs_get_the_weighted_default() -> None:
     fit = fit_log("dctr", TINY, pseudo=0.0)
     assert fit.attractiveness.default == pytest.approx(4 / 12)  # impression-weighted mean
-    other = from_arrays([0, 1], [[0, 3], [0, 1]], [[0, 0], [0, 0]], query_vocab=["0", "q9"], doc_vocab=["a", "b", "c", "z"])
+    other = from_arrays([0, 1], [[0, 3], [0, 1]], [[0, 0], [0, 0]], query_vocab=["0", "q9"],
+                        doc_vocab=["a", "b", "c", "z"])
     got = fit.attractiveness.for_log(other)
     np.testing.assert_allclose(got, [[1 / 4, 4 / 12], [4 / 12, 4 / 12]])
     np.testing.assert_allclose(fit.attractiveness.lookup(np.array(["0"]), np.array([["b", "zz"]])), [[2 / 4, 4 / 12]])

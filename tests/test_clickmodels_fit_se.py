@@ -93,7 +93,8 @@ def test_cli_fit_bootstrap_writes_and_prints_the_ses(tmp_path: Path) -> None:
                                lib.se["continuation"], rtol=1e-12)
     res = CliRunner().invoke(app, ["clicks", "fit", "--log", str(tmp_path / "log.tsv"), "--model", "rctr",
                                    "--out", str(out), "--bootstrap", "20"])
-    assert res.exit_code == 2 and "--bootstrap: standard errors are available for dcm, sdbn, dbn, ccm, pbm, ubm, not rctr" in res.output
+    assert res.exit_code == 2
+    assert "--bootstrap: standard errors are available for dcm, sdbn, dbn, ccm, pbm, ubm, not rctr" in res.output
     res = CliRunner().invoke(app, [*args, "--seed", "4"])
     assert res.exit_code == 2 and "--seed: applies to --bootstrap" in res.output
 

@@ -333,7 +333,8 @@ def test_fitted_form_serves_the_simulator(name: str, tmp_path) -> None:
     docs = np.stack([rng.permutation(30)[:k] for _ in range(5)])[query]
     truth = clickmodels.build({"name": "dbn", "click": [0.1, 0.4, 0.8], "satisfaction": [0.1, 0.5, 0.9], "gamma": 0.9})
     clicks = truth.sample(docs % 3, rng).clicks
-    fit = fit_log(name, from_arrays(query, docs, clicks), **({"max_iter": 15} if name in ("pbm", "ubm", "dbn", "ccm") else {}))
+    options = {"max_iter": 15} if name in ("pbm", "ubm", "dbn", "ccm") else {}
+    fit = fit_log(name, from_arrays(query, docs, clicks), **options)
     path = tmp_path / f"{name}.json"
     fit.save(path)
     spec: dict = {"name": name, "fitted": str(path)}

@@ -91,7 +91,8 @@ def test_evaluate_with_split_prints_table(tsv_log: Path, tmp_path: Path) -> None
     csv = tmp_path / "t.csv"
     result = runner.invoke(
         app,
-        ["clicks", "evaluate", "--log", str(tsv_log), "--models", "rctr,pbm,dbn,sdbn:em", "--by-rank", "--csv", str(csv)],
+        ["clicks", "evaluate", "--log", str(tsv_log), "--models", "rctr,pbm,dbn,sdbn:em", "--by-rank",
+         "--csv", str(csv)],
     )
     assert result.exit_code == 0, result.output
     assert "train: 450 sessions, test: 150 sessions" in result.output
@@ -130,7 +131,8 @@ def test_errors_are_one_line_and_exit_2(tsv_log: Path, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "allowed: gctr" in result.output
     result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tmp_path / "missing.tsv")])
     assert result.exit_code == 2 and "missing.tsv" in result.output
-    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "pbm", "--out", "o.json", "--format", "csv"])
+    result = runner.invoke(app, ["clicks", "fit", "--log", str(tsv_log), "--model", "pbm", "--out", "o.json",
+                                 "--format", "csv"])
     assert result.exit_code == 2 and "allowed: tsv, jsonl, yandex" in result.output
     result = runner.invoke(app, ["clicks", "evaluate", "--log", str(tsv_log), "--models", ","])
     assert result.exit_code == 2 and "at least one model" in result.output

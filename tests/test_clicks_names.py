@@ -77,7 +77,8 @@ def test_simulate_name_cascade_fits_the_cascade_model_and_says_so(cascade_log: P
     outs = {}
     for name in ("cascade", "cm"):
         outs[name] = tmp_path / f"{name}.json"
-        res = runner.invoke(app, ["clicks", "fit", "--log", str(cascade_log), "--model", name, "--out", str(outs[name])])
+        res = runner.invoke(app, ["clicks", "fit", "--log", str(cascade_log), "--model", name,
+                                  "--out", str(outs[name])])
         assert res.exit_code == 0, res.output
         noted = "model: cascade -> cm (cascade model: the user stops after the first click)" in res.output
         assert noted == (name == "cascade")
@@ -85,7 +86,8 @@ def test_simulate_name_cascade_fits_the_cascade_model_and_says_so(cascade_log: P
     res = runner.invoke(app, ["clicks", "evaluate", "--log", str(cascade_log), "--models", "cascade,cm,random"])
     assert res.exit_code == 0, res.output
     assert "models: cascade -> cm (cascade model: the user stops after the first click); random -> gctr" in res.output
-    rows = {line.split()[0]: line.split()[1:] for line in res.output.splitlines() if line.startswith(("cascade", "cm "))}
+    rows = {line.split()[0]: line.split()[1:] for line in res.output.splitlines()
+            if line.startswith(("cascade", "cm "))}
     assert rows["cascade"] == rows["cm"]
 
 

@@ -75,7 +75,8 @@ def test_option_errors(world: dict[str, Any]) -> None:
     allowed = ", ".join(available_estimators())
     one_line_error(invoke(*base, "--estimator", "ips,nope"), f"--estimator: must be one of {allowed}; got 'nope'")
     one_line_error(invoke(*base, "--estimator", "ips,ips"), "named twice")
-    one_line_error(invoke(*base, "--estimator", "ips", "--metric", "ndcg"), "--metric: must be one of clicks_per_query, "
+    one_line_error(invoke(*base, "--estimator", "ips", "--metric", "ndcg"),
+                   "--metric: must be one of clicks_per_query, "
                    "reciprocal_rank, abandonment or utility:<metric> (clicks weighted by an offline metric's C/W/L "
                    "weights, e.g. utility:RBP(p=0.8), utility:nDCG@10); got 'ndcg'")
     one_line_error(invoke(*base, "--estimator", "ips", "--metric", "utility:RR"), "--metric: utility:RR: RR's C/W/L "
@@ -98,7 +99,8 @@ def test_option_errors(world: dict[str, Any]) -> None:
                    "--target: the same run file is given twice")
     # one option twice: the later one would silently win
     one_line_error(invoke(*base, "--estimator", "clipped_ips", "--option", "clipped_ips.cap=5", "--option",
-                          "clipped_ips.cap=10"), "--option: 'clipped_ips.cap' is given twice (5 and 10); give each option once")
+                          "clipped_ips.cap=10"),
+                   "--option: 'clipped_ips.cap' is given twice (5 and 10); give each option once")
 
 
 def test_option_errors_name_what_the_user_typed(world: dict[str, Any]) -> None:

@@ -350,7 +350,8 @@ def randtop_log(rng: np.random.Generator, alpha: np.ndarray, n: int) -> LoggedDa
     return pbm_log(rng, alpha, np.argsort(rng.random((n, K)), axis=1), q)
 
 
-def ranker_log(rng: np.random.Generator, alpha: np.ndarray, n: int, n_rankers: int = 3) -> tuple[LoggedData, np.ndarray]:
+def ranker_log(rng: np.random.Generator, alpha: np.ndarray, n: int,
+               n_rankers: int = 3) -> tuple[LoggedData, np.ndarray]:
     perms = np.argsort(np.random.default_rng(99).random((n_rankers, N_Q, N_CAND)), axis=2)[:, :, :K]
     q = rng.integers(0, N_Q, n)
     r = rng.integers(0, n_rankers, n)

@@ -89,7 +89,8 @@ def test_json_output(files) -> None:
     assert sys_a["metrics"]["AP"]["n"] == 4
     assert set(sys_a["metrics"]["AP"]["per_query"]) == {"q1", "q2", "q3", "q4"}
     rbp = sys_a["metrics"]["RBP(p=0.8)"]
-    resid = evaluate_run(read_qrels(files["qrels.txt"]), read_run(files["A.txt"]), ["RBPResidual(p=0.8)"], preset("trec_eval"))
+    resid = evaluate_run(read_qrels(files["qrels.txt"]), read_run(files["A.txt"]), ["RBPResidual(p=0.8)"],
+                         preset("trec_eval"))
     assert rbp["residual"] == pytest.approx(resid.mean("RBPResidual(p=0.8)"))
     assert rbp["interval"] == [pytest.approx(rbp["mean"]), pytest.approx(rbp["mean"] + rbp["residual"])]
     comps = data["comparisons"]
@@ -111,7 +112,8 @@ def test_csv_and_per_query_file(files, tmp_path: Path) -> None:
     assert (table["queries_counted"] == 4).all() and (table["convention_empty"] == "zero").all()
     per_query = pd.read_csv(pq)
     assert list(per_query.columns)[:4] == ["query", "system", "metric", "value"]
-    assert (per_query["convention_empty"] == "zero").all() and (per_query["convention_name"] == "default+empty=zero").all()
+    assert (per_query["convention_empty"] == "zero").all()
+    assert (per_query["convention_name"] == "default+empty=zero").all()
     assert len(per_query) == 8
     rr = per_query[(per_query.metric == "RR")].set_index("query")["value"]
     assert rr["q2"] == 0.5 and rr["q1"] == 1.0

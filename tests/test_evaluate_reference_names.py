@@ -88,7 +88,8 @@ def test_rbp_outside_trec_eval_preset_keeps_the_alias_and_names_trec_evals_p(tmp
     assert summary_row(text, "r")[:2] == [f"{0.2 * (1 + 0.8**2):.4f}", f"{0.1 * (1 + 0.9**2):.4f}"]
     (name,) = json.loads(cli(*args, "--format", "json"))["names"]
     assert name["source"] == "alias" and name["note"].startswith("trec_eval's rbp is RBP(p=0.9,graded=True)")
-    trec = cli(*args[:4], "--metrics", "rbp,RBP(p=0.9)", "--preset", "trec_eval")  # both p = 0.9: one residual, no clash
+    # both p = 0.9: one residual, no clash
+    trec = cli(*args[:4], "--metrics", "rbp,RBP(p=0.9)", "--preset", "trec_eval")
     assert summary_row(trec, "r")[:2] == [f"{0.1 * (1 + 0.9**2):.4f}"] * 2
     assert "rbp -> RBP(p=0.9,graded=True) (trec_eval name)" in trec
 

@@ -267,7 +267,8 @@ def test_direct_path_output_equals_typer_output(tmp_path: Path) -> None:
         args = ["evaluate", "--qrels", str(qrels_path), "--run", str(run_path), "--missing", "zero",
                 "--preset", "trec_eval", *extra]
         via_typer = CliRunner().invoke(app, args)
-        direct = subprocess.run([sys.executable, "-m", "onlineeval.cli", *args], capture_output=True, text=True, check=False)
+        direct = subprocess.run([sys.executable, "-m", "onlineeval.cli", *args], capture_output=True, text=True,
+                                check=False)
         assert direct.returncode == via_typer.exit_code == 0
         assert direct.stdout == via_typer.stdout
     bad = ["evaluate", "--qrels", str(qrels_path), "--run", str(run_path)]  # a query missing: exit 2

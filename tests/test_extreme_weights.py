@@ -89,7 +89,8 @@ def test_weights_at_the_limit_are_estimated_and_printed_in_scientific_notation(f
     table = _estimate(files).stdout
     line = next(x for x in table.splitlines() if x.strip().startswith("ips "))
     assert fixed(by["ips"]["estimate"]) in line and "e+89" in line
-    rows_of_table = [x for x in table.splitlines() if x.split()[:2] in (["ips", "B"], ["snips", "B"], ["rips", "B"], ["iips", "B"])]
+    rows_of_table = [x for x in table.splitlines()
+                     if x.split()[:2] in (["ips", "B"], ["snips", "B"], ["rips", "B"], ["iips", "B"])]
     assert len(rows_of_table) == 4 and max(map(len, rows_of_table)) < 160  # no 90-digit columns
 
 

@@ -210,7 +210,8 @@ def test_credit_and_pairwise_preferences_equal_brute_force(lists: list[list[int]
         np.testing.assert_allclose(credit[r], [float(c) for c in ex_credit], rtol=0, atol=1e-12)
         np.testing.assert_allclose(expected[r], [[float(v) for v in row] for row in ex_pref], rtol=0, atol=1e-12)
         assert prefs[r].tolist() == [[_sign(v) for v in row] for row in ex_pref]
-        n_exact_ties += sum(v == 0 for a, row in enumerate(ex_pref) for b, v in enumerate(row) if a < b and any(pattern))
+        n_exact_ties += sum(v == 0 for a, row in enumerate(ex_pref) for b, v in enumerate(row)
+                            if a < b and any(pattern))
     assert n_exact_ties > 0          # exact ties with clicks are exercised (and not turned into wins)
 
 

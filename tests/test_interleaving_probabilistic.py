@@ -20,7 +20,8 @@ def weights(lst: list[int], docs: list[int], tau: int) -> dict[int, Fraction]:
     return {d: Fraction(1, rank.get(d, len(lst) + 1) ** tau) for d in docs}
 
 
-def brute_force(lists: list[list[int]], shown: list[int], clicks: list[bool], tau: int = 3) -> dict[tuple[int, int], Fraction]:
+def brute_force(lists: list[list[int]], shown: list[int], clicks: list[bool],
+                tau: int = 3) -> dict[tuple[int, int], Fraction]:
     """Exact P(i beats j) - P(j beats i) by enumerating every assignment of slots to rankers."""
     docs = list(dict.fromkeys(d for lst in lists for d in lst))
     w = [weights(lst, docs, tau) for lst in lists]

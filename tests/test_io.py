@@ -197,7 +197,8 @@ def test_letor_group_file(tmp_path: Path) -> None:
         ("1 qid:1 1:0.5\n1.5 qid:1 1:0.1\n", "label must be an integer", 2),
         ("1 qid:1 1:0.5\n1 qid:1 bad\n", "idx:value", 2),
         ("1 1:0.5\n", "no qid", 1),
-        ("1 qid:1 1:0.5 # d1\n# c\n0 qid:2 1:0.1 # d1\n0 qid:1 1:0.1 # d1\n", "'d1' appears twice for query '1'.*first on line 1", 4),
+        ("1 qid:1 1:0.5 # d1\n# c\n0 qid:2 1:0.1 # d1\n0 qid:1 1:0.1 # d1\n",
+         "'d1' appears twice for query '1'.*first on line 1", 4),
     ],
 )
 def test_letor_errors(tmp_path: Path, text: str, fragment: str, line: int) -> None:

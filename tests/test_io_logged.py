@@ -170,7 +170,8 @@ def test_inconsistent_lines(tmp_path: Path) -> None:
 
 def test_unknown_logging_policy_lists_the_allowed(tmp_path: Path) -> None:
     policies = _policies()
-    path = write(tmp_path, [{"query": "q", "shown": ["a"], "clicks": [], "logger": {"policy": "nope", "scores": {"a": 1}}}])
+    path = write(tmp_path, [{"query": "q", "shown": ["a"], "clicks": [],
+                             "logger": {"policy": "nope", "scores": {"a": 1}}}])
     with pytest.raises(InputError, match=r":1: unknown logging policy 'nope'; allowed: "
                                          + ", ".join(policies.available_policies())):
         read_logged(path, policies=policies)

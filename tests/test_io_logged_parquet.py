@@ -188,7 +188,8 @@ def test_missing_columns_a_broken_file_and_bad_logger_text_are_clear_errors(tmp_
     assert exc.value.path == str(bad_logger)
     # a column twice in a file (Parquet allows it): pyarrow failed on the name with a dump of the schema
     dup = pa.Table.from_arrays([pa.array(["q1"]), pa.array([["a"]]), pa.array([[]], pa.list_(pa.string())),
-                                pa.array([0.5]), pa.array(["q2"])], names=["query", "shown", "clicks", "p_list", "query"])
+                                pa.array([0.5]), pa.array(["q2"])],
+                               names=["query", "shown", "clicks", "p_list", "query"])
     pq.write_table(dup, tmp_path / "dup.parquet")
     folder = tmp_path / "dataset"
     folder.mkdir()

@@ -229,7 +229,8 @@ def test_cwl_inst_hand_values() -> None:
     tail = (1 / 4) * (4 / 9) * 9 * polygamma(1, 3)  # reach(3) (d+a)^2 psi1(d+a), d=2, a=1
     total = reach.sum() + tail
     np.testing.assert_allclose(c.weight[0], reach / total)
-    np.testing.assert_allclose(parse_metric("INST(T=1)").evaluate_labels(np.array([[1, 0]]), np.array([[1]])), [1 / total])
+    inst = parse_metric("INST(T=1)").evaluate_labels(np.array([[1, 0]]), np.array([[1]]))
+    np.testing.assert_allclose(inst, [1 / total])
 
 
 @pytest.mark.parametrize("name", ["P@3", "RR", "RR@2", "RBP(p=0.7)", "RBP(p=0.7)@3", "INSQ(T=2)", "INST(T=2)"])
@@ -239,7 +240,8 @@ def test_cwl_expected_rate_of_gain_is_the_metric(name: str) -> None:
     judged = np.concatenate([np.maximum(ranked, 0), rng.integers(0, 3, size=(50, 4))], axis=1)
     m = parse_metric(name)
     c = m.cwl(ranked)
-    np.testing.assert_allclose((c.weight * m.cwl_gains(ranked)).sum(axis=1), m.evaluate_labels(ranked, judged), atol=1e-12)
+    np.testing.assert_allclose((c.weight * m.cwl_gains(ranked)).sum(axis=1), m.evaluate_labels(ranked, judged),
+                               atol=1e-12)
     # W is a probability profile over infinite ranks: never more than 1 in a window
     assert np.all(c.weight.sum(axis=1) <= 1 + 1e-12)
     assert np.all((c.continuation >= 0) & (c.continuation <= 1))

@@ -64,7 +64,8 @@ def collections(draw):
 
 
 def frames(qrels, run):
-    q = pd.DataFrame([(qid, d, g) for qid, ds in qrels.items() for d, g in ds.items()], columns=["query", "doc", "grade"])
+    q = pd.DataFrame([(qid, d, g) for qid, ds in qrels.items() for d, g in ds.items()],
+                     columns=["query", "doc", "grade"])
     r = pd.DataFrame([(qid, d, s) for qid, ds in run.items() for d, s in ds.items()], columns=["query", "doc", "score"])
     return q, r
 

@@ -31,7 +31,8 @@ def test_ndcg_matches_xgboost(shared_data: Path, split: str) -> None:
         "nthread": 1,
         "seed": 1,
     }
-    booster = xgb.train(params, mats["train"], num_boost_round=6, evals=[(mats["train"], "train"), (mats["test"], "test")],
+    booster = xgb.train(params, mats["train"], num_boost_round=6,
+                        evals=[(mats["train"], "train"), (mats["test"], "test")],
                         evals_result=log, verbose_eval=False)
     pred = booster.predict(mats[split], output_margin=True).astype(np.float64)
     data = read_letor(d / f"rank.{split}", scores=pred, query_file=d / f"rank.{split}.query")

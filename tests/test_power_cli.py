@@ -129,7 +129,8 @@ def test_relative_mde_and_peeking_rate() -> None:
     # 0.05 x 0.10 is 0.005000000000000001, one ulp above 0.005: the unrounded sizes differ in their last digits
     assert a["required"].pop("unrounded_total") == pytest.approx(b["required"].pop("unrounded_total"), rel=1e-13)
     assert a["required"] == b["required"]
-    assert a["peeking_false_positive_rate"] == pytest.approx(float(sq.peeking_fpr(sq.equal_fractions(5))[-1]), rel=1e-12)
+    peeking = float(sq.peeking_fpr(sq.equal_fractions(5))[-1])
+    assert a["peeking_false_positive_rate"] == pytest.approx(peeking, rel=1e-12)
     assert a["peeking_false_positive_rate"] == pytest.approx(0.1417, abs=5e-4)
 
 
@@ -292,7 +293,8 @@ def test_csv_duplicate_columns_and_overflowing_values(tmp_path: Path, text: str,
 def test_interleaving_is_statsmodels_one_sample(alternative: str) -> None:
     doc = run_json("interleaving", "--delta", "0.02", "--sd", "0.8", "--alternative", alternative, "--users", "5000",
                    "--impressions-per-user", "3")  # fmt: skip
-    ref = smp.NormalIndPower().solve_power(effect_size=0.02 / 0.8, alpha=0.05, power=0.8, ratio=0, alternative=alternative)
+    ref = smp.NormalIndPower().solve_power(effect_size=0.02 / 0.8, alpha=0.05, power=0.8, ratio=0,
+                                           alternative=alternative)
     assert doc["required"]["users_total"] == math.ceil(ref)
     assert doc["required"]["impressions_total"] == 3 * math.ceil(ref)
     pw = smp.NormalIndPower().power(0.02 / 0.8, 5000, 0.05, ratio=0, alternative=alternative)
@@ -384,7 +386,8 @@ def test_answers_without_importing_scipy_or_pandas() -> None:
 
 def test_confidence_sequence_is_the_msprt_design() -> None:
     a = run_json("interleaving", "--delta", "0.03", "--sd", "1.0", "--sequential", "msprt", "--looks", "7")
-    b = run_json("interleaving", "--delta", "0.03", "--sd", "1.0", "--sequential", "confidence_sequence", "--looks", "7")
+    b = run_json("interleaving", "--delta", "0.03", "--sd", "1.0", "--sequential", "confidence_sequence",
+                 "--looks", "7")
     assert a["required"] == b["required"] and a["design"] == b["design"]
 
 

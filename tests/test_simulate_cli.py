@@ -194,7 +194,8 @@ def test_output_that_is_a_file_and_runs_without_judged_queries_are_refused(tmp_p
     (tmp_path / "q").write_text("1 0 d1 1\n1 0 d2 0\n")
     (tmp_path / "a").write_text("1 Q0 d1 1 1.0 x\n")
     (tmp_path / "b").write_text("9 Q0 d1 1 1.0 x\n")  # a query nobody judged
-    cfg.write_text(yaml.safe_dump({**SMALL, "collection": {"type": "trec", "qrels": "q", "runs": {"A": "a", "B": "b"}}}))
+    trec = {"type": "trec", "qrels": "q", "runs": {"A": "a", "B": "b"}}
+    cfg.write_text(yaml.safe_dump({**SMALL, "collection": trec}))
     result = CliRunner().invoke(app, ["simulate", "--config", str(cfg), "-o", str(tmp_path / "o"), "-q"])
     assert result.exit_code == 2
     assert f"{tmp_path / 'b'}: run B shows no document for any query judged" in result.output

@@ -227,7 +227,9 @@ def test_second_run_into_the_same_folder_is_refused(tmp_path: Path) -> None:
         proc.communicate()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions; see test_read_only_file_system_is_a_clear_error (EROFS injected)")
+@pytest.mark.skipif(os.geteuid() == 0,
+                    reason="root ignores file permissions; see test_read_only_file_system_is_a_clear_error "
+                           "(EROFS injected)")
 def test_read_only_folder_is_a_clear_error(tmp_path: Path) -> None:  # pragma: no cover - non-root only
     config = _write_config(tmp_path)
     out = tmp_path / "ro"

@@ -72,7 +72,8 @@ def test_defaults_are_complete():
          "designs[0].rankers", "balanced interleaves 2 rankers, got 3; use a multileaving method"),
         ({"designs": [{"name": "x", "type": "ab", "rankers": ["B", "A"]}]}, "designs[0]", "compares rankers A and B"),
         ({"rankers": {"others": {"B": {}}}}, "rankers", "must not redefine B"),
-        ({"collection": {"candidates": 5}, "rankers": {"depth": 10}}, "", "rankers.depth (10) exceeds collection.candidates (5)"),
+        ({"collection": {"candidates": 5}, "rankers": {"depth": 10}}, "",
+         "rankers.depth (10) exceeds collection.candidates (5)"),
     ],
 )
 def test_bad_configs_name_the_key(data, key, fragment):

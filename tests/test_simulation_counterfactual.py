@@ -375,7 +375,8 @@ def test_trec_scores_are_minus_the_run_rank_and_minus_inf_where_not_retrieved(tm
 
     (tmp_path / "q").write_text("1 0 d1 2\n1 0 d2 1\n1 0 d3 0\n1 0 d9 1\n2 0 e1 1\n2 0 e2 0\n")
     # run A retrieves d9 only beyond the shown depth (rank 4); run B never retrieves d9
-    (tmp_path / "a").write_text("".join(f"1 Q0 {d} {i + 1} {10 - i} A\n" for i, d in enumerate(["d2", "d1", "x1", "d9"]))
+    a_lines = "".join(f"1 Q0 {d} {i + 1} {10 - i} A\n" for i, d in enumerate(["d2", "d1", "x1", "d9"]))
+    (tmp_path / "a").write_text(a_lines
                                 + "2 Q0 e2 1 5 A\n2 Q0 e1 2 4 A\n")
     (tmp_path / "b").write_text("1 Q0 d1 1 9 B\n1 Q0 d3 2 8 B\n1 Q0 d2 3 7 B\n2 Q0 e1 1 5 B\n")
     cfg = config_from_mapping({

@@ -163,7 +163,8 @@ def test_truth_is_exact_or_within_its_standard_error():
         vals[r] = float(world.frequency @ np.asarray(model.click_probabilities(shown)).sum(axis=1))
         # the cascade abandons exactly when no examined document attracts
         attract = np.array([0.05, 0.3, 0.5, 0.7, 0.95])
-        vals[r + "_abandon"] = float(world.frequency @ np.where(shown >= 0, 1 - attract[np.maximum(shown, 0)], 1).prod(1))
+        not_attracted = np.where(shown >= 0, 1 - attract[np.maximum(shown, 0)], 1)
+        vals[r + "_abandon"] = float(world.frequency @ not_attracted.prod(1))
     t = truths[("ab", "clicks_per_query")]
     assert t.method == "exact" and t.value == pytest.approx(vals["B"] - vals["A"], abs=1e-12)
     t = truths[("ab", "abandonment")]
@@ -172,7 +173,8 @@ def test_truth_is_exact_or_within_its_standard_error():
     q = np.random.default_rng(0).choice(world.n_queries, size=200_000, p=world.frequency)
     rr = {}
     for r in ("A", "B"):
-        clicks = np.asarray(model.sample(shown_labels(world.labels, q, world.rankings[r][q]), np.random.default_rng(1)).clicks)
+        labels = shown_labels(world.labels, q, world.rankings[r][q])
+        clicks = np.asarray(model.sample(labels, np.random.default_rng(1)).clicks)
         rr[r] = np.where(clicks.any(1), 1.0 / (clicks.argmax(1) + 1), 0.0)
     diff = rr["B"] - rr["A"]  # common random numbers: paired differences
     t = truths[("ab", "reciprocal_rank")]

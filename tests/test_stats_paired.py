@@ -363,7 +363,8 @@ def test_single_query_gives_nan_tests() -> None:
         (lambda f: f.drop(columns="metric"), "missing column", None),
         (lambda f: f.assign(value=f["value"].astype(object).where(f.index != 5, "abc")), "not a finite number", 6),
         (lambda f: pd.concat([f, f.iloc[[3]]], ignore_index=True), "duplicate value", None),
-        (lambda f: f[~((f.system == "C") & (f["query"] == "q010") & (f.metric == "AP"))], "no value for query 'q010'", None),
+        (lambda f: f[~((f.system == "C") & (f["query"] == "q010") & (f.metric == "AP"))],
+         "no value for query 'q010'", None),
     ],
 )
 def test_compare_systems_bad_frames(mutate, fragment: str, line: int | None) -> None:

@@ -123,7 +123,8 @@ def _exact_cdf(n: int, p: float) -> list[float]:
     return cdf
 
 
-@pytest.mark.parametrize(("n", "p", "level"), [(500, 0.05, 0.99), (1000, 0.05, 0.99), (200, 0.3, 0.95), (50, 0.0, 0.99)])
+@pytest.mark.parametrize(("n", "p", "level"),
+                         [(500, 0.05, 0.99), (1000, 0.05, 0.99), (200, 0.3, 0.95), (50, 0.0, 0.99)])
 def test_binomial_band_is_the_exact_equal_tailed_band(n: int, p: float, level: float) -> None:
     band = binomial_band(n, p, level)
     cdf = _exact_cdf(n, p)

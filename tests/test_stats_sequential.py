@@ -52,7 +52,8 @@ def test_classic_obrien_fleming_five_looks_matches_jennison_turnbull() -> None:
     np.testing.assert_allclose(b.lower, -b.upper)
 
 
-@pytest.mark.parametrize(("k", "c_p", "c_b"), [(2, 2.178, 1.977), (3, 2.289, 2.004), (4, 2.361, 2.024), (5, 2.413, 2.040)])
+@pytest.mark.parametrize(("k", "c_p", "c_b"),
+                         [(2, 2.178, 1.977), (3, 2.289, 2.004), (4, 2.361, 2.024), (5, 2.413, 2.040)])
 def test_classic_constants_match_jennison_turnbull_tables(k: int, c_p: float, c_b: float) -> None:
     # Tables 2.1 (Pocock C_P) and 2.3 (O'Brien-Fleming C_B), two-sided alpha = 0.05, equal spacing
     p = sq.classic_boundaries(sq.equal_fractions(k), 0.05, "pocock")
@@ -65,7 +66,8 @@ def test_inflation_factors_match_jennison_turnbull() -> None:
     # Tables 2.2 / 2.4: R_P(5, 0.05, 0.2) = 1.229, R_B(5, 0.05, 0.2) = 1.028
     f5 = sq.equal_fractions(5)
     assert sq.inflation_factor(sq.classic_boundaries(f5, 0.05, "pocock"), 0.8) == pytest.approx(1.229, abs=1.5e-3)
-    assert sq.inflation_factor(sq.classic_boundaries(f5, 0.05, "obrien_fleming"), 0.8) == pytest.approx(1.028, abs=1.5e-3)
+    obf = sq.classic_boundaries(f5, 0.05, "obrien_fleming")
+    assert sq.inflation_factor(obf, 0.8) == pytest.approx(1.028, abs=1.5e-3)
 
 
 def test_lan_demets_obrien_fleming_unequal_looks_matches_ldbounds() -> None:
@@ -98,7 +100,8 @@ def test_spending_is_spent_exactly(kind: str, alternative: str) -> None:
     # the spending functions themselves: alpha at t = 1, closed forms at t = 0.25
     assert sq.spending(kind, [1.0], 0.05)[0] == pytest.approx(0.05, rel=1e-12)
     # (2 sf, not 2 - 2 cdf: the cdf near 1 loses about 1e-11 of the 8.9e-5, which only the default abs=1e-12 hid)
-    ref = 2 * st.norm.sf(st.norm.ppf(0.975) / 0.5) if kind == "obrien_fleming" else 0.05 * math.log(1 + (math.e - 1) * 0.25)
+    ref = (2 * st.norm.sf(st.norm.ppf(0.975) / 0.5) if kind == "obrien_fleming"
+           else 0.05 * math.log(1 + (math.e - 1) * 0.25))
     assert sq.spending(kind, [0.25], 0.05)[0] == pytest.approx(ref, rel=1e-12, abs=0)
 
 
@@ -310,7 +313,8 @@ def test_many_looks_with_tiny_early_spending() -> None:
     b = sq.spending_boundaries(f, 0.05, "obrien_fleming")
     first = 2 * sq.spending("obrien_fleming", f[:1], 0.025)[0]
     assert b.upper[0] == pytest.approx(-st.norm.ppf(first / 2), rel=1e-10)
-    np.testing.assert_allclose(sq.crossing_probabilities(b).by_look, 2 * sq.spending("obrien_fleming", f, 0.025), rtol=1e-8)
+    np.testing.assert_allclose(sq.crossing_probabilities(b).by_look, 2 * sq.spending("obrien_fleming", f, 0.025),
+                               rtol=1e-8)
 
 
 def test_msprt_valid_under_per_batch_monitoring() -> None:
@@ -344,7 +348,8 @@ def test_sequential_test_dispatches_to_each_design() -> None:
         want = sq.group_sequential_test(z, sq.spending_boundaries(f, 0.05, kind))
         np.testing.assert_array_equal(got.stop_look, want.stop_look)
     tau = float(sq.mixture_tau(se[0, -1]))
-    np.testing.assert_array_equal(sq.sequential_test(est, se, "msprt", tau=tau).pvalue, sq.msprt(est, se, tau=tau).pvalue)
+    np.testing.assert_array_equal(sq.sequential_test(est, se, "msprt", tau=tau).pvalue,
+                                  sq.msprt(est, se, tau=tau).pvalue)
     with pytest.raises(InputError, match="needs tau"):
         sq.sequential_test(est, se, "confidence_sequence")
     with pytest.raises(InputError, match="design"):

@@ -495,7 +495,8 @@ def test_stored_numbers_are_of_this_stream_version(recorded: tuple[Recorder, lis
 @pytest.mark.parametrize("label", sorted(load_numbers()["designs"]) if NUMBERS_FILE.exists() else [])
 def test_reported_numbers(recorded: tuple[Recorder, list[Any]], label: str) -> None:
     """Every number the replicate reports for this design (each checkpoint's estimate, SE, interval, p-value and
-    counts) equals the stored one within stream_numbers' RTOL / ATOL: catches a change of a formula that draws nothing."""
+    counts) equals the stored one within stream_numbers' RTOL / ATOL: catches a change of a formula that draws
+    nothing."""
     stored = load_numbers()
     fields, got = replicate_numbers(recorded[1])
     lines = compare_numbers(fields, stored["designs"][label], got.get(label, {}), stored["fields"])
@@ -507,7 +508,8 @@ def test_reported_numbers(recorded: tuple[Recorder, list[Any]], label: str) -> N
 
 def test_the_comparison_rules(recorded: tuple[Recorder, list[Any]], tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Floats within stream_numbers' RTOL / ATOL are the same, NaN only as NaN, counts and flags exactly; rows gone or new and other
+    """Floats within stream_numbers' RTOL / ATOL are the same, NaN only as NaN, counts and flags exactly; rows gone
+    or new and other
     fields are named; the file's text gives back the numbers; the writer refuses changed numbers at the same
     STREAM_VERSION unless told the change is the config's."""
     fields = ["primary", "estimate", "n_users"]
@@ -578,7 +580,8 @@ def test_an_estimate_only_change_is_caught(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_the_tolerance_passes_other_summation_orders(monkeypatch: pytest.MonkeyPatch) -> None:
-    """stream_numbers' RTOL / ATOL are wide enough for the last bits another CPU, NumPy or BLAS build changes: the designs' NumPy
+    """stream_numbers' RTOL / ATOL are wide enough for the last bits another CPU, NumPy or BLAS build changes: the
+    designs' NumPy
     paths (``stat_kernels.COMPILED`` off: other summation orders than the compiled kernels, relative differences up
     to 4e-13 measured, on p-values of 1e-120) give the stored numbers."""
     from simulations import stat_kernels

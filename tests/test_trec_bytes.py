@@ -332,7 +332,8 @@ def test_the_cli_reports_a_repeated_pair_with_its_line(tmp_path: Path) -> None:
     dup = tmp_path / "dup_run"
     dup.write_text("\n".join([*text, text[0]]) + "\n")
     done = subprocess.run(
-        [sys.executable, "-m", "onlineeval.cli", "evaluate", "--qrels", str(qp), "--run", str(dup), "--missing", "zero"],
+        [sys.executable, "-m", "onlineeval.cli", "evaluate", "--qrels", str(qp), "--run", str(dup),
+         "--missing", "zero"],
         capture_output=True, text=True, check=False,
     )
     assert done.returncode == 2

@@ -421,7 +421,8 @@ def test_memory_per_impression_is_bounded(tmp_path: Path) -> None:
     clicks = rng.random(res.ranking.shape) < 0.3
     with open(p, "w") as fh:
         fh.writelines(json.dumps({"rankings": rk[:, r].tolist(), "shown": res.ranking[r].tolist(),
-                                 "teams": res.team[r].tolist(), "clicks": clicks[r].tolist()}) + "\n" for r in range(60))
+                                 "teams": res.team[r].tolist(), "clicks": clicks[r].tolist()}) + "\n"
+                      for r in range(60))
     records = read_log(p)
     assert {len(rec.shown) for rec in records} == {1000}
     tracemalloc.start()

@@ -198,7 +198,8 @@ def test_estimators_sharing_one_truth_are_listed_once() -> None:
     from simulations.report import truth_world_items, truth_world_text
 
     e = {"true_effect": 0.0228, "true_effect_world_se": 0.0077}
-    s = {"designs": {"ab": {"clicks_per_query": e, "abandonment": {"true_effect": -0.011, "true_effect_world_se": None}},
+    s = {"designs": {"ab": {"clicks_per_query": e,
+                            "abandonment": {"true_effect": -0.011, "true_effect_world_se": None}},
                      "cf": {"snips": e, "ips": dict(e), "rips": dict(e)}}}
     text = truth_world_text(0.0228, 0.0077)
     assert truth_world_items(s) == [("ab", "clicks_per_query", text), ("cf", "snips, ips, rips", text)]
