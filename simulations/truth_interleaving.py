@@ -2,7 +2,13 @@
 (:func:`interleaving_truth`), and under a null user whose clicks do not depend on relevance
 (:func:`null_interleaving_truth`, the null check's bias), with a pair's impressions on queries where its two rankers
 show the same list counted at their exact 0 (:func:`identical_lists`). :func:`simulations.runner.compute_truth`
-runs them (in worker processes with ``workers > 1``); moved here from :mod:`simulations.runner` unchanged."""
+runs them (in worker processes with ``workers > 1``); moved here from :mod:`simulations.runner` unchanged.
+
+A two-ranker team-draft or balanced design with prefix credit whose users' click models have grade tables (the
+designs' compiled batch step applies, :meth:`simulations.designs.interleaving.InterleavingDesign._kernel_inputs`)
+draws its impressions from the design's table and kernel (:func:`_table_step`: the same generator calls in the same
+order, so the same impressions, outcomes and truth to the bit, tested; several times faster); any other design, the
+interleaver's own draw and the models' sampler."""
 
 from __future__ import annotations
 
@@ -14,7 +20,6 @@ import numpy as np
 
 from simulations.config import Config, DesignConfig
 from simulations.designs.interleaving import NULL_PREFIX
-from simulations.sampling import draw_from_cdf
 from simulations.users import UserModels
 from simulations.world import World, shown_labels
 
@@ -85,17 +90,26 @@ def interleaving_truth(
     rng = np.random.default_rng(np.random.SeedSequence(key))
     num = np.empty((n, len(pairs)))
     den = np.empty(n)
-    cdf = np.cumsum(world.frequency)
+    from simulations.traffic import CdfDraw
+
+    # draw_from_cdf's indices from bucket tables (the traffic's and the designs' query draw)
+    draw = CdfDraw(np.cumsum(world.frequency))
     null_labels = world.ranked_labels("A") if null else None
     # per pair: the queries on which its two rankers show the same list (all of them, with two rankers)
     same = np.stack([identical_lists([lists[i], lists[j]]) for _, i, j in pairs], axis=1)
+    step = _table_step(il, lists, world, users, null_labels)
     for lo in range(0, n, TRUTH_CHUNK):
         m = min(TRUTH_CHUNK, n - lo)
-        q = draw_from_cdf(cdf, rng.random(m))
+        q = draw(rng.random(m))
+        if step is not None and step(q, draw, rng, num[lo : lo + m], den[lo : lo + m]):
+            num[lo : lo + m][same[q]] = 0.0  # the pair's two lists the same: its expected outcome is exactly 0
+            if tick is not None:
+                tick(m)
+            continue
         shown = il.interleave([r[q] for r in lists], rng, length=world.depth)
         if null_labels is not None:
             ranking = np.asarray(shown.ranking)  # slots the interleaved list leaves empty stay empty
-            labels = np.where(ranking >= 0, null_labels[draw_from_cdf(cdf, rng.random(m))], -1).astype(np.int8)
+            labels = np.where(ranking >= 0, null_labels[draw(rng.random(m))], -1).astype(np.int8)
         else:
             labels = shown_labels(world.labels, q, np.asarray(shown.ranking))
         clicks = users.sample(labels, users.draw_types(m, rng), rng)
@@ -115,3 +129,42 @@ def interleaving_truth(
         else:
             out.append(Truth(design.name, metric, float(value), se, f"monte_carlo(n={n})", None))
     return out
+
+
+def _table_step(il: object, lists: list[np.ndarray], world: World, users: UserModels,
+                null_labels: np.ndarray | None) -> Callable[..., bool] | None:
+    """The design's table and compiled batch step as the truth's draw (a two-ranker team-draft or balanced
+    interleaver with prefix credit, lists of up to MASK_SLOTS slots, users whose click models have grade tables:
+    where :class:`~simulations.designs.interleaving.InterleavingDesign` takes them), or ``None``.
+
+    The returned ``step(q, draw, rng, num, den)`` draws the impressions of queries ``q`` as the truth's loop does,
+    in its order (the interleaver's coins, under the null user the other queries by ``draw``, the user types, the
+    clicks' uniforms; the table draws the interleaver's coins, tested), and writes each impression's halved outcome
+    into ``num`` (its one column: the design's one pair) and 1.0 where it has a click into ``den``; it returns
+    ``False``, having drawn nothing, where some type is one the kernels cannot sample (the loop then takes the
+    interleaver's path)."""
+    from simulations.designs.interleaving import draw_table, table_kernel_inputs, table_step
+
+    table = draw_table(il, lists, world.labels, world.depth)
+    if table is None or not getattr(il, "prefix_credit", False):
+        return None
+    fused = table_kernel_inputs(table, users, null_labels)
+    if fused is None:
+        return None
+
+    def step(q: np.ndarray, draw: Callable[[np.ndarray], np.ndarray], rng: np.random.Generator, num: np.ndarray,
+             den: np.ndarray) -> bool:
+        m = q.shape[0]
+        state = rng.bit_generator.state
+        coins = table.draw_coin_rows(m, rng)
+        other = None if null_labels is None else draw(rng.random(m))
+        half, compared = np.zeros(m), np.zeros(m)
+        if not table_step(table, fused, coins, q, other, users.draw_types(m, rng), rng, np.arange(m), half,
+                          compared):
+            rng.bit_generator.state = state  # nothing kept: the interleaver's path draws the same from here
+            return False
+        num[:, 0] = half
+        den[:] = compared
+        return True
+
+    return step

@@ -364,6 +364,48 @@ def draw_table(interleaver: Any, lists: list[np.ndarray], labels: np.ndarray, le
     return table
 
 
+def table_kernel_inputs(table: DrawTable, users: Any, null_labels: np.ndarray | None) -> tuple[Any, ...] | None:
+    """``(chains, team_bits, valid_bits, kappa, valid, null_labels)``, what the compiled batch step of ``table``
+    (:func:`table_step`) reads besides a batch, or ``None`` when it does not apply: lists longer than MASK_SLOTS,
+    click models without grade tables (:meth:`simulations.users.UserModels.chains`), or shown (int8) grades (the
+    table's, or the null user's ``null_labels``) that the models do not know (their own path raises the error)."""
+    chains = users.chains(table.length) if table.bits is not None else None
+    labels = table.grades if null_labels is None else null_labels
+    if (chains is None or labels.dtype != np.int8 or not labels.size or not chains.accepts(labels)
+            or labels.shape[1] != table.length):
+        return None
+    valid = _NO_VALID if table.valid is None or null_labels is None else table.valid
+    null_table = _NO_LABELS if null_labels is None else np.ascontiguousarray(null_labels)
+    return (chains, *table.kernel_tables(), valid, null_table)
+
+
+def table_step(table: DrawTable, fused: tuple[Any, ...], coins: np.ndarray, query: np.ndarray,
+               other: np.ndarray | None, user_type: np.ndarray, rng: np.random.Generator, user: np.ndarray,
+               num: np.ndarray, compared: np.ndarray, square: np.ndarray | None = None) -> bool:
+    """One compiled batch step on ``table`` (:func:`simulations.kernels.interleaving_step`): the impressions of
+    ``query`` with the interleaver's ``coins`` (:meth:`DrawTable.draw_coin_rows`), under the null user the grades
+    of A's list for the ``other`` queries, their clicks (the uniforms drawn from ``rng`` here, as the models'
+    sampler draws them for ``user_type``), the halved outcomes added to ``num[user]``, 1 to ``compared[user]`` for an
+    impression with a click and (``test: delta_t``) the halved outcomes' squares to ``square[user]``. ``fused``:
+    :func:`table_kernel_inputs`. ``False``, nothing drawn, where some row's type is one the kernels cannot sample."""
+    chains, team_bits, valid_bits, kappa, valid, null_labels = fused
+    n = query.shape[0]
+    counts = chains.counts(_NO_LABELS, user_type, n)
+    if counts is None:
+        return False
+    from clickmodels.kernels import BLOCK
+    from simulations import kernels
+
+    balanced = table.method == "balanced"
+    kernels.interleaving_step(
+        coins, 1 if balanced else 2, 1 if balanced else table.half, table.combos, query, table.grades,
+        _NO_QUERIES if other is None else other, null_labels, valid, user_type, counts, chains.uniforms(counts, rng),
+        chains.thresholds, chains.width, chains.independent_flags, chains.use_t1, chains.use_t3, BLOCK, balanced,
+        team_bits, valid_bits, kappa, _set_bits(), _highest_bit(), user, num, compared,
+        _NO_SQUARES if square is None else square)
+    return True
+
+
 def pair_metrics(rankers: list[str]) -> list[tuple[str, int, int]]:
     """``(metric name, i, j)`` for every pair, ``j`` compared against ``i`` (baseline first)."""
     if len(rankers) == 2:
@@ -474,20 +516,10 @@ class InterleavingDesign(Design):
         coins = table.draw_coin_rows(n, self.rng)
         other = None if self.null_labels is None else self._null_queries(n)
         fused = self._kernel_inputs()
-        counts = None if fused is None else fused[0].counts(_NO_LABELS, batch.user_type, n)
-        if counts is not None:
-            from clickmodels.kernels import BLOCK
-            from simulations import kernels
-
-            chains, team_bits, valid_bits, kappa, valid, null_labels = fused  # type: ignore[misc]
-            kernels.interleaving_step(
-                coins, 1 if table.method == "balanced" else 2, 1 if table.method == "balanced" else table.half,
-                table.combos, batch.query, table.grades, _NO_QUERIES if other is None else other, null_labels, valid,
-                batch.user_type, counts, chains.uniforms(counts, self.rng), chains.thresholds, chains.width,
-                chains.independent_flags, chains.use_t1, chains.use_t3, BLOCK, table.method == "balanced",
-                team_bits, valid_bits, kappa, _set_bits(), _highest_bit(), batch.user,
-                self.sums[f"num:{self.pairs[0][0]}"], self.sums["compared"],
-                self.sums[f"sq:{self.pairs[0][0]}"] if self.squares else _NO_SQUARES)
+        square = self.sums[f"sq:{self.pairs[0][0]}"] if self.squares else None
+        if fused is not None and table_step(table, fused, coins, batch.query, other, batch.user_type, self.rng,
+                                            batch.user, self.sums[f"num:{self.pairs[0][0]}"], self.sums["compared"],
+                                            square):
             return
         key = table.keys(coins, batch.query)
         if other is None:
@@ -510,23 +542,11 @@ class InterleavingDesign(Design):
         self._add_exact("compared", batch.user, compared.astype(np.float64))
 
     def _kernel_inputs(self) -> tuple[Any, ...] | None:
-        """``(chains, team_bits, valid_bits, kappa, valid, null_labels)``, what the compiled batch step reads
-        besides the batch (built on first use), or ``None`` when it does not apply: lists longer than
-        MASK_SLOTS, click models without grade tables (:meth:`simulations.users.UserModels.chains`), or shown
-        (int8) grades (the table's, the null user's) that the models do not know (their own path raises the
-        error)."""
+        """:func:`table_kernel_inputs` of the design's table and users (and null user's grades), built on first
+        use."""
         if self._kernel is None:
-            table = self.table
-            chains = self.users.chains(table.length) if table.bits is not None else None
-            labels = table.grades if self.null_labels is None else self.null_labels
-            if (chains is None or labels.dtype != np.int8 or not labels.size or not chains.accepts(labels)
-                    or labels.shape[1] != table.length):
-                self._kernel = (None,)
-            else:
-                valid = _NO_VALID if table.valid is None or self.null_labels is None else table.valid
-                null_labels = _NO_LABELS if self.null_labels is None else np.ascontiguousarray(self.null_labels)
-                self._kernel = (chains, *table.kernel_tables(), valid, null_labels)
-        return None if self._kernel[0] is None else self._kernel
+            self._kernel = (table_kernel_inputs(self.table, self.users, self.null_labels),)
+        return self._kernel[0]
 
     def _null_queries(self, n: int) -> np.ndarray:
         """The null user's other queries of ``n`` impressions, drawn by frequency from the design's stream
