@@ -81,6 +81,7 @@ from onlineeval.errors import ConfigError, InputError, must_be_one_of
 from onlineeval.interleaving._kernels import check_positive_float, rank_in_lists
 from onlineeval.interleaving.base import Interleaver, InterleavingResult
 from onlineeval.interleaving.registry import register_interleaver
+from onlineeval.rows import distinct_rows
 
 __all__ = ["Optimized", "OptimizedDistribution"]
 
@@ -254,8 +255,8 @@ class Optimized(Interleaver):
                     length: int) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
         m, n, K = rankings.shape
         flat = np.moveaxis(rankings, 0, 1).reshape(n, m * K)
-        uniq, inverse = np.unique(flat, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        first, inverse = distinct_rows(flat)  # np.unique(flat, axis=0, return_inverse=True)'s groups, unsorted rows
+        uniq = flat[first]
         shown = np.full((n, length), -1, dtype=np.int32)
         team = np.full((n, length), -1, dtype=np.int8)
         order = np.argsort(inverse, kind="stable")

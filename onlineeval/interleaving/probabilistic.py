@@ -97,8 +97,18 @@ from onlineeval.interleaving._kernels import (
 )
 from onlineeval.interleaving.base import Interleaver, InterleavingResult, _check_clicks
 from onlineeval.interleaving.registry import register_interleaver
+from onlineeval.rows import distinct_rows
 
 __all__ = ["Probabilistic", "pairwise_win_difference", "slot_posteriors", "softmax_weights"]
+
+
+def _distinct(rankings: NDArray[np.int32]) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
+    """The distinct rows of ``(m, n, K)`` stacked rankings (``(m, g, K)``) and each impression's: what depends on an
+    impression's lists only is computed once per distinct row (a simulator's impressions repeat their queries' lists),
+    the same numbers row by row."""
+    m, n, K = rankings.shape
+    first, code = distinct_rows(np.moveaxis(rankings, 0, 1).reshape(n, m * K))
+    return rankings[:, first], code
 
 
 def _universe(rankings: NDArray[np.int32]) -> tuple[NDArray[np.int32], NDArray[np.bool_]]:
@@ -130,9 +140,10 @@ def slot_posteriors(result: InterleavingResult, tau: float) -> NDArray[np.float6
     Empty slots get ``q = 0``.
     """
     rankings, shown = result.rankings, result.ranking
-    cat, keep = _universe(rankings)
+    distinct, code = _distinct(rankings)
+    cat, keep = _universe(distinct)
     cat = np.where(keep, cat, -1)
-    total = softmax_weights(cat, rankings, tau).sum(axis=2)          # (m, n) over all candidates
+    total = softmax_weights(cat, distinct, tau).sum(axis=2)[:, code]  # (m, n) over all candidates
     w = softmax_weights(shown, rankings, tau)                         # (m, n, k)
     before = np.cumsum(w, axis=2) - w                                 # weight already removed
     remaining = total[:, :, None] - before
@@ -223,10 +234,11 @@ class Probabilistic(Interleaver):
     def _interleave(self, rankings: NDArray[np.int32], rng: np.random.Generator,
                     length: int) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
         m, n, _ = rankings.shape
-        cat, keep = _universe(rankings)
+        distinct, code = _distinct(rankings)
+        cat, keep = _universe(distinct)
         cat = np.where(keep, cat, -1)
-        w = softmax_weights(cat, rankings, self.tau)                  # (m, n, W)
-        remaining = keep.copy()
+        w = softmax_weights(cat, distinct, self.tau)[:, code]         # (m, n, W)
+        cat, remaining = cat[code], keep[code]
         shown = np.full((n, length), -1, dtype=np.int32)
         team = np.full((n, length), -1, dtype=np.int8)
         rows = np.arange(n)

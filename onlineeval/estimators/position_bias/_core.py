@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from onlineeval.errors import ConfigError, InputError
 from onlineeval.estimators.base import LoggedData
+from onlineeval.rows import distinct_rows
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -102,38 +103,10 @@ class PositionBiasEstimate:
 
 # ------------------------------------------------------------------------------ helpers
 def _groups(keys: NDArray[Any]) -> tuple[NDArray[Any], IntArray]:
-    """Distinct rows of a 2-d integer key matrix (sorted) and the group index of every row.
-
-    Columns are folded into one mixed-radix integer code (compacted when it would
-    overflow), then ranked by a presence table (dense codes) or one ``np.unique``: much
-    faster than ``np.unique(axis=0)``, which sorts
-    rows as structured records. Group order is the lexicographic order of the rows."""
+    """Distinct rows of a 2-d integer key matrix (as int64, in the rows' lexicographic order) and the group index of
+    every row (:func:`onlineeval.rows.distinct_rows`)."""
     keys = np.asarray(keys, dtype=np.int64)
-    code = np.zeros(keys.shape[0], dtype=np.int64)
-    radix = 1
-    for col in range(keys.shape[1]):  # loop over columns (slots), not rows
-        column = keys[:, col]
-        lo = int(column.min()) if column.size else 0
-        span = int(column.max()) - lo + 1 if column.size else 1
-        if span > 2**31:  # sparse huge ids: dense codes first
-            _, column = np.unique(column, return_inverse=True)
-            column, lo = column.reshape(-1), 0
-            span = int(column.max()) + 1
-        if radix * span >= 2**62:  # compact before the mixed-radix code could overflow
-            _, code = np.unique(code, return_inverse=True)
-            code = code.reshape(-1)
-            radix = int(code.max()) + 1
-        code = code * span + (column - lo)
-        radix *= span
-    if radix <= max(4 * code.size, 1 << 20):  # dense range: rank by a presence table, no sort
-        present = np.zeros(radix, dtype=bool)
-        present[code] = True
-        code = (np.cumsum(present) - 1)[code]
-    else:
-        _, code = np.unique(code, return_inverse=True)
-        code = code.reshape(-1)
-    first = np.zeros(int(code.max()) + 1 if code.size else 0, dtype=np.int64)
-    first[code[::-1]] = np.arange(code.size - 1, -1, -1)
+    first, code = distinct_rows(keys)
     return keys[first], code
 
 
