@@ -263,3 +263,24 @@ def test_aa_multileaving_design_rows_are_exact_ties() -> None:
     for r in aa:
         assert (r["estimate"], r["se"], r["pvalue"]) == (0.0, 0.0, 1.0), r
     assert any(r["estimate"] != 0.0 for r in rows if not r["aa"])  # the real rankers do differ
+
+
+def test_win_difference_shortcuts_equal_the_programme_bit_for_bit() -> None:
+    """pairwise_win_difference computes impressions with one click as qi - qj and without a click as 0, running its
+    dynamic programme on the others: the programme's own numbers on every row (the previous code), bit for bit,
+    with ties (qi == qj: an A/A test's exact zeros) and zero probabilities among them."""
+    from onlineeval.interleaving.probabilistic import _win_difference_dp, pairwise_win_difference
+
+    rng = np.random.default_rng(5)
+    n, k = 4000, 10
+    qi = rng.random((n, k))
+    qj = (1.0 - qi) * rng.random((n, k))
+    qi[::11, :3] = 0.0
+    qj[::7] = qi[::7]  # A/A rows: exactly 0
+    clicks = rng.random((n, k)) < rng.choice([0.02, 0.1, 0.4], size=(n, 1))
+    got = pairwise_win_difference(qi, qj, clicks)
+    want = _win_difference_dp(qi, qj, clicks)
+    assert got.tobytes() == want.tobytes()
+    count = clicks.sum(axis=1)
+    assert (count == 0).sum() > 100 and (count == 1).sum() > 100 and (count > 1).sum() > 100
+    assert (got[::7] == 0.0).all()

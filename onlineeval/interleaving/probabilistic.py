@@ -173,6 +173,24 @@ def pairwise_win_difference(qi: NDArray[np.float64], qj: NDArray[np.float64],
         ``(n, k)`` bool.
     """
     n, k = clicks.shape
+    out = np.zeros(n, dtype=np.float64)
+    count = clicks.sum(axis=1)
+    # one click: the programme's one step leaves P(D = 1) = qi and P(D = -1) = qj, and the sum below is 0.0 + (qi -
+    # qj) plus zeros, so that is computed directly (the same bits); no click: 0. The programme runs on the others.
+    one = np.flatnonzero(count == 1)
+    if one.size:
+        slot = clicks[one].argmax(axis=1)
+        out[one] = 0.0 + (qi[one, slot] - qj[one, slot])
+    many = np.flatnonzero(count > 1)
+    if many.size:
+        out[many] = _win_difference_dp(qi[many], qj[many], clicks[many])
+    return out
+
+
+def _win_difference_dp(qi: NDArray[np.float64], qj: NDArray[np.float64], clicks: NDArray[np.bool_]
+                       ) -> NDArray[np.float64]:
+    """:func:`pairwise_win_difference`'s dynamic programme over every row."""
+    n, k = clicks.shape
     width = 2 * k + 1
     dist = np.zeros((n, width + 2), dtype=np.float64)   # one zero guard column each side
     dist[:, k + 1] = 1.0
