@@ -80,3 +80,64 @@ def test_grouped_interleavers_equal_impression_by_impression(method: str, m: int
     assert np.array_equal(s1, s2) and np.array_equal(t1, t2) and np.array_equal(p1, p2)
     assert e1.tobytes() == e2.tobytes() and g1 == g2
     assert (s1 >= 0).sum() > 1000 and np.abs(e1).sum() > 0
+
+
+def _previous_probabilistic_interleave(il, rankings, rng, length):  # noqa: ANN001, ANN202
+    """Probabilistic interleaving's draw before the distinct rows and the compacted candidates (commit a264700):
+    every impression's whole universe of candidates, repeats included (weight 0), as the reference."""
+    from onlineeval.interleaving.probabilistic import _universe, softmax_weights
+
+    m, n, _ = rankings.shape
+    cat, keep = _universe(rankings)
+    cat = np.where(keep, cat, -1)
+    w = softmax_weights(cat, rankings, il.tau)
+    remaining = keep.copy()
+    shown = np.full((n, length), -1, dtype=np.int32)
+    team = np.full((n, length), -1, dtype=np.int8)
+    rows = np.arange(n)
+    chooser = rng.integers(0, m, size=(length, n), dtype=np.int8)
+    uniform = rng.random((length, n))
+    for j in range(length):
+        a = chooser[j]
+        probs = w[a, rows] * remaining
+        cum = np.cumsum(probs, axis=1)
+        tot = cum[:, -1]
+        live = tot > 0
+        if not live.any():
+            break
+        idx = (cum <= (uniform[j] * tot)[:, None]).sum(axis=1)
+        idx = np.minimum(idx, cum.shape[1] - 1)
+        bad = live & ~(probs[rows, idx] > 0)
+        if bad.any():
+            pos = probs[bad] > 0
+            idx[bad] = pos.shape[1] - 1 - pos[:, ::-1].argmax(axis=1)
+        doc = np.where(live, cat[rows, idx], -1)
+        shown[:, j] = doc
+        team[:, j] = np.where(live, a, -1)
+        remaining[rows[live], idx[live]] = False
+    return shown, team
+
+
+@pytest.mark.parametrize(("m", "docs", "length", "tau"), [(2, 12, 6, 3.0), (3, 9, 8, 3.0), (4, 30, 10, 1.0),
+                                                          (2, 6, 10, 3.0), (3, 12, 6, 400.0)])
+def test_probabilistic_draw_equals_the_previous_code(m: int, docs: int, length: int, tau: float) -> None:
+    """The draw over the distinct rows' compacted candidates against the previous per-impression draw over every
+    candidate column (repeats across the lists, short lists with empty slots, lists that run out before the slots
+    do, a temperature whose far ranks' weights underflow to 0): the same shown lists and teams, bit for bit, and the
+    same generator state after."""
+    from onlineeval.interleaving import get_interleaver
+    from onlineeval.interleaving.base import stack_rankings
+
+    il = get_interleaver("probabilistic", tau=tau)
+    rng = np.random.default_rng(docs)
+    depth = min(8, docs)
+    lists = [rng.permuted(np.tile(np.arange(docs), (25, 1)), axis=1)[:, :depth].astype(np.int32) for _ in range(m)]
+    lists[0][::3, depth // 2:] = -1
+    query = rng.integers(0, 25, 900)
+    stacked = stack_rankings([x[query] for x in lists], min_rankers=2)
+    g1, g2 = np.random.default_rng(1), np.random.default_rng(1)
+    got = il._interleave(stacked, g1, length)
+    want = _previous_probabilistic_interleave(il, stacked, g2, length)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert g1.bit_generator.state == g2.bit_generator.state
+    assert (got[0] >= 0).sum() > 2000

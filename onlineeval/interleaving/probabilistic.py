@@ -254,6 +254,13 @@ class Probabilistic(Interleaver):
         m, n, _ = rankings.shape
         distinct, code = _distinct(rankings)
         cat, keep = _universe(distinct)
+        if keep.size:
+            # the candidates first, in their order, the repeats (weight 0) dropped: each slot's cumulative weights
+            # and the candidate drawn are the same (adding +0.0 leaves a running sum as it is), over fewer columns
+            order = np.argsort(~keep, axis=1, kind="stable")
+            width = max(int(keep.sum(axis=1).max()), 1)
+            cat = np.take_along_axis(cat, order, axis=1)[:, :width]
+            keep = np.take_along_axis(keep, order, axis=1)[:, :width]
         cat = np.where(keep, cat, -1)
         w = softmax_weights(cat, distinct, self.tau)[:, code]         # (m, n, W)
         cat, remaining = cat[code], keep[code]
