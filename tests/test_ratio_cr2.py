@@ -225,14 +225,16 @@ def test_intra_user_correlation_is_the_one_way_anovas() -> None:
         textbook, rel=1e-9)
     # no user with two impressions: no information, 0 (the independent working model)
     assert intra_user_correlation([1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, 0.0, 1.0]) == 0.0
-    # the groups' labels do not matter (strings, codes with gaps, booleans), nor users without impressions, nor
-    # check=False (the designs' call: the same number without the input checks)
-    for labels in (np.where(arm == 1, "B", "A"), arm * 7 + 3, arm.astype(bool), arm.astype(np.int8)):
+    # the groups' labels do not matter (strings, codes with gaps, negative codes, booleans), nor users without
+    # impressions; intra_user_correlation_values (the designs' call, on codes) is the same number
+    from onlineeval.stats.small_sample import intra_user_correlation_values
+
+    for labels in (np.where(arm == 1, "B", "A"), arm * 7 + 3, -5 * arm, arm.astype(bool), arm.astype(np.int8)):
         assert intra_user_correlation(x, n.astype(float), q, groups=labels) == pytest.approx(want, rel=1e-9)
-        assert intra_user_correlation(x, n.astype(float), q, groups=labels, check=False) == got
+    assert intra_user_correlation_values(x, n.astype(float), q, arm.astype(np.int8)) == got
     padded = [np.r_[v, 0.0, v[:2] * 0] for v in (x, n.astype(float), q)]
     assert intra_user_correlation(*padded, groups=np.r_[arm, 1, 0, 5]) == pytest.approx(want, rel=1e-9)
-    assert intra_user_correlation(*padded, groups=np.r_[arm, 1, 0, 5], check=False) == pytest.approx(want, rel=1e-9)
+    assert intra_user_correlation_values(*padded, np.r_[arm, 1, 0, 5]) == pytest.approx(want, rel=1e-9)
 
 
 def _two_type_coverage(users: int, sigma: float, two_types: bool, reps: int, seed: int) -> tuple[float, float]:

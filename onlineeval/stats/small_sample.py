@@ -75,8 +75,8 @@ from numpy.typing import ArrayLike, NDArray
 from onlineeval.errors import InputError
 from onlineeval.stats._checks import check_alpha
 
-__all__ = ["cr2_arm", "intra_user_correlation", "ratio_diff_cr2", "ratio_diff_cr2_values", "ratio_mean_cr2",
-           "ratio_mean_cr2_values"]
+__all__ = ["cr2_arm", "intra_user_correlation", "intra_user_correlation_values", "ratio_diff_cr2",
+           "ratio_diff_cr2_values", "ratio_mean_cr2", "ratio_mean_cr2_values"]
 
 #: :attr:`onlineeval.stats.Estimate.method` of :func:`ratio_diff_cr2`
 METHOD = "delta-cr2-t"
@@ -127,8 +127,8 @@ def _traces(y: NDArray[np.float64], p: NDArray[np.float64], keep: NDArray[np.flo
     return tr, tr2
 
 
-def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, groups: ArrayLike | None = None,
-                           *, check: bool = True) -> float:
+def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, groups: ArrayLike | None = None
+                           ) -> float:
     r"""The correlation of a user's impressions (the intraclass correlation of the per-impression values, users as
     classes), by one-way analysis of variance from per-user sums: ``num`` the sum of a user's values, ``den`` their
     number (each impression's denominator 1: queries, comparisons), ``num_sq`` the sum of their squares; ``groups``
@@ -145,9 +145,7 @@ def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, gr
     information on it (no user with two impressions, or fewer users than two per group). The working model of
     :func:`ratio_diff_cr2` / :func:`ratio_mean_cr2`'s degrees of freedom (``icc``): under users whose own rates
     differ (a mixture of user types) independent impressions overstate the degrees of freedom.
-
-    ``check=False`` skips the checks below, for callers whose sums are float64 arrays valid by construction (the
-    simulator's designs, which call it at every checkpoint and look): the same number.
+    :func:`intra_user_correlation_values` is the same number on trusted arrays.
 
     Raises
     ------
@@ -158,28 +156,34 @@ def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, gr
     x = np.asarray(num, dtype=np.float64).ravel()
     y = np.asarray(den, dtype=np.float64).ravel()
     q = np.asarray(num_sq, dtype=np.float64).ravel()
-    g = None if groups is None else _group_codes(groups)
-    if check:
-        n_groups = x.size if g is None else g.size
-        if not (x.size == y.size == q.size == n_groups):
-            raise InputError(f"num, den, num_sq and groups must have one value per user each; got {x.size}, "
-                             f"{y.size}, {q.size} and {n_groups}")
-        if not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(q).all()):
-            raise InputError("num, den and num_sq must be finite")
-        if (y < 0).any() or (q < 0).any():
-            raise InputError("den and num_sq must be >= 0 (counts of impressions, sums of squares)")
+    codes = None if groups is None else _group_codes(groups)
+    n_labels = x.size if codes is None else codes.size
+    if not (x.size == y.size == q.size == n_labels):
+        raise InputError(f"num, den, num_sq and groups must have one value per user each; got {x.size}, {y.size}, "
+                         f"{q.size} and {n_labels}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(q).all()):
+        raise InputError("num, den and num_sq must be finite")
+    if (y < 0).any() or (q < 0).any():
+        raise InputError("den and num_sq must be >= 0 (counts of impressions, sums of squares)")
+    on = np.flatnonzero(y > 0)
+    short = q[on] < x[on] * x[on] / y[on] * (1.0 - 1e-9) - 1e-12
+    if short.any():
+        raise InputError(f"num_sq: user {int(on[np.flatnonzero(short)[0]])}'s sum of squares is below its sum's "
+                         "square over its count, so it is not the sum of the squares of the same values")
+    return intra_user_correlation_values(x, y, q, codes)
+
+
+def intra_user_correlation_values(num: NDArray[np.float64], den: NDArray[np.float64], num_sq: NDArray[np.float64],
+                                  groups: NDArray[np.integer] | None = None) -> float:
+    """:func:`intra_user_correlation` on trusted 1-d float64 arrays (nothing checked), ``groups`` None (one group) or
+    non-negative integer codes (a group's users share its code): the simulator's designs, at every checkpoint and
+    per-batch look."""
+    x, y, q, g = num, den, num_sq, groups
     on = y > 0
     if not on.all():  # users without impressions carry nothing
         x, y, q = x[on], y[on], q[on]
         g = None if g is None else g[on]
     between = x * x / y  # each user's share of the between-users sum of squares
-    within = q - between  # each user's within sum of squares (>= 0 up to rounding)
-    if check:
-        short = within < -(between * 1e-9 + 1e-12)
-        if short.any():
-            i = int(np.flatnonzero(on)[np.flatnonzero(short)[0]])
-            raise InputError(f"num_sq: user {i}'s sum of squares is below its sum's square over its count, so it is "
-                             "not the sum of the squares of the same values")
     m, n_total = x.size, float(y.sum())
     if g is None:  # one group
         n_groups = 1 if m else 0
@@ -195,7 +199,7 @@ def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, gr
         return 0.0
     ssb = float(between.sum()) - float((gx * gx / gy).sum())
     n0_sum = float((gyy / gy).sum())
-    msb, msw = ssb / df_b, max(float(within.sum()), 0.0) / df_w
+    msb, msw = ssb / df_b, max(float((q - between).sum()), 0.0) / df_w
     n0 = (n_total - n0_sum) / df_b
     den_rho = msb + (n0 - 1.0) * msw
     if not den_rho > 0:
@@ -203,13 +207,15 @@ def intra_user_correlation(num: ArrayLike, den: ArrayLike, num_sq: ArrayLike, gr
     return float(min(1.0, max(0.0, (msb - msw) / den_rho)))
 
 
-def _group_codes(groups: ArrayLike) -> np.ndarray:
-    """Non-negative integer codes of ``groups`` (equal labels, equal codes): small non-negative integers (or
-    booleans) as they are, other labels by their sorted unique values."""
+def _group_codes(groups: ArrayLike) -> NDArray[np.int64]:
+    """Non-negative integer codes of ``groups`` (equal labels, equal codes): integer labels (and booleans) by
+    :func:`onlineeval.rows.distinct_rows`, others by their sorted unique values."""
     a = np.asarray(groups).ravel()
-    if a.dtype.kind in "biu" and (a.size == 0 or (int(a.min()) >= 0 and int(a.max()) <= 4 * a.size + 64)):
-        return a.astype(np.intp)
-    return np.unique(a, return_inverse=True)[1].ravel().astype(np.intp)
+    if a.dtype.kind in "biu":
+        from onlineeval.rows import distinct_rows
+
+        return distinct_rows(a.astype(np.int64)[:, None])[1]
+    return np.unique(a, return_inverse=True)[1].ravel().astype(np.int64)
 
 
 def _check_icc(icc: float) -> float:

@@ -419,7 +419,7 @@ class ABDesign(Design):
         """``test: delta_t``: the correlation of a user's impressions of ``metric`` among the arms' users (the arms
         as fixed effects; :func:`onlineeval.stats.intra_user_correlation` of the sums, counts and sums of squares),
         under which its df are computed."""
-        from onlineeval.stats.small_sample import intra_user_correlation
+        from onlineeval.stats.small_sample import intra_user_correlation_values
 
         assert self.squares is not None
         key = METRICS[metric]
@@ -427,7 +427,7 @@ class ABDesign(Design):
         num = self.sums[key].take(users)
         square = num if key == "abandoned" else self.squares[key].take(users)
         groups = np.concatenate([np.zeros(users_a.size, dtype=np.int8), np.ones(users_b.size, dtype=np.int8)])
-        return intra_user_correlation(num, self.sums["impressions"].take(users), square, groups=groups, check=False)
+        return intra_user_correlation_values(num, self.sums["impressions"].take(users), square, groups)
 
     def metric_names(self) -> list[str]:
         carried = [_METRIC_OF[k] for k in self.accumulators]

@@ -596,12 +596,12 @@ class InterleavingDesign(Design):
             from onlineeval.stats.small_sample import ratio_mean_cr2_values
             from simulations.designs.base import TValues
 
-            from onlineeval.stats.small_sample import intra_user_correlation
+            from onlineeval.stats.small_sample import intra_user_correlation_values
 
             out = {}
             for name, (metric, _, _) in zip(self.metric_names(), self.pairs, strict=True):
                 num = sums[f"num:{metric}"]
-                icc = intra_user_correlation(num, sums["compared"], sums[f"sq:{metric}"], check=False)
+                icc = intra_user_correlation_values(num, sums["compared"], sums[f"sq:{metric}"])
                 vals, df = ratio_mean_cr2_values(num, sums["compared"], alpha=self.alpha, icc=icc)
                 out[name] = TValues(*vals, df)
             return out
