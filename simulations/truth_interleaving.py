@@ -101,21 +101,17 @@ def interleaving_truth(
     for lo in range(0, n, TRUTH_CHUNK):
         m = min(TRUTH_CHUNK, n - lo)
         q = draw(rng.random(m))
-        if step is not None and step(q, draw, rng, num[lo : lo + m], den[lo : lo + m]):
-            num[lo : lo + m][same[q]] = 0.0  # the pair's two lists the same: its expected outcome is exactly 0
-            if tick is not None:
-                tick(m)
-            continue
-        shown = il.interleave([r[q] for r in lists], rng, length=world.depth)
-        if null_labels is not None:
-            ranking = np.asarray(shown.ranking)  # slots the interleaved list leaves empty stay empty
-            labels = np.where(ranking >= 0, null_labels[draw(rng.random(m))], -1).astype(np.int8)
-        else:
-            labels = shown_labels(world.labels, q, np.asarray(shown.ranking))
-        clicks = users.sample(labels, users.draw_types(m, rng), rng)
-        num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0
+        if step is None or not step(q, draw, rng, num[lo : lo + m], den[lo : lo + m]):
+            shown = il.interleave([r[q] for r in lists], rng, length=world.depth)
+            if null_labels is not None:
+                ranking = np.asarray(shown.ranking)  # slots the interleaved list leaves empty stay empty
+                labels = np.where(ranking >= 0, null_labels[draw(rng.random(m))], -1).astype(np.int8)
+            else:
+                labels = shown_labels(world.labels, q, np.asarray(shown.ranking))
+            clicks = users.sample(labels, users.draw_types(m, rng), rng)
+            num[lo : lo + m] = pair_outcomes(il, shown, clicks, len(lists)) / 2.0
+            den[lo : lo + m] = clicks.any(axis=1)
         num[lo : lo + m][same[q]] = 0.0  # the pair's two lists the same: its expected outcome is exactly 0
-        den[lo : lo + m] = clicks.any(axis=1)
         if tick is not None:
             tick(m)
     out = []

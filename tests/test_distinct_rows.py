@@ -84,47 +84,22 @@ def test_grouped_interleavers_equal_impression_by_impression(method: str, m: int
 
 def _previous_probabilistic_interleave(il, rankings, rng, length):  # noqa: ANN001, ANN202
     """Probabilistic interleaving's draw before the distinct rows and the compacted candidates (commit a264700):
-    every impression's whole universe of candidates, repeats included (weight 0), as the reference."""
-    from onlineeval.interleaving.probabilistic import _universe, softmax_weights
+    every impression's whole universe of candidates, repeats included (weight 0), drawn by the same slot-by-slot
+    loop (``_draw``, which the change left as it was), as the reference."""
+    from onlineeval.interleaving.probabilistic import _draw, _universe, softmax_weights
 
-    m, n, _ = rankings.shape
     cat, keep = _universe(rankings)
     cat = np.where(keep, cat, -1)
-    w = softmax_weights(cat, rankings, il.tau)
-    remaining = keep.copy()
-    shown = np.full((n, length), -1, dtype=np.int32)
-    team = np.full((n, length), -1, dtype=np.int8)
-    rows = np.arange(n)
-    chooser = rng.integers(0, m, size=(length, n), dtype=np.int8)
-    uniform = rng.random((length, n))
-    for j in range(length):
-        a = chooser[j]
-        probs = w[a, rows] * remaining
-        cum = np.cumsum(probs, axis=1)
-        tot = cum[:, -1]
-        live = tot > 0
-        if not live.any():
-            break
-        idx = (cum <= (uniform[j] * tot)[:, None]).sum(axis=1)
-        idx = np.minimum(idx, cum.shape[1] - 1)
-        bad = live & ~(probs[rows, idx] > 0)
-        if bad.any():
-            pos = probs[bad] > 0
-            idx[bad] = pos.shape[1] - 1 - pos[:, ::-1].argmax(axis=1)
-        doc = np.where(live, cat[rows, idx], -1)
-        shown[:, j] = doc
-        team[:, j] = np.where(live, a, -1)
-        remaining[rows[live], idx[live]] = False
-    return shown, team
+    return _draw(cat, keep.copy(), softmax_weights(cat, rankings, il.tau), rng, length)
 
 
 @pytest.mark.parametrize(("m", "docs", "length", "tau"), [(2, 12, 6, 3.0), (3, 9, 8, 3.0), (4, 30, 10, 1.0),
                                                           (2, 6, 10, 3.0), (3, 12, 6, 400.0)])
 def test_probabilistic_draw_equals_the_previous_code(m: int, docs: int, length: int, tau: float) -> None:
     """The draw over the distinct rows' compacted candidates against the previous per-impression draw over every
-    candidate column (repeats across the lists, short lists with empty slots, lists that run out before the slots
-    do, a temperature whose far ranks' weights underflow to 0): the same shown lists and teams, bit for bit, and the
-    same generator state after."""
+    candidate column (the same loop on the previous candidates and weights), with repeats across the lists, short
+    lists with empty slots, lists that run out before the slots do, and a temperature whose far ranks' weights
+    underflow to 0: the same shown lists and teams, bit for bit, and the same generator state after."""
     from onlineeval.interleaving import get_interleaver
     from onlineeval.interleaving.base import stack_rankings
 

@@ -215,6 +215,40 @@ def _win_difference_dp(qi: NDArray[np.float64], qj: NDArray[np.float64], clicks:
     return out
 
 
+def _draw(cat: NDArray[np.int32], remaining: NDArray[np.bool_], w: NDArray[np.float64], rng: np.random.Generator,
+          length: int) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+    """``(shown, team)``: ``length`` slots drawn for each impression from its candidates ``cat`` ``(n, W)`` (``-1``:
+    none) not yet drawn (``remaining``, updated) with the rankers' softmax weights ``w`` ``(m, n, W)``: at each slot
+    a ranker drawn uniformly, then one of its remaining candidates by weight (:meth:`Probabilistic._interleave`)."""
+    m, n, _ = w.shape
+    shown = np.full((n, length), -1, dtype=np.int32)
+    team = np.full((n, length), -1, dtype=np.int8)
+    rows = np.arange(n)
+    chooser = rng.integers(0, m, size=(length, n), dtype=np.int8)
+    uniform = rng.random((length, n))
+    for j in range(length):
+        a = chooser[j]
+        probs = w[a, rows] * remaining
+        cum = np.cumsum(probs, axis=1)
+        tot = cum[:, -1]
+        live = tot > 0
+        if not live.any():
+            break
+        # first index whose cumulative weight exceeds u * total (zero-weight entries are skipped)
+        idx = (cum <= (uniform[j] * tot)[:, None]).sum(axis=1)
+        idx = np.minimum(idx, cum.shape[1] - 1)
+        # u * total rounded up to the total: take the last candidate with positive weight
+        bad = live & ~(probs[rows, idx] > 0)
+        if bad.any():
+            pos = probs[bad] > 0
+            idx[bad] = pos.shape[1] - 1 - pos[:, ::-1].argmax(axis=1)
+        doc = np.where(live, cat[rows, idx], -1)
+        shown[:, j] = doc
+        team[:, j] = np.where(live, a, -1)
+        remaining[rows[live], idx[live]] = False
+    return shown, team
+
+
 @register_interleaver
 class Probabilistic(Interleaver):
     """Probabilistic interleaving (two rankers) or multileaving (more), exact marginalised outcome.
@@ -251,7 +285,6 @@ class Probabilistic(Interleaver):
 
     def _interleave(self, rankings: NDArray[np.int32], rng: np.random.Generator,
                     length: int) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
-        m, n, _ = rankings.shape
         distinct, code = _distinct(rankings)
         cat, keep = _universe(distinct)
         if keep.size:
@@ -263,33 +296,7 @@ class Probabilistic(Interleaver):
             keep = np.take_along_axis(keep, order, axis=1)[:, :width]
         cat = np.where(keep, cat, -1)
         w = softmax_weights(cat, distinct, self.tau)[:, code]         # (m, n, W)
-        cat, remaining = cat[code], keep[code]
-        shown = np.full((n, length), -1, dtype=np.int32)
-        team = np.full((n, length), -1, dtype=np.int8)
-        rows = np.arange(n)
-        chooser = rng.integers(0, m, size=(length, n), dtype=np.int8)
-        uniform = rng.random((length, n))
-        for j in range(length):
-            a = chooser[j]
-            probs = w[a, rows] * remaining
-            cum = np.cumsum(probs, axis=1)
-            tot = cum[:, -1]
-            live = tot > 0
-            if not live.any():
-                break
-            # first index whose cumulative weight exceeds u * total (zero-weight entries are skipped)
-            idx = (cum <= (uniform[j] * tot)[:, None]).sum(axis=1)
-            idx = np.minimum(idx, cum.shape[1] - 1)
-            # u * total rounded up to the total: take the last candidate with positive weight
-            bad = live & ~(probs[rows, idx] > 0)
-            if bad.any():
-                pos = probs[bad] > 0
-                idx[bad] = pos.shape[1] - 1 - pos[:, ::-1].argmax(axis=1)
-            doc = np.where(live, cat[rows, idx], -1)
-            shown[:, j] = doc
-            team[:, j] = np.where(live, a, -1)
-            remaining[rows[live], idx[live]] = False
-        return shown, team
+        return _draw(cat[code], keep[code], w, rng, length)
 
     def _credit(self, result: InterleavingResult, clicks: NDArray[np.bool_]) -> NDArray[np.float64]:
         q = slot_posteriors(result, self.tau)                         # (n, k, m)
