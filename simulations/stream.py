@@ -69,8 +69,8 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: there (no t), not the delta method's df.
 #: 17 (2026-12-07): A/B and interleaving designs with ``test: delta_t`` compute their df under the estimated
 #: intra-user correlation of the per-impression values (:func:`onlineeval.stats.intra_user_correlation`), not under
-#: independent impressions: their intervals and p-values change (estimates and SEs do not; such designs now take
-#: the NumPy batch step, which gives the compiled one's numbers, to add the values' squares), no random stream.
+#: independent impressions: their intervals and p-values change (estimates and SEs do not: the batch steps add up
+#: the values' squares besides, the compiled and the NumPy one alike), no random stream.
 STREAM_VERSION = 17
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's

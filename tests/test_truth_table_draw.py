@@ -23,7 +23,6 @@ TYPES = {
     "inf": {"name": "cascade", "preset": "informational"},
     "pbm": {"name": "pbm", "examination": [1.0, 0.7, 0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.1, 0.1],
             "click": [0.05, 0.3, 0.5, 0.7, 0.95]},
-    "ubm": {"name": "cascade", "preset": "navigational"},  # (replaced by UBM's example in the test that uses it)
     "dbn": {"name": "dbn", "click": [0.1, 0.3, 0.5, 0.7, 0.9], "satisfaction": [0.05, 0.2, 0.4, 0.6, 0.8],
             "gamma": 0.8},
 }
@@ -113,16 +112,14 @@ def test_the_table_draw_with_empty_slots(method: str, tmp_path: Path, monkeypatc
     assert [(t.metric, t.value, t.se) for t in fast] == [(t.metric, t.value, t.se) for t in slow]
 
 
-@pytest.mark.parametrize(("method", "types"), [("probabilistic", ("nav", "inf")), ("team_draft", ("nav", "ubm")),
-                                               ("balanced", ("nav", "ubm"))])
-def test_other_designs_keep_the_interleavers_draw(method: str, types: tuple[str, ...]) -> None:
-    """Probabilistic interleaving has no draw table; UBM users no grade tables: no table step."""
+@pytest.mark.parametrize(("method", "ubm"), [("probabilistic", False), ("team_draft", True), ("balanced", True)])
+def test_other_designs_keep_the_interleavers_draw(method: str, ubm: bool) -> None:
+    """Probabilistic interleaving has no draw table; UBM users (the second type) no grade tables: no table step."""
+    import clickmodels
     from simulations.designs.interleaving import shared_interleaver
 
-    import clickmodels
-
-    mapping = _mapping(method, types, depth=6)
-    if "ubm" in types:
+    mapping = _mapping(method, ("nav", "inf"), depth=6)
+    if ubm:
         mapping["users"]["types"][1]["click_model"] = clickmodels.UBM.example_spec
     config = config_from_mapping(mapping)
     world = build_world(config, world_seed(config.seed))
@@ -131,3 +128,6 @@ def test_other_designs_keep_the_interleavers_draw(method: str, types: tuple[str,
     lists = [world.rankings["A"], world.rankings["B"]]
     assert ti._table_step(il, lists, world, users, None) is None
     assert ti._table_step(il, lists, world, users, world.ranked_labels("A")) is None
+    if ubm:  # the same world with grade-table users: the table step
+        plain = UserModels.from_config(config_from_mapping(_mapping(method, ("nav", "inf"), depth=6)).users)
+        assert ti._table_step(il, lists, world, plain, None) is not None
