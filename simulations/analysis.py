@@ -6,9 +6,10 @@ For each design and metric, at every daily checkpoint over the R replicates:
   the effect with the sign of the true effect; ``rejection_rate``: rejections either way;
 - ``analytic_power``: the normal-approximation power for the true effect and the mean
   standard error at that checkpoint, counted like ``power`` (rejections with the effect's
-  sign): :math:`\\Phi(|\\delta|/se - q)`, :math:`q = z_{1-\\alpha/2}`, or the t critical value of the rows'
-  median degrees of freedom where they are t rows (the counterfactual design's differences, ``test: welch``
-  and ``delta_t``) and the mean SE is the measure (z where the replicates' SD stands in for it);
+  sign): :math:`\\Phi(|\\delta|/se - z_{1-\\alpha/2})`, or where the rows are t rows (the counterfactual
+  design's differences, ``test: welch`` and ``delta_t``) and the mean SE is the measure the noncentral t's
+  :math:`P(T > t_{df}(1-\\alpha/2))` of noncentrality :math:`|\\delta|/se` at their median degrees of freedom
+  (:func:`~simulations.analysis_sizes.t_power`; z where the replicates' SD stands in for the SE);
 - the mean estimate, its spread across replicates, the mean standard error, CI coverage
   of the true value, users and impressions;
 - for A/A variants, the false-positive rate with its exact binomial 99% band around alpha;
@@ -22,8 +23,9 @@ Sample size: the first day from which the simulated power stays at or above the 
 analytic extrapolation from :math:`se^2(N) = a/N + b` fitted to the daily checkpoints
 (:class:`VarianceModel`; returning users give the standard error a floor ``b``):
 :math:`N_{req} = a / ((|\\delta| / (z_{1-\\alpha/2} + z_{power}))^2 - b)`, or "not
-reachable" when the floor is above the target. Between designs: the ratio of required
-impressions to the first design's, and the efficiency at equal traffic, the ratio of
+reachable" when the floor is above the target; for t rows the t-test's size at the days' degrees of
+freedom along N (:class:`~simulations.analysis_sizes.DfModel`), the power the analytic column takes. Between
+designs: the ratio of required impressions to the first design's, and the efficiency at equal traffic, the ratio of
 :math:`(\\delta / se)^2` on the last simulated day (the two differ when the reference's
 standard error has a floor); biased designs are listed apart.
 
@@ -124,8 +126,10 @@ from simulations.analysis_sizes import (
     SIZE_BOOTSTRAP,
     UNSTABLE_FLOOR_RATIO,
     UNSTABLE_REL_SE,
+    DfModel,
     SizeRefits,
     VarianceModel,
+    df_model,
     expected_distinct_users,
     extrapolation_factor,
     is_extrapolated,
@@ -138,6 +142,7 @@ from simulations.analysis_sizes import (
     size_seed,
     size_uncertainty,
     spread_text,
+    t_power,
     target_variance,
     variance_model,
 )
@@ -165,7 +170,8 @@ __all__ = ["analyse", "curves", "improvement_sign", "expected_distinct_users", "
            "TRUTH_MC_SE", "TRUTH_MC_SHARE", "truth_world_se", "MONTE_CARLO_WORLD_NOTE", "NULL_RATE_FAMILY_LEVEL",
            "NULL_DETECTABLE_POWER", "t_noncentrality", "RATIO_UNCERTAIN_REL_SE", "information_rel_se", "ratio_rel_se",
            "ratio_interval", "indistinguishable", "INDISTINGUISHABLE_RULE", "null_bias_rules", "multileaving_summary",
-           "pairwise_error_rates", "ranker_online_values", "MULTILEAVING_ORDER_METRIC"]
+           "pairwise_error_rates", "ranker_online_values", "MULTILEAVING_ORDER_METRIC", "DfModel", "df_model",
+           "t_power"]
 
 
 def _small_se_entries(rows: pd.DataFrame, held: dict[tuple[str, str], Any],
@@ -261,13 +267,15 @@ def analyse(
         # the SE the sizes assume: the replicates' SD of the estimates where the reported SE is too small
         se_col = "sd_estimate" if by_sd else "mean_se"
         fit = variance_model(c["mean_impressions"].to_numpy(), c[se_col].to_numpy())
-        n_req = required_impressions(fit, t.value, alpha, target_power)
+        # t rows: the sizes are the t-test's at the days' df (those of the analytic power), not z's
+        dfm = None if by_sd else df_model(c["mean_impressions"].to_numpy(), c["df"].to_numpy())
+        n_req = required_impressions(fit, t.value, alpha, target_power, dfm)
         # the fit's own uncertainty: refits on bootstrap resamples of the replicates (seeded by the config)
         g = by_replicate[(design, metric)]
         wide_se, wide_n = replicate_arrays(g, sorted(c["day"]), "estimate" if by_sd else "se")
         refits[(design, metric)] = size_refits(wide_se, wide_n, t.value, t.se, size_seed(config.seed, design, metric),
                                                spread=by_sd)
-        size_unc = size_uncertainty(fit, refits[(design, metric)], t.value, alpha, target_power)
+        size_unc = size_uncertainty(fit, refits[(design, metric)], t.value, alpha, target_power, dfm)
         # review 4, F2: analytic days / simulated days; beyond EXTRAPOLATION_FLAG the size is model-dependent
         extrapolation = extrapolation_factor(n_req, queries_per_day, config.traffic.days)
         extrapolated = is_extrapolated(extrapolation)
@@ -315,6 +323,9 @@ def analyse(
             "impressions_at_target_power": None if at is None else float(at["mean_impressions"]),
             "users_at_target_power": None if at is None else float(at["mean_users"]),
             "variance_model": fit._asdict(),
+            # t rows: the df along the impressions the sizes take (DfModel: the days' median df, interpolated,
+            # the last day's held beyond); None for z rows
+            "df_model": None if dfm is None else {k: list(v) for k, v in dfm._asdict().items()},
             # no day has a measured SE (every replicate's SE undefined; or, sized from the replicates' SD, one
             # replicate): no power, days or size can be computed, and None below means that, not 'not reachable'
             "no_se": fit.points == 0,

@@ -19,6 +19,7 @@ from scipy import stats as sps
 
 from onlineeval.stats import binomial_band
 
+from simulations.analysis_sizes import t_power
 from simulations.runner import Truth
 
 
@@ -51,13 +52,16 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
         is_held = not aa and (design, metric) in held
         by_sd = is_held or (not aa and (design, metric) in (sd_power or ()))
         se_power = sd if by_sd else se_mean  # the SE the analytic power assumes
+        # the test the rows took: Student's t of their median degrees of freedom where they are t's, else z (from
+        # the replicates' SD: z, the normal power of a test whose SE were right, as the sizes take it)
+        df = math.inf if by_sd else _median_df(g)
         if t == 0:
             analytic = float(alpha)  # A/A: the rejection rate either way
         elif se_power > 0:
-            # rejections with the effect's sign, as the simulated power counts them, at the critical value of the
-            # test the rows took: Student's t of their median degrees of freedom where they are t's, else z (from
-            # the replicates' SD: z, the normal power of a test whose SE were right, as the sizes take it)
-            analytic = float(sps.norm.cdf(abs(t) / se_power - (z if by_sd else _critical(g, alpha, z))))
+            # rejections with the effect's sign, as the simulated power counts them: the normal power at z, the
+            # noncentral t's at t rows (the sizes' power: simulations.analysis_sizes.t_power)
+            analytic = (float(sps.norm.cdf(abs(t) / se_power - z)) if not math.isfinite(df)
+                        else float(t_power(abs(t) / se_power, df, alpha)))
         else:
             analytic = float("nan")
         power = float(np.mean(reject & sign_ok))
@@ -72,6 +76,8 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
                 "primary": bool(g["primary"].iloc[0]),
                 "day": int(day),
                 "replicates": r,
+                # the median df of the day's t rows (inf: z rows, or the analytic power from the replicates' SD)
+                "df": df,
                 "true_effect": t,
                 "power": power,
                 "power_se": math.sqrt(max(power * (1 - power), 1e-12) / r) if power == power else float("nan"),
@@ -97,17 +103,15 @@ def curves(rows: pd.DataFrame, truth: dict[tuple[str, str], Truth], alpha: float
     return pd.DataFrame(out)
 
 
-def _critical(g: pd.DataFrame, alpha: float, z: float) -> float:
-    """The two-sided critical value of a day's rows ``g``: ``t_df(1 - alpha/2)`` at the median of their finite
-    degrees of freedom (``df``: the counterfactual design's differences, ``test: welch`` and ``delta_t``), ``z``
-    where every row is a z row (``df`` inf) or none has an estimate."""
+def _median_df(g: pd.DataFrame) -> float:
+    """The degrees of freedom of a day's rows ``g``: the median of their finite ``df`` (the counterfactual design's
+    differences, ``test: welch`` and ``delta_t``) over the rows with an SE, ``inf`` where every row is a z row
+    (``df`` inf) or none has an SE."""
     if "df" not in g:
-        return z
+        return math.inf
     df = g["df"].to_numpy(dtype=np.float64)
     df = df[np.isfinite(df) & np.isfinite(g["se"].to_numpy(dtype=np.float64))]
-    if df.size == 0:
-        return z
-    return float(sps.t.ppf(1 - alpha / 2, float(np.median(df))))
+    return float(np.median(df)) if df.size else math.inf
 
 
 def _coverage_band(last: pd.Series, alpha: float, truth_se: float = 0.0) -> Any:

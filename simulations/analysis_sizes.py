@@ -3,7 +3,8 @@
 :class:`VarianceModel` fits :math:`se^2(N) = a/N + b` to the daily checkpoints (:func:`variance_model`; returning
 users give the standard error a floor ``b``); :func:`required_impressions` is the N with
 :math:`se(N) = |\\delta| / (z_{1-\\alpha/2} + z_{power})` (:func:`target_variance`), "not reachable" when the floor
-is above it, and :func:`expected_distinct_users` the users those impressions bring. The size's own uncertainty:
+is above it; for t rows the t-test's N (:class:`DfModel`, :func:`df_model`, :func:`t_power`), and
+:func:`expected_distinct_users` the users those impressions bring. The size's own uncertainty:
 the fit refitted on bootstrap resamples of the replicates (:func:`size_refits`, seeded by :func:`size_seed`, from
 :func:`replicate_arrays`), each refit's size (:func:`refit_sizes`) and their spread and 'unstable' flag
 (:func:`refit_spread`, :func:`size_uncertainty`, :func:`required_impressions_uncertainty`; near the floor the answer
@@ -22,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+from scipy.optimize import brentq
 
 
 def expected_distinct_users(impressions: float | np.ndarray, population: int, sigma: float) -> np.ndarray:
@@ -113,12 +115,121 @@ def _fit_rows(n: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     return a, b, points
 
 
-def required_impressions(fit: VarianceModel, effect: float, alpha: float, power: float) -> float:
+class DfModel(NamedTuple):
+    r"""The degrees of freedom of a design's t rows along the impressions: each day's median df (the t critical
+    value :func:`simulations.analysis_curves.curves` takes) at the day's mean impressions (:func:`df_model`).
+
+    :meth:`at` interpolates linearly between the days, holds the last day's df beyond it (a fixed population's df
+    stop growing; where new users keep arriving this is conservative) and scales the first day's in proportion
+    below it (every impression a new user: df grow with N there), never below 1 (the t's own limit: fewer
+    df are no test anyone runs, and scipy's noncentral t is not accurate there). The days' df are made
+    non-decreasing along N, so power grows with N and the size is one root: each day's is at most any later day's
+    (a running minimum from the last day; conservative where they fall, as a fixed population's clustered df do
+    when its users come back more often: tests/test_t_sizes.py)."""
+
+    impressions: tuple[float, ...]
+    df: tuple[float, ...]
+
+    def at(self, n: Any) -> Any:
+        """The df at ``n`` impressions (a number, or an array: elementwise)."""
+        x = np.asarray(self.impressions, dtype=np.float64)
+        d = np.asarray(self.df, dtype=np.float64)
+        n_ = np.asarray(n, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.maximum(np.where(n_ < x[0], d[0] * n_ / x[0], np.interp(n_, x, d)), 1.0)
+        return float(out) if np.ndim(out) == 0 else out
+
+    @property
+    def limit(self) -> float:
+        """The df as N grows without bound (the last day's: :meth:`at` holds it)."""
+        return float(self.df[-1])
+
+
+def df_model(impressions: Any, df: Any) -> DfModel | None:
+    """:class:`DfModel` of one series of checkpoints (``impressions`` and median ``df`` by day); ``None`` (the
+    z test's sizes) when no day has a finite positive df at positive impressions: z rows, or estimates sized
+    from the replicates' SD (whose analytic power takes z)."""
+    n = np.asarray(impressions, dtype=np.float64)
+    d = np.asarray(df, dtype=np.float64)
+    ok = np.isfinite(n) & (n > 0) & np.isfinite(d) & (d > 0)  # df below 1 are read as 1 (DfModel.at)
+    if not ok.any():
+        return None
+    order = np.argsort(n[ok], kind="stable")
+    n_ok, d_ok = n[ok][order], np.maximum(d[ok][order], 1.0)
+    d_ok = np.minimum.accumulate(d_ok[::-1])[::-1]  # no day's df above a later day's
+    return DfModel(tuple(float(v) for v in n_ok), tuple(float(v) for v in d_ok))
+
+
+def t_power(nc: Any, df: Any, alpha: float) -> Any:
+    r"""The power of a two-sided t-test at ``alpha`` with ``df`` degrees of freedom, counting rejections with the
+    effect's sign (as the simulated power counts them): :math:`P(T > t_{df}(1 - \alpha/2))` for a noncentral t
+    of noncentrality ``nc`` :math:`= |\delta| / se` (elementwise over arrays)."""
+    df_ = np.asarray(df, dtype=np.float64)
+    crit = sps.t.ppf(1 - alpha / 2, df_)
+    out = sps.nct.sf(crit, df_, np.asarray(nc, dtype=np.float64))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+#: geometric bisection steps of the t sizes (:func:`_t_sizes`): from a bracket of 10^15 to a relative 10^-17
+_T_SIZE_STEPS = 64
+#: doublings of the bracket's upper end before a size is taken as not reachable
+_T_SIZE_DOUBLINGS = 200
+
+
+def _t_sizes(a: np.ndarray, b: np.ndarray, effect: np.ndarray, alpha: float, power: float,
+             dfm: DfModel) -> np.ndarray:
+    r"""The impressions at which :func:`t_power` of :math:`|\delta| / se(N)` at :meth:`DfModel.at`\ (N) reaches
+    ``power``, for every ``(a, b, effect)`` (:math:`se(N)^2 = a/N + b`): the power grows with N (se falls, the df
+    do not), so the root is bracketed from the z size (doubled until the t power reaches the target) and found by
+    geometric bisection; ``inf`` where even the floor's limit (:math:`se = \sqrt b` at the last day's df) falls
+    short, the effect is 0 or ``a`` is not finite."""
+    a, b, eff = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
+                                    np.abs(np.asarray(effect, dtype=np.float64)))
+    out = np.full(a.shape, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = np.isfinite(a) & (a > 0) & np.isfinite(b) & (b >= 0) & (eff > 0)
+        nc_limit = np.where(b > 0, eff / np.sqrt(np.where(b > 0, b, 1.0)), np.inf)
+    finite_limit = ok & np.isfinite(nc_limit)  # b = 0: se falls to 0, every power is reached
+    ok &= ~finite_limit | (t_power(np.where(finite_limit, nc_limit, 0.0), dfm.limit, alpha) >= power)
+    if not ok.any():
+        return out
+    a_, b_, e_ = a[ok], b[ok], eff[ok]
+
+    def short(n: np.ndarray) -> np.ndarray:
+        return t_power(e_ / np.sqrt(a_ / n + b_), dfm.at(n), alpha) < power
+
+    z_target = target_variance(e_, alpha, power)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hi = np.where(z_target > b_, a_ / (z_target - b_), a_ / np.maximum(z_target, 1e-300))
+    hi = np.where(np.isfinite(hi) & (hi > 0), hi, 1.0)
+    need = short(hi)
+    for _ in range(_T_SIZE_DOUBLINGS):
+        if not need.any():
+            break
+        hi = np.where(need, 2.0 * hi, hi)
+        need = need & short(hi)
+    lo = hi * 1e-15
+    for _ in range(_T_SIZE_STEPS):
+        mid = np.sqrt(lo * hi)
+        below = short(mid)
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    out[ok] = np.where(need, np.inf, hi)
+    return out
+
+
+def required_impressions(fit: VarianceModel, effect: float, alpha: float, power: float,
+                         dfm: DfModel | None = None) -> float:
     r"""Impressions for ``power`` (rejections with the effect's sign) at two-sided ``alpha``:
     the N with :math:`se(N) = |\delta| / (z_{1-\alpha/2} + z_{power})`; ``inf`` when the
-    variance floor is above that (the population cannot reach the power) or the effect is 0."""
+    variance floor is above that (the population cannot reach the power) or the effect is 0.
+
+    With ``dfm`` (t rows: :func:`df_model`) the t-test's size: the N at which :func:`t_power` of
+    :math:`|\delta| / se(N)` at the df :meth:`DfModel.at` (N) reaches ``power`` (:func:`_t_sizes`), the power the
+    curves' analytic column takes, so the size and the analytic days agree."""
     if effect == 0 or not np.isfinite(fit.a):
         return float("inf")
+    if dfm is not None:
+        return float(_t_sizes(np.array([fit.a]), np.array([fit.b]), np.array([effect]), alpha, power, dfm)[0])
     target = target_variance(effect, alpha, power)
     if target <= fit.b:
         return float("inf")
@@ -161,10 +272,15 @@ def is_extrapolated(factor: float | None) -> bool:
     return bool(factor is not None and factor > EXTRAPOLATION_FLAG)
 
 
-def target_variance(effect: Any, alpha: float, power: float) -> Any:
+def target_variance(effect: Any, alpha: float, power: float, df: float = math.inf) -> Any:
     r"""The :math:`se^2` at which a two-sided test at ``alpha`` has ``power`` for ``effect`` (a number, or an
-    array: elementwise): :math:`(|\delta| / (z_{1-\alpha/2} + z_{power}))^2`."""
-    t = (np.abs(effect) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))) ** 2
+    array: elementwise): :math:`(|\delta| / (z_{1-\alpha/2} + z_{power}))^2`; with finite ``df`` the t-test's,
+    :math:`(|\delta| / \lambda)^2` with :math:`\lambda` the noncentrality at which :func:`t_power` is ``power``."""
+    if math.isfinite(df):
+        lam = float(brentq(lambda x: t_power(x, df, alpha) - power, 0.0, 1e3, xtol=1e-14, rtol=1e-14))
+    else:
+        lam = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+    t = (np.abs(effect) / lam) ** 2
     return float(t) if np.ndim(t) == 0 else t
 
 
@@ -282,7 +398,7 @@ def refit_spread(point: float, refits: np.ndarray, floor_ratio: float | None,
 
 def required_impressions_uncertainty(
     fit: VarianceModel, se: np.ndarray, impressions: np.ndarray, effect: float, effect_se: float, alpha: float,
-    power: float, seed: Any, resamples: int = SIZE_BOOTSTRAP,
+    power: float, seed: Any, resamples: int = SIZE_BOOTSTRAP, dfm: DfModel | None = None,
 ) -> dict[str, Any]:
     r"""How well the replicates determine :func:`required_impressions`: the variance model
     :math:`se^2 = a/N + b` refitted on ``resamples`` bootstrap resamples of the replicates
@@ -306,20 +422,22 @@ def required_impressions_uncertainty(
     mean 0.992 +- 0.003 (30 replicates, far from the floor), the mean's shortfall Jensen's (an estimate whose square
     is right on average is low on average); without the correction it was 0.975 (geometric mean 0.957-0.960)."""
     return size_uncertainty(fit, size_refits(se, impressions, effect, effect_se, seed, resamples), effect, alpha,
-                            power)
+                            power, dfm)
 
 
 def size_uncertainty(fit: VarianceModel, refits: SizeRefits | None, effect: float, alpha: float,
-                     power: float) -> dict[str, Any]:
+                     power: float, dfm: DfModel | None = None) -> dict[str, Any]:
     """:func:`required_impressions_uncertainty` from refits already drawn (:func:`size_refits`; ``None``: fewer
-    than 2 replicates or no effect), so the main table and the sequential plan read the same refits."""
+    than 2 replicates or no effect), so the main table and the sequential plan read the same refits. ``dfm``:
+    the t rows' degrees of freedom (:func:`df_model`), held as they are in every refit; the floor ratio's target
+    is then the t-test's at their limit (:func:`target_variance`)."""
     if fit.points == 0:
         # no day with a measured SE: the refits have nothing to fit either, so no share of them is 'not
         # reachable' (every one was, and 100% said the floor is above the target, which nothing measured)
         return {"rel_se": None, "range": None, "unreachable_share": None, "floor_ratio": None, "floor_fitted": False,
                 "unstable": False, "resamples": 0}
-    point = required_impressions(fit, effect, alpha, power)
-    target = target_variance(effect, alpha, power) if effect else 0.0
+    point = required_impressions(fit, effect, alpha, power, dfm)
+    target = target_variance(effect, alpha, power, dfm.limit if dfm is not None else math.inf) if effect else 0.0
     fitted = fit.floor_fitted
     floor_ratio = float(fit.b / target) if target > 0 and np.isfinite(fit.b) and fitted else None
     if refits is None:
@@ -328,7 +446,7 @@ def size_uncertainty(fit: VarianceModel, refits: SizeRefits | None, effect: floa
                 "unstable": bool(math.isfinite(point) and ((floor_ratio or 0.0) > UNSTABLE_FLOOR_RATIO
                                                            or not fitted)),
                 "resamples": 0}
-    return {**refit_spread(point, refit_sizes(refits, alpha, power), floor_ratio, fitted),
+    return {**refit_spread(point, refit_sizes(refits, alpha, power, dfm), floor_ratio, fitted),
             "resamples": int(refits.a.size)}
 
 
@@ -371,8 +489,10 @@ def spread_text(span: Any, fmt: Any, rel_se: float | None, floor_ratio: float | 
     return text + (f" ({', '.join(notes)})" if notes else "")
 
 
-def refit_sizes(refits: SizeRefits, alpha: float, power: float) -> np.ndarray:
-    """:func:`required_impressions` of every refit (``inf``: not reachable)."""
+def refit_sizes(refits: SizeRefits, alpha: float, power: float, dfm: DfModel | None = None) -> np.ndarray:
+    """:func:`required_impressions` of every refit (``inf``: not reachable); with ``dfm`` the t-test's sizes."""
+    if dfm is not None:
+        return _t_sizes(refits.a, refits.b, refits.effect, alpha, power, dfm)
     t_b = target_variance(refits.effect, alpha, power)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where((t_b > refits.b) & np.isfinite(refits.a) & (refits.effect != 0),

@@ -145,7 +145,10 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "candidate (B, or the later ranker of a pair). Effects of different methods are on different scales: "
         "compare their sample sizes, not their effects (and only for designs the null check finds unbiased)",
         "sample_size": "se^2(N) = a/N + b fitted to the daily checkpoints (returning users give a floor b); "
-        "required N solves se(N) = |true effect| / (z_(1-alpha/2) + z_power); 'not reachable' when b is above that",
+        "required N solves se(N) = |true effect| / (z_(1-alpha/2) + z_power); 'not reachable' when b is above that; "
+        "for t rows (df_model not null) the t-test's N: the noncentral t's power (rejections with the effect's "
+        "sign) at df_model's df along N (the days' median df, linear between them, the last day's held beyond, in "
+        "proportion below the first day, each day's at most a later day's) reaches the target",
         "sample_size_uncertainty": f"the (a, b) fit refitted on {SIZE_BOOTSTRAP} bootstrap resamples of the replicates "
         "(each day's mean SE and impressions over the resampled replicates; an interleaving truth drawn from its "
         "Monte Carlo error), seeded by (seed, design, metric): analytic_required_impressions_rel_se = half the "

@@ -94,26 +94,3 @@ def test_welch_rows_carry_their_df_and_the_fixed_rule_is_the_tables_test(tmp_pat
         assert mon["rules"][rule]["aa_false_positive_rate"] == pytest.approx(with_t, abs=1e-12), rule
         differs += with_t != with_z
     assert differs >= 2  # z's rates differ here, so the comparisons can fail
-
-
-def test_the_analytic_power_takes_the_rows_t() -> None:
-    """The analytic power of a day's rows: Phi(|effect| / mean se - q) with q Student's t critical value at the rows'
-    median degrees of freedom where they are t rows (it was z: on the 40-user world of tests/test_ab_delta_t.py
-    delta_t's analytic power was 0.420 beside the simulated 0.360; with the t 0.360), z where every row is z."""
-    from simulations.analysis_curves import curves
-    from simulations.runner import Truth
-
-    se = np.array([0.10, 0.12, 0.11, 0.09, 0.13])
-    est = np.array([0.3, 0.1, 0.25, 0.2, 0.15])
-    df = np.array([4.0, 6.0, 5.0, np.inf, 8.0])  # (an inf row, as a bootstrap-tested one, is left out)
-    rows = pd.DataFrame({"design": "d", "aa": False, "metric": "m", "day": 1, "primary": True, "estimate": est,
-                         "se": se, "ci_low": est - 2 * se, "ci_high": est + 2 * se, "pvalue": 0.01,
-                         "n_users": 10, "n_impressions": 20, "df": df})
-    truth = {("d", "m"): Truth("d", "m", 0.2, 0.0, "exact")}
-    got = curves(rows, truth, 0.05).iloc[0]["analytic_power"]
-    q = stats.t.ppf(0.975, 5.5)  # the median of 4, 5, 6, 8
-    assert got == pytest.approx(stats.norm.cdf(0.2 / se.mean() - q), rel=1e-12)
-    rows["df"] = np.inf
-    z = stats.norm.ppf(0.975)
-    assert curves(rows, truth, 0.05).iloc[0]["analytic_power"] == pytest.approx(stats.norm.cdf(0.2 / se.mean() - z),
-                                                                                 rel=1e-12)
