@@ -59,8 +59,9 @@ def exact_truth_per_query(config: Config, world: World, users: Any = None) -> di
     """Per-query B - A values whose query-frequency-weighted mean is an exact truth of
     :func:`simulations.runner.compute_truth` (review 4, F1): an A/B design's metrics (``test: welch``: the per-user
     means' per-query expectation, user types by share, as :func:`~simulations.runner.per_user_mean_metrics`) and a
-    counterfactual design's estimator rows (its metric, targets' difference). Interleaving truths are Monte Carlo:
-    not here."""
+    counterfactual design's estimator rows (its metric, targets' difference) and an exact interleaving truth's
+    ratio, linearised (:func:`simulations.truth_interleaving_exact.exact_interleaving_per_query`). Monte Carlo
+    interleaving truths: not here."""
     from simulations.runner import exact_ab_metrics_of
     from simulations.users import UserModels
 
@@ -102,6 +103,14 @@ def exact_truth_per_query(config: Config, world: World, users: Any = None) -> di
                  - exact_values(world, users, base, design.metric, pool(base)))
             for spec in design.estimators:
                 out[(design.name, spec.label)] = d
+        elif design.type == "interleaving":
+            from simulations.designs.interleaving import pair_metrics
+            from simulations.truth_interleaving_exact import exact_interleaving_per_query
+
+            values = exact_interleaving_per_query(config, design, world, users)
+            if values is not None:  # an exact interleaving truth: the ratio's linearisation per query
+                ((metric, _, _),) = pair_metrics(design.rankers)
+                out[(design.name, metric)] = values
     return out
 
 

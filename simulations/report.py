@@ -179,8 +179,11 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "query frequency (test: delta) or as per-user means with users weighted equally (test: welch: each user's "
         "expected ratio is their type's per-query expectation, so the exact value is the share-weighted mean over "
         "types; equal to the delta value in this simulator, whose user types do not depend on activity); "
-        "interleaving preferences Monte Carlo (see true_effect_se); 'no detectable effect' when an interleaving "
-        "truth is within 2 of its Monte Carlo SEs of 0",
+        "interleaving preferences exact for two-ranker team-draft and balanced designs with prefix credit whose "
+        "users' click models are grade chains or independent-click tables (truth_method: a dynamic programme over "
+        "the clicks per query, coin pattern and user type; true_effect_se 0), Monte Carlo otherwise (see "
+        "true_effect_se); 'no detectable effect' when an interleaving truth is within 2 of its Monte Carlo SEs of "
+        "0 (an exact one: exactly 0)",
         "null_check": "interleaving designs: expected Delta under a null user who clicks like the configured users on "
         "ranker A's list for an independently drawn query (clicks independent of relevance, every true effect 0), "
         "Monte Carlo over analysis.truth_impressions impressions; rejection rate by day: the share of the "
@@ -506,7 +509,8 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         f"  are extrapolated beyond {EXTRAPOLATION_FLAG:g}x the simulated days (model-dependent): ranges below the "
         "table, which leave",
         "  out the a/N + b model's own error;",
-        "  'no detectable effect': the interleaving truth is within 2 Monte Carlo SEs of 0; '!' = A/A FPR",
+        "  'no detectable effect': the interleaving truth is 0 (exact) or within 2 Monte Carlo SEs of 0; '!' = A/A "
+        "FPR",
         "  outside its 99% band; '0 (ties)': with B replaced by A every comparison of this design is a tie, so",
         "  A/A cannot reject; null Delta: expected Delta when clicks do not depend on relevance (every true",
         "  effect 0); 'biased' = the design is biased on these rankers (null check) or its estimate's mean over",

@@ -90,8 +90,9 @@ TRUTH_WORLD_NOTE = (
     "SE over independently drawn worlds of the exact truths (their per-query B - A weighted by query frequency, as "
     f"the Offline delta's; '!' above {WORLD_SE_WARN:.0%} of the effect); every size above scales with 1 / effect^2, "
     "so 'sizes xL to xH' is how far impressions, users and days move if the effect were one such SE larger or "
-    "smaller in size ('unbounded': its sign is not settled across worlds). Interleaving truths are Monte Carlo "
-    "over impressions and have none (the same world); see a sweep over seed for the spread across worlds")
+    "smaller in size ('unbounded': its sign is not settled across worlds). An exact interleaving truth (two-ranker "
+    "team-draft or balanced under grade-chain click models) is a ratio, linearised per query; Monte Carlo "
+    "interleaving truths have none (the same world); see a sweep over seed for the spread across worlds")
 
 
 #: :data:`TRUTH_WORLD_NOTE` for a trec collection (review 7, F3): its queries are not drawn from the seed, so the SE
@@ -101,7 +102,8 @@ TRUTH_QUERY_SAMPLE_NOTE = (
     "population: their per-query B - A weighted by query frequency, as the Offline delta's; '!' above "
     f"{WORLD_SE_WARN:.0%} of the effect); every size above scales with 1 / effect^2, so 'sizes xL to xH' is how far "
     "impressions, users and days move if the effect were one such SE larger or smaller in size ('unbounded': its "
-    "sign is not settled across query samples). Interleaving truths are Monte Carlo over impressions and have none; "
+    "sign is not settled across query samples). An exact interleaving truth is a ratio, linearised per query; Monte "
+    "Carlo interleaving truths have none; "
     "every number is conditional on these queries and judgments, which a seed does not redraw (it only re-permutes "
     "the query popularity, or nothing with collection.frequencies)")
 

@@ -34,6 +34,7 @@ from simulations.sampling import child_seed
 from simulations.traffic import TrafficModel, run_traffic
 from simulations.users import UserModels
 from simulations.truth_interleaving import interleaving_truth, null_interleaving_truth
+from simulations.truth_interleaving_exact import exact_interleaving_truth
 from simulations.world import World
 
 __all__ = [
@@ -454,7 +455,10 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
     and every interleaving design also gets its expected Delta under a *null user* whose
     clicks do not depend on relevance (metric ``null:<pair>``, :func:`null_interleaving_truth`):
     every true effect is then exactly 0, so a value beyond its Monte Carlo error is the
-    method's bias. Counterfactual designs: every estimator row has the exact
+    method's bias. A two-ranker team-draft or balanced design with prefix credit whose users' click models are
+    grade chains or independent-click tables gets its preference exactly instead
+    (:func:`simulations.truth_interleaving_exact.exact_interleaving_truth`: SE 0, no Monte Carlo run; its null
+    variant stays Monte Carlo). Counterfactual designs: every estimator row has the exact
     ``V(B) - V(A)`` of the design's metric (:func:`counterfactual_truth`). A/A designs
     have a true effect of exactly 0.
 
@@ -492,6 +496,10 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
         if design.type == "counterfactual":
             parts.append(counterfactual_truth(design, world, users, per_ranker, index))
             continue
+        exact = exact_interleaving_truth(config, design, world, users)
+        if exact is not None:  # two-ranker team-draft / balanced under grade chains: no Monte Carlo
+            runs = [run for run in runs if not (run.index == index and not run.null)]
+            parts.append(exact)
         parts += [run for run in runs if run.index == index]  # the design's preferences, then its null variant
     mc = _run_monte_carlo(config, world, users, runs)
     out: list[Truth] = []

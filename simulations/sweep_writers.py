@@ -47,17 +47,20 @@ from onlineeval.errors import OnlineEvalError, OutputError
 __all__ = ["WRITER_MODULES", "PointWriters", "default_writers", "import_writer_modules", "write_point"]
 
 #: what :func:`simulations.job.finish` imports lazily (the analysis's sequential, multiple-comparison,
-#: SRM and CUPED summaries, the decomposition, the plots, matplotlib's Agg canvas and the HTML
-#: report): imported by the client before it starts the writers, which then inherit them
+#: SRM and CUPED summaries, the decomposition, the plots, matplotlib's Agg canvas, the HTML
+#: report, and the exact interleaving truths' draw tables and programmes, whose per-query values
+#: the truths' SE over worlds reads): imported by the client before it starts the writers, which then inherit them
 #: (``tests/test_sweep_writers.py`` checks that a point's folder then imports nothing more).
 WRITER_MODULES: tuple[str, ...] = (
     "matplotlib.backends.backend_agg",
     "matplotlib.figure",
     "onlineeval.stats.multiple",
     "onlineeval.stats.sequential",
+    "onlineeval.interleaving",
     "onlineeval.stats.sequential_tests",
     "simulations.cuped",
     "simulations.decomposition",
+    "simulations.designs.interleaving",
     "simulations.html_report",
     "simulations.html_report.simulate",
     "simulations.job",
@@ -66,6 +69,7 @@ WRITER_MODULES: tuple[str, ...] = (
     "simulations.report",
     "simulations.sequential",
     "simulations.srm",
+    "simulations.truth_interleaving_exact",
 )
 #: pandas's own modules that writing the CSV tables and pivoting the curves load lazily (names
 #: of pandas 2; skipped when a pandas version has none of that name)

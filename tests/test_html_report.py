@@ -228,7 +228,8 @@ def test_simulate_answer_table_holds_summary_numbers(sim: Path) -> None:
         e = summary["designs"][design][metric]
         world_se = e.get("true_effect_world_se")
         assert ("+- " + world if world else None) == truth_world_cell(e["true_effect"], world_se)
-        assert (world_se is None) == (e.get("truth_method") != "exact")
+        assert (world_se is None) == (e.get("true_effect_se") != 0.0)  # every exact truth has one (A/B, team-draft)
+        assert (e.get("true_effect_se") == 0.0) == str(e.get("truth_method")).startswith("exact")
         assert row[col["impressions needed"]].split(" biased")[0] == impr
         assert row[col["users needed"]].split(" biased")[0] == users
         assert ("biased" in row[0]) == biased

@@ -186,7 +186,8 @@ def test_sizes_extrapolated_beyond_3x_are_unstable(run):
 def test_exact_truths_print_their_se_over_worlds(run):
     """Review 4, F1: each exact A/B truth's SE over drawn worlds (world_sampling of its per-query values) is in
     summary.json, under the terminal's main table with its '!' and size factors, and in report.html's answer table;
-    the Monte Carlo (interleaving) truth has none and says why."""
+    so does the exact team-draft truth (its ratio linearised per query); a Monte Carlo truth has none and says why
+    (tests/test_truth_interleaving_exact.py)."""
     from simulations.analysis import MONTE_CARLO_WORLD_NOTE, exact_truth_per_query
     from simulations.report import truth_world_cell, truth_world_text
     from simulations.world import world_sampling
@@ -203,10 +204,13 @@ def test_exact_truths_print_their_se_over_worlds(run):
         assert f"<small>{truth_world_cell(e['true_effect'], e['true_effect_world_se'])}</small>" in unescape(html)
         assert unescape(f"ab / {metric} {shown}") in unescape(html)
     td = designs["team_draft"]["delta_ab"]
-    assert td["true_effect_world_se"] is None and td["true_effect_world_note"] == MONTE_CARLO_WORLD_NOTE
+    assert td["true_effect_se"] == 0.0 and "true_effect_world_note" not in td
+    expected = world_sampling(result.world.frequency, per_query[("team_draft", "delta_ab")])[1]
+    assert td["true_effect_world_se"] == pytest.approx(expected, rel=1e-12) and expected > 0
     flat = " ".join(text.split())
-    assert "true effect over worlds: ab/" in flat and "team_draft/delta_ab +" not in flat.split(
-        "true effect over worlds:")[1].split("Interleaving truths")[0]
+    assert "true effect over worlds: ab/" in flat
+    assert f"team_draft/delta_ab {truth_world_text(td['true_effect'], td['true_effect_world_se'])}" in flat
+    assert MONTE_CARLO_WORLD_NOTE not in flat
     assert "so 'sizes xL to xH' is how far impressions, users and days move" in flat
     assert "+- under a true effect, over worlds: ab / " in " ".join(
         unescape(re.sub(r"<[^>]+>", " ", html)).split())

@@ -19,6 +19,8 @@ import pytest
 from onlineeval.cli.simulate import _Stages
 from simulations.sweep_progress import SweepProgress
 
+# td without prefix credit: a Monte Carlo truth (with it, two-ranker team-draft's truth is exact and only its null
+# user runs a Monte Carlo: tests/test_truth_interleaving_exact.py)
 CONFIG = """
 seed: 7
 replicates: {replicates}
@@ -29,7 +31,7 @@ users: {{population: 300, click_model: {{name: cascade, preset: informational}}}
 traffic: {{days: 2, queries_per_day: {qpd}, batch_hours: 12}}
 designs:
   - {{name: ab, type: ab, metric: reciprocal_rank}}
-  - {{name: td, type: interleaving, method: team_draft}}
+  - {{name: td, type: interleaving, method: team_draft, options: {{prefix_credit: false}}}}
 analysis: {{aa: false, truth_impressions: {truth}}}
 """
 
@@ -66,8 +68,8 @@ def test_stage_lines_in_order_with_sizes_knob_and_times() -> None:
     assert stream.getvalue().splitlines() == [
         "compiling the simulator's kernels as they are first used (first run on this machine; cached afterwards; "
         "about 10-30 s of CPU)",
-        "ground truth: 2 Monte Carlo runs (each interleaving design's preferences, and under a null user) x 1,000 "
-        "impressions (analysis.truth_impressions) on 2 worker(s) ...",
+        "ground truth: 2 Monte Carlo runs (the interleaving designs' null users, and their preferences where not "
+        "exact) x 1,000 impressions (analysis.truth_impressions) on 2 worker(s) ...",
         "ground truth [------------------------------] 0/2 runs, td  0s elapsed, ETA unknown",
         "ground truth [###############---------------] 1/2 runs, td  6s elapsed, ETA unknown",
         "ground truth [##############################] 2/2 runs  12s elapsed, ETA done",

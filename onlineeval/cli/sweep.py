@@ -71,8 +71,9 @@ def sweep_cmd(
             "analytic_required_days"]
     typer.echo(terminal_table(rows, cols))
     typer.echo("(offline_delta: B - A of the offline metric, weighted by query frequency; true_effect: the design's "
-               "primary metric, B - A, exact for A/B, Monte Carlo for interleaving; power at two-sided alpha on the "
-               "last simulated day)")
+               "primary metric, B - A, exact for A/B and two-ranker team-draft / balanced interleaving under "
+               "grade-chain click models, Monte Carlo for other interleaving; power at two-sided alpha on the last "
+               "simulated day)")
     typer.echo(TERMINAL_LEGEND)
     typer.echo("")
     typer.echo(format_shrinkage(result.shrinkage))

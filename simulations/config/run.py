@@ -53,7 +53,9 @@ class AnalysisConfig(_Strict):
         "null rejection rate; false: the rate is analytic from the null Delta (the truth's Monte Carlo)",
     )
     truth_impressions: Annotated[int, Strict(), Field(ge=1000, le=1_000_000_000)] = Field(
-        1_000_000, description="Monte Carlo impressions for the true interleaving preference"
+        1_000_000, description="Monte Carlo impressions for the true interleaving preference (of the designs "
+        "without an exact one: two-ranker team-draft and balanced designs with prefix credit under grade-chain "
+        "click models are exact) and for each design's null-user Delta"
     )
     assumption_sweep: AssumptionSweep | None = Field(
         None, description="counterfactual designs: vary one click-model parameter, show each estimator's bias"

@@ -253,8 +253,8 @@ def answer_section(summary: Mapping[str, Any], points: Mapping[int, Mapping[str,
         *worlds_table(summary),
         tag("ul",
             tag("li", "offline delta: B - A of the offline metric, frequency-weighted; true effect: population value "
-                      "of the design's statistic, B - A (+- its Monte Carlo SE for interleaving; methods differ in "
-                      "scale); shrinkage: online relative improvement / offline relative gain."),
+                      "of the design's statistic, B - A (+- its Monte Carlo SE where the interleaving truth is not "
+                      "exact; methods differ in scale); shrinkage: online relative improvement / offline relative gain."),
             tag("li", "power at end: share of the point's replicates rejecting at alpha with the right sign on the "
                       "last day; days: first simulated day from which power stays >= target, ~N*: analytic (se^2 = "
                       f"a/N + b fitted to the daily checkpoints), '> 1 year': more than {MAX_DAYS_SHOWN} analytic "

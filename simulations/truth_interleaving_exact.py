@@ -1,0 +1,242 @@
+r"""The exact truth of a two-ranker team-draft or balanced interleaving design (prefix credit) whose users' click
+models are grade chains or independent-click tables: no Monte Carlo.
+
+Both methods draw their interleaved list from a few fair coins (:class:`~simulations.designs.interleaving.DrawTable`
+holds every list they can show, with its teams, per query and coin pattern), and the users click along a chain:
+at slot :math:`r`, examined, the user clicks with probability :math:`a_r` (the grade's attractiveness), goes on
+after a click with :math:`c_r` and after a skip with :math:`s_r` (:class:`clickmodels.cascade.Chain`; an
+independent-click model is the chain :math:`a_r = e_r \alpha_g`, :math:`c_r = s_r = 1`). The design's Delta is
+the ratio :math:`E[o/2] / P(\text{a click})` of the impression's outcome :math:`o \in \{-1, 0, 1\}` and whether it
+has a click (:func:`simulations.truth_interleaving.interleaving_truth`), each an expectation over the query
+(frequencies), the coins (uniform over the table's patterns), the user type (shares) and the clicks, computed here
+by dynamic programmes over the slots:
+
+- team-draft: the outcome is the sign of B's clicked slots minus A's, :math:`\sum_r w_r C_r` with
+  :math:`w_r = \pm 1` by team (0 at empty slots); the programme carries, for every partial difference
+  :math:`d`, the probability of being at slot :math:`r` still examining with difference :math:`d` and of having
+  stopped with it (:func:`team_draft_outcome`);
+- balanced interleaving: each list's credit counts the clicks on documents it ranks at :math:`\kappa` or above,
+  :math:`\kappa` from the lowest clicked slot :math:`l`, so the weights :math:`w^{(l)}_r = [\text{rank}_B(r) \le
+  \kappa_l] - [\text{rank}_A(r) \le \kappa_l]` depend on :math:`l`: one programme per :math:`l` over the slots
+  above it, the click at :math:`l` and no click below it (:func:`balanced_outcome`).
+
+A query on which the two rankers show the same list has the exact 0 the Monte Carlo gives it
+(:func:`simulations.truth_interleaving.identical_lists`); its impressions stay in the denominator. Tested against
+the enumeration of every click pattern with the models' own likelihoods and against the Monte Carlo truth.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from simulations.world import World
+
+if TYPE_CHECKING:
+    from simulations.config import Config, DesignConfig
+    from simulations.runner import Truth
+    from simulations.users import UserModels
+
+__all__ = ["EXACT_METHOD", "balanced_outcome", "chain_tables", "exact_interleaving_parts", "exact_interleaving_truth",
+           "no_click_below", "team_draft_outcome"]
+
+#: the truth's ``method`` (summary.json ``truth_method``; the conventions' ``truth`` says what it is)
+EXACT_METHOD = "exact (dynamic programme over the clicks)"
+
+
+def chain_tables(users: UserModels, k: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
+    """Every user type's ``(attract, cont_click, cont_skip)``, each ``(k, width)`` (rank, grade; the last column
+    the empty slot's: attract 0, cont_skip 1), or ``None`` when some type's model is neither a grade chain nor an
+    independent-click table (:meth:`simulations.users.UserModels.chains`: the compiled sampler's condition, so
+    the exact truth covers what the table path of the Monte Carlo covers)."""
+    from clickmodels.cascade import ChainModel
+
+    chains = users.chains(k)
+    if chains is None:
+        return None
+    width = chains.width
+    out = []
+    for model, independent in zip(users.models, chains.independent, strict=True):
+        if not independent:
+            assert isinstance(model, ChainModel)
+            chain = model._grade_chain(k)
+            assert chain is not None
+            out.append(tuple(np.array(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, width)))
+                             for t in chain))
+            continue
+        tables = model._grade_tables(k, width)
+        assert tables is not None
+        e = np.asarray(tables[0], dtype=np.float64)[:k]
+        attract = np.array(np.broadcast_to(e[:, None] * np.asarray(tables[1], dtype=np.float64), (k, width)))
+        ones = np.ones((k, width))
+        out.append((attract, ones, ones.copy()))
+    return out  # type: ignore[return-value]
+
+
+def _slots(table: np.ndarray, grades: np.ndarray) -> np.ndarray:
+    """``(rows, k)`` values of a ``(k, width)`` table at each row's slot grades (``-1``, empty: the last column)."""
+    k = grades.shape[1]
+    return table[np.arange(k)[None, :], grades]
+
+
+def no_click_below(a: np.ndarray, c: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``(rows, k + 1)``: ``Z[:, r]`` the probability of no click at slots ``r, r + 1, ...`` given the slot ``r`` is
+    examined (``Z[:, k] = 1``): :math:`Z_r = (1 - a_r)(1 - s_r + s_r Z_{r+1})`. ``1 - Z[:, 0]`` is the probability
+    of a click. (``c``, the continuation after a click, does not enter: no click.)"""
+    rows, k = a.shape
+    z = np.ones((rows, k + 1))
+    for r in range(k - 1, -1, -1):
+        z[:, r] = (1.0 - a[:, r]) * (1.0 - s[:, r] + s[:, r] * z[:, r + 1])
+    del c
+    return z
+
+
+def team_draft_outcome(a: np.ndarray, c: np.ndarray, s: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``(rows,)`` expected sign of :math:`\\sum_r w_r C_r` (``w``: ``(rows, k)`` in -1, 0, 1) for clicks along the
+    chains ``a, c, s`` (``(rows, k)`` each; the first slot examined). The programme's state: the probability of
+    examining slot ``r`` with partial difference ``d`` (``d + k`` the column) and, apart, of having stopped with
+    ``d``; the outcome's expectation sums ``sign(d)`` over both at the end."""
+    rows, k = a.shape
+    width = 2 * k + 1
+    go = np.zeros((rows, width))
+    go[:, k] = 1.0
+    stopped = np.zeros((rows, width))
+    for r in range(k):
+        click = go * a[:, r : r + 1]
+        skip = go - click
+        shifted = _shift(click, w[:, r])  # the clicked mass moves by the slot's weight
+        go_on = shifted * c[:, r : r + 1] + skip * s[:, r : r + 1]
+        stopped += shifted + skip - go_on
+        go = go_on
+    return (go + stopped) @ np.sign(np.arange(width) - k).astype(np.float64)
+
+
+def balanced_outcome(a: np.ndarray, c: np.ndarray, s: np.ndarray, rank_a: np.ndarray, rank_b: np.ndarray,
+                     valid: np.ndarray | None = None) -> np.ndarray:
+    """``(rows,)`` expected outcome of balanced interleaving with prefix credit (the sign of B's credit minus A's,
+    :meth:`simulations.designs.interleaving.DrawTable.balanced_outcome`) for clicks along the chains ``a, c, s``
+    (``(rows, k)``; the first slot examined), ``rank_a`` / ``rank_b`` the ``(rows, k)`` ranks of the shown
+    documents in A and B, ``valid`` the filled slots (``None``: all; clicks elsewhere are not counted, and the
+    chains give them probability 0 anyway). Conditioned on the lowest clicked slot ``l``: a programme over the
+    slots above it with the weights of ``kappa_l``, the click at ``l``, then no click below it
+    (:func:`no_click_below`)."""
+    rows, k = a.shape
+    if valid is not None:
+        a = np.where(valid, a, 0.0)
+    z = no_click_below(a, c, s)
+    width = 2 * k + 1
+    sign = np.sign(np.arange(width) - k).astype(np.float64)
+    out = np.zeros(rows)
+    idx = np.arange(rows)
+    for last in range(k):
+        kappa = np.minimum(rank_a[idx, last], rank_b[idx, last])[:, None]
+        w = (rank_b <= kappa).astype(np.int8) - (rank_a <= kappa).astype(np.int8)
+        go = np.zeros((rows, width))
+        go[:, k] = 1.0
+        for r in range(last):  # examining slot r + 1 with difference d, having clicked or skipped slot r
+            click = go * a[:, r : r + 1]
+            skip = (go - click) * s[:, r : r + 1]
+            click = click * c[:, r : r + 1]
+            go = skip + _shift(click, w[:, r])
+        # the click at the lowest clicked slot, then none below it
+        end = go * (a[:, last] * (1.0 - c[:, last] + c[:, last] * z[:, last + 1]))[:, None]
+        out += _shift(end, w[:, last]) @ sign
+    return out
+
+
+def _shift(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` (probabilities by difference ``d``, column ``d + k``) moved by ``w`` (-1, 0 or +1 per row)."""
+    out = np.where((w == 0)[:, None], x, 0.0)
+    up, down = (w == 1)[:, None], (w == -1)[:, None]
+    out[:, 1:] += np.where(up, x[:, :-1], 0.0)
+    out[:, :-1] += np.where(down, x[:, 1:], 0.0)
+    return out
+
+
+#: rows of a table the programmes take at a time (their (rows, 2k + 1) states stay in the cache)
+CHUNK_ROWS = 4096
+
+
+def _by_chunks(fn: Any, *arrays: np.ndarray) -> np.ndarray:
+    """``fn(*arrays)`` over blocks of :data:`CHUNK_ROWS` rows (``None`` arrays passed as they are), concatenated."""
+    rows = next(a for a in arrays if a is not None).shape[0]
+    return np.concatenate([fn(*(None if a is None else a[lo : lo + CHUNK_ROWS] for a in arrays))
+                           for lo in range(0, rows, CHUNK_ROWS)]) if rows else np.zeros(0)
+
+
+def exact_interleaving_parts(config: Config, design: DesignConfig, world: World, users: UserModels
+                             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per query, ``(E[o / 2], P(a click))`` of ``design``'s impressions (coins, user types and clicks averaged
+    out; ``E[o / 2]`` 0 on the queries whose two lists are the same), or ``None`` where the exact truth does not
+    apply (not a two-ranker team-draft or balanced design with prefix credit, a table beyond its size limit, or a
+    type whose model is not a grade chain): the Monte Carlo then."""
+    from simulations.designs.interleaving import draw_table, shared_interleaver
+    from simulations.truth_interleaving import identical_lists
+
+    il = shared_interleaver(design.method or "", design.options)
+    if len(design.rankers) != 2 or not getattr(il, "prefix_credit", False):
+        return None
+    lists = [world.rankings[r] for r in design.rankers]
+    table = draw_table(il, lists, world.labels, world.depth)
+    if table is None:
+        return None
+    k = table.length
+    types = chain_tables(users, k)
+    if types is None or table.grades.dtype != np.int8 or table.grades.shape[1] != k:
+        return None
+    grades = table.grades.astype(np.intp)
+    rows = grades.shape[0]
+    num, den = np.zeros(rows), np.zeros(rows)
+    for share, (attract, cont_click, cont_skip) in zip(users.shares, types, strict=True):
+        a, c, s = _slots(attract, grades), _slots(cont_click, grades), _slots(cont_skip, grades)
+        if table.valid is not None:
+            a = np.where(table.valid, a, 0.0)
+        if table.signed is not None:
+            outcome = _by_chunks(team_draft_outcome, a, c, s, table.signed)
+        else:
+            assert table.ranks is not None
+            outcome = _by_chunks(balanced_outcome, a, c, s, table.ranks[0], table.ranks[1], table.valid)
+        num += share * outcome / 2.0
+        den += share * (1.0 - no_click_below(a, c, s)[:, 0])
+    n_queries = lists[0].shape[0]
+    num_q = num.reshape(n_queries, table.combos).mean(axis=1)
+    den_q = den.reshape(n_queries, table.combos).mean(axis=1)
+    num_q[identical_lists(lists)] = 0.0
+    return num_q, den_q
+
+
+def exact_interleaving_truth(config: Config, design: DesignConfig, world: World, users: UserModels
+                             ) -> list[Truth] | None:
+    """The design's one pair's exact Delta (:func:`exact_interleaving_parts`; SE 0), or ``None``."""
+    from simulations.designs.interleaving import pair_metrics
+    from simulations.runner import Truth
+
+    parts = exact_interleaving_parts(config, design, world, users)
+    if parts is None:
+        return None
+    num_q, den_q = parts
+    f = np.asarray(world.frequency, dtype=np.float64)
+    den = float(f @ den_q)
+    if not den > 0:
+        return None  # no click anywhere: the ratio is undefined (the Monte Carlo says so its own way)
+    ((metric, _, _),) = pair_metrics(design.rankers)
+    return [Truth(design.name, metric, float(f @ num_q) / den, 0.0, EXACT_METHOD, None)]
+
+
+def exact_interleaving_per_query(config: Config, design: DesignConfig, world: World, users: Any
+                                 ) -> np.ndarray | None:
+    """Per-query values whose frequency-weighted mean is :func:`exact_interleaving_truth`'s Delta (the ratio's
+    linearisation :math:`\\Delta + (n_q - \\Delta d_q) / \\bar d`), for its SE over drawn worlds
+    (:func:`simulations.world.world_sampling`), or ``None``."""
+    parts = exact_interleaving_parts(config, design, world, users)
+    if parts is None:
+        return None
+    num_q, den_q = parts
+    f = np.asarray(world.frequency, dtype=np.float64)
+    f = f / f.sum()
+    d_bar = float(f @ den_q)
+    if not d_bar > 0:
+        return None
+    value = float(f @ num_q) / d_bar
+    return value + (num_q - value * den_q) / d_bar
