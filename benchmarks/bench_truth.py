@@ -6,7 +6,9 @@ two-ranker team-draft or balanced design of the config (whose batch step is comp
 truth (:func:`simulations.truth_interleaving.interleaving_truth`) are computed with the table path
 (``_table_step``) and with it declined (the interleaver's path), alternating round by round in this process (best
 of the rounds); prints each time, their ratio, and checks that both give the same truth and SE to the bit. The first
-round loads the compiled kernels; ``--rounds`` of 2 or more leaves that out of the best.
+round loads the compiled kernels; ``--rounds`` of 2 or more leaves that out of the best. Then each design's exact
+truth (:func:`simulations.truth_interleaving_exact.exact_interleaving_truth`, what the simulator takes for its
+preferences) against the table path's Monte Carlo: times, ratio, and the Monte Carlo's distance from it in its SEs.
 """
 
 from __future__ import annotations
@@ -56,6 +58,31 @@ def main() -> None:
                   f"{best['table'] / best['interleaver']:7.2f}  {'yes' if same else 'NO'}")
             if not same:
                 raise SystemExit("the two paths gave different truths")
+    # the preferences' exact truth (what compute_truth takes for these designs under grade-chain click models)
+    # against the table path's Monte Carlo of the same impressions as above
+    import time
+
+    from simulations.truth_interleaving_exact import exact_interleaving_truth
+
+    print(f"\n{'exact truth':32s} {'exact (s)':>10s} {'Monte Carlo (s)':>16s} {'ratio':>7s}  "
+          "exact, Monte Carlo +- SE (z)")
+    for design in designs:
+        times = {"exact": [], "mc": []}
+        for _ in range(args.rounds):
+            t0 = time.perf_counter()
+            exact = exact_interleaving_truth(config, design, world, users)
+            t1 = time.perf_counter()
+            (mc,) = ti.interleaving_truth(config, design, world, users, False)
+            times["exact"].append(t1 - t0)
+            times["mc"].append(time.perf_counter() - t1)
+        if exact is None:
+            print(f"{design.name:32s} (no exact truth: a click model without grade chains, or no prefix credit)")
+            continue
+        (ex,) = exact
+        z = (mc.value - ex.value) / mc.se if mc.se > 0 else float("nan")
+        print(f"{design.name:32s} {min(times['exact']):10.2f} {min(times['mc']):16.2f} "
+              f"{min(times['exact']) / min(times['mc']):7.2f}  {ex.value:+.6g}, {mc.value:+.6g} +- {mc.se:.2g} "
+              f"({z:+.1f})")
 
 
 if __name__ == "__main__":
