@@ -62,6 +62,17 @@ def _drive(stages: _Stages, clock: _Clock) -> None:
     stages.finished()
 
 
+def test_one_monte_carlo_run_is_said_in_the_singular() -> None:
+    """A run whose only Monte Carlo is one design's null user (its preference exact)."""
+    stages, stream, clock = _stages()
+    stages.truth(0, 1000, "td (null user)")
+    clock.now += 1
+    stages.truth(1000, 1000, "td (null user)")
+    assert stream.getvalue().splitlines()[0].startswith(
+        "ground truth: 1 Monte Carlo run (the interleaving designs' null users, and their preferences where not "
+        "exact) x 1,000 impressions")
+
+
 def test_stage_lines_in_order_with_sizes_knob_and_times() -> None:
     stages, stream, clock = _stages(cold=True)
     _drive(stages, clock)

@@ -172,8 +172,9 @@ class _Stages:
             self._compiling("ground truth")
             self._begin("ground truth")
             self._runs = runs = max(total // per_run, 1)
-            self._say(f"ground truth: {runs} Monte Carlo runs (the interleaving designs' null users, and their "
-                      f"preferences where not exact) x {per_run:,} impressions (analysis.truth_impressions) on "
+            self._say(f"ground truth: {runs} Monte Carlo run{'s' if runs != 1 else ''} (the interleaving designs' "
+                      f"null users, and their preferences where not exact) x {per_run:,} impressions "
+                      "(analysis.truth_impressions) on "
                       f"{min(self._workers, runs)} worker(s) ...")
             if not self._quiet:
                 self._bar = _Progress(self._stream, self._clock, label="ground truth")
