@@ -80,15 +80,14 @@ def _slots(table: np.ndarray, grades: np.ndarray) -> np.ndarray:
     return table[np.arange(k)[None, :], grades]
 
 
-def no_click_below(a: np.ndarray, c: np.ndarray, s: np.ndarray) -> np.ndarray:
+def no_click_below(a: np.ndarray, s: np.ndarray) -> np.ndarray:
     """``(rows, k + 1)``: ``Z[:, r]`` the probability of no click at slots ``r, r + 1, ...`` given the slot ``r`` is
-    examined (``Z[:, k] = 1``): :math:`Z_r = (1 - a_r)(1 - s_r + s_r Z_{r+1})`. ``1 - Z[:, 0]`` is the probability
-    of a click. (``c``, the continuation after a click, does not enter: no click.)"""
+    examined (``Z[:, k] = 1``): :math:`Z_r = (1 - a_r)(1 - s_r + s_r Z_{r+1})` (the continuation after a click does
+    not enter). ``1 - Z[:, 0]`` is the probability of a click."""
     rows, k = a.shape
     z = np.ones((rows, k + 1))
     for r in range(k - 1, -1, -1):
         z[:, r] = (1.0 - a[:, r]) * (1.0 - s[:, r] + s[:, r] * z[:, r + 1])
-    del c
     return z
 
 
@@ -124,7 +123,7 @@ def balanced_outcome(a: np.ndarray, c: np.ndarray, s: np.ndarray, rank_a: np.nda
     rows, k = a.shape
     if valid is not None:
         a = np.where(valid, a, 0.0)
-    z = no_click_below(a, c, s)
+    z = no_click_below(a, s)
     width = 2 * k + 1
     sign = np.sign(np.arange(width) - k).astype(np.float64)
     out = np.zeros(rows)
@@ -198,7 +197,7 @@ def exact_interleaving_parts(config: Config, design: DesignConfig, world: World,
             assert table.ranks is not None
             outcome = _by_chunks(balanced_outcome, a, c, s, table.ranks[0], table.ranks[1], table.valid)
         num += share * outcome / 2.0
-        den += share * (1.0 - no_click_below(a, c, s)[:, 0])
+        den += share * (1.0 - no_click_below(a, s)[:, 0])
     n_queries = lists[0].shape[0]
     num_q = num.reshape(n_queries, table.combos).mean(axis=1)
     den_q = den.reshape(n_queries, table.combos).mean(axis=1)

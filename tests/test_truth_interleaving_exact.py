@@ -38,6 +38,10 @@ MORE = {
     "ccm": {"name": "ccm", "click": [0.1, 0.3, 0.5, 0.7, 0.9], "tau1": 0.85, "tau2": 0.7, "tau3": 0.3},
     "sdbn": {"name": "sdbn", "click": [0.1, 0.3, 0.5, 0.7, 0.9], "satisfaction": [0.05, 0.2, 0.4, 0.6, 0.8]},
     "rctr": {"name": "rctr", "p": [0.4, 0.2, 0.12, 0.08, 0.06, 0.05, 0.04, 0.03, 0.03, 0.02]},
+    "rbp": {"name": "rbp", "p": 0.8, "click": [0.05, 0.3, 0.5, 0.7, 0.95]},
+    "metric_rbp": {"name": "metric", "metric": "RBP(p=0.7)", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
+    "gctr": {"name": "gctr", "p": 0.12},
+    "random": {"name": "random", "p": 0.5},
 }
 
 
@@ -81,12 +85,13 @@ def _programmes(table, users: UserModels) -> tuple[np.ndarray, np.ndarray]:  # n
             e += share * team_draft_outcome(a, c, s, table.signed)
         else:
             e += share * balanced_outcome(a, c, s, table.ranks[0], table.ranks[1], table.valid)
-        p_click += share * (1.0 - no_click_below(a, c, s)[:, 0])
+        p_click += share * (1.0 - no_click_below(a, s)[:, 0])
     return e, p_click
 
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
-@pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "ccm", "sdbn", "rctr")])
+@pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "ccm", "sdbn", "rctr"),
+                                   ("rbp", "metric_rbp", "gctr", "random")])
 def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
     mapping = _mapping(method, ("nav",), depth=6)
     mapping["collection"]["n_queries"] = 40
@@ -150,13 +155,16 @@ def test_compute_truth_takes_the_exact_preference_and_keeps_the_null_users_monte
     assert float(f @ per_query) == pytest.approx(truths[("il", "delta_ab")].value, rel=1e-12)
 
 
-@pytest.mark.parametrize("case", ["ubm", "three_rankers", "no_prefix_credit"])
+@pytest.mark.parametrize("case", ["ubm", "inst", "three_rankers", "no_prefix_credit"])
 def test_designs_the_programme_does_not_cover_keep_the_monte_carlo(case: str) -> None:
     import clickmodels
 
     mapping = _mapping("team_draft", ("nav", "inf"), depth=6)
     if case == "ubm":
         mapping["users"]["types"][1]["click_model"] = clickmodels.UBM.example_spec
+    elif case == "inst":  # a metric user whose continuation depends on the gain so far: no grade chain
+        mapping["users"]["types"][1]["click_model"] = {"name": "metric", "metric": "INST(T=2)",
+                                                       "click": [0.1, 0.3, 0.5, 0.7, 0.9]}
     elif case == "three_rankers":
         mapping["rankers"]["others"] = {"C": {"noise": 0.5}}
         mapping["designs"][0]["rankers"] = ["A", "B", "C"]
