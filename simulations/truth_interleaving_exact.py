@@ -153,15 +153,28 @@ def _shift(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
-#: rows of a table the programmes take at a time (their (rows, 2k + 1) states stay in the cache)
+#: rows of a table the programmes take at a time (their (rows, 2k + 1) states and the rows' chain tables stay in
+#: the cache, and a large table's truth needs no more memory than a block's)
 CHUNK_ROWS = 4096
 
 
-def _by_chunks(fn: Any, *arrays: np.ndarray) -> np.ndarray:
-    """``fn(*arrays)`` over blocks of :data:`CHUNK_ROWS` rows (``None`` arrays passed as they are), concatenated."""
-    rows = next(a for a in arrays if a is not None).shape[0]
-    return np.concatenate([fn(*(None if a is None else a[lo : lo + CHUNK_ROWS] for a in arrays))
-                           for lo in range(0, rows, CHUNK_ROWS)]) if rows else np.zeros(0)
+def _row_parts(table: Any, types: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shares: np.ndarray,
+               lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(E[o / 2], P(a click))`` of the table's rows ``lo:hi``, user types mixed by ``shares``."""
+    grades = table.grades[lo:hi].astype(np.intp)
+    valid = None if table.valid is None else table.valid[lo:hi]
+    num, den = np.zeros(hi - lo), np.zeros(hi - lo)
+    for share, (attract, cont_click, cont_skip) in zip(shares, types, strict=True):
+        a, c, s = _slots(attract, grades), _slots(cont_click, grades), _slots(cont_skip, grades)
+        if valid is not None:
+            a = np.where(valid, a, 0.0)
+        if table.signed is not None:
+            outcome = team_draft_outcome(a, c, s, table.signed[lo:hi])
+        else:
+            outcome = balanced_outcome(a, c, s, table.ranks[0][lo:hi], table.ranks[1][lo:hi], valid)
+        num += share * outcome / 2.0
+        den += share * (1.0 - no_click_below(a, s)[:, 0])
+    return num, den
 
 
 def exact_interleaving_parts(config: Config, design: DesignConfig, world: World, users: UserModels
@@ -184,20 +197,11 @@ def exact_interleaving_parts(config: Config, design: DesignConfig, world: World,
     types = chain_tables(users, k)
     if types is None or table.grades.dtype != np.int8 or table.grades.shape[1] != k:
         return None
-    grades = table.grades.astype(np.intp)
-    rows = grades.shape[0]
+    rows = table.grades.shape[0]
     num, den = np.zeros(rows), np.zeros(rows)
-    for share, (attract, cont_click, cont_skip) in zip(users.shares, types, strict=True):
-        a, c, s = _slots(attract, grades), _slots(cont_click, grades), _slots(cont_skip, grades)
-        if table.valid is not None:
-            a = np.where(table.valid, a, 0.0)
-        if table.signed is not None:
-            outcome = _by_chunks(team_draft_outcome, a, c, s, table.signed)
-        else:
-            assert table.ranks is not None
-            outcome = _by_chunks(balanced_outcome, a, c, s, table.ranks[0], table.ranks[1], table.valid)
-        num += share * outcome / 2.0
-        den += share * (1.0 - no_click_below(a, s)[:, 0])
+    for lo in range(0, rows, CHUNK_ROWS):
+        hi = min(lo + CHUNK_ROWS, rows)
+        num[lo:hi], den[lo:hi] = _row_parts(table, types, users.shares, lo, hi)
     n_queries = lists[0].shape[0]
     num_q = num.reshape(n_queries, table.combos).mean(axis=1)
     den_q = den.reshape(n_queries, table.combos).mean(axis=1)

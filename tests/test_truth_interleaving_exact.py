@@ -206,3 +206,18 @@ def test_the_summary_gives_an_exact_truth_its_se_over_worlds_and_a_monte_carlo_o
     assert pi["true_effect_se"] > 0 and pi["true_effect_world_se"] is None
     assert pi["true_effect_world_note"] == MONTE_CARLO_WORLD_NOTE
     assert "truth_precision" in pi and "truth_precision" not in td
+
+
+@pytest.mark.parametrize("method", ["team_draft", "balanced"])
+def test_the_parts_do_not_depend_on_the_row_blocks(method: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import simulations.truth_interleaving_exact as tie
+
+    config, world, users = _world(_trec_mapping(tmp_path, method))  # empty slots: the valid masks' blocks too
+    whole = tie.exact_interleaving_parts(config, config.designs[0], world, users)
+    monkeypatch.setattr(tie, "CHUNK_ROWS", 7)  # blocks that split queries and end short
+    split = tie.exact_interleaving_parts(config, config.designs[0], world, users)
+    # the same to rounding (the programmes' last sums are matrix products, whose blocking follows the rows)
+    np.testing.assert_allclose(split[0], whole[0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(split[1], whole[1], rtol=0, atol=1e-15)
+    assert np.abs(whole[0]).max() > 0.01
