@@ -20,13 +20,11 @@ from simulations.runner import compute_truth, monte_carlo_truths, world_seed
 from simulations.truth_interleaving import interleaving_truth
 from simulations.truth_interleaving_exact import (
     EXACT_METHOD,
-    balanced_outcome,
+    _row_parts,
     chain_tables,
     exact_interleaving_parts,
     exact_interleaving_per_query,
     exact_interleaving_truth,
-    no_click_below,
-    team_draft_outcome,
 )
 from simulations.users import UserModels
 from simulations.world import build_world
@@ -73,20 +71,9 @@ def _enumerated(table, users: UserModels) -> tuple[np.ndarray, np.ndarray]:  # n
 
 
 def _programmes(table, users: UserModels) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
-    k = table.length
-    grades = table.grades.astype(np.intp)
-    e = np.zeros(grades.shape[0])
-    p_click = np.zeros(grades.shape[0])
-    for share, tables in zip(users.shares, chain_tables(users, k), strict=True):
-        a, c, s = (t[np.arange(k)[None, :], grades] for t in tables)
-        if table.valid is not None:
-            a = np.where(table.valid, a, 0.0)
-        if table.signed is not None:
-            e += share * team_draft_outcome(a, c, s, table.signed)
-        else:
-            e += share * balanced_outcome(a, c, s, table.ranks[0], table.ranks[1], table.valid)
-        p_click += share * (1.0 - no_click_below(a, s)[:, 0])
-    return e, p_click
+    """Per table row, the programmes' share-weighted E[outcome] and P(a click) (the module's own row blocks)."""
+    num, p_click = _row_parts(table, chain_tables(users, table.length), users.shares, 0, table.grades.shape[0])
+    return 2.0 * num, p_click
 
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
