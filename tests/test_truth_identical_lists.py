@@ -72,6 +72,9 @@ def test_counting_agreeing_queries_at_zero_removes_only_zero_mean_noise(monkeypa
     cfg = _config(rankers, 4, 400_000)
     new = _truths(cfg)
     monkeypatch.setattr(truth_interleaving, "identical_lists", lambda lists: np.zeros(lists[0].shape[0], dtype=bool))
+    import simulations.truth_interleaving_exact as tie
+
+    monkeypatch.setattr(tie, "_PARTS", {})  # the exact truth computed again without the zero
     old = _truths(cfg)
     # team-draft's preference is exact (tests/test_truth_interleaving_exact.py): the agreeing queries' expected
     # outcome is exactly 0 with or without the zero, so the two are the same number

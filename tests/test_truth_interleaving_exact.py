@@ -203,8 +203,33 @@ def test_the_parts_do_not_depend_on_the_row_blocks(method: str, tmp_path: Path,
     config, world, users = _world(_trec_mapping(tmp_path, method))  # empty slots: the valid masks' blocks too
     whole = tie.exact_interleaving_parts(config, config.designs[0], world, users)
     monkeypatch.setattr(tie, "CHUNK_ROWS", 7)  # blocks that split queries and end short
+    monkeypatch.setattr(tie, "_PARTS", {})  # computed again, not the first call's parts
     split = tie.exact_interleaving_parts(config, config.designs[0], world, users)
     # the same to rounding (the programmes' last sums are matrix products, whose blocking follows the rows)
     np.testing.assert_allclose(split[0], whole[0], rtol=0, atol=1e-15)
     np.testing.assert_allclose(split[1], whole[1], rtol=0, atol=1e-15)
     assert np.abs(whole[0]).max() > 0.01
+
+
+def test_the_parts_are_computed_once_per_table_and_click_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The truth and the analysis's SE over worlds (a new UserModels of the same config) share one computation;
+    other shares or other models compute again."""
+    import simulations.truth_interleaving_exact as tie
+
+    mapping = _mapping("team_draft", ("nav", "pbm"), depth=6)
+    config, world, users = _world(mapping)
+    calls: list[int] = []
+    row_parts = tie._row_parts
+    monkeypatch.setattr(tie, "_row_parts", lambda *a: calls.append(1) or row_parts(*a))
+    first = tie.exact_interleaving_parts(config, config.designs[0], world, users)
+    n = len(calls)
+    assert n > 0
+    again = tie.exact_interleaving_parts(config, config.designs[0], world, UserModels.from_config(config.users))
+    assert len(calls) == n and again[0] is first[0]
+    with pytest.raises(ValueError):
+        first[0][0] = 1.0  # shared: read-only
+    mapping["users"]["types"][0]["share"] = 0.3
+    mapping["users"]["types"][1]["share"] = 0.7
+    other = config_from_mapping(mapping)
+    moved = tie.exact_interleaving_parts(other, other.designs[0], world, UserModels.from_config(other.users))
+    assert len(calls) == 2 * n and not np.array_equal(moved[0], first[0])
