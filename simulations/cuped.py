@@ -18,9 +18,10 @@ Estimates (side rows of each daily checkpoint)
 ----------------------------------------------
 For the users active in the experiment so far:
 
-- ``cuped:<metric>``: the CUPED estimate of ``B - A`` with its standard error, normal CI and
-  p-value (:func:`onlineeval.stats.cuped.cuped_ratio`, delta method, for ``test: delta``;
-  :func:`onlineeval.stats.cuped.cuped_mean` of per-user ratios for ``test: welch``);
+- ``cuped:<metric>``: the CUPED estimate of ``B - A`` with its standard error, CI and p-value
+  (:func:`onlineeval.stats.cuped.cuped_ratio`, delta method and z, for ``test: delta``;
+  :func:`onlineeval.stats.cuped.cuped_mean` of per-user ratios, a Welch-type t whose df the row
+  records, for ``test: welch``);
 - ``cuped_R:<metric>``: ``estimate`` = :math:`R`, the multiple correlation of the experiment
   value with the covariates (pre-period value and the indicator of pre-period activity),
   pooled within arms; ``n_users`` = the active users *with* pre-period activity;
@@ -303,22 +304,24 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
             corr = _correlations_many([st.pooled[m] for m in names])
         else:
             adjusted, corr = [nan5] * len(names), [(math.nan, math.nan)] * len(names)
+        dfs = [math.inf] * len(names)  # the delta method's z
     else:
-        adjusted, corr, n_users, n_impr, n_pre = _welch_parts(design, pre, names)
+        adjusted, dfs, corr, n_users, n_impr, n_pre = _welch_parts(design, pre, names)
     rows = []
     for i, metric in enumerate(names):
         r, rho = corr[i]
         rows.append(CheckpointRow(design.name, design.aa, day, CUPED_PREFIX + metric, i == 0, *adjusted[i], n_users,
-                                  n_impr))
+                                  n_impr, dfs[i]))
         rows.append(CheckpointRow(design.name, design.aa, day, R_PREFIX + metric, False, r, *nan5[:4], n_pre, n_impr))
         rows.append(CheckpointRow(design.name, design.aa, day, RHO_PREFIX + metric, False, rho, *nan5[:4], n_users,
                                   n_impr))
     return rows
 
 
-def _welch_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[Any], list[tuple[float, float]],
-                                                                         int, int, int]:
-    """``(adjusted values, (R, rho), n_users, n_impressions, n_pre)`` per metric of a ``test: welch`` design."""
+def _welch_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[Any], list[float],
+                                                                         list[tuple[float, float]], int, int, int]:
+    """``(adjusted values, their df, (R, rho), n_users, n_impressions, n_pre)`` per metric of a ``test: welch``
+    design (the df of :func:`onlineeval.stats.cuped.cuped_mean`'s Welch-type t)."""
     from onlineeval.stats.cuped import cuped_mean
     from simulations.designs.ab import METRICS
 
@@ -329,10 +332,11 @@ def _welch_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[An
     active = pre_den > 0
     n_pre = int(active.sum())
     if not design._has_data(users, {}):
-        return [(math.nan,) * 5] * len(names), [(math.nan, math.nan)] * len(names), n_users, n_impr, n_pre
+        return ([(math.nan,) * 5] * len(names), [math.nan] * len(names), [(math.nan, math.nan)] * len(names), n_users,
+                n_impr, n_pre)
     act_a, act_b = active.take(ia), active.take(ib)
     den = imp.take(users)
-    adjusted, corr = [], []
+    adjusted, dfs, corr = [], [], []
     for metric in names:
         key = METRICS[metric]
         y = design.sums[key].take(users) / den
@@ -341,9 +345,10 @@ def _welch_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[An
         ya, yb, xa, xb = y.take(ia), y.take(ib), x.take(ia), x.take(ib)
         e = cuped_mean(ya, xa, yb, xb, pre_active_a=act_a, pre_active_b=act_b, alpha=design.alpha).adjusted
         adjusted.append((float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue)))
+        dfs.append(float(e.df))
         corr.append(_pooled_arms([(ib, [yb, xb, act_b.astype(np.float64)]), (ia, [ya, xa, act_a.astype(np.float64)])],
                                  users.size))
-    return adjusted, corr, n_users, n_impr, n_pre
+    return adjusted, dfs, corr, n_users, n_impr, n_pre
 
 
 # ----------------------------------------------------------------------------- summary
@@ -389,6 +394,7 @@ def cuped_summary(
     ``required_if_unbiased``) when the adjusted estimate or the A/B estimate is biased."""
     from onlineeval.stats import binomial_band
     from simulations.analysis import (
+        df_model,
         expected_distinct_users,
         extrapolation_factor,
         is_extrapolated,
@@ -450,10 +456,13 @@ def cuped_summary(
             }
             days = side_rows[(side_rows["design"] == design.name) & (~side_rows["aa"])
                              & (side_rows["metric"] == CUPED_PREFIX + metric)]
-            by_day = days.groupby("day").agg(se=("se", "mean"), imp=("n_impressions", "mean")).sort_index()
+            by_day = days.groupby("day").agg(se=("se", "mean"), imp=("n_impressions", "mean"),
+                                             df=("df", "median")).sort_index()
             fit = variance_model(by_day["imp"].to_numpy(), by_day["se"].to_numpy())
+            # test: welch: the Welch-type t's size at the days' df, as the main table's unadjusted t rows (z: None)
+            dfm = df_model(by_day["imp"].to_numpy(), by_day["df"].to_numpy())
             detectable = main.get("detectable", True)
-            n_req = required_impressions(fit, truth, alpha, target) if detectable else math.inf
+            n_req = required_impressions(fit, truth, alpha, target, dfm) if detectable else math.inf
             finite = math.isfinite(n_req)
             qpd = config.traffic.queries_per_day
             # review 6, F6: CUPED's days are analytic from the a/N + b fit, extrapolated past the simulated days like
@@ -478,7 +487,7 @@ def cuped_summary(
                 wide_se, wide_n = replicate_arrays(days)
                 unc = required_impressions_uncertainty(
                     fit, wide_se, wide_n, truth, float(truths[(design.name, metric)].se), alpha, target,
-                    size_seed(config.seed, design.name, CUPED_PREFIX + metric))
+                    size_seed(config.seed, design.name, CUPED_PREFIX + metric), dfm=dfm)
                 lo_hi = unc["range"]
                 m["required"].update({
                     "impressions_rel_se": unc["rel_se"], "impressions_range": lo_hi,

@@ -292,7 +292,8 @@ def _ab_convention(test: str | None) -> str:
     """What an A/B design's estimate is, by its ``test``."""
     if test == "welch":
         return ("difference B - A of the arms' means of per-user ratios (each user's sum / their queries; users "
-                "weighted equally), Welch's unequal-variance t-test, two-sided")
+                "weighted equally), Welch's unequal-variance t-test, two-sided (with CUPED, its cuped: rows: a "
+                "Welch-type t carrying the coefficient's error, onlineeval.stats.cuped_welch)")
     if test == "delta_t":
         return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
                 "bias-reduced (CR2) SE over users and a two-sided t-test with Bell and McCaffrey's degrees of "

@@ -71,7 +71,11 @@ FINISHED = "replicates.finished.jsonl.gz"
 #: intra-user correlation of the per-impression values (:func:`onlineeval.stats.intra_user_correlation`), not under
 #: independent impressions: their intervals and p-values change (estimates and SEs do not: the batch steps add up
 #: the values' squares besides, the compiled and the NumPy one alike), no random stream.
-STREAM_VERSION = 17
+#: 18 (2026-12-07): an A/B design with ``test: welch`` and CUPED gives its adjusted rows (``cuped:<metric>``) a
+#: Welch-type t (:mod:`onlineeval.stats.cuped_welch`: leverage-corrected arm variances, the slope's own error,
+#: Satterthwaite df) instead of z on the large-sample variance: their SEs, intervals, p-values and df change, no
+#: estimate and no random stream.
+STREAM_VERSION = 18
 # history: 1 the first recorded; 2 RandTop-n (and epsilon-greedy's randomised rows) shuffle by Fisher-Yates steps,
 # one uniform per slot, instead of the smallest of one uniform key per candidate; 3 the counterfactual design's
 # last-day bootstrap (bootstrap > 0): one resample of the users per checkpoint for all its estimators (integer draws

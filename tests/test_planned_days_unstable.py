@@ -198,7 +198,7 @@ def _cuped_inputs(floor_share: float, bias: float = 0.0):
     for r in range(se_adj.shape[0]):
         for j, day in enumerate(DAYS):
             common = {"design": "ab", "aa": False, "day": int(day), "replicate": r, "n_users": 100.0 * day,
-                      "n_impressions": float(IMPRESSIONS[j]), "pvalue": 0.5}
+                      "n_impressions": float(IMPRESSIONS[j]), "pvalue": 0.5, "df": np.inf}
             plain.append({**common, "metric": "clicks_per_query", "estimate": EFFECT + rng.normal(0, se_plain[r, j]),
                           "se": se_plain[r, j]})
             side.append({**common, "metric": CUPED_PREFIX + "clicks_per_query",

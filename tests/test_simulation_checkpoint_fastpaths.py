@@ -80,6 +80,7 @@ def cuped_rows_ref(design, day):
         nan5 = (math.nan,) * 5
         if not defined:
             vals, r, rho = nan5, math.nan, math.nan
+            df = math.nan if design.config.test == "welch" else math.inf
         else:
             b = design.in_b[users]
             a = ~b
@@ -96,8 +97,10 @@ def cuped_rows_ref(design, day):
                 y, x = _influence_ref(num, den, b), _influence_ref(pnum, pre_den, b)
             e = res.adjusted
             vals = (float(e.estimate), float(e.se), float(e.ci_low), float(e.ci_high), float(e.pvalue))
+            df = float(e.df)  # welch: the Welch-type t's; delta: inf
             r, rho = pooled_correlations(y, x, active, b)
-        rows.append(CheckpointRow(design.name, design.aa, day, CUPED_PREFIX + metric, primary, *vals, n_users, n_impr))
+        rows.append(CheckpointRow(design.name, design.aa, day, CUPED_PREFIX + metric, primary, *vals, n_users, n_impr,
+                                  df))
         rows.append(CheckpointRow(design.name, design.aa, day, R_PREFIX + metric, False, r, *nan5[:4], n_pre, n_impr))
         rows.append(CheckpointRow(design.name, design.aa, day, RHO_PREFIX + metric, False, rho, *nan5[:4], n_users,
                                   n_impr))

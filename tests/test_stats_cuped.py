@@ -178,7 +178,7 @@ def test_no_pre_data_at_all_gives_the_unadjusted_estimate_and_batches_agree() ->
     one = cuped_mean(y[1, 0], xs[1, 0], y[1, 1], xs[1, 1])
     assert float(batch.adjusted.estimate[1]) == pytest.approx(float(one.adjusted.estimate), rel=1e-12)
     assert float(batch.adjusted.se[1]) == pytest.approx(float(one.adjusted.se), rel=1e-12)
-    assert batch.adjusted[1].method == "cuped"
+    assert batch.adjusted[1].method == "cuped-welch"
 
 
 def test_bad_input_is_refused() -> None:

@@ -35,9 +35,10 @@ Conventions
   :math:`e_i = (x_i - \hat R_j y_i)/\bar y_j` of the arm's ratio (Deng, Knoblich and Lu 2018)
   are regressed on the influence values of the pre-period ratio; the adjusted difference is
   :math:`(\hat R_B - \hat R_A) - \theta^\top(\hat R^{pre}_B - \hat R^{pre}_A, \ \bar m_B - \bar m_A)`.
-* Standard errors are the unequal-variance (Welch / delta) standard errors of the adjusted
-  per-user values, treating :math:`\theta` as known (its estimation error is
-  :math:`O(1/n)`); tests and intervals are normal (``df = inf``).
+* Per-user means (:func:`cuped_mean`): a Welch-type t with the slope's own error, leverage-corrected arm
+  variances and Satterthwaite df (:mod:`onlineeval.stats.cuped_welch`); the unadjusted half is Welch's test.
+  Ratio metrics: the delta method's standard errors of the adjusted influence values, :math:`\theta` held
+  known (its estimation error is :math:`O(1/n)`), with normal tests and intervals (``df = inf``).
 * ``variance_reduction`` is :math:`1 - \mathrm{se}^2_{cv}/\mathrm{se}^2` (estimated; it can be
   slightly negative for an uninformative covariate in a small sample).
 * **A covariate that is constant up to rounding drops out** like an exactly constant one
@@ -67,7 +68,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import InputError
 from onlineeval.stats._checks import check_alpha
-from onlineeval.stats.online import EstimateValues, Estimates, _as_batch, _tests, _z_values
+from onlineeval.stats.online import EstimateValues, Estimates, _as_batch, _tests, _welch_kernel, _z_values
 
 __all__ = ["CupedResult", "cuped_mean", "cuped_ratio", "cuped_ratio_adjusted"]
 
@@ -79,9 +80,9 @@ class CupedResult:
     Attributes
     ----------
     adjusted:
-        The CUPED estimate (``method="cuped"`` or ``"cuped-delta"``), batch shape ``(...)``.
+        The CUPED estimate (``method="cuped-welch"`` or ``"cuped-delta"``), batch shape ``(...)``.
     unadjusted:
-        The plain difference with its Welch / delta-method standard error (normal test).
+        The plain difference: Welch's test (:func:`cuped_mean`) or the delta method's z (ratios).
     theta:
         Shape ``(..., 2)``: the coefficients of the pre-period value and of the indicator of
         pre-period activity (0 where the indicator is constant).
@@ -142,8 +143,9 @@ def _adjust(
     x2c: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None = None,
     raw: bool = True,
     floor1: Any = 0.0,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
-    """Pooled within-arm theta, adjusted difference, adjusted and unadjusted variances.
+    welch: bool = False,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], Any, Any]:
+    """Pooled within-arm theta, adjusted difference, adjusted and unadjusted variances, adjusted df (``None``).
 
     Arrays have users on the last axis; ``x2*`` (the activity indicator) may be ``None``.
     ``diff`` is the unadjusted difference, ``xdiff*`` the arm differences of the covariates'
@@ -151,7 +153,8 @@ def _adjust(
     within-arm variance, or collinear with the other, drops out (theta 0 for it). ``x2c``: the
     indicator's centred values and ``d`` (:func:`_centred_indicator`) when the caller has them;
     ``raw=False`` leaves the unadjusted variance out (None). ``floor1``: the first covariate's pooled
-    sum of squares up to which it counts as without variance (rounding noise, module notes).
+    sum of squares up to which it counts as without variance (rounding noise, module notes). ``welch``: the
+    variance and df of :func:`onlineeval.stats.cuped_welch.welch_adjusted` instead of the large-sample variance.
     """
     yca, ycb = _centre(ya), _centre(yb)
     x1ca, x1cb = _centre(x1a), _centre(x1b)
@@ -165,6 +168,7 @@ def _adjust(
         ra = yca - theta1[..., None] * x1ca
         rb = ycb - theta1[..., None] * x1cb
         est = diff - theta1 * xdiff1
+        zs = ([x1ca], [x1cb], [[np.where(varies, 1.0 / safe_a, 0.0)]], [xdiff1])
     else:
         x2ca, x2cb, d = _centred_indicator(x2a, x2b) if x2c is None else x2c
         b = _dot(x1ca, x2ca) + _dot(x1cb, x2cb)
@@ -178,10 +182,19 @@ def _adjust(
         ra = yca - theta1[..., None] * x1ca - theta2[..., None] * x2ca
         rb = ycb - theta1[..., None] * x1cb - theta2[..., None] * x2cb
         est = diff - theta1 * xdiff1 - theta2 * xdiff2
+        m11 = np.where(full, d / safe_det, np.where(varies, 1.0 / safe_a, 0.0))  # the sums of squares' pinv
+        m22, m12 = np.where(full, a / safe_det, np.where(~varies & (d > 0), 1.0 / safe_d, 0.0)), -b * full / safe_det
+        zs = ([x1ca, x2ca], [x1cb, x2cb], [[m11, m12], [m12, m22]], [xdiff1, xdiff2])
     na, nb = ya.shape[-1], yb.shape[-1]
-    var_adj = _dot(ra, ra) / ((na - 1) * na) + _dot(rb, rb) / ((nb - 1) * nb)
+    df = None
+    if welch:
+        from onlineeval.stats.cuped_welch import welch_adjusted
+
+        var_adj, df = welch_adjusted(ra, rb, *zs)
+    else:
+        var_adj = _dot(ra, ra) / ((na - 1) * na) + _dot(rb, rb) / ((nb - 1) * nb)
     var_raw = _dot(yca, yca) / ((na - 1) * na) + _dot(ycb, ycb) / ((nb - 1) * nb) if raw else None
-    return np.stack([theta1, theta2], axis=-1), est, var_adj, var_raw
+    return np.stack([theta1, theta2], axis=-1), est, var_adj, var_raw, df
 
 
 def _centred_indicator(
@@ -205,11 +218,12 @@ def _result(
     null: float,
     method: str,
     raw_method: str,
+    dfs: tuple[Any, Any] = (math.inf, math.inf),
 ) -> CupedResult:
     out = []
-    for e, v, m in ((est, var_adj, method), (diff, var_raw, raw_method)):
+    for e, v, m, d in ((est, var_adj, method, dfs[0]), (diff, var_raw, raw_method, dfs[1])):
         se = np.sqrt(v)
-        df = np.full(np.shape(e), np.inf)
+        df = np.broadcast_to(np.asarray(d, dtype=np.float64), np.shape(e)).copy()
         stat, p, lo, hi = _tests(np.asarray(e), se, null, alpha, df)
         out.append(Estimates(e, se, lo, hi, p, np.full(np.shape(e), n, dtype=np.int64), stat, df, m, alpha, null, ref))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -264,10 +278,8 @@ def cuped_mean(
     With covariates :math:`X_i = (x_i, a_i)` (:math:`a_i` the activity indicator),
     within-arm centred values and :math:`\theta = S_{XX}^{+} S_{XY}` pooled over arms,
 
-    .. math::
-
-        \hat\Delta_{cv} = \bar y_B - \bar y_A - \theta^\top(\bar X_B - \bar X_A),\qquad
-        \mathrm{se}^2 = \sum_{j\in\{A,B\}} \frac{\widehat{\operatorname{Var}}_j(y - X\theta)}{n_j}.
+    :math:`\hat\Delta_{cv} = \bar y_B - \bar y_A - \theta^\top(\bar X_B - \bar X_A)`; its variance and
+    degrees of freedom: :func:`onlineeval.stats.cuped_welch.welch_adjusted` (a Welch-type t).
     """
     alpha = check_alpha(alpha)
     ya, yb = _as_batch(y_a, "y_a"), _as_batch(y_b, "y_b")
@@ -280,8 +292,8 @@ def cuped_mean(
     diff = _wmean(yb) - _wmean(ya)
     if pre_active_a is None and pre_active_b is None:  # everyone has a pre-period value: no indicator
         floor = NOISE_SHARE * (_dot(xa, xa) + _dot(xb, xb))
-        theta, est, var_adj, var_raw = _adjust(ya, xa, None, yb, xb, None, diff, _wmean(xb) - _wmean(xa), None,
-                                               floor1=floor)
+        theta, est, var_adj, var_raw, df = _adjust(ya, xa, None, yb, xb, None, diff, _wmean(xb) - _wmean(xa), None,
+                                                   floor1=floor, welch=True)
         missing = np.zeros(diff.shape, dtype=np.int64)
     else:
         ma = _active(pre_active_a, ya.shape, "pre_active_a")
@@ -289,12 +301,15 @@ def cuped_mean(
         x1a, x1b = np.where(ma, xa, 0.0), np.where(mb, xb, 0.0)
         x2a, x2b = ma.astype(np.float64), mb.astype(np.float64)
         floor = NOISE_SHARE * (_dot(x1a, x1a) + _dot(x1b, x1b))
-        theta, est, var_adj, var_raw = _adjust(
-            ya, x1a, x2a, yb, x1b, x2b, diff, _wmean(x1b) - _wmean(x1a), _wmean(x2b) - _wmean(x2a), floor1=floor
+        theta, est, var_adj, var_raw, df = _adjust(
+            ya, x1a, x2a, yb, x1b, x2b, diff, _wmean(x1b) - _wmean(x1a), _wmean(x2b) - _wmean(x2a), floor1=floor,
+            welch=True,
         )
         missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
     n = ya.shape[-1] + yb.shape[-1]
-    return _result(theta, est, var_adj, diff, var_raw, _wmean(ya), n, missing, alpha, float(null), "cuped", "welch-z")
+    raw_df = _welch_kernel(ya, yb)[2]  # the unadjusted difference: Welch's test (welch_diff's numbers)
+    return _result(theta, est, var_adj, diff, var_raw, _wmean(ya), n, missing, alpha, float(null), "cuped-welch",
+                   "welch", (df, raw_df))
 
 
 def _influence(
@@ -386,8 +401,8 @@ def cuped_ratio(
     pre_diff = np.where(np.isnan(pa) | np.isnan(pb), 0.0, pb - pa)
     diff = rb - ra
     floor = _ratio_noise_floor(pa, fa.shape[-1], pb, fb.shape[-1])
-    theta, est, var_adj, var_raw = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, _wmean(x2b) - _wmean(x2a),
-                                           floor1=floor)
+    theta, est, var_adj, var_raw, _ = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, _wmean(x2b) - _wmean(x2a),
+                                              floor1=floor)
     undefined = np.isnan(diff)
     est, var_adj, var_raw = (np.where(undefined, np.nan, v) for v in (est, var_adj, var_raw))
     missing = (~ma).sum(axis=-1) + (~mb).sum(axis=-1)
@@ -468,7 +483,8 @@ def _cuped_ratio_parts(
     x2a, x2b, x2ca, x2cb, d, xdiff2 = indicator
     pre_diff = 0.0 if np.isnan(pa) or np.isnan(pb) else pb - pa
     diff = rb - ra
-    _, est, var_adj, _ = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, xdiff2, x2c=(x2ca, x2cb, d), raw=False)
+    _, est, var_adj, _, _ = _adjust(ea, fa, x2a, eb, fb, x2b, diff, pre_diff, xdiff2, x2c=(x2ca, x2cb, d),
+                                    raw=False)
     if np.isnan(diff):
         est = var_adj = np.nan
     values = _z_values(np.asarray(est), np.sqrt(var_adj), float(null), check_alpha(alpha))
