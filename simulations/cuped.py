@@ -296,7 +296,9 @@ def cuped_rows(design: Any, day: int) -> list[Any]:
 
     names = design.metric_names()
     nan5 = (math.nan,) * 5
-    if design.config.test != "welch":
+    if design.config.test == "delta_t":
+        adjusted, dfs, corr, n_users, n_impr, n_pre = _cr2_parts(design, pre, names)
+    elif design.config.test != "welch":
         st = design.checkpoint_stats()
         n_users, n_impr, n_pre = st.n_a + st.n_b, st.n_impressions, st.n_pre
         if st.adjusted is not None and st.pooled is not None:
@@ -348,6 +350,41 @@ def _welch_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[An
         dfs.append(float(e.df))
         corr.append(_pooled_arms([(ib, [yb, xb, act_b.astype(np.float64)]), (ia, [ya, xa, act_a.astype(np.float64)])],
                                  users.size))
+    return adjusted, dfs, corr, n_users, n_impr, n_pre
+
+
+def _cr2_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[Any], list[float],
+                                                                       list[tuple[float, float]], int, int, int]:
+    """:func:`_welch_parts` of a ``test: delta_t`` design: :func:`onlineeval.stats.cuped_cr2.cuped_ratio_cr2_values`
+    at the design's intra-user correlation of the metric (its own rows' working model), ``R`` the square root of
+    the share of the users' residual sums of squares the covariates remove, ``rho`` the same with the pre-period
+    ratio alone (signed as its coefficient)."""
+    from onlineeval.stats.cuped_cr2 import covariates, cuped_ratio_cr2_values
+    from simulations.designs.ab import METRICS
+
+    imp = design.sums["impressions"]
+    users, ia, ib, users_a, users_b = design.active_arms()
+    n_users, n_impr = int(users.size), int(imp.sum())
+    pre_den = pre.sums["impressions"].take(users)
+    n_pre = int((pre_den > 0).sum())
+    nan = [math.nan] * len(names)
+    if not design._has_data(users, {}):
+        return [(math.nan,) * 5] * len(names), nan, [(math.nan, math.nan)] * len(names), n_users, n_impr, n_pre
+    in_b = np.zeros(users.size, dtype=bool)
+    in_b[ib] = True
+    y = imp.take(users)
+    adjusted, dfs, corr = [], [], []
+    for metric in names:
+        key = METRICS[metric]
+        x = design.sums[key].take(users)
+        z = covariates(pre.sums[key].take(users), pre_den)
+        icc = design.intra_user_correlation(metric, users_a, users_b)
+        vals, df, _, explained = cuped_ratio_cr2_values(x, y, in_b, z, design.alpha, icc=icc)
+        _, _, theta1, alone = cuped_ratio_cr2_values(x, y, in_b, z[:, :1], design.alpha, icc=icc)
+        adjusted.append(vals)
+        dfs.append(df)
+        corr.append((math.sqrt(max(explained, 0.0)) if math.isfinite(explained) else math.nan,
+                     math.copysign(math.sqrt(max(alone, 0.0)), theta1[0]) if math.isfinite(alone) else math.nan))
     return adjusted, dfs, corr, n_users, n_impr, n_pre
 
 

@@ -298,7 +298,8 @@ def _ab_convention(test: str | None) -> str:
         return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
                 "bias-reduced (CR2) SE over users and a two-sided t-test with Bell and McCaffrey's degrees of "
                 "freedom (replicates.csv's df) at the estimated intra-user correlation of the per-query values "
-                "(one-way ANOVA, the arms as groups)")
+                "(one-way ANOVA, the arms as groups); with CUPED, its cuped: rows: the same for the regression on "
+                "the arm and the users' pre-period ratio and activity (onlineeval.stats.cuped_ratio_cr2)")
     return ("difference B - A of ratio metrics (sum over users / sum over users; queries weighted equally), "
             "delta-method SE over users, two-sided z-test")
 

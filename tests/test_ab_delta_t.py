@@ -17,7 +17,6 @@ import pytest
 from typer.testing import CliRunner
 
 from onlineeval.cli import app
-from onlineeval.errors import ConfigError
 from simulations.config import config_from_mapping
 
 
@@ -134,10 +133,44 @@ def test_every_days_rows_are_ratio_diff_cr2_on_the_designs_own_sums(monkeypatch:
     assert max(rhos) > 0.05  # the two user types' impressions are correlated: the df differ from rho 0's
 
 
-def test_cuped_is_refused_with_delta_t() -> None:
+def test_cuped_rows_are_cuped_ratio_cr2_on_the_designs_own_sums() -> None:
+    """CUPED with test: delta_t: every day's cuped: row is onlineeval.stats.cuped_ratio_cr2 on the design's per-user
+    sums and pre-period sums, at the intra-user correlation of its own rows (the arms as groups); R and rho are the
+    shares of the users' residual sums of squares the covariates (the pre-period ratio alone) remove."""
+    from onlineeval.stats import intra_user_correlation
+    from onlineeval.stats.cuped_cr2 import covariates, cuped_ratio_cr2, cuped_ratio_cr2_values
+    from simulations.cuped import CUPED_PREFIX, R_PREFIX, RHO_PREFIX, cuped_rows
+    from simulations.designs.ab import METRICS
+
+    checked = 0
+
+    def check(d, day: int) -> None:  # noqa: ANN001
+        nonlocal checked
+        if d.kind != "ab":
+            return
+        rows = {r.metric: r for r in cuped_rows(d, day)}
+        imp, pre = d.sums["impressions"], d.pre_period.sums
+        active = imp > 0
+        a, b = active & ~d.in_b, active & d.in_b
+        for metric in d.metric_names():
+            key = METRICS[metric]
+            users = np.concatenate([np.flatnonzero(a), np.flatnonzero(b)])
+            square = d.sums[key] if key == "abandoned" else d.squares[key]
+            icc = intra_user_correlation(d.sums[key][users], imp[users], square[users],
+                                         groups=np.r_[np.zeros(a.sum()), np.ones(b.sum())])
+            want = cuped_ratio_cr2(d.sums[key][a], imp[a], d.sums[key][b], imp[b], pre[key][a],
+                                   pre["impressions"][a], pre[key][b], pre["impressions"][b], d.alpha, icc=icc)
+            same_row(rows[CUPED_PREFIX + metric], want)
+            x = d.sums[key][active]
+            z = covariates(pre[key][active], pre["impressions"][active])
+            explained = cuped_ratio_cr2_values(x, imp[active], d.in_b[active], z, icc=icc)[3]
+            assert rows[R_PREFIX + metric].estimate == pytest.approx(math.sqrt(max(explained, 0.0)), rel=1e-12)
+            assert abs(rows[RHO_PREFIX + metric].estimate) <= rows[R_PREFIX + metric].estimate + 1e-12
+            checked += 1
+
     design = {"name": "abt", "type": "ab", "test": "delta_t", "analysis": {"cuped": {"pre_days": 2}}}
-    with pytest.raises(ConfigError, match=r"designs\[0\]\.analysis\.cuped.*test: delta_t"):
-        config_from_mapping(few_users_mapping(60, [design]))
+    each_checkpoint(config_from_mapping(few_users_mapping(60, [design])), check)
+    assert checked == 2 * 3 * 3  # the design and its A/A variant, three metrics, three days
 
 
 def simulate(tmp_path: Path, mapping: dict) -> tuple[dict, pd.DataFrame, str]:

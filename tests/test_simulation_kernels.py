@@ -389,7 +389,6 @@ def test_ab_step_adds_the_squares_as_the_numpy_step(depth, types, inject):
     mapping = _ab_mapping(depth, types, inject)
     for d in mapping["designs"]:
         d["test"] = "delta_t"
-        d["analysis"].pop("cuped")  # (CUPED with delta_t is refused)
     runs = ab_designs_both_ways(config_from_mapping(mapping), _numpy_step)
     for new, ref in zip(*runs, strict=True):
         assert (new._kernel_inputs() is None) == (depth > 16) and ref._kernel_inputs() is None

@@ -9,7 +9,8 @@
   (randomisation test, bootstrap CIs, t-test, Holm) and segment analysis.
 * :mod:`onlineeval.stats.sequential` - peeking, always-valid tests (mSPRT, confidence
   sequences) and group-sequential boundaries with alpha spending.
-* :mod:`onlineeval.stats.cuped` - CUPED variance reduction with pre-period data.
+* :mod:`onlineeval.stats.cuped` - CUPED variance reduction with pre-period data (:mod:`~onlineeval.stats.cuped_welch`:
+  the per-user means' Welch-type t; :mod:`~onlineeval.stats.cuped_cr2`: the ratio's CR2 form for few users).
 * :mod:`onlineeval.stats.srm` - sample-ratio-mismatch checks.
 * :mod:`onlineeval.stats.multiple` - Holm and Benjamini-Hochberg across metrics or pairs.
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         cuped_mean,
         cuped_ratio,
     )
+    from onlineeval.stats.cuped_cr2 import cuped_ratio_cr2
     from onlineeval.stats.multiple import (
         adjust_pvalues,
         reject_adjusted,
@@ -166,13 +168,15 @@ _EXPORTS: dict[str, str] = {
     "CupedResult": "cuped",
     "cuped_mean": "cuped",
     "cuped_ratio": "cuped",
+    "cuped_ratio_cr2": "cuped_cr2",
     "SrmResult": "srm",
     "srm_chisquare": "srm",
     "srm_impressions": "srm",
     "adjust_pvalues": "multiple",
     "reject_adjusted": "multiple",
 }
-_SUBMODULES = frozenset({"online", "paired", "power", "sequential", "cuped", "srm", "multiple", "small_sample"})
+_SUBMODULES = frozenset({"online", "paired", "power", "sequential", "cuped", "cuped_cr2", "cuped_welch", "srm",
+                         "multiple", "small_sample"})
 
 __all__ = [
     "MISSING_SEGMENT",
@@ -201,6 +205,7 @@ __all__ = [
     "crossing_probabilities",
     "cuped_mean",
     "cuped_ratio",
+    "cuped_ratio_cr2",
     "drift_for_power",
     "equal_fractions",
     "group_sequential_test",

@@ -182,10 +182,6 @@ def _check_design_analysis(config: Config, i: int, source: str | None) -> None:
             if value != DesignAnalysis.model_fields[name].get_default(call_default_factory=True):
                 raise ConfigError((*key, name), "applies to designs of type ab only; a design of type "
                                   f"{design.type} allows only the default (no pre-period, no injected split)", source)
-    if design.type == "ab" and design.test == "delta_t" and an.cuped is not None:
-        raise ConfigError((*key, "cuped"), "CUPED's adjusted estimates are computed for test: delta (the delta "
-                          "method's z) and test: welch (a Welch-type t); with test: delta_t (few users) leave analysis.cuped out, or "
-                          "choose test: delta", source)
     if an.srm.inject is not None:
         types = [name for name, _, _ in config.users.mixture()]
         if an.srm.inject.user_type not in types:
