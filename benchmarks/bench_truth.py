@@ -8,7 +8,9 @@ truth (:func:`simulations.truth_interleaving.interleaving_truth`) are computed w
 of the rounds); prints each time, their ratio, and checks that both give the same truth and SE to the bit. The first
 round loads the compiled kernels; ``--rounds`` of 2 or more leaves that out of the best. Then each design's exact
 truth (:func:`simulations.truth_interleaving_exact.exact_interleaving_truth`, what the simulator takes for its
-preferences) against the table path's Monte Carlo: times, ratio, and the Monte Carlo's distance from it in its SEs.
+preferences) and exact null-user Delta (:func:`simulations.truth_null_exact.exact_null_truth`) against the table
+path's Monte Carlo: times (the exact parts' per-process cache cleared every round), ratio, and the Monte Carlo's
+distance from it in its SEs.
 """
 
 from __future__ import annotations
@@ -62,28 +64,32 @@ def main() -> None:
     # against the table path's Monte Carlo of the same impressions as above
     import time
 
-    from simulations.truth_interleaving_exact import exact_interleaving_truth
+    import simulations.truth_interleaving_exact as tie
+    from simulations.truth_null_exact import exact_null_truth
 
     print(f"\n{'exact truth':32s} {'exact (s)':>10s} {'Monte Carlo (s)':>16s} {'ratio':>7s}  "
           "exact, Monte Carlo +- SE (z)")
     for design in designs:
-        times = {"exact": [], "mc": []}
-        for _ in range(args.rounds):
-            t0 = time.perf_counter()
-            exact = exact_interleaving_truth(config, design, world, users)
-            t1 = time.perf_counter()
-            (mc,) = ti.interleaving_truth(config, design, world, users, False)
-            times["exact"].append(t1 - t0)
-            times["mc"].append(time.perf_counter() - t1)
-        if exact is None:
-            print(f"{design.name:32s} (no exact truth: a click model without grade chains, or no prefix credit)")
-            continue
-        (ex,) = exact
-        z = (mc.value - ex.value) / mc.se if mc.se > 0 else float("nan")
-        print(f"{design.name:32s} {min(times['exact']):10.2f} {min(times['mc']):16.2f} "
-              f"{min(times['exact']) / min(times['mc']):7.2f}  {ex.value:+.6g}, {mc.value:+.6g} +- {mc.se:.2g} "
-              f"({z:+.1f})")
-
+        for null in (False, True):
+            label = f"{design.name} (null user)" if null else design.name
+            times: dict[str, list[float]] = {"exact": [], "mc": []}
+            for _ in range(args.rounds):
+                tie._PARTS.clear()  # the parts are cached per process: every round computes them
+                t0 = time.perf_counter()
+                exact = (exact_null_truth if null else tie.exact_interleaving_truth)(config, design, world, users)
+                t1 = time.perf_counter()
+                (mc,) = ti.interleaving_truth(config, design, world, users, null)
+                times["exact"].append(t1 - t0)
+                times["mc"].append(time.perf_counter() - t1)
+            if exact is None:
+                print(f"{label:32s} (no exact truth: a click model without grade chains, no prefix credit, or a "
+                      "list too long for the null's patterns)")
+                continue
+            (ex,) = exact
+            z = (mc.value - ex.value) / mc.se if mc.se > 0 else float("nan")
+            print(f"{label:32s} {min(times['exact']):10.2f} {min(times['mc']):16.2f} "
+                  f"{min(times['exact']) / min(times['mc']):7.2f}  {ex.value:+.6g}, {mc.value:+.6g} +- {mc.se:.2g} "
+                  f"({z:+.1f})")
 
 if __name__ == "__main__":
     main()

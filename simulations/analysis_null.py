@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,11 @@ from simulations.runner import Truth
 
 #: a null-user Delta this many Monte Carlo SEs from 0 marks a design as biased
 NULL_BIAS_SE = 4.0
+
+
+#: an exact null Delta (SE 0: :mod:`simulations.truth_null_exact`) within this of 0 is 0, the sums' rounding (about
+#: 1e-17 on the bundled configs' unbiased designs); beyond it the value is the method's bias, however small
+NULL_EXACT_ZERO = 1e-12
 
 
 #: two-sided false-alarm probability of the bias flag: that of NULL_BIAS_SE normal standard errors
@@ -117,8 +123,14 @@ def null_check(
     (:func:`null_bias_rules`). ``pairs`` is the family of the run (review 9, F1): every null-checked pair of every
     interleaving design in it, so that under no bias the run flags some design with probability at most 0.01 (kept
     as ``family_pairs``). ``detectable_bias_80``: the |null Delta| the 4-SE rule flags with
-    :data:`NULL_DETECTABLE_POWER` ((4 + z_0.8) x ``se``; ``detectable_bias`` is flagged half the time)."""
+    :data:`NULL_DETECTABLE_POWER` ((4 + z_0.8) x ``se``; ``detectable_bias`` is flagged half the time).
+    ``exact``: the null Delta is exact (SE 0, :mod:`simulations.truth_null_exact`): a value within
+    :data:`NULL_EXACT_ZERO` of 0 is 0 (``z`` 0), any other is the method's bias (``z`` inf, flagged), and both
+    detectable biases of the Delta's rule are 0 (it sees any bias)."""
     se_days = c["mean_se"].to_numpy(dtype=np.float64)
+    exact = null.se == 0.0 and null.method.startswith("exact")  # no Monte Carlo error: any value is a bias
+    if exact and abs(null.value) <= NULL_EXACT_ZERO:
+        null = replace(null, value=0.0)
     low_bias = max(abs(null.value) - 2 * null.se, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         analytic = null_rejection_rate(null.value, se_days, alpha)
@@ -129,6 +141,7 @@ def null_check(
         "se": null.se,
         "z": z,
         "method": null.method,
+        "exact": exact,
         "rejection_rate_analytic": [float(x) for x in analytic],
     }
     if null_rows is not None and len(null_rows):

@@ -188,7 +188,7 @@ def design_ratios(designs: dict[str, dict[str, Any]], ref_name: str | None) -> d
                 # review 8, F2: the evidence that fired, not only the Monte Carlo null Delta
                 n = e["null"]
                 biased[d] = {"rules": null_bias_rules(n), "delta": n.get("delta"), "se": n.get("se"),
-                             "z": n.get("z"), "biased": True,
+                             "z": n.get("z"), "exact": bool(n.get("exact")), "biased": True,
                              "biased_null_replicates": bool(n.get("biased_null_replicates")),
                              "null_mean_test": n.get("null_mean_test"), "family_pairs": n.get("family_pairs")}
             elif is_biased_entry(e):

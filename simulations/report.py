@@ -43,6 +43,8 @@ from simulations.report_null import (
     null_bias_evidence,
     null_biased_verdict,
     null_detectable_text,
+    null_delta_text,
+    null_detects_text,
     null_direction,
     null_caution,
     null_caution_keys,
@@ -186,10 +188,14 @@ def conventions(result: SimulationResult) -> dict[str, Any]:
         "0 (an exact one: exactly 0)",
         "null_check": "interleaving designs: expected Delta under a null user who clicks like the configured users on "
         "ranker A's list for an independently drawn query (clicks independent of relevance, every true effect 0), "
-        "Monte Carlo over analysis.truth_impressions impressions; rejection rate by day: the share of the "
+        "exact for two-ranker team-draft and balanced designs with prefix credit under grade-chain click models "
+        "(lists of up to 12 slots: each filled-slot mask's distribution of click patterns mixed over the other "
+        "queries and the user types, against every distinct row's outcome; exact: true, '+- SE' exact), Monte "
+        "Carlo over analysis.truth_impressions impressions otherwise; rejection rate by day: the share of the "
         "design's null replicates (the design run with the null user on every replicate's traffic, rows "
         "null:<pair>) rejecting at alpha, next to the analytic rate from the null Delta and the design's mean SE; "
-        "biased = null Delta more than 4 Monte Carlo SEs from 0, or the null replicates' last-day mean "
+        "biased = null Delta more than 4 Monte Carlo SEs from 0 (an exact one: beyond 1e-12 of 0, the sums' "
+        "rounding; it detects any bias), or the null replicates' last-day mean "
         "off the exact null truth 0 by a two-sided t-test (R - 1 df) at 0.01 / the run's number of null-checked "
         "pairs (Bonferroni over every pair of every interleaving design in the run, family_pairs: under no bias "
         "at most 1% of runs flag some design; biased_null_replicates, null_mean_test); without null replicates, "
@@ -451,7 +457,7 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
             else:
                 fpr = f"{aa['false_positive_rate']:.3f}{'' if aa['within_band'] else '!'}"
             null = e.get("null")
-            null_s = "-" if null is None else value_text(null["delta"], True)
+            null_s = "-" if null is None else null_delta_text(null)
             cells = sample_size_cells(e, population)
             power, analytic = rate_text(fd["power"]), cells["analytic"]
             if _other_measure(e):  # review 3, F-A: its power and sizes come from another measure, named below
@@ -515,14 +521,14 @@ def terminal_summary(result: SimulationResult, source: str = "") -> str:
         "FPR",
         "  outside its 99% band; '0 (ties)': with B replaced by A every comparison of this design is a tie, so",
         "  A/A cannot reject; null Delta: expected Delta when clicks do not depend on relevance (every true",
-        "  effect 0); 'biased' = the design is biased on these rankers (null check) or its estimate's mean over",
-        "  replicates misses the exact truth beyond chance (a t-test at the level of 4 normal SEs, p < 6.3e-5,",
-        "  on the replicates' SD and the truth's Monte Carlo error; an off-policy estimate also by its bias check,",
-        "  one direct log against the exact truth, the counterfactual section's 'check'): its power measures its",
-        "  bias as much as",
-        "  the effect, so its analytic power, days and sizes are not given ('-'; summary.json keeps them under",
-        "  analytic_if_unbiased); 'no support': biased the same way because an off-policy estimate's target leaves",
-        "  the logger's support (named under the table).",
+        "  effect 0; exact or Monte Carlo, as the null check says); 'biased' = the design is biased on these",
+        "  rankers (null check) or its estimate's mean over replicates misses the exact truth beyond chance (a",
+        "  t-test at the level of 4 normal SEs, p < 6.3e-5, on the replicates' SD and the truth's Monte Carlo",
+        "  error; an off-policy estimate also by its bias check, one direct log against the exact truth, the",
+        "  counterfactual section's 'check'): its power measures its bias as much as the effect, so its analytic",
+        "  power, days and sizes are not given ('-'; summary.json keeps them under analytic_if_unbiased); 'no",
+        "  support': biased the same way because an off-policy estimate's target leaves the logger's support",
+        "  (named under the table).",
     ]
     if any(null_caution(e) and not is_biased_entry(e) for ms in s["designs"].values() for e in ms.values()):
         import textwrap

@@ -154,6 +154,8 @@ def null_unflagged_parts(n: dict[str, Any]) -> tuple[str, str | None]:
     flagged (z = 0.4)' when it is), else how far below the flag z is and its p-value under no bias."""
     caution = null_mean_caution(n)
     z = n.get("z")
+    if n.get("exact"):  # not flagged: the exact null Delta is 0
+        return ("no bias flagged" if caution else "no bias") + " (exact null Delta 0)", caution
     none = "no bias flagged" if caution else "no bias detected"
     if not isinstance(z, (int, float)) or not math.isfinite(z):
         return none, caution
@@ -218,6 +220,14 @@ def null_mean_detectable(n: dict[str, Any]) -> tuple[float, float, float, int] |
     return (float(d) if _number(d) else nc * float(t["se"])), nc, crit, df
 
 
+def null_detects_text(n: dict[str, Any], effect: Any) -> str:
+    """What the null check detects, after 'detects ': '|bias| >= ' and :func:`null_detectable_text`, or 'any |bias|
+    (the null Delta is exact)' for an exact null Delta (its rule sees any bias)."""
+    if n.get("exact"):
+        return "any |bias| (the null Delta is exact)"
+    return "|bias| >= " + null_detectable_text(n, effect)
+
+
 def null_detectable_text(n: dict[str, Any], effect: Any) -> str:
     """The |bias| each rule of the null check detects with 80% power, with its share of |effect| (review 8, F2:
     naming the rule; review 9, F4: at 80% power, not the 50% of 4 x SE and t_crit x SE): '0.00823 (89% of the
@@ -278,7 +288,8 @@ def null_bias_evidence(n: dict[str, Any]) -> str:
     if "null_replicates_mean" in rules and isinstance(t, dict):
         parts.append(f"null replicates' mean {value_text(t.get('mean'), True)} +- {se_text(t.get('se'))}, "
                      f"t {_t_text(t.get('t'))}, p {_p_text(float(t.get('pvalue')))}" + null_level_text(n))
-    delta = f"null Delta {value_text(n.get('delta'), True)} +- {se_text(n.get('se'))}, z {_t_text(n.get('z'))}"
+    delta = (f"exact null Delta {value_text(n.get('delta'), True)}" if n.get("exact") else
+             f"null Delta {value_text(n.get('delta'), True)} +- {se_text(n.get('se'))}, z {_t_text(n.get('z'))}")
     if "null_delta" in rules:
         parts.append(delta)
     if "analytic_rate" in rules:
@@ -304,6 +315,22 @@ def null_biased_verdict(n: dict[str, Any], metric: str) -> str:
             + (f"; favours {favours} when no ranker is better)" if favours else ")"))
 
 
+def null_delta_text(n: dict[str, Any]) -> str:
+    """A null check's Delta: '0' where it is exactly 0 (an exact null Delta within rounding), else its value."""
+    if n.get("exact") and n.get("delta") == 0:
+        return "0"
+    return value_text(n.get("delta"), True)
+
+
+def null_method_text(rows: list[tuple[str, str, dict[str, Any]]]) -> str:
+    """How the null Deltas of the checked ``(design, metric, entry)`` rows were computed: 'by Monte Carlo', 'exact
+    (click patterns mixed over the other queries)', or both."""
+    exact = [bool(e["null"].get("exact")) for _, _, e in rows]
+    if all(exact):
+        return "exact (the click patterns' probabilities, mixed over the other queries)"
+    return "by Monte Carlo, or exact where '+- SE' says so" if any(exact) else "by Monte Carlo"
+
+
 def _null_lines(result: SimulationResult) -> list[str]:
     """The null check of every interleaving design next to its A/A rate."""
     s = result.summary
@@ -314,7 +341,8 @@ def _null_lines(result: SimulationResult) -> list[str]:
     band = rows[0][2]["null"]["binomial_99_band"]
     lines = ["", ("Null check (clicks that do not depend on relevance: the users' clicks on ranker A's list for "
                   "another query,"),
-             ("  so every true effect is 0; null Delta by Monte Carlo; rejects: share of the null replicates "
+             (f"  so every true effect is 0; null Delta {null_method_text(rows)}; rejects: share of the null "
+              "replicates "
               f"rejecting (99% band of alpha {band[0]:.3f}-{band[1]:.3f}), analytic: from the null Delta and the "
               "day's SE):"),
              (f"  {'design':14s} {'metric':18s} {'null Delta':>10s} {'+- SE':>8s} {'z':>6s} {'rejects day 1':>13s} "
@@ -326,11 +354,12 @@ def _null_lines(result: SimulationResult) -> list[str]:
         verdict = null_biased_verdict(n, metric) if n["biased"] else null_unflagged_verdict(n)
         note = null_rate_note(n, metric)
         verdict += f"; {note}" if note else ""
-        verdict += f"; detects |bias| >= {null_detectable_text(n, e.get('true_effect'))}"
+        verdict += f"; detects {null_detects_text(n, e.get('true_effect'))}"
         rate, analytic = n["rejection_rate"], n["rejection_rate_analytic"]
         simulated = "replicates" in n
-        lines.append(f"  {design:14s} {metric:18s} {value_text(n['delta'], True):>10s} {se_text(n['se']):>8s} "
-                     f"{_fmt(n['z'], '.1f'):>6s} {rate_text(rate[0] if rate and simulated else None):>13s} "
+        se, z = ("exact", "-") if n.get("exact") else (se_text(n["se"]), _fmt(n["z"], ".1f"))
+        lines.append(f"  {design:14s} {metric:18s} {null_delta_text(n):>10s} {se:>8s} "
+                     f"{z:>6s} {rate_text(rate[0] if rate and simulated else None):>13s} "
                      f"{rate_text(rate[-1] if rate and simulated else None):>7s} "
                      f"{rate_text(analytic[-1] if analytic else None):>8s} {fpr:>8s}  {verdict}")
     return lines

@@ -35,6 +35,7 @@ from simulations.traffic import TrafficModel, run_traffic
 from simulations.users import UserModels
 from simulations.truth_interleaving import interleaving_truth, null_interleaving_truth
 from simulations.truth_interleaving_exact import exact_interleaving_truth
+from simulations.truth_null_exact import exact_null_truth
 from simulations.world import World
 
 __all__ = [
@@ -457,8 +458,9 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
     every true effect is then exactly 0, so a value beyond its Monte Carlo error is the
     method's bias. A two-ranker team-draft or balanced design with prefix credit whose users' click models are
     grade chains or independent-click tables gets its preference exactly instead
-    (:func:`simulations.truth_interleaving_exact.exact_interleaving_truth`: SE 0, no Monte Carlo run; its null
-    variant stays Monte Carlo). Counterfactual designs: every estimator row has the exact
+    (:func:`simulations.truth_interleaving_exact.exact_interleaving_truth`: SE 0, no Monte Carlo run), and its null
+    variant too where its lists have at most :data:`simulations.truth_null_exact.MAX_SLOTS` slots
+    (:func:`simulations.truth_null_exact.exact_null_truth`). Counterfactual designs: every estimator row has the exact
     ``V(B) - V(A)`` of the design's metric (:func:`counterfactual_truth`). A/A designs
     have a true effect of exactly 0.
 
@@ -500,7 +502,12 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
         if exact is not None:  # two-ranker team-draft / balanced under grade chains: no Monte Carlo
             runs = [run for run in runs if not (run.index == index and not run.null)]
             parts.append(exact)
-        parts += [run for run in runs if run.index == index]  # the design's preferences, then its null variant
+        parts += [run for run in runs if run.index == index and not run.null]  # the design's preferences
+        null = exact_null_truth(config, design, world, users) if exact is not None else None
+        if null is not None:  # and its null variant, exactly too
+            runs = [run for run in runs if not (run.index == index and run.null)]
+            parts.append(null)
+        parts += [run for run in runs if run.index == index and run.null]
     mc = _run_monte_carlo(config, world, users, runs)
     out: list[Truth] = []
     for part in parts:

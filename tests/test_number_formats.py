@@ -179,6 +179,10 @@ def test_terminal_writes_each_kind_by_its_rule(run: tuple[str, dict[str, Any], P
         if e.get("shrinkage_vs_offline") is not None:
             assert_value(row[SHRINK_HEADER], e["shrinkage_vs_offline"])
         assert_rate(row["power@end"], e["final_day"]["power"])
+        if e["final_day"]["analytic_power"] is None:  # a biased design's (balanced: its exact null Delta): '-'
+            assert row["analytic"] == "-" and e.get("analytic_withheld")
+            kinds.add("withheld")
+            continue
         assert_rate(row["analytic"], e["final_day"]["analytic_power"])
         mark = "?" if e["analytic_required_impressions_unstable"] else ""
         # '~' (review 12, F2; family-wise): after the days and the impressions
@@ -202,21 +206,28 @@ def test_terminal_writes_each_kind_by_its_rule(run: tuple[str, dict[str, Any], P
         else:
             assert re.fullmatch(r"\d{1,3}(,\d{3})*\??" + caution, row["impr. needed"]), row["impr. needed"]
             assert int(row["impr. needed"].rstrip("?~").replace(",", "")) == round(n)
-        if e.get("null"):
+        if e.get("null", {}).get("exact") and e["null"]["delta"] == 0:  # an exact 0: '0', no figures to count
+            assert row["null Delta"] == "0"
+        elif e.get("null"):
             assert_value(row["null Delta"], e["null"]["delta"])
         if e.get("aa") and not e["aa"]["degenerate"]:
             assert_rate(row["A/A FPR"].rstrip("!"), e["aa"]["false_positive_rate"])
-    assert kinds - {"caution"} == {"simulated", "never", "analytic"}  # this run prints every kind of days cell
+    assert kinds - {"caution", "withheld"} == {"simulated", "never", "analytic"}  # every kind of days cell
 
     null_rows = [ln.split() for ln in text.split("  design         metric             null Delta")[1]
                  .split("\n  information")[0].splitlines()[1:]]
     for cells in null_rows:
         n = s["designs"][cells[0]][cells[1]]["null"]
+        if n.get("exact"):  # the exact null Delta: its value (an exact 0 as '0'), 'exact' for its SE
+            assert cells[3] == "exact" and (cells[2] == "0" if n["delta"] == 0 else cells[2] == f"{n['delta']:+#.3g}")
+            continue
         assert_value(cells[2], n["delta"])
         assert_value(cells[3], n["se"], digits=2)
     ratios = s["required_impressions_ratio"]
     for d, r in ratios["ratios"].items():
-        if d != ratios["reference"]:
+        if r is None:  # a biased design's ratio is not printed: its evidence instead
+            assert f"{d} biased (" in text and d in ratios["biased"]
+        elif d != ratios["reference"]:
             m = re.search(rf"relative to ab: .*{d} (\S+)x \+-(\d+)%\??", text)
             assert_value(m[1], ratios["equal_traffic_efficiency"][d])
             # review 6, F1: each ratio's delta-method relative SE, as a whole percent

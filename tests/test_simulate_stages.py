@@ -63,13 +63,14 @@ def _drive(stages: _Stages, clock: _Clock) -> None:
 
 
 def test_one_monte_carlo_run_is_said_in_the_singular() -> None:
-    """A run whose only Monte Carlo is one design's null user (its preference exact)."""
+    """A run whose only Monte Carlo is one design's null user (e.g. a probabilistic design's, or a list too long
+    for the exact null)."""
     stages, stream, clock = _stages()
     stages.truth(0, 1000, "td (null user)")
     clock.now += 1
     stages.truth(1000, 1000, "td (null user)")
     assert stream.getvalue().splitlines()[0].startswith(
-        "ground truth: 1 Monte Carlo run (the interleaving designs' null users, and their preferences where not "
+        "ground truth: 1 Monte Carlo run (the interleaving designs' preferences and null users where not "
         "exact) x 1,000 impressions")
 
 
@@ -79,7 +80,7 @@ def test_stage_lines_in_order_with_sizes_knob_and_times() -> None:
     assert stream.getvalue().splitlines() == [
         "compiling the simulator's kernels as they are first used (first run on this machine; cached afterwards; "
         "about 10-30 s of CPU)",
-        "ground truth: 2 Monte Carlo runs (the interleaving designs' null users, and their preferences where not "
+        "ground truth: 2 Monte Carlo runs (the interleaving designs' preferences and null users where not "
         "exact) x 1,000 impressions (analysis.truth_impressions) on 2 worker(s) ...",
         "ground truth [------------------------------] 0/2 runs, td  0s elapsed, ETA unknown",
         "ground truth [###############---------------] 1/2 runs, td  6s elapsed, ETA unknown",

@@ -117,8 +117,9 @@ def test_biased_design_is_marked_and_its_ratio_is_not_shown_bare(run):
     if n["biased_null_replicates"]:
         t = n["null_mean_test"]
         evidence.append(f"null replicates' mean {value_text(t['mean'], True)} +- {se_text(t['se'])}, t ")
-    if n["z"] > 4:
-        evidence.append(f"null Delta {value_text(n['delta'], True)} +- {se_text(n['se'])}, z ")
+    if n["z"] > 4:  # the exact null Delta (two-ranker balanced under cascade users): no SE, no z
+        evidence.append(f"exact null Delta {value_text(n['delta'], True)}" if n["exact"] else
+                        f"null Delta {value_text(n['delta'], True)} +- {se_text(n['se'])}, z ")
     assert evidence and n["bias_rules"] == [r for r, on in (("null_replicates_mean", n["biased_null_replicates"]),
                                                             ("null_delta", n["z"] > 4)) if on]
     for ln in ratio_lines:

@@ -26,6 +26,7 @@ from simulations.truth_interleaving_exact import (
     exact_interleaving_per_query,
     exact_interleaving_truth,
 )
+from simulations.truth_null_exact import EXACT_NULL_METHOD
 from simulations.users import UserModels
 from simulations.world import build_world
 from tests.test_truth_table_draw import TYPES, _mapping, _trec_mapping
@@ -127,14 +128,15 @@ def test_the_exact_truth_is_within_4_monte_carlo_ses(method: str) -> None:
     assert abs(mc.value - 1.05 * exact.value) > 4 * mc.se
 
 
-def test_compute_truth_takes_the_exact_preference_and_keeps_the_null_users_monte_carlo() -> None:
+def test_compute_truth_takes_the_exact_preference_and_null_delta() -> None:
     mapping = _mapping("team_draft", ("nav", "inf"), depth=6)
     mapping["designs"].append({"name": "pi", "type": "interleaving", "method": "probabilistic"})
     mapping["analysis"]["truth_impressions"] = 20_000
     config, world, users = _world(mapping)
     truths = {(t.design, t.metric): t for t in compute_truth(config, world, users)}
     assert truths[("il", "delta_ab")].method == EXACT_METHOD and truths[("il", "delta_ab")].se == 0.0
-    assert truths[("il", "null:delta_ab")].method.startswith("monte_carlo") and truths[("il", "null:delta_ab")].se > 0
+    assert truths[("il", "null:delta_ab")].method == EXACT_NULL_METHOD and truths[("il", "null:delta_ab")].se == 0.0
+    assert truths[("pi", "null:delta_ab")].method.startswith("monte_carlo")
     assert truths[("pi", "delta_ab")].method.startswith("monte_carlo")  # probabilistic: no draw table
     assert len(monte_carlo_truths(config)) == 4  # the runs the config could need; the exact one is not run
     per_query = exact_interleaving_per_query(config, config.designs[0], world, users)

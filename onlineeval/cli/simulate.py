@@ -173,7 +173,7 @@ class _Stages:
             self._begin("ground truth")
             self._runs = runs = max(total // per_run, 1)
             self._say(f"ground truth: {runs} Monte Carlo run{'s' if runs != 1 else ''} (the interleaving designs' "
-                      f"null users, and their preferences where not exact) x {per_run:,} impressions "
+                      f"preferences and null users where not exact) x {per_run:,} impressions "
                       "(analysis.truth_impressions) on "
                       f"{min(self._workers, runs)} worker(s) ...")
             if not self._quiet:

@@ -11,7 +11,13 @@ from typing import Any
 
 from simulations.analysis import is_biased_entry as is_biased
 from simulations.html_report.page import Html, biased_mark, count, esc, fmt, join, note, table, tag, tag_void
-from simulations.report_null import NULL_CAUTION_MARK, null_caution, null_caution_keys, null_caution_legend
+from simulations.report_null import (
+    NULL_CAUTION_MARK,
+    null_caution,
+    null_caution_keys,
+    null_caution_legend,
+    null_delta_text,
+)
 from simulations.report_ratios import (
     caution_pairs,
     design_labels,
@@ -115,7 +121,7 @@ def answer_rows(summary: dict[str, Any]) -> tuple[list[list[Any]], list[str | No
                 # review 12, F3: the terminal marks it '^' too; its measure is named in the legend
                 analytic = join([analytic, tag("sup", "sd")])
             name: Any = join([design, " ", biased_mark()]) if biased else design
-            null_s: Any = "-" if null is None else value_text(null.get("delta"), True)
+            null_s: Any = "-" if null is None else null_delta_text(null)
             if null is not None and null.get("biased"):
                 null_s = join([null_s, " ", biased_mark()])
             effect: Any = value_text(e.get("true_effect"), True)

@@ -14,12 +14,12 @@ from simulations.html_report.page import Html, biased_mark, esc, fmt, join, note
 from simulations.report import (
     days_text,
     null_biased_verdict,
-    null_detectable_text,
+    null_delta_text,
+    null_detects_text,
     null_rate_note,
     null_unflagged_parts,
     rate_text,
     se_text,
-    value_text,
 )
 from simulations.report_sizes import AA_EXCESS_LEAD, aa_excess_texts
 
@@ -50,9 +50,11 @@ def calibration_section(summary: dict[str, Any]) -> Html:
                         verdict = join([verdict, "; ", tag("span", caution, cls="flag")])
                 if null_rate_note(n, metric):
                     verdict = join([verdict, "; ", tag("span", null_rate_note(n, metric), cls="flag")])
-                verdict = join([verdict, "; detects |bias| >= " + null_detectable_text(n, e.get("true_effect"))])
-                null_rows.append([design, metric, value_text(n.get("delta"), True), se_text(n.get("se")),
-                                  fmt(n.get("z"), ".1f"), rate_text(rate[0] if rate and simulated else None),
+                verdict = join([verdict, "; detects " + null_detects_text(n, e.get("true_effect"))])
+                exact = bool(n.get("exact"))
+                null_rows.append([design, metric, null_delta_text(n),
+                                  "exact" if exact else se_text(n.get("se")), "-" if exact else fmt(n.get("z"), ".1f"),
+                                  rate_text(rate[0] if rate and simulated else None),
                                   rate_text(rate[-1] if rate and simulated else None),
                                   rate_text(analytic[-1] if analytic else None), verdict])
     parts: list[Any] = []

@@ -1,0 +1,157 @@
+r"""The exact null-user Delta of a two-ranker team-draft or balanced interleaving design (prefix credit) whose
+users' click models are grade chains or independent-click tables: no Monte Carlo.
+
+The null user (:func:`simulations.truth_interleaving.null_interleaving_truth`) clicks like the config's users on
+ranker A's list for *another* query :math:`q'`, drawn independently by frequency, at the slots the interleaved list
+fills. Its clicks therefore do not depend on the impression's query or coins, only on which slots are filled (the
+row's mask :math:`M`): their pattern :math:`c \in \{0, 1\}^k` has the distribution
+
+.. math::
+
+    P_M(c) = \sum_{q'} f_{q'} \sum_t \pi_t\, P_t(c \mid \text{A's grades of } q' \text{ at the slots of } M),
+
+each :math:`P_t` the chain's probability of the pattern (:func:`pattern_probabilities`: the clicks' and skips'
+probabilities down to the last click, the continuations between, and no click below it). A row's expected outcome
+is then :math:`\sum_c P_M(c)\, o(\text{row}, c)` with the design's own outcome of the pattern
+(:meth:`simulations.designs.interleaving.DrawTable.outcome_bits`: team-draft's teams, balanced interleaving's
+:math:`\kappa` of the lowest click), computed once per distinct row (team-draft: its teams' slots; balanced: its
+filled slots and :math:`\kappa` masks), and :math:`P(\text{a click}) = 1 - P_M(0)`. The Delta is the ratio of their
+frequency- and coin-weighted means, with the queries whose two lists are the same at 0 (as the Monte Carlo sets
+them). Lists of up to :data:`MAX_SLOTS` slots (:math:`2^k` patterns).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from simulations.config import Config, DesignConfig
+    from simulations.runner import Truth
+    from simulations.users import UserModels
+    from simulations.world import World
+
+__all__ = ["EXACT_NULL_METHOD", "MAX_SLOTS", "exact_null_parts", "exact_null_truth", "pattern_probabilities"]
+
+#: the null truth's ``method``
+EXACT_NULL_METHOD = ("exact (click patterns of the null user: clicks on ranker A's list for an independent query, "
+                     "mixed over the queries)")
+
+#: the longest list whose 2^k click patterns are enumerated (4,096 patterns)
+MAX_SLOTS = 12
+
+#: pattern probabilities computed for this many (other query, pattern) pairs at a time
+_BLOCK = 1 << 22
+
+
+def pattern_probabilities(a: np.ndarray, c: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``(rows, 2**k)`` probability of each click pattern (bit ``r`` = slot ``r``) along the chains ``a, c, s``
+    (``(rows, k)`` each: click given examined, go on after a click, after a skip; the first slot examined), by a
+    programme over the slots: after slot ``r``, each prefix pattern's probability of still examining and of having
+    stopped (no click below then), the patterns doubling with each slot."""
+    rows, k = a.shape
+    alive = np.ones((rows, 1))
+    stopped = np.zeros((rows, 1))
+    for r in range(k):
+        ar, cr, sr = a[:, r : r + 1], c[:, r : r + 1], s[:, r : r + 1]
+        skip, click = alive * (1.0 - ar), alive * ar
+        # bit r = 0: the skips that go on, and the stopped prefixes (no click below them); bit r = 1: the clicks
+        alive = np.concatenate([skip * sr, click * cr], axis=1)
+        stopped = np.concatenate([stopped + skip * (1.0 - sr), click * (1.0 - cr)], axis=1)
+    return alive + stopped
+
+
+def _null_distribution(types: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shares: np.ndarray,
+                       grades: np.ndarray, freq: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``(2**k,)`` :math:`P_M(c)` of the module docstring: the other queries' grades ``grades`` (``(Q, k)``, -1
+    empty) at the filled slots ``mask`` (``(k,)`` bool), mixed by ``freq`` (summing to 1) and the types' ``shares``."""
+    from simulations.truth_interleaving_exact import _slots
+
+    q, k = grades.shape
+    shown = np.where(mask[None, :], grades, -1).astype(np.intp)
+    out = np.zeros(2**k)
+    step = max(_BLOCK >> k, 1)
+    for lo in range(0, q, step):
+        g, f = shown[lo : lo + step], freq[lo : lo + step]
+        for share, (attract, cont_click, cont_skip) in zip(shares, types, strict=True):
+            p = pattern_probabilities(_slots(attract, g), _slots(cont_click, g), _slots(cont_skip, g))
+            out += share * (f @ p)
+    return out
+
+
+def _row_keys(table: Any) -> np.ndarray:
+    """``(rows, w)`` what the outcome of a row reads (the filled slots and the teams' or kappa's bit masks)."""
+    bits = table.bits
+    k = table.length
+    valid = bits["valid"] if "valid" in bits else np.full(table.grades.shape[0], 2**k - 1, dtype=np.uint16)
+    if table.signed is not None:
+        return np.column_stack([valid, bits["a"], bits["b"]]).astype(np.int64)
+    rows = table.grades.shape[0]
+    return np.column_stack([valid, bits["kappa_a"].reshape(rows, k), bits["kappa_b"].reshape(rows, k)]
+                           ).astype(np.int64)
+
+
+def exact_null_parts(config: Config, design: DesignConfig, world: World, users: UserModels
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per query, the null user's ``(E[o / 2], P(a click))`` of ``design``'s impressions (coins, other queries,
+    user types and clicks averaged out; ``E[o / 2]`` 0 on the queries whose two lists are the same), or ``None``
+    where it does not apply (:func:`simulations.truth_interleaving_exact.exact_interleaving_parts`' conditions, a
+    list longer than :data:`MAX_SLOTS`, or a table without bit masks): the Monte Carlo then."""
+    from simulations.designs.interleaving import draw_table, shared_interleaver
+    from simulations.truth_interleaving import identical_lists
+    from simulations.truth_interleaving_exact import chain_tables
+
+    il = shared_interleaver(design.method or "", design.options)
+    if len(design.rankers) != 2 or not getattr(il, "prefix_credit", False):
+        return None
+    lists = [world.rankings[r] for r in design.rankers]
+    table = draw_table(il, lists, world.labels, world.depth)
+    if table is None or table.bits is None or table.length > MAX_SLOTS:
+        return None
+    k = table.length
+    types = chain_tables(users, k)
+    null_grades = world.ranked_labels("A")
+    if types is None or table.grades.dtype != np.int8 or null_grades.shape[1] != k:
+        return None
+    freq = np.asarray(world.frequency, dtype=np.float64)
+    freq = freq / freq.sum()
+    shares = np.asarray(users.shares, dtype=np.float64)
+    keys, inverse = np.unique(_row_keys(table), axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    slots = np.arange(k)
+    patterns = np.arange(2**k, dtype=np.uint16)
+    num_keys, den_keys = np.empty(keys.shape[0]), np.empty(keys.shape[0])
+    dist: dict[int, np.ndarray] = {}
+    for mask_bits in np.unique(keys[:, 0]):
+        dist[int(mask_bits)] = _null_distribution(types, shares, null_grades, freq,
+                                                  ((int(mask_bits) >> slots) & 1).astype(bool))
+    first = np.zeros(keys.shape[0], dtype=np.intp)
+    first[inverse[::-1]] = np.arange(inverse.size)[::-1]  # a table row of each distinct key
+    for i, row in enumerate(first):
+        p = dist[int(keys[i, 0])]
+        outcome = table.outcome_bits(np.full(patterns.size, row), patterns).astype(np.float64)
+        num_keys[i] = float(p @ outcome) / 2.0
+        den_keys[i] = 1.0 - float(p[0])
+    n_queries = lists[0].shape[0]
+    num_q = num_keys[inverse].reshape(n_queries, table.combos).mean(axis=1)
+    den_q = den_keys[inverse].reshape(n_queries, table.combos).mean(axis=1)
+    num_q[identical_lists(lists)] = 0.0
+    return num_q, den_q
+
+
+def exact_null_truth(config: Config, design: DesignConfig, world: World, users: UserModels) -> list[Truth] | None:
+    """The design's exact null-user Delta (metric ``null:<pair>``, SE 0; :func:`exact_null_parts`), or ``None``."""
+    from simulations.designs.interleaving import NULL_PREFIX, pair_metrics
+    from simulations.runner import Truth
+
+    parts = exact_null_parts(config, design, world, users)
+    if parts is None:
+        return None
+    num_q, den_q = parts
+    f = np.asarray(world.frequency, dtype=np.float64)
+    den = float(f @ den_q)
+    if not den > 0:
+        return None
+    ((metric, _, _),) = pair_metrics(design.rankers)
+    return [Truth(design.name, NULL_PREFIX + metric, float(f @ num_q) / den, 0.0, EXACT_NULL_METHOD, None)]
