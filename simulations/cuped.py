@@ -68,6 +68,10 @@ __all__ = [
 ]
 
 CUPED_PREFIX = "cuped:"
+
+#: the adjusted estimate's test by the design's ``test`` (summary.json ``cuped.<design>.test``)
+ADJUSTED_TEST = {"delta": "the delta method's z", "welch": "a Welch-type t (onlineeval.stats.cuped_welch)",
+                 "delta_t": "the CR2 t with Bell and McCaffrey's df (onlineeval.stats.cuped_ratio_cr2)"}
 R_PREFIX = "cuped_R:"
 RHO_PREFIX = "cuped_rho:"
 _PRE_KEY = 3
@@ -448,7 +452,7 @@ def cuped_summary(
         if design.type != "ab" or design.analysis.cuped is None or design.name not in designs:
             continue
         entry: dict[str, Any] = {"pre_days": design.analysis.cuped.pre_days, "simulated_days": int(config.traffic.days),
-                                 "metrics": {}}
+                                 "test": ADJUSTED_TEST[design.test or "delta"], "metrics": {}}
         for metric, main in designs[design.name].items():
             plain = _last(rows, design.name, False, metric)
             adj = _last(side_rows, design.name, False, CUPED_PREFIX + metric)
@@ -604,6 +608,15 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
 
         lines.append(f"  '?' unstable days needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap "
                      "resamples of the replicates; unadjusted: the main table's range): " + "; ".join(unstable))
+    over = [(design, metric) for design, e in cup.items() for metric, m in e["metrics"].items()
+            if (m.get("aa") or {}).get("within_band") is False and (m.get("aa") or {}).get("false_positive_rate", 0)
+            > (m.get("aa") or {}).get("binomial_99_band", [0, 1])[1]]
+    if over:
+        tests = {design: cup[design].get("test", ADJUSTED_TEST["delta"]) for design, _ in over}
+        lines.append("  '!' A/A above its band (" + ", ".join(f"{d}/{m}" for d, m in over) + "): the adjusted test ("
+                     + "; ".join(f"{d}: {t}" for d, t in tests.items()) + ") rejects too often"
+                     + ("; with few users test: delta_t takes CUPED's CR2 form (onlineeval.stats.cuped_ratio_cr2)"
+                        if any(t == ADJUSTED_TEST["delta"] for t in tests.values()) else ""))
     if any(m["required"].get("withheld") for e in cup.values() for m in e["metrics"].values()):
         lines.append("  biased: the A/B estimate or the adjusted one misses the exact truth ('!'), so no days are "
                      "given (summary.json: required_if_unbiased)")

@@ -213,3 +213,33 @@ def test_the_last_batch_look_of_each_day_is_the_daily_row_df_included(tmp_path: 
     assert len(daily) == 9 and np.isfinite(daily.df).all()
     for col in ("estimate", "se", "pvalue", "df"):
         np.testing.assert_allclose(last.loc[daily.index, col], daily[col], rtol=1e-12)
+
+
+def test_cuped_block_names_each_designs_adjusted_test_where_its_aa_rate_is_above_the_band() -> None:
+    """summary.json's cuped.<design>.test names the adjusted test; an A/A rate above its band gets a note naming
+    the designs' tests and, for a `delta` design, the small-sample form."""
+    import copy
+
+    from simulations.cuped import ADJUSTED_TEST, cuped_lines
+    from simulations.job import simulate
+
+    designs = [{"name": "abt", "type": "ab", "test": "delta_t", "analysis": {"cuped": {"pre_days": 2}}},
+               {"name": "abd", "type": "ab", "analysis": {"cuped": {"pre_days": 2}}},
+               {"name": "abw", "type": "ab", "test": "welch", "analysis": {"cuped": {"pre_days": 2}}}]
+    result = simulate(config_from_mapping(few_users_mapping(60, designs, replicates=6)), workers=1)
+    cup = result.summary["cuped"]
+    assert {d: cup[d]["test"] for d in cup} == {"abt": ADJUSTED_TEST["delta_t"], "abd": ADJUSTED_TEST["delta"],
+                                                "abw": ADJUSTED_TEST["welch"]}
+    summary = copy.deepcopy(result.summary)
+    for e in summary["cuped"].values():  # every A/A rate inside its band: no note
+        for m in e["metrics"].values():
+            m["aa"] = {"false_positive_rate": 0.05, "replicates": 6, "binomial_99_band": [0.0, 0.5],
+                       "within_band": True}
+    assert not any(line.startswith("  '!' A/A above its band") for line in cuped_lines(summary))
+    for design in ("abd", "abw"):
+        summary["cuped"][design]["metrics"]["clicks_per_query"]["aa"].update(false_positive_rate=0.667,
+                                                                             within_band=False)
+    (note,) = [line for line in cuped_lines(summary) if line.startswith("  '!' A/A above its band")]
+    assert note == ("  '!' A/A above its band (abd/clicks_per_query, abw/clicks_per_query): the adjusted test (abd: "
+                    f"{ADJUSTED_TEST['delta']}; abw: {ADJUSTED_TEST['welch']}) rejects too often; with few users "
+                    "test: delta_t takes CUPED's CR2 form (onlineeval.stats.cuped_ratio_cr2)")
