@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from simulations.users import UserModels
 
 __all__ = ["EXACT_METHOD", "balanced_outcome", "chain_tables", "exact_interleaving_parts", "exact_interleaving_truth",
-           "no_click_below", "team_draft_outcome"]
+           "no_click_below", "team_draft_outcome", "truth_of_parts"]
 
 #: the truth's ``method`` (summary.json ``truth_method``; the conventions' ``truth`` says what it is)
 EXACT_METHOD = "exact (dynamic programme over the clicks)"
@@ -233,19 +233,26 @@ def exact_interleaving_parts(config: Config, design: DesignConfig, world: World,
 def exact_interleaving_truth(config: Config, design: DesignConfig, world: World, users: UserModels
                              ) -> list[Truth] | None:
     """The design's one pair's exact Delta (:func:`exact_interleaving_parts`; SE 0), or ``None``."""
+    return truth_of_parts(design, world, exact_interleaving_parts(config, design, world, users), "", EXACT_METHOD)
+
+
+def truth_of_parts(design: DesignConfig, world: World, parts: tuple[np.ndarray, np.ndarray] | None, prefix: str,
+                   method: str) -> list[Truth] | None:
+    """The design's one pair's Delta (metric ``prefix`` + the pair's name, SE 0) from per-query ``parts``
+    (``E[o / 2]``, ``P(a click)``) weighted by query frequency, or ``None`` without parts or without a click
+    anywhere (the ratio is undefined; the Monte Carlo says so its own way)."""
     from simulations.designs.interleaving import pair_metrics
     from simulations.runner import Truth
 
-    parts = exact_interleaving_parts(config, design, world, users)
     if parts is None:
         return None
     num_q, den_q = parts
     f = np.asarray(world.frequency, dtype=np.float64)
     den = float(f @ den_q)
     if not den > 0:
-        return None  # no click anywhere: the ratio is undefined (the Monte Carlo says so its own way)
+        return None
     ((metric, _, _),) = pair_metrics(design.rankers)
-    return [Truth(design.name, metric, float(f @ num_q) / den, 0.0, EXACT_METHOD, None)]
+    return [Truth(design.name, prefix + metric, float(f @ num_q) / den, 0.0, method, None)]
 
 
 def exact_interleaving_per_query(config: Config, design: DesignConfig, world: World, users: Any

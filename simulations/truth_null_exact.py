@@ -142,16 +142,8 @@ def exact_null_parts(config: Config, design: DesignConfig, world: World, users: 
 
 def exact_null_truth(config: Config, design: DesignConfig, world: World, users: UserModels) -> list[Truth] | None:
     """The design's exact null-user Delta (metric ``null:<pair>``, SE 0; :func:`exact_null_parts`), or ``None``."""
-    from simulations.designs.interleaving import NULL_PREFIX, pair_metrics
-    from simulations.runner import Truth
+    from simulations.designs.interleaving import NULL_PREFIX
+    from simulations.truth_interleaving_exact import truth_of_parts
 
-    parts = exact_null_parts(config, design, world, users)
-    if parts is None:
-        return None
-    num_q, den_q = parts
-    f = np.asarray(world.frequency, dtype=np.float64)
-    den = float(f @ den_q)
-    if not den > 0:
-        return None
-    ((metric, _, _),) = pair_metrics(design.rankers)
-    return [Truth(design.name, NULL_PREFIX + metric, float(f @ num_q) / den, 0.0, EXACT_NULL_METHOD, None)]
+    return truth_of_parts(design, world, exact_null_parts(config, design, world, users), NULL_PREFIX,
+                          EXACT_NULL_METHOD)

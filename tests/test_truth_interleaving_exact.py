@@ -49,6 +49,17 @@ def _world(mapping: dict):  # noqa: ANN202
     return config, build_world(config, world_seed(config.seed)), UserModels.from_config(config.users)
 
 
+def typed_world(method: str, types: tuple[str, ...], depth: int, n_queries: int):  # noqa: ANN201
+    """A synthetic world of ``n_queries`` at ``depth`` whose users are a mixture of the click models ``types`` (of
+    TYPES and MORE), shares 1 : 2 : ... ."""
+    mapping = _mapping(method, ("nav",), depth=depth)
+    mapping["collection"]["n_queries"] = n_queries
+    specs = {**TYPES, **MORE}
+    mapping["users"]["types"] = [{"name": t, "share": (i + 1) / sum(range(1, len(types) + 1)),
+                                  "click_model": specs[t]} for i, t in enumerate(types)]
+    return _world(mapping)
+
+
 def _enumerated(table, users: UserModels) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
     """Per table row, the share-weighted E[outcome] and P(a click), by enumerating the 2^k click patterns."""
     rows, k = table.grades.shape
@@ -81,12 +92,7 @@ def _programmes(table, users: UserModels) -> tuple[np.ndarray, np.ndarray]:  # n
 @pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "ccm", "sdbn", "rctr"),
                                    ("rbp", "metric_rbp", "gctr", "random")])
 def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
-    mapping = _mapping(method, ("nav",), depth=6)
-    mapping["collection"]["n_queries"] = 40
-    specs = {**TYPES, **MORE}
-    mapping["users"]["types"] = [{"name": t, "share": (i + 1) / sum(range(1, len(types) + 1)),
-                                  "click_model": specs[t]} for i, t in enumerate(types)]
-    config, world, users = _world(mapping)
+    config, world, users = typed_world(method, types, 6, 40)
     table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
                        world.depth)
     want_e, want_p = _enumerated(table, users)
@@ -96,12 +102,18 @@ def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: st
     np.testing.assert_allclose(got_p, want_p, rtol=0, atol=1e-13)
 
 
-@pytest.mark.parametrize("method", ["team_draft", "balanced"])
-def test_rows_with_empty_slots_are_the_enumerations(method: str, tmp_path: Path) -> None:
+def trec_world(tmp_path: Path, method: str):  # noqa: ANN201
+    """``(config, world, users, table)`` of TREC runs whose short lists leave some of the table's slots empty."""
     config, world, users = _world(_trec_mapping(tmp_path, method))
     table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
                        world.depth)
     assert table.valid is not None and not table.valid.all()
+    return config, world, users, table
+
+
+@pytest.mark.parametrize("method", ["team_draft", "balanced"])
+def test_rows_with_empty_slots_are_the_enumerations(method: str, tmp_path: Path) -> None:
+    config, world, users, table = trec_world(tmp_path, method)
     want_e, want_p = _enumerated(table, users)
     got_e, got_p = _programmes(table, users)
     np.testing.assert_allclose(got_e, want_e, rtol=0, atol=1e-13)

@@ -25,8 +25,8 @@ from simulations.truth_null_exact import (
     exact_null_truth,
     pattern_probabilities,
 )
-from tests.test_truth_interleaving_exact import MORE, _world
-from tests.test_truth_table_draw import TYPES, _mapping, _trec_mapping
+from tests.test_truth_interleaving_exact import _world, trec_world, typed_world
+from tests.test_truth_table_draw import _mapping
 
 
 def _enumerated(config, world, users):  # noqa: ANN001, ANN202
@@ -61,12 +61,7 @@ def _enumerated(config, world, users):  # noqa: ANN001, ANN202
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
 @pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "sdbn", "rctr")])
 def test_per_query_parts_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
-    mapping = _mapping(method, ("nav",), depth=5)
-    mapping["collection"]["n_queries"] = 12
-    specs = {**TYPES, **MORE}
-    mapping["users"]["types"] = [{"name": t, "share": (i + 1) / sum(range(1, len(types) + 1)),
-                                  "click_model": specs[t]} for i, t in enumerate(types)]
-    config, world, users = _world(mapping)
+    config, world, users = typed_world(method, types, 5, 12)
     want_num, want_den = _enumerated(config, world, users)
     got_num, got_den = exact_null_parts(config, config.designs[0], world, users)
     np.testing.assert_allclose(got_num, want_num, rtol=0, atol=1e-13)
@@ -77,10 +72,7 @@ def test_per_query_parts_are_the_enumerations(method: str, types: tuple[str, ...
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
 def test_rows_with_empty_slots_are_the_enumerations(method: str, tmp_path: Path) -> None:
-    config, world, users = _world(_trec_mapping(tmp_path, method))
-    table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
-                       world.depth)
-    assert table.valid is not None and not table.valid.all()
+    config, world, users, _ = trec_world(tmp_path, method)
     want_num, want_den = _enumerated(config, world, users)
     got_num, got_den = exact_null_parts(config, config.designs[0], world, users)
     np.testing.assert_allclose(got_num, want_num, rtol=0, atol=1e-13)
