@@ -128,11 +128,14 @@ def exact_null_parts(config: Config, design: DesignConfig, world: World, users: 
                                                   ((int(mask_bits) >> slots) & 1).astype(bool))
     first = np.zeros(keys.shape[0], dtype=np.intp)
     first[inverse[::-1]] = np.arange(inverse.size)[::-1]  # a table row of each distinct key
-    for i, row in enumerate(first):
-        p = dist[int(keys[i, 0])]
-        outcome = table.outcome_bits(np.full(patterns.size, row), patterns).astype(np.float64)
-        num_keys[i] = float(p @ outcome) / 2.0
-        den_keys[i] = 1.0 - float(p[0])
+    for mask_bits, p in dist.items():  # the keys of each mask, a block of them at a time
+        of_mask = np.flatnonzero(keys[:, 0] == mask_bits)
+        den_keys[of_mask] = 1.0 - float(p[0])
+        step = max(_BLOCK >> k, 1)
+        for lo in range(0, of_mask.size, step):
+            idx = of_mask[lo : lo + step]
+            outcome = table.outcome_bits(np.repeat(first[idx], patterns.size), np.tile(patterns, idx.size))
+            num_keys[idx] = outcome.reshape(idx.size, patterns.size).astype(np.float64) @ p / 2.0
     n_queries = lists[0].shape[0]
     num_q = num_keys[inverse].reshape(n_queries, table.combos).mean(axis=1)
     den_q = den_keys[inverse].reshape(n_queries, table.combos).mean(axis=1)
