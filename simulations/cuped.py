@@ -363,7 +363,7 @@ def _cr2_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[Any]
     at the design's intra-user correlation of the metric (its own rows' working model), ``R`` the square root of
     the share of the users' residual sums of squares the covariates remove, ``rho`` the same with the pre-period
     ratio alone (signed as its coefficient)."""
-    from onlineeval.stats.cuped_cr2 import covariates, cuped_ratio_cr2_values
+    from onlineeval.stats.cuped_cr2 import covariates, cuped_ratio_cr2_values, explained_share
     from simulations.designs.ab import METRICS
 
     imp = design.sums["impressions"]
@@ -384,7 +384,7 @@ def _cr2_parts(design: Any, pre: PrePeriod, names: list[str]) -> tuple[list[Any]
         z = covariates(pre.sums[key].take(users), pre_den)
         icc = design.intra_user_correlation(metric, users_a, users_b)
         vals, df, _, explained = cuped_ratio_cr2_values(x, y, in_b, z, design.alpha, icc=icc)
-        _, _, theta1, alone = cuped_ratio_cr2_values(x, y, in_b, z[:, :1], design.alpha, icc=icc)
+        alone, theta1 = explained_share(x, y, in_b, z[:, :1])
         adjusted.append(vals)
         dfs.append(df)
         corr.append((math.sqrt(max(explained, 0.0)) if math.isfinite(explained) else math.nan,

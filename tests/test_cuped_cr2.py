@@ -14,7 +14,7 @@ from scipy import stats
 
 from onlineeval.errors import InputError
 from onlineeval.stats import ratio_diff_cr2
-from onlineeval.stats.cuped_cr2 import covariates, cuped_ratio_cr2, cuped_ratio_cr2_values
+from onlineeval.stats.cuped_cr2 import covariates, cuped_ratio_cr2, cuped_ratio_cr2_values, explained_share
 
 import statsmodels.api as sm
 
@@ -130,6 +130,8 @@ def test_explained_share_is_the_residual_reduction() -> None:
     x = np.array([v.sum() for v in values])
     z = covariates(pre_num, pre_den)
     _, _, theta, explained = cuped_ratio_cr2_values(x, y, in_b, z)
+    alone = explained_share(x, y, in_b, z)  # the fit without the variance: the same share and coefficients
+    assert alone[0] == explained and np.array_equal(alone[1], theta)
     fit, resid = _impression_fit(values, in_b, z)
     raw = _impression_fit(values, in_b, z[:, :0])[1]
     per_user = [np.add.reduceat(r, np.r_[0, np.cumsum(y)[:-1]].astype(int)) for r in (resid, raw)]

@@ -48,7 +48,7 @@ from onlineeval.errors import InputError
 from onlineeval.stats._checks import check_alpha
 from onlineeval.stats.cuped import NOISE_SHARE  # a covariate constant up to rounding drops out, as CUPED's rule
 
-__all__ = ["cuped_ratio_cr2", "cuped_ratio_cr2_values"]
+__all__ = ["covariates", "cuped_ratio_cr2", "cuped_ratio_cr2_values", "explained_share"]
 
 F = NDArray[np.float64]
 
@@ -99,18 +99,10 @@ def _fit(x: F, y: F, in_b: NDArray[np.bool_], z: F, alpha: float, null: float, i
          ) -> tuple[tuple[float, float, float, float, float], float, F, float, bool]:
     """:func:`cuped_ratio_cr2_values` with the covariates ``z``, and whether every user's leverage is below 1."""
     nan5 = (math.nan,) * 5
-    p = z.shape[1]
-    arm = in_b.astype(np.intp)
-    n_arm = np.bincount(arm, weights=y, minlength=2)
-    if not (n_arm > 0).all():
-        return nan5, math.nan, np.full(p, math.nan), math.nan, True
-    ratio = np.bincount(arm, weights=x, minlength=2) / n_arm
-    zbar = np.stack([np.bincount(arm, weights=y * z[:, k], minlength=2) for k in range(p)], axis=1) / n_arm[:, None]
-    zc = z - zbar[arm]
-    s = (zc * y[:, None]).T @ zc
-    noise = NOISE_SHARE * ((z * z) * y[:, None]).sum(axis=0)
-    s_inv = _pinv(s, noise)
-    theta = s_inv @ (zc.T @ (x - ratio[arm] * y))
+    fit = _slope(x, y, in_b, z)
+    if fit is None:
+        return nan5, math.nan, np.full(z.shape[1], math.nan), math.nan, True
+    arm, n_arm, ratio, zbar, zc, s_inv, theta = fit
     g = zbar[1] - zbar[0]
     est = float(ratio[1] - ratio[0] - g @ theta)
     sign = np.where(in_b, 1.0, -1.0)
@@ -119,10 +111,7 @@ def _fit(x: F, y: F, in_b: NDArray[np.bool_], z: F, alpha: float, null: float, i
     keep = 1.0 - h
     if not bool((keep > LEVERAGE_ONE).all()):
         return (est, *nan5[1:]), math.nan, theta, math.nan, False
-    raw = x - y * ratio[arm]
-    e = raw - y * (zc @ theta)
-    ss_raw = float(np.dot(raw, raw))
-    explained = 1.0 - float(np.dot(e, e)) / ss_raw if ss_raw > 0 else math.nan
+    e, explained = _residuals(x, y, arm, ratio, zc, theta)
     b = a * a / keep
     var = float(np.dot(b, e * e))
     tr, tr2 = _traces(y, arm, n_arm, zc, s_inv, b, float(icc))
@@ -132,34 +121,73 @@ def _fit(x: F, y: F, in_b: NDArray[np.bool_], z: F, alpha: float, null: float, i
     return vals, df, theta, explained, True
 
 
+def _slope(x: F, y: F, in_b: NDArray[np.bool_], z: F) -> tuple[Any, ...] | None:
+    """``(arm, N by arm, ratio by arm, covariate means by arm, centred covariates, S^+, theta)`` of the regression
+    (module notes), or ``None`` where an arm has no denominators."""
+    p = z.shape[1]
+    arm = in_b.astype(np.intp)
+    n_arm = np.bincount(arm, weights=y, minlength=2)
+    if not (n_arm > 0).all():
+        return None
+    ratio = np.bincount(arm, weights=x, minlength=2) / n_arm
+    zbar = np.stack([np.bincount(arm, weights=y * z[:, k], minlength=2) for k in range(p)], axis=1) / n_arm[:, None]
+    zc = z - zbar[arm]
+    s_inv = _pinv((zc * y[:, None]).T @ zc, NOISE_SHARE * ((z * z) * y[:, None]).sum(axis=0))
+    theta = s_inv @ (zc.T @ (x - ratio[arm] * y))
+    return arm, n_arm, ratio, zbar, zc, s_inv, theta
+
+
+def _residuals(x: F, y: F, arm: NDArray[np.intp], ratio: F, zc: F, theta: F) -> tuple[F, float]:
+    r"""The users' residual sums :math:`E_i` and the share of :math:`\sum_i e_i^2` the covariates remove."""
+    raw = x - y * ratio[arm]
+    e = raw - y * (zc @ theta)
+    ss_raw = float(np.dot(raw, raw))
+    return e, (1.0 - float(np.dot(e, e)) / ss_raw if ss_raw > 0 else math.nan)
+
+
+def explained_share(x: F, y: F, in_b: NDArray[np.bool_], z: F) -> tuple[float, F]:
+    """``(explained, theta)`` of :func:`cuped_ratio_cr2_values` without its variance and degrees of freedom (the
+    fit alone; NaN without denominators in an arm)."""
+    fit = _slope(x, y, in_b, z)
+    if fit is None:
+        return math.nan, np.full(z.shape[1], math.nan)
+    arm, _, ratio, _, zc, _, theta = fit
+    return _residuals(x, y, arm, ratio, zc, theta)[1], theta
+
+
 def _traces(y: F, arm: NDArray[np.intp], n_arm: F, zc: F, s_inv: F, b: F, icc: float) -> tuple[float, float]:
-    """:math:`\\operatorname{tr}(A\\Omega)` and :math:`\\operatorname{tr}((A\\Omega)^2)` (module notes): with
-    :math:`Q = M \\Omega M^\\top = \\Omega + L`, :math:`L = (YF)B_1^\\top + (\\Omega F)B_2^\\top`,
-    :math:`B_1 = -\\Omega F \\Gamma + Y F \\Gamma W \\Gamma`, :math:`B_2 = -Y F \\Gamma`, :math:`W = F^\\top \\Omega
-    F`, the traces are :math:`\\sum_i b_i Q_{ii}` and :math:`\\sum_i b_i^2 \\omega_i^2 + 2 \\sum_i b_i^2 \\omega_i
-    L_{ii} + \\operatorname{tr}((\\mathbf A^\\top D_b \\mathbf A)(\\mathbf B^\\top D_b \\mathbf B))` for
-    :math:`L = \\mathbf A \\mathbf B^\\top`."""
+    r""":math:`\operatorname{tr}(A\Omega)` and :math:`\operatorname{tr}((A\Omega)^2)` (module notes). With
+    :math:`Q = M \Omega M^\top = \Omega + L` and :math:`L = \mathbf A \mathbf B^\top`, :math:`\mathbf A =
+    [YF, \Omega F]`, :math:`\mathbf B = \mathbf A K`, :math:`K = [[\Gamma W \Gamma, -\Gamma], [-\Gamma, 0]]`,
+    :math:`W = F^\top \Omega F`, the traces are :math:`\sum_i b_i Q_{ii}` and :math:`\sum_i b_i^2 \omega_i^2 +
+    2 \sum_i b_i^2 \omega_i L_{ii} + \operatorname{tr}(G K^\top G K)` for :math:`G = \mathbf A^\top D_b
+    \mathbf A` (:math:`\mathbf B^\top D_b \mathbf B = K^\top G K`): one pass over the users for
+    :math:`\mathbf A`, one for its product with :math:`K` and one for :math:`G`."""
     m, p = zc.shape
-    f = np.zeros((m, 2 + p))
-    f[np.arange(m), arm] = 1.0
-    f[:, 2:] = zc
-    gamma = np.zeros((2 + p, 2 + p))
+    q = 2 + p
+    omega = y * (1.0 - icc + icc * y)
+    big_a = np.zeros((m, 2 * q))  # [Y F, Omega F], F = [the arm's indicator, the centred covariates]
+    rows = np.arange(m)
+    big_a[rows, arm] = y
+    big_a[rows, q + arm] = omega
+    big_a[:, 2:q] = zc * y[:, None]
+    big_a[:, q + 2 :] = zc * omega[:, None]
+    gamma = np.zeros((q, q))
     gamma[0, 0], gamma[1, 1] = 1.0 / n_arm[0], 1.0 / n_arm[1]
     gamma[2:, 2:] = s_inv
-    omega = y * (1.0 - icc + icc * y)
-    w = (f * omega[:, None]).T @ f
-    yf = f * y[:, None]
-    of = f * omega[:, None]
-    b1 = -of @ gamma + yf @ (gamma @ w @ gamma)
-    b2 = -yf @ gamma
-    big_a = np.hstack([yf, of])
-    big_b = np.hstack([b1, b2])
-    l_diag = np.einsum("ic,ic->i", big_a, big_b)
-    tr = float(np.dot(b, omega + l_diag))
-    ab = (big_a * b[:, None]).T @ big_a
-    bb = (big_b * b[:, None]).T @ big_b
+    f_omega = big_a[:, q:].copy()
+    f_omega[rows, arm] = 1.0
+    f_omega[:, 2:] = zc
+    w = (f_omega * omega[:, None]).T @ f_omega  # F' Omega F
+    k = np.zeros((2 * q, 2 * q))
+    k[:q, :q] = gamma @ w @ gamma
+    k[:q, q:] = -gamma
+    k[q:, :q] = -gamma
+    l_diag = np.einsum("ic,ic->i", big_a, big_a @ k)
+    g = (big_a * b[:, None]).T @ big_a
     bo = b * omega
-    tr2 = float(np.dot(bo, bo) + 2.0 * np.dot(b * bo, l_diag) + np.sum(ab * bb.T))
+    tr = float(np.dot(b, omega + l_diag))
+    tr2 = float(np.dot(bo, bo) + 2.0 * np.dot(b * bo, l_diag) + np.sum(g * (k.T @ g @ k).T))
     return tr, tr2
 
 
