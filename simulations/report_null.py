@@ -222,9 +222,13 @@ def null_mean_detectable(n: dict[str, Any]) -> tuple[float, float, float, int] |
 
 def null_detects_text(n: dict[str, Any], effect: Any) -> str:
     """What the null check detects, after 'detects ': '|bias| >= ' and :func:`null_detectable_text`, or 'any |bias|
-    (the null Delta is exact)' for an exact null Delta (its rule sees any bias)."""
+    (the null Delta is exact)' for an exact null Delta (its rule sees any bias), with a bias's share of |effect|
+    ('...; its +0.00362 is 36% of the effect')."""
     if n.get("exact"):
-        return "any |bias| (the null Delta is exact)"
+        d = n.get("delta")
+        share = (f"; its {value_text(d, True)} is {abs(d / effect):.0%} of the effect" if _number(d) and d != 0
+                 and _number(effect) and effect != 0 else "")
+        return f"any |bias| (the null Delta is exact{share})"
     return "|bias| >= " + null_detectable_text(n, effect)
 
 

@@ -129,3 +129,5 @@ def test_report_lines_of_an_exact_null_check() -> None:
     assert null_detects_text(zero, 0.01) == "any |bias| (the null Delta is exact)"
     bias = null_check(Truth("b", "null:delta_ab", 0.00362, 0.0, EXACT_NULL_METHOD), c, 0.05, 100)
     assert null_bias_evidence(bias) == "exact null Delta +0.00362"
+    assert null_detects_text(bias, -0.0101) == "any |bias| (the null Delta is exact; its +0.00362 is 36% of the effect)"
+    assert null_detects_text(bias, None) == "any |bias| (the null Delta is exact)"
