@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from simulations.runner import Truth
     from simulations.users import UserModels
 
-__all__ = ["EXACT_METHOD", "balanced_outcome", "chain_tables", "exact_interleaving_parts", "exact_interleaving_truth",
-           "no_click_below", "team_draft_outcome", "truth_of_parts"]
+__all__ = ["EXACT_METHOD", "balanced_outcome", "chain_tables", "exact_inputs", "exact_interleaving_parts",
+           "exact_interleaving_truth", "no_click_below", "team_draft_outcome", "truth_of_parts"]
 
 #: the truth's ``method`` (summary.json ``truth_method``; the conventions' ``truth`` says what it is)
 EXACT_METHOD = "exact (dynamic programme over the clicks)"
@@ -183,14 +183,12 @@ def _row_parts(table: Any, types: list[tuple[np.ndarray, np.ndarray, np.ndarray]
     return num, den
 
 
-def exact_interleaving_parts(config: Config, design: DesignConfig, world: World, users: UserModels
-                             ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per query, ``(E[o / 2], P(a click))`` of ``design``'s impressions (coins, user types and clicks averaged
-    out; ``E[o / 2]`` 0 on the queries whose two lists are the same), or ``None`` where the exact truth does not
-    apply (not a two-ranker team-draft or balanced design with prefix credit, a table beyond its size limit, or a
-    type whose model is not a grade chain): the Monte Carlo then."""
+def exact_inputs(design: DesignConfig, world: World, users: UserModels
+                 ) -> tuple[list[np.ndarray], Any, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] | None:
+    """``(the two rankers' lists, the design's draw table, the user types' chain tables)`` where an exact truth
+    applies (a two-ranker team-draft or balanced design with prefix credit, a table within its size limit, every
+    type's model a grade chain or an independent-click table), or ``None``: the Monte Carlo then."""
     from simulations.designs.interleaving import draw_table, shared_interleaver
-    from simulations.truth_interleaving import identical_lists
 
     il = shared_interleaver(design.method or "", design.options)
     if len(design.rankers) != 2 or not getattr(il, "prefix_credit", False):
@@ -199,10 +197,24 @@ def exact_interleaving_parts(config: Config, design: DesignConfig, world: World,
     table = draw_table(il, lists, world.labels, world.depth)
     if table is None:
         return None
-    k = table.length
-    types = chain_tables(users, k)
-    if types is None or table.grades.dtype != np.int8 or table.grades.shape[1] != k:
+    types = chain_tables(users, table.length)
+    if types is None or table.grades.dtype != np.int8 or table.grades.shape[1] != table.length:
         return None
+    return lists, table, types
+
+
+def exact_interleaving_parts(config: Config, design: DesignConfig, world: World, users: UserModels
+                             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per query, ``(E[o / 2], P(a click))`` of ``design``'s impressions (coins, user types and clicks averaged
+    out; ``E[o / 2]`` 0 on the queries whose two lists are the same), or ``None`` where the exact truth does not
+    apply (not a two-ranker team-draft or balanced design with prefix credit, a table beyond its size limit, or a
+    type whose model is not a grade chain): the Monte Carlo then."""
+    from simulations.truth_interleaving import identical_lists
+
+    inputs = exact_inputs(design, world, users)
+    if inputs is None:
+        return None
+    lists, table, types = inputs
     # the truth and the analysis's SE over worlds ask for the same parts in one process: computed once per table
     # (the process's, by identity) and users' click tables and shares (by content)
     digest = hashlib.sha1(np.asarray(users.shares, dtype=np.float64).tobytes())

@@ -98,21 +98,16 @@ def exact_null_parts(config: Config, design: DesignConfig, world: World, users: 
     user types and clicks averaged out; ``E[o / 2]`` 0 on the queries whose two lists are the same), or ``None``
     where it does not apply (:func:`simulations.truth_interleaving_exact.exact_interleaving_parts`' conditions, a
     list longer than :data:`MAX_SLOTS`, or a table without bit masks): the Monte Carlo then."""
-    from simulations.designs.interleaving import draw_table, shared_interleaver
     from simulations.truth_interleaving import identical_lists
-    from simulations.truth_interleaving_exact import chain_tables
+    from simulations.truth_interleaving_exact import exact_inputs
 
-    il = shared_interleaver(design.method or "", design.options)
-    if len(design.rankers) != 2 or not getattr(il, "prefix_credit", False):
+    inputs = exact_inputs(design, world, users)
+    if inputs is None:
         return None
-    lists = [world.rankings[r] for r in design.rankers]
-    table = draw_table(il, lists, world.labels, world.depth)
-    if table is None or table.bits is None or table.length > MAX_SLOTS:
-        return None
+    lists, table, types = inputs
     k = table.length
-    types = chain_tables(users, k)
     null_grades = world.ranked_labels("A")
-    if types is None or table.grades.dtype != np.int8 or null_grades.shape[1] != k:
+    if table.bits is None or k > MAX_SLOTS or null_grades.shape[1] != k:
         return None
     freq = np.asarray(world.frequency, dtype=np.float64)
     freq = freq / freq.sum()

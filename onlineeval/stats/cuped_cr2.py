@@ -175,10 +175,10 @@ def _traces(y: F, arm: NDArray[np.intp], n_arm: F, zc: F, s_inv: F, b: F, icc: f
     gamma = np.zeros((q, q))
     gamma[0, 0], gamma[1, 1] = 1.0 / n_arm[0], 1.0 / n_arm[1]
     gamma[2:, 2:] = s_inv
-    f_omega = big_a[:, q:].copy()
-    f_omega[rows, arm] = 1.0
-    f_omega[:, 2:] = zc
-    w = (f_omega * omega[:, None]).T @ f_omega  # F' Omega F
+    f = np.zeros((m, q))
+    f[rows, arm] = 1.0
+    f[:, 2:] = zc
+    w = big_a[:, q:].T @ f  # F' Omega F (the second half of A is Omega F)
     k = np.zeros((2 * q, 2 * q))
     k[:q, :q] = gamma @ w @ gamma
     k[:q, q:] = -gamma
