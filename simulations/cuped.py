@@ -609,8 +609,7 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  '?' unstable days needed (90% range of the a/N + b fit on {SIZE_BOOTSTRAP} bootstrap "
                      "resamples of the replicates; unadjusted: the main table's range): " + "; ".join(unstable))
     over = [(design, metric) for design, e in cup.items() for metric, m in e["metrics"].items()
-            if (m.get("aa") or {}).get("within_band") is False and (m.get("aa") or {}).get("false_positive_rate", 0)
-            > (m.get("aa") or {}).get("binomial_99_band", [0, 1])[1]]
+            if _aa_above_band(m.get("aa"))]
     if over:
         tests = {design: cup[design].get("test", ADJUSTED_TEST["delta"]) for design, _ in over}
         lines.append("  '!' A/A above its band (" + ", ".join(f"{d}/{m}" for d, m in over) + "): the adjusted test ("
@@ -621,6 +620,11 @@ def cuped_lines(summary: dict[str, Any]) -> list[str]:
         lines.append("  biased: the A/B estimate or the adjusted one misses the exact truth ('!'), so no days are "
                      "given (summary.json: required_if_unbiased)")
     return lines
+
+
+def _aa_above_band(aa: dict[str, Any] | None) -> bool:
+    """Whether a CUPED metric's adjusted A/A rate is above its 99% band (not below it: a conservative test)."""
+    return bool(aa) and not aa["within_band"] and aa["false_positive_rate"] > aa["binomial_99_band"][1]
 
 
 def _days_cell(days: float, factor: float | None, unstable: str) -> str:

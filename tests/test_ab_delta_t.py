@@ -236,6 +236,9 @@ def test_cuped_block_names_each_designs_adjusted_test_where_its_aa_rate_is_above
             m["aa"] = {"false_positive_rate": 0.05, "replicates": 6, "binomial_99_band": [0.0, 0.5],
                        "within_band": True}
     assert not any(line.startswith("  '!' A/A above its band") for line in cuped_lines(summary))
+    summary["cuped"]["abt"]["metrics"]["clicks_per_query"]["aa"].update(false_positive_rate=0.0, within_band=False,
+                                                                         binomial_99_band=[0.01, 0.5])
+    assert not any(line.startswith("  '!' A/A above its band") for line in cuped_lines(summary))  # below: no note
     for design in ("abd", "abw"):
         summary["cuped"][design]["metrics"]["clicks_per_query"]["aa"].update(false_positive_rate=0.667,
                                                                              within_band=False)
