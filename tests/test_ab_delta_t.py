@@ -138,7 +138,7 @@ def test_cuped_rows_are_cuped_ratio_cr2_on_the_designs_own_sums() -> None:
     sums and pre-period sums, at the intra-user correlation of its own rows (the arms as groups); R and rho are the
     shares of the users' residual sums of squares the covariates (the pre-period ratio alone) remove."""
     from onlineeval.stats import intra_user_correlation
-    from onlineeval.stats.cuped_cr2 import covariates, cuped_ratio_cr2, cuped_ratio_cr2_values
+    from onlineeval.stats.cuped_cr2 import covariates, cuped_ratio_cr2, cuped_ratio_cr2_values, explained_share
     from simulations.cuped import CUPED_PREFIX, R_PREFIX, RHO_PREFIX, cuped_rows
     from simulations.designs.ab import METRICS
 
@@ -165,6 +165,9 @@ def test_cuped_rows_are_cuped_ratio_cr2_on_the_designs_own_sums() -> None:
             z = covariates(pre[key][active], pre["impressions"][active])
             explained = cuped_ratio_cr2_values(x, imp[active], d.in_b[active], z, icc=icc)[3]
             assert rows[R_PREFIX + metric].estimate == pytest.approx(math.sqrt(max(explained, 0.0)), rel=1e-12)
+            share, theta1 = explained_share(x, imp[active], d.in_b[active], z[:, :1])  # (tested against OLS)
+            assert rows[RHO_PREFIX + metric].estimate == pytest.approx(
+                math.copysign(math.sqrt(max(share, 0.0)), theta1[0]), rel=1e-12, abs=1e-15)
             assert abs(rows[RHO_PREFIX + metric].estimate) <= rows[R_PREFIX + metric].estimate + 1e-12
             checked += 1
 

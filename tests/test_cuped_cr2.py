@@ -134,8 +134,15 @@ def test_explained_share_is_the_residual_reduction() -> None:
     assert alone[0] == explained and np.array_equal(alone[1], theta)
     fit, resid = _impression_fit(values, in_b, z)
     raw = _impression_fit(values, in_b, z[:, :0])[1]
-    per_user = [np.add.reduceat(r, np.r_[0, np.cumsum(y)[:-1]].astype(int)) for r in (resid, raw)]
+    starts = np.r_[0, np.cumsum(y)[:-1]].astype(int)
+    per_user = [np.add.reduceat(r, starts) for r in (resid, raw)]
     assert explained == pytest.approx(1 - (per_user[0] ** 2).sum() / (per_user[1] ** 2).sum(), rel=1e-9)
+    # the pre-period ratio alone (the design's rho row): the one-covariate regression's residuals and coefficient
+    share, theta1 = explained_share(x, y, in_b, z[:, :1])
+    fit1, resid1 = _impression_fit(values, in_b, z[:, :1])
+    own = np.add.reduceat(resid1, starts)
+    assert share == pytest.approx(1 - (own**2).sum() / (per_user[1] ** 2).sum(), rel=1e-9)
+    assert theta1[0] == pytest.approx(fit1.params[2], rel=1e-9) and 0 < share < explained
 
 
 def _impression_fit(values, in_b, z):
