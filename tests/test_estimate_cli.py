@@ -29,14 +29,15 @@ def test_json_keys_and_table(world: dict[str, Any]) -> None:
     assert doc["log"] == {"path": str(world["log"]), "impressions": 3000, "queries": 4, "clusters": 300, "k": 3,
                           "propensities": ["p_list", "p_prefix", "p_item"], "propensity_source": "log"}
     assert set(doc["results"][0]) == {"estimator", "target", "estimate", "se", "ci_low", "ci_high", "boot_low",
-                                      "boot_high", "n", "clusters", "df", "se_source", "assumption",
+                                      "boot_high", "n", "clusters", "df", "skewness", "se_source", "assumption",
                                       "diagnostics", "warnings", "error"}
     assert set(doc["results"][0]["diagnostics"]) == {
         "ess", "max_weight", "top1_share", "zero_weight_share", "support_violations", "support_checked", "notes",
         "weight_level", "weights_per_impression", "ess_clusters", "ess_impressions", "mean_weight", "mean_weight_se",
         "mean_weight_expected", "mean_weight_off", "never_logged"}
     assert set(doc["differences"][0]) == {"estimator", "target", "baseline", "estimate", "se", "ci_low", "ci_high",
-                                          "pvalue", "boot_low", "boot_high", "n", "clusters", "df", "se_source",
+                                          "pvalue", "boot_low", "boot_high", "n", "clusters", "df", "skewness",
+                                          "se_source",
                                           "warnings", "error"}
     assert doc["results"][0]["boot_low"] is None  # no bootstrap asked: null, not NaN
     conv = doc["conventions"]

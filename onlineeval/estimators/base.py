@@ -99,7 +99,7 @@ from onlineeval.estimators.diagnostics import (  # noqa: F401  (re-exported: the
     support_violations,
 )
 from onlineeval.estimators.intervals import (BOOTSTRAP_SE, DELTA_SE, FEW_CLUSTERS, clt_interval, effective_clusters,
-                                             estimate_df)
+                                             estimate_df, influence_skewness)
 from onlineeval.estimators.logs import LoggedData, _propensity, _reward_key  # noqa: F401  (re-exported)
 from onlineeval.estimators.results import OffPolicyEstimate, Terms
 from onlineeval.estimators.rewards import REWARDS, Reward, first_click, get_reward
@@ -255,14 +255,16 @@ class Estimator(ABC):
         value += rw.offset
         # the interval's degrees of freedom; none where the interval is undefined
         df = estimate_df(data, terms.weights, den_u) if clusters >= 2 and math.isfinite(se) else math.nan
+        skewness = math.nan
         if math.isfinite(se):
             lo, hi = clt_interval(value, se, df=df, alpha=alpha)
+            skewness = influence_skewness(num_u - (value - rw.offset) * den_u)
         else:
             lo, hi = lo + rw.offset, hi + rw.offset
         return OffPolicyEstimate(
             self.name, getattr(target, "name", "target"), rw.name, value, se, lo, hi, blo, bhi, float(alpha), data.n,
             clusters, self.assumption, self.diagnostics(data, target, terms), se_source, delta_se, fixed, int(n_boot),
-            effective_clusters(data)[1], df,
+            effective_clusters(data)[1], df, skewness,
         )
 
     @property

@@ -7,6 +7,9 @@ r"""The CLT interval of an off-policy estimate and its warnings: one rule for :m
   clusters (users; impressions without user ids) of equal weight, fewer where a few clusters hold the weight.
 - Few clusters: fewer than :data:`FEW_CLUSTERS` effective clusters by impressions (:func:`effective_clusters`)
   make a warning (:func:`few_clusters_text`).
+- Skewed influence values: where the first Edgeworth term puts one tail's miss rate above twice its nominal
+  ``alpha / 2`` the interval is lopsided, and a warning says on which side (:func:`influence_skewness`,
+  :func:`lopsided_excess`, :func:`lopsided_text`).
 - A standard error that holds a data-driven choice fixed (adaptive IPS's behaviours, the direct method's fitted
   click model: ``Estimator.clt_holds_fixed``): without a bootstrap a warning (:func:`held_fixed_text`); with one,
   the SD of the estimator's own bootstrap (the choice made again in every resample) is the standard error
@@ -40,6 +43,10 @@ __all__ = [
     "estimate_df",
     "few_clusters_text",
     "held_fixed_text",
+    "influence_skewness",
+    "lopsided_difference",
+    "lopsided_excess",
+    "lopsided_text",
     "measured_text",
     "refused_paired_text",
     "working_df",
@@ -97,6 +104,78 @@ def clt_interval(value: float, se: float, *, df: float, alpha: float) -> tuple[f
     clusters, and ``alpha``)."""
     q = clt_quantile(alpha, df=df)
     return value - q * se, value + q * se
+
+
+def influence_skewness(values: FloatArray) -> float:
+    r"""The skewness :math:`m_3 / m_2^{3/2}` (central sample moments, divisor ``G``: scipy's ``skew(bias=True)``) of
+    the ``G`` clusters' influence values (:math:`x_g - \hat\theta\, y_g` for a ratio estimate, the difference of two
+    for a paired difference). NaN with fewer than 3 clusters or values that do not vary (beyond rounding: a spread
+    below 1e-9 of their largest size)."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64)
+    if v.size < 3:
+        return math.nan
+    c = v - v.mean()
+    m2 = float(np.mean(c * c))
+    if not math.isfinite(m2) or not math.sqrt(m2) > 1e-9 * float(np.max(np.abs(v))):
+        return math.nan
+    return float(np.mean(c * c * c)) / m2 ** 1.5
+
+
+def lopsided_excess(skewness: float, g: int, *, df: float, alpha: float) -> float:
+    r"""How much more often than :math:`\alpha/2` the value falls on the heavy side of the CLT interval, by the first
+    term of the Edgeworth expansion of a studentized mean of ``g`` clusters with skewness :math:`\gamma`
+    (Hall 1992, *The Bootstrap and Edgeworth Expansion*, section 2.6):
+
+    .. math::
+
+        P(T \le x) = \Phi(x) + \frac{\gamma}{6\sqrt g}\,(2x^2 + 1)\,\phi(x) + O(g^{-1}),
+        \qquad T = \sqrt g\,(\bar X - \mu) / S,
+
+    so the interval :math:`\bar X \mp q\,S/\sqrt g` (``q`` :func:`clt_quantile`) has the value above it with
+    probability :math:`\alpha/2 + \gamma (2q^2 + 1)\phi(q) / (6\sqrt g)` and below it with :math:`\alpha/2` minus that
+    (to this order: both tails share the next term, which is even in ``x``). Returns
+    :math:`|\gamma| (2q^2+1)\phi(q)/(6\sqrt g)`; NaN where the skewness or ``q`` is undefined. Under heavy tails the
+    rate can be higher still: a log that misses the rare large weights also shows a smaller skewness
+    (tests/test_lopsided_intervals.py measures both)."""
+    q = clt_quantile(alpha, df=df)
+    if not (math.isfinite(skewness) and math.isfinite(q) and g >= 3):
+        return math.nan
+    return abs(skewness) * (2 * q * q + 1) * math.exp(-q * q / 2) / math.sqrt(2 * math.pi) / (6 * math.sqrt(g))
+
+
+def lopsided_text(skewness: float, g: int, *, df: float, alpha: float, difference: bool = False) -> str | None:
+    """The warning of a CLT interval whose heavy side's miss rate :func:`lopsided_excess` puts above twice its nominal
+    ``alpha / 2`` (``None`` otherwise): on which side the value falls, how often, and for a paired difference
+    (``difference``) what that does to its test under no difference."""
+    x = lopsided_excess(skewness, g, df=df, alpha=alpha)
+    if not x > alpha / 2:
+        return None
+    heavy, light = ("above", "below") if skewness > 0 else ("below", "above")
+    rate, nominal = alpha / 2 + x, alpha / 2
+    what = "the difference's interval and p-value are" if difference else "the interval is"
+    text = (f"{what} lopsided: the {g:,} clusters' influence values have skewness {skewness:+.3g}, so the true "
+            f"{'difference' if difference else 'value'} falls {heavy} such a {1 - alpha:.0%} interval about "
+            f"{rate:.1%} of the time rather than {nominal:.1%}, and {light} it less (the first Edgeworth term; it can "
+            "be more where the log has not yet seen the rare large weights)")
+    if difference:
+        sign = "negative" if skewness > 0 else "positive"
+        text += (f"; with no true difference a significantly {sign} difference comes up about that often, not "
+                 f"{nominal:.1%}")
+    return text + ": a longer log narrows the gap"
+
+
+def lopsided_difference(diff: dict, pair: str, alpha: float, warnings: list[str]) -> None:
+    """Add the lopsided-interval warning (:func:`lopsided_text`) of a paired difference's record ``diff`` (its
+    ``skewness``, ``clusters`` and ``df``; ``onlineeval estimate --baseline``), prefixed ``pair``, to ``warnings``
+    and to the record's own ``warnings``; nothing where its interval is not lopsided."""
+    if diff.get("skewness") is None:  # an undefined difference's record
+        return
+    text = lopsided_text(diff["skewness"], diff["clusters"], df=diff["df"], alpha=alpha, difference=True)
+    if text:
+        warnings.append(f"{pair}: {text}")
+        diff.setdefault("warnings", []).append(warnings[-1])
 
 
 def working_df(inv: IntArray, g: int, sides: Sequence[tuple[FloatArray, FloatArray, float]]) -> float:

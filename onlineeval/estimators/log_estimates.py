@@ -41,6 +41,8 @@ from onlineeval.estimators.intervals import (  # noqa: F401  (re-exported: their
     differences_held_text,
     effective_clusters,
     few_clusters_text,
+    influence_skewness,
+    lopsided_difference,
     refused_paired_text,
 )
 
@@ -175,9 +177,8 @@ def _cluster_sums(data: LoggedData, num: np.ndarray, den: np.ndarray) -> tuple[n
     return np.bincount(inv, num, g), np.bincount(inv, den, g)
 
 
-#: a clipped estimate whose estimated clipping bias exceeds this many of its standard errors is warned: its interval
-#: then misses the target's value more often than its level says (cap 5 in the coverage audit of 2026-12-02: bias
-#: 16-35 SE, coverage 0 of 400 of the target's value, 378-381 of the clipped value)
+#: a clipped estimate whose estimated clipping bias exceeds this many SEs is warned: its interval then misses the
+#: target's value (cap 5 in the audit of 2026-12-02: bias 16-35 SE, 0 of 400 covered, 378-381 of the clipped value)
 CLIPPING_BIAS_SE = 0.5
 
 
@@ -296,6 +297,7 @@ def paired_difference(
         se = math.nan
     df = difference_df(data, df_sides) if math.isfinite(se) else math.nan  # none where the interval is undefined
     lo, hi = clt_interval(diff, se, df=df, alpha=alpha)
+    skewness = influence_skewness(d) if math.isfinite(se) and g >= 2 and se_source != BOOTSTRAP_SE else math.nan
     if se > 0:
         p = float(2 * t_dist.sf(abs(diff) / se, df))
     else:
@@ -314,19 +316,19 @@ def paired_difference(
         "n": data.n,
         "clusters": g,
         "df": df,
+        "skewness": skewness,
         "se_source": se_source,
         # why the se is undefined although both estimates are defined (the caller words the warning)
         "unmeasured": bare if degenerate else [],
     }
 
 
-#: the keys of an estimate's record (:func:`one_estimate`; JSON ``results``), every one present (``None`` where
-#: undefined)
+#: the keys of an estimate's record (:func:`one_estimate`; JSON ``results``), each present (``None`` if undefined)
 RESULT_KEYS = ("estimator", "target", "estimate", "se", "ci_low", "ci_high", "boot_low", "boot_high", "n", "clusters",
-               "df", "se_source", "assumption", "diagnostics", "warnings", "error")
+               "df", "skewness", "se_source", "assumption", "diagnostics", "warnings", "error")
 #: the keys of a difference's record (:func:`estimate_targets`; JSON ``differences``)
 DIFFERENCE_KEYS = ("estimator", "target", "baseline", "estimate", "se", "ci_low", "ci_high", "pvalue", "boot_low",
-                   "boot_high", "n", "clusters", "df", "se_source", "warnings", "error")
+                   "boot_high", "n", "clusters", "df", "skewness", "se_source", "warnings", "error")
 #: the keys of an estimate's ``diagnostics`` (the :class:`Diagnostics` fields and the derived ones)
 DIAGNOSTIC_KEYS = ("ess", "max_weight", "top1_share", "zero_weight_share", "support_violations", "support_checked",
                    "never_logged", "notes", "weight_level", "weights_per_impression", "mean_weight", "mean_weight_se",
@@ -411,7 +413,6 @@ def one_estimate(
     return {k: out[k] for k in RESULT_KEYS}
 
 
-
 def user_fixed_behaviours(est: Any) -> str | None:
     """The user's setting that fixed an estimator's behaviours (``'behaviours=cascade'``, ``'behaviours={0: cascade,
     1: standard}'``): adaptive IPS given its behaviours chooses nothing on the log. ``None`` for the data-driven choice
@@ -485,7 +486,8 @@ def estimate_conventions(lg: LoggedLog, metric: str, reward: Reward, alpha: floa
                      "McCaffrey's degrees of freedom of that variance under a working model of independent rewards "
                      "of equal variance (G - 1 for G clusters of equal weight, fewer where a few clusters hold the "
                      "weight; each record's df); for estimators whose delta method holds a data-driven choice "
-                     "fixed (adaptive_ips, dm), with a bootstrap, se = the bootstrap's SD (se_source)"),
+                     "fixed (adaptive_ips, dm), with a bootstrap, se = the bootstrap's SD (se_source); skewness: "
+                     "the clusters' influence values' (a lopsided interval is warned: intervals.lopsided_text)"),
         "cluster_unit": unit,
         "propensity_source": (f"the log ({', '.join(lg.forms)})" if lg.source == "log" else
                               f"{lg.source} (propensities computed from the logged scores)"),
@@ -671,6 +673,7 @@ def estimate_targets(
                             text = f"{pair}: {refused_paired_text(fixed, bootstrap, math.isfinite(diff['se']))}"
                             warnings.append(text)
                             diff["warnings"].append(text)
+                lopsided_difference(differences[-1], pair, alpha, warnings)  # an undefined one's skewness is None
     fixed_warning: dict[str, str] = {}
     if differences:
         for est in estimators:

@@ -17,6 +17,7 @@ from onlineeval.estimators.intervals import (
     bootstrap_se_text,
     few_clusters_text,
     held_fixed_text,
+    lopsided_text,
     measured_text,
 )
 
@@ -72,7 +73,9 @@ class OffPolicyEstimate:
     bootstrap was asked for and refused on this log (``onlineeval estimate``'s fallback to the estimate without
     one), see :meth:`warnings`. ``effective_clusters``: the clusters' effective number by
     impressions (:func:`~onlineeval.estimators.intervals.effective_clusters`). :meth:`warnings` says what of this
-    makes the interval approximate, with the diagnostics' warnings.
+    makes the interval approximate, with the diagnostics' warnings. ``skewness``: the clusters' influence values'
+    skewness (:func:`~onlineeval.estimators.intervals.influence_skewness`; NaN with fewer than 3 clusters or an
+    undefined standard error), whose lopsided interval :meth:`warnings` names.
     """
 
     estimator: str
@@ -95,6 +98,7 @@ class OffPolicyEstimate:
     n_boot: int = 0
     effective_clusters: float = math.nan
     df: float = math.nan
+    skewness: float = math.nan
 
     def warnings(self, bootstrap_option: str = "n_boot=N", *, clusters: bool = True) -> list[str]:
         """Every warning of the estimate: a standard error holding a data-driven choice fixed without a bootstrap
@@ -113,6 +117,10 @@ class OffPolicyEstimate:
                        "weighted impression has the same reward (e.g. one matched impression without clicks), so the "
                        "delta method's standard error is 0, a zero-width interval that says nothing about the target")
         out.extend(self.diagnostics.warnings())
+        lopsided = (lopsided_text(self.skewness, self.clusters, df=self.df, alpha=self.alpha)
+                    if self.se_source == DELTA_SE and math.isfinite(self.se) else None)
+        if lopsided:
+            out.append(lopsided)
         if self.held_fixed is not None and self.se_source == BOOTSTRAP_SE:
             out.append(bootstrap_se_text(self.held_fixed, self.n_boot, self.se, self.delta_se))
         few = few_clusters_text(clusters=self.clusters, effective=self.effective_clusters) if clusters else None
