@@ -50,3 +50,14 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from html_report_folders import sweep_folder
 
     return sweep_folder(tmp_path_factory)
+
+
+@pytest.fixture
+def no_gc_collect(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``gc.collect`` as a no-op for the test: statsmodels' ``multipletests`` (the Holm references) calls it on every
+    call of its Holm method (statsmodels 0.14-0.15), 0.05-0.4 s each in a test process's heap, so the tests that
+    check Holm row by row spent 2-3 minutes of the suite in garbage collection. Nothing in those tests depends on
+    when garbage is collected."""
+    import gc
+
+    monkeypatch.setattr(gc, "collect", lambda *args, **kwargs: 0)

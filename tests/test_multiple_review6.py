@@ -24,6 +24,9 @@ from simulations.config import config_from_mapping
 from simulations.job import simulate
 from simulations.multiple import multiple_lines
 
+# statsmodels' Holm calls gc.collect() on every call (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("no_gc_collect")
+
 ALPHA = 0.05
 AB = {
     "seed": 7, "replicates": 120,

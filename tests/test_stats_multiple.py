@@ -11,6 +11,9 @@ from onlineeval.stats.paired import holm
 
 import statsmodels.stats.multitest as mt
 
+# statsmodels' Holm calls gc.collect() on every call (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("no_gc_collect")
+
 
 @pytest.mark.parametrize(("ours", "theirs"), [("holm", "holm"), ("bh", "fdr_bh")])
 def test_matches_statsmodels_row_by_row(ours: str, theirs: str) -> None:

@@ -29,6 +29,9 @@ from onlineeval.stats import (
 )
 from scipy_seed import seeded  # rng= from scipy 1.15, random_state= before
 
+# statsmodels' Holm calls gc.collect() on every call (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("no_gc_collect")
+
 
 def _mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
