@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from onlineeval.stats import binomial_band
 from simulations.analysis import improvement_sign, is_biased_entry
+from simulations.report_null import null_delta_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -156,8 +157,8 @@ def power_figure(result: SimulationResult) -> Figure:
         if null:
             how = "simulated" if "replicates" in null else "analytic"
             ax.plot(c["day"], null["rejection_rate"], ls="--", marker="x", ms=4, color=colour,
-                    label=f"{name} null user ({how}; Delta {null['delta']:+.4f}"
-                    + (", biased)" if null["biased"] else ")"))
+                    label=f"{name} null user ({how}; Delta {null_delta_text(null)}"
+                    + (" exact" if null.get("exact") else "") + (", biased)" if null["biased"] else ")"))
             top = max(top, max(null["rejection_rate"]))
     ax.axhline(cfg.analysis.alpha, color="grey", lw=0.8, ls=":")
     ax.set(xlabel="days" + (f"\n{_wrap(aa_ties_note(ties, truth_drawn), 72)}" if ties else ""),

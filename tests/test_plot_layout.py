@@ -144,6 +144,21 @@ def test_aa_of_ties_left_out_with_a_note() -> None:
     assert aa_ties({"aa": {"degenerate": True}}) and not aa_ties({"aa": {"degenerate": False}}) and not aa_ties({})
 
 
+def test_null_user_legend_says_an_exact_delta_as_the_tables_do() -> None:
+    """The null user's Delta reads as the null check's table writes it (three figures; it was four decimals): '0' for
+    an exact zero (it was '+0.0000', which reads as a rounded Monte Carlo value) with 'exact' after an exact one."""
+    res = _result({k: [0.05] * 3 for k in ("ab", "team_draft", "balanced")}, set())
+    designs = res.summary["designs"]
+    lines, _ = _right_panel(power_figure(res))
+    assert "team_draft null user (simulated; Delta -0.000500)" in lines  # Monte Carlo: no 'exact'
+    assert "balanced null user (simulated; Delta +0.00400, biased)" in lines
+    designs["team_draft"]["delta_ab"]["null"].update(delta=0.0, exact=True)
+    designs["balanced"]["delta_ab"]["null"].update(delta=0.00362, exact=True)
+    lines, _ = _right_panel(power_figure(res))
+    assert "team_draft null user (simulated; Delta 0 exact)" in lines
+    assert "balanced null user (simulated; Delta +0.00362 exact, biased)" in lines
+
+
 def test_both_panels_share_a_day_axis_ticked_on_whole_days() -> None:
     """A right panel with nothing drawn (every A/A a tie) ran from 0 to 1, and a short run was ticked 1.0, 1.2, ...:
     both panels show the run's days, on whole-day ticks."""
