@@ -82,7 +82,7 @@ def main() -> None:
                 times["exact"].append(t1 - t0)
                 times["mc"].append(time.perf_counter() - t1)
             if exact is None:
-                print(f"{label:32s} (no exact truth: a click model without grade chains, no prefix credit, or a "
+                print(f"{label:32s} (no exact truth: a click model without grade chains or UBM, no prefix credit, or a "
                       "list too long for the null's patterns)")
                 continue
             (ex,) = exact

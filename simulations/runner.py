@@ -457,7 +457,7 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
     clicks do not depend on relevance (metric ``null:<pair>``, :func:`null_interleaving_truth`):
     every true effect is then exactly 0, so a value beyond its Monte Carlo error is the
     method's bias. A two-ranker team-draft or balanced design with prefix credit whose users' click models are
-    grade chains or independent-click tables gets its preference exactly instead
+    grade chains, independent-click tables or UBMs by grade gets its preference exactly instead
     (:func:`simulations.truth_interleaving_exact.exact_interleaving_truth`: SE 0, no Monte Carlo run), and its null
     variant too where its lists have at most :data:`simulations.truth_null_exact.MAX_SLOTS` slots
     (:func:`simulations.truth_null_exact.exact_null_truth`). Counterfactual designs: every estimator row has the exact
@@ -499,7 +499,7 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
             parts.append(counterfactual_truth(design, world, users, per_ranker, index))
             continue
         exact = exact_interleaving_truth(config, design, world, users)
-        if exact is not None:  # two-ranker team-draft / balanced under grade chains: no Monte Carlo
+        if exact is not None:  # two-ranker team-draft / balanced under grade chains or UBM: no Monte Carlo
             runs = [run for run in runs if not (run.index == index and not run.null)]
             parts.append(exact)
         parts += [run for run in runs if run.index == index and not run.null]  # the design's preferences

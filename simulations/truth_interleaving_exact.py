@@ -1,5 +1,5 @@
 r"""The exact truth of a two-ranker team-draft or balanced interleaving design (prefix credit) whose users' click
-models are grade chains or independent-click tables: no Monte Carlo.
+models are grade chains, independent-click tables or user browsing models (UBM) by grade: no Monte Carlo.
 
 Both methods draw their interleaved list from a few fair coins (:class:`~simulations.designs.interleaving.DrawTable`
 holds every list they can show, with its teams, per query and coin pattern), and the users click along a chain:
@@ -20,6 +20,11 @@ by dynamic programmes over the slots:
   \kappa_l] - [\text{rank}_A(r) \le \kappa_l]` depend on :math:`l`: one programme per :math:`l` over the slots
   above it, the click at :math:`l` and no click below it (:func:`balanced_outcome`).
 
+A UBM user (:class:`UbmTables`) examines slot :math:`r` with :math:`\gamma_{r j}`, :math:`j` one past the slot of
+the last click above (0: none), and never stops: its programmes carry :math:`j` beside :math:`d`
+(:func:`ubm_team_draft_outcome`, :func:`ubm_balanced_outcome`; below the lowest click, no click has probability
+:math:`\prod_{r > l} (1 - a_r \gamma_{r, l + 1})`).
+
 A query on which the two rankers show the same list has the exact 0 the Monte Carlo gives it
 (:func:`simulations.truth_interleaving.identical_lists`); its impressions stay in the denominator. Tested against
 the enumeration of every click pattern with the models' own likelihoods and against the Monte Carlo truth.
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -40,40 +45,75 @@ if TYPE_CHECKING:
     from simulations.runner import Truth
     from simulations.users import UserModels
 
-__all__ = ["EXACT_METHOD", "balanced_outcome", "chain_tables", "exact_inputs", "exact_interleaving_parts",
-           "exact_interleaving_truth", "no_click_below", "team_draft_outcome", "truth_of_parts"]
+__all__ = ["EXACT_METHOD", "UbmTables", "balanced_outcome", "chain_tables", "exact_inputs", "exact_interleaving_parts",
+           "exact_interleaving_truth", "no_click_below", "team_draft_outcome", "truth_of_parts", "ubm_balanced_outcome",
+           "ubm_no_click", "ubm_team_draft_outcome"]
 
 #: the truth's ``method`` (summary.json ``truth_method``; the conventions' ``truth`` says what it is)
 EXACT_METHOD = "exact (dynamic programme over the clicks)"
 
 
-def chain_tables(users: UserModels, k: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
-    """Every user type's ``(attract, cont_click, cont_skip)``, each ``(k, width)`` (rank, grade; the last column
-    the empty slot's: attract 0, cont_skip 1), or ``None`` when some type's model is neither a grade chain nor an
-    independent-click table (:meth:`simulations.users.UserModels.chains`: the compiled sampler's condition, so
-    the exact truth covers what the table path of the Monte Carlo covers)."""
-    from clickmodels.cascade import ChainModel
+class UbmTables(NamedTuple):
+    r"""A UBM user type's tables for lists of ``k`` slots: ``attract`` ``(k, width)`` (rank, grade; the last column
+    the empty slot's, 0) and ``exam`` ``(k, k)``, :math:`\gamma_{r j}` with ``j`` one past the last click's slot above
+    ``r`` (0: none; :class:`clickmodels.ubm.UBM`'s ``examination``)."""
 
-    chains = users.chains(k)
-    if chains is None:
+    attract: np.ndarray
+    exam: np.ndarray
+
+
+def chain_tables(users: UserModels, k: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables] | None:
+    r"""Every user type's tables for lists of ``k`` slots: a grade chain's or an independent-click model's
+    ``(attract, cont_click, cont_skip)``, each ``(k, width)`` (rank, grade; the last column the empty slot's: attract
+    0, cont_skip 1; an independent-click model is the chain :math:`a_r = e_r \alpha_g`, :math:`c_r = s_r = 1`), a
+    UBM's :class:`UbmTables`; or ``None`` when some type's model is none of those (or a UBM whose attractiveness is
+    not by grade), or their grades differ (:func:`simulations.users.grade_kind`, :func:`~simulations.users.
+    grade_width`: the compiled sampler's conditions, so the exact truth covers what the table path of the Monte Carlo
+    covers, and UBM users besides)."""
+    from simulations.users import grade_kind, grade_width
+
+    width = grade_width(users.models)
+    if width is None:
         return None
-    width = chains.width
-    out = []
-    for model, independent in zip(users.models, chains.independent, strict=True):
-        if not independent:
-            assert isinstance(model, ChainModel)
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables] = []
+    for model in users.models:
+        kind = grade_kind(model, k)
+        if kind == "chain":
             chain = model._grade_chain(k)
-            assert chain is not None
+            if chain is None or np.shape(chain.attract)[-1] != width:
+                return None
             out.append(tuple(np.array(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, width)))
-                             for t in chain))
-            continue
-        tables = model._grade_tables(k, width)
-        assert tables is not None
-        e = np.asarray(tables[0], dtype=np.float64)[:k]
-        attract = np.array(np.broadcast_to(e[:, None] * np.asarray(tables[1], dtype=np.float64), (k, width)))
-        ones = np.ones((k, width))
-        out.append((attract, ones, ones.copy()))
-    return out  # type: ignore[return-value]
+                             for t in chain))  # type: ignore[arg-type]
+        elif kind == "independent":
+            tables = model._grade_tables(k, width)
+            if tables is None:
+                return None
+            e, a = np.asarray(tables[0], dtype=np.float64)[:k], np.asarray(tables[1], dtype=np.float64)
+            if e.shape != (k,) or a.shape[-1] != width:
+                return None
+            attract = np.array(np.broadcast_to(e[:, None] * a, (k, width)))
+            out.append((attract, np.ones((k, width)), np.ones((k, width))))
+        else:
+            ubm = _ubm_tables(model, k, width)
+            if ubm is None:
+                return None
+            out.append(ubm)
+    return out
+
+
+def _ubm_tables(model: Any, k: int, width: int) -> UbmTables | None:
+    """A UBM's :class:`UbmTables` (its own sampler, attractiveness by grade with ``width - 1`` grades, examination
+    at least ``k`` ranks deep), else ``None``."""
+    from clickmodels.docparams import ByGrade
+    from clickmodels.ubm import UBM
+
+    if not (isinstance(model, UBM) and type(model)._sample is UBM._sample):
+        return None
+    attract = model.attractiveness
+    if not isinstance(attract, ByGrade) or attract.n_grades != width - 1 or model.depth < k:
+        return None
+    return UbmTables(np.array(np.broadcast_to(attract.table(0.0), (k, width))),
+                     np.array(model.examination[:k, :k], dtype=np.float64))
 
 
 def _slots(table: np.ndarray, grades: np.ndarray) -> np.ndarray:
@@ -146,6 +186,61 @@ def balanced_outcome(a: np.ndarray, c: np.ndarray, s: np.ndarray, rank_a: np.nda
     return out
 
 
+def _ubm_step(go: np.ndarray, a_r: np.ndarray, exam_r: np.ndarray, w_r: np.ndarray, r: int) -> np.ndarray:
+    r"""One slot ``r`` of a UBM programme: ``go`` ``(rows, 2k + 1, k + 1)`` the probability of each partial difference
+    and ``j`` (one past the last click's slot, 0: none); a click (probability :math:`a_r \gamma_{r j}`) moves the
+    mass by the slot's weight ``w_r`` into ``j = r + 1``, a skip leaves it."""
+    g = np.zeros(go.shape[2])
+    g[: r + 1] = exam_r[: r + 1]
+    click = go * (a_r[:, None, None] * g[None, None, :])
+    go = go - click
+    go[:, :, r + 1] += _shift(click.sum(axis=2), w_r)
+    return go
+
+
+def ubm_no_click(a: np.ndarray, exam: np.ndarray, j: int, start: int) -> np.ndarray:
+    r"""``(rows,)`` probability of no UBM click at slots ``start, start + 1, ...`` with ``j`` fixed (no click there
+    moves it): :math:`\prod_{r \ge start} (1 - a_r \gamma_{r j})` (1 from ``start = k``)."""
+    if start >= a.shape[1]:
+        return np.ones(a.shape[0])
+    return np.prod(1.0 - a[:, start:] * exam[start:, j][None, :], axis=1)
+
+
+def ubm_team_draft_outcome(a: np.ndarray, exam: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """:func:`team_draft_outcome` for UBM clicks (``a`` ``(rows, k)`` the attractiveness at the slots, 0 at empty
+    ones; ``exam`` :class:`UbmTables`' ``(k, k)``): the programme's state is the partial difference and ``j``."""
+    rows, k = a.shape
+    go = np.zeros((rows, 2 * k + 1, k + 1))
+    go[:, k, 0] = 1.0
+    for r in range(k):
+        go = _ubm_step(go, a[:, r], exam[r], w[:, r], r)
+    return go.sum(axis=2) @ np.sign(np.arange(2 * k + 1) - k).astype(np.float64)
+
+
+def ubm_balanced_outcome(a: np.ndarray, exam: np.ndarray, rank_a: np.ndarray, rank_b: np.ndarray) -> np.ndarray:
+    r""":func:`balanced_outcome` for UBM clicks (arguments as :func:`ubm_team_draft_outcome`'s and
+    :func:`balanced_outcome`'s): for each lowest clicked slot ``l``, the programme over the slots above it with
+    ``kappa_l``'s weights, the click at ``l`` (:math:`a_l \gamma_{l j}`), then no click below it
+    (:func:`ubm_no_click` at ``j = l + 1``)."""
+    rows, k = a.shape
+    sign = np.sign(np.arange(2 * k + 1) - k).astype(np.float64)
+    idx = np.arange(rows)
+    out = np.zeros(rows)
+    for last in range(k):
+        kappa = np.minimum(rank_a[idx, last], rank_b[idx, last])[:, None]
+        w = (rank_b <= kappa).astype(np.int8) - (rank_a <= kappa).astype(np.int8)
+        go = np.zeros((rows, 2 * k + 1, k + 1))
+        go[:, k, 0] = 1.0
+        for r in range(last):
+            go = _ubm_step(go, a[:, r], exam[r], w[:, r], r)
+        g = np.zeros(k + 1)
+        g[: last + 1] = exam[last, : last + 1]
+        click = (go * g[None, None, :]).sum(axis=2) * a[:, last : last + 1]
+        end = click * ubm_no_click(a, exam, last + 1, last + 1)[:, None]
+        out += _shift(end, w[:, last]) @ sign
+    return out
+
+
 def _shift(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Rows of ``x`` (probabilities by difference ``d``, column ``d + k``) moved by ``w`` (-1, 0 or +1 per row)."""
     out = np.where((w == 0)[:, None], x, 0.0)
@@ -164,13 +259,25 @@ _PARTS: dict[tuple[int, str], tuple[Any, np.ndarray, np.ndarray]] = {}
 CHUNK_ROWS = 4096
 
 
-def _row_parts(table: Any, types: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shares: np.ndarray,
+def _row_parts(table: Any, types: list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables], shares: np.ndarray,
                lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """``(E[o / 2], P(a click))`` of the table's rows ``lo:hi``, user types mixed by ``shares``."""
     grades = table.grades[lo:hi].astype(np.intp)
     valid = None if table.valid is None else table.valid[lo:hi]
     num, den = np.zeros(hi - lo), np.zeros(hi - lo)
-    for share, (attract, cont_click, cont_skip) in zip(shares, types, strict=True):
+    for share, tables in zip(shares, types, strict=True):
+        if isinstance(tables, UbmTables):
+            a = _slots(tables.attract, grades)
+            if valid is not None:
+                a = np.where(valid, a, 0.0)
+            if table.signed is not None:
+                outcome = ubm_team_draft_outcome(a, tables.exam, table.signed[lo:hi])
+            else:
+                outcome = ubm_balanced_outcome(a, tables.exam, table.ranks[0][lo:hi], table.ranks[1][lo:hi])
+            num += share * outcome / 2.0
+            den += share * (1.0 - ubm_no_click(a, tables.exam, 0, 0))
+            continue
+        attract, cont_click, cont_skip = tables
         a, c, s = _slots(attract, grades), _slots(cont_click, grades), _slots(cont_skip, grades)
         if valid is not None:
             a = np.where(valid, a, 0.0)
@@ -184,10 +291,11 @@ def _row_parts(table: Any, types: list[tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def exact_inputs(design: DesignConfig, world: World, users: UserModels
-                 ) -> tuple[list[np.ndarray], Any, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] | None:
-    """``(the two rankers' lists, the design's draw table, the user types' chain tables)`` where an exact truth
-    applies (a two-ranker team-draft or balanced design with prefix credit, a table within its size limit, every
-    type's model a grade chain or an independent-click table), or ``None``: the Monte Carlo then."""
+                 ) -> tuple[list[np.ndarray], Any, list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables]] | None:
+    """``(the two rankers' lists, the design's draw table, the user types' tables)`` where an exact truth applies (a
+    two-ranker team-draft or balanced design with prefix credit, a table within its size limit, every type's model a
+    grade chain, an independent-click table or a UBM by grade: :func:`chain_tables`), or ``None``: the Monte Carlo
+    then."""
     from simulations.designs.interleaving import draw_table, shared_interleaver
 
     il = shared_interleaver(design.method or "", design.options)
@@ -208,7 +316,7 @@ def exact_interleaving_parts(config: Config, design: DesignConfig, world: World,
     """Per query, ``(E[o / 2], P(a click))`` of ``design``'s impressions (coins, user types and clicks averaged
     out; ``E[o / 2]`` 0 on the queries whose two lists are the same), or ``None`` where the exact truth does not
     apply (not a two-ranker team-draft or balanced design with prefix credit, a table beyond its size limit, or a
-    type whose model is not a grade chain): the Monte Carlo then."""
+    type whose model :func:`chain_tables` does not take): the Monte Carlo then."""
     from simulations.truth_interleaving import identical_lists
 
     inputs = exact_inputs(design, world, users)
@@ -219,6 +327,7 @@ def exact_interleaving_parts(config: Config, design: DesignConfig, world: World,
     # (the process's, by identity) and users' click tables and shares (by content)
     digest = hashlib.sha1(np.asarray(users.shares, dtype=np.float64).tobytes())
     for tables in types:
+        digest.update(type(tables).__name__.encode())
         for t in tables:
             digest.update(np.ascontiguousarray(t).tobytes())
     key = (id(table), digest.hexdigest())

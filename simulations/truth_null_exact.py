@@ -1,5 +1,5 @@
 r"""The exact null-user Delta of a two-ranker team-draft or balanced interleaving design (prefix credit) whose
-users' click models are grade chains or independent-click tables: no Monte Carlo.
+users' click models are grade chains, independent-click tables or UBMs by grade: no Monte Carlo.
 
 The null user (:func:`simulations.truth_interleaving.null_interleaving_truth`) clicks like the config's users on
 ranker A's list for *another* query :math:`q'`, drawn independently by frequency, at the slots the interleaved list
@@ -11,7 +11,8 @@ row's mask :math:`M`): their pattern :math:`c \in \{0, 1\}^k` has the distributi
     P_M(c) = \sum_{q'} f_{q'} \sum_t \pi_t\, P_t(c \mid \text{A's grades of } q' \text{ at the slots of } M),
 
 each :math:`P_t` the chain's probability of the pattern (:func:`pattern_probabilities`: the clicks' and skips'
-probabilities down to the last click, the continuations between, and no click below it). A row's expected outcome
+probabilities down to the last click, the continuations between, and no click below it; a UBM's,
+:func:`ubm_pattern_probabilities`, each slot's click or skip at the examination its last click above gives it). A row's expected outcome
 is then :math:`\sum_c P_M(c)\, o(\text{row}, c)` with the design's own outcome of the pattern
 (:meth:`simulations.designs.interleaving.DrawTable.outcome_bits`: team-draft's teams, balanced interleaving's
 :math:`\kappa` of the lowest click), computed once per distinct row (team-draft: its teams' slots; balanced: its
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
     from simulations.users import UserModels
     from simulations.world import World
 
-__all__ = ["EXACT_NULL_METHOD", "MAX_SLOTS", "exact_null_parts", "exact_null_truth", "pattern_probabilities"]
+__all__ = ["EXACT_NULL_METHOD", "MAX_SLOTS", "exact_null_parts", "exact_null_truth", "pattern_probabilities",
+           "ubm_pattern_probabilities"]
 
 #: the null truth's ``method``
 EXACT_NULL_METHOD = ("exact (click patterns of the null user: clicks on ranker A's list for an independent query, "
@@ -62,11 +64,26 @@ def pattern_probabilities(a: np.ndarray, c: np.ndarray, s: np.ndarray) -> np.nda
     return alive + stopped
 
 
-def _null_distribution(types: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shares: np.ndarray,
+def ubm_pattern_probabilities(a: np.ndarray, exam: np.ndarray) -> np.ndarray:
+    r"""``(rows, 2**k)`` probability of each click pattern (bit ``r`` = slot ``r``) of UBM users: ``a`` ``(rows, k)``
+    the attractiveness at the slots (0 at empty ones), ``exam`` ``(k, k)`` :math:`\gamma_{r j}` (``j`` one past the
+    last click's slot above ``r``, 0: none; :class:`simulations.truth_interleaving_exact.UbmTables`). Slot by slot,
+    each prefix pattern (whose last click fixes ``j``) is clicked with :math:`a_r \gamma_{r j}`, else skipped."""
+    rows, k = a.shape
+    p = np.ones((rows, 1))
+    last = np.zeros(1, dtype=np.intp)  # j of each prefix pattern
+    for r in range(k):
+        click = a[:, r : r + 1] * exam[r][last][None, :]
+        p = np.concatenate([p * (1.0 - click), p * click], axis=1)
+        last = np.concatenate([last, np.full(last.size, r + 1, dtype=np.intp)])
+    return p
+
+
+def _null_distribution(types: list[Any], shares: np.ndarray,
                        grades: np.ndarray, freq: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``(2**k,)`` :math:`P_M(c)` of the module docstring: the other queries' grades ``grades`` (``(Q, k)``, -1
     empty) at the filled slots ``mask`` (``(k,)`` bool), mixed by ``freq`` (summing to 1) and the types' ``shares``."""
-    from simulations.truth_interleaving_exact import _slots
+    from simulations.truth_interleaving_exact import UbmTables, _slots
 
     q, k = grades.shape
     shown = np.where(mask[None, :], grades, -1).astype(np.intp)
@@ -74,8 +91,12 @@ def _null_distribution(types: list[tuple[np.ndarray, np.ndarray, np.ndarray]], s
     step = max(_BLOCK >> k, 1)
     for lo in range(0, q, step):
         g, f = shown[lo : lo + step], freq[lo : lo + step]
-        for share, (attract, cont_click, cont_skip) in zip(shares, types, strict=True):
-            p = pattern_probabilities(_slots(attract, g), _slots(cont_click, g), _slots(cont_skip, g))
+        for share, tables in zip(shares, types, strict=True):
+            if isinstance(tables, UbmTables):
+                p = ubm_pattern_probabilities(_slots(tables.attract, g), tables.exam)
+            else:
+                attract, cont_click, cont_skip = tables
+                p = pattern_probabilities(_slots(attract, g), _slots(cont_click, g), _slots(cont_skip, g))
             out += share * (f @ p)
     return out
 

@@ -209,6 +209,37 @@ def check_click_model_ranks(model: Any, spec: Mapping[str, Any], key: tuple[str 
         raise err
 
 
+def grade_kind(model: Any, k: int) -> str | None:
+    """``"chain"`` for a grade chain (:class:`~clickmodels.cascade.ChainModel` sampled by its own chain),
+    ``"independent"`` for an independent-click model with rank and grade tables (:class:`~clickmodels.pbm.
+    IndependentModel`: PBM, DCTR, RCTR, random clicks), ``None`` for any other model or one that refuses lists of
+    ``k`` slots (its own check, e.g. PBM with fewer ranks: its error is raised on its own path)."""
+    from clickmodels.base import Impressions
+    from clickmodels.cascade import ChainModel
+    from clickmodels.pbm import IndependentModel
+    from onlineeval.errors import InputError
+
+    if isinstance(model, ChainModel) and type(model)._sample is ChainModel._sample:
+        kind = "chain"
+    elif isinstance(model, IndependentModel) and type(model)._sample is IndependentModel._sample:
+        kind = "independent"
+    else:
+        return None
+    try:
+        model._check(Impressions(labels=np.zeros((1, k), dtype=np.int64)))
+    except InputError:
+        return None
+    return kind
+
+
+def grade_width(models: Sequence[Any]) -> int | None:
+    """The models' grade tables' width: one column per grade and one for empty slots (models without grade limits,
+    random clicks and RCTR, take the others' width), or ``None`` when their numbers of grades differ or none has
+    one."""
+    grades = {model.n_grades for model in models} - {None}
+    return grades.pop() + 1 if len(grades) == 1 else None
+
+
 class _GradeChains:
     """The chain tables of every type's model, stacked (see :meth:`UserModels.sample`).
 
@@ -243,29 +274,11 @@ class _GradeChains:
         DCTR, RCTR, random clicks), when the models' grade tables differ in width, or when
         some model refuses lists of ``k`` slots (e.g. PBM with fewer ranks)."""
         from clickmodels import kernels
-        from clickmodels.base import Impressions
-        from clickmodels.cascade import ChainModel
-        from clickmodels.pbm import IndependentModel
-        from onlineeval.errors import InputError
 
-        kinds = []
-        for model in models:
-            if isinstance(model, ChainModel) and type(model)._sample is ChainModel._sample:
-                kinds.append("chain")
-            elif isinstance(model, IndependentModel) and type(model)._sample is IndependentModel._sample:
-                kinds.append("independent")
-            else:
-                return None
-            try:  # the model's own check of a k-slot list (depth); its error is raised on its own path
-                model._check(Impressions(labels=np.zeros((1, k), dtype=np.int64)))
-            except InputError:
-                return None
-        # the grades' table width: every by-grade table has one column per grade and one for
-        # empty slots; models without grade limits (random clicks, RCTR) take the others' width
-        grades = {model.n_grades for model in models} - {None}
-        if len(grades) != 1:
+        kinds = [grade_kind(model, k) for model in models]
+        width = grade_width(models)
+        if None in kinds or width is None:
             return None
-        width = grades.pop() + 1
         flats: list[list[np.ndarray]] = [[], [], []]
         for model, kind in zip(models, kinds, strict=True):
             if kind == "chain":

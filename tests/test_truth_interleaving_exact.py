@@ -41,6 +41,9 @@ MORE = {
     "metric_rbp": {"name": "metric", "metric": "RBP(p=0.7)", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
     "gctr": {"name": "gctr", "p": 0.12},
     "random": {"name": "random", "p": 0.5},
+    "ubm": {"name": "ubm", "click": [0.1, 0.3, 0.5, 0.7, 0.9],
+            "examination": [[0.95], [0.7, 0.9], [0.5, 0.6, 0.85], [0.4, 0.45, 0.6, 0.8], [0.3, 0.35, 0.4, 0.6, 0.8],
+                            [0.25, 0.3, 0.35, 0.4, 0.55, 0.75]]},
 }
 
 
@@ -156,14 +159,11 @@ def test_compute_truth_takes_the_exact_preference_and_null_delta() -> None:
     assert float(f @ per_query) == pytest.approx(truths[("il", "delta_ab")].value, rel=1e-12)
 
 
-@pytest.mark.parametrize("case", ["ubm", "inst", "three_rankers", "no_prefix_credit"])
+@pytest.mark.parametrize("case", ["inst", "three_rankers", "no_prefix_credit"])
 def test_designs_the_programme_does_not_cover_keep_the_monte_carlo(case: str) -> None:
-    import clickmodels
-
+    """(UBM users, not covered before, are: tests/test_truth_ubm_exact.py.)"""
     mapping = _mapping("team_draft", ("nav", "inf"), depth=6)
-    if case == "ubm":
-        mapping["users"]["types"][1]["click_model"] = clickmodels.UBM.example_spec
-    elif case == "inst":  # a metric user whose continuation depends on the gain so far: no grade chain
+    if case == "inst":  # a metric user whose continuation depends on the gain so far: no grade chain
         mapping["users"]["types"][1]["click_model"] = {"name": "metric", "metric": "INST(T=2)",
                                                        "click": [0.1, 0.3, 0.5, 0.7, 0.9]}
     elif case == "three_rankers":
