@@ -12,8 +12,8 @@ row's mask :math:`M`): their pattern :math:`c \in \{0, 1\}^k` has the distributi
 
 each :math:`P_t` the chain's probability of the pattern (:func:`pattern_probabilities`: the clicks' and skips'
 probabilities down to the last click, the continuations between, and no click below it; a UBM's,
-:func:`ubm_pattern_probabilities`, each slot's click or skip at the examination its last click above gives it). A row's expected outcome
-is then :math:`\sum_c P_M(c)\, o(\text{row}, c)` with the design's own outcome of the pattern
+:func:`ubm_pattern_probabilities`, each slot's click or skip at the examination its last click above gives it). A
+row's expected outcome is then :math:`\sum_c P_M(c)\, o(\text{row}, c)` with the design's own outcome of the pattern
 (:meth:`simulations.designs.interleaving.DrawTable.outcome_bits`: team-draft's teams, balanced interleaving's
 :math:`\kappa` of the lowest click), computed once per distinct row (team-draft: its teams' slots; balanced: its
 filled slots and :math:`\kappa` masks), and :math:`P(\text{a click}) = 1 - P_M(0)`. The Delta is the ratio of their

@@ -93,7 +93,7 @@ def _programmes(table, users: UserModels) -> tuple[np.ndarray, np.ndarray]:  # n
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
 @pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "ccm", "sdbn", "rctr"),
-                                   ("rbp", "metric_rbp", "gctr", "random")])
+                                   ("rbp", "metric_rbp", "gctr", "random"), ("ubm",), ("ubm", "nav", "pbm")])
 def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
     config, world, users = typed_world(method, types, 6, 40)
     table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
@@ -105,18 +105,23 @@ def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: st
     np.testing.assert_allclose(got_p, want_p, rtol=0, atol=1e-13)
 
 
-def trec_world(tmp_path: Path, method: str):  # noqa: ANN201
-    """``(config, world, users, table)`` of TREC runs whose short lists leave some of the table's slots empty."""
-    config, world, users = _world(_trec_mapping(tmp_path, method))
+def trec_world(tmp_path: Path, method: str, ubm: bool = False):  # noqa: ANN201
+    """``(config, world, users, table)`` of TREC runs whose short lists leave some of the table's slots empty (with
+    ``ubm``, the second user type a UBM instead of a PBM)."""
+    mapping = _trec_mapping(tmp_path, method)
+    if ubm:
+        mapping["users"]["types"][1]["click_model"] = {**MORE["ubm"], "click": [0.1, 0.5, 0.9]}
+    config, world, users = _world(mapping)
     table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
                        world.depth)
     assert table.valid is not None and not table.valid.all()
     return config, world, users, table
 
 
+@pytest.mark.parametrize("ubm", [False, True])
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
-def test_rows_with_empty_slots_are_the_enumerations(method: str, tmp_path: Path) -> None:
-    config, world, users, table = trec_world(tmp_path, method)
+def test_rows_with_empty_slots_are_the_enumerations(method: str, ubm: bool, tmp_path: Path) -> None:
+    config, world, users, table = trec_world(tmp_path, method, ubm)
     want_e, want_p = _enumerated(table, users)
     got_e, got_p = _programmes(table, users)
     np.testing.assert_allclose(got_e, want_e, rtol=0, atol=1e-13)

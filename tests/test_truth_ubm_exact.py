@@ -2,14 +2,13 @@
 UbmTables`): the preference and the null-user Delta of two-ranker team-draft and balanced designs, which took the
 Monte Carlo before (10,000,000 impressions per run: 21 s of a 30 s run of configs/ab.yaml with UBM users).
 
-References as for the other click models: every click pattern of every table row enumerated with the UBM's own
-likelihood (:meth:`clickmodels.base.ClickModel.log_likelihood`) and the design's tested outcome, alone and mixed with
-chain and independent-click types, on lists with empty slots too; the Monte Carlo truths within 4 of their SEs; the
-UBM's pattern probabilities in closed form on one and two slots."""
+Every click pattern of every table row enumerated with the UBM's own likelihood, alone and mixed with chain and
+independent-click types, on lists with empty slots too: tests/test_truth_interleaving_exact.py and
+tests/test_truth_null_exact.py ('ubm' cases). Here: the Monte Carlo truths within 4 of their SEs, the UBM's pattern
+probabilities in closed form on one and two slots, the runner taking the exact truths, and the UBMs not taken."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,74 +16,13 @@ import pytest
 
 from clickmodels.docparams import ByGrade, ByQueryDoc
 from clickmodels.ubm import UBM
-from simulations.designs.interleaving import NULL_PREFIX, draw_table, shared_interleaver
+from simulations.designs.interleaving import NULL_PREFIX
 from simulations.runner import compute_truth, monte_carlo_truths
 from simulations.truth_interleaving import interleaving_truth
-from simulations.truth_interleaving_exact import (
-    EXACT_METHOD,
-    UbmTables,
-    chain_tables,
-    exact_interleaving_parts,
-    exact_interleaving_truth,
-)
-from simulations.truth_null_exact import EXACT_NULL_METHOD, exact_null_parts, exact_null_truth, ubm_pattern_probabilities
-from tests.test_truth_interleaving_exact import MORE, _enumerated, _programmes, _world, typed_world
-from tests.test_truth_null_exact import _enumerated as _null_enumerated
-from tests.test_truth_table_draw import _mapping, _trec_mapping
-
-
-def _ubm_world(method: str, types: tuple[str, ...], depth: int, n_queries: int):  # noqa: ANN202
-    config, world, users = typed_world(method, types, depth, n_queries)
-    assert any(isinstance(t, UbmTables) for t in chain_tables(users, depth))
-    return config, world, users
-
-
-@pytest.mark.parametrize("method", ["team_draft", "balanced"])
-@pytest.mark.parametrize("types", [("ubm",), ("ubm", "nav", "pbm")])
-def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
-    config, world, users = _ubm_world(method, types, 6, 40)
-    table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
-                       world.depth)
-    want_e, want_p = _enumerated(table, users)
-    got_e, got_p = _programmes(table, users)
-    assert np.abs(want_e).max() > 0.05
-    np.testing.assert_allclose(got_e, want_e, rtol=0, atol=1e-13)
-    np.testing.assert_allclose(got_p, want_p, rtol=0, atol=1e-13)
-
-
-def _trec_ubm(tmp_path: Path, method: str):  # noqa: ANN202
-    mapping = _trec_mapping(tmp_path, method)
-    mapping["users"]["types"][1]["click_model"] = {**MORE["ubm"], "click": [0.1, 0.5, 0.9]}
-    config, world, users = _world(mapping)
-    table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
-                       world.depth)
-    assert table.valid is not None and not table.valid.all()
-    return config, world, users, table
-
-
-@pytest.mark.parametrize("method", ["team_draft", "balanced"])
-def test_rows_with_empty_slots_are_the_enumerations(method: str, tmp_path: Path) -> None:
-    config, world, users, table = _trec_ubm(tmp_path, method)
-    want_e, want_p = _enumerated(table, users)
-    got_e, got_p = _programmes(table, users)
-    np.testing.assert_allclose(got_e, want_e, rtol=0, atol=1e-13)
-    np.testing.assert_allclose(got_p, want_p, rtol=0, atol=1e-13)
-    want_num, want_den = _null_enumerated(config, world, users)
-    got_num, got_den = exact_null_parts(config, config.designs[0], world, users)
-    np.testing.assert_allclose(got_num, want_num, rtol=0, atol=1e-13)
-    np.testing.assert_allclose(got_den, want_den, rtol=0, atol=1e-13)
-
-
-@pytest.mark.parametrize("method", ["team_draft", "balanced"])
-@pytest.mark.parametrize("types", [("ubm",), ("ubm", "dbn")])
-def test_null_parts_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
-    config, world, users = _ubm_world(method, types, 5, 12)
-    want_num, want_den = _null_enumerated(config, world, users)
-    got_num, got_den = exact_null_parts(config, config.designs[0], world, users)
-    np.testing.assert_allclose(got_num, want_num, rtol=0, atol=1e-13)
-    np.testing.assert_allclose(got_den, want_den, rtol=0, atol=1e-13)
-    if method == "balanced":
-        assert np.abs(want_num).max() > 1e-3
+from simulations.truth_interleaving_exact import EXACT_METHOD, UbmTables, chain_tables, exact_interleaving_truth
+from simulations.truth_null_exact import EXACT_NULL_METHOD, exact_null_truth, ubm_pattern_probabilities
+from tests.test_truth_interleaving_exact import MORE, _world
+from tests.test_truth_table_draw import _mapping
 
 
 def test_pattern_probabilities_in_closed_form() -> None:
@@ -148,4 +86,3 @@ def test_ubms_the_programme_does_not_take() -> None:
     assert chain_tables(SimpleNamespace(models=[by_grade]), 7) is None  # 6 ranks deep
     by_doc = UBM(ByQueryDoc(np.array([0]), np.array([1]), np.array([0.5])), gamma)
     assert chain_tables(SimpleNamespace(models=[by_doc]), 6) is None
-    assert exact_interleaving_parts  # (the parts' entry point the two truths share)
