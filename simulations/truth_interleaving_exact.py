@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXACT_METHOD", "UbmTables", "balanced_outcome", "chain_tables", "exact_inputs", "exact_interleaving_parts",
            "exact_interleaving_truth", "no_click_below", "team_draft_outcome", "truth_of_parts", "ubm_balanced_outcome",
-           "ubm_no_click", "ubm_team_draft_outcome"]
+           "ubm_no_click", "ubm_tables", "ubm_team_draft_outcome"]
 
 #: the truth's ``method`` (summary.json ``truth_method``; the conventions' ``truth`` says what it is)
 EXACT_METHOD = "exact (dynamic programme over the clicks)"
@@ -94,14 +94,14 @@ def chain_tables(users: UserModels, k: int) -> list[tuple[np.ndarray, np.ndarray
             attract = np.array(np.broadcast_to(e[:, None] * a, (k, width)))
             out.append((attract, np.ones((k, width)), np.ones((k, width))))
         else:
-            ubm = _ubm_tables(model, k, width)
+            ubm = ubm_tables(model, k, width)
             if ubm is None:
                 return None
             out.append(ubm)
     return out
 
 
-def _ubm_tables(model: Any, k: int, width: int) -> UbmTables | None:
+def ubm_tables(model: Any, k: int, width: int) -> UbmTables | None:
     """A UBM's :class:`UbmTables` (its own sampler, attractiveness by grade with ``width - 1`` grades, examination
     at least ``k`` ranks deep), else ``None``."""
     from clickmodels.docparams import ByGrade

@@ -28,6 +28,7 @@ class UserModels:
         self.models = tuple(models)
         self.specs = tuple(specs) if specs is not None else tuple({} for _ in self.models)
         self._chains: dict[int, _GradeChains | None] = {}  # list length k -> the fast sampler's tables
+        self._by_type: dict[int, list[Any] | None] = {}  # list length k -> each type's row-uniform sampler
 
     @classmethod
     def from_config(cls, users: UsersConfig) -> UserModels:
@@ -127,20 +128,79 @@ class UserModels:
         return out
 
     def couples(self, k: int) -> bool:
-        """Whether :meth:`sample_coupled` couples rows of ``k`` slots (every type's model has grade chains:
-        :meth:`chains`); otherwise it samples as :meth:`sample` does, each type's rows in turn."""
-        return self.chains(k) is not None
+        """Whether :meth:`sample_coupled` couples rows of ``k`` slots (every type's model has grade chains,
+        :meth:`chains`, or is a grade chain, an independent-click table or a UBM by grade, :meth:`_type_samplers`);
+        otherwise it samples as :meth:`sample` does, each type's rows in turn."""
+        return self.chains(k) is not None or self._type_samplers(k) is not None
+
+    def _type_samplers(self, k: int) -> list[Any] | None:
+        """Per type, what samples its rows from their own uniforms: a one-type :class:`_GradeChains` (on the
+        population's grade width) or a UBM's :class:`simulations.truth_interleaving_exact.UbmTables`; ``None`` when
+        some type's model is neither."""
+        if k not in self._by_type:
+            from simulations.truth_interleaving_exact import ubm_tables
+
+            width = grade_width(self.models)
+            out: list[Any] | None = [] if width is not None else None
+            for model in self.models if out is not None else ():
+                one = (_GradeChains.build([model], k, width) if grade_kind(model, k) is not None else
+                       ubm_tables(model, k, width))
+                if one is None:
+                    out = None
+                    break
+                out.append(one)
+            self._by_type[k] = out
+        return self._by_type[k]
+
+    def _sample_by_type(self, labels: np.ndarray, user_type: np.ndarray, u_rows: np.ndarray) -> np.ndarray | None:
+        r""":meth:`sample_coupled`'s clicks type by type from the rows' own uniforms (:meth:`_type_samplers`): a
+        grade chain's rows through its :meth:`_GradeChains.sample_rows`, a UBM's by its rule (examined iff
+        :math:`u < \gamma_{r j}`, clicked iff :math:`u < \gamma_{r j} a`, ``j`` one past the last click's slot,
+        as :func:`clickmodels.kernels.ubm_sample` compares); ``None`` (the caller's fallback) when the rows hold a
+        type or grade the samplers do not know."""
+        samplers = self._type_samplers(labels.shape[1])
+        if samplers is None or not np.issubdtype(labels.dtype, np.integer) or labels.ndim != 2:
+            return None
+        width = grade_width(self.models)
+        if labels.size and (labels.min() < -1 or labels.max() >= width - 1):  # type: ignore[operator]
+            return None
+        if user_type.size and (user_type.min() < 0 or user_type.max() >= len(samplers)):
+            return None
+        n, k = labels.shape
+        out = np.zeros((n, k), dtype=bool)
+        for t, sampler in enumerate(samplers):
+            rows = np.flatnonzero(user_type == t)
+            if not rows.size:
+                continue
+            if isinstance(sampler, _GradeChains):
+                clicks = sampler.sample_rows(labels[rows], np.zeros(rows.size, dtype=np.int8), u_rows[rows])
+                if clicks is None:
+                    return None
+                out[rows] = clicks
+                continue
+            a = sampler.attract[np.arange(k)[None, :], labels[rows]]  # grade -1: the empty column, 0
+            last = np.zeros(rows.size, dtype=np.intp)
+            for r in range(k):
+                clicked = u_rows[rows, r] < sampler.exam[r][last] * a[:, r]
+                out[rows, r] = clicked
+                last[clicked] = r + 1
+        return out
 
     def sample_coupled(self, labels: np.ndarray, user_type: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Clicks ``(n, k)`` as :meth:`sample`, from ``rng.random((n, k))`` drawn in row order, row ``i`` reading
         its own ``k`` uniforms whatever its type (:meth:`_GradeChains.sample_rows`): two mixtures of the same
-        models with other shares, given the same rng, couple their clicks row by row. Models without grade chains
-        (or labels they do not take) sample as :meth:`sample` does after that draw (not coupled)."""
+        models with other shares, given the same rng, couple their clicks row by row. A population with UBM types
+        (by grade) besides grade chains is coupled type by type (:meth:`_sample_by_type`); other models (or labels
+        they do not take) sample as :meth:`sample` does after that draw (not coupled)."""
         labels = np.asarray(labels)
         u_rows = rng.random(labels.shape)
         chains = self.chains(labels.shape[1]) if labels.ndim == 2 else None
         if chains is not None and labels.size and np.issubdtype(labels.dtype, np.integer):
             clicks = chains.sample_rows(labels, user_type, u_rows)
+            if clicks is not None:
+                return clicks
+        elif chains is None and labels.ndim == 2 and labels.size:
+            clicks = self._sample_by_type(labels, np.asarray(user_type), u_rows)
             if clicks is not None:
                 return clicks
         return self.sample(labels, user_type, rng)
@@ -267,16 +327,17 @@ class _GradeChains:
         self.n_types = len(self.independent)
 
     @classmethod
-    def build(cls, models: Sequence[Any], k: int) -> _GradeChains | None:
+    def build(cls, models: Sequence[Any], k: int, width: int | None = None) -> _GradeChains | None:
         """The stacked tables, or ``None`` when some model is neither a grade chain
         (:class:`~clickmodels.cascade.ChainModel` with grade tables) nor an independent-click
         model with rank and grade tables (:class:`~clickmodels.pbm.IndependentModel`: PBM,
         DCTR, RCTR, random clicks), when the models' grade tables differ in width, or when
-        some model refuses lists of ``k`` slots (e.g. PBM with fewer ranks)."""
+        some model refuses lists of ``k`` slots (e.g. PBM with fewer ranks). ``width``: the grade tables' width
+        (:func:`grade_width` of ``models`` when not given; a population's when ``models`` is one of its types)."""
         from clickmodels import kernels
 
         kinds = [grade_kind(model, k) for model in models]
-        width = grade_width(models)
+        width = grade_width(models) if width is None else width
         if None in kinds or width is None:
             return None
         flats: list[list[np.ndarray]] = [[], [], []]

@@ -129,8 +129,9 @@ def test_the_sweeps_direct_logs_are_coupled_across_shares() -> None:
 
 
 def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
-    """A user type whose click model has no grade chain (UBM: examination by the last click's rank) samples type by
-    type: the sweep's label and plot no longer claim that the errors move together, and name that type."""
+    """A user type whose click model has no grade chain (a metric user whose continuation depends on the gain so far,
+    INST; UBM was the example before it was coupled, below) samples type by type: the sweep's label and plot no
+    longer claim that the errors move together, and name that type."""
     import yaml
 
     from simulations.config import config_from_mapping
@@ -145,9 +146,8 @@ def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
     world = build_world(cfg, world_seed(cfg.seed))
     coupled = assumption_sweep(cfg, world)
     assert coupled["coupled"] and coupled["error_label"] == ERROR_LABEL.format(n="5,000")
-    mapping["users"]["types"][0]["click_model"] = {
-        "name": "ubm", "click": [0.1, 0.3, 0.5, 0.7, 0.9],
-        "examination": [[0.95], [0.7, 0.9], [0.5, 0.6, 0.85], [0.4, 0.45, 0.6, 0.8], [0.3, 0.35, 0.4, 0.6, 0.8]]}
+    mapping["users"]["types"][0]["click_model"] = {"name": "metric", "metric": "INST(T=2)",
+                                                   "click": [0.1, 0.3, 0.5, 0.7, 0.9]}
     cfg = config_from_mapping(mapping)
     assert not UserModels.from_config(cfg.users).couples(world.depth)
     sweep = assumption_sweep(cfg, world)
@@ -155,3 +155,91 @@ def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
     assert "not the same clicks, which the click model of user type 'pbm' cannot couple row by row" \
         in sweep["error_label"]
     assert "move together" not in sweep["error_label"]
+
+
+UBM_SPEC = {"name": "ubm", "click": [0.1, 0.3, 0.5, 0.7, 0.9],
+            "examination": [[0.95], [0.7, 0.9], [0.5, 0.6, 0.85], [0.4, 0.45, 0.6, 0.8], [0.3, 0.35, 0.4, 0.6, 0.8]]}
+
+
+def _ubm_users(shares: list[float]) -> UserModels:
+    specs = [UBM_SPEC, *SPECS[:2]]
+    return UserModels(["ubm", "cascade", "pbm"], shares, [clickmodels.build(s) for s in specs],
+                      [dict(s) for s in specs])
+
+
+def test_ubm_types_are_coupled_and_their_law_is_the_ubm() -> None:
+    """UBM users (by grade) beside a cascade and a PBM type: coupled (no grade chain, so type by type from the rows'
+    own uniforms); each type's click rates per rank of fixed lists within 4 SE of its model's exact probabilities."""
+    users = _ubm_users([0.4, 0.3, 0.3])
+    assert users.chains(K) is None and users.couples(K)
+    rng = np.random.default_rng(15)
+    pattern = _labels(4, 6)
+    n = 60_000
+    labels = np.repeat(pattern, n // 4, axis=0)
+    types = rng.integers(0, 3, size=labels.shape[0]).astype(np.int8)
+    clicks = users.sample_coupled(labels, types, rng)
+    for t, model in enumerate(users.models):
+        exact = np.asarray(model.click_probabilities(pattern), dtype=np.float64)
+        for j in range(4):
+            rows = (types == t) & (np.arange(labels.shape[0]) // (n // 4) == j)
+            rate = clicks[rows].mean(axis=0)
+            se = np.sqrt(exact[j] * (1 - exact[j]) / rows.sum())
+            assert np.all(np.abs(rate - exact[j]) <= 4 * se + 1e-12), (t, j, rate, exact[j])
+
+
+def test_one_ubm_type_reads_the_uniforms_its_own_sampler_reads() -> None:
+    """One UBM type, fewer rows than a block: its own sampler draws rng.random((k, n)) and compares as the coupled
+    rule does, so the transposed uniforms give the same clicks bit for bit."""
+    users = UserModels(["ubm"], [1.0], [clickmodels.build(UBM_SPEC)], [dict(UBM_SPEC)])
+    labels = _labels(3000, 7)
+    types = np.zeros(3000, dtype=np.int8)
+    a = users.sample(labels, types, np.random.default_rng(9))
+    u = np.random.default_rng(9).random((K, 3000))
+    assert np.array_equal(users._sample_by_type(labels, types, u.T), a)
+
+
+def test_rows_whose_type_stays_click_alike_with_ubm_types() -> None:
+    """Two mixtures from the same generator: every row whose type stays clicks alike (UBM, cascade and PBM rows);
+    the cascade and PBM rows click exactly as in a population without the UBM type (the same tables)."""
+    n = BLOCK + 700
+    labels = _labels(n, 8)
+    rng = np.random.default_rng(10)
+    users = _ubm_users([0.5, 0.25, 0.25])
+    types = users.draw_types(n, rng)
+    other = types.copy()
+    flip = rng.random(n) < 0.3
+    other[flip] = (other[flip] + 1) % 3
+    a = users.sample_coupled(labels, types, np.random.default_rng(11))
+    b = users.sample_coupled(labels, other, np.random.default_rng(11))
+    assert np.array_equal(a[~flip], b[~flip])
+    assert not np.array_equal(a[flip], b[flip])
+    # the chain types' rows: the stacked tables of a chain-only population, on the same row uniforms
+    chains_only = UserModels(["x", "cascade", "pbm"], [0.5, 0.25, 0.25],
+                             [clickmodels.build(SPECS[0]), *users.models[1:]])
+    assert chains_only.chains(K) is not None
+    u = np.random.default_rng(11).random((n, K))
+    want = chains_only.chains(K).sample_rows(labels, types, u)
+    chain_rows = types > 0
+    assert np.array_equal(a[chain_rows], want[chain_rows])
+
+
+def test_the_sweep_with_ubm_users_is_coupled() -> None:
+    """configs/counterfactual.yaml's assumption sweep with its PBM type replaced by a UBM: coupled, the errors' label
+    says they move together."""
+    import yaml
+
+    from simulations.config import config_from_mapping
+    from simulations.designs.counterfactual.sweep import ERROR_LABEL, assumption_sweep
+    from simulations.runner import world_seed
+    from simulations.world import build_world
+
+    mapping = yaml.safe_load((REPO / "configs" / "counterfactual.yaml").read_text(encoding="utf-8"))
+    mapping["analysis"]["assumption_sweep"]["impressions"] = 5_000
+    mapping["analysis"]["assumption_sweep"]["values"] = [0.25, 0.75]
+    mapping["users"]["types"][0]["click_model"] = UBM_SPEC
+    cfg = config_from_mapping(mapping)
+    world = build_world(cfg, world_seed(cfg.seed))
+    assert UserModels.from_config(cfg.users).couples(world.depth)
+    sweep = assumption_sweep(cfg, world)
+    assert sweep["coupled"] and sweep["error_label"] == ERROR_LABEL.format(n="5,000")
+
