@@ -39,6 +39,10 @@ def test_skewness_is_scipys_biased_sample_skewness() -> None:
         assert influence_skewness(x) == pytest.approx(stats.skew(x, bias=True), rel=1e-12)
     assert math.isnan(influence_skewness(np.array([1.0, 2.0])))  # fewer than 3 clusters
     assert math.isnan(influence_skewness(np.full(10, 0.3)))  # no spread
+    # values near the float range's end (an estimate of 1e130-sized terms: their cubes overflow) on a unit scale
+    x = rng.exponential(size=40)
+    with np.errstate(all="raise"):
+        assert influence_skewness(x * 1e130) == pytest.approx(stats.skew(x, bias=True), rel=1e-12)
 
 
 @pytest.mark.parametrize(("shape", "g"), [(1.0, 100), (0.25, 400)])

@@ -114,11 +114,13 @@ def influence_skewness(values: FloatArray) -> float:
     import numpy as np
 
     v = np.asarray(values, dtype=np.float64)
-    if v.size < 3:
+    size = float(np.max(np.abs(v))) if v.size >= 3 else math.nan
+    if not (size > 0 and math.isfinite(size)):
         return math.nan
-    c = v - v.mean()
+    w = v / size  # the moments of values near the float range's end (1e130: a cube overflows) on a unit scale
+    c = w - w.mean()
     m2 = float(np.mean(c * c))
-    if not math.isfinite(m2) or not math.sqrt(m2) > 1e-9 * float(np.max(np.abs(v))):
+    if not math.sqrt(m2) > 1e-9:
         return math.nan
     return float(np.mean(c * c * c)) / m2 ** 1.5
 
