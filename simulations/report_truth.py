@@ -91,7 +91,7 @@ TRUTH_WORLD_NOTE = (
     f"the Offline delta's; '!' above {WORLD_SE_WARN:.0%} of the effect); every size above scales with 1 / effect^2, "
     "so 'sizes xL to xH' is how far impressions, users and days move if the effect were one such SE larger or "
     "smaller in size ('unbounded': its sign is not settled across worlds). An exact interleaving truth (two-ranker "
-    "team-draft or balanced under grade-chain or UBM users) is a ratio, linearised per query; Monte Carlo "
+    "team-draft or balanced under chain-model or UBM users) is a ratio, linearised per query; Monte Carlo "
     "interleaving truths have none (the same world); see a sweep over seed for the spread across worlds")
 
 

@@ -457,7 +457,7 @@ def compute_truth(config: Config, world: World, users: UserModels) -> list[Truth
     clicks do not depend on relevance (metric ``null:<pair>``, :func:`null_interleaving_truth`):
     every true effect is then exactly 0, so a value beyond its Monte Carlo error is the
     method's bias. A two-ranker team-draft or balanced design with prefix credit whose users' click models are
-    grade chains, independent-click tables or UBMs by grade gets its preference exactly instead
+    chains (metric users too), independent-click tables or UBMs, by grade, gets its preference exactly instead
     (:func:`simulations.truth_interleaving_exact.exact_interleaving_truth`: SE 0, no Monte Carlo run), and its null
     variant too where its lists have at most :data:`simulations.truth_null_exact.MAX_SLOTS` slots
     (:func:`simulations.truth_null_exact.exact_null_truth`). Counterfactual designs: every estimator row has the exact

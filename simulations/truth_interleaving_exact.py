@@ -1,5 +1,6 @@
 r"""The exact truth of a two-ranker team-draft or balanced interleaving design (prefix credit) whose users' click
-models are grade chains, independent-click tables or user browsing models (UBM) by grade: no Monte Carlo.
+models are chains (metric users of adaptive metrics too), independent-click tables or user browsing models (UBM), by
+grade: no Monte Carlo.
 
 Both methods draw their interleaved list from a few fair coins (:class:`~simulations.designs.interleaving.DrawTable`
 holds every list they can show, with its teams, per query and coin pattern), and the users click along a chain:
@@ -25,6 +26,10 @@ the last click above (0: none), and never stops: its programmes carry :math:`j` 
 (:func:`ubm_team_draft_outcome`, :func:`ubm_balanced_outcome`; below the lowest click, no click has probability
 :math:`\prod_{r > l} (1 - a_r \gamma_{r, l + 1})`).
 
+A metric user of an adaptive metric (RR, INST, INSQ, ERR: :class:`RowChain`) is a chain whose continuation is its
+metric's on the row's whole list: each row's chain is the model's own, and the programmes take it as they take a
+grade chain's.
+
 A query on which the two rankers show the same list has the exact 0 the Monte Carlo gives it
 (:func:`simulations.truth_interleaving.identical_lists`); its impressions stay in the denominator. Tested against
 the enumeration of every click pattern with the models' own likelihoods and against the Monte Carlo truth.
@@ -45,9 +50,9 @@ if TYPE_CHECKING:
     from simulations.runner import Truth
     from simulations.users import UserModels
 
-__all__ = ["EXACT_METHOD", "UbmTables", "balanced_outcome", "chain_tables", "exact_inputs", "exact_interleaving_parts",
-           "exact_interleaving_truth", "no_click_below", "team_draft_outcome", "truth_of_parts", "ubm_balanced_outcome",
-           "ubm_no_click", "ubm_tables", "ubm_team_draft_outcome"]
+__all__ = ["EXACT_METHOD", "RowChain", "UbmTables", "balanced_outcome", "chain_tables", "exact_inputs",
+           "exact_interleaving_parts", "exact_interleaving_truth", "no_click_below", "row_chain", "team_draft_outcome",
+           "truth_of_parts", "ubm_balanced_outcome", "ubm_no_click", "ubm_tables", "ubm_team_draft_outcome"]
 
 #: the truth's ``method`` (summary.json ``truth_method``; the conventions' ``truth`` says what it is)
 EXACT_METHOD = "exact (dynamic programme over the clicks)"
@@ -62,11 +67,46 @@ class UbmTables(NamedTuple):
     exam: np.ndarray
 
 
-def chain_tables(users: UserModels, k: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables] | None:
+class RowChain(NamedTuple):
+    """A chain user type whose chain depends on the whole list's grades, not on each slot's alone (a metric user of an
+    adaptive metric, RR, INST, INSQ or ERR: its continuation is the metric's, computed from the list), every
+    per-document parameter by grade: each row's ``(attract, cont_click, cont_skip)`` is the model's own chain of the
+    row's grades (:meth:`chains`), as its sampler computes it."""
+
+    model: Any
+
+    def chains(self, grades: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, k)`` each: the model's chain of the rows' ``grades`` (``-1`` empty)."""
+        from clickmodels.base import Impressions
+
+        labels = np.asarray(grades, dtype=np.int64)
+        chain = self.model._chain(Impressions(labels=labels))
+        a, c, s = (np.array(np.broadcast_to(np.asarray(t, dtype=np.float64), labels.shape)) for t in chain)
+        return a, c, s
+
+
+def row_chain(model: Any, width: int) -> RowChain | None:
+    """A :class:`RowChain` of a chain model (its own chain sampler) whose per-document parameters are all by grade
+    with ``width - 1`` grades, else ``None``."""
+    import dataclasses
+
+    from clickmodels.cascade import ChainModel
+    from clickmodels.docparams import ByGrade, DocParam
+
+    if not (isinstance(model, ChainModel) and type(model)._sample is ChainModel._sample):
+        return None
+    params = [getattr(model, f.name) for f in dataclasses.fields(model)]
+    if any(isinstance(p, DocParam) and not (isinstance(p, ByGrade) and p.n_grades == width - 1) for p in params):
+        return None
+    return RowChain(model)
+
+
+def chain_tables(users: UserModels, k: int) -> list[Any] | None:
     r"""Every user type's tables for lists of ``k`` slots: a grade chain's or an independent-click model's
     ``(attract, cont_click, cont_skip)``, each ``(k, width)`` (rank, grade; the last column the empty slot's: attract
     0, cont_skip 1; an independent-click model is the chain :math:`a_r = e_r \alpha_g`, :math:`c_r = s_r = 1`), a
-    UBM's :class:`UbmTables`; or ``None`` when some type's model is none of those (or a UBM whose attractiveness is
+    UBM's :class:`UbmTables`, a chain that depends on the whole list's grades (a metric user of an adaptive metric) a
+    :class:`RowChain`; or ``None`` when some type's model is none of those (or a UBM or a row chain with a parameter
     not by grade), or their grades differ (:func:`simulations.users.grade_kind`, :func:`~simulations.users.
     grade_width`: the compiled sampler's conditions, so the exact truth covers what the table path of the Monte Carlo
     covers, and UBM users besides)."""
@@ -75,12 +115,18 @@ def chain_tables(users: UserModels, k: int) -> list[tuple[np.ndarray, np.ndarray
     width = grade_width(users.models)
     if width is None:
         return None
-    out: list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables] = []
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables | RowChain] = []
     for model in users.models:
         kind = grade_kind(model, k)
         if kind == "chain":
             chain = model._grade_chain(k)
-            if chain is None or np.shape(chain.attract)[-1] != width:
+            if chain is None:
+                rc = row_chain(model, width)
+                if rc is None:
+                    return None
+                out.append(rc)
+                continue
+            if np.shape(chain.attract)[-1] != width:
                 return None
             out.append(tuple(np.array(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, width)))
                              for t in chain))  # type: ignore[arg-type]
@@ -259,7 +305,7 @@ _PARTS: dict[tuple[int, str], tuple[Any, np.ndarray, np.ndarray]] = {}
 CHUNK_ROWS = 4096
 
 
-def _row_parts(table: Any, types: list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables], shares: np.ndarray,
+def _row_parts(table: Any, types: list[Any], shares: np.ndarray,
                lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """``(E[o / 2], P(a click))`` of the table's rows ``lo:hi``, user types mixed by ``shares``."""
     grades = table.grades[lo:hi].astype(np.intp)
@@ -277,8 +323,11 @@ def _row_parts(table: Any, types: list[tuple[np.ndarray, np.ndarray, np.ndarray]
             num += share * outcome / 2.0
             den += share * (1.0 - ubm_no_click(a, tables.exam, 0, 0))
             continue
-        attract, cont_click, cont_skip = tables
-        a, c, s = _slots(attract, grades), _slots(cont_click, grades), _slots(cont_skip, grades)
+        if isinstance(tables, RowChain):
+            a, c, s = tables.chains(grades)
+        else:
+            attract, cont_click, cont_skip = tables
+            a, c, s = _slots(attract, grades), _slots(cont_click, grades), _slots(cont_skip, grades)
         if valid is not None:
             a = np.where(valid, a, 0.0)
         if table.signed is not None:
@@ -291,11 +340,11 @@ def _row_parts(table: Any, types: list[tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def exact_inputs(design: DesignConfig, world: World, users: UserModels
-                 ) -> tuple[list[np.ndarray], Any, list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables]] | None:
+                 ) -> tuple[list[np.ndarray], Any, list[Any]] | None:
     """``(the two rankers' lists, the design's draw table, the user types' tables)`` where an exact truth applies (a
     two-ranker team-draft or balanced design with prefix credit, a table within its size limit, every type's model a
-    grade chain, an independent-click table or a UBM by grade: :func:`chain_tables`), or ``None``: the Monte Carlo
-    then."""
+    grade chain, an independent-click table, a UBM or a row chain, by grade: :func:`chain_tables`), or ``None``: the
+    Monte Carlo then."""
     from simulations.designs.interleaving import draw_table, shared_interleaver
 
     il = shared_interleaver(design.method or "", design.options)
@@ -328,8 +377,8 @@ def exact_interleaving_parts(config: Config, design: DesignConfig, world: World,
     digest = hashlib.sha1(np.asarray(users.shares, dtype=np.float64).tobytes())
     for tables in types:
         digest.update(type(tables).__name__.encode())
-        for t in tables:
-            digest.update(np.ascontiguousarray(t).tobytes())
+        for t in tables:  # a row chain's model by its content (repr: its metric and tables)
+            digest.update(repr(t).encode() if isinstance(tables, RowChain) else np.ascontiguousarray(t).tobytes())
     key = (id(table), digest.hexdigest())
     hit = _PARTS.get(key)
     if hit is not None and hit[0]() is table:

@@ -1,5 +1,5 @@
 r"""The exact null-user Delta of a two-ranker team-draft or balanced interleaving design (prefix credit) whose
-users' click models are grade chains, independent-click tables or UBMs by grade: no Monte Carlo.
+users' click models are chains (metric users too), independent-click tables or UBMs, by grade: no Monte Carlo.
 
 The null user (:func:`simulations.truth_interleaving.null_interleaving_truth`) clicks like the config's users on
 ranker A's list for *another* query :math:`q'`, drawn independently by frequency, at the slots the interleaved list
@@ -83,7 +83,7 @@ def _null_distribution(types: list[Any], shares: np.ndarray,
                        grades: np.ndarray, freq: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``(2**k,)`` :math:`P_M(c)` of the module docstring: the other queries' grades ``grades`` (``(Q, k)``, -1
     empty) at the filled slots ``mask`` (``(k,)`` bool), mixed by ``freq`` (summing to 1) and the types' ``shares``."""
-    from simulations.truth_interleaving_exact import UbmTables, _slots
+    from simulations.truth_interleaving_exact import RowChain, UbmTables, _slots
 
     q, k = grades.shape
     shown = np.where(mask[None, :], grades, -1).astype(np.intp)
@@ -94,6 +94,8 @@ def _null_distribution(types: list[Any], shares: np.ndarray,
         for share, tables in zip(shares, types, strict=True):
             if isinstance(tables, UbmTables):
                 p = ubm_pattern_probabilities(_slots(tables.attract, g), tables.exam)
+            elif isinstance(tables, RowChain):
+                p = pattern_probabilities(*tables.chains(g))
             else:
                 attract, cont_click, cont_skip = tables
                 p = pattern_probabilities(_slots(attract, g), _slots(cont_click, g), _slots(cont_skip, g))

@@ -41,6 +41,9 @@ MORE = {
     "metric_rbp": {"name": "metric", "metric": "RBP(p=0.7)", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
     "gctr": {"name": "gctr", "p": 0.12},
     "random": {"name": "random", "p": 0.5},
+    "metric_inst": {"name": "metric", "metric": "INST(T=2)", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
+    "metric_rr": {"name": "metric", "metric": "RR", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
+    "metric_err": {"name": "metric", "metric": "ERR", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
     "ubm": {"name": "ubm", "click": [0.1, 0.3, 0.5, 0.7, 0.9],
             "examination": [[0.95], [0.7, 0.9], [0.5, 0.6, 0.85], [0.4, 0.45, 0.6, 0.8], [0.3, 0.35, 0.4, 0.6, 0.8],
                             [0.25, 0.3, 0.35, 0.4, 0.55, 0.75]]},
@@ -93,7 +96,8 @@ def _programmes(table, users: UserModels) -> tuple[np.ndarray, np.ndarray]:  # n
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
 @pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "ccm", "sdbn", "rctr"),
-                                   ("rbp", "metric_rbp", "gctr", "random"), ("ubm",), ("ubm", "nav", "pbm")])
+                                   ("rbp", "metric_rbp", "gctr", "random"), ("ubm",), ("ubm", "nav", "pbm"),
+                                   ("metric_inst", "metric_rr", "metric_err"), ("metric_inst", "ubm")])
 def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
     config, world, users = typed_world(method, types, 6, 40)
     table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
@@ -105,12 +109,12 @@ def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: st
     np.testing.assert_allclose(got_p, want_p, rtol=0, atol=1e-13)
 
 
-def trec_world(tmp_path: Path, method: str, ubm: bool = False):  # noqa: ANN201
-    """``(config, world, users, table)`` of TREC runs whose short lists leave some of the table's slots empty (with
-    ``ubm``, the second user type a UBM instead of a PBM)."""
+def trec_world(tmp_path: Path, method: str, second: str = "pbm"):  # noqa: ANN201
+    """``(config, world, users, table)`` of TREC runs whose short lists leave some of the table's slots empty (the
+    second user type ``second``: a PBM, or one of MORE's models on three grades)."""
     mapping = _trec_mapping(tmp_path, method)
-    if ubm:
-        mapping["users"]["types"][1]["click_model"] = {**MORE["ubm"], "click": [0.1, 0.5, 0.9]}
+    if second != "pbm":
+        mapping["users"]["types"][1]["click_model"] = {**MORE[second], "click": [0.1, 0.5, 0.9]}
     config, world, users = _world(mapping)
     table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,
                        world.depth)
@@ -118,10 +122,10 @@ def trec_world(tmp_path: Path, method: str, ubm: bool = False):  # noqa: ANN201
     return config, world, users, table
 
 
-@pytest.mark.parametrize("ubm", [False, True])
+@pytest.mark.parametrize("second", ["pbm", "ubm", "metric_inst", "metric_err"])
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
-def test_rows_with_empty_slots_are_the_enumerations(method: str, ubm: bool, tmp_path: Path) -> None:
-    config, world, users, table = trec_world(tmp_path, method, ubm)
+def test_rows_with_empty_slots_are_the_enumerations(method: str, second: str, tmp_path: Path) -> None:
+    config, world, users, table = trec_world(tmp_path, method, second)
     want_e, want_p = _enumerated(table, users)
     got_e, got_p = _programmes(table, users)
     np.testing.assert_allclose(got_e, want_e, rtol=0, atol=1e-13)
@@ -164,13 +168,13 @@ def test_compute_truth_takes_the_exact_preference_and_null_delta() -> None:
     assert float(f @ per_query) == pytest.approx(truths[("il", "delta_ab")].value, rel=1e-12)
 
 
-@pytest.mark.parametrize("case", ["inst", "three_rankers", "no_prefix_credit"])
+@pytest.mark.parametrize("case", ["no_grades", "three_rankers", "no_prefix_credit"])
 def test_designs_the_programme_does_not_cover_keep_the_monte_carlo(case: str) -> None:
-    """(UBM users, not covered before, are: tests/test_truth_ubm_exact.py.)"""
+    """(UBM users and metric users of adaptive metrics, not covered before, are: tests/test_truth_ubm_exact.py and
+    the enumerations above.)"""
     mapping = _mapping("team_draft", ("nav", "inf"), depth=6)
-    if case == "inst":  # a metric user whose continuation depends on the gain so far: no grade chain
-        mapping["users"]["types"][1]["click_model"] = {"name": "metric", "metric": "INST(T=2)",
-                                                       "click": [0.1, 0.3, 0.5, 0.7, 0.9]}
+    if case == "no_grades":  # only models without grade tables (no grade width to lay a table out on)
+        mapping["users"]["types"] = [{"name": "g", "share": 1.0, "click_model": MORE["gctr"]}]
     elif case == "three_rankers":
         mapping["rankers"]["others"] = {"C": {"noise": 0.5}}
         mapping["designs"][0]["rankers"] = ["A", "B", "C"]

@@ -59,7 +59,8 @@ def _enumerated(config, world, users):  # noqa: ANN001, ANN202
 
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
-@pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "sdbn", "rctr"), ("ubm",), ("ubm", "dbn")])
+@pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "sdbn", "rctr"), ("ubm",), ("ubm", "dbn"),
+                                   ("metric_inst", "metric_err")])
 def test_per_query_parts_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
     config, world, users = typed_world(method, types, 5, 12)
     want_num, want_den = _enumerated(config, world, users)
@@ -70,10 +71,10 @@ def test_per_query_parts_are_the_enumerations(method: str, types: tuple[str, ...
         assert np.abs(want_num).max() > 1e-3  # balanced interleaving's bias under the null user: not all 0
 
 
-@pytest.mark.parametrize("ubm", [False, True])
+@pytest.mark.parametrize("second", ["pbm", "ubm", "metric_inst", "metric_err"])
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
-def test_rows_with_empty_slots_are_the_enumerations(method: str, ubm: bool, tmp_path: Path) -> None:
-    config, world, users, _ = trec_world(tmp_path, method, ubm)
+def test_rows_with_empty_slots_are_the_enumerations(method: str, second: str, tmp_path: Path) -> None:
+    config, world, users, _ = trec_world(tmp_path, method, second)
     want_num, want_den = _enumerated(config, world, users)
     got_num, got_den = exact_null_parts(config, config.designs[0], world, users)
     np.testing.assert_allclose(got_num, want_num, rtol=0, atol=1e-13)

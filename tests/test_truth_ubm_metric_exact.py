@@ -1,11 +1,13 @@
 """Exact interleaving truths under user browsing model (UBM) users (:class:`simulations.truth_interleaving_exact.
-UbmTables`): the preference and the null-user Delta of two-ranker team-draft and balanced designs, which took the
+UbmTables`) and metric users of adaptive metrics, RR, INST, INSQ, ERR (:class:`~simulations.truth_interleaving_exact.
+RowChain`): the preference and the null-user Delta of two-ranker team-draft and balanced designs, which took the
 Monte Carlo before (10,000,000 impressions per run: 21 s of a 30 s run of configs/ab.yaml with UBM users).
 
-Every click pattern of every table row enumerated with the UBM's own likelihood, alone and mixed with chain and
+Every click pattern of every table row enumerated with the models' own likelihoods, alone and mixed with chain and
 independent-click types, on lists with empty slots too: tests/test_truth_interleaving_exact.py and
-tests/test_truth_null_exact.py ('ubm' cases). Here: the Monte Carlo truths within 4 of their SEs, the UBM's pattern
-probabilities in closed form on one and two slots, the runner taking the exact truths, and the UBMs not taken."""
+tests/test_truth_null_exact.py ('ubm' and 'metric_*' cases). Here: the Monte Carlo truths within 4 of their SEs, the
+UBM's pattern probabilities in closed form on one and two slots, the runner taking the exact truths, and the UBMs
+not taken."""
 
 from __future__ import annotations
 
@@ -66,9 +68,10 @@ def test_exact_truths_are_within_4_monte_carlo_ses(method: str) -> None:
         assert abs(exact.value) > 8 * mc.se
 
 
-def test_compute_truth_runs_no_monte_carlo_for_ubm_users() -> None:
+@pytest.mark.parametrize("model", ["ubm", "metric_inst"])
+def test_compute_truth_runs_no_monte_carlo_for_these_users(model: str) -> None:
     mapping = _mapping("balanced", ("nav",), depth=6)
-    mapping["users"]["types"][0]["click_model"] = MORE["ubm"]
+    mapping["users"]["types"][0]["click_model"] = MORE[model]
     mapping["analysis"]["truth_impressions"] = 20_000
     config, world, users = _world(mapping)
     truths = {(t.design, t.metric): t for t in compute_truth(config, world, users)}
@@ -86,3 +89,28 @@ def test_ubms_the_programme_does_not_take() -> None:
     assert chain_tables(SimpleNamespace(models=[by_grade]), 7) is None  # 6 ranks deep
     by_doc = UBM(ByQueryDoc(np.array([0]), np.array([1]), np.array([0.5])), gamma)
     assert chain_tables(SimpleNamespace(models=[by_doc]), 6) is None
+
+
+@pytest.mark.parametrize("method", ["team_draft", "balanced"])
+def test_metric_users_exact_truths_are_within_4_monte_carlo_ses(method: str) -> None:
+    """The preference under INST and ERR metric users beside cascade users (lists of 6) and the null-user Delta
+    under INST users alone (12 queries), against 2,000,000 Monte Carlo impressions each."""
+    mapping = _mapping(method, ("nav",), depth=6)
+    mapping["users"]["types"] = [{"name": "inst", "share": 0.4, "click_model": MORE["metric_inst"]},
+                                 {"name": "err", "share": 0.3, "click_model": MORE["metric_err"]},
+                                 {"name": "nav", "share": 0.3, "click_model": {"name": "cascade",
+                                                                              "preset": "navigational"}}]
+    mapping["analysis"]["truth_impressions"] = 2_000_000
+    config, world, users = _world(mapping)
+    (exact,) = exact_interleaving_truth(config, config.designs[0], world, users)
+    (mc,) = interleaving_truth(config, config.designs[0], world, users, False)
+    assert exact.method == EXACT_METHOD and abs(exact.value) > 10 * mc.se
+    assert abs(mc.value - exact.value) < 4 * mc.se, (mc.value, exact.value, mc.se)
+    mapping["users"]["types"] = [{"name": "inst", "share": 1.0, "click_model": MORE["metric_inst"]}]
+    mapping["collection"]["n_queries"] = 12
+    config, world, users = _world(mapping)
+    (exact,) = exact_null_truth(config, config.designs[0], world, users)
+    (mc,) = interleaving_truth(config, config.designs[0], world, users, null=True)
+    assert exact.method == EXACT_NULL_METHOD
+    assert abs(exact.value - mc.value) <= 4 * mc.se, (exact.value, mc.value, mc.se)
+
