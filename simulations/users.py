@@ -135,16 +135,18 @@ class UserModels:
 
     def _type_samplers(self, k: int) -> list[Any] | None:
         """Per type, what samples its rows from their own uniforms: a one-type :class:`_GradeChains` (on the
-        population's grade width) or a UBM's :class:`simulations.truth_interleaving_exact.UbmTables`; ``None`` when
-        some type's model is neither."""
+        population's grade width), a chain of the row's whole list (a metric user of an adaptive metric:
+        :class:`simulations.truth_interleaving_exact.RowChain`) or a UBM's :class:`~simulations.
+        truth_interleaving_exact.UbmTables`; ``None`` when some type's model is none of those."""
         if k not in self._by_type:
-            from simulations.truth_interleaving_exact import ubm_tables
+            from simulations.truth_interleaving_exact import row_chain, ubm_tables
 
             width = grade_width(self.models)
             out: list[Any] | None = [] if width is not None else None
             for model in self.models if out is not None else ():
-                one = (_GradeChains.build([model], k, width) if grade_kind(model, k) is not None else
-                       ubm_tables(model, k, width))
+                kind = grade_kind(model, k)
+                one = (ubm_tables(model, k, width) if kind is None else
+                       _GradeChains.build([model], k, width) or (row_chain(model, width) if kind == "chain" else None))
                 if one is None:
                     out = None
                     break
@@ -154,10 +156,15 @@ class UserModels:
 
     def _sample_by_type(self, labels: np.ndarray, user_type: np.ndarray, u_rows: np.ndarray) -> np.ndarray | None:
         r""":meth:`sample_coupled`'s clicks type by type from the rows' own uniforms (:meth:`_type_samplers`): a
-        grade chain's rows through its :meth:`_GradeChains.sample_rows`, a UBM's by its rule (examined iff
+        grade chain's rows through its :meth:`_GradeChains.sample_rows`, a row chain's by the one-draw sampler's
+        thresholds (:func:`clickmodels.kernels.chain_sample_thresholds`, as the model's own sampler), a UBM's by its
+        rule (examined iff
         :math:`u < \gamma_{r j}`, clicked iff :math:`u < \gamma_{r j} a`, ``j`` one past the last click's slot,
         as :func:`clickmodels.kernels.ubm_sample` compares); ``None`` (the caller's fallback) when the rows hold a
         type or grade the samplers do not know."""
+        from clickmodels.kernels import chain_sample_thresholds, chain_thresholds
+        from simulations.truth_interleaving_exact import RowChain
+
         samplers = self._type_samplers(labels.shape[1])
         if samplers is None or not np.issubdtype(labels.dtype, np.integer) or labels.ndim != 2:
             return None
@@ -177,6 +184,9 @@ class UserModels:
                 if clicks is None:
                     return None
                 out[rows] = clicks
+                continue
+            if isinstance(sampler, RowChain):
+                out[rows] = chain_sample_thresholds(u_rows[rows], *chain_thresholds(*sampler.chains(labels[rows])))[0]
                 continue
             a = sampler.attract[np.arange(k)[None, :], labels[rows]]  # grade -1: the empty column, 0
             last = np.zeros(rows.size, dtype=np.intp)

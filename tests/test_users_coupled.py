@@ -129,9 +129,9 @@ def test_the_sweeps_direct_logs_are_coupled_across_shares() -> None:
 
 
 def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
-    """A user type whose click model has no grade chain (a metric user whose continuation depends on the gain so far,
-    INST; UBM was the example before it was coupled, below) samples type by type: the sweep's label and plot no
-    longer claim that the errors move together, and name that type."""
+    """User types whose click models cannot be coupled (their grade tables of different widths; UBM and INST metric
+    users were the examples before they were coupled, below) sample type by type: the sweep's label and plot no
+    longer claim that the errors move together, and name those types."""
     import yaml
 
     from simulations.config import config_from_mapping
@@ -146,13 +146,13 @@ def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
     world = build_world(cfg, world_seed(cfg.seed))
     coupled = assumption_sweep(cfg, world)
     assert coupled["coupled"] and coupled["error_label"] == ERROR_LABEL.format(n="5,000")
-    mapping["users"]["types"][0]["click_model"] = {"name": "metric", "metric": "INST(T=2)",
-                                                   "click": [0.1, 0.3, 0.5, 0.7, 0.9]}
+    # a type whose tables have another number of grades than the other's (six against five): no common table width
+    mapping["users"]["types"][0]["click_model"] = {"name": "rbp", "p": 0.8, "click": [0.05, 0.2, 0.4, 0.6, 0.8, 0.95]}
     cfg = config_from_mapping(mapping)
     assert not UserModels.from_config(cfg.users).couples(world.depth)
     sweep = assumption_sweep(cfg, world)
     assert not sweep["coupled"]
-    assert "not the same clicks, which the click model of user type 'pbm' cannot couple row by row" \
+    assert "not the same clicks, which the click models of user types 'pbm', 'cascade' cannot couple row by row" \
         in sweep["error_label"]
     assert "move together" not in sweep["error_label"]
 
@@ -242,4 +242,40 @@ def test_the_sweep_with_ubm_users_is_coupled() -> None:
     assert UserModels.from_config(cfg.users).couples(world.depth)
     sweep = assumption_sweep(cfg, world)
     assert sweep["coupled"] and sweep["error_label"] == ERROR_LABEL.format(n="5,000")
+
+
+INST_SPEC = {"name": "metric", "metric": "INST(T=2)", "click": [0.1, 0.3, 0.5, 0.7, 0.9]}
+
+
+def test_metric_users_of_adaptive_metrics_are_coupled() -> None:
+    """INST users (a continuation of the row's whole list) beside cascade users: coupled type by type; their click
+    rates within 4 SE of the model's exact probabilities; one INST type, fewer rows than a block, bit for bit its own
+    sampler's clicks on the same uniforms; rows whose type stays click alike."""
+    specs = [INST_SPEC, SPECS[0]]
+    users = UserModels(["inst", "cascade"], [0.5, 0.5], [clickmodels.build(s) for s in specs], [dict(s) for s in specs])
+    assert users.chains(K) is None and users.couples(K)
+    rng = np.random.default_rng(21)
+    pattern = _labels(4, 9)
+    n = 60_000
+    labels = np.repeat(pattern, n // 4, axis=0)
+    types = rng.integers(0, 2, size=labels.shape[0]).astype(np.int8)
+    clicks = users.sample_coupled(labels, types, rng)
+    for t, model in enumerate(users.models):
+        exact = np.asarray(model.click_probabilities(pattern), dtype=np.float64)
+        for j in range(4):
+            rows = (types == t) & (np.arange(labels.shape[0]) // (n // 4) == j)
+            rate = clicks[rows].mean(axis=0)
+            se = np.sqrt(exact[j] * (1 - exact[j]) / rows.sum())
+            assert np.all(np.abs(rate - exact[j]) <= 4 * se + 1e-12), (t, j, rate, exact[j])
+    one = UserModels(["inst"], [1.0], [clickmodels.build(INST_SPEC)], [dict(INST_SPEC)])
+    few = _labels(3000, 10)
+    zeros = np.zeros(3000, dtype=np.int8)
+    u = np.random.default_rng(12).random((K, 3000))
+    assert np.array_equal(one._sample_by_type(few, zeros, u.T), one.sample(few, zeros, np.random.default_rng(12)))
+    other = types.copy()
+    flip = rng.random(types.size) < 0.3
+    other[flip] = 1 - other[flip]
+    a = users.sample_coupled(labels, types, np.random.default_rng(13))
+    b = users.sample_coupled(labels, other, np.random.default_rng(13))
+    assert np.array_equal(a[~flip], b[~flip]) and not np.array_equal(a[flip], b[flip])
 
