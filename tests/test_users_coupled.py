@@ -34,14 +34,13 @@ def _labels(n: int, seed: int) -> np.ndarray:
     return labels
 
 
-def test_the_law_is_each_types_model() -> None:
-    """Click rates per type and rank of fixed lists against each model's exact click probabilities (4 SE)."""
-    users = _users([0.3, 0.3, 0.4])
-    rng = np.random.default_rng(5)
-    pattern = _labels(4, 1)
-    n = 60_000
+def _assert_law(users: UserModels, pattern_seed: int, seed: int, n: int = 60_000) -> np.ndarray:
+    """Coupled clicks of ``n`` rows of four fixed lists, types drawn uniformly: each type's click rates per rank and
+    list within 4 SE of its model's exact click probabilities. Returns the types drawn."""
+    rng = np.random.default_rng(seed)
+    pattern = _labels(4, pattern_seed)
     labels = np.repeat(pattern, n // 4, axis=0)
-    types = rng.integers(0, 3, size=labels.shape[0]).astype(np.int8)
+    types = rng.integers(0, len(users.models), size=labels.shape[0]).astype(np.int8)
     clicks = users.sample_coupled(labels, types, rng)
     for t, model in enumerate(users.models):
         exact = np.asarray(model.click_probabilities(pattern), dtype=np.float64)
@@ -50,6 +49,12 @@ def test_the_law_is_each_types_model() -> None:
             rate = clicks[rows].mean(axis=0)
             se = np.sqrt(exact[j] * (1 - exact[j]) / rows.sum())
             assert np.all(np.abs(rate - exact[j]) <= 4 * se + 1e-12), (t, j, rate, exact[j])
+    return types
+
+
+def test_the_law_is_each_types_model() -> None:
+    """Click rates per type and rank of fixed lists against each model's exact click probabilities (4 SE)."""
+    _assert_law(_users([0.3, 0.3, 0.4]), 1, 5)
 
 
 def test_one_type_reads_the_uniforms_the_type_by_type_sampler_reads() -> None:
@@ -172,19 +177,7 @@ def test_ubm_types_are_coupled_and_their_law_is_the_ubm() -> None:
     own uniforms); each type's click rates per rank of fixed lists within 4 SE of its model's exact probabilities."""
     users = _ubm_users([0.4, 0.3, 0.3])
     assert users.chains(K) is None and users.couples(K)
-    rng = np.random.default_rng(15)
-    pattern = _labels(4, 6)
-    n = 60_000
-    labels = np.repeat(pattern, n // 4, axis=0)
-    types = rng.integers(0, 3, size=labels.shape[0]).astype(np.int8)
-    clicks = users.sample_coupled(labels, types, rng)
-    for t, model in enumerate(users.models):
-        exact = np.asarray(model.click_probabilities(pattern), dtype=np.float64)
-        for j in range(4):
-            rows = (types == t) & (np.arange(labels.shape[0]) // (n // 4) == j)
-            rate = clicks[rows].mean(axis=0)
-            se = np.sqrt(exact[j] * (1 - exact[j]) / rows.sum())
-            assert np.all(np.abs(rate - exact[j]) <= 4 * se + 1e-12), (t, j, rate, exact[j])
+    _assert_law(users, 6, 15)
 
 
 def test_one_ubm_type_reads_the_uniforms_its_own_sampler_reads() -> None:
@@ -254,24 +247,15 @@ def test_metric_users_of_adaptive_metrics_are_coupled() -> None:
     specs = [INST_SPEC, SPECS[0]]
     users = UserModels(["inst", "cascade"], [0.5, 0.5], [clickmodels.build(s) for s in specs], [dict(s) for s in specs])
     assert users.chains(K) is None and users.couples(K)
-    rng = np.random.default_rng(21)
-    pattern = _labels(4, 9)
-    n = 60_000
-    labels = np.repeat(pattern, n // 4, axis=0)
-    types = rng.integers(0, 2, size=labels.shape[0]).astype(np.int8)
-    clicks = users.sample_coupled(labels, types, rng)
-    for t, model in enumerate(users.models):
-        exact = np.asarray(model.click_probabilities(pattern), dtype=np.float64)
-        for j in range(4):
-            rows = (types == t) & (np.arange(labels.shape[0]) // (n // 4) == j)
-            rate = clicks[rows].mean(axis=0)
-            se = np.sqrt(exact[j] * (1 - exact[j]) / rows.sum())
-            assert np.all(np.abs(rate - exact[j]) <= 4 * se + 1e-12), (t, j, rate, exact[j])
+    _assert_law(users, 9, 21)
     one = UserModels(["inst"], [1.0], [clickmodels.build(INST_SPEC)], [dict(INST_SPEC)])
     few = _labels(3000, 10)
     zeros = np.zeros(3000, dtype=np.int8)
     u = np.random.default_rng(12).random((K, 3000))
     assert np.array_equal(one._sample_by_type(few, zeros, u.T), one.sample(few, zeros, np.random.default_rng(12)))
+    rng = np.random.default_rng(22)
+    labels = _labels(BLOCK + 700, 11)
+    types = users.draw_types(labels.shape[0], rng)
     other = types.copy()
     flip = rng.random(types.size) < 0.3
     other[flip] = 1 - other[flip]
