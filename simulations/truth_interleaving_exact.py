@@ -87,7 +87,7 @@ class RowChain(NamedTuple):
 
 def row_chain(model: Any, width: int) -> RowChain | None:
     """A :class:`RowChain` of a chain model (its own chain sampler) whose per-document parameters are all by grade
-    with ``width - 1`` grades, else ``None``."""
+    with at most ``width - 1`` grades, else ``None``."""
     import dataclasses
 
     from clickmodels.cascade import ChainModel
@@ -96,7 +96,7 @@ def row_chain(model: Any, width: int) -> RowChain | None:
     if not (isinstance(model, ChainModel) and type(model)._sample is ChainModel._sample):
         return None
     params = [getattr(model, f.name) for f in dataclasses.fields(model)]
-    if any(isinstance(p, DocParam) and not (isinstance(p, ByGrade) and p.n_grades == width - 1) for p in params):
+    if any(isinstance(p, DocParam) and not (isinstance(p, ByGrade) and p.n_grades <= width - 1) for p in params):
         return None
     return RowChain(model)
 
@@ -107,10 +107,11 @@ def chain_tables(users: UserModels, k: int) -> list[Any] | None:
     0, cont_skip 1; an independent-click model is the chain :math:`a_r = e_r \alpha_g`, :math:`c_r = s_r = 1`), a
     UBM's :class:`UbmTables`, a chain that depends on the whole list's grades (a metric user of an adaptive metric) a
     :class:`RowChain`; or ``None`` when some type's model is none of those (or a UBM or a row chain with a parameter
-    not by grade), or their grades differ (:func:`simulations.users.grade_kind`, :func:`~simulations.users.
+    not by grade), or none has grades (:func:`simulations.users.grade_kind`, :func:`~simulations.users.
     grade_width`: the compiled sampler's conditions, so the exact truth covers what the table path of the Monte Carlo
-    covers, and UBM users besides)."""
-    from simulations.users import grade_kind, grade_width
+    covers, and UBM users besides; a model with fewer grades than the widest has its tables widened,
+    :func:`~simulations.users.pad_grades`, whose extra columns no label of the world reaches)."""
+    from simulations.users import grade_kind, grade_width, pad_grades
 
     width = grade_width(users.models)
     if width is None:
@@ -126,16 +127,18 @@ def chain_tables(users: UserModels, k: int) -> list[Any] | None:
                     return None
                 out.append(rc)
                 continue
-            if np.shape(chain.attract)[-1] != width:
+            w = np.shape(chain.attract)[-1]
+            padded = tuple(pad_grades(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, w)), k, width)
+                           for t in chain)
+            if any(t is None for t in padded):
                 return None
-            out.append(tuple(np.array(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, width)))
-                             for t in chain))  # type: ignore[arg-type]
+            out.append(padded)
         elif kind == "independent":
             tables = model._grade_tables(k, width)
             if tables is None:
                 return None
-            e, a = np.asarray(tables[0], dtype=np.float64)[:k], np.asarray(tables[1], dtype=np.float64)
-            if e.shape != (k,) or a.shape[-1] != width:
+            e, a = np.asarray(tables[0], dtype=np.float64)[:k], pad_grades(tables[1], k, width)
+            if e.shape != (k,) or a is None:
                 return None
             attract = np.array(np.broadcast_to(e[:, None] * a, (k, width)))
             out.append((attract, np.ones((k, width)), np.ones((k, width))))
@@ -148,18 +151,19 @@ def chain_tables(users: UserModels, k: int) -> list[Any] | None:
 
 
 def ubm_tables(model: Any, k: int, width: int) -> UbmTables | None:
-    """A UBM's :class:`UbmTables` (its own sampler, attractiveness by grade with ``width - 1`` grades, examination
-    at least ``k`` ranks deep), else ``None``."""
+    """A UBM's :class:`UbmTables` (its own sampler, attractiveness by grade with at most ``width - 1`` grades,
+    widened to ``width``: :func:`simulations.users.pad_grades`; examination at least ``k`` ranks deep), else
+    ``None``."""
     from clickmodels.docparams import ByGrade
     from clickmodels.ubm import UBM
+    from simulations.users import pad_grades
 
     if not (isinstance(model, UBM) and type(model)._sample is UBM._sample):
         return None
     attract = model.attractiveness
-    if not isinstance(attract, ByGrade) or attract.n_grades != width - 1 or model.depth < k:
+    if not isinstance(attract, ByGrade) or attract.n_grades > width - 1 or model.depth < k:
         return None
-    return UbmTables(np.array(np.broadcast_to(attract.table(0.0), (k, width))),
-                     np.array(model.examination[:k, :k], dtype=np.float64))
+    return UbmTables(pad_grades(attract.table(0.0), k, width), np.array(model.examination[:k, :k], dtype=np.float64))
 
 
 def _slots(table: np.ndarray, grades: np.ndarray) -> np.ndarray:

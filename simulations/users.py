@@ -168,8 +168,8 @@ class UserModels:
         samplers = self._type_samplers(labels.shape[1])
         if samplers is None or not np.issubdtype(labels.dtype, np.integer) or labels.ndim != 2:
             return None
-        width = grade_width(self.models)
-        if labels.size and (labels.min() < -1 or labels.max() >= width - 1):  # type: ignore[operator]
+        known = grade_floor(self.models)
+        if labels.size and (labels.min() < -1 or labels.max() >= known):  # type: ignore[operator]
             return None
         if user_type.size and (user_type.min() < 0 or user_type.max() >= len(samplers)):
             return None
@@ -303,11 +303,33 @@ def grade_kind(model: Any, k: int) -> str | None:
 
 
 def grade_width(models: Sequence[Any]) -> int | None:
-    """The models' grade tables' width: one column per grade and one for empty slots (models without grade limits,
-    random clicks and RCTR, take the others' width), or ``None`` when their numbers of grades differ or none has
-    one."""
+    """The models' grade tables' width: one column per grade of the model with the most grades and one for empty
+    slots (a model with fewer grades has its tables widened, :func:`pad_grades`; models without grade limits, random
+    clicks and RCTR, take the others' width), or ``None`` when none has grades."""
     grades = {model.n_grades for model in models} - {None}
-    return grades.pop() + 1 if len(grades) == 1 else None
+    return max(grades) + 1 if grades else None
+
+
+def grade_floor(models: Sequence[Any]) -> int | None:
+    """The number of grades every model with grades knows (the fewest): labels from 0 to it minus 1 are the ones the
+    widened tables (:func:`pad_grades`) may serve; ``None`` when none has grades."""
+    grades = {model.n_grades for model in models} - {None}
+    return min(grades) if grades else None
+
+
+def pad_grades(table: Any, k: int, width: int) -> np.ndarray | None:
+    """A grade table broadcastable to ``(k, w)`` (grades ``0 .. w - 2``, the empty slot's column last) as a ``(k,
+    width)`` array: columns for grades ``w - 1 .. width - 2`` inserted before the empty one, copies of it (labels the
+    model does not know never reach them: the samplers refuse labels from :func:`grade_floor` on); ``None`` when ``w``
+    exceeds ``width``."""
+    t = np.asarray(table, dtype=np.float64)
+    w = t.shape[-1] if t.ndim else 1
+    if w > width:
+        return None
+    t = np.broadcast_to(t, (k, w))
+    if w == width:
+        return np.array(t)
+    return np.concatenate([t[:, :-1], np.repeat(t[:, -1:], width - w + 1, axis=1)], axis=1)
 
 
 class _GradeChains:
@@ -324,9 +346,10 @@ class _GradeChains:
     """
 
     def __init__(self, t1: np.ndarray, t2: np.ndarray, t3: np.ndarray, k: int, width: int,
-                 independent: Sequence[bool]) -> None:
+                 independent: Sequence[bool], grades: int | None = None) -> None:
         self.t1, self.t2, self.t3 = t1, t2, t3
-        self.k, self.width, self.grades = k, width, width - 1
+        # grades: the labels every model knows (0 .. grades - 1; the tables may be wider, pad_grades)
+        self.k, self.width, self.grades = k, width, width - 1 if grades is None else grades
         # types whose clicks are u < t2 alone (independent clicks: no chain to follow)
         self.independent = list(independent)
         self.use_t1 = bool(np.any(t1 > 0))
@@ -341,9 +364,11 @@ class _GradeChains:
         """The stacked tables, or ``None`` when some model is neither a grade chain
         (:class:`~clickmodels.cascade.ChainModel` with grade tables) nor an independent-click
         model with rank and grade tables (:class:`~clickmodels.pbm.IndependentModel`: PBM,
-        DCTR, RCTR, random clicks), when the models' grade tables differ in width, or when
+        DCTR, RCTR, random clicks), when no model has grades, or when
         some model refuses lists of ``k`` slots (e.g. PBM with fewer ranks). ``width``: the grade tables' width
-        (:func:`grade_width` of ``models`` when not given; a population's when ``models`` is one of its types)."""
+        (:func:`grade_width` of ``models`` when not given; a population's when ``models`` is one of its types); a
+        model with fewer grades has its tables widened (:func:`pad_grades`) and the labels the samplers take stop at
+        the fewest grades (:func:`grade_floor`)."""
         from clickmodels import kernels
 
         kinds = [grade_kind(model, k) for model in models]
@@ -354,10 +379,13 @@ class _GradeChains:
         for model, kind in zip(models, kinds, strict=True):
             if kind == "chain":
                 chain = model._grade_chain(k)
-                if chain is None or np.shape(chain.attract)[-1] != width:
+                w = np.shape(chain.attract)[-1] if chain is not None else 0
+                padded = [pad_grades(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, w)), k, width)
+                          for t in chain] if chain is not None else [None]
+                if any(t is None for t in padded):
                     return None
-                # exactly the tables chain_sample_grades builds (same arithmetic, same layout)
-                thresholds = kernels.chain_thresholds(chain.attract, chain.cont_click, chain.cont_skip)
+                # exactly the tables chain_sample_grades builds (same arithmetic, same layout), widened
+                thresholds = kernels.chain_thresholds(*padded)
                 for i, t in enumerate(thresholds):
                     flats[i].append(np.roll(np.broadcast_to(t, (k, width)), 1, axis=1).ravel())
                 continue
@@ -365,8 +393,8 @@ class _GradeChains:
             if tables is None:
                 return None
             e = np.asarray(tables[0], dtype=np.float64)[:k]
-            a = np.asarray(tables[1], dtype=np.float64)
-            if e.shape != (k,) or a.shape[-1] != width:
+            a = pad_grades(tables[1], k, width)
+            if e.shape != (k,) or a is None:
                 return None
             # exactly the table independent_sample_grades builds: clicked iff u < e_r a; as a chain
             # that always goes on (t1 = t2: on after a click; t3 = 1 > u: on after a skip)
@@ -375,7 +403,7 @@ class _GradeChains:
             flats[1].append(p)
             flats[2].append(np.ones_like(p))
         t1, t2, t3 = (np.concatenate(f) for f in flats)
-        return cls(t1, t2, t3, k, width, [kind == "independent" for kind in kinds])
+        return cls(t1, t2, t3, k, width, [kind == "independent" for kind in kinds], grade_floor(models))
 
     def accepts(self, labels: np.ndarray) -> bool:
         """Labels the models take without error (grades ``0 .. G-1``, ``-1`` empty), integer dtype."""

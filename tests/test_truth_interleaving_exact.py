@@ -41,6 +41,7 @@ MORE = {
     "metric_rbp": {"name": "metric", "metric": "RBP(p=0.7)", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
     "gctr": {"name": "gctr", "p": 0.12},
     "random": {"name": "random", "p": 0.5},
+    "rbp6": {"name": "rbp", "p": 0.8, "click": [0.05, 0.2, 0.4, 0.6, 0.8, 0.95]},  # six grades beside five
     "metric_inst": {"name": "metric", "metric": "INST(T=2)", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
     "metric_rr": {"name": "metric", "metric": "RR", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
     "metric_err": {"name": "metric", "metric": "ERR", "click": [0.1, 0.3, 0.5, 0.7, 0.9]},
@@ -97,7 +98,8 @@ def _programmes(table, users: UserModels) -> tuple[np.ndarray, np.ndarray]:  # n
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
 @pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "ccm", "sdbn", "rctr"),
                                    ("rbp", "metric_rbp", "gctr", "random"), ("ubm",), ("ubm", "nav", "pbm"),
-                                   ("metric_inst", "metric_rr", "metric_err"), ("metric_inst", "ubm")])
+                                   ("metric_inst", "metric_rr", "metric_err"), ("metric_inst", "ubm"),
+                                   ("rbp6", "nav", "ubm")])
 def test_each_rows_outcome_and_click_probability_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
     config, world, users = typed_world(method, types, 6, 40)
     table = draw_table(shared_interleaver(method, {}), [world.rankings["A"], world.rankings["B"]], world.labels,

@@ -60,7 +60,7 @@ def _enumerated(config, world, users):  # noqa: ANN001, ANN202
 
 @pytest.mark.parametrize("method", ["team_draft", "balanced"])
 @pytest.mark.parametrize("types", [("nav", "inf"), ("pbm", "dbn"), ("dcm", "sdbn", "rctr"), ("ubm",), ("ubm", "dbn"),
-                                   ("metric_inst", "metric_err")])
+                                   ("metric_inst", "metric_err"), ("rbp6", "pbm")])
 def test_per_query_parts_are_the_enumerations(method: str, types: tuple[str, ...]) -> None:
     config, world, users = typed_world(method, types, 5, 12)
     want_num, want_den = _enumerated(config, world, users)

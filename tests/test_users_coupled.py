@@ -134,9 +134,9 @@ def test_the_sweeps_direct_logs_are_coupled_across_shares() -> None:
 
 
 def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
-    """User types whose click models cannot be coupled (their grade tables of different widths; UBM and INST metric
-    users were the examples before they were coupled, below) sample type by type: the sweep's label and plot no
-    longer claim that the errors move together, and name those types."""
+    """User types whose click models cannot be coupled (none with grade tables; UBM and INST metric users were the
+    examples before they were coupled, below, and types with different numbers of grades too) sample type by type:
+    the sweep's label and plot no longer claim that the errors move together, and name those types."""
     import yaml
 
     from simulations.config import config_from_mapping
@@ -151,8 +151,9 @@ def test_the_sweep_says_when_its_clicks_are_not_coupled() -> None:
     world = build_world(cfg, world_seed(cfg.seed))
     coupled = assumption_sweep(cfg, world)
     assert coupled["coupled"] and coupled["error_label"] == ERROR_LABEL.format(n="5,000")
-    # a type whose tables have another number of grades than the other's (six against five): no common table width
-    mapping["users"]["types"][0]["click_model"] = {"name": "rbp", "p": 0.8, "click": [0.05, 0.2, 0.4, 0.6, 0.8, 0.95]}
+    # types without grade tables (random clicks, GCTR): no table to lay the rows' uniforms on
+    mapping["users"]["types"][0]["click_model"] = {"name": "random", "p": 0.3}
+    mapping["users"]["types"][1]["click_model"] = {"name": "gctr", "p": 0.12}
     cfg = config_from_mapping(mapping)
     assert not UserModels.from_config(cfg.users).couples(world.depth)
     sweep = assumption_sweep(cfg, world)
@@ -262,4 +263,22 @@ def test_metric_users_of_adaptive_metrics_are_coupled() -> None:
     a = users.sample_coupled(labels, types, np.random.default_rng(13))
     b = users.sample_coupled(labels, other, np.random.default_rng(13))
     assert np.array_equal(a[~flip], b[~flip]) and not np.array_equal(a[flip], b[flip])
+
+
+def test_types_with_different_numbers_of_grades_share_the_widest_tables() -> None:
+    """A 6-grade RBP user beside a 5-grade cascade user: the stacked tables are 7 wide (the cascade's widened), take
+    labels up to the fewest grades (0-4), and sample the same clicks as each model's own sampler on its rows (the
+    type-by-type path they replaced for such populations); coupled too."""
+    specs = [SPECS[0], {"name": "rbp", "p": 0.8, "click": [0.05, 0.2, 0.4, 0.6, 0.8, 0.95]}]
+    users = UserModels(["cascade", "rbp6"], [0.5, 0.5], [clickmodels.build(s) for s in specs], [dict(s) for s in specs])
+    chains = users.chains(K)
+    assert chains is not None and chains.width == 7 and chains.grades == 5 and users.couples(K)
+    labels = _labels(BLOCK + 900, 12)
+    types = users.draw_types(labels.shape[0], np.random.default_rng(14))
+    fast = users.sample(labels, types, np.random.default_rng(15))
+    users._chains[K] = None  # the models' own samplers, each type's rows in turn
+    own = users.sample(labels, types, np.random.default_rng(15))
+    assert np.array_equal(fast, own)
+    users._chains.clear()
+    assert not chains.accepts(np.full((2, K), 5))  # a grade the cascade does not know: its own path and error
 
