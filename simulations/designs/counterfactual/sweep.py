@@ -29,9 +29,8 @@ _SWEEP_TAG = 0x7377656570  # "sweep"
 #: click uniforms were drawn in turn, so one user changing type redrew every later row's clicks)
 ERROR_LABEL = ("estimate - exact truth of one {n}-impression log per value (not a mean over logs: the same random "
                "stream at every value, so the unbiased estimators' errors move together), +- that log's SE")
-#: the label when some value's click models cannot be coupled row by row (types whose grade tables differ in their
-#: number of grades, or grade-free types alone: :meth:`simulations.users.UserModels.couples`): the queries and lists
-#: are common, the clicks are not
+#: the label when some value's click models cannot be coupled row by row (grade-free types alone, random clicks or
+#: GCTR: :meth:`simulations.users.UserModels.couples`): the queries and lists are common, the clicks are not
 UNCOUPLED_LABEL = ("estimate - exact truth of one {n}-impression log per value (not a mean over logs: the same "
                    "queries and lists at every value, but not the same clicks, which {models} cannot couple row by "
                    "row: the errors move partly apart, so read each against its SE), +- that log's SE")
