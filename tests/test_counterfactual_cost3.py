@@ -79,13 +79,14 @@ def test_independent_types_fall_back_where_the_models_refuse():
     with pytest.raises(InputError, match="covers only 7 ranks"):
         users.sample(labels, np.array([0, 1, 0, 1], dtype=np.int8), np.random.default_rng(0))
     assert users._chains[9] is None
-    # grade tables of different widths (a 3-grade CM with a 5-grade PBM): each type samples its rows
+    # grade tables of different widths (a 3-grade CM with a 5-grade PBM): the tables are the widest's (the CM's
+    # widened), they take labels the CM knows (0-2), and they click as each type's model does on its rows
     users = users_of([PBM, {"name": "cm", "click": [0.1, 0.5, 0.9]}])
     labels = np.random.default_rng(1).integers(0, 3, size=(300, 5)).astype(np.int8)
     types = users.draw_types(300, np.random.default_rng(2))
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
     np.testing.assert_array_equal(users.sample(labels, types, g2), reference_sample(users, labels, types, g1))
-    assert users._chains[5] is None
+    assert users._chains[5] is not None and users._chains[5].width == 6 and users._chains[5].grades == 3
     # random clicks alone have no grade limit: no table width, the model's own path
     users = users_of([INDEPENDENT[4]])
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
