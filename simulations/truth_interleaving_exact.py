@@ -111,7 +111,7 @@ def chain_tables(users: UserModels, k: int) -> list[Any] | None:
     grade_width`: the compiled sampler's conditions, so the exact truth covers what the table path of the Monte Carlo
     covers, and UBM users besides; a model with fewer grades than the widest has its tables widened,
     :func:`~simulations.users.pad_grades`, whose extra columns no label of the world reaches)."""
-    from simulations.users import grade_kind, grade_width, pad_grades
+    from simulations.users import grade_kind, grade_tables, grade_width
 
     width = grade_width(users.models)
     if width is None:
@@ -119,29 +119,16 @@ def chain_tables(users: UserModels, k: int) -> list[Any] | None:
     out: list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables | RowChain] = []
     for model in users.models:
         kind = grade_kind(model, k)
-        if kind == "chain":
-            chain = model._grade_chain(k)
-            if chain is None:
-                rc = row_chain(model, width)
-                if rc is None:
-                    return None
-                out.append(rc)
-                continue
-            w = np.shape(chain.attract)[-1]
-            padded = tuple(pad_grades(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, w)), k, width)
-                           for t in chain)
-            if any(t is None for t in padded):
+        if kind == "chain" and model._grade_chain(k) is None:
+            rc = row_chain(model, width)
+            if rc is None:
                 return None
-            out.append(padded)
-        elif kind == "independent":
-            tables = model._grade_tables(k, width)
+            out.append(rc)
+        elif kind is not None:
+            tables = grade_tables(model, kind, k, width)
             if tables is None:
                 return None
-            e, a = np.asarray(tables[0], dtype=np.float64)[:k], pad_grades(tables[1], k, width)
-            if e.shape != (k,) or a is None:
-                return None
-            attract = np.array(np.broadcast_to(e[:, None] * a, (k, width)))
-            out.append((attract, np.ones((k, width)), np.ones((k, width))))
+            out.append(tables)
         else:
             ubm = ubm_tables(model, k, width)
             if ubm is None:

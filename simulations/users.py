@@ -332,6 +332,35 @@ def pad_grades(table: Any, k: int, width: int) -> np.ndarray | None:
     return np.concatenate([t[:, :-1], np.repeat(t[:, -1:], width - w + 1, axis=1)], axis=1)
 
 
+def grade_tables(model: Any, kind: str | None, k: int, width: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A model's ``(attract, cont_click, cont_skip)`` tables for lists of ``k`` slots, each ``(k, width)`` (rank,
+    grade; the empty slot's column last), widened to ``width`` (:func:`pad_grades`): a grade chain's
+    (``kind`` ``"chain"``, :func:`grade_kind`) its ``_grade_chain``, an independent-click model's (``"independent"``)
+    the chain :math:`a_r = e_r \\alpha_g`, :math:`c_r = s_r = 1`; ``None`` for a chain whose parameters depend on
+    more than the grade and rank, tables wider than ``width``, or another kind. What the compiled sampler
+    (:class:`_GradeChains`) and the exact interleaving truths (:func:`simulations.truth_interleaving_exact.
+    chain_tables`) both read."""
+    if kind == "chain":
+        chain = model._grade_chain(k)
+        if chain is None:
+            return None
+        w = np.shape(chain.attract)[-1]
+        padded = [pad_grades(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, w)), k, width) for t in chain]
+        if any(t is None for t in padded):
+            return None
+        return padded[0], padded[1], padded[2]  # type: ignore[return-value]
+    if kind != "independent":
+        return None
+    tables = model._grade_tables(k, width)
+    if tables is None:
+        return None
+    e, a = np.asarray(tables[0], dtype=np.float64)[:k], pad_grades(tables[1], k, width)
+    if e.shape != (k,) or a is None:
+        return None
+    return np.array(np.broadcast_to(e[:, None] * a, (k, width))), np.ones((k, width)), np.ones((k, width))
+
+
 class _GradeChains:
     """The chain tables of every type's model, stacked (see :meth:`UserModels.sample`).
 
@@ -377,28 +406,17 @@ class _GradeChains:
             return None
         flats: list[list[np.ndarray]] = [[], [], []]
         for model, kind in zip(models, kinds, strict=True):
-            if kind == "chain":
-                chain = model._grade_chain(k)
-                w = np.shape(chain.attract)[-1] if chain is not None else 0
-                padded = [pad_grades(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, w)), k, width)
-                          for t in chain] if chain is not None else [None]
-                if any(t is None for t in padded):
-                    return None
-                # exactly the tables chain_sample_grades builds (same arithmetic, same layout), widened
-                thresholds = kernels.chain_thresholds(*padded)
-                for i, t in enumerate(thresholds):
-                    flats[i].append(np.roll(np.broadcast_to(t, (k, width)), 1, axis=1).ravel())
-                continue
-            tables = model._grade_tables(k, width)
+            tables = grade_tables(model, kind, k, width)
             if tables is None:
                 return None
-            e = np.asarray(tables[0], dtype=np.float64)[:k]
-            a = pad_grades(tables[1], k, width)
-            if e.shape != (k,) or a is None:
-                return None
+            if kind == "chain":
+                # exactly the tables chain_sample_grades builds (same arithmetic, same layout), widened
+                for i, t in enumerate(kernels.chain_thresholds(*tables)):
+                    flats[i].append(np.roll(t, 1, axis=1).ravel())
+                continue
             # exactly the table independent_sample_grades builds: clicked iff u < e_r a; as a chain
             # that always goes on (t1 = t2: on after a click; t3 = 1 > u: on after a skip)
-            p = np.roll(np.broadcast_to(e[:, None] * a, (k, width)), 1, axis=1).ravel()
+            p = np.roll(tables[0], 1, axis=1).ravel()
             flats[0].append(p)
             flats[1].append(p)
             flats[2].append(np.ones_like(p))
