@@ -137,7 +137,8 @@ def lopsided_excess(skewness: float, g: int, *, df: float, alpha: float) -> floa
 
     so the interval :math:`\bar X \mp q\,S/\sqrt g` (``q`` :func:`clt_quantile`) has the value above it with
     probability :math:`\alpha/2 + \gamma (2q^2 + 1)\phi(q) / (6\sqrt g)` and below it with :math:`\alpha/2` minus that
-    (to this order: both tails share the next term, which is even in ``x``). Returns
+    (to this order: the next term, :math:`g^{-1} q_2(x)\phi(x)` with :math:`q_2` odd, adds the same to both tails, so
+    half the tails' difference is this term up to :math:`O(g^{-3/2})`). Returns
     :math:`|\gamma| (2q^2+1)\phi(q)/(6\sqrt g)`; NaN where the skewness or ``q`` is undefined. Under heavy tails the
     rate can be higher still: a log that misses the rare large weights also shows a smaller skewness
     (tests/test_lopsided_intervals.py measures both)."""
