@@ -21,14 +21,14 @@ by dynamic programmes over the slots:
   \kappa_l] - [\text{rank}_A(r) \le \kappa_l]` depend on :math:`l`: one programme per :math:`l` over the slots
   above it, the click at :math:`l` and no click below it (:func:`balanced_outcome`).
 
-A UBM user (:class:`UbmTables`) examines slot :math:`r` with :math:`\gamma_{r j}`, :math:`j` one past the slot of
-the last click above (0: none), and never stops: its programmes carry :math:`j` beside :math:`d`
-(:func:`ubm_team_draft_outcome`, :func:`ubm_balanced_outcome`; below the lowest click, no click has probability
-:math:`\prod_{r > l} (1 - a_r \gamma_{r, l + 1})`).
+A UBM user (:class:`~simulations.user_tables.UbmTables`) examines slot :math:`r` with :math:`\gamma_{r j}`,
+:math:`j` one past the slot of the last click above (0: none), and never stops: its programmes carry :math:`j`
+beside :math:`d` (:func:`ubm_team_draft_outcome`, :func:`ubm_balanced_outcome`; below the lowest click, no click has
+probability :math:`\prod_{r > l} (1 - a_r \gamma_{r, l + 1})`).
 
-A metric user of an adaptive metric (RR, INST, INSQ, ERR: :class:`RowChain`) is a chain whose continuation is its
-metric's on the row's whole list: each row's chain is the model's own, and the programmes take it as they take a
-grade chain's.
+A metric user of an adaptive metric (RR, INST, INSQ, ERR: :class:`~simulations.user_tables.RowChain`) is a chain
+whose continuation is its metric's on the row's whole list: each row's chain is the model's own, and the programmes
+take it as they take a grade chain's.
 
 A query on which the two rankers show the same list has the exact 0 the Monte Carlo gives it
 (:func:`simulations.truth_interleaving.identical_lists`); its impressions stay in the denominator. Tested against
@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simulations.user_tables import RowChain, UbmTables, chain_tables
 from simulations.world import World
 
 if TYPE_CHECKING:
@@ -50,107 +51,12 @@ if TYPE_CHECKING:
     from simulations.runner import Truth
     from simulations.users import UserModels
 
-__all__ = ["EXACT_METHOD", "RowChain", "UbmTables", "balanced_outcome", "chain_tables", "exact_inputs",
-           "exact_interleaving_parts", "exact_interleaving_truth", "no_click_below", "row_chain", "team_draft_outcome",
-           "truth_of_parts", "ubm_balanced_outcome", "ubm_no_click", "ubm_tables", "ubm_team_draft_outcome"]
+__all__ = ["EXACT_METHOD", "balanced_outcome", "exact_inputs", "exact_interleaving_parts", "exact_interleaving_truth",
+           "no_click_below", "team_draft_outcome", "truth_of_parts", "ubm_balanced_outcome", "ubm_no_click",
+           "ubm_team_draft_outcome"]
 
 #: the truth's ``method`` (summary.json ``truth_method``; the conventions' ``truth`` says what it is)
 EXACT_METHOD = "exact (dynamic programme over the clicks)"
-
-
-class UbmTables(NamedTuple):
-    r"""A UBM user type's tables for lists of ``k`` slots: ``attract`` ``(k, width)`` (rank, grade; the last column
-    the empty slot's, 0) and ``exam`` ``(k, k)``, :math:`\gamma_{r j}` with ``j`` one past the last click's slot above
-    ``r`` (0: none; :class:`clickmodels.ubm.UBM`'s ``examination``)."""
-
-    attract: np.ndarray
-    exam: np.ndarray
-
-
-class RowChain(NamedTuple):
-    """A chain user type whose chain depends on the whole list's grades, not on each slot's alone (a metric user of an
-    adaptive metric, RR, INST, INSQ or ERR: its continuation is the metric's, computed from the list), every
-    per-document parameter by grade: each row's ``(attract, cont_click, cont_skip)`` is the model's own chain of the
-    row's grades (:meth:`chains`), as its sampler computes it."""
-
-    model: Any
-
-    def chains(self, grades: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(rows, k)`` each: the model's chain of the rows' ``grades`` (``-1`` empty)."""
-        from clickmodels.base import Impressions
-
-        labels = np.asarray(grades, dtype=np.int64)
-        chain = self.model._chain(Impressions(labels=labels))
-        a, c, s = (np.array(np.broadcast_to(np.asarray(t, dtype=np.float64), labels.shape)) for t in chain)
-        return a, c, s
-
-
-def row_chain(model: Any, width: int) -> RowChain | None:
-    """A :class:`RowChain` of a chain model (its own chain sampler) whose per-document parameters are all by grade
-    with at most ``width - 1`` grades, else ``None``."""
-    import dataclasses
-
-    from clickmodels.cascade import ChainModel
-    from clickmodels.docparams import ByGrade, DocParam
-
-    if not (isinstance(model, ChainModel) and type(model)._sample is ChainModel._sample):
-        return None
-    params = [getattr(model, f.name) for f in dataclasses.fields(model)]
-    if any(isinstance(p, DocParam) and not (isinstance(p, ByGrade) and p.n_grades <= width - 1) for p in params):
-        return None
-    return RowChain(model)
-
-
-def chain_tables(users: UserModels, k: int) -> list[Any] | None:
-    r"""Every user type's tables for lists of ``k`` slots: a grade chain's or an independent-click model's
-    ``(attract, cont_click, cont_skip)``, each ``(k, width)`` (rank, grade; the last column the empty slot's: attract
-    0, cont_skip 1; an independent-click model is the chain :math:`a_r = e_r \alpha_g`, :math:`c_r = s_r = 1`), a
-    UBM's :class:`UbmTables`, a chain that depends on the whole list's grades (a metric user of an adaptive metric) a
-    :class:`RowChain`; or ``None`` when some type's model is none of those (or a UBM or a row chain with a parameter
-    not by grade), or none has grades (:func:`simulations.users.grade_kind`, :func:`~simulations.users.
-    grade_width`: the compiled sampler's conditions, so the exact truth covers what the table path of the Monte Carlo
-    covers, and UBM users besides; a model with fewer grades than the widest has its tables widened,
-    :func:`~simulations.users.pad_grades`, whose extra columns no label of the world reaches)."""
-    from simulations.users import grade_kind, grade_tables, grade_width
-
-    width = grade_width(users.models)
-    if width is None:
-        return None
-    out: list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables | RowChain] = []
-    for model in users.models:
-        kind = grade_kind(model, k)
-        if kind == "chain" and model._grade_chain(k) is None:
-            rc = row_chain(model, width)
-            if rc is None:
-                return None
-            out.append(rc)
-        elif kind is not None:
-            tables = grade_tables(model, kind, k, width)
-            if tables is None:
-                return None
-            out.append(tables)
-        else:
-            ubm = ubm_tables(model, k, width)
-            if ubm is None:
-                return None
-            out.append(ubm)
-    return out
-
-
-def ubm_tables(model: Any, k: int, width: int) -> UbmTables | None:
-    """A UBM's :class:`UbmTables` (its own sampler, attractiveness by grade with at most ``width - 1`` grades,
-    widened to ``width``: :func:`simulations.users.pad_grades`; examination at least ``k`` ranks deep), else
-    ``None``."""
-    from clickmodels.docparams import ByGrade
-    from clickmodels.ubm import UBM
-    from simulations.users import pad_grades
-
-    if not (isinstance(model, UBM) and type(model)._sample is UBM._sample):
-        return None
-    attract = model.attractiveness
-    if not isinstance(attract, ByGrade) or attract.n_grades > width - 1 or model.depth < k:
-        return None
-    return UbmTables(pad_grades(attract.table(0.0), k, width), np.array(model.examination[:k, :k], dtype=np.float64))
 
 
 def _slots(table: np.ndarray, grades: np.ndarray) -> np.ndarray:
@@ -334,8 +240,8 @@ def exact_inputs(design: DesignConfig, world: World, users: UserModels
                  ) -> tuple[list[np.ndarray], Any, list[Any]] | None:
     """``(the two rankers' lists, the design's draw table, the user types' tables)`` where an exact truth applies (a
     two-ranker team-draft or balanced design with prefix credit, a table within its size limit, every type's model a
-    grade chain, an independent-click table, a UBM or a row chain, by grade: :func:`chain_tables`), or ``None``: the
-    Monte Carlo then."""
+    grade chain, an independent-click table, a UBM or a row chain, by grade:
+    :func:`~simulations.user_tables.chain_tables`), or ``None``: the Monte Carlo then."""
     from simulations.designs.interleaving import draw_table, shared_interleaver
 
     il = shared_interleaver(design.method or "", design.options)
@@ -356,7 +262,7 @@ def exact_interleaving_parts(config: Config, design: DesignConfig, world: World,
     """Per query, ``(E[o / 2], P(a click))`` of ``design``'s impressions (coins, user types and clicks averaged
     out; ``E[o / 2]`` 0 on the queries whose two lists are the same), or ``None`` where the exact truth does not
     apply (not a two-ranker team-draft or balanced design with prefix credit, a table beyond its size limit, or a
-    type whose model :func:`chain_tables` does not take): the Monte Carlo then."""
+    type whose model :func:`~simulations.user_tables.chain_tables` does not take): the Monte Carlo then."""
     from simulations.truth_interleaving import identical_lists
 
     inputs = exact_inputs(design, world, users)

@@ -67,7 +67,7 @@ def pattern_probabilities(a: np.ndarray, c: np.ndarray, s: np.ndarray) -> np.nda
 def ubm_pattern_probabilities(a: np.ndarray, exam: np.ndarray) -> np.ndarray:
     r"""``(rows, 2**k)`` probability of each click pattern (bit ``r`` = slot ``r``) of UBM users: ``a`` ``(rows, k)``
     the attractiveness at the slots (0 at empty ones), ``exam`` ``(k, k)`` :math:`\gamma_{r j}` (``j`` one past the
-    last click's slot above ``r``, 0: none; :class:`simulations.truth_interleaving_exact.UbmTables`). Slot by slot,
+    last click's slot above ``r``, 0: none; :class:`simulations.user_tables.UbmTables`). Slot by slot,
     each prefix pattern (whose last click fixes ``j``) is clicked with :math:`a_r \gamma_{r j}`, else skipped."""
     rows, k = a.shape
     p = np.ones((rows, 1))
@@ -83,7 +83,8 @@ def _null_distribution(types: list[Any], shares: np.ndarray,
                        grades: np.ndarray, freq: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``(2**k,)`` :math:`P_M(c)` of the module docstring: the other queries' grades ``grades`` (``(Q, k)``, -1
     empty) at the filled slots ``mask`` (``(k,)`` bool), mixed by ``freq`` (summing to 1) and the types' ``shares``."""
-    from simulations.truth_interleaving_exact import RowChain, UbmTables, _slots
+    from simulations.truth_interleaving_exact import _slots
+    from simulations.user_tables import RowChain, UbmTables
 
     q, k = grades.shape
     shown = np.where(mask[None, :], grades, -1).astype(np.intp)

@@ -13,6 +13,15 @@ import numpy as np
 
 from simulations.config import UsersConfig
 from simulations.sampling import draw_from_cdf
+from simulations.user_tables import (
+    RowChain,
+    grade_floor,
+    grade_kind,
+    grade_tables,
+    grade_width,
+    row_chain,
+    ubm_tables,
+)
 
 __all__ = ["UserModels", "check_click_model_ranks", "per_rank_parameter", "ranks_error"]
 
@@ -136,11 +145,9 @@ class UserModels:
     def _type_samplers(self, k: int) -> list[Any] | None:
         """Per type, what samples its rows from their own uniforms: a one-type :class:`_GradeChains` (on the
         population's grade width), a chain of the row's whole list (a metric user of an adaptive metric:
-        :class:`simulations.truth_interleaving_exact.RowChain`) or a UBM's :class:`~simulations.
-        truth_interleaving_exact.UbmTables`; ``None`` when some type's model is none of those."""
+        :class:`simulations.user_tables.RowChain`) or a UBM's :class:`~simulations.
+        user_tables.UbmTables`; ``None`` when some type's model is none of those."""
         if k not in self._by_type:
-            from simulations.truth_interleaving_exact import row_chain, ubm_tables
-
             width = grade_width(self.models)
             out: list[Any] | None = [] if width is not None else None
             for model in self.models if out is not None else ():
@@ -163,7 +170,6 @@ class UserModels:
         as :func:`clickmodels.kernels.ubm_sample` compares); ``None`` (the caller's fallback) when the rows hold a
         type or grade the samplers do not know."""
         from clickmodels.kernels import chain_sample_thresholds, chain_thresholds
-        from simulations.truth_interleaving_exact import RowChain
 
         samplers = self._type_samplers(labels.shape[1])
         if samplers is None or not np.issubdtype(labels.dtype, np.integer) or labels.ndim != 2:
@@ -277,88 +283,6 @@ def check_click_model_ranks(model: Any, spec: Mapping[str, Any], key: tuple[str 
     err = ranks_error(model, spec, key, depth, depth, source)
     if err is not None:
         raise err
-
-
-def grade_kind(model: Any, k: int) -> str | None:
-    """``"chain"`` for a grade chain (:class:`~clickmodels.cascade.ChainModel` sampled by its own chain),
-    ``"independent"`` for an independent-click model with rank and grade tables (:class:`~clickmodels.pbm.
-    IndependentModel`: PBM, DCTR, RCTR, random clicks), ``None`` for any other model or one that refuses lists of
-    ``k`` slots (its own check, e.g. PBM with fewer ranks: its error is raised on its own path)."""
-    from clickmodels.base import Impressions
-    from clickmodels.cascade import ChainModel
-    from clickmodels.pbm import IndependentModel
-    from onlineeval.errors import InputError
-
-    if isinstance(model, ChainModel) and type(model)._sample is ChainModel._sample:
-        kind = "chain"
-    elif isinstance(model, IndependentModel) and type(model)._sample is IndependentModel._sample:
-        kind = "independent"
-    else:
-        return None
-    try:
-        model._check(Impressions(labels=np.zeros((1, k), dtype=np.int64)))
-    except InputError:
-        return None
-    return kind
-
-
-def grade_width(models: Sequence[Any]) -> int | None:
-    """The models' grade tables' width: one column per grade of the model with the most grades and one for empty
-    slots (a model with fewer grades has its tables widened, :func:`pad_grades`; models without grade limits, random
-    clicks and RCTR, take the others' width), or ``None`` when none has grades."""
-    grades = {model.n_grades for model in models} - {None}
-    return max(grades) + 1 if grades else None
-
-
-def grade_floor(models: Sequence[Any]) -> int | None:
-    """The number of grades every model with grades knows (the fewest): labels from 0 to it minus 1 are the ones the
-    widened tables (:func:`pad_grades`) may serve; ``None`` when none has grades."""
-    grades = {model.n_grades for model in models} - {None}
-    return min(grades) if grades else None
-
-
-def pad_grades(table: Any, k: int, width: int) -> np.ndarray | None:
-    """A grade table broadcastable to ``(k, w)`` (grades ``0 .. w - 2``, the empty slot's column last) as a ``(k,
-    width)`` array: columns for grades ``w - 1 .. width - 2`` inserted before the empty one, copies of it (labels the
-    model does not know never reach them: the samplers refuse labels from :func:`grade_floor` on); ``None`` when ``w``
-    exceeds ``width``."""
-    t = np.asarray(table, dtype=np.float64)
-    w = t.shape[-1] if t.ndim else 1
-    if w > width:
-        return None
-    t = np.broadcast_to(t, (k, w))
-    if w == width:
-        return np.array(t)
-    return np.concatenate([t[:, :-1], np.repeat(t[:, -1:], width - w + 1, axis=1)], axis=1)
-
-
-def grade_tables(model: Any, kind: str | None, k: int, width: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """A model's ``(attract, cont_click, cont_skip)`` tables for lists of ``k`` slots, each ``(k, width)`` (rank,
-    grade; the empty slot's column last), widened to ``width`` (:func:`pad_grades`): a grade chain's
-    (``kind`` ``"chain"``, :func:`grade_kind`) its ``_grade_chain``, an independent-click model's (``"independent"``)
-    the chain :math:`a_r = e_r \\alpha_g`, :math:`c_r = s_r = 1`; ``None`` for a chain whose parameters depend on
-    more than the grade and rank, tables wider than ``width``, or another kind. What the compiled sampler
-    (:class:`_GradeChains`) and the exact interleaving truths (:func:`simulations.truth_interleaving_exact.
-    chain_tables`) both read."""
-    if kind == "chain":
-        chain = model._grade_chain(k)
-        if chain is None:
-            return None
-        w = np.shape(chain.attract)[-1]
-        padded = [pad_grades(np.broadcast_to(np.asarray(t, dtype=np.float64), (k, w)), k, width) for t in chain]
-        if any(t is None for t in padded):
-            return None
-        return padded[0], padded[1], padded[2]  # type: ignore[return-value]
-    if kind != "independent":
-        return None
-    tables = model._grade_tables(k, width)
-    if tables is None:
-        return None
-    e, a = np.asarray(tables[0], dtype=np.float64)[:k], pad_grades(tables[1], k, width)
-    if e.shape != (k,) or a is None:
-        return None
-    return np.array(np.broadcast_to(e[:, None] * a, (k, width))), np.ones((k, width)), np.ones((k, width))
 
 
 class _GradeChains:

@@ -21,12 +21,12 @@ from simulations.truth_interleaving import interleaving_truth
 from simulations.truth_interleaving_exact import (
     EXACT_METHOD,
     _row_parts,
-    chain_tables,
     exact_interleaving_parts,
     exact_interleaving_per_query,
     exact_interleaving_truth,
 )
 from simulations.truth_null_exact import EXACT_NULL_METHOD
+from simulations.user_tables import chain_tables
 from simulations.users import UserModels
 from simulations.world import build_world
 from tests.test_truth_table_draw import TYPES, _mapping, _trec_mapping

@@ -1,7 +1,7 @@
-"""Exact interleaving truths under user browsing model (UBM) users (:class:`simulations.truth_interleaving_exact.
-UbmTables`) and metric users of adaptive metrics, RR, INST, INSQ, ERR (:class:`~simulations.truth_interleaving_exact.
-RowChain`): the preference and the null-user Delta of two-ranker team-draft and balanced designs, which took the
-Monte Carlo before (10,000,000 impressions per run: 21 s of a 30 s run of configs/ab.yaml with UBM users).
+"""Exact interleaving truths under user browsing model (UBM) users (:class:`simulations.user_tables.UbmTables`) and
+metric users of adaptive metrics, RR, INST, INSQ, ERR (:class:`~simulations.user_tables.RowChain`): the preference
+and the null-user Delta of two-ranker team-draft and balanced designs, which took the Monte Carlo before (10,000,000
+impressions per run: 21 s of a 30 s run of configs/ab.yaml with UBM users).
 
 Every click pattern of every table row enumerated with the models' own likelihoods, alone and mixed with chain and
 independent-click types, on lists with empty slots too: tests/test_truth_interleaving_exact.py and
@@ -21,7 +21,8 @@ from clickmodels.ubm import UBM
 from simulations.designs.interleaving import NULL_PREFIX
 from simulations.runner import compute_truth, monte_carlo_truths
 from simulations.truth_interleaving import interleaving_truth
-from simulations.truth_interleaving_exact import EXACT_METHOD, UbmTables, chain_tables, exact_interleaving_truth
+from simulations.truth_interleaving_exact import EXACT_METHOD, exact_interleaving_truth
+from simulations.user_tables import UbmTables, chain_tables
 from simulations.truth_null_exact import EXACT_NULL_METHOD, exact_null_truth, ubm_pattern_probabilities
 from tests.test_truth_interleaving_exact import MORE, _world
 from tests.test_truth_table_draw import _mapping
