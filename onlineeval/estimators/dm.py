@@ -59,8 +59,8 @@ add up for the other. Its SE is right, but on sparse logs the
 maximum-likelihood relevances of rarely shown pairs bias the value: over 400 logs of
 4,000 impressions of 200 Zipf-distributed queries (PBM users) it was 0.71 SE off and
 covered 350 of 400 (band 368-390), in band at 20,000 impressions (the coverage audit of
-2026-12-02, the examination then held fixed in the SE); where 0.5% or more of the target's slots rest on such pairs a
-warning says so (:func:`rare_pairs_warning`, with its measurements). A DCM fitted by EM (its default) is
+2026-12-02, the examination then held fixed in the SE); where the share of the target's slots on such pairs times the
+square root of the impressions reaches 0.5 a warning says so (:func:`rare_pairs_warning`, with its measurements). A DCM fitted by EM (its default) is
 linearised by its observed information (:mod:`~onlineeval.estimators.dcm_linearisation`): over
 1,000 logs of 4,000 impressions of the DCM check world 946-957 covered for 950 nominal (SE
 1.00-1.03 of the SD; held fixed, until 2026-12-06, 71 of 400, 380 nominal), and an SDBN by EM
@@ -114,6 +114,7 @@ M. Dudík, J. Langford, L. Li, "Doubly robust policy evaluation and learning", I
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,7 +150,7 @@ from onlineeval.estimators.model_based import (  # the shared base (importable f
 )
 
 __all__ = ["CLOSED_FORM_NOTE", "EM_BY_DEFAULT", "EM_MAX_ITER", "EM_OR_CLOSED_FORM", "FITTABLE", "RARE_SHOWS",
-           "RARE_SLOT_WARN", "ClickModelEstimator", "DirectMethod", "Predictions", "expected_slot_rewards",
+           "RARE_SLOT_SCALE", "ClickModelEstimator", "DirectMethod", "Predictions", "expected_slot_rewards",
            "rare_pairs_warning", "slot_rewards_from", "target_lists"]
 
 
@@ -289,7 +290,7 @@ class DirectMethod(ClickModelEstimator):
         linearise = self.linearised(reward)
         pred = self.predictions(data, target, reward)
         notes: dict[str, Any] = {**self.model_notes(data, pred), **_rare_notes(data, pred.t_uq)}
-        rare = rare_pairs_warning(self, notes)
+        rare = rare_pairs_warning(self, notes, data.n)
         if rare is not None:
             notes.setdefault("warnings", []).append(rare)
         num = pred.target_sums()
@@ -305,34 +306,41 @@ class DirectMethod(ClickModelEstimator):
         return Terms(num=num, weights=None, notes=notes)
 
 
-#: the share of the target's slots (over impressions) on pairs the log shows fewer than RARE_SHOWS times from which a
-#: direct method fitted on the log warns that its value is biased beyond its interval (:func:`rare_pairs_warning`)
-RARE_SLOT_WARN = 0.005
+#: a direct method fitted on the log warns that its value may be biased beyond its interval where the share of the
+#: target's slots on pairs the log shows fewer than RARE_SHOWS times, times the square root of the log's impressions,
+#: reaches this (:func:`rare_pairs_warning`)
+RARE_SLOT_SCALE = 0.5
 
 
-def rare_pairs_warning(est: ClickModelEstimator, notes: dict[str, Any]) -> str | None:
-    """The warning of a direct method whose click model is fitted on the log (by name) when at least
-    :data:`RARE_SLOT_WARN` of the target's slots (over impressions, ``notes["rare_slot_share"]``) hold (query,
-    document) pairs the log shows fewer than :data:`~onlineeval.estimators.model_based.RARE_SHOWS` times, else
-    ``None`` (and for a model given ready-made, which no log's sparseness biases).
+def rare_pairs_warning(est: ClickModelEstimator, notes: dict[str, Any], n: int) -> str | None:
+    r"""The warning of a direct method whose click model is fitted on the log (by name) when the share :math:`s` of
+    the target's slots (over impressions, ``notes["rare_slot_share"]``) holding (query, document) pairs the log shows
+    fewer than :data:`~onlineeval.estimators.model_based.RARE_SHOWS` times satisfies :math:`s \sqrt n \ge`
+    :data:`RARE_SLOT_SCALE` (``n`` the log's impressions), else ``None`` (and for a model given ready-made, which no
+    log's sparseness biases).
 
     There the maximum-likelihood fit rests on a handful of impressions per pair (relevances at their bounds, the
     examination or continuations fitted alongside those many parameters), which biases the value, while the
-    interval (linearised or bootstrapped) measures its spread only. Measured on logs of 200 Zipf-distributed queries
-    of 10 candidates, PBM users, a top 5 logged as production's order with 30% uniformly random lists (80 logs per
-    size, ``tests/test_dm_rare_pairs.py``; share of the slots on rare pairs, mean error in SEs, 95% intervals
-    covering): 4,000 impressions 19%, -3.1, 19%; 10,000 4.2%, -1.5, 65%; 14,000 1.2%, -0.7, 89%; 17,000 0.4%, -0.4,
-    95% (the warning fired on 21% of the logs); 20,000 0.1%, -0.5, 94% (silent: in band); 25,000 0%, 0.0, 95%. The
-    bias shrinks as 1/n against the SE's 1/sqrt(n); on other worlds the same share costs less (3 slots, 80% uniform
-    logging: 26% of the slots, -0.6 SE, 88% covered), so the warning says 'may'."""
+    interval (linearised or bootstrapped) measures its spread only. The bias goes with :math:`s` and the standard
+    error with :math:`1/\sqrt n`, so the bias in standard errors goes with :math:`s \sqrt n`, and a fixed share
+    would be silent exactly at the sizes where it matters most. Measured on logs of Zipf-distributed queries of 10
+    candidates, PBM users, a top 5 logged as production's order with 30% uniformly random lists
+    (``tests/test_dm_rare_pairs.py``; :math:`s \sqrt n`, then the mean error in SEs): 200 queries, 40 logs per size,
+    4,000 to 50,000 impressions: 11.8, -3.0; 4.3, -1.3; 1.3, -0.9; 0.45, -0.5; 0.15, -0.25; 0.015, -0.1; 0, +0.5 (+-
+    0.16); 20,000 queries, 6-12 logs: 10^6 impressions (7.3% of the slots) 72, -17; 2.5 million (0.65%) 10.3, -5.2
+    (no interval covered). So the error was about 0.25-1 times :math:`s \sqrt n` SEs there; on other worlds it can
+    be less (3 slots, 80% uniform logging, 4,000 impressions: 26% of the slots, -0.6 SE), so the warning says
+    'may'."""
     share = notes.get("rare_slot_share")
-    if not isinstance(est.model, str) or not isinstance(share, float) or not share >= RARE_SLOT_WARN:
+    if not isinstance(est.model, str) or not isinstance(share, float) or not share * math.sqrt(n) >= RARE_SLOT_SCALE:
         return None
-    return (f"{est.name} ({est.model_name} fitted on the log): {share:.1%} of the target's slots hold (query, "
-            f"document) pairs the log shows fewer than {notes.get('rare_shows', RARE_SHOWS)} times; the fit rests on "
-            "a handful of impressions there, which may bias the value beyond its interval (measured on sparse logs "
-            "of PBM users: 1.2% of the slots, 0.7 SE low and 89% of 95% intervals covering; 19%: 3.1 SE, 19%). A "
-            "doubly robust estimator (dr, dr_list, cascade_dr) corrects the model's bias; or use a longer log")
+    return (f"{est.name} ({est.model_name} fitted on the log): {share:.2%} of the target's slots hold (query, "
+            f"document) pairs the log shows fewer than {notes.get('rare_shows', RARE_SHOWS)} times (that share x "
+            f"sqrt({n} impressions) = {share * math.sqrt(n):.3g} >= {RARE_SLOT_SCALE:g}); the fit rests on a handful "
+            "of impressions there, which may bias the value beyond its interval (measured on sparse logs of PBM "
+            "users: low by 0.25-1 times that product in standard errors; 17 SE at 10^6 impressions with 7% of the "
+            "slots). A doubly robust estimator (dr, dr_list, cascade_dr) corrects the model's bias; or use a "
+            "longer log")
 
 
 def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
