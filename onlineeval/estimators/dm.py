@@ -59,9 +59,10 @@ add up for the other. Its SE is right, but on sparse logs the
 maximum-likelihood relevances of rarely shown pairs bias the value: over 400 logs of
 4,000 impressions of 200 Zipf-distributed queries (PBM users) it was 0.71 SE off and
 covered 350 of 400 (band 368-390), in band at 20,000 impressions (the coverage audit of
-2026-12-02, the examination then held fixed in the SE); where the share of the target's slots on such pairs times the
-square root of the impressions reaches 0.5 a warning says so (:func:`rare_pairs_warning`, with its measurements). A DCM fitted by EM (its default) is
-linearised by its observed information (:mod:`~onlineeval.estimators.dcm_linearisation`): over
+2026-12-02, the examination then held fixed in the SE); where the share of the target's slots on such pairs times
+the square root of the impressions reaches 0.5 a warning says so (:func:`rare_pairs_warning`, with its
+measurements). A DCM fitted by EM (its default) is linearised by its observed information
+(:mod:`~onlineeval.estimators.dcm_linearisation`): over
 1,000 logs of 4,000 impressions of the DCM check world 946-957 covered for 950 nominal (SE
 1.00-1.03 of the SD; held fixed, until 2026-12-06, 71 of 400, 380 nominal), and an SDBN by EM
 likewise (its satisfaction per pair as the continuation: 377-384 of 400 on an SDBN world), and a DBN
@@ -329,8 +330,9 @@ def rare_pairs_warning(est: ClickModelEstimator, notes: dict[str, Any], n: int) 
     4,000 to 50,000 impressions: 11.8, -3.0; 4.3, -1.3; 1.3, -0.9; 0.45, -0.5; 0.15, -0.25; 0.015, -0.1; 0, +0.5 (+-
     0.16); 20,000 queries, 6-12 logs: 10^6 impressions (7.3% of the slots) 72, -17; 2.5 million (0.65%) 10.3, -5.2
     (no interval covered). So the error was about 0.25-1 times :math:`s \sqrt n` SEs there; on other worlds it can
-    be less (3 slots, 80% uniform logging, 4,000 impressions: 26% of the slots, -0.6 SE), so the warning says
-    'may'."""
+    be less: 200 queries of 6 candidates, 3 slots, 80% uniform logging (the bootstrap tests' world), reciprocal
+    rank, 60 logs: 4,000 impressions :math:`s \sqrt n` 16.5, -0.9 SE (87% covered); 20,000: 2.6, +0.2; so the
+    warning says 'may'."""
     share = notes.get("rare_slot_share")
     if not isinstance(est.model, str) or not isinstance(share, float) or not share * math.sqrt(n) >= RARE_SLOT_SCALE:
         return None
@@ -338,9 +340,9 @@ def rare_pairs_warning(est: ClickModelEstimator, notes: dict[str, Any], n: int) 
             f"document) pairs the log shows fewer than {notes.get('rare_shows', RARE_SHOWS)} times (that share x "
             f"sqrt({n} impressions) = {share * math.sqrt(n):.3g} >= {RARE_SLOT_SCALE:g}); the fit rests on a handful "
             "of impressions there, which may bias the value beyond its interval (measured on sparse logs of PBM "
-            "users: low by 0.25-1 times that product in standard errors; 17 SE at 10^6 impressions with 7% of the "
-            "slots). A doubly robust estimator (dr, dr_list, cascade_dr) corrects the model's bias; or use a "
-            "longer log")
+            "users: low by up to about that product in standard errors, 0.05-1 times it across the worlds measured; "
+            "17 SE at 10^6 impressions with 7% of the slots). A doubly robust estimator (dr, dr_list, cascade_dr) "
+            "corrects the model's bias; or use a longer log")
 
 
 def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
