@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulations.user_tables import RowChain, UbmTables, chain_tables
+from simulations.user_tables import RowChain, UbmTables, chain_tables, slot_chain, slot_values
 from simulations.world import World
 
 if TYPE_CHECKING:
@@ -58,11 +58,6 @@ __all__ = ["EXACT_METHOD", "balanced_outcome", "exact_inputs", "exact_interleavi
 #: the truth's ``method`` (summary.json ``truth_method``; the conventions' ``truth`` says what it is)
 EXACT_METHOD = "exact (dynamic programme over the clicks)"
 
-
-def _slots(table: np.ndarray, grades: np.ndarray) -> np.ndarray:
-    """``(rows, k)`` values of a ``(k, width)`` table at each row's slot grades (``-1``, empty: the last column)."""
-    k = grades.shape[1]
-    return table[np.arange(k)[None, :], grades]
 
 
 def no_click_below(a: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -210,7 +205,7 @@ def _row_parts(table: Any, types: list[Any], shares: np.ndarray,
     num, den = np.zeros(hi - lo), np.zeros(hi - lo)
     for share, tables in zip(shares, types, strict=True):
         if isinstance(tables, UbmTables):
-            a = _slots(tables.attract, grades)
+            a = slot_values(tables.attract, grades)
             if valid is not None:
                 a = np.where(valid, a, 0.0)
             if table.signed is not None:
@@ -220,11 +215,7 @@ def _row_parts(table: Any, types: list[Any], shares: np.ndarray,
             num += share * outcome / 2.0
             den += share * (1.0 - ubm_no_click(a, tables.exam, 0, 0))
             continue
-        if isinstance(tables, RowChain):
-            a, c, s = tables.chains(grades)
-        else:
-            attract, cont_click, cont_skip = tables
-            a, c, s = _slots(attract, grades), _slots(cont_click, grades), _slots(cont_skip, grades)
+        a, c, s = slot_chain(tables, grades)
         if valid is not None:
             a = np.where(valid, a, 0.0)
         if table.signed is not None:

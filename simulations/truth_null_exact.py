@@ -83,8 +83,7 @@ def _null_distribution(types: list[Any], shares: np.ndarray,
                        grades: np.ndarray, freq: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``(2**k,)`` :math:`P_M(c)` of the module docstring: the other queries' grades ``grades`` (``(Q, k)``, -1
     empty) at the filled slots ``mask`` (``(k,)`` bool), mixed by ``freq`` (summing to 1) and the types' ``shares``."""
-    from simulations.truth_interleaving_exact import _slots
-    from simulations.user_tables import RowChain, UbmTables
+    from simulations.user_tables import UbmTables, slot_chain, slot_values
 
     q, k = grades.shape
     shown = np.where(mask[None, :], grades, -1).astype(np.intp)
@@ -94,12 +93,9 @@ def _null_distribution(types: list[Any], shares: np.ndarray,
         g, f = shown[lo : lo + step], freq[lo : lo + step]
         for share, tables in zip(shares, types, strict=True):
             if isinstance(tables, UbmTables):
-                p = ubm_pattern_probabilities(_slots(tables.attract, g), tables.exam)
-            elif isinstance(tables, RowChain):
-                p = pattern_probabilities(*tables.chains(g))
+                p = ubm_pattern_probabilities(slot_values(tables.attract, g), tables.exam)
             else:
-                attract, cont_click, cont_skip = tables
-                p = pattern_probabilities(_slots(attract, g), _slots(cont_click, g), _slots(cont_skip, g))
+                p = pattern_probabilities(*slot_chain(tables, g))
             out += share * (f @ p)
     return out
 

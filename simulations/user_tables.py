@@ -8,7 +8,8 @@ r"""A user type's click model as tables over (rank, grade): what the compiled cl
 - a UBM by grade: :class:`UbmTables` (:func:`ubm_tables`);
 - a chain whose continuation depends on the whole list's grades (a metric user of an adaptive metric):
   :class:`RowChain` (:func:`row_chain`);
-- every type of a population at once: :func:`chain_tables`.
+- one type's, whichever it is: :func:`type_tables`; every type of a population at once: :func:`chain_tables`;
+- a table's values at rows of slot grades: :func:`slot_values`, a chain type's three: :func:`slot_chain`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from simulations.users import UserModels
 
 __all__ = ["RowChain", "UbmTables", "chain_tables", "grade_floor", "grade_kind", "grade_tables", "grade_width",
-           "pad_grades", "row_chain", "ubm_tables"]
+           "pad_grades", "row_chain", "slot_chain", "slot_values", "type_tables", "ubm_tables"]
 
 
 def grade_kind(model: Any, k: int) -> str | None:
@@ -48,18 +49,23 @@ def grade_kind(model: Any, k: int) -> str | None:
     return kind
 
 
+def _grade_counts(models: Sequence[Any]) -> set[int]:
+    """The numbers of grades of the models that have a grade limit (random clicks and RCTR have none)."""
+    return {model.n_grades for model in models} - {None}
+
+
 def grade_width(models: Sequence[Any]) -> int | None:
     """The models' grade tables' width: one column per grade of the model with the most grades and one for empty
     slots (a model with fewer grades has its tables widened, :func:`pad_grades`; models without grade limits, random
     clicks and RCTR, take the others' width), or ``None`` when none has grades."""
-    grades = {model.n_grades for model in models} - {None}
+    grades = _grade_counts(models)
     return max(grades) + 1 if grades else None
 
 
 def grade_floor(models: Sequence[Any]) -> int | None:
     """The number of grades every model with grades knows (the fewest): labels from 0 to it minus 1 are the ones the
     widened tables (:func:`pad_grades`) may serve; ``None`` when none has grades."""
-    grades = {model.n_grades for model in models} - {None}
+    grades = _grade_counts(models)
     return min(grades) if grades else None
 
 
@@ -150,38 +156,51 @@ def row_chain(model: Any, width: int) -> RowChain | None:
     return RowChain(model)
 
 
+def type_tables(model: Any, k: int, width: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables | RowChain | None:
+    """One user type's tables for lists of ``k`` slots on a population's grade ``width``: a grade chain's or an
+    independent-click model's ``(attract, cont_click, cont_skip)`` (:func:`grade_tables`), a chain that depends on the
+    whole list's grades a :class:`RowChain`, a UBM's :class:`UbmTables`; ``None`` for any other model (or one with a
+    parameter not by grade)."""
+    kind = grade_kind(model, k)
+    if kind is None:
+        return ubm_tables(model, k, width)
+    if kind == "chain" and model._grade_chain(k) is None:
+        return row_chain(model, width)
+    return grade_tables(model, kind, k, width)
+
+
 def chain_tables(users: UserModels, k: int) -> list[Any] | None:
-    r"""Every user type's tables for lists of ``k`` slots: a grade chain's or an independent-click model's
-    ``(attract, cont_click, cont_skip)``, each ``(k, width)`` (rank, grade; the last column the empty slot's:
-    attract 0, cont_skip 1; an independent-click model is the chain :math:`a_r = e_r \alpha_g`, :math:`c_r = s_r =
-    1`), a UBM's :class:`UbmTables`, a chain that depends on the whole list's grades (a metric user of an adaptive
-    metric) a :class:`RowChain`; or ``None`` when some type's model is none of those (or a UBM or a row chain with a
-    parameter not by grade), or none has grades (:func:`grade_kind`, :func:`grade_width`: the compiled sampler's
-    conditions, so the exact truth covers what the table path of the Monte Carlo covers, and UBM users besides; a
-    model with fewer grades than the widest has its tables widened, :func:`pad_grades`, whose extra columns no label
-    of the world reaches)."""
+    r"""Every user type's tables for lists of ``k`` slots (:func:`type_tables`): a grade chain's or an
+    independent-click model's ``(attract, cont_click, cont_skip)``, each ``(k, width)`` (rank, grade; the last column
+    the empty slot's: attract 0, cont_skip 1; an independent-click model is the chain :math:`a_r = e_r \alpha_g`,
+    :math:`c_r = s_r = 1`), a UBM's :class:`UbmTables`, a chain that depends on the whole list's grades (a metric user
+    of an adaptive metric) a :class:`RowChain`; or ``None`` when some type's model is none of those (or a UBM or a
+    row chain with a parameter not by grade), or none has grades (:func:`grade_kind`, :func:`grade_width`: the
+    compiled sampler's conditions, so the exact truth covers what the table path of the Monte Carlo covers, and UBM
+    users besides; a model with fewer grades than the widest has its tables widened, :func:`pad_grades`, whose extra
+    columns no label of the world reaches)."""
     width = grade_width(users.models)
     if width is None:
         return None
-    out: list[tuple[np.ndarray, np.ndarray, np.ndarray] | UbmTables | RowChain] = []
-    for model in users.models:
-        kind = grade_kind(model, k)
-        if kind == "chain" and model._grade_chain(k) is None:
-            rc = row_chain(model, width)
-            if rc is None:
-                return None
-            out.append(rc)
-        elif kind is not None:
-            tables = grade_tables(model, kind, k, width)
-            if tables is None:
-                return None
-            out.append(tables)
-        else:
-            ubm = ubm_tables(model, k, width)
-            if ubm is None:
-                return None
-            out.append(ubm)
-    return out
+    out = [type_tables(model, k, width) for model in users.models]
+    return None if any(t is None for t in out) else out
+
+
+def slot_values(table: np.ndarray, grades: np.ndarray) -> np.ndarray:
+    """``(rows, k)`` values of a ``(k, width)`` table at each row's slot grades (``-1``, empty: the last column)."""
+    k = grades.shape[1]
+    return table[np.arange(k)[None, :], grades]
+
+
+def slot_chain(tables: tuple[np.ndarray, np.ndarray, np.ndarray] | RowChain, grades: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(attract, cont_click, cont_skip)``, each ``(rows, k)``, of a chain type (a grade chain's or an
+    independent-click model's tables, or a :class:`RowChain`) on rows of slot ``grades`` (``-1`` empty)."""
+    if isinstance(tables, RowChain):
+        return tables.chains(grades)
+    attract, cont_click, cont_skip = tables
+    return slot_values(attract, grades), slot_values(cont_click, grades), slot_values(cont_skip, grades)
 
 
 def ubm_tables(model: Any, k: int, width: int) -> UbmTables | None:

@@ -15,12 +15,12 @@ from simulations.config import UsersConfig
 from simulations.sampling import draw_from_cdf
 from simulations.user_tables import (
     RowChain,
+    UbmTables,
     grade_floor,
     grade_kind,
     grade_tables,
     grade_width,
-    row_chain,
-    ubm_tables,
+    type_tables,
 )
 
 __all__ = ["UserModels", "check_click_model_ranks", "per_rank_parameter", "ranks_error"]
@@ -149,15 +149,12 @@ class UserModels:
         user_tables.UbmTables`; ``None`` when some type's model is none of those."""
         if k not in self._by_type:
             width = grade_width(self.models)
-            out: list[Any] | None = [] if width is not None else None
-            for model in self.models if out is not None else ():
-                kind = grade_kind(model, k)
-                one = (ubm_tables(model, k, width) if kind is None else
-                       _GradeChains.build([model], k, width) or (row_chain(model, width) if kind == "chain" else None))
-                if one is None:
+            out: list[Any] | None = None
+            if width is not None:  # a grade chain's or an independent-click table's rows: a one-type stacked sampler
+                out = [t if t is None or isinstance(t, (UbmTables, RowChain)) else _GradeChains.build([model], k, width)
+                       for model, t in ((m, type_tables(m, k, width)) for m in self.models)]
+                if any(t is None for t in out):
                     out = None
-                    break
-                out.append(one)
             self._by_type[k] = out
         return self._by_type[k]
 

@@ -172,8 +172,8 @@ def test_compute_truth_takes_the_exact_preference_and_null_delta() -> None:
 
 @pytest.mark.parametrize("case", ["no_grades", "three_rankers", "no_prefix_credit"])
 def test_designs_the_programme_does_not_cover_keep_the_monte_carlo(case: str) -> None:
-    """(UBM users and metric users of adaptive metrics, not covered before, are: tests/test_truth_ubm_exact.py and
-    the enumerations above.)"""
+    """(UBM users and metric users of adaptive metrics, not covered before, are: tests/test_truth_ubm_metric_exact.py
+    and the enumerations above.)"""
     mapping = _mapping("team_draft", ("nav", "inf"), depth=6)
     if case == "no_grades":  # only models without grade tables (no grade width to lay a table out on)
         mapping["users"]["types"] = [{"name": "g", "share": 1.0, "click_model": MORE["gctr"]}]

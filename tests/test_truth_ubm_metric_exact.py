@@ -22,8 +22,8 @@ from simulations.designs.interleaving import NULL_PREFIX
 from simulations.runner import compute_truth, monte_carlo_truths
 from simulations.truth_interleaving import interleaving_truth
 from simulations.truth_interleaving_exact import EXACT_METHOD, exact_interleaving_truth
-from simulations.user_tables import UbmTables, chain_tables
 from simulations.truth_null_exact import EXACT_NULL_METHOD, exact_null_truth, ubm_pattern_probabilities
+from simulations.user_tables import UbmTables, chain_tables
 from tests.test_truth_interleaving_exact import MORE, _world
 from tests.test_truth_table_draw import _mapping
 
