@@ -262,7 +262,9 @@ def _table(doc: dict[str, Any], se_notes: list[str] | tuple[str, ...] = ()) -> s
              if r["estimate"] is not None and r["diagnostics"]["notes"]]
     if notes:
         lines += ["", "estimator notes:"]
-        lines += [f"  {e} {t}: " + ", ".join(f"{k} = {_note_value(v)}" for k, v in n.items()) for e, t, n in notes]
+        # (a note's own warnings are printed once, under warnings:)
+        lines += [f"  {e} {t}: " + ", ".join(f"{k} = {_note_value(v)}" for k, v in n.items() if k != "warnings")
+                  for e, t, n in notes]
     from onlineeval.estimators.results import warning_lines
 
     warns = warning_lines(doc["warnings"], doc["results"], doc.get("differences", []))

@@ -66,7 +66,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -252,6 +252,11 @@ class Estimator(ABC):
                 blo, bhi = (float(v) + rw.offset for v in np.quantile(reps[:, 0], [alpha / 2, 1 - alpha / 2]))
                 if fixed is not None:  # the delta method holds the choice fixed: the bootstrap's SD is the se
                     se, se_source = float(np.std(reps[:, 0], ddof=1)), BOOTSTRAP_SE
+        if math.isfinite(se):  # checks that need the value and its se (a DR fitted on the log it corrects)
+            extra = self.value_checks(data, target, rw, value, se)
+            if extra:
+                warned = [*terms.notes.get("warnings", []), *extra.pop("warnings", [])]
+                terms = replace(terms, notes={**terms.notes, **extra, **({"warnings": warned} if warned else {})})
         value += rw.offset
         # the interval's degrees of freedom; none where the interval is undefined
         df = estimate_df(data, terms.weights, den_u) if clusters >= 2 and math.isfinite(se) else math.nan
@@ -273,6 +278,15 @@ class Estimator(ABC):
         the CLT interval then holds the choice fixed and covers below the nominal level, and
         :meth:`bootstrap_estimates` makes the choice again in every resample. False by default."""
         return False
+
+    def value_checks(self, data: LoggedData, target: Target, reward: Reward, value: float,
+                     se: float) -> dict[str, Any]:
+        """Notes from checks that need the estimate's ``value`` (without the reward's offset) and its standard error
+        ``se`` (finite), merged into the estimate's diagnostics; warnings under ``"warnings"``. None by default
+        (:meth:`estimate` only: the simulator's designs measure bias against the exact truth instead); a doubly
+        robust estimator fitted on the log it corrects compares its value with the cross-fitted one
+        (:meth:`~onlineeval.estimators.model_based.ClickModelEstimator.value_checks`)."""
+        return {}
 
     def clt_holds_fixed(self, reward: Reward) -> str | None:
         """What this estimator's CLT interval holds fixed that the estimate itself takes from the log (its

@@ -49,7 +49,11 @@ queries 3-10 impressions, PBM users), ``cascade_dr`` with a fitted cascade model
 the exact value by 1.06 standard errors on average and its 95% interval covered 311 times
 (``dr_list`` 0.79 SE, 339; ``dr`` with a PBM 0.50 SE, 361), with ``folds: 2`` 0.02-0.03 SE
 and 373-382, at 1.4-1.7x the CPU (the audit of 2026-12-02; the four-query check worlds
-show no such bias).
+show no such bias). An estimate with ``folds: 1`` (``Estimator.estimate``, so ``onlineeval
+estimate``; not the simulator's designs, which measure bias against the exact truth)
+computes the cross-fitted value as well and warns where its own is 0.5 standard errors or
+more from it (:meth:`~onlineeval.estimators.model_based.ClickModelEstimator.value_checks`,
+with the shifts measured).
 
 Cost: the reward model's fit as in :mod:`onlineeval.estimators.dm` (one O(n k) pass to
 aggregate, then O(distinct keys) per EM iteration), the target's expected rewards once

@@ -434,6 +434,50 @@ class ClickModelEstimator(Estimator):
                     f"({change}): the fitted model is not the maximum-likelihood one; raise the option max_iter")
         return notes
 
+    def value_checks(self, data: LoggedData, target: Target, reward: Reward, value: float,
+                     se: float) -> dict[str, Any]:
+        r"""A doubly robust estimator (``default_folds`` > 1) whose model is fitted by name on the log it corrects
+        (``folds`` 1) computes its cross-fitted value too (``default_folds`` folds of the users) and records it
+        (``cross_fitted_value``) with the shift :math:`(\hat V_1 - \hat V_{cf}) / se` (``cross_fit_shift_se``),
+        warning where that reaches :data:`CROSS_FIT_SHIFT`; for any other estimator, or where the folds cannot be
+        made (too few users, a fold's fit refused), no check (``cross_fit_check`` says why).
+
+        The model then has seen the clicks it corrects, a bias of order (pairs with data) / n that the interval
+        leaves out, while the cross-fitted value has none. Measured (mean shift over 40 logs, its SD per log): on
+        200 Zipf-distributed queries of 6 candidates, 3 slots, PBM users, 80% uniform logging, 4,000 impressions:
+        ``cascade_dr`` with a cascade model -1.19 (SD 0.35; against the exact value -1.16 +- 0.13 SE, cross-fitted
+        -0.00), ``dr`` -0.65 (0.34), ``dr_list`` -0.61 (0.57); 40,000: -0.32 (0.10), +0.03 (0.09), +0.01 (0.11); on
+        20,000 Zipf-distributed queries of 10 candidates, 5 slots, 30% uniform logging, 10^6 impressions: ``dr``
+        -1.30 (0.31, 8 logs), 2.5 million about -0.5 (6 logs). So one log's shift measures the bias to about
+        0.1-0.35 SE and the warning fires where it is material, not on every log fitted so
+        (``tests/test_dr_cross_fit_check.py``)."""
+        if self.folds != 1 or self.default_folds == 1 or not isinstance(self.model, str):
+            return {}
+        from dataclasses import replace
+
+        cross = replace(self, folds=self.default_folds)
+        try:
+            terms = cross.terms(data, target, reward)
+        except InputError as exc:  # e.g. fewer users than folds, or a fold's log the model cannot be fitted on
+            return {"cross_fit_check": f"not made: {exc.message}"}
+        num_u, den_u, _ = cross._cluster_sums(data, terms)
+        if not den_u.sum() > 0:
+            return {"cross_fit_check": "not made: the cross-fitted value is undefined"}
+        other = float(num_u.sum() / den_u.sum())
+        shift = (value - other) / se
+        notes: dict[str, Any] = {"cross_fitted_value": other + reward.offset, "cross_fit_shift_se": shift}
+        if abs(shift) >= CROSS_FIT_SHIFT:
+            notes["warnings"] = [
+                f"{self.name} ({self.model_name} fitted on the log it corrects, folds 1): the value is "
+                f"{abs(shift):.2f} standard errors {'below' if shift < 0 else 'above'} its cross-fitted value "
+                f"{other + reward.offset:.6g} (each impression's model fitted on the other folds of "
+                f"{self.default_folds} folds of the users, the default; warned from {CROSS_FIT_SHIFT:g} SE either "
+                "way). A model that has seen "
+                "the clicks it corrects biases a doubly robust value by about (pairs with data) / n, which the "
+                "interval leaves out (measured on sparse logs: 0.2-1.3 standard errors low); the cross-fitted "
+                f"value has no such bias: leave folds at {self.default_folds}"]
+        return notes
+
     @staticmethod
     def unseen_notes(data: LoggedData, t_uq: IntArray) -> dict[str, Any]:
         """How many target (query, document) pairs were never shown for that query in the
@@ -479,6 +523,10 @@ def _distinct_pairs(t_uq: IntArray, mask: BoolArray) -> int:
 
 #: a target (query, document) pair the log shows fewer times than this is "rare"
 RARE_SHOWS = 10
+
+#: a doubly robust estimator fitted on the log it corrects (folds 1) warns where its cross-fitted value is this many
+#: of its standard errors away (:meth:`ClickModelEstimator.value_checks`)
+CROSS_FIT_SHIFT = 0.5
 
 
 def _rare_notes(data: LoggedData, t_uq: IntArray) -> dict[str, Any]:
