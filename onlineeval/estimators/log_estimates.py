@@ -47,6 +47,7 @@ from onlineeval.estimators.intervals import (  # noqa: F401  (re-exported: their
 )
 
 from onlineeval.estimators.log_bootstrap import SHARED_RESAMPLES_TEXT, SharedResamples, boot_rng  # re-exported
+from onlineeval.estimators.rewards import metric_range  # noqa: F401  (re-exported: its home was this module)
 from onlineeval.estimators.target_support import (
     never_logged_text,
     shorter_target_text,
@@ -142,19 +143,6 @@ def check_rewards(estimators: list[Estimator], reward: Reward, key: str = "--met
             ok = [n for n in available_estimators() if reward.kind in estimator_class(n).rewards]
             raise ConfigError((key,), f"estimator {est.name!r} cannot estimate {reward.name} "
                               f"({reward.kind} rewards); estimators that can: {', '.join(ok)}")
-
-
-def metric_range(reward: Reward, k: int) -> tuple[float, float]:
-    """The smallest and largest value the metric of one impression can take on lists of ``k`` slots
-    (``c_0 + sum_j r_j``: any subset of slots clicked for additive rewards, at most one first click otherwise)."""
-    import numpy as np
-
-    w = np.asarray(reward.position_weights(k), dtype=np.float64)
-    if reward.kind == "additive":
-        lo, hi = float(np.minimum(w, 0).sum()), float(np.maximum(w, 0).sum())
-    else:
-        lo, hi = min(0.0, float(w.min())), max(0.0, float(w.max()))
-    return reward.offset + lo, reward.offset + hi
 
 
 def range_note(value: float, reward: Reward, k: int) -> str | None:
@@ -580,6 +568,7 @@ def estimate_targets(
     import numpy as np
 
     from onlineeval.errors import InputError
+    from onlineeval.estimators.model_based import cross_fit_difference  # a DR fitted on its log (folds 1)
     from onlineeval.io.logged import LogPolicy
 
     data = lg.data
@@ -674,6 +663,7 @@ def estimate_targets(
                             warnings.append(text)
                             diff["warnings"].append(text)
                 lopsided_difference(differences[-1], pair, alpha, warnings)  # an undefined one's skewness is None
+                cross_fit_difference(est, sub, tmap.target, base.target, reward, differences[-1], pair, warnings)
     fixed_warning: dict[str, str] = {}
     if differences:
         for est in estimators:

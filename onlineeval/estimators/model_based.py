@@ -467,15 +467,7 @@ class ClickModelEstimator(Estimator):
         shift = (value - other) / se
         notes: dict[str, Any] = {"cross_fitted_value": other + reward.offset, "cross_fit_shift_se": shift}
         if abs(shift) >= CROSS_FIT_SHIFT:
-            notes["warnings"] = [
-                f"{self.name} ({self.model_name} fitted on the log it corrects, folds 1): the value is "
-                f"{abs(shift):.2f} standard errors {'below' if shift < 0 else 'above'} its cross-fitted value "
-                f"{other + reward.offset:.6g} (each impression's model fitted on the other folds of "
-                f"{self.default_folds} folds of the users, the default; warned from {CROSS_FIT_SHIFT:g} SE either "
-                "way). A model that has seen "
-                "the clicks it corrects biases a doubly robust value by about (pairs with data) / n, which the "
-                "interval leaves out (measured on sparse logs: 0.2-1.3 standard errors low); the cross-fitted "
-                f"value has no such bias: leave folds at {self.default_folds}"]
+            notes["warnings"] = [cross_fit_text(self, "value", shift, f"{other + reward.offset:.6g}")]
         return notes
 
     @staticmethod
@@ -527,6 +519,50 @@ RARE_SHOWS = 10
 #: a doubly robust estimator fitted on the log it corrects (folds 1) warns where its cross-fitted value is this many
 #: of its standard errors away (:meth:`ClickModelEstimator.value_checks`)
 CROSS_FIT_SHIFT = 0.5
+
+
+def cross_fit_text(est: ClickModelEstimator, what: str, shift: float, other: str) -> str:
+    """The warning of a doubly robust ``est`` fitted on the log it corrects whose ``what`` ("value", "difference") is
+    ``shift`` standard errors from its cross-fitted one, ``other`` (formatted)."""
+    return (f"{est.name} ({est.model_name} fitted on the log it corrects, folds 1): the {what} is {abs(shift):.2f} "
+            f"standard errors {'below' if shift < 0 else 'above'} its cross-fitted {what} {other} (each impression's "
+            f"model fitted on the other folds of {est.default_folds} folds of the users, the default; warned from "
+            f"{CROSS_FIT_SHIFT:g} SE either way). A model that has seen the clicks it corrects biases a doubly robust "
+            "value by about (pairs with data) / n, which the interval leaves out (measured on sparse logs: 0.2-1.3 "
+            f"standard errors low); the cross-fitted {what} has no such bias: leave folds at {est.default_folds}")
+
+
+def cross_fit_difference(est: Estimator, data: LoggedData, target: Target, baseline: Target, reward: Reward,
+                         diff: dict[str, Any], pair: str, warnings: list[str]) -> None:
+    """The paired difference's own check (``onlineeval estimate --baseline``; record ``diff`` of
+    :func:`~onlineeval.estimators.log_estimates.paired_difference`, prefix ``pair``): for a doubly robust ``est``
+    fitted on the log it corrects (as :meth:`ClickModelEstimator.value_checks`), the cross-fitted difference, and a
+    warning added to ``warnings`` and the record's own where the difference is :data:`CROSS_FIT_SHIFT` of its
+    standard errors or more from it (each side's bias need not cancel in the difference); nothing otherwise, nor
+    where the difference or its standard error is undefined or the cross-fit cannot be made."""
+    if not (isinstance(est, ClickModelEstimator) and est.folds == 1 and est.default_folds > 1
+            and isinstance(est.model, str)):
+        return
+    value, se = diff.get("estimate"), diff.get("se")
+    if value is None or se is None or not (math.isfinite(se) and se > 0):
+        return
+    from dataclasses import replace
+
+    cross = replace(est, folds=est.default_folds)
+    sides = []
+    for t in (target, baseline):
+        try:
+            num_u, den_u, _ = cross._cluster_sums(data, cross.terms(data, t, reward))
+        except InputError:  # as value_checks: the check is not made (each estimate's notes say why)
+            return
+        if not den_u.sum() > 0:
+            return
+        sides.append(float(num_u.sum() / den_u.sum()))
+    other = sides[0] - sides[1]
+    shift = (value - other) / se
+    if abs(shift) >= CROSS_FIT_SHIFT:
+        warnings.append(f"{pair}: {cross_fit_text(est, 'difference', shift, f'{other:+.6g}')}")
+        diff.setdefault("warnings", []).append(warnings[-1])
 
 
 def _rare_notes(data: LoggedData, t_uq: IntArray) -> dict[str, Any]:

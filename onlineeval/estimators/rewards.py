@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from onlineeval.errors import ConfigError, InputError
 
-__all__ = ["REWARDS", "Reward", "first_click", "get_reward"]
+__all__ = ["REWARDS", "Reward", "first_click", "get_reward", "metric_range"]
 
 FloatArray = NDArray[np.float64]
 
@@ -157,3 +157,14 @@ def get_reward(name: str, k: int) -> Reward:
         raise ConfigError(("reward",), f"must be one of {', '.join(REWARDS)} or {UTILITY_PREFIX}<metric> (clicks "
                           f"weighted by the metric's C/W/L weights, e.g. utility:RBP(p=0.8)); got {name!r}")
     return REWARDS[name](k)
+
+
+def metric_range(reward: Reward, k: int) -> tuple[float, float]:
+    """The smallest and largest value the metric of one impression can take on lists of ``k`` slots
+    (``c_0 + sum_j r_j``: any subset of slots clicked for additive rewards, at most one first click otherwise)."""
+    w = np.asarray(reward.position_weights(k), dtype=np.float64)
+    if reward.kind == "additive":
+        lo, hi = float(np.minimum(w, 0).sum()), float(np.maximum(w, 0).sum())
+    else:
+        lo, hi = min(0.0, float(w.min())), max(0.0, float(w.max()))
+    return reward.offset + lo, reward.offset + hi
