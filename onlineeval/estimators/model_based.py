@@ -8,7 +8,7 @@ models assume, how they are fitted and what they cost: :mod:`onlineeval.estimato
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -451,19 +451,14 @@ class ClickModelEstimator(Estimator):
         -1.30 (0.31, 8 logs), 2.5 million about -0.5 (6 logs). So one log's shift measures the bias to about
         0.1-0.35 SE and the warning fires where it is material, not on every log fitted so
         (``tests/test_dr_cross_fit_check.py``)."""
-        if self.folds != 1 or self.default_folds == 1 or not isinstance(self.model, str):
+        if not fitted_on_its_log(self):
             return {}
-        from dataclasses import replace
-
-        cross = replace(self, folds=self.default_folds)
         try:
-            terms = cross.terms(data, target, reward)
+            other = cross_fitted_value(self, data, target, reward)
         except InputError as exc:  # e.g. fewer users than folds, or a fold's log the model cannot be fitted on
             return {"cross_fit_check": f"not made: {exc.message}"}
-        num_u, den_u, _ = cross._cluster_sums(data, terms)
-        if not den_u.sum() > 0:
+        if math.isnan(other):
             return {"cross_fit_check": "not made: the cross-fitted value is undefined"}
-        other = float(num_u.sum() / den_u.sum())
         shift = (value - other) / se
         notes: dict[str, Any] = {"cross_fitted_value": other + reward.offset, "cross_fit_shift_se": shift}
         if abs(shift) >= CROSS_FIT_SHIFT:
@@ -521,6 +516,22 @@ RARE_SHOWS = 10
 CROSS_FIT_SHIFT = 0.5
 
 
+def fitted_on_its_log(est: Estimator) -> bool:
+    """Whether ``est`` is a doubly robust estimator (cross-fitted by default) told to fit its model by name on the
+    whole log it corrects (``folds`` 1)."""
+    return (isinstance(est, ClickModelEstimator) and est.folds == 1 and est.default_folds > 1
+            and isinstance(est.model, str))
+
+
+def cross_fitted_value(est: ClickModelEstimator, data: LoggedData, target: Target, reward: Reward) -> float:
+    """``est``'s value of ``target`` (without the reward's offset) with its model cross-fitted over its
+    ``default_folds`` folds of the users, NaN where undefined (no positive weight); an :class:`InputError` where the
+    folds cannot be made or fitted."""
+    cross = replace(est, folds=est.default_folds)
+    num_u, den_u, _ = cross._cluster_sums(data, cross.terms(data, target, reward))
+    return float(num_u.sum() / den_u.sum()) if den_u.sum() > 0 else math.nan
+
+
 def cross_fit_text(est: ClickModelEstimator, what: str, shift: float, other: str) -> str:
     """The warning of a doubly robust ``est`` fitted on the log it corrects whose ``what`` ("value", "difference") is
     ``shift`` standard errors from its cross-fitted one, ``other`` (formatted)."""
@@ -540,25 +551,15 @@ def cross_fit_difference(est: Estimator, data: LoggedData, target: Target, basel
     warning added to ``warnings`` and the record's own where the difference is :data:`CROSS_FIT_SHIFT` of its
     standard errors or more from it (each side's bias need not cancel in the difference); nothing otherwise, nor
     where the difference or its standard error is undefined or the cross-fit cannot be made."""
-    if not (isinstance(est, ClickModelEstimator) and est.folds == 1 and est.default_folds > 1
-            and isinstance(est.model, str)):
-        return
     value, se = diff.get("estimate"), diff.get("se")
-    if value is None or se is None or not (math.isfinite(se) and se > 0):
+    if not fitted_on_its_log(est) or value is None or se is None or not (math.isfinite(se) and se > 0):
         return
-    from dataclasses import replace
-
-    cross = replace(est, folds=est.default_folds)
-    sides = []
-    for t in (target, baseline):
-        try:
-            num_u, den_u, _ = cross._cluster_sums(data, cross.terms(data, t, reward))
-        except InputError:  # as value_checks: the check is not made (each estimate's notes say why)
-            return
-        if not den_u.sum() > 0:
-            return
-        sides.append(float(num_u.sum() / den_u.sum()))
-    other = sides[0] - sides[1]
+    try:  # (as value_checks: where a cross-fit cannot be made there is no check; each estimate's notes say why)
+        other = cross_fitted_value(est, data, target, reward) - cross_fitted_value(est, data, baseline, reward)
+    except InputError:
+        return
+    if math.isnan(other):
+        return
     shift = (value - other) / se
     if abs(shift) >= CROSS_FIT_SHIFT:
         warnings.append(f"{pair}: {cross_fit_text(est, 'difference', shift, f'{other:+.6g}')}")
