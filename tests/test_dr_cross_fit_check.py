@@ -176,3 +176,39 @@ def test_the_difference_against_a_baseline_is_checked_too(tmp_path: Path):
     assert not any("fitted on the log it corrects" in w for d in cross["differences"] for w in d["warnings"])
     rips = next(d for d in one["differences"] if d["estimator"] == "rips")  # no model: nothing to check
     assert not any("fitted on the log it corrects" in w for w in rips["warnings"])
+
+
+def test_each_folds_model_is_fitted_once_per_log(monkeypatch):
+    # the folds' training logs are kept with the log (with their fits): the cross-fitted dr, dr_list and cascade_dr
+    # with the same model (pbm) for two targets, and dr with folds 1 and its check, fit the whole log once and each
+    # fold once (they fitted every fold again for every target, difference and estimator before)
+    import onlineeval.estimators.model_fit as model_fit
+    from onlineeval.estimators.log_estimates import paired_difference
+    from onlineeval.estimators.rewards import get_reward
+
+    from onlineeval.estimators.model_based import fold_ids
+
+    calls = []
+    plain = model_fit._fit_examination_em  # a PBM's fit (EM on the aggregated counts)
+
+    def counted(data, *args, **kwargs):
+        calls.append(data.n)
+        return plain(data, *args, **kwargs)
+
+    monkeypatch.setattr(model_fit, "_fit_examination_em", counted)
+    logs, world = _logs(2000, 1, 44)
+    log, (b, a) = logs[0], world.targets[:2]
+    values = {}
+    for name in ("dr", "dr_list", "cascade_dr"):
+        for t in (b, a):
+            values[name, t.name] = get_estimator(name, model="pbm").estimate(log, t, "clicks_per_query").value
+        paired_difference(get_estimator(name, model="pbm"), log, b, a, get_reward("clicks_per_query", log.k))
+    one = get_estimator("dr", model="pbm", folds=1).estimate(log, b, "clicks_per_query")
+    fold = fold_ids(log, 2)
+    assert sorted(calls) == sorted([log.n, int(np.sum(fold != 0)), int(np.sum(fold != 1))]), calls
+    assert one.diagnostics.notes["cross_fitted_value"] == pytest.approx(values["dr", b.name], rel=1e-12)
+    # and the shared fits give the numbers of fits made afresh
+    fresh = LoggedData(log.query, log.shown, log.clicks, user=log.user, p_list=log.p_list, p_prefix=log.p_prefix,
+                       p_item=log.p_item)
+    assert get_estimator("cascade_dr", model="pbm").estimate(fresh, a, "clicks_per_query").value == \
+        values["cascade_dr", a.name]

@@ -384,7 +384,10 @@ class ClickModelEstimator(Estimator):
                 raise InputError(f"{self.name}: {self.folds} folds (cross-fitting) need at least {self.folds} "
                                  "users/impressions; set the option folds to 1 to fit on the whole log",
                                  data.source)
-            parts = [self.fitted(data.take(fold != f)) for f in range(self.folds)]
+            # each fold's training log once per log (cached with its fits): every target, difference and estimator
+            # with the same model and options shares the fits
+            parts = [self.fitted(data.cached(("model_fit", "fold_log", self.folds, f),
+                                             lambda f=f: data.take(fold != f))) for f in range(self.folds)]
         q_uq = np.stack([expected_slot_rewards(_as_model(mdl), uq, t_uq, reward) for mdl in parts])
         q_s = None
         if logged is not False:
