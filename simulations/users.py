@@ -150,10 +150,14 @@ class UserModels:
         if k not in self._by_type:
             width = grade_width(self.models)
             out: list[Any] | None = None
-            if width is not None:  # a grade chain's or an independent-click table's rows: a one-type stacked sampler
-                out = [t if t is None or isinstance(t, (UbmTables, RowChain)) else _GradeChains.build([model], k, width)
-                       for model, t in ((m, type_tables(m, k, width)) for m in self.models)]
-                if any(t is None for t in out):
+            if width is not None:
+                out = []
+                for model in self.models:
+                    one = type_tables(model, k, width)
+                    if one is not None and not isinstance(one, (UbmTables, RowChain)):
+                        one = _GradeChains.build([model], k, width)  # grade tables' rows: a one-type stacked sampler
+                    out.append(one)
+                if any(one is None for one in out):
                     out = None
             self._by_type[k] = out
         return self._by_type[k]
