@@ -253,7 +253,7 @@ class Estimator(ABC):
                 if fixed is not None:  # the delta method holds the choice fixed: the bootstrap's SD is the se
                     se, se_source = float(np.std(reps[:, 0], ddof=1)), BOOTSTRAP_SE
         if math.isfinite(se):  # checks that need the value and its se (a DR fitted on the log it corrects)
-            extra = self.value_checks(data, target, rw, value, se)
+            extra = self.value_checks(data, target, rw, value, se, terms)
             if extra:
                 warned = [*terms.notes.get("warnings", []), *extra.pop("warnings", [])]
                 terms = replace(terms, notes={**terms.notes, **extra, **({"warnings": warned} if warned else {})})
@@ -280,12 +280,13 @@ class Estimator(ABC):
         return False
 
     def value_checks(self, data: LoggedData, target: Target, reward: Reward, value: float,
-                     se: float) -> dict[str, Any]:
-        """Notes from checks that need the estimate's ``value`` (without the reward's offset) and its standard error
-        ``se`` (finite), merged into the estimate's diagnostics; warnings under ``"warnings"``. None by default
-        (:meth:`estimate` only: the simulator's designs measure bias against the exact truth instead); a doubly
-        robust estimator fitted on the log it corrects compares its value with the cross-fitted one
-        (:meth:`~onlineeval.estimators.model_based.ClickModelEstimator.value_checks`)."""
+                     se: float, terms: Terms) -> dict[str, Any]:
+        """Notes from checks that need the estimate's ``value`` (without the reward's offset), its standard error
+        ``se`` (finite) and its ``terms``, merged into the estimate's diagnostics; warnings under ``"warnings"``.
+        None by default (:meth:`estimate` only: the simulator's designs measure bias against the exact truth
+        instead); a doubly robust estimator fitted on the log it corrects compares its value with the cross-fitted
+        one (:meth:`~onlineeval.estimators.model_based.ClickModelEstimator.value_checks`), the direct method with
+        ``dr``'s (:mod:`~onlineeval.estimators.dm_dr_check`)."""
         return {}
 
     def clt_holds_fixed(self, reward: Reward) -> str | None:

@@ -237,6 +237,16 @@ class DirectMethod(ClickModelEstimator):
 
         return MODEL_HELD if self.refits_in_bootstrap and not self.linearised(reward) else None
 
+    def value_checks(self, data: LoggedData, target: Target, reward: Reward, value: float,
+                     se: float, terms: Terms) -> dict[str, Any]:
+        """The value checked against the doubly robust ``dr`` on the same log
+        (:mod:`~onlineeval.estimators.dm_dr_check`: their paired difference measures the model's bias where the log
+        has item propensities and the reward is additive)."""
+        from onlineeval.estimators.dm_dr_check import dm_dr_check
+
+        return {**super().value_checks(data, target, reward, value, se, terms),
+                **dm_dr_check(self, data, target, reward, terms)}
+
     @property
     def refits_in_bootstrap(self) -> bool:
         """True when the model is fitted on the log (given by name): :meth:`bootstrap_estimates` then fits it again

@@ -22,6 +22,7 @@ from onlineeval.estimators.base import (
     LoggedData,
     Reward,
     Target,
+    Terms,
 )
 
 __all__ = ["CLOSED_FORM_NOTE", "EM_BY_DEFAULT", "EM_MAX_ITER", "EM_OR_CLOSED_FORM", "FITTABLE", "RARE_SHOWS",
@@ -438,7 +439,7 @@ class ClickModelEstimator(Estimator):
         return notes
 
     def value_checks(self, data: LoggedData, target: Target, reward: Reward, value: float,
-                     se: float) -> dict[str, Any]:
+                     se: float, terms: Terms) -> dict[str, Any]:
         r"""A doubly robust estimator (``default_folds`` > 1) whose model is fitted by name on the log it corrects
         (``folds`` 1) computes its cross-fitted value too (``default_folds`` folds of the users) and records it
         (``cross_fitted_value``) with the shift :math:`(\hat V_1 - \hat V_{cf}) / se` (``cross_fit_shift_se``),
