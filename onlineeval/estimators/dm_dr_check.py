@@ -91,6 +91,15 @@ def _paired(est: DirectMethod, data: LoggedData, num: FloatArray) -> tuple[float
     return (float(r.estimate), float(r.se)) if math.isfinite(r.se) and r.se > 0 else None
 
 
+def _num(est: Any, data: LoggedData, target: Target, reward: Reward, num: FloatArray | None = None) -> FloatArray:
+    """``est``'s per-impression terms of ``target`` (``num`` where the caller has them), kept with the log, so a
+    difference against a baseline checks the targets' own terms without computing them again."""
+    def compute() -> FloatArray:
+        return (est.terms(data, target, reward).num if num is None else num).copy()
+
+    return data.cached(("dm_dr_check", est, reward), compute, target=target)  # type: ignore[no-any-return]
+
+
 def dm_dr_check(est: DirectMethod, data: LoggedData, target: Target, reward: Reward, terms: Terms) -> dict[str, Any]:
     """Notes of the check (see the module docstring): ``dr_check`` (what was compared, or why not),
     ``dr_check_value`` (``dr``'s value), ``dr_check_difference`` (dm - dr), ``dr_check_se`` and ``dr_check_z``;
@@ -100,10 +109,10 @@ def dm_dr_check(est: DirectMethod, data: LoggedData, target: Target, reward: Rew
         return {"dr_check": f"not made: {reason}"}
     ref = dr_reference(est)
     try:
-        other = ref.terms(data, target, reward).num
+        other = _num(ref, data, target, reward)
     except (InputError, ConfigError) as exc:  # no item propensities, a first-click reward, too few users
         return {"dr_check": f"not made: {exc.message}"}
-    paired = _paired(est, data, terms.num - other)
+    paired = _paired(est, data, _num(est, data, target, reward, terms.num) - other)
     if paired is None:
         return {"dr_check": "not made: the difference has no standard error (fewer than two users, or constant)"}
     diff, se = paired
@@ -128,8 +137,8 @@ def dr_check_difference(est: Estimator, data: LoggedData, target: Target, baseli
         return
     ref = dr_reference(est)
     try:
-        own = est.terms(data, target, reward).num - est.terms(data, baseline, reward).num
-        other = ref.terms(data, target, reward).num - ref.terms(data, baseline, reward).num
+        own = _num(est, data, target, reward) - _num(est, data, baseline, reward)
+        other = _num(ref, data, target, reward) - _num(ref, data, baseline, reward)
     except (InputError, ConfigError):
         return
     paired = _paired(est, data, own - other)
