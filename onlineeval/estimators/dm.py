@@ -134,6 +134,7 @@ from onlineeval.estimators.base import (
 )
 from onlineeval.estimators.chain_linearisation import chain_correction
 from onlineeval.estimators.dcm_linearisation import dcm_correction
+from onlineeval.estimators.dm_dr_check import DR_CHECK_Z
 from onlineeval.estimators.model_based import (  # the shared base (importable from here, as before it moved)
     CLOSED_FORM_NOTE,
     EM_BY_DEFAULT,
@@ -352,7 +353,9 @@ def rare_pairs_warning(est: ClickModelEstimator, notes: dict[str, Any], n: int) 
             "of impressions there, which may bias the value beyond its interval (measured on sparse logs of PBM "
             "users: low by up to about that product in standard errors, 0.05-1 times it across the worlds measured; "
             "17 SE at 10^6 impressions with 7% of the slots). A doubly robust estimator (dr, dr_list, cascade_dr) "
-            "corrects the model's bias; or use a longer log")
+            "corrects the model's bias; or use a longer log. For an independent-click model (pbm, dctr, rctr, "
+            "gctr), an additive reward and a log with item propensities, the notes' dr_check measures this bias "
+            f"against dr on the log itself (warned from {DR_CHECK_Z:g} SE)")
 
 
 def _pbm_correction(mdl: Any, data: LoggedData, target: Target, reward: Reward) -> FloatArray:
