@@ -144,8 +144,9 @@ def _num(est: Any, data: LoggedData, target: Target, reward: Reward, num: FloatA
 
 def dm_dr_check(est: DirectMethod, data: LoggedData, target: Target, reward: Reward, terms: Terms) -> dict[str, Any]:
     """Notes of the check (see the module docstring): ``dr_check`` (what was compared, or why not),
-    ``dr_check_value`` (``dr``'s value), ``dr_check_difference`` (dm - dr), ``dr_check_se`` and ``dr_check_z``;
-    a warning under ``"warnings"`` from :data:`DR_CHECK_Z`."""
+    ``dr_check_value`` (``dr``'s value), ``dr_check_difference`` (dm - dr), ``dr_check_se``, ``dr_check_z`` and
+    ``dr_check_skewness`` (of the users' influence values); a warning under ``"warnings"`` from :data:`DR_CHECK_Z`
+    unless :func:`lopsided_check` reaches :data:`LOPSIDED_LIMIT` (then ``dr_check`` says 'inconclusive')."""
     ref = dr_reference(est, data, reward)
     if ref is None:
         return {"dr_check": f"not made: {not_made(est, data, reward)}"}
