@@ -241,8 +241,8 @@ class DirectMethod(ClickModelEstimator):
     def value_checks(self, data: LoggedData, target: Target, reward: Reward, value: float,
                      se: float, terms: Terms) -> dict[str, Any]:
         """The value checked against the doubly robust ``dr`` on the same log
-        (:mod:`~onlineeval.estimators.dm_dr_check`: their paired difference measures the model's bias where the log
-        has item propensities and the reward is additive)."""
+        (:mod:`~onlineeval.estimators.dm_dr_check`: their paired difference measures the model's bias for an
+        independent-click model, an additive reward and a log with item propensities)."""
         from onlineeval.estimators.dm_dr_check import dm_dr_check
 
         return {**super().value_checks(data, target, reward, value, se, terms),
