@@ -204,6 +204,7 @@ class Estimator(ABC):
         Raises :class:`InputError` when a needed propensity is missing, the reward kind is
         not supported, or the estimate is undefined (e.g. no positive weight).
         """
+        from onlineeval.estimators.assumption_check import assumption_check
         from onlineeval.stats import cluster_bootstrap_ratio, ratio_mean
 
         rw = self._reward(reward, data.k)
@@ -254,6 +255,9 @@ class Estimator(ABC):
                     se, se_source = float(np.std(reps[:, 0], ddof=1)), BOOTSTRAP_SE
         if math.isfinite(se):  # checks that need the value and its se (a DR fitted on the log it corrects)
             extra = self.value_checks(data, target, rw, value, se, terms)
+            checked = assumption_check(self, data, target, rw, terms)  # a stronger assumption against rips's
+            more = checked.pop("warnings", [])
+            extra = {**extra, **checked, **({"warnings": [*extra.get("warnings", []), *more]} if more else {})}
             if extra:
                 warned = [*terms.notes.get("warnings", []), *extra.pop("warnings", [])]
                 terms = replace(terms, notes={**terms.notes, **extra, **({"warnings": warned} if warned else {})})

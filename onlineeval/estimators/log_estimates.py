@@ -568,6 +568,7 @@ def estimate_targets(
     import numpy as np
 
     from onlineeval.errors import InputError
+    from onlineeval.estimators.assumption_check import assumption_check_difference  # against rips on the log
     from onlineeval.estimators.dm_dr_check import dr_check_difference  # dm against dr on the same log
     from onlineeval.estimators.model_based import cross_fit_difference  # a DR fitted on its log (folds 1)
     from onlineeval.io.logged import LogPolicy
@@ -666,6 +667,8 @@ def estimate_targets(
                 lopsided_difference(differences[-1], pair, alpha, warnings)  # an undefined one's skewness is None
                 cross_fit_difference(est, sub, tmap.target, base.target, reward, differences[-1], pair, warnings)
                 dr_check_difference(est, sub, tmap.target, base.target, reward, differences[-1], pair, warnings)
+                assumption_check_difference(est, sub, tmap.target, base.target, reward, differences[-1], pair,
+                                            warnings)
     fixed_warning: dict[str, str] = {}
     if differences:
         for est in estimators:
