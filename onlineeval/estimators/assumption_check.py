@@ -202,9 +202,9 @@ def _same(own: FloatArray, other: FloatArray) -> bool:
 
 
 def _compare(est: Estimator, data: LoggedData, num: FloatArray) -> dict[str, Any] | None:
-    from onlineeval.estimators.dm_dr_check import _paired
+    from onlineeval.estimators.intervals import paired_mean
 
-    paired = _paired(est, data, num)
+    paired = paired_mean(data, num)
     if paired is None:
         return None
     diff, se, skewness, clusters = paired

@@ -52,6 +52,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from onlineeval.errors import ConfigError, InputError
+from onlineeval.estimators.intervals import paired_mean
 
 if TYPE_CHECKING:
     from onlineeval.estimators.base import Estimator, FloatArray, LoggedData, Reward, Target, Terms
@@ -104,22 +105,6 @@ def not_made(est: DirectMethod, data: LoggedData, reward: Reward) -> str | None:
     return None
 
 
-def _paired(est: DirectMethod, data: LoggedData, num: FloatArray) -> tuple[float, float, float, int] | None:
-    """The mean of the per-impression differences ``num``, its standard error over the log's clusters (as every
-    estimate's), the skewness of the clusters' influence values and their number; ``None`` where it has no SE."""
-    from onlineeval.estimators.intervals import influence_skewness
-    from onlineeval.estimators.results import Terms
-    from onlineeval.stats import ratio_mean
-
-    num_u, den_u, clusters = est._cluster_sums(data, Terms(num=num))
-    if clusters < 2:
-        return None
-    r = ratio_mean(num_u, den_u)
-    if not (math.isfinite(r.se) and r.se > 0):
-        return None
-    return float(r.estimate), float(r.se), influence_skewness(num_u - r.estimate * den_u), int(clusters)
-
-
 def lopsided_check(skewness: float, clusters: int) -> float:
     """How often the check's one heavy side crosses :data:`DR_CHECK_Z` where the direct method is unbiased, by the
     first Edgeworth term (:func:`~onlineeval.estimators.intervals.lopsided_excess`), as a multiple of the normal
@@ -154,7 +139,7 @@ def dm_dr_check(est: DirectMethod, data: LoggedData, target: Target, reward: Rew
         other = _num(ref, data, target, reward)
     except (InputError, ConfigError) as exc:  # e.g. too few users for the folds
         return {"dr_check": f"not made: {exc.message}"}
-    paired = _paired(est, data, _num(est, data, target, reward, terms.num) - other)
+    paired = paired_mean(data, _num(est, data, target, reward, terms.num) - other)
     if paired is None:
         return {"dr_check": "not made: the difference has no standard error (fewer than two users, or constant)"}
     diff, se, skewness, clusters = paired
@@ -188,7 +173,7 @@ def dr_check_difference(est: Estimator, data: LoggedData, target: Target, baseli
         other = _num(ref, data, target, reward) - _num(ref, data, baseline, reward)
     except (InputError, ConfigError):
         return
-    paired = _paired(est, data, own - other)
+    paired = paired_mean(data, own - other)
     if (paired is not None and abs(paired[0] / paired[1]) >= DR_CHECK_Z
             and lopsided_check(paired[2], paired[3]) < LOPSIDED_LIMIT):
         text = dr_check_text(est, ref, "difference", paired[0], paired[1], f"{float(other.sum() / data.n):+.6g}")

@@ -48,6 +48,7 @@ __all__ = [
     "lopsided_excess",
     "lopsided_text",
     "measured_text",
+    "paired_mean",
     "refused_paired_text",
     "working_df",
 ]
@@ -410,3 +411,21 @@ def bootstrap_se_text(fixed: str, n_boot: int, se: float, delta_se: float) -> st
     made again in each) instead of the delta method's ``delta_se``."""
     return (f"se, interval and p-values are its bootstrap's: se = the SD of the {n_boot} resamples' estimates "
             f"({fixed} redone in each), {se:.4g}; the delta method's {delta_se:.4g} holds it fixed and is too small")
+
+
+def paired_mean(data: LoggedData, num: FloatArray) -> tuple[float, float, float, int] | None:
+    """The mean of per-impression differences ``num`` of two estimators' terms on ``data`` (the checks of
+    :mod:`~onlineeval.estimators.dm_dr_check` and :mod:`~onlineeval.estimators.assumption_check`), its standard
+    error over the log's clusters (the delta method's, as every estimate's), the skewness of the clusters' influence
+    values and their number; ``None`` where it has no standard error (fewer than two clusters, or constant)."""
+    from onlineeval.estimators.base import Estimator
+    from onlineeval.estimators.results import Terms
+    from onlineeval.stats import ratio_mean
+
+    num_u, den_u, clusters = Estimator._cluster_sums(data, Terms(num=num))
+    if clusters < 2:
+        return None
+    r = ratio_mean(num_u, den_u)
+    if not (math.isfinite(r.se) and r.se > 0):
+        return None
+    return float(r.estimate), float(r.se), influence_skewness(num_u - r.estimate * den_u), int(clusters)
