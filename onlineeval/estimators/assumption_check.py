@@ -104,7 +104,7 @@ def critical_value(skewness: float, clusters: int, difference: float) -> float:
     """The check's critical value on ``difference``'s side: :data:`CHECK_Z`, plus on the heavy side (opposite to the
     users' influence values' ``skewness``: a log that missed the reference's rare large weights lies there)
     :data:`CF_SAFETY` times the Cornish-Fisher shift :math:`|\\gamma| (2 z^2 + 1) / (6 \\sqrt{G})`."""
-    if not math.isfinite(skewness) or clusters < 2 or skewness == 0 or (skewness < 0) != (difference > 0):
+    if not math.isfinite(skewness) or clusters < 2 or (skewness < 0) != (difference > 0):
         return CHECK_Z
     return CHECK_Z + CF_SAFETY * abs(skewness) * (2 * CHECK_Z**2 + 1) / (6 * math.sqrt(clusters))
 
@@ -117,19 +117,18 @@ def drawn_slots(data: LoggedData, weights: FloatArray) -> tuple[int, FloatArray,
     prefix weight :math:`\\pi / \\mu` has expectation 1 at every shown slot (full support), and a log that hardly
     draws some queries' prefixes (an epsilon-greedy logger around another ranker) misses their mass, whatever the
     concentration of the weights it did draw."""
+    from onlineeval.stats import ratio_mean_batch
+
     valid = np.ones(weights.shape, dtype=bool) if data.all_valid else np.asarray(data.valid, dtype=bool)
     w = np.where(valid, np.asarray(weights, dtype=np.float64), 0.0)
     inv, g = data.user_groups
-    cols = range(w.shape[1])
-    per_user = np.stack([np.bincount(inv, w[:, j], g) for j in cols], axis=1)
-    shown = np.stack([np.bincount(inv, valid[:, j].astype(np.float64), g) for j in cols], axis=1)
-    total, count = per_user.sum(axis=0), shown.sum(axis=0)
-    s2 = (np.abs(per_user) ** 2).sum(axis=0)
-    users = np.divide(total**2, s2, out=np.zeros(w.shape[1]), where=s2 > 0)
-    mean = np.divide(total, count, out=np.zeros(w.shape[1]), where=count > 0)
-    resid = ((per_user - shown * mean) ** 2).sum(axis=0) * g / max(g - 1, 1)
-    se = np.divide(np.sqrt(resid), count, out=np.zeros(w.shape[1]), where=count > 0)
-    mean_z = np.divide(np.abs(mean - 1.0), se, out=np.full(w.shape[1], np.inf), where=se > 0)
+    per_user = np.stack([np.bincount(inv, col, g) for col in w.T])  # (k, users): each slot's sums per user
+    shown = np.stack([np.bincount(inv, col, g) for col in valid.T.astype(np.float64)])
+    s2 = (per_user**2).sum(axis=1)
+    users = np.divide(per_user.sum(axis=1) ** 2, s2, out=np.zeros(s2.size), where=s2 > 0)
+    mean = ratio_mean_batch(per_user, shown)  # each slot's mean weight and its delta-method SE over the users
+    off = np.abs(np.nan_to_num(mean.estimate, nan=0.0) - 1.0)
+    mean_z = np.divide(off, mean.se, out=np.where(off > 0, np.inf, 0.0), where=mean.se > 0)
     drawn = (users >= MIN_SLOT_USERS) & (mean_z <= MEAN_WEIGHT_Z)
     return (int(np.argmin(drawn)) if not drawn.all() else int(drawn.size)), users, mean_z
 
