@@ -235,6 +235,8 @@ def test_the_command_checks_each_value_and_the_difference(tmp_path: Path):
     rips = next(r for r in doc["results"] if r["estimator"] == "rips" and r["target"] == "ideal")
     assert row["diagnostics"]["notes"]["assumption_check_difference"] == pytest.approx(
         row["estimate"] - rips["estimate"], abs=1e-12)
+    (catalogue,) = [w for w in row["warnings"] if w.startswith("iips is biased for clicks_per_query")]
+    assert "; on this log the assumption check finds it: the value is " in catalogue  # the estimate's verdict
     d_iips, d_rips = (next(d for d in doc["differences"] if d["estimator"] == e) for e in ("iips", "rips"))
     (own,) = [w for w in d_iips["warnings"] if w.startswith("iips ideal - shuffled: ") and WARNED in w]
     printed = float(re.search(r"iips - rips = ([+-][0-9.e+-]+) ", own).group(1))
@@ -243,3 +245,49 @@ def test_the_command_checks_each_value_and_the_difference(tmp_path: Path):
     assert text.exit_code == 0, text.output
     assert "assumption_check = rips on the whole list" in text.stdout
     assert text.stdout.count("iips ideal - shuffled: iips: its difference is") == 1
+
+
+def test_the_catalogue_warning_ends_with_what_the_check_found():
+    # "iips is biased ... when clicks follow cascade" printed alike on every log; it now says what the check saw on
+    # this one: found (cascade users), no sign with the bias it would have seen (PBM users), or not checked
+    from onlineeval.estimators.bias_advice import metric_bias_warning
+    from onlineeval.estimators.rewards import get_reward
+
+    reward = get_reward("clicks_per_query", 3)
+    iips = get_estimator("iips")
+    for family, found in (("cascade", True), ("pbm", False)):
+        world = check_world(family, "uniform")
+
+        class Log:  # what metric_bias_warning reads of a log: the runnable estimators' propensities
+            data = sample_log(world, 4000, np.random.default_rng(41))
+
+        notes = iips.estimate(Log.data, world.targets[0], reward).diagnostics.notes
+        z, thr, se = (notes[f"assumption_check_{key}"] for key in ("z", "threshold", "se"))
+        text = metric_bias_warning(iips, reward, Log(), None, notes)
+        assert text.startswith("iips is biased for clicks_per_query (an additive reward) when clicks follow cascade")
+        assert (abs(z) >= thr) is found, (family, z, thr)
+        if found:
+            assert text.endswith(f"; on this log the assumption check finds it: the value is {abs(z):.1f} standard "
+                                 "errors above that of rips (its own warning)"), text
+        else:
+            assert text.endswith(f"; on this log the assumption check finds no sign of it for this target: the value "
+                                 f"is {abs(z):.1f} standard errors of the paired difference from that of rips, below "
+                                 f"the {thr:.2f} it warns from (a bias beyond about {thr * se:.2g} there would "
+                                 "show)"), text
+        assert metric_bias_warning(iips, reward, Log()) == text.split("; on this log")[0]  # no notes: the catalogue's
+    no_prefix = LoggedData(Log.data.query, Log.data.shown, Log.data.clicks, user=Log.data.user,
+                           p_item=Log.data.p_item)
+    notes = iips.estimate(no_prefix, world.targets[0], reward).diagnostics.notes
+    assert metric_bias_warning(iips, reward, Log(), None, notes).endswith(
+        "; not checked on this log (its notes, assumption_check, say why)")
+    sparse = _sparse(10_000, 300)  # the check compares slots 1-2 only: the warning says so
+    _, order, _, _ = _world()
+    notes = iips.estimate(sparse, DeterministicTarget(order[:, :K], "ideal"), "clicks_per_query").diagnostics.notes
+    slots = notes["assumption_check_slots"]
+    assert 1 <= slots < K
+
+    class Sparse:
+        data = sparse
+
+    assert f"the value on slots 1-{slots} (deeper slots not compared) is " in metric_bias_warning(
+        iips, get_reward("clicks_per_query", K), Sparse(), None, notes)

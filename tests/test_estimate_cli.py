@@ -101,6 +101,12 @@ def test_readme_estimate_example_reproduces(tmp_path: Path, monkeypatch: pytest.
         at = starts[0] + len(segment)
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     assert (f"the true values are {truth['B']:.4f} clicks per query for B and {truth['A']:.4f} for A" in readme)
+    # the assumption check's verdict at the end of IIPS's catalogue warnings, as the README quotes it
+    for who, where, bias in (("B", "on slots 1-2 (deeper slots not compared) ", "0.14"), ("A", "", "0.003")):
+        (line,) = [w for w in out if w.startswith(f"  iips {who}: iips is biased for clicks_per_query")]
+        assert f"finds no sign of it for this target: the value {where}is" in line, line
+        assert f"(a bias beyond about {bias} there would show)" in line, line
+    assert "here about 0.14 for IIPS's B, whose slots 1-2 only are compared, and 0.003 for A" in readme
     # the set-up's largest weights, as the README describes them: 1 / (0.3 / (8*7*6*5)) and 1 / (0.3 / 8)
     assert "5600" in out[3] and "26.67" in out[6]
     # estimator notes are for people: 4 significant digits (the JSON keeps every digit), no Python dict repr

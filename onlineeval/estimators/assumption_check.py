@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from onlineeval.estimators.base import Estimator, FloatArray, LoggedData, Reward, Target, Terms
 
 __all__ = ["CF_SAFETY", "CHECK_Z", "MEAN_WEIGHT_Z", "MIN_SLOT_USERS", "REFERENCE", "applies", "assumption_check",
-           "assumption_check_difference", "critical_value", "drawn_slots"]
+           "assumption_check_difference", "critical_value", "drawn_slots", "verdict_text"]
 
 #: the estimator that checks the others (no look-ahead: unbiased under every top-down click model)
 REFERENCE = "rips"
@@ -273,6 +273,27 @@ def assumption_check_difference(est: Estimator, data: LoggedData, target: Target
     if res is not None and abs(res["z"]) >= res["threshold"]:
         warnings.append(f"{pair}: {check_text(est, 'difference', res, slots, data.k, families)}")
         diff.setdefault("warnings", []).append(warnings[-1])
+
+
+def verdict_text(notes: dict[str, Any]) -> str | None:
+    """What the check found on this log, for the catalogue's warning of an estimator declared biased under a click
+    family (:func:`~onlineeval.estimators.bias_advice.metric_bias_warning`): its z on the slots compared and the
+    threshold, the bias it would see (the threshold times the difference's SE) where it stays silent, or where to
+    read why it was not made; ``None`` where the check does not apply (no note)."""
+    made = notes.get("assumption_check")
+    if made is None:
+        return None
+    z = notes.get("assumption_check_z")
+    if z is None:
+        return "not checked on this log (its notes, assumption_check, say why)"
+    slots, se, threshold = (notes[f"assumption_check_{key}"] for key in ("slots", "se", "threshold"))
+    where = "" if made.endswith("the whole list") else f" on {_top(slots)} (deeper slots not compared)"
+    if abs(z) >= threshold:
+        return (f"on this log the assumption check finds it: the value{where} is {abs(z):.1f} standard errors "
+                f"{'below' if z < 0 else 'above'} that of {REFERENCE} (its own warning)")
+    return (f"on this log the assumption check finds no sign of it for this target: the value{where} is "
+            f"{abs(z):.1f} standard errors of the paired difference from that of {REFERENCE}, below the "
+            f"{threshold:.2f} it warns from (a bias beyond about {threshold * se:.2g} there would show)")
 
 
 def _top(slots: int) -> str:

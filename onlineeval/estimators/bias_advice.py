@@ -7,7 +7,8 @@ by an option rather than the click model, as clipped IPS, which warns of its own
 for the metric's kind under some family, the warning names the metric, the families and the estimators unbiased
 there that run on this log (:func:`runnable_estimators`: the log's propensity forms and logging policy). Adaptive
 IPS's unbiasedness is that of the behaviours it chose on the log (:data:`BEHAVIOUR_ESTIMATORS`, read back from its
-result's notes by :func:`chosen_behaviours`), not its declaration. Used by
+result's notes by :func:`chosen_behaviours`), not its declaration. The warning ends with what the estimate's assumption
+check against RIPS found on this log (:mod:`~onlineeval.estimators.assumption_check`). Used by
 :func:`onlineeval.estimators.log_estimates.estimate_targets` (``onlineeval estimate`` and
 :func:`onlineeval.estimate`); :func:`~onlineeval.estimators.log_estimates.check_needs` names what a log lacks with
 :func:`missing_needs` and the estimators that could run with :func:`runnable_estimators`.
@@ -91,7 +92,7 @@ def _families_under(name: str, kind: str) -> set[str]:
 
 
 def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog,
-                        chosen: dict[str, str] | None = None) -> str | None:
+                        chosen: dict[str, str] | None = None, notes: dict[str, Any] | None = None) -> str | None:
     """The warning of an estimator known to be biased for the metric's reward kind (its ``biased_under`` names the
     kind under a click family), naming the estimator, the metric and its kind, the click models it is biased under
     and the estimators unbiased there that could run on this log; ``None`` when it is not, or when its bias comes
@@ -99,9 +100,13 @@ def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog,
     on its own). ``chosen``: adaptive IPS's behaviours for this target on this log (:func:`chosen_behaviours`):
     adaptive IPS is named among the unbiased estimators only when each chosen behaviour's weights (iips, rips, ips:
     :data:`BEHAVIOUR_ESTIMATORS`) are unbiased there, with a condition when its choice is unknown, and its own
-    estimate is warned when a chosen behaviour's weights are biased for the metric (:func:`adaptive_bias_warning`)."""
+    estimate is warned when a chosen behaviour's weights are biased for the metric (:func:`adaptive_bias_warning`).
+    ``notes``: the estimate's, whose assumption check against RIPS (:mod:`~onlineeval.estimators.assumption_check`)
+    says what this log shows of that bias (:func:`~onlineeval.estimators.assumption_check.verdict_text`)."""
     if est.name == "adaptive_ips":
         return adaptive_bias_warning(reward, log, chosen, fixed=not getattr(est, "chooses_from_log", True))
+    from onlineeval.estimators.assumption_check import verdict_text
+
     kind = reward.kind
     unbiased_under, biased_under = est.bias_families()  # this instance's (the direct method's: its model's)
     declared = {f for f, k in biased_under if k == kind}
@@ -109,7 +114,9 @@ def metric_bias_warning(est: Estimator, reward: Reward, log: LoggedLog,
         return None
     biased = [f for f in FAMILIES if f in declared]
     unbiased = [f for f in FAMILIES if (f, kind) in unbiased_under]
-    return _bias_text(est.name, reward, log, biased, unbiased, chosen)
+    text = _bias_text(est.name, reward, log, biased, unbiased, chosen)
+    verdict = None if notes is None else verdict_text(notes)
+    return text if verdict is None else f"{text}; {verdict}"
 
 
 def _bias_text(name: str, reward: Reward, log: LoggedLog, biased: list[str], unbiased: list[str],

@@ -385,7 +385,7 @@ def one_estimate(
             "target's; a larger cap (or ips / snips) removes it")
     # adaptive IPS's own behaviours from its notes; the others' advice from what it chose for this target (chosen)
     biased = metric_bias_warning(est, reward, log, chosen_behaviours(diag.notes) if est.name == "adaptive_ips" else
-                                 chosen)
+                                 chosen, diag.notes)
     if biased:
         out["warnings"].append(biased)
     outside = range_note(res.value, reward, data.k)
