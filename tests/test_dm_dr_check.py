@@ -89,7 +89,8 @@ def test_a_model_that_is_not_independent_is_not_held_to_dr():
     notes = get_estimator("dm", model="cm").estimate(log, _targets()["ideal"], "clicks_per_query").diagnostics.notes
     assert notes["dr_check"].startswith("not made: dr, the reference, assumes a slot's clicks depend on its "
                                         "document only, which a cm model does not"), notes["dr_check"]
-    assert "dr_check_z" not in notes
+    assert "the assumption check against rips (notes assumption_check) tests this model" in notes["dr_check"]
+    assert "dr_check_z" not in notes and "assumption_check" in notes  # that check is made (its z, or why not)
 
 
 def test_silent_on_average_where_the_direct_method_is_unbiased():
