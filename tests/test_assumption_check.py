@@ -98,6 +98,24 @@ def test_silent_where_the_assumption_holds(logger):
         assert warned[name] <= 1, (name, warned)
 
 
+def test_a_right_cascade_model_is_not_held_to_account():
+    # the direct method with a cascade model is declared biased under PBM clicks, so it is checked against rips; on
+    # cascade users it is right: measured 1 and 0 warnings in 300 estimates (uniform and Plackett-Luce logging, clicks
+    # per query; reciprocal rank 1), mean z +0.14, +0.12 (SD 1.03, 0.99); a DCM on DCM users 0 of 120. Here 120 logs
+    world = check_world("cascade", "uniform")
+    rng = np.random.default_rng(77)
+    est = get_estimator("dm", model="cm")
+    z, warned = [], 0
+    for _ in range(120):
+        log = sample_log(world, 4000, rng)
+        for t in world.targets:
+            res = est.estimate(log, t, "clicks_per_query")
+            z.append(res.diagnostics.notes["assumption_check_z"])
+            warned += _warned(res)
+    v = np.array(z)
+    assert abs(v.mean()) < 4 * v.std(ddof=1) / math.sqrt(v.size) and warned <= 2, (v.mean(), warned)
+
+
 def test_cascade_users_are_caught():
     # measured on 300 logs of 4,000 impressions: IIPS 300, dr 296 (Plackett-Luce logging) and 300 (uniform)
     world = check_world("cascade", "plackett_luce")
