@@ -41,7 +41,9 @@ Three things make ``rips``'s weights (prefix propensity ratios) a delicate refer
 Measured where the estimator is unbiased (PBM users): the suite's check world (4 queries, 5 candidates, top 3, 3,000
 logs of 4,000 impressions) IIPS warned on 3 (uniform logging) and 1 (Plackett-Luce) logs, ``dr`` on 2 and 1 (a plain
 3-SE rule on the whole list: 25 and 29, 16 and 16 of 4,000); the sparse world above, 100 logs of 10,000 impressions
-and 30 of 10^5 (2,000 queries) for three lists: none; the bundled world's logger, 200 logs of 20,000: 1. Where the
+and 30 of 10^5 (2,000 queries) for three lists: none; the bundled world's logger, 200 logs of 20,000: 1; the direct
+method with a right model of another family (a cascade model on the cascade check world's users, 300 estimates per
+logger; a DCM on DCM users, 120): 1 and 0, and 0 (``tests/test_assumption_check.py``). Where the
 users are cascade users: the check world's ideal list, 200 of 200 logs for IIPS, 198 and 200 for ``dr`` (z about
 7-13); the sparse world, production's own list 50 of 50 logs for IIPS and PBM-IPS at 10^4 impressions (z +5.9, +7.4),
 20 of 20 at 10^5 (+19, +23), ``dr`` 10 of 50 and 20 of 20 (+1.9, +5.4); lists rarely logged there are compared on
