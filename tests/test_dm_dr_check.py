@@ -91,6 +91,10 @@ def test_a_model_that_is_not_independent_is_not_held_to_dr():
                                         "document only, which a cm model does not"), notes["dr_check"]
     assert "the assumption check against rips (notes assumption_check) tests this model" in notes["dr_check"]
     assert "dr_check_z" not in notes and "assumption_check" in notes  # that check is made (its z, or why not)
+    # a UBM declares no bias for a first-click reward: neither check, and the note does not point to one
+    notes = get_estimator("dm", model="ubm").estimate(log, _targets()["ideal"], "reciprocal_rank").diagnostics.notes
+    assert notes["dr_check"].endswith("which a ubm model does not (a right model would be held to a biased "
+                                      "reference)") and "assumption_check" not in notes, notes["dr_check"]
 
 
 def test_silent_on_average_where_the_direct_method_is_unbiased():

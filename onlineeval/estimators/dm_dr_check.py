@@ -101,9 +101,12 @@ def not_made(est: DirectMethod, data: LoggedData, reward: Reward) -> str | None:
     if not est.linearised(reward):
         return "the direct method's interval holds its fitted model fixed"
     if est.model_name not in INDEPENDENT_MODELS:
+        from onlineeval.estimators.assumption_check import applies
+
+        instead = ("; the assumption check against rips (notes assumption_check) tests this model on the log instead"
+                   if applies(est, reward) else "")
         return (f"dr, the reference, assumes a slot's clicks depend on its document only, which a {est.model_name} "
-                "model does not (a right model would be held to a biased reference); the assumption check against "
-                "rips (notes assumption_check) tests this model on the log instead")
+                f"model does not (a right model would be held to a biased reference){instead}")
     if reward.kind != "additive":
         return "dr, the reference, takes additive rewards only"
     if data.p_item is None:
