@@ -7,6 +7,7 @@ Examples::
     onlineeval validate --interleaver onlineeval.interleaving.team_draft:TeamDraft      # the batch API
     onlineeval validate --interleaver my_pkg:MyMultileaver --method team_draft_multileave
     onlineeval validate --log impressions.jsonl --method team_draft --format json
+    onlineeval validate --propensity-log logged.jsonl [--rtol 1e-6]   # a counterfactual log's propensities
 
 Prints one row per check naming its statistic (a test's p-value, or violations/total for
 exact checks), or with ``--format json`` one JSON document (checks, conventions, verdict,
@@ -161,6 +162,16 @@ def register(app: typer.Typer) -> None:
                  "0-based ranker indices (1-based labels are refused naming the line). Team labels are tested "
                  "against each impression's exact reference probabilities (sampled where there are too many "
                  "pick orders to enumerate; the report says which).")] = None,
+        propensity_log: Annotated[Path | None, typer.Option(
+            "--propensity-log",
+            help="A counterfactual log (onlineeval estimate's format, JSON lines, plain or gzipped) whose lines carry "
+                 "both the propensities your logger recorded ('propensities') and the logging policy with its "
+                 "scores ('logger'): every recorded list, prefix and item propensity is checked against the "
+                 "policy's exact one (exact checks; the worst line, the lines off and what the recorded values do "
+                 "to an IPS weight).")] = None,
+        rtol: Annotated[float, typer.Option(
+            "--rtol", help="With --propensity-log: the relative error a recorded propensity may have (default 1e-6; "
+                           "float32 logging is within about 6e-8, four significant digits within 5e-4).")] = 1e-6,
         method: Annotated[str, typer.Option(
             "--method", "-m", help="The interleaving method the implementation claims to be; "
                                    "team_draft_multileave and probabilistic_multileave run the multileaving "
@@ -185,7 +196,8 @@ def register(app: typer.Typer) -> None:
                               "call) may take before it fails the run (candidate_timeout); 0: no limit. "
                               "POSIX only (SIGALRM).")] = 10.0,
     ) -> None:
-        """Run the interleaving validation battery and print a report naming every statistic."""
+        """Run the interleaving validation battery (or check a counterfactual log's recorded propensities) and print
+        a report naming every statistic."""
         import os
         import sys
 
@@ -204,8 +216,19 @@ def register(app: typer.Typer) -> None:
 
         if fmt not in _FORMATS:
             raise ConfigError(("--format",), f"must be one of {', '.join(_FORMATS)}; got {fmt!r}")
-        if (interleaver is None) == (log is None):
-            raise ConfigError(("validate",), "give exactly one of --interleaver or --log")
+        if sum(x is not None for x in (interleaver, log, propensity_log)) != 1:
+            raise ConfigError(("validate",), "give exactly one of --interleaver, --log or --propensity-log")
+        if propensity_log is None and rtol != 1e-6:
+            raise ConfigError(("--rtol",), "applies to --propensity-log only")
+        if propensity_log is not None:
+            if option:
+                raise ConfigError(("--option",), "options of a reference interleaving method do not apply to "
+                                                 "--propensity-log (the logger's options are in the log's 'logger')")
+            from onlineeval.estimators.propensity_check import validate_propensities
+
+            report = validate_propensities(propensity_log, rtol=rtol)
+            typer.echo(report.to_json() if fmt == "json" else report.format())
+            raise typer.Exit(report.exit_code)
         try:
             interleaver_class(method)
             method_spec(method)
@@ -242,7 +265,7 @@ def register(app: typer.Typer) -> None:
                 finally:
                     shown.done()
             else:  # pragma: no cover - excluded by the exactly-one check
-                raise ConfigError(("validate",), "give exactly one of --interleaver or --log")
+                raise ConfigError(("validate",), "give exactly one of --interleaver, --log or --propensity-log")
         except CandidateError as exc:   # the candidate failed a call: a failed validation with its report
             if exc.report is None:  # pragma: no cover - the battery always attaches one
                 raise

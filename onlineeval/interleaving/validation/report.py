@@ -130,7 +130,9 @@ class ValidationReport:
         ``(key, text)`` pairs: outcome sign, click models, sizes, the scale of each
         fidelity check, how to read each statistic.
     mode:
-        ``"interleaving"`` (two rankers), ``"multileaving"`` (three or more) or ``"log"``.
+        ``"interleaving"`` (two rankers), ``"multileaving"`` (three or more), ``"log"``, or ``"propensities"`` (a
+        counterfactual log's recorded propensities against its logging policy:
+        :mod:`onlineeval.estimators.propensity_check`).
     inputs:
         What was checked, by content (:func:`stamped`): the SHA-256 of the files defining the candidate's calls
         (``{"candidate": {"files": [...], "unhashed": [...]}}``) or of the log (``{"log": {...}}``); empty where
@@ -177,7 +179,9 @@ class ValidationReport:
     def format(self) -> str:
         """A readable plain-text report: one row per check with the statistic it prints named."""
         lines = [(f"validation of {self.subject} against onlineeval's {self.method!r} ({self.mode}, "
-                 f"alpha = {self.alpha:g} for the whole battery)")]
+                 f"alpha = {self.alpha:g} for the whole battery)") if self.mode != "propensities" else
+                 f"validation of the propensities recorded in {self.subject} against its logging policy's exact ones "
+                 "(exact checks: no sampling error)"]
         n_stat = sum(c.rule in ("null", "power") for c in self.checks)
         if self.level is not None:
             lines.append(f"  level: each of the {n_stat} statistical checks is tested at alpha / {n_stat} = "
