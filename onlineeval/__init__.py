@@ -21,6 +21,7 @@ _API = (
     "evaluate_clicks",
     "sample_clicks",
     "validate",
+    "validate_propensities",
     "assert_valid_interleaver",
     "estimate",
     "Evaluation",

@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from onlineeval import validate_propensities  # the Python API's (the command's)
 from onlineeval.cli import app
-from onlineeval.estimators.propensity_check import check_form, validate_propensities
+from onlineeval.errors import ConfigError
+from onlineeval.estimators.propensity_check import check_form
 
 REPO = Path(__file__).resolve().parents[1]
 M, K = 5, 3
@@ -192,7 +194,10 @@ def test_bad_input_is_a_clear_error(tmp_path: Path):
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     res = _run("--propensity-log", str(path))
     assert res.exit_code == 2 and "logged.jsonl:" in res.output, res.output
-    assert _run("--propensity-log", str(path), "--rtol", "-1").exit_code == 2
+    res = _run("--propensity-log", str(path), "--rtol", "-1")
+    assert res.exit_code == 2 and "--rtol: must be a finite number >= 0" in res.output, res.output
+    with pytest.raises(ConfigError, match="must be a finite number >= 0"):
+        validate_propensities(path, rtol=float("nan"))
     res = _run("--propensity-log", str(path), "--log", str(path))
     assert res.exit_code == 2 and "exactly one of --interleaver, --log or --propensity-log" in res.output
     res = _run("--interleaver", "onlineeval.interleaving.team_draft:TeamDraft", "--rtol", "0.1")

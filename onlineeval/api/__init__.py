@@ -14,7 +14,8 @@ imported by the calls that use them); ``onlineeval.evaluate`` etc. resolve here 
 * :func:`fit_clicks`, :func:`evaluate_clicks`, :func:`sample_clicks`: click models on a
   DataFrame of sessions (``session, query, docs, clicks``) or a click-log file.
 * :func:`validate`, :func:`assert_valid_interleaver`: the interleaving validation battery
-  of ``onlineeval validate`` as a report object, and a pytest helper.
+  of ``onlineeval validate`` as a report object, and a pytest helper; :func:`validate_propensities`: a
+  counterfactual log's recorded propensities against its logging policy (``--propensity-log``).
 * :func:`estimate`: off-policy estimates of ``onlineeval estimate`` on a logged DataFrame
   (``query, shown, clicks`` and propensity columns) or a JSON-lines log.
 
@@ -46,7 +47,7 @@ from onlineeval.api._clicks import evaluate_clicks, fit_clicks, sample_clicks
 from onlineeval.api._estimate import Estimates, estimate
 from onlineeval.api._evaluate import Evaluation, evaluate, evaluate_letor
 from onlineeval.api._simulate import Simulation, Sweep, simulate, sweep
-from onlineeval.api._validate import assert_valid_interleaver, validate
+from onlineeval.api._validate import assert_valid_interleaver, validate, validate_propensities
 from onlineeval.errors import ConfigError, InputError
 
 # the submodules' helpers and type aliases, still importable from here as when the API was one module
@@ -84,6 +85,7 @@ __all__ = [
     "simulate",
     "sweep",
     "validate",
+    "validate_propensities",
 ]
 
 

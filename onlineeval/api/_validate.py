@@ -1,10 +1,12 @@
-"""Interleaver validation in the Python API: :func:`validate` and the pytest helper :func:`assert_valid_interleaver`.
+"""Interleaver validation in the Python API: :func:`validate` and the pytest helper :func:`assert_valid_interleaver`;
+a counterfactual log's recorded propensities against its logging policy: :func:`validate_propensities`.
 
 The battery of ``onlineeval validate`` as a report object.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +71,31 @@ def validate(
         if exc.report is None:  # pragma: no cover - the battery always attaches one
             raise
         return exc.report
+
+
+def validate_propensities(log: str | os.PathLike[str], *, rtol: float = 1e-6) -> ValidationReport:
+    """Check the propensities a counterfactual log records against its logging policy's exact ones, as
+    ``onlineeval validate --propensity-log`` (:mod:`onlineeval.estimators.propensity_check`).
+
+    Parameters
+    ----------
+    log:
+        A log in ``onlineeval estimate``'s format (JSON lines, plain or gzipped) whose every line carries both the
+        recorded ``propensities`` and the ``logger`` (the logging policy and its scores).
+    rtol:
+        The relative error a recorded value may have.
+
+    Returns
+    -------
+    onlineeval.interleaving.validation.ValidationReport
+        One exact check per propensity form: ``passed``, ``exit_code``, ``format()`` and ``to_json()``.
+    """
+    import simulations.policies
+    from onlineeval.estimators.propensity_check import validate_propensities as check
+    from simulations.policies.settings import propensity_settings
+
+    with propensity_settings(os.cpu_count() or 1):
+        return check(log, simulations.policies, rtol=rtol)
 
 
 def assert_valid_interleaver(candidate: Any, method: str = "team_draft", **kwargs: Any) -> ValidationReport:

@@ -224,9 +224,16 @@ def register(app: typer.Typer) -> None:
             if option:
                 raise ConfigError(("--option",), "options of a reference interleaving method do not apply to "
                                                  "--propensity-log (the logger's options are in the log's 'logger')")
+            import simulations.policies
+            from onlineeval.cli.estimate import PropensityProgress
             from onlineeval.estimators.propensity_check import validate_propensities
+            from simulations.policies.settings import propensity_settings
 
-            report = validate_propensities(propensity_log, rtol=rtol)
+            try:  # the policy's propensities on every core (the same numbers for any count), with progress lines
+                with propensity_settings(os.cpu_count() or 1, PropensityProgress()):
+                    report = validate_propensities(propensity_log, simulations.policies, rtol=rtol)
+            except ConfigError as exc:
+                raise ConfigError(("--rtol",), exc.message) if exc.key_path == ("rtol",) else exc from None
             typer.echo(report.to_json() if fmt == "json" else report.format())
             raise typer.Exit(report.exit_code)
         try:

@@ -158,50 +158,48 @@ def _message(res: dict[str, Any], rtol: float) -> str:
     return text
 
 
-def validate_propensities(path: str | os.PathLike[str], *, rtol: float = DEFAULT_RTOL) -> Any:
+def validate_propensities(path: str | os.PathLike[str], policies: Any, *, rtol: float = DEFAULT_RTOL) -> Any:
     """The :class:`~onlineeval.interleaving.validation.report.ValidationReport` of a log's recorded propensities
     against its logging policy's exact ones (module docstring): one exact check per form (``SKIPPED`` where the
-    log records none of it), with the inputs' digest and fingerprint."""
-    import simulations.policies
+    log records none of it), with the inputs' digest and fingerprint. ``policies``: the logging-policy package
+    (:mod:`simulations.policies`, as :func:`~onlineeval.io.logged.read_logged` takes it)."""
     from onlineeval.interleaving.validation.report import FAIL, PASS, SKIPPED, CheckResult, ValidationReport, stamped
     from onlineeval.io.digest import input_entry
-    from simulations.policies.settings import propensity_settings
 
-    if not (rtol >= 0 and np.isfinite(rtol)):
+    if isinstance(rtol, bool) or not (isinstance(rtol, (int, float)) and rtol >= 0 and np.isfinite(rtol)):
         from onlineeval.errors import ConfigError
 
-        raise ConfigError(("--rtol",), f"must be a finite number >= 0; got {rtol!r}")
-    with propensity_settings(os.cpu_count() or 1, None):
-        (rec, ro), (pol, po), lines = read_both(path, simulations.policies)
-        shown = rec.data.shown[ro] >= 0
-        checks = []
-        for form, attr in FORMS_CHECKED:
-            recorded, exact = getattr(rec.data, attr), getattr(pol.data, attr)
-            name = f"{form}_propensities"
-            if recorded is None:
-                checks.append(CheckResult(name, SKIPPED, "violations/total", None, f"the log records no {form} "
-                                          "propensities", exact=True, rule="skipped"))
-                continue
-            if exact is None:  # Monte Carlo item marginals read as 0 (the reader withholds the form)
-                why = pol.item_refusal[0] if pol.item_refusal else "the policy gives no item propensities"
-                checks.append(CheckResult(name, SKIPPED, "violations/total", None, f"not checked: {why}", exact=True,
-                                          rule="skipped"))
-                continue
-            unchecked = None
-            if form == "item":
-                exact_q = pol.data.logger.marginals_exact(pol.data.query[po])
-                unchecked = ~np.asarray(exact_q, dtype=bool) if not np.all(exact_q) else None
-            res = check_form(form, recorded[ro], exact[po], shown, lines, rtol, unchecked)
-            if not res["total"]:  # every query's item marginals a Monte Carlo estimate: nothing compared
-                checks.append(CheckResult(name, SKIPPED, "violations/total", None, "not checked: "
-                                          + _message(res, rtol).split("; ", 1)[1], exact=True, rule="skipped",
-                                          counts={"unchecked": res["unchecked"]}))
-                continue
-            checks.append(CheckResult(name, FAIL if res["violations"] else PASS, "violations/total",
-                                      float(res["violations"]), _message(res, rtol), exact=True,
-                                      counts={"violations": res["violations"], "total": res["total"],
-                                              "impressions": res["impressions"], "unchecked": res["unchecked"]}))
-        policy = "; ".join(pol.data.logger.describe())
+        raise ConfigError(("rtol",), f"must be a finite number >= 0; got {rtol!r}")
+    (rec, ro), (pol, po), lines = read_both(path, policies)
+    shown = rec.data.shown[ro] >= 0
+    checks = []
+    for form, attr in FORMS_CHECKED:
+        recorded, exact = getattr(rec.data, attr), getattr(pol.data, attr)
+        name = f"{form}_propensities"
+        if recorded is None:
+            checks.append(CheckResult(name, SKIPPED, "violations/total", None, f"the log records no {form} "
+                                      "propensities", exact=True, rule="skipped"))
+            continue
+        if exact is None:  # Monte Carlo item marginals read as 0 (the reader withholds the form)
+            why = pol.item_refusal[0] if pol.item_refusal else "the policy gives no item propensities"
+            checks.append(CheckResult(name, SKIPPED, "violations/total", None, f"not checked: {why}", exact=True,
+                                      rule="skipped"))
+            continue
+        unchecked = None
+        if form == "item":
+            exact_q = pol.data.logger.marginals_exact(pol.data.query[po])
+            unchecked = ~np.asarray(exact_q, dtype=bool) if not np.all(exact_q) else None
+        res = check_form(form, recorded[ro], exact[po], shown, lines, rtol, unchecked)
+        if not res["total"]:  # every query's item marginals a Monte Carlo estimate: nothing compared
+            checks.append(CheckResult(name, SKIPPED, "violations/total", None, "not checked: "
+                                      + _message(res, rtol).split("; ", 1)[1], exact=True, rule="skipped",
+                                      counts={"unchecked": res["unchecked"]}))
+            continue
+        checks.append(CheckResult(name, FAIL if res["violations"] else PASS, "violations/total",
+                                  float(res["violations"]), _message(res, rtol), exact=True,
+                                  counts={"violations": res["violations"], "total": res["total"],
+                                          "impressions": res["impressions"], "unchecked": res["unchecked"]}))
+    policy = "; ".join(pol.data.logger.describe())
     conventions = (
         ("policy", policy),
         ("compared", f"each recorded propensity with the policy's exact one for the same shown list (as onlineeval "
