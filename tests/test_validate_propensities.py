@@ -182,6 +182,16 @@ def test_the_check_of_one_form_written_out():
     assert check_form("item", recorded, exact, shown, np.array([3, 7]), 0.3)["violations"] == 0
 
 
+def test_estimate_points_a_log_carrying_both_to_the_check(tmp_path: Path):
+    path = tmp_path / "logged.jsonl"
+    _write(path, n=5)
+    (tmp_path / "B.run").write_text("q0 Q0 d0 1 1 B\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["estimate", "--log", str(path), "--target", str(tmp_path / "B.run"),
+                                   "--estimator", "ips"])
+    assert res.exit_code == 2 and "logged.jsonl:1: give either 'propensities' or 'logger'" in res.output
+    assert "not both (onlineeval validate --propensity-log checks a log carrying both" in res.output, res.output
+
+
 def test_bad_input_is_a_clear_error(tmp_path: Path):
     path = tmp_path / "logged.jsonl"
     records = _write(path, n=5)

@@ -314,7 +314,8 @@ def _parse_line(obj: Any, rows: _Rows, path: str, line: int, first: dict[str, An
     has_p, has_l = "propensities" in obj, "logger" in obj
     if has_p == has_l:
         raise InputError("give either 'propensities' or 'logger' (the logging policy), "
-                         + ("not both" if has_p else "found neither"), path, line)
+                         + ("not both (onlineeval validate --propensity-log checks a log carrying both: the recorded "
+                            "propensities against the policy's exact ones)" if has_p else "found neither"), path, line)
     if has_p:
         props = obj["propensities"]
         if not isinstance(props, dict) or not props:
