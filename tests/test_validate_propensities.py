@@ -227,3 +227,21 @@ def test_readme_example_reproduces(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     for line in block.group(1).splitlines():
         if line.strip() not in ("", "..."):  # '...': the inputs' digests and the rows that pass
             assert line in out, (line, out)
+
+
+def test_progress_is_reported_for_each_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import simulations.policies
+    from onlineeval.estimators import propensity_check
+
+    path = tmp_path / "logged.jsonl"
+    _write(path, n=50, blank=True)
+    monkeypatch.setattr(propensity_check, "PROGRESS_EVERY", 20)
+    calls: list[tuple[str, int, int]] = []
+    propensity_check.validate_propensities(path, simulations.policies, on_progress=lambda *a: calls.append(a))
+    size = len(path.read_text(encoding="utf-8"))
+    assert [c for c in calls if c[0] == "reading"][-1] == ("reading", size, size)
+    for what in ("the recorded propensities", "the policy's propensities"):
+        passes = [c[1:] for c in calls if c[0] == what]
+        assert passes == [(0, 50), (20, 50), (40, 50), (50, 50)], (what, passes)
+    res = CliRunner().invoke(app, ["validate", "--propensity-log", str(path)])  # a run under 5 s prints none
+    assert res.exit_code == 0 and "validate:" not in res.stderr, res.stderr

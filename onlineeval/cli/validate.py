@@ -229,11 +229,15 @@ def register(app: typer.Typer) -> None:
             from onlineeval.estimators.propensity_check import validate_propensities
             from simulations.policies.settings import propensity_settings
 
+            shown = LogProgress()  # reading the log and its impressions twice, at most a line every 5 s
             try:  # the policy's propensities on every core (the same numbers for any count), with progress lines
                 with propensity_settings(os.cpu_count() or 1, PropensityProgress()):
-                    report = validate_propensities(propensity_log, simulations.policies, rtol=rtol)
+                    report = validate_propensities(propensity_log, simulations.policies, rtol=rtol,
+                                                   on_progress=shown)
             except ConfigError as exc:
                 raise ConfigError(("--rtol",), exc.message) if exc.key_path == ("rtol",) else exc from None
+            finally:
+                shown.done()
             typer.echo(report.to_json() if fmt == "json" else report.format())
             raise typer.Exit(report.exit_code)
         try:

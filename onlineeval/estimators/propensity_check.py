@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ import numpy as np
 
 from onlineeval.errors import InputError
 
-__all__ = ["DEFAULT_RTOL", "FORMS_CHECKED", "check_form", "read_both", "validate_propensities"]
+__all__ = ["DEFAULT_RTOL", "FORMS_CHECKED", "PROGRESS_EVERY", "Progress", "check_form", "read_both",
+           "validate_propensities"]
 
 #: the relative tolerance of a recorded propensity (float32 logging is within about 6e-8)
 DEFAULT_RTOL = 1e-6
@@ -36,8 +38,14 @@ DEFAULT_RTOL = 1e-6
 #: the propensity forms, by their key in the log and their :class:`~onlineeval.estimators.LoggedData` attribute
 FORMS_CHECKED = (("list", "p_list"), ("prefix", "p_prefix"), ("item", "p_item"))
 
+#: lines between two calls of a caller's ``on_progress(what, done, total)``
+PROGRESS_EVERY = 20_000
 
-def _lines(path: str) -> list[tuple[int, dict[str, Any]]]:
+#: ``on_progress(what, done, total)``: "reading" (characters of the log), then each reading of its impressions
+Progress = Callable[[str, int, int], None] | None
+
+
+def _lines(path: str, on_progress: Progress = None) -> list[tuple[int, dict[str, Any]]]:
     """The file's impressions with their 1-based line numbers (blank lines skipped), each holding both
     ``propensities`` and ``logger``."""
     from onlineeval.io.logged import _decode, _gunzipped
@@ -48,7 +56,12 @@ def _lines(path: str) -> list[tuple[int, dict[str, Any]]]:
             raise InputError("no such file", path)
         raw = Path(path).read_bytes()
     out = []
-    for number, line in enumerate(_decode(path, raw).split("\n"), start=1):
+    text = _decode(path, raw)
+    done = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        done += len(line) + 1
+        if on_progress is not None and number % PROGRESS_EVERY == 0:
+            on_progress("reading", min(done, len(text)), len(text))
         if not line.strip():
             continue
         try:
@@ -67,26 +80,35 @@ def _lines(path: str) -> list[tuple[int, dict[str, Any]]]:
         out.append((number, obj))
     if not out:
         raise InputError("the log is empty (no impressions)", path)
+    if on_progress is not None:
+        on_progress("reading", len(text), len(text))
     return out
 
 
-def read_both(path: str | os.PathLike[str], policies: Any) -> tuple[tuple[Any, np.ndarray], tuple[Any, np.ndarray],
-                                                                   np.ndarray]:
+def read_both(path: str | os.PathLike[str], policies: Any,
+              on_progress: Progress = None) -> tuple[tuple[Any, np.ndarray], tuple[Any, np.ndarray], np.ndarray]:
     """``((recorded, order), (policy, order), lines)``: the log read twice, as
     :func:`~onlineeval.io.logged.read_logged` reads it, once with the recorded ``propensities`` and once with the
     ``logger`` (the policy's exact propensities of the same shown lists), each a
     :class:`~onlineeval.io.logged.LoggedLog` with the order that puts its impressions in the file's order, and each
-    impression's line. Errors name the file and line."""
+    impression's line. Errors name the file and line; ``on_progress`` as :data:`Progress`."""
     from onlineeval.io.logged import logged_from_records
 
     name = str(path)
-    rows = _lines(name)
+    rows = _lines(name, on_progress)
     lines = np.array([number for number, _ in rows], dtype=np.int64)
     views = []
-    for drop in ("logger", "propensities"):
-        records = ({k: v for k, v in obj.items() if k != drop} for _, obj in rows)
+    for drop, what in (("logger", "the recorded propensities"), ("propensities", "the policy's propensities")):
+        def records(drop: str = drop, what: str = what) -> Any:
+            if on_progress is not None:  # the pass begins (its rate is measured from here)
+                on_progress(what, 0, len(rows))
+            for i, (_, obj) in enumerate(rows, start=1):
+                if on_progress is not None and (i % PROGRESS_EVERY == 0 or i == len(rows)):
+                    on_progress(what, i, len(rows))
+                yield {k: v for k, v in obj.items() if k != drop}
+
         try:
-            log = logged_from_records(records, policies if drop == "propensities" else None, name)
+            log = logged_from_records(records(), policies if drop == "propensities" else None, name)
         except InputError as exc:  # its line is the record's position: the file's line instead
             raise InputError(exc.message, name, int(lines[exc.line - 1]) if exc.line else None) from None
         order = np.argsort(log.lines, kind="stable")
@@ -158,11 +180,13 @@ def _message(res: dict[str, Any], rtol: float) -> str:
     return text
 
 
-def validate_propensities(path: str | os.PathLike[str], policies: Any, *, rtol: float = DEFAULT_RTOL) -> Any:
+def validate_propensities(path: str | os.PathLike[str], policies: Any, *, rtol: float = DEFAULT_RTOL,
+                          on_progress: Progress = None) -> Any:
     """The :class:`~onlineeval.interleaving.validation.report.ValidationReport` of a log's recorded propensities
     against its logging policy's exact ones (module docstring): one exact check per form (``SKIPPED`` where the
     log records none of it), with the inputs' digest and fingerprint. ``policies``: the logging-policy package
-    (:mod:`simulations.policies`, as :func:`~onlineeval.io.logged.read_logged` takes it)."""
+    (:mod:`simulations.policies`, as :func:`~onlineeval.io.logged.read_logged` takes it); ``on_progress`` as
+    :data:`Progress`."""
     from onlineeval.interleaving.validation.report import FAIL, PASS, SKIPPED, CheckResult, ValidationReport, stamped
     from onlineeval.io.digest import input_entry
 
@@ -170,7 +194,7 @@ def validate_propensities(path: str | os.PathLike[str], policies: Any, *, rtol: 
         from onlineeval.errors import ConfigError
 
         raise ConfigError(("rtol",), f"must be a finite number >= 0; got {rtol!r}")
-    (rec, ro), (pol, po), lines = read_both(path, policies)
+    (rec, ro), (pol, po), lines = read_both(path, policies, on_progress)
     shown = rec.data.shown[ro] >= 0
     checks = []
     for form, attr in FORMS_CHECKED:
