@@ -199,11 +199,18 @@ def test_bad_input_is_a_clear_error(tmp_path: Path):
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     res = _run("--propensity-log", str(path))
     assert res.exit_code == 2 and "logged.jsonl:3: missing 'logger'" in res.output, res.output
-    records[2]["logger"] = {"policy": "deterministic", "scores": records[0]["logger"]["scores"]}
-    records[2]["query"] = records[0]["query"]
+    # a deterministic logger cannot have shown lists other than its own ranking: the lines are counted and named
+    records = _write(path, n=8)
+    for r in records:
+        r["logger"] = {"policy": "deterministic", "scores": r["logger"]["scores"]}
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    bad = [i + 1 for i, r in enumerate(records)
+           if sorted(r["logger"]["scores"], key=lambda d: -r["logger"]["scores"][d])[:K] != r["shown"]]
+    assert len(bad) >= 2, bad
     res = _run("--propensity-log", str(path))
-    assert res.exit_code == 2 and "logged.jsonl:" in res.output, res.output
+    assert res.exit_code == 2, res.output
+    assert f"logged.jsonl:{bad[0]}: the logging policy gives the shown list probability 0" in res.output, res.output
+    assert f"; {len(bad)} of the log's 8 impressions are so (lines {', '.join(map(str, bad[:5]))}" in res.output
     res = _run("--propensity-log", str(path), "--rtol", "-1")
     assert res.exit_code == 2 and "--rtol: must be a finite number >= 0" in res.output, res.output
     with pytest.raises(ConfigError, match="must be a finite number >= 0"):

@@ -614,8 +614,11 @@ def _build(path: str, policies: Any, lines: NDArray[np.int64], query_ids: NDArra
                         "that do not read item propensities", int(lines[int(np.argmax(estimated))]))
                     del props["p_item"]
                     zero = zero & ~estimated
+            count = int(zero.sum())
+            first = ", ".join(str(int(v)) for v in lines[np.flatnonzero(zero)[:5]]) + (", ..." if count > 5 else "")
+            many = f"; {count} of the log's {n} impressions are so (lines {first})" if count > 1 else ""
             fail(zero, f"the logging policy gives the shown list probability 0 ({form} propensity); it cannot have "
-                       "shown it (check the policy, its options and the scores)")
+                       f"shown it (check the policy, its options and the scores){many}")
     else:
         shown[valid] = local[pcodes]
         if p_list is not None:
