@@ -211,6 +211,14 @@ def test_bad_input_is_a_clear_error(tmp_path: Path):
     assert res.exit_code == 2, res.output
     assert f"logged.jsonl:{bad[0]}: the logging policy gives the shown list probability 0" in res.output, res.output
     assert f"; {len(bad)} of the log's 8 impressions are so (lines {', '.join(map(str, bad[:5]))}" in res.output
+    text = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join([text[0], text[1].replace('{"query"', '{"clicks": [], "query"', 1), "{"]) + "\n",
+                    encoding="utf-8")
+    res = _run("--propensity-log", str(path))
+    assert res.exit_code == 2 and "logged.jsonl:2: key 'clicks' appears twice" in res.output, res.output
+    path.write_text("\n".join([text[0], "{"]) + "\n", encoding="utf-8")
+    res = _run("--propensity-log", str(path))
+    assert res.exit_code == 2 and "logged.jsonl:2: malformed JSON" in res.output, res.output
     res = _run("--propensity-log", str(path), "--rtol", "-1")
     assert res.exit_code == 2 and "--rtol: must be a finite number >= 0" in res.output, res.output
     with pytest.raises(ConfigError, match="must be a finite number >= 0"):
