@@ -19,7 +19,6 @@ unchecked (said in the row; the default quadrature is exact).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -48,34 +47,19 @@ Progress = Callable[[str, int, int], None] | None
 def _lines(path: str, on_progress: Progress = None) -> list[tuple[int, dict[str, Any]]]:
     """The file's impressions with their 1-based line numbers (blank lines skipped), each holding both
     ``propensities`` and ``logger``."""
-    from onlineeval.io.logged import _decode, _gunzipped
-    from onlineeval.io.logged_json import DuplicateKey, LoggerTexts, json_value_error
+    from onlineeval.io.logged import _decode, _gunzipped, decoded_lines
 
     raw = _gunzipped(path)
     if raw is None:
         if not Path(path).is_file():
             raise InputError("not a file" if Path(path).exists() else "no such file", path)
         raw = Path(path).read_bytes()
-    out = []
     text = _decode(path, raw)
-    loggers = LoggerTexts()  # as read_logged decodes lines: a query's logger parsed once, duplicate keys refused
-    done = 0
-    for number, line in enumerate(text.split("\n"), start=1):
-        done += len(line) + 1
-        if on_progress is not None and number % PROGRESS_EVERY == 0:
-            on_progress("reading", min(done, len(text)), len(text))
-        if not line.strip():
-            continue
-        try:
-            obj = loggers.decode(line)
-        except DuplicateKey as exc:
-            raise InputError(exc.text(), path, number) from None
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path, number) from None
-        except RecursionError:
-            raise InputError("malformed JSON: nested too deeply", path, number) from None
-        except ValueError as exc:
-            raise InputError(f"malformed JSON: {json_value_error(exc)}", path, number) from None
+    n_lines = text.count("\n") + 1
+    out = []
+    for number, obj in decoded_lines(path, text):  # as read_logged decodes them
+        if on_progress is not None and number % PROGRESS_EVERY == 0:  # characters, by the share of lines read
+            on_progress("reading", len(text) * number // n_lines, len(text))
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object (one impression), got {type(obj).__name__}", path, number)
         missing = [key for key in ("propensities", "logger") if key not in obj]

@@ -63,7 +63,7 @@ from __future__ import annotations
 import gc
 import itertools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -445,21 +445,8 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
     # collector meanwhile spares it rescanning them (reading 100,000 lines: ~2x faster)
     was_enabled = gc.isenabled()
     gc.disable()
-    loggers = LoggerTexts()
     try:
-        for number, line in enumerate(text.split("\n"), start=1):  # reading JSON is one call per line
-            if not line.strip():
-                continue
-            try:
-                obj = loggers.decode(line)
-            except DuplicateKey as exc:
-                raise InputError(exc.text(), name, number) from None
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", name, number) from None
-            except RecursionError:
-                raise InputError("malformed JSON: nested too deeply", name, number) from None
-            except ValueError as exc:  # e.g. an integer of more than 4300 digits (Python's limit)
-                raise InputError(f"malformed JSON: {json_value_error(exc)}", name, number) from None
+        for number, obj in decoded_lines(name, text):
             _parse_line(obj, rows, name, number, first)
     finally:
         if was_enabled:
@@ -467,6 +454,27 @@ def read_logged(path: str | PathLike[str], policies: Any = None) -> LoggedLog:
     if not rows.lines:
         raise InputError("the log is empty (no impressions)", name)
     return _assemble(rows, name, policies)
+
+
+def decoded_lines(name: str, text: str) -> Iterator[tuple[int, Any]]:
+    """``(line, object)`` of each non-blank line of a JSON-lines log's ``text`` (file ``name``), decoded as the
+    readers decode them (:class:`~onlineeval.io.logged_json.LoggerTexts`: a query's logger parsed once, duplicate
+    keys refused); malformed JSON is an :class:`InputError` naming the file and line."""
+    loggers = LoggerTexts()
+    for number, line in enumerate(text.split("\n"), start=1):  # reading JSON is one call per line
+        if not line.strip():
+            continue
+        try:
+            obj = loggers.decode(line)
+        except DuplicateKey as exc:
+            raise InputError(exc.text(), name, number) from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", name, number) from None
+        except RecursionError:
+            raise InputError("malformed JSON: nested too deeply", name, number) from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits (Python's limit)
+            raise InputError(f"malformed JSON: {json_value_error(exc)}", name, number) from None
+        yield number, obj
 
 
 def _gunzipped(name: str) -> bytes | None:
